@@ -1,0 +1,1 @@
+"""One module per notebook: its exercises' checks, hints and observations."""
