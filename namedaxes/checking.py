@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-import textwrap
 from typing import Any, Callable, Iterable
 
 import numpy as np
@@ -26,7 +25,8 @@ class CheckFailed(AssertionError):
 
 
 def _fail(msg: str) -> None:
-    raise CheckFailed(textwrap.dedent(msg).strip())
+    """Raise with the message as one paragraph (source indentation removed)."""
+    raise CheckFailed(" ".join(line.strip() for line in msg.strip().splitlines() if line.strip()))
 
 
 def expect_array(name: str, value: Any, *, shape: tuple | None = None, dtype: Any = None) -> None:

@@ -1,0 +1,161 @@
+"""Generate the student notebooks in notebooks/ from the sources in solutions/.
+
+    python tools/generate_notebooks.py            # all notebooks
+    python tools/generate_notebooks.py --check    # fail if notebooks/ would change
+
+Steps, all deterministic:
+1. Lay out an nbgrader course folder (build/course: source/<id>/<id>.ipynb).
+2. Run nbgrader's own generate_assignment for every notebook (clears outputs,
+   removes hidden tests, replaces solutions by `raise NotImplementedError()`,
+   records the assignment in the gradebook).
+3. Tag, in the release only, the cells that must raise while the exercises are
+   unanswered (`raises-exception`): answer cells that raise at top level, test
+   cells, and every code cell that uses a name such a cell defines (transitively).
+4. Write notebooks/<id>.ipynb.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import builtins
+import shutil
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS = ROOT / "solutions"
+NOTEBOOKS = ROOT / "notebooks"
+COURSE = ROOT / "build" / "course"
+RAISES = "raises-exception"
+COURSE_ID = "namedaxes"
+
+NBGRADER_CONFIG = f'''# Written by tools/generate_notebooks.py: the nbgrader course built from solutions/.
+c = get_config()  # noqa: F821
+c.CourseDirectory.course_id = "{COURSE_ID}"
+c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}}
+c.Execute.timeout = 60
+'''
+
+
+def assignment_ids() -> list[str]:
+    return sorted(p.stem for p in SOLUTIONS.glob("*.ipynb"))
+
+
+def layout_course(ids: list[str]) -> None:
+    COURSE.mkdir(parents=True, exist_ok=True)
+    (COURSE / "nbgrader_config.py").write_text(NBGRADER_CONFIG)
+    for aid in ids:
+        dest = COURSE / "source" / aid
+        if dest.exists():
+            shutil.rmtree(dest)
+        dest.mkdir(parents=True)
+        shutil.copy2(SOLUTIONS / f"{aid}.ipynb", dest / f"{aid}.ipynb")
+
+
+def run_nbgrader(ids: list[str]) -> None:
+    from nbgrader.apps import NbGraderAPI
+    from traitlets.config import Config
+
+    config = Config()
+    config.CourseDirectory.root = str(COURSE)
+    config.CourseDirectory.course_id = COURSE_ID
+    config.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+    api = NbGraderAPI(config=config)
+    for aid in ids:
+        result = api.generate_assignment(aid, force=True)
+        if not result["success"]:
+            sys.exit(f"nbgrader generate_assignment {aid} failed:\n{result['error']}\n{result['log']}")
+
+
+# ------------------------------------------------------------------ tagging
+def _names(tree: ast.AST) -> tuple[set[str], set[str]]:
+    """(names bound at top level, names loaded anywhere) in a cell's code."""
+    bound, used = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (bound if isinstance(node.ctx, ast.Store) else used).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).split(".")[0])
+    return bound, used
+
+
+def _raises_at_top_level(tree: ast.Module) -> bool:
+    return any(isinstance(stmt, ast.Raise) for stmt in tree.body)
+
+
+def _parse(source: str) -> ast.Module:
+    # IPython magics / shell escapes are not Python: drop those lines for the analysis.
+    lines = [ln for ln in source.splitlines() if not ln.lstrip().startswith(("%", "!"))]
+    return ast.parse("\n".join(lines))
+
+
+def tag_cells_that_must_raise(nb) -> list[int]:
+    """Tag cells that raise while unanswered; return their indices."""
+    tainted: set[str] = set()
+    tagged = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        meta = cell.metadata.get("nbgrader", {})
+        tree = _parse(cell.source)
+        bound, used = _names(tree)
+        if meta.get("solution"):
+            tainted |= bound                      # the stub defines these names
+            must_raise = _raises_at_top_level(tree)
+        else:
+            must_raise = bool(meta.get("grade")) or bool(used & tainted)
+        if must_raise:
+            tainted |= bound - set(dir(builtins))
+            tags = [t for t in cell.metadata.get("tags", []) if t != RAISES] + [RAISES]
+            cell.metadata["tags"] = tags
+            tagged.append(index)
+    return tagged
+
+
+def build(ids: list[str]) -> dict[str, str]:
+    layout_course(ids)
+    run_nbgrader(ids)
+    out = {}
+    for aid in ids:
+        nb = nbformat.read(COURSE / "release" / aid / f"{aid}.ipynb", as_version=4)
+        tag_cells_that_must_raise(nb)
+        out[aid] = nbformat.writes(nb) + "\n"
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="fail if notebooks/ differs from what solutions/ generates")
+    parser.add_argument("ids", nargs="*", help="assignment ids (default: every notebook in solutions/)")
+    args = parser.parse_args(argv)
+    ids = args.ids or assignment_ids()
+    generated = build(ids)
+    NOTEBOOKS.mkdir(exist_ok=True)
+    drift = []
+    for aid, text in generated.items():
+        target = NOTEBOOKS / f"{aid}.ipynb"
+        if args.check:
+            if not target.exists() or target.read_text() != text:
+                drift.append(target.name)
+        else:
+            target.write_text(text)
+    stale = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb") if p.stem not in assignment_ids())
+    if args.check:
+        if drift or stale:
+            print("notebooks/ is out of date with solutions/:", ", ".join(drift + stale))
+            print("Regenerate with `make notebooks` and commit both.")
+            return 1
+        print(f"notebooks/ matches solutions/ ({len(generated)} notebooks)")
+    else:
+        for name in stale:
+            (NOTEBOOKS / name).unlink()
+        print(f"generated {len(generated)} student notebooks in notebooks/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
