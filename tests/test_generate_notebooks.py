@@ -1,0 +1,40 @@
+"""The generation step tags exactly the cells that fail while exercises are unanswered."""
+import sys
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import generate_notebooks as gen  # noqa: E402
+
+
+def _grade(source, **meta):
+    cell = new_code_cell(source)
+    cell.metadata["nbgrader"] = {"schema_version": 3, "locked": False, "grade": False, "solution": False, **meta}
+    return cell
+
+
+def test_tags_answers_tests_and_their_users_transitively():
+    nb = new_notebook(cells=[
+        new_markdown_cell("# title"),
+        new_code_cell("import jax\nx = 1"),                                           # 1: independent
+        _grade("def scaled_sum(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()",
+               solution=True, grade_id="a"),                                          # 2: defines only
+        new_code_cell("result = scaled_sum(x)"),                                      # 3: uses the answer
+        new_code_cell("print(result)"),                                               # 4: uses 3's result
+        new_code_cell("print(x + 1)"),                                                # 5: independent
+        _grade('"""checks"""\nassert True', grade=True, locked=True, grade_id="t", points=1),  # 6: test
+        _grade("# YOUR CODE HERE\nraise NotImplementedError()", solution=True, grade_id="b"),  # 7: raises
+        new_code_cell("%timeit x\nlen([x])"),                                         # 8: magic, independent
+    ])
+    assert gen.tag_cells_that_must_raise(nb) == [3, 4, 6, 7]
+    assert nb.cells[3].metadata["tags"] == ["raises-exception"]
+    assert "tags" not in nb.cells[5].metadata
+
+
+def test_tagging_is_idempotent():
+    nb = new_notebook(cells=[_grade('"""t"""\nassert 0', grade=True, locked=True, grade_id="t", points=1)])
+    gen.tag_cells_that_must_raise(nb)
+    gen.tag_cells_that_must_raise(nb)
+    assert nb.cells[0].metadata["tags"] == ["raises-exception"]

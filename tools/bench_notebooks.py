@@ -1,0 +1,66 @@
+"""Time Run-All of every notebook, and the whole nbval suite as `make test` runs it.
+
+    python tools/bench_notebooks.py [--skip-suite]
+
+Per notebook: a fresh kernel executes the solved source notebook top to bottom
+(what a student's Run-All costs, kernel start included), then the student
+release (exercises unanswered, errors allowed). The floor for comparison is a
+notebook that only imports jax.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+from nbformat.v4 import new_code_cell, new_notebook
+
+ROOT = Path(__file__).resolve().parents[1]
+BUDGET_S = 15.0
+
+
+def run_all(nb, cwd: Path, allow_errors: bool = False) -> float:
+    start = time.perf_counter()
+    NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=allow_errors,
+                   resources={"metadata": {"path": str(cwd)}}).execute()
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--skip-suite", action="store_true", help="only the per-notebook times")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per notebook (median is printed)")
+    args = parser.parse_args()
+
+    floor = run_all(new_notebook(cells=[new_code_cell("import jax\njax.devices()")]), ROOT)
+    print(f"floor (fresh kernel + import jax): {floor:5.1f} s")
+    print(f"{'notebook':28} {'solved':>8} {'student':>8}   (budget {BUDGET_S:.0f} s solved)")
+    over = []
+    for source in sorted((ROOT / "solutions").glob("*.ipynb")):
+        solved = statistics.median(run_all(nbformat.read(source, 4), source.parent) for _ in range(args.repeat))
+        release = ROOT / "notebooks" / source.name
+        student = run_all(nbformat.read(release, 4), release.parent, allow_errors=True) if release.exists() else float("nan")
+        flag = "  OVER BUDGET" if solved > BUDGET_S else ""
+        over += [source.stem] if flag else []
+        print(f"{source.stem:28} {solved:7.1f}s {student:7.1f}s{flag}", flush=True)
+
+    if not args.skip_suite:
+        jobs = os.cpu_count() or 2
+        cmd = [sys.executable, "-m", "pytest", "-q", "-n", str(jobs), "--dist", "loadfile", "--nbval",
+               "--nbval-current-env", "solutions", "notebooks"]
+        start = time.perf_counter()
+        res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        wall = time.perf_counter() - start
+        last = (res.stdout.strip().splitlines() or ["?"])[-1]
+        print(f"nbval suite (solutions + notebooks, -n {jobs}): {wall:5.1f} s wall  [{last}]")
+    return 1 if over else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
