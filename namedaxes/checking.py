@@ -70,6 +70,11 @@ def expect_replicated(name: str, value: Any, *, axis_name: str, hint: str = "") 
 
 # ---------------------------------------------------------------- collectives
 _COLLECTIVE_PARAM_KEYS = ("axes", "axis_name")
+# Primitives that only change how a value is typed across an axis (shard_map's
+# varying-manual-axes bookkeeping): they name an axis but move no data.
+_TYPE_ONLY = {"pvary", "pcast"}
+# Inside shard_map a psum of an axis-invariant value shows up under another name.
+_ALIASES = {"psum_invariant": "psum", "psum2": "psum"}
 
 
 def _walk_eqns(jaxpr) -> Iterable:
@@ -98,8 +103,9 @@ def collectives(fn: Callable, *args, axis_env: list[tuple[str, int]] | None = No
                 axes = eqn.params[key]
                 axes = axes if isinstance(axes, (tuple, list)) else (axes,)
                 named = tuple(str(a) for a in axes if isinstance(a, str))
-                if named:
-                    found.add((eqn.primitive.name, named))
+                name = _ALIASES.get(eqn.primitive.name, eqn.primitive.name)
+                if named and name not in _TYPE_ONLY:
+                    found.add((name, named))
     return found
 
 

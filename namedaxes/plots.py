@@ -18,6 +18,26 @@ from .axes import GRID_AXES, GRID_SHAPE
 __all__ = ["plot_device_values", "plot_collective_groups", "plot_loss_curve", "plot_gradients",
            "collective_groups", "COLORS"]
 
+def _figure_png(fig: Figure) -> bytes:
+    import io
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", bbox_inches="tight", dpi=100)
+    return buf.getvalue()
+
+
+def _register_png_display() -> None:
+    """Show a returned Figure as a picture in Jupyter without pyplot or %matplotlib."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # plain Python: nothing to register
+        return
+    shell = get_ipython()
+    if shell is not None:
+        shell.display_formatter.formatters["image/png"].for_type(Figure, _figure_png)
+
+
+_register_png_display()
+
 # Colour-blind-safe (Okabe-Ito) palette, readable on white.
 COLORS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
 
@@ -47,7 +67,7 @@ def plot_device_values(before, after, *, title: str, before_label: str = "before
     ax.set_ylabel("value")
     ax.set_title(title)
     ax.axhline(0, color="0.4", lw=0.8)
-    ax.legend(loc="upper left", frameon=False)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     ax.margins(y=0.15)
     return fig
 

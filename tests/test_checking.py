@@ -108,3 +108,13 @@ def test_exercise_check_hint_and_observe(capsys):
     out = capsys.readouterr().out
     assert "Correct: `twice`" in out and "Hint 1/2" in out and out.count("Hint 2/2") == 2
     assert float(ex.observe(lambda x: 2 * x)["out"]) == 6.0
+
+
+def test_shard_map_psum_counts_as_psum_and_type_casts_do_not_count():
+    from jax.sharding import AxisType
+    mesh = jax.make_mesh((8,), (DEVICES,), axis_types=(AxisType.Auto,))
+    # a replicated (P()) input is axis-invariant: its psum is traced as psum_invariant, after a pvary/pcast
+    f = jax.shard_map(lambda x: lax.psum(x, DEVICES), mesh=mesh, in_specs=P(), out_specs=P())
+    found = collectives(f, jnp.ones(3))
+    assert ("psum", (DEVICES,)) in found
+    assert not any(p in ("pvary", "pcast") for p, _ in found)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import ast
 import builtins
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -55,6 +56,8 @@ def layout_course(ids: list[str]) -> None:
 
 
 def run_nbgrader(ids: list[str]) -> None:
+    # nbgrader runs the `alembic` console script of its own environment to set up the gradebook.
+    os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     from nbgrader.apps import NbGraderAPI
     from traitlets.config import Config
 

@@ -1,0 +1,169 @@
+"""Compare a test cell's observations with the reference solution's (trusted, no kernel).
+
+Observations are what `namedaxes.grading.record` saved: a dict whose array
+values went to `<grade_id>.npz` and whose other (JSON) values went to
+`<grade_id>.json`. The rules (docs/AUTHORING.md):
+
+- arrays: same shape and dtype, values `allclose(rtol=1e-5, atol=1e-5, equal_nan=True)`
+  (exact equality for booleans and strings);
+- the key `axes`: a list of axis names; the student's list must contain every
+  name in the reference's (extra axes are fine);
+- any other JSON value: equal (numbers within the same tolerance).
+
+Every key of the reference must be present in the student's observations;
+extra keys are ignored. Exercise tests can use `observations_match(reference,
+observed)` directly on two `observe(...)` results.
+"""
+from __future__ import annotations
+
+import io
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["RTOL", "ATOL", "AXES_KEY", "Verdict", "normalize", "load_observations", "compare",
+           "observations_match", "MAX_OBSERVATION_BYTES"]
+
+RTOL = 1e-5
+ATOL = 1e-5
+AXES_KEY = "axes"
+MAX_OBSERVATION_BYTES = 64 * 2**20
+
+
+@dataclass
+class Verdict:
+    passed: bool
+    differences: list[str] = field(default_factory=list)
+
+    def reason(self, limit: int = 2) -> str:
+        if self.passed:
+            return ""
+        shown = "; ".join(self.differences[:limit])
+        more = f"; and {len(self.differences) - limit} more" if len(self.differences) > limit else ""
+        return f"results differ from the reference on hidden inputs ({shown}{more})"
+
+
+def _is_array(value: Any) -> bool:
+    return isinstance(value, np.ndarray) or (
+        hasattr(value, "__array__") and not isinstance(value, (str, bytes, list, tuple, dict)))
+
+
+def normalize(observations: dict) -> dict:
+    """What `record` would save for `observations`: arrays as NumPy, the rest through JSON."""
+    out = {}
+    for key, value in dict(observations).items():
+        if _is_array(value):
+            out[str(key)] = np.asarray(value)
+        else:
+            out[str(key)] = json.loads(json.dumps(value, sort_keys=True, default=str))
+    return out
+
+
+def load_observations(npz: bytes | None, values: bytes | None) -> dict:
+    """Observations from the bytes of `<grade_id>.npz` and `<grade_id>.json` (no pickles)."""
+    out: dict[str, Any] = {}
+    if values:
+        if len(values) > MAX_OBSERVATION_BYTES:
+            raise ValueError("recorded values are too large")
+        loaded = json.loads(values.decode("utf-8"))
+        if not isinstance(loaded, dict):
+            raise ValueError("recorded values are not a JSON object")
+        out.update({str(k): v for k, v in loaded.items()})
+    if npz:
+        if len(npz) > MAX_OBSERVATION_BYTES:
+            raise ValueError("recorded arrays are too large")
+        with np.load(io.BytesIO(npz), allow_pickle=False) as arrays:
+            for key in arrays.files:
+                out[str(key)] = np.asarray(arrays[key])
+    return out
+
+
+def _fmt_shape(a: np.ndarray) -> str:
+    return f"shape {tuple(a.shape)} and dtype {a.dtype.name}"
+
+
+def _short(value: Any, n: int = 60) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _compare_arrays(key: str, want: np.ndarray, got: np.ndarray) -> str | None:
+    if want.shape != got.shape or want.dtype != got.dtype:
+        return f"{key}: expected {_fmt_shape(want)}, got {_fmt_shape(got)}"
+    if want.dtype.kind in "biufc":
+        if want.dtype.kind in "b":
+            same = np.array_equal(want, got)
+        else:
+            same = bool(np.allclose(got, want, rtol=RTOL, atol=ATOL, equal_nan=True))
+        if same:
+            return None
+        if want.dtype.kind == "b":
+            return f"{key}: values differ"
+        w, g = want.astype(np.complex128 if want.dtype.kind == "c" else np.float64), got.astype(
+            np.complex128 if got.dtype.kind == "c" else np.float64)
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isclose(g, w, rtol=RTOL, atol=ATOL, equal_nan=True)
+        diff = np.abs(g - w)[bad] if want.ndim else np.abs(g - w).reshape(1)
+        finite = diff[np.isfinite(diff)]
+        size = f"max abs difference {float(finite.max()):.4g}" if finite.size else "NaN/inf where numbers were expected"
+        return f"{key}: values differ ({size})"
+    return None if np.array_equal(want, got) else f"{key}: values differ"
+
+
+def _json_equal(want: Any, got: Any) -> bool:
+    if isinstance(want, bool) or isinstance(got, bool):
+        return type(want) is type(got) and want == got
+    if isinstance(want, (int, float)) and isinstance(got, (int, float)):
+        if isinstance(want, float) and math.isnan(want):
+            return isinstance(got, float) and math.isnan(got)
+        return math.isclose(got, want, rel_tol=RTOL, abs_tol=ATOL)
+    if isinstance(want, list) and isinstance(got, list):
+        return len(want) == len(got) and all(_json_equal(w, g) for w, g in zip(want, got))
+    if isinstance(want, dict) and isinstance(got, dict):
+        return want.keys() == got.keys() and all(_json_equal(want[k], got[k]) for k in want)
+    return type(want) is type(got) and want == got
+
+
+def _compare_axes(want: Any, got: Any) -> str | None:
+    if not isinstance(got, list) or not all(isinstance(a, str) for a in got):
+        return f"{AXES_KEY}: expected a list of axis names, got {_short(got)}"
+    wanted = [a for a in (want if isinstance(want, list) else [want])]
+    missing = [a for a in wanted if a not in got]
+    if not missing:
+        return None
+    found = ", ".join(repr(a) for a in got) if got else None
+    seen = f"it communicates over {found}" if found else "it performs no collective"
+    return f"{AXES_KEY}: expected a collective over {', '.join(repr(a) for a in missing)}, but {seen}"
+
+
+def compare(reference: dict, observed: dict) -> Verdict:
+    """Do `observed` (a student's) match `reference` (the solution's)? With the differences."""
+    diffs: list[str] = []
+    for key in sorted(reference):
+        want = reference[key]
+        if key not in observed:
+            diffs.append(f"{key}: missing from the results")
+            continue
+        got = observed[key]
+        if isinstance(want, np.ndarray):
+            if not isinstance(got, np.ndarray):
+                diffs.append(f"{key}: expected an array, got {_short(got)}")
+                continue
+            d = _compare_arrays(key, want, got)
+        elif key == AXES_KEY:
+            d = _compare_axes(want, got)
+        elif isinstance(got, np.ndarray):
+            d = f"{key}: expected {_short(want)}, got an array"
+        else:
+            d = None if _json_equal(want, got) else f"{key}: expected {_short(want)}, got {_short(got)}"
+        if d:
+            diffs.append(d)
+    return Verdict(not diffs, diffs)
+
+
+def observations_match(reference: dict, observed: dict) -> bool:
+    """`compare` on raw `observe(...)` results (normalized the way `record` saves them)."""
+    return compare(normalize(reference), normalize(observed)).passed

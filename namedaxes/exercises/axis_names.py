@@ -1,0 +1,222 @@
+"""Exercises of notebook 01 (axis names): checks, hints and observations.
+
+Every answer is a *per-device* function: it sees one device's slice of the
+data and talks to the other devices only through collectives that name the
+axis `DEVICES`. The checks run it under `jax.pmap(fn, axis_name=DEVICES)`
+(and, for `center`, under `jax.vmap(fn, axis_name=DEVICES)` too) and go
+type -> shape/dtype -> value -> structure.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from namedaxes import DEVICES
+from namedaxes.checking import CheckFailed, Exercise, collective_axes, expect_array, expect_collective
+from namedaxes.grading import rng
+
+__all__ = ["device_rank", "count_devices", "center"]
+
+_AXIS_ENV = [(DEVICES, 8)]
+
+
+# ---------------------------------------------------------------- shared helpers
+def _mapped(fn, how: str):
+    """`fn` under pmap, or under vmap (jitted: one compilation instead of one per operation)."""
+    if how == "pmap":
+        return jax.pmap(fn, axis_name=DEVICES)
+    return jax.jit(jax.vmap(fn, axis_name=DEVICES))
+
+
+def _where(how: str, k: int) -> str:
+    if how == "pmap":
+        return f"under `jax.pmap(..., axis_name=DEVICES)` over {k} devices"
+    return f"under `jax.vmap(..., axis_name=DEVICES)` over {k} examples"
+
+
+def _run(name: str, fn, x, how: str = "pmap"):
+    """`fn` mapped over the leading axis of `x`; common mistakes become readable messages."""
+    message = None
+    try:
+        return _mapped(fn, how)(x)
+    except NotImplementedError:
+        message = f"`{name}` is not written yet: replace `raise NotImplementedError()` with your code."
+    except NameError as err:
+        text = str(err)
+        if "unbound axis name" not in text:
+            raise
+        axis = text.split("unbound axis name:")[-1].split(".")[0].strip()
+        message = (
+            f"`{name}` failed {_where(how, x.shape[0])} with JAX's error "
+            f"\"NameError: {text.splitlines()[0].rstrip('.')}\". The error mentions shard_map, but what it means "
+            f"here is: a collective in `{name}` names the axis '{axis}', and no enclosing "
+            f"pmap/vmap/shard_map binds that name (the transform around `{name}` binds '{DEVICES}'). "
+            f"Write the axis name as the constant `DEVICES`."
+        )
+    raise CheckFailed(message)
+
+
+def _expect_per_device(name: str, out, k: int, shape: tuple, dtype, how: str = "pmap") -> None:
+    """Type, then the shape and dtype each device (or example) returns."""
+    expect_array(f"{name}(x)", out)
+    per = "device" if how == "pmap" else "example"
+    got_shape = tuple(out.shape[1:])
+    if got_shape != tuple(shape):
+        raise CheckFailed(
+            f"On each {per}, `{name}(x)` should return shape {tuple(shape)}, but it returns shape "
+            f"{got_shape} ({_where(how, k)}).")
+    if np.dtype(out.dtype) != np.dtype(dtype):
+        raise CheckFailed(
+            f"`{name}(x)` should return dtype {np.dtype(dtype).name}, but it returns "
+            f"{np.dtype(out.dtype).name}.")
+
+
+def _close(a, b) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-5, atol=1e-5))
+
+
+def _show(values) -> str:
+    return np.array2string(np.asarray(values), precision=4, threshold=16, separator=", ")
+
+
+def _wrong_values(name: str, out, want, how: str, diagnosis: str) -> None:
+    """Name the function, say where, show expected vs seen on the first device that differs."""
+    out, want = np.asarray(out), np.asarray(want)
+    per = "device" if how == "pmap" else "example"
+    i = next(i for i in range(want.shape[0]) if not _close(out[i], want[i]))
+    raise CheckFailed(
+        f"`{name}(x)` returned the wrong values {_where(how, want.shape[0])}. {diagnosis}\n"
+        f"On {per} {i}: expected {_show(want[i])}, got {_show(out[i])}.")
+
+
+# ---------------------------------------------------------------- 1. device_rank
+def _check_device_rank(fn) -> None:
+    name = "device_rank"
+    for k in (8, 4):
+        x = jnp.asarray(rng("device_rank_check").normal(size=(k, 2)), jnp.float32)
+        out = _run(name, fn, x)
+        _expect_per_device(name, out, k, (), jnp.int32)
+        if not _close(out, np.arange(k)):
+            _wrong_values(name, out, np.arange(k), "pmap",
+                          "Device i should return i, its position along the 'devices' axis: "
+                          "`lax.axis_index(DEVICES)`; the values of x do not tell it.")
+    expect_collective(name, fn, x[0], axis_name=DEVICES, axis_env=_AXIS_ENV, primitives=["axis_index"],
+                      hint="Ask the named axis: `lax.axis_index(DEVICES)`.")
+
+
+def _observe_device_rank(fn) -> dict:
+    r = rng("device_rank_values")
+    out = {}
+    for k in (2, 4, 8):
+        out[f"pmap_{k}"] = _mapped(fn, "pmap")(jnp.asarray(r.normal(size=(k, 2)), jnp.float32))
+    out["vmap_5"] = _mapped(fn, "vmap")(jnp.asarray(r.normal(size=(5, 2)), jnp.float32))
+    out["axes"] = collective_axes(fn, jnp.ones((2,), jnp.float32), axis_env=_AXIS_ENV)
+    return out
+
+
+device_rank = Exercise(
+    "device_rank", _check_device_rank,
+    hints=[
+        "A device's rank is its position along the named axis; nothing in x says it.",
+        "`lax.axis_index(axis_name)` returns that position as an int32 scalar.",
+        "One line: `return lax.axis_index(DEVICES)`.",
+    ],
+    observe=_observe_device_rank)
+
+
+# ---------------------------------------------------------------- 2. count_devices
+def _check_count_devices(fn) -> None:
+    name = "count_devices"
+    for k in (8, 3):
+        x = jnp.asarray(rng("count_devices_check").normal(size=(k, 5)), jnp.float32)
+        out = _run(name, fn, x)
+        _expect_per_device(name, out, k, (), jnp.int32)
+        if not _close(out, np.full(k, k)):
+            seen = int(np.asarray(out).ravel()[0])
+            diagnosis = f"Every device should return {k}, the size of the 'devices' axis. "
+            if seen == jax.device_count() != k:
+                diagnosis = (f"It returned {seen}, the number of devices on the machine; the pmap here "
+                             f"uses only {k} of them. ")
+            elif seen == 5:
+                diagnosis = "It returned the length of x on one device, not the size of the 'devices' axis. "
+            _wrong_values(name, out, np.full(k, k), "pmap",
+                          f"{diagnosis}Ask the named axis: `lax.psum(1, DEVICES)`.")
+
+
+def _observe_count_devices(fn) -> dict:
+    r = rng("count_devices_values")
+    out = {}
+    for k in (2, 5, 8):
+        out[f"pmap_{k}"] = _mapped(fn, "pmap")(jnp.asarray(r.normal(size=(k, 5)), jnp.float32))
+    out["vmap_6"] = _mapped(fn, "vmap")(jnp.asarray(r.normal(size=(6, 5)), jnp.float32))
+    out["axes"] = collective_axes(fn, jnp.ones((5,), jnp.float32), axis_env=_AXIS_ENV)
+    return out
+
+
+count_devices = Exercise(
+    "count_devices", _check_count_devices,
+    hints=[
+        "The answer is the size of the 'devices' axis, which can be smaller than `jax.device_count()`.",
+        "If every device contributes 1 to a sum over 'devices', the total is the number of devices.",
+        "One line: `return lax.psum(1, DEVICES)` (or `lax.axis_size(DEVICES)`).",
+    ],
+    observe=_observe_count_devices)
+
+
+# ---------------------------------------------------------------- 3. center
+def _normal(r, shape) -> jax.Array:
+    return jnp.asarray(r.normal(size=shape) * 2.0 + 1.0, jnp.float32)
+
+
+def _check_center(fn) -> None:
+    name = "center"
+    r = rng("center_check")
+    cases = (("pmap", _normal(r, (8, 3))), ("pmap", _normal(r, (4, 3))), ("vmap", _normal(r, (5, 3))))
+    for how, x in cases:
+        k = x.shape[0]
+        out = _run(name, fn, x, how)
+        _expect_per_device(name, out, k, (3,), jnp.float32, how)
+        want = x - x.mean(axis=0)
+        if _close(out, want):
+            continue
+        if _close(out, x - x.mean(axis=1, keepdims=True)):
+            diagnosis = (f"Each device subtracted the mean of its own values only; a collective such as "
+                         f"`lax.pmean` over '{DEVICES}' is missing.")
+        elif _close(out, x - x.mean()):
+            diagnosis = ("It subtracts one mean of all elements of all devices; take the mean element by "
+                         "element: `lax.pmean(x, DEVICES)` keeps x's shape.")
+        elif _close(out, x - x.sum(axis=0)):
+            diagnosis = "It subtracts the total (`lax.psum`), not the mean (`lax.pmean`)."
+        elif how == "vmap" or k != 8:
+            diagnosis = (f"It is right over 8 devices but not here: is the number of devices "
+                         f"hard-coded? `lax.pmean`, or `lax.psum(1, DEVICES)`, follows the size of the axis.")
+        else:
+            diagnosis = f"Subtract, from x, the mean of x over '{DEVICES}' (element by element)."
+        _wrong_values(name, out, want, how, diagnosis)
+    expect_collective(name, fn, cases[0][1][0], axis_name=DEVICES, axis_env=_AXIS_ENV, primitives=["psum"],
+                      hint="Average across devices with `lax.pmean(x, DEVICES)`.")
+
+
+def _observe_center(fn) -> dict:
+    r = rng("center_pmap_and_vmap")
+    out = {}
+    for k, shape in ((2, (4,)), (4, ()), (8, (2, 3))):
+        x = _normal(r, (k, *shape))
+        out[f"pmap_{k}"] = _mapped(fn, "pmap")(x)
+        out[f"vmap_{k}"] = _mapped(fn, "vmap")(x)
+    out["axes"] = collective_axes(fn, jnp.ones((3,), jnp.float32), axis_env=_AXIS_ENV)
+    return out
+
+
+center = Exercise(
+    "center", _check_center,
+    hints=[
+        "Centering subtracts, element by element, the mean over the 'devices' axis; afterwards the values "
+        "add up to 0 across devices.",
+        "`lax.pmean(x, DEVICES)` is that mean, on every device; `jnp.mean(x)` only sees this device's x.",
+        "One line: `return x - lax.pmean(x, DEVICES)`. vmap(axis_name=DEVICES) binds the same name, so the "
+        "same code runs there too.",
+    ],
+    observe=_observe_center)

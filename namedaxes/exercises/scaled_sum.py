@@ -1,0 +1,277 @@
+"""Exercises of notebook 02 (`02_scaled_sum`): psum, pmean and pmax over 'devices'.
+
+Every answer is a per-device function, run by the checks as
+`jax.pmap(answer, axis_name=DEVICES)` on inputs with a leading axis of 2, 4 or
+8 devices. Visible checks use small, readable inputs; `observe` uses seeded
+random inputs (`rng(grade_id)`) of several per-device shapes and dtypes.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from namedaxes import DEVICES
+from namedaxes.checking import (CheckFailed, Exercise, collective_axes, collectives,
+                                expect_close, expect_collective, expect_replicated)
+from namedaxes.grading import rng
+
+__all__ = ["scaled_sum", "scaled_sum_uses_psum", "scaled_mean", "global_max_share"]
+
+AXIS_ENV = [(DEVICES, 8)]
+DEVICE_COUNTS = (2, 4, 8)
+
+
+def _fail(msg: str) -> None:
+    raise CheckFailed(msg)
+
+
+def _fmt(value) -> str:
+    value = np.asarray(value)
+    if value.ndim == 0:
+        return f"{float(value):g}"
+    return np.array2string(value, precision=4, threshold=16)
+
+
+@contextlib.contextmanager
+def _explained(name: str):
+    """Turn the two classic failures of an answer into actionable `CheckFailed` messages."""
+    try:
+        yield
+    except NotImplementedError as err:
+        raise CheckFailed(f"`{name}` is not written yet: replace `raise NotImplementedError()` "
+                          f"in its cell with your code, then run that cell again.") from err
+    except NameError as err:
+        if "unbound axis name" not in str(err):
+            raise
+        raise CheckFailed(
+            f"`{name}` uses an axis name that `pmap` did not bind ({err}). The check runs "
+            f"`jax.pmap({name}, axis_name=DEVICES)`, so your collective must say "
+            f"`axis_name=DEVICES` (the string '{DEVICES}')."
+        ) from err
+
+
+def _run(name: str, fn: Callable, x) -> jax.Array:
+    """`jax.pmap(fn, axis_name=DEVICES)(x)`, failures explained."""
+    with _explained(name):
+        return jax.pmap(fn, axis_name=DEVICES)(x)
+
+
+def _expect_per_device(name: str, out, x) -> None:
+    """One result per device, shaped and typed like that device's `x`."""
+    if not isinstance(out, jax.Array):
+        _fail(f"`{name}` should return one array (shaped like `x`), but `pmap` got "
+              f"{type(out).__name__} back: {out!r:.80}. Did you forget a `return`?")
+    x = np.asarray(x)
+    per_shape, got_shape = x.shape[1:], tuple(out.shape[1:])
+    if tuple(out.shape[:1]) != x.shape[:1] or got_shape != per_shape:
+        _fail(f"`{name}` should return an array shaped like its input `x` on each device "
+              f"(per-device shape {per_shape}), but with {x.shape[0]} devices `pmap` got "
+              f"results of shape {tuple(out.shape)}, i.e. per-device shape {got_shape}."
+              + (" Did you reduce `x` with `jnp.sum`/`jnp.max` inside one device? A collective "
+                 "combines values across devices and keeps the shape." if got_shape == () else ""))
+    if np.dtype(out.dtype) != x.dtype:
+        _fail(f"`{name}` should keep the dtype of `x` ({x.dtype.name} in, {x.dtype.name} out), "
+              f"but it returned {np.dtype(out.dtype).name}. Use Python numbers such as `2.0` "
+              f"rather than typed arrays in your arithmetic, so JAX keeps the input dtype.")
+
+
+def _same(a, b) -> bool:
+    return np.asarray(a).shape == np.asarray(b).shape and bool(
+        np.allclose(np.asarray(a, float), np.asarray(b, float), rtol=1e-5, atol=1e-5))
+
+
+# ---------------------------------------------------------------- inputs
+def _visible_inputs():
+    """The readable inputs of the visible checks: the classic arange first."""
+    cases = [jnp.arange(k, dtype=jnp.float32) for k in (8, 2, 4)]
+    cases.append(jnp.arange(12, dtype=jnp.float32).reshape(4, 3) / 4 - 1)
+    cases.append(jnp.asarray([[0.5, -1.0, 2.0], [1.5, 0.25, -3.0]], dtype=jnp.float16))
+    return cases
+
+
+def _random_inputs(grade_id: str, *, positive: bool = False, float16: bool = True):
+    """Seeded inputs: 2, 4, 8 devices x per-device shapes () and (3,), float32; one float16 case.
+
+    The float16 values are multiples of 1/4, so every sum or mean of them is
+    exact in float16: the case tests that the dtype is kept, not rounding.
+    """
+    r = rng(grade_id)
+    cases = {}
+    for k in DEVICE_COUNTS:
+        for shape in ((), (3,)):
+            size = (k,) + shape
+            values = r.uniform(0.25, 4.0, size=size) if positive else r.normal(size=size)
+            cases[f"k{k}_shape{'x'.join(map(str, shape)) or 'scalar'}_float32"] = jnp.asarray(values, jnp.float32)
+    if float16:
+        quarters = r.randint(1 if positive else -12, 13, size=(4, 3)) / 4
+        cases["k4_shape3_float16"] = jnp.asarray(quarters, jnp.float16)
+    return cases
+
+
+def _observe_outputs(fn: Callable, grade_id: str, **kwargs) -> dict:
+    pmapped = jax.pmap(fn, axis_name=DEVICES)
+    out = {f"out_{key}": np.asarray(pmapped(x)) for key, x in _random_inputs(grade_id, **kwargs).items()}
+    out["axes"] = collective_axes(fn, jnp.float32(1.0), axis_env=AXIS_ENV)
+    return out
+
+
+# ---------------------------------------------------------------- exercise 1: scaled_sum
+def _diagnose_sum(x, got, want) -> str:
+    """A hint for a replicated, well-shaped, but wrong `scaled_sum` result."""
+    x, got, k = np.asarray(x, float), np.asarray(got, float)[0], x.shape[0]
+    if _same(got, want / 2):
+        return "That is the plain sum of `x`: multiply by 2.0 before (or after) the psum."
+    if _same(got, want / k):
+        return "That is the mean over devices (what `lax.pmean` gives): use `lax.psum` for the total."
+    if _same(got, 2.0 * x.max(axis=0)):
+        return "That is the maximum over devices (what `lax.pmax` gives): use `lax.psum` for the total."
+    return ("If you wrote the number by hand, compute it instead: the check runs several device "
+            "counts and inputs.")
+
+
+def _check_scaled_sum(fn: Callable) -> None:
+    for x in _visible_inputs():
+        out = _run("scaled_sum", fn, x)
+        _expect_per_device("scaled_sum", out, x)
+        want = np.asarray(x, np.float64).sum(axis=0) * 2.0
+        k = x.shape[0]
+        expect_replicated("scaled_sum", out, axis_name=DEVICES,
+                          hint=f"With {k} devices holding {_fmt(x)}, every device should end with "
+                               f"{_fmt(want)} (the sum of x * 2.0 over all devices).")
+        expect_close("scaled_sum", out, np.broadcast_to(want, out.shape), rtol=1e-3, atol=1e-3,
+                     hint=f"({k} devices, input {_fmt(x)}) " + _diagnose_sum(x, out, want))
+
+
+def _check_scaled_sum_uses_psum(fn: Callable) -> None:
+    with _explained("scaled_sum"):
+        expect_collective("scaled_sum", fn, jnp.float32(1.0), axis_name=DEVICES, axis_env=AXIS_ENV,
+                          primitives=("psum",),
+                          hint="Add up the scaled values of all devices with "
+                               "`lax.psum(..., axis_name=DEVICES)`.")
+
+
+def _observe_scaled_sum(fn: Callable) -> dict:
+    return _observe_outputs(fn, "scaled_sum_total")
+
+
+def _observe_scaled_sum_uses_psum(fn: Callable) -> dict:
+    found = collectives(fn, jnp.float32(1.0), axis_env=AXIS_ENV)
+    return {
+        "axes": collective_axes(fn, jnp.float32(1.0), axis_env=AXIS_ENV),
+        "psum_over_devices": any(p == "psum" and DEVICES in axes for p, axes in found),
+        "psum_over_devices_vector": any(
+            p == "psum" and DEVICES in axes
+            for p, axes in collectives(fn, jnp.zeros(3, jnp.float32), axis_env=AXIS_ENV)),
+    }
+
+
+scaled_sum = Exercise(
+    "scaled_sum", _check_scaled_sum,
+    hints=[
+        "Inside the function `x` is one device's value. First scale it: `x * 2.0`.",
+        "Then add the scaled values of all devices together with a collective over the axis "
+        "that `pmap` named DEVICES.",
+        "`return lax.psum(x * 2.0, axis_name=DEVICES)`",
+    ],
+    observe=_observe_scaled_sum,
+)
+
+scaled_sum_uses_psum = Exercise(
+    "scaled_sum", _check_scaled_sum_uses_psum,
+    hints=["The total must come from `lax.psum` over DEVICES: `jnp.sum` only sees one device's value."],
+    observe=_observe_scaled_sum_uses_psum,
+)
+
+
+# ---------------------------------------------------------------- exercise 2: scaled_mean
+def _check_scaled_mean(fn: Callable) -> None:
+    for x in _visible_inputs():
+        out = _run("scaled_mean", fn, x)
+        _expect_per_device("scaled_mean", out, x)
+        k = x.shape[0]
+        want = np.asarray(x, np.float64).mean(axis=0) * 2.0
+        expect_replicated("scaled_mean", out, axis_name=DEVICES,
+                          hint=f"With {k} devices holding {_fmt(x)}, every device should end with "
+                               f"{_fmt(want)} (the mean of x * 2.0 over all devices).")
+        got = np.asarray(out, float)[0]
+        if _same(got, want * k):
+            hint = "That is the total, not the mean: use `lax.pmean`, or divide the psum by the device count."
+        elif _same(got, want * k / 8) and k != 8:
+            hint = ("That is the total divided by 8. The device count is not always 8: use `lax.pmean`, "
+                    "or divide by `lax.psum(1, axis_name=DEVICES)`.")
+        elif _same(got, want / 2):
+            hint = "That is the mean of `x` itself: multiply by 2.0."
+        else:
+            hint = ""
+        expect_close("scaled_mean", out, np.broadcast_to(want, out.shape), rtol=1e-3, atol=1e-3,
+                     hint=f"({k} devices, input {_fmt(x)}) {hint}")
+
+
+def _observe_scaled_mean(fn: Callable) -> dict:
+    return _observe_outputs(fn, "scaled_mean_value")
+
+
+scaled_mean = Exercise(
+    "scaled_mean", _check_scaled_mean,
+    hints=[
+        "Like `scaled_sum`, but every device should end with the mean of x * 2.0, not the total.",
+        "`lax.pmean` averages over a named axis. Dividing a psum by a fixed 8 breaks on 2 or 4 devices.",
+        "`return lax.pmean(x * 2.0, axis_name=DEVICES)`",
+    ],
+    observe=_observe_scaled_mean,
+)
+
+
+# ---------------------------------------------------------------- exercise 3: global_max_share
+def _visible_positive_inputs():
+    return [
+        jnp.asarray([1.0, 2.0, 4.0, 8.0], jnp.float32),
+        jnp.asarray([3.0, 1.5], jnp.float32),
+        jnp.asarray([[1.0, 4.0, 2.0], [2.0, 1.0, 8.0], [4.0, 2.0, 1.0]], jnp.float32),
+    ]
+
+
+def _check_global_max_share(fn: Callable) -> None:
+    name = "global_max_share"
+    for x in _visible_positive_inputs():
+        out = _run(name, fn, x)
+        _expect_per_device(name, out, x)
+        xs = np.asarray(x, np.float64)
+        want = xs / xs.max(axis=0)
+        got = np.asarray(out, np.float64)
+        k = x.shape[0]
+        if _same(got, np.ones_like(want)):
+            hint = ("Every entry is 1: each device divided by its own value. Divide by the largest "
+                    "value across devices, `lax.pmax(x, axis_name=DEVICES)`.")
+        elif _same(got, np.broadcast_to(xs.max(axis=0), got.shape)):
+            hint = "That is the maximum itself: divide the device's own `x` by it."
+        elif _same(got, xs / xs.max()) and xs.ndim > 1:
+            hint = ("You divided by the largest entry of all vectors. Compare each position only with "
+                    "the same position on the other devices: `lax.pmax(x, ...)` works entry by entry.")
+        elif got.ndim and np.allclose(got, got[:1]) and not np.allclose(want, want[:1]):
+            hint = ("Every device holds the same result, but each device should keep its own share: "
+                    "divide the local `x` by the collective maximum, and do not reduce the quotient.")
+        else:
+            hint = ""
+        expect_close(name, out, want, rtol=1e-4, atol=1e-5,
+                     hint=f"({k} devices, input {_fmt(x)}) {hint}")
+
+
+def _observe_global_max_share(fn: Callable) -> dict:
+    return _observe_outputs(fn, "global_max_share_value", positive=True, float16=False)
+
+
+global_max_share = Exercise(
+    "global_max_share", _check_global_max_share,
+    hints=[
+        "Each device keeps its own `x`; it only needs to know the largest `x` on any device.",
+        "`lax.pmax(x, axis_name=DEVICES)` gives that largest value on every device (entry by entry "
+        "for vectors). Divide by it.",
+        "`return x / lax.pmax(x, axis_name=DEVICES)`",
+    ],
+    observe=_observe_global_max_share,
+)

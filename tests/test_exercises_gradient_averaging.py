@@ -1,0 +1,358 @@
+"""Notebook 04 (gradient averaging): every check proven both ways, and observe() stable under equivalent answers."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+from autograder.compare import observations_match
+from namedaxes import DATA_PARALLEL, DEVICES
+from namedaxes.checking import CheckFailed, assert_check_fails, assert_check_passes
+from namedaxes.exercises import gradient_averaging as q
+
+LR = 0.01
+
+
+def _same_observations(reference: dict, got: dict) -> bool:
+    """The autograder's own comparison (arrays allclose with same shape and dtype, `axes` a superset)."""
+    return observations_match(reference, got)
+
+
+def _not_written(*args):
+    raise NotImplementedError()
+
+
+# ---------------------------------------------------------------- the reference answers (as in the notebook)
+def loss_ref(params, local_batch):
+    predictions = params["w"] * local_batch["x"] + params["b"]
+    return jnp.mean((predictions - local_batch["y"]) ** 2)
+
+
+def grads_ref(params, local_batch):
+    return jax.grad(loss_ref)(params, local_batch)
+
+
+def step_ref(params, local_batch):
+    local_grads = grads_ref(params, local_batch)
+    avg_grads = lax.pmean(local_grads, axis_name=DATA_PARALLEL)
+    return jax.tree.map(lambda p, g: p - LR * g, params, avg_grads)
+
+
+p_step_ref = jax.pmap(step_ref, axis_name=DATA_PARALLEL, in_axes=(None, 0), out_axes=None)
+
+
+def _merge(sharded_batch):
+    return jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), sharded_batch)
+
+
+def train_ref(params, sharded_batch, steps):
+    full_batch = _merge(sharded_batch)
+
+    def one_step(p, _):
+        return p_step_ref(p, sharded_batch), loss_ref(p, full_batch)
+
+    return lax.scan(one_step, params, length=steps)
+
+
+# ---------------------------------------------------------------- loss_fn
+LOSS_RIGHT = [
+    loss_ref,
+    lambda p, b: jnp.mean(jnp.square(b["y"] - (p["w"] * b["x"] + p["b"]))),
+    lambda p, b: jnp.sum((p["w"] * b["x"] + p["b"] - b["y"]) ** 2) / b["x"].size,
+]
+
+LOSS_WRONG = [
+    (lambda p, b: jnp.sum((p["w"] * b["x"] + p["b"] - b["y"]) ** 2), r"sum of squared errors.*mean"),
+    (lambda p, b: jnp.mean(jnp.abs(p["w"] * b["x"] + p["b"] - b["y"])), r"mean absolute error"),
+    (lambda p, b: jnp.mean(p["w"] * b["x"] + p["b"] - b["y"]), r"mean error: square it"),
+    (lambda p, b: 0.5 * jnp.mean((p["w"] * b["x"] + p["b"] - b["y"]) ** 2), r"half the mean squared error"),
+    (lambda p, b: jnp.sqrt(jnp.mean((p["w"] * b["x"] + p["b"] - b["y"]) ** 2)), r"root of the mean squared"),
+    (lambda p, b: (p["w"] * b["x"] + p["b"] - b["y"]) ** 2, r"one number \(shape \(\)\).*shape \(3,\).*jnp\.mean"),
+    (lambda p, b: np.mean((np.asarray(p["w"]) * np.asarray(b["x"]) + np.asarray(p["b"]) - np.asarray(b["y"])) ** 2),
+     r"NumPy value \(`float32`\).*jnp"),
+    (lambda p, b: jnp.mean((p["w"] * b["x"] + p["b"] - b["y"]) ** 2).astype(jnp.float16), r"dtype float32.*float16"),
+    (lambda p, b: lax.pmean(loss_ref(p, b), DATA_PARALLEL), r"local function.*needs no communication"),
+    (_not_written, r"^`loss_fn` is not written yet"),
+]
+
+
+@pytest.mark.parametrize("fn", LOSS_RIGHT)
+def test_loss_fn_accepts_equivalent_answers(fn):
+    assert_check_passes(q.loss_fn.check, fn)
+
+
+@pytest.mark.parametrize("fn, match", LOSS_WRONG)
+def test_loss_fn_rejects_wrong_answers(fn, match):
+    assert_check_fails(q.loss_fn._check, fn, match=match)
+
+
+def test_loss_fn_observations():
+    reference = q.loss_fn.observe(loss_ref)
+    assert reference["axes"] == []
+    assert {k for k in reference if k.startswith("per_device_loss")} == {
+        "per_device_loss_k2", "per_device_loss_k4", "per_device_loss_k8"}
+    assert reference["per_device_loss_k8"].shape == (8,)
+    assert _same_observations(reference, q.loss_fn.observe(loss_ref))      # deterministic
+    for fn in LOSS_RIGHT[1:]:
+        assert _same_observations(reference, q.loss_fn.observe(fn))
+    for fn, _ in LOSS_WRONG[:5]:
+        assert not _same_observations(reference, q.loss_fn.observe(fn))
+    # a loss that averages over devices: every device reports the mean, not its own loss
+    averaged = q.loss_fn.observe(lambda p, b: lax.pmean(loss_ref(p, b), DATA_PARALLEL))
+    assert averaged["axes"] == [DATA_PARALLEL]
+    assert not _same_observations(reference, averaged)
+
+
+# ---------------------------------------------------------------- compute_gradients
+GRADS_RIGHT = [
+    grads_ref,
+    lambda p, b: jax.value_and_grad(loss_ref)(p, b)[1],
+    lambda p, b: {
+        "w": jnp.mean(2 * (p["w"] * b["x"] + p["b"] - b["y"]) * b["x"]),
+        "b": jnp.mean(2 * (p["w"] * b["x"] + p["b"] - b["y"])),
+    },
+]
+
+GRADS_WRONG = [
+    (lambda p, b: jax.value_and_grad(loss_ref)(p, b), r"\(loss, gradients\).*jax\.grad"),
+    (lambda p, b: jax.grad(loss_ref, argnums=1)(p, b), r"keys are \['x', 'y'\].*argnums=0"),
+    (lambda p, b: (lambda g: (g["w"], g["b"]))(grads_ref(p, b)), r"dict with keys 'w' and 'b'.*`tuple`\.$"),
+    (lambda p, b: jax.grad(lambda pp, bb: jnp.sum((pp["w"] * bb["x"] + pp["b"] - bb["y"]) ** 2))(p, b),
+     r"should return \{'w': -4\.33333, 'b': -3\}.*jax\.grad\(loss_fn\)"),
+    (lambda p, b: jax.tree.map(lambda g: g * jnp.ones(b["x"].shape[0]), grads_ref(p, b)), r"shape \(\).*shape \(3,\)"),
+    (lambda p, b: lax.pmean(grads_ref(p, b), DATA_PARALLEL), r"local function"),
+    (lambda p, b: {k: np.asarray(v) for k, v in grads_ref(p, b).items()}, r"NumPy array or a Python number.*`jnp`"),
+    (_not_written, r"not written yet"),
+]
+
+
+@pytest.mark.parametrize("fn", GRADS_RIGHT)
+def test_compute_gradients_accepts_equivalent_answers(fn):
+    assert_check_passes(q.compute_gradients.check, fn)
+
+
+@pytest.mark.parametrize("fn, match", GRADS_WRONG)
+def test_compute_gradients_rejects_wrong_answers(fn, match):
+    assert_check_fails(q.compute_gradients._check, fn, match=match)
+
+
+def test_compute_gradients_observations():
+    reference = q.compute_gradients.observe(grads_ref)
+    assert reference["axes"] == []
+    assert reference["grad_w_k4"].shape == (4,)
+    for fn in GRADS_RIGHT[1:]:
+        assert _same_observations(reference, q.compute_gradients.observe(fn))
+    wrong = q.compute_gradients.observe(GRADS_WRONG[3][0])   # gradient of the summed loss
+    assert not _same_observations(reference, wrong)
+
+
+# ---------------------------------------------------------------- parallel_update_step
+def step_psum_divide(params, local_batch):
+    grads = grads_ref(params, local_batch)
+    n = lax.psum(1, axis_name=DATA_PARALLEL)
+    summed = lax.psum(grads, axis_name=DATA_PARALLEL)
+    return jax.tree.map(lambda p, g: p - LR * g / n, params, summed)
+
+
+def step_psum_axis_size(params, local_batch):
+    grads = grads_ref(params, local_batch)
+    summed = jax.tree.map(lambda g: lax.psum(g, DATA_PARALLEL), grads)
+    n = lax.axis_size(DATA_PARALLEL)
+    return {k: params[k] - LR * summed[k] / n for k in params}
+
+
+def step_average_params(params, local_batch):
+    local_new = jax.tree.map(lambda p, g: p - LR * g, params, grads_ref(params, local_batch))
+    return lax.pmean(local_new, axis_name=DATA_PARALLEL)
+
+
+def step_manual_dict(params, local_batch):
+    local_grads = grads_ref(params, local_batch)
+    avg_grads = lax.pmean(local_grads, axis_name="data_parallel_axis")
+    return {"w": params["w"] - 0.01 * avg_grads["w"], "b": params["b"] - 0.01 * avg_grads["b"]}
+
+
+def step_all_gather(params, local_batch):
+    gathered = lax.all_gather(grads_ref(params, local_batch), axis_name=DATA_PARALLEL)
+    return jax.tree.map(lambda p, g: p - LR * jnp.mean(g, axis=0), params, gathered)
+
+
+STEP_RIGHT = [step_ref, step_psum_divide, step_psum_axis_size, step_average_params, step_manual_dict,
+              step_all_gather]
+
+
+def step_without_pmean(params, local_batch):
+    return jax.tree.map(lambda p, g: p - LR * g, params, grads_ref(params, local_batch))
+
+
+def step_pmean_of_loss(params, local_batch):
+    grads = jax.grad(lambda p: lax.pmean(loss_ref(p, local_batch), DATA_PARALLEL))(params)
+    return jax.tree.map(lambda p, g: p - LR * g, params, grads)
+
+
+def _step_with(average, lr=LR, sign=-1.0, axis=DATA_PARALLEL, returns="params"):
+    def step(params, local_batch):
+        grads = average(grads_ref(params, local_batch), axis)
+        if returns == "grads":
+            return grads
+        if returns == "pair":
+            return params["w"] + sign * lr * grads["w"], params["b"] + sign * lr * grads["b"]
+        return jax.tree.map(lambda p, g: p + sign * lr * g, params, grads)
+    return step
+
+
+pmean = lambda g, axis: lax.pmean(g, axis_name=axis)                                   # noqa: E731
+psum = lambda g, axis: lax.psum(g, axis_name=axis)                                     # noqa: E731
+psum_over_8 = lambda g, axis: jax.tree.map(lambda x: x / 8, lax.psum(g, axis_name=axis))  # noqa: E731
+
+STEP_WRONG = [
+    (step_without_pmean, r"parameters that differ across devices.*gradients are\s+not averaged: "
+                         r"lax\.pmean over 'data_parallel_axis' is missing"),
+    (step_pmean_of_loss, r"differ across devices.*pmean of the loss inside `jax\.grad`"),
+    (_step_with(psum), r"4 times too large, on 4 devices.*summed.*not divided"),
+    (_step_with(psum_over_8), r"0\.5 times the expected.*fixed divisor such as 8"),
+    (_step_with(pmean, lr=0.1), r"10 times the expected.*learning rate 0\.01"),
+    (_step_with(pmean, sign=+1.0), r"went up the gradient"),
+    (_step_with(pmean, returns="grads"), r"Those are the averaged gradients"),
+    (_step_with(pmean, returns="pair"), r"should return the new parameters: a dict.*`tuple`"),
+    (_step_with(pmean, axis=DEVICES), r"unbound axis name: devices.*binds only 'data_parallel_axis'.*"
+                                      r"axis_name=DATA_PARALLEL"),
+    (lambda p, b: jax.tree.map(lambda x, g: x - LR * g * jnp.ones_like(b["x"]), p,
+                               lax.pmean(grads_ref(p, b), DATA_PARALLEL)), r"per-device shape \(3,\)"),
+    (lambda p, b: lax.pmean(p, DATA_PARALLEL), r"unchanged parameters"),
+    (lambda p, b: {k: v - LR * float(lax.pmean(grads_ref(p, b), DATA_PARALLEL)[k]) for k, v in p.items()},
+     r"`parallel_update_step` turns a traced value into a NumPy array or a Python number"),
+    (_not_written, r"`parallel_update_step` .*not written yet"),
+]
+
+
+@pytest.mark.parametrize("fn", STEP_RIGHT)
+def test_update_step_accepts_equivalent_answers(fn):
+    assert_check_passes(q.parallel_update_step.check, fn)
+
+
+@pytest.mark.parametrize("fn, match", STEP_WRONG)
+def test_update_step_rejects_wrong_answers(fn, match):
+    assert_check_fails(q.parallel_update_step._check, fn, match=match)
+
+
+def test_update_step_structure_stage_both_ways():
+    """The last stage (a collective over DATA_PARALLEL) on its own: values alone cannot reach it."""
+    params = {"w": jnp.float32(1.0), "b": jnp.float32(0.0)}
+    local = {"x": jnp.arange(3.0), "y": jnp.arange(3.0)}
+    message = assert_check_fails(q._expect_averages, step_without_pmean, params, local, 4,
+                                 match=r"should communicate over 'data_parallel_axis'.*no collective at all")
+    assert "lax.pmean over 'data_parallel_axis' is missing" in message
+    for fn in STEP_RIGHT:
+        assert_check_passes(q._expect_averages, fn, params, local, 4)
+
+
+def test_update_step_observations():
+    reference = q.parallel_update_step.observe(step_ref)
+    assert reference["axes"] == [DATA_PARALLEL]
+    assert reference["new_w_k2"].shape == (2,) and reference["new_b_k8"].shape == (8,)
+    for fn in STEP_RIGHT[1:]:
+        assert _same_observations(reference, q.parallel_update_step.observe(fn)), fn.__name__
+    for fn in (step_without_pmean, step_pmean_of_loss, _step_with(psum), _step_with(psum_over_8)):
+        assert not _same_observations(reference, q.parallel_update_step.observe(fn))
+
+
+# ---------------------------------------------------------------- train
+def train_python_loop(params, sharded_batch, steps):
+    full_batch = _merge(sharded_batch)
+    losses = []
+    for _ in range(steps):
+        losses.append(float(loss_ref(params, full_batch)))
+        params = p_step_ref(params, sharded_batch)
+    return params, jnp.array(losses)
+
+
+def train_replicated(params, sharded_batch, steps):
+    """Replicated params with the default in_axes; loss as the mean of the device losses."""
+    n = sharded_batch["x"].shape[0]
+    step = jax.pmap(step_ref, axis_name=DATA_PARALLEL)
+    device_losses = jax.pmap(loss_ref)
+    replicated = jax.tree.map(lambda p: jnp.broadcast_to(p, (n,) + p.shape), params)
+    losses = []
+    for _ in range(steps):
+        losses.append(jnp.mean(device_losses(replicated, sharded_batch)))
+        replicated = step(replicated, sharded_batch)
+    return jax.tree.map(lambda p: p[0], replicated), jnp.stack(losses)
+
+
+TRAIN_RIGHT = [train_ref, train_python_loop, train_replicated]
+
+
+def train_losses_after(params, sharded_batch, steps):
+    final, _ = train_ref(params, sharded_batch, steps)
+    full_batch = _merge(sharded_batch)
+
+    def one_step(p, _):
+        new = p_step_ref(p, sharded_batch)
+        return new, loss_ref(new, full_batch)
+
+    _, losses = lax.scan(one_step, params, length=steps)
+    return final, losses
+
+
+def train_per_device_params(params, sharded_batch, steps):
+    final, losses = train_ref(params, sharded_batch, steps)
+    n = sharded_batch["x"].shape[0]
+    return jax.tree.map(lambda p: jnp.broadcast_to(p, (n,)), final), losses
+
+
+def train_per_device_losses(params, sharded_batch, steps):
+    final, _ = train_ref(params, sharded_batch, steps)
+    per_device = jax.pmap(loss_ref, in_axes=(None, 0))
+    _, losses = lax.scan(lambda p, _: (p_step_ref(p, sharded_batch), per_device(p, sharded_batch)),
+                         params, length=steps)
+    return final, losses
+
+
+TRAIN_WRONG = [
+    (train_losses_after, r"losses \*after\* each step"),
+    (lambda p, b, s: (train_ref(p, b, s + 1)[0], train_ref(p, b, s)[1]), r"parameters after 6 step\(s\)"),
+    (lambda p, b, s: train_ref(p, b, s)[0], r"pair `\(final_params, losses\)`.*`dict`"),
+    (lambda p, b, s: train_ref(p, b, s)[::-1], r"`final_params` as the first item.*returned a `jax\.Array`"),
+    (train_per_device_params, r"one copy of the parameters per device.*out_axes=None"),
+    (train_per_device_losses, r"shape \(5, 4\): one loss per device and step"),
+    (lambda p, b, s: (train_ref(p, b, s)[0], jnp.zeros(s + 1)), r"shape \(5,\), one loss per step"),
+    (lambda p, b, s: train_ref(jax.tree.map(lambda x: x + 0.1, p), b, s), r"should end at"),
+    (_not_written, r"`train` .*not written yet"),
+]
+
+
+@pytest.mark.parametrize("fn", TRAIN_RIGHT)
+def test_train_accepts_equivalent_answers(fn):
+    assert_check_passes(q.train.check, fn)
+
+
+@pytest.mark.parametrize("fn, match", TRAIN_WRONG)
+def test_train_rejects_wrong_answers(fn, match):
+    assert_check_fails(q.train._check, fn, match=match)
+
+
+def test_train_observations():
+    reference = q.train.observe(train_ref)
+    assert reference["losses_k2"].shape == (6,) and reference["losses_k8"].shape == (5,)
+    assert np.all(np.diff(np.asarray(reference["losses_k4"])) < 0)             # SGD makes progress
+    for fn in TRAIN_RIGHT[1:]:
+        assert _same_observations(reference, q.train.observe(fn)), fn.__name__
+    for fn, _ in TRAIN_WRONG[:2]:
+        assert not _same_observations(reference, q.train.observe(fn))
+
+
+def test_train_reaches_the_line_of_the_notebook():
+    """The notebook's set-up (standardised x, y = 2x + 0.5, lr 0.01) converges in a few hundred steps."""
+    x = jax.random.normal(jax.random.key(0), (64,))
+    x = (x - x.mean()) / x.std()
+    sharded = jax.tree.map(lambda a: a.reshape(8, -1), {"x": x, "y": 2.0 * x + 0.5})
+    final, losses = train_ref({"w": jnp.ones(()), "b": jnp.zeros(())}, sharded, 400)
+    assert abs(float(final["w"]) - 2.0) < 1e-3 and abs(float(final["b"]) - 0.5) < 1e-3
+    assert float(losses[-1]) < 1e-5 < float(losses[0])
+
+
+def test_messages_are_check_failed():
+    """Wrong answers fail with CheckFailed (an AssertionError), never with a raw JAX error."""
+    with pytest.raises(CheckFailed):
+        q.parallel_update_step.check(_step_with(pmean, axis=DEVICES))

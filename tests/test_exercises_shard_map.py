@@ -1,0 +1,476 @@
+"""Notebook 05 (`05_shard_map`): every check and observation, proven both ways.
+
+Wrong answers a learner really writes are rejected with the message that
+helps them; equivalent right answers are accepted; `observe` of an equivalent
+answer matches the reference's under the autograder's comparison rules, and
+`observe` of a wrong answer does not.
+"""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from autograder.compare import observations_match
+from namedaxes import DATA_PARALLEL, DATA_SHARDS, DEVICES, MODEL_REPLICAS
+from namedaxes.checking import assert_check_fails, assert_check_passes
+from namedaxes.exercises import shard_map as q
+from namedaxes.exercises.shard_map import LEARNING_RATE, loss_fn, sgd_step, weighted_total
+
+
+def _matches(student: dict, reference: dict) -> bool:
+    """The autograder's own comparison (arrays allclose with the same shape and dtype,
+    `axes` must contain every reference axis, anything else equal)."""
+    return observations_match(reference, student)
+
+
+def _not_written(*args):
+    raise NotImplementedError()
+
+
+def _place(tree, mesh, spec):
+    return jax.device_put(tree, NamedSharding(mesh, spec))
+
+
+# ---------------------------------------------------------------- 1. sharded_scaled_sum
+def ref_sharded_scaled_sum(x, mesh):
+    x = _place(x, mesh, P(DEVICES))
+
+    def block_total(block):
+        return lax.psum(jnp.sum(block * 2.0), axis_name=DEVICES)
+
+    return jax.shard_map(block_total, mesh=mesh, in_specs=P(DEVICES), out_specs=P())(x)
+
+
+def _scaled_sum_with(body, *, place=True, out_specs=P(), **kwargs):
+    def answer(x, mesh):
+        if place:
+            x = _place(x, mesh, P(DEVICES))
+        return jax.shard_map(body, mesh=mesh, in_specs=P(DEVICES), out_specs=out_specs, **kwargs)(x)
+    return answer
+
+
+def _inferred_in_specs(x, mesh):
+    x = _place(x, mesh, P(DEVICES))
+    return jax.shard_map(lambda b: lax.psum(jnp.sum(b * 2.0), DEVICES), mesh=mesh, out_specs=P())(x)
+
+
+def _jit_inside(x, mesh):
+    f = jax.jit(jax.shard_map(lambda b: 2.0 * lax.psum(b.sum(), DEVICES), mesh=mesh,
+                              in_specs=P(DEVICES), out_specs=P()))
+    return f(_place(x, mesh, P(DEVICES)))
+
+
+SCALED_SUM_EQUIVALENT = {
+    "reference": ref_sharded_scaled_sum,
+    "psum elementwise, then sum": _scaled_sum_with(lambda b: jnp.sum(lax.psum(b * 2.0, DEVICES))),
+    "pmean times device count": _scaled_sum_with(
+        lambda b: lax.pmean(jnp.sum(b), DEVICES) * lax.psum(1, DEVICES) * 2.0),
+    "check_vma=False": _scaled_sum_with(lambda b: lax.psum(jnp.sum(b + b), DEVICES), check_vma=False),
+    "in_specs inferred": _inferred_in_specs,
+    "jit inside": _jit_inside,
+}
+
+
+@pytest.mark.parametrize("answer", SCALED_SUM_EQUIVALENT.values(), ids=SCALED_SUM_EQUIVALENT.keys())
+def test_sharded_scaled_sum_accepts_equivalent_answers(answer):
+    assert_check_passes(q.sharded_scaled_sum.check, answer)
+
+
+def test_sharded_scaled_sum_observations_of_equivalent_answers_match():
+    reference = q.sharded_scaled_sum.observe(ref_sharded_scaled_sum)
+    assert reference["axes"] == [DEVICES]
+    assert set(reference) == {"out_k8_n16", "out_k4_n8", "out_k2_n6", "axes"}
+    for answer in list(SCALED_SUM_EQUIVALENT.values())[1:]:
+        assert _matches(q.sharded_scaled_sum.observe(answer), reference)
+
+
+def _global_sum(x, mesh):
+    return jnp.sum(_place(x, mesh, P(DEVICES)) * 2.0)
+
+
+def _set_mesh_inside(x, mesh):
+    with jax.set_mesh(mesh):
+        x = jax.reshard(x, P(DEVICES))
+        return jax.shard_map(lambda b: lax.psum(jnp.sum(b * 2.0), DEVICES), in_specs=P(DEVICES), out_specs=P())(x)
+
+
+SCALED_SUM_WRONG = {
+    "unanswered": (_not_written, r"`sharded_scaled_sum` is not written yet"),
+    "plain array on an Explicit mesh": (
+        _scaled_sum_with(lambda b: lax.psum(jnp.sum(b * 2.0), DEVICES), place=False),
+        r"(?s)does not match the specs of the input.*Explicit axes.*jax\.device_put\(x, NamedSharding"),
+    "no psum, out_specs=P()": (
+        _scaled_sum_with(lambda b: jnp.sum(b * 2.0)),
+        r"(?s)value still varies.*collective over that axis is missing"),
+    "no psum, check_vma=False": (
+        _scaled_sum_with(lambda b: jnp.sum(b * 2.0), check_vma=False),
+        r"(?s)returned 2 \(mesh of 8 devices.*total of 2 \* x is 240.*only the first device's share"),
+    "psum without summing the block": (
+        _scaled_sum_with(lambda b: lax.psum(b * 2.0, DEVICES)),
+        r"(?s)shape \(\).*returned shape \(2,\).*one device's block.*`jnp\.sum` first"),
+    "pmean": (
+        _scaled_sum_with(lambda b: lax.pmean(jnp.sum(b * 2.0), DEVICES)),
+        r"(?s)returned 30 .*240.*mean of the devices' shares"),
+    "no factor 2": (
+        _scaled_sum_with(lambda b: lax.psum(jnp.sum(b), DEVICES)),
+        r"(?s)returned 120 .*plain sum of x: multiply by 2\.0"),
+    "misspelled axis name": (
+        _scaled_sum_with(lambda b: lax.psum(jnp.sum(b * 2.0), "device")),
+        r"(?s)empty AssertionError.*axis name is not an axis of the mesh.*axes \('devices',\)"),
+    "psum outside shard_map": (lambda x, mesh: lax.psum(jnp.sum(x * 2.0), DEVICES),
+                               r"(?s)collective over 'devices' where no mesh axis.*inside the function you give"),
+    "no shard_map at all": (_global_sum, r"(?s)right total, but it performs no collective at all over 'devices'"),
+    "set_mesh inside the function": (_set_mesh_inside, r"(?s)`jax\.set_mesh`, which only works outside `jax\.jit`"),
+    "hard-coded": (lambda x, mesh: jnp.float32(240.0), r"(?s)returned 240 \(mesh of 4 devices.*by hand"),
+}
+
+
+@pytest.mark.parametrize("answer, match", SCALED_SUM_WRONG.values(), ids=SCALED_SUM_WRONG.keys())
+def test_sharded_scaled_sum_rejects(answer, match):
+    assert_check_fails(q.sharded_scaled_sum.check, answer, match=match)
+
+
+def test_sharded_scaled_sum_observations_reject_wrong_answers():
+    reference = q.sharded_scaled_sum.observe(ref_sharded_scaled_sum)
+    for answer in (SCALED_SUM_WRONG["no factor 2"][0], SCALED_SUM_WRONG["pmean"][0]):
+        assert not _matches(q.sharded_scaled_sum.observe(answer), reference)
+    no_collective = q.sharded_scaled_sum.observe(_global_sum)
+    assert no_collective["axes"] == [] and not _matches(no_collective, reference)
+
+
+# ---------------------------------------------------------------- 2. replica_totals
+def ref_replica_totals(x, mesh):
+    return jax.shard_map(lambda b: lax.psum(b, axis_name=MODEL_REPLICAS), mesh=mesh,
+                         in_specs=P(DATA_SHARDS, MODEL_REPLICAS), out_specs=P(DATA_SHARDS, None))(x)
+
+
+def _replica_with(body, out_specs, **kwargs):
+    def answer(x, mesh):
+        return jax.shard_map(body, mesh=mesh, in_specs=P(DATA_SHARDS, MODEL_REPLICAS), out_specs=out_specs,
+                             **kwargs)(x)
+    return answer
+
+
+REPLICA_EQUIVALENT = {
+    "out_specs=P(DATA_SHARDS)": _replica_with(lambda b: lax.psum(b, MODEL_REPLICAS), P(DATA_SHARDS)),
+    "pmean times replica count": _replica_with(
+        lambda b: lax.pmean(b, MODEL_REPLICAS) * lax.psum(1, MODEL_REPLICAS), P(DATA_SHARDS, None)),
+    "in_specs inferred, placed again": lambda x, mesh: jax.shard_map(
+        lambda b: lax.psum(b, MODEL_REPLICAS), mesh=mesh, out_specs=P(DATA_SHARDS, None))(
+            _place(x, mesh, P(DATA_SHARDS, MODEL_REPLICAS))),
+}
+
+
+@pytest.mark.parametrize("answer", [ref_replica_totals, *REPLICA_EQUIVALENT.values()],
+                         ids=["reference", *REPLICA_EQUIVALENT.keys()])
+def test_replica_totals_accepts_equivalent_answers(answer):
+    assert_check_passes(q.replica_totals.check, answer)
+
+
+def test_replica_totals_observations_of_equivalent_answers_match():
+    reference = q.replica_totals.observe(ref_replica_totals)
+    assert reference["axes"] == [MODEL_REPLICAS] and reference["communicates_over_data_shards"] is False
+    assert reference["out_2x4_4x8"].shape == (4, 2) and reference["out_4x2_4x2"].shape == (4, 1)
+    for answer in REPLICA_EQUIVALENT.values():
+        assert _matches(q.replica_totals.observe(answer), reference)
+
+
+def _global_replica_totals(x, mesh):
+    whole = jax.reshard(x, NamedSharding(mesh, P()))
+    return whole.reshape(whole.shape[0], mesh.shape[MODEL_REPLICAS], -1).sum(axis=1)
+
+
+def _with_extra_max(block):
+    totals = lax.psum(block, MODEL_REPLICAS)
+    return totals + 0.0 * lax.pmax(jnp.sum(totals), DATA_SHARDS)
+
+
+REPLICA_WRONG = {
+    "unanswered": (_not_written, r"`replica_totals` is not written yet"),
+    "copies side by side": (
+        _replica_with(lambda b: lax.psum(b, MODEL_REPLICAS), P(DATA_SHARDS, MODEL_REPLICAS)),
+        r"(?s)shape \(4, 2\).*returned shape \(4, 8\).*copies side by side.*P\(DATA_SHARDS, None\)"),
+    "over DATA_SHARDS": (
+        _replica_with(lambda b: lax.psum(b, DATA_SHARDS), P(None, MODEL_REPLICAS)),
+        r"(?s)returned shape \(2, 8\).*sum over DATA_SHARDS"),
+    "over both axes, one block": (
+        _replica_with(lambda b: lax.psum(b, (DATA_SHARDS, MODEL_REPLICAS)), P()),
+        r"(?s)returned shape \(2, 2\).*one device's block.*must name DATA_SHARDS"),
+    "over both axes, rows kept": (
+        _replica_with(lambda b: lax.psum(b, (DATA_SHARDS, MODEL_REPLICAS)), P(DATA_SHARDS, None)),
+        r"(?s)wrong values.*totals over the whole mesh"),
+    "psum, out_specs=P()": (
+        _replica_with(lambda b: lax.psum(b, MODEL_REPLICAS), P()),
+        r"(?s)value still varies.*collective over that axis is missing.*out_specs"),
+    "no collective": (_global_replica_totals, r"(?s)right values, but it performs no collective at all"),
+    "extra collective over DATA_SHARDS": (_replica_with(_with_extra_max, P(DATA_SHARDS, None)),
+        r"communicates over 'data_shards' too"),
+}
+
+
+@pytest.mark.parametrize("answer, match", REPLICA_WRONG.values(), ids=REPLICA_WRONG.keys())
+def test_replica_totals_rejects(answer, match):
+    assert_check_fails(q.replica_totals.check, answer, match=match)
+
+
+def test_replica_totals_observations_reject_wrong_answers():
+    reference = q.replica_totals.observe(ref_replica_totals)
+    for key in ("over both axes, rows kept", "extra collective over DATA_SHARDS", "no collective"):
+        assert not _matches(q.replica_totals.observe(REPLICA_WRONG[key][0]), reference), key
+
+
+# ---------------------------------------------------------------- 3. dp_train_step
+def sgd_update(params, grads):
+    return jax.tree.map(lambda p, g: p - LEARNING_RATE * g, params, grads)
+
+
+def _dp_with(body, *, check_vma=True, place_batch=True, out_specs=P()):
+    def answer(params, batch, mesh):
+        params = _place(params, mesh, P())
+        if place_batch:
+            batch = _place(batch, mesh, P(DATA_PARALLEL))
+        return jax.shard_map(body, mesh=mesh, in_specs=(P(), P(DATA_PARALLEL)), out_specs=out_specs,
+                             check_vma=check_vma)(params, batch)
+    return answer
+
+
+def _pcast_pmean(params, local_batch):
+    local = lax.pcast(params, DATA_PARALLEL, to="varying")
+    return sgd_update(params, lax.pmean(jax.grad(loss_fn)(local, local_batch), DATA_PARALLEL))
+
+
+def _pmean_of_loss(params, local_batch):
+    return sgd_update(params, jax.grad(lambda p: lax.pmean(loss_fn(p, local_batch), DATA_PARALLEL))(params))
+
+
+def _pmap_style(params, local_batch):
+    return sgd_update(params, lax.pmean(jax.grad(loss_fn)(params, local_batch), DATA_PARALLEL))
+
+
+def _psum_over_count(params, local_batch):
+    local = lax.pcast(params, DATA_PARALLEL, to="varying")
+    grads = jax.grad(loss_fn)(local, local_batch)
+    return sgd_update(params, jax.tree.map(lambda g: lax.psum(g, DATA_PARALLEL) / lax.psum(1, DATA_PARALLEL), grads))
+
+
+ref_dp_train_step = _dp_with(_pcast_pmean)
+
+DP_EQUIVALENT = {
+    "pmean of the loss": _dp_with(_pmean_of_loss),
+    "pmap style with check_vma=False": _dp_with(_pmap_style, check_vma=False),
+    "psum / device count": _dp_with(_psum_over_count),
+}
+
+
+@pytest.mark.parametrize("answer", [ref_dp_train_step, *DP_EQUIVALENT.values()],
+                         ids=["reference", *DP_EQUIVALENT.keys()])
+def test_dp_train_step_accepts_equivalent_answers(answer):
+    assert_check_passes(q.dp_train_step.check, answer)
+
+
+def test_dp_train_step_observations_of_equivalent_answers_match():
+    reference = q.dp_train_step.observe(ref_dp_train_step)
+    assert reference["axes"] == [DATA_PARALLEL]
+    assert {"k8_n64_w", "k4_n12_b", "k2_n10_w"} <= set(reference)
+    for answer in DP_EQUIVALENT.values():
+        assert _matches(q.dp_train_step.observe(answer), reference)
+
+
+def _psum_grads(params, local_batch):
+    local = lax.pcast(params, DATA_PARALLEL, to="varying")
+    return sgd_update(params, lax.psum(jax.grad(loss_fn)(local, local_batch), DATA_PARALLEL))
+
+
+def _tuple_out(params, local_batch):
+    new = _pcast_pmean(params, local_batch)
+    return new["w"], new["b"]
+
+
+def _stacked(params, local_batch):
+    return jax.tree.map(lambda p: p[None], _pcast_pmean(params, local_batch))
+
+
+def _ascend(params, local_batch):
+    local = lax.pcast(params, DATA_PARALLEL, to="varying")
+    grads = lax.pmean(jax.grad(loss_fn)(local, local_batch), DATA_PARALLEL)
+    return jax.tree.map(lambda p, g: p + LEARNING_RATE * g, params, grads)
+
+
+DP_WRONG = {
+    "unanswered": (_not_written, r"`dp_train_step` is not written yet"),
+    "pmap body ported word for word": (
+        _dp_with(_pmap_style), r"(?s)8 times too large.*summed over the 8 devices.*lax\.pcast\(params, DATA_PARALLEL"),
+    "psum instead of pmean": (_dp_with(_psum_grads), r"(?s)8 times too large.*`lax\.psum` stands where `lax\.pmean`"),
+    "gradient ascent": (_dp_with(_ascend), r"wrong way: subtract the gradient"),
+    "tuple instead of dict": (
+        _dp_with(_tuple_out, out_specs=(P(), P())), r"dict with keys 'w' and 'b'.*returned a `tuple`"),
+    "one copy per device": (
+        _dp_with(_stacked, out_specs=P(DATA_PARALLEL)),
+        r"(?s)\['w'\]` should be a scalar.*shape \(8,\).*out_specs` is `P\(\)`"),
+    "batch not placed": (
+        _dp_with(_pcast_pmean, place_batch=False), r"(?s)does not match the specs of the input.*jax\.device_put"),
+    "no shard_map": (lambda params, batch, mesh: sgd_step(params, batch),
+                     r"(?s)right parameters, but it performs no collective at all over 'data_parallel_axis'"),
+    "unchanged params": (lambda params, batch, mesh: dict(params), r"parameters did not change"),
+}
+
+
+@pytest.mark.parametrize("answer, match", DP_WRONG.values(), ids=DP_WRONG.keys())
+def test_dp_train_step_rejects(answer, match):
+    assert_check_fails(q.dp_train_step.check, answer, match=match)
+
+
+def test_dp_train_step_observations_reject_wrong_answers():
+    reference = q.dp_train_step.observe(ref_dp_train_step)
+    for key in ("pmap body ported word for word", "psum instead of pmean", "no shard_map"):
+        assert not _matches(q.dp_train_step.observe(DP_WRONG[key][0]), reference), key
+
+
+# ---------------------------------------------------------------- 4. jit_train_step
+def ref_jit_train_step(params, batch, mesh):
+    params = _place(params, mesh, P())
+    batch = _place(batch, mesh, P(DATA_PARALLEL))
+    return jax.jit(sgd_step)(params, batch)
+
+
+def _in_shardings(params, batch, mesh):
+    shardings = (NamedSharding(mesh, P()), NamedSharding(mesh, P(DATA_PARALLEL)))
+    return jax.jit(sgd_step, in_shardings=shardings)(params, batch)
+
+
+def _batch_only_own_loss(params, batch, mesh):
+    batch = _place(batch, mesh, P(DATA_PARALLEL))
+    grads = jax.grad(lambda p: jnp.mean((p["w"] * batch["x"] + p["b"] - batch["y"]) ** 2))(params)
+    return {k: params[k] - 0.01 * grads[k] for k in params}
+
+
+JIT_EQUIVALENT = {
+    "in_shardings": _in_shardings,
+    "only the batch placed, own loss": _batch_only_own_loss,
+}
+
+
+@pytest.mark.parametrize("answer", [ref_jit_train_step, *JIT_EQUIVALENT.values()],
+                         ids=["reference", *JIT_EQUIVALENT.keys()])
+def test_jit_train_step_accepts_equivalent_answers(answer):
+    assert_check_passes(q.jit_train_step.check, answer)
+
+
+def test_jit_train_step_observations_of_equivalent_answers_match():
+    reference = q.jit_train_step.observe(ref_jit_train_step)
+    assert reference["compiled_all_reduce"] is True and reference["explicit_collective_axes"] == []
+    for answer in JIT_EQUIVALENT.values():
+        assert _matches(q.jit_train_step.observe(answer), reference)
+
+
+JIT_WRONG = {
+    "unanswered": (_not_written, r"`jit_train_step` is not written yet"),
+    "nothing placed": (lambda params, batch, mesh: jax.jit(sgd_step)(params, batch),
+                       r"(?s)compiled program has no all-reduce.*P\(DATA_PARALLEL\)"),
+    "shard_map with pmean": (ref_dp_train_step, r"(?s)writes its own collectives.*psum.*no `shard_map`"),
+    "pmap body ported": (_dp_with(_pmap_style), r"8 times too large"),
+}
+
+
+@pytest.mark.parametrize("answer, match", JIT_WRONG.values(), ids=JIT_WRONG.keys())
+def test_jit_train_step_rejects(answer, match):
+    assert_check_fails(q.jit_train_step.check, answer, match=match)
+
+
+def test_jit_train_step_observations_reject_wrong_answers():
+    reference = q.jit_train_step.observe(ref_jit_train_step)
+    unplaced = q.jit_train_step.observe(JIT_WRONG["nothing placed"][0])
+    assert unplaced["compiled_all_reduce"] is False and not _matches(unplaced, reference)
+    explicit = q.jit_train_step.observe(ref_dp_train_step)
+    assert explicit["explicit_collective_axes"] == [DATA_PARALLEL] and not _matches(explicit, reference)
+
+
+# ---------------------------------------------------------------- 5. weighted_total_shard_map
+def ref_weighted_total_shard_map(w, x, mesh):
+    x = _place(x, mesh, P(DEVICES))
+    return jax.shard_map(lambda w, xb: weighted_total(w, xb[0]), mesh=mesh,
+                         in_specs=(P(), P(DEVICES)), out_specs=P())(w, x)
+
+
+def _weighted_with(body, *, out_specs=P(), post=lambda y: y, place=True):
+    def answer(w, x, mesh):
+        if place:
+            x = _place(x, mesh, P(DEVICES))
+        return post(jax.shard_map(body, mesh=mesh, in_specs=(P(), P(DEVICES)), out_specs=out_specs)(w, x))
+    return answer
+
+
+WEIGHTED_EQUIVALENT = {
+    "sum over the block rows": _weighted_with(lambda w, xb: lax.psum(jnp.sum(w * xb, axis=0), DEVICES)),
+    "index outside": _weighted_with(weighted_total, post=lambda y: y[0]),
+    "squeeze inside": _weighted_with(lambda w, xb: weighted_total(w, jnp.squeeze(xb, 0))),
+}
+
+
+@pytest.mark.parametrize("answer", [ref_weighted_total_shard_map, *WEIGHTED_EQUIVALENT.values()],
+                         ids=["reference", *WEIGHTED_EQUIVALENT.keys()])
+def test_weighted_total_accepts_equivalent_answers(answer):
+    assert_check_passes(q.weighted_total_shard_map.check, answer)
+
+
+def test_weighted_total_observations_of_equivalent_answers_match():
+    reference = q.weighted_total_shard_map.observe(ref_weighted_total_shard_map)
+    assert reference["axes"] == [DEVICES]
+    pmapped = jax.pmap(weighted_total, axis_name=DEVICES, in_axes=(None, 0), out_axes=None)
+    r = q.rng("weighted_total_migration")
+    w, x = jnp.asarray(r.normal(size=(3,)), jnp.float32), jnp.asarray(r.normal(size=(8, 3)), jnp.float32)
+    np.testing.assert_allclose(reference["out_k8_d3"], pmapped(w, x), rtol=1e-6)
+    for answer in WEIGHTED_EQUIVALENT.values():
+        assert _matches(q.weighted_total_shard_map.observe(answer), reference)
+
+
+WEIGHTED_WRONG = {
+    "unanswered": (_not_written, r"`weighted_total_shard_map` is not written yet"),
+    "block axis kept": (_weighted_with(weighted_total), r"(?s)shape \(3,\).*returned shape \(1, 3\).*`x_block\[0\]`"),
+    "out_specs=P(DEVICES)": (
+        _weighted_with(lambda w, xb: weighted_total(w, xb[0])[None], out_specs=P(DEVICES)),
+        r"(?s)returned shape \(8, 3\).*`out_axes=None` translates to `out_specs=P\(\)`"),
+    "pmean": (_weighted_with(lambda w, xb: lax.pmean(w * xb[0], DEVICES)), r"(?s)wrong values.*mean over devices"),
+    "x not placed": (_weighted_with(lambda w, xb: weighted_total(w, xb[0]), place=False),
+                     r"(?s)does not match the specs of the input"),
+    "no collective": (lambda w, x, mesh: jnp.sum(w * x, axis=0),
+                      r"right values, but it performs no collective at all over 'devices'"),
+}
+
+
+@pytest.mark.parametrize("answer, match", WEIGHTED_WRONG.values(), ids=WEIGHTED_WRONG.keys())
+def test_weighted_total_rejects(answer, match):
+    assert_check_fails(q.weighted_total_shard_map.check, answer, match=match)
+
+
+def test_weighted_total_observations_reject_wrong_answers():
+    reference = q.weighted_total_shard_map.observe(ref_weighted_total_shard_map)
+    assert not _matches(q.weighted_total_shard_map.observe(WEIGHTED_WRONG["pmean"][0]), reference)
+    assert not _matches(q.weighted_total_shard_map.observe(WEIGHTED_WRONG["no collective"][0]), reference)
+
+
+# ---------------------------------------------------------------- meshes of several sizes
+@pytest.mark.parametrize("k", [2, 4, 8])
+def test_line_mesh_uses_the_first_k_devices(k):
+    mesh = q.line_mesh(k)
+    assert mesh.axis_names == (DEVICES,) and [d.id for d in mesh.devices.flat] == list(range(k))
+    assert ref_sharded_scaled_sum(jnp.arange(k, dtype=jnp.float32), mesh) == k * (k - 1)
+
+
+def test_hints_exist_for_every_exercise():
+    for exercise in (q.sharded_scaled_sum, q.replica_totals, q.dp_train_step, q.jit_train_step,
+                     q.weighted_total_shard_map):
+        assert len(exercise._hints) >= 2
+
+
+def test_an_answer_that_ignores_its_mesh_argument_is_told_so():
+    global_mesh = q.line_mesh(8)
+
+    def uses_global_mesh(x, mesh):
+        return ref_sharded_scaled_sum(x, global_mesh)
+
+    assert_check_fails(q.sharded_scaled_sum.check, uses_global_mesh,
+                       match=r"(?s)evenly divide.*Split over the `mesh` argument the check passes")
