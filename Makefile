@@ -11,12 +11,14 @@ PORT      ?= 8888
 export XLA_FLAGS := $(strip $(XLA_FLAGS) --xla_force_host_platform_device_count=8)
 export PYTHONDONTWRITEBYTECODE := 1
 
+.PHONY: browser-deps formgrader
 .PHONY: help venv system-deps lab notebooks check-notebooks test test-fast bench grade bench-grade clean
 
 help:
 	@echo "make lab            start JupyterLab on notebooks/ (installs everything first)"
 	@echo "make test           what CI runs: regenerate check, unit tests, nbval on all notebooks, autograder tests"
 	@echo "make notebooks      regenerate notebooks/ from solutions/ (instructors)"
+	@echo "make formgrader     nbgrader's formgrader on build/course, for manual review (instructors)"
 	@echo "make grade          autograde a class: make grade SUBMISSIONS=dir OUT=dir [STUDENT=id]"
 	@echo "make bench          time Run-All of every notebook and of the whole suite"
 	@echo "make bench-grade    time make grade against plain nbgrader autograde on a generated class"
@@ -37,8 +39,34 @@ system-deps:
 	  (apt-get install -y -qq bubblewrap >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null)) \
 	  || echo "WARNING: could not install bubblewrap: student code will be graded WITHOUT isolation"; }
 
+# Students: JupyterLab on notebooks/ with nbgrader's Validate button and Assignment List (formgrader
+# off), the venv's Python as the notebooks' `python3` kernel; no network needed (config: jupyter/).
+# LAB_TOKEN=... fixes the login token (default: a fresh one, in the URL JupyterLab prints); LAB_ARGS=... adds options.
+LAB_ENV := JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter:$(CURDIR)/jupyter/nbgrader" JUPYTER_PATH="$(CURDIR)/jupyter/data"
 lab: venv
-	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) --no-browser
+	@mkdir -p build/exchange
+	@echo "Starting JupyterLab on notebooks/ at http://localhost:$(PORT)/lab (the URL with its token follows; Ctrl-C stops)"
+	exec env $(LAB_ENV) $(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) --no-browser \
+	  $(if $(LAB_TOKEN),--IdentityProvider.token="$(LAB_TOKEN)") $(LAB_ARGS)
+
+# Instructors: nbgrader's formgrader (manual review, gradebook) on an nbgrader course folder:
+# build/course by default (laid out by `make notebooks`; `make grade` without SUBMISSIONS grades its submitted/).
+COURSE ?= build/course
+formgrader: venv
+	@test -f "$(COURSE)/nbgrader_config.py" || $(BIN)/python tools/generate_notebooks.py --check
+	@mkdir -p build/exchange
+	@echo "Starting formgrader: http://localhost:$(PORT)/formgrader (log in with the token in the URL below)"
+	cd "$(COURSE)" && exec env JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter/nbgrader" JUPYTER_PATH="$(CURDIR)/jupyter/data" \
+	  "$(CURDIR)/$(BIN)/jupyter" lab --port=$(PORT) \
+	  --no-browser --allow-root --ServerApp.port_retries=0 $(if $(LAB_TOKEN),--IdentityProvider.token="$(LAB_TOKEN)") $(LAB_ARGS)
+
+# Debian's Chromium for the browser tests (tests/browser); Playwright drives it and never downloads a browser.
+CHROMIUM ?= /usr/bin/chromium
+browser-deps:
+	@test -x $(CHROMIUM) || { \
+	  echo "Installing Debian's chromium (browser tests)..."; \
+	  (apt-get install -y -qq chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)) \
+	  || echo "WARNING: could not install chromium: the browser tests will be skipped"; }
 
 notebooks: venv
 	$(BIN)/python tools/generate_notebooks.py
@@ -48,12 +76,12 @@ check-notebooks: venv
 
 NBVAL := --nbval --nbval-current-env --nbval-cell-timeout=120
 
-test: venv system-deps check-notebooks
+test: venv system-deps browser-deps check-notebooks
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile $(NBVAL) tests solutions notebooks
 
 # Unit tests only (no notebooks, no autograder runs): seconds.
 test-fast: venv
-	$(BIN)/python -m pytest -q tests --ignore=tests/autograder
+	$(BIN)/python -m pytest -q tests --ignore=tests/autograder --ignore=tests/browser --ignore=tests/test_validate.py
 
 bench: venv
 	$(BIN)/python tools/bench_notebooks.py
@@ -62,6 +90,7 @@ grade: venv system-deps
 	$(BIN)/python -m autograder grade -j $(JOBS) \
 	  $(if $(SUBMISSIONS),--submissions "$(SUBMISSIONS)") $(if $(OUT),--out "$(OUT)") \
 	  $(if $(STUDENT),--student "$(STUDENT)") $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)")
+	$(BIN)/python -m autograder.report "$(or $(OUT),build/course/grades)"
 
 bench-grade: venv system-deps
 	$(BIN)/python -m autograder.bench $(if $(STUDENTS),--students $(STUDENTS))

@@ -192,7 +192,13 @@ class Exercise:
         self._shown = 0
 
     def check(self, *answer) -> None:
-        self._check(*answer)
+        __tracebackhide__ = True  # noqa: F841 - IPython hides this frame in tracebacks
+        try:
+            self._check(*answer)
+        except CheckFailed as err:
+            # A fresh exception without the checker's internal frames: the student sees the message,
+            # not 40 lines of traceback through namedaxes.
+            raise CheckFailed(str(err)) from None
         print(f"Correct: `{self.name}` passes the visible checks.")
 
     def hint(self) -> None:

@@ -59,12 +59,13 @@ def test_test_cells_have_docstring_slug_points_and_record(path):
         assert SOLUTION_BLOCK.search(cell.source), f"{_meta(cell)['grade_id']}: no solution markers"
 
 
-def test_grade_ids_are_unique_across_the_course():
+def test_test_cell_grade_ids_are_unique_across_the_course():
+    # the class report and feedback name tests by grade_id alone
     seen = {}
     for path in SOURCES:
         for cell in _nb(path).cells:
             gid = _meta(cell).get("grade_id")
-            if gid and gid not in ("setup", "imports"):
+            if gid and _meta(cell).get("grade"):
                 assert gid not in seen, f"{gid} used in {path.name} and {seen[gid]}"
                 seen[gid] = path.name
 
@@ -76,11 +77,14 @@ def test_release_has_no_solutions_and_no_hidden_tests(path):
         assert marker not in text, f"{path.name} leaks {marker!r}"
     source = _nb(ROOT / "solutions" / path.name)
     released = "\n".join(c.source for c in _nb(path).cells)
+    # lines the source also shows outside solution/hidden blocks (e.g. in a demo) are not secrets
+    public = {line.strip() for cell in source.cells
+              for line in HIDDEN_BLOCK.sub("", SOLUTION_BLOCK.sub("", cell.source)).splitlines()}
     for cell in source.cells:
         for block in SOLUTION_BLOCK.findall(cell.source) + HIDDEN_BLOCK.findall(cell.source):
             for line in block.splitlines():
                 line = line.strip()
-                if len(line) > 12 and not line.startswith("#"):
+                if len(line) > 12 and not line.startswith("#") and line not in public:
                     assert line not in released, f"{path.name} leaks solution/hidden line: {line}"
 
 

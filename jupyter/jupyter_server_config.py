@@ -1,0 +1,30 @@
+# JupyterLab for students: `make lab` puts this folder (and nbgrader/) on JUPYTER_CONFIG_PATH
+# and data/ on JUPYTER_PATH. Nothing here is written at run time.
+#   jupyter_server_config.py   this file: server extensions, offline, kernel, port
+#   labconfig/page_config.json                 hides nbgrader's instructor plugins in the UI
+#   labconfig/default_setting_overrides.json   no news / update notifications
+#   nbgrader/nbgrader_config.py                course id and a local exchange (also used by `make formgrader`)
+#   data/kernels/python3/      the notebooks' kernel: the Python that runs the server (the course venv)
+# nbgrader's student extensions (Validate button, Assignment List) stay on; the
+# instructor-only ones (formgrader, course list) are off: instructors use
+# `make formgrader`, which serves the nbgrader course folder without this file.
+c = get_config()  # noqa: F821
+
+c.ServerApp.jpserver_extensions.update({
+    "nbgrader.server_extensions.formgrader": False,
+    "nbgrader.server_extensions.course_list": False,
+    "nbgrader.server_extensions.validate_assignment": True,
+    "nbgrader.server_extensions.assignment_list": True,
+})
+
+# Offline after setup: no news feed, no update check.
+c.LabApp.news_url = None
+c.LabApp.check_for_updates_class = "jupyterlab.NeverCheckForUpdate"
+c.LabApp.extension_manager = "readonly"   # no PyPI queries from the Extension Manager
+
+# The notebooks' kernelspec is `python3`: the course venv's own Python (see data/kernels).
+c.MappingKernelManager.default_kernel_name = "python3"
+c.ServerApp.port_retries = 0   # a busy port is an error, never a silent move to another URL
+# Containers and Colab-like machines run as root; the server only listens on localhost.
+c.ServerApp.allow_root = True
+c.ServerApp.ip = "localhost"

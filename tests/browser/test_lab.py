@@ -1,0 +1,132 @@
+"""The student's view, for real: `make lab`, notebook 02 in Chromium, Run All, read the page.
+
+Starts the real `make lab` (PORT and LAB_TOKEN on the command line, nothing
+else changed) with its state folders (runtime, workspaces, user settings) in a
+temporary folder and autosave off, so the repository's notebook is never
+written. Then checks what a student sees after Run > Run All Cells: the course
+kernel is preselected, the device set-up reports 8 devices, every unanswered
+exercise's check shows its message, and no other cell fails. Meanwhile the
+Validate button's server side (nbgrader's validate_assignment extension, as
+`make lab` loads it) is asked about the same notebook. The server is shut down
+through its API, and no process it started may survive.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[2]
+AID = "02_scaled_sum"
+NOTEBOOK = ROOT / "notebooks" / f"{AID}.ipynb"
+RUN_TIMEOUT = 90        # s for Run All (the notebook itself takes a few seconds)
+
+CELLS_JS = """() => [...document.querySelectorAll('.jp-NotebookPanel .jp-Notebook .jp-Cell')].map(c => ({
+    code: c.classList.contains('jp-CodeCell'),
+    ran: /\\[\\d+\\]/.test((c.querySelector('.jp-InputPrompt') || {}).textContent || ''),
+    traceback: [...c.querySelectorAll('.jp-OutputArea-output')].some(
+        o => o.textContent.includes('Traceback (most recent call last)')),
+}))"""
+
+# Run All is over when no code cell is queued or running ("[*]:") and some have run ("[n]:").
+RUN_ALL_OVER_JS = """() => {
+    const p = [...document.querySelectorAll('.jp-NotebookPanel .jp-CodeCell .jp-InputPrompt')]
+        .map(e => e.textContent);
+    return p.some(t => /\\[\\d+\\]/.test(t)) && !p.some(t => t.includes('*'));
+}"""
+
+
+def test_make_lab_runs_notebook_02_in_chromium(browser, make_server, screenshots):
+    original = NOTEBOOK.read_bytes()
+    nb = nbformat.reads(original.decode(), as_version=4)
+    must_raise = [i for i, c in enumerate(nb.cells) if "raises-exception" in c.metadata.get("tags", [])]
+    tests = [c.source.strip() for c in nb.cells if (c.metadata.get("nbgrader") or {}).get("grade")]
+    check_line = next(ln for ln in tests[0].splitlines() if ".check(" in ln)
+    checkpoints = NOTEBOOK.parent / ".ipynb_checkpoints"
+    had_checkpoints = checkpoints.exists()
+    validation: dict = {}
+    t0 = time.monotonic()
+    try:
+        server = make_server("lab")
+        started = time.monotonic() - t0
+        assert server.request("/formgrader")[0] == 404, "formgrader is for instructors: off in `make lab`"
+
+        def validate():     # what the Validate button asks the server (the button saves first; we must not)
+            try:
+                validation["status"], body = server.request("/assignments/validate", {"path": NOTEBOOK.name},
+                                                            timeout=RUN_TIMEOUT)
+                validation["body"] = json.loads(body)
+            except Exception as err:  # noqa: BLE001 - reported by the assertion below
+                validation["error"] = repr(err)
+
+        page = browser.new_page()
+        page.set_default_timeout(RUN_TIMEOUT * 1000)
+        outside = []                        # works offline: the page asks nothing of any other host
+        page.on("request", lambda r: None if urlsplit(r.url).scheme in ("data", "blob") or
+                urlsplit(r.url).hostname in ("127.0.0.1", "localhost") else outside.append(r.url))
+        page.goto(f"{server.url}/lab/tree/{NOTEBOOK.name}?reset&token={server.token}")
+        page.locator(".jp-NotebookPanel .jp-CodeCell").first.wait_for()
+        kernel = page.locator("#jp-main-statusbar").get_by_text("Python 3 (ipykernel) | Idle")
+        kernel.wait_for()                   # the course kernel, preselected and started: no kernel dialog
+        assert page.locator(".jp-NotebookPanel-toolbar").get_by_text("Validate", exact=True).count() == 1, \
+            "nbgrader's Validate button is missing from the notebook toolbar"
+        checker = threading.Thread(target=validate, daemon=True)
+        checker.start()
+
+        page.get_by_role("menuitem", name="Nbgrader", exact=True).click()
+        menu = page.locator("#jp-mainmenu-nbgrader")
+        assert menu.get_by_text("Assignment List", exact=True).count() == 1
+        assert menu.get_by_text("Formgrader").count() == 0 and menu.get_by_text("Course List").count() == 0
+        page.keyboard.press("Escape")
+
+        page.get_by_role("menuitem", name="Run", exact=True).click()
+        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+        page.wait_for_function(RUN_ALL_OVER_JS)
+        kernel.wait_for()
+        ran = time.monotonic() - t0 - started
+
+        cells = page.evaluate(CELLS_JS)
+        assert len(cells) == len(nb.cells), f"the page shows {len(cells)} cells, the notebook has {len(nb.cells)}"
+        not_run = [i for i, c in enumerate(cells) if c["code"] and not c["ran"]]
+        assert not not_run, f"Run All stopped early: cells {not_run} did not run (an untagged cell failed?)"
+        raised = [i for i, c in enumerate(cells) if c["traceback"]]
+        assert raised == must_raise, (f"cells {raised} show a traceback; exactly the cells that use unanswered "
+                                      f"exercises ({must_raise}) should")
+
+        setup = page.locator(".jp-CodeCell").filter(has_text="setup_devices()").first
+        assert "namedaxes: 8 devices" in setup.locator(".jp-OutputArea-output").first.text_content()
+        setup.evaluate("e => e.scrollIntoView({block: 'center'})")
+        page.wait_for_timeout(300)
+        page.screenshot(path=str(screenshots / "lab_02_setup_8_devices.png"))
+
+        check_out = page.locator(".jp-CodeCell").filter(has_text=check_line).first \
+            .locator(".jp-OutputArea-output").last
+        text = check_out.text_content()
+        assert "CheckFailed" in text and "is not written yet" in text, text[-800:]
+        check_out.evaluate("e => e.scrollIntoView({block: 'end'})")
+        page.wait_for_timeout(300)
+        page.screenshot(path=str(screenshots / "lab_02_unanswered_check.png"))
+
+        checker.join(timeout=RUN_TIMEOUT)
+        assert validation.get("status") == 200, validation
+        result = validation["body"]
+        assert result["success"] is True, result
+        failed = result["value"].get("failed", [])
+        assert [f["source"] for f in failed] == tests, "Validate lists every test cell as failing"
+        assert all("is not written yet" in f["raw_error"] for f in failed)
+        assert not outside, f"JupyterLab fetched from outside this machine: {outside[:5]}"
+        page.close()
+        problems = server.stop()
+        assert not problems, f"{problems}\n{server.log()}"
+        assert server.proc.returncode == 0, f"`make lab` exited with {server.proc.returncode}:\n{server.log()}"
+        print(f"make lab answered after {started:.1f} s; page + Run All + Validate {ran:.1f} s; "
+              f"all with shutdown {time.monotonic() - t0:.1f} s")
+    finally:
+        if not had_checkpoints:
+            shutil.rmtree(checkpoints, ignore_errors=True)
+    assert NOTEBOOK.read_bytes() == original, "the browser session must not modify the student notebook"

@@ -1,0 +1,194 @@
+"""autograder.report: the instructor's class report, built from a small synthetic OUT folder."""
+import base64
+import csv
+import json
+import re
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder import report
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Two assignments; test cells (grade_id, points) as autograder.runner writes them.
+TESTS = {
+    "01_axis_names": [("axis_sum", 1.0), ("axis_mean", 2.0)],
+    "02_scaled_sum": [("scaled_sum_total", 2.0), ("scaled_mean_values", 1.0), ("global_max_share", 3.0)],
+}
+WRONG_SUM = "CheckFailed: `scaled_sum` has the wrong values: expected [{}], got [{}]"
+
+
+def _row(student, aid, status="ok", reason="", failed=None):
+    """failed: {grade_id: reason} of the test cells this student failed."""
+    failed = failed or {}
+    cells = []
+    for gid, pts in TESTS[aid]:
+        if status == "missing":
+            cells.append({"grade_id": gid, "points": 0.0, "max_points": pts, "passed": False,
+                          "reason": report.NO_SUBMISSION_REASON})
+        else:
+            ok = gid not in failed
+            cells.append({"grade_id": gid, "points": pts if ok else 0.0, "max_points": pts, "passed": ok,
+                          "reason": "" if ok else failed[gid]})
+    return {"student": student, "assignment": aid, "origin": "", "score": sum(c["points"] for c in cells),
+            "max_score": sum(p for _, p in TESTS[aid]), "status": status, "reason": reason, "cells": cells}
+
+
+def make_class(out: Path, feedback_for=()) -> list[dict]:
+    rows = [
+        _row("ann", "01_axis_names"), _row("ann", "02_scaled_sum"),
+        _row("bob", "01_axis_names", failed={"axis_mean": "NameError: name 'DEVICES' is not defined"}),
+        _row("bob", "02_scaled_sum", reason="failed: scaled_sum_total",
+             failed={"scaled_sum_total": WRONG_SUM.format("4. 4.", "1. 2.")}),
+        _row("cara", "01_axis_names"),
+        _row("cara", "02_scaled_sum", status="timeout",
+             reason="cell 'scaled_sum_total' ran longer than 30 s and was interrupted",
+             failed={"scaled_sum_total": "TimeoutError: interrupted", "scaled_mean_values": "this test cell was not run",
+                     "global_max_share": "this test cell was not run"}),
+        _row("dan", "01_axis_names", status="kernel_died", reason="the kernel died in cell 'axis_sum' (out of memory)",
+             failed={"axis_sum": "DeadKernelError", "axis_mean": "this test cell was not run"}),
+        _row("dan", "02_scaled_sum", failed={"scaled_sum_total": WRONG_SUM.format("8. 8.", "2. 2."),
+                                             "global_max_share": "<b>not escaped</b> & friends"}),
+        _row("eve", "01_axis_names", failed={"axis_mean": "NameError: name 'DEVICES' is not defined"}),
+        _row("eve", "02_scaled_sum", status="missing", reason="no 02_scaled_sum.ipynb in eve/"),
+        {"student": "zed", "assignment": "", "origin": "zed.zip", "score": 0.0, "max_score": 0.0,
+         "status": "unplaceable", "reason": "zed.zip: not a zip file", "cells": []},
+    ]
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "grades.csv").open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(["student", "assignment", "score", "max_score", "status", "reason"])
+        for r in rows:
+            w.writerow([r["student"], r["assignment"], f'{r["score"]:g}', f'{r["max_score"]:g}', r["status"], r["reason"]])
+    columns = ["student", "assignment", "score", "max_score", "status", "reason"]
+    (out / "results.json").write_text(json.dumps({"columns": columns, "rows": rows}, indent=1))
+    for student, aid in feedback_for:
+        page = out / "feedback" / student / f"{aid}.html"
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text("<html><body>feedback</body></html>")
+    return rows
+
+
+def _png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    return struct.unpack(">II", data[16:24])
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("class") / "grades-week1"
+    make_class(out, feedback_for=[("cara", "02_scaled_sum")])
+    path = report.write_report(out)
+    return out, path, path.read_text(encoding="utf-8")
+
+
+def _section(page: str, aid: str) -> str:
+    start = page.index(f'<h2 id="{aid}">')
+    nxt = page.find("<h2", start + 1)
+    return page[start: nxt if nxt != -1 else len(page)]
+
+
+def test_report_is_one_self_contained_page_with_a_histogram_per_assignment_and_exercise_grid(built):
+    out, path, page = built
+    assert path == out / "report.html"
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    assert not re.search(r'(src|href)="(https?:)?//', page), "the report must not load anything from outside"
+    assert "<script" not in page and "<link" not in page
+    images = re.findall(r'<img class="histogram" alt="([^"]+)" src="data:image/png;base64,([^"]+)"', page)
+    assert [alt for alt, _ in images] == [
+        "01_axis_names: histogram of total scores", "01_axis_names: histograms of points per exercise",
+        "02_scaled_sum: histogram of total scores", "02_scaled_sum: histograms of points per exercise"]
+    for _, data in images:
+        width, height = _png_size(base64.b64decode(data))
+        assert width > 200 and height > 100
+
+
+def test_histogram_bars_count_students_per_score():
+    assert report.score_counts([0, 3, 3, 2], 3) == [(0, 1), (1, 0), (2, 1), (3, 2)]
+    assert report.score_counts([1.5, 0, 2], 2) == [(0, 1), (0.5, 0), (1.0, 0), (1.5, 1), (2.0, 1)]
+    assert report.score_counts([5, -1], 2) == [(0, 1), (1, 0), (2, 1)]   # clipped into range
+
+
+def test_summary_counts_graded_work_and_leaves_missing_submissions_out_of_the_mean(built):
+    _, _, page = built
+    s02 = _section(page, "02_scaled_sum")
+    # graded: ann 6, bob 4, cara 0 (timeout: nothing recorded), dan 1 -> mean 2.75; eve missing
+    assert "<b>4</b>graded" in s02 and "<b>2.75</b>mean of 6" in s02 and "<b>1</b>missing" in s02
+    assert "<b>2.5</b>median" in s02 and "<b>1</b>full marks" in s02
+    assert "Missing (1): eve" in s02
+    s01 = _section(page, "01_axis_names")
+    assert "<b>5</b>graded" in s01 and "<b>0</b>missing" in s01
+
+
+def test_most_frequent_failure_messages_are_grouped_per_exercise_and_ranked(built):
+    _, _, page = built
+    s02 = _section(page, "02_scaled_sum")
+    row = s02[s02.index("<code>scaled_sum_total</code>"):]
+    row = row[: row.index("</tr>")]
+    items = re.findall(r"<li>(.*?)</li>", row)
+    # bob's and dan's wrong values differ only in numbers: one message, 2 students, ranked first
+    assert len(items) == 2, items
+    assert "has the wrong values" in items[0] and "2&times;: bob, dan (numbers vary)" in items[0]
+    assert "TimeoutError" in items[1] and "1&times;: cara" in items[1]
+    assert re.search(r'<td class="num">1/4</td>', row), "passed count: only ann of 4 graded"
+    s01 = _section(page, "01_axis_names")
+    mean_row = s01[s01.index("<code>axis_mean</code>"):]
+    mean_row = mean_row[: mean_row.index("</tr>")]
+    assert "NameError: name &#x27;DEVICES&#x27; is not defined" in mean_row and "2&times;: bob, eve" in mean_row
+    assert "no notebook submitted" not in page, "missing submissions are not failure messages"
+
+
+def test_students_with_timeouts_crashes_and_unplaceable_files_are_listed_first(built):
+    _, _, page = built
+    attention = page[page.index('<h2 id="attention">'): page.index('<h2 id="01_axis_names">')]
+    rows = re.findall(r"<tr><td>([^<]*)</td><td>([^<]*)</td><td class=\"warn\">([^<]*)</td>", attention)
+    assert rows == [("cara", "02_scaled_sum", "timeout"), ("dan", "01_axis_names", "kernel_died"),
+                    ("zed", "&mdash;", "unplaceable")]
+    assert "ran longer than 30 s and was interrupted" in attention and "(out of memory)" in attention
+    assert '<a href="feedback/cara/02_scaled_sum.html">feedback</a>' in attention
+    assert "feedback/dan" not in attention, "no link to a feedback page that does not exist"
+    assert "eve" not in attention and "bob" not in attention
+
+
+def test_text_from_submissions_is_escaped(built):
+    _, _, page = built
+    assert "<b>not escaped</b>" not in page
+    assert "&lt;b&gt;not escaped&lt;/b&gt; &amp; friends" in page
+
+
+def test_failure_key_ignores_numbers_only():
+    a = report.failure_key(WRONG_SUM.format("4. 4.", "1. 2."))
+    assert a == report.failure_key(WRONG_SUM.format("8.5 -1e-3", "2 2"))
+    assert a != report.failure_key("CheckFailed: `scaled_sum` returned different values on different devices")
+
+
+def test_report_without_failures_or_problems_says_so(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    rows = [_row("ann", "01_axis_names"), _row("bob", "01_axis_names")]
+    (out / "grades.csv").write_text("student,assignment,score,max_score,status,reason\n"
+                                    + "".join(f'{r["student"]},01_axis_names,3,3,ok,\n' for r in rows))
+    (out / "results.json").write_text(json.dumps({"rows": rows}))
+    page = report.write_report(out).read_text()
+    assert "None: every submitted notebook ran to the end" in page
+    assert page.count('<span class="muted">none</span>') == 2       # one per exercise
+    assert "<b>2</b>full marks" in page
+
+
+def test_cli_writes_the_report_and_fails_clearly_without_grades(tmp_path):
+    out = tmp_path / "out"
+    make_class(out)
+    run = subprocess.run([sys.executable, "-m", "autograder.report", str(out)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == f"wrote {out / 'report.html'}"
+    assert (out / "report.html").stat().st_size > 10_000
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    run = subprocess.run([sys.executable, "-m", "autograder.report", str(empty)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1 and "grades.csv not found" in run.stderr
