@@ -1,0 +1,415 @@
+"""Exercises of notebook 06 (`06_multi_process`): named axes across two JAX processes.
+
+Every check runs the student's function in the worker processes of the
+kernel's shared cluster (`namedaxes.multiprocess.get_cluster()`: 2 processes
+with 4 simulated CPU devices each, 8 devices in all) and compares what each
+process returns with what this kernel computes on its own 8 devices.
+
+- `global_sum(x)` is a per-device function: `lax.psum(x, DEVICES)`. The job
+  gives each process its 4 rows of an 8-row input and runs
+  `jax.pmap(global_sum, axis_name=DEVICES)`; every device of both processes
+  must hold the sum of all 8 rows.
+- `local_rows(global_batch)` runs once per process (no pmap): it returns this
+  process's rows of a batch whose leading axis has one row per device of the
+  whole cluster (an array, or a dict of arrays). Process `i` of a cluster with
+  `n` local devices per process owns rows `i * n` to `(i + 1) * n - 1`. In the
+  kernel itself (one process with 8 devices) that is every row.
+- `parallel_update_step(params, sharded_batch)` is the data-parallel step of
+  notebook 04 (line `w * x + b`, mean squared error, `lax.pmean` over
+  DATA_PARALLEL, SGD with learning rate 0.01), run under
+  `jax.pmap(..., axis_name=DATA_PARALLEL, in_axes=(None, 0))` in both
+  processes (default `out_axes=0`, so every device's copy is visible).
+
+Before starting any process, each check traces or calls the answer in the
+kernel, so an unanswered exercise or a misnamed axis fails at once, with the
+usual message, without waiting for the workers.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from namedaxes import DATA_PARALLEL, DEVICES, multiprocess
+from namedaxes.checking import CheckFailed, Exercise, collective_axes, expect_collective
+from namedaxes.grading import rng
+
+__all__ = ["global_sum", "local_rows", "parallel_update_step", "GRADE_IDS", "LEARNING_RATE",
+           "NUM_PROCESSES", "LOCAL_DEVICES"]
+
+NUM_PROCESSES = 2
+LOCAL_DEVICES = 4
+N_GLOBAL = NUM_PROCESSES * LOCAL_DEVICES
+LEARNING_RATE = 0.01
+PARAM_NAMES = ("w", "b")
+
+GRADE_IDS = {
+    "global_sum": "global_sum_across_processes",
+    "local_rows": "local_rows_per_process",
+    "parallel_update_step": "update_step_across_processes",
+}
+
+
+# ---------------------------------------------------------------- helpers
+def _fail(msg: str) -> None:
+    raise CheckFailed(msg)
+
+
+def _show(value) -> str:
+    return np.array2string(np.asarray(value, dtype=float), precision=4, threshold=16, separator=", ")
+
+
+def _close(a, b, tol: float = 1e-5) -> bool:
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return a.shape == b.shape and bool(np.allclose(a, b, rtol=tol, atol=tol))
+
+
+def _cluster() -> multiprocess.Cluster:
+    return multiprocess.get_cluster(NUM_PROCESSES, LOCAL_DEVICES)
+
+
+@contextlib.contextmanager
+def _explained(name: str, axis: str, how: str):
+    """Turn the usual crashes of an unfinished or mis-named answer into actionable messages."""
+    try:
+        yield
+    except NotImplementedError as err:
+        raise CheckFailed(f"`{name}` is not written yet: replace `raise NotImplementedError()` with your "
+                          f"code and run that cell again.") from err
+    except NameError as err:
+        text = str(err)
+        if "unbound axis name" not in text:
+            raise
+        used = text.split("unbound axis name:")[-1].split(".")[0].strip()
+        raise CheckFailed(f"`{name}` uses a collective over '{used}', but the check runs {how}, which "
+                          f"binds only '{axis}'. Use the constant for that axis name.") from err
+    except multiprocess.ShipError as err:
+        raise CheckFailed(f"`{name}` cannot be sent to the worker processes: {err}.") from err
+    except multiprocess.WorkerError as err:
+        if err.remote_type == "NotImplementedError":
+            raise CheckFailed(f"`{name}` (or a function it calls) is not written yet: replace "
+                              f"`raise NotImplementedError()` with your code and run that cell again."
+                              ) from err
+        raise
+
+
+def _block(rows: int, process: int) -> slice:
+    return slice(process * rows, (process + 1) * rows)
+
+
+# ---------------------------------------------------------------- jobs (run in every worker process)
+def _global_sum_job(fn: Callable, inputs: list) -> list:
+    """Feed this process's rows of each input to `pmap(fn)` over DEVICES; one result per input."""
+    n, i = jax.local_device_count(), jax.process_index()
+    run = jax.pmap(fn, axis_name=DEVICES)
+    return [np.asarray(run(x[_block(n, i)])) for x in inputs]   # np.asarray: one collective at a time
+
+
+def _local_rows_job(fn: Callable, batches: list) -> list:
+    return [fn(batch) for batch in batches]
+
+
+def _update_step_job(fn: Callable, cases: list) -> list:
+    n, i = jax.local_device_count(), jax.process_index()
+    run = jax.pmap(fn, axis_name=DATA_PARALLEL, in_axes=(None, 0))
+    out = []
+    for params, sharded_batch in cases:
+        mine = {k: v[_block(n, i)] for k, v in sharded_batch.items()}
+        out.append(jax.device_get(run(params, mine)))
+    return out
+
+
+# ---------------------------------------------------------------- exercise 1: global_sum
+def _run_global_sum(fn: Callable, inputs: list) -> list[np.ndarray]:
+    """Per input: the (8, ...) values of the 8 devices, process 0's devices first."""
+    with _explained("global_sum", DEVICES, "`jax.pmap(global_sum, axis_name=DEVICES)`"):
+        collective_axes(fn, jnp.zeros(np.shape(inputs[0])[1:], inputs[0].dtype), axis_env=[(DEVICES, N_GLOBAL)])
+        per_process = _cluster().run(_global_sum_job, fn, inputs)
+    return [np.concatenate([np.asarray(p[j]) for p in per_process]) for j in range(len(inputs))]
+
+
+def _check_global_sum(fn: Callable) -> None:
+    name = "global_sum"
+    if not callable(fn):
+        _fail(f"`{name}` should be a function, but it is a `{type(fn).__name__}`.")
+    x = np.arange(1.0, N_GLOBAL + 1, dtype=np.float32)             # device d holds d + 1
+    (got,) = _run_global_sum(fn, [x])
+    total = float(x.sum())
+    where = (f"With device d holding d + 1 (process 0: {_show(x[:LOCAL_DEVICES])}, process 1: "
+             f"{_show(x[LOCAL_DEVICES:])}), the devices of both processes hold {_show(got)}.")
+    if got.shape != x.shape:
+        _fail(f"{where} `{name}` should return one value per device, the same shape as its input "
+              f"(here a scalar), but the devices returned shape {got.shape[1:]}.")
+    if _close(got, x):
+        _fail(f"{where} Every device still holds its own value: `{name}` needs a collective, "
+              f"`lax.psum(x, axis_name=DEVICES)`, to add up the values of all devices.")
+    if _close(got, np.full_like(x, x.mean())):
+        _fail(f"{where} That is the mean of all devices: use `lax.psum`, not `lax.pmean`.")
+    if not _close(got, np.full_like(x, got[0])):
+        _fail(f"{where} The devices disagree: after a `lax.psum` over DEVICES every device of both "
+              f"processes holds the same total.")
+    if not _close(got, np.full_like(x, total)):
+        local = [float(x[_block(LOCAL_DEVICES, i)].sum()) for i in range(NUM_PROCESSES)]
+        extra = (" That is one process's share only." if any(_close(got[0], s) for s in local) else "")
+        _fail(f"{where} Every device should hold the sum of all {N_GLOBAL} values, {total:g}.{extra}")
+    expect_collective(name, fn, jnp.float32(1.0), axis_name=DEVICES, axis_env=[(DEVICES, N_GLOBAL)],
+                      hint="The total must come from a collective, not from a constant.")
+
+
+def _observe_global_sum(fn: Callable) -> dict:
+    r = rng(GRADE_IDS["global_sum"])
+    inputs = [r.normal(size=(N_GLOBAL,)).astype(np.float32),
+              r.normal(size=(N_GLOBAL, 3)).astype(np.float32),
+              r.uniform(-10, 10, size=(N_GLOBAL, 2, 2)).astype(np.float32)]
+    outs = _run_global_sum(fn, inputs)
+    obs = {f"devices_{i}": out for i, out in enumerate(outs)}
+    obs["axes"] = collective_axes(fn, jnp.float32(1.0), axis_env=[(DEVICES, N_GLOBAL)])
+    return obs
+
+
+global_sum = Exercise(
+    "global_sum", _check_global_sum,
+    hints=[
+        "It is the same per-device function you would write for one process: the collective does "
+        "not know, and does not need to know, that the devices live in two processes.",
+        "`return lax.psum(x, axis_name=DEVICES)`",
+    ],
+    observe=_observe_global_sum,
+)
+
+
+# ---------------------------------------------------------------- exercise 2: local_rows
+def _visible_batches() -> list:
+    rows = np.arange(N_GLOBAL, dtype=np.float32)
+    return [np.stack([rows, 10 * rows], axis=1),                          # (8, 2): row r is [r, 10 r]
+            {"x": np.repeat(rows[:, None], 3, axis=1), "y": -rows}]       # a dict batch
+
+
+def _as_numpy(value):
+    if isinstance(value, dict):
+        return {k: _as_numpy(v) for k, v in value.items()}
+    return np.asarray(value) if isinstance(value, (np.ndarray, np.generic, jax.Array)) else value
+
+
+def _describe_rows(got: np.ndarray, batch: np.ndarray) -> str | None:
+    """Which rows of `batch` `got` is, if it is a contiguous block of them."""
+    if got.ndim != batch.ndim or got.shape[1:] != batch.shape[1:]:
+        return None
+    for start in range(batch.shape[0] - got.shape[0] + 1):
+        if got.shape[0] and _close(got, batch[start:start + got.shape[0]]):
+            return f"rows {start} to {start + got.shape[0] - 1}"
+    return None
+
+
+def _expect_rows(name: str, got, batch, rows: slice, who: str) -> None:
+    """`got` is `batch[rows]` (an array, or a dict of arrays for a dict batch)."""
+    want_desc = f"rows {rows.start} to {rows.stop - 1}"
+    if isinstance(batch, dict):
+        if not isinstance(got, dict) or set(got) != set(batch):
+            kind = f"a dict with keys {sorted(got)}" if isinstance(got, dict) else f"a `{type(got).__name__}`"
+            _fail(f"For a dict batch {{'x': ..., 'y': ...}}, {who} `{name}` returned {kind}; it should return "
+                  f"the same dict with the rows of every array: `jax.tree.map(lambda a: a[start:stop], "
+                  f"global_batch)` slices every leaf.")
+        for key in sorted(batch):
+            _expect_rows(name, got[key], batch[key], rows, who + f" (key '{key}')")
+        return
+    if not isinstance(got, (np.ndarray, np.generic, jax.Array)):
+        _fail(f"{who} `{name}` returned a `{type(got).__name__}`; it should return an array, "
+              f"{want_desc} of the batch.")
+    got = np.asarray(got)
+    want = batch[rows]
+    if got.shape != want.shape:
+        seen = _describe_rows(got, batch)
+        if got.shape == batch.shape:
+            _fail(f"{who} `{name}` returned all {batch.shape[0]} rows; each process keeps only its own: "
+                  f"jax.local_device_count() rows, {want_desc}.")
+        if got.shape == batch.shape[1:]:
+            _fail(f"{who} `{name}` returned a single row (shape {got.shape}); it should return "
+                  f"{want_desc}, a slice `global_batch[start:stop]` of shape {want.shape}.")
+        _fail(f"{who} `{name}` returned shape {got.shape}{' (' + seen + ')' if seen else ''}; it should "
+              f"return {want_desc}, shape {want.shape}.")
+    if not _close(got, want):
+        seen = _describe_rows(got, batch)
+        extra = (" Each process computes its own first row from `jax.process_index()` times "
+                 "`jax.local_device_count()`." if seen else "")
+        _fail(f"{who} `{name}` returned {seen or _show(got)}, but it owns {want_desc}.{extra}")
+
+
+def _call_local_rows(fn: Callable, batch):
+    try:
+        return fn(batch)
+    except (TypeError, KeyError, IndexError, AttributeError) as err:
+        if not isinstance(batch, dict):
+            raise
+        raise CheckFailed(f"`local_rows` fails on a dict batch {{'x': ..., 'y': ...}} with {type(err).__name__}: "
+                          f"{err}. Slice every array of the dict, e.g. with "
+                          f"`jax.tree.map(lambda a: a[start:stop], global_batch)`.") from err
+
+
+def _run_local_rows(fn: Callable, batches: list) -> tuple[list, list]:
+    """(results in this kernel: 1 process x 8 devices, results per worker process)."""
+    with _explained("local_rows", DEVICES, "`local_rows(global_batch)` in each process"):
+        here = [_as_numpy(_call_local_rows(fn, b)) for b in batches]
+        there = _cluster().run(_local_rows_job, fn, batches)
+    return here, [[_as_numpy(v) for v in per] for per in there]
+
+
+def _check_local_rows(fn: Callable) -> None:
+    name = "local_rows"
+    if not callable(fn):
+        _fail(f"`{name}` should be a function, but it is a `{type(fn).__name__}`.")
+    batches = _visible_batches()
+    here, there = _run_local_rows(fn, batches)
+    n_here = jax.local_device_count()
+    for i in range(NUM_PROCESSES):
+        for batch, got in zip(batches, there[i]):
+            _expect_rows(name, got, batch, _block(LOCAL_DEVICES, i),
+                         f"In worker process {i} of {NUM_PROCESSES} ({LOCAL_DEVICES} local devices),")
+    for batch, got in zip(batches, here):
+        _expect_rows(name, got, batch, _block(n_here, 0),
+                     f"In this kernel (process 0 of 1, {n_here} local devices: it owns every row),")
+
+
+def _observe_local_rows(fn: Callable) -> dict:
+    r = rng(GRADE_IDS["local_rows"])
+    batches = [r.normal(size=(N_GLOBAL,)).astype(np.float32),
+               r.normal(size=(N_GLOBAL, 3, 2)).astype(np.float32),
+               {"x": r.normal(size=(N_GLOBAL, 5)).astype(np.float32),
+                "y": r.randint(0, 9, size=(N_GLOBAL, 5)).astype(np.int32)}]
+    here, there = _run_local_rows(fn, batches)
+    obs = {}
+    for j, batch in enumerate(batches):
+        keys = sorted(batch) if isinstance(batch, dict) else [None]
+        for key in keys:
+            pick = (lambda v, key=key: v[key]) if key else (lambda v: v)
+            suffix = f"{j}_{key}" if key else f"{j}"
+            obs[f"processes_{suffix}"] = np.stack([np.asarray(pick(there[i][j])) for i in range(NUM_PROCESSES)])
+            obs[f"kernel_{suffix}"] = np.asarray(pick(here[j]))
+    return obs
+
+
+local_rows = Exercise(
+    "local_rows", _check_local_rows,
+    hints=[
+        "Process `i` owns rows `i * n` to `(i + 1) * n - 1`, with `i = jax.process_index()` and "
+        "`n = jax.local_device_count()` (4 in each worker, 8 in this kernel).",
+        "For an array: `global_batch[i * n:(i + 1) * n]`. For a dict of arrays, apply that slice to every "
+        "array with `jax.tree.map(lambda a: a[i * n:(i + 1) * n], global_batch)`, which also works "
+        "for a plain array.",
+    ],
+    observe=_observe_local_rows,
+)
+
+
+# ---------------------------------------------------------------- exercise 3: parallel_update_step
+def _reference_step(params, sharded_batch):
+    def loss(p, b):
+        return jnp.mean((p["w"] * b["x"] + p["b"] - b["y"]) ** 2)
+
+    grads = lax.pmean(jax.grad(loss)(params, sharded_batch), axis_name=DATA_PARALLEL)
+    return jax.tree.map(lambda p, g: p - LEARNING_RATE * g, params, grads)
+
+
+def _single_process(step: Callable, params, sharded_batch) -> dict:
+    """The same step on this kernel's own 8 devices: one process."""
+    run = jax.pmap(step, axis_name=DATA_PARALLEL, in_axes=(None, 0))
+    return {k: np.asarray(v) for k, v in run(params, sharded_batch).items()}
+
+
+def _params(w, b) -> dict:
+    return {"w": np.float32(w), "b": np.float32(b)}
+
+
+def _visible_case():
+    x = np.linspace(-1.5, 1.5, N_GLOBAL * 4, dtype=np.float32).reshape(N_GLOBAL, 4)
+    return _params(1.0, 0.0), {"x": x, "y": 2.0 * x + 0.5}
+
+
+def _run_update_step(fn: Callable, cases: list) -> list[dict]:
+    """Per case: {'w': (8,), 'b': (8,)}, each device's new parameters, process 0's devices first."""
+    how = "`jax.pmap(parallel_update_step, axis_name=DATA_PARALLEL, in_axes=(None, 0))`"
+    with _explained("parallel_update_step", DATA_PARALLEL, how):
+        params, sharded = cases[0]
+        collective_axes(fn, params, {k: v[0] for k, v in sharded.items()}, axis_env=[(DATA_PARALLEL, N_GLOBAL)])
+        per_process = _cluster().run(_update_step_job, fn, cases)
+    out = []
+    for j in range(len(cases)):
+        got = [per_process[i][j] for i in range(NUM_PROCESSES)]
+        if not all(isinstance(g, dict) and set(g) == set(PARAM_NAMES) for g in got):
+            bad = next(g for g in got if not (isinstance(g, dict) and set(g) == set(PARAM_NAMES)))
+            kind = f"a dict with keys {sorted(map(str, bad))}" if isinstance(bad, dict) else f"a `{type(bad).__name__}`"
+            _fail(f"`parallel_update_step` should return the new parameters, a dict with keys 'w' and 'b' "
+                  f"like `params`, but it returned {kind}.")
+        for g in got:
+            for k in PARAM_NAMES:
+                if np.shape(g[k]) != (LOCAL_DEVICES,):
+                    _fail(f"`parallel_update_step` should return scalar parameters, like `params['{k}']`, "
+                          f"but the new '{k}' has shape {np.shape(g[k])[1:]} on each device.")
+        out.append({k: np.concatenate([np.asarray(g[k]) for g in got]) for k in PARAM_NAMES})
+    return out
+
+
+def _check_parallel_update_step(fn: Callable) -> None:
+    name = "parallel_update_step"
+    if not callable(fn):
+        _fail(f"`{name}` should be a function, but it is a `{type(fn).__name__}`.")
+    params, sharded = _visible_case()
+    (got,) = _run_update_step(fn, [(params, sharded)])
+    want = _single_process(_reference_step, params, sharded)
+    where = "Starting from w = 1, b = 0, on data that lie on y = 2x + 0.5,"
+    for k in PARAM_NAMES:
+        if not _close(got[k], np.full_like(got[k], got[k][0])):
+            _fail(f"{where} the 8 devices of the two processes disagree on the new '{k}': {_show(got[k])}. "
+                  f"Average the gradients over all devices with `lax.pmean(grads, axis_name=DATA_PARALLEL)` "
+                  f"before the step, so that every device takes the same step.")
+    summed = {k: params[k] + N_GLOBAL * (want[k] - params[k]) for k in PARAM_NAMES}
+    for k in PARAM_NAMES:
+        if _close(got[k], want[k]):
+            continue
+        if all(_close(got[j], summed[j], 1e-4) for j in PARAM_NAMES):
+            hint = ("The step is 8 times too large: the gradients were summed (`lax.psum`) instead of "
+                    "averaged (`lax.pmean`).")
+        elif all(_close(got[j], np.full(N_GLOBAL, params[j])) for j in PARAM_NAMES):
+            hint = "The parameters did not change: return the *updated* params."
+        elif all(_close(got[j], 2 * params[j] - want[j], 1e-4) for j in PARAM_NAMES):
+            hint = "The parameters moved the wrong way: step *against* the gradient, `p - 0.01 * g`."
+        else:
+            hint = (f"One step is `p - {LEARNING_RATE} * g` with `g` the pmean of the gradients of the mean "
+                    f"squared error.")
+        _fail(f"{where} the new '{k}' on the 8 devices of the two processes is {_show(got[k])}, but the "
+              f"same step on one process with 8 devices gives {float(want[k][0]):.6g}. {hint}")
+    expect_collective(name, fn, params, {k: v[0] for k, v in sharded.items()}, axis_name=DATA_PARALLEL,
+                      axis_env=[(DATA_PARALLEL, N_GLOBAL)],
+                      hint="The gradients are averaged with `lax.pmean(grads, axis_name=DATA_PARALLEL)`.")
+
+
+def _observe_parallel_update_step(fn: Callable) -> dict:
+    r = rng(GRADE_IDS["parallel_update_step"])
+    cases = []
+    for per, trailing in ((3, ()), (5, (1,))):
+        shape = (N_GLOBAL, per) + trailing
+        x = r.normal(size=shape).astype(np.float32)
+        y = (r.normal() * x + r.normal() + 0.3 * r.normal(size=shape)).astype(np.float32)
+        cases.append((_params(r.normal(), r.normal()), {"x": x, "y": y}))
+    outs = _run_update_step(fn, cases)
+    obs = {f"{k}_{j}": out[k] for j, out in enumerate(outs) for k in PARAM_NAMES}
+    params, sharded = cases[0]
+    obs["axes"] = collective_axes(fn, params, {k: v[0] for k, v in sharded.items()},
+                                  axis_env=[(DATA_PARALLEL, N_GLOBAL)])
+    return obs
+
+
+parallel_update_step = Exercise(
+    "parallel_update_step", _check_parallel_update_step,
+    hints=[
+        "It is the step of notebook 04, unchanged: local gradients with `compute_gradients(params, "
+        "sharded_batch)`, their average over DATA_PARALLEL, then one SGD step.",
+        "`avg = lax.pmean(grads, axis_name=DATA_PARALLEL)`, then "
+        "`jax.tree.map(lambda p, g: p - 0.01 * g, params, avg)`.",
+    ],
+    observe=_observe_parallel_update_step,
+)
