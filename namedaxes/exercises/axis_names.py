@@ -119,9 +119,11 @@ def _observe_device_rank(fn) -> dict:
 device_rank = Exercise(
     "device_rank", _check_device_rank,
     hints=[
-        "A device's rank is its position along the named axis; nothing in x says it.",
-        "`lax.axis_index(axis_name)` returns that position as an int32 scalar.",
-        "One line: `return lax.axis_index(DEVICES)`.",
+        "A device's rank is its position along the named axis; nothing in `x` says it, so you can ignore `x`.",
+        "`lax.axis_index(name)` asks a named axis for this device's position, as an int32 scalar "
+        "(section \"Which device am I?\").",
+        "Which name? The one the check's `pmap` binds: the constant DEVICES, not the string. The result "
+        "is already an int32 scalar: no cast, no reshape.",
     ],
     observe=_observe_device_rank)
 
@@ -158,9 +160,12 @@ def _observe_count_devices(fn) -> dict:
 count_devices = Exercise(
     "count_devices", _check_count_devices,
     hints=[
-        "The answer is the size of the 'devices' axis, which can be smaller than `jax.device_count()`.",
-        "If every device contributes 1 to a sum over 'devices', the total is the number of devices.",
-        "One line: `return lax.psum(1, DEVICES)` (or `lax.axis_size(DEVICES)`).",
+        "The answer is the size of the DEVICES axis, which can be smaller than `jax.device_count()`: "
+        "a `pmap` over 3 entries uses only 3 devices.",
+        "If every device contributes 1 to a sum over DEVICES, the total is the number of devices "
+        "(section \"How many devices?\").",
+        "Sum the Python number 1, not `x`: the answer must be an int32 scalar whatever the shape of `x`. "
+        "`lax.axis_size` is another way to get the same number.",
     ],
     observe=_observe_count_devices)
 
@@ -213,10 +218,11 @@ def _observe_center(fn) -> dict:
 center = Exercise(
     "center", _check_center,
     hints=[
-        "Centering subtracts, element by element, the mean over the 'devices' axis; afterwards the values "
+        "Centering subtracts, element by element, the mean over the DEVICES axis; afterwards the values "
         "add up to 0 across devices.",
-        "`lax.pmean(x, DEVICES)` is that mean, on every device; `jnp.mean(x)` only sees this device's x.",
-        "One line: `return x - lax.pmean(x, DEVICES)`. vmap(axis_name=DEVICES) binds the same name, so the "
-        "same code runs there too.",
+        "`jnp.mean(x)` only sees this device's `x`. The collective `lax.pmean` over DEVICES hands every "
+        "device the mean over the axis (see `batch_mean` in section \"The same function under vmap\").",
+        "Don't divide a `psum` by 8: the check also maps over 4 devices and over 5 vmapped entries. "
+        "`vmap(axis_name=DEVICES)` binds the same name as `pmap`, so one version of the code serves both.",
     ],
     observe=_observe_center)

@@ -247,8 +247,10 @@ loss_fn = Exercise(
     "loss_fn", _check_loss_fn,
     hints=[
         "Predict with `params['w'] * local_batch['x'] + params['b']`, subtract `local_batch['y']`.",
-        "Square the error and average it over the examples: `jnp.mean(error ** 2)`.",
-        "`return jnp.mean((params['w'] * local_batch['x'] + params['b'] - local_batch['y']) ** 2)`",
+        "Square the error element by element, then average over the examples with `jnp.mean`: the "
+        "result is one number, shape `()`.",
+        "Use `jnp`, not `np`: `jax.grad` must differentiate `loss_fn` in the next exercise. At the starting "
+        "`params`, `loss_fn(params, batch)` is 1.25.",
     ],
     observe=_observe_loss_fn,
 )
@@ -300,7 +302,9 @@ compute_gradients = Exercise(
     hints=[
         "`jax.grad(loss_fn)` is a new function with the same arguments as `loss_fn`; it returns the "
         "gradient with respect to the first argument, `params`, with the same dict structure.",
-        "`return jax.grad(loss_fn)(params, local_batch)`",
+        "Don't derive the gradient by hand: build the gradient function from `loss_fn` and call it with "
+        "the same two arguments. At the starting `params` on the full `batch` you should get about -2.0 "
+        "for 'w' and -1.0 for 'b'.",
     ],
     observe=_observe_compute_gradients,
 )
@@ -409,11 +413,12 @@ def _observe_parallel_update_step(fn: Callable) -> dict:
 parallel_update_step = Exercise(
     "parallel_update_step", _check_parallel_update_step,
     hints=[
-        "Three lines: local gradients from `compute_gradients(params, local_batch)`, their average "
-        "over all devices, then the SGD step.",
-        "`lax.pmean(grads, axis_name=DATA_PARALLEL)` averages a whole dict of gradients at once; "
-        "every device gets the same average.",
-        "`jax.tree.map(lambda p, g: p - 0.01 * g, params, avg_grads)` steps every parameter "
+        "Three steps: this device's gradients from `compute_gradients`, their average over all "
+        "devices, then the SGD step.",
+        "`lax.pmean` over DATA_PARALLEL averages a whole dict of gradients at once; every device gets "
+        "the same average.",
+        "For the step, `jax.tree.map` with a two-argument function walks `params` and the averaged "
+        "gradients together, leaf by leaf: Pitfall 2 does it with made-up gradients "
         "(`jax.tree_map` no longer exists).",
     ],
     observe=_observe_parallel_update_step,
@@ -487,9 +492,9 @@ def _observe_train(fn: Callable) -> dict:
 train = Exercise(
     "train", _check_train,
     hints=[
-        "Each step: record `loss_fn(params, full_batch)`, then `params = p_update_step(params, sharded_batch)`. "
-        "The full batch is `sharded_batch` with its first two axes merged, e.g. "
-        "`jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), sharded_batch)`.",
+        "Build the full batch once, before the loop: reshape every array of `sharded_batch` (with "
+        "`jax.tree.map`) so that its first two axes become one, e.g. (8, 8) -> (64,). Then, each step, "
+        "record the full-batch loss of the current `params` *before* updating them with `p_update_step`.",
         "A Python loop works; `lax.scan(one_step, params, length=steps)` with "
         "`one_step(params, _) -> (new_params, loss)` compiles the whole loop once and is much faster.",
         "Return `(final_params, losses)`, `losses` a `jax.Array` of shape `(steps,)`: "

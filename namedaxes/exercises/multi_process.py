@@ -176,7 +176,8 @@ global_sum = Exercise(
     hints=[
         "It is the same per-device function you would write for one process: the collective does "
         "not know, and does not need to know, that the devices live in two processes.",
-        "`return lax.psum(x, axis_name=DEVICES)`",
+        "Which collective and which axis? The one that gives every device the total over the DEVICES "
+        "axis: `scaled_sum` of notebook 02 without the scaling.",
     ],
     observe=_observe_global_sum,
 )
@@ -297,9 +298,11 @@ local_rows = Exercise(
     hints=[
         "Process `i` owns rows `i * n` to `(i + 1) * n - 1`, with `i = jax.process_index()` and "
         "`n = jax.local_device_count()` (4 in each worker, 8 in this kernel).",
-        "For an array: `global_batch[i * n:(i + 1) * n]`. For a dict of arrays, apply that slice to every "
-        "array with `jax.tree.map(lambda a: a[i * n:(i + 1) * n], global_batch)`, which also works "
-        "for a plain array.",
+        "Slice the leading axis from `i * n` up to, not including, `(i + 1) * n`. To slice every array of "
+        "a dict the same way, use `jax.tree.map`: it also accepts a plain array (a tree with one leaf), "
+        "so one version handles both.",
+        "In this kernel `i` is 0 and `n` is 8, so `local_rows(x)`, with the 8-row `x` of section 3, "
+        "returns all of `x`: try it before running the test cell.",
     ],
     observe=_observe_local_rows,
 )
@@ -406,10 +409,10 @@ def _observe_parallel_update_step(fn: Callable) -> dict:
 parallel_update_step = Exercise(
     "parallel_update_step", _check_parallel_update_step,
     hints=[
-        "It is the step of notebook 04, unchanged: local gradients with `compute_gradients(params, "
-        "sharded_batch)`, their average over DATA_PARALLEL, then one SGD step.",
-        "`avg = lax.pmean(grads, axis_name=DATA_PARALLEL)`, then "
-        "`jax.tree.map(lambda p, g: p - 0.01 * g, params, avg)`.",
+        "It is the step of notebook 04, unchanged: local gradients with `compute_gradients`, their "
+        "average over DATA_PARALLEL, then one SGD step.",
+        "Nothing in it needs `jax.process_index()`: a `pmean` over DATA_PARALLEL already spans the devices "
+        "of both processes. Update every parameter with `jax.tree.map` and learning rate 0.01.",
     ],
     observe=_observe_parallel_update_step,
 )

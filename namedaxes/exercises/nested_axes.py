@@ -191,10 +191,10 @@ grid_sums = Exercise(
     hints=[
         "Three collectives, one per part: over DATA_SHARDS (down a column), over MODEL_REPLICAS "
         "(along a row), and over both axes (the whole grid).",
-        "`lax.psum(x, DATA_SHARDS)` adds x over the data shards; `axis_name` may also be a tuple of "
-        "names, which reduces over all of them at once.",
-        "`return lax.psum(x, DATA_SHARDS), lax.psum(x, MODEL_REPLICAS), "
-        "lax.psum(x, (DATA_SHARDS, MODEL_REPLICAS))`.",
+        "All three are `lax.psum` of `x`; only the `axis_name` changes. For the whole grid, `axis_name` "
+        "is a tuple of both names.",
+        "Return the three sums as a tuple, in the order asked: on the 2 × 4 grid, a column (2 devices), "
+        "a row (4 devices), the whole grid (8 devices). Compare with the three panels of the picture.",
     ],
     observe=_observe_grid_sums)
 
@@ -261,10 +261,11 @@ device_coordinates = Exercise(
     "device_coordinates", _check_device_coordinates,
     hints=[
         "x does not say where a device sits; the named axes do. Ask each axis for this device's position.",
-        "`lax.axis_index(DATA_SHARDS)` is the row, `lax.axis_index(MODEL_REPLICAS)` the column, and "
-        "`lax.axis_size(MODEL_REPLICAS)` the length of a row.",
-        "`i = lax.axis_index(DATA_SHARDS)`, `j = lax.axis_index(MODEL_REPLICAS)`, then "
-        "`return i, j, i * lax.axis_size(MODEL_REPLICAS) + j`.",
+        "`lax.axis_index(name)` is this device's position along one axis: ask DATA_SHARDS for the row "
+        "and MODEL_REPLICAS for the column.",
+        "Counting row by row, every full row before yours adds one row length: flat = row * (length of "
+        "a row) + column. Take the length of a row from `lax.axis_size`, not a fixed 4: the checks also "
+        "use a 2 × 2 grid.",
     ],
     observe=_observe_device_coordinates)
 
@@ -341,10 +342,10 @@ row_normalize = Exercise(
     hints=[
         "Inside `jax.shard_map(..., in_specs=P(DATA_SHARDS, MODEL_REPLICAS))` each device sees a block of "
         "one row: its own columns of that row. The row's sum is spread over the row's devices.",
-        "Sum the block's own entries with `jnp.sum(b, axis=1, keepdims=True)`, then add those partial sums "
-        "across the row with `lax.psum(..., MODEL_REPLICAS)`; divide the block by the result.",
-        "`def block_fn(b): return b / lax.psum(jnp.sum(b, axis=1, keepdims=True), MODEL_REPLICAS)`, then "
-        "`return jax.shard_map(block_fn, mesh=mesh, in_specs=P(DATA_SHARDS, MODEL_REPLICAS), "
-        "out_specs=P(DATA_SHARDS, MODEL_REPLICAS))(x)`.",
+        "The devices of one row differ only in their column, so the partial sums combine with a `psum` "
+        "over MODEL_REPLICAS, not DATA_SHARDS (section \"Which devices does a collective combine?\").",
+        "Write a per-block function (local sum, `psum`, divide), wrap it with `jax.shard_map` over the "
+        "`mesh` argument with the same spec for input and output, and call the result on `x`: section "
+        "\"Form (b)\" shows the pattern.",
     ],
     observe=_observe_row_normalize)

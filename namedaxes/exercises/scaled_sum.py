@@ -172,17 +172,22 @@ def _observe_scaled_sum_uses_psum(fn: Callable) -> dict:
 scaled_sum = Exercise(
     "scaled_sum", _check_scaled_sum,
     hints=[
-        "Inside the function `x` is one device's value. First scale it: `x * 2.0`.",
+        "Inside the function `x` is one device's value. First scale it by 2.0: that part is local work.",
         "Then add the scaled values of all devices together with a collective over the axis "
-        "that `pmap` named DEVICES.",
-        "`return lax.psum(x * 2.0, axis_name=DEVICES)`",
+        "that `pmap` named DEVICES: section 2 does it in `device_total`.",
+        "`jnp.sum` only adds up this device's own entries. The total over devices comes from `lax.psum`, "
+        "and it is already the same on every device: return it as it is.",
     ],
     observe=_observe_scaled_sum,
 )
 
 scaled_sum_uses_psum = Exercise(
     "scaled_sum", _check_scaled_sum_uses_psum,
-    hints=["The total must come from `lax.psum` over DEVICES: `jnp.sum` only sees one device's value."],
+    hints=[
+        "The total must come from `lax.psum` over DEVICES: `jnp.sum` only sees one device's value.",
+        "This check reads your function's jaxpr: it needs a `psum` whose `axis_name` is DEVICES. A psum over "
+        "another name, or a total computed without a collective, fails it.",
+    ],
     observe=_observe_scaled_sum_uses_psum,
 )
 
@@ -219,8 +224,10 @@ scaled_mean = Exercise(
     "scaled_mean", _check_scaled_mean,
     hints=[
         "Like `scaled_sum`, but every device should end with the mean of x * 2.0, not the total.",
-        "`lax.pmean` averages over a named axis. Dividing a psum by a fixed 8 breaks on 2 or 4 devices.",
-        "`return lax.pmean(x * 2.0, axis_name=DEVICES)`",
+        "`lax.pmean` averages over a named axis (section 5). Dividing a psum by a fixed 8 breaks on 2 or 4 "
+        "devices.",
+        "Scale first or average first, as you like: the mean of x * 2.0 is 2.0 times the mean of x. "
+        "For `data` above, every device should hold 7.0.",
     ],
     observe=_observe_scaled_mean,
 )
@@ -269,9 +276,10 @@ global_max_share = Exercise(
     "global_max_share", _check_global_max_share,
     hints=[
         "Each device keeps its own `x`; it only needs to know the largest `x` on any device.",
-        "`lax.pmax(x, axis_name=DEVICES)` gives that largest value on every device (entry by entry "
-        "for vectors). Divide by it.",
-        "`return x / lax.pmax(x, axis_name=DEVICES)`",
+        "Which collective gives every device the largest value along DEVICES (entry by entry for "
+        "vectors)? Section 5 compares the three.",
+        "Divide this device's own `x` by that maximum, and stop there: reducing the quotient again would "
+        "give every device the same number, but each device should keep its own share.",
     ],
     observe=_observe_global_max_share,
 )

@@ -250,11 +250,12 @@ sharded_scaled_sum = Exercise(
     hints=[
         "Three steps: place x on the mesh split over DEVICES, map a per-block function with "
         "`jax.shard_map(..., mesh=mesh, in_specs=P(DEVICES), out_specs=P())`, and call it.",
-        "Per block: `lax.psum(jnp.sum(block * 2.0), axis_name=DEVICES)` — a scalar that is the same on "
-        "every device, which is what `out_specs=P()` promises.",
-        "`x = jax.device_put(x, NamedSharding(mesh, P(DEVICES)))`, then "
-        "`return jax.shard_map(lambda b: lax.psum(jnp.sum(b * 2.0), DEVICES), mesh=mesh, "
-        "in_specs=P(DEVICES), out_specs=P())(x)`",
+        "The per-block function is the one of section 2: a local sum of the block times 2.0, then a "
+        "`psum` over DEVICES. That gives a scalar that is the same on every device, which is what "
+        "`out_specs=P()` promises.",
+        "Build the `NamedSharding` for `jax.device_put` on the `mesh` argument, not on the notebook's "
+        "`mesh`. Under `jax.jit`, both `jax.set_mesh` and a plain input on an Explicit mesh fail "
+        "(Pitfall 1 and the three ways after it).",
     ],
     observe=_observe_sharded_scaled_sum,
 )
@@ -348,10 +349,11 @@ replica_totals = Exercise(
     hints=[
         "x arrives already placed with P(DATA_SHARDS, MODEL_REPLICAS): inside "
         "`jax.shard_map(..., in_specs=P(DATA_SHARDS, MODEL_REPLICAS))` each device sees one block.",
-        "`lax.psum(block, MODEL_REPLICAS)` adds the blocks of one row of the mesh. The result still differs "
-        "between data shards but not between replicas: `out_specs=P(DATA_SHARDS, None)`.",
-        "`return jax.shard_map(lambda b: lax.psum(b, MODEL_REPLICAS), mesh=mesh, "
-        "in_specs=P(DATA_SHARDS, MODEL_REPLICAS), out_specs=P(DATA_SHARDS, None))(x)`",
+        "A `psum` over MODEL_REPLICAS adds the blocks of one row of the mesh. Afterwards the result "
+        "still differs between data shards, but no longer between replicas: by the `out_specs` rule, "
+        "only dimension 0 stays split, over DATA_SHARDS.",
+        "`x` is already placed, so no `device_put`; pass the `mesh` argument to `jax.shard_map`. "
+        "Section 3's `psum_over` shows the same pattern for the other axis.",
     ],
     observe=_observe_replica_totals,
 )
@@ -467,8 +469,9 @@ dp_train_step = Exercise(
     hints=[
         "Place `params` replicated (`P()`) and `batch` split over DATA_PARALLEL, then `jax.shard_map` a "
         "per-device step with `in_specs=(P(), P(DATA_PARALLEL))` and `out_specs=P()`.",
-        "In the per-device step: `local = lax.pcast(params, DATA_PARALLEL, to='varying')`, "
-        "`grads = lax.pmean(jax.grad(loss_fn)(local, batch), DATA_PARALLEL)`, then the SGD update of `params`.",
+        "In the per-device step, mark the params as varying over DATA_PARALLEL with `lax.pcast` before "
+        "`jax.grad` (as `local_gradients` in section 4 does), then `pmean` the local gradients and call "
+        "`sgd_update`.",
         "Without the `pcast`, `jax.grad` of the replicated params already sums over devices and your "
         "step comes out k times too large: the check tells you when that happens.",
     ],
@@ -517,10 +520,10 @@ jit_train_step = Exercise(
     "jit_train_step", _check_jit_train_step,
     hints=[
         "No shard_map here: place the inputs on the mesh and call `jax.jit(sgd_step)` on them.",
-        "`params = jax.device_put(params, NamedSharding(mesh, P()))` and "
-        "`batch = jax.device_put(batch, NamedSharding(mesh, P(DATA_PARALLEL)))`.",
-        "`return jax.jit(sgd_step)(params, batch)` — the compiler sees that the mean runs over a split "
-        "axis and inserts the all-reduce itself.",
+        "Place the inputs as section 4 places `params_r` and `batch_s`, but with a `NamedSharding` on the "
+        "`mesh` argument: `params` replicated, `batch` split over DATA_PARALLEL.",
+        "Write no `shard_map` and no `lax.pmean`: the compiler sees that the mean in the loss runs over a "
+        "split axis and inserts the all-reduce itself (section 5).",
     ],
     observe=_observe_jit_train_step,
 )
@@ -591,8 +594,8 @@ weighted_total_shard_map = Exercise(
         "`out_axes=None` -> `out_specs=P()`, `axis_name=DEVICES` -> the mesh's axis DEVICES.",
         "Place x with `NamedSharding(mesh, P(DEVICES))` (w can stay as it is: `P()` means whole on every "
         "device). Each device's block of x has shape (1, d): pass its row `x_block[0]` to `weighted_total`.",
-        "`return jax.shard_map(lambda w, xb: weighted_total(w, xb[0]), mesh=mesh, in_specs=(P(), P(DEVICES)), "
-        "out_specs=P())(w, jax.device_put(x, NamedSharding(mesh, P(DEVICES))))`",
+        "The first translation in section 6 (`scaled` with `out_axes=None`) has the same shape: a small "
+        "wrapper that passes `block[0]` on, the specs from the table, and here the `mesh` argument.",
     ],
     observe=_observe_weighted_total_shard_map,
 )
