@@ -1,0 +1,75 @@
+"""Command line: `python -m autograder grade [options]` (see --help)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .runner import GraderError, Options, grade, repo_root
+
+EPILOG = """\
+examples:
+  python -m autograder grade                              # build/course/submitted -> build/course/grades
+  python -m autograder grade --submissions class/ --out results/
+  python -m autograder grade --submissions class.zip --out results/
+  python -m autograder grade --submissions class/ --out results/ --student "Ann Lee"   # regrade one student
+
+outputs (in --out): grades.csv (student,assignment,score,max_score,status,reason), results.json
+(per test cell), feedback/<student>/<assignment>.html, timings.json; scores also go to nbgrader's
+gradebook (the course's gradebook.db, or OUT/gradebook.db with --submissions) and the executed
+notebooks to autograded/<student>/<assignment>/.
+exit status: 0 the batch was graded (whatever the submissions did); 1 bad arguments or set-up;
+3 a reference solution does not run cleanly; 4 internal grader error on some submissions.
+"""
+
+
+def _path(text: str) -> Path:
+    p = Path(text).expanduser()
+    return p if p.is_absolute() else (Path.cwd() / p)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    g = sub.add_parser("grade", help="autograde submissions against the reference solutions",
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    g.add_argument("--course", type=_path, default=None,
+                   help="nbgrader course folder (default: build/course in the repository)")
+    g.add_argument("--submissions", type=_path, default=None,
+                   help="folder (or .zip) with one folder (or .zip) per student; default: COURSE/submitted")
+    g.add_argument("--out", type=_path, default=None, help="output folder (default: COURSE/grades)")
+    g.add_argument("--student", action="append", default=[], metavar="ID",
+                   help="grade only this student (repeatable); other rows of OUT are kept")
+    g.add_argument("--assignment", action="append", default=[], metavar="ID",
+                   help="grade only this assignment, e.g. 02_scaled_sum (repeatable)")
+    g.add_argument("-j", "--jobs", type=int, default=0, help="parallel workers (default: number of cores)")
+    g.add_argument("--timeout", type=float, default=30.0, help="seconds per cell before it is stopped (default 30)")
+    g.add_argument("--memory-mb", type=int, default=4096, help="memory limit per kernel, MiB (RLIMIT_DATA)")
+    g.add_argument("--cpu-seconds", type=int, default=0, help="CPU-time limit per kernel (default max(600, 30*timeout))")
+    g.add_argument("--cache", type=_path, default=None,
+                   help="reference observation cache (default: build/autograder/references)")
+    g.add_argument("--no-isolation", action="store_true", help="do not use bubblewrap (NOT for real submissions)")
+    g.add_argument("--no-gradebook", action="store_true", help="do not write nbgrader's gradebook")
+    g.add_argument("--no-feedback", action="store_true", help="do not write feedback HTML")
+    g.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
+    args = parser.parse_args(argv)
+    if args.jobs < 0 or args.timeout <= 0:
+        parser.error("--jobs must be >= 0 and --timeout > 0")
+    opts = Options(course=args.course or repo_root() / "build" / "course", submissions=args.submissions,
+                   out=args.out, students=args.student, assignments=args.assignment, jobs=args.jobs,
+                   timeout=args.timeout, cache=args.cache, isolate=not args.no_isolation,
+                   memory_mb=args.memory_mb, cpu_seconds=args.cpu_seconds, gradebook=not args.no_gradebook,
+                   feedback=not args.no_feedback, quiet=args.quiet)
+    try:
+        return grade(opts)
+    except GraderError as err:
+        sys.stderr.write(f"autograder: error: {err}\n")
+        return 3 if "reference solution" in str(err) else 1
+    except KeyboardInterrupt:
+        sys.stderr.write("autograder: interrupted\n")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

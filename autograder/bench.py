@@ -1,0 +1,201 @@
+"""Benchmark: `python -m autograder grade` against plain sequential `nbgrader autograde`.
+
+    python -m autograder.bench [--students 40] [--assignments 01_axis_names ...] [-j N]
+
+Generates a class in a temporary folder (default 40 students x 4 notebooks),
+built from the released notebooks with each answer cell filled from the
+solution, with a wrong variant of it (psum <-> pmean, pmax -> pmin, ...), or
+left unanswered, in a fixed mix. Then, on the same submissions:
+
+1. plain nbgrader: a fresh nbgrader course (`generate_assignment`), the
+   submissions in `submitted/`, `nbgrader autograde <assignment>` for each
+   assignment, one after the other (nbgrader grades serially);
+2. this autograder: `python -m autograder grade -j N` with a cold reference
+   cache (the reference runs, which also fill the XLA cache, are included in its wall time);
+3. the floor for each notebook: a fresh kernel, `import jax`, running the
+   solution notebook once (nbclient, kernel shut down immediately), against
+   this autograder's time for one submission of it when run alone (-j 1).
+
+Prints seconds per submission for 1 and 2, their ratio, and the floor table.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+
+from .runner import repo_root
+
+DEFAULT_ASSIGNMENTS = ["01_axis_names", "02_scaled_sum", "03_nested_axes", "04_gradient_averaging"]
+WRONG = [("lax.psum", "lax.pmean"), ("lax.pmean", "lax.psum"), ("lax.pmax", "lax.pmin"), ("psum", "pmean"),
+         ("pmean", "psum"), ("* 2.0", "* 3.0"), ("+", "-")]
+
+
+def _meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+
+
+def _solution(text: str) -> str:
+    return "\n".join(l for l in text.splitlines() if "### BEGIN SOLUTION" not in l and "### END SOLUTION" not in l)
+
+
+def _wrong(text: str) -> str:
+    for old, new in WRONG:
+        if old in text:
+            return text.replace(old, new, 1)
+    return text + "\n    raise ValueError('wrong on purpose')"
+
+
+def make_submission(source_nb, release_nb, student_index: int):
+    """The release with each answer right (3 in 5), wrong (1 in 5) or unanswered (1 in 5)."""
+    nb = copy.deepcopy(release_nb)
+    answers = {_meta(c)["grade_id"]: c.source for c in source_nb.cells if _meta(c).get("solution")}
+    for j, cell in enumerate(c for c in nb.cells if _meta(c).get("solution")):
+        kind = (student_index + j) % 5
+        solution = _solution(answers[_meta(cell)["grade_id"]])
+        if kind in (0, 1, 2):
+            cell.source = solution
+        elif kind == 3:
+            cell.source = _wrong(solution)
+    return nb
+
+
+def _release(source_path: Path):
+    path = repo_root() / "notebooks" / source_path.name
+    if path.exists():
+        return nbformat.read(path, as_version=4)
+    from nbgrader.preprocessors import ClearHiddenTests, ClearOutput, ClearSolutions
+    nb = nbformat.read(source_path, as_version=4)
+    for pre in (ClearSolutions(), ClearHiddenTests(), ClearOutput()):
+        nb, _ = pre.preprocess(nb, {})
+    return nb
+
+
+def build(root: Path, assignments: list[str], students: int, timeout: float) -> tuple[Path, Path]:
+    course = root / "course"
+    klass = root / "class"
+    (course / "source").mkdir(parents=True)
+    (course / "nbgrader_config.py").write_text(
+        "c = get_config()  # noqa: F821\n"
+        "c.CourseDirectory.course_id = 'bench'\n"
+        "c.ClearSolutions.code_stub = {'python': '# YOUR CODE HERE\\nraise NotImplementedError()'}\n"
+        f"c.Execute.timeout = {int(timeout)}\n")
+    for aid in assignments:
+        src = repo_root() / "solutions" / f"{aid}.ipynb"
+        (course / "source" / aid).mkdir()
+        shutil.copy(src, course / "source" / aid / src.name)
+        source_nb = nbformat.read(src, as_version=4)
+        release_nb = _release(src)
+        for i in range(students):
+            student = f"student{i:03d}"
+            nb = make_submission(source_nb, release_nb, i)
+            for folder in (klass / student, course / "submitted" / student / aid):
+                folder.mkdir(parents=True, exist_ok=True)
+                nbformat.write(nb, str(folder / src.name))
+    return course, klass
+
+
+def _bin(name: str) -> str:
+    return str(Path(sys.executable).with_name(name))
+
+
+def run_nbgrader(course: Path, assignments: list[str]) -> float:
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    for aid in assignments:
+        subprocess.run([_bin("nbgrader"), "generate_assignment", aid, "--force", "--log-level=ERROR"], cwd=course,
+                       env=env, check=True, capture_output=True)
+    t0 = time.monotonic()
+    for aid in assignments:
+        subprocess.run([_bin("nbgrader"), "autograde", aid, "--force", "--log-level=ERROR"], cwd=course, env=env,
+                       capture_output=True)
+    return time.monotonic() - t0
+
+
+def run_ours(course: Path, klass: Path, out: Path, cache: Path, jobs: int, timeout: float,
+             students: list[str] | None = None) -> tuple[float, dict]:
+    cmd = [sys.executable, "-m", "autograder", "grade", "--course", str(course), "--submissions", str(klass),
+           "--out", str(out), "--cache", str(cache), "-j", str(jobs), "--timeout", str(timeout), "-q"]
+    for s in students or []:
+        cmd += ["--student", s]
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, cwd=repo_root(), capture_output=True, text=True)
+    wall = time.monotonic() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"autograder failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return wall, {"timings": json.loads((out / "timings.json").read_text())}
+
+
+def floor_seconds(source: Path, repeats: int = 2) -> float:
+    """A fresh kernel + import jax + the solution notebook once (nbclient, immediate shutdown)."""
+    from nbclient import NotebookClient
+    times = []
+    for _ in range(repeats):
+        nb = nbformat.read(source, as_version=4)
+        t0 = time.monotonic()
+        NotebookClient(nb, timeout=120, kernel_name="python3", shutdown_kernel="immediate",
+                       resources={"metadata": {"path": str(source.parent)}}).execute()
+        times.append(time.monotonic() - t0)
+    return min(times)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m autograder.bench", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--students", type=int, default=40)
+    ap.add_argument("--assignments", nargs="*", default=None)
+    ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--timeout", type=float, default=60)
+    ap.add_argument("--skip-nbgrader", action="store_true", help="only time this autograder")
+    ap.add_argument("--keep", action="store_true", help="keep the generated folder")
+    args = ap.parse_args(argv)
+    available = sorted(p.stem for p in (repo_root() / "solutions").glob("*.ipynb"))
+    assignments = args.assignments or [a for a in DEFAULT_ASSIGNMENTS if a in available] or available[:4]
+    root = Path(tempfile.mkdtemp(prefix="autograder-bench-"))
+    try:
+        print(f"bench: {args.students} students x {len(assignments)} notebooks ({', '.join(assignments)}), "
+              f"{os.cpu_count()} cores, -j {args.jobs}, in {root}", flush=True)
+        course, klass = build(root, assignments, args.students, args.timeout)
+        n = args.students * len(assignments)
+
+        ours_wall, ours = run_ours(course, klass, root / "out", root / "cache", args.jobs, args.timeout)
+        print(f"autograder (-j {args.jobs}, cold reference cache): {ours_wall:7.1f} s  "
+              f"{ours_wall / n:6.2f} s per submission", flush=True)
+        warm_wall, _ = run_ours(course, klass, root / "out-warm", root / "cache", args.jobs, args.timeout)
+        print(f"autograder (-j {args.jobs}, warm reference cache): {warm_wall:7.1f} s  "
+              f"{warm_wall / n:6.2f} s per submission", flush=True)
+
+        if not args.skip_nbgrader:
+            nbg_wall = run_nbgrader(course, assignments)
+            print(f"nbgrader autograde (sequential):                {nbg_wall:7.1f} s  "
+                  f"{nbg_wall / n:6.2f} s per submission", flush=True)
+            print(f"speed-up: {nbg_wall / ours_wall:.2f}x with a cold cache, {nbg_wall / warm_wall:.2f}x warm "
+                  f"(target >= 1.8x)")
+
+        # per notebook: the floor vs one submission graded alone (-j 1, warm caches)
+        print("\nper notebook (seconds):       floor   autograder -j1   ratio (target <= 1.5)")
+        solo = [f"student{i:03d}" for i in range(min(2, args.students))]
+        _, alone = run_ours(course, klass, root / "out-solo", root / "cache", 1, args.timeout, solo)
+        for aid in assignments:
+            floor = floor_seconds(repo_root() / "solutions" / f"{aid}.ipynb")
+            mine = statistics.mean(t["seconds"] for t in alone["timings"] if t["assignment"] == aid)
+            print(f"  {aid:<26} {floor:7.2f}   {mine:14.2f}   {mine / floor:6.2f}")
+        return 0
+    finally:
+        if args.keep:
+            print(f"kept {root}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,290 @@
+"""One sandboxed IPython kernel, driven cell by cell over ZeroMQ IPC sockets.
+
+The grader talks to the kernel itself (no nbclient): it needs to tell three
+endings apart — a cell that finished, a cell that ran past its timeout and was
+interrupted, and a kernel that died or cannot be interrupted (a loop inside
+compiled XLA code) and had to be killed — and to cap what a kernel may send.
+Nothing the kernel sends decides a score.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from queue import Empty
+
+from jupyter_client.blocking import BlockingKernelClient
+from jupyter_client.connect import write_connection_file
+from nbformat import v4 as nbv4
+
+from .sandbox import Sandbox
+
+__all__ = ["Kernel", "KernelStartError", "CellRun", "kill_all"]
+
+_LIVE: set = set()          # kernels of this process that may still run (for kill_all)
+
+
+def kill_all() -> None:
+    """Kill every kernel this process started and has not killed yet (on shutdown)."""
+    for kernel in list(_LIVE):
+        kernel.kill()
+
+MAX_OUTPUT_CHARS = 1_000_000
+MAX_OUTPUTS = 300
+INTERRUPT_GRACE = 5.0
+
+
+class KernelStartError(RuntimeError):
+    """The kernel process did not come up (the message says why)."""
+
+
+@dataclass
+class CellRun:
+    status: str                      # ok | error | timeout (interrupted) | hung (killed) | died
+    outputs: list = field(default_factory=list)
+    execution_count: int | None = None
+    ename: str = ""
+    evalue: str = ""
+    seconds: float = 0.0
+
+
+class _Outputs:
+    def __init__(self):
+        self.items: list = []
+        self.chars = 0
+        self.truncated = False
+        self.clear_pending = False
+
+    def _room(self, size: int) -> bool:
+        if self.truncated:
+            return False
+        if len(self.items) >= MAX_OUTPUTS or self.chars + size > MAX_OUTPUT_CHARS:
+            self.truncated = True
+            self.items.append(nbv4.new_output("stream", name="stderr",
+                                              text="\n[autograder: further output of this cell was dropped]\n"))
+            return False
+        self.chars += size
+        return True
+
+    def add(self, msg: dict) -> None:
+        kind = msg["msg_type"]
+        content = msg.get("content", {})
+        if kind == "clear_output":
+            if content.get("wait"):
+                self.clear_pending = True
+            else:
+                self.items.clear()
+            return
+        if kind not in ("stream", "display_data", "execute_result", "error"):
+            return
+        if self.clear_pending:
+            self.items.clear()
+            self.clear_pending = False
+        try:
+            out = nbv4.output_from_msg(msg)
+        except Exception:  # noqa: BLE001 - a malformed message from the kernel is dropped
+            return
+        size = len(repr(content))
+        if not self._room(size):
+            return
+        if kind == "stream" and self.items and self.items[-1].get("output_type") == "stream" \
+                and self.items[-1].get("name") == out.get("name"):
+            self.items[-1]["text"] += out.get("text", "")
+        else:
+            self.items.append(out)
+
+
+class Kernel:
+    """A kernel process in its own working copy `workdir` (sandboxed by `sandbox`)."""
+
+    def __init__(self, workdir: Path, sandbox: Sandbox, label: str = "k0", log_dir: Path | None = None,
+                 writable: tuple = (), extra_env: dict | None = None):
+        self.workdir = Path(workdir)
+        self.sandbox = sandbox
+        self.label = label
+        self.writable = tuple(writable)
+        self.extra_env = dict(extra_env or {})
+        self.log_path = Path(log_dir or self.workdir.parent) / f"{self.workdir.name}-{label}.log"
+        self.proc: subprocess.Popen | None = None
+        self.client: BlockingKernelClient | None = None
+        self.started_at = 0.0
+        self._ready = False
+
+    @property
+    def observe_dir(self) -> Path:
+        return self.workdir / "observe"
+
+    # ------------------------------------------------------------ life cycle
+    def start(self) -> "Kernel":
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        for sub in ("observe", "tmp", ".ipython", ".runtime", ".jupyter", ".matplotlib", ".cache"):
+            (self.workdir / sub).mkdir(exist_ok=True)
+        conn = self.workdir / f"{self.label}.json"
+        _, info = write_connection_file(str(conn), transport="ipc", ip=str(self.workdir / self.label))
+        cmd = self.sandbox.command(self.workdir, conn, self.writable)
+        self._log = open(self.log_path, "wb")
+        self.started_at = time.monotonic()
+        env = {**self.sandbox.env(self.workdir, self.observe_dir), **self.extra_env}
+        self.proc = subprocess.Popen(cmd, env=env, cwd=self.workdir,
+                                     stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+                                     start_new_session=True, preexec_fn=self.sandbox.preexec())
+        _LIVE.add(self)
+        self.client = BlockingKernelClient()
+        self.client.load_connection_info(info)
+        self.client.start_channels(hb=False)
+        return self
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def log_tail(self, n: int = 600) -> str:
+        try:
+            self._log.flush()
+            data = self.log_path.read_bytes()[-n:].decode(errors="replace")
+        except OSError:
+            return ""
+        return " ".join(data.split())
+
+    def wait_ready(self, timeout: float = 60.0) -> float:
+        """Block until the kernel answers; returns the seconds since start."""
+        if self._ready:
+            return 0.0
+        assert self.client is not None
+        deadline = time.monotonic() + timeout
+        while True:
+            self.client.kernel_info()
+            try:
+                msg = self.client.shell_channel.get_msg(timeout=0.5)
+            except Empty:
+                msg = None
+            if msg and msg.get("msg_type") == "kernel_info_reply":
+                try:                                   # IOPub connected too?
+                    self.client.iopub_channel.get_msg(timeout=0.2)
+                except Empty:
+                    pass
+                else:
+                    break
+            if not self.alive():
+                raise KernelStartError(f"the kernel exited while starting (exit code {self.proc.returncode}): "
+                                       f"{self.log_tail()}")
+            if time.monotonic() > deadline:
+                raise KernelStartError(f"the kernel did not answer within {timeout:.0f} s: {self.log_tail()}")
+        while True:                                    # flush start-up chatter
+            try:
+                self.client.iopub_channel.get_msg(timeout=0.05)
+            except Empty:
+                break
+        self._ready = True
+        return time.monotonic() - self.started_at
+
+    def interrupt(self) -> None:
+        if self.client is not None:
+            try:
+                self.client.control_channel.send(self.client.session.msg("interrupt_request", {}))
+            except Exception:  # noqa: BLE001
+                pass
+        if not self.sandbox.isolate and self.alive():
+            try:
+                os.killpg(self.proc.pid, signal.SIGINT)
+            except OSError:
+                pass
+
+    def kill(self) -> None:
+        """Kill the kernel at once (and, in the sandbox, everything it started)."""
+        _LIVE.discard(self)
+        if self.client is not None:
+            try:
+                self.client.stop_channels()
+            except Exception:  # noqa: BLE001
+                pass
+            self.client = None
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except OSError:
+                    self.proc.kill()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            self._log.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+    # ------------------------------------------------------------ running code
+    def execute(self, code: str, timeout: float, store_history: bool = True) -> CellRun:
+        assert self.client is not None
+        t0 = time.monotonic()
+        msg_id = self.client.execute(code, silent=False, store_history=store_history, allow_stdin=False,
+                                     stop_on_error=False)
+        outputs = _Outputs()
+        run = CellRun(status="ok")
+        deadline = t0 + timeout
+        interrupted = False
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                if not interrupted:
+                    self.interrupt()
+                    interrupted = True
+                    deadline = now + min(INTERRUPT_GRACE, max(timeout, 1.0))
+                    continue
+                self.kill()
+                run.status = "hung"
+                break
+            try:
+                msg = self.client.iopub_channel.get_msg(timeout=min(0.5, deadline - now))
+            except Empty:
+                if not self.alive():
+                    run.status = "died"
+                    break
+                continue
+            except Exception:  # noqa: BLE001 - a garbled message: ignore it
+                continue
+            if (msg.get("parent_header") or {}).get("msg_id") != msg_id:
+                continue
+            kind = msg.get("msg_type")
+            content = msg.get("content") or {}
+            if kind == "status" and content.get("execution_state") == "idle":
+                break
+            if kind == "execute_input":
+                run.execution_count = content.get("execution_count")
+                continue
+            if kind == "error":
+                run.ename = str(content.get("ename", ""))[:200]
+                run.evalue = str(content.get("evalue", ""))[:4000]
+                run.status = "error"
+            if kind == "execute_result":
+                run.execution_count = content.get("execution_count", run.execution_count)
+            outputs.add(msg)
+        if run.status in ("ok", "error") and interrupted:
+            run.status = "timeout"
+        if run.status in ("ok", "error", "timeout"):
+            self._drain_reply(msg_id, run)
+        run.outputs = outputs.items
+        run.seconds = time.monotonic() - t0
+        return run
+
+    def _drain_reply(self, msg_id: str, run: CellRun) -> None:
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            try:
+                msg = self.client.shell_channel.get_msg(timeout=0.5)
+            except Empty:
+                if not self.alive():
+                    return
+                continue
+            except Exception:  # noqa: BLE001
+                return
+            if (msg.get("parent_header") or {}).get("msg_id") == msg_id:
+                content = msg.get("content") or {}
+                if content.get("status") == "error" and run.status == "ok":
+                    run.status = "error"
+                    run.ename = str(content.get("ename", ""))[:200]
+                    run.evalue = str(content.get("evalue", ""))[:4000]
+                return

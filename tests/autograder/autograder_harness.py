@@ -1,0 +1,86 @@
+"""Helpers for the autograder tests: build the fixture class, grade it, read the results."""
+from __future__ import annotations
+
+import csv
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import autograder_specs as specs
+
+REPO = specs.REPO
+CELL_TIMEOUT = 15
+
+
+@dataclass
+class GradedClass:
+    root: Path
+    course: Path
+    submissions: Path
+    out: Path
+    cache: Path
+    returncode: int
+    stdout: str
+    stderr: str
+    rows: list[dict]
+    results: list[dict]
+    points: dict[str, dict[str, float]]        # assignment -> grade_id -> points
+    context: dict
+    reference_dirs: list[str]                  # the reference cache folders right after the run
+
+    def row(self, student: str, assignment: str = specs.A02) -> dict:
+        found = [r for r in self.rows if r["student"] == student and r["assignment"] == assignment]
+        assert len(found) == 1, f"{len(found)} rows for {student!r} / {assignment}: {self.rows}"
+        return found[0]
+
+    def result(self, student: str, assignment: str = specs.A02) -> dict:
+        return [r for r in self.results if r["student"] == student and r["assignment"] == assignment][0]
+
+
+def grade_cmd(course: Path, submissions: Path, out: Path, cache: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "autograder", "grade", "--course", str(course), "--submissions",
+            str(submissions), "--out", str(out), "--cache", str(cache), "-j", "2",
+            "--timeout", str(CELL_TIMEOUT), *extra]
+
+
+def read_csv(path: Path) -> list[dict]:
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def build_and_grade(root: Path) -> dict:
+    import nbformat
+    assignments = sorted({s.assignment for s in specs.SPECS})
+    course = root / "course"
+    cache = REPO / "build" / "autograder" / "references"      # keyed by content: safe to share with `make grade`
+    sources = {}
+    points = {}
+    for aid in assignments:
+        (course / "source" / aid).mkdir(parents=True)
+        shutil.copy(REPO / "solutions" / f"{aid}.ipynb", course / "source" / aid / f"{aid}.ipynb")
+        nb = nbformat.read(REPO / "solutions" / f"{aid}.ipynb", as_version=4)
+        sources[aid] = nb
+        points[aid] = {c.metadata["nbgrader"]["grade_id"]: float(c.metadata["nbgrader"]["points"])
+                       for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")
+                       and not c.metadata["nbgrader"].get("solution")}
+    from autograder.runner import discover_sources, reference_key
+    ref = f"{specs.A02}-{reference_key(discover_sources(course, [specs.A02])[specs.A02])[:16]}"
+    context = {"forbidden": [str(REPO / "solutions" / f"{specs.A02}.ipynb"),
+                             str(course / "source" / specs.A02 / f"{specs.A02}.ipynb"),
+                             str(root / "class" / "correct" / f"{specs.A02}.ipynb"),
+                             str(cache / ref / "meta.json")],
+               "writable": [str(REPO / "pwned.txt"), str(root / "class" / "pwned.txt"), "/etc/pwned",
+                            str(cache.parent / "xla-cache" / "pwned")],
+               "xla_root": str(cache.parent / "xla-cache")}
+    sub = specs.build_class(specs.SPECS, root / "class", sources, context)
+    out = root / "out"
+    t0 = time.monotonic()
+    proc = subprocess.run(grade_cmd(course, sub, out, cache), cwd=REPO, capture_output=True, text=True,
+                          timeout=900)
+    refs = sorted(f"{aid}-{reference_key(src)[:16]}" for aid, src in discover_sources(course, []).items())
+    return {"reference_dirs": refs, "course": str(course), "submissions": str(sub), "out": str(out), "cache": str(cache),
+            "returncode": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr,
+            "points": points, "context": context, "seconds": time.monotonic() - t0}

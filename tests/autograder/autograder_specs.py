@@ -1,0 +1,342 @@
+"""Fixture submissions for the autograder tests, as specs (never as copies of notebooks).
+
+Each `Spec` says which released notebook (notebooks/<assignment>.ipynb) a
+student starts from, what goes into which answer cell (by grade_id; answer
+cells a spec does not mention get the reference solution's code), what is done
+to the notebook afterwards (tamperings), and what the autograder must say: the
+status and exactly which test cells pass. `build_class` turns the specs into a
+submissions folder at test time, so the fixtures follow the release when it
+changes.
+"""
+from __future__ import annotations
+
+import copy
+import io
+import json
+import re
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import nbformat
+
+REPO = Path(__file__).resolve().parents[2]
+A02 = "02_scaled_sum"
+A01 = "01_axis_names"
+
+SUM_TESTS = {"scaled_sum_total", "scaled_sum_uses_psum"}
+ALL_02 = {"scaled_sum_total", "scaled_sum_uses_psum", "scaled_mean_value", "global_max_share_value"}
+ALL = "all"
+
+
+# ---------------------------------------------------------------- notebook helpers
+def nb_meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+
+
+def find(nb, grade_id: str) -> int:
+    for i, cell in enumerate(nb.cells):
+        if nb_meta(cell).get("grade_id") == grade_id:
+            return i
+    raise KeyError(grade_id)
+
+
+def solution_code(source_nb, grade_id: str) -> str:
+    """The reference answer as a student would type it (solution markers removed)."""
+    text = source_nb.cells[find(source_nb, grade_id)].source
+    return "\n".join(line for line in text.splitlines() if "### BEGIN SOLUTION" not in line
+                     and "### END SOLUTION" not in line)
+
+
+def release_notebook(assignment: str):
+    """notebooks/<assignment>.ipynb; the same transformation of the source if not generated yet."""
+    path = REPO / "notebooks" / f"{assignment}.ipynb"
+    if path.exists():
+        return nbformat.read(path, as_version=4)
+    from nbgrader.preprocessors import ClearHiddenTests, ClearOutput, ClearSolutions
+    nb = nbformat.read(REPO / "solutions" / f"{assignment}.ipynb", as_version=4)
+    for pre in (ClearSolutions(), ClearHiddenTests(), ClearOutput()):
+        nb, _ = pre.preprocess(nb, {})
+    return nb
+
+
+# ---------------------------------------------------------------- tamperings
+def edit_test_cell(grade_id: str, new_source: str) -> Callable:
+    def tamper(nb):
+        nb.cells[find(nb, grade_id)].source = new_source
+        return nb
+    tamper.__name__ = f"edit_test_cell({grade_id})"
+    return tamper
+
+
+def delete_cells(*grade_ids: str) -> Callable:
+    def tamper(nb):
+        nb.cells = [c for c in nb.cells if nb_meta(c).get("grade_id") not in grade_ids]
+        return nb
+    return tamper
+
+
+def duplicate_cell(grade_id: str, times: int = 2) -> Callable:
+    def tamper(nb):
+        i = find(nb, grade_id)
+        copies = []
+        for n in range(times):
+            c = copy.deepcopy(nb.cells[i])
+            c.id = f"{c.id}-copy{n}"
+            copies.append(c)
+        nb.cells[i + 1:i + 1] = copies
+        return nb
+    return tamper
+
+
+def retag_test_cell(grade_id: str) -> Callable:
+    """Make a test cell look like an ungraded answer cell with new id and source."""
+    def tamper(nb):
+        cell = nb.cells[find(nb, grade_id)]
+        cell.metadata["nbgrader"].update({"grade": False, "solution": True, "locked": False,
+                                          "grade_id": grade_id + "_mine"})
+        cell.metadata["nbgrader"].pop("points", None)
+        cell.id = "my-own-" + grade_id.replace("_", "-")
+        cell.source = "print('all good')"
+        return nb
+    return tamper
+
+
+def change_points(grade_id: str, points: int) -> Callable:
+    def tamper(nb):
+        nb.cells[find(nb, grade_id)].metadata["nbgrader"]["points"] = points
+        return nb
+    return tamper
+
+
+def add_cell_after(grade_id: str, source: str) -> Callable:
+    def tamper(nb):
+        i = find(nb, grade_id)
+        nb.cells.insert(i + 1, nbformat.v4.new_code_cell(source))
+        return nb
+    return tamper
+
+
+def strip_answer_metadata(grade_id: str) -> Callable:
+    """The answer cell lost its nbgrader metadata (copy-paste): found again by its cell id."""
+    def tamper(nb):
+        cell = nb.cells[find(nb, grade_id)]
+        cell.metadata = {}
+        return nb
+    return tamper
+
+
+# ---------------------------------------------------------------- specs
+@dataclass
+class Spec:
+    student: str
+    expect_status: str
+    expect_pass: set[str] | str = field(default_factory=set)     # grade ids, or ALL
+    assignment: str = A02
+    answers: dict[str, str] = field(default_factory=dict)
+    tamper: tuple = ()
+    raw: bytes | None = None               # the whole file (corrupt / not a notebook)
+    file_name: str | None = None           # default: the released name
+    as_zip: bool = False                   # the student's folder is given as <student>.zip
+    empty: bool = False                    # an empty folder
+    reason: str = ""                       # regex the row's reason must match
+    extra_files: dict[str, bytes] = field(default_factory=dict)
+    cell_reasons: dict[str, str] = field(default_factory=dict)   # grade_id -> regex of its failure reason
+
+    def passes(self, all_tests: set[str]) -> set[str]:
+        return set(all_tests) if self.expect_pass == ALL else set(self.expect_pass)
+
+
+def _wrong_sum(body: str) -> dict:
+    return {"scaled_sum_answer": f"def scaled_sum(x):\n    {body}\n"}
+
+
+NO_SUM = ALL_02 - SUM_TESTS
+
+SPECS: list[Spec] = [
+    # -------- right, unanswered, common mistakes, equivalent alternatives
+    Spec("correct", "ok", ALL),
+    Spec("unanswered", "ok", set(), answers={g: None for g in
+                                             ("scaled_sum_answer", "scaled_mean_answer", "global_max_share_answer")},
+         cell_reasons={"scaled_sum_total": "not written yet|NotImplementedError"}),
+    Spec("mistake_no_collective", "ok", NO_SUM, answers=_wrong_sum("return jnp.sum(x * 2.0)"),
+         cell_reasons={"scaled_sum_total": "CheckFailed: .*different values on different devices",
+                       "scaled_sum_uses_psum": "CheckFailed: .*no collective"}),
+    Spec("mistake_wrong_axis", "ok", NO_SUM, answers=_wrong_sum("return lax.psum(x * 2.0, axis_name='device')"),
+         cell_reasons={"scaled_sum_total": "did not bind|unbound"}),
+    Spec("mistake_pmean_for_psum", "ok", NO_SUM | {"scaled_sum_uses_psum"},
+         answers=_wrong_sum("return lax.pmean(x * 2.0, axis_name=DEVICES)"),
+         cell_reasons={"scaled_sum_total": "mean over devices"}),
+    Spec("mistake_hard_coded", "ok", NO_SUM, answers=_wrong_sum("return jnp.full_like(x, 56.0)")),
+    Spec("mistake_mean_over_8", "ok", ALL_02 - {"scaled_mean_value"},
+         answers={"scaled_mean_answer": "def scaled_mean(x):\n    return lax.psum(x * 2.0, axis_name=DEVICES) / 8\n"}),
+    Spec("alternatives", "ok", ALL, answers={
+        "scaled_sum_answer": "def scaled_sum(x):\n    return lax.psum(x, axis_name=DEVICES) * 2.0\n",
+        "scaled_mean_answer": "def scaled_mean(x):\n    n = lax.psum(1, axis_name=DEVICES)\n"
+                              "    return lax.psum(2.0 * x, axis_name=DEVICES) / n\n",
+        "global_max_share_answer": "def global_max_share(x):\n    top = lax.pmax(x, axis_name=DEVICES)\n"
+                                   "    return x * (1 / top)\n"}),
+    Spec("metadata_lost_and_extra_cells", "ok", ALL, tamper=(
+        strip_answer_metadata("scaled_sum_answer"),
+        add_cell_after("scaled_mean_answer", "helper = 41 + 1\nprint(helper)"),
+        add_cell_after("imports", "print('my notes')"))),
+
+    # -------- tampering: never earns anything, never loses anything
+    Spec("tamper_edited_and_retagged_test_cells", "ok", NO_SUM, answers=_wrong_sum("return x * 2.0"),
+         tamper=(edit_test_cell("scaled_sum_total", "print('passed!')"), retag_test_cell("scaled_sum_uses_psum"))),
+    Spec("tamper_deleted_test_cells", "ok", ALL,
+         tamper=(delete_cells("scaled_sum_total", "scaled_sum_uses_psum", "scaled_mean_value"),)),
+    Spec("tamper_duplicated_test_cell", "ok", NO_SUM, answers=_wrong_sum("return x * 2.0"),
+         tamper=(duplicate_cell("scaled_mean_value", 3),)),
+    Spec("tamper_changed_points", "ok", ALL_02 - {"scaled_mean_value"},
+         answers={"scaled_mean_answer": "def scaled_mean(x):\n    return x\n"},
+         tamper=(change_points("scaled_sum_total", 100), change_points("scaled_mean_value", 0))),
+    Spec("tamper_patch_allclose_hide_tracebacks", "ok", NO_SUM, answers=_wrong_sum(
+        "return x * 2.0\n\nimport numpy as np\nnp.allclose = lambda *a, **k: True\nnp.isclose = lambda a, b, **k: "
+        "np.ones(np.shape(a), bool)\njnp.allclose = lambda *a, **k: True\n"
+        "import namedaxes.checking as _c\n_c.expect_close = lambda *a, **k: None\n"
+        "_c.expect_replicated = lambda *a, **k: None\n"
+        "get_ipython().showtraceback = lambda *a, **k: None\nget_ipython()._showtraceback = lambda *a, **k: None")),
+    Spec("tamper_patch_psum_and_builtins", "ok", NO_SUM, answers=_wrong_sum(
+        "return x * 2.0 * 8\n\nlax.psum = lambda x, axis_name=None, **k: x\njax.lax.psum = lax.psum\n"
+        "import builtins\nbuiltins.all = lambda it: True\nbuiltins.any = lambda it: True")),
+    Spec("tamper_patch_check_and_collectives", "ok", NO_SUM, answers=_wrong_sum(
+        "return jnp.sum(x * 2.0)\n\nq.scaled_sum.check = lambda *a: print('Correct!')\n"
+        "q.scaled_sum_uses_psum.check = lambda *a: print('Correct!')\n"
+        "import namedaxes.checking as _c\n_c.collective_axes = lambda *a, **k: ['devices']\n"
+        "_c.collectives = lambda *a, **k: {('psum', ('devices',))}\n"
+        "q.collective_axes = _c.collective_axes\nq.collectives = _c.collectives")),
+    Spec("tamper_patch_during_call", "ok", NO_SUM, answers={"scaled_sum_answer": (
+        "def scaled_sum(x):\n    import namedaxes.checking as c\n    import namedaxes.exercises.scaled_sum as m\n"
+        "    fake = lambda *a, **k: {('psum', ('devices',))}\n"
+        "    c.collectives = m.collectives = fake\n"
+        "    c.collective_axes = m.collective_axes = lambda *a, **k: ['devices']\n"
+        "    return x * 2.0\n")}),
+    Spec("tamper_fake_record", "ok", NO_SUM, answers=_wrong_sum(
+        "return x * 2.0\n\nimport os, json, numpy as np\n_d = os.environ.get('NAMEDAXES_OBSERVE_DIR', '.')\n"
+        "for _g in ('scaled_sum_total', 'scaled_sum_uses_psum'):\n"
+        "    open(os.path.join(_d, _g + '.json'), 'w').write(json.dumps({'axes': ['devices'], "
+        "'psum_over_devices': True, 'psum_over_devices_vector': True}))\n"
+        "def record(*args, **kwargs):\n    pass")),
+
+    # -------- crashes: each gets a row with a reason; the rest of the notebook is graded
+    Spec("crash_python_loop", "timeout", NO_SUM, answers=_wrong_sum("return x\n\nwhile True:\n    pass"),
+         reason=r"cell 'scaled_sum_answer' ran longer than \d+ s and was interrupted"),
+    Spec("crash_xla_while_loop", "timeout", NO_SUM, answers=_wrong_sum(
+        "return lax.psum(x * 2.0, axis_name=DEVICES)\n\n"
+        "jax.jit(lambda: lax.while_loop(lambda c: c < 10, lambda c: (c + 1) % 5, 0))().block_until_ready()"),
+         reason=r"cell 'scaled_sum_answer' .*could not be interrupted"),
+    Spec("crash_os_exit", "kernel_died", NO_SUM, answers=_wrong_sum(
+        "return lax.psum(x * 2.0, axis_name=DEVICES)\n\nimport os\nos._exit(3)"),
+         reason=r"kernel died in cell 'scaled_sum_answer' \(exit code 3\)"),
+    Spec("crash_segfault", "kernel_died", ALL_02 - {"scaled_mean_value"}, answers={
+        "scaled_mean_answer": "def scaled_mean(x):\n    return lax.pmean(x * 2.0, axis_name=DEVICES)\n\n"
+                              "import ctypes\nctypes.string_at(0)"},
+         reason=r"kernel died in cell 'scaled_mean_answer': segmentation fault"),
+    Spec("crash_in_test", "kernel_died", ALL_02 - {"global_max_share_value"}, answers={
+        "global_max_share_answer": "def global_max_share(x):\n    import os\n    os._exit(1)\n"},
+         reason=r"kernel died in cell 'global_max_share_value'"),
+    Spec("crash_memory_hog", "ok", NO_SUM, answers={"scaled_sum_answer": (
+        "import numpy as np\n\ndef scaled_sum(x):\n    hog = np.ones(2**34, np.uint8)\n"
+        "    return lax.psum(x * 2.0, axis_name=DEVICES)\n")},
+         cell_reasons={"scaled_sum_total": "MemoryError"}),
+    Spec("corrupt_json", "unreadable", set(), raw=b'{"cells": [{"cell_type": "code", "source": "x = 1"',
+         reason="invalid JSON"),
+    Spec("not_a_notebook", "unreadable", set(), raw=b"%PDF-1.4 binary \xff\xfe junk",
+         reason="not UTF-8|not a notebook"),
+    Spec("renamed_notebook", "missing", set(), file_name="02_scaled_sum (1).ipynb", reason="renamed"),
+    Spec("empty_folder", "missing", set(), empty=True, reason="empty submission"),
+    Spec("stray_files", "ok", ALL, extra_files={"notes.txt": b"my notes", "draft.py": b"print(1)"}),
+
+    # -------- odd ids and zips
+    Spec("José María Ñúñez Ø", "ok", ALL),
+    Spec("zoe zipped", "ok", ALL, as_zip=True),
+
+    # -------- isolation: the answer cell proves it cannot see or reach anything (else it raises)
+    Spec("sandbox_probe", "ok", ALL, answers={"scaled_sum_answer": None}),   # filled in by build_class
+
+    # -------- a second assignment
+    Spec("correct", "ok", ALL, assignment=A01),
+]
+
+SANDBOX_PROBE = '''import os, socket
+for _p in {forbidden!r}:
+    assert not os.path.exists(_p), "can see " + _p
+for _target in {writable!r}:
+    try:
+        open(_target, "w").write("x")
+    except OSError:
+        pass
+    else:
+        raise AssertionError("could write " + _target)
+try:
+    socket.create_connection(("1.1.1.1", 53), timeout=2)
+except OSError:
+    pass
+else:
+    raise AssertionError("network reachable")
+open("my_own_file.txt", "w").write("fine")
+for _d in (os.listdir({xla_root!r}) if os.path.isdir({xla_root!r}) else []):
+    try:
+        os.listdir(os.path.join({xla_root!r}, _d))
+    except OSError:
+        pass
+    else:
+        raise AssertionError("can list the compilation cache " + _d)
+
+{solution}
+'''
+
+
+def notebook_for(spec: Spec, source_nb, context: dict) -> bytes:
+    """The submitted file of `spec` (bytes)."""
+    if spec.raw is not None:
+        return spec.raw
+    nb = release_notebook(spec.assignment)
+    answers = dict(spec.answers)
+    if spec.student == "sandbox_probe":
+        answers["scaled_sum_answer"] = SANDBOX_PROBE.format(
+            solution=solution_code(source_nb, "scaled_sum_answer"), **context)
+    for cell in nb.cells:
+        gid = nb_meta(cell).get("grade_id")
+        if nb_meta(cell).get("solution"):
+            if gid in answers:
+                if answers[gid] is not None:
+                    cell.source = answers[gid]
+            else:
+                cell.source = solution_code(source_nb, gid)
+    for tamper in spec.tamper:
+        nb = tamper(nb)
+    return nbformat.writes(nb).encode()
+
+
+def build_class(specs: list[Spec], root: Path, sources: dict, context: dict) -> Path:
+    """Write the submissions folder: <root>/<student>/<notebook> (or <student>.zip)."""
+    root.mkdir(parents=True, exist_ok=True)
+    for spec in specs:
+        folder = root / spec.student
+        folder.mkdir(exist_ok=True)
+        if spec.empty:
+            continue
+        name = spec.file_name or f"{spec.assignment}.ipynb"
+        (folder / name).write_bytes(notebook_for(spec, sources[spec.assignment], context))
+        for extra, data in spec.extra_files.items():
+            (folder / extra).write_bytes(data)
+    (root / "loose_file.ipynb").write_text(json.dumps({"cells": []}))
+    for spec in specs:
+        if spec.as_zip:
+            folder = root / spec.student
+            buf = io.BytesIO()
+            with zipfile.ZipFile(buf, "w") as zf:
+                for f in sorted(folder.iterdir()):
+                    zf.write(f, f"{spec.student}/{f.name}")
+            for f in folder.iterdir():
+                f.unlink()
+            folder.rmdir()
+            (root / f"{spec.student}.zip").write_bytes(buf.getvalue())
+    return root
+
+
+def expected_reason_ok(spec: Spec, reason: str) -> bool:
+    return not spec.reason or re.search(spec.reason, reason) is not None
