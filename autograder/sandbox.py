@@ -119,7 +119,10 @@ class Sandbox:
             args += ["--remount-ro", path]
         for path in writable:                # the XLA cache, for the trusted reference run only
             args += ["--bind", _real(path), _real(path)]
-        args += ["--bind", work, work, "--chdir", work,
+        args += ["--bind", work, work]
+        # The /tmp tmpfs is private to the sandbox; read-only as well, so "its own working copy" is
+        # the only writable place even when the repository or the work folder lives under /tmp.
+        args += ["--remount-ro", "/tmp", "--chdir", work,
                  "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                  "--hostname", "autograder", "--die-with-parent", "--new-session", "--"]
         return args

@@ -326,12 +326,19 @@ with mp.Cluster() as c:
 """
 
 
+def _ro_binds_for_this_python():
+    """Bind this venv and the import path back in: the repository may itself live under /tmp."""
+    paths = {sys.prefix, sys.base_prefix, *(p for p in sys.path if os.path.isdir(p))}
+    return [arg for p in sorted(paths) for arg in ("--ro-bind", p, p)]
+
+
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 def test_runs_in_a_sandbox_without_network_and_with_an_unknown_host_name(tmp_path):
     """As under the autograder: loopback only, and a host name that does not resolve (gloo must not need it)."""
     script = tmp_path / "sandboxed_run.py"          # a file: the job functions travel as source
     script.write_text(SANDBOXED_RUN)
     sandbox = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+               *_ro_binds_for_this_python(),
                "--bind", str(tmp_path), str(tmp_path), "--unshare-net", "--unshare-pid", "--unshare-uts",
                "--hostname", "no-such-host-namedaxes", "--die-with-parent", "--new-session", "--"]
     probe = subprocess.run(sandbox + ["true"], capture_output=True)
