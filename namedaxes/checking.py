@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, NoReturn
 
 import numpy as np
 
@@ -17,6 +17,7 @@ __all__ = [
     "CheckFailed", "Exercise", "expect_array", "expect_close", "expect_replicated",
     "collectives", "collective_axes", "expect_collective", "expect_no_collective",
     "show_error", "assert_check_fails", "assert_check_passes",
+    "fail", "show_values", "same_values", "NOT_WRITTEN_YET", "not_written_yet", "unbound_axis_name",
 ]
 
 
@@ -24,9 +25,60 @@ class CheckFailed(AssertionError):
     """A student-facing check failed; the message says what to fix."""
 
 
-def _fail(msg: str) -> None:
+def fail(msg: str) -> NoReturn:
+    """Raise `CheckFailed` with `msg` exactly as given (see `_fail` for the reflowing variant)."""
+    raise CheckFailed(msg)
+
+
+def _fail(msg: str) -> NoReturn:
     """Raise with the message as one paragraph (source indentation removed)."""
-    raise CheckFailed(" ".join(line.strip() for line in msg.strip().splitlines() if line.strip()))
+    fail(" ".join(line.strip() for line in msg.strip().splitlines() if line.strip()))
+
+
+# ---------------------------------------------------------------- small helpers for exercise modules
+def show_values(value: Any, *, dtype: Any = None) -> str:
+    """`value` for a message: 4 decimals, long arrays summarised, entries separated by ", ".
+
+    `dtype` (e.g. `float`) converts first, so integers print as `1.` like the floats beside them.
+    """
+    return np.array2string(np.asarray(value, dtype=dtype), precision=4, threshold=16, separator=", ")
+
+
+def same_values(a: Any, b: Any, tol: float = 1e-5, *, dtype: Any = None) -> bool:
+    """`a` and `b` have the same shape and agree within `tol` (used as both rtol and atol).
+
+    `dtype` (e.g. `float`) converts both before comparing; never raises on a shape mismatch.
+    """
+    a, b = np.asarray(a, dtype=dtype), np.asarray(b, dtype=dtype)
+    return a.shape == b.shape and bool(np.allclose(a, b, rtol=tol, atol=tol))
+
+
+NOT_WRITTEN_YET = ("`{name}`{calls} is not written yet: replace `raise NotImplementedError()`{where} "
+                   "with your code{then}.")
+
+
+def not_written_yet(name: str, *, calls: str = "", where: str = "", then: str = "") -> str:
+    """The message for an answer that still raises `NotImplementedError`.
+
+    `calls` follows the name (" (or a function it calls)"), `where` follows the raise
+    (" in its cell"), `then` ends the sentence (" and run that cell again"):
+
+        >>> not_written_yet("total")
+        '`total` is not written yet: replace `raise NotImplementedError()` with your code.'
+    """
+    return NOT_WRITTEN_YET.format(name=name, calls=calls, where=where, then=then)
+
+
+def unbound_axis_name(err: BaseException) -> str | None:
+    """The axis name in JAX's "Found an unbound axis name: batch. ..." `NameError`, else None.
+
+    None means `err` is some other error (re-raise it); a string means a collective named an
+    axis that no enclosing pmap/vmap/shard_map binds.
+    """
+    text = str(err)
+    if not isinstance(err, NameError) or "unbound axis name" not in text:
+        return None
+    return text.split("unbound axis name:")[-1].split(".")[0].strip()
 
 
 def expect_array(name: str, value: Any, *, shape: tuple | None = None, dtype: Any = None) -> None:

@@ -9,7 +9,8 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 from namedaxes import DATA_SHARDS, DEVICES, GRID_AXES, GRID_SHAPE, MODEL_REPLICAS
 from namedaxes.checking import (CheckFailed, Exercise, assert_check_fails, assert_check_passes, collective_axes,
                                 collectives, expect_array, expect_close, expect_collective,
-                                expect_no_collective, expect_replicated, show_error)
+                                expect_no_collective, expect_replicated, fail, not_written_yet, same_values,
+                                show_error, show_values, unbound_axis_name)
 
 ENV = [(DEVICES, 8)]
 
@@ -118,3 +119,47 @@ def test_shard_map_psum_counts_as_psum_and_type_casts_do_not_count():
     found = collectives(f, jnp.ones(3))
     assert ("psum", (DEVICES,)) in found
     assert not any(p in ("pvary", "pcast") for p, _ in found)
+
+
+# ---------------------------------------------------------------- small helpers of the exercise modules
+def test_fail_raises_check_failed_with_the_message_verbatim():
+    with pytest.raises(CheckFailed) as err:
+        fail("line one\n  line two ")
+    assert str(err.value) == "line one\n  line two "
+
+
+def test_show_values_uses_four_decimals_commas_and_summarises_long_arrays():
+    assert show_values([1.0, 2.5]) == "[1. , 2.5]"
+    assert show_values(np.array([1 / 3])) == "[0.3333]"
+    assert show_values(jnp.arange(3)) == "[0, 1, 2]"
+    assert show_values(jnp.arange(3), dtype=float) == "[0., 1., 2.]"
+    assert show_values(np.arange(20)) == "[ 0,  1,  2, ..., 17, 18, 19]"
+    assert show_values(2.0) == "2."
+
+
+def test_same_values_needs_equal_shapes_and_values_within_tol():
+    assert same_values(jnp.array([1.0, 2.0]), np.array([1.0, 2.0 + 1e-6]))
+    assert not same_values(jnp.array([1.0, 2.0]), np.array([1.0, 2.001]))
+    assert not same_values(np.zeros(3), np.zeros((3, 1)))       # broadcastable is not enough
+    assert not same_values(np.zeros(2), np.zeros(3))              # and a mismatch does not raise
+    assert not same_values(1.0, 1.0 + 5e-5)                       # default tol 1e-5 ...
+    assert same_values(1.0, 1.0 + 5e-5, 1e-4)                     # ... or the one passed
+    assert same_values([jnp.float32(1.0), 2], [1.0, 2.0], dtype=float)
+    assert isinstance(same_values(1.0, 1.0), bool)
+
+
+def test_not_written_yet_fills_the_shared_sentence():
+    assert not_written_yet("total") == (
+        "`total` is not written yet: replace `raise NotImplementedError()` with your code.")
+    assert not_written_yet("step", calls=" (or a function it calls)", where=" in its cell",
+                           then=", then run that cell again") == (
+        "`step` (or a function it calls) is not written yet: replace `raise NotImplementedError()` "
+        "in its cell with your code, then run that cell again.")
+
+
+def test_unbound_axis_name_reads_the_axis_from_jax_error():
+    with pytest.raises(NameError) as err:
+        jax.vmap(lambda x: lax.psum(x, "batch"), axis_name=DEVICES)(jnp.arange(2.0))
+    assert unbound_axis_name(err.value) == "batch"
+    assert unbound_axis_name(NameError("name 'lax' is not defined")) is None
+    assert unbound_axis_name(ValueError("Found an unbound axis name: batch.")) is None

@@ -13,7 +13,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from namedaxes import DEVICES
-from namedaxes.checking import CheckFailed, Exercise, collective_axes, expect_array, expect_collective
+from namedaxes.checking import (CheckFailed, Exercise, collective_axes, expect_array, expect_collective,
+                                not_written_yet, same_values, show_values, unbound_axis_name)
 from namedaxes.grading import rng
 
 __all__ = ["device_rank", "count_devices", "center"]
@@ -41,12 +42,12 @@ def _run(name: str, fn, x, how: str = "pmap"):
     try:
         return _mapped(fn, how)(x)
     except NotImplementedError:
-        message = f"`{name}` is not written yet: replace `raise NotImplementedError()` with your code."
+        message = not_written_yet(name)
     except NameError as err:
-        text = str(err)
-        if "unbound axis name" not in text:
+        axis = unbound_axis_name(err)
+        if axis is None:
             raise
-        axis = text.split("unbound axis name:")[-1].split(".")[0].strip()
+        text = str(err)
         message = (
             f"`{name}` failed {_where(how, x.shape[0])} with JAX's error "
             f"\"NameError: {text.splitlines()[0].rstrip('.')}\". The error mentions shard_map, but what it means "
@@ -72,23 +73,14 @@ def _expect_per_device(name: str, out, k: int, shape: tuple, dtype, how: str = "
             f"{np.dtype(out.dtype).name}.")
 
 
-def _close(a, b) -> bool:
-    a, b = np.asarray(a), np.asarray(b)
-    return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-5, atol=1e-5))
-
-
-def _show(values) -> str:
-    return np.array2string(np.asarray(values), precision=4, threshold=16, separator=", ")
-
-
 def _wrong_values(name: str, out, want, how: str, diagnosis: str) -> None:
     """Name the function, say where, show expected vs seen on the first device that differs."""
     out, want = np.asarray(out), np.asarray(want)
     per = "device" if how == "pmap" else "example"
-    i = next(i for i in range(want.shape[0]) if not _close(out[i], want[i]))
+    i = next(i for i in range(want.shape[0]) if not same_values(out[i], want[i]))
     raise CheckFailed(
         f"`{name}(x)` returned the wrong values {_where(how, want.shape[0])}. {diagnosis}\n"
-        f"On {per} {i}: expected {_show(want[i])}, got {_show(out[i])}.")
+        f"On {per} {i}: expected {show_values(want[i])}, got {show_values(out[i])}.")
 
 
 # ---------------------------------------------------------------- 1. device_rank
@@ -98,7 +90,7 @@ def _check_device_rank(fn) -> None:
         x = jnp.asarray(rng("device_rank_check").normal(size=(k, 2)), jnp.float32)
         out = _run(name, fn, x)
         _expect_per_device(name, out, k, (), jnp.int32)
-        if not _close(out, np.arange(k)):
+        if not same_values(out, np.arange(k)):
             _wrong_values(name, out, np.arange(k), "pmap",
                           "Device i should return i, its position along the 'devices' axis: "
                           "`lax.axis_index(DEVICES)`; the values of x do not tell it.")
@@ -135,7 +127,7 @@ def _check_count_devices(fn) -> None:
         x = jnp.asarray(rng("count_devices_check").normal(size=(k, 5)), jnp.float32)
         out = _run(name, fn, x)
         _expect_per_device(name, out, k, (), jnp.int32)
-        if not _close(out, np.full(k, k)):
+        if not same_values(out, np.full(k, k)):
             seen = int(np.asarray(out).ravel()[0])
             diagnosis = f"Every device should return {k}, the size of the 'devices' axis. "
             if seen == jax.device_count() != k:
@@ -184,15 +176,15 @@ def _check_center(fn) -> None:
         out = _run(name, fn, x, how)
         _expect_per_device(name, out, k, (3,), jnp.float32, how)
         want = x - x.mean(axis=0)
-        if _close(out, want):
+        if same_values(out, want):
             continue
-        if _close(out, x - x.mean(axis=1, keepdims=True)):
+        if same_values(out, x - x.mean(axis=1, keepdims=True)):
             diagnosis = (f"Each device subtracted the mean of its own values only; a collective such as "
                          f"`lax.pmean` over '{DEVICES}' is missing.")
-        elif _close(out, x - x.mean()):
+        elif same_values(out, x - x.mean()):
             diagnosis = ("It subtracts one mean of all elements of all devices; take the mean element by "
                          "element: `lax.pmean(x, DEVICES)` keeps x's shape.")
-        elif _close(out, x - x.sum(axis=0)):
+        elif same_values(out, x - x.sum(axis=0)):
             diagnosis = "It subtracts the total (`lax.psum`), not the mean (`lax.pmean`)."
         elif how == "vmap" or k != 8:
             diagnosis = (f"It is right over 8 devices but not here: is the number of devices "

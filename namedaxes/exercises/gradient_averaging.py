@@ -31,7 +31,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from namedaxes import DATA_PARALLEL
-from namedaxes.checking import CheckFailed, Exercise, collective_axes, expect_collective
+from namedaxes.checking import (CheckFailed, Exercise, collective_axes, expect_collective, fail, not_written_yet,
+                                same_values, show_values, unbound_axis_name)
 from namedaxes.grading import rng
 
 __all__ = ["loss_fn", "compute_gradients", "parallel_update_step", "train",
@@ -55,19 +56,6 @@ _OBSERVED_TRAIN = ((2, 4, 6), (4, 3, 9), (8, 2, 5))
 
 
 # ---------------------------------------------------------------- small helpers
-def _fail(msg: str) -> None:
-    raise CheckFailed(msg)
-
-
-def _show(value) -> str:
-    return np.array2string(np.asarray(value, dtype=float), precision=4, threshold=16, separator=", ")
-
-
-def _close(a, b, tol: float = 1e-4) -> bool:
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    return a.shape == b.shape and bool(np.allclose(a, b, rtol=tol, atol=tol))
-
-
 @contextlib.contextmanager
 def _explained(name: str, *, local: bool = False):
     """Turn the usual crashes of an unfinished or mis-named answer into actionable messages."""
@@ -75,9 +63,7 @@ def _explained(name: str, *, local: bool = False):
         yield
     except NotImplementedError as err:
         calls = "" if name == "loss_fn" else " (or a function it calls, such as `loss_fn`)"
-        raise CheckFailed(
-            f"`{name}`{calls} is not written yet: replace `raise NotImplementedError()` with your "
-            f"code and run that cell again.") from err
+        raise CheckFailed(not_written_yet(name, calls=calls, then=" and run that cell again")) from err
     except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError) as err:
         first = str(err).strip().splitlines()[0]
         raise CheckFailed(
@@ -85,10 +71,10 @@ def _explained(name: str, *, local: bool = False):
             f"`float(...)`, `.item()`) inside `jax.grad`, `jax.jit`, `jax.pmap` or `lax.scan`, where "
             f"values are abstract. Compute with `jnp` and keep JAX arrays. JAX said: {first}") from err
     except NameError as err:
-        text = str(err)
-        if "unbound axis name" not in text:
+        axis = unbound_axis_name(err)
+        if axis is None:
             raise
-        axis = text.split("unbound axis name:")[-1].split(".")[0].strip()
+        text = str(err)
         if local:
             raise CheckFailed(
                 f"`{name}` uses a collective over '{axis}', but it is a local function: it sees one "
@@ -148,30 +134,30 @@ def _type_name(value) -> str:
 
 def _expect_scalar(name: str, value, shape=()) -> None:
     if isinstance(value, (np.ndarray, np.generic)) and not isinstance(value, jax.Array):
-        _fail(f"{name} is a NumPy value (`{type(value).__name__}`); compute it with `jnp` so it is a "
-              f"`jax.Array` (NumPy cannot be traced by `jax.grad`, `jax.pmap` or `lax.scan`).")
+        fail(f"{name} is a NumPy value (`{type(value).__name__}`); compute it with `jnp` so it is a "
+             f"`jax.Array` (NumPy cannot be traced by `jax.grad`, `jax.pmap` or `lax.scan`).")
     if not isinstance(value, jax.Array):
-        _fail(f"{name} should be a `jax.Array`, but it is a `{type(value).__name__}`: {value!r:.80}")
+        fail(f"{name} should be a `jax.Array`, but it is a `{type(value).__name__}`: {value!r:.80}")
     if shape is not None and tuple(value.shape) != tuple(shape):
-        _fail(f"{name} should have shape {tuple(shape)}, but it has shape {tuple(value.shape)}.")
+        fail(f"{name} should have shape {tuple(shape)}, but it has shape {tuple(value.shape)}.")
     if np.dtype(value.dtype) != np.float32:
-        _fail(f"{name} should have dtype float32 (like the parameters and the batch), but it has "
-              f"dtype {np.dtype(value.dtype).name}.")
+        fail(f"{name} should have dtype float32 (like the parameters and the batch), but it has "
+             f"dtype {np.dtype(value.dtype).name}.")
 
 
 def _expect_param_dict(name: str, value, what: str, shape=(), hint: str = "") -> None:
     """`value` is a dict with exactly the keys 'w' and 'b', each a float32 array of `shape`."""
     if not isinstance(value, dict):
         extra = hint or ""
-        _fail(f"`{name}` should return {what}: a dict with keys 'w' and 'b' like `params`, but it "
-              f"returned a `{_type_name(value)}`. {extra}".strip())
+        fail(f"`{name}` should return {what}: a dict with keys 'w' and 'b' like `params`, but it "
+             f"returned a `{_type_name(value)}`. {extra}".strip())
     if set(value) != set(PARAM_NAMES):
         more = ""
         if set(value) == set(BATCH_NAMES):
             more = (" Those are the keys of the batch: differentiate with respect to the first "
                     "argument, `params` (the default of `jax.grad`, `argnums=0`).")
-        _fail(f"`{name}` should return {what} as a dict with keys ['b', 'w'], but its keys are "
-              f"{sorted(map(str, value))}.{more}")
+        fail(f"`{name}` should return {what} as a dict with keys ['b', 'w'], but its keys are "
+             f"{sorted(map(str, value))}.{more}")
     for key in PARAM_NAMES:
         _expect_scalar(f"`{name}(...)['{key}']`", value[key], shape)
 
@@ -188,15 +174,15 @@ def _visible_loss_cases():
 def _diagnose_loss(params, batch, got: float, want: float) -> str:
     x, y = np.asarray(batch["x"], float), np.asarray(batch["y"], float)
     err = params["w"] * x + params["b"] - y
-    if _close(got, np.sum(err ** 2)):
+    if same_values(got, np.sum(err ** 2), 1e-4, dtype=float):
         return "That is the sum of squared errors: take the mean (`jnp.mean`), not the sum."
-    if _close(got, np.mean(np.abs(err))):
+    if same_values(got, np.mean(np.abs(err)), 1e-4, dtype=float):
         return "That is the mean absolute error: square the error instead of taking its absolute value."
-    if _close(got, np.mean(err)) or _close(got, -np.mean(err)):
+    if same_values(got, np.mean(err), 1e-4, dtype=float) or same_values(got, -np.mean(err), 1e-4, dtype=float):
         return "That is the mean error: square it before averaging, `jnp.mean(error ** 2)`."
-    if _close(got, np.sqrt(want)):
+    if same_values(got, np.sqrt(want), 1e-4, dtype=float):
         return "That is the root of the mean squared error: drop the square root."
-    if _close(got, want / 2):
+    if same_values(got, want / 2, 1e-4, dtype=float):
         return "That is half the mean squared error: drop the factor 1/2."
     return "The loss is `jnp.mean((params['w'] * x + params['b'] - y) ** 2)`."
 
@@ -209,19 +195,19 @@ def _check_loss_fn(fn: Callable) -> None:
             out = fn(params, batch)
         where = f"With params {p} and x of shape {np.shape(b['x'])},"
         if isinstance(out, jax.Array) and out.shape != ():
-            _fail(f"{where} `loss_fn` should return one number (shape ()), but it returned shape "
-                  f"{tuple(out.shape)}. Average the squared errors over the examples with `jnp.mean`.")
+            fail(f"{where} `loss_fn` should return one number (shape ()), but it returned shape "
+                 f"{tuple(out.shape)}. Average the squared errors over the examples with `jnp.mean`.")
         _expect_scalar("`loss_fn(params, local_batch)`", out)
         want = _ref_loss(p, b)
-        if not _close(out, want, 1e-5):
-            _fail(f"{where} `loss_fn` should return {want:.6g}, but it returned {float(out):.6g}. "
-                  + _diagnose_loss(p, b, float(out), want))
+        if not same_values(out, want, dtype=float):
+            fail(f"{where} `loss_fn` should return {want:.6g}, but it returned {float(out):.6g}. "
+                 + _diagnose_loss(p, b, float(out), want))
     # structure: a local function, no communication (inspect it as pmap would run it)
     with _explained(name, local=True):
         axes = collective_axes(fn, params, batch, axis_env=[(DATA_PARALLEL, 4)])
     if axes:
-        _fail(f"`loss_fn` communicates over {axes}, but it is the loss of one device's batch: "
-              f"no collective belongs here (the averaging happens in `parallel_update_step`).")
+        fail(f"`loss_fn` communicates over {axes}, but it is the loss of one device's batch: "
+             f"no collective belongs here (the averaging happens in `parallel_update_step`).")
 
 
 def _random_case(r, k: int, per: int, trailing=()):
@@ -271,17 +257,17 @@ def _check_compute_gradients(fn: Callable) -> None:
         _expect_param_dict(name, out, "the gradients", hint=hint)
         want = _ref_grads(p, b)
         got = {k: float(out[k]) for k in PARAM_NAMES}
-        if not all(_close(got[k], want[k], 1e-5) for k in PARAM_NAMES):
-            _fail(f"With params {p} and x of shape {np.shape(b['x'])}, `compute_gradients` should return "
-                  f"{{'w': {want['w']:.6g}, 'b': {want['b']:.6g}}}, but it returned "
-                  f"{{'w': {got['w']:.6g}, 'b': {got['b']:.6g}}}. Return "
-                  f"`jax.grad(loss_fn)(params, local_batch)`; if that is what you wrote, `loss_fn` is "
-                  f"wrong: its check says how.")
+        if not all(same_values(got[k], want[k], dtype=float) for k in PARAM_NAMES):
+            fail(f"With params {p} and x of shape {np.shape(b['x'])}, `compute_gradients` should return "
+                 f"{{'w': {want['w']:.6g}, 'b': {want['b']:.6g}}}, but it returned "
+                 f"{{'w': {got['w']:.6g}, 'b': {got['b']:.6g}}}. Return "
+                 f"`jax.grad(loss_fn)(params, local_batch)`; if that is what you wrote, `loss_fn` is "
+                 f"wrong: its check says how.")
     with _explained(name, local=True):
         axes = collective_axes(fn, params, batch, axis_env=[(DATA_PARALLEL, 4)])
     if axes:
-        _fail(f"`compute_gradients` communicates over {axes}, but it should return one device's own "
-              f"gradients: the averaging happens in `parallel_update_step`.")
+        fail(f"`compute_gradients` communicates over {axes}, but it should return one device's own "
+             f"gradients: the averaging happens in `parallel_update_step`.")
 
 
 def _observe_compute_gradients(fn: Callable) -> dict:
@@ -329,9 +315,9 @@ def _diagnose_step(p, b, got) -> str:
     """A hint for a replicated, well-shaped, but wrong new `params`."""
     k = np.shape(b["x"])[0]
     g = _ref_grads(p, _full(b))
-    if _close([got[n] for n in PARAM_NAMES], [g[n] for n in PARAM_NAMES]):
+    if same_values([got[n] for n in PARAM_NAMES], [g[n] for n in PARAM_NAMES], 1e-4, dtype=float):
         return "Those are the averaged gradients: return the updated parameters, `params - 0.01 * grads`."
-    if _close([got[n] for n in PARAM_NAMES], [p[n] for n in PARAM_NAMES]):
+    if same_values([got[n] for n in PARAM_NAMES], [p[n] for n in PARAM_NAMES], 1e-4, dtype=float):
         return "Those are the unchanged parameters: take the step `params - 0.01 * averaged_grads`."
     moved = np.array([p[n] - got[n] for n in PARAM_NAMES])
     grad = np.array([g[n] for n in PARAM_NAMES])
@@ -366,25 +352,26 @@ def _check_parallel_update_step(fn: Callable) -> None:
                                 "`jax.tree.map(lambda p, g: p - 0.01 * g, params, grads)`.")
         for n in PARAM_NAMES:
             if tuple(out[n].shape[1:]) != ():
-                _fail(f"On each device, `{name}` should return scalar parameters like `params`, but "
-                      f"`['{n}']` has per-device shape {tuple(out[n].shape[1:])} {where}. Did the "
-                      f"gradient or the update pick up the batch's shape?")
+                fail(f"On each device, `{name}` should return scalar parameters like `params`, but "
+                     f"`['{n}']` has per-device shape {tuple(out[n].shape[1:])} {where}. Did the "
+                     f"gradient or the update pick up the batch's shape?")
         # value: every device holds the same new parameters ...
         got = {n: np.asarray(out[n], float) for n in PARAM_NAMES}
         if not all(np.allclose(got[n], got[n][0], rtol=1e-5, atol=1e-6) for n in PARAM_NAMES):
-            _fail(f"`{name}` returned parameters that differ across devices {where}: "
-                  f"w per device {_show(got['w'])}, b per device {_show(got['b'])}. The gradients are "
-                  f"not averaged: lax.pmean over '{DATA_PARALLEL}' is missing. Each device stepped "
-                  f"with its own local gradient; apply `lax.pmean(grads, axis_name=DATA_PARALLEL)` to "
-                  f"the gradients from `compute_gradients` (a pmean of the loss inside `jax.grad` does "
-                  f"not average them under pmap).")
+            fail(f"`{name}` returned parameters that differ across devices {where}: "
+                 f"w per device {show_values(got['w'], dtype=float)}, "
+                 f"b per device {show_values(got['b'], dtype=float)}. The gradients are "
+                 f"not averaged: lax.pmean over '{DATA_PARALLEL}' is missing. Each device stepped "
+                 f"with its own local gradient; apply `lax.pmean(grads, axis_name=DATA_PARALLEL)` to "
+                 f"the gradients from `compute_gradients` (a pmean of the loss inside `jax.grad` does "
+                 f"not average them under pmap).")
         # ... and they are one SGD step with the full-batch (= averaged) gradient
         want = _ref_step(p, b)
         first = {n: float(got[n][0]) for n in PARAM_NAMES}
-        if not all(_close(first[n], want[n], 1e-5) for n in PARAM_NAMES):
-            _fail(f"`{name}` {where}, starting from {p}, should return "
-                  f"{{'w': {want['w']:.6g}, 'b': {want['b']:.6g}}} on every device, but it returned "
-                  f"{{'w': {first['w']:.6g}, 'b': {first['b']:.6g}}}. " + _diagnose_step(p, b, first))
+        if not all(same_values(first[n], want[n], dtype=float) for n in PARAM_NAMES):
+            fail(f"`{name}` {where}, starting from {p}, should return "
+                 f"{{'w': {want['w']:.6g}, 'b': {want['b']:.6g}}} on every device, but it returned "
+                 f"{{'w': {first['w']:.6g}, 'b': {first['b']:.6g}}}. " + _diagnose_step(p, b, first))
     # structure: the averaging really is a collective over DATA_PARALLEL
     _expect_averages(fn, params, jax.tree.map(lambda a: a[0], sharded), k)
 
@@ -440,40 +427,41 @@ def _check_train(fn: Callable) -> None:
         result = fn(params, sharded, steps)
     call = f"`train(params, sharded_batch, {steps})` ({k} devices, starting from {p})"
     if not (isinstance(result, (tuple, list)) and len(result) == 2):
-        _fail(f"{call} should return a pair `(final_params, losses)`, but it returned a "
-              f"`{_type_name(result)}`" + (f" of length {len(result)}." if isinstance(result, (tuple, list)) else "."))
+        fail(f"{call} should return a pair `(final_params, losses)`, but it returned a "
+             f"`{_type_name(result)}`" + (f" of length {len(result)}." if isinstance(result, (tuple, list)) else "."))
     new, losses = result
     if isinstance(new, dict) and set(new) == set(PARAM_NAMES) and all(
             isinstance(new[n], jax.Array) and tuple(new[n].shape) == (k,) for n in PARAM_NAMES):
-        _fail(f"{call} returned one copy of the parameters per device (shape ({k},)). Return a single "
-              f"copy: run the step with `out_axes=None` (valid because every device holds the same "
-              f"parameters), or take `[0]` of each leaf.")
+        fail(f"{call} returned one copy of the parameters per device (shape ({k},)). Return a single "
+             f"copy: run the step with `out_axes=None` (valid because every device holds the same "
+             f"parameters), or take `[0]` of each leaf.")
     _expect_param_dict(name, new, "`final_params` as the first item")
     if isinstance(losses, jax.Array) and losses.ndim == 2 and losses.shape[0] == steps:
-        _fail(f"{call} returned `losses` of shape {tuple(losses.shape)}: one loss per device and step. "
-              f"Return one number per step, the loss of the whole batch (with equal shards, the mean "
-              f"of the device losses).")
+        fail(f"{call} returned `losses` of shape {tuple(losses.shape)}: one loss per device and step. "
+             f"Return one number per step, the loss of the whole batch (with equal shards, the mean "
+             f"of the device losses).")
     if isinstance(losses, jax.Array) and losses.shape != (steps,):
-        _fail(f"{call} should return `losses` of shape ({steps},), one loss per step, but it has "
-              f"shape {tuple(losses.shape)}.")
+        fail(f"{call} should return `losses` of shape ({steps},), one loss per step, but it has "
+             f"shape {tuple(losses.shape)}.")
     _expect_scalar("`losses`", losses, (steps,))
     ref_params, ref_losses = _ref_train(p, b, steps)
     got = {n: float(new[n]) for n in PARAM_NAMES}
-    if not all(_close(got[n], ref_params[n], 1e-5) for n in PARAM_NAMES):
+    if not all(same_values(got[n], ref_params[n], dtype=float) for n in PARAM_NAMES):
         done = [s for s in (steps - 1, steps + 1, 1) if all(
-            _close(got[n], _ref_train(p, b, s)[0][n], 1e-5) for n in PARAM_NAMES)]
+            same_values(got[n], _ref_train(p, b, s)[0][n], dtype=float) for n in PARAM_NAMES)]
         more = (f"Those are the parameters after {done[0]} step(s): take exactly `steps` steps."
                 if done else "Apply `p_update_step` (your `parallel_update_step` under pmap) `steps` times.")
-        _fail(f"{call} should end at {{'w': {ref_params['w']:.6g}, 'b': {ref_params['b']:.6g}}}, but it "
-              f"ended at {{'w': {got['w']:.6g}, 'b': {got['b']:.6g}}}. {more}")
+        fail(f"{call} should end at {{'w': {ref_params['w']:.6g}, 'b': {ref_params['b']:.6g}}}, but it "
+             f"ended at {{'w': {got['w']:.6g}, 'b': {got['b']:.6g}}}. {more}")
     got_losses = np.asarray(losses, float)
-    if not _close(got_losses, ref_losses[:-1], 1e-5):
+    if not same_values(got_losses, ref_losses[:-1], dtype=float):
         more = ""
-        if _close(got_losses, ref_losses[1:], 1e-5):
+        if same_values(got_losses, ref_losses[1:], dtype=float):
             more = ("Those are the losses *after* each step: record the loss of the parameters before "
                     "you update them, so `losses[0]` is the loss of the starting parameters.")
-        _fail(f"{call} should return losses {_show(ref_losses[:-1])} (the full-batch loss before each "
-              f"step), but it returned {_show(got_losses)}. {more}")
+        fail(f"{call} should return losses {show_values(ref_losses[:-1], dtype=float)} "
+             f"(the full-batch loss before each "
+             f"step), but it returned {show_values(got_losses, dtype=float)}. {more}")
 
 
 def _observe_train(fn: Callable) -> dict:

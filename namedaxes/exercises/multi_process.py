@@ -35,7 +35,8 @@ import numpy as np
 from jax import lax
 
 from namedaxes import DATA_PARALLEL, DEVICES, multiprocess
-from namedaxes.checking import CheckFailed, Exercise, collective_axes, expect_collective
+from namedaxes.checking import (CheckFailed, Exercise, collective_axes, expect_collective, fail, not_written_yet,
+                                same_values, show_values, unbound_axis_name)
 from namedaxes.grading import rng
 
 __all__ = ["global_sum", "local_rows", "parallel_update_step", "GRADE_IDS", "LEARNING_RATE",
@@ -55,19 +56,6 @@ GRADE_IDS = {
 
 
 # ---------------------------------------------------------------- helpers
-def _fail(msg: str) -> None:
-    raise CheckFailed(msg)
-
-
-def _show(value) -> str:
-    return np.array2string(np.asarray(value, dtype=float), precision=4, threshold=16, separator=", ")
-
-
-def _close(a, b, tol: float = 1e-5) -> bool:
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    return a.shape == b.shape and bool(np.allclose(a, b, rtol=tol, atol=tol))
-
-
 def _cluster() -> multiprocess.Cluster:
     return multiprocess.get_cluster(NUM_PROCESSES, LOCAL_DEVICES)
 
@@ -78,22 +66,19 @@ def _explained(name: str, axis: str, how: str):
     try:
         yield
     except NotImplementedError as err:
-        raise CheckFailed(f"`{name}` is not written yet: replace `raise NotImplementedError()` with your "
-                          f"code and run that cell again.") from err
+        raise CheckFailed(not_written_yet(name, then=" and run that cell again")) from err
     except NameError as err:
-        text = str(err)
-        if "unbound axis name" not in text:
+        used = unbound_axis_name(err)
+        if used is None:
             raise
-        used = text.split("unbound axis name:")[-1].split(".")[0].strip()
         raise CheckFailed(f"`{name}` uses a collective over '{used}', but the check runs {how}, which "
                           f"binds only '{axis}'. Use the constant for that axis name.") from err
     except multiprocess.ShipError as err:
         raise CheckFailed(f"`{name}` cannot be sent to the worker processes: {err}.") from err
     except multiprocess.WorkerError as err:
         if err.remote_type == "NotImplementedError":
-            raise CheckFailed(f"`{name}` (or a function it calls) is not written yet: replace "
-                              f"`raise NotImplementedError()` with your code and run that cell again."
-                              ) from err
+            raise CheckFailed(not_written_yet(name, calls=" (or a function it calls)",
+                                              then=" and run that cell again")) from err
         raise
 
 
@@ -135,27 +120,29 @@ def _run_global_sum(fn: Callable, inputs: list) -> list[np.ndarray]:
 def _check_global_sum(fn: Callable) -> None:
     name = "global_sum"
     if not callable(fn):
-        _fail(f"`{name}` should be a function, but it is a `{type(fn).__name__}`.")
+        fail(f"`{name}` should be a function, but it is a `{type(fn).__name__}`.")
     x = np.arange(1.0, N_GLOBAL + 1, dtype=np.float32)             # device d holds d + 1
     (got,) = _run_global_sum(fn, [x])
     total = float(x.sum())
-    where = (f"With device d holding d + 1 (process 0: {_show(x[:LOCAL_DEVICES])}, process 1: "
-             f"{_show(x[LOCAL_DEVICES:])}), the devices of both processes hold {_show(got)}.")
+    where = (f"With device d holding d + 1 (process 0: {show_values(x[:LOCAL_DEVICES], dtype=float)}, "
+             f"process 1: {show_values(x[LOCAL_DEVICES:], dtype=float)}), "
+             f"the devices of both processes hold {show_values(got, dtype=float)}.")
     if got.shape != x.shape:
-        _fail(f"{where} `{name}` should return one value per device, the same shape as its input "
-              f"(here a scalar), but the devices returned shape {got.shape[1:]}.")
-    if _close(got, x):
-        _fail(f"{where} Every device still holds its own value: `{name}` needs a collective, "
-              f"`lax.psum(x, axis_name=DEVICES)`, to add up the values of all devices.")
-    if _close(got, np.full_like(x, x.mean())):
-        _fail(f"{where} That is the mean of all devices: use `lax.psum`, not `lax.pmean`.")
-    if not _close(got, np.full_like(x, got[0])):
-        _fail(f"{where} The devices disagree: after a `lax.psum` over DEVICES every device of both "
-              f"processes holds the same total.")
-    if not _close(got, np.full_like(x, total)):
+        fail(f"{where} `{name}` should return one value per device, the same shape as its input "
+             f"(here a scalar), but the devices returned shape {got.shape[1:]}.")
+    if same_values(got, x, dtype=float):
+        fail(f"{where} Every device still holds its own value: `{name}` needs a collective, "
+             f"`lax.psum(x, axis_name=DEVICES)`, to add up the values of all devices.")
+    if same_values(got, np.full_like(x, x.mean()), dtype=float):
+        fail(f"{where} That is the mean of all devices: use `lax.psum`, not `lax.pmean`.")
+    if not same_values(got, np.full_like(x, got[0]), dtype=float):
+        fail(f"{where} The devices disagree: after a `lax.psum` over DEVICES every device of both "
+             f"processes holds the same total.")
+    if not same_values(got, np.full_like(x, total), dtype=float):
         local = [float(x[_block(LOCAL_DEVICES, i)].sum()) for i in range(NUM_PROCESSES)]
-        extra = (" That is one process's share only." if any(_close(got[0], s) for s in local) else "")
-        _fail(f"{where} Every device should hold the sum of all {N_GLOBAL} values, {total:g}.{extra}")
+        extra = (" That is one process's share only."
+                 if any(same_values(got[0], s, dtype=float) for s in local) else "")
+        fail(f"{where} Every device should hold the sum of all {N_GLOBAL} values, {total:g}.{extra}")
     expect_collective(name, fn, jnp.float32(1.0), axis_name=DEVICES, axis_env=[(DEVICES, N_GLOBAL)],
                       hint="The total must come from a collective, not from a constant.")
 
@@ -201,7 +188,7 @@ def _describe_rows(got: np.ndarray, batch: np.ndarray) -> str | None:
     if got.ndim != batch.ndim or got.shape[1:] != batch.shape[1:]:
         return None
     for start in range(batch.shape[0] - got.shape[0] + 1):
-        if got.shape[0] and _close(got, batch[start:start + got.shape[0]]):
+        if got.shape[0] and same_values(got, batch[start:start + got.shape[0]], dtype=float):
             return f"rows {start} to {start + got.shape[0] - 1}"
     return None
 
@@ -212,32 +199,32 @@ def _expect_rows(name: str, got, batch, rows: slice, who: str) -> None:
     if isinstance(batch, dict):
         if not isinstance(got, dict) or set(got) != set(batch):
             kind = f"a dict with keys {sorted(got)}" if isinstance(got, dict) else f"a `{type(got).__name__}`"
-            _fail(f"For a dict batch {{'x': ..., 'y': ...}}, {who} `{name}` returned {kind}; it should return "
-                  f"the same dict with the rows of every array: `jax.tree.map(lambda a: a[start:stop], "
-                  f"global_batch)` slices every leaf.")
+            fail(f"For a dict batch {{'x': ..., 'y': ...}}, {who} `{name}` returned {kind}; it should return "
+                 f"the same dict with the rows of every array: `jax.tree.map(lambda a: a[start:stop], "
+                 f"global_batch)` slices every leaf.")
         for key in sorted(batch):
             _expect_rows(name, got[key], batch[key], rows, who + f" (key '{key}')")
         return
     if not isinstance(got, (np.ndarray, np.generic, jax.Array)):
-        _fail(f"{who} `{name}` returned a `{type(got).__name__}`; it should return an array, "
-              f"{want_desc} of the batch.")
+        fail(f"{who} `{name}` returned a `{type(got).__name__}`; it should return an array, "
+             f"{want_desc} of the batch.")
     got = np.asarray(got)
     want = batch[rows]
     if got.shape != want.shape:
         seen = _describe_rows(got, batch)
         if got.shape == batch.shape:
-            _fail(f"{who} `{name}` returned all {batch.shape[0]} rows; each process keeps only its own: "
-                  f"jax.local_device_count() rows, {want_desc}.")
+            fail(f"{who} `{name}` returned all {batch.shape[0]} rows; each process keeps only its own: "
+                 f"jax.local_device_count() rows, {want_desc}.")
         if got.shape == batch.shape[1:]:
-            _fail(f"{who} `{name}` returned a single row (shape {got.shape}); it should return "
-                  f"{want_desc}, a slice `global_batch[start:stop]` of shape {want.shape}.")
-        _fail(f"{who} `{name}` returned shape {got.shape}{' (' + seen + ')' if seen else ''}; it should "
-              f"return {want_desc}, shape {want.shape}.")
-    if not _close(got, want):
+            fail(f"{who} `{name}` returned a single row (shape {got.shape}); it should return "
+                 f"{want_desc}, a slice `global_batch[start:stop]` of shape {want.shape}.")
+        fail(f"{who} `{name}` returned shape {got.shape}{' (' + seen + ')' if seen else ''}; it should "
+             f"return {want_desc}, shape {want.shape}.")
+    if not same_values(got, want, dtype=float):
         seen = _describe_rows(got, batch)
         extra = (" Each process computes its own first row from `jax.process_index()` times "
                  "`jax.local_device_count()`." if seen else "")
-        _fail(f"{who} `{name}` returned {seen or _show(got)}, but it owns {want_desc}.{extra}")
+        fail(f"{who} `{name}` returned {seen or show_values(got, dtype=float)}, but it owns {want_desc}.{extra}")
 
 
 def _call_local_rows(fn: Callable, batch):
@@ -262,7 +249,7 @@ def _run_local_rows(fn: Callable, batches: list) -> tuple[list, list]:
 def _check_local_rows(fn: Callable) -> None:
     name = "local_rows"
     if not callable(fn):
-        _fail(f"`{name}` should be a function, but it is a `{type(fn).__name__}`.")
+        fail(f"`{name}` should be a function, but it is a `{type(fn).__name__}`.")
     batches = _visible_batches()
     here, there = _run_local_rows(fn, batches)
     n_here = jax.local_device_count()
@@ -345,13 +332,13 @@ def _run_update_step(fn: Callable, cases: list) -> list[dict]:
         if not all(isinstance(g, dict) and set(g) == set(PARAM_NAMES) for g in got):
             bad = next(g for g in got if not (isinstance(g, dict) and set(g) == set(PARAM_NAMES)))
             kind = f"a dict with keys {sorted(map(str, bad))}" if isinstance(bad, dict) else f"a `{type(bad).__name__}`"
-            _fail(f"`parallel_update_step` should return the new parameters, a dict with keys 'w' and 'b' "
-                  f"like `params`, but it returned {kind}.")
+            fail(f"`parallel_update_step` should return the new parameters, a dict with keys 'w' and 'b' "
+                 f"like `params`, but it returned {kind}.")
         for g in got:
             for k in PARAM_NAMES:
                 if np.shape(g[k]) != (LOCAL_DEVICES,):
-                    _fail(f"`parallel_update_step` should return scalar parameters, like `params['{k}']`, "
-                          f"but the new '{k}' has shape {np.shape(g[k])[1:]} on each device.")
+                    fail(f"`parallel_update_step` should return scalar parameters, like `params['{k}']`, "
+                         f"but the new '{k}' has shape {np.shape(g[k])[1:]} on each device.")
         out.append({k: np.concatenate([np.asarray(g[k]) for g in got]) for k in PARAM_NAMES})
     return out
 
@@ -359,32 +346,34 @@ def _run_update_step(fn: Callable, cases: list) -> list[dict]:
 def _check_parallel_update_step(fn: Callable) -> None:
     name = "parallel_update_step"
     if not callable(fn):
-        _fail(f"`{name}` should be a function, but it is a `{type(fn).__name__}`.")
+        fail(f"`{name}` should be a function, but it is a `{type(fn).__name__}`.")
     params, sharded = _visible_case()
     (got,) = _run_update_step(fn, [(params, sharded)])
     want = _single_process(_reference_step, params, sharded)
     where = "Starting from w = 1, b = 0, on data that lie on y = 2x + 0.5,"
     for k in PARAM_NAMES:
-        if not _close(got[k], np.full_like(got[k], got[k][0])):
-            _fail(f"{where} the 8 devices of the two processes disagree on the new '{k}': {_show(got[k])}. "
-                  f"Average the gradients over all devices with `lax.pmean(grads, axis_name=DATA_PARALLEL)` "
-                  f"before the step, so that every device takes the same step.")
+        if not same_values(got[k], np.full_like(got[k], got[k][0]), dtype=float):
+            fail(f"{where} the 8 devices of the two processes disagree on the new '{k}': "
+                 f"{show_values(got[k], dtype=float)}. "
+                 f"Average the gradients over all devices with `lax.pmean(grads, axis_name=DATA_PARALLEL)` "
+                 f"before the step, so that every device takes the same step.")
     summed = {k: params[k] + N_GLOBAL * (want[k] - params[k]) for k in PARAM_NAMES}
     for k in PARAM_NAMES:
-        if _close(got[k], want[k]):
+        if same_values(got[k], want[k], dtype=float):
             continue
-        if all(_close(got[j], summed[j], 1e-4) for j in PARAM_NAMES):
+        if all(same_values(got[j], summed[j], 1e-4, dtype=float) for j in PARAM_NAMES):
             hint = ("The step is 8 times too large: the gradients were summed (`lax.psum`) instead of "
                     "averaged (`lax.pmean`).")
-        elif all(_close(got[j], np.full(N_GLOBAL, params[j])) for j in PARAM_NAMES):
+        elif all(same_values(got[j], np.full(N_GLOBAL, params[j]), dtype=float) for j in PARAM_NAMES):
             hint = "The parameters did not change: return the *updated* params."
-        elif all(_close(got[j], 2 * params[j] - want[j], 1e-4) for j in PARAM_NAMES):
+        elif all(same_values(got[j], 2 * params[j] - want[j], 1e-4, dtype=float) for j in PARAM_NAMES):
             hint = "The parameters moved the wrong way: step *against* the gradient, `p - 0.01 * g`."
         else:
             hint = (f"One step is `p - {LEARNING_RATE} * g` with `g` the pmean of the gradients of the mean "
                     f"squared error.")
-        _fail(f"{where} the new '{k}' on the 8 devices of the two processes is {_show(got[k])}, but the "
-              f"same step on one process with 8 devices gives {float(want[k][0]):.6g}. {hint}")
+        fail(f"{where} the new '{k}' on the 8 devices of the two processes is "
+             f"{show_values(got[k], dtype=float)}, but the "
+             f"same step on one process with 8 devices gives {float(want[k][0]):.6g}. {hint}")
     expect_collective(name, fn, params, {k: v[0] for k, v in sharded.items()}, axis_name=DATA_PARALLEL,
                       axis_env=[(DATA_PARALLEL, N_GLOBAL)],
                       hint="The gradients are averaged with `lax.pmean(grads, axis_name=DATA_PARALLEL)`.")

@@ -18,7 +18,8 @@ import numpy as np
 from jax.sharding import AxisType
 
 from namedaxes import DATA_SHARDS, GRID_AXES, GRID_SHAPE, MODEL_REPLICAS
-from namedaxes.checking import CheckFailed, Exercise, collective_axes, collectives, expect_close, expect_collective
+from namedaxes.checking import (CheckFailed, Exercise, collective_axes, collectives, expect_close, expect_collective,
+                                not_written_yet, same_values, unbound_axis_name)
 from namedaxes.grading import rng
 
 __all__ = ["grid_sums", "device_coordinates", "row_normalize", "grid_map", "grid_mesh"]
@@ -49,12 +50,12 @@ def _run(name: str, call, where: str, *, uses_shard_map: bool = False):
     try:
         return call()
     except NotImplementedError:
-        message = f"`{name}` is not written yet: replace `raise NotImplementedError()` with your code."
+        message = not_written_yet(name)
     except NameError as err:
-        text = str(err)
-        if "unbound axis name" not in text:
+        axis = unbound_axis_name(err)
+        if axis is None:
             raise
-        axis = text.split("unbound axis name:")[-1].split(".")[0].strip()
+        text = str(err)
         message = (
             f"`{name}` failed {where} with JAX's error \"NameError: {text.splitlines()[0]}\". "
             f"It means: a collective in `{name}` names the axis '{axis}', and nothing around it binds "
@@ -82,11 +83,6 @@ def _describe(out) -> str:
     if isinstance(out, jax.Array):
         return f"a single array (all devices together: shape {tuple(out.shape)})"
     return f"a `{type(out).__name__}`"
-
-
-def _close(a, b) -> bool:
-    a, b = np.asarray(a), np.asarray(b)
-    return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-5, atol=1e-5))
 
 
 def _expect_grid_array(label: str, value, grid: tuple, per_device: tuple, dtype) -> None:
@@ -158,9 +154,9 @@ def _check_grid_sums(fn) -> None:
             label = f"{name}(x)[{k}]"
             _expect_grid_array(label, got, grid, per_device, jnp.float32)
             want = np.broadcast_to(np.asarray(x).sum(axis=axes, keepdims=True), x.shape)
-            if _close(got, want):
+            if same_values(got, want):
                 continue
-            seen = next((words for words, value in options if _close(got, value)), None)
+            seen = next((words for words, value in options if same_values(got, value)), None)
             if seen is not None:
                 raise CheckFailed(
                     f"`{label}` should be {want_words} ({_SPANS[span]}), but {where} its values are "
@@ -220,22 +216,22 @@ def _check_device_coordinates(fn) -> None:
         for k, ((what, want, how), got) in enumerate(zip(parts, out)):
             label = f"{name}(x)[{k}]"
             _expect_grid_array(label, got, grid, (), jnp.int32)
-            if _close(got, want):
+            if same_values(got, want):
                 continue
             diagnosis = ""
-            if what == "row" and _close(got, cols):
+            if what == "row" and same_values(got, cols):
                 diagnosis = f"It is the position along '{MODEL_REPLICAS}' (the column) instead."
-            elif what == "column" and _close(got, rows):
+            elif what == "column" and same_values(got, rows):
                 diagnosis = f"It is the position along '{DATA_SHARDS}' (the row) instead."
             elif what == "flat index":
-                if _close(got, cols * n_rows + rows):
+                if same_values(got, cols * n_rows + rows):
                     diagnosis = ("It counts column by column (column * rows + row); count row by row: "
                                  "row * (size of MODEL_REPLICAS) + column.")
-                elif n_cols != 4 and _close(got, rows * 4 + cols):
+                elif n_cols != 4 and same_values(got, rows * 4 + cols):
                     diagnosis = ("It multiplies the row by 4, but this grid's rows have "
                                  f"{n_cols} devices: use `lax.axis_size(MODEL_REPLICAS)` instead of a "
                                  "hard-coded 4.")
-                elif _close(got, rows * n_rows + cols):
+                elif same_values(got, rows * n_rows + cols):
                     diagnosis = ("It multiplies the row by the size of DATA_SHARDS; a row has "
                                  "`lax.axis_size(MODEL_REPLICAS)` devices.")
             _expect_values(label, got, want, where, hint=f"Part {k} is the {what}: {how}. {diagnosis}")
@@ -298,7 +294,7 @@ def _check_row_normalize(fn) -> None:
         xs = np.asarray(x, dtype=np.float64)
         blocks = xs.reshape(n_rows, n_cols, k)
         want = xs / xs.sum(axis=1, keepdims=True)
-        if _close(out, want):
+        if same_values(out, want):
             continue
         wrong = (
             (xs / xs.sum(axis=0, keepdims=True),
@@ -313,7 +309,7 @@ def _check_row_normalize(fn) -> None:
              f"then `lax.psum` over MODEL_REPLICAS."),
             (xs / xs.sum(), "It divides by the sum over both axes (the whole array), not by each row's sum."),
         )
-        diagnosis = next((words for value, words in wrong if _close(out, value)), "")
+        diagnosis = next((words for value, words in wrong if same_values(out, value)), "")
         _expect_values(f"{name}(x, mesh)", out, want, where,
                        hint=f"Expected each row of x divided by that row's sum. {diagnosis}")
     found = _communication(lambda a: fn(a, mesh), x)

@@ -15,18 +15,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from namedaxes import DEVICES
-from namedaxes.checking import (CheckFailed, Exercise, collective_axes, collectives,
-                                expect_close, expect_collective, expect_replicated)
+from namedaxes.checking import (CheckFailed, Exercise, collective_axes, collectives, expect_close,
+                                expect_collective, expect_replicated, fail, not_written_yet, same_values,
+                                unbound_axis_name)
 from namedaxes.grading import rng
 
 __all__ = ["scaled_sum", "scaled_sum_uses_psum", "scaled_mean", "global_max_share"]
 
 AXIS_ENV = [(DEVICES, 8)]
 DEVICE_COUNTS = (2, 4, 8)
-
-
-def _fail(msg: str) -> None:
-    raise CheckFailed(msg)
 
 
 def _fmt(value) -> str:
@@ -42,10 +39,9 @@ def _explained(name: str):
     try:
         yield
     except NotImplementedError as err:
-        raise CheckFailed(f"`{name}` is not written yet: replace `raise NotImplementedError()` "
-                          f"in its cell with your code, then run that cell again.") from err
+        raise CheckFailed(not_written_yet(name, where=" in its cell", then=", then run that cell again")) from err
     except NameError as err:
-        if "unbound axis name" not in str(err):
+        if unbound_axis_name(err) is None:
             raise
         raise CheckFailed(
             f"`{name}` uses an axis name that `pmap` did not bind ({err}). The check runs "
@@ -63,25 +59,20 @@ def _run(name: str, fn: Callable, x) -> jax.Array:
 def _expect_per_device(name: str, out, x) -> None:
     """One result per device, shaped and typed like that device's `x`."""
     if not isinstance(out, jax.Array):
-        _fail(f"`{name}` should return one array (shaped like `x`), but `pmap` got "
-              f"{type(out).__name__} back: {out!r:.80}. Did you forget a `return`?")
+        fail(f"`{name}` should return one array (shaped like `x`), but `pmap` got "
+             f"{type(out).__name__} back: {out!r:.80}. Did you forget a `return`?")
     x = np.asarray(x)
     per_shape, got_shape = x.shape[1:], tuple(out.shape[1:])
     if tuple(out.shape[:1]) != x.shape[:1] or got_shape != per_shape:
-        _fail(f"`{name}` should return an array shaped like its input `x` on each device "
-              f"(per-device shape {per_shape}), but with {x.shape[0]} devices `pmap` got "
-              f"results of shape {tuple(out.shape)}, i.e. per-device shape {got_shape}."
-              + (" Did you reduce `x` with `jnp.sum`/`jnp.max` inside one device? A collective "
-                 "combines values across devices and keeps the shape." if got_shape == () else ""))
+        fail(f"`{name}` should return an array shaped like its input `x` on each device "
+             f"(per-device shape {per_shape}), but with {x.shape[0]} devices `pmap` got "
+             f"results of shape {tuple(out.shape)}, i.e. per-device shape {got_shape}."
+             + (" Did you reduce `x` with `jnp.sum`/`jnp.max` inside one device? A collective "
+                "combines values across devices and keeps the shape." if got_shape == () else ""))
     if np.dtype(out.dtype) != x.dtype:
-        _fail(f"`{name}` should keep the dtype of `x` ({x.dtype.name} in, {x.dtype.name} out), "
-              f"but it returned {np.dtype(out.dtype).name}. Use Python numbers such as `2.0` "
-              f"rather than typed arrays in your arithmetic, so JAX keeps the input dtype.")
-
-
-def _same(a, b) -> bool:
-    return np.asarray(a).shape == np.asarray(b).shape and bool(
-        np.allclose(np.asarray(a, float), np.asarray(b, float), rtol=1e-5, atol=1e-5))
+        fail(f"`{name}` should keep the dtype of `x` ({x.dtype.name} in, {x.dtype.name} out), "
+             f"but it returned {np.dtype(out.dtype).name}. Use Python numbers such as `2.0` "
+             f"rather than typed arrays in your arithmetic, so JAX keeps the input dtype.")
 
 
 # ---------------------------------------------------------------- inputs
@@ -123,11 +114,11 @@ def _observe_outputs(fn: Callable, grade_id: str, **kwargs) -> dict:
 def _diagnose_sum(x, got, want) -> str:
     """A hint for a replicated, well-shaped, but wrong `scaled_sum` result."""
     x, got, k = np.asarray(x, float), np.asarray(got, float)[0], x.shape[0]
-    if _same(got, want / 2):
+    if same_values(got, want / 2, dtype=float):
         return "That is the plain sum of `x`: multiply by 2.0 before (or after) the psum."
-    if _same(got, want / k):
+    if same_values(got, want / k, dtype=float):
         return "That is the mean over devices (what `lax.pmean` gives): use `lax.psum` for the total."
-    if _same(got, 2.0 * x.max(axis=0)):
+    if same_values(got, 2.0 * x.max(axis=0), dtype=float):
         return "That is the maximum over devices (what `lax.pmax` gives): use `lax.psum` for the total."
     return ("If you wrote the number by hand, compute it instead: the check runs several device "
             "counts and inputs.")
@@ -203,12 +194,12 @@ def _check_scaled_mean(fn: Callable) -> None:
                           hint=f"With {k} devices holding {_fmt(x)}, every device should end with "
                                f"{_fmt(want)} (the mean of x * 2.0 over all devices).")
         got = np.asarray(out, float)[0]
-        if _same(got, want * k):
+        if same_values(got, want * k, dtype=float):
             hint = "That is the total, not the mean: use `lax.pmean`, or divide the psum by the device count."
-        elif _same(got, want * k / 8) and k != 8:
+        elif same_values(got, want * k / 8, dtype=float) and k != 8:
             hint = ("That is the total divided by 8. The device count is not always 8: use `lax.pmean`, "
                     "or divide by `lax.psum(1, axis_name=DEVICES)`.")
-        elif _same(got, want / 2):
+        elif same_values(got, want / 2, dtype=float):
             hint = "That is the mean of `x` itself: multiply by 2.0."
         else:
             hint = ""
@@ -251,12 +242,12 @@ def _check_global_max_share(fn: Callable) -> None:
         want = xs / xs.max(axis=0)
         got = np.asarray(out, np.float64)
         k = x.shape[0]
-        if _same(got, np.ones_like(want)):
+        if same_values(got, np.ones_like(want), dtype=float):
             hint = ("Every entry is 1: each device divided by its own value. Divide by the largest "
                     "value across devices, `lax.pmax(x, axis_name=DEVICES)`.")
-        elif _same(got, np.broadcast_to(xs.max(axis=0), got.shape)):
+        elif same_values(got, np.broadcast_to(xs.max(axis=0), got.shape), dtype=float):
             hint = "That is the maximum itself: divide the device's own `x` by it."
-        elif _same(got, xs / xs.max()) and xs.ndim > 1:
+        elif same_values(got, xs / xs.max(), dtype=float) and xs.ndim > 1:
             hint = ("You divided by the largest entry of all vectors. Compare each position only with "
                     "the same position on the other devices: `lax.pmax(x, ...)` works entry by entry.")
         elif got.ndim and np.allclose(got, got[:1]) and not np.allclose(want, want[:1]):

@@ -24,7 +24,8 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import DATA_PARALLEL, DATA_SHARDS, DEVICES, MODEL_REPLICAS
-from namedaxes.checking import CheckFailed, Exercise, collective_axes, collectives, expect_array
+from namedaxes.checking import (CheckFailed, Exercise, collective_axes, collectives, expect_array, fail,
+                                not_written_yet, same_values, unbound_axis_name)
 from namedaxes.grading import rng
 
 __all__ = ["sharded_scaled_sum", "replica_totals", "dp_train_step", "jit_train_step",
@@ -36,17 +37,8 @@ LEARNING_RATE = 0.01
 _NOT_COMMUNICATION = {"pvary", "axis_index"}
 
 
-def _fail(msg: str) -> None:
-    raise CheckFailed(msg)
-
-
 def _fmt(value) -> str:
     return np.array2string(np.asarray(value), precision=4, threshold=16)
-
-
-def _close(a, b, tol: float = 1e-4) -> bool:
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    return a.shape == b.shape and bool(np.allclose(a, b, rtol=tol, atol=tol))
 
 
 # ---------------------------------------------------------------- meshes and the reference model
@@ -104,13 +96,12 @@ def _explained(name: str, mesh=None):
                    f"its axis name is not an axis of the mesh, e.g. a typo such as 'device'. Use the "
                    f"course's constants (`DEVICES`, `DATA_SHARDS`, `MODEL_REPLICAS`, `DATA_PARALLEL`).{names}")
     except NotImplementedError:
-        message = (f"`{name}` is not written yet: replace `raise NotImplementedError()` in its cell "
-                   f"with your code, then run that cell again.")
+        message = not_written_yet(name, where=" in its cell", then=", then run that cell again")
     except NameError as err:
-        text = str(err)
-        if "unbound axis name" not in text:
+        axis = unbound_axis_name(err)
+        if axis is None:
             raise
-        axis = text.split("unbound axis name:")[-1].split(".")[0].strip()
+        text = str(err)
         message = (f"`{name}` calls a collective over '{axis}' where no mesh axis of that name is bound "
                    f"(JAX says: \"{text.splitlines()[0]}\"). Collectives work inside the function you give "
                    f"`jax.shard_map`, over the axis names of its `mesh`: put the `lax.psum`/`lax.pmean` in "
@@ -209,29 +200,29 @@ def _check_sharded_scaled_sum(fn: Callable) -> None:
             elif tuple(out.shape) == (k,):
                 hint = (" One value per device: with `out_specs=P(DEVICES)` the devices' results are "
                         "put side by side. After a psum every device holds the total: `out_specs=P()`.")
-            _fail(f"`{name}` should return a scalar (shape ()), the total of 2 * x, but it returned "
-                  f"shape {tuple(out.shape)} {where}.{hint}")
+            fail(f"`{name}` should return a scalar (shape ()), the total of 2 * x, but it returned "
+                 f"shape {tuple(out.shape)} {where}.{hint}")
         got = float(np.asarray(out))
-        if not _close(got, want):
+        if not same_values(got, want, 1e-4, dtype=float):
             first = 2.0 * float(np.sum(np.asarray(x, np.float64)[:block]))
-            if _close(got, want / 2):
+            if same_values(got, want / 2, 1e-4, dtype=float):
                 hint = "That is the plain sum of x: multiply by 2.0."
-            elif _close(got, first):
+            elif same_values(got, first, 1e-4, dtype=float):
                 hint = ("That is only the first device's share (device 0's block). Add the shares of "
                         "all devices with `lax.psum(..., DEVICES)` inside the shard_map.")
-            elif _close(got, want / k):
+            elif same_values(got, want / k, 1e-4, dtype=float):
                 hint = "That is the mean of the devices' shares (`lax.pmean`): use `lax.psum` for the total."
             else:
                 hint = "If you wrote a number by hand, compute it instead: the check uses several meshes."
-            _fail(f"`{name}` returned {got:.6g} {where}, but the total of 2 * x is {want:.6g}. {hint}")
+            fail(f"`{name}` returned {got:.6g} {where}, but the total of 2 * x is {want:.6g}. {hint}")
     mesh = line_mesh(8)
     x = _f32(np.arange(16))
     with _explained(name):
         found = _communication(lambda v: fn(v, mesh), x)
     if not any(DEVICES in axes for _, axes in found):
-        _fail(f"`{name}` returns the right total, but it performs {_seen(found)} over '{DEVICES}'. "
-              f"The point is the shard_map form: each device sums only its own block, and "
-              f"`lax.psum(..., DEVICES)` inside `jax.shard_map` adds the devices' shares.")
+        fail(f"`{name}` returns the right total, but it performs {_seen(found)} over '{DEVICES}'. "
+             f"The point is the shard_map form: each device sums only its own block, and "
+             f"`lax.psum(..., DEVICES)` inside `jax.shard_map` adds the devices' shares.")
 
 
 def _observe_sharded_scaled_sum(fn: Callable) -> dict:
@@ -303,30 +294,30 @@ def _check_replica_totals(fn: Callable) -> None:
                         "only.")
             else:
                 hint = ""
-            _fail(f"`{name}` should return shape {want.shape} {where}: the rows stay split over "
-                  f"DATA_SHARDS, and the {n_rep} column blocks are added up. It returned shape "
-                  f"{got_shape}.{hint}")
+            fail(f"`{name}` should return shape {want.shape} {where}: the rows stay split over "
+                 f"DATA_SHARDS, and the {n_rep} column blocks are added up. It returned shape "
+                 f"{got_shape}.{hint}")
         got = np.asarray(out, np.float64)
-        if not _close(got, want):
+        if not same_values(got, want, 1e-4, dtype=float):
             over_both = np.tile(want.reshape(n_data, -1, want.shape[1]).sum(axis=0), (n_data, 1))
-            if _close(got, over_both):
+            if same_values(got, over_both, 1e-4, dtype=float):
                 hint = ("Those are the totals over the whole mesh: reduce over MODEL_REPLICAS only, "
                         "so each data shard keeps its own rows.")
             else:
                 hint = "Each device should add its block to the blocks of its row's other devices."
-            _fail(f"`{name}` has the wrong values {where}: expected {_fmt(want)}, got {_fmt(got)}. {hint}")
+            fail(f"`{name}` has the wrong values {where}: expected {_fmt(want)}, got {_fmt(got)}. {hint}")
     mesh = grid_mesh((2, 4))
     x = _placed(_f32(np.zeros((4, 8))), mesh, P(DATA_SHARDS, MODEL_REPLICAS))
     with _explained(name):
         found = _communication(lambda v: fn(v, mesh), x)
     axes = _axes_of(found)
     if MODEL_REPLICAS not in axes:
-        _fail(f"`{name}` returns the right values, but it performs {_seen(found)} over "
-              f"'{MODEL_REPLICAS}'. Use `jax.shard_map` and let each device add its block to its row "
-              f"partners' with `lax.psum(..., MODEL_REPLICAS)`.")
+        fail(f"`{name}` returns the right values, but it performs {_seen(found)} over "
+             f"'{MODEL_REPLICAS}'. Use `jax.shard_map` and let each device add its block to its row "
+             f"partners' with `lax.psum(..., MODEL_REPLICAS)`.")
     if DATA_SHARDS in axes:
-        _fail(f"`{name}` communicates over '{DATA_SHARDS}' too ({_seen(found)}), but the data shards "
-              f"never need each other's values here: reduce over MODEL_REPLICAS only.")
+        fail(f"`{name}` communicates over '{DATA_SHARDS}' too ({_seen(found)}), but the data shards "
+             f"never need each other's values here: reduce over MODEL_REPLICAS only.")
 
 
 def _observe_replica_totals(fn: Callable) -> dict:
@@ -379,17 +370,17 @@ def _random_training_case(r, k: int, m: int):
 def _expect_params(name: str, out, where: str) -> None:
     if not isinstance(out, dict) or set(out) != {"w", "b"}:
         kind = f"a dict with keys {sorted(out)}" if isinstance(out, dict) else f"a `{type(out).__name__}`"
-        _fail(f"`{name}` should return the new parameters as a dict with keys 'w' and 'b' (like `params`), "
-              f"but it returned {kind} {where}. `jax.tree.map` over `params` and the gradients keeps the "
-              f"structure.")
+        fail(f"`{name}` should return the new parameters as a dict with keys 'w' and 'b' (like `params`), "
+             f"but it returned {kind} {where}. `jax.tree.map` over `params` and the gradients keeps the "
+             f"structure.")
     for key in ("w", "b"):
         value = out[key]
         expect_array(f"{name}(...)['{key}']", value, dtype=jnp.float32)
         if tuple(value.shape) != ():
             hint = (" One value per device: the new parameters are the same on every device, so their "
                     "`out_specs` is `P()`." if value.ndim == 1 else "")
-            _fail(f"`{name}(...)['{key}']` should be a scalar like `params['{key}']`, but it has shape "
-                  f"{tuple(value.shape)} {where}.{hint}")
+            fail(f"`{name}(...)['{key}']` should be a scalar like `params['{key}']`, but it has shape "
+                 f"{tuple(value.shape)} {where}.{hint}")
 
 
 def _check_update(name: str, fn: Callable, k: int, params, batch) -> None:
@@ -401,29 +392,29 @@ def _check_update(name: str, fn: Callable, k: int, params, batch) -> None:
     want = _reference_step(params, batch)
     got = {key: float(np.asarray(out[key])) for key in ("w", "b")}
     ref = {key: float(np.asarray(want[key])) for key in ("w", "b")}
-    if all(_close(got[key], ref[key]) for key in ref):
+    if all(same_values(got[key], ref[key], 1e-4, dtype=float) for key in ref):
         return
     old = {key: float(np.asarray(params[key])) for key in ("w", "b")}
     step = {key: got[key] - old[key] for key in ref}
     ref_step = {key: ref[key] - old[key] for key in ref}
-    if all(_close(step[key], k * ref_step[key]) for key in ref):
+    if all(same_values(step[key], k * ref_step[key], 1e-4, dtype=float) for key in ref):
         hint = (f"Your update is {k} times too large: the gradients were summed over the {k} devices, not "
                 f"averaged. Either a `lax.psum` stands where `lax.pmean` belongs, or you met the "
                 f"shard_map trap: `params` enter with `in_specs=P()`, so `jax.grad` with respect to them "
                 f"already sums the devices' gradients, and the `pmean` after it changes nothing. "
                 f"Make the parameters per-device first (`lax.pcast(params, DATA_PARALLEL, to='varying')`), "
                 f"or differentiate the averaged loss `lax.pmean(loss_fn(p, batch), DATA_PARALLEL)`.")
-    elif all(_close(got[key], old[key]) for key in ref):
+    elif all(same_values(got[key], old[key], 1e-4, dtype=float) for key in ref):
         hint = "The parameters did not change: subtract LEARNING_RATE * gradient from each one."
-    elif all(_close(step[key], ref_step[key] * 100.0) for key in ref):
+    elif all(same_values(step[key], ref_step[key] * 100.0, 1e-4, dtype=float) for key in ref):
         hint = "The step is 100 times too large: the learning rate is 0.01."
-    elif all(_close(step[key], -ref_step[key]) for key in ref):
+    elif all(same_values(step[key], -ref_step[key], 1e-4, dtype=float) for key in ref):
         hint = "The step goes the wrong way: subtract the gradient, do not add it."
     else:
         hint = ("Compare with one plain SGD step on one device: "
                 "`jax.tree.map(lambda p, g: p - 0.01 * g, params, jax.grad(loss_fn)(params, batch))`.")
-    _fail(f"`{name}` returned w = {got['w']:.6g}, b = {got['b']:.6g} {where}, but one SGD step on the "
-          f"whole batch gives w = {ref['w']:.6g}, b = {ref['b']:.6g}. {hint}")
+    fail(f"`{name}` returned w = {got['w']:.6g}, b = {got['b']:.6g} {where}, but one SGD step on the "
+         f"whole batch gives w = {ref['w']:.6g}, b = {ref['b']:.6g}. {hint}")
 
 
 def _check_dp_train_step(fn: Callable) -> None:
@@ -435,10 +426,10 @@ def _check_dp_train_step(fn: Callable) -> None:
     with _explained(name):
         found = _communication(lambda p, b: fn(p, b, mesh), params, batch)
     if DATA_PARALLEL not in _axes_of(found):
-        _fail(f"`{name}` returns the right parameters, but it performs {_seen(found)} over "
-              f"'{DATA_PARALLEL}'. Here the averaging is yours to write: inside `jax.shard_map`, average "
-              f"the gradients with `lax.pmean(..., DATA_PARALLEL)`. (Exercise 4 is where the compiler "
-              f"does it for you.)")
+        fail(f"`{name}` returns the right parameters, but it performs {_seen(found)} over "
+             f"'{DATA_PARALLEL}'. Here the averaging is yours to write: inside `jax.shard_map`, average "
+             f"the gradients with `lax.pmean(..., DATA_PARALLEL)`. (Exercise 4 is where the compiler "
+             f"does it for you.)")
 
 
 def _observe_training(fn: Callable, grade_id: str) -> dict:
@@ -496,16 +487,16 @@ def _check_jit_train_step(fn: Callable) -> None:
     with _explained(name):
         found = _communication(lambda p, b: fn(p, b, mesh), params, batch)
     if found:
-        _fail(f"`{name}` returns the right parameters, but it writes its own collectives ({_seen(found)}). "
-              f"In this exercise the compiler does the communication: no `shard_map` and no `lax.pmean`, "
-              f"just `jax.jit` of the one-device step applied to sharded arrays.")
+        fail(f"`{name}` returns the right parameters, but it writes its own collectives ({_seen(found)}). "
+             f"In this exercise the compiler does the communication: no `shard_map` and no `lax.pmean`, "
+             f"just `jax.jit` of the one-device step applied to sharded arrays.")
     with _explained(name):
         hlo = _hlo(fn, params, batch, mesh)
     if "all-reduce" not in hlo:
-        _fail(f"`{name}` returns the right parameters, but its compiled program has no all-reduce: "
-              f"everything ran without communication, so the batch was not split over the mesh. Place it "
-              f"with `jax.device_put(batch, NamedSharding(mesh, P(DATA_PARALLEL)))` (and `params` with "
-              f"`P()`) before calling the jitted step.")
+        fail(f"`{name}` returns the right parameters, but its compiled program has no all-reduce: "
+             f"everything ran without communication, so the batch was not split over the mesh. Place it "
+             f"with `jax.device_put(batch, NamedSharding(mesh, P(DATA_PARALLEL)))` (and `params` with "
+             f"`P()`) before calling the jitted step.")
 
 
 def _observe_jit_train_step(fn: Callable) -> dict:
@@ -557,23 +548,23 @@ def _check_weighted_total_shard_map(fn: Callable) -> None:
                         "`out_axes=None` translates to `out_specs=P()`.")
             else:
                 hint = ""
-            _fail(f"`{name}` should return what the pmap version returns, shape {want.shape} {where}, "
-                  f"but it returned shape {got_shape}.{hint}")
-        if not _close(out, want):
+            fail(f"`{name}` should return what the pmap version returns, shape {want.shape} {where}, "
+                 f"but it returned shape {got_shape}.{hint}")
+        if not same_values(out, want, 1e-4, dtype=float):
             hint = ""
-            if _close(out, want / k):
+            if same_values(out, want / k, 1e-4, dtype=float):
                 hint = "That is the mean over devices: keep `weighted_total`'s `lax.psum`."
-            elif _close(out, np.asarray(w, np.float64) * np.asarray(x, np.float64)[0]):
+            elif same_values(out, np.asarray(w, np.float64) * np.asarray(x, np.float64)[0], 1e-4, dtype=float):
                 hint = "That is only device 0's term: the psum over DEVICES is missing."
-            _fail(f"`{name}` has the wrong values {where}: the pmap version gives {_fmt(want)}, yours "
-                  f"gives {_fmt(out)}. {hint}")
+            fail(f"`{name}` has the wrong values {where}: the pmap version gives {_fmt(want)}, yours "
+                 f"gives {_fmt(out)}. {hint}")
     mesh = line_mesh(8)
     w, x = _f32(np.ones(3)), _f32(np.ones((8, 3)))
     with _explained(name):
         found = _communication(lambda a, b: fn(a, b, mesh), w, x)
     if DEVICES not in _axes_of(found):
-        _fail(f"`{name}` returns the right values, but it performs {_seen(found)} over '{DEVICES}'. "
-              f"Keep `weighted_total` (with its `lax.psum`) as the per-device function of `jax.shard_map`.")
+        fail(f"`{name}` returns the right values, but it performs {_seen(found)} over '{DEVICES}'. "
+             f"Keep `weighted_total` (with its `lax.psum`) as the per-device function of `jax.shard_map`.")
 
 
 def _observe_weighted_total_shard_map(fn: Callable) -> dict:
