@@ -142,7 +142,7 @@ def floor_seconds(source: Path, repeats: int = 2) -> float:
     for _ in range(repeats):
         nb = nbformat.read(source, as_version=4)
         t0 = time.monotonic()
-        NotebookClient(nb, timeout=120, kernel_name="python3", shutdown_kernel="immediate",
+        NotebookClient(nb, extra_arguments=["--IPKernelApp.log_level=ERROR"], timeout=120, kernel_name="python3", shutdown_kernel="immediate",
                        resources={"metadata": {"path": str(source.parent)}}).execute()
         times.append(time.monotonic() - t0)
     return min(times)

@@ -27,7 +27,7 @@ BUDGET_S = 15.0
 
 def run_all(nb, cwd: Path, allow_errors: bool = False) -> float:
     start = time.perf_counter()
-    NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=allow_errors,
+    NotebookClient(nb, extra_arguments=["--IPKernelApp.log_level=ERROR"], timeout=300, kernel_name="python3", allow_errors=allow_errors,
                    resources={"metadata": {"path": str(cwd)}}).execute()
     return time.perf_counter() - start
 
