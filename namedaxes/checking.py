@@ -227,6 +227,17 @@ def assert_check_passes(check: Callable, *args) -> None:
 
 
 # ---------------------------------------------------------------- exercises
+def _expect_course_devices() -> None:
+    """The checks run on the course's 8 devices: say so plainly if the set-up cell was skipped."""
+    import jax
+    from .axes import N_DEVICES
+    if jax.device_count() < N_DEVICES:
+        raise CheckFailed(
+            f"These checks need {N_DEVICES} devices, but JAX has {jax.device_count()}. Run the set-up cell at "
+            f"the top of the notebook (`setup_devices()`) first; if it says JAX is already running, restart "
+            f"the kernel and run the notebook from the top.") from None
+
+
 class Exercise:
     """One exercise: `check(answer)` raises with a specific message, `hint()` nudges.
 
@@ -245,6 +256,7 @@ class Exercise:
 
     def check(self, *answer) -> None:
         __tracebackhide__ = True  # noqa: F841 - IPython hides this frame in tracebacks
+        _expect_course_devices()
         try:
             self._check(*answer)
         except CheckFailed as err:

@@ -163,3 +163,10 @@ def test_unbound_axis_name_reads_the_axis_from_jax_error():
     assert unbound_axis_name(err.value) == "batch"
     assert unbound_axis_name(NameError("name 'lax' is not defined")) is None
     assert unbound_axis_name(ValueError("Found an unbound axis name: batch.")) is None
+
+
+def test_exercise_check_explains_a_skipped_device_setup(monkeypatch):
+    ex = Exercise("twice", lambda f: None)
+    monkeypatch.setattr(jax, "device_count", lambda: 1)
+    with pytest.raises(CheckFailed, match=r"need 8 devices, but JAX has 1\. Run the set-up cell"):
+        ex.check(lambda x: 2 * x)
