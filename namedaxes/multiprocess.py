@@ -553,16 +553,8 @@ class Cluster:
 
     def _kill(self) -> None:
         """SIGKILL each worker's whole process group (JAX catches SIGTERM), reap, clean up."""
+        self._kill_keep_logs()
         for p in self._procs:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        for p in self._procs:
-            try:
-                p.wait(5)
-            except subprocess.TimeoutExpired:
-                pass
             if p.stdin:
                 try:
                     p.stdin.close()
@@ -683,6 +675,7 @@ class Cluster:
             raise
 
     def _kill_keep_logs(self) -> None:
+        """SIGKILL and reap every worker's process group; logs stay readable for the error message."""
         for p in self._procs:
             try:
                 os.killpg(p.pid, signal.SIGKILL)
