@@ -1,8 +1,8 @@
 """Feedback HTML for one student x assignment, without hidden tests.
 
 Hidden test regions are removed with nbgrader's own `ClearHiddenTests`; error
-tracebacks in test cells (which would quote hidden lines) become one line,
-`ename: evalue`. A banner with the score and a verdict line after each test
+tracebacks (in test cells they would quote hidden lines; everywhere they show the
+grading machine's paths and library internals) become one line, `ename: evalue`. A banner with the score and a verdict line after each test
 cell say what passed and why not.
 """
 from __future__ import annotations
@@ -55,10 +55,10 @@ class FeedbackWriter:
             gid = meta.get("grade_id") if isinstance(meta, dict) else None
             if cell.cell_type == "code":
                 cell.metadata.pop("autograder", None)
-            if gid in verdicts and meta.get("grade") and not meta.get("solution"):
                 for out in cell.get("outputs", []):
                     if out.get("output_type") == "error":
                         out["traceback"] = [f"{out.get('ename', 'Error')}: {out.get('evalue', '')}"]
+            if gid in verdicts and meta.get("grade") and not meta.get("solution"):
                 out_cells.append(cell)
                 out_cells.append(new_markdown_cell(self._verdict(verdicts[gid])))
             else:
