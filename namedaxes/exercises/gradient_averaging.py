@@ -270,17 +270,23 @@ def _check_compute_gradients(fn: Callable) -> None:
              f"gradients: the averaging happens in `parallel_update_step`.")
 
 
-def _observe_compute_gradients(fn: Callable) -> dict:
-    r = rng(GRADE_IDS["compute_gradients"])
+def _observe_per_device_params(fn: Callable, exercise: str, prefix: str) -> dict:
+    """`fn(params, local_batch)` under pmap (params replicated) on random cases: each returned
+    param per device count, plus the axes its collectives use."""
+    r = rng(GRADE_IDS[exercise])
     out = {}
     for k, per, trailing in _OBSERVED_SHAPES:
         params, sharded = _random_case(r, k, per, trailing)
-        grads = jax.pmap(fn, axis_name=DATA_PARALLEL, in_axes=(None, 0))(params, sharded)
+        result = jax.pmap(fn, axis_name=DATA_PARALLEL, in_axes=(None, 0))(params, sharded)
         for key in PARAM_NAMES:
-            out[f"grad_{key}_k{k}"] = grads[key]
+            out[f"{prefix}_{key}_k{k}"] = result[key]
     out["axes"] = collective_axes(fn, params, jax.tree.map(lambda a: a[0], sharded),
                                   axis_env=[(DATA_PARALLEL, 8)])
     return out
+
+
+def _observe_compute_gradients(fn: Callable) -> dict:
+    return _observe_per_device_params(fn, "compute_gradients", "grad")
 
 
 compute_gradients = Exercise(
@@ -385,16 +391,7 @@ def _expect_averages(fn: Callable, params, local_batch, k: int) -> None:
 
 
 def _observe_parallel_update_step(fn: Callable) -> dict:
-    r = rng(GRADE_IDS["parallel_update_step"])
-    out = {}
-    for k, per, trailing in _OBSERVED_SHAPES:
-        params, sharded = _random_case(r, k, per, trailing)
-        new = jax.pmap(fn, axis_name=DATA_PARALLEL, in_axes=(None, 0))(params, sharded)
-        for key in PARAM_NAMES:
-            out[f"new_{key}_k{k}"] = new[key]
-    out["axes"] = collective_axes(fn, params, jax.tree.map(lambda a: a[0], sharded),
-                                  axis_env=[(DATA_PARALLEL, 8)])
-    return out
+    return _observe_per_device_params(fn, "parallel_update_step", "new")
 
 
 parallel_update_step = Exercise(

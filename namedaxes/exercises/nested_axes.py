@@ -170,16 +170,23 @@ def _check_grid_sums(fn) -> None:
                           hint=f"Use `lax.psum` over `{constant}`.")
 
 
-def _observe_grid_sums(fn) -> dict:
-    r = rng("grid_sums_each_axis")
+def _observe_on_grids(fn, grade_id: str, cases, draw) -> dict:
+    """Each part of `grid_map(fn)(x)` for x = draw(rng, (*grid, *per_device)) per case, plus the axes."""
+    r = rng(grade_id)
     out = {}
-    for grid, per_device in ((GRID_SHAPE, (3,)), (GRID_SHAPE, ()), ((2, 2), (2, 3)), ((1, 4), (5,))):
-        x = _uniform(r, (*grid, *per_device))
+    for grid, per_device in cases:
+        x = draw(r, (*grid, *per_device))
         tag = f"{grid[0]}x{grid[1]}_{'x'.join(map(str, per_device)) or 'scalar'}"
         for k, value in enumerate(grid_map(fn)(x)):
             out[f"{tag}_{k}"] = value
     out["axes"] = collective_axes(fn, jnp.float32(1.0), axis_env=_AXIS_ENV)
     return out
+
+
+def _observe_grid_sums(fn) -> dict:
+    return _observe_on_grids(fn, "grid_sums_each_axis",
+                             ((GRID_SHAPE, (3,)), (GRID_SHAPE, ()), ((2, 2), (2, 3)), ((1, 4), (5,))),
+                             _uniform)
 
 
 grid_sums = Exercise(
@@ -242,15 +249,9 @@ def _check_device_coordinates(fn) -> None:
 
 
 def _observe_device_coordinates(fn) -> dict:
-    r = rng("device_coordinates_grid")
-    out = {}
-    for grid, per_device in ((GRID_SHAPE, ()), ((2, 2), (3,)), ((1, 4), ()), ((2, 1), (2,))):
-        x = jnp.asarray(r.normal(size=(*grid, *per_device)), jnp.float32)
-        tag = f"{grid[0]}x{grid[1]}_{'x'.join(map(str, per_device)) or 'scalar'}"
-        for k, value in enumerate(grid_map(fn)(x)):
-            out[f"{tag}_{k}"] = value
-    out["axes"] = collective_axes(fn, jnp.float32(1.0), axis_env=_AXIS_ENV)
-    return out
+    return _observe_on_grids(fn, "device_coordinates_grid",
+                             ((GRID_SHAPE, ()), ((2, 2), (3,)), ((1, 4), ()), ((2, 1), (2,))),
+                             lambda r, shape: jnp.asarray(r.normal(size=shape), jnp.float32))
 
 
 device_coordinates = Exercise(
