@@ -3,6 +3,8 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# conda-forge names that differ from PyPI's
+CONDA_TO_PIP = {"python-flatbuffers": "flatbuffers"}
 
 
 def _pip_pins():
@@ -21,7 +23,8 @@ def _conda_pins():
     for line in (ROOT / "environment.yml").read_text().splitlines():
         m = re.match(r"^\s+-\s+([A-Za-z0-9_.-]+)=([0-9][^\s=]*)\s*$", line)
         if m and m.group(1) != "python":
-            pins[m.group(1).lower()] = m.group(2)
+            name = m.group(1).lower()
+            pins[CONDA_TO_PIP.get(name, name)] = m.group(2)
     return pins
 
 
