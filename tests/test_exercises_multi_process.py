@@ -159,13 +159,41 @@ def test_local_rows_accepts_right_answers(fn):
     (local_rows_first_block, r"worker process 1 .*returned rows 0 to 3, but it owns rows 4 to 7.*process_index"),
     (local_rows_hard_coded_4, r"In this kernel .*returned shape \(4, 2\) \(rows 0 to 3\); it should return rows 0 to 7"),
     (local_rows_everything, "returned all 8 rows"),
-    (local_rows_arrays_only, r"fails on a dict batch .*TypeError.*jax.tree.map"),
+    (local_rows_arrays_only, r"dict batch .*`local_rows` slices the dict itself .*keys, not rows.*jax.tree.map"),
     (local_rows_one_row, "returned a single row"),
     (local_rows_global_count, r"worker process 0 .*returned all 8 rows.*local_device_count"),
     (not_written, "not written yet"),
 ])
 def test_local_rows_rejects_wrong_answers(fn, match):
     assert_check_fails(q.local_rows.check, fn, match=match)
+
+
+def local_rows_slice_error_py311(global_batch):
+    if not isinstance(global_batch, dict):
+        return local_rows_ref(global_batch)
+    raise TypeError("unhashable type: 'slice'")  # what `a_dict[0:8]` raises up to Python 3.11
+
+
+def local_rows_slice_error_py312(global_batch):
+    if not isinstance(global_batch, dict):
+        return local_rows_ref(global_batch)
+    raise KeyError(slice(0, 8, None))  # what `a_dict[0:8]` raises from Python 3.12 on
+
+
+def local_rows_wrong_key(global_batch):
+    if not isinstance(global_batch, dict):
+        return local_rows_ref(global_batch)
+    return {"x": global_batch["inputs"][:8], "y": global_batch["y"][:8]}
+
+
+@pytest.mark.parametrize("fn", [local_rows_arrays_only, local_rows_slice_error_py311, local_rows_slice_error_py312])
+def test_slicing_a_dict_batch_gets_the_same_plain_message_on_every_python(fn):
+    msg = assert_check_fails(q.local_rows.check, fn, match=r"slices the dict itself .*a dict has keys, not rows")
+    assert "KeyError" not in msg and "TypeError" not in msg and "slice(0" not in msg, msg
+
+
+def test_other_errors_on_a_dict_batch_are_named():
+    assert_check_fails(q.local_rows.check, local_rows_wrong_key, match=r"`local_rows` fails with KeyError: 'inputs'")
 
 
 def test_local_rows_observe_is_stable_and_discriminating():

@@ -227,15 +227,24 @@ def _expect_rows(name: str, got, batch, rows: slice, who: str) -> None:
         fail(f"{who} `{name}` returned {seen or show_values(got, dtype=float)}, but it owns {want_desc}.{extra}")
 
 
+def _sliced_a_dict(err: Exception) -> bool:
+    """`err` is what `a_dict[start:stop]` raises: `TypeError: unhashable type: 'slice'` up to Python 3.11,
+    `KeyError: slice(0, 8, None)` from 3.12 on (slices became hashable), so the message must not depend on it."""
+    if isinstance(err, KeyError):
+        return bool(err.args) and isinstance(err.args[0], slice)
+    return isinstance(err, TypeError) and "'slice'" in str(err)
+
+
 def _call_local_rows(fn: Callable, batch):
     try:
         return fn(batch)
     except (TypeError, KeyError, IndexError, AttributeError) as err:
         if not isinstance(batch, dict):
             raise
-        raise CheckFailed(f"`local_rows` fails on a dict batch {{'x': ..., 'y': ...}} with {type(err).__name__}: "
-                          f"{err}. Slice every array of the dict, e.g. with "
-                          f"`jax.tree.map(lambda a: a[start:stop], global_batch)`.") from err
+        how = ("slices the dict itself (`global_batch[start:stop]`), but a dict has keys, not rows"
+               if _sliced_a_dict(err) else f"fails with {type(err).__name__}: {err}")
+        raise CheckFailed(f"On a dict batch {{'x': ..., 'y': ...}}, `local_rows` {how}. Slice every array of "
+                          f"the dict, e.g. with `jax.tree.map(lambda a: a[start:stop], global_batch)`.") from err
 
 
 def _run_local_rows(fn: Callable, batches: list) -> tuple[list, list]:
