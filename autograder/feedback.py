@@ -1,22 +1,53 @@
-"""Feedback HTML for one student x assignment, without hidden tests.
+"""Feedback HTML for one student x assignment: inert, without hidden tests, with the grader's verdicts.
+
+Threat model: the page is opened by the student and by the instructor (from
+formgrader's folders, in the browser that holds the Jupyter token), and most of
+what it shows was produced by the student's code. So:
+
+- the notebook passes through `inert.make_inert` first (no student HTML, JS,
+  SVG, rendered markdown, attachments or metadata survive; see that module);
+- the page is rendered by nbconvert's lab template with every script block
+  emptied (require.js, MathJax, mermaid, widget state), and carries
+  `inert.CSP` as its first `<head>` element, so even a bug in the above could
+  not run or load anything;
+- every id and reason the grader writes is escaped for markdown and HTML
+  (`inert.md_text`); grade ids come from the source notebook.
+
+The grader's own words are the only formatted text in the page: a banner with
+the score, and a verdict after each test cell. Student markdown and outputs can
+only appear as literal text (a fenced block labelled as the submission's text,
+or an output area), so a student's "**Score: 7 / 7**" is visibly not the banner.
 
 Hidden test regions are removed with nbgrader's own `ClearHiddenTests`; error
 tracebacks (in test cells they would quote hidden lines; everywhere they show the
-grading machine's paths and library internals) become one line, `ename: evalue`. A banner with the score and a verdict line after each test
-cell say what passed and why not.
+grading machine's paths and library internals) become one line, `ename: evalue`.
 """
 from __future__ import annotations
 
 import copy
-import html
 import re
 
 from nbformat import NotebookNode
 from nbformat.v4 import new_markdown_cell, new_notebook
 
-__all__ = ["FeedbackWriter", "scrub_text"]
+from .inert import CSP_META, make_inert, md_text
+
+__all__ = ["FeedbackWriter", "scrub_text", "TEMPLATE"]
 
 _ADDR = re.compile(r"0x[0-9a-fA-F]{6,}")
+
+# nbconvert's lab template with every block that emits a <script> emptied, and the CSP first in <head>.
+TEMPLATE = """{%- extends 'index.html.j2' -%}
+{%- block html_head -%}""" + CSP_META + """
+{{ super() }}
+{%- endblock html_head -%}
+{%- block html_head_js -%}{%- endblock html_head_js -%}
+{%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{%- block footer_js -%}{%- endblock footer_js -%}
+"""
+TEMPLATE_NAME = "autograder_feedback.html.j2"
 
 
 def scrub_text(text: str, workdir: str | None = None) -> str:
@@ -27,42 +58,43 @@ def scrub_text(text: str, workdir: str | None = None) -> str:
     return text
 
 
-def _md(text: str) -> str:
-    """Student-influenced text, safe inside a markdown cell (no raw HTML)."""
-    return html.escape(text, quote=False).replace("\n", " ").replace("|", "\\|")
+def _points(c: dict) -> str:
+    return f"{c['points']:g} / {c['max_points']:g} point{'s' if c['max_points'] != 1 else ''}"
 
 
 class FeedbackWriter:
     """Reused by one worker for all its submissions (nbconvert's exporter is slow to create)."""
 
     def __init__(self):
+        from jinja2 import DictLoader
         from nbconvert import HTMLExporter
         from nbgrader.preprocessors import ClearHiddenTests
-        self.exporter = HTMLExporter(template_name="lab")
+        self.exporter = HTMLExporter(template_name="lab", extra_loaders=[DictLoader({TEMPLATE_NAME: TEMPLATE})],
+                                     template_file=TEMPLATE_NAME)
         self.exporter.exclude_input_prompt = False
         self.clear_hidden = ClearHiddenTests()
 
-    def html(self, nb: NotebookNode | None, title: str, row: dict, cells: list[dict]) -> str:
+    def html(self, nb: NotebookNode | None, title: str, row: dict, cells: list[dict], source=None) -> str:
+        """The page. `source` (the assignment's SourceNotebook), when given, makes the markdown check exact."""
         if nb is None:
             nb = new_notebook()
         else:
             nb = copy.deepcopy(nb)
             nb, _ = self.clear_hidden.preprocess(nb, {})
+            nb = make_inert(nb, source)
         verdicts = {c["grade_id"]: c for c in cells}
         out_cells = [new_markdown_cell(self._banner(title, row, cells))]
         for cell in nb.cells:
             meta = cell.get("metadata", {}).get("nbgrader", {})
             gid = meta.get("grade_id") if isinstance(meta, dict) else None
             if cell.cell_type == "code":
-                cell.metadata.pop("autograder", None)
                 for out in cell.get("outputs", []):
                     if out.get("output_type") == "error":
                         out["traceback"] = [f"{out.get('ename', 'Error')}: {out.get('evalue', '')}"]
+            cell.metadata.pop("autograder", None)
+            out_cells.append(cell)
             if gid in verdicts and meta.get("grade") and not meta.get("solution"):
-                out_cells.append(cell)
                 out_cells.append(new_markdown_cell(self._verdict(verdicts[gid])))
-            else:
-                out_cells.append(cell)
         nb.cells = out_cells
         nb.metadata["title"] = title
         body, _ = self.exporter.from_notebook_node(nb, resources={"metadata": {"name": title}})
@@ -70,20 +102,21 @@ class FeedbackWriter:
 
     @staticmethod
     def _verdict(c: dict) -> str:
-        pts = f"{c['points']:g} / {c['max_points']:g} point{'s' if c['max_points'] != 1 else ''}"
-        if c["passed"]:
-            return f"> **✔ `{c['grade_id']}`: {pts}.** Passed."
-        return f"> **✘ `{c['grade_id']}`: {pts}.** {_md(c['reason'])}"
+        head = f"> **{'✔' if c['passed'] else '✘'} Autograder, test `{c['grade_id']}`: {_points(c)}.**"
+        return head + (" Passed." if c["passed"] else f" {md_text(c['reason'])}")
 
     @staticmethod
     def _banner(title: str, row: dict, cells: list[dict]) -> str:
-        lines = [f"# Feedback: {_md(title)}", "",
-                 f"**Student:** {_md(row['student'])} &nbsp; **Score: {row['score']:g} / {row['max_score']:g}**"]
+        lines = [f"# Autograder feedback: {md_text(title)}", "",
+                 f"> **Student:** {md_text(row['student'])} &nbsp; "
+                 f"**Score: {row['score']:g} / {row['max_score']:g}**"]
         if row["status"] != "ok":
-            lines += ["", f"**Status: {row['status']}.** {_md(row['reason'])}"]
+            lines += [">", f"> **Status: {md_text(row['status'])}.** {md_text(row['reason'])}"]
         if cells:
             lines += ["", "| test | points | result |", "|---|---|---|"]
             for c in cells:
-                result = "passed" if c["passed"] else _md(c["reason"])
+                result = "passed" if c["passed"] else md_text(c["reason"])
                 lines.append(f"| `{c['grade_id']}` | {c['points']:g} / {c['max_points']:g} | {result} |")
+        lines += ["", "*Everything below the line comes from the submission; text that the submission wrote "
+                      "is shown as typed.*", "", "---"]
         return "\n".join(lines)
