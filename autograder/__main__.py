@@ -5,7 +5,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from .runner import GraderError, Options, grade, repo_root
+from .discovery import repo_root
+from .records import GraderError, Options
+from .runner import grade
 
 EPILOG = """\
 examples:

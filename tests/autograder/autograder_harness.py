@@ -66,7 +66,8 @@ def build_and_grade(root: Path) -> dict:
         points[aid] = {c.metadata["nbgrader"]["grade_id"]: float(c.metadata["nbgrader"]["points"])
                        for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")
                        and not c.metadata["nbgrader"].get("solution")}
-    from autograder.runner import discover_sources, reference_key
+    from autograder.discovery import discover_sources
+    from autograder.references import reference_key
     ref = f"{specs.A02}-{reference_key(discover_sources(course, [specs.A02])[specs.A02])[:16]}"
     context = {"forbidden": [str(REPO / "solutions" / f"{specs.A02}.ipynb"),
                              str(course / "source" / specs.A02 / f"{specs.A02}.ipynb"),

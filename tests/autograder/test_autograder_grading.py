@@ -12,7 +12,7 @@ import pytest
 import autograder_specs as specs
 from autograder_harness import grade_cmd, read_csv
 
-from autograder.runner import CSV_COLUMNS
+from autograder.records import CSV_COLUMNS
 
 ISOLATED = shutil.which("bwrap") is not None
 
@@ -106,7 +106,8 @@ def test_nothing_escaped_the_sandbox(graded_class):
 
 
 def _reference_dirs(course):
-    from autograder.runner import discover_sources, reference_key
+    from autograder.discovery import discover_sources
+    from autograder.references import reference_key
     return {f"{aid}-{reference_key(src)[:16]}" for aid, src in discover_sources(course, []).items()}
 
 

@@ -16,7 +16,7 @@ from autograder.executor import guard_index, harvest_observations
 from autograder.guard import split_hidden
 from autograder.notebooks import SourceNotebook, UnreadableNotebook, build_graded, parse_submission
 from autograder.placement import place_course, place_submissions, safe_extract
-from autograder.runner import _missing_reason
+from autograder.outputs import missing_reason as _missing_reason
 
 SOURCE = specs.REPO / "solutions" / f"{specs.A02}.ipynb"
 NOTEBOOKS = {f"{specs.A02}.ipynb": specs.A02, f"{specs.A01}.ipynb": specs.A01}
@@ -290,7 +290,7 @@ def test_a_kernel_that_never_starts_gives_an_error_row(source, tmp_path):
     from autograder.executor import run_notebook
     from autograder.kernel import Kernel
     from autograder.notebooks import MergeReport
-    from autograder.runner import _Worker
+    from autograder.scoring import submission_status
     from autograder.sandbox import Sandbox
     sandbox = Sandbox(isolate=False, python=str(tmp_path / "no-such-python"))
     graded, _ = build_graded(source, None)
@@ -302,5 +302,5 @@ def test_a_kernel_that_never_starts_gives_an_error_row(source, tmp_path):
     run = run_notebook(graded, {}, None, new_kernel, cell_timeout=5, start_timeout=20)
     assert made == [0, 1]                                   # one retry, then give up
     assert run.start_error and all(o.status == "not_run" for o in run.outcomes.values())
-    status, reason = _Worker._status(run, MergeReport(), [], str(tmp_path))
+    status, reason = submission_status(run, MergeReport(), [], str(tmp_path))
     assert status == "error" and reason.startswith("the kernel did not start")

@@ -1,0 +1,147 @@
+"""What a grading run writes and prints: grades.csv, results.json, timings.json, progress, summary."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from .placement import Intake
+from .records import CSV_COLUMNS, Options
+
+__all__ = ["Progress", "missing_reason", "merge_previous", "write_outputs", "atomic_write", "summary"]
+
+
+class Progress:
+    def __init__(self, total: int, quiet: bool = False):
+        self.total, self.done, self.quiet = total, 0, quiet
+        self.counts: dict[str, int] = {}
+        self.t0 = time.monotonic()
+        self.tty = sys.stderr.isatty()
+        self._last = 0.0
+
+    def update(self, status: str) -> None:
+        self.done += 1
+        self.counts[status] = self.counts.get(status, 0) + 1
+        self.show()
+
+    def show(self, final: bool = False) -> None:
+        if self.quiet or self.total == 0 or (final and self.done == self.total):
+            return
+        now = time.monotonic()
+        if not (self.tty or final or now - self._last > 5 or self.done == self.total):
+            return
+        self._last = now
+        width = 30
+        filled = int(width * self.done / self.total)
+        bar = "#" * filled + "." * (width - filled)
+        counts = " ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))
+        elapsed = now - self.t0
+        line = f"grading [{bar}] {self.done}/{self.total}  {counts}  {elapsed:.0f} s"
+        if self.tty:
+            sys.stderr.write("\r" + line + ("\n" if self.done == self.total or final else ""))
+        else:
+            sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+
+
+def missing_reason(intake: Intake, student: str, assignment: str, file_name: str) -> str:
+    if student in intake.empty:
+        return "empty submission: no files in the student's folder"
+    near = [u for u in intake.unplaced if u.student == student and u.assignment == assignment]
+    if near:
+        return f"no {file_name} submitted; found {near[0].origin} ({near[0].reason}), not graded"
+    return f"no {file_name} submitted"
+
+
+
+def _public(row: dict) -> dict:
+    return {k: row[k] for k in ("student", "assignment", "score", "max_score", "status", "reason", "origin",
+                                "cells") if k in row}
+
+
+def _sort_key(row: dict):
+    return (row["student"], row["assignment"], row["status"], row["reason"])
+
+
+def merge_previous(out: Path, rows: list[dict], opts: Options, intake: Intake) -> list[dict]:
+    """For --student/--assignment runs, keep the other rows of the previous results.json."""
+    new = [_public(r) for r in rows]
+    if not (opts.students or opts.assignments):
+        return sorted(new, key=_sort_key)
+    try:
+        old = json.loads((out / "results.json").read_text())["rows"]
+    except (OSError, ValueError, KeyError):
+        old = []
+    students = set(opts.students) if opts.students else None
+    assignments = set(opts.assignments) if opts.assignments else None
+
+    def replaced(r: dict) -> bool:
+        in_students = students is None or r["student"] in students
+        in_assign = assignments is None or r["assignment"] in assignments or \
+            (r["status"] == "unplaceable" and students is not None)
+        return in_students and in_assign
+    kept = [r for r in old if not replaced(r)]
+    return sorted(kept + new, key=_sort_key)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:g}"
+
+
+def write_outputs(out: Path, all_rows: list[dict], rows: list[dict]) -> None:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    for r in all_rows:
+        w.writerow([r["student"], r["assignment"], _fmt(r["score"]), _fmt(r["max_score"]), r["status"],
+                    r["reason"]])
+    atomic_write(out / "grades.csv", buf.getvalue())
+    atomic_write(out / "results.json", json.dumps({"columns": CSV_COLUMNS, "rows": all_rows}, indent=1,
+                                                   ensure_ascii=False, sort_keys=True) + "\n")
+    timings = [{"student": r["student"], "assignment": r["assignment"], "seconds": round(r.get("seconds", 0), 3),
+                "exec_seconds": round(r.get("exec_seconds", 0), 3)} for r in rows if "seconds" in r]
+    atomic_write(out / "timings.json", json.dumps(timings, indent=1, ensure_ascii=False) + "\n")
+
+
+def atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def summary(out, sources, intake, rows, wall, sandbox, jobs, quiet, ref_seconds) -> None:
+    if quiet:
+        return
+    graded = [r for r in rows if r["status"] not in ("missing", "unplaceable")]
+    lines = ["", f"autograder: {len(intake.students)} student(s), {len(graded)} submission(s) graded "
+                 f"in {wall:.1f} s with {jobs} worker(s)"
+             + (f" ({wall / len(graded):.2f} s per submission)" if graded else "")]
+    lines.append("isolation: " + ("bubblewrap sandbox (no network, read-only system, own working copy)"
+                                  if sandbox.isolate else "NONE (bubblewrap unavailable) - resource limits only"))
+    if ref_seconds:
+        lines.append("reference runs: " + ", ".join(f"{a} {s:.1f} s" for a, s in sorted(ref_seconds.items())))
+    for aid, src in sources.items():
+        rs = [r for r in rows if r["assignment"] == aid]
+        if not rs:
+            continue
+        mean = sum(r["score"] for r in rs) / len(rs)
+        lines.append(f"  {aid:<28} mean {mean:5.2f} / {src.max_score:g}  over {len(rs)} student(s)")
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    lines.append("status: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    if intake.unplaced:
+        lines.append(f"unplaceable files ({len(intake.unplaced)}):")
+        for u in intake.unplaced[:25]:
+            lines.append(f"  {u.origin}: {u.reason}")
+        if len(intake.unplaced) > 25:
+            lines.append(f"  ... and {len(intake.unplaced) - 25} more (see grades.csv)")
+    if intake.clutter:
+        lines.append(f"ignored {intake.clutter} editor/OS clutter file(s) (.ipynb_checkpoints, .DS_Store, ...)")
+    lines.append(f"wrote {out / 'grades.csv'}, {out / 'results.json'}, {out / 'feedback'}/")
+    print("\n".join(lines))

@@ -1,0 +1,93 @@
+"""Turn what a run produced into cell results and a row (trusted: observations only).
+
+A test cell scores its points only when the observations its hidden part
+recorded match the reference solution's (`compare`). What the kernel printed,
+raised or displayed never adds a point; it only explains a zero.
+"""
+from __future__ import annotations
+
+from .compare import compare, load_observations
+from .executor import RunResult
+from .feedback import scrub_text
+from .notebooks import SourceNotebook, nbgrader_meta
+from .records import CellResult, Row, Task
+
+__all__ = ["one_line", "error_text", "score_run", "submission_status", "make_row", "zero_cells"]
+
+
+def one_line(text: str, n: int = 400) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def error_text(ename: str, evalue: str) -> str:
+    if ename == "NotImplementedError" and not evalue.strip():
+        return "NotImplementedError: not answered yet (the answer cell still raises NotImplementedError)"
+    return one_line(f"{ename}: {evalue}" if evalue.strip() else ename)
+
+
+def zero_cells(source: SourceNotebook, reason: str) -> list[CellResult]:
+    """Every test cell of the assignment at 0 points, for the same reason."""
+    return [{"grade_id": t.grade_id, "points": 0.0, "max_points": float(t.points), "passed": False,
+             "reason": reason} for t in source.test_cells]
+
+
+def score_run(source: SourceNotebook, nb, run: RunResult, refs: dict[str, dict], workdir: str) -> list[CellResult]:
+    """Per test cell: grade_id, points, max_points, passed, reason."""
+    index = {}
+    for i, cell in enumerate(nb.cells):
+        gid = nbgrader_meta(cell).get("grade_id")
+        if gid:
+            index[gid] = i
+    cells: list[CellResult] = []
+    for test in source.test_cells:
+        gid = test.grade_id
+        i = index.get(gid)
+        outcome = run.outcomes.get(i) if i is not None else None
+        error = error_text(outcome.ename, outcome.evalue) if outcome and outcome.status != "ok" else ""
+        passed, reason = False, ""
+        got = run.observations.get(gid)
+        if got is not None:
+            try:
+                verdict = compare(refs[gid], load_observations(*got))
+                passed = verdict.passed
+                reason = "" if passed else (error if outcome and outcome.status == "error" else verdict.reason())
+            except Exception:  # noqa: BLE001 - anything odd in what was recorded: no points
+                reason = "the recorded results could not be read"
+        elif outcome is None:
+            reason = "this test cell was not run"
+        elif outcome.status == "ok":
+            reason = "the hidden test recorded no results (was `record` or the results folder tampered with?)"
+        else:
+            reason = error
+        cells.append({"grade_id": gid, "points": float(test.points) if passed else 0.0,
+                      "max_points": float(test.points), "passed": bool(passed),
+                      "reason": scrub_text(reason, workdir)})
+    return cells
+
+
+def submission_status(run: RunResult, merge, cells: list[CellResult], workdir: str) -> tuple[str, str]:
+    """The row's status and reason: the first event (timeout, died, ...) decides the status."""
+    parts = []
+    status = "ok"
+    if run.start_error and all(o.status == "not_run" for o in run.outcomes.values()):
+        return "error", scrub_text(one_line("the kernel did not start: " + run.start_error), workdir)
+    if run.events:
+        status = run.events[0][0]
+        seen = []
+        for _, text in run.events:
+            if text not in seen:
+                seen.append(text)
+        parts += seen
+    if merge.answers_missing:
+        parts.append("no answer cell found for " + ", ".join(merge.answers_missing) + " (graded as unanswered)")
+    failed = [c["grade_id"] for c in cells if not c["passed"]]
+    if failed:
+        parts.append("failed: " + ", ".join(failed))
+    return status, scrub_text("; ".join(parts), workdir)
+
+
+def make_row(task: Task, source: SourceNotebook, status: str, reason: str, cells: list[CellResult]) -> Row:
+    return {"student": task.student, "assignment": task.assignment, "origin": task.origin,
+            "score": round(sum(c["points"] for c in cells), 6), "max_score": source.max_score,
+            "status": status, "reason": reason, "cells": cells}
