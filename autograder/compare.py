@@ -33,17 +33,21 @@ AXES_KEY = "axes"
 MAX_OBSERVATION_BYTES = 64 * 2**20
 
 
+HIDDEN_INPUTS = "results differ from the reference on hidden inputs"
+
+
 @dataclass
 class Verdict:
     passed: bool
     differences: list[str] = field(default_factory=list)
+    summary: str = HIDDEN_INPUTS       # what the differences are about ('' when they say it themselves)
 
     def reason(self, limit: int = 2) -> str:
         if self.passed:
             return ""
         shown = "; ".join(self.differences[:limit])
         more = f"; and {len(self.differences) - limit} more" if len(self.differences) > limit else ""
-        return f"results differ from the reference on hidden inputs ({shown}{more})"
+        return f"{self.summary} ({shown}{more})" if self.summary else f"{shown}{more}"
 
 
 def _is_array(value: Any) -> bool:
@@ -90,14 +94,15 @@ def _short(value: Any, n: int = 60) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def _compare_arrays(key: str, want: np.ndarray, got: np.ndarray) -> str | None:
+def _compare_arrays(key: str, want: np.ndarray, got: np.ndarray, rtol: float = RTOL,
+                    atol: float = ATOL) -> str | None:
     if want.shape != got.shape or want.dtype != got.dtype:
         return f"{key}: expected {_fmt_shape(want)}, got {_fmt_shape(got)}"
     if want.dtype.kind in "biufc":
         if want.dtype.kind in "b":
             same = np.array_equal(want, got)
         else:
-            same = bool(np.allclose(got, want, rtol=RTOL, atol=ATOL, equal_nan=True))
+            same = bool(np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True))
         if same:
             return None
         if want.dtype.kind == "b":
@@ -105,7 +110,7 @@ def _compare_arrays(key: str, want: np.ndarray, got: np.ndarray) -> str | None:
         w, g = want.astype(np.complex128 if want.dtype.kind == "c" else np.float64), got.astype(
             np.complex128 if got.dtype.kind == "c" else np.float64)
         with np.errstate(invalid="ignore"):
-            bad = ~np.isclose(g, w, rtol=RTOL, atol=ATOL, equal_nan=True)
+            bad = ~np.isclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
         diff = np.abs(g - w)[bad] if want.ndim else np.abs(g - w).reshape(1)
         finite = diff[np.isfinite(diff)]
         size = f"max abs difference {float(finite.max()):.4g}" if finite.size else "NaN/inf where numbers were expected"
@@ -139,8 +144,13 @@ def _compare_axes(want: Any, got: Any) -> str | None:
     return f"{AXES_KEY}: expected a collective over {', '.join(repr(a) for a in missing)}, but {seen}"
 
 
-def compare(reference: dict, observed: dict) -> Verdict:
-    """Do `observed` (a student's) match `reference` (the solution's)? With the differences."""
+def compare(reference: dict, observed: dict, tolerances: dict | None = None) -> Verdict:
+    """Do `observed` (a student's) match `reference` (the solution's)? With the differences.
+
+    `tolerances` maps a key to (rtol, atol) (None: the default) for arrays that
+    come from long float computations.
+    """
+    tolerances = tolerances or {}
     diffs: list[str] = []
     for key in sorted(reference):
         want = reference[key]
@@ -152,7 +162,8 @@ def compare(reference: dict, observed: dict) -> Verdict:
             if not isinstance(got, np.ndarray):
                 diffs.append(f"{key}: expected an array, got {_short(got)}")
                 continue
-            d = _compare_arrays(key, want, got)
+            rtol, atol = tolerances.get(key, (None, None))
+            d = _compare_arrays(key, want, got, RTOL if rtol is None else rtol, ATOL if atol is None else atol)
         elif key == AXES_KEY:
             d = _compare_axes(want, got)
         elif isinstance(got, np.ndarray):
@@ -164,6 +175,24 @@ def compare(reference: dict, observed: dict) -> Verdict:
     return Verdict(not diffs, diffs)
 
 
+_TEST_SECRET = b"observations_match: exercise tests only"
+_judges: dict = {}
+
+
+def judge_observations(reference: dict, observed: dict, grade_id: str = "test") -> Verdict:
+    """The autograder's verdict on raw `observe(...)` results (normalized the way `record` saves them).
+
+    Observations of exported programs are judged by `autograder.programs.Judge` in
+    this process (exercise tests are a clean process too), with a fixed test secret.
+    """
+    reference, observed = normalize(reference), normalize(observed)
+    from .programs import Judge, is_program_observation
+    if is_program_observation(reference):
+        judge = _judges.get("judge") or _judges.setdefault("judge", Judge(_TEST_SECRET))
+        return judge.judge_observations(grade_id, reference, observed)
+    return compare(reference, observed)
+
+
 def observations_match(reference: dict, observed: dict) -> bool:
-    """`compare` on raw `observe(...)` results (normalized the way `record` saves them)."""
-    return compare(normalize(reference), normalize(observed)).passed
+    """Does `observed` pass against `reference`? (`judge_observations(...).passed`)"""
+    return judge_observations(reference, observed).passed

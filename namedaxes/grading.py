@@ -17,6 +17,18 @@ student can rebind in the kernel (np.allclose, lax.psum, builtins, the
 traceback display) takes part in that comparison. The references used here are
 bound at import time, i.e. in the notebook's locked set-up cell, before any
 student code runs.
+
+Exported programs (issue 9). Whatever a kernel says about itself can be
+rewritten by the student who owns it, so graded observations no longer carry
+*results*: `programs(cases)` exports each case's program with `jax.export` on
+abstract inputs (`jax.ShapeDtypeStruct`, the hidden shapes and dtypes, no
+values) and returns the serialized bytes. A clean grader process that never
+ran student code (`autograder/scorer.py`) deserializes them, draws the inputs
+itself from a secret seed the kernel never sees, runs them, compares the
+outputs with the reference solution's exported programs on the same inputs,
+and reads which collectives really communicate from the *optimized* HLO.
+A forged observation is therefore just another program: to score, it has to
+compute the right values on unseen inputs with the right communication.
 """
 from __future__ import annotations
 
@@ -26,9 +38,13 @@ import zlib as _zlib
 
 import numpy as _np
 
-__all__ = ["record", "rng", "OBSERVE_DIR_ENV", "ARRAYS_SUFFIX", "VALUES_SUFFIX"]
+__all__ = ["record", "rng", "programs", "Case", "OBSERVE_DIR_ENV", "ARRAYS_SUFFIX", "VALUES_SUFFIX",
+           "PROGRAM_PREFIX", "PROGRAMS_KEY", "PROGRAMS_FORMAT", "pmapped", "spec"]
 
 OBSERVE_DIR_ENV = "NAMEDAXES_OBSERVE_DIR"
+PROGRAM_PREFIX = "program:"        # array key of one case's serialized program (uint8 bytes)
+PROGRAMS_KEY = "programs"          # JSON key: {"format": ..., "cases": {case: {"draw": ..., "rtol": ...}}}
+PROGRAMS_FORMAT = "namedaxes-exported-1"
 ARRAYS_SUFFIX = ".npz"
 VALUES_SUFFIX = ".json"
 
@@ -74,3 +90,65 @@ def record(grade_id: str, observations: dict) -> None:
         _savez(fh, **arrays)
     with _open(_join(folder, grade_id + VALUES_SUFFIX), "w") as fh:
         fh.write(_dumps(values, sort_keys=True, default=_str))
+
+
+# ---------------------------------------------------------------- exported programs
+class Case:
+    """One graded program: `fn` exported on abstract `args`, and how the grader draws its inputs.
+
+    `args` is a tuple of pytrees of `jax.ShapeDtypeStruct` (shapes, dtypes and, for
+    mesh programs, shardings). `draw` tells the grader which values to feed, e.g.
+    `{"kind": "normal"}`, `{"kind": "uniform", "low": 0.25, "high": 4.0}`,
+    `{"kind": "quarters", "low": -12, "high": 13}` (multiples of 1/4, exact in
+    float16), `{"kind": "integers", "low": 0, "high": 10}`; only the reference's
+    draw counts (the grader reads it from the reference observation).
+    `rtol`/`atol` loosen the comparison for long float computations;
+    `values=False` grades only the program's communication (a structure cell).
+    """
+
+    def __init__(self, fn, *args, draw: dict | None = None, rtol: float | None = None,
+                 atol: float | None = None, values: bool = True):
+        self.fn, self.args = fn, args
+        self.draw = _dict(draw or {"kind": "normal"})
+        self.rtol, self.atol, self.values = rtol, atol, values
+
+
+def _export(fn, args) -> bytes:
+    import jax
+    jitted = fn if hasattr(fn, "trace") and hasattr(fn, "lower") else jax.jit(fn)
+    return bytes(jax.export.export(jitted)(*args).serialize())
+
+
+def pmapped(fn, k: int, axis_name: str, **kwargs):
+    """`jax.pmap(fn, axis_name=...)` over the first `k` devices: what a pmap case exports."""
+    import jax
+    return jax.pmap(fn, axis_name=axis_name, devices=jax.devices()[:k], **kwargs)
+
+
+def spec(shape, dtype, sharding=None):
+    """An abstract input (`jax.ShapeDtypeStruct`): the hidden shape and dtype, no values."""
+    import jax
+    return jax.ShapeDtypeStruct(tuple(shape), dtype, sharding=sharding)
+
+
+def programs(cases: dict, **values) -> dict:
+    """Export every case (name -> `Case`): the observation a hidden test records.
+
+    Returns `{"program:<case>": uint8 array of the serialized program, ...,
+    "programs": {"format": ..., "cases": {case: {"draw": ..., "rtol": ..., "atol": ...}}}}`
+    plus `values` (small JSON facts that need no program, e.g. a structure checked
+    by the grader itself). Exporting only traces and lowers: nothing runs, no
+    input value exists in the kernel.
+    """
+    out, meta = {}, {}
+    for name, case in _dict(cases).items():
+        out[PROGRAM_PREFIX + _str(name)] = _np.frombuffer(_export(case.fn, case.args), dtype=_np.uint8)
+        entry = {"draw": case.draw, "values": bool(case.values)}
+        if case.rtol is not None:
+            entry["rtol"] = float(case.rtol)
+        if case.atol is not None:
+            entry["atol"] = float(case.atol)
+        meta[_str(name)] = entry
+    out[PROGRAMS_KEY] = {"format": PROGRAMS_FORMAT, "cases": meta}
+    out.update(values)
+    return out

@@ -1,0 +1,463 @@
+"""Judge exported programs: run them on the grader's own inputs, read their real communication.
+
+Runs only inside the clean scorer process (`autograder/scorer.py`), which never
+executes student code. Threat model: a recorded observation is whatever the
+student's kernel chose to write, so every byte of it is hostile data. Here it is
+only ever *data*:
+
+- a case's program is `jax.export`-serialized StableHLO; it is deserialized,
+  its custom calls are checked against a small allow-list (no host callbacks:
+  nothing in it can call back into Python), it must have no effects, and its
+  signature (input/output pytrees, shapes, dtypes, device count, mesh axes)
+  must equal the reference program's;
+- its inputs are drawn *here*, from a secret seed the kernel never sees, with
+  the distribution the **reference** observation names (a student cannot pick
+  easy inputs), so no output can be precomputed;
+- it is compiled for the grader's devices and its communication is read from
+  the *optimized* HLO (`compiled.as_text()`): a collective whose result is
+  unused is gone, `axis_index`, `pvary`/`pcast` and constant folding are not
+  communication; replica groups are mapped back to the reference mesh's axis
+  names;
+- outputs and communication are compared with the reference program's on the
+  same inputs (`autograder.compare` rules: allclose values, every collective
+  of the reference present).
+
+Reference programs come from the solution notebook's run (trusted, stored with
+content hashes by the reference cache); their compiled form and outputs are
+cached per process, so a batch compiles each reference program once.
+Looping forever, crashing or exhausting memory is handled one level up: the
+scorer process runs under limits and a timeout and is replaced.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .compare import Verdict, compare, load_observations
+
+__all__ = ["PROGRAM_PREFIX", "PROGRAMS_KEY", "PROGRAMS_FORMAT", "ALLOWED_CUSTOM_CALLS", "is_program_observation",
+           "Judge", "hlo_collectives", "group_axes", "describe_collective"]
+
+PROGRAM_PREFIX = "program:"                    # namedaxes.grading.PROGRAM_PREFIX
+PROGRAMS_KEY = "programs"                      # namedaxes.grading.PROGRAMS_KEY
+PROGRAMS_FORMAT = "namedaxes-exported-1"       # namedaxes.grading.PROGRAMS_FORMAT
+# Custom calls the course's own programs lower to (sharding annotations, shard_map's
+# manual regions, the CPU linear algebra kernels); a host callback is none of these.
+ALLOWED_CUSTOM_CALLS = frozenset({
+    "Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "annotate_device_placement",
+    "mhlo.sharding", "xla.sdy.FuncResultSharding", "xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape",
+    "xla.sdy.ShardingGroup",
+})
+MAX_CASES = 64
+_COLLECTIVE_OPS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",
+                   "collective-broadcast", "ragged-all-to-all")
+_OP_RE = re.compile(r"=\s*\S+\s+(" + "|".join(_COLLECTIVE_OPS) + r")(?:-start)?\(")
+_REDUCER_NAMES = {"add": "psum", "maximum": "pmax", "minimum": "pmin", "multiply": "pprod", "and": "pand",
+                  "or": "por"}
+_KIND_NAMES = {"all-gather": "all_gather", "reduce-scatter": "psum_scatter", "all-to-all": "all_to_all",
+               "collective-permute": "ppermute", "collective-broadcast": "pbroadcast",
+               "ragged-all-to-all": "ragged_all_to_all"}
+
+
+def is_program_observation(observations: dict) -> bool:
+    """Does this (reference) observation grade exported programs?"""
+    meta = observations.get(PROGRAMS_KEY)
+    return isinstance(meta, dict) and meta.get("format") == PROGRAMS_FORMAT
+
+
+# ---------------------------------------------------------------- reading optimized HLO
+def _iota_groups(text: str) -> list[list[int]]:
+    """`[G,S]<=[d0,d1,...]T(p...)` (XLA's iota replica-group list) as explicit groups."""
+    m = re.fullmatch(r"\[(\d+),(\d+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?", text)
+    if not m:
+        raise ValueError(f"unknown replica group format {text!r}")
+    g, s = int(m.group(1)), int(m.group(2))
+    dims = [int(d) for d in m.group(3).split(",")]
+    ids = np.arange(int(np.prod(dims))).reshape(dims)
+    if m.group(4):
+        ids = ids.transpose([int(p) for p in m.group(4).split(",")])
+    return ids.reshape(g, s).tolist()
+
+
+def _brace_groups(text: str) -> list[list[int]]:
+    return [[int(v) for v in grp.split(",") if v.strip()] for grp in re.findall(r"\{([\d,\s]*)\}", text)]
+
+
+def _groups(line: str, n_devices: int) -> list[list[int]]:
+    m = re.search(r"source_target_pairs=(\{(?:\{[\d,]*\},?)*\})", line)
+    if m:
+        return _brace_groups(m.group(1)[1:-1])
+    m = re.search(r"replica_groups=(\[[\d,]+\]<=\[[\d,]+\](?:T\([\d,]+\))?)", line)
+    if m:
+        return _iota_groups(m.group(1))
+    m = re.search(r"replica_groups=\{((?:\{[\d,]*\},?)*)\}", line)
+    if m:
+        groups = [g for g in _brace_groups(m.group(1)) if g]
+        if groups:
+            return groups
+    return [list(range(n_devices))]              # no groups written: all devices
+
+
+def _reducers(text: str) -> dict[str, str]:
+    """computation name -> the op of its ROOT instruction (add, maximum, ...)."""
+    out, current = {}, None
+    for line in text.splitlines():
+        head = re.match(r"^\s*(?:ENTRY\s+)?%?([\w.\-]+)\s*\(.*\)\s*->.*\{\s*$", line)
+        if head:
+            current = head.group(1)
+            continue
+        root = re.match(r"^\s*ROOT\s+%?[\w.\-]+\s*=\s*\S+\s+([\w\-]+)\(", line)
+        if root and current:
+            out[current] = root.group(1)
+    return out
+
+
+def hlo_collectives(text: str, n_devices: int) -> list[tuple[str, str, list[list[int]]]]:
+    """(op, reducer or '', device groups) of every collective in an optimized HLO module's text."""
+    reducers = _reducers(text)
+    found = []
+    for line in text.splitlines():
+        m = _OP_RE.search(line)
+        if not m or "-done(" in line:
+            continue
+        op = m.group(1)
+        reducer = ""
+        apply = re.search(r"to_apply=%?([\w.\-]+)", line)
+        if apply:
+            reducer = reducers.get(apply.group(1), "")
+        found.append((op, reducer, _groups(line, n_devices)))
+    return found
+
+
+def group_axes(groups: list[list[int]], names: tuple[str, ...], shape: tuple[int, ...]) -> tuple[str, ...]:
+    """Mesh axes along which some group connects two devices (logical ids in row-major mesh order)."""
+    size = int(np.prod(shape)) if shape else 1
+    axes = set()
+    for group in groups:
+        coords = [np.unravel_index(i, shape) for i in group if 0 <= i < size]
+        for j, name in enumerate(names):
+            if len({c[j] for c in coords}) > 1:
+                axes.add(name)
+    return tuple(n for n in names if n in axes)
+
+
+def describe_collective(op: str, reducer: str, axis: str) -> str:
+    name = _REDUCER_NAMES.get(reducer, f"all-reduce ({reducer})") if op == "all-reduce" else _KIND_NAMES.get(op, op)
+    return f"{name} over '{axis}'"
+
+
+# ---------------------------------------------------------------- programs
+class Rejected(Exception):
+    """A recorded program the grader will not run; the message says why (student-facing)."""
+
+
+_TEXT: dict[int, tuple[Any, str]] = {}
+
+
+def _exported(blob: bytes):
+    import jax
+    try:
+        exp = jax.export.deserialize(bytearray(blob))
+        text = exp.mlir_module()
+    except Exception as err:  # noqa: BLE001 - hostile bytes: any parser failure is "unreadable"
+        raise Rejected(f"the recorded program could not be read ({type(err).__name__})") from None
+    if len(_TEXT) > 64:
+        _TEXT.clear()
+    _TEXT[id(exp)] = (exp, text)
+    return exp
+
+
+def _module_text(exp) -> str:
+    """`exp.mlir_module()`, computed once per deserialized program (it costs ~10 ms)."""
+    got = _TEXT.get(id(exp))
+    if got is not None and got[0] is exp:
+        return got[1]
+    return exp.mlir_module()
+
+
+def _custom_calls(exp) -> set[str]:
+    text = _module_text(exp)
+    return set(re.findall(r"custom_call\s*@([\w.\-]+)", text)) | set(
+        re.findall(r'call_target_name\s*=\s*"([^"]+)"', text))
+
+
+def _mesh_of(exp):
+    """(names, sizes, axis types) of the abstract mesh of a program's shardings, or None."""
+    for s in tuple(exp._in_named_shardings) + tuple(exp._out_named_shardings):
+        mesh = getattr(s, "mesh", None)
+        if mesh is not None:
+            return tuple(mesh.axis_names), tuple(mesh.axis_sizes), tuple(mesh.axis_types)
+    return None
+
+
+def _text_mesh(exp) -> tuple[tuple[str, ...], tuple[int, ...]] | None:
+    """The first `sdy.mesh` of the module whose size is the device count (pmap programs)."""
+    for body in re.findall(r"sdy\.mesh\s+@[\w.\-]+\s*=\s*<\[([^\]]*)\]", _module_text(exp)):
+        pairs = re.findall(r'"([^"]+)"\s*=\s*(\d+)', body)
+        if pairs and int(np.prod([int(s) for _, s in pairs])) == exp.nr_devices:
+            return tuple(n for n, _ in pairs), tuple(int(s) for _, s in pairs)
+    return None
+
+
+def _signature(exp) -> dict:
+    return {"in_tree": str(exp.in_tree), "out_tree": str(exp.out_tree),
+            "in": [f"{a.dtype}{list(a.shape)}" for a in exp.in_avals],
+            "out": [f"{a.dtype}{list(a.shape)}" for a in exp.out_avals],
+            "devices": exp.nr_devices}
+
+
+def _leading_split(aval, mesh):
+    from jax.sharding import NamedSharding, PartitionSpec as P
+    n = mesh.devices.size
+    if aval.ndim >= 1 and aval.shape[0] % n == 0 and n > 1:
+        return NamedSharding(mesh, P(tuple(mesh.axis_names)))
+    return NamedSharding(mesh, P())
+
+
+@dataclass
+class _Compiled:
+    compiled: Any
+    in_shardings: list
+    signature: dict
+    communication: list[str]
+    axes: list[str]
+    mesh_axes: tuple
+
+
+_LOC_RE = re.compile(r"\s*loc\((?:[^()]|\([^()]*\))*\)|^#loc\d*\s*=.*$", re.M)
+_COMPILED: dict[str, _Compiled] = {}
+MAX_COMPILED = 512
+
+
+def fingerprint(exp) -> str:
+    """What decides a program's behaviour: its module without source locations, shardings, signature."""
+    text = _LOC_RE.sub("", _module_text(exp))
+    h = hashlib.sha256(text.encode())
+    h.update(repr((_signature(exp), exp._in_named_shardings, exp._out_named_shardings,
+                   exp.in_shardings_hlo, exp.out_shardings_hlo, exp.platforms)).encode())
+    return h.hexdigest()
+
+
+def _compile(exp, names: tuple[str, ...], sizes: tuple[int, ...]) -> _Compiled:
+    """Compiled for the grader's devices; identical programs (e.g. a student's that equals the
+    reference's up to source locations) are compiled once per process."""
+    key = fingerprint(exp) + repr((names, sizes))
+    if key not in _COMPILED:
+        if len(_COMPILED) >= MAX_COMPILED:
+            _COMPILED.pop(next(iter(_COMPILED)))
+        _COMPILED[key] = _compile_fresh(exp, names, sizes)
+    return _COMPILED[key]
+
+
+def _compile_fresh(exp, names: tuple[str, ...], sizes: tuple[int, ...]) -> _Compiled:
+    import jax
+    from jax.sharding import Mesh
+    devices = jax.devices()
+    if exp.nr_devices > len(devices):
+        raise Rejected(f"the recorded program needs {exp.nr_devices} devices")
+    own = _mesh_of(exp)
+    if own is not None:
+        mesh = Mesh(np.array(devices[:exp.nr_devices]).reshape(own[1]), own[0], axis_types=own[2])
+    else:
+        mesh = Mesh(np.array(devices[:exp.nr_devices]), ("_grader",))
+    shardings = []
+    for s, aval in zip(exp.in_shardings_jax(mesh), exp.in_avals):
+        shardings.append(s if s is not None else _leading_split(aval, mesh))
+    args = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s) for a, s in zip(exp.in_avals, shardings)]
+
+    def flat_call(*leaves):
+        args, kwargs = jax.tree_util.tree_unflatten(exp.in_tree, leaves)
+        return exp.call(*args, **kwargs)
+
+    compiled = jax.jit(flat_call).lower(*args).compile()
+    found = hlo_collectives(compiled.as_text(), exp.nr_devices)
+    communication, axes = set(), set()
+    for op, reducer, groups in found:
+        for axis in group_axes(groups, names, sizes):
+            communication.add(describe_collective(op, reducer, axis))
+            axes.add(axis)
+    return _Compiled(compiled, shardings, _signature(exp), sorted(communication), sorted(axes),
+                     own[:2] if own else None)
+
+
+def _seed(secret: bytes, grade_id: str, case: str) -> np.random.Generator:
+    digest = hmac.new(secret, f"{grade_id}\0{case}".encode(), hashlib.sha256).digest()
+    return np.random.default_rng(int.from_bytes(digest[:16], "little"))
+
+
+def _draw(aval, draw: dict, r: np.random.Generator) -> np.ndarray:
+    shape, dtype = tuple(aval.shape), np.dtype(aval.dtype)
+    kind = draw.get("kind", "normal")
+    if dtype == np.bool_:
+        return r.integers(0, 2, size=shape).astype(bool)
+    if dtype.kind in "iu" or kind == "integers":
+        return r.integers(int(draw.get("low", 0)), int(draw.get("high", 10)), size=shape).astype(dtype)
+    if kind == "uniform":
+        values = r.uniform(float(draw.get("low", 0.0)), float(draw.get("high", 1.0)), size=shape)
+    elif kind == "quarters":
+        values = r.integers(int(draw.get("low", -12)), int(draw.get("high", 13)), size=shape) / 4
+    else:
+        values = r.normal(float(draw.get("mean", 0.0)), float(draw.get("scale", 1.0)), size=shape)
+    return np.asarray(values).astype(dtype)
+
+
+def _outputs(prog: _Compiled, exp, draw: dict, r: np.random.Generator) -> dict[str, np.ndarray]:
+    import jax
+    leaves = [jax.device_put(_draw(a, draw, r), s) for a, s in zip(exp.in_avals, prog.in_shardings)]
+    out = prog.compiled(*leaves)
+    flat, _ = jax.tree_util.tree_flatten_with_path(out)
+    return {jax.tree_util.keystr(path): np.asarray(v) for path, v in flat}
+
+
+# ---------------------------------------------------------------- the judge
+@dataclass
+class _Reference:
+    meta: dict
+    programs: dict = field(default_factory=dict)        # case -> (exp, _Compiled)
+    outputs: dict = field(default_factory=dict)         # (seed id, case) -> outputs
+
+
+class Judge:
+    """Compares a student's recorded programs with the reference's; caches reference work."""
+
+    def __init__(self, secret: bytes):
+        if not secret:
+            raise ValueError("the scorer needs a non-empty secret")
+        self.secret = secret
+        self._refs: dict[str, _Reference] = {}
+
+    def _reference(self, obs: dict, key: str) -> _Reference:
+        if key not in self._refs:
+            if not is_program_observation(obs):
+                raise ValueError("the reference observation has no exported programs")
+            ref = _Reference(obs[PROGRAMS_KEY])
+            for case in ref.meta["cases"]:
+                blob = obs.get(PROGRAM_PREFIX + case)
+                if blob is None or not np.asarray(blob).size:
+                    raise ValueError(f"the reference program of case {case!r} is missing or empty")
+                exp = _exported(np.asarray(blob, np.uint8).tobytes())
+                names, shape = (_mesh_of(exp) or _text_mesh(exp) or (("devices",), (exp.nr_devices,)))[:2]
+                ref.programs[case] = (exp, _compile(exp, names, shape), (names, shape))
+            self._refs[key] = ref
+        return self._refs[key]
+
+    @staticmethod
+    def _pair_key(ref_pair) -> str:
+        return hashlib.sha256((ref_pair[0] or b"") + b"\0" + (ref_pair[1] or b"")).hexdigest()
+
+    def check_reference(self, ref_pair) -> None:
+        """Load and compile one reference observation; raises if it is unusable."""
+        key = self._pair_key(ref_pair)
+        if key not in self._refs:
+            self._reference(load_observations(*ref_pair), key)
+
+    def judge(self, grade_id: str, ref_pair, student_pair) -> Verdict:
+        """The verdict for one test cell from the recorded bytes ((npz, json) pairs).
+
+        Raises only when the *reference* is unusable (the caller stops grading the assignment).
+        """
+        key = self._pair_key(ref_pair)
+        reference = load_observations(*ref_pair) if key not in self._refs else {}
+        try:
+            observed = load_observations(*student_pair)
+        except Exception:  # noqa: BLE001 - hostile bytes
+            self._reference(reference, key)
+            return Verdict(False, ["the recorded results could not be read"])
+        return self.judge_observations(grade_id, reference, observed, key)
+
+    def judge_observations(self, grade_id: str, reference: dict, observed: dict, key: str | None = None) -> Verdict:
+        """`judge` on loaded observations (dicts as `compare.load_observations` returns them)."""
+        if key is None:
+            h = hashlib.sha256(json.dumps(reference.get(PROGRAMS_KEY), sort_keys=True).encode())
+            for k in sorted(reference):
+                if k.startswith(PROGRAM_PREFIX):
+                    h.update(k.encode() + b"\0" + np.asarray(reference[k], np.uint8).tobytes())
+            key = h.hexdigest()
+        ref = self._reference(reference, key)
+        cases = ref.meta["cases"]
+        student_cases = [k[len(PROGRAM_PREFIX):] for k in observed if k.startswith(PROGRAM_PREFIX)]
+        if len(student_cases) > MAX_CASES:
+            return Verdict(False, [f"too many recorded programs ({len(student_cases)})"])
+        diffs: list[str] = []
+        want: dict[str, Any] = {}
+        got: dict[str, Any] = {}
+        ref_comm: set[str] = set()
+        got_comm: set[str] = set()
+        tolerances = {}
+        for case, entry in cases.items():
+            ref_exp, ref_prog, (names, shape) = ref.programs[case]
+            ref_comm.update(ref_prog.communication)
+            seed_key = (grade_id, case)
+            if seed_key not in ref.outputs and entry.get("values", True):
+                ref.outputs[seed_key] = _outputs(ref_prog, ref_exp, entry["draw"], _seed(self.secret, grade_id, case))
+            ref_out = ref.outputs.get(seed_key, {})
+            blob = observed.get(PROGRAM_PREFIX + case)
+            if not isinstance(blob, np.ndarray) or blob.dtype != np.uint8 or blob.ndim != 1 or not blob.size:
+                diffs.append(f"{case}: no program was recorded")
+                continue
+            try:
+                exp = _exported(blob.tobytes())
+                if exp.ordered_effects or exp.unordered_effects:
+                    raise Rejected("the program has side effects (e.g. a host callback)")
+                bad = sorted(_custom_calls(exp) - ALLOWED_CUSTOM_CALLS)
+                if bad:
+                    raise Rejected(f"the program calls {', '.join(bad)}, which the grader does not run "
+                                   f"(host callbacks are not allowed)")
+                sig, want_sig = _signature(exp), ref_prog.signature
+                if sig != want_sig:
+                    diffs.append(f"{case}: {_signature_difference(want_sig, sig)}")
+                    continue
+                own = _mesh_of(exp)
+                if own is not None and ref_prog.mesh_axes is not None and own[:2] != ref_prog.mesh_axes:
+                    diffs.append(f"{case}: runs on a mesh with axes {dict(zip(*own[:2]))}, expected "
+                                 f"{dict(zip(*ref_prog.mesh_axes))}")
+                    continue
+                prog = _compile(exp, names, shape)
+                out = (_outputs(prog, exp, entry["draw"], _seed(self.secret, grade_id, case))
+                       if entry.get("values", True) else {})
+            except Rejected as err:
+                diffs.append(f"{case}: {err}")
+                continue
+            except Exception as err:  # noqa: BLE001 - a program that fails to compile or run scores 0
+                diffs.append(f"{case}: the recorded program failed to run ({type(err).__name__}: "
+                             f"{str(err).splitlines()[0][:160] if str(err) else ''})")
+                continue
+            got_comm.update(prog.communication)
+            if not entry.get("values", True):
+                continue
+            for path, value in ref_out.items():
+                key = f"{case}{path}"
+                want[key] = value
+                tolerances[key] = (entry.get("rtol"), entry.get("atol"))
+                if path in out:
+                    got[key] = out[path]
+        verdict = compare(want, got, tolerances=tolerances)
+        diffs += verdict.differences
+        missing = sorted(ref_comm - got_comm)
+        if missing and not any("no program was recorded" in d or "could not be read" in d for d in diffs):
+            seen = ", ".join(sorted(got_comm)) if got_comm else "no communication at all"
+            diffs.append(f"communication: expected {', '.join(missing)} (read from the compiled program), "
+                         f"but it performs {seen}")
+        return Verdict(not diffs, diffs)
+
+
+def _signature_difference(want: dict, got: dict) -> str:
+    if want["devices"] != got["devices"]:
+        return f"the program runs on {got['devices']} devices, expected {want['devices']}"
+    if want["in_tree"] != got["in_tree"] or want["in"] != got["in"]:
+        return f"the program takes {got['in']}, expected {want['in']}"
+    if want["out_tree"] != got["out_tree"]:
+        return f"the program returns a different structure: {got['out_tree']}, expected {want['out_tree']}"
+    return f"the program returns {', '.join(got['out'])}, expected {', '.join(want['out'])}"
+
+
+def summary(observations: dict) -> str:
+    """One line about an observation (for logs)."""
+    meta = observations.get(PROGRAMS_KEY) or {}
+    return json.dumps({"cases": sorted((meta.get("cases") or {}))})
