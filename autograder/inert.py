@@ -255,8 +255,10 @@ def _cell(cell, trusted_markdown: set[str] | None) -> NotebookNode | None:
         trusted_markdown is None or text in trusted_markdown)
     if not trusted:
         return _student_text_cell(cell, text, meta)
-    new = new_markdown_cell(text, metadata=meta)
     attachments = _attachments(cell)
+    if len(attachments) != len(cell.get("attachments") or {}):     # an unsafe image: the text is all we show
+        return _student_text_cell(cell, text, meta)
+    new = new_markdown_cell(text, metadata=meta)
     if attachments:
         new.attachments = attachments
     if isinstance(cell.get("id"), str):
