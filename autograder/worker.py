@@ -131,6 +131,9 @@ class Worker:
 
     def write_outputs(self, task: Task, source: SourceNotebook, graded, row: dict) -> None:
         import nbformat
+        from .inert import make_inert
+        if graded is not None:       # formgrader renders it in the instructor's browser: nothing may run there
+            graded = make_inert(graded, source)
         if task.autograded_path and graded is not None:
             path = Path(task.autograded_path)
             path.parent.mkdir(parents=True, exist_ok=True)
