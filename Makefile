@@ -11,15 +11,17 @@ PORT      ?= 8888
 export XLA_FLAGS := $(strip $(XLA_FLAGS) --xla_force_host_platform_device_count=8)
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: browser-deps formgrader
+.PHONY: browser-deps formgrader update-work roster release collect return-feedback
 .PHONY: help venv system-deps lab notebooks check-notebooks test test-fast bench grade bench-grade clean
 
 help:
-	@echo "make lab            start JupyterLab on notebooks/ (installs everything first)"
+	@echo "make lab            start JupyterLab on your own copy of the notebooks, work/ (installs everything first)"
+	@echo "make update-work    merge a newer release of the notebooks into work/, keeping your answers"
 	@echo "make test           what CI runs: regenerate check, unit tests, nbval on all notebooks, autograder tests"
 	@echo "make notebooks      regenerate notebooks/ from solutions/ (instructors)"
 	@echo "make formgrader     nbgrader's formgrader on build/course, for manual review (instructors)"
-	@echo "make grade          autograde a class: make grade SUBMISSIONS=dir OUT=dir [STUDENT=id]"
+	@echo "make roster ROSTER=students.csv / release / collect / return-feedback   nbgrader's hand-in loop (instructors)"
+	@echo "make grade          autograde a class: make grade SUBMISSIONS=dir OUT=dir [STUDENT=id] [COURSE_GRADEBOOK=1]"
 	@echo "make bench          time Run-All of every notebook and of the whole suite"
 	@echo "make bench-grade    time make grade against plain nbgrader autograde on a generated class"
 
@@ -39,15 +41,33 @@ system-deps:
 	  (apt-get install -y -qq bubblewrap >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null)) \
 	  || echo "WARNING: could not install bubblewrap: student code will be graded WITHOUT isolation"; }
 
-# Students: JupyterLab on notebooks/ with nbgrader's Validate button and Assignment List (formgrader
-# off), the venv's Python as the notebooks' `python3` kernel; no network needed (config: jupyter/).
+# Students: JupyterLab on the student's own workspace LAB_DIR (work/; work-ID/ with STUDENT=ID), never
+# on notebooks/ (the release): tools/workspace.py copies in the notebooks it lacks, never overwrites a
+# file, and `make update-work` merges a newer release (answers kept; asks before dropping an edit).
+# STUDENT=ID is a class on one machine: the Assignment List fetches and hands in as that student
+# (JUPYTERHUB_USER, see jupyter/nbgrader_config.py) and the notebooks come from the instructor's
+# release, so nothing is seeded. EXCHANGE=dir: the exchange folder (default build/exchange).
+# nbgrader's Validate button and Assignment List are on (formgrader off), the venv's Python is the
+# notebooks' `python3` kernel; no network needed (config: jupyter/).
 # LAB_TOKEN=... fixes the login token (default: a fresh one, in the URL JupyterLab prints); LAB_ARGS=... adds options.
+STUDENT  ?=
+LAB_DIR  ?= $(if $(STUDENT),work-$(STUDENT),work)
+EXCHANGE_ENV = $(if $(EXCHANGE),NAMEDAXES_EXCHANGE="$(abspath $(EXCHANGE))")
 LAB_ENV := JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter:$(CURDIR)/jupyter/nbgrader" JUPYTER_PATH="$(CURDIR)/jupyter/data"
 lab: venv
-	@mkdir -p build/exchange
-	@echo "Starting JupyterLab on notebooks/ at http://localhost:$(PORT)/lab (the URL with its token follows; Ctrl-C stops)"
-	exec env $(LAB_ENV) $(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) --no-browser \
+	@$(BIN)/python tools/workspace.py prepare "$(LAB_DIR)" $(if $(STUDENT),--no-seed --student "$(STUDENT)")
+	@$(if $(EXCHANGE),true,mkdir -p build/exchange)
+	@echo "Starting JupyterLab on your workspace $(LAB_DIR)/$(if $(STUDENT), as student $(STUDENT)) at http://localhost:$(PORT)/lab (the URL with its token follows; Ctrl-C stops)"
+	exec env $(LAB_ENV) $(EXCHANGE_ENV) NAMEDAXES_WORK="$(abspath $(LAB_DIR))" $(if $(STUDENT),JUPYTERHUB_USER="$(STUDENT)") \
+	  $(BIN)/jupyter lab --notebook-dir="$(LAB_DIR)" --port=$(PORT) --no-browser \
 	  $(if $(LAB_TOKEN),--IdentityProvider.token="$(LAB_TOKEN)") $(LAB_ARGS)
+
+# Merge a newer release into the workspace: notebooks/ (after `git pull`), or with STUDENT=ID the
+# exchange's release. Every changed notebook is backed up first (LAB_DIR/.backups/); YES=1 merges
+# even where an edit of the student's cannot be kept (otherwise it asks, or stops without a terminal).
+RELEASE ?= $(if $(STUDENT),$(or $(EXCHANGE),build/exchange)/namedaxes/outbound,notebooks)
+update-work: venv
+	$(BIN)/python tools/workspace.py update "$(LAB_DIR)" --release "$(RELEASE)" $(if $(YES),--yes)
 
 # Instructors: nbgrader's formgrader (manual review, gradebook) on an nbgrader course folder:
 # build/course by default (laid out by `make notebooks`; `make grade` without SUBMISSIONS grades its submitted/).
@@ -59,6 +79,28 @@ formgrader: venv
 	cd "$(COURSE)" && exec env JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter/nbgrader" JUPYTER_PATH="$(CURDIR)/jupyter/data" \
 	  "$(CURDIR)/$(BIN)/jupyter" lab --port=$(PORT) \
 	  --no-browser --allow-root --ServerApp.port_retries=0 $(if $(LAB_TOKEN),--IdentityProvider.token="$(LAB_TOKEN)") $(LAB_ARGS)
+
+# Instructors: nbgrader's hand-in loop (tools/handin.py; README "Hand-in"): make roster ROSTER=students.csv
+# (id,first_name,last_name,email), make release [ASSIGNMENT=id], students fetch/submit in make lab's
+# Assignment List, make collect, make grade, make return-feedback. COURSE and EXCHANGE as above.
+HANDIN = $(BIN)/python tools/handin.py --course "$(COURSE)" $(if $(EXCHANGE),--exchange "$(EXCHANGE)")
+COURSE_READY = test -f "$(COURSE)/nbgrader_config.py" || $(BIN)/python tools/generate_notebooks.py --check
+roster: venv
+	@test -n "$(ROSTER)" || { echo "usage: make roster ROSTER=students.csv  (columns: id,first_name,last_name,email)" >&2; exit 1; }
+	@$(COURSE_READY)
+	$(HANDIN) roster "$(ROSTER)"
+
+# The release is what solutions/ generates and notebooks/ holds: --check rebuilds build/course and
+# stops if notebooks/ is out of date (then `make notebooks` and commit first).
+release: venv
+	$(if $(filter build/course,$(COURSE)),$(BIN)/python tools/generate_notebooks.py --check,@$(COURSE_READY))
+	$(HANDIN) release $(ASSIGNMENT)
+
+collect: venv
+	$(HANDIN) collect $(ASSIGNMENT)
+
+return-feedback: venv
+	$(HANDIN) return-feedback $(ASSIGNMENT)
 
 # Debian's Chromium for the browser tests (tests/browser); Playwright drives it and never downloads a browser.
 CHROMIUM ?= /usr/bin/chromium
@@ -87,10 +129,11 @@ bench: venv
 	$(BIN)/python tools/bench_notebooks.py
 
 grade: venv system-deps
-	$(BIN)/python -m autograder grade -j $(JOBS) \
+	$(BIN)/python -m autograder grade -j $(JOBS) --course "$(COURSE)" \
 	  $(if $(SUBMISSIONS),--submissions "$(SUBMISSIONS)") $(if $(OUT),--out "$(OUT)") \
-	  $(if $(STUDENT),--student "$(STUDENT)") $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)")
-	$(BIN)/python -m autograder.report "$(or $(OUT),build/course/grades)"
+	  $(if $(STUDENT),--student "$(STUDENT)") $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") \
+	  $(if $(COURSE_GRADEBOOK),--course-gradebook)
+	$(BIN)/python -m autograder.report "$(or $(OUT),$(COURSE)/grades)"
 
 bench-grade: venv system-deps
 	$(BIN)/python -m autograder.bench $(if $(STUDENTS),--students $(STUDENTS))

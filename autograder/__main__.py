@@ -53,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="reference observation cache (default: build/autograder/references)")
     g.add_argument("--no-isolation", action="store_true", help="do not use bubblewrap (NOT for real submissions)")
     g.add_argument("--no-gradebook", action="store_true", help="do not write nbgrader's gradebook")
+    g.add_argument("--course-gradebook", action="store_true",
+                   help="with --submissions: also write the scores into COURSE/gradebook.db (formgrader shows them)")
     g.add_argument("--no-feedback", action="store_true", help="do not write feedback HTML")
     g.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
     args = parser.parse_args(argv)
@@ -62,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
                    out=args.out, students=args.student, assignments=args.assignment, jobs=args.jobs,
                    timeout=args.timeout, cache=args.cache, isolate=not args.no_isolation,
                    memory_mb=args.memory_mb, cpu_seconds=args.cpu_seconds, gradebook=not args.no_gradebook,
+                   course_gradebook=args.course_gradebook,
                    feedback=not args.no_feedback, quiet=args.quiet)
     try:
         return grade(opts)

@@ -3,8 +3,17 @@
 SQLite is not safe for concurrent writers, so workers never touch it: they
 return their results, and this module records all of them in one session so
 `nbgrader export` and formgrader show the same scores as grades.csv.
+
+Formgrader counts a submission as graded only when the gradebook's submission
+timestamp equals the one nbgrader's `collect` left in
+submitted/<student>/<assignment>/timestamp.txt (nbgrader.apps.api
+get_autograded_students); in course mode (`submitted` given) that timestamp is
+copied, so collected hand-ins show their scores, not "needs autograding".
+Students already in the gradebook (a roster import) keep their names.
 """
 from __future__ import annotations
+
+from pathlib import Path
 
 from .notebooks import SourceNotebook
 
@@ -38,8 +47,24 @@ def _sync_assignment(gb, source: SourceNotebook) -> None:
             gb.add_solution_cell(gid, nb_name, aid)
 
 
-def write_gradebook(db_url: str, sources: dict[str, SourceNotebook], rows: list[dict]) -> int:
-    """Record auto scores of every graded row (status not missing/unplaceable). Returns the count."""
+def _timestamp(submitted: Path | None, student: str, assignment: str):
+    """nbgrader's submission time from the collected timestamp.txt, or None."""
+    if submitted is None:
+        return None
+    from nbgrader.utils import parse_utc
+    path = submitted / student / assignment / "timestamp.txt"
+    try:
+        return parse_utc(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def write_gradebook(db_url: str, sources: dict[str, SourceNotebook], rows: list[dict],
+                    submitted: Path | None = None) -> int:
+    """Record auto scores of every graded row (status not missing/unplaceable). Returns the count.
+
+    `submitted`: the course's submitted/ folder (course mode), for nbgrader's submission timestamps.
+    """
     import warnings
     from nbgrader.api import Gradebook, MissingEntry
     written = 0
@@ -56,7 +81,8 @@ def write_gradebook(db_url: str, sources: dict[str, SourceNotebook], rows: list[
             if sid not in known:
                 gb.add_student(sid)
                 known.add(sid)
-            gb.update_or_create_submission(source.assignment, sid)
+            stamp = _timestamp(submitted, sid, source.assignment)
+            gb.update_or_create_submission(source.assignment, sid, **({"timestamp": stamp} if stamp else {}))
             points = {c["grade_id"]: c["points"] for c in row.get("cells", [])}
             for test in source.test_cells:
                 try:

@@ -30,7 +30,9 @@ __all__ = ["Placed", "Unplaced", "Intake", "place_course", "place_submissions", 
 
 MAX_ZIP_BYTES = 2 * 2**30
 MAX_ZIP_MEMBERS = 20000
-CLUTTER = {".ds_store", "__macosx", ".ipynb_checkpoints", "thumbs.db", "timestamp.txt", "desktop.ini"}
+# (timestamp.txt and submission_secret.txt: nbgrader's own bookkeeping in every collected hand-in)
+CLUTTER = {".ds_store", "__macosx", ".ipynb_checkpoints", "thumbs.db", "timestamp.txt", "submission_secret.txt",
+           "desktop.ini"}
 
 
 @dataclass(frozen=True)

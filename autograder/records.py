@@ -39,6 +39,7 @@ class Options:
     memory_mb: int = 4096
     cpu_seconds: int = 0
     gradebook: bool = True
+    course_gradebook: bool = False     # with submissions: also write the course's gradebook.db
     feedback: bool = True
     quiet: bool = False
 

@@ -105,10 +105,16 @@ def grade(opts: Options) -> int:
         all_rows = merge_previous(out, rows, opts, intake)
         write_outputs(out, all_rows, rows)
         if opts.gradebook:
-            try:
-                write_db(db_url, sources, rows)
-            except Exception as err:  # noqa: BLE001
-                internal.append(f"writing the gradebook {db_url} failed: {err}")
+            # course mode: nbgrader's submission timestamps too (formgrader shows a submission as
+            # graded only when they match); --course-gradebook: the course's gradebook as well
+            dbs = [(db_url, course / "submitted" if opts.submissions is None else None)]
+            if opts.submissions is not None and opts.course_gradebook:
+                dbs.append((f"sqlite:///{course / 'gradebook.db'}", None))
+            for url, submitted in dbs:
+                try:
+                    write_db(url, sources, rows, submitted)
+                except Exception as err:  # noqa: BLE001
+                    internal.append(f"writing the gradebook {url} failed: {err}")
         wall = time.monotonic() - t_start
         summary(out, sources, intake, rows, wall, sandbox, jobs, opts.quiet, ref_seconds)
         if internal:
@@ -122,7 +128,7 @@ def grade(opts: Options) -> int:
         shutil.rmtree(work_root, ignore_errors=True)
 
 
-def write_db(db_url, sources, rows):
+def write_db(db_url, sources, rows, submitted=None):
     from .gradebook import write_gradebook
-    return write_gradebook(db_url, sources, rows)
+    return write_gradebook(db_url, sources, rows, submitted)
 

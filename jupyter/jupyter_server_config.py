@@ -1,9 +1,10 @@
-# JupyterLab for students: `make lab` puts this folder (and nbgrader/) on JUPYTER_CONFIG_PATH
-# and data/ on JUPYTER_PATH. Nothing here is written at run time.
+# JupyterLab for students: `make lab` (on the student's workspace, work/) puts this folder
+# (and nbgrader/) on JUPYTER_CONFIG_PATH and data/ on JUPYTER_PATH. Nothing here is written at run time.
 #   jupyter_server_config.py   this file: server extensions, offline, kernel, port
 #   labconfig/page_config.json                 hides nbgrader's instructor plugins in the UI
 #   labconfig/default_setting_overrides.json   no news / update notifications
-#   nbgrader/nbgrader_config.py                course id and a local exchange (also used by `make formgrader`)
+#   nbgrader_config.py         students only: student id (JUPYTERHUB_USER) and submission cache (workspace)
+#   nbgrader/nbgrader_config.py                course id and the exchange (also used by the instructor targets)
 #   data/kernels/python3/      the notebooks' kernel: the Python that runs the server (the course venv)
 # nbgrader's student extensions (Validate button, Assignment List) stay on; the
 # instructor-only ones (formgrader, course list) are off: instructors use

@@ -298,6 +298,12 @@ def _ask(question: str) -> bool:
 
 # ------------------------------------------------------------------ command line
 def _cmd_prepare(args) -> int:
+    if args.student is not None:
+        from handin import HandinError, check_student_id      # one rule for ids, shared with the instructor side
+        try:
+            check_student_id(args.student, "STUDENT=: ")
+        except HandinError as err:
+            raise WorkspaceError(str(err)) from err
     report = prepare(args.work, args.release, seed=not args.no_seed)
     if report["seeded"]:
         print(f"workspace {args.work}: copied {len(report['seeded'])} notebook(s) from {args.release} "
@@ -345,6 +351,7 @@ def main(argv=None) -> int:
     p.add_argument("work", type=Path)
     p.add_argument("--release", type=Path, default=RELEASE)
     p.add_argument("--no-seed", action="store_true", help="only create the folder (assignments come from the exchange)")
+    p.add_argument("--student", help="the student id this workspace hands in as (checked, not stored)")
     u = sub.add_parser("update", help="merge a newer release into the workspace, keeping the student's answers")
     u.add_argument("work", type=Path)
     u.add_argument("--release", type=Path, default=RELEASE)

@@ -1,12 +1,13 @@
-# nbgrader settings shared by `make lab` (Validate, Assignment List) and
-# `make formgrader`; both put this folder on JUPYTER_CONFIG_PATH.
+# nbgrader settings shared by students (`make lab`: Validate, Assignment List) and instructors
+# (`make formgrader`, `make release`/`collect`/`return-feedback`); both put this folder on
+# JUPYTER_CONFIG_PATH. Student-only settings are in ../nbgrader_config.py.
 import os
 
 c = get_config()  # noqa: F821
 
 c.CourseDirectory.course_id = "namedaxes"
-# The exchange (release/fetch/submit) lives in build/exchange, not in a system
-# folder. The course hands notebooks out through notebooks/, so it stays empty
-# unless an instructor releases assignments from formgrader on this machine.
+# The exchange (release -> fetch -> submit -> collect -> feedback) is a folder every student and
+# the instructor can reach: build/exchange on one machine, or whatever `EXCHANGE=dir` (the
+# environment variable NAMEDAXES_EXCHANGE) names, e.g. a shared folder on a JupyterHub.
 _repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-c.Exchange.root = os.path.join(_repo, "build", "exchange")
+c.Exchange.root = os.environ.get("NAMEDAXES_EXCHANGE") or os.path.join(_repo, "build", "exchange")

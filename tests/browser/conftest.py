@@ -88,10 +88,12 @@ def _leftovers(session: int, marker: str) -> list[tuple[int, str]]:
 
 
 class MakeServer:
-    """`make TARGET PORT=... LAB_TOKEN=...` (lab or formgrader) in its own session, stopped via /api/shutdown."""
+    """`make TARGET PORT=... LAB_TOKEN=... [VAR=value ...]` (lab or formgrader) in its own session,
+    stopped via /api/shutdown."""
 
-    def __init__(self, target: str, port: int, token: str, state: Path):
+    def __init__(self, target: str, port: int, token: str, state: Path, make_vars: dict | None = None):
         self.target, self.port, self.token, self.state = target, port, token, state
+        self.make_vars = [f"{k}={v}" for k, v in (make_vars or {}).items()]
         self.url = f"http://127.0.0.1:{port}"
         self.log_path = state / f"make-{target}.log"
         settings = state / "user-settings" / "@jupyterlab" / "docmanager-extension"
@@ -120,7 +122,8 @@ class MakeServer:
     def start(self) -> None:
         with self.log_path.open("wb") as log:
             self.proc = subprocess.Popen(
-                ["make", "--no-print-directory", self.target, f"PORT={self.port}", f"LAB_TOKEN={self.token}"],
+                ["make", "--no-print-directory", self.target, f"PORT={self.port}", f"LAB_TOKEN={self.token}",
+                 *self.make_vars],
                 cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True)
         deadline = time.monotonic() + START_TIMEOUT
@@ -176,8 +179,8 @@ def make_server(tmp_path, free_port):
     """
     servers = []
 
-    def start(target: str) -> MakeServer:
-        server = MakeServer(target, free_port, os.urandom(16).hex(), tmp_path / target)
+    def start(target: str, **make_vars) -> MakeServer:
+        server = MakeServer(target, free_port, os.urandom(16).hex(), tmp_path / target, make_vars)
         servers.append(server)
         server.start()
         return server

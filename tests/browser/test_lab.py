@@ -1,9 +1,9 @@
 """The student's view, for real: `make lab`, notebook 02 in Chromium, Run All, read the page.
 
-Starts the real `make lab` (PORT and LAB_TOKEN on the command line, nothing
-else changed) with its state folders (runtime, workspaces, user settings) in a
-temporary folder and autosave off, so the repository's notebook is never
-written. Then checks what a student sees after Run > Run All Cells: the course
+Starts the real `make lab` (PORT, LAB_TOKEN and a temporary workspace LAB_DIR on
+the command line, nothing else changed) with its state folders (runtime,
+workspaces, user settings) in a temporary folder and autosave off: `make lab`
+seeds the workspace from notebooks/, and neither is written. Then checks what a student sees after Run > Run All Cells: the course
 kernel is preselected, the device set-up reports 8 devices, every unanswered
 exercise's check shows its message, and no other cell fails. Meanwhile the
 Validate button's server side (nbgrader's validate_assignment extension, as
@@ -41,7 +41,7 @@ RUN_ALL_OVER_JS = """() => {
 }"""
 
 
-def test_make_lab_runs_notebook_02_in_chromium(browser, make_server, screenshots):
+def test_make_lab_runs_notebook_02_in_chromium(browser, make_server, screenshots, tmp_path):
     original = NOTEBOOK.read_bytes()
     nb = nbformat.reads(original.decode(), as_version=4)
     must_raise = [i for i, c in enumerate(nb.cells) if "raises-exception" in c.metadata.get("tags", [])]
@@ -52,7 +52,9 @@ def test_make_lab_runs_notebook_02_in_chromium(browser, make_server, screenshots
     validation: dict = {}
     t0 = time.monotonic()
     try:
-        server = make_server("lab")
+        work = tmp_path / "work"           # the student's workspace, seeded from notebooks/ by `make lab`
+        server = make_server("lab", LAB_DIR=str(work))
+        assert (work / NOTEBOOK.name).read_bytes() == original, "make lab seeds the workspace with the release"
         started = time.monotonic() - t0
         assert server.request("/formgrader")[0] == 404, "formgrader is for instructors: off in `make lab`"
 
@@ -129,4 +131,5 @@ def test_make_lab_runs_notebook_02_in_chromium(browser, make_server, screenshots
     finally:
         if not had_checkpoints:
             shutil.rmtree(checkpoints, ignore_errors=True)
-    assert NOTEBOOK.read_bytes() == original, "the browser session must not modify the student notebook"
+    assert NOTEBOOK.read_bytes() == original, "the browser session must not modify the release"
+    assert (work / NOTEBOOK.name).read_bytes() == original, "nor (autosave off) the workspace copy"

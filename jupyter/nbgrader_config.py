@@ -1,0 +1,20 @@
+# nbgrader settings for students only (`make lab` puts this folder on JUPYTER_CONFIG_PATH,
+# instructors' commands do not): who is submitting, and where their submissions are remembered.
+#
+# nbgrader names a submission after the login (nbgrader.utils.get_username: the OS user, or
+# JUPYTERHUB_USER only when the OS user is `jovyan`). Several students on one machine share one
+# login, so `make lab STUDENT=alice` sets JUPYTERHUB_USER and this file makes it the student id.
+# The Assignment List then lists only alice's submissions and fetches only her feedback.
+import os
+
+c = get_config()  # noqa: F821
+
+_student = os.environ.get("JUPYTERHUB_USER", "").strip()
+if _student:
+    c.CourseDirectory.student_id = _student
+# nbgrader keeps a copy of each submission (with the secret that names its feedback) in a cache,
+# by default in the login's home, shared by everyone using it. `make lab` keeps it inside the
+# student's workspace (NAMEDAXES_WORK), next to their notebooks.
+_work = os.environ.get("NAMEDAXES_WORK", "").strip()
+if _work:
+    c.Exchange.cache = os.path.join(_work, ".nbgrader_cache")

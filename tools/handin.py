@@ -1,0 +1,245 @@
+"""The instructor's side of nbgrader's hand-in loop, one command per step (`make release` & co).
+
+    python tools/handin.py roster roster.csv          # students (id, first_name, last_name, email) -> gradebook
+    python tools/handin.py release [ID ...]           # course release/ -> exchange outbound/ (students fetch)
+    python tools/handin.py collect [ID ...]           # exchange inbound/ -> course submitted/ (newest per student)
+    python tools/handin.py return-feedback [ID ...]   # course feedback/ -> exchange feedback/ (students fetch)
+    options: --course DIR (default build/course)  --exchange DIR (default: nbgrader config, build/exchange)
+
+Design
+- Every step is nbgrader's own (NbGraderAPI: release_assignment, collect, release_feedback, the
+  gradebook), run in this one process with the course's configuration: jupyter/nbgrader/
+  nbgrader_config.py (course id, exchange) and the course folder's nbgrader_config.py. Grading in
+  between is `make grade` (the sandboxed autograder, course mode), which writes autograded/,
+  feedback/ and the scores into the course gradebook.
+- nbgrader's release_feedback finds a student's feedback by the secret their submission carried
+  (submission_secret.txt, plus timestamp.txt) in feedback/<student>/<id>/; nbgrader's own
+  generate_feedback copies those from the submission, the autograder writes only the HTML. So
+  `return-feedback` copies them from submitted/<student>/<id>/, and only when the feedback is
+  newer than the collected submission: feedback about an older hand-in is never returned as if
+  it were about the new one (it says "regrade first").
+- Student ids must be usable in the exchange's file names (nbgrader separates fields with '+').
+- Nothing here deletes a submission: collect keeps each student's newest hand-in (nbgrader's
+  `--update`), release replaces only the exchange's copy of a changed release.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import filecmp
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+COURSE = ROOT / "build" / "course"
+SHARED_CONFIG = ROOT / "jupyter" / "nbgrader" / "nbgrader_config.py"
+ROSTER_COLUMNS = ("id", "first_name", "last_name", "email")
+STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$")
+BOOKKEEPING = ("timestamp.txt", "submission_secret.txt")
+
+
+class HandinError(Exception):
+    """Bad input or a failed nbgrader step; the message says what to do."""
+
+
+def check_student_id(sid: str, where: str = "") -> str:
+    if not STUDENT_ID.match(sid):
+        raise HandinError(f"{where}student id {sid!r}: use letters, digits and . _ - @ only "
+                          f"(nbgrader's exchange puts ids in file names, separated by '+')")
+    return sid
+
+
+# ------------------------------------------------------------------ configuration
+def load_config(course: Path, exchange: Path | None):
+    from traitlets.config import Config
+    from traitlets.config.loader import PyFileConfigLoader
+    config = Config()
+    for path in (SHARED_CONFIG, course / "nbgrader_config.py"):
+        if path.is_file():
+            config.merge(PyFileConfigLoader(path.name, str(path.parent)).load_config())
+    config.CourseDirectory.root = str(course)
+    if exchange is not None:
+        config.Exchange.root = str(exchange)
+    return config
+
+
+def _api(course: Path, exchange: Path | None):
+    # nbgrader's gradebook runs the `alembic` console script of its own environment
+    os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    from nbgrader.apps import NbGraderAPI
+    if not course.is_dir():
+        raise HandinError(f"no course folder at {course} (`make notebooks` lays it out)")
+    return NbGraderAPI(config=load_config(course, exchange))
+
+
+def _outbound(api) -> Path:
+    return Path(api.exchange_root) / api.course_id / "outbound"
+
+
+def _check(result: dict, step: str) -> str:
+    if not result or not result.get("success"):
+        log = (result or {}).get("log", "") + (result or {}).get("error", "")
+        raise HandinError(f"nbgrader {step} failed:\n{log.strip()}")
+    return result.get("log", "")
+
+
+# ------------------------------------------------------------------ steps
+def import_roster(course: Path, csv_path: Path) -> int:
+    """Add or update students from a CSV with columns id, first_name, last_name, email."""
+    try:
+        text = csv_path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as err:
+        raise HandinError(f"cannot read the roster {csv_path}: {err}") from err
+    rows = list(csv.DictReader(text.splitlines()))
+    header = [h.strip() for h in (csv.reader(text.splitlines()[:1]).__next__() if text.strip() else [])]
+    if "id" not in header:
+        raise HandinError(f"{csv_path}: the first line must name the columns {', '.join(ROSTER_COLUMNS)} "
+                          f"(found: {', '.join(header) or 'nothing'})")
+    unknown = [h for h in header if h not in ROSTER_COLUMNS + ("lms_user_id",)]
+    if unknown:
+        raise HandinError(f"{csv_path}: unknown column(s) {', '.join(unknown)}; expected {', '.join(ROSTER_COLUMNS)}")
+    students, seen = [], set()
+    for line, row in enumerate(rows, start=2):
+        row = {(k or "").strip(): (v or "").strip() for k, v in row.items()}
+        sid = check_student_id(row.get("id", ""), f"{csv_path}, line {line}: ")
+        if sid in seen:
+            raise HandinError(f"{csv_path}, line {line}: student id {sid!r} appears twice")
+        seen.add(sid)
+        students.append({k: (row.get(k) or None) for k in ROSTER_COLUMNS + ("lms_user_id",) if k in header})
+    api = _api(course, None)
+    with api.gradebook as gb:
+        for s in students:
+            sid = s.pop("id")
+            gb.update_or_create_student(sid, **s)
+    return len(students)
+
+
+def release(course: Path, exchange: Path | None, ids: list[str]) -> list[str]:
+    api = _api(course, exchange)
+    released_dir = course / "release"
+    if not ids and released_dir.is_dir():
+        ids = sorted(p.name for p in released_dir.iterdir() if p.is_dir())
+    if not ids:
+        raise HandinError(f"nothing to release: {released_dir} is empty (`make notebooks` builds it)")
+    lines = []
+    for aid in ids:
+        src = released_dir / aid
+        if not src.is_dir():
+            raise HandinError(f"no release of {aid} in {released_dir} (`make notebooks` builds it)")
+        dest = _outbound(api) / aid
+        if not dest.is_dir():
+            _check(api.release_assignment(aid), f"release_assignment {aid}")
+            lines.append(f"{aid}: released")
+        elif _same_files(src, dest):
+            lines.append(f"{aid}: already released, unchanged")
+        else:
+            forced = _api_with(api, "ExchangeReleaseAssignment", force=True)
+            _check(forced.release_assignment(aid), f"release_assignment {aid}")
+            lines.append(f"{aid}: released again (it changed; students who fetched it keep their copy "
+                         f"and can merge the new one with `make update-work`)")
+    return lines
+
+
+def _same_files(a: Path, b: Path) -> bool:
+    def names(p: Path) -> list[str]:
+        return sorted(str(f.relative_to(p)) for f in p.rglob("*") if f.is_file())
+    return names(a) == names(b) and all(filecmp.cmp(a / n, b / n, shallow=False) for n in names(a))
+
+
+def _api_with(api, section: str, **values):
+    """The same API with some configuration changed (nbgrader reads it when the API is made)."""
+    import copy
+    from nbgrader.apps import NbGraderAPI
+    config = copy.deepcopy(api.config)
+    for k, v in values.items():
+        setattr(config[section], k, v)
+    return NbGraderAPI(config=config)
+
+
+def collect(course: Path, exchange: Path | None, ids: list[str]) -> list[str]:
+    api = _api(course, exchange)
+    outbound = _outbound(api)
+    ids = ids or (sorted(p.name for p in outbound.iterdir() if p.is_dir()) if outbound.is_dir() else [])
+    if not ids:
+        raise HandinError(f"nothing released in {outbound} yet (`make release` first)")
+    lines = []
+    for aid in ids:
+        log = _check(api.collect(aid, update=True), f"collect {aid}")
+        got = sorted(set(re.findall(r"(?:Collecting|Updating) submission: (\S+) ", log)))
+        have = sorted(p.parent.name for p in (course / "submitted").glob(f"*/{aid}") if p.is_dir())
+        lines.append(f"{aid}: {len(got)} new or newer hand-in(s)" + (f" ({', '.join(got)})" if got else "")
+                     + f"; {len(have)} collected in all")
+    return lines
+
+
+def return_feedback(course: Path, exchange: Path | None, ids: list[str]) -> list[str]:
+    api = _api(course, exchange)
+    feedback = course / "feedback"
+    ids = ids or (sorted({p.name for p in feedback.glob("*/*") if p.is_dir()}) if feedback.is_dir() else [])
+    if not ids:
+        raise HandinError(f"no feedback in {feedback} yet (`make grade` writes it)")
+    lines = []
+    for aid in ids:
+        ready, stale, unsent = [], [], []
+        for folder in sorted(p for p in feedback.glob(f"*/{aid}") if p.is_dir()):
+            sid = folder.parent.name
+            pages = sorted(folder.glob("*.html"))
+            submitted = course / "submitted" / sid / aid
+            if not pages:
+                continue
+            if not all((submitted / f).is_file() for f in BOOKKEEPING):
+                unsent.append(sid)                  # not handed in through the exchange: nothing to match
+                continue
+            handed_in = max(p.stat().st_ctime for p in submitted.iterdir())   # when collect placed it
+            if min(p.stat().st_mtime for p in pages) < handed_in:
+                stale.append(sid)
+                continue
+            for name in BOOKKEEPING:
+                shutil.copyfile(submitted / name, folder / name)
+            ready.append(sid)
+        line = f"{aid}: feedback returned to {len(ready)} student(s)" + (f" ({', '.join(ready)})" if ready else "")
+        if ready:
+            excluded = sorted({p.parent.name for p in feedback.glob(f"*/{aid}")} - set(ready))
+            api2 = _api_with(api, "CourseDirectory", student_id_exclude=",".join(excluded)) if excluded else api
+            _check(api2.release_feedback(aid), f"release_feedback {aid}")
+        if stale:
+            line += f"; NOT returned to {', '.join(stale)}: they handed in again after grading (run `make grade`)"
+        if unsent:
+            line += f"; {', '.join(unsent)}: not handed in through the exchange (no submission secret)"
+        lines.append(line)
+    return lines
+
+
+# ------------------------------------------------------------------ command line
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--course", type=Path, default=COURSE, help="nbgrader course folder (default build/course)")
+    parser.add_argument("--exchange", type=Path, default=None, help="exchange folder (default: nbgrader config)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("roster", help="import students into the gradebook")
+    r.add_argument("csv", type=Path)
+    for name in ("release", "collect", "return-feedback"):
+        p = sub.add_parser(name)
+        p.add_argument("ids", nargs="*", help="assignment ids (default: all)")
+    args = parser.parse_args(argv)
+    course = args.course.resolve()
+    exchange = args.exchange.resolve() if args.exchange else None
+    try:
+        if args.command == "roster":
+            n = import_roster(course, args.csv)
+            print(f"{n} student(s) from {args.csv} are in {course / 'gradebook.db'}")
+            return 0
+        step = {"release": release, "collect": collect, "return-feedback": return_feedback}[args.command]
+        for line in step(course, exchange, args.ids):
+            print(line)
+        return 0
+    except HandinError as err:
+        sys.stderr.write(f"handin: error: {err}\n")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
