@@ -1,28 +1,200 @@
-"""The instructor's view: `make formgrader` serves nbgrader's formgrader on the course folder (build/course)."""
+"""The instructor's view: `make formgrader` serves nbgrader's formgrader on a course folder, and a hostile
+submission graded by `python -m autograder grade` (course mode) runs nothing in the instructor's browser.
+
+One formgrader session (the suite's time budget) on a copy of build/course, with
+two graded students of 02_scaled_sum:
+
+- `hostile` hands in a notebook whose added cells display every payload of
+  tests/autograder/inert_payloads.py for real (in the sandboxed kernel), adds
+  markdown cells with raw HTML, `javascript:` links, attachments and a fake
+  "Score: 7 / 7" banner, and makes a test fail with a hostile message;
+- `control` is graded too, then its autograded notebook is replaced by the raw
+  payloads (what formgrader would show without `autograder.inert`), to prove
+  that this very page runs them: the checks below can fail.
+
+Each payload records itself in `window.__pwned`, calls `alert` and fetches
+`/api/contents?pwned=...` (the Jupyter API the instructor's token opens).
+Then the feedback pages and report.html made by the same run are opened from
+disk with the same checks, and shown to still render under their CSP.
+"""
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "autograder"))
+import autograder_specs as specs  # noqa: E402
+import inert_payloads as P  # noqa: E402
+
+A02 = specs.A02
+SETTLE_MS = 1500          # time for a payload's script, handler or fetch to fire after load
+
+# Inside the rendered notebook (formgrader's own page scripts are outside it): what could be active.
+DOM_ACTIVE = """(root) => {
+  const el = document.querySelector(root);
+  if (!el) return ['no ' + root];
+  const found = [];
+  for (const n of el.querySelectorAll('*')) {
+    const tag = n.tagName.toLowerCase();
+    if (['script', 'iframe', 'object', 'embed', 'svg', 'math', 'base', 'form', 'frame'].includes(tag)) found.push(tag);
+    for (const a of n.attributes) {
+      const v = a.value.replace(/[\\s\\x00-\\x1f]/g, '').toLowerCase();
+      if (a.name.startsWith('on')) found.push(tag + ' ' + a.name);
+      if (['href', 'src', 'action', 'formaction', 'xlink:href', 'data'].includes(a.name)
+          && (v.startsWith('javascript:') || (v.startsWith('data:') && !/^data:image\\/(png|jpeg);base64,/.test(v))))
+        found.push(tag + ' ' + a.name + '=' + v.slice(0, 40));
+    }
+  }
+  return found;
+}"""
 
 
-def test_make_formgrader_lists_every_assignment_of_the_course(browser, make_server, screenshots):
-    server = make_server("formgrader")      # lays out build/course first if it is missing
-    course = ROOT / "build" / "course"      # what `make notebooks` / `make check-notebooks` generated
+def _hostile_submission(source_nb) -> bytes:
+    import nbformat
+    from nbformat.v4 import new_code_cell
+    nb = specs.release_notebook(A02)
+    for gid in ("scaled_sum_answer", "global_max_share_answer"):
+        nb.cells[specs.find(nb, gid)].source = specs.solution_code(source_nb, gid)
+    nb.cells[specs.find(nb, "scaled_mean_answer")].source = f"def scaled_mean(x):\n    raise ValueError({P.REASON!r})"
+    at = specs.find(nb, "scaled_sum_answer") + 1
+    nb.cells[at:at] = [new_code_cell(P.student_code()), *P.markdown_cells()]
+    return nbformat.writes(nb).encode()
+
+
+def _raw_payload_notebook() -> str:
+    """What formgrader would render without autograder.inert: the payloads as they came."""
+    import nbformat
+    nb = specs.release_notebook(A02)
+    at = specs.find(nb, "scaled_sum_answer") + 1
+    nb.cells[at:at] = [*P.markdown_cells(), *P.output_cells()]
+    return nbformat.writes(nb)
+
+
+def _course(tmp: Path) -> Path:
+    """A copy of build/course (laid out by `make notebooks`) with two submissions of 02_scaled_sum."""
+    import nbformat
+    built = ROOT / "build" / "course"
+    if not (built / "nbgrader_config.py").is_file():
+        subprocess.run([sys.executable, "tools/generate_notebooks.py", "--check"], cwd=ROOT, check=True,
+                       capture_output=True, timeout=600)
+    course = tmp / "course"
+    course.mkdir()
+    for name in ("nbgrader_config.py", "gradebook.db"):
+        if (built / name).exists():
+            shutil.copy(built / name, course / name)
+    shutil.copytree(built / "source", course / "source")
+    if (built / "release").is_dir():
+        shutil.copytree(built / "release", course / "release")
+    source_nb = nbformat.read(ROOT / "solutions" / f"{A02}.ipynb", as_version=4)
+    for student in ("control", "hostile"):
+        folder = course / "submitted" / student / A02
+        folder.mkdir(parents=True)
+        (folder / f"{A02}.ipynb").write_bytes(_hostile_submission(source_nb))
+        (folder / "timestamp.txt").write_text("2026-12-01 09:00:00")
+    return course
+
+
+def _grade(course: Path) -> None:
+    run = subprocess.run([sys.executable, "-m", "autograder", "grade", "--course", str(course), "--assignment", A02,
+                          "-j", "2", "--timeout", "30", "-q"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    run = subprocess.run([sys.executable, "-m", "autograder.report", str(course / "grades")], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+
+
+def _visit(browser, url: str, root: str | None) -> dict:
+    """Open `url`, let it settle; what ran (dialogs, __pwned, requests with 'pwned') and what is active."""
+    page = browser.new_page()
+    dialogs, requests = [], []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(url)
+    page.wait_for_load_state("load")
+    page.wait_for_timeout(SETTLE_MS)
+    seen = {"dialogs": dialogs, "pwned": page.evaluate("() => window.__pwned || []"),
+            "fetches": [u for u in requests if "pwned" in u], "requests": requests,
+            "active": page.evaluate(DOM_ACTIVE, root) if root else [], "page": page}
+    return seen
+
+
+def _ran(seen: dict) -> list:
+    return seen["dialogs"] + seen["pwned"] + seen["fetches"]
+
+
+def test_formgrader_lists_the_course_and_hostile_submissions_run_nothing(browser, make_server, screenshots,
+                                                                          tmp_path, monkeypatch):
+    course = _course(tmp_path)
+    _grade(course)
+    autograded = course / "autograded"
+    (autograded / "control" / A02 / f"{A02}.ipynb").write_text(_raw_payload_notebook(), encoding="utf-8")
+    hostile_nb = (autograded / "hostile" / A02 / f"{A02}.ipynb").read_text(encoding="utf-8")
+    assert "student_text" in hostile_nb and '"text/html":' not in hostile_nb and '"image/svg+xml":' not in hostile_nb
+
+    monkeypatch.setenv("COURSE", str(course))
+    server = make_server("formgrader")
     assignments = sorted(p.name for p in (course / "source").iterdir() if (p / f"{p.name}.ipynb").is_file())
-    assert "02_scaled_sum" in assignments, assignments
     status, body = server.request("/formgrader/api/assignments")
     assert status == 200, body[:500]
     listed = {a["name"] for a in json.loads(body)}
-    assert set(assignments) <= listed, f"formgrader should list every assignment of {course.name}: {sorted(listed)}"
+    assert set(assignments) <= listed, f"formgrader should list every assignment of the course: {sorted(listed)}"
+    status, body = server.request(f"/formgrader/api/submitted_notebooks/{A02}/{A02}")
+    assert status == 200, body[:500]
+    ids = {s["student"]: s["id"] for s in json.loads(body)}
+    assert set(ids) == {"control", "hostile"}, ids
 
     page = browser.new_page()
-    page.goto(f"{server.url}/formgrader?token={server.token}")
+    page.goto(f"{server.url}/formgrader?token={server.token}")   # logs the browser in (cookie)
     for aid in assignments:
         page.get_by_role("link", name=aid, exact=True).wait_for(timeout=60_000)
     assert page.get_by_text("could not be created").count() == 0, "the exchange folder is set up (build/exchange)"
     page.screenshot(path=str(screenshots / "formgrader.png"))
     page.close()
+
+    control = _visit(browser, f"{server.url}/formgrader/submissions/{ids['control']}/", "#notebook-container")
+    assert set(control["pwned"]) >= {"html_script", "html_onerror", "javascript"}, \
+        f"the control's payloads must run in formgrader, or this test proves nothing: {control['pwned']}"
+    assert control["dialogs"] and control["fetches"] and control["active"]
+    control["page"].close()
+
+    hostile = _visit(browser, f"{server.url}/formgrader/submissions/{ids['hostile']}/", "#notebook-container")
+    page = hostile["page"]
+    assert _ran(hostile) == [], _ran(hostile)
+    assert hostile["active"] == [], hostile["active"]
+    text = page.locator("#notebook-container").first.inner_text()
+    assert P.FAKE_BANNER in text and "onerror=" in text, "the student's text is shown, as text"
+    assert "[autograder: an output of type" in text
+    page.screenshot(path=str(screenshots / "formgrader_hostile_submission.png"), full_page=True)
+    page.close()
     problems = server.stop()
     assert not problems and server.proc.returncode == 0, f"{problems}\n{server.log()}"
+
+    # The pages the same run wrote, opened from disk: feedback (nbgrader's folder and OUT's) and report.html.
+    pages = [course / "feedback" / "hostile" / A02 / f"{A02}.html", course / "grades" / "feedback" / "hostile" /
+             f"{A02}.html", course / "grades" / "report.html"]
+    for path in pages:
+        seen = _visit(browser, path.as_uri(), "body")
+        assert _ran(seen) == [] and seen["active"] == [], (path.name, _ran(seen), seen["active"])
+        assert [u for u in seen["requests"] if not u.startswith("data:")] == [path.as_uri()], "nothing loaded"
+        shown = seen["page"].evaluate("""() => [...document.images].map(i => i.complete && i.naturalWidth > 0)""")
+        assert shown and all(shown), f"{path.name}: images (plots, histograms) render under the CSP"
+        if path.name != "report.html":
+            styled = seen["page"].evaluate("() => getComputedStyle(document.querySelector('.jp-Cell')).display")
+            assert styled != "inline", "the lab template's inline CSS applies under the CSP"
+            assert seen["page"].locator("h1").first.inner_text().startswith("Autograder feedback")
+        assert P.FAKE_BANNER in seen["page"].inner_text("body")
+        seen["page"].screenshot(path=str(screenshots / f"inert_{path.parent.name}_{path.stem}.png"), full_page=True)
+        seen["page"].close()
+
+    # The CSP holds on its own: a script smuggled into a feedback page (as if inert had a bug) does not run.
+    page_text = pages[0].read_text(encoding="utf-8")
+    smuggled = tmp_path / "smuggled.html"
+    smuggled.write_text(page_text.replace("</main>", f"<script>{P.js('csp')}</script><img src=x "
+                                                     f"onerror=\"{P.js('csp')}\"></main>"), encoding="utf-8")
+    seen = _visit(browser, smuggled.as_uri(), None)
+    assert seen["pwned"] == [] and seen["dialogs"] == [], "the page's Content-Security-Policy blocks scripts"
+    seen["page"].close()
