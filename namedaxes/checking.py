@@ -1,14 +1,43 @@
-"""Building blocks for student-facing checks.
+"""The exercise core: student-facing checks, their feedback, and the notebook's progress.
 
 Every check raises `CheckFailed` (an `AssertionError`, so nbgrader counts it as
-a failed test) with a message that names the variable, says what was expected
-and what was seen. Checks go type -> shape/dtype -> value, so the first message
-a student meets is about the most basic problem.
+a failed test; its `ename`/`evalue` are what the grader reads) with a message that
+names the variable, says what was expected and what was seen. Checks go
+type -> shape/dtype -> value, so the first message a student meets is about the
+most basic problem.
+
+Design, shared by every notebook (each `namedaxes/exercises/<topic>.py` only states
+its own rules: inputs, expected values, hints and the diagnoses of its typical
+mistakes):
+
+- **Feedback, not crashes.** A failed check shows its message only, no traceback
+  (`CheckFailed._render_traceback_`: IPython, the notebook's error output and hence
+  nbgrader's Validate dialog show these lines instead of the frames), in red with a
+  plain-text `evalue` for graders and exports; a passed check prints one green
+  line. Colour is ANSI, which Jupyter, nbconvert and terminals render and nbgrader's
+  command line strips; `NO_COLOR` turns it off.
+- **Error translation lives here once** (`explained`): an answer that still raises
+  `NotImplementedError` ("not written yet", naming the unwritten function it
+  calls), a collective over an axis name nothing binds, a traced value turned into
+  NumPy, and any other error raised in the student's own code (quoted with its
+  cell line). Exercise modules add only rules of their own.
+- **Progress.** Every `Exercise.check` records its verdict; `progress(module)`
+  (exposed as `q.progress()` in each notebook) lists which exercises pass, fail,
+  changed since their check, or were not checked yet.
+- **Unwritten stubs in plain cells.** In a notebook, a cell that calls a
+  function whose body is still `raise NotImplementedError()` shows the same one
+  line "`loss_fn` is not written yet: ..." (an IPython exception hook registered
+  on import), so an unanswered notebook shows messages, not stub tracebacks.
+- Every student-facing sentence of the core is in `TEXT`, so it can be
+  translated without touching the logic.
 """
 from __future__ import annotations
 
 import contextlib
+import linecache
+import os
 import re
+import sys
 from typing import Any, Callable, Iterable, NoReturn
 
 import numpy as np
@@ -18,11 +47,71 @@ __all__ = [
     "collectives", "collective_axes", "expect_collective", "expect_no_collective",
     "show_error", "assert_check_fails", "assert_check_passes",
     "fail", "show_values", "same_values", "NOT_WRITTEN_YET", "not_written_yet", "unbound_axis_name",
+    "explained", "progress", "TEXT",
 ]
+
+# Every sentence a student can read from the core, in one place (translate here, nowhere else).
+TEXT = {
+    "not_written_yet": ("`{name}`{calls} is not written yet: replace `raise NotImplementedError()` in its cell "
+                        "with your code, then run that cell again."),
+    "calls": " (or a function it calls, such as `{callee}`)",
+    "cell_not_written_yet": ("This cell is not written yet: replace `raise NotImplementedError()` with your code, "
+                             "then run it again."),
+    "uses_unwritten": "This cell runs `{name}`, which is not written yet: replace `raise NotImplementedError()` "
+                      "in its cell with your code, run that cell, then this one again.",
+    "unbound_axis": ("`{name}` failed with JAX's error \"NameError: {jax_error}\" It means: `{name}` calls a "
+                     "collective over '{axis}', and no enclosing pmap/vmap/shard_map binds that name. {run} binds "
+                     "only {bound}. {fix}"),
+    "the_check": "The check",
+    "fix_one_axis": "Write the axis name as the constant `{const}`: `axis_name={const}`.",
+    "fix_axes": "Use the constants {consts} for the names.",
+    "traced_to_numpy": ("`{name}` turns a traced value into a NumPy array or a Python number (`np.…`, "
+                        "`float(...)`, `.item()`) inside `jax.grad`, `jax.jit`, `jax.pmap` or `lax.scan`, where "
+                        "values are abstract. Compute with `jnp` and keep JAX arrays. JAX said: {jax_error}"),
+    "raised_in_your_code": "`{name}` raised {error} at line {line} of its cell: `{code}`.",
+    "raised": "`{name}` raised {error}.",
+    "passed": "✓ `{name}` passes the visible checks.",
+    "failed_mark": "✗ ",
+    "hint_line": "Stuck? Run `q.{attr}.hint()` for a hint.",
+    "need_devices": ("These checks need {need} devices, but JAX has {have}. Run the set-up cell at the top of "
+                     "the notebook (`setup_devices()`) first; if it says JAX is already running, restart the "
+                     "kernel and run the notebook from the top."),
+    "no_hint": "No hint for this one: re-read the section above the exercise.",
+    "hint": "Hint {i}/{n} for `{name}`{more}: {text}",
+    "hint_more": " (run hint() again for another)",
+    "progress_title": "{passed} of {total} exercises pass",
+    "progress_pass": "✓ {name}",
+    "progress_fail": "✗ {name}: {why}",
+    "progress_changed": "• {name}: changed since its test cell ran; run that cell again",
+    "progress_unchecked": "• {name}: not checked yet; run its test cell",
+    "progress_done": "All exercises pass their visible checks. The hidden tests run when your work is graded.",
+}
+
+
+_RED, _GREEN, _BOLD, _RESET = "\x1b[31m", "\x1b[32m", "\x1b[1m", "\x1b[0m"
+
+
+def _color(code: str, text: str) -> str:
+    """`text` in an ANSI colour, unless `NO_COLOR` is set (https://no-color.org)."""
+    return text if os.environ.get("NO_COLOR") else f"{code}{text}{_RESET}"
 
 
 class CheckFailed(AssertionError):
-    """A student-facing check failed; the message says what to fix."""
+    """A student-facing check failed; the message says what to fix.
+
+    IPython shows `_render_traceback_()` instead of a traceback: the message in red,
+    then how to get a hint. Those lines are also the `traceback` of the notebook's
+    error output, which is what nbgrader's Validate dialog and feedback show;
+    `ename` stays `CheckFailed` and `evalue` the plain message.
+    """
+
+    hint_line: str = ""
+
+    def _render_traceback_(self) -> list[str]:
+        lines = [_color(_BOLD + _RED, TEXT["failed_mark"] + str(self))]
+        if self.hint_line:
+            lines.append(self.hint_line)
+        return lines
 
 
 def fail(msg: str) -> NoReturn:
@@ -53,20 +142,19 @@ def same_values(a: Any, b: Any, tol: float = 1e-5, *, dtype: Any = None) -> bool
     return a.shape == b.shape and bool(np.allclose(a, b, rtol=tol, atol=tol))
 
 
-NOT_WRITTEN_YET = ("`{name}`{calls} is not written yet: replace `raise NotImplementedError()`{where} "
-                   "with your code{then}.")
+NOT_WRITTEN_YET = TEXT["not_written_yet"]
 
 
-def not_written_yet(name: str, *, calls: str = "", where: str = "", then: str = "") -> str:
+def not_written_yet(name: str, *, callee: str | None = None) -> str:
     """The message for an answer that still raises `NotImplementedError`.
 
-    `calls` follows the name (" (or a function it calls)"), `where` follows the raise
-    (" in its cell"), `then` ends the sentence (" and run that cell again"):
+    `callee` names the unwritten function `name` calls, when that is where the raise is:
 
         >>> not_written_yet("total")
-        '`total` is not written yet: replace `raise NotImplementedError()` with your code.'
+        '`total` is not written yet: replace `raise NotImplementedError()` in its cell with your code, then run that cell again.'
     """
-    return NOT_WRITTEN_YET.format(name=name, calls=calls, where=where, then=then)
+    calls = TEXT["calls"].format(callee=callee) if callee and callee != name else ""
+    return NOT_WRITTEN_YET.format(name=name, calls=calls)
 
 
 def unbound_axis_name(err: BaseException) -> str | None:
@@ -79,6 +167,107 @@ def unbound_axis_name(err: BaseException) -> str | None:
     if not isinstance(err, NameError) or "unbound axis name" not in text:
         return None
     return text.split("unbound axis name:")[-1].split(".")[0].strip()
+
+
+# ---------------------------------------------------------------- error translation (one place for every notebook)
+def _is_cell_file(filename: str) -> bool:
+    """A notebook cell's code: ipykernel names it .../ipykernel_<pid>/<hash>.py, plain IPython <ipython-input-...>."""
+    return "ipykernel_" in filename or filename.startswith("<ipython-input")
+
+
+def _user_frames(tb) -> list:
+    """The traceback's frames in notebook cells (the student's code), outermost first."""
+    frames = []
+    while tb is not None:
+        if _is_cell_file(tb.tb_frame.f_code.co_filename):
+            frames.append(tb)
+        tb = tb.tb_next
+    return frames
+
+
+def _where_in_cell(tb) -> tuple[int, str]:
+    """(line number, source line) of a traceback entry in a notebook cell."""
+    code = tb.tb_frame.f_code
+    return tb.tb_lineno, linecache.getline(code.co_filename, tb.tb_lineno).strip()
+
+
+def _axis_constants() -> dict[str, str]:
+    """Axis name -> the course constant that spells it ('devices' -> 'DEVICES')."""
+    from . import axes
+    return {v: k for k, v in vars(axes).items() if k.isupper() and isinstance(v, str)}
+
+
+def _quoted(names: Iterable[str]) -> str:
+    return " and ".join(f"'{n}'" for n in names)
+
+
+def _unbound_message(name: str, err: NameError, axis: str, run: str | None, binds: tuple, fix: str | None) -> str:
+    jax_error = str(err).strip().splitlines()[0]
+    if fix is None and binds:
+        consts = _axis_constants()
+        if len(binds) == 1:
+            fix = TEXT["fix_one_axis"].format(const=consts.get(binds[0], repr(binds[0])))
+        else:
+            fix = TEXT["fix_axes"].format(consts=" and ".join(f"`{consts.get(b, b)}` ('{b}')" for b in binds))
+    text = TEXT["unbound_axis"].format(name=name, jax_error=jax_error, axis=axis, run=run or TEXT["the_check"],
+                                       bound=_quoted(binds), fix=fix or "")
+    if not binds:       # nothing to compare with: drop the "binds only" sentence
+        text = text.replace(f" {run or TEXT['the_check']} binds only . ", " ")
+    return text.strip()
+
+
+def translate(err: BaseException, name: str, *, run: str | None = None, binds: Iterable[str] = (),
+              fix: str | None = None, rules: Iterable[Callable[[BaseException], str | None]] = ()) -> str | None:
+    """The student-facing message for an error raised while checking `name`, or None (re-raise it).
+
+    `rules` are the exercise module's own translations, tried first (each returns a message or None).
+    Then, for every notebook alike: still `NotImplementedError` ("not written yet", naming the unwritten
+    function it calls), a collective over an axis name nothing binds (`run`: how the check runs the
+    answer, `binds`: the axis names it binds, `fix`: what to write instead), a traced value turned into
+    NumPy, and any other error raised in the student's own notebook code (quoted with its line).
+    """
+    for rule in rules:
+        message = rule(err)
+        if message:
+            return message
+    frames = _user_frames(err.__traceback__)
+    if isinstance(err, NotImplementedError) and not str(err):
+        callee = frames[-1].tb_frame.f_code.co_name if frames else None
+        return not_written_yet(name, callee=callee if callee not in (None, "<module>") else None)
+    axis = unbound_axis_name(err)
+    if axis is not None:
+        return _unbound_message(name, err, axis, run, tuple(binds), fix)
+    import jax
+    if isinstance(err, (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError,
+                        jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError)):
+        return TEXT["traced_to_numpy"].format(name=name, jax_error=str(err).strip().splitlines()[0])
+    if frames:
+        first = (str(err).strip().splitlines() or [""])[0][:300]
+        error = f"`{type(err).__name__}: {first}`" if first else f"`{type(err).__name__}`"
+        line, code = _where_in_cell(frames[-1])
+        if code:
+            return TEXT["raised_in_your_code"].format(name=name, error=error, line=line, code=code)
+        return TEXT["raised"].format(name=name, error=error)
+    return None
+
+
+@contextlib.contextmanager
+def explained(name: str, *, run: str | None = None, binds: Iterable[str] = (), fix: str | None = None,
+              rules: Iterable[Callable[[BaseException], str | None]] = ()):
+    """Run an answer; the usual crashes become `CheckFailed` with the message of `translate`.
+
+        with explained("scaled_sum", run="`jax.pmap(scaled_sum, axis_name=DEVICES)`", binds=(DEVICES,)):
+            out = jax.pmap(fn, axis_name=DEVICES)(x)
+    """
+    try:
+        yield
+    except CheckFailed:
+        raise
+    except Exception as err:  # noqa: BLE001 - translated or re-raised unchanged
+        message = translate(err, name, run=run, binds=binds, fix=fix, rules=rules)
+        if message is None:
+            raise
+        raise CheckFailed(message) from err
 
 
 def expect_array(name: str, value: Any, *, shape: tuple | None = None, dtype: Any = None) -> None:
@@ -232,10 +421,16 @@ def _expect_course_devices() -> None:
     import jax
     from .axes import N_DEVICES
     if jax.device_count() < N_DEVICES:
-        raise CheckFailed(
-            f"These checks need {N_DEVICES} devices, but JAX has {jax.device_count()}. Run the set-up cell at "
-            f"the top of the notebook (`setup_devices()`) first; if it says JAX is already running, restart "
-            f"the kernel and run the notebook from the top.") from None
+        raise CheckFailed(TEXT["need_devices"].format(need=N_DEVICES, have=jax.device_count())) from None
+
+
+def _say(text: str) -> None:
+    print(text)
+
+
+# Module state lives in mutated containers (the autograder restores module globals between cells).
+_REGISTRY: dict[str, dict[tuple, "Exercise"]] = {}   # exercise module -> its Exercise objects, in order
+_RESULTS: dict[tuple, dict] = {}                      # Exercise._key -> its last verdict
 
 
 class Exercise:
@@ -244,35 +439,60 @@ class Exercise:
     `observe(answer)` (optional) returns the observations the autograder
     compares with the reference solution's: a dict of arrays / JSON values
     computed on seeded random inputs. It must be deterministic.
+
+    `check` runs the module's check inside `explained(name)`, so crashes the module
+    does not translate itself still read as feedback; it records its verdict for
+    `progress`. Several `Exercise` objects may share a `name` (one per test cell of an
+    exercise): the exercise passes when all of them do.
     """
 
     def __init__(self, name: str, check: Callable, hints: Iterable[str] = (),
-                 observe: Callable | None = None):
+                 observe: Callable | None = None, *, module: str | None = None):
         self.name = name
         self._check = check
         self._hints = list(hints)
         self._observe = observe
         self._shown = 0
+        self.module = module or sys._getframe(1).f_globals.get("__name__", "__main__")
+        # Keyed by what the exercise is, so re-importing the module replaces it rather than adding a copy.
+        code = getattr(check, "__code__", None)
+        self._key = (self.module, name, getattr(check, "__qualname__", repr(check)), getattr(code, "co_firstlineno", 0))
+        _REGISTRY.setdefault(self.module, {})[self._key] = self
+
+    def _attr(self) -> str:
+        """The name this exercise has in its module (`q.<attr>` in the notebook)."""
+        module = sys.modules.get(self.module)
+        for attr, value in vars(module).items() if module else ():
+            if value is self:
+                return attr
+        return self.name
 
     def check(self, *answer) -> None:
-        __tracebackhide__ = True  # noqa: F841 - IPython hides this frame in tracebacks
-        _expect_course_devices()
+        __tracebackhide__ = True  # noqa: F841 - pytest: report the caller's line
         try:
-            self._check(*answer)
+            _expect_course_devices()
+            with explained(self.name):
+                self._check(*answer)
         except CheckFailed as err:
-            # A fresh exception without the checker's internal frames: the student sees the message,
-            # not 40 lines of traceback through namedaxes.
-            raise CheckFailed(str(err)) from None
-        print(f"Correct: `{self.name}` passes the visible checks.")
+            _RESULTS[self._key] = {"status": "failed", "why": str(err), "answer": answer}
+            # A fresh exception without the checker's internal frames; IPython shows only its message.
+            failure = CheckFailed(str(err))
+            failure.hint_line = TEXT["hint_line"].format(attr=self._attr()) if self._hints else ""
+            raise failure from None
+        except BaseException as err:
+            _RESULTS[self._key] = {"status": "failed", "why": f"{type(err).__name__}: {err}", "answer": answer}
+            raise
+        _RESULTS[self._key] = {"status": "passed", "why": "", "answer": answer}
+        _say(_color(_GREEN, TEXT["passed"].format(name=self.name)))
 
     def hint(self) -> None:
         if not self._hints:
-            print("No hint for this one: re-read the section above the exercise.")
+            print(TEXT["no_hint"])
             return
         i = min(self._shown, len(self._hints) - 1)
         self._shown += 1
-        more = " (run hint() again for another)" if i + 1 < len(self._hints) else ""
-        print(f"Hint {i + 1}/{len(self._hints)} for `{self.name}`{more}: {self._hints[i]}")
+        more = TEXT["hint_more"] if i + 1 < len(self._hints) else ""
+        print(TEXT["hint"].format(i=i + 1, n=len(self._hints), name=self.name, more=more, text=self._hints[i]))
 
     def observe(self, *answer) -> dict:
         if self._observe is None:
@@ -281,3 +501,115 @@ class Exercise:
 
     def __repr__(self) -> str:
         return f"<Exercise {self.name}: .check(...), .hint()>"
+
+
+# ---------------------------------------------------------------- progress
+def _user_namespace() -> dict | None:
+    shell = _ipython()
+    return getattr(shell, "user_ns", None) if shell is not None else None
+
+
+def _changed_since_check(answer: tuple, namespace: dict | None) -> bool:
+    """Some checked function has been redefined (under its own name) since its check ran."""
+    if namespace is None:
+        return False
+    for obj in answer:
+        name = getattr(obj, "__name__", None)
+        if callable(obj) and name in namespace and namespace[name] is not obj:
+            return True
+    return False
+
+
+def progress_rows(module: str) -> list[tuple[str, str, str]]:
+    """(exercise name, status, detail) for each exercise of `module`, in notebook order.
+
+    Status: "passed" (every check of it passed), "failed" (detail: the first message),
+    "changed" (redefined since its check ran), "unchecked" (some check never ran).
+    """
+    namespace = _user_namespace()
+    groups: dict[str, list[dict | None]] = {}
+    for ex in _REGISTRY.get(module, {}).values():
+        groups.setdefault(ex.name, []).append(_RESULTS.get(ex._key))
+    rows = []
+    for name, results in groups.items():
+        failed = [r for r in results if r and r["status"] == "failed"]
+        if failed:
+            rows.append((name, "failed", failed[0]["why"]))
+        elif any(r is None for r in results):
+            rows.append((name, "unchecked", ""))
+        elif any(_changed_since_check(r["answer"], namespace) for r in results):
+            rows.append((name, "changed", ""))
+        else:
+            rows.append((name, "passed", ""))
+    return rows
+
+
+def _short(text: str, width: int = 110) -> str:
+    first = text.strip().split(". ")[0].rstrip(".")
+    return first if len(first) <= width else first[:width - 1] + "…"
+
+
+def progress(module: str) -> None:
+    """Print which exercises of the notebook (exercise module `module`) pass their visible checks."""
+    rows = progress_rows(module)
+    passed = sum(status == "passed" for _, status, _ in rows)
+    lines = [_color(_BOLD, TEXT["progress_title"].format(passed=passed, total=len(rows)))]
+    for name, status, why in rows:
+        if status == "passed":
+            lines.append(_color(_GREEN, "  " + TEXT["progress_pass"].format(name=name)))
+        elif status == "failed":
+            lines.append(_color(_RED, "  " + TEXT["progress_fail"].format(name=name, why=_short(why))))
+        elif status == "changed":
+            lines.append("  " + TEXT["progress_changed"].format(name=name))
+        else:
+            lines.append("  " + TEXT["progress_unchecked"].format(name=name))
+    if rows and passed == len(rows):
+        lines.append(TEXT["progress_done"])
+    print("\n".join(lines))
+
+
+def progress_of(module: str) -> Callable[[], None]:
+    """`q.progress()` for an exercise module: `progress = progress_of(__name__)`."""
+    def module_progress() -> None:
+        """Which exercises of this notebook pass their visible checks (run their test cells first)."""
+        progress(module)
+    return module_progress
+
+
+# ---------------------------------------------------------------- unwritten stubs in plain notebook cells
+def _ipython():
+    if "IPython" not in sys.modules:        # not in IPython: nothing to hook into
+        return None
+    from IPython import get_ipython
+    return get_ipython()
+
+
+def _stub_message(value: BaseException) -> str | None:
+    """One line for a cell stopped by a stub's bare `raise NotImplementedError()`, else None."""
+    if str(value):
+        return None                          # a library's NotImplementedError: keep its traceback
+    frames = _user_frames(value.__traceback__)
+    if not frames:
+        return None
+    where = frames[-1].tb_frame.f_code.co_name
+    return TEXT["cell_not_written_yet"] if where == "<module>" else TEXT["uses_unwritten"].format(name=where)
+
+
+def _show_stub_error(shell, etype, value, tb, tb_offset=None):
+    """IPython custom exception handler for NotImplementedError (see the module docstring)."""
+    message = _stub_message(value)
+    if message is None:
+        stb = shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
+    else:
+        stb = [_color(_BOLD + _RED, TEXT["failed_mark"] + message)]
+    shell._showtraceback(etype, value, stb)   # the error output: ename/evalue unchanged, these lines as traceback
+
+
+def _install_stub_handler() -> None:
+    shell = _ipython()
+    if shell is None or getattr(shell, "custom_exceptions", None):
+        return                               # not a notebook, or someone else's handler: leave it alone
+    shell.set_custom_exc((NotImplementedError,), _show_stub_error)
+
+
+_install_stub_handler()

@@ -107,7 +107,7 @@ def test_exercise_check_hint_and_observe(capsys):
         ex.check(lambda x: x)
     ex.hint(); ex.hint(); ex.hint()
     out = capsys.readouterr().out
-    assert "Correct: `twice`" in out and "Hint 1/2" in out and out.count("Hint 2/2") == 2
+    assert "✓ `twice` passes the visible checks." in out and "Hint 1/2" in out and out.count("Hint 2/2") == 2
     assert float(ex.observe(lambda x: 2 * x)["out"]) == 6.0
 
 
@@ -148,13 +148,14 @@ def test_same_values_needs_equal_shapes_and_values_within_tol():
     assert isinstance(same_values(1.0, 1.0), bool)
 
 
-def test_not_written_yet_fills_the_shared_sentence():
+def test_not_written_yet_is_one_sentence_for_every_notebook():
     assert not_written_yet("total") == (
-        "`total` is not written yet: replace `raise NotImplementedError()` with your code.")
-    assert not_written_yet("step", calls=" (or a function it calls)", where=" in its cell",
-                           then=", then run that cell again") == (
-        "`step` (or a function it calls) is not written yet: replace `raise NotImplementedError()` "
-        "in its cell with your code, then run that cell again.")
+        "`total` is not written yet: replace `raise NotImplementedError()` in its cell with your code, "
+        "then run that cell again.")
+    assert not_written_yet("step", callee="loss_fn") == (
+        "`step` (or a function it calls, such as `loss_fn`) is not written yet: replace "
+        "`raise NotImplementedError()` in its cell with your code, then run that cell again.")
+    assert not_written_yet("step", callee="step") == not_written_yet("step")
 
 
 def test_unbound_axis_name_reads_the_axis_from_jax_error():
@@ -170,3 +171,188 @@ def test_exercise_check_explains_a_skipped_device_setup(monkeypatch):
     monkeypatch.setattr(jax, "device_count", lambda: 1)
     with pytest.raises(CheckFailed, match=r"need 8 devices, but JAX has 1\. Run the set-up cell"):
         ex.check(lambda x: 2 * x)
+
+
+# ---------------------------------------------------------------- feedback, not crashes
+import linecache  # noqa: E402
+import re  # noqa: E402
+
+from namedaxes import checking  # noqa: E402
+from namedaxes.checking import TEXT, explained, progress, progress_rows, translate  # noqa: E402
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _cell(source: str, number: int = 1) -> dict:
+    """Run `source` as IPython runs a notebook cell (a cell file name, its lines in linecache): its names."""
+    filename = f"<ipython-input-{number}-0123abcd>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace = {"jnp": jnp, "lax": lax, "DEVICES": DEVICES}
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace
+
+
+def test_a_failed_check_renders_as_its_message_only_in_red_with_the_hint_line(monkeypatch):
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    twice = Exercise("twice", lambda f: expect_close("twice", f(1.0), 2.0), hints=["multiply"])
+    globals()["q_twice"] = twice           # the name the hint line uses: this module's attribute
+    try:
+        with pytest.raises(CheckFailed) as err:
+            twice.check(lambda x: x)
+    finally:
+        del globals()["q_twice"]
+    lines = err.value._render_traceback_()
+    assert lines[0].startswith("\x1b[") and ANSI.sub("", lines[0]) == "✗ " + str(err.value)
+    assert lines[1] == "Stuck? Run `q.q_twice.hint()` for a hint."
+    assert not any("Traceback" in ln or "checking.py" in ln for ln in lines)
+    assert err.value.__cause__ is None and err.value.__suppress_context__   # no chained checker frames
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert err.value._render_traceback_()[0] == "✗ " + str(err.value)   # plain text: no escape codes
+
+
+def test_a_passed_check_prints_one_green_line(capsys, monkeypatch):
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    Exercise("twice", lambda f: None).check(lambda x: 2 * x)
+    out = capsys.readouterr().out
+    assert out == "\x1b[32m✓ `twice` passes the visible checks.\x1b[0m\n"
+
+
+def test_not_written_yet_names_the_unwritten_function_the_answer_calls():
+    ns = _cell("def loss_fn(p):\n    raise NotImplementedError()\n\ndef grads(p):\n    return 2 * loss_fn(p)\n")
+    with pytest.raises(CheckFailed) as err:
+        with explained("grads"):
+            ns["grads"](1.0)
+    assert str(err.value) == not_written_yet("grads", callee="loss_fn")
+    with pytest.raises(CheckFailed) as err:
+        with explained("loss_fn"):
+            ns["loss_fn"](1.0)
+    assert str(err.value) == not_written_yet("loss_fn")
+
+
+def test_an_error_in_the_students_code_is_quoted_with_its_cell_line():
+    ns = _cell("def total(x):\n    y = x * 2\n    return y + 'a'\n")
+    with pytest.raises(CheckFailed, match=r"^`total` raised `TypeError: unsupported operand.*` at line 3 of its "
+                                          r"cell: `return y \+ 'a'`\.$"):
+        with explained("total"):
+            ns["total"](1.0)
+
+
+def test_an_error_outside_the_students_code_is_not_disguised():
+    def checker_bug():
+        raise KeyError("a bug in the checker")
+    with pytest.raises(KeyError, match="a bug in the checker"):
+        with explained("total"):
+            checker_bug()
+
+
+def test_unbound_axis_name_message_says_what_binds_and_which_constant_to_write():
+    with pytest.raises(NameError) as raised:
+        jax.pmap(lambda x: lax.psum(x, "device"), axis_name=DEVICES)(jnp.arange(2.0))
+    msg = translate(raised.value, "total", run="`jax.pmap(total, axis_name=DEVICES)`", binds=(DEVICES,))
+    assert msg.startswith("`total` failed with JAX's error \"NameError: Found an unbound axis name: device.")
+    assert "`total` calls a collective over 'device', and no enclosing pmap/vmap/shard_map binds that name" in msg
+    assert msg.endswith("`jax.pmap(total, axis_name=DEVICES)` binds only 'devices'. Write the axis name as the "
+                        "constant `DEVICES`: `axis_name=DEVICES`.")
+    grid = translate(raised.value, "grid", binds=(DATA_SHARDS, MODEL_REPLICAS))
+    assert grid.endswith("The check binds only 'data_shards' and 'model_replicas'. Use the constants "
+                         "`DATA_SHARDS` ('data_shards') and `MODEL_REPLICAS` ('model_replicas') for the names.")
+
+
+def test_a_modules_own_rules_come_first():
+    rule = lambda err: "our own words" if isinstance(err, ValueError) else None  # noqa: E731
+    with pytest.raises(CheckFailed, match="^our own words$"):
+        with explained("f", rules=(rule,)):
+            raise ValueError("jax internals")
+
+
+def test_traced_values_turned_into_numpy_get_one_message():
+    with pytest.raises(CheckFailed, match=r"`f` turns a traced value into a NumPy array"):
+        with explained("f"):
+            jax.jit(lambda x: float(x))(1.0)
+
+
+# ---------------------------------------------------------------- progress
+def _fresh_module(name: str, monkeypatch) -> dict:
+    monkeypatch.setitem(checking._REGISTRY, name, {})
+    return {
+        "a": Exercise("a", lambda f: expect_close("a", f(1.0), 2.0), module=name),
+        "a_structure": Exercise("a", lambda f: None, module=name),
+        "b": Exercise("b", lambda f: expect_close("b", f(1.0), 3.0), module=name),
+        "c": Exercise("c", lambda f: None, module=name),
+    }
+
+
+def test_progress_lists_passed_failed_and_unchecked_exercises_in_order(monkeypatch, capsys):
+    module = "tests.fake_exercises_progress"
+    ex = _fresh_module(module, monkeypatch)
+    assert progress_rows(module) == [("a", "unchecked", ""), ("b", "unchecked", ""), ("c", "unchecked", "")]
+    ex["a"].check(lambda x: 2 * x)
+    assert progress_rows(module)[0] == ("a", "unchecked", "")        # its second check has not run
+    ex["a_structure"].check(lambda x: 2 * x)
+    with pytest.raises(CheckFailed):
+        ex["b"].check(lambda x: x)
+    rows = progress_rows(module)
+    assert rows[0] == ("a", "passed", "") and rows[1][:2] == ("b", "failed") and "`b` has the wrong values" in rows[1][2]
+    capsys.readouterr()
+    monkeypatch.setenv("NO_COLOR", "1")
+    progress(module)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "1 of 3 exercises pass"
+    assert out[1] == "  ✓ a" and out[2].startswith("  ✗ b: `b` has the wrong values") and \
+        out[3] == "  • c: not checked yet; run its test cell"
+    ex["b"].check(lambda x: 3 * x)
+    ex["c"].check(lambda x: x)
+    capsys.readouterr()
+    progress(module)
+    out = capsys.readouterr().out
+    assert out.startswith("3 of 3 exercises pass") and TEXT["progress_done"] in out
+
+
+def test_progress_notices_an_answer_redefined_since_its_check(monkeypatch):
+    module = "tests.fake_exercises_changed"
+    ex = _fresh_module(module, monkeypatch)
+
+    def a(x):
+        return 2 * x
+    namespace = {"a": a}
+    monkeypatch.setattr(checking, "_user_namespace", lambda: namespace)
+    ex["a"].check(a)
+    ex["a_structure"].check(a)
+    assert progress_rows(module)[0] == ("a", "passed", "")
+    namespace["a"] = lambda x: 2 * x         # the student edited and re-ran the answer cell, not the test cell
+    assert progress_rows(module)[0] == ("a", "changed", "")
+
+
+def test_reimporting_a_module_replaces_its_exercises(monkeypatch):
+    module = "tests.fake_exercises_reimport"
+    _fresh_module(module, monkeypatch)
+    registry = checking._REGISTRY[module]
+    before = list(registry)
+    for old in list(registry.values()):      # the same exercises defined again (same name, same check)
+        Exercise(old.name, old._check, module=module)
+    assert list(checking._REGISTRY[module]) == before
+
+
+def test_every_exercise_module_has_progress():
+    import importlib
+    import pkgutil
+    import namedaxes.exercises as pkg
+    for info in pkgutil.iter_modules(pkg.__path__):
+        module = importlib.import_module(f"namedaxes.exercises.{info.name}")
+        assert callable(module.progress), module.__name__
+        assert {name for name, _, _ in progress_rows(module.__name__)} == \
+            {ex.name for ex in vars(module).values() if isinstance(ex, Exercise)}
+
+
+# ---------------------------------------------------------------- unwritten stubs in plain cells
+def test_a_stub_stops_a_plain_cell_with_one_line():
+    ns = _cell("def train(p):\n    raise NotImplementedError()\n", number=7)
+    with pytest.raises(NotImplementedError) as err:
+        ns["train"](1.0)
+    assert checking._stub_message(err.value) == TEXT["uses_unwritten"].format(name="train")
+    with pytest.raises(NotImplementedError) as err:
+        _cell("raise NotImplementedError()\n", number=8)
+    assert checking._stub_message(err.value) == TEXT["cell_not_written_yet"]
+    with pytest.raises(NotImplementedError) as err:
+        raise NotImplementedError("a library feature")    # a real NotImplementedError keeps its traceback
+    assert checking._stub_message(err.value) is None

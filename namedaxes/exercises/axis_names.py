@@ -14,10 +14,11 @@ import numpy as np
 
 from namedaxes import DEVICES
 from namedaxes.checking import (CheckFailed, Exercise, collective_axes, expect_array, expect_collective,
-                                not_written_yet, same_values, show_values, unbound_axis_name)
+                                explained, progress_of, same_values, show_values)
 from namedaxes.grading import rng
 
-__all__ = ["device_rank", "count_devices", "center"]
+__all__ = ["device_rank", "count_devices", "center", "progress"]
+progress = progress_of(__name__)   # q.progress(): which exercises of the notebook pass
 
 _AXIS_ENV = [(DEVICES, 8)]
 
@@ -37,25 +38,9 @@ def _where(how: str, k: int) -> str:
 
 
 def _run(name: str, fn, x, how: str = "pmap"):
-    """`fn` mapped over the leading axis of `x`; common mistakes become readable messages."""
-    message = None
-    try:
+    """`fn` mapped over the leading axis of `x`; crashes become readable messages (`checking.explained`)."""
+    with explained(name, run=f"The check, which runs `{name}` {_where(how, x.shape[0])},", binds=(DEVICES,)):
         return _mapped(fn, how)(x)
-    except NotImplementedError:
-        message = not_written_yet(name)
-    except NameError as err:
-        axis = unbound_axis_name(err)
-        if axis is None:
-            raise
-        text = str(err)
-        message = (
-            f"`{name}` failed {_where(how, x.shape[0])} with JAX's error "
-            f"\"NameError: {text.splitlines()[0].rstrip('.')}\". The error mentions shard_map, but what it means "
-            f"here is: a collective in `{name}` names the axis '{axis}', and no enclosing "
-            f"pmap/vmap/shard_map binds that name (the transform around `{name}` binds '{DEVICES}'). "
-            f"Write the axis name as the constant `DEVICES`."
-        )
-    raise CheckFailed(message)
 
 
 def _expect_per_device(name: str, out, k: int, shape: tuple, dtype, how: str = "pmap") -> None:

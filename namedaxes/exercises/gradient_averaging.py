@@ -23,7 +23,6 @@ batch sizes.
 """
 from __future__ import annotations
 
-import contextlib
 from typing import Callable
 
 import jax
@@ -31,12 +30,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from namedaxes import DATA_PARALLEL
-from namedaxes.checking import (CheckFailed, Exercise, collective_axes, expect_collective, fail, not_written_yet,
+from namedaxes.checking import (Exercise, collective_axes, expect_collective, explained, fail, progress_of,
                                 same_values, show_values, unbound_axis_name)
 from namedaxes.grading import rng
 
 __all__ = ["loss_fn", "compute_gradients", "parallel_update_step", "train",
-           "LEARNING_RATE", "GRADE_IDS"]
+           "LEARNING_RATE", "GRADE_IDS", "progress"]
+progress = progress_of(__name__)   # q.progress(): which exercises of the notebook pass
 
 LEARNING_RATE = 0.01
 PARAM_NAMES = ("w", "b")
@@ -56,34 +56,17 @@ _OBSERVED_TRAIN = ((2, 4, 6), (4, 3, 9), (8, 2, 5))
 
 
 # ---------------------------------------------------------------- small helpers
-@contextlib.contextmanager
 def _explained(name: str, *, local: bool = False):
-    """Turn the usual crashes of an unfinished or mis-named answer into actionable messages."""
-    try:
-        yield
-    except NotImplementedError as err:
-        calls = "" if name == "loss_fn" else " (or a function it calls, such as `loss_fn`)"
-        raise CheckFailed(not_written_yet(name, calls=calls, then=" and run that cell again")) from err
-    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError) as err:
-        first = str(err).strip().splitlines()[0]
-        raise CheckFailed(
-            f"`{name}` turns a traced value into a NumPy array or a Python number (`np.…`, "
-            f"`float(...)`, `.item()`) inside `jax.grad`, `jax.jit`, `jax.pmap` or `lax.scan`, where "
-            f"values are abstract. Compute with `jnp` and keep JAX arrays. JAX said: {first}") from err
-    except NameError as err:
+    """Run an answer; crashes become readable messages (`checking.explained` plus the rule for local functions)."""
+    def local_collective(err: BaseException) -> str | None:
         axis = unbound_axis_name(err)
-        if axis is None:
-            raise
-        text = str(err)
-        if local:
-            raise CheckFailed(
-                f"`{name}` uses a collective over '{axis}', but it is a local function: it sees one "
+        if not local or axis is None:
+            return None
+        return (f"`{name}` uses a collective over '{axis}', but it is a local function: it sees one "
                 f"device's batch and needs no communication. Leave the averaging to "
-                f"`parallel_update_step`.") from err
-        raise CheckFailed(
-            f"`{name}` failed with JAX's \"NameError: {text.splitlines()[0]}\" The check runs "
-            f"`jax.pmap({name}, axis_name=DATA_PARALLEL, in_axes=(None, 0))`, which binds only "
-            f"'{DATA_PARALLEL}': your collective names '{axis}'. Write `axis_name=DATA_PARALLEL`.") from err
+                f"`parallel_update_step`.")
+    return explained(name, run=f"`jax.pmap({name}, axis_name=DATA_PARALLEL, in_axes=(None, 0))`",
+                     binds=(DATA_PARALLEL,), rules=(local_collective,))
 
 
 def _as_batch(x, y) -> dict:

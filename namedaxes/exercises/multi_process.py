@@ -26,7 +26,6 @@ usual message, without waiting for the workers.
 """
 from __future__ import annotations
 
-import contextlib
 from typing import Callable
 
 import jax
@@ -35,12 +34,13 @@ import numpy as np
 from jax import lax
 
 from namedaxes import DATA_PARALLEL, DEVICES, multiprocess
-from namedaxes.checking import (CheckFailed, Exercise, collective_axes, expect_collective, fail, not_written_yet,
-                                same_values, show_values, unbound_axis_name)
+from namedaxes.checking import (CheckFailed, Exercise, collective_axes, expect_collective, explained, fail,
+                                not_written_yet, progress_of, same_values, show_values)
 from namedaxes.grading import rng
 
 __all__ = ["global_sum", "local_rows", "parallel_update_step", "GRADE_IDS", "LEARNING_RATE",
-           "NUM_PROCESSES", "LOCAL_DEVICES"]
+           "NUM_PROCESSES", "LOCAL_DEVICES", "progress"]
+progress = progress_of(__name__)   # q.progress(): which exercises of the notebook pass
 
 NUM_PROCESSES = 2
 LOCAL_DEVICES = 4
@@ -60,26 +60,20 @@ def _cluster() -> multiprocess.Cluster:
     return multiprocess.get_cluster(NUM_PROCESSES, LOCAL_DEVICES)
 
 
-@contextlib.contextmanager
+def _worker_rules(name: str):
+    """This notebook's own translations (errors in the worker processes); `checking.translate` does the rest."""
+    def rule(err: BaseException) -> str | None:
+        if isinstance(err, multiprocess.ShipError):
+            return f"`{name}` cannot be sent to the worker processes: {err}."
+        if isinstance(err, multiprocess.WorkerError) and err.remote_type == "NotImplementedError":
+            return not_written_yet(name)
+        return None
+    return (rule,)
+
+
 def _explained(name: str, axis: str, how: str):
-    """Turn the usual crashes of an unfinished or mis-named answer into actionable messages."""
-    try:
-        yield
-    except NotImplementedError as err:
-        raise CheckFailed(not_written_yet(name, then=" and run that cell again")) from err
-    except NameError as err:
-        used = unbound_axis_name(err)
-        if used is None:
-            raise
-        raise CheckFailed(f"`{name}` uses a collective over '{used}', but the check runs {how}, which "
-                          f"binds only '{axis}'. Use the constant for that axis name.") from err
-    except multiprocess.ShipError as err:
-        raise CheckFailed(f"`{name}` cannot be sent to the worker processes: {err}.") from err
-    except multiprocess.WorkerError as err:
-        if err.remote_type == "NotImplementedError":
-            raise CheckFailed(not_written_yet(name, calls=" (or a function it calls)",
-                                              then=" and run that cell again")) from err
-        raise
+    """Run an answer; crashes become readable messages (`checking.explained` plus the worker rules)."""
+    return explained(name, run=f"The check, which runs {how},", binds=(axis,), rules=_worker_rules(name))
 
 
 def _block(rows: int, process: int) -> slice:

@@ -18,11 +18,12 @@ import numpy as np
 from jax.sharding import AxisType
 
 from namedaxes import DATA_SHARDS, GRID_AXES, GRID_SHAPE, MODEL_REPLICAS
-from namedaxes.checking import (CheckFailed, Exercise, collective_axes, collectives, expect_close, expect_collective,
-                                not_written_yet, same_values, unbound_axis_name)
+from namedaxes.checking import (CheckFailed, Exercise, collective_axes, collectives, expect_close,
+                                expect_collective, explained, progress_of, same_values)
 from namedaxes.grading import rng
 
-__all__ = ["grid_sums", "device_coordinates", "row_normalize", "grid_map", "grid_mesh"]
+__all__ = ["grid_sums", "device_coordinates", "row_normalize", "grid_map", "grid_mesh", "progress"]
+progress = progress_of(__name__)   # q.progress(): which exercises of the notebook pass
 
 _AXIS_ENV = [(DATA_SHARDS, GRID_SHAPE[0]), (MODEL_REPLICAS, GRID_SHAPE[1])]
 # Primitives that name an axis without moving data between devices.
@@ -44,37 +45,30 @@ def _grid_words(shape) -> str:
     return f"a {shape[0]} x {shape[1]} grid ('{DATA_SHARDS}' x '{MODEL_REPLICAS}')"
 
 
-def _run(name: str, call, where: str, *, uses_shard_map: bool = False):
-    """Run `call()`; common mistakes become readable messages."""
-    message = None
-    try:
-        return call()
-    except NotImplementedError:
-        message = not_written_yet(name)
-    except NameError as err:
-        axis = unbound_axis_name(err)
-        if axis is None:
-            raise
-        text = str(err)
-        message = (
-            f"`{name}` failed {where} with JAX's error \"NameError: {text.splitlines()[0]}\". "
-            f"It means: a collective in `{name}` names the axis '{axis}', and nothing around it binds "
-            f"that name. The grid binds exactly two names: use the constants `DATA_SHARDS` "
-            f"('{DATA_SHARDS}') and `MODEL_REPLICAS` ('{MODEL_REPLICAS}').")
-    except ValueError as err:
+def _grid_rules(name: str, where: str, uses_shard_map: bool):
+    """This notebook's own translations (nested pmap, shard_map specs); `checking.translate` does the rest."""
+    def rule(err: BaseException) -> str | None:
+        if not isinstance(err, ValueError):
+            return None
         text = str(err)
         first = text.splitlines()[0] if text else type(err).__name__
         if "context mesh" in text:
-            message = (f"`{name}` failed {where}: \"{first}\". Nested `jax.pmap` does not work on this "
-                       f"JAX; use collectives over the names the grid already binds.")
-        elif uses_shard_map and ("specs" in text or "shard_map" in text):
-            message = (f"`{name}` failed {where} with JAX's error \"ValueError: {first}\". Split x with "
-                       f"`in_specs=P(DATA_SHARDS, MODEL_REPLICAS)`, put the blocks back with the same "
-                       f"`out_specs`, and use the `mesh` argument (its axis types are Auto, so a plain "
-                       f"array can go in).")
-        else:
-            raise
-    raise CheckFailed(message)
+            return (f"`{name}` failed {where}: \"{first}\". Nested `jax.pmap` does not work on this "
+                    f"JAX; use collectives over the names the grid already binds.")
+        if uses_shard_map and ("specs" in text or "shard_map" in text):
+            return (f"`{name}` failed {where} with JAX's error \"ValueError: {first}\". Split x with "
+                    f"`in_specs=P(DATA_SHARDS, MODEL_REPLICAS)`, put the blocks back with the same "
+                    f"`out_specs`, and use the `mesh` argument (its axis types are Auto, so a plain "
+                    f"array can go in).")
+        return None
+    return (rule,)
+
+
+def _run(name: str, call, where: str, *, uses_shard_map: bool = False):
+    """Run `call()`; crashes become readable messages (`checking.explained` plus this notebook's rules)."""
+    with explained(name, run=f"The check, which runs `{name}` {where},", binds=GRID_AXES,
+                   rules=_grid_rules(name, where, uses_shard_map)):
+        return call()
 
 
 def _describe(out) -> str:

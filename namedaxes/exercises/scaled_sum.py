@@ -7,7 +7,6 @@ random inputs (`rng(grade_id)`) of several per-device shapes and dtypes.
 """
 from __future__ import annotations
 
-import contextlib
 from typing import Callable
 
 import jax
@@ -15,12 +14,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from namedaxes import DEVICES
-from namedaxes.checking import (CheckFailed, Exercise, collective_axes, collectives, expect_close,
-                                expect_collective, expect_replicated, fail, not_written_yet, same_values,
-                                unbound_axis_name)
+from namedaxes.checking import (Exercise, collective_axes, collectives, expect_close, expect_collective,
+                                expect_replicated, explained, fail, progress_of, same_values)
 from namedaxes.grading import rng
 
-__all__ = ["scaled_sum", "scaled_sum_uses_psum", "scaled_mean", "global_max_share"]
+__all__ = ["scaled_sum", "scaled_sum_uses_psum", "scaled_mean", "global_max_share", "progress"]
+progress = progress_of(__name__)   # q.progress(): which exercises of the notebook pass
 
 AXIS_ENV = [(DEVICES, 8)]
 DEVICE_COUNTS = (2, 4, 8)
@@ -33,21 +32,9 @@ def _fmt(value) -> str:
     return np.array2string(value, precision=4, threshold=16)
 
 
-@contextlib.contextmanager
 def _explained(name: str):
-    """Turn the two classic failures of an answer into actionable `CheckFailed` messages."""
-    try:
-        yield
-    except NotImplementedError as err:
-        raise CheckFailed(not_written_yet(name, where=" in its cell", then=", then run that cell again")) from err
-    except NameError as err:
-        if unbound_axis_name(err) is None:
-            raise
-        raise CheckFailed(
-            f"`{name}` uses an axis name that `pmap` did not bind ({err}). The check runs "
-            f"`jax.pmap({name}, axis_name=DEVICES)`, so your collective must say "
-            f"`axis_name=DEVICES` (the string '{DEVICES}')."
-        ) from err
+    """How the checks run an answer, for the core's translation of its crashes (`checking.explained`)."""
+    return explained(name, run=f"`jax.pmap({name}, axis_name=DEVICES)`", binds=(DEVICES,))
 
 
 def _run(name: str, fn: Callable, x) -> jax.Array:

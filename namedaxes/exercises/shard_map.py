@@ -13,7 +13,6 @@ names the answer's collectives use (`collective_axes` looks inside
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 from typing import Callable
 
@@ -24,13 +23,14 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import DATA_PARALLEL, DATA_SHARDS, DEVICES, MODEL_REPLICAS
-from namedaxes.checking import (CheckFailed, Exercise, collective_axes, collectives, expect_array, fail,
-                                not_written_yet, same_values, unbound_axis_name)
+from namedaxes.checking import (Exercise, collective_axes, collectives, expect_array, explained, fail,
+                                progress_of, same_values, unbound_axis_name)
 from namedaxes.grading import rng
 
 __all__ = ["sharded_scaled_sum", "replica_totals", "dp_train_step", "jit_train_step",
            "weighted_total_shard_map", "line_mesh", "grid_mesh", "loss_fn", "sgd_step",
-           "weighted_total", "LEARNING_RATE"]
+           "weighted_total", "LEARNING_RATE", "progress"]
+progress = progress_of(__name__)   # q.progress(): which exercises of the notebook pass
 
 LEARNING_RATE = 0.01
 # Primitives that name an axis without moving data between devices.
@@ -79,68 +79,61 @@ def _weighted_total_pmap():
 
 
 # ---------------------------------------------------------------- running answers
-@contextlib.contextmanager
-def _explained(name: str, mesh=None):
-    """Turn the classic failures of a shard_map answer into actionable `CheckFailed` messages."""
-    message = None
+def _shard_map_rules(name: str, mesh=None):
+    """This notebook's own translations (shard_map, meshes, specs); `checking.translate` does the rest."""
     names = f" This mesh has the axes {tuple(mesh.axis_names)}." if mesh is not None else ""
-    try:
-        yield
-    except CheckFailed:
-        raise
-    except AssertionError as err:
-        if type(err) is not AssertionError or str(err):
-            raise
-        message = (f"`{name}` stopped with an empty AssertionError from inside JAX. On this JAX that is "
-                   f"what a collective (`lax.psum`, `lax.pmean`, ...) inside `jax.shard_map` raises when "
-                   f"its axis name is not an axis of the mesh, e.g. a typo such as 'device'. Use the "
-                   f"course's constants (`DEVICES`, `DATA_SHARDS`, `MODEL_REPLICAS`, `DATA_PARALLEL`).{names}")
-    except NotImplementedError:
-        message = not_written_yet(name, where=" in its cell", then=", then run that cell again")
-    except NameError as err:
+
+    def rule(err: BaseException) -> str | None:
+        if type(err) is AssertionError and not str(err):
+            return (f"`{name}` stopped with an empty AssertionError from inside JAX. On this JAX that is "
+                    f"what a collective (`lax.psum`, `lax.pmean`, ...) inside `jax.shard_map` raises when "
+                    f"its axis name is not an axis of the mesh, e.g. a typo such as 'device'. Use the "
+                    f"course's constants (`DEVICES`, `DATA_SHARDS`, `MODEL_REPLICAS`, `DATA_PARALLEL`).{names}")
         axis = unbound_axis_name(err)
-        if axis is None:
-            raise
-        text = str(err)
-        message = (f"`{name}` calls a collective over '{axis}' where no mesh axis of that name is bound "
-                   f"(JAX says: \"{text.splitlines()[0]}\"). Collectives work inside the function you give "
-                   f"`jax.shard_map`, over the axis names of its `mesh`: put the `lax.psum`/`lax.pmean` in "
-                   f"that per-device function, and use the course's constants for the names.{names}")
-    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError) as err:
-        message = (f"`{name}` turned a traced JAX value into a NumPy array or Python number "
-                   f"({type(err).__name__}). The check runs your function under `jax.jit`: compute with "
-                   f"`jnp`/`lax` only, no `np.asarray`, `float(...)` or `.item()`.")
-    except ValueError as err:
-        text = str(err)
-        first = text.splitlines()[0] if text else type(err).__name__
-        if "set_mesh" in text and "jit" in text:
-            message = (f"`{name}` uses `jax.set_mesh`, which only works outside `jax.jit`, and the check "
-                       f"runs your function under `jax.jit`. Place the inputs with "
-                       f"`jax.device_put(x, NamedSharding(mesh, P(...)))` and pass `mesh=mesh` to "
-                       f"`jax.shard_map` instead.")
-        elif "does not match the specs of the input" in text:
-            message = (f"`{name}` failed with JAX's error \"{first[:300]}\". The mesh from "
-                       f"`jax.make_mesh` has Explicit axes, so `shard_map` checks that each input already "
-                       f"has the sharding your `in_specs` names. Place the inputs first, e.g. "
-                       f"`jax.device_put(x, NamedSharding(mesh, P(...)))` with the same spec as in_specs.")
-        elif "out_specs" in text and ("replicat" in text or "varying" in text):
-            message = (f"`{name}` failed with JAX's error \"{first[:200]}\": an output's `out_specs` says "
-                       f"it is the same on every device along some mesh axis, but the value still varies "
-                       f"along that axis. Either a collective over that axis is missing (e.g. `lax.psum`), "
-                       f"or that axis belongs in the output's `out_specs`.")
-        elif "evenly divide" in text:
-            message = (f"`{name}` failed with JAX's error \"{first[:300]}\": an array dimension cannot be cut "
-                       f"into that many equal blocks. Split over the `mesh` argument the check passes (it has "
-                       f"2, 4 or 8 devices), not over a mesh from another cell, and split only the dimension "
-                       f"the exercise says.{names}")
-        elif "out_specs" in text or "in_specs" in text:
-            message = (f"`{name}` failed with JAX's error \"{first[:300]}\". Check that `in_specs` and "
-                       f"`out_specs` name the mesh's axes for the array dimensions that are split, and "
-                       f"`P()` for values that are the same on every device.")
-        else:
-            raise
-    if message is not None:
-        raise CheckFailed(message)
+        if axis is not None:
+            return (f"`{name}` calls a collective over '{axis}' where no mesh axis of that name is bound "
+                    f"(JAX says: \"{str(err).splitlines()[0]}\"). Collectives work inside the function you give "
+                    f"`jax.shard_map`, over the axis names of its `mesh`: put the `lax.psum`/`lax.pmean` in "
+                    f"that per-device function, and use the course's constants for the names.{names}")
+        if isinstance(err, ValueError):
+            return _value_error_message(name, str(err), names)
+        return None
+    return (rule,)
+
+
+def _explained(name: str, mesh=None):
+    """Run an answer; crashes become readable messages (`checking.explained` plus this notebook's rules)."""
+    return explained(name, rules=_shard_map_rules(name, mesh))
+
+
+def _value_error_message(name: str, text: str, names: str) -> str | None:
+    """The message for a shard_map/mesh `ValueError` of `name`, or None for the core to translate."""
+    first = text.splitlines()[0] if text else "ValueError"
+    if "set_mesh" in text and "jit" in text:
+        return (f"`{name}` uses `jax.set_mesh`, which only works outside `jax.jit`, and the check "
+                f"runs your function under `jax.jit`. Place the inputs with "
+                f"`jax.device_put(x, NamedSharding(mesh, P(...)))` and pass `mesh=mesh` to "
+                f"`jax.shard_map` instead.")
+    if "does not match the specs of the input" in text:
+        return (f"`{name}` failed with JAX's error \"{first[:300]}\". The mesh from "
+                f"`jax.make_mesh` has Explicit axes, so `shard_map` checks that each input already "
+                f"has the sharding your `in_specs` names. Place the inputs first, e.g. "
+                f"`jax.device_put(x, NamedSharding(mesh, P(...)))` with the same spec as in_specs.")
+    if "out_specs" in text and ("replicat" in text or "varying" in text):
+        return (f"`{name}` failed with JAX's error \"{first[:200]}\": an output's `out_specs` says "
+                f"it is the same on every device along some mesh axis, but the value still varies "
+                f"along that axis. Either a collective over that axis is missing (e.g. `lax.psum`), "
+                f"or that axis belongs in the output's `out_specs`.")
+    if "evenly divide" in text:
+        return (f"`{name}` failed with JAX's error \"{first[:300]}\": an array dimension cannot be cut "
+                f"into that many equal blocks. Split over the `mesh` argument the check passes (it has "
+                f"2, 4 or 8 devices), not over a mesh from another cell, and split only the dimension "
+                f"the exercise says.{names}")
+    if "out_specs" in text or "in_specs" in text:
+        return (f"`{name}` failed with JAX's error \"{first[:300]}\". Check that `in_specs` and "
+                f"`out_specs` name the mesh's axes for the array dimensions that are split, and "
+                f"`P()` for values that are the same on every device.")
+    return None
 
 
 @functools.lru_cache(maxsize=None)
