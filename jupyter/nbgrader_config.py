@@ -15,6 +15,9 @@ if _student:
 # nbgrader keeps a copy of each submission (with the secret that names its feedback) in a cache,
 # by default in the login's home, shared by everyone using it. `make lab` keeps it inside the
 # student's workspace (NAMEDAXES_WORK), next to their notebooks.
+# Fetched assignments go to the workspace too: nbgrader's Assignment List resolves its default
+# assignment_dir (".") against the server's working folder, which `make lab` leaves at the repository.
 _work = os.environ.get("NAMEDAXES_WORK", "").strip()
 if _work:
     c.Exchange.cache = os.path.join(_work, ".nbgrader_cache")
+    c.Exchange.assignment_dir = _work
