@@ -138,5 +138,10 @@ grade: venv system-deps
 bench-grade: venv system-deps
 	$(BIN)/python -m autograder.bench $(if $(STUDENTS),--students $(STUDENTS))
 
+# build/ also holds the hand-in loop's state (exchange, collected submissions, grades, gradebook):
+# not deleted without FORCE=1 while there are hand-ins in it.
 clean:
+	@if [ -z "$(FORCE)" ] && [ -n "$$(ls -A build/exchange/namedaxes/inbound build/course/submitted 2>/dev/null | grep -v ':$$' | grep -v '^$$')" ]; then \
+	  echo "make clean would delete students' hand-ins (build/exchange) and collected submissions, grades and the gradebook (build/course)." >&2; \
+	  echo "Keep what you need, then: make clean FORCE=1" >&2; exit 1; fi
 	rm -rf build .pytest_cache
