@@ -1,44 +1,142 @@
-"""requirements.txt (pip, used by the Makefile) and environment.yml (conda) pin the same things."""
+"""The pins agree everywhere: requirements.txt (the direct pins, the one place versions are
+chosen), the full per-Python locks requirements/pyXY.txt and requirements/colab.txt that
+`make lock` derives from it, environment.yml (conda, the Python 3.11 line), and what is
+installed in the venv running these tests (so the lock of this Python is the tested one).
+"""
+import importlib.metadata
 import re
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+from packaging.requirements import Requirement
+
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import install_venv  # noqa: E402  (tools/ is not a package)
+import lock_requirements  # noqa: E402
+
+SUPPORTED = lock_requirements.SUPPORTED
 # conda-forge names that differ from PyPI's
 CONDA_TO_PIP = {"python-flatbuffers": "flatbuffers"}
+TOOLING = {"jupyterlab", "nbgrader", "nbval", "pytest", "pytest-xdist", "playwright"}
 
 
-def _pip_pins():
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _direct_pins(py: str) -> dict[str, str]:
+    """requirements.txt's pins that apply on Python `py` (markers evaluated by `packaging`)."""
     pins = {}
     for line in (ROOT / "requirements.txt").read_text().splitlines():
         line = line.split("#")[0].strip()
-        if line:
-            name, _, version = line.partition("==")
-            assert version, f"requirements.txt: {line!r} is not pinned with =="
-            pins[name.lower()] = version
+        if not line:
+            continue
+        req = Requirement(line)
+        spec = str(req.specifier)
+        assert spec.startswith("==") and "," not in spec, f"requirements.txt: {line!r} is not pinned with =="
+        if req.marker is None or req.marker.evaluate({"python_version": py, "python_full_version": py + ".0"}):
+            assert _norm(req.name) not in pins, f"requirements.txt pins {req.name} twice for Python {py}"
+            pins[_norm(req.name)] = spec[2:]
     return pins
 
 
-def _conda_pins():
+def _lock(py: str) -> dict[str, str]:
     pins = {}
+    for line in lock_requirements.lock_path(py).read_text().splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        m = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;=]+)", line.strip())
+        assert m, f"{lock_requirements.lock_path(py).name}: {line!r} is not `name==version`"
+        assert _norm(m.group(1)) not in pins, f"{line!r} appears twice"
+        pins[_norm(m.group(1))] = m.group(2)
+    return pins
+
+
+def _conda() -> tuple[str, dict[str, str]]:
+    python, pins = None, {}
     for line in (ROOT / "environment.yml").read_text().splitlines():
         m = re.match(r"^\s+-\s+([A-Za-z0-9_.-]+)=([0-9][^\s=]*)\s*$", line)
-        if m and m.group(1) != "python":
+        if m and m.group(1) == "python":
+            python = m.group(2)
+        elif m:
             name = m.group(1).lower()
-            pins[CONDA_TO_PIP.get(name, name)] = m.group(2)
-    return pins
+            pins[_norm(CONDA_TO_PIP.get(name, name))] = m.group(2)
+    return python, pins
 
 
-def test_requirements_and_environment_pin_the_same_versions():
-    pip, conda = _pip_pins(), _conda_pins()
-    assert pip == conda, f"drift between requirements.txt and environment.yml: pip={pip} conda={conda}"
+def test_environment_yml_pins_the_direct_pins_of_its_python():
+    python, conda = _conda()
+    assert python in SUPPORTED, f"environment.yml asks for Python {python}, not one of {SUPPORTED}"
+    assert conda == _direct_pins(python), f"drift between requirements.txt and environment.yml (Python {python})"
 
 
-def test_required_versions_are_pinned():
-    pip = _pip_pins()
-    assert pip["jax"] == "0.10.2" and pip["jaxlib"] == "0.10.2"
-    assert pip["nbgrader"] == "0.9.6" and pip["nbval"] == "0.11.0"
-    assert pip["jupyterlab"].startswith("4.6.") and pip["matplotlib"].startswith("3.11.")
+@pytest.mark.parametrize("py", SUPPORTED)
+def test_each_lock_contains_the_direct_pins_of_its_python(py):
+    lock, direct = _lock(py), _direct_pins(py)
+    differ = {name: (version, lock.get(name)) for name, version in direct.items() if lock.get(name) != version}
+    assert not differ, f"{lock_requirements.lock_path(py).name} disagrees with requirements.txt " \
+                       f"(pinned, locked): {differ}; run `make lock`"
+    assert lock["flatbuffers"] == direct["flatbuffers"], "jax.export.serialize needs flatbuffers"
+    # the lock is complete: the direct pins' dependencies are there too
+    assert {"numpy", "ml-dtypes", "scipy", "ipykernel", "nbconvert"} <= set(lock)
 
 
-def test_environment_uses_python_311():
-    assert re.search(r"^\s+-\s+python=3\.11\s*$", (ROOT / "environment.yml").read_text(), re.M)
+def test_the_two_jax_lines():
+    assert _lock("3.11")["jax"] == _lock("3.11")["jaxlib"] == "0.10.2", "jax 0.10.2 is the newest for Python 3.11"
+    for py in ("3.12", "3.13"):
+        assert re.fullmatch(r"0\.12\.\d+(\.\d+)?", _lock(py)["jax"]), f"Python {py}: the newest JAX line"
+        assert _lock(py)["jaxlib"] == _lock(py)["jax"]
+    for py in SUPPORTED:
+        direct = _direct_pins(py)
+        assert direct["nbgrader"] == "0.9.6" and direct["nbval"] == "0.11.0"
+        assert direct["jupyterlab"].startswith("4.6.") and direct["matplotlib"].startswith("3.11.")
+
+
+def test_locks_exist_for_exactly_the_supported_pythons():
+    locks = sorted(p.name for p in (ROOT / "requirements").glob("py3*.txt"))
+    assert locks == sorted(lock_requirements.lock_path(py).name for py in SUPPORTED)
+    out = subprocess.run([str(ROOT / "tools" / "find_python.sh"), "--supported"], capture_output=True, text=True)
+    assert out.stdout.split() == list(SUPPORTED), "the Makefile's interpreter search reads the same list"
+    assert install_venv.supported() == list(SUPPORTED)
+
+
+def test_colab_gets_only_the_runtime_pins_of_python_312():
+    lines = [ln for ln in (ROOT / "requirements" / "colab.txt").read_text().splitlines()
+             if ln.strip() and not ln.startswith("#")]
+    assert lines == lock_requirements.runtime_pins("3.12"), "colab.txt is stale: run `make lock`"
+    colab = {_norm(Requirement(ln).name): str(Requirement(ln).specifier)[2:] for ln in lines}
+    assert colab["jax"] == _lock("3.12")["jax"] and "matplotlib" in colab
+    assert not TOOLING & set(colab), "Colab must not get JupyterLab, nbgrader, pytest or Playwright"
+    assert all(_lock("3.12")[name] == version for name, version in colab.items())
+
+
+@pytest.mark.parametrize("py", SUPPORTED)
+def test_install_venv_reads_the_markers_as_packaging_does(py):
+    by_hand = {_norm(Requirement(pin).name): str(Requirement(pin).specifier)[2:]
+               for pin in install_venv.direct_pins(py)}
+    assert by_hand == _direct_pins(py)
+
+
+def test_this_venv_has_exactly_its_lock_installed():
+    py = "%d.%d" % sys.version_info[:2]
+    wrong = {}
+    for name, version in _lock(py).items():
+        try:
+            got = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            got = None
+        if got != version:
+            wrong[name] = (version, got)
+    assert not wrong, f"installed packages differ from requirements/py{py.replace('.', '')}.txt (locked, installed): " \
+                      f"{wrong}; `make venv` reinstalls"
+
+
+def test_an_unsupported_python_gets_a_clear_error(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(install_venv, "version", lambda: "3.10")
+    assert install_venv.main([str(tmp_path / "venv")]) == 1
+    err = capsys.readouterr().err
+    assert "Python 3.10" in err and "not supported" in err and "3.11, 3.12, 3.13" in err and "PYTHON=" in err
+    assert not (tmp_path / "venv").exists(), "nothing is created for an unsupported Python"

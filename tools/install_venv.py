@@ -1,0 +1,143 @@
+"""Make VENV a venv of the Python running this script with the course's lock installed, once.
+
+    PYTHON tools/install_venv.py VENV        (the Makefile's `venv` and `venv-newest` targets)
+
+Design: the lock is requirements/pyXY.txt for this interpreter's version (`make lock` writes
+one per supported Python; no lock means unsupported, a clear error). A stamp file in VENV
+records the interpreter version and the SHA-256 of the lock and of pyproject.toml; when it
+matches, this exits at once without starting pip, so every later `make lab` or `make test`
+starts in well under a second. Otherwise it says what it installs (Python version, lock,
+package count, the direct pins), streams one line per package as pip collects it, installs
+the course package editable, and says how long it took. A venv made by another Python
+version is rebuilt (a venv holds nothing of the student's; their notebooks live elsewhere).
+Only the standard library: it runs before the venv exists.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+STAMP = ".installed"
+# pip's lines that say nothing about this install (an extra index configured on this machine that does not exist)
+NOISE = ("WARNING: Location 'file://",)
+
+
+def version() -> str:
+    return "%d.%d" % sys.version_info[:2]
+
+
+def lock_for(py: str) -> Path:
+    return ROOT / "requirements" / f"py{py.replace('.', '')}.txt"
+
+
+def supported() -> list[str]:
+    found = sorted(ROOT.glob("requirements/py3*.txt"), key=lambda p: int(p.stem[3:]))
+    return [f"3.{p.stem[3:]}" for p in found]
+
+
+def key(lock: Path) -> str:
+    digest = hashlib.sha256()
+    for path in (lock, ROOT / "pyproject.toml"):
+        digest.update(path.read_bytes())
+    return f"python {sys.version.split()[0]}\n{lock.name} {digest.hexdigest()}\n"
+
+
+def venv_version(venv: Path) -> str | None:
+    py = venv / "bin" / "python"
+    if not py.exists():
+        return None
+    out = subprocess.run([str(py), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                         capture_output=True, text=True)
+    return out.stdout.strip() if out.returncode == 0 else "broken"
+
+
+def pinned_names(lock: Path) -> list[str]:
+    return [line.strip() for line in lock.read_text().splitlines() if line.strip() and not line.startswith("#")]
+
+
+def direct_pins(py: str) -> list[str]:
+    """requirements.txt's direct pins that apply to Python `py` (markers read by hand: stdlib only)."""
+    pins = []
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if not line:
+            continue
+        pin, _, marker = line.partition(";")
+        m = re.fullmatch(r'\s*python_version\s*(<|>=)\s*"3\.(\d+)"\s*', marker)
+        if marker and m:
+            minor = int(py.split(".")[1])
+            if (m.group(1) == "<") != (minor < int(m.group(2))):
+                continue
+        pins.append(pin.strip())
+    return pins
+
+
+def pip(venv: Path, *args: str, show_collecting: bool = False) -> None:
+    cmd = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check", *args]
+    if not show_collecting:
+        subprocess.run(cmd + ["-q"], check=True)
+        return
+    proc = subprocess.Popen(cmd + ["--progress-bar", "off"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, bufsize=1)
+    count = 0
+    for line in proc.stdout:
+        if line.startswith(("Collecting ", "Processing ")):  # from the registry / a local wheel
+            count += 1
+            what = line.split()[1]
+            if line.startswith("Processing "):  # a wheel file: name-version-...whl
+                what = "==".join(Path(what).name.split("-")[:2])
+            print(f"  [{count:3d}] {what}", flush=True)
+        elif line.startswith(("Installing collected", "Successfully")):
+            print("  " + (line.rstrip()[:150] + " ..." if len(line) > 150 else line.rstrip()), flush=True)
+        elif not line.startswith(NOISE) and not line.startswith(("  ", "Downloading", "Looking in", "Requirement")):
+            print(line.rstrip(), flush=True)  # warnings and errors pass through
+    if proc.wait():
+        raise subprocess.CalledProcessError(proc.returncode, cmd)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        return 2
+    venv = Path(argv[0])
+    py, lock = version(), lock_for(version())
+    if not lock.exists():
+        print(f"Python {py} ({sys.executable}) is not supported: this course has locks for Python "
+              f"{', '.join(supported())} (requirements/pyXY.txt).\nInstall one of those, or point the "
+              f"Makefile at it: make ... PYTHON=/path/to/python3.X (tools/find_python.sh lists what is "
+              f"looked for).", file=sys.stderr)
+        return 1
+    stamp = venv / STAMP
+    want = key(lock)
+    if stamp.exists() and stamp.read_text() == want and venv_version(venv) == py:
+        return 0
+    found = venv_version(venv)
+    if found not in (None, py):
+        print(f"{venv}/ was made with Python {found}, this is Python {py}: making it again.")
+        shutil.rmtree(venv)
+    started = time.monotonic()
+    n = len(pinned_names(lock))
+    print(f"Installing the course's packages into {venv}/ (first run, or {lock.name} changed): Python {py} "
+          f"({sys.executable}), {n} packages pinned in requirements/{lock.name}: {', '.join(direct_pins(py))}, "
+          f"and their dependencies. This takes a few minutes; later runs skip it.", flush=True)
+    if not (venv / "bin" / "python").exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip(venv, "install", "-r", str(lock), show_collecting=True)
+    pip(venv, "install", "--no-deps", "-e", str(ROOT))
+    stamp.write_text(want)
+    took = time.monotonic() - started
+    print(f"Installed {n} packages and the course package into {venv}/ in {took:.0f} s "
+          f"({took / 60:.1f} min).", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    os.chdir(ROOT)
+    sys.exit(main(sys.argv[1:]))
