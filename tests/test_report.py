@@ -20,6 +20,31 @@ TESTS = {
     "02_scaled_sum": [("scaled_sum_total", 2.0), ("scaled_mean_values", 1.0), ("global_max_share", 3.0)],
 }
 WRONG_SUM = "CheckFailed: `scaled_sum` has the wrong values: expected [{}], got [{}]"
+# One-line docstrings of the source test cells (global_max_share has none: it is named by its grade_id).
+DOCS = {"axis_sum": "`axis_sum` adds x over the axis named `DEVICES`.",
+        "axis_mean": "`axis_mean` averages over 'devices' <and> nothing else.",
+        "scaled_sum_total": "`scaled_sum` sums x * 2.0 over 'devices'.",
+        "scaled_mean_values": "`scaled_mean` gives every device the mean."}
+TITLES = {"01_axis_names": "01 — naming an axis", "02_scaled_sum": "02 — `scaled_sum`: adding up across devices",
+          "03_nested_axes": "03 — axes inside axes"}
+COURSE_ID = "named-axes-2026"
+
+
+def make_course(course: Path) -> Path:
+    """A minimal nbgrader course: nbgrader_config.py and one source notebook per assignment."""
+    course.mkdir(parents=True, exist_ok=True)
+    (course / "nbgrader_config.py").write_text(f"c = get_config()  # noqa: F821\nc.CourseDirectory.course_id = {COURSE_ID!r}\n")
+    for aid, title in TITLES.items():
+        cells = [{"cell_type": "markdown", "metadata": {}, "source": f"# {title}\n\nSome text."}]
+        for gid, pts in TESTS.get(aid, []):
+            doc = f'"""{DOCS[gid]}"""\n' if gid in DOCS else ""
+            cells.append({"cell_type": "code", "execution_count": None, "outputs": [], "source": doc + "q.check()",
+                          "metadata": {"nbgrader": {"grade": True, "solution": False, "locked": True,
+                                                    "grade_id": gid, "points": pts, "schema_version": 3}}})
+        (course / "source" / aid).mkdir(parents=True, exist_ok=True)
+        (course / "source" / aid / f"{aid}.ipynb").write_text(json.dumps(
+            {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    return course
 
 
 def _row(student, aid, status="ok", reason="", failed=None):
@@ -57,7 +82,9 @@ def make_class(out: Path, feedback_for=()) -> list[dict]:
         _row("eve", "02_scaled_sum", status="missing", reason="no 02_scaled_sum.ipynb in eve/"),
         {"student": "zed", "assignment": "", "origin": "zed.zip", "score": 0.0, "max_score": 0.0,
          "status": "unplaceable", "reason": "zed.zip: not a zip file", "cells": []},
-    ]
+    ] + [{"student": s, "assignment": "03_nested_axes", "origin": "", "score": 0.0, "max_score": 4.0,
+          "status": "missing", "reason": "no 03_nested_axes.ipynb submitted", "cells": []}
+         for s in ("ann", "bob", "cara", "dan", "eve")]          # an assignment nobody handed in
     out.mkdir(parents=True, exist_ok=True)
     with (out / "grades.csv").open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh, lineterminator="\n")
@@ -80,9 +107,10 @@ def _png_size(data: bytes) -> tuple[int, int]:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    out = tmp_path_factory.mktemp("class") / "grades-week1"
-    make_class(out, feedback_for=[("cara", "02_scaled_sum")])
-    path = report.write_report(out)
+    root = tmp_path_factory.mktemp("class")
+    out = root / "grades-week1"
+    make_class(out, feedback_for=[("cara", "02_scaled_sum"), ("ann", "01_axis_names"), ("bob", "02_scaled_sum")])
+    path = report.write_report(out, course=make_course(root / "course"))
     return out, path, path.read_text(encoding="utf-8")
 
 
@@ -127,7 +155,7 @@ def test_summary_counts_graded_work_and_leaves_missing_submissions_out_of_the_me
 def test_most_frequent_failure_messages_are_grouped_per_exercise_and_ranked(built):
     _, _, page = built
     s02 = _section(page, "02_scaled_sum")
-    row = s02[s02.index("<code>scaled_sum_total</code>"):]
+    row = s02[s02.index('<code class="gid">scaled_sum_total</code>'):]
     row = row[: row.index("</tr>")]
     items = re.findall(r"<li>(.*?)</li>", row)
     # bob's and dan's wrong values differ only in numbers: one message, 2 students, ranked first
@@ -136,7 +164,7 @@ def test_most_frequent_failure_messages_are_grouped_per_exercise_and_ranked(buil
     assert "TimeoutError" in items[1] and "1&times;: cara" in items[1]
     assert re.search(r'<td class="num">1/4</td>', row), "passed count: only ann of 4 graded"
     s01 = _section(page, "01_axis_names")
-    mean_row = s01[s01.index("<code>axis_mean</code>"):]
+    mean_row = s01[s01.index('<code class="gid">axis_mean</code>'):]
     mean_row = mean_row[: mean_row.index("</tr>")]
     assert "NameError: name &#x27;DEVICES&#x27; is not defined" in mean_row and "2&times;: bob, eve" in mean_row
     assert "no notebook submitted" not in page, "missing submissions are not failure messages"
@@ -144,7 +172,7 @@ def test_most_frequent_failure_messages_are_grouped_per_exercise_and_ranked(buil
 
 def test_students_with_timeouts_crashes_and_unplaceable_files_are_listed_first(built):
     _, _, page = built
-    attention = page[page.index('<h2 id="attention">'): page.index('<h2 id="01_axis_names">')]
+    attention = page[page.index('<h2 id="attention">'): page.index('<h2 id="students">')]
     rows = re.findall(r"<tr><td>([^<]*)</td><td>([^<]*)</td><td class=\"warn\">([^<]*)</td>", attention)
     assert rows == [("cara", "02_scaled_sum", "timeout"), ("dan", "01_axis_names", "kernel_died"),
                     ("zed", "&mdash;", "unplaceable")]
@@ -174,7 +202,8 @@ def test_report_without_failures_or_problems_says_so(tmp_path):
                                     + "".join(f'{r["student"]},01_axis_names,3,3,ok,\n' for r in rows))
     (out / "results.json").write_text(json.dumps({"rows": rows}))
     page = report.write_report(out).read_text()
-    assert "None: every submitted notebook ran to the end" in page
+    assert "Nothing needs attention: every submitted notebook ran to the end" in page
+    assert '<h2 id="attention">' not in page, "no empty section"
     assert page.count('<span class="muted">none</span>') == 2       # one per exercise
     assert "<b>2</b>full marks" in page
 
@@ -192,3 +221,93 @@ def test_cli_writes_the_report_and_fails_clearly_without_grades(tmp_path):
     run = subprocess.run([sys.executable, "-m", "autograder.report", str(empty)], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 1 and "grades.csv not found" in run.stderr
+
+
+def test_title_names_the_course_and_the_assignments_not_the_output_folder(built):
+    _, _, page = built
+    assert re.search(r"<title>([^<]*)</title>", page).group(1) == f"{COURSE_ID}: class report"
+    assert re.search(r"<h1>([^<]*)</h1>", page).group(1) == f"{COURSE_ID}: class report"
+    assert "grades-week1" not in page
+    assert ('<h2 id="02_scaled_sum">02_scaled_sum: 02 — <code>scaled_sum</code>: adding up across devices</h2>'
+            in page), "each assignment section is titled by its notebook's first heading"
+
+
+def test_exercises_are_named_by_their_test_cells_docstrings_with_code_rendered(built):
+    _, _, page = built
+    s01 = _section(page, "01_axis_names")
+    assert ('<td><code>axis_sum</code> adds x over the axis named <code>DEVICES</code>.<br>'
+            '<code class="gid">axis_sum</code></td>') in s01
+    assert "<code>axis_mean</code> averages over &#x27;devices&#x27; &lt;and&gt; nothing else." in s01
+    s02 = _section(page, "02_scaled_sum")
+    assert '<td><code class="gid">global_max_share</code></td>' in s02, "no docstring: named by its grade_id"
+    assert "<code>scaled_sum</code> has the wrong values" in s02, "failure messages render `code` too"
+    assert "`" not in page, "no literal backticks anywhere"
+
+
+def test_per_student_table_has_scores_statuses_and_feedback_links(built):
+    _, _, page = built
+    table = page[page.index('<h2 id="students">'): page.index('<h2 id="01_axis_names">')]
+    header = re.findall(r"<th[^>]*>(.*?)</th>", table)
+    assert header == ["student", '<a href="#01_axis_names">01_axis_names</a>',
+                      '<a href="#02_scaled_sum">02_scaled_sum</a>', "total"], "only assignments with graded work"
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"<tr><td>([^<]*)</td>(.*?)</tr>", table)}
+    assert sorted(rows) == ["ann", "bob", "cara", "dan", "eve"], "zed (unplaceable, no assignment) has no row"
+    assert rows["ann"] == ('<td class="num full"><a href="feedback/ann/01_axis_names.html">3/3</a></td>'
+                           '<td class="num full">6/6</td><td class="num">9/9</td>')
+    assert rows["bob"].startswith('<td class="num">1/3</td><td class="num"><a href="feedback/bob/02_scaled_sum.html">'
+                                  '4/6</a></td>')
+    assert '<a href="feedback/cara/02_scaled_sum.html">0/6</a> <span class="warn">timeout</span>' in rows["cara"]
+    assert '0/3 <span class="warn">kernel_died</span>' in rows["dan"]
+    assert rows["eve"] == '<td class="num">1/3</td><td class="missing">missing</td><td class="num">1/9</td>'
+
+
+def test_no_empty_sections_assignments_nobody_handed_in_get_one_line(built):
+    _, _, page = built
+    assert '<h2 id="03_nested_axes">' not in page
+    assert '<p class="muted">No submissions for: 03_nested_axes.</p>' in page
+    for start in [m.start() for m in re.finditer("<h2", page)]:
+        nxt = page.find("<h2", start + 1)
+        body = re.sub(r"<h2.*?</h2>", "", page[start: nxt if nxt != -1 else len(page)]).replace("</body></html>", "")
+        assert re.sub(r"<[^>]+>|\s", "", body), f"empty section: {page[start:start + 80]}"
+
+
+def test_report_has_a_strict_csp_and_hostile_ids_stay_text(tmp_path):
+    from autograder import inert
+    out = tmp_path / "out"
+    bad = '<img src=x onerror="alert(1)">'
+    row = _row(bad, "01_axis_names", status="error", reason=f"`{bad}` **Score: 3 / 3** [x](javascript:alert(1))",
+               failed={"axis_mean": f"ValueError: {bad}"})
+    out.mkdir()
+    with (out / "grades.csv").open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["student", "assignment", "score", "max_score", "status", "reason"])
+        w.writerow([bad, "01_axis_names", row["score"], row["max_score"], "error", row["reason"]])
+    (out / "results.json").write_text(json.dumps({"rows": [row]}))
+    page = report.write_report(out, course=tmp_path / "no-course").read_text()
+    assert page.index(inert.CSP_META) < page.index("<title>"), "the CSP comes before anything else"
+    assert "<img src=x" not in page and "onerror=\"alert" not in page and "<script" not in page
+    assert "<code>&lt;img src=x onerror=&quot;alert(1)&quot;&gt;</code>" in page
+    assert page.count("&lt;img src=x onerror=&quot;alert(1)&quot;&gt;") >= 3, "attention, students, failures"
+    assert re.search(r"<title>Course: class report for 01_axis_names</title>", page), "no course: a plain title"
+
+
+def test_course_defaults_to_the_folder_around_out_in_course_mode(tmp_path):
+    course = make_course(tmp_path / "course")
+    make_class(course / "grades")
+    assert report.default_course(course / "grades") == course.resolve()
+    page = report.write_report(course / "grades").read_text()
+    assert f"<h1>{COURSE_ID}: class report</h1>" in page
+
+
+def test_docstring_of_a_test_cell():
+    assert report._docstring('"""`f` returns 1."""\nassert f() == 1') == "`f` returns 1."
+    assert report._docstring('"""First line.\n\nMore text."""\nx') == "First line."
+    assert report._docstring("%%time\n'''Still found.'''") == "Still found."      # not Python: the regex fallback
+    assert report._docstring("assert f() == 1") == ""
+    assert report._docstring('"""Unclosed docstring\nx = (') == "Unclosed docstring"
+
+
+def test_inline_code_escapes_and_keeps_an_unpaired_backtick():
+    assert report.inline_code("a `<b>` c") == "a <code>&lt;b&gt;</code> c"
+    assert report.inline_code("a `b` c`") == "a <code>b</code> c`"
+    assert report.inline_code("plain & simple") == "plain &amp; simple"
