@@ -1,0 +1,750 @@
+"""Exercises of notebook 07 (`07_collectives`): all_gather, psum_scatter, ppermute, all_to_all.
+
+Every answer is a *global* function whose last argument is its mesh, e.g.
+`ring_all_reduce(x, mesh)`; its array inputs arrive **already placed** on the
+mesh, so the answer's own work is the `jax.shard_map` and its collectives. The
+checks build meshes with `jax.make_mesh` (Explicit axes) over the first 8, 4 and
+2 devices and run each answer through `_program(fn, mesh)`: `jax.jit` of the
+answer with the mesh closed over, a function of arrays only.
+
+What each check looks at, in order: the answer runs (its crashes become
+actionable messages: `_explained`), type and dtype (`expect_array`), shape,
+values against a NumPy reference, then the communication it performs, read
+from its jaxpr (`collectives`; `axis_index` and `pvary`/`pcast` move no data
+and do not count). Each exercise names the collective it is about, and its
+check rejects a right-valued answer without it (e.g. a `psum` where a
+`psum_scatter` is asked for), saying why.
+
+Grading contract. Written against the contract committed when this module was
+written (docs/AUTHORING.md, `namedaxes.grading.record`): `observe` returns the
+answer's outputs on seeded random inputs (`rng(grade_id)`) plus structure
+facts. Every graded run goes through one place, `_observe_cases`, and every
+case is data: a program of arrays only (`_program(fn, mesh)`) and its inputs
+described as `_Input(shape, spec, draw)`. Moving to exported programs
+(issue 9) therefore changes `_observe_cases` alone: export each program on
+`jax.ShapeDtypeStruct(shape, float32, sharding=NamedSharding(mesh, spec))`
+instead of calling it, and hand each input's `draw` to the grader. The
+structure facts are the collectives (kind and axis) of the reference, which an
+exported program's optimized HLO shows too.
+
+Student-facing strings: every message and hint of this module is in the
+`TEXT` table below (one place to translate); the logic only fills them in.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from namedaxes import DATA_PARALLEL, DEVICES
+from namedaxes.checking import (CheckFailed, Exercise, collectives, expect_array, fail, not_written_yet,
+                                same_values, unbound_axis_name)
+from namedaxes.exercises.shard_map import line_mesh
+from namedaxes.grading import rng
+
+__all__ = ["median_centered", "sum_scatter_columns", "ring_all_reduce", "fsdp_step",
+           "loss_fn", "sgd_step", "LEARNING_RATE", "TEXT"]
+
+LEARNING_RATE = 0.1
+# Primitives that name an axis without moving data between devices.
+_NOT_COMMUNICATION = {"pvary", "pcast", "axis_index"}
+# Names students know for the primitives a jaxpr shows.
+_PRIMITIVE_NAMES = {"reduce_scatter": "psum_scatter"}
+
+# ---------------------------------------------------------------- every student-facing string
+TEXT = {
+    # crashes, any exercise
+    "empty_assertion": (
+        "`{name}` stopped with an empty AssertionError from inside JAX. On this JAX that is what a "
+        "collective inside `jax.shard_map` raises when its axis name is not an axis of the mesh, e.g. a "
+        "typo such as 'device'. Use the course's constants (`DEVICES`, `DATA_PARALLEL`).{axes}"),
+    "unbound": (
+        "`{name}` calls a collective over '{axis}' where no mesh axis of that name is bound (JAX says: "
+        "\"{first}\"). Collectives work inside the function you give `jax.shard_map`, over the axis "
+        "names of its `mesh`.{axes}"),
+    "traced": (
+        "`{name}` turned a traced JAX value into a NumPy array or Python number ({error}). The check "
+        "runs your function under `jax.jit`: compute with `jnp`/`lax` only, no `np.asarray`, "
+        "`float(...)` or `.item()`."),
+    "varying_output": (
+        "`{name}` failed with JAX's error \"{first}\": an output's `out_specs` says it is the same on "
+        "every device (`P()`), but JAX types it as varying over the mesh axis. The results of "
+        "`all_gather`, `psum_scatter` and `ppermute` are always typed varying, even where their values "
+        "agree (section 2). Give that output an `out_specs` that names the mesh axis."),
+    "not_divisible": (
+        "`{name}` failed with JAX's error \"{first}\": `psum_scatter(..., tiled=True)` cuts the "
+        "scattered dimension into one chunk per device, so that dimension must be divisible by the "
+        "number of devices. Check which dimension `scatter_dimension` names.{extra}"),
+    "not_shard_count": (
+        "`{name}` failed with JAX's error \"{first}\": without `tiled=True`, `psum_scatter` needs the "
+        "scattered dimension to be exactly as long as the number of devices. With `tiled=True` it cuts "
+        "a longer dimension into equal chunks."),
+    "not_a_permutation": (
+        "`{name}` failed with JAX's error \"{first}\": in `lax.ppermute(x, axis, perm)` every device may "
+        "appear at most once as a source and at most once as a destination (section 4). For a ring, "
+        "pair each device i with exactly one neighbour."),
+    "bad_device_index": (
+        "`{name}` failed with an IndexError from inside `lax.ppermute`: a pair in `perm` names a device "
+        "index that the mesh does not have. The mesh passed to your function has {k} devices, numbered "
+        "0 to {last}: wrap around with `% k`, and take k from the `mesh` argument."),
+    "in_specs": (
+        "`{name}` failed with JAX's error \"{first}\". The inputs are already placed on the mesh: give "
+        "`jax.shard_map` the same specs they were placed with, and use the `mesh` argument."),
+    "not_gathered": (
+        "`{name}` failed with JAX's error \"{first}\": inside `shard_map`, `w` is one device's shard "
+        "(shape ({shard},) here, of {d} entries in all), too short to multiply with the batch. "
+        "Gather the full parameters with `lax.all_gather` before using them."),
+    # results, any exercise
+    "result_type": "`{name}` should return a `jax.Array`, but it returned a `{type}`{where}.",
+    "shape": "`{name}` should return shape {want}{where}, but it returned shape {got}.{hint}",
+    "values": "`{name}` has the wrong values{where}: expected {want}, got {got}. {hint}",
+    "right_values_no_collective": (
+        "`{name}` returns the right values, but it performs {seen} over '{axis}'. {why}"),
+    "no_collective_at_all": "no collective at all",
+    "where_mesh": " (mesh of {k} devices, {what})",
+    # 1. median_centered
+    "median_whole_vector": (
+        " That is the whole vector: each device returned all {n} centred values, and `out_specs` put the "
+        "{k} copies side by side. Each device should return only its own block, centred."),
+    "median_local": (
+        "Each device subtracted the median of its own block. The median of the whole vector needs "
+        "every block on every device: gather them first."),
+    "median_mean": "That is x minus its mean; the exercise asks for the median.",
+    "median_sign": "That is median - x: subtract the median from x, not the other way round.",
+    "median_generic": "If you wrote numbers by hand, compute them instead: the check uses several meshes.",
+    "median_why": (
+        "The median needs the whole vector on every device: gather the blocks with `lax.all_gather` "
+        "over DEVICES inside `jax.shard_map`."),
+    # 2. sum_scatter_columns
+    "scatter_rows_hint": (
+        " Here each device's block has {rows} rows, which cannot be cut into {k} equal chunks; the "
+        "exercise splits the columns."),
+    "scatter_copies": (
+        " That is the whole total on every device, side by side: a psum_scatter result differs per "
+        "device, and its `out_specs` must say along which dimension the devices' chunks go."),
+    "scatter_row_chunks": (
+        " That is what you get when the column chunks are put together along dimension 0: the "
+        "scattered dimension is 1, so `out_specs` must name DEVICES for dimension 1."),
+    "scatter_mean": "That is the mean over devices: psum_scatter adds, do not divide.",
+    "scatter_block": "That is one device's own block: the blocks of all devices must be added.",
+    "scatter_generic": "Compare with the sum of the devices' blocks, column chunk by column chunk.",
+    "scatter_why": (
+        "Use `lax.psum_scatter` over DEVICES: each device receives only its own columns of the total "
+        "and moves half the bytes of a psum (section 3)."),
+    # 3. ring_all_reduce
+    "ring_one_copy": (
+        " That is one copy of the total. ppermute's result is typed varying, so the result keeps one "
+        "block per device, as `lax.psum` with `out_specs=P(DEVICES)` returns it."),
+    "ring_counts": (
+        "`{name}` does not add every block exactly once. Fed block j = 10**j on device j (mesh of "
+        "{devices} devices), each device should end with one copy of every block ({ones}), but "
+        "{report}. {hint}"),
+    "ring_right_on": (
+        "`{name}` is right on a mesh of {good} devices but wrong on {k}: the number of steps must "
+        "come from the `mesh` argument, not be written as a number."),
+    "ring_counts_device": "device {i} added {counts}",
+    "ring_missing": (
+        "Every device added only {m} of the {k} blocks: after s steps a device has seen s + 1 blocks, "
+        "so it takes k - 1 steps, with k from the mesh."),
+    "ring_own_twice": (
+        "The own block is counted twice: after k - 1 steps the block a device receives next would be "
+        "its own again. Stop one step earlier."),
+    "ring_uneven": (
+        "Devices end with different sums. A device that is no destination in `perm` receives zeros: "
+        "the ring needs the wrap-around pair (k - 1, 0) as well."),
+    "ring_repeated": (
+        "Some blocks are counted more than once: forward the block you received in the previous step, "
+        "not your running total, and add each received block once."),
+    "ring_generic": "Compare your steps with a psum over DEVICES on paper for 4 devices.",
+    "ring_why": (
+        "The point is to build it from neighbour-to-neighbour sends: use `lax.ppermute` over DEVICES, "
+        "step by step."),
+    "ring_forbidden": (
+        "`{name}` returns the right values, but it uses {seen}. Build the all-reduce from `lax.ppermute` "
+        "only: no psum, all_gather, psum_scatter or all_to_all."),
+    # 4. fsdp_step
+    "fsdp_whole_w": (
+        " That is the whole updated w on every device, side by side. Each device should return only "
+        "its own shard, updated with its shard of the gradient."),
+    "fsdp_update": (
+        "`{name}` returned w = {got}{where}, but one SGD step on the whole batch gives w = {want}. {hint}"),
+    "fsdp_k_times": (
+        "Your step is {k} times too large: `psum_scatter` adds the {k} devices' gradients, and the "
+        "full-batch gradient is their mean. Divide by the number of devices (or differentiate the "
+        "`pmean` of the loss)."),
+    "fsdp_unchanged": "w did not change: subtract LEARNING_RATE * gradient from your shard.",
+    "fsdp_sign": "The step goes the wrong way: subtract the gradient, do not add it.",
+    "fsdp_local": (
+        "That is a step on each device's own examples only: the devices' gradients must be combined "
+        "(reduce-scattered) before the update."),
+    "fsdp_generic": "Compare with `sgd_step(w, batch)` on one device, shard by shard.",
+    "fsdp_why_gather": (
+        "Gather the parameters before use with `lax.all_gather` over DATA_PARALLEL: that is what "
+        "lets each device store only its shard."),
+    "fsdp_why_scatter": (
+        "Reduce-scatter the gradients with `lax.psum_scatter` over DATA_PARALLEL: each device needs "
+        "only its own shard's gradient, and a psum would send every device all of them."),
+}
+
+
+def _say(key: str, **fields) -> str:
+    return TEXT[key].format(**fields)
+
+
+def _fmt(value) -> str:
+    return np.array2string(np.asarray(value, dtype=float), precision=4, threshold=16, separator=", ")
+
+
+def _f32(values) -> jax.Array:
+    return jnp.asarray(values, jnp.float32)
+
+
+def _placed(x, mesh, spec):
+    return jax.device_put(x, NamedSharding(mesh, spec))
+
+
+# ---------------------------------------------------------------- running answers
+def _first_line(err: BaseException) -> str:
+    text = str(err)
+    return (text.splitlines()[0] if text else type(err).__name__)[:240]
+
+
+def _rule_varying(err, name, mesh):
+    text = str(err)
+    if isinstance(err, ValueError) and "out_specs" in text and ("replicat" in text or "varying" in text):
+        return _say("varying_output", name=name, first=_first_line(err))
+    return None
+
+
+def _rule_divisible(err, name, mesh, extra=""):
+    text = str(err)
+    if isinstance(err, ValueError) and "must be divisible by shard_count" in text:
+        return _say("not_divisible", name=name, first=_first_line(err), extra=extra)
+    if isinstance(err, ValueError) and "must match shard count" in text:
+        return _say("not_shard_count", name=name, first=_first_line(err))
+    return None
+
+
+def _rule_permutation(err, name, mesh):
+    text = str(err)
+    if isinstance(err, ValueError) and "sources and destinations must be unique" in text:
+        return _say("not_a_permutation", name=name, first=_first_line(err))
+    if isinstance(err, IndexError) and mesh is not None and "index out of range" in text:
+        k = mesh.devices.size
+        return _say("bad_device_index", name=name, k=k, last=k - 1)
+    return None
+
+
+def _rule_in_specs(err, name, mesh):
+    if isinstance(err, ValueError) and "does not match the specs of the input" in str(err):
+        return _say("in_specs", name=name, first=_first_line(err))
+    return None
+
+
+_COMMON_RULES = (_rule_varying, _rule_divisible, _rule_in_specs)
+
+
+@contextlib.contextmanager
+def _explained(name: str, mesh=None, rules=_COMMON_RULES):
+    """Turn an answer's crash into a `CheckFailed` with an actionable message (or re-raise it).
+
+    `rules` are this module's own translations, each `rule(err, name, mesh) -> message | None`;
+    the generic ones (not written yet, unbound or misspelled axis names, traced values) follow.
+    """
+    axes = f" This mesh has the axes {tuple(mesh.axis_names)}." if mesh is not None else ""
+    message = None
+    try:
+        yield
+    except CheckFailed:
+        raise
+    except Exception as err:  # noqa: BLE001 - translated, or re-raised unchanged
+        for rule in rules:
+            message = rule(err, name, mesh)
+            if message:
+                break
+        else:
+            if isinstance(err, NotImplementedError):
+                message = not_written_yet(name)
+            elif type(err) is AssertionError and not str(err):
+                message = _say("empty_assertion", name=name, axes=axes)
+            elif isinstance(err, NameError) and unbound_axis_name(err) is not None:
+                message = _say("unbound", name=name, axis=unbound_axis_name(err), first=_first_line(err),
+                               axes=axes)
+            elif isinstance(err, (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError)):
+                message = _say("traced", name=name, error=type(err).__name__)
+        if message is None:
+            raise
+    if message is not None:
+        raise CheckFailed(message)
+
+
+@functools.lru_cache(maxsize=None)
+def _cached_program(fn: Callable, mesh):
+    return jax.jit(lambda *args: fn(*args, mesh))
+
+
+def _program(fn: Callable, mesh) -> Callable:
+    """The answer as a program of arrays only: `jax.jit` of `fn(*args, mesh)` (cached per answer and mesh)."""
+    try:
+        return _cached_program(fn, mesh)
+    except TypeError:  # an unhashable callable: compile it without the cache
+        return jax.jit(lambda *args: fn(*args, mesh))
+
+
+def _run(name: str, fn: Callable, mesh, *args, rules=_COMMON_RULES):
+    with _explained(name, mesh, rules):
+        return _program(fn, mesh)(*args)
+
+
+def _communication(name: str, fn: Callable, mesh, *args, rules=_COMMON_RULES) -> set[tuple[str, tuple[str, ...]]]:
+    """The collectives of `fn(*args, mesh)` that move data: {(primitive as students know it, axes)}."""
+    with _explained(name, mesh, rules):
+        found = collectives(lambda *a: fn(*a, mesh), *args)
+    return {(_PRIMITIVE_NAMES.get(p, p), axes) for p, axes in found if p not in _NOT_COMMUNICATION}
+
+
+def _uses(found, primitive: str, axis: str) -> bool:
+    return any(p == primitive and axis in axes for p, axes in found)
+
+
+def _axes_of(found) -> list[str]:
+    return sorted({a for _, axes in found for a in axes})
+
+
+def _seen(found) -> str:
+    return ", ".join(f"{p} over {axes}" for p, axes in sorted(found)) or _say("no_collective_at_all")
+
+
+def _expect_float32(name: str, out, where: str) -> None:
+    if not isinstance(out, jax.Array):
+        fail(_say("result_type", name=name, type=type(out).__name__, where=where))
+    expect_array(name, out, dtype=jnp.float32)
+
+
+# ---------------------------------------------------------------- graded observations
+class _Input(NamedTuple):
+    """One input of a graded case: its global shape, its placement spec and how values are drawn."""
+    shape: tuple
+    spec: P
+    draw: str = "normal"
+
+
+def _draw(r: np.random.RandomState, inp: _Input, mesh) -> jax.Array:
+    values = r.normal(size=inp.shape) if inp.draw == "normal" else r.uniform(-1.0, 1.0, size=inp.shape)
+    return _placed(_f32(values), mesh, inp.spec)
+
+
+def _observe_cases(grade_id: str, fn: Callable, cases: dict) -> dict:
+    """Outputs of `fn` on seeded random inputs, one array per case (name -> (mesh, inputs)).
+
+    The one place where graded values are computed in the kernel: exporting each
+    `_program(fn, mesh)` on the inputs' abstract shapes instead is the issue-9 contract.
+    """
+    r = rng(grade_id)
+    out = {}
+    for case, (mesh, inputs) in cases.items():
+        args = [_draw(r, inp, mesh) if isinstance(inp, _Input) else
+                {key: _draw(r, leaf, mesh) for key, leaf in inp.items()} for inp in inputs]
+        out[f"out_{case}"] = np.asarray(_program(fn, mesh)(*args))
+    return out
+
+
+# ---------------------------------------------------------------- 1. median_centered
+# (devices, x): the hidden observations use random values of the same shapes.
+_MEDIAN_CASES = [
+    (8, _f32([3, -1, 4, 1, -5, 9, 2, -6, 5, 3, -5, 8, 9, -7, 9, 3])),
+    (4, _f32([2.5, 0.0, -1.0, 7.0, 1.5, 1.0, -3.0, 4.0, 0.5, 2.0, 6.0, -2.0])),
+    (2, _f32([1.0, 10.0, 2.0, 4.0, 3.0, -8.0])),
+]
+
+
+def _median_where(k, x) -> str:
+    return _say("where_mesh", k=k, what=f"x = {_fmt(x)}")
+
+
+def _check_median_centered(fn: Callable) -> None:
+    name = "median_centered"
+    for k, x_np in _MEDIAN_CASES:
+        mesh = line_mesh(k)
+        x = _placed(x_np, mesh, P(DEVICES))
+        where = _median_where(k, x_np)
+        out = _run(name, fn, mesh, x)
+        _expect_float32(name, out, where)
+        values = np.asarray(x_np, np.float64)
+        want = values - np.median(values)
+        n = values.size
+        if tuple(out.shape) != (n,):
+            hint = _say("median_whole_vector", n=n, k=k) if tuple(out.shape) == (k * n,) else ""
+            fail(_say("shape", name=name, want=(n,), got=tuple(out.shape), where=where, hint=hint))
+        got = np.asarray(out, np.float64)
+        if not same_values(got, want, 1e-4):
+            local = np.concatenate([b - np.median(b) for b in values.reshape(k, -1)])
+            if same_values(got, local, 1e-4):
+                hint = _say("median_local")
+            elif same_values(got, values - values.mean(), 1e-4):
+                hint = _say("median_mean")
+            elif same_values(got, -want, 1e-4):
+                hint = _say("median_sign")
+            else:
+                hint = _say("median_generic")
+            fail(_say("values", name=name, where=where, want=_fmt(want), got=_fmt(got), hint=hint))
+    k, x_np = _MEDIAN_CASES[0]
+    mesh = line_mesh(k)
+    found = _communication(name, fn, mesh, _placed(x_np, mesh, P(DEVICES)))
+    if not _uses(found, "all_gather", DEVICES):
+        fail(_say("right_values_no_collective", name=name, seen=_seen(found), axis=DEVICES,
+                  why=_say("median_why")))
+
+
+def _observe_median_centered(fn: Callable) -> dict:
+    cases = {f"k{k}_n{x.shape[0]}": (line_mesh(k), [_Input(x.shape, P(DEVICES))]) for k, x in _MEDIAN_CASES}
+    out = _observe_cases("median_centered_values", fn, cases)
+    k, x = _MEDIAN_CASES[0]
+    mesh = line_mesh(k)
+    found = _communication("median_centered", fn, mesh, _placed(x, mesh, P(DEVICES)))
+    out["axes"] = _axes_of(found)
+    out["all_gather_over_devices"] = _uses(found, "all_gather", DEVICES)
+    return out
+
+
+median_centered = Exercise(
+    "median_centered", _check_median_centered,
+    hints=[
+        "A median cannot be assembled from per-device partial results the way a sum can: each device "
+        "needs all the values. Which collective of section 2 gives every device the whole vector?",
+        "Inside `jax.shard_map(..., in_specs=P(DEVICES))`, gather the blocks (tiled, so they form one "
+        "vector), take `jnp.median` of that, and subtract it from the device's own block.",
+        "The result differs from device to device (each centres its own block), and all_gather's "
+        "output is typed varying anyway: give the result `out_specs=P(DEVICES)`.",
+    ],
+    observe=_observe_median_centered,
+)
+
+
+# ---------------------------------------------------------------- 2. sum_scatter_columns
+ROWS, COLUMNS = 3, 8   # each device's block of x is ROWS x COLUMNS
+
+
+def _scatter_case(k: int) -> np.ndarray:
+    return (np.arange(k * ROWS * COLUMNS, dtype=np.float32).reshape(k * ROWS, COLUMNS) % 7) - 3.0
+
+
+_SCATTER_MESHES = (8, 4, 2)
+
+
+def _scatter_rules():
+    def divisible(err, name, mesh):
+        k = mesh.devices.size if mesh is not None else "k"
+        return _rule_divisible(err, name, mesh, extra=_say("scatter_rows_hint", rows=ROWS, k=k))
+    return (_rule_varying, divisible, _rule_in_specs)
+
+
+_SCATTER_RULES = _scatter_rules()
+
+
+def _check_sum_scatter_columns(fn: Callable) -> None:
+    name = "sum_scatter_columns"
+    for k in _SCATTER_MESHES:
+        mesh = line_mesh(k)
+        x_np = _scatter_case(k)
+        x = _placed(x_np, mesh, P(DEVICES))
+        where = _say("where_mesh", k=k, what=f"x of shape {x_np.shape}, blocks of {ROWS} x {COLUMNS}")
+        out = _run(name, fn, mesh, x, rules=_SCATTER_RULES)
+        _expect_float32(name, out, where)
+        blocks = np.asarray(x_np, np.float64).reshape(k, ROWS, COLUMNS)
+        want = blocks.sum(axis=0)
+        got_shape = tuple(out.shape)
+        if got_shape != want.shape:
+            if got_shape == (ROWS, k * COLUMNS) or got_shape == (k * ROWS, COLUMNS):
+                hint = _say("scatter_copies")
+            elif got_shape == (k * ROWS, COLUMNS // k):
+                hint = _say("scatter_row_chunks")
+            else:
+                hint = ""
+            fail(_say("shape", name=name, want=want.shape, got=got_shape, where=where, hint=hint))
+        got = np.asarray(out, np.float64)
+        if not same_values(got, want, 1e-4):
+            if same_values(got, want / k, 1e-4):
+                hint = _say("scatter_mean")
+            elif same_values(got, blocks[0], 1e-4):
+                hint = _say("scatter_block")
+            else:
+                hint = _say("scatter_generic")
+            fail(_say("values", name=name, where=where, want=_fmt(want), got=_fmt(got), hint=hint))
+    mesh = line_mesh(8)
+    found = _communication(name, fn, mesh, _placed(_scatter_case(8), mesh, P(DEVICES)), rules=_SCATTER_RULES)
+    if not _uses(found, "psum_scatter", DEVICES):
+        fail(_say("right_values_no_collective", name=name, seen=_seen(found), axis=DEVICES,
+                  why=_say("scatter_why")))
+
+
+def _observe_sum_scatter_columns(fn: Callable) -> dict:
+    cases = {f"k{k}": (line_mesh(k), [_Input((k * ROWS, COLUMNS), P(DEVICES))]) for k in _SCATTER_MESHES}
+    out = _observe_cases("sum_scatter_columns_values", fn, cases)
+    mesh = line_mesh(8)
+    found = _communication("sum_scatter_columns", fn, mesh, _placed(_scatter_case(8), mesh, P(DEVICES)))
+    out["axes"] = _axes_of(found)
+    out["psum_scatter_over_devices"] = _uses(found, "psum_scatter", DEVICES)
+    return out
+
+
+sum_scatter_columns = Exercise(
+    "sum_scatter_columns", _check_sum_scatter_columns,
+    hints=[
+        "Section 3 scattered dimension 0 of a vector. Here the rows cannot be cut into one chunk per "
+        "device (3 rows, up to 8 devices), but the 8 columns can: which argument of `psum_scatter` "
+        "picks the dimension?",
+        "With `tiled=True` and the column dimension scattered, each device keeps a block of shape "
+        "(3, 8 / k): the sum over devices of its columns only.",
+        "`out_specs` names, for each dimension of the result, the mesh axis that splits it. Here "
+        "dimension 0 is whole and dimension 1 is split over DEVICES.",
+    ],
+    observe=_observe_sum_scatter_columns,
+)
+
+
+# ---------------------------------------------------------------- 3. ring_all_reduce
+_RING_CASES = ((8, 8), (4, 8), (2, 6))     # (devices, block length); block lengths divisible by k
+
+
+def _ring_input(k: int, n: int) -> np.ndarray:
+    return (np.arange(k * n, dtype=np.float32) % 5) - 2.0 + np.repeat(np.arange(k, dtype=np.float32), n)
+
+
+def _psum_reference(x: np.ndarray, k: int) -> np.ndarray:
+    total = np.asarray(x, np.float64).reshape(k, -1).sum(axis=0)
+    return np.tile(total, k)
+
+
+def _ring_counts(fn: Callable, k: int, n: int) -> np.ndarray | None:
+    """Feed block j = 10**j: digit j of device i's result counts how often it added block j.
+
+    None when the result is not such a count (not linear in the blocks, or a count above 9).
+    """
+    mesh = line_mesh(k)
+    x = np.repeat(10.0 ** np.arange(k), n).astype(np.float32)
+    got = np.asarray(_run("ring_all_reduce", fn, mesh, _placed(x, mesh, P(DEVICES))), np.float64)
+    if got.shape != (k * n,):
+        return None
+    per_device = got.reshape(k, n)[:, 0]
+    if not np.allclose(per_device, np.round(per_device)) or (per_device < 0).any():
+        return None
+    digits = np.array([[int(v) // 10**j % 10 for j in range(k)] for v in np.round(per_device)])
+    rebuilt = (digits * 10.0 ** np.arange(k)).sum(axis=1)
+    return digits if np.allclose(rebuilt, per_device) else None
+
+
+def _ring_diagnosis(counts: np.ndarray, k: int) -> str:
+    per_device = counts.sum(axis=1)
+    own = counts[np.arange(k), np.arange(k)]
+    if len(set(per_device.tolist())) > 1:
+        return _say("ring_uneven")
+    if counts.max() <= 1 and per_device[0] < k:
+        return _say("ring_missing", m=int(per_device[0]), k=k)
+    if (own == 2).all() and (per_device == k + 1).all():
+        return _say("ring_own_twice")
+    if counts.max() > 1:
+        return _say("ring_repeated")
+    return _say("ring_generic")
+
+
+def _ring_failure(fn: Callable, k: int, n: int, where: str, want, got) -> str:
+    """The message for wrong ring values: which blocks each device added, where that can be read."""
+    for devices in (k, 4) if k > 4 else (k,):   # counts above 9 cannot be read on 8 devices
+        counts = _ring_counts(fn, devices, 8)
+        if counts is not None:
+            if (counts == 1).all():
+                return _say("ring_right_on", name="ring_all_reduce", good=devices, k=k)
+            report = "; ".join(_say("ring_counts_device", i=i, counts=list(map(int, row)))
+                               for i, row in enumerate(counts) if (row != 1).any())
+            return _say("ring_counts", name="ring_all_reduce", devices=devices, ones=[1] * devices,
+                        report=report, hint=_ring_diagnosis(counts, devices))
+    return _say("values", name="ring_all_reduce", where=where, want=_fmt(want), got=_fmt(got),
+                hint=_say("ring_generic"))
+
+
+def _check_ring_all_reduce(fn: Callable) -> None:
+    name = "ring_all_reduce"
+    rules = (_rule_permutation,) + _COMMON_RULES
+    for k, n in _RING_CASES:
+        mesh = line_mesh(k)
+        x_np = _ring_input(k, n)
+        where = _say("where_mesh", k=k, what=f"blocks of {n}, x = {_fmt(x_np)}")
+        out = _run(name, fn, mesh, _placed(x_np, mesh, P(DEVICES)), rules=rules)
+        _expect_float32(name, out, where)
+        want = _psum_reference(x_np, k)
+        if tuple(out.shape) != want.shape:
+            hint = _say("ring_one_copy") if tuple(out.shape) == (n,) else ""
+            fail(_say("shape", name=name, want=want.shape, got=tuple(out.shape), where=where, hint=hint))
+        got = np.asarray(out, np.float64)
+        if not same_values(got, want, 1e-4):
+            fail(_ring_failure(fn, k, n, where, want, got))
+    k, n = _RING_CASES[0]
+    mesh = line_mesh(k)
+    found = _communication(name, fn, mesh, _placed(_ring_input(k, n), mesh, P(DEVICES)), rules=rules)
+    forbidden = sorted((p, axes) for p, axes in found if p != "ppermute" and DEVICES in axes)
+    if forbidden:
+        fail(_say("ring_forbidden", name=name, seen=_seen(forbidden)))
+    if not _uses(found, "ppermute", DEVICES):
+        fail(_say("right_values_no_collective", name=name, seen=_seen(found), axis=DEVICES,
+                  why=_say("ring_why")))
+
+
+def _observe_ring_all_reduce(fn: Callable) -> dict:
+    cases = {f"k{k}_n{n}": (line_mesh(k), [_Input((k * n,), P(DEVICES))]) for k, n in _RING_CASES}
+    out = _observe_cases("ring_all_reduce_equals_psum", fn, cases)
+    k, n = _RING_CASES[0]
+    mesh = line_mesh(k)
+    found = _communication("ring_all_reduce", fn, mesh, _placed(_ring_input(k, n), mesh, P(DEVICES)))
+    out["axes"] = _axes_of(found)
+    out["ppermute_over_devices"] = _uses(found, "ppermute", DEVICES)
+    out["other_collectives_over_devices"] = sorted({p for p, axes in found if p != "ppermute" and DEVICES in axes})
+    return out
+
+
+ring_all_reduce = Exercise(
+    "ring_all_reduce", _check_ring_all_reduce,
+    hints=[
+        "One `ppermute` moves every device's block one place round the ring. How many such moves "
+        "until every device has seen every other device's block once?",
+        "Keep two values per device: the running total, and the block that is travelling. Each step, "
+        "pass the travelling block on to the next device and add what arrives to the total. The "
+        "number of steps comes from the `mesh` argument (`mesh.shape[DEVICES]`), so a Python loop works.",
+        "Every device ends with the same values, but ppermute's output is typed varying: keep one "
+        "block per device with `out_specs=P(DEVICES)`, as `psum_in_one` is mapped in the exercise text.",
+    ],
+    observe=_observe_ring_all_reduce,
+)
+
+
+# ---------------------------------------------------------------- 4. fsdp_step
+def loss_fn(w, batch):
+    """Mean squared error of the linear model `x @ w` (notebook 07's FSDP model)."""
+    return jnp.mean((batch["x"] @ w - batch["y"]) ** 2)
+
+
+def sgd_step(w, batch):
+    """One plain SGD step on one device: the reference every FSDP answer must match."""
+    return w - LEARNING_RATE * jax.grad(loss_fn)(w, batch)
+
+
+
+
+def _sgd_step_np(w, batch) -> np.ndarray:
+    """`sgd_step` in float64 NumPy (the gradient of the mean squared error in closed form): the
+    checks' reference, with nothing to compile."""
+    x, y, w = (np.asarray(a, np.float64) for a in (batch["x"], batch["y"], w))
+    return w - LEARNING_RATE * 2.0 * x.T @ (x @ w - y) / x.shape[0]
+
+FEATURES = 8
+_FSDP_CASES = ((8, 16), (4, 12), (2, 10))    # (devices, examples)
+
+
+def _fsdp_visible(k: int, n: int):
+    r = np.random.RandomState(70 + k)
+    w = _f32(np.linspace(-1.0, 1.0, FEATURES))
+    x = r.normal(size=(n, FEATURES))
+    y = x @ np.arange(1.0, FEATURES + 1) / FEATURES + 0.1 * r.normal(size=n)
+    return w, {"x": _f32(x), "y": _f32(y)}
+
+
+def _fsdp_placed(mesh, w, batch):
+    return _placed(w, mesh, P(DATA_PARALLEL)), _placed(batch, mesh, P(DATA_PARALLEL))
+
+
+def _fsdp_rules():
+    def not_gathered(err, name, mesh):
+        text = str(err)
+        if isinstance(err, TypeError) and ("dot_general requires contracting dimensions" in text
+                                           or "Incompatible shapes for broadcasting" in text):
+            k = mesh.devices.size if mesh is not None else 1
+            return _say("not_gathered", name=name, first=_first_line(err), shard=FEATURES // k, d=FEATURES)
+        return None
+    return (not_gathered,) + _COMMON_RULES
+
+
+_FSDP_RULES = _fsdp_rules()
+
+
+def _fsdp_diagnosis(got, ref, old, k, batch) -> str:
+    step, ref_step = got - old, ref - old
+    if same_values(step, k * ref_step, 1e-4):
+        return _say("fsdp_k_times", k=k)
+    if same_values(got, old, 1e-6):
+        return _say("fsdp_unchanged")
+    if same_values(step, -ref_step, 1e-4):
+        return _say("fsdp_sign")
+    x, y = np.asarray(batch["x"], np.float64), np.asarray(batch["y"], np.float64)
+    shard = FEATURES // k
+    local = np.empty_like(old)
+    for i in range(k):   # device i's shard updated with the gradient of device i's examples only
+        rows = slice(i * x.shape[0] // k, (i + 1) * x.shape[0] // k)
+        grad = 2.0 * x[rows].T @ (x[rows] @ old - y[rows]) / (x.shape[0] // k)
+        local[i * shard:(i + 1) * shard] = old[i * shard:(i + 1) * shard] - LEARNING_RATE * grad[i * shard:(i + 1) * shard]
+    if same_values(got, local, 1e-4):
+        return _say("fsdp_local")
+    return _say("fsdp_generic")
+
+
+def _check_fsdp_step(fn: Callable) -> None:
+    name = "fsdp_step"
+    for k, n in _FSDP_CASES:
+        mesh = line_mesh(k, DATA_PARALLEL)
+        w, batch = _fsdp_visible(k, n)
+        where = _say("where_mesh", k=k, what=f"{FEATURES} parameters, {n} examples")
+        out = _run(name, fn, mesh, *_fsdp_placed(mesh, w, batch), rules=_FSDP_RULES)
+        _expect_float32(name, out, where)
+        if tuple(out.shape) != (FEATURES,):
+            hint = _say("fsdp_whole_w") if tuple(out.shape) == (k * FEATURES,) else ""
+            fail(_say("shape", name=name, want=(FEATURES,), got=tuple(out.shape), where=where, hint=hint))
+        got = np.asarray(out, np.float64)
+        ref = _sgd_step_np(w, batch)
+        if not same_values(got, ref, 1e-4):
+            hint = _fsdp_diagnosis(got, ref, np.asarray(w, np.float64), k, batch)
+            fail(_say("fsdp_update", name=name, got=_fmt(got), want=_fmt(ref), where=where, hint=hint))
+    k, n = _FSDP_CASES[0]
+    mesh = line_mesh(k, DATA_PARALLEL)
+    found = _communication(name, fn, mesh, *_fsdp_placed(mesh, *_fsdp_visible(k, n)), rules=_FSDP_RULES)
+    if not _uses(found, "all_gather", DATA_PARALLEL):
+        fail(_say("right_values_no_collective", name=name, seen=_seen(found), axis=DATA_PARALLEL,
+                  why=_say("fsdp_why_gather")))
+    if not _uses(found, "psum_scatter", DATA_PARALLEL):
+        fail(_say("right_values_no_collective", name=name, seen=_seen(found), axis=DATA_PARALLEL,
+                  why=_say("fsdp_why_scatter")))
+
+
+def _observe_fsdp_step(fn: Callable) -> dict:
+    cases = {f"k{k}_n{n}": (line_mesh(k, DATA_PARALLEL),
+                            [_Input((FEATURES,), P(DATA_PARALLEL)),
+                             {"x": _Input((n, FEATURES), P(DATA_PARALLEL)), "y": _Input((n,), P(DATA_PARALLEL))}])
+             for k, n in _FSDP_CASES}
+    out = _observe_cases("fsdp_step_update", fn, cases)
+    k, n = _FSDP_CASES[0]
+    mesh = line_mesh(k, DATA_PARALLEL)
+    found = _communication("fsdp_step", fn, mesh, *_fsdp_placed(mesh, *_fsdp_visible(k, n)))
+    out["axes"] = _axes_of(found)
+    out["all_gather_over_data_parallel"] = _uses(found, "all_gather", DATA_PARALLEL)
+    out["psum_scatter_over_data_parallel"] = _uses(found, "psum_scatter", DATA_PARALLEL)
+    return out
+
+
+fsdp_step = Exercise(
+    "fsdp_step", _check_fsdp_step,
+    hints=[
+        "Three collectives' worth of thinking, two collectives in the code: what must a device have "
+        "before it can evaluate `loss_fn` on its examples, and which part of the gradient does it need "
+        "afterwards to update its own shard?",
+        "Inside `jax.shard_map(..., in_specs=(P(DATA_PARALLEL), P(DATA_PARALLEL)))`: gather the shards "
+        "into the full w (tiled), take `jax.grad(loss_fn)` on the local examples, reduce-scatter that "
+        "gradient (tiled) so each device keeps its shard's part, and update the shard.",
+        "psum_scatter adds the devices' gradients; one SGD step on the whole batch uses their mean. "
+        "The new shard is still different on every device: `out_specs=P(DATA_PARALLEL)`.",
+    ],
+    observe=_observe_fsdp_step,
+)
