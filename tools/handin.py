@@ -177,6 +177,8 @@ def collect(course: Path, exchange: Path | None, ids: list[str]) -> list[str]:
 
 def return_feedback(course: Path, exchange: Path | None, ids: list[str]) -> list[str]:
     api = _api(course, exchange)
+    if not (Path(api.exchange_root) / api.course_id).is_dir():
+        raise HandinError(f"nothing was released through {api.exchange_root} yet (`make release` first)")
     feedback = course / "feedback"
     ids = ids or (sorted({p.name for p in feedback.glob("*/*") if p.is_dir()}) if feedback.is_dir() else [])
     if not ids:

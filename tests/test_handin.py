@@ -1,0 +1,105 @@
+"""The instructor's hand-in steps (tools/handin.py) on a private course and exchange, without a browser.
+
+The whole loop through the Assignment List is tests/browser/test_handin.py; here are the
+decisions that must hold without it: what a roster may contain, and that feedback is returned
+only for the hand-in it is about (matched the way nbgrader's fetch_feedback matches it).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import handin  # noqa: E402
+
+AID = "02_scaled_sum"
+
+
+@pytest.fixture
+def course(tmp_path) -> Path:
+    folder = tmp_path / "course"
+    folder.mkdir()
+    (folder / "nbgrader_config.py").write_text('c = get_config()\nc.CourseDirectory.course_id = "namedaxes"\n')
+    return folder
+
+
+def _roster(tmp_path, text: str) -> Path:
+    path = tmp_path / "roster.csv"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_roster_import_sets_names_and_updates(course, tmp_path):
+    n = handin.import_roster(course, _roster(tmp_path, "id,first_name,last_name,email\n"
+                                                       "alice,Alice,Liddell,alice@example.org\nbob,Bob,,\n"))
+    assert n == 2
+    api = handin._api(course, tmp_path / "exchange")
+    students = {s["id"]: s for s in api.get_students()}
+    assert (students["alice"]["first_name"], students["alice"]["last_name"], students["alice"]["email"]) == \
+        ("Alice", "Liddell", "alice@example.org")
+    assert students["bob"]["last_name"] is None and students["bob"]["email"] is None
+    handin.import_roster(course, _roster(tmp_path, "id,first_name,last_name\nalice,Alicia,Liddell\n"))
+    students = {s["id"]: s for s in handin._api(course, tmp_path / "exchange").get_students()}
+    assert students["alice"]["first_name"] == "Alicia" and "bob" in students
+
+
+@pytest.mark.parametrize("text, message", [
+    ("name,email\nalice,a@x\n", "must name the columns id"),
+    ("id,first_name,phone\nalice,A,123\n", "unknown column(s) phone"),
+    ("id,first_name\nalice,A\nalice,B\n", "line 3: student id 'alice' appears twice"),
+    ("id,first_name\nal+ice,A\n", "line 2: student id 'al+ice'"),
+    ("id,first_name\n,A\n", "line 2: student id ''"),
+    ("", "must name the columns id"),
+])
+def test_bad_rosters_are_refused_with_the_line(course, tmp_path, text, message):
+    with pytest.raises(handin.HandinError) as err:
+        handin.import_roster(course, _roster(tmp_path, text))
+    assert message in str(err.value)
+    assert not (course / "gradebook.db").exists(), "nothing is imported from a bad roster"
+
+
+def test_collect_before_release_says_what_to_do(course, tmp_path):
+    with pytest.raises(handin.HandinError, match="make release"):
+        handin.collect(course, tmp_path / "exchange", [])
+
+
+def _handed_in(course: Path, sid: str, secret: str) -> Path:
+    sub = course / "submitted" / sid / AID
+    sub.mkdir(parents=True)
+    (sub / f"{AID}.ipynb").write_text("{}")
+    (sub / "timestamp.txt").write_text("2026-12-01 09:00:00.000000 UTC")
+    (sub / "submission_secret.txt").write_text(secret)
+    return sub
+
+
+def _graded(course: Path, sid: str) -> Path:
+    page = course / "feedback" / sid / AID / f"{AID}.html"
+    page.parent.mkdir(parents=True)
+    page.write_text(f"<p>Score: 3 / 7 for {sid}</p>")
+    return page
+
+
+def test_return_feedback_only_for_the_graded_hand_in(course, tmp_path):
+    from nbgrader.utils import notebook_hash
+    exchange = tmp_path / "exchange"
+    with pytest.raises(handin.HandinError, match="make release"):
+        handin.return_feedback(course, exchange, [])
+    (exchange / "namedaxes").mkdir(parents=True)          # what `make release` leaves
+    _handed_in(course, "alice", "s" * 128)
+    _graded(course, "alice")
+    _handed_in(course, "bob", "t" * 128)
+    stale = _graded(course, "bob")
+    old = time.time() - 3600                      # graded an hour before this hand-in was collected
+    os.utime(stale, (old, old))
+    _graded(course, "carol")                      # graded from a folder, never handed in through the exchange
+    (line,) = handin.return_feedback(course, exchange, [])
+    assert "returned to 1 student(s) (alice)" in line
+    assert "NOT returned to bob" in line and "carol: not handed in through the exchange" in line
+    outbound = exchange / "namedaxes" / "feedback"
+    assert sorted(p.name for p in outbound.iterdir()) == [f"{notebook_hash(secret='s' * 128, notebook_id=AID)}.html"]
+    assert "for alice" in next(outbound.iterdir()).read_text()
