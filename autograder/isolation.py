@@ -7,12 +7,11 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from .discovery import package_dir, repo_root
 from .records import Options
-from .sandbox import Sandbox, probe_bwrap
+from .sandbox import Sandbox
 
 __all__ = ["build_sandbox", "mpl_cache", "warn"]
 
@@ -25,37 +24,33 @@ def warn(msg: str) -> None:
 
 def build_sandbox(opts: Options, course: Path, out: Path, cache: Path, work_root: Path,
                   xla_root: Path) -> tuple[Sandbox, str]:
-    """The Sandbox for this run, and why isolation is unavailable ('' if it works)."""
-    root = repo_root()
-    needed = [sys.prefix, sys.base_prefix]                  # the Python the kernel runs, and namedaxes
+    """The Sandbox for this run, and why isolation is unavailable ('' if it works).
+
+    The view is an allow-list (see sandbox.py): the kernel is shown the Python
+    environment, the course helper package and the XLA cache folder, read-only,
+    plus its own working copy; the course, the grades, the reference cache, the
+    other working copies and everything else of the host stay out of it. Each
+    protection is probed here; missing ones are printed loudly now and listed
+    in the summary and results.json by the caller (`sandbox.protections()`).
+    """
+    exposed = [sys.prefix, sys.base_prefix]                 # the Python the kernel runs, and namedaxes
     pkg = package_dir("namedaxes")
     if pkg is not None:
-        needed.append(str(pkg))
-    exposed = needed + [str(xla_root)]                      # read-only (the XLA cache is also unlistable)
-    keep = {os.path.realpath(p) for p in needed}
-    hidden = [str(course), str(out), str(cache), str(work_root), tempfile.gettempdir()]
+        exposed.append(str(pkg))
+    exposed.append(str(xla_root))                           # read-only, search-only (xla_cache.py)
+    # Nothing else is bound; these stay hidden even if an exposed folder happens to contain them.
+    hidden = [str(course), str(out), str(cache), str(work_root), str(repo_root() / "solutions")]
     if opts.submissions is not None:
         hidden.append(str(opts.submissions if opts.submissions.is_dir() else opts.submissions.parent))
-    for child in root.iterdir():
-        real = os.path.realpath(child)
-        if child.is_dir() and not any(k == real or k.startswith(real + os.sep) for k in keep) \
-                and not child.name.endswith(".egg-info"):
-            hidden.append(str(child))
-    timeout = opts.timeout
-    cpu = opts.cpu_seconds or int(max(600, 30 * timeout))
+    cpu = opts.cpu_seconds or int(max(600, 30 * opts.timeout))
     sandbox = Sandbox(isolate=opts.isolate, python=sys.executable, hidden=hidden, exposed=exposed,
                       cpu_seconds=cpu, memory_bytes=opts.memory_mb * 2**20)
-    why = ""
-    if opts.isolate:
-        why = probe_bwrap(sandbox) or ""
-        if why:                                  # no user namespaces? then bwrap as we are, still isolated
-            sandbox.userns = False
-            if probe_bwrap(sandbox) is None:
-                warn(f"warning: the sandbox cannot switch to an unprivileged user ({why}); kernels run "
-                     f"isolated but with this user's privileges, and without the shared XLA cache.")
-                why = ""
-            else:
-                sandbox.isolate = False
+    sandbox.setup(work_root)
+    missing = [p for p in sandbox.protections() if not p.available]
+    if opts.isolate and sandbox.isolate and missing:
+        warn("warning: some protections are not available on this machine; student kernels run without:\n"
+             + "\n".join(f"  - {p.title}: {p.detail}" for p in missing))
+    why = "" if sandbox.isolate or not opts.isolate else sandbox.why.get("allow_list_view", "")
     return sandbox, why
 
 

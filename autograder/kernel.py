@@ -112,6 +112,7 @@ class Kernel:
         self.client: BlockingKernelClient | None = None
         self.started_at = 0.0
         self._ready = False
+        self.cgroup = None
 
     @property
     def observe_dir(self) -> Path:
@@ -119,19 +120,27 @@ class Kernel:
 
     # ------------------------------------------------------------ life cycle
     def start(self) -> "Kernel":
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        for sub in ("observe", "tmp", ".ipython", ".runtime", ".jupyter", ".matplotlib", ".cache"):
-            (self.workdir / sub).mkdir(exist_ok=True)
+        # its own working copy (a quota mount owned by the kernel's user where possible), see sandbox.py
+        self.sandbox.prepare_workdir(self.workdir)
         conn = self.workdir / f"{self.label}.json"
         _, info = write_connection_file(str(conn), transport="ipc", ip=str(self.workdir / self.label))
-        cmd = self.sandbox.command(self.workdir, conn, self.writable)
+        for path in (conn, *map(Path, self.writable)):    # the kernel's user may write these
+            self.sandbox.hand_over(path)
+        launch = self.sandbox.launch(self.workdir, conn, self.writable, self.label)
+        self.cgroup = launch.cgroup                    # removed (and its verdict kept) by kill()
         self._log = open(self.log_path, "wb")
         self.started_at = time.monotonic()
         env = {**self.sandbox.env(self.workdir, self.observe_dir), **self.extra_env}
-        self.proc = subprocess.Popen(cmd, env=env, cwd=self.workdir,
-                                     stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
-                                     start_new_session=True, preexec_fn=self.sandbox.preexec())
         _LIVE.add(self)
+        try:
+            self.proc = subprocess.Popen(launch.argv, env=env, cwd=self.workdir, pass_fds=launch.pass_fds,
+                                         stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+                                         start_new_session=True, preexec_fn=self.sandbox.preexec())
+        except BaseException:
+            self.kill()
+            raise
+        finally:
+            launch.close_fds()
         self.client = BlockingKernelClient()
         self.client.load_connection_info(info)
         self.client.start_channels(hb=False)
@@ -211,10 +220,17 @@ class Kernel:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 pass
+        if self.cgroup is not None:                    # kills any straggler, keeps the verdict
+            self.cgroup.remove()
         try:
             self._log.close()
         except Exception:  # noqa: BLE001
             pass
+
+    def post_mortem(self):
+        """The limit this kernel ran into (a cgroups.LimitHit: memory, processes, disk), or None."""
+        hit = self.cgroup.post_mortem() if self.cgroup is not None else None
+        return hit or self.sandbox.disk_full(self.workdir)
 
     # ------------------------------------------------------------ running code
     def execute(self, code: str, timeout: float, store_history: bool = True) -> CellRun:

@@ -18,6 +18,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import workcopy
 from .executor import cell_label, run_notebook
 from .notebooks import SourceNotebook, UnreadableNotebook, build_graded, nbgrader_meta, read_submission
 from .records import Row, Task
@@ -82,7 +83,7 @@ class Worker:
     def close(self) -> None:
         if self.warm is not None:
             self.warm.kill()
-            shutil.rmtree(self.warm.workdir, ignore_errors=True)
+            workcopy.remove(self.warm.workdir)   # unmounts its quota tmpfs
             self.warm = None
 
     def _references(self, task: Task) -> dict:
@@ -120,7 +121,7 @@ class Worker:
                                lambda n: self._kernel(workdir, label=f"r{n}"), self.cfg.timeout,
                                prelude=xla_prelude(task.xla_dir))
         finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+            workcopy.remove(workdir)
         cells = score_run(source, graded, run, refs, str(workdir))
         status, reason = submission_status(run, merge, cells, str(workdir))
         row = make_row(task, source, status, reason, cells)
@@ -159,7 +160,7 @@ class Worker:
             run = run_notebook(nb, tests, kernel, lambda n: self._kernel(workdir, label=f"r{n}", **kw),
                                self.cfg.timeout)
         finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+            workcopy.remove(workdir)
         problems = []
         if run.start_error:
             problems.append("the kernel did not start: " + run.start_error)

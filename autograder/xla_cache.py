@@ -4,6 +4,16 @@ Only the trusted reference kernel writes it. Published, it is read-only and
 not listable: a kernel can open an entry only if it already knows its name (a
 hash of the compiled program), i.e. reuse a compilation of exactly the program
 it is compiling, and cannot read the compiled solution otherwise.
+
+Permission bits, for both identities a kernel can have (sandbox.py):
+- a dedicated uid (grader is root): the published folder belongs to root with
+  mode 0111 and its entries with 0444 — the kernel is "other", so the search
+  bit lets it open an entry by name, the missing read bit stops `listdir`;
+- a user namespace mapping the grader's own uid (grader not root): the owner
+  bits count, and they are the same 0111 / 0444;
+in both cases the folder is bound read-only, so nobody inside can chmod it.
+While the reference runs, its `.tmp` folder (mode 0300: write and search, no
+listing) is handed to the kernel's user by Kernel.start and taken back here.
 """
 from __future__ import annotations
 
@@ -32,7 +42,7 @@ def xla_prelude(folder: str) -> str:
 
 def remove_protected(folder: Path) -> None:
     """rmtree for a published XLA cache folder (which we made unreadable)."""
-    if not folder.exists():
+    if not os.path.lexists(folder) or os.path.islink(folder):
         return
     try:
         os.chmod(folder, 0o700)
@@ -42,16 +52,22 @@ def remove_protected(folder: Path) -> None:
 
 
 def publish_xla_cache(tmp: Path, final: Path) -> None:
-    """Make the reference run's XLA cache searchable but not listable, read-only, and put it in place.
-
-    Inside the sandbox the kernel's user owns these files (its user namespace maps
-    it to us), so the owner bits are the ones that count: a folder with only the
-    search bit lets it open an entry whose name it already knows, nothing more.
-    """
+    """Make the reference run's XLA cache search-only and read-only, owned by us, and put it in place."""
     (tmp / ".complete").write_text("")
-    for entry in tmp.iterdir():
-        os.chmod(entry, 0o400)
-    os.chmod(tmp, 0o100)
+    me_uid, me_gid = os.geteuid(), os.getegid()
+    fd = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        for entry in os.scandir(fd):
+            if not entry.is_file(follow_symlinks=False):
+                continue                             # JAX writes plain files only; nothing else is opened
+            if me_uid == 0:                          # the reference kernel's user wrote them: take them back
+                os.chown(entry.name, me_uid, me_gid, dir_fd=fd, follow_symlinks=False)
+            os.chmod(entry.name, 0o444, dir_fd=fd)
+        if me_uid == 0:
+            os.fchown(fd, me_uid, me_gid)
+        os.fchmod(fd, 0o111)
+    finally:
+        os.close(fd)
     assignment = final.name.rsplit("-", 1)[0]
     for old in final.parent.glob(f"{assignment}-*"):   # caches of older versions of this assignment
         if old.name.rsplit("-", 1)[0] == assignment and not old.name.endswith(".tmp"):

@@ -1,0 +1,638 @@
+"""Attacks on each protection of the student sandbox, with the exact outcome asserted.
+
+Each test starts a small sandboxed Python (the same view, identity and limits
+a kernel gets, through `Sandbox.wrap`) that tries one attack and prints what
+happened as JSON; one test drives a real kernel through `Kernel` to prove the
+kernel's start and kill use the same cgroup and working-copy machinery.
+Limits are scaled down (MiB, not GiB) so each attack takes seconds.
+
+Skips are per mechanism and say why (no bubblewrap, not root, no cgroup):
+on such a machine the protections report must say the same, which
+`test_protections_report_names_what_is_missing` checks without any of them.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from autograder import cgroups, workcopy
+from autograder.cgroups import CgroupSupport, detect
+from autograder.protections import as_json, summary_lines
+from autograder.sandbox import Sandbox
+
+REPO = Path(__file__).resolve().parents[2]
+MiB = 2**20
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory) -> Sandbox:
+    base = tmp_path_factory.mktemp("sandbox-base")
+    exposed = [sys.prefix, sys.base_prefix, str(REPO / "namedaxes")]
+    sb = Sandbox(python=sys.executable, exposed=exposed, memory_bytes=192 * MiB, pids_max=256,
+                 disk_bytes=16 * MiB, max_files=1000, tmp_bytes=16 * MiB, shm_bytes=16 * MiB,
+                 cpu_seconds=60).setup(base)
+    if not sb.isolate:
+        pytest.skip(f"no sandbox on this machine: {sb.why.get('allow_list_view')}")
+    return sb
+
+
+def need(sb: Sandbox, *what: str) -> None:
+    reasons = {"dedicated": (sb.dedicated, "kernels cannot run as a dedicated uid here: "
+                             + sb.why.get("dedicated_uid", "")),
+               "memory": (sb.cgroups and sb.cgroups.memory, "no memory cgroup: " + sb.why.get("memory_cgroup", "")),
+               "pids": (sb.cgroups and sb.cgroups.pids, "no pids cgroup: " + sb.why.get("pids_cgroup", "")),
+               "quota": (sb.quota, "no quota working copies: " + sb.why.get("disk_quota", ""))}
+    for w in what:
+        ok, why = reasons[w]
+        if not ok:
+            pytest.skip(why)
+
+
+def workdir(tmp_path: Path, sb: Sandbox, name: str = "w") -> Path:
+    w = tmp_path / name
+    sb.prepare_workdir(w)
+    return w
+
+
+@pytest.fixture
+def copies(tmp_path, sandbox):
+    """Working copies made for a test, removed (mounts included) afterwards."""
+    made: list[Path] = []
+
+    def make(name: str = "w", sb: Sandbox | None = None) -> Path:
+        w = workdir(tmp_path, sb or sandbox, name)
+        made.append(w)
+        return w
+    yield make
+    for w in made:
+        assert workcopy.remove(w), f"could not remove {w}"
+
+
+def start(sb: Sandbox, work: Path, code: str, label: str = "t"):
+    """Start `code` in the sandbox (in its own cgroup); returns (Popen, Launch)."""
+    launch = sb.wrap(work, [sb.python, "-c", textwrap.dedent(code)], label=label)
+    try:
+        proc = subprocess.Popen(launch.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL, pass_fds=launch.pass_fds, env=sb.env(work, work / "observe"),
+                                start_new_session=True, preexec_fn=sb.preexec())
+    finally:
+        launch.close_fds()
+    return proc, launch
+
+
+def finish(proc, launch, timeout: float = 60):
+    """(exit code, last stdout line as JSON or None, verdict) after the command ended; cgroup removed."""
+    out, err = proc.communicate(timeout=timeout)
+    verdict = None
+    if launch.cgroup is not None:
+        assert launch.cgroup.remove(), "the kernel's cgroup was left behind"
+        verdict = launch.cgroup.post_mortem()
+    lines = out.decode().strip().splitlines()
+    try:
+        result = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        result = None
+    return proc.returncode, result, verdict, err.decode()
+
+
+def run(sb: Sandbox, work: Path, code: str, timeout: float = 60):
+    return finish(*start(sb, work, code), timeout=timeout)
+
+
+# ---------------------------------------------------------------- the allow-list view
+def test_view_shows_only_the_allow_list(sandbox, copies):
+    w = copies()
+    code, res, _, err = run(sandbox, w, f"""
+        import errno, json, os
+        def attempt(path):
+            try:
+                open(path).read(1)
+                return "read"
+            except OSError as e:
+                return errno.errorcode[e.errno]
+        print(json.dumps({{
+            "shadow": attempt("/etc/shadow"),
+            "root_home": os.path.exists("/root/.bashrc") or os.path.exists("/root/.ssh"),
+            "home": os.path.exists("/home"),
+            "top": sorted(os.listdir("/")),
+            "repo": sorted(os.listdir({str(REPO)!r})),
+            "solutions": os.path.exists({str(REPO / "solutions")!r}),
+            "etc": sorted(os.listdir("/etc")),
+            "passwd": open("/etc/passwd").read(),
+            "sys": sorted(os.listdir("/sys")),
+            "procs": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
+            "fds": sorted(int(f) for f in os.listdir("/proc/self/fd")),
+            "host_tmp": sorted(os.listdir("/tmp")),
+        }}))
+        """)
+    assert code == 0, err
+    assert res["shadow"] == "ENOENT"
+    assert not res["root_home"] and not res["home"] and not res["solutions"]
+    allowed_top = {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "proc", "dev", "tmp", "sys"}
+    extra = set(res["top"]) - allowed_top
+    # the remaining top-level names are only the first components of allow-listed paths
+    firsts = {Path(p).parts[1] for p in (sys.prefix, sys.base_prefix, REPO, w)}
+    assert extra <= firsts, extra
+    # of the repository, only what is exposed (the venv if it lives there, the helper package)
+    expected_repo = {"namedaxes"} | ({Path(sys.prefix).relative_to(REPO).parts[0]}
+                                     if Path(sys.prefix).is_relative_to(REPO) else set())
+    assert set(res["repo"]) == expected_repo
+    assert set(res["etc"]) <= {"passwd", "group", "hosts", "hostname", "nsswitch.conf", "ld.so.cache", "ld.so.conf",
+                               "ld.so.conf.d", "localtime", "fonts", "alternatives", "mime.types"}
+    assert "shadow" not in res["etc"] and ":x:0:0:root" in res["passwd"]
+    assert res["sys"] == ["devices"]
+    assert len(res["procs"]) <= 3, res["procs"]           # its own pid namespace: bwrap's init and itself
+    assert res["fds"] == [0, 1, 2, 3], res["fds"]         # 3: listdir's own; no descriptor of the host leaks
+    # its /tmp is its own: only the folders leading to what is bound there (e.g. its working copy)
+    bound = [w, REPO / "namedaxes", Path(sys.prefix), Path(sys.base_prefix)]
+    assert set(res["host_tmp"]) == {p.relative_to("/tmp").parts[0] for p in bound if p.is_relative_to("/tmp")}
+
+
+def test_another_working_copy_is_invisible(sandbox, copies):
+    mine, theirs = copies("mine"), copies("theirs")
+    (theirs / "answer.txt").write_text("classmate's work")
+    code, res, _, err = run(sandbox, mine, f"""
+        import json, os
+        print(json.dumps({{"theirs": os.path.exists({str(theirs)!r}),
+                           "siblings": sorted(os.listdir({str(mine.parent)!r}))}}))
+        """)
+    assert code == 0, err
+    assert res == {"theirs": False, "siblings": ["mine"]}
+
+
+def test_writes_outside_the_working_copy_fail(sandbox, copies):
+    w = copies()
+    code, res, _, err = run(sandbox, w, f"""
+        import errno, json, os
+        def attempt(path):
+            try:
+                with open(path, "w") as f:
+                    f.write("x")
+                return "written"
+            except OSError as e:
+                return errno.errorcode[e.errno]
+        print(json.dumps({{"usr": attempt("/usr/planted"), "venv": attempt({sys.prefix!r} + "/planted"),
+                           "pkg": attempt({str(REPO / "namedaxes" / "planted.py")!r}),
+                           "passwd": attempt("/etc/passwd"), "root": attempt("/planted"),
+                           "tmp": attempt("/tmp/agr-private-tmp-probe"), "work": attempt("inside.txt")}}))
+        """)
+    assert code == 0, err
+    assert res["usr"] == res["venv"] == res["pkg"] == "EROFS"
+    assert res["passwd"] in ("EROFS", "EACCES") and res["root"] in ("EACCES", "EROFS")
+    assert res["tmp"] == "written" and res["work"] == "written"
+    assert not Path("/tmp/agr-private-tmp-probe").exists()            # its /tmp is private
+    assert not (REPO / "namedaxes" / "planted.py").exists()
+    assert (w / "inside.txt").read_text() == "x"
+
+
+def test_network_is_off(sandbox, copies):
+    w = copies()
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    abstract = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    abstract.bind(f"\0agr-test-{os.getpid()}")
+    abstract.listen(1)
+    try:
+        code, res, _, err = run(sandbox, w, f"""
+            import errno, json, socket
+            def attempt(family, addr):
+                s = socket.socket(family, socket.SOCK_STREAM)
+                s.settimeout(5)
+                try:
+                    s.connect(addr)
+                    return "connected"
+                except OSError as e:
+                    return errno.errorcode.get(e.errno, str(e))
+            print(json.dumps({{"outside": attempt(socket.AF_INET, ("192.0.2.1", 80)),
+                               "host_loopback": attempt(socket.AF_INET, ("127.0.0.1", {server.getsockname()[1]})),
+                               "host_abstract": attempt(socket.AF_UNIX, "\\0agr-test-{os.getpid()}")}}))
+            """)
+    finally:
+        server.close()
+        abstract.close()
+    assert code == 0, err
+    assert res == {"outside": "ENETUNREACH", "host_loopback": "ECONNREFUSED", "host_abstract": "ECONNREFUSED"}
+
+
+# ---------------------------------------------------------------- the identity
+def test_kernel_runs_as_the_dedicated_uid_without_privileges(sandbox, copies):
+    need(sandbox, "dedicated")
+    w = copies()
+    code, res, _, err = run(sandbox, w, """
+        import json, os
+        status = dict(l.split(":\\t", 1) for l in open("/proc/self/status").read().splitlines() if ":\\t" in l)
+        open("mine.txt", "w").write("x")
+        print(json.dumps({"uid": os.getuid(), "euid": os.geteuid(), "gid": os.getgid(), "groups": os.getgroups(),
+                          "caps": [status[k].strip() for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")],
+                          "nnp": status["NoNewPrivs"].strip()}))
+        """)
+    assert code == 0, err
+    assert res["uid"] == res["euid"] == sandbox.uid and res["gid"] == sandbox.gid
+    assert res["groups"] in ([], [sandbox.gid])
+    assert res["caps"] == ["0000000000000000"] * 5 and res["nnp"] == "1"
+    st = (w / "mine.txt").stat()
+    assert (st.st_uid, st.st_gid) == (sandbox.uid, sandbox.gid)          # a real, different host uid
+    top = w.stat()
+    assert (top.st_uid, top.st_mode & 0o777) == (sandbox.uid, 0o700)    # the working copy is its own
+
+
+def test_host_file_permissions_protect_too(sandbox, copies, tmp_path):
+    """A root-only file bound into the view by mistake is still unreadable: the uid is not root's."""
+    need(sandbox, "dedicated")
+    secret_dir = tmp_path / "exposed-by-mistake"
+    secret_dir.mkdir()
+    (secret_dir / "key").write_text("secret")
+    os.chmod(secret_dir / "key", 0o600)
+    sb = dataclasses.replace(sandbox, exposed=sandbox.exposed + [str(secret_dir)])
+    w = copies(sb=sb)
+    code, res, _, err = run(sb, w, f"""
+        import errno, json
+        try:
+            open({str(secret_dir / "key")!r}).read(); r = "read"
+        except OSError as e:
+            r = errno.errorcode[e.errno]
+        print(json.dumps(r))
+        """)
+    assert code == 0, err
+    assert res == "EACCES"
+
+
+# ---------------------------------------------------------------- sizes of /tmp and /dev/shm
+@pytest.mark.parametrize("where", ["/tmp", "/dev/shm"])
+def test_tmp_and_shm_are_size_limited(sandbox, copies, where):
+    w = copies()
+    code, res, verdict, err = run(sandbox, w, f"""
+        import errno, json
+        n = 0
+        try:
+            with open("{where}/fill", "wb") as f:
+                for _ in range(64):
+                    f.write(b"x" * 2**20); f.flush(); n += 1
+            r = "no limit"
+        except OSError as e:
+            r = errno.errorcode[e.errno]
+        print(json.dumps([r, n]))
+        """)
+    assert code == 0, err
+    assert res[0] == "ENOSPC" and 14 <= res[1] <= 16, res          # 16 MiB and not a byte more
+    assert verdict is None
+
+
+# ---------------------------------------------------------------- memory counting everything
+SHARED_MMAP = """
+    import mmap, sys
+    m = mmap.mmap(-1, 1024 * 2**20, flags=mmap.MAP_SHARED)
+    for i in range(0, len(m), 4096):
+        m[i] = 1
+    print('"survived"')
+    """
+SHM_FILE = """
+    with open("/dev/shm/big", "wb") as f:
+        for _ in range(1024):
+            f.write(b"x" * 2**20)
+    print('"survived"')
+    """
+CLASSMATE = """
+    import json, os, time
+    time.sleep(1.5)                          # runs while the attacker is being killed
+    data = bytearray(64 * 2**20)             # a modest, honest allocation
+    pids = []
+    for _ in range(20):
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        pids.append(pid)
+    for p in pids:
+        os.waitpid(p, 0)
+    open("mine.bin", "wb").write(b"y" * 4 * 2**20)
+    print(json.dumps("fine"))
+    """
+
+
+@pytest.mark.parametrize("attack", [SHARED_MMAP, SHM_FILE], ids=["mmap_shared", "dev_shm_file"])
+def test_shared_memory_counts_against_the_memory_limit(sandbox, copies, attack):
+    need(sandbox, "memory")
+    sb = dataclasses.replace(sandbox, shm_bytes=2048 * MiB, memory_bytes=128 * MiB)   # /dev/shm bigger than memory
+    attacker, classmate = copies("attacker", sb), copies("classmate", sb)
+    a = start(sb, attacker, attack, label="attacker")
+    c = start(sb, classmate, CLASSMATE, label="classmate")
+    code, res, verdict, err = finish(*a)
+    assert res is None and code in (-9, 137), (code, res, err)      # SIGKILL by the cgroup's OOM killer
+    assert verdict is not None and verdict.status == "memory" and "128 MiB" in verdict.reason
+    ccode, cres, cverdict, cerr = finish(*c)
+    assert (ccode, cres, cverdict) == (0, "fine", None), cerr
+
+
+# ---------------------------------------------------------------- processes
+FORK_BOMB = """
+    import errno, json, os, time
+    n, why = 0, "none"
+    kids = []
+    for _ in range(2000):
+        try:
+            pid = os.fork()
+        except OSError as e:
+            why = errno.errorcode[e.errno]
+            break
+        if pid == 0:
+            time.sleep(30)
+            os._exit(0)
+        kids.append(pid); n += 1
+    for k in kids:
+        os.kill(k, 9)
+    print(json.dumps([why, n]))
+    """
+
+
+def test_fork_bomb_stops_at_the_pids_limit(sandbox, copies):
+    need(sandbox, "pids")
+    attacker, classmate = copies("attacker"), copies("classmate")
+    a = start(sandbox, attacker, FORK_BOMB, label="attacker")
+    c = start(sandbox, classmate, CLASSMATE, label="classmate")
+    code, res, verdict, err = finish(*a)
+    assert code == 0, err
+    assert res[0] == "EAGAIN" and 200 <= res[1] < sandbox.pids_max, res
+    assert verdict is not None and verdict.status == "processes" and str(sandbox.pids_max) in verdict.reason
+    ccode, cres, cverdict, cerr = finish(*c)
+    assert (ccode, cres, cverdict) == (0, "fine", None), cerr
+
+
+def test_without_a_pids_cgroup_rlimit_nproc_bounds_the_dedicated_uid(sandbox, copies):
+    """The documented fallback: RLIMIT_NPROC works because the kernel's uid is not root (own uid here)."""
+    need(sandbox, "dedicated")
+    sb = dataclasses.replace(sandbox, cgroups=CgroupSupport(memory=sandbox.cgroups.memory if sandbox.cgroups else None),
+                             uid=64_321, gid=64_321, pids_max=64)
+    w = copies(sb=sb)
+    code, res, verdict, err = run(sb, w, FORK_BOMB)
+    assert code == 0, err
+    assert res[0] == "EAGAIN" and 40 <= res[1] < 64, res
+    assert verdict is None                                  # no pids cgroup: the fallback cannot tell afterwards
+    report = {p.key: p for p in sb.protections()}
+    assert not report["process_limit"].available and "RLIMIT_NPROC 64 for uid 64321" in report["process_limit"].detail
+
+
+# ---------------------------------------------------------------- disk and files of the working copy
+def test_disk_quota_of_the_working_copy(sandbox, copies):
+    need(sandbox, "quota")
+    attacker, classmate = copies("attacker"), copies("classmate")
+    code, res, _, err = run(sandbox, attacker, """
+        import errno, json
+        n = 0
+        try:
+            with open("fill.bin", "wb") as f:
+                for _ in range(64):
+                    f.write(b"x" * 2**20); f.flush(); n += 1
+            r = "no limit"
+        except OSError as e:
+            r = errno.errorcode[e.errno]
+        print(json.dumps([r, n]))
+        """)
+    assert code == 0, err
+    assert res[0] == "ENOSPC" and 12 <= res[1] <= 16, res
+    hit = sandbox.disk_full(attacker)
+    assert hit is not None and hit.status == "disk" and "16 MiB" in hit.reason
+    (classmate / "answer.bin").write_bytes(b"y" * 8 * MiB)          # classmates' space is their own
+    assert sandbox.disk_full(classmate) is None
+    assert workcopy.is_quota_mount(attacker) and workcopy.remove(attacker) and not attacker.exists()
+
+
+def test_file_count_quota_of_the_working_copy(sandbox, copies):
+    need(sandbox, "quota")
+    w = copies()
+    code, res, _, err = run(sandbox, w, """
+        import errno, json, os
+        os.mkdir("many")
+        n, r = 0, "no limit"
+        for i in range(100_000):
+            try:
+                open(f"many/{i}", "w").close(); n += 1
+            except OSError as e:
+                r = errno.errorcode[e.errno]
+                break
+        print(json.dumps([r, n]))
+        """)
+    assert code == 0, err
+    assert res[0] == "ENOSPC" and 900 <= res[1] < 1000, res
+    hit = sandbox.disk_full(w)
+    assert hit is not None and hit.status == "disk" and "1000 files" in hit.reason
+
+
+# ---------------------------------------------------------------- the shared XLA cache
+COMPILE = """
+    import json, os
+    {prelude}
+    import jax, jax.numpy as jnp
+    events = []
+    jax.monitoring.register_event_listener(lambda name, **kw: events.append(name))
+    jax.jit(lambda x: jnp.sin(x) * 2 + 1)(jnp.arange(8.0)).block_until_ready()
+    folder = {folder!r}
+    try:
+        listing = len(os.listdir(folder))
+    except OSError as e:
+        listing = type(e).__name__
+    print(json.dumps({{"hits": sum("cache_hits" in e for e in events),
+                       "misses": sum("cache_misses" in e for e in events), "listing": listing}}))
+    """
+
+
+def test_xla_cache_is_reused_by_name_but_not_listable(sandbox, copies, tmp_path):
+    """The reference kernel fills the cache; a student kernel gets cache hits, cannot list or change it."""
+    from autograder.xla_cache import REFERENCE_ENV, publish_xla_cache, xla_prelude
+    root = tmp_path / "xla-cache"
+    tmp, final = root / "02_scaled_sum-0123456789abcdef.tmp", root / "02_scaled_sum-0123456789abcdef"
+    tmp.mkdir(parents=True)
+    os.chmod(tmp, 0o300)
+    sb = dataclasses.replace(sandbox, exposed=sandbox.exposed + [str(root)], memory_bytes=2048 * MiB)
+    ref_work = copies("reference", sb)
+    sb.hand_over(tmp)                                        # what Kernel.start does with `writable`
+    launch = sb.wrap(ref_work, [sb.python, "-c", textwrap.dedent(COMPILE.format(prelude="", folder=str(tmp)))],
+                     writable=(tmp,))
+    env = {**sb.env(ref_work, ref_work / "observe"), **REFERENCE_ENV, "JAX_COMPILATION_CACHE_DIR": str(tmp)}
+    try:
+        ref = subprocess.run(launch.argv, capture_output=True, pass_fds=launch.pass_fds, env=env, timeout=120,
+                             preexec_fn=sb.preexec())
+    finally:
+        launch.close_fds()
+    assert ref.returncode == 0, ref.stderr.decode()[-2000:]
+    ref_res = json.loads(ref.stdout.decode().splitlines()[-1])
+    assert ref_res["hits"] == 0 and ref_res["misses"] >= 1, ref_res
+    publish_xla_cache(tmp, final)
+    entries = [e for e in os.listdir(final) if e != ".complete"]
+    assert entries, "the reference run wrote nothing into the cache"
+    assert final.stat().st_mode & 0o777 == 0o111
+    assert {(final / e).stat().st_mode & 0o777 for e in entries} == {0o444}
+    student = copies("student", sb)
+    prelude = xla_prelude(str(final)).replace("\n", "\n    ")
+    code, res, _, err = run(sb, student, COMPILE.format(prelude=prelude, folder=str(final)), timeout=120)
+    assert code == 0, err
+    # every program the reference compiled is a hit; the student cannot list the folder
+    assert res == {"hits": ref_res["misses"], "misses": 0, "listing": "PermissionError"}, (res, ref_res)
+    assert sorted(os.listdir(final)) == sorted(entries + [".complete"])     # nothing added by the student
+
+
+# ---------------------------------------------------------------- clean-up
+def test_cgroup_removal_kills_stragglers_and_keeps_the_verdict(sandbox, copies):
+    need(sandbox, "pids")
+    w = copies()
+    proc, launch = start(sandbox, w, """
+        import os, time
+        for _ in range(300):
+            try:
+                if os.fork() == 0:
+                    time.sleep(60); os._exit(0)
+            except OSError:
+                break
+        print("forked", flush=True)
+        time.sleep(60)
+        """)
+    assert proc.stdout.readline().strip() == b"forked"
+    group = launch.cgroup
+    dirs = {p for _, p in group.groups.values()}
+    assert len(group.pids()) > 100
+    t0 = time.monotonic()
+    assert group.remove()
+    assert time.monotonic() - t0 < 5
+    assert not any(d.exists() for d in dirs)
+    assert group.post_mortem().status == "processes"
+    proc.wait(timeout=10)
+
+
+def test_removal_survives_a_hostile_tree(tmp_path):
+    """Symlinks out, a deep tree, a locked folder: removed without touching anything outside."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("keep")
+    w = tmp_path / "w"
+    w.mkdir()
+    (w / "link").symlink_to(outside)
+    (w / "file-link").symlink_to(outside / "keep.txt")
+    deep = os.open(w, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(1100):                                   # deeper than the recursion limit and PATH_MAX
+        os.mkdir("level-09", dir_fd=deep)
+        nxt = os.open("level-09", os.O_RDONLY | os.O_DIRECTORY, dir_fd=deep)
+        os.close(deep)
+        deep = nxt
+    os.symlink(str(outside), "up", dir_fd=deep)
+    os.close(deep)
+    (w / "locked").mkdir()
+    (w / "locked" / "inner").write_text("x")
+    os.chmod(w / "locked", 0)
+    assert workcopy.remove(w)
+    assert not os.path.lexists(w)
+    assert (outside / "keep.txt").read_text() == "keep"
+
+
+def test_remove_tree_detaches_leftover_quota_mounts(sandbox, tmp_path):
+    need(sandbox, "quota")
+    root = tmp_path / "work-root"
+    for name in ("a", "b"):
+        sandbox.prepare_workdir(root / name)
+        (root / name / "x").write_text("x")
+    assert workcopy.is_quota_mount(root / "a")
+    assert workcopy.remove_tree(root)
+    assert not root.exists()
+    assert str(root) not in Path("/proc/self/mountinfo").read_text()
+
+
+# ---------------------------------------------------------------- a real kernel
+def test_kernel_start_and_kill_use_the_cgroup_and_quota(sandbox, tmp_path):
+    need(sandbox, "memory", "quota")
+    from autograder.kernel import Kernel
+    sb = dataclasses.replace(sandbox, memory_bytes=512 * MiB, shm_bytes=2048 * MiB)
+    w = tmp_path / "kernel-work"
+    kernel = Kernel(w, sb, label="k0", log_dir=tmp_path).start()
+    try:
+        kernel.wait_ready(120)
+        assert workcopy.is_quota_mount(w)
+        assert kernel.cgroup is not None and kernel.post_mortem() is None
+        ok = kernel.execute("import os; print(os.getuid(), len(os.listdir('/proc/self/fd')))", 30)
+        assert ok.status == "ok"
+        dead = kernel.execute(textwrap.dedent(SHM_FILE), 60)
+        assert dead.status == "died"
+        hit = kernel.post_mortem()
+        assert hit is not None and hit.status == "memory"
+    finally:
+        kernel.kill()
+    dirs = [p for _, p in kernel.cgroup.groups.values()]
+    assert not any(d.exists() for d in dirs)
+    assert kernel.post_mortem().status == "memory"                     # still known after the clean-up
+    assert workcopy.remove(w) and not w.exists()
+
+
+# ---------------------------------------------------------------- the report
+def test_protections_report_on_this_machine(sandbox):
+    report = {p.key: p for p in sandbox.protections()}
+    assert list(report) == ["allow_list_view", "dedicated_uid", "network_off", "private_tmp", "memory_cgroup",
+                            "process_limit", "disk_quota", "cpu_time", "no_new_namespaces"]
+    assert report["allow_list_view"].available and report["network_off"].available
+    assert report["memory_cgroup"].available == bool(sandbox.cgroups.memory)
+    assert report["disk_quota"].available == sandbox.quota
+    rows = as_json(sandbox.protections())
+    assert rows[0] == {"key": "allow_list_view", "title": report["allow_list_view"].title, "available": True,
+                       "detail": report["allow_list_view"].detail}
+    assert json.loads(json.dumps(rows)) == rows
+
+
+def test_protections_report_names_what_is_missing(tmp_path):
+    """Without bubblewrap, cgroups or root, the report says so, and why (what make grade prints)."""
+    sb = Sandbox(isolate=False, cgroups=CgroupSupport(why={"memory": "cgroup v2: the memory controller is not "
+                                                            "available in /sys/fs/cgroup/x (not delegated)",
+                                                            "pids": "no cgroup hierarchy offers the pids controller"}))
+    sb.why = {"allow_list_view": "bubblewrap (bwrap) is not installed", "disk_quota": "the grader is not root",
+              "memory_cgroup": sb.cgroups.why["memory"], "pids_cgroup": sb.cgroups.why["pids"]}
+    report = {p.key: p for p in sb.protections()}
+    assert [k for k, p in report.items() if p.available] == ["cpu_time"]
+    assert report["allow_list_view"].detail.startswith("bubblewrap (bwrap) is not installed")
+    assert "not delegated" in report["memory_cgroup"].detail and "RLIMIT_DATA" in report["memory_cgroup"].detail
+    assert "no process limit" in report["process_limit"].detail
+    assert "RLIMIT_FSIZE" in report["disk_quota"].detail
+    lines = summary_lines(sb.protections())
+    assert lines[0].startswith("protections: 1 of 9 in force; MISSING: allow-list view of the file system")
+    assert len(lines) == 9
+
+
+# ---------------------------------------------------------------- detecting cgroups (no root needed)
+def _fake_proc(tmp_path: Path, mountinfo: str, cgroup: str) -> Path:
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    (proc / "mountinfo").write_text(mountinfo)
+    (proc / "cgroup").write_text(cgroup)
+    return proc
+
+
+def test_detect_reads_v1_and_v2_layouts(tmp_path):
+    fs = tmp_path / "cg"
+    (fs / "memory" / "grader").mkdir(parents=True)
+    (fs / "unified" / "user.slice").mkdir(parents=True)
+    (fs / "unified" / "user.slice" / "cgroup.controllers").write_text("cpu io\n")
+    mountinfo = (f"30 25 0:26 / {fs}/memory rw,relatime shared:9 - cgroup cgroup rw,memory\n"
+                 f"31 25 0:27 / {fs}/unified rw,relatime shared:10 - cgroup2 cgroup2 rw\n")
+    proc = _fake_proc(tmp_path, mountinfo, "4:memory:/grader\n0::/user.slice\n")
+    got = detect(root=fs, proc=proc)
+    # a plain folder is not cgroupfs: the child group lacks the limit file, and that is what is said
+    assert got.memory is None and "memory.limit_in_bytes" in got.why["memory"]
+    assert got.pids is None and got.why["pids"] == f"cgroup v2: the pids controller is not available in " \
+                                                   f"{fs}/unified/user.slice (not delegated)"
+    assert not [p for p in (fs / "memory" / "grader").iterdir()]          # the probe group was removed
+
+
+def test_detect_without_any_cgroup_mount(tmp_path):
+    got = detect(proc=_fake_proc(tmp_path, "22 1 0:5 / /proc rw - proc proc rw\n", ""))
+    assert got.memory is None and got.pids is None and "no cgroup file system is mounted" in got.why["memory"]
+
+
+def test_detect_on_this_machine_matches_the_sandbox(sandbox):
+    got = detect()
+    assert (got.memory is None) == (sandbox.cgroups.memory is None)
+    assert (got.pids is None) == (sandbox.cgroups.pids is None)
+    assert cgroups.sweep_stale(got) >= 0
