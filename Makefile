@@ -171,7 +171,6 @@ grade: venv system-deps
 	  $(if $(SUBMISSIONS),--submissions "$(SUBMISSIONS)") $(if $(OUT),--out "$(OUT)") \
 	  $(if $(STUDENT),--student "$(STUDENT)") $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") \
 	  $(if $(COURSE_GRADEBOOK),--course-gradebook)
-	$(BIN)/python -m autograder.report "$(or $(OUT),$(COURSE)/grades)"
 
 bench-grade: venv system-deps
 	$(BIN)/python -m autograder.bench $(if $(STUDENTS),--students $(STUDENTS))

@@ -17,11 +17,13 @@ examples:
   python -m autograder grade --submissions class/ --out results/ --student "Ann Lee"   # regrade one student
 
 outputs (in --out): grades.csv (student,assignment,score,max_score,status,reason), results.json
-(per test cell), feedback/<student>/<assignment>.html, timings.json; scores also go to nbgrader's
-gradebook (the course's gradebook.db, or OUT/gradebook.db with --submissions) and the executed
-notebooks to autograded/<student>/<assignment>/.
+(per test cell), report.html (the class report), feedback/<student>/<assignment>.html,
+timings.json; scores also go to nbgrader's gradebook (the course's gradebook.db, or
+OUT/gradebook.db with --submissions) and the executed notebooks to autograded/<student>/<assignment>/.
 exit status: 0 the batch was graded (whatever the submissions did); 1 bad arguments or set-up;
-3 a reference solution does not run cleanly; 4 internal grader error on some submissions.
+3 a reference solution does not run cleanly (its rows: status error); 4 internal grader error on
+some submissions (their rows: status error); 130 interrupted (Ctrl-C, SIGTERM: nothing written).
+grades.csv and report.html are written whenever the batch ran to its end.
 """
 
 
@@ -47,6 +49,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="grade only this assignment, e.g. 02_scaled_sum (repeatable)")
     g.add_argument("-j", "--jobs", type=int, default=0, help="parallel workers (default: number of cores)")
     g.add_argument("--timeout", type=float, default=30.0, help="seconds per cell before it is stopped (default 30)")
+    g.add_argument("--notebook-budget", type=float, default=300.0, metavar="S",
+                   help="wall-clock seconds per notebook, all cells and restarts (default 300)")
+    g.add_argument("--submission-budget", type=float, default=900.0, metavar="S",
+                   help="wall-clock seconds per student over all their notebooks (default 900)")
+    g.add_argument("--max-added-cells", type=int, default=100, metavar="N",
+                   help="cells a student may add to a notebook; further ones are dropped (default 100)")
+    g.add_argument("--max-output-chars", type=int, default=5_000_000, metavar="N",
+                   help="characters of output kept per notebook (default 5000000)")
     g.add_argument("--memory-mb", type=int, default=4096, help="memory limit per kernel, MiB (RLIMIT_DATA)")
     g.add_argument("--cpu-seconds", type=int, default=0, help="CPU-time limit per kernel (default max(600, 30*timeout))")
     g.add_argument("--cache", type=_path, default=None,
@@ -60,11 +70,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.jobs < 0 or args.timeout <= 0:
         parser.error("--jobs must be >= 0 and --timeout > 0")
+    if args.notebook_budget <= 0 or args.submission_budget <= 0 or args.max_added_cells < 0 \
+            or args.max_output_chars < 0:
+        parser.error("the budgets must be > 0 and the caps >= 0")
     opts = Options(course=args.course or repo_root() / "build" / "course", submissions=args.submissions,
                    out=args.out, students=args.student, assignments=args.assignment, jobs=args.jobs,
                    timeout=args.timeout, cache=args.cache, isolate=not args.no_isolation,
                    memory_mb=args.memory_mb, cpu_seconds=args.cpu_seconds, gradebook=not args.no_gradebook,
-                   course_gradebook=args.course_gradebook,
+                   course_gradebook=args.course_gradebook, notebook_budget=args.notebook_budget,
+                   submission_budget=args.submission_budget, max_added_cells=args.max_added_cells,
+                   max_output_chars=args.max_output_chars,
                    feedback=not args.no_feedback, quiet=args.quiet)
     try:
         return grade(opts)

@@ -7,27 +7,48 @@
   (a loop inside compiled XLA code) or dies (os._exit, a segfault, a resource
   limit), the kernel is killed, a fresh one is started in the same working
   copy, the earlier cells (not the test cells) are replayed, the offending
-  cell is marked failed and the rest of the notebook still runs.
+  cell is marked failed and the rest of the notebook still runs. Where a
+  kernel died of a limit, the sandbox says which (`Kernel.post_mortem()`:
+  memory, processes, disk) and that is the status.
+
+Threat model: the kernel's code is hostile and may keep threads running
+between cells. The observation folder is only ever touched through a
+descriptor opened with O_NOFOLLOW (a symlink planted in its place finds
+nothing and deletes nothing elsewhere), entries in it are removed without
+following links (workcopy.remove through /proc/self/fd), and files are read
+with O_NOFOLLOW, size-capped. Provenance: the whole folder is emptied before a
+test cell *and again* between its visible and hidden parts, so the
+observations harvested after the hidden part were written while it ran;
+anything found at those points (or beside the cell's own files afterwards)
+is logged in `RunResult.observe_log`.
+
+Budgets: `budget` seconds of wall clock for the whole notebook (kernel starts
+and replays included): a cell's timeout is cut to what is left, and once it is
+spent the remaining cells are not run (status `timeout`). `max_output_chars`
+caps the output kept over the whole notebook (status `too_much_output`).
 """
 from __future__ import annotations
 
 import os
 import stat
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
 from nbformat import NotebookNode
 from nbformat import v4 as nbv4
 
+from . import workcopy
 from .compare import MAX_OBSERVATION_BYTES
 from .guard import GUARD_CODE, split_hidden
-from .kernel import CellRun, Kernel, KernelStartError
+from .kernel import MAX_MESSAGE_BYTES, MAX_OUTPUT_CHARS, MAX_OUTPUTS, CellRun, Kernel, KernelStartError
 
 __all__ = ["CellOutcome", "RunResult", "run_notebook", "cell_label", "ARRAYS_SUFFIX", "VALUES_SUFFIX"]
 
 ARRAYS_SUFFIX = ".npz"      # namedaxes.grading.ARRAYS_SUFFIX
 VALUES_SUFFIX = ".json"     # namedaxes.grading.VALUES_SUFFIX
 MAX_RESTARTS = 4
+MAX_LOGGED_NAMES = 20
 
 
 @dataclass
@@ -46,6 +67,7 @@ class RunResult:
     start_error: str = ""
     restarts: int = 0
     seconds: float = 0.0
+    observe_log: list[str] = field(default_factory=list)   # what was in the observation folder, and when
 
 
 def cell_label(nb: NotebookNode, index: int) -> str:
@@ -62,21 +84,59 @@ def cell_label(nb: NotebookNode, index: int) -> str:
 
 
 # ---------------------------------------------------------------- observations
-def clear_observations(observe_dir, grade_id: str) -> None:
-    for suffix in (ARRAYS_SUFFIX, VALUES_SUFFIX):
-        path = os.path.join(observe_dir, grade_id + suffix)
-        try:
-            st = os.lstat(path)
-        except OSError:
-            continue
-        try:
+def _open_observe(observe_dir) -> int | None:
+    try:
+        return os.open(observe_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return None                             # not a real folder: harvesting finds nothing either
+
+
+def clear_all_observations(observe_dir) -> list[str]:
+    """Empty the observation folder (never following a link); the names that were there."""
+    dir_fd = _open_observe(observe_dir)
+    if dir_fd is None:
+        return []
+    try:
+        names = sorted(os.listdir(dir_fd))
+        for name in names:
+            try:
+                st = os.lstat(name, dir_fd=dir_fd)
+            except OSError:
+                continue
             if stat.S_ISDIR(st.st_mode):
-                import shutil
-                shutil.rmtree(path, ignore_errors=True)
+                workcopy.remove(f"/proc/self/fd/{dir_fd}/{name}")
             else:
-                os.unlink(path)
-        except OSError:
-            pass
+                try:
+                    os.unlink(name, dir_fd=dir_fd)
+                except OSError:
+                    pass
+        return names
+    except OSError:
+        return []
+    finally:
+        os.close(dir_fd)
+
+
+def clear_observations(observe_dir, grade_id: str) -> None:
+    """Empty the observation folder (kept for callers that name the test cell)."""
+    clear_all_observations(observe_dir)
+
+
+def _list_observations(observe_dir) -> list[str]:
+    dir_fd = _open_observe(observe_dir)
+    if dir_fd is None:
+        return []
+    try:
+        return sorted(os.listdir(dir_fd))
+    except OSError:
+        return []
+    finally:
+        os.close(dir_fd)
+
+
+def _names(names: list[str]) -> str:
+    shown = ", ".join(ascii(n) for n in names[:MAX_LOGGED_NAMES])
+    return shown + (f" and {len(names) - MAX_LOGGED_NAMES} more" if len(names) > MAX_LOGGED_NAMES else "")
 
 
 def _read_nofollow(dir_fd: int, name: str) -> bytes | None:
@@ -137,38 +197,58 @@ def _install_guard(kernel: Kernel, timeout: float) -> None:
         raise RuntimeError(f"installing the monkeypatch guard failed: {run.status} {run.ename}: {run.evalue}")
 
 
-def _execute_cell(kernel: Kernel, source: str, timeout: float, is_test: bool) -> CellRun:
-    """Run a cell; a test cell's hidden part runs as a second execution (the guard restores in between)."""
+def _execute_cell(kernel: Kernel, source: str, timeout: float, is_test: bool,
+                  between: Callable[[], None] | None = None, max_chars: int = MAX_OUTPUT_CHARS) -> CellRun:
+    """Run a cell; a test cell's hidden part runs as a second execution (the guard restores in between).
+
+    `between` runs after the visible part (it empties the observation folder: only what the
+    hidden part records counts)."""
     visible, hidden = split_hidden(source) if is_test else (source, "")
     if not hidden:
-        return kernel.execute(source, timeout)
-    first = kernel.execute(visible, timeout)
+        return kernel.execute(source, timeout, max_chars=max_chars)
+    t0 = time.monotonic()
+    first = kernel.execute(visible, timeout, max_chars=max_chars)
     if first.status != "ok":
         return first
-    second = kernel.execute(hidden, timeout, store_history=False)
+    if between is not None:
+        between()
+    left = max(0.1, timeout - (time.monotonic() - t0))
+    second = kernel.execute(hidden, left, store_history=False, max_chars=max_chars - first.output_chars)
     second.outputs = first.outputs + second.outputs
     second.execution_count = first.execution_count
     second.seconds += first.seconds
+    second.output_chars += first.output_chars
+    second.truncated = second.truncated or first.truncated
     return second
 
 
 def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel | None,
                  new_kernel: Callable[[int], Kernel], cell_timeout: float,
-                 start_timeout: float = 90.0, guard: bool = True, prelude: str = "") -> RunResult:
+                 start_timeout: float = 90.0, guard: bool = True, prelude: str = "",
+                 budget: float | None = None, max_output_chars: int = 5_000_000,
+                 budget_label: str = "") -> RunResult:
     """Execute the code cells of `nb` in place (outputs written into the cells).
 
     `tests` maps cell index -> grade_id of the test cells. `first_kernel` is an
     already started (warm) kernel, or None to start one with `new_kernel(0)`;
     `new_kernel(n)` starts the n-th replacement kernel in the same working copy.
     `prelude` is trusted code run silently in every kernel before the first cell.
+    `budget`: wall-clock seconds for the whole run (None: no budget); `budget_label` says
+    what it is in messages (default: "the notebook's time budget of N s").
     """
-    import time
     t0 = time.monotonic()
+    deadline = t0 + budget if budget else float("inf")
     result = RunResult()
     code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
     guard_after = guard_index(nb) if guard else None
     fatal: set[int] = set()
     kernel = first_kernel
+    chars_left = max_output_chars
+    capped = False
+    what = budget_label or (f"the notebook's time budget of {budget:g} s" if budget else "")
+
+    def left() -> float:
+        return deadline - time.monotonic()
 
     def start(n: int, warm: Kernel | None) -> Kernel | None:
         k = warm
@@ -176,7 +256,7 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
             try:
                 if k is None:
                     k = new_kernel(n * 2 + attempt)
-                k.wait_ready(start_timeout)
+                k.wait_ready(max(1.0, min(start_timeout, left())))
                 if prelude:
                     run = k.execute(prelude, start_timeout, store_history=False)
                     if run.status != "ok":
@@ -188,6 +268,14 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
                 k = None
                 result.start_error = str(err)
         return None
+
+    def out_of_time(rest: list[int]) -> None:
+        _mark_rest(result, rest, f"{what} ran out")
+        result.events.append(("timeout", f"the notebook ran out of {what}; {len(rest)} cell(s) were not run"))
+
+    def log(gid: str, when: str, names: list[str]) -> None:
+        if names:
+            result.observe_log.append(f"{gid}: {when}: {_names(names)}")
 
     kernel = start(0, kernel)
     if kernel is None:
@@ -204,16 +292,43 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
             i = code_cells[pos]
             cell = nb.cells[i]
             gid = tests.get(i)
+            if left() <= 0:
+                out_of_time(code_cells[pos:])
+                break
+            limit = min(cell_timeout, left())
+            cut = limit < cell_timeout            # this cell's timeout is the rest of the budget
             if gid is not None:
-                clear_observations(kernel.observe_dir, gid)
-            run = _execute_cell(kernel, cell.source, cell_timeout, gid is not None)
+                log(gid, "found before the cell ran", clear_all_observations(kernel.observe_dir))
+            k = kernel
+            between = (lambda: log(gid, "written by the visible part",
+                                   clear_all_observations(k.observe_dir))) if gid else None
+            notebook_cap = chars_left < MAX_OUTPUT_CHARS     # the notebook's cap binds before the cell's
+            run = _execute_cell(kernel, cell.source, limit, gid is not None, between=between,
+                                max_chars=chars_left)
             cell.outputs = run.outputs
             cell.execution_count = run.execution_count
+            chars_left = max(0, chars_left - run.output_chars)
+            label = cell_label(nb, i)
+            if run.truncated and run.status != "oversized":
+                if notebook_cap or chars_left == 0:
+                    if not capped:
+                        capped = True
+                        result.events.append(("too_much_output", f"the notebook's output passed "
+                                                                 f"{max_output_chars:,} characters at {label}; "
+                                                                 f"further output was dropped"))
+                else:
+                    result.events.append(("too_much_output", f"{label} printed more than {MAX_OUTPUT_CHARS:,} "
+                                                             f"characters (or {MAX_OUTPUTS} outputs); the rest "
+                                                             f"of its output was dropped"))
             if gid is not None:
                 got = harvest_observations(kernel.observe_dir, gid)
                 if got is not None:
                     result.observations[gid] = got
-            label = cell_label(nb, i)
+                own = {gid + ARRAYS_SUFFIX, gid + VALUES_SUFFIX}
+                log(gid, "beside the cell's own results", [n for n in _list_observations(kernel.observe_dir)
+                                                           if n not in own])
+            how = (f"was stopped when {what} ran out" if cut else
+                   f"ran longer than {cell_timeout:g} s")
             if run.status in ("ok", "error"):
                 result.outcomes[i] = CellOutcome(run.status, run.ename, run.evalue, run.seconds)
                 if i == guard_after:
@@ -221,29 +336,40 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
                 pos += 1
                 continue
             if run.status == "timeout":
-                result.outcomes[i] = CellOutcome("timeout", "TimeoutError",
-                                                 f"this cell ran longer than {cell_timeout:g} s and was interrupted",
+                result.outcomes[i] = CellOutcome("timeout", "TimeoutError", f"this cell {how} and was interrupted",
                                                  run.seconds)
-                result.events.append(("timeout", f"{label} ran longer than {cell_timeout:g} s and was interrupted"))
+                result.events.append(("timeout", f"{label} {how} and was interrupted"))
                 fatal.add(i)
                 pos += 1
                 continue
-            # hung (killed after a timeout) or died: a new kernel, replay, go on
+            # hung (killed after a timeout), oversized or died: a new kernel, replay, go on
             if run.status == "hung":
-                what = (f"{label} ran longer than {cell_timeout:g} s and could not be interrupted "
-                        f"(e.g. a loop inside compiled code); its kernel was restarted")
                 result.outcomes[i] = CellOutcome("timeout", "TimeoutError",
-                                                 f"this cell ran longer than {cell_timeout:g} s and could not be "
-                                                 f"interrupted; the kernel was restarted", run.seconds)
-                result.events.append(("timeout", what))
+                                                 f"this cell {how} and could not be interrupted; the kernel "
+                                                 f"was restarted", run.seconds)
+                result.events.append(("timeout", f"{label} {how} and could not be interrupted (e.g. a loop "
+                                                 f"inside compiled code); its kernel was restarted"))
+            elif run.status == "oversized":
+                mib = MAX_MESSAGE_BYTES // 2**20
+                result.outcomes[i] = CellOutcome("error", "OutputTooLarge",
+                                                 f"this cell sent an output larger than {mib} MiB in one message; "
+                                                 f"it was dropped and the kernel restarted", run.seconds)
+                result.events.append(("too_much_output", f"{label} sent an output larger than {mib} MiB in one "
+                                                         f"message; it was dropped and its kernel restarted"))
             else:
                 code = kernel.proc.returncode if kernel.proc is not None else None
                 if code is not None and code > 128 and kernel.sandbox.isolate:
                     code = 128 - code          # bwrap reports a child killed by signal N as exit 128+N
-                why = _death_reason(code)
-                result.outcomes[i] = CellOutcome("died", "DeadKernelError", f"the kernel died in this cell{why}",
-                                                 run.seconds)
-                result.events.append(("kernel_died", f"the kernel died in {label}{why}; it was restarted"))
+                kernel.kill()
+                hit = _post_mortem(kernel)
+                if hit is not None:
+                    result.outcomes[i] = CellOutcome("died", "LimitReached", hit.reason, run.seconds)
+                    result.events.append((hit.status, f"{label}: {hit.reason}; its kernel was restarted"))
+                else:
+                    why = _death_reason(code)
+                    result.outcomes[i] = CellOutcome("died", "DeadKernelError",
+                                                     f"the kernel died in this cell{why}", run.seconds)
+                    result.events.append(("kernel_died", f"the kernel died in {label}{why}; it was restarted"))
             _append_error_output(cell, result.outcomes[i])
             fatal.add(i)
             kernel.kill()
@@ -251,15 +377,22 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
             if result.restarts >= MAX_RESTARTS:
                 _mark_rest(result, code_cells[pos + 1:], "too many kernel restarts")
                 break
+            if left() <= 0:
+                out_of_time(code_cells[pos + 1:])
+                break
             result.restarts += 1
             kernel = start(result.restarts, None)
             if kernel is None:
                 _mark_rest(result, code_cells[pos + 1:], "the kernel could not be restarted")
                 result.events.append(("kernel_died", "the kernel could not be restarted: " + result.start_error))
                 break
-            if not _replay(kernel, nb, code_cells[:pos], tests, fatal, cell_timeout, guard_after):
+            replayed = _replay(kernel, nb, code_cells[:pos], tests, fatal, cell_timeout, guard_after, deadline)
+            if replayed != "ok":
                 kernel.kill()
                 kernel = None
+                if replayed == "budget":
+                    out_of_time(code_cells[pos + 1:])
+                    break
                 _mark_rest(result, code_cells[pos + 1:], "the kernel failed while re-running earlier cells")
                 result.events.append(("kernel_died", f"after {label}, re-running the earlier cells in a fresh "
                                                      f"kernel failed too; the remaining cells were not run"))
@@ -268,8 +401,22 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
     finally:
         if kernel is not None:
             kernel.kill()
+            hit = _post_mortem(kernel)            # a limit hit that did not kill it (disk, processes)
+            if hit is not None and not any(s == hit.status for s, _ in result.events):
+                result.events.append((hit.status, hit.reason))
     result.seconds = time.monotonic() - t0
     return result
+
+
+def _post_mortem(kernel: Kernel):
+    """The sandbox's verdict on why a kernel died (a LimitHit with .status and .reason), or None."""
+    ask = getattr(kernel, "post_mortem", None)
+    if ask is None:
+        return None
+    try:
+        return ask()
+    except Exception:  # noqa: BLE001 - no verdict is better than a crashed worker
+        return None
 
 
 def _death_reason(returncode: int | None) -> str:
@@ -297,15 +444,19 @@ def _mark_rest(result: RunResult, indices: list[int], why: str) -> None:
 
 
 def _replay(kernel: Kernel, nb: NotebookNode, indices: list[int], tests: dict[int, str], fatal: set[int],
-            timeout: float, guard_after: int | None) -> bool:
+            timeout: float, guard_after: int | None, deadline: float = float("inf")) -> str:
+    """Re-run the earlier cells (not the test cells): 'ok', 'failed', or 'budget' (time ran out)."""
     if guard_after == -1:
         _install_guard(kernel, timeout)
     for j in indices:
         if j in tests or j in fatal:
             continue
-        run = kernel.execute(nb.cells[j].source, timeout)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return "budget"
+        run = kernel.execute(nb.cells[j].source, min(timeout, left))
         if run.status not in ("ok", "error"):
-            return False
+            return "budget" if deadline - time.monotonic() <= 0 else "failed"
         if j == guard_after:
             _install_guard(kernel, timeout)
-    return True
+    return "ok"

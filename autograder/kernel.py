@@ -5,9 +5,25 @@ endings apart — a cell that finished, a cell that ran past its timeout and was
 interrupted, and a kernel that died or cannot be interrupted (a loop inside
 compiled XLA code) and had to be killed — and to cap what a kernel may send.
 Nothing the kernel sends decides a score.
+
+Threat model for the grader's side of the sockets: the kernel may send a flood
+of huge messages to exhaust the grader's memory. Every client socket is made
+with `zmq.MAXMSGSIZE` (`MAX_MESSAGE_BYTES`) and a small receive high-water mark
+(`RCV_HWM` messages), so libzmq refuses an oversized frame before Python ever
+buffers it, and drops the connection that sent it. A socket monitor sees that
+disconnect; the cell then ends with status `oversized` and the kernel is
+replaced (a dropped IOPub connection would not come back). What is kept of a
+cell's output is capped (`MAX_OUTPUT_CHARS`, `MAX_OUTPUTS`), and the executor
+passes a per-notebook cap on top (`max_chars`). Known gap: a multipart message
+of many frames, each under the cap, is still assembled whole by libzmq.
+
+Every kernel started or killed is announced to `on_kernel_start` /
+`on_kernel_gone` (the worker forwards the pid to the main process, which kills
+the kernels of a hung worker by process group).
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -16,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from queue import Empty
 
+import zmq
 from jupyter_client.blocking import BlockingKernelClient
 from jupyter_client.connect import write_connection_file
 from nbformat import v4 as nbv4
@@ -35,6 +52,40 @@ def kill_all() -> None:
 MAX_OUTPUT_CHARS = 1_000_000
 MAX_OUTPUTS = 300
 INTERRUPT_GRACE = 5.0
+MAX_MESSAGE_BYTES = 8 * 2**20      # one frame of a kernel message (a large plot is well below)
+RCV_HWM = 64                       # messages queued per socket before libzmq stops reading
+
+on_kernel_start = None             # callable(pid) or None: a kernel process was started
+on_kernel_gone = None              # callable(pid) or None: it was killed and reaped
+_PR_SET_PDEATHSIG = 1
+
+
+def _zmq_context() -> zmq.Context:
+    """A context whose sockets refuse oversized frames and queue few messages."""
+    ctx = zmq.Context()
+    ctx.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
+    ctx.setsockopt(zmq.RCVHWM, RCV_HWM)
+    ctx.setsockopt(zmq.LINGER, 0)
+    return ctx
+
+
+def _with_parent_death(preexec):
+    """preexec_fn: the kernel gets SIGKILL if the worker that started it dies, then `preexec`."""
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def run():
+        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if preexec is not None:
+            preexec()
+    return run
+
+
+def _announce(hook, pid: int) -> None:
+    if hook is not None:
+        try:
+            hook(pid)
+        except Exception:  # noqa: BLE001 - telling the main process is best effort
+            pass
 
 
 class KernelStartError(RuntimeError):
@@ -43,8 +94,10 @@ class KernelStartError(RuntimeError):
 
 @dataclass
 class CellRun:
-    status: str                      # ok | error | timeout (interrupted) | hung (killed) | died
+    status: str                      # ok | error | timeout (interrupted) | hung (killed) | died | oversized
     outputs: list = field(default_factory=list)
+    output_chars: int = 0            # characters of output kept
+    truncated: bool = False          # some output was dropped (the cell's or the notebook's cap)
     execution_count: int | None = None
     ename: str = ""
     evalue: str = ""
@@ -52,16 +105,17 @@ class CellRun:
 
 
 class _Outputs:
-    def __init__(self):
+    def __init__(self, max_chars: int = MAX_OUTPUT_CHARS):
         self.items: list = []
         self.chars = 0
+        self.max_chars = min(MAX_OUTPUT_CHARS, max(0, max_chars))
         self.truncated = False
         self.clear_pending = False
 
     def _room(self, size: int) -> bool:
         if self.truncated:
             return False
-        if len(self.items) >= MAX_OUTPUTS or self.chars + size > MAX_OUTPUT_CHARS:
+        if len(self.items) >= MAX_OUTPUTS or self.chars + size > self.max_chars:
             self.truncated = True
             self.items.append(nbv4.new_output("stream", name="stderr",
                                               text="\n[autograder: further output of this cell was dropped]\n"))
@@ -135,16 +189,35 @@ class Kernel:
         try:
             self.proc = subprocess.Popen(launch.argv, env=env, cwd=self.workdir, pass_fds=launch.pass_fds,
                                          stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
-                                         start_new_session=True, preexec_fn=self.sandbox.preexec())
+                                         start_new_session=True,
+                                         preexec_fn=_with_parent_death(self.sandbox.preexec()))
         except BaseException:
             self.kill()
             raise
         finally:
             launch.close_fds()
-        self.client = BlockingKernelClient()
+        _announce(on_kernel_start, self.proc.pid)
+        self._zmq = _zmq_context()
+        self.client = BlockingKernelClient(context=self._zmq)
         self.client.load_connection_info(info)
         self.client.start_channels(hb=False)
+        self._monitors = []
+        for channel in (self.client.iopub_channel, self.client.shell_channel):
+            try:
+                self._monitors.append(channel.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED))
+            except zmq.ZMQError:
+                pass
         return self
+
+    def _dropped(self) -> bool:
+        """True once libzmq dropped a connection to the kernel (an oversized message)."""
+        for mon in getattr(self, "_monitors", []):
+            try:
+                if mon.poll(0):
+                    return True
+            except zmq.ZMQError:
+                return True
+        return False
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -204,12 +277,24 @@ class Kernel:
     def kill(self) -> None:
         """Kill the kernel at once (and, in the sandbox, everything it started)."""
         _LIVE.discard(self)
+        for mon in getattr(self, "_monitors", []):
+            try:
+                mon.close(linger=0)
+            except Exception:  # noqa: BLE001
+                pass
+        self._monitors = []
         if self.client is not None:
             try:
                 self.client.stop_channels()
             except Exception:  # noqa: BLE001
                 pass
             self.client = None
+        if getattr(self, "_zmq", None) is not None:
+            try:
+                self._zmq.destroy(linger=0)
+            except Exception:  # noqa: BLE001
+                pass
+            self._zmq = None
         if self.proc is not None:
             if self.proc.poll() is None:
                 try:
@@ -220,6 +305,8 @@ class Kernel:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 pass
+            else:
+                _announce(on_kernel_gone, self.proc.pid)
         if self.cgroup is not None:                    # kills any straggler, keeps the verdict
             self.cgroup.remove()
         try:
@@ -233,12 +320,14 @@ class Kernel:
         return hit or self.sandbox.disk_full(self.workdir)
 
     # ------------------------------------------------------------ running code
-    def execute(self, code: str, timeout: float, store_history: bool = True) -> CellRun:
+    def execute(self, code: str, timeout: float, store_history: bool = True,
+                max_chars: int = MAX_OUTPUT_CHARS) -> CellRun:
+        """Run `code`; keep at most `max_chars` characters of its output (and MAX_OUTPUT_CHARS)."""
         assert self.client is not None
         t0 = time.monotonic()
         msg_id = self.client.execute(code, silent=False, store_history=store_history, allow_stdin=False,
                                      stop_on_error=False)
-        outputs = _Outputs()
+        outputs = _Outputs(max_chars)
         run = CellRun(status="ok")
         deadline = t0 + timeout
         interrupted = False
@@ -252,6 +341,10 @@ class Kernel:
                     continue
                 self.kill()
                 run.status = "hung"
+                break
+            if self._dropped():                  # libzmq refused an oversized message: IOPub is gone
+                self.kill()
+                run.status = "oversized"
                 break
             try:
                 msg = self.client.iopub_channel.get_msg(timeout=min(0.5, deadline - now))
@@ -283,6 +376,8 @@ class Kernel:
         if run.status in ("ok", "error", "timeout"):
             self._drain_reply(msg_id, run)
         run.outputs = outputs.items
+        run.output_chars = outputs.chars
+        run.truncated = outputs.truncated
         run.seconds = time.monotonic() - t0
         return run
 

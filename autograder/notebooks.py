@@ -4,6 +4,17 @@ Everything here runs in the grader process, never in the student's kernel, and
 never trusts the student's cell metadata beyond using it to *find* answer cells:
 test cells, locked cells, markdown, points and grade ids all come from the
 source (solution) notebook.
+
+Threat model: a submission is any bytes. Whatever they are — not UTF-8,
+invalid or deeply nested JSON (RecursionError), numbers too long to convert,
+lone surrogate escapes, wrong types anywhere in the nbformat structure —
+`parse_submission` raises `UnreadableNotebook` with a reason (the worker turns
+any other exception of reading or merging into an `unreadable` row too).
+Student text is used as cell *source* only, never as metadata; nbgrader's
+region markers (`BEGIN HIDDEN TESTS`, `BEGIN SOLUTION`, ...) in it are
+defused, so nbgrader's preprocessors (feedback, formgrader) never see a
+region the instructor did not write; a student may add at most
+`max_added_cells` cells (the rest are dropped and counted).
 """
 from __future__ import annotations
 
@@ -23,6 +34,9 @@ __all__ = [
 ]
 
 MAX_NOTEBOOK_BYTES = 50 * 2**20
+MAX_ADDED_CELLS = 100
+# nbgrader's region markers (matched anywhere in a line, as nbgrader does), and what they become in student text
+_MARKERS = re.compile(r"(BEGIN|END) (HIDDEN TESTS|SOLUTION|MARK SCHEME)")
 BEGIN_HIDDEN = "### BEGIN HIDDEN TESTS"
 _CELL_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 END_HIDDEN = "### END HIDDEN TESTS"
@@ -155,8 +169,18 @@ def parse_submission(data: bytes) -> NotebookNode:
         raise UnreadableNotebook("not a notebook: the file is not UTF-8 text") from None
     try:
         obj = json.loads(text)
+    except RecursionError:
+        raise UnreadableNotebook("not a notebook: the JSON is nested too deeply") from None
     except ValueError as err:
         raise UnreadableNotebook(f"not a notebook: invalid JSON ({_short(err)})") from None
+    except Exception as err:  # noqa: BLE001 - anything else the decoder does with hostile bytes
+        raise UnreadableNotebook(f"not a notebook: invalid JSON ({type(err).__name__})") from None
+    try:
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise UnreadableNotebook("not a notebook: it contains invalid Unicode (a lone surrogate escape)") from None
+    except (RecursionError, ValueError, TypeError):
+        raise UnreadableNotebook("not a notebook: the JSON is nested too deeply") from None
     if not isinstance(obj, dict) or not isinstance(obj.get("cells", obj.get("worksheets")), list):
         raise UnreadableNotebook("not a notebook: the JSON has no list of cells")
     try:
@@ -172,15 +196,31 @@ def parse_submission(data: bytes) -> NotebookNode:
 
 
 def read_submission(path: Path) -> NotebookNode:
-    path = Path(path)
+    """Read a submitted file (not through a symlink; at most MAX_NOTEBOOK_BYTES) and parse it."""
+    import os
+    import stat as stat_
     try:
-        size = path.stat().st_size
-        if size > MAX_NOTEBOOK_BYTES:
-            raise UnreadableNotebook(f"file is too large ({size // 2**20} MiB)")
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as err:
         raise UnreadableNotebook(f"cannot read the file ({err.strerror})") from None
+    with os.fdopen(fd, "rb") as fh:
+        try:
+            st = os.fstat(fh.fileno())
+            if not stat_.S_ISREG(st.st_mode):
+                raise UnreadableNotebook("not a regular file")
+            if st.st_size > MAX_NOTEBOOK_BYTES:
+                raise UnreadableNotebook(f"file is too large ({st.st_size // 2**20} MiB; the limit is "
+                                         f"{MAX_NOTEBOOK_BYTES // 2**20} MiB)")
+            data = fh.read(MAX_NOTEBOOK_BYTES + 1)
+        except OSError as err:
+            raise UnreadableNotebook(f"cannot read the file ({err.strerror})") from None
     return parse_submission(data)
+
+
+def defuse_markers(text: str) -> str:
+    """Student text with nbgrader's region markers broken up (`BEGIN HIDDEN TESTS` -> `BEGIN HIDDEN_TESTS`)."""
+    return _MARKERS.sub(lambda m: f"{m.group(1)} {m.group(2).replace(' ', '_')}" if " " in m.group(2)
+                        else f"{m.group(1)}_{m.group(2)}", text)
 
 
 def _short(err: Exception, n: int = 120) -> str:
@@ -194,11 +234,13 @@ class MergeReport:
     answers_found: list[str] = field(default_factory=list)
     answers_missing: list[str] = field(default_factory=list)
     added_cells: int = 0
+    dropped_cells: int = 0          # added cells beyond max_added_cells (not run, not kept)
     duplicates: int = 0             # further student copies of a source cell (ignored)
     ignored_cells: int = 0          # raw cells and malformed entries (ignored)
 
 
-def build_graded(source: SourceNotebook, student: NotebookNode | None) -> tuple[NotebookNode, MergeReport]:
+def build_graded(source: SourceNotebook, student: NotebookNode | None,
+                 max_added_cells: int = MAX_ADDED_CELLS) -> tuple[NotebookNode, MergeReport]:
     """The notebook that is executed and graded for one submission.
 
     Starts from the source's cells. Each answer cell (nbgrader solution cell)
@@ -207,7 +249,8 @@ def build_graded(source: SourceNotebook, student: NotebookNode | None) -> tuple[
     lost), or the released stub if there is none. Test cells, locked cells,
     markdown and plain example cells are the source's. Code and markdown cells
     the student added (no known grade_id or cell id) are kept after the source
-    cell they followed, never before the locked set-up cells.
+    cell they followed, never before the locked set-up cells; at most
+    `max_added_cells` of them (the first ones), the rest are dropped and counted.
     """
     report = MergeReport()
     by_gid, by_id = source.cell_index()
@@ -246,6 +289,9 @@ def build_graded(source: SourceNotebook, student: NotebookNode | None) -> tuple[
                 chosen[ans] = cell
             continue
         if ctype in ("code", "markdown"):
+            if report.added_cells >= max_added_cells:
+                report.dropped_cells += 1
+                continue
             added.setdefault(max(anchor, floor), []).append(cell)
             report.added_cells += 1
         else:
@@ -256,7 +302,7 @@ def build_graded(source: SourceNotebook, student: NotebookNode | None) -> tuple[
 
     def add_student_cells(key: int) -> None:
         for cell in added.get(key, []):
-            text = cell_source(cell)
+            text = defuse_markers(cell_source(cell))
             new = new_code_cell(text) if cell.get("cell_type") == "code" else new_markdown_cell(text)
             cid = cell.get("id")
             if not (isinstance(cid, str) and _CELL_ID.fullmatch(cid) and cid not in used_ids):
@@ -278,7 +324,7 @@ def build_graded(source: SourceNotebook, student: NotebookNode | None) -> tuple[
         gid = answer_index.get(i)
         if gid is not None:
             if gid in chosen:
-                cell.source = cell_source(chosen[gid])
+                cell.source = defuse_markers(cell_source(chosen[gid]))
                 report.answers_found.append(gid)
             else:
                 cell.source = source.stubs.get(gid, "raise NotImplementedError()")

@@ -1,4 +1,14 @@
-"""What a grading run writes and prints: grades.csv, results.json, timings.json, progress, summary."""
+"""What a grading run writes and prints: grades.csv, results.json, timings.json, progress, summary.
+
+Threat model: ids, reasons and origins in the rows come from student folder
+and file names and from what their code raised. A spreadsheet opening
+`grades.csv` would run a cell that starts with `=`, `+`, `-`, `@`, a tab or a
+carriage return as a formula, so every such text cell is written with a
+leading `'` (`csv_cell`; OWASP's CSV-injection advice); `csv_value` undoes
+it for readers of the file. Numbers are written as numbers. Every file is
+written to a temporary name and renamed into place, so a reader (or a second
+run) never sees half a file.
+"""
 from __future__ import annotations
 
 import csv
@@ -12,7 +22,20 @@ from pathlib import Path
 from .placement import Intake
 from .records import CSV_COLUMNS, Options
 
-__all__ = ["Progress", "missing_reason", "merge_previous", "write_outputs", "atomic_write", "summary"]
+__all__ = ["Progress", "missing_reason", "merge_previous", "write_outputs", "atomic_write", "summary",
+           "csv_cell", "csv_value"]
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(text: str) -> str:
+    """A text cell that no spreadsheet runs as a formula."""
+    return "'" + text if text.startswith(FORMULA_START) else text
+
+
+def csv_value(text: str) -> str:
+    """The text of a cell written by `csv_cell`."""
+    return text[1:] if text.startswith("'") and text[1:].startswith(FORMULA_START) else text
 
 
 class Progress:
@@ -61,7 +84,7 @@ def missing_reason(intake: Intake, student: str, assignment: str, file_name: str
 
 def _public(row: dict) -> dict:
     return {k: row[k] for k in ("student", "assignment", "score", "max_score", "status", "reason", "origin",
-                                "cells") if k in row}
+                                "cells", "observe_log") if k in row}
 
 
 def _sort_key(row: dict):
@@ -83,7 +106,7 @@ def merge_previous(out: Path, rows: list[dict], opts: Options, intake: Intake) -
     def replaced(r: dict) -> bool:
         in_students = students is None or r["student"] in students
         in_assign = assignments is None or r["assignment"] in assignments or \
-            (r["status"] == "unplaceable" and students is not None)
+            (r["status"] in ("unplaceable", "conflict") and students is not None)
         return in_students and in_assign
     kept = [r for r in old if not replaced(r)]
     return sorted(kept + new, key=_sort_key)
@@ -98,18 +121,19 @@ def write_outputs(out: Path, all_rows: list[dict], rows: list[dict]) -> None:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CSV_COLUMNS)
     for r in all_rows:
-        w.writerow([r["student"], r["assignment"], _fmt(r["score"]), _fmt(r["max_score"]), r["status"],
-                    r["reason"]])
+        w.writerow([csv_cell(r["student"]), csv_cell(r["assignment"]), _fmt(r["score"]), _fmt(r["max_score"]),
+                    csv_cell(r["status"]), csv_cell(r["reason"])])
     atomic_write(out / "grades.csv", buf.getvalue())
     atomic_write(out / "results.json", json.dumps({"columns": CSV_COLUMNS, "rows": all_rows}, indent=1,
                                                    ensure_ascii=False, sort_keys=True) + "\n")
     timings = [{"student": r["student"], "assignment": r["assignment"], "seconds": round(r.get("seconds", 0), 3),
-                "exec_seconds": round(r.get("exec_seconds", 0), 3)} for r in rows if "seconds" in r]
+                "exec_seconds": round(r.get("exec_seconds", 0), 3), "grader_peak_kb": r.get("grader_peak_kb", 0)}
+               for r in rows if "seconds" in r]
     atomic_write(out / "timings.json", json.dumps(timings, indent=1, ensure_ascii=False) + "\n")
 
 
 def atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
 
@@ -117,7 +141,7 @@ def atomic_write(path: Path, text: str) -> None:
 def summary(out, sources, intake, rows, wall, sandbox, jobs, quiet, ref_seconds) -> None:
     if quiet:
         return
-    graded = [r for r in rows if r["status"] not in ("missing", "unplaceable")]
+    graded = [r for r in rows if r["status"] not in ("missing", "unplaceable", "conflict")]
     lines = ["", f"autograder: {len(intake.students)} student(s), {len(graded)} submission(s) graded "
                  f"in {wall:.1f} s with {jobs} worker(s)"
              + (f" ({wall / len(graded):.2f} s per submission)" if graded else "")]
@@ -141,6 +165,10 @@ def summary(out, sources, intake, rows, wall, sandbox, jobs, quiet, ref_seconds)
             lines.append(f"  {u.origin}: {u.reason}")
         if len(intake.unplaced) > 25:
             lines.append(f"  ... and {len(intake.unplaced) - 25} more (see grades.csv)")
+    if intake.conflicts:
+        lines.append(f"conflicting student ids ({len(intake.conflicts)} entries, none graded):")
+        for u in intake.conflicts[:25]:
+            lines.append(f"  {u.origin}: {u.reason}")
     if intake.clutter:
         lines.append(f"ignored {intake.clutter} editor/OS clutter file(s) (.ipynb_checkpoints, .DS_Store, ...)")
     lines.append(f"wrote {out / 'grades.csv'}, {out / 'results.json'}, {out / 'feedback'}/")

@@ -12,6 +12,20 @@ Two layouts are accepted:
 Every file that cannot be placed becomes an `Unplaced` entry with a reason;
 nothing is dropped silently except editor/OS clutter (`.ipynb_checkpoints`,
 `.DS_Store`, `__MACOSX`, nbgrader's `timestamp.txt`), which is counted.
+
+Threat model: folder and zip names are chosen by students (or their tools)
+and become ids, output paths (`feedback/<id>/`, `autograded/<id>/`) and CSV
+cells. So an id is exact:
+
+- it is the name in Unicode NFC (a macOS zip names the same student the same);
+- names that are not usable ids are rejected with a reason, never graded:
+  empty, `.` or `..` (a zip named `...zip`), containing a path separator
+  (`/`, `\\`) or a control / format character (C0, C1, bidirectional
+  overrides, zero-width marks);
+- two entries whose ids are equal after NFC *and case folding* (`José` in NFC
+  and NFD, `Ann` and `ann`, `bob/` and `bob.zip`) are a conflict: both get a
+  `conflict` entry and neither is graded, so nobody is graded as someone else
+  and no output folder is shared (case-insensitive file systems included).
 """
 from __future__ import annotations
 
@@ -59,6 +73,7 @@ class Intake:
     placed: dict[tuple[str, str], Placed] = field(default_factory=dict)
     unplaced: list[Unplaced] = field(default_factory=list)
     empty: set[str] = field(default_factory=set)          # students whose folder held nothing
+    conflicts: list[Unplaced] = field(default_factory=list)   # entries naming the same student: none graded
     clutter: int = 0
     tmpdirs: list[tempfile.TemporaryDirectory] = field(default_factory=list)
 
@@ -77,6 +92,36 @@ class Intake:
 def student_id(name: str) -> str:
     """A folder name as a student id (Unicode NFC, so macOS zips name the same student)."""
     return unicodedata.normalize("NFC", name)
+
+
+def id_key(sid: str) -> str:
+    """Ids with the same key name the same student (NFC, then case folded, then NFC again)."""
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", sid).casefold())
+
+
+def printable(name: str) -> str:
+    """A name as it may be printed or shown (control and format characters escaped)."""
+    if all(unicodedata.category(c) not in ("Cc", "Cf", "Cs", "Co", "Zl", "Zp") for c in name):
+        return name
+    return ascii(name)[1:-1]
+
+
+def id_problem(sid: str) -> str:
+    """Why `sid` cannot be a student id ('' when it can)."""
+    if not sid.strip():
+        return "the name is empty or blank"
+    if sid in (".", ".."):
+        return f"{sid!r} is not a usable student id"
+    if "/" in sid or "\\" in sid:
+        return "the name contains a path separator"
+    if any(c in sid for c in "<>&\"'`"):      # formgrader shows ids unescaped (autograder.inert, issue 8)
+        return "the name contains a character that is markup in a web page (< > & \" ' `)"
+    for c in sid:
+        if unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Zl", "Zp"):
+            return f"the name contains a control or format character (U+{ord(c):04X})"
+    if len(sid.encode("utf-8", "surrogatepass")) > 200:
+        return "the name is longer than 200 bytes"
+    return ""
 
 
 def _is_clutter(name: str) -> bool:
@@ -246,18 +291,46 @@ def place_course(course: Path, notebooks: dict[str, str], students: list[str] | 
     """nbgrader's layout: <course>/submitted/<student>/<assignment>/<notebook>.ipynb."""
     intake = Intake()
     placer = _Placer(notebooks, intake, "submitted")
+    entries = []
     for entry in _visible(Path(course) / "submitted"):
         if _is_clutter(entry.name):
             intake.clutter += 1
             continue
-        sid = student_id(entry.name)
-        if students and sid not in students:
-            continue
+        origin = f"submitted/{printable(entry.name)}"
         if entry.is_dir() and not entry.is_symlink():
-            placer.student_folder(sid, entry, f"submitted/{entry.name}")
+            entries.append((entry, origin, "folder"))
         elif not students:
-            placer.unplaced("", f"submitted/{entry.name}", "not a student folder")
+            placer.unplaced("", origin, "not a student folder")
+    for entry, origin, sid, _ in _checked_ids(intake, entries, students):
+        placer.student_folder(sid, entry, origin)
     return intake
+
+
+def _checked_ids(intake: Intake, entries: list[tuple[Path, str, str]], students: list[str] | None):
+    """(entry, origin, id, kind) of the student entries whose id is usable and unique.
+
+    Unusable names become unplaceable entries (with the reason); entries whose ids
+    collide become conflicts, all of them."""
+    by_key: dict[str, list] = {}
+    for entry, origin, kind in entries:
+        name = entry.name[:-4] if kind == "zip" else entry.name
+        sid = student_id(name)
+        if students and sid not in students and not any(id_key(s) == id_key(sid) for s in students):
+            continue
+        problem = id_problem(sid)
+        if problem:
+            intake.unplaced.append(Unplaced("", origin, f"not a usable student id: {problem}; not graded"))
+            continue
+        by_key.setdefault(id_key(sid), []).append((entry, origin, sid, kind))
+    for group in by_key.values():
+        if len(group) == 1:
+            yield group[0]
+            continue
+        names = " and ".join(o for _, o, _, _ in group)
+        for _, origin, sid, _ in group:
+            intake.conflicts.append(Unplaced(sid, origin, f"{names} name the same student (they differ only in "
+                                                          f"Unicode normalization or letter case): neither is "
+                                                          f"graded; rename one and grade again"))
 
 
 def place_submissions(root: Path, notebooks: dict[str, str], students: list[str] | None = None) -> Intake:
@@ -270,8 +343,12 @@ def place_submissions(root: Path, notebooks: dict[str, str], students: list[str]
             extracted = _content_root(_extract(intake, root))
             if _has_notebooks(extracted):                # a single student's zip
                 sid = student_id(root.stem if extracted.name == "x" else extracted.name)
-                if not students or sid in students:
-                    _Placer(notebooks, intake, label).student_folder(sid, extracted, label)
+                problem = id_problem(sid)
+                if problem:
+                    intake.unplaced.append(Unplaced("", printable(label),
+                                                    f"not a usable student id: {problem}; not graded"))
+                elif not students or sid in students:
+                    _Placer(notebooks, intake, printable(label)).student_folder(sid, extracted, printable(label))
                 return intake
             root = extracted
         elif not root.is_dir():
@@ -282,9 +359,11 @@ def place_submissions(root: Path, notebooks: dict[str, str], students: list[str]
             raise
         intake.unplaced.append(Unplaced("", label, f"cannot unpack the zip ({err})"))
         return intake
+    label = printable(label)
     placer = _Placer(notebooks, intake, label)
+    entries = []
     for entry in _visible(root):
-        origin = f"{label}/{entry.name}"
+        origin = f"{label}/{printable(entry.name)}"
         if _is_clutter(entry.name):
             intake.clutter += 1
             continue
@@ -292,13 +371,16 @@ def place_submissions(root: Path, notebooks: dict[str, str], students: list[str]
             if not students:
                 placer.unplaced("", origin, "symbolic link: not followed")
         elif entry.is_dir():
-            sid = student_id(entry.name)
-            if not students or sid in students:
-                placer.student_folder(sid, entry, origin)
-        elif entry.is_file() and entry.suffix.lower() == ".zip":
-            sid = student_id(entry.stem)
-            if students and sid not in students:
-                continue
+            entries.append((entry, origin, "folder"))
+        elif entry.is_file() and entry.name.lower().endswith(".zip") and len(entry.name) > 4:
+            entries.append((entry, origin, "zip"))
+        elif not students:
+            placer.unplaced("", origin, "file at the top level: put each student's notebooks in a "
+                                        "folder named after the student", _guess_assignment(entry.name, notebooks))
+    for entry, origin, sid, kind in _checked_ids(intake, entries, students):
+        if kind == "folder":
+            placer.student_folder(sid, entry, origin)
+        else:
             try:
                 folder = _extract(intake, entry)
             except (zipfile.BadZipFile, ValueError, OSError) as err:
@@ -310,7 +392,4 @@ def place_submissions(root: Path, notebooks: dict[str, str], students: list[str]
                     and inner[0].name not in placer.assignments:
                 folder = inner[0]
             placer.student_folder(sid, folder, origin)
-        elif not students:
-            placer.unplaced("", origin, "file at the top level: put each student's notebooks in a "
-                                        "folder named after the student", _guess_assignment(entry.name, notebooks))
     return intake

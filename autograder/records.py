@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypedDict
 
-__all__ = ["GraderError", "Options", "Task", "CellResult", "Row", "CSV_COLUMNS"]
+__all__ = ["GraderError", "Options", "Task", "CellResult", "Row", "CSV_COLUMNS", "STATUSES"]
 
 CSV_COLUMNS = ["student", "assignment", "score", "max_score", "status", "reason"]
 
@@ -42,6 +42,10 @@ class Options:
     course_gradebook: bool = False     # with submissions: also write the course's gradebook.db
     feedback: bool = True
     quiet: bool = False
+    notebook_budget: float = 300.0     # wall-clock seconds per notebook (all its cells, restarts included)
+    submission_budget: float = 900.0   # wall-clock seconds per student, over all their notebooks
+    max_added_cells: int = 100         # cells a student may add to a notebook; further ones are dropped
+    max_output_chars: int = 5_000_000  # output kept per notebook; further output is dropped
 
 
 @dataclass
@@ -56,6 +60,8 @@ class Task:
     autograded_path: str = ""
     feedback_paths: tuple = ()
     xla_dir: str = ""              # the assignment's XLA compilation cache (reference: the folder to fill)
+    budget: float = 0.0            # wall-clock seconds this notebook may run (set by the pool)
+    budget_label: str = ""         # what the budget is, for messages ("the notebook's time budget of 300 s")
 
 
 class CellResult(TypedDict):
@@ -72,7 +78,7 @@ class _RowBase(TypedDict):
     origin: str
     score: float
     max_score: float
-    status: str                    # ok | error | timeout | died | unreadable | missing | unplaceable | ...
+    status: str                    # STATUSES
     reason: str
     cells: list[CellResult]
 
@@ -80,3 +86,23 @@ class _RowBase(TypedDict):
 class Row(_RowBase, total=False):
     seconds: float                 # wall time in the worker (not in results.json)
     exec_seconds: float            # of which running the notebook
+    grader_peak_kb: int            # the worker's peak resident memory while grading it (not in results.json)
+    observe_log: list[str]         # files found in the observation folder that no hidden part wrote
+
+
+# What a row's status means (grades.csv, report). The first problem of a run decides it.
+STATUSES = {
+    "ok": "graded (whatever the score)",
+    "timeout": "a cell ran past its timeout, or the notebook / submission past its time budget",
+    "kernel_died": "the kernel died (and was restarted)",
+    "too_much_output": "too much output (in one message, one cell or the notebook); the rest was dropped",
+    "too_many_cells": "more added cells than allowed; the further ones were dropped",
+    "memory": "the memory limit was reached",
+    "processes": "the process limit was reached",
+    "disk": "the working copy's disk quota was reached",
+    "error": "not graded: an internal grader error, or no clean reference solution",
+    "unreadable": "the file is not a readable notebook",
+    "missing": "no notebook submitted",
+    "unplaceable": "a file that could not be matched to a student and assignment",
+    "conflict": "two submission folders name the same student id; neither was graded",
+}

@@ -10,17 +10,26 @@
 - scoring.py, compare.py, references.py: observations -> points;
 - outputs.py, feedback.py, gradebook.py, report.py: what is written.
 
+Whatever happens to single submissions (and even after a grader bug in the
+pool), `grade` writes `grades.csv`, `results.json` and `report.html`, with a
+row for every placed notebook (status `error` where grading failed inside the
+grader); a broken reference solution turns only its assignment's rows into
+`error` rows (exit status 3). Ctrl-C or SIGTERM stops the pool at once and
+writes nothing (a partial class must not replace a previous complete one).
+
 The records passed between them are in records.py.
 """
 from __future__ import annotations
 
 import os
-import shutil
+import signal
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 
+from . import workcopy
 from .discovery import discover_sources, repo_root
 from .isolation import build_sandbox, warn
 from .outputs import merge_previous, missing_reason, summary, write_outputs
@@ -61,7 +70,7 @@ def grade(opts: Options) -> int:
         db_url = f"sqlite:///{course / 'gradebook.db'}"
         autograded_root = course / "autograded"
         nbgrader_feedback_root = course / "feedback"
-    missing_students = sorted(set(opts.students) - intake.students)
+    missing_students = sorted(set(opts.students) - intake.students - {u.student for u in intake.conflicts})
     if missing_students:
         intake.close()
         raise GraderError(f"no submission folder for student(s): {', '.join(missing_students)}")
@@ -71,39 +80,42 @@ def grade(opts: Options) -> int:
     xla_root.mkdir(parents=True, exist_ok=True)
     work_root = Path(tempfile.mkdtemp(prefix="agr-"))
     jobs = opts.jobs or os.cpu_count() or 1
+    previous_term = signal.signal(signal.SIGTERM, _terminate)     # SIGTERM stops the batch like Ctrl-C
+    rows: list[dict] = []
+    internal: list[str] = []
+    ref_seconds: dict[str, float] = {}
+    ref_problems: dict[str, list[str]] = {}
+    sandbox = None
     try:
-        sandbox, why = build_sandbox(opts, course, out, cache, work_root, xla_root)
-        if why:
-            warn(f"WARNING: student code will run WITHOUT isolation: {why}.\n"
-                  f"Kernels still get CPU-time, memory and file-size limits, but can read and write what "
-                  f"this user can and reach the network. Install bubblewrap (Debian: apt-get install bubblewrap) "
-                  f"and make sure it may create namespaces here.")
-        rows, internal, ref_seconds = run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox,
-                                               jobs, autograded_root, nbgrader_feedback_root)
-        # missing and unplaceable rows (no kernel needed)
-        writer = None
-        for student in sorted(intake.students):
-            for aid, source in sources.items():
-                if (student, aid) not in intake.placed:
-                    cells = zero_cells(source, "no notebook submitted")
-                    row = {"student": student, "assignment": aid, "origin": "", "score": 0.0,
-                           "max_score": source.max_score, "status": "missing",
-                           "reason": missing_reason(intake, student, aid, source.file_name), "cells": cells}
-                    rows.append(row)
-                    if opts.feedback:
-                        if writer is None:
-                            from .feedback import FeedbackWriter
-                            writer = FeedbackWriter()
-                        page = writer.html(None, aid, row, cells)
-                        p = out / "feedback" / student / f"{aid}.html"
-                        p.parent.mkdir(parents=True, exist_ok=True)
-                        p.write_text(page, encoding="utf-8")
-        for u in intake.unplaced:
-            rows.append({"student": u.student, "assignment": "", "origin": u.origin, "score": 0.0,
-                         "max_score": 0.0, "status": "unplaceable", "reason": f"{u.origin}: {u.reason}",
-                         "cells": []})
+        try:
+            sandbox, why = build_sandbox(opts, course, out, cache, work_root, xla_root)
+            if why:
+                warn(f"WARNING: student code will run WITHOUT isolation: {why}.\n"
+                     f"Kernels still get CPU-time, memory and file-size limits, but can read and write what "
+                     f"this user can and reach the network. Install bubblewrap (Debian: apt-get install "
+                     f"bubblewrap) and make sure it may create namespaces here.")
+            rows, internal, ref_seconds, ref_problems = run_all(
+                opts, sources, intake, out, cache, xla_root, work_root, sandbox, jobs, autograded_root,
+                nbgrader_feedback_root)
+        except (KeyboardInterrupt, GraderError):
+            raise
+        except Exception:  # noqa: BLE001 - a grader bug: still a grades.csv (error rows) and a report
+            internal.append("the grading pool failed:\n" + traceback.format_exc())
+        graded = {(r["student"], r["assignment"]) for r in rows}
+        for (student, aid), placed in sorted(intake.placed.items()):
+            if (student, aid) not in graded:          # only after a grader bug: never a silent gap
+                rows.append({"student": student, "assignment": aid, "origin": placed.origin, "score": 0.0,
+                             "max_score": sources[aid].max_score, "status": "error",
+                             "reason": "internal grader error (see the grader's output); regrade this student",
+                             "cells": zero_cells(sources[aid], "internal grader error")})
+        rows += not_submitted_rows(opts, sources, intake, out)
         all_rows = merge_previous(out, rows, opts, intake)
         write_outputs(out, all_rows, rows)
+        try:
+            from .report import write_report
+            write_report(out)
+        except Exception as err:  # noqa: BLE001 - grades.csv is written; say why the report is not
+            internal.append(f"writing the class report {out / 'report.html'} failed: {err}")
         if opts.gradebook:
             # course mode: nbgrader's submission timestamps too (formgrader shows a submission as
             # graded only when they match); --course-gradebook: the course's gradebook as well
@@ -116,16 +128,58 @@ def grade(opts: Options) -> int:
                 except Exception as err:  # noqa: BLE001
                     internal.append(f"writing the gradebook {url} failed: {err}")
         wall = time.monotonic() - t_start
-        summary(out, sources, intake, rows, wall, sandbox, jobs, opts.quiet, ref_seconds)
+        if sandbox is not None:
+            summary(out, sources, intake, rows, wall, sandbox, jobs, opts.quiet, ref_seconds)
+        if ref_problems:
+            for aid, problems in sorted(ref_problems.items()):
+                sys.stderr.write(f"\nautograder: error: the reference solution of {aid} ({sources[aid].path}) "
+                                 f"does not run cleanly; its rows have status 'error'. Fix it first:\n  - "
+                                 + "\n  - ".join(problems) + "\n")
         if internal:
             sys.stderr.write("\nINTERNAL GRADER ERRORS (affected rows have status 'error'):\n")
             for msg in internal:
                 sys.stderr.write(msg.rstrip() + "\n")
-            return 4
-        return 0
+        if ref_problems:
+            return 3
+        return 4 if internal else 0
     finally:
+        signal.signal(signal.SIGTERM, previous_term)
         intake.close()
-        shutil.rmtree(work_root, ignore_errors=True)
+        workcopy.remove_tree(work_root)
+
+
+def _terminate(signum, frame):
+    raise KeyboardInterrupt
+
+
+def not_submitted_rows(opts: Options, sources, intake, out: Path) -> list[dict]:
+    """Rows that need no kernel: missing notebooks, unplaceable files, conflicting ids."""
+    rows = []
+    writer = None
+    for student in sorted(intake.students):
+        for aid, source in sources.items():
+            if (student, aid) in intake.placed:
+                continue
+            cells = zero_cells(source, "no notebook submitted")
+            row = {"student": student, "assignment": aid, "origin": "", "score": 0.0,
+                   "max_score": source.max_score, "status": "missing",
+                   "reason": missing_reason(intake, student, aid, source.file_name), "cells": cells}
+            rows.append(row)
+            if opts.feedback:
+                if writer is None:
+                    from .feedback import FeedbackWriter
+                    writer = FeedbackWriter()
+                page = writer.html(None, aid, row, cells)
+                p = out / "feedback" / student / f"{aid}.html"
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_text(page, encoding="utf-8")
+    for u in intake.unplaced:
+        rows.append({"student": u.student, "assignment": "", "origin": u.origin, "score": 0.0,
+                     "max_score": 0.0, "status": "unplaceable", "reason": f"{u.origin}: {u.reason}", "cells": []})
+    for u in intake.conflicts:
+        rows.append({"student": u.student, "assignment": "", "origin": u.origin, "score": 0.0,
+                     "max_score": 0.0, "status": "conflict", "reason": f"{u.origin}: {u.reason}", "cells": []})
+    return rows
 
 
 def write_db(db_url, sources, rows, submitted=None):

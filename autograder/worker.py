@@ -5,11 +5,22 @@ cells from the instructor, answers from the student), runs it in a fresh
 sandboxed kernel, scores it against the reference observations and writes the
 autograded notebook and the feedback page. For a reference task it runs the
 solution notebook and returns its observations (and fills the XLA cache).
-The main process (pool.py) owns the deadlines; a worker never decides to stop.
+
+Threat model: the submitted file and everything the kernel writes are hostile.
+Any failure to read or merge the file, of any kind (deep nesting, huge
+numbers, wrong types anywhere in the nbformat structure), becomes an
+`unreadable` row; the kernel's working copy is removed without following
+anything planted in it (workcopy.remove). The main process (pool.py) owns the
+deadlines: it talks to this process over one pipe, learns the pid of every
+kernel started here (so it can kill them if this process hangs), and kills
+this process's whole process group when it must. A worker never decides to
+stop; SIGTERM (or the death of the main process) makes it kill its kernels
+and exit at once.
 """
 from __future__ import annotations
 
 import copy
+import ctypes
 import os
 import shutil
 import signal
@@ -39,6 +50,8 @@ class Config:
     log_dir: Path
     feedback: bool
     mpl_cache: Path | None
+    max_added_cells: int = 100
+    max_output_chars: int = 5_000_000
 
 
 class Worker:
@@ -64,7 +77,10 @@ class Worker:
             workdir = self.cfg.work_root / f"w{self.wid}-{self.n}"
             workdir.mkdir(parents=True)
             if self.cfg.mpl_cache is not None:
-                shutil.copytree(self.cfg.mpl_cache, workdir / ".matplotlib")
+                try:                                   # another run may be replacing the shared copy
+                    shutil.copytree(self.cfg.mpl_cache, workdir / ".matplotlib")
+                except OSError:
+                    workcopy.remove(workdir / ".matplotlib")
         return Kernel(workdir, self.cfg.sandbox, label=label, log_dir=self.cfg.log_dir, **kw).start()
 
     def prestart(self) -> None:
@@ -102,13 +118,14 @@ class Worker:
         refs = self._references(task)
         try:
             student_nb = read_submission(Path(task.path))
-        except UnreadableNotebook as err:
-            row = make_row(task, source, "unreadable", f"{task.origin}: {err}",
+            graded, merge = build_graded(source, student_nb, max_added_cells=self.cfg.max_added_cells)
+        except Exception as err:  # noqa: BLE001 - whatever a hostile file does to the parser: unreadable
+            why = str(err) if isinstance(err, UnreadableNotebook) else unreadable_reason(err)
+            row = make_row(task, source, "unreadable", f"{task.origin}: {why}",
                            zero_cells(source, "the notebook could not be read"))
             self.write_outputs(task, source, None, row)
             row["seconds"] = time.monotonic() - t0
             return row
-        graded, merge = build_graded(source, student_nb)
         tests = {}
         for i, cell in enumerate(graded.cells):
             meta = nbgrader_meta(cell)
@@ -119,12 +136,18 @@ class Worker:
         try:
             run = run_notebook(graded, tests, kernel,
                                lambda n: self._kernel(workdir, label=f"r{n}"), self.cfg.timeout,
-                               prelude=xla_prelude(task.xla_dir))
+                               prelude=xla_prelude(task.xla_dir), budget=task.budget or None,
+                               budget_label=task.budget_label, max_output_chars=self.cfg.max_output_chars)
         finally:
             workcopy.remove(workdir)
+        if merge.dropped_cells:
+            run.events.append(("too_many_cells", f"{merge.dropped_cells} of the cells you added were not run "
+                                                 f"(at most {self.cfg.max_added_cells} added cells are run)"))
         cells = score_run(source, graded, run, refs, str(workdir))
         status, reason = submission_status(run, merge, cells, str(workdir))
         row = make_row(task, source, status, reason, cells)
+        if run.observe_log:
+            row["observe_log"] = list(run.observe_log)
         self.write_outputs(task, source, graded, row)
         row["seconds"] = time.monotonic() - t0
         row["exec_seconds"] = run.seconds
@@ -140,7 +163,10 @@ class Worker:
             path.parent.mkdir(parents=True, exist_ok=True)
             nbformat.write(graded, str(path))
         if self.cfg.feedback and task.feedback_paths:
-            page = self.writer.html(graded, f"{task.assignment}", row, row["cells"])
+            try:
+                page = self.writer.html(graded, f"{task.assignment}", row, row["cells"])
+            except Exception:  # noqa: BLE001 - the verdict without the notebook, rather than no page
+                page = self.writer.html(None, f"{task.assignment}", row, row["cells"])
             for p in task.feedback_paths:
                 p = Path(p)
                 p.parent.mkdir(parents=True, exist_ok=True)
@@ -158,7 +184,7 @@ class Worker:
         workdir = kernel.workdir
         try:
             run = run_notebook(nb, tests, kernel, lambda n: self._kernel(workdir, label=f"r{n}", **kw),
-                               self.cfg.timeout)
+                               self.cfg.timeout, budget=task.budget or None)
         finally:
             workcopy.remove(workdir)
         problems = []
@@ -175,16 +201,68 @@ class Worker:
                 "observations": run.observations, "seconds": run.seconds}
 
 
-def worker_main(wid: int, cfg: Config, tasks, results) -> None:
+def unreadable_reason(err: BaseException) -> str:
+    """Why a file that broke the parser or the merge is unreadable (no grader internals)."""
+    if isinstance(err, RecursionError):
+        return "not a readable notebook (nested too deeply)"
+    if isinstance(err, MemoryError):
+        return "not a readable notebook (too large to read)"
+    return f"not a readable notebook (its structure is not a notebook's: {type(err).__name__})"
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(sig: int = signal.SIGTERM) -> None:
+    """Ask Linux to send `sig` to this process when the main process dies (even by SIGKILL)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _reset_peak_rss() -> None:
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")                        # resets VmHWM (Linux >= 4.0)
+    except OSError:
+        pass
+
+
+def _peak_rss_kb() -> int:
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def worker_main(wid: int, conn, cfg: Config) -> None:
+    """Serve tasks from the pipe `conn` until it sends None (or closes)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)          # the main process decides when to stop
+    os.setpgid(0, 0)                                      # so the main process can kill us with our helpers
+    _die_with_parent()
+    from . import kernel as kernel_mod
     worker = Worker(wid, cfg)
 
     def stop(*_):
-        from .kernel import kill_all
         worker.close()
-        kill_all()
+        kernel_mod.kill_all()
         os._exit(1)
     signal.signal(signal.SIGTERM, stop)
+    if os.getppid() == 1:                                 # the main process died before we got here
+        os._exit(1)
+
+    def tell(msg) -> None:
+        try:
+            conn.send(msg)
+        except OSError:
+            stop()
+    kernel_mod.on_kernel_start = lambda pid: tell(("kernel", pid))
+    kernel_mod.on_kernel_gone = lambda pid: tell(("gone", pid))
     worker.prestart()
     if cfg.feedback:
         try:                                               # load nbconvert's templates while the kernel boots
@@ -194,14 +272,19 @@ def worker_main(wid: int, cfg: Config, tasks, results) -> None:
             pass
     try:
         while True:
-            task = tasks.get()
+            try:
+                task = conn.recv()
+            except (EOFError, OSError):
+                break
             if task is None:
                 break
-            results.put(("start", wid, task.seq, None))
+            _reset_peak_rss()
             try:
                 res = worker.run(task)
             except Exception:  # noqa: BLE001 - a grader bug must not take the batch down
                 res = {"internal_error": traceback.format_exc()}
-            results.put(("done", wid, task.seq, res))
+            if isinstance(res, dict) and "status" in res:
+                res["grader_peak_kb"] = _peak_rss_kb()
+            tell(("done", task.seq, res))
     finally:
         worker.close()

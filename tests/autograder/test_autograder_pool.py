@@ -1,0 +1,156 @@
+"""The scheduler (autograder.pool.Pool) against workers that die, hang, or leave kernels behind.
+
+The workers here are stand-ins (no notebooks, no kernels): each task's
+`student` field says what the worker does with it. A "kernel" is a `sleep`
+process in its own session, announced to the main process exactly as
+worker.py announces real kernels, so the tests can check that nothing the
+pool started outlives it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from autograder.pool import LOST_DIED, Pool, ReferenceLock
+from autograder.records import Task
+
+BUDGET, MARGIN = 0.5, 0.5
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ")[-1][0] != "Z"
+    except OSError:
+        return False
+
+
+def fake_worker(wid, conn, marker_dir):
+    """Do what the task's student name says: ok | die | die_once | hang (with a kernel)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.setpgid(0, 0)
+    while True:
+        task = conn.recv()
+        if task is None:
+            return
+        what = task.student
+        if what == "die" or (what == "die_once" and not (Path(marker_dir) / f"{task.seq}").exists()):
+            (Path(marker_dir) / f"{task.seq}").write_text(str(os.getpid()))
+            os._exit(1)
+        if what == "hang":
+            kernel = subprocess.Popen(["sleep", "1000"], start_new_session=True)
+            conn.send(("kernel", kernel.pid))
+            (Path(marker_dir) / f"kernel-{task.seq}-{kernel.pid}").write_text("")
+            time.sleep(1000)
+        conn.send(("done", task.seq, {"status": "ok", "student": what, "worker": os.getpid()}))
+
+
+def run_pool(tmp_path, students, jobs=2):
+    pool = Pool(jobs, fake_worker, (str(tmp_path),), budget=lambda t: BUDGET, margin=MARGIN)
+    for seq, s in enumerate(students):
+        pool.submit(Task(seq, "grade", "a", s))
+    done, lost = [], []
+    t0 = time.monotonic()
+    try:
+        pool.run(lambda t, r: done.append((t.student, r)), lambda t, why: lost.append((t.student, why)))
+    finally:
+        pool.close()
+    return done, lost, time.monotonic() - t0
+
+
+def test_every_task_is_answered_by_a_pool_of_workers(tmp_path):
+    done, lost, _ = run_pool(tmp_path, ["ok"] * 6)
+    assert [s for s, _ in done] == ["ok"] * 6 and lost == []
+    assert len({r["worker"] for _, r in done}) <= 2
+
+
+def test_a_worker_that_dies_is_replaced_and_its_task_retried_once(tmp_path):
+    done, lost, _ = run_pool(tmp_path, ["ok", "die_once", "ok", "die", "ok"])
+    assert sorted(s for s, _ in done) == ["die_once", "ok", "ok", "ok"]
+    assert lost == [("die", LOST_DIED)]                           # twice dead: reported, not retried again
+    assert (tmp_path / "1").exists() and (tmp_path / "3").exists()
+
+
+def test_a_hung_worker_and_its_kernels_are_killed_retried_then_reported(tmp_path):
+    done, lost, seconds = run_pool(tmp_path, ["hang", "ok", "ok"])
+    assert sorted(s for s, _ in done) == ["ok", "ok"]
+    assert len(lost) == 1 and lost[0][0] == "hang"
+    assert "stopped responding (no result within 1 s)" in lost[0][1]
+    kernels = [int(p.name.rsplit("-", 1)[1]) for p in tmp_path.glob("kernel-*")]
+    assert len(kernels) == 2                                       # one per attempt
+    deadline = time.monotonic() + 5
+    while any(alive(k) for k in kernels) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(alive(k) for k in kernels), kernels
+    assert seconds < 2 * (BUDGET + MARGIN) + 10
+
+
+INTERRUPTED = textwrap.dedent('''
+    import json, sys, time
+    sys.path.insert(0, {tests!r})
+    from test_autograder_pool import fake_worker
+    from autograder.pool import Pool
+    from autograder.records import Task
+    pool = Pool(2, fake_worker, ({tmp!r},), budget=lambda t: 600, margin=60)
+    for seq in range(4):
+        pool.submit(Task(seq, "grade", "a", "hang"))
+    print(json.dumps(__import__("os").getpid()), flush=True)
+    try:
+        pool.run(lambda t, r: None, lambda t, w: None)
+    except KeyboardInterrupt:
+        pool.close(interrupted=True)
+        print("interrupted", flush=True)
+        sys.exit(130)
+''')
+
+
+def test_ctrl_c_stops_workers_and_kernels_within_seconds(tmp_path):
+    code = INTERRUPTED.format(tests=str(Path(__file__).parent), tmp=str(tmp_path))
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).resolve().parents[2])
+    json.loads(proc.stdout.readline())
+    deadline = time.monotonic() + 30
+    while len(list(tmp_path.glob("kernel-*"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    kernels = [int(p.name.rsplit("-", 1)[1]) for p in tmp_path.glob("kernel-*")]
+    assert len(kernels) == 2
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=15)
+    assert time.monotonic() - t0 < 5, "Ctrl-C took too long"
+    assert proc.returncode == 130 and "interrupted" in out
+    time.sleep(0.2)
+    assert not any(alive(k) for k in kernels), kernels
+
+
+def test_reference_lock_excludes_a_second_run(tmp_path):
+    first = ReferenceLock(tmp_path, "02_scaled_sum")
+    first.acquire()
+    probe = textwrap.dedent(f'''
+        import fcntl, sys
+        fh = open({str(tmp_path / "02_scaled_sum.lock")!r}, "a")
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            sys.exit(7)
+    ''')
+    assert subprocess.run([sys.executable, "-c", probe]).returncode == 7
+    first.release()
+    assert subprocess.run([sys.executable, "-c", probe]).returncode == 0
+
+
+def test_close_leaves_no_worker(tmp_path):
+    """After a finished batch, close() stops every worker."""
+    pool = Pool(2, fake_worker, (str(tmp_path),), budget=lambda t: BUDGET, margin=MARGIN)
+    pool.submit(Task(0, "grade", "a", "ok"))
+    pool.run(lambda t, r: None, lambda t, w: None)
+    procs = [s.proc for s in pool.slots.values()]
+    pool.close()
+    assert procs and not any(p.is_alive() for p in procs)
+    assert pool.slots == {}
