@@ -108,10 +108,30 @@ class CheckFailed(AssertionError):
     hint_line: str = ""
 
     def _render_traceback_(self) -> list[str]:
-        lines = [_color(_BOLD + _RED, TEXT["failed_mark"] + str(self))]
-        if self.hint_line:
-            lines.append(self.hint_line)
-        return lines
+        return _render_failure(str(self), self.hint_line)
+
+
+# nbgrader's command-line `validate` cuts every line at 87 characters (4 of them indent): wrap before that.
+_WIDTH = 80
+
+
+def _wrap(text: str, first: str, width: int = _WIDTH) -> list[str]:
+    """`text` in lines of at most `width` characters, `first` before the first line, continuation lines aligned."""
+    import textwrap
+    pad = " " * len(first)
+    lines: list[str] = []
+    for paragraph in text.split("\n"):
+        lines += textwrap.wrap(paragraph, width=width, initial_indent=first if not lines else pad,
+                               subsequent_indent=pad, break_long_words=False, break_on_hyphens=False) or [pad]
+    return lines
+
+
+def _render_failure(message: str, hint_line: str = "") -> list[str]:
+    """The lines a failed check shows instead of a traceback: the message in red, then the hint line."""
+    lines = [_color(_RED, line) for line in _wrap(message, TEXT["failed_mark"])]
+    lines[0] = lines[0].replace(TEXT["failed_mark"], _color(_BOLD, TEXT["failed_mark"]) + _RED, 1) \
+        if not os.environ.get("NO_COLOR") else lines[0]
+    return lines + ([hint_line] if hint_line else [])
 
 
 def fail(msg: str) -> NoReturn:
@@ -453,7 +473,10 @@ class Exercise:
         self._hints = list(hints)
         self._observe = observe
         self._shown = 0
-        self.module = module or sys._getframe(1).f_globals.get("__name__", "__main__")
+        caller = sys._getframe(1).f_globals
+        self.module = module or caller.get("__name__", "__main__")
+        if module is None and self.module.startswith("namedaxes.exercises."):
+            caller.setdefault("progress", progress_of(self.module))   # every exercise module has q.progress()
         # Keyed by what the exercise is, so re-importing the module replaces it rather than adding a copy.
         code = getattr(check, "__code__", None)
         self._key = (self.module, name, getattr(check, "__qualname__", repr(check)), getattr(code, "co_firstlineno", 0))
@@ -601,7 +624,7 @@ def _show_stub_error(shell, etype, value, tb, tb_offset=None):
     if message is None:
         stb = shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
     else:
-        stb = [_color(_BOLD + _RED, TEXT["failed_mark"] + message)]
+        stb = _render_failure(message)
     shell._showtraceback(etype, value, stb)   # the error output: ename/evalue unchanged, these lines as traceback
 
 

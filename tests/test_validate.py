@@ -17,6 +17,8 @@ AID = "02_scaled_sum"
 SOURCE = ROOT / "solutions" / f"{AID}.ipynb"
 RELEASE = ROOT / "notebooks" / f"{AID}.ipynb"
 MARKERS = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$")
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+WRONG_SCALED_SUM = "def scaled_sum(x):\n    return x * 2.0\n"      # no collective: every device keeps its own
 
 
 @pytest.fixture(autouse=True)
@@ -54,8 +56,10 @@ def test_validate_on_the_unanswered_release_lists_every_failing_test_cell(tmp_pa
     failed = results["failed"]
     assert [f["source"] for f in failed] == [c.source.strip() for c in graded]
     for f in failed:
-        # the check's own message, not a bare NotImplementedError
-        assert "CheckFailed" in f["raw_error"] and "is not written yet" in f["raw_error"], f["raw_error"][-600:]
+        # the check's own message, not a bare NotImplementedError, and no traceback through the course's code
+        text = ANSI.sub("", f["raw_error"])
+        assert text.startswith("✗ `") and "is not written yet" in text, text[-600:]
+        assert not re.search(r"Traceback|File \"|namedaxes[/.]checking|\.py\b", text), text
 
 
 def test_validate_passes_on_the_release_once_the_answers_are_filled_in(tmp_path):
@@ -74,3 +78,87 @@ def test_validate_passes_on_the_release_once_the_answers_are_filled_in(tmp_path)
     path = tmp_path / f"{AID}.ipynb"
     nbformat.write(release, path)
     assert Validator().validate(str(path)) == {}
+
+
+def _release_with(tmp_path, answers: dict) -> Path:
+    """The release of notebook 02 with some answer cells (by grade_id) filled in."""
+    release = nbformat.read(RELEASE, as_version=4)
+    for cell in release.cells:
+        gid = (cell.metadata.get("nbgrader") or {}).get("grade_id")
+        if gid in answers:
+            cell.source = answers[gid]
+    path = tmp_path / f"{AID}.ipynb"
+    nbformat.write(release, path)
+    return path
+
+
+def _words(text: str) -> str:
+    """Text compared across line wrapping: runs of whitespace as one space."""
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _message_of(check, answer) -> str:
+    from namedaxes.checking import CheckFailed
+    with pytest.raises(CheckFailed) as err:
+        check(answer)
+    return str(err.value)
+
+
+def test_validate_shows_a_wrong_answers_message_not_a_traceback(tmp_path):
+    """What the Validate dialog shows for a wrong `scaled_sum`: exactly the check's message, then the hint line."""
+    from namedaxes.exercises import scaled_sum as q
+    namespace: dict = {}
+    exec(f"from jax import lax\nfrom namedaxes import DEVICES\n{WRONG_SCALED_SUM}", namespace)
+    expected = {"scaled_sum_total": _message_of(q.scaled_sum.check, namespace["scaled_sum"]),
+                "scaled_sum_uses_psum": _message_of(q.scaled_sum_uses_psum.check, namespace["scaled_sum"])}
+    path = _release_with(tmp_path, {"scaled_sum_answer": WRONG_SCALED_SUM})
+    failed = Validator().validate(str(path))["failed"]
+    by_id = {c.metadata["nbgrader"]["grade_id"]: c.source.strip() for c in _grade_cells(nbformat.read(path, 4))}
+    for gid, message in expected.items():
+        shown = next(f["raw_error"] for f in failed if f["source"] == by_id[gid])
+        lines = ANSI.sub("", shown).splitlines()
+        assert _words(" ".join(lines[:-1])) == _words("✗ " + message), shown
+        assert lines[-1].startswith("Stuck? Run `q.scaled_sum") and lines[-1].endswith(".hint()` for a hint.")
+        assert all(len(ln) <= 80 for ln in lines), "nbgrader's command line would cut these lines"
+
+
+def test_in_a_real_kernel_a_failed_check_is_a_checkfailed_error_output_and_a_passed_one_a_green_line(tmp_path):
+    """The notebook's error output (what nbgrader grades and Validate reads): ename CheckFailed, the message as
+    evalue, the rendered lines as traceback; a passed check prints one green line; a stub in a plain cell one line."""
+    from nbclient import NotebookClient
+    source = nbformat.read(SOURCE, as_version=4)
+    right = next(c.source for c in source.cells
+                 if (c.metadata.get("nbgrader") or {}).get("grade_id") == "scaled_mean_answer")
+    path = _release_with(tmp_path, {"scaled_sum_answer": WRONG_SCALED_SUM,
+                                    "scaled_mean_answer": "\n".join(
+                                        ln for ln in right.splitlines() if not MARKERS.match(ln))})
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(nb, timeout=120, allow_errors=True, kernel_name="python3",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = {(c.metadata.get("nbgrader") or {}).get("grade_id"): c.outputs for c in nb.cells if c.cell_type == "code"}
+    errors = [o for o in outputs["scaled_sum_total"] if o.output_type == "error"]
+    assert len(errors) == 1 and errors[0].ename == "CheckFailed"
+    assert errors[0].evalue.startswith("`scaled_sum` returned different values on different devices")
+    assert "\x1b[31m" in errors[0].traceback[0]                        # red
+    assert _words(ANSI.sub("", " ".join(errors[0].traceback[:-1]))) == _words("✗ " + errors[0].evalue)
+    passed = [o for o in outputs["scaled_mean_value"] if o.output_type == "stream"]
+    assert [o.text for o in passed] == ["\x1b[32m✓ `scaled_mean` passes the visible checks.\x1b[0m\n"]
+
+
+def test_in_a_real_kernel_a_plain_cell_stopped_by_a_stub_shows_one_line(tmp_path):
+    """A demonstration that runs an unwritten answer: one line naming it (the error output stays an error)."""
+    from nbclient import NotebookClient
+    from nbformat.v4 import new_code_cell, new_notebook
+    nb = new_notebook(cells=[new_code_cell("import namedaxes.checking"),
+                             new_code_cell("def total(x):\n    raise NotImplementedError()"),
+                             new_code_cell("print(total(1))"),
+                             new_code_cell("raise NotImplementedError('a real one')")])
+    NotebookClient(nb, timeout=60, allow_errors=True, kernel_name="python3").execute()
+    stub, real = (next(o for o in nb.cells[i].outputs if o.output_type == "error") for i in (2, 3))
+    assert stub.ename == "NotImplementedError"
+    lines = [ANSI.sub("", ln) for ln in stub.traceback]
+    assert _words(" ".join(lines)) == ("✗ This cell runs `total`, which is not written yet: replace `raise "
+                                       "NotImplementedError()` in its cell with your code, run that cell, then "
+                                       "this one again.") and all(len(ln) <= 80 for ln in lines)
+    assert any("Traceback" in ANSI.sub("", ln) or "a real one" in ln for ln in real.traceback) and \
+        len(real.traceback) > 1                                        # anything else: IPython's own traceback
