@@ -30,7 +30,7 @@ CELLS_JS = """() => [...document.querySelectorAll('.jp-NotebookPanel .jp-Noteboo
     code: c.classList.contains('jp-CodeCell'),
     ran: /\\[\\d+\\]/.test((c.querySelector('.jp-InputPrompt') || {}).textContent || ''),
     traceback: [...c.querySelectorAll('.jp-OutputArea-output')].some(
-        o => o.textContent.includes('Traceback (most recent call last)')),
+        o => o.textContent.includes('Traceback (most recent call last)') || o.textContent.trim().startsWith('✗ ')),
 }))"""
 
 # Run All is over when no code cell is queued or running ("[*]:") and some have run ("[n]:").
@@ -109,7 +109,7 @@ def test_make_lab_runs_notebook_02_in_chromium(browser, make_server, screenshots
         check_out = page.locator(".jp-CodeCell").filter(has_text=check_line).first \
             .locator(".jp-OutputArea-output").last
         text = check_out.text_content()
-        assert "CheckFailed" in text and "is not written yet" in text, text[-800:]
+        assert text.strip().startswith("✗ `") and "is not written yet" in text and "Traceback" not in text, text[-800:]
         check_out.evaluate("e => e.scrollIntoView({block: 'end'})")
         page.wait_for_timeout(300)
         page.screenshot(path=str(screenshots / "lab_02_unanswered_check.png"))
