@@ -103,6 +103,14 @@ def test_locks_exist_for_exactly_the_supported_pythons():
     assert install_venv.supported() == list(SUPPORTED)
 
 
+def test_pyproject_accepts_exactly_the_supported_pythons():
+    text = (ROOT / "pyproject.toml").read_text()
+    m = re.search(r'^requires-python = ">=3\.(\d+),<3\.(\d+)"$', text, re.M)
+    assert m, "pyproject.toml: requires-python should be >=3.X,<3.Y"
+    assert [f"3.{minor}" for minor in range(int(m.group(1)), int(m.group(2)))] == list(SUPPORTED)
+    assert not re.search(r"^dependencies\s*=", text, re.M), "the pins live in requirements.txt only"
+
+
 def test_colab_gets_only_the_runtime_pins_of_python_312():
     lines = [ln for ln in (ROOT / "requirements" / "colab.txt").read_text().splitlines()
              if ln.strip() and not ln.startswith("#")]
@@ -140,3 +148,54 @@ def test_an_unsupported_python_gets_a_clear_error(monkeypatch, tmp_path, capsys)
     err = capsys.readouterr().err
     assert "Python 3.10" in err and "not supported" in err and "3.11, 3.12, 3.13" in err and "PYTHON=" in err
     assert not (tmp_path / "venv").exists(), "nothing is created for an unsupported Python"
+
+
+def _fake_venv(tmp_path: Path, stamp: str | None) -> Path:
+    """A folder whose bin/python is this interpreter (what install_venv asks a venv for), optionally stamped."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    if stamp is not None:
+        (venv / install_venv.STAMP).write_text(stamp)
+    return venv
+
+
+def test_a_stamped_venv_starts_without_pip(monkeypatch, tmp_path, capsys):
+    lock = install_venv.lock_for(install_venv.version())
+    venv = _fake_venv(tmp_path, install_venv.key(lock))
+    monkeypatch.setattr(install_venv, "pip", lambda *a, **k: pytest.fail("pip ran for an up-to-date venv"))
+    assert install_venv.main([str(venv)]) == 0
+    assert capsys.readouterr().out == "", "a later run prints nothing"
+
+
+def test_a_changed_lock_reinstalls_and_says_what_and_how_long(monkeypatch, tmp_path, capsys):
+    venv = _fake_venv(tmp_path, "python 3.0.0\nold-lock 0000\n")
+    calls = []
+    monkeypatch.setattr(install_venv, "pip", lambda venv, *args, **k: calls.append(args) or 7)
+    assert install_venv.main([str(venv)]) == 0
+    out = capsys.readouterr().out
+    lock = install_venv.lock_for(install_venv.version())
+    assert calls[0] == ("install", "-r", str(lock)) and calls[1][:3] == ("install", "--no-deps", "-e")
+    assert f"Python {install_venv.version()}" in out and lock.name in out and "jax==" in out
+    assert re.search(r"Installed into .* in \d+ s .*7 of the \d+ locked packages", out)
+    assert (venv / install_venv.STAMP).read_text() == install_venv.key(lock)
+
+
+def test_a_venv_of_another_python_is_made_again(monkeypatch, tmp_path, capsys):
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text("#!/bin/sh\necho 3.0\n")
+    (venv / "bin" / "python").chmod(0o755)
+    (venv / "leftover").write_text("from the old venv")
+    made, run = [], subprocess.run
+
+    def fake_run(cmd, **kwargs):  # records the venv creation, runs the rest (asking bin/python its version)
+        if cmd[1:3] != ["-m", "venv"]:
+            return run(cmd, **kwargs)
+        made.append(cmd)
+        Path(cmd[3]).mkdir()
+    monkeypatch.setattr(install_venv.subprocess, "run", fake_run)
+    monkeypatch.setattr(install_venv, "pip", lambda *a, **k: 0)
+    assert install_venv.main([str(venv)]) == 0
+    assert "was made with Python 3.0" in capsys.readouterr().out
+    assert not (venv / "leftover").exists() and made == [[sys.executable, "-m", "venv", str(venv)]]

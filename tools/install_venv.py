@@ -79,11 +79,12 @@ def direct_pins(py: str) -> list[str]:
     return pins
 
 
-def pip(venv: Path, *args: str, show_collecting: bool = False) -> None:
+def pip(venv: Path, *args: str, show_collecting: bool = False) -> int:
+    """Run the venv's pip; with `show_collecting`, one line per package it fetches (returns their count)."""
     cmd = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check", *args]
     if not show_collecting:
         subprocess.run(cmd + ["-q"], check=True)
-        return
+        return 0
     proc = subprocess.Popen(cmd + ["--progress-bar", "off"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, bufsize=1)
     count = 0
@@ -100,6 +101,7 @@ def pip(venv: Path, *args: str, show_collecting: bool = False) -> None:
             print(line.rstrip(), flush=True)  # warnings and errors pass through
     if proc.wait():
         raise subprocess.CalledProcessError(proc.returncode, cmd)
+    return count
 
 
 def main(argv: list[str]) -> int:
@@ -124,17 +126,19 @@ def main(argv: list[str]) -> int:
         shutil.rmtree(venv)
     started = time.monotonic()
     n = len(pinned_names(lock))
-    print(f"Installing the course's packages into {venv}/ (first run, or {lock.name} changed): Python {py} "
+    print(f"Installing the course's packages into {venv}/ (first run, or {lock.name} or pyproject.toml "
+          f"changed): Python {py} "
           f"({sys.executable}), {n} packages pinned in requirements/{lock.name}: {', '.join(direct_pins(py))}, "
           f"and their dependencies. This takes a few minutes; later runs skip it.", flush=True)
     if not (venv / "bin" / "python").exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    pip(venv, "install", "-r", str(lock), show_collecting=True)
+    fetched = pip(venv, "install", "-r", str(lock), show_collecting=True)
     pip(venv, "install", "--no-deps", "-e", str(ROOT))
     stamp.write_text(want)
     took = time.monotonic() - started
-    print(f"Installed {n} packages and the course package into {venv}/ in {took:.0f} s "
-          f"({took / 60:.1f} min).", flush=True)
+    print(f"Installed into {venv}/ in {took:.0f} s ({took / 60:.1f} min): {fetched} of the {n} locked packages "
+          f"were installed now, the rest were there already; and the course package. Later runs skip this.",
+          flush=True)
     return 0
 
 
