@@ -113,7 +113,7 @@ def grade(opts: Options) -> int:
         write_outputs(out, all_rows, rows)
         try:
             from .report import write_report
-            write_report(out)
+            write_report(out, course=course)       # the course names the report and its exercises
         except Exception as err:  # noqa: BLE001 - grades.csv is written; say why the report is not
             internal.append(f"writing the class report {out / 'report.html'} failed: {err}")
         if opts.gradebook:

@@ -234,3 +234,21 @@ def test_ids_and_reasons_are_literal_in_feedback():
     assert tags == ["h1", "a", "blockquote", "p", "strong", "strong", "p", "strong", "table", "thead", "tr", "th",
                     "th", "th", "tbody", "tr", "td", "code", "td", "td"], tags
     assert shown.count(" ".join(P.REASON.split())) >= 3, "banner id, status reason, table row"
+
+
+def test_student_ids_that_are_markup_are_refused_at_intake():
+    """formgrader's submission page prints the student id unescaped (nbgrader's template), so an id must
+    not be markup: intake refuses it with a reason (it is never graded, never reaches the gradebook)."""
+    from autograder.placement import id_problem
+    from nbconvert import HTMLExporter
+    from nbgrader.server_extensions.formgrader import handlers
+    hostile = "<img src=x onerror=\"window.__pwned=['student_id'];alert(1)\">"      # no '/': a valid folder name
+    exporter = HTMLExporter(template_name="formgrade", extra_template_basedirs=[handlers.template_path])
+    resources = {"assignment_id": "a", "notebook_id": "n", "submission_id": "s", "index": 0, "total": 1,
+                 "base_url": "", "student": hostile, "last_name": None, "first_name": None, "notebook_path": "/n"}
+    page, _ = exporter.from_notebook_node(new_notebook(), resources=resources)
+    assert any("onerror" in f and "'student_id'" in f for f in P.active_content(page)), "why: formgrader runs it"
+    for sid in (hostile, "a&b", 'say"hi"', "o'clock", "`x`", "a>b"):
+        assert "markup" in id_problem(sid), sid
+    for sid in ("ann", "Ann Lee", "josé", "s-01_b.c"):
+        assert id_problem(sid) == "", sid
