@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["RTOL", "ATOL", "AXES_KEY", "Verdict", "normalize", "load_observations", "compare",
-           "observations_match", "MAX_OBSERVATION_BYTES"]
+           "observations_match", "judge_observations", "derived", "MAX_OBSERVATION_BYTES"]
 
 RTOL = 1e-5
 ATOL = 1e-5
@@ -191,6 +191,14 @@ def judge_observations(reference: dict, observed: dict, grade_id: str = "test") 
         judge = _judges.get("judge") or _judges.setdefault("judge", Judge(_TEST_SECRET))
         return judge.judge_observations(grade_id, reference, observed)
     return compare(reference, observed)
+
+
+def derived(observation: dict, grade_id: str = "test") -> dict:
+    """For tests: what the grader computes from an `observe(...)` of exported programs (outputs of
+    every case on the hidden inputs, `axes` and `communication` read from the compiled programs)."""
+    from .programs import Judge
+    judge = _judges.get("judge") or _judges.setdefault("judge", Judge(_TEST_SECRET))
+    return judge.derive(grade_id, normalize(observation))
 
 
 def observations_match(reference: dict, observed: dict) -> bool:

@@ -1,73 +1,204 @@
-"""Reference observations: what the solution notebook records, run once and cached.
+"""Reference observations: what the solution notebook records, run once, cached, and failing closed.
 
 The cache folder of an assignment is named by `reference_key`, a hash of
-everything that shapes the results. Writing is atomic (a temporary folder
-renamed into place), so a half-written reference is never read.
+everything that shapes the results: the source notebook, the `namedaxes`
+package, the grader's own code, the JAX/jaxlib/numpy versions, the platform
+and device count the kernels will use, and the `XLA_FLAGS` / `JAX_*`
+environment. Writing is atomic (a temporary folder renamed into place), so a
+half-written reference is never read.
+
+Threat model: a reference that silently went missing or empty would compare
+equal to anything (or a deleted folder would hand out full marks), so loading
+**fails closed**. `meta.json` lists every file with its SHA-256 and is
+authenticated with an HMAC under the grader's secret; a folder whose meta is
+missing is simply not cached yet (the reference runs again), but a folder with
+a meta and a missing, changed, extra-empty or unauthenticated file raises
+`ReferenceCacheError`, which stops grading with a message that says which
+folder to delete. Every test cell must have a non-empty observation.
+
+The secret (`.secret` next to the cache folders, mode 0600, created once)
+seeds the hidden inputs the scorer draws; student kernels never see it (the
+cache is outside their sandbox), so no output can be precomputed.
 """
 from __future__ import annotations
 
 import hashlib
+import hmac
 import importlib.metadata
 import json
 import os
+import secrets
 import shutil
 from pathlib import Path
 
 from .compare import load_observations
-from .discovery import package_dir
+from .discovery import package_dir, repo_root
 from .notebooks import SourceNotebook
+from .records import GraderError
 
-__all__ = ["CACHE_FORMAT", "reference_key", "load_references", "save_references"]
+__all__ = ["CACHE_FORMAT", "References", "ReferenceCacheError", "reference_key", "load_references",
+           "save_references", "grading_secret", "SECRET_NAME"]
 
-CACHE_FORMAT = "autograder-references-1"
+CACHE_FORMAT = "autograder-references-2"
+SECRET_NAME = ".secret"
+_ENV_PREFIXES = ("JAX_", "XLA_", "NAMEDAXES_")
+_ENV_NAMES = ("CUDA_VISIBLE_DEVICES", "TPU_VISIBLE_CHIPS")
+
+
+class ReferenceCacheError(GraderError):
+    """A cached reference is missing a file, changed, empty or not authentic: grading stops."""
+
+
+class References(dict):
+    """grade_id -> loaded observation, plus the recorded bytes (`pairs`) and the grading `secret`."""
+
+    def __init__(self, loaded: dict, pairs: dict, secret: bytes):
+        super().__init__(loaded)
+        self.pairs = pairs
+        self.secret = secret
+
+
+def _environment() -> list[str]:
+    from namedaxes.devices import count_accelerators
+    platform, n = count_accelerators()
+    names = sorted(k for k in os.environ if k.startswith(_ENV_PREFIXES) or k in _ENV_NAMES)
+    names = [k for k in names if k not in ("NAMEDAXES_OBSERVE_DIR",)]
+    return [f"accelerators={platform}:{n}"] + [f"{k}={os.environ[k]}" for k in names]
 
 
 def reference_key(source: SourceNotebook) -> str:
-    """Hash of the source notebook, the namedaxes sources and the versions that shape results."""
+    """Hash of everything that shapes the reference results (see the module docstring)."""
     h = hashlib.sha256(CACHE_FORMAT.encode())
     h.update(source.raw)
-    pkg = package_dir("namedaxes")
-    if pkg is not None:
-        for f in sorted(pkg.rglob("*.py")):
-            h.update(str(f.relative_to(pkg)).encode())
-            h.update(f.read_bytes())
-    for dist in ("jax", "jaxlib", "numpy"):
+    for name in ("namedaxes", "autograder"):
+        pkg = package_dir(name) if name != "autograder" else repo_root() / "autograder"
+        if pkg is not None:
+            for f in sorted(pkg.rglob("*.py")):
+                h.update(f"{name}/{f.relative_to(pkg)}".encode())
+                h.update(f.read_bytes())
+    for dist in ("jax", "jaxlib", "numpy", "flatbuffers"):
         try:
             h.update(f"{dist}={importlib.metadata.version(dist)}".encode())
         except importlib.metadata.PackageNotFoundError:
             pass
+    for line in _environment():
+        h.update(line.encode() + b"\0")
     return h.hexdigest()
 
 
-def load_references(folder: Path, source: SourceNotebook) -> dict[str, dict] | None:
+def grading_secret(cache_root: Path) -> bytes:
+    """The grader's secret (created once, 0600): seeds hidden inputs, authenticates cache metadata."""
+    cache_root.mkdir(parents=True, exist_ok=True)
+    path = cache_root / SECRET_NAME
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        pass
+    else:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secrets.token_hex(32))
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd) as fh:
+        text = fh.read(200).strip()
+    try:
+        secret = bytes.fromhex(text)
+    except ValueError:
+        secret = b""
+    if len(secret) < 16:
+        raise ReferenceCacheError(f"the grader's secret {path} is damaged: delete it and the reference folders "
+                                  f"next to it, then grade again")
+    return secret
+
+
+def _mac(secret: bytes, info: dict) -> str:
+    body = json.dumps({k: v for k, v in info.items() if k != "mac"}, sort_keys=True).encode()
+    return hmac.new(secret, body, hashlib.sha256).hexdigest()
+
+
+def _damaged(folder: Path, why: str) -> ReferenceCacheError:
+    return ReferenceCacheError(f"the cached reference {folder} is damaged ({why}); grading {folder.name.rsplit('-', 1)[0]} "
+                               f"stops here. Delete that folder to run the reference solution again.")
+
+
+def load_references(folder: Path, source: SourceNotebook) -> References | None:
+    """The verified references, or None when this folder was never completed (run the reference).
+
+    Raises `ReferenceCacheError` for a folder that was completed and is not intact any more.
+    """
     meta = folder / "meta.json"
-    if not meta.is_file():
+    if not folder.is_dir() and not folder.is_symlink():
         return None
+    if folder.is_symlink():
+        raise _damaged(folder, "it is a link")
+    if not meta.is_file():
+        if any(folder.iterdir()):
+            raise _damaged(folder, "meta.json is missing")
+        return None
+    secret = grading_secret(folder.parent)
     try:
         info = json.loads(meta.read_text())
-        refs = {}
-        for gid in source.test_ids():
-            npz = folder / f"{gid}.npz"
-            js = folder / f"{gid}.json"
-            refs[gid] = load_observations(npz.read_bytes() if npz.exists() else None,
-                                          js.read_bytes() if js.exists() else None)
-        if sorted(info.get("tests", [])) != sorted(source.test_ids()):
-            return None
-        return refs
-    except (OSError, ValueError):
-        return None
+    except (OSError, ValueError, UnicodeDecodeError) as err:
+        raise _damaged(folder, f"meta.json cannot be read: {err}") from None
+    if not isinstance(info, dict) or not hmac.compare_digest(str(info.get("mac", "")), _mac(secret, info)):
+        raise _damaged(folder, "meta.json is not authentic")
+    if sorted(info.get("tests", [])) != sorted(source.test_ids()):
+        raise _damaged(folder, "it lists other test cells than the source notebook")
+    files = info.get("files")
+    if not isinstance(files, dict):
+        raise _damaged(folder, "meta.json lists no files")
+    loaded, pairs = {}, {}
+    for gid in source.test_ids():
+        got = []
+        for suffix in (".npz", ".json"):
+            name = gid + suffix
+            want = files.get(name)
+            path = folder / name
+            if want is None:
+                if path.exists():
+                    raise _damaged(folder, f"{name} is not listed")
+                got.append(None)
+                continue
+            try:
+                data = path.read_bytes()
+            except OSError:
+                raise _damaged(folder, f"{name} is missing") from None
+            if hashlib.sha256(data).hexdigest() != want:
+                raise _damaged(folder, f"{name} changed")
+            got.append(data)
+        try:
+            obs = load_observations(*got)
+        except (ValueError, OSError) as err:
+            raise _damaged(folder, f"the observation of {gid} cannot be read: {err}") from None
+        if not obs:
+            raise _damaged(folder, f"the observation of {gid} is empty")
+        loaded[gid], pairs[gid] = obs, (got[0], got[1])
+    return References(loaded, pairs, secret)
 
 
 def save_references(folder: Path, source: SourceNotebook, observations: dict) -> None:
+    """Write the reference run's observations with their hashes (atomically); empty ones are an error."""
+    missing = [gid for gid in source.test_ids() if not any(observations.get(gid) or ())]
+    if missing:
+        raise ReferenceCacheError(f"the reference solution of {source.assignment} recorded nothing for "
+                                  f"{', '.join(missing)}: not caching it")
+    secret = grading_secret(folder.parent)
     tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
+    files = {}
     for gid, (npz, js) in observations.items():
-        if npz is not None:
-            (tmp / f"{gid}.npz").write_bytes(npz)
-        if js is not None:
-            (tmp / f"{gid}.json").write_bytes(js)
-    (tmp / "meta.json").write_text(json.dumps({"assignment": source.assignment, "source": source.path.name,
-                                               "tests": source.test_ids()}, indent=1))
-    shutil.rmtree(folder, ignore_errors=True)
+        if gid not in source.test_ids():
+            continue
+        for suffix, data in ((".npz", npz), (".json", js)):
+            if data is not None:
+                (tmp / f"{gid}{suffix}").write_bytes(data)
+                files[f"{gid}{suffix}"] = hashlib.sha256(data).hexdigest()
+    info = {"assignment": source.assignment, "source": source.path.name, "tests": source.test_ids(),
+            "files": files, "format": CACHE_FORMAT}
+    info["mac"] = _mac(secret, info)
+    (tmp / "meta.json").write_text(json.dumps(info, indent=1, sort_keys=True))
+    if folder.is_symlink():
+        folder.unlink()
+    else:
+        shutil.rmtree(folder, ignore_errors=True)
     os.replace(tmp, folder)

@@ -1,18 +1,60 @@
 """Turn what a run produced into cell results and a row (trusted: observations only).
 
-A test cell scores its points only when the observations its hidden part
-recorded match the reference solution's (`compare`). What the kernel printed,
-raised or displayed never adds a point; it only explains a zero.
+A test cell scores its points only when what its hidden part recorded passes
+against the reference solution's. What the kernel printed, raised or displayed
+never adds a point; it only explains a zero.
+
+Where the reference recorded exported programs (`autograder.programs`), the
+student's recording is judged by this worker's clean scorer process
+(`autograder.scorer`: one per worker process, started on first use, reused for
+the whole batch, replaced after a timeout or crash). A reference the scorer
+cannot use raises `ScorerReferenceError`: the submission is not scored rather
+than scored against nothing. Other observations are compared directly
+(`compare`).
 """
 from __future__ import annotations
 
-from .compare import compare, load_observations
+import atexit
+
+from .compare import Verdict, compare, load_observations
 from .executor import RunResult
 from .feedback import scrub_text
 from .notebooks import SourceNotebook, nbgrader_meta
 from .records import CellResult, Row, Task
+from .scorer import ScorerReferenceError
 
-__all__ = ["one_line", "error_text", "score_run", "submission_status", "make_row", "zero_cells"]
+__all__ = ["one_line", "error_text", "score_run", "submission_status", "make_row", "zero_cells", "scorer_for",
+           "close_scorers", "SCORER_TIMEOUT"]
+
+SCORER_TIMEOUT = 60.0
+_scorers: dict = {}
+
+
+def scorer_for(secret: bytes):
+    """This process's scorer for `secret` (started on first use)."""
+    from .scorer import Scorer
+    if secret not in _scorers:
+        _scorers[secret] = Scorer(secret, timeout=SCORER_TIMEOUT)
+    return _scorers[secret]
+
+
+def close_scorers() -> None:
+    for scorer in list(_scorers.values()):
+        scorer.close()
+    _scorers.clear()
+
+
+atexit.register(close_scorers)
+
+
+def _verdict(gid: str, refs, got) -> Verdict:
+    from .programs import is_program_observation
+    if is_program_observation(refs[gid]):
+        pairs, secret = getattr(refs, "pairs", None), getattr(refs, "secret", b"")
+        if not pairs or not secret:
+            raise RuntimeError("program references need their recorded bytes and the grading secret")
+        return scorer_for(secret).judge(gid, pairs[gid], got)
+    return compare(refs[gid], load_observations(*got))
 
 
 def one_line(text: str, n: int = 400) -> str:
@@ -49,9 +91,11 @@ def score_run(source: SourceNotebook, nb, run: RunResult, refs: dict[str, dict],
         got = run.observations.get(gid)
         if got is not None:
             try:
-                verdict = compare(refs[gid], load_observations(*got))
+                verdict = _verdict(gid, refs, got)
                 passed = verdict.passed
                 reason = "" if passed else (error if outcome and outcome.status == "error" else verdict.reason())
+            except ScorerReferenceError:
+                raise
             except Exception:  # noqa: BLE001 - anything odd in what was recorded: no points
                 reason = "the recorded results could not be read"
         elif outcome is None:

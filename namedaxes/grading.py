@@ -100,15 +100,19 @@ class Case:
     mesh programs, shardings). `draw` tells the grader which values to feed, e.g.
     `{"kind": "normal"}`, `{"kind": "uniform", "low": 0.25, "high": 4.0}`,
     `{"kind": "quarters", "low": -12, "high": 13}` (multiples of 1/4, exact in
-    float16), `{"kind": "integers", "low": 0, "high": 10}`; only the reference's
-    draw counts (the grader reads it from the reference observation).
+    float16), `{"kind": "integers", "low": 0, "high": 10}`; `"share": "<name>"` gives
+    cases with the same name the same inputs. Only the reference's draw counts
+    (the grader reads it from the reference observation).
     `rtol`/`atol` loosen the comparison for long float computations;
     `values=False` grades only the program's communication (a structure cell).
+    `only_axes=True` also rejects communication over axes the reference does not use.
+    `context` (a callable returning a context manager) is entered while exporting,
+    e.g. to trace an answer as another process of a cluster.
     """
 
     def __init__(self, fn, *args, draw: dict | None = None, rtol: float | None = None,
-                 atol: float | None = None, values: bool = True):
-        self.fn, self.args = fn, args
+                 atol: float | None = None, values: bool = True, only_axes: bool = False, context=None):
+        self.fn, self.args, self.context, self.only_axes = fn, args, context, only_axes
         self.draw = _dict(draw or {"kind": "normal"})
         self.rtol, self.atol, self.values = rtol, atol, values
 
@@ -142,8 +146,15 @@ def programs(cases: dict, **values) -> dict:
     """
     out, meta = {}, {}
     for name, case in _dict(cases).items():
-        out[PROGRAM_PREFIX + _str(name)] = _np.frombuffer(_export(case.fn, case.args), dtype=_np.uint8)
+        if case.context is not None:
+            with case.context():
+                blob = _export(case.fn, case.args)
+        else:
+            blob = _export(case.fn, case.args)
+        out[PROGRAM_PREFIX + _str(name)] = _np.frombuffer(blob, dtype=_np.uint8)
         entry = {"draw": case.draw, "values": bool(case.values)}
+        if case.only_axes:
+            entry["only_axes"] = True
         if case.rtol is not None:
             entry["rtol"] = float(case.rtol)
         if case.atol is not None:

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from jax import lax
 
-from autograder.compare import observations_match
+from autograder.compare import derived, observations_match
 from namedaxes import BATCH, DEVICES
 from namedaxes.checking import assert_check_fails, assert_check_passes
 from namedaxes.exercises import axis_names as q
@@ -53,8 +53,10 @@ def test_device_rank_rejects_wrong_answers(answer, message):
 
 def test_device_rank_observe_is_stable_and_discriminating():
     reference = q.device_rank.observe(device_rank_ref)
-    assert reference["axes"] == [DEVICES]
-    np.testing.assert_array_equal(reference["vmap_5"], np.arange(5))
+    got = derived(reference)
+    assert got["axes"] == []          # axis_index is not communication
+    np.testing.assert_array_equal(got["vmap_5"], np.arange(5))
+    np.testing.assert_array_equal(got["pmap_8"], np.arange(8))
     for answer in DEVICE_RANK_RIGHT[1:]:
         assert _same_observations(reference, q.device_rank.observe(answer))
     assert not _same_observations(reference, q.device_rank.observe(lambda x: jnp.int32(0)))
@@ -95,8 +97,9 @@ def test_count_devices_rejects_wrong_answers(answer, message):
 
 def test_count_devices_observe_is_stable_and_discriminating():
     reference = q.count_devices.observe(count_devices_ref)
-    assert reference["axes"] == []  # psum(1, ...) is folded to a constant at trace time: no collective
-    np.testing.assert_array_equal(reference["pmap_5"], np.full(5, 5))
+    got = derived(reference)
+    assert got["axes"] == []  # psum(1, ...) is folded to a constant: no communication in the compiled program
+    np.testing.assert_array_equal(got["pmap_5"], np.full(5, 5))
     for answer in COUNT_DEVICES_RIGHT[1:]:
         assert _same_observations(reference, q.count_devices.observe(answer))
     assert not _same_observations(reference, q.count_devices.observe(lambda x: jax.device_count()))
@@ -147,10 +150,11 @@ def test_center_check_runs_under_vmap_too():
 
 def test_center_observe_is_stable_and_discriminating():
     reference = q.center.observe(center_ref)
-    assert reference["axes"] == [DEVICES]
-    assert set(reference) == {"pmap_2", "vmap_2", "pmap_4", "vmap_4", "pmap_8", "vmap_8", "axes"}
+    got = derived(reference)
+    assert got["axes"] == [DEVICES]
+    assert set(got) == {"pmap_2", "vmap_2", "pmap_4", "vmap_4", "pmap_8", "vmap_8", "axes", "communication"}
     for k in (2, 4, 8):
-        np.testing.assert_allclose(reference[f"pmap_{k}"], reference[f"vmap_{k}"], rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(got[f"pmap_{k}"], got[f"vmap_{k}"], rtol=1e-5, atol=1e-5)
     for answer in CENTER_RIGHT[1:]:
         assert _same_observations(reference, q.center.observe(answer))
     assert not _same_observations(reference, q.center.observe(lambda x: x - lax.psum(x, DEVICES) / 8))

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from jax import lax
 
-from autograder.compare import observations_match
+from autograder.compare import derived, observations_match
 from namedaxes import DATA_PARALLEL, DEVICES
 from namedaxes.checking import CheckFailed, assert_check_fails, assert_check_passes
 from namedaxes.exercises import gradient_averaging as q
@@ -88,10 +88,9 @@ def test_loss_fn_rejects_wrong_answers(fn, match):
 
 def test_loss_fn_observations():
     reference = q.loss_fn.observe(loss_ref)
-    assert reference["axes"] == []
-    assert {k for k in reference if k.startswith("per_device_loss")} == {
-        "per_device_loss_k2", "per_device_loss_k4", "per_device_loss_k8"}
-    assert reference["per_device_loss_k8"].shape == (8,)
+    got = derived(reference)
+    assert got.pop("axes") == [] and got.pop("communication") == []
+    assert set(got) == {"k2", "k4", "k8"} and got["k8"].shape == (8,)   # every device's own loss
     assert _same_observations(reference, q.loss_fn.observe(loss_ref))      # deterministic
     for fn in LOSS_RIGHT[1:]:
         assert _same_observations(reference, q.loss_fn.observe(fn))
@@ -99,7 +98,7 @@ def test_loss_fn_observations():
         assert not _same_observations(reference, q.loss_fn.observe(fn))
     # a loss that averages over devices: every device reports the mean, not its own loss
     averaged = q.loss_fn.observe(lambda p, b: lax.pmean(loss_ref(p, b), DATA_PARALLEL))
-    assert averaged["axes"] == [DATA_PARALLEL]
+    assert derived(averaged)["axes"] == [DATA_PARALLEL]
     assert not _same_observations(reference, averaged)
 
 
@@ -138,8 +137,8 @@ def test_compute_gradients_rejects_wrong_answers(fn, match):
 
 def test_compute_gradients_observations():
     reference = q.compute_gradients.observe(grads_ref)
-    assert reference["axes"] == []
-    assert reference["grad_w_k4"].shape == (4,)
+    got = derived(reference)
+    assert got["axes"] == [] and got["k4['w']"].shape == (4,)
     for fn in GRADS_RIGHT[1:]:
         assert _same_observations(reference, q.compute_gradients.observe(fn))
     wrong = q.compute_gradients.observe(GRADS_WRONG[3][0])   # gradient of the summed loss
@@ -249,8 +248,9 @@ def test_update_step_structure_stage_both_ways():
 
 def test_update_step_observations():
     reference = q.parallel_update_step.observe(step_ref)
-    assert reference["axes"] == [DATA_PARALLEL]
-    assert reference["new_w_k2"].shape == (2,) and reference["new_b_k8"].shape == (8,)
+    got = derived(reference)
+    assert got["axes"] == [DATA_PARALLEL] and got["communication"] == [f"psum over '{DATA_PARALLEL}'"]
+    assert got["k2['w']"].shape == (2,) and got["k8['b']"].shape == (8,)
     for fn in STEP_RIGHT[1:]:
         assert _same_observations(reference, q.parallel_update_step.observe(fn)), fn.__name__
     for fn in (step_without_pmean, step_pmean_of_loss, _step_with(psum), _step_with(psum_over_8)):
@@ -280,7 +280,20 @@ def train_replicated(params, sharded_batch, steps):
     return jax.tree.map(lambda p: p[0], replicated), jnp.stack(losses)
 
 
-TRAIN_RIGHT = [train_ref, train_python_loop, train_replicated]
+def train_jax_loop(params, sharded_batch, steps):
+    """A Python loop that keeps the losses as JAX arrays: compiles as one program."""
+    full_batch = _merge(sharded_batch)
+    losses = []
+    for _ in range(steps):
+        losses.append(loss_ref(params, full_batch))
+        params = p_step_ref(params, sharded_batch)
+    return params, jnp.stack(losses)
+
+
+TRAIN_RIGHT = [train_ref, train_python_loop, train_replicated, train_jax_loop]
+# The hidden test compiles `train` into one exported program (the grader runs it on its own data):
+# every right answer whose loop stays in JAX. `float(...)` of a loss cannot be compiled.
+TRAIN_EXPORTABLE = [train_ref, train_replicated, train_jax_loop]
 
 
 def train_losses_after(params, sharded_batch, steps):
@@ -334,12 +347,19 @@ def test_train_rejects_wrong_answers(fn, match):
 
 def test_train_observations():
     reference = q.train.observe(train_ref)
-    assert reference["losses_k2"].shape == (6,) and reference["losses_k8"].shape == (5,)
-    assert np.all(np.diff(np.asarray(reference["losses_k4"])) < 0)             # SGD makes progress
-    for fn in TRAIN_RIGHT[1:]:
+    got = derived(reference)
+    assert got["k2_steps6[1]"].shape == (6,) and got["k8_steps5[1]"].shape == (5,)
+    assert np.all(np.diff(np.asarray(got["k4_steps9[1]"])) < 0)             # SGD makes progress
+    for fn in TRAIN_EXPORTABLE[1:]:
         assert _same_observations(reference, q.train.observe(fn)), fn.__name__
     for fn, _ in TRAIN_WRONG[:2]:
         assert not _same_observations(reference, q.train.observe(fn))
+
+
+def test_train_with_float_losses_cannot_be_exported():
+    """Its visible check passes, but its hidden test raises (0 points, with this error as the reason)."""
+    with pytest.raises(jax.errors.ConcretizationTypeError):
+        q.train.observe(train_python_loop)
 
 
 def test_train_reaches_the_line_of_the_notebook():

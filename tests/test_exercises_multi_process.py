@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from jax import lax
 
-from autograder.compare import observations_match
+from autograder.compare import derived, observations_match
 from namedaxes import DATA_PARALLEL, DEVICES, multiprocess
 from namedaxes.checking import CheckFailed, assert_check_fails, assert_check_passes
 from namedaxes.exercises import multi_process as q
@@ -92,9 +92,10 @@ def test_global_sum_rejects_wrong_answers(fn, match):
 
 def test_global_sum_observe_is_stable_and_discriminating():
     ref = q.global_sum.observe(global_sum_ref)
-    assert ref["axes"] == [DEVICES]
-    assert ref["devices_0"].shape == (8,) and ref["devices_1"].shape == (8, 3)
-    np.testing.assert_allclose(ref["devices_0"], np.full(8, ref["devices_0"][0]))
+    got = derived(ref)
+    assert got["axes"] == [DEVICES]
+    assert got["devices_0"].shape == (8,) and got["devices_1"].shape == (8, 3)
+    np.testing.assert_allclose(got["devices_0"], np.full(8, got["devices_0"][0]), rtol=1e-6)
     assert observations_match(ref, q.global_sum.observe(global_sum_pmean_times_n))
     assert observations_match(ref, q.global_sum.observe(_as_notebook_function(global_sum_all_gather)))
     assert not observations_match(ref, q.global_sum.observe(global_sum_pmean))
@@ -197,9 +198,10 @@ def test_other_errors_on_a_dict_batch_are_named():
 
 
 def test_local_rows_observe_is_stable_and_discriminating():
-    ref = q.local_rows.observe(local_rows_ref)
-    assert ref["processes_1"].shape == (2, 4, 3, 2) and ref["kernel_1"].shape == (8, 3, 2)
-    assert ref["processes_2_y"].dtype == np.int32
+    ref = q.local_rows.observe(local_rows_ref)      # traced as process i of clusters of 8 devices
+    got = derived(ref)
+    assert got["process1_of_2_batch1"].shape == (4, 3, 2) and got["process0_of_1_batch1"].shape == (8, 3, 2)
+    assert got["process3_of_4_batch2['y']"].shape == (2, 5) and got["process3_of_4_batch2['y']"].dtype == np.int32
     assert observations_match(ref, q.local_rows.observe(local_rows_by_hand))
     assert not observations_match(ref, q.local_rows.observe(local_rows_first_block))
     assert not observations_match(ref, q.local_rows.observe(local_rows_hard_coded_4))
@@ -301,7 +303,8 @@ def test_parallel_update_step_rejects_wrong_answers(fn, match):
 
 def test_parallel_update_step_observe_is_stable_and_discriminating():
     ref = q.parallel_update_step.observe(step_ref)
-    assert ref["axes"] == [DATA_PARALLEL] and ref["w_0"].shape == (8,)
+    got = derived(ref)
+    assert got["axes"] == [DATA_PARALLEL] and got["step_0['w']"].shape == (8,)
     assert observations_match(ref, q.parallel_update_step.observe(_notebook_step()))
     assert observations_match(ref, q.parallel_update_step.observe(step_psum_over_n))
     assert not observations_match(ref, q.parallel_update_step.observe(step_psum))

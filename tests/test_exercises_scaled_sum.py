@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from jax import lax
 
-from autograder.compare import observations_match
+from autograder.compare import derived, observations_match
 from namedaxes import DEVICES
 from namedaxes.checking import CheckFailed, assert_check_fails, assert_check_passes
 from namedaxes.exercises import scaled_sum as q
@@ -102,18 +102,21 @@ def scaled_sum_reference_obs():
 
 
 def test_scaled_sum_observe_shape(scaled_sum_reference_obs):
+    """The kernel records only exported programs; what the grader computes from them is
+    replicated, random (hidden inputs) and communicates with a psum over DEVICES."""
     obs = scaled_sum_reference_obs["total"]
-    assert obs["axes"] == [DEVICES]
-    dtypes = {np.asarray(v).dtype for k, v in obs.items() if k != "axes"}
-    assert dtypes == {np.dtype("float32"), np.dtype("float16")}
-    shapes = {np.asarray(v).shape for k, v in obs.items() if k != "axes"}
-    assert {(2,), (4,), (8,), (2, 3), (4, 3), (8, 3)} <= shapes
-    for key, value in obs.items():
-        if key != "axes":  # replicated, and random (so a hard-coded answer cannot match)
-            value = np.asarray(value, float)
-            assert np.allclose(value, value[:1]) and not np.allclose(value, np.round(value))
-    assert scaled_sum_reference_obs["structure"] == {
-        "axes": [DEVICES], "psum_over_devices": True, "psum_over_devices_vector": True}
+    assert all(k.startswith("program:") or k == "programs" for k in obs)
+    assert all(np.asarray(v).dtype == np.uint8 for k, v in obs.items() if k.startswith("program:"))
+    got = derived(obs, "scaled_sum_total")
+    assert got.pop("axes") == [DEVICES] and got.pop("communication") == ["psum over 'devices'"]
+    assert {np.asarray(v).dtype for v in got.values()} == {np.dtype("float32"), np.dtype("float16")}
+    assert {(2,), (4,), (8,), (2, 3), (4, 3), (8, 3)} <= {np.asarray(v).shape for v in got.values()}
+    for value in got.values():       # replicated, and random (so a hard-coded answer cannot match)
+        value = np.asarray(value, float)
+        assert np.allclose(value, value[:1]) and not np.allclose(value, np.round(value))
+    structure = derived(scaled_sum_reference_obs["structure"], "scaled_sum_uses_psum")
+    assert structure["communication"] == ["psum over 'devices'"]
+    assert set(structure) == {"k8_scalar", "k8_vector", "axes", "communication"}
 
 
 def test_scaled_sum_observe_is_deterministic(scaled_sum_reference_obs):
@@ -209,7 +212,7 @@ def test_scaled_mean_observe_rejects_wrong(answer, scaled_mean_reference_obs):
 
 
 def test_scaled_mean_observe_has_axes_and_rejects_a_local_mean(scaled_mean_reference_obs):
-    assert scaled_mean_reference_obs["axes"] == [DEVICES]
+    assert derived(scaled_mean_reference_obs)["axes"] == [DEVICES]
     assert not _matches(q.scaled_mean.observe(lambda x: jnp.zeros_like(x) + 2.0 * x.mean()),
                         scaled_mean_reference_obs)
 
@@ -268,10 +271,10 @@ def test_global_max_share_observe_rejects_wrong(answer, global_max_share_referen
 
 
 def test_global_max_share_observe_has_axes_and_is_not_replicated(global_max_share_reference_obs):
-    obs = global_max_share_reference_obs
-    assert obs["axes"] == [DEVICES]
+    obs = derived(global_max_share_reference_obs)
+    assert obs["axes"] == [DEVICES] and obs["communication"] == ["pmax over 'devices'"]
     for key, value in obs.items():
-        if key != "axes":
+        if key not in ("axes", "communication"):
             value = np.asarray(value)
             assert value.dtype == np.float32 and np.all(value > 0) and np.all(value <= 1)
             assert np.isclose(value.max(axis=0), 1.0).all() and not np.allclose(value, value[:1])

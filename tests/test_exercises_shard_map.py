@@ -13,7 +13,8 @@ from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from autograder.compare import observations_match
+from autograder.compare import derived, judge_observations, observations_match
+from namedaxes.grading import Case, programs, spec
 from namedaxes import DATA_PARALLEL, DATA_SHARDS, DEVICES, MODEL_REPLICAS
 from namedaxes.checking import assert_check_fails, assert_check_passes
 from namedaxes.exercises import shard_map as q
@@ -81,8 +82,9 @@ def test_sharded_scaled_sum_accepts_equivalent_answers(answer):
 
 def test_sharded_scaled_sum_observations_of_equivalent_answers_match():
     reference = q.sharded_scaled_sum.observe(ref_sharded_scaled_sum)
-    assert reference["axes"] == [DEVICES]
-    assert set(reference) == {"out_k8_n16", "out_k4_n8", "out_k2_n6", "axes"}
+    got = derived(reference)
+    assert got["axes"] == [DEVICES]
+    assert set(got) == {"out_k8_n16", "out_k4_n8", "out_k2_n6", "axes", "communication"}
     for answer in list(SCALED_SUM_EQUIVALENT.values())[1:]:
         assert _matches(q.sharded_scaled_sum.observe(answer), reference)
 
@@ -137,8 +139,8 @@ def test_sharded_scaled_sum_observations_reject_wrong_answers():
     reference = q.sharded_scaled_sum.observe(ref_sharded_scaled_sum)
     for answer in (SCALED_SUM_WRONG["no factor 2"][0], SCALED_SUM_WRONG["pmean"][0]):
         assert not _matches(q.sharded_scaled_sum.observe(answer), reference)
-    no_collective = q.sharded_scaled_sum.observe(_global_sum)
-    assert no_collective["axes"] == [] and not _matches(no_collective, reference)
+    no_collective = q.sharded_scaled_sum.observe(_global_sum)     # the compiler's all-reduce, no shard_map
+    assert "global-view program" in judge_observations(reference, no_collective).reason()
 
 
 # ---------------------------------------------------------------- 2. replica_totals
@@ -172,8 +174,9 @@ def test_replica_totals_accepts_equivalent_answers(answer):
 
 def test_replica_totals_observations_of_equivalent_answers_match():
     reference = q.replica_totals.observe(ref_replica_totals)
-    assert reference["axes"] == [MODEL_REPLICAS] and reference["communicates_over_data_shards"] is False
-    assert reference["out_2x4_4x8"].shape == (4, 2) and reference["out_4x2_4x2"].shape == (4, 1)
+    got = derived(reference)
+    assert got["axes"] == [MODEL_REPLICAS]          # no communication over DATA_SHARDS
+    assert got["out_2x4_4x8"].shape == (4, 2) and got["out_4x2_4x2"].shape == (4, 1)
     for answer in REPLICA_EQUIVALENT.values():
         assert _matches(q.replica_totals.observe(answer), reference)
 
@@ -273,8 +276,8 @@ def test_dp_train_step_accepts_equivalent_answers(answer):
 
 def test_dp_train_step_observations_of_equivalent_answers_match():
     reference = q.dp_train_step.observe(ref_dp_train_step)
-    assert reference["axes"] == [DATA_PARALLEL]
-    assert {"k8_n64_w", "k4_n12_b", "k2_n10_w"} <= set(reference)
+    assert derived(reference)["axes"] == [DATA_PARALLEL]
+    assert {"k8_n64['w']", "k4_n12['b']", "k2_n10['w']"} <= set(derived(reference))
     for answer in DP_EQUIVALENT.values():
         assert _matches(q.dp_train_step.observe(answer), reference)
 
@@ -361,7 +364,7 @@ def test_jit_train_step_accepts_equivalent_answers(answer):
 
 def test_jit_train_step_observations_of_equivalent_answers_match():
     reference = q.jit_train_step.observe(ref_jit_train_step)
-    assert reference["compiled_all_reduce"] is True and reference["explicit_collective_axes"] == []
+    assert derived(reference)["communication"] == [f"psum over '{DATA_PARALLEL}'"]   # inserted by the compiler
     for answer in JIT_EQUIVALENT.values():
         assert _matches(q.jit_train_step.observe(answer), reference)
 
@@ -383,9 +386,9 @@ def test_jit_train_step_rejects(answer, match):
 def test_jit_train_step_observations_reject_wrong_answers():
     reference = q.jit_train_step.observe(ref_jit_train_step)
     unplaced = q.jit_train_step.observe(JIT_WRONG["nothing placed"][0])
-    assert unplaced["compiled_all_reduce"] is False and not _matches(unplaced, reference)
-    explicit = q.jit_train_step.observe(ref_dp_train_step)
-    assert explicit["explicit_collective_axes"] == [DATA_PARALLEL] and not _matches(explicit, reference)
+    assert derived(unplaced)["communication"] == [] and not _matches(unplaced, reference)
+    explicit = q.jit_train_step.observe(ref_dp_train_step)          # a shard_map region: not a jit-only step
+    assert derived(explicit)["axes"] == [DATA_PARALLEL] and not _matches(explicit, reference)
 
 
 # ---------------------------------------------------------------- 5. weighted_total_shard_map
@@ -418,11 +421,11 @@ def test_weighted_total_accepts_equivalent_answers(answer):
 
 def test_weighted_total_observations_of_equivalent_answers_match():
     reference = q.weighted_total_shard_map.observe(ref_weighted_total_shard_map)
-    assert reference["axes"] == [DEVICES]
+    got = derived(reference)
+    assert got["axes"] == [DEVICES]
     pmapped = jax.pmap(weighted_total, axis_name=DEVICES, in_axes=(None, 0), out_axes=None)
-    r = q.rng("weighted_total_migration")
-    w, x = jnp.asarray(r.normal(size=(3,)), jnp.float32), jnp.asarray(r.normal(size=(8, 3)), jnp.float32)
-    np.testing.assert_allclose(reference["out_k8_d3"], pmapped(w, x), rtol=1e-6)
+    pmap_version = programs({"out_k8_d3": Case(pmapped, spec((3,), jnp.float32), spec((8, 3), jnp.float32))})
+    np.testing.assert_allclose(got["out_k8_d3"], derived(pmap_version)["out_k8_d3"], rtol=1e-6)  # same inputs
     for answer in WEIGHTED_EQUIVALENT.values():
         assert _matches(q.weighted_total_shard_map.observe(answer), reference)
 

@@ -13,9 +13,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from namedaxes import DEVICES
-from namedaxes.checking import (CheckFailed, Exercise, collective_axes, expect_array, expect_collective,
-                                explained, progress_of, same_values, show_values)
-from namedaxes.grading import rng
+from namedaxes.checking import (CheckFailed, Exercise, expect_array, expect_collective, explained,
+                                progress_of, same_values, show_values)
+from namedaxes.grading import Case, pmapped, programs, rng, spec
 
 __all__ = ["device_rank", "count_devices", "center", "progress"]
 progress = progress_of(__name__)   # q.progress(): which exercises of the notebook pass
@@ -83,14 +83,18 @@ def _check_device_rank(fn) -> None:
                       hint="Ask the named axis: `lax.axis_index(DEVICES)`.")
 
 
+def _cases(fn, how_sizes, per_shape, draw=None) -> dict:
+    """Exported programs: `fn` under pmap over k devices / vmap over k examples (the grader draws x)."""
+    cases = {}
+    for how, k, shape in how_sizes:
+        mapped = pmapped(fn, k, DEVICES) if how == "pmap" else jax.vmap(fn, axis_name=DEVICES)
+        cases[f"{how}_{k}"] = Case(mapped, spec((k, *(per_shape if shape is None else shape)), jnp.float32),
+                                   draw={**(draw or {"kind": "normal"}), "share": f"x{k}"})  # pmap_k, vmap_k: same x
+    return cases
+
+
 def _observe_device_rank(fn) -> dict:
-    r = rng("device_rank_values")
-    out = {}
-    for k in (2, 4, 8):
-        out[f"pmap_{k}"] = _mapped(fn, "pmap")(jnp.asarray(r.normal(size=(k, 2)), jnp.float32))
-    out["vmap_5"] = _mapped(fn, "vmap")(jnp.asarray(r.normal(size=(5, 2)), jnp.float32))
-    out["axes"] = collective_axes(fn, jnp.ones((2,), jnp.float32), axis_env=_AXIS_ENV)
-    return out
+    return programs(_cases(fn, [("pmap", 2, None), ("pmap", 4, None), ("pmap", 8, None), ("vmap", 5, None)], (2,)))
 
 
 device_rank = Exercise(
@@ -125,13 +129,7 @@ def _check_count_devices(fn) -> None:
 
 
 def _observe_count_devices(fn) -> dict:
-    r = rng("count_devices_values")
-    out = {}
-    for k in (2, 5, 8):
-        out[f"pmap_{k}"] = _mapped(fn, "pmap")(jnp.asarray(r.normal(size=(k, 5)), jnp.float32))
-    out["vmap_6"] = _mapped(fn, "vmap")(jnp.asarray(r.normal(size=(6, 5)), jnp.float32))
-    out["axes"] = collective_axes(fn, jnp.ones((5,), jnp.float32), axis_env=_AXIS_ENV)
-    return out
+    return programs(_cases(fn, [("pmap", 2, None), ("pmap", 5, None), ("pmap", 8, None), ("vmap", 6, None)], (5,)))
 
 
 count_devices = Exercise(
@@ -182,14 +180,8 @@ def _check_center(fn) -> None:
 
 
 def _observe_center(fn) -> dict:
-    r = rng("center_pmap_and_vmap")
-    out = {}
-    for k, shape in ((2, (4,)), (4, ()), (8, (2, 3))):
-        x = _normal(r, (k, *shape))
-        out[f"pmap_{k}"] = _mapped(fn, "pmap")(x)
-        out[f"vmap_{k}"] = _mapped(fn, "vmap")(x)
-    out["axes"] = collective_axes(fn, jnp.ones((3,), jnp.float32), axis_env=_AXIS_ENV)
-    return out
+    sizes = [(how, k, shape) for k, shape in ((2, (4,)), (4, ()), (8, (2, 3))) for how in ("pmap", "vmap")]
+    return programs(_cases(fn, sizes, (), draw={"kind": "normal", "mean": 1.0, "scale": 2.0}))
 
 
 center = Exercise(

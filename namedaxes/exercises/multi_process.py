@@ -36,7 +36,7 @@ from jax import lax
 from namedaxes import DATA_PARALLEL, DEVICES, multiprocess
 from namedaxes.checking import (CheckFailed, Exercise, collective_axes, expect_collective, explained, fail,
                                 not_written_yet, progress_of, same_values, show_values)
-from namedaxes.grading import rng
+from namedaxes.grading import Case, pmapped, programs, spec
 
 __all__ = ["global_sum", "local_rows", "parallel_update_step", "GRADE_IDS", "LEARNING_RATE",
            "NUM_PROCESSES", "LOCAL_DEVICES", "progress"]
@@ -142,14 +142,12 @@ def _check_global_sum(fn: Callable) -> None:
 
 
 def _observe_global_sum(fn: Callable) -> dict:
-    r = rng(GRADE_IDS["global_sum"])
-    inputs = [r.normal(size=(N_GLOBAL,)).astype(np.float32),
-              r.normal(size=(N_GLOBAL, 3)).astype(np.float32),
-              r.uniform(-10, 10, size=(N_GLOBAL, 2, 2)).astype(np.float32)]
-    outs = _run_global_sum(fn, inputs)
-    obs = {f"devices_{i}": out for i, out in enumerate(outs)}
-    obs["axes"] = collective_axes(fn, jnp.float32(1.0), axis_env=[(DEVICES, N_GLOBAL)])
-    return obs
+    """Graded: the per-device function itself, `pmap(fn, axis_name=DEVICES)` over all 8 devices, exported
+    and run by the grader on its own 8 devices (the same program the two processes run together; the
+    two-process run is the visible check). The grader reads the psum's axis from the compiled program."""
+    shapes = ((N_GLOBAL,), (N_GLOBAL, 3), (N_GLOBAL, 2, 2))
+    return programs({f"devices_{i}": Case(pmapped(fn, N_GLOBAL, DEVICES), spec(shape, jnp.float32))
+                     for i, shape in enumerate(shapes)})
 
 
 global_sum = Exercise(
@@ -265,22 +263,43 @@ def _check_local_rows(fn: Callable) -> None:
                      f"In this kernel (process 0 of 1, {n_here} local devices: it owns every row),")
 
 
+class _AsProcess:
+    """While exporting, `jax.process_index()` / `jax.local_device_count()` / `jax.process_count()` /
+    `jax.local_devices()` answer as process `index` of a cluster with `local` devices per process."""
+
+    _NAMES = ("process_index", "local_device_count", "process_count", "local_devices")
+
+    def __init__(self, index: int, local: int):
+        self.index, self.local = index, local
+
+    def __enter__(self):
+        self.saved = {n: getattr(jax, n) for n in self._NAMES}
+        devices = jax.devices()
+        jax.process_index = lambda *a, **k: self.index
+        jax.local_device_count = lambda *a, **k: self.local
+        jax.process_count = lambda *a, **k: N_GLOBAL // self.local
+        jax.local_devices = lambda *a, **k: devices[self.index * self.local:(self.index + 1) * self.local]
+        return self
+
+    def __exit__(self, *exc):
+        for n, f in self.saved.items():
+            setattr(jax, n, f)
+
+
+# (process index, local devices) of the clusters a graded `local_rows` is traced for
+_LOCAL_ROWS_CLUSTERS = ((0, 4), (1, 4), (0, 8), (3, 2), (1, 2))
+
+
 def _observe_local_rows(fn: Callable) -> dict:
-    r = rng(GRADE_IDS["local_rows"])
-    batches = [r.normal(size=(N_GLOBAL,)).astype(np.float32),
-               r.normal(size=(N_GLOBAL, 3, 2)).astype(np.float32),
-               {"x": r.normal(size=(N_GLOBAL, 5)).astype(np.float32),
-                "y": r.randint(0, 9, size=(N_GLOBAL, 5)).astype(np.int32)}]
-    here, there = _run_local_rows(fn, batches)
-    obs = {}
-    for j, batch in enumerate(batches):
-        keys = sorted(batch) if isinstance(batch, dict) else [None]
-        for key in keys:
-            pick = (lambda v, key=key: v[key]) if key else (lambda v: v)
-            suffix = f"{j}_{key}" if key else f"{j}"
-            obs[f"processes_{suffix}"] = np.stack([np.asarray(pick(there[i][j])) for i in range(NUM_PROCESSES)])
-            obs[f"kernel_{suffix}"] = np.asarray(pick(here[j]))
-    return obs
+    """Graded: `fn` traced as process i of clusters of 8 devices (`jax.process_index()` and
+    `jax.local_device_count()` answer for that process) and exported per cluster; the grader
+    draws the batches (an array, a 3-D array, a dict with an int32 leaf) and compares the rows."""
+    shapes = [spec((N_GLOBAL,), jnp.float32), spec((N_GLOBAL, 3, 2), jnp.float32),
+              {"x": spec((N_GLOBAL, 5), jnp.float32), "y": spec((N_GLOBAL, 5), jnp.int32)}]
+    return programs({f"process{index}_of_{N_GLOBAL // local}_batch{j}":
+                     Case(lambda *a: fn(*a), batch, draw={"kind": "normal", "low": 0, "high": 9},  # fresh: no trace cache
+                          context=lambda index=index, local=local: _AsProcess(index, local))
+                     for index, local in _LOCAL_ROWS_CLUSTERS for j, batch in enumerate(shapes)})
 
 
 local_rows = Exercise(
@@ -383,19 +402,16 @@ def _check_parallel_update_step(fn: Callable) -> None:
 
 
 def _observe_parallel_update_step(fn: Callable) -> dict:
-    r = rng(GRADE_IDS["parallel_update_step"])
-    cases = []
-    for per, trailing in ((3, ()), (5, (1,))):
+    """Graded: the step under `pmap(..., axis_name=DATA_PARALLEL, in_axes=(None, 0))` over all 8 devices,
+    exported and run by the grader (every device's new params compared; the pmean's axis read from the
+    compiled program). The two-process run is the visible check."""
+    cases = {}
+    for j, (per, trailing) in enumerate(((3, ()), (5, (1,)))):
         shape = (N_GLOBAL, per) + trailing
-        x = r.normal(size=shape).astype(np.float32)
-        y = (r.normal() * x + r.normal() + 0.3 * r.normal(size=shape)).astype(np.float32)
-        cases.append((_params(r.normal(), r.normal()), {"x": x, "y": y}))
-    outs = _run_update_step(fn, cases)
-    obs = {f"{k}_{j}": out[k] for j, out in enumerate(outs) for k in PARAM_NAMES}
-    params, sharded = cases[0]
-    obs["axes"] = collective_axes(fn, params, {k: v[0] for k, v in sharded.items()},
-                                  axis_env=[(DATA_PARALLEL, N_GLOBAL)])
-    return obs
+        params = {k: spec((), jnp.float32) for k in PARAM_NAMES}
+        batch = {"x": spec(shape, jnp.float32), "y": spec(shape, jnp.float32)}
+        cases[f"step_{j}"] = Case(pmapped(fn, N_GLOBAL, DATA_PARALLEL, in_axes=(None, 0)), params, batch)
+    return programs(cases)
 
 
 parallel_update_step = Exercise(

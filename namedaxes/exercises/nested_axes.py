@@ -18,9 +18,9 @@ import numpy as np
 from jax.sharding import AxisType
 
 from namedaxes import DATA_SHARDS, GRID_AXES, GRID_SHAPE, MODEL_REPLICAS
-from namedaxes.checking import (CheckFailed, Exercise, collective_axes, collectives, expect_close,
-                                expect_collective, explained, progress_of, same_values)
-from namedaxes.grading import rng
+from namedaxes.checking import (CheckFailed, Exercise, collectives, expect_close, expect_collective,
+                                explained, progress_of, same_values)
+from namedaxes.grading import Case, programs, rng, spec
 
 __all__ = ["grid_sums", "device_coordinates", "row_normalize", "grid_map", "grid_mesh", "progress"]
 progress = progress_of(__name__)   # q.progress(): which exercises of the notebook pass
@@ -107,6 +107,9 @@ def _uniform(r, shape) -> jax.Array:
     return jnp.asarray(r.uniform(0.5, 2.0, size=shape), jnp.float32)
 
 
+_UNIFORM = {"kind": "uniform", "low": 0.5, "high": 2.0}     # the same values, drawn by the grader
+
+
 # ---------------------------------------------------------------- 1. grid_sums
 _SPANS = {
     DATA_SHARDS: "the devices in its column: same model replica, different data shards",
@@ -164,23 +167,35 @@ def _check_grid_sums(fn) -> None:
                           hint=f"Use `lax.psum` over `{constant}`.")
 
 
+def _on_devices(fn, grid):
+    """The per-device `fn` on a real grid of devices: `shard_map` over `grid_mesh(grid)`, one cell per device.
+
+    What the grader runs (the visible checks use `grid_map`): here both axes are devices, so the
+    communication over each of them is visible in the compiled program.
+    """
+    from jax.sharding import PartitionSpec as P
+    spec = P(DATA_SHARDS, MODEL_REPLICAS)
+
+    def per_block(block):
+        return jax.tree.map(lambda part: jnp.asarray(part)[None, None], fn(block[0, 0]))
+
+    return jax.shard_map(per_block, mesh=grid_mesh(grid), in_specs=spec, out_specs=spec, check_vma=False)
+
+
 def _observe_on_grids(fn, grade_id: str, cases, draw) -> dict:
-    """Each part of `grid_map(fn)(x)` for x = draw(rng, (*grid, *per_device)) per case, plus the axes."""
-    r = rng(grade_id)
+    """Exported programs: `fn` once per device of each grid, x of shape (*grid, *per_device) drawn by the grader."""
+    del grade_id
     out = {}
     for grid, per_device in cases:
-        x = draw(r, (*grid, *per_device))
         tag = f"{grid[0]}x{grid[1]}_{'x'.join(map(str, per_device)) or 'scalar'}"
-        for k, value in enumerate(grid_map(fn)(x)):
-            out[f"{tag}_{k}"] = value
-    out["axes"] = collective_axes(fn, jnp.float32(1.0), axis_env=_AXIS_ENV)
-    return out
+        out[tag] = Case(_on_devices(fn, grid), spec((*grid, *per_device), jnp.float32), draw=draw)
+    return programs(out)
 
 
 def _observe_grid_sums(fn) -> dict:
     return _observe_on_grids(fn, "grid_sums_each_axis",
                              ((GRID_SHAPE, (3,)), (GRID_SHAPE, ()), ((2, 2), (2, 3)), ((1, 4), (5,))),
-                             _uniform)
+                             _UNIFORM)
 
 
 grid_sums = Exercise(
@@ -245,7 +260,7 @@ def _check_device_coordinates(fn) -> None:
 def _observe_device_coordinates(fn) -> dict:
     return _observe_on_grids(fn, "device_coordinates_grid",
                              ((GRID_SHAPE, ()), ((2, 2), (3,)), ((1, 4), ()), ((2, 1), (2,))),
-                             lambda r, shape: jnp.asarray(r.normal(size=shape), jnp.float32))
+                             {"kind": "normal"})
 
 
 device_coordinates = Exercise(
@@ -317,15 +332,13 @@ def _check_row_normalize(fn) -> None:
 
 
 def _observe_row_normalize(fn) -> dict:
-    r = rng("row_normalize_shard_map")
-    out = {}
+    """Exported programs of `fn(x, mesh)` for three meshes (the grader draws x, reads the psum's axes)."""
+    cases = {}
     for grid, k in ((GRID_SHAPE, 3), ((2, 2), 2), ((1, 4), 1)):
-        x = _uniform(r, (grid[0], grid[1] * k))
-        out[f"{grid[0]}x{grid[1]}_k{k}"] = fn(x, grid_mesh(grid))
-    mesh = grid_mesh(GRID_SHAPE)
-    x = _uniform(r, (GRID_SHAPE[0], GRID_SHAPE[1] * 2))
-    out["axes"] = sorted({a for _, axes in _communication(lambda a: fn(a, mesh), x) for a in axes})
-    return out
+        mesh = grid_mesh(grid)
+        cases[f"{grid[0]}x{grid[1]}_k{k}"] = Case(lambda x, mesh=mesh: fn(x, mesh),
+                                                  spec((grid[0], grid[1] * k), jnp.float32), draw=_UNIFORM)
+    return programs(cases)
 
 
 row_normalize = Exercise(

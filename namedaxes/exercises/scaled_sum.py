@@ -14,9 +14,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from namedaxes import DEVICES
-from namedaxes.checking import (Exercise, collective_axes, collectives, expect_close, expect_collective,
-                                expect_replicated, explained, fail, progress_of, same_values)
-from namedaxes.grading import rng
+from namedaxes.checking import (Exercise, expect_close, expect_collective, expect_replicated,
+                                explained, fail, progress_of, same_values)
+from namedaxes.grading import Case, pmapped, programs, rng, spec
 
 __all__ = ["scaled_sum", "scaled_sum_uses_psum", "scaled_mean", "global_max_share", "progress"]
 progress = progress_of(__name__)   # q.progress(): which exercises of the notebook pass
@@ -71,30 +71,26 @@ def _visible_inputs():
     return cases
 
 
-def _random_inputs(grade_id: str, *, positive: bool = False, float16: bool = True):
-    """Seeded inputs: 2, 4, 8 devices x per-device shapes () and (3,), float32; one float16 case.
-
-    The float16 values are multiples of 1/4, so every sum or mean of them is
-    exact in float16: the case tests that the dtype is kept, not rounding.
-    """
-    r = rng(grade_id)
+def _program_cases(fn: Callable, *, positive: bool = False, float16: bool = True, values: bool = True) -> dict:
+    """The graded programs: `pmap(fn)` over 2, 4, 8 devices x per-device shapes () and (3,), float32,
+    and one float16 case, exported on abstract inputs (the grader draws the values)."""
+    draw = {"kind": "uniform", "low": 0.25, "high": 4.0} if positive else {"kind": "normal"}
     cases = {}
     for k in DEVICE_COUNTS:
         for shape in ((), (3,)):
-            size = (k,) + shape
-            values = r.uniform(0.25, 4.0, size=size) if positive else r.normal(size=size)
-            cases[f"k{k}_shape{'x'.join(map(str, shape)) or 'scalar'}_float32"] = jnp.asarray(values, jnp.float32)
+            name = f"k{k}_shape{'x'.join(map(str, shape)) or 'scalar'}_float32"
+            cases[name] = Case(pmapped(fn, k, DEVICES), spec((k,) + shape, jnp.float32), draw=draw, values=values)
     if float16:
-        quarters = r.randint(1 if positive else -12, 13, size=(4, 3)) / 4
-        cases["k4_shape3_float16"] = jnp.asarray(quarters, jnp.float16)
+        quarters = {"kind": "quarters", "low": 1 if positive else -12, "high": 13}
+        cases["k4_shape3_float16"] = Case(pmapped(fn, 4, DEVICES), spec((4, 3), jnp.float16), draw=quarters,
+                                          values=values)
     return cases
 
 
 def _observe_outputs(fn: Callable, grade_id: str, **kwargs) -> dict:
-    pmapped = jax.pmap(fn, axis_name=DEVICES)
-    out = {f"out_{key}": np.asarray(pmapped(x)) for key, x in _random_inputs(grade_id, **kwargs).items()}
-    out["axes"] = collective_axes(fn, jnp.float32(1.0), axis_env=AXIS_ENV)
-    return out
+    """Exported programs of `fn` (values and communication are judged by the grader, not here)."""
+    del grade_id
+    return programs(_program_cases(fn, **kwargs))
 
 
 # ---------------------------------------------------------------- exercise 1: scaled_sum
@@ -137,14 +133,9 @@ def _observe_scaled_sum(fn: Callable) -> dict:
 
 
 def _observe_scaled_sum_uses_psum(fn: Callable) -> dict:
-    found = collectives(fn, jnp.float32(1.0), axis_env=AXIS_ENV)
-    return {
-        "axes": collective_axes(fn, jnp.float32(1.0), axis_env=AXIS_ENV),
-        "psum_over_devices": any(p == "psum" and DEVICES in axes for p, axes in found),
-        "psum_over_devices_vector": any(
-            p == "psum" and DEVICES in axes
-            for p, axes in collectives(fn, jnp.zeros(3, jnp.float32), axis_env=AXIS_ENV)),
-    }
+    """Structure only: the compiled programs (scalar and vector, 8 devices) must psum over DEVICES."""
+    return programs({f"k8_{label}": Case(pmapped(fn, 8, DEVICES), spec((8,) + shape, jnp.float32), values=False)
+                     for label, shape in (("scalar", ()), ("vector", (3,)))})
 
 
 scaled_sum = Exercise(
