@@ -39,3 +39,83 @@ def test_loss_curve_and_gradients():
     assert [ax.get_title() for ax in fig.axes] == ["d loss / d w", "d loss / d b"]
     with pytest.raises(ValueError, match="parameters"):
         plots.plot_gradients(np.ones((8, 2)), np.ones(3))
+
+
+# ---------------------------------------------------------------- communication pictures (notebook 07)
+def _simulate_gather(steps, k):
+    """Which blocks each device holds after a schedule; a device may only send what it holds."""
+    held = [{i} for i in range(k)]
+    for step in steps:
+        arriving = []
+        for t in step:
+            assert t.chunk in held[t.src], f"{t}: device {t.src} sends a block it does not hold"
+            arriving.append((t.dst, t.chunk))
+        for dst, chunk in arriving:
+            held[dst].add(chunk)
+    return held
+
+
+def _simulate_reduce_scatter(steps, k):
+    """Which devices' contributions each device's partial sum of each chunk contains."""
+    partial = [[{i} for _ in range(k)] for i in range(k)]
+    for step in steps:
+        arriving = [(t.dst, t.chunk, set(partial[t.src][t.chunk])) for t in step]
+        for dst, chunk, contributions in arriving:
+            assert not contributions & partial[dst][chunk], "a contribution would be added twice"
+            partial[dst][chunk] |= contributions
+    return partial
+
+
+@pytest.mark.parametrize("k", [2, 4, 8])
+def test_ring_schedules_do_what_their_collective_does(k):
+    gather = plots.all_gather_steps(k, block_bytes=8)
+    assert len(gather) == k - 1 and _simulate_gather(gather, k) == [set(range(k))] * k
+    scatter = plots.psum_scatter_steps(k, nbytes=8 * k)
+    partial = _simulate_reduce_scatter(scatter, k)
+    assert all(partial[i][i] == set(range(k)) for i in range(k)), "device i must end with the whole sum of chunk i"
+    psum = plots.psum_steps(k, nbytes=8 * k)
+    assert len(psum) == 2 * (k - 1) and psum[:k - 1] == scatter
+    finished = [{i} for i in range(k)]            # after the reduce-scatter, device i owns chunk i
+    for step in psum[k - 1:]:
+        for t in step:
+            assert t.chunk in finished[t.src] and t.label == f"s{t.chunk}"
+        for t in step:
+            finished[t.dst].add(t.chunk)
+    assert finished == [set(range(k))] * k
+
+
+@pytest.mark.parametrize("k", [2, 4, 8])
+def test_bytes_moved_match_the_textbook_formulas(k):
+    n = 8 * k                                      # bytes per device
+    sent, received = plots.bytes_moved(plots.all_gather_steps(k, n), k)
+    assert (sent == (k - 1) * n).all() and (received == (k - 1) * n).all()
+    sent, _ = plots.bytes_moved(plots.psum_scatter_steps(k, n), k)
+    assert (sent == (k - 1) * n // k).all()
+    sent, received = plots.bytes_moved(plots.psum_steps(k, n), k)
+    assert (sent == 2 * (k - 1) * n // k).all() and (received == sent).all()
+    sent, received = plots.bytes_moved(plots.all_to_all_steps(k, n), k)
+    assert (sent == (k - 1) * n // k).all() and (received == sent).all()
+    sent, received = plots.bytes_moved(plots.ppermute_steps([(0, k - 1)], n), k)
+    assert sent.tolist() == [n] + [0] * (k - 1) and received.tolist() == [0] * (k - 1) + [n]
+
+
+def test_schedules_reject_what_the_collective_rejects():
+    with pytest.raises(ValueError, match="each device at most once"):
+        plots.ppermute_steps([(0, 1), (2, 1)], 8)
+    with pytest.raises(ValueError, match="cannot be cut into 4 equal chunks"):
+        plots.psum_scatter_steps(4, 6)
+    with pytest.raises(ValueError, match="at least 2 devices"):
+        plots.all_gather_steps(1, 8)
+    with pytest.raises(ValueError, match="outside 0..3"):
+        plots.bytes_moved(plots.ppermute_steps([(0, 5)], 8), 4)
+
+
+def test_plot_communication_draws_every_message_and_the_bytes():
+    steps = plots.psum_steps(4, 32)
+    fig = plots.plot_communication(steps, 4, title="psum", note="p = partial")
+    diagram, bars = fig.axes
+    labels = [t.get_text() for t in diagram.texts]
+    assert sorted(labels) == sorted(t.label for step in steps for t in step)
+    assert len(diagram.get_yticks()) == len(steps) and diagram.get_xticklabels()[3].get_text() == "device 3"
+    assert bars.get_title() == "bytes per device: sent 48, received 48" and len(bars.patches) == 8
+    assert fig._suptitle.get_text() == "psum\np = partial"

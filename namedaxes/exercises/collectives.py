@@ -55,7 +55,7 @@ LEARNING_RATE = 0.1
 # Primitives that name an axis without moving data between devices.
 _NOT_COMMUNICATION = {"pvary", "pcast", "axis_index"}
 # Names students know for the primitives a jaxpr shows.
-_PRIMITIVE_NAMES = {"reduce_scatter": "psum_scatter"}
+_PRIMITIVE_NAMES = {"reduce_scatter": "psum_scatter", "all_gather_invariant": "all_gather"}
 
 # ---------------------------------------------------------------- every student-facing string
 TEXT = {
@@ -85,6 +85,10 @@ TEXT = {
         "`{name}` failed with JAX's error \"{first}\": without `tiled=True`, `psum_scatter` needs the "
         "scattered dimension to be exactly as long as the number of devices. With `tiled=True` it cuts "
         "a longer dimension into equal chunks."),
+    "negative_scatter_dimension": (
+        "`{name}` failed while JAX compiled a `psum_scatter`: on this JAX its `scatter_dimension` must be "
+        "a non-negative dimension number (counting from 0); -1 is not accepted. Write the dimension's "
+        "number."),
     "not_a_permutation": (
         "`{name}` failed with JAX's error \"{first}\": in `lax.ppermute(x, axis, perm)` every device may "
         "appear at most once as a source and at most once as a destination (section 4). For a ring, "
@@ -96,6 +100,15 @@ TEXT = {
     "in_specs": (
         "`{name}` failed with JAX's error \"{first}\". The inputs are already placed on the mesh: give "
         "`jax.shard_map` the same specs they were placed with, and use the `mesh` argument."),
+    "out_specs_too_long": (
+        "`{name}` failed with JAX's error \"{first}\": `out_specs` names more dimensions than the result "
+        "has. Without `tiled=True`, `psum_scatter` removes the scattered dimension (and `all_gather` adds "
+        "a new one); with `tiled=True` the result keeps the input's dimensions."),
+    "global_sharding": (
+        "`{name}` failed with JAX's error \"{first}\": outside `jax.shard_map`, JAX refuses this operation "
+        "on an array split over the mesh. Do the per-device work inside the function you give "
+        "`jax.shard_map`, where each device sees its own block, and let a collective bring in what it "
+        "needs from the others."),
     "not_gathered": (
         "`{name}` failed with JAX's error \"{first}\": inside `shard_map`, `w` is one device's shard "
         "(shape ({shard},) here, of {d} entries in all), too short to multiply with the batch. "
@@ -105,7 +118,7 @@ TEXT = {
     "shape": "`{name}` should return shape {want}{where}, but it returned shape {got}.{hint}",
     "values": "`{name}` has the wrong values{where}: expected {want}, got {got}. {hint}",
     "right_values_no_collective": (
-        "`{name}` returns the right values, but it performs {seen} over '{axis}'. {why}"),
+        "`{name}` returns the right values, but over '{axis}' it performs {seen}. {why}"),
     "no_collective_at_all": "no collective at all",
     "where_mesh": " (mesh of {k} devices, {what})",
     # 1. median_centered
@@ -132,7 +145,7 @@ TEXT = {
         " That is what you get when the column chunks are put together along dimension 0: the "
         "scattered dimension is 1, so `out_specs` must name DEVICES for dimension 1."),
     "scatter_mean": "That is the mean over devices: psum_scatter adds, do not divide.",
-    "scatter_block": "That is one device's own block: the blocks of all devices must be added.",
+    "scatter_block": "Those are the devices' own blocks, not added up: the blocks of all devices must be added.",
     "scatter_generic": "Compare with the sum of the devices' blocks, column chunk by column chunk.",
     "scatter_why": (
         "Use `lax.psum_scatter` over DEVICES: each device receives only its own columns of the total "
@@ -149,6 +162,7 @@ TEXT = {
         "`{name}` is right on a mesh of {good} devices but wrong on {k}: the number of steps must "
         "come from the `mesh` argument, not be written as a number."),
     "ring_counts_device": "device {i} added {counts}",
+    "ring_and_more": " (and {more} more)",
     "ring_missing": (
         "Every device added only {m} of the {k} blocks: after s steps a device has seen s + 1 blocks, "
         "so it takes k - 1 steps, with k from the mesh."),
@@ -158,6 +172,9 @@ TEXT = {
     "ring_uneven": (
         "Devices end with different sums. A device that is no destination in `perm` receives zeros: "
         "the ring needs the wrap-around pair (k - 1, 0) as well."),
+    "ring_uniform": (
+        "Every block is added {times} times: that is {times} rounds of the ring. With k from the `mesh` "
+        "argument, k - 1 steps add every block exactly once."),
     "ring_repeated": (
         "Some blocks are counted more than once: forward the block you received in the previous step, "
         "not your running total, and add each received block once."),
@@ -228,6 +245,8 @@ def _rule_divisible(err, name, mesh, extra=""):
         return _say("not_divisible", name=name, first=_first_line(err), extra=extra)
     if isinstance(err, ValueError) and "must match shard count" in text:
         return _say("not_shard_count", name=name, first=_first_line(err))
+    if isinstance(err, ValueError) and "scatter_dimension" in text and "non-negative" in text:
+        return _say("negative_scatter_dimension", name=name)
     return None
 
 
@@ -242,12 +261,22 @@ def _rule_permutation(err, name, mesh):
 
 
 def _rule_in_specs(err, name, mesh):
-    if isinstance(err, ValueError) and "does not match the specs of the input" in str(err):
+    text = str(err)
+    if isinstance(err, ValueError) and "does not match the specs of the input" in text:
         return _say("in_specs", name=name, first=_first_line(err))
+    if isinstance(err, ValueError) and "out_specs entry which is too long" in text:
+        return _say("out_specs_too_long", name=name, first=_first_line(err))
     return None
 
 
-_COMMON_RULES = (_rule_varying, _rule_divisible, _rule_in_specs)
+def _rule_global_sharding(err, name, mesh):
+    # jax raises its own ShardingTypeError (not exported under jax.errors on these versions)
+    if type(err).__name__ == "ShardingTypeError":
+        return _say("global_sharding", name=name, first=_first_line(err))
+    return None
+
+
+_COMMON_RULES = (_rule_varying, _rule_divisible, _rule_in_specs, _rule_global_sharding)
 
 
 @contextlib.contextmanager
@@ -438,11 +467,17 @@ def _scatter_case(k: int) -> np.ndarray:
 _SCATTER_MESHES = (8, 4, 2)
 
 
+def _own_columns(blocks: np.ndarray) -> np.ndarray:
+    """What each device returns if it keeps its own columns of its own block, without adding."""
+    k, width = blocks.shape[0], COLUMNS // blocks.shape[0]
+    return np.concatenate([blocks[i][:, i * width:(i + 1) * width] for i in range(k)], axis=1)
+
+
 def _scatter_rules():
     def divisible(err, name, mesh):
         k = mesh.devices.size if mesh is not None else "k"
         return _rule_divisible(err, name, mesh, extra=_say("scatter_rows_hint", rows=ROWS, k=k))
-    return (_rule_varying, divisible, _rule_in_specs)
+    return (_rule_varying, divisible, _rule_in_specs, _rule_global_sharding)
 
 
 _SCATTER_RULES = _scatter_rules()
@@ -472,7 +507,7 @@ def _check_sum_scatter_columns(fn: Callable) -> None:
         if not same_values(got, want, 1e-4):
             if same_values(got, want / k, 1e-4):
                 hint = _say("scatter_mean")
-            elif same_values(got, blocks[0], 1e-4):
+            elif same_values(got, blocks[0], 1e-4) or same_values(got, _own_columns(blocks), 1e-4):
                 hint = _say("scatter_block")
             else:
                 hint = _say("scatter_generic")
@@ -533,7 +568,8 @@ def _ring_counts(fn: Callable, k: int, n: int) -> np.ndarray | None:
     if got.shape != (k * n,):
         return None
     per_device = got.reshape(k, n)[:, 0]
-    if not np.allclose(per_device, np.round(per_device)) or (per_device < 0).any():
+    if (per_device < 0).any() or (per_device >= 2**24).any() or not np.allclose(per_device, np.round(per_device)):
+        # float32 holds integers exactly only below 2**24: larger counts cannot be read
         return None
     digits = np.array([[int(v) // 10**j % 10 for j in range(k)] for v in np.round(per_device)])
     rebuilt = (digits * 10.0 ** np.arange(k)).sum(axis=1)
@@ -549,20 +585,23 @@ def _ring_diagnosis(counts: np.ndarray, k: int) -> str:
         return _say("ring_missing", m=int(per_device[0]), k=k)
     if (own == 2).all() and (per_device == k + 1).all():
         return _say("ring_own_twice")
+    if (counts == counts[0, 0]).all() and counts[0, 0] > 1:
+        return _say("ring_uniform", times=int(counts[0, 0]))
     if counts.max() > 1:
         return _say("ring_repeated")
     return _say("ring_generic")
 
 
-def _ring_failure(fn: Callable, k: int, n: int, where: str, want, got) -> str:
+def _ring_failure(fn: Callable, k: int, where: str, want, got) -> str:
     """The message for wrong ring values: which blocks each device added, where that can be read."""
     for devices in (k, 4) if k > 4 else (k,):   # counts above 9 cannot be read on 8 devices
         counts = _ring_counts(fn, devices, 8)
         if counts is not None:
             if (counts == 1).all():
                 return _say("ring_right_on", name="ring_all_reduce", good=devices, k=k)
-            report = "; ".join(_say("ring_counts_device", i=i, counts=list(map(int, row)))
-                               for i, row in enumerate(counts) if (row != 1).any())
+            wrong = [_say("ring_counts_device", i=i, counts=list(map(int, row)))
+                     for i, row in enumerate(counts) if (row != 1).any()]
+            report = "; ".join(wrong[:3]) + (_say("ring_and_more", more=len(wrong) - 3) if len(wrong) > 3 else "")
             return _say("ring_counts", name="ring_all_reduce", devices=devices, ones=[1] * devices,
                         report=report, hint=_ring_diagnosis(counts, devices))
     return _say("values", name="ring_all_reduce", where=where, want=_fmt(want), got=_fmt(got),
@@ -584,7 +623,7 @@ def _check_ring_all_reduce(fn: Callable) -> None:
             fail(_say("shape", name=name, want=want.shape, got=tuple(out.shape), where=where, hint=hint))
         got = np.asarray(out, np.float64)
         if not same_values(got, want, 1e-4):
-            fail(_ring_failure(fn, k, n, where, want, got))
+            fail(_ring_failure(fn, k, where, want, got))
     k, n = _RING_CASES[0]
     mesh = line_mesh(k)
     found = _communication(name, fn, mesh, _placed(_ring_input(k, n), mesh, P(DEVICES)), rules=rules)

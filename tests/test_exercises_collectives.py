@@ -1,0 +1,503 @@
+"""Notebook 07 (`07_collectives`): every check and observation, proven both ways.
+
+For each exercise: the reference answer (the solution notebook's) and equivalent
+right answers pass the visible check, and their observations match the
+reference's under the autograder's comparison; plausible wrong answers are
+rejected with the specific message that helps (the regex names what the
+message must say), and `observe` of wrong answers does not match.
+"""
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from autograder.compare import observations_match
+from namedaxes import DATA_PARALLEL, DEVICES
+from namedaxes.checking import assert_check_fails, assert_check_passes
+from namedaxes.exercises import collectives as q
+from namedaxes.exercises.collectives import LEARNING_RATE, loss_fn
+
+
+def _matches(student: dict, reference: dict) -> bool:
+    """The autograder's own comparison (arrays allclose with the same shape and dtype,
+    `axes` must contain every reference axis, anything else equal)."""
+    return observations_match(reference, student)
+
+
+def _not_written(*args):
+    raise NotImplementedError()
+
+
+def _mapped(body, in_specs=P(DEVICES), out_specs=P(DEVICES), **kwargs):
+    """An answer `f(x, mesh)` that shard_maps `body` over the mesh it is given."""
+    def answer(x, mesh):
+        return jax.shard_map(body, mesh=mesh, in_specs=in_specs, out_specs=out_specs, **kwargs)(x)
+    return answer
+
+
+# ---------------------------------------------------------------- 1. median_centered
+def ref_median_centered(x, mesh):
+    def center_block(block):
+        everything = lax.all_gather(block, DEVICES, tiled=True)
+        return block - jnp.median(everything)
+    return jax.shard_map(center_block, mesh=mesh, in_specs=P(DEVICES), out_specs=P(DEVICES))(x)
+
+
+def _middle_of_sorted(block):
+    s = jnp.sort(lax.all_gather(block, DEVICES, tiled=True))
+    return block - (s[(s.size - 1) // 2] + s[s.size // 2]) / 2
+
+
+def _whole_centred(block):
+    gathered = lax.all_gather(block, DEVICES, tiled=True)
+    return gathered - jnp.median(gathered)
+
+
+def _replicated_centred(block):
+    gathered = lax.all_gather(block, DEVICES, tiled=True, to="invarying")
+    return gathered - jnp.median(gathered)
+
+
+MEDIAN_EQUIVALENT = {
+    "untiled gather": _mapped(lambda b: b - jnp.median(lax.all_gather(b, DEVICES))),
+    "sort, middle two": _mapped(_middle_of_sorted),
+    "check_vma=False": _mapped(lambda b: b - jnp.median(lax.all_gather(b, DEVICES, tiled=True)), check_vma=False),
+    "invarying gather, replicated result": _mapped(_replicated_centred, out_specs=P()),
+}
+
+
+@pytest.mark.parametrize("answer", [ref_median_centered, *MEDIAN_EQUIVALENT.values()],
+                         ids=["reference", *MEDIAN_EQUIVALENT.keys()])
+def test_median_centered_accepts_equivalent_answers(answer):
+    assert_check_passes(q.median_centered.check, answer)
+
+
+def test_median_centered_observations_of_equivalent_answers_match():
+    reference = q.median_centered.observe(ref_median_centered)
+    assert set(reference) == {"out_k8_n16", "out_k4_n12", "out_k2_n6", "axes", "all_gather_over_devices"}
+    assert reference["axes"] == [DEVICES] and reference["all_gather_over_devices"] is True
+    assert reference["out_k8_n16"].dtype == np.float32 and reference["out_k8_n16"].shape == (16,)
+    for answer in MEDIAN_EQUIVALENT.values():
+        assert _matches(q.median_centered.observe(answer), reference)
+
+
+MEDIAN_WRONG = {
+    "unanswered": (_not_written, r"`median_centered` is not written yet"),
+    "median of the own block": (_mapped(lambda b: b - jnp.median(b)),
+                                r"(?s)wrong values \(mesh of 8 devices.*median of its own block.*gather"),
+    "mean instead of median": (_mapped(lambda b: b - jnp.mean(lax.all_gather(b, DEVICES, tiled=True))),
+                               r"(?s)wrong values.*x minus its mean"),
+    "median minus x": (_mapped(lambda b: jnp.median(lax.all_gather(b, DEVICES, tiled=True)) - b),
+                       r"(?s)wrong values.*median - x"),
+    "whole vector from every device": (_mapped(_whole_centred),
+                                       r"(?s)shape \(16,\).*returned shape \(128,\).*8 copies side by side"),
+    "out_specs=P() on a gathered value": (_mapped(_whole_centred, out_specs=P()),
+                                          r"(?s)types it as varying.*`all_gather`.*names the mesh axis"),
+    "no shard_map": (lambda x, mesh: x - jnp.median(x),
+                     r"(?s)outside `jax\.shard_map`, JAX refuses.*inside the function you give"),
+    "misspelled axis name": (_mapped(lambda b: b - jnp.median(lax.all_gather(b, "device", tiled=True))),
+                             r"(?s)collective over 'device' where no mesh axis.*axes \('devices',\)"),
+    "hard-coded": (lambda x, mesh: jnp.asarray([0.0, -4, 1, -2, -8, 6, -1, -9, 2, 0, -8, 5, 6, -10, 6, 0]),
+                   r"(?s)shape \(12,\) \(mesh of 4 devices.*returned shape \(16,\)"),
+}
+
+
+@pytest.mark.parametrize("answer, match", MEDIAN_WRONG.values(), ids=MEDIAN_WRONG.keys())
+def test_median_centered_rejects(answer, match):
+    assert_check_fails(q.median_centered.check, answer, match=match)
+
+
+def _jit_median(x, mesh):
+    """Right values without writing a collective: reshard to one replicated copy, then a plain median."""
+    whole = jax.reshard(x, NamedSharding(mesh, P()))
+    return jax.reshard(whole - jnp.median(whole), NamedSharding(mesh, P(DEVICES)))
+
+
+def test_median_centered_needs_an_all_gather():
+    assert_check_fails(q.median_centered.check, _jit_median,
+                       match=r"(?s)right values, but over 'devices' it performs no collective at all.*all_gather")
+
+
+def test_median_centered_observations_reject_wrong_answers():
+    reference = q.median_centered.observe(ref_median_centered)
+    for key in ("median of the own block", "mean instead of median"):
+        assert not _matches(q.median_centered.observe(MEDIAN_WRONG[key][0]), reference), key
+    no_gather = q.median_centered.observe(_jit_median)
+    assert no_gather["all_gather_over_devices"] is False and not _matches(no_gather, reference)
+
+
+# ---------------------------------------------------------------- 2. sum_scatter_columns
+def ref_sum_scatter_columns(x, mesh):
+    def my_columns(block):
+        return lax.psum_scatter(block, DEVICES, scatter_dimension=1, tiled=True)
+    return jax.shard_map(my_columns, mesh=mesh, in_specs=P(DEVICES), out_specs=P(None, DEVICES))(x)
+
+
+def _untiled_on_chunks(x, mesh):
+    k = mesh.shape[DEVICES]
+    return jax.shard_map(lambda b: lax.psum_scatter(b.reshape(q.ROWS, k, -1), DEVICES, scatter_dimension=1),
+                         mesh=mesh, in_specs=P(DEVICES), out_specs=P(None, DEVICES))(x)
+
+
+def _psum_then_slice(x, mesh):
+    width = q.COLUMNS // mesh.shape[DEVICES]
+    return jax.shard_map(
+        lambda b: lax.dynamic_slice_in_dim(lax.psum(b, DEVICES), lax.axis_index(DEVICES) * width, width, axis=1),
+        mesh=mesh, in_specs=P(DEVICES), out_specs=P(None, DEVICES))(x)
+
+
+SCATTER_EQUIVALENT = {
+    "transpose, scatter rows, transpose back": _mapped(lambda b: lax.psum_scatter(b.T, DEVICES, tiled=True).T,
+                                                       out_specs=P(None, DEVICES)),
+    "untiled, on k column chunks": _untiled_on_chunks,
+}
+
+
+@pytest.mark.parametrize("answer", [ref_sum_scatter_columns, *SCATTER_EQUIVALENT.values()],
+                         ids=["reference", *SCATTER_EQUIVALENT.keys()])
+def test_sum_scatter_columns_accepts_equivalent_answers(answer):
+    assert_check_passes(q.sum_scatter_columns.check, answer)
+
+
+def test_sum_scatter_columns_observations_of_equivalent_answers_match():
+    reference = q.sum_scatter_columns.observe(ref_sum_scatter_columns)
+    assert set(reference) == {"out_k8", "out_k4", "out_k2", "axes", "psum_scatter_over_devices"}
+    assert reference["out_k2"].shape == (q.ROWS, q.COLUMNS) and reference["psum_scatter_over_devices"] is True
+    for answer in SCATTER_EQUIVALENT.values():
+        assert _matches(q.sum_scatter_columns.observe(answer), reference)
+
+
+SCATTER_WRONG = {
+    "unanswered": (_not_written, r"`sum_scatter_columns` is not written yet"),
+    "rows scattered": (_mapped(lambda b: lax.psum_scatter(b, DEVICES, tiled=True)),
+                       r"(?s)size 3 must be divisible by shard_count 8.*3 rows, which cannot be cut into 8.*columns"),
+    "untiled, out_specs of the input's rank": (
+        _mapped(lambda b: lax.psum_scatter(b, DEVICES, scatter_dimension=1), out_specs=P(None, DEVICES)),
+        r"(?s)`out_specs` names more dimensions than the result has.*Without `tiled=True`"),
+    "out_specs=P()": (_mapped(lambda b: lax.psum_scatter(b, DEVICES, scatter_dimension=1, tiled=True), out_specs=P()),
+                      r"(?s)types it as varying.*`psum_scatter`"),
+    "column chunks stacked along dimension 0": (
+        _mapped(lambda b: lax.psum_scatter(b, DEVICES, scatter_dimension=1, tiled=True)),
+        r"(?s)shape \(3, 8\).*returned shape \(24, 1\).*must name DEVICES for dimension 1"),
+    "psum, replicated": (_mapped(lambda b: lax.psum(b, DEVICES), out_specs=P()),
+                         r"(?s)right values, but over 'devices' it performs psum.*lax\.psum_scatter"),
+    "psum, then the own columns": (_psum_then_slice, r"(?s)right values.*performs psum.*half the bytes"),
+    "mean over devices": (
+        _mapped(lambda b: lax.psum_scatter(b, DEVICES, scatter_dimension=1, tiled=True) / lax.psum(1, DEVICES),
+                out_specs=P(None, DEVICES)),
+        r"(?s)wrong values.*mean over devices"),
+    "own columns of the own block, not added": (
+        _mapped(lambda b: lax.dynamic_slice_in_dim(b, lax.axis_index(DEVICES) * (q.COLUMNS // lax.psum(1, DEVICES)),
+                                                   q.COLUMNS // lax.psum(1, DEVICES), axis=1),
+                out_specs=P(None, DEVICES)),
+        r"(?s)wrong values.*own blocks, not added up"),
+    "global slice": (lambda x, mesh: x[:3], r"(?s)outside `jax\.shard_map`, JAX refuses"),
+}
+
+
+@pytest.mark.parametrize("answer, match", SCATTER_WRONG.values(), ids=SCATTER_WRONG.keys())
+def test_sum_scatter_columns_rejects(answer, match):
+    assert_check_fails(q.sum_scatter_columns.check, answer, match=match)
+
+
+_NEGATIVE_DIMENSION = _mapped(lambda b: lax.psum_scatter(b, DEVICES, scatter_dimension=-1, tiled=True),
+                              out_specs=P(None, DEVICES))
+
+
+def _negative_scatter_dimension_compiles() -> bool:
+    mesh = q.line_mesh(2)
+    x = jax.device_put(jnp.zeros((2, 4)), NamedSharding(mesh, P(DEVICES)))
+    try:
+        jax.jit(lambda v: _NEGATIVE_DIMENSION(v, mesh))(x)
+    except ValueError:
+        return False
+    return True
+
+
+def test_sum_scatter_columns_negative_dimension_passes_where_jax_allows_it():
+    # jax 0.10.2 fails to compile scatter_dimension=-1 (a verifier error); jax 0.12 accepts it
+    if _negative_scatter_dimension_compiles():
+        assert_check_passes(q.sum_scatter_columns.check, _NEGATIVE_DIMENSION)
+    else:
+        assert_check_fails(q.sum_scatter_columns.check, _NEGATIVE_DIMENSION,
+                           match=r"(?s)`scatter_dimension` must be a non-negative dimension number.*-1 is not accepted")
+
+
+def test_sum_scatter_columns_observations_reject_wrong_answers():
+    reference = q.sum_scatter_columns.observe(ref_sum_scatter_columns)
+    assert not _matches(q.sum_scatter_columns.observe(SCATTER_WRONG["mean over devices"][0]), reference)
+    psum = q.sum_scatter_columns.observe(_psum_then_slice)
+    assert psum["psum_scatter_over_devices"] is False and not _matches(psum, reference)
+
+
+# ---------------------------------------------------------------- 3. ring_all_reduce
+def ref_ring_all_reduce(x, mesh):
+    n_devices = mesh.shape[DEVICES]
+    ring = [(i, (i + 1) % n_devices) for i in range(n_devices)]
+
+    def add_around_the_ring(block):
+        total, travelling = block, block
+        for _ in range(n_devices - 1):
+            travelling = lax.ppermute(travelling, DEVICES, perm=ring)
+            total = total + travelling
+        return total
+    return jax.shard_map(add_around_the_ring, mesh=mesh, in_specs=P(DEVICES), out_specs=P(DEVICES))(x)
+
+
+def _ring(steps, *, forward_total=False, wrap=True, direction=1):
+    """A pass-around ring over `steps(k)` steps, with the usual mistakes as switches."""
+    def answer(x, mesh):
+        k = mesh.shape[DEVICES]
+        perm = ([(i, (i + direction) % k) for i in range(k)] if wrap else [(i, i + 1) for i in range(k - 1)])
+
+        def body(block):
+            total, travelling = block, block
+            for _ in range(steps(k)):
+                if forward_total:
+                    total = total + lax.ppermute(total, DEVICES, perm)
+                else:
+                    travelling = lax.ppermute(travelling, DEVICES, perm)
+                    total = total + travelling
+            return total
+        return jax.shard_map(body, mesh=mesh, in_specs=P(DEVICES), out_specs=P(DEVICES))(x)
+    return answer
+
+
+def _recursive_doubling(x, mesh):
+    k = mesh.shape[DEVICES]
+
+    def body(block):
+        shift = 1
+        while shift < k:
+            block = block + lax.ppermute(block, DEVICES, [(i, (i + shift) % k) for i in range(k)])
+            shift *= 2
+        return block
+    return jax.shard_map(body, mesh=mesh, in_specs=P(DEVICES), out_specs=P(DEVICES))(x)
+
+
+def _reduce_scatter_all_gather_ring(x, mesh):
+    """The bandwidth-optimal ring: chunks of n / k, reduce-scatter then all-gather, ppermute only."""
+    k = mesh.shape[DEVICES]
+    perm = [(i, (i + 1) % k) for i in range(k)]
+
+    def body(block):
+        chunks = block.reshape(k, -1)
+        me = lax.axis_index(DEVICES)
+        for s in range(k - 1):
+            arrived = lax.ppermute(chunks[(me - s) % k], DEVICES, perm)
+            chunks = chunks.at[(me - s - 1) % k].add(arrived)
+        for s in range(k - 1):
+            arrived = lax.ppermute(chunks[(me + 1 - s) % k], DEVICES, perm)
+            chunks = chunks.at[(me - s) % k].set(arrived)
+        return chunks.reshape(-1)
+    return jax.shard_map(body, mesh=mesh, in_specs=P(DEVICES), out_specs=P(DEVICES))(x)
+
+
+def _fori_ring(x, mesh):
+    k = mesh.shape[DEVICES]
+    perm = [(i, (i + 1) % k) for i in range(k)]
+
+    def body(block):
+        def step(_, carry):
+            total, travelling = carry
+            travelling = lax.ppermute(travelling, DEVICES, perm)
+            return total + travelling, travelling
+        return lax.fori_loop(0, k - 1, step, (block, block))[0]
+    return jax.shard_map(body, mesh=mesh, in_specs=P(DEVICES), out_specs=P(DEVICES))(x)
+
+
+RING_EQUIVALENT = {
+    "the other direction": _ring(lambda k: k - 1, direction=-1),
+    "recursive doubling": _recursive_doubling,
+    "reduce-scatter + all-gather ring": _reduce_scatter_all_gather_ring,
+    "fori_loop": _fori_ring,
+    "axis size from psum(1)": _mapped(lambda b: _ring_body_psum_size(b)),
+}
+
+
+def _ring_body_psum_size(block):
+    k = lax.psum(1, DEVICES)     # a Python int inside shard_map
+    total, travelling = block, block
+    for _ in range(k - 1):
+        travelling = lax.ppermute(travelling, DEVICES, [(i, (i + 1) % k) for i in range(k)])
+        total = total + travelling
+    return total
+
+
+@pytest.mark.parametrize("answer", [ref_ring_all_reduce, *RING_EQUIVALENT.values()],
+                         ids=["reference", *RING_EQUIVALENT.keys()])
+def test_ring_all_reduce_accepts_equivalent_answers(answer):
+    assert_check_passes(q.ring_all_reduce.check, answer)
+
+
+def test_ring_all_reduce_observations_of_equivalent_answers_match():
+    reference = q.ring_all_reduce.observe(ref_ring_all_reduce)
+    assert reference["ppermute_over_devices"] is True and reference["other_collectives_over_devices"] == []
+    assert reference["out_k8_n8"].shape == (64,)
+    for answer in RING_EQUIVALENT.values():
+        observed = q.ring_all_reduce.observe(answer)
+        # psum(1, DEVICES) is folded to a constant: it names no collective in the jaxpr
+        assert _matches(observed, reference)
+
+
+def test_ring_all_reduce_observations_equal_psum():
+    observed = q.ring_all_reduce.observe(ref_ring_all_reduce)
+    psum = q.ring_all_reduce.observe(_mapped(lambda b: lax.psum(b, DEVICES)))
+    for key in ("out_k8_n8", "out_k4_n8", "out_k2_n6"):
+        np.testing.assert_allclose(observed[key], psum[key], rtol=1e-5, atol=1e-5)
+    assert psum["other_collectives_over_devices"] == ["psum"] and not _matches(psum, observed)
+
+
+RING_WRONG = {
+    "unanswered": (_not_written, r"`ring_all_reduce` is not written yet"),
+    "one step": (_ring(lambda k: 1),
+                 r"(?s)does not add every block exactly once.*device 0 added \[1, 0, 0, 0, 0, 0, 0, 1\]"
+                 r".*added only 2 of the 8 blocks.*k - 1 steps"),
+    "k steps": (_ring(lambda k: k), r"(?s)mesh of 4 devices.*device 0 added \[2, 1, 1, 1\].*own block is counted twice"),
+    "no wrap-around pair": (_ring(lambda k: k - 1, wrap=False),
+                            r"(?s)device 0 added \[1, 0, 0, 0, 0, 0, 0, 0\].*different sums.*wrap-around pair"),
+    "forwards the running total": (_ring(lambda k: k - 1, forward_total=True),
+                                   r"(?s)counted more than once: forward the block you received"),
+    "hard-coded 3 steps": (_ring(lambda k: 3), r"(?s)mesh of 8 devices.*added only 4 of the 8 blocks"),
+    "hard-coded 7 steps": (_ring(lambda k: 7), r"(?s)mesh of 4 devices.*added 2 times.*k - 1 steps"),
+    "psum": (_mapped(lambda b: lax.psum(b, DEVICES)), r"(?s)right values, but it uses psum over.*`lax\.ppermute` only"),
+    "all_gather, then sum": (_mapped(lambda b: lax.all_gather(b, DEVICES).sum(axis=0)),
+                             r"(?s)right values, but it uses all_gather over"),
+    "ppermute and psum mixed": (_mapped(lambda b: lax.psum(b, DEVICES) + 0.0 * lax.ppermute(b, DEVICES, [(0, 1)])),
+                                r"(?s)it uses psum over"),
+    "out_specs=P()": (_mapped(lambda b: b + lax.ppermute(b, DEVICES, [(0, 1)]), out_specs=P()),
+                      r"(?s)types it as varying.*`ppermute`"),
+    "one copy, check_vma=False": (_mapped(lambda b: lax.psum(b, DEVICES), out_specs=P(), check_vma=False),
+                                  r"(?s)returned shape \(8,\).*one copy of the total.*out_specs=P\(DEVICES\)"),
+    "not a permutation": (_mapped(lambda b: b + lax.ppermute(b, DEVICES, [(0, 1), (2, 1)])),
+                          r"(?s)sources and destinations must be unique.*at most once as a source"),
+    "device index past the end": (
+        lambda x, mesh: _mapped(lambda b: b + lax.ppermute(b, DEVICES, [(i, i + 1) for i in range(mesh.shape[DEVICES])]))(x, mesh),
+        r"(?s)IndexError.*has 8 devices, numbered 0 to 7"),
+}
+
+
+@pytest.mark.parametrize("answer, match", RING_WRONG.values(), ids=RING_WRONG.keys())
+def test_ring_all_reduce_rejects(answer, match):
+    assert_check_fails(q.ring_all_reduce.check, answer, match=match)
+
+
+def test_ring_all_reduce_observations_reject_wrong_answers():
+    reference = q.ring_all_reduce.observe(ref_ring_all_reduce)
+    for key in ("one step", "k steps", "no wrap-around pair", "all_gather, then sum"):
+        assert not _matches(q.ring_all_reduce.observe(RING_WRONG[key][0]), reference), key
+
+
+# ---------------------------------------------------------------- 4. fsdp_step
+def _fsdp(step, out_specs=P(DATA_PARALLEL)):
+    """An answer that shard_maps `step(w_shard, local_batch, k)` FSDP-style."""
+    def answer(w, batch, mesh):
+        k = mesh.shape[DATA_PARALLEL]
+        return jax.shard_map(lambda ws, lb: step(ws, lb, k), mesh=mesh,
+                             in_specs=(P(DATA_PARALLEL), P(DATA_PARALLEL)), out_specs=out_specs)(w, batch)
+    return answer
+
+
+def _gathered(w_shard):
+    return lax.all_gather(w_shard, DATA_PARALLEL, tiled=True)
+
+
+def _own_part(v, k):
+    width = v.shape[0] // k
+    return lax.dynamic_slice_in_dim(v, lax.axis_index(DATA_PARALLEL) * width, width)
+
+
+def _reference_step(w_shard, local_batch, k):
+    local_grads = jax.grad(loss_fn)(_gathered(w_shard), local_batch)
+    return w_shard - LEARNING_RATE * lax.psum_scatter(local_grads, DATA_PARALLEL, tiled=True) / k
+
+
+ref_fsdp_step = _fsdp(_reference_step)
+
+FSDP_EQUIVALENT = {
+    "grad through all_gather of the pmean loss": _fsdp(lambda ws, lb, k: ws - LEARNING_RATE * jax.grad(
+        lambda s: lax.pmean(loss_fn(_gathered(s), lb), DATA_PARALLEL))(ws)),
+    "grad through all_gather, divided by k": _fsdp(lambda ws, lb, k: ws - LEARNING_RATE / k * jax.grad(
+        lambda s: loss_fn(_gathered(s), lb))(ws)),
+    "scaled before the psum_scatter": _fsdp(lambda ws, lb, k: ws - lax.psum_scatter(
+        LEARNING_RATE / k * jax.grad(loss_fn)(_gathered(ws), lb), DATA_PARALLEL, tiled=True)),
+    "untiled gather, reshaped": _fsdp(lambda ws, lb, k: ws - LEARNING_RATE * lax.psum_scatter(
+        jax.grad(loss_fn)(lax.all_gather(ws, DATA_PARALLEL).reshape(-1), lb), DATA_PARALLEL, tiled=True) / k),
+}
+
+
+@pytest.mark.parametrize("answer", [ref_fsdp_step, *FSDP_EQUIVALENT.values()],
+                         ids=["reference", *FSDP_EQUIVALENT.keys()])
+def test_fsdp_step_accepts_equivalent_answers(answer):
+    assert_check_passes(q.fsdp_step.check, answer)
+
+
+def test_fsdp_step_observations_of_equivalent_answers_match():
+    reference = q.fsdp_step.observe(ref_fsdp_step)
+    assert reference["all_gather_over_data_parallel"] is True and reference["psum_scatter_over_data_parallel"] is True
+    assert set(k for k in reference if k.startswith("out_")) == {"out_k8_n16", "out_k4_n12", "out_k2_n10"}
+    for answer in FSDP_EQUIVALENT.values():
+        assert _matches(q.fsdp_step.observe(answer), reference)
+
+
+def test_fsdp_reference_is_one_sgd_step():
+    w, batch = q._fsdp_visible(4, 12)
+    np.testing.assert_allclose(q._sgd_step_np(w, batch), q.sgd_step(w, batch), rtol=1e-5, atol=1e-6)
+
+
+def _whole_w(ws, lb, k):
+    full = _gathered(ws)
+    return full - LEARNING_RATE * lax.pmean(jax.grad(loss_fn)(full, lb), DATA_PARALLEL)
+
+
+FSDP_WRONG = {
+    "unanswered": (_not_written, r"`fsdp_step` is not written yet"),
+    "sum, not mean": (_fsdp(lambda ws, lb, k: ws - LEARNING_RATE * lax.psum_scatter(
+        jax.grad(loss_fn)(_gathered(ws), lb), DATA_PARALLEL, tiled=True)),
+        r"(?s)one SGD step on the whole batch gives.*8 times too large.*mean"),
+    "grad through all_gather, not divided": (_fsdp(lambda ws, lb, k: ws - LEARNING_RATE * jax.grad(
+        lambda s: loss_fn(_gathered(s), lb))(ws)), r"(?s)8 times too large"),
+    "parameters not gathered": (_fsdp(lambda ws, lb, k: ws - LEARNING_RATE * jax.grad(loss_fn)(ws, lb)),
+                                r"(?s)dot_general.*one device's shard \(shape \(1,\).*`lax\.all_gather` before"),
+    "whole w from every device": (_fsdp(_whole_w), r"(?s)shape \(8,\).*returned shape \(64,\).*only its own shard"),
+    "whole w with out_specs=P()": (_fsdp(_whole_w, out_specs=P()), r"(?s)types it as varying"),
+    "pmean of the gradients, then the own part": (
+        _fsdp(lambda ws, lb, k: ws - LEARNING_RATE * _own_part(
+            lax.pmean(jax.grad(loss_fn)(_gathered(ws), lb), DATA_PARALLEL), k)),
+        r"(?s)right values, but over 'data_parallel_axis' it performs all_gather.*psum.*`lax\.psum_scatter`"),
+    "local gradients only": (_fsdp(lambda ws, lb, k: ws - LEARNING_RATE * _own_part(
+        jax.grad(loss_fn)(_gathered(ws), lb), k)), r"(?s)own examples only.*reduce-scattered"),
+    "gradient ascent": (_fsdp(lambda ws, lb, k: ws + LEARNING_RATE * lax.psum_scatter(
+        jax.grad(loss_fn)(_gathered(ws), lb), DATA_PARALLEL, tiled=True) / k), r"(?s)the wrong way"),
+    "no update": (lambda w, batch, mesh: w, r"(?s)w did not change"),
+    "one jitted step, no shard_map": (lambda w, batch, mesh: w - LEARNING_RATE * jax.grad(loss_fn)(w, batch),
+                                      r"(?s)right values, but over 'data_parallel_axis' it performs no collective"
+                                      r".*`lax\.all_gather`"),
+}
+
+
+@pytest.mark.parametrize("answer, match", FSDP_WRONG.values(), ids=FSDP_WRONG.keys())
+def test_fsdp_step_rejects(answer, match):
+    assert_check_fails(q.fsdp_step.check, answer, match=match)
+
+
+def test_fsdp_step_observations_reject_wrong_answers():
+    reference = q.fsdp_step.observe(ref_fsdp_step)
+    for key in ("sum, not mean", "local gradients only", "pmean of the gradients, then the own part",
+                "one jitted step, no shard_map"):
+        assert not _matches(q.fsdp_step.observe(FSDP_WRONG[key][0]), reference), key
+
+
+# ---------------------------------------------------------------- the module's contract
+def test_every_student_facing_string_is_used_and_hints_are_ladders():
+    source = open(q.__file__, encoding="utf-8").read()
+    body = source[source.index("def _say("):]
+    unused = [key for key in q.TEXT if not re.search(rf"_say\(\s*\"{key}\"", body)]
+    assert not unused, f"TEXT entries nothing uses: {unused}"
+    for exercise in (q.median_centered, q.sum_scatter_columns, q.ring_all_reduce, q.fsdp_step):
+        assert 2 <= len(exercise._hints) <= 3, exercise.name
