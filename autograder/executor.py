@@ -17,10 +17,10 @@ descriptor opened with O_NOFOLLOW (a symlink planted in its place finds
 nothing and deletes nothing elsewhere), entries in it are removed without
 following links (workcopy.remove through /proc/self/fd), and files are read
 with O_NOFOLLOW, size-capped. Provenance: the whole folder is emptied before a
-test cell *and again* between its visible and hidden parts, so the
-observations harvested after the hidden part were written while it ran;
-anything found at those points (or beside the cell's own files afterwards)
-is logged in `RunResult.observe_log`.
+test cell, *again* between its visible and hidden parts, and after its
+results are harvested, so the observations harvested after the hidden part
+were written while it ran; anything found at those points (other than the
+cell's own two files afterwards) is logged in `RunResult.observe_log`.
 
 Budgets: `budget` seconds of wall clock for the whole notebook (kernel starts
 and replays included): a cell's timeout is cut to what is left, and once it is
@@ -120,18 +120,6 @@ def clear_all_observations(observe_dir) -> list[str]:
 def clear_observations(observe_dir, grade_id: str) -> None:
     """Empty the observation folder (kept for callers that name the test cell)."""
     clear_all_observations(observe_dir)
-
-
-def _list_observations(observe_dir) -> list[str]:
-    dir_fd = _open_observe(observe_dir)
-    if dir_fd is None:
-        return []
-    try:
-        return sorted(os.listdir(dir_fd))
-    except OSError:
-        return []
-    finally:
-        os.close(dir_fd)
 
 
 def _names(names: list[str]) -> str:
@@ -279,8 +267,12 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
 
     kernel = start(0, kernel)
     if kernel is None:
-        for i in code_cells:
-            result.outcomes[i] = CellOutcome("not_run")
+        if left() <= 0:                       # the budget ran out while the kernel was starting
+            out_of_time(code_cells)
+            result.start_error = ""
+        else:
+            for i in code_cells:
+                result.outcomes[i] = CellOutcome("not_run")
         result.seconds = time.monotonic() - t0
         return result
 
@@ -325,7 +317,7 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
                 if got is not None:
                     result.observations[gid] = got
                 own = {gid + ARRAYS_SUFFIX, gid + VALUES_SUFFIX}
-                log(gid, "beside the cell's own results", [n for n in _list_observations(kernel.observe_dir)
+                log(gid, "beside the cell's own results", [n for n in clear_all_observations(kernel.observe_dir)
                                                            if n not in own])
             how = (f"was stopped when {what} ran out" if cut else
                    f"ran longer than {cell_timeout:g} s")

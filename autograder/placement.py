@@ -326,9 +326,10 @@ def _checked_ids(intake: Intake, entries: list[tuple[Path, str, str]], students:
         if len(group) == 1:
             yield group[0]
             continue
-        names = " and ".join(o for _, o, _, _ in group)
+        names = " and ".join(ascii(e.name) for e, _, _, _ in group)
         for _, origin, sid, _ in group:
-            intake.conflicts.append(Unplaced(sid, origin, f"{names} name the same student (they differ only in "
+            intake.conflicts.append(Unplaced(sid, origin, f"the folders {names} name the same student (they "
+                                                          f"differ only in "
                                                           f"Unicode normalization or letter case): neither is "
                                                           f"graded; rename one and grade again"))
 

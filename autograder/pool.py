@@ -356,8 +356,8 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
                                        f"{submission_budget:g} s ({max(0.0, left):.0f} s)")
                 used[t.student] += max(0.0, t.budget)          # reserved now, settled when it is done
                 if t.budget <= 0:
-                    not_graded(t, "timeout", f"not run: this submission used up its time budget of "
-                                             f"{submission_budget:g} s in its other notebooks",
+                    not_graded(t, "timeout", f"not run: this submission's time budget of {submission_budget:g} s "
+                                             f"went to its other notebooks",
                                "not run: the submission's time budget was used up")
                     continue
             keep.append(t)

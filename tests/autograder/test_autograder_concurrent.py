@@ -1,0 +1,51 @@
+"""Two `make grade` runs at once share the reference cache without breaking it (issue 8).
+
+Both start on an empty cache: one computes the reference (under the
+assignment's lock file), the other waits for it and reuses it; both grade
+the class the same. Independent of the shared fixture class (its own cache).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import nbformat
+
+import autograder_specs as specs
+from autograder_harness import CELL_TIMEOUT, read_csv
+
+
+def test_two_runs_at_once_compute_the_reference_once_and_agree(tmp_path):
+    aid = specs.A01
+    course = tmp_path / "course"
+    (course / "source" / aid).mkdir(parents=True)
+    shutil.copy(specs.REPO / "solutions" / f"{aid}.ipynb", course / "source" / aid)
+    source = nbformat.read(specs.REPO / "solutions" / f"{aid}.ipynb", as_version=4)
+    sub = tmp_path / "class"
+    for student, answers in (("right", {}), ("unanswered", {"device_rank_answer": None})):
+        (sub / student).mkdir(parents=True)
+        spec = specs.Spec(student, "ok", assignment=aid, answers=answers)
+        (sub / student / f"{aid}.ipynb").write_bytes(specs.notebook_for(spec, source, {}))
+    cache = tmp_path / "cache" / "references"
+    procs = []
+    for n in (1, 2):
+        cmd = [sys.executable, "-m", "autograder", "grade", "--course", str(course), "--submissions", str(sub),
+               "--out", str(tmp_path / f"out{n}"), "--cache", str(cache), "-j", "1",
+               "--timeout", str(CELL_TIMEOUT), "--no-feedback"]
+        procs.append(subprocess.Popen(cmd, cwd=specs.REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True, env={**os.environ, "TMPDIR": str(tmp_path)}))
+    results = [p.communicate(timeout=600) for p in procs]
+    for p, (_, err) in zip(procs, results):
+        assert p.returncode == 0, err[-3000:]
+    computed = [err for _, err in results if "running the reference solution" in err]
+    waited = [err for _, err in results if "waiting for another grading run" in err]
+    assert len(computed) == 1 and len(waited) == 1, [err[-1500:] for _, err in results]
+    first, second = (read_csv(tmp_path / f"out{n}" / "grades.csv") for n in (1, 2))
+    assert first == second
+    scores = {r["student"]: float(r["score"]) for r in first}
+    assert scores["right"] == float(first[0]["max_score"]) > scores["unanswered"]
+    refs = [d for d in cache.iterdir() if d.is_dir()]
+    assert len(refs) == 1 and (refs[0] / "meta.json").exists(), refs      # one complete reference, no debris
+    assert sorted(p.name for p in cache.iterdir() if not p.is_dir()) == [f"{aid}.lock"]
