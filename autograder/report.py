@@ -99,6 +99,7 @@ def load(out: Path) -> ClassResults:
     grades = out / "grades.csv"
     if not grades.is_file():
         raise FileNotFoundError(f"{grades} not found: run `make grade ... OUT={out}` first")
+    from .outputs import csv_value
     with grades.open(newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh)
         missing_cols = {"student", "assignment", "score", "max_score", "status", "reason"} - set(reader.fieldnames or [])
@@ -107,7 +108,8 @@ def load(out: Path) -> ClassResults:
         rows = [Row(student=r["student"], assignment=r["assignment"],
                     score=_float(r["score"], f"{grades} score of {r['student']}"),
                     max_score=_float(r["max_score"], f"{grades} max_score of {r['student']}"),
-                    status=r["status"], reason=r["reason"] or "") for r in reader]
+                    status=r["status"], reason=r["reason"] or "")
+                for r in ({k: csv_value(v or "") for k, v in raw.items()} for raw in reader)]  # undo the ' guard
     cells: dict[tuple[str, str], list[dict]] = {}
     results = out / "results.json"
     if results.is_file():
