@@ -108,6 +108,50 @@ def _bwrap_options() -> frozenset[str]:
     return frozenset(tok for tok in (out.stdout + out.stderr).split() if tok.startswith("--"))
 
 
+# seccomp: refuse new user namespaces (unshare/clone with CLONE_NEWUSER, and clone3, whose flags a
+# classic BPF filter cannot read: glibc then falls back to clone). Syscalls of another ABI (i386, x32)
+# are refused too, so they cannot be used to get around it. Per architecture: audit arch, clone, clone3,
+# unshare.
+_SECCOMP_ARCH = {"x86_64": (0xC000003E, 56, 435, 272), "aarch64": (0xC00000B7, 220, 435, 97)}
+_CLONE_NEWUSER = 0x10000000
+
+
+def userns_filter() -> bytes | None:
+    """The compiled BPF program (for `bwrap --seccomp`), or None on an architecture we have no table for."""
+    import platform
+    import struct
+    spec = _SECCOMP_ARCH.get(platform.machine())
+    if spec is None:
+        return None
+    arch, clone, clone3, unshare = spec
+    allow, eperm, enosys = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38
+    ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
+    prog = [
+        (ld, 0, 0, 4),                    # 0  A = arch
+        (jeq, 0, 10, arch),               # 1  another ABI -> ENOSYS (12)
+        (ld, 0, 0, 0),                    # 2  A = syscall number
+        (jge, 8, 0, 0x40000000),          # 3  x32 -> ENOSYS
+        (jeq, 7, 0, clone3),              # 4  clone3 -> ENOSYS
+        (jeq, 2, 0, unshare),             # 5  unshare -> check flags (8)
+        (jeq, 1, 0, clone),               # 6  clone -> check flags (8)
+        (ret, 0, 0, allow),               # 7
+        (ld, 0, 0, 16),                   # 8  A = low word of the first argument (the flags)
+        (jset, 1, 0, _CLONE_NEWUSER),     # 9  CLONE_NEWUSER -> EPERM (11)
+        (ret, 0, 0, allow),               # 10
+        (ret, 0, 0, eperm),               # 11
+        (ret, 0, 0, enosys),              # 12
+    ]
+    return b"".join(struct.pack("<HBBI", *ins) for ins in prog)
+
+
+def _memfd(name: str, data: bytes, fds: list[int]) -> int:
+    fd = os.memfd_create(name)
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    fds.append(fd)
+    return fd
+
+
 @dataclass
 class Launch:
     """A ready command line: argv, the descriptors it needs (generated /etc files), its cgroup."""
@@ -328,11 +372,11 @@ class Sandbox:
         # /etc: generated (no secrets) plus a few harmless host files
         if fds is not None:
             for name, data in self._etc_files(Path(work)).items():
-                fd = os.memfd_create(f"agr-etc-{name}")
-                os.write(fd, data)
-                os.lseek(fd, 0, os.SEEK_SET)
-                fds.append(fd)
+                fd = _memfd(f"agr-etc-{name}", data, fds)
                 args += ["--perms", "0644", "--ro-bind-data", str(fd), f"/etc/{name}"]
+            bpf = userns_filter()
+            if bpf is not None and "--seccomp" in opts:
+                args += ["--seccomp", str(_memfd("agr-seccomp", bpf, fds))]
         for name in ETC_FROM_HOST:
             src = f"/etc/{name}"
             if os.path.exists(src):
@@ -465,10 +509,14 @@ class Sandbox:
             w.get("disk_quota", "not set up") + f"; fallback: RLIMIT_FSIZE {mib(self.file_bytes)} per file, "
                                                f"working copies share the host disk"))
         out.append(Protection("cpu_time", "CPU-time limit", True, f"RLIMIT_CPU {self.cpu_seconds} s per kernel"))
-        nested = iso and self.userns and not self.dedicated and "--disable-userns" in _bwrap_options()
+        how = []
+        if iso and userns_filter() is not None and "--seccomp" in _bwrap_options():
+            how.append("a seccomp filter refuses unshare/clone with CLONE_NEWUSER and clone3")
+        if iso and self.userns and not self.dedicated and "--disable-userns" in _bwrap_options():
+            how.append("bwrap --disable-userns")
         out.append(Protection(
-            "no_new_namespaces", "kernel cannot create user namespaces", nested,
-            "bwrap --disable-userns" if nested else
+            "no_new_namespaces", "kernel cannot create user namespaces", bool(how),
+            "; ".join(how) if how else
             "not enforced: the kernel may create user namespaces where the host allows unprivileged ones "
             "(more kernel attack surface; it still sees only its view)"))
         return out

@@ -68,8 +68,22 @@ def publish_xla_cache(tmp: Path, final: Path) -> None:
         os.fchmod(fd, 0o111)
     finally:
         os.close(fd)
-    assignment = final.name.rsplit("-", 1)[0]
-    for old in final.parent.glob(f"{assignment}-*"):   # caches of older versions of this assignment
-        if old.name.rsplit("-", 1)[0] == assignment and not old.name.endswith(".tmp"):
-            remove_protected(old)
     os.replace(tmp, final)
+    # Older versions of this assignment: keep the newest few, so that two runs grading different
+    # versions at once (another copy of the course, an edited solution) do not delete each other's.
+    assignment = final.name.rsplit("-", 1)[0]
+    versions = [d for d in final.parent.glob(f"{assignment}-*")
+                if d.name.rsplit("-", 1)[0] == assignment and not d.name.endswith(".tmp") and d != final]
+    versions.sort(key=_mtime, reverse=True)
+    for old in versions[KEEP_VERSIONS - 1:]:
+        remove_protected(old)
+
+
+KEEP_VERSIONS = 4            # published caches kept per assignment (the newest ones)
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:              # removed meanwhile by another run
+        return 0.0

@@ -267,6 +267,26 @@ def test_host_file_permissions_protect_too(sandbox, copies, tmp_path):
     assert res == "EACCES"
 
 
+def test_kernel_cannot_create_user_namespaces(sandbox, copies):
+    """No way to more kernel attack surface: unshare(CLONE_NEWUSER) is refused; threads still work."""
+    report = {p.key: p for p in sandbox.protections()}
+    if not report["no_new_namespaces"].available:
+        pytest.skip(report["no_new_namespaces"].detail)
+    w = copies()
+    code, res, _, err = run(sandbox, w, """
+        import ctypes, errno, json, subprocess, threading
+        libc = ctypes.CDLL(None, use_errno=True)
+        r = libc.unshare(0x10000000)
+        unshare = errno.errorcode.get(ctypes.get_errno()) if r != 0 else "created"
+        seen = []
+        t = threading.Thread(target=lambda: seen.append("thread")); t.start(); t.join()
+        tool = subprocess.run(["unshare", "--user", "true"], capture_output=True).returncode
+        print(json.dumps({"unshare": unshare, "thread": seen, "unshare_tool": tool}))
+        """)
+    assert code == 0, err
+    assert res == {"unshare": "EPERM", "thread": ["thread"], "unshare_tool": 1}
+
+
 # ---------------------------------------------------------------- sizes of /tmp and /dev/shm
 @pytest.mark.parametrize("where", ["/tmp", "/dev/shm"])
 def test_tmp_and_shm_are_size_limited(sandbox, copies, where):
@@ -480,6 +500,26 @@ def test_xla_cache_is_reused_by_name_but_not_listable(sandbox, copies, tmp_path)
     assert sorted(os.listdir(final)) == sorted(entries + [".complete"])     # nothing added by the student
 
 
+def test_publishing_keeps_other_recent_versions_of_the_cache(tmp_path):
+    """Two runs grading different versions of one assignment at once must not delete each other's cache."""
+    from autograder.xla_cache import KEEP_VERSIONS, publish_xla_cache
+    root = tmp_path / "xla-cache"
+    names = [f"02_scaled_sum-{i:016x}" for i in range(KEEP_VERSIONS + 2)]
+    for i, name in enumerate(names):
+        tmp = root / (name + ".tmp")
+        tmp.mkdir(parents=True)
+        (tmp / "entry-cache").write_bytes(b"compiled")
+        publish_xla_cache(tmp, root / name)
+        os.utime(root / name, (1_000_000 + i, 1_000_000 + i))
+    other = root / "03_nested_axes-0000000000000000"
+    other.mkdir()
+    tmp = root / "02_scaled_sum-ffffffffffffffff.tmp"
+    tmp.mkdir()
+    publish_xla_cache(tmp, root / "02_scaled_sum-ffffffffffffffff")
+    left = sorted(p.name for p in root.iterdir())
+    assert left == sorted(names[-(KEEP_VERSIONS - 1):] + ["02_scaled_sum-ffffffffffffffff", other.name])
+
+
 # ---------------------------------------------------------------- clean-up
 def test_cgroup_removal_kills_stragglers_and_keeps_the_verdict(sandbox, copies):
     need(sandbox, "pids")
@@ -575,6 +615,7 @@ def test_protections_report_on_this_machine(sandbox):
     assert list(report) == ["allow_list_view", "dedicated_uid", "network_off", "private_tmp", "memory_cgroup",
                             "process_limit", "disk_quota", "cpu_time", "no_new_namespaces"]
     assert report["allow_list_view"].available and report["network_off"].available
+    assert report["no_new_namespaces"].available == (os.uname().machine in ("x86_64", "aarch64"))
     assert report["memory_cgroup"].available == bool(sandbox.cgroups.memory)
     assert report["disk_quota"].available == sandbox.quota
     rows = as_json(sandbox.protections())
