@@ -572,6 +572,24 @@ def test_removal_survives_a_hostile_tree(tmp_path):
     assert (outside / "keep.txt").read_text() == "keep"
 
 
+def test_removal_through_an_open_folder(tmp_path):
+    """The executor empties the observation folder through its descriptor: links inside stay unfollowed."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("keep")
+    observe = tmp_path / "observe"
+    (observe / "sub" / "deeper").mkdir(parents=True)
+    (observe / "sub" / "link").symlink_to(outside)
+    (observe / "dirlink").symlink_to(outside)
+    fd = os.open(observe, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert workcopy.remove(f"/proc/self/fd/{fd}/sub")
+        assert workcopy.remove_at(fd, "dirlink")
+    finally:
+        os.close(fd)
+    assert os.listdir(observe) == [] and (outside / "keep.txt").read_text() == "keep"
+
+
 def test_remove_tree_detaches_leftover_quota_mounts(sandbox, tmp_path):
     need(sandbox, "quota")
     root = tmp_path / "work-root"
