@@ -22,7 +22,9 @@ The view (bubblewrap, an *allow-list*, nothing of the host unless named):
                                                     may write (it also holds the IPC sockets)
 
 plus new pid, network (loopback only), IPC, UTS and cgroup namespaces,
-`--die-with-parent`, `--new-session`.
+`--die-with-parent`, `--new-session`, and a seccomp filter that refuses new
+user namespaces (`unshare`/`clone` with CLONE_NEWUSER, `clone3`, syscalls of a
+foreign ABI), so the kernel cannot widen its attack surface on the host kernel.
 
 The identity: when the grader is root, bubblewrap (privileged) builds the view
 and `setpriv` then drops to a *dedicated* host uid/gid (`uid`, default 65534)
