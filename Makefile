@@ -99,7 +99,7 @@ formgrader: venv
 	@test -f "$(COURSE)/nbgrader_config.py" || $(BIN)/python tools/generate_notebooks.py --check
 	@mkdir -p build/exchange
 	@echo "Starting formgrader: http://localhost:$(PORT)/formgrader (log in with the token in the URL below)"
-	cd "$(COURSE)" && exec env JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter/nbgrader" JUPYTER_PATH="$(CURDIR)/jupyter/data" \
+	cd "$(COURSE)" && exec env JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter/nbgrader" JUPYTER_PATH="$(CURDIR)/jupyter/data" $(EXCHANGE_ENV) \
 	  "$(CURDIR)/$(BIN)/jupyter" lab --port=$(PORT) \
 	  --no-browser --allow-root --ServerApp.port_retries=0 $(if $(LAB_TOKEN),--IdentityProvider.token="$(LAB_TOKEN)") $(LAB_ARGS)
 
