@@ -70,6 +70,7 @@ REMOVED_OUTPUT_NOTICE = ("[autograder: an output of type {types} is not shown; p
 
 _BASE64 = re.compile(r"[A-Za-z0-9+/=\r\n]*")
 _GRADE_ID = re.compile(r"[a-zA-Z0-9_\-]{1,200}")
+_CELL_ID = re.compile(r"[a-zA-Z0-9_\-]{1,64}")
 _NBGRADER_KEYS = {"grade": bool, "solution": bool, "locked": bool, "task": bool, "schema_version": int,
                   "points": (int, float), "grade_id": str, "checksum": str, "cell_type": str}
 _MD_PUNCT = {c: "\\" + c for c in "!#$()*+-./:=?@[\\]^_`{|}~"}
@@ -213,12 +214,18 @@ def _attachments(cell) -> dict:
     return kept
 
 
+def _keep_id(cell, new: NotebookNode) -> None:
+    """Keep the cell's id when it is a well-formed nbformat id (templates print it in an attribute)."""
+    cid = cell.get("id")
+    if isinstance(cid, str) and _CELL_ID.fullmatch(cid):
+        new.id = cid
+
+
 def _student_text_cell(cell, text: str, meta: dict) -> NotebookNode:
     meta = dict(meta)
     meta["autograder"] = dict(meta.get("autograder", {}), student_text=text)
     new = new_markdown_cell(text_block(text), metadata=meta)
-    if isinstance(cell.get("id"), str):
-        new.id = cell["id"]
+    _keep_id(cell, new)
     return new
 
 
@@ -244,8 +251,7 @@ def _cell(cell, trusted_markdown: set[str] | None) -> NotebookNode | None:
         count = cell.get("execution_count")
         new = new_code_cell(text, metadata=meta, outputs=inert_outputs(cell.get("outputs")),
                             execution_count=count if isinstance(count, int) and not isinstance(count, bool) else None)
-        if isinstance(cell.get("id"), str):
-            new.id = cell["id"]
+        _keep_id(cell, new)
         return new
     if kind not in ("markdown", "raw"):
         return None
@@ -261,8 +267,7 @@ def _cell(cell, trusted_markdown: set[str] | None) -> NotebookNode | None:
     new = new_markdown_cell(text, metadata=meta)
     if attachments:
         new.attachments = attachments
-    if isinstance(cell.get("id"), str):
-        new.id = cell["id"]
+    _keep_id(cell, new)
     return new
 
 

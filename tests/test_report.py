@@ -33,7 +33,8 @@ COURSE_ID = "named-axes-2026"
 def make_course(course: Path) -> Path:
     """A minimal nbgrader course: nbgrader_config.py and one source notebook per assignment."""
     course.mkdir(parents=True, exist_ok=True)
-    (course / "nbgrader_config.py").write_text(f"c = get_config()  # noqa: F821\nc.CourseDirectory.course_id = {COURSE_ID!r}\n")
+    (course / "nbgrader_config.py").write_text(
+        f"c = get_config()  # noqa: F821\nc.CourseDirectory.course_id = {COURSE_ID!r}\n")
     for aid, title in TITLES.items():
         cells = [{"cell_type": "markdown", "metadata": {}, "source": f"# {title}\n\nSome text."}]
         for gid, pts in TESTS.get(aid, []):

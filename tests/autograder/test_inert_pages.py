@@ -146,13 +146,14 @@ def test_make_inert_is_idempotent_and_does_not_change_its_input():
     assert inert.make_inert(once) == once and inert.make_inert(once, src) == once
 
 
-def test_bad_grade_ids_and_stream_names_from_a_kernel_are_dropped():
-    cell = from_dict({"cell_type": "code", "id": "c1", "source": "x", "execution_count": None,
+def test_bad_grade_ids_cell_ids_and_stream_names_are_dropped():
+    cell = from_dict({"cell_type": "code", "id": '"><script>alert(1)</script>', "source": "x", "execution_count": None,
                       "metadata": {"nbgrader": {"grade_id": '"><script>', "grade": True}},
                       "outputs": [{"output_type": "stream", "name": '"><script>alert(1)</script>', "text": "hi"},
                                   {"output_type": "weird", "data": {"text/html": "<script>"}}]})
     out = inert.make_inert(from_dict({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [cell]})).cells[0]
     assert out.metadata == {} and [o.name for o in out.outputs] == ["stdout"]
+    assert re.fullmatch(r"[a-zA-Z0-9_-]+", out.id), "a malformed cell id is replaced"
 
 
 def test_feedback_page_has_no_script_at_all_and_a_strict_csp_first():

@@ -39,12 +39,14 @@ def _class_out(out):
     (out / "results.json").write_text(json.dumps({"rows": rows}))
     page = out / "feedback" / "bob" / "02_scaled_sum.html"
     page.parent.mkdir(parents=True)
-    page.write_text("<!DOCTYPE html><html><head><title>bob 02</title></head><body><h1>feedback for bob</h1></body></html>")
+    page.write_text("<!DOCTYPE html><html><head><title>bob 02</title></head>"
+                    "<body><h1>feedback for bob</h1></body></html>")
 
 
 def _course(course):
     course.mkdir(parents=True, exist_ok=True)
-    (course / "nbgrader_config.py").write_text("c = get_config()  # noqa: F821\nc.CourseDirectory.course_id = 'jax-101'\n")
+    (course / "nbgrader_config.py").write_text(
+        "c = get_config()  # noqa: F821\nc.CourseDirectory.course_id = 'jax-101'\n")
     for aid, tests in TESTS.items():
         cells = [{"cell_type": "markdown", "metadata": {}, "source": f"# {aid[:2]} — `{aid[3:]}`"}]
         cells += [{"cell_type": "code", "execution_count": None, "outputs": [], "metadata": {"nbgrader": {
