@@ -117,6 +117,9 @@ def test_update_keeps_answers_and_takes_the_changed_test_cell(work, release):
     assert len(merged.cells) == len(nbformat.read(str(release / RELEASE_NB.name), as_version=4).cells) + 1
     assert (backup / RELEASE_NB.name).read_bytes() == before
     assert workspace.plan_update(work, release) == {}, "after the merge the workspace is up to date"
+    _new_release(release, test_source=new_test + "# v3\n")
+    second = workspace.apply_update(work, workspace.plan_update(work, release), stamp="t1")
+    assert second != backup and (backup / RELEASE_NB.name).read_bytes() == before, "a backup is never overwritten"
 
 
 def test_update_keeps_an_edit_the_release_did_not_touch(work, release):

@@ -245,7 +245,10 @@ def prepare(work: Path, release: Path = RELEASE, seed: bool = True) -> dict[str,
 
 
 def _backup(work: Path, files: list[Path], stamp: str) -> Path:
-    folder = work / BACKUP_DIR / stamp
+    folder, n = work / BACKUP_DIR / stamp, 1
+    while folder.exists():                       # never reuse a backup folder (two updates in one second)
+        n += 1
+        folder = work / BACKUP_DIR / f"{stamp}-{n}"
     for f in files:
         dest = folder / f.relative_to(work)
         dest.parent.mkdir(parents=True, exist_ok=True)
