@@ -1,0 +1,234 @@
+"""The clean scorer: exported programs judged outside the kernel; references that fail closed; the guard.
+
+Programs are recorded in a separate "kernel" process (a plain Python process that
+imports the course and calls `record`), judged by `autograder.scorer.Scorer` in
+its own child process, as the grader does.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autograder.programs import group_axes, hlo_collectives
+from autograder.scorer import Scorer, ScorerReferenceError
+
+REPO = Path(__file__).resolve().parents[1]
+
+KERNEL = textwrap.dedent('''
+    import jax, jax.numpy as jnp, numpy as np
+    from namedaxes import setup_devices
+    setup_devices(quiet=True)
+    from jax import lax
+    from namedaxes.grading import record
+    from namedaxes.exercises import scaled_sum as q
+    D = "devices"
+    record("ref", q.scaled_sum.observe(lambda x: lax.psum(x * 2.0, D)))
+    record("equivalent", q.scaled_sum.observe(lambda x: lax.psum(x, D) * 2.0))
+    record("wrong", q.scaled_sum.observe(lambda x: x * 2.0 * 8))
+    record("discarded_psum", q.scaled_sum.observe(lambda x: (lax.psum(x, D), x * 16.0)[1]))
+    record("ref_structure", q.scaled_sum_uses_psum.observe(lambda x: lax.psum(x * 2.0, D)))
+    record("axis_index_only", q.scaled_sum_uses_psum.observe(lambda x: jnp.sum(x) + 0 * lax.axis_index(D)))
+    record("pmean", q.scaled_sum_uses_psum.observe(lambda x: lax.pmean(x, D) * 16.0))
+    def loops(x):
+        return lax.while_loop(lambda c: c[0] < jnp.inf, lambda c: (c[0] + 1.0, c[1] * 1.0001),
+                              (0.0, lax.psum(x * 2.0, D)))[1]
+    record("loops", q.scaled_sum.observe(loops))
+    # a forged program that calls into the host (what a callback lowers to), export checks disabled
+    target = "xla_ffi_python_cpu_callback"
+    forged = q.scaled_sum.observe(lambda x: lax.psum(x * 2.0, D))
+    for key in [k for k in forged if k.startswith("program:")]:
+        shape = (int(key.split("_k")[-1].split("_")[0]) if "_k" in key else 2,)
+        fn = lambda x: jax.ffi.ffi_call(target, jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+        exp = jax.export.export(jax.jit(fn), disabled_checks=[jax.export.DisabledSafetyCheck.custom_call(target)])(
+            jax.ShapeDtypeStruct((2,), jnp.float32))
+        forged[key] = np.frombuffer(exp.serialize(), np.uint8)
+    record("host_callback", forged)
+    garbage = dict(q.scaled_sum.observe(lambda x: lax.psum(x * 2.0, D)))
+    for key in [k for k in garbage if k.startswith("program:")]:
+        garbage[key] = np.frombuffer(b"\\x00\\x01not a flatbuffer" * 40, np.uint8)
+    record("garbage", garbage)
+''')
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory) -> dict:
+    folder = tmp_path_factory.mktemp("observations")
+    env = {**os.environ, "NAMEDAXES_OBSERVE_DIR": str(folder)}
+    subprocess.run([sys.executable, "-c", KERNEL], env=env, cwd=REPO, check=True, timeout=300,
+                   capture_output=True)
+    return {p.stem: ((folder / f"{p.stem}.npz").read_bytes(), (folder / f"{p.stem}.json").read_bytes())
+            for p in folder.glob("*.json")}
+
+
+@pytest.fixture(scope="module")
+def scorer():
+    with Scorer(b"test secret for the scorer", timeout=20) as s:
+        yield s
+
+
+def test_kernel_records_programs_not_results(recorded):
+    npz, js = recorded["ref"]
+    meta = json.loads(js)["programs"]
+    assert meta["format"] == "namedaxes-exported-1" and len(meta["cases"]) == 7
+    with np.load(__import__("io").BytesIO(npz)) as arrays:
+        assert all(k.startswith("program:") and arrays[k].dtype == np.uint8 for k in arrays.files)
+
+
+def test_scorer_accepts_equivalent_and_rejects_wrong(scorer, recorded):
+    assert scorer.judge("scaled_sum_total", recorded["ref"], recorded["equivalent"]).passed
+    wrong = scorer.judge("scaled_sum_total", recorded["ref"], recorded["wrong"])
+    assert not wrong.passed and "values differ" in wrong.reason()
+    discarded = scorer.judge("scaled_sum_total", recorded["ref"], recorded["discarded_psum"])
+    assert not discarded.passed
+
+
+def test_structure_comes_from_the_optimized_hlo(scorer, recorded):
+    ref = recorded["ref_structure"]
+    assert scorer.judge("scaled_sum_uses_psum", ref, ref).passed
+    assert scorer.judge("scaled_sum_uses_psum", ref, recorded["pmean"]).passed      # a pmean is a psum, divided
+    fake = scorer.judge("scaled_sum_uses_psum", ref, recorded["axis_index_only"])
+    assert not fake.passed and "expected psum over 'devices'" in fake.reason()
+
+
+def test_forged_and_unreadable_programs_score_zero(scorer, recorded):
+    host = scorer.judge("scaled_sum_total", recorded["ref"], recorded["host_callback"])
+    assert not host.passed and "host callbacks are not allowed" in host.reason()
+    garbage = scorer.judge("scaled_sum_total", recorded["ref"], recorded["garbage"])
+    assert not garbage.passed and "could not be read" in garbage.reason()
+    not_npz = scorer.judge("scaled_sum_total", recorded["ref"], (b"PK\x03\x04junk", b"{}"))
+    assert not not_npz.passed
+
+
+def test_a_program_that_never_ends_gets_zero_and_the_scorer_is_replaced(scorer, recorded):
+    before = scorer.restarts
+    verdict = scorer.judge("scaled_sum_total", recorded["ref"], recorded["loops"])
+    assert not verdict.passed and "longer than 20 s" in verdict.reason()
+    assert scorer.restarts == before + 1
+    assert scorer.judge("scaled_sum_total", recorded["ref"], recorded["equivalent"]).passed   # a fresh scorer
+
+
+def test_an_unusable_reference_raises(scorer, recorded):
+    with pytest.raises(ScorerReferenceError):
+        scorer.judge("scaled_sum_total", recorded["wrong"][:1] + (b'{"programs": {"format": "x"}}',),
+                     recorded["equivalent"])
+
+
+def test_hidden_inputs_depend_on_the_secret(recorded):
+    """Another secret draws other inputs: the same wrong answer differs by other amounts."""
+    reasons = []
+    for secret in (b"first secret", b"second secret"):
+        with Scorer(secret, timeout=60) as s:
+            reasons.append(s.judge("scaled_sum_total", recorded["ref"], recorded["wrong"]).reason(9))
+    assert reasons[0] != reasons[1]
+
+
+def test_replica_groups_are_read_in_every_format():
+    text = textwrap.dedent('''\
+        %region_0 (a: f32[], b: f32[]) -> f32[] {
+          ROOT %add.0 = f32[] add(%a, %b)
+        }
+        %region_1 (a: f32[], b: f32[]) -> f32[] {
+          ROOT %maximum.0 = f32[] maximum(%a, %b)
+        }
+        ENTRY %main {
+          %t = (f32[3]{0}, f32[]) all-reduce(%x, %y), channel_id=1, replica_groups={{0,1,2,3},{4,5,6,7}}, to_apply=%region_0
+          %m = f32[3]{0} all-reduce-start(%x), replica_groups=[4,2]<=[2,4]T(1,0), to_apply=%region_1
+          %d = f32[3]{0} all-reduce-done(%m)
+          %p = f32[3]{0} collective-permute(%x), source_target_pairs={{0,1},{1,0}}
+          %u = f32[3]{0} add(%all-reduce.1, %x)
+        }''')
+    found = hlo_collectives(text, 8)
+    assert [(op, red) for op, red, _ in found] == [("all-reduce", "add"), ("all-reduce", "maximum"),
+                                                  ("collective-permute", "")]
+    names, shape = ("data_shards", "model_replicas"), (2, 4)
+    assert group_axes(found[0][2], names, shape) == ("model_replicas",)
+    assert group_axes(found[1][2], names, shape) == ("data_shards",)     # {0,4},{1,5},...: down the columns
+    assert group_axes(found[2][2], names, shape) == ("model_replicas",)
+
+
+# ---------------------------------------------------------------- references fail closed
+@pytest.fixture()
+def saved(tmp_path):
+    from autograder.notebooks import SourceNotebook
+    from autograder.references import save_references
+    source = SourceNotebook.load("02_scaled_sum", REPO / "solutions" / "02_scaled_sum.ipynb")
+    obs = {gid: (b"npz-bytes-" + gid.encode(), json.dumps({"axes": ["devices"], "gid": gid}).encode())
+           for gid in source.test_ids()}
+    folder = tmp_path / "cache" / "02_scaled_sum-abc"
+    save_references(folder, source, obs)
+    return folder, source
+
+
+def _load(folder, source):
+    from autograder.references import load_references
+    return load_references(folder, source)
+
+
+def test_references_load_with_their_hashes(saved, tmp_path):
+    from autograder.references import ReferenceCacheError, save_references
+    folder, source = saved
+    info = json.loads((folder / "meta.json").read_text())
+    assert set(info["files"]) == {f"{g}.npz" for g in source.test_ids()} | {f"{g}.json" for g in source.test_ids()}
+    assert (folder.parent / ".secret").stat().st_mode & 0o077 == 0
+    with pytest.raises(ReferenceCacheError, match="recorded nothing"):
+        save_references(tmp_path / "cache" / "other", source, {source.test_ids()[0]: (None, None)})
+    assert _load(tmp_path / "cache" / "never-run", source) is None
+
+
+@pytest.mark.parametrize("damage", ["delete", "change", "empty", "meta", "mac", "extra", "secret", "link"])
+def test_damaged_references_stop_grading(saved, damage):
+    from autograder.references import ReferenceCacheError
+    folder, source = saved
+    gid = source.test_ids()[0]
+    if damage == "delete":
+        (folder / f"{gid}.json").unlink()
+    elif damage == "change":
+        (folder / f"{gid}.json").write_bytes(b'{"axes": []}')
+    elif damage == "empty":
+        (folder / f"{gid}.npz").write_bytes(b"")
+    elif damage == "meta":
+        (folder / "meta.json").unlink()
+    elif damage == "mac":
+        info = json.loads((folder / "meta.json").read_text())
+        info["files"].pop(f"{gid}.npz")
+        (folder / "meta.json").write_text(json.dumps(info))
+    elif damage == "extra":
+        (folder / "unexpected.npz").write_bytes(b"x")
+        info = json.loads((folder / "meta.json").read_text())
+        (folder / f"{gid}.npz").unlink()
+        info["files"].pop(f"{gid}.npz")
+        (folder / "meta.json").write_text(json.dumps(info))
+    elif damage == "secret":
+        (folder.parent / ".secret").write_text(os.urandom(32).hex())
+    elif damage == "link":
+        real = folder.with_name("real")
+        folder.rename(real)
+        folder.symlink_to(real)
+    with pytest.raises(ReferenceCacheError, match="damaged|link"):
+        _load(folder, source)
+
+
+# ---------------------------------------------------------------- the guard (defense in depth)
+def test_guard_restores_code_defaults_closures_and_stays_registered():
+    from IPython.testing.globalipapp import start_ipython
+    from autograder.guard import GUARD_CODE
+    ip = start_ipython()
+    ip.run_cell("import namedaxes.exercises.scaled_sum as q\nfrom namedaxes.grading import rng\n"
+                "def mine(x, k=2):\n    return x * k\n")
+    assert ip.run_cell(GUARD_CODE).success
+    ip.run_cell("def other(x, k=2):\n    return 42\n"
+                "mine.__code__ = other.__code__\nmine.__defaults__ = (5,)\n"
+                "q._observe_scaled_sum.__code__ = other.__code__\n"
+                "ip = get_ipython()\n"
+                "for n in ('pre_run_cell', 'pre_execute'):\n"
+                "    for cb in list(ip.events.callbacks[n]):\n        ip.events.unregister(n, cb)\n"
+                "    ip.events.callbacks[n].clear()\n")
+    ip.run_cell("result = (mine(1), q._observe_scaled_sum.__code__.co_name)")
+    assert ip.user_ns["result"] == (2, "_observe_scaled_sum")
