@@ -18,6 +18,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -658,6 +659,50 @@ def test_protections_report_names_what_is_missing(tmp_path):
     lines = summary_lines(sb.protections())
     assert lines[0].startswith("protections: 1 of 9 in force; MISSING: allow-list view of the file system")
     assert len(lines) == 9
+
+
+NON_ROOT_GRADER = """
+import json, subprocess, sys
+sys.path.insert(0, {repo!r})
+from pathlib import Path
+from autograder.sandbox import Sandbox
+sb = Sandbox(python=sys.executable).setup({base!r})
+w = Path({base!r}) / "w"
+sb.prepare_workdir(w)
+code = "import json, os; print(json.dumps([os.getuid(), os.path.exists('/etc/shadow'), os.path.exists({repo!r})]))"
+launch = sb.wrap(w, [sys.executable, "-c", code], label="k")
+out = subprocess.run(launch.argv, pass_fds=launch.pass_fds, env=sb.env(w, w / "observe"), capture_output=True,
+                     text=True)
+print(json.dumps({{"available": {{p.key: p.available for p in sb.protections()}}, "inside": json.loads(out.stdout),
+                  "details": {{p.key: p.detail for p in sb.protections()}}}}))
+"""
+
+
+def test_a_grader_that_is_not_root_still_isolates_and_says_what_is_missing():
+    """The fallback: no dedicated uid, cgroups or quota without root; the view still works (user namespace)."""
+    system_python = Path("/usr/bin/python3")
+    if os.geteuid() != 0 or not system_python.exists():
+        pytest.skip("needs root (to become another user) and a system Python (stdlib only is enough)")
+    as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    if subprocess.run(as_nobody + ["test", "-r", str(REPO / "autograder" / "sandbox.py")]).returncode != 0:
+        pytest.skip("the repository is not readable by another user here")
+    base = Path(tempfile.mkdtemp(prefix="agr-nonroot-"))     # not under pytest's 0700 folder
+    try:
+        os.chown(base, 65534, 65534)
+        proc = subprocess.run(as_nobody + [str(system_python), "-c",
+                                           NON_ROOT_GRADER.format(repo=str(REPO), base=str(base))],
+                              capture_output=True, text=True, timeout=120, cwd=base)
+    finally:
+        assert workcopy.remove_tree(base)
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout.splitlines()[-1])
+    assert res["available"] == {"allow_list_view": True, "dedicated_uid": False, "network_off": True,
+                                "private_tmp": True, "memory_cgroup": False, "process_limit": False,
+                                "disk_quota": False, "cpu_time": True, "no_new_namespaces": True}, res["details"]
+    assert res["inside"] == [1000, False, False]            # uid 1000 in its namespace; no shadow, no repository
+    assert "the grader is not root" in res["details"]["dedicated_uid"]
+    assert "the grader is not root" in res["details"]["disk_quota"]
+    assert "Permission denied" in res["details"]["memory_cgroup"] and "RLIMIT_DATA" in res["details"]["memory_cgroup"]
 
 
 # ---------------------------------------------------------------- detecting cgroups (no root needed)
