@@ -63,7 +63,7 @@ from . import workcopy
 from .cgroups import CgroupSupport, KernelCgroup, LimitHit, detect
 from .protections import Protection
 
-__all__ = ["Sandbox", "Launch", "probe_bwrap", "KERNEL_ARGS", "WORK_SUBDIRS"]
+__all__ = ["Sandbox", "Launch", "KERNEL_ARGS", "WORK_SUBDIRS", "userns_filter"]
 
 # Modules imported while the kernel boots (before it reports ready, so a prestarted kernel
 # has paid for them): only imports that do not initialise JAX's backends, so the notebook's
@@ -89,8 +89,6 @@ STUDENT = "student"         # the kernel's user name in the generated /etc/passw
 ETC_FROM_HOST = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "fonts", "alternatives",
                  "mime.types")
 SYS_FROM_HOST = ("/sys/devices/system/cpu",)
-# kept for callers that pass them: folders that must look empty even if an exposed folder holds them
-SYSTEM_HIDDEN: list[str] = []
 
 
 def _real(p: str | Path) -> str:
@@ -522,10 +520,3 @@ class Sandbox:
             "not enforced: the kernel may create user namespaces where the host allows unprivileged ones "
             "(more kernel attack surface; it still sees only its view)"))
         return out
-
-
-def probe_bwrap(sandbox: Sandbox) -> str | None:
-    """None if bubblewrap works here with these settings, else why not."""
-    if shutil.which("bwrap") is None:
-        return "bubblewrap (bwrap) is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
-    return sandbox._probe(Path(tempfile.gettempdir()))
