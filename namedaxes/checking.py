@@ -567,8 +567,9 @@ def progress_rows(module: str) -> list[tuple[str, str, str]]:
     return rows
 
 
-def _short(text: str, width: int = 110) -> str:
-    first = text.strip().split(". ")[0].rstrip(".")
+def _short(text: str, width: int = 90) -> str:
+    """The gist of a check's message for the progress list: up to its first ': ' or '. '."""
+    first = re.split(r": |\. |\n", text.strip(), maxsplit=1)[0].rstrip(".")
     return first if len(first) <= width else first[:width - 1] + "…"
 
 
@@ -608,8 +609,15 @@ def _ipython():
 
 
 def _stub_message(value: BaseException) -> str | None:
-    """One line for a cell stopped by a stub's bare `raise NotImplementedError()`, else None."""
-    if str(value):
+    """One line for a cell stopped by a stub's bare `raise NotImplementedError()`, else None.
+
+    Also for a stub that raised in a worker process of notebook 06 (`multiprocess.WorkerError`, whose
+    text ends with the worker's traceback, shipped functions appearing as `<shipped name>`).
+    """
+    if getattr(value, "remote_type", None) == "NotImplementedError":
+        shipped = re.findall(r'File "<shipped (\w+)>", line \d+, in \w+\n\s+raise NotImplementedError\(\)', str(value))
+        return TEXT["uses_unwritten"].format(name=shipped[-1]) if shipped else None
+    if not isinstance(value, NotImplementedError) or str(value):
         return None                          # a library's NotImplementedError: keep its traceback
     frames = _user_frames(value.__traceback__)
     if not frames:
@@ -622,17 +630,17 @@ def _show_stub_error(shell, etype, value, tb, tb_offset=None):
     """IPython custom exception handler for NotImplementedError (see the module docstring)."""
     message = _stub_message(value)
     if message is None:
-        stb = shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
-    else:
-        stb = _render_failure(message)
-    shell._showtraceback(etype, value, stb)   # the error output: ename/evalue unchanged, these lines as traceback
+        shell.showtraceback((etype, value, tb), tb_offset=tb_offset)     # anything else: IPython's own display
+    else:   # the error output: ename/evalue unchanged, these lines as its traceback
+        shell._showtraceback(etype, value, _render_failure(message))
 
 
 def _install_stub_handler() -> None:
     shell = _ipython()
     if shell is None or getattr(shell, "custom_exceptions", None):
         return                               # not a notebook, or someone else's handler: leave it alone
-    shell.set_custom_exc((NotImplementedError,), _show_stub_error)
+    # RuntimeError covers multiprocess.WorkerError; every other error is shown as IPython would show it.
+    shell.set_custom_exc((NotImplementedError, RuntimeError), _show_stub_error)
 
 
 _install_stub_handler()
