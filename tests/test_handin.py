@@ -103,3 +103,29 @@ def test_return_feedback_only_for_the_graded_hand_in(course, tmp_path):
     outbound = exchange / "namedaxes" / "feedback"
     assert sorted(p.name for p in outbound.iterdir()) == [f"{notebook_hash(secret='s' * 128, notebook_id=AID)}.html"]
     assert "for alice" in next(outbound.iterdir()).read_text()
+
+
+def test_graded_hand_ins_count_as_graded_in_formgrader(course, tmp_path):
+    """The grader's gradebook rows carry nbgrader's submission time, so formgrader shows the score
+    (nbgrader.apps.api get_autograded_students compares it with submitted/.../timestamp.txt)."""
+    from autograder.gradebook import write_gradebook
+    from autograder.notebooks import SourceNotebook
+    source = SourceNotebook.load(AID, ROOT / "solutions" / f"{AID}.ipynb")
+    handin.import_roster(course, _roster(tmp_path, "id,first_name,last_name\nalice,Alice,Liddell\n"))
+    for sid in ("alice", "bob"):
+        _handed_in(course, sid, sid * 64)
+        (course / "autograded" / sid / AID).mkdir(parents=True)
+    first = source.test_cells[0]
+    rows = [{"student": sid, "assignment": AID, "status": "ok",
+             "cells": [{"grade_id": t.grade_id, "points": float(t.points) if (sid, t) == ("alice", first) else 0.0}
+                       for t in source.test_cells]} for sid in ("alice", "bob")]
+    db = f"sqlite:///{course / 'gradebook.db'}"
+    assert write_gradebook(db, {AID: source}, rows, course / "submitted") == 2
+    api = handin._api(course, tmp_path / "exchange")
+    subs = {s["student"]: s for s in api.get_submissions(AID)}
+    assert {k: (v["autograded"], v["score"]) for k, v in subs.items()} == \
+        {"alice": (True, float(first.points)), "bob": (True, 0.0)}
+    assert subs["alice"]["first_name"] == "Alice" and subs["bob"]["first_name"] is None
+    (course / "submitted" / "bob" / AID / "timestamp.txt").write_text("2026-12-02 10:00:00.000000 UTC")
+    subs = {s["student"]: s for s in handin._api(course, tmp_path / "exchange").get_submissions(AID)}
+    assert subs["bob"]["autograded"] is False, "a newer hand-in than the graded one needs grading again"
