@@ -16,17 +16,24 @@ from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from autograder.compare import observations_match
+from autograder.compare import derived, judge_observations, observations_match
 from namedaxes import DATA_PARALLEL, DEVICES
 from namedaxes.checking import assert_check_fails, assert_check_passes
+from namedaxes.grading import Case, programs, spec
 from namedaxes.exercises import collectives as q
 from namedaxes.exercises.collectives import LEARNING_RATE, loss_fn
 
 
 def _matches(student: dict, reference: dict) -> bool:
-    """The autograder's own comparison (arrays allclose with the same shape and dtype,
-    `axes` must contain every reference axis, anything else equal)."""
+    """The autograder's own verdict on exported programs: outputs on the grader's inputs allclose
+    with the reference's, and (the `collectives` case) every collective of the reference present."""
     return observations_match(reference, student)
+
+
+def _why_not(student: dict, reference: dict) -> str:
+    verdict = judge_observations(reference, student)
+    assert not verdict.passed
+    return verdict.reason(limit=8)
 
 
 def _not_written(*args):
@@ -38,6 +45,18 @@ def _mapped(body, in_specs=P(DEVICES), out_specs=P(DEVICES), **kwargs):
     def answer(x, mesh):
         return jax.shard_map(body, mesh=mesh, in_specs=in_specs, out_specs=out_specs, **kwargs)(x)
     return answer
+
+
+def _identity_observation(k: int, shape: tuple) -> dict:
+    """Exported identity programs on the inputs of a case: what the grader feeds that case.
+
+    The grader draws each case's inputs from the case name (and a secret), so `derived` of this
+    observation returns the very inputs the reference programs were run on.
+    """
+    mesh = q.line_mesh(k)
+    placed = spec(shape, jnp.float32, sharding=NamedSharding(mesh, P(DEVICES)))
+    name = {(8, (16,)): "k8_n16", (2, (2 * q.ROWS, q.COLUMNS)): "k2"}[(k, shape)]
+    return programs({name: Case(lambda v: v * 1.0, placed)})
 
 
 # ---------------------------------------------------------------- 1. median_centered
@@ -79,9 +98,13 @@ def test_median_centered_accepts_equivalent_answers(answer):
 
 def test_median_centered_observations_of_equivalent_answers_match():
     reference = q.median_centered.observe(ref_median_centered)
-    assert set(reference) == {"out_k8_n16", "out_k4_n12", "out_k2_n6", "axes", "all_gather_over_devices"}
-    assert reference["axes"] == [DEVICES] and reference["all_gather_over_devices"] is True
-    assert reference["out_k8_n16"].dtype == np.float32 and reference["out_k8_n16"].shape == (16,)
+    got = derived(reference)
+    assert got["communication"] == [f"all_gather over '{DEVICES}'"]
+    assert {"k8_n16", "k4_n12", "k2_n6", "collectives"} <= set(got)
+    assert got["k8_n16"].dtype == np.float32 and got["k8_n16"].shape == (16,)
+    # the grader's inputs are its own: check the reference program's outputs against NumPy on them
+    x = derived(_identity_observation(8, (16,)))["k8_n16"]
+    np.testing.assert_allclose(got["k8_n16"], x - np.median(x), rtol=1e-6)
     for answer in MEDIAN_EQUIVALENT.values():
         assert _matches(q.median_centered.observe(answer), reference)
 
@@ -125,10 +148,11 @@ def test_median_centered_needs_an_all_gather():
 
 def test_median_centered_observations_reject_wrong_answers():
     reference = q.median_centered.observe(ref_median_centered)
-    for key in ("median of the own block", "mean instead of median"):
-        assert not _matches(q.median_centered.observe(MEDIAN_WRONG[key][0]), reference), key
-    no_gather = q.median_centered.observe(_jit_median)
-    assert no_gather["all_gather_over_devices"] is False and not _matches(no_gather, reference)
+    for key in ("median of the own block", "mean instead of median", "median minus x"):
+        assert "values differ" in _why_not(q.median_centered.observe(MEDIAN_WRONG[key][0]), reference), key
+    assert "global-view program" in _why_not(q.median_centered.observe(_jit_median), reference)
+    shape = _why_not(q.median_centered.observe(MEDIAN_WRONG["whole vector from every device"][0]), reference)
+    assert "returns float32[128], expected float32[16]" in shape
 
 
 # ---------------------------------------------------------------- 2. sum_scatter_columns
@@ -166,8 +190,11 @@ def test_sum_scatter_columns_accepts_equivalent_answers(answer):
 
 def test_sum_scatter_columns_observations_of_equivalent_answers_match():
     reference = q.sum_scatter_columns.observe(ref_sum_scatter_columns)
-    assert set(reference) == {"out_k8", "out_k4", "out_k2", "axes", "psum_scatter_over_devices"}
-    assert reference["out_k2"].shape == (q.ROWS, q.COLUMNS) and reference["psum_scatter_over_devices"] is True
+    got = derived(reference)
+    assert got["communication"] == [f"psum_scatter over '{DEVICES}'"]
+    assert got["k2"].shape == (q.ROWS, q.COLUMNS)
+    x = derived(_identity_observation(2, (2 * q.ROWS, q.COLUMNS)))["k2"]
+    np.testing.assert_allclose(got["k2"], x.reshape(2, q.ROWS, q.COLUMNS).sum(axis=0), rtol=1e-6)
     for answer in SCATTER_EQUIVALENT.values():
         assert _matches(q.sum_scatter_columns.observe(answer), reference)
 
@@ -230,9 +257,11 @@ def test_sum_scatter_columns_negative_dimension_passes_where_jax_allows_it():
 
 def test_sum_scatter_columns_observations_reject_wrong_answers():
     reference = q.sum_scatter_columns.observe(ref_sum_scatter_columns)
-    assert not _matches(q.sum_scatter_columns.observe(SCATTER_WRONG["mean over devices"][0]), reference)
-    psum = q.sum_scatter_columns.observe(_psum_then_slice)
-    assert psum["psum_scatter_over_devices"] is False and not _matches(psum, reference)
+    assert "values differ" in _why_not(q.sum_scatter_columns.observe(SCATTER_WRONG["mean over devices"][0]),
+                                       reference)
+    for key in ("psum, replicated", "psum, then the own columns"):
+        reason = _why_not(q.sum_scatter_columns.observe(SCATTER_WRONG[key][0]), reference)
+        assert f"expected psum_scatter over '{DEVICES}'" in reason and "values differ" not in reason, key
 
 
 # ---------------------------------------------------------------- 3. ring_all_reduce
@@ -337,20 +366,20 @@ def test_ring_all_reduce_accepts_equivalent_answers(answer):
 
 def test_ring_all_reduce_observations_of_equivalent_answers_match():
     reference = q.ring_all_reduce.observe(ref_ring_all_reduce)
-    assert reference["ppermute_over_devices"] is True and reference["other_collectives_over_devices"] == []
-    assert reference["out_k8_n8"].shape == (64,)
+    got = derived(reference)
+    assert got["communication"] == [f"ppermute over '{DEVICES}'"] and got["k8_n8"].shape == (64,)
     for answer in RING_EQUIVALENT.values():
-        observed = q.ring_all_reduce.observe(answer)
-        # psum(1, DEVICES) is folded to a constant: it names no collective in the jaxpr
-        assert _matches(observed, reference)
+        assert _matches(q.ring_all_reduce.observe(answer), reference)
 
 
-def test_ring_all_reduce_observations_equal_psum():
-    observed = q.ring_all_reduce.observe(ref_ring_all_reduce)
-    psum = q.ring_all_reduce.observe(_mapped(lambda b: lax.psum(b, DEVICES)))
-    for key in ("out_k8_n8", "out_k4_n8", "out_k2_n6"):
-        np.testing.assert_allclose(observed[key], psum[key], rtol=1e-5, atol=1e-5)
-    assert psum["other_collectives_over_devices"] == ["psum"] and not _matches(psum, observed)
+def test_ring_all_reduce_observations_equal_psum_but_psum_is_not_accepted():
+    ring = derived(q.ring_all_reduce.observe(ref_ring_all_reduce))
+    psum_answer = q.ring_all_reduce.observe(_mapped(lambda b: lax.psum(b, DEVICES)))
+    psum = derived(psum_answer)
+    for key in ("k8_n8", "k4_n8", "k2_n6"):
+        np.testing.assert_allclose(ring[key], psum[key], rtol=1e-5, atol=1e-5)   # the ring is psum ...
+    reason = _why_not(psum_answer, q.ring_all_reduce.observe(ref_ring_all_reduce))
+    assert f"expected ppermute over '{DEVICES}'" in reason and "values differ" not in reason   # ... built otherwise
 
 
 RING_WRONG = {
@@ -389,8 +418,10 @@ def test_ring_all_reduce_rejects(answer, match):
 
 def test_ring_all_reduce_observations_reject_wrong_answers():
     reference = q.ring_all_reduce.observe(ref_ring_all_reduce)
-    for key in ("one step", "k steps", "no wrap-around pair", "all_gather, then sum"):
-        assert not _matches(q.ring_all_reduce.observe(RING_WRONG[key][0]), reference), key
+    for key in ("one step", "k steps", "no wrap-around pair", "forwards the running total"):
+        assert "values differ" in _why_not(q.ring_all_reduce.observe(RING_WRONG[key][0]), reference), key
+    assert "but it performs all_gather" in _why_not(q.ring_all_reduce.observe(RING_WRONG["all_gather, then sum"][0]),
+                                                    reference)
 
 
 # ---------------------------------------------------------------- 4. fsdp_step
@@ -439,8 +470,9 @@ def test_fsdp_step_accepts_equivalent_answers(answer):
 
 def test_fsdp_step_observations_of_equivalent_answers_match():
     reference = q.fsdp_step.observe(ref_fsdp_step)
-    assert reference["all_gather_over_data_parallel"] is True and reference["psum_scatter_over_data_parallel"] is True
-    assert set(k for k in reference if k.startswith("out_")) == {"out_k8_n16", "out_k4_n12", "out_k2_n10"}
+    got = derived(reference)
+    assert got["communication"] == [f"all_gather over '{DATA_PARALLEL}'", f"psum_scatter over '{DATA_PARALLEL}'"]
+    assert {"k8_n16", "k4_n12", "k2_n10", "collectives"} <= set(got) and got["k4_n12"].shape == (8,)
     for answer in FSDP_EQUIVALENT.values():
         assert _matches(q.fsdp_step.observe(answer), reference)
 
@@ -488,9 +520,12 @@ def test_fsdp_step_rejects(answer, match):
 
 def test_fsdp_step_observations_reject_wrong_answers():
     reference = q.fsdp_step.observe(ref_fsdp_step)
-    for key in ("sum, not mean", "local gradients only", "pmean of the gradients, then the own part",
-                "one jitted step, no shard_map"):
-        assert not _matches(q.fsdp_step.observe(FSDP_WRONG[key][0]), reference), key
+    for key in ("sum, not mean", "local gradients only", "gradient ascent"):
+        assert "values differ" in _why_not(q.fsdp_step.observe(FSDP_WRONG[key][0]), reference), key
+    reason = _why_not(q.fsdp_step.observe(FSDP_WRONG["pmean of the gradients, then the own part"][0]), reference)
+    assert f"expected psum_scatter over '{DATA_PARALLEL}'" in reason and "values differ" not in reason
+    assert "global-view program" in _why_not(q.fsdp_step.observe(FSDP_WRONG["one jitted step, no shard_map"][0]),
+                                             reference)
 
 
 # ---------------------------------------------------------------- the module's contract

@@ -15,17 +15,15 @@ and do not count). Each exercise names the collective it is about, and its
 check rejects a right-valued answer without it (e.g. a `psum` where a
 `psum_scatter` is asked for), saying why.
 
-Grading contract. Written against the contract committed when this module was
-written (docs/AUTHORING.md, `namedaxes.grading.record`): `observe` returns the
-answer's outputs on seeded random inputs (`rng(grade_id)`) plus structure
-facts. Every graded run goes through one place, `_observe_cases`, and every
-case is data: a program of arrays only (`_program(fn, mesh)`) and its inputs
-described as `_Input(shape, spec, draw)`. Moving to exported programs
-(issue 9) therefore changes `_observe_cases` alone: export each program on
-`jax.ShapeDtypeStruct(shape, float32, sharding=NamedSharding(mesh, spec))`
-instead of calling it, and hand each input's `draw` to the grader. The
-structure facts are the collectives (kind and axis) of the reference, which an
-exported program's optimized HLO shows too.
+Grading contract (issue 9, `namedaxes.grading.programs`). `observe` records no
+values: it exports each graded program, the answer with its mesh fixed
+(`_bound`), on abstract inputs (`jax.ShapeDtypeStruct` with the hidden shape,
+float32 and the placement the exercise states), for meshes of 8, 4 and 2
+devices. The clean grader process draws the inputs, runs the programs, compares
+their outputs with the reference's, and reads the communication from the
+optimized HLO. One extra case per cell, `collectives` (`values=False`), makes it
+require the reference's collectives by kind and axis, so the collective an
+exercise is about cannot be swapped for another that computes the same values.
 
 Student-facing strings: every message and hint of this module is in the
 `TEXT` table below (one place to translate); the logic only fills them in.
@@ -34,7 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import Callable, NamedTuple
+from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -46,7 +44,7 @@ from namedaxes import DATA_PARALLEL, DEVICES
 from namedaxes.checking import (CheckFailed, Exercise, collectives, expect_array, fail, not_written_yet,
                                 same_values, unbound_axis_name)
 from namedaxes.exercises.shard_map import line_mesh
-from namedaxes.grading import rng
+from namedaxes.grading import Case, programs, spec
 
 __all__ = ["median_centered", "sum_scatter_columns", "ring_all_reduce", "fsdp_step",
            "loss_fn", "sgd_step", "LEARNING_RATE", "TEXT"]
@@ -357,31 +355,29 @@ def _expect_float32(name: str, out, where: str) -> None:
 
 
 # ---------------------------------------------------------------- graded observations
-class _Input(NamedTuple):
-    """One input of a graded case: its global shape, its placement spec and how values are drawn."""
-    shape: tuple
-    spec: P
-    draw: str = "normal"
+def _bound(fn: Callable, mesh) -> Callable:
+    """`fn(*args, mesh)` with the mesh fixed: the program a case exports (the mesh is not an input)."""
+    return lambda *args: fn(*args, mesh)
 
 
-def _draw(r: np.random.RandomState, inp: _Input, mesh) -> jax.Array:
-    values = r.normal(size=inp.shape) if inp.draw == "normal" else r.uniform(-1.0, 1.0, size=inp.shape)
-    return _placed(_f32(values), mesh, inp.spec)
+def _on(mesh, shape, pspec):
+    """An abstract float32 input of `shape`, placed on `mesh` with `pspec` (no values: the grader draws them)."""
+    return spec(shape, jnp.float32, sharding=NamedSharding(mesh, pspec))
 
 
-def _observe_cases(grade_id: str, fn: Callable, cases: dict) -> dict:
-    """Outputs of `fn` on seeded random inputs, one array per case (name -> (mesh, inputs)).
+def _observe_programs(fn: Callable, cases: dict, *, structure: str) -> dict:
+    """The hidden observation of one test cell: exported programs of `fn` (`namedaxes.grading.programs`).
 
-    The one place where graded values are computed in the kernel: exporting each
-    `_program(fn, mesh)` on the inputs' abstract shapes instead is the issue-9 contract.
+    `cases` maps a name to (mesh, abstract inputs). The grader draws the inputs itself and compares
+    each program's outputs with the reference's. The extra case `collectives` (the `structure` case
+    again, with `values=False`) makes the grader require every collective the reference performs, by
+    kind and axis, read from the optimized HLO: `ppermute`, not a `psum`; a `psum_scatter`, not a `psum`
+    and a slice.
     """
-    r = rng(grade_id)
-    out = {}
-    for case, (mesh, inputs) in cases.items():
-        args = [_draw(r, inp, mesh) if isinstance(inp, _Input) else
-                {key: _draw(r, leaf, mesh) for key, leaf in inp.items()} for inp in inputs]
-        out[f"out_{case}"] = np.asarray(_program(fn, mesh)(*args))
-    return out
+    graded = {name: Case(_bound(fn, mesh), *inputs) for name, (mesh, inputs) in cases.items()}
+    mesh, inputs = cases[structure]
+    graded["collectives"] = Case(_bound(fn, mesh), *inputs, values=False)
+    return programs(graded)
 
 
 # ---------------------------------------------------------------- 1. median_centered
@@ -432,14 +428,12 @@ def _check_median_centered(fn: Callable) -> None:
 
 
 def _observe_median_centered(fn: Callable) -> dict:
-    cases = {f"k{k}_n{x.shape[0]}": (line_mesh(k), [_Input(x.shape, P(DEVICES))]) for k, x in _MEDIAN_CASES}
-    out = _observe_cases("median_centered_values", fn, cases)
-    k, x = _MEDIAN_CASES[0]
-    mesh = line_mesh(k)
-    found = _communication("median_centered", fn, mesh, _placed(x, mesh, P(DEVICES)))
-    out["axes"] = _axes_of(found)
-    out["all_gather_over_devices"] = _uses(found, "all_gather", DEVICES)
-    return out
+    """Programs on 8, 4 and 2 devices, x placed P(DEVICES); the reference's all_gather is required."""
+    cases = {}
+    for k, x in _MEDIAN_CASES:
+        mesh = line_mesh(k)
+        cases[f"k{k}_n{x.shape[0]}"] = (mesh, [_on(mesh, x.shape, P(DEVICES))])
+    return _observe_programs(fn, cases, structure="k8_n16")
 
 
 median_centered = Exercise(
@@ -520,13 +514,12 @@ def _check_sum_scatter_columns(fn: Callable) -> None:
 
 
 def _observe_sum_scatter_columns(fn: Callable) -> dict:
-    cases = {f"k{k}": (line_mesh(k), [_Input((k * ROWS, COLUMNS), P(DEVICES))]) for k in _SCATTER_MESHES}
-    out = _observe_cases("sum_scatter_columns_values", fn, cases)
-    mesh = line_mesh(8)
-    found = _communication("sum_scatter_columns", fn, mesh, _placed(_scatter_case(8), mesh, P(DEVICES)))
-    out["axes"] = _axes_of(found)
-    out["psum_scatter_over_devices"] = _uses(found, "psum_scatter", DEVICES)
-    return out
+    """Programs on 8, 4 and 2 devices, x placed P(DEVICES); the reference's psum_scatter is required."""
+    cases = {}
+    for k in _SCATTER_MESHES:
+        mesh = line_mesh(k)
+        cases[f"k{k}"] = (mesh, [_on(mesh, (k * ROWS, COLUMNS), P(DEVICES))])
+    return _observe_programs(fn, cases, structure="k8")
 
 
 sum_scatter_columns = Exercise(
@@ -636,15 +629,12 @@ def _check_ring_all_reduce(fn: Callable) -> None:
 
 
 def _observe_ring_all_reduce(fn: Callable) -> dict:
-    cases = {f"k{k}_n{n}": (line_mesh(k), [_Input((k * n,), P(DEVICES))]) for k, n in _RING_CASES}
-    out = _observe_cases("ring_all_reduce_equals_psum", fn, cases)
-    k, n = _RING_CASES[0]
-    mesh = line_mesh(k)
-    found = _communication("ring_all_reduce", fn, mesh, _placed(_ring_input(k, n), mesh, P(DEVICES)))
-    out["axes"] = _axes_of(found)
-    out["ppermute_over_devices"] = _uses(found, "ppermute", DEVICES)
-    out["other_collectives_over_devices"] = sorted({p for p, axes in found if p != "ppermute" and DEVICES in axes})
-    return out
+    """Programs on 8, 4 and 2 devices, x placed P(DEVICES); the reference's ppermute is required."""
+    cases = {}
+    for k, n in _RING_CASES:
+        mesh = line_mesh(k)
+        cases[f"k{k}_n{n}"] = (mesh, [_on(mesh, (k * n,), P(DEVICES))])
+    return _observe_programs(fn, cases, structure="k8_n8")
 
 
 ring_all_reduce = Exercise(
@@ -759,18 +749,14 @@ def _check_fsdp_step(fn: Callable) -> None:
 
 
 def _observe_fsdp_step(fn: Callable) -> dict:
-    cases = {f"k{k}_n{n}": (line_mesh(k, DATA_PARALLEL),
-                            [_Input((FEATURES,), P(DATA_PARALLEL)),
-                             {"x": _Input((n, FEATURES), P(DATA_PARALLEL)), "y": _Input((n,), P(DATA_PARALLEL))}])
-             for k, n in _FSDP_CASES}
-    out = _observe_cases("fsdp_step_update", fn, cases)
-    k, n = _FSDP_CASES[0]
-    mesh = line_mesh(k, DATA_PARALLEL)
-    found = _communication("fsdp_step", fn, mesh, *_fsdp_placed(mesh, *_fsdp_visible(k, n)))
-    out["axes"] = _axes_of(found)
-    out["all_gather_over_data_parallel"] = _uses(found, "all_gather", DATA_PARALLEL)
-    out["psum_scatter_over_data_parallel"] = _uses(found, "psum_scatter", DATA_PARALLEL)
-    return out
+    """Programs on 8, 4 and 2 devices, w and batch placed P(DATA_PARALLEL); the reference's all_gather
+    and psum_scatter are required."""
+    cases = {}
+    for k, n in _FSDP_CASES:
+        mesh = line_mesh(k, DATA_PARALLEL)
+        batch = {"x": _on(mesh, (n, FEATURES), P(DATA_PARALLEL)), "y": _on(mesh, (n,), P(DATA_PARALLEL))}
+        cases[f"k{k}_n{n}"] = (mesh, [_on(mesh, (FEATURES,), P(DATA_PARALLEL)), batch])
+    return _observe_programs(fn, cases, structure="k8_n16")
 
 
 fsdp_step = Exercise(
