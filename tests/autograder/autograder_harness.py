@@ -10,6 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import autograder_specs as specs
+import tamper_specs
+
+specs.SPECS.extend(tamper_specs.SPECS)      # one graded class: the fixtures and the tamper corpus
 
 REPO = specs.REPO
 CELL_TIMEOUT = 15
@@ -69,6 +72,7 @@ def build_and_grade(root: Path) -> dict:
     from autograder.discovery import discover_sources
     from autograder.references import reference_key
     ref = f"{specs.A02}-{reference_key(discover_sources(course, [specs.A02])[specs.A02])[:16]}"
+    tamper_specs.point_links_at(str(cache / ref))   # the symlink attack aims at this reference
     context = {"forbidden": [str(REPO / "solutions" / f"{specs.A02}.ipynb"),
                              str(course / "source" / specs.A02 / f"{specs.A02}.ipynb"),
                              str(root / "class" / "correct" / f"{specs.A02}.ipynb"),

@@ -1,0 +1,250 @@
+"""The tamper corpus: for every graded test cell of notebooks 01-06, a wrong answer plus tampering.
+
+Per notebook there are two fixture students with the same wrong answers:
+
+- `honest_wrong_<nn>` submits them as they are: every visible check fails, every
+  test cell scores 0;
+- `tamper_<nn>` submits them together with in-kernel tampering, the attacks a
+  hostile student would try: the guard's callbacks are dropped first (so no
+  score can rely on the guard), every visible check is patched to pass (so the
+  hidden part really runs), and each test cell gets at least one technique:
+
+  `patched_observe`  `q.<exercise>.observe = ...` returns a forged observation
+                     (no programs, old-style "it used psum" flags);
+  `code_swap`        `q.<exercise>._observe.__code__ = fake.__code__`: the
+                     identity stays, the code records a forged observation
+                     (the wrong answer's programs with the grading
+                     instructions rewritten: values off, trivial inputs);
+  `forged_record`    the notebook's `record` (and `namedaxes.grading.record`)
+                     rebound to write the forged observation instead;
+  `visible_files`    observation files hand-written during the visible check,
+                     and the hidden part made to fail, so only they exist;
+  `thread_files`     a thread that keeps writing forged files for that cell
+                     while the rest of the notebook runs;
+  `symlink`          the observation folder replaced by a link to the
+                     reference cache folder, holding forged files.
+
+Both must score exactly the same: 0 on every test cell of their notebook. The
+expected pass sets are empty, so `test_fixture_scores_and_status` checks the
+scores; `test_tamper.py` checks the rest (equal rows, reference cache intact).
+"""
+from __future__ import annotations
+
+import textwrap
+
+import autograder_specs as specs
+
+A03, A04, A05, A06 = "03_nested_axes", "04_gradient_averaging", "05_shard_map", "06_multi_process"
+TECHNIQUES = ("patched_observe", "code_swap", "forged_record", "visible_files", "thread_files", "symlink")
+
+# notebook -> answer cell grade_id -> wrong answer (plausible mistakes, each fails its visible check)
+WRONG = {
+    specs.A01: {
+        "device_rank_answer": "def device_rank(x):\n    return jnp.int32(0)\n",
+        "count_devices_answer": "def count_devices(x):\n    return jnp.int32(8)\n",
+        "center_answer": "def center(x):\n    return x - jnp.mean(x)\n",
+    },
+    specs.A02: {
+        "scaled_sum_answer": "def scaled_sum(x):\n    return x * 2.0\n",
+        "scaled_mean_answer": "def scaled_mean(x):\n    return x * 2.0\n",
+        "global_max_share_answer": "def global_max_share(x):\n    return x / jnp.max(x)\n",
+    },
+    A03: {
+        "grid_sums_answer": "def grid_sums(x):\n    return x, x, x\n",
+        "device_coordinates_answer": "def device_coordinates(x):\n    z = jnp.int32(0)\n    return z, z, z\n",
+        "row_normalize_answer": "def row_normalize(x, mesh):\n    return x / x.sum(axis=1, keepdims=True)\n",
+    },
+    A04: {
+        "loss_fn_answer": "def loss_fn(params, local_batch):\n"
+                          "    return jnp.sum((params['w'] * local_batch['x'] + params['b'] - local_batch['y']) ** 2)\n",
+        "compute_gradients_answer": "def compute_gradients(params, local_batch):\n"
+                                    "    return jax.tree.map(jnp.zeros_like, params)\n",
+        "parallel_update_step_answer": "def parallel_update_step(params, sharded_batch):\n    return params\n",
+        "train_answer": "def train(params, sharded_batch, steps):\n    return params, jnp.zeros((steps,))\n",
+    },
+    A05: {   # one-device code with no parallelism at all (the issue's 9-of-11 attack)
+        "sharded_scaled_sum_answer": "def sharded_scaled_sum(x, mesh):\n    return 2.0 * jnp.sum(x)\n",
+        "replica_totals_answer": "def replica_totals(x, mesh):\n"
+                                 "    return x.reshape(x.shape[0], mesh.shape[MODEL_REPLICAS], -1).sum(axis=1)\n",
+        "dp_train_step_answer": "def dp_train_step(params, batch, mesh):\n    return sgd_step(params, batch)\n",
+        "jit_train_step_answer": "def jit_train_step(params, batch, mesh):\n    return sgd_step(params, batch)\n",
+        "weighted_total_shard_map_answer": "def weighted_total_shard_map(w, x, mesh):\n"
+                                           "    return jnp.sum(w * x, axis=0)\n",
+    },
+    A06: {
+        "global_sum_answer": "def global_sum(x):\n    return x * 8\n",
+        "local_rows_answer": "def local_rows(global_batch):\n    return global_batch\n",
+        "parallel_update_step_answer": "def parallel_update_step(params, sharded_batch):\n    return params\n",
+    },
+}
+
+# notebook -> test cell grade_id -> (the `q.<name>` exercise its test cell uses, techniques)
+CELLS = {
+    specs.A01: {"device_rank_values": ("device_rank", ("patched_observe", "code_swap")),
+                "count_devices_values": ("count_devices", ("forged_record",)),
+                "center_pmap_and_vmap": ("center", ("visible_files", "symlink"))},
+    specs.A02: {"scaled_sum_total": ("scaled_sum", ("code_swap",)),
+                "scaled_sum_uses_psum": ("scaled_sum_uses_psum", ("patched_observe",)),
+                "scaled_mean_value": ("scaled_mean", ("thread_files", "forged_record")),
+                "global_max_share_value": ("global_max_share", ("visible_files", "symlink"))},
+    A03: {"grid_sums_each_axis": ("grid_sums", ("forged_record", "thread_files")),
+          "device_coordinates_grid": ("device_coordinates", ("code_swap",)),
+          "row_normalize_shard_map": ("row_normalize", ("patched_observe", "symlink"))},
+    A04: {"loss_fn_mean_squared_error": ("loss_fn", ("visible_files",)),
+          "compute_gradients_values": ("compute_gradients", ("code_swap",)),
+          "update_step_averages_gradients": ("parallel_update_step", ("forged_record", "thread_files")),
+          "train_losses_and_params": ("train", ("patched_observe", "symlink"))},
+    A05: {"sharded_scaled_sum_total": ("sharded_scaled_sum", ("code_swap",)),
+          "replica_totals_blocks": ("replica_totals", ("patched_observe",)),
+          "dp_train_step_update": ("dp_train_step", ("forged_record",)),
+          "jit_train_step_all_reduce": ("jit_train_step", ("thread_files", "visible_files")),
+          "weighted_total_migration": ("weighted_total_shard_map", ("symlink",))},
+    A06: {"global_sum_across_processes": ("global_sum", ("code_swap", "thread_files")),
+          "local_rows_per_process": ("local_rows", ("patched_observe", "visible_files")),
+          "update_step_across_processes": ("parallel_update_step", ("forged_record", "symlink"))},
+}
+
+# Run once, in the notebook's first answer cell: drop the guard, define the forging helpers.
+PRELUDE = r'''
+import builtins as _b, json as _json, os as _os, threading as _threading, time as _time, types as _types
+import numpy as _np
+import namedaxes.grading as _g
+_ip = get_ipython()
+_ip.events.callbacks = {name: [] for name in list(_ip.events.callbacks)}   # the guard never runs again
+_OBS = _os.environ.get("NAMEDAXES_OBSERVE_DIR", ".")
+_OLD = {"axes": ["devices", "data_shards", "model_replicas", "data_parallel_axis"], "psum_over_devices": True,
+        "psum_over_devices_vector": True, "communicates_over_data_shards": False, "compiled_all_reduce": True,
+        "explicit_collective_axes": []}
+
+def _forge(obs):
+    """The (wrong) observation with its grading instructions rewritten and old-style flags added."""
+    obs = dict(obs or {})
+    meta = _json.loads(_json.dumps(obs.get("programs") or {"format": "namedaxes-exported-1", "cases": {}}))
+    for case in meta.get("cases", {}).values():
+        case.update(values=False, draw={"kind": "integers", "low": 0, "high": 1}, rtol=1e9, atol=1e9)
+    obs["programs"] = meta
+    obs.update(_OLD)
+    return obs
+
+def _write(folder, gid, obs):
+    arrays = {k: _np.asarray(v) for k, v in obs.items() if hasattr(v, "shape")}
+    values = {k: v for k, v in obs.items() if k not in arrays}
+    with open(_os.path.join(folder, gid + ".npz"), "wb") as fh:
+        _np.savez(fh, **arrays)
+    with open(_os.path.join(folder, gid + ".json"), "w") as fh:
+        fh.write(_json.dumps(values, default=str))
+
+def _pass(ex, before=None):
+    def check(*answer):
+        if before is not None:
+            before()
+        print(f"Correct: `{ex.name}` passes the visible checks.")
+    ex.check = check
+
+_b._tamper_forge = _forge
+_real_record = record
+_forged_cells = set()
+
+def record(gid, obs):
+    """Rebound `record`: cells in `_forged_cells` get the forged observation."""
+    _real_record(gid, _forge(obs) if gid in _forged_cells else obs)
+_g.record = record
+'''
+
+
+def technique(name: str, gid: str, exercise: str, ref_folder: str) -> str:
+    """The tampering code for one test cell (runs in the first answer cell, after PRELUDE)."""
+    ex = f"q.{exercise}"
+    if name == "patched_observe":
+        return f"{ex}.observe = lambda *a, **k: _forge({{}})\n"
+    if name == "code_swap":
+        return textwrap.dedent(f'''\
+            _b._tamper_real_{gid} = _types.FunctionType({ex}._observe.__code__, {ex}._observe.__globals__)
+            def _fake(*answer):
+                import builtins
+                return builtins._tamper_forge(getattr(builtins, "_tamper_real_{gid}")(*answer))
+            {ex}._observe.__code__ = _fake.__code__
+            ''')
+    if name == "forged_record":
+        return f"_forged_cells.add({gid!r})\n"
+    if name == "visible_files":
+        return textwrap.dedent(f'''\
+            _pass({ex}, before=lambda: _write(_OBS, {gid!r}, _forge({{}})))
+            def _refuse(*a, **k):
+                raise RuntimeError("no hidden results today")
+            {ex}.observe = _refuse
+            ''')
+    if name == "thread_files":
+        return textwrap.dedent(f'''\
+            def _keep_writing(gid={gid!r}):
+                while True:
+                    try:
+                        _write(_OBS, gid, _forge({{}}))
+                    except OSError:
+                        pass
+                    _time.sleep(0.005)
+            _threading.Thread(target=_keep_writing, daemon=True).start()
+            ''')
+    if name == "symlink":
+        return textwrap.dedent(f'''\
+            _forged_dir = _OBS.rstrip("/") + ".forged"
+            _os.makedirs(_forged_dir, exist_ok=True)
+            _write(_forged_dir, {gid!r}, _forge({{}}))
+            def _swap_folder(target={ref_folder!r}):
+                try:
+                    _os.rename(_OBS, _OBS.rstrip("/") + ".real")
+                    _os.symlink(target if _os.path.isdir(target) else _forged_dir, _OBS)
+                except OSError:
+                    pass
+            _pass({ex}, before=_swap_folder)
+            ''')
+    raise ValueError(name)
+
+
+def tamper_code(assignment: str, ref_folder: str) -> str:
+    parts = [PRELUDE]
+    for gid, (exercise, names) in CELLS[assignment].items():
+        parts.append(f"_pass(q.{exercise})\n")
+        for name in names:
+            parts.append(technique(name, gid, exercise, ref_folder))
+    return "".join(parts)
+
+
+def _answers(assignment: str, tampered: bool, ref_folder: str = "") -> dict[str, str]:
+    answers = dict(WRONG[assignment])
+    if tampered:
+        first = next(iter(answers))
+        answers[first] = answers[first] + "\n" + tamper_code(assignment, ref_folder)
+    return answers
+
+
+def tamper_specs(ref_folder: str = "") -> list[specs.Spec]:
+    """Two students per notebook; `ref_folder` is the reference cache folder the symlinks point at."""
+    out = []
+    for assignment in WRONG:
+        nn = assignment[:2]
+        out.append(specs.Spec(f"honest_wrong_{nn}", "ok", set(), assignment=assignment,
+                              answers=_answers(assignment, False)))
+        out.append(specs.Spec(f"tamper_{nn}", "ok", set(), assignment=assignment,
+                              answers=_answers(assignment, True, ref_folder)))
+    return out
+
+
+def coverage() -> dict[str, set[str]]:
+    """technique -> the test cells it is used on (every technique used, every cell covered)."""
+    used: dict[str, set[str]] = {t: set() for t in TECHNIQUES}
+    for cells in CELLS.values():
+        for gid, (_, names) in cells.items():
+            for name in names:
+                used[name].add(gid)
+    return used
+
+
+SPECS = tamper_specs()
+
+
+def point_links_at(ref_folder: str) -> None:
+    """Rewrite the `symlink` tampering of SPECS to point the observation folder at `ref_folder`."""
+    for spec in SPECS:
+        if spec.student.startswith("tamper_"):
+            spec.answers.update(_answers(spec.assignment, True, ref_folder))
