@@ -38,3 +38,25 @@ def test_tagging_is_idempotent():
     gen.tag_cells_that_must_raise(nb)
     gen.tag_cells_that_must_raise(nb)
     assert nb.cells[0].metadata["tags"] == ["raises-exception"]
+
+
+def test_a_cell_that_only_uses_a_failed_cells_results_is_a_knock_on_error():
+    nb = new_notebook(cells=[
+        _grade("def train(p):\n    # YOUR CODE HERE\n    raise NotImplementedError()", solution=True, grade_id="a"),
+        new_code_cell("losses = train(1)"),                                           # 1: runs the answer
+        new_code_cell("plot(losses)"),                                                # 2: knock-on
+        new_code_cell("summary = train(2)\nplot(summary)"),                           # 3: one cell: fine
+        _grade('"""t"""\nassert train(0)', grade=True, locked=True, grade_id="t", points=1),  # 4: test
+        new_code_cell("import numpy as np\nplot(np.arange(3))"),                      # 5: independent
+    ])
+    assert gen.tag_cells_that_must_raise(nb) == [1, 2, 3, 4]
+    assert gen.knock_on_cells(nb) == [2]
+    assert gen.red_cell_summary(nb) == "4 cells fail unanswered (1 test cells, 3 that run an answer)"
+
+
+def test_the_released_notebooks_have_no_knock_on_errors():
+    """Unanswered notebooks stay readable: every failing cell is a test or runs an answer itself."""
+    import nbformat
+    for path in sorted(gen.NOTEBOOKS.glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        assert gen.knock_on_cells(nb) == [], f"{path.name}: knock-on cells {gen.knock_on_cells(nb)}"

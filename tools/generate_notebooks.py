@@ -11,7 +11,14 @@ Steps, all deterministic:
 3. Tag, in the release only, the cells that must raise while the exercises are
    unanswered (`raises-exception`): answer cells that raise at top level, test
    cells, and every code cell that uses a name such a cell defines (transitively).
-4. Write notebooks/<id>.ipynb.
+4. Refuse knock-on errors: an untested cell that fails unanswered must itself use
+   an answer (it "truly needs an answer"). One that fails only because it uses the
+   results of another failing cell (a plot of an unanswered exercise's numbers, a
+   name a failed cell never defined) keeps an unanswered notebook needlessly red:
+   merge it into the cell that computes its inputs, or compute them with the
+   notebook's own code (e.g. `namedaxes.model`).
+5. Write notebooks/<id>.ipynb and print, per notebook, how many cells fail while
+   it is unanswered.
 """
 from __future__ import annotations
 
@@ -96,10 +103,11 @@ def _parse(source: str) -> ast.Module:
     return ast.parse("\n".join(lines))
 
 
-def tag_cells_that_must_raise(nb) -> list[int]:
-    """Tag cells that raise while unanswered; return their indices."""
-    tainted: set[str] = set()
-    tagged = []
+def _analyse(nb) -> tuple[list[int], list[int]]:
+    """(cells that raise while unanswered, those of them that are knock-on errors), by index."""
+    tainted: set[str] = set()       # names that are unusable while unanswered
+    answers: set[str] = set()       # names the answer cells define (the stubs)
+    tagged, knock_on = [], []
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
@@ -108,25 +116,54 @@ def tag_cells_that_must_raise(nb) -> list[int]:
         bound, used = _names(tree)
         if meta.get("solution"):
             tainted |= bound                      # the stub defines these names
+            answers |= bound
             must_raise = _raises_at_top_level(tree)
         else:
             must_raise = bool(meta.get("grade")) or bool(used & tainted)
+            if must_raise and not meta.get("grade") and not used & answers:
+                knock_on.append(index)
         if must_raise:
             tainted |= bound - set(dir(builtins))
-            tags = [t for t in cell.metadata.get("tags", []) if t != RAISES] + [RAISES]
-            cell.metadata["tags"] = tags
             tagged.append(index)
+    return tagged, knock_on
+
+
+def tag_cells_that_must_raise(nb) -> list[int]:
+    """Tag cells that raise while unanswered; return their indices."""
+    tagged, _ = _analyse(nb)
+    for index in tagged:
+        cell = nb.cells[index]
+        cell.metadata["tags"] = [t for t in cell.metadata.get("tags", []) if t != RAISES] + [RAISES]
     return tagged
+
+
+def knock_on_cells(nb) -> list[int]:
+    """Untested cells that fail while unanswered without using an answer themselves (see step 4)."""
+    return _analyse(nb)[1]
+
+
+def red_cell_summary(nb) -> str:
+    """How many cells fail in the unanswered release: test cells, and other cells that run an answer."""
+    tagged, _ = _analyse(nb)
+    tests = sum(bool(nb.cells[i].metadata.get("nbgrader", {}).get("grade")) for i in tagged)
+    return f"{len(tagged)} cells fail unanswered ({tests} test cells, {len(tagged) - tests} that run an answer)"
 
 
 def build(ids: list[str]) -> dict[str, str]:
     layout_course(ids)
     run_nbgrader(ids)
-    out = {}
+    out, problems = {}, []
     for aid in ids:
         nb = nbformat.read(COURSE / "release" / aid / f"{aid}.ipynb", as_version=4)
         tag_cells_that_must_raise(nb)
+        for index in knock_on_cells(nb):
+            problems.append(f"{aid}, cell {index}: it fails while the notebook is unanswered only because it uses the "
+                            f"results of another failing cell, not an answer. Merge it into the cell that computes "
+                            f"them, or compute them with the notebook's own code.\n    "
+                            + nb.cells[index].source.splitlines()[0][:100])
         out[aid] = nbformat.writes(nb) + "\n"
+    if problems:
+        sys.exit("Knock-on errors in the student notebooks:\n  " + "\n  ".join(problems))
     return out
 
 
@@ -156,6 +193,8 @@ def main(argv=None) -> int:
     else:
         for name in stale:
             (NOTEBOOKS / name).unlink()
+        for aid, text in generated.items():
+            print(f"  {aid}: {red_cell_summary(nbformat.reads(text, as_version=4))}")
         print(f"generated {len(generated)} student notebooks in notebooks/")
     return 0
 
