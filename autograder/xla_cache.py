@@ -21,7 +21,7 @@ import os
 import shutil
 from pathlib import Path
 
-__all__ = ["xla_prelude", "publish_xla_cache", "remove_protected", "REFERENCE_ENV"]
+__all__ = ["xla_prelude", "publish_xla_cache", "protect_published", "remove_protected", "REFERENCE_ENV"]
 
 # The reference kernel's environment while it fills the cache.
 REFERENCE_ENV = {
@@ -51,11 +51,29 @@ def remove_protected(folder: Path) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def publish_xla_cache(tmp: Path, final: Path) -> None:
-    """Make the reference run's XLA cache search-only and read-only, owned by us, and put it in place."""
-    (tmp / ".complete").write_text("")
+def protect_published(xla_root: Path) -> None:
+    """Give every published cache below `xla_root` the modes above (caches of older versions of the
+    grader used owner-only bits, 0100/0400, which a kernel with its own uid cannot use); folders
+    without `.complete` are made unlistable and left for the pool to replace."""
+    try:
+        entries = list(os.scandir(xla_root))
+    except OSError:
+        return
+    for entry in entries:
+        if entry.name.endswith(".tmp") or not entry.is_dir(follow_symlinks=False):
+            continue
+        try:
+            if os.path.exists(os.path.join(entry.path, ".complete")):
+                _protect(Path(entry.path))
+            else:
+                os.chmod(entry.path, 0o100)
+        except OSError:
+            pass
+
+
+def _protect(folder: Path) -> None:
     me_uid, me_gid = os.geteuid(), os.getegid()
-    fd = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
         for entry in os.scandir(fd):
             if not entry.is_file(follow_symlinks=False):
@@ -68,6 +86,12 @@ def publish_xla_cache(tmp: Path, final: Path) -> None:
         os.fchmod(fd, 0o111)
     finally:
         os.close(fd)
+
+
+def publish_xla_cache(tmp: Path, final: Path) -> None:
+    """Make the reference run's XLA cache search-only and read-only, owned by us, and put it in place."""
+    (tmp / ".complete").write_text("")
+    _protect(tmp)
     os.replace(tmp, final)
     # Older versions of this assignment: keep the newest few, so that two runs grading different
     # versions at once (another copy of the course, an edited solution) do not delete each other's.

@@ -521,6 +521,21 @@ def test_publishing_keeps_other_recent_versions_of_the_cache(tmp_path):
     assert left == sorted(names[-(KEEP_VERSIONS - 1):] + ["02_scaled_sum-ffffffffffffffff", other.name])
 
 
+def test_caches_published_by_older_graders_get_the_new_modes(tmp_path):
+    from autograder.xla_cache import protect_published
+    old = tmp_path / "01_axis_names-0123456789abcdef"
+    old.mkdir()
+    (old / ".complete").write_text("")
+    (old / "k-cache").write_bytes(b"compiled")
+    os.chmod(old / "k-cache", 0o400)
+    os.chmod(old, 0o100)                                     # the owner-only scheme of the userns days
+    half = tmp_path / "02_scaled_sum-0123456789abcdef"
+    half.mkdir()                                             # no .complete: not to be used, not listable
+    protect_published(tmp_path)
+    assert old.stat().st_mode & 0o777 == 0o111 and (old / "k-cache").stat().st_mode & 0o777 == 0o444
+    assert half.stat().st_mode & 0o777 == 0o100
+
+
 # ---------------------------------------------------------------- clean-up
 def test_cgroup_removal_kills_stragglers_and_keeps_the_verdict(sandbox, copies):
     need(sandbox, "pids")
