@@ -141,9 +141,11 @@ check-notebooks: venv
 
 NBVAL := --nbval --nbval-current-env --nbval-cell-timeout=120
 
+# The whole suite in .venv, then the notebooks on the newest JAX (test-newest): both always run,
+# and make test fails if either fails.
 test: venv system-deps browser-deps check-notebooks
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile $(NBVAL) tests solutions notebooks
-	@$(MAKE) --no-print-directory test-newest
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile $(NBVAL) tests solutions notebooks; status=$$?; \
+	  $(MAKE) --no-print-directory test-newest || status=1; exit $$status
 
 # The 12 notebooks (solutions and student versions) under nbval on the newest JAX line, plus the
 # check that this Python's lock is what got installed and the unit tests of the one exercise whose
