@@ -11,6 +11,7 @@ from pathlib import Path
 
 from .discovery import package_dir, repo_root
 from .records import Options
+from .cgroups import sweep_stale
 from .sandbox import Sandbox
 
 __all__ = ["build_sandbox", "mpl_cache", "warn"]
@@ -46,6 +47,8 @@ def build_sandbox(opts: Options, course: Path, out: Path, cache: Path, work_root
     sandbox = Sandbox(isolate=opts.isolate, python=sys.executable, hidden=hidden, exposed=exposed,
                       cpu_seconds=cpu, memory_bytes=opts.memory_mb * 2**20)
     sandbox.setup(work_root)
+    if sandbox.cgroups is not None:
+        sweep_stale(sandbox.cgroups)                        # groups left by a grader that was killed
     missing = [p for p in sandbox.protections() if not p.available]
     if opts.isolate and sandbox.isolate and missing:
         warn("warning: some protections are not available on this machine; student kernels run without:\n"

@@ -563,6 +563,22 @@ def test_cgroup_removal_kills_stragglers_and_keeps_the_verdict(sandbox, copies):
     proc.wait(timeout=10)
 
 
+def test_sweep_removes_groups_of_dead_graders_only(sandbox):
+    need(sandbox, "pids")
+    parent = sandbox.cgroups.pids.parent
+    dead = next(p for p in range(4_000_000, 4_100_000) if not os.path.exists(f"/proc/{p}"))
+    stale, live = parent / f"agr-{dead}-1-k0", parent / f"agr-{os.getpid()}-999-k0"
+    stale.mkdir()
+    live.mkdir()
+    try:
+        assert cgroups.sweep_stale(sandbox.cgroups) >= 1
+        assert not stale.exists() and live.exists()
+    finally:
+        for d in (stale, live):
+            if d.exists():
+                d.rmdir()
+
+
 def test_removal_survives_a_hostile_tree(tmp_path):
     """Symlinks out, a deep tree, a locked folder: removed without touching anything outside."""
     outside = tmp_path / "outside"
