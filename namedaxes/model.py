@@ -48,7 +48,7 @@ def sgd_step(params, batch, learning_rate: float = LEARNING_RATE):
 # ---------------------------------------------------------------- the same model in NumPy float64
 def _error_np(params, batch) -> tuple[np.ndarray, np.ndarray]:
     x = np.asarray(batch["x"], float)
-    return x, float(params["w"]) * x + float(params["b"]) - np.asarray(batch["y"], float)
+    return x, np.asarray(params["w"], float) * x + np.asarray(params["b"], float) - np.asarray(batch["y"], float)
 
 
 def loss_np(params, batch) -> float:
@@ -62,7 +62,7 @@ def gradients_np(params, batch) -> dict:
 
 def sgd_step_np(params, batch, learning_rate: float = LEARNING_RATE) -> dict:
     g = gradients_np(params, batch)
-    return {k: float(params[k]) - learning_rate * g[k] for k in PARAM_NAMES}
+    return {k: params[k] - learning_rate * g[k] for k in PARAM_NAMES}
 
 
 # ---------------------------------------------------------------- the notebooks' data

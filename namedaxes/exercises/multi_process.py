@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from namedaxes import DATA_PARALLEL, DEVICES, multiprocess
+from namedaxes import DATA_PARALLEL, DEVICES, model, multiprocess
 from namedaxes.checking import (CheckFailed, Exercise, collective_axes, expect_collective, explained, fail,
                                 not_written_yet, progress_of, same_values, show_values)
 from namedaxes.grading import Case, pmapped, programs, spec
@@ -45,7 +45,7 @@ progress = progress_of(__name__)   # q.progress(): which exercises of the notebo
 NUM_PROCESSES = 2
 LOCAL_DEVICES = 4
 N_GLOBAL = NUM_PROCESSES * LOCAL_DEVICES
-LEARNING_RATE = 0.01
+LEARNING_RATE = model.LEARNING_RATE   # the course's reference model: namedaxes.model
 PARAM_NAMES = ("w", "b")
 
 GRADE_IDS = {
