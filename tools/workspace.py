@@ -308,6 +308,9 @@ def _cmd_prepare(args) -> int:
         except HandinError as err:
             raise WorkspaceError(str(err)) from err
     report = prepare(args.work, args.release, seed=not args.no_seed)
+    if args.student:
+        print(f"workspace {args.work}: you hand in as {args.student!r}; fetch, validate and submit your "
+              f"assignments in Nbgrader > Assignment List")
     if report["seeded"]:
         print(f"workspace {args.work}: copied {len(report['seeded'])} notebook(s) from {args.release} "
               f"({', '.join(report['seeded'])}); they are yours now, nothing overwrites them")
