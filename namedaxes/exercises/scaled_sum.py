@@ -24,6 +24,42 @@ progress = progress_of(__name__)   # q.progress(): which exercises of the notebo
 AXIS_ENV = [(DEVICES, 8)]
 DEVICE_COUNTS = (2, 4, 8)
 
+# Every sentence these checks can show, in one place (translate here; the logic below only fills them in).
+TEXT = {
+    "not_an_array": ("`{name}` should return one array (shaped like `x`), but `pmap` got {type} back: {value}. "
+                     "Did you forget a `return`?"),
+    "wrong_shape": ("`{name}` should return an array shaped like its input `x` on each device (per-device shape "
+                    "{per_shape}), but with {k} devices `pmap` got results of shape {shape}, i.e. per-device "
+                    "shape {got_shape}."),
+    "reduced_locally": (" Did you reduce `x` with `jnp.sum`/`jnp.max` inside one device? A collective combines "
+                        "values across devices and keeps the shape."),
+    "wrong_dtype": ("`{name}` should keep the dtype of `x` ({dtype} in, {dtype} out), but it returned {got}. "
+                    "Use Python numbers such as `2.0` rather than typed arrays in your arithmetic, so JAX keeps "
+                    "the input dtype."),
+    "where": "({k} devices, input {x}) ",
+    "sum_expected": "With {k} devices holding {x}, every device should end with {want} (the sum of x * 2.0 over "
+                    "all devices).",
+    "sum_plain": "That is the plain sum of `x`: multiply by 2.0 before (or after) the psum.",
+    "sum_is_mean": "That is the mean over devices (what `lax.pmean` gives): use `lax.psum` for the total.",
+    "sum_is_max": "That is the maximum over devices (what `lax.pmax` gives): use `lax.psum` for the total.",
+    "by_hand": "If you wrote the number by hand, compute it instead: the check runs several device counts and "
+               "inputs.",
+    "use_psum": "Add up the scaled values of all devices with `lax.psum(..., axis_name=DEVICES)`.",
+    "mean_expected": "With {k} devices holding {x}, every device should end with {want} (the mean of x * 2.0 "
+                     "over all devices).",
+    "mean_is_total": "That is the total, not the mean: use `lax.pmean`, or divide the psum by the device count.",
+    "mean_over_8": ("That is the total divided by 8. The device count is not always 8: use `lax.pmean`, or divide "
+                    "by `lax.psum(1, axis_name=DEVICES)`."),
+    "mean_unscaled": "That is the mean of `x` itself: multiply by 2.0.",
+    "share_ones": ("Every entry is 1: each device divided by its own value. Divide by the largest value across "
+                   "devices, `lax.pmax(x, axis_name=DEVICES)`."),
+    "share_is_max": "That is the maximum itself: divide the device's own `x` by it.",
+    "share_global_max": ("You divided by the largest entry of all vectors. Compare each position only with the "
+                         "same position on the other devices: `lax.pmax(x, ...)` works entry by entry."),
+    "share_replicated": ("Every device holds the same result, but each device should keep its own share: divide "
+                         "the local `x` by the collective maximum, and do not reduce the quotient."),
+}
+
 
 def _fmt(value) -> str:
     value = np.asarray(value)
@@ -46,20 +82,14 @@ def _run(name: str, fn: Callable, x) -> jax.Array:
 def _expect_per_device(name: str, out, x) -> None:
     """One result per device, shaped and typed like that device's `x`."""
     if not isinstance(out, jax.Array):
-        fail(f"`{name}` should return one array (shaped like `x`), but `pmap` got "
-             f"{type(out).__name__} back: {out!r:.80}. Did you forget a `return`?")
+        fail(TEXT["not_an_array"].format(name=name, type=type(out).__name__, value=f"{out!r:.80}"))
     x = np.asarray(x)
     per_shape, got_shape = x.shape[1:], tuple(out.shape[1:])
     if tuple(out.shape[:1]) != x.shape[:1] or got_shape != per_shape:
-        fail(f"`{name}` should return an array shaped like its input `x` on each device "
-             f"(per-device shape {per_shape}), but with {x.shape[0]} devices `pmap` got "
-             f"results of shape {tuple(out.shape)}, i.e. per-device shape {got_shape}."
-             + (" Did you reduce `x` with `jnp.sum`/`jnp.max` inside one device? A collective "
-                "combines values across devices and keeps the shape." if got_shape == () else ""))
+        fail(TEXT["wrong_shape"].format(name=name, per_shape=per_shape, k=x.shape[0], shape=tuple(out.shape),
+                                        got_shape=got_shape) + (TEXT["reduced_locally"] if got_shape == () else ""))
     if np.dtype(out.dtype) != x.dtype:
-        fail(f"`{name}` should keep the dtype of `x` ({x.dtype.name} in, {x.dtype.name} out), "
-             f"but it returned {np.dtype(out.dtype).name}. Use Python numbers such as `2.0` "
-             f"rather than typed arrays in your arithmetic, so JAX keeps the input dtype.")
+        fail(TEXT["wrong_dtype"].format(name=name, dtype=x.dtype.name, got=np.dtype(out.dtype).name))
 
 
 # ---------------------------------------------------------------- inputs
@@ -98,13 +128,12 @@ def _diagnose_sum(x, got, want) -> str:
     """A hint for a replicated, well-shaped, but wrong `scaled_sum` result."""
     x, got, k = np.asarray(x, float), np.asarray(got, float)[0], x.shape[0]
     if same_values(got, want / 2, dtype=float):
-        return "That is the plain sum of `x`: multiply by 2.0 before (or after) the psum."
+        return TEXT["sum_plain"]
     if same_values(got, want / k, dtype=float):
-        return "That is the mean over devices (what `lax.pmean` gives): use `lax.psum` for the total."
+        return TEXT["sum_is_mean"]
     if same_values(got, 2.0 * x.max(axis=0), dtype=float):
-        return "That is the maximum over devices (what `lax.pmax` gives): use `lax.psum` for the total."
-    return ("If you wrote the number by hand, compute it instead: the check runs several device "
-            "counts and inputs.")
+        return TEXT["sum_is_max"]
+    return TEXT["by_hand"]
 
 
 def _check_scaled_sum(fn: Callable) -> None:
@@ -114,18 +143,15 @@ def _check_scaled_sum(fn: Callable) -> None:
         want = np.asarray(x, np.float64).sum(axis=0) * 2.0
         k = x.shape[0]
         expect_replicated("scaled_sum", out, axis_name=DEVICES,
-                          hint=f"With {k} devices holding {_fmt(x)}, every device should end with "
-                               f"{_fmt(want)} (the sum of x * 2.0 over all devices).")
+                          hint=TEXT["sum_expected"].format(k=k, x=_fmt(x), want=_fmt(want)))
         expect_close("scaled_sum", out, np.broadcast_to(want, out.shape), rtol=1e-3, atol=1e-3,
-                     hint=f"({k} devices, input {_fmt(x)}) " + _diagnose_sum(x, out, want))
+                     hint=TEXT["where"].format(k=k, x=_fmt(x)) + _diagnose_sum(x, out, want))
 
 
 def _check_scaled_sum_uses_psum(fn: Callable) -> None:
     with _explained("scaled_sum"):
         expect_collective("scaled_sum", fn, jnp.float32(1.0), axis_name=DEVICES, axis_env=AXIS_ENV,
-                          primitives=("psum",),
-                          hint="Add up the scaled values of all devices with "
-                               "`lax.psum(..., axis_name=DEVICES)`.")
+                          primitives=("psum",), hint=TEXT["use_psum"])
 
 
 def _observe_scaled_sum(fn: Callable) -> dict:
@@ -169,20 +195,18 @@ def _check_scaled_mean(fn: Callable) -> None:
         k = x.shape[0]
         want = np.asarray(x, np.float64).mean(axis=0) * 2.0
         expect_replicated("scaled_mean", out, axis_name=DEVICES,
-                          hint=f"With {k} devices holding {_fmt(x)}, every device should end with "
-                               f"{_fmt(want)} (the mean of x * 2.0 over all devices).")
+                          hint=TEXT["mean_expected"].format(k=k, x=_fmt(x), want=_fmt(want)))
         got = np.asarray(out, float)[0]
         if same_values(got, want * k, dtype=float):
-            hint = "That is the total, not the mean: use `lax.pmean`, or divide the psum by the device count."
+            hint = TEXT["mean_is_total"]
         elif same_values(got, want * k / 8, dtype=float) and k != 8:
-            hint = ("That is the total divided by 8. The device count is not always 8: use `lax.pmean`, "
-                    "or divide by `lax.psum(1, axis_name=DEVICES)`.")
+            hint = TEXT["mean_over_8"]
         elif same_values(got, want / 2, dtype=float):
-            hint = "That is the mean of `x` itself: multiply by 2.0."
+            hint = TEXT["mean_unscaled"]
         else:
             hint = ""
         expect_close("scaled_mean", out, np.broadcast_to(want, out.shape), rtol=1e-3, atol=1e-3,
-                     hint=f"({k} devices, input {_fmt(x)}) {hint}")
+                     hint=TEXT["where"].format(k=k, x=_fmt(x)) + hint)
 
 
 def _observe_scaled_mean(fn: Callable) -> dict:
@@ -221,20 +245,16 @@ def _check_global_max_share(fn: Callable) -> None:
         got = np.asarray(out, np.float64)
         k = x.shape[0]
         if same_values(got, np.ones_like(want), dtype=float):
-            hint = ("Every entry is 1: each device divided by its own value. Divide by the largest "
-                    "value across devices, `lax.pmax(x, axis_name=DEVICES)`.")
+            hint = TEXT["share_ones"]
         elif same_values(got, np.broadcast_to(xs.max(axis=0), got.shape), dtype=float):
-            hint = "That is the maximum itself: divide the device's own `x` by it."
+            hint = TEXT["share_is_max"]
         elif same_values(got, xs / xs.max(), dtype=float) and xs.ndim > 1:
-            hint = ("You divided by the largest entry of all vectors. Compare each position only with "
-                    "the same position on the other devices: `lax.pmax(x, ...)` works entry by entry.")
+            hint = TEXT["share_global_max"]
         elif got.ndim and np.allclose(got, got[:1]) and not np.allclose(want, want[:1]):
-            hint = ("Every device holds the same result, but each device should keep its own share: "
-                    "divide the local `x` by the collective maximum, and do not reduce the quotient.")
+            hint = TEXT["share_replicated"]
         else:
             hint = ""
-        expect_close(name, out, want, rtol=1e-4, atol=1e-5,
-                     hint=f"({k} devices, input {_fmt(x)}) {hint}")
+        expect_close(name, out, want, rtol=1e-4, atol=1e-5, hint=TEXT["where"].format(k=k, x=_fmt(x)) + hint)
 
 
 def _observe_global_max_share(fn: Callable) -> dict:
