@@ -30,7 +30,6 @@ Student-facing strings: every message and hint of this module is in the
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 from typing import Callable
 
@@ -41,13 +40,14 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import DATA_PARALLEL, DEVICES
-from namedaxes.checking import (CheckFailed, Exercise, collectives, expect_array, fail, not_written_yet,
-                                same_values, unbound_axis_name)
+from namedaxes.checking import (Exercise, collectives, expect_array, explained, fail, progress_of, same_values,
+                                unbound_axis_name)
 from namedaxes.exercises.shard_map import line_mesh
 from namedaxes.grading import Case, programs, spec
 
 __all__ = ["median_centered", "sum_scatter_columns", "ring_all_reduce", "fsdp_step",
-           "loss_fn", "sgd_step", "LEARNING_RATE", "TEXT"]
+           "loss_fn", "sgd_step", "LEARNING_RATE", "TEXT", "progress"]
+progress = progress_of(__name__)   # q.progress(): which exercises of the notebook pass
 
 LEARNING_RATE = 0.1
 # Primitives that name an axis without moving data between devices.
@@ -66,10 +66,6 @@ TEXT = {
         "`{name}` calls a collective over '{axis}' where no mesh axis of that name is bound (JAX says: "
         "\"{first}\"). Collectives work inside the function you give `jax.shard_map`, over the axis "
         "names of its `mesh`.{axes}"),
-    "traced": (
-        "`{name}` turned a traced JAX value into a NumPy array or Python number ({error}). The check "
-        "runs your function under `jax.jit`: compute with `jnp`/`lax` only, no `np.asarray`, "
-        "`float(...)` or `.item()`."),
     "varying_output": (
         "`{name}` failed with JAX's error \"{first}\": an output's `out_specs` says it is the same on "
         "every device (`P()`), but JAX types it as varying over the mesh axis. The results of "
@@ -277,38 +273,25 @@ def _rule_global_sharding(err, name, mesh):
 _COMMON_RULES = (_rule_varying, _rule_divisible, _rule_in_specs, _rule_global_sharding)
 
 
-@contextlib.contextmanager
-def _explained(name: str, mesh=None, rules=_COMMON_RULES):
-    """Turn an answer's crash into a `CheckFailed` with an actionable message (or re-raise it).
-
-    `rules` are this module's own translations, each `rule(err, name, mesh) -> message | None`;
-    the generic ones (not written yet, unbound or misspelled axis names, traced values) follow.
-    """
+def _rule_axis_names(err, name, mesh):
     axes = f" This mesh has the axes {tuple(mesh.axis_names)}." if mesh is not None else ""
-    message = None
-    try:
-        yield
-    except CheckFailed:
-        raise
-    except Exception as err:  # noqa: BLE001 - translated, or re-raised unchanged
-        for rule in rules:
-            message = rule(err, name, mesh)
-            if message:
-                break
-        else:
-            if isinstance(err, NotImplementedError):
-                message = not_written_yet(name)
-            elif type(err) is AssertionError and not str(err):
-                message = _say("empty_assertion", name=name, axes=axes)
-            elif isinstance(err, NameError) and unbound_axis_name(err) is not None:
-                message = _say("unbound", name=name, axis=unbound_axis_name(err), first=_first_line(err),
-                               axes=axes)
-            elif isinstance(err, (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError)):
-                message = _say("traced", name=name, error=type(err).__name__)
-        if message is None:
-            raise
-    if message is not None:
-        raise CheckFailed(message)
+    if type(err) is AssertionError and not str(err):
+        return _say("empty_assertion", name=name, axes=axes)
+    axis = unbound_axis_name(err)
+    if axis is not None:
+        return _say("unbound", name=name, axis=axis, first=_first_line(err), axes=axes)
+    return None
+
+
+def _explained(name: str, mesh=None, rules=_COMMON_RULES):
+    """Run an answer; its crashes become `CheckFailed` messages (`checking.explained`).
+
+    `rules` are this notebook's own translations, each `rule(err, name, mesh) -> message | None`,
+    tried first; the core translates the rest (not written yet, traced values, errors in the
+    student's own code).
+    """
+    bound = [functools.partial(rule, name=name, mesh=mesh) for rule in (*rules, _rule_axis_names)]
+    return explained(name, rules=[lambda err, rule=rule: rule(err) for rule in bound])
 
 
 @functools.lru_cache(maxsize=None)
