@@ -80,6 +80,33 @@ def _with_parent_death(preexec):
     return run
 
 
+def _write_connection_file(path: Path, ip: str) -> dict:
+    """Write the connection file into the working copy, never through a link the student planted.
+
+    (jupyter_client's writer unlinks and then opens the path, following a link
+    created in between; here the file is created O_EXCL | O_NOFOLLOW relative
+    to a descriptor of the working copy, itself opened O_NOFOLLOW.)"""
+    import json
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="agr-conn-") as private:
+        _, info = write_connection_file(os.path.join(private, "c.json"), transport="ipc", ip=ip)
+    info = dict(info)
+    data = json.dumps({k: (v.decode() if isinstance(v, bytes) else v) for k, v in info.items()}, indent=1)
+    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        try:
+            os.unlink(path.name, dir_fd=dir_fd)
+        except FileNotFoundError:
+            pass
+        fd = os.open(path.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                     dir_fd=dir_fd)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(data)
+    finally:
+        os.close(dir_fd)
+    return info
+
+
 def _announce(hook, pid: int) -> None:
     if hook is not None:
         try:
@@ -177,7 +204,7 @@ class Kernel:
         # its own working copy (a quota mount owned by the kernel's user where possible), see sandbox.py
         self.sandbox.prepare_workdir(self.workdir)
         conn = self.workdir / f"{self.label}.json"
-        _, info = write_connection_file(str(conn), transport="ipc", ip=str(self.workdir / self.label))
+        info = _write_connection_file(conn, ip=str(self.workdir / self.label))
         for path in (conn, *map(Path, self.writable)):    # the kernel's user may write these
             self.sandbox.hand_over(path)
         launch = self.sandbox.launch(self.workdir, conn, self.writable, self.label)

@@ -67,6 +67,7 @@ __all__ = ["Pool", "run_all", "HANG_MARGIN", "STOP_GRACE", "ReferenceLock"]
 HANG_MARGIN = 90.0      # s past a task's budget before its worker counts as hung (kernel start, clean-up)
 STOP_GRACE = 2.0        # s a worker gets to kill its kernels after SIGTERM, before SIGKILL
 MAX_ATTEMPTS = 2        # a task lost this often (worker died or hung) becomes an error row
+REFERENCE_BUDGET = 1800.0   # s before a reference run's worker counts as hung
 
 LOST_DIED = "the grader's worker process died while grading this notebook"
 LOST_HUNG = "the grader's worker process stopped responding (no result within {s:.0f} s) and was killed"
@@ -304,7 +305,8 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
             remove_protected(tmp)
             tmp.mkdir(parents=True)
             os.chmod(tmp, 0o300)             # the reference kernel writes entries by name; nobody lists
-        ref_tasks.append(Task(seq, "reference", aid, xla_dir=str(tmp), budget=2 * notebook_budget))
+        # the trusted reference is not held to the students' budget; this is only the hang backstop
+        ref_tasks.append(Task(seq, "reference", aid, xla_dir=str(tmp), budget=max(REFERENCE_BUDGET, notebook_budget)))
         seq += 1
     for (student, aid), p in placed:
         src = sources[aid]

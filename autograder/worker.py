@@ -184,7 +184,7 @@ class Worker:
         workdir = kernel.workdir
         try:
             run = run_notebook(nb, tests, kernel, lambda n: self._kernel(workdir, label=f"r{n}", **kw),
-                               self.cfg.timeout, budget=task.budget or None)
+                               self.cfg.timeout)
         finally:
             workcopy.remove(workdir)
         problems = []

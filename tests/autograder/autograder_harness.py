@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import os
 import shutil
 import subprocess
 import sys
@@ -33,6 +34,7 @@ class GradedClass:
     points: dict[str, dict[str, float]]        # assignment -> grade_id -> points
     context: dict
     reference_dirs: list[str]                  # the reference cache folders right after the run
+    canary: dict[str, bytes]                   # the host folder attack links point at, as it was built
 
     def row(self, student: str, assignment: str = specs.A02) -> dict:
         found = [r for r in self.rows if r["student"] == student and r["assignment"] == assignment]
@@ -50,8 +52,10 @@ def grade_cmd(course: Path, submissions: Path, out: Path, cache: Path, *extra: s
 
 
 def read_csv(path: Path) -> list[dict]:
+    """The rows of a CSV file the grader wrote, with its formula neutralization undone."""
+    from autograder.outputs import csv_value
     with open(path, newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
+        return [{k: csv_value(v) for k, v in row.items()} for row in csv.DictReader(fh)]
 
 
 def build_and_grade(root: Path) -> dict:
@@ -79,13 +83,18 @@ def build_and_grade(root: Path) -> dict:
                              str(cache / ref / "meta.json")],
                "writable": [str(REPO / "pwned.txt"), str(root / "class" / "pwned.txt"), "/etc/pwned",
                             str(cache.parent / "xla-cache" / "pwned")],
-               "xla_root": str(cache.parent / "xla-cache")}
+               "xla_root": str(cache.parent / "xla-cache"), "canary": str(root / "canary")}
+    canary = specs.build_canary(root / "canary", cache / ref)
     sub = specs.build_class(specs.SPECS, root / "class", sources, context)
     out = root / "out"
     t0 = time.monotonic()
-    proc = subprocess.run(grade_cmd(course, sub, out, cache), cwd=REPO, capture_output=True, text=True,
-                          timeout=900)
+    tmp = root / "tmp"                 # the grader's working copies: must all be gone afterwards
+    tmp.mkdir()
+    proc = subprocess.run(grade_cmd(course, sub, out, cache, "--max-output-chars", str(specs.MAX_OUTPUT_CHARS)),
+                          cwd=REPO, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "TMPDIR": str(tmp)})
     refs = sorted(f"{aid}-{reference_key(src)[:16]}" for aid, src in discover_sources(course, []).items())
     return {"reference_dirs": refs, "course": str(course), "submissions": str(sub), "out": str(out), "cache": str(cache),
             "returncode": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr,
-            "points": points, "context": context, "seconds": time.monotonic() - t0}
+            "points": points, "context": context, "seconds": time.monotonic() - t0,
+            "canary": {k: v.decode("latin-1") for k, v in canary.items()}}

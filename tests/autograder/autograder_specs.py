@@ -118,6 +118,15 @@ def add_cell_after(grade_id: str, source: str) -> Callable:
     return tamper
 
 
+def add_cells_after(grade_id: str, sources: list[str], markdown: bool = False) -> Callable:
+    def tamper(nb):
+        i = find(nb, grade_id)
+        new = nbformat.v4.new_markdown_cell if markdown else nbformat.v4.new_code_cell
+        nb.cells[i + 1:i + 1] = [new(src) for src in sources]
+        return nb
+    return tamper
+
+
 def strip_answer_metadata(grade_id: str) -> Callable:
     """The answer cell lost its nbgrader metadata (copy-paste): found again by its cell id."""
     def tamper(nb):
@@ -153,6 +162,46 @@ def _wrong_sum(body: str) -> dict:
 
 
 NO_SUM = ALL_02 - SUM_TESTS
+MAX_OUTPUT_CHARS = 2_000_000        # the class is graded with --max-output-chars 2000000 (harness)
+NOT_LAST = ALL_02 - {"global_max_share_value"}
+
+
+def _after_last_answer(code: str) -> dict:
+    """The reference answer of global_max_share, followed by `code` (filled in by build_class)."""
+    return {"global_max_share_answer": "{solution}\n" + code}
+
+
+# Builds, inside the working copy: a folder tree deeper than shutil.rmtree's recursion limit, a folder
+# without permissions (with a file in it), a FIFO, and links to a host folder (the canary) the grader
+# must never follow while cleaning up.
+HOSTILE_TREE = """import os
+_top = os.getcwd()
+os.mkdir("deep")
+os.chdir("deep")
+for _ in range(1200):
+    os.mkdir("d")
+    os.chdir("d")
+os.symlink({canary!r}, "to_canary")
+os.chdir(_top)
+os.makedirs("locked/inner")
+open("locked/inner/f", "w").write("x")
+os.chmod("locked/inner", 0)
+os.chmod("locked", 0)
+os.mkfifo("fifo")
+os.symlink({canary!r}, "canary_link")
+os.symlink({canary!r} + "/keep.txt", "canary_file_link")
+"""
+
+# Replaces the observation folder by a link to a host folder holding the reference's own
+# observation for the last test: followed, it would pass; read or cleared there, the canary changes.
+OBSERVE_LINK = """import os, shutil
+_d = os.environ["NAMEDAXES_OBSERVE_DIR"]
+shutil.rmtree(_d)
+os.symlink({canary!r}, _d)
+"""
+
+FLOOD = ("return x * 2.0\n\nfrom IPython.display import display\nfor _ in range(4):\n"
+         "    display({'text/plain': 'x' * (64 * 2**20)}, raw=True)")
 
 SPECS: list[Spec] = [
     # -------- right, unanswered, common mistakes, equivalent alternatives
@@ -252,6 +301,35 @@ SPECS: list[Spec] = [
     # -------- odd ids and zips
     Spec("José María Ñúñez Ø", "ok", ALL),
     Spec("zoe zipped", "ok", ALL, as_zip=True),
+    Spec("=SUM(1;2)", "ok", ALL),            # a formula as a student id: neutralized in CSV
+    Spec("@cmd", "ok", ALL),
+
+    # -------- attacks on the grader process (issue 8): graded exactly, nothing else touched
+    Spec("attack_hidden_marker_markdown", "ok", ALL, tamper=(
+        add_cells_after("imports", ["### BEGIN HIDDEN TESTS\nno end marker here"], markdown=True),
+        add_cells_after("imports", ["# ### BEGIN HIDDEN TESTS\nx_marker = 1"]))),
+    Spec("attack_deep_json", "unreadable", set(), reason="nested too deeply",
+         raw=b'{"cells": [' + b"[" * 200_000 + b"]" * 200_000 + b'], "nbformat": 4, "nbformat_minor": 5}'),
+    Spec("attack_huge_int", "unreadable", set(), reason=r"invalid JSON \(Exceeds the limit",
+         raw=b'{"cells": [], "nbformat": 4, "nbformat_minor": ' + b"9" * 100_000 + b"}"),
+    Spec("attack_wrong_types", "unreadable", set(), reason="not a readable notebook", raw=json.dumps(
+        {"cells": [{"cell_type": ["code"], "source": {"a": 1}, "metadata": [1, 2], "id": 7, "outputs": "x"}, 5,
+                   None, {"cell_type": "markdown", "source": ["a", 3, None],
+                          "metadata": {"nbgrader": {"grade_id": ["x"], "solution": "true"}}, "attachments": 5}],
+         "metadata": [], "nbformat": 4, "nbformat_minor": 5}).encode()),
+    Spec("attack_lone_surrogate", "unreadable", set(), reason="invalid Unicode",
+         raw=b'{"cells": [{"cell_type": "markdown", "source": "\\ud800", "metadata": {}}], "metadata": {}, '
+             b'"nbformat": 4, "nbformat_minor": 5}'),
+    Spec("attack_message_flood", "too_much_output", NO_SUM, answers=_wrong_sum(FLOOD),
+         reason=r"cell 'scaled_sum_answer' sent an output larger than 8 MiB in one message"),
+    Spec("attack_many_cells", "too_many_cells", ALL, tamper=(add_cells_after("imports", ["pass"] * 150),),
+         reason=r"^50 of the cells you added were not run \(at most 100 added cells are run\)$"),
+    Spec("attack_output_flood", "too_much_output", ALL,
+         tamper=(add_cells_after("imports", ["print('y' * 900_000)"] * 3),),
+         reason=r"^the notebook's output passed 2,000,000 characters at the cell you added after cell \d+ "
+                r"\(#3 of your added cells\); further output was dropped$"),
+    Spec("attack_hostile_tree", "ok", ALL, answers=_after_last_answer(HOSTILE_TREE)),
+    Spec("attack_observe_link", "ok", NOT_LAST, answers=_after_last_answer(OBSERVE_LINK)),
 
     # -------- isolation: the answer cell proves it cannot see or reach anything (else it raises)
     Spec("sandbox_probe", "ok", ALL, answers={"scaled_sum_answer": None}),   # filled in by build_class
@@ -294,7 +372,8 @@ def notebook_for(spec: Spec, source_nb, context: dict) -> bytes:
     if spec.raw is not None:
         return spec.raw
     nb = release_notebook(spec.assignment)
-    answers = dict(spec.answers)
+    answers = {g: (a.replace("{solution}", solution_code(source_nb, g)).replace("{canary!r}", repr(
+        context.get("canary", "/nonexistent"))) if isinstance(a, str) else a) for g, a in spec.answers.items()}
     if spec.student == "sandbox_probe":
         answers["scaled_sum_answer"] = SANDBOX_PROBE.format(
             solution=solution_code(source_nb, "scaled_sum_answer"), **context)
@@ -311,6 +390,58 @@ def notebook_for(spec: Spec, source_nb, context: dict) -> bytes:
     return nbformat.writes(nb).encode()
 
 
+# Intake attacks: folder (or zip) names -> (status, regex of the reason). Each holds a correct notebook;
+# none may be graded, and none may get an output folder.
+NFC_NAME = "Zoë Conflict"
+NFD_NAME = "Zoe\u0308 Conflict"
+INTAKE = {
+    NFC_NAME: ("conflict", r"name the same student .*Unicode normalization or letter case.*neither is graded"),
+    NFD_NAME: ("conflict", r"name the same student"),
+    "Twin": ("conflict", r"^class/Twin: the folders 'Twin' and 'twin' name the same student"),
+    "twin": ("conflict", r"name the same student"),
+    "bobby": ("conflict", r"name the same student"),
+    "bobby.zip": ("conflict", r"name the same student"),
+    "...zip": ("unplaceable", r"not a usable student id: '\.\.' is not a usable student id; not graded"),
+    "bell\x07ring": ("unplaceable", r"class/bell\\x07ring: not a usable student id: the name contains a control "
+                                    r"or format character \(U\+0007\)"),
+    "back\\slash": ("unplaceable", r"not a usable student id: the name contains a path separator"),
+}
+
+
+def _zip_bytes(entries: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, data in entries.items():
+            zf.writestr(name, data)
+    return buf.getvalue()
+
+
+def build_intake(root: Path, source_nb) -> None:
+    correct = notebook_for(Spec("x", "ok", assignment=A02), source_nb, {})
+    for name in INTAKE:
+        if name.endswith(".zip"):
+            (root / name).write_bytes(_zip_bytes({f"{A02}.ipynb": correct}))
+        else:
+            (root / name).mkdir()
+            (root / name / f"{A02}.ipynb").write_bytes(correct)
+
+
+def build_canary(canary: Path, reference_dir: Path | None) -> dict[str, bytes]:
+    """A host folder student code may point links at; returns its contents (to check it is unchanged)."""
+    canary.mkdir(parents=True, exist_ok=True)
+    (canary / "keep.txt").write_text("the grader must not delete or change this")
+    gid = "global_max_share_value"
+    copied = False
+    for suffix in (".json", ".npz"):
+        ref = reference_dir / f"{gid}{suffix}" if reference_dir else None
+        if ref is not None and ref.is_file():
+            (canary / f"{gid}{suffix}").write_bytes(ref.read_bytes())
+            copied = True
+    if not copied:
+        (canary / f"{gid}.json").write_text(json.dumps({"value_ok": True}))
+    return {p.name: p.read_bytes() for p in sorted(canary.iterdir())}
+
+
 def build_class(specs: list[Spec], root: Path, sources: dict, context: dict) -> Path:
     """Write the submissions folder: <root>/<student>/<notebook> (or <student>.zip)."""
     root.mkdir(parents=True, exist_ok=True)
@@ -324,6 +455,7 @@ def build_class(specs: list[Spec], root: Path, sources: dict, context: dict) -> 
         for extra, data in spec.extra_files.items():
             (folder / extra).write_bytes(data)
     (root / "loose_file.ipynb").write_text(json.dumps({"cells": []}))
+    build_intake(root, sources[A02])
     for spec in specs:
         if spec.as_zip:
             folder = root / spec.student

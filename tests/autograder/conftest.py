@@ -41,4 +41,5 @@ def graded_class(tmp_path_factory) -> GradedClass:
     return GradedClass(root=root, course=Path(info["course"]), submissions=Path(info["submissions"]), out=out,
                        cache=Path(info["cache"]), returncode=info["returncode"], stdout=info["stdout"],
                        stderr=info["stderr"], rows=rows, results=results, points=info["points"],
-                       context=info["context"], reference_dirs=info["reference_dirs"])
+                       context=info["context"], reference_dirs=info["reference_dirs"],
+                       canary={k: v.encode("latin-1") for k, v in info["canary"].items()})

@@ -1,0 +1,83 @@
+"""Attacks on the grader process itself (issue 8), checked on the shared fixture class.
+
+The per-submission outcome of each attack spec (status, reason, exact passing
+cells, 0 points where it earns nothing) is checked by test_autograder_grading;
+here: what must hold *outside* the attacker's row — intake exactness, the CSV,
+the grader's memory, the host files the attacks pointed at, the clean-up.
+"""
+from __future__ import annotations
+
+import csv
+import re
+
+import autograder_specs as specs
+
+
+def _rows_by_origin(graded_class, status):
+    return {r["reason"].split(": ", 1)[0]: r for r in graded_class.rows if r["status"] == status}
+
+
+def test_intake_conflicts_and_rejected_ids_are_reported_and_never_graded(graded_class):
+    for name, (status, pattern) in specs.INTAKE.items():
+        shown = ascii(name)[1:-1] if any(ord(c) < 32 for c in name) else name
+        matches = [r for r in graded_class.rows if r["status"] == status
+                   and r["reason"].startswith(f"class/{shown}: ")]
+        assert len(matches) == 1, (name, [r for r in graded_class.rows if r["status"] == status])
+        row = matches[0]
+        assert re.search(pattern, row["reason"]), (name, row["reason"])
+        assert row["assignment"] == "" and float(row["score"]) == 0
+    conflicts = [r for r in graded_class.rows if r["status"] == "conflict"]
+    assert len(conflicts) == 6                                  # both entries of each of the three pairs
+    graded_ids = {r["student"] for r in graded_class.rows if r["assignment"]}
+    for name in specs.INTAKE:
+        stem = name[:-4] if name.endswith(".zip") else name
+        assert not ({stem, stem.lower(), specs.NFC_NAME} & graded_ids), name
+        if stem not in (".", ".."):                               # (`..` is checked below)
+            assert not (graded_class.out / "feedback" / stem).exists()
+    assert not (graded_class.out / "feedback" / specs.NFC_NAME).exists()
+    assert not (graded_class.out.parent / "feedback").exists()          # `..` never became an output folder
+    assert "conflicting student ids (6 entries, none graded)" in graded_class.stdout
+
+
+def test_grades_csv_neutralizes_formulas(graded_class):
+    with open(graded_class.out / "grades.csv", newline="", encoding="utf-8") as fh:
+        cells = [cell for row in csv.reader(fh) for cell in row]
+    assert "'=SUM(1;2)" in cells and "'@cmd" in cells
+    assert not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")], "a cell a spreadsheet would run"
+    row = graded_class.row("=SUM(1;2)")                 # graded as themselves, read back exactly
+    assert row["status"] == "ok" and float(row["score"]) == float(row["max_score"])
+
+
+def test_message_flood_is_dropped_at_the_socket_and_grader_memory_stays_bounded(graded_class):
+    import json
+    timings = {(t["student"], t["assignment"]): t for t in
+               json.loads((graded_class.out / "timings.json").read_text())}
+    flood = timings[("attack_message_flood", specs.A02)]["grader_peak_kb"]
+    others = [t["grader_peak_kb"] for k, t in timings.items() if k[0] != "attack_message_flood"
+              and t["grader_peak_kb"]]
+    assert flood and others
+    # each message was 64 MiB: had one reached Python, the worker's peak would be >= 64 MiB above the rest
+    assert flood <= max(others) + 32 * 1024, (flood, sorted(others)[-3:])
+
+
+def test_links_planted_by_student_code_are_never_followed(graded_class):
+    canary = graded_class.root / "canary"
+    now = {p.name: p.read_bytes() for p in sorted(canary.iterdir())}
+    assert now == graded_class.canary                               # nothing deleted, changed or added there
+    result = graded_class.result("attack_observe_link")
+    cell = [c for c in result["cells"] if c["grade_id"] == "global_max_share_value"][0]
+    assert not cell["passed"]                                       # the reference's own file was not read
+
+
+def test_hostile_trees_are_removed(graded_class):
+    assert graded_class.row("attack_hostile_tree")["status"] == "ok"
+    assert "INTERNAL GRADER ERRORS" not in graded_class.stderr
+    left = list((graded_class.root / "tmp").iterdir())
+    assert not left, f"left behind: {left}"
+
+
+def test_observation_files_not_written_by_the_hidden_part_are_logged(graded_class):
+    logs = graded_class.result("tamper_fake_record").get("observe_log", [])
+    assert any(re.match(r"scaled_sum_total: found before the cell ran: .*'scaled_sum_total\.json'", line)
+               for line in logs), logs
+    assert not graded_class.result("correct").get("observe_log")
