@@ -120,3 +120,29 @@ def test_title_is_number_dash_title(path):
 def test_prose_names_no_path_of_the_authoring_machine(path):
     for cell in _nb(path).cells:
         assert not re.search(r"/(work|tmp|home|root)/", cell.source), cell.source[:200]
+
+
+def _text_modules():
+    import pkgutil
+    import namedaxes.checking
+    import namedaxes.exercises as pkg
+    modules = [namedaxes.checking] + [importlib.import_module(f"namedaxes.exercises.{m.name}")
+                                      for m in pkgutil.iter_modules(pkg.__path__)]
+    return [m for m in modules if isinstance(getattr(m, "TEXT", None), dict)]
+
+
+@pytest.mark.parametrize("module", _text_modules(), ids=lambda m: m.__name__)
+def test_text_tables_are_well_formed_and_every_entry_is_used(module):
+    """Student-facing sentences live in one TEXT table per module: each template parses and is used."""
+    import inspect
+    import string
+    source = inspect.getsource(module)
+    for key, template in module.TEXT.items():
+        list(string.Formatter().parse(template))            # raises on a malformed template
+        uses = source.count(f'"{key}"') + source.count(f"'{key}'") - 1      # minus its own definition
+        assert uses >= 1, f"{module.__name__}: TEXT[{key!r}] is never used"
+
+
+def test_the_core_and_the_first_notebooks_keep_their_sentences_in_text_tables():
+    names = {m.__name__ for m in _text_modules()}
+    assert {"namedaxes.checking", "namedaxes.exercises.axis_names", "namedaxes.exercises.scaled_sum"} <= names

@@ -22,6 +22,34 @@ progress = progress_of(__name__)   # q.progress(): which exercises of the notebo
 
 _AXIS_ENV = [(DEVICES, 8)]
 
+# Every sentence these checks can show, in one place (translate here; the logic below only fills them in).
+TEXT = {
+    "under_pmap": "under `jax.pmap(..., axis_name=DEVICES)` over {k} devices",
+    "under_vmap": "under `jax.vmap(..., axis_name=DEVICES)` over {k} examples",
+    "device": "device",
+    "example": "example",
+    "run": "The check, which runs `{name}` {where},",
+    "wrong_shape": "On each {per}, `{name}(x)` should return shape {shape}, but it returns shape {got} ({where}).",
+    "wrong_dtype": "`{name}(x)` should return dtype {dtype}, but it returns {got}.",
+    "wrong_values": "`{name}(x)` returned the wrong values {where}. {diagnosis}\nOn {per} {i}: expected {want}, got {got}.",
+    "rank_values": ("Device i should return i, its position along the 'devices' axis: `lax.axis_index(DEVICES)`; "
+                    "the values of x do not tell it."),
+    "rank_structure": "Ask the named axis: `lax.axis_index(DEVICES)`.",
+    "count_values": "Every device should return {k}, the size of the 'devices' axis. ",
+    "count_machine": "It returned {seen}, the number of devices on the machine; the pmap here uses only {k} of them. ",
+    "count_length": "It returned the length of x on one device, not the size of the 'devices' axis. ",
+    "count_fix": "{diagnosis}Ask the named axis: `lax.psum(1, DEVICES)`.",
+    "center_local": ("Each device subtracted the mean of its own values only; a collective such as `lax.pmean` over "
+                     "'{axis}' is missing."),
+    "center_all": ("It subtracts one mean of all elements of all devices; take the mean element by element: "
+                   "`lax.pmean(x, DEVICES)` keeps x's shape."),
+    "center_total": "It subtracts the total (`lax.psum`), not the mean (`lax.pmean`).",
+    "center_hard_coded": ("It is right over 8 devices but not here: is the number of devices hard-coded? "
+                          "`lax.pmean`, or `lax.psum(1, DEVICES)`, follows the size of the axis."),
+    "center_other": "Subtract, from x, the mean of x over '{axis}' (element by element).",
+    "center_structure": "Average across devices with `lax.pmean(x, DEVICES)`.",
+}
+
 
 # ---------------------------------------------------------------- shared helpers
 def _mapped(fn, how: str):
@@ -33,39 +61,36 @@ def _mapped(fn, how: str):
 
 def _where(how: str, k: int) -> str:
     if how == "pmap":
-        return f"under `jax.pmap(..., axis_name=DEVICES)` over {k} devices"
-    return f"under `jax.vmap(..., axis_name=DEVICES)` over {k} examples"
+        return TEXT["under_pmap"].format(k=k)
+    return TEXT["under_vmap"].format(k=k)
 
 
 def _run(name: str, fn, x, how: str = "pmap"):
     """`fn` mapped over the leading axis of `x`; crashes become readable messages (`checking.explained`)."""
-    with explained(name, run=f"The check, which runs `{name}` {_where(how, x.shape[0])},", binds=(DEVICES,)):
+    with explained(name, run=TEXT["run"].format(name=name, where=_where(how, x.shape[0])), binds=(DEVICES,)):
         return _mapped(fn, how)(x)
 
 
 def _expect_per_device(name: str, out, k: int, shape: tuple, dtype, how: str = "pmap") -> None:
     """Type, then the shape and dtype each device (or example) returns."""
     expect_array(f"{name}(x)", out)
-    per = "device" if how == "pmap" else "example"
+    per = TEXT["device"] if how == "pmap" else TEXT["example"]
     got_shape = tuple(out.shape[1:])
     if got_shape != tuple(shape):
-        raise CheckFailed(
-            f"On each {per}, `{name}(x)` should return shape {tuple(shape)}, but it returns shape "
-            f"{got_shape} ({_where(how, k)}).")
+        raise CheckFailed(TEXT["wrong_shape"].format(per=per, name=name, shape=tuple(shape), got=got_shape,
+                                                     where=_where(how, k)))
     if np.dtype(out.dtype) != np.dtype(dtype):
-        raise CheckFailed(
-            f"`{name}(x)` should return dtype {np.dtype(dtype).name}, but it returns "
-            f"{np.dtype(out.dtype).name}.")
+        raise CheckFailed(TEXT["wrong_dtype"].format(name=name, dtype=np.dtype(dtype).name,
+                                                     got=np.dtype(out.dtype).name))
 
 
 def _wrong_values(name: str, out, want, how: str, diagnosis: str) -> None:
     """Name the function, say where, show expected vs seen on the first device that differs."""
     out, want = np.asarray(out), np.asarray(want)
-    per = "device" if how == "pmap" else "example"
+    per = TEXT["device"] if how == "pmap" else TEXT["example"]
     i = next(i for i in range(want.shape[0]) if not same_values(out[i], want[i]))
-    raise CheckFailed(
-        f"`{name}(x)` returned the wrong values {_where(how, want.shape[0])}. {diagnosis}\n"
-        f"On {per} {i}: expected {show_values(want[i])}, got {show_values(out[i])}.")
+    raise CheckFailed(TEXT["wrong_values"].format(name=name, where=_where(how, want.shape[0]), diagnosis=diagnosis,
+                                                  per=per, i=i, want=show_values(want[i]), got=show_values(out[i])))
 
 
 # ---------------------------------------------------------------- 1. device_rank
@@ -76,11 +101,9 @@ def _check_device_rank(fn) -> None:
         out = _run(name, fn, x)
         _expect_per_device(name, out, k, (), jnp.int32)
         if not same_values(out, np.arange(k)):
-            _wrong_values(name, out, np.arange(k), "pmap",
-                          "Device i should return i, its position along the 'devices' axis: "
-                          "`lax.axis_index(DEVICES)`; the values of x do not tell it.")
+            _wrong_values(name, out, np.arange(k), "pmap", TEXT["rank_values"])
     expect_collective(name, fn, x[0], axis_name=DEVICES, axis_env=_AXIS_ENV, primitives=["axis_index"],
-                      hint="Ask the named axis: `lax.axis_index(DEVICES)`.")
+                      hint=TEXT["rank_structure"])
 
 
 def _cases(fn, how_sizes, per_shape, draw=None) -> dict:
@@ -118,14 +141,12 @@ def _check_count_devices(fn) -> None:
         _expect_per_device(name, out, k, (), jnp.int32)
         if not same_values(out, np.full(k, k)):
             seen = int(np.asarray(out).ravel()[0])
-            diagnosis = f"Every device should return {k}, the size of the 'devices' axis. "
+            diagnosis = TEXT["count_values"].format(k=k)
             if seen == jax.device_count() != k:
-                diagnosis = (f"It returned {seen}, the number of devices on the machine; the pmap here "
-                             f"uses only {k} of them. ")
+                diagnosis = TEXT["count_machine"].format(seen=seen, k=k)
             elif seen == 5:
-                diagnosis = "It returned the length of x on one device, not the size of the 'devices' axis. "
-            _wrong_values(name, out, np.full(k, k), "pmap",
-                          f"{diagnosis}Ask the named axis: `lax.psum(1, DEVICES)`.")
+                diagnosis = TEXT["count_length"]
+            _wrong_values(name, out, np.full(k, k), "pmap", TEXT["count_fix"].format(diagnosis=diagnosis))
 
 
 def _observe_count_devices(fn) -> dict:
@@ -162,21 +183,18 @@ def _check_center(fn) -> None:
         if same_values(out, want):
             continue
         if same_values(out, x - x.mean(axis=1, keepdims=True)):
-            diagnosis = (f"Each device subtracted the mean of its own values only; a collective such as "
-                         f"`lax.pmean` over '{DEVICES}' is missing.")
+            diagnosis = TEXT["center_local"].format(axis=DEVICES)
         elif same_values(out, x - x.mean()):
-            diagnosis = ("It subtracts one mean of all elements of all devices; take the mean element by "
-                         "element: `lax.pmean(x, DEVICES)` keeps x's shape.")
+            diagnosis = TEXT["center_all"]
         elif same_values(out, x - x.sum(axis=0)):
-            diagnosis = "It subtracts the total (`lax.psum`), not the mean (`lax.pmean`)."
+            diagnosis = TEXT["center_total"]
         elif how == "vmap" or k != 8:
-            diagnosis = (f"It is right over 8 devices but not here: is the number of devices "
-                         f"hard-coded? `lax.pmean`, or `lax.psum(1, DEVICES)`, follows the size of the axis.")
+            diagnosis = TEXT["center_hard_coded"]
         else:
-            diagnosis = f"Subtract, from x, the mean of x over '{DEVICES}' (element by element)."
+            diagnosis = TEXT["center_other"].format(axis=DEVICES)
         _wrong_values(name, out, want, how, diagnosis)
     expect_collective(name, fn, cases[0][1][0], axis_name=DEVICES, axis_env=_AXIS_ENV, primitives=["psum"],
-                      hint="Average across devices with `lax.pmean(x, DEVICES)`.")
+                      hint=TEXT["center_structure"])
 
 
 def _observe_center(fn) -> dict:
