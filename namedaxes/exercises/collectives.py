@@ -25,8 +25,9 @@ optimized HLO. One extra case per cell, `collectives` (`values=False`), makes it
 require the reference's collectives by kind and axis, so the collective an
 exercise is about cannot be swapped for another that computes the same values.
 
-Student-facing strings: every message and hint of this module is in the
-`TEXT` table below (one place to translate); the logic only fills them in.
+Student-facing strings: every message of this module's checks is in the `TEXT`
+table below, and each exercise's hints are in its `Exercise(...)` (two places to
+translate, no strings inside the logic); the shared core words the rest.
 """
 from __future__ import annotations
 
@@ -321,10 +322,6 @@ def _communication(name: str, fn: Callable, mesh, *args, rules=_COMMON_RULES) ->
 
 def _uses(found, primitive: str, axis: str) -> bool:
     return any(p == primitive and axis in axes for p, axes in found)
-
-
-def _axes_of(found) -> list[str]:
-    return sorted({a for _, axes in found for a in axes})
 
 
 def _seen(found) -> str:
