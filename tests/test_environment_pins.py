@@ -177,7 +177,7 @@ def test_a_changed_lock_reinstalls_and_says_what_and_how_long(monkeypatch, tmp_p
     lock = install_venv.lock_for(install_venv.version())
     assert calls[0] == ("install", "-r", str(lock)) and calls[1][:3] == ("install", "--no-deps", "-e")
     assert f"Python {install_venv.version()}" in out and lock.name in out and "jax==" in out
-    assert re.search(r"Installed into .* in \d+ s .*7 of the \d+ locked packages", out)
+    assert re.search(r"Installed into .* in \d+ s .*: 7 of the \d+ locked packages fetched now", out)
     assert (venv / install_venv.STAMP).read_text() == install_venv.key(lock)
 
 

@@ -137,8 +137,7 @@ def main(argv: list[str]) -> int:
     stamp.write_text(want)
     took = time.monotonic() - started
     print(f"Installed into {venv}/ in {took:.0f} s ({took / 60:.1f} min): {fetched} of the {n} locked packages "
-          f"were installed now, the rest were there already; and the course package. Later runs skip this.",
-          flush=True)
+          f"fetched now ({n - fetched} already there) and the course package. Later runs skip this.", flush=True)
     return 0
 
 
