@@ -1,8 +1,8 @@
 """The batch always finishes (issue 8): time budgets, Ctrl-C, grades.csv and report.html always written.
 
-Each test grades its own tiny class with `python -m autograder grade` (the
-references come from the shared fixture class's cache), so the budgets and
-signals here do not touch the shared class.
+Each test grades its own tiny class with `python -m autograder grade` (with the
+reference cache the shared fixture class uses, keyed by content), so the
+budgets and signals here do not touch the shared class and need not wait for it.
 """
 from __future__ import annotations
 
@@ -16,11 +16,23 @@ import time
 from pathlib import Path
 
 import nbformat
+import pytest
 
 import autograder_specs as specs
 from autograder_harness import read_csv
 
 SLOW_CELLS = ["import time\ntime.sleep(4)"] * 5          # 20 s of sleeping, right after the set-up cell
+CACHE = specs.REPO / "build" / "autograder" / "references"
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory) -> Path:
+    import shutil
+    course = tmp_path_factory.mktemp("batch") / "course"
+    for aid in (specs.A01, specs.A02):
+        (course / "source" / aid).mkdir(parents=True)
+        shutil.copy(specs.REPO / "solutions" / f"{aid}.ipynb", course / "source" / aid)
+    return course
 
 
 def _notebook(assignment: str, tamper=()) -> bytes:
@@ -36,21 +48,21 @@ def _first_code_cell_id(assignment: str) -> str:
     raise AssertionError("no graded code cell")
 
 
-def _grade(graded_class, sub: Path, out: Path, tmp: Path, *extra: str) -> subprocess.Popen:
+def _grade(course, sub: Path, out: Path, tmp: Path, *extra: str) -> subprocess.Popen:
     tmp.mkdir(exist_ok=True)
-    cmd = [sys.executable, "-m", "autograder", "grade", "--course", str(graded_class.course), "--submissions",
-           str(sub), "--out", str(out), "--cache", str(graded_class.cache), "-j", "2", *extra]
+    cmd = [sys.executable, "-m", "autograder", "grade", "--course", str(course), "--submissions",
+           str(sub), "--out", str(out), "--cache", str(CACHE), "-j", "2", *extra]
     return subprocess.Popen(cmd, cwd=specs.REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "TMPDIR": str(tmp)})
 
 
-def test_notebook_and_submission_budgets_stop_many_slow_cells(graded_class, tmp_path):
+def test_notebook_and_submission_budgets_stop_many_slow_cells(course, tmp_path):
     sub = tmp_path / "class"
     (sub / "slowpoke").mkdir(parents=True)
     for aid in (specs.A01, specs.A02):
         slow = specs.add_cells_after(_first_code_cell_id(aid), SLOW_CELLS)
         (sub / "slowpoke" / f"{aid}.ipynb").write_bytes(_notebook(aid, [slow]))
-    proc = _grade(graded_class, sub, tmp_path / "out", tmp_path / "tmp", "--timeout", "6",
+    proc = _grade(course, sub, tmp_path / "out", tmp_path / "tmp", "--timeout", "6",
                   "--notebook-budget", "12", "--submission-budget", "18")
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr[-3000:]
@@ -66,38 +78,54 @@ def test_notebook_and_submission_budgets_stop_many_slow_cells(graded_class, tmp_
     assert (tmp_path / "out" / "report.html").exists()
 
 
-def _procs_under(marker: str) -> list[int]:
-    found = []
+def _processes() -> dict[tuple[int, str], tuple[int, str]]:
+    """(pid, start time) -> (parent pid, command line) of every live process."""
+    procs = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
-            with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                cmd = fh.read().decode(errors="replace")
             with open(f"/proc/{entry}/stat") as fh:
-                if fh.read().split(") ")[-1][0] == "Z":
-                    continue
-        except OSError:
+                fields = fh.read().rsplit(") ", 1)[1].split()
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmd = fh.read().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, IndexError):
             continue
-        if marker in cmd:
-            found.append(int(entry))
+        if fields[0] != "Z":
+            procs[(int(entry), fields[19])] = (int(fields[1]), cmd)
+    return procs
+
+
+def _descendants(root: int) -> dict[tuple[int, str], str]:
+    procs = _processes()
+    found, frontier = {}, {root}
+    while frontier:
+        new = {key for key, (ppid, _) in procs.items() if ppid in frontier and key not in found}
+        found.update({key: procs[key][1] for key in new})
+        frontier = {pid for pid, _ in new}
     return found
 
 
-def test_ctrl_c_stops_the_batch_within_seconds_with_no_kernel_left(graded_class, tmp_path):
+def _still_alive(keys) -> list:
+    live = _processes()
+    return [k for k in keys if k in live]
+
+
+def test_ctrl_c_stops_the_batch_within_seconds_with_no_kernel_left(course, tmp_path):
     sub = tmp_path / "class"
     for student in ("sleeper_a", "sleeper_b"):
         (sub / student).mkdir(parents=True)
         slow = specs.add_cells_after(_first_code_cell_id(specs.A02), ["import time\ntime.sleep(600)"])
         (sub / student / f"{specs.A02}.ipynb").write_bytes(_notebook(specs.A02, [slow]))
     tmp = tmp_path / "tmp"
-    proc = _grade(graded_class, sub, tmp_path / "out", tmp, "--timeout", "900", "--assignment", specs.A02)
+    proc = _grade(course, sub, tmp_path / "out", tmp, "--timeout", "900", "--assignment", specs.A02)
     deadline = time.monotonic() + 180
-    while time.monotonic() < deadline and len([p for p in _procs_under(str(tmp)) if p != proc.pid]) < 2:
+    while time.monotonic() < deadline and \
+            sum("ipykernel" in cmd for cmd in _descendants(proc.pid).values()) < 2:
         time.sleep(0.5)
-    kernels = [p for p in _procs_under(str(tmp)) if p != proc.pid]
-    assert kernels, "no kernel started"
-    time.sleep(3)                                            # let the kernels get into the sleeping cell
+    time.sleep(8)                                            # let the kernels get into the sleeping cell
+    family = _descendants(proc.pid)                          # workers, sandboxes, kernels
+    assert sum("ipykernel" in cmd for cmd in family.values()) >= 2, family
     t0 = time.monotonic()
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
@@ -105,7 +133,7 @@ def test_ctrl_c_stops_the_batch_within_seconds_with_no_kernel_left(graded_class,
     assert proc.returncode == 130 and "interrupted" in stderr, stderr[-2000:]
     assert took < 10, f"Ctrl-C took {took:.1f} s"
     deadline = time.monotonic() + 5
-    while _procs_under(str(tmp)) and time.monotonic() < deadline:
+    while _still_alive(family) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert _procs_under(str(tmp)) == [], "processes outlived the batch"
+    assert _still_alive(family) == [], {k: family[k] for k in _still_alive(family)}
     assert not (tmp_path / "out" / "grades.csv").exists()      # a partial class never replaces a whole one
