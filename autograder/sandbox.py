@@ -84,6 +84,7 @@ USERNS_UID = 1000           # the uid inside the user namespace when the grader 
 DEDICATED_UID = 65534       # default dedicated host uid/gid when the grader is root ("nobody")
 HOSTNAME = "autograder"
 STUDENT = "student"         # the kernel's user name in the generated /etc/passwd
+RUN_MARKER = ".agr-run"     # in the run's folder of working copies while the run lasts
 
 # /etc entries bound read-only from the host when they exist (none holds a secret)
 ETC_FROM_HOST = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "fonts", "alternatives",
@@ -195,12 +196,21 @@ class Sandbox:
     cgroups: CgroupSupport | None = None
     quota: bool = False
     why: dict[str, str] = field(default_factory=dict)    # protection key -> why it is missing
+    work_base: str = ""             # this run's folder of working copies (set by setup)
 
     # ------------------------------------------------------------ set-up for a run
     def setup(self, work_base: Path | str | None = None) -> "Sandbox":
-        """Find out which protections work on this machine (probing each once); returns self."""
+        """Find out which protections work on this machine (probing each once); returns self.
+
+        `work_base`: the folder of this run's working copies. It gets a marker file; once the run
+        removes the folder, a late worker that recreates it cannot mount a working copy there.
+        """
         base = Path(work_base or tempfile.gettempdir())
         self.why = {}
+        if work_base is not None:
+            base.mkdir(parents=True, exist_ok=True)
+            (base / RUN_MARKER).write_text("")
+            self.work_base = str(base)
         if self.isolate and shutil.which("bwrap") is None:
             self.isolate = False
             self.why["allow_list_view"] = ("bubblewrap (bwrap) is not installed "
@@ -313,6 +323,9 @@ class Sandbox:
     def prepare_workdir(self, workdir: Path) -> None:
         """Make `workdir` the kernel's own working copy (quota mount where possible) with its sub-folders."""
         quota = workcopy.Quota(self.disk_bytes, self.max_files) if self.quota else None
+        if quota is not None and self.work_base and _real(workdir).startswith(_real(self.work_base) + "/") \
+                and not os.path.exists(os.path.join(self.work_base, RUN_MARKER)):
+            raise OSError(f"the grading run that owned {self.work_base} is over (its folder was removed)")
         workcopy.prepare(workdir, quota, *self.owner_ids())
         workcopy.make_dirs(workdir, WORK_SUBDIRS, self.owner)
 

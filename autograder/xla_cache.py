@@ -92,7 +92,13 @@ def publish_xla_cache(tmp: Path, final: Path) -> None:
     """Make the reference run's XLA cache search-only and read-only, owned by us, and put it in place."""
     (tmp / ".complete").write_text("")
     _protect(tmp)
-    os.replace(tmp, final)
+    if os.path.exists(final / ".complete"):
+        # another run published this very version meanwhile (or its references were recomputed while
+        # the cache survived): same programs, same entries; keep that one and drop ours
+        remove_protected(tmp)
+    else:
+        remove_protected(final)                      # an incomplete leftover, if any
+        os.replace(tmp, final)
     # Older versions of this assignment: keep the newest few, so that two runs grading different
     # versions at once (another copy of the course, an edited solution) do not delete each other's.
     assignment = final.name.rsplit("-", 1)[0]

@@ -521,6 +521,20 @@ def test_publishing_keeps_other_recent_versions_of_the_cache(tmp_path):
     assert left == sorted(names[-(KEEP_VERSIONS - 1):] + ["02_scaled_sum-ffffffffffffffff", other.name])
 
 
+def test_publishing_a_version_that_is_already_there_keeps_it(tmp_path):
+    """A second reference run of the same version (its references were recomputed, or a concurrent run)
+    must not fail the batch: the published cache stays, the new copy is dropped."""
+    from autograder.xla_cache import publish_xla_cache
+    final = tmp_path / "01_axis_names-0123456789abcdef"
+    for content in (b"first", b"second"):
+        tmp = tmp_path / (final.name + ".tmp")
+        tmp.mkdir()
+        (tmp / "k-cache").write_bytes(content)
+        publish_xla_cache(tmp, final)
+        assert not tmp.exists()
+    assert (final / "k-cache").read_bytes() == b"first" and (final / ".complete").exists()
+
+
 def test_caches_published_by_older_graders_get_the_new_modes(tmp_path):
     from autograder.xla_cache import protect_published
     old = tmp_path / "01_axis_names-0123456789abcdef"
@@ -631,6 +645,19 @@ def test_remove_tree_detaches_leftover_quota_mounts(sandbox, tmp_path):
     assert workcopy.is_quota_mount(root / "a")
     assert workcopy.remove_tree(root)
     assert not root.exists()
+    assert str(root) not in Path("/proc/self/mountinfo").read_text()
+
+
+def test_no_working_copy_is_mounted_once_the_run_removed_its_folder(sandbox, tmp_path):
+    """A worker still starting a kernel after the run cleaned up must not leave a mount behind."""
+    need(sandbox, "quota")
+    root = tmp_path / "run"
+    sb = dataclasses.replace(sandbox).setup(root)
+    sb.prepare_workdir(root / "w0-1")
+    assert workcopy.remove_tree(root)
+    (root / "w0-2").mkdir(parents=True)                      # what a late worker does
+    with pytest.raises(OSError, match="is over"):
+        sb.prepare_workdir(root / "w0-2")
     assert str(root) not in Path("/proc/self/mountinfo").read_text()
 
 
