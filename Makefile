@@ -149,7 +149,7 @@ test: venv system-deps browser-deps check-notebooks
 
 # The 12 notebooks (solutions and student versions) under nbval on the newest JAX line, plus the
 # check that this Python's lock is what got installed and the unit tests of the one exercise whose
-# behaviour Python 3.12 changed (slicing a dict: KeyError, not TypeError). About 1.5-3 min on 2 cores.
+# behaviour Python 3.12 changed (slicing a dict: KeyError, not TypeError). About 2-3 min on 2 cores.
 NEWEST_TESTS := tests/test_environment_pins.py tests/test_exercises_multi_process.py
 test-newest:
 	@if [ -z "$(NEWEST_PYTHON)" ]; then \
