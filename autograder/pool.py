@@ -122,7 +122,9 @@ class Pool:
         return slot
 
     def _kill(self, slot: _Slot) -> None:
-        """Kill a worker and every kernel it reported, at once."""
+        """Kill a worker, its process group (its helpers) and every kernel it reported, at once."""
+        if slot.proc.pid:
+            _killpg(slot.proc.pid)                 # the worker made itself a group leader (worker_main)
         try:
             slot.proc.kill()
         except Exception:  # noqa: BLE001 - already gone
