@@ -56,13 +56,19 @@ def test_tampering_changes_nothing(graded_class, assignment):
 
 
 def test_the_symlink_attack_left_the_reference_cache_intact(graded_class):
+    """Every current-format reference folder of the class's assignments still loads (hashes, MAC)."""
     from autograder.discovery import discover_sources
-    from autograder.references import load_references
+    from autograder.references import CACHE_FORMAT, load_references
     sources = discover_sources(graded_class.course, [])
-    for name in graded_class.reference_dirs:
-        aid = name.rsplit("-", 1)[0]
-        refs = load_references(graded_class.cache / name, sources[aid])
-        assert refs is not None and set(refs) == set(sources[aid].test_ids()), name
+    for aid, source in sources.items():
+        checked = 0
+        for meta in graded_class.cache.glob(f"{aid}-*/meta.json"):
+            info = json.loads(meta.read_text())
+            if info.get("format") == CACHE_FORMAT and sorted(info.get("tests", [])) == sorted(source.test_ids()):
+                refs = load_references(meta.parent, source)     # raises if anything in it was touched
+                assert refs is not None and set(refs) == set(source.test_ids()), meta.parent
+                checked += 1
+        assert checked, f"no reference folder for {aid}"
 
 
 def test_a_damaged_reference_cache_stops_grading_loudly(graded_class, tmp_path):
