@@ -493,6 +493,10 @@ class Judge:
         if extra and not unreadable and any(entry.get("only_axes") for entry in cases.values()):
             diffs.append(f"communication: it also communicates over {', '.join(repr(a) for a in extra)}, "
                          f"which the reference does not")
+        surplus = sorted(got_comm - ref_comm)
+        if surplus and not unreadable and any(entry.get("only_collectives") for entry in cases.values()):
+            diffs.append(f"communication: it also performs {', '.join(surplus)}, which this exercise does not "
+                         f"allow (read from the compiled program)")
         return Verdict(not diffs, diffs)
 
 

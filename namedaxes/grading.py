@@ -105,14 +105,18 @@ class Case:
     (the grader reads it from the reference observation).
     `rtol`/`atol` loosen the comparison for long float computations;
     `values=False` grades only the program's communication (a structure cell).
-    `only_axes=True` also rejects communication over axes the reference does not use.
+    `only_axes=True` also rejects communication over axes the reference does not use;
+    `only_collectives=True` rejects any collective the reference does not perform (a `psum`
+    added beside the required `ppermute`, say).
     `context` (a callable returning a context manager) is entered while exporting,
     e.g. to trace an answer as another process of a cluster.
     """
 
     def __init__(self, fn, *args, draw: dict | None = None, rtol: float | None = None,
-                 atol: float | None = None, values: bool = True, only_axes: bool = False, context=None):
+                 atol: float | None = None, values: bool = True, only_axes: bool = False,
+                 only_collectives: bool = False, context=None):
         self.fn, self.args, self.context, self.only_axes = fn, args, context, only_axes
+        self.only_collectives = only_collectives
         self.draw = _dict(draw or {"kind": "normal"})
         self.rtol, self.atol, self.values = rtol, atol, values
 
@@ -155,6 +159,8 @@ def programs(cases: dict, **values) -> dict:
         entry = {"draw": case.draw, "values": bool(case.values)}
         if case.only_axes:
             entry["only_axes"] = True
+        if case.only_collectives:
+            entry["only_collectives"] = True
         if case.rtol is not None:
             entry["rtol"] = float(case.rtol)
         if case.atol is not None:

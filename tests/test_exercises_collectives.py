@@ -422,6 +422,8 @@ def test_ring_all_reduce_observations_reject_wrong_answers():
         assert "values differ" in _why_not(q.ring_all_reduce.observe(RING_WRONG[key][0]), reference), key
     assert "but it performs all_gather" in _why_not(q.ring_all_reduce.observe(RING_WRONG["all_gather, then sum"][0]),
                                                     reference)
+    mixed = _why_not(q.ring_all_reduce.observe(RING_WRONG["ppermute and psum mixed"][0]), reference)
+    assert "it also performs psum over 'devices', which this exercise does not allow" in mixed, mixed
 
 
 # ---------------------------------------------------------------- 4. fsdp_step

@@ -345,18 +345,19 @@ def _on(mesh, shape, pspec):
     return spec(shape, jnp.float32, sharding=NamedSharding(mesh, pspec))
 
 
-def _observe_programs(fn: Callable, cases: dict, *, structure: str) -> dict:
+def _observe_programs(fn: Callable, cases: dict, *, structure: str, only: bool = False) -> dict:
     """The hidden observation of one test cell: exported programs of `fn` (`namedaxes.grading.programs`).
 
     `cases` maps a name to (mesh, abstract inputs). The grader draws the inputs itself and compares
     each program's outputs with the reference's. The extra case `collectives` (the `structure` case
     again, with `values=False`) makes the grader require every collective the reference performs, by
     kind and axis, read from the optimized HLO: `ppermute`, not a `psum`; a `psum_scatter`, not a `psum`
-    and a slice.
+    and a slice. With `only`, that case also rejects every collective the reference does not perform
+    (a `psum` beside the required `ppermute`).
     """
     graded = {name: Case(_bound(fn, mesh), *inputs) for name, (mesh, inputs) in cases.items()}
     mesh, inputs = cases[structure]
-    graded["collectives"] = Case(_bound(fn, mesh), *inputs, values=False)
+    graded["collectives"] = Case(_bound(fn, mesh), *inputs, values=False, only_collectives=only)
     return programs(graded)
 
 
@@ -499,7 +500,7 @@ def _observe_sum_scatter_columns(fn: Callable) -> dict:
     for k in _SCATTER_MESHES:
         mesh = line_mesh(k)
         cases[f"k{k}"] = (mesh, [_on(mesh, (k * ROWS, COLUMNS), P(DEVICES))])
-    return _observe_programs(fn, cases, structure="k8")
+    return _observe_programs(fn, cases, structure="k8", only=True)
 
 
 sum_scatter_columns = Exercise(
@@ -614,7 +615,7 @@ def _observe_ring_all_reduce(fn: Callable) -> dict:
     for k, n in _RING_CASES:
         mesh = line_mesh(k)
         cases[f"k{k}_n{n}"] = (mesh, [_on(mesh, (k * n,), P(DEVICES))])
-    return _observe_programs(fn, cases, structure="k8_n8")
+    return _observe_programs(fn, cases, structure="k8_n8", only=True)
 
 
 ring_all_reduce = Exercise(
@@ -736,7 +737,7 @@ def _observe_fsdp_step(fn: Callable) -> dict:
         mesh = line_mesh(k, DATA_PARALLEL)
         batch = {"x": _on(mesh, (n, FEATURES), P(DATA_PARALLEL)), "y": _on(mesh, (n,), P(DATA_PARALLEL))}
         cases[f"k{k}_n{n}"] = (mesh, [_on(mesh, (FEATURES,), P(DATA_PARALLEL)), batch])
-    return _observe_programs(fn, cases, structure="k8_n16")
+    return _observe_programs(fn, cases, structure="k8_n16", only=True)
 
 
 fsdp_step = Exercise(
