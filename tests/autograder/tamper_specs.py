@@ -1,4 +1,4 @@
-"""The tamper corpus: for every graded test cell of notebooks 01-06, a wrong answer plus tampering.
+"""The tamper corpus: for every graded test cell of notebooks 01-07, a wrong answer plus tampering.
 
 Per notebook there are two fixture students with the same wrong answers:
 
@@ -35,6 +35,7 @@ import textwrap
 import autograder_specs as specs
 
 A03, A04, A05, A06 = "03_nested_axes", "04_gradient_averaging", "05_shard_map", "06_multi_process"
+A07 = "07_collectives"
 TECHNIQUES = ("patched_observe", "code_swap", "forged_record", "visible_files", "thread_files", "symlink")
 
 # notebook -> answer cell grade_id -> wrong answer (plausible mistakes, each fails its visible check)
@@ -76,6 +77,26 @@ WRONG = {
         "local_rows_answer": "def local_rows(global_batch):\n    return global_batch\n",
         "parallel_update_step_answer": "def parallel_update_step(params, sharded_batch):\n    return params\n",
     },
+    A07: {
+        "median_centered_answer": "def median_centered(x, mesh):\n"      # each device's own median
+                                  "    return jax.shard_map(lambda b: b - jnp.median(b), mesh=mesh,\n"
+                                  "                         in_specs=P(DEVICES), out_specs=P(DEVICES))(x)\n",
+        "sum_scatter_columns_answer": "def sum_scatter_columns(x, mesh):\n"   # a mean, not a sum
+                                      "    def cols(b):\n"
+                                      "        return lax.psum_scatter(b, DEVICES, scatter_dimension=1, tiled=True) / 2\n"
+                                      "    return jax.shard_map(cols, mesh=mesh, in_specs=P(DEVICES),\n"
+                                      "                         out_specs=P(None, DEVICES))(x)\n",
+        "ring_all_reduce_answer": "def ring_all_reduce(x, mesh):\n"          # right values, no ring
+                                  "    return jax.shard_map(lambda b: lax.psum(b, DEVICES), mesh=mesh,\n"
+                                  "                         in_specs=P(DEVICES), out_specs=P(DEVICES))(x)\n",
+        "fsdp_step_answer": "def fsdp_step(w, batch, mesh):\n"                # forgets to divide by k
+                            "    def step(w_shard, local_batch):\n"
+                            "        w_full = lax.all_gather(w_shard, DATA_PARALLEL, tiled=True)\n"
+                            "        g = jax.grad(loss_fn)(w_full, local_batch)\n"
+                            "        return w_shard - LEARNING_RATE * lax.psum_scatter(g, DATA_PARALLEL, tiled=True)\n"
+                            "    return jax.shard_map(step, mesh=mesh, in_specs=(P(DATA_PARALLEL), P(DATA_PARALLEL)),\n"
+                            "                         out_specs=P(DATA_PARALLEL))(w, batch)\n",
+    },
 }
 
 # notebook -> test cell grade_id -> (the `q.<name>` exercise its test cell uses, techniques)
@@ -102,6 +123,10 @@ CELLS = {
     A06: {"global_sum_across_processes": ("global_sum", ("code_swap", "thread_files")),
           "local_rows_per_process": ("local_rows", ("patched_observe", "visible_files")),
           "update_step_across_processes": ("parallel_update_step", ("forged_record", "symlink"))},
+    A07: {"median_centered_values": ("median_centered", ("code_swap", "visible_files")),
+          "sum_scatter_columns_values": ("sum_scatter_columns", ("patched_observe",)),
+          "ring_all_reduce_equals_psum": ("ring_all_reduce", ("forged_record", "thread_files")),
+          "fsdp_step_update": ("fsdp_step", ("symlink",))},
 }
 
 # Run once, in the notebook's first answer cell: drop the guard, define the forging helpers.
