@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from .placement import Intake
+from .protections import summary_lines
 from .records import CSV_COLUMNS, Options
 
 __all__ = ["Progress", "missing_reason", "merge_previous", "write_outputs", "atomic_write", "summary",
@@ -116,7 +117,8 @@ def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
-def write_outputs(out: Path, all_rows: list[dict], rows: list[dict]) -> None:
+def write_outputs(out: Path, all_rows: list[dict], rows: list[dict], protections: list[dict] | None = None) -> None:
+    """grades.csv, results.json (rows, and the protections in force: protections.as_json) and timings.json."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CSV_COLUMNS)
@@ -124,8 +126,10 @@ def write_outputs(out: Path, all_rows: list[dict], rows: list[dict]) -> None:
         w.writerow([csv_cell(r["student"]), csv_cell(r["assignment"]), _fmt(r["score"]), _fmt(r["max_score"]),
                     csv_cell(r["status"]), csv_cell(r["reason"])])
     atomic_write(out / "grades.csv", buf.getvalue())
-    atomic_write(out / "results.json", json.dumps({"columns": CSV_COLUMNS, "rows": all_rows}, indent=1,
-                                                   ensure_ascii=False, sort_keys=True) + "\n")
+    results = {"columns": CSV_COLUMNS, "rows": all_rows}
+    if protections is not None:
+        results["protections"] = protections
+    atomic_write(out / "results.json", json.dumps(results, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
     timings = [{"student": r["student"], "assignment": r["assignment"], "seconds": round(r.get("seconds", 0), 3),
                 "exec_seconds": round(r.get("exec_seconds", 0), 3), "grader_peak_kb": r.get("grader_peak_kb", 0)}
                for r in rows if "seconds" in r]
@@ -145,8 +149,7 @@ def summary(out, sources, intake, rows, wall, sandbox, jobs, quiet, ref_seconds)
     lines = ["", f"autograder: {len(intake.students)} student(s), {len(graded)} submission(s) graded "
                  f"in {wall:.1f} s with {jobs} worker(s)"
              + (f" ({wall / len(graded):.2f} s per submission)" if graded else "")]
-    lines.append("isolation: " + ("bubblewrap sandbox (no network, read-only system, own working copy)"
-                                  if sandbox.isolate else "NONE (bubblewrap unavailable) - resource limits only"))
+    lines += summary_lines(sandbox.protections())
     if ref_seconds:
         lines.append("reference runs: " + ", ".join(f"{a} {s:.1f} s" for a, s in sorted(ref_seconds.items())))
     for aid, src in sources.items():

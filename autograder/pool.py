@@ -30,10 +30,13 @@ its lock and stall every other worker).
 
 Time budgets (`run_all`): each notebook gets `notebook_budget` seconds (the
 worker stops running further cells when it is spent: status `timeout`), each
-student's submission `submission_budget` seconds over all their notebooks (a
-notebook starting after it is spent is not run: status `timeout`). The
-worker enforces the budgets cooperatively; the main loop's deadline (budget +
-margin) is the backstop that does not depend on the worker's cooperation.
+student's submission `submission_budget` seconds over all their notebooks,
+charged with the time each finished notebook took (a notebook starts with
+what is left after its finished and running siblings, waits while siblings
+still run and too little is left, and is not run once nothing is left:
+status `timeout`). The worker enforces the budgets cooperatively; the main
+loop's deadline (budget + margin) is the backstop that does not depend on
+the worker's cooperation.
 
 Two runs at once: the reference observations and the XLA cache of an
 assignment are computed under an exclusive lock (`fcntl.flock` on
@@ -60,7 +63,7 @@ from .records import Task
 from .references import load_references, reference_key, save_references
 from .scoring import make_row, zero_cells
 from .worker import Config, worker_main
-from .xla_cache import publish_xla_cache, remove_protected
+from .xla_cache import protect_published, publish_xla_cache, remove_protected
 
 __all__ = ["Pool", "run_all", "HANG_MARGIN", "STOP_GRACE", "ReferenceLock"]
 
@@ -99,10 +102,11 @@ class Pool:
     """
 
     def __init__(self, jobs: int, target: Callable, args: tuple, budget: Callable[[Task], float],
-                 margin: float = HANG_MARGIN, ctx=None):
+                 margin: float = HANG_MARGIN, ctx=None, admit: Callable[[Task], str] = lambda task: "send"):
         self.ctx = ctx or mp.get_context("fork")
         self.jobs = max(1, jobs)
         self.target, self.args, self.budget, self.margin = target, args, budget, margin
+        self.admit = admit          # right before a task goes to a worker: "send", "defer" or "drop"
         self.slots: dict[int, _Slot] = {}
         self.pending: collections.deque[Task] = collections.deque()
         self.attempts: dict[int, int] = {}
@@ -138,6 +142,17 @@ class Pool:
     def submit(self, task: Task, front: bool = False) -> None:
         (self.pending.appendleft if front else self.pending.append)(task)
 
+    def _next(self) -> Task | None:
+        """The first pending task that `admit` lets go now (deferred ones keep their turn later)."""
+        for _ in range(len(self.pending)):
+            task = self.pending.popleft()
+            verdict = self.admit(task)
+            if verdict == "send":
+                return task
+            if verdict == "defer":
+                self.pending.append(task)
+        return None
+
     # ------------------------------------------------------------ the loop
     def run(self, on_done: Callable[[Task, dict], None], on_lost: Callable[[Task, str], None],
             more: Callable[[], bool] = lambda: False) -> None:
@@ -145,8 +160,10 @@ class Pool:
         while True:
             idle = [s for s in self.slots.values() if s.task is None]
             while self.pending and (idle or len(self.slots) < self.jobs):
+                task = self._next()
+                if task is None:
+                    break
                 slot = idle.pop() if idle else self._spawn()
-                task = self.pending.popleft()
                 try:
                     slot.conn.send(task)
                 except OSError:                        # it died while idle: another one takes the task
@@ -159,6 +176,9 @@ class Pool:
             if not busy and not self.pending:
                 if not more():
                     return
+                continue
+            if not busy:                                # only deferred tasks: let `admit` look again
+                time.sleep(0.05)
                 continue
             now = time.monotonic()
             timeout = max(0.05, min([s.deadline - now for s in busy] + [1.0]))
@@ -267,9 +287,7 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
     log_dir = work_root / "logs"
     log_dir.mkdir()
     use_xla = sandbox.isolate and sandbox.userns
-    for folder in xla_root.iterdir():           # whatever is there: never listable from a kernel
-        if folder.is_dir() and not folder.name.endswith(".tmp") and folder.stat().st_mode & 0o444:
-            os.chmod(folder, 0o100)
+    protect_published(xla_root)                   # whatever is there: never listable from a kernel
     keys = {aid: reference_key(src)[:16] for aid, src in sources.items()}
     ref_dirs = {aid: cache / f"{aid}-{keys[aid]}" for aid in sources}
     xla_dirs = {aid: xla_root / f"{aid}-{keys[aid]}" for aid in sources}
@@ -328,7 +346,6 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
                  max_output_chars=opts.max_output_chars)
     pool = Pool(min(jobs, len(ref_tasks) + n_grade), worker_main, (cfg,), budget=lambda t: t.budget)
     progress = Progress(n_grade, opts.quiet)
-    used: dict[str, float] = collections.defaultdict(float)     # seconds of each student's budget spent
     waiting = {aid: list(ts) for aid, ts in grade_tasks.items()}
     submission_budget = float(opts.submission_budget)
 
@@ -344,28 +361,40 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
         rows.append(row)
         progress.update(status)
 
-    budgeted: set[int] = set()
+    spent: dict[str, float] = collections.defaultdict(float)   # seconds each student's finished notebooks took
+    reserved: dict[int, tuple[str, float]] = {}                # in flight: seq -> (student, budget)
 
-    def dispatchable() -> None:
-        """Give each new grading task its budget (reserved from its student's); none left: answered here."""
-        keep = collections.deque()
-        while pool.pending:
-            t = pool.pending.popleft()
-            if t.kind == "grade" and t.seq not in budgeted:
-                budgeted.add(t.seq)
-                left = submission_budget - used[t.student]
-                t.budget = min(notebook_budget, left)
-                t.budget_label = (f"the notebook's time budget of {notebook_budget:g} s" if left >= notebook_budget
-                                  else f"what was left of this submission's time budget of "
-                                       f"{submission_budget:g} s ({max(0.0, left):.0f} s)")
-                used[t.student] += max(0.0, t.budget)          # reserved now, settled when it is done
-                if t.budget <= 0:
-                    not_graded(t, "timeout", f"not run: this submission's time budget of {submission_budget:g} s "
-                                             f"went to its other notebooks",
-                               "not run: the submission's time budget was used up")
-                    continue
-            keep.append(t)
-        pool.pending = keep
+    def admit(t: Task) -> str:
+        """Right before a grading task goes to a worker: give it its budget from its student's.
+
+        A notebook gets the notebook budget, or what is left of the submission budget after the
+        student's finished notebooks (their real time) and the budgets of those still running.
+        When siblings still run and too little is left, it waits for them (other students go
+        first); when nothing is left, it is answered here, not run."""
+        if t.kind != "grade" or t.seq in reserved:            # references; a retried task keeps its budget
+            return "send"
+        free = submission_budget - spent[t.student]
+        if free <= 0:
+            not_graded(t, "timeout", f"not run: this submission's time budget of {submission_budget:g} s "
+                                     f"went to its other notebooks",
+                       "not run: the submission's time budget was used up")
+            return "drop"
+        running = sum(b for who, b in reserved.values() if who == t.student)
+        if running and free - running < min(notebook_budget, free):
+            return "defer"
+        left = free - running
+        t.budget = min(notebook_budget, left)
+        t.budget_label = (f"the notebook's time budget of {notebook_budget:g} s" if left >= notebook_budget
+                          else f"what was left of this submission's time budget of "
+                               f"{submission_budget:g} s ({max(0.0, left):.0f} s)")
+        reserved[t.seq] = (t.student, t.budget)
+        return "send"
+
+    def settle(task: Task, seconds: float) -> None:
+        who, budget = reserved.pop(task.seq, (task.student, 0.0))
+        spent[who] += min(budget, seconds)
+
+    pool.admit = admit
 
     def on_done(task: Task, res: dict) -> None:
         if task.kind == "reference":
@@ -388,9 +417,8 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
                                            f"run cleanly (see the grader's output)", "not graded: no reference")
             else:
                 release(task.assignment)
-            dispatchable()
             return
-        used[task.student] += min(task.budget, float(res.get("seconds", task.budget))) - task.budget
+        settle(task, float(res.get("seconds", task.budget)))
         if "internal_error" in res:
             internal.append(f"{task.student} / {task.assignment}:\n{res['internal_error']}")
             not_graded(task, "error", "internal grader error (see the grader's output); regrade this student",
@@ -398,15 +426,14 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
         else:
             rows.append(res)
             progress.update(res["status"])
-        dispatchable()
 
     def on_lost(task: Task, why: str) -> None:
         if task.kind == "reference":
             on_done(task, {"internal_error": why + " (twice)"})
             return
+        settle(task, task.budget)
         internal.append(f"{task.student} / {task.assignment}: {why} (twice)")
         not_graded(task, "error", f"{why}, twice; not graded: regrade this student", "not graded: " + why)
-        dispatchable()
 
     for t in ref_tasks:
         pool.submit(t)
@@ -416,7 +443,6 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
     for aid in sources:
         if aid not in need_ref:
             release(aid)
-    dispatchable()
     interrupted = True
     try:
         pool.run(on_done, on_lost)

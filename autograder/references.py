@@ -90,13 +90,19 @@ def grading_secret(cache_root: Path) -> bytes:
     """The grader's secret (created once, 0600): seeds hidden inputs, authenticates cache metadata."""
     cache_root.mkdir(parents=True, exist_ok=True)
     path = cache_root / SECRET_NAME
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    except FileExistsError:
-        pass
-    else:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(secrets.token_hex(32))
+    if not os.path.lexists(path):
+        # written whole under a private name, then linked into place: a second grading run
+        # starting at the same moment reads either no secret or the complete one, never half
+        tmp = cache_root / f"{SECRET_NAME}.tmp{os.getpid()}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(secrets.token_hex(32))
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(tmp)
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     with os.fdopen(fd) as fh:
         text = fh.read(200).strip()

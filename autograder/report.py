@@ -76,6 +76,7 @@ class Row:
 class ClassResults:
     rows: list[Row]
     source: str = ""
+    protections: list[dict] = field(default_factory=list)   # results.json "protections" (protections.as_json)
 
     @property
     def assignments(self) -> list[str]:
@@ -111,14 +112,32 @@ def load(out: Path) -> ClassResults:
                     status=r["status"], reason=r["reason"] or "")
                 for r in ({k: csv_value(v or "") for k, v in raw.items()} for raw in reader)]  # undo the ' guard
     cells: dict[tuple[str, str], list[dict]] = {}
+    protections: list[dict] = []
     results = out / "results.json"
     if results.is_file():
         data = json.loads(results.read_text(encoding="utf-8"))
         for r in data.get("rows", []) if isinstance(data, dict) else []:
             cells[(str(r.get("student", "")), str(r.get("assignment", "")))] = list(r.get("cells") or [])
+        if isinstance(data, dict) and isinstance(data.get("protections"), list):
+            protections = [p for p in data["protections"] if isinstance(p, dict)]
     for row in rows:
         row.cells = cells.get((row.student, row.assignment), [])
-    return ClassResults(rows=rows, source=str(out))
+    return ClassResults(rows=rows, source=str(out), protections=protections)
+
+
+def _protections_section(results: ClassResults) -> list[str]:
+    """Which safeguards were in force while student code ran; a missing one is said loudly."""
+    if not results.protections:
+        return []
+    missing = [p for p in results.protections if not p.get("available")]
+    n = len(results.protections)
+    if not missing:
+        return [f'<p class="muted">Sandbox: all {n} protections were in force while student code ran '
+                f'({_e(", ".join(str(p.get("title", p.get("key", ""))) for p in results.protections))}).</p>']
+    items = "".join(f"<li><b>{_e(p.get('title', p.get('key', '')))}</b>: {_e(p.get('detail', ''))}</li>"
+                    for p in missing)
+    return [f'<h2>Sandbox: {len(missing)} of {n} protections missing</h2>',
+            f"<p>Student code ran without these protections on the grading machine:</p><ul>{items}</ul>"]
 
 
 # ---------------------------------------------------------------- failure messages
@@ -514,6 +533,7 @@ def render(results: ClassResults, out: Path | None = None, title: str | None = N
         parts.append('<p>Nothing needs attention: every submitted notebook ran to the end within its time '
                      'limits.</p>')
     parts.extend(attention)
+    parts.extend(_protections_section(results))
     parts.extend(_students_section(results, with_work, out))
     for aid in with_work:
         parts.extend(_assignment_section(results, aid, out, info))

@@ -35,6 +35,7 @@ from .isolation import build_sandbox, warn
 from .outputs import merge_previous, missing_reason, summary, write_outputs
 from .placement import place_course, place_submissions
 from .pool import run_all
+from .protections import as_json
 from .records import CSV_COLUMNS, GraderError, Options
 from .scoring import zero_cells
 
@@ -110,7 +111,7 @@ def grade(opts: Options) -> int:
                              "cells": zero_cells(sources[aid], "internal grader error")})
         rows += not_submitted_rows(opts, sources, intake, out)
         all_rows = merge_previous(out, rows, opts, intake)
-        write_outputs(out, all_rows, rows)
+        write_outputs(out, all_rows, rows, as_json(sandbox.protections()) if sandbox is not None else None)
         try:
             from .report import write_report
             write_report(out, course=course)       # the course names the report and its exercises

@@ -312,3 +312,23 @@ def test_inline_code_escapes_and_keeps_an_unpaired_backtick():
     assert report.inline_code("a `<b>` c") == "a <code>&lt;b&gt;</code> c"
     assert report.inline_code("a `b` c`") == "a <code>b</code> c`"
     assert report.inline_code("plain & simple") == "plain &amp; simple"
+
+
+def test_missing_sandbox_protections_are_said_loudly_and_all_in_force_quietly(tmp_path):
+    from autograder.protections import Protection, as_json
+    out = tmp_path / "grades"
+    rows = make_class(out)
+    results = json.loads((out / "results.json").read_text())
+    full = [Protection("memory_cgroup", "memory cgroup", True, "v1 memory cgroup per kernel"),
+            Protection("dedicated_uid", "dedicated uid", True, "uid 65534")]
+    results["protections"] = as_json(full)
+    (out / "results.json").write_text(json.dumps(results))
+    page = report.write_report(out).read_text()
+    assert "Sandbox: all 2 protections were in force" in page and "protections missing" not in page
+    degraded = [full[0], Protection("dedicated_uid", "dedicated uid", False, "not root: <b>kernels run as you</b>")]
+    results["protections"] = as_json(degraded)
+    (out / "results.json").write_text(json.dumps(results))
+    page = report.write_report(out).read_text()
+    assert "<h2>Sandbox: 1 of 2 protections missing</h2>" in page
+    assert "<li><b>dedicated uid</b>: not root: &lt;b&gt;kernels run as you&lt;/b&gt;</li>" in page
+    assert rows, "the class has rows"

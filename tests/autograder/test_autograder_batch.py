@@ -78,6 +78,22 @@ def test_notebook_and_submission_budgets_stop_many_slow_cells(course, tmp_path):
     assert (tmp_path / "out" / "report.html").exists()
 
 
+def test_a_submission_budget_is_charged_with_the_time_notebooks_took(course, tmp_path):
+    """Budgets of notebooks still to run are not booked ahead: a submission budget as large as one
+    notebook's still grades every quick notebook of the student (it was 'not run: timeout')."""
+    sub = tmp_path / "class"
+    (sub / "steady").mkdir(parents=True)
+    for aid in (specs.A01, specs.A02):
+        (sub / "steady" / f"{aid}.ipynb").write_bytes(_notebook(aid))
+    proc = _grade(course, sub, tmp_path / "out", tmp_path / "tmp", "--notebook-budget", "120",
+                  "--submission-budget", "120")
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr[-3000:]
+    rows = {r["assignment"]: r for r in read_csv(tmp_path / "out" / "grades.csv")}
+    for aid in (specs.A01, specs.A02):
+        assert rows[aid]["status"] == "ok" and rows[aid]["score"] == rows[aid]["max_score"], rows[aid]
+
+
 def _processes() -> dict[tuple[int, str], tuple[int, str]]:
     """(pid, start time) -> (parent pid, command line) of every live process."""
     procs = {}

@@ -16,6 +16,8 @@ import nbformat
 import autograder_specs as specs
 from autograder_harness import CELL_TIMEOUT, read_csv
 
+from autograder.references import SECRET_NAME
+
 
 def test_two_runs_at_once_compute_the_reference_once_and_agree(tmp_path):
     aid = specs.A01
@@ -48,4 +50,4 @@ def test_two_runs_at_once_compute_the_reference_once_and_agree(tmp_path):
     assert scores["right"] == float(first[0]["max_score"]) > scores["unanswered"]
     refs = [d for d in cache.iterdir() if d.is_dir()]
     assert len(refs) == 1 and (refs[0] / "meta.json").exists(), refs      # one complete reference, no debris
-    assert sorted(p.name for p in cache.iterdir() if not p.is_dir()) == [f"{aid}.lock"]
+    assert sorted(p.name for p in cache.iterdir() if not p.is_dir()) == [SECRET_NAME, f"{aid}.lock"]

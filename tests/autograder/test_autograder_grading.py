@@ -187,3 +187,12 @@ def test_course_folder_mode_feeds_nbgrader_export(graded_class, tmp_path):
                    capture_output=True, timeout=300)
     exported = {r["student_id"]: float(r["score"]) for r in read_csv(course / "grades.csv")}
     assert exported == want
+
+
+def test_results_and_summary_say_which_protections_were_in_force(graded_class):
+    data = json.loads((graded_class.out / "results.json").read_text())
+    keys = [p["key"] for p in data["protections"]]
+    assert {"allow_list_view", "dedicated_uid", "memory_cgroup", "process_limit", "disk_quota",
+            "network_off"} <= set(keys), keys
+    in_force = sum(1 for p in data["protections"] if p["available"])
+    assert f"protections: {in_force} of {len(keys)} in force" in graded_class.stdout
