@@ -79,10 +79,51 @@ def load_observations(npz: bytes | None, values: bytes | None) -> dict:
     if npz:
         if len(npz) > MAX_OBSERVATION_BYTES:
             raise ValueError("recorded arrays are too large")
+        _check_npz(npz)
         with np.load(io.BytesIO(npz), allow_pickle=False) as arrays:
             for key in arrays.files:
                 out[str(key)] = np.asarray(arrays[key])
     return out
+
+
+MAX_ARRAYS = 512
+
+
+def _check_npz(npz: bytes) -> None:
+    """Refuse an `.npz` before inflating anything: it is a zip written by student code.
+
+    Checked from the zip's directory and each member's `.npy` header only: at most
+    MAX_ARRAYS members, each stored or deflated, whose declared sizes (what
+    `zipfile` will inflate at most) add up to at most MAX_OBSERVATION_BYTES, each
+    holding a plain-dtype array whose declared shape fits in its member (so neither
+    a deflate bomb nor a header declaring a huge shape allocates memory)."""
+    import zipfile
+    from numpy.lib import format as npy
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(npz))
+    except (zipfile.BadZipFile, ValueError, OSError) as err:
+        raise ValueError(f"recorded arrays are not a valid .npz file ({err})") from err
+    with zf:
+        infos = zf.infolist()
+        if len(infos) > MAX_ARRAYS:
+            raise ValueError(f"too many recorded arrays ({len(infos)} > {MAX_ARRAYS})")
+        if sum(i.file_size for i in infos) > MAX_OBSERVATION_BYTES:
+            raise ValueError("recorded arrays would inflate to more than "
+                             f"{MAX_OBSERVATION_BYTES // 2**20} MiB")
+        for info in infos:
+            if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+                raise ValueError(f"recorded array {info.filename!r} uses an unsupported compression")
+            try:
+                with zf.open(info) as fh:
+                    version = npy.read_magic(fh)
+                    shape, _, dtype = (npy.read_array_header_1_0(fh, max_header_size=4096) if version == (1, 0)
+                                       else npy.read_array_header_2_0(fh, max_header_size=4096))
+            except Exception as err:  # noqa: BLE001 - any malformed header: unreadable
+                raise ValueError(f"recorded array {info.filename!r} has a malformed header ({err})") from err
+            if dtype.hasobject:
+                raise ValueError(f"recorded array {info.filename!r} holds Python objects")
+            if math.prod(shape) * dtype.itemsize > info.file_size:
+                raise ValueError(f"recorded array {info.filename!r} declares more data than it holds")
 
 
 def _fmt_shape(a: np.ndarray) -> str:

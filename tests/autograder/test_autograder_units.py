@@ -304,3 +304,45 @@ def test_a_kernel_that_never_starts_gives_an_error_row(source, tmp_path):
     assert run.start_error and all(o.status == "not_run" for o in run.outcomes.values())
     status, reason = submission_status(run, MergeReport(), [], str(tmp_path))
     assert status == "error" and reason.startswith("the kernel did not start")
+
+
+# ---------------------------------------------------------------- observation files are checked before inflating
+def _npz_member(name: str, header: dict, data: bytes, compression=None) -> bytes:
+    import zipfile
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression or zipfile.ZIP_STORED) as zf:
+        with zf.open(name, "w", force_zip64=True) as fh:
+            head = io.BytesIO()
+            np.lib.format.write_array_header_1_0(head, header)
+            fh.write(head.getvalue())
+            for start in range(0, len(data), 2**24):
+                fh.write(data[start:start + 2**24])
+    return buf.getvalue()
+
+
+def test_a_deflate_bomb_observation_is_refused_before_it_inflates():
+    import resource
+    import zipfile
+    bomb = _npz_member("x.npy", {"descr": "<f8", "fortran_order": False, "shape": (2**27,)}, bytes(2**30),
+                       zipfile.ZIP_DEFLATED)
+    assert len(bomb) < 2 * 2**20                       # 1 GiB of zeros in about 1 MiB
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(ValueError, match="would inflate to more than 64 MiB"):
+        load_observations(bomb, None)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 64 * 1024     # KiB: nothing inflated
+
+
+def test_an_observation_header_declaring_a_huge_or_object_array_is_refused():
+    huge = _npz_member("y.npy", {"descr": "<f8", "fortran_order": False, "shape": (10**10,)}, bytes(64))
+    with pytest.raises(ValueError, match="declares more data than it holds"):
+        load_observations(huge, None)
+    objects = _npz_member("z.npy", {"descr": "|O", "fortran_order": False, "shape": (1,)}, bytes(8))
+    with pytest.raises(ValueError, match="holds Python objects"):
+        load_observations(objects, None)
+    many = io.BytesIO()
+    np.savez(many, **{f"a{i}": np.zeros(1) for i in range(600)})
+    with pytest.raises(ValueError, match="too many recorded arrays"):
+        load_observations(many.getvalue(), None)
+    fine = io.BytesIO()
+    np.savez(fine, x=np.arange(3.0))
+    assert load_observations(fine.getvalue(), None)["x"].tolist() == [0.0, 1.0, 2.0]
