@@ -346,3 +346,12 @@ def test_an_observation_header_declaring_a_huge_or_object_array_is_refused():
     fine = io.BytesIO()
     np.savez(fine, x=np.arange(3.0))
     assert load_observations(fine.getvalue(), None)["x"].tolist() == [0.0, 1.0, 2.0]
+
+
+def test_grading_runs_xla_with_one_thread_per_computation_and_keeps_the_callers_flags():
+    from autograder.runner import _grading_xla_flags
+    assert _grading_xla_flags("--xla_force_host_platform_device_count=8").split() == [
+        "--xla_force_host_platform_device_count=8", "--xla_cpu_multi_thread_eigen=false",
+        "intra_op_parallelism_threads=1"]
+    mine = "--xla_cpu_multi_thread_eigen=true intra_op_parallelism_threads=2"
+    assert _grading_xla_flags(mine) == mine                   # an instructor's own choice wins
