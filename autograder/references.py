@@ -33,6 +33,7 @@ from pathlib import Path
 
 from .compare import load_observations
 from .discovery import package_dir, repo_root
+from .isolation import grading_xla_flags
 from .notebooks import SourceNotebook
 from .records import GraderError
 
@@ -63,7 +64,10 @@ def _environment() -> list[str]:
     platform, n = count_accelerators()
     names = sorted(k for k in os.environ if k.startswith(_ENV_PREFIXES) or k in _ENV_NAMES)
     names = [k for k in names if k not in ("NAMEDAXES_OBSERVE_DIR",)]
-    return [f"accelerators={platform}:{n}"] + [f"{k}={os.environ[k]}" for k in names]
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = grading_xla_flags(env.get("XLA_FLAGS", ""))    # as grading sets it, in or out of grade()
+    names = sorted(set(names) | {"XLA_FLAGS"})
+    return [f"accelerators={platform}:{n}"] + [f"{k}={env[k]}" for k in names]
 
 
 def reference_key(source: SourceNotebook) -> str:

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from . import workcopy
 from .discovery import discover_sources, repo_root
-from .isolation import build_sandbox, warn
+from .isolation import build_sandbox, grading_xla_flags, warn
 from .outputs import merge_previous, missing_reason, summary, write_outputs
 from .placement import place_course, place_submissions
 from .pool import run_all
@@ -42,23 +42,9 @@ from .scoring import zero_cells
 __all__ = ["Options", "GraderError", "grade", "repo_root", "CSV_COLUMNS"]
 
 
-# One XLA CPU thread per computation while grading: the pool already runs one kernel (and one
-# scorer) per core, and XLA's own thread pools on top of that oversubscribe the cores. Measured
-# with `make bench-grade` (8 students x 4 notebooks, -j 2 on 2 cores): 89.6 -> 68.9 s with a cold
-# reference cache, 75.3 -> 58.1 s warm. Kernels, the reference run and the scorers all inherit it
-# (and the reference cache key covers XLA_FLAGS).
-GRADING_XLA_FLAGS = ("--xla_cpu_multi_thread_eigen=false", "intra_op_parallelism_threads=1")
-
-
-def _grading_xla_flags(current: str) -> str:
-    flags = current.split()
-    named = {f.split("=", 1)[0] for f in flags}
-    return " ".join(flags + [f for f in GRADING_XLA_FLAGS if f.split("=", 1)[0] not in named])
-
-
 def grade(opts: Options) -> int:
     t_start = time.monotonic()
-    os.environ["XLA_FLAGS"] = _grading_xla_flags(os.environ.get("XLA_FLAGS", ""))
+    os.environ["XLA_FLAGS"] = grading_xla_flags(os.environ.get("XLA_FLAGS", ""))
     bindir = os.path.dirname(sys.executable)          # nbgrader's gradebook runs `alembic` from PATH
     if bindir not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")

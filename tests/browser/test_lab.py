@@ -33,11 +33,12 @@ CELLS_JS = """() => [...document.querySelectorAll('.jp-NotebookPanel .jp-Noteboo
         o => o.textContent.includes('Traceback (most recent call last)') || o.textContent.trim().startsWith('✗ ')),
 }))"""
 
-# Run All is over when no code cell is queued or running ("[*]:") and some have run ("[n]:").
+# Run All is over when no code cell is queued or running ("[*]:") and the last code cell has run ("[n]:"):
+# between two cells no prompt shows "*" for a moment, so "none running" alone can be seen too early.
 RUN_ALL_OVER_JS = """() => {
     const p = [...document.querySelectorAll('.jp-NotebookPanel .jp-CodeCell .jp-InputPrompt')]
         .map(e => e.textContent);
-    return p.some(t => /\\[\\d+\\]/.test(t)) && !p.some(t => t.includes('*'));
+    return p.length > 0 && /\\[\\d+\\]/.test(p[p.length - 1]) && !p.some(t => t.includes('*'));
 }"""
 
 
@@ -88,7 +89,10 @@ def test_make_lab_runs_notebook_02_in_chromium(browser, make_server, screenshots
 
         page.get_by_role("menuitem", name="Run", exact=True).click()
         page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
-        page.wait_for_function(RUN_ALL_OVER_JS)
+        try:
+            page.wait_for_function(RUN_ALL_OVER_JS)
+        except Exception:  # noqa: BLE001 - Run All stopped early: the assertion below names the cells
+            pass
         kernel.wait_for()
         ran = time.monotonic() - t0 - started
 
