@@ -349,7 +349,7 @@ def test_an_observation_header_declaring_a_huge_or_object_array_is_refused():
 
 
 def test_grading_runs_xla_with_one_thread_per_computation_and_keeps_the_callers_flags():
-    from autograder.runner import _grading_xla_flags
+    from autograder.isolation import grading_xla_flags as _grading_xla_flags
     assert _grading_xla_flags("--xla_force_host_platform_device_count=8").split() == [
         "--xla_force_host_platform_device_count=8", "--xla_cpu_multi_thread_eigen=false",
         "intra_op_parallelism_threads=1"]
