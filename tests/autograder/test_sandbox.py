@@ -289,21 +289,26 @@ def test_kernel_cannot_create_user_namespaces(sandbox, copies):
 
 
 # ---------------------------------------------------------------- sizes of /tmp and /dev/shm
-@pytest.mark.parametrize("where", ["/tmp", "/dev/shm"])
-def test_tmp_and_shm_are_size_limited(sandbox, copies, where):
-    w = copies()
-    code, res, verdict, err = run(sandbox, w, f"""
+def fill_code(path: str) -> str:
+    """Kernel code: write `path` MiB by MiB (at most 64); print [errno name or "no limit", MiB written]."""
+    return f"""
         import errno, json
         n = 0
         try:
-            with open("{where}/fill", "wb") as f:
+            with open({path!r}, "wb") as f:
                 for _ in range(64):
                     f.write(b"x" * 2**20); f.flush(); n += 1
             r = "no limit"
         except OSError as e:
             r = errno.errorcode[e.errno]
         print(json.dumps([r, n]))
-        """)
+        """
+
+
+@pytest.mark.parametrize("where", ["/tmp", "/dev/shm"])
+def test_tmp_and_shm_are_size_limited(sandbox, copies, where):
+    w = copies()
+    code, res, verdict, err = run(sandbox, w, fill_code(f"{where}/fill"))
     assert code == 0, err
     assert res[0] == "ENOSPC" and 14 <= res[1] <= 16, res          # 16 MiB and not a byte more
     assert verdict is None
@@ -406,18 +411,7 @@ def test_without_a_pids_cgroup_rlimit_nproc_bounds_the_dedicated_uid(sandbox, co
 def test_disk_quota_of_the_working_copy(sandbox, copies):
     need(sandbox, "quota")
     attacker, classmate = copies("attacker"), copies("classmate")
-    code, res, _, err = run(sandbox, attacker, """
-        import errno, json
-        n = 0
-        try:
-            with open("fill.bin", "wb") as f:
-                for _ in range(64):
-                    f.write(b"x" * 2**20); f.flush(); n += 1
-            r = "no limit"
-        except OSError as e:
-            r = errno.errorcode[e.errno]
-        print(json.dumps([r, n]))
-        """)
+    code, res, _, err = run(sandbox, attacker, fill_code("fill.bin"))
     assert code == 0, err
     assert res[0] == "ENOSPC" and 12 <= res[1] <= 16, res
     hit = sandbox.disk_full(attacker)
