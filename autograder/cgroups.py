@@ -54,20 +54,19 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["CgroupSupport", "KernelCgroup", "LimitHit", "detect", "sweep_stale", "LIMIT_MESSAGES"]
+__all__ = ["CgroupSupport", "KernelCgroup", "LimitHit", "detect", "sweep_stale", "LIMIT_MESSAGES", "limit_message"]
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 _PREFIX = "agr-"
 _COUNTER = itertools.count(1)
 
-# What a student reads when a limit ended (part of) their run. {limit} is filled in.
-LIMIT_MESSAGES = {
-    "memory": ("the notebook used more than its memory limit of {limit} (arrays, shared memory and files "
-               "in /tmp, /dev/shm and the working folder all count) and its kernel was stopped"),
-    "processes": ("the notebook tried to start more than {limit} processes or threads at once; "
-                  "starting more was refused"),
-    "disk": "the notebook filled its working folder ({limit}); writing more was refused",
-}
+# What a student reads when a limit ended (part of) their run. {limit} is filled in (autograder.messages).
+LIMIT_MESSAGES = {"memory": "limit_memory", "processes": "limit_processes", "disk": "limit_disk"}
+
+
+def limit_message(status: str, limit) -> str:
+    from .messages import text
+    return text(LIMIT_MESSAGES[status], limit=limit)
 
 
 @dataclass(frozen=True)
@@ -324,10 +323,10 @@ class KernelCgroup:
             else:
                 hit = _counter(_read(path / "memory.events"), "oom_kill") > 0
             if hit:
-                verdict = LimitHit("memory", LIMIT_MESSAGES["memory"].format(limit=_mib(self.memory_bytes)))
+                verdict = LimitHit("memory", limit_message("memory", _mib(self.memory_bytes)))
         pids = self.groups.get("pids")
         if verdict is None and pids is not None and _counter(_read(pids[1] / "pids.events"), "max") > 0:
-            verdict = LimitHit("processes", LIMIT_MESSAGES["processes"].format(limit=self.pids_max))
+            verdict = LimitHit("processes", limit_message("processes", self.pids_max))
         return verdict
 
     def pids(self) -> list[int]:

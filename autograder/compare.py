@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from .messages import TEXT, text
+
 __all__ = ["RTOL", "ATOL", "AXES_KEY", "Verdict", "normalize", "load_observations", "compare",
            "observations_match", "judge_observations", "derived", "MAX_OBSERVATION_BYTES"]
 
@@ -33,7 +35,7 @@ AXES_KEY = "axes"
 MAX_OBSERVATION_BYTES = 64 * 2**20
 
 
-HIDDEN_INPUTS = "results differ from the reference on hidden inputs"
+HIDDEN_INPUTS = TEXT["hidden_inputs"]
 
 
 @dataclass
@@ -46,8 +48,9 @@ class Verdict:
         if self.passed:
             return ""
         shown = "; ".join(self.differences[:limit])
-        more = f"; and {len(self.differences) - limit} more" if len(self.differences) > limit else ""
-        return f"{self.summary} ({shown}{more})" if self.summary else f"{shown}{more}"
+        more = text("and_more", n=len(self.differences) - limit) if len(self.differences) > limit else ""
+        summary = text("hidden_inputs") if self.summary == TEXT["hidden_inputs"] else self.summary
+        return f"{summary} ({shown}{more})" if summary else f"{shown}{more}"
 
 
 def _is_array(value: Any) -> bool:

@@ -42,6 +42,7 @@ from . import workcopy
 from .compare import MAX_OBSERVATION_BYTES
 from .guard import GUARD_CODE, split_hidden
 from .kernel import MAX_MESSAGE_BYTES, MAX_OUTPUT_CHARS, MAX_OUTPUTS, CellRun, Kernel, KernelStartError
+from .messages import text
 
 __all__ = ["CellOutcome", "RunResult", "run_notebook", "cell_label", "ARRAYS_SUFFIX", "VALUES_SUFFIX"]
 
@@ -233,7 +234,7 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
     kernel = first_kernel
     chars_left = max_output_chars
     capped = False
-    what = budget_label or (f"the notebook's time budget of {budget:g} s" if budget else "")
+    what = budget_label or (text("budget_notebook", seconds=f"{budget:g}") if budget else "")
 
     def left() -> float:
         return deadline - time.monotonic()
@@ -258,8 +259,8 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
         return None
 
     def out_of_time(rest: list[int]) -> None:
-        _mark_rest(result, rest, f"{what} ran out")
-        result.events.append(("timeout", f"the notebook ran out of {what}; {len(rest)} cell(s) were not run"))
+        _mark_rest(result, rest, text("budget_ran_out", what=what))
+        result.events.append(("timeout", text("ran_out_of", what=what, n=len(rest))))
 
     def log(gid: str, when: str, names: list[str]) -> None:
         if names:
@@ -305,13 +306,11 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
                 if notebook_cap or chars_left == 0:
                     if not capped:
                         capped = True
-                        result.events.append(("too_much_output", f"the notebook's output passed "
-                                                                 f"{max_output_chars:,} characters at {label}; "
-                                                                 f"further output was dropped"))
+                        result.events.append(("too_much_output", text("output_notebook_cap", label=label,
+                                                                      limit=f"{max_output_chars:,}")))
                 else:
-                    result.events.append(("too_much_output", f"{label} printed more than {MAX_OUTPUT_CHARS:,} "
-                                                             f"characters (or {MAX_OUTPUTS} outputs); the rest "
-                                                             f"of its output was dropped"))
+                    result.events.append(("too_much_output", text("output_cell_cap", label=label,
+                                                                  limit=f"{MAX_OUTPUT_CHARS:,}", outputs=MAX_OUTPUTS)))
             if gid is not None:
                 got = harvest_observations(kernel.observe_dir, gid)
                 if got is not None:
@@ -319,8 +318,7 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
                 own = {gid + ARRAYS_SUFFIX, gid + VALUES_SUFFIX}
                 log(gid, "beside the cell's own results", [n for n in clear_all_observations(kernel.observe_dir)
                                                            if n not in own])
-            how = (f"was stopped when {what} ran out" if cut else
-                   f"ran longer than {cell_timeout:g} s")
+            how = (text("stopped_budget", what=what) if cut else text("ran_longer", seconds=f"{cell_timeout:g}"))
             if run.status in ("ok", "error"):
                 result.outcomes[i] = CellOutcome(run.status, run.ename, run.evalue, run.seconds)
                 if i == guard_after:
@@ -328,26 +326,22 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
                 pos += 1
                 continue
             if run.status == "timeout":
-                result.outcomes[i] = CellOutcome("timeout", "TimeoutError", f"this cell {how} and was interrupted",
+                result.outcomes[i] = CellOutcome("timeout", "TimeoutError", text("this_cell_interrupted", how=how),
                                                  run.seconds)
-                result.events.append(("timeout", f"{label} {how} and was interrupted"))
+                result.events.append(("timeout", text("cell_interrupted", label=label, how=how)))
                 fatal.add(i)
                 pos += 1
                 continue
             # hung (killed after a timeout), oversized or died: a new kernel, replay, go on
             if run.status == "hung":
-                result.outcomes[i] = CellOutcome("timeout", "TimeoutError",
-                                                 f"this cell {how} and could not be interrupted; the kernel "
-                                                 f"was restarted", run.seconds)
-                result.events.append(("timeout", f"{label} {how} and could not be interrupted (e.g. a loop "
-                                                 f"inside compiled code); its kernel was restarted"))
+                result.outcomes[i] = CellOutcome("timeout", "TimeoutError", text("this_cell_hung", how=how),
+                                                 run.seconds)
+                result.events.append(("timeout", text("cell_hung", label=label, how=how)))
             elif run.status == "oversized":
                 mib = MAX_MESSAGE_BYTES // 2**20
-                result.outcomes[i] = CellOutcome("error", "OutputTooLarge",
-                                                 f"this cell sent an output larger than {mib} MiB in one message; "
-                                                 f"it was dropped and the kernel restarted", run.seconds)
-                result.events.append(("too_much_output", f"{label} sent an output larger than {mib} MiB in one "
-                                                         f"message; it was dropped and its kernel restarted"))
+                result.outcomes[i] = CellOutcome("error", "OutputTooLarge", text("this_cell_oversized", mib=mib),
+                                                 run.seconds)
+                result.events.append(("too_much_output", text("cell_oversized", label=label, mib=mib)))
             else:
                 code = kernel.proc.returncode if kernel.proc is not None else None
                 if code is not None and code > 128 and kernel.sandbox.isolate:
@@ -356,18 +350,18 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
                 hit = _post_mortem(kernel)
                 if hit is not None:
                     result.outcomes[i] = CellOutcome("died", "LimitReached", hit.reason, run.seconds)
-                    result.events.append((hit.status, f"{label}: {hit.reason}; its kernel was restarted"))
+                    result.events.append((hit.status, text("limit_restarted", label=label, reason=hit.reason)))
                 else:
                     why = _death_reason(code)
-                    result.outcomes[i] = CellOutcome("died", "DeadKernelError",
-                                                     f"the kernel died in this cell{why}", run.seconds)
-                    result.events.append(("kernel_died", f"the kernel died in {label}{why}; it was restarted"))
+                    result.outcomes[i] = CellOutcome("died", "DeadKernelError", text("this_cell_died", why=why),
+                                                     run.seconds)
+                    result.events.append(("kernel_died", text("cell_died", label=label, why=why)))
             _append_error_output(cell, result.outcomes[i])
             fatal.add(i)
             kernel.kill()
             kernel = None
             if result.restarts >= MAX_RESTARTS:
-                _mark_rest(result, code_cells[pos + 1:], "too many kernel restarts")
+                _mark_rest(result, code_cells[pos + 1:], text("too_many_restarts"))
                 break
             if left() <= 0:
                 out_of_time(code_cells[pos + 1:])
@@ -375,8 +369,8 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
             result.restarts += 1
             kernel = start(result.restarts, None)
             if kernel is None:
-                _mark_rest(result, code_cells[pos + 1:], "the kernel could not be restarted")
-                result.events.append(("kernel_died", "the kernel could not be restarted: " + result.start_error))
+                _mark_rest(result, code_cells[pos + 1:], text("not_restarted"))
+                result.events.append(("kernel_died", text("not_restarted_because", error=result.start_error)))
                 break
             replayed = _replay(kernel, nb, code_cells[:pos], tests, fatal, cell_timeout, guard_after, deadline)
             if replayed != "ok":
@@ -385,9 +379,8 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
                 if replayed == "budget":
                     out_of_time(code_cells[pos + 1:])
                     break
-                _mark_rest(result, code_cells[pos + 1:], "the kernel failed while re-running earlier cells")
-                result.events.append(("kernel_died", f"after {label}, re-running the earlier cells in a fresh "
-                                                     f"kernel failed too; the remaining cells were not run"))
+                _mark_rest(result, code_cells[pos + 1:], text("replay_failed_rest"))
+                result.events.append(("kernel_died", text("replay_failed", label=label)))
                 break
             pos += 1
     finally:
@@ -432,7 +425,7 @@ def _append_error_output(cell: NotebookNode, outcome: CellOutcome) -> None:
 
 def _mark_rest(result: RunResult, indices: list[int], why: str) -> None:
     for j in indices:
-        result.outcomes[j] = CellOutcome("not_run", "NotRun", f"not run: {why}")
+        result.outcomes[j] = CellOutcome("not_run", "NotRun", text("not_run_because", why=why))
 
 
 def _replay(kernel: Kernel, nb: NotebookNode, indices: list[int], tests: dict[int, str], fatal: set[int],

@@ -31,6 +31,7 @@ from nbformat import NotebookNode
 from nbformat.v4 import new_markdown_cell, new_notebook
 
 from .inert import CSP_META, make_inert, md_text
+from .messages import text
 
 __all__ = ["FeedbackWriter", "scrub_text", "TEMPLATE"]
 
@@ -59,7 +60,8 @@ def scrub_text(text: str, workdir: str | None = None) -> str:
 
 
 def _points(c: dict) -> str:
-    return f"{c['points']:g} / {c['max_points']:g} point{'s' if c['max_points'] != 1 else ''}"
+    return text("points_one" if c["max_points"] == 1 else "points_many",
+                points=f"{c['points']:g}", max_points=f"{c['max_points']:g}")
 
 
 class FeedbackWriter:
@@ -102,21 +104,21 @@ class FeedbackWriter:
 
     @staticmethod
     def _verdict(c: dict) -> str:
-        head = f"> **{'✔' if c['passed'] else '✘'} Autograder, test `{c['grade_id']}`: {_points(c)}.**"
-        return head + (" Passed." if c["passed"] else f" {md_text(c['reason'])}")
+        head = f"> **{'✔' if c['passed'] else '✘'} {text('verdict_head', grade_id=c['grade_id'], points=_points(c))}**"
+        return head + (f" {text('verdict_passed')}" if c["passed"] else f" {md_text(c['reason'])}")
 
     @staticmethod
     def _banner(title: str, row: dict, cells: list[dict]) -> str:
-        lines = [f"# Autograder feedback: {md_text(title)}", "",
-                 f"> **Student:** {md_text(row['student'])} &nbsp; "
-                 f"**Score: {row['score']:g} / {row['max_score']:g}**"]
+        score = text("page_score", score=f"{row['score']:g}", max_score=f"{row['max_score']:g}")
+        lines = [f"# {text('page_title', title=md_text(title))}", "",
+                 f"> **{text('page_student')}** {md_text(row['student'])} &nbsp; **{score}**"]
         if row["status"] != "ok":
-            lines += [">", f"> **Status: {md_text(row['status'])}.** {md_text(row['reason'])}"]
+            lines += [">", f"> **{text('page_status', status=md_text(row['status']))}** {md_text(row['reason'])}"]
         if cells:
-            lines += ["", "| test | points | result |", "|---|---|---|"]
+            lines += ["", f"| {text('page_table_test')} | {text('page_table_points')} | {text('page_table_result')} |",
+                      "|---|---|---|"]
             for c in cells:
-                result = "passed" if c["passed"] else md_text(c["reason"])
+                result = text("page_passed") if c["passed"] else md_text(c["reason"])
                 lines.append(f"| `{c['grade_id']}` | {c['points']:g} / {c['max_points']:g} | {result} |")
-        lines += ["", "*Everything below the line comes from the submission; text that the submission wrote "
-                      "is shown as typed.*", "", "---"]
+        lines += ["", f"*{text('page_below')}*", "", "---"]
         return "\n".join(lines)

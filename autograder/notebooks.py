@@ -96,6 +96,8 @@ class SourceNotebook:
     test_cells: list[TestCell] = field(default_factory=list)
     answer_ids: list[str] = field(default_factory=list)
     stubs: dict[str, str] = field(default_factory=dict)       # answer grade_id -> released stub source
+    editions: dict[str, NotebookNode] = field(default_factory=dict)   # language -> the same notebook in it
+    edition_problems: dict[str, str] = field(default_factory=dict)   # language -> why its edition is not used
 
     @property
     def notebook_name(self) -> str:
@@ -240,7 +242,7 @@ class MergeReport:
 
 
 def build_graded(source: SourceNotebook, student: NotebookNode | None,
-                 max_added_cells: int = MAX_ADDED_CELLS) -> tuple[NotebookNode, MergeReport]:
+                 max_added_cells: int = MAX_ADDED_CELLS, language: str = "en") -> tuple[NotebookNode, MergeReport]:
     """The notebook that is executed and graded for one submission.
 
     Starts from the source's cells. Each answer cell (nbgrader solution cell)
@@ -251,10 +253,13 @@ def build_graded(source: SourceNotebook, student: NotebookNode | None,
     the student added (no known grade_id or cell id) are kept after the source
     cell they followed, never before the locked set-up cells; at most
     `max_added_cells` of them (the first ones), the rest are dropped and counted.
+    `language`: the source's cells come from that edition (`source.editions`, checked to have the
+    same cells and code as the source by discovery), so the prose is the student's; else English.
     """
     report = MergeReport()
     by_gid, by_id = source.cell_index()
-    src_cells = source.nb.cells
+    base = source.editions.get(language, source.nb)
+    src_cells = base.cells
     answer_index = {by_gid[g]: g for g in source.answer_ids}
 
     first_graded = min([by_gid[g] for g in source.answer_ids] + [t.index for t in source.test_cells]
@@ -297,7 +302,7 @@ def build_graded(source: SourceNotebook, student: NotebookNode | None,
         else:
             report.ignored_cells += 1
 
-    out = new_notebook(metadata=copy.deepcopy(source.nb.metadata))
+    out = new_notebook(metadata=copy.deepcopy(base.metadata))
     used_ids: set[str] = {c.get("id") for c in src_cells if c.get("id")}
 
     def add_student_cells(key: int) -> None:

@@ -85,7 +85,7 @@ def missing_reason(intake: Intake, student: str, assignment: str, file_name: str
 
 def _public(row: dict) -> dict:
     return {k: row[k] for k in ("student", "assignment", "score", "max_score", "status", "reason", "origin",
-                                "cells", "observe_log") if k in row}
+                                "language", "cells", "observe_log") if k in row}
 
 
 def _sort_key(row: dict):

@@ -384,7 +384,7 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
             return "defer"
         left = free - running
         t.budget = min(notebook_budget, left)
-        t.budget_label = (f"the notebook's time budget of {notebook_budget:g} s" if left >= notebook_budget
+        t.budget_label = ("" if left >= notebook_budget       # "" : the worker says it in the submission's language
                           else f"what was left of this submission's time budget of "
                                f"{submission_budget:g} s ({max(0.0, left):.0f} s)")
         reserved[t.seq] = (t.student, t.budget)

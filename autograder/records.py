@@ -88,6 +88,7 @@ class Row(_RowBase, total=False):
     exec_seconds: float            # of which running the notebook
     grader_peak_kb: int            # the worker's peak resident memory while grading it (not in results.json)
     observe_log: list[str]         # files found in the observation folder that no hidden part wrote
+    language: str                  # the submission's language (validated; reasons and feedback are in it)
 
 
 # What a row's status means (grades.csv, report). The first problem of a run decides it.

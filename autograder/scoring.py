@@ -19,6 +19,7 @@ import atexit
 from .compare import Verdict, compare, load_observations
 from .executor import RunResult
 from .feedback import scrub_text
+from .messages import text
 from .notebooks import SourceNotebook, nbgrader_meta
 from .records import CellResult, Row, Task
 from .scorer import ScorerReferenceError
@@ -64,7 +65,7 @@ def one_line(text: str, n: int = 400) -> str:
 
 def error_text(ename: str, evalue: str) -> str:
     if ename == "NotImplementedError" and not evalue.strip():
-        return "NotImplementedError: not answered yet (the answer cell still raises NotImplementedError)"
+        return text("not_answered")
     return one_line(f"{ename}: {evalue}" if evalue.strip() else ename)
 
 
@@ -97,11 +98,11 @@ def score_run(source: SourceNotebook, nb, run: RunResult, refs: dict[str, dict],
             except ScorerReferenceError:
                 raise
             except Exception:  # noqa: BLE001 - anything odd in what was recorded: no points
-                reason = "the recorded results could not be read"
+                reason = text("results_unreadable")
         elif outcome is None:
-            reason = "this test cell was not run"
+            reason = text("cell_not_run")
         elif outcome.status == "ok":
-            reason = "the hidden test recorded no results (was `record` or the results folder tampered with?)"
+            reason = text("nothing_recorded")
         else:
             reason = error
         cells.append({"grade_id": gid, "points": float(test.points) if passed else 0.0,
@@ -115,19 +116,19 @@ def submission_status(run: RunResult, merge, cells: list[CellResult], workdir: s
     parts = []
     status = "ok"
     if run.start_error and all(o.status == "not_run" for o in run.outcomes.values()):
-        return "error", scrub_text(one_line("the kernel did not start: " + run.start_error), workdir)
+        return "error", scrub_text(one_line(text("kernel_not_started", error=run.start_error)), workdir)
     if run.events:
         status = run.events[0][0]
         seen = []
-        for _, text in run.events:
-            if text not in seen:
-                seen.append(text)
+        for _, said in run.events:
+            if said not in seen:
+                seen.append(said)
         parts += seen
     if merge.answers_missing:
-        parts.append("no answer cell found for " + ", ".join(merge.answers_missing) + " (graded as unanswered)")
+        parts.append(text("answers_missing", ids=", ".join(merge.answers_missing)))
     failed = [c["grade_id"] for c in cells if not c["passed"]]
     if failed:
-        parts.append("failed: " + ", ".join(failed))
+        parts.append(text("failed_tests", ids=", ".join(failed)))
     return status, scrub_text("; ".join(parts), workdir)
 
 

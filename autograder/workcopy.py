@@ -37,7 +37,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from .cgroups import LIMIT_MESSAGES, LimitHit
+from .cgroups import LimitHit, limit_message
 
 __all__ = ["Quota", "probe_quota", "prepare", "make_dirs", "hand_over", "full", "remove", "remove_at",
            "remove_tree", "is_quota_mount"]
@@ -227,7 +227,7 @@ def full(path: Path, quota: Quota | None) -> LimitHit | None:
     free = st.f_bavail * st.f_frsize
     if free < min(1 << 20, quota.bytes // 50) or st.f_favail < 8:
         size = f"{quota.bytes / 2**20:g} MiB, at most {quota.files} files"
-        return LimitHit("disk", LIMIT_MESSAGES["disk"].format(limit=size))
+        return LimitHit("disk", limit_message("disk", size))
     return None
 
 

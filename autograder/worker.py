@@ -36,6 +36,7 @@ from .records import Row, Task
 from .references import load_references
 from .sandbox import Sandbox
 from .scoring import error_text, make_row, score_run, submission_status, zero_cells
+from .messages import speaking, submission_language, text
 from .xla_cache import REFERENCE_ENV, xla_prelude
 
 __all__ = ["Config", "Worker", "worker_main"]
@@ -118,14 +119,36 @@ class Worker:
         refs = self._references(task)
         try:
             student_nb = read_submission(Path(task.path))
-            graded, merge = build_graded(source, student_nb, max_added_cells=self.cfg.max_added_cells)
+            lang = submission_language(student_nb)
         except Exception as err:  # noqa: BLE001 - whatever a hostile file does to the parser: unreadable
-            why = str(err) if isinstance(err, UnreadableNotebook) else unreadable_reason(err)
-            row = make_row(task, source, "unreadable", f"{task.origin}: {why}",
-                           zero_cells(source, "the notebook could not be read"))
-            self.write_outputs(task, source, None, row)
-            row["seconds"] = time.monotonic() - t0
-            return row
+            return self.unreadable(task, source, err, t0)
+        with speaking(lang):                  # every reason and the feedback page in the student's language
+            if lang in source.edition_problems:
+                row = make_row(task, source, "error", text("edition_mismatch", lang=lang, assignment=task.assignment,
+                                                           problem=source.edition_problems[lang]),
+                               zero_cells(source, text("cell_not_run")))
+                row["language"] = lang
+                self.write_outputs(task, source, None, row)
+                row["seconds"] = time.monotonic() - t0
+                return row
+            row = self.grade(task, source, refs, student_nb, lang, t0)
+        return row
+
+    def unreadable(self, task: Task, source: SourceNotebook, err: BaseException, t0: float) -> Row:
+        why = str(err) if isinstance(err, UnreadableNotebook) else unreadable_reason(err)
+        row = make_row(task, source, "unreadable", f"{task.origin}: {why}",
+                       zero_cells(source, text("notebook_unreadable")))
+        self.write_outputs(task, source, None, row)
+        row["seconds"] = time.monotonic() - t0
+        return row
+
+    def grade(self, task: Task, source: SourceNotebook, refs: dict, student_nb, lang: str, t0: float) -> Row:
+        """Grade one readable submission; its language (validated) picks the prose and the words, not the score."""
+        try:
+            graded, merge = build_graded(source, student_nb, max_added_cells=self.cfg.max_added_cells,
+                                         language=lang)
+        except Exception as err:  # noqa: BLE001 - whatever a hostile file does to the merge: unreadable
+            return self.unreadable(task, source, err, t0)
         tests = {}
         for i, cell in enumerate(graded.cells):
             meta = nbgrader_meta(cell)
@@ -136,28 +159,30 @@ class Worker:
         try:
             run = run_notebook(graded, tests, kernel,
                                lambda n: self._kernel(workdir, label=f"r{n}"), self.cfg.timeout,
-                               prelude=xla_prelude(task.xla_dir), budget=task.budget or None,
+                               prelude=language_prelude(lang) + xla_prelude(task.xla_dir), budget=task.budget or None,
                                budget_label=task.budget_label, max_output_chars=self.cfg.max_output_chars)
         finally:
             workcopy.remove(workdir)
         if merge.dropped_cells:
-            run.events.append(("too_many_cells", f"{merge.dropped_cells} of the cells you added were not run "
-                                                 f"(at most {self.cfg.max_added_cells} added cells are run)"))
+            run.events.append(("too_many_cells", text("cells_dropped", n=merge.dropped_cells,
+                                                      limit=self.cfg.max_added_cells)))
         cells = score_run(source, graded, run, refs, str(workdir))
         status, reason = submission_status(run, merge, cells, str(workdir))
         row = make_row(task, source, status, reason, cells)
+        row["language"] = lang
         if run.observe_log:
             row["observe_log"] = list(run.observe_log)
-        self.write_outputs(task, source, graded, row)
+        self.write_outputs(task, source, graded, row, source.editions.get(lang))
         row["seconds"] = time.monotonic() - t0
         row["exec_seconds"] = run.seconds
         return row
 
-    def write_outputs(self, task: Task, source: SourceNotebook, graded, row: dict) -> None:
+    def write_outputs(self, task: Task, source: SourceNotebook, graded, row: dict, edition=None) -> None:
+        """`edition`: the source edition the graded notebook's prose came from (its markdown is the instructor's)."""
         import nbformat
         from .inert import make_inert
         if graded is not None:       # formgrader renders it in the instructor's browser: nothing may run there
-            graded = make_inert(graded, source)
+            graded = make_inert(graded, edition if edition is not None else source)
         if task.autograded_path and graded is not None:
             path = Path(task.autograded_path)
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -184,7 +209,7 @@ class Worker:
         workdir = kernel.workdir
         try:
             run = run_notebook(nb, tests, kernel, lambda n: self._kernel(workdir, label=f"r{n}", **kw),
-                               self.cfg.timeout)
+                               self.cfg.timeout, prelude=language_prelude("en"))
         finally:
             workcopy.remove(workdir)
         problems = []
@@ -199,6 +224,14 @@ class Worker:
                                 f"record(\"{t.grade_id}\", ...))")
         return {"kind": "reference", "assignment": task.assignment, "problems": problems,
                 "observations": run.observations, "seconds": run.seconds}
+
+
+def language_prelude(lang: str) -> str:
+    """Trusted code run before the first cell: the kernel's namedaxes messages in `lang` (validated).
+
+    Always set, English too: the grader's working folders must not pick a language by their path."""
+    from .messages import validate_language
+    return f"import os as _o\n_o.environ['NAMEDAXES_LANG'] = {validate_language(lang)!r}\ndel _o\n"
 
 
 def unreadable_reason(err: BaseException) -> str:

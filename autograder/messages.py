@@ -1,0 +1,157 @@
+"""Every grader text a student reads, in one table, in the submission's language.
+
+`TEXT` maps a stable key to the English text (a `str.format` template): the feedback page's
+words, the per-test reasons and the row reasons that reach students (grades.csv, results.json,
+the feedback page, nbgrader's gradebook comments). The English text is the gettext msgid; the
+translations live in the helper package's catalog (`locale/zh/namedaxes.po`, compiled to
+`namedaxes/locale/zh/LC_MESSAGES/namedaxes.mo`) and are read through `namedaxes.i18n.gettext`,
+so the grader has no catalog of its own. Texts the instructor reads (summary, class report,
+internal errors, reference problems) stay English and are not here.
+
+Which language: the worker grading a submission wraps the whole task in `speaking(lang)`, where
+`lang = submission_language(notebook)`. `text(key, **fields)` formats the current language's
+template. Nothing here decides a score: a language only picks words.
+
+Threat model: the language comes from the submission's metadata, so it is hostile input. Only a
+`str` that is exactly one of `LANGUAGES` is accepted; anything else (missing, another type, an
+unknown code, a list, a very long string) means "en". Field values (student ids, error texts from
+the kernel) are inserted by `str.format` once and never formatted again, so a student's "{0}"
+stays literal. A translation whose placeholders do not match the English template (a translator's
+slip) falls back to the English text rather than failing the row.
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import threading
+
+__all__ = ["TEXT", "LANGUAGES", "text", "translate", "speaking", "current", "submission_language",
+           "validate_language"]
+
+try:                                        # the course's runtime decides which languages exist
+    from namedaxes.i18n import LANGUAGES as _LANGS
+    LANGUAGES: tuple[str, ...] = tuple(_LANGS)
+except ImportError:                         # helper package without i18n: English only is still right
+    LANGUAGES = ("en", "zh")
+
+TEXT: dict[str, str] = {
+    # ---- the feedback page (autograder/feedback.py)
+    "page_title": "Autograder feedback: {title}",
+    "page_student": "Student:",
+    "page_score": "Score: {score} / {max_score}",
+    "page_status": "Status: {status}.",
+    "page_table_test": "test",
+    "page_table_points": "points",
+    "page_table_result": "result",
+    "page_passed": "passed",
+    "page_below": "Everything below the line comes from the submission; text that the submission wrote "
+                  "is shown as typed.",
+    "verdict_head": "Autograder, test `{grade_id}`: {points}.",
+    "verdict_passed": "Passed.",
+    "points_one": "{points} / {max_points} point",
+    "points_many": "{points} / {max_points} points",
+    # ---- per-test reasons (autograder/scoring.py, compare.py)
+    "not_answered": "NotImplementedError: not answered yet (the answer cell still raises NotImplementedError)",
+    "results_unreadable": "the recorded results could not be read",
+    "cell_not_run": "this test cell was not run",
+    "nothing_recorded": "the hidden test recorded no results (was `record` or the results folder tampered with?)",
+    "hidden_inputs": "results differ from the reference on hidden inputs",
+    "and_more": "; and {n} more",
+    "notebook_unreadable": "the notebook could not be read",
+    # ---- row reasons (scoring.py, worker.py, executor.py, cgroups.py, workcopy.py)
+    "kernel_not_started": "the kernel did not start: {error}",
+    "answers_missing": "no answer cell found for {ids} (graded as unanswered)",
+    "failed_tests": "failed: {ids}",
+    "cells_dropped": "{n} of the cells you added were not run (at most {limit} added cells are run)",
+    "budget_notebook": "the notebook's time budget of {seconds} s",
+    "budget_ran_out": "{what} ran out",
+    "ran_out_of": "the notebook ran out of {what}; {n} cell(s) were not run",
+    "output_notebook_cap": "the notebook's output passed {limit} characters at {label}; further output was dropped",
+    "output_cell_cap": "{label} printed more than {limit} characters (or {outputs} outputs); the rest of its "
+                       "output was dropped",
+    "stopped_budget": "was stopped when {what} ran out",
+    "ran_longer": "ran longer than {seconds} s",
+    "this_cell_interrupted": "this cell {how} and was interrupted",
+    "cell_interrupted": "{label} {how} and was interrupted",
+    "this_cell_hung": "this cell {how} and could not be interrupted; the kernel was restarted",
+    "cell_hung": "{label} {how} and could not be interrupted (e.g. a loop inside compiled code); its kernel was "
+                 "restarted",
+    "this_cell_oversized": "this cell sent an output larger than {mib} MiB in one message; it was dropped and the "
+                           "kernel restarted",
+    "cell_oversized": "{label} sent an output larger than {mib} MiB in one message; it was dropped and its "
+                      "kernel restarted",
+    "limit_restarted": "{label}: {reason}; its kernel was restarted",
+    "this_cell_died": "the kernel died in this cell{why}",
+    "cell_died": "the kernel died in {label}{why}; it was restarted",
+    "too_many_restarts": "too many kernel restarts",
+    "not_restarted": "the kernel could not be restarted",
+    "not_restarted_because": "the kernel could not be restarted: {error}",
+    "replay_failed_rest": "the kernel failed while re-running earlier cells",
+    "replay_failed": "after {label}, re-running the earlier cells in a fresh kernel failed too; the remaining "
+                     "cells were not run",
+    "not_run_because": "not run: {why}",
+    "limit_memory": "the notebook used more than its memory limit of {limit} (arrays, shared memory and files "
+                    "in /tmp, /dev/shm and the working folder all count) and its kernel was stopped",
+    "limit_processes": "the notebook tried to start more than {limit} processes or threads at once; "
+                       "starting more was refused",
+    "limit_disk": "the notebook filled its working folder ({limit}); writing more was refused",
+    "edition_mismatch": "not graded: the '{lang}' edition of {assignment} does not have the reference "
+                        "solution's code cells ({problem}); the instructor must regenerate the editions and regrade",
+}
+
+_current: contextvars.ContextVar[str] = contextvars.ContextVar("autograder_language", default="en")
+_lock = threading.Lock()
+
+
+def validate_language(value) -> str:
+    """`value` if it is exactly a supported language code, else "en"."""
+    return value if isinstance(value, str) and value in LANGUAGES else "en"
+
+
+def submission_language(nb) -> str:
+    """The language a notebook claims (`metadata.namedaxes.language`), validated; "en" otherwise."""
+    meta = nb.get("metadata") if isinstance(nb, dict) else None
+    meta = meta.get("namedaxes") if isinstance(meta, dict) else None
+    return validate_language(meta.get("language") if isinstance(meta, dict) else None)
+
+
+def current() -> str:
+    return _current.get()
+
+
+@contextlib.contextmanager
+def speaking(lang: str):
+    """Within this block `text` answers in `lang` (validated)."""
+    token = _current.set(validate_language(lang))
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
+def translate(message: str, lang: str) -> str:
+    """`message` (an English msgid) in `lang`, through namedaxes.i18n; the English text when untranslated."""
+    lang = validate_language(lang)
+    if lang == "en":
+        return message
+    try:
+        from namedaxes import i18n
+    except ImportError:
+        return message
+    with _lock:                              # namedaxes' language is process-wide: set, look up, restore
+        previous = i18n.language()
+        try:
+            i18n.set_language(lang)
+            return i18n.gettext(message)
+        finally:
+            i18n.set_language(previous)
+
+
+def text(key: str, lang: str | None = None, **fields) -> str:
+    """TEXT[key] in `lang` (default: the current language), formatted with `fields`."""
+    english = TEXT[key]
+    template = translate(english, lang or _current.get())
+    try:
+        return template.format(**fields)
+    except (KeyError, IndexError, ValueError):
+        return english.format(**fields)
