@@ -203,3 +203,84 @@ def test_workspaces_are_ignored_by_git():
     for path in ("work/02_scaled_sum.ipynb", "work-alice/02_scaled_sum/02_scaled_sum.ipynb",
                  "work/.nbgrader_cache/x/timestamp.txt"):
         assert subprocess.run(["git", "check-ignore", "-q", path], cwd=ROOT).returncode == 0, path
+
+
+# ------------------------------------------------------------------ the Chinese edition (work/zh/)
+ZH_RELEASE_NB = ROOT / "notebooks" / "zh" / f"{AID}.ipynb"
+
+
+def _zh_release_nb():
+    """notebooks/zh/02 when generated; until then the English release marked "zh" with Chinese prose."""
+    if ZH_RELEASE_NB.is_file():
+        return nbformat.read(str(ZH_RELEASE_NB), as_version=4)
+    nb = nbformat.read(str(RELEASE_NB), as_version=4)
+    nb.metadata["namedaxes"] = {"language": "zh"}
+    _cell(nb, cell_id="md-double").source = "加倍是本地计算。"
+    return nb
+
+
+@pytest.fixture
+def release_zh(release) -> Path:
+    (release / "zh").mkdir()
+    nbformat.write(_zh_release_nb(), str(release / "zh" / RELEASE_NB.name))
+    return release
+
+
+def test_prepare_seeds_both_editions_and_update_merges_both(tmp_path, release_zh, capsys):
+    work = tmp_path / "work"
+    assert workspace.main(["prepare", str(work), "--release", str(release_zh)]) == 0
+    assert f"zh/{AID}" in capsys.readouterr().out
+    zh_path = work / "zh" / RELEASE_NB.name
+    assert zh_path.read_bytes() == (release_zh / "zh" / RELEASE_NB.name).read_bytes()
+    assert (work / RELEASE_NB.name).read_bytes() == RELEASE_NB.read_bytes()
+    assert nbformat.read(str(zh_path), as_version=4).metadata["namedaxes"]["language"] == "zh"
+    assert workspace.release_notebooks(work).keys() == {AID}, "the zh folder is not an English assignment"
+    _student_works(work / RELEASE_NB.name)
+    _student_works(zh_path)
+    zh_before = zh_path.read_bytes()
+    _new_release(release_zh / "zh", test_source='"""v2"""\nq.scaled_sum.check(scaled_sum)\n')
+    assert workspace.main(["update", str(work), "--release", str(release_zh)]) == 0
+    out = capsys.readouterr().out
+    assert f"zh/{AID}: 1 answer(s) kept" in out and f"  {AID}:" not in out, "only the changed edition merges"
+    merged = nbformat.read(str(zh_path), as_version=4)
+    assert _cell(merged, "scaled_sum_answer").source == ANSWER
+    assert _cell(merged, "scaled_sum_total").source == '"""v2"""\nq.scaled_sum.check(scaled_sum)\n'
+    backups = list((work / "zh" / workspace.BACKUP_DIR).glob(f"*/{RELEASE_NB.name}"))
+    assert len(backups) == 1 and backups[0].read_bytes() == zh_before
+    assert not (work / workspace.BACKUP_DIR).exists(), "the English notebook did not change: no backup"
+    merged_bytes = zh_path.read_bytes()
+    assert workspace.main(["prepare", str(work), "--release", str(release_zh)]) == 0
+    assert zh_path.read_bytes() == merged_bytes, "make lab never writes over the student's Chinese notebook"
+
+
+def test_a_conflict_in_one_edition_stops_the_merge_of_both(tmp_path, release_zh, capsys):
+    work = tmp_path / "work"
+    workspace.prepare(work, release_zh)
+    zh_path, en_path = work / "zh" / RELEASE_NB.name, work / RELEASE_NB.name
+    nb = nbformat.read(str(zh_path), as_version=4)
+    _cell(nb, cell_id="md-double").source = "我的笔记"
+    nbformat.write(nb, str(zh_path))
+    _new_release(release_zh / "zh", intro_source="新的说明")
+    _new_release(release_zh, test_source='"""v2"""\n')
+    before = (zh_path.read_bytes(), en_path.read_bytes())
+    assert workspace.main(["update", str(work), "--release", str(release_zh)]) == 1
+    assert f"zh/{AID}: markdown cell" in capsys.readouterr().out
+    assert (zh_path.read_bytes(), en_path.read_bytes()) == before, "refused: neither edition written"
+    assert workspace.main(["update", str(work), "--release", str(release_zh), "--yes"]) == 0
+    assert _cell(nbformat.read(str(zh_path), as_version=4), cell_id="md-double").source == "新的说明"
+    assert _cell(nbformat.read(str(en_path), as_version=4), "scaled_sum_total").source == '"""v2"""\n'
+
+
+def test_an_edition_is_merged_only_into_a_workspace_that_has_it(tmp_path, release_zh):
+    """Class mode: a student who never fetched the Chinese course gets no work-ID/zh/ from update."""
+    work = tmp_path / "work-alice"
+    workspace.prepare(work, release_zh, seed=False)
+    assert not (work / "zh").exists()
+    assert workspace.main(["update", str(work), "--release", str(release_zh), "--yes"]) == 0
+    assert not (work / "zh").exists() and (work / RELEASE_NB.name).is_file()
+    (work / "zh").mkdir()
+    elsewhere = tmp_path / "outbound-zh"
+    shutil.copytree(release_zh / "zh", elsewhere)
+    assert workspace.main(["update", str(work), "--release", str(release_zh), "--edition", f"zh={elsewhere}"]) == 0
+    assert (work / "zh" / RELEASE_NB.name).read_bytes() == (elsewhere / RELEASE_NB.name).read_bytes()
+    assert workspace.main(["update", str(work), "--release", str(release_zh), "--edition", "fr=x"]) == 1

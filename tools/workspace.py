@@ -2,7 +2,7 @@
 
     python tools/workspace.py prepare work/                 # `make lab`: create, seed missing notebooks, report
     python tools/workspace.py prepare work-alice/ --no-seed # class mode: assignments come from the exchange
-    python tools/workspace.py update work/ [--release DIR] [--yes]   # `make update-work`: merge a newer release
+    python tools/workspace.py update work/ [--release DIR] [--edition zh=DIR] [--yes]   # `make update-work`
 
 Design
 - `notebooks/` is the release (generated, committed, checked for drift); students never work in it.
@@ -22,6 +22,15 @@ Design
   Before any notebook is rewritten, the current file is copied to `.backups/<time>/`.
 - Two layouts are understood, for workspace and release alike: `<id>.ipynb` (seeded from
   notebooks/) and `<id>/<id>.ipynb` (nbgrader's fetched layout, and its exchange's `outbound/`).
+- Editions in other languages (`EDITIONS`: "zh") live in a subfolder named like the language, in
+  the release (`notebooks/zh/`) and in the workspace (`work/zh/`): each is a workspace of its own
+  (its own `.release/` bases and `.backups/`) seeded and merged by the same rules. `prepare` seeds
+  every edition the release has; `update` merges every edition whose workspace folder exists (a
+  class student's `work-ID/zh/` exists once they fetched the Chinese course), from `release/<lang>`
+  or the folder `--edition LANG=DIR` names (the exchange's `namedaxes-zh/outbound`). Conflicts of
+  all editions are listed together and need one "yes". The language of a notebook travels in its
+  metadata (`metadata.namedaxes.language`) and in the folder name, so kernels started on
+  `work/zh/` notebooks speak Chinese (namedaxes.i18n).
 - Bad input (unreadable JSON, a folder that is a file) is reported and nothing is written.
 """
 from __future__ import annotations
@@ -43,6 +52,8 @@ BASE_DIR = ".release"
 BACKUP_DIR = ".backups"
 # Outputs and counters the student's own run produced; everything else about a cell is content.
 RUN_KEYS = ("outputs", "execution_count")
+# Editions in other languages: the subfolder of a release and of a workspace that holds each.
+EDITIONS = ("zh",)
 
 
 class WorkspaceError(Exception):
@@ -71,6 +82,19 @@ def release_notebooks(release: Path) -> dict[str, Path]:
         if nb.is_file():
             found.setdefault(folder.name, nb)
     return found
+
+
+def edition_releases(release: Path) -> dict[str, Path]:
+    """Language -> the release folder of that edition, for the editions `release` has (release/zh/)."""
+    return {lang: release / lang for lang in EDITIONS if (release / lang).is_dir()}
+
+
+def parse_edition(text: str) -> tuple[str, Path]:
+    """`zh=DIR` (the --edition option) -> ("zh", DIR); an unknown language is an error."""
+    lang, sep, folder = text.partition("=")
+    if not sep or lang not in EDITIONS or not folder:
+        raise WorkspaceError(f"--edition {text!r}: use LANG=DIR with LANG one of {', '.join(EDITIONS)}")
+    return lang, Path(folder)
 
 
 def work_notebook(work: Path, aid: str) -> Path | None:
@@ -220,9 +244,26 @@ def _record_base(work: Path, aid: str, release_nb: Path) -> None:
     shutil.copyfile(release_nb, base)
 
 
-def prepare(work: Path, release: Path = RELEASE, seed: bool = True) -> dict[str, list[str]]:
-    """Create the workspace; copy release notebooks it lacks (never overwrite). Returns a report."""
+def prepare(work: Path, release: Path = RELEASE, seed: bool = True,
+            editions: dict[str, Path] | None = None) -> dict[str, list[str]]:
+    """Create the workspace; copy release notebooks it lacks (never overwrite). Returns a report.
+
+    `editions` (default: those `release` has, when seeding): language -> release folder; each is
+    prepared in `work/<language>/` the same way, reported as `<language>/<id>`."""
     _check_folder(work)
+    if editions is None:
+        editions = edition_releases(release) if seed else {}
+    for lang in editions:
+        _check_folder(work / lang)
+    report = _prepare_one(work, release, seed)
+    for lang, folder in sorted(editions.items()):
+        sub = _prepare_one(work / lang, folder, seed)
+        for key in report:
+            report[key] += [f"{lang}/{aid}" for aid in sub[key]]
+    return report
+
+
+def _prepare_one(work: Path, release: Path, seed: bool) -> dict[str, list[str]]:
     notebooks = release_notebooks(release)
     work.mkdir(parents=True, exist_ok=True)
     report: dict[str, list[str]] = {"seeded": [], "newer": []}
@@ -276,6 +317,17 @@ def plan_update(work: Path, release: Path = RELEASE) -> dict[str, tuple[Path, Pa
     return plan
 
 
+def plan_editions(work: Path, release: Path = RELEASE, editions: dict[str, Path] | None = None) \
+        -> list[tuple[str, Path, Path, dict]]:
+    """[(label prefix, workspace folder, release folder, plan)] for the workspace and each edition
+    whose workspace folder exists (`editions` default: those `release` has)."""
+    plans = [("", work, release, plan_update(work, release))]
+    for lang, folder in sorted((edition_releases(release) if editions is None else editions).items()):
+        if (work / lang).is_dir() and folder.is_dir():
+            plans.append((f"{lang}/", work / lang, folder, plan_update(work / lang, folder)))
+    return plans
+
+
 def apply_update(work: Path, plan: dict, stamp: str | None = None) -> Path | None:
     """Back up every notebook about to change, then write the merged notebooks. Returns the backup folder."""
     stamp = stamp or _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -321,18 +373,22 @@ def _cmd_prepare(args) -> int:
 
 
 def _cmd_update(args) -> int:
-    plan = plan_update(args.work, args.release)
-    if not plan:
-        print(f"workspace {args.work} is up to date with {args.release}")
+    editions = dict(parse_edition(e) for e in args.edition) if args.edition else None
+    plans = plan_editions(args.work, args.release, editions)
+    if not any(plan for _, _, _, plan in plans):
+        print(f"workspace {args.work} is up to date with {args.release}"
+              + "".join(f" (and {work} with {release})" for prefix, work, release, _ in plans if prefix))
         return 0
     conflicts = []
-    for aid, (mine, _, result) in sorted(plan.items()):
-        if result is None:
-            print(f"  {aid}: new notebook, copied")
-            continue
-        print(f"  {aid}: {len(result.kept_answers)} answer(s) kept, {len(result.kept_edits)} edit(s) kept, "
-              f"{result.kept_added} added cell(s) kept, {len(result.from_release)} cell(s) from the new release")
-        conflicts += [f"{aid}: {c}" for c in result.conflicts]
+    for prefix, _, _, plan in plans:
+        for aid, (mine, _, result) in sorted(plan.items()):
+            if result is None:
+                print(f"  {prefix}{aid}: new notebook, copied")
+                continue
+            print(f"  {prefix}{aid}: {len(result.kept_answers)} answer(s) kept, {len(result.kept_edits)} edit(s) "
+                  f"kept, {result.kept_added} added cell(s) kept, {len(result.from_release)} cell(s) from the "
+                  f"new release")
+            conflicts += [f"{prefix}{aid}: {c}" for c in result.conflicts]
     if conflicts:
         print("These changes of yours would not survive the merge:")
         for c in conflicts:
@@ -343,10 +399,13 @@ def _cmd_update(args) -> int:
                   "(`make update-work YES=1`); a backup is made either way.")
             return 1
     print("Close these notebooks in JupyterLab (or reload them from disk) so an open tab does not save over the merge.")
-    backup = apply_update(args.work, plan)
-    if backup is not None:
-        print(f"your previous notebooks are in {backup}")
-    print(f"workspace {args.work} updated from {args.release}")
+    for _, work, release, plan in plans:
+        if not plan:
+            continue
+        backup = apply_update(work, plan)
+        if backup is not None:
+            print(f"your previous notebooks are in {backup}")
+        print(f"workspace {work} updated from {release}")
     return 0
 
 
@@ -362,6 +421,9 @@ def main(argv=None) -> int:
     u.add_argument("work", type=Path)
     u.add_argument("--release", type=Path, default=RELEASE)
     u.add_argument("--yes", action="store_true", help="merge even where some of the student's edits cannot be kept")
+    u.add_argument("--edition", action="append", default=[], metavar="LANG=DIR",
+                   help="the release of an edition, merged into WORK/LANG when that folder exists "
+                        "(default: RELEASE/LANG for each edition the release has)")
     args = parser.parse_args(argv)
     try:
         return _cmd_prepare(args) if args.command == "prepare" else _cmd_update(args)
