@@ -129,3 +129,66 @@ def test_graded_hand_ins_count_as_graded_in_formgrader(course, tmp_path):
     (course / "submitted" / "bob" / AID / "timestamp.txt").write_text("2026-12-02 10:00:00.000000 UTC")
     subs = {s["student"]: s for s in handin._api(course, tmp_path / "exchange").get_submissions(AID)}
     assert subs["bob"]["autograded"] is False, "a newer hand-in than the graded one needs grading again"
+
+
+# ------------------------------------------------------------------ the Chinese edition's course
+def _zh_copy(src: Path, dest: Path, edit=None) -> None:
+    import nbformat
+    nb = nbformat.read(str(src), as_version=4)
+    nb.metadata["namedaxes"] = {"language": "zh"}
+    next(c for c in nb.cells if c.cell_type == "markdown").source = "中文说明"
+    if edit:
+        edit(nb)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, str(dest))
+
+
+@pytest.fixture
+def editions(tmp_path) -> tuple[Path, Path]:
+    """solutions/zh and notebooks/zh for 02: the generated ones when they exist, else marked copies."""
+    solutions, notebooks = tmp_path / "solutions", tmp_path / "notebooks"
+    for folder, english in ((solutions, ROOT / "solutions"), (notebooks, ROOT / "notebooks")):
+        generated = english / "zh" / f"{AID}.ipynb"
+        target = folder / "zh" / f"{AID}.ipynb"
+        if generated.is_file():
+            target.parent.mkdir(parents=True)
+            target.write_bytes(generated.read_bytes())
+        else:
+            _zh_copy(english / f"{AID}.ipynb", target)
+    return solutions, notebooks
+
+
+def test_the_chinese_course_is_laid_out_and_released_as_its_own_course(tmp_path, editions):
+    import nbformat
+    solutions, notebooks = editions
+    course, exchange = tmp_path / "zh" / "course", tmp_path / "exchange"
+    lines = handin.layout_edition(course, "zh", [], solutions, notebooks)
+    assert lines == [f"{AID}: laid out in {course} (course namedaxes-zh)"]
+    released = course / "release" / AID / f"{AID}.ipynb"
+    assert released.read_bytes() == (notebooks / "zh" / f"{AID}.ipynb").read_bytes(), "the tested notebook"
+    api = handin._api(course, exchange)
+    assert api.course_id == "namedaxes-zh"
+    english = nbformat.read(str(ROOT / "solutions" / f"{AID}.ipynb"), as_version=4)
+    grade_ids = {c.metadata["nbgrader"]["grade_id"] for c in english.cells if c.metadata.get("nbgrader", {}).get("grade")}
+    with api.gradebook as gb:
+        cells = {c.name for c in gb.find_assignment(AID).notebooks[0].grade_cells}
+    assert cells == grade_ids, "same assignment name and grade ids as the English course"
+    assert handin.release(course, exchange, []) == [f"{AID}: released"]
+    assert (exchange / "namedaxes-zh" / "outbound" / AID / f"{AID}.ipynb").read_bytes() == released.read_bytes()
+    assert not (exchange / "namedaxes").exists(), "the English course's exchange folder is not touched"
+    assert handin.layout_edition(course, "zh", [], solutions, notebooks) == lines, "laying out again is harmless"
+
+
+def test_a_stale_chinese_release_is_refused(tmp_path, editions):
+    solutions, notebooks = editions
+    stale = notebooks / "zh" / f"{AID}.ipynb"
+
+    def older_code(nb):
+        cell = next(c for c in nb.cells if c.cell_type == "code" and not c.metadata.get("nbgrader", {}).get("solution")
+                    and "import" in c.source)
+        cell.source += "\nimport os"
+    _zh_copy(ROOT / "notebooks" / f"{AID}.ipynb", stale, older_code)
+    with pytest.raises(handin.HandinError, match="is not nbgrader's release of .*other code"):
+        handin.layout_edition(tmp_path / "zh" / "course", "zh", [], solutions, notebooks)
+    with pytest.raises(handin.HandinError, match="no zh edition to lay out"):
+        handin.layout_edition(tmp_path / "zh" / "course", "zh", [], tmp_path / "nowhere", notebooks)

@@ -4,6 +4,7 @@
     python tools/handin.py release [ID ...]           # course release/ -> exchange outbound/ (students fetch)
     python tools/handin.py collect [ID ...]           # exchange inbound/ -> course submitted/ (newest per student)
     python tools/handin.py return-feedback [ID ...]   # course feedback/ -> exchange feedback/ (students fetch)
+    python tools/handin.py --course build/zh/course layout --edition zh   # the Chinese edition's course folder
     options: --course DIR (default build/course)  --exchange DIR (default: nbgrader config, build/exchange)
 
 Design
@@ -21,6 +22,13 @@ Design
 - Student ids must be usable in the exchange's file names (nbgrader separates fields with '+').
 - Nothing here deletes a submission: collect keeps each student's newest hand-in (nbgrader's
   `--update`), release replaces only the exchange's copy of a changed release.
+- Editions in other languages are nbgrader courses of their own, with the same assignment names
+  and grade ids: `layout --edition zh` lays out `build/zh/course` (course id `namedaxes-zh`, in the
+  same exchange) from the generated `solutions/zh/` (source/) and `notebooks/zh/` (release/: the
+  tested student notebooks, after nbgrader's own generate_assignment has filled the gradebook and
+  only once each is checked to be nbgrader's release of that source, code for code, comments
+  aside). Every step above then works on it with `--course build/zh/course`; `make grade` grades
+  it against the English source (autograder.discovery).
 """
 from __future__ import annotations
 
@@ -39,6 +47,14 @@ SHARED_CONFIG = ROOT / "jupyter" / "nbgrader" / "nbgrader_config.py"
 ROSTER_COLUMNS = ("id", "first_name", "last_name", "email")
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$")
 BOOKKEEPING = ("timestamp.txt", "submission_secret.txt")
+COURSE_ID = "namedaxes"
+EDITIONS = ("zh",)
+EDITION_CONFIG = '''# Written by tools/handin.py layout: the {lang} edition's nbgrader course, from solutions/{lang}/.
+c = get_config()  # noqa: F821
+c.CourseDirectory.course_id = "{course_id}"
+c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}}
+c.Execute.timeout = 60
+'''
 
 
 class HandinError(Exception):
@@ -87,6 +103,50 @@ def _check(result: dict, step: str) -> str:
 
 
 # ------------------------------------------------------------------ steps
+def edition_course_id(lang: str) -> str:
+    return f"{COURSE_ID}-{lang}"
+
+
+def layout_edition(course: Path, lang: str, ids: list[str], solutions: Path = ROOT / "solutions",
+                   notebooks: Path = ROOT / "notebooks") -> list[str]:
+    """Lay out (or refresh) the nbgrader course of edition `lang` in `course` (see the module docstring)
+    from `solutions/<lang>/` and `notebooks/<lang>/`."""
+    import nbformat
+    sys.path.insert(0, str(ROOT))
+    from autograder.discovery import edition_problem
+    if lang not in EDITIONS:
+        raise HandinError(f"unknown edition {lang!r} (known: {', '.join(EDITIONS)})")
+    sources, releases = solutions / lang, notebooks / lang
+    found = sorted(p.stem for p in sources.glob("*.ipynb")) if sources.is_dir() else []
+    ids = ids or found
+    if not ids:
+        raise HandinError(f"no {lang} edition to lay out: {sources} has no notebooks (`make notebooks` generates it)")
+    for aid in ids:
+        for folder in (sources, releases):
+            if not (folder / f"{aid}.ipynb").is_file():
+                raise HandinError(f"{folder / (aid + '.ipynb')} is missing (`make notebooks` generates it)")
+    course.mkdir(parents=True, exist_ok=True)
+    (course / "nbgrader_config.py").write_text(EDITION_CONFIG.format(lang=lang, course_id=edition_course_id(lang)))
+    for aid in ids:
+        dest = course / "source" / aid / f"{aid}.ipynb"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if not dest.is_file() or dest.read_bytes() != (sources / f"{aid}.ipynb").read_bytes():
+            shutil.copyfile(sources / f"{aid}.ipynb", dest)
+    api = _api(course, None)
+    lines = []
+    for aid in ids:
+        _check(api.generate_assignment(aid, force=True), f"generate_assignment {aid}")
+        made = course / "release" / aid / f"{aid}.ipynb"
+        tested = releases / f"{aid}.ipynb"
+        problem = edition_problem(nbformat.read(str(made), as_version=4), nbformat.read(str(tested), as_version=4))
+        if problem is not None:
+            raise HandinError(f"{tested} is not nbgrader's release of {sources / (aid + '.ipynb')} ({problem}): "
+                              f"`make notebooks` regenerates both")
+        shutil.copyfile(tested, made)              # students get exactly the tested notebook
+        lines.append(f"{aid}: laid out in {course} (course {edition_course_id(lang)})")
+    return lines
+
+
 def import_roster(course: Path, csv_path: Path) -> int:
     """Add or update students from a CSV with columns id, first_name, last_name, email."""
     try:
@@ -226,6 +286,9 @@ def main(argv=None) -> int:
     for name in ("release", "collect", "return-feedback"):
         p = sub.add_parser(name)
         p.add_argument("ids", nargs="*", help="assignment ids (default: all)")
+    lay = sub.add_parser("layout", help="lay out an edition's nbgrader course (from solutions/LANG, notebooks/LANG)")
+    lay.add_argument("--edition", required=True, choices=EDITIONS)
+    lay.add_argument("ids", nargs="*", help="assignment ids (default: all)")
     args = parser.parse_args(argv)
     course = args.course.resolve()
     exchange = args.exchange.resolve() if args.exchange else None
@@ -233,6 +296,10 @@ def main(argv=None) -> int:
         if args.command == "roster":
             n = import_roster(course, args.csv)
             print(f"{n} student(s) from {args.csv} are in {course / 'gradebook.db'}")
+            return 0
+        if args.command == "layout":
+            for line in layout_edition(course, args.edition, args.ids):
+                print(line)
             return 0
         step = {"release": release, "collect": collect, "return-feedback": return_feedback}[args.command]
         for line in step(course, exchange, args.ids):
