@@ -34,6 +34,8 @@ help:
 	@echo "make formgrader     nbgrader's formgrader on build/course, for manual review (instructors)"
 	@echo "make roster ROSTER=students.csv / release / collect / return-feedback   nbgrader's hand-in loop (instructors)"
 	@echo "make grade          autograde a class: make grade SUBMISSIONS=dir OUT=dir [STUDENT=id] [COURSE_GRADEBOOK=1]"
+	@echo "EDITION=zh          the Chinese edition: make lab EDITION=zh opens work/zh/; with release/collect/grade/"
+	@echo "                    return-feedback/formgrader/roster it is the nbgrader course build/zh/course (course namedaxes-zh)"
 	@echo "make bench          time Run-All of every notebook and of the whole suite"
 	@echo "make bench-grade    time make grade against plain nbgrader autograde on a generated class"
 
@@ -73,30 +75,45 @@ system-deps:
 # nbgrader's Validate button and Assignment List are on (formgrader off), the venv's Python is the
 # notebooks' `python3` kernel; no network needed (config: jupyter/).
 # LAB_TOKEN=... fixes the login token (default: a fresh one, in the URL JupyterLab prints); LAB_ARGS=... adds options.
+# Editions: the workspace holds the Chinese notebooks in LAB_DIR/zh/ (seeded from notebooks/zh/; kernels
+# started on them speak Chinese, from the notebook's metadata). EDITION=zh opens JupyterLab there; with
+# STUDENT=ID it is the Chinese nbgrader course (course id namedaxes-zh, fetched into work-ID/zh/).
+# (EDITION, not LANG: LANG is the locale variable every program reads.)
+EDITION  ?=
+ifneq ($(filter-out en zh,$(EDITION)),)
+$(error EDITION=$(EDITION): use EDITION=zh for the Chinese edition, or leave it unset for English)
+endif
+ZH       := $(filter zh,$(EDITION))
 STUDENT  ?=
 LAB_DIR  ?= $(if $(STUDENT),work-$(STUDENT),work)
+LAB_OPEN  = $(LAB_DIR)$(if $(ZH),/zh)
 EXCHANGE_ENV = $(if $(EXCHANGE),NAMEDAXES_EXCHANGE="$(abspath $(EXCHANGE))")
 LAB_ENV := JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter:$(CURDIR)/jupyter/nbgrader" JUPYTER_PATH="$(CURDIR)/jupyter/data"
 lab: venv
-	@$(BIN)/python tools/workspace.py prepare "$(LAB_DIR)" $(if $(STUDENT),--no-seed --student "$(STUDENT)")
+	@$(BIN)/python tools/workspace.py prepare $(if $(STUDENT),"$(LAB_OPEN)" --no-seed --student "$(STUDENT)","$(LAB_DIR)")
+	@mkdir -p "$(LAB_OPEN)"
 	@$(if $(EXCHANGE),true,mkdir -p build/exchange)
-	@echo "Starting JupyterLab on your workspace $(LAB_DIR)/$(if $(STUDENT), as student $(STUDENT)) at http://localhost:$(PORT)/lab (the URL with its token follows; Ctrl-C stops)"
-	exec env $(LAB_ENV) $(EXCHANGE_ENV) NAMEDAXES_WORK="$(abspath $(LAB_DIR))" $(if $(STUDENT),JUPYTERHUB_USER="$(STUDENT)") \
-	  $(BIN)/jupyter lab --notebook-dir="$(LAB_DIR)" --port=$(PORT) --no-browser \
+	@echo "Starting JupyterLab on your workspace $(LAB_OPEN)/$(if $(STUDENT), as student $(STUDENT))$(if $(ZH), (Chinese edition))$(if $(or $(ZH),$(STUDENT)),, (Chinese edition: zh/)) at http://localhost:$(PORT)/lab (the URL with its token follows; Ctrl-C stops)"
+	exec env $(LAB_ENV) $(EXCHANGE_ENV) NAMEDAXES_WORK="$(abspath $(LAB_OPEN))" $(if $(STUDENT),JUPYTERHUB_USER="$(STUDENT)") \
+	  $(if $(ZH),NAMEDAXES_COURSE_ID=namedaxes-zh) \
+	  $(BIN)/jupyter lab --notebook-dir="$(LAB_OPEN)" --port=$(PORT) --no-browser \
 	  $(if $(LAB_TOKEN),--IdentityProvider.token="$(LAB_TOKEN)") $(LAB_ARGS)
 
 # Merge a newer release into the workspace: notebooks/ (after `git pull`), or with STUDENT=ID the
 # exchange's release. Every changed notebook is backed up first (LAB_DIR/.backups/); YES=1 merges
 # even where an edit of the student's cannot be kept (otherwise it asks, or stops without a terminal).
+# Both editions: LAB_DIR/zh/ from notebooks/zh/ (or the exchange's namedaxes-zh), when LAB_DIR/zh/ exists.
 RELEASE ?= $(if $(STUDENT),$(or $(EXCHANGE),build/exchange)/namedaxes/outbound,notebooks)
+RELEASE_ZH ?= $(if $(STUDENT),$(or $(EXCHANGE),build/exchange)/namedaxes-zh/outbound,$(RELEASE)/zh)
 update-work: venv
-	$(BIN)/python tools/workspace.py update "$(LAB_DIR)" --release "$(RELEASE)" $(if $(YES),--yes)
+	$(BIN)/python tools/workspace.py update "$(LAB_DIR)" --release "$(RELEASE)" --edition zh="$(RELEASE_ZH)" $(if $(YES),--yes)
 
 # Instructors: nbgrader's formgrader (manual review, gradebook) on an nbgrader course folder:
 # build/course by default (laid out by `make notebooks`; `make grade` without SUBMISSIONS grades its submitted/).
-COURSE ?= build/course
+# EDITION=zh: build/zh/course, the Chinese edition's course (tools/handin.py layout), graded against the English source.
+COURSE ?= $(if $(ZH),build/zh/course,build/course)
 formgrader: venv
-	@test -f "$(COURSE)/nbgrader_config.py" || $(BIN)/python tools/generate_notebooks.py --check
+	@$(COURSE_READY)
 	@mkdir -p build/exchange
 	@echo "Starting formgrader: http://localhost:$(PORT)/formgrader (log in with the token in the URL below)"
 	cd "$(COURSE)" && exec env JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter/nbgrader" JUPYTER_PATH="$(CURDIR)/jupyter/data" $(EXCHANGE_ENV) \
@@ -107,7 +124,8 @@ formgrader: venv
 # (id,first_name,last_name,email), make release [ASSIGNMENT=id], students fetch/submit in make lab's
 # Assignment List, make collect, make grade, make return-feedback. COURSE and EXCHANGE as above.
 HANDIN = $(BIN)/python tools/handin.py --course "$(COURSE)" $(if $(EXCHANGE),--exchange "$(EXCHANGE)")
-COURSE_READY = test -f "$(COURSE)/nbgrader_config.py" || $(BIN)/python tools/generate_notebooks.py --check
+COURSE_LAYOUT = $(if $(ZH),$(HANDIN) layout --edition zh,$(BIN)/python tools/generate_notebooks.py --check)
+COURSE_READY = test -f "$(COURSE)/nbgrader_config.py" || $(COURSE_LAYOUT)
 roster: venv
 	@test -n "$(ROSTER)" || { echo "usage: make roster ROSTER=students.csv  (columns: id,first_name,last_name,email)" >&2; exit 1; }
 	@$(COURSE_READY)
@@ -116,7 +134,7 @@ roster: venv
 # The release is what solutions/ generates and notebooks/ holds: --check rebuilds build/course and
 # stops if notebooks/ is out of date (then `make notebooks` and commit first).
 release: venv
-	$(if $(filter build/course,$(COURSE)),$(BIN)/python tools/generate_notebooks.py --check,@$(COURSE_READY))
+	$(if $(filter build/course build/zh/course,$(COURSE)),$(COURSE_LAYOUT),@$(COURSE_READY))
 	$(HANDIN) release $(ASSIGNMENT)
 
 collect: venv
