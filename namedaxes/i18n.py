@@ -1,0 +1,147 @@
+"""The language a student reads the course in, and its translations at display time.
+
+The course has one English source; the Chinese edition is generated from it plus gettext
+catalogs (`locale/zh/*.po`, managed by `tools/i18n.py`). This module is the runtime half:
+every student-facing string of the helper package (the `TEXT` tables, hints, plot labels,
+the autograder's feedback) is written in English and passed through `gettext` when it is
+shown, so no logic ever branches on the language.
+
+Language of a kernel, the first rule that applies (`language()`; computed once, then cached):
+
+1. `set_language(lang)` was called (tests, or a student who wants the other language).
+2. The environment variable `NAMEDAXES_LANG` is set and not empty. Only "en" and "zh" are
+   accepted; anything else warns once and means "en" (the autograder sets it from the
+   submission notebook's metadata, and a bad value must not stop grading).
+3. The notebook the kernel runs, as Jupyter tells it: jupyter_server starts a session's kernel
+   with `JPY_SESSION_NAME` = the notebook's path (`SessionManager.get_kernel_env`: the
+   kernel's working directory joined with the file name), and ipykernel copies it into the
+   user namespace as `__session__`. If that file exists (an absolute path, or its file name
+   in the working directory) and is at most `MAX_NOTEBOOK_BYTES`, its
+   `metadata.namedaxes.language` decides, when it is one of `LANGUAGES`.
+4. A component of the current working directory named exactly `zh` (nbval, nbgrader's
+   execute step and Jupyter all start a kernel in the notebook's folder: `solutions/zh/`,
+   `notebooks/zh/`, `work/zh/` are Chinese).
+5. Otherwise "en".
+
+Translations: the compiled catalog `namedaxes/locale/<lang>/LC_MESSAGES/namedaxes.mo`, read
+with the standard library's `gettext` (no Babel at run time, so Colab needs nothing extra).
+Entries are keyed by the English text alone (no msgctxt), so any code can translate a string
+it shows with `gettext(english)`. An English text with no translation (or only a fuzzy one,
+which is not compiled) is shown in English: a missing translation degrades, never breaks.
+"""
+from __future__ import annotations
+
+import gettext as _stdlib_gettext
+import json
+import os
+import sys
+import warnings
+from pathlib import Path
+
+__all__ = ["LANGUAGES", "language", "set_language", "gettext", "detect_language", "catalog_path"]
+
+LANGUAGES = ("en", "zh")
+DOMAIN = "namedaxes"
+LOCALE_DIR = Path(__file__).resolve().parent / "locale"
+ENV = "NAMEDAXES_LANG"
+# A course notebook is well under 1 MiB without outputs; a saved one with pictures stays far below this.
+MAX_NOTEBOOK_BYTES = 32 * 1024 * 1024
+
+# Module state lives in mutated containers (the autograder restores module globals between cells).
+_STATE: dict[str, str | None] = {"override": None, "detected": None}
+_CATALOGS: dict[str, _stdlib_gettext.NullTranslations] = {}
+_WARNED: set[str] = set()
+
+
+def _check(lang: str) -> str:
+    if lang not in LANGUAGES:
+        raise ValueError(f"unknown language {lang!r}: the course has {', '.join(LANGUAGES)}")
+    return lang
+
+
+def _notebook_language(path: str | None, cwd: Path) -> str | None:
+    """`metadata.namedaxes.language` of the notebook at `path` (see rule 3), or None."""
+    if not path:
+        return None
+    candidates = [Path(path)] if os.path.isabs(path) else []
+    candidates.append(cwd / Path(path).name)   # a path relative to the server's root: the kernel runs in its folder
+    for candidate in candidates:
+        try:
+            if not candidate.is_file() or candidate.stat().st_size > MAX_NOTEBOOK_BYTES:
+                continue
+            meta = json.loads(candidate.read_text(encoding="utf-8")).get("metadata", {})
+        except (OSError, ValueError, AttributeError):
+            continue
+        lang = meta.get("namedaxes", {}).get("language") if isinstance(meta, dict) else None
+        if lang in LANGUAGES:
+            return lang
+        if candidate.suffix == ".ipynb":
+            return None      # the notebook was found and says nothing: the folder rule decides
+    return None
+
+
+def _session_path(user_ns: dict | None) -> str | None:
+    if user_ns is None and "IPython" in sys.modules:
+        from IPython import get_ipython
+        shell = get_ipython()
+        user_ns = getattr(shell, "user_ns", None)
+    session = (user_ns or {}).get("__session__")
+    return session if isinstance(session, str) and session else None
+
+
+def detect_language(environ: dict | None = None, cwd: str | os.PathLike | None = None,
+                    user_ns: dict | None = None) -> str:
+    """The language by rules 2-5 of the module docstring (`environ`, `cwd`, `user_ns` default to this process's)."""
+    environ = os.environ if environ is None else environ
+    cwd = Path.cwd() if cwd is None else Path(cwd)
+    value = (environ.get(ENV) or "").strip()
+    if value:
+        if value in LANGUAGES:
+            return value
+        if value not in _WARNED:
+            _WARNED.add(value)
+            warnings.warn(f"{ENV}={value!r} is not one of {', '.join(LANGUAGES)}: using English", stacklevel=2)
+        return "en"
+    for session in (environ.get("JPY_SESSION_NAME"), _session_path(user_ns)):
+        lang = _notebook_language(session, cwd)
+        if lang is not None:
+            return lang
+    return "zh" if "zh" in cwd.parts else "en"
+
+
+def language() -> str:
+    """The language this kernel shows its messages in: "en" or "zh"."""
+    if _STATE["override"] is not None:
+        return _STATE["override"]
+    if _STATE["detected"] is None:
+        _STATE["detected"] = detect_language()
+    return _STATE["detected"]
+
+
+def set_language(lang: str | None) -> None:
+    """Show messages in `lang` from now on ("en" or "zh"; None: detect again). Unknown: ValueError."""
+    _STATE["override"] = None if lang is None else _check(lang)
+    _STATE["detected"] = None
+
+
+def catalog_path(lang: str) -> Path:
+    """Where the compiled catalog of `lang` lives (`tools/i18n.py compile` writes it)."""
+    return LOCALE_DIR / _check(lang) / "LC_MESSAGES" / f"{DOMAIN}.mo"
+
+
+def _catalog(lang: str) -> _stdlib_gettext.NullTranslations:
+    if lang not in _CATALOGS:
+        try:
+            with open(catalog_path(lang), "rb") as fh:
+                _CATALOGS[lang] = _stdlib_gettext.GNUTranslations(fh)
+        except OSError:          # no compiled catalog: English
+            _CATALOGS[lang] = _stdlib_gettext.NullTranslations()
+    return _CATALOGS[lang]
+
+
+def gettext(message: str) -> str:
+    """`message` (English) in the current language; the English text itself when it has no translation."""
+    lang = language()
+    if lang == "en" or not message:
+        return message
+    return _catalog(lang).gettext(message)

@@ -1,0 +1,537 @@
+"""Translation catalogs of the course: extract, update, compile, check (one tool, Babel underneath).
+
+    python tools/translate.py update     # merge the current English into locale/zh/*.po
+    python tools/translate.py compile    # locale/zh/namedaxes.po -> namedaxes/locale/zh/LC_MESSAGES/namedaxes.mo
+    python tools/translate.py check      # fail unless every catalog is in sync, complete and consistent
+    python tools/translate.py check --sync    # only: catalogs and .mo match the English source (CI, always)
+    python tools/translate.py extract    # write the templates to build/i18n/*.pot (to look at)
+
+Catalogs (`locale/zh/`), one per notebook plus one for the helper package:
+
+- `notebooks/NN_topic.po`: the prose of `solutions/NN_topic.ipynb`, msgctxt = the cell id. A
+  markdown cell is cut into units so that a small English edit re-marks only its unit: a heading,
+  a paragraph, a list item, a blockquote line, a table cell. The structure (heading marks, list
+  markers and indentation, table pipes, fenced code blocks, blank lines) stays outside the msgids and
+  is rebuilt around the translations, so a translator cannot break it; a paragraph's soft line
+  breaks become spaces (markdown renders them so), so re-wrapping English changes nothing. Units
+  without words (`lax.psum`, `2 (k − 1) / k · N`) are kept as they are. Student-facing comments of
+  code cells are units too (msgctxt `<cell id>#comment`); nbgrader's markers, `noqa` and the like are
+  not. Code itself is never translated.
+- `namedaxes.po`: every module-level `TEXT = {...}` table of `namedaxes/` and `autograder/`, every
+  `hints=[...]` of an `Exercise(...)`, every `gettext("...")`/`_("...")` call there, and the literal
+  `title=`, `note=`, `*_label=`, `ylabel=` arguments of `plot_*` calls in the solution notebooks (the
+  figures translate them when drawn). No msgctxt: the runtime (`namedaxes.i18n.gettext`) looks up by
+  the English text; the location key is the `#:` reference (`namedaxes/checking.py:TEXT:passed`).
+
+`update` is Babel's merge: an unchanged English text keeps its translation; a changed one is matched
+to its old entry, keeps the old translation marked **fuzzy** with the previous msgid (`#| msgid`), so
+the translator sees exactly what changed; new texts arrive empty; texts gone from the English are
+dropped (no obsolete `#~` entries). Files are written deterministically (fixed header dates, source
+order), so `check --sync` can regenerate in memory and compare bytes.
+
+`check` reports, per catalog, what keeps it from being complete: out of sync with the English (run
+`update`), missing/empty, fuzzy, obsolete entries, and translations that lost a `{placeholder}`, a
+backtick code span, a link target or a list/heading marker (code, API names and JAX's error texts
+stay English, so code spans must be identical). The .mo must be what `compile` writes.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import datetime as dt
+import io
+import re
+import sys
+import tokenize
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+import nbformat
+from babel.messages.catalog import Catalog
+from babel.messages.mofile import write_mo
+from babel.messages.pofile import read_po, write_po
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS = ROOT / "solutions"
+LOCALE = ROOT / "locale"
+LANGS = ("zh",)
+DOMAIN = "namedaxes"
+PACKAGES = ("namedaxes", "autograder")
+PROJECT = "JAX named axes course"
+# Fixed header dates: the files change only when their entries do.
+STAMP = dt.datetime(2026, 12, 1, 0, 0, tzinfo=dt.timezone.utc)
+PLOT_KEYWORDS = ("title", "note", "before_label", "after_label", "ylabel")
+
+
+def po_path(lang: str, name: str) -> Path:
+    """`name` is "namedaxes" or a notebook id ("07_collectives")."""
+    return LOCALE / lang / (f"{DOMAIN}.po" if name == DOMAIN else f"notebooks/{name}.po")
+
+
+def mo_path(lang: str) -> Path:
+    return ROOT / "namedaxes" / "locale" / lang / "LC_MESSAGES" / f"{DOMAIN}.mo"
+
+
+def notebook_ids() -> list[str]:
+    return sorted(p.stem for p in SOLUTIONS.glob("*.ipynb"))
+
+
+def catalog_names() -> list[str]:
+    return [DOMAIN] + notebook_ids()
+
+
+# ================================================================== markdown units
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_HEADING = re.compile(r"^(#{1,6}\s+)(.*?)\s*$")
+_ITEM = re.compile(r"^(\s*(?:[-*+]|\d+[.)])\s+)(.*)$")
+_QUOTE = re.compile(r"^(\s*>\s?)(.*)$")
+_ROW = re.compile(r"^\s*\|.*\|\s*$")
+_SEPARATOR_ROW = re.compile(r"^\s*\|?(\s*:?-+:?\s*\|)+\s*:?-*:?\s*$")
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1")
+_WORDS = re.compile(r"[A-Za-z]{2,}")
+
+
+def translatable(text: str) -> bool:
+    """Has words outside code spans and placeholders (`lax.psum` alone, or a formula, does not)."""
+    return bool(_WORDS.search(re.sub(r"\{[^{}]*\}", "", _CODE_SPAN.sub("", text))))
+
+
+@dataclass
+class Unit:
+    """One translatable piece of a markdown cell: `prefix` + text, on one output line."""
+    prefix: str
+    text: str
+    kind: str
+
+
+def _starts_block(line: str) -> bool:
+    return bool(not line.strip() or _FENCE.match(line) or _HEADING.match(line) or _ITEM.match(line)
+                or _ROW.match(line) or _QUOTE.match(line))
+
+
+def _cells_of_row(line: str) -> list[str]:
+    body = line.strip()[1:-1]
+    cells, depth, current = [], False, ""
+    for ch in body:             # a pipe inside a code span is not a cell boundary
+        if ch == "`":
+            depth = not depth
+        if ch == "|" and not depth:
+            cells.append(current)
+            current = ""
+        else:
+            current += ch
+    return [c.strip() for c in cells + [current]]
+
+
+def markdown_pieces(source: str) -> list:
+    """The cell as output lines: each a `str` kept verbatim, a `Unit`, or a table row (`list` of str/Unit)."""
+    lines, out, i = source.split("\n"), [], 0
+    while i < len(lines):
+        line = lines[i]
+        if _FENCE.match(line):
+            fence = _FENCE.match(line).group(1)
+            j = i + 1
+            while j < len(lines) and not lines[j].strip().startswith(fence):
+                j += 1
+            out.extend(lines[i:j + 1])
+            i = j + 1
+            continue
+        if not line.strip():
+            out.append(line)
+        elif m := _HEADING.match(line):
+            out.append(Unit(m.group(1), m.group(2), "heading") if translatable(m.group(2)) else line)
+        elif _ROW.match(line):
+            if _SEPARATOR_ROW.match(line):
+                out.append(line)
+            else:
+                out.append([Unit("", c, "table cell") if translatable(c) else c for c in _cells_of_row(line)])
+        else:
+            m = _ITEM.match(line) or _QUOTE.match(line)
+            prefix, first = (m.group(1), m.group(2)) if m else ("", line.strip())
+            kind = "list item" if _ITEM.match(line) else "quote" if m else "paragraph"
+            parts = [first]
+            while i + 1 < len(lines) and not _starts_block(lines[i + 1]):
+                i += 1
+                parts.append(lines[i].strip())
+            text = " ".join(p for p in parts if p)
+            out.append(Unit(prefix, text, kind) if translatable(text) else "\n".join(lines[i - len(parts) + 1:i + 1]))
+        i += 1
+    return out
+
+
+def markdown_units(source: str) -> list[Unit]:
+    units = []
+    for piece in markdown_pieces(source):
+        if isinstance(piece, Unit):
+            units.append(piece)
+        elif isinstance(piece, list):
+            units.extend(c for c in piece if isinstance(c, Unit))
+    return units
+
+
+def render_markdown(source: str, translate: Callable[[str], str]) -> str:
+    """The cell with every unit replaced by `translate(unit.text)`, its structure rebuilt around it."""
+    lines = []
+    for piece in markdown_pieces(source):
+        if isinstance(piece, Unit):
+            lines.append(piece.prefix + translate(piece.text))
+        elif isinstance(piece, list):
+            lines.append("| " + " | ".join(translate(c.text) if isinstance(c, Unit) else c for c in piece) + " |")
+        else:
+            lines.append(piece)
+    return "\n".join(lines)
+
+
+# ================================================================== code comments
+_NOT_PROSE = re.compile(r"^#+\s*(BEGIN|END) (SOLUTION|HIDDEN TESTS)|^#\s*(noqa|type:|pragma|fmt:|pylint|YOUR CODE HERE)")
+
+
+def _comment_tokens(source: str) -> list[tokenize.TokenInfo] | None:
+    # IPython magics and shell escapes are not Python: blank them out (same length, so positions hold).
+    masked = "\n".join(" " * len(ln) if ln.lstrip().startswith(("%", "!")) else ln for ln in source.split("\n"))
+    try:
+        return [t for t in tokenize.generate_tokens(io.StringIO(masked).readline) if t.type == tokenize.COMMENT]
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return None
+
+
+def comment_units(source: str) -> list[tuple[tokenize.TokenInfo, str, str]]:
+    """(token, prefix such as "# ", text) of each student-facing comment in a code cell."""
+    found = []
+    for tok in _comment_tokens(source) or []:
+        if _NOT_PROSE.match(tok.string):
+            continue
+        m = re.match(r"(#+\s*)(.*?)\s*$", tok.string)
+        if m and translatable(m.group(2)):
+            found.append((tok, m.group(1), m.group(2)))
+    return found
+
+
+def render_comments(source: str, translate: Callable[[str], str]) -> str:
+    """`source` with each student-facing comment translated; code untouched."""
+    lines = source.split("\n")
+    for tok, prefix, text in reversed(comment_units(source)):
+        row, col = tok.start[0] - 1, tok.start[1]
+        lines[row] = lines[row][:col] + prefix + translate(text) + lines[row][tok.end[1]:]
+    return "\n".join(lines)
+
+
+def strip_comments(source: str) -> str:
+    """`source` with every comment emptied to `#` (to compare the code of two editions)."""
+    tokens = _comment_tokens(source)
+    if tokens is None:
+        return source
+    lines = source.split("\n")
+    for tok in reversed(tokens):
+        row = tok.start[0] - 1
+        lines[row] = lines[row][:tok.start[1]] + "#" + lines[row][tok.end[1]:]
+    return "\n".join(lines)
+
+
+def comment_context(cell_id: str) -> str:
+    return f"{cell_id}#comment"
+
+
+# ================================================================== templates
+def _new_catalog(lang: str | None, name: str) -> Catalog:
+    cat = Catalog(locale=lang, domain=name, project=PROJECT, version="1", copyright_holder=PROJECT,
+                  msgid_bugs_address="", creation_date=STAMP, revision_date=STAMP,
+                  language_team="Simplified Chinese" if lang else None, fuzzy=False)
+    cat.last_translator = "course translators"
+    return cat
+
+
+def _add(cat: Catalog, msgid: str, location: str, comment: str, context: str | None = None) -> None:
+    existing = cat.get(msgid, context)
+    if existing is not None:
+        existing.locations.append((location, None))
+        if comment not in existing.auto_comments:
+            existing.auto_comments.append(comment)
+    else:
+        cat.add(msgid, locations=[(location, None)], auto_comments=[comment], context=context)
+
+
+def notebook_template(nb_id: str) -> Catalog:
+    cat = _new_catalog(None, nb_id)
+    nb = nbformat.read(SOLUTIONS / f"{nb_id}.ipynb", as_version=4)
+    for cell in nb.cells:
+        where = f"solutions/{nb_id}.ipynb:{cell.id}"
+        if cell.cell_type == "markdown":
+            for n, unit in enumerate(markdown_units(cell.source)):
+                _add(cat, unit.text, f"{where}:{n}", f"markdown {unit.kind}", context=cell.id)
+        elif cell.cell_type == "code":
+            for n, (_, _, text) in enumerate(comment_units(cell.source)):
+                _add(cat, text, f"{where}:comment{n}", "code comment (the code itself stays English)",
+                     context=comment_context(cell.id))
+    return cat
+
+
+def _strings(node: ast.AST) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _package_messages(path: Path) -> Iterator[tuple[str, str, str]]:
+    """(English, location key, comment) of every extractable string in a module (see the docstring)."""
+    rel = path.relative_to(ROOT).as_posix()
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for stmt in tree.body:                        # module-level TEXT tables
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else \
+            stmt.target if isinstance(stmt, ast.AnnAssign) else None
+        if isinstance(target, ast.Name) and target.id == "TEXT" and isinstance(stmt.value, ast.Dict):
+            for key, value in zip(stmt.value.keys, stmt.value.values):
+                k, v = _strings(key) if key else None, _strings(value)
+                if k is not None and v:
+                    yield v, f"{rel}:TEXT:{k}", f"TEXT['{k}'] of {rel}: a str.format template"
+    functions = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for inner in ast.walk(node):
+                functions.setdefault(id(inner), node.name)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func.id if isinstance(node.func, ast.Name) else node.func.attr if isinstance(node.func, ast.Attribute) else ""
+        if func in ("_", "gettext") and node.args and _strings(node.args[0]):
+            where = functions.get(id(node), "module")
+            yield _strings(node.args[0]), f"{rel}:{where}", f"shown by {where}() in {rel}"
+        if func == "Exercise":
+            name = _strings(node.args[0]) if node.args else None
+            for kw in node.keywords:
+                if kw.arg == "hints" and isinstance(kw.value, (ast.List, ast.Tuple)):
+                    for n, elt in enumerate(kw.value.elts, 1):
+                        if _strings(elt):
+                            yield _strings(elt), f"{rel}:hints:{name}:{n}", f"hint {n} of exercise {name}"
+
+
+def _notebook_plot_labels(nb_id: str) -> Iterator[tuple[str, str, str]]:
+    nb = nbformat.read(SOLUTIONS / f"{nb_id}.ipynb", as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        try:
+            tree = ast.parse("\n".join(l for l in cell.source.split("\n") if not l.lstrip().startswith(("%", "!"))))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                func = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+                if func.startswith("plot_"):
+                    for kw in node.keywords:
+                        if kw.arg in PLOT_KEYWORDS and _strings(kw.value):
+                            yield (_strings(kw.value), f"solutions/{nb_id}.ipynb:{cell.id}:{kw.arg}",
+                                   f"{kw.arg}= of a figure in notebook {nb_id}")
+
+
+def package_template() -> Catalog:
+    cat = _new_catalog(None, DOMAIN)
+    files = [p for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))]
+    for path in files:
+        for msgid, where, comment in _package_messages(path):
+            _add(cat, msgid, where, comment)
+    for nb_id in notebook_ids():
+        for msgid, where, comment in _notebook_plot_labels(nb_id):
+            _add(cat, msgid, where, comment)
+    return cat
+
+
+def template(name: str) -> Catalog:
+    return package_template() if name == DOMAIN else notebook_template(name)
+
+
+# ================================================================== update / compile
+def _po_bytes(cat: Catalog) -> bytes:
+    buf = io.BytesIO()
+    write_po(buf, cat, width=100, ignore_obsolete=True, include_previous=True)
+    return buf.getvalue()
+
+
+def load(lang: str, name: str) -> Catalog | None:
+    path = po_path(lang, name)
+    if not path.exists():
+        return None
+    with path.open("rb") as fh:
+        return read_po(fh, locale=lang, domain=name)
+
+
+def merged(lang: str, name: str) -> Catalog:
+    """The catalog as `update` would write it: the English template merged into the existing translations."""
+    tmpl = template(name)
+    cat = load(lang, name) or _new_catalog(lang, name)
+    cat.update(tmpl, update_header_comment=True)
+    cat.obsolete.clear()
+    cat.creation_date = cat.revision_date = STAMP
+    cat.fuzzy = False
+    return cat
+
+
+def mo_bytes(lang: str) -> bytes:
+    cat = load(lang, DOMAIN) or _new_catalog(lang, DOMAIN)
+    buf = io.BytesIO()
+    write_mo(buf, cat, use_fuzzy=False)
+    return buf.getvalue()
+
+
+def translations(lang: str, name: str) -> dict[tuple[str | None, str], str]:
+    """(msgctxt, English) -> translation, for entries that are translated and not fuzzy."""
+    cat = load(lang, name)
+    out = {}
+    for msg in cat or ():
+        if msg.id and msg.string and not msg.fuzzy:
+            out[(msg.context, msg.id)] = msg.string
+    return out
+
+
+def update(names: Iterable[str]) -> list[str]:
+    changed = []
+    for lang in LANGS:
+        for name in names:
+            data, path = _po_bytes(merged(lang, name)), po_path(lang, name)
+            if not path.exists() or path.read_bytes() != data:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(data)
+                changed.append(str(path.relative_to(ROOT)))
+    return changed
+
+
+def compile_catalogs() -> list[str]:
+    changed = []
+    for lang in LANGS:
+        data, path = mo_bytes(lang), mo_path(lang)
+        if not path.exists() or path.read_bytes() != data:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+            changed.append(str(path.relative_to(ROOT)))
+    return changed
+
+
+# ================================================================== check
+_PLACEHOLDER = re.compile(r"(?<!\{)\{[A-Za-z_][A-Za-z0-9_]*(?:![rsa])?(?::[^{}]*)?\}(?!\})")
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def _code_spans(text: str) -> Counter:
+    return Counter(m.group(0) for m in _CODE_SPAN.finditer(text))
+
+
+def consistency_problems(msgid: str, msgstr: str) -> list[str]:
+    """What a translation lost or changed that must survive: placeholders, code spans, link targets."""
+    problems = []
+    for what, pattern in (("placeholders", _PLACEHOLDER), ("link targets", _LINK)):
+        want, got = Counter(pattern.findall(msgid)), Counter(pattern.findall(msgstr))
+        if want != got:
+            problems.append(f"{what} differ: English {sorted(want.elements())}, translation {sorted(got.elements())}")
+    want, got = _code_spans(msgid), _code_spans(msgstr)
+    if want != got:
+        lost, added = sorted((want - got).elements()), sorted((got - want).elements())
+        problems.append(f"code spans differ (they stay English, identical): missing {lost}, extra {added}")
+    if msgstr != msgstr.strip() and msgid == msgid.strip():
+        problems.append("translation has leading/trailing whitespace the English does not")
+    if msgid.startswith(" ") and not msgstr.startswith(" ") and not msgstr.startswith("（"):
+        problems.append("the English starts with a space (it is appended to another text): keep it")
+    if "\n" in msgstr and "\n" not in msgid:
+        problems.append("translation has a line break the English does not (one unit is one line)")
+    return problems
+
+
+@dataclass
+class Report:
+    name: str
+    path: str
+    entries: int = 0
+    translated: int = 0
+    stale: bool = False
+    mo_stale: bool = False
+    missing: list | None = None
+    fuzzy: list | None = None
+    obsolete: int = 0
+    inconsistent: list | None = None
+
+    def problems(self, sync_only: bool = False) -> list[str]:
+        out = []
+        if self.stale:
+            out.append(f"{self.path} is out of sync with the English source: run `python tools/translate.py update`")
+        if self.mo_stale:
+            out.append(f"{mo_path('zh').relative_to(ROOT)} is not what {self.path} compiles to: run "
+                       f"`python tools/translate.py compile`")
+        if sync_only:
+            return out
+        if self.missing:
+            out.append(f"{len(self.missing)} untranslated (missing or empty), e.g. {self.missing[0]!r}")
+        if self.fuzzy:
+            out.append(f"{len(self.fuzzy)} fuzzy (English changed; re-translate, then delete the fuzzy flag), "
+                       f"e.g. {self.fuzzy[0]!r}")
+        if self.obsolete:
+            out.append(f"{self.obsolete} obsolete (#~) entries: run `python tools/translate.py update`")
+        for msgid, problem in self.inconsistent or []:
+            out.append(f"{problem}: {msgid[:80]!r}")
+        return out
+
+
+def report(lang: str, name: str) -> Report:
+    path = po_path(lang, name)
+    rep = Report(name, str(path.relative_to(ROOT)))
+    cat = load(lang, name)
+    rep.stale = cat is None or path.read_bytes() != _po_bytes(merged(lang, name))
+    if name == DOMAIN:
+        rep.mo_stale = not mo_path(lang).exists() or mo_path(lang).read_bytes() != mo_bytes(lang)
+    if cat is None:
+        return rep
+    rep.obsolete = len(cat.obsolete)
+    messages = [m for m in cat if m.id]
+    rep.entries = len(messages)
+    rep.missing = [m.id for m in messages if not m.string]
+    rep.fuzzy = [m.id for m in messages if m.string and m.fuzzy]
+    rep.translated = rep.entries - len(rep.missing) - len(rep.fuzzy)
+    rep.inconsistent = [(m.id, p) for m in messages if m.string for p in consistency_problems(m.id, m.string)]
+    return rep
+
+
+def check(names: Iterable[str], sync_only: bool = False) -> int:
+    failed = 0
+    for lang in LANGS:
+        for name in names:
+            rep = report(lang, name)
+            problems = rep.problems(sync_only)
+            state = "ok" if not problems else "OUT OF SYNC" if sync_only else "INCOMPLETE"
+            print(f"{rep.path}: {rep.translated}/{rep.entries} translated -- {state}")
+            for problem in problems[:12]:
+                print(f"    {problem}")
+            if len(problems) > 12:
+                print(f"    ... and {len(problems) - 12} more")
+            failed += bool(problems)
+    if failed:
+        print(f"{failed} catalog(s) {'out of sync' if sync_only else 'not complete'}; see docs/TRANSLATING.md")
+    return 1 if failed else 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", choices=("extract", "update", "compile", "check"))
+    parser.add_argument("--sync", action="store_true", help="check: only that catalogs and .mo match the English")
+    parser.add_argument("names", nargs="*", help=f"catalogs: {DOMAIN} and/or notebook ids (default: all)")
+    args = parser.parse_args(argv)
+    names = args.names or catalog_names()
+    unknown = sorted(set(names) - set(catalog_names()))
+    if unknown:
+        parser.error(f"unknown catalog(s) {unknown}; the catalogs are {catalog_names()}")
+    if args.command == "extract":
+        out = ROOT / "build" / "i18n"
+        out.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            (out / f"{name}.pot").write_bytes(_po_bytes(template(name)))
+        print(f"wrote {len(names)} templates to {out.relative_to(ROOT)}/")
+    elif args.command == "update":
+        changed = update(names)
+        print("updated: " + (", ".join(changed) if changed else "nothing changed"))
+    elif args.command == "compile":
+        changed = compile_catalogs()
+        print("compiled: " + (", ".join(changed) if changed else "nothing changed"))
+    else:
+        return check(names, sync_only=args.sync)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
