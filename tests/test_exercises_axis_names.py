@@ -62,47 +62,75 @@ def test_device_rank_observe_is_stable_and_discriminating():
     assert not _same_observations(reference, q.device_rank.observe(lambda x: jnp.int32(0)))
 
 
-# ---------------------------------------------------------------- count_devices
-def count_devices_ref(x):
-    return lax.psum(1, DEVICES)
+# ---------------------------------------------------------------- last_device_value
+def last_device_value_ref(x):
+    is_last = lax.axis_index(DEVICES) == lax.psum(1, DEVICES) - 1
+    return lax.psum(jnp.where(is_last, x, 0.0), DEVICES)
 
 
-COUNT_DEVICES_RIGHT = [
-    count_devices_ref,
-    lambda x: lax.axis_size(DEVICES),
-    lambda x: lax.psum(jnp.int32(1), DEVICES),
-    lambda x: lax.psum(jnp.ones((), jnp.int32), "devices"),
+def _is_last(n):
+    return lax.axis_index(DEVICES) == n - 1
+
+
+LAST_DEVICE_VALUE_RIGHT = [
+    last_device_value_ref,
+    lambda x: lax.psum(x * _is_last(lax.axis_size(DEVICES)), DEVICES),                # mask by multiplying
+    lambda x: lax.all_gather(x, DEVICES)[-1],                                          # not taught in 01: still right
+    lambda x: lax.pmax(jnp.where(_is_last(lax.psum(1, "devices")), x, -jnp.inf), DEVICES),
 ]
 
-COUNT_DEVICES_WRONG = [
-    (lambda x: jax.device_count(), r"It returned 8, the number of devices on the machine; the pmap here uses only 3 of them"),
-    (lambda x: jnp.int32(8), r"over 3 devices\. .*\nOn device 0: expected 3, got 8\."),
-    (lambda x: x.shape[0], r"length of x on one device"),
-    (lambda x: lax.psum(1.0, DEVICES), r"dtype int32, but it returns float32"),
-    (lambda x: lax.psum(jnp.ones_like(x, jnp.int32), DEVICES), r"shape \(\), but it returns shape \(5,\)"),
-    (lambda x: lax.psum(1, BATCH), r"unbound axis name: batch"),
-    (_not_written, r"`count_devices` is not written yet"),
+LAST_DEVICE_VALUE_WRONG = [
+    (lambda x: x, r"Each device returned its own `x`\..*collective over 'devices'"),
+    (lambda x: lax.psum(x, DEVICES), r"total of all devices' `x`: let only the last device put its `x` into the sum"),
+    (lambda x: lax.psum(jnp.where(lax.axis_index(DEVICES) == 0, x, 0.0), DEVICES),
+     r"`x` of the first device \(position 0\)\. The last device is at position 7 here"),
+    (lambda x: lax.psum(jnp.where(lax.axis_index(DEVICES) == 7, x, 0.0), DEVICES),       # hard-coded 8 devices
+     r"over 3 devices\. Every device returned zeros: .*position 2 here.*a fixed 7 only fits 8 devices"),
+    (lambda x: lax.psum(jnp.where(_is_last(lax.psum(1, DEVICES) + 1), x, 0.0), DEVICES),  # off by one
+     r"over 8 devices\. Every device returned zeros"),
+    (lambda x: jnp.where(_is_last(lax.psum(1, DEVICES)), x, 0.0),                        # forgot the psum
+     r"Only the last device holds its `x`, the others hold zeros"),
+    (lambda x: lax.psum(jnp.where(_is_last(jax.device_count()), x, 0.0), DEVICES),
+     r"over 3 devices\. Every device returned zeros"),
+    (lambda x: lax.psum(jnp.where(_is_last(lax.psum(1, DEVICES)), x, 0), DEVICES).astype(jnp.int32),
+     r"dtype float32, but it returns int32"),
+    (lambda x: lax.psum(jnp.sum(jnp.where(_is_last(lax.psum(1, DEVICES)), x, 0.0)), DEVICES),
+     r"shape \(5,\), but it returns shape \(\)"),
+    (lambda x: lax.psum(x * _is_last(lax.psum(1, BATCH)), DEVICES), r"unbound axis name: batch"),
+    (_not_written, r"`last_device_value` is not written yet"),
 ]
 
 
-@pytest.mark.parametrize("answer", COUNT_DEVICES_RIGHT)
-def test_count_devices_accepts_equivalent_answers(answer):
-    assert_check_passes(q.count_devices.check, answer)
+@pytest.mark.parametrize("answer", LAST_DEVICE_VALUE_RIGHT)
+def test_last_device_value_accepts_equivalent_answers(answer):
+    assert_check_passes(q.last_device_value.check, answer)
 
 
-@pytest.mark.parametrize("answer, message", COUNT_DEVICES_WRONG)
-def test_count_devices_rejects_wrong_answers(answer, message):
-    assert_check_fails(q.count_devices.check, answer, match=message)
+@pytest.mark.parametrize("answer, message", LAST_DEVICE_VALUE_WRONG)
+def test_last_device_value_rejects_wrong_answers(answer, message):
+    assert_check_fails(q.last_device_value.check, answer, match=message)
 
 
-def test_count_devices_observe_is_stable_and_discriminating():
-    reference = q.count_devices.observe(count_devices_ref)
+def test_last_device_value_check_runs_under_vmap_too():
+    """Right for the pmap sizes of the check (8 and 3) but not for vmap over 5: caught."""
+    def pmap_sizes_only(x):
+        n = lax.axis_size(DEVICES)
+        return lax.psum(jnp.where(lax.axis_index(DEVICES) == (n - 1 if n in (3, 8) else 0), x, 0.0), DEVICES)
+    assert_check_fails(q.last_device_value.check, pmap_sizes_only,
+                       match=r"under `jax\.vmap\(\.\.\., axis_name=DEVICES\)` over 5 examples")
+
+
+def test_last_device_value_observe_is_stable_and_discriminating():
+    reference = q.last_device_value.observe(last_device_value_ref)
     got = derived(reference)
-    assert got["axes"] == []  # psum(1, ...) is folded to a constant: no communication in the compiled program
-    np.testing.assert_array_equal(got["pmap_5"], np.full(5, 5))
-    for answer in COUNT_DEVICES_RIGHT[1:]:
-        assert _same_observations(reference, q.count_devices.observe(answer))
-    assert not _same_observations(reference, q.count_devices.observe(lambda x: jax.device_count()))
+    assert got["axes"] == [DEVICES] and got["communication"] == ["psum over 'devices'"]
+    for k in (2, 5, 8):   # every device holds the same random row: the grader's own inputs
+        value = np.asarray(got[f"pmap_{k}"])
+        assert value.shape == (k, 5) and np.allclose(value, value[-1:]) and not np.allclose(value, 0)
+    for answer in LAST_DEVICE_VALUE_RIGHT[1:]:
+        assert _same_observations(reference, q.last_device_value.observe(answer))
+    for answer, _ in LAST_DEVICE_VALUE_WRONG[:7]:
+        assert not _same_observations(reference, q.last_device_value.observe(answer))
 
 
 # ---------------------------------------------------------------- center
@@ -115,6 +143,7 @@ CENTER_RIGHT = [
     lambda x: x - lax.psum(x, DEVICES) / lax.psum(1, DEVICES),
     lambda x: x - lax.psum(x, DEVICES) / lax.axis_size(DEVICES),
     lambda x: (x * lax.psum(1, DEVICES) - lax.psum(x, "devices")) / lax.psum(1, DEVICES),
+    lambda x: x - jnp.mean(lax.all_gather(x, DEVICES), axis=0),     # the issue's gap: visible check rejected it
 ]
 
 CENTER_WRONG = [
@@ -148,6 +177,13 @@ def test_center_check_runs_under_vmap_too():
     assert_check_fails(q.center.check, pmap_only, match=r"under `jax\.vmap\(\.\.\., axis_name=DEVICES\)` over 5 examples")
 
 
+def test_center_all_gather_answer_passes_visible_and_hidden_alike():
+    """The checker gap: an `all_gather`-based mean passed the hidden test but not the visible check."""
+    gathered = lambda x: x - jnp.mean(lax.all_gather(x, DEVICES), axis=0)  # noqa: E731
+    assert_check_passes(q.center.check, gathered)
+    assert _same_observations(q.center.observe(center_ref), q.center.observe(gathered))
+
+
 def test_center_observe_is_stable_and_discriminating():
     reference = q.center.observe(center_ref)
     got = derived(reference)
@@ -162,5 +198,10 @@ def test_center_observe_is_stable_and_discriminating():
 
 
 def test_hints_exist():
-    for exercise in (q.device_rank, q.count_devices, q.center):
+    for exercise in (q.device_rank, q.last_device_value, q.center):
         assert 2 <= len(exercise._hints) <= 3
+
+
+def test_first_hint_of_last_device_value_does_not_give_the_answer():
+    first = q.last_device_value._hints[0]
+    assert "psum" not in first and "where" not in first and "axis_index" not in first

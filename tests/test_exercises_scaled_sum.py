@@ -88,11 +88,28 @@ def test_scaled_sum_all_gather_gets_the_values_but_not_the_psum_point(scaled_sum
     (lambda x: jnp.sum(x * 2.0), r"performs no collective at all"),
     (lambda x: jnp.full_like(x, 56.0), r"performs no collective at all"),
     (lambda x: lax.pmax(x * 2.0, DEVICES), r"performs pmax over \('devices',\)"),
+    (lambda x: lax.pmean(x * 2.0, DEVICES),
+     r"returns 2 over 8 devices and 2 over 2 devices .*so it is a mean \(`lax\.pmean` is a psum divided"),
+    (lambda x: lax.psum(x * 2.0, DEVICES) / lax.psum(1, DEVICES), r"so it is a mean"),
+    (lambda x: lax.psum(x * 2.0, axis_name=DEVICES) ** 2, r"returns 256 over 8 devices and 16 over 2.*not something"),
     (lambda x: lax.psum(x * 2.0, "device"), r"unbound axis name: device\b"),
     (_not_written, r"not written yet"),
-], ids=["no collective", "jnp.sum", "hard-coded", "pmax", "wrong axis name", "unanswered"])
+], ids=["no collective", "jnp.sum", "hard-coded", "pmax", "pmean", "psum over psum(1)", "squared",
+        "wrong axis name", "unanswered"])
 def test_scaled_sum_uses_psum_rejects(answer, match):
     assert_check_fails(q.scaled_sum_uses_psum.check, answer, match=match)
+
+
+def test_scaled_sum_uses_psum_is_about_psum_only(scaled_sum_reference_obs):
+    """The issue's gap: `pmean` got the psum point. Now the visible check and the hidden structure case agree:
+    a pmean is refused by both, while the psum point does not depend on the factor 2.0 (the values cell's job)."""
+    pmean = lambda x: lax.pmean(x * 2.0, DEVICES)  # noqa: E731
+    assert_check_fails(q.scaled_sum_uses_psum.check, pmean, match=r"it is a mean")
+    assert not _matches(q.scaled_sum_uses_psum.observe(pmean), scaled_sum_reference_obs["structure"])
+    for unscaled in (lambda x: lax.psum(x, DEVICES), lambda x: lax.psum(x * 2.0, DEVICES) / 8):
+        assert_check_passes(q.scaled_sum_uses_psum.check, unscaled)
+        assert _matches(q.scaled_sum_uses_psum.observe(unscaled), scaled_sum_reference_obs["structure"])
+        assert_check_fails(q.scaled_sum.check, unscaled, match=r"plain sum of `x`|mean over devices")
 
 
 @pytest.fixture(scope="module")
@@ -115,8 +132,12 @@ def test_scaled_sum_observe_shape(scaled_sum_reference_obs):
         value = np.asarray(value, float)
         assert np.allclose(value, value[:1]) and not np.allclose(value, np.round(value))
     structure = derived(scaled_sum_reference_obs["structure"], "scaled_sum_uses_psum")
-    assert structure["communication"] == ["psum over 'devices'"]
-    assert set(structure) == {"k8_scalar", "k8_vector", "axes", "communication"}
+    assert structure.pop("communication") == ["psum over 'devices'"] and structure.pop("axes") == [DEVICES]
+    assert set(structure) == {"k4_scalar_growth", "k4_vector_growth", "k8_scalar_growth", "k8_vector_growth",
+                              "k8_vector_psum"}
+    for key, value in structure.items():    # a total divided by its value over 2 devices of ones: sum(x) / 2
+        value = np.asarray(value, float)
+        assert np.allclose(value, value[:1]) and not np.allclose(value, np.round(value))
 
 
 def test_scaled_sum_observe_is_deterministic(scaled_sum_reference_obs):
@@ -146,7 +167,10 @@ def test_scaled_sum_observe_rejects_wrong(answer, scaled_sum_reference_obs):
     lambda x: jnp.sum(x * 2.0),
     lambda x: lax.pmax(x * 2.0, DEVICES),
     lambda x: jnp.sum(lax.all_gather(x * 2.0, DEVICES), axis=0),
-], ids=["no collective", "jnp.sum", "pmax", "all_gather"])
+    lambda x: lax.pmean(x * 2.0, DEVICES),
+    lambda x: lax.psum(x * 2.0, DEVICES) / lax.psum(1, DEVICES),
+    lambda x: jnp.full_like(x, 56.0),
+], ids=["no collective", "jnp.sum", "pmax", "all_gather", "pmean", "psum over psum(1)", "hard-coded"])
 def test_scaled_sum_uses_psum_observe_rejects_wrong(answer, scaled_sum_reference_obs):
     assert not _matches(q.scaled_sum_uses_psum.observe(answer), scaled_sum_reference_obs["structure"])
 
@@ -160,27 +184,46 @@ def test_scaled_sum_observe_does_not_hide_errors(exercise):
         exercise.observe(_not_written)
 
 
-# ---------------------------------------------------------------- scaled_mean
+# ---------------------------------------------------------------- scaled_mean (shards of unequal size, NaN = empty)
 def ref_scaled_mean(x):
-    return lax.pmean(x * 2.0, axis_name=DEVICES)
+    total = lax.psum(jnp.nansum(x * 2.0), axis_name=DEVICES)
+    count = lax.psum(jnp.sum(~jnp.isnan(x)), axis_name=DEVICES)
+    return (total / count).astype(x.dtype)
+
+
+def _count(x):
+    return jnp.sum(~jnp.isnan(x)).astype(x.dtype)
 
 
 SCALED_MEAN_EQUIVALENT = {
-    "pmean then scale": lambda x: lax.pmean(x, DEVICES) * 2.0,
-    "psum over psum(1)": lambda x: lax.psum(x * 2.0, DEVICES) / lax.psum(1, DEVICES),
-    "psum of 2x/n": lambda x: lax.psum(2.0 * x / lax.psum(1.0, DEVICES), DEVICES),
+    "scale after": lambda x: (2.0 * lax.psum(jnp.nansum(x), DEVICES) / lax.psum(_count(x), DEVICES)).astype(x.dtype),
+    "ratio of pmeans": lambda x: lax.pmean(jnp.nansum(2.0 * x), DEVICES) / lax.pmean(_count(x), DEVICES),
+    "where instead of nansum": lambda x: lax.psum(jnp.sum(jnp.where(jnp.isnan(x), 0.0, x * 2.0)), DEVICES)
+                                         / lax.psum(_count(x), DEVICES),
+    "one psum of a pair": lambda x: (lambda s: s[0] / s[1])(
+        lax.psum(jnp.stack([jnp.nansum(x * 2.0), _count(x)]), DEVICES)),
 }
 
 
 @pytest.mark.parametrize("answer, match", [
-    (lambda x: jnp.mean(x * 2.0), r"(?s)^`scaled_mean` returned different values on different devices.*"
-                                  r"collective such as `lax\.psum` over\s+'devices' is missing.*should end with 7 \("),
-    (lambda x: lax.psum(x * 2.0, DEVICES), r"(?s)expected \[7\..*got \[56\..*total, not the mean"),
-    (lambda x: lax.psum(x * 2.0, DEVICES) / 8, r"(?s)expected \[1\. 1\.\].*got \[0\.25 0\.25\].*divided by 8"),
-    (lambda x: lax.pmean(x, DEVICES), r"(?s)got \[3\.5.*multiply by 2\.0"),
-    (lambda x: lax.pmean(x * 2.0, "device"), r"unbound axis name: device\b"),
+    (lambda x: lax.pmean(jnp.nanmean(x * 2.0), DEVICES),                      # the plausible mistake
+     r"(?s)expected \[4\.6667.*got \[5\. .*mean of the per-device means"),
+    (lambda x: lax.pmean(jnp.mean(x * 2.0), DEVICES), r"(?s)got \[nan.*It returned NaN: a missing entry"),
+    (lambda x: lax.psum(jnp.nansum(x * 2.0), DEVICES) / (lax.psum(1, DEVICES) * x.shape[0]),
+     r"divided by every entry, missing ones \(NaN\) included"),
+    (lambda x: lax.psum(jnp.nansum(x * 2.0), DEVICES), r"(?s)got \[42\..*total of x \* 2\.0, not the mean"),
+    (lambda x: lax.psum(jnp.nansum(x), DEVICES) / lax.psum(_count(x), DEVICES), r"mean of `x` itself"),
+    (lambda x: jnp.nanmean(x * 2.0), r"(?s)^`scaled_mean` returned different values on different devices.*"
+                                     r"should end with 4\.66667: the mean of x \* 2\.0 over all 9 values"),
+    (lambda x: lax.pmean(x * 2.0, DEVICES), r"one number on each device \(per-device shape \(\)\).*per-device "
+                                            r"shape \(3,\)"),                    # the old exercise's answer
+    (lambda x: jnp.full((), 4.6667, x.dtype), r"by hand"),
+    (lambda x: (lax.psum(jnp.nansum(x * 2.0), DEVICES) / lax.psum(_count(x), DEVICES)).astype(jnp.float32),
+     r"keep the dtype of `x` \(float16 in, float16 out\)"),
+    (lambda x: lax.psum(jnp.nansum(x * 2.0), "device"), r"unbound axis name: device\b"),
     (_not_written, r"`scaled_mean` is not written yet"),
-], ids=["jnp.mean", "psum", "divide by 8", "no factor 2", "wrong axis name", "unanswered"])
+], ids=["mean of means", "NaN in the sum", "counts the empty slots", "total", "no factor 2", "local",
+        "old pmean answer", "hard-coded", "float32 out", "wrong axis name", "unanswered"])
 def test_scaled_mean_check_rejects(answer, match):
     assert_check_fails(q.scaled_mean.check, answer, match=match)
 
@@ -202,19 +245,27 @@ def test_scaled_mean_observe_accepts_equivalent(answer, scaled_mean_reference_ob
 
 
 @pytest.mark.parametrize("answer", [
-    lambda x: jnp.mean(x * 2.0),
-    lambda x: lax.psum(x * 2.0, DEVICES),
-    lambda x: lax.psum(x * 2.0, DEVICES) / 8,
-    lambda x: ref_scaled_sum(x) * 0 + 1.0,
-], ids=["jnp.mean", "psum", "divide by 8", "constant"])
+    lambda x: lax.pmean(jnp.nanmean(x * 2.0), DEVICES),
+    lambda x: lax.psum(jnp.nansum(x * 2.0), DEVICES) / (lax.psum(1, DEVICES) * x.shape[0]),
+    lambda x: lax.psum(jnp.nansum(x), DEVICES) / lax.psum(_count(x), DEVICES),
+    lambda x: jnp.nanmean(x * 2.0),
+    lambda x: lax.psum(jnp.nansum(x * 2.0), DEVICES) / (8 * _count(x)),
+], ids=["mean of means", "counts the empty slots", "no factor 2", "local", "count times 8"])
 def test_scaled_mean_observe_rejects_wrong(answer, scaled_mean_reference_obs):
     assert not _matches(q.scaled_mean.observe(answer), scaled_mean_reference_obs)
 
 
-def test_scaled_mean_observe_has_axes_and_rejects_a_local_mean(scaled_mean_reference_obs):
-    assert derived(scaled_mean_reference_obs)["axes"] == [DEVICES]
-    assert not _matches(q.scaled_mean.observe(lambda x: jnp.zeros_like(x) + 2.0 * x.mean()),
-                        scaled_mean_reference_obs)
+def test_scaled_mean_observe_pads_on_the_graders_inputs(scaled_mean_reference_obs):
+    """The grader draws the values and how many each device keeps; the reference is replicated and finite,
+    and differs from the mean of the per-device means (unequal shards really occur in the graded inputs)."""
+    got = derived(scaled_mean_reference_obs)
+    assert got.pop("axes") == [DEVICES] and got.pop("communication") == ["psum over 'devices'"]
+    assert set(got) == {f"k{k}_slots{m}" for k in (2, 4, 8) for m in (3, 5)}
+    for value in got.values():
+        value = np.asarray(value)
+        assert value.dtype == np.float32 and np.isfinite(value).all() and np.allclose(value, value[:1])
+    means_of_means = derived(q.scaled_mean.observe(lambda x: lax.pmean(jnp.nanmean(x * 2.0), DEVICES)))
+    assert any(not np.allclose(got[k], means_of_means[k], equal_nan=True) for k in got)
 
 
 # ---------------------------------------------------------------- global_max_share
@@ -235,13 +286,23 @@ GLOBAL_MAX_SHARE_EQUIVALENT = {
     (lambda x: lax.pmax(x, DEVICES), r"maximum itself"),
     (lambda x: x / lax.pmax(jnp.max(x), DEVICES), r"largest entry of all vectors"),
     (lambda x: lax.pmean(x / lax.pmax(x, DEVICES), DEVICES), r"each device should keep its own share"),
+    (lambda x: lax.pmax(x / lax.pmax(x, DEVICES), DEVICES),                     # the issue's misleading message
+     r"(?s)got \[1\. 1\. 1\. 1\.\].*largest share, which is always 1.*outer `lax\.pmax`"),
     (lambda x: x / 4.0, r"(?s)expected \[0\.125 0\.25 .*got \[0\.25 0\.5 "),
     (lambda x: x / lax.pmax(x, "device"), r"unbound axis name: device\b"),
     (_not_written, r"`global_max_share` is not written yet"),
-], ids=["local max", "x / x", "pmax only", "max of everything", "replicated", "hard-coded",
+], ids=["local max", "x / x", "pmax only", "max of everything", "replicated", "max of the shares", "hard-coded",
         "wrong axis name", "unanswered"])
 def test_global_max_share_check_rejects(answer, match):
     assert_check_fails(q.global_max_share.check, answer, match=match)
+
+
+def test_global_max_share_max_of_shares_is_not_called_a_local_division():
+    """`pmax(x / pmax(x))` communicates; its all-ones result must not be explained as "divided by its own value"."""
+    msg = assert_check_fails(q.global_max_share.check, lambda x: lax.pmax(x / lax.pmax(x, DEVICES), DEVICES))
+    assert "divided by its own value" not in msg
+    msg = assert_check_fails(q.global_max_share.check, lambda x: x / x)
+    assert "divided by its own value" in msg and "outer" not in msg
 
 
 @pytest.mark.parametrize("answer", [ref_global_max_share, *GLOBAL_MAX_SHARE_EQUIVALENT.values()],
@@ -265,7 +326,8 @@ def test_global_max_share_observe_accepts_equivalent(answer, global_max_share_re
     lambda x: x / lax.pmax(jnp.max(x), DEVICES),
     lambda x: x / lax.psum(x, DEVICES),
     lambda x: x / 4.0,
-], ids=["local max", "max of everything", "psum", "hard-coded"])
+    lambda x: lax.pmax(x / lax.pmax(x, DEVICES), DEVICES),
+], ids=["local max", "max of everything", "psum", "hard-coded", "max of the shares"])
 def test_global_max_share_observe_rejects_wrong(answer, global_max_share_reference_obs):
     assert not _matches(q.global_max_share.observe(answer), global_max_share_reference_obs)
 

@@ -3,8 +3,13 @@
 Every answer is a *per-device* function: it sees one device's slice of the
 data and talks to the other devices only through collectives that name the
 axis `DEVICES`. The checks run it under `jax.pmap(fn, axis_name=DEVICES)`
-(and, for `center`, under `jax.vmap(fn, axis_name=DEVICES)` too) and go
-type -> shape/dtype -> value -> structure.
+(and, for `last_device_value` and `center`, under `jax.vmap(fn, axis_name=DEVICES)`
+too) and go type -> shape/dtype -> value -> structure.
+
+Every student-facing sentence of the checks is a template in `TEXT`; the hints are
+the full strings of each `Exercise(..., hints=[...])`. A check and its hidden
+observation accept the same answers: `center` takes any collective over DEVICES
+(`pmean`, `psum`, `all_gather`) in both, since its hidden cell is a values cell.
 """
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ from namedaxes.checking import (CheckFailed, Exercise, expect_array, expect_coll
                                 progress_of, same_values, show_values)
 from namedaxes.grading import Case, pmapped, programs, rng, spec
 
-__all__ = ["device_rank", "count_devices", "center", "progress"]
+__all__ = ["device_rank", "last_device_value", "center", "progress"]
 progress = progress_of(__name__)   # q.progress(): which exercises of the notebook pass
 
 _AXIS_ENV = [(DEVICES, 8)]
@@ -35,10 +40,19 @@ TEXT = {
     "rank_values": ("Device i should return i, its position along the 'devices' axis: `lax.axis_index(DEVICES)`; "
                     "the values of x do not tell it."),
     "rank_structure": "Ask the named axis: `lax.axis_index(DEVICES)`.",
-    "count_values": "Every device should return {k}, the size of the 'devices' axis. ",
-    "count_machine": "It returned {seen}, the number of devices on the machine; the pmap here uses only {k} of them. ",
-    "count_length": "It returned the length of x on one device, not the size of the 'devices' axis. ",
-    "count_fix": "{diagnosis}Ask the named axis: `lax.psum(1, DEVICES)`.",
+    "last_own": ("Each device returned its own `x`. A device sees the other devices' values only through a "
+                 "collective over '{axis}'."),
+    "last_total": ("That is the total of all devices' `x`: let only the last device put its `x` into the sum, "
+                   "and every other device zeros."),
+    "last_first": ("That is the `x` of the first device (position 0). The last device is at position {last} "
+                   "here: `lax.psum(1, DEVICES) - 1`."),
+    "last_nobody": ("Every device returned zeros: no device matched the position you picked. The last device is "
+                    "at position {last} here, one less than the size of the axis (`lax.psum(1, DEVICES) - 1`); "
+                    "a fixed 7 only fits 8 devices."),
+    "last_not_shared": ("Only the last device holds its `x`, the others hold zeros: hand it to every device with "
+                        "a collective over '{axis}'."),
+    "last_other": ("Every device should return the `x` of the last device, the one at position {last} "
+                   "(`lax.psum(1, DEVICES) - 1`)."),
     "center_local": ("Each device subtracted the mean of its own values only; a collective such as `lax.pmean` over "
                      "'{axis}' is missing."),
     "center_all": ("It subtracts one mean of all elements of all devices; take the mean element by element: "
@@ -47,7 +61,7 @@ TEXT = {
     "center_hard_coded": ("It is right over 8 devices but not here: is the number of devices hard-coded? "
                           "`lax.pmean`, or `lax.psum(1, DEVICES)`, follows the size of the axis."),
     "center_other": "Subtract, from x, the mean of x over '{axis}' (element by element).",
-    "center_structure": "Average across devices with `lax.pmean(x, DEVICES)`.",
+    "center_structure": "Average across devices with a collective over DEVICES, such as `lax.pmean(x, DEVICES)`.",
 }
 
 
@@ -132,38 +146,48 @@ device_rank = Exercise(
     observe=_observe_device_rank)
 
 
-# ---------------------------------------------------------------- 2. count_devices
-def _check_count_devices(fn) -> None:
-    name = "count_devices"
-    for k in (8, 3):
-        x = jnp.asarray(rng("count_devices_check").normal(size=(k, 5)), jnp.float32)
-        out = _run(name, fn, x)
-        _expect_per_device(name, out, k, (), jnp.int32)
-        if not same_values(out, np.full(k, k)):
-            seen = int(np.asarray(out).ravel()[0])
-            diagnosis = TEXT["count_values"].format(k=k)
-            if seen == jax.device_count() != k:
-                diagnosis = TEXT["count_machine"].format(seen=seen, k=k)
-            elif seen == 5:
-                diagnosis = TEXT["count_length"]
-            _wrong_values(name, out, np.full(k, k), "pmap", TEXT["count_fix"].format(diagnosis=diagnosis))
+# ---------------------------------------------------------------- 2. last_device_value
+def _check_last_device_value(fn) -> None:
+    name = "last_device_value"
+    r = rng("last_device_value_check")
+    for how, k in (("pmap", 8), ("pmap", 3), ("vmap", 5)):
+        x = jnp.asarray(r.normal(size=(k, 5)), jnp.float32)
+        out = _run(name, fn, x, how)
+        _expect_per_device(name, out, k, (5,), jnp.float32, how)
+        xs, got = np.asarray(x), np.asarray(out)
+        want = np.broadcast_to(xs[-1], xs.shape)
+        if same_values(got, want):
+            continue
+        if same_values(got, xs):
+            diagnosis = TEXT["last_own"].format(axis=DEVICES)
+        elif same_values(got, np.broadcast_to(xs.sum(axis=0), xs.shape)):
+            diagnosis = TEXT["last_total"]
+        elif same_values(got, np.broadcast_to(xs[0], xs.shape)):
+            diagnosis = TEXT["last_first"].format(last=k - 1)
+        elif same_values(got, np.zeros_like(xs)):
+            diagnosis = TEXT["last_nobody"].format(last=k - 1)
+        elif same_values(got[-1], xs[-1]) and same_values(got[:-1], np.zeros_like(xs[:-1])):
+            diagnosis = TEXT["last_not_shared"].format(axis=DEVICES)
+        else:
+            diagnosis = TEXT["last_other"].format(last=k - 1)
+        _wrong_values(name, out, want, how, diagnosis)
 
 
-def _observe_count_devices(fn) -> dict:
+def _observe_last_device_value(fn) -> dict:
     return programs(_cases(fn, [("pmap", 2, None), ("pmap", 5, None), ("pmap", 8, None), ("vmap", 6, None)], (5,)))
 
 
-count_devices = Exercise(
-    "count_devices", _check_count_devices,
+last_device_value = Exercise(
+    "last_device_value", _check_last_device_value,
     hints=[
-        "The answer is the size of the DEVICES axis, which can be smaller than `jax.device_count()`: "
-        "a `pmap` over 3 entries uses only 3 devices.",
-        "If every device contributes 1 to a sum over DEVICES, the total is the number of devices "
-        "(section \"How many devices?\").",
-        "Sum the Python number 1, not `x`: the answer must be an int32 scalar whatever the shape of `x`. "
-        "`lax.axis_size` is another way to get the same number.",
+        "Each device can tell whether it is the last one along DEVICES: it knows its own position and the "
+        "size of the axis (sections \"Which device am I?\" and \"How many devices?\").",
+        "`lax.psum` hands every device the total. If every device except the last one puts in zeros, "
+        "what is the total?",
+        "`jnp.where(is_last, x, 0.0)` keeps `x` on the last device and zeros elsewhere; sum that over "
+        "DEVICES. The last position is `lax.psum(1, DEVICES) - 1`, never a fixed 7.",
     ],
-    observe=_observe_count_devices)
+    observe=_observe_last_device_value)
 
 
 # ---------------------------------------------------------------- 3. center
@@ -193,7 +217,8 @@ def _check_center(fn) -> None:
         else:
             diagnosis = TEXT["center_other"].format(axis=DEVICES)
         _wrong_values(name, out, want, how, diagnosis)
-    expect_collective(name, fn, cases[0][1][0], axis_name=DEVICES, axis_env=_AXIS_ENV, primitives=["psum"],
+    # any collective over DEVICES (pmean, psum, all_gather): the hidden values cell accepts them all too
+    expect_collective(name, fn, cases[0][1][0], axis_name=DEVICES, axis_env=_AXIS_ENV,
                       hint=TEXT["center_structure"])
 
 

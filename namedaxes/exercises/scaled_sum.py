@@ -2,8 +2,21 @@
 
 Every answer is a per-device function, run by the checks as
 `jax.pmap(answer, axis_name=DEVICES)` on inputs with a leading axis of 2, 4 or
-8 devices. Visible checks use small, readable inputs; `observe` uses seeded
-random inputs (`rng(grade_id)`) of several per-device shapes and dtypes.
+8 devices. Visible checks use small, readable inputs; `observe` exports programs
+(2, 4 and 8 devices, several per-device shapes) whose inputs the grader draws.
+
+Each visible check and its hidden observation accept the same answers:
+
+- `scaled_sum_uses_psum` is about `lax.psum` only: the jaxpr (visible) and the
+  compiled program (hidden) must psum over DEVICES, and the result must grow with
+  the device count like a total (`_growth`), which a `pmean` does not (a pmean
+  times the device count is a psum in disguise and passes; an `all_gather` summed
+  scores the values but not this point);
+- `scaled_mean` averages over shards of unequal size (NaN = no value); the hidden
+  programs build that padding themselves from the grader's inputs (`_padded`).
+
+Every student-facing sentence of the checks is a template in `TEXT`; the hints are
+the full strings of each `Exercise(..., hints=[...])`.
 """
 from __future__ import annotations
 
@@ -45,14 +58,31 @@ TEXT = {
     "by_hand": "If you wrote the number by hand, compute it instead: the check runs several device counts and "
                "inputs.",
     "use_psum": "Add up the scaled values of all devices with `lax.psum(..., axis_name=DEVICES)`.",
-    "mean_expected": "With {k} devices holding {x}, every device should end with {want} (the mean of x * 2.0 "
-                     "over all devices).",
-    "mean_is_total": "That is the total, not the mean: use `lax.pmean`, or divide the psum by the device count.",
-    "mean_over_8": ("That is the total divided by 8. The device count is not always 8: use `lax.pmean`, or divide "
-                    "by `lax.psum(1, axis_name=DEVICES)`."),
+    "psum_is_mean": ("`scaled_sum` returns {big} over 8 devices and {small} over 2 devices that all hold 1.0: the "
+                     "same number whatever the device count, so it is a mean (`lax.pmean` is a psum divided by "
+                     "the device count). A total grows with the number of devices: return the `lax.psum` itself."),
+    "psum_not_total": ("`scaled_sum` returns {big} over 8 devices and {small} over 2 devices that all hold 1.0; a "
+                       "total over DEVICES would be 4 times larger over 8 devices than over 2. Return the "
+                       "`lax.psum` of the scaled values, not something computed from it."),
+    "mean_shape": ("`scaled_mean` should return one number on each device (per-device shape ()), but with {k} "
+                   "devices `pmap` got results of shape {shape}, i.e. per-device shape {got_shape}. Reduce the "
+                   "device's own values with `jnp.nansum` and the count of values, then combine across devices."),
+    "mean_expected": ("With {k} devices holding {x} (NaN: no value), every device should end with {want}: the mean "
+                      "of x * 2.0 over all {n} values."),
+    "mean_nan": ("It returned NaN: a missing entry (NaN) got into a sum or a mean. Add up the values with "
+                 "`jnp.nansum`, and count them with `~jnp.isnan(x)`."),
+    "mean_is_total": "That is the total of x * 2.0, not the mean: divide it by the number of values on all devices.",
+    "mean_of_means": ("That is the mean of the per-device means: a device with few values weighs as much as one "
+                      "with many. Add up the values and the counts over the devices separately, then divide."),
+    "mean_counts_missing": ("You divided by every entry, missing ones (NaN) included: count only the values, "
+                            "`jnp.sum(~jnp.isnan(x))` on each device, summed over DEVICES."),
     "mean_unscaled": "That is the mean of `x` itself: multiply by 2.0.",
     "share_ones": ("Every entry is 1: each device divided by its own value. Divide by the largest value across "
                    "devices, `lax.pmax(x, axis_name=DEVICES)`."),
+    "share_max_of_shares": ("Every entry is 1: that is the largest share, which is always 1 (the device with the "
+                            "maximum divides it by itself), handed to every device by the outer `lax.pmax`. Each "
+                            "device should keep its own share: return `x / lax.pmax(x, ...)` without reducing it "
+                            "again."),
     "share_is_max": "That is the maximum itself: divide the device's own `x` by it.",
     "share_global_max": ("You divided by the largest entry of all vectors. Compare each position only with the "
                          "same position on the other devices: `lax.pmax(x, ...)` works entry by entry."),
@@ -148,10 +178,29 @@ def _check_scaled_sum(fn: Callable) -> None:
                      hint=TEXT["where"].format(k=k, x=_fmt(x)) + _diagnose_sum(x, out, want))
 
 
+def _growth(fn: Callable) -> Callable:
+    """`fn`, divided by what it returns under `vmap` over 2 entries that all hold 1.0 (inside the same program).
+
+    Run under `pmap` over 8 devices, a total (`psum`, whatever its scale) gives sum(x) / 2 and a mean
+    (`pmean`, i.e. a psum divided by the device count) sum(x) / 8: the ratio tells a psum from a pmean
+    without depending on the factor 2.0, so this point is about psum and only psum.
+    """
+    def grown(x):
+        over_two = jax.vmap(fn, axis_name=DEVICES)(jnp.ones((2,) + x.shape, x.dtype))[0]
+        return fn(x) / over_two
+    return grown
+
+
 def _check_scaled_sum_uses_psum(fn: Callable) -> None:
     with _explained("scaled_sum"):
         expect_collective("scaled_sum", fn, jnp.float32(1.0), axis_name=DEVICES, axis_env=AXIS_ENV,
                           primitives=("psum",), hint=TEXT["use_psum"])
+        big = np.asarray(_run("scaled_sum", fn, jnp.ones(8, jnp.float32)), float)[0]
+        small = np.asarray(_run("scaled_sum", fn, jnp.ones(2, jnp.float32)), float)[0]
+    if same_values(big, 4 * small, dtype=float) and not same_values(small, 0.0, dtype=float):
+        return
+    key = "psum_is_mean" if same_values(big, small, dtype=float) else "psum_not_total"
+    fail(TEXT[key].format(big=_fmt(big), small=_fmt(small)))
 
 
 def _observe_scaled_sum(fn: Callable) -> dict:
@@ -159,9 +208,13 @@ def _observe_scaled_sum(fn: Callable) -> dict:
 
 
 def _observe_scaled_sum_uses_psum(fn: Callable) -> dict:
-    """Structure only: the compiled programs (scalar and vector, 8 devices) must psum over DEVICES."""
-    return programs({f"k8_{label}": Case(pmapped(fn, 8, DEVICES), spec((8,) + shape, jnp.float32), values=False)
-                     for label, shape in (("scalar", ()), ("vector", (3,)))})
+    """The total must be a psum over DEVICES: the compiled program's own psum (structure case: an all_gather
+    summed does not count), and a result that grows with the device count like a total (`_growth`: a pmean
+    does not), on 4 and 8 devices."""
+    cases = {f"k{k}_{label}_growth": Case(pmapped(_growth(fn), k, DEVICES), spec((k,) + shape, jnp.float32))
+             for k in (4, 8) for label, shape in (("scalar", ()), ("vector", (3,)))}
+    cases["k8_vector_psum"] = Case(pmapped(fn, 8, DEVICES), spec((8, 3), jnp.float32), values=False)
+    return programs(cases)
 
 
 scaled_sum = Exercise(
@@ -182,45 +235,107 @@ scaled_sum_uses_psum = Exercise(
         "The total must come from `lax.psum` over DEVICES: `jnp.sum` only sees one device's value.",
         "This check reads your function's jaxpr: it needs a `psum` whose `axis_name` is DEVICES. A psum over "
         "another name, or a total computed without a collective, fails it.",
+        "It also runs your function over 8 and over 2 devices: a total grows with the number of devices, a mean "
+        "(`lax.pmean`, a psum divided by the device count) does not.",
     ],
     observe=_observe_scaled_sum_uses_psum,
 )
 
 
 # ---------------------------------------------------------------- exercise 2: scaled_mean
+NAN = float("nan")
+
+
+def _visible_padded_inputs():
+    """Shards of unequal size, padded with NaN: the mean of means is wrong on each, one device is empty."""
+    return [
+        jnp.asarray([[1.0, 2.0, 3.0], [4.0, NAN, NAN], [0.0, 2.0, NAN], [3.0, 3.0, 3.0]], jnp.float32),
+        jnp.asarray([[1.0, 5.0], [2.0, NAN], [0.5, 1.5], [4.0, NAN], [NAN, NAN], [3.0, 1.0], [6.0, NAN],
+                     [2.5, 2.5]], jnp.float32),
+        jnp.asarray([[0.5, -1.0, NAN], [2.0, NAN, NAN]], jnp.float16),
+    ]
+
+
+def _expect_one_number_per_device(name: str, out, x) -> None:
+    """A scalar per device, in the dtype of `x`."""
+    if not isinstance(out, jax.Array):
+        fail(TEXT["not_an_array"].format(name=name, type=type(out).__name__, value=f"{out!r:.80}"))
+    x = np.asarray(x)
+    if tuple(out.shape) != x.shape[:1]:
+        fail(TEXT["mean_shape"].format(k=x.shape[0], shape=tuple(out.shape), got_shape=tuple(out.shape[1:])))
+    if np.dtype(out.dtype) != x.dtype:
+        fail(TEXT["wrong_dtype"].format(name=name, dtype=x.dtype.name, got=np.dtype(out.dtype).name))
+
+
+def _diagnose_mean(xs, got: float, want: float) -> str:
+    """A hint for a replicated, well-shaped, but wrong `scaled_mean` result (`xs`: float64, NaN padded)."""
+    k, m = xs.shape
+    values = ~np.isnan(xs)
+    total = 2.0 * np.nansum(xs)
+    per_device = [2.0 * xs[i][values[i]].mean() if values[i].any() else NAN for i in range(k)]
+    if np.isnan(got):
+        return TEXT["mean_nan"]
+    if same_values(got, total, dtype=float):
+        return TEXT["mean_is_total"]
+    if same_values(got, np.mean(per_device), dtype=float):
+        return TEXT["mean_of_means"]
+    if same_values(got, total / (k * m), dtype=float):
+        return TEXT["mean_counts_missing"]
+    if same_values(got, want / 2, dtype=float):
+        return TEXT["mean_unscaled"]
+    return TEXT["by_hand"]
+
+
 def _check_scaled_mean(fn: Callable) -> None:
-    for x in _visible_inputs():
-        out = _run("scaled_mean", fn, x)
-        _expect_per_device("scaled_mean", out, x)
-        k = x.shape[0]
-        want = np.asarray(x, np.float64).mean(axis=0) * 2.0
-        expect_replicated("scaled_mean", out, axis_name=DEVICES,
-                          hint=TEXT["mean_expected"].format(k=k, x=_fmt(x), want=_fmt(want)))
-        got = np.asarray(out, float)[0]
-        if same_values(got, want * k, dtype=float):
-            hint = TEXT["mean_is_total"]
-        elif same_values(got, want * k / 8, dtype=float) and k != 8:
-            hint = TEXT["mean_over_8"]
-        elif same_values(got, want / 2, dtype=float):
-            hint = TEXT["mean_unscaled"]
-        else:
-            hint = ""
-        expect_close("scaled_mean", out, np.broadcast_to(want, out.shape), rtol=1e-3, atol=1e-3,
-                     hint=TEXT["where"].format(k=k, x=_fmt(x)) + hint)
+    name = "scaled_mean"
+    for x in _visible_padded_inputs():
+        out = _run(name, fn, x)
+        _expect_one_number_per_device(name, out, x)
+        xs = np.asarray(x, np.float64)
+        k, n = x.shape[0], int((~np.isnan(xs)).sum())
+        want = 2.0 * np.nansum(xs) / n
+        expect_replicated(name, out, axis_name=DEVICES,
+                          hint=TEXT["mean_expected"].format(k=k, x=_fmt(x), want=_fmt(want), n=n))
+        got = float(np.asarray(out, float)[0])
+        tol = 1e-3 if x.dtype == np.float16 else 1e-5
+        if not same_values(got, want, tol, dtype=float):
+            expect_close(name, out, np.full(out.shape, want), rtol=tol, atol=tol,
+                         hint=TEXT["where"].format(k=k, x=_fmt(x)) + _diagnose_mean(xs, got, want))
+
+
+def _padded(fn: Callable, m: int) -> Callable:
+    """`fn` on one device's row of `m` values of which only the first `n` are kept, the rest NaN.
+
+    The grader draws `x` and `n` (0 to m values per device; the first device always keeps one, so the
+    mean is defined): the padding is built inside the graded program, from the grader's own inputs.
+    """
+    def on_padded(x, n):
+        first = (jax.lax.axis_index(DEVICES) == 0).astype(n.dtype)
+        keep = jnp.arange(m) < jnp.maximum(n, first)
+        return fn(jnp.where(keep, x, jnp.nan))
+    return on_padded
 
 
 def _observe_scaled_mean(fn: Callable) -> dict:
-    return _observe_outputs(fn, "scaled_mean_value")
+    """Values on 2, 4 and 8 devices with 3 or 5 slots per device, each device keeping 0 to all of them."""
+    cases = {}
+    for k in DEVICE_COUNTS:
+        for m in (3, 5):
+            cases[f"k{k}_slots{m}"] = Case(pmapped(_padded(fn, m), k, DEVICES), spec((k, m), jnp.float32),
+                                           spec((k,), jnp.int32), draw={"kind": "normal", "low": 0, "high": m + 1})
+    return programs(cases)
 
 
 scaled_mean = Exercise(
     "scaled_mean", _check_scaled_mean,
     hints=[
-        "Like `scaled_sum`, but every device should end with the mean of x * 2.0, not the total.",
-        "`lax.pmean` averages over a named axis (section 5). Dividing a psum by a fixed 8 breaks on 2 or 4 "
-        "devices.",
-        "Scale first or average first, as you like: the mean of x * 2.0 is 2.0 times the mean of x. "
-        "For `data` above, every device should hold 7.0.",
+        "Try it by hand with two devices: one holds 1 value, the other 3. Is the mean of all 4 values the mean "
+        "of the two devices' means?",
+        "A mean is a sum divided by a count. Each device knows its own sum (`jnp.nansum`) and its own count "
+        "(`jnp.sum(~jnp.isnan(x))`); a collective gives every device the sums and counts of all devices "
+        "(section 2).",
+        "Divide the psum of the sums by the psum of the counts, and do not forget the factor 2.0. The result "
+        "is one number, the same on every device; cast the count to `x.dtype` to keep float16.",
     ],
     observe=_observe_scaled_mean,
 )
@@ -235,6 +350,13 @@ def _visible_positive_inputs():
     ]
 
 
+def _returns_collective(fn: Callable, x0, primitive: str) -> bool:
+    """The value `fn` returns is the result of `primitive` itself (e.g. an outer `lax.pmax`)."""
+    closed = jax.make_jaxpr(fn, axis_env=AXIS_ENV)(x0)
+    made_by = {id(v): eqn.primitive.name for eqn in closed.jaxpr.eqns for v in eqn.outvars}
+    return any(made_by.get(id(v)) == primitive for v in closed.jaxpr.outvars)
+
+
 def _check_global_max_share(fn: Callable) -> None:
     name = "global_max_share"
     for x in _visible_positive_inputs():
@@ -245,7 +367,7 @@ def _check_global_max_share(fn: Callable) -> None:
         got = np.asarray(out, np.float64)
         k = x.shape[0]
         if same_values(got, np.ones_like(want), dtype=float):
-            hint = TEXT["share_ones"]
+            hint = TEXT["share_max_of_shares" if _returns_collective(fn, x[0], "pmax") else "share_ones"]
         elif same_values(got, np.broadcast_to(xs.max(axis=0), got.shape), dtype=float):
             hint = TEXT["share_is_max"]
         elif same_values(got, xs / xs.max(), dtype=float) and xs.ndim > 1:
