@@ -33,9 +33,17 @@ def grads_ref(params, local_batch):
 
 
 def step_ref(params, local_batch):
-    local_grads = grads_ref(params, local_batch)
-    avg_grads = lax.pmean(local_grads, axis_name=DATA_PARALLEL)
-    return jax.tree.map(lambda p, g: p - LR * g, params, avg_grads)
+    local_loss, local_grads = loss_ref(params, local_batch), grads_ref(params, local_batch)
+    loss, avg_grads = lax.pmean((local_loss, local_grads), axis_name=DATA_PARALLEL)
+    return jax.tree.map(lambda p, g: p - LR * g, params, avg_grads), loss
+
+
+def with_loss(step):
+    """A params-only step made into an exercise-3 answer: (new params, pmean of the local losses)."""
+    def answer(params, local_batch):
+        return step(params, local_batch), lax.pmean(loss_ref(params, local_batch), DATA_PARALLEL)
+    answer.__name__ = getattr(step, "__name__", "step")
+    return answer
 
 
 p_step_ref = jax.pmap(step_ref, axis_name=DATA_PARALLEL, in_axes=(None, 0), out_axes=None)
@@ -46,12 +54,11 @@ def _merge(sharded_batch):
 
 
 def train_ref(params, sharded_batch, steps):
-    full_batch = _merge(sharded_batch)
+    return lax.scan(lambda p, _: p_step_ref(p, sharded_batch), params, length=steps)
 
-    def one_step(p, _):
-        return p_step_ref(p, sharded_batch), loss_ref(p, full_batch)
 
-    return lax.scan(one_step, params, length=steps)
+def _new_params(params, sharded_batch):
+    return p_step_ref(params, sharded_batch)[0]
 
 
 # ---------------------------------------------------------------- loss_fn
@@ -117,7 +124,7 @@ GRADS_WRONG = [
     (lambda p, b: jax.grad(loss_ref, argnums=1)(p, b), r"keys are \['x', 'y'\].*argnums=0"),
     (lambda p, b: (lambda g: (g["w"], g["b"]))(grads_ref(p, b)), r"dict with keys 'w' and 'b'.*`tuple`\.$"),
     (lambda p, b: jax.grad(lambda pp, bb: jnp.sum((pp["w"] * bb["x"] + pp["b"] - bb["y"]) ** 2))(p, b),
-     r"should return \{'w': -4\.33333, 'b': -3\}.*jax\.grad\(loss_fn\)"),
+     r"should return \{'w': -4\.33333, 'b': -3\}.*Differentiate `loss_fn` with `jax\.grad`"),
     (lambda p, b: jax.tree.map(lambda g: g * jnp.ones(b["x"].shape[0]), grads_ref(p, b)), r"shape \(\).*shape \(3,\)"),
     (lambda p, b: lax.pmean(grads_ref(p, b), DATA_PARALLEL), r"local function"),
     (lambda p, b: {k: np.asarray(v) for k, v in grads_ref(p, b).items()}, r"NumPy array or a Python number.*`jnp`"),
@@ -145,39 +152,59 @@ def test_compute_gradients_observations():
     assert not _same_observations(reference, wrong)
 
 
-# ---------------------------------------------------------------- parallel_update_step
+# ---------------------------------------------------------------- parallel_update_step -> (new_params, loss)
+def _params_step_pmean(params, local_batch):
+    local_grads = grads_ref(params, local_batch)
+    avg_grads = lax.pmean(local_grads, axis_name=DATA_PARALLEL)
+    return jax.tree.map(lambda p, g: p - LR * g, params, avg_grads)
+
+
 def step_psum_divide(params, local_batch):
     grads = grads_ref(params, local_batch)
     n = lax.psum(1, axis_name=DATA_PARALLEL)
     summed = lax.psum(grads, axis_name=DATA_PARALLEL)
-    return jax.tree.map(lambda p, g: p - LR * g / n, params, summed)
+    new = jax.tree.map(lambda p, g: p - LR * g / n, params, summed)
+    return new, lax.psum(loss_ref(params, local_batch), DATA_PARALLEL) / n
 
 
 def step_psum_axis_size(params, local_batch):
     grads = grads_ref(params, local_batch)
     summed = jax.tree.map(lambda g: lax.psum(g, DATA_PARALLEL), grads)
     n = lax.axis_size(DATA_PARALLEL)
-    return {k: params[k] - LR * summed[k] / n for k in params}
+    return {k: params[k] - LR * summed[k] / n for k in params}, lax.pmean(loss_ref(params, local_batch), DATA_PARALLEL)
 
 
 def step_average_params(params, local_batch):
     local_new = jax.tree.map(lambda p, g: p - LR * g, params, grads_ref(params, local_batch))
-    return lax.pmean(local_new, axis_name=DATA_PARALLEL)
+    return lax.pmean(local_new, axis_name=DATA_PARALLEL), lax.pmean(loss_ref(params, local_batch), DATA_PARALLEL)
 
 
 def step_manual_dict(params, local_batch):
     local_grads = grads_ref(params, local_batch)
     avg_grads = lax.pmean(local_grads, axis_name="data_parallel_axis")
-    return {"w": params["w"] - 0.01 * avg_grads["w"], "b": params["b"] - 0.01 * avg_grads["b"]}
+    new = {"w": params["w"] - 0.01 * avg_grads["w"], "b": params["b"] - 0.01 * avg_grads["b"]}
+    return new, lax.pmean(loss_ref(params, local_batch), "data_parallel_axis")
 
 
 def step_all_gather(params, local_batch):
-    gathered = lax.all_gather(grads_ref(params, local_batch), axis_name=DATA_PARALLEL)
-    return jax.tree.map(lambda p, g: p - LR * jnp.mean(g, axis=0), params, gathered)
+    gathered = lax.all_gather((loss_ref(params, local_batch), grads_ref(params, local_batch)), axis_name=DATA_PARALLEL)
+    losses, grads = gathered
+    return jax.tree.map(lambda p, g: p - LR * jnp.mean(g, axis=0), params, grads), jnp.mean(losses)
+
+
+def step_value_and_grad(params, local_batch):
+    """`jax.value_and_grad`, not shown in the notebook: one pass for both."""
+    loss, grads = lax.pmean(jax.value_and_grad(loss_ref)(params, local_batch), DATA_PARALLEL)
+    return jax.tree.map(lambda p, g: p - LR * g, params, grads), loss
+
+
+def step_list(params, local_batch):
+    new, loss = step_ref(params, local_batch)
+    return [new, loss]
 
 
 STEP_RIGHT = [step_ref, step_psum_divide, step_psum_axis_size, step_average_params, step_manual_dict,
-              step_all_gather]
+              step_all_gather, step_value_and_grad, step_list]
 
 
 def step_without_pmean(params, local_batch):
@@ -197,29 +224,50 @@ def _step_with(average, lr=LR, sign=-1.0, axis=DATA_PARALLEL, returns="params"):
         if returns == "pair":
             return params["w"] + sign * lr * grads["w"], params["b"] + sign * lr * grads["b"]
         return jax.tree.map(lambda p, g: p + sign * lr * g, params, grads)
-    return step
+    return with_loss(step) if returns != "pair" else step
 
 
 pmean = lambda g, axis: lax.pmean(g, axis_name=axis)                                   # noqa: E731
 psum = lambda g, axis: lax.psum(g, axis_name=axis)                                     # noqa: E731
 psum_over_8 = lambda g, axis: jax.tree.map(lambda x: x / 8, lax.psum(g, axis_name=axis))  # noqa: E731
 
+
+def step_local_loss(params, local_batch):
+    """The new metric forgotten: each device returns its own shard's loss."""
+    return _params_step_pmean(params, local_batch), loss_ref(params, local_batch)
+
+
+def step_loss_after(params, local_batch):
+    new = _params_step_pmean(params, local_batch)
+    return new, lax.pmean(loss_ref(new, local_batch), DATA_PARALLEL)
+
+
+def step_loss_psum(params, local_batch):
+    return _params_step_pmean(params, local_batch), lax.psum(loss_ref(params, local_batch), DATA_PARALLEL)
+
+
 STEP_WRONG = [
-    (step_without_pmean, r"parameters that differ across devices.*gradients are\s+not averaged: "
-                         r"lax\.pmean over 'data_parallel_axis' is missing"),
-    (step_pmean_of_loss, r"differ across devices.*pmean of the loss inside `jax\.grad`"),
+    (_params_step_pmean, r"should return a pair `\(new_params, loss\)`.*`dict`.*new parameters alone"),
+    (with_loss(step_without_pmean), r"parameters that differ across devices.*gradients are\s+not averaged: "
+                                    r"lax\.pmean over 'data_parallel_axis' is missing"),
+    (with_loss(step_pmean_of_loss), r"differ across devices.*pmean of the loss inside `jax\.grad`"),
+    (step_local_loss, r"(?s)loss that differs across devices.*each device's\s+loss on its own shard"),
+    (step_loss_after, r"(?s)full-batch loss .* of the\s+parameters it was given.*loss \*after\* the step"),
+    (step_loss_psum, r"(?s)4 times the full-batch loss.*summed, not averaged"),
     (_step_with(psum), r"4 times too large, on 4 devices.*summed.*not divided"),
     (_step_with(psum_over_8), r"0\.5 times the expected.*fixed divisor such as 8"),
     (_step_with(pmean, lr=0.1), r"10 times the expected.*learning rate 0\.01"),
     (_step_with(pmean, sign=+1.0), r"went up the gradient"),
     (_step_with(pmean, returns="grads"), r"Those are the averaged gradients"),
-    (_step_with(pmean, returns="pair"), r"should return the new parameters: a dict.*`tuple`"),
+    (_step_with(pmean, returns="pair"), r"should return the new parameters as the first item: a dict.*`jax\.Array`"),
     (_step_with(pmean, axis=DEVICES), r"unbound axis name: devices.*binds only 'data_parallel_axis'.*"
                                       r"axis_name=DATA_PARALLEL"),
-    (lambda p, b: jax.tree.map(lambda x, g: x - LR * g * jnp.ones_like(b["x"]), p,
-                               lax.pmean(grads_ref(p, b), DATA_PARALLEL)), r"per-device shape \(3,\)"),
-    (lambda p, b: lax.pmean(p, DATA_PARALLEL), r"unchanged parameters"),
-    (lambda p, b: {k: v - LR * float(lax.pmean(grads_ref(p, b), DATA_PARALLEL)[k]) for k, v in p.items()},
+    (with_loss(lambda p, b: jax.tree.map(lambda x, g: x - LR * g * jnp.ones_like(b["x"]), p,
+                                         lax.pmean(grads_ref(p, b), DATA_PARALLEL))), r"per-device shape \(3,\)"),
+    (lambda p, b: (_params_step_pmean(p, b), lax.pmean((p["w"] * b["x"] + p["b"] - b["y"]) ** 2, DATA_PARALLEL)),
+     r"the loss `parallel_update_step` returns should be one number.*per-device shape \(3,\)"),
+    (with_loss(lambda p, b: lax.pmean(p, DATA_PARALLEL)), r"unchanged parameters"),
+    (with_loss(lambda p, b: {k: v - LR * float(lax.pmean(grads_ref(p, b), DATA_PARALLEL)[k]) for k, v in p.items()}),
      r"`parallel_update_step` turns a traced value into a NumPy array or a Python number"),
     (_not_written, r"`parallel_update_step` .*not written yet"),
 ]
@@ -239,7 +287,8 @@ def test_update_step_structure_stage_both_ways():
     """The last stage (a collective over DATA_PARALLEL) on its own: values alone cannot reach it."""
     params = {"w": jnp.float32(1.0), "b": jnp.float32(0.0)}
     local = {"x": jnp.arange(3.0), "y": jnp.arange(3.0)}
-    message = assert_check_fails(q._expect_averages, step_without_pmean, params, local, 4,
+    no_collective = lambda p, b: (step_without_pmean(p, b), loss_ref(p, b))   # noqa: E731
+    message = assert_check_fails(q._expect_averages, no_collective, params, local, 4,
                                  match=r"should communicate over 'data_parallel_axis'.*no collective at all")
     assert "lax.pmean over 'data_parallel_axis' is missing" in message
     for fn in STEP_RIGHT:
@@ -250,50 +299,58 @@ def test_update_step_observations():
     reference = q.parallel_update_step.observe(step_ref)
     got = derived(reference)
     assert got["axes"] == [DATA_PARALLEL] and got["communication"] == [f"psum over '{DATA_PARALLEL}'"]
-    assert got["k2['w']"].shape == (2,) and got["k8['b']"].shape == (8,)
-    for fn in STEP_RIGHT[1:]:
+    assert got["k2[0]['w']"].shape == (2,) and got["k8[0]['b']"].shape == (8,) and got["k4[1]"].shape == (4,)
+    for fn in STEP_RIGHT[1:-1]:
         assert _same_observations(reference, q.parallel_update_step.observe(fn)), fn.__name__
-    for fn in (step_without_pmean, step_pmean_of_loss, _step_with(psum), _step_with(psum_over_8)):
-        assert not _same_observations(reference, q.parallel_update_step.observe(fn))
+    for fn in (with_loss(step_without_pmean), with_loss(step_pmean_of_loss), _step_with(psum),
+               _step_with(psum_over_8), step_local_loss, step_loss_after, step_loss_psum):
+        assert not _same_observations(reference, q.parallel_update_step.observe(fn)), fn.__name__
 
 
 # ---------------------------------------------------------------- train
 def train_python_loop(params, sharded_batch, steps):
-    full_batch = _merge(sharded_batch)
     losses = []
     for _ in range(steps):
-        losses.append(float(loss_ref(params, full_batch)))
-        params = p_step_ref(params, sharded_batch)
+        params, loss = p_step_ref(params, sharded_batch)
+        losses.append(float(loss))
     return params, jnp.array(losses)
 
 
 def train_replicated(params, sharded_batch, steps):
-    """Replicated params with the default in_axes; loss as the mean of the device losses."""
+    """Replicated params with the default in_axes; the loss of the device's copy 0."""
     n = sharded_batch["x"].shape[0]
     step = jax.pmap(step_ref, axis_name=DATA_PARALLEL)
-    device_losses = jax.pmap(loss_ref)
     replicated = jax.tree.map(lambda p: jnp.broadcast_to(p, (n,) + p.shape), params)
     losses = []
     for _ in range(steps):
-        losses.append(jnp.mean(device_losses(replicated, sharded_batch)))
-        replicated = step(replicated, sharded_batch)
+        replicated, loss = step(replicated, sharded_batch)
+        losses.append(loss[0])
     return jax.tree.map(lambda p: p[0], replicated), jnp.stack(losses)
 
 
 def train_jax_loop(params, sharded_batch, steps):
     """A Python loop that keeps the losses as JAX arrays: compiles as one program."""
-    full_batch = _merge(sharded_batch)
     losses = []
     for _ in range(steps):
-        losses.append(loss_ref(params, full_batch))
-        params = p_step_ref(params, sharded_batch)
+        params, loss = p_step_ref(params, sharded_batch)
+        losses.append(loss)
     return params, jnp.stack(losses)
 
 
-TRAIN_RIGHT = [train_ref, train_python_loop, train_replicated, train_jax_loop]
+def train_own_full_loss(params, sharded_batch, steps):
+    """Ignores the step's loss and computes the full-batch loss itself."""
+    full_batch = _merge(sharded_batch)
+
+    def one_step(p, _):
+        return _new_params(p, sharded_batch), loss_ref(p, full_batch)
+
+    return lax.scan(one_step, params, length=steps)
+
+
+TRAIN_RIGHT = [train_ref, train_python_loop, train_replicated, train_jax_loop, train_own_full_loss]
 # The hidden test compiles `train` into one exported program (the grader runs it on its own data):
 # every right answer whose loop stays in JAX. `float(...)` of a loss cannot be compiled.
-TRAIN_EXPORTABLE = [train_ref, train_replicated, train_jax_loop]
+TRAIN_EXPORTABLE = [train_ref, train_replicated, train_jax_loop, train_own_full_loss]
 
 
 def train_losses_after(params, sharded_batch, steps):
@@ -301,7 +358,7 @@ def train_losses_after(params, sharded_batch, steps):
     full_batch = _merge(sharded_batch)
 
     def one_step(p, _):
-        new = p_step_ref(p, sharded_batch)
+        new = _new_params(p, sharded_batch)
         return new, loss_ref(new, full_batch)
 
     _, losses = lax.scan(one_step, params, length=steps)
@@ -317,7 +374,7 @@ def train_per_device_params(params, sharded_batch, steps):
 def train_per_device_losses(params, sharded_batch, steps):
     final, _ = train_ref(params, sharded_batch, steps)
     per_device = jax.pmap(loss_ref, in_axes=(None, 0))
-    _, losses = lax.scan(lambda p, _: (p_step_ref(p, sharded_batch), per_device(p, sharded_batch)),
+    _, losses = lax.scan(lambda p, _: (_new_params(p, sharded_batch), per_device(p, sharded_batch)),
                          params, length=steps)
     return final, losses
 

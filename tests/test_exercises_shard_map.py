@@ -106,7 +106,7 @@ SCALED_SUM_WRONG = {
         r"(?s)does not match the specs of the input.*Explicit axes.*jax\.device_put\(x, NamedSharding"),
     "no psum, out_specs=P()": (
         _scaled_sum_with(lambda b: jnp.sum(b * 2.0)),
-        r"(?s)value still varies.*collective over that axis is missing"),
+        r"(?s)type of the value says it still varies.*collective over that axis is missing"),
     "no psum, check_vma=False": (
         _scaled_sum_with(lambda b: jnp.sum(b * 2.0), check_vma=False),
         r"(?s)returned 2 \(mesh of 8 devices.*total of 2 \* x is 240.*only the first device's share"),
@@ -207,7 +207,7 @@ REPLICA_WRONG = {
         r"(?s)wrong values.*totals over the whole mesh"),
     "psum, out_specs=P()": (
         _replica_with(lambda b: lax.psum(b, MODEL_REPLICAS), P()),
-        r"(?s)value still varies.*collective over that axis is missing.*out_specs"),
+        r"(?s)type of the value says it still varies.*collective over that axis is missing.*out_specs"),
     "no collective": (_global_replica_totals, r"(?s)right values, but it performs no collective at all"),
     "extra collective over DATA_SHARDS": (_replica_with(_with_extra_max, P(DATA_SHARDS, None)),
         r"communicates over 'data_shards' too"),
@@ -225,9 +225,13 @@ def test_replica_totals_observations_reject_wrong_answers():
         assert not _matches(q.replica_totals.observe(REPLICA_WRONG[key][0]), reference), key
 
 
-# ---------------------------------------------------------------- 3. dp_train_step
+# ---------------------------------------------------------------- 3. dp_train_step (weighted, unequal shards)
 def sgd_update(params, grads):
     return jax.tree.map(lambda p, g: p - LEARNING_RATE * g, params, grads)
+
+
+def _error(p, b):
+    return p["w"] * b["x"] + p["b"] - b["y"]
 
 
 def _dp_with(body, *, check_vma=True, place_batch=True, out_specs=P()):
@@ -240,31 +244,43 @@ def _dp_with(body, *, check_vma=True, place_batch=True, out_specs=P()):
     return answer
 
 
-def _pcast_pmean(params, local_batch):
-    local = lax.pcast(params, DATA_PARALLEL, to="varying")
-    return sgd_update(params, lax.pmean(jax.grad(loss_fn)(local, local_batch), DATA_PARALLEL))
+def _psum_ratio_loss(params, local_batch):
+    """The reference: the whole batch's weighted loss from psums of the local numerator and denominator."""
+    def loss(p):
+        sse = lax.psum(jnp.sum(local_batch["weight"] * _error(p, local_batch) ** 2), DATA_PARALLEL)
+        return sse / lax.psum(jnp.sum(local_batch["weight"]), DATA_PARALLEL)
+    return sgd_update(params, jax.grad(loss)(params))
 
 
-def _pmean_of_loss(params, local_batch):
-    return sgd_update(params, jax.grad(lambda p: lax.pmean(loss_fn(p, local_batch), DATA_PARALLEL))(params))
+def _pcast_weighted_grads(params, local_batch):
+    """04's shape: local gradients (of the local weighted sum), psum, divide by the total weight."""
+    own = lax.pcast(params, DATA_PARALLEL, to="varying")
+    grads = jax.grad(lambda p: jnp.sum(local_batch["weight"] * _error(p, local_batch) ** 2))(own)
+    total = lax.psum(jnp.sum(local_batch["weight"]), DATA_PARALLEL)
+    return sgd_update(params, jax.tree.map(lambda g: lax.psum(g, DATA_PARALLEL) / total, grads))
 
 
-def _pmap_style(params, local_batch):
-    return sgd_update(params, lax.pmean(jax.grad(loss_fn)(params, local_batch), DATA_PARALLEL))
+def _local_mean_times_weight(params, local_batch):
+    """The weighted mean over unequal shards as 04 wrote it: psum(n_local * g) / psum(n_local)."""
+    own = lax.pcast(params, DATA_PARALLEL, to="varying")
+    n_local = jnp.sum(local_batch["weight"])
+    g = jax.grad(lambda p: jnp.sum(local_batch["weight"] * _error(p, local_batch) ** 2) / n_local)(own)
+    return sgd_update(params, jax.tree.map(lambda v: lax.psum(n_local * v, DATA_PARALLEL)
+                                           / lax.psum(n_local, DATA_PARALLEL), g))
 
 
-def _psum_over_count(params, local_batch):
-    local = lax.pcast(params, DATA_PARALLEL, to="varying")
-    grads = jax.grad(loss_fn)(local, local_batch)
-    return sgd_update(params, jax.tree.map(lambda g: lax.psum(g, DATA_PARALLEL) / lax.psum(1, DATA_PARALLEL), grads))
+def _check_vma_off(params, local_batch):
+    grads = jax.grad(lambda p: jnp.sum(local_batch["weight"] * _error(p, local_batch) ** 2))(params)
+    total = lax.psum(jnp.sum(local_batch["weight"]), DATA_PARALLEL)
+    return sgd_update(params, jax.tree.map(lambda g: lax.psum(g, DATA_PARALLEL) / total, grads))
 
 
-ref_dp_train_step = _dp_with(_pcast_pmean)
+ref_dp_train_step = _dp_with(_psum_ratio_loss)
 
 DP_EQUIVALENT = {
-    "pmean of the loss": _dp_with(_pmean_of_loss),
-    "pmap style with check_vma=False": _dp_with(_pmap_style, check_vma=False),
-    "psum / device count": _dp_with(_psum_over_count),
+    "local gradients (pcast), psum, divide": _dp_with(_pcast_weighted_grads),
+    "psum(n_local * g) / psum(n_local)": _dp_with(_local_mean_times_weight),
+    "check_vma=False": _dp_with(_check_vma_off, check_vma=False),
 }
 
 
@@ -278,35 +294,71 @@ def test_dp_train_step_observations_of_equivalent_answers_match():
     reference = q.dp_train_step.observe(ref_dp_train_step)
     assert derived(reference)["axes"] == [DATA_PARALLEL]
     assert {"k8_n64['w']", "k4_n12['b']", "k2_n10['w']"} <= set(derived(reference))
-    for answer in DP_EQUIVALENT.values():
-        assert _matches(q.dp_train_step.observe(answer), reference)
+    for key, answer in DP_EQUIVALENT.items():
+        assert _matches(q.dp_train_step.observe(answer), reference), key
 
 
-def _psum_grads(params, local_batch):
-    local = lax.pcast(params, DATA_PARALLEL, to="varying")
-    return sgd_update(params, lax.psum(jax.grad(loss_fn)(local, local_batch), DATA_PARALLEL))
+def _pmean_of_local_losses(params, local_batch):
+    """Section 4's `dp_step_body` with a weighted local loss: every device counted equally."""
+    def loss(p):
+        local = jnp.sum(local_batch["weight"] * _error(p, local_batch) ** 2) / jnp.sum(local_batch["weight"])
+        return lax.pmean(local, DATA_PARALLEL)
+    return sgd_update(params, jax.grad(loss)(params))
+
+
+def _unweighted(params, local_batch):
+    return sgd_update(params, jax.grad(lambda p: lax.pmean(loss_fn(p, local_batch), DATA_PARALLEL))(params))
+
+
+def _pmap_style(params, local_batch):
+    grads = jax.grad(lambda p: jnp.sum(local_batch["weight"] * _error(p, local_batch) ** 2))(params)
+    total = lax.psum(jnp.sum(local_batch["weight"]), DATA_PARALLEL)
+    return sgd_update(params, jax.tree.map(lambda g: lax.psum(g, DATA_PARALLEL) / total, grads))
+
+
+def _gather_everything(params, local_batch):
+    """Right numbers, wrong structure: every device gathers the whole batch and trains alone."""
+    full = lax.all_gather(local_batch, DATA_PARALLEL, tiled=True)
+    loss = lambda p: jnp.sum(full["weight"] * _error(p, full) ** 2) / jnp.sum(full["weight"])  # noqa: E731
+    return sgd_update(params, jax.grad(loss)(params))
+
+
+def _weighted_global_step(params, batch):
+    loss = lambda p: jnp.sum(batch["weight"] * _error(p, batch) ** 2) / jnp.sum(batch["weight"])  # noqa: E731
+    return sgd_update(params, jax.grad(loss)(params))
+
+
+def _compiler_does_it(params, batch, mesh):
+    """Exercise 4's answer given to exercise 3: no shard_map, no collective written."""
+    return jax.jit(_weighted_global_step)(_place(params, mesh, P()), _place(batch, mesh, P(DATA_PARALLEL)))
 
 
 def _tuple_out(params, local_batch):
-    new = _pcast_pmean(params, local_batch)
+    new = _psum_ratio_loss(params, local_batch)
     return new["w"], new["b"]
 
 
 def _stacked(params, local_batch):
-    return jax.tree.map(lambda p: p[None], _pcast_pmean(params, local_batch))
+    return jax.tree.map(lambda p: p[None], _psum_ratio_loss(params, local_batch))
 
 
 def _ascend(params, local_batch):
-    local = lax.pcast(params, DATA_PARALLEL, to="varying")
-    grads = lax.pmean(jax.grad(loss_fn)(local, local_batch), DATA_PARALLEL)
-    return jax.tree.map(lambda p, g: p + LEARNING_RATE * g, params, grads)
+    new = _psum_ratio_loss(params, local_batch)
+    return jax.tree.map(lambda p, n: 2 * p - n, params, new)
 
 
 DP_WRONG = {
     "unanswered": (_not_written, r"`dp_train_step` is not written yet"),
-    "pmap body ported word for word": (
-        _dp_with(_pmap_style), r"(?s)8 times too large.*summed over the 8 devices.*lax\.pcast\(params, DATA_PARALLEL"),
-    "psum instead of pmean": (_dp_with(_psum_grads), r"(?s)8 times too large.*`lax\.psum` stands where `lax\.pmean`"),
+    "pmean of the local weighted losses (devices counted equally)": (
+        _dp_with(_pmean_of_local_losses),
+        r"(?s)weights per device \[8\. 7\. 6\..*mean of the devices' own weighted-mean steps.*different totals"),
+    "weights ignored": (_dp_with(_unweighted), r"(?s)\*unweighted\* loss.*weight 0 \(padding\) must not count"),
+    "pmap body ported word for word": (_dp_with(_pmap_style), r"(?s)8 times too large.*Pitfall 4"),
+    "all_gather the batch (ignores the structure)": (
+        _dp_with(_gather_everything, check_vma=False),
+        r"(?s)right parameters, but it moves whole blocks.*all_gather.*not data parallelism.*`lax\.psum`"),
+    "jit on sharded arrays (ignores the structure)": (
+        _compiler_does_it, r"(?s)right parameters, but it performs no collective at all over 'data_parallel_axis'"),
     "gradient ascent": (_dp_with(_ascend), r"wrong way: subtract the gradient"),
     "tuple instead of dict": (
         _dp_with(_tuple_out, out_specs=(P(), P())), r"dict with keys 'w' and 'b'.*returned a `tuple`"),
@@ -314,9 +366,7 @@ DP_WRONG = {
         _dp_with(_stacked, out_specs=P(DATA_PARALLEL)),
         r"(?s)\['w'\]` should be a scalar.*shape \(8,\).*out_specs` is `P\(\)`"),
     "batch not placed": (
-        _dp_with(_pcast_pmean, place_batch=False), r"(?s)does not match the specs of the input.*jax\.device_put"),
-    "no shard_map": (lambda params, batch, mesh: sgd_step(params, batch),
-                     r"(?s)right parameters, but it performs no collective at all over 'data_parallel_axis'"),
+        _dp_with(_psum_ratio_loss, place_batch=False), r"(?s)does not match the specs of the input.*jax\.device_put"),
     "unchanged params": (lambda params, batch, mesh: dict(params), r"parameters did not change"),
 }
 
@@ -328,31 +378,50 @@ def test_dp_train_step_rejects(answer, match):
 
 def test_dp_train_step_observations_reject_wrong_answers():
     reference = q.dp_train_step.observe(ref_dp_train_step)
-    for key in ("pmap body ported word for word", "psum instead of pmean", "no shard_map"):
+    for key in ("pmean of the local weighted losses (devices counted equally)", "weights ignored",
+                "pmap body ported word for word", "all_gather the batch (ignores the structure)",
+                "jit on sharded arrays (ignores the structure)"):
         assert not _matches(q.dp_train_step.observe(DP_WRONG[key][0]), reference), key
 
 
-# ---------------------------------------------------------------- 4. jit_train_step
+def test_dp_train_step_structure_case_alone_rejects_the_gathering_answer():
+    """The hidden structure case (values off) is what refuses right numbers computed by gathering."""
+    reference = q.dp_train_step.observe(ref_dp_train_step)
+    gathered = q.dp_train_step.observe(DP_WRONG["all_gather the batch (ignores the structure)"][0])
+    verdict = judge_observations(reference, gathered)
+    assert not verdict.passed
+    assert verdict.differences and all(d.startswith("communication") and "all_gather" in d
+                                       for d in verdict.differences), verdict.differences   # values were right
+
+
+# ---------------------------------------------------------------- 4. jit_train_step (the same weighted step)
 def ref_jit_train_step(params, batch, mesh):
     params = _place(params, mesh, P())
     batch = _place(batch, mesh, P(DATA_PARALLEL))
-    return jax.jit(sgd_step)(params, batch)
+    return jax.jit(_weighted_global_step)(params, batch)
 
 
 def _in_shardings(params, batch, mesh):
     shardings = (NamedSharding(mesh, P()), NamedSharding(mesh, P(DATA_PARALLEL)))
-    return jax.jit(sgd_step, in_shardings=shardings)(params, batch)
+    return jax.jit(_weighted_global_step, in_shardings=shardings)(params, batch)
 
 
-def _batch_only_own_loss(params, batch, mesh):
+def _reshard_named(params, batch, mesh):
+    return jax.jit(_weighted_global_step)(_place(params, mesh, P()),
+                                          jax.reshard(batch, NamedSharding(mesh, P(DATA_PARALLEL))))
+
+
+def _weighted_average_form(params, batch, mesh):
     batch = _place(batch, mesh, P(DATA_PARALLEL))
-    grads = jax.grad(lambda p: jnp.mean((p["w"] * batch["x"] + p["b"] - batch["y"]) ** 2))(params)
+    share = batch["weight"] / jnp.sum(batch["weight"])
+    grads = jax.grad(lambda p: jnp.sum(share * _error(p, batch) ** 2))(params)
     return {k: params[k] - 0.01 * grads[k] for k in params}
 
 
 JIT_EQUIVALENT = {
     "in_shardings": _in_shardings,
-    "only the batch placed, own loss": _batch_only_own_loss,
+    "reshard to a NamedSharding": _reshard_named,
+    "normalised weights, only the batch placed": _weighted_average_form,
 }
 
 
@@ -365,22 +434,40 @@ def test_jit_train_step_accepts_equivalent_answers(answer):
 def test_jit_train_step_observations_of_equivalent_answers_match():
     reference = q.jit_train_step.observe(ref_jit_train_step)
     assert derived(reference)["communication"] == [f"psum over '{DATA_PARALLEL}'"]   # inserted by the compiler
-    for answer in JIT_EQUIVALENT.values():
-        assert _matches(q.jit_train_step.observe(answer), reference)
+    for key, answer in JIT_EQUIVALENT.items():
+        assert _matches(q.jit_train_step.observe(answer), reference), key
+
+
+def _set_mesh_reshard(params, batch, mesh):
+    with jax.set_mesh(mesh):
+        return jax.jit(_weighted_global_step)(jax.reshard(params, P()), jax.reshard(batch, P(DATA_PARALLEL)))
+
+
+def _bare_spec_reshard(params, batch, mesh):
+    return jax.jit(_weighted_global_step)(jax.reshard(params, P()), jax.reshard(batch, P(DATA_PARALLEL)))
 
 
 JIT_WRONG = {
     "unanswered": (_not_written, r"`jit_train_step` is not written yet"),
-    "nothing placed": (lambda params, batch, mesh: jax.jit(sgd_step)(params, batch),
+    "nothing placed": (lambda params, batch, mesh: jax.jit(_weighted_global_step)(params, batch),
                        r"(?s)compiled program has no all-reduce.*P\(DATA_PARALLEL\)"),
-    "shard_map with pmean": (ref_dp_train_step, r"(?s)writes its own collectives.*psum.*no `shard_map`"),
-    "pmap body ported": (_dp_with(_pmap_style), r"8 times too large"),
+    "shard_map with psum": (ref_dp_train_step, r"(?s)writes its own collectives.*psum.*no `shard_map`"),
+    "unweighted sgd_step": (lambda params, batch, mesh: jax.jit(sgd_step)(
+        _place(params, mesh, P()), _place({k: batch[k] for k in ("x", "y")}, mesh, P(DATA_PARALLEL))),
+        r"\*unweighted\* loss"),
+    # the issue's gap: these messages suggested the forbidden shard_map
+    "set_mesh + reshard": (_set_mesh_reshard, r"(?s)`jax\.set_mesh`, which only works outside `jax\.jit`.*"
+                                              r"no `set_mesh` and no `shard_map` is needed"),
+    "reshard with a bare P()": (_bare_spec_reshard,
+                                r"(?s)a bare `P\(\.\.\.\)` only means something under `jax\.set_mesh`.*NamedSharding"),
 }
 
 
 @pytest.mark.parametrize("answer, match", JIT_WRONG.values(), ids=JIT_WRONG.keys())
 def test_jit_train_step_rejects(answer, match):
-    assert_check_fails(q.jit_train_step.check, answer, match=match)
+    message = assert_check_fails(q.jit_train_step.check, answer, match=match)
+    if answer in (_set_mesh_reshard, _bare_spec_reshard):
+        assert "pass `mesh=mesh` to `jax.shard_map`" not in message and "shard_map` instead" not in message
 
 
 def test_jit_train_step_observations_reject_wrong_answers():
@@ -391,25 +478,32 @@ def test_jit_train_step_observations_reject_wrong_answers():
     assert derived(explicit)["axes"] == [DATA_PARALLEL] and not _matches(explicit, reference)
 
 
-# ---------------------------------------------------------------- 5. weighted_total_shard_map
+# ---------------------------------------------------------------- 5. weighted_total_shard_map (pmap over axis 1)
 def ref_weighted_total_shard_map(w, x, mesh):
-    x = _place(x, mesh, P(DEVICES))
-    return jax.shard_map(lambda w, xb: weighted_total(w, xb[0]), mesh=mesh,
-                         in_specs=(P(), P(DEVICES)), out_specs=P())(w, x)
+    x = _place(x, mesh, P(None, DEVICES))
+    return jax.shard_map(lambda w, xb: weighted_total(w, xb[:, 0]), mesh=mesh,
+                         in_specs=(P(), P(None, DEVICES)), out_specs=P())(w, x)
 
 
-def _weighted_with(body, *, out_specs=P(), post=lambda y: y, place=True):
+def _weighted_with(body, *, x_spec=P(None, DEVICES), out_specs=P(), post=lambda y: y, place=True):
     def answer(w, x, mesh):
         if place:
-            x = _place(x, mesh, P(DEVICES))
-        return post(jax.shard_map(body, mesh=mesh, in_specs=(P(), P(DEVICES)), out_specs=out_specs)(w, x))
+            x = _place(x, mesh, x_spec)
+        return post(jax.shard_map(body, mesh=mesh, in_specs=(P(), x_spec), out_specs=out_specs)(w, x))
     return answer
 
 
+def _transposed(w, x, mesh):
+    """Transpose first, then the table's axis-0 translation: also right."""
+    xt = _place(x.T, mesh, P(DEVICES))
+    return jax.shard_map(lambda w, rows: weighted_total(w, rows[0]), mesh=mesh,
+                         in_specs=(P(), P(DEVICES)), out_specs=P())(w, xt)
+
+
 WEIGHTED_EQUIVALENT = {
-    "sum over the block rows": _weighted_with(lambda w, xb: lax.psum(jnp.sum(w * xb, axis=0), DEVICES)),
-    "index outside": _weighted_with(weighted_total, post=lambda y: y[0]),
-    "squeeze inside": _weighted_with(lambda w, xb: weighted_total(w, jnp.squeeze(xb, 0))),
+    "sum over the block columns": _weighted_with(lambda w, xb: lax.psum(jnp.sum(w[:, None] * xb, axis=1), DEVICES)),
+    "squeeze inside": _weighted_with(lambda w, xb: weighted_total(w, jnp.squeeze(xb, 1))),
+    "transpose, then split axis 0": _transposed,
 }
 
 
@@ -423,8 +517,8 @@ def test_weighted_total_observations_of_equivalent_answers_match():
     reference = q.weighted_total_shard_map.observe(ref_weighted_total_shard_map)
     got = derived(reference)
     assert got["axes"] == [DEVICES]
-    pmapped = jax.pmap(weighted_total, axis_name=DEVICES, in_axes=(None, 0), out_axes=None)
-    pmap_version = programs({"out_k8_d3": Case(pmapped, spec((3,), jnp.float32), spec((8, 3), jnp.float32))})
+    pmapped = jax.pmap(weighted_total, axis_name=DEVICES, in_axes=(None, 1), out_axes=None)
+    pmap_version = programs({"out_k8_d3": Case(pmapped, spec((3,), jnp.float32), spec((3, 8), jnp.float32))})
     np.testing.assert_allclose(got["out_k8_d3"], derived(pmap_version)["out_k8_d3"], rtol=1e-6)  # same inputs
     for answer in WEIGHTED_EQUIVALENT.values():
         assert _matches(q.weighted_total_shard_map.observe(answer), reference)
@@ -432,14 +526,18 @@ def test_weighted_total_observations_of_equivalent_answers_match():
 
 WEIGHTED_WRONG = {
     "unanswered": (_not_written, r"`weighted_total_shard_map` is not written yet"),
-    "block axis kept": (_weighted_with(weighted_total), r"(?s)shape \(3,\).*returned shape \(1, 3\).*`x_block\[0\]`"),
-    "out_specs=P(DEVICES)": (
-        _weighted_with(lambda w, xb: weighted_total(w, xb[0])[None], out_specs=P(DEVICES)),
-        r"(?s)returned shape \(8, 3\).*`out_axes=None` translates to `out_specs=P\(\)`"),
-    "pmean": (_weighted_with(lambda w, xb: lax.pmean(w * xb[0], DEVICES)), r"(?s)wrong values.*mean over devices"),
-    "x not placed": (_weighted_with(lambda w, xb: weighted_total(w, xb[0]), place=False),
+    "block axis kept": (_weighted_with(weighted_total),
+                        r"(?s)shape \(3,\).*returned shape \(3, 3\).*mapped axis is still there.*`x_block\[:, 0\]`"),
+    "out_specs names DEVICES": (
+        _weighted_with(lambda w, xb: weighted_total(w, xb[:, 0]), out_specs=P(DEVICES)),
+        r"(?s)returned shape \(24,\).*`out_axes=None` translates to `out_specs=P\(\)`"),
+    "pmean": (_weighted_with(lambda w, xb: lax.pmean(w * xb[:, 0], DEVICES)), r"(?s)wrong values.*mean over devices"),
+    "split dimension 0, as the table's first row": (
+        _weighted_with(lambda w, xb: weighted_total(w, xb[0]), x_spec=P(DEVICES)),
+        r"(?s)cannot be cut into that many equal blocks|evenly divide|split only the dimension"),
+    "x not placed": (_weighted_with(lambda w, xb: weighted_total(w, xb[:, 0]), place=False),
                      r"(?s)does not match the specs of the input"),
-    "no collective": (lambda w, x, mesh: jnp.sum(w * x, axis=0),
+    "no collective": (lambda w, x, mesh: jnp.sum(w[:, None] * x, axis=1),
                       r"right values, but it performs no collective at all over 'devices'"),
 }
 

@@ -1,25 +1,42 @@
 """Exercises of notebook 04 (`04_gradient_averaging`): data-parallel SGD with `lax.pmean`.
 
-The model is a line, `w * x + b`, fitted by mean squared error. Parameters are
-a dict `{'w': scalar, 'b': scalar}`; a batch is a dict `{'x': ..., 'y': ...}`
-whose leading axis is the examples (a *sharded* batch has one more leading
-axis, the devices).
+The model is the course's reference model (`namedaxes.model`): a line, `w * x + b`,
+fitted by mean squared error with plain SGD at `model.LEARNING_RATE`. Parameters are
+a dict `{'w': scalar, 'b': scalar}`; a batch is a dict `{'x': ..., 'y': ...}` whose
+leading axis is the examples (a *sharded* batch has one more leading axis, the devices).
 
-- `loss_fn(params, local_batch)` and `compute_gradients(params, local_batch)`
-  are local: the checks call them directly and under
-  `jax.pmap(fn, axis_name=DATA_PARALLEL, in_axes=(None, 0))`.
-- `parallel_update_step(params, local_batch)` is a per-device function that
-  must average gradients over DATA_PARALLEL; the checks run it under that same
-  pmap with the default `out_axes=0`, so every device's copy of the new
-  parameters is visible (with `out_axes=None` a device that disagrees would go
-  unnoticed).
+What each exercise asks that the notebook does not show verbatim:
+
+- `loss_fn(params, local_batch)`: the loss is stated as a formula; the student writes
+  it in `jnp` (the demonstrations only call `model.loss`).
+- `compute_gradients(params, local_batch)`: `jax.grad` is shown on a different
+  function (`area`); the student applies it to their own loss.
+- `parallel_update_step(params, local_batch)` returns `(new_params, loss)`: one SGD
+  step with the gradients averaged over DATA_PARALLEL, *and* the full-batch loss of
+  the incoming parameters, identical on every device, so that training can record it
+  without a second pass (a second quantity that needs a collective).
 - `train(params, sharded_batch, steps)` runs on the host and returns
-  `(final_params, losses)`, `losses[i]` being the full-batch loss *before* step i.
+  `(final_params, losses)`, `losses[i]` being the full-batch loss *before* step i:
+  it threads `p_update_step`'s pair through `steps` steps.
+
+The first two are local: the checks call them directly and under
+`jax.pmap(fn, axis_name=DATA_PARALLEL, in_axes=(None, 0))`. The step runs under
+that same pmap with the default `out_axes=0`, so every device's copy of both
+results is visible (with `out_axes=None` a device that disagrees would go
+unnoticed).
 
 Checks go type -> pytree structure/shape/dtype -> value -> structure
-(collectives). Visible checks use small readable inputs; `observe` uses seeded
-random inputs (`rng(grade_id)`) on 2, 4 and 8 devices with several per-device
-batch sizes.
+(collectives). Visible checks use small readable inputs. Grading contract:
+`observe` records no values; it exports each answer (under the pmap above, or
+`train` under `jax.jit` with `steps` fixed) on abstract inputs for 2, 4 and 8
+devices and several per-device batch sizes; the clean grader draws the inputs and
+compares outputs and communication with the reference program's.
+
+Student-facing strings: every message of this module's checks is a template in
+the `TEXT` table below (named `{fields}`, whole sentences), and each exercise's
+hints are full strings in its `Exercise(...)`; the logic only picks and fills
+templates. The shared core (`namedaxes.checking`) words "not written yet",
+unbound axis names and errors in the student's own code.
 """
 from __future__ import annotations
 
@@ -35,11 +52,11 @@ from namedaxes.checking import (Exercise, collective_axes, expect_collective, ex
 from namedaxes.grading import Case, pmapped, programs, spec
 
 __all__ = ["loss_fn", "compute_gradients", "parallel_update_step", "train",
-           "LEARNING_RATE", "GRADE_IDS", "progress"]
+           "LEARNING_RATE", "GRADE_IDS", "TEXT", "progress"]
 progress = progress_of(__name__)   # q.progress(): which exercises of the notebook pass
 
 LEARNING_RATE = model.LEARNING_RATE   # the course's reference model: namedaxes.model
-PARAM_NAMES = ("w", "b")
+PARAM_NAMES = model.PARAM_NAMES
 BATCH_NAMES = ("x", "y")
 
 GRADE_IDS = {
@@ -54,6 +71,137 @@ _OBSERVED_SHAPES = ((2, 5, ()), (4, 3, (1,)), (8, 2, ()))
 # (devices, examples per device, steps) of the hidden train observations
 _OBSERVED_TRAIN = ((2, 4, 6), (4, 3, 9), (8, 2, 5))
 
+# ---------------------------------------------------------------- every student-facing string
+TEXT = {
+    # crashes
+    "local_collective": (
+        "`{name}` uses a collective over '{axis}', but it is a local function: it sees one device's "
+        "batch and needs no communication. Leave the averaging to `parallel_update_step`."),
+    "run_as": "`jax.pmap({name}, axis_name=DATA_PARALLEL, in_axes=(None, 0))`",
+    # types, shapes, dtypes
+    "numpy_value": (
+        "{what} is a NumPy value (`{type}`); compute it with `jnp` so it is a `jax.Array` (NumPy cannot "
+        "be traced by `jax.grad`, `jax.pmap` or `lax.scan`)."),
+    "not_array": "{what} should be a `jax.Array`, but it is a `{type}`: {value}",
+    "wrong_shape": "{what} should have shape {want}, but it has shape {got}.",
+    "wrong_dtype": (
+        "{what} should have dtype float32 (like the parameters and the batch), but it has dtype {got}."),
+    "not_param_dict": (
+        "`{name}` should return {what}: a dict with keys 'w' and 'b' like `params`, but it returned a "
+        "`{type}`. {hint}"),
+    "param_keys": "`{name}` should return {what} as a dict with keys ['b', 'w'], but its keys are {keys}.{hint}",
+    "batch_keys": (
+        " Those are the keys of the batch: differentiate with respect to the first argument, `params` "
+        "(the default of `jax.grad`, `argnums=0`)."),
+    # 1. loss_fn
+    "loss_where": "With params {params} and x of shape {shape},",
+    "loss_not_scalar": (
+        "{where} `loss_fn` should return one number (shape ()), but it returned shape {got}. Average "
+        "the squared errors over the examples with `jnp.mean`."),
+    "loss_value": "{where} `loss_fn` should return {want}, but it returned {got}. {hint}",
+    "loss_sum": "That is the sum of squared errors: take the mean (`jnp.mean`), not the sum.",
+    "loss_abs": "That is the mean absolute error: square the error instead of taking its absolute value.",
+    "loss_mean_error": "That is the mean error: square it before averaging, `jnp.mean(error ** 2)`.",
+    "loss_root": "That is the root of the mean squared error: drop the square root.",
+    "loss_half": "That is half the mean squared error: drop the factor 1/2.",
+    "loss_other": (
+        "The loss is the mean over the examples of (w * x + b - y) squared: predict, subtract y, square, "
+        "average."),
+    "loss_communicates": (
+        "`loss_fn` communicates over {axes}, but it is the loss of one device's batch: no collective "
+        "belongs here (the averaging happens in `parallel_update_step`)."),
+    "the_loss": "`loss_fn(params, local_batch)`",
+    # 2. compute_gradients
+    "grads_value_and_grad": (
+        "It looks like (loss, gradients), what `jax.value_and_grad` returns: use `jax.grad`, which "
+        "returns only the gradients."),
+    "the_gradients": "the gradients",
+    "grads_value": (
+        "With params {params} and x of shape {shape}, `compute_gradients` should return {want}, but it "
+        "returned {got}. Differentiate `loss_fn` with `jax.grad`; if that is what you wrote, `loss_fn` "
+        "is wrong: its check says how."),
+    "grads_communicates": (
+        "`compute_gradients` communicates over {axes}, but it should return one device's own gradients: "
+        "the averaging happens in `parallel_update_step`."),
+    "pair_value": "{{'w': {w}, 'b': {b}}}",
+    # 3. parallel_update_step
+    "step_where": "(run as `jax.pmap({name}, axis_name=DATA_PARALLEL, in_axes=(None, 0))` on {k} devices, {per} examples each)",
+    "step_not_pair": (
+        "`{name}` should return a pair `(new_params, loss)`, but it returned a `{type}` {where}.{hint}"),
+    "step_only_params": (
+        " That looks like the new parameters alone: return them together with the full-batch loss of "
+        "the parameters you were given."),
+    "step_the_new_params": "the new parameters as the first item",
+    "step_new_params_hint": "Return the new parameters, e.g. `jax.tree.map(lambda p, g: ..., params, grads)`.",
+    "step_param_shape": (
+        "On each device, `{name}` should return scalar parameters like `params`, but `['{key}']` has "
+        "per-device shape {shape} {where}. Did the gradient or the update pick up the batch's shape?"),
+    "step_loss_shape": (
+        "On each device, the loss `{name}` returns should be one number (shape ()), but it has "
+        "per-device shape {shape} {where}."),
+    "step_params_differ": (
+        "`{name}` returned parameters that differ across devices {where}: w per device {w}, b per device "
+        "{b}. The gradients are not averaged: lax.pmean over '{axis}' is missing. Each device stepped "
+        "with its own local gradient; average the gradients from `compute_gradients` over "
+        "DATA_PARALLEL (a pmean of the loss inside `jax.grad` does not average them under pmap)."),
+    "step_params_value": (
+        "`{name}` {where}, starting from {start}, should return new parameters {want} on every device, "
+        "but it returned {got}. {hint}"),
+    "step_averaged_grads": "Those are the averaged gradients: return the updated parameters, `params - 0.01 * grads`.",
+    "step_unchanged": "Those are the unchanged parameters: take the step `params - 0.01 * averaged_grads`.",
+    "step_up": "The step went up the gradient: subtract it, `params - 0.01 * grads`.",
+    "step_summed": (
+        "The step is {k} times too large, on {k} devices: the gradients were summed (`lax.psum`) but not "
+        "divided by the number of devices. Use `lax.pmean`, or divide by "
+        "`lax.psum(1, axis_name=DATA_PARALLEL)`."),
+    "step_rate": (
+        "The step is {ratio} times the expected one: use the learning rate 0.01 and the *mean* of the "
+        "device gradients (`lax.pmean`; a fixed divisor such as 8 is wrong on {k} devices)."),
+    "step_other": "Step with the averaged gradients: `new = params - 0.01 * averaged_grads`.",
+    "step_loss_differs": (
+        "`{name}` returned a loss that differs across devices {where}: {losses}. That is each device's "
+        "loss on its own shard; the loss to return is the full-batch loss, the same on every device "
+        "(with equal shards, the mean of the device losses)."),
+    "step_loss_value": (
+        "`{name}` {where}, starting from {start}, should return the full-batch loss {want} of the "
+        "parameters it was given, but it returned {got}. {hint}"),
+    "step_loss_after": "That is the loss *after* the step: return the loss of the incoming `params`.",
+    "step_loss_summed": (
+        "That is {k} times the full-batch loss: the device losses were summed, not averaged."),
+    "step_loss_other": "Average the devices' losses of the incoming `params` over DATA_PARALLEL.",
+    "step_no_average": "The gradients are not averaged: lax.pmean over '{axis}' is missing.",
+    # 4. train
+    "train_call": "`train(params, sharded_batch, {steps})` ({k} devices, starting from {start})",
+    "train_not_pair": "{call} should return a pair `(final_params, losses)`, but it returned a `{type}`{length}",
+    "train_length": " of length {n}.",
+    "train_per_device_params": (
+        "{call} returned one copy of the parameters per device (shape ({k},)). Return a single copy: run "
+        "the step with `out_axes=None` (valid because every device holds the same parameters), or take "
+        "`[0]` of each leaf."),
+    "train_final": "`final_params` as the first item",
+    "train_losses_per_device": (
+        "{call} returned `losses` of shape {shape}: one loss per device and step. Return one number per "
+        "step, the loss of the whole batch (with equal shards, the mean of the device losses)."),
+    "train_losses_shape": "{call} should return `losses` of shape ({steps},), one loss per step, but it has shape {shape}.",
+    "the_losses": "`losses`",
+    "train_params": "{call} should end at {want}, but it ended at {got}. {more}",
+    "train_steps_off": "Those are the parameters after {n} step(s): take exactly `steps` steps.",
+    "train_apply_step": "Apply `p_update_step` (your `parallel_update_step` under pmap) `steps` times.",
+    "train_losses": (
+        "{call} should return losses {want} (the full-batch loss before each step), but it returned {got}. {more}"),
+    "train_losses_after": (
+        "Those are the losses *after* each step: record the loss of the parameters before you update "
+        "them, so `losses[0]` is the loss of the starting parameters."),
+}
+
+
+def _say(entry: str, **fields) -> str:
+    return TEXT[entry].format(**fields)
+
+
+def _pair(values: dict) -> str:
+    return _say("pair_value", w=f"{values['w']:.6g}", b=f"{values['b']:.6g}")
+
 
 # ---------------------------------------------------------------- small helpers
 def _explained(name: str, *, local: bool = False):
@@ -62,11 +210,8 @@ def _explained(name: str, *, local: bool = False):
         axis = unbound_axis_name(err)
         if not local or axis is None:
             return None
-        return (f"`{name}` uses a collective over '{axis}', but it is a local function: it sees one "
-                f"device's batch and needs no communication. Leave the averaging to "
-                f"`parallel_update_step`.")
-    return explained(name, run=f"`jax.pmap({name}, axis_name=DATA_PARALLEL, in_axes=(None, 0))`",
-                     binds=(DATA_PARALLEL,), rules=(local_collective,))
+        return _say("local_collective", name=name, axis=axis)
+    return explained(name, run=_say("run_as", name=name), binds=(DATA_PARALLEL,), rules=(local_collective,))
 
 
 def _as_batch(x, y) -> dict:
@@ -77,9 +222,10 @@ def _as_params(w, b) -> dict:
     return {"w": jnp.asarray(w, jnp.float32), "b": jnp.asarray(b, jnp.float32)}
 
 
-# ---------------------------------------------------------------- the reference maths (float64)
+# ---------------------------------------------------------------- the reference maths (float64, namedaxes.model)
 _ref_loss = model.loss_np
 _ref_grads = model.gradients_np
+_ref_sgd = model.sgd_step_np
 
 
 def _full(sharded_batch) -> dict:
@@ -87,9 +233,8 @@ def _full(sharded_batch) -> dict:
     return {k: np.asarray(v, float).reshape((-1,) + np.shape(v)[2:]) for k, v in sharded_batch.items()}
 
 
-def _ref_step(params, sharded_batch, lr: float = LEARNING_RATE) -> dict:
-    g = _ref_grads(params, _full(sharded_batch))   # equal shards: mean of device gradients == this
-    return {k: params[k] - lr * g[k] for k in PARAM_NAMES}
+def _ref_step(params, sharded_batch) -> dict:
+    return _ref_sgd(params, _full(sharded_batch))   # equal shards: mean of device gradients == full batch
 
 
 def _ref_train(params, sharded_batch, steps: int):
@@ -98,7 +243,7 @@ def _ref_train(params, sharded_batch, steps: int):
     losses = []
     for _ in range(steps):
         losses.append(_ref_loss(params, full))
-        params = _ref_step(params, sharded_batch)
+        params = _ref_sgd(params, full)
     losses.append(_ref_loss(params, full))
     return params, np.asarray(losses)
 
@@ -108,32 +253,24 @@ def _type_name(value) -> str:
     return "jax.Array" if isinstance(value, jax.Array) else type(value).__name__
 
 
-def _expect_scalar(name: str, value, shape=()) -> None:
+def _expect_scalar(what: str, value, shape=()) -> None:
     if isinstance(value, (np.ndarray, np.generic)) and not isinstance(value, jax.Array):
-        fail(f"{name} is a NumPy value (`{type(value).__name__}`); compute it with `jnp` so it is a "
-             f"`jax.Array` (NumPy cannot be traced by `jax.grad`, `jax.pmap` or `lax.scan`).")
+        fail(_say("numpy_value", what=what, type=type(value).__name__))
     if not isinstance(value, jax.Array):
-        fail(f"{name} should be a `jax.Array`, but it is a `{type(value).__name__}`: {value!r:.80}")
+        fail(_say("not_array", what=what, type=type(value).__name__, value=f"{value!r:.80}"))
     if shape is not None and tuple(value.shape) != tuple(shape):
-        fail(f"{name} should have shape {tuple(shape)}, but it has shape {tuple(value.shape)}.")
+        fail(_say("wrong_shape", what=what, want=tuple(shape), got=tuple(value.shape)))
     if np.dtype(value.dtype) != np.float32:
-        fail(f"{name} should have dtype float32 (like the parameters and the batch), but it has "
-             f"dtype {np.dtype(value.dtype).name}.")
+        fail(_say("wrong_dtype", what=what, got=np.dtype(value.dtype).name))
 
 
 def _expect_param_dict(name: str, value, what: str, shape=(), hint: str = "") -> None:
     """`value` is a dict with exactly the keys 'w' and 'b', each a float32 array of `shape`."""
     if not isinstance(value, dict):
-        extra = hint or ""
-        fail(f"`{name}` should return {what}: a dict with keys 'w' and 'b' like `params`, but it "
-             f"returned a `{_type_name(value)}`. {extra}".strip())
+        fail(_say("not_param_dict", name=name, what=what, type=_type_name(value), hint=hint).strip())
     if set(value) != set(PARAM_NAMES):
-        more = ""
-        if set(value) == set(BATCH_NAMES):
-            more = (" Those are the keys of the batch: differentiate with respect to the first "
-                    "argument, `params` (the default of `jax.grad`, `argnums=0`).")
-        fail(f"`{name}` should return {what} as a dict with keys ['b', 'w'], but its keys are "
-             f"{sorted(map(str, value))}.{more}")
+        more = _say("batch_keys") if set(value) == set(BATCH_NAMES) else ""
+        fail(_say("param_keys", name=name, what=what, keys=sorted(map(str, value)), hint=more))
     for key in PARAM_NAMES:
         _expect_scalar(f"`{name}(...)['{key}']`", value[key], shape)
 
@@ -151,16 +288,16 @@ def _diagnose_loss(params, batch, got: float, want: float) -> str:
     x, y = np.asarray(batch["x"], float), np.asarray(batch["y"], float)
     err = params["w"] * x + params["b"] - y
     if same_values(got, np.sum(err ** 2), 1e-4, dtype=float):
-        return "That is the sum of squared errors: take the mean (`jnp.mean`), not the sum."
+        return _say("loss_sum")
     if same_values(got, np.mean(np.abs(err)), 1e-4, dtype=float):
-        return "That is the mean absolute error: square the error instead of taking its absolute value."
+        return _say("loss_abs")
     if same_values(got, np.mean(err), 1e-4, dtype=float) or same_values(got, -np.mean(err), 1e-4, dtype=float):
-        return "That is the mean error: square it before averaging, `jnp.mean(error ** 2)`."
+        return _say("loss_mean_error")
     if same_values(got, np.sqrt(want), 1e-4, dtype=float):
-        return "That is the root of the mean squared error: drop the square root."
+        return _say("loss_root")
     if same_values(got, want / 2, 1e-4, dtype=float):
-        return "That is half the mean squared error: drop the factor 1/2."
-    return "The loss is `jnp.mean((params['w'] * x + params['b'] - y) ** 2)`."
+        return _say("loss_half")
+    return _say("loss_other")
 
 
 def _check_loss_fn(fn: Callable) -> None:
@@ -169,21 +306,19 @@ def _check_loss_fn(fn: Callable) -> None:
         params, batch = _as_params(p["w"], p["b"]), _as_batch(b["x"], b["y"])
         with _explained(name, local=True):
             out = fn(params, batch)
-        where = f"With params {p} and x of shape {np.shape(b['x'])},"
+        where = _say("loss_where", params=p, shape=np.shape(b["x"]))
         if isinstance(out, jax.Array) and out.shape != ():
-            fail(f"{where} `loss_fn` should return one number (shape ()), but it returned shape "
-                 f"{tuple(out.shape)}. Average the squared errors over the examples with `jnp.mean`.")
-        _expect_scalar("`loss_fn(params, local_batch)`", out)
+            fail(_say("loss_not_scalar", where=where, got=tuple(out.shape)))
+        _expect_scalar(_say("the_loss"), out)
         want = _ref_loss(p, b)
         if not same_values(out, want, dtype=float):
-            fail(f"{where} `loss_fn` should return {want:.6g}, but it returned {float(out):.6g}. "
-                 + _diagnose_loss(p, b, float(out), want))
+            fail(_say("loss_value", where=where, want=f"{want:.6g}", got=f"{float(out):.6g}",
+                      hint=_diagnose_loss(p, b, float(out), want)))
     # structure: a local function, no communication (inspect it as pmap would run it)
     with _explained(name, local=True):
         axes = collective_axes(fn, params, batch, axis_env=[(DATA_PARALLEL, 4)])
     if axes:
-        fail(f"`loss_fn` communicates over {axes}, but it is the loss of one device's batch: "
-             f"no collective belongs here (the averaging happens in `parallel_update_step`).")
+        fail(_say("loss_communicates", axes=axes))
 
 
 def _abstract_case(k: int, per: int, trailing=()):
@@ -194,25 +329,23 @@ def _abstract_case(k: int, per: int, trailing=()):
 
 
 def _per_device_programs(fn: Callable) -> dict:
-    """`fn(params, local_batch)` under `pmap(..., in_axes=(None, 0))` (params replicated), exported."""
+    """`fn(params, local_batch)` under `pmap(..., in_axes=(None, 0))` (params replicated), exported: the
+    grader compares every device's outputs and reads the collectives' axes from the compiled program."""
     return programs({f"k{k}": Case(pmapped(fn, k, DATA_PARALLEL, in_axes=(None, 0)), *_abstract_case(k, per, trailing))
                      for k, per, trailing in _OBSERVED_SHAPES})
-
-
-def _observe_loss_fn(fn: Callable) -> dict:
-    return _per_device_programs(fn)
 
 
 loss_fn = Exercise(
     "loss_fn", _check_loss_fn,
     hints=[
-        "Predict with `params['w'] * local_batch['x'] + params['b']`, subtract `local_batch['y']`.",
-        "Square the error element by element, then average over the examples with `jnp.mean`: the "
-        "result is one number, shape `()`.",
+        "The loss is one number per batch: how far the line's predictions are from `y`, each miss "
+        "squared, averaged over the examples. Which `jnp` function averages over the examples?",
+        "Predict with `params['w'] * local_batch['x'] + params['b']`, subtract `local_batch['y']`, square "
+        "element by element, then average with `jnp.mean`: the result has shape `()`.",
         "Use `jnp`, not `np`: `jax.grad` must differentiate `loss_fn` in the next exercise. At the starting "
         "`params`, `loss_fn(params, batch)` is 1.25.",
     ],
-    observe=_observe_loss_fn,
+    observe=_per_device_programs,
 )
 
 
@@ -226,45 +359,30 @@ def _check_compute_gradients(fn: Callable) -> None:
             out = compiled(params, batch)
         hint = ""
         if isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], dict):
-            hint = ("It looks like (loss, gradients), what `jax.value_and_grad` returns: use "
-                    "`jax.grad`, which returns only the gradients.")
-        _expect_param_dict(name, out, "the gradients", hint=hint)
+            hint = _say("grads_value_and_grad")
+        _expect_param_dict(name, out, _say("the_gradients"), hint=hint)
         want = _ref_grads(p, b)
         got = {k: float(out[k]) for k in PARAM_NAMES}
         if not all(same_values(got[k], want[k], dtype=float) for k in PARAM_NAMES):
-            fail(f"With params {p} and x of shape {np.shape(b['x'])}, `compute_gradients` should return "
-                 f"{{'w': {want['w']:.6g}, 'b': {want['b']:.6g}}}, but it returned "
-                 f"{{'w': {got['w']:.6g}, 'b': {got['b']:.6g}}}. Return "
-                 f"`jax.grad(loss_fn)(params, local_batch)`; if that is what you wrote, `loss_fn` is "
-                 f"wrong: its check says how.")
+            fail(_say("grads_value", params=p, shape=np.shape(b["x"]), want=_pair(want), got=_pair(got)))
     with _explained(name, local=True):
         axes = collective_axes(fn, params, batch, axis_env=[(DATA_PARALLEL, 4)])
     if axes:
-        fail(f"`compute_gradients` communicates over {axes}, but it should return one device's own "
-             f"gradients: the averaging happens in `parallel_update_step`.")
-
-
-def _observe_per_device_params(fn: Callable, exercise: str, prefix: str) -> dict:
-    """Exported programs of `fn(params, local_batch)` under pmap (params replicated): the grader
-    compares every device's returned params and reads the pmean's axis from the compiled program."""
-    del exercise, prefix
-    return _per_device_programs(fn)
-
-
-def _observe_compute_gradients(fn: Callable) -> dict:
-    return _observe_per_device_params(fn, "compute_gradients", "grad")
+        fail(_say("grads_communicates", axes=axes))
 
 
 compute_gradients = Exercise(
     "compute_gradients", _check_compute_gradients,
     hints=[
-        "`jax.grad(loss_fn)` is a new function with the same arguments as `loss_fn`; it returns the "
-        "gradient with respect to the first argument, `params`, with the same dict structure.",
-        "Don't derive the gradient by hand: build the gradient function from `loss_fn` and call it with "
-        "the same two arguments. At the starting `params` on the full `batch` you should get about -2.0 "
-        "for 'w' and -1.0 for 'b'.",
+        "The cell above differentiates `area` with `jax.grad`. Which function do you differentiate here, "
+        "and with respect to which of its arguments?",
+        "`jax.grad(f)` is a new function with the same arguments as `f`; it returns the gradient with "
+        "respect to the first argument, with the same dict structure. Build it from `loss_fn` and call "
+        "it with both arguments.",
+        "Don't derive the gradient by hand. At the starting `params` on the full `batch` you should get "
+        "about -2.0 for 'w' and -1.0 for 'b'.",
     ],
-    observe=_observe_compute_gradients,
+    observe=_per_device_programs,
 )
 
 
@@ -278,36 +396,41 @@ def _visible_step_cases():
 
 
 def _run_step(fn: Callable, params, sharded):
-    """Every device's copy of the new parameters (default out_axes=0: nothing hidden)."""
+    """Every device's copy of both results (default out_axes=0: nothing hidden)."""
     with _explained("parallel_update_step"):
         return jax.pmap(fn, axis_name=DATA_PARALLEL, in_axes=(None, 0))(params, sharded)
 
 
 def _diagnose_step(p, b, got) -> str:
-    """A hint for a replicated, well-shaped, but wrong new `params`."""
+    """A hint for replicated, well-shaped, but wrong new `params`."""
     k = np.shape(b["x"])[0]
     g = _ref_grads(p, _full(b))
     if same_values([got[n] for n in PARAM_NAMES], [g[n] for n in PARAM_NAMES], 1e-4, dtype=float):
-        return "Those are the averaged gradients: return the updated parameters, `params - 0.01 * grads`."
+        return _say("step_averaged_grads")
     if same_values([got[n] for n in PARAM_NAMES], [p[n] for n in PARAM_NAMES], 1e-4, dtype=float):
-        return "Those are the unchanged parameters: take the step `params - 0.01 * averaged_grads`."
+        return _say("step_unchanged")
     moved = np.array([p[n] - got[n] for n in PARAM_NAMES])
     grad = np.array([g[n] for n in PARAM_NAMES])
-    usable = np.abs(grad) > 1e-3
-    if usable.all():
+    if (np.abs(grad) > 1e-3).all():
         rate = moved / grad
         if np.allclose(rate, rate[0], rtol=1e-3, atol=1e-6):
             r = float(rate[0])
             if np.isclose(r, -LEARNING_RATE, rtol=1e-3):
-                return "The step went up the gradient: subtract it, `params - 0.01 * grads`."
+                return _say("step_up")
             if np.isclose(r, LEARNING_RATE * k, rtol=1e-3):
-                return (f"The step is {k} times too large, on {k} devices: the gradients were summed "
-                        f"(`lax.psum`) but not divided by the number of devices. Use `lax.pmean`, or "
-                        f"divide by `lax.psum(1, axis_name=DATA_PARALLEL)`.")
-            return (f"The step is {r / LEARNING_RATE:.3g} times the expected one: use the learning rate "
-                    f"0.01 and the *mean* of the device gradients (`lax.pmean`; a fixed divisor such "
-                    f"as 8 is wrong on {k} devices).")
-    return "Step with the averaged gradients: `new = params - 0.01 * lax.pmean(grads, DATA_PARALLEL)`."
+                return _say("step_summed", k=k)
+            return _say("step_rate", ratio=f"{r / LEARNING_RATE:.3g}", k=k)
+    return _say("step_other")
+
+
+def _diagnose_loss_of_step(p, b, got: float) -> str:
+    k = np.shape(b["x"])[0]
+    full = _full(b)
+    if same_values(got, _ref_loss(_ref_step(p, b), full), 1e-4, dtype=float):
+        return _say("step_loss_after")
+    if same_values(got, k * _ref_loss(p, full), 1e-4, dtype=float):
+        return _say("step_loss_summed", k=k)
+    return _say("step_loss_other")
 
 
 def _check_parallel_update_step(fn: Callable) -> None:
@@ -315,35 +438,39 @@ def _check_parallel_update_step(fn: Callable) -> None:
     for p, b in _visible_step_cases():
         params, sharded = _as_params(p["w"], p["b"]), _as_batch(b["x"], b["y"])
         k, per = np.shape(b["x"])[:2]
-        where = (f"(run as `jax.pmap({name}, axis_name=DATA_PARALLEL, in_axes=(None, 0))` "
-                 f"on {k} devices, {per} examples each)")
+        where = _say("step_where", name=name, k=k, per=per)
         out = _run_step(fn, params, sharded)
         # type, then pytree structure / shape / dtype: pmap stacks one copy per device
-        _expect_param_dict(name, out, "the new parameters", shape=None,
-                           hint="Return the new parameters, e.g. "
-                                "`jax.tree.map(lambda p, g: p - 0.01 * g, params, grads)`.")
+        if not (isinstance(out, (tuple, list)) and len(out) == 2):
+            hint = _say("step_only_params") if isinstance(out, dict) else ""
+            fail(_say("step_not_pair", name=name, type=_type_name(out), where=where, hint=hint))
+        new, loss = out
+        _expect_param_dict(name, new, _say("step_the_new_params"), shape=None, hint=_say("step_new_params_hint"))
         for n in PARAM_NAMES:
-            if tuple(out[n].shape[1:]) != ():
-                fail(f"On each device, `{name}` should return scalar parameters like `params`, but "
-                     f"`['{n}']` has per-device shape {tuple(out[n].shape[1:])} {where}. Did the "
-                     f"gradient or the update pick up the batch's shape?")
+            if tuple(new[n].shape[1:]) != ():
+                fail(_say("step_param_shape", name=name, key=n, shape=tuple(new[n].shape[1:]), where=where))
+        _expect_scalar(f"`{name}(...)[1]`", loss, shape=None)
+        if tuple(loss.shape[1:]) != ():
+            fail(_say("step_loss_shape", name=name, shape=tuple(loss.shape[1:]), where=where))
         # value: every device holds the same new parameters ...
-        got = {n: np.asarray(out[n], float) for n in PARAM_NAMES}
+        got = {n: np.asarray(new[n], float) for n in PARAM_NAMES}
         if not all(np.allclose(got[n], got[n][0], rtol=1e-5, atol=1e-6) for n in PARAM_NAMES):
-            fail(f"`{name}` returned parameters that differ across devices {where}: "
-                 f"w per device {show_values(got['w'], dtype=float)}, "
-                 f"b per device {show_values(got['b'], dtype=float)}. The gradients are "
-                 f"not averaged: lax.pmean over '{DATA_PARALLEL}' is missing. Each device stepped "
-                 f"with its own local gradient; apply `lax.pmean(grads, axis_name=DATA_PARALLEL)` to "
-                 f"the gradients from `compute_gradients` (a pmean of the loss inside `jax.grad` does "
-                 f"not average them under pmap).")
+            fail(_say("step_params_differ", name=name, where=where, w=show_values(got["w"], dtype=float),
+                      b=show_values(got["b"], dtype=float), axis=DATA_PARALLEL))
         # ... and they are one SGD step with the full-batch (= averaged) gradient
         want = _ref_step(p, b)
         first = {n: float(got[n][0]) for n in PARAM_NAMES}
         if not all(same_values(first[n], want[n], dtype=float) for n in PARAM_NAMES):
-            fail(f"`{name}` {where}, starting from {p}, should return "
-                 f"{{'w': {want['w']:.6g}, 'b': {want['b']:.6g}}} on every device, but it returned "
-                 f"{{'w': {first['w']:.6g}, 'b': {first['b']:.6g}}}. " + _diagnose_step(p, b, first))
+            fail(_say("step_params_value", name=name, where=where, start=p, want=_pair(want), got=_pair(first),
+                      hint=_diagnose_step(p, b, first)))
+        # the loss: the same on every device, the full-batch loss of the incoming params
+        losses = np.asarray(loss, float)
+        if not np.allclose(losses, losses[0], rtol=1e-5, atol=1e-6):
+            fail(_say("step_loss_differs", name=name, where=where, losses=show_values(losses, dtype=float)))
+        want_loss = _ref_loss(p, _full(b))
+        if not same_values(losses[0], want_loss, dtype=float):
+            fail(_say("step_loss_value", name=name, where=where, start=p, want=f"{want_loss:.6g}",
+                      got=f"{losses[0]:.6g}", hint=_diagnose_loss_of_step(p, b, float(losses[0]))))
     # structure: the averaging really is a collective over DATA_PARALLEL
     _expect_averages(fn, params, jax.tree.map(lambda a: a[0], sharded), k)
 
@@ -352,26 +479,21 @@ def _expect_averages(fn: Callable, params, local_batch, k: int) -> None:
     with _explained("parallel_update_step"):
         expect_collective(
             "parallel_update_step", fn, params, local_batch, axis_name=DATA_PARALLEL,
-            axis_env=[(DATA_PARALLEL, k)],
-            hint=f"The gradients are not averaged: lax.pmean over '{DATA_PARALLEL}' is missing.")
-
-
-def _observe_parallel_update_step(fn: Callable) -> dict:
-    return _observe_per_device_params(fn, "parallel_update_step", "new")
+            axis_env=[(DATA_PARALLEL, k)], hint=_say("step_no_average", axis=DATA_PARALLEL))
 
 
 parallel_update_step = Exercise(
     "parallel_update_step", _check_parallel_update_step,
     hints=[
-        "Three steps: this device's gradients from `compute_gradients`, their average over all "
-        "devices, then the SGD step.",
-        "`lax.pmean` over DATA_PARALLEL averages a whole dict of gradients at once; every device gets "
-        "the same average.",
+        "Each device knows only its own shard. Which two numbers does it compute there, and what must "
+        "happen to each of them before every device can use it as the whole batch's?",
+        "Take this device's loss and gradients (your two functions), average *both* over DATA_PARALLEL "
+        "with `lax.pmean` (it averages a dict, or a tuple, at once), then step: with equal shards the "
+        "averages are the full-batch loss and gradient.",
         "For the step, `jax.tree.map` with a two-argument function walks `params` and the averaged "
-        "gradients together, leaf by leaf: Pitfall 2 does it with made-up gradients "
-        "(`jax.tree_map` no longer exists).",
+        "gradients together, leaf by leaf (Pitfall 2). Return `(new_params, averaged_loss)`.",
     ],
-    observe=_observe_parallel_update_step,
+    observe=_per_device_programs,
 )
 
 
@@ -388,43 +510,32 @@ def _check_train(fn: Callable) -> None:
     k = np.shape(b["x"])[0]
     with _explained(name):
         result = fn(params, sharded, steps)
-    call = f"`train(params, sharded_batch, {steps})` ({k} devices, starting from {p})"
+    call = _say("train_call", steps=steps, k=k, start=p)
     if not (isinstance(result, (tuple, list)) and len(result) == 2):
-        fail(f"{call} should return a pair `(final_params, losses)`, but it returned a "
-             f"`{_type_name(result)}`" + (f" of length {len(result)}." if isinstance(result, (tuple, list)) else "."))
+        length = _say("train_length", n=len(result)) if isinstance(result, (tuple, list)) else "."
+        fail(_say("train_not_pair", call=call, type=_type_name(result), length=length))
     new, losses = result
     if isinstance(new, dict) and set(new) == set(PARAM_NAMES) and all(
             isinstance(new[n], jax.Array) and tuple(new[n].shape) == (k,) for n in PARAM_NAMES):
-        fail(f"{call} returned one copy of the parameters per device (shape ({k},)). Return a single "
-             f"copy: run the step with `out_axes=None` (valid because every device holds the same "
-             f"parameters), or take `[0]` of each leaf.")
-    _expect_param_dict(name, new, "`final_params` as the first item")
+        fail(_say("train_per_device_params", call=call, k=k))
+    _expect_param_dict(name, new, _say("train_final"))
     if isinstance(losses, jax.Array) and losses.ndim == 2 and losses.shape[0] == steps:
-        fail(f"{call} returned `losses` of shape {tuple(losses.shape)}: one loss per device and step. "
-             f"Return one number per step, the loss of the whole batch (with equal shards, the mean "
-             f"of the device losses).")
+        fail(_say("train_losses_per_device", call=call, shape=tuple(losses.shape)))
     if isinstance(losses, jax.Array) and losses.shape != (steps,):
-        fail(f"{call} should return `losses` of shape ({steps},), one loss per step, but it has "
-             f"shape {tuple(losses.shape)}.")
-    _expect_scalar("`losses`", losses, (steps,))
+        fail(_say("train_losses_shape", call=call, steps=steps, shape=tuple(losses.shape)))
+    _expect_scalar(_say("the_losses"), losses, (steps,))
     ref_params, ref_losses = _ref_train(p, b, steps)
     got = {n: float(new[n]) for n in PARAM_NAMES}
     if not all(same_values(got[n], ref_params[n], dtype=float) for n in PARAM_NAMES):
         done = [s for s in (steps - 1, steps + 1, 1) if all(
             same_values(got[n], _ref_train(p, b, s)[0][n], dtype=float) for n in PARAM_NAMES)]
-        more = (f"Those are the parameters after {done[0]} step(s): take exactly `steps` steps."
-                if done else "Apply `p_update_step` (your `parallel_update_step` under pmap) `steps` times.")
-        fail(f"{call} should end at {{'w': {ref_params['w']:.6g}, 'b': {ref_params['b']:.6g}}}, but it "
-             f"ended at {{'w': {got['w']:.6g}, 'b': {got['b']:.6g}}}. {more}")
+        more = _say("train_steps_off", n=done[0]) if done else _say("train_apply_step")
+        fail(_say("train_params", call=call, want=_pair(ref_params), got=_pair(got), more=more))
     got_losses = np.asarray(losses, float)
     if not same_values(got_losses, ref_losses[:-1], dtype=float):
-        more = ""
-        if same_values(got_losses, ref_losses[1:], dtype=float):
-            more = ("Those are the losses *after* each step: record the loss of the parameters before "
-                    "you update them, so `losses[0]` is the loss of the starting parameters.")
-        fail(f"{call} should return losses {show_values(ref_losses[:-1], dtype=float)} "
-             f"(the full-batch loss before each "
-             f"step), but it returned {show_values(got_losses, dtype=float)}. {more}")
+        more = _say("train_losses_after") if same_values(got_losses, ref_losses[1:], dtype=float) else ""
+        fail(_say("train_losses", call=call, want=show_values(ref_losses[:-1], dtype=float),
+                  got=show_values(got_losses, dtype=float), more=more).strip())
 
 
 def _observe_train(fn: Callable) -> dict:
@@ -439,13 +550,13 @@ def _observe_train(fn: Callable) -> dict:
 train = Exercise(
     "train", _check_train,
     hints=[
-        "Build the full batch once, before the loop: reshape every array of `sharded_batch` (with "
-        "`jax.tree.map`) so that its first two axes become one, e.g. (8, 8) -> (64,). Then, each step, "
-        "record the full-batch loss of the current `params` *before* updating them with `p_update_step`.",
-        "A Python loop works; `lax.scan(one_step, params, length=steps)` with "
-        "`one_step(params, _) -> (new_params, loss)` compiles the whole loop once and is much faster.",
-        "Return `(final_params, losses)`, `losses` a `jax.Array` of shape `(steps,)`: "
-        "`jnp.stack(list_of_losses)` after a loop, or the second output of `lax.scan`.",
+        "Each call of `p_update_step` already gives you the next parameters *and* the full-batch loss "
+        "before the step: the one thing to carry from step to step, and the one thing to record.",
+        "A Python loop over `steps` works here (a `pmap` step does not stall, see the note above), then "
+        "`jnp.stack` the recorded losses. `lax.scan(one_step, params, length=steps)`, with "
+        "`one_step(params, _)` returning `(new_params, loss)`, compiles the loop once and is faster.",
+        "`p_update_step(params, sharded_batch)` already has the shape `scan` wants from `one_step`. "
+        "Return `(final_params, losses)`, `losses` a `jax.Array` of shape `(steps,)`.",
     ],
     observe=_observe_train,
 )

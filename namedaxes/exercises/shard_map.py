@@ -6,10 +6,42 @@ Every answer is a *global* function that takes its mesh as an argument, e.g.
 run each answer under `jax.jit` with the mesh static, so that a `shard_map`
 written without `jit` is still compiled once instead of run op by op.
 
-Visible checks use small, readable inputs; `observe` uses seeded random
-inputs (`rng(grade_id)`) on meshes of several sizes, and records the axis
-names the answer's collectives use (`collective_axes` looks inside
-`shard_map` bodies).
+The exercises ask for what the notebook has not shown verbatim:
+
+1. `sharded_scaled_sum(x, mesh)`: notebook 02's `scaled_sum` as a global shard_map function.
+2. `replica_totals(x, mesh)`: a psum over the *other* axis of a 2-D mesh, with its out_specs.
+3. `dp_train_step(params, batch, mesh)`: one SGD step on a batch whose examples carry
+   weights (`batch['weight']`; 0 marks padding, so the devices hold unequal numbers
+   of real examples). The step is the weighted mean over *unequal* shards, written
+   per device: each device's sums, combined by a psum over DATA_PARALLEL. A plain
+   `pmean` of the local losses or gradients weighs every device equally and is
+   wrong; gathering the whole batch onto every device (`all_gather`) computes the
+   right numbers but is not data parallelism, and is refused (visible check and
+   the hidden structure case, `only_collectives`).
+4. `jit_train_step(params, batch, mesh)`: the same weighted step as one global
+   function under `jax.jit` on sharded inputs: no `shard_map`, no collective
+   written; the compiler inserts the all-reduce.
+5. `weighted_total_shard_map(w, x, mesh)`: migrate a `pmap` that maps over axis 1
+   (`in_axes=(None, 1)`), a translation the notebook's table does not spell out.
+
+Expected values come from NumPy and from the course's reference model,
+`namedaxes.model` (the weighted step is `model.sgd_step_np` on the batch with
+each example repeated `weight` times: the visible checks use whole-number
+weights), never from a model restated here.
+
+Grading contract: `observe` records no values; it exports each answer with its
+mesh fixed (`_bound`) on abstract inputs for meshes of 8, 4 and 2 devices; the
+clean grader draws the inputs (uniform in [0.25, 4) for the weighted steps, so no
+device's weights sum to zero), compares outputs with the reference program's,
+and reads the communication from the optimized HLO. `dp_train_step` adds a
+structure case (`values=False, only_collectives=True`): the reference's psum
+(all-reduce) over DATA_PARALLEL and no other collective.
+
+Student-facing strings: every message of this module's checks is a template in
+the `TEXT` table below (named `{fields}`, whole sentences), and each exercise's
+hints are full strings in its `Exercise(...)`; the logic only picks and fills
+templates. The shared core (`namedaxes.checking`) words "not written yet",
+unbound axis names and errors in the student's own code.
 """
 from __future__ import annotations
 
@@ -29,16 +61,201 @@ from namedaxes.grading import Case, programs, spec
 
 __all__ = ["sharded_scaled_sum", "replica_totals", "dp_train_step", "jit_train_step",
            "weighted_total_shard_map", "line_mesh", "grid_mesh", "loss_fn", "sgd_step",
-           "weighted_total", "LEARNING_RATE", "progress"]
+           "weighted_total", "LEARNING_RATE", "TEXT", "progress"]
 progress = progress_of(__name__)   # q.progress(): which exercises of the notebook pass
 
 LEARNING_RATE = model.LEARNING_RATE   # the course's reference model: namedaxes.model
 # Primitives that name an axis without moving data between devices.
-_NOT_COMMUNICATION = {"pvary", "axis_index"}
+_NOT_COMMUNICATION = {"pvary", "pcast", "axis_index"}
+# Collectives that reduce (what the weighted step's sums need); anything else moves whole blocks.
+_REDUCTIONS = {"psum", "pmean", "psum_invariant"}
+
+# ---------------------------------------------------------------- every student-facing string
+TEXT = {
+    # crashes, any exercise
+    "empty_assertion": (
+        "`{name}` stopped with an empty AssertionError from inside JAX. On this JAX that is what a "
+        "collective (`lax.psum`, `lax.pmean`, ...) inside `jax.shard_map` raises when its axis name is "
+        "not an axis of the mesh, e.g. a typo such as 'device'. Use the course's constants (`DEVICES`, "
+        "`DATA_SHARDS`, `MODEL_REPLICAS`, `DATA_PARALLEL`).{axes}"),
+    "mesh_axes": " This mesh has the axes {axes}.",
+    "unbound": (
+        "`{name}` calls a collective over '{axis}' where no mesh axis of that name is bound (JAX says: "
+        "\"{first}\"). Collectives work inside the function you give `jax.shard_map`, over the axis "
+        "names of its `mesh`: put the `lax.psum`/`lax.pmean` in that per-device function, and use the "
+        "course's constants for the names.{axes}"),
+    "set_mesh_in_jit": (
+        "`{name}` uses `jax.set_mesh`, which only works outside `jax.jit`, and the check runs your "
+        "function under `jax.jit`. Place the inputs with `jax.device_put(x, NamedSharding(mesh, P(...)))` "
+        "and pass `mesh=mesh` to `jax.shard_map` instead."),
+    "set_mesh_in_jit_no_shard_map": (
+        "`{name}` uses `jax.set_mesh`, which only works outside `jax.jit`, and the check runs your "
+        "function under `jax.jit`. Place the inputs with `jax.device_put(x, NamedSharding(mesh, P(...)))` "
+        "(or `jax.reshard(x, NamedSharding(mesh, P(...)))`), then call the jitted step on them: no "
+        "`set_mesh` and no `shard_map` is needed."),
+    "spec_without_mesh": (
+        "`{name}` failed with JAX's error \"{first}\": a bare `P(...)` only means something under "
+        "`jax.set_mesh`, which is not available under `jax.jit`. Give `jax.device_put` or `jax.reshard` "
+        "a `NamedSharding(mesh, P(...))` built on the `mesh` argument."),
+    "mixed_devices": (
+        "`{name}` failed with JAX's error \"{first}\": an input that lives on one device met the mesh "
+        "inside `jax.jit`. Place every input on the `mesh` argument with "
+        "`jax.device_put(x, NamedSharding(mesh, P(...)))` before the computation uses it."),
+    "spec_mismatch": (
+        "`{name}` failed with JAX's error \"{first}\". The mesh from `jax.make_mesh` has Explicit axes, "
+        "so `shard_map` checks that each input already has the sharding your `in_specs` names. Place "
+        "the inputs first, e.g. `jax.device_put(x, NamedSharding(mesh, P(...)))` with the same spec as "
+        "in_specs."),
+    "varying_output": (
+        "`{name}` failed with JAX's error \"{first}\": an output's `out_specs` says it is the same on "
+        "every device along some mesh axis, but JAX's type of the value says it still varies along "
+        "that axis. Either a collective over that axis is missing (e.g. `lax.psum`), or that axis "
+        "belongs in the output's `out_specs`."),
+    "not_divisible": (
+        "`{name}` failed with JAX's error \"{first}\": an array dimension cannot be cut into that many "
+        "equal blocks. Split over the `mesh` argument the check passes (it has 2, 4 or 8 devices), not "
+        "over a mesh from another cell, and split only the dimension the exercise says.{axes}"),
+    "specs": (
+        "`{name}` failed with JAX's error \"{first}\". Check that `in_specs` and `out_specs` name the "
+        "mesh's axes for the array dimensions that are split, and `P()` for values that are the same "
+        "on every device."),
+    # results, any exercise
+    "shape": "`{name}` should return shape {want} {where}, but it returned shape {got}.{hint}",
+    "values": "`{name}` has the wrong values {where}: expected {want}, got {got}. {hint}",
+    "no_communication": "`{name}` returns the right {what}, but it performs {seen} over '{axis}'. {why}",
+    "seen_nothing": "no collective at all",
+    "seen_item": "{primitive} over {axes}",
+    "where_line": "(mesh of {k} devices, {what})",
+    # 1. sharded_scaled_sum
+    "scaled_x": "x = {x}",
+    "scaled_shape": "`{name}` should return a scalar (shape ()), the total of 2 * x, but it returned shape {got} {where}.{hint}",
+    "scaled_shape_block": (
+        " Shape ({block},) is one device's block: `lax.psum` adds the blocks of all devices element by "
+        "element. Sum each block with `jnp.sum` first, then psum the per-device scalars."),
+    "scaled_shape_per_device": (
+        " One value per device: with `out_specs=P(DEVICES)` the devices' results are put side by side. "
+        "After a psum every device holds the total: `out_specs=P()`."),
+    "scaled_wrong": "`{name}` returned {got} {where}, but the total of 2 * x is {want}. {hint}",
+    "scaled_plain_sum": "That is the plain sum of x: multiply by 2.0.",
+    "scaled_first_share": (
+        "That is only the first device's share (device 0's block). Add the shares of all devices with "
+        "`lax.psum(..., DEVICES)` inside the shard_map."),
+    "scaled_mean": "That is the mean of the devices' shares (`lax.pmean`): use `lax.psum` for the total.",
+    "scaled_by_hand": "If you wrote a number by hand, compute it instead: the check uses several meshes.",
+    "scaled_why": (
+        "The point is the shard_map form: each device sums only its own block, and "
+        "`lax.psum(..., DEVICES)` inside `jax.shard_map` adds the devices' shares."),
+    "total": "total",
+    # 2. replica_totals
+    "replica_where": "({rows} x {cols} mesh, x of shape {shape})",
+    "replica_shape": (
+        "`{name}` should return shape {want} {where}: the rows stay split over DATA_SHARDS, and the "
+        "{cols} column blocks are added up. It returned shape {got}.{hint}"),
+    "replica_shape_of_x": (
+        " That is the shape of x: after the psum every device of a row holds the same totals, and "
+        "`out_specs=P(DATA_SHARDS, MODEL_REPLICAS)` puts those copies side by side. Keep one copy: "
+        "`out_specs=P(DATA_SHARDS, None)`."),
+    "replica_shape_block": (
+        " That is one device's block: the rows are still split over DATA_SHARDS, so the result's "
+        "out_specs must name DATA_SHARDS for dimension 0."),
+    "replica_shape_data_sum": " That shape is what a sum over DATA_SHARDS gives. Reduce over MODEL_REPLICAS only.",
+    "replica_over_both": (
+        "Those are the totals over the whole mesh: reduce over MODEL_REPLICAS only, so each data shard "
+        "keeps its own rows."),
+    "replica_row_partners": "Each device should add its block to the blocks of its row's other devices.",
+    "replica_why": (
+        "Use `jax.shard_map` and let each device add its block to its row partners' with "
+        "`lax.psum(..., MODEL_REPLICAS)`."),
+    "replica_extra_axis": (
+        "`{name}` communicates over '{axis}' too ({seen}), but the data shards never need each other's "
+        "values here: reduce over MODEL_REPLICAS only."),
+    "values_word": "values",
+    # 3./4. the weighted training steps
+    "step_where": "(mesh of {k} devices, {n} examples, weights per device {weights})",
+    "step_not_dict": (
+        "`{name}` should return the new parameters as a dict with keys 'w' and 'b' (like `params`), but "
+        "it returned {kind} {where}. `jax.tree.map` over `params` and the gradients keeps the structure."),
+    "step_kind_dict": "a dict with keys {keys}",
+    "step_kind_type": "a `{type}`",
+    "step_not_scalar": "`{name}(...)['{key}']` should be a scalar like `params['{key}']`, but it has shape {shape} {where}.{hint}",
+    "step_per_device": (
+        " One value per device: the new parameters are the same on every device, so their `out_specs` "
+        "is `P()`."),
+    "step_wrong": (
+        "`{name}` returned w = {got_w}, b = {got_b} {where}, but one SGD step on the weighted loss of "
+        "the whole batch gives w = {want_w}, b = {want_b}. {hint}"),
+    "step_unweighted": (
+        "That is the step of the *unweighted* loss: every example counted once. The loss of the batch "
+        "is the weighted mean of the squared errors, sum(weight * error²) / sum(weight): an example "
+        "with weight 0 (padding) must not count at all."),
+    "step_devices_equal": (
+        "That is the mean of the devices' own weighted-mean steps: every device counted equally, "
+        "although their weights add up to different totals ({totals}). A `pmean` of the local losses "
+        "or gradients is only right for equal shards. Add up each device's weighted sums across "
+        "devices instead (`lax.psum` of the numerator and of the weights, then divide)."),
+    "step_k_times": (
+        "Your update is {k} times too large: the gradients were summed over the {k} devices, not "
+        "averaged. Either a `lax.psum` stands where a division belongs, or you met the shard_map trap "
+        "(Pitfall 4): `params` enter with `in_specs=P()`, so `jax.grad` with respect to them already "
+        "sums the devices' gradients."),
+    "step_unchanged": "The parameters did not change: subtract LEARNING_RATE * gradient from each one.",
+    "step_100x": "The step is 100 times too large: the learning rate is LEARNING_RATE, 0.01.",
+    "step_ascent": "The step goes the wrong way: subtract the gradient, do not add it.",
+    "step_other": (
+        "Compare with one plain SGD step on one device, on the weighted loss "
+        "sum(weight * error²) / sum(weight) of the whole batch."),
+    "parameters": "parameters",
+    "dp_why": (
+        "Here the communication is yours to write: inside `jax.shard_map`, each device computes its own "
+        "sums and a `lax.psum` over DATA_PARALLEL combines them. (Exercise 4 is where the compiler does "
+        "it for you.)"),
+    "dp_gathers": (
+        "`{name}` returns the right parameters, but it moves whole blocks between devices ({seen}): "
+        "every device ends up with the whole batch, which is one-device training repeated on every "
+        "device, not data parallelism. Keep each device on its own examples and combine only their "
+        "sums (a few numbers) with `lax.psum` over DATA_PARALLEL."),
+    "jit_writes_collectives": (
+        "`{name}` returns the right parameters, but it writes its own collectives ({seen}). In this "
+        "exercise the compiler does the communication: no `shard_map` and no `lax.psum`/`lax.pmean`, "
+        "just `jax.jit` of a one-device step on the weighted loss, applied to sharded arrays."),
+    "jit_no_all_reduce": (
+        "`{name}` returns the right parameters, but its compiled program has no all-reduce: everything "
+        "ran without communication, so the batch was not split over the mesh. Place it with "
+        "`jax.device_put(batch, NamedSharding(mesh, P(DATA_PARALLEL)))` (and `params` with `P()`) "
+        "before calling the jitted step."),
+    # 5. weighted_total_shard_map
+    "migration_where": "(mesh of {k} devices, w of shape {w_shape}, x of shape {x_shape})",
+    "migration_shape": (
+        "`{name}` should return what the pmap version returns, shape {want} {where}, but it returned "
+        "shape {got}.{hint}"),
+    "migration_block_axis": (
+        " The mapped axis is still there: pmap removed it, so `weighted_total` saw columns of shape "
+        "(d,); shard_map keeps it, so each device's block of x has shape (d, 1), and `w * x_block` "
+        "broadcasts (d,) against (d, 1) into (d, d). Take the column (`x_block[:, 0]`) before calling "
+        "`weighted_total`."),
+    "migration_per_device": (
+        " One result per device: that is what `out_specs` naming DEVICES gives. `out_axes=None` "
+        "translates to `out_specs=P()`."),
+    "migration_wrong": "`{name}` has the wrong values {where}: the pmap version gives {want}, yours gives {got}. {hint}",
+    "migration_mean": "That is the mean over devices: keep `weighted_total`'s `lax.psum`.",
+    "migration_first": "That is only device 0's term: the psum over DEVICES is missing.",
+    "migration_rows": (
+        "Those are the rows of x, not its columns: `in_axes=(None, 1)` maps over axis 1, so the "
+        "dimension to split is dimension 1, `P(None, DEVICES)`."),
+    "migration_why": "Keep `weighted_total` (with its `lax.psum`) as the per-device function of `jax.shard_map`.",
+}
+
+
+def _say(entry: str, **fields) -> str:
+    return TEXT[entry].format(**fields)
 
 
 def _fmt(value) -> str:
     return np.array2string(np.asarray(value), precision=4, threshold=16)
+
+
+def _num(value) -> str:
+    return f"{float(value):.6g}"
 
 
 # ---------------------------------------------------------------- meshes and the reference model
@@ -54,77 +271,58 @@ def grid_mesh(shape=(2, 4)):
 
 
 loss_fn = model.loss        # mean squared error of w * x + b: the reference model of notebook 04
-sgd_step = model.sgd_step   # one plain SGD step on one device: the reference every training answer must match
+sgd_step = model.sgd_step   # one plain SGD step on one device
 
 
-def weighted_total(w, x_row):
-    """The per-device function of the migration exercise (pmap form)."""
-    return jax.lax.psum(w * x_row, axis_name=DEVICES)
-
-
-_reference_step = jax.jit(sgd_step)
+def weighted_total(w, x_col):
+    """The per-device function of the migration exercise (pmap form: `in_axes=(None, 1)`)."""
+    return jax.lax.psum(w * x_col, axis_name=DEVICES)
 
 
 @functools.lru_cache(maxsize=None)
 def _weighted_total_pmap():
-    return jax.pmap(weighted_total, axis_name=DEVICES, in_axes=(None, 0), out_axes=None)
+    return jax.pmap(weighted_total, axis_name=DEVICES, in_axes=(None, 1), out_axes=None)
 
 
 # ---------------------------------------------------------------- running answers
-def _shard_map_rules(name: str, mesh=None):
+def _shard_map_rules(name: str, mesh=None, *, shard_map_allowed: bool = True):
     """This notebook's own translations (shard_map, meshes, specs); `checking.translate` does the rest."""
-    names = f" This mesh has the axes {tuple(mesh.axis_names)}." if mesh is not None else ""
+    axes = _say("mesh_axes", axes=tuple(mesh.axis_names)) if mesh is not None else ""
 
     def rule(err: BaseException) -> str | None:
         if type(err) is AssertionError and not str(err):
-            return (f"`{name}` stopped with an empty AssertionError from inside JAX. On this JAX that is "
-                    f"what a collective (`lax.psum`, `lax.pmean`, ...) inside `jax.shard_map` raises when "
-                    f"its axis name is not an axis of the mesh, e.g. a typo such as 'device'. Use the "
-                    f"course's constants (`DEVICES`, `DATA_SHARDS`, `MODEL_REPLICAS`, `DATA_PARALLEL`).{names}")
+            return _say("empty_assertion", name=name, axes=axes)
         axis = unbound_axis_name(err)
         if axis is not None:
-            return (f"`{name}` calls a collective over '{axis}' where no mesh axis of that name is bound "
-                    f"(JAX says: \"{str(err).splitlines()[0]}\"). Collectives work inside the function you give "
-                    f"`jax.shard_map`, over the axis names of its `mesh`: put the `lax.psum`/`lax.pmean` in "
-                    f"that per-device function, and use the course's constants for the names.{names}")
+            return _say("unbound", name=name, axis=axis, first=str(err).splitlines()[0], axes=axes)
         if isinstance(err, ValueError):
-            return _value_error_message(name, str(err), names)
+            return _value_error_message(name, str(err), axes, shard_map_allowed)
         return None
     return (rule,)
 
 
-def _explained(name: str, mesh=None):
+def _explained(name: str, mesh=None, *, shard_map_allowed: bool = True):
     """Run an answer; crashes become readable messages (`checking.explained` plus this notebook's rules)."""
-    return explained(name, rules=_shard_map_rules(name, mesh))
+    return explained(name, rules=_shard_map_rules(name, mesh, shard_map_allowed=shard_map_allowed))
 
 
-def _value_error_message(name: str, text: str, names: str) -> str | None:
+def _value_error_message(name: str, text: str, axes: str, shard_map_allowed: bool) -> str | None:
     """The message for a shard_map/mesh `ValueError` of `name`, or None for the core to translate."""
-    first = text.splitlines()[0] if text else "ValueError"
-    if "set_mesh" in text and "jit" in text:
-        return (f"`{name}` uses `jax.set_mesh`, which only works outside `jax.jit`, and the check "
-                f"runs your function under `jax.jit`. Place the inputs with "
-                f"`jax.device_put(x, NamedSharding(mesh, P(...)))` and pass `mesh=mesh` to "
-                f"`jax.shard_map` instead.")
+    first = (text.splitlines()[0] if text else "ValueError")[:300]
+    if "set_mesh" in text and "can only be used outside" in text:
+        return _say("set_mesh_in_jit" if shard_map_allowed else "set_mesh_in_jit_no_shard_map", name=name)
+    if "PartitionSpec when you are not under a mesh context" in text:
+        return _say("spec_without_mesh", name=name, first=first)
+    if "Length of device assignment" in text and "size of the mesh" in text:
+        return _say("mixed_devices", name=name, first=first)
     if "does not match the specs of the input" in text:
-        return (f"`{name}` failed with JAX's error \"{first[:300]}\". The mesh from "
-                f"`jax.make_mesh` has Explicit axes, so `shard_map` checks that each input already "
-                f"has the sharding your `in_specs` names. Place the inputs first, e.g. "
-                f"`jax.device_put(x, NamedSharding(mesh, P(...)))` with the same spec as in_specs.")
+        return _say("spec_mismatch", name=name, first=first)
     if "out_specs" in text and ("replicat" in text or "varying" in text):
-        return (f"`{name}` failed with JAX's error \"{first[:200]}\": an output's `out_specs` says "
-                f"it is the same on every device along some mesh axis, but the value still varies "
-                f"along that axis. Either a collective over that axis is missing (e.g. `lax.psum`), "
-                f"or that axis belongs in the output's `out_specs`.")
+        return _say("varying_output", name=name, first=first[:200])
     if "evenly divide" in text:
-        return (f"`{name}` failed with JAX's error \"{first[:300]}\": an array dimension cannot be cut "
-                f"into that many equal blocks. Split over the `mesh` argument the check passes (it has "
-                f"2, 4 or 8 devices), not over a mesh from another cell, and split only the dimension "
-                f"the exercise says.{names}")
+        return _say("not_divisible", name=name, first=first, axes=axes)
     if "out_specs" in text or "in_specs" in text:
-        return (f"`{name}` failed with JAX's error \"{first[:300]}\". Check that `in_specs` and "
-                f"`out_specs` name the mesh's axes for the array dimensions that are split, and "
-                f"`P()` for values that are the same on every device.")
+        return _say("specs", name=name, first=first)
     return None
 
 
@@ -134,13 +332,16 @@ def _jitted(fn: Callable, n_args: int):
     return jax.jit(fn, static_argnums=(n_args - 1,))
 
 
+def _compiled(fn: Callable, n_args: int):
+    try:
+        return _jitted(fn, n_args)
+    except TypeError:  # an unhashable callable: compile it without the cache
+        return jax.jit(fn, static_argnums=(n_args - 1,))
+
+
 def _call(fn: Callable, *args):
     """Run the answer `fn(*args, mesh)` compiled (the mesh is the last argument)."""
-    try:
-        compiled = _jitted(fn, len(args))
-    except TypeError:  # an unhashable callable: compile it without the cache
-        compiled = jax.jit(fn, static_argnums=(len(args) - 1,))
-    return compiled(*args)
+    return _compiled(fn, len(args))(*args)
 
 
 def _communication(fn: Callable, *args) -> set[tuple[str, tuple[str, ...]]]:
@@ -153,11 +354,16 @@ def _axes_of(found) -> list[str]:
 
 
 def _seen(found) -> str:
-    return ", ".join(f"{p} over {axes}" for p, axes in sorted(found)) or "no collective at all"
+    return ", ".join(_say("seen_item", primitive=p, axes=axes) for p, axes in sorted(found)) or _say("seen_nothing")
 
 
 def _f32(values) -> jax.Array:
     return jnp.asarray(values, jnp.float32)
+
+
+def _bound(fn: Callable, mesh):
+    """`fn(*args, mesh)` with the mesh fixed: the program a case exports (the mesh is not an input)."""
+    return lambda *args: fn(*args, mesh)
 
 
 # ---------------------------------------------------------------- 1. sharded_scaled_sum
@@ -166,11 +372,12 @@ def _f32(values) -> jax.Array:
 _SCALED_SUM_CASES = [(8, _f32(np.arange(16))), (4, _f32(np.arange(8) * 0.5 - 1.0)),
                      (2, _f32([1.0, -2.0, 3.0, 0.5, 4.0, 1.5]))]
 
+
 def _check_sharded_scaled_sum(fn: Callable) -> None:
     name = "sharded_scaled_sum"
     for k, x in _SCALED_SUM_CASES:
         mesh = line_mesh(k)
-        where = f"(mesh of {k} devices, x = {_fmt(x)})"
+        where = _say("where_line", k=k, what=_say("scaled_x", x=_fmt(x)))
         with _explained(name, mesh):
             out = _call(fn, x, mesh)
         expect_array(name, out, dtype=jnp.float32)
@@ -179,40 +386,29 @@ def _check_sharded_scaled_sum(fn: Callable) -> None:
         if tuple(out.shape) != ():
             hint = ""
             if tuple(out.shape) == (block,):
-                hint = (f" Shape ({block},) is one device's block: `lax.psum` adds the blocks of all "
-                        f"devices element by element. Sum each block with `jnp.sum` first, then psum "
-                        f"the per-device scalars.")
+                hint = _say("scaled_shape_block", block=block)
             elif tuple(out.shape) == (k,):
-                hint = (" One value per device: with `out_specs=P(DEVICES)` the devices' results are "
-                        "put side by side. After a psum every device holds the total: `out_specs=P()`.")
-            fail(f"`{name}` should return a scalar (shape ()), the total of 2 * x, but it returned "
-                 f"shape {tuple(out.shape)} {where}.{hint}")
+                hint = _say("scaled_shape_per_device")
+            fail(_say("scaled_shape", name=name, got=tuple(out.shape), where=where, hint=hint))
         got = float(np.asarray(out))
         if not same_values(got, want, 1e-4, dtype=float):
             first = 2.0 * float(np.sum(np.asarray(x, np.float64)[:block]))
             if same_values(got, want / 2, 1e-4, dtype=float):
-                hint = "That is the plain sum of x: multiply by 2.0."
+                hint = _say("scaled_plain_sum")
             elif same_values(got, first, 1e-4, dtype=float):
-                hint = ("That is only the first device's share (device 0's block). Add the shares of "
-                        "all devices with `lax.psum(..., DEVICES)` inside the shard_map.")
+                hint = _say("scaled_first_share")
             elif same_values(got, want / k, 1e-4, dtype=float):
-                hint = "That is the mean of the devices' shares (`lax.pmean`): use `lax.psum` for the total."
+                hint = _say("scaled_mean")
             else:
-                hint = "If you wrote a number by hand, compute it instead: the check uses several meshes."
-            fail(f"`{name}` returned {got:.6g} {where}, but the total of 2 * x is {want:.6g}. {hint}")
+                hint = _say("scaled_by_hand")
+            fail(_say("scaled_wrong", name=name, got=_num(got), where=where, want=_num(want), hint=hint))
     mesh = line_mesh(8)
     x = _f32(np.arange(16))
     with _explained(name):
         found = _communication(lambda v: fn(v, mesh), x)
     if not any(DEVICES in axes for _, axes in found):
-        fail(f"`{name}` returns the right total, but it performs {_seen(found)} over '{DEVICES}'. "
-             f"The point is the shard_map form: each device sums only its own block, and "
-             f"`lax.psum(..., DEVICES)` inside `jax.shard_map` adds the devices' shares.")
-
-
-def _bound(fn: Callable, mesh):
-    """`fn(*args, mesh)` with the mesh fixed: the program a case exports (the mesh is not an input)."""
-    return lambda *args: fn(*args, mesh)
+        fail(_say("no_communication", name=name, what=_say("total"), seen=_seen(found), axis=DEVICES,
+                  why=_say("scaled_why")))
 
 
 def _observe_sharded_scaled_sum(fn: Callable) -> dict:
@@ -259,7 +455,7 @@ def _check_replica_totals(fn: Callable) -> None:
         mesh = grid_mesh(shape)
         x = _placed(_f32(x_np), mesh, P(DATA_SHARDS, MODEL_REPLICAS))
         n_data, n_rep = shape
-        where = f"({n_data} x {n_rep} mesh, x of shape {x_np.shape})"
+        where = _say("replica_where", rows=n_data, cols=n_rep, shape=x_np.shape)
         with _explained(name, mesh):
             out = _call(fn, x, mesh)
         expect_array(name, out, dtype=jnp.float32)
@@ -268,41 +464,31 @@ def _check_replica_totals(fn: Callable) -> None:
         if got_shape != want.shape:
             rows, cols = x_np.shape
             if got_shape == (rows, cols):
-                hint = (" That is the shape of x: after the psum every device of a row holds the same "
-                        "totals, and `out_specs=P(DATA_SHARDS, MODEL_REPLICAS)` puts those copies side by "
-                        "side. Keep one copy: `out_specs=P(DATA_SHARDS, None)`.")
+                hint = _say("replica_shape_of_x")
             elif got_shape == (rows // n_data, cols // n_rep):
-                hint = (" That is one device's block: the rows are still split over DATA_SHARDS, so the "
-                        "result's out_specs must name DATA_SHARDS for dimension 0.")
+                hint = _say("replica_shape_block")
             elif got_shape == (rows // n_data, cols):
-                hint = (" That shape is what a sum over DATA_SHARDS gives. Reduce over MODEL_REPLICAS "
-                        "only.")
+                hint = _say("replica_shape_data_sum")
             else:
                 hint = ""
-            fail(f"`{name}` should return shape {want.shape} {where}: the rows stay split over "
-                 f"DATA_SHARDS, and the {n_rep} column blocks are added up. It returned shape "
-                 f"{got_shape}.{hint}")
+            fail(_say("replica_shape", name=name, want=want.shape, where=where, cols=n_rep, got=got_shape,
+                      hint=hint))
         got = np.asarray(out, np.float64)
         if not same_values(got, want, 1e-4, dtype=float):
             over_both = np.tile(want.reshape(n_data, -1, want.shape[1]).sum(axis=0), (n_data, 1))
-            if same_values(got, over_both, 1e-4, dtype=float):
-                hint = ("Those are the totals over the whole mesh: reduce over MODEL_REPLICAS only, "
-                        "so each data shard keeps its own rows.")
-            else:
-                hint = "Each device should add its block to the blocks of its row's other devices."
-            fail(f"`{name}` has the wrong values {where}: expected {_fmt(want)}, got {_fmt(got)}. {hint}")
+            hint = _say("replica_over_both" if same_values(got, over_both, 1e-4, dtype=float)
+                        else "replica_row_partners")
+            fail(_say("values", name=name, where=where, want=_fmt(want), got=_fmt(got), hint=hint))
     mesh = grid_mesh((2, 4))
     x = _placed(_f32(np.zeros((4, 8))), mesh, P(DATA_SHARDS, MODEL_REPLICAS))
     with _explained(name):
         found = _communication(lambda v: fn(v, mesh), x)
     axes = _axes_of(found)
     if MODEL_REPLICAS not in axes:
-        fail(f"`{name}` returns the right values, but it performs {_seen(found)} over "
-             f"'{MODEL_REPLICAS}'. Use `jax.shard_map` and let each device add its block to its row "
-             f"partners' with `lax.psum(..., MODEL_REPLICAS)`.")
+        fail(_say("no_communication", name=name, what=_say("values_word"), seen=_seen(found),
+                  axis=MODEL_REPLICAS, why=_say("replica_why")))
     if DATA_SHARDS in axes:
-        fail(f"`{name}` communicates over '{DATA_SHARDS}' too ({_seen(found)}), but the data shards "
-             f"never need each other's values here: reduce over MODEL_REPLICAS only.")
+        fail(_say("replica_extra_axis", name=name, axis=DATA_SHARDS, seen=_seen(found)))
 
 
 def _observe_replica_totals(fn: Callable) -> dict:
@@ -325,8 +511,8 @@ replica_totals = Exercise(
         "x arrives already placed with P(DATA_SHARDS, MODEL_REPLICAS): inside "
         "`jax.shard_map(..., in_specs=P(DATA_SHARDS, MODEL_REPLICAS))` each device sees one block.",
         "A `psum` over MODEL_REPLICAS adds the blocks of one row of the mesh. Afterwards the result "
-        "still differs between data shards, but no longer between replicas: by the `out_specs` rule, "
-        "only dimension 0 stays split, over DATA_SHARDS.",
+        "still differs between data shards, but no longer between replicas: the `out_specs` names "
+        "only the axis the result still varies over, DATA_SHARDS, for dimension 0.",
         "`x` is already placed, so no `device_put`; pass the `mesh` argument to `jax.shard_map`. "
         "Section 3's `psum_over` shows the same pattern for the other axis.",
     ],
@@ -334,112 +520,156 @@ replica_totals = Exercise(
 )
 
 
-# ---------------------------------------------------------------- 3./4. training steps
+# ---------------------------------------------------------------- 3./4. the weighted training steps
+def _padded_weights(k: int, per: int) -> np.ndarray:
+    """Device i holds `per - i` real examples (weight 1) and `i` padding examples (weight 0)."""
+    return np.concatenate([np.r_[np.ones(per - i), np.zeros(i)] for i in range(k)])
+
+
 def _visible_training_cases():
+    """(devices, params, batch): padding on 8 devices; whole-number weights on 4."""
     x = np.linspace(-1.0, 1.0, 64)
-    toy = ({"w": _f32(1.0), "b": _f32(0.0)}, {"x": _f32(x), "y": _f32(2.0 * x + 0.5)})
+    padded = ({"w": _f32(1.0), "b": _f32(0.0)},
+              {"x": _f32(x), "y": _f32(2.0 * x + 0.5), "weight": _f32(_padded_weights(8, 8))})
     r = np.random.RandomState(5)
     x4 = r.uniform(-2.0, 2.0, size=12)
-    other = ({"w": _f32(-0.5), "b": _f32(0.25)}, {"x": _f32(x4), "y": _f32(3.0 * x4 - 1.0)})
-    return [(8, *toy), (4, *other)]
+    counts = np.array([3, 1, 2, 1, 1, 3, 2, 2, 1, 3, 3, 1], float)
+    other = ({"w": _f32(-0.5), "b": _f32(0.25)},
+             {"x": _f32(x4), "y": _f32(3.0 * x4 - 1.0), "weight": _f32(counts)})
+    return [(8, *padded), (4, *other)]
+
+
+def _repeated(batch, weight) -> dict:
+    """The batch with each example repeated `weight` times (whole-number weights): the weighted loss
+    of `batch` is the plain loss of this batch, so the reference model gives the expected step."""
+    counts = np.asarray(weight).astype(int)
+    return {key: np.repeat(np.asarray(batch[key], float), counts) for key in ("x", "y")}
+
+
+def _floats(tree) -> dict:
+    return {key: float(np.asarray(tree[key])) for key in ("w", "b")}
 
 
 def _expect_params(name: str, out, where: str) -> None:
     if not isinstance(out, dict) or set(out) != {"w", "b"}:
-        kind = f"a dict with keys {sorted(out)}" if isinstance(out, dict) else f"a `{type(out).__name__}`"
-        fail(f"`{name}` should return the new parameters as a dict with keys 'w' and 'b' (like `params`), "
-             f"but it returned {kind} {where}. `jax.tree.map` over `params` and the gradients keeps the "
-             f"structure.")
+        kind = (_say("step_kind_dict", keys=sorted(map(str, out))) if isinstance(out, dict)
+                else _say("step_kind_type", type=type(out).__name__))
+        fail(_say("step_not_dict", name=name, kind=kind, where=where))
     for key in ("w", "b"):
         value = out[key]
         expect_array(f"{name}(...)['{key}']", value, dtype=jnp.float32)
         if tuple(value.shape) != ():
-            hint = (" One value per device: the new parameters are the same on every device, so their "
-                    "`out_specs` is `P()`." if value.ndim == 1 else "")
-            fail(f"`{name}(...)['{key}']` should be a scalar like `params['{key}']`, but it has shape "
-                 f"{tuple(value.shape)} {where}.{hint}")
+            hint = _say("step_per_device") if value.ndim == 1 else ""
+            fail(_say("step_not_scalar", name=name, key=key, shape=tuple(value.shape), where=where, hint=hint))
 
 
-def _check_update(name: str, fn: Callable, k: int, params, batch) -> None:
+def _diagnose_step(params: dict, batch, k: int, got: dict, ref: dict) -> str:
+    old = _floats(params)
+    weight = np.asarray(batch["weight"], float)
+
+    def same_step(other: dict, factor: float = 1.0) -> bool:
+        return all(same_values(got[key] - old[key], factor * (other[key] - old[key]), 1e-4, dtype=float)
+                   for key in old)
+
+    unweighted = model.sgd_step_np(old, {key: np.asarray(batch[key], float) for key in ("x", "y")})
+    blocks = [slice(i * len(weight) // k, (i + 1) * len(weight) // k) for i in range(k)]
+    local = [model.gradients_np(old, _repeated({key: np.asarray(batch[key])[s] for key in ("x", "y")},
+                                               weight[s])) for s in blocks]
+    equal = {key: old[key] - LEARNING_RATE * float(np.mean([g[key] for g in local])) for key in old}
+    if same_step(unweighted):
+        return _say("step_unweighted")
+    if same_step(equal):
+        return _say("step_devices_equal", totals=_fmt([weight[s].sum() for s in blocks]))
+    if same_step(ref, k):
+        return _say("step_k_times", k=k)
+    if all(same_values(got[key], old[key], 1e-4, dtype=float) for key in old):
+        return _say("step_unchanged")
+    if same_step(ref, 100.0):
+        return _say("step_100x")
+    if same_step(ref, -1.0):
+        return _say("step_ascent")
+    return _say("step_other")
+
+
+def _check_weighted_step(name: str, fn: Callable, k: int, params, batch, *, shard_map_allowed: bool) -> None:
     mesh = line_mesh(k, DATA_PARALLEL)
-    where = f"(mesh of {k} devices, {batch['x'].shape[0]} examples)"
-    with _explained(name, mesh):
+    weight = np.asarray(batch["weight"])
+    totals = [float(t) for t in weight.reshape(k, -1).sum(axis=1)]
+    where = _say("step_where", k=k, n=batch["x"].shape[0], weights=_fmt(totals))
+    with _explained(name, mesh, shard_map_allowed=shard_map_allowed):
         out = _call(fn, params, batch, mesh)
     _expect_params(name, out, where)
-    want = _reference_step(params, batch)
-    got = {key: float(np.asarray(out[key])) for key in ("w", "b")}
-    ref = {key: float(np.asarray(want[key])) for key in ("w", "b")}
+    got = _floats(out)
+    ref = model.sgd_step_np(_floats(params), _repeated(batch, weight))
     if all(same_values(got[key], ref[key], 1e-4, dtype=float) for key in ref):
         return
-    old = {key: float(np.asarray(params[key])) for key in ("w", "b")}
-    step = {key: got[key] - old[key] for key in ref}
-    ref_step = {key: ref[key] - old[key] for key in ref}
-    if all(same_values(step[key], k * ref_step[key], 1e-4, dtype=float) for key in ref):
-        hint = (f"Your update is {k} times too large: the gradients were summed over the {k} devices, not "
-                f"averaged. Either a `lax.psum` stands where `lax.pmean` belongs, or you met the "
-                f"shard_map trap: `params` enter with `in_specs=P()`, so `jax.grad` with respect to them "
-                f"already sums the devices' gradients, and the `pmean` after it changes nothing. "
-                f"Make the parameters per-device first (`lax.pcast(params, DATA_PARALLEL, to='varying')`), "
-                f"or differentiate the averaged loss `lax.pmean(loss_fn(p, batch), DATA_PARALLEL)`.")
-    elif all(same_values(got[key], old[key], 1e-4, dtype=float) for key in ref):
-        hint = "The parameters did not change: subtract LEARNING_RATE * gradient from each one."
-    elif all(same_values(step[key], ref_step[key] * 100.0, 1e-4, dtype=float) for key in ref):
-        hint = "The step is 100 times too large: the learning rate is 0.01."
-    elif all(same_values(step[key], -ref_step[key], 1e-4, dtype=float) for key in ref):
-        hint = "The step goes the wrong way: subtract the gradient, do not add it."
-    else:
-        hint = ("Compare with one plain SGD step on one device: "
-                "`jax.tree.map(lambda p, g: p - 0.01 * g, params, jax.grad(loss_fn)(params, batch))`.")
-    fail(f"`{name}` returned w = {got['w']:.6g}, b = {got['b']:.6g} {where}, but one SGD step on the "
-         f"whole batch gives w = {ref['w']:.6g}, b = {ref['b']:.6g}. {hint}")
+    fail(_say("step_wrong", name=name, got_w=_num(got["w"]), got_b=_num(got["b"]), where=where,
+              want_w=_num(ref["w"]), want_b=_num(ref["b"]), hint=_diagnose_step(params, batch, k, got, ref)))
+
+
+def _training_probe():
+    k, params, batch = _visible_training_cases()[0]
+    return line_mesh(k, DATA_PARALLEL), params, batch
 
 
 def _check_dp_train_step(fn: Callable) -> None:
     name = "dp_train_step"
     for k, params, batch in _visible_training_cases():
-        _check_update(name, fn, k, params, batch)
-    _, params, batch = _visible_training_cases()[0]
-    mesh = line_mesh(8, DATA_PARALLEL)
+        _check_weighted_step(name, fn, k, params, batch, shard_map_allowed=True)
+    mesh, params, batch = _training_probe()
     with _explained(name):
         found = _communication(lambda p, b: fn(p, b, mesh), params, batch)
+    moves = {(p, axes) for p, axes in found if p not in _REDUCTIONS}
+    if moves:
+        fail(_say("dp_gathers", name=name, seen=_seen(moves)))
     if DATA_PARALLEL not in _axes_of(found):
-        fail(f"`{name}` returns the right parameters, but it performs {_seen(found)} over "
-             f"'{DATA_PARALLEL}'. Here the averaging is yours to write: inside `jax.shard_map`, average "
-             f"the gradients with `lax.pmean(..., DATA_PARALLEL)`. (Exercise 4 is where the compiler "
-             f"does it for you.)")
+        fail(_say("no_communication", name=name, what=_say("parameters"), seen=_seen(found), axis=DATA_PARALLEL,
+                  why=_say("dp_why")))
 
 
-def _observe_training(fn: Callable, grade_id: str) -> dict:
+# (devices, examples) of the hidden training observations: the visible shapes, and 2 devices
+_OBSERVED_TRAINING = ((8, 64), (4, 12), (2, 10))
+# Every input of a weighted-step case is drawn from this: positive weights, so no total is 0.
+_TRAINING_DRAW = {"kind": "uniform", "low": 0.25, "high": 4.0}
+
+
+def _training_args(n: int):
+    params = {"w": spec((), jnp.float32), "b": spec((), jnp.float32)}
+    batch = {key: spec((n,), jnp.float32) for key in ("x", "y", "weight")}
+    return params, batch
+
+
+def _observe_training(fn: Callable, *, structure: bool) -> dict:
     """Exported programs of one step `fn(params, batch, mesh)` on 8, 4 and 2 devices (the grader draws
-    params and batch; the new params are compared with the reference step's)."""
-    del grade_id
-    cases = {}
-    for k, n in ((8, 64), (4, 12), (2, 10)):   # the visible checks' shapes, and 2 devices
-        params = {"w": spec((), jnp.float32), "b": spec((), jnp.float32)}
-        batch = {"x": spec((n,), jnp.float32), "y": spec((n,), jnp.float32)}
-        cases[f"k{k}_n{n}"] = Case(_bound(fn, line_mesh(k, DATA_PARALLEL)), params, batch)
+    params and batch; the new params are compared with the reference step's). With `structure`, one
+    more case grades only the communication: the reference's collectives and no other."""
+    cases = {f"k{k}_n{n}": Case(_bound(fn, line_mesh(k, DATA_PARALLEL)), *_training_args(n), draw=_TRAINING_DRAW)
+             for k, n in _OBSERVED_TRAINING}
+    if structure:
+        k, n = _OBSERVED_TRAINING[0]
+        cases["structure"] = Case(_bound(fn, line_mesh(k, DATA_PARALLEL)), *_training_args(n), draw=_TRAINING_DRAW,
+                                  values=False, only_collectives=True)
     return programs(cases)
 
 
-def _training_probe():
-    _, params, batch = _visible_training_cases()[0]
-    return line_mesh(8, DATA_PARALLEL), params, batch
-
-
 def _observe_dp_train_step(fn: Callable) -> dict:
-    return _observe_training(fn, "dp_train_step_update")
+    return _observe_training(fn, structure=True)
 
 
 dp_train_step = Exercise(
     "dp_train_step", _check_dp_train_step,
     hints=[
-        "Place `params` replicated (`P()`) and `batch` split over DATA_PARALLEL, then `jax.shard_map` a "
-        "per-device step with `in_specs=(P(), P(DATA_PARALLEL))` and `out_specs=P()`.",
-        "In the per-device step, mark the params as varying over DATA_PARALLEL with `lax.pcast` before "
-        "`jax.grad` (as `local_gradients` in section 4 does), then `pmean` the local gradients and call "
-        "`sgd_update`.",
-        "Without the `pcast`, `jax.grad` of the replicated params already sums over devices and your "
-        "step comes out k times too large: the check tells you when that happens.",
+        "Write the weighted loss of the whole batch as a fraction, sum(weight * error²) / sum(weight). "
+        "Which parts of that fraction can one device compute from its own examples alone, and how do "
+        "the devices then combine those parts?",
+        "Inside `jax.shard_map(..., in_specs=(P(), P(DATA_PARALLEL)), out_specs=P())`, each device adds "
+        "up `weight * error ** 2` over its examples, and its weights; a `lax.psum` over DATA_PARALLEL of "
+        "each gives the whole batch's numerator and denominator. `jax.grad` of their ratio is the "
+        "full-batch gradient on every device (that loss is the same everywhere, so Pitfall 4's factor "
+        "does not appear).",
+        "A `lax.pmean` of the devices' own weighted means would count a device with 1 real example as "
+        "much as one with 8. Place `params` with `P()` and the whole `batch` dict with "
+        "`P(DATA_PARALLEL)` first, and update with `sgd_update`.",
     ],
     observe=_observe_dp_train_step,
 )
@@ -447,64 +677,58 @@ dp_train_step = Exercise(
 
 def _hlo(fn: Callable, *args) -> str:
     """The compiled program (optimised HLO text) of `fn(*args, mesh)`."""
-    try:
-        compiled = _jitted(fn, len(args))
-    except TypeError:
-        compiled = jax.jit(fn, static_argnums=(len(args) - 1,))
-    return compiled.lower(*args).compile().as_text()
+    return _compiled(fn, len(args)).lower(*args).compile().as_text()
 
 
 def _check_jit_train_step(fn: Callable) -> None:
     name = "jit_train_step"
     for k, params, batch in _visible_training_cases():
-        _check_update(name, fn, k, params, batch)
+        _check_weighted_step(name, fn, k, params, batch, shard_map_allowed=False)
     mesh, params, batch = _training_probe()
-    with _explained(name):
+    with _explained(name, shard_map_allowed=False):
         found = _communication(lambda p, b: fn(p, b, mesh), params, batch)
     if found:
-        fail(f"`{name}` returns the right parameters, but it writes its own collectives ({_seen(found)}). "
-             f"In this exercise the compiler does the communication: no `shard_map` and no `lax.pmean`, "
-             f"just `jax.jit` of the one-device step applied to sharded arrays.")
-    with _explained(name):
+        fail(_say("jit_writes_collectives", name=name, seen=_seen(found)))
+    with _explained(name, shard_map_allowed=False):
         hlo = _hlo(fn, params, batch, mesh)
     if "all-reduce" not in hlo:
-        fail(f"`{name}` returns the right parameters, but its compiled program has no all-reduce: "
-             f"everything ran without communication, so the batch was not split over the mesh. Place it "
-             f"with `jax.device_put(batch, NamedSharding(mesh, P(DATA_PARALLEL)))` (and `params` with "
-             f"`P()`) before calling the jitted step.")
+        fail(_say("jit_no_all_reduce", name=name))
 
 
 def _observe_jit_train_step(fn: Callable) -> dict:
-    """Like `dp_train_step`'s; the reference program has no per-device (shard_map) region, so an answer
-    that writes one fails the signature, and its compiled all-reduce must be there."""
-    return _observe_training(fn, "jit_train_step_all_reduce")
+    """Like `dp_train_step`'s value cases; the reference program has no per-device (shard_map) region,
+    so an answer that writes one fails the signature, and its compiled all-reduce must be there."""
+    return _observe_training(fn, structure=False)
 
 
 jit_train_step = Exercise(
     "jit_train_step", _check_jit_train_step,
     hints=[
-        "No shard_map here: place the inputs on the mesh and call `jax.jit(sgd_step)` on them.",
+        "No shard_map here: write the weighted loss as an ordinary one-device function of the whole "
+        "batch, and build a step from it the way `sgd_step` is built from `loss_fn`.",
+        "The loss is `jnp.sum(batch['weight'] * error ** 2) / jnp.sum(batch['weight'])`; the step is "
+        "`sgd_update(params, jax.grad(that_loss)(params, batch))`, compiled with `jax.jit`.",
         "Place the inputs as section 4 places `params_r` and `batch_s`, but with a `NamedSharding` on the "
-        "`mesh` argument: `params` replicated, `batch` split over DATA_PARALLEL.",
-        "Write no `shard_map` and no `lax.pmean`: the compiler sees that the mean in the loss runs over a "
-        "split axis and inserts the all-reduce itself (section 5).",
+        "`mesh` argument. Write no collective: the compiler sees sums over a split dimension and inserts "
+        "the all-reduce itself (section 5).",
     ],
     observe=_observe_jit_train_step,
 )
 
 
 # ---------------------------------------------------------------- 5. weighted_total_shard_map
-# Visible inputs; the hidden observations use random values of the same shapes.
-_WEIGHTED_CASES = [(8, _f32([1.0, 0.5, -1.0]), _f32(np.arange(24).reshape(8, 3))),
-                   (4, _f32([2.0, -1.0]), _f32(np.arange(8).reshape(4, 2) / 4.0 - 1.0)),
-                   (2, _f32([0.5]), _f32([[3.0], [-1.0]]))]
+# Visible inputs (w of shape (d,), x of shape (d, k): pmap maps over axis 1); the hidden
+# observations use random values of the same shapes.
+_WEIGHTED_CASES = [(8, _f32([1.0, 0.5, -1.0]), _f32(np.arange(24).reshape(3, 8))),
+                   (4, _f32([2.0, -1.0]), _f32(np.arange(8).reshape(2, 4) / 4.0 - 1.0)),
+                   (2, _f32([0.5, 1.0, -2.0]), _f32([[3.0, -1.0], [0.5, 2.0], [1.0, 1.0]]))]
 
 
 def _check_weighted_total_shard_map(fn: Callable) -> None:
     name = "weighted_total_shard_map"
     for k, w, x in _WEIGHTED_CASES:
         mesh = line_mesh(k)
-        where = f"(mesh of {k} devices, w of shape {tuple(w.shape)}, x of shape {tuple(x.shape)})"
+        where = _say("migration_where", k=k, w_shape=tuple(w.shape), x_shape=tuple(x.shape))
         with _explained(name, mesh):
             out = _call(fn, w, x, mesh)
         expect_array(name, out, dtype=jnp.float32)
@@ -512,32 +736,27 @@ def _check_weighted_total_shard_map(fn: Callable) -> None:
         got_shape = tuple(out.shape)
         if got_shape != want.shape:
             d = want.shape[0]
-            if got_shape == (1, d):
-                hint = (" The extra leading 1 is the mapped axis: pmap removed it, so `weighted_total` saw "
-                        "rows of shape (d,); shard_map keeps it, so each device's block of x has shape "
-                        "(1, d). Take the row (`x_block[0]`) before calling `weighted_total`.")
-            elif got_shape == (k, d):
-                hint = (" One row per device: that is `out_axes=0`, i.e. `out_specs=P(DEVICES)`. "
-                        "`out_axes=None` translates to `out_specs=P()`.")
+            if got_shape in ((d, 1), (d, d)):
+                hint = _say("migration_block_axis")
+            elif got_shape in ((d, k), (k * d,), (k, d)):
+                hint = _say("migration_per_device")
             else:
                 hint = ""
-            fail(f"`{name}` should return what the pmap version returns, shape {want.shape} {where}, "
-                 f"but it returned shape {got_shape}.{hint}")
+            fail(_say("migration_shape", name=name, want=want.shape, where=where, got=got_shape, hint=hint))
         if not same_values(out, want, 1e-4, dtype=float):
             hint = ""
             if same_values(out, want / k, 1e-4, dtype=float):
-                hint = "That is the mean over devices: keep `weighted_total`'s `lax.psum`."
-            elif same_values(out, np.asarray(w, np.float64) * np.asarray(x, np.float64)[0], 1e-4, dtype=float):
-                hint = "That is only device 0's term: the psum over DEVICES is missing."
-            fail(f"`{name}` has the wrong values {where}: the pmap version gives {_fmt(want)}, yours "
-                 f"gives {_fmt(out)}. {hint}")
+                hint = _say("migration_mean")
+            elif same_values(out, np.asarray(w, np.float64) * np.asarray(x, np.float64)[:, 0], 1e-4, dtype=float):
+                hint = _say("migration_first")
+            fail(_say("migration_wrong", name=name, where=where, want=_fmt(want), got=_fmt(out), hint=hint))
     mesh = line_mesh(8)
-    w, x = _f32(np.ones(3)), _f32(np.ones((8, 3)))
+    w, x = _f32(np.ones(3)), _f32(np.ones((3, 8)))
     with _explained(name):
         found = _communication(lambda a, b: fn(a, b, mesh), w, x)
     if DEVICES not in _axes_of(found):
-        fail(f"`{name}` returns the right values, but it performs {_seen(found)} over '{DEVICES}'. "
-             f"Keep `weighted_total` (with its `lax.psum`) as the per-device function of `jax.shard_map`.")
+        fail(_say("no_communication", name=name, what=_say("values_word"), seen=_seen(found), axis=DEVICES,
+                  why=_say("migration_why")))
 
 
 def _observe_weighted_total_shard_map(fn: Callable) -> dict:
@@ -550,12 +769,13 @@ def _observe_weighted_total_shard_map(fn: Callable) -> dict:
 weighted_total_shard_map = Exercise(
     "weighted_total_shard_map", _check_weighted_total_shard_map,
     hints=[
-        "Translate the pmap arguments with the table: `in_axes=(None, 0)` -> `in_specs=(P(), P(DEVICES))`, "
-        "`out_axes=None` -> `out_specs=P()`, `axis_name=DEVICES` -> the mesh's axis DEVICES.",
-        "Place x with `NamedSharding(mesh, P(DEVICES))` (w can stay as it is: `P()` means whole on every "
-        "device). Each device's block of x has shape (1, d): pass its row `x_block[0]` to `weighted_total`.",
-        "The first translation in section 6 (`scaled` with `out_axes=None`) has the same shape: a small "
-        "wrapper that passes `block[0]` on, the specs from the table, and here the `mesh` argument.",
+        "This pmap splits x along axis 1, not axis 0, so the table's first rows do not apply word for "
+        "word. A PartitionSpec lists, dimension by dimension, the mesh axis that splits it: which spec "
+        "says 'dimension 0 whole, dimension 1 split over DEVICES'?",
+        "With `in_specs=(P(), P(None, DEVICES))` each device's block of x has shape (d, 1), where pmap "
+        "handed `weighted_total` a column of shape (d,): pass `x_block[:, 0]` on.",
+        "`out_axes=None` translates to `out_specs=P()`. On an Explicit mesh, place x with "
+        "`NamedSharding(mesh, P(None, DEVICES))` first (w can stay as it is), and use the `mesh` argument.",
     ],
     observe=_observe_weighted_total_shard_map,
 )
