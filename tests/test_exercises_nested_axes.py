@@ -1,4 +1,9 @@
-"""Notebook 03 (nested axes): every check proven both ways, and observe() stable under equivalent answers."""
+"""Notebook 03 (nested axes): every check proven both ways, and observe() stable under equivalent answers.
+
+For each exercise: RIGHT answers (the reference and other correct formulations) pass the visible check
+and observe like the reference; WRONG answers (the plausible mistakes, including the issue's checker
+gaps) fail with a specific message and do not observe like the reference.
+"""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -37,19 +42,22 @@ def test_grid_mesh_takes_plain_arrays_and_uses_the_grid_devices():
 
 
 # ---------------------------------------------------------------- grid_sums
+# Part 0: devices with the same data shard (a row: psum over MODEL_REPLICAS); part 1: the same model
+# shard (a column: psum over DATA_SHARDS); part 2: every device.
 def grid_sums_ref(x):
-    return lax.psum(x, D), lax.psum(x, M), lax.psum(x, (D, M))
+    return lax.psum(x, M), lax.psum(x, D), lax.psum(x, (D, M))
 
 
 GRID_SUMS_RIGHT = [
     grid_sums_ref,
-    lambda x: (lax.psum(x, D), lax.psum(x, M), lax.psum(lax.psum(x, M), D)),      # two nested psums
-    lambda x: (lax.psum(x, D), lax.psum(x, M), lax.psum(x, (M, D))),              # names in the other order
-    lambda x: [lax.pmean(x, D) * lax.axis_size(D), lax.pmean(x, M) * lax.axis_size(M),
+    lambda x: (lax.psum(x, M), lax.psum(x, D), lax.psum(lax.psum(x, M), D)),      # two nested psums
+    lambda x: (lax.psum(x, M), lax.psum(x, D), lax.psum(x, (M, D))),              # names in the other order
+    lambda x: [lax.pmean(x, M) * lax.axis_size(M), lax.pmean(x, D) * lax.axis_size(D),
                lax.psum(lax.psum(x, D), M)],                                       # a list, pmean * size
-    lambda x: (lax.all_gather(x, D).sum(axis=0), lax.all_gather(x, M).sum(axis=0),
+    lambda x: (lax.all_gather(x, M).sum(axis=0), lax.all_gather(x, D).sum(axis=0),
                lax.psum(x, ("data_shards", "model_replicas"))),
 ]
+
 
 def _grid_sums_nested_pmap(x):
     inner = jax.pmap(lambda v: lax.psum(v, "inner"), axis_name="inner")(jnp.stack([x, x]))[0]
@@ -57,30 +65,33 @@ def _grid_sums_nested_pmap(x):
 
 
 GRID_SUMS_WRONG = [
-    (lambda x: (lax.psum(x, M), lax.psum(x, D), lax.psum(x, (D, M))),
-     r"`grid_sums\(x\)\[0\]` should be the sum over 'data_shards' \(the devices in its column.*"
-     r"its values are the sum over 'model_replicas'"),
-    (lambda x: (lax.psum(x, D), lax.psum(x, D), lax.psum(x, (D, M))),
-     r"`grid_sums\(x\)\[1\]` should be the sum over 'model_replicas' \(the devices in its row.*"
-     r"its values are the sum over 'data_shards'"),
-    (lambda x: (lax.psum(x, D), lax.psum(x, M), lax.psum(x, M)),
-     r"`grid_sums\(x\)\[2\]` should be the sum over both axes.*its values are the sum over 'model_replicas'"),
-    (lambda x: (lax.pmean(x, D), lax.psum(x, M), lax.psum(x, (D, M))),
-     r"`grid_sums\(x\)\[0\]` should be the sum over 'data_shards'.*its values are the mean over 'data_shards'"),
-    (lambda x: (lax.psum(x, D), lax.psum(x, M), lax.pmean(x, (D, M))),
-     r"\[2\]` should be the sum over both axes.*its values are the mean over both axes"),
-    (lambda x: (x, x, x), r"\[0\]` should be the sum over 'data_shards'.*x itself \(nothing was reduced\)"),
-    (lambda x: (lax.psum(x, D), lax.psum(x, M), lax.pmean(x, (D, M)) * 8),       # hard-coded 8 devices
-     r"`grid_sums\(x\)\[2\]` has the wrong values on a 2 x 2 grid.*all devices of the grid"),
-    (lambda x: (lax.psum(x, "data"), lax.psum(x, M), lax.psum(x, (D, M))),
+    # the axes of the old exercise (part 0 over DATA_SHARDS): the plausible mix-up of "same data shard"
+    (lambda x: (lax.psum(x, D), lax.psum(x, M), lax.psum(x, (D, M))),
+     r"`grid_sums\(x\)\[0\]` should be the sum over the devices that hold the same data shard as this one, "
+     r"but on a 2 x 4 grid .* its values are the sum over 'data_shards', which combines the devices of this "
+     r"device's column.*same model shard and different data shards"),
+    (lambda x: (lax.psum(x, M), lax.psum(x, M), lax.psum(x, (D, M))),
+     r"`grid_sums\(x\)\[1\]` should be the sum over the devices that hold the same model shard.*"
+     r"its values are the sum over 'model_replicas', which combines the devices of this device's row"),
+    (lambda x: (lax.psum(x, M), lax.psum(x, D), lax.psum(x, M)),
+     r"`grid_sums\(x\)\[2\]` should be the sum over all devices.*its values are the sum over 'model_replicas'"),
+    (lambda x: (lax.pmean(x, M), lax.psum(x, D), lax.psum(x, (D, M))),
+     r"\[0\]` should be the sum over the devices that hold the same data shard.*the mean over 'model_replicas'.*"
+     r"A mean divides by the number of devices: this part asks for a sum"),
+    (lambda x: (lax.psum(x, M), lax.psum(x, D), lax.pmean(x, (D, M))),
+     r"\[2\]` should be the sum over all devices.*the mean over both axes.*A mean divides"),
+    (lambda x: (x, x, x), r"`grid_sums\(x\)\[0\]` should be the sum over .* it is x itself: nothing was reduced"),
+    (lambda x: (lax.psum(x, M), lax.psum(x, D), lax.pmean(x, (D, M)) * 8),        # hard-coded 8 devices
+     r"`grid_sums\(x\)\[2\]` has the wrong values on a 2 x 2 grid.*every device of the grid"),
+    (lambda x: (lax.psum(x, "data"), lax.psum(x, D), lax.psum(x, (D, M))),
      r"unbound axis name: data.*`DATA_SHARDS` \('data_shards'\) and `MODEL_REPLICAS`"),
     (lambda x: lax.psum(x, (D, M)),
-     r"should return a tuple of three arrays.*but it returns a single array "
-     r"\(all devices together: shape \(2, 4, 3\)\)"),
-    (lambda x: (lax.psum(x, D), lax.psum(x, M)), r"tuple of three arrays.*a tuple of length 2"),
-    (lambda x: (lax.psum(x, D), lax.psum(x, M), lax.psum(x, (D, M)).sum()),
+     r"should return a tuple of 3 arrays \(same data shard, same model shard, all devices\).*but it returns a "
+     r"single array \(all devices together: shape \(2, 4, 3\)\)"),
+    (lambda x: (lax.psum(x, M), lax.psum(x, D)), r"tuple of 3 arrays.*a tuple of length 2"),
+    (lambda x: (lax.psum(x, M), lax.psum(x, D), lax.psum(x, (D, M)).sum()),
      r"On each device, `grid_sums\(x\)\[2\]` should have shape \(3,\), but it has shape \(\)"),
-    (lambda x: (lax.psum(x, D).astype(jnp.float16), lax.psum(x, M), lax.psum(x, (D, M))),
+    (lambda x: (lax.psum(x, M).astype(jnp.float16), lax.psum(x, D), lax.psum(x, (D, M))),
      r"`grid_sums\(x\)\[0\]` should have dtype float32, but it has dtype float16"),
     (_grid_sums_nested_pmap, r"failed on a 2 x 4 grid.*context mesh.*Nested `jax.pmap` does not work"),
     (_not_written, r"`grid_sums` is not written yet"),
@@ -101,7 +112,7 @@ def test_grid_sums_observe_is_stable_and_discriminating():
     reference = q.grid_sums.observe(grid_sums_ref)
     got = derived(reference)      # the grader runs it on a real 2-D grid of devices: both axes communicate
     assert got["axes"] == sorted([D, M])
-    assert {"2x4_3[0]", "2x4_scalar[2]", "2x2_2x3[1]", "1x4_5[2]"} <= set(got)
+    assert {"2x4_3[0]", "2x4_scalar[2]", "4x2_2[1]", "2x2_2x3[1]", "1x4_5[2]"} <= set(got)
     assert got["2x2_2x3[1]"].shape == (2, 2, 2, 3)
     again = q.grid_sums.observe(grid_sums_ref)
     assert observations_match(reference, again)
@@ -111,67 +122,84 @@ def test_grid_sums_observe_is_stable_and_discriminating():
         assert not observations_match(reference, q.grid_sums.observe(answer))
 
 
-# ---------------------------------------------------------------- device_coordinates
-def device_coordinates_ref(x):
-    row, column = lax.axis_index(D), lax.axis_index(M)
-    return row, column, row * lax.axis_size(M) + column
+# ---------------------------------------------------------------- device_numbers
+def device_numbers_ref(x):
+    return lax.axis_index((D, M)), lax.axis_index((M, D))
 
 
-def _coordinates(flat):
-    return lambda x: (lax.axis_index(D), lax.axis_index(M), flat(lax.axis_index(D), lax.axis_index(M)))
+def _numbers(row_major, column_major):
+    def device_numbers(x):
+        i, j = lax.axis_index(D), lax.axis_index(M)
+        return row_major(i, j), column_major(i, j)
+    return device_numbers
 
 
-DEVICE_COORDINATES_RIGHT = [
-    device_coordinates_ref,
-    _coordinates(lambda i, j: i * lax.psum(1, M) + j),
-    lambda x: [lax.axis_index(D).astype(jnp.int32), lax.axis_index(M),
-               lax.axis_index((D, M))],                                     # axis_index over both names
+DEVICE_NUMBERS_RIGHT = [
+    device_numbers_ref,
+    _numbers(lambda i, j: i * lax.axis_size(M) + j, lambda i, j: j * lax.axis_size(D) + i),   # arithmetic
+    _numbers(lambda i, j: i * lax.psum(1, M) + j, lambda i, j: j * lax.psum(1, D) + i),       # psum(1) sizes
+    lambda x: [lax.axis_index((D, M)).astype(jnp.int32),
+               lax.axis_index(D) + lax.axis_index(M) * lax.axis_size(D)],                    # a list, mixed
 ]
 
-DEVICE_COORDINATES_WRONG = [
-    (lambda x: (lax.axis_index(M), lax.axis_index(D), lax.axis_index(M) + lax.axis_index(D) * lax.axis_size(M)),
-     r"`device_coordinates\(x\)\[0\]` has the wrong values.*Part 0 is the row.*position along "
-     r"'model_replicas' \(the column\) instead"),
-    (lambda x: (lax.axis_index(D), lax.axis_index(D), lax.axis_index(D) * lax.axis_size(M) + lax.axis_index(M)),
-     r"\[1\]` has the wrong values.*Part 1 is the column.*position along 'data_shards' \(the row\) instead"),
-    (_coordinates(lambda i, j: j * lax.axis_size(D) + i),
-     r"\[2\]` has the wrong values.*Part 2 is the flat index.*counts column by column"),
-    (_coordinates(lambda i, j: i * 4 + j),
-     r"\[2\]` has the wrong values on a 2 x 2 grid.*`lax.axis_size\(MODEL_REPLICAS\)` instead of a "
-     r"hard-coded 4"),
-    (_coordinates(lambda i, j: i * lax.axis_size(D) + j), r"multiplies the row by the size of DATA_SHARDS"),
-    (lambda x: (lax.axis_index(D), lax.axis_index(M), jnp.float32(0.0) + lax.axis_index(D) * 4),
-     r"`device_coordinates\(x\)\[2\]` should have dtype int32, but it has dtype float32"),
-    (lambda x: (jnp.atleast_1d(lax.axis_index(D)), lax.axis_index(M), lax.axis_index(M)),
-     r"On each device, `device_coordinates\(x\)\[0\]` should have shape \(\), but it has shape \(1,\)"),
-    (lambda x: lax.axis_index(D),
-     r"should return a tuple of three int32 scalars.*a single array \(all devices together: shape \(2, 4\)\)"),
-    (lambda x: (lax.axis_index("rows"), lax.axis_index(M), 0), r"unbound axis name: rows"),
-    (_not_written, r"`device_coordinates` is not written yet"),
+DEVICE_NUMBERS_WRONG = [
+    (lambda x: (lax.axis_index((M, D)), lax.axis_index((D, M))),
+     r"`device_numbers\(x\)\[0\]` has the wrong values on a 2 x 4 grid.*Part 0 is the row-major number.*"
+     r"These are the numbers of the other order: the column-major ones"),
+    (_numbers(lambda i, j: i * 4 + j, lambda i, j: j * 2 + i),
+     r"\[0\]` has the wrong values on a 4 x 2 grid.*right on a 2 x 4 grid only.*ask the named axes"),
+    (_numbers(lambda i, j: i * lax.axis_size(D) + j, lambda i, j: j * lax.axis_size(D) + i),
+     r"\[0\]` has the wrong values on a 2 x 4 grid.*multiply by the length of the wrong axis: in the row-major "
+     r"order, a whole row comes before.*as long as 'model_replicas'"),
+    (_numbers(lambda i, j: i * lax.axis_size(M) + j, lambda i, j: j * lax.axis_size(M) + i),
+     r"\[1\]` has the wrong values.*Part 1 is the column-major number.*in the column-major order, a whole "
+     r"column.*as long as 'data_shards'"),
+    (_numbers(lambda i, j: i * lax.axis_size(M) + j, lambda i, j: j * 2 + i),
+     r"\[1\]` has the wrong values on a 4 x 2 grid.*right on a 2 x 4 grid only"),
+    (_numbers(lambda i, j: i, lambda i, j: j * lax.axis_size(D) + i),
+     r"\[0\]` has the wrong values.*the position along 'data_shards' only"),
+    (lambda x: (lax.axis_index((D, M)), jnp.float32(0.0) + lax.axis_index((M, D))),
+     r"`device_numbers\(x\)\[1\]` should have dtype int32, but it has dtype float32"),
+    (lambda x: (jnp.atleast_1d(lax.axis_index((D, M))), lax.axis_index((M, D))),
+     r"On each device, `device_numbers\(x\)\[0\]` should have shape \(\), but it has shape \(1,\)"),
+    (lambda x: lax.axis_index((D, M)),
+     r"should return a tuple of 2 int32 scalars.*a single array \(all devices together: shape \(2, 4\)\)"),
+    (lambda x: (lax.axis_index("rows"), lax.axis_index(M)), r"unbound axis name: rows"),
+    (_not_written, r"`device_numbers` is not written yet"),
 ]
 
 
-@pytest.mark.parametrize("answer", DEVICE_COORDINATES_RIGHT)
-def test_device_coordinates_accepts_equivalent_answers(answer):
-    assert_check_passes(q.device_coordinates.check, answer)
+@pytest.mark.parametrize("answer", DEVICE_NUMBERS_RIGHT)
+def test_device_numbers_accepts_equivalent_answers(answer):
+    assert_check_passes(q.device_numbers.check, answer)
 
 
-@pytest.mark.parametrize("answer, message", DEVICE_COORDINATES_WRONG)
-def test_device_coordinates_rejects_wrong_answers(answer, message):
-    assert_check_fails(q.device_coordinates.check, answer, match=message)
+@pytest.mark.parametrize("answer, message", DEVICE_NUMBERS_WRONG)
+def test_device_numbers_rejects_wrong_answers(answer, message):
+    assert_check_fails(q.device_numbers.check, answer, match=message)
 
 
-def test_device_coordinates_observe_is_stable_and_discriminating():
-    reference = q.device_coordinates.observe(device_coordinates_ref)
+def test_device_numbers_observe_is_stable_and_discriminating():
+    reference = q.device_numbers.observe(device_numbers_ref)
     got = derived(reference)
     assert got["axes"] == []      # axis_index / axis_size move no data: not communication
-    np.testing.assert_array_equal(got["2x4_scalar[2]"], np.arange(8).reshape(2, 4))
-    np.testing.assert_array_equal(got["2x2_3[2]"], np.arange(4).reshape(2, 2))
-    np.testing.assert_array_equal(got["2x1_2[2]"], [[0], [1]])
-    for answer in DEVICE_COORDINATES_RIGHT[1:]:
-        assert observations_match(reference, q.device_coordinates.observe(answer))
-    for answer, _ in DEVICE_COORDINATES_WRONG[:5]:
-        assert not observations_match(reference, q.device_coordinates.observe(answer))
+    np.testing.assert_array_equal(got["2x4_scalar[0]"], np.arange(8).reshape(2, 4))
+    np.testing.assert_array_equal(got["2x4_scalar[1]"], np.arange(8).reshape(4, 2).T)
+    np.testing.assert_array_equal(got["4x2_scalar[0]"], np.arange(8).reshape(4, 2))
+    np.testing.assert_array_equal(got["2x1_2[1]"], [[0], [1]])
+    for answer in DEVICE_NUMBERS_RIGHT[1:]:
+        assert observations_match(reference, q.device_numbers.observe(answer))
+    for answer, _ in DEVICE_NUMBERS_WRONG[:6]:
+        assert not observations_match(reference, q.device_numbers.observe(answer))
+
+
+def test_device_numbers_accepts_numbers_found_without_axis_index():
+    """An unusual but right answer: find this device's row and column among the gathered inputs."""
+    def by_gathering(x):
+        row = jnp.argmax(lax.all_gather(x, D) == x).astype(jnp.int32)
+        column = jnp.argmax(lax.all_gather(x, M) == x).astype(jnp.int32)
+        return row * lax.axis_size(M) + column, column * lax.axis_size(D) + row
+    assert_check_passes(q.device_numbers.check, by_gathering)
 
 
 # ---------------------------------------------------------------- row_normalize
@@ -209,9 +237,22 @@ ROW_NORMALIZE_WRONG = [
     (_shard_mapped(lambda b: b / lax.psum(b, D)),
      r"wrong values.*divides by the sum over 'data_shards' \(down each column"),
     (_shard_mapped(lambda b: b / jnp.sum(b, axis=1, keepdims=True)),
-     r"wrong values.*each device's own part of the row.*across 'model_replicas' with `lax.psum`"),
+     r"wrong values.*each device's own part of the row: those partial sums still have to be added up across "
+     r"'model_replicas'"),
     (_shard_mapped(lambda b: b / lax.psum(b, M)), r"sums over 'model_replicas' element by element"),
     (_shard_mapped(lambda b: b / lax.psum(jnp.sum(b), (D, M))), r"divides by the sum over both axes"),
+    # the issue's checker gaps: a psum over the wrong axis, and pmean for psum (each once per axis)
+    (_shard_mapped(lambda b: b / lax.psum(jnp.sum(b, axis=1, keepdims=True), D)),
+     r"wrong values on a mesh of a 2 x 4 grid.*adds up the partial row sums over 'data_shards': the devices of a "
+     r"column, which hold other rows of x.*combine over that axis"),
+    (_shard_mapped(lambda b: b / lax.pmean(jnp.sum(b, axis=1, keepdims=True), M)),
+     r"averages the partial row sums with `lax.pmean` over 'model_replicas': that is the row's sum divided by "
+     r"the 4 devices of a row, so every entry comes out 4 times too large"),
+    (_shard_mapped(lambda b: b / lax.pmean(jnp.sum(b, axis=1, keepdims=True), D)),
+     r"averages the partial row sums over 'data_shards' \(the devices of a column, which hold other rows of x\), "
+     r"and a mean, not a sum"),
+    (_shard_mapped(lambda b: b / lax.pmean(jnp.sum(b, axis=1, keepdims=True), (D, M))),
+     r"averages the partial row sums over both axes"),
     (lambda x, mesh: x / x.sum(axis=1, keepdims=True),
      r"should add up partial row sums across 'model_replicas'.*performs no collective at all"),
     (_row_normalize_own_explicit_mesh,
@@ -222,7 +263,7 @@ ROW_NORMALIZE_WRONG = [
      r"`row_normalize` failed on a mesh.*ValueError: shard_map"),
     (_shard_mapped(lambda b: (b / lax.psum(jnp.sum(b, axis=1, keepdims=True), M)).astype(jnp.float16)),
      r"should have dtype float32, but it has dtype float16"),
-    (lambda x, mesh: row_normalize_ref(x, mesh)[:, :4], r"should return an array of x's shape \(2, 12\)"),
+    (lambda x, mesh: row_normalize_ref(x, mesh)[:, :4], r"should return an array of shape \(2, 12\), but it returns shape \(2, 4\)"),
     (_not_written, r"`row_normalize` is not written yet"),
 ]
 
@@ -241,20 +282,153 @@ def test_row_normalize_observe_is_stable_and_discriminating():
     reference = q.row_normalize.observe(row_normalize_ref)
     got = derived(reference)
     assert got["axes"] == [M] and got["communication"] == [f"psum over '{M}'"]
-    assert {"2x4_k3", "2x2_k2", "1x4_k1"} <= set(got)
+    assert {"2x4_k3", "4x2_k2", "2x2_k2", "1x4_k1"} <= set(got)
     np.testing.assert_allclose(np.asarray(got["1x4_k1"]).sum(axis=1), [1.0], rtol=1e-5)
     for answer in ROW_NORMALIZE_RIGHT[1:]:
         assert observations_match(reference, q.row_normalize.observe(answer))
-    wrong_axis, no_collective = ROW_NORMALIZE_WRONG[0][0], ROW_NORMALIZE_WRONG[4][0]
+    wrong_axis, no_collective = ROW_NORMALIZE_WRONG[0][0], ROW_NORMALIZE_WRONG[8][0]
     assert not observations_match(reference, q.row_normalize.observe(wrong_axis))
+    for answer, _ in ROW_NORMALIZE_WRONG[4:8]:       # the checker-gap answers score 0 as well
+        assert not observations_match(reference, q.row_normalize.observe(answer))
     # Right values without shard_map: a one-device, global-view program, with no psum.
     assert not observations_match(reference, q.row_normalize.observe(no_collective))
 
 
-def test_device_coordinates_accepts_coordinates_found_without_axis_index():
-    """An unusual but right answer: find this device's row and column among the gathered inputs."""
-    def by_gathering(x):
-        row = jnp.argmax(lax.all_gather(x, D) == x).astype(jnp.int32)
-        column = jnp.argmax(lax.all_gather(x, M) == x).astype(jnp.int32)
-        return row, column, row * lax.axis_size(M) + column
-    assert_check_passes(q.device_coordinates.check, by_gathering)
+# ---------------------------------------------------------------- tp_dp_step
+LR = q.LEARNING_RATE
+
+
+def _tp(body, w_spec=P(M), check_vma=True):
+    def tp_dp_step(w, batch, mesh):
+        return jax.shard_map(body, mesh=mesh, in_specs=(w_spec, P(D, M), P(D)), out_specs=P(M),
+                             check_vma=check_vma)(w, batch["x"], batch["y"])
+    return tp_dp_step
+
+
+def _grad(xb, pred, yb):
+    return 2.0 * xb.T @ (pred - yb) / xb.shape[0]
+
+
+def _tp_ref_body(wb, xb, yb):
+    prediction = lax.psum(xb @ wb, M)
+    return wb - LR * lax.pmean(_grad(xb, prediction, yb), D)
+
+
+tp_dp_step_ref = _tp(_tp_ref_body)
+
+
+def _tp_grad_of_mean_loss(wb, xb, yb):
+    """jax.grad of the loss averaged over the data shards (notebook 05's shard_map recipe)."""
+    loss = lambda v: lax.pmean(jnp.mean((lax.psum(xb @ v, M) - yb) ** 2), D)  # noqa: E731
+    return wb - LR * jax.grad(loss)(wb)
+
+
+def _tp_grad_then_pmean(wb, xb, yb):
+    """Notebook 04's order (local gradients, then pmean) under check_vma: jax.grad already summed them."""
+    loss = lambda v: jnp.mean((lax.psum(xb @ v, M) - yb) ** 2)  # noqa: E731
+    return wb - LR * lax.pmean(jax.grad(loss)(wb), D)
+
+
+def _tp_placed_and_jitted(w, batch, mesh):
+    from jax.sharding import NamedSharding
+    w = jax.device_put(w, NamedSharding(mesh, P(M)))
+    batch = {"x": jax.device_put(batch["x"], NamedSharding(mesh, P(D, M))),
+             "y": jax.device_put(batch["y"], NamedSharding(mesh, P(D)))}
+    return jax.jit(tp_dp_step_ref, static_argnums=2)(w, batch, mesh)
+
+
+def _tp_one_device(w, batch, mesh):
+    loss = lambda v: jnp.mean((batch["x"] @ v - batch["y"]) ** 2)  # noqa: E731
+    return w - LR * jax.grad(loss)(w)
+
+
+def _tp_gather_everything(w, batch, mesh):
+    """Right values, no tensor parallelism: every device gathers all of w and its examples' features."""
+    def body(wb, xb, yb):
+        w_all, x_all = lax.all_gather(wb, M, tiled=True), lax.all_gather(xb, M, axis=1, tiled=True)
+        g = lax.pmean(_grad(x_all, x_all @ w_all, yb), D)
+        k = wb.shape[0]
+        return wb - LR * lax.dynamic_slice_in_dim(g, lax.axis_index(M) * k, k)
+    return _tp(body)(w, batch, mesh)
+
+
+TP_DP_STEP_RIGHT = [
+    tp_dp_step_ref,
+    _tp(_tp_grad_of_mean_loss),
+    _tp(lambda wb, xb, yb: wb - LR * lax.psum(_grad(xb, lax.psum(xb @ wb, M), yb), D) / lax.axis_size(D)),
+    _tp(lambda wb, xb, yb: wb - lax.pmean(LR * _grad(xb, lax.psum(xb @ wb, M), yb), D)),
+    _tp_placed_and_jitted,
+]
+
+TP_DP_STEP_WRONG = [
+    (_tp(_tp_grad_then_pmean),
+     r"on a mesh of a 2 x 4 grid.*Your step is 2 times too large, 2 being the number of data shards: the "
+     r"gradients of the data shards were added, not averaged.*`jax.grad`"),
+    (_tp(lambda wb, xb, yb: wb - LR * lax.psum(_grad(xb, lax.psum(xb @ wb, M), yb), D)),
+     r"Your step is 2 times too large, 2 being the number of data shards"),
+    (_tp(_tp_grad_then_pmean, check_vma=False),
+     r"Your step is 4 times too large, 4 being the number of model shards.*check_vma=False"),
+    (_tp(lambda wb, xb, yb: wb - LR * _grad(xb, lax.psum(xb @ wb, M), yb)),
+     r"the new w you return still differs from one data shard to the next.*combine the data shards' gradients"),
+    (_tp(lambda wb, xb, yb: wb - LR * _grad(xb, lax.psum(xb @ wb, M), yb), check_vma=False),
+     r"a step on the first data shard's examples only"),
+    (_tp(lambda wb, xb, yb: wb - LR * lax.pmean(_grad(xb, xb @ wb, yb), D)),
+     r"Each device predicted with its own partial product only"),
+    (_tp(lambda wb, xb, yb: wb - LR * lax.pmean(_grad(xb, lax.psum(xb @ wb, M), yb), (D, M))),
+     r"averaged over the model axis as well: that mixes the gradients of different model shards"),
+    (_tp(lambda wb, xb, yb: wb - LR * lax.psum(_grad(xb, lax.psum(xb @ wb, M), yb), D) / 2),   # hard-coded 2
+     r"on a mesh of a 4 x 2 grid.*It is right on a 2 x 4 grid .* but not on this mesh"),
+    (_tp(lambda wb, xb, yb: wb + LR * lax.pmean(_grad(xb, lax.psum(xb @ wb, M), yb), D)),
+     r"The step goes the wrong way"),
+    (_tp(lambda wb, xb, yb: wb + 0.0 * lax.pmean(_grad(xb, lax.psum(xb @ wb, M), yb), D)), r"w did not change"),
+    (_tp(_tp_ref_body, w_spec=P()),
+     r"dot_general requires contracting dimensions.*its part of w of shape \(2,\). Multiply those two blocks"),
+    (_tp_one_device,
+     r"returns the right values, but over 'model_replicas' it performs no collective at all.*no device ever "
+     r"holds all of w"),
+    (_tp_gather_everything, r"over 'model_replicas' it performs all_gather over \('model_replicas',\)"),
+    (lambda w, batch, mesh: tp_dp_step_ref(w, batch, mesh).reshape(2, 4),
+     r"should return an array of shape \(8,\), but it returns shape \(2, 4\)"),
+    (lambda w, batch, mesh: tp_dp_step_ref(w, batch, mesh).astype(jnp.float16),
+     r"should have dtype float32, but it has dtype float16"),
+    (_not_written, r"`tp_dp_step` is not written yet"),
+]
+
+
+@pytest.mark.parametrize("answer", TP_DP_STEP_RIGHT)
+def test_tp_dp_step_accepts_equivalent_answers(answer):
+    assert_check_passes(q.tp_dp_step.check, answer)
+
+
+@pytest.mark.parametrize("answer, message", TP_DP_STEP_WRONG)
+def test_tp_dp_step_rejects_wrong_answers(answer, message):
+    assert_check_fails(q.tp_dp_step.check, answer, match=message)
+
+
+def test_tp_dp_step_reference_is_the_one_device_step():
+    w = jnp.linspace(-1.0, 1.0, q.FEATURES)
+    x = jax.random.normal(jax.random.key(3), (q.EXAMPLES, q.FEATURES))
+    batch = {"x": x, "y": x @ jnp.arange(q.FEATURES, dtype=jnp.float32)}
+    for shape in ((2, 4), (4, 2), (2, 2), (1, 8), (8, 1)):
+        np.testing.assert_allclose(tp_dp_step_ref(w, batch, q.grid_mesh(shape)), q.tp_dp_step_np(w, batch),
+                                   rtol=1e-5, atol=1e-6)
+
+
+def test_tp_dp_step_observe_is_stable_and_discriminating():
+    reference = q.tp_dp_step.observe(tp_dp_step_ref)
+    got = derived(reference)
+    assert got["axes"] == sorted([D, M])
+    assert {"2x4", "4x2", "2x2"} <= set(got)
+    np.testing.assert_allclose(got["4x2"].shape, (q.FEATURES,))
+    assert observations_match(reference, q.tp_dp_step.observe(tp_dp_step_ref))
+    for answer in TP_DP_STEP_RIGHT[1:]:
+        assert observations_match(reference, q.tp_dp_step.observe(answer))
+    for answer, _ in TP_DP_STEP_WRONG[:10]:
+        if answer is TP_DP_STEP_WRONG[3][0]:         # unaveraged under check_vma: fails to trace, records nothing
+            with pytest.raises(ValueError, match="out_specs"):
+                q.tp_dp_step.observe(answer)
+            continue
+        assert not observations_match(reference, q.tp_dp_step.observe(answer))
+    # right values without tensor parallelism: the structure case wants the reference's psums
+    assert not observations_match(reference, q.tp_dp_step.observe(_tp_gather_everything))
+    assert not observations_match(reference, q.tp_dp_step.observe(_tp_one_device))

@@ -1,14 +1,37 @@
 """Exercises of notebook 03 (nested axes): checks, hints and observations.
 
 Two named axes share the 8 devices as a 2 x 4 grid: `DATA_SHARDS` (outer,
-rows) and `MODEL_REPLICAS` (inner, columns). `grid_sums` and
-`device_coordinates` are *per-device* functions, run in the pmap-over-vmap
-form `jax.pmap(jax.vmap(fn, axis_name=MODEL_REPLICAS), axis_name=DATA_SHARDS)`
-on inputs of shape (rows, columns, ...). `row_normalize(x, mesh)` is a
-global function that uses `jax.shard_map` over a 2-D mesh.
+rows) and `MODEL_REPLICAS` (inner, columns). In the notebook's data-parallel x
+tensor-parallel step, device (i, j) holds data shard i and model shard j: the
+devices of a row share their data and hold *different* shards of the weights,
+the devices of a column hold *copies* (replicas) of the same weight shard and
+different data. The constant keeps the seed's name `model_replicas`; the
+notebook says what it means.
 
-Checks go type -> shape/dtype -> value -> structure, and when a value is
-wrong they say which reduction (over which axis) it matches instead.
+- `grid_sums` and `device_numbers` are *per-device* functions, checked in the
+  pmap-over-vmap form `jax.pmap(jax.vmap(fn, axis_name=MODEL_REPLICAS),
+  axis_name=DATA_SHARDS)` on inputs of shape (rows, columns, ...), and graded
+  with the same function run once per device of real grids (`shard_map`).
+- `row_normalize(x, mesh)` and `tp_dp_step(w, batch, mesh)` are global
+  functions that use `jax.shard_map` over a 2-D mesh (Auto axis types, so plain
+  arrays go in). Their checks and observations run on several mesh shapes
+  (2 x 4 and 4 x 2 at least), so a hard-coded device count cannot pass.
+
+Checks go type -> shape/dtype -> value -> structure, and when a value is wrong
+they say which plausible mistake (a reduction over the other axis, a `pmean`
+for a `psum`, an unaveraged or over-counted gradient) it matches.
+
+Grading contract (`namedaxes.grading.programs`): `observe` records no values;
+it exports each graded program on abstract inputs and the grader draws the
+inputs, runs the programs and compares them with the reference's; the
+communication is read from the compiled program. `tp_dp_step` adds a
+`values=False` case so that its psums (partial products over MODEL_REPLICAS,
+gradients over DATA_SHARDS) cannot be swapped for gathering the whole model.
+
+Student-facing strings: every message of this module's checks is a template
+in the `TEXT` table below; each exercise's hints are full sentences in its
+`Exercise(...)` call. The logic only fills in fields, so a translation touches
+no logic; the shared core (`namedaxes.checking`) words the rest.
 """
 from __future__ import annotations
 
@@ -16,18 +39,181 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import AxisType
+from jax.sharding import PartitionSpec as P
 
 from namedaxes import DATA_SHARDS, GRID_AXES, GRID_SHAPE, MODEL_REPLICAS
-from namedaxes.checking import (CheckFailed, Exercise, collectives, expect_close, expect_collective,
-                                explained, progress_of, same_values)
+from namedaxes.checking import (Exercise, collectives, expect_collective, explained, fail, progress_of,
+                                same_values)
 from namedaxes.grading import Case, programs, rng, spec
+from namedaxes.model import LEARNING_RATE
 
-__all__ = ["grid_sums", "device_coordinates", "row_normalize", "grid_map", "grid_mesh", "progress"]
+__all__ = ["grid_sums", "device_numbers", "row_normalize", "tp_dp_step", "grid_map", "grid_mesh",
+           "tp_dp_step_np", "LEARNING_RATE", "FEATURES", "EXAMPLES", "TEXT", "progress"]
 progress = progress_of(__name__)   # q.progress(): which exercises of the notebook pass
 
 _AXIS_ENV = [(DATA_SHARDS, GRID_SHAPE[0]), (MODEL_REPLICAS, GRID_SHAPE[1])]
 # Primitives that name an axis without moving data between devices.
-_NOT_COMMUNICATION = {"pvary", "axis_index"}
+_NOT_COMMUNICATION = {"pvary", "pcast", "axis_index"}
+# Names students know for the primitives a jaxpr shows.
+_PRIMITIVE_NAMES = {"all_gather_invariant": "all_gather", "reduce_scatter": "psum_scatter"}
+
+FEATURES, EXAMPLES = 8, 16     # tp_dp_step: w has FEATURES entries, a batch EXAMPLES examples
+
+# ---------------------------------------------------------------- every student-facing string
+TEXT = {
+    # where a check ran
+    "grid_words": "a {rows} x {cols} grid ('{d}' x '{m}')",
+    "on_grid": "on {grid}",
+    "on_mesh": "on a mesh of {grid}, x of shape {shape}",
+    "on_mesh_step": "on a mesh of {grid}, w of {features} entries, {examples} examples",
+    "the_check_runs": "The check, which runs `{name}` {where},",
+    # crashes
+    "nested_pmap": ("`{name}` failed {where}: \"{first}\". Nested `jax.pmap` does not work on this JAX; use "
+                    "collectives over the names the grid already binds."),
+    "shard_map_specs": ("`{name}` failed {where} with JAX's error \"ValueError: {first}\". {fix}"),
+    "fix_row_normalize": ("Split x with `in_specs=P(DATA_SHARDS, MODEL_REPLICAS)`, put the blocks back with the "
+                          "same `out_specs`, and use the `mesh` argument (its axis types are Auto, so a plain "
+                          "array can go in)."),
+    "fix_tp_dp_step": ("Give `jax.shard_map` one spec per argument, in order (w, x, y): "
+                       "`P(MODEL_REPLICAS)`, `P(DATA_SHARDS, MODEL_REPLICAS)`, `P(DATA_SHARDS)`, the "
+                       "`out_specs` of the new w `P(MODEL_REPLICAS)`, and use the `mesh` argument."),
+    "still_varying": ("`{name}` failed {where} with JAX's error \"{first}\": the new w you return still "
+                      "differs from one data shard to the next, while `out_specs=P(MODEL_REPLICAS)` says the "
+                      "two copies of a model shard are equal. The copies of a shard must take the same step: "
+                      "combine the data shards' gradients over the data axis before the update."),
+    "block_shapes": ("`{name}` failed {where} with JAX's error \"{first}\". Inside `jax.shard_map` each "
+                     "device sees only its blocks: its examples' columns x_block of shape {x_block} and its "
+                     "part of w of shape {w_block}. Multiply those two blocks."),
+    # result types and shapes
+    "not_a_tuple": "`{name}(x)` should return a tuple of {n} {what}, but it returns {got}.",
+    "tuple_of": "a {kind} of length {n}",
+    "single_array": "a single array (all devices together: shape {shape})",
+    "a_type": "a `{type}`",
+    "three_arrays": "arrays ({parts})",
+    "two_scalars": "int32 scalars (row-major number, column-major number)",
+    "not_jax_array": "`{label}` should be a `jax.Array`, but it is a `{type}`: {value}",
+    "per_device_shape": ("On each device, `{label}` should have shape {want}, but it has shape {got} (all devices "
+                         "together: {got_all}, expected {want_all})."),
+    "dtype": "`{label}` should have dtype {want}, but it has dtype {got}.",
+    "global_shape": "`{label}` should return an array of shape {want}, but it returns shape {got} ({where}). {hint}",
+    "values": "`{label}` has the wrong values {where}: expected {want}, got {got}. {hint}",
+    # 1. grid_sums
+    "part_same_data": "the sum over the devices that hold the same data shard as this one",
+    "part_same_model": "the sum over the devices that hold the same model shard as this one",
+    "part_all": "the sum over all devices of the grid",
+    "parts_list": "same data shard, same model shard, all devices",
+    "seen_sum": "the sum over {axes}",
+    "seen_mean": "the mean over {axes}",
+    "seen_nothing": "x itself (nothing was reduced)",
+    "axes_one": "'{axis}'",
+    "axes_both": "both axes",
+    "group_row": ("the devices of this device's row: they differ only in their position along "
+                  "'{m}', so they hold the same data shard and different model shards"),
+    "group_column": ("the devices of this device's column: they differ only in their position along "
+                     "'{d}', so they hold the same model shard and different data shards"),
+    "group_all": "every device of the grid",
+    "grid_sums_seen": ("`{label}` should be {want}, but {where} its values are {seen}, which combines {group}. "
+                       "{advice}"),
+    "advice_part": "Which devices share what you need, and along which axis do they differ?",
+    "advice_mean": "A mean divides by the number of devices: this part asks for a sum.",
+    "grid_sums_generic": "Expected {want}: each device adds up x over {group}.",
+    "grid_sums_unreduced": "`{label}` should be {want}, but {where} it is x itself: nothing was reduced.",
+    "grid_sums_structure": "Use a collective over `{constant}` as well.",
+    # 2. device_numbers
+    "number_row_major": "the row-major number (rows one after the other: row * row length + column)",
+    "number_column_major": "the column-major number (columns one after the other: column * column length + row)",
+    "numbers_part": "Part {k} is {what}. {diagnosis}",
+    "numbers_swapped": "These are the numbers of the other order: the {other} ones.",
+    "order_row_major": "row-major",
+    "order_column_major": "column-major",
+    "numbers_hard_coded": ("They are right on a 2 x 4 grid only: the length of a row or a column was written as a "
+                           "number. The checks use grids of other shapes; ask the named axes."),
+    "numbers_wrong_length": ("They multiply by the length of the wrong axis: in the {order} order, a whole "
+                             "{line} comes before this device's own {line}, and a {line} is as long as "
+                             "'{axis}'."),
+    "line_row": "row",
+    "line_column": "column",
+    "numbers_one_axis": "That is the position along '{axis}' only; the number needs both positions.",
+    "numbers_generic": "Count, for a device of the grid, how many devices come before it in that order.",
+    # 3. row_normalize
+    "row_normalize_shape_hint": ("Use `out_specs=P(DATA_SHARDS, MODEL_REPLICAS)` so the blocks are put back where "
+                                 "they came from."),
+    "row_normalize_expected": "Expected each row of x divided by that row's sum.",
+    "rn_elementwise_column": ("It divides by the sum over '{d}' (down each column, across data shards); a row "
+                              "lives on one data shard, spread over '{m}'."),
+    "rn_local_block": ("It divides by each device's own part of the row: those partial sums still have to be "
+                       "added up across '{m}'."),
+    "rn_elementwise_row": ("It sums over '{m}' element by element, but a row also has several entries on each "
+                           "device: add up the block's own part of the row first, then combine the devices' "
+                           "partial sums."),
+    "rn_whole_array": "It divides by the sum over both axes (the whole array), not by each row's sum.",
+    "rn_partials_wrong_axis": ("It adds up the partial row sums over '{d}': the devices of a column, which hold "
+                               "other rows of x (other data shards). Every entry is divided by a mix of "
+                               "different rows. The devices that share a row differ in their position along "
+                               "'{m}': combine over that axis."),
+    "rn_partials_mean": ("It averages the partial row sums with `lax.pmean` over '{m}': that is the row's sum "
+                         "divided by the {n} devices of a row, so every entry comes out {n} times too large. "
+                         "The row's sum is the total of the partial sums: `lax.psum`."),
+    "rn_partials_mean_wrong_axis": ("It averages the partial row sums over '{d}' (the devices of a column, which "
+                                    "hold other rows of x), and a mean, not a sum. Add them up over '{m}', the "
+                                    "axis along which the devices of one row differ."),
+    "rn_partials_mean_both": ("It averages the partial row sums over both axes: that mixes the rows (across "
+                              "'{d}') and divides by the number of devices. Add them up over '{m}' only."),
+    "rn_no_collective": ("`{name}` should add up partial row sums across '{m}' with a collective inside "
+                         "`jax.shard_map`, but it performs {seen}. The values are right, but the point is that "
+                         "each device only holds its own block: use `jax.shard_map` and a collective over "
+                         "MODEL_REPLICAS."),
+    "no_collective_at_all": "no collective at all",
+    # 4. tp_dp_step
+    "tp_shape_hint": ("Return only the new w, one entry per feature: its shards stay split over MODEL_REPLICAS "
+                      "(`out_specs=P(MODEL_REPLICAS)`)."),
+    "tp_update": ("`{name}` returned w = {got} {where}, but one SGD step on the whole batch gives w = {want}. "
+                  "{hint}"),
+    "tp_data_sum": ("Your step is {k} times too large, {k} being the number of data shards: the gradients of the "
+                    "data shards were added, not averaged. (Under `jax.shard_map`, `jax.grad` with respect to "
+                    "a w that is the same on every data shard already adds them up itself: use the gradient "
+                    "formula of the exercise, or differentiate the mean of the losses over the data axis.)"),
+    "tp_model_sum": ("Your step is {k} times too large, {k} being the number of model shards. `jax.grad` "
+                     "through a psum with `check_vma=False` counts the prediction once per device of the "
+                     "row; use the gradient formula of the exercise, with the default `check_vma`."),
+    "tp_right_on": ("It is right on {good} but not on this mesh, which has another shape: look for a number "
+                    "of devices written as a number (dividing by 2, say), and take it from the mesh or let a "
+                    "collective that averages count the devices."),
+    "tp_unchanged": "w did not change: subtract LEARNING_RATE times the gradient from your shard of w.",
+    "tp_sign": "The step goes the wrong way: subtract the gradient, do not add it.",
+    "tp_partial_products": ("Each device predicted with its own partial product only: an example's prediction "
+                            "is the sum of the partial products of all devices of its row (each holds other "
+                            "features). Combine them before computing the error."),
+    "tp_mixed_shards": ("The gradients were averaged over the model axis as well: that mixes the gradients of "
+                        "different model shards (different entries of w). Only the copies of one shard, "
+                        "across the data shards, may be averaged."),
+    "tp_local_examples": ("That is a step on the first data shard's examples only: the data shards' gradients "
+                          "must be averaged before the update."),
+    "tp_generic": "Compare with `tp_dp_step_np(w, batch)`, the same step in NumPy on one device.",
+    "tp_needs_psum_model": ("`{name}` returns the right values, but over '{m}' it performs {seen}. The point of "
+                            "tensor parallelism is that no device ever holds all of w: each computes a partial "
+                            "product with its own shard, and a `lax.psum` over MODEL_REPLICAS adds the partial "
+                            "products of a row."),
+    "tp_needs_data": ("`{name}` returns the right values, but over '{d}' it performs {seen}. The copies of a "
+                      "model shard must average their data shards' gradients with a collective over "
+                      "DATA_SHARDS."),
+}
+
+
+def _say(key: str, **fields) -> str:
+    return TEXT[key].format(**fields)
+
+
+def _fmt(value) -> str:
+    """An array on one line (the message is wrapped when shown)."""
+    text = np.array2string(np.asarray(value, dtype=float), precision=4, threshold=16, separator=", ",
+                           max_line_width=10**6)
+    return " ".join(text.split())
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err)
+    return (text.splitlines()[0] if text else type(err).__name__)[:240]
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -42,65 +228,58 @@ def grid_mesh(shape=GRID_SHAPE):
 
 
 def _grid_words(shape) -> str:
-    return f"a {shape[0]} x {shape[1]} grid ('{DATA_SHARDS}' x '{MODEL_REPLICAS}')"
+    return _say("grid_words", rows=shape[0], cols=shape[1], d=DATA_SHARDS, m=MODEL_REPLICAS)
 
 
-def _grid_rules(name: str, where: str, uses_shard_map: bool):
+def _grid_rules(name: str, where: str, fix: str | None, mesh_shape=None):
     """This notebook's own translations (nested pmap, shard_map specs); `checking.translate` does the rest."""
     def rule(err: BaseException) -> str | None:
-        if not isinstance(err, ValueError):
-            return None
         text = str(err)
-        first = text.splitlines()[0] if text else type(err).__name__
-        if "context mesh" in text:
-            return (f"`{name}` failed {where}: \"{first}\". Nested `jax.pmap` does not work on this "
-                    f"JAX; use collectives over the names the grid already binds.")
-        if uses_shard_map and ("specs" in text or "shard_map" in text):
-            return (f"`{name}` failed {where} with JAX's error \"ValueError: {first}\". Split x with "
-                    f"`in_specs=P(DATA_SHARDS, MODEL_REPLICAS)`, put the blocks back with the same "
-                    f"`out_specs`, and use the `mesh` argument (its axis types are Auto, so a plain "
-                    f"array can go in).")
+        first = _first_line(err)
+        if isinstance(err, ValueError) and "context mesh" in text:
+            return _say("nested_pmap", name=name, where=where, first=first)
+        if fix == "fix_tp_dp_step" and isinstance(err, ValueError) and "out_specs" in text and (
+                "varying" in text or "replicat" in text):
+            return _say("still_varying", name=name, where=where, first=first)
+        if fix == "fix_tp_dp_step" and isinstance(err, TypeError) and (
+                "dot_general requires contracting dimensions" in text or "Incompatible shapes" in text):
+            rows, cols = mesh_shape
+            return _say("block_shapes", name=name, where=where, first=first,
+                        x_block=(EXAMPLES // rows, FEATURES // cols), w_block=(FEATURES // cols,))
+        if fix is not None and isinstance(err, ValueError) and ("specs" in text or "shard_map" in text):
+            return _say("shard_map_specs", name=name, where=where, first=first, fix=_say(fix))
         return None
     return (rule,)
 
 
-def _run(name: str, call, where: str, *, uses_shard_map: bool = False):
+def _run(name: str, call, where: str, *, fix: str | None = None, mesh_shape=None):
     """Run `call()`; crashes become readable messages (`checking.explained` plus this notebook's rules)."""
-    with explained(name, run=f"The check, which runs `{name}` {where},", binds=GRID_AXES,
-                   rules=_grid_rules(name, where, uses_shard_map)):
+    with explained(name, run=_say("the_check_runs", name=name, where=where), binds=GRID_AXES,
+                   rules=_grid_rules(name, where, fix, mesh_shape)):
         return call()
 
 
 def _describe(out) -> str:
     if isinstance(out, (tuple, list)):
-        return f"a {type(out).__name__} of length {len(out)}"
+        return _say("tuple_of", kind=type(out).__name__, n=len(out))
     if isinstance(out, jax.Array):
-        return f"a single array (all devices together: shape {tuple(out.shape)})"
-    return f"a `{type(out).__name__}`"
+        return _say("single_array", shape=tuple(out.shape))
+    return _say("a_type", type=type(out).__name__)
 
 
 def _expect_grid_array(label: str, value, grid: tuple, per_device: tuple, dtype) -> None:
     """`value` is the stacked output of the grid: shape grid + per_device, dtype `dtype`."""
     if not isinstance(value, jax.Array):
-        raise CheckFailed(f"`{label}` should be a `jax.Array`, but it is a `{type(value).__name__}`: "
-                          f"{value!r:.80}")
+        fail(_say("not_jax_array", label=label, type=type(value).__name__, value=f"{value!r:.80}"))
     if tuple(value.shape[:2]) != tuple(grid) or tuple(value.shape[2:]) != tuple(per_device):
-        raise CheckFailed(
-            f"On each device, `{label}` should have shape {tuple(per_device)}, but it has shape "
-            f"{tuple(value.shape[2:])} (all devices together: {tuple(value.shape)}, expected "
-            f"{tuple(grid) + tuple(per_device)}).")
+        fail(_say("per_device_shape", label=label, want=tuple(per_device), got=tuple(value.shape[2:]),
+                  got_all=tuple(value.shape), want_all=tuple(grid) + tuple(per_device)))
     if np.dtype(value.dtype) != np.dtype(dtype):
-        raise CheckFailed(f"`{label}` should have dtype {np.dtype(dtype).name}, but it has dtype "
-                          f"{np.dtype(value.dtype).name}.")
+        fail(_say("dtype", label=label, want=np.dtype(dtype).name, got=np.dtype(value.dtype).name))
 
 
-def _expect_values(label: str, got, want, where: str, hint: str) -> None:
-    """Values of `got` equal `want`; the message says where (which grid) they were checked."""
-    try:
-        expect_close(label, got, want, hint=hint)
-    except CheckFailed as err:
-        text = str(err).replace(f"`{label}` has the wrong values:", f"`{label}` has the wrong values {where}:", 1)
-        raise CheckFailed(text) from None
+def _values_failure(label: str, got, want, where: str, hint: str) -> None:
+    fail(_say("values", label=label, where=where, want=_fmt(want), got=_fmt(got), hint=hint))
 
 
 def _uniform(r, shape) -> jax.Array:
@@ -110,61 +289,14 @@ def _uniform(r, shape) -> jax.Array:
 _UNIFORM = {"kind": "uniform", "low": 0.5, "high": 2.0}     # the same values, drawn by the grader
 
 
-# ---------------------------------------------------------------- 1. grid_sums
-_SPANS = {
-    DATA_SHARDS: "the devices in its column: same model replica, different data shards",
-    MODEL_REPLICAS: "the devices in its row: same data shard, different model replicas",
-    "both": "all devices of the grid",
-}
-_GRID_SUMS_PARTS = (
-    (f"the sum over '{DATA_SHARDS}'", DATA_SHARDS, (0,)),
-    (f"the sum over '{MODEL_REPLICAS}'", MODEL_REPLICAS, (1,)),
-    ("the sum over both axes", "both", (0, 1)),
-)
+def _communication(fn, *args) -> set[tuple[str, tuple[str, ...]]]:
+    """The collectives of `fn(*args)` that move data: {(primitive as students know it, axes)}."""
+    return {(_PRIMITIVE_NAMES.get(p, p), axes) for p, axes in collectives(fn, *args)
+            if p not in _NOT_COMMUNICATION}
 
 
-def _grid_reductions(x: np.ndarray) -> list[tuple[str, np.ndarray]]:
-    """Every reduction a per-device answer might plausibly have computed, by name."""
-    x = np.asarray(x, dtype=np.float64)
-    full = lambda a: np.broadcast_to(a, x.shape)  # noqa: E731
-    found = []
-    for what, axes in ((f"'{DATA_SHARDS}'", (0,)), (f"'{MODEL_REPLICAS}'", (1,)), ("both axes", (0, 1))):
-        found.append((f"the sum over {what}", full(x.sum(axis=axes, keepdims=True))))
-        found.append((f"the mean over {what}", full(x.mean(axis=axes, keepdims=True))))
-    found.append(("x itself (nothing was reduced)", x))
-    return found
-
-
-def _check_grid_sums(fn) -> None:
-    name = "grid_sums"
-    r = rng("grid_sums_check")
-    for grid, per_device in ((GRID_SHAPE, (3,)), ((2, 2), ())):
-        x = _uniform(r, (*grid, *per_device))
-        where = f"on {_grid_words(grid)}"
-        out = _run(name, lambda: grid_map(fn)(x), where)
-        if not isinstance(out, (tuple, list)) or len(out) != 3:
-            raise CheckFailed(
-                f"`{name}(x)` should return a tuple of three arrays (sum over DATA_SHARDS, sum over "
-                f"MODEL_REPLICAS, sum over both), but it returns {_describe(out)}.")
-        options = _grid_reductions(x)
-        for k, ((want_words, span, axes), got) in enumerate(zip(_GRID_SUMS_PARTS, out)):
-            label = f"{name}(x)[{k}]"
-            _expect_grid_array(label, got, grid, per_device, jnp.float32)
-            want = np.broadcast_to(np.asarray(x).sum(axis=axes, keepdims=True), x.shape)
-            if same_values(got, want):
-                continue
-            seen = next((words for words, value in options if same_values(got, value)), None)
-            if seen is not None:
-                raise CheckFailed(
-                    f"`{label}` should be {want_words} ({_SPANS[span]}), but {where} its values are "
-                    f"{seen}. Reduce over {'both axes' if span == 'both' else repr(span)} in this part "
-                    f"of the answer.")
-            _expect_values(label, got, want, where,
-                           hint=f"Expected {want_words}: each device adds up x over {_SPANS[span]}.")
-    # Structure (a guard: under pmap-over-vmap the values above cannot be right without both axes).
-    for axis, constant in zip(GRID_AXES, ("DATA_SHARDS", "MODEL_REPLICAS")):
-        expect_collective(name, fn, jnp.float32(1.0), axis_name=axis, axis_env=_AXIS_ENV,
-                          hint=f"Use `lax.psum` over `{constant}`.")
+def _seen(found) -> str:
+    return ", ".join(f"{p} over {axes}" for p, axes in sorted(found)) or _say("no_collective_at_all")
 
 
 def _on_devices(fn, grid):
@@ -173,18 +305,17 @@ def _on_devices(fn, grid):
     What the grader runs (the visible checks use `grid_map`): here both axes are devices, so the
     communication over each of them is visible in the compiled program.
     """
-    from jax.sharding import PartitionSpec as P
-    spec = P(DATA_SHARDS, MODEL_REPLICAS)
+    block_spec = P(DATA_SHARDS, MODEL_REPLICAS)
 
     def per_block(block):
         return jax.tree.map(lambda part: jnp.asarray(part)[None, None], fn(block[0, 0]))
 
-    return jax.shard_map(per_block, mesh=grid_mesh(grid), in_specs=spec, out_specs=spec, check_vma=False)
+    return jax.shard_map(per_block, mesh=grid_mesh(grid), in_specs=block_spec, out_specs=block_spec,
+                         check_vma=False)
 
 
-def _observe_on_grids(fn, grade_id: str, cases, draw) -> dict:
+def _observe_on_grids(fn, cases, draw) -> dict:
     """Exported programs: `fn` once per device of each grid, x of shape (*grid, *per_device) drawn by the grader."""
-    del grade_id
     out = {}
     for grid, per_device in cases:
         tag = f"{grid[0]}x{grid[1]}_{'x'.join(map(str, per_device)) or 'scalar'}"
@@ -192,149 +323,209 @@ def _observe_on_grids(fn, grade_id: str, cases, draw) -> dict:
     return programs(out)
 
 
+# ---------------------------------------------------------------- 1. grid_sums
+# Part k of the answer: (what it is, which devices it combines, the array axes it reduces).
+_GRID_SUMS_PARTS = (
+    ("part_same_data", "group_row", (1,)),
+    ("part_same_model", "group_column", (0,)),
+    ("part_all", "group_all", (0, 1)),
+)
+_GROUP_OF_AXES = {(1,): "group_row", (0,): "group_column", (0, 1): "group_all"}
+
+
+def _axes_words(axes) -> str:
+    if axes == (0, 1):
+        return _say("axes_both")
+    return _say("axes_one", axis=GRID_AXES[axes[0]])
+
+
+def _grid_reductions(x: np.ndarray) -> list[tuple[str, str | None, bool, np.ndarray]]:
+    """Every reduction a per-device answer might plausibly have computed: (words, group, is_mean, values)."""
+    x = np.asarray(x, dtype=np.float64)
+    full = lambda a: np.broadcast_to(a, x.shape)  # noqa: E731
+    found = []
+    for axes in ((0,), (1,), (0, 1)):
+        found.append((_say("seen_sum", axes=_axes_words(axes)), _GROUP_OF_AXES[axes], False,
+                      full(x.sum(axis=axes, keepdims=True))))
+        found.append((_say("seen_mean", axes=_axes_words(axes)), _GROUP_OF_AXES[axes], True,
+                      full(x.mean(axis=axes, keepdims=True))))
+    found.append((_say("seen_nothing"), None, False, x))
+    return found
+
+
+def _group_words(group: str) -> str:
+    return _say(group, d=DATA_SHARDS, m=MODEL_REPLICAS)
+
+
+def _check_grid_sums(fn) -> None:
+    name = "grid_sums"
+    r = rng("grid_sums_check")
+    for grid, per_device in ((GRID_SHAPE, (3,)), ((4, 2), ()), ((2, 2), (2,))):
+        x = _uniform(r, (*grid, *per_device))
+        where = _say("on_grid", grid=_grid_words(grid))
+        out = _run(name, lambda: grid_map(fn)(x), where)
+        if not isinstance(out, (tuple, list)) or len(out) != 3:
+            fail(_say("not_a_tuple", name=name, n=3, what=_say("three_arrays", parts=_say("parts_list")),
+                      got=_describe(out)))
+        options = _grid_reductions(x)
+        for k, ((want_key, group, axes), got) in enumerate(zip(_GRID_SUMS_PARTS, out)):
+            label = f"{name}(x)[{k}]"
+            _expect_grid_array(label, got, grid, per_device, jnp.float32)
+            want = np.broadcast_to(np.asarray(x, np.float64).sum(axis=axes, keepdims=True), x.shape)
+            if same_values(got, want):
+                continue
+            seen = next(((words, seen_group, is_mean) for words, seen_group, is_mean, value in options
+                         if same_values(got, value)), None)
+            if seen is not None and seen[1] is None:
+                fail(_say("grid_sums_unreduced", label=label, want=_say(want_key), where=where))
+            if seen is not None:
+                words, seen_group, is_mean = seen
+                advice = _say("advice_mean") if is_mean and seen_group == group else _say("advice_part")
+                fail(_say("grid_sums_seen", label=label, want=_say(want_key), where=where, seen=words,
+                          group=_group_words(seen_group), advice=advice))
+            _values_failure(label, got, want, where,
+                            _say("grid_sums_generic", want=_say(want_key), group=_group_words(group)))
+    # Structure (a guard: under pmap-over-vmap the values above cannot be right without both axes).
+    for axis, constant in zip(GRID_AXES, ("DATA_SHARDS", "MODEL_REPLICAS")):
+        expect_collective(name, fn, jnp.float32(1.0), axis_name=axis, axis_env=_AXIS_ENV,
+                          hint=_say("grid_sums_structure", constant=constant))
+
+
 def _observe_grid_sums(fn) -> dict:
-    return _observe_on_grids(fn, "grid_sums_each_axis",
-                             ((GRID_SHAPE, (3,)), (GRID_SHAPE, ()), ((2, 2), (2, 3)), ((1, 4), (5,))),
-                             _UNIFORM)
+    return _observe_on_grids(fn, ((GRID_SHAPE, (3,)), (GRID_SHAPE, ()), ((4, 2), (2,)), ((2, 2), (2, 3)),
+                                  ((1, 4), (5,))), _UNIFORM)
 
 
 grid_sums = Exercise(
     "grid_sums", _check_grid_sums,
     hints=[
-        "Three collectives, one per part: over DATA_SHARDS (down a column), over MODEL_REPLICAS "
-        "(along a row), and over both axes (the whole grid).",
-        "All three are `lax.psum` of `x`; only the `axis_name` changes. For the whole grid, `axis_name` "
-        "is a tuple of both names.",
-        "Return the three sums as a tuple, in the order asked: on the 2 × 4 grid, a column (2 devices), "
-        "a row (4 devices), the whole grid (8 devices). Compare with the three panels of the picture.",
+        "For each part, first find the group of devices on the grid: which devices hold the same data shard "
+        "as this one, which hold the same model shard? Then ask along which axis the devices of that group "
+        "differ.",
+        "A collective over one axis combines the devices that differ only along that axis. The devices of a "
+        "row share their data shard and differ along MODEL_REPLICAS; the devices of a column share their "
+        "model shard and differ along DATA_SHARDS.",
+        "All three parts are sums. For the whole grid, give the collective both names at once, as a tuple, "
+        "the way section \"Form (a)\" takes the maximum of the whole grid.",
     ],
     observe=_observe_grid_sums)
 
 
-# ---------------------------------------------------------------- 2. device_coordinates
-def _check_device_coordinates(fn) -> None:
-    name = "device_coordinates"
-    r = rng("device_coordinates_check")
-    for grid in (GRID_SHAPE, (2, 2)):
+# ---------------------------------------------------------------- 2. device_numbers
+def _check_device_numbers(fn) -> None:
+    name = "device_numbers"
+    r = rng("device_numbers_check")
+    for grid in (GRID_SHAPE, (4, 2), (2, 2), (1, 4)):
         x = jnp.asarray(r.normal(size=grid), jnp.float32)
-        where = f"on {_grid_words(grid)}"
+        where = _say("on_grid", grid=_grid_words(grid))
         out = _run(name, lambda: grid_map(fn)(x), where)
-        if not isinstance(out, (tuple, list)) or len(out) != 3:
-            raise CheckFailed(
-                f"`{name}(x)` should return a tuple of three int32 scalars (row, column, flat index), but "
-                f"it returns {_describe(out)}.")
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            fail(_say("not_a_tuple", name=name, n=2, what=_say("two_scalars"), got=_describe(out)))
         rows, cols = np.indices(grid)
         n_rows, n_cols = grid
-        parts = (("row", rows, f"the position along '{DATA_SHARDS}' (`lax.axis_index(DATA_SHARDS)`)"),
-                 ("column", cols, f"the position along '{MODEL_REPLICAS}' (`lax.axis_index(MODEL_REPLICAS)`)"),
-                 ("flat index", rows * n_cols + cols,
-                  "row * (size of MODEL_REPLICAS) + column, counting the grid row by row"))
-        for k, ((what, want, how), got) in enumerate(zip(parts, out)):
+        row_major, column_major = rows * n_cols + cols, cols * n_rows + rows
+        parts = (("number_row_major", row_major, column_major, "order_column_major"),
+                 ("number_column_major", column_major, row_major, "order_row_major"))
+        for k, ((what, want, other, other_order), got) in enumerate(zip(parts, out)):
             label = f"{name}(x)[{k}]"
             _expect_grid_array(label, got, grid, (), jnp.int32)
             if same_values(got, want):
                 continue
-            diagnosis = ""
-            if what == "row" and same_values(got, cols):
-                diagnosis = f"It is the position along '{MODEL_REPLICAS}' (the column) instead."
-            elif what == "column" and same_values(got, rows):
-                diagnosis = f"It is the position along '{DATA_SHARDS}' (the row) instead."
-            elif what == "flat index":
-                if same_values(got, cols * n_rows + rows):
-                    diagnosis = ("It counts column by column (column * rows + row); count row by row: "
-                                 "row * (size of MODEL_REPLICAS) + column.")
-                elif n_cols != 4 and same_values(got, rows * 4 + cols):
-                    diagnosis = ("It multiplies the row by 4, but this grid's rows have "
-                                 f"{n_cols} devices: use `lax.axis_size(MODEL_REPLICAS)` instead of a "
-                                 "hard-coded 4.")
-                elif same_values(got, rows * n_rows + cols):
-                    diagnosis = ("It multiplies the row by the size of DATA_SHARDS; a row has "
-                                 "`lax.axis_size(MODEL_REPLICAS)` devices.")
-            _expect_values(label, got, want, where, hint=f"Part {k} is the {what}: {how}. {diagnosis}")
-    # Structure (a guard, as in grid_sums): both named axes are asked.
-    for axis in GRID_AXES:
-        expect_collective(name, fn, jnp.float32(1.0), axis_name=axis, axis_env=_AXIS_ENV,
-                          hint="Each device learns its coordinates from the named axes with `lax.axis_index`.")
+            if same_values(got, other):
+                diagnosis = _say("numbers_swapped", other=_say(other_order))
+            elif k == 0 and same_values(got, rows * 4 + cols) or k == 1 and same_values(got, cols * 2 + rows):
+                diagnosis = _say("numbers_hard_coded")
+            elif k == 0 and same_values(got, rows * n_rows + cols):
+                diagnosis = _say("numbers_wrong_length", order=_say("order_row_major"), line=_say("line_row"),
+                                 axis=MODEL_REPLICAS)
+            elif k == 1 and same_values(got, cols * n_cols + rows):
+                diagnosis = _say("numbers_wrong_length", order=_say("order_column_major"),
+                                 line=_say("line_column"), axis=DATA_SHARDS)
+            elif same_values(got, rows) and n_rows > 1:
+                diagnosis = _say("numbers_one_axis", axis=DATA_SHARDS)
+            elif same_values(got, cols):
+                diagnosis = _say("numbers_one_axis", axis=MODEL_REPLICAS)
+            else:
+                diagnosis = _say("numbers_generic")
+            _values_failure(label, got, want, where, _say("numbers_part", k=k, what=_say(what), diagnosis=diagnosis))
 
 
-def _observe_device_coordinates(fn) -> dict:
-    return _observe_on_grids(fn, "device_coordinates_grid",
-                             ((GRID_SHAPE, ()), ((2, 2), (3,)), ((1, 4), ()), ((2, 1), (2,))),
+def _observe_device_numbers(fn) -> dict:
+    return _observe_on_grids(fn, ((GRID_SHAPE, ()), ((4, 2), ()), ((2, 2), (3,)), ((1, 4), ()), ((2, 1), (2,))),
                              {"kind": "normal"})
 
 
-device_coordinates = Exercise(
-    "device_coordinates", _check_device_coordinates,
+device_numbers = Exercise(
+    "device_numbers", _check_device_numbers,
     hints=[
-        "x does not say where a device sits; the named axes do. Ask each axis for this device's position.",
-        "`lax.axis_index(name)` is this device's position along one axis: ask DATA_SHARDS for the row "
-        "and MODEL_REPLICAS for the column.",
-        "Counting row by row, every full row before yours adds one row length: flat = row * (length of "
-        "a row) + column. Take the length of a row from `lax.axis_size`, not a fixed 4: the checks also "
-        "use a 2 × 2 grid.",
+        "A device's number in an order is how many devices come before it. In the row-major order, which "
+        "devices come before this one: how many whole rows, and how many devices of its own row?",
+        "`lax.axis_index` and `lax.axis_size` give this device's position along one axis and that axis's "
+        "length; the checks use grids of other shapes, so no length may be written as a number.",
+        "Like the collectives, `lax.axis_index` also accepts a tuple of axis names: it then numbers the "
+        "devices of all those axes together, and the order of the names in the tuple decides which axis "
+        "counts slowest. Try both orders on the grid and compare with `device_ids`.",
     ],
-    observe=_observe_device_coordinates)
+    observe=_observe_device_numbers)
 
 
 # ---------------------------------------------------------------- 3. row_normalize
-def _communication(fn, *args) -> set[tuple[str, tuple[str, ...]]]:
-    return {(p, axes) for p, axes in collectives(fn, *args) if p not in _NOT_COMMUNICATION}
+def _row_normalize_wrong(xs: np.ndarray, grid, k: int) -> list[tuple[np.ndarray, str]]:
+    """Values of the plausible wrong answers on `xs`, each with its diagnosis."""
+    n_rows, n_cols = grid
+    blocks = xs.reshape(n_rows, n_cols, k)
+    partial = blocks.sum(axis=2, keepdims=True)                 # each device's part of its row's sum
+
+    def by(denominator):                                         # divide each block by a per-device value
+        return (blocks / np.broadcast_to(denominator, partial.shape)).reshape(xs.shape)
+
+    words = dict(d=DATA_SHARDS, m=MODEL_REPLICAS)
+    wrong = [
+        (xs / xs.sum(axis=0, keepdims=True), _say("rn_elementwise_column", **words)),
+        (by(partial), _say("rn_local_block", **words)),
+        ((blocks / blocks.sum(axis=1, keepdims=True)).reshape(xs.shape), _say("rn_elementwise_row", **words)),
+        (xs / xs.sum(), _say("rn_whole_array")),
+        (by(partial.sum(axis=0, keepdims=True)), _say("rn_partials_wrong_axis", **words)),
+        (by(partial.mean(axis=1, keepdims=True)), _say("rn_partials_mean", n=n_cols, **words)),
+        (by(partial.mean(axis=0, keepdims=True)), _say("rn_partials_mean_wrong_axis", **words)),
+        (by(partial.mean(axis=(0, 1), keepdims=True)), _say("rn_partials_mean_both", **words)),
+    ]
+    return wrong
 
 
 def _check_row_normalize(fn) -> None:
     name = "row_normalize"
+    label = f"{name}(x, mesh)"
     r = rng("row_normalize_check")
-    for grid, k in ((GRID_SHAPE, 3), ((2, 2), 1)):
+    for grid, k in ((GRID_SHAPE, 3), ((2, 2), 1), ((4, 2), 2)):
         mesh = grid_mesh(grid)
         n_rows, n_cols = grid
         x = _uniform(r, (n_rows, n_cols * k))
-        where = f"on a mesh of {_grid_words(grid)}, x of shape {tuple(x.shape)}"
-        out = _run(name, lambda: fn(x, mesh), where, uses_shard_map=True)
+        where = _say("on_mesh", grid=_grid_words(grid), shape=tuple(x.shape))
+        out = _run(name, lambda: fn(x, mesh), where, fix="fix_row_normalize")
         if not isinstance(out, jax.Array):
-            raise CheckFailed(f"`{name}(x, mesh)` should return a `jax.Array`, but it returns a "
-                              f"`{type(out).__name__}`: {out!r:.80}")
+            fail(_say("not_jax_array", label=label, type=type(out).__name__, value=f"{out!r:.80}"))
         if tuple(out.shape) != tuple(x.shape):
-            raise CheckFailed(
-                f"`{name}(x, mesh)` should return an array of x's shape {tuple(x.shape)}, but it returns "
-                f"shape {tuple(out.shape)} ({where}). Use `out_specs=P(DATA_SHARDS, MODEL_REPLICAS)` so "
-                f"the blocks are put back where they came from.")
+            fail(_say("global_shape", label=label, want=tuple(x.shape), got=tuple(out.shape), where=where,
+                      hint=_say("row_normalize_shape_hint")))
         if np.dtype(out.dtype) != np.float32:
-            raise CheckFailed(f"`{name}(x, mesh)` should have dtype float32, but it has dtype "
-                              f"{np.dtype(out.dtype).name}.")
+            fail(_say("dtype", label=label, want="float32", got=np.dtype(out.dtype).name))
         xs = np.asarray(x, dtype=np.float64)
-        blocks = xs.reshape(n_rows, n_cols, k)
         want = xs / xs.sum(axis=1, keepdims=True)
         if same_values(out, want):
             continue
-        wrong = (
-            (xs / xs.sum(axis=0, keepdims=True),
-             f"It divides by the sum over '{DATA_SHARDS}' (down each column, across data shards); "
-             f"a row lives on one data shard, spread over '{MODEL_REPLICAS}'."),
-            ((blocks / blocks.sum(axis=2, keepdims=True)).reshape(xs.shape),
-             f"It divides by each device's own part of the row: add those partial sums across "
-             f"'{MODEL_REPLICAS}' with `lax.psum`."),
-            ((blocks / blocks.sum(axis=1, keepdims=True)).reshape(xs.shape),
-             f"It sums over '{MODEL_REPLICAS}' element by element, but a row also has several entries "
-             f"on each device: first add up the block's own row (`jnp.sum(b, axis=1, keepdims=True)`), "
-             f"then `lax.psum` over MODEL_REPLICAS."),
-            (xs / xs.sum(), "It divides by the sum over both axes (the whole array), not by each row's sum."),
-        )
-        diagnosis = next((words for value, words in wrong if same_values(out, value)), "")
-        _expect_values(f"{name}(x, mesh)", out, want, where,
-                       hint=f"Expected each row of x divided by that row's sum. {diagnosis}")
+        diagnosis = next((words for value, words in _row_normalize_wrong(xs, grid, k) if same_values(out, value)),
+                         "")
+        _values_failure(label, out, want, where, f"{_say('row_normalize_expected')} {diagnosis}".strip())
     found = _communication(lambda a: fn(a, mesh), x)
     if not any(MODEL_REPLICAS in axes for _, axes in found):
-        seen = ", ".join(f"{p} over {axes}" for p, axes in sorted(found)) or "no collective at all"
-        raise CheckFailed(
-            f"`{name}` should add up partial row sums across '{MODEL_REPLICAS}' with a collective inside "
-            f"`jax.shard_map`, but it performs {seen}. The values are right, but the point is that each "
-            f"device only holds its own block: use `jax.shard_map` and `lax.psum(..., MODEL_REPLICAS)`.")
+        fail(_say("rn_no_collective", name=name, seen=_seen(found), m=MODEL_REPLICAS))
 
 
 def _observe_row_normalize(fn) -> dict:
-    """Exported programs of `fn(x, mesh)` for three meshes (the grader draws x, reads the psum's axes)."""
+    """Exported programs of `fn(x, mesh)` for four meshes (the grader draws x, reads the psum's axes)."""
     cases = {}
-    for grid, k in ((GRID_SHAPE, 3), ((2, 2), 2), ((1, 4), 1)):
+    for grid, k in ((GRID_SHAPE, 3), ((4, 2), 2), ((2, 2), 2), ((1, 4), 1)):
         mesh = grid_mesh(grid)
         cases[f"{grid[0]}x{grid[1]}_k{k}"] = Case(lambda x, mesh=mesh: fn(x, mesh),
                                                   spec((grid[0], grid[1] * k), jnp.float32), draw=_UNIFORM)
@@ -346,10 +537,136 @@ row_normalize = Exercise(
     hints=[
         "Inside `jax.shard_map(..., in_specs=P(DATA_SHARDS, MODEL_REPLICAS))` each device sees a block of "
         "one row: its own columns of that row. The row's sum is spread over the row's devices.",
-        "The devices of one row differ only in their column, so the partial sums combine with a `psum` "
-        "over MODEL_REPLICAS, not DATA_SHARDS (section \"Which devices does a collective combine?\").",
-        "Write a per-block function (local sum, `psum`, divide), wrap it with `jax.shard_map` over the "
-        "`mesh` argument with the same spec for input and output, and call the result on `x`: section "
-        "\"Form (b)\" shows the pattern.",
+        "Each device can add up its own part of the row (keep the dimensions, so it divides the block "
+        "cleanly). Which devices hold the other parts of the same row, and along which axis do they differ?",
+        "Those partial sums must be added, not averaged. Write a per-block function (partial sum, "
+        "collective, divide), wrap it with `jax.shard_map` over the `mesh` argument with the same spec for "
+        "input and output, and call the result on `x`: section \"Form (b)\" shows the pattern.",
     ],
     observe=_observe_row_normalize)
+
+
+# ---------------------------------------------------------------- 4. tp_dp_step
+def tp_dp_step_np(w, batch, learning_rate: float = LEARNING_RATE) -> np.ndarray:
+    """The step every `tp_dp_step` must match, in float64 NumPy on one device: one SGD step of the mean
+    squared error of the linear model `x @ w` on the whole batch (gradient in closed form)."""
+    x, y, w = (np.asarray(a, np.float64) for a in (batch["x"], batch["y"], w))
+    return w - learning_rate * 2.0 * x.T @ (x @ w - y) / x.shape[0]
+
+
+_TP_MESHES = ((2, 4), (4, 2))      # the visible checks; the hidden test adds 2 x 2
+
+
+def _tp_inputs(grid, seed: int):
+    r = np.random.RandomState(30 + seed)
+    w = r.normal(size=FEATURES)
+    x = r.normal(size=(EXAMPLES, FEATURES))
+    y = x @ np.linspace(1.0, -1.0, FEATURES) + 0.1 * r.normal(size=EXAMPLES)
+    f32 = lambda a: jnp.asarray(a, jnp.float32)  # noqa: E731
+    return f32(w), {"x": f32(x), "y": f32(y)}
+
+
+def _tp_partial_products_step(w, batch, grid) -> np.ndarray:
+    """What device (i, j) computes when it predicts with its own partial product only, averaged over i."""
+    n_rows, n_cols = grid
+    x, y, w = (np.asarray(a, np.float64) for a in (batch["x"], batch["y"], w))
+    ex, ft = EXAMPLES // n_rows, FEATURES // n_cols
+    new = w.copy()
+    for j in range(n_cols):
+        cols = slice(j * ft, (j + 1) * ft)
+        grads = []
+        for i in range(n_rows):
+            xb, yb = x[i * ex:(i + 1) * ex, cols], y[i * ex:(i + 1) * ex]
+            grads.append(2.0 * xb.T @ (xb @ w[cols] - yb) / ex)
+        new[cols] = w[cols] - LEARNING_RATE * np.mean(grads, axis=0)
+    return new
+
+
+def _tp_diagnosis(got, w, batch, grid, passed_on) -> str:
+    if passed_on is not None:
+        return _say("tp_right_on", good=_grid_words(passed_on))
+    old = np.asarray(w, np.float64)
+    ref = tp_dp_step_np(w, batch)
+    step, ref_step = got - old, ref - old
+    n_rows, n_cols = grid
+    if same_values(got, old, 1e-7):
+        return _say("tp_unchanged")
+    if same_values(step, -ref_step, 1e-4):
+        return _say("tp_sign")
+    if same_values(step, n_rows * ref_step, 1e-4):
+        return _say("tp_data_sum", k=n_rows)
+    if same_values(step, n_cols * ref_step, 1e-4):
+        return _say("tp_model_sum", k=n_cols)
+    if same_values(got, _tp_partial_products_step(w, batch, grid), 1e-4):
+        return _say("tp_partial_products")
+    ft = FEATURES // n_cols
+    mixed = np.tile(ref_step.reshape(n_cols, ft).mean(axis=0), n_cols)
+    if same_values(step, mixed, 1e-4):
+        return _say("tp_mixed_shards")
+    first = {"x": np.asarray(batch["x"])[:EXAMPLES // n_rows], "y": np.asarray(batch["y"])[:EXAMPLES // n_rows]}
+    if same_values(got, tp_dp_step_np(w, first), 1e-4):
+        return _say("tp_local_examples")
+    return _say("tp_generic")
+
+
+def _check_tp_dp_step(fn) -> None:
+    name = "tp_dp_step"
+    label = f"{name}(w, batch, mesh)"
+    found, passed_on = None, None
+    for seed, grid in enumerate(_TP_MESHES):
+        mesh = grid_mesh(grid)
+        w, batch = _tp_inputs(grid, seed)
+        where = _say("on_mesh_step", grid=_grid_words(grid), features=FEATURES, examples=EXAMPLES)
+        out = _run(name, lambda: fn(w, batch, mesh), where, fix="fix_tp_dp_step", mesh_shape=grid)
+        if not isinstance(out, jax.Array):
+            fail(_say("not_jax_array", label=label, type=type(out).__name__, value=f"{out!r:.80}"))
+        if tuple(out.shape) != (FEATURES,):
+            fail(_say("global_shape", label=label, want=(FEATURES,), got=tuple(out.shape), where=where,
+                      hint=_say("tp_shape_hint")))
+        if np.dtype(out.dtype) != np.float32:
+            fail(_say("dtype", label=label, want="float32", got=np.dtype(out.dtype).name))
+        got = np.asarray(out, np.float64)
+        want = tp_dp_step_np(w, batch)
+        if not same_values(got, want, 1e-5):
+            fail(_say("tp_update", name=name, got=_fmt(got), want=_fmt(want), where=where,
+                      hint=_tp_diagnosis(got, w, batch, grid, passed_on)))
+        passed_on = passed_on or grid
+        if found is None:
+            found = _communication(lambda w_, x_, y_: fn(w_, {"x": x_, "y": y_}, mesh), w, batch["x"], batch["y"])
+    over_model = {(p, axes) for p, axes in found if MODEL_REPLICAS in axes}
+    if not any(p == "psum" for p, _ in over_model):
+        fail(_say("tp_needs_psum_model", name=name, seen=_seen(over_model), m=MODEL_REPLICAS))
+    over_data = {(p, axes) for p, axes in found if DATA_SHARDS in axes}
+    if not over_data:
+        fail(_say("tp_needs_data", name=name, seen=_seen(over_data), d=DATA_SHARDS))
+
+
+def _observe_tp_dp_step(fn) -> dict:
+    """Programs of `fn(w, batch, mesh)` on 2 x 4, 4 x 2 and 2 x 2 meshes (plain inputs, drawn by the grader),
+    plus the 2 x 4 one again as a structure case: the reference's psums over both axes are required."""
+    cases = {}
+    for grid in ((2, 4), (4, 2), (2, 2)):
+        mesh = grid_mesh(grid)
+        program = lambda w, x, y, mesh=mesh: fn(w, {"x": x, "y": y}, mesh)  # noqa: E731
+        args = (spec((FEATURES,), jnp.float32), spec((EXAMPLES, FEATURES), jnp.float32),
+                spec((EXAMPLES,), jnp.float32))
+        cases[f"{grid[0]}x{grid[1]}"] = Case(program, *args)
+        if grid == (2, 4):
+            cases["collectives"] = Case(program, *args, values=False)
+    return programs(cases)
+
+
+tp_dp_step = Exercise(
+    "tp_dp_step", _check_tp_dp_step,
+    hints=[
+        "Draw the blocks first: which part of w, which examples and which features of x does device "
+        "(i, j) hold? Then ask what it is missing to predict its examples, and what it is missing to "
+        "update its part of w.",
+        "A device's product of its x block with its part of w is only a partial prediction: the devices of "
+        "its row hold the other features, and their partial products add up to the prediction. The "
+        "gradient formula then needs only the device's own blocks, but it covers only its data shard.",
+        "The copies of a model shard (the devices of a column) must take the same step: combine their "
+        "gradients over the axis along which they differ, as an average, then subtract LEARNING_RATE "
+        "times it from the shard. The new w stays split like the old one.",
+    ],
+    observe=_observe_tp_dp_step)
