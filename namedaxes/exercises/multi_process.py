@@ -97,12 +97,16 @@ TEXT = {
         "`{name}` failed with JAX's error \"{first}\": `out_specs=P()` promises a value that is the same "
         "on every device, but JAX sees a value that still differs per device (a device's own sum, "
         "say). Combine the devices' values with a collective (`lax.psum`) before returning them."),
+    "global_sharding": (
+        "`{name}` failed with JAX's error \"{first}\": outside `jax.shard_map`, JAX refuses this operation "
+        "on an array split over the mesh. Do the per-device work inside the function you give "
+        "`jax.shard_map`, where each device sees its own block of rows."),
     # results, any exercise
     "not_callable": "`{name}` should be a function, but it is a `{type}`.",
-    "not_dict": "`{name}` should return a dict with keys {keys}, but it returned {kind}{where}.",
+    "not_dict": "{where}, `{name}` should return a dict with keys {keys}, but it returned {kind}.",
     "a_dict": "a dict with keys {keys}",
     "a_type": "a `{type}`",
-    "leaf_shape": "`{name}` should return `{key}` of shape {want}{where}, but it has shape {got}.{hint}",
+    "leaf_shape": "{where}, `{name}` should return `{key}` of shape {want}, but it has shape {got}.{hint}",
     "no_shard_map": (
         "`{name}` returns the right values, but without `jax.shard_map`: this exercise asks for the "
         "per-device view, one block of rows per device of the mesh, across both processes. Put the "
@@ -125,6 +129,8 @@ TEXT = {
     "rows_per_device": (
         " That is one row per local device. Here the batch has {total} rows for {p} processes, "
         "{per} rows each: count the share from the batch and `jax.process_count()`, not from the devices."),
+    "rows_empty": (" That is no row at all: the slice starts past the end of the batch. With {p} processes, "
+                   "each share has {per} rows; take the number of processes from `jax.process_count()`."),
     "rows_values": "{where} `{name}` returned {seen}, but it owns {want}.{extra}",
     "rows_start": (" Each process finds its first row from `jax.process_index()` and the size of its "
                    "share."),
@@ -139,10 +145,9 @@ TEXT = {
     # 2. global_metrics
     "metric_values": "{where}, `{name}` returned {key} = {got}, expected {want}. {hint}",
     "metric_fixed_count": (
-        "That is {ratio} times the right value: the number of devices is written as 8 (or taken from "
-        "`jax.device_count()`, every device of the cluster), but this mesh has {k} devices. Take counts "
-        "from the mesh or from a collective: `lax.psum(1, DEVICES)`, `mesh.size`, or `lax.psum` of each "
-        "block's size."),
+        "That is {ratio} times the right value: the number of devices is written as 8, but this mesh "
+        "has {k} devices. Take counts from the mesh or from a collective: `lax.psum(1, DEVICES)`, "
+        "`mesh.size`, or `lax.psum` of each block's size."),
     "metric_local_count": (
         "That divides by `jax.local_device_count()` ({n}, the devices of one process), but the mean "
         "is over the devices of every process on the mesh ({k}): count with `lax.psum(..., DEVICES)` or "
@@ -153,8 +158,8 @@ TEXT = {
     "metric_one_device": "That is one device's own block only: add up the blocks of all devices.",
     "metric_mean_for_total": "That is the mean of all entries; `total` is their sum.",
     "per_process_shape": (
-        " `per_process` has one entry per process: here jax.process_count() is {p}; do not write the "
-        "number of processes by hand."),
+        " `per_process` has one entry per process, `jax.process_count()` of them ({p} here): not one per "
+        "device, and not a number written by hand."),
     "per_process_per_device": (
         "Those are per-device sums. Process i owns the devices at mesh positions i * n to (i + 1) * n - 1 "
         "(n = jax.local_device_count()): add up the sums of each process's devices."),
@@ -173,8 +178,8 @@ TEXT = {
         "hold different numbers of real rows ({counts}). Add up the squared-error gradients and the real "
         "rows over all devices (`lax.psum`), then divide."),
     "step_fixed_count": (
-        "That divides by 8 (written by hand, or `jax.device_count()`, every device of the cluster), but "
-        "this mesh has {k} devices. Divide by what the devices really hold, counted with `lax.psum`."),
+        "That divides by 8, written by hand, but this mesh has {k} devices. Divide by what the devices "
+        "really hold, counted with `lax.psum`."),
     "step_local_count": (
         "That divides by `jax.local_device_count()` ({n}, the devices of one process), but the step "
         "averages over every real row of both processes."),
@@ -208,26 +213,29 @@ def _cluster() -> multiprocess.Cluster:
 
 class _AsProcess:
     """While active, `jax.process_index()` / `process_count()` / `local_device_count()` /
-    `local_devices()` answer as process `index` of a cluster of `processes` x `local` devices.
+    `local_devices()` / `device_count()` / `devices()` answer as process `index` of a cluster of
+    `processes` x `local` devices (its devices: the first `processes * local` of this kernel's).
 
     Only these public names are rebound (JAX's own code asks its backend, not them), so tracing,
     exporting or running a function in this kernel under it shows what that process would compute:
     the same SPMD program, built with that process's view of the cluster.
     """
 
-    _NAMES = ("process_index", "local_device_count", "process_count", "local_devices")
+    _NAMES = ("process_index", "local_device_count", "process_count", "local_devices", "device_count", "devices")
 
     def __init__(self, index: int, processes: int, local: int):
         self.index, self.processes, self.local = index, processes, local
 
     def __enter__(self):
         self.saved = {n: getattr(jax, n) for n in self._NAMES}
-        devices = jax.devices()
+        devices = jax.devices()[:self.processes * self.local]
         mine = devices[self.index * self.local:(self.index + 1) * self.local]
         jax.process_index = lambda *a, **k: self.index
         jax.local_device_count = lambda *a, **k: self.local
         jax.process_count = lambda *a, **k: self.processes
         jax.local_devices = lambda *a, **k: list(mine)
+        jax.device_count = lambda *a, **k: len(devices)
+        jax.devices = lambda *a, **k: list(devices)
         return self
 
     def __exit__(self, *exc):
@@ -256,6 +264,8 @@ def _rules(name: str, mesh=None):
         first = (str(err).strip().splitlines() or [""])[0]
         if isinstance(err, ValueError) and "out_specs which require replication" in first:
             return TEXT["varying_output"].format(name=name, first=first[:160])
+        if type(err).__name__ == "ShardingTypeError":
+            return TEXT["global_sharding"].format(name=name, first=first[:200])
         return None
     return (rule,)
 
@@ -382,7 +392,8 @@ def _expect_rows(name: str, got, batch, rows: slice, who: str, processes: int, l
             fail(TEXT["rows_one"].format(where=who, name=name, got=got.shape, want=want, shape=expected.shape))
         seen = _describe_rows(got, batch)
         extra = (TEXT["rows_per_device"].format(total=total, p=processes, per=total // processes)
-                 if got.shape[0] == local and total != local * processes else "")
+                 if processes > 1 and got.shape[0] == local and total != local * processes else
+                 TEXT["rows_empty"].format(p=processes, per=total // processes) if got.shape[0] == 0 else "")
         fail(TEXT["rows_shape"].format(where=who, name=name, got=got.shape, seen=f" ({seen})" if seen else "",
                                        want=want, shape=expected.shape) + extra)
     if not same_values(got, expected, dtype=float):
@@ -426,15 +437,15 @@ def _check_local_rows(fn: Callable) -> None:
     batches = _visible_batches()
     n_here = jax.local_device_count()
     with _explained(name):
-        here = [_as_numpy(_call_local_rows(fn, b)) for b in batches]
-        for batch, got in zip(batches, here):
-            _expect_rows(name, got, batch, slice(0, _rows_of(batch)), TEXT["in_kernel"].format(n=n_here), 1, n_here)
         for index, processes, local in _LOCAL_ROWS_AS:
             who = TEXT["as_process"].format(i=index, p=processes, n=local)
             for batch in batches:
                 with _AsProcess(index, processes, local):
                     got = _as_numpy(_call_local_rows(fn, batch))
                 _expect_rows(name, got, batch, _share(_rows_of(batch), processes, index), who, processes, local)
+        here = [_as_numpy(_call_local_rows(fn, b)) for b in batches]
+        for batch, got in zip(batches, here):
+            _expect_rows(name, got, batch, slice(0, _rows_of(batch)), TEXT["in_kernel"].format(n=n_here), 1, n_here)
         there = _cluster().run(_local_rows_job, fn, batches)
     for i in range(NUM_PROCESSES):
         who = TEXT["in_worker"].format(i=i, p=NUM_PROCESSES, n=LOCAL_DEVICES)
@@ -505,11 +516,11 @@ def _metric_hint(key: str, got, errors: np.ndarray, k: int, p: int) -> str:
             return TEXT["per_process_per_device"]
         return TEXT["per_process_generic"]
     right = want[key]
-    if k != 8 and same_values(got, right * 8 / k, dtype=float):
-        return TEXT["metric_fixed_count"].format(ratio=f"{8 / k:g}", k=k)
-    if k != 8 and same_values(got, right * k / 8, dtype=float):
-        return TEXT["metric_fixed_count"].format(ratio=f"{k / 8:g}", k=k)
-    if same_values(got, right * k / n, dtype=float) or same_values(got, right * n / k, dtype=float):
+    # a sum multiplied by a count (total = pmean * c) is off by c / k, a sum divided by one (mean = psum / c) by k / c
+    fixed, local = (8 / k, n / k) if key == "total" else (k / 8, k / n)
+    if k != 8 and same_values(got, right * fixed, dtype=float):
+        return TEXT["metric_fixed_count"].format(ratio=f"{fixed:g}", k=k)
+    if n != k and same_values(got, right * local, dtype=float):
         return TEXT["metric_local_count"].format(n=n, k=k)
     if key == "mean" and same_values(got, e.sum() / k, dtype=float):
         return TEXT["metric_mean_of_sums"].format(rows=e.size // k, size=e.size)
@@ -523,15 +534,15 @@ def _metric_hint(key: str, got, errors: np.ndarray, k: int, p: int) -> str:
 
 def _expect_metrics(name: str, got, errors: np.ndarray, k: int, p: int, where: str) -> None:
     if not isinstance(got, dict) or set(map(str, got)) != set(METRIC_KEYS):
-        fail(TEXT["not_dict"].format(name=name, keys=list(METRIC_KEYS), kind=_kind(got), where=" " + where))
+        fail(TEXT["not_dict"].format(name=name, keys=list(METRIC_KEYS), kind=_kind(got), where=where))
     want = _metrics_want(errors, p)
     for key in METRIC_KEYS:
         value = np.asarray(got[key]) if isinstance(got[key], (np.ndarray, np.generic, jax.Array, float, int)) else None
         if value is None:
-            fail(TEXT["not_dict"].format(name=name, keys=list(METRIC_KEYS), kind=_kind(got[key]), where=" " + where))
+            fail(TEXT["not_dict"].format(name=name, keys=list(METRIC_KEYS), kind=_kind(got[key]), where=where))
         if value.shape != np.shape(want[key]):
             hint = TEXT["per_process_shape"].format(p=p) if key == "per_process" else ""
-            fail(TEXT["leaf_shape"].format(name=name, key=key, want=np.shape(want[key]), where=" " + where,
+            fail(TEXT["leaf_shape"].format(name=name, key=key, want=np.shape(want[key]), where=where,
                                            got=value.shape, hint=hint))
     for key in METRIC_KEYS:
         if not same_values(got[key], want[key], 1e-4, dtype=float):
@@ -661,12 +672,12 @@ def _step_candidates(params, batch, k: int, p: int) -> list[tuple[dict, str]]:
 
 def _expect_step(name: str, got, params, batch, k: int, p: int, where: str) -> None:
     if not isinstance(got, dict) or set(map(str, got)) != set(PARAM_NAMES):
-        fail(TEXT["not_dict"].format(name=name, keys=list(PARAM_NAMES), kind=_kind(got), where=" " + where))
+        fail(TEXT["not_dict"].format(name=name, keys=list(PARAM_NAMES), kind=_kind(got), where=where))
     for key in PARAM_NAMES:
         if not isinstance(got[key], (np.ndarray, np.generic, jax.Array, float)):
-            fail(TEXT["not_dict"].format(name=name, keys=list(PARAM_NAMES), kind=_kind(got[key]), where=" " + where))
+            fail(TEXT["not_dict"].format(name=name, keys=list(PARAM_NAMES), kind=_kind(got[key]), where=where))
         if np.shape(got[key]) != ():
-            fail(TEXT["leaf_shape"].format(name=name, key=key, want=(), where=" " + where, got=np.shape(got[key]),
+            fail(TEXT["leaf_shape"].format(name=name, key=key, want=(), where=where, got=np.shape(got[key]),
                                            hint=""))
     mask = np.asarray(batch["mask"])
     want = _np_step(params, np.asarray(batch["x"], float)[mask], np.asarray(batch["y"], float)[mask])
