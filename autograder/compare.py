@@ -130,7 +130,7 @@ def _check_npz(npz: bytes) -> None:
 
 
 def _fmt_shape(a: np.ndarray) -> str:
-    return f"shape {tuple(a.shape)} and dtype {a.dtype.name}"
+    return text("shape_dtype", shape=tuple(a.shape), dtype=a.dtype.name)
 
 
 def _short(value: Any, n: int = 60) -> str:
@@ -141,7 +141,7 @@ def _short(value: Any, n: int = 60) -> str:
 def _compare_arrays(key: str, want: np.ndarray, got: np.ndarray, rtol: float = RTOL,
                     atol: float = ATOL) -> str | None:
     if want.shape != got.shape or want.dtype != got.dtype:
-        return f"{key}: expected {_fmt_shape(want)}, got {_fmt_shape(got)}"
+        return text("expected_got", key=key, want=_fmt_shape(want), got=_fmt_shape(got))
     if want.dtype.kind in "biufc":
         if want.dtype.kind in "b":
             same = np.array_equal(want, got)
@@ -150,16 +150,17 @@ def _compare_arrays(key: str, want: np.ndarray, got: np.ndarray, rtol: float = R
         if same:
             return None
         if want.dtype.kind == "b":
-            return f"{key}: values differ"
+            return text("values_differ", key=key)
         w, g = want.astype(np.complex128 if want.dtype.kind == "c" else np.float64), got.astype(
             np.complex128 if got.dtype.kind == "c" else np.float64)
         with np.errstate(invalid="ignore"):
             bad = ~np.isclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
         diff = np.abs(g - w)[bad] if want.ndim else np.abs(g - w).reshape(1)
         finite = diff[np.isfinite(diff)]
-        size = f"max abs difference {float(finite.max()):.4g}" if finite.size else "NaN/inf where numbers were expected"
-        return f"{key}: values differ ({size})"
-    return None if np.array_equal(want, got) else f"{key}: values differ"
+        size = (text("max_abs_difference", value=f"{float(finite.max()):.4g}") if finite.size
+                else text("nan_where_numbers"))
+        return text("values_differ_by", key=key, size=size)
+    return None if np.array_equal(want, got) else text("values_differ", key=key)
 
 
 def _json_equal(want: Any, got: Any) -> bool:
@@ -178,14 +179,14 @@ def _json_equal(want: Any, got: Any) -> bool:
 
 def _compare_axes(want: Any, got: Any) -> str | None:
     if not isinstance(got, list) or not all(isinstance(a, str) for a in got):
-        return f"{AXES_KEY}: expected a list of axis names, got {_short(got)}"
+        return text("axes_not_names", key=AXES_KEY, got=_short(got))
     wanted = [a for a in (want if isinstance(want, list) else [want])]
     missing = [a for a in wanted if a not in got]
     if not missing:
         return None
     found = ", ".join(repr(a) for a in got) if got else None
-    seen = f"it communicates over {found}" if found else "it performs no collective"
-    return f"{AXES_KEY}: expected a collective over {', '.join(repr(a) for a in missing)}, but {seen}"
+    seen = text("axes_seen", axes=found) if found else text("axes_none")
+    return text("axes_missing", key=AXES_KEY, axes=", ".join(repr(a) for a in missing), seen=seen)
 
 
 def compare(reference: dict, observed: dict, tolerances: dict | None = None) -> Verdict:
@@ -199,21 +200,21 @@ def compare(reference: dict, observed: dict, tolerances: dict | None = None) -> 
     for key in sorted(reference):
         want = reference[key]
         if key not in observed:
-            diffs.append(f"{key}: missing from the results")
+            diffs.append(text("key_missing", key=key))
             continue
         got = observed[key]
         if isinstance(want, np.ndarray):
             if not isinstance(got, np.ndarray):
-                diffs.append(f"{key}: expected an array, got {_short(got)}")
+                diffs.append(text("expected_array", key=key, got=_short(got)))
                 continue
             rtol, atol = tolerances.get(key, (None, None))
             d = _compare_arrays(key, want, got, RTOL if rtol is None else rtol, ATOL if atol is None else atol)
         elif key == AXES_KEY:
             d = _compare_axes(want, got)
         elif isinstance(got, np.ndarray):
-            d = f"{key}: expected {_short(want)}, got an array"
+            d = text("expected_not_array", key=key, want=_short(want))
         else:
-            d = None if _json_equal(want, got) else f"{key}: expected {_short(want)}, got {_short(got)}"
+            d = None if _json_equal(want, got) else text("expected_got", key=key, want=_short(want), got=_short(got))
         if d:
             diffs.append(d)
     return Verdict(not diffs, diffs)

@@ -95,6 +95,44 @@ TEXT: dict[str, str] = {
     "limit_processes": "the notebook tried to start more than {limit} processes or threads at once; "
                        "starting more was refused",
     "limit_disk": "the notebook filled its working folder ({limit}); writing more was refused",
+    # ---- what the scorer found (autograder/programs.py, compare.py, scorer.py: differences)
+    "no_program": "{case}: no program was recorded",
+    "too_many_programs": "too many recorded programs ({n})",
+    "program_unreadable": "the recorded program could not be read ({error})",
+    "program_needs_devices": "the recorded program needs {n} devices",
+    "side_effects": "the program has side effects (e.g. a host callback)",
+    "host_calls": "the program calls {calls}, which the grader does not run (host callbacks are not allowed)",
+    "wrong_mesh": "{case}: runs on a mesh with axes {got}, expected {want}",
+    "program_failed": "{case}: the recorded program failed to run ({error})",
+    "comm_over": "communication over '{axis}'",
+    "no_comm": "no communication at all",
+    "comm_missing": "communication: expected {missing} (read from the compiled program), but it performs {seen}",
+    "comm_extra_axes": "communication: it also communicates over {axes}, which the reference does not",
+    "comm_surplus": "communication: it also performs {ops}, which this exercise does not allow (read from the "
+                    "compiled program)",
+    "sig_devices": "the program runs on {got} devices, expected {want}",
+    "sig_global_view": "no axis (a global-view program)",
+    "sig_no_axis": "no axis",
+    "sig_per_device": "the program is written per device over {got}, expected {want} (pmap/shard_map)",
+    "sig_takes": "the program takes {got}, expected {want}",
+    "sig_structure": "the program returns a different structure: {got}, expected {want}",
+    "sig_returns": "the program returns {got}, expected {want}",
+    "shape_dtype": "shape {shape} and dtype {dtype}",
+    "expected_got": "{key}: expected {want}, got {got}",
+    "values_differ": "{key}: values differ",
+    "values_differ_by": "{key}: values differ ({size})",
+    "max_abs_difference": "max abs difference {value}",
+    "nan_where_numbers": "NaN/inf where numbers were expected",
+    "axes_not_names": "{key}: expected a list of axis names, got {got}",
+    "axes_seen": "it communicates over {axes}",
+    "axes_none": "it performs no collective",
+    "axes_missing": "{key}: expected a collective over {axes}, but {seen}",
+    "key_missing": "{key}: missing from the results",
+    "expected_array": "{key}: expected an array, got {got}",
+    "expected_not_array": "{key}: expected {want}, got an array",
+    "scorer_timeout": "running the recorded programs took longer than {seconds} s (does one of them loop forever?)",
+    "scorer_died": "the recorded programs could not be run: the grader's scoring process stopped ({error})",
+    "scorer_failed": "the grader could not judge this cell ({error})",
     "edition_mismatch": "not graded: the '{lang}' edition of {assignment} does not have the reference "
                         "solution's code cells ({problem}); the instructor must regenerate the editions and regrade",
 }
@@ -147,8 +185,9 @@ def translate(message: str, lang: str) -> str:
             i18n.set_language(previous)
 
 
-def text(key: str, lang: str | None = None, **fields) -> str:
-    """TEXT[key] in `lang` (default: the current language), formatted with `fields`."""
+def text(key: str, lang: str | None = None, /, **fields) -> str:
+    """TEXT[key] in `lang` (default: the current language), formatted with `fields` (which may
+    themselves be called `key` or `lang`: the first two parameters are positional only)."""
     english = TEXT[key]
     template = translate(english, lang or _current.get())
     try:

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from .compare import Verdict, compare, load_observations
+from .messages import text as say
 
 __all__ = ["PROGRAM_PREFIX", "PROGRAMS_KEY", "PROGRAMS_FORMAT", "ALLOWED_CUSTOM_CALLS", "is_program_observation",
            "Judge", "hlo_collectives", "group_axes", "describe_collective"]
@@ -156,7 +157,12 @@ def describe_collective(op: str, reducer: str, axis: str) -> str:
 
 # ---------------------------------------------------------------- programs
 class Rejected(Exception):
-    """A recorded program the grader will not run; the message says why (student-facing)."""
+    """A recorded program the grader will not run; the message says why (student-facing).
+    `unreadable`: the bytes are not a program at all (then the communication check says nothing)."""
+
+    def __init__(self, message: str, unreadable: bool = False):
+        super().__init__(message)
+        self.unreadable = unreadable
 
 
 _TEXT: dict[int, tuple[Any, str]] = {}
@@ -168,7 +174,7 @@ def _exported(blob: bytes):
         exp = jax.export.deserialize(bytearray(blob))
         text = exp.mlir_module()
     except Exception as err:  # noqa: BLE001 - hostile bytes: any parser failure is "unreadable"
-        raise Rejected(f"the recorded program could not be read ({type(err).__name__})") from None
+        raise Rejected(say("program_unreadable", error=type(err).__name__), unreadable=True) from None
     if len(_TEXT) > 64:
         _TEXT.clear()
     _TEXT[id(exp)] = (exp, text)
@@ -269,7 +275,7 @@ def _compile_fresh(exp, names: tuple[str, ...], sizes: tuple[int, ...]) -> _Comp
     from jax.sharding import Mesh
     devices = jax.devices()
     if exp.nr_devices > len(devices):
-        raise Rejected(f"the recorded program needs {exp.nr_devices} devices")
+        raise Rejected(say("program_needs_devices", n=exp.nr_devices))
     from jax.sharding import NamedSharding, PartitionSpec as P
     own = _mesh_of(exp)
     if own is not None:
@@ -381,7 +387,7 @@ class Judge:
             observed = load_observations(*student_pair)
         except Exception:  # noqa: BLE001 - hostile bytes
             self._reference(reference, key)
-            return Verdict(False, ["the recorded results could not be read"])
+            return Verdict(False, [say("results_unreadable")])
         return self.judge_observations(grade_id, reference, observed, key)
 
     def derive(self, grade_id: str, observation: dict) -> dict:
@@ -414,8 +420,9 @@ class Judge:
         cases = ref.meta["cases"]
         student_cases = [k[len(PROGRAM_PREFIX):] for k in observed if k.startswith(PROGRAM_PREFIX)]
         if len(student_cases) > MAX_CASES:
-            return Verdict(False, [f"too many recorded programs ({len(student_cases)})"])
+            return Verdict(False, [say("too_many_programs", n=len(student_cases))])
         diffs: list[str] = []
+        unreadable = False           # a case recorded no readable program: its communication is unknown
         want: dict[str, Any] = {}
         got: dict[str, Any] = {}
         ref_comm: set[str] = set()
@@ -435,16 +442,16 @@ class Judge:
             ref_out = ref.outputs.get(seed_key, {})
             blob = observed.get(PROGRAM_PREFIX + case)
             if not isinstance(blob, np.ndarray) or blob.dtype != np.uint8 or blob.ndim != 1 or not blob.size:
-                diffs.append(f"{case}: no program was recorded")
+                diffs.append(say("no_program", case=case))
+                unreadable = True
                 continue
             try:
                 exp = _exported(blob.tobytes())
                 if exp.ordered_effects or exp.unordered_effects:
-                    raise Rejected("the program has side effects (e.g. a host callback)")
+                    raise Rejected(say("side_effects"))
                 bad = sorted(_custom_calls(exp) - ALLOWED_CUSTOM_CALLS)
                 if bad:
-                    raise Rejected(f"the program calls {', '.join(bad)}, which the grader does not run "
-                                   f"(host callbacks are not allowed)")
+                    raise Rejected(say("host_calls", calls=", ".join(bad)))
                 sig, want_sig = _signature(exp), ref_prog.signature
                 if _signature_matches(want_sig, sig):
                     sig = want_sig
@@ -453,18 +460,19 @@ class Judge:
                     continue
                 own = _mesh_of(exp)
                 if own is not None and ref_prog.mesh_axes is not None and own[:2] != ref_prog.mesh_axes:
-                    diffs.append(f"{case}: runs on a mesh with axes {dict(zip(*own[:2]))}, expected "
-                                 f"{dict(zip(*ref_prog.mesh_axes))}")
+                    diffs.append(say("wrong_mesh", case=case, got=dict(zip(*own[:2])),
+                                      want=dict(zip(*ref_prog.mesh_axes))))
                     continue
                 prog = _compile(exp, names, shape)
                 out = (_outputs(prog, exp, entry["draw"], _seed(self.secret, grade_id, str(entry["draw"].get("share", case))))
                        if entry.get("values", True) else {})
             except Rejected as err:
                 diffs.append(f"{case}: {err}")
+                unreadable = unreadable or err.unreadable
                 continue
             except Exception as err:  # noqa: BLE001 - a program that fails to compile or run scores 0
-                diffs.append(f"{case}: the recorded program failed to run ({type(err).__name__}: "
-                             f"{str(err).splitlines()[0][:160] if str(err) else ''})")
+                diffs.append(say("program_failed", case=case, error=f"{type(err).__name__}: "
+                                  f"{str(err).splitlines()[0][:160] if str(err) else ''}"))
                 continue
             got_comm.update(prog.communication)
             got_axes.update(prog.axes)
@@ -483,20 +491,16 @@ class Judge:
         if exact:
             missing = sorted(ref_comm - got_comm)
         else:
-            missing = [f"communication over '{a}'" for a in sorted(ref_axes - got_axes)]
-        unreadable = any("no program was recorded" in d or "could not be read" in d for d in diffs)
+            missing = [say("comm_over", axis=a) for a in sorted(ref_axes - got_axes)]
         if missing and not unreadable:
-            seen = ", ".join(sorted(got_comm)) if got_comm else "no communication at all"
-            diffs.append(f"communication: expected {', '.join(missing)} (read from the compiled program), "
-                         f"but it performs {seen}")
+            seen = ", ".join(sorted(got_comm)) if got_comm else say("no_comm")
+            diffs.append(say("comm_missing", missing=", ".join(missing), seen=seen))
         extra = sorted(got_axes - ref_axes)
         if extra and not unreadable and any(entry.get("only_axes") for entry in cases.values()):
-            diffs.append(f"communication: it also communicates over {', '.join(repr(a) for a in extra)}, "
-                         f"which the reference does not")
+            diffs.append(say("comm_extra_axes", axes=", ".join(repr(a) for a in extra)))
         surplus = sorted(got_comm - ref_comm)
         if surplus and not unreadable and any(entry.get("only_collectives") for entry in cases.values()):
-            diffs.append(f"communication: it also performs {', '.join(surplus)}, which this exercise does not "
-                         f"allow (read from the compiled program)")
+            diffs.append(say("comm_surplus", ops=", ".join(surplus)))
         return Verdict(not diffs, diffs)
 
 
@@ -512,16 +516,16 @@ def _signature_matches(want: dict, got: dict) -> bool:
 
 def _signature_difference(want: dict, got: dict) -> str:
     if want["devices"] != got["devices"]:
-        return f"the program runs on {got['devices']} devices, expected {want['devices']}"
+        return say("sig_devices", got=got["devices"], want=want["devices"])
     if want["per_device_over"] != got["per_device_over"]:
-        seen = ", ".join(repr(a) for a in got["per_device_over"]) or "no axis (a global-view program)"
-        return (f"the program is written per device over {seen}, expected "
-                f"{', '.join(repr(a) for a in want['per_device_over']) or 'no axis'} (pmap/shard_map)")
+        seen = ", ".join(repr(a) for a in got["per_device_over"]) or say("sig_global_view")
+        return say("sig_per_device", got=seen,
+                    want=", ".join(repr(a) for a in want["per_device_over"]) or say("sig_no_axis"))
     if want["in_tree"] != got["in_tree"] or want["in"] != got["in"]:
-        return f"the program takes {got['in']}, expected {want['in']}"
+        return say("sig_takes", got=got["in"], want=want["in"])
     if want["out_tree"] != got["out_tree"]:
-        return f"the program returns a different structure: {got['out_tree']}, expected {want['out_tree']}"
-    return f"the program returns {', '.join(got['out'])}, expected {', '.join(want['out'])}"
+        return say("sig_structure", got=got["out_tree"], want=want["out_tree"])
+    return say("sig_returns", got=", ".join(got["out"]), want=", ".join(want["out"]))
 
 
 def summary(observations: dict) -> str:

@@ -45,6 +45,7 @@ import sys
 import time
 
 from .compare import Verdict
+from .messages import current, speaking, text, validate_language
 
 __all__ = ["Scorer", "ScorerReferenceError", "DEFAULT_TIMEOUT", "DEFAULT_MEMORY_MB"]
 
@@ -165,7 +166,8 @@ def serve(memory_mb: int = DEFAULT_MEMORY_MB) -> int:
                 ref = (_unb64(req["reference"][0]), _unb64(req["reference"][1]))
                 obs = (_unb64(req["observed"][0]), _unb64(req["observed"][1]))
                 try:
-                    verdict = judge.judge(str(req["grade_id"]), ref, obs)
+                    with speaking(validate_language(req.get("language"))):    # the words, never the verdict
+                        verdict = judge.judge(str(req["grade_id"]), ref, obs)
                     reply = {"ok": True, "passed": verdict.passed, "differences": verdict.differences[:50]}
                 except Exception as err:  # noqa: BLE001 - the reference is unusable
                     reply = {"ok": False, "reference_error": f"{type(err).__name__}: {err}"}
@@ -280,21 +282,19 @@ class Scorer:
         """The verdict for one test cell. Raises `ScorerReferenceError` when the reference is unusable."""
         self._ensure(ref_pair)
         req = {"op": "judge", "grade_id": grade_id, "reference": [_b64(ref_pair[0]), _b64(ref_pair[1])],
-               "observed": [_b64(student_pair[0]), _b64(student_pair[1])]}
+               "observed": [_b64(student_pair[0]), _b64(student_pair[1])], "language": current()}
         try:
             reply = self._call(req, self.timeout)
         except TimeoutError:
             self.log.append(f"{grade_id}: scorer timed out after {self.timeout:g} s")
-            return Verdict(False, [f"running the recorded programs took longer than {self.timeout:g} s "
-                                   f"(does one of them loop forever?)"], summary="")
+            return Verdict(False, [text("scorer_timeout", seconds=f"{self.timeout:g}")], summary="")
         except EOFError as err:
             self.log.append(f"{grade_id}: scorer died: {err}")
-            return Verdict(False, [f"the recorded programs could not be run: the grader's scoring process "
-                                   f"stopped ({err})"], summary="")
+            return Verdict(False, [text("scorer_died", error=err)], summary="")
         if not reply.get("ok"):
             if reply.get("reference_error"):
                 raise ScorerReferenceError(reply["reference_error"])
-            return Verdict(False, [f"the grader could not judge this cell ({reply.get('error', 'unknown error')})"],
+            return Verdict(False, [text("scorer_failed", error=reply.get("error", "unknown error"))],
                            summary="")
         diffs = [str(d)[:400] for d in reply.get("differences", [])][:50]
         return Verdict(bool(reply.get("passed")) and not diffs, diffs)
