@@ -52,8 +52,21 @@ WRONG = {
     },
     A03: {
         "grid_sums_answer": "def grid_sums(x):\n    return x, x, x\n",
-        "device_coordinates_answer": "def device_coordinates(x):\n    z = jnp.int32(0)\n    return z, z, z\n",
-        "row_normalize_answer": "def row_normalize(x, mesh):\n    return x / x.sum(axis=1, keepdims=True)\n",
+        "device_numbers_answer": "def device_numbers(x):\n"              # right on the 2 x 4 grid only
+                                 "    i, j = lax.axis_index(DATA_SHARDS), lax.axis_index(MODEL_REPLICAS)\n"
+                                 "    return i * 4 + j, j * 2 + i\n",
+        "row_normalize_answer": "def row_normalize(x, mesh):\n"           # pmean for psum: 4 times too large
+                                "    spec = P(DATA_SHARDS, MODEL_REPLICAS)\n"
+                                "    def block(b):\n"
+                                "        return b / lax.pmean(jnp.sum(b, axis=1, keepdims=True), MODEL_REPLICAS)\n"
+                                "    return jax.shard_map(block, mesh=mesh, in_specs=spec, out_specs=spec)(x)\n",
+        "tp_dp_step_answer": "def tp_dp_step(w, batch, mesh):\n"         # jax.grad already summed: 2x the step
+                             "    def local_step(wb, xb, yb):\n"
+                             "        loss = lambda v: jnp.mean((lax.psum(xb @ v, MODEL_REPLICAS) - yb) ** 2)\n"
+                             "        return wb - LEARNING_RATE * lax.pmean(jax.grad(loss)(wb), DATA_SHARDS)\n"
+                             "    specs = (P(MODEL_REPLICAS), P(DATA_SHARDS, MODEL_REPLICAS), P(DATA_SHARDS))\n"
+                             "    return jax.shard_map(local_step, mesh=mesh, in_specs=specs,\n"
+                             "                         out_specs=P(MODEL_REPLICAS))(w, batch['x'], batch['y'])\n",
     },
     A04: {
         "loss_fn_answer": "def loss_fn(params, local_batch):\n"
@@ -109,8 +122,9 @@ CELLS = {
                 "scaled_mean_value": ("scaled_mean", ("thread_files", "forged_record")),
                 "global_max_share_value": ("global_max_share", ("visible_files", "symlink"))},
     A03: {"grid_sums_each_axis": ("grid_sums", ("forged_record", "thread_files")),
-          "device_coordinates_grid": ("device_coordinates", ("code_swap",)),
-          "row_normalize_shard_map": ("row_normalize", ("patched_observe", "symlink"))},
+          "device_numbers_both_orders": ("device_numbers", ("code_swap",)),
+          "row_normalize_shard_map": ("row_normalize", ("patched_observe", "symlink")),
+          "tp_dp_step_update": ("tp_dp_step", ("visible_files", "code_swap"))},
     A04: {"loss_fn_mean_squared_error": ("loss_fn", ("visible_files",)),
           "compute_gradients_values": ("compute_gradients", ("code_swap",)),
           "update_step_averages_gradients": ("parallel_update_step", ("forged_record", "thread_files")),
