@@ -214,7 +214,7 @@ SPECS: list[Spec] = [
                        "scaled_sum_uses_psum": "CheckFailed: .*no collective"}),
     Spec("mistake_wrong_axis", "ok", NO_SUM, answers=_wrong_sum("return lax.psum(x * 2.0, axis_name='device')"),
          cell_reasons={"scaled_sum_total": "did not bind|unbound"}),
-    Spec("mistake_pmean_for_psum", "ok", NO_SUM | {"scaled_sum_uses_psum"},
+    Spec("mistake_pmean_for_psum", "ok", NO_SUM,          # a mean is not a psum total: no structure point either
          answers=_wrong_sum("return lax.pmean(x * 2.0, axis_name=DEVICES)"),
          cell_reasons={"scaled_sum_total": "mean over devices"}),
     Spec("mistake_hard_coded", "ok", NO_SUM, answers=_wrong_sum("return jnp.full_like(x, 56.0)")),
@@ -222,8 +222,8 @@ SPECS: list[Spec] = [
          answers={"scaled_mean_answer": "def scaled_mean(x):\n    return lax.psum(x * 2.0, axis_name=DEVICES) / 8\n"}),
     Spec("alternatives", "ok", ALL, answers={
         "scaled_sum_answer": "def scaled_sum(x):\n    return lax.psum(x, axis_name=DEVICES) * 2.0\n",
-        "scaled_mean_answer": "def scaled_mean(x):\n    n = lax.psum(1, axis_name=DEVICES)\n"
-                              "    return lax.psum(2.0 * x, axis_name=DEVICES) / n\n",
+        "scaled_mean_answer": "def scaled_mean(x):\n    n = lax.psum(jnp.sum(~jnp.isnan(x)), axis_name=DEVICES)\n"
+                              "    return (lax.psum(jnp.nansum(2.0 * x), axis_name=DEVICES) / n).astype(x.dtype)\n",
         "global_max_share_answer": "def global_max_share(x):\n    top = lax.pmax(x, axis_name=DEVICES)\n"
                                    "    return x * (1 / top)\n"}),
     Spec("metadata_lost_and_extra_cells", "ok", ALL, tamper=(

@@ -27,6 +27,11 @@ Per notebook there are two fixture students with the same wrong answers:
 Both must score exactly the same: 0 on every test cell of their notebook. The
 expected pass sets are empty, so `test_fixture_scores_and_status` checks the
 scores; `test_tamper.py` checks the rest (equal rows, reference cache intact).
+
+The other side of the same grading: `equivalent_<nn>` (notebooks in `EQUIVALENT`)
+answers every exercise with a different correct formulation than the reference
+(the ones a visible check once refused, or a wrong grader might) and must get
+every test cell's points.
 """
 from __future__ import annotations
 
@@ -42,13 +47,16 @@ TECHNIQUES = ("patched_observe", "code_swap", "forged_record", "visible_files", 
 WRONG = {
     specs.A01: {
         "device_rank_answer": "def device_rank(x):\n    return jnp.int32(0)\n",
-        "count_devices_answer": "def count_devices(x):\n    return jnp.int32(8)\n",
+        "last_device_value_answer": "def last_device_value(x):\n"       # right on 8 devices only
+                                    "    return lax.psum(jnp.where(lax.axis_index(DEVICES) == 7, x, 0.0), DEVICES)\n",
         "center_answer": "def center(x):\n    return x - jnp.mean(x)\n",
     },
     specs.A02: {
-        "scaled_sum_answer": "def scaled_sum(x):\n    return x * 2.0\n",
-        "scaled_mean_answer": "def scaled_mean(x):\n    return x * 2.0\n",
-        "global_max_share_answer": "def global_max_share(x):\n    return x / jnp.max(x)\n",
+        "scaled_sum_answer": "def scaled_sum(x):\n    return lax.pmean(x * 2.0, axis_name=DEVICES)\n",   # no psum point
+        "scaled_mean_answer": "def scaled_mean(x):\n"                    # the mean of the per-device means
+                              "    return lax.pmean(jnp.nanmean(x * 2.0), axis_name=DEVICES)\n",
+        "global_max_share_answer": "def global_max_share(x):\n"          # the largest share: 1 everywhere
+                                   "    return lax.pmax(x / lax.pmax(x, DEVICES), DEVICES)\n",
     },
     A03: {
         "grid_sums_answer": "def grid_sums(x):\n    return x, x, x\n",
@@ -112,10 +120,51 @@ WRONG = {
     },
 }
 
+# notebook -> answer cell grade_id -> a correct answer written differently from the reference (full marks)
+EQUIVALENT = {
+    specs.A01: {
+        "device_rank_answer": "def device_rank(x):\n    return jnp.asarray(lax.axis_index(DEVICES), jnp.int32)\n",
+        "last_device_value_answer": "def last_device_value(x):\n    return lax.all_gather(x, DEVICES)[-1]\n",
+        "center_answer": "def center(x):\n"                                # refused by the old visible check
+                         "    return x - jnp.mean(lax.all_gather(x, DEVICES), axis=0)\n",
+    },
+    specs.A02: {
+        "scaled_sum_answer": "def scaled_sum(x):\n"                         # a psum in disguise: all 3 points
+                             "    return lax.pmean(x * 2.0, axis_name=DEVICES) * lax.psum(1, DEVICES)\n",
+        "scaled_mean_answer": "def scaled_mean(x):\n"
+                              "    count = jnp.sum(~jnp.isnan(x)).astype(x.dtype)\n"
+                              "    return lax.pmean(jnp.nansum(2.0 * x), DEVICES) / lax.pmean(count, DEVICES)\n",
+        "global_max_share_answer": "def global_max_share(x):\n    return x / -lax.pmin(-x, DEVICES)\n",
+    },
+    A03: {
+        "grid_sums_answer": "def grid_sums(x):\n"                          # gather + sum, pmean * size
+                            "    same_data = lax.all_gather(x, MODEL_REPLICAS).sum(axis=0)\n"
+                            "    same_model = lax.pmean(x, DATA_SHARDS) * lax.axis_size(DATA_SHARDS)\n"
+                            "    return same_data, same_model, lax.psum(same_data, DATA_SHARDS)\n",
+        "device_numbers_answer": "def device_numbers(x):\n"                # arithmetic, no tuple of names
+                                 "    i, j = lax.axis_index(DATA_SHARDS), lax.axis_index(MODEL_REPLICAS)\n"
+                                 "    return i * lax.axis_size(MODEL_REPLICAS) + j, j * lax.psum(1, DATA_SHARDS) + i\n",
+        "row_normalize_answer": "def row_normalize(x, mesh):\n"             # pmean times the row's device count
+                                "    spec = P(DATA_SHARDS, MODEL_REPLICAS)\n"
+                                "    def block(b):\n"
+                                "        partial = jnp.sum(b, axis=1, keepdims=True)\n"
+                                "        return b / (lax.pmean(partial, MODEL_REPLICAS) * lax.axis_size(MODEL_REPLICAS))\n"
+                                "    return jax.shard_map(block, mesh=mesh, in_specs=spec, out_specs=spec)(x)\n",
+        "tp_dp_step_answer": "def tp_dp_step(w, batch, mesh):\n"           # jax.grad of the loss averaged over data
+                             "    def local_step(wb, xb, yb):\n"
+                             "        loss = lambda v: lax.pmean(jnp.mean((lax.psum(xb @ v, MODEL_REPLICAS) - yb) ** 2),\n"
+                             "                                   DATA_SHARDS)\n"
+                             "        return wb - LEARNING_RATE * jax.grad(loss)(wb)\n"
+                             "    specs = (P(MODEL_REPLICAS), P(DATA_SHARDS, MODEL_REPLICAS), P(DATA_SHARDS))\n"
+                             "    return jax.shard_map(local_step, mesh=mesh, in_specs=specs,\n"
+                             "                         out_specs=P(MODEL_REPLICAS))(w, batch['x'], batch['y'])\n",
+    },
+}
+
 # notebook -> test cell grade_id -> (the `q.<name>` exercise its test cell uses, techniques)
 CELLS = {
     specs.A01: {"device_rank_values": ("device_rank", ("patched_observe", "code_swap")),
-                "count_devices_values": ("count_devices", ("forged_record",)),
+                "last_device_value_values": ("last_device_value", ("forged_record",)),
                 "center_pmap_and_vmap": ("center", ("visible_files", "symlink"))},
     specs.A02: {"scaled_sum_total": ("scaled_sum", ("code_swap",)),
                 "scaled_sum_uses_psum": ("scaled_sum_uses_psum", ("patched_observe",)),
@@ -266,6 +315,9 @@ def tamper_specs(ref_folder: str = "") -> list[specs.Spec]:
                               answers=_answers(assignment, False)))
         out.append(specs.Spec(f"tamper_{nn}", "ok", set(), assignment=assignment,
                               answers=_answers(assignment, True, ref_folder)))
+    for assignment, answers in EQUIVALENT.items():
+        out.append(specs.Spec(f"equivalent_{assignment[:2]}", "ok", specs.ALL, assignment=assignment,
+                              answers=dict(answers)))
     return out
 
 
