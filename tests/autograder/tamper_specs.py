@@ -81,17 +81,30 @@ WRONG = {
                           "    return jnp.sum((params['w'] * local_batch['x'] + params['b'] - local_batch['y']) ** 2)\n",
         "compute_gradients_answer": "def compute_gradients(params, local_batch):\n"
                                     "    return jax.tree.map(jnp.zeros_like, params)\n",
-        "parallel_update_step_answer": "def parallel_update_step(params, sharded_batch):\n    return params\n",
+        "parallel_update_step_answer": "def parallel_update_step(params, sharded_batch):\n"  # its own shard's loss
+                                       "    grads = lax.pmean(compute_gradients(params, sharded_batch), DATA_PARALLEL)\n"
+                                       "    new = jax.tree.map(lambda p, g: p - 0.01 * g, params, grads)\n"
+                                       "    return new, loss_fn(params, sharded_batch)\n",
         "train_answer": "def train(params, sharded_batch, steps):\n    return params, jnp.zeros((steps,))\n",
     },
     A05: {   # one-device code with no parallelism at all (the issue's 9-of-11 attack)
         "sharded_scaled_sum_answer": "def sharded_scaled_sum(x, mesh):\n    return 2.0 * jnp.sum(x)\n",
         "replica_totals_answer": "def replica_totals(x, mesh):\n"
                                  "    return x.reshape(x.shape[0], mesh.shape[MODEL_REPLICAS], -1).sum(axis=1)\n",
-        "dp_train_step_answer": "def dp_train_step(params, batch, mesh):\n    return sgd_step(params, batch)\n",
+        "dp_train_step_answer": "def dp_train_step(params, batch, mesh):\n"   # right numbers: all_gather, no psum
+                                "    def step(p, local_batch):\n"
+                                "        full = lax.all_gather(local_batch, DATA_PARALLEL, tiled=True)\n"
+                                "        def loss(q):\n"
+                                "            errors = q['w'] * full['x'] + q['b'] - full['y']\n"
+                                "            return jnp.sum(full['weight'] * errors ** 2) / jnp.sum(full['weight'])\n"
+                                "        return sgd_update(p, jax.grad(loss)(p))\n"
+                                "    params = jax.device_put(params, NamedSharding(mesh, P()))\n"
+                                "    batch = jax.device_put(batch, NamedSharding(mesh, P(DATA_PARALLEL)))\n"
+                                "    return jax.shard_map(step, mesh=mesh, in_specs=(P(), P(DATA_PARALLEL)), out_specs=P(),\n"
+                                "                         check_vma=False)(params, batch)\n",
         "jit_train_step_answer": "def jit_train_step(params, batch, mesh):\n    return sgd_step(params, batch)\n",
         "weighted_total_shard_map_answer": "def weighted_total_shard_map(w, x, mesh):\n"
-                                           "    return jnp.sum(w * x, axis=0)\n",
+                                           "    return jnp.sum(w[:, None] * x, axis=1)\n",
     },
     A06: {
         "global_sum_answer": "def global_sum(x):\n    return x * 8\n",
@@ -158,6 +171,57 @@ EQUIVALENT = {
                              "    specs = (P(MODEL_REPLICAS), P(DATA_SHARDS, MODEL_REPLICAS), P(DATA_SHARDS))\n"
                              "    return jax.shard_map(local_step, mesh=mesh, in_specs=specs,\n"
                              "                         out_specs=P(MODEL_REPLICAS))(w, batch['x'], batch['y'])\n",
+    },
+    A04: {
+        "loss_fn_answer": "def loss_fn(params, local_batch):\n"
+                          "    errors = local_batch['y'] - (params['w'] * local_batch['x'] + params['b'])\n"
+                          "    return jnp.sum(errors * errors) / errors.size\n",
+        "compute_gradients_answer": "def compute_gradients(params, local_batch):\n"   # value_and_grad, not shown
+                                    "    return jax.value_and_grad(loss_fn)(params, local_batch)[1]\n",
+        "parallel_update_step_answer": "def parallel_update_step(params, sharded_batch):\n"   # psum / device count
+                                       "    n = lax.psum(1, DATA_PARALLEL)\n"
+                                       "    loss = lax.psum(loss_fn(params, sharded_batch), DATA_PARALLEL) / n\n"
+                                       "    grads = lax.psum(compute_gradients(params, sharded_batch), DATA_PARALLEL)\n"
+                                       "    return {k: params[k] - 0.01 * grads[k] / n for k in params}, loss\n",
+        "train_answer": "def train(params, sharded_batch, steps):\n"   # a Python loop of JAX arrays
+                        "    losses = []\n"
+                        "    for _ in range(steps):\n"
+                        "        params, loss = p_update_step(params, sharded_batch)\n"
+                        "        losses.append(loss)\n"
+                        "    return params, jnp.stack(losses)\n",
+    },
+    A05: {
+        "sharded_scaled_sum_answer": "def sharded_scaled_sum(x, mesh):\n"
+                                     "    x = jax.device_put(x, NamedSharding(mesh, P(DEVICES)))\n"
+                                     "    return jax.shard_map(lambda b: lax.psum(jnp.sum(b + b), DEVICES), mesh=mesh,\n"
+                                     "                         in_specs=P(DEVICES), out_specs=P())(x)\n",
+        "replica_totals_answer": "def replica_totals(x, mesh):\n"
+                                 "    return jax.shard_map(lambda b: lax.psum(b, (MODEL_REPLICAS,)), mesh=mesh,\n"
+                                 "                         in_specs=P(DATA_SHARDS, MODEL_REPLICAS), out_specs=P(DATA_SHARDS))(x)\n",
+        "dp_train_step_answer": "def dp_train_step(params, batch, mesh):\n"   # notebook 04's shape: local gradients
+                                "    def step(p, local_batch):\n"
+                                "        own = lax.pcast(p, DATA_PARALLEL, to='varying')\n"
+                                "        def local_sum(q):\n"
+                                "            errors = q['w'] * local_batch['x'] + q['b'] - local_batch['y']\n"
+                                "            return jnp.sum(local_batch['weight'] * errors ** 2)\n"
+                                "        total = lax.psum(jnp.sum(local_batch['weight']), DATA_PARALLEL)\n"
+                                "        grads = lax.psum(jax.grad(local_sum)(own), DATA_PARALLEL)\n"
+                                "        return sgd_update(p, jax.tree.map(lambda g: g / total, grads))\n"
+                                "    params = jax.device_put(params, NamedSharding(mesh, P()))\n"
+                                "    batch = jax.device_put(batch, NamedSharding(mesh, P(DATA_PARALLEL)))\n"
+                                "    return jax.shard_map(step, mesh=mesh, in_specs=(P(), P(DATA_PARALLEL)),\n"
+                                "                         out_specs=P())(params, batch)\n",
+        "jit_train_step_answer": "def jit_train_step(params, batch, mesh):\n"   # normalised weights, in_shardings
+                                 "    def step(p, b):\n"
+                                 "        share = b['weight'] / jnp.sum(b['weight'])\n"
+                                 "        g = jax.grad(lambda q: jnp.sum(share * (q['w'] * b['x'] + q['b'] - b['y']) ** 2))(p)\n"
+                                 "        return sgd_update(p, g)\n"
+                                 "    shardings = (NamedSharding(mesh, P()), NamedSharding(mesh, P(DATA_PARALLEL)))\n"
+                                 "    return jax.jit(step, in_shardings=shardings)(params, batch)\n",
+        "weighted_total_shard_map_answer": "def weighted_total_shard_map(w, x, mesh):\n"   # transpose, then the table's axis 0
+                                           "    rows = jax.device_put(x.T, NamedSharding(mesh, P(DEVICES)))\n"
+                                           "    return jax.shard_map(lambda w, r: weighted_total(w, r[0]), mesh=mesh,\n"
+                                           "                         in_specs=(P(), P(DEVICES)), out_specs=P())(w, rows)\n",
     },
 }
 
