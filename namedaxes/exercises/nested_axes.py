@@ -206,8 +206,9 @@ def _say(key: str, **fields) -> str:
 
 def _fmt(value) -> str:
     """An array on one line (the message is wrapped when shown)."""
-    text = np.array2string(np.asarray(value, dtype=float), precision=4, threshold=16, separator=", ",
-                           max_line_width=10**6)
+    array = np.asarray(value)
+    array = array if np.issubdtype(array.dtype, np.integer) else array.astype(float)
+    text = np.array2string(array, precision=4, threshold=16, separator=", ", max_line_width=10**6)
     return " ".join(text.split())
 
 
