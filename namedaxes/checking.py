@@ -30,6 +30,12 @@ mistakes):
   on import), so an unanswered notebook shows messages, not stub tracebacks.
 - Every student-facing sentence of the core is in `TEXT`, so it can be
   translated without touching the logic.
+- **Languages** (`namedaxes.i18n`): every `TEXT` table is a `Messages` table, whose
+  lookups come back in the kernel's language (the Chinese edition: `zh`); `Exercise`
+  wraps the `TEXT` of the exercise module that creates it, and its hints are translated
+  when shown, so exercise modules keep English templates only. A failure in a language
+  written without spaces wraps by display width (two columns per CJK character), never
+  inside a `code span`; English wraps exactly as before.
 """
 from __future__ import annotations
 
@@ -42,6 +48,8 @@ from typing import Any, Callable, Iterable, NoReturn
 
 import numpy as np
 
+from .i18n import Messages, gettext, is_wide
+
 __all__ = [
     "CheckFailed", "Exercise", "expect_array", "expect_close", "expect_replicated",
     "collectives", "collective_axes", "expect_collective", "expect_no_collective",
@@ -51,7 +59,7 @@ __all__ = [
 ]
 
 # Every sentence a student can read from the core, in one place (translate here, nowhere else).
-TEXT = {
+TEXT = Messages({
     "not_written_yet": ("`{name}`{calls} is not written yet: replace `raise NotImplementedError()` in its cell "
                         "with your code, then run that cell again."),
     "calls": " (or a function it calls, such as `{callee}`)",
@@ -60,8 +68,9 @@ TEXT = {
     "uses_unwritten": "This cell runs `{name}`, which is not written yet: replace `raise NotImplementedError()` "
                       "in its cell with your code, run that cell, then this one again.",
     "unbound_axis": ("`{name}` failed with JAX's error \"NameError: {jax_error}\" It means: `{name}` calls a "
-                     "collective over '{axis}', and no enclosing pmap/vmap/shard_map binds that name. {run} binds "
-                     "only {bound}. {fix}"),
+                     "collective over '{axis}', and no enclosing pmap/vmap/shard_map binds that name.{binds_only} "
+                     "{fix}"),
+    "binds_only": " {run} binds only {bound}.",
     "the_check": "The check",
     "fix_one_axis": "Write the axis name as the constant `{const}`: `axis_name={const}`.",
     "fix_axes": "Use the constants {consts} for the names.",
@@ -85,7 +94,24 @@ TEXT = {
     "progress_changed": "• {name}: changed since its test cell ran; run that cell again",
     "progress_unchecked": "• {name}: not checked yet; run its test cell",
     "progress_done": "All exercises pass their visible checks. The hidden tests run when your work is graded.",
-}
+    # the generic checks (expect_*)
+    "numpy_array": "`{name}` is a NumPy array; expected a `jax.Array` (compute it with jax/jnp/lax).",
+    "not_an_array": "`{name}` should be a `jax.Array`, but it is a `{type}`: {value}",
+    "wrong_shape": "`{name}` should have shape {want}, but it has shape {got}.",
+    "wrong_dtype": "`{name}` should have dtype {want}, but it has dtype {got}.",
+    "wrong_values": ("`{name}` has the wrong values: expected {want}, got {got} (first difference at index "
+                     "{where}). {hint}"),
+    "not_replicated": ("`{name}` returned different values on different devices: {values}. Every device should "
+                       "hold the same result: a collective such as `lax.psum` over '{axis}' is missing. {hint}"),
+    "collective_missing": "`{name}` should communicate over '{axis}' with {want}, but it performs {seen}. {hint}",
+    "collective_unwanted": ("`{name}` should not communicate over '{axis}', but it performs {found} over it. "
+                            "{hint}"),
+    "a_collective": "a collective",
+    "no_collective": "no collective at all",
+    "or": " or ",
+    "and": " and ",
+    "over": "{primitive} over {axes}",
+})
 
 
 _RED, _GREEN, _BOLD, _RESET = "\x1b[31m", "\x1b[32m", "\x1b[1m", "\x1b[0m"
@@ -121,8 +147,37 @@ def _wrap(text: str, first: str, width: int = _WIDTH) -> list[str]:
     pad = " " * len(first)
     lines: list[str] = []
     for paragraph in text.split("\n"):
+        if any(is_wide(ch) for ch in paragraph):
+            lines += _wrap_wide(paragraph, first if not lines else pad, pad, width) or [pad]
+            continue
         lines += textwrap.wrap(paragraph, width=width, initial_indent=first if not lines else pad,
                                subsequent_indent=pad, break_long_words=False, break_on_hyphens=False) or [pad]
+    return lines
+
+
+# Pieces a wide-script line may break between: a code span, a run of non-space narrow text, one wide
+# character with the punctuation that must not start a line, or spaces.
+_PIECES = re.compile(r"`[^`]*`|[^\s`\u2e80-\uffff]+|[\u2e80-\uffff][，。、：；！？）」』》,.:;!?)]*|\s+|`")
+
+
+def _columns(text: str) -> int:
+    return sum(2 if is_wide(ch) else 1 for ch in text)
+
+
+def _wrap_wide(paragraph: str, first: str, pad: str, width: int) -> list[str]:
+    """Greedy wrap by display width for text written without spaces (Chinese): see the module docstring."""
+    lines, line = [], first
+    for piece in _PIECES.findall(paragraph.strip()):
+        if piece.isspace():
+            piece = " "
+        if _columns(line) + _columns(piece) > width and line.strip():
+            lines.append(line.rstrip())
+            line = pad
+            if piece == " ":
+                continue
+        line += piece
+    if line.strip():
+        lines.append(line.rstrip())
     return lines
 
 
@@ -162,7 +217,7 @@ def same_values(a: Any, b: Any, tol: float = 1e-5, *, dtype: Any = None) -> bool
     return a.shape == b.shape and bool(np.allclose(a, b, rtol=tol, atol=tol))
 
 
-NOT_WRITTEN_YET = TEXT["not_written_yet"]
+NOT_WRITTEN_YET = TEXT.english("not_written_yet")     # the English template (TEXT[...] gives the translated one)
 
 
 def not_written_yet(name: str, *, callee: str | None = None) -> str:
@@ -174,7 +229,7 @@ def not_written_yet(name: str, *, callee: str | None = None) -> str:
         '`total` is not written yet: replace `raise NotImplementedError()` in its cell with your code, then run that cell again.'
     """
     calls = TEXT["calls"].format(callee=callee) if callee and callee != name else ""
-    return NOT_WRITTEN_YET.format(name=name, calls=calls)
+    return TEXT["not_written_yet"].format(name=name, calls=calls)
 
 
 def unbound_axis_name(err: BaseException) -> str | None:
@@ -218,7 +273,7 @@ def _axis_constants() -> dict[str, str]:
 
 
 def _quoted(names: Iterable[str]) -> str:
-    return " and ".join(f"'{n}'" for n in names)
+    return TEXT["and"].join(f"'{n}'" for n in names)
 
 
 def _unbound_message(name: str, err: NameError, axis: str, run: str | None, binds: tuple, fix: str | None) -> str:
@@ -228,11 +283,11 @@ def _unbound_message(name: str, err: NameError, axis: str, run: str | None, bind
         if len(binds) == 1:
             fix = TEXT["fix_one_axis"].format(const=consts.get(binds[0], repr(binds[0])))
         else:
-            fix = TEXT["fix_axes"].format(consts=" and ".join(f"`{consts.get(b, b)}` ('{b}')" for b in binds))
-    text = TEXT["unbound_axis"].format(name=name, jax_error=jax_error, axis=axis, run=run or TEXT["the_check"],
-                                       bound=_quoted(binds), fix=fix or "")
-    if not binds:       # nothing to compare with: drop the "binds only" sentence
-        text = text.replace(f" {run or TEXT['the_check']} binds only . ", " ")
+            fix = TEXT["fix_axes"].format(consts=TEXT["and"].join(f"`{consts.get(b, b)}` ('{b}')" for b in binds))
+    # nothing to compare with: no "binds only" sentence
+    binds_only = TEXT["binds_only"].format(run=run or TEXT["the_check"], bound=_quoted(binds)) if binds else ""
+    text = TEXT["unbound_axis"].format(name=name, jax_error=jax_error, axis=axis, binds_only=binds_only,
+                                       fix=fix or "")
     return text.strip()
 
 
@@ -294,13 +349,13 @@ def expect_array(name: str, value: Any, *, shape: tuple | None = None, dtype: An
     """`value` is a `jax.Array` (type), with `shape` and `dtype` if given."""
     import jax
     if isinstance(value, np.ndarray) and not isinstance(value, jax.Array):
-        _fail(f"`{name}` is a NumPy array; expected a `jax.Array` (compute it with jax/jnp/lax).")
+        _fail(TEXT["numpy_array"].format(name=name))
     if not isinstance(value, jax.Array):
-        _fail(f"`{name}` should be a `jax.Array`, but it is a `{type(value).__name__}`: {value!r:.80}")
+        _fail(TEXT["not_an_array"].format(name=name, type=type(value).__name__, value=f"{value!r:.80}"))
     if shape is not None and tuple(value.shape) != tuple(shape):
-        _fail(f"`{name}` should have shape {tuple(shape)}, but it has shape {tuple(value.shape)}.")
+        _fail(TEXT["wrong_shape"].format(name=name, want=tuple(shape), got=tuple(value.shape)))
     if dtype is not None and np.dtype(value.dtype) != np.dtype(dtype):
-        _fail(f"`{name}` should have dtype {np.dtype(dtype).name}, but it has dtype {np.dtype(value.dtype).name}.")
+        _fail(TEXT["wrong_dtype"].format(name=name, want=np.dtype(dtype).name, got=np.dtype(value.dtype).name))
 
 
 def expect_close(name: str, value: Any, expected: Any, *, rtol: float = 1e-5, atol: float = 1e-5,
@@ -308,13 +363,13 @@ def expect_close(name: str, value: Any, expected: Any, *, rtol: float = 1e-5, at
     """Values of `value` equal `expected` within tolerance (shapes must already match)."""
     got, want = np.asarray(value), np.asarray(expected)
     if got.shape != want.shape:
-        _fail(f"`{name}` should have shape {want.shape}, but it has shape {got.shape}.")
+        _fail(TEXT["wrong_shape"].format(name=name, want=want.shape, got=got.shape))
     if not np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True):
         bad = np.argwhere(~np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True))
         where = tuple(int(i) for i in bad[0]) if bad.size else ()
-        _fail(f"""`{name}` has the wrong values: expected {np.array2string(want, precision=4, threshold=16)},
-               got {np.array2string(got, precision=4, threshold=16)} (first difference at index {where}).
-               {hint}""")
+        _fail(TEXT["wrong_values"].format(name=name, want=np.array2string(want, precision=4, threshold=16),
+                                          got=np.array2string(got, precision=4, threshold=16), where=where,
+                                          hint=hint))
 
 
 def expect_replicated(name: str, value: Any, *, axis_name: str, hint: str = "") -> None:
@@ -324,9 +379,7 @@ def expect_replicated(name: str, value: Any, *, axis_name: str, hint: str = "") 
         return
     if not all(np.allclose(got[i], got[0], rtol=1e-5, atol=1e-5, equal_nan=True) for i in range(1, got.shape[0])):
         per_device = np.array2string(got, precision=4, threshold=16)
-        _fail(f"""`{name}` returned different values on different devices: {per_device}.
-               Every device should hold the same result: a collective such as `lax.psum` over
-               '{axis_name}' is missing. {hint}""")
+        _fail(TEXT["not_replicated"].format(name=name, values=per_device, axis=axis_name, hint=hint))
 
 
 # ---------------------------------------------------------------- collectives
@@ -381,17 +434,18 @@ def expect_collective(name: str, fn: Callable, *args, axis_name: str, axis_env,
     found = collectives(fn, *args, axis_env=axis_env)
     ok = [p for p, axes in found if axis_name in axes and (primitives is None or p in set(primitives))]
     if not ok:
-        seen = ", ".join(f"{p} over {axes}" for p, axes in sorted(found)) or "no collective at all"
-        want = " or ".join(f"`{p}`" for p in primitives) if primitives else "a collective"
-        _fail(f"`{name}` should communicate over '{axis_name}' with {want}, but it performs {seen}. {hint}")
+        seen = ", ".join(TEXT["over"].format(primitive=p, axes=axes) for p, axes in sorted(found)) \
+            or TEXT["no_collective"]
+        want = TEXT["or"].join(f"`{p}`" for p in primitives) if primitives else TEXT["a_collective"]
+        _fail(TEXT["collective_missing"].format(name=name, axis=axis_name, want=want, seen=seen, hint=hint))
 
 
 def expect_no_collective(name: str, fn: Callable, *args, axis_name: str, axis_env, hint: str = "") -> None:
     """`fn` performs no collective over `axis_name`."""
     found = [(p, axes) for p, axes in collectives(fn, *args, axis_env=axis_env) if axis_name in axes]
     if found:
-        _fail(f"`{name}` should not communicate over '{axis_name}', but it performs "
-              f"{', '.join(p for p, _ in found)} over it. {hint}")
+        _fail(TEXT["collective_unwanted"].format(name=name, axis=axis_name, found=", ".join(p for p, _ in found),
+                                                 hint=hint))
 
 
 # ---------------------------------------------------------------- errors on purpose
@@ -477,6 +531,8 @@ class Exercise:
         self.module = module or caller.get("__name__", "__main__")
         if module is None and self.module.startswith("namedaxes.exercises."):
             caller.setdefault("progress", progress_of(self.module))   # every exercise module has q.progress()
+        if module is None and type(caller.get("TEXT")) is dict:
+            caller["TEXT"] = Messages(caller["TEXT"])   # the module's messages, shown in the kernel's language
         # Keyed by what the exercise is, so re-importing the module replaces it rather than adding a copy.
         code = getattr(check, "__code__", None)
         self._key = (self.module, name, getattr(check, "__qualname__", repr(check)), getattr(code, "co_firstlineno", 0))
@@ -515,7 +571,8 @@ class Exercise:
         i = min(self._shown, len(self._hints) - 1)
         self._shown += 1
         more = TEXT["hint_more"] if i + 1 < len(self._hints) else ""
-        print(TEXT["hint"].format(i=i + 1, n=len(self._hints), name=self.name, more=more, text=self._hints[i]))
+        print(TEXT["hint"].format(i=i + 1, n=len(self._hints), name=self.name, more=more,
+                                  text=gettext(self._hints[i])))
 
     def observe(self, *answer) -> dict:
         if self._observe is None:
@@ -569,7 +626,7 @@ def progress_rows(module: str) -> list[tuple[str, str, str]]:
 
 def _short(text: str, width: int = 90) -> str:
     """The gist of a check's message for the progress list: up to its first ': ' or '. '."""
-    first = re.split(r": |\. |\n", text.strip(), maxsplit=1)[0].rstrip(".")
+    first = re.split(r": |\. |\n|：|。", text.strip(), maxsplit=1)[0].rstrip(".")
     return first if len(first) <= width else first[:width - 1] + "…"
 
 

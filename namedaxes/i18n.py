@@ -145,3 +145,31 @@ def gettext(message: str) -> str:
     if lang == "en" or not message:
         return message
     return _catalog(lang).gettext(message)
+
+
+class Messages(dict):
+    """A table of English templates (a module's `TEXT`) whose lookups come back translated.
+
+    `table[key]` is `gettext(english)` in the current language; iterating, `.items()` and
+    `.values()` give the English (what tests and the catalog tool read). Wrap a table once:
+    `TEXT = Messages({...})`; `namedaxes.checking.Exercise` wraps the `TEXT` of the module that
+    creates it, so exercise modules need no change.
+    """
+
+    def __getitem__(self, key):
+        return gettext(dict.__getitem__(self, key))
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+    def english(self, key) -> str:
+        return dict.__getitem__(self, key)
+
+
+def is_wide(ch: str) -> bool:
+    """`ch` takes two columns in a terminal (CJK ideographs, kana, hangul, full-width punctuation)."""
+    import unicodedata
+    return unicodedata.east_asian_width(ch) in ("W", "F")
+
+
+__all__ += ["Messages", "is_wide"]

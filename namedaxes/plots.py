@@ -4,18 +4,32 @@ Each function returns a `matplotlib.figure.Figure` built without pyplot, so it
 is shown exactly once when it is the last expression of a cell (and never
 leaks into the next cell). Figures have an opaque white background, so they
 stay readable in dark JupyterLab themes too.
+
+Languages: every word a figure shows passes through `namedaxes.i18n.gettext` when
+the figure is drawn, the titles and labels a notebook passes in included (they
+are extracted from the notebooks into the catalog). In a language that needs CJK
+glyphs the figure's texts use the family list `[DejaVu Sans, <a CJK font>]`
+(matplotlib falls back glyph by glyph): the first of `CJK_FONTS` that matplotlib
+knows or that is installed on the system (Debian's `fonts-wqy-microhei`, which
+`make system-deps` installs). Without one, a warning says what to install and the
+figure is drawn anyway.
 """
 from __future__ import annotations
 
+import functools
 import itertools
+import warnings
+from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 from matplotlib.figure import Figure
 
 from .axes import GRID_AXES, GRID_SHAPE
+from .i18n import gettext as _
+from .i18n import language
 
-__all__ = ["plot_device_values", "plot_collective_groups", "plot_loss_curve", "plot_gradients",
+__all__ = ["cjk_font", "CJK_FONTS", "plot_device_values", "plot_collective_groups", "plot_loss_curve", "plot_gradients",
            "collective_groups", "COLORS"]
 
 def _figure_png(fig: Figure) -> bytes:
@@ -38,6 +52,61 @@ def _register_png_display() -> None:
 
 _register_png_display()
 
+# Fonts with the Simplified Chinese glyphs, in order of preference (family name, file name pattern).
+CJK_FONTS = [("WenQuanYi Micro Hei", "wqy-microhei"), ("WenQuanYi Zen Hei", "wqy-zenhei"),
+             ("Noto Sans CJK SC", "NotoSansCJK"), ("Noto Sans SC", "NotoSansSC"),
+             ("Source Han Sans SC", "SourceHanSans"), ("Microsoft YaHei", "msyh"), ("SimHei", "simhei"),
+             ("PingFang SC", "PingFang")]
+_NEEDS_CJK = ("zh",)
+_FONT_STATE: dict[str, str | None] = {}
+
+
+def cjk_font() -> str | None:
+    """The family name of an installed CJK font matplotlib can use (registering its file if needed), or None."""
+    if "cjk" not in _FONT_STATE:
+        from matplotlib import font_manager
+        known = {f.name for f in font_manager.fontManager.ttflist}
+        found = next((name for name, _pattern in CJK_FONTS if name in known), None)
+        if found is None:   # installed after matplotlib cached its font list: register the file itself
+            files = font_manager.findSystemFonts()
+            for name, pattern in CJK_FONTS:
+                path = next((f for f in sorted(files) if pattern.lower() in Path(f).name.lower()), None)
+                if path:
+                    font_manager.fontManager.addfont(path)
+                    found = font_manager.FontProperties(fname=path).get_name()
+                    break
+        _FONT_STATE["cjk"] = found
+    return _FONT_STATE["cjk"]
+
+
+def _font_rc() -> dict:
+    if language() not in _NEEDS_CJK:
+        return {}
+    font = cjk_font()
+    if font is None:
+        if "warned" not in _FONT_STATE:
+            _FONT_STATE["warned"] = "yes"
+            warnings.warn("No CJK font found: the figures' Chinese text shows as boxes. Install one, e.g. "
+                          "`apt-get install fonts-wqy-microhei` (`make system-deps` does it).", stacklevel=3)
+        return {}
+    return {"font.family": ["DejaVu Sans", font]}
+
+
+def _localized(plot):
+    """Build the figure with the fonts the current language needs (its texts keep them when drawn later)."""
+    @functools.wraps(plot)
+    def build(*args, **kwargs):
+        import matplotlib
+        with matplotlib.rc_context(_font_rc()):
+            return plot(*args, **kwargs)
+    return build
+
+
+def _t(text: str | None) -> str | None:
+    """A title or label a notebook passed in, in the current language."""
+    return _(text) if text else text
+
+
 # Colour-blind-safe (Okabe-Ito) palette, readable on white.
 COLORS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
 
@@ -50,6 +119,7 @@ def _figure(width: float, height: float, ncols: int = 1):
     return fig, axes
 
 
+@_localized
 def plot_device_values(before, after, *, title: str, before_label: str = "before",
                        after_label: str = "after") -> Figure:
     """Grouped bars: each device's value before and after a collective."""
@@ -59,13 +129,13 @@ def plot_device_values(before, after, *, title: str, before_label: str = "before
     n = before.size
     fig, (ax,) = _figure(max(4.0, 0.7 * n + 2), 3.2)
     x = np.arange(n)
-    b1 = ax.bar(x - 0.2, before, 0.4, label=before_label, color=COLORS[0])
-    b2 = ax.bar(x + 0.2, after, 0.4, label=after_label, color=COLORS[1])
+    b1 = ax.bar(x - 0.2, before, 0.4, label=_t(before_label), color=COLORS[0])
+    b2 = ax.bar(x + 0.2, after, 0.4, label=_t(after_label), color=COLORS[1])
     ax.bar_label(b1, fmt="%g", fontsize=8)
     ax.bar_label(b2, fmt="%g", fontsize=8)
-    ax.set_xticks(x, [f"device {i}" for i in range(n)], rotation=30 if n > 4 else 0)
-    ax.set_ylabel("value")
-    ax.set_title(title)
+    ax.set_xticks(x, [_("device {i}").format(i=i) for i in range(n)], rotation=30 if n > 4 else 0)
+    ax.set_ylabel(_("value"))
+    ax.set_title(_t(title))
     ax.axhline(0, color="0.4", lw=0.8)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     ax.margins(y=0.15)
@@ -92,6 +162,7 @@ def collective_groups(grid_shape: Sequence[int], axis_names: Sequence[str],
     return groups
 
 
+@_localized
 def plot_collective_groups(grid_shape: Sequence[int] = GRID_SHAPE, axis_names: Sequence[str] = GRID_AXES,
                            reductions: Sequence[Sequence[str]] | None = None, *,
                            title: str | None = None) -> Figure:
@@ -108,23 +179,23 @@ def plot_collective_groups(grid_shape: Sequence[int] = GRID_SHAPE, axis_names: S
         for r, c in itertools.product(range(rows), range(cols)):
             g = groups[r, c]
             ax.add_patch(_rect(c, rows - 1 - r, COLORS[g % len(COLORS)]))
-            ax.text(c + 0.5, rows - 1 - r + 0.55, f"device {r * cols + c}", ha="center", va="center",
+            ax.text(c + 0.5, rows - 1 - r + 0.55, _("device {i}").format(i=r * cols + c), ha="center", va="center",
                     fontsize=8, color="white", fontweight="bold")
-            ax.text(c + 0.5, rows - 1 - r + 0.25, f"group {g}", ha="center", va="center", fontsize=7,
+            ax.text(c + 0.5, rows - 1 - r + 0.25, _("group {g}").format(g=g), ha="center", va="center", fontsize=7,
                     color="white")
         ax.set_xlim(0, cols)
         ax.set_ylim(0, rows)
         ax.set_aspect("equal")
         ax.set_xticks(np.arange(cols) + 0.5, [str(c) for c in range(cols)])
         ax.set_yticks(np.arange(rows) + 0.5, [str(r) for r in reversed(range(rows))])
-        ax.set_xlabel(f"{axis_names[1]} index")
-        ax.set_ylabel(f"{axis_names[0]} index")
+        ax.set_xlabel(_("{axis} index").format(axis=axis_names[1]))
+        ax.set_ylabel(_("{axis} index").format(axis=axis_names[0]))
         ax.tick_params(length=0)
         n_groups = groups.max() + 1
-        ax.set_title(f"psum over {' + '.join(over)}\n{n_groups} group(s) of {groups.size // n_groups}",
-                     fontsize=10)
+        ax.set_title(_("psum over {axes}\n{n} group(s) of {size}").format(
+            axes=" + ".join(over), n=n_groups, size=groups.size // n_groups), fontsize=10)
     if title:
-        fig.suptitle(title)
+        fig.suptitle(_t(title))
     return fig
 
 
@@ -133,6 +204,7 @@ def _rect(x, y, color):
     return Rectangle((x + 0.04, y + 0.04), 0.92, 0.92, facecolor=color, edgecolor="white", lw=2)
 
 
+@_localized
 def plot_loss_curve(losses, *, title: str = "Training loss", ylabel: str = "loss", log: bool = True) -> Figure:
     """Loss against training step."""
     losses = np.asarray(losses, dtype=float).ravel()
@@ -140,15 +212,16 @@ def plot_loss_curve(losses, *, title: str = "Training loss", ylabel: str = "loss
     ax.plot(np.arange(losses.size), losses, color=COLORS[0], lw=2)
     if log and np.all(losses > 0):
         ax.set_yscale("log")
-    ax.set_xlabel("step")
-    ax.set_ylabel(ylabel + (" (log scale)" if log and np.all(losses > 0) else ""))
-    ax.set_title(title)
+    ax.set_xlabel(_("step"))
+    ax.set_ylabel((_("{label} (log scale)") if log and np.all(losses > 0) else "{label}").format(label=_t(ylabel)))
+    ax.set_title(_t(title))
     ax.grid(True, color="0.9")
-    ax.annotate(f"final {losses[-1]:.3g}", (losses.size - 1, losses[-1]), textcoords="offset points",
+    ax.annotate(_("final {value}").format(value=f"{losses[-1]:.3g}"), (losses.size - 1, losses[-1]), textcoords="offset points",
                 xytext=(-60, 12), fontsize=9)
     return fig
 
 
+@_localized
 def plot_gradients(per_device, averaged, *, names: Sequence[str] | None = None,
                    title: str | None = None) -> Figure:
     """Each device's gradient (bars) and the averaged gradient (dashed line), one panel per parameter."""
@@ -160,21 +233,21 @@ def plot_gradients(per_device, averaged, *, names: Sequence[str] | None = None,
         per = np.asarray(per_device, dtype=float)
         per = per.reshape(per.shape[0], -1)
         avg = np.asarray(averaged, dtype=float).ravel()
-        names = list(names or [f"param {i}" for i in range(per.shape[1])])
+        names = list(names or [_("param {i}").format(i=i) for i in range(per.shape[1])])
     if avg.size != per.shape[1]:
         raise ValueError(f"averaged has {avg.size} values but there are {per.shape[1]} parameters")
     n_dev = per.shape[0]
     fig, axes = _figure(3.6 * len(names), 3.2, ncols=len(names))
     for i, (ax, name) in enumerate(zip(axes, names)):
-        ax.bar(np.arange(n_dev), per[:, i], color=COLORS[0], label="per-device gradient")
-        ax.axhline(avg[i], color=COLORS[5], ls="--", lw=2, label=f"average = {avg[i]:.3g}")
+        ax.bar(np.arange(n_dev), per[:, i], color=COLORS[0], label=_("per-device gradient"))
+        ax.axhline(avg[i], color=COLORS[5], ls="--", lw=2, label=_("average = {value}").format(value=f"{avg[i]:.3g}"))
         ax.axhline(0, color="0.4", lw=0.8)
         ax.set_xticks(np.arange(n_dev), [str(d) for d in range(n_dev)])
-        ax.set_xlabel("device")
-        ax.set_title(f"d loss / d {name}")
+        ax.set_xlabel(_("device"))
+        ax.set_title(_("d loss / d {name}").format(name=name))
         ax.legend(loc="best", frameon=False, fontsize=8)
     if title:
-        fig.suptitle(title)
+        fig.suptitle(_t(title))
     return fig
 
 
@@ -270,6 +343,7 @@ def _same_or_range(values: np.ndarray) -> str:
     return f"{values.min()}" if values.min() == values.max() else f"{values.min()}-{values.max()}"
 
 
+@_localized
 def plot_communication(steps: Sequence[Sequence[Transfer]], k: int, *, title: str,
                        note: str | None = None) -> Figure:
     """Left: who sends what to whom, one row per step (an arrow per message, labelled with its
@@ -303,27 +377,28 @@ def plot_communication(steps: Sequence[Sequence[Transfer]], k: int, *, title: st
                                              color=COLORS[2], shrinkA=5, shrinkB=5, zorder=2))
             ax.text(*at, t.label, fontsize=7, ha="center", va="center", color="0.1", zorder=4,
                     bbox=dict(boxstyle="round,pad=0.1", facecolor="white", edgecolor="none", alpha=0.85))
-    ax.set_xticks(np.arange(k), [f"device {i}" for i in range(k)], fontsize=8)
-    ax.set_yticks([-(s + 0.5) for s in range(n_steps)], [f"step {s + 1}" for s in range(n_steps)], fontsize=8)
+    ax.set_xticks(np.arange(k), [_("device {i}").format(i=i) for i in range(k)], fontsize=8)
+    ax.set_yticks([-(s + 0.5) for s in range(n_steps)], [_("step {s}").format(s=s + 1) for s in range(n_steps)],
+                  fontsize=8)
     ax.set_xlim(-0.55, k - 0.45)
     ax.set_ylim(-n_steps - 0.3, 0.3)
     ax.tick_params(length=0)
     for side in ("top", "right", "left"):
         ax.spines[side].set_visible(False)
-    ax.set_title("who sends what to whom (time runs down)", fontsize=10)
+    ax.set_title(_("who sends what to whom (time runs down)"), fontsize=10)
     x = np.arange(k)
-    b1 = bars.bar(x - 0.2, sent, 0.4, color=COLORS[0], label="sent")
-    b2 = bars.bar(x + 0.2, received, 0.4, color=COLORS[1], label="received")
+    b1 = bars.bar(x - 0.2, sent, 0.4, color=COLORS[0], label=_("sent"))
+    b2 = bars.bar(x + 0.2, received, 0.4, color=COLORS[1], label=_("received"))
     bars.bar_label(b1, fontsize=7)
     bars.bar_label(b2, fontsize=7)
     bars.set_xticks(x, [str(i) for i in range(k)])
-    bars.set_xlabel("device")
-    bars.set_ylabel("bytes")
-    bars.set_title(f"bytes per device: sent {_same_or_range(sent)}, received {_same_or_range(received)}",
-                   fontsize=10)
+    bars.set_xlabel(_("device"))
+    bars.set_ylabel(_("bytes"))
+    bars.set_title(_("bytes per device: sent {sent}, received {received}").format(
+        sent=_same_or_range(sent), received=_same_or_range(received)), fontsize=10)
     bars.legend(loc="lower right", frameon=False, fontsize=8)
     bars.margins(y=0.2)
-    fig.suptitle(title if note is None else f"{title}\n{note}", fontsize=11)
+    fig.suptitle(_t(title) if note is None else f"{_t(title)}\n{_t(note)}", fontsize=11)
     return fig
 
 

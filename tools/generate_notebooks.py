@@ -19,18 +19,35 @@ Steps, all deterministic:
    notebook's own code (e.g. `namedaxes.model`).
 5. Write notebooks/<id>.ipynb and print, per notebook, how many cells fail while
    it is unanswered.
+6. Editions in other languages (`EDITIONS`, today "zh"): `solutions/zh/<id>.ipynb` from the
+   English source and `notebooks/zh/<id>.ipynb` from the English release just built, each with
+   its markdown and student-facing code comments translated from `locale/zh/notebooks/<id>.po`
+   (tools/translate.py cuts the prose into the same units; an untranslated or fuzzy unit stays
+   English) and `metadata.namedaxes.language = "zh"`. Nothing else changes: cells, cell ids,
+   cell metadata (grade ids, points, tags), code and their order are the English ones, so the
+   editions grade identically. The English files are written exactly as before (no metadata
+   added: a notebook without `metadata.namedaxes` is English).
+
+`--check` fails when any of these files differs from what would be written (stale), when an
+edition's code differs from its English notebook's (comments aside), and when a notebook exists
+that solutions/ does not generate.
 """
 from __future__ import annotations
 
 import argparse
 import ast
 import builtins
+import copy
 import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Iterable
 
 import nbformat
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import translate  # noqa: E402  (tools/translate.py: the prose units and the catalogs)
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions"
@@ -38,6 +55,7 @@ NOTEBOOKS = ROOT / "notebooks"
 COURSE = ROOT / "build" / "course"
 RAISES = "raises-exception"
 COURSE_ID = "namedaxes"
+EDITIONS = ("zh",)
 
 NBGRADER_CONFIG = f'''# Written by tools/generate_notebooks.py: the nbgrader course built from solutions/.
 c = get_config()  # noqa: F821
@@ -167,6 +185,72 @@ def build(ids: list[str]) -> dict[str, str]:
     return out
 
 
+# ------------------------------------------------------------------ editions in other languages
+def translate_notebook(nb, lang: str, aid: str):
+    """A copy of `nb` (a solution or its release) with its prose in `lang` (see step 6)."""
+    table = translate.translations(lang, aid)
+    out = nbformat.from_dict(copy.deepcopy(nb))
+    for cell in out.cells:
+        if cell.cell_type == "markdown":
+            cell.source = translate.render_markdown(cell.source, lambda text: table.get((cell.id, text), text))
+        elif cell.cell_type == "code":
+            context = translate.comment_context(cell.id)
+            cell.source = translate.render_comments(cell.source, lambda text: table.get((context, text), text))
+    out.metadata["namedaxes"] = {"language": lang}
+    return out
+
+
+def edition_differences(english, edition) -> list[str]:
+    """Where `edition` differs from `english` in anything but prose and its language (empty: identical)."""
+    problems = []
+    if [c.get("id") for c in english.cells] != [c.get("id") for c in edition.cells]:
+        return ["the cells (ids, order or number) differ"]
+    for a, b in zip(english.cells, edition.cells):
+        if a.cell_type != b.cell_type or a.metadata != b.metadata:
+            problems.append(f"cell {a.get('id')}: type or metadata (grade id, points, tags) differ")
+        elif a.cell_type == "code" and (translate.strip_comments(a.source) != translate.strip_comments(b.source)
+                                        or a.get("outputs") != b.get("outputs")):
+            problems.append(f"cell {a.get('id')}: the code differs")
+    meta = {k: v for k, v in edition.metadata.items() if k != "namedaxes"}
+    if meta != english.metadata:
+        problems.append("the notebook metadata differs")
+    return problems
+
+
+def build_editions(ids: list[str], releases: dict[str, str]) -> dict[Path, str]:
+    """Every edition file's path -> its text."""
+    out = {}
+    for lang in EDITIONS:
+        for aid in ids:
+            source = nbformat.read(SOLUTIONS / f"{aid}.ipynb", as_version=4)
+            release = nbformat.reads(releases[aid], as_version=4)
+            out[SOLUTIONS / lang / f"{aid}.ipynb"] = nbformat.writes(translate_notebook(source, lang, aid)) + "\n"
+            out[NOTEBOOKS / lang / f"{aid}.ipynb"] = nbformat.writes(translate_notebook(release, lang, aid)) + "\n"
+    return out
+
+
+def _edition_problems(paths: Iterable[Path]) -> list[str]:
+    """Code that differs between an edition on disk and its English notebook."""
+    problems = []
+    for path in paths:
+        english = path.parent.parent / path.name
+        if path.exists() and english.exists():
+            for problem in edition_differences(nbformat.read(english, as_version=4), nbformat.read(path, as_version=4)):
+                problems.append(f"{path.relative_to(ROOT)}: {problem}")
+    return problems
+
+
+def _translated_summary(aid: str, lang: str) -> str:
+    source = nbformat.read(SOLUTIONS / f"{aid}.ipynb", as_version=4)
+    table = translate.translations(lang, aid)
+    units = [(c.id, u.text) for c in source.cells if c.cell_type == "markdown" for u in translate.markdown_units(c.source)]
+    units += [(translate.comment_context(c.id), t) for c in source.cells if c.cell_type == "code"
+              for _, _, t in translate.comment_units(c.source)]
+    units = set(units)
+    done = sum(key in table for key in units)
+    return f"{done}/{len(units)} prose units translated"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="fail if notebooks/ differs from what solutions/ generates")
@@ -174,6 +258,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     ids = args.ids or assignment_ids()
     generated = build(ids)
+    editions = build_editions(ids, generated)
     NOTEBOOKS.mkdir(exist_ok=True)
     drift = []
     for aid, text in generated.items():
@@ -183,19 +268,35 @@ def main(argv=None) -> int:
                 drift.append(target.name)
         else:
             target.write_text(text)
+    for target, text in editions.items():
+        if args.check:
+            if not target.exists() or target.read_text(encoding="utf-8") != text:
+                drift.append(str(target.relative_to(ROOT)))
+        else:
+            target.parent.mkdir(exist_ok=True)
+            target.write_text(text, encoding="utf-8")
     stale = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb") if p.stem not in assignment_ids())
+    stale += sorted(str(p.relative_to(ROOT)) for lang in EDITIONS for folder in (SOLUTIONS / lang, NOTEBOOKS / lang)
+                    for p in folder.glob("*.ipynb") if p.stem not in assignment_ids())
     if args.check:
-        if drift or stale:
-            print("notebooks/ is out of date with solutions/:", ", ".join(drift + stale))
-            print("Regenerate with `make notebooks` and commit both.")
+        differ = _edition_problems(editions)
+        if drift or stale or differ:
+            if drift or stale:
+                print("notebooks/ or an edition is out of date with solutions/ and locale/:", ", ".join(drift + stale))
+            for problem in differ:
+                print(f"edition differs from its English notebook: {problem}")
+            print("Regenerate with `make notebooks` and commit (see docs/TRANSLATING.md).")
             return 1
-        print(f"notebooks/ matches solutions/ ({len(generated)} notebooks)")
+        print(f"notebooks/ matches solutions/ ({len(generated)} notebooks; editions {', '.join(EDITIONS)}: "
+              f"{len(editions)} notebooks, code identical)")
     else:
         for name in stale:
-            (NOTEBOOKS / name).unlink()
+            (NOTEBOOKS / name).unlink() if "/" not in name else (ROOT / name).unlink()
         for aid, text in generated.items():
-            print(f"  {aid}: {red_cell_summary(nbformat.reads(text, as_version=4))}")
-        print(f"generated {len(generated)} student notebooks in notebooks/")
+            print(f"  {aid}: {red_cell_summary(nbformat.reads(text, as_version=4))}; "
+                  + "; ".join(f"{lang}: {_translated_summary(aid, lang)}" for lang in EDITIONS))
+        print(f"generated {len(generated)} student notebooks in notebooks/ and {len(editions)} edition notebooks "
+              f"({', '.join(f'solutions/{lang}/, notebooks/{lang}/' for lang in EDITIONS)})")
     return 0
 
 

@@ -21,7 +21,7 @@ Catalogs (`locale/zh/`), one per notebook plus one for the helper package:
   `hints=[...]` of an `Exercise(...)`, every `gettext("...")`/`_("...")` call there, and the literal
   `title=`, `note=`, `*_label=`, `ylabel=` arguments of `plot_*` calls in the solution notebooks (the
   figures translate them when drawn). No msgctxt: the runtime (`namedaxes.i18n.gettext`) looks up by
-  the English text; the location key is the `#:` reference (`namedaxes/checking.py:TEXT:passed`).
+  the English text; the location key is the `#:` reference (`namedaxes/checking.py#TEXT.passed`).
 
 `update` is Babel's merge: an unchanged English text keeps its translation; a changed one is matched
 to its old entry, keeps the old translation marked **fuzzy** with the previous msgid (`#| msgid`), so
@@ -38,7 +38,9 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import datetime as dt
+import fcntl
 import io
 import re
 import sys
@@ -243,27 +245,30 @@ def _new_catalog(lang: str | None, name: str) -> Catalog:
     return cat
 
 
-def _add(cat: Catalog, msgid: str, location: str, comment: str, context: str | None = None) -> None:
+def _add(cat: Catalog, msgid: str, location: tuple[str, int | None], comment: str,
+         context: str | None = None) -> None:
+    """Add an entry, or one more location of it. `location` is (key, n): Babel writes it `key:n`, and
+    reads back only an integer after the last colon, so keys use `#` and `.` as separators."""
     existing = cat.get(msgid, context)
     if existing is not None:
-        existing.locations.append((location, None))
+        existing.locations.append(location)
         if comment not in existing.auto_comments:
             existing.auto_comments.append(comment)
     else:
-        cat.add(msgid, locations=[(location, None)], auto_comments=[comment], context=context)
+        cat.add(msgid, locations=[location], auto_comments=[comment], context=context)
 
 
 def notebook_template(nb_id: str) -> Catalog:
     cat = _new_catalog(None, nb_id)
     nb = nbformat.read(SOLUTIONS / f"{nb_id}.ipynb", as_version=4)
     for cell in nb.cells:
-        where = f"solutions/{nb_id}.ipynb:{cell.id}"
+        where = f"solutions/{nb_id}.ipynb#{cell.id}"
         if cell.cell_type == "markdown":
-            for n, unit in enumerate(markdown_units(cell.source)):
-                _add(cat, unit.text, f"{where}:{n}", f"markdown {unit.kind}", context=cell.id)
+            for n, unit in enumerate(markdown_units(cell.source), 1):
+                _add(cat, unit.text, (where, n), f"markdown {unit.kind}", context=cell.id)
         elif cell.cell_type == "code":
-            for n, (_, _, text) in enumerate(comment_units(cell.source)):
-                _add(cat, text, f"{where}:comment{n}", "code comment (the code itself stays English)",
+            for n, (_, _, text) in enumerate(comment_units(cell.source), 1):
+                _add(cat, text, (f"{where}.comment", n), "code comment (the code itself stays English)",
                      context=comment_context(cell.id))
     return cat
 
@@ -272,20 +277,29 @@ def _strings(node: ast.AST) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
-def _package_messages(path: Path) -> Iterator[tuple[str, str, str]]:
+def _package_messages(path: Path) -> Iterator[tuple[str, tuple[str, int | None], str]]:
     """(English, location key, comment) of every extractable string in a module (see the docstring)."""
     rel = path.relative_to(ROOT).as_posix()
     tree = ast.parse(path.read_text(encoding="utf-8"))
     for stmt in tree.body:                        # module-level TEXT tables
         target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else \
             stmt.target if isinstance(stmt, ast.AnnAssign) else None
-        if isinstance(target, ast.Name) and target.id == "TEXT" and isinstance(stmt.value, ast.Dict):
-            for key, value in zip(stmt.value.keys, stmt.value.values):
+        value = stmt.value if target is not None else None
+        if isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
+            value = value.args[0]                 # TEXT = Messages({...})
+        if isinstance(target, ast.Name) and target.id == "TEXT" and isinstance(value, ast.Dict):
+            for key, value in zip(value.keys, value.values):
                 k, v = _strings(key) if key else None, _strings(value)
                 if k is not None and v:
-                    yield v, f"{rel}:TEXT:{k}", f"TEXT['{k}'] of {rel}: a str.format template"
+                    yield v, (f"{rel}#TEXT.{k}", None), f"TEXT['{k}'] of {rel}: a str.format template"
     functions = {}
     for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("plot_"):    # default titles and labels
+            args = node.args.kwonlyargs + node.args.args[len(node.args.args) - len(node.args.defaults):]
+            defaults = node.args.kw_defaults + node.args.defaults
+            for arg, default in zip(args, defaults):
+                if arg.arg in PLOT_KEYWORDS and default is not None and _strings(default):
+                    yield _strings(default), (f"{rel}#{node.name}.{arg.arg}", None), f"default {arg.arg}= of {node.name}"
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for inner in ast.walk(node):
                 functions.setdefault(id(inner), node.name)
@@ -295,17 +309,17 @@ def _package_messages(path: Path) -> Iterator[tuple[str, str, str]]:
         func = node.func.id if isinstance(node.func, ast.Name) else node.func.attr if isinstance(node.func, ast.Attribute) else ""
         if func in ("_", "gettext") and node.args and _strings(node.args[0]):
             where = functions.get(id(node), "module")
-            yield _strings(node.args[0]), f"{rel}:{where}", f"shown by {where}() in {rel}"
+            yield _strings(node.args[0]), (f"{rel}#{where}", None), f"shown by {where}() in {rel}"
         if func == "Exercise":
             name = _strings(node.args[0]) if node.args else None
             for kw in node.keywords:
                 if kw.arg == "hints" and isinstance(kw.value, (ast.List, ast.Tuple)):
                     for n, elt in enumerate(kw.value.elts, 1):
                         if _strings(elt):
-                            yield _strings(elt), f"{rel}:hints:{name}:{n}", f"hint {n} of exercise {name}"
+                            yield _strings(elt), (f"{rel}#hints.{name}", n), f"hint {n} of exercise {name}"
 
 
-def _notebook_plot_labels(nb_id: str) -> Iterator[tuple[str, str, str]]:
+def _notebook_plot_labels(nb_id: str) -> Iterator[tuple[str, tuple[str, int | None], str]]:
     nb = nbformat.read(SOLUTIONS / f"{nb_id}.ipynb", as_version=4)
     for cell in nb.cells:
         if cell.cell_type != "code":
@@ -320,7 +334,7 @@ def _notebook_plot_labels(nb_id: str) -> Iterator[tuple[str, str, str]]:
                 if func.startswith("plot_"):
                     for kw in node.keywords:
                         if kw.arg in PLOT_KEYWORDS and _strings(kw.value):
-                            yield (_strings(kw.value), f"solutions/{nb_id}.ipynb:{cell.id}:{kw.arg}",
+                            yield (_strings(kw.value), (f"solutions/{nb_id}.ipynb#{cell.id}.{kw.arg}", None),
                                    f"{kw.arg}= of a figure in notebook {nb_id}")
 
 
@@ -383,7 +397,25 @@ def translations(lang: str, name: str) -> dict[tuple[str | None, str], str]:
     return out
 
 
+@contextlib.contextmanager
+def _locked():
+    """Hold `locale/.tx.lock` (an exclusive flock) while catalogs are read and rewritten, so two
+    `update`s, or an update and a translation tool that takes the same lock, never interleave."""
+    LOCALE.mkdir(exist_ok=True)
+    with open(LOCALE / ".tx.lock", "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def update(names: Iterable[str]) -> list[str]:
+    with _locked():
+        return _update(names)
+
+
+def _update(names: Iterable[str]) -> list[str]:
     changed = []
     for lang in LANGS:
         for name in names:
@@ -396,6 +428,11 @@ def update(names: Iterable[str]) -> list[str]:
 
 
 def compile_catalogs() -> list[str]:
+    with _locked():
+        return _compile()
+
+
+def _compile() -> list[str]:
     changed = []
     for lang in LANGS:
         data, path = mo_bytes(lang), mo_path(lang)
@@ -511,7 +548,7 @@ def main(argv=None) -> int:
     parser.add_argument("command", choices=("extract", "update", "compile", "check"))
     parser.add_argument("--sync", action="store_true", help="check: only that catalogs and .mo match the English")
     parser.add_argument("names", nargs="*", help=f"catalogs: {DOMAIN} and/or notebook ids (default: all)")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)
     names = args.names or catalog_names()
     unknown = sorted(set(names) - set(catalog_names()))
     if unknown:
