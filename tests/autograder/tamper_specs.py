@@ -106,10 +106,28 @@ WRONG = {
         "weighted_total_shard_map_answer": "def weighted_total_shard_map(w, x, mesh):\n"
                                            "    return jnp.sum(w[:, None] * x, axis=1)\n",
     },
-    A06: {
-        "global_sum_answer": "def global_sum(x):\n    return x * 8\n",
-        "local_rows_answer": "def local_rows(global_batch):\n    return global_batch\n",
-        "parallel_update_step_answer": "def parallel_update_step(params, sharded_batch):\n    return params\n",
+    A06: {   # right on the 2 x 4 cluster only: section 3's one-row-per-device formula, hard-coded 8 and 4
+        "local_rows_answer": "def local_rows(global_batch):\n"
+                             "    n, i = jax.local_device_count(), jax.process_index()\n"
+                             "    return jax.tree.map(lambda a: a[i * n:(i + 1) * n], global_batch)\n",
+        "global_metrics_answer": "def global_metrics(errors, mesh):\n"
+                                 "    def per_device(block):\n"
+                                 "        mine = jax.nn.one_hot(lax.axis_index(DEVICES) // 4, 2) * jnp.sum(block)\n"
+                                 "        return {'total': lax.pmean(jnp.sum(block), DEVICES) * 8,\n"
+                                 "                'mean': lax.psum(jnp.mean(block), DEVICES) / 8,\n"
+                                 "                'per_process': lax.psum(mine, DEVICES)}\n"
+                                 "    return jax.shard_map(per_device, mesh=mesh, in_specs=P(DEVICES), out_specs=P())(errors)\n",
+        "masked_step_answer": "def masked_step(params, batch, mesh):\n"     # own means, psum / local_device_count()
+                              "    def step(p, b):\n"
+                              "        own = lax.pcast(p, DATA_PARALLEL, to='varying')\n"
+                              "        def loss(q):\n"
+                              "            err = jnp.where(b['mask'], model.predict(q, b['x']) - b['y'], 0.0)\n"
+                              "            return jnp.sum(err ** 2) / jnp.sum(b['mask'])\n"
+                              "        g = jax.tree.map(lambda g: lax.psum(g, DATA_PARALLEL) / jax.local_device_count(),\n"
+                              "                         jax.grad(loss)(own))\n"
+                              "        return jax.tree.map(lambda w, g: w - model.LEARNING_RATE * g, p, g)\n"
+                              "    return jax.shard_map(step, mesh=mesh, in_specs=(P(), P(DATA_PARALLEL)),\n"
+                              "                         out_specs=P())(params, batch)\n",
     },
     A07: {
         "median_centered_answer": "def median_centered(x, mesh):\n"      # each device's own median
@@ -223,6 +241,28 @@ EQUIVALENT = {
                                            "    return jax.shard_map(lambda w, r: weighted_total(w, r[0]), mesh=mesh,\n"
                                            "                         in_specs=(P(), P(DEVICES)), out_specs=P())(w, rows)\n",
     },
+    A06: {
+        "local_rows_answer": "def local_rows(global_batch):\n"          # jnp.split into process_count parts
+                             "    return jax.tree.map(lambda a: jnp.split(a, jax.process_count())[jax.process_index()],\n"
+                             "                        global_batch)\n",
+        "global_metrics_answer": "def global_metrics(errors, mesh):\n"    # pmean * axis size, mesh.size, whole array
+                                 "    def per_device(block):\n"
+                                 "        k = lax.psum(1, DEVICES)\n"
+                                 "        return {'total': lax.pmean(jnp.sum(block), DEVICES) * k,\n"
+                                 "                'mean': lax.psum(jnp.sum(block), DEVICES) / (block.size * mesh.size)}\n"
+                                 "    out = jax.shard_map(per_device, mesh=mesh, in_specs=P(DEVICES), out_specs=P())(errors)\n"
+                                 "    whole = jax.reshard(errors, NamedSharding(mesh, P()))\n"
+                                 "    return {**out, 'per_process': jnp.sum(whole.reshape(jax.process_count(), -1), axis=1)}\n",
+        "masked_step_answer": "def masked_step(params, batch, mesh):\n"    # no pcast: JAX sums the gradient itself
+                              "    def step(p, b):\n"
+                              "        count = lax.psum(jnp.sum(b['mask'].astype(jnp.float32)), DATA_PARALLEL)\n"
+                              "        def sse(q):\n"
+                              "            return jnp.sum(b['mask'] * (model.predict(q, b['x']) - b['y']) ** 2)\n"
+                              "        g = jax.grad(sse)(p)\n"
+                              "        return {k: p[k] - model.LEARNING_RATE * g[k] / count for k in p}\n"
+                              "    return jax.shard_map(step, mesh=mesh, in_specs=(P(), P(DATA_PARALLEL)),\n"
+                              "                         out_specs=P())(params, batch)\n",
+    },
 }
 
 # notebook -> test cell grade_id -> (the `q.<name>` exercise its test cell uses, techniques)
@@ -247,9 +287,9 @@ CELLS = {
           "dp_train_step_update": ("dp_train_step", ("forged_record",)),
           "jit_train_step_all_reduce": ("jit_train_step", ("thread_files", "visible_files")),
           "weighted_total_migration": ("weighted_total_shard_map", ("symlink",))},
-    A06: {"global_sum_across_processes": ("global_sum", ("code_swap", "thread_files")),
-          "local_rows_per_process": ("local_rows", ("patched_observe", "visible_files")),
-          "update_step_across_processes": ("parallel_update_step", ("forged_record", "symlink"))},
+    A06: {"local_rows_per_process": ("local_rows", ("patched_observe", "visible_files", "code_swap")),
+          "global_metrics_across_processes": ("global_metrics", ("thread_files", "code_swap")),
+          "masked_step_across_processes": ("masked_step", ("forged_record", "symlink"))},
     A07: {"median_centered_values": ("median_centered", ("code_swap", "visible_files")),
           "sum_scatter_columns_values": ("sum_scatter_columns", ("patched_observe",)),
           "ring_all_reduce_equals_psum": ("ring_all_reduce", ("forged_record", "thread_files")),
