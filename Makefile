@@ -21,6 +21,7 @@ export XLA_FLAGS := $(strip $(XLA_FLAGS) --xla_force_host_platform_device_count=
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: browser-deps formgrader update-work roster release collect return-feedback
+.PHONY: fonts catalogs check-catalogs
 .PHONY: help venv venv-newest lock system-deps lab notebooks check-notebooks test test-newest test-fast bench grade bench-grade clean
 
 help:
@@ -30,7 +31,9 @@ help:
 	@echo "                    then every notebook again on the newest JAX (.venv-newest) when a Python >= 3.12 is found"
 	@echo "make test-newest    only that last part"
 	@echo "make lock           re-resolve requirements/pyXY.txt and colab.txt from requirements.txt (maintainers)"
-	@echo "make notebooks      regenerate notebooks/ from solutions/ (instructors)"
+	@echo "make notebooks      regenerate notebooks/ from solutions/, and the Chinese editions solutions/zh, notebooks/zh (instructors)"
+	@echo "make catalogs       merge English changes into the translation catalogs locale/zh/*.po and compile them (translators)"
+	@echo "make check-catalogs fail unless every catalog is complete: lists what is missing or fuzzy (docs/TRANSLATING.md)"
 	@echo "make formgrader     nbgrader's formgrader on build/course, for manual review (instructors)"
 	@echo "make roster ROSTER=students.csv / release / collect / return-feedback   nbgrader's hand-in loop (instructors)"
 	@echo "make grade          autograde a class: make grade SUBMISSIONS=dir OUT=dir [STUDENT=id] [COURSE_GRADEBOOK=1]"
@@ -60,7 +63,15 @@ lock: venv
 	$(BIN)/python tools/lock_requirements.py
 
 # Debian's bubblewrap isolates student code while grading; without it grading still runs, with a loud warning.
-system-deps:
+# A CJK font for the Chinese edition's figures (Debian's fonts-wqy-microhei, 5 MB); without one they still draw, with a warning.
+CJK_FONT ?= /usr/share/fonts/truetype/wqy/wqy-microhei.ttc
+fonts:
+	@test -f $(CJK_FONT) || fc-list :lang=zh 2>/dev/null | grep -q . || { \
+	  echo "Installing Debian's fonts-wqy-microhei (Chinese text in figures)..."; \
+	  (apt-get install -y -qq fonts-wqy-microhei >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq fonts-wqy-microhei >/dev/null)) \
+	  || echo "WARNING: could not install fonts-wqy-microhei: Chinese text in figures will show as boxes"; }
+
+system-deps: fonts
 	@command -v bwrap >/dev/null 2>&1 || { \
 	  echo "Installing bubblewrap (sandbox for grading student code)..."; \
 	  (apt-get install -y -qq bubblewrap >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null)) \
@@ -89,7 +100,7 @@ LAB_DIR  ?= $(if $(STUDENT),work-$(STUDENT),work)
 LAB_OPEN  = $(LAB_DIR)$(if $(ZH),/zh)
 EXCHANGE_ENV = $(if $(EXCHANGE),NAMEDAXES_EXCHANGE="$(abspath $(EXCHANGE))")
 LAB_ENV := JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter:$(CURDIR)/jupyter/nbgrader" JUPYTER_PATH="$(CURDIR)/jupyter/data"
-lab: venv
+lab: venv fonts
 	@$(BIN)/python tools/workspace.py prepare $(if $(STUDENT),"$(LAB_OPEN)" --no-seed --student "$(STUDENT)","$(LAB_DIR)")
 	@mkdir -p "$(LAB_OPEN)"
 	@$(if $(EXCHANGE),true,mkdir -p build/exchange)
@@ -155,7 +166,17 @@ notebooks: venv
 	$(BIN)/python tools/generate_notebooks.py
 
 check-notebooks: venv
+	$(BIN)/python tools/translate.py check --sync
 	$(BIN)/python tools/generate_notebooks.py --check
+
+# Translators (docs/TRANSLATING.md): after an English change, `make notebooks catalogs`, translate the
+# new and fuzzy entries, then `make catalogs notebooks` and `make check-catalogs`.
+catalogs: venv
+	$(BIN)/python tools/translate.py update
+	$(BIN)/python tools/translate.py compile
+
+check-catalogs: venv
+	$(BIN)/python tools/translate.py check
 
 NBVAL := --nbval --nbval-current-env --nbval-cell-timeout=120
 

@@ -53,7 +53,7 @@ from typing import Callable, Iterable, Iterator
 import nbformat
 from babel.messages.catalog import Catalog
 from babel.messages.mofile import write_mo
-from babel.messages.pofile import read_po, write_po
+from babel.messages.pofile import read_po, unescape, write_po
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions"
@@ -366,14 +366,35 @@ def load(lang: str, name: str) -> Catalog | None:
     if not path.exists():
         return None
     with path.open("rb") as fh:
-        return read_po(fh, locale=lang, domain=name)
+        cat = read_po(fh, locale=lang, domain=name)
+    for msg in list(cat) + list(cat.obsolete.values()):
+        _previous_from_comments(msg)
+    return cat
+
+
+def _previous_from_comments(msg) -> None:
+    """Babel writes a fuzzy entry's old msgid as `#| msgid "..."` but reads those lines back as user
+    comments ("| msgid ..."): turn them into `previous_id` again, so a round trip changes nothing."""
+    lines = [c for c in msg.user_comments if c.startswith("|")]
+    if not lines:
+        return
+    msg.user_comments = [c for c in msg.user_comments if not c.startswith("|")]
+    text = " ".join(c[1:].strip() for c in lines)
+    if text.startswith("msgid "):
+        text = text[len("msgid "):].split(" msgid_plural ")[0]
+        msg.previous_id = ["".join(unescape(part) for part in re.findall(r'"(?:[^"\\]|\\.)*"', text))]
 
 
 def merged(lang: str, name: str) -> Catalog:
     """The catalog as `update` would write it: the English template merged into the existing translations."""
     tmpl = template(name)
     cat = load(lang, name) or _new_catalog(lang, name)
+    # Babel's merge keeps an entry that is still fuzzy but forgets its previous msgid: put it back.
+    previous = {(m.context, m.id): m.previous_id for m in cat if m.id and m.fuzzy and m.previous_id}
     cat.update(tmpl, update_header_comment=True)
+    for msg in cat:
+        if msg.id and msg.fuzzy and not msg.previous_id and (msg.context, msg.id) in previous:
+            msg.previous_id = previous[(msg.context, msg.id)]
     cat.obsolete.clear()
     cat.creation_date = cat.revision_date = STAMP
     cat.fuzzy = False
