@@ -192,3 +192,70 @@ def test_a_stale_chinese_release_is_refused(tmp_path, editions):
         handin.layout_edition(tmp_path / "zh" / "course", "zh", [], solutions, notebooks)
     with pytest.raises(handin.HandinError, match="no zh edition to lay out"):
         handin.layout_edition(tmp_path / "zh" / "course", "zh", [], tmp_path / "nowhere", notebooks)
+
+
+def _as_student(cls, config):
+    from nbgrader.auth import Authenticator
+    from nbgrader.coursedir import CourseDirectory
+    return cls(coursedir=CourseDirectory(config=config), authenticator=Authenticator(config=config), config=config)
+
+
+def _student_config(exchange: Path, workdir: Path, course_id: str, assignment: str, student: str):
+    from traitlets.config import Config
+    c = Config()
+    c.Exchange.root = str(exchange)
+    c.Exchange.cache = str(workdir / ".nbgrader_cache")
+    c.Exchange.assignment_dir = str(workdir)
+    c.CourseDirectory.course_id = course_id
+    c.CourseDirectory.assignment_id = assignment
+    c.CourseDirectory.student_id = student
+    return c
+
+
+def test_the_chinese_course_loop_collect_grade_return(tmp_path, editions):
+    """Release, a student's fetch and submit (nbgrader's own exchange classes, as the Assignment List
+    uses them), collect, `python -m autograder grade --course` on the Chinese course, return feedback:
+    full marks for the right answers, the page and the row in Chinese, scored against the English source."""
+    import json
+    import subprocess
+    import nbformat
+    from nbgrader.exchange.default import (ExchangeFetchAssignment, ExchangeFetchFeedback,
+                                           ExchangeSubmit)
+    from autograder import messages
+    solutions, notebooks = editions
+    course, exchange, work = tmp_path / "zh" / "course", tmp_path / "exchange", tmp_path / "work-li" / "zh"
+    work.mkdir(parents=True)
+    handin.layout_edition(course, "zh", [], solutions, notebooks)
+    handin.release(course, exchange, [])
+    config = _student_config(exchange, work, "namedaxes-zh", AID, "li")
+    _as_student(ExchangeFetchAssignment, config).start()
+    fetched = work / AID / f"{AID}.ipynb"
+    nb = nbformat.read(str(fetched), as_version=4)
+    assert nb.metadata["namedaxes"]["language"] == "zh"
+    source = nbformat.read(str(ROOT / "solutions" / f"{AID}.ipynb"), as_version=4)
+    answers = {c.metadata["nbgrader"]["grade_id"]: "\n".join(
+        ln for ln in c.source.splitlines() if "### BEGIN SOLUTION" not in ln and "### END SOLUTION" not in ln)
+        for c in source.cells if c.metadata.get("nbgrader", {}).get("solution")}
+    for cell in nb.cells:
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if gid in answers:
+            cell.source = answers[gid]
+    nbformat.write(nb, str(fetched))
+    _as_student(ExchangeSubmit, config).start()
+    (line,) = handin.collect(course, exchange, [])
+    assert "1 new or newer hand-in(s) (li)" in line
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", "--course", str(course), "-j", "2",
+                           "--timeout", "30", "-q"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    row = json.loads((course / "grades" / "results.json").read_text())["rows"][0]
+    english_points = sum(float(c.metadata["nbgrader"].get("points", 0)) for c in source.cells
+                         if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution"))
+    assert (row["student"], row["status"], row["score"], row["max_score"], row["language"]) == \
+        ("li", "ok", english_points, english_points, "zh")
+    page = (course / "feedback" / "li" / AID / f"{AID}.html").read_text(encoding="utf-8")
+    assert messages.text("page_below", "zh") in page
+    (line,) = handin.return_feedback(course, exchange, [])
+    assert "returned to 1 student(s) (li)" in line
+    _as_student(ExchangeFetchFeedback, config).start()
+    got = list((work / AID / "feedback").glob(f"*/{AID}.html"))
+    assert len(got) == 1 and got[0].read_text(encoding="utf-8") == page
