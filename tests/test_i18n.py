@@ -343,21 +343,33 @@ def test_glossary_lists_every_term_once_and_has_the_issue_terms():
 
 
 def _prose(text: str) -> str:
-    return re.sub(r"\{[^{}]*\}", " ", translate._CODE_SPAN.sub(" ", text))
+    """The words a translator translates: no code spans, placeholders, quoted axis names ('devices') or
+    constants (DEVICES, DATA_PARALLEL), which stay English."""
+    text = re.sub(r"\{[^{}]*\}", " ", translate._CODE_SPAN.sub(" ", text))
+    return re.sub(r"\b[A-Z][A-Z0-9_]+\b|'[^'\s]+'", " ", text)
+
+
+def _glossary_misses(msgid: str, msgstr: str, rows: list[dict]) -> list[str]:
+    english = _prose(msgid)
+    return [f"{row['en']!r} -> {row['zh']!r} not used in: {msgstr[:60]!r}" for row in rows
+            if re.search(rf"(?<![\w-]){re.escape(row['en'])}(s|es)?(?![\w-])", english, re.IGNORECASE)
+            and row["zh"] not in msgstr]
+
+
+def test_glossary_check_finds_a_wrong_term():
+    rows = _glossary()
+    assert _glossary_misses("Every device holds the mesh.", "每个设备都持有网格。", rows) == []
+    assert _glossary_misses("Every device holds the mesh.", "每个装置都持有网格。", rows) == \
+        ["'device' -> '设备' not used in: '每个装置都持有网格。'"]
+    # code, constants and quoted axis names are not prose
+    assert _glossary_misses("Use `mesh` and DEVICES over 'devices'.", "用 `mesh`、DEVICES 和 'devices'。", rows) == []
 
 
 @pytest.mark.parametrize("name", translate.catalog_names())
 def test_translations_use_the_glossary(name):
-    rows = sorted(_glossary(), key=lambda r: -len(r["en"]))
-    problems = []
-    for msg in translate.load("zh", name) or ():
-        if not msg.id or not msg.string or msg.fuzzy:
-            continue
-        english = _prose(msg.id)
-        for row in rows:
-            if re.search(rf"(?<![\w-]){re.escape(row['en'])}(s|es)?(?![\w-])", english, re.IGNORECASE) \
-                    and row["zh"] not in msg.string:
-                problems.append(f"{row['en']!r} -> {row['zh']!r} not used in: {msg.string[:60]!r}")
+    rows = _glossary()
+    problems = [p for msg in translate.load("zh", name) or () if msg.id and msg.string and not msg.fuzzy
+                for p in _glossary_misses(msg.id, msg.string, rows)]
     assert not problems, "\n".join(problems[:20])
 
 
