@@ -198,3 +198,27 @@ def test_formgrader_lists_the_course_and_hostile_submissions_run_nothing(browser
     seen = _visit(browser, smuggled.as_uri(), None)
     assert seen["pwned"] == [] and seen["dialogs"] == [], "the page's Content-Security-Policy blocks scripts"
     seen["page"].close()
+
+
+def test_make_formgrader_edition_zh_serves_the_chinese_course(browser, make_server, screenshots, tmp_path):
+    """`make formgrader EDITION=zh` on the Chinese course (laid out by tools/handin.py layout): the same
+    assignments as the English course, in the course namedaxes-zh."""
+    import pytest
+    sys.path.insert(0, str(ROOT / "tools"))
+    import handin
+    if not (ROOT / "notebooks" / "zh" / f"{A02}.ipynb").is_file():
+        pytest.skip("the Chinese edition (notebooks/zh/, solutions/zh/) has not been generated yet")
+    course = tmp_path / "zh" / "course"
+    handin.layout_edition(course, "zh", [A02])
+    server = make_server("formgrader", EDITION="zh", COURSE=str(course))
+    status, body = server.request("/formgrader/api/assignments")
+    assert status == 200, body[:500]
+    assert [a["name"] for a in json.loads(body)] == [A02]
+    page = browser.new_page()
+    page.goto(f"{server.url}/formgrader?token={server.token}")
+    page.get_by_role("link", name=A02, exact=True).wait_for(timeout=60_000)
+    page.screenshot(path=str(screenshots / "formgrader_zh.png"))
+    page.close()
+    problems = server.stop()
+    assert not problems and server.proc.returncode == 0, f"{problems}\n{server.log()}"
+    assert "namedaxes-zh" in (course / "nbgrader_config.py").read_text()
