@@ -64,6 +64,7 @@ TEXT: dict[str, str] = {
     "failed_tests": "failed: {ids}",
     "cells_dropped": "{n} of the cells you added were not run (at most {limit} added cells are run)",
     "budget_notebook": "the notebook's time budget of {seconds} s",
+    "budget_left": "what was left of this submission's time budget of {total} s ({left} s)",
     "budget_ran_out": "{what} ran out",
     "ran_out_of": "the notebook ran out of {what}; {n} cell(s) were not run",
     "output_notebook_cap": "the notebook's output passed {limit} characters at {label}; further output was dropped",

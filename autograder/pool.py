@@ -384,9 +384,8 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
             return "defer"
         left = free - running
         t.budget = min(notebook_budget, left)
-        t.budget_label = ("" if left >= notebook_budget       # "" : the worker says it in the submission's language
-                          else f"what was left of this submission's time budget of "
-                               f"{submission_budget:g} s ({max(0.0, left):.0f} s)")
+        # the worker words the budget in the submission's language (autograder.messages)
+        t.budget_of_submission = 0.0 if left >= notebook_budget else submission_budget
         reserved[t.seq] = (t.student, t.budget)
         return "send"
 

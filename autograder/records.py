@@ -62,6 +62,7 @@ class Task:
     xla_dir: str = ""              # the assignment's XLA compilation cache (reference: the folder to fill)
     budget: float = 0.0            # wall-clock seconds this notebook may run (set by the pool)
     budget_label: str = ""         # what the budget is, for messages ("the notebook's time budget of 300 s")
+    budget_of_submission: float = 0.0   # > 0: the budget is what was left of this submission budget (seconds)
 
 
 class CellResult(TypedDict):

@@ -160,7 +160,8 @@ class Worker:
             run = run_notebook(graded, tests, kernel,
                                lambda n: self._kernel(workdir, label=f"r{n}"), self.cfg.timeout,
                                prelude=language_prelude(lang) + xla_prelude(task.xla_dir), budget=task.budget or None,
-                               budget_label=task.budget_label, max_output_chars=self.cfg.max_output_chars)
+                               budget_label=task.budget_label or budget_label(task),
+                               max_output_chars=self.cfg.max_output_chars)
         finally:
             workcopy.remove(workdir)
         if merge.dropped_cells:
@@ -224,6 +225,13 @@ class Worker:
                                 f"record(\"{t.grade_id}\", ...))")
         return {"kind": "reference", "assignment": task.assignment, "problems": problems,
                 "observations": run.observations, "seconds": run.seconds}
+
+
+def budget_label(task: Task) -> str:
+    """What the task's time budget is, in the current language ("" : the notebook's own budget)."""
+    if task.budget_of_submission <= 0:
+        return ""
+    return text("budget_left", total=f"{task.budget_of_submission:g}", left=f"{max(0.0, task.budget):.0f}")
 
 
 def language_prelude(lang: str) -> str:
