@@ -216,7 +216,8 @@ def plot_loss_curve(losses, *, title: str = "Training loss", ylabel: str = "loss
     ax.set_ylabel((_("{label} (log scale)") if log and np.all(losses > 0) else "{label}").format(label=_t(ylabel)))
     ax.set_title(_t(title))
     ax.grid(True, color="0.9")
-    ax.annotate(_("final {value}").format(value=f"{losses[-1]:.3g}"), (losses.size - 1, losses[-1]), textcoords="offset points",
+    ax.annotate(_("final {value}").format(value=f"{losses[-1]:.3g}"), (losses.size - 1, losses[-1]),
+                textcoords="offset points",
                 xytext=(-60, 12), fontsize=9)
     return fig
 
@@ -240,7 +241,8 @@ def plot_gradients(per_device, averaged, *, names: Sequence[str] | None = None,
     fig, axes = _figure(3.6 * len(names), 3.2, ncols=len(names))
     for i, (ax, name) in enumerate(zip(axes, names)):
         ax.bar(np.arange(n_dev), per[:, i], color=COLORS[0], label=_("per-device gradient"))
-        ax.axhline(avg[i], color=COLORS[5], ls="--", lw=2, label=_("average = {value}").format(value=f"{avg[i]:.3g}"))
+        ax.axhline(avg[i], color=COLORS[5], ls="--", lw=2,
+                   label=_("average = {value}").format(value=f"{avg[i]:.3g}"))
         ax.axhline(0, color="0.4", lw=0.8)
         ax.set_xticks(np.arange(n_dev), [str(d) for d in range(n_dev)])
         ax.set_xlabel(_("device"))
