@@ -120,7 +120,6 @@ TEXT = {
         "mesh's axes for the array dimensions that are split, and `P()` for values that are the same "
         "on every device."),
     # results, any exercise
-    "shape": "`{name}` should return shape {want} {where}, but it returned shape {got}.{hint}",
     "values": "`{name}` has the wrong values {where}: expected {want}, got {got}. {hint}",
     "no_communication": "`{name}` returns the right {what}, but it performs {seen} over '{axis}'. {why}",
     "seen_nothing": "no collective at all",
@@ -239,9 +238,6 @@ TEXT = {
     "migration_wrong": "`{name}` has the wrong values {where}: the pmap version gives {want}, yours gives {got}. {hint}",
     "migration_mean": "That is the mean over devices: keep `weighted_total`'s `lax.psum`.",
     "migration_first": "That is only device 0's term: the psum over DEVICES is missing.",
-    "migration_rows": (
-        "Those are the rows of x, not its columns: `in_axes=(None, 1)` maps over axis 1, so the "
-        "dimension to split is dimension 1, `P(None, DEVICES)`."),
     "migration_why": "Keep `weighted_total` (with its `lax.psum`) as the per-device function of `jax.shard_map`.",
 }
 
