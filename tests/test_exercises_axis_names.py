@@ -20,46 +20,55 @@ def _not_written(x):
     raise NotImplementedError()
 
 
-# ---------------------------------------------------------------- device_rank
-def device_rank_ref(x):
-    return lax.axis_index(DEVICES)
+# ---------------------------------------------------------------- rank_weighted_sum
+def rank_weighted_sum_ref(x):
+    return lax.psum(lax.axis_index(DEVICES) * x, DEVICES)
 
 
-DEVICE_RANK_RIGHT = [
-    device_rank_ref,
-    lambda x: lax.axis_index(DEVICES).astype(jnp.int32),
-    lambda x: jnp.asarray(lax.axis_index("devices"), jnp.int32),
+RANK_WEIGHTED_SUM_RIGHT = [
+    rank_weighted_sum_ref,
+    lambda x: lax.psum(x * lax.axis_index("devices").astype(jnp.float32), DEVICES),
+    lambda x: jnp.tensordot(jnp.arange(lax.axis_size(DEVICES), dtype=jnp.float32),   # not taught in 01: still right
+                            lax.all_gather(x, DEVICES), axes=1),
+    lambda x: lax.pmean(lax.axis_index(DEVICES) * x, DEVICES) * lax.psum(1, DEVICES),
 ]
 
-DEVICE_RANK_WRONG = [
-    (lambda x: jnp.int32(0), r"returned the wrong values.*`lax\.axis_index\(DEVICES\)`.*\nOn device 1: expected 1, got 0"),
-    (lambda x: lax.axis_index(DEVICES).astype(jnp.float32), r"dtype int32, but it returns float32"),
-    (lambda x: lax.axis_index(BATCH), r"unbound axis name: batch.*no enclosing pmap/vmap/shard_map"),
-    (lambda x: jnp.full(x.shape, lax.axis_index(DEVICES)), r"shape \(\), but it returns shape \(2,\)"),
-    (lambda x: (lax.axis_index(DEVICES) + 1) % 8, r"wrong values"),
-    (_not_written, r"`device_rank` is not written yet"),
+RANK_WEIGHTED_SUM_WRONG = [
+    (lambda x: lax.axis_index(DEVICES) * x, r"(?s)over 8 devices\. Each device returned its own term, i \* x\..*"
+                                            r"collective over 'devices'.*\nOn device 0: expected"),
+    (lambda x: lax.psum(x, DEVICES), r"plain total of x over the devices: weight device i's `x` by its position"),
+    (lambda x: lax.psum((lax.axis_index(DEVICES) + 1) * x, DEVICES), r"weights the first device by 1"),
+    (lambda x: lax.psum(lax.axis_index(DEVICES), DEVICES) * x, r"sum of all positions times this device's own `x`"),
+    (lambda x: lax.pmean(lax.axis_index(DEVICES) * x, DEVICES),                 # a mean, not the sum
+     r"over 8 devices\. Every device should return the sum over devices of i \* x_i"),
+    (lambda x: lax.psum(jnp.sum(lax.axis_index(DEVICES) * x), DEVICES), r"shape \(2,\), but it returns shape \(\)"),
+    (lambda x: lax.psum(lax.axis_index(DEVICES) * x.astype(jnp.int32), DEVICES), r"dtype float32, but it returns int32"),
+    (lambda x: lax.psum(lax.axis_index(BATCH) * x, DEVICES), r"unbound axis name: batch.*no enclosing pmap/vmap/shard_map"),
+    (_not_written, r"`rank_weighted_sum` is not written yet"),
 ]
 
 
-@pytest.mark.parametrize("answer", DEVICE_RANK_RIGHT)
-def test_device_rank_accepts_equivalent_answers(answer):
-    assert_check_passes(q.device_rank.check, answer)
+@pytest.mark.parametrize("answer", RANK_WEIGHTED_SUM_RIGHT)
+def test_rank_weighted_sum_accepts_equivalent_answers(answer):
+    assert_check_passes(q.rank_weighted_sum.check, answer)
 
 
-@pytest.mark.parametrize("answer, message", DEVICE_RANK_WRONG)
-def test_device_rank_rejects_wrong_answers(answer, message):
-    assert_check_fails(q.device_rank.check, answer, match=message)
+@pytest.mark.parametrize("answer, message", RANK_WEIGHTED_SUM_WRONG)
+def test_rank_weighted_sum_rejects_wrong_answers(answer, message):
+    assert_check_fails(q.rank_weighted_sum.check, answer, match=message)
 
 
-def test_device_rank_observe_is_stable_and_discriminating():
-    reference = q.device_rank.observe(device_rank_ref)
+def test_rank_weighted_sum_observe_is_stable_and_discriminating():
+    reference = q.rank_weighted_sum.observe(rank_weighted_sum_ref)
     got = derived(reference)
-    assert got["axes"] == []          # axis_index is not communication
-    np.testing.assert_array_equal(got["vmap_5"], np.arange(5))
-    np.testing.assert_array_equal(got["pmap_8"], np.arange(8))
-    for answer in DEVICE_RANK_RIGHT[1:]:
-        assert _same_observations(reference, q.device_rank.observe(answer))
-    assert not _same_observations(reference, q.device_rank.observe(lambda x: jnp.int32(0)))
+    assert got["axes"] == [DEVICES] and got["communication"] == ["psum over 'devices'"]
+    for key in ("pmap_2", "pmap_4", "pmap_8", "vmap_5"):     # replicated, on the grader's own random inputs
+        value = np.asarray(got[key])
+        assert value.dtype == np.float32 and np.allclose(value, value[:1]) and not np.allclose(value, 0)
+    for answer in RANK_WEIGHTED_SUM_RIGHT[1:]:
+        assert _same_observations(reference, q.rank_weighted_sum.observe(answer))
+    for answer, _ in RANK_WEIGHTED_SUM_WRONG[:5]:
+        assert not _same_observations(reference, q.rank_weighted_sum.observe(answer))
 
 
 # ---------------------------------------------------------------- last_device_value
@@ -198,10 +207,11 @@ def test_center_observe_is_stable_and_discriminating():
 
 
 def test_hints_exist():
-    for exercise in (q.device_rank, q.last_device_value, q.center):
+    for exercise in (q.rank_weighted_sum, q.last_device_value, q.center):
         assert 2 <= len(exercise._hints) <= 3
 
 
-def test_first_hint_of_last_device_value_does_not_give_the_answer():
-    first = q.last_device_value._hints[0]
+@pytest.mark.parametrize("exercise", [q.rank_weighted_sum, q.last_device_value], ids=lambda e: e.name)
+def test_first_hint_does_not_give_the_answer(exercise):
+    first = exercise._hints[0]
     assert "psum" not in first and "where" not in first and "axis_index" not in first

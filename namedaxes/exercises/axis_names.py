@@ -3,8 +3,8 @@
 Every answer is a *per-device* function: it sees one device's slice of the
 data and talks to the other devices only through collectives that name the
 axis `DEVICES`. The checks run it under `jax.pmap(fn, axis_name=DEVICES)`
-(and, for `last_device_value` and `center`, under `jax.vmap(fn, axis_name=DEVICES)`
-too) and go type -> shape/dtype -> value -> structure.
+(and under `jax.vmap(fn, axis_name=DEVICES)` too) and go
+type -> shape/dtype -> value -> structure.
 
 Every student-facing sentence of the checks is a template in `TEXT`; the hints are
 the full strings of each `Exercise(..., hints=[...])`. A check and its hidden
@@ -22,7 +22,7 @@ from namedaxes.checking import (CheckFailed, Exercise, expect_array, expect_coll
                                 progress_of, same_values, show_values)
 from namedaxes.grading import Case, pmapped, programs, rng, spec
 
-__all__ = ["device_rank", "last_device_value", "center", "progress"]
+__all__ = ["rank_weighted_sum", "last_device_value", "center", "progress"]
 progress = progress_of(__name__)   # q.progress(): which exercises of the notebook pass
 
 _AXIS_ENV = [(DEVICES, 8)]
@@ -37,9 +37,14 @@ TEXT = {
     "wrong_shape": "On each {per}, `{name}(x)` should return shape {shape}, but it returns shape {got} ({where}).",
     "wrong_dtype": "`{name}(x)` should return dtype {dtype}, but it returns {got}.",
     "wrong_values": "`{name}(x)` returned the wrong values {where}. {diagnosis}\nOn {per} {i}: expected {want}, got {got}.",
-    "rank_values": ("Device i should return i, its position along the 'devices' axis: `lax.axis_index(DEVICES)`; "
-                    "the values of x do not tell it."),
-    "rank_structure": "Ask the named axis: `lax.axis_index(DEVICES)`.",
+    "weighted_own_term": ("Each device returned its own term, i * x. The sum over all devices needs a collective "
+                          "over '{axis}'."),
+    "weighted_no_weights": "That is the plain total of x over the devices: weight device i's `x` by its position i.",
+    "weighted_from_one": ("That weights the first device by 1; positions along the axis start at 0 "
+                          "(`lax.axis_index(DEVICES)`)."),
+    "weighted_ranks_summed": ("That is the sum of all positions times this device's own `x`: weight each device's "
+                              "`x` by its own position first, then add up across devices."),
+    "weighted_other": "Every device should return the sum over devices of i * x_i, i being a device's position.",
     "last_own": ("Each device returned its own `x`. A device sees the other devices' values only through a "
                  "collective over '{axis}'."),
     "last_total": ("That is the total of all devices' `x`: let only the last device put its `x` into the sum, "
@@ -107,17 +112,30 @@ def _wrong_values(name: str, out, want, how: str, diagnosis: str) -> None:
                                                   per=per, i=i, want=show_values(want[i]), got=show_values(out[i])))
 
 
-# ---------------------------------------------------------------- 1. device_rank
-def _check_device_rank(fn) -> None:
-    name = "device_rank"
-    for k in (8, 4):
-        x = jnp.asarray(rng("device_rank_check").normal(size=(k, 2)), jnp.float32)
-        out = _run(name, fn, x)
-        _expect_per_device(name, out, k, (), jnp.int32)
-        if not same_values(out, np.arange(k)):
-            _wrong_values(name, out, np.arange(k), "pmap", TEXT["rank_values"])
-    expect_collective(name, fn, x[0], axis_name=DEVICES, axis_env=_AXIS_ENV, primitives=["axis_index"],
-                      hint=TEXT["rank_structure"])
+# ---------------------------------------------------------------- 1. rank_weighted_sum
+def _check_rank_weighted_sum(fn) -> None:
+    name = "rank_weighted_sum"
+    r = rng("rank_weighted_sum_check")
+    for how, k in (("pmap", 8), ("pmap", 4), ("vmap", 5)):
+        x = jnp.asarray(r.normal(size=(k, 2)), jnp.float32)
+        out = _run(name, fn, x, how)
+        _expect_per_device(name, out, k, (2,), jnp.float32, how)
+        xs, got = np.asarray(x, np.float64), np.asarray(out, np.float64)
+        ranks = np.arange(k)[:, None]
+        want = np.broadcast_to((ranks * xs).sum(axis=0), xs.shape)
+        if same_values(got, want):
+            continue
+        if same_values(got, ranks * xs):
+            diagnosis = TEXT["weighted_own_term"].format(axis=DEVICES)
+        elif same_values(got, np.broadcast_to(xs.sum(axis=0), xs.shape)):
+            diagnosis = TEXT["weighted_no_weights"]
+        elif same_values(got, np.broadcast_to(((ranks + 1) * xs).sum(axis=0), xs.shape)):
+            diagnosis = TEXT["weighted_from_one"]
+        elif same_values(got, ranks.sum() * xs):
+            diagnosis = TEXT["weighted_ranks_summed"]
+        else:
+            diagnosis = TEXT["weighted_other"]
+        _wrong_values(name, out, want, how, diagnosis)
 
 
 def _cases(fn, how_sizes, per_shape, draw=None) -> dict:
@@ -130,20 +148,20 @@ def _cases(fn, how_sizes, per_shape, draw=None) -> dict:
     return cases
 
 
-def _observe_device_rank(fn) -> dict:
+def _observe_rank_weighted_sum(fn) -> dict:
     return programs(_cases(fn, [("pmap", 2, None), ("pmap", 4, None), ("pmap", 8, None), ("vmap", 5, None)], (2,)))
 
 
-device_rank = Exercise(
-    "device_rank", _check_device_rank,
+rank_weighted_sum = Exercise(
+    "rank_weighted_sum", _check_rank_weighted_sum,
     hints=[
-        "A device's rank is its position along the named axis; nothing in `x` says it, so you can ignore `x`.",
-        "`lax.axis_index(name)` asks a named axis for this device's position, as an int32 scalar "
-        "(section \"Which device am I?\").",
-        "Which name? The one the check's `pmap` binds: the constant DEVICES, not the string. The result "
-        "is already an int32 scalar: no cast, no reshape.",
+        "Split the job: which part can each device do on its own, and which part needs the other devices?",
+        "Device i's term, i * x, is local work: it knows its own position (section \"Which device am I?\") and "
+        "its own `x`. Adding the terms of all devices is what the collective of the first section does.",
+        "`lax.axis_index(DEVICES) * x` is this device's term; `lax.psum` of it over DEVICES gives every device "
+        "the whole sum. No cast is needed: an int32 position times a float32 `x` is float32.",
     ],
-    observe=_observe_device_rank)
+    observe=_observe_rank_weighted_sum)
 
 
 # ---------------------------------------------------------------- 2. last_device_value

@@ -46,7 +46,8 @@ TECHNIQUES = ("patched_observe", "code_swap", "forged_record", "visible_files", 
 # notebook -> answer cell grade_id -> wrong answer (plausible mistakes, each fails its visible check)
 WRONG = {
     specs.A01: {
-        "device_rank_answer": "def device_rank(x):\n    return jnp.int32(0)\n",
+        "rank_weighted_sum_answer": "def rank_weighted_sum(x):\n"       # each device's own term, never added up
+                                    "    return lax.axis_index(DEVICES) * x\n",
         "last_device_value_answer": "def last_device_value(x):\n"       # right on 8 devices only
                                     "    return lax.psum(jnp.where(lax.axis_index(DEVICES) == 7, x, 0.0), DEVICES)\n",
         "center_answer": "def center(x):\n    return x - jnp.mean(x)\n",
@@ -154,7 +155,8 @@ WRONG = {
 # notebook -> answer cell grade_id -> a correct answer written differently from the reference (full marks)
 EQUIVALENT = {
     specs.A01: {
-        "device_rank_answer": "def device_rank(x):\n    return jnp.asarray(lax.axis_index(DEVICES), jnp.int32)\n",
+        "rank_weighted_sum_answer": "def rank_weighted_sum(x):\n"
+                                    "    return lax.psum(x * lax.axis_index(DEVICES).astype(x.dtype), DEVICES)\n",
         "last_device_value_answer": "def last_device_value(x):\n    return lax.all_gather(x, DEVICES)[-1]\n",
         "center_answer": "def center(x):\n"                                # refused by the old visible check
                          "    return x - jnp.mean(lax.all_gather(x, DEVICES), axis=0)\n",
@@ -267,7 +269,7 @@ EQUIVALENT = {
 
 # notebook -> test cell grade_id -> (the `q.<name>` exercise its test cell uses, techniques)
 CELLS = {
-    specs.A01: {"device_rank_values": ("device_rank", ("patched_observe", "code_swap")),
+    specs.A01: {"rank_weighted_sum_values": ("rank_weighted_sum", ("patched_observe", "code_swap")),
                 "last_device_value_values": ("last_device_value", ("forged_record",)),
                 "center_pmap_and_vmap": ("center", ("visible_files", "symlink"))},
     specs.A02: {"scaled_sum_total": ("scaled_sum", ("code_swap",)),

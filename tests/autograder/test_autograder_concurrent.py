@@ -26,7 +26,7 @@ def test_two_runs_at_once_compute_the_reference_once_and_agree(tmp_path):
     shutil.copy(specs.REPO / "solutions" / f"{aid}.ipynb", course / "source" / aid)
     source = nbformat.read(specs.REPO / "solutions" / f"{aid}.ipynb", as_version=4)
     sub = tmp_path / "class"
-    for student, answers in (("right", {}), ("unanswered", {"device_rank_answer": None})):
+    for student, answers in (("right", {}), ("unanswered", {"rank_weighted_sum_answer": None})):
         (sub / student).mkdir(parents=True)
         spec = specs.Spec(student, "ok", assignment=aid, answers=answers)
         (sub / student / f"{aid}.ipynb").write_bytes(specs.notebook_for(spec, source, {}))
