@@ -70,19 +70,20 @@ def discover_sources(course: Path, only: list[str]) -> dict[str, SourceNotebook]
     for aid, path in found.items():
         course_edition = None
         try:
-            lang = submission_language(SourceNotebook.load(aid, path).nb)
+            sources[aid] = SourceNotebook.load(aid, path)
         except Exception as err:  # noqa: BLE001
             raise GraderError(f"cannot read the source notebook {path}: {err}") from err
+        lang = submission_language(sources[aid].nb)
         if lang != "en":                      # an edition's course: grade against the English source
             english = repo_root() / "solutions" / f"{aid}.ipynb"
             if not english.is_file():
                 raise GraderError(f"{path} is the '{lang}' edition of {aid}, but its English source "
                                   f"{english} (the reference) is missing")
             course_edition, path = (lang, path), english
-        try:
-            sources[aid] = SourceNotebook.load(aid, path)
-        except Exception as err:  # noqa: BLE001
-            raise GraderError(f"cannot read the source notebook {path}: {err}") from err
+            try:
+                sources[aid] = SourceNotebook.load(aid, path)
+            except Exception as err:  # noqa: BLE001
+                raise GraderError(f"cannot read the source notebook {path}: {err}") from err
         if not sources[aid].test_cells:
             raise GraderError(f"{path}: no graded test cells")
         attach_editions(sources[aid], course_edition)
