@@ -210,3 +210,17 @@ def test_a_translation_with_other_placeholders_falls_back_to_english(monkeypatch
         assert messages.text("failed_tests", ids="x") == "失败：x"
     with messages.speaking("klingon"):
         assert messages.current() == "en"
+
+
+def test_every_grader_text_is_used_and_its_translation_keeps_the_fields():
+    """One table, no dead entries; a translation (when the catalog has one) names the same fields."""
+    import re
+    import string
+    sources = "".join(p.read_text(encoding="utf-8") for p in (REPO / "autograder").glob("*.py")
+                      if p.name != "messages.py")
+    unused = [k for k in messages.TEXT if not re.search(r"""\b(text|say)\(\s*["']%s["']""" % k, sources)
+              and f'"{k}"' not in sources]
+    assert not unused, f"entries of autograder.messages.TEXT nothing uses: {unused}"
+    fields = lambda t: sorted({f for _, f, _, _ in string.Formatter().parse(t) if f})  # noqa: E731
+    for key, english in messages.TEXT.items():
+        assert fields(messages.translate(english, "zh")) == fields(english), key
