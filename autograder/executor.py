@@ -76,12 +76,12 @@ def cell_label(nb: NotebookNode, index: int) -> str:
     meta = cell.get("metadata", {})
     gid = (meta.get("nbgrader") or {}).get("grade_id") if isinstance(meta.get("nbgrader"), dict) else None
     if gid:
-        return f"cell '{gid}'"
+        return text("cell_grade_id", grade_id=gid)
     if (meta.get("autograder") or {}).get("student_added"):
         added = [i for i, c in enumerate(nb.cells) if (c.metadata.get("autograder") or {}).get("student_added")]
-        return f"the cell you added after cell {index} (#{added.index(index) + 1} of your added cells)"
+        return text("cell_added", index=index, n=added.index(index) + 1)
     cid = cell.get("id")
-    return f"cell '{cid}'" if cid else f"cell {index + 1}"
+    return text("cell_id", cell_id=cid) if cid else text("cell_number", number=index + 1)
 
 
 # ---------------------------------------------------------------- observations
@@ -412,10 +412,10 @@ def _death_reason(returncode: int | None) -> str:
             name = __import__("signal").Signals(-returncode).name
         except ValueError:
             name = f"signal {-returncode}"
-        hint = {"SIGXCPU": ": CPU time limit reached", "SIGSEGV": ": segmentation fault",
-                "SIGKILL": " (killed: out of memory?)", "SIGXFSZ": ": file size limit reached"}.get(name, f" ({name})")
-        return hint
-    return f" (exit code {returncode})"
+        key = {"SIGXCPU": "died_cpu", "SIGSEGV": "died_segv", "SIGKILL": "died_killed",
+               "SIGXFSZ": "died_fsize"}.get(name)
+        return text(key) if key else text("died_signal", signal=name)
+    return text("died_exit", code=returncode)
 
 
 def _append_error_output(cell: NotebookNode, outcome: CellOutcome) -> None:

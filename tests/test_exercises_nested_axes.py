@@ -243,7 +243,7 @@ ROW_NORMALIZE_WRONG = [
     (_shard_mapped(lambda b: b / lax.psum(jnp.sum(b), (D, M))), r"divides by the sum over both axes"),
     # the checker gaps: a psum over the wrong axis, and pmean for psum (each once per axis)
     (_shard_mapped(lambda b: b / lax.psum(jnp.sum(b, axis=1, keepdims=True), D)),
-     r"wrong values on a mesh of a 2 x 4 grid.*adds up the partial row sums over 'data_shards': the devices of a "
+     r"wrong values on a 2 x 4 grid.*adds up the partial row sums over 'data_shards': the devices of a "
      r"column, which hold other rows of x.*combine over that axis"),
     (_shard_mapped(lambda b: b / lax.pmean(jnp.sum(b, axis=1, keepdims=True), M)),
      r"averages the partial row sums with `lax.pmean` over 'model_replicas': that is the row's sum divided by "
@@ -256,11 +256,11 @@ ROW_NORMALIZE_WRONG = [
     (lambda x, mesh: x / x.sum(axis=1, keepdims=True),
      r"should add up partial row sums across 'model_replicas'.*performs no collective at all"),
     (_row_normalize_own_explicit_mesh,
-     r"failed on a mesh.*does not match the specs of the input.*use the `mesh` argument"),
-    (_row_normalize_own_auto_mesh, r"failed on a mesh of a 2 x 2 grid.*use the `mesh` argument"),
+     r"failed on a 2 x 4 grid.*does not match the specs of the input.*use the `mesh` argument"),
+    (_row_normalize_own_auto_mesh, r"failed on a 2 x 2 grid.*use the `mesh` argument"),
     (lambda x, mesh: jax.shard_map(lambda b: b / lax.psum(jnp.sum(b, axis=1, keepdims=True), M), mesh=mesh,
                                    in_specs=SPEC, out_specs=P(D))(x),
-     r"`row_normalize` failed on a mesh.*ValueError: shard_map"),
+     r"`row_normalize` failed on a 2 x 4 grid.*ValueError: shard_map"),
     (_shard_mapped(lambda b: (b / lax.psum(jnp.sum(b, axis=1, keepdims=True), M)).astype(jnp.float16)),
      r"should have dtype float32, but it has dtype float16"),
     (lambda x, mesh: row_normalize_ref(x, mesh)[:, :4], r"should return an array of shape \(2, 12\), but it returns shape \(2, 4\)"),
@@ -362,7 +362,7 @@ TP_DP_STEP_RIGHT = [
 
 TP_DP_STEP_WRONG = [
     (_tp(_tp_grad_then_pmean),
-     r"on a mesh of a 2 x 4 grid.*Your step is 2 times too large, 2 being the number of data shards: the "
+     r"on a 2 x 4 grid.*Your step is 2 times too large, 2 being the number of data shards: the "
      r"gradients of the data shards were added, not averaged.*`jax.grad`"),
     (_tp(lambda wb, xb, yb: wb - LR * lax.psum(_grad(xb, lax.psum(xb @ wb, M), yb), D)),
      r"Your step is 2 times too large, 2 being the number of data shards"),
@@ -377,7 +377,7 @@ TP_DP_STEP_WRONG = [
     (_tp(lambda wb, xb, yb: wb - LR * lax.pmean(_grad(xb, lax.psum(xb @ wb, M), yb), (D, M))),
      r"averaged over the model axis as well: that mixes the gradients of different model shards"),
     (_tp(lambda wb, xb, yb: wb - LR * lax.psum(_grad(xb, lax.psum(xb @ wb, M), yb), D) / 2),   # hard-coded 2
-     r"on a mesh of a 4 x 2 grid.*It is right on a 2 x 4 grid .* but not on this mesh"),
+     r"on a 4 x 2 grid.*It is right on a 2 x 4 grid .* but not on this mesh"),
     (_tp(lambda wb, xb, yb: wb + LR * lax.pmean(_grad(xb, lax.psum(xb @ wb, M), yb), D)),
      r"The step goes the wrong way"),
     (_tp(lambda wb, xb, yb: wb + 0.0 * lax.pmean(_grad(xb, lax.psum(xb @ wb, M), yb), D)), r"w did not change"),

@@ -116,6 +116,13 @@ TEXT = {
         "`{name}` returns the right values, but over '{axis}' it performs {seen}. {why}"),
     "no_collective_at_all": "no collective at all",
     "where_mesh": " (mesh of {k} devices, {what})",
+    "what_x": "x = {x}",
+    "what_blocks": "x of shape {shape}, blocks of {rows} x {cols}",
+    "what_ring": "blocks of {n}, x = {x}",
+    "what_fsdp": "{features} parameters, {n} examples",
+    "mesh_axes": " This mesh has the axes {axes}.",
+    "seen_item": "{primitive} over {axes}",
+    "seen_join": ", ",
     # 1. median_centered
     "median_whole_vector": (
         " That is the whole vector: each device returned all {n} centred values, and `out_specs` put the "
@@ -275,7 +282,7 @@ _COMMON_RULES = (_rule_varying, _rule_divisible, _rule_in_specs, _rule_global_sh
 
 
 def _rule_axis_names(err, name, mesh):
-    axes = f" This mesh has the axes {tuple(mesh.axis_names)}." if mesh is not None else ""
+    axes = _say("mesh_axes", axes=tuple(mesh.axis_names)) if mesh is not None else ""
     if type(err) is AssertionError and not str(err):
         return _say("empty_assertion", name=name, axes=axes)
     axis = unbound_axis_name(err)
@@ -325,7 +332,8 @@ def _uses(found, primitive: str, axis: str) -> bool:
 
 
 def _seen(found) -> str:
-    return ", ".join(f"{p} over {axes}" for p, axes in sorted(found)) or _say("no_collective_at_all")
+    return _say("seen_join").join(_say("seen_item", primitive=p, axes=axes) for p, axes in sorted(found)) \
+        or _say("no_collective_at_all")
 
 
 def _expect_float32(name: str, out, where: str) -> None:
@@ -371,7 +379,7 @@ _MEDIAN_CASES = [
 
 
 def _median_where(k, x) -> str:
-    return _say("where_mesh", k=k, what=f"x = {_fmt(x)}")
+    return _say("where_mesh", k=k, what=_say("what_x", x=_fmt(x)))
 
 
 def _check_median_centered(fn: Callable) -> None:
@@ -464,7 +472,7 @@ def _check_sum_scatter_columns(fn: Callable) -> None:
         mesh = line_mesh(k)
         x_np = _scatter_case(k)
         x = _placed(x_np, mesh, P(DEVICES))
-        where = _say("where_mesh", k=k, what=f"x of shape {x_np.shape}, blocks of {ROWS} x {COLUMNS}")
+        where = _say("where_mesh", k=k, what=_say("what_blocks", shape=x_np.shape, rows=ROWS, cols=COLUMNS))
         out = _run(name, fn, mesh, x, rules=_SCATTER_RULES)
         _expect_float32(name, out, where)
         blocks = np.asarray(x_np, np.float64).reshape(k, ROWS, COLUMNS)
@@ -588,7 +596,7 @@ def _check_ring_all_reduce(fn: Callable) -> None:
     for k, n in _RING_CASES:
         mesh = line_mesh(k)
         x_np = _ring_input(k, n)
-        where = _say("where_mesh", k=k, what=f"blocks of {n}, x = {_fmt(x_np)}")
+        where = _say("where_mesh", k=k, what=_say("what_ring", n=n, x=_fmt(x_np)))
         out = _run(name, fn, mesh, _placed(x_np, mesh, P(DEVICES)), rules=rules)
         _expect_float32(name, out, where)
         want = _psum_reference(x_np, k)
@@ -707,7 +715,7 @@ def _check_fsdp_step(fn: Callable) -> None:
     for k, n in _FSDP_CASES:
         mesh = line_mesh(k, DATA_PARALLEL)
         w, batch = _fsdp_visible(k, n)
-        where = _say("where_mesh", k=k, what=f"{FEATURES} parameters, {n} examples")
+        where = _say("where_mesh", k=k, what=_say("what_fsdp", features=FEATURES, n=n))
         out = _run(name, fn, mesh, *_fsdp_placed(mesh, w, batch), rules=_FSDP_RULES)
         _expect_float32(name, out, where)
         if tuple(out.shape) != (FEATURES,):

@@ -66,8 +66,8 @@ TEXT = {
     # where a check ran
     "grid_words": "a {rows} x {cols} grid ('{d}' x '{m}')",
     "on_grid": "on {grid}",
-    "on_mesh": "on a mesh of {grid}, x of shape {shape}",
-    "on_mesh_step": "on a mesh of {grid}, w of {features} entries, {examples} examples",
+    "on_mesh": "on {grid}, x of shape {shape}",
+    "on_mesh_step": "on {grid}, w of {features} entries, {examples} examples",
     "the_check_runs": "The check, which runs `{name}` {where},",
     # crashes
     "nested_pmap": ("`{name}` failed {where}: \"{first}\". Nested `jax.pmap` does not work on this JAX; use "
