@@ -462,6 +462,12 @@ def _rows_of(batch) -> int:
 _LOCAL_ROWS_CLUSTERS = ((0, 2, 4), (1, 2, 4), (1, 2, 2), (3, 4, 2), (0, 1, 8))
 
 
+def _as_process(index: int, processes: int, local: int) -> Callable[[], _AsProcess]:
+    """A `Case(context=...)`: the answer is traced and exported as process `index` of a cluster of
+    `processes` x `local` devices."""
+    return lambda: _AsProcess(index, processes, local)
+
+
 def _observe_local_rows(fn: Callable) -> dict:
     """Graded: `fn` traced as process i of clusters of 2 x 4, 2 x 2, 4 x 2 and 1 x 8 devices and
     exported per cluster, on batches of one and of two or three rows per device (an array, a 3-D
@@ -474,7 +480,7 @@ def _observe_local_rows(fn: Callable) -> dict:
         for j, batch in enumerate(batches):
             cases[f"process{index}_of_{processes}x{local}_batch{j}"] = Case(
                 lambda *a: fn(*a), batch, draw={"kind": "normal", "low": 0, "high": 9},   # fresh: no trace cache
-                context=lambda index=index, processes=processes, local=local: _AsProcess(index, processes, local))
+                context=_as_process(index, processes, local))
     return programs(cases)
 
 
@@ -588,7 +594,7 @@ def _observe_global_metrics(fn: Callable) -> dict:
         errors = spec(shape, jnp.float32, sharding=NamedSharding(mesh, P(DEVICES)))
         cases[f"{processes}x{local}_rows{per}_cols{cols}"] = Case(
             lambda e, mesh=mesh: fn(e, mesh), errors,
-            context=lambda processes=processes, local=local: _AsProcess(0, processes, local))
+            context=_as_process(0, processes, local))
     return programs(cases)
 
 
@@ -733,7 +739,7 @@ def _observe_masked_step(fn: Callable) -> dict:
                  "mask": spec((k * per,), jnp.bool_, sharding=split)}
         cases[f"{processes}x{local}_rows{per}"] = Case(
             lambda prm, b, mesh=mesh: fn(prm, b, mesh), params, batch,
-            context=lambda processes=processes, local=local: _AsProcess(0, processes, local))
+            context=_as_process(0, processes, local))
     return programs(cases)
 
 
