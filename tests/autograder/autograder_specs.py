@@ -408,7 +408,7 @@ INTAKE = {
 }
 
 
-def _zip_bytes(entries: dict[str, bytes]) -> bytes:
+def zip_bytes(entries: dict[str, bytes]) -> bytes:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zf:
         for name, data in entries.items():
@@ -420,7 +420,7 @@ def build_intake(root: Path, source_nb) -> None:
     correct = notebook_for(Spec("x", "ok", assignment=A02), source_nb, {})
     for name in INTAKE:
         if name.endswith(".zip"):
-            (root / name).write_bytes(_zip_bytes({f"{A02}.ipynb": correct}))
+            (root / name).write_bytes(zip_bytes({f"{A02}.ipynb": correct}))
         else:
             (root / name).mkdir()
             (root / name / f"{A02}.ipynb").write_bytes(correct)

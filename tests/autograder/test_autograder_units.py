@@ -234,23 +234,17 @@ def test_placement_of_a_submissions_folder(tmp_path):
 
 
 def test_placement_of_zips(tmp_path):
-    def zip_of(entries: dict[str, bytes]) -> bytes:
-        buf = io.BytesIO()
-        with zipfile.ZipFile(buf, "w") as zf:
-            for name, data in entries.items():
-                zf.writestr(name, data)
-        return buf.getvalue()
     whole = tmp_path / "whole.zip"                     # a zip of the whole class folder
-    whole.write_bytes(zip_of({"class/ann/02_scaled_sum.ipynb": b"{}", "class/Łukasz K/01_axis_names.ipynb": b"{}"}))
+    whole.write_bytes(specs.zip_bytes({"class/ann/02_scaled_sum.ipynb": b"{}", "class/Łukasz K/01_axis_names.ipynb": b"{}"}))
     with place_submissions(whole, NOTEBOOKS) as intake:
         assert sorted(intake.placed) == [("ann", specs.A02), ("Łukasz K", specs.A01)]
     one = tmp_path / "Ann Lee.zip"                      # one student's zip, notebooks at its root
-    one.write_bytes(zip_of({"02_scaled_sum.ipynb": b"{}"}))
+    one.write_bytes(specs.zip_bytes({"02_scaled_sum.ipynb": b"{}"}))
     with place_submissions(one, NOTEBOOKS) as intake:
         assert sorted(intake.placed) == [("Ann Lee", specs.A02)]
     folder = tmp_path / "class2"                        # a folder of per-student zips
     folder.mkdir()
-    (folder / "bo.zip").write_bytes(zip_of({"bo/02_scaled_sum.ipynb": b"{}"}))
+    (folder / "bo.zip").write_bytes(specs.zip_bytes({"bo/02_scaled_sum.ipynb": b"{}"}))
     (folder / "bad.zip").write_bytes(b"not a zip")
     with place_submissions(folder, NOTEBOOKS) as intake:
         assert sorted(intake.placed) == [("bo", specs.A02)]
