@@ -12,7 +12,9 @@ with `zmq.MAXMSGSIZE` (`MAX_MESSAGE_BYTES`) and a small receive high-water mark
 (`RCV_HWM` messages), so libzmq refuses an oversized frame before Python ever
 buffers it, and drops the connection that sent it. A socket monitor sees that
 disconnect; the cell then ends with status `oversized` and the kernel is
-replaced (a dropped IOPub connection would not come back). What is kept of a
+replaced (a dropped IOPub connection would not come back). A kernel that dies
+drops its connections too: when its process ends within `DEATH_GRACE` of the
+disconnect, the cell ends with status `died` instead. What is kept of a
 cell's output is capped (`MAX_OUTPUT_CHARS`, `MAX_OUTPUTS`), and the executor
 passes a per-notebook cap on top (`max_chars`). Known gap: a multipart message
 of many frames, each under the cap, is still assembled whole by libzmq.
@@ -52,6 +54,7 @@ def kill_all() -> None:
 MAX_OUTPUT_CHARS = 1_000_000
 MAX_OUTPUTS = 300
 INTERRUPT_GRACE = 5.0
+DEATH_GRACE = 1.0                  # a dropped socket whose kernel exits this soon was a death, not a refused message
 MAX_MESSAGE_BYTES = 8 * 2**20      # one frame of a kernel message (a large plot is well below)
 RCV_HWM = 64                       # messages queued per socket before libzmq stops reading
 
@@ -249,6 +252,16 @@ class Kernel:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def _exits_within(self, seconds: float) -> bool:
+        """True if the kernel's process has ended or ends within `seconds` (it is reaped either way)."""
+        if self.proc is None:
+            return True
+        try:
+            self.proc.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
     def log_tail(self, n: int = 600) -> str:
         try:
             self._log.flush()
@@ -369,7 +382,10 @@ class Kernel:
                 self.kill()
                 run.status = "hung"
                 break
-            if self._dropped():                  # libzmq refused an oversized message: IOPub is gone
+            if self._dropped():                  # IOPub is gone: the kernel died, or libzmq refused an oversized message
+                if self._exits_within(DEATH_GRACE):   # a dying kernel drops its sockets too: that is a death
+                    run.status = "died"
+                    break
                 self.kill()
                 run.status = "oversized"
                 break
