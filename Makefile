@@ -14,6 +14,7 @@ NEWEST_PYTHON ?= $(eval NEWEST_PYTHON := $$(shell tools/find_python.sh --min 3.1
 VENV      := .venv
 BIN       := $(VENV)/bin
 VENV_NEWEST := .venv-newest
+VENV_SITE := .venv-site
 JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
 PORT      ?= 8888
 # The notebooks set up 8 devices themselves (namedaxes.setup_devices); this covers anything else.
@@ -21,7 +22,7 @@ export XLA_FLAGS := $(strip $(XLA_FLAGS) --xla_force_host_platform_device_count=
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: browser-deps formgrader update-work roster release collect return-feedback
-.PHONY: fonts catalogs check-catalogs
+.PHONY: fonts catalogs check-catalogs site site-venv site-lock
 .PHONY: help venv venv-newest lock system-deps lab notebooks check-notebooks test test-newest test-fast bench grade bench-grade clean
 
 help:
@@ -39,6 +40,7 @@ help:
 	@echo "make grade          autograde a class: make grade SUBMISSIONS=dir OUT=dir [STUDENT=id] [COURSE_GRADEBOOK=1]"
 	@echo "EDITION=zh          the Chinese edition: make lab EDITION=zh opens work/zh/; with release/collect/grade/"
 	@echo "                    return-feedback/formgrader/roster it is the nbgrader course build/zh/course (course namedaxes-zh)"
+	@echo "make site           the course as a static website in build/site/ (both editions; GitHub Pages ready)"
 	@echo "make bench          time Run-All of every notebook and of the whole suite"
 	@echo "make bench-grade    time make grade against plain nbgrader autograde on a generated class"
 
@@ -154,6 +156,23 @@ collect: venv
 return-feedback: venv
 	$(HANDIN) return-feedback $(ASSIGNMENT)
 
+# The course as a website (site/build_site.py): every solved notebook executed on 8 simulated devices
+# (cached in build/site-cache/ by content hash, so an unchanged notebook never runs again), pages
+# composed from the student notebooks with those outputs, rendered by Sphinx + myst-nb +
+# sphinx-book-theme from the site's own venv .venv-site (site/requirements.txt; the course's locks
+# stay as they are). English in build/site/, Chinese in build/site/zh/. Repository of the Colab
+# links: site/settings.py, or NAMEDAXES_SITE_REPOSITORY=https://github.com/OWNER/NAME.
+site: venv site-venv fonts
+	@$(BIN)/python site/build_site.py --sphinx $(VENV_SITE)/bin/python -j $(JOBS)
+
+site-venv:
+	@$(call check_python,PYTHON)
+	@$(PYTHON) site/install_site_venv.py $(VENV_SITE)
+
+# Maintainers: after changing site/requirements.in (needs the registry).
+site-lock: site-venv
+	$(VENV_SITE)/bin/python site/lock_site_requirements.py
+
 # Debian's Chromium for the browser tests (tests/browser); Playwright drives it and never downloads a browser.
 CHROMIUM ?= /usr/bin/chromium
 browser-deps:
@@ -182,7 +201,7 @@ NBVAL := --nbval --nbval-current-env --nbval-cell-timeout=120
 
 # The whole suite in .venv, then the notebooks on the newest JAX (test-newest): both always run,
 # and make test fails if either fails.
-test: venv system-deps browser-deps check-notebooks
+test: venv site-venv system-deps browser-deps check-notebooks
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile $(NBVAL) tests solutions notebooks; status=$$?; \
 	  $(MAKE) --no-print-directory test-newest || status=1; exit $$status
 

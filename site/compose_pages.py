@@ -1,0 +1,161 @@
+"""Compose each notebook page: the student's cells, with the outputs of the solved run.
+
+Design: a page is a notebook that Sphinx (myst-nb, execution off) renders as it is. Its cells
+are the student release's (notebooks/NN_x.ipynb, notebooks/zh/NN_x.ipynb: what nbgrader's
+generate_assignment made, answer bodies replaced by stubs, hidden tests removed), so a page
+holds no solution code and no hidden test by construction; tests/browser/test_site.py proves it
+on the built HTML for every exercise. Outputs come from the solved notebook of the same edition,
+executed fresh (execute_notebooks.py), matched cell by cell through the cell ids that the
+release keeps. Each code cell is one of (`classify`):
+
+- ANSWER (an nbgrader solution cell): the stub, no output, and a short label "your answer goes
+  here";
+- CHECK (an nbgrader test cell): the visible check, and a label saying what it does when run. Its
+  solved output ("passed") is not shown: under an empty stub it would say the opposite of what a
+  student meets;
+- USES_ANSWER (a cell that runs an answer: one that generate_notebooks.py tagged
+  `raises-exception` in the release and that is not tagged so in the solution, or one that
+  reports on the checks, `q.progress()`): the solved output, under the label "with correct
+  answers, this cell shows";
+- DEMO (everything else: demonstrations, pictures, the deliberate errors caught by
+  `show_error`): the solved output as it is.
+
+Every page also gets, after its title, the "Open in Colab" button for that notebook of that
+edition and the note on what to run first there (site_text.py). Cell tags `site-answer`,
+`site-check`, `site-uses-answer` become CSS classes (`tag_site-...`) for the page's style; the
+nbgrader metadata is dropped. Files are written only when their content changed, so Sphinx's
+incremental build re-renders only what did.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import enum
+import html
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import settings  # noqa: E402
+from site_text import text  # noqa: E402
+
+RAISES = "raises-exception"
+
+
+class Kind(enum.Enum):
+    ANSWER = "site-answer"
+    CHECK = "site-check"
+    USES_ANSWER = "site-uses-answer"
+    DEMO = "site-demo"
+
+
+@dataclass(frozen=True)
+class Page:
+    """One composed notebook page."""
+    edition: str
+    notebook_id: str
+    path: Path                 # the page's source under build/site-src/<edition>/notebooks/
+    kinds: dict[str, Kind]     # cell id -> kind, for the code cells
+    figures: int               # images among the shown outputs
+
+
+def _tags(cell) -> list[str]:
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
+def _reports_on_checks(source: str) -> bool:
+    """The cell calls a `progress()` (q.progress(): it lists the verdicts of the checks)."""
+    lines = [ln for ln in source.splitlines() if not ln.lstrip().startswith(("%", "!"))]
+    try:
+        tree = ast.parse("\n".join(lines))
+    except SyntaxError:
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if name == "progress":
+                return True
+    return False
+
+
+def classify(release_cell, solved_cell) -> Kind:
+    meta = release_cell.get("metadata", {}).get("nbgrader", {})
+    if meta.get("solution"):
+        return Kind.ANSWER
+    if meta.get("grade"):
+        return Kind.CHECK
+    if (RAISES in _tags(release_cell) and RAISES not in _tags(solved_cell)) or _reports_on_checks(release_cell.source):
+        return Kind.USES_ANSWER
+    return Kind.DEMO
+
+
+def _label(kind: Kind, edition: str) -> dict:
+    key = {Kind.ANSWER: "answer_label", Kind.CHECK: "check_label", Kind.USES_ANSWER: "solved_label"}[kind]
+    words = text(key, edition)
+    return nbformat.v4.new_output(
+        "display_data",
+        data={"text/html": f'<p class="site-label {kind.value}-label">{html.escape(words)}</p>', "text/plain": words})
+
+
+def _figures(outputs: list) -> int:
+    return sum(1 for out in outputs if out.get("output_type") in ("display_data", "execute_result")
+               and any(mime.startswith("image/") for mime in out.get("data", {})))
+
+
+def launch_cell(edition: str, notebook_id: str):
+    """The Colab button and note (markdown, MyST)."""
+    url = settings.colab_url(edition, notebook_id)
+    note = text("colab_note", edition, repository=settings.REPOSITORY)
+    button = (f'<p class="site-launch"><a class="site-colab" href="{html.escape(url)}" target="_blank" '
+              f'rel="noopener">{html.escape(text("colab_button", edition))}</a></p>')
+    return nbformat.v4.new_markdown_cell(f"{button}\n\n```{{note}}\n{note}\n```\n", id="site-launch")
+
+
+def compose(edition: str, notebook_id: str, executed: Path) -> tuple[nbformat.NotebookNode, dict[str, Kind], int]:
+    """The page notebook of `notebook_id` in `edition` from its release and its executed solution."""
+    release_path = settings.folder(settings.RELEASE, edition) / f"{notebook_id}.ipynb"
+    release = nbformat.read(release_path, as_version=4)
+    solved = {cell.id: cell for cell in nbformat.read(executed, as_version=4).cells}
+    cells, kinds, figures = [], {}, 0
+    for cell in release.cells:
+        page_cell = copy.deepcopy(cell)
+        page_cell.metadata = {}
+        if cell.cell_type == "code":
+            if cell.id not in solved:
+                raise SystemExit(f"{release_path.relative_to(settings.ROOT)}: cell {cell.id} is not in its solution "
+                                 f"(`make notebooks` regenerates the release from solutions/)")
+            kind = kinds[cell.id] = classify(cell, solved[cell.id])
+            shown = [] if kind in (Kind.ANSWER, Kind.CHECK) else copy.deepcopy(solved[cell.id].get("outputs", []))
+            figures += _figures(shown)
+            page_cell.outputs = ([] if kind is Kind.DEMO else [_label(kind, edition)]) + shown
+            page_cell.execution_count = None
+            if kind is not Kind.DEMO:
+                page_cell.metadata["tags"] = [kind.value]
+        cells.append(page_cell)
+        if len(cells) == 1:
+            cells.append(launch_cell(edition, notebook_id))
+    page = nbformat.v4.new_notebook(cells=cells, metadata={
+        "kernelspec": release.metadata.get("kernelspec", {}),
+        "language_info": {"name": "python", "pygments_lexer": "ipython3"},
+    })
+    return page, kinds, figures
+
+
+def write_if_changed(path: Path, content: str) -> bool:
+    """Write `content` unless the file already holds it (Sphinx rebuilds by modification time)."""
+    if path.exists() and path.read_text(encoding="utf-8") == content:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(content, encoding="utf-8")
+    return True
+
+
+def write_page(edition: str, notebook_id: str, executed: Path) -> Page:
+    page, kinds, figures = compose(edition, notebook_id, executed)
+    path = settings.SOURCES / edition / "notebooks" / f"{notebook_id}.ipynb"
+    write_if_changed(path, nbformat.writes(page) + "\n")
+    return Page(edition, notebook_id, path, kinds, figures)

@@ -1,0 +1,140 @@
+"""Execute every solved notebook, both editions, on 8 simulated devices, once per content.
+
+    .venv/bin/python site/execute_notebooks.py [-j JOBS]     (build_site.py calls `execute`)
+
+Design: the pages show what the solved notebook prints *today*, so each solution
+(solutions/NN_x.ipynb, solutions/zh/NN_x.ipynb) runs top to bottom in a fresh kernel of the
+course's own venv (jax, the namedaxes package), in its own folder like nbval and nbgrader run
+it, with `NAMEDAXES_LANG` set to its edition (the Chinese pages show the Chinese messages) and
+`--xla_force_host_platform_device_count=8` appended to XLA_FLAGS (the notebooks' set-up cell
+asks for 8 devices itself). A cell that raises fails the build, naming the notebook and the
+cell: the solutions raise nowhere (their deliberate errors are caught and printed by
+`show_error`), so an error means the course is broken, and a broken course is not published.
+
+Cache: the executed notebook is stored as build/site-cache/<edition>/<id>.<key>.ipynb, where
+`key` hashes everything its outputs depend on: the source notebook, every file of the
+namedaxes package (checks, plots, translations), this Python's lock, the Python version and
+this file. Unchanged inputs are never executed again (a cached `make site` runs no kernel);
+a stale entry of the same notebook is deleted when its new execution is stored. Notebooks run
+JOBS at a time (default: the CPU count), each in its own worker process.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import settings  # noqa: E402  (site/ is not a package)
+
+DEVICE_FLAG = "--xla_force_host_platform_device_count=8"
+CELL_TIMEOUT_S = 300
+
+
+@dataclass(frozen=True)
+class Execution:
+    """One solved notebook of one edition, executed (or found in the cache)."""
+    edition: str
+    notebook_id: str
+    source: Path
+    executed: Path
+    cached: bool
+    seconds: float
+
+
+def _lock() -> Path:
+    return settings.ROOT / "requirements" / f"py{sys.version_info[0]}{sys.version_info[1]}.txt"
+
+
+def dependencies_digest() -> str:
+    """The hash of what every execution depends on besides its own notebook."""
+    digest = hashlib.sha256()
+    digest.update(sys.version.encode())
+    package = settings.ROOT / "namedaxes"
+    for path in sorted(p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
+    for path in (_lock(), Path(__file__)):
+        digest.update(path.read_bytes() if path.exists() else b"(none)")
+    return digest.hexdigest()
+
+
+def cache_path(edition: str, notebook_id: str, source: Path, deps: str) -> Path:
+    key = hashlib.sha256(source.read_bytes() + deps.encode()).hexdigest()[:20]
+    return settings.CACHE / edition / f"{notebook_id}.{key}.ipynb"
+
+
+def _run(edition: str, source: Path, target: Path) -> float:
+    """Execute `source` in a fresh kernel (in this worker process); write it to `target`."""
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    os.environ["NAMEDAXES_LANG"] = edition
+    flags = os.environ.get("XLA_FLAGS", "")
+    if DEVICE_FLAG not in flags.split():
+        os.environ["XLA_FLAGS"] = f"{flags} {DEVICE_FLAG}".strip()
+    nb = nbformat.read(source, as_version=4)
+    started = time.monotonic()
+    client = NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3", allow_errors=False,
+                            extra_arguments=["--IPKernelApp.log_level=ERROR"],
+                            resources={"metadata": {"path": str(source.parent)}})
+    try:
+        client.execute()
+    except CellExecutionError as err:
+        raise RuntimeError(f"{source.relative_to(settings.ROOT)} raised while it was executed for the site "
+                           f"(a solved notebook must run without an error):\n{err}") from None
+    took = time.monotonic() - started
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".partial")
+    nbformat.write(nb, partial)
+    partial.replace(target)
+    for stale in target.parent.glob(f"{target.name.split('.')[0]}.*.ipynb"):
+        if stale != target:
+            stale.unlink()
+    return took
+
+
+def execute(jobs: int | None = None, log=print) -> list[Execution]:
+    """Every solved notebook of every edition, executed or taken from the cache (see the docstring)."""
+    deps = dependencies_digest()
+    wanted = []
+    for notebook_id in settings.notebook_ids():
+        for edition in settings.EDITIONS:
+            source = settings.folder(settings.SOLUTIONS, edition) / f"{notebook_id}.ipynb"
+            if not source.exists():
+                raise SystemExit(f"{source.relative_to(settings.ROOT)} is missing: `make notebooks` writes the "
+                                 f"Chinese editions of solutions/")
+            wanted.append((edition, notebook_id, source, cache_path(edition, notebook_id, source, deps)))
+    todo = [w for w in wanted if not w[3].exists()]
+    results = {(w[0], w[1]): Execution(w[0], w[1], w[2], w[3], True, 0.0) for w in wanted if w[3].exists()}
+    if todo:
+        jobs = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
+        log(f"Executing {len(todo)} solved notebooks on 8 simulated devices ({jobs} at a time; "
+            f"{len(wanted) - len(todo)} found in {settings.CACHE.relative_to(settings.ROOT)}/)...")
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futures = {(edition, nid): (pool.submit(_run, edition, source, target), source, target)
+                       for edition, nid, source, target in todo}
+            for (edition, nid), (future, source, target) in futures.items():
+                took = future.result()
+                log(f"  {edition} {nid}: {took:.1f} s")
+                results[(edition, nid)] = Execution(edition, nid, source, target, False, took)
+    return [results[(w[0], w[1])] for w in wanted]
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-j", "--jobs", type=int, default=None)
+    args = parser.parse_args(argv)
+    done = execute(args.jobs)
+    print(f"{len(done)} executed notebooks, {sum(e.cached for e in done)} from the cache")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
