@@ -112,7 +112,7 @@ def launch_cell(edition: str, notebook_id: str):
     note = text("colab_note", edition, repository=settings.REPOSITORY)
     button = (f'<p class="site-launch"><a class="site-colab" href="{html.escape(url)}" target="_blank" '
               f'rel="noopener">{html.escape(text("colab_button", edition))}</a></p>')
-    return nbformat.v4.new_markdown_cell(f"{button}\n\n```{{note}}\n{note}\n```\n", id="site-launch")
+    return nbformat.v4.new_markdown_cell(f"{button}\n\n````{{note}}\n{note}\n````\n", id="site-launch")  # 4 backticks: the note holds a code fence
 
 
 def compose(edition: str, notebook_id: str, executed: Path) -> tuple[nbformat.NotebookNode, dict[str, Kind], int]:

@@ -55,6 +55,7 @@ html_theme_options = {
     "article_header_end": ["language-switch.html", "article-header-buttons.html"],
     "navigation_with_keys": False,
 }
+html_context = {"default_mode": "auto"}     # light or dark as the reader's system prefers (an empty mode logs an error)
 html_copy_source = False
 html_show_sourcelink = False
 html_show_sphinx = False
@@ -98,6 +99,28 @@ def _language_switch(app, pagename, templatename, context, doctree) -> None:
                    site_switch_title=text("switch_label", OTHER), site_edition=EDITION)
 
 
+def _search_chinese_with_its_stemmer() -> None:
+    """Sphinx 9.0's Chinese search names its JS stemmer `ChineseStemmer` but ships the English one, so
+    every zh page logged "ChineseStemmer is not defined" (sphinx-doc/sphinx#14416, fixed in Sphinx 9.1,
+    which needs Python >= 3.12): name the class that its stemmer file defines."""
+    from sphinx.search import languages
+    from sphinx.search.zh import SearchChinese
+
+    class SearchChineseEnglishStemmer(SearchChinese):
+        language_name = "English"
+
+    languages["zh"] = SearchChineseEnglishStemmer
+
+
+def _drop_output_folder(app, exc) -> None:
+    """myst-nb writes its output images to OUTDIR/../jupyter_execute before Sphinx copies them into
+    _images/; for the Chinese edition (build/site/zh) that is inside the published site."""
+    if exc is None and EDITION != "en":
+        shutil.rmtree(Path(app.outdir).parent / "jupyter_execute", ignore_errors=True)
+
+
 def setup(app):
+    _search_chinese_with_its_stemmer()
+    app.connect("build-finished", _drop_output_folder)
     app.connect("html-page-context", _language_switch)
     app.connect("build-finished", _copy_mathjax)
