@@ -101,6 +101,31 @@ def _label(kind: Kind, edition: str) -> dict:
         data={"text/html": f'<p class="site-label {kind.value}-label">{html.escape(words)}</p>', "text/plain": words})
 
 
+def _machine_paths_removed(outputs: list) -> list:
+    """Outputs with the build machine's paths cut: a worker's traceback quotes the files of the venv it
+    ran in (`/home/.../.venv/lib/...`), which says nothing to a reader and names the machine."""
+    prefixes = sorted({str(settings.ROOT) + "/", sys.base_prefix.rstrip("/") + "/"}, key=len, reverse=True)
+
+    def cut(value):
+        if isinstance(value, str):
+            for prefix in prefixes:
+                value = value.replace(prefix, "")
+            return value
+        if isinstance(value, list):
+            return [cut(v) for v in value]
+        return value
+
+    for out in outputs:
+        if "text" in out:
+            out["text"] = cut(out["text"])
+        if "traceback" in out:
+            out["traceback"] = cut(out["traceback"])
+        for mime in list(out.get("data", {})):
+            if mime.startswith("text/"):
+                out["data"][mime] = cut(out["data"][mime])
+    return outputs
+
+
 def _figures(outputs: list) -> int:
     return sum(1 for out in outputs if out.get("output_type") in ("display_data", "execute_result")
                and any(mime.startswith("image/") for mime in out.get("data", {})))
@@ -129,7 +154,8 @@ def compose(edition: str, notebook_id: str, executed: Path) -> tuple[nbformat.No
                 raise SystemExit(f"{release_path.relative_to(settings.ROOT)}: cell {cell.id} is not in its solution "
                                  f"(`make notebooks` regenerates the release from solutions/)")
             kind = kinds[cell.id] = classify(cell, solved[cell.id])
-            shown = [] if kind in (Kind.ANSWER, Kind.CHECK) else copy.deepcopy(solved[cell.id].get("outputs", []))
+            shown = [] if kind in (Kind.ANSWER, Kind.CHECK) else _machine_paths_removed(
+                copy.deepcopy(solved[cell.id].get("outputs", [])))
             figures += _figures(shown)
             page_cell.outputs = ([] if kind is Kind.DEMO else [_label(kind, edition)]) + shown
             page_cell.execution_count = None
