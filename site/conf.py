@@ -47,6 +47,7 @@ exclude_patterns = ["_build", "**.ipynb_checkpoints"]
 templates_path = [str(settings.SITE / "_templates")]
 html_static_path = [str(settings.SITE / "_static")]
 html_css_files = ["site.css"]
+html_favicon = str(settings.SITE / "_static" / "favicon.svg")   # without one, browsers ask for /favicon.ico (a 404)
 html_theme = "sphinx_book_theme"
 html_theme_options = {
     "home_page_in_toc": True,
