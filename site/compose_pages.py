@@ -20,6 +20,8 @@ release keeps. Each code cell is one of (`classify`):
 - DEMO (everything else: demonstrations, pictures, the deliberate errors caught by
   `show_error`): the solved output as it is.
 
+Shown outputs lose the build machine's paths (the repository's and the Python installation's
+prefixes, quoted by worker tracebacks), so a page names no folder of the machine that built it.
 Every page also gets, after its title, the "Open in Colab" button for that notebook of that
 edition and the note on what to run first there (site_text.py). Cell tags `site-answer`,
 `site-check`, `site-uses-answer` become CSS classes (`tag_site-...`) for the page's style; the
