@@ -14,7 +14,7 @@ cell: the solutions raise nowhere (their deliberate errors are caught and printe
 Cache: the executed notebook is stored as build/site-cache/<edition>/<id>.<key>.ipynb, where
 `key` hashes everything its outputs depend on: the source notebook, every file of the
 namedaxes package (checks, plots, translations), this Python's lock, the Python version and
-this file. Unchanged inputs are never executed again (a cached `make site` runs no kernel);
+how this file runs them (`RUN_KEY`: bump it when a change here changes what a notebook prints). Unchanged inputs are never executed again (a cached `make site` runs no kernel);
 a stale entry of the same notebook is deleted when its new execution is stored. Notebooks run
 JOBS at a time (default: the CPU count), each in its own worker process.
 """
@@ -36,6 +36,7 @@ import settings  # noqa: E402  (site/ is not a package)
 
 DEVICE_FLAG = "--xla_force_host_platform_device_count=8"
 CELL_TIMEOUT_S = 300
+RUN_KEY = f"nbclient, fresh kernel, NAMEDAXES_LANG=edition, {DEVICE_FLAG}, v1"
 
 
 @dataclass(frozen=True)
@@ -56,12 +57,12 @@ def _lock() -> Path:
 def dependencies_digest() -> str:
     """The hash of what every execution depends on besides its own notebook."""
     digest = hashlib.sha256()
-    digest.update(sys.version.encode())
+    digest.update(sys.version.encode() + RUN_KEY.encode())
     package = settings.ROOT / "namedaxes"
     for path in sorted(p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
         digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
-    for path in (_lock(), Path(__file__)):
-        digest.update(path.read_bytes() if path.exists() else b"(none)")
+    lock = _lock()
+    digest.update(lock.read_bytes() if lock.exists() else b"(no lock)")
     return digest.hexdigest()
 
 
@@ -87,7 +88,8 @@ def _run(edition: str, source: Path, target: Path) -> float:
     try:
         client.execute()
     except CellExecutionError as err:
-        raise RuntimeError(f"{source.relative_to(settings.ROOT)} raised while it was executed for the site "
+        shown = source.relative_to(settings.ROOT) if source.is_relative_to(settings.ROOT) else source
+        raise RuntimeError(f"{shown} raised while it was executed for the site "
                            f"(a solved notebook must run without an error):\n{err}") from None
     took = time.monotonic() - started
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -19,6 +19,7 @@ from packaging.requirements import Requirement
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "site"))
 import compose_pages  # noqa: E402  (site/ is not a package)
+import execute_notebooks  # noqa: E402
 import landing_pages  # noqa: E402
 import settings  # noqa: E402
 from compose_pages import Kind  # noqa: E402
@@ -126,3 +127,26 @@ def test_the_site_lock_holds_the_direct_pins_and_is_what_the_site_venv_has():
     installed = {re.sub(r"[-_.]+", "-", n).lower(): v for n, _, v in (ln.partition("==") for ln in out.split())}
     wrong = {n: (v, installed.get(n)) for n, v in lock.items() if installed.get(n) != v}
     assert not wrong, f".venv-site differs from site/requirements.txt (locked, installed): {wrong}"
+
+
+def test_the_execution_cache_is_keyed_by_the_notebook_and_its_dependencies(tmp_path):
+    one, two = tmp_path / "a.ipynb", tmp_path / "b.ipynb"
+    one.write_text("{}")
+    two.write_text("{ }")
+    key = execute_notebooks.cache_path("en", "01_x", one, "deps")
+    assert key == execute_notebooks.cache_path("en", "01_x", one, "deps"), "the key is deterministic"
+    assert key != execute_notebooks.cache_path("en", "01_x", two, "deps"), "another notebook text, another key"
+    assert key != execute_notebooks.cache_path("en", "01_x", one, "other"), "other dependencies, another key"
+    assert key.parent.name == "en" and key.name.startswith("01_x.")
+    assert execute_notebooks.dependencies_digest() == execute_notebooks.dependencies_digest()
+
+
+def test_a_solved_notebook_that_raises_stops_the_build_naming_the_cell(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1"),
+                                         nbformat.v4.new_code_cell("raise ValueError('the course is broken')")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    source = tmp_path / "01_broken.ipynb"
+    nbformat.write(nb, source)
+    with pytest.raises(RuntimeError, match=r"(?s)01_broken.ipynb raised while it was executed.*the course is broken"):
+        execute_notebooks._run("en", source, tmp_path / "out" / "01_broken.k.ipynb")
+    assert not (tmp_path / "out").exists(), "nothing is cached for a failed execution"
