@@ -15,8 +15,9 @@ Cache: the executed notebook is stored as build/site-cache/<edition>/<id>.<key>.
 `key` hashes everything its outputs depend on: the source notebook, every file of the
 namedaxes package (checks, plots, translations), this Python's lock, the Python version and
 how this file runs them (`RUN_KEY`: bump it when a change here changes what a notebook
-prints). Unchanged inputs are never executed again (a cached `make site` runs no kernel); a stale entry of the same notebook is deleted when its new execution is stored. Notebooks run
-JOBS at a time (default: the CPU count), each in its own worker process.
+prints). Unchanged inputs are never executed again (a cached `make site` runs no kernel); a
+stale entry of the same notebook is deleted when its new execution is stored. Notebooks run JOBS
+at a time (default: the CPU count), each in its own worker process.
 """
 from __future__ import annotations
 
