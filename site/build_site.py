@@ -104,7 +104,8 @@ def build(sphinx_python: str, jobs: int | None = None) -> int:
         return 1
     (settings.OUT / ".nojekyll").touch()
     STAMP.write_text(key)
-    count = sum(1 for _ in settings.OUT.rglob("*.html"))
+    count = sum(1 for p in settings.OUT.rglob("*.html")      # pages, not the theme's fragments in _static/
+                if not any(part.startswith("_") for part in p.relative_to(settings.OUT).parts))
     executed = sum(not e.cached for e in executions)
     print(f"Built build/site/ in {time.monotonic() - started:.0f} s: {count} pages ({len(pages)} notebook pages, "
           f"{executed} notebooks executed now, {len(executions) - executed} from the cache). "
