@@ -15,8 +15,8 @@ and Release Feedback sends whatever is in `feedback/` to the students.
 
 So this extension answers those API routes itself, before formgrader's own
 handlers, and runs nothing: every such request gets formgrader's own error
-shape (`{"success": false, "log": ..., "error": ...}`, HTTP 200, so the page
-shows the message in its error dialog) saying to use `make grade` and
+shape (`{"success": false, "log": ...}`, HTTP 200, so the page shows the
+message in its error dialog) saying to use `make grade` and
 `make return-feedback`. Nothing is read from the request beyond the route;
 the student and assignment ids are not echoed back. The routes keep
 jupyter_server's authentication (a request without the token or cookie gets
@@ -33,6 +33,7 @@ the application has, and formgrader's later `add_handlers` lands behind them.
 from __future__ import annotations
 
 import json
+import textwrap
 
 from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.utils import url_path_join
@@ -71,10 +72,12 @@ class GuardHandler(JupyterHandler):
         self.action = action
 
     def _refuse(self) -> None:
-        self.set_header("Content-Type", "application/json; charset=UTF-8")
+        # text/plain, as formgrader's own handlers answer: its page JSON.parse()s the body itself, and jQuery
+        # would hand it an already parsed object for application/json (then no dialog appears)
+        self.set_header("Content-Type", "text/plain; charset=UTF-8")
         self.set_header("Cache-Control", "no-store")
-        text = MESSAGES[self.action]
-        self.finish(json.dumps({"success": False, "log": text, "error": text, "disabled_by": __name__}))
+        text = textwrap.fill(MESSAGES[self.action], width=88)   # the page shows it in a <pre>: lines that fit
+        self.finish(json.dumps({"success": False, "log": text, "error": "", "disabled_by": __name__}))
 
     def check_xsrf_cookie(self):
         """No XSRF check: the answer is a refusal whoever asks, and formgrader's page may post without the token."""

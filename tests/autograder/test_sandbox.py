@@ -1045,3 +1045,26 @@ def test_a_key_one_kernel_writes_never_reaches_another(sandbox, tmp_path, copies
     assert code == 0, err
     assert control == {"request_key": key_id, "search": key_id, "read": "written by another kernel",
                        "proc_keys": "", "remove": 0}
+
+
+def test_without_libseccomp_the_report_says_so_and_the_namespace_filter_stays(monkeypatch):
+    """A machine without libseccomp: the allow-list is reported missing (with how to install it), and the
+    hand-assembled filter still refuses new user namespaces."""
+    from autograder import sandbox as sandbox_module, seccomp
+    monkeypatch.setattr(seccomp.ctypes.util, "find_library", lambda name: "libseccomp-not-here.so.2")
+    seccomp._lib.cache_clear()
+    sandbox_module.kernel_filter.cache_clear()
+    try:
+        bpf, why = sandbox_module.kernel_filter()
+        assert bpf == sandbox_module.userns_filter()
+        assert why.startswith("libseccomp is not installed (Debian/Ubuntu: apt-get install libseccomp2)"), why
+        report = {p.key: p for p in Sandbox().protections()}
+        assert not report["syscall_filter"].available
+        assert report["syscall_filter"].detail.startswith(why) and "keyrings" in report["syscall_filter"].detail
+        if bpf is not None and "--seccomp" in sandbox_module._bwrap_options():
+            assert report["no_new_namespaces"].detail.startswith("a seccomp filter refuses unshare/clone with "
+                                                                 "CLONE_NEWUSER")
+        assert "system calls limited" in summary_lines(list(report.values()))[0]
+    finally:
+        seccomp._lib.cache_clear()
+        sandbox_module.kernel_filter.cache_clear()
