@@ -1052,8 +1052,9 @@ def test_without_libseccomp_the_report_says_so_and_the_namespace_filter_stays(mo
     hand-assembled filter still refuses new user namespaces."""
     from autograder import sandbox as sandbox_module, seccomp
     monkeypatch.setattr(seccomp.ctypes.util, "find_library", lambda name: "libseccomp-not-here.so.2")
-    seccomp._lib.cache_clear()
-    sandbox_module.kernel_filter.cache_clear()
+    caches = (seccomp._lib, seccomp.compile_filter, sandbox_module.kernel_filter)
+    for cached in caches:
+        cached.cache_clear()
     try:
         bpf, why = sandbox_module.kernel_filter()
         assert bpf == sandbox_module.userns_filter()
@@ -1066,5 +1067,5 @@ def test_without_libseccomp_the_report_says_so_and_the_namespace_filter_stays(mo
                                                                  "CLONE_NEWUSER")
         assert "system calls limited" in summary_lines(list(report.values()))[0]
     finally:
-        seccomp._lib.cache_clear()
-        sandbox_module.kernel_filter.cache_clear()
+        for cached in caches:
+            cached.cache_clear()
