@@ -76,7 +76,7 @@ class GuardHandler(JupyterHandler):
         # would hand it an already parsed object for application/json (then no dialog appears)
         self.set_header("Content-Type", "text/plain; charset=UTF-8")
         self.set_header("Cache-Control", "no-store")
-        text = textwrap.fill(MESSAGES[self.action], width=88)   # the page shows it in a <pre>: lines that fit
+        text = textwrap.fill(MESSAGES[self.action], width=72)   # the page shows it in a <pre>: lines that fit
         self.finish(json.dumps({"success": False, "log": text, "error": "", "disabled_by": __name__}))
 
     def check_xsrf_cookie(self):

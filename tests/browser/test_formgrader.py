@@ -189,6 +189,7 @@ def _formgrader_cannot_autograde_or_publish(browser, server, course: Path, excha
     modal.wait_for(state="visible", timeout=60_000)
     text = " ".join(modal.inner_text().split())
     assert "Autograde is disabled in this formgrader" in text and "Grade with `make grade`" in text, text
+    page.wait_for_timeout(500)                                           # the dialog's fade-in
     page.screenshot(path=str(screenshots / "formgrader_autograde_disabled.png"))
     page.close()
     for name, (route, words) in GUARDED_ACTIONS.items():          # direct POSTs: the API, not only the button
