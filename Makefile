@@ -64,7 +64,8 @@ venv-newest:
 lock: venv
 	$(BIN)/python tools/lock_requirements.py
 
-# Debian's bubblewrap isolates student code while grading; without it grading still runs, with a loud warning.
+# Debian's bubblewrap isolates student code while grading, libseccomp2 compiles its system-call filter; without
+# them grading still runs, with a loud warning.
 # A CJK font for the Chinese edition's figures (Debian's fonts-wqy-microhei, 5 MB); without one they still draw, with a warning.
 CJK_FONT ?= /usr/share/fonts/truetype/wqy/wqy-microhei.ttc
 fonts:
@@ -78,6 +79,10 @@ system-deps: fonts
 	  echo "Installing bubblewrap (sandbox for grading student code)..."; \
 	  (apt-get install -y -qq bubblewrap >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null)) \
 	  || echo "WARNING: could not install bubblewrap: student code will be graded WITHOUT isolation"; }
+	@/sbin/ldconfig -p 2>/dev/null | grep -q 'libseccomp\.so\.2 ' || { \
+	  echo "Installing libseccomp2 (the system-call filter of the grading sandbox)..."; \
+	  (apt-get install -y -qq libseccomp2 >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq libseccomp2 >/dev/null)) \
+	  || echo "WARNING: could not install libseccomp2: student kernels will run WITHOUT the system-call allow-list"; }
 
 # Students: JupyterLab on the student's own workspace LAB_DIR (work/; work-ID/ with STUDENT=ID), never
 # on notebooks/ (the release): tools/workspace.py copies in the notebooks it lacks, never overwrites a
@@ -122,6 +127,8 @@ update-work: venv
 	$(BIN)/python tools/workspace.py update "$(LAB_DIR)" --release "$(RELEASE)" --edition zh="$(RELEASE_ZH)" $(if $(YES),--yes)
 
 # Instructors: nbgrader's formgrader (manual review, gradebook) on an nbgrader course folder:
+# its Autograde / Generate Feedback / Release Feedback actions are disabled (jupyter/formgrader: they would
+# run student code unsandboxed and overwrite the sandboxed scores); grade with `make grade`.
 # build/course by default (laid out by `make notebooks`; `make grade` without SUBMISSIONS grades its submitted/).
 # EDITION=zh: build/zh/course, the Chinese edition's course (tools/handin.py layout), graded against the English source.
 COURSE ?= $(if $(ZH),build/zh/course,build/course)
@@ -129,7 +136,7 @@ formgrader: venv
 	@$(COURSE_READY)
 	@mkdir -p build/exchange
 	@echo "Starting formgrader: http://localhost:$(PORT)/formgrader (log in with the token in the URL below)"
-	cd "$(COURSE)" && exec env JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter/nbgrader" JUPYTER_PATH="$(CURDIR)/jupyter/data" $(EXCHANGE_ENV) \
+	cd "$(COURSE)" && exec env JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter/formgrader:$(CURDIR)/jupyter/nbgrader" JUPYTER_PATH="$(CURDIR)/jupyter/data" $(EXCHANGE_ENV) \
 	  "$(CURDIR)/$(BIN)/jupyter" lab --port=$(PORT) \
 	  --no-browser --allow-root --ServerApp.port_retries=0 $(if $(LAB_TOKEN),--IdentityProvider.token="$(LAB_TOKEN)") $(LAB_ARGS)
 

@@ -15,16 +15,22 @@ The view (bubblewrap, an *allow-list*, nothing of the host unless named):
                                                     nsswitch.conf; plus ld.so.cache, localtime,
                                                     fonts (no secrets)
     /sys/devices/system/cpu                         read-only (CPU count for XLA)
-    /proc                                           of the sandbox's own pid namespace
+    /proc                                           of the sandbox's own pid namespace, Docker's
+                                                    masked paths (/proc/keys, /proc/kcore, ...) empty
     /dev                                            minimal (null, zero, random, tty, pts)
     /tmp, /dev/shm                                  private tmpfs, `tmp_bytes` / `shm_bytes`
     WORK                                            its own working copy, the only host path it
                                                     may write (it also holds the IPC sockets)
 
 plus new pid, network (loopback only), IPC, UTS and cgroup namespaces,
-`--die-with-parent`, `--new-session`, and a seccomp filter that refuses new
-user namespaces (`unshare`/`clone` with CLONE_NEWUSER, `clone3`, syscalls of a
-foreign ABI), so the kernel cannot widen its attack surface on the host kernel.
+`--die-with-parent`, `--new-session`, and a seccomp allow-list at least as
+strict as Docker's default profile (seccomp.py): keyrings (not namespaced: the
+one channel between kernels of the same uid that the namespaces leave open),
+io_uring, bpf, perf events, userfaultfd, ptrace, mount, namespaces, kexec and
+the rest fail with EPERM, foreign ABIs and `clone3` with ENOSYS. Without
+libseccomp a hand-assembled filter still refuses new user namespaces
+(`unshare`/`clone` with CLONE_NEWUSER, `clone3`, foreign ABIs), and the
+protections report says the allow-list is missing.
 
 The identity: when the grader is root, bubblewrap (privileged) builds the view
 and `setpriv` then drops to a *dedicated* host uid/gid (`uid`, default 65534)
@@ -59,11 +65,11 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import workcopy
+from . import seccomp, workcopy
 from .cgroups import CgroupSupport, KernelCgroup, LimitHit, detect
 from .protections import Protection
 
-__all__ = ["Sandbox", "Launch", "KERNEL_ARGS", "WORK_SUBDIRS", "userns_filter"]
+__all__ = ["Sandbox", "Launch", "KERNEL_ARGS", "WORK_SUBDIRS", "kernel_filter", "userns_filter"]
 
 # Modules imported while the kernel boots (before it reports ready, so a prestarted kernel
 # has paid for them): only imports that do not initialise JAX's backends, so the notebook's
@@ -90,6 +96,10 @@ RUN_MARKER = ".agr-run"     # in the run's folder of working copies while the ru
 ETC_FROM_HOST = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "fonts", "alternatives",
                  "mime.types")
 SYS_FROM_HOST = ("/sys/devices/system/cpu",)
+# Docker's masked /proc paths (moby's oci defaults): host-wide state a kernel has no business reading.
+# /proc/keys lists the keys of every keyring the uid can view (descriptions of other kernels' keys).
+PROC_MASKED = ("/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+               "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi")
 
 
 def _real(p: str | Path) -> str:
@@ -143,6 +153,16 @@ def userns_filter() -> bytes | None:
         (ret, 0, 0, enosys),              # 12
     ]
     return b"".join(struct.pack("<HBBI", *ins) for ins in prog)
+
+
+@functools.lru_cache(maxsize=None)
+def kernel_filter() -> tuple[bytes | None, str]:
+    """(program, '') with the allow-list of seccomp.py, or (fallback program or None, why the allow-list is
+    missing). Compiled once per grader process."""
+    try:
+        return seccomp.compile_filter(), ""
+    except seccomp.FilterUnavailable as err:
+        return userns_filter(), str(err)
 
 
 def _memfd(name: str, data: bytes, fds: list[int]) -> int:
@@ -387,9 +407,14 @@ class Sandbox:
             for name, data in self._etc_files(Path(work)).items():
                 fd = _memfd(f"agr-etc-{name}", data, fds)
                 args += ["--perms", "0644", "--ro-bind-data", str(fd), f"/etc/{name}"]
-            bpf = userns_filter()
+            bpf, _ = kernel_filter()
             if bpf is not None and "--seccomp" in opts:
                 args += ["--seccomp", str(_memfd("agr-seccomp", bpf, fds))]
+            for path in PROC_MASKED:          # an empty read-only file or folder over each (as Docker does)
+                if os.path.isdir(path):
+                    args += ["--tmpfs", path, "--remount-ro", path]
+                elif os.path.exists(path):
+                    args += ["--perms", "0444", "--ro-bind-data", str(_memfd("agr-mask", b"", fds)), path]
         for name in ETC_FROM_HOST:
             src = f"/etc/{name}"
             if os.path.exists(src):
@@ -522,8 +547,13 @@ class Sandbox:
             w.get("disk_quota", "not set up") + f"; fallback: RLIMIT_FSIZE {mib(self.file_bytes)} per file, "
                                                f"working copies share the host disk"))
         out.append(Protection("cpu_time", "CPU-time limit", True, f"RLIMIT_CPU {self.cpu_seconds} s per kernel"))
+        bpf, why_not = kernel_filter()
+        seccomp_on = iso and bpf is not None and "--seccomp" in _bwrap_options()
+        allow_list = seccomp_on and not why_not
         how = []
-        if iso and userns_filter() is not None and "--seccomp" in _bwrap_options():
+        if allow_list:
+            how.append("the seccomp allow-list refuses unshare, setns, clone with namespace flags and clone3")
+        elif seccomp_on:
             how.append("a seccomp filter refuses unshare/clone with CLONE_NEWUSER and clone3")
         if iso and self.userns and not self.dedicated and "--disable-userns" in _bwrap_options():
             how.append("bwrap --disable-userns")
@@ -532,4 +562,17 @@ class Sandbox:
             "; ".join(how) if how else
             "not enforced: the kernel may create user namespaces where the host allows unprivileged ones "
             "(more kernel attack surface; it still sees only its view)"))
+        if allow_list:
+            detail = (f"seccomp allow-list at least as strict as Docker's default profile (libseccomp "
+                      f"{seccomp.libseccomp_version()}): keyrings, io_uring, bpf, perf events, userfaultfd, ptrace, "
+                      f"mount, namespaces, kexec, modules and the rest fail with EPERM; foreign ABIs with ENOSYS")
+        elif not iso:
+            detail = "no sandbox, so no seccomp filter: the kernel may make every system call"
+        elif "--seccomp" not in _bwrap_options():
+            detail = "this bubblewrap has no --seccomp option: the kernel may make every system call"
+        else:
+            detail = (why_not + "; the kernel may use keyrings (shared by every kernel of the same uid, across "
+                      "runs), io_uring, bpf and the rest of Docker's refused calls")
+        out.append(Protection("syscall_filter", "system calls limited (keyrings, io_uring, bpf, ptrace, mount, ...)",
+                              allow_list, detail))
         return out

@@ -58,6 +58,18 @@ def read_csv(path: Path) -> list[dict]:
         return [{k: csv_value(v) for k, v in row.items()} for row in csv.DictReader(fh)]
 
 
+def refused_syscalls() -> dict[str, int]:
+    """Calls the sandbox_probe student makes with zero arguments, each to be refused with EPERM (none where
+    this machine has no seccomp allow-list: the protections report says so, test_sandbox checks it)."""
+    from autograder import seccomp
+    from autograder.sandbox import kernel_filter
+    if kernel_filter()[1]:
+        return {}
+    names = ("add_key", "keyctl", "request_key", "io_uring_setup", "bpf", "perf_event_open", "userfaultfd",
+             "unshare", "mount", "setns")
+    return {n: nr for n in names if (nr := seccomp.resolve(n)) is not None}
+
+
 def build_and_grade(root: Path) -> dict:
     import nbformat
     assignments = sorted({s.assignment for s in specs.SPECS})
@@ -83,7 +95,8 @@ def build_and_grade(root: Path) -> dict:
                              str(cache / ref / "meta.json")],
                "writable": [str(REPO / "pwned.txt"), str(root / "class" / "pwned.txt"), "/etc/pwned",
                             str(cache.parent / "xla-cache" / "pwned")],
-               "xla_root": str(cache.parent / "xla-cache"), "canary": str(root / "canary")}
+               "xla_root": str(cache.parent / "xla-cache"), "canary": str(root / "canary"),
+               "refused_syscalls": refused_syscalls()}
     canary = specs.build_canary(root / "canary", cache / ref)
     sub = specs.build_class(specs.SPECS, root / "class", sources, context)
     out = root / "out"

@@ -12,6 +12,17 @@ two graded students of 02_scaled_sum:
   payloads (what formgrader would show without `autograder.inert`), to prove
   that this very page runs them: the checks below can fail.
 
+- `patcher` answers every exercise wrongly, patches the visible checks, `observe` and
+  `record` so that every cell passes in a plain kernel, and tries to write a file
+  outside its folder: the sandboxed grader gives it 0 points (nbgrader's own
+  autograde, which formgrader's Autograde button runs as the formgrader's user,
+  would give it full marks and write the file). In formgrader, its Autograde
+  button and the Generate/Release Feedback buttons answer with a message to use
+  `make grade` / `make return-feedback` (autograder.formgrader_guard): nothing
+  runs, the file is not written, the gradebook keeps the sandboxed 0 and the
+  feedback pages and autograded notebooks stay as the grader wrote them. The
+  same holds for direct POSTs to the API routes (with the token; without it 403).
+
 Each payload records itself in `window.__pwned`, calls `alert` and fetches
 `/api/contents?pwned=...` (the Jupyter API the instructor's token opens).
 Then the feedback pages and report.html made by the same run are opened from
@@ -23,6 +34,8 @@ import json
 import shutil
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,6 +78,33 @@ def _hostile_submission(source_nb) -> bytes:
     return nbformat.writes(nb).encode()
 
 
+def _patcher_submission(mark: Path) -> bytes:
+    """All answers wrong; every check, observation and record patched to pass in the kernel; a file written
+    outside the submission (as whoever runs the kernel)."""
+    import nbformat
+    nb = specs.release_notebook(A02)
+    wrong = {"scaled_sum_answer": "def scaled_sum(x):\n    return x",
+             "scaled_mean_answer": "def scaled_mean(x):\n    return x",
+             "global_max_share_answer": "def global_max_share(x):\n    return x"}
+    for gid, code in wrong.items():
+        nb.cells[specs.find(nb, gid)].source = code
+    patch = f"""
+import os
+try:
+    with open({str(mark)!r}, "w") as fh:
+        fh.write(str(os.getuid()))
+except OSError:
+    pass
+for ex in (q.scaled_sum, q.scaled_sum_uses_psum, q.scaled_mean, q.global_max_share):
+    ex.check = lambda *answer: print("Correct!")
+    ex.observe = lambda *answer: {{}}
+record = lambda *args, **kwargs: None
+"""
+    cell = nb.cells[specs.find(nb, "scaled_sum_answer")]
+    cell.source += "\n" + patch
+    return nbformat.writes(nb).encode()
+
+
 def _raw_payload_notebook() -> str:
     """What formgrader would render without autograder.inert: the payloads as they came."""
     import nbformat
@@ -75,7 +115,7 @@ def _raw_payload_notebook() -> str:
 
 
 def _course(tmp: Path) -> Path:
-    """A copy of build/course (laid out by `make notebooks`) with two submissions of 02_scaled_sum."""
+    """A copy of build/course (laid out by `make notebooks`) with three submissions of 02_scaled_sum."""
     import nbformat
     built = ROOT / "build" / "course"
     if not (built / "nbgrader_config.py").is_file():
@@ -95,7 +135,79 @@ def _course(tmp: Path) -> Path:
         folder.mkdir(parents=True)
         (folder / f"{A02}.ipynb").write_bytes(_hostile_submission(source_nb))
         (folder / "timestamp.txt").write_text("2026-12-01 09:00:00")
+    folder = course / "submitted" / "patcher" / A02
+    folder.mkdir(parents=True)
+    (folder / f"{A02}.ipynb").write_bytes(_patcher_submission(_mark(tmp)))
+    (folder / "timestamp.txt").write_text("2026-12-01 09:00:00")
     return course
+
+
+def _mark(tmp: Path) -> Path:
+    """Where the patcher's cell tries to write (outside its submission, outside the course)."""
+    return tmp / "written-by-student-code.txt"
+
+
+GUARDED_ACTIONS = {                       # the route of each guarded action, and the words its message uses
+    "autograde": (f"/formgrader/api/submission/{A02}/patcher/autograde", "make grade"),
+    "generate_feedback": (f"/formgrader/api/assignment/{A02}/generate_feedback", "make grade"),
+    "generate_feedback_student": (f"/formgrader/api/assignment/{A02}/patcher/generate_feedback", "make grade"),
+    "release_feedback": (f"/formgrader/api/assignment/{A02}/release_feedback", "make return-feedback"),
+    "release_feedback_student": (f"/formgrader/api/assignment/{A02}/patcher/release_feedback",
+                                 "make return-feedback"),
+}
+
+
+def _snapshot(course: Path, exchange: Path) -> dict[str, bytes]:
+    """Every file the guarded actions could write: autograded notebooks, feedback, the exchange."""
+    files = {}
+    for root in (course / "autograded", course / "feedback", exchange):
+        if root.is_dir():
+            files.update({str(p): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()})
+    return files
+
+
+def _scores(server) -> dict[str, tuple]:
+    status, body = server.request(f"/formgrader/api/submissions/{A02}")
+    assert status == 200, body[:500]
+    return {s["student"]: (s["autograded"], s["score"], s["max_score"]) for s in json.loads(body)}
+
+
+def _formgrader_cannot_autograde_or_publish(browser, server, course: Path, exchange: Path, tmp: Path,
+                                            screenshots: Path) -> None:
+    """The Autograde button and every guarded route answer with the message; nothing runs or changes."""
+    scores = _scores(server)
+    assert scores["patcher"] == (True, 0.0, 7.0), f"the sandboxed grader gives the patcher 0 / 7: {scores}"
+    before = _snapshot(course, exchange)
+    page = browser.new_page()
+    page.goto(f"{server.url}/formgrader/manage_submissions/{A02}")
+    button = page.locator("tr", has=page.get_by_text("patcher", exact=True)).locator(".autograde a")
+    button.wait_for(timeout=60_000)                                      # the table is filled in by a script
+    with page.expect_response(lambda r: r.url.endswith(f"/{A02}/patcher/autograde")) as answered:
+        button.click()
+    assert answered.value.status == 200, answered.value.status
+    modal = page.locator(".modal")                 # formgrader's dialog: #error-modal, or #success-modal had it run
+    modal.wait_for(state="visible", timeout=60_000)
+    text = " ".join(modal.inner_text().split())
+    assert modal.get_attribute("id") == "error-modal", text
+    assert "Autograde is disabled in this formgrader" in text and "Grade with `make grade`" in text, text
+    page.wait_for_timeout(500)                                           # the dialog's fade-in
+    page.screenshot(path=str(screenshots / "formgrader_autograde_disabled.png"))
+    page.close()
+    for name, (route, words) in GUARDED_ACTIONS.items():          # direct POSTs: the API, not only the button
+        status, body = server.request(route, data={})
+        assert status == 200, (name, status, body[:300])
+        answer = json.loads(body)
+        assert answer["success"] is False and words in " ".join(answer["log"].split()), (name, answer)
+        assert answer["disabled_by"] == "autograder.formgrader_guard", (name, answer)
+        req = urllib.request.Request(server.url + route, data=b"", method="POST")   # no token, no cookie
+        try:
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                raise AssertionError(f"{name}: answered {resp.status} without authentication")
+        except urllib.error.HTTPError as err:
+            assert err.code == 403, (name, err.code)
+    assert not _mark(tmp).exists(), "student code ran outside the sandbox"
+    assert _scores(server) == scores, "the gradebook keeps the sandboxed scores"
+    assert _snapshot(course, exchange) == before, "no autograded notebook, feedback page or release changed"
 
 
 def _grade(course: Path) -> None:
@@ -134,7 +246,9 @@ def test_formgrader_lists_the_course_and_hostile_submissions_run_nothing(browser
     assert "student_text" in hostile_nb and '"text/html":' not in hostile_nb and '"image/svg+xml":' not in hostile_nb
 
     monkeypatch.setenv("COURSE", str(course))
-    server = make_server("formgrader")
+    exchange = tmp_path / "exchange"          # its own exchange: what Release Feedback would write is checked
+    exchange.mkdir()
+    server = make_server("formgrader", EXCHANGE=str(exchange))
     assignments = sorted(p.name for p in (course / "source").iterdir() if (p / f"{p.name}.ipynb").is_file())
     status, body = server.request("/formgrader/api/assignments")
     assert status == 200, body[:500]
@@ -143,13 +257,13 @@ def test_formgrader_lists_the_course_and_hostile_submissions_run_nothing(browser
     status, body = server.request(f"/formgrader/api/submitted_notebooks/{A02}/{A02}")
     assert status == 200, body[:500]
     ids = {s["student"]: s["id"] for s in json.loads(body)}
-    assert set(ids) == {"control", "hostile"}, ids
+    assert set(ids) == {"control", "hostile", "patcher"}, ids
 
     page = browser.new_page()
     page.goto(f"{server.url}/formgrader?token={server.token}")   # logs the browser in (cookie)
     for aid in assignments:
         page.get_by_role("link", name=aid, exact=True).wait_for(timeout=60_000)
-    assert page.get_by_text("could not be created").count() == 0, "the exchange folder is set up (build/exchange)"
+    assert page.get_by_text("could not be created").count() == 0, "the exchange folder is set up"
     page.screenshot(path=str(screenshots / "formgrader.png"))
     page.close()
 
@@ -168,6 +282,7 @@ def test_formgrader_lists_the_course_and_hostile_submissions_run_nothing(browser
     assert "[autograder: an output of type" in text
     page.screenshot(path=str(screenshots / "formgrader_hostile_submission.png"), full_page=True)
     page.close()
+    _formgrader_cannot_autograde_or_publish(browser, server, course, exchange, tmp_path, screenshots)
     problems = server.stop()
     assert not problems and server.proc.returncode == 0, f"{problems}\n{server.log()}"
 

@@ -1,0 +1,9 @@
+# Any Jupyter server that serves nbgrader's formgrader for this course: put this folder on its
+# JUPYTER_CONFIG_PATH (`make formgrader` does; so can a JupyterHub service's formgrader, with the course
+# package installed in its environment). It loads autograder.formgrader_guard, which answers formgrader's
+# Autograde, Generate Feedback and Release Feedback routes with a message (use `make grade` and
+# `make return-feedback`) and runs nothing: nbgrader's own autograde would run student notebooks outside
+# the sandbox, as the formgrader's user, and overwrite the sandboxed grader's scores in the gradebook.
+c = get_config()  # noqa: F821
+
+c.ServerApp.jpserver_extensions.update({"autograder.formgrader_guard": True})
