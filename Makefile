@@ -104,11 +104,12 @@ lab: venv fonts
 	@$(BIN)/python tools/workspace.py prepare $(if $(STUDENT),"$(LAB_OPEN)" --no-seed --student "$(STUDENT)","$(LAB_DIR)")
 	@mkdir -p "$(LAB_OPEN)"
 	@$(if $(EXCHANGE),true,mkdir -p build/exchange)
-	@echo "Starting JupyterLab on your workspace $(LAB_OPEN)/$(if $(STUDENT), as student $(STUDENT))$(if $(ZH), (Chinese edition))$(if $(or $(ZH),$(STUDENT)),, (Chinese edition: zh/)) at http://localhost:$(PORT)/lab (the URL with its token follows; Ctrl-C stops)"
-	exec env $(LAB_ENV) $(EXCHANGE_ENV) NAMEDAXES_WORK="$(abspath $(LAB_OPEN))" $(if $(STUDENT),JUPYTERHUB_USER="$(STUDENT)") \
+	@echo "Starting JupyterLab on your workspace $(LAB_OPEN)/$(if $(STUDENT), as student $(STUDENT))$(if $(ZH), (Chinese edition))$(if $(or $(ZH),$(STUDENT)),, (Chinese edition: zh/)); the URL to open, with its token, comes last"
+	@$(if $(STUDENT),echo "Note: every make lab on this machine runs as the same OS user ($$(id -un)): classmates can read each other's work. A real class: make hub (docs/instructors.md).")
+	@exec env $(LAB_ENV) $(EXCHANGE_ENV) NAMEDAXES_WORK="$(abspath $(LAB_OPEN))" $(if $(STUDENT),JUPYTERHUB_USER="$(STUDENT)") \
 	  $(if $(ZH),NAMEDAXES_COURSE_ID=namedaxes-zh) \
-	  $(BIN)/jupyter lab --notebook-dir="$(LAB_OPEN)" --port=$(PORT) --no-browser \
-	  $(if $(LAB_TOKEN),--IdentityProvider.token="$(LAB_TOKEN)") $(LAB_ARGS)
+	  $(BIN)/python tools/serve.py --port $(PORT) --path /lab $(if $(LAB_TOKEN),--token "$(LAB_TOKEN)") -- \
+	  $(BIN)/jupyter lab --notebook-dir="$(LAB_OPEN)" --port=$(PORT) --no-browser $(LAB_ARGS)
 
 # Merge a newer release into the workspace: notebooks/ (after `git pull`), or with STUDENT=ID the
 # exchange's release. Every changed notebook is backed up first (LAB_DIR/.backups/); YES=1 merges
@@ -126,10 +127,12 @@ COURSE ?= $(if $(ZH),build/zh/course,build/course)
 formgrader: venv
 	@$(COURSE_READY)
 	@mkdir -p build/exchange
-	@echo "Starting formgrader: http://localhost:$(PORT)/formgrader (log in with the token in the URL below)"
-	cd "$(COURSE)" && exec env JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter/nbgrader" JUPYTER_PATH="$(CURDIR)/jupyter/data" $(EXCHANGE_ENV) \
+	@echo "Starting formgrader on the course $(COURSE); the /formgrader URL to open, with its token, comes last"
+	@cd "$(COURSE)" && exec env JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter/nbgrader" JUPYTER_PATH="$(CURDIR)/jupyter/data" $(EXCHANGE_ENV) \
+	  "$(CURDIR)/$(BIN)/python" "$(CURDIR)/tools/serve.py" --port $(PORT) --path /formgrader --what formgrader \
+	  $(if $(LAB_TOKEN),--token "$(LAB_TOKEN)") -- \
 	  "$(CURDIR)/$(BIN)/jupyter" lab --port=$(PORT) \
-	  --no-browser --allow-root --ServerApp.port_retries=0 $(if $(LAB_TOKEN),--IdentityProvider.token="$(LAB_TOKEN)") $(LAB_ARGS)
+	  --no-browser --allow-root --ServerApp.port_retries=0 $(LAB_ARGS)
 
 # Instructors: nbgrader's hand-in loop (tools/handin.py; README "Hand-in"): make roster ROSTER=students.csv
 # (id,first_name,last_name,email), make release [ASSIGNMENT=id], students fetch/submit in make lab's
@@ -148,11 +151,16 @@ release: venv
 	$(if $(filter build/course build/zh/course,$(COURSE)),$(COURSE_LAYOUT),@$(COURSE_READY))
 	$(HANDIN) release $(ASSIGNMENT)
 
+# collect (and return-feedback, which collects first) takes only what tools/intake.py accepts: regular
+# files, owned by the student's Unix user (STUDENT_USER=FORMAT maps an id to it, default {student}),
+# at most MAX_FILES files and MAX_BYTES bytes per hand-in; every refused hand-in is listed by name.
+COLLECT_OPTS = $(if $(STUDENT_USER),--student-user "$(STUDENT_USER)") $(if $(MAX_FILES),--max-files $(MAX_FILES)) \
+  $(if $(MAX_BYTES),--max-bytes $(MAX_BYTES))
 collect: venv
-	$(HANDIN) collect $(ASSIGNMENT)
+	@$(HANDIN) collect $(COLLECT_OPTS) $(ASSIGNMENT)
 
 return-feedback: venv
-	$(HANDIN) return-feedback $(ASSIGNMENT)
+	@$(HANDIN) return-feedback $(COLLECT_OPTS) $(ASSIGNMENT)
 
 # Debian's Chromium for the browser tests (tests/browser); Playwright drives it and never downloads a browser.
 CHROMIUM ?= /usr/bin/chromium
@@ -208,7 +216,7 @@ bench: venv
 	$(BIN)/python tools/bench_notebooks.py
 
 grade: venv system-deps
-	$(BIN)/python -m autograder grade -j $(JOBS) --course "$(COURSE)" \
+	@$(BIN)/python -m autograder grade -j $(JOBS) --course "$(COURSE)" \
 	  $(if $(SUBMISSIONS),--submissions "$(SUBMISSIONS)") $(if $(OUT),--out "$(OUT)") \
 	  $(if $(STUDENT),--student "$(STUDENT)") $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") \
 	  $(if $(COURSE_GRADEBOOK),--course-gradebook)

@@ -135,6 +135,7 @@ def test_formgrader_lists_the_course_and_hostile_submissions_run_nothing(browser
 
     monkeypatch.setenv("COURSE", str(course))
     server = make_server("formgrader")
+    server.url_last("/formgrader")
     assignments = sorted(p.name for p in (course / "source").iterdir() if (p / f"{p.name}.ipynb").is_file())
     status, body = server.request("/formgrader/api/assignments")
     assert status == 200, body[:500]
