@@ -25,6 +25,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 .PHONY: help venv venv-newest lock system-deps lab notebooks check-notebooks test test-newest test-fast bench grade bench-grade clean
 
 help:
+	@echo "Start here: README.md; then docs/students.md, docs/instructors.md, docs/maintainers.md, docs/translators.md"
 	@echo "make lab            start JupyterLab on your own copy of the notebooks, work/ (installs everything first)"
 	@echo "make update-work    merge a newer release of the notebooks into work/, keeping your answers"
 	@echo "make test           what CI runs: regenerate check, unit tests, nbval on all notebooks, autograder tests,"
@@ -33,9 +34,10 @@ help:
 	@echo "make lock           re-resolve requirements/pyXY.txt and colab.txt from requirements.txt (maintainers)"
 	@echo "make notebooks      regenerate notebooks/ from solutions/, and the Chinese editions solutions/zh, notebooks/zh (instructors)"
 	@echo "make catalogs       merge English changes into the translation catalogs locale/zh/*.po and compile them (translators)"
-	@echo "make check-catalogs fail unless every catalog is complete: lists what is missing or fuzzy (docs/TRANSLATING.md)"
+	@echo "make check-catalogs fail unless every catalog is complete: lists what is missing or fuzzy (docs/translators.md)"
 	@echo "make formgrader     nbgrader's formgrader on build/course, for manual review (instructors)"
-	@echo "make roster ROSTER=students.csv / release / collect / return-feedback   nbgrader's hand-in loop (instructors)"
+	@echo "make roster ROSTER=students.csv / release / collect / return-feedback   nbgrader's hand-in loop (instructors,"
+	@echo "                    docs/instructors.md; collect refuses links, oversized and misowned hand-ins: STUDENT_USER, MAX_FILES, MAX_BYTES)"
 	@echo "make grade          autograde a class: make grade SUBMISSIONS=dir OUT=dir [STUDENT=id] [COURSE_GRADEBOOK=1]"
 	@echo "EDITION=zh          the Chinese edition: make lab EDITION=zh opens work/zh/; with release/collect/grade/"
 	@echo "                    return-feedback/formgrader/roster it is the nbgrader course build/zh/course (course namedaxes-zh)"
@@ -134,7 +136,7 @@ formgrader: venv
 	  "$(CURDIR)/$(BIN)/jupyter" lab --port=$(PORT) \
 	  --no-browser --allow-root --ServerApp.port_retries=0 $(LAB_ARGS)
 
-# Instructors: nbgrader's hand-in loop (tools/handin.py; README "Hand-in"): make roster ROSTER=students.csv
+# Instructors: nbgrader's hand-in loop (tools/handin.py; docs/instructors.md): make roster ROSTER=students.csv
 # (id,first_name,last_name,email), make release [ASSIGNMENT=id], students fetch/submit in make lab's
 # Assignment List, make collect, make grade, make return-feedback. COURSE and EXCHANGE as above.
 HANDIN = $(BIN)/python tools/handin.py --course "$(COURSE)" $(if $(EXCHANGE),--exchange "$(EXCHANGE)")
@@ -177,7 +179,7 @@ check-notebooks: venv
 	$(BIN)/python tools/translate.py check --sync
 	$(BIN)/python tools/generate_notebooks.py --check
 
-# Translators (docs/TRANSLATING.md): after an English change, `make notebooks catalogs`, translate the
+# Translators (docs/translators.md): after an English change, `make notebooks catalogs`, translate the
 # new and fuzzy entries, then `make catalogs notebooks` and `make check-catalogs`.
 catalogs: venv
 	$(BIN)/python tools/translate.py update
