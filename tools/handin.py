@@ -3,7 +3,8 @@
     python tools/handin.py roster roster.csv          # students (id, first_name, last_name, email) -> gradebook
     python tools/handin.py release [ID ...]           # course release/ -> exchange outbound/ (students fetch)
     python tools/handin.py collect [ID ...]           # exchange inbound/ -> course submitted/ (newest per student)
-    python tools/handin.py return-feedback [ID ...]   # course feedback/ -> exchange feedback/ (students fetch)
+    python tools/handin.py return-feedback [ID ...]   # collect, then course feedback/ -> exchange feedback/
+    collect, return-feedback: --student-user FORMAT (default {student}) --max-files N --max-bytes N
     python tools/handin.py --course build/zh/course layout --edition zh   # the Chinese edition's course folder
     options: --course DIR (default build/course)  --exchange DIR (default: nbgrader config, build/exchange)
 
@@ -19,6 +20,13 @@ Design
   `return-feedback` copies them from submitted/<student>/<id>/, and only when the feedback is
   newer than the collected submission: feedback about an older hand-in is never returned as if
   it were about the new one (it says "regrade first").
+- collect never lets nbgrader read the exchange's inbound/ (every student may write there, and
+  nbgrader's copy follows links, has no bound, stops at one bad name and trusts the name's
+  student id): tools/intake.py copies what may be taken (regular files only, bounded, owned by the
+  named student's Unix user, dated in the past) into a private staging exchange, reports every
+  refused hand-in by name, and nbgrader's own collect runs on that copy (its warnings printed).
+  return-feedback collects first, so a hand-in still waiting in inbound/ makes the feedback about
+  the older one stale instead of being overtaken by it.
 - Student ids must be usable in the exchange's file names (nbgrader separates fields with '+').
 - Nothing here deletes a submission: collect keeps each student's newest hand-in (nbgrader's
   `--update`), release replaces only the exchange's copy of a changed release.
