@@ -156,7 +156,9 @@ release: venv
 # collect (and return-feedback, which collects first) takes only what tools/intake.py accepts: regular
 # files, owned by the student's Unix user (STUDENT_USER=FORMAT maps an id to it, default {student}),
 # at most MAX_FILES files and MAX_BYTES bytes per hand-in; every refused hand-in is listed by name.
-COLLECT_OPTS = $(if $(STUDENT_USER),--student-user "$(STUDENT_USER)") $(if $(MAX_FILES),--max-files $(MAX_FILES)) \
+# CLASS_USER=name: on one machine, the OS user every `make lab STUDENT=...` runs as, when collect runs as another.
+COLLECT_OPTS = $(if $(STUDENT_USER),--student-user "$(STUDENT_USER)") $(if $(CLASS_USER),--class-user "$(CLASS_USER)") \
+  $(if $(MAX_FILES),--max-files $(MAX_FILES)) \
   $(if $(MAX_BYTES),--max-bytes $(MAX_BYTES))
 collect: venv
 	@$(HANDIN) collect $(COLLECT_OPTS) $(ASSIGNMENT)

@@ -323,6 +323,20 @@ def test_one_machine_class_checks_the_collecting_user_and_says_so(course, inboun
     assert ours.is_dir()
 
 
+def test_class_user_names_the_one_os_user_of_a_one_machine_class(course, inbound):
+    """Students ran `make lab STUDENT=...` as daemon; the instructor collects as root with CLASS_USER=daemon."""
+    ours = hand_in(inbound, "li-not-a-user", LATER, owner=ALICE)
+    planted = hand_in(inbound, "wang-not-a-user", LATER, owner="root")
+    lines = collect(course, inbound, class_user=ALICE)
+    assert lines[:2] == [
+        f"{AID}: 1 new or newer hand-in(s) (li-not-a-user); 1 collected in all; 1 refused (below)",
+        f"  REFUSED {planted.name}: the folder belongs to root (uid 0), not to the class's OS user, "
+        f"daemon (uid {uid(ALICE)}) (wang-not-a-user is no Unix user here)"]
+    assert ours.is_dir()
+    with pytest.raises(handin.HandinError, match="class user 'no-such-user-here' is no Unix user here"):
+        collect(course, inbound, class_user="no-such-user-here")
+
+
 def test_student_user_maps_ids_to_unix_names(course, inbound):
     """--student-user: a hub whose Unix accounts are named differently from the student ids."""
     folder = hand_in(inbound, "aemon", LATER, owner=ALICE)      # Unix user d + aemon = daemon

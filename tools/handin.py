@@ -4,7 +4,7 @@
     python tools/handin.py release [ID ...]           # course release/ -> exchange outbound/ (students fetch)
     python tools/handin.py collect [ID ...]           # exchange inbound/ -> course submitted/ (newest per student)
     python tools/handin.py return-feedback [ID ...]   # collect, then course feedback/ -> exchange feedback/
-    collect, return-feedback: --student-user FORMAT (default {student}) --max-files N --max-bytes N
+    collect, return-feedback: --student-user FORMAT (default {student}) --class-user NAME --max-files N --max-bytes N
     python tools/handin.py --course build/zh/course layout --edition zh   # the Chinese edition's course folder
     options: --course DIR (default build/course)  --exchange DIR (default: nbgrader config, build/exchange)
 
@@ -229,7 +229,7 @@ def _api_with(api, section: str, **values):
 
 
 def collect(course: Path, exchange: Path | None, ids: list[str], limits: "intake.Limits | None" = None,
-            student_user: str = "{student}") -> list[str]:
+            student_user: str = "{student}", class_user: str | None = None) -> list[str]:
     """nbgrader's collect, from a staging copy that tools/intake.py made of what may be taken (its docstring)."""
     import tempfile
     import intake
@@ -246,7 +246,11 @@ def collect(course: Path, exchange: Path | None, ids: list[str], limits: "intake
             continue
         with tempfile.TemporaryDirectory(prefix="namedaxes-collect-") as tmp:
             staging = Path(tmp) / api.course_id / "inbound"
-            taken = intake.stage(inbound, staging, aid, limits or intake.Limits(), student_user)
+            try:
+                taken = intake.stage(inbound, staging, aid, limits or intake.Limits(), student_user,
+                                     class_user=class_user)
+            except ValueError as err:
+                raise HandinError(str(err)) from None
             # nbgrader's owner check would compare with the staging copy's owner (this process):
             # intake.stage has checked the real owners already, more strictly.
             staged = _api_with(api, "Exchange", root=tmp)
@@ -278,7 +282,7 @@ def _warnings(log: str) -> list[str]:
 
 
 def return_feedback(course: Path, exchange: Path | None, ids: list[str], limits: "intake.Limits | None" = None,
-                    student_user: str = "{student}") -> list[str]:
+                    student_user: str = "{student}", class_user: str | None = None) -> list[str]:
     """Collect first (a hand-in waiting in inbound/ makes the feedback about the older one stale), then return
     each page that is newer than the hand-in it is about."""
     api = _api(course, exchange)
@@ -289,7 +293,7 @@ def return_feedback(course: Path, exchange: Path | None, ids: list[str], limits:
     if not ids:
         raise HandinError(f"no feedback in {feedback} yet (`make grade` writes it)")
     lines = ["collecting first, so that no feedback goes out about a hand-in that a newer one replaces:"]
-    lines += ["  " + line for line in collect(course, exchange, ids, limits, student_user)]
+    lines += ["  " + line for line in collect(course, exchange, ids, limits, student_user, class_user)]
     for aid in ids:
         ready, stale, unsent = [], [], []
         for folder in sorted(p for p in feedback.glob(f"*/{aid}") if p.is_dir()):
@@ -336,6 +340,9 @@ def main(argv=None) -> int:
             import intake
             p.add_argument("--student-user", default="{student}", metavar="FORMAT",
                            help="the Unix user of student ID, who must own their hand-ins (default: {student})")
+            p.add_argument("--class-user", default=None, metavar="NAME",
+                           help="for ids that are no Unix user (one machine): the OS user they all run as "
+                                "(default: the user running this)")
             p.add_argument("--max-files", type=int, default=intake.Limits.max_files,
                            help=f"files and folders per hand-in (default {intake.Limits.max_files})")
             p.add_argument("--max-bytes", type=int, default=intake.Limits.max_bytes,
@@ -359,7 +366,7 @@ def main(argv=None) -> int:
         extra = {}
         if args.command != "release":
             import intake
-            extra = {"student_user": args.student_user,
+            extra = {"student_user": args.student_user, "class_user": args.class_user,
                      "limits": intake.Limits(max_files=args.max_files, max_bytes=args.max_bytes)}
         for line in step(course, exchange, args.ids, **extra):
             print(line)

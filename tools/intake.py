@@ -31,7 +31,8 @@ Design
   names (`student_user`, default the student id itself: the hub's user name). A student id that
   is no Unix user on this machine is a one-machine class (`make lab STUDENT=...`, every student
   the same OS user): then the owner must be the user running collect, which proves only that no
-  other OS user planted the hand-in, not which student made it (`Intake.notes` says so).
+  other OS user planted the hand-in, not which student made it (`Intake.notes` says so);
+  `class_user` names that one OS user when collect runs as another (e.g. as root).
 - Timestamps: the folder name's must parse (nbgrader's parse_utc), must not be later than now
   (plus `Limits.future_slack_s` for clocks that differ a little) and must equal the hand-in's
   timestamp.txt, which nbgrader later compares collected hand-ins by.
@@ -119,9 +120,17 @@ def _kind(mode: int) -> str:
 class Owners:
     """Which uid must own a hand-in named for `student` (see the module docstring)."""
 
-    def __init__(self, student_user: str = "{student}", collector_uid: int | None = None):
+    def __init__(self, student_user: str = "{student}", class_user: str | None = None):
         self.student_user = student_user
-        self.collector_uid = os.geteuid() if collector_uid is None else collector_uid
+        if class_user:
+            try:
+                self.collector_uid = pwd.getpwnam(class_user).pw_uid
+            except KeyError:
+                raise ValueError(f"class user {class_user!r} is no Unix user here") from None
+            self.shared_label = f"the class's OS user, {_user(self.collector_uid)}"
+        else:
+            self.collector_uid = os.geteuid()
+            self.shared_label = f"the user running collect, {_user(self.collector_uid)}"
         self.unix, self.shared = {}, set()
 
     def uid(self, student: str) -> int:
@@ -138,14 +147,14 @@ class Owners:
         if student in self.unix:
             name, uid = self.unix[student]
             return f"{student}'s Unix user {name} (uid {uid})"
-        return f"the user running collect, {_user(self.collector_uid)} ({student} is no Unix user here)"
+        return f"{self.shared_label} ({student} is no Unix user here)"
 
     def notes(self) -> list[str]:
         if not self.shared:
             return []
         names = ", ".join(sorted(self.shared))
-        return [f"owner check: {names} named no Unix user here, so their hand-ins were checked to belong to the "
-                f"user running collect, {_user(self.collector_uid)}: on one machine where every student is the "
+        return [f"owner check: {names} named no Unix user here, so their hand-ins were checked to belong to "
+                f"{self.shared_label} (CLASS_USER=name for another): on one machine where every student is the "
                 f"same OS user (make lab STUDENT=...) any student can hand in under another's name; a real class "
                 f"needs one Unix user per student (make hub)"]
 
@@ -280,11 +289,10 @@ def _take(inbound_fd: int, entry: str, student: str, ts: datetime, dest: Path, o
 
 
 def stage(inbound: Path, staging: Path, assignment: str, limits: Limits = Limits(),
-          student_user: str = "{student}", now: datetime | None = None,
-          owners: Owners | None = None) -> Intake:
+          student_user: str = "{student}", now: datetime | None = None, class_user: str | None = None) -> Intake:
     """Copy the newest acceptable hand-in of each student of `assignment` from `inbound` into `staging`."""
     now = now or datetime.now(timezone.utc)
-    owners = owners or Owners(student_user)
+    owners = Owners(student_user, class_user)
     latest = now + timedelta(seconds=limits.future_slack_s)
     intake = Intake()
     inbound_fd = os.open(inbound, _DIR)
