@@ -152,7 +152,8 @@ class Owners:
     def notes(self) -> list[str]:
         if not self.shared:
             return []
-        names = ", ".join(sorted(self.shared))
+        shared = sorted(self.shared)
+        names = ", ".join(shared[:8]) + (f" and {len(shared) - 8} more" if len(shared) > 8 else "")
         return [f"owner check: {names} named no Unix user here, so their hand-ins were checked to belong to "
                 f"{self.shared_label} (CLASS_USER=name for another): on one machine where every student is the "
                 f"same OS user (make lab STUDENT=...) any student can hand in under another's name; a real class "
