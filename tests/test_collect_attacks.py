@@ -269,7 +269,8 @@ def test_a_student_cannot_hand_in_as_another(course, inbound):
     future = NOW.replace(year=2099)
     future_as_bob = hand_in(inbound, BOB, future, owner=ALICE, answer='{"answer": "zero"}')
     lines = collect(course, inbound)
-    owner = f"the folder belongs to daemon (uid {uid(ALICE)}), not to bin's Unix user bin (uid {uid(BOB)})"
+    owner = (f"the folder belongs to daemon (uid {uid(ALICE)}), not to bin's Unix user bin (uid {uid(BOB)}) "
+             f"nor to the user running collect, root (uid 0)")
     assert lines[0] == f"{AID}: 1 new or newer hand-in(s) ({BOB}); 1 collected in all; 2 refused (below)"
     assert lines[1] == f"  REFUSED {now_as_bob.name}: {owner}"
     dated = f"dated {future.replace(tzinfo=None).isoformat(' ')}+00:00, in the future (now "
@@ -288,7 +289,7 @@ def test_a_file_planted_in_a_students_folder_is_refused(course, inbound):
     os.chown(folder / "planted.py", uid(ALICE), uid(ALICE))
     lines = collect(course, inbound)
     assert lines[1] == (f"  REFUSED {folder.name}: {folder.name}/planted.py belongs to daemon (uid {uid(ALICE)}), "
-                        f"not to bin's Unix user bin (uid {uid(BOB)})")
+                        f"not to bin (uid {uid(BOB)}), who owns the hand-in folder")
 
 
 def test_a_students_own_future_date_does_not_win(course, inbound):
@@ -318,7 +319,8 @@ def test_one_machine_class_checks_the_collecting_user_and_says_so(course, inboun
         f"{AID}: 1 new or newer hand-in(s) (li-not-a-user); 1 collected in all; 1 refused (below)",
         f"  REFUSED {planted.name}: the folder belongs to daemon (uid {uid(ALICE)}), not to the user running "
         f"collect, root (uid 0) (wang-not-a-user is no Unix user here)"]
-    assert lines[-1].startswith("owner check: li-not-a-user, wang-not-a-user named no Unix user here")
+    assert lines[-1].startswith("owner check: the hand-ins of li-not-a-user belong to the user running collect, "
+                                "root (uid 0)")
     assert "any student can hand in under another's name" in lines[-1] and "make hub" in lines[-1]
     assert ours.is_dir()
 
@@ -335,6 +337,15 @@ def test_class_user_names_the_one_os_user_of_a_one_machine_class(course, inbound
     assert ours.is_dir()
     with pytest.raises(handin.HandinError, match="class user 'no-such-user-here' is no Unix user here"):
         collect(course, inbound, class_user="no-such-user-here")
+
+
+def test_a_unix_users_hand_in_made_by_the_collecting_user_is_taken_and_said(course, inbound):
+    """`make lab STUDENT=bin` run by root on a machine that also has a Unix user bin: root is trusted, but
+    the hand-in proves nothing about who made it, and collect says so."""
+    hand_in(inbound, BOB, LATER, owner="root")
+    lines = collect(course, inbound)
+    assert lines[0] == f"{AID}: 1 new or newer hand-in(s) ({BOB}); 1 collected in all"
+    assert lines[1].startswith(f"owner check: the hand-ins of {BOB} belong to the user running collect, root (uid 0)")
 
 
 def test_student_user_maps_ids_to_unix_names(course, inbound):

@@ -27,12 +27,13 @@ Design
 - Every entry of inbound/ for the assignment is judged on its own: a bad one is reported by name
   with the reason and the rest go on. Refused hand-ins stay in inbound/ untouched (nothing here
   deletes a submission).
-- Owners: the hand-in folder and everything in it must belong to the Unix user of the student it
-  names (`student_user`, default the student id itself: the hub's user name). A student id that
-  is no Unix user on this machine is a one-machine class (`make lab STUDENT=...`, every student
-  the same OS user): then the owner must be the user running collect, which proves only that no
-  other OS user planted the hand-in, not which student made it (`Intake.notes` says so);
-  `class_user` names that one OS user when collect runs as another (e.g. as root).
+- Owners: the hand-in folder must belong to the Unix user of the student it names (`student_user`,
+  default the student id itself: the hub's user name), and everything in it to the folder's owner.
+  The one other owner taken is the class's one OS user (the user running collect, or
+  `class_user`): a one-machine class (`make lab STUDENT=...`), where every student is that user.
+  That user is trusted (the instructor, or all students at once), and no other user can make a
+  file it owns; but such a hand-in proves only that no other OS user planted it, not which
+  student made it, and `Intake.notes` says so for every student collected that way.
 - Timestamps: the folder name's must parse (nbgrader's parse_utc), must not be later than now
   (plus `Limits.future_slack_s` for clocks that differ a little) and must equal the hand-in's
   timestamp.txt, which nbgrader later compares collected hand-ins by.
@@ -133,29 +134,35 @@ class Owners:
             self.shared_label = f"the user running collect, {_user(self.collector_uid)}"
         self.unix, self.shared = {}, set()
 
-    def uid(self, student: str) -> int:
+    def allowed(self, student: str) -> tuple[int, ...]:
+        """The named student's Unix user, and the class's one OS user (the collector, trusted)."""
         name = self.student_user.format(student=student)
         try:
             uid = pwd.getpwnam(name).pw_uid
-            self.unix[student] = (name, uid)
-            return uid
         except KeyError:
-            self.shared.add(student)
-            return self.collector_uid
+            return (self.collector_uid,)
+        self.unix[student] = (name, uid)
+        return (uid,) if uid == self.collector_uid else (uid, self.collector_uid)
 
     def expected(self, student: str) -> str:
         if student in self.unix:
             name, uid = self.unix[student]
-            return f"{student}'s Unix user {name} (uid {uid})"
+            own = f"{student}'s Unix user {name} (uid {uid})"
+            return own if uid == self.collector_uid else f"{own} nor to {self.shared_label}"
         return f"{self.shared_label} ({student} is no Unix user here)"
+
+    def taken(self, student: str, uid: int) -> None:
+        """A hand-in of `student` owned by `uid` was taken: remember the ones no student account made."""
+        if uid == self.collector_uid and self.unix.get(student, (None, None))[1] != uid:
+            self.shared.add(student)
 
     def notes(self) -> list[str]:
         if not self.shared:
             return []
         shared = sorted(self.shared)
         names = ", ".join(shared[:8]) + (f" and {len(shared) - 8} more" if len(shared) > 8 else "")
-        return [f"owner check: {names} named no Unix user here, so their hand-ins were checked to belong to "
-                f"{self.shared_label} (CLASS_USER=name for another): on one machine where every student is the "
+        return [f"owner check: the hand-ins of {names} belong to {self.shared_label} (CLASS_USER=name for "
+                f"another), not to a Unix user of the student's own: on one machine where every student is the "
                 f"same OS user (make lab STUDENT=...) any student can hand in under another's name; a real class "
                 f"needs one Unix user per student (make hub)"]
 
@@ -182,9 +189,15 @@ def parse_time(text: str) -> datetime:
     return ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)
 
 
-def _check_owner(st: os.stat_result, uid: int, what: str, owners: Owners, student: str) -> None:
+def _check_owner(st: os.stat_result, uid: int, what: str) -> None:
+    """Everything in a hand-in belongs to whoever owns its folder."""
     if st.st_uid != uid:
-        raise Refused(f"{what} belongs to {_user(st.st_uid)}, not to {owners.expected(student)}")
+        raise Refused(f"{what} belongs to {_user(st.st_uid)}, not to {_user(uid)}, who owns the hand-in folder")
+
+
+def _check_folder_owner(st: os.stat_result, owners: Owners, student: str) -> None:
+    if st.st_uid not in owners.allowed(student):
+        raise Refused(f"the folder belongs to {_user(st.st_uid)}, not to {owners.expected(student)}")
 
 
 def _open_checked(parent_fd: int, name: str, rel: str, flags: int) -> tuple[int, os.stat_result]:
@@ -234,8 +247,7 @@ def _copy_file(fd: int, st: os.stat_result, dest: Path, rel: str, budget: _Budge
     budget.bytes = budget.limits.max_bytes - room
 
 
-def _copy_dir(dfd: int, dest: Path, rel: str, depth: int, uid: int, owners: Owners, student: str,
-              budget: _Budget) -> None:
+def _copy_dir(dfd: int, dest: Path, rel: str, depth: int, uid: int, budget: _Budget) -> None:
     os.mkdir(dest, 0o755)
     for name in sorted(os.listdir(dfd)):
         child = f"{rel}/{name}"
@@ -244,11 +256,11 @@ def _copy_dir(dfd: int, dest: Path, rel: str, depth: int, uid: int, owners: Owne
             raise Refused(f"the hand-in has more than {budget.limits.max_files} files and folders")
         fd, st = _open_checked(dfd, name, child, _FILE)
         try:
-            _check_owner(st, uid, child, owners, student)
+            _check_owner(st, uid, child)
             if stat.S_ISDIR(st.st_mode):
                 if depth >= budget.limits.max_depth:
                     raise Refused(f"{child} is nested more than {budget.limits.max_depth} folders deep")
-                _copy_dir(fd, dest / name, child, depth + 1, uid, owners, student, budget)
+                _copy_dir(fd, dest / name, child, depth + 1, uid, budget)
             else:
                 _copy_file(fd, st, dest / name, child, budget)
         finally:
@@ -263,14 +275,13 @@ def _remove(path: Path) -> None:
 
 def _take(inbound_fd: int, entry: str, student: str, ts: datetime, dest: Path, owners: Owners,
           limits: Limits) -> HandIn:
-    uid = owners.uid(student)
     fd, st = _open_checked(inbound_fd, entry, entry, _DIR)
     budget = _Budget(limits)
     try:
         if not stat.S_ISDIR(st.st_mode):
             raise Refused(f"{entry} is a file, not a hand-in folder")
-        _check_owner(st, uid, "the folder", owners, student)
-        _copy_dir(fd, dest, entry, 0, uid, owners, student, budget)
+        _check_folder_owner(st, owners, student)
+        _copy_dir(fd, dest, entry, 0, st.st_uid, budget)
     except BaseException:
         _remove(dest)
         raise
@@ -286,6 +297,7 @@ def _take(inbound_fd: int, entry: str, student: str, ts: datetime, dest: Path, o
         if inner != ts:
             _remove(dest)
             raise Refused(f"its timestamp.txt says {text[:60]!r}, its folder name {ts.isoformat(' ')}")
+    owners.taken(student, st.st_uid)
     return HandIn(entry, student, ts, budget.files, budget.bytes)
 
 
@@ -317,7 +329,7 @@ def stage(inbound: Path, staging: Path, assignment: str, limits: Limits = Limits
                                    f"not a hand-in folder")
                 else:
                     try:
-                        _check_owner(st, owners.uid(student), "the folder", owners, student)
+                        _check_folder_owner(st, owners, student)
                     except Refused as why:
                         reasons.append(str(why))
             if reasons:
