@@ -237,6 +237,41 @@ def test_a_file_that_grows_past_its_size_is_cut_off_by_what_is_read(course, inbo
     assert lines[1] == f"  REFUSED {grows.name}: the hand-in is larger than 4096 bytes (at {grows.name}/{NB})"
 
 
+def test_a_flood_of_refused_hand_ins_is_read_at_most_max_tries_times(course, inbound):
+    for minute in range(5):
+        evil = hand_in(inbound, ALICE, LATER + timedelta(minutes=minute))
+        (evil / "x").symlink_to(".")
+        os.chown(evil / "x", uid(ALICE), uid(ALICE), follow_symlinks=False)
+    honest = hand_in(inbound, ALICE, EARLIER)
+    lines = collect(course, inbound, limits=intake.Limits(max_tries=3))
+    assert lines[0] == f"{AID}: 0 new or newer hand-in(s); 0 collected in all; 4 refused (below)"
+    newest = sorted(p.name for p in inbound.iterdir())[::-1]             # the same day: names sort by time
+    assert lines[1:4] == [f"  REFUSED {name}: {name}/x is a symbolic link: only regular files are collected"
+                          for name in newest[:3]]
+    assert lines[4] == (f"  REFUSED {newest[3]}: not examined: the 3 newer hand-ins of {ALICE} were refused, and so "
+                        f"are the 3 older ones without a look ({newest[3]}, {newest[4]}, {honest.name})")
+    assert collected(course, ALICE) is None
+
+
+def test_an_unreadable_folder_refuses_that_hand_in_only(course, inbound):
+    """collect may run as a grader account, not root: a folder it cannot list is one refusal, not a crash."""
+    locked = hand_in(inbound, ALICE, LATER)
+    (locked / "sub").mkdir()
+    chown_tree(locked, ALICE)
+    hand_in(inbound, BOB, LATER)
+    real_listdir = os.listdir
+
+    def listdir(path="."):
+        if isinstance(path, int) and os.fstat(path).st_ino == (locked / "sub").stat().st_ino:
+            raise PermissionError(13, "Permission denied")
+        return real_listdir(path)
+    import unittest.mock
+    with unittest.mock.patch.object(intake.os, "listdir", listdir):
+        lines = collect(course, inbound)
+    assert lines[:2] == [f"{AID}: 1 new or newer hand-in(s) ({BOB}); 1 collected in all; 1 refused (below)",
+                         f"  REFUSED {locked.name}: it cannot be read (Permission denied)"]
+
+
 def test_deep_folders_are_refused(course, inbound):
     deep = hand_in(inbound, ALICE, LATER)
     (deep / "a" / "b" / "c").mkdir(parents=True)

@@ -38,7 +38,8 @@ Design
   (plus `Limits.future_slack_s` for clocks that differ a little) and must equal the hand-in's
   timestamp.txt, which nbgrader later compares collected hand-ins by.
 - Per student only the newest acceptable hand-in is copied: the newest is read first, and an
-  older one only when the newer is refused. The staging folder (the caller makes it, mode 0700)
+  older one only when the newer is refused, at most `Limits.max_tries` of them (a student's
+  thousand hostile folders cost the class ten reads, not a thousand). The staging folder (the caller makes it, mode 0700)
   then holds only regular files written by this process; nbgrader's collect copies from it.
 """
 from __future__ import annotations
@@ -64,6 +65,7 @@ class Limits:
     max_bytes: int = 64 * 1024 * 1024     # bytes of one hand-in
     max_depth: int = 8                    # folders inside the hand-in folder
     future_slack_s: float = 300.0         # a hand-in dated later than now + this is refused
+    max_tries: int = 10                   # a student's hand-ins read, newest first, before giving up
 
 
 @dataclass(frozen=True)
@@ -282,6 +284,9 @@ def _take(inbound_fd: int, entry: str, student: str, ts: datetime, dest: Path, o
             raise Refused(f"{entry} is a file, not a hand-in folder")
         _check_folder_owner(st, owners, student)
         _copy_dir(fd, dest, entry, 0, st.st_uid, budget)
+    except OSError as err:                      # a folder that cannot be listed, a read that fails
+        _remove(dest)
+        raise Refused(f"it cannot be read ({err.strerror or err})") from None
     except BaseException:
         _remove(dest)
         raise
@@ -323,7 +328,11 @@ def stage(inbound: Path, staging: Path, assignment: str, limits: Limits = Limits
                         reasons.append(f"dated {ts.isoformat(' ')}, in the future (now {now.isoformat(' ', 'seconds')})")
                 except Refused as why:
                     reasons.append(str(why))
-                st = os.stat(entry, dir_fd=inbound_fd, follow_symlinks=False)
+                try:
+                    st = os.stat(entry, dir_fd=inbound_fd, follow_symlinks=False)
+                except OSError as err:          # removed since the listing, or unreadable
+                    intake.refused.append(Refusal(entry, f"it cannot be read ({err.strerror})"))
+                    continue
                 if not stat.S_ISDIR(st.st_mode):
                     reasons.append(f"it is {'a file' if stat.S_ISREG(st.st_mode) else _kind(st.st_mode)}, "
                                    f"not a hand-in folder")
@@ -338,7 +347,14 @@ def stage(inbound: Path, staging: Path, assignment: str, limits: Limits = Limits
             candidates.setdefault(student, []).append((ts, entry))
         staging.mkdir(parents=True, exist_ok=True)
         for student in sorted(candidates):
-            for ts, entry in sorted(candidates[student], reverse=True):
+            ordered = sorted(candidates[student], reverse=True)
+            for tried, (ts, entry) in enumerate(ordered):
+                if tried == limits.max_tries:
+                    left = ", ".join(e for _, e in ordered[tried:tried + 3]) + (" ..." if len(ordered) > tried + 3 else "")
+                    intake.refused.append(Refusal(ordered[tried][1], f"not examined: the {tried} newer hand-ins of "
+                                                  f"{student} were refused, and so are the {len(ordered) - tried} "
+                                                  f"older ones without a look ({left})"))
+                    break
                 try:
                     intake.staged.append(_take(inbound_fd, entry, student, ts, staging / entry, owners, limits))
                     break
