@@ -18,7 +18,7 @@ def test_a_server_that_dies_at_start_prints_no_url_and_keeps_its_exit_status():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    dying = "import sys; print('cannot bind: the port is taken', sys.argv[1].split("=")[0]); sys.exit(3)"
+    dying = "import sys; print('cannot bind: the port is taken', sys.argv[1].split('=')[0]); sys.exit(3)"
     proc = subprocess.run([sys.executable, str(ROOT / "tools" / "serve.py"), "--port", str(port), "--token", "t0k",
                            "--", sys.executable, "-c", dying], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 3
