@@ -409,17 +409,21 @@ def test_the_command_line_prints_refusals_and_nbgrader_warnings(course, inbound,
     assert f"nbgrader: [WARNING] No submissions of '{AID}' for course 'namedaxes' to collect" in out
 
 
-def test_staging_holds_nothing_after_collect(course, inbound, monkeypatch):
+def test_staging_is_private_and_gone_after_collect(course, inbound, monkeypatch):
     made = []
     real = intake.stage
 
     def spy(inbound_, staging, *a, **kw):
-        made.append(staging)
+        root = staging.parent.parent
+        made.append((staging, root.parent == course and oct(root.stat().st_mode & 0o777)))
         return real(inbound_, staging, *a, **kw)
     monkeypatch.setattr(intake, "stage", spy)
     hand_in(inbound, ALICE, LATER)
     collect(course, inbound)
-    assert made and not made[0].exists() and not made[0].parent.parent.exists()
+    (staging, mode), = made
+    assert mode == "0o700", "a folder of the course only the instructor can enter"
+    assert not staging.exists() and not staging.parent.parent.exists()
+    assert sorted(p.name for p in course.iterdir()) == ["gradebook.db", "nbgrader_config.py", "source", "submitted"]
 
 
 # ------------------------------------------------------------------ return-feedback

@@ -244,7 +244,8 @@ def collect(course: Path, exchange: Path | None, ids: list[str], limits: "intake
         if not inbound.is_dir():
             lines.append(f"{aid}: nothing handed in yet ({inbound} does not exist)")
             continue
-        with tempfile.TemporaryDirectory(prefix="namedaxes-collect-") as tmp:
+        # in the course folder (instructor-only, mode 0700): the copy is on the disk that will hold submitted/
+        with tempfile.TemporaryDirectory(prefix=".collect-staging-", dir=course) as tmp:
             staging = Path(tmp) / api.course_id / "inbound"
             try:
                 taken = intake.stage(inbound, staging, aid, limits or intake.Limits(), student_user,
