@@ -26,6 +26,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 .PHONY: help venv venv-newest lock system-deps lab notebooks check-notebooks test test-newest test-fast bench grade bench-grade clean
 
 help:
+	@echo "Start here: README.md; then docs/students.md, docs/instructors.md, docs/maintainers.md, docs/translators.md"
 	@echo "make lab            start JupyterLab on your own copy of the notebooks, work/ (installs everything first)"
 	@echo "make update-work    merge a newer release of the notebooks into work/, keeping your answers"
 	@echo "make test           what CI runs: regenerate check, unit tests, nbval on all notebooks, autograder tests,"
@@ -34,9 +35,10 @@ help:
 	@echo "make lock           re-resolve requirements/pyXY.txt and colab.txt from requirements.txt (maintainers)"
 	@echo "make notebooks      regenerate notebooks/ from solutions/, and the Chinese editions solutions/zh, notebooks/zh (instructors)"
 	@echo "make catalogs       merge English changes into the translation catalogs locale/zh/*.po and compile them (translators)"
-	@echo "make check-catalogs fail unless every catalog is complete: lists what is missing or fuzzy (docs/TRANSLATING.md)"
+	@echo "make check-catalogs fail unless every catalog is complete: lists what is missing or fuzzy (docs/translators.md)"
 	@echo "make formgrader     nbgrader's formgrader on build/course, for manual review (instructors)"
-	@echo "make roster ROSTER=students.csv / release / collect / return-feedback   nbgrader's hand-in loop (instructors)"
+	@echo "make roster ROSTER=students.csv / release / collect / return-feedback   nbgrader's hand-in loop (instructors,"
+	@echo "                    docs/instructors.md; collect refuses links, oversized and misowned hand-ins: STUDENT_USER, MAX_FILES, MAX_BYTES)"
 	@echo "make grade          autograde a class: make grade SUBMISSIONS=dir OUT=dir [STUDENT=id] [COURSE_GRADEBOOK=1]"
 	@echo "EDITION=zh          the Chinese edition: make lab EDITION=zh opens work/zh/; with release/collect/grade/"
 	@echo "                    return-feedback/formgrader/roster it is the nbgrader course build/zh/course (course namedaxes-zh)"
@@ -111,11 +113,12 @@ lab: venv fonts
 	@$(BIN)/python tools/workspace.py prepare $(if $(STUDENT),"$(LAB_OPEN)" --no-seed --student "$(STUDENT)","$(LAB_DIR)")
 	@mkdir -p "$(LAB_OPEN)"
 	@$(if $(EXCHANGE),true,mkdir -p build/exchange)
-	@echo "Starting JupyterLab on your workspace $(LAB_OPEN)/$(if $(STUDENT), as student $(STUDENT))$(if $(ZH), (Chinese edition))$(if $(or $(ZH),$(STUDENT)),, (Chinese edition: zh/)) at http://localhost:$(PORT)/lab (the URL with its token follows; Ctrl-C stops)"
-	exec env $(LAB_ENV) $(EXCHANGE_ENV) NAMEDAXES_WORK="$(abspath $(LAB_OPEN))" $(if $(STUDENT),JUPYTERHUB_USER="$(STUDENT)") \
+	@echo "Starting JupyterLab on your workspace $(LAB_OPEN)/$(if $(STUDENT), as student $(STUDENT))$(if $(ZH), (Chinese edition))$(if $(or $(ZH),$(STUDENT)),, (Chinese edition: zh/)); the URL to open, with its token, comes last"
+	@$(if $(STUDENT),echo "Note: every make lab on this machine runs as the same OS user ($$(id -un)): classmates can read each other's work. A real class: make hub (docs/instructors.md).")
+	@exec env $(LAB_ENV) $(EXCHANGE_ENV) NAMEDAXES_WORK="$(abspath $(LAB_OPEN))" $(if $(STUDENT),JUPYTERHUB_USER="$(STUDENT)") \
 	  $(if $(ZH),NAMEDAXES_COURSE_ID=namedaxes-zh) \
-	  $(BIN)/jupyter lab --notebook-dir="$(LAB_OPEN)" --port=$(PORT) --no-browser \
-	  $(if $(LAB_TOKEN),--IdentityProvider.token="$(LAB_TOKEN)") $(LAB_ARGS)
+	  $(BIN)/python tools/serve.py --port $(PORT) --path /lab $(if $(LAB_TOKEN),--token "$(LAB_TOKEN)") -- \
+	  $(BIN)/jupyter lab --notebook-dir="$(LAB_OPEN)" --port=$(PORT) --no-browser $(LAB_ARGS)
 
 # Merge a newer release into the workspace: notebooks/ (after `git pull`), or with STUDENT=ID the
 # exchange's release. Every changed notebook is backed up first (LAB_DIR/.backups/); YES=1 merges
@@ -135,12 +138,14 @@ COURSE ?= $(if $(ZH),build/zh/course,build/course)
 formgrader: venv
 	@$(COURSE_READY)
 	@mkdir -p build/exchange
-	@echo "Starting formgrader: http://localhost:$(PORT)/formgrader (log in with the token in the URL below)"
-	cd "$(COURSE)" && exec env JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter/formgrader:$(CURDIR)/jupyter/nbgrader" JUPYTER_PATH="$(CURDIR)/jupyter/data" $(EXCHANGE_ENV) \
+	@echo "Starting formgrader on the course $(COURSE); the /formgrader URL to open, with its token, comes last"
+	@cd "$(COURSE)" && exec env JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter/formgrader:$(CURDIR)/jupyter/nbgrader" JUPYTER_PATH="$(CURDIR)/jupyter/data" $(EXCHANGE_ENV) \
+	  "$(CURDIR)/$(BIN)/python" "$(CURDIR)/tools/serve.py" --port $(PORT) --path /formgrader --what formgrader \
+	  $(if $(LAB_TOKEN),--token "$(LAB_TOKEN)") -- \
 	  "$(CURDIR)/$(BIN)/jupyter" lab --port=$(PORT) \
-	  --no-browser --allow-root --ServerApp.port_retries=0 $(if $(LAB_TOKEN),--IdentityProvider.token="$(LAB_TOKEN)") $(LAB_ARGS)
+	  --no-browser --allow-root --ServerApp.port_retries=0 $(LAB_ARGS)
 
-# Instructors: nbgrader's hand-in loop (tools/handin.py; README "Hand-in"): make roster ROSTER=students.csv
+# Instructors: nbgrader's hand-in loop (tools/handin.py; docs/instructors.md): make roster ROSTER=students.csv
 # (id,first_name,last_name,email), make release [ASSIGNMENT=id], students fetch/submit in make lab's
 # Assignment List, make collect, make grade, make return-feedback. COURSE and EXCHANGE as above.
 HANDIN = $(BIN)/python tools/handin.py --course "$(COURSE)" $(if $(EXCHANGE),--exchange "$(EXCHANGE)")
@@ -157,11 +162,18 @@ release: venv
 	$(if $(filter build/course build/zh/course,$(COURSE)),$(COURSE_LAYOUT),@$(COURSE_READY))
 	$(HANDIN) release $(ASSIGNMENT)
 
+# collect (and return-feedback, which collects first) takes only what tools/intake.py accepts: regular
+# files, owned by the student's Unix user (STUDENT_USER=FORMAT maps an id to it, default {student}),
+# at most MAX_FILES files and MAX_BYTES bytes per hand-in; every refused hand-in is listed by name.
+# CLASS_USER=name: on one machine, the OS user every `make lab STUDENT=...` runs as, when collect runs as another.
+COLLECT_OPTS = $(if $(STUDENT_USER),--student-user "$(STUDENT_USER)") $(if $(CLASS_USER),--class-user "$(CLASS_USER)") \
+  $(if $(MAX_FILES),--max-files $(MAX_FILES)) \
+  $(if $(MAX_BYTES),--max-bytes $(MAX_BYTES))
 collect: venv
-	$(HANDIN) collect $(ASSIGNMENT)
+	@$(HANDIN) collect $(COLLECT_OPTS) $(ASSIGNMENT)
 
 return-feedback: venv
-	$(HANDIN) return-feedback $(ASSIGNMENT)
+	@$(HANDIN) return-feedback $(COLLECT_OPTS) $(ASSIGNMENT)
 
 # The course as a website (site/build_site.py): every solved notebook executed on 8 simulated devices
 # (cached in build/site-cache/ by content hash, so an unchanged notebook never runs again), pages
@@ -195,7 +207,7 @@ check-notebooks: venv
 	$(BIN)/python tools/translate.py check --sync
 	$(BIN)/python tools/generate_notebooks.py --check
 
-# Translators (docs/TRANSLATING.md): after an English change, `make notebooks catalogs`, translate the
+# Translators (docs/translators.md): after an English change, `make notebooks catalogs`, translate the
 # new and fuzzy entries, then `make catalogs notebooks` and `make check-catalogs`.
 catalogs: venv
 	$(BIN)/python tools/translate.py update
@@ -234,7 +246,7 @@ bench: venv
 	$(BIN)/python tools/bench_notebooks.py
 
 grade: venv system-deps
-	$(BIN)/python -m autograder grade -j $(JOBS) --course "$(COURSE)" \
+	@$(BIN)/python -m autograder grade -j $(JOBS) --course "$(COURSE)" \
 	  $(if $(SUBMISSIONS),--submissions "$(SUBMISSIONS)") $(if $(OUT),--out "$(OUT)") \
 	  $(if $(STUDENT),--student "$(STUDENT)") $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") \
 	  $(if $(COURSE_GRADEBOOK),--course-gradebook)

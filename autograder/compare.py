@@ -2,7 +2,7 @@
 
 Observations are what `namedaxes.grading.record` saved: a dict whose array
 values went to `<grade_id>.npz` and whose other (JSON) values went to
-`<grade_id>.json`. The rules (docs/AUTHORING.md):
+`<grade_id>.json`. The rules (docs/maintainers.md):
 
 - arrays: same shape and dtype, values `allclose(rtol=1e-5, atol=1e-5, equal_nan=True)`
   (exact equality for booleans and strings);

@@ -11,7 +11,9 @@ what it shows was produced by the student's code. So:
   `inert.CSP` as its first `<head>` element, so even a bug in the above could
   not run or load anything;
 - every id and reason the grader writes is escaped for markdown and HTML
-  (`inert.md_text`); grade ids come from the source notebook.
+  (`inert.md_text`); grade ids come from the source notebook. A test is named by its
+  exercise (the answer cell before it, from the source's metadata, never a student's cell),
+  and a check's reason is shown without its exception name (`CheckFailed: `).
 
 The grader's own words are the only formatted text in the page: a banner with
 the score, and a verdict after each test cell. Student markdown and outputs can
@@ -36,6 +38,7 @@ from .messages import text
 __all__ = ["FeedbackWriter", "scrub_text", "TEMPLATE"]
 
 _ADDR = re.compile(r"0x[0-9a-fA-F]{6,}")
+_CHECK_FAILED = "CheckFailed: "
 
 # nbconvert's lab template with every block that emits a <script> emptied, and the CSP first in <head>.
 TEMPLATE = """{%- extends 'index.html.j2' -%}
@@ -57,6 +60,35 @@ def scrub_text(text: str, workdir: str | None = None) -> str:
         text = text.replace(workdir, "<work>")
     text = _ADDR.sub("0x…", text)
     return text
+
+
+def shown_reason(reason: str) -> str:
+    """A reason as the page shows it: a check's message without the exception's name (`CheckFailed: `)."""
+    return reason[len(_CHECK_FAILED):] if reason.startswith(_CHECK_FAILED) else reason
+
+
+def exercise_names(nb: NotebookNode | None, grade_ids: list[str]) -> dict[str, tuple[str, int, int]]:
+    """grade_id of each test cell -> (exercise, k, n): the exercise is the answer cell before the test
+    (its grade_id without `_answer`, e.g. `scaled_sum`), the test its k-th of n. Read from the source
+    notebook (or the notebook rebuilt from it: its nbgrader metadata is the source's); a test cell
+    with no answer cell before it keeps its grade id."""
+    owner: dict[str, str] = {}
+    if nb is not None:
+        answer = None
+        for cell in nb.cells:
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            if not isinstance(meta, dict) or not isinstance(meta.get("grade_id"), str):
+                continue
+            if meta.get("solution"):
+                answer = meta["grade_id"].removesuffix("_answer")
+            elif meta.get("grade") and answer:
+                owner[meta["grade_id"]] = answer
+    names, counts = {}, {}
+    for gid in grade_ids:
+        ex = owner.get(gid, gid)
+        counts[ex] = counts.get(ex, 0) + 1
+        names[gid] = (ex, counts[ex])
+    return {gid: (ex, k, counts[ex]) for gid, (ex, k) in names.items()}
 
 
 def _points(c: dict) -> str:
@@ -85,7 +117,9 @@ class FeedbackWriter:
             nb, _ = self.clear_hidden.preprocess(nb, {})
             nb = make_inert(nb, source)
         verdicts = {c["grade_id"]: c for c in cells}
-        out_cells = [new_markdown_cell(self._banner(title, row, cells))]
+        source_nb = source if isinstance(source, NotebookNode) else getattr(source, "nb", None)
+        names = exercise_names(source_nb if source_nb is not None else nb, [c["grade_id"] for c in cells])
+        out_cells = [new_markdown_cell(self._banner(title, row, cells, names))]
         for cell in nb.cells:
             meta = cell.get("metadata", {}).get("nbgrader", {})
             gid = meta.get("grade_id") if isinstance(meta, dict) else None
@@ -96,19 +130,23 @@ class FeedbackWriter:
             cell.metadata.pop("autograder", None)
             out_cells.append(cell)
             if gid in verdicts and meta.get("grade") and not meta.get("solution"):
-                out_cells.append(new_markdown_cell(self._verdict(verdicts[gid])))
+                out_cells.append(new_markdown_cell(self._verdict(verdicts[gid], names)))
         nb.cells = out_cells
         nb.metadata["title"] = title
         body, _ = self.exporter.from_notebook_node(nb, resources={"metadata": {"name": title}})
         return body
 
     @staticmethod
-    def _verdict(c: dict) -> str:
-        head = f"> **{'✔' if c['passed'] else '✘'} {text('verdict_head', grade_id=c['grade_id'], points=_points(c))}**"
-        return head + (f" {text('verdict_passed')}" if c["passed"] else f" {md_text(c['reason'])}")
+    def _verdict(c: dict, names: dict) -> str:
+        exercise, k, n = names.get(c["grade_id"], (c["grade_id"], 1, 1))
+        head = text("verdict_head", exercise=exercise, points=_points(c)) if n == 1 else \
+            text("verdict_head_part", exercise=exercise, k=k, n=n, points=_points(c))
+        head = f"> **{'✔' if c['passed'] else '✘'} {head}**"
+        return head + (f" {text('verdict_passed')}" if c["passed"] else f" {md_text(shown_reason(c['reason']))}")
 
     @staticmethod
-    def _banner(title: str, row: dict, cells: list[dict]) -> str:
+    def _banner(title: str, row: dict, cells: list[dict], names: dict | None = None) -> str:
+        names = names or {}
         score = text("page_score", score=f"{row['score']:g}", max_score=f"{row['max_score']:g}")
         lines = [f"# {text('page_title', title=md_text(title))}", "",
                  f"> **{text('page_student')}** {md_text(row['student'])} &nbsp; **{score}**"]
@@ -118,7 +156,9 @@ class FeedbackWriter:
             lines += ["", f"| {text('page_table_test')} | {text('page_table_points')} | {text('page_table_result')} |",
                       "|---|---|---|"]
             for c in cells:
-                result = text("page_passed") if c["passed"] else md_text(c["reason"])
-                lines.append(f"| `{c['grade_id']}` | {c['points']:g} / {c['max_points']:g} | {result} |")
+                result = text("page_passed") if c["passed"] else md_text(shown_reason(c["reason"]))
+                exercise, k, n = names.get(c["grade_id"], (c["grade_id"], 1, 1))
+                name = f"`{exercise}`" if n == 1 else text("page_table_part", exercise=exercise, k=k, n=n)
+                lines.append(f"| {name} | {c['points']:g} / {c['max_points']:g} | {result} |")
         lines += ["", f"*{text('page_below')}*", "", "---"]
         return "\n".join(lines)

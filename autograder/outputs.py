@@ -152,12 +152,18 @@ def summary(out, sources, intake, rows, wall, sandbox, jobs, quiet, ref_seconds)
     lines += summary_lines(sandbox.protections())
     if ref_seconds:
         lines.append("reference runs: " + ", ".join(f"{a} {s:.1f} s" for a, s in sorted(ref_seconds.items())))
-    for aid, src in sources.items():
-        rs = [r for r in rows if r["assignment"] == aid]
+    absent = []
+    for aid, src in sources.items():              # only what was handed in: "missing" rows are no hand-in
+        rs = [r for r in rows if r["assignment"] == aid and r["status"] != "missing"]
         if not rs:
+            absent += [aid] if any(r["assignment"] == aid for r in rows) else []
             continue
         mean = sum(r["score"] for r in rs) / len(rs)
-        lines.append(f"  {aid:<28} mean {mean:5.2f} / {src.max_score:g}  over {len(rs)} student(s)")
+        missing = sum(1 for r in rows if r["assignment"] == aid and r["status"] == "missing")
+        lines.append(f"  {aid:<28} mean {mean:5.2f} / {src.max_score:g}  over {len(rs)} hand-in(s)"
+                     + (f", {missing} student(s) without one" if missing else ""))
+    if absent:
+        lines.append(f"  not handed in by anyone: {', '.join(absent)}")
     counts: dict[str, int] = {}
     for r in rows:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
@@ -175,4 +181,6 @@ def summary(out, sources, intake, rows, wall, sandbox, jobs, quiet, ref_seconds)
     if intake.clutter:
         lines.append(f"ignored {intake.clutter} editor/OS clutter file(s) (.ipynb_checkpoints, .DS_Store, ...)")
     lines.append(f"wrote {out / 'grades.csv'}, {out / 'results.json'}, {out / 'feedback'}/")
+    if (out / "report.html").is_file():
+        lines.append(f"class report: {out / 'report.html'}")
     print("\n".join(lines))

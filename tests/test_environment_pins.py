@@ -199,3 +199,19 @@ def test_a_venv_of_another_python_is_made_again(monkeypatch, tmp_path, capsys):
     assert install_venv.main([str(venv)]) == 0
     assert "was made with Python 3.0" in capsys.readouterr().out
     assert not (venv / "leftover").exists() and made == [[sys.executable, "-m", "venv", str(venv)]]
+
+
+def test_the_install_step_reports_how_many_packages_are_in_place(tmp_path):
+    """pip's "Installing collected packages" step is minutes of silence: install_venv.Progress counts the
+    .dist-info folders pip writes as each package lands, under the names pip prints."""
+    import io
+    site = tmp_path / "lib" / "site-packages"
+    site.mkdir(parents=True)
+    names = ["websocket-client", "PyYAML", "jax", "zope.interface"]
+    progress = install_venv.Progress(site, names, out=io.StringIO())
+    assert progress.line().startswith("  installing: 0 of 4 packages in place (")
+    for folder in ("websocket_client-1.9.2.dist-info", "pyyaml-6.0.4.dist-info", "zope.interface-7.2.dist-info",
+                   "jaxlib-0.10.2.dist-info"):                  # jaxlib is not jax
+        (site / folder).mkdir()
+    assert install_venv.installed_count(site, names) == 3
+    assert progress.line().startswith("  installing: 3 of 4 packages in place (")

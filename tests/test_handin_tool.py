@@ -97,7 +97,7 @@ def test_return_feedback_only_for_the_graded_hand_in(course, tmp_path):
     old = time.time() - 3600                      # graded an hour before this hand-in was collected
     os.utime(stale, (old, old))
     _graded(course, "carol")                      # graded from a folder, never handed in through the exchange
-    (line,) = handin.return_feedback(course, exchange, [])
+    line = handin.return_feedback(course, exchange, [])[-1]
     assert "returned to 1 student(s) (alice)" in line
     assert "NOT returned to bob" in line and "carol: not handed in through the exchange" in line
     outbound = exchange / "namedaxes" / "feedback"
@@ -242,7 +242,7 @@ def test_the_chinese_course_loop_collect_grade_return(tmp_path, editions):
             cell.source = answers[gid]
     nbformat.write(nb, str(fetched))
     _as_student(ExchangeSubmit, config).start()
-    (line,) = handin.collect(course, exchange, [])
+    line = handin.collect(course, exchange, [])[0]
     assert "1 new or newer hand-in(s) (li)" in line
     proc = subprocess.run([sys.executable, "-m", "autograder", "grade", "--course", str(course), "-j", "2",
                            "--timeout", "30", "-q"], cwd=ROOT, capture_output=True, text=True, timeout=600)
@@ -254,7 +254,7 @@ def test_the_chinese_course_loop_collect_grade_return(tmp_path, editions):
         ("li", "ok", english_points, english_points, "zh")
     page = (course / "feedback" / "li" / AID / f"{AID}.html").read_text(encoding="utf-8")
     assert messages.text("page_below", "zh") in page
-    (line,) = handin.return_feedback(course, exchange, [])
+    line = handin.return_feedback(course, exchange, [])[-1]
     assert "returned to 1 student(s) (li)" in line
     _as_student(ExchangeFetchFeedback, config).start()
     got = list((work / AID / "feedback").glob(f"*/{AID}.html"))

@@ -285,7 +285,7 @@ def main(argv=None) -> int:
                 print("notebooks/ or an edition is out of date with solutions/ and locale/:", ", ".join(drift + stale))
             for problem in differ:
                 print(f"edition differs from its English notebook: {problem}")
-            print("Regenerate with `make notebooks` and commit (see docs/TRANSLATING.md).")
+            print("Regenerate with `make notebooks` and commit (see docs/translators.md).")
             return 1
         print(f"notebooks/ matches solutions/ ({len(generated)} notebooks; editions {', '.join(EDITIONS)}: "
               f"{len(editions)} notebooks, code identical)")

@@ -3,7 +3,8 @@
     python tools/handin.py roster roster.csv          # students (id, first_name, last_name, email) -> gradebook
     python tools/handin.py release [ID ...]           # course release/ -> exchange outbound/ (students fetch)
     python tools/handin.py collect [ID ...]           # exchange inbound/ -> course submitted/ (newest per student)
-    python tools/handin.py return-feedback [ID ...]   # course feedback/ -> exchange feedback/ (students fetch)
+    python tools/handin.py return-feedback [ID ...]   # collect, then course feedback/ -> exchange feedback/
+    collect, return-feedback: --student-user FORMAT (default {student}) --class-user NAME --max-files N --max-bytes N
     python tools/handin.py --course build/zh/course layout --edition zh   # the Chinese edition's course folder
     options: --course DIR (default build/course)  --exchange DIR (default: nbgrader config, build/exchange)
 
@@ -19,6 +20,13 @@ Design
   `return-feedback` copies them from submitted/<student>/<id>/, and only when the feedback is
   newer than the collected submission: feedback about an older hand-in is never returned as if
   it were about the new one (it says "regrade first").
+- collect never lets nbgrader read the exchange's inbound/ (every student may write there, and
+  nbgrader's copy follows links, has no bound, stops at one bad name and trusts the name's
+  student id): tools/intake.py copies what may be taken (regular files only, bounded, owned by the
+  named student's Unix user, dated in the past) into a private staging exchange, reports every
+  refused hand-in by name, and nbgrader's own collect runs on that copy (its warnings printed).
+  return-feedback collects first, so a hand-in still waiting in inbound/ makes the feedback about
+  the older one stale instead of being overtaken by it.
 - Student ids must be usable in the exchange's file names (nbgrader separates fields with '+').
 - Nothing here deletes a submission: collect keeps each student's newest hand-in (nbgrader's
   `--update`), release replaces only the exchange's copy of a changed release.
@@ -42,6 +50,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))   # tools/intake.py
 COURSE = ROOT / "build" / "course"
 SHARED_CONFIG = ROOT / "jupyter" / "nbgrader" / "nbgrader_config.py"
 ROSTER_COLUMNS = ("id", "first_name", "last_name", "email")
@@ -219,23 +228,64 @@ def _api_with(api, section: str, **values):
     return NbGraderAPI(config=config)
 
 
-def collect(course: Path, exchange: Path | None, ids: list[str]) -> list[str]:
+def collect(course: Path, exchange: Path | None, ids: list[str], limits: "intake.Limits | None" = None,
+            student_user: str = "{student}", class_user: str | None = None) -> list[str]:
+    """nbgrader's collect, from a staging copy that tools/intake.py made of what may be taken (its docstring)."""
+    import tempfile
+    import intake
     api = _api(course, exchange)
     outbound = _outbound(api)
     ids = ids or (sorted(p.name for p in outbound.iterdir() if p.is_dir()) if outbound.is_dir() else [])
     if not ids:
         raise HandinError(f"nothing released in {outbound} yet (`make release` first)")
-    lines = []
+    inbound = Path(api.exchange_root) / api.course_id / "inbound"
+    lines, notes = [], []
     for aid in ids:
-        log = _check(api.collect(aid, update=True), f"collect {aid}")
+        if not inbound.is_dir():
+            lines.append(f"{aid}: nothing handed in yet ({inbound} does not exist)")
+            continue
+        # in the course folder (instructor-only, mode 0700): the copy is on the disk that will hold submitted/
+        with tempfile.TemporaryDirectory(prefix=".collect-staging-", dir=course) as tmp:
+            staging = Path(tmp) / api.course_id / "inbound"
+            try:
+                taken = intake.stage(inbound, staging, aid, limits or intake.Limits(), student_user,
+                                     class_user=class_user)
+            except ValueError as err:
+                raise HandinError(str(err)) from None
+            # nbgrader's owner check would compare with the staging copy's owner (this process):
+            # intake.stage has checked the real owners already, more strictly.
+            staged = _api_with(api, "Exchange", root=tmp)
+            staged = _api_with(staged, "ExchangeCollect", check_owner=False)
+            log = _check(staged.collect(aid, update=True), f"collect {aid}")
         got = sorted(set(re.findall(r"(?:Collecting|Updating) submission: (\S+) ", log)))
         have = sorted(p.parent.name for p in (course / "submitted").glob(f"*/{aid}") if p.is_dir())
         lines.append(f"{aid}: {len(got)} new or newer hand-in(s)" + (f" ({', '.join(got)})" if got else "")
-                     + f"; {len(have)} collected in all")
-    return lines
+                     + f"; {len(have)} collected in all"
+                     + (f"; {len(taken.refused)} refused (below)" if taken.refused else ""))
+        for r in taken.refused:
+            lines.append(f"  REFUSED {r.entry}: {r.reason}")
+        lines += [f"  nbgrader: {w}" for w in _warnings(log)]
+        notes += [n for n in taken.notes if n not in notes]
+    return lines + notes
 
 
-def return_feedback(course: Path, exchange: Path | None, ids: list[str]) -> list[str]:
+def _warnings(log: str) -> list[str]:
+    """nbgrader's WARNING and ERROR records in a captured log (a record may span several lines)."""
+    out, keep = [], False
+    for line in log.splitlines():
+        if line.startswith("["):
+            keep = line.startswith(("[WARNING]", "[ERROR]", "[CRITICAL]"))
+            if keep:
+                out.append(line.strip())
+        elif keep and line.strip() and out:
+            out[-1] += " " + line.strip()
+    return out
+
+
+def return_feedback(course: Path, exchange: Path | None, ids: list[str], limits: "intake.Limits | None" = None,
+                    student_user: str = "{student}", class_user: str | None = None) -> list[str]:
+    """Collect first (a hand-in waiting in inbound/ makes the feedback about the older one stale), then return
+    each page that is newer than the hand-in it is about."""
     api = _api(course, exchange)
     if not (Path(api.exchange_root) / api.course_id).is_dir():
         raise HandinError(f"nothing was released through {api.exchange_root} yet (`make release` first)")
@@ -243,7 +293,8 @@ def return_feedback(course: Path, exchange: Path | None, ids: list[str]) -> list
     ids = ids or (sorted({p.name for p in feedback.glob("*/*") if p.is_dir()}) if feedback.is_dir() else [])
     if not ids:
         raise HandinError(f"no feedback in {feedback} yet (`make grade` writes it)")
-    lines = []
+    lines = ["collecting first, so that no feedback goes out about a hand-in that a newer one replaces:"]
+    lines += ["  " + line for line in collect(course, exchange, ids, limits, student_user, class_user)]
     for aid in ids:
         ready, stale, unsent = [], [], []
         for folder in sorted(p for p in feedback.glob(f"*/{aid}") if p.is_dir()):
@@ -286,6 +337,17 @@ def main(argv=None) -> int:
     for name in ("release", "collect", "return-feedback"):
         p = sub.add_parser(name)
         p.add_argument("ids", nargs="*", help="assignment ids (default: all)")
+        if name != "release":              # return-feedback collects first
+            import intake
+            p.add_argument("--student-user", default="{student}", metavar="FORMAT",
+                           help="the Unix user of student ID, who must own their hand-ins (default: {student})")
+            p.add_argument("--class-user", default=None, metavar="NAME",
+                           help="for ids that are no Unix user (one machine): the OS user they all run as "
+                                "(default: the user running this)")
+            p.add_argument("--max-files", type=int, default=intake.Limits.max_files,
+                           help=f"files and folders per hand-in (default {intake.Limits.max_files})")
+            p.add_argument("--max-bytes", type=int, default=intake.Limits.max_bytes,
+                           help=f"bytes per hand-in (default {intake.Limits.max_bytes})")
     lay = sub.add_parser("layout", help="lay out an edition's nbgrader course (from solutions/LANG, notebooks/LANG)")
     lay.add_argument("--edition", required=True, choices=EDITIONS)
     lay.add_argument("ids", nargs="*", help="assignment ids (default: all)")
@@ -302,7 +364,12 @@ def main(argv=None) -> int:
                 print(line)
             return 0
         step = {"release": release, "collect": collect, "return-feedback": return_feedback}[args.command]
-        for line in step(course, exchange, args.ids):
+        extra = {}
+        if args.command != "release":
+            import intake
+            extra = {"student_user": args.student_user, "class_user": args.class_user,
+                     "limits": intake.Limits(max_files=args.max_files, max_bytes=args.max_bytes)}
+        for line in step(course, exchange, args.ids, **extra):
             print(line)
         return 0
     except HandinError as err:

@@ -7,8 +7,9 @@ one per supported Python; no lock means unsupported, a clear error). A stamp fil
 records the interpreter version and the SHA-256 of the lock and of pyproject.toml; when it
 matches, this exits at once without starting pip, so every later `make lab` or `make test`
 starts in well under a second. Otherwise it says what it installs (Python version, lock,
-package count, the direct pins), streams one line per package as pip collects it, installs
-the course package editable, and says how long it took. A venv made by another Python
+package count, the direct pins), streams one line per package as pip collects it, then,
+during pip's long silent install step, a line every 15 s with how many packages are in place
+(their .dist-info folders), installs the course package editable, and says how long it took. A venv made by another Python
 version is rebuilt (a venv holds nothing of the student's; their notebooks live elsewhere).
 Only the standard library: it runs before the venv exists.
 """
@@ -20,6 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -79,6 +81,46 @@ def direct_pins(py: str) -> list[str]:
     return pins
 
 
+def _dist_name(name: str) -> str:
+    """A distribution name as its .dist-info folder spells it (PEP 503-ish: lower case, '-' and '.' as '_')."""
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def installed_count(site_packages: Path, names: list[str]) -> int:
+    """How many of `names` have a .dist-info in site_packages: pip writes it when a package is in place."""
+    try:
+        present = {_dist_name(p.name[: -len(".dist-info")].rsplit("-", 1)[0]) for p in site_packages.glob("*.dist-info")}
+    except OSError:
+        return 0
+    return sum(1 for n in names if _dist_name(n) in present)
+
+
+class Progress(threading.Thread):
+    """While pip installs (its silent minutes), one line every `every` seconds: how many packages are in place."""
+
+    def __init__(self, site_packages: Path, names: list[str], every: float = 15.0, out=None):
+        super().__init__(daemon=True)
+        self.site, self.names, self.every, self.out = site_packages, names, every, out or sys.stdout
+        self.done = threading.Event()
+        self.started = time.monotonic()
+
+    def line(self) -> str:
+        n = installed_count(self.site, self.names)
+        return f"  installing: {n} of {len(self.names)} packages in place ({time.monotonic() - self.started:.0f} s)"
+
+    def run(self) -> None:
+        while not self.done.wait(self.every):
+            print(self.line(), file=self.out, flush=True)
+
+    def stop(self) -> None:
+        self.done.set()
+        self.join(timeout=5)
+
+
+def site_packages(venv: Path) -> Path:
+    return venv / "lib" / f"python{version()}" / "site-packages"
+
+
 def pip(venv: Path, *args: str, show_collecting: bool = False) -> int:
     """Run the venv's pip; with `show_collecting`, one line per package it fetches (returns their count)."""
     cmd = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check", *args]
@@ -88,6 +130,7 @@ def pip(venv: Path, *args: str, show_collecting: bool = False) -> int:
     proc = subprocess.Popen(cmd + ["--progress-bar", "off"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, bufsize=1)
     count = 0
+    progress = None
     for line in proc.stdout:
         if line.startswith(("Collecting ", "Processing ")):  # from the registry / a local wheel
             count += 1
@@ -97,8 +140,17 @@ def pip(venv: Path, *args: str, show_collecting: bool = False) -> int:
             print(f"  [{count:3d}] {what}", flush=True)
         elif line.startswith(("Installing collected", "Successfully")):
             print("  " + (line.rstrip()[:150] + " ..." if len(line) > 150 else line.rstrip()), flush=True)
+            if line.startswith("Installing collected") and progress is None:
+                names = [n.strip() for n in line.split(":", 1)[1].split(",") if n.strip()]
+                progress = Progress(site_packages(venv), names)
+                progress.start()
+            elif progress is not None:
+                progress.stop()
+                progress = None
         elif not line.startswith(NOISE) and not line.startswith(("  ", "Downloading", "Looking in", "Requirement")):
             print(line.rstrip(), flush=True)  # warnings and errors pass through
+    if progress is not None:
+        progress.stop()
     if proc.wait():
         raise subprocess.CalledProcessError(proc.returncode, cmd)
     return count

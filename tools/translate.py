@@ -560,7 +560,7 @@ def check(names: Iterable[str], sync_only: bool = False) -> int:
                 print(f"    ... and {len(problems) - 12} more")
             failed += bool(problems)
     if failed:
-        print(f"{failed} catalog(s) {'out of sync' if sync_only else 'not complete'}; see docs/TRANSLATING.md")
+        print(f"{failed} catalog(s) {'out of sync' if sync_only else 'not complete'}; see docs/translators.md")
     return 1 if failed else 0
 
 

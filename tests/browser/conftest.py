@@ -109,6 +109,22 @@ class MakeServer:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")[-4000:] if self.log_path.exists() else ""
 
+    def url_last(self, path: str, timeout: float = 30) -> None:
+        """tools/serve.py's banner: the URL with the token, after the server's start-up lines."""
+        want = f"http://localhost:{self.port}{path}?token={self.token}"
+        deadline = time.monotonic() + timeout
+        while True:
+            lines = [ln.strip() for ln in self.log_path.read_text(errors="replace").splitlines()]
+            if want in lines or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert want in lines, f"`make {self.target}` never printed {want}:\n{self.log()}"
+        at = lines.index(want)
+        assert lines[at - 2].endswith("is ready. Open this URL in your browser (Ctrl-C stops it):"), lines[at - 3:at + 1]
+        startup = [i for i, ln in enumerate(lines) if "Use Control-C to stop this server" in ln
+                   or "Skipped non-installed server" in ln]
+        assert startup and max(startup) < at, f"the URL is not after the start-up lines:\n{self.log()}"
+
     def request(self, path: str, data: dict | None = None, timeout: float = 10) -> tuple[int, bytes]:
         body = urllib.parse.urlencode(data).encode() if data is not None else None
         req = urllib.request.Request(self.url + path, data=body, method="POST" if data is not None else "GET",

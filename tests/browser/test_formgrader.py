@@ -249,6 +249,7 @@ def test_formgrader_lists_the_course_and_hostile_submissions_run_nothing(browser
     exchange = tmp_path / "exchange"          # its own exchange: what Release Feedback would write is checked
     exchange.mkdir()
     server = make_server("formgrader", EXCHANGE=str(exchange))
+    server.url_last("/formgrader")
     assignments = sorted(p.name for p in (course / "source").iterdir() if (p / f"{p.name}.ipynb").is_file())
     status, body = server.request("/formgrader/api/assignments")
     assert status == 200, body[:500]

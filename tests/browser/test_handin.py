@@ -3,7 +3,7 @@
 One temporary course (a copy of build/course: source, release and gradebook of notebook 02) and
 one temporary exchange; the repository's own build/course, build/exchange and notebooks/ are not
 touched. Two real `make lab STUDENT=... LAB_DIR=... EXCHANGE=...` servers (alice, bob) on their
-own ports and workspaces, in Chromium; the instructor uses the make targets from the README:
+own ports and workspaces, in Chromium; the instructor uses the make targets from docs/instructors.md:
 
     make roster, make release      -> both students: Assignment List shows the course, Fetch
     alice: types an answer into the notebook and saves, Validate (Assignment List), Submit

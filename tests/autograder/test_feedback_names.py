@@ -1,0 +1,54 @@
+"""The feedback page names each test by its exercise (`scaled_sum`, check 2 of 2), never by its grade id,
+and shows a check's message without the exception's name (no `CheckFailed:`)."""
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+from autograder.feedback import FeedbackWriter, exercise_names, shown_reason
+from autograder.notebooks import SourceNotebook
+
+ROOT = Path(__file__).resolve().parents[2]
+AID = "02_scaled_sum"
+REASON = "CheckFailed: `scaled_sum` returned different values on different devices"
+
+
+def _text(page: str) -> str:
+    body = page[page.index("<body"):] if "<body" in page else page
+    return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", body)))
+
+
+def _page(with_notebook: bool) -> str:
+    source = SourceNotebook.load(AID, ROOT / "solutions" / f"{AID}.ipynb")
+    cells = [{"grade_id": t.grade_id, "points": 0.0, "max_points": float(t.points), "passed": False,
+              "reason": REASON} for t in source.test_cells]
+    row = {"student": "ann", "score": 0, "max_score": source.max_score, "status": "ok", "reason": ""}
+    return FeedbackWriter().html(source.nb if with_notebook else None, AID, row, cells, source=source)
+
+
+def test_exercises_are_the_answer_cells_before_the_tests():
+    source = SourceNotebook.load(AID, ROOT / "solutions" / f"{AID}.ipynb")
+    assert exercise_names(source.nb, [t.grade_id for t in source.test_cells]) == {
+        "scaled_sum_total": ("scaled_sum", 1, 2), "scaled_sum_uses_psum": ("scaled_sum", 2, 2),
+        "scaled_mean_value": ("scaled_mean", 1, 1), "global_max_share_value": ("global_max_share", 1, 1)}
+    assert exercise_names(None, ["x_test"]) == {"x_test": ("x_test", 1, 1)}, "no notebook: the grade id stays"
+    assert shown_reason(REASON) == REASON[len("CheckFailed: "):]
+    assert shown_reason("TypeError: bad") == "TypeError: bad"
+
+
+def test_the_page_names_exercises_and_drops_the_checkfailed_prefix():
+    for with_notebook in (False, True):
+        page = _page(with_notebook)
+        text = _text(page)
+        banner = text[:text.index("Everything below the line")]
+        verdicts = " ".join(_text(q) for q in re.findall(r"(?s)<blockquote>.*?</blockquote>", page)[1:])
+        assert "exercise points result" in banner, banner
+        for gid in ("scaled_sum_total", "scaled_sum_uses_psum", "scaled_mean_value", "global_max_share_value"):
+            assert gid not in banner and gid not in verdicts, f"grade id {gid} in the grader's words"
+        assert "scaled_sum (check 1 of 2)" in text and "scaled_sum (check 2 of 2)" in text
+        assert "CheckFailed" not in text
+        assert "returned different values on different devices" in text
+    text = _text(_page(True))
+    assert re.search(r"✘ Autograder, exercise scaled_sum ?, check 2 of 2: 0 / 1 point\. `scaled_sum` returned", text)
+    assert re.search(r"✘ Autograder, exercise scaled_mean ?: 0 / 2 points\.", text)

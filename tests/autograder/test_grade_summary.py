@@ -1,0 +1,40 @@
+"""`make grade`'s closing summary: only the assignments that were handed in, and where the class report is."""
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+from autograder.outputs import summary
+from autograder.placement import Intake
+from autograder.protections import Protection
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class _Sandbox:
+    def protections(self):
+        return [Protection("network_off", "no network", True, "a network namespace")]
+
+
+def _row(student, aid, status, score):
+    return {"student": student, "assignment": aid, "status": status, "score": score}
+
+
+def test_summary_lists_only_handed_in_assignments_and_the_report(tmp_path, capsys):
+    sources = {aid: SimpleNamespace(max_score=7.0) for aid in ("01_axis_names", "02_scaled_sum", "03_nested_axes")}
+    rows = [_row("ann", "01_axis_names", "missing", 0.0), _row("bo", "01_axis_names", "missing", 0.0),
+            _row("ann", "02_scaled_sum", "ok", 7.0), _row("bo", "02_scaled_sum", "missing", 0.0),
+            _row("ann", "03_nested_axes", "missing", 0.0), _row("bo", "03_nested_axes", "missing", 0.0)]
+    (tmp_path / "report.html").write_text("<html></html>")
+    summary(tmp_path, sources, Intake(students={"ann", "bo"}), rows, 3.0, _Sandbox(), 2, False, {})
+    out = capsys.readouterr().out.splitlines()
+    means = [ln for ln in out if " mean " in ln]
+    assert means == [f"  {'02_scaled_sum':<28} mean  7.00 / 7  over 1 hand-in(s), 1 student(s) without one"]
+    assert "  not handed in by anyone: 01_axis_names, 03_nested_axes" in out
+    assert out[-1] == f"class report: {tmp_path / 'report.html'}"
+
+
+def test_make_grade_does_not_echo_its_command_line():
+    """The instructor sees the grader's progress and summary, not a screenful of options."""
+    recipe = (ROOT / "Makefile").read_text().split("\ngrade: ", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    assert recipe and recipe[0].startswith("\t@$(BIN)/python -m autograder grade"), recipe[:1]

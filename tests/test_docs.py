@@ -1,0 +1,67 @@
+"""The README is a front door (at most 12 KB) and every relative link in it and in docs/ leads somewhere.
+
+Links are markdown links `[text](target)` outside code; a target with a scheme (https:, mailto:)
+is not checked here. A relative target must name a file of the repository; its `#anchor`, when it
+has one, must be a heading of that file (GitHub's slugs: lower case, punctuation dropped, spaces
+to hyphens). Paths to docs/ named in the Makefile's and tools' messages must exist too.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def _prose(text: str) -> str:
+    """The text without fenced code blocks and inline code spans."""
+    text = re.sub(r"(?ms)^```.*?^```", "", text)
+    return re.sub(r"`[^`\n]*`", "", text)
+
+
+def _slug(heading: str) -> str:
+    heading = re.sub(r"`", "", heading.strip().lower())
+    heading = re.sub(r"[^\w\- ]", "", heading)
+    return heading.replace(" ", "-")
+
+
+def _anchors(path: Path) -> set[str]:
+    text = re.sub(r"(?ms)^```.*?^```", "", path.read_text(encoding="utf-8"))
+    return {_slug(m.group(1)) for m in re.finditer(r"(?m)^#{1,6} (.+)$", text)}
+
+
+def test_the_readme_is_a_front_door():
+    size = len((ROOT / "README.md").read_bytes())
+    assert size <= 12 * 1024, f"README.md is {size} bytes; at most 12 KB: move the details to docs/"
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    for must in ("make lab", "make test", "## Start here", "**Students.**", "**Instructors.**", "## Syllabus",
+                 "same OS user", "make hub", "docs/students.md", "docs/instructors.md", "docs/maintainers.md",
+                 "docs/translators.md"):
+        assert must in text, f"README.md should have {must!r}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_resolves(page):
+    bad = []
+    for target in LINK.findall(_prose(page.read_text(encoding="utf-8"))):
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target):
+            continue
+        path, _, anchor = target.partition("#")
+        dest = (page.parent / path).resolve() if path else page
+        if not dest.exists():
+            bad.append(f"{target}: no such file {dest.relative_to(ROOT) if dest.is_relative_to(ROOT) else dest}")
+        elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest):
+            bad.append(f"{target}: {dest.name} has no heading #{anchor}")
+    assert not bad, f"{page.relative_to(ROOT)}: broken links:\n  " + "\n  ".join(bad)
+
+
+def test_docs_named_by_the_makefile_and_tools_exist():
+    named = set()
+    for source in [ROOT / "Makefile", *(ROOT / "tools").glob("*.py"), *(ROOT / "autograder").glob("*.py")]:
+        named |= set(re.findall(r"docs/[A-Za-z0-9_.-]+\.md", source.read_text(encoding="utf-8")))
+    missing = sorted(n for n in named if not (ROOT / n).is_file())
+    assert named and not missing, f"named but missing: {missing}"

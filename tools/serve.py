@@ -1,0 +1,120 @@
+"""Run a Jupyter server and print its URL, with the login token, last: after the server's own start-up lines.
+
+    python tools/serve.py --port 8888 --path /lab [--token T] [--what "JupyterLab"] -- jupyter lab ARGS...
+
+(`make lab` and `make formgrader`.) A Jupyter server prints its URL in the middle of a dozen log
+lines, and more follow; a student looks at the last line. So this starts the server with a
+known token (the one given, else a fresh random one) appended as `--IdentityProvider.token`,
+passes every byte it writes through as it comes, asks for the page (`--path`) with that token until
+the server answers 200, waits until its output has been quiet for a moment (at most a few seconds),
+and then prints
+
+    JupyterLab is ready. Open this URL in your browser (Ctrl-C stops it):
+
+        http://localhost:8888/lab?token=...
+
+Ctrl-C reaches the server directly (same terminal, same process group); this process ignores it
+and waits, so the server's own "Shutdown this Jupyter server (y/[n])?" still works. SIGTERM is
+passed on. The exit status is the server's. Only the standard library: it runs in the venv but
+needs nothing of it.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+QUIET_S = 0.5          # the server's start-up lines have ended when it has said nothing for this long
+QUIET_MAX_S = 8.0      # ... or after this long, whatever it still says
+# jupyter_lsp looks for language servers after the server is up and says what it found a second later
+LATE_LINES = ((b"jupyter_lsp | extension was successfully loaded", b"Skipped non-installed server"),)
+POLL_S = 0.2
+
+
+class Output(threading.Thread):
+    """Copies the server's output to ours, byte for byte (a prompt without a newline shows at once)."""
+
+    def __init__(self, fd: int, sink):
+        super().__init__(daemon=True)
+        self.fd, self.sink, self.last = fd, sink, time.monotonic()
+        self.lock = threading.Lock()
+        self.seen = b""                   # everything said before the banner (start-up: some kB)
+
+    def run(self) -> None:
+        while chunk := os.read(self.fd, 65536):
+            with self.lock:
+                self.sink.write(chunk)
+                self.sink.flush()
+                self.last = time.monotonic()
+                if len(self.seen) < 1 << 20:
+                    self.seen += chunk
+
+    def settled(self) -> bool:
+        """Quiet for QUIET_S, and every line announced as coming later has come."""
+        with self.lock:
+            pending = any(first in self.seen and later not in self.seen for first, later in LATE_LINES)
+            return not pending and time.monotonic() - self.last >= QUIET_S
+
+    def say(self, text: str) -> None:
+        with self.lock:
+            self.sink.write(text.encode())
+            self.sink.flush()
+
+
+def ready(port: int, path: str, token: str, timeout: float = 2.0) -> bool:
+    """The page itself answers 200 with the token (formgrader's too, not only the server)."""
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers={"Authorization": f"token {token}"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return resp.status == 200
+    except (OSError, urllib.error.URLError):
+        return False
+
+
+def banner(what: str, url: str) -> str:
+    return f"\n{what} is ready. Open this URL in your browser (Ctrl-C stops it):\n\n    {url}\n\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--" not in argv:
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        return 2
+    split = argv.index("--")
+    parser = argparse.ArgumentParser(prog="serve.py")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--path", default="/lab", help="the page the URL opens (/lab, /formgrader)")
+    parser.add_argument("--token", default="", help="login token (default: a fresh random one)")
+    parser.add_argument("--what", default="JupyterLab", help="what the banner calls the server")
+    args = parser.parse_args(argv[:split])
+    command = argv[split + 1:]
+    token = args.token or secrets.token_hex(24)
+    url = f"http://localhost:{args.port}{args.path}?token={token}"
+    read, write = os.pipe()
+    proc = subprocess.Popen([*command, f"--IdentityProvider.token={token}"], stdout=write, stderr=write)
+    os.close(write)
+    out = Output(read, sys.stdout.buffer)
+    out.start()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)           # the server gets the terminal's Ctrl-C itself
+    signal.signal(signal.SIGTERM, lambda *_: proc.send_signal(signal.SIGTERM))
+    while proc.poll() is None and not ready(args.port, args.path, token):
+        time.sleep(POLL_S)
+    if proc.poll() is None:
+        settled = time.monotonic() + QUIET_MAX_S
+        while time.monotonic() < settled and not out.settled() and proc.poll() is None:
+            time.sleep(QUIET_S / 5)
+        out.say(banner(args.what, url))
+    code = proc.wait()
+    out.join(timeout=5)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
