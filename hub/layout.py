@@ -1,0 +1,221 @@
+"""The deployment's folders and their permissions (who may read what is decided here, and only here).
+
+    python -m hub.layout apply      # folders, the exchange, the hub's courses, the checkout (idempotent)
+    python -m hub.layout own        # give the hub's course folders back to their graders (after `make grade`)
+    python -m hub.layout restore    # the checkout's permissions as they were before `apply` (`make hub-clean`)
+
+Design
+- The exchange is nbgrader's, with nbgrader's documented modes, created in advance by root and
+  owned by each course's grader (nbgrader then finds them "self owned" and keeps them):
+      exchange/<course>/            0755   grader
+        outbound/                   0755   grader   released assignments: everyone reads
+        inbound/                    3733   grader   hand-ins: everyone may add, no one may list;
+                                                     nbgrader's setgid, plus the sticky bit (added
+                                                     here): no one renames or deletes another's entry
+        feedback/                   0711   grader   feedback files named by a hash of the submission's
+                                                     secret: each student finds only their own
+- The hub's course folders courses/<course>/ are copies of build/course and build/zh/course
+  (source, release, gradebook), made once (a gradebook with grades is never overwritten), 0700
+  and owned by the course's grader: the formgrader service runs as that account; students
+  cannot read the source, the submissions or the gradebook.
+- The checkout: a student's server runs the course venv, imports the course package and reads
+  the course's jupyter config from it, so those stay readable (`OPEN`); the checkout's root
+  becomes 0711 (passable, not listable) and everything else in it (solutions/, tests/, build/,
+  .git, ...) loses every permission for others. The old modes go to state/checkout.json, and
+  `restore` puts them back.
+- Every folder the students' servers need must be passable by others up to `/`: `problems()`
+  names the first one that is not, instead of letting servers fail later.
+
+Threat model: students are hostile and run arbitrary code as their own uid. Nothing under a
+student's control is followed here: this module only creates and chmods paths it names itself,
+never walks into the exchange or a home.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+from hub.deployment import ROOT, Deployment
+
+# top-level entries of the checkout that students' servers must read (everything else is closed)
+OPEN = (".venv-hub", "namedaxes", "jupyter", "hub", "tools")
+BUILT_COURSE = {"namedaxes": ROOT / "build" / "course", "namedaxes-zh": ROOT / "build" / "zh" / "course"}
+EXCHANGE_MODES = {"": 0o755, "outbound": 0o755, "inbound": 0o3733, "feedback": 0o711}
+
+
+class LayoutError(Exception):
+    pass
+
+
+def problems(dep: Deployment) -> list[str]:
+    """What stops the students' servers from reaching the venv and the deployment (empty: nothing)."""
+    out = []
+    base = _base_python(dep.venv)
+    for target in (dep.venv, dep.hub_dir, *([base] if base else [])):
+        for folder in [*reversed(target.parents), target]:
+            if folder.exists() and not (folder.stat().st_mode & stat.S_IXOTH) and folder not in (ROOT, dep.hub_dir):
+                out.append(f"{folder} (mode {stat.filemode(folder.stat().st_mode)}) cannot be passed by other users, "
+                           f"so the students' servers cannot reach {target}: `chmod o+x {folder}`, or put the "
+                           f"checkout (and HUB_DIR) somewhere every user can pass, e.g. under /srv or /opt")
+                break
+    if not (dep.venv / "bin" / "jupyterhub-singleuser").exists():
+        out.append(f"{dep.venv}/bin/jupyterhub-singleuser is missing: `make venv` installs the lock with JupyterHub")
+    return out
+
+
+def _base_python(venv: Path) -> Path | None:
+    """The folder of the interpreter a venv runs (pyvenv.cfg's home), resolved."""
+    try:
+        for line in (venv / "pyvenv.cfg").read_text().splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() == "home":
+                return Path(value.strip()).resolve()
+    except OSError:
+        pass
+    return None
+
+
+def _mkdir(path: Path, mode: int, owner: str | None = None) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    if path.is_symlink():
+        raise LayoutError(f"{path} is a symbolic link; the hub's folders must be real folders")
+    if owner is not None:
+        entry = pwd.getpwnam(owner)
+        os.chown(path, entry.pw_uid, entry.pw_gid)
+    else:
+        os.chown(path, 0, 0)
+    os.chmod(path, mode)
+
+
+def _chown_tree(path: Path, owner: str) -> None:
+    entry = pwd.getpwnam(owner)
+    for dirpath, dirnames, filenames in os.walk(path):            # our own copy: no student writes here
+        for name in [*dirnames, *filenames]:
+            os.lchown(os.path.join(dirpath, name), entry.pw_uid, entry.pw_gid)
+    os.chown(path, entry.pw_uid, entry.pw_gid)
+
+
+def lay_out_courses(dep: Deployment) -> list[str]:
+    lines = []
+    _mkdir(dep.hub_dir / "courses", 0o711)
+    for course, grader in dep.graders.items():
+        built, dest = BUILT_COURSE[course], dep.course_dir(course)
+        if not (built / "gradebook.db").is_file():
+            raise LayoutError(f"{built} is not laid out (the Makefile's `hub` target does it first: "
+                              f"`make notebooks`, or tools/handin.py layout --edition zh)")
+        if not dest.is_dir():
+            dest.mkdir()
+            for name in ("source", "release"):
+                shutil.copytree(built / name, dest / name)
+            for name in ("gradebook.db", "nbgrader_config.py"):
+                shutil.copy2(built / name, dest / name)
+            lines.append(f"course {course}: laid out in {dest} from {built.relative_to(ROOT)}")
+        else:
+            added = []
+            for name in ("source", "release"):
+                for aid in sorted(p.name for p in (built / name).iterdir() if p.is_dir()):
+                    if not (dest / name / aid).exists():
+                        shutil.copytree(built / name / aid, dest / name / aid)
+                        added.append(aid)
+            lines.append(f"course {course}: {dest} kept" + (f" (added {', '.join(sorted(set(added)))})" if added else ""))
+        _chown_tree(dest, grader)
+        os.chmod(dest, 0o700)
+    return lines
+
+
+def lay_out_exchange(dep: Deployment) -> None:
+    _mkdir(dep.exchange, 0o755)
+    for course, grader in dep.graders.items():
+        for sub, mode in EXCHANGE_MODES.items():
+            _mkdir(dep.exchange / course / sub if sub else dep.exchange / course, mode, grader)
+
+
+def close_checkout(dep: Deployment) -> list[str]:
+    """Checkout root 0711, OPEN readable by others, the rest closed to others; old modes kept once."""
+    record = dep.state / "checkout.json"
+    saved = json.loads(record.read_text()) if record.is_file() else {}
+    changed = []
+    keep = set(OPEN)
+    if dep.hub_dir.parent == ROOT:
+        keep.add(dep.hub_dir.name)
+    for entry in sorted(ROOT.iterdir()):
+        st = entry.lstat()
+        if stat.S_ISLNK(st.st_mode):
+            continue
+        mode = stat.S_IMODE(st.st_mode)
+        if entry.name in keep:
+            if entry.name in OPEN and not (mode & stat.S_IROTH and (mode & stat.S_IXOTH or not entry.is_dir())):
+                saved.setdefault(entry.name, mode)
+                subprocess.run(["chmod", "-R", "o+rX", str(entry)], check=True)
+                changed.append(f"opened {entry.name}")
+            continue
+        if mode & 0o007:
+            saved.setdefault(entry.name, mode)
+            os.chmod(entry, mode & ~0o007)
+            changed.append(entry.name)
+    root_mode = stat.S_IMODE(ROOT.stat().st_mode)
+    if root_mode != 0o711:
+        saved.setdefault(".", root_mode)
+        os.chmod(ROOT, (root_mode & 0o700) | 0o011)
+    record.write_text(json.dumps(saved, indent=1) + "\n")
+    os.chmod(record, 0o600)
+    return [f"checkout {ROOT}: passable by others, closed to them except {', '.join(OPEN)}"
+            + (f" (closed now: {', '.join(changed)})" if changed else "")]
+
+
+def restore_checkout(dep: Deployment) -> list[str]:
+    record = dep.state / "checkout.json"
+    if not record.is_file():
+        return []
+    saved = json.loads(record.read_text())
+    for name, mode in saved.items():
+        path = ROOT if name == "." else ROOT / name
+        if path.exists() and not path.is_symlink():
+            os.chmod(path, mode)
+    record.unlink()
+    return [f"checkout {ROOT}: permissions restored ({len(saved)} entries)"]
+
+
+def apply(dep: Deployment) -> list[str]:
+    if os.geteuid() != 0:
+        raise LayoutError("laying out the hub's folders needs root (chown to the course accounts)")
+    bad = problems(dep)
+    if bad:
+        raise LayoutError("\n".join(bad))
+    _mkdir(dep.hub_dir, 0o711)
+    _mkdir(dep.state, 0o700)
+    _mkdir(dep.homes, 0o711)
+    lay_out_exchange(dep)
+    lines = lay_out_courses(dep)
+    lines += close_checkout(dep)
+    return lines
+
+
+def own(dep: Deployment) -> list[str]:
+    """After root wrote into a hub course (make grade): the grader owns it all again."""
+    for course, grader in dep.graders.items():
+        if dep.course_dir(course).is_dir():
+            _chown_tree(dep.course_dir(course), grader)
+    return [f"hub courses owned by their graders again ({', '.join(dep.graders.values())})"]
+
+
+def main(argv=None) -> int:
+    cmd = (argv or sys.argv[1:] or ["apply"])[0]
+    dep = Deployment.from_env()
+    try:
+        lines = {"apply": apply, "own": own, "restore": restore_checkout}[cmd](dep)
+    except LayoutError as err:
+        print(f"hub layout: {err}", file=sys.stderr)
+        return 1
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
