@@ -6,7 +6,7 @@ One file per job:
     layout.py              the folders and their permissions: homes, the exchange, the hub's courses, the checkout
     server.py              start / stop / clean (`make hub`, `make hub-stop`, `make hub-clean`)
     jupyterhub_config.py   the hub: PAM logins, LocalProcessSpawner, nbgrader's groups and roles, formgrader services
-    singleuser/            jupyter config for the students' servers (nbgrader in JupyterHub mode)
+    singleuser/            jupyter config for the students' servers (nbgrader in JupyterHub mode; private_submit.py)
     formgrader/            jupyter config for the formgrader services (one per course, run as that course's grader)
     proxy/                 the official configurable-http-proxy, pinned by package-lock.json (npm ci)
     bench.py               `make bench-hub`: 20 simulated students at once against the local hub

@@ -9,7 +9,7 @@ variables (NAMEDAXES_HUB_*).
                                            passwords.csv (the accounts' passwords), checkout.json
       proxy/                 0755 root     configurable-http-proxy (npm ci of hub/proxy/package-lock.json)
       home/                  0711 root     one home per account, 0700 of its owner
-      exchange/              0755 root     nbgrader's exchange; exchange/<course>/ belongs to that course's grader
+      exchange/              1777 root     nbgrader's exchange; exchange/<course>/ belongs to that course's grader
       courses/               0711 root     courses/<course>/: the hub's nbgrader course folder, 0700 of its grader
 
 Threat model: nothing here trusts a student; the names are fixed by the instructor (environment
@@ -37,7 +37,7 @@ class Deployment:
     ip: str = "127.0.0.1"
     group: str = "namedaxes"              # every account the hub creates is in this group
     instructor: str = "instructor"        # the hub's admin; grades in formgrader
-    venv: Path = ROOT / ".venv-hub"      # what the hub and every server it starts run (Makefile: HUB_VENV)
+    venv: Path = ROOT / ".venv"      # what the hub and every server it starts run (Makefile: HUB_VENV)
     courses: tuple[str, ...] = COURSES
     graders: dict = field(default_factory=dict)   # course id -> grader account (filled in __post_init__)
 
@@ -53,7 +53,7 @@ class Deployment:
                    ip=env.get("NAMEDAXES_HUB_IP") or "127.0.0.1",
                    group=env.get("NAMEDAXES_HUB_GROUP") or "namedaxes",
                    instructor=env.get("NAMEDAXES_HUB_INSTRUCTOR") or "instructor",
-                   venv=Path(env.get("NAMEDAXES_HUB_VENV") or ROOT / ".venv-hub").absolute())
+                   venv=Path(env.get("NAMEDAXES_HUB_VENV") or ROOT / ".venv").absolute())
 
     def env(self) -> dict[str, str]:
         """The environment that makes `from_env` give this deployment back (for child processes)."""

@@ -6,7 +6,8 @@
 
 Design
 - The exchange is nbgrader's, with nbgrader's documented modes, created in advance by root and
-  owned by each course's grader (nbgrader then finds them "self owned" and keeps them):
+  owned by each course's grader (nbgrader then finds them "self owned" and keeps them). Its root
+  is 0777 as nbgrader insists, plus the sticky bit: no one renames another's course folder away.
       exchange/<course>/            0755   grader
         outbound/                   0755   grader   released assignments: everyone reads
         inbound/                    3733   grader   hand-ins: everyone may add, no one may list;
@@ -44,7 +45,7 @@ from pathlib import Path
 from hub.deployment import ROOT, Deployment
 
 # top-level entries of the checkout that students' servers must read (everything else is closed)
-OPEN = (".venv-hub", "namedaxes", "jupyter", "hub", "tools")
+OPEN = (".venv", "namedaxes", "jupyter", "hub", "tools")
 BUILT_COURSE = {"namedaxes": ROOT / "build" / "course", "namedaxes-zh": ROOT / "build" / "zh" / "course"}
 EXCHANGE_MODES = {"": 0o755, "outbound": 0o755, "inbound": 0o3733, "feedback": 0o711}
 
@@ -53,17 +54,22 @@ class LayoutError(Exception):
     pass
 
 
-def problems(dep: Deployment) -> list[str]:
-    """What stops the students' servers from reaching the venv and the deployment (empty: nothing)."""
-    out = []
+def blocked(dep: Deployment) -> list[Path]:
+    """Folders above the venv, its Python and HUB_DIR that other users cannot pass (the checkout and
+    HUB_DIR themselves aside: apply() sets those)."""
     base = _base_python(dep.venv)
+    out: list[Path] = []
     for target in (dep.venv, dep.hub_dir, *([base] if base else [])):
-        for folder in [*reversed(target.parents), target]:
-            if folder.exists() and not (folder.stat().st_mode & stat.S_IXOTH) and folder not in (ROOT, dep.hub_dir):
-                out.append(f"{folder} (mode {stat.filemode(folder.stat().st_mode)}) cannot be passed by other users, "
-                           f"so the students' servers cannot reach {target}: `chmod o+x {folder}`, or put the "
-                           f"checkout (and HUB_DIR) somewhere every user can pass, e.g. under /srv or /opt")
-                break
+        for folder in reversed(target.parents):
+            if folder.exists() and not (folder.stat().st_mode & stat.S_IXOTH) and folder not in (ROOT, dep.hub_dir) \
+                    and folder not in out:
+                out.append(folder)
+    return out
+
+
+def problems(dep: Deployment) -> list[str]:
+    """What stops the deployment before anything is changed (empty: nothing)."""
+    out = []
     if not (dep.venv / "bin" / "jupyterhub-singleuser").exists():
         out.append(f"{dep.venv}/bin/jupyterhub-singleuser is missing: `make venv` installs the lock with JupyterHub")
     return out
@@ -130,7 +136,7 @@ def lay_out_courses(dep: Deployment) -> list[str]:
 
 
 def lay_out_exchange(dep: Deployment) -> None:
-    _mkdir(dep.exchange, 0o755)
+    _mkdir(dep.exchange, 0o1777)
     for course, grader in dep.graders.items():
         for sub, mode in EXCHANGE_MODES.items():
             _mkdir(dep.exchange / course / sub if sub else dep.exchange / course, mode, grader)
@@ -163,10 +169,20 @@ def close_checkout(dep: Deployment) -> list[str]:
     if root_mode != 0o711:
         saved.setdefault(".", root_mode)
         os.chmod(ROOT, (root_mode & 0o700) | 0o011)
+    lines = [f"checkout {ROOT}: passable by others, closed to them except {', '.join(OPEN)}"
+             + (f" (closed now: {', '.join(changed)})" if changed else "")]
+    # the way to the venv's Python (e.g. pyenv in root's home): passable (o+x), never listable
+    for folder in blocked(dep):
+        mode = stat.S_IMODE(folder.stat().st_mode)
+        saved.setdefault(str(folder), mode)
+        os.chmod(folder, mode | stat.S_IXOTH)
+        lines.append(f"WARNING: {folder} was {stat.filemode(mode)}: made passable by other users (o+x, not listable) so "
+                     f"that the students' servers can run {dep.venv}'s Python; world-readable files in it are now "
+                     f"readable by name. `make hub-clean` restores it; build the venv from a Python outside it "
+                     f"(make venv PYTHON=..., HUB_VENV=...) to avoid this")
     record.write_text(json.dumps(saved, indent=1) + "\n")
     os.chmod(record, 0o600)
-    return [f"checkout {ROOT}: passable by others, closed to them except {', '.join(OPEN)}"
-            + (f" (closed now: {', '.join(changed)})" if changed else "")]
+    return lines
 
 
 def restore_checkout(dep: Deployment) -> list[str]:
@@ -175,7 +191,7 @@ def restore_checkout(dep: Deployment) -> list[str]:
         return []
     saved = json.loads(record.read_text())
     for name, mode in saved.items():
-        path = ROOT if name == "." else ROOT / name
+        path = ROOT if name == "." else (Path(name) if name.startswith("/") else ROOT / name)
         if path.exists() and not path.is_symlink():
             os.chmod(path, mode)
     record.unlink()

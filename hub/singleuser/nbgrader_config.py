@@ -9,12 +9,14 @@ import sys
 
 from nbgrader.auth import JupyterHubAuthPlugin
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # hub.exchange_submit
+# private_submit.py, next to this file (the checkout's root is not listable by students, so Python
+# cannot import from it: this folder is)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 c = get_config()  # noqa: F821
 c.Authenticator.plugin_class = JupyterHubAuthPlugin
 c.Exchange.path_includes_course = True
 c.CourseDirectory.course_id = ""          # every course of the user's groups, not only the English one
 c.NbGrader.course_titles = {"namedaxes": "JAX named axes", "namedaxes-zh": "JAX 命名轴（中文版）"}
-# A hand-in readable by its author and the course's grader only (hub/exchange_submit.py).
-c.ExchangeFactory.submit = "hub.exchange_submit.PrivateExchangeSubmit"
+# A hand-in readable by its author and the course's grader only (private_submit.py).
+c.ExchangeFactory.submit = "private_submit.PrivateExchangeSubmit"

@@ -5,7 +5,7 @@
 its own group and account names (`nxt...`), so that it never meets a `make hub` of this machine.
 It is removed with hub.server.clean afterwards (accounts, folders, the checkout's modes).
 
-It needs root (useradd, chown, runuser) and .venv-hub (`make hub-test-deps`); without them the
+It needs root (useradd, chown, runuser) and JupyterHub in .venv (`make hub-test-deps`); without them the
 tests skip and say why. CI runs as root, so there they run.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ from hub import accounts as hub_accounts  # noqa: E402
 from hub import layout, server  # noqa: E402
 from hub.deployment import Deployment  # noqa: E402
 
-HUB_VENV = ROOT / ".venv-hub"
+HUB_VENV = ROOT / ".venv"
 AID = "02_scaled_sum"
 COURSE = "namedaxes"
 RUNUSER = shutil.which("runuser") or "/usr/sbin/runuser"
@@ -37,7 +37,7 @@ def requirements() -> str:
     if os.geteuid() != 0:
         return "the hub tests create real Unix accounts and run as them: they need root (CI runs as root)"
     if not (HUB_VENV / "bin" / "jupyterhub-singleuser").exists():
-        return f"{HUB_VENV} is missing: `make hub-test-deps` (part of `make test` as root) builds it"
+        return f"{HUB_VENV} has no jupyterhub-singleuser: `make venv` installs the lock with JupyterHub"
     for tool in ("useradd", "userdel", "chpasswd", "runuser", "setpriv"):
         if not shutil.which(tool) and not os.path.exists(f"/usr/sbin/{tool}"):
             return f"{tool} is missing (Debian's passwd / util-linux)"

@@ -102,7 +102,11 @@ def attempt(user: str, op: str, path: Path, arg: Path | None = None) -> str:
 
 
 def inbound_entry(dep, student) -> Path:
-    found = [p for p in (dep.exchange / COURSE / "inbound").iterdir() if p.name.startswith(f"{student}+{AID}+")]
+    """The student's real hand-in: named for them and owned by them (a forged one is someone else's)."""
+    import pwd
+    uid = pwd.getpwnam(student).pw_uid
+    found = [p for p in (dep.exchange / COURSE / "inbound").iterdir()
+             if p.name.startswith(f"{student}+{AID}+") and p.stat().st_uid == uid]
     assert len(found) == 1, found
     return found[0]
 
@@ -194,6 +198,13 @@ def test_hand_ins_belong_to_the_grader_group_and_are_closed_to_others(hub):
         st = path.stat()
         assert grp.getgrgid(st.st_gid).gr_name == grader_group
         assert st.st_mode & 0o007 == 0, f"{path}: mode {oct(st.st_mode)}"
+
+
+def test_a_student_cannot_rename_the_course_away_in_the_exchange(hub):
+    """The exchange's root is 0777 (nbgrader insists): sticky, so the course folder stays the grader's."""
+    course = hub.exchange / COURSE
+    assert attempt(BEN, "rename", course, hub.exchange / "stolen") == "EPERM"
+    assert attempt(BEN, "create", course / "outbound") == "EACCES"      # nor plant a release
 
 
 # --- the exchange: feedback
