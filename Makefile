@@ -22,7 +22,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: browser-deps formgrader update-work roster release collect return-feedback
 .PHONY: fonts catalogs check-catalogs
-.PHONY: hub hub-stop hub-clean hub-deps hub-test-deps bench-hub
+.PHONY: hub hub-stop hub-clean hub-deps hub-test-deps
 .PHONY: help venv venv-newest lock system-deps lab notebooks check-notebooks test test-newest test-fast bench grade bench-grade clean
 
 help:
@@ -44,7 +44,6 @@ help:
 	@echo "make bench-grade    time make grade against plain nbgrader autograde on a generated class"
 	@echo "make hub            a real JupyterHub for a class on this machine (root): PORT=8000, ROSTER=students.csv;"
 	@echo "                    then make release/collect/grade/return-feedback HUB=1; make hub-stop; make hub-clean"
-	@echo "make bench-hub      20 simulated students log in, start servers, fetch and submit at once (root)"
 
 SUPPORTED = $$(tools/find_python.sh --supported | tr '\n' ' ' | sed 's/ $$//')
 # $(call check_python,VARIABLE): that interpreter exists, runs, and has a lock; else a clear error.
@@ -128,8 +127,8 @@ update-work: venv
 # EDITION=zh: build/zh/course, the Chinese edition's course (tools/handin.py layout), graded against the English source.
 COURSE ?= $(if $(ZH),build/zh/course,build/course)
 ifneq ($(HUB),)
-COURSE := $(HUB_DIR)/courses/namedaxes$(if $(ZH),-zh)
-EXCHANGE := $(HUB_DIR)/exchange
+COURSE = $(abspath $(HUB_DIR))/courses/namedaxes$(if $(ZH),-zh)
+EXCHANGE = $(abspath $(HUB_DIR))/exchange
 endif
 formgrader: venv
 	@$(COURSE_READY)
@@ -255,7 +254,7 @@ hub-deps:
 	  (apt-get install -y -qq nodejs npm >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null)) \
 	  || { echo "could not install nodejs and npm with apt-get: install them, then make hub again" >&2; exit 1; }; }
 
-# For `make test`: as root, what the hub tests need (tests/hub, tests/browser/test_hub.py); otherwise
+# For `make test`: as root, what the hub tests need (tests/hub); otherwise
 # a note (those tests then skip and say why).
 hub-test-deps:
 	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory hub-deps; else \
@@ -271,15 +270,6 @@ hub-stop: venv
 
 hub-clean: venv
 	@env $(HUB_ENV) $(BIN)/python -m hub.server clean
-
-bench-# For `make test`: as root, what the hub tests need (tests/hub, tests/browser/test_hub.py); otherwise
-# a note (those tests then skip and say why).
-hub-test-deps:
-	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory hub-deps; else \
-	  echo "NOTE: not root: the JupyterHub tests (real Unix accounts) will be skipped; CI runs them as root"; fi
-
-hub: venv hub-deps
-	$(BIN)/python -m hub.bench $(if $(STUDENTS),--students $(STUDENTS))
 
 # build/ also holds the hand-in loop's state (exchange, collected submissions, grades, gradebook):
 # not deleted without FORCE=1 while there are hand-ins in it.
