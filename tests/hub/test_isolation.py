@@ -236,10 +236,11 @@ def test_a_student_cannot_read_the_hub_course(hub, where):
 
 @pytest.mark.parametrize("rel", ["solutions/02_scaled_sum.ipynb", "build/course/gradebook.db",
                                  "build/course/source/02_scaled_sum/02_scaled_sum.ipynb", "tests/test_handin_tool.py",
-                                 ".git/HEAD"])
+                                 ".git", "solutions"])
 def test_a_student_cannot_read_the_course_source_in_the_checkout(hub, rel):
-    assert (ROOT / rel).exists()
-    assert attempt(BEN, "read", ROOT / rel) == "EACCES"
+    path = ROOT / rel                    # .git: a folder in a clone, a file in a worktree
+    assert path.exists()
+    assert attempt(BEN, "list" if path.is_dir() else "read", path) == "EACCES"
 
 
 def test_a_student_cannot_list_the_checkout_but_runs_the_course_venv(hub):
