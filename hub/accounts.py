@@ -156,7 +156,7 @@ def sync(dep: Deployment, roster: Path | None) -> list[str]:
     accounts.staff = staff
     accounts.save(dep.accounts_file)
     lines.append(f"{len(new)} account(s) created" + (f" ({', '.join(new)})" if new else "")
-                 + f"; {len(ids)} student(s) on the roster, instructor {dep.instructor}, graders "
+                 + f"; {len(accounts.students)} student(s) may log in, instructor {dep.instructor}, graders "
                  + ", ".join(dep.graders.values()))
     if dropped:
         lines.append(f"not on this roster (accounts kept, logins off until they are back): {', '.join(dropped)}")

@@ -176,7 +176,7 @@ def close_checkout(dep: Deployment) -> list[str]:
         mode = stat.S_IMODE(folder.stat().st_mode)
         saved.setdefault(str(folder), mode)
         os.chmod(folder, mode | stat.S_IXOTH)
-        lines.append(f"WARNING: {folder} was {stat.filemode(mode)}: made passable by other users (o+x, not listable) so "
+        lines.append(f"WARNING: {folder} was {stat.filemode(folder.stat().st_mode & ~stat.S_IXOTH)}: made passable by other users (o+x, not listable) so "
                      f"that the students' servers can run {dep.venv}'s Python; world-readable files in it are now "
                      f"readable by name. `make hub-clean` restores it; build the venv from a Python outside it "
                      f"(make venv PYTHON=..., HUB_VENV=...) to avoid this")

@@ -17,6 +17,5 @@ c = get_config()  # noqa: F821
 c.Authenticator.plugin_class = JupyterHubAuthPlugin
 c.Exchange.path_includes_course = True
 c.CourseDirectory.course_id = ""          # every course of the user's groups, not only the English one
-c.NbGrader.course_titles = {"namedaxes": "JAX named axes", "namedaxes-zh": "JAX 命名轴（中文版）"}
 # A hand-in readable by its author and the course's grader only (private_submit.py).
 c.ExchangeFactory.submit = "private_submit.PrivateExchangeSubmit"
