@@ -22,7 +22,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: browser-deps formgrader update-work roster release collect return-feedback
 .PHONY: fonts catalogs check-catalogs
-.PHONY: hub hub-stop hub-clean hub-deps hub-test-deps
+.PHONY: hub hub-stop hub-clean hub-deps hub-test-deps bench-hub
 .PHONY: help venv venv-newest lock system-deps lab notebooks check-notebooks test test-newest test-fast bench grade bench-grade clean
 
 help:
@@ -44,6 +44,7 @@ help:
 	@echo "make bench-grade    time make grade against plain nbgrader autograde on a generated class"
 	@echo "make hub            a real JupyterHub for a class on this machine (root): PORT=8000, ROSTER=students.csv;"
 	@echo "                    then make release/collect/grade/return-feedback HUB=1; make hub-stop; make hub-clean"
+	@echo "make bench-hub      STUDENTS=20 simulated students log in, start servers, fetch and submit at once (root)"
 
 SUPPORTED = $$(tools/find_python.sh --supported | tr '\n' ' ' | sed 's/ $$//')
 # $(call check_python,VARIABLE): that interpreter exists, runs, and has a lock; else a clear error.
@@ -134,7 +135,7 @@ formgrader: venv
 	@$(COURSE_READY)
 	@mkdir -p build/exchange
 	@echo "Starting formgrader: http://localhost:$(PORT)/formgrader (log in with the token in the URL below)"
-	cd "$(COURSE)" && exec env JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter/nbgrader" JUPYTER_PATH="$(CURDIR)/jupyter/data" $(EXCHANGE_ENV) \
+	cd "$(COURSE)" && exec env JUPYTER_CONFIG_PATH="$(FORMGRADER_CONFIG_PATH)" JUPYTER_PATH="$(CURDIR)/jupyter/data" $(EXCHANGE_ENV) \
 	  "$(CURDIR)/$(BIN)/jupyter" lab --port=$(PORT) \
 	  --no-browser --allow-root --ServerApp.port_retries=0 $(if $(LAB_TOKEN),--IdentityProvider.token="$(LAB_TOKEN)") $(LAB_ARGS)
 
@@ -235,7 +236,8 @@ bench-grade: venv system-deps
 # put TLS in front), returning once the login page answers. Passwords: HUB_DIR/state/passwords.csv.
 # The instructor's commands act on the hub with HUB=1: make release/collect/return-feedback HUB=1 run
 # as the course's grader account; make grade HUB=1 grades as root, then gives the course back to it.
-# FORMGRADER_CONFIG_PATH: the formgrader's jupyter config (the hub's formgrader services load it too).
+# FORMGRADER_CONFIG_PATH: the formgrader's jupyter config path, one for `make formgrader` and the hub's
+# formgrader services (hub/jupyterhub_config.py puts hub/formgrader/ before it): where its buttons are made safe.
 # The hub, the students' servers and the graders run HUB_VENV (default .venv); every user must be able
 # to pass the folders above it and above its Python: hub/layout.py opens them (o+x only) and says so.
 HUB_DIR  ?= hub-data
@@ -270,6 +272,13 @@ hub-stop: venv
 
 hub-clean: venv
 	@env $(HUB_ENV) $(BIN)/python -m hub.server clean
+
+# STUDENTS (default 20) simulated students at once against a private hub of their own (hub/bench.py).
+bench-hub: venv hub-deps
+	@test -f build/course/gradebook.db || $(BIN)/python tools/generate_notebooks.py --check
+	@test -f build/zh/course/gradebook.db || $(BIN)/python tools/handin.py --course build/zh/course layout --edition zh
+	@env NAMEDAXES_HUB_VENV="$(abspath $(HUB_VENV))" FORMGRADER_CONFIG_PATH="$(FORMGRADER_CONFIG_PATH)" \
+	  $(BIN)/python -m hub.bench $(if $(STUDENTS),--students $(STUDENTS))
 
 # build/ also holds the hand-in loop's state (exchange, collected submissions, grades, gradebook):
 # not deleted without FORCE=1 while there are hand-ins in it.
