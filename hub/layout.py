@@ -100,11 +100,19 @@ def _mkdir(path: Path, mode: int, owner: str | None = None) -> None:
 
 
 def _chown_tree(path: Path, owner: str) -> None:
+    """Give `owner` what it does not own yet; what it owns is left untouched (a chown changes ctime,
+    which tools/handin.py return-feedback reads as "when collect placed the hand-in")."""
     entry = pwd.getpwnam(owner)
-    for dirpath, dirnames, filenames in os.walk(path):            # our own copy: no student writes here
+    want = (entry.pw_uid, entry.pw_gid)
+    for dirpath, dirnames, filenames in os.walk(path):            # the course folder: no student writes here
         for name in [*dirnames, *filenames]:
-            os.lchown(os.path.join(dirpath, name), entry.pw_uid, entry.pw_gid)
-    os.chown(path, entry.pw_uid, entry.pw_gid)
+            p = os.path.join(dirpath, name)
+            st = os.lstat(p)
+            if (st.st_uid, st.st_gid) != want:
+                os.lchown(p, *want)
+    st = os.lstat(path)
+    if (st.st_uid, st.st_gid) != want:
+        os.chown(path, *want)
 
 
 def lay_out_courses(dep: Deployment) -> list[str]:
