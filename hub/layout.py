@@ -22,8 +22,9 @@ Design
 - The checkout: a student's server runs the course venv, imports the course package and reads
   the course's jupyter config from it, so those stay readable (`OPEN`); the checkout's root
   becomes 0711 (passable, not listable) and everything else in it (solutions/, tests/, build/,
-  .git, ...) loses every permission for others. The old modes go to state/checkout.json, and
-  `restore` puts them back.
+  .git, ...) loses every permission for others. The old modes go to /var/lib/namedaxes-hub/
+  (one record for every deployment of the machine), and `restore` puts them back when the last
+  deployment is cleaned up.
 - Every folder the students' servers need must be passable by others up to `/`: `problems()`
   names the first one that is not, instead of letting servers fail later.
 
@@ -33,6 +34,7 @@ never walks into the exchange or a home.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pwd
@@ -150,60 +152,85 @@ def lay_out_exchange(dep: Deployment) -> None:
             _mkdir(dep.exchange / course / sub if sub else dep.exchange / course, mode, grader)
 
 
+SHARED = Path("/var/lib/namedaxes-hub")      # root's: the live deployments and the modes they changed
+
+
+@contextlib.contextmanager
+def _shared_record():
+    """{"deployments": [HUB_DIR, ...], "modes": {path: mode before the first deployment}} under a lock.
+
+    Several deployments may share a checkout and a Python (a `make hub` and the tests' own, or two
+    test modules at once): the modes are restored only when the last of them is cleaned up."""
+    import fcntl
+    SHARED.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with open(SHARED / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        path = SHARED / "permissions.json"
+        record = json.loads(path.read_text()) if path.is_file() else {"deployments": [], "modes": {}}
+        yield record
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(record, indent=1) + "\n")
+        os.chmod(tmp, 0o600)
+        tmp.replace(path)
+
+
 def close_checkout(dep: Deployment) -> list[str]:
-    """Checkout root 0711, OPEN readable by others, the rest closed to others; old modes kept once."""
-    record = dep.state / "checkout.json"
-    saved = json.loads(record.read_text()) if record.is_file() else {}
-    changed = []
-    keep = set(OPEN)
-    if dep.hub_dir.parent == ROOT:
-        keep.add(dep.hub_dir.name)
-    for entry in sorted(ROOT.iterdir()):
-        st = entry.lstat()
-        if stat.S_ISLNK(st.st_mode):
-            continue
-        mode = stat.S_IMODE(st.st_mode)
-        if entry.name in keep:
-            if entry.name in OPEN and not (mode & stat.S_IROTH and (mode & stat.S_IXOTH or not entry.is_dir())):
-                saved.setdefault(entry.name, mode)
-                subprocess.run(["chmod", "-R", "o+rX", str(entry)], check=True)
-                changed.append(f"opened {entry.name}")
-            continue
-        if mode & 0o007:
-            saved.setdefault(entry.name, mode)
-            os.chmod(entry, mode & ~0o007)
-            changed.append(entry.name)
-    root_mode = stat.S_IMODE(ROOT.stat().st_mode)
-    if root_mode != 0o711:
-        saved.setdefault(".", root_mode)
-        os.chmod(ROOT, (root_mode & 0o700) | 0o011)
-    lines = [f"checkout {ROOT}: passable by others, closed to them except {', '.join(OPEN)}"
-             + (f" (closed now: {', '.join(changed)})" if changed else "")]
-    # the way to the venv's Python (e.g. pyenv in root's home): passable (o+x), never listable
-    for folder in blocked(dep):
-        mode = stat.S_IMODE(folder.stat().st_mode)
-        saved.setdefault(str(folder), mode)
-        os.chmod(folder, mode | stat.S_IXOTH)
-        lines.append(f"WARNING: {folder} was {stat.filemode(folder.stat().st_mode & ~stat.S_IXOTH)}: made passable by other users (o+x, not listable) so "
-                     f"that the students' servers can run {dep.venv}'s Python; world-readable files in it are now "
-                     f"readable by name. `make hub-clean` restores it; build the venv from a Python outside it "
-                     f"(make venv PYTHON=..., HUB_VENV=...) to avoid this")
-    record.write_text(json.dumps(saved, indent=1) + "\n")
-    os.chmod(record, 0o600)
+    """Checkout root 0711, OPEN readable by others, the rest closed to others; the way to the venv's
+    Python passable. The modes before are kept (once, machine-wide) for restore_checkout."""
+    with _shared_record() as record:
+        saved = record["modes"]
+        if str(dep.hub_dir) not in record["deployments"]:
+            record["deployments"].append(str(dep.hub_dir))
+        changed = []
+        keep = set(OPEN)
+        if dep.hub_dir.parent == ROOT:
+            keep.add(dep.hub_dir.name)
+        for entry in sorted(ROOT.iterdir()):
+            st = entry.lstat()
+            if stat.S_ISLNK(st.st_mode):
+                continue
+            mode = stat.S_IMODE(st.st_mode)
+            if entry.name in keep:
+                if entry.name in OPEN and not (mode & stat.S_IROTH and (mode & stat.S_IXOTH or not entry.is_dir())):
+                    saved.setdefault(str(entry), mode)
+                    subprocess.run(["chmod", "-R", "o+rX", str(entry)], check=True)
+                    changed.append(f"opened {entry.name}")
+                continue
+            if mode & 0o007:
+                saved.setdefault(str(entry), mode)
+                os.chmod(entry, mode & ~0o007)
+                changed.append(entry.name)
+        root_mode = stat.S_IMODE(ROOT.stat().st_mode)
+        if root_mode != 0o711:
+            saved.setdefault(str(ROOT), root_mode)
+            os.chmod(ROOT, (root_mode & 0o700) | 0o011)
+        lines = [f"checkout {ROOT}: passable by others, closed to them except {', '.join(OPEN)}"
+                 + (f" (closed now: {', '.join(changed)})" if changed else "")]
+        # the way to the venv's Python (e.g. pyenv in root's home): passable (o+x), never listable
+        for folder in blocked(dep):
+            mode = stat.S_IMODE(folder.stat().st_mode)
+            saved.setdefault(str(folder), mode)
+            os.chmod(folder, mode | stat.S_IXOTH)
+            lines.append(f"WARNING: {folder} was {stat.filemode(folder.stat().st_mode & ~stat.S_IXOTH)}: made passable "
+                         f"by other users (o+x, not listable) so that the students' servers can run {dep.venv}'s "
+                         f"Python; world-readable files in it are now readable by name. `make hub-clean` restores "
+                         f"it; build the venv from a Python outside it (make venv PYTHON=..., HUB_VENV=...) to avoid this")
     return lines
 
 
 def restore_checkout(dep: Deployment) -> list[str]:
-    record = dep.state / "checkout.json"
-    if not record.is_file():
-        return []
-    saved = json.loads(record.read_text())
-    for name, mode in saved.items():
-        path = ROOT if name == "." else (Path(name) if name.startswith("/") else ROOT / name)
-        if path.exists() and not path.is_symlink():
-            os.chmod(path, mode)
-    record.unlink()
-    return [f"checkout {ROOT}: permissions restored ({len(saved)} entries)"]
+    """Forget this deployment; when no other live one is left, put every recorded mode back."""
+    with _shared_record() as record:
+        live = [d for d in record["deployments"] if d != str(dep.hub_dir) and (Path(d) / "state").is_dir()]
+        record["deployments"] = live
+        if live:
+            return [f"checkout and paths: left as they are for the other live deployment(s): {', '.join(live)}"]
+        saved, record["modes"] = record["modes"], {}
+        for name, mode in saved.items():
+            path = Path(name)
+            if path.exists() and not path.is_symlink():
+                os.chmod(path, mode)
+    return [f"checkout {ROOT} and the way to its Python: permissions restored ({len(saved)} entries)"]
 
 
 def apply(dep: Deployment) -> list[str]:
