@@ -6,7 +6,7 @@ variables (NAMEDAXES_HUB_*).
 
     HUB_DIR/                 0711 root     (default: hub-data/ in the checkout; git-ignored)
       state/                 0700 root     the hub's database, cookie secret, log, pid, accounts.json,
-                                           passwords.csv (the accounts' passwords), checkout.json
+                                           passwords.csv (the accounts' passwords)
       proxy/                 0755 root     configurable-http-proxy (npm ci of hub/proxy/package-lock.json)
       home/                  0711 root     one home per account, 0700 of its owner
       exchange/              1777 root     nbgrader's exchange; exchange/<course>/ belongs to that course's grader
