@@ -214,7 +214,8 @@ test-newest:
 
 # Unit tests only (no notebooks, no autograder runs): seconds.
 test-fast: venv
-	$(BIN)/python -m pytest -q tests --ignore=tests/autograder --ignore=tests/browser --ignore=tests/test_validate.py
+	$(BIN)/python -m pytest -q tests --ignore=tests/autograder --ignore=tests/browser --ignore=tests/hub --ignore=tests/test_validate.py
+	$(BIN)/python -m pytest -q tests/hub/test_accounts.py
 
 bench: venv
 	$(BIN)/python tools/bench_notebooks.py
