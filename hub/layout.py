@@ -182,9 +182,8 @@ def close_checkout(dep: Deployment) -> list[str]:
         if str(dep.hub_dir) not in record["deployments"]:
             record["deployments"].append(str(dep.hub_dir))
         changed = []
-        keep = set(OPEN)
-        if dep.hub_dir.parent == ROOT:
-            keep.add(dep.hub_dir.name)
+        keep = set(OPEN)           # and every live deployment's HUB_DIR inside the checkout (hub-data/)
+        keep.update(Path(d).name for d in record["deployments"] if Path(d).parent == ROOT)
         for entry in sorted(ROOT.iterdir()):
             st = entry.lstat()
             if stat.S_ISLNK(st.st_mode):

@@ -9,6 +9,7 @@ services), one assignment (02_scaled_sum):
        answer (ada: all three exercises right; ben: the first right, the third wrong), Validate, Submit
     3. instructor: Collect in formgrader; `make grade HUB=1`; `make return-feedback HUB=1`
     4. each: Fetch Feedback, view it: ada 7 / 7, ben 3 / 7; ben's browser cannot open ada's server
+       nor the formgrader, and ada's name with ben's password does not log in
 
 Needs root (real accounts) and Debian's Chromium; skips with the reason otherwise (CI runs it).
 """
@@ -232,6 +233,16 @@ def test_release_fetch_answer_validate_submit_collect_grade_feedback(hub, pages,
             page.screenshot(path=str(screenshots / f"hub_{student}_feedback.png"))
         mine = list((dep.home(student) / COURSE / AID / "feedback").glob(f"*/{AID}.html"))
         assert len(mine) == 1, mine
+    # a student cannot reach the formgrader (only formgrade-<course> can) nor log in with a wrong password
+    fg = pages[BEN].goto(f"{dep.url}/services/{COURSE}/formgrader/api/assignments")
+    assert fg.status == 403, (fg.status, pages[BEN].url)
+    intruder = pages[BEN].context.browser.new_context().new_page()
+    intruder.goto(f"{dep.url}/hub/login")
+    intruder.locator("#username_input").fill(ADA)
+    intruder.locator("#password_input").fill(passwords[BEN])
+    intruder.locator("#login_submit").click()
+    intruder.get_by_text("Invalid username or password").wait_for()
+    assert f"/user/{ADA}/" not in intruder.url
     other = pages[BEN].goto(f"{dep.url}/user/{ADA}/files/{COURSE}/{AID}/{AID}.ipynb")
     assert other.status in (403, 404) or f"/user/{BEN}/" in pages[BEN].url, (other.status, pages[BEN].url)
     assert ANSWERS[ADA]["def scaled_mean(x):"] not in pages[BEN].content()
