@@ -23,6 +23,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: browser-deps formgrader update-work roster release collect return-feedback
 .PHONY: fonts catalogs check-catalogs site site-venv site-lock
+.PHONY: hub hub-stop hub-clean hub-deps hub-test-deps bench-hub
 .PHONY: help venv venv-newest lock system-deps lab notebooks check-notebooks test test-newest test-fast bench grade bench-grade clean
 
 help:
@@ -45,6 +46,9 @@ help:
 	@echo "make site           the course as a static website in build/site/ (both editions; GitHub Pages ready)"
 	@echo "make bench          time Run-All of every notebook and of the whole suite"
 	@echo "make bench-grade    time make grade against plain nbgrader autograde on a generated class"
+	@echo "make hub            a real JupyterHub for a class on this machine (root): PORT=8000, ROSTER=students.csv;"
+	@echo "                    then make release/collect/grade/return-feedback HUB=1; make hub-stop; make hub-clean"
+	@echo "make bench-hub      STUDENTS=20 simulated students log in, start servers, fetch and submit at once (root)"
 
 SUPPORTED = $$(tools/find_python.sh --supported | tr '\n' ' ' | sed 's/ $$//')
 # $(call check_python,VARIABLE): that interpreter exists, runs, and has a lock; else a clear error.
@@ -135,11 +139,15 @@ update-work: venv
 # build/course by default (laid out by `make notebooks`; `make grade` without SUBMISSIONS grades its submitted/).
 # EDITION=zh: build/zh/course, the Chinese edition's course (tools/handin.py layout), graded against the English source.
 COURSE ?= $(if $(ZH),build/zh/course,build/course)
+ifneq ($(HUB),)
+COURSE = $(abspath $(HUB_DIR))/courses/namedaxes$(if $(ZH),-zh)
+EXCHANGE = $(abspath $(HUB_DIR))/exchange
+endif
 formgrader: venv
 	@$(COURSE_READY)
 	@mkdir -p build/exchange
 	@echo "Starting formgrader on the course $(COURSE); the /formgrader URL to open, with its token, comes last"
-	@cd "$(COURSE)" && exec env JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter/formgrader:$(CURDIR)/jupyter/nbgrader" JUPYTER_PATH="$(CURDIR)/jupyter/data" $(EXCHANGE_ENV) \
+	@cd "$(COURSE)" && exec env JUPYTER_CONFIG_PATH="$(FORMGRADER_CONFIG_PATH)" JUPYTER_PATH="$(CURDIR)/jupyter/data" $(EXCHANGE_ENV) \
 	  "$(CURDIR)/$(BIN)/python" "$(CURDIR)/tools/serve.py" --port $(PORT) --path /formgrader --what formgrader \
 	  $(if $(LAB_TOKEN),--token "$(LAB_TOKEN)") -- \
 	  "$(CURDIR)/$(BIN)/jupyter" lab --port=$(PORT) \
@@ -148,13 +156,17 @@ formgrader: venv
 # Instructors: nbgrader's hand-in loop (tools/handin.py; docs/instructors.md): make roster ROSTER=students.csv
 # (id,first_name,last_name,email), make release [ASSIGNMENT=id], students fetch/submit in make lab's
 # Assignment List, make collect, make grade, make return-feedback. COURSE and EXCHANGE as above.
-HANDIN = $(BIN)/python tools/handin.py --course "$(COURSE)" $(if $(EXCHANGE),--exchange "$(EXCHANGE)")
+HANDIN = $(HUB_AS) $(if $(HUB),$(HUB_VENV),$(VENV))/bin/python tools/handin.py --course "$(COURSE)" $(if $(EXCHANGE),--exchange "$(EXCHANGE)")
 COURSE_LAYOUT = $(if $(ZH),$(HANDIN) layout --edition zh,$(BIN)/python tools/generate_notebooks.py --check)
 COURSE_READY = test -f "$(COURSE)/nbgrader_config.py" || $(COURSE_LAYOUT)
 roster: venv
 	@test -n "$(ROSTER)" || { echo "usage: make roster ROSTER=students.csv  (columns: id,first_name,last_name,email)" >&2; exit 1; }
+ifneq ($(HUB),)
+	$(MAKE) --no-print-directory hub ROSTER="$(abspath $(ROSTER))"
+else
 	@$(COURSE_READY)
 	$(HANDIN) roster "$(ROSTER)"
+endif
 
 # The release is what solutions/ generates and notebooks/ holds: --check rebuilds build/course and
 # stops if notebooks/ is out of date (then `make notebooks` and commit first).
@@ -220,7 +232,7 @@ NBVAL := --nbval --nbval-current-env --nbval-cell-timeout=120
 
 # The whole suite in .venv, then the notebooks on the newest JAX (test-newest): both always run,
 # and make test fails if either fails.
-test: venv site-venv system-deps browser-deps check-notebooks
+test: venv site-venv system-deps browser-deps hub-test-deps check-notebooks
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile $(NBVAL) tests solutions notebooks; status=$$?; \
 	  $(MAKE) --no-print-directory test-newest || status=1; exit $$status
 
@@ -240,7 +252,8 @@ test-newest:
 
 # Unit tests only (no notebooks, no autograder runs): seconds.
 test-fast: venv
-	$(BIN)/python -m pytest -q tests --ignore=tests/autograder --ignore=tests/browser --ignore=tests/test_validate.py
+	$(BIN)/python -m pytest -q tests --ignore=tests/autograder --ignore=tests/browser --ignore=tests/hub --ignore=tests/test_validate.py
+	$(BIN)/python -m pytest -q tests/hub/test_accounts.py
 
 bench: venv
 	$(BIN)/python tools/bench_notebooks.py
@@ -249,10 +262,62 @@ grade: venv system-deps
 	@$(BIN)/python -m autograder grade -j $(JOBS) --course "$(COURSE)" \
 	  $(if $(SUBMISSIONS),--submissions "$(SUBMISSIONS)") $(if $(OUT),--out "$(OUT)") \
 	  $(if $(STUDENT),--student "$(STUDENT)") $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") \
-	  $(if $(COURSE_GRADEBOOK),--course-gradebook)
+	  $(if $(COURSE_GRADEBOOK),--course-gradebook)$(if $(HUB), && $(HUB_ENV) $(BIN)/python -m hub.layout own)
 
 bench-grade: venv system-deps
 	$(BIN)/python -m autograder.bench $(if $(STUDENTS),--students $(STUDENTS))
+
+# A class on JupyterHub (hub/, docs/instructors-jupyterhub.md), as root: `make hub` installs Debian's
+# nodejs/npm when missing and the official configurable-http-proxy (npm ci of hub/proxy/package-lock.json),
+# creates the course's Unix accounts (the instructor, one grader per course; with ROSTER=students.csv
+# one per student; group namedaxes, homes in HUB_DIR/home), lays out HUB_DIR (exchange, the hub's two
+# courses, state) and starts JupyterHub on PORT (default 8000; HUB_IP=0.0.0.0 to serve other machines:
+# put TLS in front), returning once the login page answers. Passwords: HUB_DIR/state/passwords.csv.
+# The instructor's commands act on the hub with HUB=1: make release/collect/return-feedback HUB=1 run
+# as the course's grader account; make grade HUB=1 grades as root, then gives the course back to it.
+# FORMGRADER_CONFIG_PATH: the formgrader's jupyter config path, one for `make formgrader` and the hub's
+# formgrader services (hub/jupyterhub_config.py puts hub/formgrader/ before it): where its buttons are made safe.
+# The hub, the students' servers and the graders run HUB_VENV (default .venv); every user must be able
+# to pass the folders above it and above its Python: hub/layout.py opens them (o+x only) and says so.
+HUB_DIR  ?= hub-data
+HUB_VENV ?= $(VENV)
+HUB_IP   ?= 127.0.0.1
+HUB_PORT  = $(if $(filter command line environment,$(origin PORT)),$(PORT),8000)
+FORMGRADER_CONFIG_PATH ?= $(CURDIR)/jupyter/formgrader:$(CURDIR)/jupyter/nbgrader
+HUB_ENV   = NAMEDAXES_HUB_DIR="$(abspath $(HUB_DIR))" NAMEDAXES_HUB_PORT="$(HUB_PORT)" NAMEDAXES_HUB_IP="$(HUB_IP)" \
+  $(if $(HUB_GROUP),NAMEDAXES_HUB_GROUP="$(HUB_GROUP)") $(if $(HUB_INSTRUCTOR),NAMEDAXES_HUB_INSTRUCTOR="$(HUB_INSTRUCTOR)") \
+  NAMEDAXES_HUB_VENV="$(abspath $(HUB_VENV))" FORMGRADER_CONFIG_PATH="$(FORMGRADER_CONFIG_PATH)"
+HUB_AS    = $(if $(HUB),runuser -u $(or $(HUB_GROUP),namedaxes)-grader$(if $(ZH),-zh) --)
+hub-deps:
+	@test "$$(id -u)" = 0 || { echo "make hub needs root: it creates the course's Unix accounts (useradd, chpasswd), runs JupyterHub as root for PAM logins and servers as each student (LocalProcessSpawner), and chowns the hub's folders. Run: sudo make hub" >&2; exit 1; }
+	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { \
+	  echo "Installing Debian's nodejs and npm (JupyterHub's proxy, configurable-http-proxy, runs on Node.js)..."; \
+	  (apt-get install -y -qq nodejs npm >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null)) \
+	  || { echo "could not install nodejs and npm with apt-get: install them, then make hub again" >&2; exit 1; }; }
+
+# For `make test`: as root, what the hub tests need (tests/hub); otherwise
+# a note (those tests then skip and say why).
+hub-test-deps:
+	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory hub-deps; else \
+	  echo "NOTE: not root: the JupyterHub tests (real Unix accounts) will be skipped; CI runs them as root"; fi
+
+hub: venv hub-deps
+	@test -f build/course/gradebook.db || $(BIN)/python tools/generate_notebooks.py --check
+	@test -f build/zh/course/gradebook.db || $(BIN)/python tools/handin.py --course build/zh/course layout --edition zh
+	@env $(HUB_ENV) $(BIN)/python -m hub.server start $(if $(ROSTER),--roster "$(abspath $(ROSTER))")
+
+hub-stop: venv
+	@env $(HUB_ENV) $(BIN)/python -m hub.server stop
+
+hub-clean: venv
+	@env $(HUB_ENV) $(BIN)/python -m hub.server clean
+
+# STUDENTS (default 20) simulated students at once against a private hub of their own (hub/bench.py).
+bench-hub: venv hub-deps
+	@test -f build/course/gradebook.db || $(BIN)/python tools/generate_notebooks.py --check
+	@test -f build/zh/course/gradebook.db || $(BIN)/python tools/handin.py --course build/zh/course layout --edition zh
+	@env NAMEDAXES_HUB_VENV="$(abspath $(HUB_VENV))" FORMGRADER_CONFIG_PATH="$(FORMGRADER_CONFIG_PATH)" \
+	  $(BIN)/python -m hub.bench $(if $(STUDENTS),--students $(STUDENTS))
 
 # build/ also holds the hand-in loop's state (exchange, collected submissions, grades, gradebook):
 # not deleted without FORCE=1 while there are hand-ins in it.

@@ -1,0 +1,256 @@
+"""The class loop on the real hub, in Chromium: real Unix accounts, PAM logins, formgrader as a hub service.
+
+One private deployment for the module (tests/hub/conftest.py: the accounts and folders `make hub`
+makes, its own names `nxtb-*`), one hub (hub.server.start: the proxy, JupyterHub, the two formgrader
+services), one assignment (02_scaled_sum):
+
+    1. instructor: logs in, opens formgrader (/services/namedaxes/formgrader), Release
+    2. ada and ben: log in (their own servers, as their own Unix users), Assignment List, Fetch,
+       answer (ada: all three exercises right; ben: the first right, the third wrong), Validate, Submit
+    3. instructor: Collect in formgrader; `make grade HUB=1`; `make return-feedback HUB=1`
+    4. each: Fetch Feedback, view it: ada 7 / 7, ben 3 / 7; ben's browser cannot open ada's server
+       nor the formgrader, and ada's name with ben's password does not log in
+
+Needs root (real accounts) and Debian's Chromium; skips with the reason otherwise (CI runs it).
+"""
+from __future__ import annotations
+
+import csv
+import importlib.util
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+HERE = Path(__file__).resolve().parent
+
+
+def _load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_browser = _load("browser_conftest", HERE / "conftest.py")
+_hub = _load("hub_conftest", HERE.parent / "hub" / "conftest.py")
+ROOT, AID, COURSE = _hub.ROOT, _hub.AID, _hub.COURSE
+ADA, BEN, TAG = "nxtb-ada", "nxtb-ben", "b"
+UI_TIMEOUT = 120          # s for one step in a page (a spawn or a Validate on a busy machine)
+ANSWERS = {
+    ADA: {"def scaled_sum(x):": "def scaled_sum(x):\n    return lax.psum(x * 2.0, axis_name=DEVICES)",
+          "def scaled_mean(x):": "def scaled_mean(x):\n    total = lax.psum(jnp.nansum(x * 2.0), axis_name=DEVICES)\n"
+                                 "    count = lax.psum(jnp.sum(~jnp.isnan(x)), axis_name=DEVICES)\n"
+                                 "    return (total / count).astype(x.dtype)",
+          "def global_max_share(x):": "def global_max_share(x):\n    return x / lax.pmax(x, axis_name=DEVICES)"},
+    BEN: {"def scaled_sum(x):": "def scaled_sum(x):\n    return lax.psum(x * 2.0, axis_name=DEVICES)",
+          "def global_max_share(x):": "def global_max_share(x):\n    return x / jnp.max(x)"},     # local, not global
+}
+SCORES = {ADA: "7 / 7", BEN: "3 / 7"}
+ENV = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "JUPYTERHUB_USER")}
+TIMES: dict[str, float] = {}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def hub(chromium):
+    why = _hub.requirements()
+    if why:
+        pytest.skip(why)
+    _hub.built_courses()
+    dep = _hub.new_deployment([ADA, BEN], TAG, port=_free_port())
+    try:
+        cached = ROOT / "hub-data" / "proxy"           # a `make hub` of this checkout has the same proxy: reuse it
+        if (cached / "node_modules").is_dir() and (cached / "package-lock.json").read_bytes() == \
+                (ROOT / "hub" / "proxy" / "package-lock.json").read_bytes():
+            shutil.copytree(cached, dep.proxy, symlinks=True)
+        t0 = time.monotonic()
+        _hub.server.start(dep, None, timeout=300)
+        TIMES["hub up (s)"] = round(time.monotonic() - t0, 1)
+        with dep.passwords_file.open() as fh:
+            passwords = {row["user"]: row["password"] for row in csv.DictReader(fh)}
+        yield dep, passwords
+    finally:
+        print("hub loop timings (s):", TIMES)
+        _hub.server.clean(dep)
+
+
+@pytest.fixture(scope="module")
+def pages(hub, chromium, tmp_path_factory):
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, headless=True, args=_browser.LAUNCH_ARGS)
+        try:
+            result = {}
+            for who in (hub[0].instructor, ADA, BEN):            # one context each: separate cookies
+                context = browser.new_context(viewport={"width": 1400, "height": 1000})
+                page = context.new_page()
+                page.set_default_timeout(UI_TIMEOUT * 1000)
+                result[who] = page
+            yield result
+        finally:
+            browser.close()
+
+
+def _login(page, dep, passwords, user):
+    page.goto(f"{dep.url}/hub/login")
+    page.locator("#username_input").fill(user)
+    page.locator("#password_input").fill(passwords[user])
+    page.locator("#login_submit").click()
+    page.wait_for_url(re.compile(r"/(user/[^/]+/lab|hub/home|hub/spawn)"))
+
+
+def _formgrader_row(page, dep):
+    page.goto(f"{dep.url}/services/{COURSE}/formgrader/manage_assignments")
+    row = page.locator("tr").filter(has=page.get_by_role("link", name=AID, exact=True)).first
+    row.wait_for()
+    return row
+
+
+def _assignment_list(page, dep, user):
+    page.goto(f"{dep.url}/user/{user}/lab?reset")
+    page.get_by_role("menuitem", name="Nbgrader", exact=True).click()
+    page.locator("#jp-mainmenu-nbgrader").get_by_text("Assignment List", exact=True).click()
+
+
+def _row(page, list_id):
+    return page.locator(f"#{list_id} .list_item").filter(has_text=AID).first
+
+
+def _make(*args):
+    proc = subprocess.run(["make", "--no-print-directory", *args], cwd=ROOT, env=ENV, capture_output=True, text=True,
+                          timeout=900, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, f"make {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc.stdout + proc.stderr
+
+
+def _timed(name):
+    class T:
+        def __enter__(self):
+            self.t0 = time.monotonic()
+
+        def __exit__(self, *exc):
+            TIMES[name] = round(time.monotonic() - self.t0, 1)
+    return T()
+
+
+def test_release_fetch_answer_validate_submit_collect_grade_feedback(hub, pages, screenshots):
+    dep, passwords = hub
+    teacher = pages[dep.instructor]
+    hub_vars = [f"HUB=1", f"HUB_DIR={dep.hub_dir}", f"HUB_GROUP={dep.group}", f"HUB_INSTRUCTOR={dep.instructor}",
+                f"ASSIGNMENT={AID}", "JOBS=2"]
+
+    # 1. the instructor logs in and releases the assignment in formgrader
+    with _timed("instructor logs in, releases in formgrader"):
+        _login(teacher, dep, passwords, dep.instructor)
+        _formgrader_row(teacher, dep).locator("td.release a").click()
+        teacher.locator("#success-modal").get_by_text(f"Successfully released '{AID}'").wait_for()
+        teacher.screenshot(path=str(screenshots / "hub_formgrader_released.png"))
+    assert (dep.exchange / COURSE / "outbound" / AID / f"{AID}.ipynb").is_file()
+
+    # 2. both students log in, fetch, answer, validate, submit
+    for student, answers in ANSWERS.items():
+        page = pages[student]
+        with _timed(f"{student} logs in (server spawned as {student})"):
+            _login(page, dep, passwords, student)
+            _assignment_list(page, dep, student)
+        with _timed(f"{student} fetches, answers, saves"):
+            released = _row(page, "released_assignments_list")
+            released.get_by_role("button", name="Fetch").click()
+            fetched = _row(page, "fetched_assignments_list")
+            fetched.wait_for()
+            notebook = dep.home(student) / COURSE / AID / f"{AID}.ipynb"
+            assert notebook.is_file() and notebook.stat().st_uid == __import__("pwd").getpwnam(student).pw_uid
+            fetched.locator("a").first.click()
+            fetched.get_by_role("link", name=AID, exact=True).last.click()
+            for header, text in answers.items():
+                cell = page.locator(".jp-NotebookPanel .jp-CodeCell").filter(has_text=header).first
+                cell.locator(".cm-content").click()
+                page.keyboard.press("Control+a")
+                page.keyboard.insert_text(text)
+            page.keyboard.press("Control+s")
+            deadline = time.monotonic() + UI_TIMEOUT
+            while time.monotonic() < deadline:
+                saved = nbformat.read(str(notebook), as_version=4)
+                if all(any(c.source.strip() == t.strip() for c in saved.cells) for t in answers.values()):
+                    break
+                time.sleep(0.5)
+            else:
+                pytest.fail(f"{student}'s answers never reached {notebook} (Ctrl-S)")
+        with _timed(f"{student} validates and submits"):
+            page.locator("#jp-main-dock-panel .lm-TabBar-tab").filter(has_text=re.compile(r"^\s*Assignments\s*$")).click()
+            _row(page, "fetched_assignments_list").get_by_role("button", name="Validate").click()
+            dialog = page.locator(".jp-Dialog").filter(has_text="Validation Results")
+            dialog.wait_for()
+            failed = dialog.locator(".validation-failed").count()
+            assert failed == (0 if student == ADA else 1), dialog.text_content()[:2000]
+            dialog.get_by_role("button", name="Ok").click()
+            _row(page, "fetched_assignments_list").get_by_role("button", name="Submit").click()
+            _row(page, "submitted_assignments_list").wait_for()
+        page.screenshot(path=str(screenshots / f"hub_{student}_submitted.png"))
+    owners = sorted(p.owner() for p in (dep.exchange / COURSE / "inbound").iterdir())
+    assert owners == [ADA, BEN], owners
+
+    # 3. the instructor collects in formgrader, grades with make grade, returns feedback
+    with _timed("instructor collects in formgrader"):
+        _formgrader_row(teacher, dep).locator("td.collect a").click()
+        teacher.locator("#success-modal").get_by_text(f"Successfully collected submissions of '{AID}'").wait_for()
+    # formgrader as a hub service loads the same guard as `make formgrader`: Autograde runs nothing
+    teacher.goto(f"{dep.url}/services/{COURSE}/formgrader/manage_submissions/{AID}")
+    autograde = teacher.locator("tr", has=teacher.get_by_text(ADA, exact=True)).locator(".autograde a")
+    autograde.wait_for(timeout=60_000)
+    with teacher.expect_response(lambda r: r.url.endswith(f"/{AID}/{ADA}/autograde")) as answered:
+        autograde.click()
+    assert answered.value.status == 200 and answered.value.json()["disabled_by"] == "autograder.formgrader_guard"
+    teacher.locator("#error-modal").get_by_text("Grade with `make grade`").wait_for()
+    with _timed("make grade HUB=1"):
+        out = _make("grade", *hub_vars)
+    assert "owned by their graders again" in out, out[-2000:]
+    with _timed("make return-feedback HUB=1"):
+        out = _make("return-feedback", *hub_vars)
+    assert "feedback returned to 2 student(s)" in out, out[-2000:]
+
+    # 4. each student sees their own feedback, and cannot reach the other's
+    for student in (ADA, BEN):
+        page = pages[student]
+        with _timed(f"{student} fetches and reads feedback"):
+            _assignment_list(page, dep, student)
+            submitted = _row(page, "submitted_assignments_list")
+            submitted.get_by_text("(feedback available to fetch)").wait_for()
+            submitted.get_by_role("button", name="Fetch Feedback").click()
+            view = submitted.get_by_text("(view feedback)")
+            view.wait_for()
+            view.click()
+            listing = page.locator(".jp-DirListing-item").filter(has_text=f"{AID}.html")
+            listing.wait_for()
+            listing.dblclick()
+            banner = page.frame_locator(".jp-HTMLViewer iframe").get_by_text(re.compile(r"Score: \d+ / \d+")).first
+            banner.wait_for()
+            assert banner.text_content().strip().startswith(f"Score: {SCORES[student]}"), banner.text_content()
+            page.screenshot(path=str(screenshots / f"hub_{student}_feedback.png"))
+        mine = list((dep.home(student) / COURSE / AID / "feedback").glob(f"*/{AID}.html"))
+        assert len(mine) == 1, mine
+    # a student cannot reach the formgrader (only formgrade-<course> can) nor log in with a wrong password
+    fg = pages[BEN].goto(f"{dep.url}/services/{COURSE}/formgrader/api/assignments")
+    assert fg.status == 403, (fg.status, pages[BEN].url)
+    intruder = pages[BEN].context.browser.new_context().new_page()
+    intruder.goto(f"{dep.url}/hub/login")
+    intruder.locator("#username_input").fill(ADA)
+    intruder.locator("#password_input").fill(passwords[BEN])
+    intruder.locator("#login_submit").click()
+    intruder.get_by_text("Invalid username or password").wait_for()
+    assert f"/user/{ADA}/" not in intruder.url
+    other = pages[BEN].goto(f"{dep.url}/user/{ADA}/files/{COURSE}/{AID}/{AID}.ipynb")
+    assert other.status in (403, 404) or f"/user/{BEN}/" in pages[BEN].url, (other.status, pages[BEN].url)
+    assert ANSWERS[ADA]["def scaled_mean(x):"] not in pages[BEN].content()
