@@ -154,8 +154,8 @@ TEXT = {
         "The right blocks of rows, in the wrong places: after s steps along the ring i -> i + 1, device i "
         "holds the x block of device (i - s) mod k."),
     "cm_added": (
-        "The blocks were added up. In the notebook's version w's rows (the dimension the product sums "
-        "over) were split, so partial products add; here each step's product is its own block of rows."),
+        "The blocks were added up. In section 5 x's columns (the dimension the product sums over) were "
+        "split, so the partial products add up; here each step's product is its own block of rows."),
     "cm_generic": "Compare with `x @ w` on one device, block of rows by block of rows.",
     "cm_gathers": (
         "`{name}` returns the right values, but it uses {seen}: that is the all-gather version. Move the x "
