@@ -130,8 +130,9 @@ TEXT = {
         "names MODEL_PARALLEL."),
     "mlp_gathers": (
         "`{name}` returns the right values, but its compiled program has {seen}. An all-gather means a "
-        "device assembled a whole array from split pieces: split the hidden layer along its features "
-        "(columns), not its examples (rows), so that the second matmul only needs partial sums added."),
+        "device assembled a whole array from split pieces, e.g. a hidden layer split by examples (rows) or "
+        "a result split over MODEL_PARALLEL. Split the hidden layer along its features (columns), so that "
+        "the second matmul only needs partial sums added, and ask for the result whole."),
     "mlp_wrong_count": (
         "`{name}` returns the right values, but its compiled program has {seen}; the goal is exactly one "
         "all-reduce and no other collective."),
@@ -233,7 +234,8 @@ def _rules(name: str):
             if "gather" in text:
                 return _say("gather", name=name, first=first)
             return _say("sharding_other", name=name, first=first)
-        if isinstance(err, ValueError) and "PartitionSpec when you are not under a mesh context" in text:
+        if (isinstance(err, ValueError) and "PartitionSpec when you are not under a mesh context" in text
+                or isinstance(err, RuntimeError) and "non-empty mesh in context" in text):
             return _say("spec_without_mesh", name=name, first=first)
         if isinstance(err, ValueError) and "does not match the sharding on the respective arg" in text:
             return _say("jit_sharding_mismatch", name=name, first=first)
@@ -487,6 +489,14 @@ def _cm_inputs(k, r, d, c, seed: int = 0):
     return _f32(g.normal(size=(k * r, d))), _f32(g.normal(size=(d, k * c)))
 
 
+def _same_blocks_elsewhere(got, want, k: int, r: int, c: int) -> bool:
+    """Every (r x c) block of `got` is one of the right blocks of its column block, in another place."""
+    def blocks(a, col):
+        return [a[i * r:(i + 1) * r, col * c:(col + 1) * c] for i in range(k)]
+    return all(any(same_values(g, w, 1e-4) for w in blocks(want, col))
+               for col in range(k) for g in blocks(got, col))
+
+
 def _check_collective_matmul_rows(fn: Callable) -> None:
     name = "collective_matmul_rows"
     for k, r, d, c in _CM_SHAPES:
@@ -506,11 +516,9 @@ def _check_collective_matmul_rows(fn: Callable) -> None:
         want = np.asarray(x_np, np.float64) @ np.asarray(w_np, np.float64)
         got = np.asarray(out, np.float64)
         if not same_values(got, want, 1e-4):
-            blocks = want.reshape(k, r, f)
-            if any(same_values(got, np.concatenate([blocks[(j * m) % k] for j in range(k)]), 1e-4)
-                   for m in range(2, k) if np.gcd(m, k) == 1) or same_values(got, blocks[::-1].reshape(n, f), 1e-4):
+            if _same_blocks_elsewhere(got, want, k, r, c):
                 hint = _say("cm_rows_elsewhere")
-            elif same_values(got, np.tile(blocks.sum(axis=0), (k, 1)), 1e-4):
+            elif same_values(got, np.tile(want.reshape(k, r, f).sum(axis=0), (k, 1)), 1e-4):
                 hint = _say("cm_added")
             else:
                 hint = _say("cm_generic")
