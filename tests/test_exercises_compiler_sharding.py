@@ -136,7 +136,7 @@ def test_one_all_reduce_mlp_observations_reject_wrong_answers():
     assert f"expected psum over '{M}'" in reason, reason
     reason = _why_not(q.one_all_reduce_mlp.observe(_split_rows), reference)
     assert f"all_gather over '{M}', which this exercise does not allow" in reason, reason
-    assert "global-view program" in _why_not(q.one_all_reduce_mlp.observe(_written_psum), reference)
+    assert "written per device over" in _why_not(q.one_all_reduce_mlp.observe(_written_psum), reference)
 
 
 def test_count_collectives_reads_compiled_text():
