@@ -468,12 +468,13 @@ feature_correlation = Exercise(
     hints=[
         "Run `jax.jit(feature_correlation_one_device)(x_grid)` and read the first error: which operation "
         "does explicit mode refuse, and which of section 3's two fixes answers that kind of refusal?",
-        "The product `centred.T @ centred` sums over the examples, split over DATA_PARALLEL in both "
-        "operands: write it `jnp.matmul(centred.T, centred, out_sharding=NamedSharding(mesh, "
-        "P(MODEL_PARALLEL, None)))`. The standard deviations need no diagonal: "
-        "`jnp.sqrt(jnp.mean(centred ** 2, axis=0))`.",
-        "`jnp.outer(std, std)` would split both of its dimensions over MODEL_PARALLEL: divide by "
-        "`std[:, None]` and by `jax.reshard(std, NamedSharding(mesh, P()))[None, :]` instead.",
+        "The product `centred.T @ centred` sums over the examples, which both operands split over "
+        "DATA_PARALLEL: write it with `jnp.matmul` and an `out_sharding=` that names the layout the "
+        "exercise asks for, on the `mesh` argument. `jnp.diagonal` of a split matrix is refused too, but "
+        "the variances need no matrix: each is the mean of a centred column squared.",
+        "`jnp.outer(std, std)` would split both of its dimensions over MODEL_PARALLEL. Divide twice "
+        "instead: by `std[:, None]` (rows, split like the result's) and by a copy of `std` resharded to "
+        "`P()` (whole on every device), indexed `[None, :]`.",
     ],
     observe=_observe_feature_correlation,
 )
