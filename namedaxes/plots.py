@@ -329,6 +329,18 @@ def all_to_all_steps(k: int, nbytes: int) -> list[list[Transfer]]:
     return [[Transfer(i, j, j, size, f"x{i}.{j}") for i in range(k) for j in range(k) if j != i]]
 
 
+def collective_matmul_steps(k: int, block_bytes: int) -> list[list[Transfer]]:
+    """The collective matmul's ring (notebook 08): in step s device i multiplies the x chunk it holds,
+    chunk (i + s) mod k (label `x3`), and sends it on to device i - 1, which multiplies it next.
+
+    The same messages as a ring all-gather, in the other direction: k - 1 chunks per device. What
+    differs is when: each message travels while a partial matmul runs, not before all of them.
+    """
+    _check_devices(k)
+    return [[Transfer(i, (i - 1) % k, (i + s) % k, block_bytes, f"x{(i + s) % k}") for i in range(k)]
+            for s in range(k - 1)]
+
+
 def bytes_moved(steps: Sequence[Sequence[Transfer]], k: int) -> tuple[np.ndarray, np.ndarray]:
     """Bytes each of the `k` devices sends and receives over the whole schedule: (sent, received)."""
     sent, received = np.zeros(k, dtype=int), np.zeros(k, dtype=int)
@@ -405,4 +417,4 @@ def plot_communication(steps: Sequence[Sequence[Transfer]], k: int, *, title: st
 
 
 __all__ += ["Transfer", "all_gather_steps", "psum_scatter_steps", "psum_steps", "ppermute_steps",
-            "all_to_all_steps", "bytes_moved", "plot_communication"]
+            "all_to_all_steps", "collective_matmul_steps", "bytes_moved", "plot_communication"]

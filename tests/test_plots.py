@@ -85,6 +85,25 @@ def test_ring_schedules_do_what_their_collective_does(k):
 
 
 @pytest.mark.parametrize("k", [2, 4, 8])
+def test_collective_matmul_steps_follow_the_notebooks_ring(k):
+    """Notebook 08: in step s device i holds (and multiplies) chunk (i + s) mod k; over k steps it sees every chunk."""
+    steps = plots.collective_matmul_steps(k, block_bytes=16)
+    assert len(steps) == k - 1
+    held = list(range(k))                          # step 0: every device holds its own chunk
+    seen = [{i} for i in range(k)]
+    for s, step in enumerate(steps):
+        for t in step:
+            assert t.dst == (t.src - 1) % k and t.chunk == held[t.src] == (t.src + s) % k and t.label == f"x{t.chunk}"
+        held = [next(t.chunk for t in step if t.dst == i) for i in range(k)]
+        for i in range(k):
+            seen[i].add(held[i])
+    assert seen == [set(range(k))] * k
+    sent, received = plots.bytes_moved(steps, k)
+    gather_sent, _ = plots.bytes_moved(plots.all_gather_steps(k, 16), k)
+    assert (sent == gather_sent).all() and (received == sent).all()
+
+
+@pytest.mark.parametrize("k", [2, 4, 8])
 def test_bytes_moved_match_the_textbook_formulas(k):
     n = 8 * k                                      # bytes per device
     sent, received = plots.bytes_moved(plots.all_gather_steps(k, n), k)

@@ -1,4 +1,4 @@
-"""The tamper corpus: for every graded test cell of notebooks 01-07, a wrong answer plus tampering.
+"""The tamper corpus: for every graded test cell of notebooks 01-08, a wrong answer plus tampering.
 
 Per notebook there are two fixture students with the same wrong answers:
 
@@ -41,6 +41,7 @@ import autograder_specs as specs
 
 A03, A04, A05, A06 = "03_nested_axes", "04_gradient_averaging", "05_shard_map", "06_multi_process"
 A07 = "07_collectives"
+A08 = "08_compiler_sharding"
 TECHNIQUES = ("patched_observe", "code_swap", "forged_record", "visible_files", "thread_files", "symlink")
 
 # notebook -> answer cell grade_id -> wrong answer (plausible mistakes, each fails its visible check)
@@ -149,6 +150,19 @@ WRONG = {
                             "        return w_shard - LEARNING_RATE * lax.psum_scatter(g, DATA_PARALLEL, tiled=True)\n"
                             "    return jax.shard_map(step, mesh=mesh, in_specs=(P(DATA_PARALLEL), P(DATA_PARALLEL)),\n"
                             "                         out_specs=P(DATA_PARALLEL))(w, batch)\n",
+    },
+    A08: {
+        "one_all_reduce_mlp_answer": "def one_all_reduce_mlp(x, w1, w2, mesh):\n"    # no layout: no work split
+                                     "    return jax.nn.relu(x @ w1) @ w2\n",
+        "feature_correlation_answer": "def feature_correlation(x, mesh):\n"         # the covariance, not divided
+                                      "    centred = x - jnp.mean(x, axis=0)\n"
+                                      "    rows = NamedSharding(mesh, P(MODEL_PARALLEL, None))\n"
+                                      "    return jnp.matmul(centred.T, centred, out_sharding=rows) / x.shape[0]\n",
+        "collective_matmul_rows_answer": "def collective_matmul_rows(x, w, mesh):\n"  # right values, no ring
+                                         "    def local(x_block, w_block):\n"
+                                         "        return lax.all_gather(x_block, MODEL_PARALLEL, tiled=True) @ w_block\n"
+                                         "    return jax.shard_map(local, mesh=mesh, in_specs=(P(MODEL_PARALLEL, None),\n"
+                                         "                         P(None, MODEL_PARALLEL)), out_specs=P(None, MODEL_PARALLEL))(x, w)\n",
     },
 }
 
@@ -265,6 +279,31 @@ EQUIVALENT = {
                               "    return jax.shard_map(step, mesh=mesh, in_specs=(P(), P(DATA_PARALLEL)),\n"
                               "                         out_specs=P())(params, batch)\n",
     },
+    A08: {
+        "one_all_reduce_mlp_answer": "def one_all_reduce_mlp(x, w1, w2, mesh):\n"    # Megatron's weight layouts
+                                     "    on = lambda spec: NamedSharding(mesh, spec)\n"
+                                     "    mlp = lambda x, a, b: jax.nn.relu(x @ a) @ b\n"
+                                     "    return jax.jit(mlp, in_shardings=(on(P()), on(P(None, MODEL_PARALLEL)),\n"
+                                     "                   on(P(MODEL_PARALLEL, None))), out_shardings=on(P()))(x, w1, w2)\n",
+        "feature_correlation_answer": "def feature_correlation(x, mesh):\n"         # standardize, then einsum
+                                      "    centred = x - jnp.mean(x, axis=0)\n"
+                                      "    z = centred / jnp.sqrt(jnp.mean(centred ** 2, axis=0))\n"
+                                      "    rows = NamedSharding(mesh, P(MODEL_PARALLEL, None))\n"
+                                      "    return jnp.einsum('nd,ne->de', z, z, out_sharding=rows) / x.shape[0]\n",
+        "collective_matmul_rows_answer": "def collective_matmul_rows(x, w, mesh):\n"  # fori_loop, ring to the left
+                                         "    k = mesh.shape[MODEL_PARALLEL]\n"
+                                         "    def local(xb, wb):\n"
+                                         "        rows, i = xb.shape[0], lax.axis_index(MODEL_PARALLEL)\n"
+                                         "        def step(s, carry):\n"
+                                         "            out, block = carry\n"
+                                         "            out = lax.dynamic_update_slice_in_dim(out, block @ wb, ((i + s) % k) * rows, axis=0)\n"
+                                         "            return out, lax.ppermute(block, MODEL_PARALLEL, [(j, (j - 1) % k) for j in range(k)])\n"
+                                         "        start = lax.pcast(jnp.zeros((k * rows, wb.shape[1]), xb.dtype), (MODEL_PARALLEL,), to='varying')\n"
+                                         "        out, block = lax.fori_loop(0, k - 1, step, (start, xb))\n"
+                                         "        return lax.dynamic_update_slice_in_dim(out, block @ wb, ((i + k - 1) % k) * rows, axis=0)\n"
+                                         "    return jax.shard_map(local, mesh=mesh, in_specs=(P(MODEL_PARALLEL, None), P(None, MODEL_PARALLEL)),\n"
+                                         "                         out_specs=P(None, MODEL_PARALLEL))(x, w)\n",
+    },
 }
 
 # notebook -> test cell grade_id -> (the `q.<name>` exercise its test cell uses, techniques)
@@ -296,6 +335,9 @@ CELLS = {
           "sum_scatter_columns_values": ("sum_scatter_columns", ("patched_observe",)),
           "ring_all_reduce_equals_psum": ("ring_all_reduce", ("forged_record", "thread_files")),
           "fsdp_step_update": ("fsdp_step", ("symlink",))},
+    A08: {"one_all_reduce_mlp_compiled": ("one_all_reduce_mlp", ("patched_observe", "thread_files")),
+          "feature_correlation_explicit": ("feature_correlation", ("code_swap", "symlink")),
+          "collective_matmul_rows_ring": ("collective_matmul_rows", ("forged_record", "visible_files"))},
 }
 
 # Run once, in the notebook's first answer cell: drop the guard, define the forging helpers.

@@ -1,0 +1,405 @@
+"""Notebook 08 (`08_compiler_sharding`): every check and observation, proven both ways.
+
+For each exercise: the reference answer (the solution notebook's) and equivalent
+right answers pass the visible check, and their observations match the
+reference's under the autograder's comparison; plausible wrong answers are
+rejected with the specific message that helps (the regex names what the message
+must say), and `observe` of wrong answers does not match.
+"""
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from autograder.compare import derived, judge_observations, observations_match
+from namedaxes import MODEL_PARALLEL
+from namedaxes.checking import assert_check_fails, assert_check_passes
+from namedaxes.exercises import compiler_sharding as q
+
+M = MODEL_PARALLEL
+
+
+def _why_not(student: dict, reference: dict) -> str:
+    verdict = judge_observations(reference, student)
+    assert not verdict.passed
+    return verdict.reason(limit=8)
+
+
+def _not_written(*args):
+    raise NotImplementedError()
+
+
+# ---------------------------------------------------------------- 1. one_all_reduce_mlp
+def ref_one_all_reduce_mlp(x, w1, w2, mesh):
+    hidden = jax.nn.relu(x @ w1)
+    hidden = lax.with_sharding_constraint(hidden, NamedSharding(mesh, P(None, M)))
+    return lax.with_sharding_constraint(hidden @ w2, NamedSharding(mesh, P()))
+
+
+def _mlp(x, w1, w2):
+    return jax.nn.relu(x @ w1) @ w2
+
+
+def _inner_jit(x, w1, w2, mesh):
+    """Section 2's `in_shardings`/`out_shardings` on an inner jit: Megatron's weight layouts."""
+    on = lambda spec: NamedSharding(mesh, spec)  # noqa: E731
+    return jax.jit(_mlp, in_shardings=(on(P()), on(P(None, M)), on(P(M, None))), out_shardings=on(P()))(x, w1, w2)
+
+
+def _constrained_weights(x, w1, w2, mesh):
+    w1 = lax.with_sharding_constraint(w1, NamedSharding(mesh, P(None, M)))
+    w2 = lax.with_sharding_constraint(w2, NamedSharding(mesh, P(M, None)))
+    return lax.with_sharding_constraint(_mlp(x, w1, w2), NamedSharding(mesh, P()))
+
+
+MLP_EQUIVALENT = {
+    "inner jit with in_shardings and out_shardings": _inner_jit,
+    "constraints on the weights": _constrained_weights,
+}
+
+
+@pytest.mark.parametrize("answer", [ref_one_all_reduce_mlp, *MLP_EQUIVALENT.values()],
+                         ids=["reference", *MLP_EQUIVALENT.keys()])
+def test_one_all_reduce_mlp_accepts_equivalent_answers(answer):
+    assert_check_passes(q.one_all_reduce_mlp.check, answer)
+
+
+def test_one_all_reduce_mlp_observations_of_equivalent_answers_match():
+    reference = q.one_all_reduce_mlp.observe(ref_one_all_reduce_mlp)
+    got = derived(reference)
+    assert got["communication"] == [f"psum over '{M}'"]
+    assert {"k8", "k4", "k2", "structure"} <= set(got)
+    assert got["k8"].shape == (4, 5) and got["k8"].dtype == np.float32
+    for answer in MLP_EQUIVALENT.values():
+        assert observations_match(reference, q.one_all_reduce_mlp.observe(answer))
+
+
+def _split_rows(x, w1, w2, mesh):
+    hidden = lax.with_sharding_constraint(jax.nn.relu(x @ w1), NamedSharding(mesh, P(M, None)))
+    return lax.with_sharding_constraint(hidden @ w2, NamedSharding(mesh, P()))
+
+
+def _written_psum(x, w1, w2, mesh):
+    def local(x, w1_block, w2_block):
+        return lax.psum(jax.nn.relu(x @ w1_block) @ w2_block, M)
+    return jax.shard_map(local, mesh=mesh, in_specs=(P(), P(None, M), P(M, None)), out_specs=P())(x, w1, w2)
+
+
+def _result_split(x, w1, w2, mesh):
+    hidden = lax.with_sharding_constraint(jax.nn.relu(x @ w1), NamedSharding(mesh, P(None, M)))
+    return lax.with_sharding_constraint(hidden @ w2, NamedSharding(mesh, P(None, M)))
+
+
+def _bare_spec(x, w1, w2, mesh):
+    hidden = lax.with_sharding_constraint(jax.nn.relu(x @ w1), P(None, M))
+    return hidden @ w2
+
+
+def _no_relu(x, w1, w2, mesh):
+    hidden = lax.with_sharding_constraint(x @ w1, NamedSharding(mesh, P(None, M)))
+    return lax.with_sharding_constraint(hidden @ w2, NamedSharding(mesh, P()))
+
+
+def _relu_last(x, w1, w2, mesh):
+    hidden = lax.with_sharding_constraint(x @ w1, NamedSharding(mesh, P(None, M)))
+    return lax.with_sharding_constraint(jax.nn.relu(hidden @ w2), NamedSharding(mesh, P()))
+
+
+MLP_WRONG = {
+    "unanswered": (_not_written, r"`one_all_reduce_mlp` is not written yet"),
+    "no layout at all": (lambda x, w1, w2, mesh: _mlp(x, w1, w2),
+                         r"(?s)right values, but its compiled program has no collective.*whole MLP"),
+    "hidden layer split by rows": (_split_rows, r"(?s)compiled program has 1 x all-gather.*features \(columns\)"),
+    "a psum written in shard_map": (_written_psum, r"(?s)writes its own collectives \(psum.*no `shard_map`"),
+    "result left split": (_result_split, r"(?s)compiled program has 2 x all-gather.*a result split over "
+                                         r"MODEL_PARALLEL"),
+    "bare PartitionSpec": (_bare_spec, r"(?s)a bare `P\(\.\.\.\)` needs `jax\.set_mesh`.*NamedSharding\(mesh"),
+    "no ReLU": (_no_relu, r"(?s)wrong values \(mesh 8 model_parallel_axis.*without the ReLU"),
+    "ReLU after the second matmul": (_relu_last, r"(?s)wrong values.*`relu\(x @ w1 @ w2\)`"),
+}
+
+
+@pytest.mark.parametrize("answer, match", MLP_WRONG.values(), ids=MLP_WRONG.keys())
+def test_one_all_reduce_mlp_rejects(answer, match):
+    assert_check_fails(q.one_all_reduce_mlp.check, answer, match=match)
+
+
+def test_one_all_reduce_mlp_observations_reject_wrong_answers():
+    reference = q.one_all_reduce_mlp.observe(ref_one_all_reduce_mlp)
+    assert "values differ" in _why_not(q.one_all_reduce_mlp.observe(_no_relu), reference)
+    reason = _why_not(q.one_all_reduce_mlp.observe(MLP_WRONG["no layout at all"][0]), reference)
+    assert f"expected psum over '{M}'" in reason, reason
+    reason = _why_not(q.one_all_reduce_mlp.observe(_split_rows), reference)
+    assert f"all_gather over '{M}', which this exercise does not allow" in reason, reason
+    assert "written per device over" in _why_not(q.one_all_reduce_mlp.observe(_written_psum), reference)
+
+
+def test_count_collectives_reads_compiled_text():
+    text = ("%all-reduce.1 = f32[4]{0} all-reduce(f32[4]{0} %p), replica_groups={{0,1}}\n"
+            "%ag = f32[8]{0} all-gather-start(f32[4]{0} %q)\n%d = f32[8]{0} all-gather-done(%ag)\n")
+    assert q.count_collectives(text) == {"all-reduce": 1, "all-gather": 1, "reduce-scatter": 0,
+                                         "collective-permute": 0, "all-to-all": 0}
+
+
+# ---------------------------------------------------------------- 2. feature_correlation
+def ref_feature_correlation(x, mesh):
+    centred = x - jnp.mean(x, axis=0)
+    rows_split = NamedSharding(mesh, P(M, None))
+    covariance = jnp.matmul(centred.T, centred, out_sharding=rows_split) / x.shape[0]
+    std = jnp.sqrt(jnp.mean(centred ** 2, axis=0))
+    std_whole = jax.reshard(std, NamedSharding(mesh, P()))
+    return covariance / std[:, None] / std_whole[None, :]
+
+
+def _one_device(x):
+    centred = x - jnp.mean(x, axis=0)
+    covariance = centred.T @ centred / x.shape[0]
+    std = jnp.sqrt(jnp.diagonal(covariance))
+    return covariance / jnp.outer(std, std)
+
+
+def _standardized_first(x, mesh):
+    centred = x - jnp.mean(x, axis=0)
+    z = centred / jnp.sqrt(jnp.mean(centred ** 2, axis=0))
+    return jnp.einsum("nd,ne->de", z, z, out_sharding=NamedSharding(mesh, P(M, None))) / x.shape[0]
+
+
+def _whole_then_reshard(x, mesh):
+    whole = jax.reshard(x, NamedSharding(mesh, P()))
+    return jax.reshard(_one_device(whole), NamedSharding(mesh, P(M)))
+
+
+CORR_EQUIVALENT = {
+    "standardize, then einsum with out_sharding": _standardized_first,
+    "everything whole, then reshard": _whole_then_reshard,
+}
+
+
+@pytest.mark.parametrize("answer", [ref_feature_correlation, *CORR_EQUIVALENT.values()],
+                         ids=["reference", *CORR_EQUIVALENT.keys()])
+def test_feature_correlation_accepts_equivalent_answers(answer):
+    assert_check_passes(q.feature_correlation.check, answer)
+
+
+def test_feature_correlation_observations_of_equivalent_answers_match():
+    reference = q.feature_correlation.observe(ref_feature_correlation)
+    got = derived(reference)
+    assert {"mesh2x4", "mesh4x2", "mesh2x2"} <= set(got)
+    out = got["mesh2x4"]
+    assert out.shape == (8, 8) and out.dtype == np.float32
+    np.testing.assert_allclose(np.diag(out), np.ones(8), rtol=1e-4)       # a correlation matrix, on the grader's x
+    np.testing.assert_allclose(out, out.T, rtol=1e-4, atol=1e-5)
+    for answer in CORR_EQUIVALENT.values():
+        assert observations_match(reference, q.feature_correlation.observe(answer))
+
+
+def _diagonal_kept(x, mesh):
+    centred = x - jnp.mean(x, axis=0)
+    covariance = jnp.matmul(centred.T, centred, out_sharding=NamedSharding(mesh, P(M, None))) / x.shape[0]
+    std = jnp.sqrt(jnp.diagonal(covariance))
+    return covariance / jnp.outer(std, std)
+
+
+def _outer_kept(x, mesh):
+    centred = x - jnp.mean(x, axis=0)
+    covariance = jnp.matmul(centred.T, centred, out_sharding=NamedSharding(mesh, P(M, None))) / x.shape[0]
+    std = jnp.sqrt(jnp.mean(centred ** 2, axis=0))
+    return covariance / jnp.outer(std, std)
+
+
+def _replicated(x, mesh):
+    centred = x - jnp.mean(x, axis=0)
+    z = centred / jnp.sqrt(jnp.mean(centred ** 2, axis=0))
+    return jnp.matmul(z.T, z, out_sharding=NamedSharding(mesh, P())) / x.shape[0]
+
+
+def _covariance(x, mesh):
+    centred = x - jnp.mean(x, axis=0)
+    return jnp.matmul(centred.T, centred, out_sharding=NamedSharding(mesh, P(M, None))) / x.shape[0]
+
+
+def _not_centred(x, mesh):
+    z = x / jnp.sqrt(jnp.mean(x ** 2, axis=0))
+    return jnp.matmul(z.T, z, out_sharding=NamedSharding(mesh, P(M, None))) / x.shape[0]
+
+
+def _bare_spec_matmul(x, mesh):
+    centred = x - jnp.mean(x, axis=0)
+    return jnp.matmul(centred.T, centred, out_sharding=P(M, None)) / x.shape[0]
+
+
+CORR_WRONG = {
+    "unanswered": (_not_written, r"`feature_correlation` is not written yet"),
+    "the one-device program": (lambda x, mesh: _one_device(x),
+                               r"(?s)rejects a matrix product.*Contracting dimensions are sharded.*out_sharding="),
+    "diagonal kept": (_diagonal_kept, r"(?s)rejects an indexing step.*`jnp\.diagonal`"),
+    "outer product kept": (_outer_kept, r"(?s)illegally sharded result.*mesh axis appears once"),
+    "replicated result": (_replicated, r"(?s)laid out as P\(\) \(replicated.*asks for P\('model_parallel_axis', "
+                                       r"None\).*`out_sharding`"),
+    "the covariance": (_covariance, r"(?s)wrong values \(mesh 2 data_parallel_axis x 4 model_parallel_axis, "
+                                    r"x \(6, 8\)\).*covariance matrix"),
+    "not centred": (_not_centred, r"(?s)wrong values.*Subtract each feature's mean"),
+    "bare PartitionSpec": (_bare_spec_matmul, r"(?s)a bare `P\(\.\.\.\)` needs `jax\.set_mesh`"),
+}
+
+
+@pytest.mark.parametrize("answer, match", CORR_WRONG.values(), ids=CORR_WRONG.keys())
+def test_feature_correlation_rejects(answer, match):
+    assert_check_fails(q.feature_correlation.check, answer, match=match)
+
+
+def test_feature_correlation_observations_reject_wrong_answers():
+    reference = q.feature_correlation.observe(ref_feature_correlation)
+    for wrong in (_covariance, _not_centred):
+        assert "values differ" in _why_not(q.feature_correlation.observe(wrong), reference)
+    with pytest.raises(ValueError, match="does not match the specs of the input"):   # a wrong layout records nothing
+        q.feature_correlation.observe(_replicated)
+
+
+# ---------------------------------------------------------------- 3. collective_matmul_rows
+def ref_collective_matmul_rows(x, w, mesh):
+    n_devices = mesh.shape[M]
+    to_right = [(i, (i + 1) % n_devices) for i in range(n_devices)]
+
+    def local(x_block, w_block):
+        rows = x_block.shape[0]
+        i = lax.axis_index(M)
+        out = jnp.zeros((n_devices * rows, w_block.shape[1]), x_block.dtype)
+        for s in range(n_devices):
+            owner = (i - s) % n_devices
+            out = lax.dynamic_update_slice_in_dim(out, x_block @ w_block, owner * rows, axis=0)
+            if s < n_devices - 1:
+                x_block = lax.ppermute(x_block, M, perm=to_right)
+        return out
+
+    return jax.shard_map(local, mesh=mesh, in_specs=(P(M, None), P(None, M)), out_specs=P(None, M))(x, w)
+
+
+def _ring(body):
+    def answer(x, w, mesh):
+        return jax.shard_map(lambda xb, wb: body(xb, wb, mesh.shape[M]), mesh=mesh, in_specs=(P(M, None), P(None, M)),
+                             out_specs=P(None, M))(x, w)
+    return answer
+
+
+def _fori_left(xb, wb, k):
+    """A `fori_loop` and the ring the other way round (i -> i - 1): the owner is (i + s) mod k."""
+    rows, i = xb.shape[0], lax.axis_index(M)
+    to_left = [(j, (j - 1) % k) for j in range(k)]
+
+    def step(s, carry):
+        out, block = carry
+        out = lax.dynamic_update_slice_in_dim(out, block @ wb, ((i + s) % k) * rows, axis=0)
+        return out, lax.ppermute(block, M, perm=to_left)
+
+    out, block = lax.fori_loop(0, k - 1, step, (lax.pcast(jnp.zeros((k * rows, wb.shape[1]), xb.dtype), (M,), to='varying'), xb))
+    return lax.dynamic_update_slice_in_dim(out, block @ wb, ((i + k - 1) % k) * rows, axis=0)
+
+
+def _stacked(xb, wb, k):
+    """Products collected in a list, then put in order with one gather-free `jnp.roll`."""
+    parts = []
+    for s in range(k):
+        parts.append(xb @ wb)   # block of owner (i - s) mod k
+        if s < k - 1:
+            xb = lax.ppermute(xb, M, perm=[(j, (j + 1) % k) for j in range(k)])
+    by_offset = jnp.stack(parts[::-1])             # entry t: owner (i - k + 1 + t) mod k
+    rolled = jnp.roll(by_offset, lax.axis_index(M) + 1, axis=0)
+    return rolled.reshape(k * xb.shape[0], wb.shape[1])
+
+
+CM_EQUIVALENT = {
+    "fori_loop, ring to the left": _ring(_fori_left),
+    "list of products, then roll": _ring(_stacked),
+}
+
+
+@pytest.mark.parametrize("answer", [ref_collective_matmul_rows, *CM_EQUIVALENT.values()],
+                         ids=["reference", *CM_EQUIVALENT.keys()])
+def test_collective_matmul_rows_accepts_equivalent_answers(answer):
+    assert_check_passes(q.collective_matmul_rows.check, answer)
+
+
+def test_collective_matmul_rows_observations_of_equivalent_answers_match():
+    reference = q.collective_matmul_rows.observe(ref_collective_matmul_rows)
+    got = derived(reference)
+    assert got["communication"] == [f"ppermute over '{M}'"]
+    assert got["k8"].shape == (16, 16)
+    for answer in CM_EQUIVALENT.values():
+        assert observations_match(reference, q.collective_matmul_rows.observe(answer))
+
+
+def _gathered(xb, wb, k):
+    return lax.all_gather(xb, M, tiled=True) @ wb
+
+
+def _added(xb, wb, k):
+    total = xb @ wb
+    for _ in range(k - 1):
+        xb = lax.ppermute(xb, M, perm=[(j, (j + 1) % k) for j in range(k)])
+        total = total + xb @ wb
+    return total
+
+
+def _wrong_owner(xb, wb, k):
+    rows, i = xb.shape[0], lax.axis_index(M)
+    out = jnp.zeros((k * rows, wb.shape[1]), xb.dtype)
+    for s in range(k):
+        out = lax.dynamic_update_slice_in_dim(out, xb @ wb, ((i + s) % k) * rows, axis=0)
+        if s < k - 1:
+            xb = lax.ppermute(xb, M, perm=[(j, (j + 1) % k) for j in range(k)])
+    return out
+
+
+def _ring_and_psum(xb, wb, k):
+    return lax.psum(_wrong_owner(xb, wb, k) * 0.0, M) + ref_local(xb, wb, k)
+
+
+def ref_local(xb, wb, k):
+    rows, i = xb.shape[0], lax.axis_index(M)
+    out = jnp.zeros((k * rows, wb.shape[1]), xb.dtype)
+    for s in range(k):
+        out = lax.dynamic_update_slice_in_dim(out, xb @ wb, ((i - s) % k) * rows, axis=0)
+        if s < k - 1:
+            xb = lax.ppermute(xb, M, perm=[(j, (j + 1) % k) for j in range(k)])
+    return out
+
+
+CM_WRONG = {
+    "unanswered": (_not_written, r"`collective_matmul_rows` is not written yet"),
+    "the all-gather version": (_ring(_gathered), r"(?s)right values, but it uses all_gather.*the all-gather version"),
+    "partial products added, as in section 5": (_ring(_added), r"(?s)shape \(16, 16\).*returned shape \(2, 16\).*"
+                                                               r"place it at its rows"),
+    "blocks placed at the wrong rows": (_ring(_wrong_owner), r"(?s)wrong values \(mesh 8 model_parallel_axis.*"
+                                                             r"wrong places.*\(i - s\) mod k"),
+    "a psum beside the ring": (_ring(_ring_and_psum), r"(?s)right values, but it uses psum"),
+    "no shard_map": (lambda x, w, mesh: x @ w, r"(?s)illegally sharded result"),
+}
+
+
+@pytest.mark.parametrize("answer, match", CM_WRONG.values(), ids=CM_WRONG.keys())
+def test_collective_matmul_rows_rejects(answer, match):
+    assert_check_fails(q.collective_matmul_rows.check, answer, match=match)
+
+
+def test_collective_matmul_rows_observations_reject_wrong_answers():
+    reference = q.collective_matmul_rows.observe(ref_collective_matmul_rows)
+    assert "values differ" in _why_not(q.collective_matmul_rows.observe(CM_WRONG["blocks placed at the wrong rows"][0]),
+                                       reference)
+    reason = _why_not(q.collective_matmul_rows.observe(CM_WRONG["the all-gather version"][0]), reference)
+    assert "values differ" not in reason and "ppermute" in reason, reason
+
+
+# ---------------------------------------------------------------- the module's contract
+def test_every_student_facing_string_is_used_and_hints_are_ladders():
+    source = open(q.__file__, encoding="utf-8").read()
+    body = source[source.index("def _say("):]
+    unused = [key for key in q.TEXT if not re.search(rf"_say\(\s*\"{key}\"", body)]
+    assert not unused, f"TEXT entries nothing uses: {unused}"
+    for exercise in (q.one_all_reduce_mlp, q.feature_correlation, q.collective_matmul_rows):
+        assert len(exercise._hints) == 3, exercise.name
