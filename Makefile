@@ -239,7 +239,7 @@ test: venv site-venv system-deps browser-deps hub-test-deps check-notebooks
 # The 12 notebooks (solutions and student versions) under nbval on the newest JAX line, plus the
 # check that this Python's lock is what got installed and the unit tests of the one exercise whose
 # behaviour Python 3.12 changed (slicing a dict: KeyError, not TypeError). About 2-3 min on 2 cores.
-NEWEST_TESTS := tests/test_environment_pins.py tests/test_exercises_multi_process.py
+NEWEST_TESTS := tests/test_environment_pins.py tests/test_exercises_multi_process.py tests/test_exercises_compiler_sharding.py
 test-newest:
 	@if [ -z "$(NEWEST_PYTHON)" ]; then \
 	  echo "NOTE: no Python >= 3.12 found (on PATH or under pyenv): the notebooks were NOT run on the newest JAX"; \
