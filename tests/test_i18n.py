@@ -309,6 +309,20 @@ def test_edition_differences_catch_changed_code_and_metadata():
     assert any("code differs" in p for p in problems) and any("metadata" in p for p in problems)
 
 
+def test_a_translated_locked_cell_gets_its_own_checksum():
+    """nbgrader's Validate calls a locked cell whose checksum is not its source's "changed" (issue 19)."""
+    from nbgrader.utils import compute_checksum
+    english = nbformat.read(ROOT / "notebooks" / "02_scaled_sum.ipynb", as_version=4)
+    edition = gen.translate_notebook(english, "zh", "02_scaled_sum")
+    pairs = [(a, b) for a, b in zip(english.cells, edition.cells) if "checksum" in (a.metadata.get("nbgrader") or {})]
+    assert any(a.source != b.source for a, b in pairs), "the set-up cell's comment is translated"
+    assert all(b.metadata.nbgrader.checksum == compute_checksum(b) for _, b in pairs)
+    assert gen.edition_differences(english, edition) == []
+    stale = next(b for a, b in pairs if a.source != b.source)
+    stale.metadata.nbgrader.checksum = next(a for a, b in pairs if b is stale).metadata.nbgrader.checksum
+    assert any("checksum" in p for p in gen.edition_differences(english, edition))
+
+
 def test_translated_notebook_07_is_chinese_prose_around_english_code():
     zh = nbformat.read(ROOT / "solutions" / "zh" / "07_collectives.ipynb", as_version=4)
     first = zh.cells[0].source

@@ -23,7 +23,10 @@ Steps, all deterministic:
    English source and `notebooks/zh/<id>.ipynb` from the English release just built, each with
    its markdown and student-facing code comments translated from `locale/zh/notebooks/<id>.po`
    (tools/translate.py cuts the prose into the same units; an untranslated or fuzzy unit stays
-   English) and `metadata.namedaxes.language = "zh"`. Nothing else changes: cells, cell ids,
+   English) and `metadata.namedaxes.language = "zh"`. A cell nbgrader has locked carries a
+   checksum of its source (the release's `nbgrader.checksum`); nbgrader's Validate reports a cell
+   whose source no longer matches it as "changed", so a translated cell gets the checksum of its
+   translated source (nbgrader's own `compute_checksum`). Nothing else changes: cells, cell ids,
    cell metadata (grade ids, points, tags), code and their order are the English ones, so the
    editions grade identically. The English files are written exactly as before (no metadata
    added: a notebook without `metadata.namedaxes` is English).
@@ -196,8 +199,24 @@ def translate_notebook(nb, lang: str, aid: str):
         elif cell.cell_type == "code":
             context = translate.comment_context(cell.id)
             cell.source = translate.render_comments(cell.source, lambda text: table.get((context, text), text))
+        nbgrader = cell.metadata.get("nbgrader") or {}
+        if "checksum" in nbgrader:
+            nbgrader["checksum"] = _checksum(cell)
     out.metadata["namedaxes"] = {"language": lang}
     return out
+
+
+def _checksum(cell) -> str:
+    """nbgrader's checksum of a cell (what Validate and autograde compare a locked cell against)."""
+    from nbgrader.utils import compute_checksum
+    return compute_checksum(cell)
+
+
+def _without_checksum(metadata) -> dict:
+    meta = copy.deepcopy(dict(metadata))
+    if isinstance(meta.get("nbgrader"), dict):
+        meta["nbgrader"] = {k: v for k, v in meta["nbgrader"].items() if k != "checksum"}
+    return meta
 
 
 def edition_differences(english, edition) -> list[str]:
@@ -206,8 +225,12 @@ def edition_differences(english, edition) -> list[str]:
     if [c.get("id") for c in english.cells] != [c.get("id") for c in edition.cells]:
         return ["the cells (ids, order or number) differ"]
     for a, b in zip(english.cells, edition.cells):
-        if a.cell_type != b.cell_type or a.metadata != b.metadata:
+        if a.cell_type != b.cell_type or _without_checksum(a.metadata) != _without_checksum(b.metadata):
             problems.append(f"cell {a.get('id')}: type or metadata (grade id, points, tags) differ")
+        elif ("checksum" in (a.metadata.get("nbgrader") or {})) != ("checksum" in (b.metadata.get("nbgrader") or {})) \
+                or ("checksum" in (b.metadata.get("nbgrader") or {}) and b.metadata.nbgrader.checksum != _checksum(b)):
+            problems.append(f"cell {a.get('id')}: its nbgrader checksum is not its own source's "
+                            f"(Validate would call it changed)")
         elif a.cell_type == "code" and (translate.strip_comments(a.source) != translate.strip_comments(b.source)
                                         or a.get("outputs") != b.get("outputs")):
             problems.append(f"cell {a.get('id')}: the code differs")
