@@ -64,6 +64,8 @@ def setup_devices(n: int = N_DEVICES, *, quiet: bool = False):
       device count can no longer change: with fewer than `n` devices this
       raises `DeviceSetupError` asking you to restart the kernel.
     """
+    from . import i18n
+    i18n.detect_again()      # the cell running this is in the input history now: its language counts (i18n, rule 4)
     platform, n_acc = count_accelerators()
     if _backends_initialised():
         import jax

@@ -50,8 +50,9 @@ def test_environment_variable_comes_first(tmp_path):
 
 def test_bad_environment_value_means_english_with_a_warning(tmp_path):
     with pytest.warns(UserWarning, match="NAMEDAXES_LANG='fr'"):
-        assert i18n.detect_language({"NAMEDAXES_LANG": "fr"}, cwd=tmp_path / "zh") == "en"
-    assert i18n.detect_language({"NAMEDAXES_LANG": ""}, cwd=tmp_path / "zh") == "zh"   # empty: unset
+        assert i18n.detect_language({"NAMEDAXES_LANG": "fr"}, cwd=tmp_path) == "en"
+    zh_setup = {"In": ["", "devices = setup_devices()  # 8 个设备"]}
+    assert i18n.detect_language({"NAMEDAXES_LANG": ""}, cwd=tmp_path, user_ns=zh_setup) == "zh"   # empty: unset
 
 
 def test_notebook_metadata_beats_the_folder(tmp_path):
@@ -64,11 +65,11 @@ def test_notebook_metadata_beats_the_folder(tmp_path):
     assert i18n.detect_language({"JPY_SESSION_NAME": "some/dir/zh.ipynb"}, cwd=chinese_elsewhere.parent) == "zh"
 
 
-def test_notebook_without_metadata_leaves_it_to_the_folder(tmp_path):
+def test_notebook_without_metadata_leaves_it_to_its_set_up_cell(tmp_path):
     plain = _notebook(tmp_path / "zh" / "plain.ipynb")
-    assert i18n.detect_language({"JPY_SESSION_NAME": str(plain)}, cwd=plain.parent) == "zh"
-    other = _notebook(tmp_path / "en" / "plain.ipynb")
-    assert i18n.detect_language({"JPY_SESSION_NAME": str(other)}, cwd=other.parent) == "en"
+    history = {"In": ["", "from namedaxes import setup_devices\ndevices = setup_devices()  # 8 个设备：模拟的 CPU 设备"]}
+    assert i18n.detect_language({"JPY_SESSION_NAME": str(plain)}, cwd=plain.parent, user_ns=history) == "zh"
+    assert i18n.detect_language({"JPY_SESSION_NAME": str(plain)}, cwd=plain.parent) == "en"   # a zh folder is no rule
 
 
 def test_unreadable_or_huge_notebooks_are_ignored(tmp_path, monkeypatch):
@@ -85,11 +86,17 @@ def test_unreadable_or_huge_notebooks_are_ignored(tmp_path, monkeypatch):
     assert i18n.detect_language({"JPY_SESSION_NAME": str(odd)}, cwd=odd.parent) == "en"
 
 
-def test_folder_component_must_be_exactly_zh(tmp_path):
-    assert i18n.detect_language({}, cwd=tmp_path / "notebooks" / "zh") == "zh"
-    assert i18n.detect_language({}, cwd=tmp_path / "zh" / "deeper") == "zh"
-    assert i18n.detect_language({}, cwd=tmp_path / "zh_old") == "en"
-    assert i18n.detect_language({}, cwd=tmp_path / "notebooks") == "en"
+def test_the_folder_never_decides_the_set_up_cell_does(tmp_path):
+    """On Colab there is no `zh` folder and no JPY_SESSION_NAME: the set-up cell the kernel ran says the language."""
+    for cwd in (tmp_path / "notebooks" / "zh", tmp_path / "zh" / "deeper", tmp_path / "notebooks"):
+        assert i18n.detect_language({}, cwd=cwd) == "en"
+    english = "devices = setup_devices()  # 8 devices: real accelerators when there are 8, else simulated"
+    chinese = "devices = setup_devices()  # 8 个设备：有 8 个真实加速器时用它们，否则用模拟的 CPU 设备"
+    assert i18n.detect_language({}, cwd=tmp_path, user_ns={"In": ["", chinese, "x = 1"]}) == "zh"
+    assert i18n.detect_language({}, cwd=tmp_path, user_ns={"In": ["", english, "# 中文注释"]}) == "en"
+    assert i18n.detect_language({}, cwd=tmp_path, user_ns={"In": ["", chinese, english]}) == "en"   # the last one
+    assert i18n.setup_cell_language("print('设备')  # no comment in Chinese") is None        # strings are not comments
+    assert i18n.setup_cell_language("x = 1  # 设备") is None                                # not a set-up cell
 
 
 def test_set_language_overrides_and_validates(lang):
@@ -412,12 +419,20 @@ def test_english_figures_stay_english(lang):
 
 
 # ================================================================== a real kernel
-def test_a_kernel_in_a_zh_folder_answers_in_chinese(tmp_path):
-    """nbval, nbgrader and Jupyter start the kernel in the notebook's folder: a check there fails in Chinese."""
+def test_a_chinese_notebook_copied_outside_any_zh_folder_answers_in_chinese(tmp_path):
+    """Colab: the Chinese notebook 02 as a student uploads it (no zh folder, no Jupyter session path): its own
+    set-up cell makes the kernel speak Chinese; the English notebook in the same folder speaks English."""
     from nbclient import NotebookClient
-    folder = tmp_path / "zh"
-    folder.mkdir()
-    nb = new_notebook(cells=[new_code_cell("from namedaxes.checking import not_written_yet\n"
-                                           "print(not_written_yet('scaled_sum'))")])
-    NotebookClient(nb, timeout=60, resources={"metadata": {"path": str(folder)}}).execute()
-    assert "`scaled_sum` 还没有编写" in nb.cells[0].outputs[0]["text"]
+    outputs = {}
+    for edition in ("zh", ""):
+        release = nbformat.read(ROOT / "notebooks" / edition / "02_scaled_sum.ipynb", as_version=4)
+        cells = [c for c in release.cells if (c.metadata.get("nbgrader") or {}).get("grade_id") in ("setup", "imports")]
+        nb = new_notebook(cells=cells + [new_code_cell("from namedaxes.checking import not_written_yet\n"
+                                                       "print(not_written_yet('scaled_sum'))")])
+        folder = tmp_path / ("copy-" + (edition or "en"))
+        folder.mkdir()
+        env_free = NotebookClient(nb, timeout=120, resources={"metadata": {"path": str(folder)}})
+        env_free.execute()
+        outputs[edition or "en"] = nb.cells[-1].outputs[0]["text"]
+    assert "`scaled_sum` 还没有编写" in outputs["zh"], outputs
+    assert "`scaled_sum` is not written yet" in outputs["en"], outputs

@@ -228,10 +228,14 @@ def test_a_changed_locked_cell_of_the_chinese_edition_is_reported():
 
 
 def test_validate_on_the_untouched_chinese_release_fails_only_its_tests(tmp_path):
-    """Real Validate (one kernel) on the Chinese notebook 02 as released: no "changed" cell, exactly the test
-    cells fail. (Solved notebooks pass Validate: the English test above; their checksums: the test above.)"""
+    """Real Validate (one kernel) on the Chinese notebook 02 as released, copied out of any `zh` folder (as on
+    Colab): no "changed" cell, exactly the test cells fail, in Chinese (the notebook's own set-up cell says so).
+    (Solved notebooks pass Validate: the English test above; their checksums: the test above.)"""
     untouched = _copy(ROOT / "notebooks" / "zh" / f"{AID}.ipynb", tmp_path)
     results = Validator().validate(str(untouched))
     assert set(results) == {"failed"}, list(results)
     graded = _grade_cells(nbformat.read(untouched, as_version=4))
     assert [f["source"] for f in results["failed"]] == [c.source.strip() for c in graded]
+    assert "zh" not in tmp_path.parts
+    for f in results["failed"]:
+        assert "还没有编写" in ANSI.sub("", f["raw_error"]), f["raw_error"][-400:]

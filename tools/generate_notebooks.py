@@ -28,7 +28,9 @@ Steps, all deterministic:
    whose source no longer matches it as "changed", so a translated cell gets the checksum of its
    translated source (nbgrader's own `compute_checksum`). Nothing else changes: cells, cell ids,
    cell metadata (grade ids, points, tags), code and their order are the English ones, so the
-   editions grade identically. The English files are written exactly as before (no metadata
+   editions grade identically. Each edition's set-up cell must have a comment in its language:
+   that is how a kernel knows the language when nothing tells it the notebook's path (Colab;
+   `namedaxes.i18n`, rule 4). The English files are written exactly as before (no metadata
    added: a notebook without `metadata.namedaxes` is English).
 
 `--check` fails when any of these files differs from what would be written (stale), when an
@@ -51,6 +53,8 @@ import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import translate  # noqa: E402  (tools/translate.py: the prose units and the catalogs)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from namedaxes.i18n import setup_cell_language  # noqa: E402  (the rule kernels detect an edition by)
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions"
@@ -237,6 +241,12 @@ def edition_differences(english, edition) -> list[str]:
     meta = {k: v for k, v in edition.metadata.items() if k != "namedaxes"}
     if meta != english.metadata:
         problems.append("the notebook metadata differs")
+    lang = (edition.metadata.get("namedaxes") or {}).get("language")
+    setup = [c for c in edition.cells if c.cell_type == "code" and "setup_devices(" in c.source]
+    if lang and lang != "en" and not any(setup_cell_language(c.source) == lang for c in setup):
+        problems.append(f"the set-up cell (the one that calls setup_devices) has no comment in '{lang}': a kernel "
+                        f"that runs the notebook outside Jupyter (Colab, a copy elsewhere) could not tell its "
+                        f"language (namedaxes.i18n, rule 4); translate its comment in the catalog")
     return problems
 
 
