@@ -336,7 +336,7 @@ def test_translated_notebook_07_is_chinese_prose_around_english_code():
     assert first.startswith("# 07 — 工具箱的其余部分：`all_gather`") and "**学习目标**" in first
     assert "- 用 `lax.all_gather` 收集" in first                       # list structure survives
     setup = next(c for c in zh.cells if c.id == "setup").source
-    assert setup.endswith("devices = setup_devices()  # 8 个设备：如果有 8 个真实加速器就使用它们，否则使用模拟的 CPU 设备")
+    assert setup.endswith("devices = setup_devices()  # 8 个设备：有 8 个真实加速器时用它们，否则用模拟的 CPU 设备")
 
 
 # ================================================================== glossary
@@ -363,35 +363,68 @@ def test_glossary_lists_every_term_once_and_has_the_issue_terms():
                 assert first in terms, f"glossary.zh.md term {cells[0]!r} is missing from glossary.tsv"
 
 
-def _prose(text: str) -> str:
-    """The words a translator translates: no code spans, placeholders, quoted axis names ('devices') or
-    constants (DEVICES, DATA_PARALLEL), which stay English."""
-    text = re.sub(r"\{[^{}]*\}", " ", translate._CODE_SPAN.sub(" ", text))
-    return re.sub(r"\b[A-Z][A-Z0-9_]+\b|'[^'\s]+'", " ", text)
-
-
-def _glossary_misses(msgid: str, msgstr: str, rows: list[dict]) -> list[str]:
-    english = _prose(msgid)
-    return [f"{row['en']!r} -> {row['zh']!r} not used in: {msgstr[:60]!r}" for row in rows
-            if re.search(rf"(?<![\w-]){re.escape(row['en'])}(s|es)?(?![\w-])", english, re.IGNORECASE)
-            and row["zh"] not in msgstr]
-
-
 def test_glossary_check_finds_a_wrong_term():
-    rows = _glossary()
-    assert _glossary_misses("Every device holds the mesh.", "每个设备都持有网格。", rows) == []
-    assert _glossary_misses("Every device holds the mesh.", "每个装置都持有网格。", rows) == \
-        ["'device' -> '设备' not used in: '每个装置都持有网格。'"]
+    terms = translate.glossary("zh")
+    assert translate.glossary_problems("Every device holds the mesh.", "每个设备都持有网格。", terms) == []
+    assert translate.glossary_problems("Every device holds the mesh.", "每个装置都持有网格。", terms) == \
+        ["glossary: 'device' is '设备', not used in '每个装置都持有网格。'"]
     # code, constants and quoted axis names are not prose
-    assert _glossary_misses("Use `mesh` and DEVICES over 'devices'.", "用 `mesh`、DEVICES 和 'devices'。", rows) == []
+    assert translate.glossary_problems("Use `mesh` and DEVICES over 'devices'.", "用 `mesh`、DEVICES 和 'devices'。",
+                                       terms) == []
 
 
-@pytest.mark.parametrize("name", translate.catalog_names())
-def test_translations_use_the_glossary(name):
-    rows = _glossary()
-    problems = [p for msg in translate.load("zh", name) or () if msg.id and msg.string and not msg.fuzzy
-                for p in _glossary_misses(msg.id, msg.string, rows)]
-    assert not problems, "\n".join(problems[:20])
+@pytest.mark.parametrize("msgid, msgstr, problem", [
+    ("Every entry is 1.", "每个条目都是 1。", "not '条目'"),                  # array entries: 元素 / 项
+    ("Every entry is 1.", "每个元素都是 1。", None),
+    ("Entry i is the sum.", "第 i 项是和。", None),
+    ("As in notebook 05.", "与 notebook 05 一样。", "not 'notebook'"),
+    ("As in notebook 05.", "与笔记本 05 一样。", None),
+    ("Use the `nb` notebook.", "使用 `nb` 笔记本。", None),
+    ("The empty slots are NaN.", "空位是 NaN。", "not '空位'"),              # 位置 is axis_index's word
+    ("The empty slots are NaN.", "空槽位是 NaN。", None),
+    ("Use the spec above.", "用上面的 spec。", "not 'spec'"),
+    ("Use the spec above, `in_specs`.", "用上面的分区规范，`in_specs`。", None),
+    ("Give the axis a name.", "给轴起个名字。", "not '名字'"),
+    ("`out_specs` names every axis.", "`out_specs` 列出每个轴。", None),     # the verb: optional
+])
+def test_glossary_enforces_the_issue_19_terms(msgid, msgstr, problem):
+    problems = translate.glossary_problems(msgid, msgstr, translate.glossary("zh"))
+    assert (problems == []) if problem is None else any(problem in p for p in problems), problems
+
+
+@pytest.mark.parametrize("msgstr, problem", [
+    ("它失败了。 请检查。", "a space after full-width punctuation"),
+    ("JAX 报错 \"bad.\"。", "a Latin sentence end"),
+    ("它失败了.。", "a Latin sentence end"),
+    ("它失败了。。", "a doubled full stop"),
+    ("它失败了。请检查 `x.`。", None),                                       # code spans are not prose
+    ("It failed. Check.", None),                                            # not Chinese: not these rules
+])
+def test_punctuation_check_of_a_chinese_translation(msgstr, problem):
+    problems = translate.punctuation_problems("x", msgstr)
+    assert (problems == []) if problem is None else any(problem in p for p in problems), problems
+
+
+def test_one_english_text_has_one_rendering_across_the_catalogs(tmp_path, monkeypatch):
+    """The same msgid translated two ways in two catalogs is an error that names both places."""
+    from babel.messages.catalog import Catalog
+    from babel.messages.pofile import write_po
+    monkeypatch.setattr(translate, "LOCALE", tmp_path)
+    for name, ctx, text in (("01_a", "md-summary", "小结"), ("02_b", "md-summary", "小结"), ("07_c", "md-end", "总结")):
+        cat = Catalog(locale="zh")
+        cat.add("Summary", text, context=ctx)
+        path = translate.po_path("zh", name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("wb") as fh:
+            write_po(fh, cat)
+    problems = translate.rendering_problems("zh", ["01_a", "02_b", "07_c"])
+    assert len(problems) == 1 and "'Summary' is translated 2 ways" in problems[0], problems
+    assert "notebooks/01_a.po (md-summary)" in problems[0] and "notebooks/07_c.po (md-end)" in problems[0]
+    assert translate.rendering_problems("zh", ["01_a", "02_b"]) == []
+
+
+def test_the_catalogs_render_each_english_text_one_way():
+    assert translate.rendering_problems("zh", translate.catalog_names()) == []
 
 
 # ================================================================== figures
