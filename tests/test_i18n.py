@@ -466,6 +466,70 @@ def test_a_chinese_notebook_copied_outside_any_zh_folder_answers_in_chinese(tmp_
         folder.mkdir()
         env_free = NotebookClient(nb, timeout=120, resources={"metadata": {"path": str(folder)}})
         env_free.execute()
-        outputs[edition or "en"] = nb.cells[-1].outputs[0]["text"]
-    assert "`scaled_sum` 还没有编写" in outputs["zh"], outputs
-    assert "`scaled_sum` is not written yet" in outputs["en"], outputs
+        outputs[edition or "en"] = (nb.cells[0].outputs[0]["text"], nb.cells[-1].outputs[0]["text"])
+    assert outputs["zh"][0].startswith("namedaxes：8 个设备（cpu，"), outputs          # the set-up banner
+    assert "`scaled_sum` 还没有编写" in outputs["zh"][1], outputs
+    assert outputs["en"][0].startswith("namedaxes: 8 devices (cpu, "), outputs
+    assert "`scaled_sum` is not written yet" in outputs["en"][1], outputs
+
+
+# ================================================================== no English left for a Chinese student
+_ENGLISH_RUN = re.compile(r"[A-Za-z][A-Za-z'’-]*(?:[ ,]+[A-Za-z][A-Za-z'’-]*){3,}")
+
+
+def english_sentences(text: str) -> list[str]:
+    """Runs of four or more English words outside what stays English: code spans, placeholders, link targets,
+    URLs, quoted text (an English term glossed, an axis name, JAX's error text)."""
+    text = translate._CODE_SPAN.sub(" ", text)
+    text = re.sub(r"\]\([^)]*\)|https?://\S+|\{[^{}]*\}", " ", text)
+    text = re.sub(r"“[^”]*”|\"[^\"]*\"|'[^'\s]*'", " ", text)
+    return _ENGLISH_RUN.findall(text)
+
+
+def test_english_sentences_finds_english_and_spares_code_and_quotes():
+    assert english_sentences("`scaled_sum` gives every device the total.") == ["gives every device the total"]
+    assert english_sentences("`scaled_sum` 把总和交给每个设备（`lax.psum(x, axis_name=DEVICES)`）。") == []
+    assert english_sentences("空槽位里是 NaN（“not a number”，非数），JAX 报错 \"unbound axis name: devices\"。") == []
+
+
+def _what_a_student_reads(nb) -> list[tuple[str, str]]:
+    """(cell id, text) of everything a notebook shows a student before running it: markdown, code comments, and
+    the docstring a test cell starts with."""
+    out = []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            out.append((cell.id, cell.source))
+        elif cell.cell_type == "code":
+            out += [(cell.id, text) for _, _, text in translate.comment_units(cell.source)]
+            m = translate._DOCSTRING.match(cell.source)
+            if m:
+                out.append((cell.id, m.group(2)))
+    return out
+
+
+@pytest.mark.parametrize("folder", ["solutions/zh", "notebooks/zh"])
+def test_the_chinese_notebooks_show_no_english_sentences(folder):
+    problems = [f"{path.name} {cell}: {run!r}" for path in sorted((ROOT / folder).glob("*.ipynb"))
+                for cell, text in _what_a_student_reads(nbformat.read(path, as_version=4))
+                for run in english_sentences(text)]
+    assert not problems, "\n".join(problems[:30])
+
+
+def test_every_chinese_message_is_chinese():
+    """The messages a student sees while running a Chinese notebook (TEXT tables, hints, figure labels, the
+    grader's feedback): their translations have no English sentence outside code spans and placeholders."""
+    problems = [f"{m.id[:50]!r} -> {run!r}" for m in translate.load("zh", translate.DOMAIN) if m.id and m.string
+                for run in english_sentences(m.string)]
+    assert not problems, "\n".join(problems[:30])
+
+
+def test_the_set_up_messages_speak_chinese(lang):
+    """The set-up cell's banner and DeviceSetupError are TEXT templates (namedaxes/devices.py), list separators too."""
+    from namedaxes import devices
+    lang("zh")
+    banner = devices.TEXT["banner"].format(n=8, platform="cpu", how=devices.TEXT["how_simulated"],
+                                          ids=devices.TEXT["id_sep"].join("0123"))
+    assert banner == "namedaxes：8 个设备（cpu，在 CPU 上模拟）：0、1、2、3"
+    error = devices.TEXT["too_few_devices"].format(count=1, platform="cpu")
+    assert error.startswith("JAX 已经在用 1 个设备（cpu）运行") and not english_sentences(error)
+    assert checking.TEXT["list_sep"] == "、"

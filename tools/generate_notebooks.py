@@ -21,7 +21,7 @@ Steps, all deterministic:
    it is unanswered.
 6. Editions in other languages (`EDITIONS`, today "zh"): `solutions/zh/<id>.ipynb` from the
    English source and `notebooks/zh/<id>.ipynb` from the English release just built, each with
-   its markdown and student-facing code comments translated from `locale/zh/notebooks/<id>.po`
+   its markdown, student-facing code comments and test-cell docstrings translated from `locale/zh/notebooks/<id>.po`
    (tools/translate.py cuts the prose into the same units; an untranslated or fuzzy unit stays
    English) and `metadata.namedaxes.language = "zh"`. A cell nbgrader has locked carries a
    checksum of its source (the release's `nbgrader.checksum`); nbgrader's Validate reports a cell
@@ -201,8 +201,9 @@ def translate_notebook(nb, lang: str, aid: str):
         if cell.cell_type == "markdown":
             cell.source = translate.render_markdown(cell.source, lambda text: table.get((cell.id, text), text))
         elif cell.cell_type == "code":
-            context = translate.comment_context(cell.id)
+            context, doc = translate.comment_context(cell.id), translate.docstring_context(cell.id)
             cell.source = translate.render_comments(cell.source, lambda text: table.get((context, text), text))
+            cell.source = translate.render_docstring(cell.source, lambda text: table.get((doc, text), text))
         nbgrader = cell.metadata.get("nbgrader") or {}
         if "checksum" in nbgrader:
             nbgrader["checksum"] = _checksum(cell)
@@ -235,7 +236,7 @@ def edition_differences(english, edition) -> list[str]:
                 or ("checksum" in (b.metadata.get("nbgrader") or {}) and b.metadata.nbgrader.checksum != _checksum(b)):
             problems.append(f"cell {a.get('id')}: its nbgrader checksum is not its own source's "
                             f"(Validate would call it changed)")
-        elif a.cell_type == "code" and (translate.strip_comments(a.source) != translate.strip_comments(b.source)
+        elif a.cell_type == "code" and (translate.strip_prose(a.source) != translate.strip_prose(b.source)
                                         or a.get("outputs") != b.get("outputs")):
             problems.append(f"cell {a.get('id')}: the code differs")
     meta = {k: v for k, v in edition.metadata.items() if k != "namedaxes"}
@@ -279,6 +280,8 @@ def _translated_summary(aid: str, lang: str) -> str:
     units = [(c.id, u.text) for c in source.cells if c.cell_type == "markdown" for u in translate.markdown_units(c.source)]
     units += [(translate.comment_context(c.id), t) for c in source.cells if c.cell_type == "code"
               for _, _, t in translate.comment_units(c.source)]
+    units += [(translate.docstring_context(c.id), translate.docstring_unit(c.source)) for c in source.cells
+              if c.cell_type == "code" and translate.docstring_unit(c.source) is not None]
     units = set(units)
     done = sum(key in table for key in units)
     return f"{done}/{len(units)} prose units translated"

@@ -16,7 +16,8 @@ Catalogs (`locale/zh/`), one per notebook plus one for the helper package:
   breaks become spaces (markdown renders them so), so re-wrapping English changes nothing. Units
   without words (`lax.psum`, `2 (k − 1) / k · N`) are kept as they are. Student-facing comments of
   code cells are units too (msgctxt `<cell id>#comment`); nbgrader's markers, `noqa` and the like are
-  not. Code itself is never translated.
+  not; so is a test cell's one-line docstring (msgctxt `<cell id>#docstring`: what the cell checks).
+  Code itself is never translated.
 - `namedaxes.po`: every module-level `TEXT = {...}` table of `namedaxes/` and `autograder/`, every
   `hints=[...]` of an `Exercise(...)`, every `gettext("...")`/`_("...")` call there, and the literal
   `title=`, `note=`, `*_label=`, `ylabel=` arguments of `plot_*` calls in the solution notebooks (the
@@ -246,6 +247,42 @@ def comment_context(cell_id: str) -> str:
     return f"{cell_id}#comment"
 
 
+# ================================================================== test-cell docstrings
+_DOCSTRING = re.compile(r'\A(\s*""")([^"\\\n]+?)(""")[ \t]*(?=\n|\Z)')
+
+
+def docstring_unit(source: str) -> str | None:
+    """The text of a cell's leading one-line docstring (`\"\"\"...\"\"\"` as its first line: what a test cell
+    says it checks, and the exercise's name in the grader's report), or None."""
+    m = _DOCSTRING.match(source)
+    return m.group(2) if m and translatable(m.group(2)) else None
+
+
+def render_docstring(source: str, translate: Callable[[str], str]) -> str:
+    """`source` with its leading docstring translated (kept English when the translation could not sit
+    inside triple quotes: a quote, backslash or line break in it)."""
+    m = _DOCSTRING.match(source)
+    if not m or not translatable(m.group(2)):
+        return source
+    text = translate(m.group(2))
+    if re.search(r'["\\\n]', text):
+        text = m.group(2)
+    return source[:m.start(2)] + text + source[m.end(2):]
+
+
+def strip_prose(source: str) -> str:
+    """`source` with comments emptied and a leading docstring emptied: the code of a cell, as two
+    editions must share it."""
+    m = _DOCSTRING.match(source)
+    if m:
+        source = source[:m.start(2)] + source[m.end(2):]
+    return strip_comments(source)
+
+
+def docstring_context(cell_id: str) -> str:
+    return f"{cell_id}#docstring"
+
+
 # ================================================================== templates
 def _new_catalog(lang: str | None, name: str) -> Catalog:
     cat = Catalog(locale=lang, domain=name, project=PROJECT, version="1", copyright_holder=PROJECT,
@@ -277,6 +314,9 @@ def notebook_template(nb_id: str) -> Catalog:
             for n, unit in enumerate(markdown_units(cell.source), 1):
                 _add(cat, unit.text, (where, n), f"markdown {unit.kind}", context=cell.id)
         elif cell.cell_type == "code":
+            if (doc := docstring_unit(cell.source)) is not None:
+                _add(cat, doc, (f"{where}.docstring", 1), "a test cell's docstring: what it checks (no quotes)",
+                     context=docstring_context(cell.id))
             for n, (_, _, text) in enumerate(comment_units(cell.source), 1):
                 _add(cat, text, (f"{where}.comment", n), "code comment (the code itself stays English)",
                      context=comment_context(cell.id))
