@@ -533,3 +533,21 @@ def test_the_set_up_messages_speak_chinese(lang):
     error = devices.TEXT["too_few_devices"].format(count=1, platform="cpu")
     assert error.startswith("JAX 已经在用 1 个设备（cpu）运行") and not english_sentences(error)
     assert checking.TEXT["list_sep"] == "、"
+
+
+def test_the_multi_process_helpers_errors_speak_chinese(lang):
+    """What `ship` refuses and how a worker failed reach the student in the notebook's language: a ShipError is
+    inserted into notebook 06's message whole, so it must be Chinese too."""
+    from namedaxes import multiprocess
+    from namedaxes.exercises import multi_process
+    lang("zh")
+    with pytest.raises(multiprocess.ShipError) as err:
+        multiprocess.ship(lambda x: x)
+    message = multi_process.TEXT["cannot_ship"].format(name="local_rows", error=err.value)   # as _rules composes it
+    assert message.startswith("`local_rows` 无法发送到工作进程：`<lambda>` 是一个 lambda：请用 `def` 定义它"), message
+    assert not english_sentences(message) and message.endswith("。"), message
+    said = multiprocess.TEXT["raised_too"].format(i=0, n=2, error="ValueError: x", what=multiprocess.TEXT[
+        "running"].format(name="job"), others=multiprocess._processes([1, 2]))
+    assert said == "进程 0（共 2 个）抛出了 ValueError: x（进程 1、2 也抛出了错误）\n（在运行 `job` 的过程中）"
+    lang("en")
+    assert multiprocess._processes([1, 2]) == "processes 1, 2"
