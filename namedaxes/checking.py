@@ -191,9 +191,17 @@ def _render_failure(message: str, hint_line: str = "") -> list[str]:
     return lines + ([hint_line] if hint_line else [])
 
 
+_SPACE_AFTER_FULL_WIDTH = re.compile(r"(?<=[，。：；？！、）])[ \t]+")
+_FULL_STOP_IN_QUOTE = re.compile(r"[.](?=[\"”']?[。，；：！？])")
+
+
 def fail(msg: str) -> NoReturn:
-    """Raise `CheckFailed` with `msg` exactly as given (see `_fail` for the reflowing variant)."""
-    raise CheckFailed(msg)
+    """Raise `CheckFailed` with `msg` as given (see `_fail` for the reflowing variant), with one rule of
+    composition: a sentence appended to another starts with a space in English (" That is ..."), but
+    full-width punctuation carries its own space, so a space after it (。 这是 ...) is dropped; and a quoted
+    English text (JAX's error) that ends with a full stop, quoted in a Chinese sentence, loses that stop
+    (`"... device."。` reads `"... device"。`)."""
+    raise CheckFailed(_FULL_STOP_IN_QUOTE.sub("", _SPACE_AFTER_FULL_WIDTH.sub("", msg)))
 
 
 def _fail(msg: str) -> NoReturn:

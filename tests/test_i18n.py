@@ -551,3 +551,24 @@ def test_the_multi_process_helpers_errors_speak_chinese(lang):
     assert said == "进程 0（共 2 个）抛出了 ValueError: x（进程 1、2 也抛出了错误）\n（在运行 `job` 的过程中）"
     lang("en")
     assert multiprocess._processes([1, 2]) == "processes 1, 2"
+
+
+def test_a_chinese_message_with_an_appended_sentence_has_no_space_after_its_full_stop(lang):
+    """Notebook 07's check of a `median_centered` that returns the whole vector appends the sentence " That is
+    the whole vector ..." to the shape message: in Chinese it follows the full stop directly (fail() composes)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_exercises_collectives import MEDIAN_WRONG
+    from namedaxes.exercises import collectives as q
+    lang("zh")
+    message = checking.assert_check_fails(q.median_centered.check, MEDIAN_WRONG["whole vector from every device"][0])
+    assert "这是整个向量" in message and "。这是整个向量" in message, message
+    assert not re.search(r"[，。：；？！、）] ", message), message
+    with pytest.raises(checking.CheckFailed) as err:
+        checking.fail("`x` 不对。 这是整个向量：见下。")
+    assert str(err.value) == "`x` 不对。这是整个向量：见下。"
+    with pytest.raises(checking.CheckFailed) as err:
+        checking.fail('`x` 失败了，JAX 报错 "unbound axis name: devices."。请绑定它。')
+    assert str(err.value) == '`x` 失败了，JAX 报错 "unbound axis name: devices"。请绑定它。'
+    with pytest.raises(checking.CheckFailed) as err:
+        checking.fail("`x` is wrong. That is the whole vector: see below.")
+    assert str(err.value) == "`x` is wrong. That is the whole vector: see below."      # English: as given
