@@ -572,3 +572,28 @@ def test_a_chinese_message_with_an_appended_sentence_has_no_space_after_its_full
     with pytest.raises(checking.CheckFailed) as err:
         checking.fail("`x` is wrong. That is the whole vector: see below.")
     assert str(err.value) == "`x` is wrong. That is the whole vector: see below."      # English: as given
+
+
+# ================================================================== "How it is graded"
+def _sentences(text: str) -> int:
+    text = translate._CODE_SPAN.sub("code", text)
+    return len(re.findall(r"[.!?](?=\s|$)|[。！？]", text))
+
+
+@pytest.mark.parametrize("edition", ["", "zh"], ids=["en", "zh"])
+def test_how_it_is_graded_is_short_and_out_of_the_way_of_the_answer(edition):
+    """Each exercise's grading note is a markdown cell of its own, at most three sentences, after the test cells
+    that check the answer (not between the exercise and the answer cell), in both editions (issue 19)."""
+    marker = "*如何评分*" if edition else "*How it is graded:*"
+    found = 0
+    for path in sorted((ROOT / "solutions" / edition).glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        for i, cell in enumerate(nb.cells):
+            if cell.cell_type != "markdown" or marker not in cell.source:
+                continue
+            found += 1
+            assert cell.source.startswith(marker) and "\n\n" not in cell.source, (path.name, cell.id)
+            assert _sentences(cell.source) <= 3, (path.name, cell.id, cell.source)
+            before = nb.cells[i - 1].metadata.get("nbgrader") or {}
+            assert before.get("grade") and not before.get("solution"), (path.name, cell.id, "not after a test cell")
+    assert found == 22
