@@ -596,4 +596,4 @@ def test_how_it_is_graded_is_short_and_out_of_the_way_of_the_answer(edition):
             assert _sentences(cell.source) <= 3, (path.name, cell.id, cell.source)
             before = nb.cells[i - 1].metadata.get("nbgrader") or {}
             assert before.get("grade") and not before.get("solution"), (path.name, cell.id, "not after a test cell")
-    assert found == 22
+    assert found >= 22      # 01-06 have 22; a new notebook adds its own
