@@ -116,13 +116,16 @@ def attach_editions(source: SourceNotebook, course_edition: tuple[str, Path] | N
 
 
 def code_tokens(code: str) -> list[tuple[int, str]] | str:
-    """The Python tokens of a cell without comments and blank lines (the code as Python runs it);
+    """The Python tokens of a cell without comments, blank lines and a leading docstring (the code as Python runs it);
     the source itself when it is not Python that tokenize reads (IPython magics)."""
     try:
-        return [(t.type, t.string) for t in tokenize.generate_tokens(io.StringIO(code).readline)
-                if t.type not in (tokenize.COMMENT, tokenize.NL)]
+        tokens = [(t.type, t.string) for t in tokenize.generate_tokens(io.StringIO(code).readline)
+                  if t.type not in (tokenize.COMMENT, tokenize.NL)]
     except (tokenize.TokenError, IndentationError, SyntaxError):
         return code
+    if len(tokens) >= 2 and tokens[0][0] == tokenize.STRING and tokens[1][0] in (tokenize.NEWLINE, tokenize.ENDMARKER):
+        tokens = tokens[2:]      # a leading docstring is prose (an edition translates a test cell's), not code
+    return tokens
 
 
 def edition_problem(reference, edition) -> str | None:

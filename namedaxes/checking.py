@@ -104,10 +104,12 @@ TEXT = Messages({
     "not_replicated": ("`{name}` returned different values on different devices: {values}. Every device should "
                        "hold the same result: a collective such as `lax.psum` over '{axis}' is missing. {hint}"),
     "collective_missing": "`{name}` should communicate over '{axis}' with {want}, but it performs {seen}. {hint}",
+    "collective_missing_none": ("`{name}` should communicate over '{axis}' with {want}, but it performs no "
+                                "collective at all. {hint}"),
     "collective_unwanted": ("`{name}` should not communicate over '{axis}', but it performs {found} over it. "
                             "{hint}"),
     "a_collective": "a collective",
-    "no_collective": "no collective at all",
+    "list_sep": ", ",
     "or": " or ",
     "and": " and ",
     "over": "{primitive} over {axes}",
@@ -189,9 +191,17 @@ def _render_failure(message: str, hint_line: str = "") -> list[str]:
     return lines + ([hint_line] if hint_line else [])
 
 
+_SPACE_AFTER_FULL_WIDTH = re.compile(r"(?<=[，。：；？！、）])[ \t]+")
+_FULL_STOP_IN_QUOTE = re.compile(r"[.](?=[\"”']?[。，；：！？])")
+
+
 def fail(msg: str) -> NoReturn:
-    """Raise `CheckFailed` with `msg` exactly as given (see `_fail` for the reflowing variant)."""
-    raise CheckFailed(msg)
+    """Raise `CheckFailed` with `msg` as given (see `_fail` for the reflowing variant), with one rule of
+    composition: a sentence appended to another starts with a space in English (" That is ..."), but
+    full-width punctuation carries its own space, so a space after it (。 这是 ...) is dropped; and a quoted
+    English text (JAX's error) that ends with a full stop, quoted in a Chinese sentence, loses that stop
+    (`"... device."。` reads `"... device"。`)."""
+    raise CheckFailed(_FULL_STOP_IN_QUOTE.sub("", _SPACE_AFTER_FULL_WIDTH.sub("", msg)))
 
 
 def _fail(msg: str) -> NoReturn:
@@ -434,17 +444,17 @@ def expect_collective(name: str, fn: Callable, *args, axis_name: str, axis_env,
     found = collectives(fn, *args, axis_env=axis_env)
     ok = [p for p, axes in found if axis_name in axes and (primitives is None or p in set(primitives))]
     if not ok:
-        seen = ", ".join(TEXT["over"].format(primitive=p, axes=axes) for p, axes in sorted(found)) \
-            or TEXT["no_collective"]
+        seen = TEXT["list_sep"].join(TEXT["over"].format(primitive=p, axes=axes) for p, axes in sorted(found))
         want = TEXT["or"].join(f"`{p}`" for p in primitives) if primitives else TEXT["a_collective"]
-        _fail(TEXT["collective_missing"].format(name=name, axis=axis_name, want=want, seen=seen, hint=hint))
+        template = TEXT["collective_missing"] if seen else TEXT["collective_missing_none"]   # whole sentences
+        _fail(template.format(name=name, axis=axis_name, want=want, seen=seen, hint=hint))
 
 
 def expect_no_collective(name: str, fn: Callable, *args, axis_name: str, axis_env, hint: str = "") -> None:
     """`fn` performs no collective over `axis_name`."""
     found = [(p, axes) for p, axes in collectives(fn, *args, axis_env=axis_env) if axis_name in axes]
     if found:
-        _fail(TEXT["collective_unwanted"].format(name=name, axis=axis_name, found=", ".join(p for p, _ in found),
+        _fail(TEXT["collective_unwanted"].format(name=name, axis=axis_name, found=TEXT["list_sep"].join(p for p, _ in found),
                                                  hint=hint))
 
 

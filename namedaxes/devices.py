@@ -11,8 +11,22 @@ import os
 import sys
 
 from .axes import N_DEVICES
+from .i18n import Messages
 
-__all__ = ["setup_devices", "count_accelerators", "DeviceSetupError"]
+__all__ = ["setup_devices", "count_accelerators", "DeviceSetupError", "TEXT"]
+
+# What the set-up cell prints and raises, in the notebook's language (locale/zh/namedaxes.po).
+TEXT = Messages({
+    "banner": "namedaxes: {n} devices ({platform}, {how}): {ids}",
+    "how_initialised": "already initialised",
+    "how_accelerators": "{count} {kind}s found",
+    "how_simulated": "simulated on the CPU",
+    "how_too_few": "{count} {kind}(s) found, fewer than {n}; simulated on the CPU",
+    "id_sep": ", ",
+    "too_few_devices": ("JAX is already running with {count} device(s) ({platform}), and the number of simulated "
+                        "devices can only be set before JAX starts. Restart the kernel (Kernel > Restart Kernel) "
+                        "and run this cell first, before any other JAX code."),
+})
 
 
 class DeviceSetupError(RuntimeError):
@@ -64,30 +78,27 @@ def setup_devices(n: int = N_DEVICES, *, quiet: bool = False):
       device count can no longer change: with fewer than `n` devices this
       raises `DeviceSetupError` asking you to restart the kernel.
     """
+    from . import i18n
+    i18n.detect_again()      # the cell running this is in the input history now: its language counts (i18n, rule 4)
     platform, n_acc = count_accelerators()
     if _backends_initialised():
         import jax
         devices = jax.devices()
         if len(devices) < n:
-            raise DeviceSetupError(
-                f"JAX is already running with {len(devices)} device(s) "
-                f"({devices[0].platform}), and the number of simulated devices can only be set "
-                f"before JAX starts. Restart the kernel (Kernel > Restart Kernel) and run this "
-                f"cell first, before any other JAX code."
-            )
-        how = "already initialised"
+            raise DeviceSetupError(TEXT["too_few_devices"].format(count=len(devices), platform=devices[0].platform))
+        how = TEXT["how_initialised"]
     else:
         import jax
         if n_acc >= n:
-            how = f"{n_acc} {platform.upper()}s found"
+            how = TEXT["how_accelerators"].format(count=n_acc, kind=platform.upper())
         else:
             _append_xla_flag(f"--xla_force_host_platform_device_count={n}")
             jax.config.update("jax_platforms", "cpu")
             jax.config.update("jax_num_cpu_devices", n)
-            found = f"{n_acc} {platform.upper()}(s) found, fewer than {n}; " if n_acc else ""
-            how = f"{found}simulated on the CPU"
+            how = (TEXT["how_too_few"].format(count=n_acc, kind=platform.upper(), n=n) if n_acc
+                   else TEXT["how_simulated"])
         devices = jax.devices()
     if not quiet:
-        print(f"namedaxes: {len(devices)} devices ({devices[0].platform}, {how}): "
-              f"{', '.join(str(d.id) for d in devices)}")
+        print(TEXT["banner"].format(n=len(devices), platform=devices[0].platform, how=how,
+                                    ids=TEXT["id_sep"].join(str(d.id) for d in devices)))
     return devices

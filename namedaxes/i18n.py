@@ -18,10 +18,16 @@ Language of a kernel, the first rule that applies (`language()`; computed once, 
    user namespace as `__session__`. If that file exists (an absolute path, or its file name
    in the working directory) and is at most `MAX_NOTEBOOK_BYTES`, its
    `metadata.namedaxes.language` decides, when it is one of `LANGUAGES`.
-4. A component of the current working directory named exactly `zh` (nbval, nbgrader's
-   execute step and Jupyter all start a kernel in the notebook's folder: `solutions/zh/`,
-   `notebooks/zh/`, `work/zh/` are Chinese).
-5. Otherwise "en".
+4. The notebook's set-up cell, as the kernel ran it (IPython's input history, `In`): the cell
+   that calls `setup_devices(` is in a language when its comments are (`setup_cell_language`:
+   Chinese ideographs in a comment mean "zh"). The generator translates that cell's comments in
+   every edition and refuses an edition whose set-up cell does not say its language
+   (tools/generate_notebooks.py), and the cell is locked, so this works wherever the notebook
+   runs: on Colab (no `JPY_SESSION_NAME`, no `zh` folder), under nbval and nbgrader's Validate,
+   in a copy renamed or moved anywhere. `setup_devices()` asks for detection again once it ran,
+   so a language looked up before the set-up cell (an import) does not stick.
+5. Otherwise "en". The folder a notebook sits in never decides (a `zh` folder of the release
+   is only where the Chinese notebooks are kept; a checkout in a folder named `zh` is English).
 
 Translations: the compiled catalog `namedaxes/locale/<lang>/LC_MESSAGES/namedaxes.mo`, read
 with the standard library's `gettext` (no Babel at run time, so Colab needs nothing extra).
@@ -76,7 +82,40 @@ def _notebook_language(path: str | None, cwd: Path) -> str | None:
         if lang in LANGUAGES:
             return lang
         if candidate.suffix == ".ipynb":
-            return None      # the notebook was found and says nothing: the folder rule decides
+            return None      # the notebook was found and says nothing: its set-up cell decides
+    return None
+
+
+def _is_chinese(ch: str) -> bool:
+    return "\u4e00" <= ch <= "\u9fff" or "\u3400" <= ch <= "\u4dbf"
+
+
+def setup_cell_language(source: str) -> str | None:
+    """The language a notebook's set-up cell is written in ("zh" when a comment has Chinese
+    ideographs), or None: not a set-up cell (no `setup_devices(` call), or English comments."""
+    if not isinstance(source, str) or "setup_devices(" not in source:
+        return None
+    import io
+    import tokenize
+    try:
+        comments = [t.string for t in tokenize.generate_tokens(io.StringIO(source).readline)
+                    if t.type == tokenize.COMMENT]
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return None
+    return "zh" if any(_is_chinese(ch) for c in comments for ch in c) else None
+
+
+def _history_language(user_ns: dict | None) -> str | None:
+    """Rule 4: the language of the last set-up cell in the kernel's input history."""
+    if user_ns is None and "IPython" in sys.modules:
+        from IPython import get_ipython
+        user_ns = getattr(get_ipython(), "user_ns", None)
+    history = (user_ns or {}).get("In")
+    if not isinstance(history, list):
+        return None
+    for source in reversed(history):
+        if isinstance(source, str) and "setup_devices(" in source:
+            return setup_cell_language(source)
     return None
 
 
@@ -91,7 +130,8 @@ def _session_path(user_ns: dict | None) -> str | None:
 
 def detect_language(environ: dict | None = None, cwd: str | os.PathLike | None = None,
                     user_ns: dict | None = None) -> str:
-    """The language by rules 2-5 of the module docstring (`environ`, `cwd`, `user_ns` default to this process's)."""
+    """The language by rules 2-5 of the module docstring (`environ`, `cwd`, `user_ns` default to this
+    process's; `cwd` only locates a notebook named by a relative session path)."""
     environ = os.environ if environ is None else environ
     cwd = Path.cwd() if cwd is None else Path(cwd)
     value = (environ.get(ENV) or "").strip()
@@ -106,7 +146,7 @@ def detect_language(environ: dict | None = None, cwd: str | os.PathLike | None =
         lang = _notebook_language(session, cwd)
         if lang is not None:
             return lang
-    return "zh" if "zh" in cwd.parts else "en"
+    return _history_language(user_ns) or "en"
 
 
 def language() -> str:
@@ -121,6 +161,12 @@ def language() -> str:
 def set_language(lang: str | None) -> None:
     """Show messages in `lang` from now on ("en" or "zh"; None: detect again). Unknown: ValueError."""
     _STATE["override"] = None if lang is None else _check(lang)
+    _STATE["detected"] = None
+
+
+def detect_again() -> None:
+    """Forget the detected language (not a `set_language` choice): the next lookup detects anew.
+    `setup_devices()` calls it, so that its cell (rule 4) counts from then on."""
     _STATE["detected"] = None
 
 
@@ -172,4 +218,4 @@ def is_wide(ch: str) -> bool:
     return unicodedata.east_asian_width(ch) in ("W", "F")
 
 
-__all__ += ["Messages", "is_wide"]
+__all__ += ["Messages", "is_wide", "setup_cell_language", "detect_again"]

@@ -52,6 +52,39 @@ import types
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from namedaxes.i18n import Messages
+
+# What a student reads when shipping or a worker fails, in the notebook's language (locale/zh/namedaxes.po).
+TEXT = Messages({
+    "ship_not_function": "only functions can be shipped to the workers, not {type}",
+    "ship_not_def": ("`{name}` is a {type}, not a function defined with `def`: it cannot be sent to the workers "
+                     "as source text"),
+    "ship_lambda": "`{name}` is a lambda: define it with `def` so that its source can be sent to the workers",
+    "ship_closure": "`{name}` uses {names} from an enclosing function: define it at the top level of a cell",
+    "ship_no_source": "the source of `{name}` is not available ({error}); define it in a notebook cell with `def`",
+    "ship_variable": ("`{name}` uses the notebook variable `{var}` (a {type}), which cannot be sent to the workers "
+                      "as source: pass it as an argument instead"),
+    "not_running": "the cluster is not running: start a new one (multiprocess.get_cluster() or Cluster().start())",
+    "running": "running `{name}`",
+    "starting": "starting",
+    "raised": "process {i} of {n} raised {error}\n(while {what})",
+    "raised_too": "process {i} of {n} raised {error} (so did {others})\n(while {what})",
+    "raised_stuck": ("process {i} of {n} raised {error}\n(while {what}; the other processes were stuck waiting for "
+                     "it and were killed)"),
+    "timed_out": "{slow} of {n} did not finish {what} within {timeout} s. All {n} worker processes were killed.",
+    "timed_out_some_done": ("{slow} of {n} did not finish {what} within {timeout} s; {done} did finish (a process "
+                            "waiting in a collective that the others skipped never returns). All {n} worker "
+                            "processes were killed."),
+    "died": "process {i} of {n} exited with code {code} while {what}; all worker processes were killed.",
+    "process_one": "process {i}",
+    "process_many": "processes {ids}",
+    "id_sep": ", ",
+    "stderr_last": "stderr of process {i}, last lines:",
+    "stderr_where": "stderr of process {i}, where it was waiting (its Python stack, most recent call first):",
+    "stderr_nothing": "(nothing)",
+    "echo": "[process {i}] {line}",
+})
+
 __all__ = ["Cluster", "WorkerError", "WorkerTimeout", "ShipError", "Shipped", "ship",
            "free_port", "get_cluster", "filter_noise", "process_alive"]
 
@@ -219,7 +252,7 @@ def ship(fn: Callable) -> Shipped:
     if isinstance(fn, Shipped):
         return fn
     if not callable(fn):
-        raise ShipError(f"only functions can be shipped to the workers, not {type(fn).__name__}")
+        raise ShipError(TEXT["ship_not_function"].format(type=type(fn).__name__))
     ref = _importable_name(fn)
     if ref is not None:
         return Shipped(name=ref[1], module=ref[0])
@@ -232,19 +265,16 @@ def ship(fn: Callable) -> Shipped:
         if id(inner) in done:
             return done[id(inner)]
         if not isinstance(inner, types.FunctionType):
-            raise ShipError(f"`{shown_as}` is a {type(obj).__name__}, not a function defined with `def`: "
-                            f"it cannot be sent to the workers as source text")
+            raise ShipError(TEXT["ship_not_def"].format(name=shown_as, type=type(obj).__name__))
         if inner.__name__ == "<lambda>":
-            raise ShipError(f"`{shown_as}` is a lambda: define it with `def` so that its source can be sent "
-                            f"to the workers")
+            raise ShipError(TEXT["ship_lambda"].format(name=shown_as))
         if inner.__code__.co_freevars:
-            raise ShipError(f"`{inner.__name__}` uses {', '.join(f'`{v}`' for v in inner.__code__.co_freevars)} "
-                            f"from an enclosing function: define it at the top level of a cell")
+            raise ShipError(TEXT["ship_closure"].format(
+                name=inner.__name__, names=TEXT["id_sep"].join(f"`{v}`" for v in inner.__code__.co_freevars)))
         try:
             source = textwrap.dedent(inspect.getsource(inner))
         except (OSError, TypeError) as err:
-            raise ShipError(f"the source of `{inner.__name__}` is not available ({err}); define it in a "
-                            f"notebook cell with `def`") from err
+            raise ShipError(TEXT["ship_no_source"].format(name=inner.__name__, error=err)) from err
         try:
             tree = ast.parse(source)
         except SyntaxError:
@@ -272,9 +302,8 @@ def ship(fn: Callable) -> Shipped:
                     defs.append(f"{name} = {defined}\n")
                 header.setdefault(name, "")  # mark as handled
             else:
-                raise ShipError(f"`{inner.__name__}` uses the notebook variable `{name}` "
-                                f"(a {type(value).__name__}), which cannot be sent to the workers as source: "
-                                f"pass it as an argument instead")
+                raise ShipError(TEXT["ship_variable"].format(name=inner.__name__, var=name,
+                                                             type=type(value).__name__))
         defs.append(source)
         return inner.__name__
 
@@ -414,8 +443,8 @@ def _headline(result: dict) -> str:
 
 
 def _processes(indices: list[int]) -> str:
-    return (f"process {indices[0]}" if len(indices) == 1
-            else "processes " + ", ".join(str(i) for i in indices))
+    return (TEXT["process_one"].format(i=indices[0]) if len(indices) == 1
+            else TEXT["process_many"].format(ids=TEXT["id_sep"].join(str(i) for i in indices)))
 
 
 def _main_thread_stack(text: str) -> str:
@@ -528,7 +557,7 @@ class Cluster:
                 self._err_offsets.append(0)
             _LIVE.add(self)
             self._wait([os.path.join(self.job_dir, f"ready-{i}") for i in range(self.num_processes)],
-                       self.start_timeout, "starting")
+                       self.start_timeout, TEXT["starting"])
         except BaseException:
             self._kill()
             raise
@@ -589,8 +618,7 @@ class Cluster:
         and shows its stderr.
         """
         if not self.alive:
-            raise WorkerError("the cluster is not running: start a new one "
-                              "(multiprocess.get_cluster() or Cluster().start())")
+            raise WorkerError(TEXT["not_running"])
         shipped = ship(job)
         payload = pickle.dumps((shipped, _pack(list(args))))
         self._jobs += 1
@@ -598,7 +626,7 @@ class Cluster:
         with open(os.path.join(self.job_dir, f"job-{job_id}.pkl"), "wb") as fh:
             fh.write(payload)
         paths = [os.path.join(self.job_dir, f"result-{job_id}-{i}.pkl") for i in range(self.num_processes)]
-        what = f"running `{shipped.name}`"
+        what = TEXT["running"].format(name=shipped.name)
         self._err_offsets = [len(self._read(i, "stderr")) for i in range(self.num_processes)]
         try:
             for i, p in enumerate(self._procs):
@@ -617,11 +645,12 @@ class Cluster:
         failed = [(i, r) for i, r in enumerate(results) if not r["ok"]]
         if failed:
             i, r = failed[0]
-            others = (f" (so did process{'es' if len(failed) > 2 else ''} "
-                      f"{', '.join(str(j) for j, _ in failed[1:])})" if len(failed) > 1 else "")
+            said = (TEXT["raised_too"].format(i=i, n=self.num_processes, error=_headline(r), what=what,
+                                              others=_processes([j for j, _ in failed[1:]]))
+                    if len(failed) > 1 else
+                    TEXT["raised"].format(i=i, n=self.num_processes, error=_headline(r), what=what))
             raise WorkerError(
-                f"process {i} of {self.num_processes} raised {_headline(r)}{others}\n"
-                f"(while {what})\n\n{self._tail_text(i)}",
+                f"{said}\n\n{self._tail_text(i)}",
                 process_index=i, stderr_tail=self._stderr_tail(i), remote_type=r["type"])
         return [r["value"] for r in results]
 
@@ -652,9 +681,8 @@ class Cluster:
                     r = results[i]
                     self._kill_keep_logs()
                     raise WorkerError(
-                        f"process {i} of {self.num_processes} raised {_headline(r)}\n"
-                        f"(while {what}; the other processes were stuck waiting for it and were killed)"
-                        f"\n\n{self._tail_text(i)}",
+                        TEXT["raised_stuck"].format(i=i, n=self.num_processes, error=_headline(r), what=what)
+                        + f"\n\n{self._tail_text(i)}",
                         process_index=i, stderr_tail=self._stderr_tail(i), remote_type=r["type"])
                 if now > deadline:
                     slow = [i for i, r in enumerate(results) if r is None]
@@ -662,11 +690,11 @@ class Cluster:
                     tails = "\n\n".join(self._tail_text(i, where=True) for i in slow)
                     self._kill_keep_logs()
                     done = [i for i, r in enumerate(results) if r is not None]
-                    why = (f"; {_processes(done)} did finish (a process waiting in a collective that the "
-                           f"others skipped never returns)" if done else "")
+                    said = TEXT["timed_out_some_done" if done else "timed_out"].format(
+                        slow=_processes(slow), n=self.num_processes, what=what, timeout=f"{timeout:g}",
+                        done=_processes(done) if done else "")
                     raise WorkerTimeout(
-                        f"{_processes(slow)} of {self.num_processes} did not finish {what} within "
-                        f"{timeout:g} s{why}. All {self.num_processes} worker processes were killed.\n\n{tails}",
+                        f"{said}\n\n{tails}",
                         process_index=slow[0], stderr_tail=self._stderr_tail(slow[0]))
                 time.sleep(_POLL_S)
         except BaseException:
@@ -694,8 +722,8 @@ class Cluster:
                 code = self._procs[i].wait(1)
             except subprocess.TimeoutExpired:
                 code = "?"
-        text = (f"process {i} of {self.num_processes} exited with code {code} while {what}; "
-                f"all worker processes were killed.\n\n{self._tail_text(i)}")
+        text = (TEXT["died"].format(i=i, n=self.num_processes, code=code, what=what)
+                + f"\n\n{self._tail_text(i)}")
         tail = self._stderr_tail(i)
         self._kill_keep_logs()
         return WorkerError(text, process_index=i, stderr_tail=tail)
@@ -731,9 +759,8 @@ class Cluster:
 
     def _tail_text(self, i: int, *, where: bool = False) -> str:
         tail = self._stderr_tail(i, where=where)
-        body = textwrap.indent(tail, "  ") if tail else "  (nothing)"
-        what = "where it was waiting (its Python stack, most recent call first)" if where else "last lines"
-        return f"stderr of process {i}, {what}:\n{body}"
+        body = textwrap.indent(tail, "  ") if tail else "  " + TEXT["stderr_nothing"]
+        return TEXT["stderr_where" if where else "stderr_last"].format(i=i) + f"\n{body}"
 
     def _echo(self) -> None:
         """Print what the workers printed during the last job, one line per line, tagged."""
@@ -742,7 +769,7 @@ class Cluster:
             new, self._out_offsets[i] = text[self._out_offsets[i]:], len(text)
             if self.echo:
                 for line in filter_noise(new).splitlines():
-                    print(f"[process {i}] {line}")
+                    print(TEXT["echo"].format(i=i, line=line))
 
 
 # ---------------------------------------------------------------- one shared cluster per kernel

@@ -50,8 +50,9 @@ def test_environment_variable_comes_first(tmp_path):
 
 def test_bad_environment_value_means_english_with_a_warning(tmp_path):
     with pytest.warns(UserWarning, match="NAMEDAXES_LANG='fr'"):
-        assert i18n.detect_language({"NAMEDAXES_LANG": "fr"}, cwd=tmp_path / "zh") == "en"
-    assert i18n.detect_language({"NAMEDAXES_LANG": ""}, cwd=tmp_path / "zh") == "zh"   # empty: unset
+        assert i18n.detect_language({"NAMEDAXES_LANG": "fr"}, cwd=tmp_path) == "en"
+    zh_setup = {"In": ["", "devices = setup_devices()  # 8 个设备"]}
+    assert i18n.detect_language({"NAMEDAXES_LANG": ""}, cwd=tmp_path, user_ns=zh_setup) == "zh"   # empty: unset
 
 
 def test_notebook_metadata_beats_the_folder(tmp_path):
@@ -64,11 +65,11 @@ def test_notebook_metadata_beats_the_folder(tmp_path):
     assert i18n.detect_language({"JPY_SESSION_NAME": "some/dir/zh.ipynb"}, cwd=chinese_elsewhere.parent) == "zh"
 
 
-def test_notebook_without_metadata_leaves_it_to_the_folder(tmp_path):
+def test_notebook_without_metadata_leaves_it_to_its_set_up_cell(tmp_path):
     plain = _notebook(tmp_path / "zh" / "plain.ipynb")
-    assert i18n.detect_language({"JPY_SESSION_NAME": str(plain)}, cwd=plain.parent) == "zh"
-    other = _notebook(tmp_path / "en" / "plain.ipynb")
-    assert i18n.detect_language({"JPY_SESSION_NAME": str(other)}, cwd=other.parent) == "en"
+    history = {"In": ["", "from namedaxes import setup_devices\ndevices = setup_devices()  # 8 个设备：模拟的 CPU 设备"]}
+    assert i18n.detect_language({"JPY_SESSION_NAME": str(plain)}, cwd=plain.parent, user_ns=history) == "zh"
+    assert i18n.detect_language({"JPY_SESSION_NAME": str(plain)}, cwd=plain.parent) == "en"   # a zh folder is no rule
 
 
 def test_unreadable_or_huge_notebooks_are_ignored(tmp_path, monkeypatch):
@@ -85,11 +86,17 @@ def test_unreadable_or_huge_notebooks_are_ignored(tmp_path, monkeypatch):
     assert i18n.detect_language({"JPY_SESSION_NAME": str(odd)}, cwd=odd.parent) == "en"
 
 
-def test_folder_component_must_be_exactly_zh(tmp_path):
-    assert i18n.detect_language({}, cwd=tmp_path / "notebooks" / "zh") == "zh"
-    assert i18n.detect_language({}, cwd=tmp_path / "zh" / "deeper") == "zh"
-    assert i18n.detect_language({}, cwd=tmp_path / "zh_old") == "en"
-    assert i18n.detect_language({}, cwd=tmp_path / "notebooks") == "en"
+def test_the_folder_never_decides_the_set_up_cell_does(tmp_path):
+    """On Colab there is no `zh` folder and no JPY_SESSION_NAME: the set-up cell the kernel ran says the language."""
+    for cwd in (tmp_path / "notebooks" / "zh", tmp_path / "zh" / "deeper", tmp_path / "notebooks"):
+        assert i18n.detect_language({}, cwd=cwd) == "en"
+    english = "devices = setup_devices()  # 8 devices: real accelerators when there are 8, else simulated"
+    chinese = "devices = setup_devices()  # 8 个设备：有 8 个真实加速器时用它们，否则用模拟的 CPU 设备"
+    assert i18n.detect_language({}, cwd=tmp_path, user_ns={"In": ["", chinese, "x = 1"]}) == "zh"
+    assert i18n.detect_language({}, cwd=tmp_path, user_ns={"In": ["", english, "# 中文注释"]}) == "en"
+    assert i18n.detect_language({}, cwd=tmp_path, user_ns={"In": ["", chinese, english]}) == "en"   # the last one
+    assert i18n.setup_cell_language("print('设备')  # no comment in Chinese") is None        # strings are not comments
+    assert i18n.setup_cell_language("x = 1  # 设备") is None                                # not a set-up cell
 
 
 def test_set_language_overrides_and_validates(lang):
@@ -309,13 +316,27 @@ def test_edition_differences_catch_changed_code_and_metadata():
     assert any("code differs" in p for p in problems) and any("metadata" in p for p in problems)
 
 
+def test_a_translated_locked_cell_gets_its_own_checksum():
+    """nbgrader's Validate calls a locked cell whose checksum is not its source's "changed" (issue 19)."""
+    from nbgrader.utils import compute_checksum
+    english = nbformat.read(ROOT / "notebooks" / "02_scaled_sum.ipynb", as_version=4)
+    edition = gen.translate_notebook(english, "zh", "02_scaled_sum")
+    pairs = [(a, b) for a, b in zip(english.cells, edition.cells) if "checksum" in (a.metadata.get("nbgrader") or {})]
+    assert any(a.source != b.source for a, b in pairs), "the set-up cell's comment is translated"
+    assert all(b.metadata.nbgrader.checksum == compute_checksum(b) for _, b in pairs)
+    assert gen.edition_differences(english, edition) == []
+    stale = next(b for a, b in pairs if a.source != b.source)
+    stale.metadata.nbgrader.checksum = next(a for a, b in pairs if b is stale).metadata.nbgrader.checksum
+    assert any("checksum" in p for p in gen.edition_differences(english, edition))
+
+
 def test_translated_notebook_07_is_chinese_prose_around_english_code():
     zh = nbformat.read(ROOT / "solutions" / "zh" / "07_collectives.ipynb", as_version=4)
     first = zh.cells[0].source
     assert first.startswith("# 07 — 工具箱的其余部分：`all_gather`") and "**学习目标**" in first
     assert "- 用 `lax.all_gather` 收集" in first                       # list structure survives
     setup = next(c for c in zh.cells if c.id == "setup").source
-    assert setup.endswith("devices = setup_devices()  # 8 个设备：如果有 8 个真实加速器就使用它们，否则使用模拟的 CPU 设备")
+    assert setup.endswith("devices = setup_devices()  # 8 个设备：有 8 个真实加速器时用它们，否则用模拟的 CPU 设备")
 
 
 # ================================================================== glossary
@@ -342,35 +363,68 @@ def test_glossary_lists_every_term_once_and_has_the_issue_terms():
                 assert first in terms, f"glossary.zh.md term {cells[0]!r} is missing from glossary.tsv"
 
 
-def _prose(text: str) -> str:
-    """The words a translator translates: no code spans, placeholders, quoted axis names ('devices') or
-    constants (DEVICES, DATA_PARALLEL), which stay English."""
-    text = re.sub(r"\{[^{}]*\}", " ", translate._CODE_SPAN.sub(" ", text))
-    return re.sub(r"\b[A-Z][A-Z0-9_]+\b|'[^'\s]+'", " ", text)
-
-
-def _glossary_misses(msgid: str, msgstr: str, rows: list[dict]) -> list[str]:
-    english = _prose(msgid)
-    return [f"{row['en']!r} -> {row['zh']!r} not used in: {msgstr[:60]!r}" for row in rows
-            if re.search(rf"(?<![\w-]){re.escape(row['en'])}(s|es)?(?![\w-])", english, re.IGNORECASE)
-            and row["zh"] not in msgstr]
-
-
 def test_glossary_check_finds_a_wrong_term():
-    rows = _glossary()
-    assert _glossary_misses("Every device holds the mesh.", "每个设备都持有网格。", rows) == []
-    assert _glossary_misses("Every device holds the mesh.", "每个装置都持有网格。", rows) == \
-        ["'device' -> '设备' not used in: '每个装置都持有网格。'"]
+    terms = translate.glossary("zh")
+    assert translate.glossary_problems("Every device holds the mesh.", "每个设备都持有网格。", terms) == []
+    assert translate.glossary_problems("Every device holds the mesh.", "每个装置都持有网格。", terms) == \
+        ["glossary: 'device' is '设备', not used in '每个装置都持有网格。'"]
     # code, constants and quoted axis names are not prose
-    assert _glossary_misses("Use `mesh` and DEVICES over 'devices'.", "用 `mesh`、DEVICES 和 'devices'。", rows) == []
+    assert translate.glossary_problems("Use `mesh` and DEVICES over 'devices'.", "用 `mesh`、DEVICES 和 'devices'。",
+                                       terms) == []
 
 
-@pytest.mark.parametrize("name", translate.catalog_names())
-def test_translations_use_the_glossary(name):
-    rows = _glossary()
-    problems = [p for msg in translate.load("zh", name) or () if msg.id and msg.string and not msg.fuzzy
-                for p in _glossary_misses(msg.id, msg.string, rows)]
-    assert not problems, "\n".join(problems[:20])
+@pytest.mark.parametrize("msgid, msgstr, problem", [
+    ("Every entry is 1.", "每个条目都是 1。", "not '条目'"),                  # array entries: 元素 / 项
+    ("Every entry is 1.", "每个元素都是 1。", None),
+    ("Entry i is the sum.", "第 i 项是和。", None),
+    ("As in notebook 05.", "与 notebook 05 一样。", "not 'notebook'"),
+    ("As in notebook 05.", "与笔记本 05 一样。", None),
+    ("Use the `nb` notebook.", "使用 `nb` 笔记本。", None),
+    ("The empty slots are NaN.", "空位是 NaN。", "not '空位'"),              # 位置 is axis_index's word
+    ("The empty slots are NaN.", "空槽位是 NaN。", None),
+    ("Use the spec above.", "用上面的 spec。", "not 'spec'"),
+    ("Use the spec above, `in_specs`.", "用上面的分区规范，`in_specs`。", None),
+    ("Give the axis a name.", "给轴起个名字。", "not '名字'"),
+    ("`out_specs` names every axis.", "`out_specs` 列出每个轴。", None),     # the verb: optional
+])
+def test_glossary_enforces_the_issue_19_terms(msgid, msgstr, problem):
+    problems = translate.glossary_problems(msgid, msgstr, translate.glossary("zh"))
+    assert (problems == []) if problem is None else any(problem in p for p in problems), problems
+
+
+@pytest.mark.parametrize("msgstr, problem", [
+    ("它失败了。 请检查。", "a space after full-width punctuation"),
+    ("JAX 报错 \"bad.\"。", "a Latin sentence end"),
+    ("它失败了.。", "a Latin sentence end"),
+    ("它失败了。。", "a doubled full stop"),
+    ("它失败了。请检查 `x.`。", None),                                       # code spans are not prose
+    ("It failed. Check.", None),                                            # not Chinese: not these rules
+])
+def test_punctuation_check_of_a_chinese_translation(msgstr, problem):
+    problems = translate.punctuation_problems("x", msgstr)
+    assert (problems == []) if problem is None else any(problem in p for p in problems), problems
+
+
+def test_one_english_text_has_one_rendering_across_the_catalogs(tmp_path, monkeypatch):
+    """The same msgid translated two ways in two catalogs is an error that names both places."""
+    from babel.messages.catalog import Catalog
+    from babel.messages.pofile import write_po
+    monkeypatch.setattr(translate, "LOCALE", tmp_path)
+    for name, ctx, text in (("01_a", "md-summary", "小结"), ("02_b", "md-summary", "小结"), ("07_c", "md-end", "总结")):
+        cat = Catalog(locale="zh")
+        cat.add("Summary", text, context=ctx)
+        path = translate.po_path("zh", name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("wb") as fh:
+            write_po(fh, cat)
+    problems = translate.rendering_problems("zh", ["01_a", "02_b", "07_c"])
+    assert len(problems) == 1 and "'Summary' is translated 2 ways" in problems[0], problems
+    assert "notebooks/01_a.po (md-summary)" in problems[0] and "notebooks/07_c.po (md-end)" in problems[0]
+    assert translate.rendering_problems("zh", ["01_a", "02_b"]) == []
+
+
+def test_the_catalogs_render_each_english_text_one_way():
+    assert translate.rendering_problems("zh", translate.catalog_names()) == []
 
 
 # ================================================================== figures
@@ -398,12 +452,148 @@ def test_english_figures_stay_english(lang):
 
 
 # ================================================================== a real kernel
-def test_a_kernel_in_a_zh_folder_answers_in_chinese(tmp_path):
-    """nbval, nbgrader and Jupyter start the kernel in the notebook's folder: a check there fails in Chinese."""
+def test_a_chinese_notebook_copied_outside_any_zh_folder_answers_in_chinese(tmp_path):
+    """Colab: the Chinese notebook 02 as a student uploads it (no zh folder, no Jupyter session path): its own
+    set-up cell makes the kernel speak Chinese; the English notebook in the same folder speaks English."""
     from nbclient import NotebookClient
-    folder = tmp_path / "zh"
-    folder.mkdir()
-    nb = new_notebook(cells=[new_code_cell("from namedaxes.checking import not_written_yet\n"
-                                           "print(not_written_yet('scaled_sum'))")])
-    NotebookClient(nb, timeout=60, resources={"metadata": {"path": str(folder)}}).execute()
-    assert "`scaled_sum` 还没有编写" in nb.cells[0].outputs[0]["text"]
+    outputs = {}
+    for edition in ("zh", ""):
+        release = nbformat.read(ROOT / "notebooks" / edition / "02_scaled_sum.ipynb", as_version=4)
+        cells = [c for c in release.cells if (c.metadata.get("nbgrader") or {}).get("grade_id") in ("setup", "imports")]
+        nb = new_notebook(cells=cells + [new_code_cell("from namedaxes.checking import not_written_yet\n"
+                                                       "print(not_written_yet('scaled_sum'))")])
+        folder = tmp_path / ("copy-" + (edition or "en"))
+        folder.mkdir()
+        env_free = NotebookClient(nb, timeout=120, resources={"metadata": {"path": str(folder)}})
+        env_free.execute()
+        outputs[edition or "en"] = (nb.cells[0].outputs[0]["text"], nb.cells[-1].outputs[0]["text"])
+    assert outputs["zh"][0].startswith("namedaxes：8 个设备（cpu，"), outputs          # the set-up banner
+    assert "`scaled_sum` 还没有编写" in outputs["zh"][1], outputs
+    assert outputs["en"][0].startswith("namedaxes: 8 devices (cpu, "), outputs
+    assert "`scaled_sum` is not written yet" in outputs["en"][1], outputs
+
+
+# ================================================================== no English left for a Chinese student
+_ENGLISH_RUN = re.compile(r"[A-Za-z][A-Za-z'’-]*(?:[ ,]+[A-Za-z][A-Za-z'’-]*){3,}")
+
+
+def english_sentences(text: str) -> list[str]:
+    """Runs of four or more English words outside what stays English: code spans, placeholders, link targets,
+    URLs, quoted text (an English term glossed, an axis name, JAX's error text)."""
+    text = translate._CODE_SPAN.sub(" ", text)
+    text = re.sub(r"\]\([^)]*\)|https?://\S+|\{[^{}]*\}", " ", text)
+    text = re.sub(r"“[^”]*”|\"[^\"]*\"|'[^'\s]*'", " ", text)
+    return _ENGLISH_RUN.findall(text)
+
+
+def test_english_sentences_finds_english_and_spares_code_and_quotes():
+    assert english_sentences("`scaled_sum` gives every device the total.") == ["gives every device the total"]
+    assert english_sentences("`scaled_sum` 把总和交给每个设备（`lax.psum(x, axis_name=DEVICES)`）。") == []
+    assert english_sentences("空槽位里是 NaN（“not a number”，非数），JAX 报错 \"unbound axis name: devices\"。") == []
+
+
+def _what_a_student_reads(nb) -> list[tuple[str, str]]:
+    """(cell id, text) of everything a notebook shows a student before running it: markdown, code comments, and
+    the docstring a test cell starts with."""
+    out = []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            out.append((cell.id, cell.source))
+        elif cell.cell_type == "code":
+            out += [(cell.id, text) for _, _, text in translate.comment_units(cell.source)]
+            m = translate._DOCSTRING.match(cell.source)
+            if m:
+                out.append((cell.id, m.group(2)))
+    return out
+
+
+@pytest.mark.parametrize("folder", ["solutions/zh", "notebooks/zh"])
+def test_the_chinese_notebooks_show_no_english_sentences(folder):
+    problems = [f"{path.name} {cell}: {run!r}" for path in sorted((ROOT / folder).glob("*.ipynb"))
+                for cell, text in _what_a_student_reads(nbformat.read(path, as_version=4))
+                for run in english_sentences(text)]
+    assert not problems, "\n".join(problems[:30])
+
+
+def test_every_chinese_message_is_chinese():
+    """The messages a student sees while running a Chinese notebook (TEXT tables, hints, figure labels, the
+    grader's feedback): their translations have no English sentence outside code spans and placeholders."""
+    problems = [f"{m.id[:50]!r} -> {run!r}" for m in translate.load("zh", translate.DOMAIN) if m.id and m.string
+                for run in english_sentences(m.string)]
+    assert not problems, "\n".join(problems[:30])
+
+
+def test_the_set_up_messages_speak_chinese(lang):
+    """The set-up cell's banner and DeviceSetupError are TEXT templates (namedaxes/devices.py), list separators too."""
+    from namedaxes import devices
+    lang("zh")
+    banner = devices.TEXT["banner"].format(n=8, platform="cpu", how=devices.TEXT["how_simulated"],
+                                          ids=devices.TEXT["id_sep"].join("0123"))
+    assert banner == "namedaxes：8 个设备（cpu，在 CPU 上模拟）：0、1、2、3"
+    error = devices.TEXT["too_few_devices"].format(count=1, platform="cpu")
+    assert error.startswith("JAX 已经在用 1 个设备（cpu）运行") and not english_sentences(error)
+    assert checking.TEXT["list_sep"] == "、"
+
+
+def test_the_multi_process_helpers_errors_speak_chinese(lang):
+    """What `ship` refuses and how a worker failed reach the student in the notebook's language: a ShipError is
+    inserted into notebook 06's message whole, so it must be Chinese too."""
+    from namedaxes import multiprocess
+    from namedaxes.exercises import multi_process
+    lang("zh")
+    with pytest.raises(multiprocess.ShipError) as err:
+        multiprocess.ship(lambda x: x)
+    message = multi_process.TEXT["cannot_ship"].format(name="local_rows", error=err.value)   # as _rules composes it
+    assert message.startswith("`local_rows` 无法发送到工作进程：`<lambda>` 是一个 lambda：请用 `def` 定义它"), message
+    assert not english_sentences(message) and message.endswith("。"), message
+    said = multiprocess.TEXT["raised_too"].format(i=0, n=2, error="ValueError: x", what=multiprocess.TEXT[
+        "running"].format(name="job"), others=multiprocess._processes([1, 2]))
+    assert said == "进程 0（共 2 个）抛出了 ValueError: x（进程 1、2 也抛出了错误）\n（在运行 `job` 的过程中）"
+    lang("en")
+    assert multiprocess._processes([1, 2]) == "processes 1, 2"
+
+
+def test_a_chinese_message_with_an_appended_sentence_has_no_space_after_its_full_stop(lang):
+    """Notebook 07's check of a `median_centered` that returns the whole vector appends the sentence " That is
+    the whole vector ..." to the shape message: in Chinese it follows the full stop directly (fail() composes)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_exercises_collectives import MEDIAN_WRONG
+    from namedaxes.exercises import collectives as q
+    lang("zh")
+    message = checking.assert_check_fails(q.median_centered.check, MEDIAN_WRONG["whole vector from every device"][0])
+    assert "这是整个向量" in message and "。这是整个向量" in message, message
+    assert not re.search(r"[，。：；？！、）] ", message), message
+    with pytest.raises(checking.CheckFailed) as err:
+        checking.fail("`x` 不对。 这是整个向量：见下。")
+    assert str(err.value) == "`x` 不对。这是整个向量：见下。"
+    with pytest.raises(checking.CheckFailed) as err:
+        checking.fail('`x` 失败了，JAX 报错 "unbound axis name: devices."。请绑定它。')
+    assert str(err.value) == '`x` 失败了，JAX 报错 "unbound axis name: devices"。请绑定它。'
+    with pytest.raises(checking.CheckFailed) as err:
+        checking.fail("`x` is wrong. That is the whole vector: see below.")
+    assert str(err.value) == "`x` is wrong. That is the whole vector: see below."      # English: as given
+
+
+# ================================================================== "How it is graded"
+def _sentences(text: str) -> int:
+    text = translate._CODE_SPAN.sub("code", text)
+    return len(re.findall(r"[.!?](?=\s|$)|[。！？]", text))
+
+
+@pytest.mark.parametrize("edition", ["", "zh"], ids=["en", "zh"])
+def test_how_it_is_graded_is_short_and_out_of_the_way_of_the_answer(edition):
+    """Each exercise's grading note is a markdown cell of its own, at most three sentences, after the test cells
+    that check the answer (not between the exercise and the answer cell), in both editions (issue 19)."""
+    marker = "*如何评分*" if edition else "*How it is graded:*"
+    found = 0
+    for path in sorted((ROOT / "solutions" / edition).glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        for i, cell in enumerate(nb.cells):
+            if cell.cell_type != "markdown" or marker not in cell.source:
+                continue
+            found += 1
+            assert cell.source.startswith(marker) and "\n\n" not in cell.source, (path.name, cell.id)
+            assert _sentences(cell.source) <= 3, (path.name, cell.id, cell.source)
+            before = nb.cells[i - 1].metadata.get("nbgrader") or {}
+            assert before.get("grade") and not before.get("solution"), (path.name, cell.id, "not after a test cell")
+    assert found >= 22      # 01-06 have 22; a new notebook adds its own

@@ -162,3 +162,80 @@ def test_in_a_real_kernel_a_plain_cell_stopped_by_a_stub_shows_one_line(tmp_path
                                        "this one again.") and all(len(ln) <= 80 for ln in lines)
     assert any("Traceback" in ANSI.sub("", ln) or "a real one" in ln for ln in real.traceback) and \
         len(real.traceback) > 1                                        # anything else: IPython's own traceback
+
+
+# ================================================================== every notebook, both editions
+EDITIONS = ("", "zh")       # "" is English: solutions/, notebooks/; "zh": solutions/zh/, notebooks/zh/
+ALL_IDS = sorted(p.stem for p in (ROOT / "solutions").glob("*.ipynb"))
+
+
+def _solved_release(aid: str, edition: str = ""):
+    """The release of `aid` in `edition` as a student who solved it hands it in: every answer cell holds the
+    solution's code (its markers dropped), every locked cell untouched."""
+    folder = lambda top: ROOT / top / edition if edition else ROOT / top   # noqa: E731
+    source = nbformat.read(folder("solutions") / f"{aid}.ipynb", as_version=4)
+    answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in source.cells
+               if (c.metadata.get("nbgrader") or {}).get("solution")}
+    release = nbformat.read(folder("notebooks") / f"{aid}.ipynb", as_version=4)
+    for cell in release.cells:
+        gid = (cell.metadata.get("nbgrader") or {}).get("grade_id")
+        if gid in answers:
+            cell.source = "\n".join(ln for ln in answers[gid].splitlines() if not MARKERS.match(ln))
+    return release
+
+
+def _checksums_only() -> Validator:
+    """nbgrader's Validator with its own preprocessors except Execute: running a notebook changes no cell's
+    source, and "changed" is decided from the sources and their checksums alone, so this is Validate's
+    verdict on changed cells without starting a kernel (the executing runs are the tests above and below)."""
+    from nbgrader.preprocessors import Execute
+    validator = Validator()
+    validator.preprocessors = [p for p in validator.preprocessors if p is not Execute]
+    assert len(validator.preprocessors) == 2
+    return validator
+
+
+@pytest.mark.parametrize("edition", EDITIONS, ids=["en", "zh"])
+def test_validate_finds_no_changed_cell_in_any_untouched_or_solved_notebook(tmp_path, edition):
+    validator = _checksums_only()
+    seen = []
+    for aid in ALL_IDS:
+        release = ROOT / "notebooks" / edition / f"{aid}.ipynb"
+        locked = [c for c in nbformat.read(release, as_version=4).cells
+                  if "checksum" in ((c.metadata.get("nbgrader") or {}))]
+        assert locked, f"{release.name}: nbgrader gave no cell a checksum"
+        for kind, nb in (("untouched", nbformat.read(release, as_version=4)), ("solved", _solved_release(aid, edition))):
+            path = tmp_path / kind / f"{aid}.ipynb"
+            path.parent.mkdir(exist_ok=True)
+            nbformat.write(nb, path)
+            results = validator.validate(str(path))
+            assert "changed" not in results and "type_changed" not in results, (edition, aid, kind, results)
+            seen.append((aid, kind))
+    assert len(seen) == 2 * len(ALL_IDS) >= 14
+
+
+def test_a_changed_locked_cell_of_the_chinese_edition_is_reported():
+    """The check above can fail: a student's edit of the Chinese set-up cell is a changed cell."""
+    nb = nbformat.read(ROOT / "notebooks" / "zh" / f"{AID}.ipynb", as_version=4)
+    setup = next(c for c in nb.cells if (c.metadata.get("nbgrader") or {}).get("grade_id") == "setup")
+    setup.source += "\nprint('edited')"
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{AID}.ipynb"
+        nbformat.write(nb, path)
+        results = _checksums_only().validate(str(path))
+    assert [c["source"] for c in results.get("changed", [])] == [setup.source.strip()]
+
+
+def test_validate_on_the_untouched_chinese_release_fails_only_its_tests(tmp_path):
+    """Real Validate (one kernel) on the Chinese notebook 02 as released, copied out of any `zh` folder (as on
+    Colab): no "changed" cell, exactly the test cells fail, in Chinese (the notebook's own set-up cell says so).
+    (Solved notebooks pass Validate: the English test above; their checksums: the test above.)"""
+    untouched = _copy(ROOT / "notebooks" / "zh" / f"{AID}.ipynb", tmp_path)
+    results = Validator().validate(str(untouched))
+    assert set(results) == {"failed"}, list(results)
+    graded = _grade_cells(nbformat.read(untouched, as_version=4))
+    assert [f["source"] for f in results["failed"]] == [c.source.strip() for c in graded]
+    assert "zh" not in tmp_path.parts
+    for f in results["failed"]:
+        assert "还没有编写" in ANSI.sub("", f["raw_error"]), f["raw_error"][-400:]

@@ -21,11 +21,16 @@ Steps, all deterministic:
    it is unanswered.
 6. Editions in other languages (`EDITIONS`, today "zh"): `solutions/zh/<id>.ipynb` from the
    English source and `notebooks/zh/<id>.ipynb` from the English release just built, each with
-   its markdown and student-facing code comments translated from `locale/zh/notebooks/<id>.po`
+   its markdown, student-facing code comments and test-cell docstrings translated from `locale/zh/notebooks/<id>.po`
    (tools/translate.py cuts the prose into the same units; an untranslated or fuzzy unit stays
-   English) and `metadata.namedaxes.language = "zh"`. Nothing else changes: cells, cell ids,
+   English) and `metadata.namedaxes.language = "zh"`. A cell nbgrader has locked carries a
+   checksum of its source (the release's `nbgrader.checksum`); nbgrader's Validate reports a cell
+   whose source no longer matches it as "changed", so a translated cell gets the checksum of its
+   translated source (nbgrader's own `compute_checksum`). Nothing else changes: cells, cell ids,
    cell metadata (grade ids, points, tags), code and their order are the English ones, so the
-   editions grade identically. The English files are written exactly as before (no metadata
+   editions grade identically. Each edition's set-up cell must have a comment in its language:
+   that is how a kernel knows the language when nothing tells it the notebook's path (Colab;
+   `namedaxes.i18n`, rule 4). The English files are written exactly as before (no metadata
    added: a notebook without `metadata.namedaxes` is English).
 
 `--check` fails when any of these files differs from what would be written (stale), when an
@@ -48,6 +53,8 @@ import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import translate  # noqa: E402  (tools/translate.py: the prose units and the catalogs)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from namedaxes.i18n import setup_cell_language  # noqa: E402  (the rule kernels detect an edition by)
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions"
@@ -194,10 +201,27 @@ def translate_notebook(nb, lang: str, aid: str):
         if cell.cell_type == "markdown":
             cell.source = translate.render_markdown(cell.source, lambda text: table.get((cell.id, text), text))
         elif cell.cell_type == "code":
-            context = translate.comment_context(cell.id)
+            context, doc = translate.comment_context(cell.id), translate.docstring_context(cell.id)
             cell.source = translate.render_comments(cell.source, lambda text: table.get((context, text), text))
+            cell.source = translate.render_docstring(cell.source, lambda text: table.get((doc, text), text))
+        nbgrader = cell.metadata.get("nbgrader") or {}
+        if "checksum" in nbgrader:
+            nbgrader["checksum"] = _checksum(cell)
     out.metadata["namedaxes"] = {"language": lang}
     return out
+
+
+def _checksum(cell) -> str:
+    """nbgrader's checksum of a cell (what Validate and autograde compare a locked cell against)."""
+    from nbgrader.utils import compute_checksum
+    return compute_checksum(cell)
+
+
+def _without_checksum(metadata) -> dict:
+    meta = copy.deepcopy(dict(metadata))
+    if isinstance(meta.get("nbgrader"), dict):
+        meta["nbgrader"] = {k: v for k, v in meta["nbgrader"].items() if k != "checksum"}
+    return meta
 
 
 def edition_differences(english, edition) -> list[str]:
@@ -206,14 +230,24 @@ def edition_differences(english, edition) -> list[str]:
     if [c.get("id") for c in english.cells] != [c.get("id") for c in edition.cells]:
         return ["the cells (ids, order or number) differ"]
     for a, b in zip(english.cells, edition.cells):
-        if a.cell_type != b.cell_type or a.metadata != b.metadata:
+        if a.cell_type != b.cell_type or _without_checksum(a.metadata) != _without_checksum(b.metadata):
             problems.append(f"cell {a.get('id')}: type or metadata (grade id, points, tags) differ")
-        elif a.cell_type == "code" and (translate.strip_comments(a.source) != translate.strip_comments(b.source)
+        elif ("checksum" in (a.metadata.get("nbgrader") or {})) != ("checksum" in (b.metadata.get("nbgrader") or {})) \
+                or ("checksum" in (b.metadata.get("nbgrader") or {}) and b.metadata.nbgrader.checksum != _checksum(b)):
+            problems.append(f"cell {a.get('id')}: its nbgrader checksum is not its own source's "
+                            f"(Validate would call it changed)")
+        elif a.cell_type == "code" and (translate.strip_prose(a.source) != translate.strip_prose(b.source)
                                         or a.get("outputs") != b.get("outputs")):
             problems.append(f"cell {a.get('id')}: the code differs")
     meta = {k: v for k, v in edition.metadata.items() if k != "namedaxes"}
     if meta != english.metadata:
         problems.append("the notebook metadata differs")
+    lang = (edition.metadata.get("namedaxes") or {}).get("language")
+    setup = [c for c in edition.cells if c.cell_type == "code" and "setup_devices(" in c.source]
+    if lang and lang != "en" and not any(setup_cell_language(c.source) == lang for c in setup):
+        problems.append(f"the set-up cell (the one that calls setup_devices) has no comment in '{lang}': a kernel "
+                        f"that runs the notebook outside Jupyter (Colab, a copy elsewhere) could not tell its "
+                        f"language (namedaxes.i18n, rule 4); translate its comment in the catalog")
     return problems
 
 
@@ -246,6 +280,8 @@ def _translated_summary(aid: str, lang: str) -> str:
     units = [(c.id, u.text) for c in source.cells if c.cell_type == "markdown" for u in translate.markdown_units(c.source)]
     units += [(translate.comment_context(c.id), t) for c in source.cells if c.cell_type == "code"
               for _, _, t in translate.comment_units(c.source)]
+    units += [(translate.docstring_context(c.id), translate.docstring_unit(c.source)) for c in source.cells
+              if c.cell_type == "code" and translate.docstring_unit(c.source) is not None]
     units = set(units)
     done = sum(key in table for key in units)
     return f"{done}/{len(units)} prose units translated"

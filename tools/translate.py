@@ -16,7 +16,8 @@ Catalogs (`locale/zh/`), one per notebook plus one for the helper package:
   breaks become spaces (markdown renders them so), so re-wrapping English changes nothing. Units
   without words (`lax.psum`, `2 (k − 1) / k · N`) are kept as they are. Student-facing comments of
   code cells are units too (msgctxt `<cell id>#comment`); nbgrader's markers, `noqa` and the like are
-  not. Code itself is never translated.
+  not; so is a test cell's one-line docstring (msgctxt `<cell id>#docstring`: what the cell checks).
+  Code itself is never translated.
 - `namedaxes.po`: every module-level `TEXT = {...}` table of `namedaxes/` and `autograder/`, every
   `hints=[...]` of an `Exercise(...)`, every `gettext("...")`/`_("...")` call there, and the literal
   `title=`, `note=`, `*_label=`, `ylabel=` arguments of `plot_*` calls in the solution notebooks (the
@@ -32,7 +33,17 @@ order), so `check --sync` can regenerate in memory and compare bytes.
 `check` reports, per catalog, what keeps it from being complete: out of sync with the English (run
 `update`), missing/empty, fuzzy, obsolete entries, and translations that lost a `{placeholder}`, a
 backtick code span, a link target or a list/heading marker (code, API names and JAX's error texts
-stay English, so code spans must be identical). The .mo must be what `compile` writes.
+stay English, so code spans must be identical). The .mo must be what `compile` writes. Then, so that
+the edition reads as one voice:
+
+- terms (`locale/<lang>/glossary.tsv`): an entry whose English prose (outside code spans,
+  placeholders, CONSTANTS and quoted axis names) has a term uses its Chinese (one of them, where the
+  glossary lists alternatives "元素 / 项"), unless the row says `optional` (a word that is also a
+  verb, like "name"); and never one of the row's `avoid` words (条目 for an array's entries);
+- punctuation of a Chinese translation: no space after full-width punctuation (，。：；？！、）),
+  no Latin sentence end before a full-width one (`."。`, `.。`), no doubled full stop;
+- one English, one rendering: the same msgid translated differently in two places (two catalogs,
+  or two cells of one) is an error that names both places.
 """
 from __future__ import annotations
 
@@ -236,6 +247,42 @@ def comment_context(cell_id: str) -> str:
     return f"{cell_id}#comment"
 
 
+# ================================================================== test-cell docstrings
+_DOCSTRING = re.compile(r'\A(\s*""")([^"\\\n]+?)(""")[ \t]*(?=\n|\Z)')
+
+
+def docstring_unit(source: str) -> str | None:
+    """The text of a cell's leading one-line docstring (`\"\"\"...\"\"\"` as its first line: what a test cell
+    says it checks, and the exercise's name in the grader's report), or None."""
+    m = _DOCSTRING.match(source)
+    return m.group(2) if m and translatable(m.group(2)) else None
+
+
+def render_docstring(source: str, translate: Callable[[str], str]) -> str:
+    """`source` with its leading docstring translated (kept English when the translation could not sit
+    inside triple quotes: a quote, backslash or line break in it)."""
+    m = _DOCSTRING.match(source)
+    if not m or not translatable(m.group(2)):
+        return source
+    text = translate(m.group(2))
+    if re.search(r'["\\\n]', text):
+        text = m.group(2)
+    return source[:m.start(2)] + text + source[m.end(2):]
+
+
+def strip_prose(source: str) -> str:
+    """`source` with comments emptied and a leading docstring emptied: the code of a cell, as two
+    editions must share it."""
+    m = _DOCSTRING.match(source)
+    if m:
+        source = source[:m.start(2)] + source[m.end(2):]
+    return strip_comments(source)
+
+
+def docstring_context(cell_id: str) -> str:
+    return f"{cell_id}#docstring"
+
+
 # ================================================================== templates
 def _new_catalog(lang: str | None, name: str) -> Catalog:
     cat = Catalog(locale=lang, domain=name, project=PROJECT, version="1", copyright_holder=PROJECT,
@@ -267,6 +314,9 @@ def notebook_template(nb_id: str) -> Catalog:
             for n, unit in enumerate(markdown_units(cell.source), 1):
                 _add(cat, unit.text, (where, n), f"markdown {unit.kind}", context=cell.id)
         elif cell.cell_type == "code":
+            if (doc := docstring_unit(cell.source)) is not None:
+                _add(cat, doc, (f"{where}.docstring", 1), "a test cell's docstring: what it checks (no quotes)",
+                     context=docstring_context(cell.id))
             for n, (_, _, text) in enumerate(comment_units(cell.source), 1):
                 _add(cat, text, (f"{where}.comment", n), "code comment (the code itself stays English)",
                      context=comment_context(cell.id))
@@ -493,6 +543,91 @@ def consistency_problems(msgid: str, msgstr: str) -> list[str]:
     return problems
 
 
+# ------------------------------------------------------------------ terms
+@dataclass(frozen=True)
+class Term:
+    """A row of `locale/<lang>/glossary.tsv`: English, its Chinese (alternatives), and the words to avoid."""
+    en: str
+    zh: tuple[str, ...]
+    note: str = ""
+    avoid: tuple[str, ...] = ()
+    optional: bool = False          # the English word is also something else (a verb): only `avoid` is checked
+
+    def pattern(self) -> re.Pattern:
+        return re.compile(rf"(?<![\w-]){re.escape(self.en)}(s|es)?(?![\w-])", re.IGNORECASE)
+
+
+def glossary_path(lang: str) -> Path:
+    return LOCALE / lang / "glossary.tsv"
+
+
+def glossary(lang: str) -> list[Term]:
+    """The glossary's rows. Columns: English, Chinese ("a / b": either), note, and optionally a fourth
+    column of rules: `avoid: w1, w2` (words a translation of this term must not use) and/or `optional`."""
+    path = glossary_path(lang)
+    if not path.exists():
+        return []
+    terms = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        cols = line.split("\t") + ["", "", ""]
+        avoid, optional = (), False
+        for rule in (r.strip() for r in cols[3].split(";")):
+            if rule.startswith("avoid:"):
+                avoid = tuple(w.strip() for w in rule[len("avoid:"):].split(",") if w.strip())
+            elif rule == "optional":
+                optional = True
+        terms.append(Term(cols[0].strip(), tuple(z.strip() for z in cols[1].split("/") if z.strip()),
+                          cols[2].strip(), avoid, optional))
+    return terms
+
+
+def prose_of(text: str) -> str:
+    """The words a translator translates: no code spans, placeholders, quoted axis names ('devices') or
+    constants (DEVICES, DATA_PARALLEL), which stay English."""
+    text = re.sub(r"\{[^{}]*\}", " ", _CODE_SPAN.sub(" ", text))
+    return re.sub(r"\b[A-Z][A-Z0-9_]+\b|'[^'\s]+'", " ", text)
+
+
+def glossary_problems(msgid: str, msgstr: str, terms: list[Term]) -> list[str]:
+    """Where `msgstr` does not use the glossary's word for a term of `msgid`, or uses a word to avoid."""
+    english, chinese = prose_of(msgid), _CODE_SPAN.sub(" ", msgstr)
+    problems = []
+    for term in terms:
+        if not term.pattern().search(english):
+            continue
+        if not term.optional and not any(z in chinese for z in term.zh):
+            problems.append(f"glossary: {term.en!r} is {' / '.join(term.zh)!r}, not used in {msgstr[:60]!r}")
+        for word in term.avoid:
+            if re.search(re.escape(word) if not word.isascii() else rf"(?<![\w`]){re.escape(word)}(?![\w`])",
+                         chinese, 0 if not word.isascii() else re.IGNORECASE):
+                problems.append(f"glossary: {term.en!r} is {' / '.join(term.zh)!r}, not {word!r}: {msgstr[:60]!r}")
+    return problems
+
+
+# ------------------------------------------------------------------ punctuation
+_FULL_WIDTH = "，。：；？！、）"
+_SPACE_AFTER_FULL_WIDTH = re.compile(rf"[{_FULL_WIDTH}] +\S")
+_LATIN_THEN_FULL_STOP = re.compile(r"[.!?][\"'”’)]?[。！？]")
+
+
+def punctuation_problems(msgid: str, msgstr: str) -> list[str]:
+    """Chinese punctuation rules of a translation (code spans aside)."""
+    if not any("\u4e00" <= ch <= "\u9fff" for ch in msgstr):
+        return []
+    text = _CODE_SPAN.sub("`code`", msgstr)
+    problems = []
+    if m := _SPACE_AFTER_FULL_WIDTH.search(text):
+        problems.append(f"a space after full-width punctuation ({m.group(0)!r}): full-width punctuation "
+                        f"carries its own space")
+    if m := _LATIN_THEN_FULL_STOP.search(text):
+        problems.append(f"a Latin sentence end before a full-width one ({m.group(0)!r}): one full stop")
+    if m := re.search(r"[。！？]{2,}", text):
+        problems.append(f"a doubled full stop ({m.group(0)!r})")
+    return problems
+
+
 @dataclass
 class Report:
     name: str
@@ -542,8 +677,34 @@ def report(lang: str, name: str) -> Report:
     rep.missing = [m.id for m in messages if not m.string]
     rep.fuzzy = [m.id for m in messages if m.string and m.fuzzy]
     rep.translated = rep.entries - len(rep.missing) - len(rep.fuzzy)
-    rep.inconsistent = [(m.id, p) for m in messages if m.string for p in consistency_problems(m.id, m.string)]
+    terms = glossary(lang)
+    rep.inconsistent = [(m.id, p) for m in messages if m.string for p in
+                        consistency_problems(m.id, m.string) + glossary_problems(m.id, m.string, terms)
+                        + punctuation_problems(m.id, m.string)]
     return rep
+
+
+def renderings(lang: str, names: Iterable[str]) -> dict[str, dict[str, list[str]]]:
+    """English -> its translations -> where each is (`catalog.po (cell id)`), over `names`' catalogs."""
+    found: dict[str, dict[str, list[str]]] = {}
+    for name in names:
+        rel = po_path(lang, name).relative_to(LOCALE / lang).as_posix()
+        for msg in load(lang, name) or ():
+            if msg.id and msg.string and not msg.fuzzy:
+                where = f"{rel} ({msg.context})" if msg.context else rel
+                found.setdefault(msg.id, {}).setdefault(msg.string, []).append(where)
+    return found
+
+
+def rendering_problems(lang: str, names: Iterable[str]) -> list[str]:
+    """One English text, one translation: every msgid translated in two ways, with both places."""
+    problems = []
+    for msgid, variants in renderings(lang, names).items():
+        if len(variants) > 1:
+            places = "; ".join(f"{text[:50]!r} in {', '.join(where[:2])}{' ...' if len(where) > 2 else ''}"
+                               for text, where in variants.items())
+            problems.append(f"{msgid[:60]!r} is translated {len(variants)} ways: {places}")
+    return problems
 
 
 def check(names: Iterable[str], sync_only: bool = False) -> int:
@@ -559,6 +720,12 @@ def check(names: Iterable[str], sync_only: bool = False) -> int:
             if len(problems) > 12:
                 print(f"    ... and {len(problems) - 12} more")
             failed += bool(problems)
+        if not sync_only:
+            differ = rendering_problems(lang, catalog_names())
+            print(f"one English, one {lang} rendering across the catalogs -- {'ok' if not differ else 'INCONSISTENT'}")
+            for problem in differ:
+                print(f"    {problem}")
+            failed += bool(differ)
     if failed:
         print(f"{failed} catalog(s) {'out of sync' if sync_only else 'not complete'}; see docs/translators.md")
     return 1 if failed else 0

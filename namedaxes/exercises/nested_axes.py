@@ -44,6 +44,7 @@ from jax.sharding import AxisType
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import DATA_SHARDS, GRID_AXES, GRID_SHAPE, MODEL_REPLICAS
+from namedaxes.checking import TEXT as checking_text  # the list separator of the language
 from namedaxes.checking import (Exercise, collectives, expect_collective, explained, fail, progress_of,
                                 same_values)
 from namedaxes.grading import Case, programs, rng, spec
@@ -300,7 +301,8 @@ def _communication(fn, *args) -> set[tuple[str, tuple[str, ...]]]:
 
 
 def _seen(found) -> str:
-    return ", ".join(_say("collective_over", primitive=p, axes=axes) for p, axes in sorted(found)) or _say(
+    return checking_text["list_sep"].join(_say("collective_over", primitive=p, axes=axes)
+                                          for p, axes in sorted(found)) or _say(
         "no_collective_at_all")
 
 

@@ -55,6 +55,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import DATA_PARALLEL, DATA_SHARDS, DEVICES, MODEL_REPLICAS, model
+from namedaxes.checking import TEXT as checking_text  # the list separator of the language
 from namedaxes.checking import (Exercise, collectives, expect_array, explained, fail, progress_of,
                                 same_values, unbound_axis_name)
 from namedaxes.grading import Case, programs, spec
@@ -350,7 +351,8 @@ def _axes_of(found) -> list[str]:
 
 
 def _seen(found) -> str:
-    return ", ".join(_say("seen_item", primitive=p, axes=axes) for p, axes in sorted(found)) or _say("seen_nothing")
+    return checking_text["list_sep"].join(_say("seen_item", primitive=p, axes=axes)
+                                          for p, axes in sorted(found)) or _say("seen_nothing")
 
 
 def _f32(values) -> jax.Array:

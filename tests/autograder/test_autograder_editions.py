@@ -178,6 +178,13 @@ def test_an_edition_with_other_code_is_refused(tmp_path):
     test = changed.cells[specs.find(changed, "scaled_sum_total")]
     test.source = test.source.replace("check(", "check( ", 1) + "\nx = 1"
     assert "other code" in edition_problem(english, changed)
+    docstring = copy.deepcopy(edition)          # a test cell's leading docstring is prose: translated, not code
+    test = docstring.cells[specs.find(docstring, "scaled_sum_total")]
+    assert test.source.startswith('"""`scaled_sum` sums'), test.source[:40]
+    test.source = test.source.replace(test.source.split('"""')[1], "`scaled_sum` 沿 'devices' 求和。", 1)
+    assert edition_problem(english, docstring) is None
+    test.source = test.source.replace('"""\n', '""".upper()\n', 1)     # no longer a docstring alone: code
+    assert "other code" in edition_problem(english, docstring)
     moved = copy.deepcopy(edition)
     moved.cells[specs.find(moved, "scaled_sum_total")].metadata["nbgrader"]["points"] = 99
     assert "nbgrader metadata" in edition_problem(english, moved)
