@@ -27,7 +27,7 @@ source of every execution it is given (an IPython `pre_run_cell` callback sees
 each one), so nothing it outputs after it has seen a hidden part can be shown to
 anyone. A test cell's *visible* part runs in its place in the notebook; right
 after it the grader snapshots the kernel's namespace (`SNAPSHOT_CODE`, trusted,
-its output dropped). Once every cell has run, each hidden part runs in turn:
+evaluated as a user expression of that same execute request: no extra round trip). Once every cell has run, each hidden part runs in turn:
 the namespace is put back as it was after its visible part (`RESTORE_CODE`),
 the hidden part runs, its results are harvested, and *everything it or the
 restore printed is dropped*; an error in it is reported by a fixed text, never
@@ -69,8 +69,8 @@ HIDDEN_ERROR = "HiddenTestError"           # the ename of every error in a hidde
 SNAPSHOT_TIMEOUT = 30.0
 # trusted, run silently right after a test cell's visible part, and the restore before its hidden part
 # (the grade id is an nbgrader id from the source notebook: `^[a-zA-Z0-9_\-]*$`, inserted with repr)
-SNAPSHOT_CODE = ("__import__('sys').__dict__.setdefault('_autograder_snapshots', {{}})[{gid!r}] = "
-                 "dict(get_ipython().user_ns)")
+SNAPSHOT_CODE = ("__import__('sys').__dict__.setdefault('_autograder_snapshots', {{}}).__setitem__({gid!r}, "
+                 "dict(get_ipython().user_ns))")     # an expression: a user_expression of the visible part
 RESTORE_CODE = ("(lambda snap, ns: (ns.clear(), ns.update(snap)))("
                 "__import__('sys').__dict__['_autograder_snapshots'].pop({gid!r}), get_ipython().user_ns)")
 
@@ -210,7 +210,8 @@ def _install_guard(kernel: Kernel, timeout: float) -> None:
 
 
 def _snapshot(kernel: Kernel, gid: str) -> None:
-    """Keep the namespace as the test cell's visible part left it (its hidden part runs in it at the end)."""
+    """Keep the namespace as the test cell's visible part left it (its hidden part runs in it at the end).
+    (While grading, the snapshot is the visible part's own user expression: no extra execution.)"""
     kernel.execute(SNAPSHOT_CODE.format(gid=gid), SNAPSHOT_TIMEOUT, store_history=False, max_chars=0)
 
 
@@ -333,7 +334,8 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
                     log(gid, "found before the cell ran", clear_all_observations(kernel.observe_dir))
                 notebook_cap = chars_left < MAX_OUTPUT_CHARS     # the notebook's cap binds before the cell's
                 source = split_hidden(cell.source)[0] if hidden_of.get(i) else cell.source
-                run = kernel.execute(source, limit, max_chars=chars_left)
+                snap = {"snapshot": SNAPSHOT_CODE.format(gid=gid)} if hidden_of.get(i) else None
+                run = kernel.execute(source, limit, max_chars=chars_left, user_expressions=snap)
                 cell.outputs = run.outputs
                 cell.execution_count = run.execution_count
                 chars_left = max(0, chars_left - run.output_chars)
@@ -349,9 +351,8 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
                                                                       outputs=MAX_OUTPUTS)))
             if gid is not None and hidden_of.get(i) and not hidden_step:
                 log(gid, "written by the visible part", clear_all_observations(kernel.observe_dir))
-                if run.status == "ok":
+                if run.status == "ok":              # (its user expression took the snapshot)
                     visible_seconds[i] = run.seconds
-                    _snapshot(kernel, gid)
             elif gid is not None:
                 got = harvest_observations(kernel.observe_dir, gid)
                 if got is not None:
