@@ -22,6 +22,20 @@ results are harvested, so the observations harvested after the hidden part
 were written while it ran; anything found at those points (other than the
 cell's own two files afterwards) is logged in `RunResult.observe_log`.
 
+Hidden parts run last. The kernel is hostile and may print, store or encode the
+source of every execution it is given (an IPython `pre_run_cell` callback sees
+each one), so nothing it outputs after it has seen a hidden part can be shown to
+anyone. A test cell's *visible* part runs in its place in the notebook; right
+after it the grader snapshots the kernel's namespace (`SNAPSHOT_CODE`, trusted,
+evaluated as a user expression of that same execute request: no extra round trip). Once every cell has run, each hidden part runs in turn:
+the namespace is put back as it was after its visible part (`RESTORE_CODE`),
+the hidden part runs, its results are harvested, and *everything it or the
+restore printed is dropped*; an error in it is reported by a fixed text, never
+by what the student's code said (`HiddenTestError`). So the outputs in the
+graded notebook and on the feedback page all come from executions that ran
+before the kernel had seen any hidden line. After a kernel restart the replay
+takes the snapshots again at each test cell's place.
+
 Budgets: `budget` seconds of wall clock for the whole notebook (kernel starts
 and replays included): a cell's timeout is cut to what is left, and once it is
 spent the remaining cells are not run (status `timeout`). `max_output_chars`
@@ -44,12 +58,21 @@ from .guard import GUARD_CODE, split_hidden
 from .kernel import MAX_MESSAGE_BYTES, MAX_OUTPUT_CHARS, MAX_OUTPUTS, CellRun, Kernel, KernelStartError
 from .messages import text
 
-__all__ = ["CellOutcome", "RunResult", "run_notebook", "cell_label", "ARRAYS_SUFFIX", "VALUES_SUFFIX"]
+__all__ = ["CellOutcome", "RunResult", "run_notebook", "cell_label", "ARRAYS_SUFFIX", "VALUES_SUFFIX",
+           "SNAPSHOT_CODE", "RESTORE_CODE", "HIDDEN_ERROR"]
 
 ARRAYS_SUFFIX = ".npz"      # namedaxes.grading.ARRAYS_SUFFIX
 VALUES_SUFFIX = ".json"     # namedaxes.grading.VALUES_SUFFIX
 MAX_RESTARTS = 4
 MAX_LOGGED_NAMES = 20
+HIDDEN_ERROR = "HiddenTestError"           # the ename of every error in a hidden part (what it said is not kept)
+SNAPSHOT_TIMEOUT = 30.0
+# trusted, run silently right after a test cell's visible part, and the restore before its hidden part
+# (the grade id is an nbgrader id from the source notebook: `^[a-zA-Z0-9_\-]*$`, inserted with repr)
+SNAPSHOT_CODE = ("__import__('sys').__dict__.setdefault('_autograder_snapshots', {{}}).__setitem__({gid!r}, "
+                 "dict(get_ipython().user_ns))")     # an expression: a user_expression of the visible part
+RESTORE_CODE = ("(lambda snap, ns: (ns.clear(), ns.update(snap)))("
+                "__import__('sys').__dict__['_autograder_snapshots'].pop({gid!r}), get_ipython().user_ns)")
 
 
 @dataclass
@@ -186,29 +209,24 @@ def _install_guard(kernel: Kernel, timeout: float) -> None:
         raise RuntimeError(f"installing the monkeypatch guard failed: {run.status} {run.ename}: {run.evalue}")
 
 
-def _execute_cell(kernel: Kernel, source: str, timeout: float, is_test: bool,
-                  between: Callable[[], None] | None = None, max_chars: int = MAX_OUTPUT_CHARS) -> CellRun:
-    """Run a cell; a test cell's hidden part runs as a second execution (the guard restores in between).
+def _snapshot(kernel: Kernel, gid: str) -> None:
+    """Keep the namespace as the test cell's visible part left it (its hidden part runs in it at the end).
+    (While grading, the snapshot is the visible part's own user expression: no extra execution.)"""
+    kernel.execute(SNAPSHOT_CODE.format(gid=gid), SNAPSHOT_TIMEOUT, store_history=False, max_chars=0)
 
-    `between` runs after the visible part (it empties the observation folder: only what the
-    hidden part records counts)."""
-    visible, hidden = split_hidden(source) if is_test else (source, "")
-    if not hidden:
-        return kernel.execute(source, timeout, max_chars=max_chars)
+
+def _execute_hidden(kernel: Kernel, gid: str, hidden: str, timeout: float) -> CellRun:
+    """Restore the test cell's namespace, run its hidden part; nothing either printed is kept."""
     t0 = time.monotonic()
-    first = kernel.execute(visible, timeout, max_chars=max_chars)
-    if first.status != "ok":
-        return first
-    if between is not None:
-        between()
-    left = max(0.1, timeout - (time.monotonic() - t0))
-    second = kernel.execute(hidden, left, store_history=False, max_chars=max_chars - first.output_chars)
-    second.outputs = first.outputs + second.outputs
-    second.execution_count = first.execution_count
-    second.seconds += first.seconds
-    second.output_chars += first.output_chars
-    second.truncated = second.truncated or first.truncated
-    return second
+    run = kernel.execute(RESTORE_CODE.format(gid=gid), timeout, store_history=False, max_chars=0)
+    if run.status in ("ok", "error"):        # no snapshot (the student removed it): the namespace as it is
+        left = max(0.1, timeout - (time.monotonic() - t0))
+        run = kernel.execute(hidden, left, store_history=False, max_chars=0)
+    run.outputs, run.output_chars, run.truncated = [], 0, False
+    if run.status == "error":
+        run.ename, run.evalue = HIDDEN_ERROR, text("hidden_part_failed")
+    run.seconds = time.monotonic() - t0
+    return run
 
 
 def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel | None,
@@ -277,41 +295,65 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
         result.seconds = time.monotonic() - t0
         return result
 
+    # every code cell in order (a test cell: its visible part), then the hidden parts (module docstring)
+    hidden_of = {i: split_hidden(nb.cells[i].source)[1] for i in code_cells if i in tests}
+    steps = [(i, False) for i in code_cells] + [(i, True) for i in code_cells if hidden_of.get(i)]
+    visible_seconds: dict[int, float] = {}
+
+    def rest(p: int) -> list[int]:
+        return list(dict.fromkeys(j for j, _ in steps[p:]))
+
+    def done_cells(p: int) -> list[int]:
+        return [j for j, h in steps[:p] if not h]
+
     pos = 0
     try:
         if guard_after == -1:
             _install_guard(kernel, cell_timeout)
-        while pos < len(code_cells):
-            i = code_cells[pos]
+        while pos < len(steps):
+            i, hidden_step = steps[pos]
             cell = nb.cells[i]
             gid = tests.get(i)
+            if hidden_step and (result.outcomes.get(i) is None or result.outcomes[i].status != "ok"):
+                pos += 1                          # its visible part failed: the hidden part does not run
+                continue
             if left() <= 0:
-                out_of_time(code_cells[pos:])
+                out_of_time(rest(pos))
                 break
             limit = min(cell_timeout, left())
             cut = limit < cell_timeout            # this cell's timeout is the rest of the budget
-            if gid is not None:
-                log(gid, "found before the cell ran", clear_all_observations(kernel.observe_dir))
-            k = kernel
-            between = (lambda: log(gid, "written by the visible part",
-                                   clear_all_observations(k.observe_dir))) if gid else None
-            notebook_cap = chars_left < MAX_OUTPUT_CHARS     # the notebook's cap binds before the cell's
-            run = _execute_cell(kernel, cell.source, limit, gid is not None, between=between,
-                                max_chars=chars_left)
-            cell.outputs = run.outputs
-            cell.execution_count = run.execution_count
-            chars_left = max(0, chars_left - run.output_chars)
             label = cell_label(nb, i)
-            if run.truncated and run.status != "oversized":
-                if notebook_cap or chars_left == 0:
-                    if not capped:
-                        capped = True
-                        result.events.append(("too_much_output", text("output_notebook_cap", label=label,
-                                                                      limit=f"{max_output_chars:,}")))
-                else:
-                    result.events.append(("too_much_output", text("output_cell_cap", label=label,
-                                                                  limit=f"{MAX_OUTPUT_CHARS:,}", outputs=MAX_OUTPUTS)))
-            if gid is not None:
+            if hidden_step:
+                limit = min(max(0.1, cell_timeout - visible_seconds.get(i, 0.0)), left())
+                cut = limit < cell_timeout - visible_seconds.get(i, 0.0)
+                log(gid, "found before the hidden part ran", clear_all_observations(kernel.observe_dir))
+                run = _execute_hidden(kernel, gid, hidden_of[i], limit)
+                run.seconds += visible_seconds.get(i, 0.0)
+            else:
+                if gid is not None:
+                    log(gid, "found before the cell ran", clear_all_observations(kernel.observe_dir))
+                notebook_cap = chars_left < MAX_OUTPUT_CHARS     # the notebook's cap binds before the cell's
+                source = split_hidden(cell.source)[0] if hidden_of.get(i) else cell.source
+                snap = {"snapshot": SNAPSHOT_CODE.format(gid=gid)} if hidden_of.get(i) else None
+                run = kernel.execute(source, limit, max_chars=chars_left, user_expressions=snap)
+                cell.outputs = run.outputs
+                cell.execution_count = run.execution_count
+                chars_left = max(0, chars_left - run.output_chars)
+                if run.truncated and run.status != "oversized":
+                    if notebook_cap or chars_left == 0:
+                        if not capped:
+                            capped = True
+                            result.events.append(("too_much_output", text("output_notebook_cap", label=label,
+                                                                          limit=f"{max_output_chars:,}")))
+                    else:
+                        result.events.append(("too_much_output", text("output_cell_cap", label=label,
+                                                                      limit=f"{MAX_OUTPUT_CHARS:,}",
+                                                                      outputs=MAX_OUTPUTS)))
+            if gid is not None and hidden_of.get(i) and not hidden_step:
+                log(gid, "written by the visible part", clear_all_observations(kernel.observe_dir))
+                if run.status == "ok":              # (its user expression took the snapshot)
+                    visible_seconds[i] = run.seconds
+            elif gid is not None:
                 got = harvest_observations(kernel.observe_dir, gid)
                 if got is not None:
                     result.observations[gid] = got
@@ -321,7 +363,7 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
             how = (text("stopped_budget", what=what) if cut else text("ran_longer", seconds=f"{cell_timeout:g}"))
             if run.status in ("ok", "error"):
                 result.outcomes[i] = CellOutcome(run.status, run.ename, run.evalue, run.seconds)
-                if i == guard_after:
+                if i == guard_after and not hidden_step:
                     _install_guard(kernel, cell_timeout)
                 pos += 1
                 continue
@@ -361,25 +403,26 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
             kernel.kill()
             kernel = None
             if result.restarts >= MAX_RESTARTS:
-                _mark_rest(result, code_cells[pos + 1:], text("too_many_restarts"))
+                _mark_rest(result, rest(pos + 1), text("too_many_restarts"))
                 break
             if left() <= 0:
-                out_of_time(code_cells[pos + 1:])
+                out_of_time(rest(pos + 1))
                 break
             result.restarts += 1
             kernel = start(result.restarts, None)
             if kernel is None:
-                _mark_rest(result, code_cells[pos + 1:], text("not_restarted"))
+                _mark_rest(result, rest(pos + 1), text("not_restarted"))
                 result.events.append(("kernel_died", text("not_restarted_because", error=result.start_error)))
                 break
-            replayed = _replay(kernel, nb, code_cells[:pos], tests, fatal, cell_timeout, guard_after, deadline)
+            replayed = _replay(kernel, nb, done_cells(pos), tests, fatal,
+                               cell_timeout, guard_after, deadline, snapshots=hidden_of)
             if replayed != "ok":
                 kernel.kill()
                 kernel = None
                 if replayed == "budget":
-                    out_of_time(code_cells[pos + 1:])
+                    out_of_time(rest(pos + 1))
                     break
-                _mark_rest(result, code_cells[pos + 1:], text("replay_failed_rest"))
+                _mark_rest(result, rest(pos + 1), text("replay_failed_rest"))
                 result.events.append(("kernel_died", text("replay_failed", label=label)))
                 break
             pos += 1
@@ -429,11 +472,16 @@ def _mark_rest(result: RunResult, indices: list[int], why: str) -> None:
 
 
 def _replay(kernel: Kernel, nb: NotebookNode, indices: list[int], tests: dict[int, str], fatal: set[int],
-            timeout: float, guard_after: int | None, deadline: float = float("inf")) -> str:
-    """Re-run the earlier cells (not the test cells): 'ok', 'failed', or 'budget' (time ran out)."""
+            timeout: float, guard_after: int | None, deadline: float = float("inf"),
+            snapshots: dict[int, str] | None = None) -> str:
+    """Re-run the earlier cells (not the test cells): 'ok', 'failed', or 'budget' (time ran out).
+    At each test cell with a hidden part (`snapshots`: index -> hidden part) the namespace is
+    snapshotted again, for its hidden part at the end."""
     if guard_after == -1:
         _install_guard(kernel, timeout)
     for j in indices:
+        if j in tests and j not in fatal and (snapshots or {}).get(j):
+            _snapshot(kernel, tests[j])
         if j in tests or j in fatal:
             continue
         left = deadline - time.monotonic()

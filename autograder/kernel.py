@@ -361,12 +361,14 @@ class Kernel:
 
     # ------------------------------------------------------------ running code
     def execute(self, code: str, timeout: float, store_history: bool = True,
-                max_chars: int = MAX_OUTPUT_CHARS) -> CellRun:
-        """Run `code`; keep at most `max_chars` characters of its output (and MAX_OUTPUT_CHARS)."""
+                max_chars: int = MAX_OUTPUT_CHARS, user_expressions: dict | None = None) -> CellRun:
+        """Run `code`; keep at most `max_chars` characters of its output (and MAX_OUTPUT_CHARS).
+        `user_expressions` (trusted) are evaluated by the kernel right after `code`, only if it succeeded;
+        their values are not read."""
         assert self.client is not None
         t0 = time.monotonic()
         msg_id = self.client.execute(code, silent=False, store_history=store_history, allow_stdin=False,
-                                     stop_on_error=False)
+                                     stop_on_error=False, user_expressions=user_expressions or {})
         outputs = _Outputs(max_chars)
         run = CellRun(status="ok")
         deadline = t0 + timeout

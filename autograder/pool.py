@@ -38,6 +38,9 @@ status `timeout`). The worker enforces the budgets cooperatively; the main
 loop's deadline (budget + margin) is the backstop that does not depend on
 the worker's cooperation.
 
+Every run makes a fresh run secret (`references.new_run_secret`, in memory only): it seeds the
+hidden inputs of this run's scorers, so no two runs judge on the same hidden inputs.
+
 Two runs at once: the reference observations and the XLA cache of an
 assignment are computed under an exclusive lock (`fcntl.flock` on
 `CACHE/<assignment>.lock`); a second run waits for it, then finds them cached.
@@ -60,7 +63,7 @@ from typing import Callable
 from .isolation import mpl_cache
 from .outputs import Progress
 from .records import Task
-from .references import load_references, reference_key, save_references
+from .references import load_references, new_run_secret, reference_key, save_references
 from .scoring import make_row, zero_cells
 from .worker import Config, worker_main
 from .xla_cache import protect_published, publish_xla_cache, remove_protected
@@ -343,7 +346,7 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
 
     cfg = Config(sources=sources, sandbox=sandbox, timeout=opts.timeout, work_root=work_root, log_dir=log_dir,
                  feedback=opts.feedback, mpl_cache=mpl_cache(cache.parent), max_added_cells=opts.max_added_cells,
-                 max_output_chars=opts.max_output_chars)
+                 max_output_chars=opts.max_output_chars, run_secret=new_run_secret())
     pool = Pool(min(jobs, len(ref_tasks) + n_grade), worker_main, (cfg,), budget=lambda t: t.budget)
     progress = Progress(n_grade, opts.quiet)
     waiting = {aid: list(ts) for aid, ts in grade_tasks.items()}

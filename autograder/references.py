@@ -10,15 +10,26 @@ half-written reference is never read.
 Threat model: a reference that silently went missing or empty would compare
 equal to anything (or a deleted folder would hand out full marks), so loading
 **fails closed**. `meta.json` lists every file with its SHA-256 and is
-authenticated with an HMAC under the grader's secret; a folder whose meta is
+authenticated with an HMAC under the grader's cache key; a folder whose meta is
 missing is simply not cached yet (the reference runs again), but a folder with
 a meta and a missing, changed, extra-empty or unauthenticated file raises
 `ReferenceCacheError`, which stops grading with a message that says which
 folder to delete. Every test cell must have a non-empty observation.
 
-The secret (`.secret` next to the cache folders, mode 0600, created once)
-seeds the hidden inputs the scorer draws; student kernels never see it (the
-cache is outside their sandbox), so no output can be precomputed.
+Two secrets, for two jobs:
+
+- the cache key (`.secret` next to the cache folders, mode 0600, created once)
+  only authenticates `meta.json`; it never seeds an input;
+- the run secret (`new_run_secret()`: fresh random bytes, made once per grading
+  run in memory and never written anywhere) seeds the hidden inputs the scorer
+  draws. Student kernels never see it, and the next run draws other inputs, so
+  an output learned from one run (feedback, a guess confirmed by a score) is
+  worth nothing in the next: a hard-coded constant scores 0.
+
+What is cached is therefore only what does not depend on the hidden inputs: the
+reference *programs* (exported by the solution notebook's run) and the
+observations of its test cells. Outputs on hidden inputs are computed by the
+scorer, per run, and kept in that run's memory only (`programs.Judge`).
 """
 from __future__ import annotations
 
@@ -38,10 +49,11 @@ from .notebooks import SourceNotebook
 from .records import GraderError
 
 __all__ = ["CACHE_FORMAT", "References", "ReferenceCacheError", "reference_key", "load_references",
-           "save_references", "grading_secret", "SECRET_NAME"]
+           "save_references", "grading_secret", "new_run_secret", "SECRET_NAME", "RUN_SECRET_BYTES"]
 
 CACHE_FORMAT = "autograder-references-2"
 SECRET_NAME = ".secret"
+RUN_SECRET_BYTES = 32
 _ENV_PREFIXES = ("JAX_", "XLA_", "NAMEDAXES_")
 _ENV_NAMES = ("CUDA_VISIBLE_DEVICES", "TPU_VISIBLE_CHIPS")
 
@@ -51,7 +63,8 @@ class ReferenceCacheError(GraderError):
 
 
 class References(dict):
-    """grade_id -> loaded observation, plus the recorded bytes (`pairs`) and the grading `secret`."""
+    """grade_id -> loaded observation, plus the recorded bytes (`pairs`) and this run's `secret`
+    (the run secret that seeds the hidden inputs, never the cache key)."""
 
     def __init__(self, loaded: dict, pairs: dict, secret: bytes):
         super().__init__(loaded)
@@ -90,8 +103,13 @@ def reference_key(source: SourceNotebook) -> str:
     return h.hexdigest()
 
 
+def new_run_secret() -> bytes:
+    """A fresh secret for one grading run (seeds its hidden inputs; kept in memory only)."""
+    return secrets.token_bytes(RUN_SECRET_BYTES)
+
+
 def grading_secret(cache_root: Path) -> bytes:
-    """The grader's secret (created once, 0600): seeds hidden inputs, authenticates cache metadata."""
+    """The cache key (created once, 0600): authenticates cache metadata; it seeds no input."""
     cache_root.mkdir(parents=True, exist_ok=True)
     path = cache_root / SECRET_NAME
     if not os.path.lexists(path):
@@ -130,8 +148,11 @@ def _damaged(folder: Path, why: str) -> ReferenceCacheError:
                                f"stops here. Delete that folder to run the reference solution again.")
 
 
-def load_references(folder: Path, source: SourceNotebook) -> References | None:
+def load_references(folder: Path, source: SourceNotebook, run_secret: bytes | None = None) -> References | None:
     """The verified references, or None when this folder was never completed (run the reference).
+
+    `run_secret` is this grading run's secret (`new_run_secret()`, one per run, shared by its
+    workers); without one, the references get a fresh one of their own, never the cache key.
 
     Raises `ReferenceCacheError` for a folder that was completed and is not intact any more.
     """
@@ -144,12 +165,12 @@ def load_references(folder: Path, source: SourceNotebook) -> References | None:
         if any(folder.iterdir()):
             raise _damaged(folder, "meta.json is missing")
         return None
-    secret = grading_secret(folder.parent)
+    key = grading_secret(folder.parent)
     try:
         info = json.loads(meta.read_text())
     except (OSError, ValueError, UnicodeDecodeError) as err:
         raise _damaged(folder, f"meta.json cannot be read: {err}") from None
-    if not isinstance(info, dict) or not hmac.compare_digest(str(info.get("mac", "")), _mac(secret, info)):
+    if not isinstance(info, dict) or not hmac.compare_digest(str(info.get("mac", "")), _mac(key, info)):
         raise _damaged(folder, "meta.json is not authentic")
     if sorted(info.get("tests", [])) != sorted(source.test_ids()):
         raise _damaged(folder, "it lists other test cells than the source notebook")
@@ -182,6 +203,11 @@ def load_references(folder: Path, source: SourceNotebook) -> References | None:
         if not obs:
             raise _damaged(folder, f"the observation of {gid} is empty")
         loaded[gid], pairs[gid] = obs, (got[0], got[1])
+    if run_secret is not None and len(run_secret) < 16:
+        raise ValueError("a run secret needs at least 16 bytes")
+    secret = run_secret if run_secret is not None else new_run_secret()
+    if hmac.compare_digest(secret, key):
+        raise ValueError("the run secret must not be the cache key")
     return References(loaded, pairs, secret)
 
 

@@ -53,6 +53,7 @@ class Config:
     mpl_cache: Path | None
     max_added_cells: int = 100
     max_output_chars: int = 5_000_000
+    run_secret: bytes | None = None    # this grading run's secret (references.new_run_secret): seeds hidden inputs
 
 
 class Worker:
@@ -105,7 +106,7 @@ class Worker:
 
     def _references(self, task: Task) -> dict:
         if task.assignment not in self.refs:
-            refs = load_references(Path(task.ref_dir), self.cfg.sources[task.assignment])
+            refs = load_references(Path(task.ref_dir), self.cfg.sources[task.assignment], self.cfg.run_secret)
             if refs is None:
                 raise RuntimeError(f"reference observations for {task.assignment} are missing in {task.ref_dir}")
             self.refs[task.assignment] = refs

@@ -94,7 +94,7 @@ LAST_DEVICE_VALUE_WRONG = [
     (lambda x: lax.psum(jnp.where(lax.axis_index(DEVICES) == 0, x, 0.0), DEVICES),
      r"`x` of the first device \(position 0\)\. The last device is at position 7 here"),
     (lambda x: lax.psum(jnp.where(lax.axis_index(DEVICES) == 7, x, 0.0), DEVICES),       # hard-coded 8 devices
-     r"over 3 devices\. Every device returned zeros: .*position 2 here.*a fixed 7 only fits 8 devices"),
+     r"over 3 devices\. Every device returned zeros: .*from 0 to 2 here.*right over 8 devices but not over 3.*A fixed 7 only fits 8 devices"),
     (lambda x: lax.psum(jnp.where(_is_last(lax.psum(1, DEVICES) + 1), x, 0.0), DEVICES),  # off by one
      r"over 8 devices\. Every device returned zeros"),
     (lambda x: jnp.where(_is_last(lax.psum(1, DEVICES)), x, 0.0),                        # forgot the psum
@@ -107,7 +107,20 @@ LAST_DEVICE_VALUE_WRONG = [
      r"shape \(5,\), but it returns shape \(\)"),
     (lambda x: lax.psum(x * _is_last(lax.psum(1, BATCH)), DEVICES), r"unbound axis name: batch"),
     (_not_written, r"`last_device_value` is not written yet"),
+    (lambda x: lax.psum(jnp.where(lax.axis_index(DEVICES) == lax.psum(1, DEVICES) - 2, x, 0.0), DEVICES),
+     r"over 8 devices\. That is the `x` of the device at position 6\. The last device is at position 7 here"),
 ]
+
+
+def test_last_device_value_off_by_one_is_not_told_a_fixed_7():
+    """Issue 16: comparing with the axis size (one past the last position) picks nobody on 8 devices too;
+    that is no fixed 7, and the message must not say so."""
+    off_by_one = lambda x: lax.psum(jnp.where(lax.axis_index(DEVICES) == lax.psum(1, DEVICES), x, 0.0),  # noqa: E731
+                                    DEVICES)
+    msg = assert_check_fails(q.last_device_value.check, off_by_one,
+                             match=r"over 8 devices\. Every device returned zeros: no device matched the position "
+                                   r"you picked\. Positions along the axis run from 0 to 7 here")
+    assert "fixed" not in msg
 
 
 @pytest.mark.parametrize("answer", LAST_DEVICE_VALUE_RIGHT)

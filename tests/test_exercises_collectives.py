@@ -127,7 +127,16 @@ MEDIAN_WRONG = {
                              r"(?s)collective over 'device' where no mesh axis.*axes \('devices',\)"),
     "hard-coded": (lambda x, mesh: jnp.asarray([0.0, -4, 1, -2, -8, 6, -1, -9, 2, 0, -8, 5, 6, -10, 6, 0]),
                    r"(?s)shape \(12,\) \(mesh of 4 devices.*returned shape \(16,\)"),
+    "constant of the right shape": (_mapped(lambda b: b * 0.0 + 3.0),
+                                    r"(?s)wrong values.*The result does not change when `x` does"),
+    "median plus a half": (_mapped(lambda b: b - jnp.median(lax.all_gather(b, DEVICES, tiled=True)) + 0.5),
+                        r"(?s)wrong values.*That is not x minus the median of the whole vector"),
 }
+
+
+def test_median_centered_computed_answer_is_not_told_it_wrote_numbers_by_hand():
+    """Issue 16: "by hand" only where the result does not follow x."""
+    assert "by hand" not in assert_check_fails(q.median_centered.check, MEDIAN_WRONG["median plus a half"][0])
 
 
 @pytest.mark.parametrize("answer, match", MEDIAN_WRONG.values(), ids=MEDIAN_WRONG.keys())
@@ -382,8 +391,19 @@ def test_ring_all_reduce_observations_equal_psum_but_psum_is_not_accepted():
     assert f"expected ppermute over '{DEVICES}'" in reason and "values differ" not in reason   # ... built otherwise
 
 
+def _ring_divided(divisor):
+    """The right ring, whose total is then divided (by the device count: a mean)."""
+    def answer(x, mesh):
+        k = mesh.shape[DEVICES]
+        return ref_ring_all_reduce(x, mesh) / (k if divisor == "k" else divisor)
+    return answer
+
+
 RING_WRONG = {
     "unanswered": (_not_written, r"`ring_all_reduce` is not written yet"),
+    "divided by the device count": (_ring_divided("k"), r"(?s)mesh of 8 devices.*Every device holds the total "
+                                                         r"divided by 8: an all-reduce adds every block once"),
+    "halved": (_ring_divided(2), r"(?s)Every device holds the total divided by 2: an all-reduce"),
     "one step": (_ring(lambda k: 1),
                  r"(?s)does not add every block exactly once.*device 0 added \[1, 0, 0, 0, 0, 0, 0, 1\]"
                  r".*added only 2 of the 8 blocks.*k - 1 steps"),
@@ -414,6 +434,13 @@ RING_WRONG = {
 @pytest.mark.parametrize("answer, match", RING_WRONG.values(), ids=RING_WRONG.keys())
 def test_ring_all_reduce_rejects(answer, match):
     assert_check_fails(q.ring_all_reduce.check, answer, match=match)
+
+
+@pytest.mark.parametrize("key", ["divided by the device count", "halved"])
+def test_ring_all_reduce_that_divides_gets_no_block_count(key):
+    """Issue 16: a fraction is no count of blocks (1111.../8 once read as the digits [9, 8, 8, ...])."""
+    msg = assert_check_fails(q.ring_all_reduce.check, RING_WRONG[key][0])
+    assert "does not add every block exactly once" not in msg and "added [" not in msg
 
 
 def test_ring_all_reduce_observations_reject_wrong_answers():

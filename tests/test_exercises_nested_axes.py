@@ -392,7 +392,16 @@ TP_DP_STEP_WRONG = [
     (lambda w, batch, mesh: tp_dp_step_ref(w, batch, mesh).astype(jnp.float16),
      r"should have dtype float32, but it has dtype float16"),
     (_not_written, r"`tp_dp_step` is not written yet"),
+    (_tp(lambda wb, xb, yb: wb - LR * lax.pmean(_grad(xb, lax.all_gather(xb @ wb, M).sum(0), yb), D)),
+     r"over 'model_replicas' it performs all_gather over \('model_replicas',\) and no `lax\.psum`\. Gathering "
+     r"blocks \(of w, of x or of the partial products\)"),
 ]
+
+
+def test_tp_dp_step_that_gathers_predictions_is_not_told_it_holds_all_of_w():
+    """Issue 16: gathering the partial products is no device holding all of w."""
+    msg = assert_check_fails(q.tp_dp_step.check, TP_DP_STEP_WRONG[-1][0])
+    assert "holds all of w" not in msg
 
 
 @pytest.mark.parametrize("answer", TP_DP_STEP_RIGHT)

@@ -54,10 +54,21 @@ MISSING = r"(?s)different values on different devices.*a collective such as `lax
     (lambda x: (lax.psum(x * 2.0, DEVICES), x), r"should return one array.*got tuple back"),
     (lambda x: None, r"got NoneType back.*forget a `return`"),
     (_not_written, r"`scaled_sum` is not written yet"),
+    (lambda x: lax.psum(x * 3.0, DEVICES), r"That is 1\.5 times the expected total: scale by 2\.0, once"),
+    (lambda x: lax.psum(x * 2.0, DEVICES) + 1.0, r"That is not 2\.0 times the sum of `x` over the devices"),
+    (lambda x: lax.psum(x * x * 2.0, DEVICES), r"That is not 2\.0 times the sum of `x` over the devices"),
 ], ids=["no collective", "jnp.sum", "pmean", "pmax", "no factor 2", "hard-coded", "wrong axis name",
-        "float32 constant", "summed the vector", "tuple", "no return", "unanswered"])
+        "float32 constant", "summed the vector", "tuple", "no return", "unanswered", "factor 3", "plus one",
+        "squared"])
 def test_scaled_sum_check_rejects(answer, match):
     assert_check_fails(q.scaled_sum.check, answer, match=match)
+
+
+@pytest.mark.parametrize("answer", [lambda x: lax.psum(x * 3.0, DEVICES), lambda x: lax.psum(x * 2.0, DEVICES) + 1.0,
+                                    lambda x: lax.psum(x * x * 2.0, DEVICES)], ids=["factor 3", "plus one", "squared"])
+def test_scaled_sum_computed_answers_are_not_told_they_wrote_a_number_by_hand(answer):
+    """Issue 16: "if you wrote the number by hand" only where the result does not depend on `x`."""
+    assert "by hand" not in assert_check_fails(q.scaled_sum.check, answer)
 
 
 def test_scaled_sum_no_collective_message_names_expected_and_seen():

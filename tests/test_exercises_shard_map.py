@@ -106,7 +106,7 @@ SCALED_SUM_WRONG = {
         r"(?s)does not match the specs of the input.*Explicit axes.*jax\.device_put\(x, NamedSharding"),
     "no psum, out_specs=P()": (
         _scaled_sum_with(lambda b: jnp.sum(b * 2.0)),
-        r"(?s)type of the value says it still varies.*collective over that axis is missing"),
+        r"(?s)type of the value says it still varies.*only a reducing collective over that axis"),
     "no psum, check_vma=False": (
         _scaled_sum_with(lambda b: jnp.sum(b * 2.0), check_vma=False),
         r"(?s)returned 2 \(mesh of 8 devices.*total of 2 \* x is 240.*only the first device's share"),
@@ -127,7 +127,14 @@ SCALED_SUM_WRONG = {
     "no shard_map at all": (_global_sum, r"(?s)right total, but it performs no collective at all over 'devices'"),
     "set_mesh inside the function": (_set_mesh_inside, r"(?s)`jax\.set_mesh`, which only works outside `jax\.jit`"),
     "hard-coded": (lambda x, mesh: jnp.float32(240.0), r"(?s)returned 240 \(mesh of 4 devices.*by hand"),
+    "factor 3": (_scaled_sum_with(lambda b: lax.psum(jnp.sum(b * 3.0), DEVICES)),
+                 r"(?s)returned 360 .*240.*That is not 2\.0 times the sum of all of `x`"),
 }
+
+
+def test_sharded_scaled_sum_computed_answer_is_not_told_it_wrote_a_number_by_hand():
+    """Issue 16: "by hand" only where the result does not follow x."""
+    assert "by hand" not in assert_check_fails(q.sharded_scaled_sum.check, SCALED_SUM_WRONG["factor 3"][0])
 
 
 @pytest.mark.parametrize("answer, match", SCALED_SUM_WRONG.values(), ids=SCALED_SUM_WRONG.keys())
@@ -207,11 +214,21 @@ REPLICA_WRONG = {
         r"(?s)wrong values.*totals over the whole mesh"),
     "psum, out_specs=P()": (
         _replica_with(lambda b: lax.psum(b, MODEL_REPLICAS), P()),
-        r"(?s)type of the value says it still varies.*collective over that axis is missing.*out_specs"),
+        r"(?s)type of the value says it still varies.*only a reducing collective over that axis.*Reduce over that "
+        r"axis, or name the axis in the output's `out_specs`"),
     "no collective": (_global_replica_totals, r"(?s)right values, but it performs no collective at all"),
     "extra collective over DATA_SHARDS": (_replica_with(_with_extra_max, P(DATA_SHARDS, None)),
         r"communicates over 'data_shards' too"),
+    "all_gather, then sum": (_replica_with(lambda b: lax.all_gather(b, MODEL_REPLICAS).sum(0), P(DATA_SHARDS, None)),
+        r"(?s)still varies along that axis\. In JAX's types only a reducing collective.*from an `all_gather` or a "
+        r"`ppermute`, still varies"),
 }
+
+
+def test_replica_totals_all_gather_is_not_told_a_collective_is_missing():
+    """Issue 16: an all_gather is a collective; the message says why its result still varies."""
+    msg = assert_check_fails(q.replica_totals.check, REPLICA_WRONG["all_gather, then sum"][0])
+    assert "is missing" not in msg
 
 
 @pytest.mark.parametrize("answer, match", REPLICA_WRONG.values(), ids=REPLICA_WRONG.keys())

@@ -7,6 +7,7 @@ its own child process, as the grader does.
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -121,13 +122,21 @@ def test_an_unusable_reference_raises(scorer, recorded):
                      recorded["equivalent"])
 
 
-def test_hidden_inputs_depend_on_the_secret(recorded):
-    """Another secret draws other inputs: the same wrong answer differs by other amounts."""
+def test_hidden_inputs_depend_on_the_secret_and_no_reason_tells_them(recorded):
+    """Another secret draws other inputs (other outputs); the same wrong answer gets the same words
+    under both secrets, with no number in them: a reason never measures a hidden output."""
+    from autograder.compare import load_observations
+    from autograder.programs import Judge
+    ref = load_observations(*recorded["ref"])
+    first, second = (Judge(s).derive("scaled_sum_total", ref) for s in (b"first secret", b"second secret"))
+    cases = [k for k in first if k not in ("axes", "communication")]
+    assert cases and all(not np.allclose(first[k], second[k]) for k in cases)
     reasons = []
     for secret in (b"first secret", b"second secret"):
         with Scorer(secret, timeout=60) as s:
             reasons.append(s.judge("scaled_sum_total", recorded["ref"], recorded["wrong"]).reason(9))
-    assert reasons[0] != reasons[1]
+    assert reasons[0] == reasons[1] and "values differ" in reasons[0]
+    assert not re.search(r"\d\.\d|max abs|difference \d", reasons[0]), reasons[0]
 
 
 def test_replica_groups_are_read_in_every_format():
@@ -233,3 +242,68 @@ def test_guard_restores_code_defaults_closures_and_stays_registered():
                 "    ip.events.callbacks[n].clear()\n")
     ip.run_cell("result = (mine(1), q._observe_scaled_sum.__code__.co_name)")
     assert ip.user_ns["result"] == (2, "_observe_scaled_sum")
+
+
+# ---------------------------------------------------------------- no oracle: a fresh secret every run
+def test_a_constant_that_matched_a_previous_runs_hidden_output_scores_0_in_a_new_run(tmp_path):
+    """Issue 16: three graded hand-ins once turned a hidden case into an accepted constant, because every
+    run drew the same hidden inputs. Now each run has its own secret (never the cache key): the
+    outputs of run 1's hidden inputs, hard-coded, match in run 1 and fail in run 2."""
+    import jax.numpy as jnp
+    from jax import lax
+    from autograder.compare import load_observations, normalize
+    from autograder.notebooks import SourceNotebook
+    from autograder.programs import Judge
+    from autograder.references import grading_secret, load_references, new_run_secret, save_references
+    from namedaxes.exercises import scaled_sum as q
+    D = "devices"
+    reference = normalize(q.scaled_sum.observe(lambda x: lax.psum(x * 2.0, D)))
+    source = SourceNotebook.load("02_scaled_sum", REPO / "solutions" / "02_scaled_sum.ipynb")
+    pair = _recorded_pair(tmp_path, reference)
+    others = {gid: (None, json.dumps({"axes": [D]}).encode()) for gid in source.test_ids()}
+    folder = tmp_path / "cache" / "02_scaled_sum-run"
+    save_references(folder, source, {**others, "scaled_sum_total": pair})
+    run1 = load_references(folder, source, new_run_secret())
+    run2 = load_references(folder, source, new_run_secret())
+    key = grading_secret(folder.parent)
+    assert len({run1.secret, run2.secret, key}) == 3             # the cache key seeds nothing
+    assert load_references(folder, source).secret not in (run1.secret, run2.secret, key)
+
+    seen = Judge(run1.secret).derive("scaled_sum_total", load_observations(*run1.pairs["scaled_sum_total"]))
+    cases = reference["programs"]["cases"]
+    constants = {}
+    for case in cases:                     # e.g. k4_shape3_float16: the case's devices, shape, dtype
+        n, shape, dtype = case.split("_")
+        constants[(int(n[1:]), shape, dtype)] = np.asarray(seen[case])[0]
+
+    def hard_coded(x):
+        n = lax.axis_size(D)
+        shape = "shapescalar" if x.ndim == 0 else "shape" + "x".join(map(str, x.shape))
+        value = jnp.asarray(constants[(n, shape, x.dtype.name)], x.dtype)
+        return lax.psum(x, D) - lax.psum(x, D) + value          # uses psum; its values are the constant
+
+    student = normalize(q.scaled_sum.observe(hard_coded))
+    in_run1 = Judge(run1.secret).judge_observations("scaled_sum_total", reference, student)
+    in_run2 = Judge(run2.secret).judge_observations("scaled_sum_total", reference, student)
+    assert not any("values differ" in d for d in in_run1.differences), in_run1.differences
+    assert not in_run2.passed
+    assert sum("values differ" in d for d in in_run2.differences) == len(cases), in_run2.differences
+    for d in in_run2.differences:          # it says which property failed, never a number on hidden inputs
+        assert not re.search(r"\d\.\d|difference \d|max abs", d), d
+
+
+def _recorded_pair(tmp_path, observations: dict) -> tuple[bytes, bytes]:
+    """The bytes `namedaxes.grading.record` writes for `observations`."""
+    from namedaxes import grading
+    folder = tmp_path / "observe"
+    folder.mkdir()
+    old = os.environ.get(grading.OBSERVE_DIR_ENV)
+    os.environ[grading.OBSERVE_DIR_ENV] = str(folder)
+    try:
+        grading.record("g", observations)
+    finally:
+        if old is None:
+            os.environ.pop(grading.OBSERVE_DIR_ENV)
+        else:
+            os.environ[grading.OBSERVE_DIR_ENV] = old
+    return (folder / "g.npz").read_bytes(), (folder / "g.json").read_bytes()

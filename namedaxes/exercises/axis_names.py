@@ -51,9 +51,13 @@ TEXT = {
                    "and every other device zeros."),
     "last_first": ("That is the `x` of the first device (position 0). The last device is at position {last} "
                    "here: `lax.psum(1, DEVICES) - 1`."),
-    "last_nobody": ("Every device returned zeros: no device matched the position you picked. The last device is "
-                    "at position {last} here, one less than the size of the axis (`lax.psum(1, DEVICES) - 1`); "
-                    "a fixed 7 only fits 8 devices."),
+    "last_nobody": ("Every device returned zeros: no device matched the position you picked. Positions along "
+                    "the axis run from 0 to {last} here: the last device is at position {last}, one less than the "
+                    "size of the axis (`lax.psum(1, DEVICES) - 1`)."),
+    "last_fixed": (" It was right over 8 devices but not over {k}: is the position a fixed number? A fixed 7 only "
+                   "fits 8 devices."),
+    "last_other_device": ("That is the `x` of the device at position {j}. The last device is at position {last} "
+                          "here, one less than the size of the axis (`lax.psum(1, DEVICES) - 1`)."),
     "last_not_shared": ("Only the last device holds its `x`, the others hold zeros: hand it to every device with "
                         "a collective over '{axis}'."),
     "last_other": ("Every device should return the `x` of the last device, the one at position {last} "
@@ -183,7 +187,11 @@ def _check_last_device_value(fn) -> None:
         elif same_values(got, np.broadcast_to(xs[0], xs.shape)):
             diagnosis = TEXT["last_first"].format(last=k - 1)
         elif same_values(got, np.zeros_like(xs)):
-            diagnosis = TEXT["last_nobody"].format(last=k - 1)
+            diagnosis = TEXT["last_nobody"].format(last=k - 1) + (TEXT["last_fixed"].format(k=k) if k != 8 else "")
+        elif any(same_values(got, np.broadcast_to(xs[j], xs.shape)) for j in range(1, k - 1)):
+            j = next(j for j in range(1, k - 1) if same_values(got, np.broadcast_to(xs[j], xs.shape)))
+            diagnosis = TEXT["last_other_device"].format(j=j, last=k - 1) + (
+                TEXT["last_fixed"].format(k=k) if k != 8 else "")
         elif same_values(got[-1], xs[-1]) and same_values(got[:-1], np.zeros_like(xs[:-1])):
             diagnosis = TEXT["last_not_shared"].format(axis=DEVICES)
         else:

@@ -132,7 +132,11 @@ TEXT = {
         "every block on every device: gather them first."),
     "median_mean": "That is x minus its mean; the exercise asks for the median.",
     "median_sign": "That is median - x: subtract the median from x, not the other way round.",
-    "median_generic": "If you wrote numbers by hand, compute them instead: the check uses several meshes.",
+    "median_generic": ("The result does not change when `x` does: if you wrote numbers by hand, compute them "
+                       "instead: the check uses several meshes."),
+    "median_other": ("That is not x minus the median of the whole vector. Gather the blocks with "
+                     "`lax.all_gather(..., tiled=True)`, take `jnp.median` of the whole vector, and subtract it "
+                     "from the device's own block."),
     "median_why": (
         "The median needs the whole vector on every device: gather the blocks with `lax.all_gather` "
         "over DEVICES inside `jax.shard_map`."),
@@ -181,6 +185,8 @@ TEXT = {
         "Some blocks are counted more than once: forward the block you received in the previous step, "
         "not your running total, and add each received block once."),
     "ring_generic": "Compare your steps with a psum over DEVICES on paper for 4 devices.",
+    "ring_divided": ("Every device holds the total divided by {divisor}: an all-reduce adds every block once and "
+                     "divides by nothing (a mean would be `lax.pmean`, not this exercise)."),
     "ring_why": (
         "The point is to build it from neighbour-to-neighbour sends: use `lax.ppermute` over DEVICES, "
         "step by step."),
@@ -406,7 +412,10 @@ def _check_median_centered(fn: Callable) -> None:
             elif same_values(got, -want, 1e-4):
                 hint = _say("median_sign")
             else:
-                hint = _say("median_generic")
+                doubled = np.asarray(_run(name, fn, mesh, _placed(x_np * 2.0, mesh, P(DEVICES))), np.float64)
+                # "by hand" only when the result does not follow x at all (x doubled: the answer doubles)
+                fixed = same_values(doubled, got, 1e-4) and not same_values(got, np.zeros_like(got), 1e-6)
+                hint = _say("median_generic" if fixed else "median_other")
             fail(_say("values", name=name, where=where, want=_fmt(want), got=_fmt(got), hint=hint))
     k, x_np = _MEDIAN_CASES[0]
     mesh = line_mesh(k)
@@ -550,12 +559,13 @@ def _ring_counts(fn: Callable, k: int, n: int) -> np.ndarray | None:
     if got.shape != (k * n,):
         return None
     per_device = got.reshape(k, n)[:, 0]
-    if (per_device < 0).any() or (per_device >= 2**24).any() or not np.allclose(per_device, np.round(per_device)):
-        # float32 holds integers exactly only below 2**24: larger counts cannot be read
+    if (per_device < 0).any() or (per_device >= 2**24).any() or (np.abs(per_device - np.round(per_device)) > 1e-3).any():
+        # float32 holds integers exactly only below 2**24: larger counts cannot be read; a fraction
+        # (an answer that divides) is no count at all (a relative tolerance would round 1388888.875 to one)
         return None
     digits = np.array([[int(v) // 10**j % 10 for j in range(k)] for v in np.round(per_device)])
     rebuilt = (digits * 10.0 ** np.arange(k)).sum(axis=1)
-    return digits if np.allclose(rebuilt, per_device) else None
+    return digits if np.array_equal(rebuilt, np.round(per_device)) else None
 
 
 def _ring_diagnosis(counts: np.ndarray, k: int) -> str:
@@ -576,6 +586,13 @@ def _ring_diagnosis(counts: np.ndarray, k: int) -> str:
 
 def _ring_failure(fn: Callable, k: int, where: str, want, got) -> str:
     """The message for wrong ring values: which blocks each device added, where that can be read."""
+    want_np, got_np = np.asarray(want, np.float64), np.asarray(got, np.float64)
+    if np.all(np.abs(want_np) > 1e-6):
+        ratio = got_np / want_np
+        factor = float(ratio.flat[0])
+        if 1e-6 < abs(factor) < 1 - 1e-4 and np.allclose(ratio, factor, rtol=1e-4, atol=1e-6):
+            return _say("values", name="ring_all_reduce", where=where, want=_fmt(want), got=_fmt(got),
+                        hint=_say("ring_divided", divisor=f"{1 / factor:.4g}"))
     for devices in (k, 4) if k > 4 else (k,):   # counts above 9 cannot be read on 8 devices
         counts = _ring_counts(fn, devices, 8)
         if counts is not None:

@@ -198,6 +198,10 @@ TEXT = {
                             "tensor parallelism is that no device ever holds all of w: each computes a partial "
                             "product with its own shard, and a `lax.psum` over MODEL_REPLICAS adds the partial "
                             "products of a row."),
+    "tp_gathers": ("`{name}` returns the right values, but over '{m}' it performs {seen} and no `lax.psum`. "
+                   "Gathering blocks (of w, of x or of the partial products) hands every device of a row all of "
+                   "its partners' blocks; tensor parallelism keeps each device on its own shard of w and adds "
+                   "the partial products of a row with one `lax.psum` over MODEL_REPLICAS."),
     "tp_needs_data": ("`{name}` returns the right values, but over '{d}' it performs {seen}. The copies of a "
                       "model shard must average their data shards' gradients with a collective over "
                       "DATA_SHARDS."),
@@ -643,7 +647,8 @@ def _check_tp_dp_step(fn) -> None:
             found = _communication(lambda w_, x_, y_: fn(w_, {"x": x_, "y": y_}, mesh), w, batch["x"], batch["y"])
     over_model = {(p, axes) for p, axes in found if MODEL_REPLICAS in axes}
     if not any(p == "psum" for p, _ in over_model):
-        fail(_say("tp_needs_psum_model", name=name, seen=_seen(over_model), m=MODEL_REPLICAS))
+        fail(_say("tp_gathers" if over_model else "tp_needs_psum_model", name=name, seen=_seen(over_model),
+                  m=MODEL_REPLICAS))
     over_data = {(p, axes) for p, axes in found if DATA_SHARDS in axes}
     if not over_data:
         fail(_say("tp_needs_data", name=name, seen=_seen(over_data), d=DATA_SHARDS))

@@ -55,8 +55,12 @@ TEXT = {
     "sum_plain": "That is the plain sum of `x`: multiply by 2.0 before (or after) the psum.",
     "sum_is_mean": "That is the mean over devices (what `lax.pmean` gives): use `lax.psum` for the total.",
     "sum_is_max": "That is the maximum over devices (what `lax.pmax` gives): use `lax.psum` for the total.",
-    "by_hand": "If you wrote the number by hand, compute it instead: the check runs several device counts and "
-               "inputs.",
+    "by_hand": "The result does not change when `x` does: if you wrote the number by hand, compute it instead: "
+               "the check runs several device counts and inputs.",
+    "sum_factor": ("That is {factor:g} times the expected total: scale by 2.0, once, and add up the scaled values "
+                   "of all devices with `lax.psum`."),
+    "sum_other": ("That is not 2.0 times the sum of `x` over the devices. Compare each step of your function "
+                  "with `lax.psum(x * 2.0, axis_name=DEVICES)`: scale the device's own `x`, then add up."),
     "use_psum": "Add up the scaled values of all devices with `lax.psum(..., axis_name=DEVICES)`.",
     "psum_is_mean": ("`scaled_sum` returns {big} over 8 devices and {small} over 2 devices that all hold 1.0: the "
                      "same number whatever the device count, so it is a mean (`lax.pmean` is a psum divided by "
@@ -153,8 +157,9 @@ def _observe_outputs(fn: Callable, grade_id: str, **kwargs) -> dict:
 
 
 # ---------------------------------------------------------------- exercise 1: scaled_sum
-def _diagnose_sum(x, got, want) -> str:
-    """A hint for a replicated, well-shaped, but wrong `scaled_sum` result."""
+def _diagnose_sum(fn: Callable, x, got, want) -> str:
+    """A hint for a replicated, well-shaped, but wrong `scaled_sum` result (true for what `fn` did)."""
+    x_in = x
     x, got, k = np.asarray(x, float), np.asarray(got, float)[0], x.shape[0]
     if same_values(got, want / 2, dtype=float):
         return TEXT["sum_plain"]
@@ -162,7 +167,16 @@ def _diagnose_sum(x, got, want) -> str:
         return TEXT["sum_is_mean"]
     if same_values(got, 2.0 * x.max(axis=0), dtype=float):
         return TEXT["sum_is_max"]
-    return TEXT["by_hand"]
+    moved = np.asarray(_run("scaled_sum", fn, x_in + 1), float)[0]
+    if same_values(moved, got, dtype=float):           # the same number whatever `x` holds: written by hand
+        return TEXT["by_hand"]
+    # the same factor on `x` and on `x + 1` (on every entry of both): a wrong scale, nothing else
+    want, want_moved = np.asarray(want, float), (x + 1).sum(axis=0) * 2.0
+    if np.all(np.abs(want) > 1e-6) and np.all(np.abs(want_moved) > 1e-6):
+        ratios = np.concatenate([np.ravel(got / want), np.ravel(moved / want_moved)])
+        if abs(ratios[0]) > 1e-6 and np.allclose(ratios, ratios[0], rtol=1e-4, atol=1e-6):
+            return TEXT["sum_factor"].format(factor=float(ratios[0]))
+    return TEXT["sum_other"]
 
 
 def _check_scaled_sum(fn: Callable) -> None:
@@ -174,7 +188,7 @@ def _check_scaled_sum(fn: Callable) -> None:
         expect_replicated("scaled_sum", out, axis_name=DEVICES,
                           hint=TEXT["sum_expected"].format(k=k, x=_fmt(x), want=_fmt(want)))
         expect_close("scaled_sum", out, np.broadcast_to(want, out.shape), rtol=1e-3, atol=1e-3,
-                     hint=TEXT["where"].format(k=k, x=_fmt(x)) + _diagnose_sum(x, out, want))
+                     hint=TEXT["where"].format(k=k, x=_fmt(x)) + _diagnose_sum(fn, x, out, want))
 
 
 def _growth(fn: Callable) -> Callable:

@@ -110,8 +110,10 @@ TEXT = {
     "varying_output": (
         "`{name}` failed with JAX's error \"{first}\": an output's `out_specs` says it is the same on "
         "every device along some mesh axis, but JAX's type of the value says it still varies along "
-        "that axis. Either a collective over that axis is missing (e.g. `lax.psum`), or that axis "
-        "belongs in the output's `out_specs`."),
+        "that axis. In JAX's types only a reducing collective over that axis (`lax.psum`, `lax.pmean`, "
+        "`lax.pmax`, ...) makes a value the same on every device; a value computed from the device's own "
+        "block, or from an `all_gather` or a `ppermute`, still varies. Reduce over that axis, or name "
+        "the axis in the output's `out_specs`."),
     "not_divisible": (
         "`{name}` failed with JAX's error \"{first}\": an array dimension cannot be cut into that many "
         "equal blocks. Split over the `mesh` argument the check passes (it has 2, 4 or 8 devices), not "
@@ -141,7 +143,10 @@ TEXT = {
         "That is only the first device's share (device 0's block). Add the shares of all devices with "
         "`lax.psum(..., DEVICES)` inside the shard_map."),
     "scaled_mean": "That is the mean of the devices' shares (`lax.pmean`): use `lax.psum` for the total.",
-    "scaled_by_hand": "If you wrote a number by hand, compute it instead: the check uses several meshes.",
+    "scaled_by_hand": ("The result does not change when `x` does: if you wrote a number by hand, compute it "
+                       "instead: the check uses several meshes."),
+    "scaled_other": ("That is not 2.0 times the sum of all of `x`: each device should sum 2.0 times its own "
+                     "block, and `lax.psum(..., DEVICES)` adds the devices' shares."),
     "scaled_why": (
         "The point is the shard_map form: each device sums only its own block, and "
         "`lax.psum(..., DEVICES)` inside `jax.shard_map` adds the devices' shares."),
@@ -398,7 +403,10 @@ def _check_sharded_scaled_sum(fn: Callable) -> None:
             elif same_values(got, want / k, 1e-4, dtype=float):
                 hint = _say("scaled_mean")
             else:
-                hint = _say("scaled_by_hand")
+                with _explained(name, mesh):
+                    moved = float(np.asarray(_call(fn, _f32(np.asarray(x) + 1.0), mesh)))
+                # "by hand" only when the result does not follow x at all
+                hint = _say("scaled_by_hand" if same_values(moved, got, 1e-4, dtype=float) else "scaled_other")
             fail(_say("scaled_wrong", name=name, got=_num(got), where=where, want=_num(want), hint=hint))
     mesh = line_mesh(8)
     x = _f32(np.arange(16))

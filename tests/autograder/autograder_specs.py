@@ -30,6 +30,8 @@ ALL_02 = {"scaled_sum_total", "scaled_sum_uses_psum", "scaled_mean_value", "glob
 ALL = "all"
 
 
+HIDDEN_ERROR_REASON = r"^HiddenTestError: the hidden part of this test stopped with an error \(what it said is not shown"
+
 # ---------------------------------------------------------------- notebook helpers
 def nb_meta(cell) -> dict:
     return cell.get("metadata", {}).get("nbgrader", {}) or {}
@@ -163,7 +165,6 @@ def _wrong_sum(body: str) -> dict:
 
 NO_SUM = ALL_02 - SUM_TESTS
 MAX_OUTPUT_CHARS = 2_000_000        # the class is graded with --max-output-chars 2000000 (harness)
-NOT_LAST = ALL_02 - {"global_max_share_value"}
 
 
 def _after_last_answer(code: str) -> dict:
@@ -202,6 +203,27 @@ os.symlink({canary!r}, _d)
 
 FLOOD = ("return x * 2.0\n\nfrom IPython.display import display\nfor _ in range(4):\n"
          "    display({'text/plain': 'x' * (64 * 2**20)}, raw=True)")
+
+# Registered first thing: prints every execution's source, plainly and reversed, and keeps them all.
+HIDDEN_SOURCE_PRINTER = """import builtins
+builtins._seen_sources = []
+def _print_source(info):
+    builtins._seen_sources.append(info.raw_cell)
+    print("SEEN:", info.raw_cell)
+    print("NEES:", info.raw_cell[::-1])
+get_ipython().events.register("pre_run_cell", _print_source)
+get_ipython().events.register("post_run_cell", lambda result: print("AGAIN:", builtins._seen_sources[-1:]))
+"""
+# After the last test cell: everything kept so far, once more.
+HIDDEN_SOURCE_REPLAY = "import builtins\nprint('ALL:', builtins._seen_sources)\nraise ValueError(repr(builtins._seen_sources))"
+# The right answer, except that it raises what it has seen once that holds a hidden line.
+HIDDEN_SOURCE_RAISER = """import builtins
+_right_scaled_mean = scaled_mean
+def scaled_mean(x):
+    if any(("BEGIN " + "HIDDEN") in s for s in builtins._seen_sources):     # (no marker in its own source)
+        raise ValueError("".join(builtins._seen_sources))
+    return _right_scaled_mean(x)
+"""
 
 SPECS: list[Spec] = [
     # -------- right, unanswered, common mistakes, equivalent alternatives
@@ -329,7 +351,17 @@ SPECS: list[Spec] = [
          reason=r"^the notebook's output passed 2,000,000 characters at the cell you added after cell \d+ "
                 r"\(#3 of your added cells\); further output was dropped$"),
     Spec("attack_hostile_tree", "ok", ALL, answers=_after_last_answer(HOSTILE_TREE)),
-    Spec("attack_observe_link", "ok", NOT_LAST, answers=_after_last_answer(OBSERVE_LINK)),
+    # (the link is planted by the last answer cell; every hidden part runs after it, and finds no folder)
+    Spec("attack_observe_link", "ok", set(), answers=_after_last_answer(OBSERVE_LINK)),
+
+    # -------- issue 16: the hidden half of a test cell never reaches a feedback page, though the kernel
+    # prints (plainly and reversed) the source of every execution it gets, keeps them, prints them again
+    # from a cell of its own after the last test, and makes an answer raise them once it has seen one
+    Spec("attack_print_hidden_source", "ok", ALL_02 - {"scaled_mean_value"},
+         answers={"scaled_mean_answer": "{solution}\n" + HIDDEN_SOURCE_RAISER},
+         tamper=(add_cells_after("imports", [HIDDEN_SOURCE_PRINTER]),
+                 add_cells_after("global_max_share_value", [HIDDEN_SOURCE_REPLAY])),
+         cell_reasons={"scaled_mean_value": HIDDEN_ERROR_REASON}),
 
     # -------- isolation: the answer cell proves it cannot see or reach anything (else it raises)
     Spec("sandbox_probe", "ok", ALL, answers={"scaled_sum_answer": None}),   # filled in by build_class

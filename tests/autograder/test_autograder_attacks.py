@@ -81,3 +81,28 @@ def test_observation_files_not_written_by_the_hidden_part_are_logged(graded_clas
     assert any(re.match(r"scaled_sum_total: found before the cell ran: .*'scaled_sum_total\.json'", line)
                for line in logs), logs
     assert not graded_class.result("correct").get("observe_log")
+
+
+def test_the_hidden_half_of_a_test_cell_never_reaches_a_feedback_page(graded_class):
+    """Issue 16: the kernel prints the source of every execution (a `pre_run_cell` callback, plainly and
+    reversed), keeps them, prints them again after the last test and raises them from an answer.
+    The hidden parts run after every other cell and whatever they printed or raised is dropped, so
+    the page shows only what the kernel saw before any hidden line reached it."""
+    import json
+    import html
+    page = html.unescape((graded_class.out / "feedback" / "attack_print_hidden_source" / f"{specs.A02}.html")
+                         .read_text())
+    autograded = json.loads((graded_class.out / "autograded" / "attack_print_hidden_source" / specs.A02
+                             / f"{specs.A02}.ipynb").read_text())
+    outputs = json.dumps([c.get("outputs", []) for c in autograded["cells"]])
+    assert "SEEN:" in page and "NEES:" in page and "ALL:" in page      # it printed what it saw: visible parts
+    assert "q.scaled_sum.check(scaled_sum)" in page
+    # (the grader's own snapshot code, run after each visible part, may show: it is no hidden line; the
+    # restore runs only in the hidden phase, so it must not)
+    for leak in ("BEGIN HIDDEN", "NEDDIH NIGEB", "record(", "(drocer", ".observe(", "(evresbo.",
+                 "_autograder_snapshots'].pop(", "(pop.]'stohspans_redargotua_"):
+        assert leak not in page, leak
+        assert leak not in outputs, leak
+    cell = [c for c in graded_class.result("attack_print_hidden_source")["cells"]
+            if c["grade_id"] == "scaled_mean_value"][0]
+    assert not cell["passed"] and re.match(specs.HIDDEN_ERROR_REASON, cell["reason"]), cell

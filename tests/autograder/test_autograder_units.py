@@ -134,7 +134,7 @@ def test_arrays_match_within_tolerance_with_same_shape_and_dtype():
     ref = normalize({"out": np.array([1.0, 2.0], np.float32), "axes": ["devices"]})
     assert compare(ref, normalize({"out": np.array([1.0, 2.000001], np.float32), "axes": ["devices"]})).passed
     v = compare(ref, normalize({"out": np.array([1.0, 2.5], np.float32), "axes": ["devices"]}))
-    assert not v.passed and "out: values differ (max abs difference 0.5)" in v.reason()
+    assert not v.passed and "out: values differ" in v.reason() and "0.5" not in v.reason()
     v = compare(ref, normalize({"out": np.array([1.0, 2.0], np.float16), "axes": ["devices"]}))
     assert not v.passed and "expected shape (2,) and dtype float32, got shape (2,) and dtype float16" in v.reason()
     v = compare(ref, normalize({"out": np.array([[1.0, 2.0]], np.float32), "axes": ["devices"]}))
