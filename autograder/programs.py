@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from .compare import Verdict, compare, load_observations
+from .compare import ATOL, RTOL, Verdict, compare, load_observations
 from .messages import text as say
 
 __all__ = ["PROGRAM_PREFIX", "PROGRAMS_KEY", "PROGRAMS_FORMAT", "ALLOWED_CUSTOM_CALLS", "is_program_observation",
@@ -221,6 +221,80 @@ def _manual_axes(exp) -> list[str]:
     return sorted(found)
 
 
+# ---------------------------------------------------------------- layouts
+# A value's layout: per array dimension, the mesh axes it is split over (() = not split), trailing
+# unsplit dimensions dropped, so `()` is "replicated on every device". Read by the grader from the
+# exported module (where each per-device region takes and gives its values) and from the compiled
+# program (where the results live): never from what the kernel says about itself.
+Layout = tuple
+
+
+def _norm_layout(dims) -> Layout:
+    dims = [tuple(str(a) for a in d) for d in dims]
+    while dims and not dims[-1]:
+        dims.pop()
+    return tuple(dims)
+
+
+_SDY_SHARDING_RE = re.compile(r"<@[\w.\-]+\s*,\s*\[([^\]]*)\][^<>]*>")
+_REGION_RE = re.compile(r"sdy\.manual_computation\([^)]*\)\s*in_shardings=\[((?:<[^<>]*>,?\s*)*)\]\s*"
+                        r"out_shardings=\[((?:<[^<>]*>,?\s*)*)\]\s*manual_axes=\{([^}]*)\}")
+
+
+def _sdy_layouts(text: str) -> tuple:
+    """`<@mesh, [{"a"}, {}]>, <@mesh, [{}, {"b", "c"}]>` as layouts ((("a",),), ((), ("b", "c")))."""
+    return tuple(_norm_layout(tuple(re.findall(r'"([^"]+)"', dim)) for dim in re.findall(r"\{([^}]*)\}", body))
+                 for body in _SDY_SHARDING_RE.findall(text))
+
+
+def _regions(exp) -> tuple:
+    """(manual axes, input layouts, output layouts) of every per-device region (`shard_map`, `pmap`) of
+    the module, in the order they appear: where each device gets only its shard of a value."""
+    found = []
+    for ins, outs, axes in _REGION_RE.findall(_module_text(exp)):
+        found.append((tuple(sorted(re.findall(r'"([^"]+)"', axes))), _sdy_layouts(ins), _sdy_layouts(outs)))
+    return tuple(found)
+
+
+def _spec_layout(sharding) -> Layout | None:
+    """The layout a (Named) sharding of the export's signature states; None: left to the compiler."""
+    spec = getattr(sharding, "spec", None)
+    if sharding is None or spec is None:
+        return None
+    return _norm_layout(() if d is None else (d,) if isinstance(d, str) else tuple(d) for d in spec)
+
+
+def _placed_layout(sharding, shape, names: tuple[str, ...], sizes: tuple[int, ...]) -> Layout:
+    """Where a compiled program's value lives, from the slice each device holds (`devices_indices_map`):
+    per dimension, the mesh axes along which that dimension's slice changes. Devices are the grader's
+    mesh, logical id = row-major mesh position."""
+    shape = tuple(shape)
+    if not shape:
+        return ()
+    index = sharding.devices_indices_map(shape)
+    by_id = {d.id: tuple((s.start or 0, s.stop) if isinstance(s, slice) else (s, s) for s in idx)
+             for d, idx in index.items()}
+    ids = sorted(by_id)
+    grid = np.array(ids[:int(np.prod(sizes))]).reshape(sizes) if sizes else np.array(ids)
+    dims = []
+    for d in range(len(shape)):
+        axes = []
+        for j, name in enumerate(names):
+            moved = np.moveaxis(grid, j, 0)
+            if any(by_id[int(a)][d] != by_id[int(b)][d] for a, b in zip(moved[0].ravel(), moved[-1].ravel())):
+                axes.append(name)
+        dims.append(tuple(axes))
+    return _norm_layout(dims)
+
+
+def describe_layout(layout: Layout | None) -> str:
+    """A layout in words, for feedback ("split over 'devices' along dimension 0", "replicated")."""
+    if layout is None:
+        return say("layout_unstated")
+    parts = [say("layout_dim", dim=d, axes=" x ".join(repr(a) for a in axes)) for d, axes in enumerate(layout) if axes]
+    return say("layout_split", dims=", ".join(parts)) if parts else say("layout_replicated")
+
+
 def _paths(tree) -> list[str]:
     """Leaf paths of a pytree structure: a list and a tuple of the same leaves look the same."""
     import jax
@@ -243,6 +317,10 @@ class _Compiled:
     communication: list[str]
     axes: list[str]
     mesh_axes: tuple
+    comm_axes: tuple = ()       # (description, axis) of each collective of `communication`
+    entry_in: tuple = ()        # the layout the program's signature states for each input (None: unstated)
+    regions: tuple = ()         # `_regions`: where each per-device region takes its inputs
+    out_layouts: tuple = ()     # where each result lives once compiled (`_placed_layout`)
 
 
 _LOC_RE = re.compile(r"\s*loc\((?:[^()]|\([^()]*\))*\)|^#loc\d*\s*=.*$", re.M)
@@ -259,18 +337,28 @@ def fingerprint(exp) -> str:
     return h.hexdigest()
 
 
-def _compile(exp, names: tuple[str, ...], sizes: tuple[int, ...]) -> _Compiled:
+def _compile(exp, names: tuple[str, ...], sizes: tuple[int, ...], feed: tuple | None = None) -> _Compiled:
     """Compiled for the grader's devices; identical programs (e.g. a student's that equals the
-    reference's up to source locations) are compiled once per process."""
-    key = fingerprint(exp) + repr((names, sizes))
+    reference's up to source locations) are compiled once per process.
+
+    `feed`: the input layouts to run it with (the reference's, for a student's program: each device
+    is handed only the shard the reference's layout gives it); None: the program's own."""
+    key = fingerprint(exp) + repr((names, sizes, feed))
     if key not in _COMPILED:
         if len(_COMPILED) >= MAX_COMPILED:
             _COMPILED.pop(next(iter(_COMPILED)))
-        _COMPILED[key] = _compile_fresh(exp, names, sizes)
+        _COMPILED[key] = _compile_fresh(exp, names, sizes, feed)
     return _COMPILED[key]
 
 
-def _compile_fresh(exp, names: tuple[str, ...], sizes: tuple[int, ...]) -> _Compiled:
+def _pspec(layout: Layout | None):
+    from jax.sharding import PartitionSpec as P
+    if not layout:
+        return P()
+    return P(*[None if not axes else axes[0] if len(axes) == 1 else tuple(axes) for axes in layout])
+
+
+def _compile_fresh(exp, names: tuple[str, ...], sizes: tuple[int, ...], feed: tuple | None = None) -> _Compiled:
     import jax
     from jax.sharding import Mesh
     devices = jax.devices()
@@ -283,11 +371,12 @@ def _compile_fresh(exp, names: tuple[str, ...], sizes: tuple[int, ...]) -> _Comp
     else:
         text = _text_mesh(exp) or (("_grader",), (exp.nr_devices,))
         mesh = Mesh(np.array(devices[:exp.nr_devices]).reshape(text[1]), text[0])
-    shardings = []
-    for s in exp._in_named_shardings:             # unspecified / mesh-less: replicated (slicing is local work)
-        spec = getattr(s, "spec", None)
-        on_mesh = s is not None and getattr(s, "mesh", None) is not None and s.mesh.axis_names
-        shardings.append(NamedSharding(mesh, spec) if on_mesh else NamedSharding(mesh, P()))
+    entry_in = tuple(_spec_layout(s) if s is not None and getattr(s, "mesh", None) is not None
+                     and s.mesh.axis_names else None for s in exp._in_named_shardings)
+    if feed is None:
+        feed = entry_in
+    # unstated: replicated (the program's own slicing, e.g. pmap's or shard_map's, is then local work)
+    shardings = [NamedSharding(mesh, _pspec(layout)) for layout in feed]
     args = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s) for a, s in zip(exp.in_avals, shardings)]
 
     def flat_call(*leaves):
@@ -296,13 +385,136 @@ def _compile_fresh(exp, names: tuple[str, ...], sizes: tuple[int, ...]) -> _Comp
 
     compiled = jax.jit(flat_call).lower(*args).compile()
     found = hlo_collectives(compiled.as_text(), exp.nr_devices)
-    communication, axes = set(), set()
+    communication, axes, pairs = set(), set(), set()
     for op, reducer, groups in found:
         for axis in group_axes(groups, names, sizes):
             communication.add(describe_collective(op, reducer, axis))
             axes.add(axis)
+            pairs.add((describe_collective(op, reducer, axis), axis))
+    out_layouts = tuple(_placed_layout(sh, aval.shape, tuple(mesh.axis_names), tuple(mesh.devices.shape))
+                        for sh, aval in zip(jax.tree_util.tree_leaves(compiled.output_shardings), exp.out_avals))
     return _Compiled(compiled, shardings, _signature(exp), sorted(communication), sorted(axes),
-                     own[:2] if own else None)
+                     own[:2] if own else None, tuple(sorted(pairs)), entry_in, _regions(exp), out_layouts)
+
+
+# ---------------------------------------------------------------- communication that matters
+# A collective counts only if the results depend on it. XLA keeps `0.0 * lax.psum(x, ...)` for floats, and
+# a collective can feed a value that is later discarded by arithmetic, so "present in the optimized HLO" is
+# not "used". The grader therefore scales the results of every collective of one kind (say, every psum
+# over 'devices') inside the student's exported program by a factor drawn from the secret (booleans are
+# negated), recompiles that variant and runs it on the same hidden inputs: if no result changes beyond
+# the comparison's tolerance, those collectives earn nothing. Scaling all collectives of a kind at once
+# also defeats `psum(x) - psum(x)`-style cancellation.
+_STABLEHLO_COLLECTIVES = {"stablehlo.all_reduce": "all-reduce", "stablehlo.all_gather": "all-gather",
+                          "stablehlo.reduce_scatter": "reduce-scatter", "stablehlo.all_to_all": "all-to-all",
+                          "stablehlo.collective_permute": "collective-permute",
+                          "stablehlo.collective_broadcast": "collective-broadcast"}
+
+
+def _dense_groups(attr_text: str) -> list[list[int]]:
+    """`dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>` (or a splat `dense<0>`) as lists of ids."""
+    body = re.search(r"dense<(.*)>\s*:", attr_text, re.S)
+    if not body:
+        return []
+    text = body.group(1).strip()
+    rows = re.findall(r"\[([^\[\]]*)\]", text)
+    if not rows:
+        return [[int(v) for v in re.findall(r"-?\d+", text)]]
+    return [[int(v) for v in re.findall(r"-?\d+", row)] for row in rows]
+
+
+def _stablehlo_collective(op, n_devices: int) -> tuple[str, str, list[list[int]]]:
+    """(HLO op name, reducer, device groups) of one StableHLO collective, as `hlo_collectives` reads them."""
+    kind = _STABLEHLO_COLLECTIVES[op.name]
+    reducer = ""
+    if op.regions and len(op.regions) and op.regions[0].blocks:
+        inner = [o.name for o in op.regions[0].blocks[0].operations]
+        if inner and inner[0].startswith("stablehlo."):
+            reducer = inner[0][len("stablehlo."):]
+    attrs = {name: str(op.attributes[name]) for name in op.attributes}
+    if "source_target_pairs" in attrs:
+        groups = _dense_groups(attrs["source_target_pairs"])
+    elif "replica_groups" in attrs:
+        groups = [g for g in _dense_groups(attrs["replica_groups"]) if g and min(g) >= 0]
+    else:
+        groups = []
+    return kind, reducer, groups or [list(range(n_devices))]
+
+
+def _as(kind, value):
+    """`kind(value)` (an MLIR type cast), or None when `value` is not of that kind."""
+    try:
+        return kind(value)
+    except (ValueError, TypeError):
+        return None
+
+
+def _perturbed(exp, wanted: str, names: tuple[str, ...], sizes: tuple[int, ...], factor: float):
+    """`exp` with the results of every collective described as `wanted` scaled by `factor` (or negated,
+    for booleans); None when no collective of the module is described so."""
+    import dataclasses
+    from jax._src.export._export import _module_to_bytecode
+    from jax._src.interpreters import mlir
+    from jax._src.lib.mlir import ir
+    from jax._src.lib.mlir.dialects import hlo
+    with mlir.make_ir_context(), ir.Location.unknown():
+        module = ir.Module.parse(_module_text(exp))
+        found = []
+
+        def visit(op):
+            if op.name in _STABLEHLO_COLLECTIVES:
+                found.append(op)
+            return ir.WalkResult.ADVANCE
+
+        module.operation.walk(visit)
+        hit = False
+        for op in found:
+            kind, reducer, groups = _stablehlo_collective(op, exp.nr_devices)
+            if wanted not in {describe_collective(kind, reducer, a) for a in group_axes(groups, names, sizes)}:
+                continue
+            for result in op.results:
+                ty = _as(ir.RankedTensorType, result.type)
+                if ty is None:
+                    continue
+                el = ty.element_type
+                integer = _as(ir.IntegerType, el)
+                with ir.InsertionPoint.after(op):
+                    if integer is not None and integer.width == 1:
+                        new = hlo.not_(result)
+                    elif integer is not None:
+                        value = ir.DenseElementsAttr.get_splat(ty, ir.IntegerAttr.get(el, 3))
+                        new = hlo.multiply(result, hlo.constant(value))
+                    elif _as(ir.ComplexType, el) is not None:
+                        continue
+                    else:
+                        value = ir.DenseElementsAttr.get_splat(ty, ir.FloatAttr.get(el, factor))
+                        new = hlo.multiply(result, hlo.constant(value))
+                result.replace_all_uses_except(new, new.owner.operation if hasattr(new.owner, "operation") else new.owner)
+                hit = True
+        if not hit:
+            return None
+        blob = _module_to_bytecode(module)
+    return dataclasses.replace(exp, mlir_module_serialized=blob)
+
+
+def _factor(secret: bytes, grade_id: str, case: str) -> float:
+    """A scale for `_perturbed` the student cannot know: in [1.5, 3.5), drawn from the secret."""
+    return float(1.5 + 2.0 * _seed(secret, grade_id, "perturb\0" + case).random())
+
+
+def _changed(a: dict, b: dict, rtol, atol) -> bool:
+    rtol, atol = (RTOL if rtol is None else rtol), (ATOL if atol is None else atol)
+    for path, value in a.items():
+        other = b.get(path)
+        if other is None or other.shape != value.shape:
+            return True
+        if value.dtype.kind in "biu" or other.dtype.kind in "biu":
+            if not np.array_equal(value, other):
+                return True
+        elif not np.allclose(np.asarray(other, np.float64), np.asarray(value, np.float64), rtol=rtol, atol=atol,
+                             equal_nan=True):
+            return True
+    return False
 
 
 def _seed(secret: bytes, grade_id: str, case: str) -> np.random.Generator:
@@ -408,6 +620,17 @@ class Judge:
         out["axes"], out["communication"] = sorted(axes), sorted(comm)
         return out
 
+    def _matters(self, grade_id: str, case: str, entry: dict, exp, prog: _Compiled, ref_prog: _Compiled, desc: str,
+                 names, shape, out: dict) -> bool:
+        """Do `exp`'s results on the hidden inputs change when its collectives described `desc` are scaled?"""
+        variant = _perturbed(exp, desc, tuple(names), tuple(shape), _factor(self.secret, grade_id, case))
+        if variant is None:
+            return True      # the optimizer made it (e.g. from a global-view program's resharding): keep it
+        seed = lambda: _seed(self.secret, grade_id, str(entry["draw"].get("share", case)))  # noqa: E731
+        base = out or _outputs(prog, exp, entry["draw"], seed())
+        changed = _outputs(_compile(variant, names, shape, feed=ref_prog.entry_in), variant, entry["draw"], seed())
+        return _changed(base, changed, entry.get("rtol"), entry.get("atol"))
+
     def judge_observations(self, grade_id: str, reference: dict, observed: dict, key: str | None = None) -> Verdict:
         """`judge` on loaded observations (dicts as `compare.load_observations` returns them)."""
         if key is None:
@@ -432,10 +655,12 @@ class Judge:
         exact = any(entry.get("structure") == "collectives" or not entry.get("values", True)
                     for entry in cases.values())
         tolerances = {}
+        for case in cases:
+            ref_comm.update(ref.programs[case][1].communication)
+            ref_axes.update(ref.programs[case][1].axes)
+        verified: set[str] = set()       # collectives shown to reach the results (`_matters`)
         for case, entry in cases.items():
             ref_exp, ref_prog, (names, shape) = ref.programs[case]
-            ref_comm.update(ref_prog.communication)
-            ref_axes.update(ref_prog.axes)
             seed_key = (grade_id, case)
             if seed_key not in ref.outputs and entry.get("values", True):
                 ref.outputs[seed_key] = _outputs(ref_prog, ref_exp, entry["draw"], _seed(self.secret, grade_id, str(entry["draw"].get("share", case))))
@@ -463,7 +688,11 @@ class Judge:
                     diffs.append(say("wrong_mesh", case=case, got=dict(zip(*own[:2])),
                                       want=dict(zip(*ref_prog.mesh_axes))))
                     continue
-                prog = _compile(exp, names, shape)
+                prog = _compile(exp, names, shape, feed=ref_prog.entry_in)
+                layout = _layout_difference(case, ref_exp, ref_prog, prog, entry.get("out_layout", True))
+                if layout:
+                    diffs.append(layout)
+                    continue
                 out = (_outputs(prog, exp, entry["draw"], _seed(self.secret, grade_id, str(entry["draw"].get("share", case))))
                        if entry.get("values", True) else {})
             except Rejected as err:
@@ -474,8 +703,21 @@ class Judge:
                 diffs.append(say("program_failed", case=case, error=f"{type(err).__name__}: "
                                   f"{str(err).splitlines()[0][:160] if str(err) else ''}"))
                 continue
-            got_comm.update(prog.communication)
-            got_axes.update(prog.axes)
+            identical = fingerprint(exp) == fingerprint(ref_exp)      # the reference's own program: trusted
+            for desc, axis in prog.comm_axes:
+                earns = desc in ref_comm or (not exact and axis in ref_axes)
+                if not earns or identical or desc in verified:
+                    got_comm.add(desc)           # a surplus collective counts against, present is enough
+                    got_axes.add(axis)
+                    continue
+                try:
+                    matters = self._matters(grade_id, case, entry, exp, prog, ref_prog, desc, names, shape, out)
+                except Exception:  # noqa: BLE001 - a variant that fails to build or run: not shown to matter
+                    matters = False
+                if matters:
+                    verified.add(desc)
+                    got_comm.add(desc)
+                    got_axes.add(axis)
             if not entry.get("values", True):
                 continue
             for path, value in ref_out.items():
@@ -502,6 +744,60 @@ class Judge:
         if surplus and not unreadable and any(entry.get("only_collectives") for entry in cases.values()):
             diffs.append(say("comm_surplus", ops=", ".join(surplus)))
         return Verdict(not diffs, diffs)
+
+
+def _input_names(exp) -> list[str]:
+    """How feedback names each flat input: `x`, `batch['y']`, or `input 2` (from the export's locations,
+    else positions)."""
+    import jax
+    leaves = jax.tree_util.tree_unflatten(exp.in_tree, list(range(exp.in_tree.num_leaves)))
+    names = []
+    for path, _ in jax.tree_util.tree_flatten_with_path(leaves)[0]:
+        keys = path[1:] if path and getattr(path[0], "idx", None) == 0 else path   # drop the (args, kwargs) level
+        first = getattr(keys[0], "idx", None) if keys else None
+        rest = jax.tree_util.keystr(tuple(keys[1:])) if keys else ""
+        names.append(say("layout_input_name", n=(first or 0) + 1) + rest)
+    return names
+
+
+def _layout_difference(case: str, ref_exp, want: _Compiled, got: _Compiled, out_layout: bool) -> str | None:
+    """Does the student's program take its inputs and leave its results where the reference does?
+
+    Inputs: the layout the signature states for each input, and the layouts each per-device region
+    (`shard_map`/`pmap`) takes its inputs in, must be the reference's (a region that takes a split input
+    whole makes every device hold all of it). Results: where each output lives once compiled must be
+    where the reference's lives, unless the exercise leaves it open (`out_layout=False`)."""
+    names = _input_names(ref_exp)
+    for i, (w, g) in enumerate(zip(want.entry_in, got.entry_in)):
+        if w != g:
+            return say("layout_input", case=case, input=names[i] if i < len(names) else i + 1,
+                       got=describe_layout(g), want=describe_layout(w))
+    if sorted(set(want.regions)) != sorted(set(got.regions)):
+        got_by_axes = {}
+        for axes, ins, _ in got.regions:
+            got_by_axes.setdefault(axes, ins)
+        for axes, ins, _ in want.regions:
+            theirs = got_by_axes.get(axes)
+            if theirs is None:
+                continue
+            for j, (w, g) in enumerate(zip(ins, theirs)):
+                if w != g:
+                    return say("layout_region_input", case=case, n=j + 1,
+                               axes=", ".join(repr(a) for a in axes), got=describe_layout(g),
+                               want=describe_layout(w))
+            if len(ins) != len(theirs):
+                break
+        want_text = "; ".join(", ".join(describe_layout(l) for l in ins) for _, ins, _ in want.regions) \
+            or say("layout_no_region")
+        got_text = "; ".join(", ".join(describe_layout(l) for l in ins) for _, ins, _ in got.regions) \
+            or say("layout_no_region")
+        if sorted({(a, i) for a, i, _ in want.regions}) != sorted({(a, i) for a, i, _ in got.regions}):
+            return say("layout_regions", case=case, got=got_text, want=want_text)
+    if out_layout:
+        for i, (w, g) in enumerate(zip(want.out_layouts, got.out_layouts)):
+            if w != g:
+                return say("layout_output", case=case, n=i + 1, got=describe_layout(g), want=describe_layout(w))
+    return None
 
 
 def _signature_matches(want: dict, got: dict) -> bool:

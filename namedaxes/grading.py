@@ -110,21 +110,35 @@ class Case:
     added beside the required `ppermute`, say).
     `context` (a callable returning a context manager) is entered while exporting,
     e.g. to trace an answer as another process of a cluster.
+    `out_layout=False` leaves where the results live open (by default the grader requires the
+    reference's layout of every result: split or replicated, over the same mesh axes).
     """
 
     def __init__(self, fn, *args, draw: dict | None = None, rtol: float | None = None,
                  atol: float | None = None, values: bool = True, only_axes: bool = False,
-                 only_collectives: bool = False, context=None):
+                 only_collectives: bool = False, context=None, out_layout: bool = True):
         self.fn, self.args, self.context, self.only_axes = fn, args, context, only_axes
+        self.out_layout = out_layout
         self.only_collectives = only_collectives
         self.draw = _dict(draw or {"kind": "normal"})
         self.rtol, self.atol, self.values = rtol, atol, values
 
 
-def _export(fn, args) -> bytes:
+def _jax_export():
+    """`jax.export.export` and `jax.jit` as they were when this module was imported (the locked set-up
+    cell), so an added cell that rebinds them does not change what a hidden test exports. Defense in
+    depth only: the grader judges the exported program itself, layout and communication included."""
     import jax
-    jitted = fn if hasattr(fn, "trace") and hasattr(fn, "lower") else jax.jit(fn)
-    return bytes(jax.export.export(jitted)(*args).serialize())
+    import jax.export
+    return jax.export.export, jax.jit
+
+
+_EXPORT, _JIT = _jax_export()
+
+
+def _export(fn, args) -> bytes:
+    jitted = fn if hasattr(fn, "trace") and hasattr(fn, "lower") else _JIT(fn)
+    return bytes(_EXPORT(jitted)(*args).serialize())
 
 
 def pmapped(fn, k: int, axis_name: str, **kwargs):
@@ -161,6 +175,8 @@ def programs(cases: dict, **values) -> dict:
             entry["only_axes"] = True
         if case.only_collectives:
             entry["only_collectives"] = True
+        if not case.out_layout:
+            entry["out_layout"] = False
         if case.rtol is not None:
             entry["rtol"] = float(case.rtol)
         if case.atol is not None:
