@@ -692,6 +692,7 @@ class Judge:
                 layout = _layout_difference(case, ref_exp, ref_prog, prog, entry.get("out_layout", True))
                 if layout:
                     diffs.append(layout)
+                    unreadable = True       # its communication was not read: say nothing about it
                     continue
                 out = (_outputs(prog, exp, entry["draw"], _seed(self.secret, grade_id, str(entry["draw"].get("share", case))))
                        if entry.get("values", True) else {})
