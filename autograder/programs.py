@@ -43,7 +43,8 @@ from .compare import ATOL, RTOL, Verdict, compare, load_observations
 from .messages import text as say
 
 __all__ = ["PROGRAM_PREFIX", "PROGRAMS_KEY", "PROGRAMS_FORMAT", "ALLOWED_CUSTOM_CALLS", "is_program_observation",
-           "Judge", "hlo_collectives", "group_axes", "describe_collective"]
+           "Judge", "hlo_collectives", "group_axes", "describe_collective", "describe_layout",
+           "communication_that_matters"]
 
 PROGRAM_PREFIX = "program:"                    # namedaxes.grading.PROGRAM_PREFIX
 PROGRAMS_KEY = "programs"                      # namedaxes.grading.PROGRAMS_KEY
@@ -515,6 +516,29 @@ def _changed(a: dict, b: dict, rtol, atol) -> bool:
                              equal_nan=True):
             return True
     return False
+
+
+def communication_that_matters(exp, values: list, factor: float = 2.5, rtol: float | None = None,
+                               atol: float | None = None) -> list[str]:
+    """The collectives of an exported program (read from its optimized HLO) whose results reach its outputs
+    on `values` (its flat inputs): what the grader's `_matters` decides, for the visible checks, which run
+    on public inputs and so need no secret. Sorted descriptions ("psum over 'devices'")."""
+    import jax
+    names, sizes = (_mesh_of(exp) or _text_mesh(exp) or (("devices",), (exp.nr_devices,)))[:2]
+    prog = _compile(exp, names, sizes)
+
+    def run(p, e):
+        leaves = [jax.device_put(np.asarray(v), sh) for v, sh in zip(values, p.in_shardings)]
+        flat, _ = jax.tree_util.tree_flatten_with_path(p.compiled(*leaves))
+        return {jax.tree_util.keystr(path): np.asarray(v) for path, v in flat}
+
+    base = run(prog, exp)
+    kept = []
+    for desc, _ in prog.comm_axes:
+        variant = _perturbed(exp, desc, tuple(names), tuple(sizes), factor)
+        if variant is None or _changed(base, run(_compile(variant, names, sizes), variant), rtol, atol):
+            kept.append(desc)
+    return sorted(set(kept))
 
 
 def _seed(secret: bytes, grade_id: str, case: str) -> np.random.Generator:

@@ -52,7 +52,8 @@ from .i18n import Messages, gettext, is_wide
 
 __all__ = [
     "CheckFailed", "Exercise", "expect_array", "expect_close", "expect_replicated",
-    "collectives", "collective_axes", "expect_collective", "expect_no_collective",
+    "collectives", "collective_axes", "expect_collective", "expect_no_collective", "reaching_communication",
+    "expect_reaching_collective",
     "show_error", "assert_check_fails", "assert_check_passes",
     "fail", "show_values", "same_values", "NOT_WRITTEN_YET", "not_written_yet", "unbound_axis_name",
     "explained", "progress", "TEXT",
@@ -106,6 +107,10 @@ TEXT = Messages({
     "collective_missing": "`{name}` should communicate over '{axis}' with {want}, but it performs {seen}. {hint}",
     "collective_unwanted": ("`{name}` should not communicate over '{axis}', but it performs {found} over it. "
                             "{hint}"),
+    "collective_unused": ("`{name}` performs {collective}, but its result never reaches what `{name}` returns "
+                          "(read from the compiled program: scaling what it delivers changes nothing, e.g. it is "
+                          "multiplied by zero or discarded). Communication that does not reach the result counts "
+                          "for nothing. {hint}"),
     "a_collective": "a collective",
     "no_collective": "no collective at all",
     "or": " or ",
@@ -438,6 +443,29 @@ def expect_collective(name: str, fn: Callable, *args, axis_name: str, axis_env,
             or TEXT["no_collective"]
         want = TEXT["or"].join(f"`{p}`" for p in primitives) if primitives else TEXT["a_collective"]
         _fail(TEXT["collective_missing"].format(name=name, axis=axis_name, want=want, seen=seen, hint=hint))
+
+
+def reaching_communication(fn: Callable, *args) -> list[str]:
+    """The collectives of `jax.jit(fn)(*args)` whose results reach its outputs, read the grader's way: the
+    program exported, compiled, its collectives read from the optimized HLO and each kind scaled to see
+    whether the outputs on `args` change (`autograder.programs.communication_that_matters`). Descriptions
+    such as "psum over 'devices'"."""
+    import jax
+    from autograder.programs import communication_that_matters
+    from .grading import _EXPORT, _JIT
+    leaves, tree = jax.tree_util.tree_flatten(args)
+    abstract = [jax.ShapeDtypeStruct(v.shape, v.dtype, sharding=getattr(v, "sharding", None)
+                                     if getattr(getattr(v, "sharding", None), "mesh", None) is not None else None)
+                for v in leaves]
+    exp = _EXPORT(_JIT(fn))(*jax.tree_util.tree_unflatten(tree, abstract))
+    return communication_that_matters(exp, [np.asarray(v) for v in leaves])
+
+
+def expect_reaching_collective(name: str, fn: Callable, *args, collective: str, hint: str = "") -> None:
+    """`jax.jit(fn)(*args)` performs `collective` (a description such as "psum over 'devices'") and its
+    result reaches the outputs (`reaching_communication`)."""
+    if collective not in reaching_communication(fn, *args):
+        _fail(TEXT["collective_unused"].format(name=name, collective=collective, hint=hint))
 
 
 def expect_no_collective(name: str, fn: Callable, *args, axis_name: str, axis_env, hint: str = "") -> None:

@@ -186,3 +186,21 @@ def test_a_ring_whose_ppermute_is_multiplied_by_zero_scores_zero():
 def test_right_answers_keep_their_points(answer):
     reference = q02.scaled_sum.observe(scaled_sum_ref)
     assert judge_observations(reference, q02.scaled_sum.observe(answer)).passed
+
+
+# ---------------------------------------------------------------- the visible checks read communication the same way
+def test_the_visible_psum_check_rejects_a_dead_psum():
+    from namedaxes.checking import assert_check_fails, assert_check_passes
+    assert_check_passes(q02.scaled_sum_uses_psum.check, scaled_sum_ref)
+    assert_check_fails(
+        q02.scaled_sum_uses_psum.check,
+        lambda x: jnp.sum(lax.all_gather(x, DEVICES), axis=0) * 2.0 + 0.0 * lax.psum(x, DEVICES),
+        match=r"^`scaled_sum` performs psum over 'devices', but its result never reaches what `scaled_sum` returns "
+              r"\(read from the compiled program")
+
+
+def test_the_visible_ring_check_rejects_a_dead_ppermute():
+    from namedaxes.checking import assert_check_fails, assert_check_passes
+    assert_check_passes(q07.ring_all_reduce.check, _ring_ref)
+    assert_check_fails(q07.ring_all_reduce.check, _ring_dead_ppermute,
+                       match=r"^`ring_all_reduce` performs ppermute over 'devices', but its result never reaches")

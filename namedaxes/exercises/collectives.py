@@ -41,8 +41,8 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import DATA_PARALLEL, DEVICES
-from namedaxes.checking import (Exercise, collectives, expect_array, explained, fail, progress_of, same_values,
-                                unbound_axis_name)
+from namedaxes.checking import (Exercise, collectives, expect_array, expect_reaching_collective, explained, fail,
+                                progress_of, same_values, unbound_axis_name)
 from namedaxes.exercises.shard_map import line_mesh
 from namedaxes.grading import Case, programs, spec
 
@@ -615,6 +615,8 @@ def _check_ring_all_reduce(fn: Callable) -> None:
     if not _uses(found, "ppermute", DEVICES):
         fail(_say("right_values_no_collective", name=name, seen=_seen(found), axis=DEVICES,
                   why=_say("ring_why")))
+    expect_reaching_collective(name, lambda v: fn(v, mesh), _placed(_ring_input(k, n), mesh, P(DEVICES)),
+                               collective=f"ppermute over '{DEVICES}'", hint=_say("ring_why"))
 
 
 def _observe_ring_all_reduce(fn: Callable) -> dict:
