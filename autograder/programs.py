@@ -401,11 +401,13 @@ def _compile_fresh(exp, names: tuple[str, ...], sizes: tuple[int, ...], feed: tu
 # ---------------------------------------------------------------- communication that matters
 # A collective counts only if the results depend on it. XLA keeps `0.0 * lax.psum(x, ...)` for floats, and
 # a collective can feed a value that is later discarded by arithmetic, so "present in the optimized HLO" is
-# not "used". The grader therefore scales the results of every collective of one kind (say, every psum
-# over 'devices') inside the student's exported program by a factor drawn from the secret (booleans are
-# negated), recompiles that variant and runs it on the same hidden inputs: if no result changes beyond
-# the comparison's tolerance, those collectives earn nothing. Scaling all collectives of a kind at once
-# also defeats `psum(x) - psum(x)`-style cancellation.
+# not "used". The grader therefore maps the results of every collective of one kind (say, every psum
+# over 'devices') inside the student's exported program through r -> c * r + c / 2, c drawn from the
+# secret (integers: 3 r + 1, booleans negated), recompiles that variant and runs it on the same hidden
+# inputs: if no result changes beyond the comparison's tolerance, those collectives earn nothing.
+# Changing all collectives of a kind alike defeats `psum(x) - psum(x)`-style cancellation; the shift keeps
+# ratios of two psums (a mean as sum / count) sensitive. Known limit: an expression built to cancel an
+# affine change (`2 * psum(x) - psum(2 * x) - c / 2`-like) would still count; it earns a point, not values.
 _STABLEHLO_COLLECTIVES = {"stablehlo.all_reduce": "all-reduce", "stablehlo.all_gather": "all-gather",
                           "stablehlo.reduce_scatter": "reduce-scatter", "stablehlo.all_to_all": "all-to-all",
                           "stablehlo.collective_permute": "collective-permute",
@@ -451,8 +453,8 @@ def _as(kind, value):
 
 
 def _perturbed(exp, wanted: str, names: tuple[str, ...], sizes: tuple[int, ...], factor: float):
-    """`exp` with the results of every collective described as `wanted` scaled by `factor` (or negated,
-    for booleans); None when no collective of the module is described so."""
+    """`exp` with the results of every collective described as `wanted` mapped through r -> factor * r +
+    factor / 2 (integers 3 r + 1, booleans negated); None when no collective of the module is described so."""
     import dataclasses
     from jax._src.export._export import _module_to_bytecode
     from jax._src.interpreters import mlir
@@ -481,16 +483,21 @@ def _perturbed(exp, wanted: str, names: tuple[str, ...], sizes: tuple[int, ...],
                 integer = _as(ir.IntegerType, el)
                 with ir.InsertionPoint.after(op):
                     if integer is not None and integer.width == 1:
-                        new = hlo.not_(result)
+                        new = user = hlo.not_(result)
                     elif integer is not None:
-                        value = ir.DenseElementsAttr.get_splat(ty, ir.IntegerAttr.get(el, 3))
-                        new = hlo.multiply(result, hlo.constant(value))
+                        scale = ir.DenseElementsAttr.get_splat(ty, ir.IntegerAttr.get(el, 3))
+                        shift = ir.DenseElementsAttr.get_splat(ty, ir.IntegerAttr.get(el, 1))
+                        user = hlo.multiply(result, hlo.constant(scale))
+                        new = hlo.add(user, hlo.constant(shift))
                     elif _as(ir.ComplexType, el) is not None:
                         continue
                     else:
-                        value = ir.DenseElementsAttr.get_splat(ty, ir.FloatAttr.get(el, factor))
-                        new = hlo.multiply(result, hlo.constant(value))
-                result.replace_all_uses_except(new, new.owner.operation if hasattr(new.owner, "operation") else new.owner)
+                        scale = ir.DenseElementsAttr.get_splat(ty, ir.FloatAttr.get(el, factor))
+                        shift = ir.DenseElementsAttr.get_splat(ty, ir.FloatAttr.get(el, factor / 2))
+                        user = hlo.multiply(result, hlo.constant(scale))
+                        new = hlo.add(user, hlo.constant(shift))
+                owner = user.owner
+                result.replace_all_uses_except(new, owner.operation if hasattr(owner, "operation") else owner)
                 hit = True
         if not hit:
             return None
@@ -646,7 +653,8 @@ class Judge:
 
     def _matters(self, grade_id: str, case: str, entry: dict, exp, prog: _Compiled, ref_prog: _Compiled, desc: str,
                  names, shape, out: dict) -> bool:
-        """Do `exp`'s results on the hidden inputs change when its collectives described `desc` are scaled?"""
+        """Do `exp`'s results on the hidden inputs change when its collectives described `desc` are changed
+        (`_perturbed`)?"""
         variant = _perturbed(exp, desc, tuple(names), tuple(shape), _factor(self.secret, grade_id, case))
         if variant is None:
             return True      # the optimizer made it (e.g. from a global-view program's resharding): keep it
