@@ -793,12 +793,19 @@ def _input_names(exp) -> list[str]:
     return names
 
 
+def _split_axes(layout: Layout) -> frozenset:
+    """The mesh axes a value is split over, whatever the dimension (a transposed input split over the same
+    axes still gives each device only its shard)."""
+    return frozenset(a for axes in layout for a in axes)
+
+
 def _layout_difference(case: str, ref_exp, want: _Compiled, got: _Compiled, out_layout: bool) -> str | None:
     """Does the student's program take its inputs and leave its results where the reference does?
 
-    Inputs: the layout the signature states for each input, and the layouts each per-device region
-    (`shard_map`/`pmap`) takes its inputs in, must be the reference's (a region that takes a split input
-    whole makes every device hold all of it). Results: where each output lives once compiled must be
+    Inputs: the layout the signature states for each input must be the reference's, and each per-device
+    region (`shard_map`/`pmap`) of the reference must have a counterpart over the same axes that splits
+    each input over at least the reference's mesh axes (a region that takes a split input whole makes
+    every device hold all of it; one that splits it along another dimension is fine). Results: where each output lives once compiled must be
     where the reference's lives, unless the exercise leaves it open (`out_layout=False`)."""
     names = _input_names(ref_exp)
     for i, (w, g) in enumerate(zip(want.entry_in, got.entry_in)):
@@ -814,7 +821,7 @@ def _layout_difference(case: str, ref_exp, want: _Compiled, got: _Compiled, out_
             if theirs is None:
                 continue
             for j, (w, g) in enumerate(zip(ins, theirs)):
-                if w != g:
+                if not _split_axes(w) <= _split_axes(g):
                     return say("layout_region_input", case=case, n=j + 1,
                                axes=", ".join(repr(a) for a in axes), got=describe_layout(g),
                                want=describe_layout(w))
@@ -824,7 +831,8 @@ def _layout_difference(case: str, ref_exp, want: _Compiled, got: _Compiled, out_
             or say("layout_no_region")
         got_text = "; ".join(", ".join(describe_layout(l) for l in ins) for _, ins, _ in got.regions) \
             or say("layout_no_region")
-        if sorted({(a, i) for a, i, _ in want.regions}) != sorted({(a, i) for a, i, _ in got.regions}):
+        split = lambda regions: {(a, tuple(tuple(sorted(_split_axes(l))) for l in i)) for a, i, _ in regions}  # noqa: E731
+        if not set(split(want.regions)) <= set(split(got.regions)):
             return say("layout_regions", case=case, got=got_text, want=want_text)
     if out_layout:
         for i, (w, g) in enumerate(zip(want.out_layouts, got.out_layouts)):

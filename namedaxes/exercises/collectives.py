@@ -353,7 +353,8 @@ def _on(mesh, shape, pspec):
     return spec(shape, jnp.float32, sharding=NamedSharding(mesh, pspec))
 
 
-def _observe_programs(fn: Callable, cases: dict, *, structure: str, only: bool = False) -> dict:
+def _observe_programs(fn: Callable, cases: dict, *, structure: str, only: bool = False,
+                      out_layout: bool = True) -> dict:
     """The hidden observation of one test cell: exported programs of `fn` (`namedaxes.grading.programs`).
 
     `cases` maps a name to (mesh, abstract inputs). The grader draws the inputs itself and compares
@@ -363,9 +364,10 @@ def _observe_programs(fn: Callable, cases: dict, *, structure: str, only: bool =
     and a slice. With `only`, that case also rejects every collective the reference does not perform
     (a `psum` beside the required `ppermute`).
     """
-    graded = {name: Case(_bound(fn, mesh), *inputs) for name, (mesh, inputs) in cases.items()}
+    graded = {name: Case(_bound(fn, mesh), *inputs, out_layout=out_layout) for name, (mesh, inputs) in cases.items()}
     mesh, inputs = cases[structure]
-    graded["collectives"] = Case(_bound(fn, mesh), *inputs, values=False, only_collectives=only)
+    graded["collectives"] = Case(_bound(fn, mesh), *inputs, values=False, only_collectives=only,
+                                 out_layout=out_layout)
     return programs(graded)
 
 
@@ -422,7 +424,8 @@ def _observe_median_centered(fn: Callable) -> dict:
     for k, x in _MEDIAN_CASES:
         mesh = line_mesh(k)
         cases[f"k{k}_n{x.shape[0]}"] = (mesh, [_on(mesh, x.shape, P(DEVICES))])
-    return _observe_programs(fn, cases, structure="k8_n16")
+    # where the centred vector lives is left open: split like x, or replicated
+    return _observe_programs(fn, cases, structure="k8_n16", out_layout=False)
 
 
 median_centered = Exercise(
