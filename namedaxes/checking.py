@@ -107,6 +107,9 @@ TEXT = Messages({
     "collective_missing": "`{name}` should communicate over '{axis}' with {want}, but it performs {seen}. {hint}",
     "collective_unwanted": ("`{name}` should not communicate over '{axis}', but it performs {found} over it. "
                             "{hint}"),
+    "not_recordable": ("`{name}` gives the right results here, but the grader cannot record it as one compiled "
+                       "program (it exports your function with `jax.jit` on abstract inputs and judges that): "
+                       "{why}"),
     "collective_unused": ("`{name}` performs {collective}, but its result never reaches what `{name}` returns "
                           "(read from the compiled program: scaling what it delivers changes nothing, e.g. it is "
                           "multiplied by zero or discarded). Communication that does not reach the result counts "
@@ -580,6 +583,7 @@ class Exercise:
             _expect_course_devices()
             with explained(self.name):
                 self._check(*answer)
+            self._expect_recordable(answer)
         except CheckFailed as err:
             _RESULTS[self._key] = {"status": "failed", "why": str(err), "answer": answer}
             # A fresh exception without the checker's internal frames; IPython shows only its message.
@@ -591,6 +595,22 @@ class Exercise:
             raise
         _RESULTS[self._key] = {"status": "passed", "why": "", "answer": answer}
         _say(_color(_GREEN, TEXT["passed"].format(name=self.name)))
+
+    def _expect_recordable(self, answer: tuple) -> None:
+        """The grader judges the program the hidden test exports: an answer that passes here but cannot be
+        exported (a traced value turned into a Python number, say) would get 0 there, so it fails here."""
+        if self._observe is None:
+            return
+        from .grading import one_case
+        try:
+            with one_case():
+                self._observe(*answer)
+        except CheckFailed:
+            raise
+        except Exception as err:  # noqa: BLE001 - translated for the student
+            why = translate(err, self.name) or TEXT["raised"].format(
+                name=self.name, error=f"`{type(err).__name__}: {(str(err).strip().splitlines() or [''])[0][:300]}`")
+            raise CheckFailed(TEXT["not_recordable"].format(name=self.name, why=why)) from None
 
     def hint(self) -> None:
         if not self._hints:
