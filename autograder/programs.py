@@ -13,11 +13,23 @@ only ever *data*:
 - its inputs are drawn *here*, from a secret seed the kernel never sees, with
   the distribution the **reference** observation names (a student cannot pick
   easy inputs), so no output can be precomputed;
+- it is run the way the **reference** lays out its inputs (issue 16): the grader
+  feeds every input with the reference's layout, requires the layouts the
+  program's signature states to be the reference's, requires each per-device
+  region of the reference (`pmap`'s or `shard_map`'s, read from the module's
+  `sdy.manual_computation`s) to have a counterpart that splits each input over
+  at least the same mesh axes (so no device is handed more than its shard), and
+  requires every result to live where the reference's lives once compiled
+  (split or replicated, over which axes; `out_layout=False` in the reference's
+  case leaves that open). A layout difference is reported as such, before values;
 - it is compiled for the grader's devices and its communication is read from
   the *optimized* HLO (`compiled.as_text()`): a collective whose result is
   unused is gone, `axis_index`, `pvary`/`pcast` and constant folding are not
   communication; replica groups are mapped back to the reference mesh's axis
-  names;
+  names; and a collective earns a point only if the results depend on it
+  (`_perturbed`: its results changed inside the program, the variant run on
+  the same hidden inputs, the outputs must change), so a discarded,
+  zero-multiplied or cancelled collective earns nothing;
 - outputs and communication are compared with the reference program's on the
   same inputs (`autograder.compare` rules: allclose values, every collective
   of the reference present).
