@@ -814,38 +814,33 @@ def _split_axes(layout: Layout) -> frozenset:
 def _layout_difference(case: str, ref_exp, want: _Compiled, got: _Compiled, out_layout: bool) -> str | None:
     """Does the student's program take its inputs and leave its results where the reference does?
 
-    Inputs: the layout the signature states for each input must be the reference's, and each per-device
+    Inputs: a layout the signature states for an input must split it over at least the reference's mesh
+    axes (an unstated one takes what the grader feeds, the reference's layout), and each per-device
     region (`shard_map`/`pmap`) of the reference must have a counterpart over the same axes that splits
     each input over at least the reference's mesh axes (a region that takes a split input whole makes
     every device hold all of it; one that splits it along another dimension is fine). Results: where each output lives once compiled must be
     where the reference's lives, unless the exercise leaves it open (`out_layout=False`)."""
     names = _input_names(ref_exp)
     for i, (w, g) in enumerate(zip(want.entry_in, got.entry_in)):
-        if w != g:
+        # unstated: it takes what it is fed (the reference's layout); stated: split over at least those axes
+        if g is not None and not _split_axes(w or ()) <= _split_axes(g):
             return say("layout_input", case=case, input=names[i] if i < len(names) else i + 1,
                        got=describe_layout(g), want=describe_layout(w))
-    if sorted(set(want.regions)) != sorted(set(got.regions)):
-        got_by_axes = {}
-        for axes, ins, _ in got.regions:
-            got_by_axes.setdefault(axes, ins)
-        for axes, ins, _ in want.regions:
-            theirs = got_by_axes.get(axes)
-            if theirs is None:
-                continue
-            for j, (w, g) in enumerate(zip(ins, theirs)):
+    def covered(axes, ins) -> bool:
+        return any(a == axes and len(i) == len(ins) and all(_split_axes(w) <= _split_axes(g) for w, g in zip(ins, i))
+                   for a, i, _ in got.regions)
+
+    for axes, ins, _ in want.regions:
+        if covered(axes, ins):
+            continue
+        for theirs in [i for a, i, _ in got.regions if a == axes and len(i) == len(ins)][:1]:
+            for n, (w, g) in enumerate(zip(ins, theirs)):
                 if not _split_axes(w) <= _split_axes(g):
-                    return say("layout_region_input", case=case, n=j + 1,
-                               axes=", ".join(repr(a) for a in axes), got=describe_layout(g),
-                               want=describe_layout(w))
-            if len(ins) != len(theirs):
-                break
-        want_text = "; ".join(", ".join(describe_layout(l) for l in ins) for _, ins, _ in want.regions) \
-            or say("layout_no_region")
-        got_text = "; ".join(", ".join(describe_layout(l) for l in ins) for _, ins, _ in got.regions) \
-            or say("layout_no_region")
-        split = lambda regions: {(a, tuple(tuple(sorted(_split_axes(l))) for l in i)) for a, i, _ in regions}  # noqa: E731
-        if not set(split(want.regions)) <= set(split(got.regions)):
-            return say("layout_regions", case=case, got=got_text, want=want_text)
+                    return say("layout_region_input", case=case, n=n + 1, axes=", ".join(repr(a) for a in axes),
+                               got=describe_layout(g), want=describe_layout(w))
+        words = lambda regions: "; ".join(", ".join(describe_layout(l) for l in i) for _, i, _ in regions) \
+            or say("layout_no_region")  # noqa: E731
+        return say("layout_regions", case=case, got=words(got.regions), want=words(want.regions))
     if out_layout:
         for i, (w, g) in enumerate(zip(want.out_layouts, got.out_layouts)):
             if w != g:
