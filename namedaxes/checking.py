@@ -454,7 +454,7 @@ def reaching_communication(fn: Callable, *args) -> list[str]:
     whether the outputs on `args` change (`autograder.programs.communication_that_matters`). Descriptions
     such as "psum over 'devices'"."""
     import jax
-    from autograder.programs import communication_that_matters
+    from .judging import communication_that_matters
     from .grading import _EXPORT, _JIT
     leaves, tree = jax.tree_util.tree_flatten(args)
     abstract = [jax.ShapeDtypeStruct(v.shape, v.dtype, sharding=getattr(v, "sharding", None)
