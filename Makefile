@@ -257,6 +257,7 @@ test-fast: venv
 
 bench: venv
 	$(BIN)/python tools/bench_notebooks.py
+	$(BIN)/python tools/bench_checks.py
 
 grade: venv system-deps
 	@$(BIN)/python -m autograder grade -j $(JOBS) --course "$(COURSE)" \

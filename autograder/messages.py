@@ -125,6 +125,18 @@ TEXT: dict[str, str] = {
     "comm_extra_axes": "communication: it also communicates over {axes}, which the reference does not",
     "comm_surplus": "communication: it also performs {ops}, which this exercise does not allow (read from the "
                     "compiled program)",
+    "layout_input": "{case}: layout: the program takes {input} {got}; the exercise's takes it {want}",
+    "layout_region_input": "{case}: layout: the per-device program over {axes} takes its input {n} {got}; the "
+                           "exercise's takes it {want}",
+    "layout_regions": "{case}: layout: its per-device programs take their inputs {got}; the exercise's take "
+                      "them {want}",
+    "layout_output": "{case}: layout: result {n} is {got}; the exercise's is {want}",
+    "layout_input_name": "input {n}",
+    "layout_unstated": "with no stated layout",
+    "layout_replicated": "whole on every device (replicated)",
+    "layout_split": "split {dims}",
+    "layout_dim": "along dimension {dim} over {axes}",
+    "layout_no_region": "in no per-device program",
     "sig_devices": "the program runs on {got} devices, expected {want}",
     "sig_global_view": "no axis (a global-view program)",
     "sig_no_axis": "no axis",

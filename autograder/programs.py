@@ -13,11 +13,23 @@ only ever *data*:
 - its inputs are drawn *here*, from a secret seed the kernel never sees, with
   the distribution the **reference** observation names (a student cannot pick
   easy inputs), so no output can be precomputed;
+- it is run the way the **reference** lays out its inputs (issue 16): the grader
+  feeds every input with the reference's layout, requires the layouts the
+  program's signature states to be the reference's, requires each per-device
+  region of the reference (`pmap`'s or `shard_map`'s, read from the module's
+  `sdy.manual_computation`s) to have a counterpart that splits each input over
+  at least the same mesh axes (so no device is handed more than its shard), and
+  requires every result to live where the reference's lives once compiled
+  (split or replicated, over which axes; `out_layout=False` in the reference's
+  case leaves that open). A layout difference is reported as such, before values;
 - it is compiled for the grader's devices and its communication is read from
   the *optimized* HLO (`compiled.as_text()`): a collective whose result is
   unused is gone, `axis_index`, `pvary`/`pcast` and constant folding are not
   communication; replica groups are mapped back to the reference mesh's axis
-  names;
+  names; and a collective earns a point only if the results depend on it
+  (`namedaxes.judging.perturbed`: its results changed inside the program, the variant run on
+  the same hidden inputs, the outputs must change), so a discarded,
+  zero-multiplied or cancelled collective earns nothing;
 - outputs and communication are compared with the reference program's on the
   same inputs (`autograder.compare` rules: allclose values, every collective
   of the reference present).
@@ -39,11 +51,14 @@ from typing import Any
 
 import numpy as np
 
+from namedaxes.judging import changed as _changed
+from namedaxes.judging import describe_collective, group_axes, hlo_collectives, perturbed
+
 from .compare import Verdict, compare, load_observations
 from .messages import text as say
 
 __all__ = ["PROGRAM_PREFIX", "PROGRAMS_KEY", "PROGRAMS_FORMAT", "ALLOWED_CUSTOM_CALLS", "is_program_observation",
-           "Judge", "hlo_collectives", "group_axes", "describe_collective"]
+           "Judge", "hlo_collectives", "group_axes", "describe_collective", "describe_layout"]
 
 PROGRAM_PREFIX = "program:"                    # namedaxes.grading.PROGRAM_PREFIX
 PROGRAMS_KEY = "programs"                      # namedaxes.grading.PROGRAMS_KEY
@@ -56,103 +71,10 @@ ALLOWED_CUSTOM_CALLS = frozenset({
     "xla.sdy.ShardingGroup",
 })
 MAX_CASES = 64
-_COLLECTIVE_OPS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",
-                   "collective-broadcast", "ragged-all-to-all")
-# `%name = <shape, possibly a tuple with spaces> all-reduce(...)`: the op is the first word followed by `(`
-# after the `=` that is not inside the result shape.
-_OP_RE = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*.*?\s(" + "|".join(_COLLECTIVE_OPS) + r")(?:-start)?\(")
-_REDUCER_NAMES = {"add": "psum", "maximum": "pmax", "minimum": "pmin", "multiply": "pprod", "and": "pand",
-                  "or": "por"}
-_KIND_NAMES = {"all-gather": "all_gather", "reduce-scatter": "psum_scatter", "all-to-all": "all_to_all",
-               "collective-permute": "ppermute", "collective-broadcast": "pbroadcast",
-               "ragged-all-to-all": "ragged_all_to_all"}
-
-
 def is_program_observation(observations: dict) -> bool:
     """Does this (reference) observation grade exported programs?"""
     meta = observations.get(PROGRAMS_KEY)
     return isinstance(meta, dict) and meta.get("format") == PROGRAMS_FORMAT
-
-
-# ---------------------------------------------------------------- reading optimized HLO
-def _iota_groups(text: str) -> list[list[int]]:
-    """`[G,S]<=[d0,d1,...]T(p...)` (XLA's iota replica-group list) as explicit groups."""
-    m = re.fullmatch(r"\[(\d+),(\d+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?", text)
-    if not m:
-        raise ValueError(f"unknown replica group format {text!r}")
-    g, s = int(m.group(1)), int(m.group(2))
-    dims = [int(d) for d in m.group(3).split(",")]
-    ids = np.arange(int(np.prod(dims))).reshape(dims)
-    if m.group(4):
-        ids = ids.transpose([int(p) for p in m.group(4).split(",")])
-    return ids.reshape(g, s).tolist()
-
-
-def _brace_groups(text: str) -> list[list[int]]:
-    return [[int(v) for v in grp.split(",") if v.strip()] for grp in re.findall(r"\{([\d,\s]*)\}", text)]
-
-
-def _groups(line: str, n_devices: int) -> list[list[int]]:
-    m = re.search(r"source_target_pairs=(\{(?:\{[\d,]*\},?)*\})", line)
-    if m:
-        return _brace_groups(m.group(1)[1:-1])
-    m = re.search(r"replica_groups=(\[[\d,]+\]<=\[[\d,]+\](?:T\([\d,]+\))?)", line)
-    if m:
-        return _iota_groups(m.group(1))
-    m = re.search(r"replica_groups=\{((?:\{[\d,]*\},?)*)\}", line)
-    if m:
-        groups = [g for g in _brace_groups(m.group(1)) if g]
-        if groups:
-            return groups
-    return [list(range(n_devices))]              # no groups written: all devices
-
-
-def _reducers(text: str) -> dict[str, str]:
-    """computation name -> the op of its ROOT instruction (add, maximum, ...)."""
-    out, current = {}, None
-    for line in text.splitlines():
-        head = re.match(r"^\s*(?:ENTRY\s+)?%?([\w.\-]+)\s*\(.*\)\s*->.*\{\s*$", line)
-        if head:
-            current = head.group(1)
-            continue
-        root = re.match(r"^\s*ROOT\s+%?[\w.\-]+\s*=\s*\S+\s+([\w\-]+)\(", line)
-        if root and current:
-            out[current] = root.group(1)
-    return out
-
-
-def hlo_collectives(text: str, n_devices: int) -> list[tuple[str, str, list[list[int]]]]:
-    """(op, reducer or '', device groups) of every collective in an optimized HLO module's text."""
-    reducers = _reducers(text)
-    found = []
-    for line in text.splitlines():
-        m = _OP_RE.search(line)
-        if not m or "-done(" in line:
-            continue
-        op = m.group(1)
-        reducer = ""
-        apply = re.search(r"to_apply=%?([\w.\-]+)", line)
-        if apply:
-            reducer = reducers.get(apply.group(1), "")
-        found.append((op, reducer, _groups(line, n_devices)))
-    return found
-
-
-def group_axes(groups: list[list[int]], names: tuple[str, ...], shape: tuple[int, ...]) -> tuple[str, ...]:
-    """Mesh axes along which some group connects two devices (logical ids in row-major mesh order)."""
-    size = int(np.prod(shape)) if shape else 1
-    axes = set()
-    for group in groups:
-        coords = [np.unravel_index(i, shape) for i in group if 0 <= i < size]
-        for j, name in enumerate(names):
-            if len({c[j] for c in coords}) > 1:
-                axes.add(name)
-    return tuple(n for n in names if n in axes)
-
-
-def describe_collective(op: str, reducer: str, axis: str) -> str:
-    name = _REDUCER_NAMES.get(reducer, f"all-reduce ({reducer})") if op == "all-reduce" else _KIND_NAMES.get(op, op)
-    return f"{name} over '{axis}'"
 
 
 # ---------------------------------------------------------------- programs
@@ -221,6 +143,80 @@ def _manual_axes(exp) -> list[str]:
     return sorted(found)
 
 
+# ---------------------------------------------------------------- layouts
+# A value's layout: per array dimension, the mesh axes it is split over (() = not split), trailing
+# unsplit dimensions dropped, so `()` is "replicated on every device". Read by the grader from the
+# exported module (where each per-device region takes and gives its values) and from the compiled
+# program (where the results live): never from what the kernel says about itself.
+Layout = tuple
+
+
+def _norm_layout(dims) -> Layout:
+    dims = [tuple(str(a) for a in d) for d in dims]
+    while dims and not dims[-1]:
+        dims.pop()
+    return tuple(dims)
+
+
+_SDY_SHARDING_RE = re.compile(r"<@[\w.\-]+\s*,\s*\[([^\]]*)\][^<>]*>")
+_REGION_RE = re.compile(r"sdy\.manual_computation\([^)]*\)\s*in_shardings=\[((?:<[^<>]*>,?\s*)*)\]\s*"
+                        r"out_shardings=\[((?:<[^<>]*>,?\s*)*)\]\s*manual_axes=\{([^}]*)\}")
+
+
+def _sdy_layouts(text: str) -> tuple:
+    """`<@mesh, [{"a"}, {}]>, <@mesh, [{}, {"b", "c"}]>` as layouts ((("a",),), ((), ("b", "c")))."""
+    return tuple(_norm_layout(tuple(re.findall(r'"([^"]+)"', dim)) for dim in re.findall(r"\{([^}]*)\}", body))
+                 for body in _SDY_SHARDING_RE.findall(text))
+
+
+def _regions(exp) -> tuple:
+    """(manual axes, input layouts, output layouts) of every per-device region (`shard_map`, `pmap`) of
+    the module, in the order they appear: where each device gets only its shard of a value."""
+    found = []
+    for ins, outs, axes in _REGION_RE.findall(_module_text(exp)):
+        found.append((tuple(sorted(re.findall(r'"([^"]+)"', axes))), _sdy_layouts(ins), _sdy_layouts(outs)))
+    return tuple(found)
+
+
+def _spec_layout(sharding) -> Layout | None:
+    """The layout a (Named) sharding of the export's signature states; None: left to the compiler."""
+    spec = getattr(sharding, "spec", None)
+    if sharding is None or spec is None:
+        return None
+    return _norm_layout(() if d is None else (d,) if isinstance(d, str) else tuple(d) for d in spec)
+
+
+def _placed_layout(sharding, shape, names: tuple[str, ...], sizes: tuple[int, ...]) -> Layout:
+    """Where a compiled program's value lives, from the slice each device holds (`devices_indices_map`):
+    per dimension, the mesh axes along which that dimension's slice changes. Devices are the grader's
+    mesh, logical id = row-major mesh position."""
+    shape = tuple(shape)
+    if not shape:
+        return ()
+    index = sharding.devices_indices_map(shape)
+    by_id = {d.id: tuple((s.start or 0, s.stop) if isinstance(s, slice) else (s, s) for s in idx)
+             for d, idx in index.items()}
+    ids = sorted(by_id)
+    grid = np.array(ids[:int(np.prod(sizes))]).reshape(sizes) if sizes else np.array(ids)
+    dims = []
+    for d in range(len(shape)):
+        axes = []
+        for j, name in enumerate(names):
+            moved = np.moveaxis(grid, j, 0)
+            if any(by_id[int(a)][d] != by_id[int(b)][d] for a, b in zip(moved[0].ravel(), moved[-1].ravel())):
+                axes.append(name)
+        dims.append(tuple(axes))
+    return _norm_layout(dims)
+
+
+def describe_layout(layout: Layout | None) -> str:
+    """A layout in words, for feedback ("split over 'devices' along dimension 0", "replicated")."""
+    if layout is None:
+        return say("layout_unstated")
+    parts = [say("layout_dim", dim=d, axes=" x ".join(repr(a) for a in axes)) for d, axes in enumerate(layout) if axes]
+    return say("layout_split", dims=", ".join(parts)) if parts else say("layout_replicated")
+
+
 def _paths(tree) -> list[str]:
     """Leaf paths of a pytree structure: a list and a tuple of the same leaves look the same."""
     import jax
@@ -243,6 +239,10 @@ class _Compiled:
     communication: list[str]
     axes: list[str]
     mesh_axes: tuple
+    comm_axes: tuple = ()       # (description, axis) of each collective of `communication`
+    entry_in: tuple = ()        # the layout the program's signature states for each input (None: unstated)
+    regions: tuple = ()         # `_regions`: where each per-device region takes its inputs
+    out_layouts: tuple = ()     # where each result lives once compiled (`_placed_layout`)
 
 
 _LOC_RE = re.compile(r"\s*loc\((?:[^()]|\([^()]*\))*\)|^#loc\d*\s*=.*$", re.M)
@@ -259,18 +259,28 @@ def fingerprint(exp) -> str:
     return h.hexdigest()
 
 
-def _compile(exp, names: tuple[str, ...], sizes: tuple[int, ...]) -> _Compiled:
+def _compile(exp, names: tuple[str, ...], sizes: tuple[int, ...], feed: tuple | None = None) -> _Compiled:
     """Compiled for the grader's devices; identical programs (e.g. a student's that equals the
-    reference's up to source locations) are compiled once per process."""
-    key = fingerprint(exp) + repr((names, sizes))
+    reference's up to source locations) are compiled once per process.
+
+    `feed`: the input layouts to run it with (the reference's, for a student's program: each device
+    is handed only the shard the reference's layout gives it); None: the program's own."""
+    key = fingerprint(exp) + repr((names, sizes, feed))
     if key not in _COMPILED:
         if len(_COMPILED) >= MAX_COMPILED:
             _COMPILED.pop(next(iter(_COMPILED)))
-        _COMPILED[key] = _compile_fresh(exp, names, sizes)
+        _COMPILED[key] = _compile_fresh(exp, names, sizes, feed)
     return _COMPILED[key]
 
 
-def _compile_fresh(exp, names: tuple[str, ...], sizes: tuple[int, ...]) -> _Compiled:
+def _pspec(layout: Layout | None):
+    from jax.sharding import PartitionSpec as P
+    if not layout:
+        return P()
+    return P(*[None if not axes else axes[0] if len(axes) == 1 else tuple(axes) for axes in layout])
+
+
+def _compile_fresh(exp, names: tuple[str, ...], sizes: tuple[int, ...], feed: tuple | None = None) -> _Compiled:
     import jax
     from jax.sharding import Mesh
     devices = jax.devices()
@@ -283,11 +293,12 @@ def _compile_fresh(exp, names: tuple[str, ...], sizes: tuple[int, ...]) -> _Comp
     else:
         text = _text_mesh(exp) or (("_grader",), (exp.nr_devices,))
         mesh = Mesh(np.array(devices[:exp.nr_devices]).reshape(text[1]), text[0])
-    shardings = []
-    for s in exp._in_named_shardings:             # unspecified / mesh-less: replicated (slicing is local work)
-        spec = getattr(s, "spec", None)
-        on_mesh = s is not None and getattr(s, "mesh", None) is not None and s.mesh.axis_names
-        shardings.append(NamedSharding(mesh, spec) if on_mesh else NamedSharding(mesh, P()))
+    entry_in = tuple(_spec_layout(s) if s is not None and getattr(s, "mesh", None) is not None
+                     and s.mesh.axis_names else None for s in exp._in_named_shardings)
+    if feed is None:
+        feed = entry_in
+    # unstated: replicated (the program's own slicing, e.g. pmap's or shard_map's, is then local work)
+    shardings = [NamedSharding(mesh, _pspec(layout)) for layout in feed]
     args = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s) for a, s in zip(exp.in_avals, shardings)]
 
     def flat_call(*leaves):
@@ -296,13 +307,21 @@ def _compile_fresh(exp, names: tuple[str, ...], sizes: tuple[int, ...]) -> _Comp
 
     compiled = jax.jit(flat_call).lower(*args).compile()
     found = hlo_collectives(compiled.as_text(), exp.nr_devices)
-    communication, axes = set(), set()
+    communication, axes, pairs = set(), set(), set()
     for op, reducer, groups in found:
         for axis in group_axes(groups, names, sizes):
             communication.add(describe_collective(op, reducer, axis))
             axes.add(axis)
+            pairs.add((describe_collective(op, reducer, axis), axis))
+    out_layouts = tuple(_placed_layout(sh, aval.shape, tuple(mesh.axis_names), tuple(mesh.devices.shape))
+                        for sh, aval in zip(jax.tree_util.tree_leaves(compiled.output_shardings), exp.out_avals))
     return _Compiled(compiled, shardings, _signature(exp), sorted(communication), sorted(axes),
-                     own[:2] if own else None)
+                     own[:2] if own else None, tuple(sorted(pairs)), entry_in, _regions(exp), out_layouts)
+
+
+def _factor(secret: bytes, grade_id: str, case: str) -> float:
+    """A scale for `perturbed` the student cannot know: in [1.5, 3.5), drawn from the secret."""
+    return float(1.5 + 2.0 * _seed(secret, grade_id, "perturb\0" + case).random())
 
 
 def _seed(secret: bytes, grade_id: str, case: str) -> np.random.Generator:
@@ -408,6 +427,19 @@ class Judge:
         out["axes"], out["communication"] = sorted(axes), sorted(comm)
         return out
 
+    def _matters(self, grade_id: str, case: str, entry: dict, exp, prog: _Compiled, ref_prog: _Compiled, desc: str,
+                 names, shape, out: dict) -> bool:
+        """Do `exp`'s results on the hidden inputs change when its collectives described `desc` are changed
+        (`perturbed`)?"""
+        variant = perturbed(exp, desc, tuple(names), tuple(shape), _factor(self.secret, grade_id, case),
+                            text=_module_text(exp))
+        if variant is None:
+            return True      # the optimizer made it (e.g. from a global-view program's resharding): keep it
+        seed = lambda: _seed(self.secret, grade_id, str(entry["draw"].get("share", case)))  # noqa: E731
+        base = out or _outputs(prog, exp, entry["draw"], seed())
+        changed = _outputs(_compile(variant, names, shape, feed=ref_prog.entry_in), variant, entry["draw"], seed())
+        return _changed(base, changed, entry.get("rtol"), entry.get("atol"))
+
     def judge_observations(self, grade_id: str, reference: dict, observed: dict, key: str | None = None) -> Verdict:
         """`judge` on loaded observations (dicts as `compare.load_observations` returns them)."""
         if key is None:
@@ -432,10 +464,12 @@ class Judge:
         exact = any(entry.get("structure") == "collectives" or not entry.get("values", True)
                     for entry in cases.values())
         tolerances = {}
+        for case in cases:
+            ref_comm.update(ref.programs[case][1].communication)
+            ref_axes.update(ref.programs[case][1].axes)
+        verified: set[str] = set()       # collectives shown to reach the results (`_matters`)
         for case, entry in cases.items():
             ref_exp, ref_prog, (names, shape) = ref.programs[case]
-            ref_comm.update(ref_prog.communication)
-            ref_axes.update(ref_prog.axes)
             seed_key = (grade_id, case)
             if seed_key not in ref.outputs and entry.get("values", True):
                 ref.outputs[seed_key] = _outputs(ref_prog, ref_exp, entry["draw"], _seed(self.secret, grade_id, str(entry["draw"].get("share", case))))
@@ -463,7 +497,12 @@ class Judge:
                     diffs.append(say("wrong_mesh", case=case, got=dict(zip(*own[:2])),
                                       want=dict(zip(*ref_prog.mesh_axes))))
                     continue
-                prog = _compile(exp, names, shape)
+                prog = _compile(exp, names, shape, feed=ref_prog.entry_in)
+                layout = _layout_difference(case, ref_exp, ref_prog, prog, entry.get("out_layout", True))
+                if layout:
+                    diffs.append(layout)
+                    unreadable = True       # its communication was not read: say nothing about it
+                    continue
                 out = (_outputs(prog, exp, entry["draw"], _seed(self.secret, grade_id, str(entry["draw"].get("share", case))))
                        if entry.get("values", True) else {})
             except Rejected as err:
@@ -474,8 +513,21 @@ class Judge:
                 diffs.append(say("program_failed", case=case, error=f"{type(err).__name__}: "
                                   f"{str(err).splitlines()[0][:160] if str(err) else ''}"))
                 continue
-            got_comm.update(prog.communication)
-            got_axes.update(prog.axes)
+            identical = fingerprint(exp) == fingerprint(ref_exp)      # the reference's own program: trusted
+            for desc, axis in prog.comm_axes:
+                earns = desc in ref_comm or (not exact and axis in ref_axes)
+                if not earns or identical or desc in verified:
+                    got_comm.add(desc)           # a surplus collective counts against, present is enough
+                    got_axes.add(axis)
+                    continue
+                try:
+                    matters = self._matters(grade_id, case, entry, exp, prog, ref_prog, desc, names, shape, out)
+                except Exception:  # noqa: BLE001 - a variant that fails to build or run: not shown to matter
+                    matters = False
+                if matters:
+                    verified.add(desc)
+                    got_comm.add(desc)
+                    got_axes.add(axis)
             if not entry.get("values", True):
                 continue
             for path, value in ref_out.items():
@@ -502,6 +554,63 @@ class Judge:
         if surplus and not unreadable and any(entry.get("only_collectives") for entry in cases.values()):
             diffs.append(say("comm_surplus", ops=", ".join(surplus)))
         return Verdict(not diffs, diffs)
+
+
+def _input_names(exp) -> list[str]:
+    """How feedback names each flat input: `x`, `batch['y']`, or `input 2` (from the export's locations,
+    else positions)."""
+    import jax
+    leaves = jax.tree_util.tree_unflatten(exp.in_tree, list(range(exp.in_tree.num_leaves)))
+    names = []
+    for path, _ in jax.tree_util.tree_flatten_with_path(leaves)[0]:
+        keys = path[1:] if path and getattr(path[0], "idx", None) == 0 else path   # drop the (args, kwargs) level
+        first = getattr(keys[0], "idx", None) if keys else None
+        rest = jax.tree_util.keystr(tuple(keys[1:])) if keys else ""
+        names.append(say("layout_input_name", n=(first or 0) + 1) + rest)
+    return names
+
+
+def _split_axes(layout: Layout) -> frozenset:
+    """The mesh axes a value is split over, whatever the dimension (a transposed input split over the same
+    axes still gives each device only its shard)."""
+    return frozenset(a for axes in layout for a in axes)
+
+
+def _layout_difference(case: str, ref_exp, want: _Compiled, got: _Compiled, out_layout: bool) -> str | None:
+    """Does the student's program take its inputs and leave its results where the reference does?
+
+    Inputs: a layout the signature states for an input must split it over at least the reference's mesh
+    axes (an unstated one takes what the grader feeds, the reference's layout), and each per-device
+    region (`shard_map`/`pmap`) of the reference must have a counterpart over the same axes that splits
+    each input over at least the reference's mesh axes (a region that takes a split input whole makes
+    every device hold all of it; one that splits it along another dimension is fine). Results: where each output lives once compiled must be
+    where the reference's lives, unless the exercise leaves it open (`out_layout=False`)."""
+    names = _input_names(ref_exp)
+    for i, (w, g) in enumerate(zip(want.entry_in, got.entry_in)):
+        # unstated: it takes what it is fed (the reference's layout); stated: split over at least those axes
+        if g is not None and not _split_axes(w or ()) <= _split_axes(g):
+            return say("layout_input", case=case, input=names[i] if i < len(names) else i + 1,
+                       got=describe_layout(g), want=describe_layout(w))
+    def covered(axes, ins) -> bool:
+        return any(a == axes and len(i) == len(ins) and all(_split_axes(w) <= _split_axes(g) for w, g in zip(ins, i))
+                   for a, i, _ in got.regions)
+
+    for axes, ins, _ in want.regions:
+        if covered(axes, ins):
+            continue
+        for theirs in [i for a, i, _ in got.regions if a == axes and len(i) == len(ins)][:1]:
+            for n, (w, g) in enumerate(zip(ins, theirs)):
+                if not _split_axes(w) <= _split_axes(g):
+                    return say("layout_region_input", case=case, n=n + 1, axes=", ".join(repr(a) for a in axes),
+                               got=describe_layout(g), want=describe_layout(w))
+        words = lambda regions: "; ".join(", ".join(describe_layout(l) for l in i) for _, i, _ in regions) \
+            or say("layout_no_region")  # noqa: E731
+        return say("layout_regions", case=case, got=words(got.regions), want=words(want.regions))
+    if out_layout:
+        for i, (w, g) in enumerate(zip(want.out_layouts, got.out_layouts)):
+            if w != g:
+                return say("layout_output", case=case, n=i + 1, got=describe_layout(g), want=describe_layout(w))
+    return None
 
 
 def _signature_matches(want: dict, got: dict) -> bool:

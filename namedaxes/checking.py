@@ -52,7 +52,8 @@ from .i18n import Messages, gettext, is_wide
 
 __all__ = [
     "CheckFailed", "Exercise", "expect_array", "expect_close", "expect_replicated",
-    "collectives", "collective_axes", "expect_collective", "expect_no_collective",
+    "collectives", "collective_axes", "expect_collective", "expect_no_collective", "reaching_communication",
+    "expect_reaching_collective",
     "show_error", "assert_check_fails", "assert_check_passes",
     "fail", "show_values", "same_values", "NOT_WRITTEN_YET", "not_written_yet", "unbound_axis_name",
     "explained", "progress", "TEXT",
@@ -108,6 +109,13 @@ TEXT = Messages({
                                 "collective at all. {hint}"),
     "collective_unwanted": ("`{name}` should not communicate over '{axis}', but it performs {found} over it. "
                             "{hint}"),
+    "not_recordable": ("`{name}` gives the right results here, but the grader cannot record it as one compiled "
+                       "program (it exports your function with `jax.jit` on abstract inputs and judges that): "
+                       "{why}"),
+    "collective_unused": ("`{name}` performs {collective}, but its result never reaches what `{name}` returns "
+                          "(read from the compiled program: scaling what it delivers changes nothing, e.g. it is "
+                          "multiplied by zero or discarded). Communication that does not reach the result counts "
+                          "for nothing. {hint}"),
     "a_collective": "a collective",
     "list_sep": ", ",
     "or": " or ",
@@ -450,6 +458,29 @@ def expect_collective(name: str, fn: Callable, *args, axis_name: str, axis_env,
         _fail(template.format(name=name, axis=axis_name, want=want, seen=seen, hint=hint))
 
 
+def reaching_communication(fn: Callable, *args) -> list[str]:
+    """The collectives of `jax.jit(fn)(*args)` whose results reach its outputs, read the grader's way: the
+    program exported, compiled, its collectives read from the optimized HLO and each kind scaled to see
+    whether the outputs on `args` change (`autograder.programs.communication_that_matters`). Descriptions
+    such as "psum over 'devices'"."""
+    import jax
+    from .judging import communication_that_matters
+    from .grading import _EXPORT, _JIT
+    leaves, tree = jax.tree_util.tree_flatten(args)
+    abstract = [jax.ShapeDtypeStruct(v.shape, v.dtype, sharding=getattr(v, "sharding", None)
+                                     if getattr(getattr(v, "sharding", None), "mesh", None) is not None else None)
+                for v in leaves]
+    exp = _EXPORT(_JIT(fn))(*jax.tree_util.tree_unflatten(tree, abstract))
+    return communication_that_matters(exp, [np.asarray(v) for v in leaves])
+
+
+def expect_reaching_collective(name: str, fn: Callable, *args, collective: str, hint: str = "") -> None:
+    """`jax.jit(fn)(*args)` performs `collective` (a description such as "psum over 'devices'") and its
+    result reaches the outputs (`reaching_communication`)."""
+    if collective not in reaching_communication(fn, *args):
+        _fail(TEXT["collective_unused"].format(name=name, collective=collective, hint=hint))
+
+
 def expect_no_collective(name: str, fn: Callable, *args, axis_name: str, axis_env, hint: str = "") -> None:
     """`fn` performs no collective over `axis_name`."""
     found = [(p, axes) for p, axes in collectives(fn, *args, axis_env=axis_env) if axis_name in axes]
@@ -562,6 +593,7 @@ class Exercise:
             _expect_course_devices()
             with explained(self.name):
                 self._check(*answer)
+            self._expect_recordable(answer)
         except CheckFailed as err:
             _RESULTS[self._key] = {"status": "failed", "why": str(err), "answer": answer}
             # A fresh exception without the checker's internal frames; IPython shows only its message.
@@ -573,6 +605,22 @@ class Exercise:
             raise
         _RESULTS[self._key] = {"status": "passed", "why": "", "answer": answer}
         _say(_color(_GREEN, TEXT["passed"].format(name=self.name)))
+
+    def _expect_recordable(self, answer: tuple) -> None:
+        """The grader judges the program the hidden test exports: an answer that passes here but cannot be
+        exported (a traced value turned into a Python number, say) would get 0 there, so it fails here."""
+        if self._observe is None:
+            return
+        from .grading import one_case
+        try:
+            with one_case():
+                self._observe(*answer)
+        except CheckFailed:
+            raise
+        except Exception as err:  # noqa: BLE001 - translated for the student
+            why = translate(err, self.name) or TEXT["raised"].format(
+                name=self.name, error=f"`{type(err).__name__}: {(str(err).strip().splitlines() or [''])[0][:300]}`")
+            raise CheckFailed(TEXT["not_recordable"].format(name=self.name, why=why)) from None
 
     def hint(self) -> None:
         if not self._hints:

@@ -38,7 +38,7 @@ import zlib as _zlib
 
 import numpy as _np
 
-__all__ = ["record", "rng", "programs", "Case", "OBSERVE_DIR_ENV", "ARRAYS_SUFFIX", "VALUES_SUFFIX",
+__all__ = ["record", "rng", "programs", "one_case", "Case", "OBSERVE_DIR_ENV", "ARRAYS_SUFFIX", "VALUES_SUFFIX",
            "PROGRAM_PREFIX", "PROGRAMS_KEY", "PROGRAMS_FORMAT", "pmapped", "spec"]
 
 OBSERVE_DIR_ENV = "NAMEDAXES_OBSERVE_DIR"
@@ -110,21 +110,35 @@ class Case:
     added beside the required `ppermute`, say).
     `context` (a callable returning a context manager) is entered while exporting,
     e.g. to trace an answer as another process of a cluster.
+    `out_layout=False` leaves where the results live open (by default the grader requires the
+    reference's layout of every result: split or replicated, over the same mesh axes).
     """
 
     def __init__(self, fn, *args, draw: dict | None = None, rtol: float | None = None,
                  atol: float | None = None, values: bool = True, only_axes: bool = False,
-                 only_collectives: bool = False, context=None):
+                 only_collectives: bool = False, context=None, out_layout: bool = True):
         self.fn, self.args, self.context, self.only_axes = fn, args, context, only_axes
+        self.out_layout = out_layout
         self.only_collectives = only_collectives
         self.draw = _dict(draw or {"kind": "normal"})
         self.rtol, self.atol, self.values = rtol, atol, values
 
 
-def _export(fn, args) -> bytes:
+def _jax_export():
+    """`jax.export.export` and `jax.jit` as they were when this module was imported (the locked set-up
+    cell), so an added cell that rebinds them does not change what a hidden test exports. Defense in
+    depth only: the grader judges the exported program itself, layout and communication included."""
     import jax
-    jitted = fn if hasattr(fn, "trace") and hasattr(fn, "lower") else jax.jit(fn)
-    return bytes(jax.export.export(jitted)(*args).serialize())
+    import jax.export
+    return jax.export.export, jax.jit
+
+
+_EXPORT, _JIT = _jax_export()
+
+
+def _export(fn, args) -> bytes:
+    jitted = fn if hasattr(fn, "trace") and hasattr(fn, "lower") else _JIT(fn)
+    return bytes(_EXPORT(jitted)(*args).serialize())
 
 
 def pmapped(fn, k: int, axis_name: str, **kwargs):
@@ -139,6 +153,25 @@ def spec(shape, dtype, sharding=None):
     return jax.ShapeDtypeStruct(tuple(shape), dtype, sharding=sharding)
 
 
+_ONE_CASE: list = []          # non-empty: `programs` exports only the first case (the visible checks' probe)
+
+
+class one_case:
+    """`with one_case(): exercise.observe(answer)`: export only each observation's first case.
+
+    What a visible check uses to prove that the grader can record the answer as a compiled program
+    (no `float(...)` of a traced value, no host callback...) without paying for every hidden case.
+    A hidden test that ran under it would record too few programs and score 0, so it helps no one."""
+
+    def __enter__(self):
+        _ONE_CASE.append(True)
+        return self
+
+    def __exit__(self, *exc):
+        _ONE_CASE.pop()
+        return False
+
+
 def programs(cases: dict, **values) -> dict:
     """Export every case (name -> `Case`): the observation a hidden test records.
 
@@ -149,7 +182,8 @@ def programs(cases: dict, **values) -> dict:
     input value exists in the kernel.
     """
     out, meta = {}, {}
-    for name, case in _dict(cases).items():
+    items = list(_dict(cases).items())
+    for name, case in items[:1] if _ONE_CASE else items:
         if case.context is not None:
             with case.context():
                 blob = _export(case.fn, case.args)
@@ -161,6 +195,8 @@ def programs(cases: dict, **values) -> dict:
             entry["only_axes"] = True
         if case.only_collectives:
             entry["only_collectives"] = True
+        if not case.out_layout:
+            entry["out_layout"] = False
         if case.rtol is not None:
             entry["rtol"] = float(case.rtol)
         if case.atol is not None:

@@ -347,10 +347,11 @@ def train_own_full_loss(params, sharded_batch, steps):
     return lax.scan(one_step, params, length=steps)
 
 
-TRAIN_RIGHT = [train_ref, train_python_loop, train_replicated, train_jax_loop, train_own_full_loss]
 # The hidden test compiles `train` into one exported program (the grader runs it on its own data):
-# every right answer whose loop stays in JAX. `float(...)` of a loss cannot be compiled.
-TRAIN_EXPORTABLE = [train_ref, train_replicated, train_jax_loop, train_own_full_loss]
+# every right answer whose loop stays in JAX. `float(...)` of a loss cannot be compiled, so the visible
+# check, which records the answer the grader's way too, rejects `train_python_loop` (issue 16: one judge).
+TRAIN_RIGHT = [train_ref, train_replicated, train_jax_loop, train_own_full_loss]
+TRAIN_EXPORTABLE = TRAIN_RIGHT
 
 
 def train_losses_after(params, sharded_batch, steps):
@@ -414,9 +415,14 @@ def test_train_observations():
 
 
 def test_train_with_float_losses_cannot_be_exported():
-    """Its visible check passes, but its hidden test raises (0 points, with this error as the reason)."""
+    """Its hidden test raises (0 points, with this error as the reason), and so its visible check fails too,
+    with the reason: the visible check records the answer the grader's way (issue 16: one judge)."""
     with pytest.raises(jax.errors.ConcretizationTypeError):
         q.train.observe(train_python_loop)
+    q.train._check(train_python_loop)          # the values alone are right
+    assert_check_fails(q.train.check, train_python_loop,
+                       match=r"^`train` gives the right results here, but the grader cannot record it as one "
+                             r"compiled program.*`train` turns a traced value into a NumPy array or a Python number")
 
 
 def test_train_reaches_the_line_of_the_notebook():

@@ -41,8 +41,8 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import DATA_PARALLEL, DEVICES
-from namedaxes.checking import (Exercise, collectives, expect_array, explained, fail, progress_of, same_values,
-                                unbound_axis_name)
+from namedaxes.checking import (Exercise, collectives, expect_array, expect_reaching_collective, explained, fail,
+                                progress_of, same_values, unbound_axis_name)
 from namedaxes.exercises.shard_map import line_mesh
 from namedaxes.grading import Case, programs, spec
 
@@ -359,7 +359,8 @@ def _on(mesh, shape, pspec):
     return spec(shape, jnp.float32, sharding=NamedSharding(mesh, pspec))
 
 
-def _observe_programs(fn: Callable, cases: dict, *, structure: str, only: bool = False) -> dict:
+def _observe_programs(fn: Callable, cases: dict, *, structure: str, only: bool = False,
+                      out_layout: bool = True) -> dict:
     """The hidden observation of one test cell: exported programs of `fn` (`namedaxes.grading.programs`).
 
     `cases` maps a name to (mesh, abstract inputs). The grader draws the inputs itself and compares
@@ -369,9 +370,10 @@ def _observe_programs(fn: Callable, cases: dict, *, structure: str, only: bool =
     and a slice. With `only`, that case also rejects every collective the reference does not perform
     (a `psum` beside the required `ppermute`).
     """
-    graded = {name: Case(_bound(fn, mesh), *inputs) for name, (mesh, inputs) in cases.items()}
+    graded = {name: Case(_bound(fn, mesh), *inputs, out_layout=out_layout) for name, (mesh, inputs) in cases.items()}
     mesh, inputs = cases[structure]
-    graded["collectives"] = Case(_bound(fn, mesh), *inputs, values=False, only_collectives=only)
+    graded["collectives"] = Case(_bound(fn, mesh), *inputs, values=False, only_collectives=only,
+                                 out_layout=out_layout)
     return programs(graded)
 
 
@@ -431,7 +433,8 @@ def _observe_median_centered(fn: Callable) -> dict:
     for k, x in _MEDIAN_CASES:
         mesh = line_mesh(k)
         cases[f"k{k}_n{x.shape[0]}"] = (mesh, [_on(mesh, x.shape, P(DEVICES))])
-    return _observe_programs(fn, cases, structure="k8_n16")
+    # where the centred vector lives is left open: split like x, or replicated
+    return _observe_programs(fn, cases, structure="k8_n16", out_layout=False)
 
 
 median_centered = Exercise(
@@ -632,6 +635,8 @@ def _check_ring_all_reduce(fn: Callable) -> None:
     if not _uses(found, "ppermute", DEVICES):
         fail(_say("right_values_no_collective", name=name, seen=_seen(found), axis=DEVICES,
                   why=_say("ring_why")))
+    expect_reaching_collective(name, lambda v: fn(v, mesh), _placed(_ring_input(k, n), mesh, P(DEVICES)),
+                               collective=f"ppermute over '{DEVICES}'", hint=_say("ring_why"))
 
 
 def _observe_ring_all_reduce(fn: Callable) -> dict:

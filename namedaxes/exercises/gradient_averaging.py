@@ -543,7 +543,8 @@ def _observe_train(fn: Callable) -> dict:
     and exported: the grader runs the whole training on its own data and compares the final params
     and the losses (so the loop must stay in JAX: no `float(...)` or `np.asarray` of values in it)."""
     return programs({f"k{k}_steps{steps}": Case(lambda p, b, steps=steps: fn(p, b, steps), *_abstract_case(k, per),
-                                                draw={"kind": "normal", "scale": 0.5}, rtol=1e-4, atol=1e-4)
+                                                draw={"kind": "normal", "scale": 0.5}, rtol=1e-4, atol=1e-4,
+                                                out_layout=False)     # where params and losses live is open
                      for k, per, steps in _OBSERVED_TRAIN})
 
 

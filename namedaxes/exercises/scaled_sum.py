@@ -27,8 +27,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from namedaxes import DEVICES
-from namedaxes.checking import (Exercise, expect_close, expect_collective, expect_replicated,
-                                explained, fail, progress_of, same_values)
+from namedaxes.checking import (Exercise, expect_close, expect_collective, expect_reaching_collective,
+                                expect_replicated, explained, fail, progress_of, same_values)
 from namedaxes.grading import Case, pmapped, programs, spec
 
 __all__ = ["scaled_sum", "scaled_sum_uses_psum", "scaled_mean", "global_max_share", "progress"]
@@ -211,6 +211,9 @@ def _check_scaled_sum_uses_psum(fn: Callable) -> None:
         big = np.asarray(_run("scaled_sum", fn, jnp.ones(8, jnp.float32)), float)[0]
         small = np.asarray(_run("scaled_sum", fn, jnp.ones(2, jnp.float32)), float)[0]
     if same_values(big, 4 * small, dtype=float) and not same_values(small, 0.0, dtype=float):
+        with _explained("scaled_sum"):
+            expect_reaching_collective("scaled_sum", jax.pmap(fn, axis_name=DEVICES), jnp.arange(8, dtype=jnp.float32),
+                                       collective=f"psum over '{DEVICES}'", hint=TEXT["use_psum"])
         return
     key = "psum_is_mean" if same_values(big, small, dtype=float) else "psum_not_total"
     fail(TEXT[key].format(big=_fmt(big), small=_fmt(small)))

@@ -1,0 +1,296 @@
+"""Reading and probing compiled programs: the judging steps the visible checks and the grader share.
+
+One place for what decides, from a program alone, which collectives it performs and whether they
+matter (issue 16, "one judge"): the collectives of an optimized HLO module and the mesh axes their
+device groups connect (`hlo_collectives`, `group_axes`, `describe_collective`), and a variant of an
+exported program whose collectives of one kind have their results changed (`perturbed`), which tells
+communication that reaches the outputs from communication that does not (`changed`,
+`communication_that_matters`).
+
+Imported by the kernel's visible checks (`namedaxes.checking`) and by the grader's clean scorer
+process (`autograder.programs`). It holds no state and imports nothing of the course but JAX and
+NumPy, so importing it in the scorer brings in nothing a student's code could have touched; the
+kernel's copy is the student's to rebind, which is why the grader's verdict never comes from it.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+__all__ = ["hlo_collectives", "group_axes", "describe_collective", "perturbed", "changed", "mesh_of",
+           "communication_that_matters", "RTOL", "ATOL"]
+
+RTOL = 1e-5        # autograder.compare.RTOL
+ATOL = 1e-5        # autograder.compare.ATOL
+
+
+_COLLECTIVE_OPS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",
+                   "collective-broadcast", "ragged-all-to-all")
+# `%name = <shape, possibly a tuple with spaces> all-reduce(...)`: the op is the first word followed by `(`
+# after the `=` that is not inside the result shape.
+_OP_RE = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*.*?\s(" + "|".join(_COLLECTIVE_OPS) + r")(?:-start)?\(")
+_REDUCER_NAMES = {"add": "psum", "maximum": "pmax", "minimum": "pmin", "multiply": "pprod", "and": "pand",
+                  "or": "por"}
+_KIND_NAMES = {"all-gather": "all_gather", "reduce-scatter": "psum_scatter", "all-to-all": "all_to_all",
+               "collective-permute": "ppermute", "collective-broadcast": "pbroadcast",
+               "ragged-all-to-all": "ragged_all_to_all"}
+
+
+
+# ---------------------------------------------------------------- reading optimized HLO
+def _iota_groups(text: str) -> list[list[int]]:
+    """`[G,S]<=[d0,d1,...]T(p...)` (XLA's iota replica-group list) as explicit groups."""
+    m = re.fullmatch(r"\[(\d+),(\d+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?", text)
+    if not m:
+        raise ValueError(f"unknown replica group format {text!r}")
+    g, s = int(m.group(1)), int(m.group(2))
+    dims = [int(d) for d in m.group(3).split(",")]
+    ids = np.arange(int(np.prod(dims))).reshape(dims)
+    if m.group(4):
+        ids = ids.transpose([int(p) for p in m.group(4).split(",")])
+    return ids.reshape(g, s).tolist()
+
+
+def _brace_groups(text: str) -> list[list[int]]:
+    return [[int(v) for v in grp.split(",") if v.strip()] for grp in re.findall(r"\{([\d,\s]*)\}", text)]
+
+
+def _groups(line: str, n_devices: int) -> list[list[int]]:
+    m = re.search(r"source_target_pairs=(\{(?:\{[\d,]*\},?)*\})", line)
+    if m:
+        return _brace_groups(m.group(1)[1:-1])
+    m = re.search(r"replica_groups=(\[[\d,]+\]<=\[[\d,]+\](?:T\([\d,]+\))?)", line)
+    if m:
+        return _iota_groups(m.group(1))
+    m = re.search(r"replica_groups=\{((?:\{[\d,]*\},?)*)\}", line)
+    if m:
+        groups = [g for g in _brace_groups(m.group(1)) if g]
+        if groups:
+            return groups
+    return [list(range(n_devices))]              # no groups written: all devices
+
+
+def _reducers(text: str) -> dict[str, str]:
+    """computation name -> the op of its ROOT instruction (add, maximum, ...)."""
+    out, current = {}, None
+    for line in text.splitlines():
+        head = re.match(r"^\s*(?:ENTRY\s+)?%?([\w.\-]+)\s*\(.*\)\s*->.*\{\s*$", line)
+        if head:
+            current = head.group(1)
+            continue
+        root = re.match(r"^\s*ROOT\s+%?[\w.\-]+\s*=\s*\S+\s+([\w\-]+)\(", line)
+        if root and current:
+            out[current] = root.group(1)
+    return out
+
+
+def hlo_collectives(text: str, n_devices: int) -> list[tuple[str, str, list[list[int]]]]:
+    """(op, reducer or '', device groups) of every collective in an optimized HLO module's text."""
+    reducers = _reducers(text)
+    found = []
+    for line in text.splitlines():
+        m = _OP_RE.search(line)
+        if not m or "-done(" in line:
+            continue
+        op = m.group(1)
+        reducer = ""
+        apply = re.search(r"to_apply=%?([\w.\-]+)", line)
+        if apply:
+            reducer = reducers.get(apply.group(1), "")
+        found.append((op, reducer, _groups(line, n_devices)))
+    return found
+
+
+def group_axes(groups: list[list[int]], names: tuple[str, ...], shape: tuple[int, ...]) -> tuple[str, ...]:
+    """Mesh axes along which some group connects two devices (logical ids in row-major mesh order)."""
+    size = int(np.prod(shape)) if shape else 1
+    axes = set()
+    for group in groups:
+        coords = [np.unravel_index(i, shape) for i in group if 0 <= i < size]
+        for j, name in enumerate(names):
+            if len({c[j] for c in coords}) > 1:
+                axes.add(name)
+    return tuple(n for n in names if n in axes)
+
+
+def describe_collective(op: str, reducer: str, axis: str) -> str:
+    name = _REDUCER_NAMES.get(reducer, f"all-reduce ({reducer})") if op == "all-reduce" else _KIND_NAMES.get(op, op)
+    return f"{name} over '{axis}'"
+
+
+# ---------------------------------------------------------------- communication that matters
+# A collective counts only if the results depend on it. XLA keeps `0.0 * lax.psum(x, ...)` for floats, and
+# a collective can feed a value that is later discarded by arithmetic, so "present in the optimized HLO" is
+# not "used". The grader therefore maps the results of every collective of one kind (say, every psum
+# over 'devices') inside the student's exported program through r -> c * r + c / 2, c drawn from the
+# secret (integers: 3 r + 1, booleans negated), recompiles that variant and runs it on the same hidden
+# inputs: if no result changes beyond the comparison's tolerance, those collectives earn nothing.
+# Changing all collectives of a kind alike defeats `psum(x) - psum(x)`-style cancellation; the shift keeps
+# ratios of two psums (a mean as sum / count) sensitive. Known limit: an expression built to cancel an
+# affine change (`2 * psum(x) - psum(2 * x) - c / 2`-like) would still count; it earns a point, not values.
+_STABLEHLO_COLLECTIVES = {"stablehlo.all_reduce": "all-reduce", "stablehlo.all_gather": "all-gather",
+                          "stablehlo.reduce_scatter": "reduce-scatter", "stablehlo.all_to_all": "all-to-all",
+                          "stablehlo.collective_permute": "collective-permute",
+                          "stablehlo.collective_broadcast": "collective-broadcast"}
+
+
+def _dense_groups(attr_text: str) -> list[list[int]]:
+    """`dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>` (or a splat `dense<0>`) as lists of ids."""
+    body = re.search(r"dense<(.*)>\s*:", attr_text, re.S)
+    if not body:
+        return []
+    text = body.group(1).strip()
+    rows = re.findall(r"\[([^\[\]]*)\]", text)
+    if not rows:
+        return [[int(v) for v in re.findall(r"-?\d+", text)]]
+    return [[int(v) for v in re.findall(r"-?\d+", row)] for row in rows]
+
+
+def _stablehlo_collective(op, n_devices: int) -> tuple[str, str, list[list[int]]]:
+    """(HLO op name, reducer, device groups) of one StableHLO collective, as `hlo_collectives` reads them."""
+    kind = _STABLEHLO_COLLECTIVES[op.name]
+    reducer = ""
+    if op.regions and len(op.regions) and op.regions[0].blocks:
+        inner = [o.name for o in op.regions[0].blocks[0].operations]
+        if inner and inner[0].startswith("stablehlo."):
+            reducer = inner[0][len("stablehlo."):]
+    attrs = {name: str(op.attributes[name]) for name in op.attributes}
+    if "source_target_pairs" in attrs:
+        groups = _dense_groups(attrs["source_target_pairs"])
+    elif "replica_groups" in attrs:
+        groups = [g for g in _dense_groups(attrs["replica_groups"]) if g and min(g) >= 0]
+    else:
+        groups = []
+    return kind, reducer, groups or [list(range(n_devices))]
+
+
+def _as(kind, value):
+    """`kind(value)` (an MLIR type cast), or None when `value` is not of that kind."""
+    try:
+        return kind(value)
+    except (ValueError, TypeError):
+        return None
+
+
+def perturbed(exp, wanted: str, names: tuple[str, ...], sizes: tuple[int, ...], factor: float,
+              text: str | None = None):
+    """`exp` with the results of every collective described as `wanted` mapped through r -> factor * r +
+    factor / 2 (integers 3 r + 1, booleans negated); None when no collective of the module is described so."""
+    import dataclasses
+    from jax._src.export._export import _module_to_bytecode
+    from jax._src.interpreters import mlir
+    from jax._src.lib.mlir import ir
+    from jax._src.lib.mlir.dialects import hlo
+    with mlir.make_ir_context(), ir.Location.unknown():
+        module = ir.Module.parse(text if text is not None else exp.mlir_module())
+        found = []
+
+        def visit(op):
+            if op.name in _STABLEHLO_COLLECTIVES:
+                found.append(op)
+            return ir.WalkResult.ADVANCE
+
+        module.operation.walk(visit)
+        hit = False
+        for op in found:
+            kind, reducer, groups = _stablehlo_collective(op, exp.nr_devices)
+            if wanted not in {describe_collective(kind, reducer, a) for a in group_axes(groups, names, sizes)}:
+                continue
+            for result in op.results:
+                ty = _as(ir.RankedTensorType, result.type)
+                if ty is None:
+                    continue
+                el = ty.element_type
+                integer = _as(ir.IntegerType, el)
+                with ir.InsertionPoint.after(op):
+                    if integer is not None and integer.width == 1:
+                        new = user = hlo.not_(result)
+                    elif integer is not None:
+                        scale = ir.DenseElementsAttr.get_splat(ty, ir.IntegerAttr.get(el, 3))
+                        shift = ir.DenseElementsAttr.get_splat(ty, ir.IntegerAttr.get(el, 1))
+                        user = hlo.multiply(result, hlo.constant(scale))
+                        new = hlo.add(user, hlo.constant(shift))
+                    elif _as(ir.ComplexType, el) is not None:
+                        continue
+                    else:
+                        scale = ir.DenseElementsAttr.get_splat(ty, ir.FloatAttr.get(el, factor))
+                        shift = ir.DenseElementsAttr.get_splat(ty, ir.FloatAttr.get(el, factor / 2))
+                        user = hlo.multiply(result, hlo.constant(scale))
+                        new = hlo.add(user, hlo.constant(shift))
+                owner = user.owner
+                result.replace_all_uses_except(new, owner.operation if hasattr(owner, "operation") else owner)
+                hit = True
+        if not hit:
+            return None
+        blob = _module_to_bytecode(module)
+    return dataclasses.replace(exp, mlir_module_serialized=blob)
+
+
+def changed(a: dict, b: dict, rtol=None, atol=None) -> bool:
+    """Do the outputs `b` differ from `a` beyond the comparison's tolerance (exactly, for integers)?"""
+    rtol, atol = (RTOL if rtol is None else rtol), (ATOL if atol is None else atol)
+    for path, value in a.items():
+        other = b.get(path)
+        if other is None or other.shape != value.shape:
+            return True
+        if value.dtype.kind in "biu" or other.dtype.kind in "biu":
+            if not np.array_equal(value, other):
+                return True
+        elif not np.allclose(np.asarray(other, np.float64), np.asarray(value, np.float64), rtol=rtol, atol=atol,
+                             equal_nan=True):
+            return True
+    return False
+
+
+def mesh_of(exp) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """(axis names, sizes) of the mesh an exported program runs on: its shardings' abstract mesh, else
+    the module's first `sdy.mesh` of the right size (pmap programs), else one axis 'devices'."""
+    for s in tuple(exp._in_named_shardings) + tuple(exp._out_named_shardings):
+        mesh = getattr(s, "mesh", None)
+        if mesh is not None and mesh.axis_names and int(np.prod(mesh.axis_sizes)) == exp.nr_devices:
+            return tuple(mesh.axis_names), tuple(mesh.axis_sizes)
+    for body in re.findall(r"sdy\.mesh\s+@[\w.\-]+\s*=\s*<\[([^\]]*)\]", exp.mlir_module()):
+        pairs = re.findall(r'"([^"]+)"\s*=\s*(\d+)', body)
+        if pairs and int(np.prod([int(s) for _, s in pairs])) == exp.nr_devices:
+            return tuple(n for n, _ in pairs), tuple(int(s) for _, s in pairs)
+    return ("devices",), (exp.nr_devices,)
+
+
+def _run_exported(exp, values: list, names, sizes) -> tuple[dict, str]:
+    """Compile `exp` for the first devices (its own input layouts, unstated ones replicated), run it on
+    `values`; its outputs by pytree path and its optimized HLO text."""
+    import jax
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    mesh = Mesh(np.array(jax.devices()[:exp.nr_devices]).reshape(sizes), names)
+    shardings = [NamedSharding(mesh, s.spec) if s is not None and getattr(s, "mesh", None) is not None
+                 and s.mesh.axis_names else NamedSharding(mesh, P()) for s in exp._in_named_shardings]
+
+    def flat_call(*leaves):
+        args, kwargs = jax.tree_util.tree_unflatten(exp.in_tree, leaves)
+        return exp.call(*args, **kwargs)
+
+    args = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s) for a, s in zip(exp.in_avals, shardings)]
+    compiled = jax.jit(flat_call).lower(*args).compile()
+    out = compiled(*[jax.device_put(np.asarray(v), s) for v, s in zip(values, shardings)])
+    flat, _ = jax.tree_util.tree_flatten_with_path(out)
+    return {jax.tree_util.keystr(path): np.asarray(v) for path, v in flat}, compiled.as_text()
+
+
+def communication_that_matters(exp, values: list, factor: float = 2.5, rtol: float | None = None,
+                               atol: float | None = None) -> list[str]:
+    """The collectives of an exported program (read from its optimized HLO) whose results reach its outputs
+    on `values` (its flat inputs): what the grader decides on hidden inputs, for the visible checks, which
+    run on public ones and so need no secret. Sorted descriptions ("psum over 'devices'")."""
+    names, sizes = mesh_of(exp)
+    base, hlo = _run_exported(exp, values, names, sizes)
+    kept = set()
+    for op, reducer, groups in hlo_collectives(hlo, exp.nr_devices):
+        for axis in group_axes(groups, names, sizes):
+            desc = describe_collective(op, reducer, axis)
+            if desc in kept:
+                continue
+            variant = perturbed(exp, desc, names, sizes, factor)
+            if variant is None or changed(base, _run_exported(variant, values, names, sizes)[0], rtol, atol):
+                kept.add(desc)
+    return sorted(kept)
