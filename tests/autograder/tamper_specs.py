@@ -89,7 +89,7 @@ WRONG = {
         "train_answer": "def train(params, sharded_batch, steps):\n    return params, jnp.zeros((steps,))\n",
     },
     A05: {   # one-device code with no parallelism at all (the 9-of-11 attack)
-        "sharded_scaled_sum_answer": "def sharded_scaled_sum(x, mesh):\n    return 2.0 * jnp.sum(x)\n",
+        "sharded_scaled_sum_answer": "def sharded_scaled_sum(x, mesh):\n    return 2.0 * jnp.sum(x, axis=0)\n",
         "replica_totals_answer": "def replica_totals(x, mesh):\n"
                                  "    return x.reshape(x.shape[0], mesh.shape[MODEL_REPLICAS], -1).sum(axis=1)\n",
         "dp_train_step_answer": "def dp_train_step(params, batch, mesh):\n"   # right numbers: all_gather, no psum
@@ -213,7 +213,7 @@ EQUIVALENT = {
     A05: {
         "sharded_scaled_sum_answer": "def sharded_scaled_sum(x, mesh):\n"
                                      "    x = jax.device_put(x, NamedSharding(mesh, P(DEVICES)))\n"
-                                     "    return jax.shard_map(lambda b: lax.psum(jnp.sum(b + b), DEVICES), mesh=mesh,\n"
+                                     "    return jax.shard_map(lambda b: lax.psum(jnp.sum(b + b, axis=0), DEVICES), mesh=mesh,\n"
                                      "                         in_specs=P(DEVICES), out_specs=P())(x)\n",
         "replica_totals_answer": "def replica_totals(x, mesh):\n"
                                  "    return jax.shard_map(lambda b: lax.psum(b, (MODEL_REPLICAS,)), mesh=mesh,\n"
