@@ -15,9 +15,11 @@ What each exercise asks that the notebook does not show verbatim:
   step with the gradients averaged over DATA_PARALLEL, *and* the full-batch loss of
   the incoming parameters, identical on every device, so that training can record it
   without a second pass (a second quantity that needs a collective).
-- `train(params, sharded_batch, steps)` runs on the host and returns
-  `(final_params, losses)`, `losses[i]` being the full-batch loss *before* step i:
-  it threads `p_update_step`'s pair through `steps` steps.
+- `train(params, sharded_batch, steps)` returns `(final_params, losses)` with
+  `steps + 1` losses: the full-batch loss before each step, then that of
+  `final_params`. The step reports the loss of the parameters it is *given*, so the
+  last entry needs one more evaluation (e.g. one more call whose new parameters are
+  dropped); the notebook shows neither the loop nor `lax.scan`'s form of it.
 
 The first two are local: the checks call them directly and under
 `jax.pmap(fn, axis_name=DATA_PARALLEL, in_axes=(None, 0))`. The step runs under
@@ -181,14 +183,21 @@ TEXT = {
     "train_final": "`final_params` as the first item",
     "train_losses_per_device": (
         "{call} returned `losses` of shape {shape}: one loss per device and step. Return one number per "
-        "step, the loss of the whole batch (with equal shards, the mean of the device losses)."),
-    "train_losses_shape": "{call} should return `losses` of shape ({steps},), one loss per step, but it has shape {shape}.",
+        "entry, the loss of the whole batch (with equal shards, the mean of the device losses)."),
+    "train_losses_shape": (
+        "{call} should return `losses` of shape ({n},): the full-batch loss before each of the {steps} "
+        "steps, then the loss of `final_params`. It has shape {shape}.{hint}"),
+    "train_losses_one_short": " One entry short: the loss of `final_params` is missing at the end.",
     "the_losses": "`losses`",
     "train_params": "{call} should end at {want}, but it ended at {got}. {more}",
     "train_steps_off": "Those are the parameters after {n} step(s): take exactly `steps` steps.",
     "train_apply_step": "Apply `p_update_step` (your `parallel_update_step` under pmap) `steps` times.",
     "train_losses": (
-        "{call} should return losses {want} (the full-batch loss before each step), but it returned {got}. {more}"),
+        "{call} should return losses {want} (the full-batch loss before each step, then that of "
+        "`final_params`), but it returned {got}. {more}"),
+    "train_losses_last": (
+        "All entries but the last are right. The last is the loss of `final_params` on the whole batch, "
+        "not on one device's shard, and not the loss before the last step."),
     "train_losses_after": (
         "Those are the losses *after* each step: record the loss of the parameters before you update "
         "them, so `losses[0]` is the loss of the starting parameters."),
@@ -519,11 +528,12 @@ def _check_train(fn: Callable) -> None:
             isinstance(new[n], jax.Array) and tuple(new[n].shape) == (k,) for n in PARAM_NAMES):
         fail(_say("train_per_device_params", call=call, k=k))
     _expect_param_dict(name, new, _say("train_final"))
-    if isinstance(losses, jax.Array) and losses.ndim == 2 and losses.shape[0] == steps:
+    if isinstance(losses, jax.Array) and losses.ndim == 2 and losses.shape[0] in (steps, steps + 1):
         fail(_say("train_losses_per_device", call=call, shape=tuple(losses.shape)))
-    if isinstance(losses, jax.Array) and losses.shape != (steps,):
-        fail(_say("train_losses_shape", call=call, steps=steps, shape=tuple(losses.shape)))
-    _expect_scalar(_say("the_losses"), losses, (steps,))
+    if isinstance(losses, jax.Array) and losses.shape != (steps + 1,):
+        hint = _say("train_losses_one_short") if losses.shape == (steps,) else ""
+        fail(_say("train_losses_shape", call=call, n=steps + 1, steps=steps, shape=tuple(losses.shape), hint=hint))
+    _expect_scalar(_say("the_losses"), losses, (steps + 1,))
     ref_params, ref_losses = _ref_train(p, b, steps)
     got = {n: float(new[n]) for n in PARAM_NAMES}
     if not all(same_values(got[n], ref_params[n], dtype=float) for n in PARAM_NAMES):
@@ -532,9 +542,14 @@ def _check_train(fn: Callable) -> None:
         more = _say("train_steps_off", n=done[0]) if done else _say("train_apply_step")
         fail(_say("train_params", call=call, want=_pair(ref_params), got=_pair(got), more=more))
     got_losses = np.asarray(losses, float)
-    if not same_values(got_losses, ref_losses[:-1], dtype=float):
-        more = _say("train_losses_after") if same_values(got_losses, ref_losses[1:], dtype=float) else ""
-        fail(_say("train_losses", call=call, want=show_values(ref_losses[:-1], dtype=float),
+    if not same_values(got_losses, ref_losses, dtype=float):
+        if same_values(got_losses[:-1], ref_losses[:-1], dtype=float):
+            more = _say("train_losses_last")
+        elif same_values(got_losses[:-1], ref_losses[1:], dtype=float):
+            more = _say("train_losses_after")
+        else:
+            more = ""
+        fail(_say("train_losses", call=call, want=show_values(ref_losses, dtype=float),
                   got=show_values(got_losses, dtype=float), more=more).strip())
 
 
@@ -550,13 +565,14 @@ def _observe_train(fn: Callable) -> dict:
 train = Exercise(
     "train", _check_train,
     hints=[
-        "Each call of `p_update_step` already gives you the next parameters *and* the full-batch loss "
-        "before the step: the one thing to carry from step to step, and the one thing to record.",
-        "A Python loop over `steps` works here (a `pmap` step does not stall, see the note above), then "
-        "`jnp.stack` the recorded losses. `lax.scan(one_step, params, length=steps)`, with "
-        "`one_step(params, _)` returning `(new_params, loss)`, compiles the loop once and is faster.",
-        "`p_update_step(params, sharded_batch)` already has the shape `scan` wants from `one_step`. "
-        "Return `(final_params, losses)`, `losses` a `jax.Array` of shape `(steps,)`.",
+        "What does one call of `p_update_step` hand back, and whose loss is that: the parameters it "
+        "was given, or the ones it returns? Then: which call could tell you the loss of `final_params`?",
+        "Carry the parameters from step to step and record each step's loss: a Python loop that "
+        "`jnp.stack`s the recorded losses works (a `pmap` step does not stall, see the note above), and "
+        "so does `lax.scan` with the parameters as its carry. The last entry needs one more full-batch "
+        "loss, at the final parameters.",
+        "`p_update_step(final_params, sharded_batch)` returns the loss of `final_params` as its second "
+        "item (drop its new parameters); `jnp.append(losses, last_loss)` gives shape `(steps + 1,)`.",
     ],
     observe=_observe_train,
 )

@@ -208,6 +208,7 @@ EQUIVALENT = {
                         "    for _ in range(steps):\n"
                         "        params, loss = p_update_step(params, sharded_batch)\n"
                         "        losses.append(loss)\n"
+                        "    losses.append(p_update_step(params, sharded_batch)[1])\n"
                         "    return params, jnp.stack(losses)\n",
     },
     A05: {
