@@ -459,3 +459,14 @@ def test_messages_are_check_failed():
     """Wrong answers fail with CheckFailed (an AssertionError), never with a raw JAX error."""
     with pytest.raises(CheckFailed):
         q.parallel_update_step.check(_step_with(pmean, axis=DEVICES))
+
+
+def test_hints_before_the_last_write_no_code_of_the_answer():
+    """compute_gradients and parallel_update_step: the first two hints ask and explain; only the last
+    one spells out code."""
+    for hint in q.compute_gradients._hints[:2]:
+        assert "jax.grad(loss_fn)" not in hint and "argnums=0" not in hint
+    for hint in q.parallel_update_step._hints[:2]:
+        assert "pmean" not in hint and "tree.map" not in hint and "LEARNING_RATE" not in hint
+    for exercise in (q.compute_gradients, q.parallel_update_step):
+        assert exercise._hints[0].rstrip().endswith("?")

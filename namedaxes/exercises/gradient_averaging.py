@@ -9,12 +9,15 @@ What each exercise asks that the notebook does not show verbatim:
 
 - `loss_fn(params, local_batch)`: the loss is stated as a formula; the student writes
   it in `jnp` (the demonstrations only call `model.loss`).
-- `compute_gradients(params, local_batch)`: `jax.grad` is shown on a different
-  function (`area`); the student applies it to their own loss.
+- `compute_gradients(params, local_batch)`: `jax.grad` is shown differentiating the
+  *second* argument of another function (`scaled_area`, `argnums=1`); the student must
+  see that their loss needs the first, the default (copying `argnums=1` gives the
+  gradient with respect to the batch, and the check says so).
 - `parallel_update_step(params, local_batch)` returns `(new_params, loss)`: one SGD
   step with the gradients averaged over DATA_PARALLEL, *and* the full-batch loss of
   the incoming parameters, identical on every device, so that training can record it
-  without a second pass (a second quantity that needs a collective).
+  without a second pass (a second quantity that needs a collective). The notebook's
+  `jax.tree.map` example is a midpoint of two dicts, not an SGD step.
 - `train(params, sharded_batch, steps)` returns `(final_params, losses)` with
   `steps + 1` losses: the full-batch loss before each step, then that of
   `final_params`. The step reports the loss of the parameters it is *given*, so the
@@ -383,11 +386,11 @@ def _check_compute_gradients(fn: Callable) -> None:
 compute_gradients = Exercise(
     "compute_gradients", _check_compute_gradients,
     hints=[
-        "The cell above differentiates `area` with `jax.grad`. Which function do you differentiate here, "
-        "and with respect to which of its arguments?",
-        "`jax.grad(f)` is a new function with the same arguments as `f`; it returns the gradient with "
-        "respect to the first argument, with the same dict structure. Build it from `loss_fn` and call "
-        "it with both arguments.",
+        "The cell above differentiates `scaled_area` with respect to its second argument. Which function "
+        "do you differentiate here, and which of its arguments holds the parameters?",
+        "`params` is `loss_fn`'s first argument: what does `argnums` default to? Differentiating with "
+        "respect to `local_batch` would give a dict with the batch's keys 'x' and 'y'. Call the new "
+        "function with both arguments.",
         "Don't derive the gradient by hand. At the starting `params` on the full `batch` you should get "
         "about -2.0 for 'w' and -1.0 for 'b'.",
     ],
@@ -496,11 +499,12 @@ parallel_update_step = Exercise(
     hints=[
         "Each device knows only its own shard. Which two numbers does it compute there, and what must "
         "happen to each of them before every device can use it as the whole batch's?",
-        "Take this device's loss and gradients (your two functions), average *both* over DATA_PARALLEL "
-        "with `lax.pmean` (it averages a dict, or a tuple, at once), then step: with equal shards the "
-        "averages are the full-batch loss and gradient.",
+        "Both are per-device results on a shard of the same size as every other: which collective of "
+        "notebook 02 turns such results into the whole batch's, the same on every device? One call "
+        "takes a dict, or a tuple of a number and a dict, at once.",
         "For the step, `jax.tree.map` with a two-argument function walks `params` and the averaged "
-        "gradients together, leaf by leaf (Pitfall 2). Return `(new_params, averaged_loss)`.",
+        "gradients together, leaf by leaf (Pitfall 2): `p - model.LEARNING_RATE * g` for each. Return "
+        "`(new_params, averaged_loss)`.",
     ],
     observe=_per_device_programs,
 )
