@@ -131,8 +131,8 @@ WRONG = {
                               "                         out_specs=P())(params, batch)\n",
     },
     A07: {
-        "median_centered_answer": "def median_centered(x, mesh):\n"      # each device's own median
-                                  "    return jax.shard_map(lambda b: b - jnp.median(b), mesh=mesh,\n"
+        "median_centered_answer": "def median_centered(x, mesh):\n"      # each device's own column medians
+                                  "    return jax.shard_map(lambda b: b - jnp.median(b, axis=0), mesh=mesh,\n"
                                   "                         in_specs=P(DEVICES), out_specs=P(DEVICES))(x)\n",
         "sum_scatter_columns_answer": "def sum_scatter_columns(x, mesh):\n"   # a mean, not a sum
                                       "    def cols(b):\n"
