@@ -56,8 +56,8 @@ WRONG = {
         "scaled_sum_answer": "def scaled_sum(x):\n    return lax.pmean(x * 2.0, axis_name=DEVICES)\n",   # no psum point
         "scaled_mean_answer": "def scaled_mean(x):\n"                    # the mean of the per-device means
                               "    return lax.pmean(jnp.nanmean(x * 2.0), axis_name=DEVICES)\n",
-        "global_max_share_answer": "def global_max_share(x):\n"          # the largest share: 1 everywhere
-                                   "    return lax.pmax(x / lax.pmax(x, DEVICES), DEVICES)\n",
+        "global_max_share_answer": "def global_max_share(x):\n"          # the largest share, replicated
+                                   "    return lax.pmax(x / lax.pmax(jnp.abs(x), DEVICES), DEVICES)\n",
     },
     A03: {
         "grid_sums_answer": "def grid_sums(x):\n    return x, x, x\n",
@@ -167,7 +167,8 @@ EQUIVALENT = {
         "scaled_mean_answer": "def scaled_mean(x):\n"
                               "    count = jnp.sum(~jnp.isnan(x)).astype(x.dtype)\n"
                               "    return lax.pmean(jnp.nansum(2.0 * x), DEVICES) / lax.pmean(count, DEVICES)\n",
-        "global_max_share_answer": "def global_max_share(x):\n    return x / -lax.pmin(-x, DEVICES)\n",
+        "global_max_share_answer": "def global_max_share(x):\n"
+                                   "    return x / jnp.maximum(lax.pmax(x, DEVICES), -lax.pmin(x, DEVICES))\n",
     },
     A03: {
         "grid_sums_answer": "def grid_sums(x):\n"                          # gather + sum, pmean * size
