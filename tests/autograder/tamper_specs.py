@@ -158,8 +158,8 @@ EQUIVALENT = {
         "rank_weighted_sum_answer": "def rank_weighted_sum(x):\n"
                                     "    return lax.psum(x * lax.axis_index(DEVICES).astype(x.dtype), DEVICES)\n",
         "last_device_value_answer": "def last_device_value(x):\n    return lax.all_gather(x, DEVICES)[-1]\n",
-        "center_answer": "def center(x):\n"                                # refused by the old visible check
-                         "    return x - jnp.mean(lax.all_gather(x, DEVICES), axis=0)\n",
+        "center_answer": "def center(x):\n"                                # a gathered mean of everything
+                         "    return x - jnp.mean(lax.all_gather(x, DEVICES))\n",
     },
     specs.A02: {
         "scaled_sum_answer": "def scaled_sum(x):\n"                         # a psum in disguise: all 3 points
