@@ -257,7 +257,8 @@ center = Exercise(
         "`jnp.mean(x)` averages this device's own values. Every device holds as many values as the "
         "others, so the mean of everything is the mean of those per-device means across the axis: "
         "the collective of `batch_mean` in section \"The same function under vmap\".",
-        "`x - lax.pmean(jnp.mean(x), DEVICES)`. Don't divide a `psum` by 8: the check also maps over 4 "
-        "devices and over 5 vmapped entries; `vmap(axis_name=DEVICES)` binds the same name as `pmap`.",
+        "Average first on the device (`jnp.mean` with no axis), then across DEVICES with `lax.pmean`, and "
+        "subtract that from `x`. Don't divide a `psum` by 8: the check also maps over 4 devices and over 5 "
+        "vmapped entries; `vmap(axis_name=DEVICES)` binds the same name as `pmap`.",
     ],
     observe=_observe_center)
