@@ -155,28 +155,33 @@ def test_last_device_value_observe_is_stable_and_discriminating():
         assert not _same_observations(reference, q.last_device_value.observe(answer))
 
 
-# ---------------------------------------------------------------- center
+# ---------------------------------------------------------------- center (one mean of everything)
 def center_ref(x):
-    return x - lax.pmean(x, DEVICES)
+    return x - lax.pmean(jnp.mean(x), DEVICES)
 
 
 CENTER_RIGHT = [
     center_ref,
-    lambda x: x - lax.psum(x, DEVICES) / lax.psum(1, DEVICES),
-    lambda x: x - lax.psum(x, DEVICES) / lax.axis_size(DEVICES),
-    lambda x: (x * lax.psum(1, DEVICES) - lax.psum(x, "devices")) / lax.psum(1, DEVICES),
-    lambda x: x - jnp.mean(lax.all_gather(x, DEVICES), axis=0),     # the issue's gap: visible check rejected it
+    lambda x: x - lax.psum(jnp.sum(x), DEVICES) / (lax.psum(1, DEVICES) * x.size),
+    lambda x: x - jnp.mean(lax.pmean(x, DEVICES)),                                  # the other order
+    lambda x: x - jnp.mean(lax.all_gather(x, DEVICES)),
+    lambda x: x - lax.psum(jnp.mean(x), "devices") / lax.axis_size(DEVICES),
 ]
 
 CENTER_WRONG = [
+    (lambda x: x - lax.pmean(x, DEVICES),                                           # batch_mean's cell, edited once
+     r"(?s)`center\(x\)` returned the wrong values under `jax\.pmap\(\.\.\., axis_name=DEVICES\)` over 8 devices\. "
+     r"It subtracts a mean per position.*one mean, that of all the elements of all devices"),
     (lambda x: x - jnp.mean(x), r"`center\(x\)` returned the wrong values.*own values only.*`lax\.pmean` over 'devices' is missing"),
-    (lambda x: x - lax.psum(x, DEVICES), r"subtracts the total"),
-    (lambda x: x - lax.psum(x, DEVICES) / 8, r"wrong values under `jax\.pmap\(\.\.\., axis_name=DEVICES\)` over 4 devices\. It is right over 8 devices but not here: is the number of devices hard-coded\?"),
-    (lambda x: x - lax.psum(x, DEVICES) / jax.device_count(), r"over 4 devices\. It is right over 8 devices"),
-    (lambda x: x - lax.pmean(jnp.mean(x), DEVICES), r"one mean of all elements"),
-    (lambda x: lax.pmean(x, DEVICES), r"`center\(x\)` returned the wrong values under `jax\.pmap\(\.\.\., axis_name=DEVICES\)` over 8 devices\. Subtract"),
-    (lambda x: x - lax.pmean(x, BATCH), r"unbound axis name: batch.*Write the axis name as the constant `DEVICES`"),
-    (lambda x: jnp.sum(x - lax.pmean(x, DEVICES)), r"should return shape \(3,\), but it returns shape \(\)"),
+    (lambda x: x - lax.psum(jnp.mean(x), DEVICES), r"subtracts the total"),
+    (lambda x: x - lax.psum(jnp.sum(x), DEVICES), r"subtracts the total"),
+    (lambda x: x - lax.psum(jnp.mean(x), DEVICES) / 8,
+     r"wrong values under `jax\.pmap\(\.\.\., axis_name=DEVICES\)` over 4 devices\. It is right over 8 devices but "
+     r"not here: is the number of devices hard-coded\?"),
+    (lambda x: x - lax.psum(jnp.mean(x), DEVICES) / jax.device_count(), r"over 4 devices\. It is right over 8 devices"),
+    (lambda x: lax.pmean(jnp.mean(x), DEVICES) + 0 * x, r"over 8 devices\. Subtract, from x, one number"),
+    (lambda x: x - lax.pmean(jnp.mean(x), BATCH), r"unbound axis name: batch.*Write the axis name as the constant `DEVICES`"),
+    (lambda x: jnp.sum(x - lax.pmean(jnp.mean(x), DEVICES)), r"should return shape \(3,\), but it returns shape \(\)"),
     (_not_written, r"`center` is not written yet"),
 ]
 
@@ -195,13 +200,13 @@ def test_center_check_runs_under_vmap_too():
     """An answer that is right for the pmap sizes of the check (8 and 4) but not for vmap over 5 is caught."""
     def pmap_only(x):
         n = lax.axis_size(DEVICES)
-        return x - lax.psum(x, DEVICES) / (n if n in (4, 8) else 1)
+        return x - lax.psum(jnp.mean(x), DEVICES) / (n if n in (4, 8) else 1)
     assert_check_fails(q.center.check, pmap_only, match=r"under `jax\.vmap\(\.\.\., axis_name=DEVICES\)` over 5 examples")
 
 
 def test_center_all_gather_answer_passes_visible_and_hidden_alike():
-    """The checker gap: an `all_gather`-based mean passed the hidden test but not the visible check."""
-    gathered = lambda x: x - jnp.mean(lax.all_gather(x, DEVICES), axis=0)  # noqa: E731
+    """An `all_gather`-based mean passes the hidden test and the visible check alike."""
+    gathered = lambda x: x - jnp.mean(lax.all_gather(x, DEVICES))  # noqa: E731
     assert_check_passes(q.center.check, gathered)
     assert _same_observations(q.center.observe(center_ref), q.center.observe(gathered))
 
@@ -213,10 +218,11 @@ def test_center_observe_is_stable_and_discriminating():
     assert set(got) == {"pmap_2", "vmap_2", "pmap_4", "vmap_4", "pmap_8", "vmap_8", "axes", "communication"}
     for k in (2, 4, 8):
         np.testing.assert_allclose(got[f"pmap_{k}"], got[f"vmap_{k}"], rtol=1e-5, atol=1e-5)
+        assert abs(float(np.mean(got[f"pmap_{k}"]))) < 1e-4          # centred as a whole
     for answer in CENTER_RIGHT[1:]:
         assert _same_observations(reference, q.center.observe(answer))
-    assert not _same_observations(reference, q.center.observe(lambda x: x - lax.psum(x, DEVICES) / 8))
-    assert not _same_observations(reference, q.center.observe(lambda x: x - jnp.mean(x)))
+    for answer, _ in CENTER_WRONG[:5]:
+        assert not _same_observations(reference, q.center.observe(answer))
 
 
 def test_hints_exist():
@@ -224,7 +230,7 @@ def test_hints_exist():
         assert 2 <= len(exercise._hints) <= 3
 
 
-@pytest.mark.parametrize("exercise", [q.rank_weighted_sum, q.last_device_value], ids=lambda e: e.name)
+@pytest.mark.parametrize("exercise", [q.rank_weighted_sum, q.last_device_value, q.center], ids=lambda e: e.name)
 def test_first_hint_does_not_give_the_answer(exercise):
     first = exercise._hints[0]
     assert "psum" not in first and "where" not in first and "axis_index" not in first

@@ -55,38 +55,42 @@ def _identity_observation(k: int, shape: tuple) -> dict:
     """
     mesh = q.line_mesh(k)
     placed = spec(shape, jnp.float32, sharding=NamedSharding(mesh, P(DEVICES)))
-    name = {(8, (16,)): "k8_n16", (2, (2 * q.ROWS, q.COLUMNS)): "k2"}[(k, shape)]
+    name = {(8, (16,)): "k8_n16", (8, (16, 2)): "k8_16x2", (2, (2 * q.ROWS, q.COLUMNS)): "k2"}[(k, shape)]
     return programs({name: Case(lambda v: v * 1.0, placed)})
 
 
-# ---------------------------------------------------------------- 1. median_centered
+# ---------------------------------------------------------------- 1. median_centered (column medians)
 def ref_median_centered(x, mesh):
-    def center_block(block):
-        everything = lax.all_gather(block, DEVICES, tiled=True)
-        return block - jnp.median(everything)
-    return jax.shard_map(center_block, mesh=mesh, in_specs=P(DEVICES), out_specs=P(DEVICES))(x)
+    def center_rows(block):
+        all_rows = lax.all_gather(block, DEVICES, tiled=True)
+        return block - jnp.median(all_rows, axis=0)
+    return jax.shard_map(center_rows, mesh=mesh, in_specs=P(DEVICES), out_specs=P(DEVICES))(x)
 
 
 def _middle_of_sorted(block):
-    s = jnp.sort(lax.all_gather(block, DEVICES, tiled=True))
-    return block - (s[(s.size - 1) // 2] + s[s.size // 2]) / 2
+    s = jnp.sort(lax.all_gather(block, DEVICES, tiled=True), axis=0)
+    n = s.shape[0]
+    return block - (s[(n - 1) // 2] + s[n // 2]) / 2
 
 
 def _whole_centred(block):
     gathered = lax.all_gather(block, DEVICES, tiled=True)
-    return gathered - jnp.median(gathered)
+    return gathered - jnp.median(gathered, axis=0)
 
 
 def _replicated_centred(block):
     gathered = lax.all_gather(block, DEVICES, tiled=True, to="invarying")
-    return gathered - jnp.median(gathered)
+    return gathered - jnp.median(gathered, axis=0)
 
 
 MEDIAN_EQUIVALENT = {
-    "untiled gather": _mapped(lambda b: b - jnp.median(lax.all_gather(b, DEVICES))),
-    "sort, middle two": _mapped(_middle_of_sorted),
-    "check_vma=False": _mapped(lambda b: b - jnp.median(lax.all_gather(b, DEVICES, tiled=True)), check_vma=False),
+    "untiled gather, median over devices and rows": _mapped(
+        lambda b: b - jnp.median(lax.all_gather(b, DEVICES), axis=(0, 1))),
+    "sort each column, middle two": _mapped(_middle_of_sorted),
+    "check_vma=False": _mapped(lambda b: b - jnp.median(lax.all_gather(b, DEVICES, tiled=True), axis=0),
+                               check_vma=False),
     "invarying gather, replicated result": _mapped(_replicated_centred, out_specs=P()),
+    "transposed gather": _mapped(lambda b: b - jnp.median(lax.all_gather(b.T, DEVICES, axis=1, tiled=True), axis=1)),
 }
 
 
@@ -100,37 +104,40 @@ def test_median_centered_observations_of_equivalent_answers_match():
     reference = q.median_centered.observe(ref_median_centered)
     got = derived(reference)
     assert got["communication"] == [f"all_gather over '{DEVICES}'"]
-    assert {"k8_n16", "k4_n12", "k2_n6", "collectives"} <= set(got)
-    assert got["k8_n16"].dtype == np.float32 and got["k8_n16"].shape == (16,)
+    assert {"k8_16x2", "k4_12x3", "k2_6x3", "collectives"} <= set(got)
+    assert got["k8_16x2"].dtype == np.float32 and got["k8_16x2"].shape == (16, 2)
     # the grader's inputs are its own: check the reference program's outputs against NumPy on them
-    x = derived(_identity_observation(8, (16,)))["k8_n16"]
-    np.testing.assert_allclose(got["k8_n16"], x - np.median(x), rtol=1e-6)
+    x = derived(_identity_observation(8, (16, 2)))["k8_16x2"]
+    np.testing.assert_allclose(got["k8_16x2"], x - np.median(x, axis=0), rtol=1e-6)
     for answer in MEDIAN_EQUIVALENT.values():
         assert _matches(q.median_centered.observe(answer), reference)
 
 
 MEDIAN_WRONG = {
     "unanswered": (_not_written, r"`median_centered` is not written yet"),
-    "median of the own block": (_mapped(lambda b: b - jnp.median(b)),
-                                r"(?s)wrong values \(mesh of 8 devices.*median of its own block.*gather"),
-    "mean instead of median": (_mapped(lambda b: b - jnp.mean(lax.all_gather(b, DEVICES, tiled=True))),
-                               r"(?s)wrong values.*x minus its mean"),
-    "median minus x": (_mapped(lambda b: jnp.median(lax.all_gather(b, DEVICES, tiled=True)) - b),
+    "the cell above, edited once": (_mapped(lambda b: b - jnp.median(lax.all_gather(b, DEVICES, tiled=True))),
+                                    r"(?s)wrong values \(mesh of 8 devices, x of shape \(16, 2\), blocks of 2 x 2\)"
+                                    r".*one median, that of all of x.*each column has its own"),
+    "medians of the own rows": (_mapped(lambda b: b - jnp.median(b, axis=0)),
+                                r"(?s)wrong values \(mesh of 8 devices.*column medians of its own rows.*gather"),
+    "mean instead of median": (_mapped(lambda b: b - jnp.mean(lax.all_gather(b, DEVICES, tiled=True), axis=0)),
+                               r"(?s)wrong values.*x minus its column means"),
+    "median minus x": (_mapped(lambda b: jnp.median(lax.all_gather(b, DEVICES, tiled=True), axis=0) - b),
                        r"(?s)wrong values.*median - x"),
-    "whole vector from every device": (_mapped(_whole_centred),
-                                       r"(?s)shape \(16,\).*returned shape \(128,\).*8 copies side by side"),
+    "whole matrix from every device": (_mapped(_whole_centred),
+                                       r"(?s)shape \(16, 2\).*returned shape \(128, 2\).*8 copies side by side"),
     "out_specs=P() on a gathered value": (_mapped(_whole_centred, out_specs=P()),
                                           r"(?s)types it as varying.*`all_gather`.*names the mesh axis"),
-    "no shard_map": (lambda x, mesh: x - jnp.median(x),
+    "no shard_map": (lambda x, mesh: x - jnp.median(x, axis=0),
                      r"(?s)outside `jax\.shard_map`, JAX refuses.*inside the function you give"),
-    "misspelled axis name": (_mapped(lambda b: b - jnp.median(lax.all_gather(b, "device", tiled=True))),
+    "misspelled axis name": (_mapped(lambda b: b - jnp.median(lax.all_gather(b, "device", tiled=True), axis=0)),
                              r"(?s)collective over 'device' where no mesh axis.*axes \('devices',\)"),
-    "hard-coded": (lambda x, mesh: jnp.asarray([0.0, -4, 1, -2, -8, 6, -1, -9, 2, 0, -8, 5, 6, -10, 6, 0]),
-                   r"(?s)shape \(12,\) \(mesh of 4 devices.*returned shape \(16,\)"),
+    "hard-coded": (lambda x, mesh: jnp.full((16, 2), 3.0, jnp.float32),
+                   r"(?s)wrong values \(mesh of 8 devices.*by hand"),
     "constant of the right shape": (_mapped(lambda b: b * 0.0 + 3.0),
                                     r"(?s)wrong values.*The result does not change when `x` does"),
-    "median plus a half": (_mapped(lambda b: b - jnp.median(lax.all_gather(b, DEVICES, tiled=True)) + 0.5),
-                        r"(?s)wrong values.*That is not x minus the median of the whole vector"),
+    "median plus a half": (_mapped(lambda b: b - jnp.median(lax.all_gather(b, DEVICES, tiled=True), axis=0) + 0.5),
+                           r"(?s)wrong values.*That is not x minus the medians of its columns"),
 }
 
 
@@ -147,7 +154,7 @@ def test_median_centered_rejects(answer, match):
 def _jit_median(x, mesh):
     """Right values without writing a collective: reshard to one replicated copy, then a plain median."""
     whole = jax.reshard(x, NamedSharding(mesh, P()))
-    return jax.reshard(whole - jnp.median(whole), NamedSharding(mesh, P(DEVICES)))
+    return jax.reshard(whole - jnp.median(whole, axis=0), NamedSharding(mesh, P(DEVICES)))
 
 
 def test_median_centered_needs_an_all_gather():
@@ -157,11 +164,16 @@ def test_median_centered_needs_an_all_gather():
 
 def test_median_centered_observations_reject_wrong_answers():
     reference = q.median_centered.observe(ref_median_centered)
-    for key in ("median of the own block", "mean instead of median", "median minus x"):
+    for key in ("the cell above, edited once", "medians of the own rows", "mean instead of median", "median minus x"):
         assert "values differ" in _why_not(q.median_centered.observe(MEDIAN_WRONG[key][0]), reference), key
     assert "global-view program" in _why_not(q.median_centered.observe(_jit_median), reference)
-    shape = _why_not(q.median_centered.observe(MEDIAN_WRONG["whole vector from every device"][0]), reference)
-    assert "returns float32[128], expected float32[16]" in shape
+    shape = _why_not(q.median_centered.observe(MEDIAN_WRONG["whole matrix from every device"][0]), reference)
+    assert "returns float32[128, 2], expected float32[16, 2]" in shape
+
+
+def test_median_centered_first_hint_is_a_question_without_code():
+    first = q.median_centered._hints[0]
+    assert first.rstrip().endswith("?") and "all_gather" not in first and "axis" not in first
 
 
 # ---------------------------------------------------------------- 2. sum_scatter_columns

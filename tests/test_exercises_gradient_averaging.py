@@ -54,7 +54,8 @@ def _merge(sharded_batch):
 
 
 def train_ref(params, sharded_batch, steps):
-    return lax.scan(lambda p, _: p_step_ref(p, sharded_batch), params, length=steps)
+    final, losses = lax.scan(lambda p, _: p_step_ref(p, sharded_batch), params, length=steps)
+    return final, jnp.append(losses, p_step_ref(final, sharded_batch)[1])
 
 
 def _new_params(params, sharded_batch):
@@ -307,25 +308,31 @@ def test_update_step_observations():
         assert not _same_observations(reference, q.parallel_update_step.observe(fn)), fn.__name__
 
 
-# ---------------------------------------------------------------- train
+# ---------------------------------------------------------------- train (steps + 1 losses)
+def _full_loss(params, sharded_batch):
+    return loss_ref(params, _merge(sharded_batch))
+
+
 def train_python_loop(params, sharded_batch, steps):
     losses = []
     for _ in range(steps):
         params, loss = p_step_ref(params, sharded_batch)
         losses.append(float(loss))
+    losses.append(float(p_step_ref(params, sharded_batch)[1]))
     return params, jnp.array(losses)
 
 
 def train_replicated(params, sharded_batch, steps):
-    """Replicated params with the default in_axes; the loss of the device's copy 0."""
+    """Replicated params with the default in_axes; the loss of the device's copy 0; one step too many."""
     n = sharded_batch["x"].shape[0]
     step = jax.pmap(step_ref, axis_name=DATA_PARALLEL)
     replicated = jax.tree.map(lambda p: jnp.broadcast_to(p, (n,) + p.shape), params)
-    losses = []
-    for _ in range(steps):
+    losses, final = [], None
+    for _ in range(steps + 1):
+        final = replicated
         replicated, loss = step(replicated, sharded_batch)
         losses.append(loss[0])
-    return jax.tree.map(lambda p: p[0], replicated), jnp.stack(losses)
+    return jax.tree.map(lambda p: p[0], final), jnp.stack(losses)
 
 
 def train_jax_loop(params, sharded_batch, steps):
@@ -334,17 +341,17 @@ def train_jax_loop(params, sharded_batch, steps):
     for _ in range(steps):
         params, loss = p_step_ref(params, sharded_batch)
         losses.append(loss)
-    return params, jnp.stack(losses)
+    return params, jnp.stack(losses + [_full_loss(params, sharded_batch)])
 
 
 def train_own_full_loss(params, sharded_batch, steps):
-    """Ignores the step's loss and computes the full-batch loss itself."""
-    full_batch = _merge(sharded_batch)
-
+    """Ignores the step's loss and computes the full-batch loss itself, starting loss first."""
     def one_step(p, _):
-        return _new_params(p, sharded_batch), loss_ref(p, full_batch)
+        new = _new_params(p, sharded_batch)
+        return new, _full_loss(new, sharded_batch)
 
-    return lax.scan(one_step, params, length=steps)
+    final, after = lax.scan(one_step, params, length=steps)
+    return final, jnp.concatenate([_full_loss(params, sharded_batch)[None], after])
 
 
 # The hidden test compiles `train` into one exported program (the grader runs it on its own data):
@@ -355,15 +362,25 @@ TRAIN_EXPORTABLE = TRAIN_RIGHT
 
 
 def train_losses_after(params, sharded_batch, steps):
-    final, _ = train_ref(params, sharded_batch, steps)
-    full_batch = _merge(sharded_batch)
+    """Every loss recorded after its step, the starting loss at the end."""
+    final, losses = train_ref(params, sharded_batch, steps)
+    return final, jnp.append(losses[1:], losses[0])
 
-    def one_step(p, _):
-        new = _new_params(p, sharded_batch)
-        return new, loss_ref(new, full_batch)
 
-    _, losses = lax.scan(one_step, params, length=steps)
-    return final, losses
+def train_last_is_one_shard(params, sharded_batch, steps):
+    final, losses = train_ref(params, sharded_batch, steps)
+    return final, losses.at[-1].set(loss_ref(final, jax.tree.map(lambda a: a[0], sharded_batch)))
+
+
+def train_before_steps_only(params, sharded_batch, steps):
+    """The old exercise's answer: the loss before each step, none for the final parameters."""
+    return lax.scan(lambda p, _: p_step_ref(p, sharded_batch), params, length=steps)
+
+
+def train_last_repeated(params, sharded_batch, steps):
+    """The last loss before a step, written twice."""
+    final, losses = train_before_steps_only(params, sharded_batch, steps)
+    return final, jnp.append(losses, losses[-1])
 
 
 def train_per_device_params(params, sharded_batch, steps):
@@ -382,12 +399,16 @@ def train_per_device_losses(params, sharded_batch, steps):
 
 TRAIN_WRONG = [
     (train_losses_after, r"losses \*after\* each step"),
+    (train_last_is_one_shard, r"All entries but the last are right.*not on one device's shard"),
+    (train_before_steps_only, r"shape \(6,\): the full-batch loss before each of the 5 steps, then the loss "
+                              r"of `final_params`\. It has shape \(5,\)\. One entry short"),
+    (train_last_repeated, r"(?s)All entries but the last are right.*not the loss before the last step"),
     (lambda p, b, s: (train_ref(p, b, s + 1)[0], train_ref(p, b, s)[1]), r"parameters after 6 step\(s\)"),
     (lambda p, b, s: train_ref(p, b, s)[0], r"pair `\(final_params, losses\)`.*`dict`"),
     (lambda p, b, s: train_ref(p, b, s)[::-1], r"`final_params` as the first item.*returned a `jax\.Array`"),
     (train_per_device_params, r"one copy of the parameters per device.*out_axes=None"),
     (train_per_device_losses, r"shape \(5, 4\): one loss per device and step"),
-    (lambda p, b, s: (train_ref(p, b, s)[0], jnp.zeros(s + 1)), r"shape \(5,\), one loss per step"),
+    (lambda p, b, s: (train_ref(p, b, s)[0], jnp.zeros(s + 2)), r"shape \(6,\).*It has shape \(7,\)\."),
     (lambda p, b, s: train_ref(jax.tree.map(lambda x: x + 0.1, p), b, s), r"should end at"),
     (_not_written, r"`train` .*not written yet"),
 ]
@@ -406,12 +427,17 @@ def test_train_rejects_wrong_answers(fn, match):
 def test_train_observations():
     reference = q.train.observe(train_ref)
     got = derived(reference)
-    assert got["k2_steps6[1]"].shape == (6,) and got["k8_steps5[1]"].shape == (5,)
+    assert got["k2_steps6[1]"].shape == (7,) and got["k8_steps5[1]"].shape == (6,)
     assert np.all(np.diff(np.asarray(got["k4_steps9[1]"])) < 0)             # SGD makes progress
     for fn in TRAIN_EXPORTABLE[1:]:
         assert _same_observations(reference, q.train.observe(fn)), fn.__name__
-    for fn, _ in TRAIN_WRONG[:2]:
-        assert not _same_observations(reference, q.train.observe(fn))
+    for fn in (train_losses_after, train_last_is_one_shard, train_last_repeated):
+        assert not _same_observations(reference, q.train.observe(fn)), fn.__name__
+
+
+def test_train_first_hint_is_a_question_without_code():
+    first = q.train._hints[0]
+    assert first.rstrip().endswith("?") and "scan" not in first and "append" not in first and "stack" not in first
 
 
 def test_train_with_float_losses_cannot_be_exported():
@@ -439,3 +465,14 @@ def test_messages_are_check_failed():
     """Wrong answers fail with CheckFailed (an AssertionError), never with a raw JAX error."""
     with pytest.raises(CheckFailed):
         q.parallel_update_step.check(_step_with(pmean, axis=DEVICES))
+
+
+def test_hints_before_the_last_write_no_code_of_the_answer():
+    """compute_gradients and parallel_update_step: the first two hints ask and explain; only the last
+    one spells out code."""
+    for hint in q.compute_gradients._hints[:2]:
+        assert "jax.grad(loss_fn)" not in hint and "argnums=0" not in hint
+    for hint in q.parallel_update_step._hints[:2]:
+        assert "pmean" not in hint and "tree.map" not in hint and "LEARNING_RATE" not in hint
+    for exercise in (q.compute_gradients, q.parallel_update_step):
+        assert exercise._hints[0].rstrip().endswith("?")

@@ -279,41 +279,48 @@ def test_scaled_mean_observe_pads_on_the_graders_inputs(scaled_mean_reference_ob
     assert any(not np.allclose(got[k], means_of_means[k], equal_nan=True) for k in got)
 
 
-# ---------------------------------------------------------------- global_max_share
+# ---------------------------------------------------------------- global_max_share (largest magnitude)
 def ref_global_max_share(x):
-    return x / lax.pmax(x, axis_name=DEVICES)
+    return x / lax.pmax(jnp.abs(x), axis_name=DEVICES)
 
 
 GLOBAL_MAX_SHARE_EQUIVALENT = {
-    "times reciprocal": lambda x: x * (1.0 / lax.pmax(x, DEVICES)),
-    "minus pmin of minus": lambda x: x / -lax.pmin(-x, DEVICES),
-    "jnp.divide": lambda x: jnp.divide(x, lax.pmax(x, axis_name=DEVICES)),
+    "times reciprocal": lambda x: x * (1.0 / lax.pmax(jnp.abs(x), DEVICES)),
+    "max of x and -x": lambda x: x / jnp.maximum(lax.pmax(x, DEVICES), -lax.pmin(x, DEVICES)),
+    "jnp.divide, sqrt of square": lambda x: jnp.divide(x, lax.pmax(jnp.sqrt(x * x), axis_name=DEVICES)),
 }
 
 
 @pytest.mark.parametrize("answer, match", [
-    (lambda x: x / jnp.max(x), r"(?s)expected \[0\.125.*got \[1\. 1\. 1\. 1\.\].*Every entry is 1"),
+    (lambda x: x / lax.pmax(x, DEVICES),                                       # the notebook's pmax cell, edited
+     r"(?s)expected \[ 0\.125 -0\.25 +0\.5 +-1\.   \].*got \[ 0\.25 -0\.5 +1\. +-2\. *\].*largest \*value\*"),
+    (lambda x: jnp.abs(x) / lax.pmax(jnp.abs(x), DEVICES), r"signs are gone"),
+    (lambda x: x / jnp.max(jnp.abs(x)), r"Every entry is 1|expected"),
     (lambda x: x / x, r"Every entry is 1"),
-    (lambda x: lax.pmax(x, DEVICES), r"maximum itself"),
-    (lambda x: x / lax.pmax(jnp.max(x), DEVICES), r"largest entry of all vectors"),
-    (lambda x: lax.pmean(x / lax.pmax(x, DEVICES), DEVICES), r"each device should keep its own share"),
-    (lambda x: lax.pmax(x / lax.pmax(x, DEVICES), DEVICES),                     # the issue's misleading message
-     r"(?s)got \[1\. 1\. 1\. 1\.\].*largest share, which is always 1.*outer `lax\.pmax`"),
-    (lambda x: x / 4.0, r"(?s)expected \[0\.125 0\.25 .*got \[0\.25 0\.5 "),
-    (lambda x: x / lax.pmax(x, "device"), r"unbound axis name: device\b"),
+    (lambda x: lax.pmax(jnp.abs(x), DEVICES), r"largest magnitude itself"),
+    (lambda x: x / lax.pmax(jnp.max(jnp.abs(x)), DEVICES), r"largest magnitude of all vectors"),
+    (lambda x: lax.pmean(x / lax.pmax(jnp.abs(x), DEVICES), DEVICES), r"each device should keep its own share"),
+    (lambda x: x / 8.0, r"(?s)expected \[1\.  0\.5\], got \[0\.375  0\.1875\].*\(2 devices, input"),
+    (lambda x: x / lax.pmax(jnp.abs(x), "device"), r"unbound axis name: device\b"),
     (_not_written, r"`global_max_share` is not written yet"),
-], ids=["local max", "x / x", "pmax only", "max of everything", "replicated", "max of the shares", "hard-coded",
-        "wrong axis name", "unanswered"])
+], ids=["largest value", "signs lost", "local max", "x / x", "pmax only", "max of everything", "replicated",
+        "hard-coded", "wrong axis name", "unanswered"])
 def test_global_max_share_check_rejects(answer, match):
     assert_check_fails(q.global_max_share.check, answer, match=match)
 
 
 def test_global_max_share_max_of_shares_is_not_called_a_local_division():
-    """`pmax(x / pmax(x))` communicates; its all-ones result must not be explained as "divided by its own value"."""
-    msg = assert_check_fails(q.global_max_share.check, lambda x: lax.pmax(x / lax.pmax(x, DEVICES), DEVICES))
-    assert "divided by its own value" not in msg
+    """`pmax(x / pmax(|x|))` communicates; its all-ones result must not be explained as "divided by its own value"."""
+    msg = assert_check_fails(q.global_max_share.check,
+                             lambda x: lax.pmax(x / lax.pmax(jnp.abs(x), DEVICES), DEVICES))
+    assert "divided by its own value" not in msg and "keep its own share" in msg
     msg = assert_check_fails(q.global_max_share.check, lambda x: x / x)
     assert "divided by its own value" in msg and "outer" not in msg
+
+
+def test_global_max_share_first_hint_is_a_question_without_code():
+    first = q.global_max_share._hints[0]
+    assert first.rstrip().endswith("?") and "pmax" not in first and "abs" not in first
 
 
 @pytest.mark.parametrize("answer", [ref_global_max_share, *GLOBAL_MAX_SHARE_EQUIVALENT.values()],
@@ -333,12 +340,14 @@ def test_global_max_share_observe_accepts_equivalent(answer, global_max_share_re
 
 
 @pytest.mark.parametrize("answer", [
-    lambda x: x / jnp.max(x),
-    lambda x: x / lax.pmax(jnp.max(x), DEVICES),
-    lambda x: x / lax.psum(x, DEVICES),
+    lambda x: x / lax.pmax(x, DEVICES),
+    lambda x: jnp.abs(x) / lax.pmax(jnp.abs(x), DEVICES),
+    lambda x: x / jnp.max(jnp.abs(x)),
+    lambda x: x / lax.pmax(jnp.max(jnp.abs(x)), DEVICES),
+    lambda x: x / lax.psum(jnp.abs(x), DEVICES),
     lambda x: x / 4.0,
-    lambda x: lax.pmax(x / lax.pmax(x, DEVICES), DEVICES),
-], ids=["local max", "max of everything", "psum", "hard-coded", "max of the shares"])
+    lambda x: lax.pmax(x / lax.pmax(jnp.abs(x), DEVICES), DEVICES),
+], ids=["largest value", "signs lost", "local max", "max of everything", "psum", "hard-coded", "max of the shares"])
 def test_global_max_share_observe_rejects_wrong(answer, global_max_share_reference_obs):
     assert not _matches(q.global_max_share.observe(answer), global_max_share_reference_obs)
 
@@ -349,8 +358,8 @@ def test_global_max_share_observe_has_axes_and_is_not_replicated(global_max_shar
     for key, value in obs.items():
         if key not in ("axes", "communication"):
             value = np.asarray(value)
-            assert value.dtype == np.float32 and np.all(value > 0) and np.all(value <= 1)
-            assert np.isclose(value.max(axis=0), 1.0).all() and not np.allclose(value, value[:1])
+            assert value.dtype == np.float32 and np.all(np.abs(value) <= 1) and (value < 0).any()   # signed draws
+            assert np.isclose(np.abs(value).max(axis=0), 1.0).all() and not np.allclose(value, value[:1])
 
 
 # ---------------------------------------------------------------- the comparison helper itself

@@ -35,14 +35,14 @@ def _place(tree, mesh, spec):
     return jax.device_put(tree, NamedSharding(mesh, spec))
 
 
-# ---------------------------------------------------------------- 1. sharded_scaled_sum
+# ---------------------------------------------------------------- 1. sharded_scaled_sum (column totals)
 def ref_sharded_scaled_sum(x, mesh):
     x = _place(x, mesh, P(DEVICES))
 
-    def block_total(block):
-        return lax.psum(jnp.sum(block * 2.0), axis_name=DEVICES)
+    def column_totals(block):
+        return lax.psum(jnp.sum(block * 2.0, axis=0), axis_name=DEVICES)
 
-    return jax.shard_map(block_total, mesh=mesh, in_specs=P(DEVICES), out_specs=P())(x)
+    return jax.shard_map(column_totals, mesh=mesh, in_specs=P(DEVICES), out_specs=P())(x)
 
 
 def _scaled_sum_with(body, *, place=True, out_specs=P(), **kwargs):
@@ -55,23 +55,24 @@ def _scaled_sum_with(body, *, place=True, out_specs=P(), **kwargs):
 
 def _inferred_in_specs(x, mesh):
     x = _place(x, mesh, P(DEVICES))
-    return jax.shard_map(lambda b: lax.psum(jnp.sum(b * 2.0), DEVICES), mesh=mesh, out_specs=P())(x)
+    return jax.shard_map(lambda b: lax.psum(jnp.sum(b * 2.0, axis=0), DEVICES), mesh=mesh, out_specs=P())(x)
 
 
 def _jit_inside(x, mesh):
-    f = jax.jit(jax.shard_map(lambda b: 2.0 * lax.psum(b.sum(), DEVICES), mesh=mesh,
-                              in_specs=P(DEVICES), out_specs=P()))
-    return f(_place(x, mesh, P(DEVICES)))
+    f = jax.jit(jax.shard_map(lambda b: 2.0 * lax.psum(b.sum(axis=0), DEVICES), mesh=mesh,
+                              in_specs=P(DEVICES, None), out_specs=P(None)))
+    return f(_place(x, mesh, P(DEVICES, None)))
 
 
 SCALED_SUM_EQUIVALENT = {
     "reference": ref_sharded_scaled_sum,
-    "psum elementwise, then sum": _scaled_sum_with(lambda b: jnp.sum(lax.psum(b * 2.0, DEVICES))),
+    "psum the block, then sum its rows": _scaled_sum_with(lambda b: jnp.sum(lax.psum(b * 2.0, DEVICES), axis=0)),
     "pmean times device count": _scaled_sum_with(
-        lambda b: lax.pmean(jnp.sum(b), DEVICES) * lax.psum(1, DEVICES) * 2.0),
-    "check_vma=False": _scaled_sum_with(lambda b: lax.psum(jnp.sum(b + b), DEVICES), check_vma=False),
+        lambda b: lax.pmean(b.sum(0), DEVICES) * lax.psum(1, DEVICES) * 2.0),
+    "check_vma=False": _scaled_sum_with(lambda b: lax.psum(jnp.sum(b + b, axis=0), DEVICES), check_vma=False),
     "in_specs inferred": _inferred_in_specs,
-    "jit inside": _jit_inside,
+    "jit inside, specs spelled out": _jit_inside,
+    "ones @ block": _scaled_sum_with(lambda b: lax.psum(jnp.ones(b.shape[0]) @ (2.0 * b), DEVICES)),
 }
 
 
@@ -84,51 +85,66 @@ def test_sharded_scaled_sum_observations_of_equivalent_answers_match():
     reference = q.sharded_scaled_sum.observe(ref_sharded_scaled_sum)
     got = derived(reference)
     assert got["axes"] == [DEVICES]
-    assert set(got) == {"out_k8_n16", "out_k4_n8", "out_k2_n6", "axes", "communication"}
+    assert set(got) == {"out_k8_16x3", "out_k4_8x5", "out_k2_6x2", "axes", "communication"}
+    assert np.asarray(got["out_k4_8x5"]).shape == (5,)
     for answer in list(SCALED_SUM_EQUIVALENT.values())[1:]:
         assert _matches(q.sharded_scaled_sum.observe(answer), reference)
 
 
 def _global_sum(x, mesh):
-    return jnp.sum(_place(x, mesh, P(DEVICES)) * 2.0)
+    return jnp.sum(_place(x, mesh, P(DEVICES)) * 2.0, axis=0)
 
 
 def _set_mesh_inside(x, mesh):
     with jax.set_mesh(mesh):
         x = jax.reshard(x, P(DEVICES))
-        return jax.shard_map(lambda b: lax.psum(jnp.sum(b * 2.0), DEVICES), in_specs=P(DEVICES), out_specs=P())(x)
+        return jax.shard_map(lambda b: lax.psum(jnp.sum(b * 2.0, axis=0), DEVICES), in_specs=P(DEVICES),
+                             out_specs=P())(x)
 
 
 SCALED_SUM_WRONG = {
     "unanswered": (_not_written, r"`sharded_scaled_sum` is not written yet"),
     "plain array on an Explicit mesh": (
-        _scaled_sum_with(lambda b: lax.psum(jnp.sum(b * 2.0), DEVICES), place=False),
+        _scaled_sum_with(lambda b: lax.psum(jnp.sum(b * 2.0, axis=0), DEVICES), place=False),
         r"(?s)does not match the specs of the input.*Explicit axes.*jax\.device_put\(x, NamedSharding"),
     "no psum, out_specs=P()": (
-        _scaled_sum_with(lambda b: jnp.sum(b * 2.0)),
+        _scaled_sum_with(lambda b: jnp.sum(b * 2.0, axis=0)),
         r"(?s)type of the value says it still varies.*only a reducing collective over that axis"),
     "no psum, check_vma=False": (
-        _scaled_sum_with(lambda b: jnp.sum(b * 2.0), check_vma=False),
-        r"(?s)returned 2 \(mesh of 8 devices.*total of 2 \* x is 240.*only the first device's share"),
+        _scaled_sum_with(lambda b: jnp.sum(b * 2.0, axis=0), check_vma=False),
+        r"(?s)returned \[ 6\. 10\. 14\.\] \(mesh of 8 devices, x of shape \(16, 3\)\).*"
+        r"column totals of 2 \* x are \[720\. 752\. 784\.\].*only the first device's shares"),
+    "the notebook's scalar total": (               # section 2's block function, copied
+        _scaled_sum_with(lambda b: lax.psum(jnp.sum(b * 2.0), DEVICES)),
+        r"(?s)should return shape \(3,\), the total of 2 \* x in each of x's 3 columns.*returned shape \(\)"
+        r".*every column keeps its own total"),
     "psum without summing the block": (
         _scaled_sum_with(lambda b: lax.psum(b * 2.0, DEVICES)),
-        r"(?s)shape \(\).*returned shape \(2,\).*one device's block.*`jnp\.sum` first"),
+        r"(?s)returned shape \(2, 3\).*one device's block of rows.*still have to be added up"),
+    "summed along the columns": (
+        _scaled_sum_with(lambda b: lax.psum(jnp.sum(b * 2.0, axis=1), DEVICES)),
+        r"(?s)returned shape \(2,\).*one number per row.*Add up the rows instead"),
+    "out_specs names DEVICES": (
+        _scaled_sum_with(lambda b: lax.psum(jnp.sum(b * 2.0, axis=0), DEVICES), out_specs=P(DEVICES)),
+        r"(?s)returned shape \(24,\).*8 results side by side.*`out_specs=P\(\)`"),
     "pmean": (
-        _scaled_sum_with(lambda b: lax.pmean(jnp.sum(b * 2.0), DEVICES)),
-        r"(?s)returned 30 .*240.*mean of the devices' shares"),
+        _scaled_sum_with(lambda b: lax.pmean(jnp.sum(b * 2.0, axis=0), DEVICES)),
+        r"(?s)returned \[90\. 94\. 98\.\] .*mean of the devices' shares"),
     "no factor 2": (
-        _scaled_sum_with(lambda b: lax.psum(jnp.sum(b), DEVICES)),
-        r"(?s)returned 120 .*plain sum of x: multiply by 2\.0"),
+        _scaled_sum_with(lambda b: lax.psum(jnp.sum(b, axis=0), DEVICES)),
+        r"(?s)returned \[360\. 376\. 392\.\] .*plain column totals of x: multiply by 2\.0"),
     "misspelled axis name": (
-        _scaled_sum_with(lambda b: lax.psum(jnp.sum(b * 2.0), "device")),
+        _scaled_sum_with(lambda b: lax.psum(jnp.sum(b * 2.0, axis=0), "device")),
         r"(?s)empty AssertionError.*axis name is not an axis of the mesh.*axes \('devices',\)"),
-    "psum outside shard_map": (lambda x, mesh: lax.psum(jnp.sum(x * 2.0), DEVICES),
+    "psum outside shard_map": (lambda x, mesh: lax.psum(jnp.sum(x * 2.0, axis=0), DEVICES),
                                r"(?s)collective over 'devices' where no mesh axis.*inside the function you give"),
-    "no shard_map at all": (_global_sum, r"(?s)right total, but it performs no collective at all over 'devices'"),
+    "no shard_map at all": (_global_sum,
+                            r"(?s)right column totals, but it performs no collective at all over 'devices'"),
     "set_mesh inside the function": (_set_mesh_inside, r"(?s)`jax\.set_mesh`, which only works outside `jax\.jit`"),
-    "hard-coded": (lambda x, mesh: jnp.float32(240.0), r"(?s)returned 240 \(mesh of 4 devices.*by hand"),
-    "factor 3": (_scaled_sum_with(lambda b: lax.psum(jnp.sum(b * 3.0), DEVICES)),
-                 r"(?s)returned 360 .*240.*That is not 2\.0 times the sum of all of `x`"),
+    "hard-coded": (lambda x, mesh: jnp.asarray([720.0, 752.0, 784.0], jnp.float32),
+                   r"(?s)should return shape \(5,\).*\(mesh of 4 devices, x of shape \(8, 5\)\)"),
+    "factor 3": (_scaled_sum_with(lambda b: lax.psum(jnp.sum(b * 3.0, axis=0), DEVICES)),
+                 r"(?s)returned \[ *1080\.? +1128\.? +1176\.?\].*Those are not 2\.0 times the column totals"),
 }
 
 
@@ -148,6 +164,11 @@ def test_sharded_scaled_sum_observations_reject_wrong_answers():
         assert not _matches(q.sharded_scaled_sum.observe(answer), reference)
     no_collective = q.sharded_scaled_sum.observe(_global_sum)     # the compiler's all-reduce, no shard_map
     assert "global-view program" in judge_observations(reference, no_collective).reason()
+
+
+def test_sharded_scaled_sum_first_hint_is_a_question_without_code():
+    first = q.sharded_scaled_sum._hints[0]
+    assert first.rstrip().endswith("?") and "`" not in first and "psum" not in first and "axis=" not in first
 
 
 # ---------------------------------------------------------------- 2. replica_totals
@@ -487,6 +508,13 @@ def test_jit_train_step_rejects(answer, match):
         assert "pass `mesh=mesh` to `jax.shard_map`" not in message and "shard_map` instead" not in message
 
 
+def test_jit_train_step_hints_before_the_last_write_no_code_of_the_answer():
+    first, second = q.jit_train_step._hints[:2]
+    assert first.rstrip().endswith("?")
+    for hint in (first, second):
+        assert "jnp.sum" not in hint and "jax.grad(" not in hint and "weight'" not in hint and "**" not in hint
+
+
 def test_jit_train_step_observations_reject_wrong_answers():
     reference = q.jit_train_step.observe(ref_jit_train_step)
     unplaced = q.jit_train_step.observe(JIT_WRONG["nothing placed"][0])
@@ -575,7 +603,8 @@ def test_weighted_total_observations_reject_wrong_answers():
 def test_line_mesh_uses_the_first_k_devices(k):
     mesh = q.line_mesh(k)
     assert mesh.axis_names == (DEVICES,) and [d.id for d in mesh.devices.flat] == list(range(k))
-    assert ref_sharded_scaled_sum(jnp.arange(k, dtype=jnp.float32), mesh) == k * (k - 1)
+    x = jnp.arange(2 * k, dtype=jnp.float32).reshape(k, 2)
+    np.testing.assert_array_equal(ref_sharded_scaled_sum(x, mesh), [k * (k - 1) * 2, k * k * 2])
 
 
 def test_hints_exist_for_every_exercise():

@@ -10,6 +10,10 @@ Every student-facing sentence of the checks is a template in `TEXT`; the hints a
 the full strings of each `Exercise(..., hints=[...])`. A check and its hidden
 observation accept the same answers: `center` takes any collective over DEVICES
 (`pmean`, `psum`, `all_gather`) in both, since its hidden cell is a values cell.
+
+`center` subtracts one mean, that of all the elements of all devices (a local mean,
+then a collective): the notebook's `batch_mean` cell edited once (`x - pmean(x)`)
+subtracts a mean per position instead, and is told so.
 """
 from __future__ import annotations
 
@@ -64,13 +68,13 @@ TEXT = {
                    "(`lax.psum(1, DEVICES) - 1`)."),
     "center_local": ("Each device subtracted the mean of its own values only; a collective such as `lax.pmean` over "
                      "'{axis}' is missing."),
-    "center_all": ("It subtracts one mean of all elements of all devices; take the mean element by element: "
-                   "`lax.pmean(x, DEVICES)` keeps x's shape."),
+    "center_per_position": ("It subtracts a mean per position, element by element across devices; the exercise asks "
+                            "for one mean, that of all the elements of all devices."),
     "center_total": "It subtracts the total (`lax.psum`), not the mean (`lax.pmean`).",
     "center_hard_coded": ("It is right over 8 devices but not here: is the number of devices hard-coded? "
                           "`lax.pmean`, or `lax.psum(1, DEVICES)`, follows the size of the axis."),
-    "center_other": "Subtract, from x, the mean of x over '{axis}' (element by element).",
-    "center_structure": "Average across devices with a collective over DEVICES, such as `lax.pmean(x, DEVICES)`.",
+    "center_other": "Subtract, from x, one number: the mean of all elements of x on all devices along '{axis}'.",
+    "center_structure": "Average across devices with a collective over DEVICES, such as `lax.pmean`.",
 }
 
 
@@ -229,14 +233,14 @@ def _check_center(fn) -> None:
         k = x.shape[0]
         out = _run(name, fn, x, how)
         _expect_per_device(name, out, k, (3,), jnp.float32, how)
-        want = x - x.mean(axis=0)
+        want = x - x.mean()
         if same_values(out, want):
             continue
         if same_values(out, x - x.mean(axis=1, keepdims=True)):
             diagnosis = TEXT["center_local"].format(axis=DEVICES)
-        elif same_values(out, x - x.mean()):
-            diagnosis = TEXT["center_all"]
-        elif same_values(out, x - x.sum(axis=0)):
+        elif same_values(out, x - x.mean(axis=0)):
+            diagnosis = TEXT["center_per_position"]
+        elif same_values(out, x - x.sum()) or same_values(out, x - k * x.mean()):
             diagnosis = TEXT["center_total"]
         elif how == "vmap" or k != 8:
             diagnosis = TEXT["center_hard_coded"]
@@ -256,11 +260,13 @@ def _observe_center(fn) -> dict:
 center = Exercise(
     "center", _check_center,
     hints=[
-        "Centering subtracts, element by element, the mean over the DEVICES axis; afterwards the values "
-        "add up to 0 across devices.",
-        "`jnp.mean(x)` only sees this device's `x`. The collective `lax.pmean` over DEVICES hands every "
-        "device the mean over the axis (see `batch_mean` in section \"The same function under vmap\").",
-        "Don't divide a `psum` by 8: the check also maps over 4 devices and over 5 vmapped entries. "
-        "`vmap(axis_name=DEVICES)` binds the same name as `pmap`, so one version of the code serves both.",
+        "The mean asked for is one number for all the values of all devices. Which part of it can one "
+        "device compute alone, and what does it then need from the others?",
+        "`jnp.mean(x)` averages this device's own values. Every device holds as many values as the "
+        "others, so the mean of everything is the mean of those per-device means across the axis: "
+        "the collective of `batch_mean` in section \"The same function under vmap\".",
+        "Average first on the device (`jnp.mean` with no axis), then across DEVICES with `lax.pmean`, and "
+        "subtract that from `x`. Don't divide a `psum` by 8: the check also maps over 4 devices and over 5 "
+        "vmapped entries; `vmap(axis_name=DEVICES)` binds the same name as `pmap`.",
     ],
     observe=_observe_center)

@@ -116,7 +116,6 @@ TEXT = {
         "`{name}` returns the right values, but over '{axis}' it performs {seen}. {why}"),
     "no_collective_at_all": "no collective at all",
     "where_mesh": " (mesh of {k} devices, {what})",
-    "what_x": "x = {x}",
     "what_blocks": "x of shape {shape}, blocks of {rows} x {cols}",
     "what_ring": "blocks of {n}, x = {x}",
     "what_fsdp": "{features} parameters, {n} examples",
@@ -125,20 +124,23 @@ TEXT = {
     "seen_join": ", ",
     # 1. median_centered
     "median_whole_vector": (
-        " That is the whole vector: each device returned all {n} centred values, and `out_specs` put the "
-        "{k} copies side by side. Each device should return only its own block, centred."),
+        " That is the whole matrix: each device returned all {n} centred rows, and `out_specs` put the "
+        "{k} copies side by side. Each device should return only its own rows, centred."),
     "median_local": (
-        "Each device subtracted the median of its own block. The median of the whole vector needs "
-        "every block on every device: gather them first."),
-    "median_mean": "That is x minus its mean; the exercise asks for the median.",
+        "Each device subtracted the column medians of its own rows. A column's median needs the whole "
+        "column on every device: gather the blocks first."),
+    "median_all_values": (
+        "That subtracts one median, that of all of x, from every element: each column has its own "
+        "median."),
+    "median_mean": "That is x minus its column means; the exercise asks for the medians.",
     "median_sign": "That is median - x: subtract the median from x, not the other way round.",
     "median_generic": ("The result does not change when `x` does: if you wrote numbers by hand, compute them "
-                       "instead: the check uses several meshes."),
-    "median_other": ("That is not x minus the median of the whole vector. Gather the blocks with "
-                     "`lax.all_gather(..., tiled=True)`, take `jnp.median` of the whole vector, and subtract it "
-                     "from the device's own block."),
+                       "instead: the check uses several meshes and shapes."),
+    "median_other": ("That is not x minus the medians of its columns. Gather the blocks with "
+                     "`lax.all_gather(..., tiled=True)`, take `jnp.median` of every column, and subtract them "
+                     "from the device's own rows."),
     "median_why": (
-        "The median needs the whole vector on every device: gather the blocks with `lax.all_gather` "
+        "The column medians need every row on every device: gather the blocks with `lax.all_gather` "
         "over DEVICES inside `jax.shard_map`."),
     # 2. sum_scatter_columns
     "scatter_rows_hint": (
@@ -378,16 +380,22 @@ def _observe_programs(fn: Callable, cases: dict, *, structure: str, only: bool =
 
 
 # ---------------------------------------------------------------- 1. median_centered
-# (devices, x): the hidden observations use random values of the same shapes.
+# (devices, x): rows split over DEVICES (blocks of 2, 3 and 3 rows). The hidden observations use
+# random values of the same shapes.
 _MEDIAN_CASES = [
-    (8, _f32([3, -1, 4, 1, -5, 9, 2, -6, 5, 3, -5, 8, 9, -7, 9, 3])),
-    (4, _f32([2.5, 0.0, -1.0, 7.0, 1.5, 1.0, -3.0, 4.0, 0.5, 2.0, 6.0, -2.0])),
-    (2, _f32([1.0, 10.0, 2.0, 4.0, 3.0, -8.0])),
+    (8, _f32(np.array([3, -1, 4, 1, -5, 9, 2, -6, 5, 3, -5, 8, 9, -7, 9, 3,
+                       0, 2, -4, 6, 1, 1, -2, 7, 8, -3, 5, 4, -1, 2, 6, 0]).reshape(16, 2))),
+    (4, _f32(np.array([2.5, 0.0, -1.0, 7.0, 1.5, 1.0, -3.0, 4.0, 0.5, 2.0, 6.0, -2.0,
+                       1.0, 3.0, -0.5, 5.0, 2.0, -1.5, 0.0, 4.5, 3.5, -2.5, 1.5, 0.5,
+                       6.5, -4.0, 2.0, 1.0, 0.0, 3.0, -1.0, 2.5, 5.5, 1.5, -0.5, 4.0]).reshape(12, 3))),
+    (2, _f32([[1.0, 10.0, 2.0], [4.0, 3.0, -8.0], [0.5, 2.0, 6.0], [-1.0, 7.0, 3.0], [2.0, -2.0, 1.0],
+              [9.0, 0.0, -3.0]])),
 ]
 
 
 def _median_where(k, x) -> str:
-    return _say("where_mesh", k=k, what=_say("what_x", x=_fmt(x)))
+    rows, cols = x.shape
+    return _say("where_mesh", k=k, what=_say("what_blocks", shape=x.shape, rows=rows // k, cols=cols))
 
 
 def _check_median_centered(fn: Callable) -> None:
@@ -399,17 +407,19 @@ def _check_median_centered(fn: Callable) -> None:
         out = _run(name, fn, mesh, x)
         _expect_float32(name, out, where)
         values = np.asarray(x_np, np.float64)
-        want = values - np.median(values)
-        n = values.size
-        if tuple(out.shape) != (n,):
-            hint = _say("median_whole_vector", n=n, k=k) if tuple(out.shape) == (k * n,) else ""
-            fail(_say("shape", name=name, want=(n,), got=tuple(out.shape), where=where, hint=hint))
+        want = values - np.median(values, axis=0)
+        n, m = values.shape
+        if tuple(out.shape) != (n, m):
+            hint = _say("median_whole_vector", n=n, k=k) if tuple(out.shape) == (k * n, m) else ""
+            fail(_say("shape", name=name, want=(n, m), got=tuple(out.shape), where=where, hint=hint))
         got = np.asarray(out, np.float64)
         if not same_values(got, want, 1e-4):
-            local = np.concatenate([b - np.median(b) for b in values.reshape(k, -1)])
+            local = np.concatenate([b - np.median(b, axis=0) for b in values.reshape(k, -1, m)])
             if same_values(got, local, 1e-4):
                 hint = _say("median_local")
-            elif same_values(got, values - values.mean(), 1e-4):
+            elif same_values(got, values - np.median(values), 1e-4):
+                hint = _say("median_all_values")
+            elif same_values(got, values - values.mean(axis=0), 1e-4):
                 hint = _say("median_mean")
             elif same_values(got, -want, 1e-4):
                 hint = _say("median_sign")
@@ -428,24 +438,26 @@ def _check_median_centered(fn: Callable) -> None:
 
 
 def _observe_median_centered(fn: Callable) -> dict:
-    """Programs on 8, 4 and 2 devices, x placed P(DEVICES); the reference's all_gather is required."""
+    """Programs on 8, 4 and 2 devices, x placed P(DEVICES) (rows split); the reference's all_gather is required."""
     cases = {}
     for k, x in _MEDIAN_CASES:
         mesh = line_mesh(k)
-        cases[f"k{k}_n{x.shape[0]}"] = (mesh, [_on(mesh, x.shape, P(DEVICES))])
-    # where the centred vector lives is left open: split like x, or replicated
-    return _observe_programs(fn, cases, structure="k8_n16", out_layout=False)
+        cases[f"k{k}_{x.shape[0]}x{x.shape[1]}"] = (mesh, [_on(mesh, x.shape, P(DEVICES))])
+    # where the centred matrix lives is left open: split like x, or replicated
+    return _observe_programs(fn, cases, structure="k8_16x2", out_layout=False)
 
 
 median_centered = Exercise(
     "median_centered", _check_median_centered,
     hints=[
-        "A median cannot be assembled from per-device partial results the way a sum can: each device "
-        "needs all the values. Which collective of section 2 gives every device the whole vector?",
-        "Inside `jax.shard_map(..., in_specs=P(DEVICES))`, gather the blocks (tiled, so they form one "
-        "vector), take `jnp.median` of that, and subtract it from the device's own block.",
-        "The result differs from device to device (each centres its own block), and all_gather's "
-        "output is typed varying anyway: give the result `out_specs=P(DEVICES)`.",
+        "A median cannot be assembled from per-device partial results the way a sum can. Which values "
+        "does the median of one column depend on, and where do they live when the rows are split?",
+        "Give every device every row (section 2's collective, tiled, so that the blocks stack back into "
+        "the matrix), then take one median per column and subtract it from the device's own rows: "
+        "which `axis` of `jnp.median` is 'per column'?",
+        "`block - jnp.median(lax.all_gather(block, DEVICES, tiled=True), axis=0)` inside "
+        "`jax.shard_map(..., in_specs=P(DEVICES), out_specs=P(DEVICES))`: the result differs from device "
+        "to device, and all_gather's output is typed varying anyway.",
     ],
     observe=_observe_median_centered,
 )

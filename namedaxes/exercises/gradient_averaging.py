@@ -9,15 +9,20 @@ What each exercise asks that the notebook does not show verbatim:
 
 - `loss_fn(params, local_batch)`: the loss is stated as a formula; the student writes
   it in `jnp` (the demonstrations only call `model.loss`).
-- `compute_gradients(params, local_batch)`: `jax.grad` is shown on a different
-  function (`area`); the student applies it to their own loss.
+- `compute_gradients(params, local_batch)`: `jax.grad` is shown differentiating the
+  *second* argument of another function (`scaled_area`, `argnums=1`); the student must
+  see that their loss needs the first, the default (copying `argnums=1` gives the
+  gradient with respect to the batch, and the check says so).
 - `parallel_update_step(params, local_batch)` returns `(new_params, loss)`: one SGD
   step with the gradients averaged over DATA_PARALLEL, *and* the full-batch loss of
   the incoming parameters, identical on every device, so that training can record it
-  without a second pass (a second quantity that needs a collective).
-- `train(params, sharded_batch, steps)` runs on the host and returns
-  `(final_params, losses)`, `losses[i]` being the full-batch loss *before* step i:
-  it threads `p_update_step`'s pair through `steps` steps.
+  without a second pass (a second quantity that needs a collective). The notebook's
+  `jax.tree.map` example is a midpoint of two dicts, not an SGD step.
+- `train(params, sharded_batch, steps)` returns `(final_params, losses)` with
+  `steps + 1` losses: the full-batch loss before each step, then that of
+  `final_params`. The step reports the loss of the parameters it is *given*, so the
+  last entry needs one more evaluation (e.g. one more call whose new parameters are
+  dropped); the notebook shows neither the loop nor `lax.scan`'s form of it.
 
 The first two are local: the checks call them directly and under
 `jax.pmap(fn, axis_name=DATA_PARALLEL, in_axes=(None, 0))`. The step runs under
@@ -181,14 +186,21 @@ TEXT = {
     "train_final": "`final_params` as the first item",
     "train_losses_per_device": (
         "{call} returned `losses` of shape {shape}: one loss per device and step. Return one number per "
-        "step, the loss of the whole batch (with equal shards, the mean of the device losses)."),
-    "train_losses_shape": "{call} should return `losses` of shape ({steps},), one loss per step, but it has shape {shape}.",
+        "entry, the loss of the whole batch (with equal shards, the mean of the device losses)."),
+    "train_losses_shape": (
+        "{call} should return `losses` of shape ({n},): the full-batch loss before each of the {steps} "
+        "steps, then the loss of `final_params`. It has shape {shape}.{hint}"),
+    "train_losses_one_short": " One entry short: the loss of `final_params` is missing at the end.",
     "the_losses": "`losses`",
     "train_params": "{call} should end at {want}, but it ended at {got}. {more}",
     "train_steps_off": "Those are the parameters after {n} step(s): take exactly `steps` steps.",
     "train_apply_step": "Apply `p_update_step` (your `parallel_update_step` under pmap) `steps` times.",
     "train_losses": (
-        "{call} should return losses {want} (the full-batch loss before each step), but it returned {got}. {more}"),
+        "{call} should return losses {want} (the full-batch loss before each step, then that of "
+        "`final_params`), but it returned {got}. {more}"),
+    "train_losses_last": (
+        "All entries but the last are right. The last is the loss of `final_params` on the whole batch, "
+        "not on one device's shard, and not the loss before the last step."),
     "train_losses_after": (
         "Those are the losses *after* each step: record the loss of the parameters before you update "
         "them, so `losses[0]` is the loss of the starting parameters."),
@@ -374,11 +386,11 @@ def _check_compute_gradients(fn: Callable) -> None:
 compute_gradients = Exercise(
     "compute_gradients", _check_compute_gradients,
     hints=[
-        "The cell above differentiates `area` with `jax.grad`. Which function do you differentiate here, "
-        "and with respect to which of its arguments?",
-        "`jax.grad(f)` is a new function with the same arguments as `f`; it returns the gradient with "
-        "respect to the first argument, with the same dict structure. Build it from `loss_fn` and call "
-        "it with both arguments.",
+        "The cell above differentiates `scaled_area` with respect to its second argument. Which function "
+        "do you differentiate here, and which of its arguments holds the parameters?",
+        "`params` is `loss_fn`'s first argument: what does `argnums` default to? Differentiating with "
+        "respect to `local_batch` would give a dict with the batch's keys 'x' and 'y'. Call the new "
+        "function with both arguments.",
         "Don't derive the gradient by hand. At the starting `params` on the full `batch` you should get "
         "about -2.0 for 'w' and -1.0 for 'b'.",
     ],
@@ -487,11 +499,12 @@ parallel_update_step = Exercise(
     hints=[
         "Each device knows only its own shard. Which two numbers does it compute there, and what must "
         "happen to each of them before every device can use it as the whole batch's?",
-        "Take this device's loss and gradients (your two functions), average *both* over DATA_PARALLEL "
-        "with `lax.pmean` (it averages a dict, or a tuple, at once), then step: with equal shards the "
-        "averages are the full-batch loss and gradient.",
+        "Both are per-device results on a shard of the same size as every other: which collective of "
+        "notebook 02 turns such results into the whole batch's, the same on every device? One call "
+        "takes a dict, or a tuple of a number and a dict, at once.",
         "For the step, `jax.tree.map` with a two-argument function walks `params` and the averaged "
-        "gradients together, leaf by leaf (Pitfall 2). Return `(new_params, averaged_loss)`.",
+        "gradients together, leaf by leaf (Pitfall 2): `p - model.LEARNING_RATE * g` for each. Return "
+        "`(new_params, averaged_loss)`.",
     ],
     observe=_per_device_programs,
 )
@@ -519,11 +532,12 @@ def _check_train(fn: Callable) -> None:
             isinstance(new[n], jax.Array) and tuple(new[n].shape) == (k,) for n in PARAM_NAMES):
         fail(_say("train_per_device_params", call=call, k=k))
     _expect_param_dict(name, new, _say("train_final"))
-    if isinstance(losses, jax.Array) and losses.ndim == 2 and losses.shape[0] == steps:
+    if isinstance(losses, jax.Array) and losses.ndim == 2 and losses.shape[0] in (steps, steps + 1):
         fail(_say("train_losses_per_device", call=call, shape=tuple(losses.shape)))
-    if isinstance(losses, jax.Array) and losses.shape != (steps,):
-        fail(_say("train_losses_shape", call=call, steps=steps, shape=tuple(losses.shape)))
-    _expect_scalar(_say("the_losses"), losses, (steps,))
+    if isinstance(losses, jax.Array) and losses.shape != (steps + 1,):
+        hint = _say("train_losses_one_short") if losses.shape == (steps,) else ""
+        fail(_say("train_losses_shape", call=call, n=steps + 1, steps=steps, shape=tuple(losses.shape), hint=hint))
+    _expect_scalar(_say("the_losses"), losses, (steps + 1,))
     ref_params, ref_losses = _ref_train(p, b, steps)
     got = {n: float(new[n]) for n in PARAM_NAMES}
     if not all(same_values(got[n], ref_params[n], dtype=float) for n in PARAM_NAMES):
@@ -532,9 +546,14 @@ def _check_train(fn: Callable) -> None:
         more = _say("train_steps_off", n=done[0]) if done else _say("train_apply_step")
         fail(_say("train_params", call=call, want=_pair(ref_params), got=_pair(got), more=more))
     got_losses = np.asarray(losses, float)
-    if not same_values(got_losses, ref_losses[:-1], dtype=float):
-        more = _say("train_losses_after") if same_values(got_losses, ref_losses[1:], dtype=float) else ""
-        fail(_say("train_losses", call=call, want=show_values(ref_losses[:-1], dtype=float),
+    if not same_values(got_losses, ref_losses, dtype=float):
+        if same_values(got_losses[:-1], ref_losses[:-1], dtype=float):
+            more = _say("train_losses_last")
+        elif same_values(got_losses[:-1], ref_losses[1:], dtype=float):
+            more = _say("train_losses_after")
+        else:
+            more = ""
+        fail(_say("train_losses", call=call, want=show_values(ref_losses, dtype=float),
                   got=show_values(got_losses, dtype=float), more=more).strip())
 
 
@@ -551,13 +570,14 @@ def _observe_train(fn: Callable) -> dict:
 train = Exercise(
     "train", _check_train,
     hints=[
-        "Each call of `p_update_step` already gives you the next parameters *and* the full-batch loss "
-        "before the step: the one thing to carry from step to step, and the one thing to record.",
-        "A Python loop over `steps` works here (a `pmap` step does not stall, see the note above), then "
-        "`jnp.stack` the recorded losses. `lax.scan(one_step, params, length=steps)`, with "
-        "`one_step(params, _)` returning `(new_params, loss)`, compiles the loop once and is faster.",
-        "`p_update_step(params, sharded_batch)` already has the shape `scan` wants from `one_step`. "
-        "Return `(final_params, losses)`, `losses` a `jax.Array` of shape `(steps,)`.",
+        "What does one call of `p_update_step` hand back, and whose loss is that: the parameters it "
+        "was given, or the ones it returns? Then: which call could tell you the loss of `final_params`?",
+        "Carry the parameters from step to step and record each step's loss: a Python loop that "
+        "`jnp.stack`s the recorded losses works (a `pmap` step does not stall, see the note above), and "
+        "so does `lax.scan` with the parameters as its carry. The last entry needs one more full-batch "
+        "loss, at the final parameters.",
+        "`p_update_step(final_params, sharded_batch)` returns the loss of `final_params` as its second "
+        "item (drop its new parameters); `jnp.append(losses, last_loss)` gives shape `(steps + 1,)`.",
     ],
     observe=_observe_train,
 )

@@ -13,7 +13,10 @@ Each visible check and its hidden observation accept the same answers:
   times the device count is a psum in disguise and passes; an `all_gather` summed
   scores the values but not this point);
 - `scaled_mean` averages over shards of unequal size (NaN = no value); the hidden
-  programs build that padding themselves from the grader's inputs (`_padded`).
+  programs build that padding themselves from the grader's inputs (`_padded`);
+- `global_max_share` divides by the largest *magnitude* on any device, on signed
+  inputs (visible and hidden): the notebook's `pmax` cell divided by the largest
+  value would be one edit away, and is wrong on negative entries.
 
 Every student-facing sentence of the checks is a template in `TEXT`; the hints are
 the full strings of each `Exercise(..., hints=[...])`.
@@ -81,15 +84,20 @@ TEXT = {
     "mean_counts_missing": ("You divided by every entry, missing ones (NaN) included: count only the values, "
                             "`jnp.sum(~jnp.isnan(x))` on each device, summed over DEVICES."),
     "mean_unscaled": "That is the mean of `x` itself: multiply by 2.0.",
-    "share_ones": ("Every entry is 1: each device divided by its own value. Divide by the largest value across "
-                   "devices, `lax.pmax(x, axis_name=DEVICES)`."),
-    "share_max_of_shares": ("Every entry is 1: that is the largest share, which is always 1 (the device with the "
-                            "maximum divides it by itself), handed to every device by the outer `lax.pmax`. Each "
-                            "device should keep its own share: return `x / lax.pmax(x, ...)` without reducing it "
-                            "again."),
-    "share_is_max": "That is the maximum itself: divide the device's own `x` by it.",
-    "share_global_max": ("You divided by the largest entry of all vectors. Compare each position only with the "
-                         "same position on the other devices: `lax.pmax(x, ...)` works entry by entry."),
+    "share_ones": ("Every entry is 1: each device divided by its own value. Divide by the largest magnitude "
+                   "across devices."),
+    "share_max_of_shares": ("Every entry is 1: that is the largest share, which is always 1 (the entry with the "
+                            "largest magnitude divides it by itself), handed to every device by the outer "
+                            "`lax.pmax`. Each device should keep its own share: return the quotient without "
+                            "reducing it again."),
+    "share_is_max": "That is the largest magnitude itself: divide the device's own `x` by it.",
+    "share_global_max": ("You divided by the largest magnitude of all vectors. Compare each position only with the "
+                         "same position on the other devices: `lax.pmax` works entry by entry."),
+    "share_signed_max": ("You divided by the largest *value*; some entries are negative, and one of those is "
+                         "further from zero. Compare the sizes without their signs, on each device, before the "
+                         "collective."),
+    "share_lost_sign": ("The sizes are right but the signs are gone: divide the device's own, signed `x`, and take "
+                        "the magnitude only inside the maximum."),
     "share_replicated": ("Every device holds the same result, but each device should keep its own share: divide "
                          "the local `x` by the collective maximum, and do not reduce the quotient."),
 }
@@ -135,17 +143,17 @@ def _visible_inputs():
     return cases
 
 
-def _program_cases(fn: Callable, *, positive: bool = False, float16: bool = True) -> dict:
+def _program_cases(fn: Callable, *, float16: bool = True) -> dict:
     """The graded programs: `pmap(fn)` over 2, 4, 8 devices x per-device shapes () and (3,), float32,
     and one float16 case, exported on abstract inputs (the grader draws the values)."""
-    draw = {"kind": "uniform", "low": 0.25, "high": 4.0} if positive else {"kind": "normal"}
+    draw = {"kind": "normal"}
     cases = {}
     for k in DEVICE_COUNTS:
         for shape in ((), (3,)):
             name = f"k{k}_shape{'x'.join(map(str, shape)) or 'scalar'}_float32"
             cases[name] = Case(pmapped(fn, k, DEVICES), spec((k,) + shape, jnp.float32), draw=draw)
     if float16:
-        quarters = {"kind": "quarters", "low": 1 if positive else -12, "high": 13}
+        quarters = {"kind": "quarters", "low": -12, "high": 13}
         cases["k4_shape3_float16"] = Case(pmapped(fn, 4, DEVICES), spec((4, 3), jnp.float16), draw=quarters)
     return cases
 
@@ -358,11 +366,11 @@ scaled_mean = Exercise(
 
 
 # ---------------------------------------------------------------- exercise 3: global_max_share
-def _visible_positive_inputs():
+def _visible_signed_inputs():
     return [
-        jnp.asarray([1.0, 2.0, 4.0, 8.0], jnp.float32),
+        jnp.asarray([1.0, -2.0, 4.0, -8.0], jnp.float32),
         jnp.asarray([3.0, 1.5], jnp.float32),
-        jnp.asarray([[1.0, 4.0, 2.0], [2.0, 1.0, 8.0], [4.0, 2.0, 1.0]], jnp.float32),
+        jnp.asarray([[1.0, -4.0, 2.0], [2.0, 1.0, -8.0], [-4.0, 2.0, 1.0]], jnp.float32),
     ]
 
 
@@ -375,18 +383,23 @@ def _returns_collective(fn: Callable, x0, primitive: str) -> bool:
 
 def _check_global_max_share(fn: Callable) -> None:
     name = "global_max_share"
-    for x in _visible_positive_inputs():
+    for x in _visible_signed_inputs():
         out = _run(name, fn, x)
         _expect_per_device(name, out, x)
         xs = np.asarray(x, np.float64)
-        want = xs / xs.max(axis=0)
+        sizes = np.abs(xs)
+        want = xs / sizes.max(axis=0)
         got = np.asarray(out, np.float64)
         k = x.shape[0]
         if same_values(got, np.ones_like(want), dtype=float):
             hint = TEXT["share_max_of_shares" if _returns_collective(fn, x[0], "pmax") else "share_ones"]
-        elif same_values(got, np.broadcast_to(xs.max(axis=0), got.shape), dtype=float):
+        elif same_values(got, np.broadcast_to(sizes.max(axis=0), got.shape), dtype=float):
             hint = TEXT["share_is_max"]
-        elif same_values(got, xs / xs.max(), dtype=float) and xs.ndim > 1:
+        elif same_values(got, xs / xs.max(axis=0), dtype=float) and (xs < 0).any():
+            hint = TEXT["share_signed_max"]
+        elif same_values(got, np.abs(want), dtype=float) and (xs < 0).any():
+            hint = TEXT["share_lost_sign"]
+        elif same_values(got, xs / sizes.max(), dtype=float) and xs.ndim > 1:
             hint = TEXT["share_global_max"]
         elif got.ndim and np.allclose(got, got[:1]) and not np.allclose(want, want[:1]):
             hint = TEXT["share_replicated"]
@@ -396,17 +409,18 @@ def _check_global_max_share(fn: Callable) -> None:
 
 
 def _observe_global_max_share(fn: Callable) -> dict:
-    return _observe_outputs(fn, "global_max_share_value", positive=True, float16=False)
+    return _observe_outputs(fn, "global_max_share_value", float16=False)   # signed inputs, as the check
 
 
 global_max_share = Exercise(
     "global_max_share", _check_global_max_share,
     hints=[
-        "Each device keeps its own `x`; it only needs to know the largest `x` on any device.",
-        "Which collective gives every device the largest value along DEVICES (entry by entry for "
-        "vectors)? Section 5 compares the three.",
-        "Divide this device's own `x` by that maximum, and stop there: reducing the quotient again would "
-        "give every device the same number, but each device should keep its own share.",
+        "Each device keeps its own `x`. What does it need to learn from the others, and how do you "
+        "compare the sizes of two numbers when one of them may be negative?",
+        "A size regardless of sign is local work on each device, done before any collective. Which "
+        "collective of section 5 then gives every device the largest one (entry by entry for vectors)?",
+        "Divide this device's own, signed `x` by `lax.pmax(jnp.abs(x), axis_name=DEVICES)`, and stop "
+        "there: reducing the quotient again would give every device the same number.",
     ],
     observe=_observe_global_max_share,
 )

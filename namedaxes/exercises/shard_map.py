@@ -8,7 +8,8 @@ written without `jit` is still compiled once instead of run op by op.
 
 The exercises ask for what the notebook has not shown verbatim:
 
-1. `sharded_scaled_sum(x, mesh)`: notebook 02's `scaled_sum` as a global shard_map function.
+1. `sharded_scaled_sum(x, mesh)`: notebook 02's `scaled_sum` per column of a matrix whose rows
+   are split over DEVICES: a block reduced along one axis only, and a replicated vector result.
 2. `replica_totals(x, mesh)`: a psum over the *other* axis of a 2-D mesh, with its out_specs.
 3. `dp_train_step(params, batch, mesh)`: one SGD step on a batch whose examples carry
    weights (`batch['weight']`; 0 marks padding, so the devices hold unequal numbers
@@ -129,28 +130,37 @@ TEXT = {
     "seen_item": "{primitive} over {axes}",
     "where_line": "(mesh of {k} devices, {what})",
     # 1. sharded_scaled_sum
-    "scaled_x": "x = {x}",
-    "scaled_shape": "`{name}` should return a scalar (shape ()), the total of 2 * x, but it returned shape {got} {where}.{hint}",
+    "scaled_x": "x of shape {shape}",
+    "scaled_shape": (
+        "`{name}` should return shape {want}, the total of 2 * x in each of x's {m} columns, but it "
+        "returned shape {got} {where}.{hint}"),
+    "scaled_shape_scalar": (
+        " A scalar is the total of a whole block, all columns mixed: let each device add up its rows "
+        "only, so that every column keeps its own total."),
     "scaled_shape_block": (
-        " Shape ({block},) is one device's block: `lax.psum` adds the blocks of all devices element by "
-        "element. Sum each block with `jnp.sum` first, then psum the per-device scalars."),
+        " Shape {got} is one device's block of rows: `lax.psum` adds the blocks of all devices element "
+        "by element, but the rows of each block still have to be added up."),
+    "scaled_shape_row_totals": (
+        " Shape {got} has one number per row of a device's block: that sums along the columns. Add up "
+        "the rows instead, so that one number per column is left."),
     "scaled_shape_per_device": (
-        " One value per device: with `out_specs=P(DEVICES)` the devices' results are put side by side. "
-        "After a psum every device holds the total: `out_specs=P()`."),
-    "scaled_wrong": "`{name}` returned {got} {where}, but the total of 2 * x is {want}. {hint}",
-    "scaled_plain_sum": "That is the plain sum of x: multiply by 2.0.",
+        " That is {k} results side by side: with `out_specs=P(DEVICES)` the devices' results are "
+        "concatenated along dimension 0. After a psum every device holds the same column totals: "
+        "`out_specs=P()`."),
+    "scaled_wrong": "`{name}` returned {got} {where}, but the column totals of 2 * x are {want}. {hint}",
+    "scaled_plain_sum": "Those are the plain column totals of x: multiply by 2.0.",
     "scaled_first_share": (
-        "That is only the first device's share (device 0's block). Add the shares of all devices with "
-        "`lax.psum(..., DEVICES)` inside the shard_map."),
-    "scaled_mean": "That is the mean of the devices' shares (`lax.pmean`): use `lax.psum` for the total.",
-    "scaled_by_hand": ("The result does not change when `x` does: if you wrote a number by hand, compute it "
-                       "instead: the check uses several meshes."),
-    "scaled_other": ("That is not 2.0 times the sum of all of `x`: each device should sum 2.0 times its own "
-                     "block, and `lax.psum(..., DEVICES)` adds the devices' shares."),
+        "Those are only the first device's shares (the column totals of device 0's rows). Add the "
+        "shares of all devices with `lax.psum(..., DEVICES)` inside the shard_map."),
+    "scaled_mean": "That is the mean of the devices' shares (`lax.pmean`): use `lax.psum` for the totals.",
+    "scaled_by_hand": ("The result does not change when `x` does: if you wrote numbers by hand, compute them "
+                       "instead: the check uses several meshes and shapes."),
+    "scaled_other": ("Those are not 2.0 times the column totals of all of `x`: each device should add up 2.0 "
+                     "times its own rows, and `lax.psum(..., DEVICES)` adds the devices' shares."),
     "scaled_why": (
-        "The point is the shard_map form: each device sums only its own block, and "
+        "The point is the shard_map form: each device adds up only its own rows, and "
         "`lax.psum(..., DEVICES)` inside `jax.shard_map` adds the devices' shares."),
-    "total": "total",
+    "total": "column totals",
     # 2. replica_totals
     "replica_where": "({rows} x {cols} mesh, x of shape {shape})",
     "replica_shape": (
@@ -370,32 +380,40 @@ def _bound(fn: Callable, mesh):
 
 
 # ---------------------------------------------------------------- 1. sharded_scaled_sum
-# Visible inputs; the hidden observations use random values of the same shapes (block sizes
-# 2, 2 and 3 on 8, 4 and 2 devices), so the compiled answers are reused.
-_SCALED_SUM_CASES = [(8, _f32(np.arange(16))), (4, _f32(np.arange(8) * 0.5 - 1.0)),
-                     (2, _f32([1.0, -2.0, 3.0, 0.5, 4.0, 1.5]))]
+# Visible inputs (rows split over DEVICES: blocks of 2, 2 and 3 rows on 8, 4 and 2 devices; the
+# column counts differ from the block heights, so a sum over the wrong axis shows in the shape).
+# The hidden observations use random values of the same shapes, so the compiled answers are reused.
+_SCALED_SUM_CASES = [(8, _f32(np.arange(48).reshape(16, 3))), (4, _f32(np.arange(40).reshape(8, 5) * 0.5 - 9.0)),
+                     (2, _f32([[1.0, -2.0], [3.0, 0.5], [4.0, 1.5], [-1.0, 2.0], [0.25, 0.0], [2.0, -3.0]]))]
 
 
 def _check_sharded_scaled_sum(fn: Callable) -> None:
     name = "sharded_scaled_sum"
     for k, x in _SCALED_SUM_CASES:
         mesh = line_mesh(k)
-        where = _say("where_line", k=k, what=_say("scaled_x", x=_fmt(x)))
+        rows, m = x.shape
+        where = _say("where_line", k=k, what=_say("scaled_x", shape=(rows, m)))
         with _explained(name, mesh):
             out = _call(fn, x, mesh)
         expect_array(name, out, dtype=jnp.float32)
-        block = x.shape[0] // k
-        want = 2.0 * float(np.sum(np.asarray(x, np.float64)))
-        if tuple(out.shape) != ():
+        block = rows // k
+        xs = np.asarray(x, np.float64)
+        want = 2.0 * xs.sum(axis=0)
+        got_shape = tuple(out.shape)
+        if got_shape != (m,):
             hint = ""
-            if tuple(out.shape) == (block,):
-                hint = _say("scaled_shape_block", block=block)
-            elif tuple(out.shape) == (k,):
-                hint = _say("scaled_shape_per_device")
-            fail(_say("scaled_shape", name=name, got=tuple(out.shape), where=where, hint=hint))
-        got = float(np.asarray(out))
+            if got_shape == ():
+                hint = _say("scaled_shape_scalar")
+            elif got_shape == (block, m):
+                hint = _say("scaled_shape_block", got=got_shape)
+            elif got_shape == (block,):
+                hint = _say("scaled_shape_row_totals", got=got_shape)
+            elif got_shape in ((k * m,), (k, m)):
+                hint = _say("scaled_shape_per_device", k=k)
+            fail(_say("scaled_shape", name=name, want=(m,), m=m, got=got_shape, where=where, hint=hint))
+        got = np.asarray(out, np.float64)
         if not same_values(got, want, 1e-4, dtype=float):
-            first = 2.0 * float(np.sum(np.asarray(x, np.float64)[:block]))
+            first = 2.0 * xs[:block].sum(axis=0)
             if same_values(got, want / 2, 1e-4, dtype=float):
                 hint = _say("scaled_plain_sum")
             elif same_values(got, first, 1e-4, dtype=float):
@@ -404,12 +422,12 @@ def _check_sharded_scaled_sum(fn: Callable) -> None:
                 hint = _say("scaled_mean")
             else:
                 with _explained(name, mesh):
-                    moved = float(np.asarray(_call(fn, _f32(np.asarray(x) + 1.0), mesh)))
+                    moved = np.asarray(_call(fn, _f32(np.asarray(x) + 1.0), mesh), np.float64)
                 # "by hand" only when the result does not follow x at all
                 hint = _say("scaled_by_hand" if same_values(moved, got, 1e-4, dtype=float) else "scaled_other")
-            fail(_say("scaled_wrong", name=name, got=_num(got), where=where, want=_num(want), hint=hint))
-    mesh = line_mesh(8)
-    x = _f32(np.arange(16))
+            fail(_say("scaled_wrong", name=name, got=_fmt(got), where=where, want=_fmt(want), hint=hint))
+    k, x = _SCALED_SUM_CASES[0]
+    mesh = line_mesh(k)
     with _explained(name):
         found = _communication(lambda v: fn(v, mesh), x)
     if not any(DEVICES in axes for _, axes in found):
@@ -419,21 +437,22 @@ def _check_sharded_scaled_sum(fn: Callable) -> None:
 
 def _observe_sharded_scaled_sum(fn: Callable) -> dict:
     """Exported programs of `fn(x, mesh)` on 8, 4 and 2 devices (the grader draws x)."""
-    return programs({f"out_k{k}_n{x.shape[0]}": Case(_bound(fn, line_mesh(k)), spec(x.shape, jnp.float32))
+    return programs({f"out_k{k}_{x.shape[0]}x{x.shape[1]}": Case(_bound(fn, line_mesh(k)), spec(x.shape, jnp.float32))
                      for k, x in _SCALED_SUM_CASES})
 
 
 sharded_scaled_sum = Exercise(
     "sharded_scaled_sum", _check_sharded_scaled_sum,
     hints=[
-        "Three steps: place x on the mesh split over DEVICES, map a per-block function with "
-        "`jax.shard_map(..., mesh=mesh, in_specs=P(DEVICES), out_specs=P())`, and call it.",
-        "The per-block function is the one of section 2: a local sum of the block times 2.0, then a "
-        "`psum` over DEVICES. That gives a scalar that is the same on every device, which is what "
-        "`out_specs=P()` promises.",
-        "Build the `NamedSharding` for `jax.device_put` on the `mesh` argument, not on the notebook's "
-        "`mesh`. Under `jax.jit`, both `jax.set_mesh` and a plain input on an Explicit mesh fail "
-        "(Pitfall 1 and the three ways after it).",
+        "Before any code: when the rows of x are split over DEVICES, what does one device's block look "
+        "like, which part of the column totals can that device compute alone, and what does it need "
+        "from the others?",
+        "A device holds some rows of every column, so it can add up its own rows column by column; "
+        "adding those partial totals of all devices is section 2's collective. The result is the same "
+        "on every device, whatever its shape: which `out_specs` promises that?",
+        "Per block: `2.0 * jnp.sum(block, axis=0)`, then `lax.psum` over DEVICES, with "
+        "`in_specs=P(DEVICES)` and `out_specs=P()`. Build the `NamedSharding` for `jax.device_put` on "
+        "the `mesh` argument, not on the notebook's `mesh` (Pitfall 1 and the three ways after it).",
     ],
     observe=_observe_sharded_scaled_sum,
 )
@@ -710,10 +729,12 @@ def _observe_jit_train_step(fn: Callable) -> dict:
 jit_train_step = Exercise(
     "jit_train_step", _check_jit_train_step,
     hints=[
-        "No shard_map here: write the weighted loss as an ordinary one-device function of the whole "
-        "batch, and build a step from it the way `sgd_step` is built from `loss_fn`.",
-        "The loss is `jnp.sum(batch['weight'] * error ** 2) / jnp.sum(batch['weight'])`; the step is "
-        "`sgd_update(params, jax.grad(that_loss)(params, batch))`, compiled with `jax.jit`.",
+        "In section 5, what made `jax.jit(sgd_step)` communicate although `sgd_step` names no axis? "
+        "If that is the arrays rather than the code, what does your weighted step's code still have "
+        "to say, and what does the data have to carry?",
+        "Exercise 3's loss without the per-device view: the same fraction, with both sums taken over "
+        "the whole batch as one array, needs no collective at all. Differentiate it and update as "
+        "`sgd_step` does, and compile that with `jax.jit`.",
         "Place the inputs as section 4 places `params_r` and `batch_s`, but with a `NamedSharding` on the "
         "`mesh` argument. Write no collective: the compiler sees sums over a split dimension and inserts "
         "the all-reduce itself (section 5).",

@@ -246,7 +246,7 @@ SPECS: list[Spec] = [
         "scaled_sum_answer": "def scaled_sum(x):\n    return lax.psum(x, axis_name=DEVICES) * 2.0\n",
         "scaled_mean_answer": "def scaled_mean(x):\n    n = lax.psum(jnp.sum(~jnp.isnan(x)), axis_name=DEVICES)\n"
                               "    return (lax.psum(jnp.nansum(2.0 * x), axis_name=DEVICES) / n).astype(x.dtype)\n",
-        "global_max_share_answer": "def global_max_share(x):\n    top = lax.pmax(x, axis_name=DEVICES)\n"
+        "global_max_share_answer": "def global_max_share(x):\n    top = lax.pmax(jnp.abs(x), axis_name=DEVICES)\n"
                                    "    return x * (1 / top)\n"}),
     Spec("metadata_lost_and_extra_cells", "ok", ALL, tamper=(
         strip_answer_metadata("scaled_sum_answer"),

@@ -57,8 +57,8 @@ WRONG = {
         "scaled_sum_answer": "def scaled_sum(x):\n    return lax.pmean(x * 2.0, axis_name=DEVICES)\n",   # no psum point
         "scaled_mean_answer": "def scaled_mean(x):\n"                    # the mean of the per-device means
                               "    return lax.pmean(jnp.nanmean(x * 2.0), axis_name=DEVICES)\n",
-        "global_max_share_answer": "def global_max_share(x):\n"          # the largest share: 1 everywhere
-                                   "    return lax.pmax(x / lax.pmax(x, DEVICES), DEVICES)\n",
+        "global_max_share_answer": "def global_max_share(x):\n"          # the largest share, replicated
+                                   "    return lax.pmax(x / lax.pmax(jnp.abs(x), DEVICES), DEVICES)\n",
     },
     A03: {
         "grid_sums_answer": "def grid_sums(x):\n    return x, x, x\n",
@@ -90,7 +90,7 @@ WRONG = {
         "train_answer": "def train(params, sharded_batch, steps):\n    return params, jnp.zeros((steps,))\n",
     },
     A05: {   # one-device code with no parallelism at all (the 9-of-11 attack)
-        "sharded_scaled_sum_answer": "def sharded_scaled_sum(x, mesh):\n    return 2.0 * jnp.sum(x)\n",
+        "sharded_scaled_sum_answer": "def sharded_scaled_sum(x, mesh):\n    return 2.0 * jnp.sum(x, axis=0)\n",
         "replica_totals_answer": "def replica_totals(x, mesh):\n"
                                  "    return x.reshape(x.shape[0], mesh.shape[MODEL_REPLICAS], -1).sum(axis=1)\n",
         "dp_train_step_answer": "def dp_train_step(params, batch, mesh):\n"   # right numbers: all_gather, no psum
@@ -132,8 +132,8 @@ WRONG = {
                               "                         out_specs=P())(params, batch)\n",
     },
     A07: {
-        "median_centered_answer": "def median_centered(x, mesh):\n"      # each device's own median
-                                  "    return jax.shard_map(lambda b: b - jnp.median(b), mesh=mesh,\n"
+        "median_centered_answer": "def median_centered(x, mesh):\n"      # each device's own column medians
+                                  "    return jax.shard_map(lambda b: b - jnp.median(b, axis=0), mesh=mesh,\n"
                                   "                         in_specs=P(DEVICES), out_specs=P(DEVICES))(x)\n",
         "sum_scatter_columns_answer": "def sum_scatter_columns(x, mesh):\n"   # a mean, not a sum
                                       "    def cols(b):\n"
@@ -172,8 +172,8 @@ EQUIVALENT = {
         "rank_weighted_sum_answer": "def rank_weighted_sum(x):\n"
                                     "    return lax.psum(x * lax.axis_index(DEVICES).astype(x.dtype), DEVICES)\n",
         "last_device_value_answer": "def last_device_value(x):\n    return lax.all_gather(x, DEVICES)[-1]\n",
-        "center_answer": "def center(x):\n"                                # refused by the old visible check
-                         "    return x - jnp.mean(lax.all_gather(x, DEVICES), axis=0)\n",
+        "center_answer": "def center(x):\n"                                # a gathered mean of everything
+                         "    return x - jnp.mean(lax.all_gather(x, DEVICES))\n",
     },
     specs.A02: {
         "scaled_sum_answer": "def scaled_sum(x):\n"                         # a psum in disguise: all 3 points
@@ -181,7 +181,8 @@ EQUIVALENT = {
         "scaled_mean_answer": "def scaled_mean(x):\n"
                               "    count = jnp.sum(~jnp.isnan(x)).astype(x.dtype)\n"
                               "    return lax.pmean(jnp.nansum(2.0 * x), DEVICES) / lax.pmean(count, DEVICES)\n",
-        "global_max_share_answer": "def global_max_share(x):\n    return x / -lax.pmin(-x, DEVICES)\n",
+        "global_max_share_answer": "def global_max_share(x):\n"
+                                   "    return x / jnp.maximum(lax.pmax(x, DEVICES), -lax.pmin(x, DEVICES))\n",
     },
     A03: {
         "grid_sums_answer": "def grid_sums(x):\n"                          # gather + sum, pmean * size
@@ -222,12 +223,13 @@ EQUIVALENT = {
                         "    for _ in range(steps):\n"
                         "        params, loss = p_update_step(params, sharded_batch)\n"
                         "        losses.append(loss)\n"
+                        "    losses.append(p_update_step(params, sharded_batch)[1])\n"
                         "    return params, jnp.stack(losses)\n",
     },
     A05: {
         "sharded_scaled_sum_answer": "def sharded_scaled_sum(x, mesh):\n"
                                      "    x = jax.device_put(x, NamedSharding(mesh, P(DEVICES)))\n"
-                                     "    return jax.shard_map(lambda b: lax.psum(jnp.sum(b + b), DEVICES), mesh=mesh,\n"
+                                     "    return jax.shard_map(lambda b: lax.psum(jnp.sum(b + b, axis=0), DEVICES), mesh=mesh,\n"
                                      "                         in_specs=P(DEVICES), out_specs=P())(x)\n",
         "replica_totals_answer": "def replica_totals(x, mesh):\n"
                                  "    return jax.shard_map(lambda b: lax.psum(b, (MODEL_REPLICAS,)), mesh=mesh,\n"
