@@ -174,7 +174,7 @@ release: venv
 	$(if $(filter build/course build/zh/course,$(COURSE)),$(COURSE_LAYOUT),@$(COURSE_READY))
 	$(HANDIN) release $(ASSIGNMENT)
 
-# collect (and return-feedback, which collects first) takes only what tools/intake.py accepts: regular
+# collect (and return-feedback, which collects first) takes only what autograder/intake.py accepts: regular
 # files, owned by the student's Unix user (STUDENT_USER=FORMAT maps an id to it, default {student}),
 # at most MAX_FILES files and MAX_BYTES bytes per hand-in; every refused hand-in is listed by name.
 # CLASS_USER=name: on one machine, the OS user every `make lab STUDENT=...` runs as, when collect runs as another.
