@@ -16,7 +16,8 @@ JUPYTER_CONFIG_PATH for `make formgrader` and for the hub's formgrader services)
 looks for hand-ins it runs `autograder.intake.stage` on the real inbound/ into a private staging
 exchange (mode 0700, in the course folder, removed when collect ends, whatever happens), logs every
 refused hand-in by name with its reason as a WARNING (formgrader shows the captured log in its
-Collect dialog, and the server's log has it), then points nbgrader's own collect at the staging
+Collect dialog, as text; the names a student chose through `intake.printable`, so that none forges
+a log line), then points nbgrader's own collect at the staging
 copy: from there on it is nbgrader's code (newest per student, `update`, the submitted/ layout, the
 gradebook), reading only regular files this process wrote. nbgrader's owner check is off on that
 copy (every staged file belongs to this process); the intake checked the real owners, more
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import textwrap
 from pathlib import Path
 
 from nbgrader.exchange.default.collect import ExchangeCollect
@@ -81,12 +83,14 @@ class HardenedCollect(ExchangeCollect):
             self.fail(str(err))
         except OSError as err:                          # inbound/ itself cannot be opened or listed
             self.fail(f"cannot read {inbound}: {err.strerror or err}")
-        self.log.info("Hand-in intake (autograder.intake) of '%s': %d hand-in(s) may be collected, %d refused",
+        self.log.info("Hand-in intake of '%s': %d may be collected, %d refused (autograder.intake)",
                       assignment, len(taken.staged), len(taken.refused))
+        # formgrader's dialog shows the log in a <pre>: lines that fit (its log formatter indents the later ones)
         for refusal in taken.refused:
-            self.log.warning("REFUSED %s: %s", refusal.entry, refusal.reason)
+            self.log.warning("REFUSED %s:\n%s", intake.printable(refusal.entry),
+                             textwrap.fill(intake.printable(refusal.reason), 72, break_long_words=False))
         for note in taken.notes:
-            self.log.warning("%s", note)
+            self.log.warning("%s", textwrap.fill(note, 72, break_long_words=False))
         self.root = self._staging
         self.check_owner = False
         super().init_src()

@@ -492,11 +492,11 @@ def test_formgrader_collect_runs_the_intake_refuses_by_name_and_collects_the_res
     assert api.exchange.collect is HardenedCollect, "formgrader's config names the course's collect"
     result = api.collect(AID)
     assert result["success"] is True, result
-    log = result["log"]
+    log = " ".join(result["log"].split())             # the dialog's lines are wrapped to fit
     assert f"[WARNING] REFUSED {evil.name}: {evil.name}/{NB} is a symbolic link: only regular files are " \
            f"collected" in log, log
     assert f"[WARNING] REFUSED {garbage.name}: timestamp 'not-a-time' cannot be read (ParserError)" in log, log
-    assert f"[INFO] Hand-in intake (autograder.intake) of '{AID}': 1 hand-in(s) may be collected, 2 refused" in log
+    assert f"[INFO] Hand-in intake of '{AID}': 1 may be collected, 2 refused (autograder.intake)" in log
     assert f"[INFO] Collecting submission: {ALICE} {AID}" in log, log
     assert "cheating attempt" not in log, "nbgrader's owner check is not run on the staging copy"
     assert collected(course, ALICE) == f'{{"answer": "{ALICE} at {stamp(EARLIER)}"}}'
@@ -526,7 +526,7 @@ def test_formgrader_collect_applies_the_limits_and_owner_mapping_of_its_options(
     hand_in(inbound, "aemon", EARLIER, owner=ALICE)
     result = formgrader_api(course, inbound, student_user="d{student}", max_bytes=2000).collect(AID)
     assert result["success"] is True, result
-    assert f"the hand-in is larger than 2000 bytes (at aemon+{AID}+{stamp(LATER)}" in result["log"], result["log"]
+    assert f"the hand-in is larger than 2000 bytes (at aemon+{AID}+{stamp(LATER)}" in " ".join(result["log"].split())
     assert collected(course, "aemon") == f'{{"answer": "aemon at {stamp(EARLIER)}"}}'
 
 
@@ -537,3 +537,17 @@ def test_formgrader_collect_refuses_before_duedate_with_a_message(course, inboun
     assert "before_duedate is not supported by this course's collect" in result["log"], result
     assert not (course / "submitted").exists()
     assert sorted(p.name for p in course.iterdir()) == ["gradebook.db", "nbgrader_config.py", "source"]
+
+
+def test_a_name_with_control_characters_cannot_forge_a_line_of_the_collect_log(course, inbound):
+    forged = f"x\n[INFO] Collecting submission: {BOB} {AID}\x1b[2K"
+    hand_in(inbound, ALICE, LATER, name=f"{ALICE}+{AID}+{forged}+r")
+    hand_in(inbound, ALICE, EARLIER)
+    shown = f"{ALICE}+{AID}+x\\n[INFO] Collecting submission: {BOB} {AID}\\x1b[2K+r"
+    result = formgrader_api(course, inbound).collect(AID)
+    assert result["success"] is True, result
+    assert not any(line.startswith(f"[INFO] Collecting submission: {BOB}") for line in result["log"].splitlines())
+    assert "\x1b" not in result["log"] and f"[WARNING] REFUSED {shown}:\n    timestamp " in result["log"], result
+    lines = collect(course, inbound)
+    assert lines[1].startswith(f"  REFUSED {shown}: timestamp 'x\\n[INFO] Collecting"), lines
+    assert all(line.isprintable() for line in lines), lines

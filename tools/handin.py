@@ -264,7 +264,7 @@ def collect(course: Path, exchange: Path | None, ids: list[str], limits: intake.
                      + f"; {len(have)} collected in all"
                      + (f"; {len(taken.refused)} refused (below)" if taken.refused else ""))
         for r in taken.refused:
-            lines.append(f"  REFUSED {r.entry}: {r.reason}")
+            lines.append(intake.printable(f"  REFUSED {r.entry}: {r.reason}"))
         lines += [f"  nbgrader: {w}" for w in _warnings(log)]
         notes += [n for n in taken.notes if n not in notes]
     return lines + notes

@@ -369,7 +369,8 @@ def test_formgrader_collect_refuses_hostile_hand_ins_by_name_and_collects_the_re
     """formgrader's Collect button (its API route, nbgrader's NbGraderAPI.collect) runs the course's hardened
     collect (jupyter/formgrader/nbgrader_config.py -> autograder.formgrader_collect): student `bin` hands in
     a link to the instructor's source notebook, `daemon` a folder with a garbage timestamp and an honest
-    hand-in. The dialog names both refusals; only the honest hand-in is collected; inbound/ is untouched."""
+    hand-in, and a folder named with HTML markup. The dialog names every refusal, as text; only the honest
+    hand-in is collected; inbound/ is untouched."""
     import pytest
     try:
         pwd.getpwnam("daemon"), pwd.getpwnam("bin")
@@ -391,9 +392,12 @@ def test_formgrader_collect_refuses_hostile_hand_ins_by_name_and_collects_the_re
     honest = _hand_in(inbound, "daemon", when, honest_nb)
     garbage = _hand_in(inbound, "daemon", "not-a-time", honest_nb)
     evil = _hand_in(inbound, "bin", when, solution)
+    markup = _hand_in(inbound, "bin", when, honest_nb, name=f"<img src=x onerror=alert(1)>+{A02}+{when}+r2")
 
     server = make_server("formgrader", COURSE=str(course), EXCHANGE=str(exchange))
     page = browser.new_page()
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     page.goto(f"{server.url}/formgrader?token={server.token}")   # logs the browser in (cookie)
     page.goto(f"{server.url}/formgrader/manage_assignments")
     row = page.locator("tr").filter(has=page.get_by_role("link", name=A02, exact=True)).first
@@ -402,10 +406,13 @@ def test_formgrader_collect_refuses_hostile_hand_ins_by_name_and_collects_the_re
     assert answered.value.status == 200, answered.value.status
     modal = page.locator("#success-modal")
     modal.get_by_text(f"Successfully collected submissions of '{A02}'").wait_for(timeout=60_000)
-    text = " ".join(modal.inner_text().split())
+    text = " ".join(modal.inner_text().split())                         # its lines are wrapped to fit
     page.wait_for_timeout(500)                                           # the dialog's fade-in
     page.screenshot(path=str(screenshots / "formgrader_collect_refusals.png"))
+    images = modal.locator("img").count()
     page.close()
+    assert dialogs == [] and images == 0, f"a folder's name is shown as text, never as markup: {dialogs}"
+    assert f"[WARNING] REFUSED {markup.name}: student id '<img src=x onerror=alert(1)>' is not a valid id" in text
     assert f"[WARNING] REFUSED {evil.name}: {evil.name}/{A02}.ipynb is a symbolic link: only regular files " \
            f"are collected" in text, text
     assert f"[WARNING] REFUSED {garbage.name}: timestamp 'not-a-time' cannot be read (ParserError)" in text, text
@@ -416,7 +423,8 @@ def test_formgrader_collect_refuses_hostile_hand_ins_by_name_and_collects_the_re
     assert (submitted / "daemon" / A02 / "timestamp.txt").read_text() == when
     assert not (submitted / "bin").exists(), "the link to the solution is not collected"
     assert [p for p in course.iterdir() if p.name.startswith(".collect-staging-")] == [], "staging is removed"
-    assert honest.is_dir() and garbage.is_dir() and (evil / f"{A02}.ipynb").is_symlink(), "inbound/ is untouched"
+    assert honest.is_dir() and garbage.is_dir() and markup.is_dir() and (evil / f"{A02}.ipynb").is_symlink(), \
+        "inbound/ is untouched"
 
     # the same route without the token or cookie: 403, nothing collected
     req = urllib.request.Request(f"{server.url}/formgrader/api/assignment/{A02}/collect", data=b"", method="POST")
