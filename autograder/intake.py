@@ -2,6 +2,10 @@
 
     stage(inbound, staging_inbound, assignment, Limits(), student_user="{student}") -> Intake
 
+Used by both ways an instructor collects: `make collect` (tools/handin.py collect) and formgrader's
+Collect button (autograder/formgrader_collect.py, an nbgrader exchange collect class). Both then run
+nbgrader's own collect on the staging copy.
+
 Threat model
 - On a JupyterHub every student is a Unix user and nbgrader's exchange lets each of them create
   folders in `inbound/` (mode 0733: anyone may write, nobody but the instructor may list). The
