@@ -135,7 +135,8 @@ update-work: venv
 
 # Instructors: nbgrader's formgrader (manual review, gradebook) on an nbgrader course folder:
 # its Autograde / Generate Feedback / Release Feedback actions are disabled (jupyter/formgrader: they would
-# run student code unsandboxed and overwrite the sandboxed scores); grade with `make grade`.
+# run student code unsandboxed and overwrite the sandboxed scores); grade with `make grade`. Its Collect
+# button takes hand-ins as `make collect` does (autograder/formgrader_collect.py, jupyter/formgrader/nbgrader_config.py).
 # build/course by default (laid out by `make notebooks`; `make grade` without SUBMISSIONS grades its submitted/).
 # EDITION=zh: build/zh/course, the Chinese edition's course (tools/handin.py layout), graded against the English source.
 COURSE ?= $(if $(ZH),build/zh/course,build/course)
