@@ -1,4 +1,4 @@
-"""Attacks on `make collect` (tools/handin.py collect, tools/intake.py): hostile hand-ins in the exchange's inbound/.
+"""Attacks on `make collect` (tools/handin.py collect, autograder/intake.py): hostile hand-ins in the exchange's inbound/.
 
 On a JupyterHub every student is a Unix user who may create folders in inbound/ (nbgrader's mode
 0733) and the instructor collects, often as root. Each case here builds the hand-in a student could
@@ -23,7 +23,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import handin  # noqa: E402
-import intake  # noqa: E402
+
+from autograder import intake  # noqa: E402
 
 AID = "02_scaled_sum"
 NB = f"{AID}.ipynb"
@@ -456,3 +457,97 @@ def test_return_feedback_collects_first_and_never_sends_feedback_on_an_older_han
     sent = sorted(p.name for p in (inbound.parent / "feedback").iterdir())
     assert sent == [f"{notebook_hash(secret=ALICE[0] * 128, notebook_id=AID)}.html"]
     assert (inbound.parent / "feedback" / sent[0]).read_text() == f"<p>feedback for {ALICE}</p>"
+
+
+# ------------------------------------------------------------------ formgrader's Collect button
+FORMGRADER_CONFIG = ROOT / "jupyter" / "formgrader" / "nbgrader_config.py"
+
+
+def formgrader_api(course: Path, inbound: Path, **collect_config):
+    """NbGraderAPI as formgrader makes it for this course: jupyter/formgrader/nbgrader_config.py on top of the
+    course's configuration (tests/browser/test_formgrader.py clicks Collect in the real server)."""
+    from nbgrader.apps import NbGraderAPI
+    from traitlets.config.loader import PyFileConfigLoader
+    config = handin.load_config(course, inbound.parent.parent)
+    config.merge(PyFileConfigLoader(FORMGRADER_CONFIG.name, str(FORMGRADER_CONFIG.parent)).load_config())
+    for key, value in collect_config.items():
+        setattr(config.HardenedCollect, key, value)
+    return NbGraderAPI(config=config)
+
+
+def links_garbage_and_an_honest_hand_in(course: Path, inbound: Path) -> tuple[Path, Path, Path]:
+    honest = hand_in(inbound, ALICE, EARLIER)
+    garbage = hand_in(inbound, ALICE, LATER, name=f"{ALICE}+{AID}+not-a-time+x")
+    evil = hand_in(inbound, BOB, LATER)
+    (evil / NB).unlink()
+    (evil / NB).symlink_to(course / "source" / AID / NB)
+    os.chown(evil / NB, uid(BOB), uid(BOB), follow_symlinks=False)
+    return honest, garbage, evil
+
+
+def test_formgrader_collect_runs_the_intake_refuses_by_name_and_collects_the_rest(course, inbound):
+    from autograder.formgrader_collect import HardenedCollect
+    honest, garbage, evil = links_garbage_and_an_honest_hand_in(course, inbound)
+    api = formgrader_api(course, inbound)
+    assert api.exchange.collect is HardenedCollect, "formgrader's config names the course's collect"
+    result = api.collect(AID)
+    assert result["success"] is True, result
+    log = " ".join(result["log"].split())             # the dialog's lines are wrapped to fit
+    assert f"[WARNING] REFUSED {evil.name}: {evil.name}/{NB} is a symbolic link: only regular files are " \
+           f"collected" in log, log
+    assert f"[WARNING] REFUSED {garbage.name}: timestamp 'not-a-time' cannot be read (ParserError)" in log, log
+    assert f"[INFO] Hand-in intake of '{AID}': 1 may be collected, 2 refused (autograder.intake)" in log
+    assert f"[INFO] Collecting submission: {ALICE} {AID}" in log, log
+    assert "cheating attempt" not in log, "nbgrader's owner check is not run on the staging copy"
+    assert collected(course, ALICE) == f'{{"answer": "{ALICE} at {stamp(EARLIER)}"}}'
+    assert collected(course, BOB) is None, "the link is not collected"
+    assert "THE SOLUTION" not in "".join(p.read_text() for p in (course / "submitted").rglob("*") if p.is_file())
+    assert sorted(p.name for p in course.iterdir()) == ["gradebook.db", "nbgrader_config.py", "source", "submitted"], \
+        "the staging folder is gone"
+    assert honest.is_dir() and garbage.is_dir() and (evil / NB).is_symlink(), "nothing in inbound/ is changed"
+
+
+def test_nbgrader_s_own_collect_would_take_the_link_and_stop_at_the_garbage(course, inbound):
+    """The control: without jupyter/formgrader/nbgrader_config.py formgrader's Collect runs nbgrader's class."""
+    from nbgrader.apps import NbGraderAPI
+    _, garbage, evil = links_garbage_and_an_honest_hand_in(course, inbound)
+    plain = NbGraderAPI(config=handin.load_config(course, inbound.parent.parent))
+    result = plain.collect(AID)
+    assert result["success"] is False and "not-a-time" in result["error"], result
+    assert not (course / "submitted").exists(), "one garbage name stops the whole class"
+    shutil.rmtree(garbage)
+    assert plain.collect(AID)["success"] is True
+    assert collected(course, BOB) == SOLUTION, "nbgrader's own collect copies the solution through the link"
+    assert (evil / NB).is_symlink()
+
+
+def test_formgrader_collect_applies_the_limits_and_owner_mapping_of_its_options(course, inbound):
+    hand_in(inbound, "aemon", LATER, owner=ALICE, answer="y" * 3000)        # student aemon is Unix user daemon
+    hand_in(inbound, "aemon", EARLIER, owner=ALICE)
+    result = formgrader_api(course, inbound, student_user="d{student}", max_bytes=2000).collect(AID)
+    assert result["success"] is True, result
+    assert f"the hand-in is larger than 2000 bytes (at aemon+{AID}+{stamp(LATER)}" in " ".join(result["log"].split())
+    assert collected(course, "aemon") == f'{{"answer": "aemon at {stamp(EARLIER)}"}}'
+
+
+def test_formgrader_collect_refuses_before_duedate_with_a_message(course, inbound):
+    hand_in(inbound, ALICE, EARLIER)
+    result = formgrader_api(course, inbound, before_duedate=True).collect(AID)
+    assert result["success"] is False, result
+    assert "before_duedate is not supported by this course's collect" in result["log"], result
+    assert not (course / "submitted").exists()
+    assert sorted(p.name for p in course.iterdir()) == ["gradebook.db", "nbgrader_config.py", "source"]
+
+
+def test_a_name_with_control_characters_cannot_forge_a_line_of_the_collect_log(course, inbound):
+    forged = f"x\n[INFO] Collecting submission: {BOB} {AID}\x1b[2K"
+    hand_in(inbound, ALICE, LATER, name=f"{ALICE}+{AID}+{forged}+r")
+    hand_in(inbound, ALICE, EARLIER)
+    shown = f"{ALICE}+{AID}+x\\n[INFO] Collecting submission: {BOB} {AID}\\x1b[2K+r"
+    result = formgrader_api(course, inbound).collect(AID)
+    assert result["success"] is True, result
+    assert not any(line.startswith(f"[INFO] Collecting submission: {BOB}") for line in result["log"].splitlines())
+    assert "\x1b" not in result["log"] and f"[WARNING] REFUSED {shown}:\n    timestamp " in result["log"], result
+    lines = collect(course, inbound)
+    assert lines[1].startswith(f"  REFUSED {shown}: timestamp 'x\\n[INFO] Collecting"), lines
+    assert all(line.isprintable() for line in lines), lines

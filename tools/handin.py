@@ -22,9 +22,10 @@ Design
   it were about the new one (it says "regrade first").
 - collect never lets nbgrader read the exchange's inbound/ (every student may write there, and
   nbgrader's copy follows links, has no bound, stops at one bad name and trusts the name's
-  student id): tools/intake.py copies what may be taken (regular files only, bounded, owned by the
-  named student's Unix user, dated in the past) into a private staging exchange, reports every
+  student id): autograder/intake.py copies what may be taken (regular files only, bounded, owned by
+  the named student's Unix user, dated in the past) into a private staging exchange, reports every
   refused hand-in by name, and nbgrader's own collect runs on that copy (its warnings printed).
+  formgrader's Collect button runs the same intake (autograder/formgrader_collect.py).
   return-feedback collects first, so a hand-in still waiting in inbound/ makes the feedback about
   the older one stale instead of being overtaken by it.
 - Student ids must be usable in the exchange's file names (nbgrader separates fields with '+').
@@ -49,8 +50,9 @@ import shutil
 import sys
 from pathlib import Path
 
+from autograder import intake
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))   # tools/intake.py
 COURSE = ROOT / "build" / "course"
 SHARED_CONFIG = ROOT / "jupyter" / "nbgrader" / "nbgrader_config.py"
 ROSTER_COLUMNS = ("id", "first_name", "last_name", "email")
@@ -228,11 +230,10 @@ def _api_with(api, section: str, **values):
     return NbGraderAPI(config=config)
 
 
-def collect(course: Path, exchange: Path | None, ids: list[str], limits: "intake.Limits | None" = None,
+def collect(course: Path, exchange: Path | None, ids: list[str], limits: intake.Limits | None = None,
             student_user: str = "{student}", class_user: str | None = None) -> list[str]:
-    """nbgrader's collect, from a staging copy that tools/intake.py made of what may be taken (its docstring)."""
+    """nbgrader's collect, from a staging copy that autograder/intake.py made of what may be taken (its docstring)."""
     import tempfile
-    import intake
     api = _api(course, exchange)
     outbound = _outbound(api)
     ids = ids or (sorted(p.name for p in outbound.iterdir() if p.is_dir()) if outbound.is_dir() else [])
@@ -263,7 +264,7 @@ def collect(course: Path, exchange: Path | None, ids: list[str], limits: "intake
                      + f"; {len(have)} collected in all"
                      + (f"; {len(taken.refused)} refused (below)" if taken.refused else ""))
         for r in taken.refused:
-            lines.append(f"  REFUSED {r.entry}: {r.reason}")
+            lines.append(intake.printable(f"  REFUSED {r.entry}: {r.reason}"))
         lines += [f"  nbgrader: {w}" for w in _warnings(log)]
         notes += [n for n in taken.notes if n not in notes]
     return lines + notes
@@ -282,7 +283,7 @@ def _warnings(log: str) -> list[str]:
     return out
 
 
-def return_feedback(course: Path, exchange: Path | None, ids: list[str], limits: "intake.Limits | None" = None,
+def return_feedback(course: Path, exchange: Path | None, ids: list[str], limits: intake.Limits | None = None,
                     student_user: str = "{student}", class_user: str | None = None) -> list[str]:
     """Collect first (a hand-in waiting in inbound/ makes the feedback about the older one stale), then return
     each page that is newer than the hand-in it is about."""
@@ -338,7 +339,6 @@ def main(argv=None) -> int:
         p = sub.add_parser(name)
         p.add_argument("ids", nargs="*", help="assignment ids (default: all)")
         if name != "release":              # return-feedback collects first
-            import intake
             p.add_argument("--student-user", default="{student}", metavar="FORMAT",
                            help="the Unix user of student ID, who must own their hand-ins (default: {student})")
             p.add_argument("--class-user", default=None, metavar="NAME",
@@ -366,7 +366,6 @@ def main(argv=None) -> int:
         step = {"release": release, "collect": collect, "return-feedback": return_feedback}[args.command]
         extra = {}
         if args.command != "release":
-            import intake
             extra = {"student_user": args.student_user, "class_user": args.class_user,
                      "limits": intake.Limits(max_files=args.max_files, max_bytes=args.max_bytes)}
         for line in step(course, exchange, args.ids, **extra):

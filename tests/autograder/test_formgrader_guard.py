@@ -43,4 +43,33 @@ def test_make_formgraders_config_folder_enables_the_guard():
     assert points == [{"module": "autograder.formgrader_guard"}]
     assert get_loader(module).__name__ == "load_guard"
     makefile = (ROOT / "Makefile").read_text()
-    assert 'JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter/formgrader:$(CURDIR)/jupyter/nbgrader"' in makefile
+    assert 'JUPYTER_CONFIG_PATH="$(FORMGRADER_CONFIG_PATH)"' in makefile
+    assert "FORMGRADER_CONFIG_PATH ?= $(CURDIR)/jupyter/formgrader:$(CURDIR)/jupyter/nbgrader" in makefile
+
+
+def test_formgraders_collect_button_runs_the_courses_hardened_collect(monkeypatch, tmp_path):
+    """formgrader's Collect route calls NbGraderAPI.collect, which runs ExchangeFactory.collect; the hub's
+    formgrader services (hub/formgrader before FORMGRADER_CONFIG_PATH, as hub/jupyterhub_config.py sets
+    it) and `make formgrader` (FORMGRADER_CONFIG_PATH alone) load nbgrader's configuration the way formgrader
+    does, and it names autograder.formgrader_collect (its attack fixtures: tests/test_collect_attacks.py,
+    tests/browser/test_formgrader.py)."""
+    from nbgrader.apps import NbGrader, NbGraderAPI
+    from nbgrader.server_extensions.formgrader import apihandlers
+    from autograder.formgrader_collect import HardenedCollect
+    routes = {pattern: handler for pattern, handler in apihandlers.default_handlers}
+    collect = routes[r"/formgrader/api/assignment/([^/]+)/collect"]
+    assert "self.api.collect(assignment_id)" in inspect.getsource(collect.post)
+    assert "self.exchange.Collect(" in inspect.getsource(NbGraderAPI.collect)
+    monkeypatch.setenv("NAMEDAXES_HUB_COURSE", "namedaxes")
+    monkeypatch.setenv("NAMEDAXES_HUB_COURSE_DIR", str(tmp_path))
+    makefile = (ROOT / "Makefile").read_text()
+    assert "FORMGRADER_CONFIG_PATH ?= $(CURDIR)/jupyter/formgrader:$(CURDIR)/jupyter/nbgrader" in makefile
+    formgrader_path = [str(ROOT / "jupyter" / "formgrader"), str(ROOT / "jupyter" / "nbgrader")]
+    for path in ([str(ROOT / "hub" / "formgrader"), *formgrader_path], formgrader_path):
+        monkeypatch.setenv("JUPYTER_CONFIG_PATH", ":".join(path))
+        app = NbGrader()
+        app.load_cwd_config = False
+        app.load_config_file()                  # as nbgrader's FormgradeExtension.load_config
+        assert app.config.ExchangeFactory.collect == "autograder.formgrader_collect.HardenedCollect", path
+        api = NbGraderAPI(config=app.config)
+        assert api.exchange.collect is HardenedCollect, path

@@ -31,6 +31,8 @@ disk with the same checks, and shown to still render under their CSP.
 from __future__ import annotations
 
 import json
+import os
+import pwd
 import shutil
 import subprocess
 import sys
@@ -114,9 +116,8 @@ def _raw_payload_notebook() -> str:
     return nbformat.writes(nb)
 
 
-def _course(tmp: Path) -> Path:
-    """A copy of build/course (laid out by `make notebooks`) with three submissions of 02_scaled_sum."""
-    import nbformat
+def _plain_course(tmp: Path) -> Path:
+    """A copy of build/course (laid out by `make notebooks`): configuration, gradebook, source/, release/."""
     built = ROOT / "build" / "course"
     if not (built / "nbgrader_config.py").is_file():
         subprocess.run([sys.executable, "tools/generate_notebooks.py", "--check"], cwd=ROOT, check=True,
@@ -129,6 +130,13 @@ def _course(tmp: Path) -> Path:
     shutil.copytree(built / "source", course / "source")
     if (built / "release").is_dir():
         shutil.copytree(built / "release", course / "release")
+    return course
+
+
+def _course(tmp: Path) -> Path:
+    """A copy of build/course with three submissions of 02_scaled_sum."""
+    import nbformat
+    course = _plain_course(tmp)
     source_nb = nbformat.read(ROOT / "solutions" / f"{A02}.ipynb", as_version=4)
     for student in ("control", "hostile"):
         folder = course / "submitted" / student / A02
@@ -338,3 +346,91 @@ def test_make_formgrader_edition_zh_serves_the_chinese_course(browser, make_serv
     problems = server.stop()
     assert not problems and server.proc.returncode == 0, f"{problems}\n{server.log()}"
     assert "namedaxes-zh" in (course / "nbgrader_config.py").read_text()
+
+
+def _hand_in(inbound: Path, student: str, when: str, notebook: bytes | Path, name: str | None = None) -> Path:
+    """What nbgrader's submit writes, owned by the student's Unix user; `notebook` a Path: a link to it."""
+    folder = inbound / (name or f"{student}+{A02}+{when}+r1")
+    folder.mkdir()
+    if isinstance(notebook, Path):
+        (folder / f"{A02}.ipynb").symlink_to(notebook)
+    else:
+        (folder / f"{A02}.ipynb").write_bytes(notebook)
+    (folder / "timestamp.txt").write_text(when)
+    owner = pwd.getpwnam(student).pw_uid
+    for path in [folder, *folder.iterdir()]:
+        os.chown(path, owner, owner, follow_symlinks=False)
+    return folder
+
+
+def test_formgrader_collect_refuses_hostile_hand_ins_by_name_and_collects_the_rest(browser, make_server,
+                                                                                   screenshots, tmp_path):
+    """formgrader's Collect button (its API route, nbgrader's NbGraderAPI.collect) runs the course's hardened
+    collect (jupyter/formgrader/nbgrader_config.py -> autograder.formgrader_collect): student `bin` hands in
+    a link to the instructor's source notebook, `daemon` a folder with a garbage timestamp and an honest
+    hand-in, and a folder named with HTML markup. The dialog names every refusal, as text; only the honest
+    hand-in is collected; inbound/ is untouched."""
+    import pytest
+    try:
+        pwd.getpwnam("daemon"), pwd.getpwnam("bin")
+    except KeyError:
+        pytest.skip("the system users daemon and bin (the students) are missing")
+    if os.geteuid() != 0:
+        pytest.skip("setting a hand-in's owner (os.chown) needs root")
+    course = _plain_course(tmp_path)
+    exchange = tmp_path / "exchange"
+    shutil.copytree(course / "release" / A02, exchange / "namedaxes" / "outbound" / A02)   # released
+    inbound = exchange / "namedaxes" / "inbound"
+    inbound.mkdir()
+    os.chmod(inbound, 0o2733)                                     # nbgrader's release makes it so
+    solution = course / "source" / A02 / f"{A02}.ipynb"
+    os.chmod(solution, 0o600)
+    honest_nb = (course / "release" / A02 / f"{A02}.ipynb").read_bytes() + b"\n"   # the student's own bytes
+    from datetime import datetime, timedelta, timezone
+    when = (datetime.now(timezone.utc) - timedelta(hours=1)).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
+    honest = _hand_in(inbound, "daemon", when, honest_nb)
+    garbage = _hand_in(inbound, "daemon", "not-a-time", honest_nb)
+    evil = _hand_in(inbound, "bin", when, solution)
+    markup = _hand_in(inbound, "bin", when, honest_nb, name=f"<img src=x onerror=alert(1)>+{A02}+{when}+r2")
+
+    server = make_server("formgrader", COURSE=str(course), EXCHANGE=str(exchange))
+    page = browser.new_page()
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(f"{server.url}/formgrader?token={server.token}")   # logs the browser in (cookie)
+    page.goto(f"{server.url}/formgrader/manage_assignments")
+    row = page.locator("tr").filter(has=page.get_by_role("link", name=A02, exact=True)).first
+    with page.expect_response(lambda r: r.url.endswith(f"/formgrader/api/assignment/{A02}/collect")) as answered:
+        row.locator("td.collect a").click(timeout=60_000)
+    assert answered.value.status == 200, answered.value.status
+    modal = page.locator("#success-modal")
+    modal.get_by_text(f"Successfully collected submissions of '{A02}'").wait_for(timeout=60_000)
+    text = " ".join(modal.inner_text().split())                         # its lines are wrapped to fit
+    page.wait_for_timeout(500)                                           # the dialog's fade-in
+    page.screenshot(path=str(screenshots / "formgrader_collect_refusals.png"))
+    images = modal.locator("img").count()
+    page.close()
+    assert dialogs == [] and images == 0, f"a folder's name is shown as text, never as markup: {dialogs}"
+    assert f"[WARNING] REFUSED {markup.name}: student id '<img src=x onerror=alert(1)>' is not a valid id" in text
+    assert f"[WARNING] REFUSED {evil.name}: {evil.name}/{A02}.ipynb is a symbolic link: only regular files " \
+           f"are collected" in text, text
+    assert f"[WARNING] REFUSED {garbage.name}: timestamp 'not-a-time' cannot be read (ParserError)" in text, text
+    assert f"[INFO] Collecting submission: daemon {A02}" in text, text
+
+    submitted = course / "submitted"
+    assert (submitted / "daemon" / A02 / f"{A02}.ipynb").read_bytes() == honest_nb
+    assert (submitted / "daemon" / A02 / "timestamp.txt").read_text() == when
+    assert not (submitted / "bin").exists(), "the link to the solution is not collected"
+    assert [p for p in course.iterdir() if p.name.startswith(".collect-staging-")] == [], "staging is removed"
+    assert honest.is_dir() and garbage.is_dir() and markup.is_dir() and (evil / f"{A02}.ipynb").is_symlink(), \
+        "inbound/ is untouched"
+
+    # the same route without the token or cookie: 403, nothing collected
+    req = urllib.request.Request(f"{server.url}/formgrader/api/assignment/{A02}/collect", data=b"", method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            raise AssertionError(f"collect answered {resp.status} without authentication")
+    except urllib.error.HTTPError as err:
+        assert err.code == 403, err.code
+    problems = server.stop()
+    assert not problems and server.proc.returncode == 0, f"{problems}\n{server.log()}"

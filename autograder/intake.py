@@ -2,6 +2,10 @@
 
     stage(inbound, staging_inbound, assignment, Limits(), student_user="{student}") -> Intake
 
+Used by both ways an instructor collects: `make collect` (tools/handin.py collect) and formgrader's
+Collect button (autograder/formgrader_collect.py, an nbgrader exchange collect class). Both then run
+nbgrader's own collect on the staging copy.
+
 Threat model
 - On a JupyterHub every student is a Unix user and nbgrader's exchange lets each of them create
   folders in `inbound/` (mode 0733: anyone may write, nobody but the instructor may list). The
@@ -37,6 +41,7 @@ Design
 - Timestamps: the folder name's must parse (nbgrader's parse_utc), must not be later than now
   (plus `Limits.future_slack_s` for clocks that differ a little) and must equal the hand-in's
   timestamp.txt, which nbgrader later compares collected hand-ins by.
+- Names a student chose (folders, files) are reported through `printable`, never raw.
 - Per student only the newest acceptable hand-in is copied: the newest is read first, and an
   older one only when the newer is refused, at most `Limits.max_tries` of them (a student's
   thousand hostile folders cost the class ten reads, not a thousand). The staging folder (the caller makes it, mode 0700)
@@ -167,6 +172,12 @@ class Owners:
                 f"another), not to a Unix user of the student's own: on one machine where every student is the "
                 f"same OS user (make lab STUDENT=...) any student can hand in under another's name; a real class "
                 f"needs one Unix user per student (make hub)"]
+
+
+def printable(text: str) -> str:
+    """`text` with every character that is not printable (newline, escape, bidi overrides...) as its escape:
+    a name a student chose can neither forge a line of the collect log nor restyle a terminal."""
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
 
 
 def parse_entry(name: str, assignment: str) -> tuple[str, str, str | None]:
