@@ -287,7 +287,9 @@ def test_a_constant_that_matched_a_previous_runs_hidden_output_scores_0_in_a_new
     in_run2 = Judge(run2.secret).judge_observations("scaled_sum_total", reference, student)
     assert not any("values differ" in d for d in in_run1.differences), in_run1.differences
     assert not in_run2.passed
-    assert sum("values differ" in d for d in in_run2.differences) == len(cases), in_run2.differences
+    for case in cases:                     # every case fails in run 2: its values (or, judged first, its layout)
+        assert any(d.startswith(f"{case}:") and ("values differ" in d or ": layout:" in d)
+                   for d in in_run2.differences), (case, in_run2.differences)
     for d in in_run2.differences:          # it says which property failed, never a number on hidden inputs
         assert not re.search(r"\d\.\d|difference \d|max abs", d), d
 

@@ -427,7 +427,7 @@ def _check_median_centered(fn: Callable) -> None:
                 doubled = np.asarray(_run(name, fn, mesh, _placed(x_np * 2.0, mesh, P(DEVICES))), np.float64)
                 # "by hand" only when the result does not follow x at all (x doubled: the answer doubles)
                 fixed = same_values(doubled, got, 1e-4) and not same_values(got, np.zeros_like(got), 1e-6)
-                hint = _say("median_generic" if fixed else "median_other")
+                hint = _say("median_generic") if fixed else _say("median_other")
             fail(_say("values", name=name, where=where, want=_fmt(want), got=_fmt(got), hint=hint))
     k, x_np = _MEDIAN_CASES[0]
     mesh = line_mesh(k)

@@ -424,7 +424,7 @@ def _check_sharded_scaled_sum(fn: Callable) -> None:
                 with _explained(name, mesh):
                     moved = np.asarray(_call(fn, _f32(np.asarray(x) + 1.0), mesh), np.float64)
                 # "by hand" only when the result does not follow x at all
-                hint = _say("scaled_by_hand" if same_values(moved, got, 1e-4, dtype=float) else "scaled_other")
+                hint = _say("scaled_by_hand") if same_values(moved, got, 1e-4, dtype=float) else _say("scaled_other")
             fail(_say("scaled_wrong", name=name, got=_fmt(got), where=where, want=_fmt(want), hint=hint))
     k, x = _SCALED_SUM_CASES[0]
     mesh = line_mesh(k)
