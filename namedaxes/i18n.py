@@ -12,20 +12,22 @@ Language of a kernel, the first rule that applies (`language()`; computed once, 
 2. The environment variable `NAMEDAXES_LANG` is set and not empty. Only "en" and "zh" are
    accepted; anything else warns once and means "en" (the autograder sets it from the
    submission notebook's metadata, and a bad value must not stop grading).
-3. The notebook the kernel runs, as Jupyter tells it: jupyter_server starts a session's kernel
-   with `JPY_SESSION_NAME` = the notebook's path (`SessionManager.get_kernel_env`: the
-   kernel's working directory joined with the file name), and ipykernel copies it into the
-   user namespace as `__session__`. If that file exists (an absolute path, or its file name
-   in the working directory) and is at most `MAX_NOTEBOOK_BYTES`, its
-   `metadata.namedaxes.language` decides, when it is one of `LANGUAGES`.
-4. The notebook's set-up cell, as the kernel ran it (IPython's input history, `In`): the cell
+3. The notebook's set-up cell, as the kernel ran it (IPython's input history, `In`): the cell
    that calls `setup_devices(` is in a language when its comments are (`setup_cell_language`:
    Chinese ideographs in a comment mean "zh"). The generator translates that cell's comments in
    every edition and refuses an edition whose set-up cell does not say its language
    (tools/generate_notebooks.py), and the cell is locked, so this works wherever the notebook
    runs: on Colab (no `JPY_SESSION_NAME`, no `zh` folder), under nbval and nbgrader's Validate,
    in a copy renamed or moved anywhere. `setup_devices()` asks for detection again once it ran,
-   so a language looked up before the set-up cell (an import) does not stick.
+   so a language looked up before the set-up cell (an import) does not stick. It comes before
+   rule 4 because it is what the kernel really ran, while a server's session path need not name
+   that file (a JupyterLab kernel on a workspace's Chinese copy spoke English by rule 4 alone).
+4. The notebook the kernel runs, as Jupyter tells it: jupyter_server starts a session's kernel
+   with `JPY_SESSION_NAME` = the notebook's path (`SessionManager.get_kernel_env`: the
+   kernel's working directory joined with the file name), and ipykernel copies it into the
+   user namespace as `__session__`. If that file exists (an absolute path, or its file name
+   in the working directory) and is at most `MAX_NOTEBOOK_BYTES`, its
+   `metadata.namedaxes.language` decides, when it is one of `LANGUAGES`.
 5. Otherwise "en". The folder a notebook sits in never decides (a `zh` folder of the release
    is only where the Chinese notebooks are kept; a checkout in a folder named `zh` is English).
 
@@ -142,11 +144,14 @@ def detect_language(environ: dict | None = None, cwd: str | os.PathLike | None =
             _WARNED.add(value)
             warnings.warn(f"{ENV}={value!r} is not one of {', '.join(LANGUAGES)}: using English", stacklevel=2)
         return "en"
+    ran = _history_language(user_ns)     # the set-up cell the kernel ran says its language first (rule 3)
+    if ran is not None:
+        return ran
     for session in (environ.get("JPY_SESSION_NAME"), _session_path(user_ns)):
         lang = _notebook_language(session, cwd)
         if lang is not None:
             return lang
-    return _history_language(user_ns) or "en"
+    return "en"
 
 
 def language() -> str:

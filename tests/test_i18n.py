@@ -560,8 +560,8 @@ def test_a_chinese_message_with_an_appended_sentence_has_no_space_after_its_full
     from test_exercises_collectives import MEDIAN_WRONG
     from namedaxes.exercises import collectives as q
     lang("zh")
-    message = checking.assert_check_fails(q.median_centered.check, MEDIAN_WRONG["whole vector from every device"][0])
-    assert "这是整个向量" in message and "。这是整个向量" in message, message
+    message = checking.assert_check_fails(q.median_centered.check, MEDIAN_WRONG["whole matrix from every device"][0])
+    assert "这是整个矩阵" in message and "。这是整个矩阵" in message, message
     assert not re.search(r"[，。：；？！、）] ", message), message
     with pytest.raises(checking.CheckFailed) as err:
         checking.fail("`x` 不对。 这是整个向量：见下。")
