@@ -48,7 +48,7 @@ ANSWERS = {
           "def scaled_mean(x):": "def scaled_mean(x):\n    total = lax.psum(jnp.nansum(x * 2.0), axis_name=DEVICES)\n"
                                  "    count = lax.psum(jnp.sum(~jnp.isnan(x)), axis_name=DEVICES)\n"
                                  "    return (total / count).astype(x.dtype)",
-          "def global_max_share(x):": "def global_max_share(x):\n    return x / lax.pmax(x, axis_name=DEVICES)"},
+          "def global_max_share(x):": "def global_max_share(x):\n    return x / lax.pmax(jnp.abs(x), axis_name=DEVICES)"},
     BEN: {"def scaled_sum(x):": "def scaled_sum(x):\n    return lax.psum(x * 2.0, axis_name=DEVICES)",
           "def global_max_share(x):": "def global_max_share(x):\n    return x / jnp.max(x)"},     # local, not global
 }
