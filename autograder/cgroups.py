@@ -268,7 +268,7 @@ class KernelCgroup:
         self._verdict: LimitHit | None = None
 
     @classmethod
-    def create(cls, support: CgroupSupport, label: str, memory_bytes: int, pids_max: int) -> "KernelCgroup | None":
+    def create(cls, support: CgroupSupport, label: str, memory_bytes: int, pids_max: int) -> KernelCgroup | None:
         """Make the groups (None when no controller is usable). Raises OSError if setting a limit fails."""
         name = f"{_PREFIX}{os.getpid()}-{next(_COUNTER)}-{_safe_label(label)}"
         groups: dict[str, tuple[Controller, Path]] = {}

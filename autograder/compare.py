@@ -126,7 +126,7 @@ def _check_npz(npz: bytes) -> None:
                     version = npy.read_magic(fh)
                     shape, _, dtype = (npy.read_array_header_1_0(fh, max_header_size=4096) if version == (1, 0)
                                        else npy.read_array_header_2_0(fh, max_header_size=4096))
-            except Exception as err:  # noqa: BLE001 - any malformed header: unreadable
+            except Exception as err:  # any malformed header: unreadable
                 raise ValueError(f"recorded array {info.filename!r} has a malformed header ({err})") from err
             if dtype.hasobject:
                 raise ValueError(f"recorded array {info.filename!r} holds Python objects")

@@ -71,7 +71,7 @@ def discover_sources(course: Path, only: list[str]) -> dict[str, SourceNotebook]
         course_edition = None
         try:
             sources[aid] = SourceNotebook.load(aid, path)
-        except Exception as err:  # noqa: BLE001
+        except Exception as err:
             raise GraderError(f"cannot read the source notebook {path}: {err}") from err
         lang = submission_language(sources[aid].nb)
         if lang != "en":                      # an edition's course: grade against the English source
@@ -82,7 +82,7 @@ def discover_sources(course: Path, only: list[str]) -> dict[str, SourceNotebook]
             course_edition, path = (lang, path), english
             try:
                 sources[aid] = SourceNotebook.load(aid, path)
-            except Exception as err:  # noqa: BLE001
+            except Exception as err:
                 raise GraderError(f"cannot read the source notebook {path}: {err}") from err
         if not sources[aid].test_cells:
             raise GraderError(f"{path}: no graded test cells")

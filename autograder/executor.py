@@ -47,7 +47,7 @@ import os
 import stat
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
 
 from nbformat import NotebookNode
 from nbformat import v4 as nbv4

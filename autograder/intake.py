@@ -55,7 +55,7 @@ import pwd
 import re
 import stat
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from pathlib import Path
 
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$")
@@ -199,7 +199,7 @@ def parse_time(text: str) -> datetime:
         raise Refused(f"timestamp {text!r} cannot be read ({type(err).__name__})") from None
     if not isinstance(ts, datetime):
         raise Refused(f"timestamp {text!r} cannot be read")
-    return ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)
+    return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
 
 
 def _check_owner(st: os.stat_result, uid: int, what: str) -> None:
@@ -320,7 +320,7 @@ def _take(inbound_fd: int, entry: str, student: str, ts: datetime, dest: Path, o
 def stage(inbound: Path, staging: Path, assignment: str, limits: Limits = Limits(),
           student_user: str = "{student}", now: datetime | None = None, class_user: str | None = None) -> Intake:
     """Copy the newest acceptable hand-in of each student of `assignment` from `inbound` into `staging`."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     owners = Owners(student_user, class_user)
     latest = now + timedelta(seconds=limits.future_slack_s)
     intake = Intake()

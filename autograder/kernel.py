@@ -203,7 +203,7 @@ class Kernel:
         return self.workdir / "observe"
 
     # ------------------------------------------------------------ life cycle
-    def start(self) -> "Kernel":
+    def start(self) -> Kernel:
         # its own working copy (a quota mount owned by the kernel's user where possible), see sandbox.py
         self.sandbox.prepare_workdir(self.workdir)
         conn = self.workdir / f"{self.label}.json"

@@ -113,7 +113,7 @@ class SourceNotebook:
         return float(sum(t.points for t in self.test_cells))
 
     @classmethod
-    def load(cls, assignment: str, path: Path) -> "SourceNotebook":
+    def load(cls, assignment: str, path: Path) -> SourceNotebook:
         raw = Path(path).read_bytes()
         nb = nbformat.reads(raw.decode("utf-8"), as_version=4)
         src = cls(assignment=assignment, path=Path(path), nb=nb, raw=raw)

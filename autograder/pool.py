@@ -58,7 +58,7 @@ import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait as wait_any
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from .isolation import mpl_cache
 from .outputs import Progress

@@ -286,7 +286,7 @@ def _compile_fresh(exp, names: tuple[str, ...], sizes: tuple[int, ...], feed: tu
     devices = jax.devices()
     if exp.nr_devices > len(devices):
         raise Rejected(say("program_needs_devices", n=exp.nr_devices))
-    from jax.sharding import NamedSharding, PartitionSpec as P
+    from jax.sharding import NamedSharding
     own = _mesh_of(exp)
     if own is not None:
         mesh = Mesh(np.array(devices[:exp.nr_devices]).reshape(own[1]), own[0], axis_types=own[2])
@@ -640,4 +640,4 @@ def _signature_difference(want: dict, got: dict) -> str:
 def summary(observations: dict) -> str:
     """One line about an observation (for logs)."""
     meta = observations.get(PROGRAMS_KEY) or {}
-    return json.dumps({"cases": sorted((meta.get("cases") or {}))})
+    return json.dumps({"cases": sorted(meta.get("cases") or {})})

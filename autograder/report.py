@@ -205,7 +205,7 @@ def _total_figure(aid: str, rows: list[Row]) -> str:
     return _png(fig)
 
 
-def _exercise_figure(aid: str, exercises: "OrderedDict[str, list[dict]]") -> str:
+def _exercise_figure(aid: str, exercises: OrderedDict[str, list[dict]]) -> str:
     from matplotlib.figure import Figure
     n = len(exercises)
     cols = min(n, 4)
@@ -466,7 +466,7 @@ def _assignment_section(results: ClassResults, aid: str, out: Path | None, info:
                  f'<div class="card"><b>{len(missing)}</b>missing</div></div>')
     parts.append(f'<figure><img class="histogram" alt="{_e(aid)}: histogram of total scores" '
                  f'src="data:image/png;base64,{_total_figure(aid, graded)}"></figure>')
-    exercises: "OrderedDict[str, list[dict]]" = OrderedDict()
+    exercises: OrderedDict[str, list[dict]] = OrderedDict()
     for r in graded:
         for c in r.cells:
             if "grade_id" in c:

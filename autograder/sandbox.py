@@ -110,7 +110,7 @@ def _default_pids() -> int:
     return 256 + 8 * (os.cpu_count() or 1)       # XLA's thread pools grow with the core count
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _bwrap_options() -> frozenset[str]:
     try:
         out = subprocess.run(["bwrap", "--help"], capture_output=True, text=True, timeout=10)
@@ -155,7 +155,7 @@ def userns_filter() -> bytes | None:
     return b"".join(struct.pack("<HBBI", *ins) for ins in prog)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def kernel_filter() -> tuple[bytes | None, str]:
     """(program, '') with the allow-list of seccomp.py, or (fallback program or None, why the allow-list is
     missing). Compiled once per grader process."""
@@ -219,7 +219,7 @@ class Sandbox:
     work_base: str = ""             # this run's folder of working copies (set by setup)
 
     # ------------------------------------------------------------ set-up for a run
-    def setup(self, work_base: Path | str | None = None) -> "Sandbox":
+    def setup(self, work_base: Path | str | None = None) -> Sandbox:
         """Find out which protections work on this machine (probing each once); returns self.
 
         `work_base`: the folder of this run's working copies. It gets a marker file; once the run

@@ -299,7 +299,7 @@ class Scorer:
         diffs = [str(d)[:400] for d in reply.get("differences", [])][:50]
         return Verdict(bool(reply.get("passed")) and not diffs, diffs)
 
-    def __enter__(self) -> "Scorer":
+    def __enter__(self) -> Scorer:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -137,7 +137,7 @@ class FilterUnavailable(RuntimeError):
     """libseccomp is missing or refused to build the filter; the message says which."""
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _lib() -> ctypes.CDLL:
     name = ctypes.util.find_library("seccomp") or "libseccomp.so.2"
     try:
@@ -184,7 +184,7 @@ def _rule(lib, ctx, action: int, name: str, *cmps: tuple[int, int, int, int]) ->
         raise FilterUnavailable(f"libseccomp refused the rule for {name}: {os.strerror(-rc)}")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def compile_filter() -> bytes:
     """The BPF program (struct sock_filter[], for `bwrap --seccomp FD`) for this machine's architecture."""
     lib = _lib()

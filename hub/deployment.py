@@ -47,7 +47,7 @@ class Deployment:
                                                  for c in self.courses})
 
     @classmethod
-    def from_env(cls, env=os.environ) -> "Deployment":
+    def from_env(cls, env=os.environ) -> Deployment:
         hub_dir = Path(env.get("NAMEDAXES_HUB_DIR") or ROOT / "hub-data").absolute()
         return cls(hub_dir=hub_dir, port=int(env.get("NAMEDAXES_HUB_PORT") or 8000),
                    ip=env.get("NAMEDAXES_HUB_IP") or "127.0.0.1",
@@ -106,7 +106,7 @@ class Deployment:
         host = "127.0.0.1" if self.ip in ("", "0.0.0.0") else self.ip
         return f"http://{host}:{self.port}"
 
-    def accounts(self) -> "Accounts":
+    def accounts(self) -> Accounts:
         return Accounts.load(self.accounts_file)
 
 
@@ -119,7 +119,7 @@ class Accounts:
     created_group: bool = False
 
     @classmethod
-    def load(cls, path: Path) -> "Accounts":
+    def load(cls, path: Path) -> Accounts:
         if not path.is_file():
             return cls()
         data = json.loads(path.read_text())

@@ -31,7 +31,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from hub.deployment import ROOT, Deployment  # noqa: E402
+from hub.deployment import ROOT, Deployment
 
 c = get_config()  # noqa: F821
 dep = Deployment.from_env()

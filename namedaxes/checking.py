@@ -44,7 +44,8 @@ import linecache
 import os
 import re
 import sys
-from typing import Any, Callable, Iterable, NoReturn
+from typing import Any, NoReturn
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -356,7 +357,7 @@ def explained(name: str, *, run: str | None = None, binds: Iterable[str] = (), f
         yield
     except CheckFailed:
         raise
-    except Exception as err:  # noqa: BLE001 - translated or re-raised unchanged
+    except Exception as err:  # translated or re-raised unchanged
         message = translate(err, name, run=run, binds=binds, fix=fix, rules=rules)
         if message is None:
             raise
@@ -502,7 +503,7 @@ def show_error(exc_type: type[BaseException] | tuple = Exception, match: str | N
     """
     try:
         yield
-    except exc_type as err:  # noqa: PERF203 - the point of the cell
+    except exc_type as err:  # the point of the cell
         text = str(err)
         if match is not None and not re.search(match, text):
             raise AssertionError(f"expected an error matching {match!r}, got {type(err).__name__}: {text}") from err
@@ -544,7 +545,7 @@ def _say(text: str) -> None:
 
 
 # Module state lives in mutated containers (the autograder restores module globals between cells).
-_REGISTRY: dict[str, dict[tuple, "Exercise"]] = {}   # exercise module -> its Exercise objects, in order
+_REGISTRY: dict[str, dict[tuple, Exercise]] = {}   # exercise module -> its Exercise objects, in order
 _RESULTS: dict[tuple, dict] = {}                      # Exercise._key -> its last verdict
 
 
@@ -588,7 +589,7 @@ class Exercise:
         return self.name
 
     def check(self, *answer) -> None:
-        __tracebackhide__ = True  # noqa: F841 - pytest: report the caller's line
+        __tracebackhide__ = True  # pytest: report the caller's line
         try:
             _expect_course_devices()
             with explained(self.name):

@@ -50,7 +50,8 @@ import threading
 import time
 import types
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from namedaxes.i18n import Messages
 
@@ -170,7 +171,7 @@ class Shipped:
             filename = f"<shipped {self.name}>"
             linecache.cache[filename] = (len(self.source), None, self.source.splitlines(True), filename)
             namespace: dict = {"__name__": "__shipped__"}
-            exec(compile(self.source, filename, "exec"), namespace)  # noqa: S102 - the point of shipping
+            exec(compile(self.source, filename, "exec"), namespace)  # the point of shipping
             cache[self.source] = namespace
         return cache[self.source][self.name]
 
@@ -537,7 +538,7 @@ class Cluster:
         env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
         return env
 
-    def start(self) -> "Cluster":
+    def start(self) -> Cluster:
         """Start the workers and wait until all of them joined (`jax.distributed.initialize`)."""
         if self._procs:
             raise RuntimeError("this cluster was already started; create a new Cluster")
@@ -596,7 +597,7 @@ class Cluster:
         if self.job_dir:
             shutil.rmtree(self.job_dir, ignore_errors=True)
 
-    def __enter__(self) -> "Cluster":
+    def __enter__(self) -> Cluster:
         return self.start()
 
     def __exit__(self, *exc) -> None:

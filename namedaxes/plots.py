@@ -20,7 +20,7 @@ import functools
 import itertools
 import warnings
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 from matplotlib.figure import Figure

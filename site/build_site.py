@@ -31,10 +31,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import compose_pages  # noqa: E402
-import execute_notebooks  # noqa: E402
-import landing_pages  # noqa: E402
-import settings  # noqa: E402
+import compose_pages
+import execute_notebooks
+import landing_pages
+import settings
 
 STAMP = settings.CACHE / "site-key"
 

@@ -41,8 +41,8 @@ from pathlib import Path
 import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import settings  # noqa: E402
-from site_text import text  # noqa: E402
+import settings
+from site_text import text
 
 RAISES = "raises-exception"
 

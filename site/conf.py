@@ -22,8 +22,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import settings  # noqa: E402
-from site_text import text  # noqa: E402
+import settings
+from site_text import text
 
 EDITION = os.environ.get("NAMEDAXES_SITE_EDITION", "en")
 if EDITION not in settings.EDITIONS:

@@ -33,7 +33,7 @@ from pathlib import Path
 import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import settings  # noqa: E402  (site/ is not a package)
+import settings  # site/ is not a package
 
 DEVICE_FLAG = "--xla_force_host_platform_device_count=8"
 CELL_TIMEOUT_S = 300

@@ -20,9 +20,9 @@ from pathlib import Path
 import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import settings  # noqa: E402
-from compose_pages import write_if_changed  # noqa: E402
-from site_text import text  # noqa: E402
+import settings
+from compose_pages import write_if_changed
+from site_text import text
 
 
 @dataclass(frozen=True)

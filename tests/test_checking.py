@@ -231,30 +231,26 @@ def test_a_passed_check_prints_one_green_line(capsys, monkeypatch):
 
 def test_not_written_yet_names_the_unwritten_function_the_answer_calls():
     ns = _cell("def loss_fn(p):\n    raise NotImplementedError()\n\ndef grads(p):\n    return 2 * loss_fn(p)\n")
-    with pytest.raises(CheckFailed) as err:
-        with explained("grads"):
-            ns["grads"](1.0)
+    with pytest.raises(CheckFailed) as err, explained("grads"):
+        ns["grads"](1.0)
     assert str(err.value) == not_written_yet("grads", callee="loss_fn")
-    with pytest.raises(CheckFailed) as err:
-        with explained("loss_fn"):
-            ns["loss_fn"](1.0)
+    with pytest.raises(CheckFailed) as err, explained("loss_fn"):
+        ns["loss_fn"](1.0)
     assert str(err.value) == not_written_yet("loss_fn")
 
 
 def test_an_error_in_the_students_code_is_quoted_with_its_cell_line():
     ns = _cell("def total(x):\n    y = x * 2\n    return y + 'a'\n")
     with pytest.raises(CheckFailed, match=r"^`total` raised `TypeError: unsupported operand.*` at line 3 of its "
-                                          r"cell: `return y \+ 'a'`\.$"):
-        with explained("total"):
-            ns["total"](1.0)
+                                          r"cell: `return y \+ 'a'`\.$"), explained("total"):
+        ns["total"](1.0)
 
 
 def test_an_error_outside_the_students_code_is_not_disguised():
     def checker_bug():
         raise KeyError("a bug in the checker")
-    with pytest.raises(KeyError, match="a bug in the checker"):
-        with explained("total"):
-            checker_bug()
+    with pytest.raises(KeyError, match="a bug in the checker"), explained("total"):
+        checker_bug()
 
 
 def test_unbound_axis_name_message_says_what_binds_and_which_constant_to_write():
@@ -272,15 +268,13 @@ def test_unbound_axis_name_message_says_what_binds_and_which_constant_to_write()
 
 def test_a_modules_own_rules_come_first():
     rule = lambda err: "our own words" if isinstance(err, ValueError) else None  # noqa: E731
-    with pytest.raises(CheckFailed, match="^our own words$"):
-        with explained("f", rules=(rule,)):
-            raise ValueError("jax internals")
+    with pytest.raises(CheckFailed, match="^our own words$"), explained("f", rules=(rule,)):
+        raise ValueError("jax internals")
 
 
 def test_traced_values_turned_into_numpy_get_one_message():
-    with pytest.raises(CheckFailed, match=r"`f` turns a traced value into a NumPy array"):
-        with explained("f"):
-            jax.jit(lambda x: float(x))(1.0)
+    with pytest.raises(CheckFailed, match=r"`f` turns a traced value into a NumPy array"), explained("f"):
+        jax.jit(lambda x: float(x))(1.0)
 
 
 # ---------------------------------------------------------------- progress

@@ -15,7 +15,7 @@ import os
 import pwd
 import shutil
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from pathlib import Path
 
 import pytest
@@ -50,7 +50,7 @@ def stamp(ts: datetime) -> str:
     return ts.strftime("%Y-%m-%d %H:%M:%S.%f UTC")
 
 
-NOW = datetime.now(timezone.utc).replace(microsecond=0)
+NOW = datetime.now(UTC).replace(microsecond=0)
 EARLIER, LATER = NOW - timedelta(hours=2), NOW - timedelta(hours=1)
 
 

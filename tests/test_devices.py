@@ -5,9 +5,8 @@ import sys
 import textwrap
 
 import jax
-import pytest
 
-from namedaxes import DeviceSetupError, N_DEVICES, setup_devices
+from namedaxes import N_DEVICES, setup_devices
 from namedaxes.devices import _append_xla_flag, count_accelerators
 
 

@@ -6,7 +6,7 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-import generate_notebooks as gen  # noqa: E402
+import generate_notebooks as gen
 
 
 def _grade(source, **meta):
@@ -56,7 +56,6 @@ def test_a_cell_that_only_uses_a_failed_cells_results_is_a_knock_on_error():
 
 def test_the_released_notebooks_have_no_knock_on_errors():
     """Unanswered notebooks stay readable: every failing cell is a test or runs an answer itself."""
-    import nbformat
     for path in sorted(gen.NOTEBOOKS.glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
         assert gen.knock_on_cells(nb) == [], f"{path.name}: knock-on cells {gen.knock_on_cells(nb)}"

@@ -130,7 +130,7 @@ def test_text_tables_give_english_to_tools_and_translations_to_students(lang):
     lang("zh")
     assert checking.TEXT["the_check"] == "检查"
     assert dict(checking.TEXT.items())["the_check"] == "The check"
-    assert checking.NOT_WRITTEN_YET == checking.TEXT.english("not_written_yet")
+    assert checking.TEXT.english("not_written_yet") == checking.NOT_WRITTEN_YET
 
 
 def _failure_lines(check, *args) -> list[str]:

@@ -14,10 +14,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import test_exercises_axis_names as t01  # noqa: E402
-from autograder.compare import judge_observations  # noqa: E402
-from namedaxes.checking import CheckFailed  # noqa: E402
-from namedaxes.exercises import axis_names as q01  # noqa: E402
+import test_exercises_axis_names as t01
+from autograder.compare import judge_observations
+from namedaxes.checking import CheckFailed
+from namedaxes.exercises import axis_names as q01
 
 MATRICES = {
     "rank_weighted_sum": (q01.rank_weighted_sum, t01.rank_weighted_sum_ref, t01.RANK_WEIGHTED_SUM_RIGHT,

@@ -202,7 +202,7 @@ def test_validate_finds_no_changed_cell_in_any_untouched_or_solved_notebook(tmp_
     for aid in ALL_IDS:
         release = ROOT / "notebooks" / edition / f"{aid}.ipynb"
         locked = [c for c in nbformat.read(release, as_version=4).cells
-                  if "checksum" in ((c.metadata.get("nbgrader") or {}))]
+                  if "checksum" in (c.metadata.get("nbgrader") or {})]
         assert locked, f"{release.name}: nbgrader gave no cell a checksum"
         for kind, nb in (("untouched", nbformat.read(release, as_version=4)), ("solved", _solved_release(aid, edition))):
             path = tmp_path / kind / f"{aid}.ipynb"

@@ -47,14 +47,14 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Iterable
+from collections.abc import Iterable
 
 import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import translate  # noqa: E402  (tools/translate.py: the prose units and the catalogs)
+import translate
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from namedaxes.i18n import setup_cell_language  # noqa: E402  (the rule kernels detect an edition by)
+from namedaxes.i18n import setup_cell_language
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions"

@@ -59,7 +59,7 @@ import tokenize
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import nbformat
 from babel.messages.catalog import Catalog
@@ -74,7 +74,7 @@ DOMAIN = "namedaxes"
 PACKAGES = ("namedaxes", "autograder")
 PROJECT = "JAX named axes course"
 # Fixed header dates: the files change only when their entries do.
-STAMP = dt.datetime(2026, 12, 1, 0, 0, tzinfo=dt.timezone.utc)
+STAMP = dt.datetime(2026, 12, 1, 0, 0, tzinfo=dt.UTC)
 PLOT_KEYWORDS = ("title", "note", "before_label", "after_label", "ylabel")
 
 

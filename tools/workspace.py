@@ -64,7 +64,7 @@ class WorkspaceError(Exception):
 def read_nb(path: Path):
     try:
         return nbformat.read(str(path), as_version=4)
-    except Exception as err:  # noqa: BLE001 - any parse problem is the same problem for the student
+    except Exception as err:  # any parse problem is the same problem for the student
         raise WorkspaceError(f"{path} is not a readable notebook ({type(err).__name__}: {err})") from err
 
 

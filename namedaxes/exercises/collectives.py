@@ -32,7 +32,7 @@ translate, no strings inside the logic); the shared core words the rest.
 from __future__ import annotations
 
 import functools
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -310,7 +310,7 @@ def _explained(name: str, mesh=None, rules=_COMMON_RULES):
     return explained(name, rules=[lambda err, rule=rule: rule(err) for rule in bound])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cached_program(fn: Callable, mesh):
     return jax.jit(lambda *args: fn(*args, mesh))
 

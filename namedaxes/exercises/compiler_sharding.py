@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -250,7 +250,7 @@ def _rules(name: str):
     return (rule,)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cached_program(fn: Callable, mesh):
     return jax.jit(lambda *args: fn(*args, mesh))
 

@@ -45,7 +45,7 @@ unbound axis names and errors in the student's own code.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp

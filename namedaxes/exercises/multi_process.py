@@ -42,7 +42,7 @@ the logic only fills in the templates.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp

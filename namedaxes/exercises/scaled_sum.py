@@ -23,7 +23,7 @@ the full strings of each `Exercise(..., hints=[...])`.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp

@@ -47,7 +47,7 @@ unbound axis names and errors in the student's own code.
 from __future__ import annotations
 
 import functools
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -291,7 +291,7 @@ def weighted_total(w, x_col):
     return jax.lax.psum(w * x_col, axis_name=DEVICES)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _weighted_total_pmap():
     return jax.pmap(weighted_total, axis_name=DEVICES, in_axes=(None, 1), out_axes=None)
 
@@ -338,7 +338,7 @@ def _value_error_message(name: str, text: str, axes: str, shard_map_allowed: boo
     return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _jitted(fn: Callable, n_args: int):
     """`fn` compiled with its last argument (the mesh) static: cached per answer."""
     return jax.jit(fn, static_argnums=(n_args - 1,))

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from autograder_harness import GradedClass, build_and_grade, read_csv  # noqa: E402
+from autograder_harness import GradedClass, build_and_grade, read_csv
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,6 @@ import copy
 import json
 import os
 import subprocess
-from pathlib import Path
 
 import nbformat
 import pytest

@@ -44,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "autograder"))
 import autograder_specs as specs  # noqa: E402
 import inert_payloads as P  # noqa: E402
+from datetime import UTC
 
 A02 = specs.A02
 SETTLE_MS = 1500          # time for a payload's script, handler or fetch to fire after load
@@ -386,8 +387,8 @@ def test_formgrader_collect_refuses_hostile_hand_ins_by_name_and_collects_the_re
     solution = course / "source" / A02 / f"{A02}.ipynb"
     os.chmod(solution, 0o600)
     honest_nb = (course / "release" / A02 / f"{A02}.ipynb").read_bytes() + b"\n"   # the student's own bytes
-    from datetime import datetime, timedelta, timezone
-    when = (datetime.now(timezone.utc) - timedelta(hours=1)).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
+    from datetime import datetime, timedelta
+    when = (datetime.now(UTC) - timedelta(hours=1)).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
     honest = _hand_in(inbound, "daemon", when, honest_nb)
     garbage = _hand_in(inbound, "daemon", "not-a-time", honest_nb)
     evil = _hand_in(inbound, "bin", when, solution)

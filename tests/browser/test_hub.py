@@ -153,7 +153,7 @@ def _timed(name):
 def test_release_fetch_answer_validate_submit_collect_grade_feedback(hub, pages, screenshots):
     dep, passwords = hub
     teacher = pages[dep.instructor]
-    hub_vars = [f"HUB=1", f"HUB_DIR={dep.hub_dir}", f"HUB_GROUP={dep.group}", f"HUB_INSTRUCTOR={dep.instructor}",
+    hub_vars = ["HUB=1", f"HUB_DIR={dep.hub_dir}", f"HUB_GROUP={dep.group}", f"HUB_INSTRUCTOR={dep.instructor}",
                 f"ASSIGNMENT={AID}", "JOBS=2"]
 
     # 1. the instructor logs in and releases the assignment in formgrader

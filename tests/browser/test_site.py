@@ -15,14 +15,12 @@ from __future__ import annotations
 import functools
 import html
 import http.server
-import json
 import os
 import re
 import string
 import subprocess
 import sys
 import threading
-import time
 import urllib.parse
 from pathlib import Path
 
