@@ -46,7 +46,8 @@ def _meta(cell) -> dict:
 
 
 def _solution(text: str) -> str:
-    return "\n".join(l for l in text.splitlines() if "### BEGIN SOLUTION" not in l and "### END SOLUTION" not in l)
+    return "\n".join(line for line in text.splitlines()
+                     if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line)
 
 
 def _wrong(text: str) -> str:

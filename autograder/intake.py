@@ -195,7 +195,7 @@ def parse_time(text: str) -> datetime:
     from nbgrader.utils import parse_utc
     try:
         ts = parse_utc(text)
-    except Exception as err:              # dateutil raises ValueError, OverflowError, TypeError, ...
+    except Exception as err:  # noqa: BLE001 - dateutil raises ValueError, OverflowError, TypeError, ...
         raise Refused(f"timestamp {text!r} cannot be read ({type(err).__name__})") from None
     if not isinstance(ts, datetime):
         raise Refused(f"timestamp {text!r} cannot be read")

@@ -212,7 +212,7 @@ class Kernel:
             self.sandbox.hand_over(path)
         launch = self.sandbox.launch(self.workdir, conn, self.writable, self.label)
         self.cgroup = launch.cgroup                    # removed (and its verdict kept) by kill()
-        self._log = open(self.log_path, "wb")
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - the kernel's log, open while it lives; kill() closes it
         self.started_at = time.monotonic()
         env = {**self.sandbox.env(self.workdir, self.observe_dir), **self.extra_env}
         _LIVE.add(self)

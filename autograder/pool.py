@@ -263,7 +263,7 @@ class ReferenceLock:
         self.fh = None
 
     def acquire(self, quiet: bool = True) -> None:
-        self.fh = open(self.path, "a")
+        self.fh = open(self.path, "a")  # noqa: SIM115 - held (and locked) until release()
         try:
             fcntl.flock(self.fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -603,8 +603,8 @@ def _layout_difference(case: str, ref_exp, want: _Compiled, got: _Compiled, out_
                 if not _split_axes(w) <= _split_axes(g):
                     return say("layout_region_input", case=case, n=n + 1, axes=", ".join(repr(a) for a in axes),
                                got=describe_layout(g), want=describe_layout(w))
-        words = lambda regions: "; ".join(", ".join(describe_layout(l) for l in i) for _, i, _ in regions) \
-            or say("layout_no_region")  # noqa: E731
+        def words(regions) -> str:
+            return "; ".join(", ".join(map(describe_layout, i)) for _, i, _ in regions) or say("layout_no_region")
         return say("layout_regions", case=case, got=words(got.regions), want=words(want.regions))
     if out_layout:
         for i, (w, g) in enumerate(zip(want.out_layouts, got.out_layouts)):

@@ -76,13 +76,13 @@ __all__ = ["Sandbox", "Launch", "KERNEL_ARGS", "WORK_SUBDIRS", "kernel_filter", 
 # locked set-up cell still decides the device count. The user namespace stays empty.
 WARM_MODULES = ("numpy", "jax", "jax.numpy", "jax.lax", "namedaxes", "namedaxes.checking",
                 "namedaxes.grading", "matplotlib.figure", "namedaxes.plots")
-_WARM_CODE = ("import importlib as _i\nfor _m in %r:\n    try:\n        _i.import_module(_m)\n"
-              "    except Exception:\n        pass\ndel _i, _m" % (WARM_MODULES,))
+_WARM_CODE = (f"import importlib as _i\nfor _m in {WARM_MODULES!r}:\n    try:\n        _i.import_module(_m)\n"
+              "    except Exception:\n        pass\ndel _i, _m")
 KERNEL_ARGS = [
     "-m", "ipykernel_launcher",
     "--HistoryManager.enabled=False",
     "--IPKernelApp.quiet=True",
-    "--IPKernelApp.exec_lines=" + repr(["exec(%r)" % _WARM_CODE]),
+    "--IPKernelApp.exec_lines=" + repr([f"exec({_WARM_CODE!r})"]),
 ]
 
 WORK_SUBDIRS = ("observe", "tmp", ".ipython", ".runtime", ".jupyter", ".matplotlib", ".cache")

@@ -273,7 +273,7 @@ class Scorer:
             reply = self._call({"op": "reference", "reference": [_b64(ref_pair[0]), _b64(ref_pair[1])]},
                                timeout=max(self.timeout, 120.0))
         except (TimeoutError, EOFError) as err:
-            raise ScorerReferenceError(f"the scorer could not load the reference programs ({err or 'timeout'})")
+            raise ScorerReferenceError(f"the scorer could not load the reference programs ({err or 'timeout'})") from err
         if not reply.get("ok"):
             raise ScorerReferenceError(reply.get("reference_error") or reply.get("error") or "unknown error")
         self.checked.add(digest)

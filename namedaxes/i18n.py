@@ -211,7 +211,7 @@ class Messages(dict):
         return gettext(dict.__getitem__(self, key))
 
     def get(self, key, default=None):
-        return self[key] if key in self else default
+        return self[key] if key in self else default  # noqa: SIM401 - dict.get would skip the translation
 
     def english(self, key) -> str:
         return dict.__getitem__(self, key)

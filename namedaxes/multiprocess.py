@@ -548,8 +548,9 @@ class Cluster:
         env = self._environment()
         try:
             for i in range(self.num_processes):
-                out = open(os.path.join(self.job_dir, f"stdout-{i}.txt"), "wb")
-                err = open(os.path.join(self.job_dir, f"stderr-{i}.txt"), "wb")
+                # the process's output files, open while it runs: stop() closes self._logs
+                out = open(os.path.join(self.job_dir, f"stdout-{i}.txt"), "wb")  # noqa: SIM115
+                err = open(os.path.join(self.job_dir, f"stderr-{i}.txt"), "wb")  # noqa: SIM115
                 self._logs += [out, err]
                 self._procs.append(subprocess.Popen(
                     [sys.executable, "-c", self.worker_code(i)], stdin=subprocess.PIPE, stdout=out,

@@ -69,7 +69,7 @@ def cjk_font() -> str | None:
         found = next((name for name, _pattern in CJK_FONTS if name in known), None)
         if found is None:   # installed after matplotlib cached its font list: register the file itself
             files = font_manager.findSystemFonts()
-            for name, pattern in CJK_FONTS:
+            for _name, pattern in CJK_FONTS:
                 path = next((f for f in sorted(files) if pattern.lower() in Path(f).name.lower()), None)
                 if path:
                     font_manager.fontManager.addfont(path)

@@ -79,15 +79,13 @@ def test_show_error_prints_the_real_error(capsys):
 
 
 def test_show_error_fails_when_nothing_is_raised():
-    with pytest.raises(AssertionError, match="should raise ValueError, but it ran without an error"):
-        with show_error(ValueError):
-            pass
+    with pytest.raises(AssertionError, match="should raise ValueError, but it ran without an error"), show_error(ValueError):
+        pass
 
 
 def test_show_error_fails_on_a_different_message():
-    with pytest.raises(AssertionError, match="expected an error matching"):
-        with show_error(ValueError, match="context mesh"):
-            raise ValueError("something else")
+    with pytest.raises(AssertionError, match="expected an error matching"), show_error(ValueError, match="context mesh"):
+        raise ValueError("something else")
 
 
 def test_assert_check_fails_and_passes():
@@ -105,7 +103,8 @@ def test_exercise_check_hint_and_observe(capsys):
     ex.check(lambda x: 2 * x)
     with pytest.raises(CheckFailed):
         ex.check(lambda x: x)
-    ex.hint(); ex.hint(); ex.hint()
+    for _ in range(3):
+        ex.hint()
     out = capsys.readouterr().out
     assert "✓ `twice` passes the visible checks." in out and "Hint 1/2" in out and out.count("Hint 2/2") == 2
     assert float(ex.observe(lambda x: 2 * x)["out"]) == 6.0

@@ -129,7 +129,7 @@ def test_install_venv_reads_the_markers_as_packaging_does(py):
 
 
 def test_this_venv_has_exactly_its_lock_installed():
-    py = "%d.%d" % sys.version_info[:2]
+    py = "{}.{}".format(*sys.version_info[:2])
     wrong = {}
     for name, version in _lock(py).items():
         try:

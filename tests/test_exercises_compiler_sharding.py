@@ -7,6 +7,7 @@ rejected with the specific message that helps (the regex names what the message
 must say), and `observe` of wrong answers does not match.
 """
 import re
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -397,7 +398,7 @@ def test_collective_matmul_rows_observations_reject_wrong_answers():
 
 # ---------------------------------------------------------------- the module's contract
 def test_every_student_facing_string_is_used_and_hints_are_ladders():
-    source = open(q.__file__, encoding="utf-8").read()
+    source = Path(q.__file__).read_text(encoding="utf-8")
     body = source[source.index("def _say("):]
     unused = [key for key in q.TEXT if not re.search(rf"_say\(\s*\"{key}\"", body)]
     assert not unused, f"TEXT entries nothing uses: {unused}"

@@ -146,7 +146,7 @@ def test_scaled_sum_observe_shape(scaled_sum_reference_obs):
     assert structure.pop("communication") == ["psum over 'devices'"] and structure.pop("axes") == [DEVICES]
     assert set(structure) == {"k4_scalar_growth", "k4_vector_growth", "k8_scalar_growth", "k8_vector_growth",
                               "k8_vector_psum"}
-    for key, value in structure.items():    # a total divided by its value over 2 devices of ones: sum(x) / 2
+    for value in structure.values():    # a total divided by its value over 2 devices of ones: sum(x) / 2
         value = np.asarray(value, float)
         assert np.allclose(value, value[:1]) and not np.allclose(value, np.round(value))
 

@@ -199,11 +199,11 @@ def translate_notebook(nb, lang: str, aid: str):
     out = nbformat.from_dict(copy.deepcopy(nb))
     for cell in out.cells:
         if cell.cell_type == "markdown":
-            cell.source = translate.render_markdown(cell.source, lambda text: table.get((cell.id, text), text))
+            cell.source = translate.render_markdown(cell.source, lambda text: table.get((cell.id, text), text))  # noqa: B023 - run in this iteration
         elif cell.cell_type == "code":
             context, doc = translate.comment_context(cell.id), translate.docstring_context(cell.id)
-            cell.source = translate.render_comments(cell.source, lambda text: table.get((context, text), text))
-            cell.source = translate.render_docstring(cell.source, lambda text: table.get((doc, text), text))
+            cell.source = translate.render_comments(cell.source, lambda text: table.get((context, text), text))  # noqa: B023 - run in this iteration
+            cell.source = translate.render_docstring(cell.source, lambda text: table.get((doc, text), text))  # noqa: B023 - run in this iteration
         nbgrader = cell.metadata.get("nbgrader") or {}
         if "checksum" in nbgrader:
             nbgrader["checksum"] = _checksum(cell)

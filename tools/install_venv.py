@@ -32,7 +32,7 @@ NOISE = ("WARNING: Location 'file://",)
 
 
 def version() -> str:
-    return "%d.%d" % sys.version_info[:2]
+    return "{}.{}".format(*sys.version_info[:2])
 
 
 def lock_for(py: str) -> Path:

@@ -338,8 +338,8 @@ def _package_messages(path: Path) -> Iterator[tuple[str, tuple[str, int | None],
         if isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
             value = value.args[0]                 # TEXT = Messages({...})
         if isinstance(target, ast.Name) and target.id == "TEXT" and isinstance(value, ast.Dict):
-            for key, value in zip(value.keys, value.values):
-                k, v = _strings(key) if key else None, _strings(value)
+            for key, item in zip(value.keys, value.values):
+                k, v = _strings(key) if key else None, _strings(item)
                 if k is not None and v:
                     yield v, (f"{rel}#TEXT.{k}", None), f"TEXT['{k}'] of {rel}: a str.format template"
     functions = {}
@@ -375,7 +375,7 @@ def _notebook_plot_labels(nb_id: str) -> Iterator[tuple[str, tuple[str, int | No
         if cell.cell_type != "code":
             continue
         try:
-            tree = ast.parse("\n".join(l for l in cell.source.split("\n") if not l.lstrip().startswith(("%", "!"))))
+            tree = ast.parse("\n".join(line for line in cell.source.split("\n") if not line.lstrip().startswith(("%", "!"))))
         except SyntaxError:
             continue
         for node in ast.walk(tree):

@@ -381,7 +381,7 @@ def _cmd_update(args) -> int:
         return 0
     conflicts = []
     for prefix, _, _, plan in plans:
-        for aid, (mine, _, result) in sorted(plan.items()):
+        for aid, (_, _, result) in sorted(plan.items()):
             if result is None:
                 print(f"  {prefix}{aid}: new notebook, copied")
                 continue

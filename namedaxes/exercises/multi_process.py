@@ -310,7 +310,7 @@ def _global_job(fn: Callable, cases: list) -> list:
         for split, tree in args:
             mine = jax.tree.map(lambda a: np.asarray(a)[_share(np.shape(a)[0], p, i)], tree) if split else tree
             placed.append(to_global(mine, mesh, axis if split else None))
-        out.append(read_back(jax.jit(lambda *a: fn(*a, mesh))(*placed)))
+        out.append(read_back(jax.jit(lambda *a: fn(*a, mesh))(*placed)))  # noqa: B023 - run in this iteration
     return out
 
 

@@ -65,7 +65,7 @@ def zh_release():
 
 def _submission(release, source_nb, wrong: bool, claim=None, unset=False):
     nb = copy.deepcopy(release)
-    for i, cell in enumerate(nb.cells):
+    for cell in nb.cells:
         meta = specs.nb_meta(cell)
         if meta.get("solution"):
             cell.source = specs.solution_code(source_nb, meta["grade_id"])
@@ -130,7 +130,7 @@ def test_same_answers_same_scores_in_both_languages(graded, en, zh):
 
 
 def test_right_is_full_marks_and_wrong_is_not(graded):
-    right, wrong = graded["rows"]["zh_right"], graded["rows"]["zh_wrong"]
+    right = graded["rows"]["zh_right"]
     assert float(right["score"]) == float(right["max_score"]) > 0
     cells = graded["results"]["zh_wrong"]["cells"]
     assert {c["grade_id"] for c in cells if c["passed"]} == WRONG_SPEC.passes({c["grade_id"] for c in cells})
@@ -224,7 +224,7 @@ def test_every_grader_text_is_used_and_its_translation_keeps_the_fields():
     import string
     sources = "".join(p.read_text(encoding="utf-8") for p in (REPO / "autograder").glob("*.py")
                       if p.name != "messages.py")
-    unused = [k for k in messages.TEXT if not re.search(r"""\b(text|say)\(\s*["']%s["']""" % k, sources)
+    unused = [k for k in messages.TEXT if not re.search(rf"""\b(text|say)\(\s*["']{k}["']""", sources)
               and f'"{k}"' not in sources]
     assert not unused, f"entries of autograder.messages.TEXT nothing uses: {unused}"
     fields = lambda t: sorted({f for _, f, _, _ in string.Formatter().parse(t) if f})  # noqa: E731

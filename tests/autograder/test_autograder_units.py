@@ -76,7 +76,7 @@ def test_deleted_duplicated_and_retagged_test_cells_are_the_sources(source):
 def test_missing_answer_gets_the_released_stub_and_first_duplicate_wins(source):
     nb = student(source, {"scaled_mean_answer": "def scaled_mean(x):\n    return 1\n"},
                  tamper=[specs.delete_cells("scaled_sum_answer"), specs.duplicate_cell("scaled_mean_answer")])
-    for i, c in enumerate(nb.cells):                                       # make the copies differ
+    for c in nb.cells:                                                     # make the copies differ
         if c.id.startswith("scaled-mean-answer-copy"):
             c.source = "def scaled_mean(x):\n    return 2\n"
     graded, report = build_graded(source, nb)
@@ -304,8 +304,7 @@ def test_a_kernel_that_never_starts_gives_an_error_row(source, tmp_path):
 def _npz_member(name: str, header: dict, data: bytes, compression=None) -> bytes:
     import zipfile
     buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression or zipfile.ZIP_STORED) as zf:
-        with zf.open(name, "w", force_zip64=True) as fh:
+    with zipfile.ZipFile(buf, "w", compression or zipfile.ZIP_STORED) as zf, zf.open(name, "w", force_zip64=True) as fh:
             head = io.BytesIO()
             np.lib.format.write_array_header_1_0(head, header)
             fh.write(head.getvalue())

@@ -100,7 +100,7 @@ def test_inert_notebook_keeps_only_text_and_raster_images():
         for o in cell.get("outputs", []):
             assert o.output_type in ("stream", "error", "display_data", "execute_result")
             mimes |= set(o.get("data", {}))
-            for m, sizes in o.get("metadata", {}).items():
+            for sizes in o.get("metadata", {}).values():
                 assert all(isinstance(v, int) for v in sizes.values()), sizes
     assert mimes == {"text/plain", "image/png"}
     pngs = [o.data["image/png"] for c in out.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]

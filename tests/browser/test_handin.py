@@ -127,7 +127,7 @@ def pages(labs, chromium, course):
             viewport={"width": 1400, "height": 1000}, device_scale_factor=1)
         try:
             result = {}
-            for sid, server in labs.items():
+            for sid in labs:
                 page = context.new_page()
                 page.set_default_timeout(UI_TIMEOUT * 1000)
                 result[sid] = page
@@ -216,7 +216,7 @@ def _loop(course, labs, pages, screenshots):
             assert docstrings[gid][:40] not in text, f"{gid} is answered, yet Validate lists it:\n{text[:2000]}"
         dialog.get_by_role("button", name="Ok").click()
     with _Timer("both submit"):
-        for sid, page in pages.items():
+        for page in pages.values():
             _row(page, "fetched_assignments_list").get_by_role("button", name="Submit").click()
             _row(page, "submitted_assignments_list").wait_for()
         inbound = sorted(p.name.split("+")[0] for p in (course["exchange"] / COURSE_ID / "inbound").iterdir())
