@@ -24,7 +24,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 .PHONY: browser-deps formgrader update-work roster release collect return-feedback
 .PHONY: fonts catalogs check-catalogs site site-venv site-lock
 .PHONY: hub hub-stop hub-clean hub-deps hub-test-deps bench-hub
-.PHONY: help venv venv-newest lock system-deps lab notebooks check-notebooks test test-newest test-fast bench grade bench-grade clean
+.PHONY: help venv venv-newest lock system-deps lab notebooks check-notebooks lint format test test-newest test-fast bench grade bench-grade clean
 
 help:
 	@echo "Start here: README.md; then docs/students.md, docs/instructors.md, docs/maintainers.md, docs/translators.md"
@@ -33,6 +33,8 @@ help:
 	@echo "make test           what CI runs: regenerate check, unit tests, nbval on all notebooks, autograder tests,"
 	@echo "                    then every notebook again on the newest JAX (.venv-newest) when a Python >= 3.12 is found"
 	@echo "make test-newest    only that last part"
+	@echo "make lint           ruff check and ruff format --check (pyproject.toml's [tool.ruff]); make test runs it first"
+	@echo "make format         ruff's safe fixes (imports sorted, ...) and ruff format, in place (maintainers)"
 	@echo "make lock           re-resolve requirements/pyXY.txt and colab.txt from requirements.txt (maintainers)"
 	@echo "make notebooks      regenerate notebooks/ from solutions/, and the Chinese editions solutions/zh, notebooks/zh (instructors)"
 	@echo "make catalogs       merge English changes into the translation catalogs locale/zh/*.po and compile them (translators)"
@@ -231,9 +233,19 @@ check-catalogs: venv
 
 NBVAL := --nbval --nbval-current-env --nbval-cell-timeout=120
 
+# ruff (pinned in requirements.txt, configured in pyproject.toml): seconds, so make test runs it first.
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+# Rewrites files: ruff's safe fixes (imports sorted, older syntax upgraded, unused noqa dropped), then the formatter.
+format: venv
+	$(BIN)/ruff check --fix-only .
+	$(BIN)/ruff format .
+
 # The whole suite in .venv, then the notebooks on the newest JAX (test-newest): both always run,
 # and make test fails if either fails.
-test: venv site-venv system-deps browser-deps hub-test-deps check-notebooks
+test: lint venv site-venv system-deps browser-deps hub-test-deps check-notebooks
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile $(NBVAL) tests solutions notebooks; status=$$?; \
 	  $(MAKE) --no-print-directory test-newest || status=1; exit $$status
 
