@@ -62,15 +62,15 @@ check_python = test -n "$($(1))" || { echo "No supported Python found: looked on
 # when the stamp matches the lock it returns at once, so later runs start in seconds.
 venv:
 	@$(call check_python,PYTHON)
-	@$(PYTHON) tools/install_venv.py $(VENV)
+	@$(PYTHON) -m tools.install_venv $(VENV)
 
 venv-newest:
 	@$(call check_python,NEWEST_PYTHON)
-	@$(NEWEST_PYTHON) tools/install_venv.py $(VENV_NEWEST)
+	@$(NEWEST_PYTHON) -m tools.install_venv $(VENV_NEWEST)
 
 # Maintainers: after changing requirements.txt (needs every supported Python and the registry).
 lock: venv
-	$(BIN)/python tools/lock_requirements.py
+	$(BIN)/python -m tools.lock_requirements
 
 # Debian's bubblewrap isolates student code while grading, libseccomp2 compiles its system-call filter; without
 # them grading still runs, with a loud warning.
@@ -116,14 +116,14 @@ LAB_OPEN  = $(LAB_DIR)$(if $(ZH),/zh)
 EXCHANGE_ENV = $(if $(EXCHANGE),NAMEDAXES_EXCHANGE="$(abspath $(EXCHANGE))")
 LAB_ENV := JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter:$(CURDIR)/jupyter/nbgrader" JUPYTER_PATH="$(CURDIR)/jupyter/data"
 lab: venv fonts
-	@$(BIN)/python tools/workspace.py prepare $(if $(STUDENT),"$(LAB_OPEN)" --no-seed --student "$(STUDENT)","$(LAB_DIR)")
+	@$(BIN)/python -m tools.workspace prepare $(if $(STUDENT),"$(LAB_OPEN)" --no-seed --student "$(STUDENT)","$(LAB_DIR)")
 	@mkdir -p "$(LAB_OPEN)"
 	@$(if $(EXCHANGE),true,mkdir -p build/exchange)
 	@echo "Starting JupyterLab on your workspace $(LAB_OPEN)/$(if $(STUDENT), as student $(STUDENT))$(if $(ZH), (Chinese edition))$(if $(or $(ZH),$(STUDENT)),, (Chinese edition: zh/)); the URL to open, with its token, comes last"
 	@$(if $(STUDENT),echo "Note: every make lab on this machine runs as the same OS user ($$(id -un)): classmates can read each other's work. A real class: make hub (docs/instructors.md).")
 	@exec env $(LAB_ENV) $(EXCHANGE_ENV) NAMEDAXES_WORK="$(abspath $(LAB_OPEN))" $(if $(STUDENT),JUPYTERHUB_USER="$(STUDENT)") \
 	  $(if $(ZH),NAMEDAXES_COURSE_ID=namedaxes-zh) \
-	  $(BIN)/python tools/serve.py --port $(PORT) --path /lab $(if $(LAB_TOKEN),--token "$(LAB_TOKEN)") -- \
+	  $(BIN)/python -m tools.serve --port $(PORT) --path /lab $(if $(LAB_TOKEN),--token "$(LAB_TOKEN)") -- \
 	  $(BIN)/jupyter lab --notebook-dir="$(LAB_OPEN)" --port=$(PORT) --no-browser $(LAB_ARGS)
 
 # Merge a newer release into the workspace: notebooks/ (after `git pull`), or with STUDENT=ID the
@@ -133,7 +133,7 @@ lab: venv fonts
 RELEASE ?= $(if $(STUDENT),$(or $(EXCHANGE),build/exchange)/namedaxes/outbound,notebooks)
 RELEASE_ZH ?= $(if $(STUDENT),$(or $(EXCHANGE),build/exchange)/namedaxes-zh/outbound,$(RELEASE)/zh)
 update-work: venv
-	$(BIN)/python tools/workspace.py update "$(LAB_DIR)" --release "$(RELEASE)" --edition zh="$(RELEASE_ZH)" $(if $(YES),--yes)
+	$(BIN)/python -m tools.workspace update "$(LAB_DIR)" --release "$(RELEASE)" --edition zh="$(RELEASE_ZH)" $(if $(YES),--yes)
 
 # Instructors: nbgrader's formgrader (manual review, gradebook) on an nbgrader course folder:
 # its Autograde / Generate Feedback / Release Feedback actions are disabled (jupyter/formgrader: they would
@@ -159,8 +159,8 @@ formgrader: venv
 # Instructors: nbgrader's hand-in loop (tools/handin.py; docs/instructors.md): make roster ROSTER=students.csv
 # (id,first_name,last_name,email), make release [ASSIGNMENT=id], students fetch/submit in make lab's
 # Assignment List, make collect, make grade, make return-feedback. COURSE and EXCHANGE as above.
-HANDIN = $(HUB_AS) $(if $(HUB),$(HUB_VENV),$(VENV))/bin/python tools/handin.py --course "$(COURSE)" $(if $(EXCHANGE),--exchange "$(EXCHANGE)")
-COURSE_LAYOUT = $(if $(ZH),$(HANDIN) layout --edition zh,$(BIN)/python tools/generate_notebooks.py --check)
+HANDIN = $(HUB_AS) $(if $(HUB),$(HUB_VENV),$(VENV))/bin/python -m tools.handin --course "$(COURSE)" $(if $(EXCHANGE),--exchange "$(EXCHANGE)")
+COURSE_LAYOUT = $(if $(ZH),$(HANDIN) layout --edition zh,$(BIN)/python -m tools.generate_notebooks --check)
 COURSE_READY = test -f "$(COURSE)/nbgrader_config.py" || $(COURSE_LAYOUT)
 roster: venv
 	@test -n "$(ROSTER)" || { echo "usage: make roster ROSTER=students.csv  (columns: id,first_name,last_name,email)" >&2; exit 1; }
@@ -216,20 +216,20 @@ browser-deps:
 	  || echo "WARNING: could not install chromium: the browser tests will be skipped"; }
 
 notebooks: venv
-	$(BIN)/python tools/generate_notebooks.py
+	$(BIN)/python -m tools.generate_notebooks
 
 check-notebooks: venv
-	$(BIN)/python tools/translate.py check --sync
-	$(BIN)/python tools/generate_notebooks.py --check
+	$(BIN)/python -m tools.translate check --sync
+	$(BIN)/python -m tools.generate_notebooks --check
 
 # Translators (docs/translators.md): after an English change, `make notebooks catalogs`, translate the
 # new and fuzzy entries, then `make catalogs notebooks` and `make check-catalogs`.
 catalogs: venv
-	$(BIN)/python tools/translate.py update
-	$(BIN)/python tools/translate.py compile
+	$(BIN)/python -m tools.translate update
+	$(BIN)/python -m tools.translate compile
 
 check-catalogs: venv
-	$(BIN)/python tools/translate.py check
+	$(BIN)/python -m tools.translate check
 
 NBVAL := --nbval --nbval-current-env --nbval-cell-timeout=120
 
@@ -269,8 +269,8 @@ test-fast: venv
 	$(BIN)/python -m pytest -q tests/hub/test_accounts.py
 
 bench: venv
-	$(BIN)/python tools/bench_notebooks.py
-	$(BIN)/python tools/bench_checks.py
+	$(BIN)/python -m tools.bench_notebooks
+	$(BIN)/python -m tools.bench_checks
 
 grade: venv system-deps
 	@$(BIN)/python -m autograder grade -j $(JOBS) --course "$(COURSE)" \
@@ -316,8 +316,8 @@ hub-test-deps:
 	  echo "NOTE: not root: the JupyterHub tests (real Unix accounts) will be skipped; CI runs them as root"; fi
 
 hub: venv hub-deps
-	@test -f build/course/gradebook.db || $(BIN)/python tools/generate_notebooks.py --check
-	@test -f build/zh/course/gradebook.db || $(BIN)/python tools/handin.py --course build/zh/course layout --edition zh
+	@test -f build/course/gradebook.db || $(BIN)/python -m tools.generate_notebooks --check
+	@test -f build/zh/course/gradebook.db || $(BIN)/python -m tools.handin --course build/zh/course layout --edition zh
 	@env $(HUB_ENV) $(BIN)/python -m hub.server start $(if $(ROSTER),--roster "$(abspath $(ROSTER))")
 
 hub-stop: venv
@@ -328,8 +328,8 @@ hub-clean: venv
 
 # STUDENTS (default 20) simulated students at once against a private hub of their own (hub/bench.py).
 bench-hub: venv hub-deps
-	@test -f build/course/gradebook.db || $(BIN)/python tools/generate_notebooks.py --check
-	@test -f build/zh/course/gradebook.db || $(BIN)/python tools/handin.py --course build/zh/course layout --edition zh
+	@test -f build/course/gradebook.db || $(BIN)/python -m tools.generate_notebooks --check
+	@test -f build/zh/course/gradebook.db || $(BIN)/python -m tools.handin --course build/zh/course layout --edition zh
 	@env NAMEDAXES_HUB_VENV="$(abspath $(HUB_VENV))" FORMGRADER_CONFIG_PATH="$(FORMGRADER_CONFIG_PATH)" \
 	  $(BIN)/python -m hub.bench $(if $(STUDENTS),--students $(STUDENTS))
 

@@ -14,17 +14,15 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
-import sys
 from datetime import datetime, timedelta, UTC
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import handin  # noqa: E402
+from autograder import intake
+from tools import handin
 
-from autograder import intake  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 AID = "02_scaled_sum"
 NB = f"{AID}.ipynb"

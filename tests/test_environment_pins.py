@@ -12,10 +12,9 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
+from tools import install_venv, lock_requirements
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import install_venv  # noqa: E402  (tools/ is not a package)
-import lock_requirements  # noqa: E402
 
 SUPPORTED = lock_requirements.SUPPORTED
 # conda-forge names that differ from PyPI's

@@ -1,12 +1,9 @@
 """The generation step tags exactly the cells that fail while exercises are unanswered."""
-import sys
-from pathlib import Path
 
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-import generate_notebooks as gen
+from tools import generate_notebooks as gen
 
 
 def _grade(source, **meta):

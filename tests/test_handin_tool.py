@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from tools import handin
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import handin  # noqa: E402
 
 AID = "02_scaled_sum"
 

@@ -17,12 +17,11 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import generate_notebooks as gen  # noqa: E402
-import translate  # noqa: E402
+from namedaxes import checking, i18n, plots
+from tools import generate_notebooks as gen
+from tools import translate
 
-from namedaxes import checking, i18n, plots  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture

@@ -9,15 +9,14 @@ from __future__ import annotations
 import copy
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from tools import workspace
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import workspace  # noqa: E402
 
 AID = "02_scaled_sum"
 RELEASE_NB = ROOT / "notebooks" / f"{AID}.ipynb"

@@ -51,18 +51,12 @@ from collections.abc import Iterable
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import translate
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from namedaxes.i18n import setup_cell_language
+from tools import translate  # the prose units and the catalogs
+from tools.course import COURSE_ID, EDITIONS, NOTEBOOKS, ROOT, SOLUTIONS, built_course, notebook_ids
 
-ROOT = Path(__file__).resolve().parents[1]
-SOLUTIONS = ROOT / "solutions"
-NOTEBOOKS = ROOT / "notebooks"
-COURSE = ROOT / "build" / "course"
+COURSE = built_course()
 RAISES = "raises-exception"
-COURSE_ID = "namedaxes"
-EDITIONS = ("zh",)
 
 NBGRADER_CONFIG = f'''# Written by tools/generate_notebooks.py: the nbgrader course built from solutions/.
 c = get_config()  # noqa: F821
@@ -70,10 +64,6 @@ c.CourseDirectory.course_id = "{COURSE_ID}"
 c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}}
 c.Execute.timeout = 60
 '''
-
-
-def assignment_ids() -> list[str]:
-    return sorted(p.stem for p in SOLUTIONS.glob("*.ipynb"))
 
 
 def layout_course(ids: list[str]) -> None:
@@ -292,7 +282,7 @@ def main(argv=None) -> int:
     parser.add_argument("--check", action="store_true", help="fail if notebooks/ differs from what solutions/ generates")
     parser.add_argument("ids", nargs="*", help="assignment ids (default: every notebook in solutions/)")
     args = parser.parse_args(argv)
-    ids = args.ids or assignment_ids()
+    ids = args.ids or notebook_ids()
     generated = build(ids)
     editions = build_editions(ids, generated)
     NOTEBOOKS.mkdir(exist_ok=True)
@@ -311,9 +301,9 @@ def main(argv=None) -> int:
         else:
             target.parent.mkdir(exist_ok=True)
             target.write_text(text, encoding="utf-8")
-    stale = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb") if p.stem not in assignment_ids())
+    stale = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb") if p.stem not in notebook_ids())
     stale += sorted(str(p.relative_to(ROOT)) for lang in EDITIONS for folder in (SOLUTIONS / lang, NOTEBOOKS / lang)
-                    for p in folder.glob("*.ipynb") if p.stem not in assignment_ids())
+                    for p in folder.glob("*.ipynb") if p.stem not in notebook_ids())
     if args.check:
         differ = _edition_problems(editions)
         if drift or stale or differ:

@@ -52,14 +52,13 @@ from pathlib import Path
 
 from autograder import intake
 
-ROOT = Path(__file__).resolve().parents[1]
-COURSE = ROOT / "build" / "course"
+from tools.course import EDITIONS, NOTEBOOKS, ROOT, SOLUTIONS, built_course, course_id
+
+COURSE = built_course()
 SHARED_CONFIG = ROOT / "jupyter" / "nbgrader" / "nbgrader_config.py"
 ROSTER_COLUMNS = ("id", "first_name", "last_name", "email")
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$")
 BOOKKEEPING = ("timestamp.txt", "submission_secret.txt")
-COURSE_ID = "namedaxes"
-EDITIONS = ("zh",)
 EDITION_CONFIG = '''# Written by tools/handin.py layout: the {lang} edition's nbgrader course, from solutions/{lang}/.
 c = get_config()  # noqa: F821
 c.CourseDirectory.course_id = "{course_id}"
@@ -114,16 +113,12 @@ def _check(result: dict, step: str) -> str:
 
 
 # ------------------------------------------------------------------ steps
-def edition_course_id(lang: str) -> str:
-    return f"{COURSE_ID}-{lang}"
-
-
-def layout_edition(course: Path, lang: str, ids: list[str], solutions: Path = ROOT / "solutions",
-                   notebooks: Path = ROOT / "notebooks") -> list[str]:
+def layout_edition(course: Path, lang: str, ids: list[str], solutions: Path = SOLUTIONS,
+                   notebooks: Path = NOTEBOOKS) -> list[str]:
     """Lay out (or refresh) the nbgrader course of edition `lang` in `course` (see the module docstring)
     from `solutions/<lang>/` and `notebooks/<lang>/`."""
     import nbformat
-    sys.path.insert(0, str(ROOT))
+
     from autograder.discovery import edition_problem
     if lang not in EDITIONS:
         raise HandinError(f"unknown edition {lang!r} (known: {', '.join(EDITIONS)})")
@@ -137,7 +132,7 @@ def layout_edition(course: Path, lang: str, ids: list[str], solutions: Path = RO
             if not (folder / f"{aid}.ipynb").is_file():
                 raise HandinError(f"{folder / (aid + '.ipynb')} is missing (`make notebooks` generates it)")
     course.mkdir(parents=True, exist_ok=True)
-    (course / "nbgrader_config.py").write_text(EDITION_CONFIG.format(lang=lang, course_id=edition_course_id(lang)))
+    (course / "nbgrader_config.py").write_text(EDITION_CONFIG.format(lang=lang, course_id=course_id(lang)))
     for aid in ids:
         dest = course / "source" / aid / f"{aid}.ipynb"
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -154,7 +149,7 @@ def layout_edition(course: Path, lang: str, ids: list[str], solutions: Path = RO
             raise HandinError(f"{tested} is not nbgrader's release of {sources / (aid + '.ipynb')} ({problem}): "
                               f"`make notebooks` regenerates both")
         shutil.copyfile(tested, made)              # students get exactly the tested notebook
-        lines.append(f"{aid}: laid out in {course} (course {edition_course_id(lang)})")
+        lines.append(f"{aid}: laid out in {course} (course {course_id(lang)})")
     return lines
 
 

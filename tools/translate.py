@@ -66,10 +66,9 @@ from babel.messages.catalog import Catalog
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po, unescape, write_po
 
-ROOT = Path(__file__).resolve().parents[1]
-SOLUTIONS = ROOT / "solutions"
+from tools.course import EDITIONS, ROOT, SOLUTIONS, notebook_ids
+
 LOCALE = ROOT / "locale"
-LANGS = ("zh",)
 DOMAIN = "namedaxes"
 PACKAGES = ("namedaxes", "autograder")
 PROJECT = "JAX named axes course"
@@ -85,10 +84,6 @@ def po_path(lang: str, name: str) -> Path:
 
 def mo_path(lang: str) -> Path:
     return ROOT / "namedaxes" / "locale" / lang / "LC_MESSAGES" / f"{DOMAIN}.mo"
-
-
-def notebook_ids() -> list[str]:
-    return sorted(p.stem for p in SOLUTIONS.glob("*.ipynb"))
 
 
 def catalog_names() -> list[str]:
@@ -488,7 +483,7 @@ def update(names: Iterable[str]) -> list[str]:
 
 def _update(names: Iterable[str]) -> list[str]:
     changed = []
-    for lang in LANGS:
+    for lang in EDITIONS:
         for name in names:
             data, path = _po_bytes(merged(lang, name)), po_path(lang, name)
             if not path.exists() or path.read_bytes() != data:
@@ -505,7 +500,7 @@ def compile_catalogs() -> list[str]:
 
 def _compile() -> list[str]:
     changed = []
-    for lang in LANGS:
+    for lang in EDITIONS:
         data, path = mo_bytes(lang), mo_path(lang)
         if not path.exists() or path.read_bytes() != data:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -709,7 +704,7 @@ def rendering_problems(lang: str, names: Iterable[str]) -> list[str]:
 
 def check(names: Iterable[str], sync_only: bool = False) -> int:
     failed = 0
-    for lang in LANGS:
+    for lang in EDITIONS:
         for name in names:
             rep = report(lang, name)
             problems = rep.problems(sync_only)

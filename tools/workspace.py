@@ -46,14 +46,14 @@ from pathlib import Path
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parents[1]
-RELEASE = ROOT / "notebooks"
+from tools.course import EDITIONS, NOTEBOOKS
+
+RELEASE = NOTEBOOKS
 BASE_DIR = ".release"
 BACKUP_DIR = ".backups"
 # Outputs and counters the student's own run produced; everything else about a cell is content.
 RUN_KEYS = ("outputs", "execution_count")
 # Editions in other languages: the subfolder of a release and of a workspace that holds each.
-EDITIONS = ("zh",)
 
 
 class WorkspaceError(Exception):
@@ -354,7 +354,7 @@ def _ask(question: str) -> bool:
 # ------------------------------------------------------------------ command line
 def _cmd_prepare(args) -> int:
     if args.student is not None:
-        from handin import HandinError, check_student_id      # one rule for ids, shared with the instructor side
+        from tools.handin import HandinError, check_student_id      # one rule for ids, shared with the instructor side
         try:
             check_student_id(args.student, "STUDENT=: ")
         except HandinError as err:

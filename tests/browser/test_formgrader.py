@@ -38,13 +38,13 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+from datetime import UTC
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "autograder"))
 import autograder_specs as specs  # noqa: E402
 import inert_payloads as P  # noqa: E402
-from datetime import UTC
 
 A02 = specs.A02
 SETTLE_MS = 1500          # time for a payload's script, handler or fetch to fire after load
@@ -329,8 +329,7 @@ def test_make_formgrader_edition_zh_serves_the_chinese_course(browser, make_serv
     """`make formgrader EDITION=zh` on the Chinese course (laid out by tools/handin.py layout): the same
     assignments as the English course, in the course namedaxes-zh."""
     import pytest
-    sys.path.insert(0, str(ROOT / "tools"))
-    import handin
+    from tools import handin
     if not (ROOT / "notebooks" / "zh" / f"{A02}.ipynb").is_file():
         pytest.skip("the Chinese edition (notebooks/zh/, solutions/zh/) has not been generated yet")
     course = tmp_path / "zh" / "course"

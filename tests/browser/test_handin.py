@@ -269,6 +269,5 @@ def _loop(course, labs, pages, screenshots):
 
 
 def _formgrader_api(course):
-    sys.path.insert(0, str(ROOT / "tools"))
-    import handin
+    from tools import handin
     return handin._api(course["course"], course["exchange"])
