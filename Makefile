@@ -151,7 +151,7 @@ formgrader: venv
 	@mkdir -p build/exchange
 	@echo "Starting formgrader on the course $(COURSE); the /formgrader URL to open, with its token, comes last"
 	@cd "$(COURSE)" && exec env JUPYTER_CONFIG_PATH="$(FORMGRADER_CONFIG_PATH)" JUPYTER_PATH="$(CURDIR)/jupyter/data" $(EXCHANGE_ENV) \
-	  "$(CURDIR)/$(BIN)/python" "$(CURDIR)/tools/serve.py" --port $(PORT) --path /formgrader --what formgrader \
+	  "$(CURDIR)/$(BIN)/python" -m tools.serve --port $(PORT) --path /formgrader --what formgrader \
 	  $(if $(LAB_TOKEN),--token "$(LAB_TOKEN)") -- \
 	  "$(CURDIR)/$(BIN)/jupyter" lab --port=$(PORT) \
 	  --no-browser --allow-root --ServerApp.port_retries=0 $(LAB_ARGS)

@@ -39,8 +39,9 @@ from pathlib import Path
 from hub import accounts as hub_accounts
 from hub import server
 from hub.deployment import ROOT, Deployment
+from tools.course import COURSE_ID
 
-AID, COURSE = "02_scaled_sum", "namedaxes"
+AID, COURSE = "02_scaled_sum", COURSE_ID
 SPAWN_DEADLINE = 600        # s for one student's whole loop
 
 
@@ -137,7 +138,7 @@ def run(n: int, keep: bool) -> int:
         server.start(dep, None, timeout=300)
         grader = dep.graders[COURSE]
         proc = subprocess.run([shutil.which("runuser") or "/usr/sbin/runuser", "-u", grader, "--",
-                               str(dep.venv / "bin" / "python"), "tools/handin.py", "--course", str(dep.course_dir(COURSE)),
+                               str(dep.venv / "bin" / "python"), "-m", "tools.handin", "--course", str(dep.course_dir(COURSE)),
                                "--exchange", str(dep.exchange), "release", AID], cwd=ROOT, capture_output=True, text=True,
                               env={"PATH": f"{dep.venv}/bin:/usr/bin:/bin", "HOME": str(dep.home(grader))})
         if proc.returncode:

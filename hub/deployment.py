@@ -23,9 +23,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tools.course import COURSES, edition_of  # the two editions' courses: namedaxes, namedaxes-zh
+
 ROOT = Path(__file__).resolve().parents[1]
-COURSES = ("namedaxes", "namedaxes-zh")          # the two editions: English, Chinese
-EDITION_OF = {"namedaxes": "", "namedaxes-zh": "zh"}
 # Unix account names that the hub creates: lower-case, as useradd's default NAME_REGEX wants.
 ACCOUNT_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 
@@ -43,7 +43,7 @@ class Deployment:
 
     def __post_init__(self):
         if not self.graders:
-            object.__setattr__(self, "graders", {c: f"{self.group}-grader" + ("-" + EDITION_OF[c] if EDITION_OF[c] else "")
+            object.__setattr__(self, "graders", {c: f"{self.group}-grader" + ("-" + edition_of(c) if edition_of(c) else "")
                                                  for c in self.courses})
 
     @classmethod

@@ -48,10 +48,10 @@ import sys
 from pathlib import Path
 
 from hub.deployment import ROOT, Deployment
+from tools.course import built_course, edition_of
 
 # top-level entries of the checkout that students' servers must read (everything else is closed)
 OPEN = (".venv", "namedaxes", "autograder", "jupyter", "hub", "tools")
-BUILT_COURSE = {"namedaxes": ROOT / "build" / "course", "namedaxes-zh": ROOT / "build" / "zh" / "course"}
 EXCHANGE_MODES = {"": 0o755, "outbound": 0o755, "inbound": 0o3733, "feedback": 0o711}
 
 
@@ -124,10 +124,10 @@ def lay_out_courses(dep: Deployment) -> list[str]:
     lines = []
     _mkdir(dep.hub_dir / "courses", 0o711)
     for course, grader in dep.graders.items():
-        built, dest = BUILT_COURSE[course], dep.course_dir(course)
+        built, dest = built_course(edition_of(course)), dep.course_dir(course)
         if not (built / "gradebook.db").is_file():
             raise LayoutError(f"{built} is not laid out (the Makefile's `hub` target does it first: "
-                              f"`make notebooks`, or tools/handin.py layout --edition zh)")
+                              f"`make notebooks`, or python -m tools.handin layout --edition zh)")
         if not dest.is_dir():
             dest.mkdir()
             for name in ("source", "release"):

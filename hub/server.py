@@ -102,7 +102,7 @@ def _import_roster(dep: Deployment, roster: Path) -> None:
         entry = pwd.getpwnam(grader)
         os.chown(copy, entry.pw_uid, entry.pw_gid)
         proc = subprocess.run([shutil.which("runuser") or "/usr/sbin/runuser", "-u", grader, "--",
-                               str(dep.venv / "bin" / "python"), "tools/handin.py",
+                               str(dep.venv / "bin" / "python"), "-m", "tools.handin",
                                "--course", str(dep.course_dir(course)), "--exchange", str(dep.exchange),
                                "roster", str(copy)],
                               cwd=ROOT, capture_output=True, text=True, stdin=subprocess.DEVNULL,

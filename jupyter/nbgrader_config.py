@@ -7,6 +7,8 @@
 # The Assignment List then lists only alice's submissions and fetches only her feedback.
 import os
 
+from tools.course import COURSES  # the course ids: namedaxes, namedaxes-zh
+
 c = get_config()  # noqa: F821
 
 _student = os.environ.get("JUPYTERHUB_USER", "").strip()
@@ -15,7 +17,7 @@ if _student:
 # The Chinese edition is its own nbgrader course (same assignments and grade ids): `make lab
 # STUDENT=ID EDITION=zh` sets NAMEDAXES_COURSE_ID=namedaxes-zh, so the Assignment List shows that one.
 _course = os.environ.get("NAMEDAXES_COURSE_ID", "").strip()
-if _course in ("namedaxes", "namedaxes-zh"):
+if _course in COURSES:
     c.CourseDirectory.course_id = _course
 # nbgrader keeps a copy of each submission (with the secret that names its feedback) in a cache,
 # by default in the login's home, shared by everyone using it. `make lab` keeps it inside the

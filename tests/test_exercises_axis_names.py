@@ -115,8 +115,10 @@ LAST_DEVICE_VALUE_WRONG = [
 def test_last_device_value_off_by_one_is_not_told_a_fixed_7():
     """Issue 16: comparing with the axis size (one past the last position) picks nobody on 8 devices too;
     that is no fixed 7, and the message must not say so."""
-    off_by_one = lambda x: lax.psum(jnp.where(lax.axis_index(DEVICES) == lax.psum(1, DEVICES), x, 0.0),  # noqa: E731
-                                    DEVICES)
+    off_by_one = lambda x: lax.psum(  # noqa: E731
+        jnp.where(lax.axis_index(DEVICES) == lax.psum(1, DEVICES), x, 0.0),
+        DEVICES,
+    )
     msg = assert_check_fails(q.last_device_value.check, off_by_one,
                              match=r"over 8 devices\. Every device returned zeros: no device matched the position "
                                    r"you picked\. Positions along the axis run from 0 to 7 here")

@@ -5,7 +5,7 @@ check on one RIGHT, EQUIVALENT or WRONG answer) under pytest with `--durations=0
 test module and overall, how many checks ran and the median, 95th percentile and maximum of their
 call times, then every check over the target. A benchmark reports; it fails nothing (no timed tests).
 
-    python tools/bench_checks.py [--target 2.0] [-k EXTRA] [tests/test_exercises_scaled_sum.py ...]
+    python -m tools.bench_checks [--target 2.0] [-k EXTRA] [tests/test_exercises_scaled_sum.py ...]
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Time Run-All of every notebook, and the whole nbval suite as `make test` runs it.
 
-    python tools/bench_notebooks.py [--skip-suite]
+    python -m tools.bench_notebooks [--skip-suite]
 
 Per notebook: a fresh kernel executes the solved source notebook top to bottom
 (what a student's Run-All costs, kernel start included), then the student

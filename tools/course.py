@@ -21,6 +21,12 @@ EDITIONS = ("zh",)                      # languages besides English, each its ow
 LANGUAGES = ("en", *EDITIONS)
 
 
+def _edition(lang: str) -> str:
+    if lang not in EDITIONS:
+        raise ValueError(f"unknown edition {lang!r} (known: {', '.join(EDITIONS)})")
+    return lang
+
+
 def course_id(lang: str = "") -> str:
     """The nbgrader course id of an edition: `namedaxes` for English ("" or "en"), `namedaxes-zh`."""
     return COURSE_ID if lang in ("", "en") else f"{COURSE_ID}-{_edition(lang)}"
@@ -52,9 +58,3 @@ def built_course(lang: str = "") -> Path:
 def notebook_ids() -> list[str]:
     """Every course notebook by its solution's file name (NN_topic), in order."""
     return sorted(p.stem for p in SOLUTIONS.glob("*.ipynb"))
-
-
-def _edition(lang: str) -> str:
-    if lang not in EDITIONS:
-        raise ValueError(f"unknown edition {lang!r} (known: {', '.join(EDITIONS)})")
-    return lang

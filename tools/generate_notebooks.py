@@ -1,7 +1,7 @@
 """Generate the student notebooks in notebooks/ from the sources in solutions/.
 
-    python tools/generate_notebooks.py            # all notebooks
-    python tools/generate_notebooks.py --check    # fail if notebooks/ would change
+    python -m tools.generate_notebooks            # all notebooks
+    python -m tools.generate_notebooks --check    # fail if notebooks/ would change
 
 Steps, all deterministic:
 1. Lay out an nbgrader course folder (build/course: source/<id>/<id>.ipynb).

@@ -1,11 +1,11 @@
 """The instructor's side of nbgrader's hand-in loop, one command per step (`make release` & co).
 
-    python tools/handin.py roster roster.csv          # students (id, first_name, last_name, email) -> gradebook
-    python tools/handin.py release [ID ...]           # course release/ -> exchange outbound/ (students fetch)
-    python tools/handin.py collect [ID ...]           # exchange inbound/ -> course submitted/ (newest per student)
-    python tools/handin.py return-feedback [ID ...]   # collect, then course feedback/ -> exchange feedback/
+    python -m tools.handin roster roster.csv          # students (id, first_name, last_name, email) -> gradebook
+    python -m tools.handin release [ID ...]           # course release/ -> exchange outbound/ (students fetch)
+    python -m tools.handin collect [ID ...]           # exchange inbound/ -> course submitted/ (newest per student)
+    python -m tools.handin return-feedback [ID ...]   # collect, then course feedback/ -> exchange feedback/
     collect, return-feedback: --student-user FORMAT (default {student}) --class-user NAME --max-files N --max-bytes N
-    python tools/handin.py --course build/zh/course layout --edition zh   # the Chinese edition's course folder
+    python -m tools.handin --course build/zh/course layout --edition zh   # the Chinese edition's course folder
     options: --course DIR (default build/course)  --exchange DIR (default: nbgrader config, build/exchange)
 
 Design

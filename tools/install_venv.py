@@ -1,6 +1,6 @@
 """Make VENV a venv of the Python running this script with the course's lock installed, once.
 
-    PYTHON tools/install_venv.py VENV        (the Makefile's `venv` and `venv-newest` targets)
+    PYTHON -m tools.install_venv VENV        (the Makefile's `venv` and `venv-newest` targets)
 
 Design: the lock is requirements/pyXY.txt for this interpreter's version (`make lock` writes
 one per supported Python; no lock means unsupported, a clear error). A stamp file in VENV

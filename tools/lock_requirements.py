@@ -1,7 +1,7 @@
 """Resolve the direct pins of requirements.txt into one full lock per supported Python.
 
-    python tools/lock_requirements.py                # every supported Python (all must be found)
-    python tools/lock_requirements.py --python 3.12  # one of them
+    python -m tools.lock_requirements                # every supported Python (all must be found)
+    python -m tools.lock_requirements --python 3.12  # one of them
 
 Design: requirements.txt is the one place where versions are chosen (direct pins, with
 `python_version` markers where a line differs between Pythons: jax 0.10.2 is the newest

@@ -1,6 +1,6 @@
 """Run a Jupyter server and print its URL, with the login token, last: after the server's own start-up lines.
 
-    python tools/serve.py --port 8888 --path /lab [--token T] [--what "JupyterLab"] -- jupyter lab ARGS...
+    python -m tools.serve --port 8888 --path /lab [--token T] [--what "JupyterLab"] -- jupyter lab ARGS...
 
 (`make lab` and `make formgrader`.) A Jupyter server prints its URL in the middle of a dozen log
 lines, and more follow; a student looks at the last line. So this starts the server with a

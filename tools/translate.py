@@ -1,10 +1,10 @@
 """Translation catalogs of the course: extract, update, compile, check (one tool, Babel underneath).
 
-    python tools/translate.py update     # merge the current English into locale/zh/*.po
-    python tools/translate.py compile    # locale/zh/namedaxes.po -> namedaxes/locale/zh/LC_MESSAGES/namedaxes.mo
-    python tools/translate.py check      # fail unless every catalog is in sync, complete and consistent
-    python tools/translate.py check --sync    # only: catalogs and .mo match the English source (CI, always)
-    python tools/translate.py extract    # write the templates to build/i18n/*.pot (to look at)
+    python -m tools.translate update     # merge the current English into locale/zh/*.po
+    python -m tools.translate compile    # locale/zh/namedaxes.po -> namedaxes/locale/zh/LC_MESSAGES/namedaxes.mo
+    python -m tools.translate check      # fail unless every catalog is in sync, complete and consistent
+    python -m tools.translate check --sync    # only: catalogs and .mo match the English source (CI, always)
+    python -m tools.translate extract    # write the templates to build/i18n/*.pot (to look at)
 
 Catalogs (`locale/zh/`), one per notebook plus one for the helper package:
 
@@ -639,10 +639,10 @@ class Report:
     def problems(self, sync_only: bool = False) -> list[str]:
         out = []
         if self.stale:
-            out.append(f"{self.path} is out of sync with the English source: run `python tools/translate.py update`")
+            out.append(f"{self.path} is out of sync with the English source: run `python -m tools.translate update`")
         if self.mo_stale:
             out.append(f"{mo_path('zh').relative_to(ROOT)} is not what {self.path} compiles to: run "
-                       f"`python tools/translate.py compile`")
+                       f"`python -m tools.translate compile`")
         if sync_only:
             return out
         if self.missing:
@@ -651,7 +651,7 @@ class Report:
             out.append(f"{len(self.fuzzy)} fuzzy (English changed; re-translate, then delete the fuzzy flag), "
                        f"e.g. {self.fuzzy[0]!r}")
         if self.obsolete:
-            out.append(f"{self.obsolete} obsolete (#~) entries: run `python tools/translate.py update`")
+            out.append(f"{self.obsolete} obsolete (#~) entries: run `python -m tools.translate update`")
         for msgid, problem in self.inconsistent or []:
             out.append(f"{problem}: {msgid[:80]!r}")
         return out

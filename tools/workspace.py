@@ -1,8 +1,8 @@
 """The student's own workspace: seeded from the release, never overwritten, merged on request.
 
-    python tools/workspace.py prepare work/                 # `make lab`: create, seed missing notebooks, report
-    python tools/workspace.py prepare work-alice/ --no-seed # class mode: assignments come from the exchange
-    python tools/workspace.py update work/ [--release DIR] [--edition zh=DIR] [--yes]   # `make update-work`
+    python -m tools.workspace prepare work/                 # `make lab`: create, seed missing notebooks, report
+    python -m tools.workspace prepare work-alice/ --no-seed # class mode: assignments come from the exchange
+    python -m tools.workspace update work/ [--release DIR] [--edition zh=DIR] [--yes]   # `make update-work`
 
 Design
 - `notebooks/` is the release (generated, committed, checked for drift); students never work in it.

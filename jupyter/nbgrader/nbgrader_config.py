@@ -3,9 +3,11 @@
 # JUPYTER_CONFIG_PATH. Student-only settings are in ../nbgrader_config.py.
 import os
 
+from tools.course import COURSE_ID
+
 c = get_config()  # noqa: F821
 
-c.CourseDirectory.course_id = "namedaxes"
+c.CourseDirectory.course_id = COURSE_ID
 # The exchange (release -> fetch -> submit -> collect -> feedback) is a folder every student and
 # the instructor can reach: build/exchange on one machine, or whatever `EXCHANGE=dir` (the
 # environment variable NAMEDAXES_EXCHANGE) names, e.g. a shared folder on a JupyterHub.

@@ -628,8 +628,13 @@ def _check_tp_dp_step(fn) -> None:
         mesh = grid_mesh(grid)
         w, batch = _tp_inputs(grid, seed)
         where = _say("on_mesh_step", grid=_grid_words(grid), features=FEATURES, examples=EXAMPLES)
-        out = _run(name, lambda: jax.jit(lambda w_, b_: fn(w_, b_, mesh))(w, batch), where, fix="fix_tp_dp_step",  # noqa: B023 - run in this iteration
-                   mesh_shape=grid)
+        out = _run(
+            name,
+            lambda: jax.jit(lambda w_, b_: fn(w_, b_, mesh))(w, batch),  # noqa: B023 - run in this iteration
+            where,
+            fix="fix_tp_dp_step",
+            mesh_shape=grid,
+        )
         if not isinstance(out, jax.Array):
             fail(_say("not_jax_array", label=label, type=type(out).__name__, value=f"{out!r:.80}"))
         if tuple(out.shape) != (FEATURES,):

@@ -121,7 +121,7 @@ def _plain_course(tmp: Path) -> Path:
     """A copy of build/course (laid out by `make notebooks`): configuration, gradebook, source/, release/."""
     built = ROOT / "build" / "course"
     if not (built / "nbgrader_config.py").is_file():
-        subprocess.run([sys.executable, "tools/generate_notebooks.py", "--check"], cwd=ROOT, check=True,
+        subprocess.run([sys.executable, "-m", "tools.generate_notebooks", "--check"], cwd=ROOT, check=True,
                        capture_output=True, timeout=600)
     course = tmp / "course"
     course.mkdir()

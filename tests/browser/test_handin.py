@@ -74,8 +74,8 @@ def course(tmp_path_factory) -> dict:
     """A private course (notebook 02 only) and exchange, with a two-student roster."""
     built = ROOT / "build" / "course"
     if not (built / "release" / AID / f"{AID}.ipynb").is_file():     # lays out build/course (and checks drift)
-        subprocess.run([sys.executable, "tools/generate_notebooks.py", "--check"], cwd=ROOT, capture_output=True)
-    assert (built / "release" / AID).is_dir(), "tools/generate_notebooks.py did not lay out build/course"
+        subprocess.run([sys.executable, "-m", "tools.generate_notebooks", "--check"], cwd=ROOT, capture_output=True)
+    assert (built / "release" / AID).is_dir(), "tools.generate_notebooks did not lay out build/course"
     root = tmp_path_factory.mktemp("handin")
     course = root / "course"
     for sub in ("source", "release"):

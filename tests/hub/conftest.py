@@ -48,9 +48,9 @@ def built_courses() -> None:
     """build/course and build/zh/course, which the hub's courses are copied from."""
     py = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").exists() else sys.executable
     if not (ROOT / "build" / "course" / "gradebook.db").is_file():
-        subprocess.run([py, "tools/generate_notebooks.py", "--check"], cwd=ROOT, capture_output=True)
+        subprocess.run([py, "-m", "tools.generate_notebooks", "--check"], cwd=ROOT, capture_output=True)
     if not (ROOT / "build" / "zh" / "course" / "gradebook.db").is_file():
-        subprocess.run([py, "tools/handin.py", "--course", "build/zh/course", "layout", "--edition", "zh"],
+        subprocess.run([py, "-m", "tools.handin", "--course", "build/zh/course", "layout", "--edition", "zh"],
                        cwd=ROOT, capture_output=True)
     for sub in ("course", "zh/course"):
         assert (ROOT / "build" / sub / "gradebook.db").is_file(), f"build/{sub} could not be laid out"
@@ -79,8 +79,8 @@ def as_user(user: str, argv: list[str], cwd: Path | None = None, env: dict | Non
 
 
 def handin(dep: Deployment, course: str, *args: str) -> str:
-    """tools/handin.py as the course's grader (what `make ... HUB=1` runs)."""
-    proc = as_user(dep.graders[course], [str(HUB_VENV / "bin" / "python"), "tools/handin.py", "--course",
+    """tools.handin as the course's grader (what `make ... HUB=1` runs)."""
+    proc = as_user(dep.graders[course], [str(HUB_VENV / "bin" / "python"), "-m", "tools.handin", "--course",
                                          str(dep.course_dir(course)), "--exchange", str(dep.exchange), *args], cwd=ROOT)
     assert proc.returncode == 0, f"handin {' '.join(args)} as {dep.graders[course]} failed:\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout

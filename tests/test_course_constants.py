@@ -1,0 +1,83 @@
+"""tools/ is a package and tools/course.py the one place for the course's ids, editions and folders.
+
+The tools run as modules (`python -m tools.NAME`) from any folder, since the course package installs
+`tools` (the hub's graders may pass the checkout's root but not list it); none of them edits
+sys.path; the course ids are spelled only in tools/course.py (the Python of tools/, hub/ and
+jupyter/ reads them from there), and the Makefile's own spellings agree with it.
+"""
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tools import course
+
+ROOT = Path(__file__).resolve().parents[1]
+READERS = ("tools", "hub", "jupyter")        # the Python that must read the ids from tools.course
+
+
+def _python_files(*folders: str) -> list[Path]:
+    return [p for folder in folders for p in sorted((ROOT / folder).rglob("*.py"))]
+
+
+def test_the_ids_and_folders_of_each_edition():
+    assert course.COURSES == ("namedaxes", "namedaxes-zh")
+    assert [course.edition_of(c) for c in course.COURSES] == ["", "zh"]
+    assert course.course_id() == course.course_id("en") == "namedaxes"
+    assert course.built_course() == ROOT / "build" / "course"
+    assert course.built_course("zh") == ROOT / "build" / "zh" / "course"
+    assert course.edition_folder(course.SOLUTIONS, "zh") == ROOT / "solutions" / "zh"
+    assert course.notebook_ids() == sorted(p.stem for p in (ROOT / "solutions").glob("*.ipynb"))
+    assert course.notebook_ids()[0] == "01_axis_names"
+
+
+@pytest.mark.parametrize("bad", ["fr", "zh ", "ZH"])
+def test_an_unknown_edition_or_course_is_an_error(bad):
+    with pytest.raises(ValueError, match=rf"unknown edition {re.escape(repr(bad))} \(known: zh\)"):
+        course.course_id(bad)
+    with pytest.raises(ValueError, match=r"unknown course 'namedaxes-fr' \(known: namedaxes, namedaxes-zh\)"):
+        course.edition_of("namedaxes-fr")
+
+
+def test_no_tool_edits_sys_path():
+    edits = []
+    for path in _python_files("tools"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr == "path" and \
+                    isinstance(node.value, ast.Name) and node.value.id == "sys":
+                edits.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not edits, f"tools/ reads or edits sys.path (import tools.X instead): {edits}"
+
+
+def test_only_tools_course_spells_the_course_ids():
+    spelled = []
+    for path in _python_files(*READERS):
+        if path == ROOT / "tools" / "course.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and node.value in course.COURSES[1:]:
+                spelled.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}")
+    assert not spelled, f"course ids spelled outside tools/course.py (use tools.course): {spelled}"
+
+
+def test_the_makefile_agrees_with_tools_course():
+    make = (ROOT / "Makefile").read_text()
+    zh = course.built_course("zh").relative_to(ROOT).as_posix()
+    en = course.built_course().relative_to(ROOT).as_posix()
+    assert f"COURSE ?= $(if $(ZH),{zh},{en})" in make
+    assert f"NAMEDAXES_COURSE_ID={course.course_id('zh')}" in make
+    assert f"/courses/{course.COURSE_ID}$(if $(ZH),-zh)" in make
+    by_path = re.findall(r"python\S*\"? \S*tools/\w+\.py", make)
+    assert not by_path, f"the Makefile runs tools by path (use python -m tools.NAME): {by_path}"
+
+
+def test_a_tool_runs_as_a_module_from_another_folder(tmp_path):
+    for tool in ("handin", "generate_notebooks"):
+        out = subprocess.run([sys.executable, "-m", f"tools.{tool}", "--help"], cwd=tmp_path,
+                             capture_output=True, text=True)
+        assert out.returncode == 0 and "usage:" in out.stdout, (tool, out.stdout, out.stderr)
