@@ -27,7 +27,8 @@ source of every execution it is given (an IPython `pre_run_cell` callback sees
 each one), so nothing it outputs after it has seen a hidden part can be shown to
 anyone. A test cell's *visible* part runs in its place in the notebook; right
 after it the grader snapshots the kernel's namespace (`SNAPSHOT_CODE`, trusted,
-evaluated as a user expression of that same execute request: no extra round trip). Once every cell has run, each hidden part runs in turn:
+evaluated as a user expression of that same execute request: no extra round trip). Once every cell
+has run, each hidden part runs in turn:
 the namespace is put back as it was after its visible part (`RESTORE_CODE`),
 the hidden part runs, its results are harvested, and *everything it or the
 restore printed is dropped*; an error in it is reported by a fixed text, never

@@ -44,8 +44,8 @@ Design
 - Names a student chose (folders, files) are reported through `printable`, never raw.
 - Per student only the newest acceptable hand-in is copied: the newest is read first, and an
   older one only when the newer is refused, at most `Limits.max_tries` of them (a student's
-  thousand hostile folders cost the class ten reads, not a thousand). The staging folder (the caller makes it, mode 0700)
-  then holds only regular files written by this process; nbgrader's collect copies from it.
+  thousand hostile folders cost the class ten reads, not a thousand). The staging folder (the caller
+  makes it, mode 0700) then holds only regular files written by this process; nbgrader's collect copies from it.
 """
 from __future__ import annotations
 

@@ -583,8 +583,9 @@ def _layout_difference(case: str, ref_exp, want: _Compiled, got: _Compiled, out_
     axes (an unstated one takes what the grader feeds, the reference's layout), and each per-device
     region (`shard_map`/`pmap`) of the reference must have a counterpart over the same axes that splits
     each input over at least the reference's mesh axes (a region that takes a split input whole makes
-    every device hold all of it; one that splits it along another dimension is fine). Results: where each output lives once compiled must be
-    where the reference's lives, unless the exercise leaves it open (`out_layout=False`)."""
+    every device hold all of it; one that splits it along another dimension is fine). Results: where
+    each output lives once compiled must be where the reference's lives, unless the exercise leaves it
+    open (`out_layout=False`)."""
     names = _input_names(ref_exp)
     for i, (w, g) in enumerate(zip(want.entry_in, got.entry_in)):
         # unstated: it takes what it is fed (the reference's layout); stated: split over at least those axes

@@ -175,7 +175,8 @@ def run(n: int, keep: bool) -> int:
         print(f"  fetch+submit done for {n - len(errors)} of {n}; whole run {wall:.1f} s")
         print(f"  hand-ins in the exchange with their timestamp: {len(handed)} of {n}" + (f"; LOST: {lost}" if lost else ""))
         print(f"  hub answering afterwards: {hub_ok}")
-        print(f"  memory (RSS): hub {_rss_kib(hub_pid) / 1024:.0f} MiB, proxy {sum(map(_rss_kib, proxy_pids)) / 1024:.0f} MiB, "
+        print(f"  memory (RSS): hub {_rss_kib(hub_pid) / 1024:.0f} MiB, "
+              f"proxy {sum(map(_rss_kib, proxy_pids)) / 1024:.0f} MiB, "
               f"students' servers {sum(map(_rss_kib, server_pids)) / 1024:.0f} MiB in all "
               f"({sum(map(_rss_kib, server_pids)) / 1024 / max(1, n):.0f} MiB each)")
         for name, err in sorted(errors.items()):

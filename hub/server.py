@@ -1,8 +1,8 @@
 """Start, stop and remove the course's JupyterHub (`make hub`, `make hub-stop`, `make hub-clean`).
 
-    python -m hub.server start [--roster students.csv]   # install the proxy, accounts, folders; start; wait for the login page
+    python -m hub.server start [--roster students.csv]   # install proxy, accounts, folders; start; await the login page
     python -m hub.server stop                            # stop the hub (its proxy and every server it started)
-    python -m hub.server clean                           # stop, remove the accounts, restore the checkout, delete HUB_DIR
+    python -m hub.server clean                           # stop, remove accounts, restore the checkout, delete HUB_DIR
 
 Design
 - `start` does every step in order and says what it does; each is idempotent, so `make hub`

@@ -246,7 +246,7 @@ def not_written_yet(name: str, *, callee: str | None = None) -> str:
 
         >>> not_written_yet("total")
         '`total` is not written yet: replace `raise NotImplementedError()` in its cell with your code, then run that cell again.'
-    """
+    """  # noqa: E501 - a doctest's output is one line
     calls = TEXT["calls"].format(callee=callee) if callee and callee != name else ""
     return TEXT["not_written_yet"].format(name=name, calls=calls)
 

@@ -1,4 +1,5 @@
-"""Attacks on `make collect` (tools/handin.py collect, autograder/intake.py): hostile hand-ins in the exchange's inbound/.
+"""Attacks on `make collect` (tools/handin.py collect, autograder/intake.py): hostile hand-ins in the
+exchange's inbound/.
 
 On a JupyterHub every student is a Unix user who may create folders in inbound/ (nbgrader's mode
 0733) and the instructor collects, often as root. Each case here builds the hand-in a student could

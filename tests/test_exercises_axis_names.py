@@ -94,7 +94,8 @@ LAST_DEVICE_VALUE_WRONG = [
     (lambda x: lax.psum(jnp.where(lax.axis_index(DEVICES) == 0, x, 0.0), DEVICES),
      r"`x` of the first device \(position 0\)\. The last device is at position 7 here"),
     (lambda x: lax.psum(jnp.where(lax.axis_index(DEVICES) == 7, x, 0.0), DEVICES),       # hard-coded 8 devices
-     r"over 3 devices\. Every device returned zeros: .*from 0 to 2 here.*right over 8 devices but not over 3.*A fixed 7 only fits 8 devices"),
+     r"over 3 devices\. Every device returned zeros: .*from 0 to 2 here.*right over 8 devices but not over 3"
+     r".*A fixed 7 only fits 8 devices"),
     (lambda x: lax.psum(jnp.where(_is_last(lax.psum(1, DEVICES) + 1), x, 0.0), DEVICES),  # off by one
      r"over 8 devices\. Every device returned zeros"),
     (lambda x: jnp.where(_is_last(lax.psum(1, DEVICES)), x, 0.0),                        # forgot the psum

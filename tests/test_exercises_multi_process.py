@@ -258,7 +258,8 @@ METRICS_WRONG = {
                                   r"(?s)returned mean = .*mean of the devices' sums.*all 24 entries"),
     "two processes written by hand": (
         _with(per_process=lambda b: _per_process(b, processes=2)),
-        r"(?s)4 processes x 2 devices.*`per_process` of shape \(4,\), but it has shape \(2,\).*`jax\.process_count\(\)` of them \(4 here\)"),
+        r"(?s)4 processes x 2 devices.*`per_process` of shape \(4,\), but it has shape \(2,\)"
+        r".*`jax\.process_count\(\)` of them \(4 here\)"),
     "per-device sums": (
         _with(per_process=lambda b: lax.psum(jax.nn.one_hot(lax.axis_index(DEVICES), lax.psum(1, DEVICES))
                                              * jnp.sum(b), DEVICES)),
@@ -275,7 +276,8 @@ METRICS_WRONG = {
     "reshape of the split array": (_reshape_split_array,
                                    r"(?s)This reshape is not supported.*outside `jax\.shard_map`, JAX refuses"),
     "a tuple": (lambda errors, mesh: tuple(metrics_ref(errors, mesh).values()),
-                r"\(errors of shape \(8, 3\)\), `global_metrics` should return a dict with keys \['total', 'mean', 'per_process'\], but it returned a `tuple`\."),
+                r"\(errors of shape \(8, 3\)\), `global_metrics` should return a dict with keys "
+                r"\['total', 'mean', 'per_process'\], but it returned a `tuple`\."),
     "not written": (not_written, "not written yet"),
 }
 
@@ -429,7 +431,8 @@ STEP_WRONG = {
         r"(?s)mesh of 4 devices.*divides by `jax\.local_device_count\(\)` \(2, the devices of one process\)"),
     "pmean of each device's mean": (
         _step_map(lambda p, b: _update(p, lax.pmean(_local_mean_grads(p, b), DATA_PARALLEL))),
-        r"(?s)averages each device's own mean gradient with equal weight.*different numbers of real rows \(3, 1, 2, 3\)"),
+        r"(?s)averages each device's own mean gradient with equal weight"
+        r".*different numbers of real rows \(3, 1, 2, 3\)"),
     "padding counted (notebook 05's step)": (_step_map(_no_mask), r"(?s)counts the padding rows too"),
     "divided by all rows": (_divided(lambda b: lax.psum(b["mask"].size, DATA_PARALLEL)),
                             r"(?s)divides by all 12 rows of the batch, padding included"),

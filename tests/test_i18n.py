@@ -169,7 +169,8 @@ def test_hints_are_translated_when_shown(lang, capsys, monkeypatch):
 
 
 def test_english_check_messages_are_unchanged(lang):
-    """The English texts that moved into TEXT read exactly as before (the unbound-axis message without a 'binds only')."""
+    """The English texts that moved into TEXT read exactly as before (the unbound-axis message without a
+    'binds only')."""
     lang("en")
     err = NameError("Found an unbound axis name: batch. To fix this, please call psum under jax.shard_map.")
     text = checking._unbound_message("f", err, "batch", None, (), None)

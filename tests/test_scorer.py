@@ -153,7 +153,7 @@ def test_replica_groups_are_read_in_every_format():
           %d = f32[3]{0} all-reduce-done(%m)
           %p = f32[3]{0} collective-permute(%x), source_target_pairs={{0,1},{1,0}}
           %u = f32[3]{0} add(%all-reduce.1, %x)
-        }''')
+        }''')  # noqa: E501 - HLO as XLA prints it
     found = hlo_collectives(text, 8)
     assert [(op, red) for op, red, _ in found] == [("all-reduce", "add"), ("all-reduce", "maximum"),
                                                   ("collective-permute", "")]

@@ -9,8 +9,8 @@ matches, this exits at once without starting pip, so every later `make lab` or `
 starts in well under a second. Otherwise it says what it installs (Python version, lock,
 package count, the direct pins), streams one line per package as pip collects it, then,
 during pip's long silent install step, a line every 15 s with how many packages are in place
-(their .dist-info folders), installs the course package editable, and says how long it took. A venv made by another Python
-version is rebuilt (a venv holds nothing of the student's; their notebooks live elsewhere).
+(their .dist-info folders), installs the course package editable, and says how long it took. A
+venv made by another Python version is rebuilt (a venv holds nothing of the student's; their notebooks live elsewhere).
 Only the standard library: it runs before the venv exists.
 """
 from __future__ import annotations

@@ -40,7 +40,8 @@ TEXT = {
     "run": "The check, which runs `{name}` {where},",
     "wrong_shape": "On each {per}, `{name}(x)` should return shape {shape}, but it returns shape {got} ({where}).",
     "wrong_dtype": "`{name}(x)` should return dtype {dtype}, but it returns {got}.",
-    "wrong_values": "`{name}(x)` returned the wrong values {where}. {diagnosis}\nOn {per} {i}: expected {want}, got {got}.",
+    "wrong_values": (
+        "`{name}(x)` returned the wrong values {where}. {diagnosis}\nOn {per} {i}: expected {want}, got {got}."),
     "weighted_own_term": ("Each device returned its own term, i * x. The sum over all devices needs a collective "
                           "over '{axis}'."),
     "weighted_no_weights": "That is the plain total of x over the devices: weight device i's `x` by its position i.",

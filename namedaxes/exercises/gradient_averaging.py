@@ -130,7 +130,8 @@ TEXT = {
         "the averaging happens in `parallel_update_step`."),
     "pair_value": "{{'w': {w}, 'b': {b}}}",
     # 3. parallel_update_step
-    "step_where": "(run as `jax.pmap({name}, axis_name=DATA_PARALLEL, in_axes=(None, 0))` on {k} devices, {per} examples each)",
+    "step_where": (
+        "(run as `jax.pmap({name}, axis_name=DATA_PARALLEL, in_axes=(None, 0))` on {k} devices, {per} examples each)"),
     "step_not_pair": (
         "`{name}` should return a pair `(new_params, loss)`, but it returned a `{type}` {where}.{hint}"),
     "step_only_params": (

@@ -169,7 +169,8 @@ TEXT = {
     "metric_generic": "Compare with NumPy on the whole array: `errors.sum()` and `errors.mean()`.",
     "metric_why": "Add up the blocks with `lax.psum(..., DEVICES)` inside `jax.shard_map`.",
     # 3. masked_step
-    "step_values": "{where}, `{name}` returned new {key} = {got}, but one SGD step on the real rows gives {want}. {hint}",
+    "step_values": (
+        "{where}, `{name}` returned new {key} = {got}, but one SGD step on the real rows gives {want}. {hint}"),
     "step_no_mask": (
         "That step counts the padding rows too. Only rows with `mask` True are examples: leave the "
         "others out of the squared errors and out of the count."),

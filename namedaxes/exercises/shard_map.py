@@ -192,7 +192,8 @@ TEXT = {
         "it returned {kind} {where}. `jax.tree.map` over `params` and the gradients keeps the structure."),
     "step_kind_dict": "a dict with keys {keys}",
     "step_kind_type": "a `{type}`",
-    "step_not_scalar": "`{name}(...)['{key}']` should be a scalar like `params['{key}']`, but it has shape {shape} {where}.{hint}",
+    "step_not_scalar": (
+        "`{name}(...)['{key}']` should be a scalar like `params['{key}']`, but it has shape {shape} {where}.{hint}"),
     "step_per_device": (
         " One value per device: the new parameters are the same on every device, so their `out_specs` "
         "is `P()`."),
@@ -251,7 +252,8 @@ TEXT = {
     "migration_per_device": (
         " One result per device: that is what `out_specs` naming DEVICES gives. `out_axes=None` "
         "translates to `out_specs=P()`."),
-    "migration_wrong": "`{name}` has the wrong values {where}: the pmap version gives {want}, yours gives {got}. {hint}",
+    "migration_wrong": (
+        "`{name}` has the wrong values {where}: the pmap version gives {want}, yours gives {got}. {hint}"),
     "migration_mean": "That is the mean over devices: keep `weighted_total`'s `lax.psum`.",
     "migration_first": "That is only device 0's term: the psum over DEVICES is missing.",
     "migration_why": "Keep `weighted_total` (with its `lax.psum`) as the per-device function of `jax.shard_map`.",

@@ -279,7 +279,8 @@ SPECS: list[Spec] = [
         "_c.collectives = lambda *a, **k: {('psum', ('devices',))}\n"
         "q.collective_axes = _c.collective_axes\nq.collectives = _c.collectives")),
     Spec("tamper_patch_during_call", "ok", NO_SUM, answers={"scaled_sum_answer": (
-        "def scaled_sum(x):\n    import namedaxes.checking as c\n    import namedaxes.exercises.scaled_sum as m\n"
+        "def scaled_sum(x):\n    import namedaxes.checking as c\n"
+        "    import namedaxes.exercises.scaled_sum as m\n"
         "    fake = lambda *a, **k: {('psum', ('devices',))}\n"
         "    c.collectives = m.collectives = fake\n"
         "    c.collective_axes = m.collective_axes = lambda *a, **k: ['devices']\n"

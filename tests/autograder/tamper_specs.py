@@ -254,7 +254,8 @@ EQUIVALENT = {
                                  "        return sgd_update(p, g)\n"
                                  "    shardings = (NamedSharding(mesh, P()), NamedSharding(mesh, P(DATA_PARALLEL)))\n"
                                  "    return jax.jit(step, in_shardings=shardings)(params, batch)\n",
-        "weighted_total_shard_map_answer": "def weighted_total_shard_map(w, x, mesh):\n"   # transpose, then the table's axis 0
+        # transpose, then the table's axis 0
+        "weighted_total_shard_map_answer": "def weighted_total_shard_map(w, x, mesh):\n"
                                            "    rows = jax.device_put(x.T, NamedSharding(mesh, P(DEVICES)))\n"
                                            "    return jax.shard_map(lambda w, r: weighted_total(w, r[0]), mesh=mesh,\n"
                                            "                         in_specs=(P(), P(DEVICES)), out_specs=P())(w, rows)\n",

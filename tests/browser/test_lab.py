@@ -3,8 +3,8 @@
 Starts the real `make lab` (PORT, LAB_TOKEN and a temporary workspace LAB_DIR on
 the command line, nothing else changed) with its state folders (runtime,
 workspaces, user settings) in a temporary folder and autosave off: `make lab`
-seeds the workspace from notebooks/, and neither is written. Then checks what a student sees after Run > Run All Cells: the course
-kernel is preselected, the device set-up reports 8 devices, every unanswered
+seeds the workspace from notebooks/, and neither is written. Then checks what a student sees after
+Run > Run All Cells: the course kernel is preselected, the device set-up reports 8 devices, every unanswered
 exercise's check shows its message, and no other cell fails. Meanwhile the
 Validate button's server side (nbgrader's validate_assignment extension, as
 `make lab` loads it) is asked about the same notebook. The server is shut down
