@@ -282,7 +282,7 @@ def main(argv=None) -> int:
     parser.add_argument("--check", action="store_true", help="fail if notebooks/ differs from what solutions/ generates")
     parser.add_argument("ids", nargs="*", help="assignment ids (default: every notebook in solutions/)")
     args = parser.parse_args(argv)
-    ids = args.ids or notebook_ids()
+    ids = args.ids or notebook_ids(SOLUTIONS)
     generated = build(ids)
     editions = build_editions(ids, generated)
     NOTEBOOKS.mkdir(exist_ok=True)
@@ -301,9 +301,9 @@ def main(argv=None) -> int:
         else:
             target.parent.mkdir(exist_ok=True)
             target.write_text(text, encoding="utf-8")
-    stale = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb") if p.stem not in notebook_ids())
+    stale = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb") if p.stem not in notebook_ids(SOLUTIONS))
     stale += sorted(str(p.relative_to(ROOT)) for lang in EDITIONS for folder in (SOLUTIONS / lang, NOTEBOOKS / lang)
-                    for p in folder.glob("*.ipynb") if p.stem not in notebook_ids())
+                    for p in folder.glob("*.ipynb") if p.stem not in notebook_ids(SOLUTIONS))
     if args.check:
         differ = _edition_problems(editions)
         if drift or stale or differ:

@@ -87,7 +87,7 @@ def mo_path(lang: str) -> Path:
 
 
 def catalog_names() -> list[str]:
-    return [DOMAIN] + notebook_ids()
+    return [DOMAIN] + notebook_ids(SOLUTIONS)
 
 
 # ================================================================== markdown units
@@ -389,7 +389,7 @@ def package_template() -> Catalog:
     for path in files:
         for msgid, where, comment in _package_messages(path):
             _add(cat, msgid, where, comment)
-    for nb_id in notebook_ids():
+    for nb_id in notebook_ids(SOLUTIONS):
         for msgid, where, comment in _notebook_plot_labels(nb_id):
             _add(cat, msgid, where, comment)
     return cat
