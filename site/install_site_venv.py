@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tools"))
-import install_venv  # noqa: E402  (tools/ is not a package)
+sys.path.insert(0, str(HERE.parent))         # run by a Python without the course package: the checkout
+from tools import install_venv  # noqa: E402
 
 LOCK = HERE / "requirements.txt"
 STAMP = ".installed"

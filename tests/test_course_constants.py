@@ -3,11 +3,14 @@
 The tools run as modules (`python -m tools.NAME`) from any folder, since the course package installs
 `tools` (the hub's graders may pass the checkout's root but not list it); none of them edits
 sys.path; the course ids are spelled only in tools/course.py (the Python of tools/, hub/ and
-jupyter/ reads them from there), and the Makefile's own spellings agree with it.
+jupyter/ reads them from there), and the Makefile's own spellings agree with it, as do the site's
+settings (site/settings.py, which Sphinx also imports, in the site's own venv without the course
+package).
 """
 from __future__ import annotations
 
 import ast
+import importlib.util
 import re
 import subprocess
 import sys
@@ -81,3 +84,14 @@ def test_a_tool_runs_as_a_module_from_another_folder(tmp_path):
         out = subprocess.run([sys.executable, "-m", f"tools.{tool}", "--help"], cwd=tmp_path,
                              capture_output=True, text=True)
         assert out.returncode == 0 and "usage:" in out.stdout, (tool, out.stdout, out.stderr)
+
+
+def test_the_site_has_the_same_editions_notebooks_and_folders():
+    spec = importlib.util.spec_from_file_location("site_settings", ROOT / "site" / "settings.py")
+    settings = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(settings)
+    assert tuple(settings.EDITIONS) == course.LANGUAGES
+    assert settings.notebook_ids() == course.notebook_ids()
+    assert (settings.SOLUTIONS, settings.RELEASE) == (course.SOLUTIONS, course.NOTEBOOKS)
+    for lang in course.LANGUAGES:
+        assert settings.folder(course.NOTEBOOKS, lang) == course.edition_folder(course.NOTEBOOKS, lang)
