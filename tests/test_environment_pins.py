@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SUPPORTED = lock_requirements.SUPPORTED
 # conda-forge names that differ from PyPI's
 CONDA_TO_PIP = {"python-flatbuffers": "flatbuffers"}
-TOOLING = {"jupyterlab", "nbgrader", "nbval", "pytest", "pytest-xdist", "playwright"}
+TOOLING = {"jupyterlab", "nbgrader", "nbval", "pytest", "pytest-xdist", "playwright", "ruff"}
 
 
 def _norm(name: str) -> str:
@@ -116,7 +116,7 @@ def test_colab_gets_only_the_runtime_pins_of_python_312():
     assert lines == lock_requirements.runtime_pins("3.12"), "colab.txt is stale: run `make lock`"
     colab = {_norm(Requirement(ln).name): str(Requirement(ln).specifier)[2:] for ln in lines}
     assert colab["jax"] == _lock("3.12")["jax"] and "matplotlib" in colab
-    assert not TOOLING & set(colab), "Colab must not get JupyterLab, nbgrader, pytest or Playwright"
+    assert not TOOLING & set(colab), "Colab must not get JupyterLab, nbgrader, pytest, Playwright or ruff"
     assert all(_lock("3.12")[name] == version for name, version in colab.items())
 
 
