@@ -19,8 +19,9 @@ from __future__ import annotations
 import functools
 import itertools
 import warnings
-from pathlib import Path
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -259,7 +260,6 @@ def plot_gradients(per_device, averaged, *, names: Sequence[str] | None = None,
 # schedules are the bandwidth-optimal algorithms; a backend may pick another
 # algorithm (a tree, direct sends), but no algorithm moves fewer bytes per
 # device than these all-gather, reduce-scatter and all-reduce rings.
-from typing import NamedTuple  # noqa: E402 - appended section, kept self-contained
 
 
 class Transfer(NamedTuple):

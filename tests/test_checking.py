@@ -1,4 +1,7 @@
 """The building blocks of student-facing checks say what is wrong, in order type -> shape -> value."""
+import linecache
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -6,7 +9,8 @@ import pytest
 from jax import lax
 from jax.sharding import NamedSharding, PartitionSpec as P
 
-from namedaxes import DATA_SHARDS, DEVICES, GRID_AXES, GRID_SHAPE, MODEL_REPLICAS
+from namedaxes import DATA_SHARDS, DEVICES, GRID_AXES, GRID_SHAPE, MODEL_REPLICAS, checking
+from namedaxes.checking import TEXT, explained, progress, progress_rows, translate
 from namedaxes.checking import (CheckFailed, Exercise, assert_check_fails, assert_check_passes, collective_axes,
                                 collectives, expect_array, expect_close, expect_collective,
                                 expect_no_collective, expect_replicated, fail, not_written_yet, same_values,
@@ -173,12 +177,6 @@ def test_exercise_check_explains_a_skipped_device_setup(monkeypatch):
 
 
 # ---------------------------------------------------------------- feedback, not crashes
-import linecache  # noqa: E402
-import re  # noqa: E402
-
-from namedaxes import checking  # noqa: E402
-from namedaxes.checking import TEXT, explained, progress, progress_rows, translate  # noqa: E402
-
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
