@@ -20,7 +20,8 @@ What is a label (from the cell's syntax tree alone; deterministic):
    the key of a dict the cell starts empty (`seen[label] = ...`). A loop variable used as anything
    else (`params[name]`) is data, not a label, and stays as it is.
 
-A literal without a word of two letters (`" | "`, `"->"`) is no label. Implicitly concatenated
+A literal without a word of two letters (`" | "`, `"->"`) is no label to translate (`canonical` still
+reduces it, since a translated label has no Latin word left). Implicitly concatenated
 pieces of one argument (`f"..." f"..."` over two lines) are one label (one sentence for the
 translator) when they share their prefix and quote and no comment sits between them, written back
 as one literal; otherwise each piece is its own label. `text` is the literal as written between

@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import generate_notebooks as gen  # noqa: E402
 import translate  # noqa: E402
 
-from namedaxes import checking, i18n, plots  # noqa: E402
+from namedaxes import checking, i18n, labels, plots  # noqa: E402
 
 
 @pytest.fixture
@@ -493,14 +493,15 @@ def test_english_sentences_finds_english_and_spares_code_and_quotes():
 
 
 def _what_a_student_reads(nb) -> list[tuple[str, str]]:
-    """(cell id, text) of everything a notebook shows a student before running it: markdown, code comments, and
-    the docstring a test cell starts with."""
+    """(cell id, text) of everything a notebook shows a student before running it: markdown, code comments, the
+    labels its code prints, and the docstring a test cell starts with."""
     out = []
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             out.append((cell.id, cell.source))
         elif cell.cell_type == "code":
             out += [(cell.id, text) for _, _, text in translate.comment_units(cell.source)]
+            out += [(cell.id, label.text) for label in labels.labels(cell.source)]
             m = translate._DOCSTRING.match(cell.source)
             if m:
                 out.append((cell.id, m.group(2)))
@@ -513,6 +514,43 @@ def test_the_chinese_notebooks_show_no_english_sentences(folder):
                 for cell, text in _what_a_student_reads(nbformat.read(path, as_version=4))
                 for run in english_sentences(text)]
     assert not problems, "\n".join(problems[:30])
+
+
+@pytest.mark.parametrize("folder", ["solutions", "notebooks"])
+def test_every_label_the_chinese_code_prints_is_translated(folder):
+    """What `print(...)` shows in a Chinese notebook is Chinese (issue 19): no label of its code is left as the
+    English prints it, unless it is only its notebook's code ("pmap:", "params['w']:")."""
+    left = [f"{aid}: {label}" for aid in translate.notebook_ids()
+            for label in gen.english_labels(nbformat.read(ROOT / folder / f"{aid}.ipynb", as_version=4),
+                                            nbformat.read(ROOT / folder / "zh" / f"{aid}.ipynb", as_version=4), aid)]
+    assert not left, "\n".join(left[:30])
+    zh = nbformat.read(ROOT / folder / "zh" / "04_gradient_averaging.ipynb", as_version=4)
+    assert 'print("损失:", model.loss(params, batch))' in next(c.source for c in zh.cells if c.id == "start-loss")
+
+
+def test_a_label_left_english_or_not_fitting_its_literal_is_refused_by_the_catalog_check():
+    allowed = translate.code_words("08_compiler_sharding")
+    assert {"all-gather", "matmul", "jax", "checkpoint", "rows"} <= allowed        # code, and the HLO ops it compares
+    assert translate.label_problems("all-gather version:", "all-gather 版本:", allowed) == []
+    assert translate.label_problems("rows:", "rows:", allowed) == []                  # a variable's name stays
+    assert "English left" in translate.label_problems("result layout:", "结果的 layout:", allowed)[0]
+    assert "English left" in translate.label_problems("holds rows and columns", "holds rows and columns", allowed)[0]
+    assert "Latin ':'" in translate.label_problems("result layout:", "结果的布局：", allowed)[0]
+    assert "fields differ" in translate.label_problems("out {spec}: {x}", "输出 {spec}:", allowed)[0]
+    assert "would end the literal" in translate.label_problems("result:", '"结果":', allowed)[0]
+
+
+def test_an_edition_whose_label_changed_its_code_differs():
+    english = nbformat.read(ROOT / "solutions" / "04_gradient_averaging.ipynb", as_version=4)
+    edition = gen.translate_notebook(english, "zh", "04_gradient_averaging")
+    assert gen.edition_differences(english, edition) == []
+    cell = next(c for c in edition.cells if c.id == "p-update-step")
+    assert "这一步之前的损失: {float(start_loss):.4f}" in cell.source
+    cell.source = cell.source.replace("{float(start_loss):.4f}", "{float(start_loss):.2f}")
+    from nbgrader.utils import compute_checksum
+    if "checksum" in (cell.metadata.get("nbgrader") or {}):
+        cell.metadata.nbgrader.checksum = compute_checksum(cell)
+    assert any("code differs" in p for p in gen.edition_differences(english, edition))
 
 
 def test_every_chinese_message_is_chinese():
