@@ -445,6 +445,20 @@ def test_a_chinese_figure_renders_without_missing_glyphs(lang):
     assert not missing, missing
 
 
+def test_a_chinese_figure_logs_no_font_warning(lang, caplog):
+    """Notebook 03's picture of the groups printed "findfont: Failed to find font weight bold for WenQuanYi Micro
+    Hei" into the Chinese notebook (matplotlib's log): its device labels are not bold in Chinese."""
+    if plots.cjk_font() is None:
+        pytest.skip("no CJK font installed (make system-deps installs fonts-wqy-microhei)")
+    lang("zh")
+    with caplog.at_level("INFO", logger="matplotlib.font_manager"):
+        plots._figure_png(plots.plot_collective_groups((2, 4), ("data_shards", "model_replicas")))
+    assert not [r.getMessage() for r in caplog.records if r.levelno >= 30], caplog.text
+    lang("en")
+    fig = plots.plot_collective_groups((2, 4), ("data_shards", "model_replicas"))
+    assert any(t.get_fontweight() == "bold" for t in fig.findobj(lambda a: hasattr(a, "get_fontweight")))
+
+
 def test_english_figures_stay_english(lang):
     lang("en")
     fig = plots.plot_device_values([1, 2], [3, 3], title="t")
