@@ -542,6 +542,20 @@ def test_every_label_the_chinese_code_prints_is_translated(folder):
     assert 'print("损失:", model.loss(params, batch))' in next(c.source for c in zh.cells if c.id == "start-loss")
 
 
+def test_the_chinese_release_says_where_to_write_an_answer_in_chinese():
+    """nbgrader writes `# YOUR CODE HERE` into each answer cell of the release: the Chinese release says it in
+    Chinese (the catalog's unit), above the same `raise NotImplementedError()`."""
+    stubs = 0
+    for path in sorted((ROOT / "notebooks" / "zh").glob("*.ipynb")):
+        said = translate.translations("zh", path.stem)[(translate.STUB_CONTEXT, translate.STUB_COMMENT)]
+        for cell in nbformat.read(path, as_version=4).cells:
+            if (cell.metadata.get("nbgrader") or {}).get("solution"):
+                assert translate.STUB_COMMENT not in cell.source, (path.name, cell.source)
+                assert f"# {said}\n" in cell.source and "raise NotImplementedError()" in cell.source, cell.source
+                stubs += 1
+    assert stubs >= 26 and said == "在这里写你的代码"
+
+
 def test_a_label_left_english_or_not_fitting_its_literal_is_refused_by_the_catalog_check():
     allowed = translate.code_words("08_compiler_sharding")
     assert {"all-gather", "matmul", "jax", "checkpoint", "rows"} <= allowed        # code, and the HLO ops it compares

@@ -21,7 +21,8 @@ Steps, all deterministic:
    it is unanswered.
 6. Editions in other languages (`EDITIONS`, today "zh"): `solutions/zh/<id>.ipynb` from the
    English source and `notebooks/zh/<id>.ipynb` from the English release just built, each with
-   its markdown, student-facing code comments, test-cell docstrings and the labels its code prints
+   its markdown, student-facing code comments (nbgrader's `# YOUR CODE HERE` in the release's answer
+   cells too), test-cell docstrings and the labels its code prints
    (`namedaxes.labels`: the string literals of `print(...)`, `assert` messages and printed loop
    labels) translated from `locale/zh/notebooks/<id>.po` (tools/translate.py cuts the prose into
    the same units; an untranslated or fuzzy unit stays English) and
@@ -209,6 +210,8 @@ def translate_notebook(nb, lang: str, aid: str):
             cell.source = translate.render_docstring(cell.source, lambda text: table.get((doc, text), text))
             output = translate.output_context(cell.id)
             cell.source = translate.render_outputs(cell.source, lambda text: table.get((output, text), text))
+            if (cell.metadata.get("nbgrader") or {}).get("solution"):
+                cell.source = translate.render_stub(cell.source, lambda text: table.get((translate.STUB_CONTEXT, text), text))
         nbgrader = cell.metadata.get("nbgrader") or {}
         if "checksum" in nbgrader:
             nbgrader["checksum"] = _checksum(cell)

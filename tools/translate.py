@@ -390,9 +390,24 @@ def _add(cat: Catalog, msgid: str, location: tuple[str, int | None], comment: st
         cat.add(msgid, locations=[location], auto_comments=[comment], context=context)
 
 
+# The comment nbgrader's ClearSolutions writes into every answer cell of the student release (its `code_stub`,
+# tools/generate_notebooks.py): a unit of every notebook catalog whose notebook has answer cells, rendered into
+# the release's answer cells by the generator (`render_stub`).
+STUB_COMMENT = "YOUR CODE HERE"
+STUB_CONTEXT = "code-stub#comment"
+
+
+def render_stub(source: str, translate: Callable[[str], str]) -> str:
+    """An answer cell of a release with nbgrader's `# YOUR CODE HERE` line(s) translated; nothing else changes."""
+    return re.sub(rf"(?m)^(\s*# ){re.escape(STUB_COMMENT)}$", lambda m: m.group(1) + translate(STUB_COMMENT), source)
+
+
 def notebook_template(nb_id: str) -> Catalog:
     cat = _new_catalog(None, nb_id)
     nb = nbformat.read(SOLUTIONS / f"{nb_id}.ipynb", as_version=4)
+    if any((c.metadata.get("nbgrader") or {}).get("solution") for c in nb.cells if c.cell_type == "code"):
+        _add(cat, STUB_COMMENT, (f"solutions/{nb_id}.ipynb#code-stub", 1), "the comment nbgrader writes into each "
+             "answer cell of the student release, above `raise NotImplementedError()`", context=STUB_CONTEXT)
     for cell in nb.cells:
         where = f"solutions/{nb_id}.ipynb#{cell.id}"
         if cell.cell_type == "markdown":
