@@ -619,6 +619,19 @@ def test_the_multi_process_helpers_errors_speak_chinese(lang):
     assert multiprocess._processes([1, 2]) == "processes 1, 2"
 
 
+def test_print_cluster_speaks_the_notebooks_language(lang):
+    """Notebook 06 prints its cluster: the Chinese edition showed "<Cluster 2 processes x 4 devices, running, ...>"."""
+    from namedaxes import multiprocess
+    cluster = multiprocess.Cluster(2, 4)
+    lang("zh")
+    assert str(cluster) == "<Cluster：2 个进程 × 4 个设备，未启动>"
+    cluster.port, cluster.host = 5000, "127.0.0.1"
+    assert str(cluster).endswith("，协调者 127.0.0.1:5000>") and not english_sentences(str(cluster))
+    lang("en")
+    assert str(cluster) == "<Cluster: 2 processes x 4 devices, not started, coordinator 127.0.0.1:5000>"
+    assert repr(cluster) == "<Cluster 2 processes x 4 devices, not started, coordinator 127.0.0.1:5000>"
+
+
 def test_a_chinese_message_with_an_appended_sentence_has_no_space_after_its_full_stop(lang):
     """Notebook 07's check of a `median_centered` that returns the whole vector appends the sentence " That is
     the whole vector ..." to the shape message: in Chinese it follows the full stop directly (fail() composes)."""
