@@ -542,6 +542,19 @@ def test_every_label_the_chinese_code_prints_is_translated(folder):
     assert 'print("损失:", model.loss(params, batch))' in next(c.source for c in zh.cells if c.id == "start-loss")
 
 
+def test_check_notebooks_names_a_label_left_untranslated(monkeypatch):
+    """`make check-notebooks` (generate_notebooks --check, through english_labels) fails on a label whose
+    translation is missing, and names its cell and text; a label that is only code ("pmap:") may stay."""
+    english = nbformat.read(ROOT / "solutions" / "01_axis_names.ipynb", as_version=4)
+    table = translate.translations("zh", "01_axis_names")
+    assert gen.english_labels(english, gen.translate_notebook(english, "zh", "01_axis_names"), "01_axis_names") == []
+    gap = {k: v for k, v in table.items() if k != ("vmap-vs-pmap#output", "same numbers:")}
+    assert ("vmap-vs-pmap#output", "pmap:") in gap
+    monkeypatch.setattr(translate, "translations", lambda lang, name: gap)
+    edition = gen.translate_notebook(english, "zh", "01_axis_names")
+    assert gen.english_labels(english, edition, "01_axis_names") == ["vmap-vs-pmap: 'same numbers:'"]
+
+
 def test_the_chinese_release_says_where_to_write_an_answer_in_chinese():
     """nbgrader writes `# YOUR CODE HERE` into each answer cell of the release: the Chinese release says it in
     Chinese (the catalog's unit), above the same `raise NotImplementedError()`."""
