@@ -84,6 +84,11 @@ TEXT = Messages({
     "stderr_where": "stderr of process {i}, where it was waiting (its Python stack, most recent call first):",
     "stderr_nothing": "(nothing)",
     "echo": "[process {i}] {line}",
+    "cluster": "<Cluster: {n} processes x {k} devices, {state}>",
+    "cluster_coordinator": "<Cluster: {n} processes x {k} devices, {state}, coordinator {address}>",
+    "state_running": "running",
+    "state_stopped": "stopped",
+    "state_not_started": "not started",
 })
 
 __all__ = ["Cluster", "WorkerError", "WorkerTimeout", "ShipError", "Shipped", "ship",
@@ -608,6 +613,14 @@ class Cluster:
         state = "running" if self.alive else ("stopped" if self._procs else "not started")
         return (f"<Cluster {self.num_processes} processes x {self.local_devices} devices, {state}"
                 f"{', coordinator ' + self.coordinator if self.port else ''}>")
+
+    def __str__(self) -> str:
+        """What `print(cluster)` shows a student: the repr's facts, in the notebook's language."""
+        state = TEXT["state_running" if self.alive else "state_stopped" if self._procs else "state_not_started"]
+        if self.port:
+            return TEXT["cluster_coordinator"].format(n=self.num_processes, k=self.local_devices, state=state,
+                                                      address=self.coordinator)
+        return TEXT["cluster"].format(n=self.num_processes, k=self.local_devices, state=state)
 
     # -- jobs
     def run(self, job: Callable, *args, timeout: float | None = None) -> list:

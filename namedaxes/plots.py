@@ -103,6 +103,13 @@ def _localized(plot):
     return build
 
 
+def _bold() -> str:
+    """"bold", or "normal" where the text needs a CJK font: the CJK fonts looked for have one weight, and
+    matplotlib would log "findfont: Failed to find font weight bold" into the notebook (the Chinese
+    edition's notebook 03 showed it) before drawing the glyphs in their regular weight anyway."""
+    return "normal" if language() in _NEEDS_CJK else "bold"
+
+
 def _t(text: str | None) -> str | None:
     """A title or label a notebook passed in, in the current language."""
     return _(text) if text else text
@@ -181,7 +188,7 @@ def plot_collective_groups(grid_shape: Sequence[int] = GRID_SHAPE, axis_names: S
             g = groups[r, c]
             ax.add_patch(_rect(c, rows - 1 - r, COLORS[g % len(COLORS)]))
             ax.text(c + 0.5, rows - 1 - r + 0.55, _("device {i}").format(i=r * cols + c), ha="center", va="center",
-                    fontsize=8, color="white", fontweight="bold")
+                    fontsize=8, color="white", fontweight=_bold())
             ax.text(c + 0.5, rows - 1 - r + 0.25, _("group {g}").format(g=g), ha="center", va="center", fontsize=7,
                     color="white")
         ax.set_xlim(0, cols)

@@ -17,7 +17,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from namedaxes import checking, i18n, plots
+from namedaxes import checking, i18n, labels, plots
 from tools import generate_notebooks as gen
 from tools import translate
 
@@ -445,6 +445,20 @@ def test_a_chinese_figure_renders_without_missing_glyphs(lang):
     assert not missing, missing
 
 
+def test_a_chinese_figure_logs_no_font_warning(lang, caplog):
+    """Notebook 03's picture of the groups printed "findfont: Failed to find font weight bold for WenQuanYi Micro
+    Hei" into the Chinese notebook (matplotlib's log): its device labels are not bold in Chinese."""
+    if plots.cjk_font() is None:
+        pytest.skip("no CJK font installed (make system-deps installs fonts-wqy-microhei)")
+    lang("zh")
+    with caplog.at_level("INFO", logger="matplotlib.font_manager"):
+        plots._figure_png(plots.plot_collective_groups((2, 4), ("data_shards", "model_replicas")))
+    assert not [r.getMessage() for r in caplog.records if r.levelno >= 30], caplog.text
+    lang("en")
+    fig = plots.plot_collective_groups((2, 4), ("data_shards", "model_replicas"))
+    assert any(t.get_fontweight() == "bold" for t in fig.findobj(lambda a: hasattr(a, "get_fontweight")))
+
+
 def test_english_figures_stay_english(lang):
     lang("en")
     fig = plots.plot_device_values([1, 2], [3, 3], title="t")
@@ -493,14 +507,15 @@ def test_english_sentences_finds_english_and_spares_code_and_quotes():
 
 
 def _what_a_student_reads(nb) -> list[tuple[str, str]]:
-    """(cell id, text) of everything a notebook shows a student before running it: markdown, code comments, and
-    the docstring a test cell starts with."""
+    """(cell id, text) of everything a notebook shows a student before running it: markdown, code comments, the
+    labels its code prints, and the docstring a test cell starts with."""
     out = []
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             out.append((cell.id, cell.source))
         elif cell.cell_type == "code":
             out += [(cell.id, text) for _, _, text in translate.comment_units(cell.source)]
+            out += [(cell.id, label.text) for label in labels.labels(cell.source)]
             m = translate._DOCSTRING.match(cell.source)
             if m:
                 out.append((cell.id, m.group(2)))
@@ -513,6 +528,70 @@ def test_the_chinese_notebooks_show_no_english_sentences(folder):
                 for cell, text in _what_a_student_reads(nbformat.read(path, as_version=4))
                 for run in english_sentences(text)]
     assert not problems, "\n".join(problems[:30])
+
+
+@pytest.mark.parametrize("folder", ["solutions", "notebooks"])
+def test_every_label_the_chinese_code_prints_is_translated(folder):
+    """What `print(...)` shows in a Chinese notebook is Chinese (issue 19): no label of its code is left as the
+    English prints it, unless it is only its notebook's code ("pmap:", "params['w']:")."""
+    left = [f"{aid}: {label}" for aid in translate.notebook_ids()
+            for label in gen.english_labels(nbformat.read(ROOT / folder / f"{aid}.ipynb", as_version=4),
+                                            nbformat.read(ROOT / folder / "zh" / f"{aid}.ipynb", as_version=4), aid)]
+    assert not left, "\n".join(left[:30])
+    zh = nbformat.read(ROOT / folder / "zh" / "04_gradient_averaging.ipynb", as_version=4)
+    assert 'print("损失:", model.loss(params, batch))' in next(c.source for c in zh.cells if c.id == "start-loss")
+
+
+def test_check_notebooks_names_a_label_left_untranslated(monkeypatch):
+    """`make check-notebooks` (generate_notebooks --check, through english_labels) fails on a label whose
+    translation is missing, and names its cell and text; a label that is only code ("pmap:") may stay."""
+    english = nbformat.read(ROOT / "solutions" / "01_axis_names.ipynb", as_version=4)
+    table = translate.translations("zh", "01_axis_names")
+    assert gen.english_labels(english, gen.translate_notebook(english, "zh", "01_axis_names"), "01_axis_names") == []
+    gap = {k: v for k, v in table.items() if k != ("vmap-vs-pmap#output", "same numbers:")}
+    assert ("vmap-vs-pmap#output", "pmap:") in gap
+    monkeypatch.setattr(translate, "translations", lambda lang, name: gap)
+    edition = gen.translate_notebook(english, "zh", "01_axis_names")
+    assert gen.english_labels(english, edition, "01_axis_names") == ["vmap-vs-pmap: 'same numbers:'"]
+
+
+def test_the_chinese_release_says_where_to_write_an_answer_in_chinese():
+    """nbgrader writes `# YOUR CODE HERE` into each answer cell of the release: the Chinese release says it in
+    Chinese (the catalog's unit), above the same `raise NotImplementedError()`."""
+    stubs = 0
+    for path in sorted((ROOT / "notebooks" / "zh").glob("*.ipynb")):
+        said = translate.translations("zh", path.stem)[(translate.STUB_CONTEXT, translate.STUB_COMMENT)]
+        for cell in nbformat.read(path, as_version=4).cells:
+            if (cell.metadata.get("nbgrader") or {}).get("solution"):
+                assert translate.STUB_COMMENT not in cell.source, (path.name, cell.source)
+                assert f"# {said}\n" in cell.source and "raise NotImplementedError()" in cell.source, cell.source
+                stubs += 1
+    assert stubs >= 26 and said == "在这里写你的代码"
+
+
+def test_a_label_left_english_or_not_fitting_its_literal_is_refused_by_the_catalog_check():
+    allowed = translate.code_words("08_compiler_sharding")
+    assert {"all-gather", "matmul", "jax", "checkpoint", "rows"} <= allowed        # code, and the HLO ops it compares
+    assert translate.label_problems("all-gather version:", "all-gather 版本:", allowed) == []
+    assert translate.label_problems("rows:", "rows:", allowed) == []                  # a variable's name stays
+    assert "English left" in translate.label_problems("result layout:", "结果的 layout:", allowed)[0]
+    assert "English left" in translate.label_problems("holds rows and columns", "holds rows and columns", allowed)[0]
+    assert "Latin ':'" in translate.label_problems("result layout:", "结果的布局：", allowed)[0]
+    assert "fields differ" in translate.label_problems("out {spec}: {x}", "输出 {spec}:", allowed)[0]
+    assert "would end the literal" in translate.label_problems("result:", '"结果":', allowed)[0]
+
+
+def test_an_edition_whose_label_changed_its_code_differs():
+    english = nbformat.read(ROOT / "solutions" / "04_gradient_averaging.ipynb", as_version=4)
+    edition = gen.translate_notebook(english, "zh", "04_gradient_averaging")
+    assert gen.edition_differences(english, edition) == []
+    cell = next(c for c in edition.cells if c.id == "p-update-step")
+    assert "这一步之前的损失: {float(start_loss):.4f}" in cell.source
+    cell.source = cell.source.replace("{float(start_loss):.4f}", "{float(start_loss):.2f}")
+    from nbgrader.utils import compute_checksum
+    if "checksum" in (cell.metadata.get("nbgrader") or {}):
+        cell.metadata.nbgrader.checksum = compute_checksum(cell)
+    assert any("code differs" in p for p in gen.edition_differences(english, edition))
 
 
 def test_every_chinese_message_is_chinese():
@@ -551,6 +630,19 @@ def test_the_multi_process_helpers_errors_speak_chinese(lang):
     assert said == "进程 0（共 2 个）抛出了 ValueError: x（进程 1、2 也抛出了错误）\n（在运行 `job` 的过程中）"
     lang("en")
     assert multiprocess._processes([1, 2]) == "processes 1, 2"
+
+
+def test_print_cluster_speaks_the_notebooks_language(lang):
+    """Notebook 06 prints its cluster: the Chinese edition showed "<Cluster 2 processes x 4 devices, running, ...>"."""
+    from namedaxes import multiprocess
+    cluster = multiprocess.Cluster(2, 4)
+    lang("zh")
+    assert str(cluster) == "<Cluster：2 个进程 × 4 个设备，未启动>"
+    cluster.port, cluster.host = 5000, "127.0.0.1"
+    assert str(cluster).endswith("，协调者 127.0.0.1:5000>") and not english_sentences(str(cluster))
+    lang("en")
+    assert str(cluster) == "<Cluster: 2 processes x 4 devices, not started, coordinator 127.0.0.1:5000>"
+    assert repr(cluster) == "<Cluster 2 processes x 4 devices, not started, coordinator 127.0.0.1:5000>"
 
 
 def test_a_chinese_message_with_an_appended_sentence_has_no_space_after_its_full_stop(lang):

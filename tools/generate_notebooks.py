@@ -21,21 +21,25 @@ Steps, all deterministic:
    it is unanswered.
 6. Editions in other languages (`EDITIONS`, today "zh"): `solutions/zh/<id>.ipynb` from the
    English source and `notebooks/zh/<id>.ipynb` from the English release just built, each with
-   its markdown, student-facing code comments and test-cell docstrings translated from `locale/zh/notebooks/<id>.po`
-   (tools/translate.py cuts the prose into the same units; an untranslated or fuzzy unit stays
-   English) and `metadata.namedaxes.language = "zh"`. A cell nbgrader has locked carries a
+   its markdown, student-facing code comments (nbgrader's `# YOUR CODE HERE` in the release's answer
+   cells too), test-cell docstrings and the labels its code prints
+   (`namedaxes.labels`: the string literals of `print(...)`, `assert` messages and printed loop
+   labels) translated from `locale/zh/notebooks/<id>.po` (tools/translate.py cuts the prose into
+   the same units; an untranslated or fuzzy unit stays English) and
+   `metadata.namedaxes.language = "zh"`. A cell nbgrader has locked carries a
    checksum of its source (the release's `nbgrader.checksum`); nbgrader's Validate reports a cell
    whose source no longer matches it as "changed", so a translated cell gets the checksum of its
    translated source (nbgrader's own `compute_checksum`). Nothing else changes: cells, cell ids,
-   cell metadata (grade ids, points, tags), code and their order are the English ones, so the
-   editions grade identically. Each edition's set-up cell must have a comment in its language:
+   cell metadata (grade ids, points, tags), code (a label's `{fields}` included) and their order
+   are the English ones, so the editions grade identically. Each edition's set-up cell must have a comment in its language:
    that is how a kernel knows the language when nothing tells it the notebook's path (Colab;
    `namedaxes.i18n`, rule 4). The English files are written exactly as before (no metadata
    added: a notebook without `metadata.namedaxes` is English).
 
 `--check` fails when any of these files differs from what would be written (stale), when an
-edition's code differs from its English notebook's (comments aside), and when a notebook exists
-that solutions/ does not generate.
+edition's code differs from its English notebook's (comments, docstrings and label words aside),
+when an edition shows a label of its code in English (untranslated, fuzzy, or a translation that
+does not fit its literal), and when a notebook exists that solutions/ does not generate.
 """
 from __future__ import annotations
 
@@ -194,6 +198,10 @@ def translate_notebook(nb, lang: str, aid: str):
             context, doc = translate.comment_context(cell.id), translate.docstring_context(cell.id)
             cell.source = translate.render_comments(cell.source, lambda text: table.get((context, text), text))  # noqa: B023 - run in this iteration
             cell.source = translate.render_docstring(cell.source, lambda text: table.get((doc, text), text))  # noqa: B023 - run in this iteration
+            output = translate.output_context(cell.id)
+            cell.source = translate.render_outputs(cell.source, lambda text: table.get((output, text), text))  # noqa: B023 - run in this iteration
+            if (cell.metadata.get("nbgrader") or {}).get("solution"):
+                cell.source = translate.render_stub(cell.source, lambda text: table.get((translate.STUB_CONTEXT, text), text))  # noqa: B023 - run in this iteration
         nbgrader = cell.metadata.get("nbgrader") or {}
         if "checksum" in nbgrader:
             nbgrader["checksum"] = _checksum(cell)
@@ -241,6 +249,22 @@ def edition_differences(english, edition) -> list[str]:
     return problems
 
 
+def english_labels(english, edition, aid: str) -> list[str]:
+    """The labels of `edition`'s code (a translated notebook) still in English, "cell id: text" of each: a label
+    the edition prints as the English does, with words that are not its notebook's code ("pmap:" may stay)."""
+    left, allowed = [], None
+    for a, b in zip(english.cells, edition.cells):
+        if a.cell_type != "code":
+            continue
+        ours = translate.output_units(b.source)
+        for text in translate.output_units(a.source):
+            if text in ours:
+                allowed = translate.code_words(aid) if allowed is None else allowed
+                if any("English left" in p for p in translate.label_problems(text, text, allowed)):
+                    left.append(f"{b.get('id')}: {text!r}")
+    return left
+
+
 def build_editions(ids: list[str], releases: dict[str, str]) -> dict[Path, str]:
     """Every edition file's path -> its text."""
     out = {}
@@ -254,13 +278,19 @@ def build_editions(ids: list[str], releases: dict[str, str]) -> dict[Path, str]:
 
 
 def _edition_problems(paths: Iterable[Path]) -> list[str]:
-    """Code that differs between an edition on disk and its English notebook."""
+    """Code that differs between an edition on disk and its English notebook, and labels it shows in English."""
     problems = []
     for path in paths:
         english = path.parent.parent / path.name
         if path.exists() and english.exists():
-            for problem in edition_differences(nbformat.read(english, as_version=4), nbformat.read(path, as_version=4)):
-                problems.append(f"{path.relative_to(ROOT)}: {problem}")
+            a, b = nbformat.read(english, as_version=4), nbformat.read(path, as_version=4)
+            for problem in edition_differences(a, b):
+                problems.append(f"{path.relative_to(ROOT)} differs from its English notebook: {problem}")
+            left = english_labels(a, b, path.stem)
+            if left:
+                problems.append(f"{path.relative_to(ROOT)}: {len(left)} label(s) its code prints are English "
+                                f"(translate them in locale/{path.parent.name}/notebooks/{path.stem}.po, "
+                                f"`make check-catalogs` says why one is refused): " + "; ".join(left[:5]))
     return problems
 
 
@@ -272,6 +302,8 @@ def _translated_summary(aid: str, lang: str) -> str:
               for _, _, t in translate.comment_units(c.source)]
     units += [(translate.docstring_context(c.id), translate.docstring_unit(c.source)) for c in source.cells
               if c.cell_type == "code" and translate.docstring_unit(c.source) is not None]
+    units += [(translate.output_context(c.id), t) for c in source.cells if c.cell_type == "code"
+              for t in translate.output_units(c.source)]
     units = set(units)
     done = sum(key in table for key in units)
     return f"{done}/{len(units)} prose units translated"
@@ -310,7 +342,7 @@ def main(argv=None) -> int:
             if drift or stale:
                 print("notebooks/ or an edition is out of date with solutions/ and locale/:", ", ".join(drift + stale))
             for problem in differ:
-                print(f"edition differs from its English notebook: {problem}")
+                print(problem)
             print("Regenerate with `make notebooks` and commit (see docs/translators.md).")
             return 1
         print(f"notebooks/ matches solutions/ ({len(generated)} notebooks; editions {', '.join(EDITIONS)}: "

@@ -16,8 +16,11 @@ Catalogs (`locale/zh/`), one per notebook plus one for the helper package:
   breaks become spaces (markdown renders them so), so re-wrapping English changes nothing. Units
   without words (`lax.psum`, `2 (k − 1) / k · N`) are kept as they are. Student-facing comments of
   code cells are units too (msgctxt `<cell id>#comment`); nbgrader's markers, `noqa` and the like are
-  not; so is a test cell's one-line docstring (msgctxt `<cell id>#docstring`: what the cell checks).
-  Code itself is never translated.
+  not; so is a test cell's one-line docstring (msgctxt `<cell id>#docstring`: what the cell checks),
+  and so is every label the code shows a student (msgctxt `<cell id>#output`): the string literals
+  of `print(...)` calls, of `assert` messages and of the collections a loop prints its labels from,
+  as `namedaxes.labels` defines them (f-strings as written, their `{fields}` included: fields are
+  code and stay exactly). Code itself is never translated.
 - `namedaxes.po`: every module-level `TEXT = {...}` table of `namedaxes/` and `autograder/`, every
   `hints=[...]` of an `Exercise(...)`, every `gettext("...")`/`_("...")` call there, and the literal
   `title=`, `note=`, `*_label=`, `ylabel=` arguments of `plot_*` calls in the solution notebooks (the
@@ -43,16 +46,23 @@ the edition reads as one voice:
 - punctuation of a Chinese translation: no space after full-width punctuation (，。：；？！、）),
   no Latin sentence end before a full-width one (`."。`, `.。`), no doubled full stop;
 - one English, one rendering: the same msgid translated differently in two places (two catalogs,
-  or two cells of one) is an error that names both places.
+  or two cells of one) is an error that names both places;
+- a code label (`#output`): it must still fit its literal (`namedaxes.labels.translation_problems`:
+  the same f-string fields and escapes, no quote or line break that ends the literal), it writes
+  the colon before a value as a Latin `:` (print puts a space after it: no space after a
+  full-width colon), and it keeps no English word but the code its notebook uses (`pmap`,
+  `shard_map`, `params`, the HLO ops the cell compares with: `all-gather`).
 """
 from __future__ import annotations
 
 import argparse
 import ast
+import builtins
 import contextlib
 import datetime as dt
 import fcntl
 import io
+import keyword
 import re
 import sys
 import tokenize
@@ -66,6 +76,7 @@ from babel.messages.catalog import Catalog
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po, unescape, write_po
 
+from namedaxes import labels as code_labels  # which literals of a code cell a student sees
 from tools.course import EDITIONS, ROOT, SOLUTIONS, notebook_ids
 
 LOCALE = ROOT / "locale"
@@ -266,8 +277,9 @@ def render_docstring(source: str, translate: Callable[[str], str]) -> str:
 
 
 def strip_prose(source: str) -> str:
-    """`source` with comments emptied and a leading docstring emptied: the code of a cell, as two
-    editions must share it."""
+    """`source` with its labels' words, comments and a leading docstring emptied: the code of a cell, as
+    two editions must share it."""
+    source = code_labels.canonical(source)
     m = _DOCSTRING.match(source)
     if m:
         source = source[:m.start(2)] + source[m.end(2):]
@@ -276,6 +288,77 @@ def strip_prose(source: str) -> str:
 
 def docstring_context(cell_id: str) -> str:
     return f"{cell_id}#docstring"
+
+
+# ================================================================== code labels (namedaxes.labels)
+def output_units(source: str) -> list[str]:
+    """The text of each label a code cell shows a student (`namedaxes.labels.labels`), in source order."""
+    return [label.text for label in code_labels.labels(source)]
+
+
+def render_outputs(source: str, translate: Callable[[str], str]) -> str:
+    """`source` with its labels translated (one that would not fit its literal stays English)."""
+    return code_labels.render(source, translate)
+
+
+def output_context(cell_id: str) -> str:
+    return f"{cell_id}#output"
+
+
+_CODE_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[-.][A-Za-z0-9_]+)*")
+_SUBSCRIPT = re.compile(r"\b[A-Za-z_]\w*\[[^\]]*\]")
+
+
+def code_words(nb_id: str) -> set[str]:
+    """The words of notebook `nb_id`'s code that a label may keep: its names, attributes, arguments, and the
+    words of its string literals that are neither labels nor a docstring (dict keys, the HLO op names a cell
+    compares with)."""
+    nb = nbformat.read(SOLUTIONS / f"{nb_id}.ipynb", as_version=4)
+    words = set(dir(builtins)) | set(keyword.kwlist)
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        masked = code_labels._masked(cell.source)
+        try:
+            tree = ast.parse(masked)
+        except SyntaxError:
+            continue
+        spans = [(label.start, label.end) for label in code_labels.labels(cell.source)]
+        starts = code_labels._line_starts(masked)
+        docstring = tree.body[0].value if tree.body and isinstance(tree.body[0], ast.Expr) else None
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name):
+                words.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                words.add(node.attr)
+            elif isinstance(node, ast.arg):
+                words.add(node.arg)
+            elif isinstance(node, ast.keyword) and node.arg:
+                words.add(node.arg)
+            elif isinstance(node, ast.alias):
+                words.update((node.asname or node.name).split("."))
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node is not docstring:
+                at = code_labels._offset(masked, starts, node.lineno, node.col_offset)
+                if not any(a <= at < b for a, b in spans):
+                    words.update(_CODE_WORD.findall(node.value))
+    return words
+
+
+def label_problems(msgid: str, msgstr: str, allowed: set[str]) -> list[str]:
+    """What keeps `msgstr` from standing in for the code label `msgid` (see the module docstring)."""
+    problems = code_labels.translation_problems(msgid, msgstr)
+    if "：" in msgstr:
+        problems.append("a code label writes the colon before a value as a Latin ':' (print puts a space after it)")
+    prose = code_labels._ESCAPE.sub(" ", msgstr)
+    for field in code_labels.fields(msgstr):
+        prose = prose.replace(field, " ")
+    prose = _CODE_SPAN.sub(" ", re.sub(r"\[[^\]]*\]|'[^'\s]*'", " ", prose))
+    english = [w for w in _CODE_WORD.findall(prose) if len(w) > 1 and not re.fullmatch(r"[A-Z][A-Z0-9_]+", w)
+               and w not in allowed and not all(part in allowed for part in w.split("."))]
+    if english:
+        problems.append(f"English left in a code label ({', '.join(english)}): translate it (only its "
+                        f"notebook's code stays English)")
+    return problems
 
 
 # ================================================================== templates
@@ -300,9 +383,24 @@ def _add(cat: Catalog, msgid: str, location: tuple[str, int | None], comment: st
         cat.add(msgid, locations=[location], auto_comments=[comment], context=context)
 
 
+# The comment nbgrader's ClearSolutions writes into every answer cell of the student release (its `code_stub`,
+# tools/generate_notebooks.py): a unit of every notebook catalog whose notebook has answer cells, rendered into
+# the release's answer cells by the generator (`render_stub`).
+STUB_COMMENT = "YOUR CODE HERE"
+STUB_CONTEXT = "code-stub#comment"
+
+
+def render_stub(source: str, translate: Callable[[str], str]) -> str:
+    """An answer cell of a release with nbgrader's `# YOUR CODE HERE` line(s) translated; nothing else changes."""
+    return re.sub(rf"(?m)^(\s*# ){re.escape(STUB_COMMENT)}$", lambda m: m.group(1) + translate(STUB_COMMENT), source)
+
+
 def notebook_template(nb_id: str) -> Catalog:
     cat = _new_catalog(None, nb_id)
     nb = nbformat.read(SOLUTIONS / f"{nb_id}.ipynb", as_version=4)
+    if any((c.metadata.get("nbgrader") or {}).get("solution") for c in nb.cells if c.cell_type == "code"):
+        _add(cat, STUB_COMMENT, (f"solutions/{nb_id}.ipynb#code-stub", 1), "the comment nbgrader writes into each "
+             "answer cell of the student release, above `raise NotImplementedError()`", context=STUB_CONTEXT)
     for cell in nb.cells:
         where = f"solutions/{nb_id}.ipynb#{cell.id}"
         if cell.cell_type == "markdown":
@@ -315,6 +413,9 @@ def notebook_template(nb_id: str) -> Catalog:
             for n, (_, _, text) in enumerate(comment_units(cell.source), 1):
                 _add(cat, text, (f"{where}.comment", n), "code comment (the code itself stays English)",
                      context=comment_context(cell.id))
+            for n, text in enumerate(output_units(cell.source), 1):
+                _add(cat, text, (f"{where}.output", n), "a label the code prints: keep every {field}, escape "
+                     "and quote; a Latin ':' before a value", context=output_context(cell.id))
     return cat
 
 
@@ -673,9 +774,16 @@ def report(lang: str, name: str) -> Report:
     rep.fuzzy = [m.id for m in messages if m.string and m.fuzzy]
     rep.translated = rep.entries - len(rep.missing) - len(rep.fuzzy)
     terms = glossary(lang)
-    rep.inconsistent = [(m.id, p) for m in messages if m.string for p in
-                        consistency_problems(m.id, m.string) + glossary_problems(m.id, m.string, terms)
-                        + punctuation_problems(m.id, m.string)]
+    is_label = {id(m): (m.context or "").endswith("#output") for m in messages}
+    allowed = code_words(name) if name != DOMAIN and any(is_label.values()) else set()
+    rep.inconsistent = []
+    for m in messages:
+        if not m.string:
+            continue
+        english = _SUBSCRIPT.sub(" ", m.id) if is_label[id(m)] else m.id    # a label's `batch['x']` is code
+        rep.inconsistent += [(m.id, p) for p in consistency_problems(m.id, m.string)
+                             + glossary_problems(english, m.string, terms) + punctuation_problems(m.id, m.string)
+                             + (label_problems(m.id, m.string, allowed) if is_label[id(m)] else [])]
     return rep
 
 

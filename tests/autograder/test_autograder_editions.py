@@ -230,3 +230,18 @@ def test_every_grader_text_is_used_and_its_translation_keeps_the_fields():
     fields = lambda t: sorted({f for _, f, _, _ in string.Formatter().parse(t) if f})  # noqa: E731
     for key, english in messages.TEXT.items():
         assert fields(messages.translate(english, "zh")) == fields(english), key
+
+
+def test_an_edition_whose_labels_are_translated_has_the_same_code():
+    """The Chinese edition translates the labels its code prints (namedaxes.labels); the grader still finds every
+    notebook's cells the English source's, and a label whose f-string field changed is other code."""
+    for path in sorted((REPO / "solutions").glob("*.ipynb")):
+        english = nbformat.read(path, as_version=4)
+        edition = nbformat.read(REPO / "solutions" / "zh" / path.name, as_version=4)
+        assert edition_problem(english, edition) is None, path.name
+    english = nbformat.read(REPO / "solutions" / "04_gradient_averaging.ipynb", as_version=4)
+    edition = nbformat.read(REPO / "solutions" / "zh" / "04_gradient_averaging.ipynb", as_version=4)
+    cell = next(c for c in edition.cells if c.get("id") == "p-update-step")
+    assert "这一步之前的损失" in cell.source
+    cell.source = cell.source.replace("{float(start_loss):.4f}", "{float(start_loss) * 0:.4f}")
+    assert "other code" in edition_problem(english, edition)
