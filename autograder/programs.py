@@ -53,6 +53,10 @@ import numpy as np
 
 from namedaxes.judging import changed as _changed
 from namedaxes.judging import describe_collective, group_axes, hlo_collectives, perturbed
+from namedaxes.judging import module_regions
+from namedaxes.judging import norm_layout as _norm_layout
+from namedaxes.judging import placed_layout as _placed_layout
+from namedaxes.judging import split_axes as _split_axes
 
 from .compare import Verdict, compare, load_observations
 from .messages import text as say
@@ -151,31 +155,10 @@ def _manual_axes(exp) -> list[str]:
 Layout = tuple
 
 
-def _norm_layout(dims) -> Layout:
-    dims = [tuple(str(a) for a in d) for d in dims]
-    while dims and not dims[-1]:
-        dims.pop()
-    return tuple(dims)
-
-
-_SDY_SHARDING_RE = re.compile(r"<@[\w.\-]+\s*,\s*\[([^\]]*)\][^<>]*>")
-_REGION_RE = re.compile(r"sdy\.manual_computation\([^)]*\)\s*in_shardings=\[((?:<[^<>]*>,?\s*)*)\]\s*"
-                        r"out_shardings=\[((?:<[^<>]*>,?\s*)*)\]\s*manual_axes=\{([^}]*)\}")
-
-
-def _sdy_layouts(text: str) -> tuple:
-    """`<@mesh, [{"a"}, {}]>, <@mesh, [{}, {"b", "c"}]>` as layouts ((("a",),), ((), ("b", "c")))."""
-    return tuple(_norm_layout(tuple(re.findall(r'"([^"]+)"', dim)) for dim in re.findall(r"\{([^}]*)\}", body))
-                 for body in _SDY_SHARDING_RE.findall(text))
-
-
 def _regions(exp) -> tuple:
     """(manual axes, input layouts, output layouts) of every per-device region (`shard_map`, `pmap`) of
     the module, in the order they appear: where each device gets only its shard of a value."""
-    found = []
-    for ins, outs, axes in _REGION_RE.findall(_module_text(exp)):
-        found.append((tuple(sorted(re.findall(r'"([^"]+)"', axes))), _sdy_layouts(ins), _sdy_layouts(outs)))
-    return tuple(found)
+    return module_regions(_module_text(exp))
 
 
 def _spec_layout(sharding) -> Layout | None:
@@ -184,29 +167,6 @@ def _spec_layout(sharding) -> Layout | None:
     if sharding is None or spec is None:
         return None
     return _norm_layout(() if d is None else (d,) if isinstance(d, str) else tuple(d) for d in spec)
-
-
-def _placed_layout(sharding, shape, names: tuple[str, ...], sizes: tuple[int, ...]) -> Layout:
-    """Where a compiled program's value lives, from the slice each device holds (`devices_indices_map`):
-    per dimension, the mesh axes along which that dimension's slice changes. Devices are the grader's
-    mesh, logical id = row-major mesh position."""
-    shape = tuple(shape)
-    if not shape:
-        return ()
-    index = sharding.devices_indices_map(shape)
-    by_id = {d.id: tuple((s.start or 0, s.stop) if isinstance(s, slice) else (s, s) for s in idx)
-             for d, idx in index.items()}
-    ids = sorted(by_id)
-    grid = np.array(ids[:int(np.prod(sizes))]).reshape(sizes) if sizes else np.array(ids)
-    dims = []
-    for d in range(len(shape)):
-        axes = []
-        for j, name in enumerate(names):
-            moved = np.moveaxis(grid, j, 0)
-            if any(by_id[int(a)][d] != by_id[int(b)][d] for a, b in zip(moved[0].ravel(), moved[-1].ravel())):
-                axes.append(name)
-        dims.append(tuple(axes))
-    return _norm_layout(dims)
 
 
 def describe_layout(layout: Layout | None) -> str:
@@ -568,12 +528,6 @@ def _input_names(exp) -> list[str]:
         rest = jax.tree_util.keystr(tuple(keys[1:])) if keys else ""
         names.append(say("layout_input_name", n=(first or 0) + 1) + rest)
     return names
-
-
-def _split_axes(layout: Layout) -> frozenset:
-    """The mesh axes a value is split over, whatever the dimension (a transposed input split over the same
-    axes still gives each device only its shard)."""
-    return frozenset(a for axes in layout for a in axes)
 
 
 def _layout_difference(case: str, ref_exp, want: _Compiled, got: _Compiled, out_layout: bool) -> str | None:

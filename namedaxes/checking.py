@@ -54,6 +54,7 @@ from .i18n import Messages, gettext, is_wide
 __all__ = [
     "CheckFailed", "Exercise", "expect_array", "expect_close", "expect_replicated",
     "collectives", "collective_axes", "expect_collective", "expect_no_collective", "reaching_communication",
+    "judged_program",
     "expect_reaching_collective",
     "show_error", "assert_check_fails", "assert_check_passes",
     "fail", "show_values", "same_values", "NOT_WRITTEN_YET", "not_written_yet", "unbound_axis_name",
@@ -459,20 +460,25 @@ def expect_collective(name: str, fn: Callable, *args, axis_name: str, axis_env,
         _fail(template.format(name=name, axis=axis_name, want=want, seen=seen, hint=hint))
 
 
-def reaching_communication(fn: Callable, *args) -> list[str]:
-    """The collectives of `jax.jit(fn)(*args)` whose results reach its outputs, read the grader's way: the
-    program exported, compiled, its collectives read from the optimized HLO and each kind scaled to see
-    whether the outputs on `args` change (`autograder.programs.communication_that_matters`). Descriptions
-    such as "psum over 'devices'"."""
+def judged_program(fn: Callable, *args):
+    """`jax.jit(fn)(*args)` read the grader's way (`namedaxes.judging.judged`): the program exported,
+    compiled, its per-device regions, where its results live, and the collectives of its optimized HLO
+    whose results reach the outputs on `args` (each kind scaled to see whether the outputs change)."""
     import jax
-    from .judging import communication_that_matters
+    from .judging import judged
     from .grading import _EXPORT, _JIT
     leaves, tree = jax.tree_util.tree_flatten(args)
     abstract = [jax.ShapeDtypeStruct(v.shape, v.dtype, sharding=getattr(v, "sharding", None)
                                      if getattr(getattr(v, "sharding", None), "mesh", None) is not None else None)
                 for v in leaves]
     exp = _EXPORT(_JIT(fn))(*jax.tree_util.tree_unflatten(tree, abstract))
-    return communication_that_matters(exp, [np.asarray(v) for v in leaves])
+    return judged(exp, [np.asarray(v) for v in leaves])
+
+
+def reaching_communication(fn: Callable, *args) -> list[str]:
+    """The collectives of `jax.jit(fn)(*args)` whose results reach its outputs, read the grader's way
+    (`judged_program`). Descriptions such as "psum over 'devices'"."""
+    return list(judged_program(fn, *args).communication)
 
 
 def expect_reaching_collective(name: str, fn: Callable, *args, collective: str, hint: str = "") -> None:

@@ -15,11 +15,13 @@ kernel's copy is the student's to rebind, which is why the grader's verdict neve
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 
 __all__ = ["hlo_collectives", "group_axes", "describe_collective", "perturbed", "changed", "mesh_of",
-           "communication_that_matters", "RTOL", "ATOL"]
+           "communication_that_matters", "RTOL", "ATOL", "norm_layout", "module_regions", "placed_layout",
+           "split_axes", "Judged", "judged", "region_takes"]
 
 RTOL = 1e-5        # autograder.compare.RTOL
 ATOL = 1e-5        # autograder.compare.ATOL
@@ -117,6 +119,74 @@ def group_axes(groups: list[list[int]], names: tuple[str, ...], shape: tuple[int
 def describe_collective(op: str, reducer: str, axis: str) -> str:
     name = _REDUCER_NAMES.get(reducer, f"all-reduce ({reducer})") if op == "all-reduce" else _KIND_NAMES.get(op, op)
     return f"{name} over '{axis}'"
+
+
+# ---------------------------------------------------------------- layouts
+# A value's layout: per array dimension, the mesh axes it is split over (() = not split), trailing
+# unsplit dimensions dropped, so `()` is "replicated on every device". Read from the exported module
+# (where each per-device region takes and gives its values) and from the compiled program (where the
+# results live): never from what the program says about itself.
+def norm_layout(dims) -> tuple:
+    dims = [tuple(str(a) for a in d) for d in dims]
+    while dims and not dims[-1]:
+        dims.pop()
+    return tuple(dims)
+
+
+_SDY_SHARDING_RE = re.compile(r"<@[\w.\-]+\s*,\s*\[([^\]]*)\][^<>]*>")
+_REGION_RE = re.compile(r"sdy\.manual_computation\([^)]*\)\s*in_shardings=\[((?:<[^<>]*>,?\s*)*)\]\s*"
+                        r"out_shardings=\[((?:<[^<>]*>,?\s*)*)\]\s*manual_axes=\{([^}]*)\}")
+
+
+def _sdy_layouts(text: str) -> tuple:
+    """`<@mesh, [{"a"}, {}]>, <@mesh, [{}, {"b", "c"}]>` as layouts ((("a",),), ((), ("b", "c")))."""
+    return tuple(norm_layout(tuple(re.findall(r'"([^"]+)"', dim)) for dim in re.findall(r"\{([^}]*)\}", body))
+                 for body in _SDY_SHARDING_RE.findall(text))
+
+
+def module_regions(text: str) -> tuple:
+    """(manual axes, input layouts, output layouts) of every per-device region (`shard_map`, `pmap`) of an
+    exported module's text, in the order they appear: where each device gets only its shard of a value."""
+    found = []
+    for ins, outs, axes in _REGION_RE.findall(text):
+        found.append((tuple(sorted(re.findall(r'"([^"]+)"', axes))), _sdy_layouts(ins), _sdy_layouts(outs)))
+    return tuple(found)
+
+
+def placed_layout(sharding, shape, names: tuple[str, ...], sizes: tuple[int, ...]) -> tuple:
+    """Where a compiled program's value lives, from the slice each device holds (`devices_indices_map`):
+    per dimension, the mesh axes along which that dimension's slice changes. Devices are the first of
+    the mesh, logical id = row-major mesh position."""
+    shape = tuple(shape)
+    if not shape:
+        return ()
+    index = sharding.devices_indices_map(shape)
+    by_id = {d.id: tuple((s.start or 0, s.stop) if isinstance(s, slice) else (s, s) for s in idx)
+             for d, idx in index.items()}
+    ids = sorted(by_id)
+    grid = np.array(ids[:int(np.prod(sizes))]).reshape(sizes) if sizes else np.array(ids)
+    dims = []
+    for d in range(len(shape)):
+        axes = []
+        for j, name in enumerate(names):
+            moved = np.moveaxis(grid, j, 0)
+            if any(by_id[int(a)][d] != by_id[int(b)][d] for a, b in zip(moved[0].ravel(), moved[-1].ravel())):
+                axes.append(name)
+        dims.append(tuple(axes))
+    return norm_layout(dims)
+
+
+def split_axes(layout) -> frozenset:
+    """The mesh axes a value is split over, whatever the dimension (a transposed input split over the same
+    axes still gives each device only its shard)."""
+    return frozenset(a for axes in layout for a in axes)
+
+
+def region_takes(regions: tuple, axes: tuple, ins: tuple) -> bool:
+    """Is there a region over `axes` (sorted) with as many inputs as `ins` that splits each input over at
+    least the mesh axes `ins` does (the grader's test of a reference region's counterpart)?"""
+    return any(a == axes and len(i) == len(ins) and all(split_axes(w) <= split_axes(g) for w, g in zip(ins, i))
+               for a, i, _ in regions)
 
 
 # ---------------------------------------------------------------- communication that matters
@@ -257,9 +327,10 @@ def mesh_of(exp) -> tuple[tuple[str, ...], tuple[int, ...]]:
     return ("devices",), (exp.nr_devices,)
 
 
-def _run_exported(exp, values: list, names, sizes) -> tuple[dict, str]:
+def _run_exported(exp, values: list, names, sizes, layouts: list | None = None) -> tuple[dict, str]:
     """Compile `exp` for the first devices (its own input layouts, unstated ones replicated), run it on
-    `values`; its outputs by pytree path and its optimized HLO text."""
+    `values`; its outputs by pytree path and its optimized HLO text (`layouts`, a list: the results'
+    `placed_layout`s are appended to it)."""
     import jax
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
     mesh = Mesh(np.array(jax.devices()[:exp.nr_devices]).reshape(sizes), names)
@@ -274,18 +345,44 @@ def _run_exported(exp, values: list, names, sizes) -> tuple[dict, str]:
     compiled = jax.jit(flat_call).lower(*args).compile()
     out = compiled(*[jax.device_put(np.asarray(v), s) for v, s in zip(values, shardings)])
     flat, _ = jax.tree_util.tree_flatten_with_path(out)
+    if layouts is not None:
+        layouts.extend(placed_layout(sh, aval.shape, tuple(names), tuple(sizes)) for sh, aval in
+                       zip(jax.tree_util.tree_leaves(compiled.output_shardings), exp.out_avals))
     return {jax.tree_util.keystr(path): np.asarray(v) for path, v in flat}, compiled.as_text()
 
 
+@dataclass(frozen=True)
+class Judged:
+    """What the judge reads from one exported program run on some inputs (`judged`)."""
+    communication: tuple     # collectives whose results reach the outputs ("psum over 'devices'"), sorted
+    out_layouts: tuple       # where each result lives once compiled (`placed_layout`)
+    regions: tuple           # `module_regions`: where each per-device region takes and gives its values
+    present: tuple = ()      # every collective of the optimized HLO, used or not (a surplus counts against)
+
+
+def judged(exp, values: list, factor: float = 2.5, rtol: float | None = None, atol: float | None = None) -> Judged:
+    """The grader's reading of an exported program on `values` (its flat inputs): its per-device regions,
+    where its results live, and the communication that reaches them (`communication_that_matters`)."""
+    layouts: list = []
+    comm = communication_that_matters(exp, values, factor, rtol, atol, _layouts=layouts)
+    names, sizes = mesh_of(exp)
+    present = sorted({describe_collective(op, reducer, axis) for op, reducer, groups in layouts.pop()
+                      for axis in group_axes(groups, names, sizes)})
+    return Judged(tuple(comm), tuple(layouts), module_regions(exp.mlir_module()), tuple(present))
+
+
 def communication_that_matters(exp, values: list, factor: float = 2.5, rtol: float | None = None,
-                               atol: float | None = None) -> list[str]:
+                               atol: float | None = None, _layouts: list | None = None) -> list[str]:
     """The collectives of an exported program (read from its optimized HLO) whose results reach its outputs
     on `values` (its flat inputs): what the grader decides on hidden inputs, for the visible checks, which
     run on public ones and so need no secret. Sorted descriptions ("psum over 'devices'")."""
     names, sizes = mesh_of(exp)
-    base, hlo = _run_exported(exp, values, names, sizes)
+    base, hlo = _run_exported(exp, values, names, sizes, _layouts)
+    found = hlo_collectives(hlo, exp.nr_devices)
+    if _layouts is not None:
+        _layouts.append(found)          # for `judged`: every collective present
     kept = set()
-    for op, reducer, groups in hlo_collectives(hlo, exp.nr_devices):
+    for op, reducer, groups in found:
         for axis in group_axes(groups, names, sizes):
             desc = describe_collective(op, reducer, axis)
             if desc in kept:

@@ -221,7 +221,21 @@ def test_sum_scatter_columns_observations_of_equivalent_answers_match():
         assert _matches(q.sum_scatter_columns.observe(answer), reference)
 
 
+def _dead_scatter_beside_psum(x, mesh):
+    """A psum and the own columns (the values), beside a psum_scatter multiplied by zero."""
+    width = q.COLUMNS // mesh.shape[DEVICES]
+
+    def body(b):
+        own = lax.dynamic_slice_in_dim(lax.psum(b, DEVICES), lax.axis_index(DEVICES) * width, width, axis=1)
+        return own + 0.0 * lax.psum_scatter(b, DEVICES, scatter_dimension=1, tiled=True)
+    return jax.shard_map(body, mesh=mesh, in_specs=P(DEVICES), out_specs=P(None, DEVICES))(x)
+
+
 SCATTER_WRONG = {
+    # issue 16: read the grader's way, a psum_scatter that does not reach the result counts for nothing
+    "a dead psum_scatter beside a psum": (
+        _dead_scatter_beside_psum, r"(?s)performs psum_scatter over 'devices', but its result never reaches what "
+                                   r"`sum_scatter_columns` returns"),
     "unanswered": (_not_written, r"`sum_scatter_columns` is not written yet"),
     "rows scattered": (_mapped(lambda b: lax.psum_scatter(b, DEVICES, tiled=True)),
                        r"(?s)size 3 must be divisible by shard_count 8.*3 rows, which cannot be cut into 8.*columns"),
@@ -415,7 +429,24 @@ def _ring_divided(divisor):
     return answer
 
 
+def _ring_on_whole_x(x, mesh):
+    """Every device takes all of x (replicated in_specs), adds the blocks itself and splits the total in
+    two halves, one of which travels by ppermute: the right values and a ppermute that matters, but no
+    device holds only its own block."""
+    k = mesh.shape[DEVICES]
+    whole = jax.reshard(x, NamedSharding(mesh, P()))
+
+    def body(w):
+        half = w.reshape(k, -1).sum(axis=0) / 2
+        return half + lax.ppermute(half, DEVICES, [(i, (i + 1) % k) for i in range(k)])
+    return jax.shard_map(body, mesh=mesh, in_specs=P(), out_specs=P(DEVICES))(whole)
+
+
 RING_WRONG = {
+    # issue 16: the grader's judging steps, in the visible check
+    "whole x on every device": (_ring_on_whole_x,
+                                r"(?s)right values, but no `jax\.shard_map` over 'devices' in it gives each device "
+                                r"only its own shard.*takes input 1 the whole value on every device"),
     "unanswered": (_not_written, r"`ring_all_reduce` is not written yet"),
     "divided by the device count": (_ring_divided("k"), r"(?s)mesh of 8 devices.*Every device holds the total "
                                                          r"divided by 8: an all-reduce adds every block once"),

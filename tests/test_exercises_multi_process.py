@@ -242,7 +242,25 @@ METRICS_RIGHT = {"reference": metrics_ref, "pmean based": metrics_pmean_based, "
                  "jax.device_count() (the mesh spans the cluster)": metrics_device_count,
                  "per_process outside shard_map, on the whole array": metrics_reshape_outside,
                  "as notebook source": _as_notebook_function(metrics_ref)}
+def _metrics_whole_errors(errors, mesh):
+    """Every device takes all of errors (replicated in_specs), computes every metric alone and divides
+    the psum of each by the device count: the right values, but no device works on its own rows."""
+    errors = jax.reshard(errors, NamedSharding(mesh, P()))
+    k = mesh.size
+
+    def per_device(whole):
+        shares = whole.reshape(jax.process_count(), -1).sum(axis=1)
+        mine = {"total": jnp.sum(whole), "mean": jnp.mean(whole), "per_process": shares}
+        return jax.tree.map(lambda v: lax.psum(v, DEVICES) / k, mine)
+    return jax.shard_map(per_device, mesh=mesh, in_specs=P(), out_specs=P())(errors)
+
+
 METRICS_WRONG = {
+    # issue 16: the grader's judging steps, in the visible check
+    "whole errors on every device": (_metrics_whole_errors,
+                                     r"(?s)right values, but no `jax\.shard_map` over 'devices' in it gives each "
+                                     r"device only its own shard.*takes input 1 the whole value on every device"),
+
     # issue 11's checker gaps: hard-coded device counts
     "pmean(x) * 8 for the total": (
         _with(total=lambda b: lax.pmean(jnp.sum(b), DEVICES) * 8),

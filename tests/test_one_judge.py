@@ -3,7 +3,7 @@
 For each exercise whose matrices are listed here, every RIGHT/EQUIVALENT and WRONG answer is run
 through the visible check (`Exercise.check`, in the student's kernel) and through the grader's path
 (the hidden test's `observe`, judged against the reference's programs by `autograder.programs.Judge`);
-both must say the same: pass or fail. Notebook 01 so far (see the integrator notes for the rest).
+both must say the same: pass or fail. Notebooks 01 and 05-08 so far (see the integrator notes for the rest).
 """
 from __future__ import annotations
 
@@ -15,9 +15,17 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import test_exercises_axis_names as t01
+import test_exercises_collectives as t07
+import test_exercises_compiler_sharding as t08
+import test_exercises_multi_process as t06
+import test_exercises_shard_map as t05
 from autograder.compare import judge_observations
 from namedaxes.checking import CheckFailed
 from namedaxes.exercises import axis_names as q01
+from namedaxes.exercises import collectives as q07
+from namedaxes.exercises import compiler_sharding as q08
+from namedaxes.exercises import multi_process as q06
+from namedaxes.exercises import shard_map as q05
 
 MATRICES = {
     "rank_weighted_sum": (q01.rank_weighted_sum, t01.rank_weighted_sum_ref, t01.RANK_WEIGHTED_SUM_RIGHT,
@@ -26,6 +34,38 @@ MATRICES = {
                           t01.LAST_DEVICE_VALUE_WRONG),
     "center": (q01.center, t01.center_ref, t01.CENTER_RIGHT, t01.CENTER_WRONG),
 }
+
+
+def _rows(reference, equivalent: dict, wrong: dict) -> tuple:
+    """(reference, RIGHT answers: the reference and every EQUIVALENT one, WRONG (answer, match) pairs)."""
+    return reference, [reference, *(a for a in equivalent.values() if a is not reference)], list(wrong.values())
+
+
+# Notebooks 05-08 (judgeB's block): every RIGHT, EQUIVALENT and WRONG fixture of their matrices.
+MATRICES.update({
+    "sharded_scaled_sum": (q05.sharded_scaled_sum, *_rows(t05.ref_sharded_scaled_sum, t05.SCALED_SUM_EQUIVALENT,
+                                                          t05.SCALED_SUM_WRONG)),
+    "replica_totals": (q05.replica_totals, *_rows(t05.ref_replica_totals, t05.REPLICA_EQUIVALENT, t05.REPLICA_WRONG)),
+    "dp_train_step": (q05.dp_train_step, *_rows(t05.ref_dp_train_step, t05.DP_EQUIVALENT, t05.DP_WRONG)),
+    "jit_train_step": (q05.jit_train_step, *_rows(t05.ref_jit_train_step, t05.JIT_EQUIVALENT, t05.JIT_WRONG)),
+    "weighted_total_shard_map": (q05.weighted_total_shard_map, *_rows(
+        t05.ref_weighted_total_shard_map, t05.WEIGHTED_EQUIVALENT, t05.WEIGHTED_WRONG)),
+    "local_rows": (q06.local_rows, *_rows(t06.local_rows_ref, t06.LOCAL_ROWS_RIGHT, t06.LOCAL_ROWS_WRONG)),
+    "global_metrics": (q06.global_metrics, *_rows(t06.metrics_ref, t06.METRICS_RIGHT, t06.METRICS_WRONG)),
+    "masked_step": (q06.masked_step, *_rows(t06.masked_step_ref, t06.STEP_RIGHT, t06.STEP_WRONG)),
+    "median_centered": (q07.median_centered, *_rows(t07.ref_median_centered, t07.MEDIAN_EQUIVALENT,
+                                                    t07.MEDIAN_WRONG)),
+    "sum_scatter_columns": (q07.sum_scatter_columns, *_rows(t07.ref_sum_scatter_columns, t07.SCATTER_EQUIVALENT,
+                                                            t07.SCATTER_WRONG)),
+    "ring_all_reduce": (q07.ring_all_reduce, *_rows(t07.ref_ring_all_reduce, t07.RING_EQUIVALENT, t07.RING_WRONG)),
+    "fsdp_step": (q07.fsdp_step, *_rows(t07.ref_fsdp_step, t07.FSDP_EQUIVALENT, t07.FSDP_WRONG)),
+    "one_all_reduce_mlp": (q08.one_all_reduce_mlp, *_rows(t08.ref_one_all_reduce_mlp, t08.MLP_EQUIVALENT,
+                                                          t08.MLP_WRONG)),
+    "feature_correlation": (q08.feature_correlation, *_rows(t08.ref_feature_correlation, t08.CORR_EQUIVALENT,
+                                                            t08.CORR_WRONG)),
+    "collective_matmul_rows": (q08.collective_matmul_rows, *_rows(t08.ref_collective_matmul_rows,
+                                                                  t08.CM_EQUIVALENT, t08.CM_WRONG)),
+})
 CASES = [(name, "right", i) for name, (_, _, right, _) in MATRICES.items() for i in range(len(right))] + \
         [(name, "wrong", i) for name, (_, _, _, wrong) in MATRICES.items() for i in range(len(wrong))]
 _REFERENCES: dict = {}

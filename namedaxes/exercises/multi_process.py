@@ -53,7 +53,8 @@ from jax.sharding import PartitionSpec as P
 from namedaxes import DATA_PARALLEL, DEVICES, model, multiprocess
 from namedaxes.checking import (CheckFailed, Exercise, collectives, explained, fail, not_written_yet,
                                 progress_of, same_values, show_values, unbound_axis_name)
-from namedaxes.exercises.shard_map import line_mesh
+from namedaxes.exercises.shard_map import _judge, line_mesh
+from namedaxes.exercises.shard_map import TEXT as shard_map_text
 from namedaxes.grading import Case, programs, spec
 
 __all__ = ["local_rows", "global_metrics", "masked_step", "GRADE_IDS", "LEARNING_RATE", "NUM_PROCESSES",
@@ -337,6 +338,14 @@ def _communicates_over(fn: Callable, mesh, placed: list, processes: int, axis: s
     return any(axis in axes for _, axes in found)
 
 
+def _judged(name: str, fn: Callable, mesh, placed: list, processes: int, axis: str, ins: tuple, why: str) -> None:
+    """The grader's judging steps on the kernel's last case (`shard_map._judge`), traced as process 0 of
+    `processes`: a per-device region over `axis` that takes each input split as `ins` says (the
+    reference's `in_specs`), and a collective over `axis` that reaches the result."""
+    _judge(name, fn, mesh, *placed, region=((axis,), ins), what=shard_map_text["values_word"], axis=axis, why=why,
+           context=_AsProcess(0, processes, mesh.size // processes))
+
+
 def _kind(value) -> str:
     if isinstance(value, dict):
         return TEXT["a_dict"].format(keys=sorted(map(str, value)))
@@ -573,6 +582,7 @@ def _check_global_metrics(fn: Callable) -> None:
             fail(TEXT["no_shard_map"].format(name=name))
         if not _communicates_over(fn, mesh, placed, p, DEVICES):
             fail(TEXT["no_collective"].format(name=name, axis=DEVICES, why=TEXT["metric_why"]))
+        _judged(name, fn, mesh, placed, p, DEVICES, (((DEVICES,),),), TEXT["metric_why"])
         k, p, errors = cases[-1]
         per_process = _cluster().run(_global_job, fn, [(DEVICES, [(True, errors)])])
     where = TEXT["on_mesh_workers"].format(k=k, p=p, n=k // p, what=TEXT["case_metrics"].format(shape=errors.shape))
@@ -719,6 +729,9 @@ def _check_masked_step(fn: Callable) -> None:
             fail(TEXT["no_shard_map"].format(name=name))
         if not _communicates_over(fn, mesh, placed, p, DATA_PARALLEL):
             fail(TEXT["no_collective"].format(name=name, axis=DATA_PARALLEL, why=TEXT["step_why"]))
+        # params replicated (P()), x, y and mask split over DATA_PARALLEL
+        _judged(name, fn, mesh, placed, p, DATA_PARALLEL, ((), (), ((DATA_PARALLEL,),), ((DATA_PARALLEL,),),
+                                                          ((DATA_PARALLEL,),)), TEXT["step_why"])
         k, p, params, batch = workers
         per_process = _cluster().run(_global_job, fn, [(DATA_PARALLEL, [(False, params), (True, batch)])])
     where = TEXT["on_mesh_workers"].format(k=k, p=p, n=k // p, what=_step_what(batch, k))

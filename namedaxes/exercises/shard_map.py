@@ -57,8 +57,9 @@ from jax.sharding import PartitionSpec as P
 
 from namedaxes import DATA_PARALLEL, DATA_SHARDS, DEVICES, MODEL_REPLICAS, model
 from namedaxes.checking import TEXT as checking_text  # the list separator of the language
-from namedaxes.checking import (Exercise, collectives, expect_array, explained, fail, progress_of,
-                                same_values, unbound_axis_name)
+from namedaxes.checking import (Exercise, collectives, expect_array, explained, fail, judged_program,
+                                progress_of, same_values, unbound_axis_name)
+from namedaxes.judging import region_takes
 from namedaxes.grading import Case, programs, spec
 
 __all__ = ["sharded_scaled_sum", "replica_totals", "dp_train_step", "jit_train_step",
@@ -257,6 +258,24 @@ TEXT = {
     "migration_mean": "That is the mean over devices: keep `weighted_total`'s `lax.psum`.",
     "migration_first": "That is only device 0's term: the psum over DEVICES is missing.",
     "migration_why": "Keep `weighted_total` (with its `lax.psum`) as the per-device function of `jax.shard_map`.",
+    # the grader's judging steps, on the visible inputs (`_judge`)
+    "not_own_shard": (
+        "`{name}` returns the right {what}, but no `jax.shard_map` over {axes} in it gives each device only "
+        "its own shard of the inputs ({want}); read from the exported program, it has {got}. The grader runs "
+        "your program with each device holding only its shard: keep the inputs split as they are placed "
+        "(the same `in_specs`), and do not gather them or make them replicated first."),
+    "layout_whole": "the whole value on every device",
+    "layout_split": "split over {axes} along dimension {dim}",
+    "layout_input": "input {n} {layout}",
+    "regions_got": "a `jax.shard_map` over {axes} that takes {inputs}",
+    "regions_none": "no `jax.shard_map` at all",
+    "not_reaching": (
+        "`{name}` returns the right {what}, but no collective over '{axis}' reaches its result (read from the "
+        "compiled program, the way the grader reads it: {seen}). Communication that is discarded or "
+        "multiplied by zero counts for nothing, and a total computed outside the per-device function needs "
+        "no collective of yours. {why}"),
+    "reaching_seen": "{ops} reach the result",
+    "reaching_none": "no collective reaches the result",
 }
 
 
@@ -270,6 +289,43 @@ def _fmt(value) -> str:
 
 def _num(value) -> str:
     return f"{float(value):.6g}"
+
+
+def _layout_words(layout) -> str:
+    parts = [_say("layout_split", axes=" x ".join(repr(a) for a in axes), dim=d) for d, axes in enumerate(layout)
+             if axes]
+    return checking_text["list_sep"].join(parts) if parts else _say("layout_whole")
+
+
+def _inputs_words(ins) -> str:
+    return checking_text["list_sep"].join(_say("layout_input", n=n + 1, layout=_layout_words(layout))
+                                         for n, layout in enumerate(ins))
+
+
+def _axes_words(axes) -> str:
+    return " x ".join(repr(a) for a in axes)
+
+
+def _judge(name: str, fn: Callable, mesh, *args, region: tuple, what: str, axis: str, why: str,
+           shard_map_allowed: bool = True, context=None):
+    """The grader's judging steps (`namedaxes.judging.judged`, as `autograder.programs.Judge` takes them)
+    on the visible inputs: `fn(*args, mesh)` exported and compiled; a per-device region over `region[0]`
+    must take each input split over at least the mesh axes of `region[1]` (the reference's `in_specs`),
+    and some collective over `axis` must reach the result. Returns what was read (`Judged`).
+    `context`: where the answer is traced (notebook 06: as a process of a cluster), else `_explained`."""
+    with context if context is not None else _explained(name, mesh, shard_map_allowed=shard_map_allowed):
+        got = judged_program(lambda *a: fn(*a, mesh), *args)
+    axes, ins = region
+    if not region_takes(got.regions, axes, ins):
+        seen = checking_text["list_sep"].join(_say("regions_got", axes=_axes_words(a), inputs=_inputs_words(i))
+                                              for a, i, _ in got.regions) or _say("regions_none")
+        fail(_say("not_own_shard", name=name, what=what, axes=_axes_words(axes), want=_inputs_words(ins), got=seen))
+    reaching = [c for c in got.communication if c.endswith(f" over '{axis}'")]
+    if not reaching:
+        seen = (_say("reaching_seen", ops=checking_text["list_sep"].join(got.communication)) if got.communication
+                else _say("reaching_none"))
+        fail(_say("not_reaching", name=name, what=what, axis=axis, seen=seen, why=why))
+    return got
 
 
 # ---------------------------------------------------------------- meshes and the reference model
@@ -428,13 +484,9 @@ def _check_sharded_scaled_sum(fn: Callable) -> None:
                 # "by hand" only when the result does not follow x at all
                 hint = _say("scaled_by_hand") if same_values(moved, got, 1e-4, dtype=float) else _say("scaled_other")
             fail(_say("scaled_wrong", name=name, got=_fmt(got), where=where, want=_fmt(want), hint=hint))
-    k, x = _SCALED_SUM_CASES[0]
-    mesh = line_mesh(k)
-    with _explained(name):
-        found = _communication(lambda v: fn(v, mesh), x)
-    if not any(DEVICES in axes for _, axes in found):
-        fail(_say("no_communication", name=name, what=_say("total"), seen=_seen(found), axis=DEVICES,
-                  why=_say("scaled_why")))
+    k, x = _SCALED_SUM_CASES[-1]      # the smallest mesh: the same verdict, the cheapest compiles
+    _judge(name, fn, line_mesh(k), x, region=((DEVICES,), (((DEVICES,),),)), what=_say("total"), axis=DEVICES,
+           why=_say("scaled_why"))
 
 
 def _observe_sharded_scaled_sum(fn: Callable) -> dict:
@@ -506,16 +558,15 @@ def _check_replica_totals(fn: Callable) -> None:
             hint = _say("replica_over_both" if same_values(got, over_both, 1e-4, dtype=float)
                         else "replica_row_partners")
             fail(_say("values", name=name, where=where, want=_fmt(want), got=_fmt(got), hint=hint))
-    mesh = grid_mesh((2, 4))
-    x = _placed(_f32(np.zeros((4, 8))), mesh, P(DATA_SHARDS, MODEL_REPLICAS))
-    with _explained(name):
-        found = _communication(lambda v: fn(v, mesh), x)
-    axes = _axes_of(found)
-    if MODEL_REPLICAS not in axes:
-        fail(_say("no_communication", name=name, what=_say("values_word"), seen=_seen(found),
-                  axis=MODEL_REPLICAS, why=_say("replica_why")))
-    if DATA_SHARDS in axes:
-        fail(_say("replica_extra_axis", name=name, axis=DATA_SHARDS, seen=_seen(found)))
+    shape, x_np = _REPLICA_CASES[-1]   # the smallest mesh: the same verdict, the cheapest compiles
+    mesh = grid_mesh(shape)
+    x = _placed(_f32(x_np), mesh, P(DATA_SHARDS, MODEL_REPLICAS))
+    got = _judge(name, fn, mesh, x, region=(tuple(sorted((DATA_SHARDS, MODEL_REPLICAS))),
+                                            (((DATA_SHARDS,), (MODEL_REPLICAS,)),)),
+                 what=_say("values_word"), axis=MODEL_REPLICAS, why=_say("replica_why"))
+    extra = [c for c in got.present if c.endswith(f" over '{DATA_SHARDS}'")]
+    if extra:       # a surplus collective counts against, used or not (as the grader counts it)
+        fail(_say("replica_extra_axis", name=name, axis=DATA_SHARDS, seen=checking_text["list_sep"].join(extra)))
 
 
 def _observe_replica_totals(fn: Callable) -> dict:
@@ -779,13 +830,9 @@ def _check_weighted_total_shard_map(fn: Callable) -> None:
             elif same_values(out, np.asarray(w, np.float64) * np.asarray(x, np.float64)[:, 0], 1e-4, dtype=float):
                 hint = _say("migration_first")
             fail(_say("migration_wrong", name=name, where=where, want=_fmt(want), got=_fmt(out), hint=hint))
-    mesh = line_mesh(8)
-    w, x = _f32(np.ones(3)), _f32(np.ones((3, 8)))
-    with _explained(name):
-        found = _communication(lambda a, b: fn(a, b, mesh), w, x)
-    if DEVICES not in _axes_of(found):
-        fail(_say("no_communication", name=name, what=_say("values_word"), seen=_seen(found), axis=DEVICES,
-                  why=_say("migration_why")))
+    k, w, x = _WEIGHTED_CASES[-1]     # the smallest mesh: the same verdict, the cheapest compiles
+    _judge(name, fn, line_mesh(k), w, x, region=((DEVICES,), ((), ((), (DEVICES,)))), what=_say("values_word"),
+           axis=DEVICES, why=_say("migration_why"))
 
 
 def _observe_weighted_total_shard_map(fn: Callable) -> dict:
