@@ -29,15 +29,15 @@ import time
 import traceback
 from pathlib import Path
 
-from . import workcopy
-from .discovery import discover_sources, repo_root
-from .isolation import build_sandbox, grading_xla_flags, warn
-from .outputs import merge_previous, missing_reason, summary, write_outputs
-from .placement import place_course, place_submissions
-from .pool import run_all
-from .protections import as_json
+from .sandbox import workcopy
+from .course.discovery import discover_sources, repo_root
+from .sandbox.build import build_sandbox, grading_xla_flags, warn
+from .publish.outputs import merge_previous, missing_reason, summary, write_outputs
+from .intake.placement import place_course, place_submissions
+from .run.pool import run_all
+from .sandbox.protections import as_json
 from .records import CSV_COLUMNS, GraderError, Options
-from .scoring import zero_cells
+from .judge.score import zero_cells
 
 __all__ = ["Options", "GraderError", "grade", "repo_root", "CSV_COLUMNS"]
 
@@ -114,7 +114,7 @@ def grade(opts: Options) -> int:
         all_rows = merge_previous(out, rows, opts, intake)
         write_outputs(out, all_rows, rows, as_json(sandbox.protections()) if sandbox is not None else None)
         try:
-            from .report import write_report
+            from .publish.report import write_report
             write_report(out, course=course)       # the course names the report and its exercises
         except Exception as err:  # noqa: BLE001 - grades.csv is written; say why the report is not
             internal.append(f"writing the class report {out / 'report.html'} failed: {err}")
@@ -169,7 +169,7 @@ def not_submitted_rows(opts: Options, sources, intake, out: Path) -> list[dict]:
             rows.append(row)
             if opts.feedback:
                 if writer is None:
-                    from .feedback import FeedbackWriter
+                    from .publish.feedback import FeedbackWriter
                     writer = FeedbackWriter()
                 page = writer.html(None, aid, row, cells)
                 p = out / "feedback" / student / f"{aid}.html"
@@ -185,6 +185,6 @@ def not_submitted_rows(opts: Options, sources, intake, out: Path) -> list[dict]:
 
 
 def write_db(db_url, sources, rows, submitted=None):
-    from .gradebook import write_gradebook
+    from .publish.gradebook import write_gradebook
     return write_gradebook(db_url, sources, rows, submitted)
 

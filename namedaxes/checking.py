@@ -461,7 +461,7 @@ def expect_collective(name: str, fn: Callable, *args, axis_name: str, axis_env,
 def reaching_communication(fn: Callable, *args) -> list[str]:
     """The collectives of `jax.jit(fn)(*args)` whose results reach its outputs, read the grader's way: the
     program exported, compiled, its collectives read from the optimized HLO and each kind scaled to see
-    whether the outputs on `args` change (`autograder.programs.communication_that_matters`). Descriptions
+    whether the outputs on `args` change (`autograder.judge.programs.communication_that_matters`). Descriptions
     such as "psum over 'devices'"."""
     import jax
     from .judging import communication_that_matters

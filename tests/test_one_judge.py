@@ -2,7 +2,7 @@
 
 For each exercise whose matrices are listed here, every RIGHT/EQUIVALENT and WRONG answer is run
 through the visible check (`Exercise.check`, in the student's kernel) and through the grader's path
-(the hidden test's `observe`, judged against the reference's programs by `autograder.programs.Judge`);
+(the hidden test's `observe`, judged against the reference's programs by `autograder.judge.programs.Judge`);
 both must say the same: pass or fail. Notebook 01 so far (see the integrator notes for the rest).
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import test_exercises_axis_names as t01  # noqa: E402
-from autograder.compare import judge_observations  # noqa: E402
+from autograder.judge.compare import judge_observations  # noqa: E402
 from namedaxes.checking import CheckFailed  # noqa: E402
 from namedaxes.exercises import axis_names as q01  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""The scheduler (autograder.pool.Pool) against workers that die, hang, or leave kernels behind.
+"""The scheduler (autograder.run.pool.Pool) against workers that die, hang, or leave kernels behind.
 
 The workers here are stand-ins (no notebooks, no kernels): each task's
 `student` field says what the worker does with it. A "kernel" is a `sleep`
@@ -17,7 +17,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from autograder.pool import LOST_DIED, Pool, ReferenceLock
+from autograder.run.pool import LOST_DIED, Pool, ReferenceLock
 from autograder.records import Task
 
 BUDGET, MARGIN = 0.5, 0.5
@@ -95,7 +95,7 @@ INTERRUPTED = textwrap.dedent('''
     import json, sys, time
     sys.path.insert(0, {tests!r})
     from test_autograder_pool import fake_worker
-    from autograder.pool import Pool
+    from autograder.run.pool import Pool
     from autograder.records import Task
     pool = Pool(2, fake_worker, ({tmp!r},), budget=lambda t: 600, margin=60)
     for seq in range(4):

@@ -52,11 +52,11 @@ from typing import Callable
 from nbformat import NotebookNode
 from nbformat import v4 as nbv4
 
-from . import workcopy
-from .compare import MAX_OBSERVATION_BYTES
-from .guard import GUARD_CODE, split_hidden
+from ..sandbox import workcopy
+from ..judge.compare import MAX_OBSERVATION_BYTES
+from .namespace_guard import GUARD_CODE, split_hidden
 from .kernel import MAX_MESSAGE_BYTES, MAX_OUTPUT_CHARS, MAX_OUTPUTS, CellRun, Kernel, KernelStartError
-from .messages import text
+from ..messages import text
 
 __all__ = ["CellOutcome", "RunResult", "run_notebook", "cell_label", "ARRAYS_SUFFIX", "VALUES_SUFFIX",
            "SNAPSHOT_CODE", "RESTORE_CODE", "HIDDEN_ERROR"]

@@ -4,7 +4,7 @@ Threat model. The student's kernel is the student's: anything it reports about
 itself (values, flags, which functions it called) can be forged by code in that
 kernel, and the in-kernel guard is only defense in depth. What a graded test
 cell records is therefore treated as hostile *data*: serialized `jax.export`
-programs (see `autograder/programs.py`). This module runs them in a separate
+programs (see `autograder/judge/programs.py`). This module runs them in a separate
 Python process that
 
 - was started by the grader, imports only jax, numpy and the grader's own
@@ -45,7 +45,7 @@ import sys
 import time
 
 from .compare import Verdict
-from .messages import current, speaking, text, validate_language
+from ..messages import current, speaking, text, validate_language
 
 __all__ = ["Scorer", "ScorerReferenceError", "DEFAULT_TIMEOUT", "DEFAULT_MEMORY_MB"]
 
@@ -200,7 +200,7 @@ class Scorer:
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         self.proc = subprocess.Popen(
-            [self.python, "-m", "autograder.scorer", "--memory-mb", str(self.memory_mb)],
+            [self.python, "-m", "autograder.judge.scorer_process", "--memory-mb", str(self.memory_mb)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=root,
             start_new_session=True)
         self.checked = set()
@@ -319,7 +319,7 @@ def _death(code: int | None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     import argparse
-    ap = argparse.ArgumentParser(prog="python -m autograder.scorer", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m autograder.judge.scorer_process", description=__doc__.splitlines()[0])
     ap.add_argument("--memory-mb", type=int, default=DEFAULT_MEMORY_MB)
     args = ap.parse_args(argv)
     return serve(args.memory_mb)

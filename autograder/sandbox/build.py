@@ -9,10 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .discovery import package_dir, repo_root
-from .records import Options
+from ..course.discovery import package_dir, repo_root
+from ..records import Options
 from .cgroups import sweep_stale
-from .sandbox import Sandbox
+from .launch import Sandbox
 
 __all__ = ["build_sandbox", "mpl_cache", "warn", "GRADING_XLA_FLAGS", "grading_xla_flags"]
 

@@ -1,6 +1,6 @@
 """Judge exported programs: run them on the grader's own inputs, read their real communication.
 
-Runs only inside the clean scorer process (`autograder/scorer.py`), which never
+Runs only inside the clean scorer process (`autograder/judge/scorer_process.py`), which never
 executes student code. Threat model: a recorded observation is whatever the
 student's kernel chose to write, so every byte of it is hostile data. Here it is
 only ever *data*:
@@ -31,7 +31,7 @@ only ever *data*:
   the same hidden inputs, the outputs must change), so a discarded,
   zero-multiplied or cancelled collective earns nothing;
 - outputs and communication are compared with the reference program's on the
-  same inputs (`autograder.compare` rules: allclose values, every collective
+  same inputs (`autograder.judge.compare` rules: allclose values, every collective
   of the reference present).
 
 Reference programs come from the solution notebook's run (trusted, stored with
@@ -55,7 +55,7 @@ from namedaxes.judging import changed as _changed
 from namedaxes.judging import describe_collective, group_axes, hlo_collectives, perturbed
 
 from .compare import Verdict, compare, load_observations
-from .messages import text as say
+from ..messages import text as say
 
 __all__ = ["PROGRAM_PREFIX", "PROGRAMS_KEY", "PROGRAMS_FORMAT", "ALLOWED_CUSTOM_CALLS", "is_program_observation",
            "Judge", "hlo_collectives", "group_axes", "describe_collective", "describe_layout"]

@@ -19,9 +19,9 @@ import sys
 import time
 from pathlib import Path
 
-from .placement import Intake
-from .protections import summary_lines
-from .records import CSV_COLUMNS, Options
+from ..intake.placement import Intake
+from ..sandbox.protections import summary_lines
+from ..records import CSV_COLUMNS, Options
 
 __all__ = ["Progress", "missing_reason", "merge_previous", "write_outputs", "atomic_write", "summary",
            "csv_cell", "csv_value"]

@@ -65,7 +65,7 @@ LIMIT_MESSAGES = {"memory": "limit_memory", "processes": "limit_processes", "dis
 
 
 def limit_message(status: str, limit) -> str:
-    from .messages import text
+    from ..messages import text
     return text(LIMIT_MESSAGES[status], limit=limit)
 
 

@@ -24,7 +24,7 @@ refuse to drop it, and each run puts itself back in both.
 Threat model: this is **defense in depth only; no score relies on it**. The
 guard lives in the student's process, so code that deliberately attacks it is
 out of its reach. Scores come from exported programs judged by the clean
-scorer (`autograder/scorer.py`): whatever the kernel is tricked into exporting
+scorer (`autograder/judge/scorer_process.py`): whatever the kernel is tricked into exporting
 is just another program that has to compute the right values on secret inputs
 with the right communication.
 """

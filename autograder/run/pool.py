@@ -60,13 +60,13 @@ from multiprocessing.connection import wait as wait_any
 from pathlib import Path
 from typing import Callable
 
-from .isolation import mpl_cache
-from .outputs import Progress
-from .records import Task
+from ..sandbox.build import mpl_cache
+from ..publish.outputs import Progress
+from ..records import Task
 from .references import load_references, new_run_secret, reference_key, save_references
-from .scoring import make_row, zero_cells
+from ..judge.score import make_row, zero_cells
 from .worker import Config, worker_main
-from .xla_cache import protect_published, publish_xla_cache, remove_protected
+from ..sandbox.xla_cache import protect_published, publish_xla_cache, remove_protected
 
 __all__ = ["Pool", "run_all", "HANG_MARGIN", "STOP_GRACE", "ReferenceLock"]
 
@@ -461,7 +461,7 @@ def _write_feedback(cfg: Config, task: Task, row: dict) -> None:
     """The feedback page of a notebook that was not run (no worker involved)."""
     if not cfg.feedback or not task.feedback_paths:
         return
-    from .feedback import FeedbackWriter
+    from ..publish.feedback import FeedbackWriter
     page = FeedbackWriter().html(None, task.assignment, row, row["cells"])
     for p in task.feedback_paths:
         p = Path(p)

@@ -114,7 +114,7 @@ def id_problem(sid: str) -> str:
         return f"{sid!r} is not a usable student id"
     if "/" in sid or "\\" in sid:
         return "the name contains a path separator"
-    if any(c in sid for c in "<>&\"'`"):      # formgrader shows ids unescaped (autograder.inert, issue 8)
+    if any(c in sid for c in "<>&\"'`"):      # formgrader shows ids unescaped (autograder.publish.inert, issue 8)
         return "the name contains a character that is markup in a web page (< > & \" ' `)"
     for c in sid:
         if unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Zl", "Zp"):

@@ -3,7 +3,7 @@
     stage(inbound, staging_inbound, assignment, Limits(), student_user="{student}") -> Intake
 
 Used by both ways an instructor collects: `make collect` (tools/handin.py collect) and formgrader's
-Collect button (autograder/formgrader_collect.py, an nbgrader exchange collect class). Both then run
+Collect button (autograder/formgrader/collect.py, an nbgrader exchange collect class). Both then run
 nbgrader's own collect on the staging copy.
 
 Threat model

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from .messages import TEXT, text
+from ..messages import TEXT, text
 
 __all__ = ["RTOL", "ATOL", "AXES_KEY", "Verdict", "normalize", "load_observations", "compare",
            "observations_match", "judge_observations", "derived", "MAX_OBSERVATION_BYTES"]
@@ -222,7 +222,7 @@ _judges: dict = {}
 def judge_observations(reference: dict, observed: dict, grade_id: str = "test") -> Verdict:
     """The autograder's verdict on raw `observe(...)` results (normalized the way `record` saves them).
 
-    Observations of exported programs are judged by `autograder.programs.Judge` in
+    Observations of exported programs are judged by `autograder.judge.programs.Judge` in
     this process (exercise tests are a clean process too), with a fixed test secret.
     """
     reference, observed = normalize(reference), normalize(observed)

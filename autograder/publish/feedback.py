@@ -33,7 +33,7 @@ from nbformat import NotebookNode
 from nbformat.v4 import new_markdown_cell, new_notebook
 
 from .inert import CSP_META, make_inert, md_text
-from .messages import text
+from ..messages import text
 
 __all__ = ["FeedbackWriter", "scrub_text", "TEMPLATE"]
 

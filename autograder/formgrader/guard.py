@@ -26,7 +26,7 @@ Load it in any Jupyter server that serves formgrader (this project's
 `make formgrader` does it through `jupyter/formgrader/jupyter_server_config.py`
 on JUPYTER_CONFIG_PATH; a JupyterHub service's formgrader can put the same
 folder on its JUPYTER_CONFIG_PATH or set
-`c.ServerApp.jpserver_extensions = {"autograder.formgrader_guard": True}`).
+`c.ServerApp.jpserver_extensions = {"autograder.formgrader.guard": True}`).
 Load order does not matter: the guard's rules are put in front of every rule
 the application has, and formgrader's later `add_handlers` lands behind them.
 """
@@ -102,12 +102,12 @@ def load_guard(serverapp) -> None:
     web_app.add_handlers(".*$", rules)
     added = [r for r in router.rules if r not in before]
     router.rules[:] = added + [r for r in router.rules if r not in added]
-    serverapp.log.info("autograder.formgrader_guard: formgrader's Autograde, Generate Feedback and Release "
+    serverapp.log.info("autograder.formgrader.guard: formgrader's Autograde, Generate Feedback and Release "
                        "Feedback are disabled here (use make grade / make return-feedback)")
 
 
 def _jupyter_server_extension_points():
-    return [{"module": "autograder.formgrader_guard"}]
+    return [{"module": "autograder.formgrader.guard"}]
 
 
 _load_jupyter_server_extension = load_guard

@@ -1,7 +1,7 @@
 """Class report for instructors: what to look at before class, and what to do about it.
 
-    python -m autograder.report OUT            # writes OUT/report.html
-    python -m autograder.report OUT --course COURSE --output somewhere/report.html
+    python -m autograder.publish.report OUT            # writes OUT/report.html
+    python -m autograder.publish.report OUT --course COURSE --output somewhere/report.html
 
 Reads what `python -m autograder grade --out OUT` wrote:
 
@@ -270,7 +270,7 @@ def _docstring(source: str) -> str:
 
 
 def _heading(cells: list) -> str:
-    from .notebooks import cell_source
+    from ..course.notebooks import cell_source
     for cell in cells:
         if isinstance(cell, dict) and cell.get("cell_type") == "markdown":
             for line in cell_source(cell).splitlines():
@@ -316,7 +316,7 @@ def default_course(out: Path) -> Path | None:
 
 def course_info(course: Path | None, assignments: list[str]) -> CourseInfo:
     """Titles and exercise names for `assignments` from the course's source notebooks."""
-    from .notebooks import cell_source, nbgrader_meta
+    from ..course.notebooks import cell_source, nbgrader_meta
     info = CourseInfo(course_id=_course_id(course) if course else "", folder=str(course or ""))
     paths = _source_notebooks(course)
     for aid in assignments:
@@ -553,7 +553,7 @@ def write_report(out: Path, output: Path | None = None, course: Path | None = No
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograder.report", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m autograder.publish.report", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", type=Path, help="the --out folder of `python -m autograder grade`")
     parser.add_argument("--output", type=Path, default=None, help="where to write the report (default OUT/report.html)")
@@ -564,7 +564,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         path = write_report(args.out, args.output, args.course)
     except (OSError, ValueError) as err:
-        sys.stderr.write(f"autograder.report: error: {err}\n")
+        sys.stderr.write(f"autograder.publish.report: error: {err}\n")
         return 1
     print(f"wrote {path}")
     return 0

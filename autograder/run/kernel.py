@@ -39,7 +39,7 @@ from jupyter_client.blocking import BlockingKernelClient
 from jupyter_client.connect import write_connection_file
 from nbformat import v4 as nbv4
 
-from .sandbox import Sandbox
+from ..sandbox.launch import Sandbox
 
 __all__ = ["Kernel", "KernelStartError", "CellRun", "kill_all"]
 

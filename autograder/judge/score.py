@@ -4,9 +4,9 @@ A test cell scores its points only when what its hidden part recorded passes
 against the reference solution's. What the kernel printed, raised or displayed
 never adds a point; it only explains a zero.
 
-Where the reference recorded exported programs (`autograder.programs`), the
+Where the reference recorded exported programs (`autograder.judge.programs`), the
 student's recording is judged by this worker's clean scorer process
-(`autograder.scorer`: one per worker process, started on first use, reused for
+(`autograder.judge.scorer_process`: one per worker process, started on first use, reused for
 the whole batch, replaced after a timeout or crash). A reference the scorer
 cannot use raises `ScorerReferenceError`: the submission is not scored rather
 than scored against nothing. Other observations are compared directly
@@ -17,12 +17,12 @@ from __future__ import annotations
 import atexit
 
 from .compare import Verdict, compare, load_observations
-from .executor import RunResult
-from .feedback import scrub_text
-from .messages import text
-from .notebooks import SourceNotebook, nbgrader_meta
-from .records import CellResult, Row, Task
-from .scorer import ScorerReferenceError
+from ..run.executor import RunResult
+from ..publish.feedback import scrub_text
+from ..messages import text
+from ..course.notebooks import SourceNotebook, nbgrader_meta
+from ..records import CellResult, Row, Task
+from .scorer_process import ScorerReferenceError
 
 __all__ = ["one_line", "error_text", "score_run", "submission_status", "make_row", "zero_cells", "scorer_for",
            "close_scorers", "SCORER_TIMEOUT"]
@@ -33,7 +33,7 @@ _scorers: dict = {}
 
 def scorer_for(secret: bytes):
     """This process's scorer for `secret` (started on first use)."""
-    from .scorer import Scorer
+    from .scorer_process import Scorer
     if secret not in _scorers:
         _scorers[secret] = Scorer(secret, timeout=SCORER_TIMEOUT)
     return _scorers[secret]

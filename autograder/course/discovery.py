@@ -23,9 +23,9 @@ import io
 import tokenize
 from pathlib import Path
 
-from .messages import LANGUAGES, submission_language
+from ..messages import LANGUAGES, submission_language
 from .notebooks import SourceNotebook, cell_source, nbgrader_meta
-from .records import GraderError
+from ..records import GraderError
 
 __all__ = ["repo_root", "package_dir", "discover_sources", "edition_problem", "code_tokens"]
 
@@ -34,7 +34,7 @@ _NBGRADER_KEYS = ("grade", "grade_id", "locked", "points", "solution", "task")
 
 
 def repo_root() -> Path:
-    return Path(__file__).resolve().parent.parent
+    return Path(__file__).resolve().parents[2]
 
 
 def package_dir(name: str) -> Path | None:

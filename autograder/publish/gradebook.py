@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .notebooks import SourceNotebook
+from ..course.notebooks import SourceNotebook
 
 __all__ = ["write_gradebook"]
 

@@ -29,15 +29,15 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import workcopy
+from ..sandbox import workcopy
 from .executor import cell_label, run_notebook
-from .notebooks import SourceNotebook, UnreadableNotebook, build_graded, nbgrader_meta, read_submission
-from .records import Row, Task
+from ..course.notebooks import SourceNotebook, UnreadableNotebook, build_graded, nbgrader_meta, read_submission
+from ..records import Row, Task
 from .references import load_references
-from .sandbox import Sandbox
-from .scoring import error_text, make_row, score_run, submission_status, zero_cells
-from .messages import speaking, submission_language, text
-from .xla_cache import REFERENCE_ENV, xla_prelude
+from ..sandbox.launch import Sandbox
+from ..judge.score import error_text, make_row, score_run, submission_status, zero_cells
+from ..messages import speaking, submission_language, text
+from ..sandbox.xla_cache import REFERENCE_ENV, xla_prelude
 
 __all__ = ["Config", "Worker", "worker_main"]
 
@@ -68,7 +68,7 @@ class Worker:
     @property
     def writer(self):
         if self._writer is None:
-            from .feedback import FeedbackWriter
+            from ..publish.feedback import FeedbackWriter
             self._writer = FeedbackWriter()
         return self._writer
 
@@ -182,7 +182,7 @@ class Worker:
     def write_outputs(self, task: Task, source: SourceNotebook, graded, row: dict, edition=None) -> None:
         """`edition`: the source edition the graded notebook's prose came from (its markdown is the instructor's)."""
         import nbformat
-        from .inert import make_inert
+        from ..publish.inert import make_inert
         if graded is not None:       # formgrader renders it in the instructor's browser: nothing may run there
             graded = make_inert(graded, edition if edition is not None else source)
         if task.autograded_path and graded is not None:
@@ -239,7 +239,7 @@ def language_prelude(lang: str) -> str:
     """Trusted code run before the first cell: the kernel's namedaxes messages in `lang` (validated).
 
     Always set, English too: the grader's working folders must not pick a language by their path."""
-    from .messages import validate_language
+    from ..messages import validate_language
     return f"import os as _o\n_o.environ['NAMEDAXES_LANG'] = {validate_language(lang)!r}\ndel _o\n"
 
 
