@@ -13,7 +13,7 @@ import pytest
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
-from autograder.judge.compare import judge_observations
+from judge_helpers import judge_observations
 from autograder.judge.programs import describe_layout
 from namedaxes import DATA_PARALLEL, DATA_SHARDS, DEVICES, MODEL_REPLICAS, grading
 from namedaxes.exercises import collectives as q07

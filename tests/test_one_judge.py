@@ -15,7 +15,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import test_exercises_axis_names as t01  # noqa: E402
-from autograder.judge.compare import judge_observations  # noqa: E402
+from judge_helpers import judge_observations  # noqa: E402
 from namedaxes.checking import CheckFailed  # noqa: E402
 from namedaxes.exercises import axis_names as q01  # noqa: E402
 

@@ -28,13 +28,13 @@ import nbformat
 from nbformat import NotebookNode
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from ..limits import MAX_ADDED_CELLS, MAX_NOTEBOOK_BYTES
+
 __all__ = [
     "MAX_NOTEBOOK_BYTES", "SourceNotebook", "TestCell", "UnreadableNotebook",
     "read_submission", "parse_submission", "build_graded", "nbgrader_meta", "cell_source",
 ]
 
-MAX_NOTEBOOK_BYTES = 50 * 2**20
-MAX_ADDED_CELLS = 100
 # nbgrader's region markers (matched anywhere in a line, as nbgrader does), and what they become in student text
 _MARKERS = re.compile(r"(BEGIN|END) (HIDDEN TESTS|SOLUTION|MARK SCHEME)")
 BEGIN_HIDDEN = "### BEGIN HIDDEN TESTS"

@@ -58,6 +58,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from ..limits import HANDIN_FUTURE_SLACK, HANDIN_MAX_BYTES, HANDIN_MAX_DEPTH, HANDIN_MAX_FILES, HANDIN_MAX_TRIES
+
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$")
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -66,11 +68,11 @@ _CHUNK = 1 << 20
 
 @dataclass(frozen=True)
 class Limits:
-    max_files: int = 200                  # files and folders in one hand-in
-    max_bytes: int = 64 * 1024 * 1024     # bytes of one hand-in
-    max_depth: int = 8                    # folders inside the hand-in folder
-    future_slack_s: float = 300.0         # a hand-in dated later than now + this is refused
-    max_tries: int = 10                   # a student's hand-ins read, newest first, before giving up
+    max_files: int = HANDIN_MAX_FILES     # files and folders in one hand-in
+    max_bytes: int = HANDIN_MAX_BYTES     # bytes of one hand-in
+    max_depth: int = HANDIN_MAX_DEPTH     # folders inside the hand-in folder
+    future_slack_s: float = HANDIN_FUTURE_SLACK  # a hand-in dated later than now + this is refused
+    max_tries: int = HANDIN_MAX_TRIES     # a student's hand-ins read, newest first, before giving up
 
 
 @dataclass(frozen=True)

@@ -39,11 +39,11 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from ..limits import MAX_ZIP_BYTES, MAX_ZIP_MEMBERS
+
 __all__ = ["Placed", "Unplaced", "Intake", "place_course", "place_submissions", "safe_extract",
            "MAX_ZIP_BYTES", "MAX_ZIP_MEMBERS"]
 
-MAX_ZIP_BYTES = 2 * 2**30
-MAX_ZIP_MEMBERS = 20000
 # (timestamp.txt and submission_secret.txt: nbgrader's own bookkeeping in every collected hand-in)
 CLUTTER = {".ds_store", "__macosx", ".ipynb_checkpoints", "thumbs.db", "timestamp.txt", "submission_secret.txt",
            "desktop.ini"}

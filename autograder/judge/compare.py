@@ -16,8 +16,8 @@ reference's values nor how far the student's are from them): the reference's val
 computed on hidden inputs, and a distance printed run after run is an oracle for them.
 
 Every key of the reference must be present in the student's observations;
-extra keys are ignored. Exercise tests can use `observations_match(reference,
-observed)` directly on two `observe(...)` results.
+extra keys are ignored. Exercise tests judge two `observe(...)` results with
+`tests/judge_helpers.py` (test-only: it holds a fixed test secret, so it is not here).
 """
 from __future__ import annotations
 
@@ -30,14 +30,14 @@ from typing import Any
 import numpy as np
 
 from ..messages import TEXT, text
+from ..limits import MAX_ARRAYS, MAX_OBSERVATION_BYTES
 
 __all__ = ["RTOL", "ATOL", "AXES_KEY", "Verdict", "normalize", "load_observations", "compare",
-           "observations_match", "judge_observations", "derived", "MAX_OBSERVATION_BYTES"]
+           "MAX_OBSERVATION_BYTES"]
 
 RTOL = 1e-5
 ATOL = 1e-5
 AXES_KEY = "axes"
-MAX_OBSERVATION_BYTES = 64 * 2**20
 
 
 HIDDEN_INPUTS = TEXT["hidden_inputs"]
@@ -94,7 +94,6 @@ def load_observations(npz: bytes | None, values: bytes | None) -> dict:
     return out
 
 
-MAX_ARRAYS = 512
 
 
 def _check_npz(npz: bytes) -> None:
@@ -213,34 +212,3 @@ def compare(reference: dict, observed: dict, tolerances: dict | None = None) -> 
         if d:
             diffs.append(d)
     return Verdict(not diffs, diffs)
-
-
-_TEST_SECRET = b"observations_match: exercise tests only"
-_judges: dict = {}
-
-
-def judge_observations(reference: dict, observed: dict, grade_id: str = "test") -> Verdict:
-    """The autograder's verdict on raw `observe(...)` results (normalized the way `record` saves them).
-
-    Observations of exported programs are judged by `autograder.judge.programs.Judge` in
-    this process (exercise tests are a clean process too), with a fixed test secret.
-    """
-    reference, observed = normalize(reference), normalize(observed)
-    from .programs import Judge, is_program_observation
-    if is_program_observation(reference):
-        judge = _judges.get("judge") or _judges.setdefault("judge", Judge(_TEST_SECRET))
-        return judge.judge_observations(grade_id, reference, observed)
-    return compare(reference, observed)
-
-
-def derived(observation: dict, grade_id: str = "test") -> dict:
-    """For tests: what the grader computes from an `observe(...)` of exported programs (outputs of
-    every case on the hidden inputs, `axes` and `communication` read from the compiled programs)."""
-    from .programs import Judge
-    judge = _judges.get("judge") or _judges.setdefault("judge", Judge(_TEST_SECRET))
-    return judge.derive(grade_id, normalize(observation))
-
-
-def observations_match(reference: dict, observed: dict) -> bool:
-    """Does `observed` pass against `reference`? (`judge_observations(...).passed`)"""
-    return judge_observations(reference, observed).passed

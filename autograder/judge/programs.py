@@ -56,6 +56,7 @@ from namedaxes.judging import describe_collective, group_axes, hlo_collectives, 
 
 from .compare import Verdict, compare, load_observations
 from ..messages import text as say
+from ..limits import MAX_CASES, MAX_COMPILED
 
 __all__ = ["PROGRAM_PREFIX", "PROGRAMS_KEY", "PROGRAMS_FORMAT", "ALLOWED_CUSTOM_CALLS", "is_program_observation",
            "Judge", "hlo_collectives", "group_axes", "describe_collective", "describe_layout"]
@@ -70,7 +71,6 @@ ALLOWED_CUSTOM_CALLS = frozenset({
     "mhlo.sharding", "xla.sdy.FuncResultSharding", "xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape",
     "xla.sdy.ShardingGroup",
 })
-MAX_CASES = 64
 def is_program_observation(observations: dict) -> bool:
     """Does this (reference) observation grade exported programs?"""
     meta = observations.get(PROGRAMS_KEY)
@@ -247,7 +247,6 @@ class _Compiled:
 
 _LOC_RE = re.compile(r"\s*loc\((?:[^()]|\([^()]*\))*\)|^#loc\d*\s*=.*$", re.M)
 _COMPILED: dict[str, _Compiled] = {}
-MAX_COMPILED = 512
 
 
 def fingerprint(exp) -> str:

@@ -15,20 +15,28 @@ than scored against nothing. Other observations are compared directly
 from __future__ import annotations
 
 import atexit
+import re
 
 from .compare import Verdict, compare, load_observations
-from ..run.executor import RunResult
-from ..publish.feedback import scrub_text
 from ..messages import text
 from ..course.notebooks import SourceNotebook, nbgrader_meta
-from ..records import CellResult, Row, Task
+from ..records import CellResult, Row, RunResult, Task
 from .scorer_process import ScorerReferenceError
+from ..limits import SCORER_TIMEOUT
 
 __all__ = ["one_line", "error_text", "score_run", "submission_status", "make_row", "zero_cells", "scorer_for",
-           "close_scorers", "SCORER_TIMEOUT"]
+           "close_scorers", "scrub_text", "SCORER_TIMEOUT"]
 
-SCORER_TIMEOUT = 60.0
 _scorers: dict = {}
+_ADDR = re.compile(r"0x[0-9a-fA-F]{6,}")
+
+
+def scrub_text(text: str, workdir: str | None = None) -> str:
+    """Make a message stable across runs: no memory addresses, no temporary paths."""
+    if workdir:
+        text = text.replace(workdir, "<work>")
+    text = _ADDR.sub("0x…", text)
+    return text
 
 
 def scorer_for(secret: bytes):

@@ -46,13 +46,12 @@ import time
 
 from .compare import Verdict
 from ..messages import current, speaking, text, validate_language
+from ..limits import MAX_FRAME, MAX_REPLY, SCORER_MEMORY_MB, SCORER_TIMEOUT
 
 __all__ = ["Scorer", "ScorerReferenceError", "DEFAULT_TIMEOUT", "DEFAULT_MEMORY_MB"]
 
-DEFAULT_TIMEOUT = 60.0
-DEFAULT_MEMORY_MB = 4096
-MAX_FRAME = 256 * 2**20
-MAX_REPLY = 4 * 2**20
+DEFAULT_TIMEOUT = SCORER_TIMEOUT
+DEFAULT_MEMORY_MB = SCORER_MEMORY_MB
 
 
 class ScorerReferenceError(RuntimeError):

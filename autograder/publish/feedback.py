@@ -35,9 +35,8 @@ from nbformat.v4 import new_markdown_cell, new_notebook
 from .inert import CSP_META, make_inert, md_text
 from ..messages import text
 
-__all__ = ["FeedbackWriter", "scrub_text", "TEMPLATE"]
+__all__ = ["FeedbackWriter", "TEMPLATE"]
 
-_ADDR = re.compile(r"0x[0-9a-fA-F]{6,}")
 _CHECK_FAILED = "CheckFailed: "
 
 # nbconvert's lab template with every block that emits a <script> emptied, and the CSP first in <head>.
@@ -52,14 +51,6 @@ TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block footer_js -%}{%- endblock footer_js -%}
 """
 TEMPLATE_NAME = "autograder_feedback.html.j2"
-
-
-def scrub_text(text: str, workdir: str | None = None) -> str:
-    """Make a message stable across runs: no memory addresses, no temporary paths."""
-    if workdir:
-        text = text.replace(workdir, "<work>")
-    text = _ADDR.sub("0x…", text)
-    return text
 
 
 def shown_reason(reason: str) -> str:

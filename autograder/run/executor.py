@@ -46,52 +46,30 @@ from __future__ import annotations
 import os
 import stat
 import time
-from dataclasses import dataclass, field
 from typing import Callable
 
 from nbformat import NotebookNode
 from nbformat import v4 as nbv4
 
 from ..sandbox import workcopy
-from ..judge.compare import MAX_OBSERVATION_BYTES
 from .namespace_guard import GUARD_CODE, split_hidden
 from .kernel import MAX_MESSAGE_BYTES, MAX_OUTPUT_CHARS, MAX_OUTPUTS, CellRun, Kernel, KernelStartError
 from ..messages import text
+from ..records import CellOutcome, RunResult
+from ..limits import MAX_LOGGED_NAMES, MAX_OBSERVATION_BYTES, MAX_RESTARTS, NOTEBOOK_OUTPUT_CHARS, SNAPSHOT_TIMEOUT
 
 __all__ = ["CellOutcome", "RunResult", "run_notebook", "cell_label", "ARRAYS_SUFFIX", "VALUES_SUFFIX",
            "SNAPSHOT_CODE", "RESTORE_CODE", "HIDDEN_ERROR"]
 
 ARRAYS_SUFFIX = ".npz"      # namedaxes.grading.ARRAYS_SUFFIX
 VALUES_SUFFIX = ".json"     # namedaxes.grading.VALUES_SUFFIX
-MAX_RESTARTS = 4
-MAX_LOGGED_NAMES = 20
 HIDDEN_ERROR = "HiddenTestError"           # the ename of every error in a hidden part (what it said is not kept)
-SNAPSHOT_TIMEOUT = 30.0
 # trusted, run silently right after a test cell's visible part, and the restore before its hidden part
 # (the grade id is an nbgrader id from the source notebook: `^[a-zA-Z0-9_\-]*$`, inserted with repr)
 SNAPSHOT_CODE = ("__import__('sys').__dict__.setdefault('_autograder_snapshots', {{}}).__setitem__({gid!r}, "
                  "dict(get_ipython().user_ns))")     # an expression: a user_expression of the visible part
 RESTORE_CODE = ("(lambda snap, ns: (ns.clear(), ns.update(snap)))("
                 "__import__('sys').__dict__['_autograder_snapshots'].pop({gid!r}), get_ipython().user_ns)")
-
-
-@dataclass
-class CellOutcome:
-    status: str                 # ok | error | timeout | died | not_run
-    ename: str = ""
-    evalue: str = ""
-    seconds: float = 0.0
-
-
-@dataclass
-class RunResult:
-    outcomes: dict[int, CellOutcome] = field(default_factory=dict)
-    observations: dict[str, tuple[bytes | None, bytes | None]] = field(default_factory=dict)
-    events: list[tuple[str, str]] = field(default_factory=list)     # (status, reason)
-    start_error: str = ""
-    restarts: int = 0
-    seconds: float = 0.0
-    observe_log: list[str] = field(default_factory=list)   # what was in the observation folder, and when
 
 
 def cell_label(nb: NotebookNode, index: int) -> str:
@@ -232,7 +210,7 @@ def _execute_hidden(kernel: Kernel, gid: str, hidden: str, timeout: float) -> Ce
 def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel | None,
                  new_kernel: Callable[[int], Kernel], cell_timeout: float,
                  start_timeout: float = 90.0, guard: bool = True, prelude: str = "",
-                 budget: float | None = None, max_output_chars: int = 5_000_000,
+                 budget: float | None = None, max_output_chars: int = NOTEBOOK_OUTPUT_CHARS,
                  budget_label: str = "") -> RunResult:
     """Execute the code cells of `nb` in place (outputs written into the cells).
 

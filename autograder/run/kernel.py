@@ -40,6 +40,7 @@ from jupyter_client.connect import write_connection_file
 from nbformat import v4 as nbv4
 
 from ..sandbox.launch import Sandbox
+from ..limits import DEATH_GRACE, INTERRUPT_GRACE, MAX_MESSAGE_BYTES, MAX_OUTPUTS, MAX_OUTPUT_CHARS, RCV_HWM
 
 __all__ = ["Kernel", "KernelStartError", "CellRun", "kill_all"]
 
@@ -51,12 +52,6 @@ def kill_all() -> None:
     for kernel in list(_LIVE):
         kernel.kill()
 
-MAX_OUTPUT_CHARS = 1_000_000
-MAX_OUTPUTS = 300
-INTERRUPT_GRACE = 5.0
-DEATH_GRACE = 1.0                  # a dropped socket whose kernel exits this soon was a death, not a refused message
-MAX_MESSAGE_BYTES = 8 * 2**20      # one frame of a kernel message (a large plot is well below)
-RCV_HWM = 64                       # messages queued per socket before libzmq stops reading
 
 on_kernel_start = None             # callable(pid) or None: a kernel process was started
 on_kernel_gone = None              # callable(pid) or None: it was killed and reaped

@@ -67,13 +67,10 @@ from .references import load_references, new_run_secret, reference_key, save_ref
 from ..judge.score import make_row, zero_cells
 from .worker import Config, worker_main
 from ..sandbox.xla_cache import protect_published, publish_xla_cache, remove_protected
+from ..limits import HANG_MARGIN, MAX_ATTEMPTS, REFERENCE_BUDGET, STOP_GRACE
 
 __all__ = ["Pool", "run_all", "HANG_MARGIN", "STOP_GRACE", "ReferenceLock"]
 
-HANG_MARGIN = 90.0      # s past a task's budget before its worker counts as hung (kernel start, clean-up)
-STOP_GRACE = 2.0        # s a worker gets to kill its kernels after SIGTERM, before SIGKILL
-MAX_ATTEMPTS = 2        # a task lost this often (worker died or hung) becomes an error row
-REFERENCE_BUDGET = 1800.0   # s before a reference run's worker counts as hung
 
 LOST_DIED = "the grader's worker process died while grading this notebook"
 LOST_HUNG = "the grader's worker process stopped responding (no result within {s:.0f} s) and was killed"

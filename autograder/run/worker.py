@@ -38,6 +38,7 @@ from ..sandbox.launch import Sandbox
 from ..judge.score import error_text, make_row, score_run, submission_status, zero_cells
 from ..messages import speaking, submission_language, text
 from ..sandbox.xla_cache import REFERENCE_ENV, xla_prelude
+from ..limits import MAX_ADDED_CELLS, NOTEBOOK_OUTPUT_CHARS
 
 __all__ = ["Config", "Worker", "worker_main"]
 
@@ -51,8 +52,8 @@ class Config:
     log_dir: Path
     feedback: bool
     mpl_cache: Path | None
-    max_added_cells: int = 100
-    max_output_chars: int = 5_000_000
+    max_added_cells: int = MAX_ADDED_CELLS
+    max_output_chars: int = NOTEBOOK_OUTPUT_CHARS
     run_secret: bytes | None = None    # this grading run's secret (references.new_run_secret): seeds hidden inputs
 
 

@@ -68,6 +68,8 @@ from pathlib import Path
 from . import seccomp, workcopy
 from .cgroups import CgroupSupport, KernelCgroup, LimitHit, detect
 from .protections import Protection
+from ..limits import (KERNEL_CPU_SECONDS, KERNEL_FILE_BYTES, KERNEL_MEMORY_BYTES, KERNEL_OPEN_FILES,
+                      KERNEL_SHM_BYTES, KERNEL_TMP_BYTES, WORKCOPY_BYTES, WORKCOPY_FILES)
 
 __all__ = ["Sandbox", "Launch", "KERNEL_ARGS", "WORK_SUBDIRS", "kernel_filter", "userns_filter"]
 
@@ -198,15 +200,15 @@ class Sandbox:
     python: str = sys.executable
     hidden: list[str] = field(default_factory=list)      # folders inside exposed ones that must look empty
     exposed: list[str] = field(default_factory=list)     # folders to bind read-only (venv, packages, caches)
-    cpu_seconds: int = 900
-    memory_bytes: int = 4 * 2**30
-    file_bytes: int = 512 * 2**20
-    open_files: int = 1024
+    cpu_seconds: int = KERNEL_CPU_SECONDS
+    memory_bytes: int = KERNEL_MEMORY_BYTES
+    file_bytes: int = KERNEL_FILE_BYTES
+    open_files: int = KERNEL_OPEN_FILES
     pids_max: int = field(default_factory=_default_pids)
-    disk_bytes: int = 512 * 2**20   # one working copy (when it can have its own tmpfs)
-    max_files: int = 20_000
-    tmp_bytes: int = 256 * 2**20    # the private /tmp
-    shm_bytes: int = 256 * 2**20    # the private /dev/shm
+    disk_bytes: int = WORKCOPY_BYTES   # one working copy (when it can have its own tmpfs)
+    max_files: int = WORKCOPY_FILES
+    tmp_bytes: int = KERNEL_TMP_BYTES    # the private /tmp
+    shm_bytes: int = KERNEL_SHM_BYTES    # the private /dev/shm
     uid: int = DEDICATED_UID        # the dedicated host user when the grader is root
     gid: int = DEDICATED_UID
     passthrough_env: tuple[str, ...] = ("JAX_", "XLA_", "TF_CPP_", "LANG", "LC_ALL", "TZ")

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .cgroups import LimitHit, limit_message
+from ..limits import WORKCOPY_BYTES, WORKCOPY_FILES
 
 __all__ = ["Quota", "probe_quota", "prepare", "make_dirs", "hand_over", "full", "remove", "remove_at",
            "remove_tree", "is_quota_mount"]
@@ -57,8 +58,8 @@ def _c():
 @dataclass(frozen=True)
 class Quota:
     """Size and file count of one working copy."""
-    bytes: int = 512 * 2**20
-    files: int = 20_000
+    bytes: int = WORKCOPY_BYTES
+    files: int = WORKCOPY_FILES
 
 
 def _mount_tmpfs(path: str, quota: Quota, uid: int, gid: int) -> None:

@@ -21,6 +21,8 @@ import os
 import shutil
 from pathlib import Path
 
+from ..limits import KEEP_VERSIONS
+
 __all__ = ["xla_prelude", "publish_xla_cache", "protect_published", "remove_protected", "REFERENCE_ENV"]
 
 # The reference kernel's environment while it fills the cache.
@@ -109,7 +111,6 @@ def publish_xla_cache(tmp: Path, final: Path) -> None:
         remove_protected(old)
 
 
-KEEP_VERSIONS = 4            # published caches kept per assignment (the newest ones)
 
 
 def _mtime(path: Path) -> float:

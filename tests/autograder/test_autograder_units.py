@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import autograder_specs as specs
-from autograder.judge.compare import compare, load_observations, normalize, observations_match
+from autograder.judge.compare import compare, load_observations, normalize
+from judge_helpers import observations_match
 from autograder.run.executor import guard_index, harvest_observations
 from autograder.run.namespace_guard import split_hidden
 from autograder.course.notebooks import SourceNotebook, UnreadableNotebook, build_graded, parse_submission
