@@ -5,6 +5,9 @@
 - `CellOutcome`, `RunResult`: what running one notebook produced (run/executor.py makes them,
   judge/score.py reads them): each cell's ending, the observation bytes each test cell recorded,
   the kernel's events.
+- `KernelStarted`, `KernelGone`, `TaskDone`: the messages a worker sends the pool over its pipe;
+  `ReferenceRun` and `InternalError`: what a reference task, or a task that failed inside the
+  grader, gives back (a graded notebook gives back its `Row`).
 - `CellResult`: the verdict for one graded test cell.
 - `Row`: one student x assignment result; what `grades.csv`, `results.json`,
   the gradebook, the feedback page and the class report are made from.
@@ -16,13 +19,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from .limits import (CELL_TIMEOUT, KERNEL_MEMORY_MB, MAX_ADDED_CELLS, NOTEBOOK_BUDGET, NOTEBOOK_OUTPUT_CHARS,
                      SUBMISSION_BUDGET)
 
-__all__ = ["GraderError", "Options", "Task", "CellOutcome", "RunResult", "CellResult", "Row", "CSV_COLUMNS",
-           "STATUSES"]
+__all__ = ["GraderError", "Options", "Task", "CellOutcome", "RunResult", "KernelStarted", "KernelGone", "TaskDone",
+           "ReferenceRun", "InternalError", "CellResult", "Row", "CSV_COLUMNS", "STATUSES"]
 
 CSV_COLUMNS = ["student", "assignment", "score", "max_score", "status", "reason"]
 
@@ -89,6 +92,41 @@ class RunResult:
     restarts: int = 0
     seconds: float = 0.0
     observe_log: list[str] = field(default_factory=list)   # what was in the observation folder, and when
+
+
+
+@dataclass(frozen=True)
+class KernelStarted:
+    """worker -> pool: a kernel of this worker runs as process `pid` (its process group is killed with it)."""
+    pid: int
+
+
+@dataclass(frozen=True)
+class KernelGone:
+    """worker -> pool: the worker killed its kernel `pid` itself."""
+    pid: int
+
+
+@dataclass
+class ReferenceRun:
+    """What running a reference solution gave: its observations, or the problems that make it unusable."""
+    assignment: str
+    problems: list[str]
+    observations: dict[str, tuple[bytes | None, bytes | None]]
+    seconds: float
+
+
+@dataclass
+class InternalError:
+    """A task that failed inside the grader (a grader bug, or a worker lost twice): `detail` says how."""
+    detail: str
+
+
+@dataclass
+class TaskDone:
+    """worker -> pool: task `seq` is finished; `result` is its Row (grade), ReferenceRun or InternalError."""
+    seq: int
+    result: Any
 
 
 class CellResult(TypedDict):

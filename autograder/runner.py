@@ -1,14 +1,15 @@
 """Grade a class: find the work, run it in the pool, write every output.
 
-`grade(opts)` is the whole pipeline, one job per module:
+`grade(opts)` is the whole pipeline, one package per stage (each imports only the ones before it,
+tests/autograder/test_layering.py):
 
-- discovery.py: the assignments (source notebooks);
-- placement.py: the intake (who submitted which notebook);
-- isolation.py, sandbox.py: what student kernels see and their limits;
-- pool.py, worker.py: reference runs and grading on N worker processes;
-- executor.py, kernel.py: running one notebook cell by cell in a kernel;
-- scoring.py, compare.py, references.py: observations -> points;
-- outputs.py, feedback.py, gradebook.py, report.py: what is written.
+- course/: the assignments (source notebooks, editions; discovery.py);
+- intake/: who submitted which notebook (placement.py);
+- sandbox/: what student kernels see and their limits (build.py for this run, launch.py per kernel);
+- run/: reference runs and grading on N worker processes (pool.py, worker.py), one notebook cell by
+  cell in a kernel (executor.py, kernel.py), the reference cache (references.py);
+- judge/: observations -> verdicts -> points (score.py, compare.py, programs.py, scorer_process.py);
+- publish/: what is written (outputs.py, feedback.py, gradebook.py, report.py).
 
 Whatever happens to single submissions (and even after a grader bug in the
 pool), `grade` writes `grades.csv`, `results.json` and `report.html`, with a
@@ -17,7 +18,7 @@ grader); a broken reference solution turns only its assignment's rows into
 `error` rows (exit status 3). Ctrl-C or SIGTERM stops the pool at once and
 writes nothing (a partial class must not replace a previous complete one).
 
-The records passed between them are in records.py.
+The records passed between them are in records.py, every cap in limits.py.
 """
 from __future__ import annotations
 

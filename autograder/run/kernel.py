@@ -199,7 +199,7 @@ class Kernel:
 
     # ------------------------------------------------------------ life cycle
     def start(self) -> "Kernel":
-        # its own working copy (a quota mount owned by the kernel's user where possible), see sandbox.py
+        # its own working copy (a quota mount owned by the kernel's user where possible), see sandbox/launch.py
         self.sandbox.prepare_workdir(self.workdir)
         conn = self.workdir / f"{self.label}.json"
         info = _write_connection_file(conn, ip=str(self.workdir / self.label))

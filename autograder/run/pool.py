@@ -9,8 +9,8 @@ running, or corrupt a cache.
 
 The scheduler shape (`Pool`): one duplex pipe per worker, and the main loop
 owns every deadline. The main process sends a worker one task at a time; the
-worker answers `("kernel", pid)` for each kernel it starts (`("gone", pid)`
-when it killed it) and `("done", seq, result)` at the end. The main loop waits
+worker answers `KernelStarted(pid)` for each kernel it starts (`KernelGone(pid)`
+when it killed it) and `TaskDone(seq, result)` at the end (records.py). The main loop waits
 on all pipes and all process sentinels at once (`connection.wait`), so:
 
 - a worker that dies is seen at once (its sentinel fires; its pipe hits EOF);
@@ -62,7 +62,7 @@ from typing import Callable
 
 from ..sandbox.build import mpl_cache
 from ..publish.outputs import Progress
-from ..records import Task
+from ..records import InternalError, KernelGone, KernelStarted, ReferenceRun, Row, Task, TaskDone
 from .references import load_references, new_run_secret, reference_key, save_references
 from ..judge.score import make_row, zero_cells
 from .worker import Config, worker_main
@@ -202,14 +202,13 @@ class Pool:
             except Exception:  # noqa: BLE001 - a garbled message: the worker is not trustworthy now
                 self._lose(slot, LOST_DIED, on_lost)
                 return
-            kind = msg[0]
-            if kind == "kernel":
-                slot.kernels.add(msg[1])
-            elif kind == "gone":
-                slot.kernels.discard(msg[1])
-            elif kind == "done" and msg[1] == slot.task.seq:
+            if isinstance(msg, KernelStarted):
+                slot.kernels.add(msg.pid)
+            elif isinstance(msg, KernelGone):
+                slot.kernels.discard(msg.pid)
+            elif isinstance(msg, TaskDone) and msg.seq == slot.task.seq:
                 task, slot.task = slot.task, None
-                on_done(task, msg[2])
+                on_done(task, msg.result)
 
     def _lose(self, slot: _Slot, why: str, on_lost) -> None:
         task = slot.task
@@ -395,18 +394,18 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
 
     pool.admit = admit
 
-    def on_done(task: Task, res: dict) -> None:
+    def on_done(task: Task, res: Row | ReferenceRun | InternalError) -> None:
         if task.kind == "reference":
             try:
-                if "internal_error" in res:
-                    ref_problems[task.assignment] = [f"running it failed inside the grader:\n{res['internal_error']}"]
-                elif res["problems"]:
-                    ref_problems[task.assignment] = res["problems"]
+                if isinstance(res, InternalError):
+                    ref_problems[task.assignment] = [f"running it failed inside the grader:\n{res.detail}"]
+                elif res.problems:
+                    ref_problems[task.assignment] = res.problems
                 else:
-                    save_references(ref_dirs[task.assignment], sources[task.assignment], res["observations"])
+                    save_references(ref_dirs[task.assignment], sources[task.assignment], res.observations)
                     if task.xla_dir:
                         publish_xla_cache(Path(task.xla_dir), xla_dirs[task.assignment])
-                    ref_seconds[task.assignment] = res["seconds"]
+                    ref_seconds[task.assignment] = res.seconds
             finally:
                 if task.assignment in locks:
                     locks.pop(task.assignment).release()
@@ -417,18 +416,19 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
             else:
                 release(task.assignment)
             return
-        settle(task, float(res.get("seconds", task.budget)))
-        if "internal_error" in res:
-            internal.append(f"{task.student} / {task.assignment}:\n{res['internal_error']}")
+        if isinstance(res, InternalError):
+            settle(task, task.budget)
+            internal.append(f"{task.student} / {task.assignment}:\n{res.detail}")
             not_graded(task, "error", "internal grader error (see the grader's output); regrade this student",
                        "internal grader error")
         else:
+            settle(task, float(res.get("seconds", task.budget)))
             rows.append(res)
             progress.update(res["status"])
 
     def on_lost(task: Task, why: str) -> None:
         if task.kind == "reference":
-            on_done(task, {"internal_error": why + " (twice)"})
+            on_done(task, InternalError(why + " (twice)"))
             return
         settle(task, task.budget)
         internal.append(f"{task.student} / {task.assignment}: {why} (twice)")

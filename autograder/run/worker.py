@@ -32,7 +32,7 @@ from pathlib import Path
 from ..sandbox import workcopy
 from .executor import cell_label, run_notebook
 from ..course.notebooks import SourceNotebook, UnreadableNotebook, build_graded, nbgrader_meta, read_submission
-from ..records import Row, Task
+from ..records import InternalError, KernelGone, KernelStarted, ReferenceRun, Row, Task, TaskDone
 from .references import load_references
 from ..sandbox.launch import Sandbox
 from ..judge.score import error_text, make_row, score_run, submission_status, zero_cells
@@ -113,7 +113,7 @@ class Worker:
             self.refs[task.assignment] = refs
         return self.refs[task.assignment]
 
-    def run(self, task: Task) -> Row | dict:
+    def run(self, task: Task) -> Row | ReferenceRun:
         t0 = time.monotonic()
         source: SourceNotebook = self.cfg.sources[task.assignment]
         if task.kind == "reference":
@@ -200,7 +200,7 @@ class Worker:
                 p.parent.mkdir(parents=True, exist_ok=True)
                 p.write_text(page, encoding="utf-8")
 
-    def reference(self, task: Task, source: SourceNotebook) -> dict:
+    def reference(self, task: Task, source: SourceNotebook) -> ReferenceRun:
         """Run the solution notebook: its observations, and (if wanted) the XLA cache for the students."""
         nb = copy.deepcopy(source.nb)
         tests = {t.index: t.grade_id for t in source.test_cells}
@@ -225,8 +225,7 @@ class Worker:
             if t.grade_id not in run.observations:
                 problems.append(f"test cell '{t.grade_id}' recorded nothing (its hidden part must end with "
                                 f"record(\"{t.grade_id}\", ...))")
-        return {"kind": "reference", "assignment": task.assignment, "problems": problems,
-                "observations": run.observations, "seconds": run.seconds}
+        return ReferenceRun(task.assignment, problems, run.observations, run.seconds)
 
 
 def budget_label(task: Task) -> str:
@@ -304,8 +303,8 @@ def worker_main(wid: int, conn, cfg: Config) -> None:
             conn.send(msg)
         except OSError:
             stop()
-    kernel_mod.on_kernel_start = lambda pid: tell(("kernel", pid))
-    kernel_mod.on_kernel_gone = lambda pid: tell(("gone", pid))
+    kernel_mod.on_kernel_start = lambda pid: tell(KernelStarted(pid))
+    kernel_mod.on_kernel_gone = lambda pid: tell(KernelGone(pid))
     worker.prestart()
     if cfg.feedback:
         try:                                               # load nbconvert's templates while the kernel boots
@@ -325,9 +324,9 @@ def worker_main(wid: int, conn, cfg: Config) -> None:
             try:
                 res = worker.run(task)
             except Exception:  # noqa: BLE001 - a grader bug must not take the batch down
-                res = {"internal_error": traceback.format_exc()}
+                res = InternalError(traceback.format_exc())
             if isinstance(res, dict) and "status" in res:
                 res["grader_peak_kb"] = _peak_rss_kb()
-            tell(("done", task.seq, res))
+            tell(TaskDone(task.seq, res))
     finally:
         worker.close()

@@ -1,7 +1,7 @@
 """The system calls a student kernel may make: an allow-list at least as strict as Docker's default profile.
 
 Threat model: the kernel is hostile code running on the instructor's machine.
-Bubblewrap's namespaces (sandbox.py) hide files, processes, the network and
+Bubblewrap's namespaces (launch.py) hide files, processes, the network and
 System V IPC, but several kernel facilities are not namespaced at all, or are
 large attack surface on the host kernel:
 
@@ -37,7 +37,7 @@ two processes (notebook 06's multi-process exercises).
 The program is compiled with libseccomp (Debian's `libseccomp2`, which
 `make system-deps` installs), called through ctypes, for the machine's own
 architecture; bubblewrap loads it (`--seccomp FD`) right before it runs the
-kernel. Without libseccomp, sandbox.py falls back to a small hand-assembled
+kernel. Without libseccomp, launch.py falls back to a small hand-assembled
 filter that only refuses new user namespaces and foreign ABIs, and the
 protections report says the syscall allow-list is missing.
 """

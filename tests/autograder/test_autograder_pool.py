@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from autograder.run.pool import LOST_DIED, Pool, ReferenceLock
-from autograder.records import Task
+from autograder.records import KernelStarted, Task, TaskDone
 
 BUDGET, MARGIN = 0.5, 0.5
 
@@ -45,10 +45,10 @@ def fake_worker(wid, conn, marker_dir):
             os._exit(1)
         if what == "hang":
             kernel = subprocess.Popen(["sleep", "1000"], start_new_session=True)
-            conn.send(("kernel", kernel.pid))
+            conn.send(KernelStarted(kernel.pid))
             (Path(marker_dir) / f"kernel-{task.seq}-{kernel.pid}").write_text("")
             time.sleep(1000)
-        conn.send(("done", task.seq, {"status": "ok", "student": what, "worker": os.getpid()}))
+        conn.send(TaskDone(task.seq, {"status": "ok", "student": what, "worker": os.getpid()}))
 
 
 def run_pool(tmp_path, students, jobs=2):

@@ -744,7 +744,7 @@ def test_a_grader_that_is_not_root_still_isolates_and_says_what_is_missing():
     if os.geteuid() != 0 or not system_python.exists():
         pytest.skip("needs root (to become another user) and a system Python (stdlib only is enough)")
     as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-    if subprocess.run(as_nobody + ["test", "-r", str(REPO / "autograder" / "sandbox.py")]).returncode != 0:
+    if subprocess.run(as_nobody + ["test", "-r", str(REPO / "autograder" / "sandbox" / "launch.py")]).returncode != 0:
         pytest.skip("the repository is not readable by another user here")
     base = Path(tempfile.mkdtemp(prefix="agr-nonroot-"))     # not under pytest's 0700 folder
     try:
