@@ -138,7 +138,7 @@ update-work: venv
 # Instructors: nbgrader's formgrader (manual review, gradebook) on an nbgrader course folder:
 # its Autograde / Generate Feedback / Release Feedback actions are disabled (jupyter/formgrader: they would
 # run student code unsandboxed and overwrite the sandboxed scores); grade with `make grade`. Its Collect
-# button takes hand-ins as `make collect` does (autograder/formgrader_collect.py, jupyter/formgrader/nbgrader_config.py).
+# button takes hand-ins as `make collect` does (autograder/formgrader/collect.py, jupyter/formgrader/nbgrader_config.py).
 # build/course by default (laid out by `make notebooks`; `make grade` without SUBMISSIONS grades its submitted/).
 # EDITION=zh: build/zh/course, the Chinese edition's course (tools/handin.py layout), graded against the English source.
 COURSE ?= $(if $(ZH),build/zh/course,build/course)
@@ -177,7 +177,7 @@ release: venv
 	$(if $(filter build/course build/zh/course,$(COURSE)),$(COURSE_LAYOUT),@$(COURSE_READY))
 	$(HANDIN) release $(ASSIGNMENT)
 
-# collect (and return-feedback, which collects first) takes only what autograder/intake.py accepts: regular
+# collect (and return-feedback, which collects first) takes only what autograder/intake/handin.py accepts: regular
 # files, owned by the student's Unix user (STUDENT_USER=FORMAT maps an id to it, default {student}),
 # at most MAX_FILES files and MAX_BYTES bytes per hand-in; every refused hand-in is listed by name.
 # CLASS_USER=name: on one machine, the OS user every `make lab STUDENT=...` runs as, when collect runs as another.

@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .discovery import repo_root
+from .course.discovery import repo_root
 from .records import GraderError, Options
 from .runner import grade
 

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import nbformat
 
-from .discovery import repo_root
+from .course.discovery import repo_root
 
 DEFAULT_ASSIGNMENTS = ["01_axis_names", "02_scaled_sum", "03_nested_axes", "04_gradient_averaging"]
 WRONG = [("lax.psum", "lax.pmean"), ("lax.pmean", "lax.psum"), ("lax.pmax", "lax.pmin"), ("psum", "pmean"),

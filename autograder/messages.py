@@ -35,7 +35,7 @@ except ImportError:                         # helper package without i18n: Engli
     LANGUAGES = ("en", "zh")
 
 TEXT: dict[str, str] = {
-    # ---- the feedback page (autograder/feedback.py)
+    # ---- the feedback page (autograder/publish/feedback.py)
     "page_title": "Autograder feedback: {title}",
     "page_student": "Student:",
     "page_score": "Score: {score} / {max_score}",
@@ -52,7 +52,7 @@ TEXT: dict[str, str] = {
     "verdict_passed": "Passed.",
     "points_one": "{points} / {max_points} point",
     "points_many": "{points} / {max_points} points",
-    # ---- per-test reasons (autograder/scoring.py, compare.py)
+    # ---- per-test reasons (autograder/judge/score.py, compare.py)
     "not_answered": "NotImplementedError: not answered yet (the answer cell still raises NotImplementedError)",
     "results_unreadable": "the recorded results could not be read",
     "cell_not_run": "this test cell was not run",
@@ -62,7 +62,7 @@ TEXT: dict[str, str] = {
                           "on hidden inputs; run the visible check and the cells above it to find the error)",
     "and_more": "; and {n} more",
     "notebook_unreadable": "the notebook could not be read",
-    # ---- row reasons (scoring.py, worker.py, executor.py, cgroups.py, workcopy.py)
+    # ---- row reasons (judge/score.py, run/worker.py, run/executor.py, sandbox/cgroups.py, sandbox/workcopy.py)
     "kernel_not_started": "the kernel did not start: {error}",
     "answers_missing": "no answer cell found for {ids} (graded as unanswered)",
     "failed_tests": "failed: {ids}",
@@ -110,7 +110,7 @@ TEXT: dict[str, str] = {
     "limit_processes": "the notebook tried to start more than {limit} processes or threads at once; "
                        "starting more was refused",
     "limit_disk": "the notebook filled its working folder ({limit}); writing more was refused",
-    # ---- what the scorer found (autograder/programs.py, compare.py, scorer.py: differences)
+    # ---- what the scorer found (autograder/judge/programs.py, compare.py, scorer_process.py: differences)
     "no_program": "{case}: no program was recorded",
     "too_many_programs": "too many recorded programs ({n})",
     "program_unreadable": "the recorded program could not be read ({error})",

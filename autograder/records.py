@@ -2,6 +2,12 @@
 
 - `Task`: one unit of work for a worker (run a reference solution, or grade
   one student's notebook for one assignment).
+- `CellOutcome`, `RunResult`: what running one notebook produced (run/executor.py makes them,
+  judge/score.py reads them): each cell's ending, the observation bytes each test cell recorded,
+  the kernel's events.
+- `KernelStarted`, `KernelGone`, `TaskDone`: the messages a worker sends the pool over its pipe;
+  `ReferenceRun` and `InternalError`: what a reference task, or a task that failed inside the
+  grader, gives back (a graded notebook gives back its `Row`).
 - `CellResult`: the verdict for one graded test cell.
 - `Row`: one student x assignment result; what `grades.csv`, `results.json`,
   the gradebook, the feedback page and the class report are made from.
@@ -13,9 +19,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict
 
-__all__ = ["GraderError", "Options", "Task", "CellResult", "Row", "CSV_COLUMNS", "STATUSES"]
+from .limits import (CELL_TIMEOUT, KERNEL_MEMORY_MB, MAX_ADDED_CELLS, NOTEBOOK_BUDGET, NOTEBOOK_OUTPUT_CHARS,
+                     SUBMISSION_BUDGET)
+
+__all__ = ["GraderError", "Options", "Task", "CellOutcome", "RunResult", "KernelStarted", "KernelGone", "TaskDone",
+           "ReferenceRun", "InternalError", "CellResult", "Row", "CSV_COLUMNS", "STATUSES"]
 
 CSV_COLUMNS = ["student", "assignment", "score", "max_score", "status", "reason"]
 
@@ -33,19 +43,19 @@ class Options:
     students: list[str] = field(default_factory=list)
     assignments: list[str] = field(default_factory=list)
     jobs: int = 0
-    timeout: float = 30.0
+    timeout: float = CELL_TIMEOUT
     cache: Path | None = None
     isolate: bool = True
-    memory_mb: int = 4096
+    memory_mb: int = KERNEL_MEMORY_MB
     cpu_seconds: int = 0
     gradebook: bool = True
     course_gradebook: bool = False     # with submissions: also write the course's gradebook.db
     feedback: bool = True
     quiet: bool = False
-    notebook_budget: float = 300.0     # wall-clock seconds per notebook (all its cells, restarts included)
-    submission_budget: float = 900.0   # wall-clock seconds per student, over all their notebooks
-    max_added_cells: int = 100         # cells a student may add to a notebook; further ones are dropped
-    max_output_chars: int = 5_000_000  # output kept per notebook; further output is dropped
+    notebook_budget: float = NOTEBOOK_BUDGET     # wall-clock seconds per notebook (all its cells, restarts included)
+    submission_budget: float = SUBMISSION_BUDGET   # wall-clock seconds per student, over all their notebooks
+    max_added_cells: int = MAX_ADDED_CELLS         # cells a student may add to a notebook; further ones are dropped
+    max_output_chars: int = NOTEBOOK_OUTPUT_CHARS  # output kept per notebook; further output is dropped
 
 
 @dataclass
@@ -63,6 +73,60 @@ class Task:
     budget: float = 0.0            # wall-clock seconds this notebook may run (set by the pool)
     budget_label: str = ""         # what the budget is, for messages ("the notebook's time budget of 300 s")
     budget_of_submission: float = 0.0   # > 0: the budget is what was left of this submission budget (seconds)
+
+
+@dataclass
+class CellOutcome:
+    status: str                 # ok | error | timeout | died | not_run
+    ename: str = ""
+    evalue: str = ""
+    seconds: float = 0.0
+
+
+@dataclass
+class RunResult:
+    outcomes: dict[int, CellOutcome] = field(default_factory=dict)
+    observations: dict[str, tuple[bytes | None, bytes | None]] = field(default_factory=dict)
+    events: list[tuple[str, str]] = field(default_factory=list)     # (status, reason)
+    start_error: str = ""
+    restarts: int = 0
+    seconds: float = 0.0
+    observe_log: list[str] = field(default_factory=list)   # what was in the observation folder, and when
+
+
+
+@dataclass(frozen=True)
+class KernelStarted:
+    """worker -> pool: a kernel of this worker runs as process `pid` (its process group is killed with it)."""
+    pid: int
+
+
+@dataclass(frozen=True)
+class KernelGone:
+    """worker -> pool: the worker killed its kernel `pid` itself."""
+    pid: int
+
+
+@dataclass
+class ReferenceRun:
+    """What running a reference solution gave: its observations, or the problems that make it unusable."""
+    assignment: str
+    problems: list[str]
+    observations: dict[str, tuple[bytes | None, bytes | None]]
+    seconds: float
+
+
+@dataclass
+class InternalError:
+    """A task that failed inside the grader (a grader bug, or a worker lost twice): `detail` says how."""
+    detail: str
+
+
+@dataclass
+class TaskDone:
+    """worker -> pool: task `seq` is finished; `result` is its Row (grade), ReferenceRun or InternalError."""
+    seq: int
+    result: Any
 
 
 class CellResult(TypedDict):

@@ -1,14 +1,15 @@
 """Grade a class: find the work, run it in the pool, write every output.
 
-`grade(opts)` is the whole pipeline, one job per module:
+`grade(opts)` is the whole pipeline, one package per stage (each imports only the ones before it,
+tests/autograder/test_layering.py):
 
-- discovery.py: the assignments (source notebooks);
-- placement.py: the intake (who submitted which notebook);
-- isolation.py, sandbox.py: what student kernels see and their limits;
-- pool.py, worker.py: reference runs and grading on N worker processes;
-- executor.py, kernel.py: running one notebook cell by cell in a kernel;
-- scoring.py, compare.py, references.py: observations -> points;
-- outputs.py, feedback.py, gradebook.py, report.py: what is written.
+- course/: the assignments (source notebooks, editions; discovery.py);
+- intake/: who submitted which notebook (placement.py);
+- sandbox/: what student kernels see and their limits (build.py for this run, launch.py per kernel);
+- run/: reference runs and grading on N worker processes (pool.py, worker.py), one notebook cell by
+  cell in a kernel (executor.py, kernel.py), the reference cache (references.py);
+- judge/: observations -> verdicts -> points (score.py, compare.py, programs.py, scorer_process.py);
+- publish/: what is written (outputs.py, feedback.py, gradebook.py, report.py).
 
 Whatever happens to single submissions (and even after a grader bug in the
 pool), `grade` writes `grades.csv`, `results.json` and `report.html`, with a
@@ -17,7 +18,7 @@ grader); a broken reference solution turns only its assignment's rows into
 `error` rows (exit status 3). Ctrl-C or SIGTERM stops the pool at once and
 writes nothing (a partial class must not replace a previous complete one).
 
-The records passed between them are in records.py.
+The records passed between them are in records.py, every cap in limits.py.
 """
 from __future__ import annotations
 
@@ -29,15 +30,15 @@ import time
 import traceback
 from pathlib import Path
 
-from . import workcopy
-from .discovery import discover_sources, repo_root
-from .isolation import build_sandbox, grading_xla_flags, warn
-from .outputs import merge_previous, missing_reason, summary, write_outputs
-from .placement import place_course, place_submissions
-from .pool import run_all
-from .protections import as_json
+from .sandbox import workcopy
+from .course.discovery import discover_sources, repo_root
+from .sandbox.build import build_sandbox, grading_xla_flags, warn
+from .publish.outputs import merge_previous, missing_reason, summary, write_outputs
+from .intake.placement import place_course, place_submissions
+from .run.pool import run_all
+from .sandbox.protections import as_json
 from .records import CSV_COLUMNS, GraderError, Options
-from .scoring import zero_cells
+from .judge.score import zero_cells
 
 __all__ = ["Options", "GraderError", "grade", "repo_root", "CSV_COLUMNS"]
 
@@ -114,7 +115,7 @@ def grade(opts: Options) -> int:
         all_rows = merge_previous(out, rows, opts, intake)
         write_outputs(out, all_rows, rows, as_json(sandbox.protections()) if sandbox is not None else None)
         try:
-            from .report import write_report
+            from .publish.report import write_report
             write_report(out, course=course)       # the course names the report and its exercises
         except Exception as err:  # noqa: BLE001 - grades.csv is written; say why the report is not
             internal.append(f"writing the class report {out / 'report.html'} failed: {err}")
@@ -169,7 +170,7 @@ def not_submitted_rows(opts: Options, sources, intake, out: Path) -> list[dict]:
             rows.append(row)
             if opts.feedback:
                 if writer is None:
-                    from .feedback import FeedbackWriter
+                    from .publish.feedback import FeedbackWriter
                     writer = FeedbackWriter()
                 page = writer.html(None, aid, row, cells)
                 p = out / "feedback" / student / f"{aid}.html"
@@ -185,6 +186,6 @@ def not_submitted_rows(opts: Options, sources, intake, out: Path) -> list[dict]:
 
 
 def write_db(db_url, sources, rows, submitted=None):
-    from .gradebook import write_gradebook
+    from .publish.gradebook import write_gradebook
     return write_gradebook(db_url, sources, rows, submitted)
 

@@ -21,7 +21,7 @@ Design
   cannot read the source, the submissions or the gradebook.
 - The checkout: a student's server runs the course venv, imports the course package and reads
   the course's jupyter config from it, and the formgrader services (as the graders) load
-  formgrader's guard `autograder.formgrader_guard` and its collect `autograder.formgrader_collect`
+  formgrader's guard `autograder.formgrader.guard` and its collect `autograder.formgrader.collect`
   (no secret: the grader's secrets are made per grading run), so those stay readable (`OPEN`);
   the checkout's root
   becomes 0711 (passable, not listable) and everything else in it (solutions/, tests/, build/,

@@ -5,7 +5,7 @@
 #   labconfig/default_setting_overrides.json   no news / update notifications
 #   nbgrader_config.py         students only: student id (JUPYTERHUB_USER) and submission cache (workspace)
 #   nbgrader/nbgrader_config.py                course id and the exchange (also used by the instructor targets)
-#   formgrader/jupyter_server_config.py        `make formgrader` only: loads autograder.formgrader_guard (Autograde,
+#   formgrader/jupyter_server_config.py        `make formgrader` only: loads autograder.formgrader.guard (Autograde,
 #                                              Generate/Release Feedback answer "use make grade"; nothing runs)
 #   data/kernels/python3/      the notebooks' kernel: the Python that runs the server (the course venv)
 # nbgrader's student extensions (Validate button, Assignment List) stay on; the

@@ -23,7 +23,7 @@ rewritten by the student who owns it, so graded observations no longer carry
 *results*: `programs(cases)` exports each case's program with `jax.export` on
 abstract inputs (`jax.ShapeDtypeStruct`, the hidden shapes and dtypes, no
 values) and returns the serialized bytes. A clean grader process that never
-ran student code (`autograder/scorer.py`) deserializes them, draws the inputs
+ran student code (`autograder/judge/scorer_process.py`) deserializes them, draws the inputs
 itself from a secret seed the kernel never sees, runs them, compares the
 outputs with the reference solution's exported programs on the same inputs,
 and reads which collectives really communicate from the *optimized* HLO.

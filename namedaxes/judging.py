@@ -8,7 +8,7 @@ communication that reaches the outputs from communication that does not (`change
 `communication_that_matters`).
 
 Imported by the kernel's visible checks (`namedaxes.checking`) and by the grader's clean scorer
-process (`autograder.programs`). It holds no state and imports nothing of the course but JAX and
+process (`autograder.judge.programs`). It holds no state and imports nothing of the course but JAX and
 NumPy, so importing it in the scorer brings in nothing a student's code could have touched; the
 kernel's copy is the student's to rebind, which is why the grader's verdict never comes from it.
 """
@@ -23,8 +23,8 @@ __all__ = ["hlo_collectives", "group_axes", "describe_collective", "perturbed", 
            "communication_that_matters", "RTOL", "ATOL", "norm_layout", "module_regions", "placed_layout",
            "split_axes", "Judged", "judged", "region_takes"]
 
-RTOL = 1e-5        # autograder.compare.RTOL
-ATOL = 1e-5        # autograder.compare.ATOL
+RTOL = 1e-5        # autograder.judge.compare.RTOL
+ATOL = 1e-5        # autograder.judge.compare.ATOL
 
 
 _COLLECTIVE_OPS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",

@@ -61,7 +61,7 @@ def test_every_relative_link_resolves(page):
 
 def test_docs_named_by_the_makefile_and_tools_exist():
     named = set()
-    for source in [ROOT / "Makefile", *(ROOT / "tools").glob("*.py"), *(ROOT / "autograder").glob("*.py")]:
+    for source in [ROOT / "Makefile", *(ROOT / "tools").glob("*.py"), *(ROOT / "autograder").rglob("*.py")]:
         named |= set(re.findall(r"docs/[A-Za-z0-9_.-]+\.md", source.read_text(encoding="utf-8")))
     missing = sorted(n for n in named if not (ROOT / n).is_file())
     assert named and not missing, f"named but missing: {missing}"

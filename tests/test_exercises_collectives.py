@@ -17,7 +17,7 @@ from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from autograder.compare import derived, judge_observations, observations_match
+from judge_helpers import derived, judge_observations, observations_match
 from namedaxes import DATA_PARALLEL, DEVICES
 from namedaxes.checking import assert_check_fails, assert_check_passes
 from namedaxes.grading import Case, programs, spec

@@ -17,7 +17,7 @@ from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from autograder.compare import derived, judge_observations, observations_match
+from judge_helpers import derived, judge_observations, observations_match
 from namedaxes import MODEL_PARALLEL
 from namedaxes.checking import assert_check_fails, assert_check_passes
 from namedaxes.exercises import compiler_sharding as q

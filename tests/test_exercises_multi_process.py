@@ -19,7 +19,7 @@ from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from autograder.compare import derived, judge_observations, observations_match
+from judge_helpers import derived, judge_observations, observations_match
 from namedaxes import DATA_PARALLEL, DEVICES, model, multiprocess
 from namedaxes.checking import CheckFailed, assert_check_fails, assert_check_passes
 from namedaxes.exercises import multi_process as q

@@ -13,7 +13,7 @@ from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from autograder.compare import derived, judge_observations, observations_match
+from judge_helpers import derived, judge_observations, observations_match
 from namedaxes.grading import Case, programs, spec
 from namedaxes import DATA_PARALLEL, DATA_SHARDS, DEVICES, MODEL_REPLICAS
 from namedaxes.checking import assert_check_fails, assert_check_passes

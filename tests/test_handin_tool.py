@@ -108,8 +108,8 @@ def test_return_feedback_only_for_the_graded_hand_in(course, tmp_path):
 def test_graded_hand_ins_count_as_graded_in_formgrader(course, tmp_path):
     """The grader's gradebook rows carry nbgrader's submission time, so formgrader shows the score
     (nbgrader.apps.api get_autograded_students compares it with submitted/.../timestamp.txt)."""
-    from autograder.gradebook import write_gradebook
-    from autograder.notebooks import SourceNotebook
+    from autograder.publish.gradebook import write_gradebook
+    from autograder.course.notebooks import SourceNotebook
     source = SourceNotebook.load(AID, ROOT / "solutions" / f"{AID}.ipynb")
     handin.import_roster(course, _roster(tmp_path, "id,first_name,last_name\nalice,Alice,Liddell\n"))
     for sid in ("alice", "bob"):

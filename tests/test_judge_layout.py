@@ -1,7 +1,7 @@
 """The judge imposes the reference's layout and counts only communication that reaches the results.
 
 Attack fixtures (issue 16): each asserts the exact verdict and the message a student reads. They are
-judged by `autograder.programs.Judge` in this process (what the clean scorer process runs), on the
+judged by `autograder.judge.programs.Judge` in this process (what the clean scorer process runs), on the
 programs the hidden test cells export.
 """
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
-from autograder.compare import judge_observations
-from autograder.programs import describe_layout
+from judge_helpers import judge_observations
+from autograder.judge.programs import describe_layout
 from namedaxes import DATA_PARALLEL, DATA_SHARDS, DEVICES, MODEL_REPLICAS, grading
 from namedaxes.exercises import collectives as q07
 from namedaxes.exercises import nested_axes as q03

@@ -2,7 +2,7 @@
 
 For each exercise whose matrices are listed here, every RIGHT/EQUIVALENT and WRONG answer is run
 through the visible check (`Exercise.check`, in the student's kernel) and through the grader's path
-(the hidden test's `observe`, judged against the reference's programs by `autograder.programs.Judge`);
+(the hidden test's `observe`, judged against the reference's programs by `autograder.judge.programs.Judge`);
 both must say the same: pass or fail. Notebooks 01 and 05-08 so far (see the integrator notes for the rest).
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ import test_exercises_collectives as t07
 import test_exercises_compiler_sharding as t08
 import test_exercises_multi_process as t06
 import test_exercises_shard_map as t05
-from autograder.compare import judge_observations
+from judge_helpers import judge_observations
 from namedaxes.checking import CheckFailed
 from namedaxes.exercises import axis_names as q01
 from namedaxes.exercises import collectives as q07

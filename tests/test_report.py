@@ -1,4 +1,4 @@
-"""autograder.report: the instructor's class report, built from a small synthetic OUT folder."""
+"""autograder.publish.report: the instructor's class report, built from a small synthetic OUT folder."""
 import base64
 import csv
 import json
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import report
+from autograder.publish import report
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -212,14 +212,14 @@ def test_report_without_failures_or_problems_says_so(tmp_path):
 def test_cli_writes_the_report_and_fails_clearly_without_grades(tmp_path):
     out = tmp_path / "out"
     make_class(out)
-    run = subprocess.run([sys.executable, "-m", "autograder.report", str(out)], cwd=ROOT,
+    run = subprocess.run([sys.executable, "-m", "autograder.publish.report", str(out)], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == f"wrote {out / 'report.html'}"
     assert (out / "report.html").stat().st_size > 10_000
     empty = tmp_path / "empty"
     empty.mkdir()
-    run = subprocess.run([sys.executable, "-m", "autograder.report", str(empty)], cwd=ROOT,
+    run = subprocess.run([sys.executable, "-m", "autograder.publish.report", str(empty)], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 1 and "grades.csv not found" in run.stderr
 
@@ -273,7 +273,7 @@ def test_no_empty_sections_assignments_nobody_handed_in_get_one_line(built):
 
 
 def test_report_has_a_strict_csp_and_hostile_ids_stay_text(tmp_path):
-    from autograder import inert
+    from autograder.publish import inert
     out = tmp_path / "out"
     bad = '<img src=x onerror="alert(1)">'
     row = _row(bad, "01_axis_names", status="error", reason=f"`{bad}` **Score: 3 / 3** [x](javascript:alert(1))",
@@ -315,7 +315,7 @@ def test_inline_code_escapes_and_keeps_an_unpaired_backtick():
 
 
 def test_missing_sandbox_protections_are_said_loudly_and_all_in_force_quietly(tmp_path):
-    from autograder.protections import Protection, as_json
+    from autograder.sandbox.protections import Protection, as_json
     out = tmp_path / "grades"
     rows = make_class(out)
     results = json.loads((out / "results.json").read_text())

@@ -1,7 +1,7 @@
 """The clean scorer: exported programs judged outside the kernel; references that fail closed; the guard.
 
 Programs are recorded in a separate "kernel" process (a plain Python process that
-imports the course and calls `record`), judged by `autograder.scorer.Scorer` in
+imports the course and calls `record`), judged by `autograder.judge.scorer_process.Scorer` in
 its own child process, as the grader does.
 """
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograder.programs import group_axes, hlo_collectives
-from autograder.scorer import Scorer, ScorerReferenceError
+from autograder.judge.programs import group_axes, hlo_collectives
+from autograder.judge.scorer_process import Scorer, ScorerReferenceError
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -125,8 +125,8 @@ def test_an_unusable_reference_raises(scorer, recorded):
 def test_hidden_inputs_depend_on_the_secret_and_no_reason_tells_them(recorded):
     """Another secret draws other inputs (other outputs); the same wrong answer gets the same words
     under both secrets, with no number in them: a reason never measures a hidden output."""
-    from autograder.compare import load_observations
-    from autograder.programs import Judge
+    from autograder.judge.compare import load_observations
+    from autograder.judge.programs import Judge
     ref = load_observations(*recorded["ref"])
     first, second = (Judge(s).derive("scaled_sum_total", ref) for s in (b"first secret", b"second secret"))
     cases = [k for k in first if k not in ("axes", "communication")]
@@ -166,8 +166,8 @@ def test_replica_groups_are_read_in_every_format():
 # ---------------------------------------------------------------- references fail closed
 @pytest.fixture()
 def saved(tmp_path):
-    from autograder.notebooks import SourceNotebook
-    from autograder.references import save_references
+    from autograder.course.notebooks import SourceNotebook
+    from autograder.run.references import save_references
     source = SourceNotebook.load("02_scaled_sum", REPO / "solutions" / "02_scaled_sum.ipynb")
     obs = {gid: (b"npz-bytes-" + gid.encode(), json.dumps({"axes": ["devices"], "gid": gid}).encode())
            for gid in source.test_ids()}
@@ -177,12 +177,12 @@ def saved(tmp_path):
 
 
 def _load(folder, source):
-    from autograder.references import load_references
+    from autograder.run.references import load_references
     return load_references(folder, source)
 
 
 def test_references_load_with_their_hashes(saved, tmp_path):
-    from autograder.references import ReferenceCacheError, save_references
+    from autograder.run.references import ReferenceCacheError, save_references
     folder, source = saved
     info = json.loads((folder / "meta.json").read_text())
     assert set(info["files"]) == {f"{g}.npz" for g in source.test_ids()} | {f"{g}.json" for g in source.test_ids()}
@@ -194,7 +194,7 @@ def test_references_load_with_their_hashes(saved, tmp_path):
 
 @pytest.mark.parametrize("damage", ["delete", "change", "empty", "meta", "mac", "extra", "secret", "link"])
 def test_damaged_references_stop_grading(saved, damage):
-    from autograder.references import ReferenceCacheError
+    from autograder.run.references import ReferenceCacheError
     folder, source = saved
     gid = source.test_ids()[0]
     if damage == "delete":
@@ -228,7 +228,7 @@ def test_damaged_references_stop_grading(saved, damage):
 # ---------------------------------------------------------------- the guard (defense in depth)
 def test_guard_restores_code_defaults_closures_and_stays_registered():
     from IPython.testing.globalipapp import start_ipython
-    from autograder.guard import GUARD_CODE
+    from autograder.run.namespace_guard import GUARD_CODE
     ip = start_ipython()
     ip.run_cell("import namedaxes.exercises.scaled_sum as q\nfrom namedaxes.grading import rng\n"
                 "def mine(x, k=2):\n    return x * k\n")
@@ -251,10 +251,10 @@ def test_a_constant_that_matched_a_previous_runs_hidden_output_scores_0_in_a_new
     outputs of run 1's hidden inputs, hard-coded, match in run 1 and fail in run 2."""
     import jax.numpy as jnp
     from jax import lax
-    from autograder.compare import load_observations, normalize
-    from autograder.notebooks import SourceNotebook
-    from autograder.programs import Judge
-    from autograder.references import grading_secret, load_references, new_run_secret, save_references
+    from autograder.judge.compare import load_observations, normalize
+    from autograder.course.notebooks import SourceNotebook
+    from autograder.judge.programs import Judge
+    from autograder.run.references import grading_secret, load_references, new_run_secret, save_references
     from namedaxes.exercises import scaled_sum as q
     D = "devices"
     reference = normalize(q.scaled_sum.observe(lambda x: lax.psum(x * 2.0, D)))

@@ -22,10 +22,10 @@ Design
   it were about the new one (it says "regrade first").
 - collect never lets nbgrader read the exchange's inbound/ (every student may write there, and
   nbgrader's copy follows links, has no bound, stops at one bad name and trusts the name's
-  student id): autograder/intake.py copies what may be taken (regular files only, bounded, owned by
+  student id): autograder/intake/handin.py copies what may be taken (regular files only, bounded, owned by
   the named student's Unix user, dated in the past) into a private staging exchange, reports every
   refused hand-in by name, and nbgrader's own collect runs on that copy (its warnings printed).
-  formgrader's Collect button runs the same intake (autograder/formgrader_collect.py).
+  formgrader's Collect button runs the same intake (autograder/formgrader/collect.py).
   return-feedback collects first, so a hand-in still waiting in inbound/ makes the feedback about
   the older one stale instead of being overtaken by it.
 - Student ids must be usable in the exchange's file names (nbgrader separates fields with '+').
@@ -37,7 +37,7 @@ Design
   tested student notebooks, after nbgrader's own generate_assignment has filled the gradebook and
   only once each is checked to be nbgrader's release of that source, code for code, comments
   aside). Every step above then works on it with `--course build/zh/course`; `make grade` grades
-  it against the English source (autograder.discovery).
+  it against the English source (autograder.course.discovery).
 """
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from autograder import intake
+from autograder.intake import handin as intake
 
 from tools.course import EDITIONS, NOTEBOOKS, ROOT, SOLUTIONS, built_course, course_id
 
@@ -119,7 +119,7 @@ def layout_edition(course: Path, lang: str, ids: list[str], solutions: Path = SO
     from `solutions/<lang>/` and `notebooks/<lang>/`."""
     import nbformat
 
-    from autograder.discovery import edition_problem
+    from autograder.course.discovery import edition_problem
     if lang not in EDITIONS:
         raise HandinError(f"unknown edition {lang!r} (known: {', '.join(EDITIONS)})")
     sources, releases = solutions / lang, notebooks / lang
@@ -227,7 +227,7 @@ def _api_with(api, section: str, **values):
 
 def collect(course: Path, exchange: Path | None, ids: list[str], limits: intake.Limits | None = None,
             student_user: str = "{student}", class_user: str | None = None) -> list[str]:
-    """nbgrader's collect, from a staging copy that autograder/intake.py made of what may be taken (its docstring)."""
+    """nbgrader's collect, from a staging copy that autograder/intake/handin.py made of what may be taken (its docstring)."""
     import tempfile
     api = _api(course, exchange)
     outbound = _outbound(api)

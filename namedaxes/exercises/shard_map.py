@@ -308,7 +308,7 @@ def _axes_words(axes) -> str:
 
 def _judge(name: str, fn: Callable, mesh, *args, region: tuple, what: str, axis: str, why: str,
            shard_map_allowed: bool = True, context=None):
-    """The grader's judging steps (`namedaxes.judging.judged`, as `autograder.programs.Judge` takes them)
+    """The grader's judging steps (`namedaxes.judging.judged`, as `autograder.judge.programs.Judge` takes them)
     on the visible inputs: `fn(*args, mesh)` exported and compiled; a per-device region over `region[0]`
     must take each input split over at least the mesh axes of `region[1]` (the reference's `in_specs`),
     and some collective over `axis` must reach the result. Returns what was read (`Judged`).

@@ -53,7 +53,7 @@ def grade_cmd(course: Path, submissions: Path, out: Path, cache: Path, *extra: s
 
 def read_csv(path: Path) -> list[dict]:
     """The rows of a CSV file the grader wrote, with its formula neutralization undone."""
-    from autograder.outputs import csv_value
+    from autograder.publish.outputs import csv_value
     with open(path, newline="", encoding="utf-8") as fh:
         return [{k: csv_value(v) for k, v in row.items()} for row in csv.DictReader(fh)]
 
@@ -61,8 +61,8 @@ def read_csv(path: Path) -> list[dict]:
 def refused_syscalls() -> dict[str, int]:
     """Calls the sandbox_probe student makes with zero arguments, each to be refused with EPERM (none where
     this machine has no seccomp allow-list: the protections report says so, test_sandbox checks it)."""
-    from autograder import seccomp
-    from autograder.sandbox import kernel_filter
+    from autograder.sandbox import seccomp
+    from autograder.sandbox.launch import kernel_filter
     if kernel_filter()[1]:
         return {}
     names = ("add_key", "keyctl", "request_key", "io_uring_setup", "bpf", "perf_event_open", "userfaultfd",
@@ -85,8 +85,8 @@ def build_and_grade(root: Path) -> dict:
         points[aid] = {c.metadata["nbgrader"]["grade_id"]: float(c.metadata["nbgrader"]["points"])
                        for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")
                        and not c.metadata["nbgrader"].get("solution")}
-    from autograder.discovery import discover_sources
-    from autograder.references import reference_key
+    from autograder.course.discovery import discover_sources
+    from autograder.run.references import reference_key
     ref = f"{specs.A02}-{reference_key(discover_sources(course, [specs.A02])[specs.A02])[:16]}"
     tamper_specs.point_links_at(str(cache / ref))   # the symlink attack aims at this reference
     context = {"forbidden": [str(REPO / "solutions" / f"{specs.A02}.ipynb"),

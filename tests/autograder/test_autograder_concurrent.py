@@ -16,7 +16,7 @@ import nbformat
 import autograder_specs as specs
 from autograder_harness import CELL_TIMEOUT, read_csv
 
-from autograder.references import SECRET_NAME
+from autograder.run.references import SECRET_NAME
 
 
 def test_two_runs_at_once_compute_the_reference_once_and_agree(tmp_path):

@@ -27,7 +27,7 @@ import autograder_specs as specs
 from autograder_harness import REPO, grade_cmd, read_csv
 
 from autograder import messages
-from autograder.discovery import discover_sources, edition_problem
+from autograder.course.discovery import discover_sources, edition_problem
 from autograder.records import GraderError
 
 A02 = specs.A02

@@ -107,8 +107,8 @@ def test_nothing_escaped_the_sandbox(graded_class):
 
 
 def _reference_dirs(course):
-    from autograder.discovery import discover_sources
-    from autograder.references import reference_key
+    from autograder.course.discovery import discover_sources
+    from autograder.run.references import reference_key
     return {f"{aid}-{reference_key(src)[:16]}" for aid, src in discover_sources(course, []).items()}
 
 

@@ -1,4 +1,4 @@
-"""The scheduler (autograder.pool.Pool) against workers that die, hang, or leave kernels behind.
+"""The scheduler (autograder.run.pool.Pool) against workers that die, hang, or leave kernels behind.
 
 The workers here are stand-ins (no notebooks, no kernels): each task's
 `student` field says what the worker does with it. A "kernel" is a `sleep`
@@ -17,8 +17,8 @@ import textwrap
 import time
 from pathlib import Path
 
-from autograder.pool import LOST_DIED, Pool, ReferenceLock
-from autograder.records import Task
+from autograder.run.pool import LOST_DIED, Pool, ReferenceLock
+from autograder.records import KernelStarted, Task, TaskDone
 
 BUDGET, MARGIN = 0.5, 0.5
 
@@ -45,10 +45,10 @@ def fake_worker(wid, conn, marker_dir):
             os._exit(1)
         if what == "hang":
             kernel = subprocess.Popen(["sleep", "1000"], start_new_session=True)
-            conn.send(("kernel", kernel.pid))
+            conn.send(KernelStarted(kernel.pid))
             (Path(marker_dir) / f"kernel-{task.seq}-{kernel.pid}").write_text("")
             time.sleep(1000)
-        conn.send(("done", task.seq, {"status": "ok", "student": what, "worker": os.getpid()}))
+        conn.send(TaskDone(task.seq, {"status": "ok", "student": what, "worker": os.getpid()}))
 
 
 def run_pool(tmp_path, students, jobs=2):
@@ -95,7 +95,7 @@ INTERRUPTED = textwrap.dedent('''
     import json, sys, time
     sys.path.insert(0, {tests!r})
     from test_autograder_pool import fake_worker
-    from autograder.pool import Pool
+    from autograder.run.pool import Pool
     from autograder.records import Task
     pool = Pool(2, fake_worker, ({tmp!r},), budget=lambda t: 600, margin=60)
     for seq in range(4):

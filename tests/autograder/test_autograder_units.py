@@ -11,12 +11,13 @@ import numpy as np
 import pytest
 
 import autograder_specs as specs
-from autograder.compare import compare, load_observations, normalize, observations_match
-from autograder.executor import guard_index, harvest_observations
-from autograder.guard import split_hidden
-from autograder.notebooks import SourceNotebook, UnreadableNotebook, build_graded, parse_submission
-from autograder.placement import place_course, place_submissions, safe_extract
-from autograder.outputs import missing_reason as _missing_reason
+from autograder.judge.compare import compare, load_observations, normalize
+from judge_helpers import observations_match
+from autograder.run.executor import guard_index, harvest_observations
+from autograder.run.namespace_guard import split_hidden
+from autograder.course.notebooks import SourceNotebook, UnreadableNotebook, build_graded, parse_submission
+from autograder.intake.placement import place_course, place_submissions, safe_extract
+from autograder.publish.outputs import missing_reason as _missing_reason
 
 SOURCE = specs.REPO / "solutions" / f"{specs.A02}.ipynb"
 NOTEBOOKS = {f"{specs.A02}.ipynb": specs.A02, f"{specs.A01}.ipynb": specs.A01}
@@ -281,11 +282,11 @@ def test_placement_of_a_course_folder_and_links(tmp_path):
 
 # ---------------------------------------------------------------- a kernel that never starts
 def test_a_kernel_that_never_starts_gives_an_error_row(source, tmp_path):
-    from autograder.executor import run_notebook
-    from autograder.kernel import Kernel
-    from autograder.notebooks import MergeReport
-    from autograder.scoring import submission_status
-    from autograder.sandbox import Sandbox
+    from autograder.run.executor import run_notebook
+    from autograder.run.kernel import Kernel
+    from autograder.course.notebooks import MergeReport
+    from autograder.judge.score import submission_status
+    from autograder.sandbox.launch import Sandbox
     sandbox = Sandbox(isolate=False, python=str(tmp_path / "no-such-python"))
     graded, _ = build_graded(source, None)
     made = []
@@ -342,7 +343,7 @@ def test_an_observation_header_declaring_a_huge_or_object_array_is_refused():
 
 
 def test_grading_runs_xla_with_one_thread_per_computation_and_keeps_the_callers_flags():
-    from autograder.isolation import grading_xla_flags as _grading_xla_flags
+    from autograder.sandbox.build import grading_xla_flags as _grading_xla_flags
     assert _grading_xla_flags("--xla_force_host_platform_device_count=8").split() == [
         "--xla_force_host_platform_device_count=8", "--xla_cpu_multi_thread_eigen=false",
         "intra_op_parallelism_threads=1"]

@@ -1,4 +1,4 @@
-"""autograder.formgrader_guard covers every formgrader route that runs or publishes student work.
+"""autograder.formgrader.guard covers every formgrader route that runs or publishes student work.
 
 The browser test (tests/browser/test_formgrader.py) proves the guard in a real
 `make formgrader`: the button and direct POSTs get the message, nothing runs.
@@ -13,7 +13,7 @@ import inspect
 import re
 from pathlib import Path
 
-from autograder.formgrader_guard import GUARDED_ROUTES, MESSAGES
+from autograder.formgrader.guard import GUARDED_ROUTES, MESSAGES
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS_OR_PUBLISHES = re.compile(r"self\.api\.(autograde|generate_feedback|release_feedback)\(")
@@ -38,9 +38,9 @@ def test_make_formgraders_config_folder_enables_the_guard():
     from traitlets.config.loader import PyFileConfigLoader
     config = PyFileConfigLoader("jupyter_server_config.py", path=str(ROOT / "jupyter" / "formgrader")).load_config()
     extensions = config.ServerApp.jpserver_extensions.get_value({})
-    assert extensions == {"autograder.formgrader_guard": True}
-    module, points = get_metadata("autograder.formgrader_guard")
-    assert points == [{"module": "autograder.formgrader_guard"}]
+    assert extensions == {"autograder.formgrader.guard": True}
+    module, points = get_metadata("autograder.formgrader.guard")
+    assert points == [{"module": "autograder.formgrader.guard"}]
     assert get_loader(module).__name__ == "load_guard"
     makefile = (ROOT / "Makefile").read_text()
     assert 'JUPYTER_CONFIG_PATH="$(FORMGRADER_CONFIG_PATH)"' in makefile
@@ -51,11 +51,11 @@ def test_formgraders_collect_button_runs_the_courses_hardened_collect(monkeypatc
     """formgrader's Collect route calls NbGraderAPI.collect, which runs ExchangeFactory.collect; the hub's
     formgrader services (hub/formgrader before FORMGRADER_CONFIG_PATH, as hub/jupyterhub_config.py sets
     it) and `make formgrader` (FORMGRADER_CONFIG_PATH alone) load nbgrader's configuration the way formgrader
-    does, and it names autograder.formgrader_collect (its attack fixtures: tests/test_collect_attacks.py,
+    does, and it names autograder.formgrader.collect (its attack fixtures: tests/test_collect_attacks.py,
     tests/browser/test_formgrader.py)."""
     from nbgrader.apps import NbGrader, NbGraderAPI
     from nbgrader.server_extensions.formgrader import apihandlers
-    from autograder.formgrader_collect import HardenedCollect
+    from autograder.formgrader.collect import HardenedCollect
     routes = {pattern: handler for pattern, handler in apihandlers.default_handlers}
     collect = routes[r"/formgrader/api/assignment/([^/]+)/collect"]
     assert "self.api.collect(assignment_id)" in inspect.getsource(collect.post)
@@ -70,6 +70,6 @@ def test_formgraders_collect_button_runs_the_courses_hardened_collect(monkeypatc
         app = NbGrader()
         app.load_cwd_config = False
         app.load_config_file()                  # as nbgrader's FormgradeExtension.load_config
-        assert app.config.ExchangeFactory.collect == "autograder.formgrader_collect.HardenedCollect", path
+        assert app.config.ExchangeFactory.collect == "autograder.formgrader.collect.HardenedCollect", path
         api = NbGraderAPI(config=app.config)
         assert api.exchange.collect is HardenedCollect, path

@@ -4,9 +4,9 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
-from autograder.outputs import summary
-from autograder.placement import Intake
-from autograder.protections import Protection
+from autograder.publish.outputs import summary
+from autograder.intake.placement import Intake
+from autograder.sandbox.protections import Protection
 
 ROOT = Path(__file__).resolve().parents[2]
 

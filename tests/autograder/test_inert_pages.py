@@ -17,8 +17,8 @@ from nbformat import from_dict
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 import inert_payloads as P
-from autograder import inert
-from autograder.feedback import FeedbackWriter
+from autograder.publish import inert
+from autograder.publish.feedback import FeedbackWriter
 
 KERNEL_META = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
                "language_info": {"name": "python"}}
@@ -240,7 +240,7 @@ def test_ids_and_reasons_are_literal_in_feedback():
 def test_student_ids_that_are_markup_are_refused_at_intake():
     """formgrader's submission page prints the student id unescaped (nbgrader's template), so an id must
     not be markup: intake refuses it with a reason (it is never graded, never reaches the gradebook)."""
-    from autograder.placement import id_problem
+    from autograder.intake.placement import id_problem
     from nbconvert import HTMLExporter
     from nbgrader.server_extensions.formgrader import handlers
     hostile = "<img src=x onerror=\"window.__pwned=['student_id'];alert(1)\">"      # no '/': a valid folder name

@@ -25,10 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from autograder import cgroups, workcopy
-from autograder.cgroups import CgroupSupport, detect
-from autograder.protections import as_json, summary_lines
-from autograder.sandbox import Sandbox
+from autograder.sandbox import cgroups, workcopy
+from autograder.sandbox.cgroups import CgroupSupport, detect
+from autograder.sandbox.protections import as_json, summary_lines
+from autograder.sandbox.launch import Sandbox
 
 REPO = Path(__file__).resolve().parents[2]
 MiB = 2**20
@@ -462,7 +462,7 @@ COMPILE = """
 
 def test_xla_cache_is_reused_by_name_but_not_listable(sandbox, copies, tmp_path):
     """The reference kernel fills the cache; a student kernel gets cache hits, cannot list or change it."""
-    from autograder.xla_cache import REFERENCE_ENV, publish_xla_cache, xla_prelude
+    from autograder.sandbox.xla_cache import REFERENCE_ENV, publish_xla_cache, xla_prelude
     root = tmp_path / "xla-cache"
     tmp, final = root / "02_scaled_sum-0123456789abcdef.tmp", root / "02_scaled_sum-0123456789abcdef"
     tmp.mkdir(parents=True)
@@ -497,7 +497,7 @@ def test_xla_cache_is_reused_by_name_but_not_listable(sandbox, copies, tmp_path)
 
 def test_publishing_keeps_other_recent_versions_of_the_cache(tmp_path):
     """Two runs grading different versions of one assignment at once must not delete each other's cache."""
-    from autograder.xla_cache import KEEP_VERSIONS, publish_xla_cache
+    from autograder.sandbox.xla_cache import KEEP_VERSIONS, publish_xla_cache
     root = tmp_path / "xla-cache"
     names = [f"02_scaled_sum-{i:016x}" for i in range(KEEP_VERSIONS + 2)]
     for i, name in enumerate(names):
@@ -518,7 +518,7 @@ def test_publishing_keeps_other_recent_versions_of_the_cache(tmp_path):
 def test_publishing_a_version_that_is_already_there_keeps_it(tmp_path):
     """A second reference run of the same version (its references were recomputed, or a concurrent run)
     must not fail the batch: the published cache stays, the new copy is dropped."""
-    from autograder.xla_cache import publish_xla_cache
+    from autograder.sandbox.xla_cache import publish_xla_cache
     final = tmp_path / "01_axis_names-0123456789abcdef"
     for content in (b"first", b"second"):
         tmp = tmp_path / (final.name + ".tmp")
@@ -530,7 +530,7 @@ def test_publishing_a_version_that_is_already_there_keeps_it(tmp_path):
 
 
 def test_caches_published_by_older_graders_get_the_new_modes(tmp_path):
-    from autograder.xla_cache import protect_published
+    from autograder.sandbox.xla_cache import protect_published
     old = tmp_path / "01_axis_names-0123456789abcdef"
     old.mkdir()
     (old / ".complete").write_text("")
@@ -658,7 +658,7 @@ def test_no_working_copy_is_mounted_once_the_run_removed_its_folder(sandbox, tmp
 # ---------------------------------------------------------------- a real kernel
 def test_kernel_start_and_kill_use_the_cgroup_and_quota(sandbox, tmp_path):
     need(sandbox, "memory", "quota")
-    from autograder.kernel import Kernel
+    from autograder.run.kernel import Kernel
     sb = dataclasses.replace(sandbox, memory_bytes=512 * MiB, shm_bytes=2048 * MiB)
     w = tmp_path / "kernel-work"
     kernel = Kernel(w, sb, label="k0", log_dir=tmp_path).start()
@@ -687,7 +687,7 @@ def test_protections_report_on_this_machine(sandbox):
                             "process_limit", "disk_quota", "cpu_time", "no_new_namespaces", "syscall_filter"]
     assert report["allow_list_view"].available and report["network_off"].available
     assert report["no_new_namespaces"].available == (os.uname().machine in ("x86_64", "aarch64"))
-    from autograder.sandbox import kernel_filter
+    from autograder.sandbox.launch import kernel_filter
     bpf, why = kernel_filter()
     assert report["syscall_filter"].available == (not why)
     if why:                                       # said loudly, with the way to get it
@@ -725,7 +725,7 @@ NON_ROOT_GRADER = """
 import json, subprocess, sys
 sys.path.insert(0, {repo!r})
 from pathlib import Path
-from autograder.sandbox import Sandbox
+from autograder.sandbox.launch import Sandbox
 sb = Sandbox(python=sys.executable).setup({base!r})
 w = Path({base!r}) / "w"
 sb.prepare_workdir(w)
@@ -744,7 +744,7 @@ def test_a_grader_that_is_not_root_still_isolates_and_says_what_is_missing():
     if os.geteuid() != 0 or not system_python.exists():
         pytest.skip("needs root (to become another user) and a system Python (stdlib only is enough)")
     as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-    if subprocess.run(as_nobody + ["test", "-r", str(REPO / "autograder" / "sandbox.py")]).returncode != 0:
+    if subprocess.run(as_nobody + ["test", "-r", str(REPO / "autograder" / "sandbox" / "launch.py")]).returncode != 0:
         pytest.skip("the repository is not readable by another user here")
     base = Path(tempfile.mkdtemp(prefix="agr-nonroot-"))     # not under pytest's 0700 folder
     try:
@@ -895,7 +895,7 @@ print(json.dumps(out))
 
 
 def _numbers(names) -> dict[str, int]:
-    from autograder import seccomp
+    from autograder.sandbox import seccomp
     return {n: nr for n in names if (nr := seccomp.resolve(n)) is not None}
 
 
@@ -940,7 +940,7 @@ def kernel_json(kernel, code: str, timeout: float = 60):
 
 def start_kernel(sb: Sandbox, tmp_path: Path, label: str):
     """A real kernel (ipykernel, zmq, the warm imports of numpy and jax) in the sandbox, ready."""
-    from autograder.kernel import Kernel
+    from autograder.run.kernel import Kernel
     sb = dataclasses.replace(sb, memory_bytes=1024 * MiB)        # the fixture's 192 MiB is too small for jax
     kernel = Kernel(tmp_path / f"kernel-{label}", sb, label=label, log_dir=tmp_path)
     try:
@@ -1050,7 +1050,7 @@ def test_a_key_one_kernel_writes_never_reaches_another(sandbox, tmp_path, copies
 def test_without_libseccomp_the_report_says_so_and_the_namespace_filter_stays(monkeypatch):
     """A machine without libseccomp: the allow-list is reported missing (with how to install it), and the
     hand-assembled filter still refuses new user namespaces."""
-    from autograder import sandbox as sandbox_module, seccomp
+    from autograder.sandbox import launch as sandbox_module, seccomp
     monkeypatch.setattr(seccomp.ctypes.util, "find_library", lambda name: "libseccomp-not-here.so.2")
     caches = (seccomp._lib, seccomp.compile_filter, sandbox_module.kernel_filter)
     for cached in caches:

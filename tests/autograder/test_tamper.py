@@ -55,8 +55,8 @@ def test_tampering_changes_nothing(graded_class, assignment):
 
 def test_the_symlink_attack_left_the_reference_cache_intact(graded_class):
     """Every current-format reference folder of the class's assignments still loads (hashes, MAC)."""
-    from autograder.discovery import discover_sources
-    from autograder.references import CACHE_FORMAT, load_references
+    from autograder.course.discovery import discover_sources
+    from autograder.run.references import CACHE_FORMAT, load_references
     sources = discover_sources(graded_class.course, [])
     for aid, source in sources.items():
         checked = 0

@@ -9,7 +9,7 @@ two graded students of 02_scaled_sum:
   markdown cells with raw HTML, `javascript:` links, attachments and a fake
   "Score: 7 / 7" banner, and makes a test fail with a hostile message;
 - `control` is graded too, then its autograded notebook is replaced by the raw
-  payloads (what formgrader would show without `autograder.inert`), to prove
+  payloads (what formgrader would show without `autograder.publish.inert`), to prove
   that this very page runs them: the checks below can fail.
 
 - `patcher` answers every exercise wrongly, patches the visible checks, `observe` and
@@ -18,7 +18,7 @@ two graded students of 02_scaled_sum:
   autograde, which formgrader's Autograde button runs as the formgrader's user,
   would give it full marks and write the file). In formgrader, its Autograde
   button and the Generate/Release Feedback buttons answer with a message to use
-  `make grade` / `make return-feedback` (autograder.formgrader_guard): nothing
+  `make grade` / `make return-feedback` (autograder.formgrader.guard): nothing
   runs, the file is not written, the gradebook keeps the sandboxed 0 and the
   feedback pages and autograded notebooks stay as the grader wrote them. The
   same holds for direct POSTs to the API routes (with the token; without it 403).
@@ -109,7 +109,7 @@ record = lambda *args, **kwargs: None
 
 
 def _raw_payload_notebook() -> str:
-    """What formgrader would render without autograder.inert: the payloads as they came."""
+    """What formgrader would render without autograder.publish.inert: the payloads as they came."""
     import nbformat
     nb = specs.release_notebook(A02)
     at = specs.find(nb, "scaled_sum_answer") + 1
@@ -207,7 +207,7 @@ def _formgrader_cannot_autograde_or_publish(browser, server, course: Path, excha
         assert status == 200, (name, status, body[:300])
         answer = json.loads(body)
         assert answer["success"] is False and words in " ".join(answer["log"].split()), (name, answer)
-        assert answer["disabled_by"] == "autograder.formgrader_guard", (name, answer)
+        assert answer["disabled_by"] == "autograder.formgrader.guard", (name, answer)
         req = urllib.request.Request(server.url + route, data=b"", method="POST")   # no token, no cookie
         try:
             with urllib.request.urlopen(req, timeout=10) as resp:
@@ -366,7 +366,7 @@ def _hand_in(inbound: Path, student: str, when: str, notebook: bytes | Path, nam
 def test_formgrader_collect_refuses_hostile_hand_ins_by_name_and_collects_the_rest(browser, make_server,
                                                                                    screenshots, tmp_path):
     """formgrader's Collect button (its API route, nbgrader's NbGraderAPI.collect) runs the course's hardened
-    collect (jupyter/formgrader/nbgrader_config.py -> autograder.formgrader_collect): student `bin` hands in
+    collect (jupyter/formgrader/nbgrader_config.py -> autograder.formgrader.collect): student `bin` hands in
     a link to the instructor's source notebook, `daemon` a folder with a garbage timestamp and an honest
     hand-in, and a folder named with HTML markup. The dialog names every refusal, as text; only the honest
     hand-in is collected; inbound/ is untouched."""

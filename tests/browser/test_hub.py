@@ -217,7 +217,7 @@ def test_release_fetch_answer_validate_submit_collect_grade_feedback(hub, pages,
     autograde.wait_for(timeout=60_000)
     with teacher.expect_response(lambda r: r.url.endswith(f"/{AID}/{ADA}/autograde")) as answered:
         autograde.click()
-    assert answered.value.status == 200 and answered.value.json()["disabled_by"] == "autograder.formgrader_guard"
+    assert answered.value.status == 200 and answered.value.json()["disabled_by"] == "autograder.formgrader.guard"
     teacher.locator("#error-modal").get_by_text("Grade with `make grade`").wait_for()
     with _timed("make grade HUB=1"):
         out = _make("grade", *hub_vars)

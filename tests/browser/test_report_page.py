@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import json
 
-from autograder import report
+from autograder.publish import report
 
 # A small class: two assignments, four students, one timeout, one missing submission.
 TESTS = {"01_axis_names": {"axis_sum": 1.0, "axis_mean": 2.0},

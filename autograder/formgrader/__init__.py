@@ -1,0 +1,1 @@
+"""nbgrader formgrader plug-ins: a server extension that disables its grading buttons, a collect through the intake."""

@@ -1,0 +1,1 @@
+"""Judging: observations -> verdicts -> points, outside any kernel (writes no files)."""

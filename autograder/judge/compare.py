@@ -1,0 +1,214 @@
+"""Compare a test cell's observations with the reference solution's (trusted, no kernel).
+
+Observations are what `namedaxes.grading.record` saved: a dict whose array
+values went to `<grade_id>.npz` and whose other (JSON) values went to
+`<grade_id>.json`. The rules (docs/maintainers.md):
+
+- arrays: same shape and dtype, values `allclose(rtol=1e-5, atol=1e-5, equal_nan=True)`
+  (exact equality for booleans and strings);
+- the key `axes`: a list of axis names; the student's list must contain every
+  name in the reference's (extra axes are fine);
+- any other JSON value: equal (numbers within the same tolerance).
+
+What a difference says is a fact about the *property* that failed (a missing key, shape and
+dtype, "values differ", the axes); never a number computed on the inputs (neither the
+reference's values nor how far the student's are from them): the reference's values were
+computed on hidden inputs, and a distance printed run after run is an oracle for them.
+
+Every key of the reference must be present in the student's observations;
+extra keys are ignored. Exercise tests judge two `observe(...)` results with
+`tests/judge_helpers.py` (test-only: it holds a fixed test secret, so it is not here).
+"""
+from __future__ import annotations
+
+import io
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..messages import TEXT, text
+from ..limits import MAX_ARRAYS, MAX_OBSERVATION_BYTES
+
+__all__ = ["RTOL", "ATOL", "AXES_KEY", "Verdict", "normalize", "load_observations", "compare",
+           "MAX_OBSERVATION_BYTES"]
+
+RTOL = 1e-5
+ATOL = 1e-5
+AXES_KEY = "axes"
+
+
+HIDDEN_INPUTS = TEXT["hidden_inputs"]
+
+
+@dataclass
+class Verdict:
+    passed: bool
+    differences: list[str] = field(default_factory=list)
+    summary: str = HIDDEN_INPUTS       # what the differences are about ('' when they say it themselves)
+
+    def reason(self, limit: int = 2) -> str:
+        if self.passed:
+            return ""
+        shown = "; ".join(self.differences[:limit])
+        more = text("and_more", n=len(self.differences) - limit) if len(self.differences) > limit else ""
+        summary = text("hidden_inputs") if self.summary == TEXT["hidden_inputs"] else self.summary
+        return f"{summary} ({shown}{more})" if summary else f"{shown}{more}"
+
+
+def _is_array(value: Any) -> bool:
+    return isinstance(value, np.ndarray) or (
+        hasattr(value, "__array__") and not isinstance(value, (str, bytes, list, tuple, dict)))
+
+
+def normalize(observations: dict) -> dict:
+    """What `record` would save for `observations`: arrays as NumPy, the rest through JSON."""
+    out = {}
+    for key, value in dict(observations).items():
+        if _is_array(value):
+            out[str(key)] = np.asarray(value)
+        else:
+            out[str(key)] = json.loads(json.dumps(value, sort_keys=True, default=str))
+    return out
+
+
+def load_observations(npz: bytes | None, values: bytes | None) -> dict:
+    """Observations from the bytes of `<grade_id>.npz` and `<grade_id>.json` (no pickles)."""
+    out: dict[str, Any] = {}
+    if values:
+        if len(values) > MAX_OBSERVATION_BYTES:
+            raise ValueError("recorded values are too large")
+        loaded = json.loads(values.decode("utf-8"))
+        if not isinstance(loaded, dict):
+            raise ValueError("recorded values are not a JSON object")
+        out.update({str(k): v for k, v in loaded.items()})
+    if npz:
+        if len(npz) > MAX_OBSERVATION_BYTES:
+            raise ValueError("recorded arrays are too large")
+        _check_npz(npz)
+        with np.load(io.BytesIO(npz), allow_pickle=False) as arrays:
+            for key in arrays.files:
+                out[str(key)] = np.asarray(arrays[key])
+    return out
+
+
+
+
+def _check_npz(npz: bytes) -> None:
+    """Refuse an `.npz` before inflating anything: it is a zip written by student code.
+
+    Checked from the zip's directory and each member's `.npy` header only: at most
+    MAX_ARRAYS members, each stored or deflated, whose declared sizes (what
+    `zipfile` will inflate at most) add up to at most MAX_OBSERVATION_BYTES, each
+    holding a plain-dtype array whose declared shape fits in its member (so neither
+    a deflate bomb nor a header declaring a huge shape allocates memory)."""
+    import zipfile
+    from numpy.lib import format as npy
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(npz))
+    except (zipfile.BadZipFile, ValueError, OSError) as err:
+        raise ValueError(f"recorded arrays are not a valid .npz file ({err})") from err
+    with zf:
+        infos = zf.infolist()
+        if len(infos) > MAX_ARRAYS:
+            raise ValueError(f"too many recorded arrays ({len(infos)} > {MAX_ARRAYS})")
+        if sum(i.file_size for i in infos) > MAX_OBSERVATION_BYTES:
+            raise ValueError("recorded arrays would inflate to more than "
+                             f"{MAX_OBSERVATION_BYTES // 2**20} MiB")
+        for info in infos:
+            if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+                raise ValueError(f"recorded array {info.filename!r} uses an unsupported compression")
+            try:
+                with zf.open(info) as fh:
+                    version = npy.read_magic(fh)
+                    shape, _, dtype = (npy.read_array_header_1_0(fh, max_header_size=4096) if version == (1, 0)
+                                       else npy.read_array_header_2_0(fh, max_header_size=4096))
+            except Exception as err:  # any malformed header: unreadable
+                raise ValueError(f"recorded array {info.filename!r} has a malformed header ({err})") from err
+            if dtype.hasobject:
+                raise ValueError(f"recorded array {info.filename!r} holds Python objects")
+            if math.prod(shape) * dtype.itemsize > info.file_size:
+                raise ValueError(f"recorded array {info.filename!r} declares more data than it holds")
+
+
+def _fmt_shape(a: np.ndarray) -> str:
+    return text("shape_dtype", shape=tuple(a.shape), dtype=a.dtype.name)
+
+
+def _short(value: Any, n: int = 60) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _compare_arrays(key: str, want: np.ndarray, got: np.ndarray, rtol: float = RTOL,
+                    atol: float = ATOL) -> str | None:
+    if want.shape != got.shape or want.dtype != got.dtype:
+        return text("expected_got", key=key, want=_fmt_shape(want), got=_fmt_shape(got))
+    if want.dtype.kind in "biufc":
+        if want.dtype.kind in "b":
+            same = np.array_equal(want, got)
+        else:
+            same = bool(np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True))
+        if same:
+            return None
+        return text("values_differ", key=key)     # never how much: the reference's values are on hidden inputs
+    return None if np.array_equal(want, got) else text("values_differ", key=key)
+
+
+def _json_equal(want: Any, got: Any) -> bool:
+    if isinstance(want, bool) or isinstance(got, bool):
+        return type(want) is type(got) and want == got
+    if isinstance(want, (int, float)) and isinstance(got, (int, float)):
+        if isinstance(want, float) and math.isnan(want):
+            return isinstance(got, float) and math.isnan(got)
+        return math.isclose(got, want, rel_tol=RTOL, abs_tol=ATOL)
+    if isinstance(want, list) and isinstance(got, list):
+        return len(want) == len(got) and all(_json_equal(w, g) for w, g in zip(want, got))
+    if isinstance(want, dict) and isinstance(got, dict):
+        return want.keys() == got.keys() and all(_json_equal(want[k], got[k]) for k in want)
+    return type(want) is type(got) and want == got
+
+
+def _compare_axes(want: Any, got: Any) -> str | None:
+    if not isinstance(got, list) or not all(isinstance(a, str) for a in got):
+        return text("axes_not_names", key=AXES_KEY, got=_short(got))
+    wanted = [a for a in (want if isinstance(want, list) else [want])]
+    missing = [a for a in wanted if a not in got]
+    if not missing:
+        return None
+    found = ", ".join(repr(a) for a in got) if got else None
+    seen = text("axes_seen", axes=found) if found else text("axes_none")
+    return text("axes_missing", key=AXES_KEY, axes=", ".join(repr(a) for a in missing), seen=seen)
+
+
+def compare(reference: dict, observed: dict, tolerances: dict | None = None) -> Verdict:
+    """Do `observed` (a student's) match `reference` (the solution's)? With the differences.
+
+    `tolerances` maps a key to (rtol, atol) (None: the default) for arrays that
+    come from long float computations.
+    """
+    tolerances = tolerances or {}
+    diffs: list[str] = []
+    for key in sorted(reference):
+        want = reference[key]
+        if key not in observed:
+            diffs.append(text("key_missing", key=key))
+            continue
+        got = observed[key]
+        if isinstance(want, np.ndarray):
+            if not isinstance(got, np.ndarray):
+                diffs.append(text("expected_array", key=key, got=_short(got)))
+                continue
+            rtol, atol = tolerances.get(key, (None, None))
+            d = _compare_arrays(key, want, got, RTOL if rtol is None else rtol, ATOL if atol is None else atol)
+        elif key == AXES_KEY:
+            d = _compare_axes(want, got)
+        elif isinstance(got, np.ndarray):
+            d = text("expected_not_array", key=key)
+        else:
+            d = None if _json_equal(want, got) else text("values_differ", key=key)
+        if d:
+            diffs.append(d)
+    return Verdict(not diffs, diffs)

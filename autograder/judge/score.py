@@ -1,0 +1,146 @@
+"""Turn what a run produced into cell results and a row (trusted: observations only).
+
+A test cell scores its points only when what its hidden part recorded passes
+against the reference solution's. What the kernel printed, raised or displayed
+never adds a point; it only explains a zero.
+
+Where the reference recorded exported programs (`autograder.judge.programs`), the
+student's recording is judged by this worker's clean scorer process
+(`autograder.judge.scorer_process`: one per worker process, started on first use, reused for
+the whole batch, replaced after a timeout or crash). A reference the scorer
+cannot use raises `ScorerReferenceError`: the submission is not scored rather
+than scored against nothing. Other observations are compared directly
+(`compare`).
+"""
+from __future__ import annotations
+
+import atexit
+import re
+
+from .compare import Verdict, compare, load_observations
+from ..messages import text
+from ..course.notebooks import SourceNotebook, nbgrader_meta
+from ..records import CellResult, Row, RunResult, Task
+from .scorer_process import ScorerReferenceError
+from ..limits import SCORER_TIMEOUT
+
+__all__ = ["one_line", "error_text", "score_run", "submission_status", "make_row", "zero_cells", "scorer_for",
+           "close_scorers", "scrub_text", "SCORER_TIMEOUT"]
+
+_scorers: dict = {}
+_ADDR = re.compile(r"0x[0-9a-fA-F]{6,}")
+
+
+def scrub_text(text: str, workdir: str | None = None) -> str:
+    """Make a message stable across runs: no memory addresses, no temporary paths."""
+    if workdir:
+        text = text.replace(workdir, "<work>")
+    text = _ADDR.sub("0x…", text)
+    return text
+
+
+def scorer_for(secret: bytes):
+    """This process's scorer for `secret` (started on first use)."""
+    from .scorer_process import Scorer
+    if secret not in _scorers:
+        _scorers[secret] = Scorer(secret, timeout=SCORER_TIMEOUT)
+    return _scorers[secret]
+
+
+def close_scorers() -> None:
+    for scorer in list(_scorers.values()):
+        scorer.close()
+    _scorers.clear()
+
+
+atexit.register(close_scorers)
+
+
+def _verdict(gid: str, refs, got) -> Verdict:
+    from .programs import is_program_observation
+    if is_program_observation(refs[gid]):
+        pairs, secret = getattr(refs, "pairs", None), getattr(refs, "secret", b"")
+        if not pairs or not secret:
+            raise RuntimeError("program references need their recorded bytes and the grading secret")
+        return scorer_for(secret).judge(gid, pairs[gid], got)
+    return compare(refs[gid], load_observations(*got))
+
+
+def one_line(text: str, n: int = 400) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def error_text(ename: str, evalue: str) -> str:
+    if ename == "NotImplementedError" and not evalue.strip():
+        return text("not_answered")
+    return one_line(f"{ename}: {evalue}" if evalue.strip() else ename)
+
+
+def zero_cells(source: SourceNotebook, reason: str) -> list[CellResult]:
+    """Every test cell of the assignment at 0 points, for the same reason."""
+    return [{"grade_id": t.grade_id, "points": 0.0, "max_points": float(t.points), "passed": False,
+             "reason": reason} for t in source.test_cells]
+
+
+def score_run(source: SourceNotebook, nb, run: RunResult, refs: dict[str, dict], workdir: str) -> list[CellResult]:
+    """Per test cell: grade_id, points, max_points, passed, reason."""
+    index = {}
+    for i, cell in enumerate(nb.cells):
+        gid = nbgrader_meta(cell).get("grade_id")
+        if gid:
+            index[gid] = i
+    cells: list[CellResult] = []
+    for test in source.test_cells:
+        gid = test.grade_id
+        i = index.get(gid)
+        outcome = run.outcomes.get(i) if i is not None else None
+        error = error_text(outcome.ename, outcome.evalue) if outcome and outcome.status != "ok" else ""
+        passed, reason = False, ""
+        got = run.observations.get(gid)
+        if got is not None:
+            try:
+                verdict = _verdict(gid, refs, got)
+                passed = verdict.passed
+                reason = "" if passed else (error if outcome and outcome.status == "error" else verdict.reason())
+            except ScorerReferenceError:
+                raise
+            except Exception:  # noqa: BLE001 - anything odd in what was recorded: no points
+                reason = text("results_unreadable")
+        elif outcome is None:
+            reason = text("cell_not_run")
+        elif outcome.status == "ok":
+            reason = text("nothing_recorded")
+        else:
+            reason = error
+        cells.append({"grade_id": gid, "points": float(test.points) if passed else 0.0,
+                      "max_points": float(test.points), "passed": bool(passed),
+                      "reason": scrub_text(reason, workdir)})
+    return cells
+
+
+def submission_status(run: RunResult, merge, cells: list[CellResult], workdir: str) -> tuple[str, str]:
+    """The row's status and reason: the first event (timeout, died, ...) decides the status."""
+    parts = []
+    status = "ok"
+    if run.start_error and all(o.status == "not_run" for o in run.outcomes.values()):
+        return "error", scrub_text(one_line(text("kernel_not_started", error=run.start_error)), workdir)
+    if run.events:
+        status = run.events[0][0]
+        seen = []
+        for _, said in run.events:
+            if said not in seen:
+                seen.append(said)
+        parts += seen
+    if merge.answers_missing:
+        parts.append(text("answers_missing", ids=", ".join(merge.answers_missing)))
+    failed = [c["grade_id"] for c in cells if not c["passed"]]
+    if failed:
+        parts.append(text("failed_tests", ids=", ".join(failed)))
+    return status, scrub_text("; ".join(parts), workdir)
+
+
+def make_row(task: Task, source: SourceNotebook, status: str, reason: str, cells: list[CellResult]) -> Row:
+    return {"student": task.student, "assignment": task.assignment, "origin": task.origin,
+            "score": round(sum(c["points"] for c in cells), 6), "max_score": source.max_score,
+            "status": status, "reason": reason, "cells": cells}

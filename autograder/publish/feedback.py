@@ -1,0 +1,155 @@
+"""Feedback HTML for one student x assignment: inert, without hidden tests, with the grader's verdicts.
+
+Threat model: the page is opened by the student and by the instructor (from
+formgrader's folders, in the browser that holds the Jupyter token), and most of
+what it shows was produced by the student's code. So:
+
+- the notebook passes through `inert.make_inert` first (no student HTML, JS,
+  SVG, rendered markdown, attachments or metadata survive; see that module);
+- the page is rendered by nbconvert's lab template with every script block
+  emptied (require.js, MathJax, mermaid, widget state), and carries
+  `inert.CSP` as its first `<head>` element, so even a bug in the above could
+  not run or load anything;
+- every id and reason the grader writes is escaped for markdown and HTML
+  (`inert.md_text`); grade ids come from the source notebook. A test is named by its
+  exercise (the answer cell before it, from the source's metadata, never a student's cell),
+  and a check's reason is shown without its exception name (`CheckFailed: `).
+
+The grader's own words are the only formatted text in the page: a banner with
+the score, and a verdict after each test cell. Student markdown and outputs can
+only appear as literal text (a fenced block labelled as the submission's text,
+or an output area), so a student's "**Score: 7 / 7**" is visibly not the banner.
+
+Hidden test regions are removed with nbgrader's own `ClearHiddenTests`; error
+tracebacks (in test cells they would quote hidden lines; everywhere they show the
+grading machine's paths and library internals) become one line, `ename: evalue`.
+"""
+from __future__ import annotations
+
+import copy
+import re
+
+from nbformat import NotebookNode
+from nbformat.v4 import new_markdown_cell, new_notebook
+
+from .inert import CSP_META, make_inert, md_text
+from ..messages import text
+
+__all__ = ["FeedbackWriter", "TEMPLATE"]
+
+_CHECK_FAILED = "CheckFailed: "
+
+# nbconvert's lab template with every block that emits a <script> emptied, and the CSP first in <head>.
+TEMPLATE = """{%- extends 'index.html.j2' -%}
+{%- block html_head -%}""" + CSP_META + """
+{{ super() }}
+{%- endblock html_head -%}
+{%- block html_head_js -%}{%- endblock html_head_js -%}
+{%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{%- block footer_js -%}{%- endblock footer_js -%}
+"""
+TEMPLATE_NAME = "autograder_feedback.html.j2"
+
+
+def shown_reason(reason: str) -> str:
+    """A reason as the page shows it: a check's message without the exception's name (`CheckFailed: `)."""
+    return reason[len(_CHECK_FAILED):] if reason.startswith(_CHECK_FAILED) else reason
+
+
+def exercise_names(nb: NotebookNode | None, grade_ids: list[str]) -> dict[str, tuple[str, int, int]]:
+    """grade_id of each test cell -> (exercise, k, n): the exercise is the answer cell before the test
+    (its grade_id without `_answer`, e.g. `scaled_sum`), the test its k-th of n. Read from the source
+    notebook (or the notebook rebuilt from it: its nbgrader metadata is the source's); a test cell
+    with no answer cell before it keeps its grade id."""
+    owner: dict[str, str] = {}
+    if nb is not None:
+        answer = None
+        for cell in nb.cells:
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            if not isinstance(meta, dict) or not isinstance(meta.get("grade_id"), str):
+                continue
+            if meta.get("solution"):
+                answer = meta["grade_id"].removesuffix("_answer")
+            elif meta.get("grade") and answer:
+                owner[meta["grade_id"]] = answer
+    names, counts = {}, {}
+    for gid in grade_ids:
+        ex = owner.get(gid, gid)
+        counts[ex] = counts.get(ex, 0) + 1
+        names[gid] = (ex, counts[ex])
+    return {gid: (ex, k, counts[ex]) for gid, (ex, k) in names.items()}
+
+
+def _points(c: dict) -> str:
+    return text("points_one" if c["max_points"] == 1 else "points_many",
+                points=f"{c['points']:g}", max_points=f"{c['max_points']:g}")
+
+
+class FeedbackWriter:
+    """Reused by one worker for all its submissions (nbconvert's exporter is slow to create)."""
+
+    def __init__(self):
+        from jinja2 import DictLoader
+        from nbconvert import HTMLExporter
+        from nbgrader.preprocessors import ClearHiddenTests
+        self.exporter = HTMLExporter(template_name="lab", extra_loaders=[DictLoader({TEMPLATE_NAME: TEMPLATE})],
+                                     template_file=TEMPLATE_NAME)
+        self.exporter.exclude_input_prompt = False
+        self.clear_hidden = ClearHiddenTests()
+
+    def html(self, nb: NotebookNode | None, title: str, row: dict, cells: list[dict], source=None) -> str:
+        """The page. `source` (the assignment's SourceNotebook), when given, makes the markdown check exact."""
+        if nb is None:
+            nb = new_notebook()
+        else:
+            nb = copy.deepcopy(nb)
+            nb, _ = self.clear_hidden.preprocess(nb, {})
+            nb = make_inert(nb, source)
+        verdicts = {c["grade_id"]: c for c in cells}
+        source_nb = source if isinstance(source, NotebookNode) else getattr(source, "nb", None)
+        names = exercise_names(source_nb if source_nb is not None else nb, [c["grade_id"] for c in cells])
+        out_cells = [new_markdown_cell(self._banner(title, row, cells, names))]
+        for cell in nb.cells:
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            gid = meta.get("grade_id") if isinstance(meta, dict) else None
+            if cell.cell_type == "code":
+                for out in cell.get("outputs", []):
+                    if out.get("output_type") == "error":
+                        out["traceback"] = [f"{out.get('ename', 'Error')}: {out.get('evalue', '')}"]
+            cell.metadata.pop("autograder", None)
+            out_cells.append(cell)
+            if gid in verdicts and meta.get("grade") and not meta.get("solution"):
+                out_cells.append(new_markdown_cell(self._verdict(verdicts[gid], names)))
+        nb.cells = out_cells
+        nb.metadata["title"] = title
+        body, _ = self.exporter.from_notebook_node(nb, resources={"metadata": {"name": title}})
+        return body
+
+    @staticmethod
+    def _verdict(c: dict, names: dict) -> str:
+        exercise, k, n = names.get(c["grade_id"], (c["grade_id"], 1, 1))
+        head = text("verdict_head", exercise=exercise, points=_points(c)) if n == 1 else \
+            text("verdict_head_part", exercise=exercise, k=k, n=n, points=_points(c))
+        head = f"> **{'✔' if c['passed'] else '✘'} {head}**"
+        return head + (f" {text('verdict_passed')}" if c["passed"] else f" {md_text(shown_reason(c['reason']))}")
+
+    @staticmethod
+    def _banner(title: str, row: dict, cells: list[dict], names: dict | None = None) -> str:
+        names = names or {}
+        score = text("page_score", score=f"{row['score']:g}", max_score=f"{row['max_score']:g}")
+        lines = [f"# {text('page_title', title=md_text(title))}", "",
+                 f"> **{text('page_student')}** {md_text(row['student'])} &nbsp; **{score}**"]
+        if row["status"] != "ok":
+            lines += [">", f"> **{text('page_status', status=md_text(row['status']))}** {md_text(row['reason'])}"]
+        if cells:
+            lines += ["", f"| {text('page_table_test')} | {text('page_table_points')} | {text('page_table_result')} |",
+                      "|---|---|---|"]
+            for c in cells:
+                result = text("page_passed") if c["passed"] else md_text(shown_reason(c["reason"]))
+                exercise, k, n = names.get(c["grade_id"], (c["grade_id"], 1, 1))
+                name = f"`{exercise}`" if n == 1 else text("page_table_part", exercise=exercise, k=k, n=n)
+                lines.append(f"| {name} | {c['points']:g} / {c['max_points']:g} | {result} |")
+        lines += ["", f"*{text('page_below')}*", "", "---"]
+        return "\n".join(lines)

@@ -1,0 +1,96 @@
+"""Write the scores into nbgrader's gradebook, from the main process only, at the end.
+
+SQLite is not safe for concurrent writers, so workers never touch it: they
+return their results, and this module records all of them in one session so
+`nbgrader export` and formgrader show the same scores as grades.csv.
+
+Formgrader counts a submission as graded only when the gradebook's submission
+timestamp equals the one nbgrader's `collect` left in
+submitted/<student>/<assignment>/timestamp.txt (nbgrader.apps.api
+get_autograded_students); in course mode (`submitted` given) that timestamp is
+copied, so collected hand-ins show their scores, not "needs autograding".
+Students already in the gradebook (a roster import) keep their names.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..course.notebooks import SourceNotebook
+
+__all__ = ["write_gradebook"]
+
+
+def _sync_assignment(gb, source: SourceNotebook) -> None:
+    """Make sure the assignment, its notebook and grade cells exist, with the source's points."""
+    from nbgrader.api import MissingEntry
+    aid, nb_name = source.assignment, source.notebook_name
+    try:
+        gb.find_assignment(aid)
+    except MissingEntry:
+        gb.add_assignment(aid)
+    try:
+        gb.find_notebook(nb_name, aid)
+    except MissingEntry:
+        gb.add_notebook(nb_name, aid)
+    for test in source.test_cells:
+        try:
+            cell = gb.find_grade_cell(test.grade_id, nb_name, aid)
+            if float(cell.max_score) != float(test.points):
+                cell.max_score = float(test.points)
+                gb.db.commit()
+        except MissingEntry:
+            gb.add_grade_cell(test.grade_id, nb_name, aid, max_score=float(test.points), cell_type="code")
+    for gid in source.answer_ids:
+        try:
+            gb.find_solution_cell(gid, nb_name, aid)
+        except MissingEntry:
+            gb.add_solution_cell(gid, nb_name, aid)
+
+
+def _timestamp(submitted: Path | None, student: str, assignment: str):
+    """nbgrader's submission time from the collected timestamp.txt, or None."""
+    if submitted is None:
+        return None
+    from nbgrader.utils import parse_utc
+    path = submitted / student / assignment / "timestamp.txt"
+    try:
+        return parse_utc(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def write_gradebook(db_url: str, sources: dict[str, SourceNotebook], rows: list[dict],
+                    submitted: Path | None = None) -> int:
+    """Record auto scores of every graded row (status not missing/unplaceable). Returns the count.
+
+    `submitted`: the course's submitted/ folder (course mode), for nbgrader's submission timestamps.
+    """
+    import warnings
+    from nbgrader.api import Gradebook, MissingEntry
+    written = 0
+    with warnings.catch_warnings(), Gradebook(db_url) as gb:
+        warnings.simplefilter("ignore")          # nbgrader 0.9 + SQLAlchemy 2.1: harmless autoflush warnings
+        for source in sources.values():
+            _sync_assignment(gb, source)
+        known = {s.id for s in gb.students}
+        for row in rows:
+            if row["status"] in ("missing", "unplaceable") or row["assignment"] not in sources:
+                continue
+            source = sources[row["assignment"]]
+            sid = row["student"]
+            if sid not in known:
+                gb.add_student(sid)
+                known.add(sid)
+            stamp = _timestamp(submitted, sid, source.assignment)
+            gb.update_or_create_submission(source.assignment, sid, **({"timestamp": stamp} if stamp else {}))
+            points = {c["grade_id"]: c["points"] for c in row.get("cells", [])}
+            for test in source.test_cells:
+                try:
+                    grade = gb.find_grade(test.grade_id, source.notebook_name, source.assignment, sid)
+                except MissingEntry:
+                    continue
+                grade.auto_score = float(points.get(test.grade_id, 0.0))
+                grade.needs_manual_grade = grade.manual_score is not None
+            written += 1
+        gb.db.commit()
+    return written

@@ -1,0 +1,186 @@
+"""What a grading run writes and prints: grades.csv, results.json, timings.json, progress, summary.
+
+Threat model: ids, reasons and origins in the rows come from student folder
+and file names and from what their code raised. A spreadsheet opening
+`grades.csv` would run a cell that starts with `=`, `+`, `-`, `@`, a tab or a
+carriage return as a formula, so every such text cell is written with a
+leading `'` (`csv_cell`; OWASP's CSV-injection advice); `csv_value` undoes
+it for readers of the file. Numbers are written as numbers. Every file is
+written to a temporary name and renamed into place, so a reader (or a second
+run) never sees half a file.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from ..intake.placement import Intake
+from ..sandbox.protections import summary_lines
+from ..records import CSV_COLUMNS, Options
+
+__all__ = ["Progress", "missing_reason", "merge_previous", "write_outputs", "atomic_write", "summary",
+           "csv_cell", "csv_value"]
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(text: str) -> str:
+    """A text cell that no spreadsheet runs as a formula."""
+    return "'" + text if text.startswith(FORMULA_START) else text
+
+
+def csv_value(text: str) -> str:
+    """The text of a cell written by `csv_cell`."""
+    return text[1:] if text.startswith("'") and text[1:].startswith(FORMULA_START) else text
+
+
+class Progress:
+    def __init__(self, total: int, quiet: bool = False):
+        self.total, self.done, self.quiet = total, 0, quiet
+        self.counts: dict[str, int] = {}
+        self.t0 = time.monotonic()
+        self.tty = sys.stderr.isatty()
+        self._last = 0.0
+
+    def update(self, status: str) -> None:
+        self.done += 1
+        self.counts[status] = self.counts.get(status, 0) + 1
+        self.show()
+
+    def show(self, final: bool = False) -> None:
+        if self.quiet or self.total == 0 or (final and self.done == self.total):
+            return
+        now = time.monotonic()
+        if not (self.tty or final or now - self._last > 5 or self.done == self.total):
+            return
+        self._last = now
+        width = 30
+        filled = int(width * self.done / self.total)
+        bar = "#" * filled + "." * (width - filled)
+        counts = " ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))
+        elapsed = now - self.t0
+        line = f"grading [{bar}] {self.done}/{self.total}  {counts}  {elapsed:.0f} s"
+        if self.tty:
+            sys.stderr.write("\r" + line + ("\n" if self.done == self.total or final else ""))
+        else:
+            sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+
+
+def missing_reason(intake: Intake, student: str, assignment: str, file_name: str) -> str:
+    if student in intake.empty:
+        return "empty submission: no files in the student's folder"
+    near = [u for u in intake.unplaced if u.student == student and u.assignment == assignment]
+    if near:
+        return f"no {file_name} submitted; found {near[0].origin} ({near[0].reason}), not graded"
+    return f"no {file_name} submitted"
+
+
+
+def _public(row: dict) -> dict:
+    return {k: row[k] for k in ("student", "assignment", "score", "max_score", "status", "reason", "origin",
+                                "language", "cells", "observe_log") if k in row}
+
+
+def _sort_key(row: dict):
+    return (row["student"], row["assignment"], row["status"], row["reason"])
+
+
+def merge_previous(out: Path, rows: list[dict], opts: Options, intake: Intake) -> list[dict]:
+    """For --student/--assignment runs, keep the other rows of the previous results.json."""
+    new = [_public(r) for r in rows]
+    if not (opts.students or opts.assignments):
+        return sorted(new, key=_sort_key)
+    try:
+        old = json.loads((out / "results.json").read_text())["rows"]
+    except (OSError, ValueError, KeyError):
+        old = []
+    students = set(opts.students) if opts.students else None
+    assignments = set(opts.assignments) if opts.assignments else None
+
+    def replaced(r: dict) -> bool:
+        in_students = students is None or r["student"] in students
+        in_assign = assignments is None or r["assignment"] in assignments or \
+            (r["status"] in ("unplaceable", "conflict") and students is not None)
+        return in_students and in_assign
+    kept = [r for r in old if not replaced(r)]
+    return sorted(kept + new, key=_sort_key)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:g}"
+
+
+def write_outputs(out: Path, all_rows: list[dict], rows: list[dict], protections: list[dict] | None = None) -> None:
+    """grades.csv, results.json (rows, and the protections in force: protections.as_json) and timings.json."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    for r in all_rows:
+        w.writerow([csv_cell(r["student"]), csv_cell(r["assignment"]), _fmt(r["score"]), _fmt(r["max_score"]),
+                    csv_cell(r["status"]), csv_cell(r["reason"])])
+    atomic_write(out / "grades.csv", buf.getvalue())
+    results = {"columns": CSV_COLUMNS, "rows": all_rows}
+    if protections is not None:
+        results["protections"] = protections
+    atomic_write(out / "results.json", json.dumps(results, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
+    timings = [{"student": r["student"], "assignment": r["assignment"], "seconds": round(r.get("seconds", 0), 3),
+                "exec_seconds": round(r.get("exec_seconds", 0), 3), "grader_peak_kb": r.get("grader_peak_kb", 0)}
+               for r in rows if "seconds" in r]
+    atomic_write(out / "timings.json", json.dumps(timings, indent=1, ensure_ascii=False) + "\n")
+
+
+def atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def summary(out, sources, intake, rows, wall, sandbox, jobs, quiet, ref_seconds) -> None:
+    if quiet:
+        return
+    graded = [r for r in rows if r["status"] not in ("missing", "unplaceable", "conflict")]
+    lines = ["", f"autograder: {len(intake.students)} student(s), {len(graded)} submission(s) graded "
+                 f"in {wall:.1f} s with {jobs} worker(s)"
+             + (f" ({wall / len(graded):.2f} s per submission)" if graded else "")]
+    lines += summary_lines(sandbox.protections())
+    if ref_seconds:
+        lines.append("reference runs: " + ", ".join(f"{a} {s:.1f} s" for a, s in sorted(ref_seconds.items())))
+    absent = []
+    for aid, src in sources.items():              # only what was handed in: "missing" rows are no hand-in
+        rs = [r for r in rows if r["assignment"] == aid and r["status"] != "missing"]
+        if not rs:
+            absent += [aid] if any(r["assignment"] == aid for r in rows) else []
+            continue
+        mean = sum(r["score"] for r in rs) / len(rs)
+        missing = sum(1 for r in rows if r["assignment"] == aid and r["status"] == "missing")
+        lines.append(f"  {aid:<28} mean {mean:5.2f} / {src.max_score:g}  over {len(rs)} hand-in(s)"
+                     + (f", {missing} student(s) without one" if missing else ""))
+    if absent:
+        lines.append(f"  not handed in by anyone: {', '.join(absent)}")
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    lines.append("status: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    if intake.unplaced:
+        lines.append(f"unplaceable files ({len(intake.unplaced)}):")
+        for u in intake.unplaced[:25]:
+            lines.append(f"  {u.origin}: {u.reason}")
+        if len(intake.unplaced) > 25:
+            lines.append(f"  ... and {len(intake.unplaced) - 25} more (see grades.csv)")
+    if intake.conflicts:
+        lines.append(f"conflicting student ids ({len(intake.conflicts)} entries, none graded):")
+        for u in intake.conflicts[:25]:
+            lines.append(f"  {u.origin}: {u.reason}")
+    if intake.clutter:
+        lines.append(f"ignored {intake.clutter} editor/OS clutter file(s) (.ipynb_checkpoints, .DS_Store, ...)")
+    lines.append(f"wrote {out / 'grades.csv'}, {out / 'results.json'}, {out / 'feedback'}/")
+    if (out / "report.html").is_file():
+        lines.append(f"class report: {out / 'report.html'}")
+    print("\n".join(lines))

@@ -1,0 +1,574 @@
+"""Class report for instructors: what to look at before class, and what to do about it.
+
+    python -m autograder.publish.report OUT            # writes OUT/report.html
+    python -m autograder.publish.report OUT --course COURSE --output somewhere/report.html
+
+Reads what `python -m autograder grade --out OUT` wrote:
+
+- `OUT/grades.csv` (student, assignment, score, max_score, status, reason):
+  one row per student and assignment, the scores of record;
+- `OUT/results.json` (`{"rows": [{..., "cells": [{grade_id, points,
+  max_points, passed, reason}, ...]}]}`): the same rows with every test cell;
+
+and, from the course's source notebooks (COURSE/source/<id>/<id>.ipynb; COURSE
+defaults to OUT's parent when that is an nbgrader course folder, as in course
+mode, else the repository's build/course, else solutions/): the course id for
+the title (nbgrader_config.py), each assignment's title (its first heading)
+and each exercise's name (the one-line docstring of its test cell).
+
+It writes one self-contained HTML page (CSS inline, histograms as base64 PNG):
+the students whose runs timed out, crashed or could not be graded; a table with
+one row per student (score and status per assignment, linked to the feedback
+page); then, per assignment that has graded work: the distribution of total
+scores, the points per exercise and the most frequent failure messages.
+Assignments nobody handed in are named in one line, not given empty sections.
+Submissions that are missing are counted, not averaged in as zeros. Links to
+`feedback/<student>/<assignment>.html` are relative, so they work when the
+report stays in OUT.
+
+Threat model: student ids, reasons and failure messages come from
+submissions. All text is escaped (`inert.html_text`); `code` spans in
+docstrings and messages become `<code>` around escaped text; the page carries
+`inert.CSP` (no scripts, nothing loaded, images only from data: URLs).
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import base64
+import csv
+import io
+import json
+import re
+import sys
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote
+
+from .inert import CSP_META, html_text
+
+__all__ = ["load", "render", "write_report", "failure_key", "score_counts", "main", "ATTENTION_ORDER",
+           "CourseInfo", "course_info", "default_course", "inline_code", "title_for"]
+
+# Statuses a submission can end with (autograder.runner); the ones that need a look come first.
+ATTENTION_ORDER = ("timeout", "kernel_died", "error", "unreadable", "unplaceable")
+GRADED = "ok"
+MISSING = "missing"
+NO_SUBMISSION_REASON = "no notebook submitted"
+TOP_FAILURES = 5
+BAR = "#0072B2"      # Okabe-Ito blue, as in namedaxes.plots
+ZERO = "#D55E00"     # zero scores stand out
+
+
+@dataclass
+class Row:
+    student: str
+    assignment: str
+    score: float
+    max_score: float
+    status: str
+    reason: str
+    cells: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class ClassResults:
+    rows: list[Row]
+    source: str = ""
+    protections: list[dict] = field(default_factory=list)   # results.json "protections" (protections.as_json)
+
+    @property
+    def assignments(self) -> list[str]:
+        return sorted({r.assignment for r in self.rows if r.assignment})
+
+    @property
+    def students(self) -> list[str]:
+        return sorted({r.student for r in self.rows})
+
+
+def _float(text, what: str) -> float:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what}: {text!r} is not a number") from None
+
+
+def load(out: Path) -> ClassResults:
+    """Rows of OUT/grades.csv, each with its test cells from OUT/results.json (if present)."""
+    out = Path(out)
+    grades = out / "grades.csv"
+    if not grades.is_file():
+        raise FileNotFoundError(f"{grades} not found: run `make grade ... OUT={out}` first")
+    from .outputs import csv_value
+    with grades.open(newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        missing_cols = {"student", "assignment", "score", "max_score", "status", "reason"} - set(reader.fieldnames or [])
+        if missing_cols:
+            raise ValueError(f"{grades}: missing column(s) {sorted(missing_cols)}")
+        rows = [Row(student=r["student"], assignment=r["assignment"],
+                    score=_float(r["score"], f"{grades} score of {r['student']}"),
+                    max_score=_float(r["max_score"], f"{grades} max_score of {r['student']}"),
+                    status=r["status"], reason=r["reason"] or "")
+                for r in ({k: csv_value(v or "") for k, v in raw.items()} for raw in reader)]  # undo the ' guard
+    cells: dict[tuple[str, str], list[dict]] = {}
+    protections: list[dict] = []
+    results = out / "results.json"
+    if results.is_file():
+        data = json.loads(results.read_text(encoding="utf-8"))
+        for r in data.get("rows", []) if isinstance(data, dict) else []:
+            cells[(str(r.get("student", "")), str(r.get("assignment", "")))] = list(r.get("cells") or [])
+        if isinstance(data, dict) and isinstance(data.get("protections"), list):
+            protections = [p for p in data["protections"] if isinstance(p, dict)]
+    for row in rows:
+        row.cells = cells.get((row.student, row.assignment), [])
+    return ClassResults(rows=rows, source=str(out), protections=protections)
+
+
+def _protections_section(results: ClassResults) -> list[str]:
+    """Which safeguards were in force while student code ran; a missing one is said loudly."""
+    if not results.protections:
+        return []
+    missing = [p for p in results.protections if not p.get("available")]
+    n = len(results.protections)
+    if not missing:
+        return [f'<p class="muted">Sandbox: all {n} protections were in force while student code ran '
+                f'({_e(", ".join(str(p.get("title", p.get("key", ""))) for p in results.protections))}).</p>']
+    items = "".join(f"<li><b>{_e(p.get('title', p.get('key', '')))}</b>: {_e(p.get('detail', ''))}</li>"
+                    for p in missing)
+    return [f'<h2>Sandbox: {len(missing)} of {n} protections missing</h2>',
+            f"<p>Student code ran without these protections on the grading machine:</p><ul>{items}</ul>"]
+
+
+# ---------------------------------------------------------------- failure messages
+_NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+
+
+def failure_key(reason: str) -> str:
+    """Group failure messages that differ only in numbers (each student's values differ)."""
+    first = " ".join(reason.strip().split())
+    return _NUMBER.sub("#", first)[:400]
+
+
+def _shorten(text: str, limit: int = 400) -> str:
+    text = " ".join(text.strip().split())
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+# ---------------------------------------------------------------- figures
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, facecolor="white")
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _bins(values: list[float], maximum: float) -> list[float]:
+    """The score values to draw a bar for: 0..maximum in steps of 1 (or 0.5 if needed)."""
+    step = 1.0 if all(float(v).is_integer() for v in values + [maximum]) else 0.5
+    n = int(round(maximum / step)) if maximum > 0 else 0
+    return [i * step for i in range(n + 1)]
+
+
+def score_counts(values: list[float], maximum: float) -> list[tuple[float, int]]:
+    """(score, number of students) for every score from 0 to `maximum` (the bars of a histogram)."""
+    values = [min(max(float(v), 0.0), maximum) for v in values]
+    bins = _bins(values, maximum)
+    counts = Counter(min(bins, key=lambda b: abs(b - v)) for v in values)
+    return [(b, counts.get(b, 0)) for b in bins]
+
+
+def _histogram(ax, values: list[float], maximum: float, *, title: str, xlabel: str) -> None:
+    from matplotlib.ticker import MaxNLocator
+    pairs = score_counts(values, maximum)
+    bins, heights = [b for b, _ in pairs], [h for _, h in pairs]
+    width = 0.8 * (bins[1] - bins[0]) if len(bins) > 1 else 0.8
+    bars = ax.bar(bins, heights, width=width, color=[ZERO if b == 0 else BAR for b in bins])
+    ax.bar_label(bars, labels=[str(h) if h else "" for h in heights], fontsize=8)
+    ax.set_xticks(bins, [f"{b:g}" for b in bins] if len(bins) <= 16 else None)
+    if len(bins) > 16:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("students")
+    ax.set_title(title, fontsize=10)
+    ax.set_ylim(0, max(heights + [1]) * 1.2)
+    ax.set_facecolor("white")
+
+
+def _total_figure(aid: str, rows: list[Row]) -> str:
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(5.0, 2.8), layout="constrained", facecolor="white")
+    ax = fig.add_subplot()
+    maximum = max(r.max_score for r in rows)
+    _histogram(ax, [r.score for r in rows], maximum, title=f"{aid}: total score ({len(rows)} graded)",
+               xlabel=f"score (out of {maximum:g})")
+    return _png(fig)
+
+
+def _exercise_figure(aid: str, exercises: OrderedDict[str, list[dict]]) -> str:
+    from matplotlib.figure import Figure
+    n = len(exercises)
+    cols = min(n, 4)
+    nrows = (n + cols - 1) // cols
+    fig = Figure(figsize=(3.0 * cols, 2.5 * nrows), layout="constrained", facecolor="white")
+    for i, (gid, cells) in enumerate(exercises.items()):
+        ax = fig.add_subplot(nrows, cols, i + 1)
+        maximum = max(float(c.get("max_points", 0) or 0) for c in cells)
+        _histogram(ax, [float(c.get("points", 0) or 0) for c in cells], maximum, title=gid,
+                   xlabel=f"points (out of {maximum:g})")
+    fig.suptitle(f"{aid}: points per exercise", fontsize=11)
+    return _png(fig)
+
+
+# ---------------------------------------------------------------- HTML
+CSS = """
+:root { color-scheme: light dark; --fg: #1d1d1f; --bg: #ffffff; --muted: #6e6e73; --line: #d2d2d7;
+        --warn: #b3261e; --card: #f5f5f7; }
+@media (prefers-color-scheme: dark) {
+  :root { --fg: #f5f5f7; --bg: #1d1d1f; --muted: #a1a1a6; --line: #424245; --warn: #ff8a80; --card: #2c2c2e; }
+}
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg); background: var(--bg);
+       max-width: 1100px; margin: 2em auto; padding: 0 1em; }
+h1 { font-size: 1.6em; margin-bottom: .2em; } h2 { margin-top: 2em; border-bottom: 1px solid var(--line); }
+h3 { margin-top: 1.5em; }
+.muted { color: var(--muted); } .warn { color: var(--warn); font-weight: 600; }
+table { border-collapse: collapse; margin: .6em 0 1.2em; width: 100%; }
+th, td { border-bottom: 1px solid var(--line); padding: .3em .6em; text-align: left; vertical-align: top; }
+th { font-weight: 600; } td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+figure { margin: .5em 0 1em; } figure img { max-width: 100%; border-radius: 6px; background: #fff; }
+.cards { display: flex; gap: 1em; flex-wrap: wrap; margin: 1em 0; }
+.card { background: var(--card); border-radius: 8px; padding: .6em 1em; min-width: 9em; }
+.card b { display: block; font-size: 1.5em; }
+code, .msg { font-family: ui-monospace, "SFMono-Regular", Menlo, monospace; font-size: .88em; }
+.msg { white-space: pre-wrap; word-break: break-word; }
+.gid { color: var(--muted); font-size: .8em; }
+td.missing { color: var(--muted); } td.full { font-weight: 600; }
+table.students td, table.students th { white-space: nowrap; }
+"""
+
+
+# ---------------------------------------------------------------- the course: names for things
+@dataclass
+class CourseInfo:
+    """What the source notebooks say about the course (all optional: the report works without them)."""
+
+    course_id: str = ""
+    titles: dict[str, str] = field(default_factory=dict)                 # assignment -> first heading
+    exercises: dict[str, dict[str, str]] = field(default_factory=dict)   # assignment -> grade_id -> docstring
+    folder: str = ""
+
+
+def _docstring(source: str) -> str:
+    """The first line of a test cell's docstring ("" if it has none or does not parse)."""
+    code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
+    try:                                                  # (IPython magics and shell lines are not Python)
+        doc = ast.get_docstring(ast.parse(code))
+    except (SyntaxError, ValueError):
+        match = re.match(r'\s*(?:"""|\'\'\')(.+?)(?:"""|\'\'\'|$)', code, re.S)
+        doc = match.group(1) if match else None
+    return " ".join(doc.strip().splitlines()[0].split()) if doc and doc.strip() else ""
+
+
+def _heading(cells: list) -> str:
+    from ..course.notebooks import cell_source
+    for cell in cells:
+        if isinstance(cell, dict) and cell.get("cell_type") == "markdown":
+            for line in cell_source(cell).splitlines():
+                if line.startswith("#"):
+                    return line.lstrip("#").strip()
+    return ""
+
+
+def _course_id(course: Path) -> str:
+    config = course / "nbgrader_config.py"
+    if not config.is_file():
+        return ""
+    try:                       # the instructor's own config file, loaded as nbgrader loads it
+        from traitlets.config.loader import PyFileConfigLoader
+        loaded = PyFileConfigLoader(config.name, path=str(course)).load_config()
+        value = loaded.CourseDirectory.get("course_id", "")
+    except Exception:  # noqa: BLE001 - a broken config only costs the title its course name
+        return ""
+    return value if isinstance(value, str) else ""
+
+
+def _source_notebooks(course: Path | None) -> dict[str, Path]:
+    """<course>/source/<id>/<one>.ipynb, else the repository's solutions/<id>.ipynb (as the grader finds them)."""
+    found: dict[str, Path] = {}
+    if course is not None and (course / "source").is_dir():
+        for folder in sorted(p for p in (course / "source").iterdir() if p.is_dir()):
+            nbs = sorted(folder.glob("*.ipynb"))
+            if len(nbs) == 1:
+                found[folder.name] = nbs[0]
+    if not found:
+        found = {p.stem: p for p in sorted((Path(__file__).resolve().parents[1] / "solutions").glob("*.ipynb"))}
+    return found
+
+
+def default_course(out: Path) -> Path | None:
+    """OUT's parent when it is an nbgrader course (course mode writes COURSE/grades), else build/course."""
+    out = Path(out).resolve()
+    if (out.parent / "nbgrader_config.py").is_file() and (out.parent / "source").is_dir():
+        return out.parent
+    built = Path(__file__).resolve().parents[1] / "build" / "course"
+    return built if built.is_dir() else None
+
+
+def course_info(course: Path | None, assignments: list[str]) -> CourseInfo:
+    """Titles and exercise names for `assignments` from the course's source notebooks."""
+    from ..course.notebooks import cell_source, nbgrader_meta
+    info = CourseInfo(course_id=_course_id(course) if course else "", folder=str(course or ""))
+    paths = _source_notebooks(course)
+    for aid in assignments:
+        if aid not in paths:
+            continue
+        try:
+            nb = json.loads(paths[aid].read_text(encoding="utf-8"))
+            cells = nb["cells"] if isinstance(nb.get("cells"), list) else []
+        except (OSError, ValueError, AttributeError, KeyError):
+            continue
+        info.titles[aid] = _heading(cells)
+        names = {}
+        for cell in cells:
+            meta = nbgrader_meta(cell)
+            if meta.get("grade") is True and meta.get("solution") is not True and isinstance(meta.get("grade_id"), str):
+                names[meta["grade_id"]] = _docstring(cell_source(cell))
+        info.exercises[aid] = names
+    return info
+
+
+# ---------------------------------------------------------------- HTML helpers
+def _e(text) -> str:
+    return html_text(text)
+
+
+def inline_code(text) -> str:
+    """Escaped text with `code` spans as <code> (an unpaired backtick stays a backtick)."""
+    parts = str(text).split("`")
+    if len(parts) % 2 == 0:                       # odd number of backticks: the last one is literal
+        parts[-2:] = [parts[-2] + "`" + parts[-1]]
+    return "".join(f"<code>{_e(p)}</code>" if i % 2 else _e(p) for i, p in enumerate(parts))
+
+
+def _feedback_href(out: Path | None, student: str, aid: str) -> str:
+    if out is None or not aid:
+        return ""
+    rel = Path("feedback") / student / f"{aid}.html"
+    if not (out / rel).is_file():
+        return ""
+    return "/".join(quote(part) for part in rel.parts)
+
+
+def _feedback_link(out: Path | None, student: str, aid: str) -> str:
+    href = _feedback_href(out, student, aid)
+    return f' <a href="{_e(href)}">feedback</a>' if href else ""
+
+
+def _students(names: list[str], limit: int = 8) -> str:
+    names = sorted(set(names))
+    shown = ", ".join(_e(n) for n in names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def _exercise_name(info: CourseInfo, aid: str, gid: str) -> str:
+    doc = info.exercises.get(aid, {}).get(gid, "")
+    if doc:
+        return f'{inline_code(doc)}<br><code class="gid">{_e(gid)}</code>'
+    return f'<code class="gid">{_e(gid)}</code>'
+
+
+def _exercise_stats(cells: list[dict]) -> dict:
+    earned = [float(c.get("points", 0) or 0) for c in cells]
+    maximum = max(float(c.get("max_points", 0) or 0) for c in cells)
+    passed = sum(1 for c in cells if c.get("passed"))
+    failures: dict[str, list] = OrderedDict()
+    for c in cells:
+        reason = str(c.get("reason") or "").strip()
+        if c.get("passed") or not reason:
+            continue
+        failures.setdefault(failure_key(reason), []).append((c["_student"], reason))
+    top = sorted(failures.values(), key=lambda v: -len(v))[:TOP_FAILURES]
+    return {"n": len(cells), "max": maximum, "mean": sum(earned) / len(earned) if earned else 0.0,
+            "passed": passed, "top": top, "kinds": len(failures)}
+
+
+def _graded(results: ClassResults, aid: str) -> list[Row]:
+    return [r for r in results.rows if r.assignment == aid and r.status != MISSING]
+
+
+# ---------------------------------------------------------------- sections
+def _attention_section(results: ClassResults, out: Path | None) -> list[str]:
+    attention = [r for r in results.rows if r.status not in (GRADED, MISSING)]
+    if not attention:
+        return []
+    rank = {s: i for i, s in enumerate(ATTENTION_ORDER)}
+    attention.sort(key=lambda r: (rank.get(r.status, len(rank)), r.student, r.assignment))
+    parts = ['<h2 id="attention">Needs attention: timeouts, crashes, ungradable submissions</h2>',
+             '<table><tr><th>student</th><th>assignment</th><th>status</th><th class="num">score</th>'
+             '<th>what happened</th></tr>']
+    for r in attention:
+        parts.append(f'<tr><td>{_e(r.student)}</td><td>{_e(r.assignment) or "&mdash;"}</td>'
+                     f'<td class="warn">{_e(r.status)}</td><td class="num">{r.score:g}/{r.max_score:g}</td>'
+                     f'<td class="msg">{inline_code(_shorten(r.reason, 600))}'
+                     f'{_feedback_link(out, r.student, r.assignment)}</td></tr>')
+    parts.append("</table>")
+    return parts
+
+
+def _student_cell(row: Row | None, out: Path | None) -> str:
+    if row is None or row.status == MISSING:
+        return '<td class="missing">missing</td>'
+    score = f"{row.score:g}/{row.max_score:g}"
+    href = _feedback_href(out, row.student, row.assignment)
+    shown = f'<a href="{_e(href)}">{score}</a>' if href else score
+    status = "" if row.status == GRADED else f' <span class="warn">{_e(row.status)}</span>'
+    full = ' class="num full"' if row.status == GRADED and row.max_score > 0 and row.score >= row.max_score \
+        else ' class="num"'
+    return f"<td{full}>{shown}{status}</td>"
+
+
+def _students_section(results: ClassResults, assignments: list[str], out: Path | None) -> list[str]:
+    """One row per student: score (linked to the feedback page) and status per assignment, and the total."""
+    by_key = {(r.student, r.assignment): r for r in results.rows if r.assignment}
+    students = sorted({r.student for r in results.rows if r.assignment in assignments})
+    if not students:
+        return []
+    head = "".join(f'<th class="num"><a href="#{_e(a)}">{_e(a)}</a></th>' for a in assignments)
+    parts = ['<h2 id="students">Students</h2>',
+             '<p class="muted">Score per assignment (a link opens the feedback page); a status other than '
+             'a plain score needs a look. Missing submissions count as 0 in the total.</p>',
+             f'<table class="students"><tr><th>student</th>{head}<th class="num">total</th></tr>']
+    maxima = {a: max(r.max_score for r in _graded(results, a)) for a in assignments}
+    for student in students:
+        rows = [by_key.get((student, a)) for a in assignments]
+        total = sum(r.score for r in rows if r is not None and r.status != MISSING)
+        parts.append(f"<tr><td>{_e(student)}</td>" + "".join(_student_cell(r, out) for r in rows)
+                     + f'<td class="num">{total:g}/{sum(maxima.values()):g}</td></tr>')
+    parts.append("</table>")
+    return parts
+
+
+def _assignment_section(results: ClassResults, aid: str, out: Path | None, info: CourseInfo) -> list[str]:
+    rows = [r for r in results.rows if r.assignment == aid]
+    graded = _graded(results, aid)
+    missing = sorted(r.student for r in rows if r.status == MISSING)
+    title = info.titles.get(aid, "")
+    parts = [f'<h2 id="{_e(aid)}">{_e(aid)}{": " + inline_code(title) if title else ""}</h2>']
+    scores = sorted(r.score for r in graded)
+    maximum = max(r.max_score for r in graded)
+    median = scores[len(scores) // 2] if len(scores) % 2 else (scores[len(scores) // 2 - 1] + scores[len(scores) // 2]) / 2
+    full = sum(1 for s in scores if s >= maximum > 0)
+    parts.append('<div class="cards">'
+                 f'<div class="card"><b>{len(graded)}</b>graded</div>'
+                 f'<div class="card"><b>{sum(scores) / len(scores):.2f}</b>mean of {maximum:g}</div>'
+                 f'<div class="card"><b>{median:g}</b>median</div>'
+                 f'<div class="card"><b>{full}</b>full marks</div>'
+                 f'<div class="card"><b>{len(missing)}</b>missing</div></div>')
+    parts.append(f'<figure><img class="histogram" alt="{_e(aid)}: histogram of total scores" '
+                 f'src="data:image/png;base64,{_total_figure(aid, graded)}"></figure>')
+    exercises: OrderedDict[str, list[dict]] = OrderedDict()
+    for r in graded:
+        for c in r.cells:
+            if "grade_id" in c:
+                exercises.setdefault(str(c["grade_id"]), []).append(dict(c, _student=r.student))
+    if exercises:
+        parts.append(f'<figure><img class="histogram" alt="{_e(aid)}: histograms of points per exercise" '
+                     f'src="data:image/png;base64,{_exercise_figure(aid, exercises)}"></figure>')
+        parts.append('<table><tr><th>exercise</th><th class="num">points</th><th class="num">mean</th>'
+                     '<th class="num">passed</th><th>most frequent failure messages (students)</th></tr>')
+        for gid, cells in exercises.items():
+            s = _exercise_stats(cells)
+            if s["top"]:
+                msgs = "".join(
+                    f'<li><span class="msg">{inline_code(_shorten(group[0][1]))}</span> '
+                    f'<span class="muted">&mdash; {len(group)}&times;: {_students([g[0] for g in group])}'
+                    f'{" (numbers vary)" if len({g[1] for g in group}) > 1 else ""}</span></li>'
+                    for group in s["top"])
+                more = f'<span class="muted">{s["kinds"] - len(s["top"])} other message(s)</span>' \
+                    if s["kinds"] > len(s["top"]) else ""
+                failures = f"<ol>{msgs}</ol>{more}"
+            else:
+                failures = '<span class="muted">none</span>'
+            parts.append(f'<tr><td>{_exercise_name(info, aid, gid)}</td><td class="num">{s["max"]:g}</td>'
+                         f'<td class="num">{s["mean"]:.2f}</td><td class="num">{s["passed"]}/{s["n"]}</td>'
+                         f'<td>{failures}</td></tr>')
+        parts.append("</table>")
+    else:
+        parts.append('<p class="muted">No per-exercise results (results.json missing or without cells).</p>')
+    if missing:
+        parts.append(f'<p class="muted">Missing ({len(missing)}): {_students(missing, limit=40)}</p>')
+    return parts
+
+
+def title_for(info: CourseInfo, assignments: list[str]) -> str:
+    """`<course>: class report` (and the assignment, when there is only one)."""
+    name = info.course_id or "Course"
+    if len(assignments) == 1:
+        return f"{name}: class report for {assignments[0]}"
+    return f"{name}: class report"
+
+
+def render(results: ClassResults, out: Path | None = None, title: str | None = None,
+           info: CourseInfo | None = None) -> str:
+    """The whole report as one HTML string."""
+    info = info or CourseInfo()
+    with_work = [a for a in results.assignments if _graded(results, a)]
+    without = [a for a in results.assignments if a not in with_work]
+    title = title or title_for(info, with_work or results.assignments)
+    statuses = Counter(r.status for r in results.rows)
+    attention = _attention_section(results, out)
+    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">', CSP_META,
+             '<meta name="viewport" content="width=device-width, initial-scale=1">',
+             f"<title>{_e(title)}</title><style>{CSS}</style></head><body>",
+             f"<h1>{_e(title)}</h1>",
+             f'<p class="muted">{len(results.students)} student(s), {len(with_work)} assignment(s) with graded work; '
+             + ", ".join(f"{_e(k)} {v}" for k, v in sorted(statuses.items())) + ".</p>"]
+    if with_work:
+        parts.append("<p>Assignments: " + " &middot; ".join(
+            f'<a href="#{_e(a)}">{_e(a)}</a>' + (f' <span class="muted">({inline_code(info.titles[a])})</span>'
+                                                 if info.titles.get(a) else "") for a in with_work) + "</p>")
+    if without:
+        parts.append(f'<p class="muted">No submissions for: {", ".join(_e(a) for a in without)}.</p>')
+    if not attention:
+        parts.append('<p>Nothing needs attention: every submitted notebook ran to the end within its time '
+                     'limits.</p>')
+    parts.extend(attention)
+    parts.extend(_protections_section(results))
+    parts.extend(_students_section(results, with_work, out))
+    for aid in with_work:
+        parts.extend(_assignment_section(results, aid, out, info))
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def write_report(out: Path, output: Path | None = None, course: Path | None = None) -> Path:
+    out = Path(out)
+    results = load(out)
+    output = Path(output) if output else out / "report.html"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    links_from = out if output.resolve().parent == out.resolve() else None
+    info = course_info(Path(course) if course else default_course(out), results.assignments)
+    output.write_text(render(results, links_from, info=info), encoding="utf-8")
+    return output
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder.publish.report", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out", type=Path, help="the --out folder of `python -m autograder grade`")
+    parser.add_argument("--output", type=Path, default=None, help="where to write the report (default OUT/report.html)")
+    parser.add_argument("--course", type=Path, default=None,
+                        help="the nbgrader course folder (names and titles; default: OUT/.. if it is one, "
+                             "else build/course)")
+    args = parser.parse_args(argv)
+    try:
+        path = write_report(args.out, args.output, args.course)
+    except (OSError, ValueError) as err:
+        sys.stderr.write(f"autograder.publish.report: error: {err}\n")
+        return 1
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

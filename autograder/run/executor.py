@@ -1,0 +1,475 @@
+"""Run a graded notebook cell by cell, surviving timeouts and dying kernels.
+
+- Before each test cell its observation files are deleted; right after it, they
+  are read (without following links) into the grader's memory. So a test cell
+  is judged only on what it recorded itself.
+- A cell past its timeout is interrupted; if the kernel cannot be interrupted
+  (a loop inside compiled XLA code) or dies (os._exit, a segfault, a resource
+  limit), the kernel is killed, a fresh one is started in the same working
+  copy, the earlier cells (not the test cells) are replayed, the offending
+  cell is marked failed and the rest of the notebook still runs. Where a
+  kernel died of a limit, the sandbox says which (`Kernel.post_mortem()`:
+  memory, processes, disk) and that is the status.
+
+Threat model: the kernel's code is hostile and may keep threads running
+between cells. The observation folder is only ever touched through a
+descriptor opened with O_NOFOLLOW (a symlink planted in its place finds
+nothing and deletes nothing elsewhere), entries in it are removed without
+following links (workcopy.remove through /proc/self/fd), and files are read
+with O_NOFOLLOW, size-capped. Provenance: the whole folder is emptied before a
+test cell, *again* between its visible and hidden parts, and after its
+results are harvested, so the observations harvested after the hidden part
+were written while it ran; anything found at those points (other than the
+cell's own two files afterwards) is logged in `RunResult.observe_log`.
+
+Hidden parts run last. The kernel is hostile and may print, store or encode the
+source of every execution it is given (an IPython `pre_run_cell` callback sees
+each one), so nothing it outputs after it has seen a hidden part can be shown to
+anyone. A test cell's *visible* part runs in its place in the notebook; right
+after it the grader snapshots the kernel's namespace (`SNAPSHOT_CODE`, trusted,
+evaluated as a user expression of that same execute request: no extra round trip). Once every cell
+has run, each hidden part runs in turn:
+the namespace is put back as it was after its visible part (`RESTORE_CODE`),
+the hidden part runs, its results are harvested, and *everything it or the
+restore printed is dropped*; an error in it is reported by a fixed text, never
+by what the student's code said (`HiddenTestError`). So the outputs in the
+graded notebook and on the feedback page all come from executions that ran
+before the kernel had seen any hidden line. After a kernel restart the replay
+takes the snapshots again at each test cell's place.
+
+Budgets: `budget` seconds of wall clock for the whole notebook (kernel starts
+and replays included): a cell's timeout is cut to what is left, and once it is
+spent the remaining cells are not run (status `timeout`). `max_output_chars`
+caps the output kept over the whole notebook (status `too_much_output`).
+"""
+from __future__ import annotations
+
+import os
+import stat
+import time
+from dataclasses import dataclass, field
+from collections.abc import Callable
+
+from nbformat import NotebookNode
+from nbformat import v4 as nbv4
+
+from ..sandbox import workcopy
+from .namespace_guard import GUARD_CODE, split_hidden
+from .kernel import MAX_MESSAGE_BYTES, MAX_OUTPUT_CHARS, MAX_OUTPUTS, CellRun, Kernel, KernelStartError
+from ..messages import text
+from ..records import CellOutcome, RunResult
+from ..limits import MAX_LOGGED_NAMES, MAX_OBSERVATION_BYTES, MAX_RESTARTS, NOTEBOOK_OUTPUT_CHARS, SNAPSHOT_TIMEOUT
+
+__all__ = ["CellOutcome", "RunResult", "run_notebook", "cell_label", "ARRAYS_SUFFIX", "VALUES_SUFFIX",
+           "SNAPSHOT_CODE", "RESTORE_CODE", "HIDDEN_ERROR"]
+
+ARRAYS_SUFFIX = ".npz"      # namedaxes.grading.ARRAYS_SUFFIX
+VALUES_SUFFIX = ".json"     # namedaxes.grading.VALUES_SUFFIX
+HIDDEN_ERROR = "HiddenTestError"           # the ename of every error in a hidden part (what it said is not kept)
+# trusted, run silently right after a test cell's visible part, and the restore before its hidden part
+# (the grade id is an nbgrader id from the source notebook: `^[a-zA-Z0-9_\-]*$`, inserted with repr)
+SNAPSHOT_CODE = ("__import__('sys').__dict__.setdefault('_autograder_snapshots', {{}}).__setitem__({gid!r}, "
+                 "dict(get_ipython().user_ns))")     # an expression: a user_expression of the visible part
+RESTORE_CODE = ("(lambda snap, ns: (ns.clear(), ns.update(snap)))("
+                "__import__('sys').__dict__['_autograder_snapshots'].pop({gid!r}), get_ipython().user_ns)")
+
+
+def cell_label(nb: NotebookNode, index: int) -> str:
+    cell = nb.cells[index]
+    meta = cell.get("metadata", {})
+    gid = (meta.get("nbgrader") or {}).get("grade_id") if isinstance(meta.get("nbgrader"), dict) else None
+    if gid:
+        return text("cell_grade_id", grade_id=gid)
+    if (meta.get("autograder") or {}).get("student_added"):
+        added = [i for i, c in enumerate(nb.cells) if (c.metadata.get("autograder") or {}).get("student_added")]
+        return text("cell_added", index=index, n=added.index(index) + 1)
+    cid = cell.get("id")
+    return text("cell_id", cell_id=cid) if cid else text("cell_number", number=index + 1)
+
+
+# ---------------------------------------------------------------- observations
+def _open_observe(observe_dir) -> int | None:
+    try:
+        return os.open(observe_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return None                             # not a real folder: harvesting finds nothing either
+
+
+def clear_all_observations(observe_dir) -> list[str]:
+    """Empty the observation folder (never following a link); the names that were there."""
+    dir_fd = _open_observe(observe_dir)
+    if dir_fd is None:
+        return []
+    try:
+        names = sorted(os.listdir(dir_fd))
+        for name in names:
+            try:
+                st = os.lstat(name, dir_fd=dir_fd)
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                workcopy.remove(f"/proc/self/fd/{dir_fd}/{name}")
+            else:
+                try:
+                    os.unlink(name, dir_fd=dir_fd)
+                except OSError:
+                    pass
+        return names
+    except OSError:
+        return []
+    finally:
+        os.close(dir_fd)
+
+
+def clear_observations(observe_dir, grade_id: str) -> None:
+    """Empty the observation folder (kept for callers that name the test cell)."""
+    clear_all_observations(observe_dir)
+
+
+def _names(names: list[str]) -> str:
+    shown = ", ".join(ascii(n) for n in names[:MAX_LOGGED_NAMES])
+    return shown + (f" and {len(names) - MAX_LOGGED_NAMES} more" if len(names) > MAX_LOGGED_NAMES else "")
+
+
+def _read_nofollow(dir_fd: int, name: str) -> bytes | None:
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_OBSERVATION_BYTES:
+            return None
+        chunks, left = [], MAX_OBSERVATION_BYTES + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 2**20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+        return data if len(data) <= MAX_OBSERVATION_BYTES else None
+    finally:
+        os.close(fd)
+
+
+def harvest_observations(observe_dir, grade_id: str) -> tuple[bytes | None, bytes | None] | None:
+    """The bytes of <grade_id>.npz / .json, read without following links; None if nothing."""
+    try:
+        dir_fd = os.open(observe_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        npz = _read_nofollow(dir_fd, grade_id + ARRAYS_SUFFIX)
+        values = _read_nofollow(dir_fd, grade_id + VALUES_SUFFIX)
+    finally:
+        os.close(dir_fd)
+    if npz is None and values is None:
+        return None
+    return npz, values
+
+
+# ---------------------------------------------------------------- the run
+def guard_index(nb: NotebookNode) -> int:
+    """The last locked code cell before the first answer or test cell (-1 if none)."""
+    last = -1
+    for i, cell in enumerate(nb.cells):
+        meta = cell.get("metadata", {}).get("nbgrader")
+        meta = meta if isinstance(meta, dict) else {}
+        if meta.get("solution") or meta.get("grade"):
+            break
+        if cell.cell_type == "code" and meta.get("locked"):
+            last = i
+    return last
+
+
+def _install_guard(kernel: Kernel, timeout: float) -> None:
+    run = kernel.execute(GUARD_CODE, timeout, store_history=False)
+    if run.status != "ok":
+        raise RuntimeError(f"installing the monkeypatch guard failed: {run.status} {run.ename}: {run.evalue}")
+
+
+def _snapshot(kernel: Kernel, gid: str) -> None:
+    """Keep the namespace as the test cell's visible part left it (its hidden part runs in it at the end).
+    (While grading, the snapshot is the visible part's own user expression: no extra execution.)"""
+    kernel.execute(SNAPSHOT_CODE.format(gid=gid), SNAPSHOT_TIMEOUT, store_history=False, max_chars=0)
+
+
+def _execute_hidden(kernel: Kernel, gid: str, hidden: str, timeout: float) -> CellRun:
+    """Restore the test cell's namespace, run its hidden part; nothing either printed is kept."""
+    t0 = time.monotonic()
+    run = kernel.execute(RESTORE_CODE.format(gid=gid), timeout, store_history=False, max_chars=0)
+    if run.status in ("ok", "error"):        # no snapshot (the student removed it): the namespace as it is
+        left = max(0.1, timeout - (time.monotonic() - t0))
+        run = kernel.execute(hidden, left, store_history=False, max_chars=0)
+    run.outputs, run.output_chars, run.truncated = [], 0, False
+    if run.status == "error":
+        run.ename, run.evalue = HIDDEN_ERROR, text("hidden_part_failed")
+    run.seconds = time.monotonic() - t0
+    return run
+
+
+def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel | None,
+                 new_kernel: Callable[[int], Kernel], cell_timeout: float,
+                 start_timeout: float = 90.0, guard: bool = True, prelude: str = "",
+                 budget: float | None = None, max_output_chars: int = NOTEBOOK_OUTPUT_CHARS,
+                 budget_label: str = "") -> RunResult:
+    """Execute the code cells of `nb` in place (outputs written into the cells).
+
+    `tests` maps cell index -> grade_id of the test cells. `first_kernel` is an
+    already started (warm) kernel, or None to start one with `new_kernel(0)`;
+    `new_kernel(n)` starts the n-th replacement kernel in the same working copy.
+    `prelude` is trusted code run silently in every kernel before the first cell.
+    `budget`: wall-clock seconds for the whole run (None: no budget); `budget_label` says
+    what it is in messages (default: "the notebook's time budget of N s").
+    """
+    t0 = time.monotonic()
+    deadline = t0 + budget if budget else float("inf")
+    result = RunResult()
+    code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+    guard_after = guard_index(nb) if guard else None
+    fatal: set[int] = set()
+    kernel = first_kernel
+    chars_left = max_output_chars
+    capped = False
+    what = budget_label or (text("budget_notebook", seconds=f"{budget:g}") if budget else "")
+
+    def left() -> float:
+        return deadline - time.monotonic()
+
+    def start(n: int, warm: Kernel | None) -> Kernel | None:
+        k = warm
+        for attempt in range(2):
+            try:
+                if k is None:
+                    k = new_kernel(n * 2 + attempt)
+                k.wait_ready(max(1.0, min(start_timeout, left())))
+                if prelude:
+                    run = k.execute(prelude, start_timeout, store_history=False)
+                    if run.status != "ok":
+                        raise RuntimeError(f"the grader's prelude failed: {run.ename}: {run.evalue}")
+                return k
+            except KernelStartError as err:
+                if k is not None:
+                    k.kill()
+                k = None
+                result.start_error = str(err)
+        return None
+
+    def out_of_time(rest: list[int]) -> None:
+        _mark_rest(result, rest, text("budget_ran_out", what=what))
+        result.events.append(("timeout", text("ran_out_of", what=what, n=len(rest))))
+
+    def log(gid: str, when: str, names: list[str]) -> None:
+        if names:
+            result.observe_log.append(f"{gid}: {when}: {_names(names)}")
+
+    kernel = start(0, kernel)
+    if kernel is None:
+        if left() <= 0:                       # the budget ran out while the kernel was starting
+            out_of_time(code_cells)
+            result.start_error = ""
+        else:
+            for i in code_cells:
+                result.outcomes[i] = CellOutcome("not_run")
+        result.seconds = time.monotonic() - t0
+        return result
+
+    # every code cell in order (a test cell: its visible part), then the hidden parts (module docstring)
+    hidden_of = {i: split_hidden(nb.cells[i].source)[1] for i in code_cells if i in tests}
+    steps = [(i, False) for i in code_cells] + [(i, True) for i in code_cells if hidden_of.get(i)]
+    visible_seconds: dict[int, float] = {}
+
+    def rest(p: int) -> list[int]:
+        return list(dict.fromkeys(j for j, _ in steps[p:]))
+
+    def done_cells(p: int) -> list[int]:
+        return [j for j, h in steps[:p] if not h]
+
+    pos = 0
+    try:
+        if guard_after == -1:
+            _install_guard(kernel, cell_timeout)
+        while pos < len(steps):
+            i, hidden_step = steps[pos]
+            cell = nb.cells[i]
+            gid = tests.get(i)
+            if hidden_step and (result.outcomes.get(i) is None or result.outcomes[i].status != "ok"):
+                pos += 1                          # its visible part failed: the hidden part does not run
+                continue
+            if left() <= 0:
+                out_of_time(rest(pos))
+                break
+            limit = min(cell_timeout, left())
+            cut = limit < cell_timeout            # this cell's timeout is the rest of the budget
+            label = cell_label(nb, i)
+            if hidden_step:
+                limit = min(max(0.1, cell_timeout - visible_seconds.get(i, 0.0)), left())
+                cut = limit < cell_timeout - visible_seconds.get(i, 0.0)
+                log(gid, "found before the hidden part ran", clear_all_observations(kernel.observe_dir))
+                run = _execute_hidden(kernel, gid, hidden_of[i], limit)
+                run.seconds += visible_seconds.get(i, 0.0)
+            else:
+                if gid is not None:
+                    log(gid, "found before the cell ran", clear_all_observations(kernel.observe_dir))
+                notebook_cap = chars_left < MAX_OUTPUT_CHARS     # the notebook's cap binds before the cell's
+                source = split_hidden(cell.source)[0] if hidden_of.get(i) else cell.source
+                snap = {"snapshot": SNAPSHOT_CODE.format(gid=gid)} if hidden_of.get(i) else None
+                run = kernel.execute(source, limit, max_chars=chars_left, user_expressions=snap)
+                cell.outputs = run.outputs
+                cell.execution_count = run.execution_count
+                chars_left = max(0, chars_left - run.output_chars)
+                if run.truncated and run.status != "oversized":
+                    if notebook_cap or chars_left == 0:
+                        if not capped:
+                            capped = True
+                            result.events.append(("too_much_output", text("output_notebook_cap", label=label,
+                                                                          limit=f"{max_output_chars:,}")))
+                    else:
+                        result.events.append(("too_much_output", text("output_cell_cap", label=label,
+                                                                      limit=f"{MAX_OUTPUT_CHARS:,}",
+                                                                      outputs=MAX_OUTPUTS)))
+            if gid is not None and hidden_of.get(i) and not hidden_step:
+                log(gid, "written by the visible part", clear_all_observations(kernel.observe_dir))
+                if run.status == "ok":              # (its user expression took the snapshot)
+                    visible_seconds[i] = run.seconds
+            elif gid is not None:
+                got = harvest_observations(kernel.observe_dir, gid)
+                if got is not None:
+                    result.observations[gid] = got
+                own = {gid + ARRAYS_SUFFIX, gid + VALUES_SUFFIX}
+                log(gid, "beside the cell's own results", [n for n in clear_all_observations(kernel.observe_dir)
+                                                           if n not in own])
+            how = (text("stopped_budget", what=what) if cut else text("ran_longer", seconds=f"{cell_timeout:g}"))
+            if run.status in ("ok", "error"):
+                result.outcomes[i] = CellOutcome(run.status, run.ename, run.evalue, run.seconds)
+                if i == guard_after and not hidden_step:
+                    _install_guard(kernel, cell_timeout)
+                pos += 1
+                continue
+            if run.status == "timeout":
+                result.outcomes[i] = CellOutcome("timeout", "TimeoutError", text("this_cell_interrupted", how=how),
+                                                 run.seconds)
+                result.events.append(("timeout", text("cell_interrupted", label=label, how=how)))
+                fatal.add(i)
+                pos += 1
+                continue
+            # hung (killed after a timeout), oversized or died: a new kernel, replay, go on
+            if run.status == "hung":
+                result.outcomes[i] = CellOutcome("timeout", "TimeoutError", text("this_cell_hung", how=how),
+                                                 run.seconds)
+                result.events.append(("timeout", text("cell_hung", label=label, how=how)))
+            elif run.status == "oversized":
+                mib = MAX_MESSAGE_BYTES // 2**20
+                result.outcomes[i] = CellOutcome("error", "OutputTooLarge", text("this_cell_oversized", mib=mib),
+                                                 run.seconds)
+                result.events.append(("too_much_output", text("cell_oversized", label=label, mib=mib)))
+            else:
+                code = kernel.proc.returncode if kernel.proc is not None else None
+                if code is not None and code > 128 and kernel.sandbox.isolate:
+                    code = 128 - code          # bwrap reports a child killed by signal N as exit 128+N
+                kernel.kill()
+                hit = _post_mortem(kernel)
+                if hit is not None:
+                    result.outcomes[i] = CellOutcome("died", "LimitReached", hit.reason, run.seconds)
+                    result.events.append((hit.status, text("limit_restarted", label=label, reason=hit.reason)))
+                else:
+                    why = _death_reason(code)
+                    result.outcomes[i] = CellOutcome("died", "DeadKernelError", text("this_cell_died", why=why),
+                                                     run.seconds)
+                    result.events.append(("kernel_died", text("cell_died", label=label, why=why)))
+            _append_error_output(cell, result.outcomes[i])
+            fatal.add(i)
+            kernel.kill()
+            kernel = None
+            if result.restarts >= MAX_RESTARTS:
+                _mark_rest(result, rest(pos + 1), text("too_many_restarts"))
+                break
+            if left() <= 0:
+                out_of_time(rest(pos + 1))
+                break
+            result.restarts += 1
+            kernel = start(result.restarts, None)
+            if kernel is None:
+                _mark_rest(result, rest(pos + 1), text("not_restarted"))
+                result.events.append(("kernel_died", text("not_restarted_because", error=result.start_error)))
+                break
+            replayed = _replay(kernel, nb, done_cells(pos), tests, fatal,
+                               cell_timeout, guard_after, deadline, snapshots=hidden_of)
+            if replayed != "ok":
+                kernel.kill()
+                kernel = None
+                if replayed == "budget":
+                    out_of_time(rest(pos + 1))
+                    break
+                _mark_rest(result, rest(pos + 1), text("replay_failed_rest"))
+                result.events.append(("kernel_died", text("replay_failed", label=label)))
+                break
+            pos += 1
+    finally:
+        if kernel is not None:
+            kernel.kill()
+            hit = _post_mortem(kernel)            # a limit hit that did not kill it (disk, processes)
+            if hit is not None and not any(s == hit.status for s, _ in result.events):
+                result.events.append((hit.status, hit.reason))
+    result.seconds = time.monotonic() - t0
+    return result
+
+
+def _post_mortem(kernel: Kernel):
+    """The sandbox's verdict on why a kernel died (a LimitHit with .status and .reason), or None."""
+    ask = getattr(kernel, "post_mortem", None)
+    if ask is None:
+        return None
+    try:
+        return ask()
+    except Exception:  # noqa: BLE001 - no verdict is better than a crashed worker
+        return None
+
+
+def _death_reason(returncode: int | None) -> str:
+    if returncode is None:
+        return ""
+    if returncode < 0:
+        try:
+            name = __import__("signal").Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        key = {"SIGXCPU": "died_cpu", "SIGSEGV": "died_segv", "SIGKILL": "died_killed",
+               "SIGXFSZ": "died_fsize"}.get(name)
+        return text(key) if key else text("died_signal", signal=name)
+    return text("died_exit", code=returncode)
+
+
+def _append_error_output(cell: NotebookNode, outcome: CellOutcome) -> None:
+    cell.outputs = list(cell.get("outputs", [])) + [
+        nbv4.new_output("error", ename=outcome.ename, evalue=outcome.evalue, traceback=[f"{outcome.ename}: {outcome.evalue}"])]
+
+
+def _mark_rest(result: RunResult, indices: list[int], why: str) -> None:
+    for j in indices:
+        result.outcomes[j] = CellOutcome("not_run", "NotRun", text("not_run_because", why=why))
+
+
+def _replay(kernel: Kernel, nb: NotebookNode, indices: list[int], tests: dict[int, str], fatal: set[int],
+            timeout: float, guard_after: int | None, deadline: float = float("inf"),
+            snapshots: dict[int, str] | None = None) -> str:
+    """Re-run the earlier cells (not the test cells): 'ok', 'failed', or 'budget' (time ran out).
+    At each test cell with a hidden part (`snapshots`: index -> hidden part) the namespace is
+    snapshotted again, for its hidden part at the end."""
+    if guard_after == -1:
+        _install_guard(kernel, timeout)
+    for j in indices:
+        if j in tests and j not in fatal and (snapshots or {}).get(j):
+            _snapshot(kernel, tests[j])
+        if j in tests or j in fatal:
+            continue
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return "budget"
+        run = kernel.execute(nb.cells[j].source, min(timeout, left))
+        if run.status not in ("ok", "error"):
+            return "budget" if deadline - time.monotonic() <= 0 else "failed"
+        if j == guard_after:
+            _install_guard(kernel, timeout)
+    return "ok"

@@ -1,0 +1,441 @@
+"""One sandboxed IPython kernel, driven cell by cell over ZeroMQ IPC sockets.
+
+The grader talks to the kernel itself (no nbclient): it needs to tell three
+endings apart — a cell that finished, a cell that ran past its timeout and was
+interrupted, and a kernel that died or cannot be interrupted (a loop inside
+compiled XLA code) and had to be killed — and to cap what a kernel may send.
+Nothing the kernel sends decides a score.
+
+Threat model for the grader's side of the sockets: the kernel may send a flood
+of huge messages to exhaust the grader's memory. Every client socket is made
+with `zmq.MAXMSGSIZE` (`MAX_MESSAGE_BYTES`) and a small receive high-water mark
+(`RCV_HWM` messages), so libzmq refuses an oversized frame before Python ever
+buffers it, and drops the connection that sent it. A socket monitor sees that
+disconnect; the cell then ends with status `oversized` and the kernel is
+replaced (a dropped IOPub connection would not come back). A kernel that dies
+drops its connections too: when its process ends within `DEATH_GRACE` of the
+disconnect, the cell ends with status `died` instead. What is kept of a
+cell's output is capped (`MAX_OUTPUT_CHARS`, `MAX_OUTPUTS`), and the executor
+passes a per-notebook cap on top (`max_chars`). Known gap: a multipart message
+of many frames, each under the cap, is still assembled whole by libzmq.
+
+Every kernel started or killed is announced to `on_kernel_start` /
+`on_kernel_gone` (the worker forwards the pid to the main process, which kills
+the kernels of a hung worker by process group).
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from queue import Empty
+
+import zmq
+from jupyter_client.blocking import BlockingKernelClient
+from jupyter_client.connect import write_connection_file
+from nbformat import v4 as nbv4
+
+from ..sandbox.launch import Sandbox
+from ..limits import DEATH_GRACE, INTERRUPT_GRACE, MAX_MESSAGE_BYTES, MAX_OUTPUTS, MAX_OUTPUT_CHARS, RCV_HWM
+
+__all__ = ["Kernel", "KernelStartError", "CellRun", "kill_all"]
+
+_LIVE: set = set()          # kernels of this process that may still run (for kill_all)
+
+
+def kill_all() -> None:
+    """Kill every kernel this process started and has not killed yet (on shutdown)."""
+    for kernel in list(_LIVE):
+        kernel.kill()
+
+
+on_kernel_start = None             # callable(pid) or None: a kernel process was started
+on_kernel_gone = None              # callable(pid) or None: it was killed and reaped
+_PR_SET_PDEATHSIG = 1
+
+
+def _zmq_context() -> zmq.Context:
+    """A context whose sockets refuse oversized frames and queue few messages."""
+    ctx = zmq.Context()
+    ctx.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
+    ctx.setsockopt(zmq.RCVHWM, RCV_HWM)
+    ctx.setsockopt(zmq.LINGER, 0)
+    return ctx
+
+
+def _with_parent_death(preexec):
+    """preexec_fn: the kernel gets SIGKILL if the worker that started it dies, then `preexec`."""
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def run():
+        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if preexec is not None:
+            preexec()
+    return run
+
+
+def _write_connection_file(path: Path, ip: str) -> dict:
+    """Write the connection file into the working copy, never through a link the student planted.
+
+    (jupyter_client's writer unlinks and then opens the path, following a link
+    created in between; here the file is created O_EXCL | O_NOFOLLOW relative
+    to a descriptor of the working copy, itself opened O_NOFOLLOW.)"""
+    import json
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="agr-conn-") as private:
+        _, info = write_connection_file(os.path.join(private, "c.json"), transport="ipc", ip=ip)
+    info = dict(info)
+    data = json.dumps({k: (v.decode() if isinstance(v, bytes) else v) for k, v in info.items()}, indent=1)
+    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        try:
+            os.unlink(path.name, dir_fd=dir_fd)
+        except FileNotFoundError:
+            pass
+        fd = os.open(path.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                     dir_fd=dir_fd)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(data)
+    finally:
+        os.close(dir_fd)
+    return info
+
+
+def _announce(hook, pid: int) -> None:
+    if hook is not None:
+        try:
+            hook(pid)
+        except Exception:  # noqa: BLE001 - telling the main process is best effort
+            pass
+
+
+class KernelStartError(RuntimeError):
+    """The kernel process did not come up (the message says why)."""
+
+
+@dataclass
+class CellRun:
+    status: str                      # ok | error | timeout (interrupted) | hung (killed) | died | oversized
+    outputs: list = field(default_factory=list)
+    output_chars: int = 0            # characters of output kept
+    truncated: bool = False          # some output was dropped (the cell's or the notebook's cap)
+    execution_count: int | None = None
+    ename: str = ""
+    evalue: str = ""
+    seconds: float = 0.0
+
+
+class _Outputs:
+    def __init__(self, max_chars: int = MAX_OUTPUT_CHARS):
+        self.items: list = []
+        self.chars = 0
+        self.max_chars = min(MAX_OUTPUT_CHARS, max(0, max_chars))
+        self.truncated = False
+        self.clear_pending = False
+
+    def _room(self, size: int) -> bool:
+        if self.truncated:
+            return False
+        if len(self.items) >= MAX_OUTPUTS or self.chars + size > self.max_chars:
+            self.truncated = True
+            self.items.append(nbv4.new_output("stream", name="stderr",
+                                              text="\n[autograder: further output of this cell was dropped]\n"))
+            return False
+        self.chars += size
+        return True
+
+    def add(self, msg: dict) -> None:
+        kind = msg["msg_type"]
+        content = msg.get("content", {})
+        if kind == "clear_output":
+            if content.get("wait"):
+                self.clear_pending = True
+            else:
+                self.items.clear()
+            return
+        if kind not in ("stream", "display_data", "execute_result", "error"):
+            return
+        if self.clear_pending:
+            self.items.clear()
+            self.clear_pending = False
+        try:
+            out = nbv4.output_from_msg(msg)
+        except Exception:  # noqa: BLE001 - a malformed message from the kernel is dropped
+            return
+        size = len(repr(content))
+        if not self._room(size):
+            return
+        if kind == "stream" and self.items and self.items[-1].get("output_type") == "stream" \
+                and self.items[-1].get("name") == out.get("name"):
+            self.items[-1]["text"] += out.get("text", "")
+        else:
+            self.items.append(out)
+
+
+class Kernel:
+    """A kernel process in its own working copy `workdir` (sandboxed by `sandbox`)."""
+
+    def __init__(self, workdir: Path, sandbox: Sandbox, label: str = "k0", log_dir: Path | None = None,
+                 writable: tuple = (), extra_env: dict | None = None):
+        self.workdir = Path(workdir)
+        self.sandbox = sandbox
+        self.label = label
+        self.writable = tuple(writable)
+        self.extra_env = dict(extra_env or {})
+        self.log_path = Path(log_dir or self.workdir.parent) / f"{self.workdir.name}-{label}.log"
+        self.proc: subprocess.Popen | None = None
+        self.client: BlockingKernelClient | None = None
+        self.started_at = 0.0
+        self._ready = False
+        self.cgroup = None
+
+    @property
+    def observe_dir(self) -> Path:
+        return self.workdir / "observe"
+
+    # ------------------------------------------------------------ life cycle
+    def start(self) -> Kernel:
+        # its own working copy (a quota mount owned by the kernel's user where possible), see sandbox/launch.py
+        self.sandbox.prepare_workdir(self.workdir)
+        conn = self.workdir / f"{self.label}.json"
+        info = _write_connection_file(conn, ip=str(self.workdir / self.label))
+        for path in (conn, *map(Path, self.writable)):    # the kernel's user may write these
+            self.sandbox.hand_over(path)
+        launch = self.sandbox.launch(self.workdir, conn, self.writable, self.label)
+        self.cgroup = launch.cgroup                    # removed (and its verdict kept) by kill()
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - the kernel's log, open while it lives; kill() closes it
+        self.started_at = time.monotonic()
+        env = {**self.sandbox.env(self.workdir, self.observe_dir), **self.extra_env}
+        _LIVE.add(self)
+        try:
+            self.proc = subprocess.Popen(launch.argv, env=env, cwd=self.workdir, pass_fds=launch.pass_fds,
+                                         stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+                                         start_new_session=True,
+                                         preexec_fn=_with_parent_death(self.sandbox.preexec()))
+        except BaseException:
+            self.kill()
+            raise
+        finally:
+            launch.close_fds()
+        _announce(on_kernel_start, self.proc.pid)
+        self._zmq = _zmq_context()
+        self.client = BlockingKernelClient(context=self._zmq)
+        self.client.load_connection_info(info)
+        self.client.start_channels(hb=False)
+        self._monitors = []
+        for channel in (self.client.iopub_channel, self.client.shell_channel):
+            try:
+                self._monitors.append(channel.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED))
+            except zmq.ZMQError:
+                pass
+        return self
+
+    def _dropped(self) -> bool:
+        """True once libzmq dropped a connection to the kernel (an oversized message)."""
+        for mon in getattr(self, "_monitors", []):
+            try:
+                if mon.poll(0):
+                    return True
+            except zmq.ZMQError:
+                return True
+        return False
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def _exits_within(self, seconds: float) -> bool:
+        """True if the kernel's process has ended or ends within `seconds` (it is reaped either way)."""
+        if self.proc is None:
+            return True
+        try:
+            self.proc.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
+    def log_tail(self, n: int = 600) -> str:
+        try:
+            self._log.flush()
+            data = self.log_path.read_bytes()[-n:].decode(errors="replace")
+        except OSError:
+            return ""
+        return " ".join(data.split())
+
+    def wait_ready(self, timeout: float = 60.0) -> float:
+        """Block until the kernel answers; returns the seconds since start."""
+        if self._ready:
+            return 0.0
+        assert self.client is not None
+        deadline = time.monotonic() + timeout
+        while True:
+            self.client.kernel_info()
+            try:
+                msg = self.client.shell_channel.get_msg(timeout=0.5)
+            except Empty:
+                msg = None
+            if msg and msg.get("msg_type") == "kernel_info_reply":
+                try:                                   # IOPub connected too?
+                    self.client.iopub_channel.get_msg(timeout=0.2)
+                except Empty:
+                    pass
+                else:
+                    break
+            if not self.alive():
+                raise KernelStartError(f"the kernel exited while starting (exit code {self.proc.returncode}): "
+                                       f"{self.log_tail()}")
+            if time.monotonic() > deadline:
+                raise KernelStartError(f"the kernel did not answer within {timeout:.0f} s: {self.log_tail()}")
+        while True:                                    # flush start-up chatter
+            try:
+                self.client.iopub_channel.get_msg(timeout=0.05)
+            except Empty:
+                break
+        self._ready = True
+        return time.monotonic() - self.started_at
+
+    def interrupt(self) -> None:
+        if self.client is not None:
+            try:
+                self.client.control_channel.send(self.client.session.msg("interrupt_request", {}))
+            except Exception:  # noqa: BLE001
+                pass
+        if not self.sandbox.isolate and self.alive():
+            try:
+                os.killpg(self.proc.pid, signal.SIGINT)
+            except OSError:
+                pass
+
+    def kill(self) -> None:
+        """Kill the kernel at once (and, in the sandbox, everything it started)."""
+        _LIVE.discard(self)
+        for mon in getattr(self, "_monitors", []):
+            try:
+                mon.close(linger=0)
+            except Exception:  # noqa: BLE001
+                pass
+        self._monitors = []
+        if self.client is not None:
+            try:
+                self.client.stop_channels()
+            except Exception:  # noqa: BLE001
+                pass
+            self.client = None
+        if getattr(self, "_zmq", None) is not None:
+            try:
+                self._zmq.destroy(linger=0)
+            except Exception:  # noqa: BLE001
+                pass
+            self._zmq = None
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except OSError:
+                    self.proc.kill()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+            else:
+                _announce(on_kernel_gone, self.proc.pid)
+        if self.cgroup is not None:                    # kills any straggler, keeps the verdict
+            self.cgroup.remove()
+        try:
+            self._log.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+    def post_mortem(self):
+        """The limit this kernel ran into (a cgroups.LimitHit: memory, processes, disk), or None."""
+        hit = self.cgroup.post_mortem() if self.cgroup is not None else None
+        return hit or self.sandbox.disk_full(self.workdir)
+
+    # ------------------------------------------------------------ running code
+    def execute(self, code: str, timeout: float, store_history: bool = True,
+                max_chars: int = MAX_OUTPUT_CHARS, user_expressions: dict | None = None) -> CellRun:
+        """Run `code`; keep at most `max_chars` characters of its output (and MAX_OUTPUT_CHARS).
+        `user_expressions` (trusted) are evaluated by the kernel right after `code`, only if it succeeded;
+        their values are not read."""
+        assert self.client is not None
+        t0 = time.monotonic()
+        msg_id = self.client.execute(code, silent=False, store_history=store_history, allow_stdin=False,
+                                     stop_on_error=False, user_expressions=user_expressions or {})
+        outputs = _Outputs(max_chars)
+        run = CellRun(status="ok")
+        deadline = t0 + timeout
+        interrupted = False
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                if not interrupted:
+                    self.interrupt()
+                    interrupted = True
+                    deadline = now + min(INTERRUPT_GRACE, max(timeout, 1.0))
+                    continue
+                self.kill()
+                run.status = "hung"
+                break
+            if self._dropped():                  # IOPub is gone: the kernel died, or libzmq refused an oversized message
+                if self._exits_within(DEATH_GRACE):   # a dying kernel drops its sockets too: that is a death
+                    run.status = "died"
+                    break
+                self.kill()
+                run.status = "oversized"
+                break
+            try:
+                msg = self.client.iopub_channel.get_msg(timeout=min(0.5, deadline - now))
+            except Empty:
+                if not self.alive():
+                    run.status = "died"
+                    break
+                continue
+            except Exception:  # noqa: BLE001 - a garbled message: ignore it
+                continue
+            if (msg.get("parent_header") or {}).get("msg_id") != msg_id:
+                continue
+            kind = msg.get("msg_type")
+            content = msg.get("content") or {}
+            if kind == "status" and content.get("execution_state") == "idle":
+                break
+            if kind == "execute_input":
+                run.execution_count = content.get("execution_count")
+                continue
+            if kind == "error":
+                run.ename = str(content.get("ename", ""))[:200]
+                run.evalue = str(content.get("evalue", ""))[:4000]
+                run.status = "error"
+            if kind == "execute_result":
+                run.execution_count = content.get("execution_count", run.execution_count)
+            outputs.add(msg)
+        if run.status in ("ok", "error") and interrupted:
+            run.status = "timeout"
+        if run.status in ("ok", "error", "timeout"):
+            self._drain_reply(msg_id, run)
+        run.outputs = outputs.items
+        run.output_chars = outputs.chars
+        run.truncated = outputs.truncated
+        run.seconds = time.monotonic() - t0
+        return run
+
+    def _drain_reply(self, msg_id: str, run: CellRun) -> None:
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            try:
+                msg = self.client.shell_channel.get_msg(timeout=0.5)
+            except Empty:
+                if not self.alive():
+                    return
+                continue
+            except Exception:  # noqa: BLE001
+                return
+            if (msg.get("parent_header") or {}).get("msg_id") == msg_id:
+                content = msg.get("content") or {}
+                if content.get("status") == "error" and run.status == "ok":
+                    run.status = "error"
+                    run.ename = str(content.get("ename", ""))[:200]
+                    run.evalue = str(content.get("evalue", ""))[:4000]
+                return

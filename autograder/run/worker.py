@@ -1,0 +1,332 @@
+"""A worker process: keeps a warm sandboxed kernel, grades one task at a time.
+
+For a grading task it rebuilds the notebook from the source (test and locked
+cells from the instructor, answers from the student), runs it in a fresh
+sandboxed kernel, scores it against the reference observations and writes the
+autograded notebook and the feedback page. For a reference task it runs the
+solution notebook and returns its observations (and fills the XLA cache).
+
+Threat model: the submitted file and everything the kernel writes are hostile.
+Any failure to read or merge the file, of any kind (deep nesting, huge
+numbers, wrong types anywhere in the nbformat structure), becomes an
+`unreadable` row; the kernel's working copy is removed without following
+anything planted in it (workcopy.remove). The main process (pool.py) owns the
+deadlines: it talks to this process over one pipe, learns the pid of every
+kernel started here (so it can kill them if this process hangs), and kills
+this process's whole process group when it must. A worker never decides to
+stop; SIGTERM (or the death of the main process) makes it kill its kernels
+and exit at once.
+"""
+from __future__ import annotations
+
+import copy
+import ctypes
+import os
+import shutil
+import signal
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..sandbox import workcopy
+from .executor import cell_label, run_notebook
+from ..course.notebooks import SourceNotebook, UnreadableNotebook, build_graded, nbgrader_meta, read_submission
+from ..records import InternalError, KernelGone, KernelStarted, ReferenceRun, Row, Task, TaskDone
+from .references import load_references
+from ..sandbox.launch import Sandbox
+from ..judge.score import error_text, make_row, score_run, submission_status, zero_cells
+from ..messages import speaking, submission_language, text
+from ..sandbox.xla_cache import REFERENCE_ENV, xla_prelude
+from ..limits import MAX_ADDED_CELLS, NOTEBOOK_OUTPUT_CHARS
+
+__all__ = ["Config", "Worker", "worker_main"]
+
+
+@dataclass
+class Config:
+    sources: dict
+    sandbox: Sandbox
+    timeout: float
+    work_root: Path
+    log_dir: Path
+    feedback: bool
+    mpl_cache: Path | None
+    max_added_cells: int = MAX_ADDED_CELLS
+    max_output_chars: int = NOTEBOOK_OUTPUT_CHARS
+    run_secret: bytes | None = None    # this grading run's secret (references.new_run_secret): seeds hidden inputs
+
+
+class Worker:
+    def __init__(self, wid: int, cfg: Config):
+        self.wid = wid
+        self.cfg = cfg
+        self.n = 0
+        self.refs: dict[str, dict] = {}
+        self.warm = None
+        self._writer = None
+
+    @property
+    def writer(self):
+        if self._writer is None:
+            from ..publish.feedback import FeedbackWriter
+            self._writer = FeedbackWriter()
+        return self._writer
+
+    def _kernel(self, workdir: Path | None = None, label: str = "k0", **kw):
+        from .kernel import Kernel
+        if workdir is None:
+            self.n += 1
+            workdir = self.cfg.work_root / f"w{self.wid}-{self.n}"
+            workdir.mkdir(parents=True)
+            if self.cfg.mpl_cache is not None:
+                try:                                   # another run may be replacing the shared copy
+                    shutil.copytree(self.cfg.mpl_cache, workdir / ".matplotlib")
+                except OSError:
+                    workcopy.remove(workdir / ".matplotlib")
+        return Kernel(workdir, self.cfg.sandbox, label=label, log_dir=self.cfg.log_dir, **kw).start()
+
+    def prestart(self) -> None:
+        try:
+            self.warm = self._kernel()
+        except Exception:  # noqa: BLE001 - a failed prestart just means a cold start later
+            self.warm = None
+
+    def take_kernel(self):
+        kernel, self.warm = self.warm, None
+        if kernel is None:
+            kernel = self._kernel()
+        self.prestart()
+        return kernel
+
+    def close(self) -> None:
+        if self.warm is not None:
+            self.warm.kill()
+            workcopy.remove(self.warm.workdir)   # unmounts its quota tmpfs
+            self.warm = None
+
+    def _references(self, task: Task) -> dict:
+        if task.assignment not in self.refs:
+            refs = load_references(Path(task.ref_dir), self.cfg.sources[task.assignment], self.cfg.run_secret)
+            if refs is None:
+                raise RuntimeError(f"reference observations for {task.assignment} are missing in {task.ref_dir}")
+            self.refs[task.assignment] = refs
+        return self.refs[task.assignment]
+
+    def run(self, task: Task) -> Row | ReferenceRun:
+        t0 = time.monotonic()
+        source: SourceNotebook = self.cfg.sources[task.assignment]
+        if task.kind == "reference":
+            return self.reference(task, source)
+        refs = self._references(task)
+        try:
+            student_nb = read_submission(Path(task.path))
+            lang = submission_language(student_nb)
+        except Exception as err:  # noqa: BLE001 - whatever a hostile file does to the parser: unreadable
+            return self.unreadable(task, source, err, t0)
+        with speaking(lang):                  # every reason and the feedback page in the student's language
+            if lang in source.edition_problems:
+                row = make_row(task, source, "error", text("edition_mismatch", lang=lang, assignment=task.assignment,
+                                                           problem=source.edition_problems[lang]),
+                               zero_cells(source, text("cell_not_run")))
+                row["language"] = lang
+                self.write_outputs(task, source, None, row)
+                row["seconds"] = time.monotonic() - t0
+                return row
+            row = self.grade(task, source, refs, student_nb, lang, t0)
+        return row
+
+    def unreadable(self, task: Task, source: SourceNotebook, err: BaseException, t0: float) -> Row:
+        why = str(err) if isinstance(err, UnreadableNotebook) else unreadable_reason(err)
+        row = make_row(task, source, "unreadable", f"{task.origin}: {why}",
+                       zero_cells(source, text("notebook_unreadable")))
+        self.write_outputs(task, source, None, row)
+        row["seconds"] = time.monotonic() - t0
+        return row
+
+    def grade(self, task: Task, source: SourceNotebook, refs: dict, student_nb, lang: str, t0: float) -> Row:
+        """Grade one readable submission; its language (validated) picks the prose and the words, not the score."""
+        try:
+            graded, merge = build_graded(source, student_nb, max_added_cells=self.cfg.max_added_cells,
+                                         language=lang)
+        except Exception as err:  # noqa: BLE001 - whatever a hostile file does to the merge: unreadable
+            return self.unreadable(task, source, err, t0)
+        tests = {}
+        for i, cell in enumerate(graded.cells):
+            meta = nbgrader_meta(cell)
+            if meta.get("grade") is True and not meta.get("solution") and meta.get("grade_id"):
+                tests[i] = meta["grade_id"]
+        kernel = self.take_kernel()
+        workdir = kernel.workdir
+        try:
+            run = run_notebook(graded, tests, kernel,
+                               lambda n: self._kernel(workdir, label=f"r{n}"), self.cfg.timeout,
+                               prelude=language_prelude(lang) + xla_prelude(task.xla_dir), budget=task.budget or None,
+                               budget_label=task.budget_label or budget_label(task),
+                               max_output_chars=self.cfg.max_output_chars)
+        finally:
+            workcopy.remove(workdir)
+        if merge.dropped_cells:
+            run.events.append(("too_many_cells", text("cells_dropped", n=merge.dropped_cells,
+                                                      limit=self.cfg.max_added_cells)))
+        cells = score_run(source, graded, run, refs, str(workdir))
+        status, reason = submission_status(run, merge, cells, str(workdir))
+        row = make_row(task, source, status, reason, cells)
+        row["language"] = lang
+        if run.observe_log:
+            row["observe_log"] = list(run.observe_log)
+        self.write_outputs(task, source, graded, row, source.editions.get(lang))
+        row["seconds"] = time.monotonic() - t0
+        row["exec_seconds"] = run.seconds
+        return row
+
+    def write_outputs(self, task: Task, source: SourceNotebook, graded, row: dict, edition=None) -> None:
+        """`edition`: the source edition the graded notebook's prose came from (its markdown is the instructor's)."""
+        import nbformat
+        from ..publish.inert import make_inert
+        if graded is not None:       # formgrader renders it in the instructor's browser: nothing may run there
+            graded = make_inert(graded, edition if edition is not None else source)
+        if task.autograded_path and graded is not None:
+            path = Path(task.autograded_path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(graded, str(path))
+        if self.cfg.feedback and task.feedback_paths:
+            try:
+                page = self.writer.html(graded, f"{task.assignment}", row, row["cells"])
+            except Exception:  # noqa: BLE001 - the verdict without the notebook, rather than no page
+                page = self.writer.html(None, f"{task.assignment}", row, row["cells"])
+            for p in task.feedback_paths:
+                p = Path(p)
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_text(page, encoding="utf-8")
+
+    def reference(self, task: Task, source: SourceNotebook) -> ReferenceRun:
+        """Run the solution notebook: its observations, and (if wanted) the XLA cache for the students."""
+        nb = copy.deepcopy(source.nb)
+        tests = {t.index: t.grade_id for t in source.test_cells}
+        kw = {}
+        if task.xla_dir:                     # the only kernel that may write the assignment's XLA cache
+            kw = {"writable": (task.xla_dir,),
+                  "extra_env": {"JAX_COMPILATION_CACHE_DIR": task.xla_dir, **REFERENCE_ENV}}
+        kernel = self._kernel(**kw) if kw else self.take_kernel()
+        workdir = kernel.workdir
+        try:
+            run = run_notebook(nb, tests, kernel, lambda n: self._kernel(workdir, label=f"r{n}", **kw),
+                               self.cfg.timeout, prelude=language_prelude("en"))
+        finally:
+            workcopy.remove(workdir)
+        problems = []
+        if run.start_error:
+            problems.append("the kernel did not start: " + run.start_error)
+        for i, outcome in sorted(run.outcomes.items()):
+            if outcome.status != "ok":
+                problems.append(f"{cell_label(nb, i)}: {outcome.status}: {error_text(outcome.ename, outcome.evalue)}")
+        for t in source.test_cells:
+            if t.grade_id not in run.observations:
+                problems.append(f"test cell '{t.grade_id}' recorded nothing (its hidden part must end with "
+                                f"record(\"{t.grade_id}\", ...))")
+        return ReferenceRun(task.assignment, problems, run.observations, run.seconds)
+
+
+def budget_label(task: Task) -> str:
+    """What the task's time budget is, in the current language ("" : the notebook's own budget)."""
+    if task.budget_of_submission <= 0:
+        return ""
+    return text("budget_left", total=f"{task.budget_of_submission:g}", left=f"{max(0.0, task.budget):.0f}")
+
+
+def language_prelude(lang: str) -> str:
+    """Trusted code run before the first cell: the kernel's namedaxes messages in `lang` (validated).
+
+    Always set, English too: the grader's working folders must not pick a language by their path."""
+    from ..messages import validate_language
+    return f"import os as _o\n_o.environ['NAMEDAXES_LANG'] = {validate_language(lang)!r}\ndel _o\n"
+
+
+def unreadable_reason(err: BaseException) -> str:
+    """Why a file that broke the parser or the merge is unreadable (no grader internals)."""
+    if isinstance(err, RecursionError):
+        return "not a readable notebook (nested too deeply)"
+    if isinstance(err, MemoryError):
+        return "not a readable notebook (too large to read)"
+    return f"not a readable notebook (its structure is not a notebook's: {type(err).__name__})"
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(sig: int = signal.SIGTERM) -> None:
+    """Ask Linux to send `sig` to this process when the main process dies (even by SIGKILL)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _reset_peak_rss() -> None:
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")                        # resets VmHWM (Linux >= 4.0)
+    except OSError:
+        pass
+
+
+def _peak_rss_kb() -> int:
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def worker_main(wid: int, conn, cfg: Config) -> None:
+    """Serve tasks from the pipe `conn` until it sends None (or closes)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)          # the main process decides when to stop
+    os.setpgid(0, 0)                                      # so the main process can kill us with our helpers
+    _die_with_parent()
+    from . import kernel as kernel_mod
+    worker = Worker(wid, cfg)
+
+    def stop(*_):
+        worker.close()
+        kernel_mod.kill_all()
+        os._exit(1)
+    signal.signal(signal.SIGTERM, stop)
+    if os.getppid() == 1:                                 # the main process died before we got here
+        os._exit(1)
+
+    def tell(msg) -> None:
+        try:
+            conn.send(msg)
+        except OSError:
+            stop()
+    kernel_mod.on_kernel_start = lambda pid: tell(KernelStarted(pid))
+    kernel_mod.on_kernel_gone = lambda pid: tell(KernelGone(pid))
+    worker.prestart()
+    if cfg.feedback:
+        try:                                               # load nbconvert's templates while the kernel boots
+            worker.writer.html(None, "", {"student": "", "score": 0, "max_score": 0, "status": "ok",
+                                          "reason": ""}, [])
+        except Exception:  # noqa: BLE001 - a real export will report the problem
+            pass
+    try:
+        while True:
+            try:
+                task = conn.recv()
+            except (EOFError, OSError):
+                break
+            if task is None:
+                break
+            _reset_peak_rss()
+            try:
+                res = worker.run(task)
+            except Exception:  # noqa: BLE001 - a grader bug must not take the batch down
+                res = InternalError(traceback.format_exc())
+            if isinstance(res, dict) and "status" in res:
+                res["grader_peak_kb"] = _peak_rss_kb()
+            tell(TaskDone(task.seq, res))
+    finally:
+        worker.close()

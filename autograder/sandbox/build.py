@@ -1,0 +1,98 @@
+"""Set up the sandbox for one grading run: what student kernels may see, and with which limits."""
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from ..course.discovery import package_dir, repo_root
+from ..records import Options
+from .cgroups import sweep_stale
+from .launch import Sandbox
+
+__all__ = ["build_sandbox", "mpl_cache", "warn", "GRADING_XLA_FLAGS", "grading_xla_flags"]
+
+
+# One XLA CPU thread per computation while grading: the pool already runs one kernel (and one
+# scorer) per core, and XLA's own thread pools on top of that oversubscribe the cores. Measured
+# with `make bench-grade` (8 students x 4 notebooks, -j 2 on 2 cores): 89.6 -> 68.9 s with a cold
+# reference cache, 75.3 -> 58.1 s warm. Kernels, the reference run and the scorers all inherit it
+# (the reference cache key counts XLA_FLAGS as grading will set it).
+GRADING_XLA_FLAGS = ("--xla_cpu_multi_thread_eigen=false", "intra_op_parallelism_threads=1")
+
+
+def grading_xla_flags(current: str) -> str:
+    flags = current.split()
+    named = {f.split("=", 1)[0] for f in flags}
+    return " ".join(flags + [f for f in GRADING_XLA_FLAGS if f.split("=", 1)[0] not in named])
+
+
+def warn(msg: str) -> None:
+    bar = "!" * 78
+    sys.stderr.write(f"\n{bar}\n{msg}\n{bar}\n\n")
+    sys.stderr.flush()
+
+
+def build_sandbox(opts: Options, course: Path, out: Path, cache: Path, work_root: Path,
+                  xla_root: Path) -> tuple[Sandbox, str]:
+    """The Sandbox for this run, and why isolation is unavailable ('' if it works).
+
+    The view is an allow-list (see launch.py): the kernel is shown the Python
+    environment, the course helper package and the XLA cache folder, read-only,
+    plus its own working copy; the course, the grades, the reference cache, the
+    other working copies and everything else of the host stay out of it. Each
+    protection is probed here; missing ones are printed loudly now and listed
+    in the summary and results.json by the caller (`sandbox.protections()`).
+    """
+    exposed = [sys.prefix, sys.base_prefix]                 # the Python the kernel runs, and namedaxes
+    pkg = package_dir("namedaxes")
+    if pkg is not None:
+        exposed.append(str(pkg))
+    exposed.append(str(xla_root))                           # read-only, search-only (xla_cache.py)
+    # Nothing else is bound; these stay hidden even if an exposed folder happens to contain them.
+    hidden = [str(course), str(out), str(cache), str(work_root), str(repo_root() / "solutions")]
+    if opts.submissions is not None:
+        hidden.append(str(opts.submissions if opts.submissions.is_dir() else opts.submissions.parent))
+    cpu = opts.cpu_seconds or int(max(600, 30 * opts.timeout))
+    sandbox = Sandbox(isolate=opts.isolate, python=sys.executable, hidden=hidden, exposed=exposed,
+                      cpu_seconds=cpu, memory_bytes=opts.memory_mb * 2**20)
+    sandbox.setup(work_root)
+    if sandbox.cgroups is not None:
+        sweep_stale(sandbox.cgroups)                        # groups left by a grader that was killed
+    missing = [p for p in sandbox.protections() if not p.available]
+    if opts.isolate and sandbox.isolate and missing:
+        warn("warning: some protections are not available on this machine; student kernels run without:\n"
+             + "\n".join(f"  - {p.title}: {p.detail}" for p in missing))
+    why = "" if sandbox.isolate or not opts.isolate else sandbox.why.get("allow_list_view", "")
+    return sandbox, why
+
+
+def mpl_cache(folder: Path) -> Path | None:
+    """A prebuilt matplotlib font cache, copied into each kernel (saves a rebuild per kernel)."""
+    if importlib.util.find_spec("matplotlib") is None:
+        return None
+    try:
+        version = importlib.metadata.version("matplotlib")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    target = folder / f"mpl-cache-{version}"
+    if (target / ".complete").exists():
+        return target
+    tmp = folder / f"mpl-cache-{version}.tmp{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    env = dict(os.environ, MPLCONFIGDIR=str(tmp))
+    try:
+        subprocess.run([sys.executable, "-c", "import matplotlib.font_manager"], env=env, timeout=120,
+                       capture_output=True, check=True)
+        (tmp / ".complete").write_text("")
+        shutil.rmtree(target, ignore_errors=True)
+        os.replace(tmp, target)
+    except Exception:  # noqa: BLE001 - kernels then build their own font cache
+        shutil.rmtree(tmp, ignore_errors=True)
+        return None
+    return target

@@ -1,0 +1,43 @@
+"""Test-only: the autograder's verdict on two `observe(...)` results, judged in the test process.
+
+The exercise tests (tests/test_exercises_*.py, tests/test_one_judge.py, tests/test_judge_layout.py)
+prove each exercise's RIGHT / WRONG / EQUIVALENT matrix against the grader's own judge. Grading
+never uses this module: it lives in tests/ so that the grader's code holds no test secret and no
+test-only helper (and `autograder.judge.compare` does not import `autograder.judge.programs`).
+
+Observations are normalized the way `namedaxes.grading.record` saves them; exported programs are
+judged by `autograder.judge.programs.Judge` with a fixed test secret (the test process is a clean
+process too: no student code runs in it), everything else by `autograder.judge.compare.compare`.
+"""
+from __future__ import annotations
+
+from autograder.judge.compare import Verdict, compare, normalize
+from autograder.judge.programs import Judge, is_program_observation
+
+__all__ = ["judge_observations", "derived", "observations_match"]
+
+_TEST_SECRET = b"observations_match: exercise tests only"
+_judges: dict = {}
+
+
+def _judge() -> Judge:
+    return _judges.get("judge") or _judges.setdefault("judge", Judge(_TEST_SECRET))
+
+
+def judge_observations(reference: dict, observed: dict, grade_id: str = "test") -> Verdict:
+    """The autograder's verdict on raw `observe(...)` results (normalized the way `record` saves them)."""
+    reference, observed = normalize(reference), normalize(observed)
+    if is_program_observation(reference):
+        return _judge().judge_observations(grade_id, reference, observed)
+    return compare(reference, observed)
+
+
+def derived(observation: dict, grade_id: str = "test") -> dict:
+    """What the grader computes from an `observe(...)` of exported programs (outputs of every case on
+    the hidden inputs, `axes` and `communication` read from the compiled programs)."""
+    return _judge().derive(grade_id, normalize(observation))
+
+
+def observations_match(reference: dict, observed: dict) -> bool:
+    """Does `observed` pass against `reference`? (`judge_observations(...).passed`)"""
+    return judge_observations(reference, observed).passed
