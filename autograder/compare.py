@@ -95,6 +95,7 @@ def load_observations(npz: bytes | None, values: bytes | None) -> dict:
 
 
 MAX_ARRAYS = 512
+MAX_ECHO = 6          # student-recorded axis names echoed in a difference (each cut by `_short`)
 
 
 def _check_npz(npz: bytes) -> None:
@@ -179,7 +180,9 @@ def _compare_axes(want: Any, got: Any) -> str | None:
     missing = [a for a in wanted if a not in got]
     if not missing:
         return None
-    found = ", ".join(repr(a) for a in got) if got else None
+    cut = lambda a: repr(a) if len(repr(a)) <= 40 else repr(a)[:39] + "…"  # noqa: E731 - student-recorded names
+    found = ", ".join(cut(a) for a in got[:MAX_ECHO]) + (text("and_more", n=len(got) - MAX_ECHO)
+                                                         if len(got) > MAX_ECHO else "") if got else None
     seen = text("axes_seen", axes=found) if found else text("axes_none")
     return text("axes_missing", key=AXES_KEY, axes=", ".join(repr(a) for a in missing), seen=seen)
 

@@ -15,11 +15,13 @@ kernel's copy is the student's to rebind, which is why the grader's verdict neve
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 
 __all__ = ["hlo_collectives", "group_axes", "describe_collective", "perturbed", "changed", "mesh_of",
-           "communication_that_matters", "RTOL", "ATOL"]
+           "communication_that_matters", "RTOL", "ATOL", "norm_layout", "sdy_layouts", "regions", "placed_layout",
+           "split_axes", "RegionDifference", "region_difference", "Examined", "examine"]
 
 RTOL = 1e-5        # autograder.compare.RTOL
 ATOL = 1e-5        # autograder.compare.ATOL
@@ -294,3 +296,147 @@ def communication_that_matters(exp, values: list, factor: float = 2.5, rtol: flo
             if variant is None or changed(base, _run_exported(variant, values, names, sizes)[0], rtol, atol):
                 kept.add(desc)
     return sorted(kept)
+
+
+# ---------------------------------------------------------------- layouts
+# A value's layout: per array dimension, the mesh axes it is split over (() = not split), trailing unsplit
+# dimensions dropped, so `()` is "replicated on every device". Read from the exported module (where each
+# per-device region takes and gives its values) and from the compiled program (where the results live):
+# never from what a kernel says about itself. (Moved here from autograder/programs.py: the visible checks
+# read layouts the same way.)
+_SDY_SHARDING_RE = re.compile(r"<@[\w.\-]+\s*,\s*\[([^\]]*)\][^<>]*>")
+_REGION_RE = re.compile(r"sdy\.manual_computation\([^)]*\)\s*in_shardings=\[((?:<[^<>]*>,?\s*)*)\]\s*"
+                        r"out_shardings=\[((?:<[^<>]*>,?\s*)*)\]\s*manual_axes=\{([^}]*)\}")
+
+
+def norm_layout(dims) -> tuple:
+    dims = [tuple(str(a) for a in d) for d in dims]
+    while dims and not dims[-1]:
+        dims.pop()
+    return tuple(dims)
+
+
+def sdy_layouts(text: str) -> tuple:
+    """`<@mesh, [{"a"}, {}]>, <@mesh, [{}, {"b", "c"}]>` as layouts ((("a",),), ((), ("b", "c")))."""
+    return tuple(norm_layout(tuple(re.findall(r'"([^"]+)"', dim)) for dim in re.findall(r"\{([^}]*)\}", body))
+                 for body in _SDY_SHARDING_RE.findall(text))
+
+
+def regions(text: str) -> tuple:
+    """(manual axes, input layouts, output layouts) of every per-device region (`shard_map`, `pmap`) of an
+    exported module's text, in the order they appear: where each device gets only its shard of a value."""
+    found = []
+    for ins, outs, axes in _REGION_RE.findall(text):
+        found.append((tuple(sorted(re.findall(r'"([^"]+)"', axes))), sdy_layouts(ins), sdy_layouts(outs)))
+    return tuple(found)
+
+
+def placed_layout(sharding, shape, names: tuple[str, ...], sizes: tuple[int, ...]) -> tuple:
+    """Where a compiled program's value lives, from the slice each device holds (`devices_indices_map`):
+    per dimension, the mesh axes along which that dimension's slice changes. Devices are the mesh's,
+    logical id = row-major mesh position."""
+    shape = tuple(shape)
+    if not shape:
+        return ()
+    index = sharding.devices_indices_map(shape)
+    by_id = {d.id: tuple((s.start or 0, s.stop) if isinstance(s, slice) else (s, s) for s in idx)
+             for d, idx in index.items()}
+    ids = sorted(by_id)
+    grid = np.array(ids[:int(np.prod(sizes))]).reshape(sizes) if sizes else np.array(ids)
+    dims = []
+    for d in range(len(shape)):
+        axes = []
+        for j, name in enumerate(names):
+            moved = np.moveaxis(grid, j, 0)
+            if any(by_id[int(a)][d] != by_id[int(b)][d] for a, b in zip(moved[0].ravel(), moved[-1].ravel())):
+                axes.append(name)
+        dims.append(tuple(axes))
+    return norm_layout(dims)
+
+
+def split_axes(layout) -> frozenset:
+    """The mesh axes a value is split over, whatever the dimension (a transposed input split over the same
+    axes still gives each device only its shard)."""
+    return frozenset(a for axes in layout for a in axes)
+
+
+@dataclass(frozen=True)
+class RegionDifference:
+    """Why a program's per-device regions do not match the wanted ones: `input` (region over `axes` takes
+    its input `n` (1-based) with layout `got`, `want` wanted) or `regions` (no counterpart at all)."""
+    kind: str
+    axes: tuple = ()
+    n: int = 0
+    got: tuple = ()
+    want: tuple = ()
+
+
+def region_difference(want: tuple, got: tuple) -> RegionDifference | None:
+    """Does every wanted per-device region (manual axes, input layouts, ...) have a counterpart in `got` over
+    the same axes, with as many inputs, each split over at least the wanted mesh axes (a region that takes a
+    split input whole makes every device hold all of it; one that splits it along another dimension is
+    fine)? None when it does."""
+    def covered(axes, ins) -> bool:
+        return any(a == axes and len(i) == len(ins) and all(split_axes(w) <= split_axes(g) for w, g in zip(ins, i))
+                   for a, i, *_ in got)
+
+    for axes, ins, *_ in want:
+        if covered(axes, ins):
+            continue
+        for theirs in [i for a, i, *_ in got if a == axes and len(i) == len(ins)][:1]:
+            for n, (w, g) in enumerate(zip(ins, theirs)):
+                if not split_axes(w) <= split_axes(g):
+                    return RegionDifference("input", axes, n + 1, g, w)
+        return RegionDifference("regions")
+    return None
+
+
+# ---------------------------------------------------------------- one program, examined the grader's way
+@dataclass(frozen=True)
+class Examined:
+    """What the judge reads from one exported program run on some inputs: the collectives of its optimized
+    HLO (`present`), those whose results reach the outputs (`matters`), its per-device regions, where its
+    results live once compiled, and its outputs by pytree path."""
+    names: tuple
+    sizes: tuple
+    present: tuple
+    matters: tuple
+    regions: tuple
+    out_layouts: tuple
+    outputs: dict
+
+
+def examine(exp, values: list, factor: float = 2.5, rtol: float | None = None,
+            atol: float | None = None) -> Examined:
+    """`exp` compiled and run on `values` (its flat inputs, fed with the layouts its signature states,
+    unstated ones replicated), read as the grader reads a student's program: see `Examined`."""
+    import jax
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    names, sizes = mesh_of(exp)
+    mesh = Mesh(np.array(jax.devices()[:exp.nr_devices]).reshape(sizes), names)
+    shardings = [NamedSharding(mesh, s.spec) if s is not None and getattr(s, "mesh", None) is not None
+                 and s.mesh.axis_names else NamedSharding(mesh, P()) for s in exp._in_named_shardings]
+
+    def flat_call(*leaves):
+        args, kwargs = jax.tree_util.tree_unflatten(exp.in_tree, leaves)
+        return exp.call(*args, **kwargs)
+
+    args = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s) for a, s in zip(exp.in_avals, shardings)]
+    compiled = jax.jit(flat_call).lower(*args).compile()
+    out = compiled(*[jax.device_put(np.asarray(v), s) for v, s in zip(values, shardings)])
+    flat, _ = jax.tree_util.tree_flatten_with_path(out)
+    base = {jax.tree_util.keystr(path): np.asarray(v) for path, v in flat}
+    present, kept = set(), set()
+    for op, reducer, groups in hlo_collectives(compiled.as_text(), exp.nr_devices):
+        for axis in group_axes(groups, names, sizes):
+            desc = describe_collective(op, reducer, axis)
+            if desc in present:
+                continue
+            present.add(desc)
+            variant = perturbed(exp, desc, names, sizes, factor)
+            if variant is None or changed(base, _run_exported(variant, values, names, sizes)[0], rtol, atol):
+                kept.add(desc)
+    out_layouts = tuple(placed_layout(sh, aval.shape, names, sizes)
+                        for sh, aval in zip(jax.tree_util.tree_leaves(compiled.output_shardings), exp.out_avals))
+    return Examined(names, sizes, tuple(sorted(present)), tuple(sorted(kept)), regions(exp.mlir_module()),
+                    out_layouts, base)
