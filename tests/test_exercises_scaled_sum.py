@@ -278,7 +278,8 @@ def test_scaled_mean_observe_accepts_equivalent(answer, scaled_mean_reference_ob
     lambda x: lax.psum(jnp.nansum(x), DEVICES) / lax.psum(_count(x), DEVICES),
     lambda x: jnp.nanmean(x * 2.0),
     lambda x: lax.psum(jnp.nansum(x * 2.0), DEVICES) / (8 * _count(x)),
-], ids=["mean of means", "counts the empty slots", "no factor 2", "local", "count times 8"])
+    SCALED_MEAN_WRONG["float32 out"][0],          # issue 16: the visible check's dtype rule, graded too
+], ids=["mean of means", "counts the empty slots", "no factor 2", "local", "count times 8", "float32 out"])
 def test_scaled_mean_observe_rejects_wrong(answer, scaled_mean_reference_obs):
     assert not _matches(q.scaled_mean.observe(answer), scaled_mean_reference_obs)
 
@@ -288,10 +289,11 @@ def test_scaled_mean_observe_pads_on_the_graders_inputs(scaled_mean_reference_ob
     and differs from the mean of the per-device means (unequal shards really occur in the graded inputs)."""
     got = derived(scaled_mean_reference_obs)
     assert got.pop("axes") == [DEVICES] and got.pop("communication") == ["psum over 'devices'"]
-    assert set(got) == {f"k{k}_slots{m}" for k in (2, 4, 8) for m in (3, 5)}
-    for value in got.values():
+    assert set(got) == {f"k{k}_slots{m}" for k in (2, 4, 8) for m in (3, 5)} | {"k4_slots3_float16"}
+    for key, value in got.items():
         value = np.asarray(value)
-        assert value.dtype == np.float32 and np.isfinite(value).all() and np.allclose(value, value[:1])
+        assert value.dtype == (np.float16 if key.endswith("float16") else np.float32)
+        assert np.isfinite(value).all() and np.allclose(value, value[:1])
     means_of_means = derived(q.scaled_mean.observe(lambda x: lax.pmean(jnp.nanmean(x * 2.0), DEVICES)))
     assert any(not np.allclose(got[k], means_of_means[k], equal_nan=True) for k in got)
 

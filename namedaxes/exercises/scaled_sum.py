@@ -345,12 +345,18 @@ def _padded(fn: Callable, m: int) -> Callable:
 
 
 def _observe_scaled_mean(fn: Callable) -> dict:
-    """Values on 2, 4 and 8 devices with 3 or 5 slots per device, each device keeping 0 to all of them."""
+    """Values on 2, 4 and 8 devices with 3 or 5 slots per device, each device keeping 0 to all of them,
+    and one float16 case (the dtype must be kept, as the visible check requires)."""
     cases = {}
     for k in DEVICE_COUNTS:
         for m in (3, 5):
             cases[f"k{k}_slots{m}"] = Case(pmapped(_padded(fn, m), k, DEVICES), spec((k, m), jnp.float32),
                                            spec((k,), jnp.int32), draw={"kind": "normal", "low": 0, "high": m + 1})
+    # float16 in, float16 out, as the visible check's float16 case (quarters are exact in float16; the
+    # tolerance is the visible check's for float16)
+    cases["k4_slots3_float16"] = Case(pmapped(_padded(fn, 3), 4, DEVICES), spec((4, 3), jnp.float16),
+                                      spec((4,), jnp.int32), draw={"kind": "quarters", "low": 0, "high": 4},
+                                      rtol=1e-3, atol=1e-3)
     return programs(cases)
 
 
