@@ -30,6 +30,14 @@ communication is read from the compiled program. `tp_dp_step` adds a
 `values=False` case so that its psums (partial products over MODEL_REPLICAS,
 gradients over DATA_SHARDS) cannot be swapped for gathering the whole model.
 
+One judge (issue 16): after their values, the visible checks of `row_normalize` and
+`tp_dp_step` judge the answer's exported program on their own inputs with the grader's
+steps (`checking.examined`, i.e. `namedaxes.judging`): communication read from the
+optimized HLO and counted only when it reaches the result, each per-device region's
+inputs split at least as the exercise's specs split them (`region_difference`), and the
+result left where the exercise's lives (`placed_layout`). So an answer that hands every
+device all of w, or whole rows, or adds a collective multiplied by zero, fails both.
+
 Student-facing strings: every message of this module's checks is a template
 in the `TEXT` table below; each exercise's hints are full sentences in its
 `Exercise(...)` call. The logic only fills in fields, so a translation touches
