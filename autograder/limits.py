@@ -54,6 +54,9 @@ MAX_OBSERVATION_BYTES = 64 * _MiB
 MAX_ARRAYS = 512
 MAX_CASES = 64
 MAX_COMPILED = 512
+MAX_ECHO_ITEMS = 6
+MAX_ECHO_CHARS = 48
+MAX_ERROR_CHARS = 160
 SCORER_TIMEOUT = 60.0
 SCORER_MEMORY_MB = 4096
 MAX_FRAME = 256 * _MiB
@@ -103,6 +106,9 @@ TABLE: dict[str, tuple[str, str, str]] = {
     "MAX_ARRAYS": ("arrays", "judge/compare.py", "arrays in one recorded .npz"),
     "MAX_CASES": ("cases", "judge/programs.py", "exported programs in one observation"),
     "MAX_COMPILED": ("programs", "judge/programs.py", "compiled programs the judge keeps in memory"),
+    "MAX_ECHO_ITEMS": ("items", "judge/programs.py", "student-controlled names (axes, calls, paths) one reason echoes"),
+    "MAX_ECHO_CHARS": ("characters", "judge/programs.py", "one student-controlled name echoed in a reason"),
+    "MAX_ERROR_CHARS": ("characters", "judge/programs.py", "a compile error's text echoed in a reason"),
     "SCORER_TIMEOUT": ("s", "judge/score.py", "one request to the clean scorer; then the cell scores 0"),
     "SCORER_MEMORY_MB": ("MiB", "judge/scorer_process.py", "the clean scorer's address space for data"),
     "MAX_FRAME": ("bytes", "judge/scorer_process.py", "one request the scorer reads"),

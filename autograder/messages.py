@@ -119,6 +119,8 @@ TEXT: dict[str, str] = {
     "host_calls": "the program calls {calls}, which the grader does not run (host callbacks are not allowed)",
     "wrong_mesh": "{case}: runs on a mesh with axes {got}, expected {want}",
     "program_failed": "{case}: the recorded program failed to run ({error})",
+    "program_failed_hidden": "{case}: the recorded program failed while it ran on the hidden inputs ({error}; what "
+                             "it said is not shown)",
     "comm_over": "communication over '{axis}'",
     "no_comm": "no communication at all",
     "comm_missing": "communication: expected {missing} (read from the compiled program), but it performs {seen}",

@@ -54,8 +54,8 @@ from .i18n import Messages, gettext, is_wide
 __all__ = [
     "CheckFailed", "Exercise", "expect_array", "expect_close", "expect_replicated",
     "collectives", "collective_axes", "expect_collective", "expect_no_collective", "reaching_communication",
-    "judged_program",
-    "expect_reaching_collective",
+    "expect_reaching_collective", "examined", "expect_communication", "expect_regions", "expect_output_layouts",
+    "describe_layout",
     "show_error", "assert_check_fails", "assert_check_passes",
     "fail", "show_values", "same_values", "NOT_WRITTEN_YET", "not_written_yet", "unbound_axis_name",
     "explained", "progress", "TEXT",
@@ -119,6 +119,17 @@ TEXT = Messages({
                           "multiplied by zero or discarded). Communication that does not reach the result counts "
                           "for nothing. {hint}"),
     "a_collective": "a collective",
+    # layouts and communication, read from the compiled program as the grader reads them (issue 16)
+    "layout_replicated": "whole on every device (replicated)",
+    "layout_split": "split {dims}",
+    "layout_dim": "along dimension {dim} over {axes}",
+    "layout_region_input": ("`{name}` gives the right results here, but its per-device program over {axes} takes "
+                            "its input {n} {got}, where the exercise's takes it {want}: every device would hold "
+                            "more than its shard. {hint}"),
+    "layout_no_region": ("`{name}` gives the right results here, but it has no per-device program over {axes} "
+                         "that takes its inputs split as the exercise's does ({want}). {hint}"),
+    "layout_output": ("`{name}` gives the right results here, but its result {n} is {got} once compiled, where "
+                      "the exercise's is {want}. {hint}"),
     "list_sep": ", ",
     "or": " or ",
     "and": " and ",
@@ -460,25 +471,75 @@ def expect_collective(name: str, fn: Callable, *args, axis_name: str, axis_env,
         _fail(template.format(name=name, axis=axis_name, want=want, seen=seen, hint=hint))
 
 
-def judged_program(fn: Callable, *args):
-    """`jax.jit(fn)(*args)` read the grader's way (`namedaxes.judging.judged`): the program exported,
-    compiled, its per-device regions, where its results live, and the collectives of its optimized HLO
-    whose results reach the outputs on `args` (each kind scaled to see whether the outputs change)."""
+def reaching_communication(fn: Callable, *args) -> list[str]:
+    """The collectives of `jax.jit(fn)(*args)` whose results reach its outputs, read the grader's way
+    (`examined`). Descriptions such as "psum over 'devices'"."""
+    return list(examined(fn, *args).matters)
+
+
+def examined(fn: Callable, *args, rtol: float | None = None, atol: float | None = None):
+    """`jax.jit(fn)(*args)` exported and examined as the grader examines a program (`namedaxes.judging.examine`:
+    compiled, run on `args`, its collectives read from the optimized HLO, each kind perturbed to see whether
+    it reaches the outputs, its per-device regions and where its results live)."""
     import jax
-    from .judging import judged
+    from .judging import examine
     from .grading import _EXPORT, _JIT
     leaves, tree = jax.tree_util.tree_flatten(args)
     abstract = [jax.ShapeDtypeStruct(v.shape, v.dtype, sharding=getattr(v, "sharding", None)
                                      if getattr(getattr(v, "sharding", None), "mesh", None) is not None else None)
                 for v in leaves]
     exp = _EXPORT(_JIT(fn))(*jax.tree_util.tree_unflatten(tree, abstract))
-    return judged(exp, [np.asarray(v) for v in leaves])
+    return examine(exp, [np.asarray(v) for v in leaves], rtol=rtol, atol=atol)
 
 
-def reaching_communication(fn: Callable, *args) -> list[str]:
-    """The collectives of `jax.jit(fn)(*args)` whose results reach its outputs, read the grader's way
-    (`judged_program`). Descriptions such as "psum over 'devices'"."""
-    return list(judged_program(fn, *args).communication)
+def describe_layout(layout: tuple) -> str:
+    """A layout (`namedaxes.judging`: per dimension, the mesh axes it is split over) in words."""
+    parts = [TEXT["layout_dim"].format(dim=d, axes=" x ".join(repr(a) for a in axes))
+             for d, axes in enumerate(layout) if axes]
+    return TEXT["layout_split"].format(dims=TEXT["list_sep"].join(parts)) if parts else TEXT["layout_replicated"]
+
+
+def expect_communication(name: str, facts, axis_name: str, primitive: str | None = None, hint: str = "",
+                         reaching: bool = True) -> None:
+    """The examined program (`examined`) performs a collective over `axis_name` (a `primitive` such as "psum",
+    as the compiled program names it: a pmean is a psum there) whose result reaches its outputs
+    (`reaching=False`: present is enough, for a check that looks at other things in between)."""
+    def wanted(desc: str) -> bool:
+        return desc.endswith(f" over '{axis_name}'") and (primitive is None or desc.startswith(f"{primitive} over"))
+    if not any(wanted(d) for d in facts.present):
+        seen = TEXT["list_sep"].join(facts.present)
+        want = f"`{primitive}`" if primitive else TEXT["a_collective"]
+        template = TEXT["collective_missing"] if seen else TEXT["collective_missing_none"]   # whole sentences
+        _fail(template.format(name=name, axis=axis_name, want=want, seen=seen, hint=hint))
+    if reaching and not any(wanted(d) for d in facts.matters):
+        dead = next(d for d in facts.present if wanted(d))
+        _fail(TEXT["collective_unused"].format(name=name, collective=dead, hint=hint))
+
+
+def expect_regions(name: str, facts, want: tuple, hint: str = "") -> None:
+    """Every per-device region of `want` ((manual axes, input layouts), as `namedaxes.judging.regions` reads
+    them) has a counterpart in the examined program that splits each input over at least those mesh axes:
+    the grader's layout step (`namedaxes.judging.region_difference`)."""
+    from .judging import region_difference
+    found = region_difference(want, facts.regions)
+    if found is None:
+        return
+    if found.kind == "input":
+        _fail(TEXT["layout_region_input"].format(name=name, axes=_quoted(found.axes), n=found.n,
+                                                 got=describe_layout(found.got), want=describe_layout(found.want),
+                                                 hint=hint))
+    axes, ins = want[0][0], want[0][1]
+    _fail(TEXT["layout_no_region"].format(name=name, axes=_quoted(axes), hint=hint,
+                                          want=TEXT["list_sep"].join(describe_layout(i) for i in ins)))
+
+
+def expect_output_layouts(name: str, facts, want: tuple, hint: str = "") -> None:
+    """Each result of the examined program lives where `want` says once compiled (the grader's output layout
+    step: split or replicated, over which mesh axes)."""
+    for n, (w, g) in enumerate(zip(want, facts.out_layouts)):
+        if tuple(w) != tuple(g):
+            _fail(TEXT["layout_output"].format(name=name, n=n + 1, got=describe_layout(g), want=describe_layout(w),
+                                               hint=hint))
 
 
 def expect_reaching_collective(name: str, fn: Callable, *args, collective: str, hint: str = "") -> None:
@@ -563,15 +624,18 @@ class Exercise:
     computed on seeded random inputs. It must be deterministic.
 
     `check` runs the module's check inside `explained(name)`, so crashes the module
-    does not translate itself still read as feedback; it records its verdict for
+    does not translate itself still read as feedback; then, once the hidden test's first program
+    exports (`_expect_recordable`), `judge(answer)` if given (the grader's judging steps that need an
+    exportable program: layout, communication that matters); it records its verdict for
     `progress`. Several `Exercise` objects may share a `name` (one per test cell of an
     exercise): the exercise passes when all of them do.
     """
 
     def __init__(self, name: str, check: Callable, hints: Iterable[str] = (),
-                 observe: Callable | None = None, *, module: str | None = None):
+                 observe: Callable | None = None, *, module: str | None = None, judge: Callable | None = None):
         self.name = name
         self._check = check
+        self._judge = judge          # the grader's steps on the answer's program, once it is known to export
         self._hints = list(hints)
         self._observe = observe
         self._shown = 0
@@ -601,6 +665,9 @@ class Exercise:
             with explained(self.name):
                 self._check(*answer)
             self._expect_recordable(answer)
+            if self._judge is not None:
+                with explained(self.name):
+                    self._judge(*answer)
         except CheckFailed as err:
             _RESULTS[self._key] = {"status": "failed", "why": str(err), "answer": answer}
             # A fresh exception without the checker's internal frames; IPython shows only its message.

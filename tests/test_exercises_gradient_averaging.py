@@ -81,6 +81,8 @@ LOSS_WRONG = [
     (lambda p, b: jnp.mean((p["w"] * b["x"] + p["b"] - b["y"]) ** 2).astype(jnp.float16), r"dtype float32.*float16"),
     (lambda p, b: lax.pmean(loss_ref(p, b), DATA_PARALLEL), r"local function.*needs no communication"),
     (_not_written, r"^`loss_fn` is not written yet"),
+    # issue 16: a collective whose result is multiplied by zero is still a collective; a local function has none
+    (lambda p, b: loss_ref(p, b) + 0.0 * lax.psum(loss_ref(p, b), DATA_PARALLEL), r"local function.*no communication"),
 ]
 
 
@@ -98,16 +100,16 @@ def test_loss_fn_observations():
     reference = q.loss_fn.observe(loss_ref)
     got = derived(reference)
     assert got.pop("axes") == [] and got.pop("communication") == []
-    assert set(got) == {"k2", "k4", "k8"} and got["k8"].shape == (8,)   # every device's own loss
+    assert set(got) == {"k2", "k4", "k8", "local"} and got["k8"].shape == (8,)   # every device's own loss
+    assert got["local"].shape == ()                 # and the function itself, on one device's batch
     assert _same_observations(reference, q.loss_fn.observe(loss_ref))      # deterministic
     for fn in LOSS_RIGHT[1:]:
         assert _same_observations(reference, q.loss_fn.observe(fn))
     for fn, _ in LOSS_WRONG[:5]:
         assert not _same_observations(reference, q.loss_fn.observe(fn))
-    # a loss that averages over devices: every device reports the mean, not its own loss
-    averaged = q.loss_fn.observe(lambda p, b: lax.pmean(loss_ref(p, b), DATA_PARALLEL))
-    assert derived(averaged)["axes"] == [DATA_PARALLEL]
-    assert not _same_observations(reference, averaged)
+    # a loss that averages over devices cannot run on one device's batch alone: its hidden test raises
+    with pytest.raises(NameError, match="unbound axis name"):
+        q.loss_fn.observe(lambda p, b: lax.pmean(loss_ref(p, b), DATA_PARALLEL))
 
 
 # ---------------------------------------------------------------- compute_gradients
@@ -130,6 +132,7 @@ GRADS_WRONG = [
     (lambda p, b: lax.pmean(grads_ref(p, b), DATA_PARALLEL), r"local function"),
     (lambda p, b: {k: np.asarray(v) for k, v in grads_ref(p, b).items()}, r"NumPy array or a Python number.*`jnp`"),
     (_not_written, r"not written yet"),
+    (lambda p, b: jax.tree.map(lambda g: g + 0.0 * lax.psum(g, DATA_PARALLEL), grads_ref(p, b)), r"local function"),
 ]
 
 
@@ -289,11 +292,16 @@ def test_update_step_structure_stage_both_ways():
     params = {"w": jnp.float32(1.0), "b": jnp.float32(0.0)}
     local = {"x": jnp.arange(3.0), "y": jnp.arange(3.0)}
     no_collective = lambda p, b: (step_without_pmean(p, b), loss_ref(p, b))   # noqa: E731
-    message = assert_check_fails(q._expect_averages, no_collective, params, local, 4,
+    sharded = jax.tree.map(lambda a: jnp.stack([a] * 4), local)
+    message = assert_check_fails(q._expect_averages, no_collective, params, sharded,
                                  match=r"should communicate over 'data_parallel_axis'.*no collective at all")
     assert "lax.pmean over 'data_parallel_axis' is missing" in message
+    dead = lambda p, b: (jax.tree.map(lambda v, g: v + 0.0 * g, step_without_pmean(p, b),  # noqa: E731
+                                      lax.pmean(grads_ref(p, b), DATA_PARALLEL)), loss_ref(p, b))
+    assert_check_fails(q._expect_averages, dead, params, sharded,
+                       match=r"performs psum over 'data_parallel_axis', but its result never reaches")
     for fn in STEP_RIGHT:
-        assert_check_passes(q._expect_averages, fn, params, local, 4)
+        assert_check_passes(q._expect_averages, fn, params, sharded)
 
 
 def test_update_step_observations():
@@ -414,6 +422,25 @@ TRAIN_WRONG = [
 ]
 
 
+def train_one_device(params, sharded_batch, steps):
+    """Right values, no data parallelism: the whole batch on one device, no per-device program (issue 16)."""
+    full = _merge(sharded_batch)
+
+    def one_step(p, _):
+        loss, grads = jax.value_and_grad(loss_ref)(p, full)
+        return jax.tree.map(lambda v, g: v - LR * g, p, grads), loss
+    final, losses = lax.scan(one_step, params, length=steps)
+    return final, jnp.append(losses, loss_ref(final, full))
+
+
+# The grader judges the program (its per-device regions, its communication): so does the visible check.
+TRAIN_GRADED_WRONG = [
+    (train_one_device, r"`train` gives the right results here, but it has no per-device program over "
+                       r"'data_parallel_axis'.*Train with `p_update_step`"),
+    (train_python_loop, r"cannot record it as one compiled program"),
+]
+
+
 @pytest.mark.parametrize("fn", TRAIN_RIGHT)
 def test_train_accepts_equivalent_answers(fn):
     assert_check_passes(q.train.check, fn)
@@ -422,6 +449,12 @@ def test_train_accepts_equivalent_answers(fn):
 @pytest.mark.parametrize("fn, match", TRAIN_WRONG)
 def test_train_rejects_wrong_answers(fn, match):
     assert_check_fails(q.train._check, fn, match=match)
+
+
+@pytest.mark.parametrize("fn, match", TRAIN_GRADED_WRONG)
+def test_train_rejects_programs_the_grader_rejects(fn, match):
+    q.train._check(fn)                    # the values are right
+    assert_check_fails(q.train.check, fn, match=match)
 
 
 def test_train_observations():

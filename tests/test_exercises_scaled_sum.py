@@ -41,25 +41,29 @@ SCALED_SUM_EQUIVALENT = {
 MISSING = r"(?s)different values on different devices.*a collective such as `lax\.psum` over\s+'devices' is missing"
 
 
-@pytest.mark.parametrize("answer, match", [
-    (lambda x: x * 2.0, MISSING + r".*every device should end with 56 \("),
-    (lambda x: jnp.sum(x * 2.0), r"(?s)different values on different devices: \[ 0\.  2\.  4\..*over\s+'devices' is missing"),
-    (lambda x: lax.pmean(x * 2.0, DEVICES), r"(?s)expected \[56\..*got \[7\..*mean over devices.*`lax\.psum`"),
-    (lambda x: lax.pmax(x * 2.0, DEVICES), r"(?s)got \[14\..*maximum over devices"),
-    (lambda x: lax.psum(x, DEVICES), r"(?s)got \[28\..*plain sum of `x`: multiply by 2\.0"),
-    (lambda x: jnp.full_like(x, 56.0), r"(?s)expected \[2\. 2\.\].*got \[56\. 56\.\].*by hand"),
-    (lambda x: lax.psum(x * 2.0, "device"), r"unbound axis name: device\b.*`axis_name=DEVICES`"),
-    (lambda x: lax.psum(x * jnp.float32(2.0), DEVICES), r"keep the dtype of `x` \(float16 in, float16 out\)"),
-    (lambda x: lax.psum(jnp.sum(x * 2.0), DEVICES), r"per-device shape \(3,\).*per-device shape \(\)"),
-    (lambda x: (lax.psum(x * 2.0, DEVICES), x), r"should return one array.*got tuple back"),
-    (lambda x: None, r"got NoneType back.*forget a `return`"),
-    (_not_written, r"`scaled_sum` is not written yet"),
-    (lambda x: lax.psum(x * 3.0, DEVICES), r"That is 1\.5 times the expected total: scale by 2\.0, once"),
-    (lambda x: lax.psum(x * 2.0, DEVICES) + 1.0, r"That is not 2\.0 times the sum of `x` over the devices"),
-    (lambda x: lax.psum(x * x * 2.0, DEVICES), r"That is not 2\.0 times the sum of `x` over the devices"),
-], ids=["no collective", "jnp.sum", "pmean", "pmax", "no factor 2", "hard-coded", "wrong axis name",
-        "float32 constant", "summed the vector", "tuple", "no return", "unanswered", "factor 3", "plus one",
-        "squared"])
+SCALED_SUM_WRONG = {
+    "no collective": (lambda x: x * 2.0, MISSING + r".*every device should end with 56 \("),
+    "jnp.sum": (lambda x: jnp.sum(x * 2.0),
+                r"(?s)different values on different devices: \[ 0\.  2\.  4\..*over\s+'devices' is missing"),
+    "pmean": (lambda x: lax.pmean(x * 2.0, DEVICES), r"(?s)expected \[56\..*got \[7\..*mean over devices.*`lax\.psum`"),
+    "pmax": (lambda x: lax.pmax(x * 2.0, DEVICES), r"(?s)got \[14\..*maximum over devices"),
+    "no factor 2": (lambda x: lax.psum(x, DEVICES), r"(?s)got \[28\..*plain sum of `x`: multiply by 2\.0"),
+    "hard-coded": (lambda x: jnp.full_like(x, 56.0), r"(?s)expected \[2\. 2\.\].*got \[56\. 56\.\].*by hand"),
+    "wrong axis name": (lambda x: lax.psum(x * 2.0, "device"), r"unbound axis name: device\b.*`axis_name=DEVICES`"),
+    "float32 constant": (lambda x: lax.psum(x * jnp.float32(2.0), DEVICES),
+                         r"keep the dtype of `x` \(float16 in, float16 out\)"),
+    "summed the vector": (lambda x: lax.psum(jnp.sum(x * 2.0), DEVICES), r"per-device shape \(3,\).*per-device shape \(\)"),
+    "tuple": (lambda x: (lax.psum(x * 2.0, DEVICES), x), r"should return one array.*got tuple back"),
+    "no return": (lambda x: None, r"got NoneType back.*forget a `return`"),
+    "unanswered": (_not_written, r"`scaled_sum` is not written yet"),
+    "factor 3": (lambda x: lax.psum(x * 3.0, DEVICES), r"That is 1\.5 times the expected total: scale by 2\.0, once"),
+    "plus one": (lambda x: lax.psum(x * 2.0, DEVICES) + 1.0, r"That is not 2\.0 times the sum of `x` over the devices"),
+    "squared": (lambda x: lax.psum(x * x * 2.0, DEVICES), r"That is not 2\.0 times the sum of `x` over the devices"),
+}
+SCALED_SUM_RIGHT = [ref_scaled_sum, *SCALED_SUM_EQUIVALENT.values()]
+
+
+@pytest.mark.parametrize("answer, match", SCALED_SUM_WRONG.values(), ids=SCALED_SUM_WRONG)
 def test_scaled_sum_check_rejects(answer, match):
     assert_check_fails(q.scaled_sum.check, answer, match=match)
 
@@ -90,23 +94,33 @@ def test_scaled_sum_all_gather_gets_the_values_but_not_the_psum_point(scaled_sum
     gathered = lambda x: jnp.sum(lax.all_gather(x * 2.0, DEVICES), axis=0)  # noqa: E731
     assert_check_passes(q.scaled_sum.check, gathered)
     assert _matches(q.scaled_sum.observe(gathered), scaled_sum_reference_obs["total"])
-    assert_check_fails(q.scaled_sum_uses_psum.check, gathered, match=r"performs all_gather over \('devices',\)")
+    assert_check_fails(q.scaled_sum_uses_psum.check, gathered, match=r"performs all_gather over 'devices'")
     assert not _matches(q.scaled_sum_uses_psum.observe(gathered), scaled_sum_reference_obs["structure"])
 
 
-@pytest.mark.parametrize("answer, match", [
-    (lambda x: x * 2.0, r"should communicate over 'devices' with `psum`, but it performs no collective"),
-    (lambda x: jnp.sum(x * 2.0), r"performs no collective at all"),
-    (lambda x: jnp.full_like(x, 56.0), r"performs no collective at all"),
-    (lambda x: lax.pmax(x * 2.0, DEVICES), r"performs pmax over \('devices',\)"),
-    (lambda x: lax.pmean(x * 2.0, DEVICES),
-     r"returns 2 over 8 devices and 2 over 2 devices .*so it is a mean \(`lax\.pmean` is a psum divided"),
-    (lambda x: lax.psum(x * 2.0, DEVICES) / lax.psum(1, DEVICES), r"so it is a mean"),
-    (lambda x: lax.psum(x * 2.0, axis_name=DEVICES) ** 2, r"returns 256 over 8 devices and 16 over 2.*not something"),
-    (lambda x: lax.psum(x * 2.0, "device"), r"unbound axis name: device\b"),
-    (_not_written, r"not written yet"),
-], ids=["no collective", "jnp.sum", "hard-coded", "pmax", "pmean", "psum over psum(1)", "squared",
-        "wrong axis name", "unanswered"])
+USES_PSUM_WRONG = {
+    "no collective": (lambda x: x * 2.0, r"should communicate over 'devices' with `psum`, but it performs no collective"),
+    "jnp.sum": (lambda x: jnp.sum(x * 2.0), r"performs no collective at all"),
+    "hard-coded": (lambda x: jnp.full_like(x, 56.0), r"performs no collective at all"),
+    "pmax": (lambda x: lax.pmax(x * 2.0, DEVICES), r"performs pmax over 'devices'"),
+    "pmean": (lambda x: lax.pmean(x * 2.0, DEVICES),
+              r"returns 2 over 8 devices and 2 over 2 devices .*so it is a mean \(`lax\.pmean` is a psum divided"),
+    "psum over psum(1)": (lambda x: lax.psum(x * 2.0, DEVICES) / lax.psum(1, DEVICES), r"so it is a mean"),
+    "squared": (lambda x: lax.psum(x * 2.0, axis_name=DEVICES) ** 2,
+                r"returns 256 over 8 devices and 16 over 2.*not something"),
+    "wrong axis name": (lambda x: lax.psum(x * 2.0, "device"), r"unbound axis name: device\b"),
+    "unanswered": (_not_written, r"not written yet"),
+    "all_gather": (lambda x: jnp.sum(lax.all_gather(x * 2.0, DEVICES), axis=0), r"performs all_gather over 'devices'"),
+    # issue 16: a psum multiplied by zero stays in the compiled program, but its result reaches nothing
+    "dead psum": (lambda x: jnp.sum(lax.all_gather(x * 2.0, DEVICES), axis=0) + 0.0 * lax.psum(x, DEVICES),
+                  r"performs psum over 'devices', but its result never reaches what `scaled_sum` returns"),
+}
+# The psum point is about psum only: an unscaled total passes it (the values cell's job is the factor 2.0).
+USES_PSUM_RIGHT = [ref_scaled_sum, *SCALED_SUM_EQUIVALENT.values(), lambda x: lax.psum(x, DEVICES),
+                   lambda x: lax.psum(x * 2.0, DEVICES) / 8]
+
+
+@pytest.mark.parametrize("answer, match", USES_PSUM_WRONG.values(), ids=USES_PSUM_WRONG)
 def test_scaled_sum_uses_psum_rejects(answer, match):
     assert_check_fails(q.scaled_sum_uses_psum.check, answer, match=match)
 
@@ -216,25 +230,28 @@ SCALED_MEAN_EQUIVALENT = {
 }
 
 
-@pytest.mark.parametrize("answer, match", [
-    (lambda x: lax.pmean(jnp.nanmean(x * 2.0), DEVICES),                      # the plausible mistake
-     r"(?s)expected \[4\.6667.*got \[5\. .*mean of the per-device means"),
-    (lambda x: lax.pmean(jnp.mean(x * 2.0), DEVICES), r"(?s)got \[nan.*It returned NaN: a missing entry"),
-    (lambda x: lax.psum(jnp.nansum(x * 2.0), DEVICES) / (lax.psum(1, DEVICES) * x.shape[0]),
-     r"divided by every entry, missing ones \(NaN\) included"),
-    (lambda x: lax.psum(jnp.nansum(x * 2.0), DEVICES), r"(?s)got \[42\..*total of x \* 2\.0, not the mean"),
-    (lambda x: lax.psum(jnp.nansum(x), DEVICES) / lax.psum(_count(x), DEVICES), r"mean of `x` itself"),
-    (lambda x: jnp.nanmean(x * 2.0), r"(?s)^`scaled_mean` returned different values on different devices.*"
-                                     r"should end with 4\.66667: the mean of x \* 2\.0 over all 9 values"),
-    (lambda x: lax.pmean(x * 2.0, DEVICES), r"one number on each device \(per-device shape \(\)\).*per-device "
-                                            r"shape \(3,\)"),                    # the old exercise's answer
-    (lambda x: jnp.full((), 4.6667, x.dtype), r"by hand"),
-    (lambda x: (lax.psum(jnp.nansum(x * 2.0), DEVICES) / lax.psum(_count(x), DEVICES)).astype(jnp.float32),
-     r"keep the dtype of `x` \(float16 in, float16 out\)"),
-    (lambda x: lax.psum(jnp.nansum(x * 2.0), "device"), r"unbound axis name: device\b"),
-    (_not_written, r"`scaled_mean` is not written yet"),
-], ids=["mean of means", "NaN in the sum", "counts the empty slots", "total", "no factor 2", "local",
-        "old pmean answer", "hard-coded", "float32 out", "wrong axis name", "unanswered"])
+SCALED_MEAN_WRONG = {
+    "mean of means": (lambda x: lax.pmean(jnp.nanmean(x * 2.0), DEVICES),                      # the plausible mistake
+                      r"(?s)expected \[4\.6667.*got \[5\. .*mean of the per-device means"),
+    "NaN in the sum": (lambda x: lax.pmean(jnp.mean(x * 2.0), DEVICES), r"(?s)got \[nan.*It returned NaN: a missing entry"),
+    "counts the empty slots": (lambda x: lax.psum(jnp.nansum(x * 2.0), DEVICES) / (lax.psum(1, DEVICES) * x.shape[0]),
+                               r"divided by every entry, missing ones \(NaN\) included"),
+    "total": (lambda x: lax.psum(jnp.nansum(x * 2.0), DEVICES), r"(?s)got \[42\..*total of x \* 2\.0, not the mean"),
+    "no factor 2": (lambda x: lax.psum(jnp.nansum(x), DEVICES) / lax.psum(_count(x), DEVICES), r"mean of `x` itself"),
+    "local": (lambda x: jnp.nanmean(x * 2.0), r"(?s)^`scaled_mean` returned different values on different devices.*"
+                                              r"should end with 4\.66667: the mean of x \* 2\.0 over all 9 values"),
+    "old pmean answer": (lambda x: lax.pmean(x * 2.0, DEVICES),
+                         r"one number on each device \(per-device shape \(\)\).*per-device shape \(3,\)"),
+    "hard-coded": (lambda x: jnp.full((), 4.6667, x.dtype), r"by hand"),
+    "float32 out": (lambda x: (lax.psum(jnp.nansum(x * 2.0), DEVICES) / lax.psum(_count(x), DEVICES)).astype(jnp.float32),
+                    r"keep the dtype of `x` \(float16 in, float16 out\)"),
+    "wrong axis name": (lambda x: lax.psum(jnp.nansum(x * 2.0), "device"), r"unbound axis name: device\b"),
+    "unanswered": (_not_written, r"`scaled_mean` is not written yet"),
+}
+SCALED_MEAN_RIGHT = [ref_scaled_mean, *SCALED_MEAN_EQUIVALENT.values()]
+
+
+@pytest.mark.parametrize("answer, match", SCALED_MEAN_WRONG.values(), ids=SCALED_MEAN_WRONG)
 def test_scaled_mean_check_rejects(answer, match):
     assert_check_fails(q.scaled_mean.check, answer, match=match)
 
@@ -261,7 +278,8 @@ def test_scaled_mean_observe_accepts_equivalent(answer, scaled_mean_reference_ob
     lambda x: lax.psum(jnp.nansum(x), DEVICES) / lax.psum(_count(x), DEVICES),
     lambda x: jnp.nanmean(x * 2.0),
     lambda x: lax.psum(jnp.nansum(x * 2.0), DEVICES) / (8 * _count(x)),
-], ids=["mean of means", "counts the empty slots", "no factor 2", "local", "count times 8"])
+    SCALED_MEAN_WRONG["float32 out"][0],          # issue 16: the visible check's dtype rule, graded too
+], ids=["mean of means", "counts the empty slots", "no factor 2", "local", "count times 8", "float32 out"])
 def test_scaled_mean_observe_rejects_wrong(answer, scaled_mean_reference_obs):
     assert not _matches(q.scaled_mean.observe(answer), scaled_mean_reference_obs)
 
@@ -271,10 +289,11 @@ def test_scaled_mean_observe_pads_on_the_graders_inputs(scaled_mean_reference_ob
     and differs from the mean of the per-device means (unequal shards really occur in the graded inputs)."""
     got = derived(scaled_mean_reference_obs)
     assert got.pop("axes") == [DEVICES] and got.pop("communication") == ["psum over 'devices'"]
-    assert set(got) == {f"k{k}_slots{m}" for k in (2, 4, 8) for m in (3, 5)}
-    for value in got.values():
+    assert set(got) == {f"k{k}_slots{m}" for k in (2, 4, 8) for m in (3, 5)} | {"k4_slots3_float16"}
+    for key, value in got.items():
         value = np.asarray(value)
-        assert value.dtype == np.float32 and np.isfinite(value).all() and np.allclose(value, value[:1])
+        assert value.dtype == (np.float16 if key.endswith("float16") else np.float32)
+        assert np.isfinite(value).all() and np.allclose(value, value[:1])
     means_of_means = derived(q.scaled_mean.observe(lambda x: lax.pmean(jnp.nanmean(x * 2.0), DEVICES)))
     assert any(not np.allclose(got[k], means_of_means[k], equal_nan=True) for k in got)
 
@@ -291,20 +310,24 @@ GLOBAL_MAX_SHARE_EQUIVALENT = {
 }
 
 
-@pytest.mark.parametrize("answer, match", [
-    (lambda x: x / lax.pmax(x, DEVICES),                                       # the notebook's pmax cell, edited
-     r"(?s)expected \[ 0\.125 -0\.25 +0\.5 +-1\.   \].*got \[ 0\.25 -0\.5 +1\. +-2\. *\].*largest \*value\*"),
-    (lambda x: jnp.abs(x) / lax.pmax(jnp.abs(x), DEVICES), r"signs are gone"),
-    (lambda x: x / jnp.max(jnp.abs(x)), r"Every entry is 1|expected"),
-    (lambda x: x / x, r"Every entry is 1"),
-    (lambda x: lax.pmax(jnp.abs(x), DEVICES), r"largest magnitude itself"),
-    (lambda x: x / lax.pmax(jnp.max(jnp.abs(x)), DEVICES), r"largest magnitude of all vectors"),
-    (lambda x: lax.pmean(x / lax.pmax(jnp.abs(x), DEVICES), DEVICES), r"each device should keep its own share"),
-    (lambda x: x / 8.0, r"(?s)expected \[1\.  0\.5\], got \[0\.375  0\.1875\].*\(2 devices, input"),
-    (lambda x: x / lax.pmax(jnp.abs(x), "device"), r"unbound axis name: device\b"),
-    (_not_written, r"`global_max_share` is not written yet"),
-], ids=["largest value", "signs lost", "local max", "x / x", "pmax only", "max of everything", "replicated",
-        "hard-coded", "wrong axis name", "unanswered"])
+GLOBAL_MAX_SHARE_WRONG = {
+    "largest value": (lambda x: x / lax.pmax(x, DEVICES),                     # the notebook's pmax cell, edited
+                      r"(?s)expected \[ 0\.125 -0\.25 +0\.5 +-1\.   \].*got \[ 0\.25 -0\.5 +1\. +-2\. *\].*largest \*value\*"),
+    "signs lost": (lambda x: jnp.abs(x) / lax.pmax(jnp.abs(x), DEVICES), r"signs are gone"),
+    "local max": (lambda x: x / jnp.max(jnp.abs(x)), r"Every entry is 1|expected"),
+    "x / x": (lambda x: x / x, r"Every entry is 1"),
+    "pmax only": (lambda x: lax.pmax(jnp.abs(x), DEVICES), r"largest magnitude itself"),
+    "max of everything": (lambda x: x / lax.pmax(jnp.max(jnp.abs(x)), DEVICES), r"largest magnitude of all vectors"),
+    "replicated": (lambda x: lax.pmean(x / lax.pmax(jnp.abs(x), DEVICES), DEVICES),
+                   r"each device should keep its own share"),
+    "hard-coded": (lambda x: x / 8.0, r"(?s)expected \[1\.  0\.5\], got \[0\.375  0\.1875\].*\(2 devices, input"),
+    "wrong axis name": (lambda x: x / lax.pmax(jnp.abs(x), "device"), r"unbound axis name: device\b"),
+    "unanswered": (_not_written, r"`global_max_share` is not written yet"),
+}
+GLOBAL_MAX_SHARE_RIGHT = [ref_global_max_share, *GLOBAL_MAX_SHARE_EQUIVALENT.values()]
+
+
+@pytest.mark.parametrize("answer, match", GLOBAL_MAX_SHARE_WRONG.values(), ids=GLOBAL_MAX_SHARE_WRONG)
 def test_global_max_share_check_rejects(answer, match):
     assert_check_fails(q.global_max_share.check, answer, match=match)
 

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..messages import TEXT, text
-from ..limits import MAX_ARRAYS, MAX_OBSERVATION_BYTES
+from ..limits import MAX_ARRAYS, MAX_ECHO_ITEMS, MAX_OBSERVATION_BYTES
 
 __all__ = ["RTOL", "ATOL", "AXES_KEY", "Verdict", "normalize", "load_observations", "compare",
            "MAX_OBSERVATION_BYTES"]
@@ -178,7 +178,9 @@ def _compare_axes(want: Any, got: Any) -> str | None:
     missing = [a for a in wanted if a not in got]
     if not missing:
         return None
-    found = ", ".join(repr(a) for a in got) if got else None
+    cut = lambda a: repr(a) if len(repr(a)) <= 40 else repr(a)[:39] + "…"  # noqa: E731 - student-recorded names
+    found = ", ".join(cut(a) for a in got[:MAX_ECHO_ITEMS]) + (text("and_more", n=len(got) - MAX_ECHO_ITEMS)
+                                                         if len(got) > MAX_ECHO_ITEMS else "") if got else None
     seen = text("axes_seen", axes=found) if found else text("axes_none")
     return text("axes_missing", key=AXES_KEY, axes=", ".join(repr(a) for a in missing), seen=seen)
 

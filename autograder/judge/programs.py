@@ -53,14 +53,11 @@ import numpy as np
 
 from namedaxes.judging import changed as _changed
 from namedaxes.judging import describe_collective, group_axes, hlo_collectives, perturbed
-from namedaxes.judging import module_regions
-from namedaxes.judging import norm_layout as _norm_layout
-from namedaxes.judging import placed_layout as _placed_layout
-from namedaxes.judging import split_axes as _split_axes
+from namedaxes.judging import norm_layout, placed_layout, region_difference, regions, sdy_layouts, split_axes
 
 from .compare import Verdict, compare, load_observations
 from ..messages import text as say
-from ..limits import MAX_CASES, MAX_COMPILED
+from ..limits import MAX_CASES, MAX_COMPILED, MAX_ECHO_CHARS, MAX_ECHO_ITEMS, MAX_ERROR_CHARS
 
 __all__ = ["PROGRAM_PREFIX", "PROGRAMS_KEY", "PROGRAMS_FORMAT", "ALLOWED_CUSTOM_CALLS", "is_program_observation",
            "Judge", "hlo_collectives", "group_axes", "describe_collective", "describe_layout"]
@@ -75,6 +72,24 @@ ALLOWED_CUSTOM_CALLS = frozenset({
     "mhlo.sharding", "xla.sdy.FuncResultSharding", "xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape",
     "xla.sdy.ShardingGroup",
 })
+# Feedback echoes student-controlled names (custom calls, mesh axis names, pytree paths, shapes of a
+# recorded signature, error texts): at most MAX_ECHO_ITEMS of them, each at most MAX_ECHO_CHARS long,
+# printable. Nothing computed on hidden inputs is ever echoed: a program that fails while it runs on
+# them is reported by its error's type alone (`program_failed_hidden`).
+
+
+def _cut(text, n: int = MAX_ECHO_CHARS) -> str:
+    text = "".join(ch if ch.isprintable() else "?" for ch in str(text))
+    return text if len(text) <= n else text[:n - 1] + "…"
+
+
+def _echo(items, n: int = MAX_ECHO_CHARS) -> str:
+    """A student-controlled list for feedback, bounded in count and length (see MAX_ECHO_ITEMS)."""
+    items = list(items)
+    shown = ", ".join(_cut(i, n) for i in items[:MAX_ECHO_ITEMS])
+    return shown + (say("and_more", n=len(items) - MAX_ECHO_ITEMS) if len(items) > MAX_ECHO_ITEMS else "")
+
+
 def is_program_observation(observations: dict) -> bool:
     """Does this (reference) observation grade exported programs?"""
     meta = observations.get(PROGRAMS_KEY)
@@ -155,10 +170,12 @@ def _manual_axes(exp) -> list[str]:
 Layout = tuple
 
 
+_norm_layout, _sdy_layouts, _split_axes = norm_layout, sdy_layouts, split_axes   # namedaxes.judging
+
+
 def _regions(exp) -> tuple:
-    """(manual axes, input layouts, output layouts) of every per-device region (`shard_map`, `pmap`) of
-    the module, in the order they appear: where each device gets only its shard of a value."""
-    return module_regions(_module_text(exp))
+    """`namedaxes.judging.regions` of the module: where each per-device region takes and gives its values."""
+    return regions(_module_text(exp))
 
 
 def _spec_layout(sharding) -> Layout | None:
@@ -169,11 +186,15 @@ def _spec_layout(sharding) -> Layout | None:
     return _norm_layout(() if d is None else (d,) if isinstance(d, str) else tuple(d) for d in spec)
 
 
+_placed_layout = placed_layout                                                       # namedaxes.judging
+
+
 def describe_layout(layout: Layout | None) -> str:
     """A layout in words, for feedback ("split over 'devices' along dimension 0", "replicated")."""
     if layout is None:
         return say("layout_unstated")
-    parts = [say("layout_dim", dim=d, axes=" x ".join(repr(a) for a in axes)) for d, axes in enumerate(layout) if axes]
+    parts = [say("layout_dim", dim=d, axes=_echo(repr(a) for a in axes).replace(", ", " x "))
+             for d, axes in enumerate(layout[:MAX_ECHO_ITEMS]) if axes]
     return say("layout_split", dims=", ".join(parts)) if parts else say("layout_replicated")
 
 
@@ -444,7 +465,7 @@ class Judge:
                     raise Rejected(say("side_effects"))
                 bad = sorted(_custom_calls(exp) - ALLOWED_CUSTOM_CALLS)
                 if bad:
-                    raise Rejected(say("host_calls", calls=", ".join(bad)))
+                    raise Rejected(say("host_calls", calls=_echo(bad)))
                 sig, want_sig = _signature(exp), ref_prog.signature
                 if _signature_matches(want_sig, sig):
                     sig = want_sig
@@ -453,8 +474,8 @@ class Judge:
                     continue
                 own = _mesh_of(exp)
                 if own is not None and ref_prog.mesh_axes is not None and own[:2] != ref_prog.mesh_axes:
-                    diffs.append(say("wrong_mesh", case=case, got=dict(zip(*own[:2])),
-                                      want=dict(zip(*ref_prog.mesh_axes))))
+                    diffs.append(say("wrong_mesh", case=case, got=_echo(f"{n!r}: {k}" for n, k in zip(*own[:2])),
+                                      want=_echo(f"{n!r}: {k}" for n, k in zip(*ref_prog.mesh_axes))))
                     continue
                 prog = _compile(exp, names, shape, feed=ref_prog.entry_in)
                 layout = _layout_difference(case, ref_exp, ref_prog, prog, entry.get("out_layout", True))
@@ -462,15 +483,19 @@ class Judge:
                     diffs.append(layout)
                     unreadable = True       # its communication was not read: say nothing about it
                     continue
-                out = (_outputs(prog, exp, entry["draw"], _seed(self.secret, grade_id, str(entry["draw"].get("share", case))))
-                       if entry.get("values", True) else {})
+                try:
+                    out = (_outputs(prog, exp, entry["draw"], _seed(self.secret, grade_id, str(entry["draw"].get("share", case))))
+                           if entry.get("values", True) else {})
+                except Exception as err:  # noqa: BLE001 - it ran on hidden inputs: its words are not shown
+                    diffs.append(say("program_failed_hidden", case=case, error=_cut(type(err).__name__)))
+                    continue
             except Rejected as err:
                 diffs.append(f"{case}: {err}")
                 unreadable = unreadable or err.unreadable
                 continue
             except Exception as err:  # noqa: BLE001 - a program that fails to compile or run scores 0
-                diffs.append(say("program_failed", case=case, error=f"{type(err).__name__}: "
-                                  f"{str(err).splitlines()[0][:160] if str(err) else ''}"))
+                diffs.append(say("program_failed", case=case, error=_cut(f"{type(err).__name__}: "
+                                  f"{str(err).splitlines()[0] if str(err) else ''}", MAX_ERROR_CHARS)))
                 continue
             identical = fingerprint(exp) == fingerprint(ref_exp)      # the reference's own program: trusted
             for desc, axis in prog.comm_axes:
@@ -545,20 +570,13 @@ def _layout_difference(case: str, ref_exp, want: _Compiled, got: _Compiled, out_
         if g is not None and not _split_axes(w or ()) <= _split_axes(g):
             return say("layout_input", case=case, input=names[i] if i < len(names) else i + 1,
                        got=describe_layout(g), want=describe_layout(w))
-    def covered(axes, ins) -> bool:
-        return any(a == axes and len(i) == len(ins) and all(_split_axes(w) <= _split_axes(g) for w, g in zip(ins, i))
-                   for a, i, _ in got.regions)
-
-    for axes, ins, _ in want.regions:
-        if covered(axes, ins):
-            continue
-        for theirs in [i for a, i, _ in got.regions if a == axes and len(i) == len(ins)][:1]:
-            for n, (w, g) in enumerate(zip(ins, theirs)):
-                if not _split_axes(w) <= _split_axes(g):
-                    return say("layout_region_input", case=case, n=n + 1, axes=", ".join(repr(a) for a in axes),
-                               got=describe_layout(g), want=describe_layout(w))
-        def words(regions) -> str:
-            return "; ".join(", ".join(map(describe_layout, i)) for _, i, _ in regions) or say("layout_no_region")
+    found = region_difference(want.regions, got.regions)      # namedaxes.judging: the visible checks' step too
+    if found is not None and found.kind == "input":
+        return say("layout_region_input", case=case, n=found.n, axes=", ".join(repr(a) for a in found.axes),
+                   got=describe_layout(found.got), want=describe_layout(found.want))
+    if found is not None:
+        words = lambda regions: "; ".join(", ".join(describe_layout(l) for l in i) for _, i, _ in regions) \
+            or say("layout_no_region")  # noqa: E731
         return say("layout_regions", case=case, got=words(got.regions), want=words(want.regions))
     if out_layout:
         for i, (w, g) in enumerate(zip(want.out_layouts, got.out_layouts)):
@@ -581,14 +599,14 @@ def _signature_difference(want: dict, got: dict) -> str:
     if want["devices"] != got["devices"]:
         return say("sig_devices", got=got["devices"], want=want["devices"])
     if want["per_device_over"] != got["per_device_over"]:
-        seen = ", ".join(repr(a) for a in got["per_device_over"]) or say("sig_global_view")
+        seen = _echo(repr(a) for a in got["per_device_over"]) or say("sig_global_view")
         return say("sig_per_device", got=seen,
                     want=", ".join(repr(a) for a in want["per_device_over"]) or say("sig_no_axis"))
     if want["in_tree"] != got["in_tree"] or want["in"] != got["in"]:
-        return say("sig_takes", got=got["in"], want=want["in"])
+        return say("sig_takes", got=_echo(got["in"]), want=", ".join(want["in"]))
     if want["out_tree"] != got["out_tree"]:
-        return say("sig_structure", got=got["out_tree"], want=want["out_tree"])
-    return say("sig_returns", got=", ".join(got["out"]), want=", ".join(want["out"]))
+        return say("sig_structure", got=_echo(got["out_tree"]), want=", ".join(want["out_tree"]))
+    return say("sig_returns", got=_echo(got["out"]), want=", ".join(want["out"]))
 
 
 def summary(observations: dict) -> str:

@@ -345,7 +345,7 @@ def _judged(name: str, fn: Callable, mesh, *args, ins: tuple, axis: str, why: st
     got = _judge(name, fn, mesh, *args, region=((axis,), ins), what=shard_map_text["values_word"], axis=axis,
                  why=why, context=_explained(name, mesh, rules))
     for collective in needs:
-        if collective not in got.communication:
+        if collective not in got.matters:
             fail(checking_text["collective_unused"].format(name=name, collective=collective, hint=why))
 
 

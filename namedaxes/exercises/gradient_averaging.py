@@ -31,7 +31,10 @@ results is visible (with `out_axes=None` a device that disagrees would go
 unnoticed).
 
 Checks go type -> pytree structure/shape/dtype -> value -> structure
-(collectives). Visible checks use small readable inputs. Grading contract:
+(collectives, and for `train` the per-device program), the structure read the grader's
+way (`namedaxes.judging` via `checking.examined`: the exported program compiled, its
+collectives read from the optimized HLO, counted only when they reach the results).
+Visible checks use small readable inputs. Grading contract:
 `observe` records no values; it exports each answer (under the pmap above, or
 `train` under `jax.jit` with `steps` fixed) on abstract inputs for 2, 4 and 8
 devices and several per-device batch sizes; the clean grader draws the inputs and
@@ -52,8 +55,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from namedaxes import DATA_PARALLEL, model
-from namedaxes.checking import (Exercise, collective_axes, expect_collective, explained, fail, progress_of,
-                                same_values, show_values, unbound_axis_name)
+from namedaxes.checking import (Exercise, examined, expect_communication, expect_regions, explained, fail,
+                                progress_of, same_values, show_values, unbound_axis_name)
 from namedaxes.grading import Case, pmapped, programs, spec
 
 __all__ = ["loss_fn", "compute_gradients", "parallel_update_step", "train",
@@ -112,9 +115,6 @@ TEXT = {
     "loss_other": (
         "The loss is the mean over the examples of (w * x + b - y) squared: predict, subtract y, square, "
         "average."),
-    "loss_communicates": (
-        "`loss_fn` communicates over {axes}, but it is the loss of one device's batch: no collective "
-        "belongs here (the averaging happens in `parallel_update_step`)."),
     "the_loss": "`loss_fn(params, local_batch)`",
     # 2. compute_gradients
     "grads_value_and_grad": (
@@ -125,9 +125,6 @@ TEXT = {
         "With params {params} and x of shape {shape}, `compute_gradients` should return {want}, but it "
         "returned {got}. Differentiate `loss_fn` with `jax.grad`; if that is what you wrote, `loss_fn` "
         "is wrong: its check says how."),
-    "grads_communicates": (
-        "`compute_gradients` communicates over {axes}, but it should return one device's own gradients: "
-        "the averaging happens in `parallel_update_step`."),
     "pair_value": "{{'w': {w}, 'b': {b}}}",
     # 3. parallel_update_step
     "step_where": (
@@ -202,6 +199,8 @@ TEXT = {
     "train_losses_last": (
         "All entries but the last are right. The last is the loss of `final_params` on the whole batch, "
         "not on one device's shard, and not the loss before the last step."),
+    "train_parallel": ("Train with `p_update_step`, your `parallel_update_step` under `jax.pmap`: each device "
+                       "steps on its own shard of the batch, and the step's collective averages the gradients."),
     "train_losses_after": (
         "Those are the losses *after* each step: record the loss of the parameters before you update "
         "them, so `losses[0]` is the loss of the starting parameters."),
@@ -327,11 +326,8 @@ def _check_loss_fn(fn: Callable) -> None:
         if not same_values(out, want, dtype=float):
             fail(_say("loss_value", where=where, want=f"{want:.6g}", got=f"{float(out):.6g}",
                       hint=_diagnose_loss(p, b, float(out), want)))
-    # structure: a local function, no communication (inspect it as pmap would run it)
-    with _explained(name, local=True):
-        axes = collective_axes(fn, params, batch, axis_env=[(DATA_PARALLEL, 4)])
-    if axes:
-        fail(_say("loss_communicates", axes=axes))
+    # structure: a local function (its direct calls above bind no axis, so any collective over DATA_PARALLEL
+    # has already failed them; the grader exports it on one device too: see `_per_device_programs`)
 
 
 def _abstract_case(k: int, per: int, trailing=()):
@@ -341,11 +337,22 @@ def _abstract_case(k: int, per: int, trailing=()):
             {"x": spec(shape, jnp.float32), "y": spec(shape, jnp.float32)})
 
 
-def _per_device_programs(fn: Callable) -> dict:
+def _per_device_programs(fn: Callable, local: bool = False) -> dict:
     """`fn(params, local_batch)` under `pmap(..., in_axes=(None, 0))` (params replicated), exported: the
-    grader compares every device's outputs and reads the collectives' axes from the compiled program."""
-    return programs({f"k{k}": Case(pmapped(fn, k, DATA_PARALLEL, in_axes=(None, 0)), *_abstract_case(k, per, trailing))
-                     for k, per, trailing in _OBSERVED_SHAPES})
+    grader compares every device's outputs and reads the collectives' axes from the compiled program.
+    `local`: also `fn` itself on one device's batch, with no axis bound (a local function must run there,
+    as the notebook runs it: a collective, even one whose result is unused, fails to export, as it fails
+    the visible check's direct calls)."""
+    cases = {f"k{k}": Case(pmapped(fn, k, DATA_PARALLEL, in_axes=(None, 0)), *_abstract_case(k, per, trailing))
+             for k, per, trailing in _OBSERVED_SHAPES}
+    if local:
+        params, sharded = _abstract_case(1, 5, ())
+        cases["local"] = Case(fn, params, {k: spec(v.shape[1:], v.dtype) for k, v in sharded.items()})
+    return programs(cases)
+
+
+def _local_programs(fn: Callable) -> dict:
+    return _per_device_programs(fn, local=True)
 
 
 loss_fn = Exercise(
@@ -358,7 +365,7 @@ loss_fn = Exercise(
         "Use `jnp`, not `np`: `jax.grad` must differentiate `loss_fn` in the next exercise. At the starting "
         "`params`, `loss_fn(params, batch)` is 1.25.",
     ],
-    observe=_per_device_programs,
+    observe=_local_programs,
 )
 
 
@@ -378,10 +385,6 @@ def _check_compute_gradients(fn: Callable) -> None:
         got = {k: float(out[k]) for k in PARAM_NAMES}
         if not all(same_values(got[k], want[k], dtype=float) for k in PARAM_NAMES):
             fail(_say("grads_value", params=p, shape=np.shape(b["x"]), want=_pair(want), got=_pair(got)))
-    with _explained(name, local=True):
-        axes = collective_axes(fn, params, batch, axis_env=[(DATA_PARALLEL, 4)])
-    if axes:
-        fail(_say("grads_communicates", axes=axes))
 
 
 compute_gradients = Exercise(
@@ -395,7 +398,7 @@ compute_gradients = Exercise(
         "Don't derive the gradient by hand. At the starting `params` on the full `batch` you should get "
         "about -2.0 for 'w' and -1.0 for 'b'.",
     ],
-    observe=_per_device_programs,
+    observe=_local_programs,
 )
 
 
@@ -484,15 +487,15 @@ def _check_parallel_update_step(fn: Callable) -> None:
         if not same_values(losses[0], want_loss, dtype=float):
             fail(_say("step_loss_value", name=name, where=where, start=p, want=f"{want_loss:.6g}",
                       got=f"{losses[0]:.6g}", hint=_diagnose_loss_of_step(p, b, float(losses[0]))))
-    # structure: the averaging really is a collective over DATA_PARALLEL
-    _expect_averages(fn, params, jax.tree.map(lambda a: a[0], sharded), k)
+    # structure: the averaging really is a collective over DATA_PARALLEL, read the grader's way
+    _expect_averages(fn, params, sharded)
 
 
-def _expect_averages(fn: Callable, params, local_batch, k: int) -> None:
+def _expect_averages(fn: Callable, params, sharded) -> None:
+    """The compiled step (under the check's pmap) communicates over DATA_PARALLEL, and that reaches its results."""
     with _explained("parallel_update_step"):
-        expect_collective(
-            "parallel_update_step", fn, params, local_batch, axis_name=DATA_PARALLEL,
-            axis_env=[(DATA_PARALLEL, k)], hint=_say("step_no_average", axis=DATA_PARALLEL))
+        facts = examined(jax.pmap(fn, axis_name=DATA_PARALLEL, in_axes=(None, 0)), params, sharded)
+    expect_communication("parallel_update_step", facts, DATA_PARALLEL, hint=_say("step_no_average", axis=DATA_PARALLEL))
 
 
 parallel_update_step = Exercise(
@@ -558,6 +561,18 @@ def _check_train(fn: Callable) -> None:
                   got=show_values(got_losses, dtype=float), more=more).strip())
 
 
+def _judge_train(fn: Callable) -> None:
+    """The grader's steps on the visible case's program (`jax.jit`, steps fixed): a per-device program over
+    DATA_PARALLEL whose batch is split over it (each device trains on its own shard), and communication over
+    DATA_PARALLEL that reaches the results."""
+    p, b, steps = _visible_train_case()
+    params, sharded = _as_params(p["w"], p["b"]), _as_batch(b["x"], b["y"])
+    facts = examined(lambda p_, b_: fn(p_, b_, steps), params, sharded, rtol=1e-4, atol=1e-4)
+    split = ((DATA_PARALLEL,),)
+    expect_regions("train", facts, (((DATA_PARALLEL,), ((), (), split, split)),), hint=_say("train_parallel"))
+    expect_communication("train", facts, DATA_PARALLEL, hint=_say("train_parallel"))
+
+
 def _observe_train(fn: Callable) -> dict:
     """`train(params, sharded_batch, steps)` compiled as one program per case (`jax.jit`, steps fixed)
     and exported: the grader runs the whole training on its own data and compares the final params
@@ -581,4 +596,5 @@ train = Exercise(
         "item (drop its new parameters); `jnp.append(losses, last_loss)` gives shape `(steps + 1,)`.",
     ],
     observe=_observe_train,
+    judge=_judge_train,
 )

@@ -30,6 +30,14 @@ communication is read from the compiled program. `tp_dp_step` adds a
 `values=False` case so that its psums (partial products over MODEL_REPLICAS,
 gradients over DATA_SHARDS) cannot be swapped for gathering the whole model.
 
+One judge (issue 16): after their values, the visible checks of `row_normalize` and
+`tp_dp_step` judge the answer's exported program on their own inputs with the grader's
+steps (`checking.examined`, i.e. `namedaxes.judging`): communication read from the
+optimized HLO and counted only when it reaches the result, each per-device region's
+inputs split at least as the exercise's specs split them (`region_difference`), and the
+result left where the exercise's lives (`placed_layout`). So an answer that hands every
+device all of w, or whole rows, or adds a collective multiplied by zero, fails both.
+
 Student-facing strings: every message of this module's checks is a template
 in the `TEXT` table below; each exercise's hints are full sentences in its
 `Exercise(...)` call. The logic only fills in fields, so a translation touches
@@ -45,8 +53,8 @@ from jax.sharding import PartitionSpec as P
 
 from namedaxes import DATA_SHARDS, GRID_AXES, GRID_SHAPE, MODEL_REPLICAS
 from namedaxes.checking import TEXT as checking_text  # the list separator of the language
-from namedaxes.checking import (Exercise, collectives, expect_collective, explained, fail, progress_of,
-                                same_values)
+from namedaxes.checking import (Exercise, collectives, examined, expect_collective, expect_communication,
+                                expect_output_layouts, expect_regions, explained, fail, progress_of, same_values)
 from namedaxes.grading import Case, programs, rng, spec
 from namedaxes.model import LEARNING_RATE
 
@@ -203,8 +211,14 @@ TEXT = {
                    "its partners' blocks; tensor parallelism keeps each device on its own shard of w and adds "
                    "the partial products of a row with one `lax.psum` over MODEL_REPLICAS."),
     "tp_needs_data": ("`{name}` returns the right values, but over '{d}' it performs {seen}. The copies of a "
-                      "model shard must average their data shards' gradients with a collective over "
-                      "DATA_SHARDS."),
+                      "model shard must average their data shards' gradients with `lax.pmean` over DATA_SHARDS "
+                      "(a psum divided by the number of data shards), as the exercise's step does."),
+    "rn_layout_hint": ("Split x with `in_specs=P(DATA_SHARDS, MODEL_REPLICAS)` and put the blocks back with the "
+                       "same `out_specs`: each device holds only its own block of x, and so does the result."),
+    "tp_layout_hint": ("Give each device only its blocks: `in_specs=(P(MODEL_REPLICAS), P(DATA_SHARDS, "
+                       "MODEL_REPLICAS), P(DATA_SHARDS))` and `out_specs=P(MODEL_REPLICAS)`, with one `lax.psum` "
+                       "over MODEL_REPLICAS for the predictions and one `lax.pmean` over DATA_SHARDS for the "
+                       "gradients: no device holds all of w."),
 }
 
 
@@ -302,6 +316,17 @@ def _communication(fn, *args) -> set[tuple[str, tuple[str, ...]]]:
     """The collectives of `fn(*args)` that move data: {(primitive as students know it, axes)}."""
     return {(_PRIMITIVE_NAMES.get(p, p), axes) for p, axes in collectives(fn, *args)
             if p not in _NOT_COMMUNICATION}
+
+
+def _explained_run(name: str, where: str, fix: str, mesh_shape=None):
+    """`explained` as `_run` uses it, for a step that exports and examines the answer's program."""
+    return explained(name, run=_say("the_check_runs", name=name, where=where), binds=GRID_AXES,
+                     rules=_grid_rules(name, where, fix, mesh_shape))
+
+
+def _seen_descs(descs) -> str:
+    """Collectives as the compiled program names them ("psum over 'model_replicas'"), or none at all."""
+    return checking_text["list_sep"].join(descs) or _say("no_collective_at_all")
 
 
 def _seen(found) -> str:
@@ -528,9 +553,17 @@ def _check_row_normalize(fn) -> None:
         diagnosis = next((words for value, words in _row_normalize_wrong(xs, grid, k) if same_values(out, value)),
                          "")
         _values_failure(label, out, want, where, _say("row_normalize_expected", diagnosis=diagnosis).strip())
-    found = _communication(lambda a: fn(a, mesh), x)
-    if not any(MODEL_REPLICAS in axes for _, axes in found):
-        fail(_say("rn_no_collective", name=name, seen=_seen(found), m=MODEL_REPLICAS))
+    # the grader's steps, on these inputs: communication read from the compiled program (present, then
+    # reaching the result), the per-device program's input split as the exercise's, the result's layout
+    with _explained_run(name, where, "fix_row_normalize"):
+        facts = examined(lambda a: fn(a, mesh), x)
+    over_model = [d for d in facts.present if d.endswith(f" over '{MODEL_REPLICAS}'")]
+    if not over_model:
+        fail(_say("rn_no_collective", name=name, seen=_seen_descs(facts.present), m=MODEL_REPLICAS))
+    expect_communication(name, facts, MODEL_REPLICAS, hint=_say("rn_layout_hint"))
+    block = ((DATA_SHARDS,), (MODEL_REPLICAS,))
+    expect_regions(name, facts, ((tuple(sorted(GRID_AXES)), (block,)),), hint=_say("rn_layout_hint"))
+    expect_output_layouts(name, facts, (block,), hint=_say("rn_layout_hint"))
 
 
 def _observe_row_normalize(fn) -> dict:
@@ -623,7 +656,7 @@ def _tp_diagnosis(got, w, batch, grid, passed_on) -> str:
 def _check_tp_dp_step(fn) -> None:
     name = "tp_dp_step"
     label = f"{name}(w, batch, mesh)"
-    found, passed_on = None, None
+    facts, passed_on = None, None
     for seed, grid in enumerate(_TP_MESHES):
         mesh = grid_mesh(grid)
         w, batch = _tp_inputs(grid, seed)
@@ -648,15 +681,21 @@ def _check_tp_dp_step(fn) -> None:
             fail(_say("tp_update", name=name, got=_fmt(got), want=_fmt(want), where=where,
                       hint=_tp_diagnosis(got, w, batch, grid, passed_on)))
         passed_on = passed_on or grid
-        if found is None:
-            found = _communication(lambda w_, x_, y_: fn(w_, {"x": x_, "y": y_}, mesh), w, batch["x"], batch["y"])  # noqa: B023 - run in this iteration
-    over_model = {(p, axes) for p, axes in found if MODEL_REPLICAS in axes}
-    if not any(p == "psum" for p, _ in over_model):
-        fail(_say("tp_gathers" if over_model else "tp_needs_psum_model", name=name, seen=_seen(over_model),
+        if facts is None:    # the grader's steps, on the first mesh's inputs (see row_normalize)
+            with _explained_run(name, where, "fix_tp_dp_step", grid):
+                facts = examined(lambda w_, x_, y_: fn(w_, {"x": x_, "y": y_}, mesh), w, batch["x"], batch["y"])
+    over_model = [d for d in facts.present if d.endswith(f" over '{MODEL_REPLICAS}'")]
+    if f"psum over '{MODEL_REPLICAS}'" not in over_model:
+        fail(_say("tp_gathers" if over_model else "tp_needs_psum_model", name=name, seen=_seen_descs(over_model),
                   m=MODEL_REPLICAS))
-    over_data = {(p, axes) for p, axes in found if DATA_SHARDS in axes}
-    if not over_data:
-        fail(_say("tp_needs_data", name=name, seen=_seen(over_data), d=DATA_SHARDS))
+    over_data = [d for d in facts.present if d.endswith(f" over '{DATA_SHARDS}'")]
+    if f"psum over '{DATA_SHARDS}'" not in over_data:
+        fail(_say("tp_needs_data", name=name, seen=_seen_descs(over_data), d=DATA_SHARDS))
+    expect_communication(name, facts, MODEL_REPLICAS, "psum", hint=_say("tp_layout_hint"))
+    expect_communication(name, facts, DATA_SHARDS, "psum", hint=_say("tp_layout_hint"))
+    specs = (((MODEL_REPLICAS,),), ((DATA_SHARDS,), (MODEL_REPLICAS,)), ((DATA_SHARDS,),))
+    expect_regions(name, facts, ((tuple(sorted(GRID_AXES)), specs),), hint=_say("tp_layout_hint"))
+    expect_output_layouts(name, facts, (((MODEL_REPLICAS,),),), hint=_say("tp_layout_hint"))
 
 
 def _observe_tp_dp_step(fn) -> dict:

@@ -7,8 +7,9 @@ Every answer is a per-device function, run by the checks as
 
 Each visible check and its hidden observation accept the same answers:
 
-- `scaled_sum_uses_psum` is about `lax.psum` only: the jaxpr (visible) and the
-  compiled program (hidden) must psum over DEVICES, and the result must grow with
+- `scaled_sum_uses_psum` is about `lax.psum` only: the compiled program (visible:
+  on public inputs, hidden: on the grader's) must psum over DEVICES, that psum must
+  reach the result (`namedaxes.judging`: a psum multiplied by zero earns nothing), and the result must grow with
   the device count like a total (`_growth`), which a `pmean` does not (a pmean
   times the device count is a psum in disguise and passes; an `all_gather` summed
   scores the values but not this point);
@@ -30,8 +31,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from namedaxes import DEVICES
-from namedaxes.checking import (Exercise, expect_close, expect_collective, expect_reaching_collective,
-                                expect_replicated, explained, fail, progress_of, same_values)
+from namedaxes.checking import (Exercise, examined, expect_close, expect_communication, expect_replicated, explained,
+                                fail, progress_of, same_values)
 from namedaxes.grading import Case, pmapped, programs, spec
 
 __all__ = ["scaled_sum", "scaled_sum_uses_psum", "scaled_mean", "global_max_share", "progress"]
@@ -213,15 +214,17 @@ def _growth(fn: Callable) -> Callable:
 
 
 def _check_scaled_sum_uses_psum(fn: Callable) -> None:
+    """The grader's steps on the visible inputs: the compiled program's own psum over DEVICES (read from
+    the optimized HLO, as the hidden structure case reads it), a total that grows with the device count
+    (`_growth`), and that psum reaching the result (changed inside the program, the result must change)."""
     with _explained("scaled_sum"):
-        expect_collective("scaled_sum", fn, jnp.float32(1.0), axis_name=DEVICES, axis_env=AXIS_ENV,
-                          primitives=("psum",), hint=TEXT["use_psum"])
+        facts = examined(jax.pmap(fn, axis_name=DEVICES), jnp.arange(8, dtype=jnp.float32))
+    expect_communication("scaled_sum", facts, DEVICES, "psum", hint=TEXT["use_psum"], reaching=False)
+    with _explained("scaled_sum"):
         big = np.asarray(_run("scaled_sum", fn, jnp.ones(8, jnp.float32)), float)[0]
         small = np.asarray(_run("scaled_sum", fn, jnp.ones(2, jnp.float32)), float)[0]
     if same_values(big, 4 * small, dtype=float) and not same_values(small, 0.0, dtype=float):
-        with _explained("scaled_sum"):
-            expect_reaching_collective("scaled_sum", jax.pmap(fn, axis_name=DEVICES), jnp.arange(8, dtype=jnp.float32),
-                                       collective=f"psum over '{DEVICES}'", hint=TEXT["use_psum"])
+        expect_communication("scaled_sum", facts, DEVICES, "psum", hint=TEXT["use_psum"])
         return
     key = "psum_is_mean" if same_values(big, small, dtype=float) else "psum_not_total"
     fail(TEXT[key].format(big=_fmt(big), small=_fmt(small)))
@@ -257,8 +260,9 @@ scaled_sum_uses_psum = Exercise(
     "scaled_sum", _check_scaled_sum_uses_psum,
     hints=[
         "The total must come from `lax.psum` over DEVICES: `jnp.sum` only sees one device's value.",
-        "This check reads your function's jaxpr: it needs a `psum` whose `axis_name` is DEVICES. A psum over "
-        "another name, or a total computed without a collective, fails it.",
+        "This check reads your compiled function: it needs a `psum` over DEVICES whose result reaches what you "
+        "return. A psum over another name, one whose result is thrown away, or a total computed without a "
+        "collective, fails it.",
         "It also runs your function over 8 and over 2 devices: a total grows with the number of devices, a mean "
         "(`lax.pmean`, a psum divided by the device count) does not.",
     ],
@@ -341,12 +345,18 @@ def _padded(fn: Callable, m: int) -> Callable:
 
 
 def _observe_scaled_mean(fn: Callable) -> dict:
-    """Values on 2, 4 and 8 devices with 3 or 5 slots per device, each device keeping 0 to all of them."""
+    """Values on 2, 4 and 8 devices with 3 or 5 slots per device, each device keeping 0 to all of them,
+    and one float16 case (the dtype must be kept, as the visible check requires)."""
     cases = {}
     for k in DEVICE_COUNTS:
         for m in (3, 5):
             cases[f"k{k}_slots{m}"] = Case(pmapped(_padded(fn, m), k, DEVICES), spec((k, m), jnp.float32),
                                            spec((k,), jnp.int32), draw={"kind": "normal", "low": 0, "high": m + 1})
+    # float16 in, float16 out, as the visible check's float16 case (quarters are exact in float16; the
+    # tolerance is the visible check's for float16)
+    cases["k4_slots3_float16"] = Case(pmapped(_padded(fn, 3), 4, DEVICES), spec((4, 3), jnp.float16),
+                                      spec((4,), jnp.int32), draw={"kind": "quarters", "low": 0, "high": 4},
+                                      rtol=1e-3, atol=1e-3)
     return programs(cases)
 
 

@@ -57,7 +57,7 @@ from jax.sharding import PartitionSpec as P
 
 from namedaxes import DATA_PARALLEL, DATA_SHARDS, DEVICES, MODEL_REPLICAS, model
 from namedaxes.checking import TEXT as checking_text  # the list separator of the language
-from namedaxes.checking import (Exercise, collectives, expect_array, explained, fail, judged_program,
+from namedaxes.checking import (Exercise, collectives, expect_array, explained, examined, fail,
                                 progress_of, same_values, unbound_axis_name)
 from namedaxes.judging import region_takes
 from namedaxes.grading import Case, programs, spec
@@ -308,21 +308,21 @@ def _axes_words(axes) -> str:
 
 def _judge(name: str, fn: Callable, mesh, *args, region: tuple, what: str, axis: str, why: str,
            shard_map_allowed: bool = True, context=None):
-    """The grader's judging steps (`namedaxes.judging.judged`, as `autograder.judge.programs.Judge` takes them)
+    """The grader's judging steps (`namedaxes.judging.examine`, as `autograder.judge.programs.Judge` takes them)
     on the visible inputs: `fn(*args, mesh)` exported and compiled; a per-device region over `region[0]`
     must take each input split over at least the mesh axes of `region[1]` (the reference's `in_specs`),
-    and some collective over `axis` must reach the result. Returns what was read (`Judged`).
+    and some collective over `axis` must reach the result. Returns what was read (`Examined`).
     `context`: where the answer is traced (notebook 06: as a process of a cluster), else `_explained`."""
     with context if context is not None else _explained(name, mesh, shard_map_allowed=shard_map_allowed):
-        got = judged_program(lambda *a: fn(*a, mesh), *args)
+        got = examined(lambda *a: fn(*a, mesh), *args)
     axes, ins = region
     if not region_takes(got.regions, axes, ins):
         seen = checking_text["list_sep"].join(_say("regions_got", axes=_axes_words(a), inputs=_inputs_words(i))
                                               for a, i, _ in got.regions) or _say("regions_none")
         fail(_say("not_own_shard", name=name, what=what, axes=_axes_words(axes), want=_inputs_words(ins), got=seen))
-    reaching = [c for c in got.communication if c.endswith(f" over '{axis}'")]
+    reaching = [c for c in got.matters if c.endswith(f" over '{axis}'")]
     if not reaching:
-        seen = (_say("reaching_seen", ops=checking_text["list_sep"].join(got.communication)) if got.communication
+        seen = (_say("reaching_seen", ops=checking_text["list_sep"].join(got.matters)) if got.matters
                 else _say("reaching_none"))
         fail(_say("not_reaching", name=name, what=what, axis=axis, seen=seen, why=why))
     return got
