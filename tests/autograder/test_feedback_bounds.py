@@ -2,15 +2,16 @@
 
 The scorer's reasons may name what a student's program *is* (its signature, its mesh, the custom calls it
 makes, the error it raised while compiling) but every such echo is bounded in count and length
-(`autograder.programs.MAX_ECHO_ITEMS`, `MAX_ECHO_CHARS`, `MAX_ERROR_CHARS`); an error raised while the
+(`autograder.limits.MAX_ECHO_ITEMS`, `MAX_ECHO_CHARS`, `MAX_ERROR_CHARS`); an error raised while the
 program ran on the hidden inputs is reported by its type alone; recorded axis names are bounded too.
 """
 import numpy as np
 import pytest
 from jax import lax
 
-from autograder import compare, programs
-from autograder.compare import judge_observations
+from autograder.judge import compare, programs
+import judge_helpers
+from judge_helpers import judge_observations
 from namedaxes import DEVICES
 from namedaxes.exercises import scaled_sum as q
 
@@ -52,7 +53,7 @@ def test_runtime_error_text_never_reaches_the_reason(reference, monkeypatch):
         if programs.fingerprint(exp) not in theirs:
             raise FloatingPointError("the hidden input 0.73125 at index 3 overflowed")
         return real(prog, exp, draw, r)
-    monkeypatch.setattr(compare, "_judges", {})
+    monkeypatch.setattr(judge_helpers, "_judges", {})
     monkeypatch.setattr(programs, "_outputs", student_fails)
     verdict = judge_observations({**reference}, q.scaled_sum.observe(lambda x: lax.psum(x * 3.0, DEVICES)))
     reason = verdict.reason(limit=100)
