@@ -47,13 +47,14 @@ def requirements() -> str:
 def built_courses() -> None:
     """build/course and build/zh/course, which the hub's courses are copied from."""
     py = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").exists() else sys.executable
-    if not (ROOT / "build" / "course" / "gradebook.db").is_file():
+    if layout.stale_build("namedaxes"):            # missing, or older than solutions/ (as `make hub` checks)
         subprocess.run([py, "tools/generate_notebooks.py", "--check"], cwd=ROOT, capture_output=True)
-    if not (ROOT / "build" / "zh" / "course" / "gradebook.db").is_file():
+    if layout.stale_build("namedaxes-zh"):
         subprocess.run([py, "tools/handin.py", "--course", "build/zh/course", "layout", "--edition", "zh"],
                        cwd=ROOT, capture_output=True)
-    for sub in ("course", "zh/course"):
-        assert (ROOT / "build" / sub / "gradebook.db").is_file(), f"build/{sub} could not be laid out"
+    for course in ("namedaxes", "namedaxes-zh"):
+        why = layout.stale_build(course)
+        assert not why, f"{layout.BUILT_COURSE[course]} could not be rebuilt: {why}"
 
 
 def new_deployment(students: list[str], tag: str, port: int = 8000) -> Deployment:
