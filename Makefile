@@ -254,7 +254,7 @@ test-newest:
 # Unit tests only (no notebooks, no autograder runs): seconds.
 test-fast: venv
 	$(BIN)/python -m pytest -q tests --ignore=tests/autograder --ignore=tests/browser --ignore=tests/hub --ignore=tests/test_validate.py
-	$(BIN)/python -m pytest -q tests/hub/test_accounts.py
+	$(BIN)/python -m pytest -q tests/hub/test_accounts.py tests/hub/test_built_courses.py
 
 bench: venv
 	$(BIN)/python tools/bench_notebooks.py
