@@ -266,7 +266,7 @@ test-newest:
 # Unit tests only (no notebooks, no autograder runs): seconds.
 test-fast: venv
 	$(BIN)/python -m pytest -q tests --ignore=tests/autograder --ignore=tests/browser --ignore=tests/hub --ignore=tests/test_validate.py
-	$(BIN)/python -m pytest -q tests/hub/test_accounts.py
+	$(BIN)/python -m pytest -q tests/hub/test_accounts.py tests/hub/test_built_courses.py
 
 bench: venv
 	$(BIN)/python -m tools.bench_notebooks
@@ -315,9 +315,12 @@ hub-test-deps:
 	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory hub-deps; else \
 	  echo "NOTE: not root: the JupyterHub tests (real Unix accounts) will be skipped; CI runs them as root"; fi
 
+# The hub's courses are copied from build/course and build/zh/course: rebuilt first whenever solutions/ changed
+# since they were built (hub.layout built), never taken as a leftover of an older checkout.
+HUB_COURSES_BUILT = $(BIN)/python -m hub.layout built namedaxes || $(BIN)/python -m tools.generate_notebooks --check; \
+  $(BIN)/python -m hub.layout built namedaxes-zh || $(BIN)/python -m tools.handin --course build/zh/course layout --edition zh
 hub: venv hub-deps
-	@test -f build/course/gradebook.db || $(BIN)/python -m tools.generate_notebooks --check
-	@test -f build/zh/course/gradebook.db || $(BIN)/python -m tools.handin --course build/zh/course layout --edition zh
+	@$(HUB_COURSES_BUILT)
 	@env $(HUB_ENV) $(BIN)/python -m hub.server start $(if $(ROSTER),--roster "$(abspath $(ROSTER))")
 
 hub-stop: venv
@@ -328,8 +331,7 @@ hub-clean: venv
 
 # STUDENTS (default 20) simulated students at once against a private hub of their own (hub/bench.py).
 bench-hub: venv hub-deps
-	@test -f build/course/gradebook.db || $(BIN)/python -m tools.generate_notebooks --check
-	@test -f build/zh/course/gradebook.db || $(BIN)/python -m tools.handin --course build/zh/course layout --edition zh
+	@$(HUB_COURSES_BUILT)
 	@env NAMEDAXES_HUB_VENV="$(abspath $(HUB_VENV))" FORMGRADER_CONFIG_PATH="$(FORMGRADER_CONFIG_PATH)" \
 	  $(BIN)/python -m hub.bench $(if $(STUDENTS),--students $(STUDENTS))
 

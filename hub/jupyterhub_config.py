@@ -74,8 +74,9 @@ c.JupyterHub.spawner_class = "localprocess"
 c.Spawner.cmd = [str(dep.venv / "bin" / "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"
 c.Spawner.notebook_dir = "~"
-c.Spawner.start_timeout = 180                # 20 servers starting at once on 2 cores
-c.Spawner.http_timeout = 180
+SERVER_TIMEOUT = 180                         # s: 20 servers starting at once on 2 cores
+c.Spawner.start_timeout = SERVER_TIMEOUT
+c.Spawner.http_timeout = SERVER_TIMEOUT
 c.Spawner.env_keep = ["LANG", "LC_ALL"]
 USER_CONFIG_PATH = os.pathsep.join(str(p) for p in (ROOT / "hub" / "singleuser", ROOT / "jupyter", ROOT / "jupyter" / "nbgrader"))
 c.Spawner.environment = {
@@ -122,6 +123,9 @@ for course, grader in dep.graders.items():
         "user": grader,
         "cwd": str(dep.course_dir(course)),
         "oauth_no_confirm": True,
+        # JupyterHub 6 waits 30 s for a managed service, then exits: a formgrader (a Jupyter server) took 31 s
+        # to answer at a load average of 20 on 2 cores. The same bound as a student's server.
+        "timeout": SERVER_TIMEOUT,
         "environment": {
             "PATH": f"{dep.venv / 'bin'}:/usr/local/bin:/usr/bin:/bin",
             "HOME": str(dep.home(grader)),

@@ -3,6 +3,7 @@
     python -m hub.layout apply      # folders, the exchange, the hub's courses, the checkout (idempotent)
     python -m hub.layout own        # give the hub's course folders back to their graders (after `make grade`)
     python -m hub.layout restore    # the checkout's permissions as they were before `apply` (`make hub-clean`)
+    python -m hub.layout built COURSE   # exit 1 (saying why) when build/'s course is older than solutions/
 
 Design
 - The exchange is nbgrader's, with nbgrader's documented modes, created in advance by root and
@@ -48,10 +49,13 @@ import sys
 from pathlib import Path
 
 from hub.deployment import ROOT, Deployment
-from tools.course import built_course, edition_of
+from tools.course import COURSES, SOLUTIONS as _SOLUTIONS, built_course, edition_folder, edition_of
 
 # top-level entries of the checkout that students' servers must read (everything else is closed)
 OPEN = (".venv", "namedaxes", "autograder", "jupyter", "hub", "tools")
+# each course's build (copied into the hub) and the solutions it is built from (tools.course)
+BUILT_COURSE = {course: built_course(edition_of(course)) for course in COURSES}
+SOLUTIONS = {course: edition_folder(_SOLUTIONS, edition_of(course)) for course in COURSES}
 EXCHANGE_MODES = {"": 0o755, "outbound": 0o755, "inbound": 0o3733, "feedback": 0o711}
 
 
@@ -120,6 +124,24 @@ def _chown_tree(path: Path, owner: str) -> None:
         os.chown(path, *want)
 
 
+def stale_build(course: str) -> list[str]:
+    """Why build/course (or build/zh/course) is not the course that solutions/ makes today ([] when it is).
+
+    The hub copies its courses from these builds, and a build left by an older checkout (a notebook reworked
+    since) once gave the hub an old source: `make grade` then refused it ("the reference solution does not
+    run cleanly"). The Makefile rebuilds whatever this names before `make hub`, `make bench-hub` and the tests."""
+    built, solutions = BUILT_COURSE[course], SOLUTIONS[course]
+    if not (built / "gradebook.db").is_file():
+        return [f"{built.relative_to(ROOT)} is not laid out"]
+    want = {p.stem: p for p in solutions.glob("*.ipynb")}
+    have = {p.name for p in (built / "source").iterdir() if p.is_dir()} if (built / "source").is_dir() else set()
+    out = [f"{aid}: not in {built.relative_to(ROOT)}" for aid in sorted(set(want) - have)]
+    out += [f"{aid}: {built.relative_to(ROOT)}/source differs from {solutions.relative_to(ROOT)}" for aid in sorted(want)
+            if aid in have and (built / "source" / aid / f"{aid}.ipynb").read_bytes() != want[aid].read_bytes()]
+    out += [f"{aid}: in {built.relative_to(ROOT)}, no longer in {solutions.relative_to(ROOT)}" for aid in sorted(have - set(want))]
+    return out
+
+
 def lay_out_courses(dep: Deployment) -> list[str]:
     lines = []
     _mkdir(dep.hub_dir / "courses", 0o711)
@@ -143,6 +165,14 @@ def lay_out_courses(dep: Deployment) -> list[str]:
                         shutil.copytree(built / name / aid, dest / name / aid)
                         added.append(aid)
             lines.append(f"course {course}: {dest} kept" + (f" (added {', '.join(sorted(set(added)))})" if added else ""))
+            changed = [aid for aid in sorted(p.name for p in (built / "source").iterdir() if p.is_dir())
+                       if aid not in added and (dest / "source" / aid / f"{aid}.ipynb").is_file()
+                       and (dest / "source" / aid / f"{aid}.ipynb").read_bytes()
+                       != (built / "source" / aid / f"{aid}.ipynb").read_bytes()]
+            if changed:       # its gradebook and releases go with that source: never replaced behind the instructor
+                lines.append(f"WARNING: course {course}: the hub's source of {', '.join(changed)} is older than "
+                             f"{built.relative_to(ROOT)}'s (solutions/ changed since the hub was laid out); kept, "
+                             f"with its gradebook. A new term: make hub-clean, then make hub")
         _chown_tree(dest, grader)
         os.chmod(dest, 0o700)
     return lines
@@ -259,7 +289,12 @@ def own(dep: Deployment) -> list[str]:
 
 
 def main(argv=None) -> int:
-    cmd = (argv or sys.argv[1:] or ["apply"])[0]
+    argv = argv or sys.argv[1:] or ["apply"]
+    cmd = argv[0]
+    if cmd == "built":
+        why = [line for course in (argv[1:] or BUILT_COURSE) for line in stale_build(course)]
+        print("\n".join(f"hub layout: out of date, rebuilding: {line}" for line in why) or "hub layout: build/ is current")
+        return 1 if why else 0
     dep = Deployment.from_env()
     try:
         lines = {"apply": apply, "own": own, "restore": restore_checkout}[cmd](dep)

@@ -47,16 +47,39 @@ def requirements() -> str:
 def built_courses() -> None:
     """build/course and build/zh/course, which the hub's courses are copied from."""
     py = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").exists() else sys.executable
-    if not (ROOT / "build" / "course" / "gradebook.db").is_file():
+    if layout.stale_build("namedaxes"):            # missing, or older than solutions/ (as `make hub` checks)
         subprocess.run([py, "-m", "tools.generate_notebooks", "--check"], cwd=ROOT, capture_output=True)
-    if not (ROOT / "build" / "zh" / "course" / "gradebook.db").is_file():
+    if layout.stale_build("namedaxes-zh"):
         subprocess.run([py, "-m", "tools.handin", "--course", "build/zh/course", "layout", "--edition", "zh"],
                        cwd=ROOT, capture_output=True)
-    for sub in ("course", "zh/course"):
-        assert (ROOT / "build" / sub / "gradebook.db").is_file(), f"build/{sub} could not be laid out"
+    for course in ("namedaxes", "namedaxes-zh"):
+        why = layout.stale_build(course)
+        assert not why, f"{layout.BUILT_COURSE[course]} could not be rebuilt: {why}"
+
+
+ABANDONED_AFTER = 3600        # s: a test deployment untouched this long, with no hub running, was left by a killed run
+
+
+def clean_abandoned(tag: str) -> list[str]:
+    """Remove what a killed run of these tests left (its accounts would make the next run's sync refuse the
+    names): the deployments /tmp/namedaxes-hub-<tag>-* whose hub is not running and whose state is older
+    than ABANDONED_AFTER (a live one of another checkout on this machine is left alone)."""
+    import time
+    lines = []
+    for hub_dir in sorted(Path("/tmp").glob(f"namedaxes-hub-{tag}-*")):
+        state = hub_dir / "state"
+        try:
+            idle = time.time() - max(state.stat().st_mtime, (state / "accounts.json").stat().st_mtime)
+        except OSError:
+            continue
+        dep = Deployment(hub_dir=hub_dir, group=f"nxt{tag}", instructor=f"nxt{tag}-teacher", venv=HUB_VENV)
+        if idle > ABANDONED_AFTER and server._running_pid(dep) is None:
+            lines += server.clean(dep)
+    return lines
 
 
 def new_deployment(students: list[str], tag: str, port: int = 8000) -> Deployment:
+    clean_abandoned(tag)
     hub_dir = Path(tempfile.mkdtemp(prefix=f"namedaxes-hub-{tag}-", dir="/tmp"))
     os.chmod(hub_dir, 0o711)
     dep = Deployment(hub_dir=hub_dir, port=port, group=f"nxt{tag}", instructor=f"nxt{tag}-teacher", venv=HUB_VENV)
