@@ -54,6 +54,23 @@ def kinds_of(relative: str, name: str = "") -> tuple[str, ...]:
     return kinds
 
 
+def pytest_ignore_collect(collection_path, config):
+    """`-m newest` alone (make test-newest) does not even import the other test files and folders:
+    the newest venv need only run what it runs, and collects in seconds."""
+    if config.getoption("markexpr", "") != "newest":
+        return None
+    try:
+        relative = Path(str(collection_path)).resolve().relative_to(ROOT).as_posix()
+    except ValueError:
+        return None
+    if collection_path.is_dir():
+        inside = f"{relative}/" if relative != "." else ""
+        return None if any(p.startswith(inside) or inside.startswith(p) for p in NEWEST) else True
+    if relative.endswith((".py", ".ipynb")) and Path(relative).name != "conftest.py":
+        return None if any(_matches(relative, p) for p in NEWEST) else True
+    return None
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         try:
