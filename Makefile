@@ -254,7 +254,7 @@ test-newest:
 	  $(VENV_NEWEST)/bin/python -m pytest -q -n $(JOBS) --dist loadfile $(NBVAL) -m newest tests solutions notebooks; \
 	fi
 
-# The unit tests only (marker `unit`: no notebook, grader run, browser or hub), in parallel: under a minute.
+# The unit tests only (marker `unit`: no exercise matrix, notebook, grader run, browser or hub), in parallel: under a minute.
 test-fast: venv
 	$(BIN)/python -m pytest -q -n $(JOBS) -m unit tests
 

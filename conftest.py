@@ -7,9 +7,11 @@ without an error *fails*: every test cell provably fails on an unanswered
 notebook, and a demonstration that stopped raising is caught.
 
 Kinds of test (the markers registered in pyproject.toml): every collected test gets its kind
-here, from the path of its file and, for the judge's observation matrices, its name (`KINDS`),
-so a new test file is a unit test unless it sits where a slower kind lives, and no test is
-marked by hand. `unit` is what is left: `make
+here, from the path of its file (`KINDS`; a part of the test's name may narrow a rule), so a
+new test file is a unit test unless it sits where a slower kind lives, and no test is marked
+by hand. The exercise matrices are their own kind, `exercises`: they compile a JAX program for
+every answer on several meshes (about four fifths of the in-process tests' time), and `make
+test-fast` stays under a minute without them. `unit` is what is left: `make
 test-fast` runs `-m unit`. `newest` adds the tests that `make test-newest` runs again on the
 newest JAX line (`NEWEST`: the lock check and the exercises whose behaviour a Python or JAX
 release changed).
@@ -29,8 +31,8 @@ KINDS = (
     ("tests/browser/", None, ("browser",)),
     ("tests/autograder/", None, ("grader",)),
     ("tests/test_validate.py", None, ("grader",)),             # nbgrader's Validator runs kernels
-    ("tests/test_one_judge.py", None, ("judge",)),            # every fixture answer through the grader's path
-    ("tests/test_exercises_*", "observ", ("judge",)),         # observe() on every answer, repeated
+    ("tests/test_exercises_*", None, ("exercises",)),         # each exercise's RIGHT/EQUIVALENT/WRONG matrices
+    ("tests/test_one_judge.py", None, ("exercises",)),        # every fixture answer through the grader's path
     ("tests/test_solved_notebooks.py", None, ("notebooks",)),  # every solved notebook, both editions
     ("solutions/", None, ("notebooks",)),
     ("notebooks/", None, ("notebooks",)),
