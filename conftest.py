@@ -7,14 +7,13 @@ without an error *fails*: every test cell provably fails on an unanswered
 notebook, and a demonstration that stopped raising is caught.
 
 Kinds of test (the markers registered in pyproject.toml): every collected test gets its kind
-here, from the path of its file (`KINDS`; a part of the test's name may narrow a rule), so a
-new test file is a unit test unless it sits where a slower kind lives, and no test is marked
-by hand. The exercise matrices are their own kind, `exercises`: they compile a JAX program for
-every answer on several meshes (about four fifths of the in-process tests' time), and `make
-test-fast` stays under a minute without them. `unit` is what is left: `make
-test-fast` runs `-m unit`. `newest` adds the tests that `make test-newest` runs again on the
-newest JAX line (`NEWEST`: the lock check and the exercises whose behaviour a Python or JAX
-release changed).
+here, from the path of its file (`KINDS`), so a new test file is a unit test unless it sits
+where a slower kind lives, and no test is marked by hand. `unit` is what is left, and `make
+test-fast` runs `-m unit`. The exercise matrices are a kind of their own, `exercises`: they
+compile a JAX program for every answer on several meshes, most of the in-process tests' time,
+so `make test-fast` leaves them out. `newest` adds the tests that `make test-newest` runs again
+on the newest JAX line (`NEWEST`: the lock check, the exercises whose behaviour a Python or JAX
+release changed, every notebook).
 """
 from pathlib import Path
 
@@ -22,20 +21,20 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent
 
-# (path relative to the repository: a folder ends in "/", a file name prefix in "*", else one file;
-#  a part of the test's name, or None for every test there) -> its kinds. The first match wins.
+# path relative to the repository (a folder ends in "/", a file name prefix in "*", else one file)
+# -> the kinds of the tests there. The first match wins.
 KINDS = (
-    ("tests/hub/test_accounts.py", None, ("unit",)),          # roster checks: no hub is started
-    ("tests/hub/", None, ("hub",)),
-    ("tests/browser/test_hub.py", None, ("hub", "browser")),
-    ("tests/browser/", None, ("browser",)),
-    ("tests/autograder/", None, ("grader",)),
-    ("tests/test_validate.py", None, ("grader",)),             # nbgrader's Validator runs kernels
-    ("tests/test_exercises_*", None, ("exercises",)),         # each exercise's RIGHT/EQUIVALENT/WRONG matrices
-    ("tests/test_one_judge.py", None, ("exercises",)),        # every fixture answer through the grader's path
-    ("tests/test_solved_notebooks.py", None, ("notebooks",)),  # every solved notebook, both editions
-    ("solutions/", None, ("notebooks",)),
-    ("notebooks/", None, ("notebooks",)),
+    ("tests/hub/test_accounts.py", ("unit",)),          # roster checks: no hub is started
+    ("tests/hub/", ("hub",)),
+    ("tests/browser/test_hub.py", ("hub", "browser")),
+    ("tests/browser/", ("browser",)),
+    ("tests/autograder/", ("grader",)),
+    ("tests/test_validate.py", ("grader",)),             # nbgrader's Validator runs kernels
+    ("tests/test_exercises_*", ("exercises",)),         # each exercise's RIGHT/EQUIVALENT/WRONG matrices
+    ("tests/test_one_judge.py", ("exercises",)),        # every fixture answer through the grader's path
+    ("tests/test_solved_notebooks.py", ("notebooks",)),  # every solved notebook, both editions
+    ("solutions/", ("notebooks",)),
+    ("notebooks/", ("notebooks",)),
 )
 NEWEST = ("tests/test_environment_pins.py", "tests/test_exercises_multi_process.py",
           "tests/test_exercises_compiler_sharding.py", "solutions/", "notebooks/")
@@ -47,10 +46,9 @@ def _matches(relative: str, pattern: str) -> bool:
     return relative == pattern
 
 
-def kinds_of(relative: str, name: str = "") -> tuple[str, ...]:
-    """The markers of the test `name` whose file is at `relative` (POSIX, from the repository root)."""
-    kinds = next((k for pattern, part, k in KINDS if _matches(relative, pattern) and (part is None or part in name)),
-                 ("unit",))
+def kinds_of(relative: str) -> tuple[str, ...]:
+    """The markers of a test whose file is at `relative` (POSIX, from the repository root)."""
+    kinds = next((k for pattern, k in KINDS if _matches(relative, pattern)), ("unit",))
     if any(_matches(relative, pattern) for pattern in NEWEST):
         kinds += ("newest",)
     return kinds
@@ -79,7 +77,7 @@ def pytest_collection_modifyitems(config, items):
             relative = Path(str(item.path)).resolve().relative_to(ROOT).as_posix()
         except ValueError:          # a test file outside the repository (pytest's own tests of a plugin)
             continue
-        for kind in kinds_of(relative, item.name):
+        for kind in kinds_of(relative):
             item.add_marker(kind)
 
 
