@@ -30,6 +30,9 @@ KINDS = (
     ("tests/browser/", ("browser",)),
     ("tests/autograder/", ("grader",)),
     ("tests/test_validate.py", ("grader",)),             # nbgrader's Validator runs kernels
+    ("tests/test_handin_tool.py", ("grader",)),          # nbgrader's hand-in loop: release, collect, grade
+    ("tests/test_scorer.py", ("grader",)),               # the scorer process, its kernels and time-outs
+    ("tests/test_judge_layout.py", ("exercises",)),      # the judge's layout points, answer by answer
     ("tests/test_exercises_*", ("exercises",)),         # each exercise's RIGHT/EQUIVALENT/WRONG matrices
     ("tests/test_one_judge.py", ("exercises",)),        # every fixture answer through the grader's path
     ("tests/test_solved_notebooks.py", ("notebooks",)),  # every solved notebook, both editions
