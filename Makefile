@@ -243,16 +243,19 @@ format: venv
 	$(BIN)/ruff check --fix-only .
 	$(BIN)/ruff format .
 
-# The whole suite in .venv, then the notebooks on the newest JAX (test-newest): both always run,
-# and make test fails if either fails.
+# The whole suite in .venv (every kind of test: the markers in pyproject.toml, given by conftest.py),
+# then the notebooks on the newest JAX (test-newest): both always run, and make test fails if either fails.
+# Each notebook runs once here: the solved ones of both editions by tests/test_solved_notebooks.py
+# (the website's executions, cached in build/site-cache/ and shared with the site's test), the English
+# student notebooks under nbval; the Chinese student notebooks have the English code, cell for cell
+# (tests/test_i18n.py), so they run on the newest JAX line only.
 test: lint venv site-venv system-deps browser-deps hub-test-deps check-notebooks
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile $(NBVAL) tests solutions notebooks; status=$$?; \
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile $(NBVAL) tests $(wildcard notebooks/*.ipynb); status=$$?; \
 	  $(MAKE) --no-print-directory test-newest || status=1; exit $$status
 
-# The 12 notebooks (solutions and student versions) under nbval on the newest JAX line, plus the
-# check that this Python's lock is what got installed and the unit tests of the one exercise whose
-# behaviour Python 3.12 changed (slicing a dict: KeyError, not TypeError). About 2-3 min on 2 cores.
-NEWEST_TESTS := tests/test_environment_pins.py tests/test_exercises_multi_process.py tests/test_exercises_compiler_sharding.py
+# Every notebook (solutions and student versions, both editions) under nbval on the newest JAX line, plus
+# the check that this Python's lock is what got installed and the unit tests of the exercises whose
+# behaviour a Python or JAX release changed: the tests marked `newest` (conftest.py, NEWEST). About 2-3 min on 2 cores.
 test-newest:
 	@if [ -z "$(NEWEST_PYTHON)" ]; then \
 	  echo "NOTE: no Python >= 3.12 found (on PATH or under pyenv): the notebooks were NOT run on the newest JAX"; \
@@ -260,13 +263,12 @@ test-newest:
 	else \
 	  $(MAKE) --no-print-directory venv-newest && \
 	  echo "Notebooks on the newest JAX: $$($(VENV_NEWEST)/bin/python -c 'import sys, jax; print(f"jax {jax.__version__}, Python {sys.version.split()[0]}")')" && \
-	  $(VENV_NEWEST)/bin/python -m pytest -q -n $(JOBS) --dist loadfile $(NBVAL) solutions notebooks $(NEWEST_TESTS); \
+	  $(VENV_NEWEST)/bin/python -m pytest -q -n $(JOBS) --dist loadfile $(NBVAL) -m newest tests solutions notebooks; \
 	fi
 
-# Unit tests only (no notebooks, no autograder runs): seconds.
+# The unit tests only (marker `unit`: no exercise matrix, notebook, grader run, browser or hub), in parallel: under a minute.
 test-fast: venv
-	$(BIN)/python -m pytest -q tests --ignore=tests/autograder --ignore=tests/browser --ignore=tests/hub --ignore=tests/test_validate.py
-	$(BIN)/python -m pytest -q tests/hub/test_accounts.py tests/hub/test_built_courses.py
+	$(BIN)/python -m pytest -q -n $(JOBS) -m unit tests
 
 bench: venv
 	$(BIN)/python -m tools.bench_notebooks

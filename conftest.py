@@ -5,8 +5,84 @@ the student notebooks those tags are set by the generation step on cells that
 must fail while the exercises are unanswered, so here a tagged cell that ran
 without an error *fails*: every test cell provably fails on an unanswered
 notebook, and a demonstration that stopped raising is caught.
+
+Kinds of test (the markers registered in pyproject.toml): every collected test gets its kind
+here, from the path of its file (`KINDS`), so a new test file is a unit test unless it sits
+where a slower kind lives, and no test is marked by hand. `unit` is what is left, and `make
+test-fast` runs `-m unit`. The exercise matrices are a kind of their own, `exercises`: they
+compile a JAX program for every answer on several meshes, most of the in-process tests' time,
+so `make test-fast` leaves them out. `newest` adds the tests that `make test-newest` runs again
+on the newest JAX line (`NEWEST`: the lock check, the exercises whose behaviour a Python or JAX
+release changed, every notebook).
 """
+from pathlib import Path
+
 import pytest
+
+ROOT = Path(__file__).resolve().parent
+
+# path relative to the repository (a folder ends in "/", a file name prefix in "*", else one file)
+# -> the kinds of the tests there. The first match wins.
+KINDS = (
+    ("tests/hub/test_accounts.py", ("unit",)),          # roster checks: no hub is started
+    ("tests/hub/test_built_courses.py", ("unit",)),     # which course builds are stale: no hub is started
+    ("tests/hub/", ("hub",)),
+    ("tests/browser/test_hub.py", ("hub", "browser")),
+    ("tests/browser/", ("browser",)),
+    ("tests/autograder/", ("grader",)),
+    ("tests/test_validate.py", ("grader",)),             # nbgrader's Validator runs kernels
+    ("tests/test_handin_tool.py", ("grader",)),          # nbgrader's hand-in loop: release, collect, grade
+    ("tests/test_scorer.py", ("grader",)),               # the scorer process, its kernels and time-outs
+    ("tests/test_judge_layout.py", ("exercises",)),      # the judge's layout points, answer by answer
+    ("tests/test_exercises_*", ("exercises",)),         # each exercise's RIGHT/EQUIVALENT/WRONG matrices
+    ("tests/test_one_judge.py", ("exercises",)),        # every fixture answer through the grader's path
+    ("tests/test_solved_notebooks.py", ("notebooks",)),  # every solved notebook, both editions
+    ("solutions/", ("notebooks",)),
+    ("notebooks/", ("notebooks",)),
+)
+NEWEST = ("tests/test_environment_pins.py", "tests/test_exercises_multi_process.py",
+          "tests/test_exercises_compiler_sharding.py", "solutions/", "notebooks/")
+
+
+def _matches(relative: str, pattern: str) -> bool:
+    if pattern.endswith(("/", "*")):
+        return relative.startswith(pattern.rstrip("*"))
+    return relative == pattern
+
+
+def kinds_of(relative: str) -> tuple[str, ...]:
+    """The markers of a test whose file is at `relative` (POSIX, from the repository root)."""
+    kinds = next((k for pattern, k in KINDS if _matches(relative, pattern)), ("unit",))
+    if any(_matches(relative, pattern) for pattern in NEWEST):
+        kinds += ("newest",)
+    return kinds
+
+
+def pytest_ignore_collect(collection_path, config):
+    """`-m newest` alone (make test-newest) does not even import the other test files and folders:
+    the newest venv need only run what it runs, and collects in seconds."""
+    if config.getoption("markexpr", "") != "newest":
+        return None
+    try:
+        relative = Path(str(collection_path)).resolve().relative_to(ROOT).as_posix()
+    except ValueError:
+        return None
+    if collection_path.is_dir():
+        inside = f"{relative}/" if relative != "." else ""
+        return None if any(p.startswith(inside) or inside.startswith(p) for p in NEWEST) else True
+    if relative.endswith((".py", ".ipynb")) and Path(relative).name != "conftest.py":
+        return None if any(_matches(relative, p) for p in NEWEST) else True
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        try:
+            relative = Path(str(item.path)).resolve().relative_to(ROOT).as_posix()
+        except ValueError:          # a test file outside the repository (pytest's own tests of a plugin)
+            continue
+        for kind in kinds_of(relative):
+            item.add_marker(kind)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -5,7 +5,9 @@
 Design: the pages show what the solved notebook prints *today*, so each solution
 (solutions/NN_x.ipynb, solutions/zh/NN_x.ipynb) runs top to bottom in a fresh kernel of the
 course's own venv (jax, the namedaxes package), in its own folder like nbval and nbgrader run
-it, with `NAMEDAXES_LANG` set to its edition (the Chinese pages show the Chinese messages) and
+it, with `NAMEDAXES_LANG` removed from its environment (a student's kernel has none either: the
+notebook's set-up cell says its language, namedaxes/i18n.py, so the Chinese pages show the
+Chinese messages because the Chinese notebook asks for them) and
 `--xla_force_host_platform_device_count=8` appended to XLA_FLAGS (the notebooks' set-up cell
 asks for 8 devices itself). A cell that raises fails the build, naming the notebook and the
 cell: the solutions raise nowhere (their deliberate errors are caught and printed by
@@ -18,10 +20,18 @@ how this file runs them (`RUN_KEY`: bump it when a change here changes what a no
 prints). Unchanged inputs are never executed again (a cached `make site` runs no kernel); a
 stale entry of the same notebook is deleted when its new execution is stored. Notebooks run JOBS
 at a time (default: the CPU count), each in its own worker process.
+
+These executions are also the test suite's run of the solved notebooks
+(tests/test_solved_notebooks.py: nbval on solutions/ would execute the same notebooks in the same
+venv again, and compare nothing, solutions/ keep no outputs). So two builds at once (`make site`
+from the website's test and that test, on two pytest workers) never execute a notebook twice:
+each entry is made under its own lock (`<id>.lock` next to it), and whoever gets the lock second
+finds the entry made.
 """
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import os
 import sys
@@ -37,7 +47,7 @@ import settings  # site/ is not a package
 
 DEVICE_FLAG = "--xla_force_host_platform_device_count=8"
 CELL_TIMEOUT_S = 300
-RUN_KEY = f"nbclient, fresh kernel, NAMEDAXES_LANG=edition, {DEVICE_FLAG}, v1"
+RUN_KEY = f"nbclient, fresh kernel, no NAMEDAXES_LANG (the set-up cell decides), {DEVICE_FLAG}, v2"
 
 
 @dataclass(frozen=True)
@@ -77,7 +87,7 @@ def _run(edition: str, source: Path, target: Path) -> float:
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
-    os.environ["NAMEDAXES_LANG"] = edition
+    os.environ.pop("NAMEDAXES_LANG", None)      # the notebook's set-up cell says its language
     flags = os.environ.get("XLA_FLAGS", "")
     if DEVICE_FLAG not in flags.split():
         os.environ["XLA_FLAGS"] = f"{flags} {DEVICE_FLAG}".strip()
@@ -103,6 +113,16 @@ def _run(edition: str, source: Path, target: Path) -> float:
     return took
 
 
+def _run_once(edition: str, source: Path, target: Path) -> float | None:
+    """`_run`, unless another build made `target` while this one waited for its lock (then None)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f"{target.name.split('.')[0]}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if target.exists():
+            return None
+        return _run(edition, source, target)
+
+
 def execute(jobs: int | None = None, log=print) -> list[Execution]:
     """Every solved notebook of every edition, executed or taken from the cache (see the docstring)."""
     deps = dependencies_digest()
@@ -121,12 +141,12 @@ def execute(jobs: int | None = None, log=print) -> list[Execution]:
         log(f"Executing {len(todo)} solved notebooks on 8 simulated devices ({jobs} at a time; "
             f"{len(wanted) - len(todo)} found in {settings.CACHE.relative_to(settings.ROOT)}/)...")
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = {(edition, nid): (pool.submit(_run, edition, source, target), source, target)
+            futures = {(edition, nid): (pool.submit(_run_once, edition, source, target), source, target)
                        for edition, nid, source, target in todo}
             for (edition, nid), (future, source, target) in futures.items():
                 took = future.result()
-                log(f"  {edition} {nid}: {took:.1f} s")
-                results[(edition, nid)] = Execution(edition, nid, source, target, False, took)
+                log(f"  {edition} {nid}: " + ("made by another build meanwhile" if took is None else f"{took:.1f} s"))
+                results[(edition, nid)] = Execution(edition, nid, source, target, took is None, took or 0.0)
     return [results[(w[0], w[1])] for w in wanted]
 
 
