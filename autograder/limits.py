@@ -66,7 +66,7 @@ HANG_MARGIN = 90.0
 STOP_GRACE = 2.0
 MAX_ATTEMPTS = 2
 REFERENCE_BUDGET = 1800.0
-# ---- intake (intake/placement.py, intake/handin.py)
+# ---- intake: intake/placement.py and intake/handin.py
 MAX_ZIP_BYTES = 2 * _GiB
 MAX_ZIP_MEMBERS = 20000
 HANDIN_MAX_FILES = 200

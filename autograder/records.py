@@ -21,8 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
 
-from .limits import (CELL_TIMEOUT, KERNEL_MEMORY_MB, MAX_ADDED_CELLS, NOTEBOOK_BUDGET, NOTEBOOK_OUTPUT_CHARS,
-                     SUBMISSION_BUDGET)
+from .limits import (
+    CELL_TIMEOUT,
+    KERNEL_MEMORY_MB,
+    MAX_ADDED_CELLS,
+    NOTEBOOK_BUDGET,
+    NOTEBOOK_OUTPUT_CHARS,
+    SUBMISSION_BUDGET,
+)
 
 __all__ = ["GraderError", "Options", "Task", "CellOutcome", "RunResult", "KernelStarted", "KernelGone", "TaskDone",
            "ReferenceRun", "InternalError", "CellResult", "Row", "CSV_COLUMNS", "STATUSES"]

@@ -30,15 +30,15 @@ import time
 import traceback
 from pathlib import Path
 
-from .sandbox import workcopy
 from .course.discovery import discover_sources, repo_root
-from .sandbox.build import build_sandbox, grading_xla_flags, warn
-from .publish.outputs import merge_previous, missing_reason, summary, write_outputs
 from .intake.placement import place_course, place_submissions
-from .run.pool import run_all
-from .sandbox.protections import as_json
-from .records import CSV_COLUMNS, GraderError, Options
 from .judge.score import zero_cells
+from .publish.outputs import merge_previous, missing_reason, summary, write_outputs
+from .records import CSV_COLUMNS, GraderError, Options
+from .run.pool import run_all
+from .sandbox import workcopy
+from .sandbox.build import build_sandbox, grading_xla_flags, warn
+from .sandbox.protections import as_json
 
 __all__ = ["Options", "GraderError", "grade", "repo_root", "CSV_COLUMNS"]
 

@@ -49,7 +49,8 @@ import sys
 from pathlib import Path
 
 from hub.deployment import ROOT, Deployment
-from tools.course import COURSES, SOLUTIONS as _SOLUTIONS, built_course, edition_folder, edition_of
+from tools.course import COURSES, built_course, edition_folder, edition_of
+from tools.course import SOLUTIONS as _SOLUTIONS
 
 # top-level entries of the checkout that students' servers must read (everything else is closed)
 OPEN = (".venv", "namedaxes", "autograder", "jupyter", "hub", "tools")

@@ -1,6 +1,16 @@
 """Helpers for the JAX named-axes course: device setup, student checks, plots."""
-from .axes import (BATCH, DATA_PARALLEL, DATA_SHARDS, DEVICES, FSDP, GRID_AXES, GRID_SHAPE,
-                   MODEL_PARALLEL, MODEL_REPLICAS, N_DEVICES)
+from .axes import (
+                   BATCH,
+                   DATA_PARALLEL,
+                   DATA_SHARDS,
+                   DEVICES,
+                   FSDP,
+                   GRID_AXES,
+                   GRID_SHAPE,
+                   MODEL_PARALLEL,
+                   MODEL_REPLICAS,
+                   N_DEVICES,
+)
 from .devices import DeviceSetupError, setup_devices
 
 __all__ = ["setup_devices", "DeviceSetupError", "DEVICES", "BATCH", "DATA_SHARDS",

@@ -44,8 +44,8 @@ import linecache
 import os
 import re
 import sys
-from typing import Any, NoReturn
 from collections.abc import Callable, Iterable
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -482,8 +482,9 @@ def examined(fn: Callable, *args, rtol: float | None = None, atol: float | None 
     compiled, run on `args`, its collectives read from the optimized HLO, each kind perturbed to see whether
     it reaches the outputs, its per-device regions and where its results live)."""
     import jax
-    from .judging import examine
+
     from .grading import _EXPORT, _JIT
+    from .judging import examine
     leaves, tree = jax.tree_util.tree_flatten(args)
     abstract = [jax.ShapeDtypeStruct(v.shape, v.dtype, sharding=getattr(v, "sharding", None)
                                      if getattr(getattr(v, "sharding", None), "mesh", None) is not None else None)
@@ -602,6 +603,7 @@ def assert_check_passes(check: Callable, *args) -> None:
 def _expect_course_devices() -> None:
     """The checks run on the course's 8 devices: say so plainly if the set-up cell was skipped."""
     import jax
+
     from .axes import N_DEVICES
     if jax.device_count() < N_DEVICES:
         raise CheckFailed(TEXT["need_devices"].format(need=N_DEVICES, have=jax.device_count())) from None

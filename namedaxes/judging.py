@@ -121,14 +121,6 @@ def describe_collective(op: str, reducer: str, axis: str) -> str:
     return f"{name} over '{axis}'"
 
 
-# ---------------------------------------------------------------- layouts
-def region_takes(regions: tuple, axes: tuple, ins: tuple) -> bool:
-    """Is there a region over `axes` (sorted) with as many inputs as `ins` that splits each input over at
-    least the mesh axes `ins` does (the grader's test of a reference region's counterpart,
-    `region_difference`)?"""
-    return region_difference(((axes, ins),), regions) is None
-
-
 # ---------------------------------------------------------------- communication that matters
 # A collective counts only if the results depend on it. XLA keeps `0.0 * lax.psum(x, ...)` for floats, and
 # a collective can feed a value that is later discarded by arithmetic, so "present in the optimized HLO" is
@@ -188,6 +180,7 @@ def perturbed(exp, wanted: str, names: tuple[str, ...], sizes: tuple[int, ...], 
     """`exp` with the results of every collective described as `wanted` mapped through r -> factor * r +
     factor / 2 (integers 3 r + 1, booleans negated); None when no collective of the module is described so."""
     import dataclasses
+
     from jax._src.export._export import _module_to_bytecode
     from jax._src.interpreters import mlir
     from jax._src.lib.mlir import ir
@@ -271,7 +264,8 @@ def _run_exported(exp, values: list, names, sizes) -> tuple[dict, str]:
     """Compile `exp` for the first devices (its own input layouts, unstated ones replicated), run it on
     `values`; its outputs by pytree path and its optimized HLO text."""
     import jax
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
     mesh = Mesh(np.array(jax.devices()[:exp.nr_devices]).reshape(sizes), names)
     shardings = [NamedSharding(mesh, s.spec) if s is not None and getattr(s, "mesh", None) is not None
                  and s.mesh.axis_names else NamedSharding(mesh, P()) for s in exp._in_named_shardings]
@@ -294,198 +288,6 @@ def communication_that_matters(exp, values: list, factor: float = 2.5, rtol: flo
     run on public ones and so need no secret. Sorted descriptions ("psum over 'devices'"); `examine`'s
     `matters`."""
     return list(examine(exp, values, factor, rtol, atol).matters)
-
-
-# ---------------------------------------------------------------- layouts
-def region_takes(regions: tuple, axes: tuple, ins: tuple) -> bool:
-    """Is there a region over `axes` (sorted) with as many inputs as `ins` that splits each input over at
-    least the mesh axes `ins` does (the grader's test of a reference region's counterpart)?"""
-    return any(a == axes and len(i) == len(ins) and all(split_axes(w) <= split_axes(g) for w, g in zip(ins, i))
-               for a, i, _ in regions)
-
-
-# ---------------------------------------------------------------- communication that matters
-# A collective counts only if the results depend on it. XLA keeps `0.0 * lax.psum(x, ...)` for floats, and
-# a collective can feed a value that is later discarded by arithmetic, so "present in the optimized HLO" is
-# not "used". The grader therefore maps the results of every collective of one kind (say, every psum
-# over 'devices') inside the student's exported program through r -> c * r + c / 2, c drawn from the
-# secret (integers: 3 r + 1, booleans negated), recompiles that variant and runs it on the same hidden
-# inputs: if no result changes beyond the comparison's tolerance, those collectives earn nothing.
-# Changing all collectives of a kind alike defeats `psum(x) - psum(x)`-style cancellation; the shift keeps
-# ratios of two psums (a mean as sum / count) sensitive. Known limit: an expression built to cancel an
-# affine change (`2 * psum(x) - psum(2 * x) - c / 2`-like) would still count; it earns a point, not values.
-_STABLEHLO_COLLECTIVES = {"stablehlo.all_reduce": "all-reduce", "stablehlo.all_gather": "all-gather",
-                          "stablehlo.reduce_scatter": "reduce-scatter", "stablehlo.all_to_all": "all-to-all",
-                          "stablehlo.collective_permute": "collective-permute",
-                          "stablehlo.collective_broadcast": "collective-broadcast"}
-
-
-def _dense_groups(attr_text: str) -> list[list[int]]:
-    """`dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>` (or a splat `dense<0>`) as lists of ids."""
-    body = re.search(r"dense<(.*)>\s*:", attr_text, re.S)
-    if not body:
-        return []
-    text = body.group(1).strip()
-    rows = re.findall(r"\[([^\[\]]*)\]", text)
-    if not rows:
-        return [[int(v) for v in re.findall(r"-?\d+", text)]]
-    return [[int(v) for v in re.findall(r"-?\d+", row)] for row in rows]
-
-
-def _stablehlo_collective(op, n_devices: int) -> tuple[str, str, list[list[int]]]:
-    """(HLO op name, reducer, device groups) of one StableHLO collective, as `hlo_collectives` reads them."""
-    kind = _STABLEHLO_COLLECTIVES[op.name]
-    reducer = ""
-    if op.regions and len(op.regions) and op.regions[0].blocks:
-        inner = [o.name for o in op.regions[0].blocks[0].operations]
-        if inner and inner[0].startswith("stablehlo."):
-            reducer = inner[0][len("stablehlo."):]
-    attrs = {name: str(op.attributes[name]) for name in op.attributes}
-    if "source_target_pairs" in attrs:
-        groups = _dense_groups(attrs["source_target_pairs"])
-    elif "replica_groups" in attrs:
-        groups = [g for g in _dense_groups(attrs["replica_groups"]) if g and min(g) >= 0]
-    else:
-        groups = []
-    return kind, reducer, groups or [list(range(n_devices))]
-
-
-def _as(kind, value):
-    """`kind(value)` (an MLIR type cast), or None when `value` is not of that kind."""
-    try:
-        return kind(value)
-    except (ValueError, TypeError):
-        return None
-
-
-def perturbed(exp, wanted: str, names: tuple[str, ...], sizes: tuple[int, ...], factor: float,
-              text: str | None = None):
-    """`exp` with the results of every collective described as `wanted` mapped through r -> factor * r +
-    factor / 2 (integers 3 r + 1, booleans negated); None when no collective of the module is described so."""
-    import dataclasses
-    from jax._src.export._export import _module_to_bytecode
-    from jax._src.interpreters import mlir
-    from jax._src.lib.mlir import ir
-    from jax._src.lib.mlir.dialects import hlo
-    with mlir.make_ir_context(), ir.Location.unknown():
-        module = ir.Module.parse(text if text is not None else exp.mlir_module())
-        found = []
-
-        def visit(op):
-            if op.name in _STABLEHLO_COLLECTIVES:
-                found.append(op)
-            return ir.WalkResult.ADVANCE
-
-        module.operation.walk(visit)
-        hit = False
-        for op in found:
-            kind, reducer, groups = _stablehlo_collective(op, exp.nr_devices)
-            if wanted not in {describe_collective(kind, reducer, a) for a in group_axes(groups, names, sizes)}:
-                continue
-            for result in op.results:
-                ty = _as(ir.RankedTensorType, result.type)
-                if ty is None:
-                    continue
-                el = ty.element_type
-                integer = _as(ir.IntegerType, el)
-                with ir.InsertionPoint.after(op):
-                    if integer is not None and integer.width == 1:
-                        new = user = hlo.not_(result)
-                    elif integer is not None:
-                        scale = ir.DenseElementsAttr.get_splat(ty, ir.IntegerAttr.get(el, 3))
-                        shift = ir.DenseElementsAttr.get_splat(ty, ir.IntegerAttr.get(el, 1))
-                        user = hlo.multiply(result, hlo.constant(scale))
-                        new = hlo.add(user, hlo.constant(shift))
-                    elif _as(ir.ComplexType, el) is not None:
-                        continue
-                    else:
-                        scale = ir.DenseElementsAttr.get_splat(ty, ir.FloatAttr.get(el, factor))
-                        shift = ir.DenseElementsAttr.get_splat(ty, ir.FloatAttr.get(el, factor / 2))
-                        user = hlo.multiply(result, hlo.constant(scale))
-                        new = hlo.add(user, hlo.constant(shift))
-                owner = user.owner
-                result.replace_all_uses_except(new, owner.operation if hasattr(owner, "operation") else owner)
-                hit = True
-        if not hit:
-            return None
-        blob = _module_to_bytecode(module)
-    return dataclasses.replace(exp, mlir_module_serialized=blob)
-
-
-def changed(a: dict, b: dict, rtol=None, atol=None) -> bool:
-    """Do the outputs `b` differ from `a` beyond the comparison's tolerance (exactly, for integers)?"""
-    rtol, atol = (RTOL if rtol is None else rtol), (ATOL if atol is None else atol)
-    for path, value in a.items():
-        other = b.get(path)
-        if other is None or other.shape != value.shape:
-            return True
-        if value.dtype.kind in "biu" or other.dtype.kind in "biu":
-            if not np.array_equal(value, other):
-                return True
-        elif not np.allclose(np.asarray(other, np.float64), np.asarray(value, np.float64), rtol=rtol, atol=atol,
-                             equal_nan=True):
-            return True
-    return False
-
-
-def mesh_of(exp) -> tuple[tuple[str, ...], tuple[int, ...]]:
-    """(axis names, sizes) of the mesh an exported program runs on: its shardings' abstract mesh, else
-    the module's first `sdy.mesh` of the right size (pmap programs), else one axis 'devices'."""
-    for s in tuple(exp._in_named_shardings) + tuple(exp._out_named_shardings):
-        mesh = getattr(s, "mesh", None)
-        if mesh is not None and mesh.axis_names and int(np.prod(mesh.axis_sizes)) == exp.nr_devices:
-            return tuple(mesh.axis_names), tuple(mesh.axis_sizes)
-    for body in re.findall(r"sdy\.mesh\s+@[\w.\-]+\s*=\s*<\[([^\]]*)\]", exp.mlir_module()):
-        pairs = re.findall(r'"([^"]+)"\s*=\s*(\d+)', body)
-        if pairs and int(np.prod([int(s) for _, s in pairs])) == exp.nr_devices:
-            return tuple(n for n, _ in pairs), tuple(int(s) for _, s in pairs)
-    return ("devices",), (exp.nr_devices,)
-
-
-def _run_exported(exp, values: list, names, sizes, layouts: list | None = None) -> tuple[dict, str]:
-    """Compile `exp` for the first devices (its own input layouts, unstated ones replicated), run it on
-    `values`; its outputs by pytree path and its optimized HLO text (`layouts`, a list: the results'
-    `placed_layout`s are appended to it)."""
-    import jax
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
-    mesh = Mesh(np.array(jax.devices()[:exp.nr_devices]).reshape(sizes), names)
-    shardings = [NamedSharding(mesh, s.spec) if s is not None and getattr(s, "mesh", None) is not None
-                 and s.mesh.axis_names else NamedSharding(mesh, P()) for s in exp._in_named_shardings]
-
-    def flat_call(*leaves):
-        args, kwargs = jax.tree_util.tree_unflatten(exp.in_tree, leaves)
-        return exp.call(*args, **kwargs)
-
-    args = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s) for a, s in zip(exp.in_avals, shardings)]
-    compiled = jax.jit(flat_call).lower(*args).compile()
-    out = compiled(*[jax.device_put(np.asarray(v), s) for v, s in zip(values, shardings)])
-    flat, _ = jax.tree_util.tree_flatten_with_path(out)
-    if layouts is not None:
-        layouts.extend(placed_layout(sh, aval.shape, tuple(names), tuple(sizes)) for sh, aval in
-                       zip(jax.tree_util.tree_leaves(compiled.output_shardings), exp.out_avals))
-    return {jax.tree_util.keystr(path): np.asarray(v) for path, v in flat}, compiled.as_text()
-
-
-def communication_that_matters(exp, values: list, factor: float = 2.5, rtol: float | None = None,
-                               atol: float | None = None, _layouts: list | None = None) -> list[str]:
-    """The collectives of an exported program (read from its optimized HLO) whose results reach its outputs
-    on `values` (its flat inputs): what the grader decides on hidden inputs, for the visible checks, which
-    run on public ones and so need no secret. Sorted descriptions ("psum over 'devices'")."""
-    names, sizes = mesh_of(exp)
-    base, hlo = _run_exported(exp, values, names, sizes, _layouts)
-    found = hlo_collectives(hlo, exp.nr_devices)
-    if _layouts is not None:
-        _layouts.append(found)          # for `judged`: every collective present
-    kept = set()
-    for op, reducer, groups in found:
-        for axis in group_axes(groups, names, sizes):
-            desc = describe_collective(op, reducer, axis)
-            if desc in kept:
-                continue
-            variant = perturbed(exp, desc, names, sizes, factor)
-            if variant is None or changed(base, _run_exported(variant, values, names, sizes)[0], rtol, atol):
-                kept.add(desc)
-    return sorted(kept)
 
 
 # ---------------------------------------------------------------- layouts
@@ -581,6 +383,13 @@ def region_difference(want: tuple, got: tuple) -> RegionDifference | None:
     return None
 
 
+def region_takes(regions: tuple, axes: tuple, ins: tuple) -> bool:
+    """Is there a region over `axes` (sorted) with as many inputs as `ins` that splits each input over at
+    least the mesh axes `ins` does (the grader's test of a reference region's counterpart,
+    `region_difference`)?"""
+    return region_difference(((axes, ins),), regions) is None
+
+
 # ---------------------------------------------------------------- one program, examined the grader's way
 @dataclass(frozen=True)
 class Examined:
@@ -601,7 +410,8 @@ def examine(exp, values: list, factor: float = 2.5, rtol: float | None = None,
     """`exp` compiled and run on `values` (its flat inputs, fed with the layouts its signature states,
     unstated ones replicated), read as the grader reads a student's program: see `Examined`."""
     import jax
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
     names, sizes = mesh_of(exp)
     mesh = Mesh(np.array(jax.devices()[:exp.nr_devices]).reshape(sizes), names)
     shardings = [NamedSharding(mesh, s.spec) if s is not None and getattr(s, "mesh", None) is not None

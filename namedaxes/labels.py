@@ -40,8 +40,8 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 __all__ = ["Label", "labels", "render", "canonical", "fields", "translation_problems"]
 

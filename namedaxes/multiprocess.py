@@ -49,9 +49,9 @@ import textwrap
 import threading
 import time
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Callable
 
 from namedaxes.i18n import Messages
 

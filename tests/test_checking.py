@@ -7,14 +7,34 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
-from jax.sharding import NamedSharding, PartitionSpec as P
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from namedaxes import DATA_SHARDS, DEVICES, GRID_AXES, GRID_SHAPE, MODEL_REPLICAS, checking
-from namedaxes.checking import TEXT, explained, progress, progress_rows, translate
-from namedaxes.checking import (CheckFailed, Exercise, assert_check_fails, assert_check_passes, collective_axes,
-                                collectives, expect_array, expect_close, expect_collective,
-                                expect_no_collective, expect_replicated, fail, not_written_yet, same_values,
-                                show_error, show_values, unbound_axis_name)
+from namedaxes.checking import (
+    TEXT,
+    CheckFailed,
+    Exercise,
+    assert_check_fails,
+    assert_check_passes,
+    collective_axes,
+    collectives,
+    expect_array,
+    expect_close,
+    expect_collective,
+    expect_no_collective,
+    expect_replicated,
+    explained,
+    fail,
+    not_written_yet,
+    progress,
+    progress_rows,
+    same_values,
+    show_error,
+    show_values,
+    translate,
+    unbound_axis_name,
+)
 
 ENV = [(DEVICES, 8)]
 
@@ -339,6 +359,7 @@ def test_reimporting_a_module_replaces_its_exercises(monkeypatch):
 def test_every_exercise_module_has_progress():
     import importlib
     import pkgutil
+
     import namedaxes.exercises as pkg
     for info in pkgutil.iter_modules(pkg.__path__):
         module = importlib.import_module(f"namedaxes.exercises.{info.name}")

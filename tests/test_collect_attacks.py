@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
-from datetime import datetime, timedelta, UTC
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest

@@ -16,13 +16,13 @@ import pytest
 from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
-
 from judge_helpers import derived, judge_observations, observations_match
+
 from namedaxes import DATA_PARALLEL, DEVICES
 from namedaxes.checking import assert_check_fails, assert_check_passes
-from namedaxes.grading import Case, programs, spec
 from namedaxes.exercises import collectives as q
 from namedaxes.exercises.collectives import LEARNING_RATE, loss_fn
+from namedaxes.grading import Case, programs, spec
 
 
 def _matches(student: dict, reference: dict) -> bool:

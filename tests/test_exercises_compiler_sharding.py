@@ -16,8 +16,8 @@ import pytest
 from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
-
 from judge_helpers import derived, judge_observations, observations_match
+
 from namedaxes import MODEL_PARALLEL
 from namedaxes.checking import assert_check_fails, assert_check_passes
 from namedaxes.exercises import compiler_sharding as q

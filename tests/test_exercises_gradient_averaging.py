@@ -4,8 +4,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
-
 from judge_helpers import derived, observations_match
+
 from namedaxes import DATA_PARALLEL, DEVICES
 from namedaxes.checking import CheckFailed, assert_check_fails, assert_check_passes
 from namedaxes.exercises import gradient_averaging as q

@@ -18,8 +18,8 @@ import pytest
 from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
-
 from judge_helpers import derived, judge_observations, observations_match
+
 from namedaxes import DATA_PARALLEL, DEVICES, model, multiprocess
 from namedaxes.checking import CheckFailed, assert_check_fails, assert_check_passes
 from namedaxes.exercises import multi_process as q
@@ -529,6 +529,7 @@ def test_to_global_and_read_back_in_the_workers():
     def job():
         import jax
         import numpy as np
+
         from namedaxes import DEVICES
         from namedaxes.exercises import multi_process as m
         mesh = m.line_mesh(jax.device_count(), DEVICES)

@@ -11,8 +11,8 @@ import pytest
 from jax import lax
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
-
 from judge_helpers import derived, observations_match
+
 from namedaxes import DATA_SHARDS, GRID_AXES, GRID_SHAPE, MODEL_REPLICAS
 from namedaxes.checking import assert_check_fails, assert_check_passes
 from namedaxes.exercises import nested_axes as q

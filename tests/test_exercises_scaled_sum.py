@@ -9,8 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
-
 from judge_helpers import derived, observations_match
+
 from namedaxes import DEVICES
 from namedaxes.checking import CheckFailed, assert_check_fails, assert_check_passes
 from namedaxes.exercises import scaled_sum as q

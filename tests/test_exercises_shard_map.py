@@ -12,13 +12,13 @@ import pytest
 from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
-
 from judge_helpers import derived, judge_observations, observations_match
-from namedaxes.grading import Case, programs, spec
+
 from namedaxes import DATA_PARALLEL, DATA_SHARDS, DEVICES, MODEL_REPLICAS
 from namedaxes.checking import assert_check_fails, assert_check_passes
 from namedaxes.exercises import shard_map as q
 from namedaxes.exercises.shard_map import LEARNING_RATE, loss_fn, sgd_step, weighted_total
+from namedaxes.grading import Case, programs, spec
 
 
 def _matches(student: dict, reference: dict) -> bool:

@@ -108,8 +108,8 @@ def test_return_feedback_only_for_the_graded_hand_in(course, tmp_path):
 def test_graded_hand_ins_count_as_graded_in_formgrader(course, tmp_path):
     """The grader's gradebook rows carry nbgrader's submission time, so formgrader shows the score
     (nbgrader.apps.api get_autograded_students compares it with submitted/.../timestamp.txt)."""
-    from autograder.publish.gradebook import write_gradebook
     from autograder.course.notebooks import SourceNotebook
+    from autograder.publish.gradebook import write_gradebook
     source = SourceNotebook.load(AID, ROOT / "solutions" / f"{AID}.ipynb")
     handin.import_roster(course, _roster(tmp_path, "id,first_name,last_name\nalice,Alice,Liddell\n"))
     for sid in ("alice", "bob"):
@@ -218,9 +218,10 @@ def test_the_chinese_course_loop_collect_grade_return(tmp_path, editions):
     full marks for the right answers, the page and the row in Chinese, scored against the English source."""
     import json
     import subprocess
+
     import nbformat
-    from nbgrader.exchange.default import (ExchangeFetchAssignment, ExchangeFetchFeedback,
-                                           ExchangeSubmit)
+    from nbgrader.exchange.default import ExchangeFetchAssignment, ExchangeFetchFeedback, ExchangeSubmit
+
     from autograder import messages
     solutions, notebooks = editions
     course, exchange, work = tmp_path / "zh" / "course", tmp_path / "exchange", tmp_path / "work-li" / "zh"

@@ -650,6 +650,7 @@ def test_a_chinese_message_with_an_appended_sentence_has_no_space_after_its_full
     the whole vector ..." to the shape message: in Chinese it follows the full stop directly (fail() composes)."""
     sys.path.insert(0, str(ROOT / "tests"))
     from test_exercises_collectives import MEDIAN_WRONG
+
     from namedaxes.exercises import collectives as q
     lang("zh")
     message = checking.assert_check_fails(q.median_centered.check, MEDIAN_WRONG["whole matrix from every device"][0])

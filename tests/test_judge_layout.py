@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from jax import lax
 from jax.sharding import PartitionSpec as P
-
 from judge_helpers import judge_observations
+
 from autograder.judge.programs import describe_layout
 from namedaxes import DATA_PARALLEL, DATA_SHARDS, DEVICES, MODEL_REPLICAS, grading
 from namedaxes.exercises import collectives as q07

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from jax import lax
 
-from namedaxes import DEVICES, multiprocess as mp
+from namedaxes import DEVICES
+from namedaxes import multiprocess as mp
 
 SCALE = 3.0
 TABLE = np.arange(3.0)

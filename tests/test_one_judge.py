@@ -14,15 +14,16 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import test_exercises_gradient_averaging as t04  # notebooks 02-04
-import test_exercises_nested_axes as t03
-import test_exercises_scaled_sum as t02
 import test_exercises_axis_names as t01
 import test_exercises_collectives as t07
 import test_exercises_compiler_sharding as t08
+import test_exercises_gradient_averaging as t04  # notebooks 02-04
 import test_exercises_multi_process as t06
+import test_exercises_nested_axes as t03
+import test_exercises_scaled_sum as t02
 import test_exercises_shard_map as t05
 from judge_helpers import judge_observations
+
 from namedaxes.checking import CheckFailed
 from namedaxes.exercises import axis_names as q01
 from namedaxes.exercises import collectives as q07

@@ -7,8 +7,8 @@ its own child process, as the grader does.
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -228,6 +228,7 @@ def test_damaged_references_stop_grading(saved, damage):
 # ---------------------------------------------------------------- the guard (defense in depth)
 def test_guard_restores_code_defaults_closures_and_stays_registered():
     from IPython.testing.globalipapp import start_ipython
+
     from autograder.run.namespace_guard import GUARD_CODE
     ip = start_ipython()
     ip.run_cell("import namedaxes.exercises.scaled_sum as q\nfrom namedaxes.grading import rng\n"
@@ -251,8 +252,9 @@ def test_a_constant_that_matched_a_previous_runs_hidden_output_scores_0_in_a_new
     outputs of run 1's hidden inputs, hard-coded, match in run 1 and fail in run 2."""
     import jax.numpy as jnp
     from jax import lax
-    from autograder.judge.compare import load_observations, normalize
+
     from autograder.course.notebooks import SourceNotebook
+    from autograder.judge.compare import load_observations, normalize
     from autograder.judge.programs import Judge
     from autograder.run.references import grading_secret, load_references, new_run_secret, save_references
     from namedaxes.exercises import scaled_sum as q

@@ -124,6 +124,7 @@ def test_prose_names_no_path_of_the_authoring_machine(path):
 
 def _text_modules():
     import pkgutil
+
     import namedaxes.checking
     import namedaxes.exercises as pkg
     modules = [namedaxes.checking] + [importlib.import_module(f"namedaxes.exercises.{m.name}")

@@ -50,8 +50,8 @@ import copy
 import os
 import shutil
 import sys
-from pathlib import Path
 from collections.abc import Iterable
+from pathlib import Path
 
 import nbformat
 
@@ -201,7 +201,7 @@ def translate_notebook(nb, lang: str, aid: str):
             output = translate.output_context(cell.id)
             cell.source = translate.render_outputs(cell.source, lambda text: table.get((output, text), text))  # noqa: B023 - run in this iteration
             if (cell.metadata.get("nbgrader") or {}).get("solution"):
-                cell.source = translate.render_stub(cell.source, lambda text: table.get((translate.STUB_CONTEXT, text), text))  # noqa: B023 - run in this iteration
+                cell.source = translate.render_stub(cell.source, lambda text: table.get((translate.STUB_CONTEXT, text), text))
         nbgrader = cell.metadata.get("nbgrader") or {}
         if "checksum" in nbgrader:
             nbgrader["checksum"] = _checksum(cell)

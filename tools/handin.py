@@ -51,7 +51,6 @@ import sys
 from pathlib import Path
 
 from autograder.intake import handin as intake
-
 from tools.course import EDITIONS, NOTEBOOKS, ROOT, SOLUTIONS, built_course, course_id
 
 COURSE = built_course()
@@ -218,6 +217,7 @@ def _same_files(a: Path, b: Path) -> bool:
 def _api_with(api, section: str, **values):
     """The same API with some configuration changed (nbgrader reads it when the API is made)."""
     import copy
+
     from nbgrader.apps import NbGraderAPI
     config = copy.deepcopy(api.config)
     for k, v in values.items():

@@ -67,9 +67,9 @@ import re
 import sys
 import tokenize
 from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Callable, Iterable, Iterator
 
 import nbformat
 from babel.messages.catalog import Catalog
@@ -331,9 +331,7 @@ def code_words(nb_id: str) -> set[str]:
                 words.add(node.id)
             elif isinstance(node, ast.Attribute):
                 words.add(node.attr)
-            elif isinstance(node, ast.arg):
-                words.add(node.arg)
-            elif isinstance(node, ast.keyword) and node.arg:
+            elif isinstance(node, ast.arg) or isinstance(node, ast.keyword) and node.arg:
                 words.add(node.arg)
             elif isinstance(node, ast.alias):
                 words.update((node.asname or node.name).split("."))

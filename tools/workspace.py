@@ -354,7 +354,7 @@ def _ask(question: str) -> bool:
 # ------------------------------------------------------------------ command line
 def _cmd_prepare(args) -> int:
     if args.student is not None:
-        from tools.handin import HandinError, check_student_id      # one rule for ids, shared with the instructor side
+        from tools.handin import HandinError, check_student_id  # one rule for ids, shared with the instructor side
         try:
             check_student_id(args.student, "STUDENT=: ")
         except HandinError as err:

@@ -25,8 +25,8 @@ import tokenize
 from pathlib import Path
 
 from ..messages import LANGUAGES, submission_language
-from .notebooks import SourceNotebook, cell_source, nbgrader_meta
 from ..records import GraderError
+from .notebooks import SourceNotebook, cell_source, nbgrader_meta
 
 __all__ = ["repo_root", "package_dir", "discover_sources", "edition_problem", "code_tokens"]
 

@@ -55,7 +55,7 @@ import pwd
 import re
 import stat
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, UTC
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from ..limits import HANDIN_FUTURE_SLACK, HANDIN_MAX_BYTES, HANDIN_MAX_DEPTH, HANDIN_MAX_FILES, HANDIN_MAX_TRIES

@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from ..messages import TEXT, text
 from ..limits import MAX_ARRAYS, MAX_ECHO_ITEMS, MAX_OBSERVATION_BYTES
+from ..messages import TEXT, text
 
 __all__ = ["RTOL", "ATOL", "AXES_KEY", "Verdict", "normalize", "load_observations", "compare",
            "MAX_OBSERVATION_BYTES"]
@@ -105,6 +105,7 @@ def _check_npz(npz: bytes) -> None:
     holding a plain-dtype array whose declared shape fits in its member (so neither
     a deflate bomb nor a header declaring a huge shape allocates memory)."""
     import zipfile
+
     from numpy.lib import format as npy
     try:
         zf = zipfile.ZipFile(io.BytesIO(npz))

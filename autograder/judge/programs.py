@@ -52,12 +52,22 @@ from typing import Any
 import numpy as np
 
 from namedaxes.judging import changed as _changed
-from namedaxes.judging import describe_collective, group_axes, hlo_collectives, perturbed
-from namedaxes.judging import norm_layout, placed_layout, region_difference, regions, sdy_layouts, split_axes
+from namedaxes.judging import (
+    describe_collective,
+    group_axes,
+    hlo_collectives,
+    norm_layout,
+    perturbed,
+    placed_layout,
+    region_difference,
+    regions,
+    sdy_layouts,
+    split_axes,
+)
 
-from .compare import Verdict, compare, load_observations
-from ..messages import text as say
 from ..limits import MAX_CASES, MAX_COMPILED, MAX_ECHO_CHARS, MAX_ECHO_ITEMS, MAX_ERROR_CHARS
+from ..messages import text as say
+from .compare import Verdict, compare, load_observations
 
 __all__ = ["PROGRAM_PREFIX", "PROGRAMS_KEY", "PROGRAMS_FORMAT", "ALLOWED_CUSTOM_CALLS", "is_program_observation",
            "Judge", "hlo_collectives", "group_axes", "describe_collective", "describe_layout"]
@@ -575,7 +585,7 @@ def _layout_difference(case: str, ref_exp, want: _Compiled, got: _Compiled, out_
         return say("layout_region_input", case=case, n=found.n, axes=", ".join(repr(a) for a in found.axes),
                    got=describe_layout(found.got), want=describe_layout(found.want))
     if found is not None:
-        words = lambda regions: "; ".join(", ".join(describe_layout(l) for l in i) for _, i, _ in regions) \
+        words = lambda regions: "; ".join(", ".join(describe_layout(one) for one in i) for _, i, _ in regions) \
             or say("layout_no_region")  # noqa: E731
         return say("layout_regions", case=case, got=words(got.regions), want=words(want.regions))
     if out_layout:

@@ -17,12 +17,12 @@ from __future__ import annotations
 import atexit
 import re
 
-from .compare import Verdict, compare, load_observations
-from ..messages import text
 from ..course.notebooks import SourceNotebook, nbgrader_meta
-from ..records import CellResult, Row, RunResult, Task
-from .scorer_process import ScorerReferenceError
 from ..limits import SCORER_TIMEOUT
+from ..messages import text
+from ..records import CellResult, Row, RunResult, Task
+from .compare import Verdict, compare, load_observations
+from .scorer_process import ScorerReferenceError
 
 __all__ = ["one_line", "error_text", "score_run", "submission_status", "make_row", "zero_cells", "scorer_for",
            "close_scorers", "scrub_text", "SCORER_TIMEOUT"]

@@ -44,9 +44,9 @@ import subprocess
 import sys
 import time
 
-from .compare import Verdict
-from ..messages import current, speaking, text, validate_language
 from ..limits import MAX_FRAME, MAX_REPLY, SCORER_MEMORY_MB, SCORER_TIMEOUT
+from ..messages import current, speaking, text, validate_language
+from .compare import Verdict
 
 __all__ = ["Scorer", "ScorerReferenceError", "DEFAULT_TIMEOUT", "DEFAULT_MEMORY_MB"]
 

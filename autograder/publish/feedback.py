@@ -27,13 +27,12 @@ grading machine's paths and library internals) become one line, `ename: evalue`.
 from __future__ import annotations
 
 import copy
-import re
 
 from nbformat import NotebookNode
 from nbformat.v4 import new_markdown_cell, new_notebook
 
-from .inert import CSP_META, make_inert, md_text
 from ..messages import text
+from .inert import CSP_META, make_inert, md_text
 
 __all__ = ["FeedbackWriter", "TEMPLATE"]
 

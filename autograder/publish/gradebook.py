@@ -66,6 +66,7 @@ def write_gradebook(db_url: str, sources: dict[str, SourceNotebook], rows: list[
     `submitted`: the course's submitted/ folder (course mode), for nbgrader's submission timestamps.
     """
     import warnings
+
     from nbgrader.api import Gradebook, MissingEntry
     written = 0
     with warnings.catch_warnings(), Gradebook(db_url) as gb:

@@ -50,6 +50,7 @@ from __future__ import annotations
 import copy
 import html
 import re
+
 from nbformat import NotebookNode, from_dict
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 

@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 from ..intake.placement import Intake
-from ..sandbox.protections import summary_lines
 from ..records import CSV_COLUMNS, Options
+from ..sandbox.protections import summary_lines
 
 __all__ = ["Progress", "missing_reason", "merge_previous", "write_outputs", "atomic_write", "summary",
            "csv_cell", "csv_value"]

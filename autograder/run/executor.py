@@ -47,18 +47,17 @@ from __future__ import annotations
 import os
 import stat
 import time
-from dataclasses import dataclass, field
 from collections.abc import Callable
 
 from nbformat import NotebookNode
 from nbformat import v4 as nbv4
 
-from ..sandbox import workcopy
-from .namespace_guard import GUARD_CODE, split_hidden
-from .kernel import MAX_MESSAGE_BYTES, MAX_OUTPUT_CHARS, MAX_OUTPUTS, CellRun, Kernel, KernelStartError
+from ..limits import MAX_LOGGED_NAMES, MAX_OBSERVATION_BYTES, MAX_RESTARTS, NOTEBOOK_OUTPUT_CHARS, SNAPSHOT_TIMEOUT
 from ..messages import text
 from ..records import CellOutcome, RunResult
-from ..limits import MAX_LOGGED_NAMES, MAX_OBSERVATION_BYTES, MAX_RESTARTS, NOTEBOOK_OUTPUT_CHARS, SNAPSHOT_TIMEOUT
+from ..sandbox import workcopy
+from .kernel import MAX_MESSAGE_BYTES, MAX_OUTPUT_CHARS, MAX_OUTPUTS, CellRun, Kernel, KernelStartError
+from .namespace_guard import GUARD_CODE, split_hidden
 
 __all__ = ["CellOutcome", "RunResult", "run_notebook", "cell_label", "ARRAYS_SUFFIX", "VALUES_SUFFIX",
            "SNAPSHOT_CODE", "RESTORE_CODE", "HIDDEN_ERROR"]

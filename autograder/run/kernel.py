@@ -39,8 +39,8 @@ from jupyter_client.blocking import BlockingKernelClient
 from jupyter_client.connect import write_connection_file
 from nbformat import v4 as nbv4
 
+from ..limits import DEATH_GRACE, INTERRUPT_GRACE, MAX_MESSAGE_BYTES, MAX_OUTPUT_CHARS, MAX_OUTPUTS, RCV_HWM
 from ..sandbox.launch import Sandbox
-from ..limits import DEATH_GRACE, INTERRUPT_GRACE, MAX_MESSAGE_BYTES, MAX_OUTPUTS, MAX_OUTPUT_CHARS, RCV_HWM
 
 __all__ = ["Kernel", "KernelStartError", "CellRun", "kill_all"]
 

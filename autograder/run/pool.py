@@ -55,19 +55,19 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait as wait_any
 from pathlib import Path
-from collections.abc import Callable
 
-from ..sandbox.build import mpl_cache
+from ..judge.score import make_row, zero_cells
+from ..limits import HANG_MARGIN, MAX_ATTEMPTS, REFERENCE_BUDGET, STOP_GRACE
 from ..publish.outputs import Progress
 from ..records import InternalError, KernelGone, KernelStarted, ReferenceRun, Row, Task, TaskDone
-from .references import load_references, new_run_secret, reference_key, save_references
-from ..judge.score import make_row, zero_cells
-from .worker import Config, worker_main
+from ..sandbox.build import mpl_cache
 from ..sandbox.xla_cache import protect_published, publish_xla_cache, remove_protected
-from ..limits import HANG_MARGIN, MAX_ATTEMPTS, REFERENCE_BUDGET, STOP_GRACE
+from .references import load_references, new_run_secret, reference_key, save_references
+from .worker import Config, worker_main
 
 __all__ = ["Pool", "run_all", "HANG_MARGIN", "STOP_GRACE", "ReferenceLock"]
 

@@ -42,11 +42,11 @@ import secrets
 import shutil
 from pathlib import Path
 
-from ..judge.compare import load_observations
 from ..course.discovery import package_dir, repo_root
-from ..sandbox.build import grading_xla_flags
 from ..course.notebooks import SourceNotebook
+from ..judge.compare import load_observations
 from ..records import GraderError
+from ..sandbox.build import grading_xla_flags
 
 __all__ = ["CACHE_FORMAT", "References", "ReferenceCacheError", "reference_key", "load_references",
            "save_references", "grading_secret", "new_run_secret", "SECRET_NAME", "RUN_SECRET_BYTES"]

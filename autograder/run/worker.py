@@ -29,16 +29,16 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..sandbox import workcopy
-from .executor import cell_label, run_notebook
 from ..course.notebooks import SourceNotebook, UnreadableNotebook, build_graded, nbgrader_meta, read_submission
-from ..records import InternalError, KernelGone, KernelStarted, ReferenceRun, Row, Task, TaskDone
-from .references import load_references
-from ..sandbox.launch import Sandbox
 from ..judge.score import error_text, make_row, score_run, submission_status, zero_cells
-from ..messages import speaking, submission_language, text
-from ..sandbox.xla_cache import REFERENCE_ENV, xla_prelude
 from ..limits import MAX_ADDED_CELLS, NOTEBOOK_OUTPUT_CHARS
+from ..messages import speaking, submission_language, text
+from ..records import InternalError, KernelGone, KernelStarted, ReferenceRun, Row, Task, TaskDone
+from ..sandbox import workcopy
+from ..sandbox.launch import Sandbox
+from ..sandbox.xla_cache import REFERENCE_ENV, xla_prelude
+from .executor import cell_label, run_notebook
+from .references import load_references
 
 __all__ = ["Config", "Worker", "worker_main"]
 
@@ -183,6 +183,7 @@ class Worker:
     def write_outputs(self, task: Task, source: SourceNotebook, graded, row: dict, edition=None) -> None:
         """`edition`: the source edition the graded notebook's prose came from (its markdown is the instructor's)."""
         import nbformat
+
         from ..publish.inert import make_inert
         if graded is not None:       # formgrader renders it in the instructor's browser: nothing may run there
             graded = make_inert(graded, edition if edition is not None else source)

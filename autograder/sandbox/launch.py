@@ -65,11 +65,19 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..limits import (
+    KERNEL_CPU_SECONDS,
+    KERNEL_FILE_BYTES,
+    KERNEL_MEMORY_BYTES,
+    KERNEL_OPEN_FILES,
+    KERNEL_SHM_BYTES,
+    KERNEL_TMP_BYTES,
+    WORKCOPY_BYTES,
+    WORKCOPY_FILES,
+)
 from . import seccomp, workcopy
 from .cgroups import CgroupSupport, KernelCgroup, LimitHit, detect
 from .protections import Protection
-from ..limits import (KERNEL_CPU_SECONDS, KERNEL_FILE_BYTES, KERNEL_MEMORY_BYTES, KERNEL_OPEN_FILES,
-                      KERNEL_SHM_BYTES, KERNEL_TMP_BYTES, WORKCOPY_BYTES, WORKCOPY_FILES)
 
 __all__ = ["Sandbox", "Launch", "KERNEL_ARGS", "WORK_SUBDIRS", "kernel_filter", "userns_filter"]
 

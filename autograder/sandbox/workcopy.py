@@ -37,8 +37,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from .cgroups import LimitHit, limit_message
 from ..limits import WORKCOPY_BYTES, WORKCOPY_FILES
+from .cgroups import LimitHit, limit_message
 
 __all__ = ["Quota", "probe_quota", "prepare", "make_dirs", "hand_over", "full", "remove", "remove_at",
            "remove_tree", "is_quota_mount"]

@@ -22,8 +22,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from namedaxes import DEVICES
-from namedaxes.checking import (CheckFailed, Exercise, expect_array, expect_collective, explained,
-                                progress_of, same_values, show_values)
+from namedaxes.checking import (
+    CheckFailed,
+    Exercise,
+    expect_array,
+    expect_collective,
+    explained,
+    progress_of,
+    same_values,
+    show_values,
+)
 from namedaxes.grading import Case, pmapped, programs, rng, spec
 
 __all__ = ["rank_weighted_sum", "last_device_value", "center", "progress"]

@@ -41,9 +41,17 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import DATA_PARALLEL, DEVICES
-from namedaxes.checking import (Exercise, collectives, expect_array, explained, fail,
-                                progress_of, same_values, unbound_axis_name)
 from namedaxes.checking import TEXT as checking_text
+from namedaxes.checking import (
+    Exercise,
+    collectives,
+    expect_array,
+    explained,
+    fail,
+    progress_of,
+    same_values,
+    unbound_axis_name,
+)
 from namedaxes.exercises.shard_map import TEXT as shard_map_text
 from namedaxes.exercises.shard_map import _judge, line_mesh
 from namedaxes.grading import Case, programs, spec

@@ -55,8 +55,18 @@ import jax.numpy as jnp
 import numpy as np
 
 from namedaxes import DATA_PARALLEL, model
-from namedaxes.checking import (Exercise, examined, expect_communication, expect_regions, explained, fail,
-                                progress_of, same_values, show_values, unbound_axis_name)
+from namedaxes.checking import (
+    Exercise,
+    examined,
+    expect_communication,
+    expect_regions,
+    explained,
+    fail,
+    progress_of,
+    same_values,
+    show_values,
+    unbound_axis_name,
+)
 from namedaxes.grading import Case, pmapped, programs, spec
 
 __all__ = ["loss_fn", "compute_gradients", "parallel_update_step", "train",

@@ -51,10 +51,20 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import DATA_PARALLEL, DEVICES, model, multiprocess
-from namedaxes.checking import (CheckFailed, Exercise, collectives, explained, fail, not_written_yet,
-                                progress_of, same_values, show_values, unbound_axis_name)
-from namedaxes.exercises.shard_map import _judge, line_mesh
+from namedaxes.checking import (
+    CheckFailed,
+    Exercise,
+    collectives,
+    explained,
+    fail,
+    not_written_yet,
+    progress_of,
+    same_values,
+    show_values,
+    unbound_axis_name,
+)
 from namedaxes.exercises.shard_map import TEXT as shard_map_text
+from namedaxes.exercises.shard_map import _judge, line_mesh
 from namedaxes.grading import Case, programs, spec
 
 __all__ = ["local_rows", "global_metrics", "masked_step", "GRADE_IDS", "LEARNING_RATE", "NUM_PROCESSES",

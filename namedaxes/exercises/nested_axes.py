@@ -53,8 +53,19 @@ from jax.sharding import PartitionSpec as P
 
 from namedaxes import DATA_SHARDS, GRID_AXES, GRID_SHAPE, MODEL_REPLICAS
 from namedaxes.checking import TEXT as checking_text  # the list separator of the language
-from namedaxes.checking import (Exercise, collectives, examined, expect_collective, expect_communication,
-                                expect_output_layouts, expect_regions, explained, fail, progress_of, same_values)
+from namedaxes.checking import (
+    Exercise,
+    collectives,
+    examined,
+    expect_collective,
+    expect_communication,
+    expect_output_layouts,
+    expect_regions,
+    explained,
+    fail,
+    progress_of,
+    same_values,
+)
 from namedaxes.grading import Case, programs, rng, spec
 from namedaxes.model import LEARNING_RATE
 
@@ -683,7 +694,7 @@ def _check_tp_dp_step(fn) -> None:
         passed_on = passed_on or grid
         if facts is None:    # the grader's steps, on the first mesh's inputs (see row_normalize)
             with _explained_run(name, where, "fix_tp_dp_step", grid):
-                facts = examined(lambda w_, x_, y_: fn(w_, {"x": x_, "y": y_}, mesh), w, batch["x"], batch["y"])
+                facts = examined(lambda w_, x_, y_: fn(w_, {"x": x_, "y": y_}, mesh), w, batch["x"], batch["y"])  # noqa: B023 - run in this iteration
     over_model = [d for d in facts.present if d.endswith(f" over '{MODEL_REPLICAS}'")]
     if f"psum over '{MODEL_REPLICAS}'" not in over_model:
         fail(_say("tp_gathers" if over_model else "tp_needs_psum_model", name=name, seen=_seen_descs(over_model),

@@ -31,8 +31,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from namedaxes import DEVICES
-from namedaxes.checking import (Exercise, examined, expect_close, expect_communication, expect_replicated, explained,
-                                fail, progress_of, same_values)
+from namedaxes.checking import (
+    Exercise,
+    examined,
+    expect_close,
+    expect_communication,
+    expect_replicated,
+    explained,
+    fail,
+    progress_of,
+    same_values,
+)
 from namedaxes.grading import Case, pmapped, programs, spec
 
 __all__ = ["scaled_sum", "scaled_sum_uses_psum", "scaled_mean", "global_max_share", "progress"]

@@ -57,10 +57,19 @@ from jax.sharding import PartitionSpec as P
 
 from namedaxes import DATA_PARALLEL, DATA_SHARDS, DEVICES, MODEL_REPLICAS, model
 from namedaxes.checking import TEXT as checking_text  # the list separator of the language
-from namedaxes.checking import (Exercise, collectives, expect_array, explained, examined, fail,
-                                progress_of, same_values, unbound_axis_name)
-from namedaxes.judging import region_takes
+from namedaxes.checking import (
+    Exercise,
+    collectives,
+    examined,
+    expect_array,
+    explained,
+    fail,
+    progress_of,
+    same_values,
+    unbound_axis_name,
+)
 from namedaxes.grading import Case, programs, spec
+from namedaxes.judging import region_takes
 
 __all__ = ["sharded_scaled_sum", "replica_totals", "dp_train_step", "jit_train_step",
            "weighted_total_shard_map", "line_mesh", "grid_mesh", "loss_fn", "sgd_step",

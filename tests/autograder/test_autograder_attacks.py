@@ -88,8 +88,8 @@ def test_the_hidden_half_of_a_test_cell_never_reaches_a_feedback_page(graded_cla
     reversed), keeps them, prints them again after the last test and raises them from an answer.
     The hidden parts run after every other cell and whatever they printed or raised is dropped, so
     the page shows only what the kernel saw before any hidden line reached it."""
-    import json
     import html
+    import json
     page = html.unescape((graded_class.out / "feedback" / "attack_print_hidden_source" / f"{specs.A02}.html")
                          .read_text())
     autograded = json.loads((graded_class.out / "autograded" / "attack_print_hidden_source" / specs.A02

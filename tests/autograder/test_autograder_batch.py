@@ -15,10 +15,9 @@ import sys
 import time
 from pathlib import Path
 
+import autograder_specs as specs
 import nbformat
 import pytest
-
-import autograder_specs as specs
 from autograder_harness import read_csv
 
 SLOW_CELLS = ["import time\ntime.sleep(4)"] * 5          # 20 s of sleeping, right after the set-up cell

@@ -11,9 +11,8 @@ import shutil
 import subprocess
 import sys
 
-import nbformat
-
 import autograder_specs as specs
+import nbformat
 from autograder_harness import CELL_TIMEOUT, read_csv
 
 from autograder.run.references import SECRET_NAME

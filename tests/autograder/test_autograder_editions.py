@@ -20,10 +20,9 @@ import json
 import os
 import subprocess
 
+import autograder_specs as specs
 import nbformat
 import pytest
-
-import autograder_specs as specs
 from autograder_harness import REPO, grade_cmd, read_csv
 
 from autograder import messages

@@ -7,9 +7,8 @@ import shutil
 import subprocess
 import sys
 
-import pytest
-
 import autograder_specs as specs
+import pytest
 from autograder_harness import grade_cmd, read_csv
 
 from autograder.records import CSV_COLUMNS

@@ -17,8 +17,8 @@ import textwrap
 import time
 from pathlib import Path
 
-from autograder.run.pool import LOST_DIED, Pool, ReferenceLock
 from autograder.records import KernelStarted, Task, TaskDone
+from autograder.run.pool import LOST_DIED, Pool, ReferenceLock
 
 BUDGET, MARGIN = 0.5, 0.5
 

@@ -6,18 +6,18 @@ import json
 import zipfile
 from pathlib import Path
 
+import autograder_specs as specs
 import nbformat
 import numpy as np
 import pytest
-
-import autograder_specs as specs
-from autograder.judge.compare import compare, load_observations, normalize
 from judge_helpers import observations_match
-from autograder.run.executor import guard_index, harvest_observations
-from autograder.run.namespace_guard import split_hidden
+
 from autograder.course.notebooks import SourceNotebook, UnreadableNotebook, build_graded, parse_submission
 from autograder.intake.placement import place_course, place_submissions, safe_extract
+from autograder.judge.compare import compare, load_observations, normalize
 from autograder.publish.outputs import missing_reason as _missing_reason
+from autograder.run.executor import guard_index, harvest_observations
+from autograder.run.namespace_guard import split_hidden
 
 SOURCE = specs.REPO / "solutions" / f"{specs.A02}.ipynb"
 NOTEBOOKS = {f"{specs.A02}.ipynb": specs.A02, f"{specs.A01}.ipynb": specs.A01}
@@ -171,8 +171,9 @@ def test_observations_match_accepts_jax_arrays():
 
 
 def test_observations_load_from_record_files_without_pickles(tmp_path):
-    from namedaxes import grading
     import os
+
+    from namedaxes import grading
     os.environ[grading.OBSERVE_DIR_ENV] = str(tmp_path)
     try:
         grading.record("g1", {"out": np.arange(3.0), "axes": ["devices"], "ok": True})
@@ -282,10 +283,10 @@ def test_placement_of_a_course_folder_and_links(tmp_path):
 
 # ---------------------------------------------------------------- a kernel that never starts
 def test_a_kernel_that_never_starts_gives_an_error_row(source, tmp_path):
-    from autograder.run.executor import run_notebook
-    from autograder.run.kernel import Kernel
     from autograder.course.notebooks import MergeReport
     from autograder.judge.score import submission_status
+    from autograder.run.executor import run_notebook
+    from autograder.run.kernel import Kernel
     from autograder.sandbox.launch import Sandbox
     sandbox = Sandbox(isolate=False, python=str(tmp_path / "no-such-python"))
     graded, _ = build_graded(source, None)

@@ -5,13 +5,13 @@ makes, the error it raised while compiling) but every such echo is bounded in co
 (`autograder.limits.MAX_ECHO_ITEMS`, `MAX_ECHO_CHARS`, `MAX_ERROR_CHARS`); an error raised while the
 program ran on the hidden inputs is reported by its type alone; recorded axis names are bounded too.
 """
+import judge_helpers
 import numpy as np
 import pytest
 from jax import lax
+from judge_helpers import judge_observations
 
 from autograder.judge import compare, programs
-import judge_helpers
-from judge_helpers import judge_observations
 from namedaxes import DEVICES
 from namedaxes.exercises import scaled_sum as q
 

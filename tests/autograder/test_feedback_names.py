@@ -6,8 +6,8 @@ import html
 import re
 from pathlib import Path
 
-from autograder.publish.feedback import FeedbackWriter, exercise_names, shown_reason
 from autograder.course.notebooks import SourceNotebook
+from autograder.publish.feedback import FeedbackWriter, exercise_names, shown_reason
 
 ROOT = Path(__file__).resolve().parents[2]
 AID = "02_scaled_sum"

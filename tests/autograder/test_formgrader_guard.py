@@ -55,6 +55,7 @@ def test_formgraders_collect_button_runs_the_courses_hardened_collect(monkeypatc
     tests/browser/test_formgrader.py)."""
     from nbgrader.apps import NbGrader, NbGraderAPI
     from nbgrader.server_extensions.formgrader import apihandlers
+
     from autograder.formgrader.collect import HardenedCollect
     routes = {pattern: handler for pattern, handler in apihandlers.default_handlers}
     collect = routes[r"/formgrader/api/assignment/([^/]+)/collect"]

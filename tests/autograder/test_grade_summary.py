@@ -4,8 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
-from autograder.publish.outputs import summary
 from autograder.intake.placement import Intake
+from autograder.publish.outputs import summary
 from autograder.sandbox.protections import Protection
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,11 +12,11 @@ import html.parser
 import re
 import warnings
 
+import inert_payloads as P
 import pytest
 from nbformat import from_dict
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-import inert_payloads as P
 from autograder.publish import inert
 from autograder.publish.feedback import FeedbackWriter
 
@@ -240,9 +240,10 @@ def test_ids_and_reasons_are_literal_in_feedback():
 def test_student_ids_that_are_markup_are_refused_at_intake():
     """formgrader's submission page prints the student id unescaped (nbgrader's template), so an id must
     not be markup: intake refuses it with a reason (it is never graded, never reaches the gradebook)."""
-    from autograder.intake.placement import id_problem
     from nbconvert import HTMLExporter
     from nbgrader.server_extensions.formgrader import handlers
+
+    from autograder.intake.placement import id_problem
     hostile = "<img src=x onerror=\"window.__pwned=['student_id'];alert(1)\">"      # no '/': a valid folder name
     exporter = HTMLExporter(template_name="formgrade", extra_template_basedirs=[handlers.template_path])
     resources = {"assignment_id": "a", "notebook_id": "n", "submission_id": "s", "index": 0, "total": 1,

@@ -26,7 +26,7 @@ def _from_limits(path: Path) -> set[str]:
 def test_the_table_describes_every_cap_and_only_caps():
     defined = set(_constants(ast.parse((PKG / "limits.py").read_text(encoding="utf-8")))) - {"TABLE"}
     assert defined == set(limits.TABLE), (sorted(defined - set(limits.TABLE)), sorted(set(limits.TABLE) - defined))
-    for name, (unit, where, what) in limits.TABLE.items():
+    for name, (unit, _where, what) in limits.TABLE.items():
         value = getattr(limits, name)
         assert isinstance(value, (int, float)) and value > 0, (name, value)
         assert unit and what, name

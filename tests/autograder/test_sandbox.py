@@ -27,8 +27,8 @@ import pytest
 
 from autograder.sandbox import cgroups, workcopy
 from autograder.sandbox.cgroups import CgroupSupport, detect
-from autograder.sandbox.protections import as_json, summary_lines
 from autograder.sandbox.launch import Sandbox
+from autograder.sandbox.protections import as_json, summary_lines
 
 REPO = Path(__file__).resolve().parents[2]
 MiB = 2**20
@@ -1050,7 +1050,8 @@ def test_a_key_one_kernel_writes_never_reaches_another(sandbox, tmp_path, copies
 def test_without_libseccomp_the_report_says_so_and_the_namespace_filter_stays(monkeypatch):
     """A machine without libseccomp: the allow-list is reported missing (with how to install it), and the
     hand-assembled filter still refuses new user namespaces."""
-    from autograder.sandbox import launch as sandbox_module, seccomp
+    from autograder.sandbox import launch as sandbox_module
+    from autograder.sandbox import seccomp
     monkeypatch.setattr(seccomp.ctypes.util, "find_library", lambda name: "libseccomp-not-here.so.2")
     caches = (seccomp._lib, seccomp.compile_filter, sandbox_module.kernel_filter)
     for cached in caches:

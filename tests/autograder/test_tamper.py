@@ -13,10 +13,9 @@ import json
 import shutil
 import subprocess
 
+import autograder_specs as specs
 import nbformat
 import pytest
-
-import autograder_specs as specs
 import tamper_specs as ts
 from autograder_harness import grade_cmd
 

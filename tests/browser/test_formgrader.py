@@ -329,6 +329,7 @@ def test_make_formgrader_edition_zh_serves_the_chinese_course(browser, make_serv
     """`make formgrader EDITION=zh` on the Chinese course (laid out by tools/handin.py layout): the same
     assignments as the English course, in the course namedaxes-zh."""
     import pytest
+
     from tools import handin
     if not (ROOT / "notebooks" / "zh" / f"{A02}.ipynb").is_file():
         pytest.skip("the Chinese edition (notebooks/zh/, solutions/zh/) has not been generated yet")

@@ -16,6 +16,7 @@ scores. The servers are module-scoped and stopped through their API; no process 
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -25,8 +26,6 @@ import sys
 import threading
 import time
 from pathlib import Path
-
-import importlib.util
 
 import nbformat
 import pytest

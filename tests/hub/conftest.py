@@ -23,7 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from hub import accounts as hub_accounts  # noqa: E402
-from hub import layout  # noqa: E402
+from hub import layout, server  # noqa: E402
 from hub.deployment import Deployment  # noqa: E402
 
 HUB_VENV = ROOT / ".venv"

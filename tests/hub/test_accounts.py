@@ -3,8 +3,8 @@ an account that exists already (the hub would start that account's server for a 
 from __future__ import annotations
 
 import os
-import re
 import pwd
+import re
 import sys
 import tempfile
 from pathlib import Path
