@@ -92,6 +92,9 @@ class RunResult:
     restarts: int = 0
     seconds: float = 0.0
     observe_log: list[str] = field(default_factory=list)   # what was in the observation folder, and when
+    # where the wall time went (seconds; timings.json, `make bench-grade`'s breakdown): "start" (waiting
+    # for the first kernel and its prelude), "cells" (visible parts), "hidden" (hidden parts), "restarts"
+    stages: dict[str, float] = field(default_factory=dict)
 
 
 def cell_label(nb: NotebookNode, index: int) -> str:
@@ -285,6 +288,7 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
             result.observe_log.append(f"{gid}: {when}: {_names(names)}")
 
     kernel = start(0, kernel)
+    result.stages["start"] = time.monotonic() - t0
     if kernel is None:
         if left() <= 0:                       # the budget ran out while the kernel was starting
             out_of_time(code_cells)
@@ -323,6 +327,7 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
             limit = min(cell_timeout, left())
             cut = limit < cell_timeout            # this cell's timeout is the rest of the budget
             label = cell_label(nb, i)
+            t_step = time.monotonic()
             if hidden_step:
                 limit = min(max(0.1, cell_timeout - visible_seconds.get(i, 0.0)), left())
                 cut = limit < cell_timeout - visible_seconds.get(i, 0.0)
@@ -360,6 +365,8 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
                 own = {gid + ARRAYS_SUFFIX, gid + VALUES_SUFFIX}
                 log(gid, "beside the cell's own results", [n for n in clear_all_observations(kernel.observe_dir)
                                                            if n not in own])
+            stage = "hidden" if hidden_step else "cells"
+            result.stages[stage] = result.stages.get(stage, 0.0) + time.monotonic() - t_step
             how = (text("stopped_budget", what=what) if cut else text("ran_longer", seconds=f"{cell_timeout:g}"))
             if run.status in ("ok", "error"):
                 result.outcomes[i] = CellOutcome(run.status, run.ename, run.evalue, run.seconds)
@@ -409,6 +416,7 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
                 out_of_time(rest(pos + 1))
                 break
             result.restarts += 1
+            t_restart = time.monotonic()
             kernel = start(result.restarts, None)
             if kernel is None:
                 _mark_rest(result, rest(pos + 1), text("not_restarted"))
@@ -425,6 +433,7 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
                 _mark_rest(result, rest(pos + 1), text("replay_failed_rest"))
                 result.events.append(("kernel_died", text("replay_failed", label=label)))
                 break
+            result.stages["restarts"] = result.stages.get("restarts", 0.0) + time.monotonic() - t_restart
             pos += 1
     finally:
         if kernel is not None:

@@ -87,6 +87,7 @@ class _RowBase(TypedDict):
 class Row(_RowBase, total=False):
     seconds: float                 # wall time in the worker (not in results.json)
     exec_seconds: float            # of which running the notebook
+    stages: dict                   # where its wall time went, seconds by stage (timings.json only)
     grader_peak_kb: int            # the worker's peak resident memory while grading it (not in results.json)
     observe_log: list[str]         # files found in the observation folder that no hidden part wrote
     language: str                  # the submission's language (validated; reasons and feedback are in it)

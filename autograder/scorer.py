@@ -169,6 +169,7 @@ def serve(memory_mb: int = DEFAULT_MEMORY_MB) -> int:
                     with speaking(validate_language(req.get("language"))):    # the words, never the verdict
                         verdict = judge.judge(str(req["grade_id"]), ref, obs)
                     reply = {"ok": True, "passed": verdict.passed, "differences": verdict.differences[:50]}
+                    reply["compile_stats"] = _compile_stats()    # timings only, never part of a verdict
                 except Exception as err:  # noqa: BLE001 - the reference is unusable
                     reply = {"ok": False, "reference_error": f"{type(err).__name__}: {err}"}
             else:
@@ -176,6 +177,11 @@ def serve(memory_mb: int = DEFAULT_MEMORY_MB) -> int:
         except Exception as err:  # noqa: BLE001 - a malformed request is the grader's bug: say so
             reply = {"ok": False, "error": f"{type(err).__name__}: {err}"}
         _write_frame(out_fd, reply)
+
+
+def _compile_stats() -> dict:
+    from .programs import COMPILE_STATS
+    return dict(COMPILE_STATS)
 
 
 # ---------------------------------------------------------------- the parent's handle
@@ -190,6 +196,8 @@ class Scorer:
         self.env, self.python = env, python
         self.proc: subprocess.Popen | None = None
         self.checked: set[bytes] = set()          # references checked by the current child
+        self.compile_stats: dict = {}             # the current child's compiles (programs.COMPILE_STATS)
+        self.start_seconds = 0.0                  # spent starting children
         self.restarts = 0
         self.log: list[str] = []
 
@@ -204,7 +212,10 @@ class Scorer:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=root,
             start_new_session=True)
         self.checked = set()
+        self.compile_stats = {}
+        t0 = time.monotonic()
         self._call({"op": "secret", "hex": self.secret.hex()}, timeout=120.0)
+        self.start_seconds += time.monotonic() - t0      # its start-up (python, jax, devices), for timings
 
     def close(self) -> None:
         proc, self.proc = self.proc, None
@@ -296,6 +307,10 @@ class Scorer:
                 raise ScorerReferenceError(reply["reference_error"])
             return Verdict(False, [text("scorer_failed", error=reply.get("error", "unknown error"))],
                            summary="")
+        stats = reply.get("compile_stats")
+        if isinstance(stats, dict):
+            self.compile_stats = {str(k)[:40]: float(v) for k, v in list(stats.items())[:20]
+                                  if isinstance(v, (int, float))}
         diffs = [str(d)[:400] for d in reply.get("differences", [])][:50]
         return Verdict(bool(reply.get("passed")) and not diffs, diffs)
 

@@ -25,7 +25,7 @@ from .records import CellResult, Row, Task
 from .scorer import ScorerReferenceError
 
 __all__ = ["one_line", "error_text", "score_run", "submission_status", "make_row", "zero_cells", "scorer_for",
-           "close_scorers", "SCORER_TIMEOUT"]
+           "close_scorers", "scorer_stats", "SCORER_TIMEOUT"]
 
 SCORER_TIMEOUT = 60.0
 _scorers: dict = {}
@@ -37,6 +37,16 @@ def scorer_for(secret: bytes):
     if secret not in _scorers:
         _scorers[secret] = Scorer(secret, timeout=SCORER_TIMEOUT)
     return _scorers[secret]
+
+
+def scorer_stats() -> dict[str, float]:
+    """What this process's scorers compiled so far (counts and seconds by kind; for timings)."""
+    total: dict[str, float] = {}
+    for scorer in _scorers.values():
+        for k, v in scorer.compile_stats.items():
+            total[k] = total.get(k, 0) + v
+        total["scorer_start_s"] = total.get("scorer_start_s", 0.0) + scorer.start_seconds
+    return total
 
 
 def close_scorers() -> None:

@@ -35,7 +35,7 @@ from .notebooks import SourceNotebook, UnreadableNotebook, build_graded, nbgrade
 from .records import Row, Task
 from .references import load_references
 from .sandbox import Sandbox
-from .scoring import error_text, make_row, score_run, submission_status, zero_cells
+from .scoring import error_text, make_row, score_run, scorer_stats, submission_status, zero_cells
 from .messages import speaking, submission_language, text
 from .xla_cache import REFERENCE_ENV, xla_prelude
 
@@ -157,6 +157,7 @@ class Worker:
                 tests[i] = meta["grade_id"]
         kernel = self.take_kernel()
         workdir = kernel.workdir
+        t_run = time.monotonic()
         try:
             run = run_notebook(graded, tests, kernel,
                                lambda n: self._kernel(workdir, label=f"r{n}"), self.cfg.timeout,
@@ -168,15 +169,23 @@ class Worker:
         if merge.dropped_cells:
             run.events.append(("too_many_cells", text("cells_dropped", n=merge.dropped_cells,
                                                       limit=self.cfg.max_added_cells)))
+        t_score, compiled = time.monotonic(), scorer_stats()
         cells = score_run(source, graded, run, refs, str(workdir))
+        stages = dict(run.stages, prepare=t_run - t0, run=run.seconds, score=time.monotonic() - t_score)
+        for k, v in scorer_stats().items():          # the scorer's fresh compiles for this notebook
+            if v - compiled.get(k, 0) > 0:
+                stages["compile_" + k] = v - compiled.get(k, 0)
         status, reason = submission_status(run, merge, cells, str(workdir))
         row = make_row(task, source, status, reason, cells)
         row["language"] = lang
         if run.observe_log:
             row["observe_log"] = list(run.observe_log)
+        t_write = time.monotonic()
         self.write_outputs(task, source, graded, row, source.editions.get(lang))
+        stages["write"] = time.monotonic() - t_write
         row["seconds"] = time.monotonic() - t0
         row["exec_seconds"] = run.seconds
+        row["stages"] = {k: round(v, 3) for k, v in stages.items()}
         return row
 
     def write_outputs(self, task: Task, source: SourceNotebook, graded, row: dict, edition=None) -> None:
