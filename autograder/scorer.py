@@ -217,6 +217,17 @@ class Scorer:
         self._call({"op": "secret", "hex": self.secret.hex()}, timeout=120.0)
         self.start_seconds += time.monotonic() - t0      # its start-up (python, jax, devices), for timings
 
+    def cpu_seconds(self) -> float:
+        """CPU the current child has used so far (Linux /proc; 0 if unknown), for timings."""
+        if self.proc is None:
+            return 0.0
+        try:
+            with open(f"/proc/{self.proc.pid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return 0.0
+
     def close(self) -> None:
         proc, self.proc = self.proc, None
         if proc is None:
@@ -288,6 +299,10 @@ class Scorer:
         if not reply.get("ok"):
             raise ScorerReferenceError(reply.get("reference_error") or reply.get("error") or "unknown error")
         self.checked.add(digest)
+
+    def prepare(self, ref_pair) -> None:
+        """Start the child if needed and load (compile) one reference observation ahead of its first verdict."""
+        self._ensure(ref_pair)
 
     def judge(self, grade_id: str, ref_pair, student_pair) -> Verdict:
         """The verdict for one test cell. Raises `ScorerReferenceError` when the reference is unusable."""

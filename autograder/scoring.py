@@ -25,7 +25,7 @@ from .records import CellResult, Row, Task
 from .scorer import ScorerReferenceError
 
 __all__ = ["one_line", "error_text", "score_run", "submission_status", "make_row", "zero_cells", "scorer_for",
-           "close_scorers", "scorer_stats", "SCORER_TIMEOUT"]
+           "close_scorers", "scorer_stats", "prepare_scorer", "SCORER_TIMEOUT"]
 
 SCORER_TIMEOUT = 60.0
 _scorers: dict = {}
@@ -39,6 +39,30 @@ def scorer_for(secret: bytes):
     return _scorers[secret]
 
 
+def prepare_scorer(refs) -> "threading.Thread | None":
+    """Start this process's scorer and load (compile) the reference programs of `refs` in a background
+    thread, so that both happen while the student's kernel runs instead of after it. The caller joins
+    the thread before scoring (the scorer is not used from two threads at once). A reference that
+    fails here is only skipped: scoring meets it again and reports it (`ScorerReferenceError`)."""
+    import threading
+    from .programs import is_program_observation
+    pairs, secret = getattr(refs, "pairs", None) or {}, getattr(refs, "secret", b"")
+    wanted = [pairs[gid] for gid in refs if gid in pairs and is_program_observation(refs[gid])]
+    if not wanted or not secret:
+        return None
+    scorer = scorer_for(secret)
+
+    def run() -> None:
+        for pair in wanted:
+            try:
+                scorer.prepare(pair)
+            except Exception:  # noqa: BLE001 - scoring reports it
+                return
+    thread = threading.Thread(target=run, name="scorer-prepare", daemon=True)
+    thread.start()
+    return thread
+
+
 def scorer_stats() -> dict[str, float]:
     """What this process's scorers compiled so far (counts and seconds by kind; for timings)."""
     total: dict[str, float] = {}
@@ -46,6 +70,7 @@ def scorer_stats() -> dict[str, float]:
         for k, v in scorer.compile_stats.items():
             total[k] = total.get(k, 0) + v
         total["scorer_start_s"] = total.get("scorer_start_s", 0.0) + scorer.start_seconds
+        total["scorer_cpu"] = total.get("scorer_cpu", 0.0) + scorer.cpu_seconds()
     return total
 
 
