@@ -112,7 +112,9 @@ def _children_cpu() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-CPU: dict[str, float] = {}      # CPU seconds of each timed run, by label (printed beside the wall times)
+# CPU seconds of each timed run, by label (printed beside the wall times): every process it waited for,
+# plus for this grader its student kernels' own (timings.json's kernel_cpu; reference kernels not counted)
+CPU: dict[str, float] = {}
 
 
 def _bin(name: str) -> str:
@@ -142,6 +144,9 @@ def run_ours(course: Path, klass: Path, out: Path, cache: Path, jobs: int, timeo
     proc = subprocess.run(cmd, cwd=repo_root(), capture_output=True, text=True)
     wall = time.monotonic() - t0
     CPU[out.name] = _children_cpu() - c0
+    if proc.returncode == 0:        # + the kernels' own CPU (a sandboxed kernel is not reaped by its worker)
+        CPU[out.name] += sum((t.get("stages") or {}).get("kernel_cpu", 0.0)
+                             for t in json.loads((out / "timings.json").read_text()))
     if proc.returncode != 0:
         raise SystemExit(f"autograder failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     return wall, {"timings": json.loads((out / "timings.json").read_text())}
