@@ -106,6 +106,18 @@ def build(root: Path, assignments: list[str], students: int, timeout: float) -> 
     return course, klass
 
 
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of every waited-for descendant so far: less load-dependent than wall time."""
+    import resource
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+# CPU seconds of each timed run, by label (printed beside the wall times): every process it waited for,
+# plus for this grader its student kernels' own (timings.json's kernel_cpu; reference kernels not counted)
+CPU: dict[str, float] = {}
+
+
 def _bin(name: str) -> str:
     return str(Path(sys.executable).with_name(name))
 
@@ -115,10 +127,11 @@ def run_nbgrader(course: Path, assignments: list[str]) -> float:
     for aid in assignments:
         subprocess.run([_bin("nbgrader"), "generate_assignment", aid, "--force", "--log-level=ERROR"], cwd=course,
                        env=env, check=True, capture_output=True)
-    t0 = time.monotonic()
+    t0, c0 = time.monotonic(), _children_cpu()
     for aid in assignments:
         subprocess.run([_bin("nbgrader"), "autograde", aid, "--force", "--log-level=ERROR"], cwd=course, env=env,
                        capture_output=True)
+    CPU["nbgrader"] = _children_cpu() - c0
     return time.monotonic() - t0
 
 
@@ -128,12 +141,28 @@ def run_ours(course: Path, klass: Path, out: Path, cache: Path, jobs: int, timeo
            "--out", str(out), "--cache", str(cache), "-j", str(jobs), "--timeout", str(timeout), "-q"]
     for s in students or []:
         cmd += ["--student", s]
-    t0 = time.monotonic()
+    t0, c0 = time.monotonic(), _children_cpu()
     proc = subprocess.run(cmd, cwd=repo_root(), capture_output=True, text=True)
     wall = time.monotonic() - t0
+    CPU[out.name] = _children_cpu() - c0
+    if proc.returncode == 0:        # + the kernels' own CPU (a sandboxed kernel is not reaped by its worker)
+        CPU[out.name] += sum((t.get("stages") or {}).get("kernel_cpu", 0.0)
+                             for t in json.loads((out / "timings.json").read_text()))
     if proc.returncode != 0:
         raise SystemExit(f"autograder failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     return wall, {"timings": json.loads((out / "timings.json").read_text())}
+
+
+def stage_table(timings: list[dict]) -> str:
+    """Mean seconds per notebook by stage (worker.py's `stages`), per assignment: where the time goes."""
+    by: dict[str, list[dict]] = {}
+    for t in timings:
+        by.setdefault(t["assignment"], []).append(t.get("stages") or {})
+    keys = sorted({k for rows in by.values() for r in rows for k in r})
+    lines = ["  " + f"{'mean s / notebook':<24}" + "".join(f"{k[:14]:>15}" for k in keys)]
+    for aid, rows in sorted(by.items()):
+        lines.append(f"  {aid:<24}" + "".join(f"{statistics.mean(r.get(k, 0.0) for r in rows):15.3f}" for k in keys))
+    return "\n".join(lines)
 
 
 def floor_seconds(source: Path, repeats: int = 2) -> float:
@@ -170,15 +199,17 @@ def main(argv: list[str] | None = None) -> int:
 
         ours_wall, ours = run_ours(course, klass, root / "out", root / "cache", args.jobs, args.timeout)
         print(f"autograder (-j {args.jobs}, cold reference cache): {ours_wall:7.1f} s  "
-              f"{ours_wall / n:6.2f} s per submission", flush=True)
-        warm_wall, _ = run_ours(course, klass, root / "out-warm", root / "cache", args.jobs, args.timeout)
+              f"{ours_wall / n:6.2f} s per submission  (CPU {CPU['out']:.1f} s)", flush=True)
+        warm_wall, warm = run_ours(course, klass, root / "out-warm", root / "cache", args.jobs, args.timeout)
         print(f"autograder (-j {args.jobs}, warm reference cache): {warm_wall:7.1f} s  "
-              f"{warm_wall / n:6.2f} s per submission", flush=True)
+              f"{warm_wall / n:6.2f} s per submission  (CPU {CPU['out-warm']:.1f} s)", flush=True)
+        for label, res in (("cold", ours), ("warm", warm)):
+            print(f"where a worker's time went ({label}):\n" + stage_table(res["timings"]), flush=True)
 
         if not args.skip_nbgrader:
             nbg_wall = run_nbgrader(course, assignments)
             print(f"nbgrader autograde (sequential):                {nbg_wall:7.1f} s  "
-                  f"{nbg_wall / n:6.2f} s per submission", flush=True)
+                  f"{nbg_wall / n:6.2f} s per submission  (CPU {CPU['nbgrader']:.1f} s)", flush=True)
             print(f"speed-up: {nbg_wall / ours_wall:.2f}x with a cold cache, {nbg_wall / warm_wall:.2f}x warm "
                   f"(target >= 2.5x)")
 

@@ -98,6 +98,9 @@ class RunResult:
     restarts: int = 0
     seconds: float = 0.0
     observe_log: list[str] = field(default_factory=list)   # what was in the observation folder, and when
+    # where the wall time went (seconds; timings.json, `make bench-grade`'s breakdown): "start" (waiting
+    # for the first kernel and its prelude), "cells" (visible parts), "hidden" (hidden parts), "restarts"
+    stages: dict[str, float] = field(default_factory=dict)
 
 
 
@@ -157,6 +160,7 @@ class _RowBase(TypedDict):
 class Row(_RowBase, total=False):
     seconds: float                 # wall time in the worker (not in results.json)
     exec_seconds: float            # of which running the notebook
+    stages: dict                   # where its wall time went, seconds by stage (timings.json only)
     grader_peak_kb: int            # the worker's peak resident memory while grading it (not in results.json)
     observe_log: list[str]         # files found in the observation folder that no hidden part wrote
     language: str                  # the submission's language (validated; reasons and feedback are in it)

@@ -311,3 +311,16 @@ def _recorded_pair(tmp_path, observations: dict) -> tuple[bytes, bytes]:
         else:
             os.environ[grading.OBSERVE_DIR_ENV] = old
     return (folder / "g.npz").read_bytes(), (folder / "g.json").read_bytes()
+
+
+def test_a_reference_program_is_compiled_once_per_scorer_and_an_identical_answer_reuses_it(recorded):
+    """Speed (issue 16): a right answer that records the reference's own program (what most students' answers
+    compile to) is judged with the reference's compile; only a different program is compiled again."""
+    with Scorer(b"a secret for counting compiles", timeout=60) as s:
+        s.prepare(recorded["ref"])                         # what the worker does while the kernel runs
+        assert s.judge("scaled_sum_total", recorded["ref"], recorded["ref"]).passed
+        cases = len(json.loads(recorded["ref"][1])["programs"]["cases"])
+        assert s.compile_stats.get("reference") == cases and "student" not in s.compile_stats
+        assert s.judge("scaled_sum_total", recorded["ref"], recorded["equivalent"]).passed
+        assert s.compile_stats.get("reference") == cases and s.compile_stats.get("student", 0) >= 1
+        assert s.start_seconds > 0 and s.cpu_seconds() > 0

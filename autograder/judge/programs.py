@@ -46,6 +46,7 @@ import hashlib
 import hmac
 import json
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -238,6 +239,9 @@ class _Compiled:
 
 _LOC_RE = re.compile(r"\s*loc\((?:[^()]|\([^()]*\))*\)|^#loc\d*\s*=.*$", re.M)
 _COMPILED: dict[str, _Compiled] = {}
+# What this process compiled (fresh compiles and their seconds, by kind: reference, student, variant),
+# reported with each verdict (scorer.py) for the grader's timings: where the scorer's time goes.
+COMPILE_STATS: dict[str, float] = {}
 
 
 def fingerprint(exp) -> str:
@@ -249,18 +253,30 @@ def fingerprint(exp) -> str:
     return h.hexdigest()
 
 
-def _compile(exp, names: tuple[str, ...], sizes: tuple[int, ...], feed: tuple | None = None) -> _Compiled:
+def _compile(exp, names: tuple[str, ...], sizes: tuple[int, ...], feed: tuple | None = None,
+             kind: str = "student") -> _Compiled:
     """Compiled for the grader's devices; identical programs (e.g. a student's that equals the
     reference's up to source locations) are compiled once per process.
 
     `feed`: the input layouts to run it with (the reference's, for a student's program: each device
     is handed only the shard the reference's layout gives it); None: the program's own."""
+    if feed is None:          # the key names the layouts it runs with: a student's program identical to the
+        feed = _entry_in(exp)     # reference's, fed the reference's layouts, reuses the reference's compile
     key = fingerprint(exp) + repr((names, sizes, feed))
     if key not in _COMPILED:
         if len(_COMPILED) >= MAX_COMPILED:
             _COMPILED.pop(next(iter(_COMPILED)))
+        t0 = time.monotonic()
         _COMPILED[key] = _compile_fresh(exp, names, sizes, feed)
+        COMPILE_STATS[kind] = COMPILE_STATS.get(kind, 0) + 1
+        COMPILE_STATS[kind + "_s"] = COMPILE_STATS.get(kind + "_s", 0.0) + time.monotonic() - t0
     return _COMPILED[key]
+
+
+def _entry_in(exp) -> tuple:
+    """The layout the program's signature states for each input (None: unstated)."""
+    return tuple(_spec_layout(s) if s is not None and getattr(s, "mesh", None) is not None
+                 and s.mesh.axis_names else None for s in exp._in_named_shardings)
 
 
 def _pspec(layout: Layout | None):
@@ -283,8 +299,7 @@ def _compile_fresh(exp, names: tuple[str, ...], sizes: tuple[int, ...], feed: tu
     else:
         text = _text_mesh(exp) or (("_grader",), (exp.nr_devices,))
         mesh = Mesh(np.array(devices[:exp.nr_devices]).reshape(text[1]), text[0])
-    entry_in = tuple(_spec_layout(s) if s is not None and getattr(s, "mesh", None) is not None
-                     and s.mesh.axis_names else None for s in exp._in_named_shardings)
+    entry_in = _entry_in(exp)
     if feed is None:
         feed = entry_in
     # unstated: replicated (the program's own slicing, e.g. pmap's or shard_map's, is then local work)
@@ -371,7 +386,7 @@ class Judge:
                     raise ValueError(f"the reference program of case {case!r} is missing or empty")
                 exp = _exported(np.asarray(blob, np.uint8).tobytes())
                 names, shape = (_mesh_of(exp) or _text_mesh(exp) or (("devices",), (exp.nr_devices,)))[:2]
-                ref.programs[case] = (exp, _compile(exp, names, shape), (names, shape))
+                ref.programs[case] = (exp, _compile(exp, names, shape, kind="reference"), (names, shape))
             self._refs[key] = ref
         return self._refs[key]
 
@@ -427,7 +442,8 @@ class Judge:
             return True      # the optimizer made it (e.g. from a global-view program's resharding): keep it
         seed = lambda: _seed(self.secret, grade_id, str(entry["draw"].get("share", case)))  # noqa: E731
         base = out or _outputs(prog, exp, entry["draw"], seed())
-        changed = _outputs(_compile(variant, names, shape, feed=ref_prog.entry_in), variant, entry["draw"], seed())
+        changed = _outputs(_compile(variant, names, shape, feed=ref_prog.entry_in, kind="variant"), variant,
+                           entry["draw"], seed())
         return _changed(base, changed, entry.get("rtol"), entry.get("atol"))
 
     def judge_observations(self, grade_id: str, reference: dict, observed: dict, key: str | None = None) -> Verdict:

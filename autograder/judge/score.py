@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import atexit
 import re
+import threading
 
 from ..course.notebooks import SourceNotebook, nbgrader_meta
 from ..limits import SCORER_TIMEOUT
@@ -25,7 +26,7 @@ from .compare import Verdict, compare, load_observations
 from .scorer_process import ScorerReferenceError
 
 __all__ = ["one_line", "error_text", "score_run", "submission_status", "make_row", "zero_cells", "scorer_for",
-           "close_scorers", "scrub_text", "SCORER_TIMEOUT"]
+           "close_scorers", "scrub_text", "scorer_stats", "prepare_scorer", "SCORER_TIMEOUT"]
 
 _scorers: dict = {}
 _ADDR = re.compile(r"0x[0-9a-fA-F]{6,}")
@@ -45,6 +46,40 @@ def scorer_for(secret: bytes):
     if secret not in _scorers:
         _scorers[secret] = Scorer(secret, timeout=SCORER_TIMEOUT)
     return _scorers[secret]
+
+
+def prepare_scorer(refs) -> threading.Thread | None:
+    """Start this process's scorer and load (compile) the reference programs of `refs` in a background
+    thread, so that both happen while the student's kernel runs instead of after it. The caller joins
+    the thread before scoring (the scorer is not used from two threads at once). A reference that
+    fails here is only skipped: scoring meets it again and reports it (`ScorerReferenceError`)."""
+    from .programs import is_program_observation
+    pairs, secret = getattr(refs, "pairs", None) or {}, getattr(refs, "secret", b"")
+    wanted = [pairs[gid] for gid in refs if gid in pairs and is_program_observation(refs[gid])]
+    if not wanted or not secret:
+        return None
+    scorer = scorer_for(secret)
+
+    def run() -> None:
+        for pair in wanted:
+            try:
+                scorer.prepare(pair)
+            except Exception:  # noqa: BLE001 - scoring reports it
+                return
+    thread = threading.Thread(target=run, name="scorer-prepare", daemon=True)
+    thread.start()
+    return thread
+
+
+def scorer_stats() -> dict[str, float]:
+    """What this process's scorers compiled so far (counts and seconds by kind; for timings)."""
+    total: dict[str, float] = {}
+    for scorer in _scorers.values():
+        for k, v in scorer.compile_stats.items():
+            total[k] = total.get(k, 0) + v
+        total["scorer_start_s"] = total.get("scorer_start_s", 0.0) + scorer.start_seconds
+        total["scorer_cpu"] = total.get("scorer_cpu", 0.0) + scorer.cpu_seconds()
+    return total
 
 
 def close_scorers() -> None:

@@ -168,6 +168,7 @@ def serve(memory_mb: int = DEFAULT_MEMORY_MB) -> int:
                     with speaking(validate_language(req.get("language"))):    # the words, never the verdict
                         verdict = judge.judge(str(req["grade_id"]), ref, obs)
                     reply = {"ok": True, "passed": verdict.passed, "differences": verdict.differences[:50]}
+                    reply["compile_stats"] = _compile_stats()    # timings only, never part of a verdict
                 except Exception as err:  # noqa: BLE001 - the reference is unusable
                     reply = {"ok": False, "reference_error": f"{type(err).__name__}: {err}"}
             else:
@@ -175,6 +176,11 @@ def serve(memory_mb: int = DEFAULT_MEMORY_MB) -> int:
         except Exception as err:  # noqa: BLE001 - a malformed request is the grader's bug: say so
             reply = {"ok": False, "error": f"{type(err).__name__}: {err}"}
         _write_frame(out_fd, reply)
+
+
+def _compile_stats() -> dict:
+    from .programs import COMPILE_STATS
+    return dict(COMPILE_STATS)
 
 
 # ---------------------------------------------------------------- the parent's handle
@@ -189,6 +195,8 @@ class Scorer:
         self.env, self.python = env, python
         self.proc: subprocess.Popen | None = None
         self.checked: set[bytes] = set()          # references checked by the current child
+        self.compile_stats: dict = {}             # the current child's compiles (programs.COMPILE_STATS)
+        self.start_seconds = 0.0                  # spent starting children
         self.restarts = 0
         self.log: list[str] = []
 
@@ -196,14 +204,28 @@ class Scorer:
     def _start(self) -> None:
         env = dict(os.environ if self.env is None else self.env)
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # the checkout
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         self.proc = subprocess.Popen(
             [self.python, "-m", "autograder.judge.scorer_process", "--memory-mb", str(self.memory_mb)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=root,
             start_new_session=True)
         self.checked = set()
+        self.compile_stats = {}
+        t0 = time.monotonic()
         self._call({"op": "secret", "hex": self.secret.hex()}, timeout=120.0)
+        self.start_seconds += time.monotonic() - t0      # its start-up (python, jax, devices), for timings
+
+    def cpu_seconds(self) -> float:
+        """CPU the current child has used so far (Linux /proc; 0 if unknown), for timings."""
+        if self.proc is None:
+            return 0.0
+        try:
+            with open(f"/proc/{self.proc.pid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return 0.0
 
     def close(self) -> None:
         proc, self.proc = self.proc, None
@@ -277,6 +299,10 @@ class Scorer:
             raise ScorerReferenceError(reply.get("reference_error") or reply.get("error") or "unknown error")
         self.checked.add(digest)
 
+    def prepare(self, ref_pair) -> None:
+        """Start the child if needed and load (compile) one reference observation ahead of its first verdict."""
+        self._ensure(ref_pair)
+
     def judge(self, grade_id: str, ref_pair, student_pair) -> Verdict:
         """The verdict for one test cell. Raises `ScorerReferenceError` when the reference is unusable."""
         self._ensure(ref_pair)
@@ -295,6 +321,10 @@ class Scorer:
                 raise ScorerReferenceError(reply["reference_error"])
             return Verdict(False, [text("scorer_failed", error=reply.get("error", "unknown error"))],
                            summary="")
+        stats = reply.get("compile_stats")
+        if isinstance(stats, dict):
+            self.compile_stats = {str(k)[:40]: float(v) for k, v in list(stats.items())[:20]
+                                  if isinstance(v, (int, float))}
         diffs = [str(d)[:400] for d in reply.get("differences", [])][:50]
         return Verdict(bool(reply.get("passed")) and not diffs, diffs)
 

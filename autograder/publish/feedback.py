@@ -27,6 +27,7 @@ grading machine's paths and library internals) become one line, `ename: evalue`.
 from __future__ import annotations
 
 import copy
+import functools
 
 from nbformat import NotebookNode
 from nbformat.v4 import new_markdown_cell, new_notebook
@@ -86,6 +87,22 @@ def _points(c: dict) -> str:
                 points=f"{c['points']:g}", max_points=f"{c['max_points']:g}")
 
 
+MEMO_ENTRIES = 1024            # clean_html results kept per writer ...
+MEMO_MAX_CHARS = 16_384        # ... for inputs up to this size: at most ~2 x 16 MiB, whatever students submit
+
+
+def _memo_clean_html():
+    """nbconvert's `clean_html` (bleach: a third of a page's CPU), memoized. It is a pure function of its
+    input, and most of its inputs are the instructor's cells, the same on every page of an assignment:
+    each distinct small input is sanitized once per worker. Same input, same output: the page is unchanged."""
+    from nbconvert.filters import clean_html
+    cached = functools.lru_cache(maxsize=MEMO_ENTRIES)(clean_html)
+
+    def memo(html):
+        return cached(html) if isinstance(html, str) and len(html) <= MEMO_MAX_CHARS else clean_html(html)
+    return memo
+
+
 class FeedbackWriter:
     """Reused by one worker for all its submissions (nbconvert's exporter is slow to create)."""
 
@@ -96,6 +113,7 @@ class FeedbackWriter:
         self.exporter = HTMLExporter(template_name="lab", extra_loaders=[DictLoader({TEMPLATE_NAME: TEMPLATE})],
                                      template_file=TEMPLATE_NAME)
         self.exporter.exclude_input_prompt = False
+        self.exporter.register_filter("clean_html", _memo_clean_html())
         self.clear_hidden = ClearHiddenTests()
 
     def html(self, nb: NotebookNode | None, title: str, row: dict, cells: list[dict], source=None) -> str:

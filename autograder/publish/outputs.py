@@ -131,7 +131,8 @@ def write_outputs(out: Path, all_rows: list[dict], rows: list[dict], protections
         results["protections"] = protections
     atomic_write(out / "results.json", json.dumps(results, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
     timings = [{"student": r["student"], "assignment": r["assignment"], "seconds": round(r.get("seconds", 0), 3),
-                "exec_seconds": round(r.get("exec_seconds", 0), 3), "grader_peak_kb": r.get("grader_peak_kb", 0)}
+                "exec_seconds": round(r.get("exec_seconds", 0), 3), "grader_peak_kb": r.get("grader_peak_kb", 0),
+                "stages": r.get("stages", {})}
                for r in rows if "seconds" in r]
     atomic_write(out / "timings.json", json.dumps(timings, indent=1, ensure_ascii=False) + "\n")
 

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
+from ..course.discovery import repo_root
 from .inert import CSP_META, html_text
 
 __all__ = ["load", "render", "write_report", "failure_key", "score_counts", "main", "ATTENTION_ORDER",
@@ -301,7 +302,7 @@ def _source_notebooks(course: Path | None) -> dict[str, Path]:
             if len(nbs) == 1:
                 found[folder.name] = nbs[0]
     if not found:
-        found = {p.stem: p for p in sorted((Path(__file__).resolve().parents[1] / "solutions").glob("*.ipynb"))}
+        found = {p.stem: p for p in sorted((repo_root() / "solutions").glob("*.ipynb"))}
     return found
 
 
@@ -310,7 +311,7 @@ def default_course(out: Path) -> Path | None:
     out = Path(out).resolve()
     if (out.parent / "nbgrader_config.py").is_file() and (out.parent / "source").is_dir():
         return out.parent
-    built = Path(__file__).resolve().parents[1] / "build" / "course"
+    built = repo_root() / "build" / "course"
     return built if built.is_dir() else None
 
 

@@ -264,6 +264,7 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
             result.observe_log.append(f"{gid}: {when}: {_names(names)}")
 
     kernel = start(0, kernel)
+    result.stages["start"] = time.monotonic() - t0
     if kernel is None:
         if left() <= 0:                       # the budget ran out while the kernel was starting
             out_of_time(code_cells)
@@ -302,6 +303,7 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
             limit = min(cell_timeout, left())
             cut = limit < cell_timeout            # this cell's timeout is the rest of the budget
             label = cell_label(nb, i)
+            t_step = time.monotonic()
             if hidden_step:
                 limit = min(max(0.1, cell_timeout - visible_seconds.get(i, 0.0)), left())
                 cut = limit < cell_timeout - visible_seconds.get(i, 0.0)
@@ -339,6 +341,8 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
                 own = {gid + ARRAYS_SUFFIX, gid + VALUES_SUFFIX}
                 log(gid, "beside the cell's own results", [n for n in clear_all_observations(kernel.observe_dir)
                                                            if n not in own])
+            stage = "hidden" if hidden_step else "cells"
+            result.stages[stage] = result.stages.get(stage, 0.0) + time.monotonic() - t_step
             how = (text("stopped_budget", what=what) if cut else text("ran_longer", seconds=f"{cell_timeout:g}"))
             if run.status in ("ok", "error"):
                 result.outcomes[i] = CellOutcome(run.status, run.ename, run.evalue, run.seconds)
@@ -388,6 +392,7 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
                 out_of_time(rest(pos + 1))
                 break
             result.restarts += 1
+            t_restart = time.monotonic()
             kernel = start(result.restarts, None)
             if kernel is None:
                 _mark_rest(result, rest(pos + 1), text("not_restarted"))
@@ -404,6 +409,7 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
                 _mark_rest(result, rest(pos + 1), text("replay_failed_rest"))
                 result.events.append(("kernel_died", text("replay_failed", label=label)))
                 break
+            result.stages["restarts"] = result.stages.get("restarts", 0.0) + time.monotonic() - t_restart
             pos += 1
     finally:
         if kernel is not None:

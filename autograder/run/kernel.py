@@ -45,6 +45,7 @@ from ..sandbox.launch import Sandbox
 __all__ = ["Kernel", "KernelStartError", "CellRun", "kill_all"]
 
 _LIVE: set = set()          # kernels of this process that may still run (for kill_all)
+CPU_SECONDS = [0.0]         # CPU used by this process's killed kernels (their cgroups' cpu.stat), for timings
 
 
 def kill_all() -> None:
@@ -312,6 +313,11 @@ class Kernel:
     def kill(self) -> None:
         """Kill the kernel at once (and, in the sandbox, everything it started)."""
         _LIVE.discard(self)
+        if self.cgroup is not None and not self.cgroup.removed:
+            try:
+                CPU_SECONDS[0] += self.cgroup.cpu_seconds()     # before its processes are gone
+            except Exception:  # noqa: BLE001 - timings only
+                pass
         for mon in getattr(self, "_monitors", []):
             try:
                 mon.close(linger=0)

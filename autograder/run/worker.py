@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..course.notebooks import SourceNotebook, UnreadableNotebook, build_graded, nbgrader_meta, read_submission
-from ..judge.score import error_text, make_row, score_run, submission_status, zero_cells
+from ..judge.score import error_text, make_row, prepare_scorer, score_run, scorer_stats, submission_status, zero_cells
 from ..limits import MAX_ADDED_CELLS, NOTEBOOK_OUTPUT_CHARS
 from ..messages import speaking, submission_language, text
 from ..records import InternalError, KernelGone, KernelStarted, ReferenceRun, Row, Task, TaskDone
@@ -65,6 +65,7 @@ class Worker:
         self.refs: dict[str, dict] = {}
         self.warm = None
         self._writer = None
+        self.cpu0 = 0.0                    # this process's CPU when the current task began (timings)
 
     @property
     def writer(self):
@@ -115,6 +116,7 @@ class Worker:
 
     def run(self, task: Task) -> Row | ReferenceRun:
         t0 = time.monotonic()
+        self.cpu0 = time.process_time()
         source: SourceNotebook = self.cfg.sources[task.assignment]
         if task.kind == "reference":
             return self.reference(task, source)
@@ -156,28 +158,50 @@ class Worker:
             meta = nbgrader_meta(cell)
             if meta.get("grade") is True and not meta.get("solution") and meta.get("grade_id"):
                 tests[i] = meta["grade_id"]
-        kernel = self.take_kernel()
-        workdir = kernel.workdir
+        from . import kernel as kernel_mod
+        kernel_cpu, compiled = kernel_mod.CPU_SECONDS[0], scorer_stats()
+        # the scorer starts and compiles this assignment's reference programs while the kernel runs
+        # (once per worker and assignment: later tasks find them compiled and the thread ends at once)
+        prep = prepare_scorer(refs)
         try:
-            run = run_notebook(graded, tests, kernel,
-                               lambda n: self._kernel(workdir, label=f"r{n}"), self.cfg.timeout,
-                               prelude=language_prelude(lang) + xla_prelude(task.xla_dir), budget=task.budget or None,
-                               budget_label=task.budget_label or budget_label(task),
-                               max_output_chars=self.cfg.max_output_chars)
+            kernel = self.take_kernel()
+            workdir = kernel.workdir
+            t_run = time.monotonic()
+            try:
+                run = run_notebook(graded, tests, kernel,
+                                   lambda n: self._kernel(workdir, label=f"r{n}"), self.cfg.timeout,
+                                   prelude=language_prelude(lang) + xla_prelude(task.xla_dir),
+                                   budget=task.budget or None, budget_label=task.budget_label or budget_label(task),
+                                   max_output_chars=self.cfg.max_output_chars)
+            finally:
+                workcopy.remove(workdir)
         finally:
-            workcopy.remove(workdir)
+            t_wait = time.monotonic()
+            if prep is not None:
+                prep.join()              # before anything else uses the scorer (one thread at a time)
         if merge.dropped_cells:
             run.events.append(("too_many_cells", text("cells_dropped", n=merge.dropped_cells,
                                                       limit=self.cfg.max_added_cells)))
+        t_score = time.monotonic()
         cells = score_run(source, graded, run, refs, str(workdir))
+        stages = dict(run.stages, prepare=t_run - t0, run=run.seconds, scorer_wait=t_score - t_wait,
+                      score=time.monotonic() - t_score)
+        for k, v in scorer_stats().items():          # the scorer's work for this notebook (prepare included)
+            if v - compiled.get(k, 0) > 0:
+                stages[k if k.startswith("scorer") else "compile_" + k] = v - compiled.get(k, 0)
+        stages["kernel_cpu"] = kernel_mod.CPU_SECONDS[0] - kernel_cpu     # its kernels' CPU (cgroups)
         status, reason = submission_status(run, merge, cells, str(workdir))
         row = make_row(task, source, status, reason, cells)
         row["language"] = lang
         if run.observe_log:
             row["observe_log"] = list(run.observe_log)
+        t_write = time.monotonic()
         self.write_outputs(task, source, graded, row, source.editions.get(lang))
+        stages["write"] = time.monotonic() - t_write
+        stages["worker_cpu"] = time.process_time() - self.cpu0
         row["seconds"] = time.monotonic() - t0
         row["exec_seconds"] = run.seconds
+        row["stages"] = {k: round(v, 3) for k, v in stages.items()}
         return row
 
     def write_outputs(self, task: Task, source: SourceNotebook, graded, row: dict, edition=None) -> None:

@@ -329,6 +329,21 @@ class KernelCgroup:
             verdict = LimitHit("processes", limit_message("processes", self.pids_max))
         return verdict
 
+    def cpu_seconds(self) -> float:
+        """CPU its processes have used so far, for timings (0 if unknown): cgroup v2's cpu.stat (present without
+        the cpu controller), else the sum over its live processes (/proc/PID/stat; read it before killing them)."""
+        for ctl, path in self.groups.values():
+            if ctl.version == 2:
+                return _counter(_read(path / "cpu.stat"), "usage_usec") / 1e6
+        total = 0
+        for pid in self.pids():
+            try:
+                fields = _read(Path(f"/proc/{pid}/stat")).rsplit(")", 1)[1].split()
+                total += int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
+            except (IndexError, ValueError):
+                pass
+        return total / os.sysconf("SC_CLK_TCK")
+
     def pids(self) -> list[int]:
         found: set[int] = set()
         for _, path in self.groups.values():

@@ -52,3 +52,15 @@ def test_the_page_names_exercises_and_drops_the_checkfailed_prefix():
     text = _text(_page(True))
     assert re.search(r"✘ Autograder, exercise scaled_sum ?, check 2 of 2: 0 / 1 point\. `scaled_sum` returned", text)
     assert re.search(r"✘ Autograder, exercise scaled_mean ?: 0 / 2 points\.", text)
+
+
+def test_the_memoized_sanitizer_gives_nbconverts_output_and_keeps_only_small_inputs():
+    from nbconvert.filters import clean_html
+
+    from autograder.publish import feedback
+    memo = feedback._memo_clean_html()
+    small = '<p onclick="x()">hi<script>alert(1)</script></p>'
+    big = "<b>" + "x" * feedback.MEMO_MAX_CHARS + "</b><img src=x onerror=alert(1)>"
+    for page in (small, small, big, big):
+        assert memo(page) == clean_html(page)
+    assert "<script" not in memo(small) and "<img" not in memo(big)        # still sanitized
