@@ -15,6 +15,7 @@ so `make test-fast` leaves them out. `newest` adds the tests that `make test-new
 on the newest JAX line (`NEWEST`: the lock check, the exercises whose behaviour a Python or JAX
 release changed, every notebook).
 """
+
 from pathlib import Path
 
 import pytest
@@ -24,24 +25,29 @@ ROOT = Path(__file__).resolve().parent
 # path relative to the repository (a folder ends in "/", a file name prefix in "*", else one file)
 # -> the kinds of the tests there. The first match wins.
 KINDS = (
-    ("tests/hub/test_accounts.py", ("unit",)),          # roster checks: no hub is started
-    ("tests/hub/test_built_courses.py", ("unit",)),     # which course builds are stale: no hub is started
+    ("tests/hub/test_accounts.py", ("unit",)),  # roster checks: no hub is started
+    ("tests/hub/test_built_courses.py", ("unit",)),  # which course builds are stale: no hub is started
     ("tests/hub/", ("hub",)),
     ("tests/browser/test_hub.py", ("hub", "browser")),
     ("tests/browser/", ("browser",)),
     ("tests/autograder/", ("grader",)),
-    ("tests/test_validate.py", ("grader",)),             # nbgrader's Validator runs kernels
-    ("tests/test_handin_tool.py", ("grader",)),          # nbgrader's hand-in loop: release, collect, grade
-    ("tests/test_scorer.py", ("grader",)),               # the scorer process, its kernels and time-outs
-    ("tests/test_judge_layout.py", ("exercises",)),      # the judge's layout points, answer by answer
-    ("tests/test_exercises_*", ("exercises",)),         # each exercise's RIGHT/EQUIVALENT/WRONG matrices
-    ("tests/test_one_judge.py", ("exercises",)),        # every fixture answer through the grader's path
+    ("tests/test_validate.py", ("grader",)),  # nbgrader's Validator runs kernels
+    ("tests/test_handin_tool.py", ("grader",)),  # nbgrader's hand-in loop: release, collect, grade
+    ("tests/test_scorer.py", ("grader",)),  # the scorer process, its kernels and time-outs
+    ("tests/test_judge_layout.py", ("exercises",)),  # the judge's layout points, answer by answer
+    ("tests/test_exercises_*", ("exercises",)),  # each exercise's RIGHT/EQUIVALENT/WRONG matrices
+    ("tests/test_one_judge.py", ("exercises",)),  # every fixture answer through the grader's path
     ("tests/test_solved_notebooks.py", ("notebooks",)),  # every solved notebook, both editions
     ("solutions/", ("notebooks",)),
     ("notebooks/", ("notebooks",)),
 )
-NEWEST = ("tests/test_environment_pins.py", "tests/test_exercises_multi_process.py",
-          "tests/test_exercises_compiler_sharding.py", "solutions/", "notebooks/")
+NEWEST = (
+    "tests/test_environment_pins.py",
+    "tests/test_exercises_multi_process.py",
+    "tests/test_exercises_compiler_sharding.py",
+    "solutions/",
+    "notebooks/",
+)
 
 
 def _matches(relative: str, pattern: str) -> bool:
@@ -79,7 +85,7 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         try:
             relative = Path(str(item.path)).resolve().relative_to(ROOT).as_posix()
-        except ValueError:          # a test file outside the repository (pytest's own tests of a plugin)
+        except ValueError:  # a test file outside the repository (pytest's own tests of a plugin)
             continue
         for kind in kinds_of(relative):
             item.add_marker(kind)
@@ -96,6 +102,8 @@ def pytest_runtest_makereport(item, call):
     outputs = getattr(item, "test_outputs", None) or []
     if not any(out.get("output_type") == "error" for out in outputs):
         report.outcome = "failed"
-        report.longrepr = (f"{item.name}: this cell is tagged 'raises-exception' but ran without an error.\n"
-                           f"In notebooks/ that means a test passed on an unanswered notebook, or a cell\n"
-                           f"that uses an unanswered exercise did not fail.\n--- cell ---\n{item.cell.source}")
+        report.longrepr = (
+            f"{item.name}: this cell is tagged 'raises-exception' but ran without an error.\n"
+            f"In notebooks/ that means a test passed on an unanswered notebook, or a cell\n"
+            f"that uses an unanswered exercise did not fail.\n--- cell ---\n{item.cell.source}"
+        )

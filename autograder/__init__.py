@@ -5,4 +5,5 @@ Scores come only from the observations each hidden test records
 observations recorded by the reference solution notebook. See
 `python -m autograder grade --help` and `autograder.runner` for the pipeline.
 """
+
 __version__ = "1.0.0"

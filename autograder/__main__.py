@@ -1,4 +1,5 @@
 """Command line: `python -m autograder grade [options]` (see --help)."""
+
 from __future__ import annotations
 
 import argparse
@@ -33,54 +34,117 @@ def _path(text: str) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m autograder", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    g = sub.add_parser("grade", help="autograde submissions against the reference solutions",
-                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    g.add_argument("--course", type=_path, default=None,
-                   help="nbgrader course folder (default: build/course in the repository)")
-    g.add_argument("--submissions", type=_path, default=None,
-                   help="folder (or .zip) with one folder (or .zip) per student; default: COURSE/submitted")
+    g = sub.add_parser(
+        "grade",
+        help="autograde submissions against the reference solutions",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    g.add_argument(
+        "--course", type=_path, default=None, help="nbgrader course folder (default: build/course in the repository)"
+    )
+    g.add_argument(
+        "--submissions",
+        type=_path,
+        default=None,
+        help="folder (or .zip) with one folder (or .zip) per student; default: COURSE/submitted",
+    )
     g.add_argument("--out", type=_path, default=None, help="output folder (default: COURSE/grades)")
-    g.add_argument("--student", action="append", default=[], metavar="ID",
-                   help="grade only this student (repeatable); other rows of OUT are kept")
-    g.add_argument("--assignment", action="append", default=[], metavar="ID",
-                   help="grade only this assignment, e.g. 02_scaled_sum (repeatable)")
+    g.add_argument(
+        "--student",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="grade only this student (repeatable); other rows of OUT are kept",
+    )
+    g.add_argument(
+        "--assignment",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="grade only this assignment, e.g. 02_scaled_sum (repeatable)",
+    )
     g.add_argument("-j", "--jobs", type=int, default=0, help="parallel workers (default: number of cores)")
     g.add_argument("--timeout", type=float, default=30.0, help="seconds per cell before it is stopped (default 30)")
-    g.add_argument("--notebook-budget", type=float, default=300.0, metavar="S",
-                   help="wall-clock seconds per notebook, all cells and restarts (default 300)")
-    g.add_argument("--submission-budget", type=float, default=900.0, metavar="S",
-                   help="wall-clock seconds per student over all their notebooks (default 900)")
-    g.add_argument("--max-added-cells", type=int, default=100, metavar="N",
-                   help="cells a student may add to a notebook; further ones are dropped (default 100)")
-    g.add_argument("--max-output-chars", type=int, default=5_000_000, metavar="N",
-                   help="characters of output kept per notebook (default 5000000)")
+    g.add_argument(
+        "--notebook-budget",
+        type=float,
+        default=300.0,
+        metavar="S",
+        help="wall-clock seconds per notebook, all cells and restarts (default 300)",
+    )
+    g.add_argument(
+        "--submission-budget",
+        type=float,
+        default=900.0,
+        metavar="S",
+        help="wall-clock seconds per student over all their notebooks (default 900)",
+    )
+    g.add_argument(
+        "--max-added-cells",
+        type=int,
+        default=100,
+        metavar="N",
+        help="cells a student may add to a notebook; further ones are dropped (default 100)",
+    )
+    g.add_argument(
+        "--max-output-chars",
+        type=int,
+        default=5_000_000,
+        metavar="N",
+        help="characters of output kept per notebook (default 5000000)",
+    )
     g.add_argument("--memory-mb", type=int, default=4096, help="memory limit per kernel, MiB (RLIMIT_DATA)")
-    g.add_argument("--cpu-seconds", type=int, default=0, help="CPU-time limit per kernel (default max(600, 30*timeout))")
-    g.add_argument("--cache", type=_path, default=None,
-                   help="reference observation cache (default: build/autograder/references)")
+    g.add_argument(
+        "--cpu-seconds", type=int, default=0, help="CPU-time limit per kernel (default max(600, 30*timeout))"
+    )
+    g.add_argument(
+        "--cache", type=_path, default=None, help="reference observation cache (default: build/autograder/references)"
+    )
     g.add_argument("--no-isolation", action="store_true", help="do not use bubblewrap (NOT for real submissions)")
     g.add_argument("--no-gradebook", action="store_true", help="do not write nbgrader's gradebook")
-    g.add_argument("--course-gradebook", action="store_true",
-                   help="with --submissions: also write the scores into COURSE/gradebook.db (formgrader shows them)")
+    g.add_argument(
+        "--course-gradebook",
+        action="store_true",
+        help="with --submissions: also write the scores into COURSE/gradebook.db (formgrader shows them)",
+    )
     g.add_argument("--no-feedback", action="store_true", help="do not write feedback HTML")
     g.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
     args = parser.parse_args(argv)
     if args.jobs < 0 or args.timeout <= 0:
         parser.error("--jobs must be >= 0 and --timeout > 0")
-    if args.notebook_budget <= 0 or args.submission_budget <= 0 or args.max_added_cells < 0 \
-            or args.max_output_chars < 0:
+    if (
+        args.notebook_budget <= 0
+        or args.submission_budget <= 0
+        or args.max_added_cells < 0
+        or args.max_output_chars < 0
+    ):
         parser.error("the budgets must be > 0 and the caps >= 0")
-    opts = Options(course=args.course or repo_root() / "build" / "course", submissions=args.submissions,
-                   out=args.out, students=args.student, assignments=args.assignment, jobs=args.jobs,
-                   timeout=args.timeout, cache=args.cache, isolate=not args.no_isolation,
-                   memory_mb=args.memory_mb, cpu_seconds=args.cpu_seconds, gradebook=not args.no_gradebook,
-                   course_gradebook=args.course_gradebook, notebook_budget=args.notebook_budget,
-                   submission_budget=args.submission_budget, max_added_cells=args.max_added_cells,
-                   max_output_chars=args.max_output_chars,
-                   feedback=not args.no_feedback, quiet=args.quiet)
+    opts = Options(
+        course=args.course or repo_root() / "build" / "course",
+        submissions=args.submissions,
+        out=args.out,
+        students=args.student,
+        assignments=args.assignment,
+        jobs=args.jobs,
+        timeout=args.timeout,
+        cache=args.cache,
+        isolate=not args.no_isolation,
+        memory_mb=args.memory_mb,
+        cpu_seconds=args.cpu_seconds,
+        gradebook=not args.no_gradebook,
+        course_gradebook=args.course_gradebook,
+        notebook_budget=args.notebook_budget,
+        submission_budget=args.submission_budget,
+        max_added_cells=args.max_added_cells,
+        max_output_chars=args.max_output_chars,
+        feedback=not args.no_feedback,
+        quiet=args.quiet,
+    )
     try:
         return grade(opts)
     except GraderError as err:

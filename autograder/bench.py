@@ -18,6 +18,7 @@ left unanswered, in a fixed mix. Then, on the same submissions:
 
 Prints seconds per submission for 1 and 2, their ratio, and the floor table.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,8 +38,15 @@ import nbformat
 from .course.discovery import repo_root
 
 DEFAULT_ASSIGNMENTS = ["01_axis_names", "02_scaled_sum", "03_nested_axes", "04_gradient_averaging"]
-WRONG = [("lax.psum", "lax.pmean"), ("lax.pmean", "lax.psum"), ("lax.pmax", "lax.pmin"), ("psum", "pmean"),
-         ("pmean", "psum"), ("* 2.0", "* 3.0"), ("+", "-")]
+WRONG = [
+    ("lax.psum", "lax.pmean"),
+    ("lax.pmean", "lax.psum"),
+    ("lax.pmax", "lax.pmin"),
+    ("psum", "pmean"),
+    ("pmean", "psum"),
+    ("* 2.0", "* 3.0"),
+    ("+", "-"),
+]
 
 
 def _meta(cell) -> dict:
@@ -46,8 +54,9 @@ def _meta(cell) -> dict:
 
 
 def _solution(text: str) -> str:
-    return "\n".join(line for line in text.splitlines()
-                     if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line)
+    return "\n".join(
+        line for line in text.splitlines() if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line
+    )
 
 
 def _wrong(text: str) -> str:
@@ -76,6 +85,7 @@ def _release(source_path: Path):
     if path.exists():
         return nbformat.read(path, as_version=4)
     from nbgrader.preprocessors import ClearHiddenTests, ClearOutput, ClearSolutions
+
     nb = nbformat.read(source_path, as_version=4)
     for pre in (ClearSolutions(), ClearHiddenTests(), ClearOutput()):
         nb, _ = pre.preprocess(nb, {})
@@ -90,7 +100,8 @@ def build(root: Path, assignments: list[str], students: int, timeout: float) -> 
         "c = get_config()  # noqa: F821\n"
         "c.CourseDirectory.course_id = 'bench'\n"
         "c.ClearSolutions.code_stub = {'python': '# YOUR CODE HERE\\nraise NotImplementedError()'}\n"
-        f"c.Execute.timeout = {int(timeout)}\n")
+        f"c.Execute.timeout = {int(timeout)}\n"
+    )
     for aid in assignments:
         src = repo_root() / "solutions" / f"{aid}.ipynb"
         (course / "source" / aid).mkdir()
@@ -109,6 +120,7 @@ def build(root: Path, assignments: list[str], students: int, timeout: float) -> 
 def _children_cpu() -> float:
     """CPU seconds (user + system) of every waited-for descendant so far: less load-dependent than wall time."""
     import resource
+
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     return ru.ru_utime + ru.ru_stime
 
@@ -125,29 +137,57 @@ def _bin(name: str) -> str:
 def run_nbgrader(course: Path, assignments: list[str]) -> float:
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     for aid in assignments:
-        subprocess.run([_bin("nbgrader"), "generate_assignment", aid, "--force", "--log-level=ERROR"], cwd=course,
-                       env=env, check=True, capture_output=True)
+        subprocess.run(
+            [_bin("nbgrader"), "generate_assignment", aid, "--force", "--log-level=ERROR"],
+            cwd=course,
+            env=env,
+            check=True,
+            capture_output=True,
+        )
     t0, c0 = time.monotonic(), _children_cpu()
     for aid in assignments:
-        subprocess.run([_bin("nbgrader"), "autograde", aid, "--force", "--log-level=ERROR"], cwd=course, env=env,
-                       capture_output=True)
+        subprocess.run(
+            [_bin("nbgrader"), "autograde", aid, "--force", "--log-level=ERROR"],
+            cwd=course,
+            env=env,
+            capture_output=True,
+        )
     CPU["nbgrader"] = _children_cpu() - c0
     return time.monotonic() - t0
 
 
-def run_ours(course: Path, klass: Path, out: Path, cache: Path, jobs: int, timeout: float,
-             students: list[str] | None = None) -> tuple[float, dict]:
-    cmd = [sys.executable, "-m", "autograder", "grade", "--course", str(course), "--submissions", str(klass),
-           "--out", str(out), "--cache", str(cache), "-j", str(jobs), "--timeout", str(timeout), "-q"]
+def run_ours(
+    course: Path, klass: Path, out: Path, cache: Path, jobs: int, timeout: float, students: list[str] | None = None
+) -> tuple[float, dict]:
+    cmd = [
+        sys.executable,
+        "-m",
+        "autograder",
+        "grade",
+        "--course",
+        str(course),
+        "--submissions",
+        str(klass),
+        "--out",
+        str(out),
+        "--cache",
+        str(cache),
+        "-j",
+        str(jobs),
+        "--timeout",
+        str(timeout),
+        "-q",
+    ]
     for s in students or []:
         cmd += ["--student", s]
     t0, c0 = time.monotonic(), _children_cpu()
     proc = subprocess.run(cmd, cwd=repo_root(), capture_output=True, text=True)
     wall = time.monotonic() - t0
     CPU[out.name] = _children_cpu() - c0
-    if proc.returncode == 0:        # + the kernels' own CPU (a sandboxed kernel is not reaped by its worker)
-        CPU[out.name] += sum((t.get("stages") or {}).get("kernel_cpu", 0.0)
-                             for t in json.loads((out / "timings.json").read_text()))
+    if proc.returncode == 0:  # + the kernels' own CPU (a sandboxed kernel is not reaped by its worker)
+        CPU[out.name] += sum(
+            (t.get("stages") or {}).get("kernel_cpu", 0.0) for t in json.loads((out / "timings.json").read_text())
+        )
     if proc.returncode != 0:
         raise SystemExit(f"autograder failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     return wall, {"timings": json.loads((out / "timings.json").read_text())}
@@ -168,19 +208,27 @@ def stage_table(timings: list[dict]) -> str:
 def floor_seconds(source: Path, repeats: int = 2) -> float:
     """A fresh kernel + import jax + the solution notebook once (nbclient, immediate shutdown)."""
     from nbclient import NotebookClient
+
     times = []
     for _ in range(repeats):
         nb = nbformat.read(source, as_version=4)
         t0 = time.monotonic()
-        NotebookClient(nb, extra_arguments=["--IPKernelApp.log_level=ERROR"], timeout=120, kernel_name="python3", shutdown_kernel="immediate",
-                       resources={"metadata": {"path": str(source.parent)}}).execute()
+        NotebookClient(
+            nb,
+            extra_arguments=["--IPKernelApp.log_level=ERROR"],
+            timeout=120,
+            kernel_name="python3",
+            shutdown_kernel="immediate",
+            resources={"metadata": {"path": str(source.parent)}},
+        ).execute()
         times.append(time.monotonic() - t0)
     return min(times)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m autograder.bench", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m autograder.bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--students", type=int, default=40)
     ap.add_argument("--assignments", nargs="*", default=None)
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2)
@@ -192,26 +240,40 @@ def main(argv: list[str] | None = None) -> int:
     assignments = args.assignments or [a for a in DEFAULT_ASSIGNMENTS if a in available] or available[:4]
     root = Path(tempfile.mkdtemp(prefix="autograder-bench-"))
     try:
-        print(f"bench: {args.students} students x {len(assignments)} notebooks ({', '.join(assignments)}), "
-              f"{os.cpu_count()} cores, -j {args.jobs}, in {root}", flush=True)
+        print(
+            f"bench: {args.students} students x {len(assignments)} notebooks ({', '.join(assignments)}), "
+            f"{os.cpu_count()} cores, -j {args.jobs}, in {root}",
+            flush=True,
+        )
         course, klass = build(root, assignments, args.students, args.timeout)
         n = args.students * len(assignments)
 
         ours_wall, ours = run_ours(course, klass, root / "out", root / "cache", args.jobs, args.timeout)
-        print(f"autograder (-j {args.jobs}, cold reference cache): {ours_wall:7.1f} s  "
-              f"{ours_wall / n:6.2f} s per submission  (CPU {CPU['out']:.1f} s)", flush=True)
+        print(
+            f"autograder (-j {args.jobs}, cold reference cache): {ours_wall:7.1f} s  "
+            f"{ours_wall / n:6.2f} s per submission  (CPU {CPU['out']:.1f} s)",
+            flush=True,
+        )
         warm_wall, warm = run_ours(course, klass, root / "out-warm", root / "cache", args.jobs, args.timeout)
-        print(f"autograder (-j {args.jobs}, warm reference cache): {warm_wall:7.1f} s  "
-              f"{warm_wall / n:6.2f} s per submission  (CPU {CPU['out-warm']:.1f} s)", flush=True)
+        print(
+            f"autograder (-j {args.jobs}, warm reference cache): {warm_wall:7.1f} s  "
+            f"{warm_wall / n:6.2f} s per submission  (CPU {CPU['out-warm']:.1f} s)",
+            flush=True,
+        )
         for label, res in (("cold", ours), ("warm", warm)):
             print(f"where a worker's time went ({label}):\n" + stage_table(res["timings"]), flush=True)
 
         if not args.skip_nbgrader:
             nbg_wall = run_nbgrader(course, assignments)
-            print(f"nbgrader autograde (sequential):                {nbg_wall:7.1f} s  "
-                  f"{nbg_wall / n:6.2f} s per submission  (CPU {CPU['nbgrader']:.1f} s)", flush=True)
-            print(f"speed-up: {nbg_wall / ours_wall:.2f}x with a cold cache, {nbg_wall / warm_wall:.2f}x warm "
-                  f"(target >= 2.5x)")
+            print(
+                f"nbgrader autograde (sequential):                {nbg_wall:7.1f} s  "
+                f"{nbg_wall / n:6.2f} s per submission  (CPU {CPU['nbgrader']:.1f} s)",
+                flush=True,
+            )
+            print(
+                f"speed-up: {nbg_wall / ours_wall:.2f}x with a cold cache, {nbg_wall / warm_wall:.2f}x warm "
+                f"(target >= 2.5x)"
+            )
 
         # per notebook: the floor vs one submission graded alone (-j 1, warm caches)
         print("\nper notebook (seconds):       floor   autograder -j1   ratio (target <= 1.5)")
@@ -220,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         for aid in assignments:
             floor = floor_seconds(repo_root() / "solutions" / f"{aid}.ipynb")
             seconds = [t["seconds"] for t in alone["timings"] if t["assignment"] == aid]
-            if not seconds:      # say so, not a crash: the solo run graded nothing of this assignment
+            if not seconds:  # say so, not a crash: the solo run graded nothing of this assignment
                 print(f"  {aid:<26} {floor:7.2f}   {'(not graded)':>14}")
                 continue
             mine = statistics.mean(seconds)

@@ -12,6 +12,7 @@ Defaults only: the command line overrides the per-run ones (`python -m autograde
 (`c.HardenedCollect.max_files`, ...). Tolerances (`judge/compare.py` RTOL, ATOL) are rules of
 judging, not caps, and are not here.
 """
+
 from __future__ import annotations
 
 __all__ = ["TABLE"]  # and every name in it
@@ -80,7 +81,11 @@ TABLE: dict[str, tuple[str, str, str]] = {
     "CELL_TIMEOUT": ("s", "records.py", "wall time of one cell (Options.timeout); past it the cell is interrupted"),
     "NOTEBOOK_BUDGET": ("s", "records.py", "wall time of one notebook, all cells and restarts; the rest is not run"),
     "SUBMISSION_BUDGET": ("s", "records.py", "wall time of one student's notebooks together (the pool splits it)"),
-    "KERNEL_MEMORY_MB": ("MiB", "records.py", "a kernel's memory (Options.memory_mb: cgroup, RLIMIT_DATA); past it: memory"),
+    "KERNEL_MEMORY_MB": (
+        "MiB",
+        "records.py",
+        "a kernel's memory (Options.memory_mb: cgroup, RLIMIT_DATA); past it: memory",
+    ),
     "MAX_NOTEBOOK_BYTES": ("bytes", "course/notebooks.py", "a submitted notebook file; a bigger one is unreadable"),
     "MAX_ADDED_CELLS": ("cells", "course/notebooks.py", "cells a student added; further ones are dropped"),
     "NOTEBOOK_OUTPUT_CHARS": ("chars", "run/executor.py", "output kept per notebook; the rest is dropped"),
@@ -115,7 +120,11 @@ TABLE: dict[str, tuple[str, str, str]] = {
     "MAX_REPLY": ("bytes", "judge/scorer_process.py", "one reply the grader reads from the scorer"),
     "HANG_MARGIN": ("s", "run/pool.py", "past a task's budget before its worker counts as hung and is killed"),
     "STOP_GRACE": ("s", "run/pool.py", "a worker's time to kill its kernels after SIGTERM"),
-    "MAX_ATTEMPTS": ("tries", "run/pool.py", "a lost task (worker died or hung) is tried this often, then an error row"),
+    "MAX_ATTEMPTS": (
+        "tries",
+        "run/pool.py",
+        "a lost task (worker died or hung) is tried this often, then an error row",
+    ),
     "REFERENCE_BUDGET": ("s", "run/pool.py", "a reference run, before its worker counts as hung"),
     "MAX_ZIP_BYTES": ("bytes", "intake/placement.py", "a submitted zip, inflated"),
     "MAX_ZIP_MEMBERS": ("members", "intake/placement.py", "entries of a submitted zip"),

@@ -19,19 +19,20 @@ the kernel) are inserted by `str.format` once and never formatted again, so a st
 stays literal. A translation whose placeholders do not match the English template (a translator's
 slip) falls back to the English text rather than failing the row.
 """
+
 from __future__ import annotations
 
 import contextlib
 import contextvars
 import threading
 
-__all__ = ["TEXT", "LANGUAGES", "text", "translate", "speaking", "current", "submission_language",
-           "validate_language"]
+__all__ = ["TEXT", "LANGUAGES", "text", "translate", "speaking", "current", "submission_language", "validate_language"]
 
-try:                                        # the course's runtime decides which languages exist
+try:  # the course's runtime decides which languages exist
     from namedaxes.i18n import LANGUAGES as _LANGS
+
     LANGUAGES: tuple[str, ...] = tuple(_LANGS)
-except ImportError:                         # helper package without i18n: English only is still right
+except ImportError:  # helper package without i18n: English only is still right
     LANGUAGES = ("en", "zh")
 
 TEXT: dict[str, str] = {
@@ -46,7 +47,7 @@ TEXT: dict[str, str] = {
     "page_table_result": "result",
     "page_passed": "passed",
     "page_below": "Everything below the line comes from the submission; text that the submission wrote "
-                  "is shown as typed.",
+    "is shown as typed.",
     "verdict_head": "Autograder, exercise `{exercise}`: {points}.",
     "verdict_head_part": "Autograder, exercise `{exercise}`, check {k} of {n}: {points}.",
     "verdict_passed": "Passed.",
@@ -59,7 +60,7 @@ TEXT: dict[str, str] = {
     "nothing_recorded": "the hidden test recorded no results (was `record` or the results folder tampered with?)",
     "hidden_inputs": "results differ from the reference on hidden inputs",
     "hidden_part_failed": "the hidden part of this test stopped with an error (what it said is not shown: it ran "
-                          "on hidden inputs; run the visible check and the cells above it to find the error)",
+    "on hidden inputs; run the visible check and the cells above it to find the error)",
     "and_more": "; and {n} more",
     "notebook_unreadable": "the notebook could not be read",
     # ---- row reasons (judge/score.py, run/worker.py, run/executor.py, sandbox/cgroups.py, sandbox/workcopy.py)
@@ -73,18 +74,18 @@ TEXT: dict[str, str] = {
     "ran_out_of": "the notebook ran out of {what}; {n} cell(s) were not run",
     "output_notebook_cap": "the notebook's output passed {limit} characters at {label}; further output was dropped",
     "output_cell_cap": "{label} printed more than {limit} characters (or {outputs} outputs); the rest of its "
-                       "output was dropped",
+    "output was dropped",
     "stopped_budget": "was stopped when {what} ran out",
     "ran_longer": "ran longer than {seconds} s",
     "this_cell_interrupted": "this cell {how} and was interrupted",
     "cell_interrupted": "{label} {how} and was interrupted",
     "this_cell_hung": "this cell {how} and could not be interrupted; the kernel was restarted",
     "cell_hung": "{label} {how} and could not be interrupted (e.g. a loop inside compiled code); its kernel was "
-                 "restarted",
+    "restarted",
     "this_cell_oversized": "this cell sent an output larger than {mib} MiB in one message; it was dropped and the "
-                           "kernel restarted",
+    "kernel restarted",
     "cell_oversized": "{label} sent an output larger than {mib} MiB in one message; it was dropped and its "
-                      "kernel restarted",
+    "kernel restarted",
     "limit_restarted": "{label}: {reason}; its kernel was restarted",
     "cell_grade_id": "cell '{grade_id}'",
     "cell_added": "the cell you added after cell {index} (#{n} of your added cells)",
@@ -103,12 +104,12 @@ TEXT: dict[str, str] = {
     "not_restarted_because": "the kernel could not be restarted: {error}",
     "replay_failed_rest": "the kernel failed while re-running earlier cells",
     "replay_failed": "after {label}, re-running the earlier cells in a fresh kernel failed too; the remaining "
-                     "cells were not run",
+    "cells were not run",
     "not_run_because": "not run: {why}",
     "limit_memory": "the notebook used more than its memory limit of {limit} (arrays, shared memory and files "
-                    "in /tmp, /dev/shm and the working folder all count) and its kernel was stopped",
+    "in /tmp, /dev/shm and the working folder all count) and its kernel was stopped",
     "limit_processes": "the notebook tried to start more than {limit} processes or threads at once; "
-                       "starting more was refused",
+    "starting more was refused",
     "limit_disk": "the notebook filled its working folder ({limit}); writing more was refused",
     # ---- what the scorer found (autograder/judge/programs.py, compare.py, scorer_process.py: differences)
     "no_program": "{case}: no program was recorded",
@@ -120,18 +121,18 @@ TEXT: dict[str, str] = {
     "wrong_mesh": "{case}: runs on a mesh with axes {got}, expected {want}",
     "program_failed": "{case}: the recorded program failed to run ({error})",
     "program_failed_hidden": "{case}: the recorded program failed while it ran on the hidden inputs ({error}; what "
-                             "it said is not shown)",
+    "it said is not shown)",
     "comm_over": "communication over '{axis}'",
     "no_comm": "no communication at all",
     "comm_missing": "communication: expected {missing} (read from the compiled program), but it performs {seen}",
     "comm_extra_axes": "communication: it also communicates over {axes}, which the reference does not",
     "comm_surplus": "communication: it also performs {ops}, which this exercise does not allow (read from the "
-                    "compiled program)",
+    "compiled program)",
     "layout_input": "{case}: layout: the program takes {input} {got}; the exercise's takes it {want}",
     "layout_region_input": "{case}: layout: the per-device program over {axes} takes its input {n} {got}; the "
-                           "exercise's takes it {want}",
+    "exercise's takes it {want}",
     "layout_regions": "{case}: layout: its per-device programs take their inputs {got}; the exercise's take "
-                      "them {want}",
+    "them {want}",
     "layout_output": "{case}: layout: result {n} is {got}; the exercise's is {want}",
     "layout_input_name": "input {n}",
     "layout_unstated": "with no stated layout",
@@ -160,7 +161,7 @@ TEXT: dict[str, str] = {
     "scorer_died": "the recorded programs could not be run: the grader's scoring process stopped ({error})",
     "scorer_failed": "the grader could not judge this cell ({error})",
     "edition_mismatch": "not graded: the '{lang}' edition of {assignment} does not have the reference "
-                        "solution's code cells ({problem}); the instructor must regenerate the editions and regrade",
+    "solution's code cells ({problem}); the instructor must regenerate the editions and regrade",
 }
 
 _current: contextvars.ContextVar[str] = contextvars.ContextVar("autograder_language", default="en")
@@ -202,7 +203,7 @@ def translate(message: str, lang: str) -> str:
         from namedaxes import i18n
     except ImportError:
         return message
-    with _lock:                              # namedaxes' language is process-wide: set, look up, restore
+    with _lock:  # namedaxes' language is process-wide: set, look up, restore
         previous = i18n.language()
         try:
             i18n.set_language(lang)

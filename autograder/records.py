@@ -15,6 +15,7 @@
 Rows and cell results are TypedDicts: they travel between processes and into
 JSON unchanged, and the type checker still knows their keys.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -30,8 +31,22 @@ from .limits import (
     SUBMISSION_BUDGET,
 )
 
-__all__ = ["GraderError", "Options", "Task", "CellOutcome", "RunResult", "KernelStarted", "KernelGone", "TaskDone",
-           "ReferenceRun", "InternalError", "CellResult", "Row", "CSV_COLUMNS", "STATUSES"]
+__all__ = [
+    "GraderError",
+    "Options",
+    "Task",
+    "CellOutcome",
+    "RunResult",
+    "KernelStarted",
+    "KernelGone",
+    "TaskDone",
+    "ReferenceRun",
+    "InternalError",
+    "CellResult",
+    "Row",
+    "CSV_COLUMNS",
+    "STATUSES",
+]
 
 CSV_COLUMNS = ["student", "assignment", "score", "max_score", "status", "reason"]
 
@@ -43,6 +58,7 @@ class GraderError(Exception):
 @dataclass
 class Options:
     """What `python -m autograder grade` was asked to do."""
+
     course: Path
     submissions: Path | None = None
     out: Path | None = None
@@ -55,19 +71,19 @@ class Options:
     memory_mb: int = KERNEL_MEMORY_MB
     cpu_seconds: int = 0
     gradebook: bool = True
-    course_gradebook: bool = False     # with submissions: also write the course's gradebook.db
+    course_gradebook: bool = False  # with submissions: also write the course's gradebook.db
     feedback: bool = True
     quiet: bool = False
-    notebook_budget: float = NOTEBOOK_BUDGET     # wall-clock seconds per notebook (all its cells, restarts included)
-    submission_budget: float = SUBMISSION_BUDGET   # wall-clock seconds per student, over all their notebooks
-    max_added_cells: int = MAX_ADDED_CELLS         # cells a student may add to a notebook; further ones are dropped
+    notebook_budget: float = NOTEBOOK_BUDGET  # wall-clock seconds per notebook (all its cells, restarts included)
+    submission_budget: float = SUBMISSION_BUDGET  # wall-clock seconds per student, over all their notebooks
+    max_added_cells: int = MAX_ADDED_CELLS  # cells a student may add to a notebook; further ones are dropped
     max_output_chars: int = NOTEBOOK_OUTPUT_CHARS  # output kept per notebook; further output is dropped
 
 
 @dataclass
 class Task:
     seq: int
-    kind: str                      # grade | reference
+    kind: str  # grade | reference
     assignment: str
     student: str = ""
     path: str = ""
@@ -75,15 +91,15 @@ class Task:
     ref_dir: str = ""
     autograded_path: str = ""
     feedback_paths: tuple = ()
-    xla_dir: str = ""              # the assignment's XLA compilation cache (reference: the folder to fill)
-    budget: float = 0.0            # wall-clock seconds this notebook may run (set by the pool)
-    budget_label: str = ""         # what the budget is, for messages ("the notebook's time budget of 300 s")
-    budget_of_submission: float = 0.0   # > 0: the budget is what was left of this submission budget (seconds)
+    xla_dir: str = ""  # the assignment's XLA compilation cache (reference: the folder to fill)
+    budget: float = 0.0  # wall-clock seconds this notebook may run (set by the pool)
+    budget_label: str = ""  # what the budget is, for messages ("the notebook's time budget of 300 s")
+    budget_of_submission: float = 0.0  # > 0: the budget is what was left of this submission budget (seconds)
 
 
 @dataclass
 class CellOutcome:
-    status: str                 # ok | error | timeout | died | not_run
+    status: str  # ok | error | timeout | died | not_run
     ename: str = ""
     evalue: str = ""
     seconds: float = 0.0
@@ -93,32 +109,34 @@ class CellOutcome:
 class RunResult:
     outcomes: dict[int, CellOutcome] = field(default_factory=dict)
     observations: dict[str, tuple[bytes | None, bytes | None]] = field(default_factory=dict)
-    events: list[tuple[str, str]] = field(default_factory=list)     # (status, reason)
+    events: list[tuple[str, str]] = field(default_factory=list)  # (status, reason)
     start_error: str = ""
     restarts: int = 0
     seconds: float = 0.0
-    observe_log: list[str] = field(default_factory=list)   # what was in the observation folder, and when
+    observe_log: list[str] = field(default_factory=list)  # what was in the observation folder, and when
     # where the wall time went (seconds; timings.json, `make bench-grade`'s breakdown): "start" (waiting
     # for the first kernel and its prelude), "cells" (visible parts), "hidden" (hidden parts), "restarts"
     stages: dict[str, float] = field(default_factory=dict)
 
 
-
 @dataclass(frozen=True)
 class KernelStarted:
     """worker -> pool: a kernel of this worker runs as process `pid` (its process group is killed with it)."""
+
     pid: int
 
 
 @dataclass(frozen=True)
 class KernelGone:
     """worker -> pool: the worker killed its kernel `pid` itself."""
+
     pid: int
 
 
 @dataclass
 class ReferenceRun:
     """What running a reference solution gave: its observations, or the problems that make it unusable."""
+
     assignment: str
     problems: list[str]
     observations: dict[str, tuple[bytes | None, bytes | None]]
@@ -128,12 +146,14 @@ class ReferenceRun:
 @dataclass
 class InternalError:
     """A task that failed inside the grader (a grader bug, or a worker lost twice): `detail` says how."""
+
     detail: str
 
 
 @dataclass
 class TaskDone:
     """worker -> pool: task `seq` is finished; `result` is its Row (grade), ReferenceRun or InternalError."""
+
     seq: int
     result: Any
 
@@ -152,18 +172,18 @@ class _RowBase(TypedDict):
     origin: str
     score: float
     max_score: float
-    status: str                    # STATUSES
+    status: str  # STATUSES
     reason: str
     cells: list[CellResult]
 
 
 class Row(_RowBase, total=False):
-    seconds: float                 # wall time in the worker (not in results.json)
-    exec_seconds: float            # of which running the notebook
-    stages: dict                   # where its wall time went, seconds by stage (timings.json only)
-    grader_peak_kb: int            # the worker's peak resident memory while grading it (not in results.json)
-    observe_log: list[str]         # files found in the observation folder that no hidden part wrote
-    language: str                  # the submission's language (validated; reasons and feedback are in it)
+    seconds: float  # wall time in the worker (not in results.json)
+    exec_seconds: float  # of which running the notebook
+    stages: dict  # where its wall time went, seconds by stage (timings.json only)
+    grader_peak_kb: int  # the worker's peak resident memory while grading it (not in results.json)
+    observe_log: list[str]  # files found in the observation folder that no hidden part wrote
+    language: str  # the submission's language (validated; reasons and feedback are in it)
 
 
 # What a row's status means (grades.csv, report). The first problem of a run decides it.

@@ -20,6 +20,7 @@ writes nothing (a partial class must not replace a previous complete one).
 
 The records passed between them are in records.py, every cap in limits.py.
 """
+
 from __future__ import annotations
 
 import os
@@ -46,13 +47,14 @@ __all__ = ["Options", "GraderError", "grade", "repo_root", "CSV_COLUMNS"]
 def grade(opts: Options) -> int:
     t_start = time.monotonic()
     os.environ["XLA_FLAGS"] = grading_xla_flags(os.environ.get("XLA_FLAGS", ""))
-    bindir = os.path.dirname(sys.executable)          # nbgrader's gradebook runs `alembic` from PATH
+    bindir = os.path.dirname(sys.executable)  # nbgrader's gradebook runs `alembic` from PATH
     if bindir not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
     course = Path(opts.course).resolve()
     if opts.submissions is None and not (course / "submitted").is_dir():
-        raise GraderError(f"no submissions: {course / 'submitted'} does not exist "
-                          f"(put submissions there, or pass --submissions DIR)")
+        raise GraderError(
+            f"no submissions: {course / 'submitted'} does not exist (put submissions there, or pass --submissions DIR)"
+        )
     out = Path(opts.out).resolve() if opts.out else course / "grades"
     cache = Path(opts.cache).resolve() if opts.cache else repo_root() / "build" / "autograder" / "references"
     sources = discover_sources(course, opts.assignments)
@@ -83,7 +85,7 @@ def grade(opts: Options) -> int:
     xla_root.mkdir(parents=True, exist_ok=True)
     work_root = Path(tempfile.mkdtemp(prefix="agr-"))
     jobs = opts.jobs or os.cpu_count() or 1
-    previous_term = signal.signal(signal.SIGTERM, _terminate)     # SIGTERM stops the batch like Ctrl-C
+    previous_term = signal.signal(signal.SIGTERM, _terminate)  # SIGTERM stops the batch like Ctrl-C
     rows: list[dict] = []
     internal: list[str] = []
     ref_seconds: dict[str, float] = {}
@@ -93,30 +95,51 @@ def grade(opts: Options) -> int:
         try:
             sandbox, why = build_sandbox(opts, course, out, cache, work_root, xla_root)
             if why:
-                warn(f"WARNING: student code will run WITHOUT isolation: {why}.\n"
-                     f"Kernels still get CPU-time, memory and file-size limits, but can read and write what "
-                     f"this user can and reach the network. Install bubblewrap (Debian: apt-get install "
-                     f"bubblewrap) and make sure it may create namespaces here.")
+                warn(
+                    f"WARNING: student code will run WITHOUT isolation: {why}.\n"
+                    f"Kernels still get CPU-time, memory and file-size limits, but can read and write what "
+                    f"this user can and reach the network. Install bubblewrap (Debian: apt-get install "
+                    f"bubblewrap) and make sure it may create namespaces here."
+                )
             rows, internal, ref_seconds, ref_problems = run_all(
-                opts, sources, intake, out, cache, xla_root, work_root, sandbox, jobs, autograded_root,
-                nbgrader_feedback_root)
+                opts,
+                sources,
+                intake,
+                out,
+                cache,
+                xla_root,
+                work_root,
+                sandbox,
+                jobs,
+                autograded_root,
+                nbgrader_feedback_root,
+            )
         except (KeyboardInterrupt, GraderError):
             raise
         except Exception:  # noqa: BLE001 - a grader bug: still a grades.csv (error rows) and a report
             internal.append("the grading pool failed:\n" + traceback.format_exc())
         graded = {(r["student"], r["assignment"]) for r in rows}
         for (student, aid), placed in sorted(intake.placed.items()):
-            if (student, aid) not in graded:          # only after a grader bug: never a silent gap
-                rows.append({"student": student, "assignment": aid, "origin": placed.origin, "score": 0.0,
-                             "max_score": sources[aid].max_score, "status": "error",
-                             "reason": "internal grader error (see the grader's output); regrade this student",
-                             "cells": zero_cells(sources[aid], "internal grader error")})
+            if (student, aid) not in graded:  # only after a grader bug: never a silent gap
+                rows.append(
+                    {
+                        "student": student,
+                        "assignment": aid,
+                        "origin": placed.origin,
+                        "score": 0.0,
+                        "max_score": sources[aid].max_score,
+                        "status": "error",
+                        "reason": "internal grader error (see the grader's output); regrade this student",
+                        "cells": zero_cells(sources[aid], "internal grader error"),
+                    }
+                )
         rows += not_submitted_rows(opts, sources, intake, out)
         all_rows = merge_previous(out, rows, opts, intake)
         write_outputs(out, all_rows, rows, as_json(sandbox.protections()) if sandbox is not None else None)
         try:
             from .publish.report import write_report
-            write_report(out, course=course)       # the course names the report and its exercises
+
+            write_report(out, course=course)  # the course names the report and its exercises
         except Exception as err:  # noqa: BLE001 - grades.csv is written; say why the report is not
             internal.append(f"writing the class report {out / 'report.html'} failed: {err}")
         if opts.gradebook:
@@ -135,9 +158,12 @@ def grade(opts: Options) -> int:
             summary(out, sources, intake, rows, wall, sandbox, jobs, opts.quiet, ref_seconds)
         if ref_problems:
             for aid, problems in sorted(ref_problems.items()):
-                sys.stderr.write(f"\nautograder: error: the reference solution of {aid} ({sources[aid].path}) "
-                                 f"does not run cleanly; its rows have status 'error'. Fix it first:\n  - "
-                                 + "\n  - ".join(problems) + "\n")
+                sys.stderr.write(
+                    f"\nautograder: error: the reference solution of {aid} ({sources[aid].path}) "
+                    f"does not run cleanly; its rows have status 'error'. Fix it first:\n  - "
+                    + "\n  - ".join(problems)
+                    + "\n"
+                )
         if internal:
             sys.stderr.write("\nINTERNAL GRADER ERRORS (affected rows have status 'error'):\n")
             for msg in internal:
@@ -164,28 +190,56 @@ def not_submitted_rows(opts: Options, sources, intake, out: Path) -> list[dict]:
             if (student, aid) in intake.placed:
                 continue
             cells = zero_cells(source, "no notebook submitted")
-            row = {"student": student, "assignment": aid, "origin": "", "score": 0.0,
-                   "max_score": source.max_score, "status": "missing",
-                   "reason": missing_reason(intake, student, aid, source.file_name), "cells": cells}
+            row = {
+                "student": student,
+                "assignment": aid,
+                "origin": "",
+                "score": 0.0,
+                "max_score": source.max_score,
+                "status": "missing",
+                "reason": missing_reason(intake, student, aid, source.file_name),
+                "cells": cells,
+            }
             rows.append(row)
             if opts.feedback:
                 if writer is None:
                     from .publish.feedback import FeedbackWriter
+
                     writer = FeedbackWriter()
                 page = writer.html(None, aid, row, cells)
                 p = out / "feedback" / student / f"{aid}.html"
                 p.parent.mkdir(parents=True, exist_ok=True)
                 p.write_text(page, encoding="utf-8")
     for u in intake.unplaced:
-        rows.append({"student": u.student, "assignment": "", "origin": u.origin, "score": 0.0,
-                     "max_score": 0.0, "status": "unplaceable", "reason": f"{u.origin}: {u.reason}", "cells": []})
+        rows.append(
+            {
+                "student": u.student,
+                "assignment": "",
+                "origin": u.origin,
+                "score": 0.0,
+                "max_score": 0.0,
+                "status": "unplaceable",
+                "reason": f"{u.origin}: {u.reason}",
+                "cells": [],
+            }
+        )
     for u in intake.conflicts:
-        rows.append({"student": u.student, "assignment": "", "origin": u.origin, "score": 0.0,
-                     "max_score": 0.0, "status": "conflict", "reason": f"{u.origin}: {u.reason}", "cells": []})
+        rows.append(
+            {
+                "student": u.student,
+                "assignment": "",
+                "origin": u.origin,
+                "score": 0.0,
+                "max_score": 0.0,
+                "status": "conflict",
+                "reason": f"{u.origin}: {u.reason}",
+                "cells": [],
+            }
+        )
     return rows
 
 
 def write_db(db_url, sources, rows, submitted=None):
     from .publish.gradebook import write_gradebook
-    return write_gradebook(db_url, sources, rows, submitted)
 
+    return write_gradebook(db_url, sources, rows, submitted)

@@ -21,6 +21,7 @@ Threat model: an id that names an account which exists and was not created by th
 (root, a system account, a colleague's login, another deployment's student) is refused: the hub
 starts servers as the Unix user of that name, so taking one over would hand it to a student.
 """
+
 from __future__ import annotations
 
 import csv
@@ -34,8 +35,11 @@ from pathlib import Path
 
 from hub.deployment import ACCOUNT_NAME, Accounts, Deployment
 
-COMMENT = {"student": "namedaxes course student (make hub)", "instructor": "namedaxes course instructor (make hub)",
-           "grader": "namedaxes course grader (make hub)"}
+COMMENT = {
+    "student": "namedaxes course student (make hub)",
+    "instructor": "namedaxes course instructor (make hub)",
+    "grader": "namedaxes course grader (make hub)",
+}
 SHELL = "/bin/bash"
 
 
@@ -56,8 +60,10 @@ def read_roster(path: Path) -> list[str]:
     for line, row in enumerate(reader, start=2):
         sid = (row.get("id") or "").strip()
         if not ACCOUNT_NAME.match(sid):
-            raise AccountError(f"{path}, line {line}: student id {sid!r} cannot be a Unix account name on the hub: "
-                               f"use lower-case letters, digits, '-' and '_', starting with a letter, at most 32")
+            raise AccountError(
+                f"{path}, line {line}: student id {sid!r} cannot be a Unix account name on the hub: "
+                f"use lower-case letters, digits, '-' and '_', starting with a letter, at most 32"
+            )
         if sid in ids:
             raise AccountError(f"{path}, line {line}: student id {sid!r} appears twice")
         ids.append(sid)
@@ -74,7 +80,9 @@ def _exists(name: str) -> pwd.struct_passwd | None:
 def _run(cmd: list[str], stdin: str | None = None) -> None:
     proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True)
     if proc.returncode:
-        raise AccountError(f"{' '.join(cmd[:1])} failed ({proc.returncode}): {proc.stderr.strip() or proc.stdout.strip()}")
+        raise AccountError(
+            f"{' '.join(cmd[:1])} failed ({proc.returncode}): {proc.stderr.strip() or proc.stdout.strip()}"
+        )
 
 
 def _passwords(dep: Deployment) -> dict[str, str]:
@@ -98,8 +106,22 @@ def _write_passwords(dep: Deployment, passwords: dict[str, str]) -> None:
 
 def _create(dep: Deployment, name: str, role: str) -> None:
     home = dep.home(name)
-    _run(["useradd", "--user-group", "--groups", dep.group, "--comment", COMMENT[role],
-          "--home-dir", str(home), "--no-create-home", "--shell", SHELL, name])
+    _run(
+        [
+            "useradd",
+            "--user-group",
+            "--groups",
+            dep.group,
+            "--comment",
+            COMMENT[role],
+            "--home-dir",
+            str(home),
+            "--no-create-home",
+            "--shell",
+            SHELL,
+            name,
+        ]
+    )
     entry = pwd.getpwnam(name)
     home.mkdir(parents=True, exist_ok=True)
     os.chown(home, entry.pw_uid, entry.pw_gid)
@@ -122,9 +144,11 @@ def sync(dep: Deployment, roster: Path | None) -> list[str]:
     # refuse before creating anything: every name must be new, or ours already
     foreign = [n for n in staff + ids if _exists(n) and n not in accounts.created]
     if foreign:
-        raise AccountError(f"account(s) {', '.join(foreign)} already exist on this machine and were not created by "
-                           f"this hub ({dep.hub_dir}): the hub never takes over an existing account. Rename those "
-                           f"students in the roster (or remove the other accounts yourself).")
+        raise AccountError(
+            f"account(s) {', '.join(foreign)} already exist on this machine and were not created by "
+            f"this hub ({dep.hub_dir}): the hub never takes over an existing account. Rename those "
+            f"students in the roster (or remove the other accounts yourself)."
+        )
     lines = []
     try:
         grp.getgrnam(dep.group)
@@ -138,10 +162,10 @@ def sync(dep: Deployment, roster: Path | None) -> list[str]:
         role = "student" if name in ids else ("instructor" if name == dep.instructor else "grader")
         if not _exists(name):
             accounts.created.append(name)
-            accounts.save(dep.accounts_file)      # before useradd: a failure halfway still knows what it made
+            accounts.save(dep.accounts_file)  # before useradd: a failure halfway still knows what it made
             _create(dep, name, role)
             new.append(name)
-        elif not dep.home(name).is_dir():            # state was removed by hand: give the home back
+        elif not dep.home(name).is_dir():  # state was removed by hand: give the home back
             entry = pwd.getpwnam(name)
             dep.home(name).mkdir(parents=True)
             os.chown(dep.home(name), entry.pw_uid, entry.pw_gid)
@@ -155,9 +179,12 @@ def sync(dep: Deployment, roster: Path | None) -> list[str]:
         accounts.students = ids
     accounts.staff = staff
     accounts.save(dep.accounts_file)
-    lines.append(f"{len(new)} account(s) created" + (f" ({', '.join(new)})" if new else "")
-                 + f"; {len(accounts.students)} student(s) may log in, instructor {dep.instructor}, graders "
-                 + ", ".join(dep.graders.values()))
+    lines.append(
+        f"{len(new)} account(s) created"
+        + (f" ({', '.join(new)})" if new else "")
+        + f"; {len(accounts.students)} student(s) may log in, instructor {dep.instructor}, graders "
+        + ", ".join(dep.graders.values())
+    )
     if dropped:
         lines.append(f"not on this roster (accounts kept, logins off until they are back): {', '.join(dropped)}")
     lines.append(f"passwords: {dep.passwords_file} (root only)")
@@ -182,11 +209,12 @@ def remove(dep: Deployment) -> list[str]:
         raise AccountError("removing the course's Unix accounts needs root (userdel): run as root")
     import signal
     import time
+
     accounts = dep.accounts()
     ours = [n for n in accounts.created if (e := _exists(n)) and e.pw_dir == str(dep.home(n))]
     skipped = [n for n in accounts.created if n not in ours and _exists(n)]
     uids = {pwd.getpwnam(n).pw_uid for n in ours}
-    for sig in (signal.SIGTERM, signal.SIGKILL):       # the accounts' own processes (kernels, servers)
+    for sig in (signal.SIGTERM, signal.SIGKILL):  # the accounts' own processes (kernels, servers)
         for pid in _processes_of(uids):
             try:
                 os.kill(pid, sig)
@@ -213,6 +241,7 @@ def remove(dep: Deployment) -> list[str]:
 
 def main(argv=None) -> int:
     import argparse
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("sync")

@@ -17,6 +17,7 @@ Design
 
 Threat model: none beyond make hub's: the students here are the bench's own accounts.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,7 +43,7 @@ from hub.deployment import ROOT, Deployment
 from tools.course import COURSE_ID
 
 AID, COURSE = "02_scaled_sum", COURSE_ID
-SPAWN_DEADLINE = 600        # s for one student's whole loop
+SPAWN_DEADLINE = 600  # s for one student's whole loop
 
 
 def _free_port() -> int:
@@ -92,15 +93,19 @@ class Student(threading.Thread):
         op = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
         op.open(f"{base}/hub/login", timeout=60).read()
         xsrf = next(c.value for c in jar if c.name == "_xsrf")
-        op.open(f"{base}/hub/login?next=", timeout=120,
-                data=urllib.parse.urlencode({"username": self.name, "password": self.password, "_xsrf": xsrf}).encode())
+        op.open(
+            f"{base}/hub/login?next=",
+            timeout=120,
+            data=urllib.parse.urlencode({"username": self.name, "password": self.password, "_xsrf": xsrf}).encode(),
+        )
         self.times["logged in"] = time.monotonic() - self.t0
         while True:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"server not up within {SPAWN_DEADLINE} s")
             try:
-                if op.open(f"{base}/user/{self.name}/lab", timeout=60).status == 200 and \
-                        any(c.name == "_xsrf" and "/user/" in (c.path or "") for c in jar):
+                if op.open(f"{base}/user/{self.name}/lab", timeout=60).status == 200 and any(
+                    c.name == "_xsrf" and "/user/" in (c.path or "") for c in jar
+                ):
                     break
             except OSError:
                 pass
@@ -108,8 +113,11 @@ class Student(threading.Thread):
         self.times["server up"] = time.monotonic() - self.t0
         token = [c.value for c in jar if c.name == "_xsrf" and "/user/" in (c.path or "")][-1]
         for step in ("fetch", "submit"):
-            req = urllib.request.Request(f"{base}/user/{self.name}/assignments/{step}", headers={"X-XSRFToken": token},
-                                         data=urllib.parse.urlencode({"course_id": COURSE, "assignment_id": AID}).encode())
+            req = urllib.request.Request(
+                f"{base}/user/{self.name}/assignments/{step}",
+                headers={"X-XSRFToken": token},
+                data=urllib.parse.urlencode({"course_id": COURSE, "assignment_id": AID}).encode(),
+            )
             body = op.open(req, timeout=300).read()
             if b'"success": true' not in body:
                 raise RuntimeError(f"{step}: {body[:300]!r}")
@@ -122,8 +130,13 @@ def run(n: int, keep: bool) -> int:
         return 1
     hub_dir = Path(tempfile.mkdtemp(prefix="namedaxes-hub-bench-", dir="/tmp"))
     os.chmod(hub_dir, 0o711)
-    dep = Deployment(hub_dir=hub_dir, port=_free_port(), group="nxbench", instructor="nxbench-teacher",
-                     venv=Path(os.environ.get("NAMEDAXES_HUB_VENV") or ROOT / ".venv"))
+    dep = Deployment(
+        hub_dir=hub_dir,
+        port=_free_port(),
+        group="nxbench",
+        instructor="nxbench-teacher",
+        venv=Path(os.environ.get("NAMEDAXES_HUB_VENV") or ROOT / ".venv"),
+    )
     names = [f"nxbench-s{i:02d}" for i in range(1, n + 1)]
     try:
         (hub_dir / "state").mkdir(mode=0o700)
@@ -137,10 +150,27 @@ def run(n: int, keep: bool) -> int:
             shutil.copytree(cached, dep.proxy, symlinks=True)
         server.start(dep, None, timeout=300)
         grader = dep.graders[COURSE]
-        proc = subprocess.run([shutil.which("runuser") or "/usr/sbin/runuser", "-u", grader, "--",
-                               str(dep.venv / "bin" / "python"), "-m", "tools.handin", "--course", str(dep.course_dir(COURSE)),
-                               "--exchange", str(dep.exchange), "release", AID], cwd=ROOT, capture_output=True, text=True,
-                              env={"PATH": f"{dep.venv}/bin:/usr/bin:/bin", "HOME": str(dep.home(grader))})
+        proc = subprocess.run(
+            [
+                shutil.which("runuser") or "/usr/sbin/runuser",
+                "-u",
+                grader,
+                "--",
+                str(dep.venv / "bin" / "python"),
+                "-m",
+                "tools.handin",
+                "--course",
+                str(dep.course_dir(COURSE)),
+                "--exchange",
+                str(dep.exchange),
+                "release",
+                AID,
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env={"PATH": f"{dep.venv}/bin:/usr/bin:/bin", "HOME": str(dep.home(grader))},
+        )
         if proc.returncode:
             print(f"bench: release failed:\n{proc.stderr}", file=sys.stderr)
             return 1
@@ -170,15 +200,23 @@ def run(n: int, keep: bool) -> int:
         uids = {pwd.getpwnam(s).pw_uid for s in names}
         server_pids = _pids(lambda e: e.stat().st_uid in uids)
         print(f"bench: {n} students at once on {os.cpu_count()} cores, loopback only")
-        print(f"  all {len(ups)} servers up {ups[-1]:.1f} s after the first login (median {statistics.median(ups):.1f} s)"
-              if ups else "  no server came up")
+        print(
+            f"  all {len(ups)} servers up {ups[-1]:.1f} s after the first login (median {statistics.median(ups):.1f} s)"
+            if ups
+            else "  no server came up"
+        )
         print(f"  fetch+submit done for {n - len(errors)} of {n}; whole run {wall:.1f} s")
-        print(f"  hand-ins in the exchange with their timestamp: {len(handed)} of {n}" + (f"; LOST: {lost}" if lost else ""))
+        print(
+            f"  hand-ins in the exchange with their timestamp: {len(handed)} of {n}"
+            + (f"; LOST: {lost}" if lost else "")
+        )
         print(f"  hub answering afterwards: {hub_ok}")
-        print(f"  memory (RSS): hub {_rss_kib(hub_pid) / 1024:.0f} MiB, "
-              f"proxy {sum(map(_rss_kib, proxy_pids)) / 1024:.0f} MiB, "
-              f"students' servers {sum(map(_rss_kib, server_pids)) / 1024:.0f} MiB in all "
-              f"({sum(map(_rss_kib, server_pids)) / 1024 / max(1, n):.0f} MiB each)")
+        print(
+            f"  memory (RSS): hub {_rss_kib(hub_pid) / 1024:.0f} MiB, "
+            f"proxy {sum(map(_rss_kib, proxy_pids)) / 1024:.0f} MiB, "
+            f"students' servers {sum(map(_rss_kib, server_pids)) / 1024:.0f} MiB in all "
+            f"({sum(map(_rss_kib, server_pids)) / 1024 / max(1, n):.0f} MiB each)"
+        )
         for name, err in sorted(errors.items()):
             print(f"  {name}: {err}")
         return 0 if hub_ok and not lost and not errors else 1

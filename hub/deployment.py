@@ -15,6 +15,7 @@ variables (NAMEDAXES_HUB_*).
 Threat model: nothing here trusts a student; the names are fixed by the instructor (environment
 of `make hub`), never by a roster. A student id is checked by accounts.py before it becomes a name.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,31 +36,42 @@ class Deployment:
     hub_dir: Path
     port: int = 8000
     ip: str = "127.0.0.1"
-    group: str = "namedaxes"              # every account the hub creates is in this group
-    instructor: str = "instructor"        # the hub's admin; grades in formgrader
-    venv: Path = ROOT / ".venv"      # what the hub and every server it starts run (Makefile: HUB_VENV)
+    group: str = "namedaxes"  # every account the hub creates is in this group
+    instructor: str = "instructor"  # the hub's admin; grades in formgrader
+    venv: Path = ROOT / ".venv"  # what the hub and every server it starts run (Makefile: HUB_VENV)
     courses: tuple[str, ...] = COURSES
-    graders: dict = field(default_factory=dict)   # course id -> grader account (filled in __post_init__)
+    graders: dict = field(default_factory=dict)  # course id -> grader account (filled in __post_init__)
 
     def __post_init__(self):
         if not self.graders:
-            object.__setattr__(self, "graders", {c: f"{self.group}-grader" + ("-" + edition_of(c) if edition_of(c) else "")
-                                                 for c in self.courses})
+            object.__setattr__(
+                self,
+                "graders",
+                {c: f"{self.group}-grader" + ("-" + edition_of(c) if edition_of(c) else "") for c in self.courses},
+            )
 
     @classmethod
     def from_env(cls, env=os.environ) -> Deployment:
         hub_dir = Path(env.get("NAMEDAXES_HUB_DIR") or ROOT / "hub-data").absolute()
-        return cls(hub_dir=hub_dir, port=int(env.get("NAMEDAXES_HUB_PORT") or 8000),
-                   ip=env.get("NAMEDAXES_HUB_IP") or "127.0.0.1",
-                   group=env.get("NAMEDAXES_HUB_GROUP") or "namedaxes",
-                   instructor=env.get("NAMEDAXES_HUB_INSTRUCTOR") or "instructor",
-                   venv=Path(env.get("NAMEDAXES_HUB_VENV") or ROOT / ".venv").absolute())
+        return cls(
+            hub_dir=hub_dir,
+            port=int(env.get("NAMEDAXES_HUB_PORT") or 8000),
+            ip=env.get("NAMEDAXES_HUB_IP") or "127.0.0.1",
+            group=env.get("NAMEDAXES_HUB_GROUP") or "namedaxes",
+            instructor=env.get("NAMEDAXES_HUB_INSTRUCTOR") or "instructor",
+            venv=Path(env.get("NAMEDAXES_HUB_VENV") or ROOT / ".venv").absolute(),
+        )
 
     def env(self) -> dict[str, str]:
         """The environment that makes `from_env` give this deployment back (for child processes)."""
-        return {"NAMEDAXES_HUB_DIR": str(self.hub_dir), "NAMEDAXES_HUB_PORT": str(self.port),
-                "NAMEDAXES_HUB_IP": self.ip, "NAMEDAXES_HUB_GROUP": self.group,
-                "NAMEDAXES_HUB_INSTRUCTOR": self.instructor, "NAMEDAXES_HUB_VENV": str(self.venv)}
+        return {
+            "NAMEDAXES_HUB_DIR": str(self.hub_dir),
+            "NAMEDAXES_HUB_PORT": str(self.port),
+            "NAMEDAXES_HUB_IP": self.ip,
+            "NAMEDAXES_HUB_GROUP": self.group,
+            "NAMEDAXES_HUB_INSTRUCTOR": self.instructor,
+            "NAMEDAXES_HUB_VENV": str(self.venv),
+        }
 
     # folders
     @property
@@ -113,9 +125,10 @@ class Deployment:
 @dataclass
 class Accounts:
     """What accounts.json records: the accounts this deployment created (and only those are removed)."""
-    students: list[str] = field(default_factory=list)    # on the current roster: may log in
-    staff: list[str] = field(default_factory=list)       # the instructor and the graders
-    created: list[str] = field(default_factory=list)     # every account this deployment made (removed by clean)
+
+    students: list[str] = field(default_factory=list)  # on the current roster: may log in
+    staff: list[str] = field(default_factory=list)  # the instructor and the graders
+    created: list[str] = field(default_factory=list)  # every account this deployment made (removed by clean)
     created_group: bool = False
 
     @classmethod
@@ -123,14 +136,27 @@ class Accounts:
         if not path.is_file():
             return cls()
         data = json.loads(path.read_text())
-        return cls(students=list(data.get("students", [])), staff=list(data.get("staff", [])),
-                   created=list(data.get("created", [])), created_group=bool(data.get("created_group")))
+        return cls(
+            students=list(data.get("students", [])),
+            staff=list(data.get("staff", [])),
+            created=list(data.get("created", [])),
+            created_group=bool(data.get("created_group")),
+        )
 
     def save(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"students": self.students, "staff": self.staff, "created": self.created,
-                                   "created_group": self.created_group}, indent=1) + "\n")
+        tmp.write_text(
+            json.dumps(
+                {
+                    "students": self.students,
+                    "staff": self.staff,
+                    "created": self.created,
+                    "created_group": self.created_group,
+                },
+                indent=1,
+            )
+            + "\n"
+        )
         os.chmod(tmp, 0o600)
         tmp.replace(path)
-

@@ -25,6 +25,7 @@ Threat model: the hub runs as root (it must: PAM and setuid spawns). Nothing it 
 user runs as root: LocalProcessSpawner switches to the user's uid and groups before exec, the
 formgrader services run as their grader accounts. Root's environment is not passed on.
 """
+
 import os
 import socket
 import sys
@@ -57,7 +58,7 @@ c.ConfigurableHTTPProxy.should_start = True
 c.JupyterHub.db_url = f"sqlite:///{dep.state / 'jupyterhub.sqlite'}"
 c.JupyterHub.cookie_secret_file = str(dep.state / "jupyterhub_cookie_secret")
 c.JupyterHub.pid_file = str(dep.pid_file)
-c.JupyterHub.cleanup_servers = True          # stopping the hub stops every server it started
+c.JupyterHub.cleanup_servers = True  # stopping the hub stops every server it started
 c.JupyterHub.cleanup_proxy = True
 
 # --- who may log in
@@ -67,18 +68,20 @@ c.Authenticator.allowed_users = set(students) | {instructor}
 c.Authenticator.admin_users = {instructor}
 c.Authenticator.allow_all = False
 c.Authenticator.allow_existing_users = False
-c.Authenticator.delete_invalid_users = True   # a student dropped from the roster loses the hub login
+c.Authenticator.delete_invalid_users = True  # a student dropped from the roster loses the hub login
 
 # --- each user's server: their Unix account, their home, the course venv and config
 c.JupyterHub.spawner_class = "localprocess"
 c.Spawner.cmd = [str(dep.venv / "bin" / "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"
 c.Spawner.notebook_dir = "~"
-SERVER_TIMEOUT = 180                         # s: 20 servers starting at once on 2 cores
+SERVER_TIMEOUT = 180  # s: 20 servers starting at once on 2 cores
 c.Spawner.start_timeout = SERVER_TIMEOUT
 c.Spawner.http_timeout = SERVER_TIMEOUT
 c.Spawner.env_keep = ["LANG", "LC_ALL"]
-USER_CONFIG_PATH = os.pathsep.join(str(p) for p in (ROOT / "hub" / "singleuser", ROOT / "jupyter", ROOT / "jupyter" / "nbgrader"))
+USER_CONFIG_PATH = os.pathsep.join(
+    str(p) for p in (ROOT / "hub" / "singleuser", ROOT / "jupyter", ROOT / "jupyter" / "nbgrader")
+)
 c.Spawner.environment = {
     "PATH": f"{dep.venv / 'bin'}:/usr/local/bin:/usr/bin:/bin",
     "JUPYTER_CONFIG_PATH": USER_CONFIG_PATH,
@@ -93,6 +96,7 @@ c.Spawner.environment = {
 def _home_is_ours(spawner):
     """Refuse to start a server for a hub user whose Unix account is not one of this deployment's."""
     import pwd
+
     name = spawner.user.name
     entry = pwd.getpwnam(name)
     if name not in accounts.created or entry.pw_dir != str(dep.home(name)) or entry.pw_uid == 0:
@@ -102,43 +106,59 @@ def _home_is_ours(spawner):
 c.Spawner.pre_spawn_hook = _home_is_ours
 
 # --- nbgrader in JupyterHub mode: groups, roles, one formgrader service per course
-groups, roles = {}, [
-    # JupyterHubAuthPlugin (the Assignment List's course list) reads the user's groups with the server's token
-    {"name": "server", "scopes": ["inherit"]},
-]
+groups, roles = (
+    {},
+    [
+        # JupyterHubAuthPlugin (the Assignment List's course list) reads the user's groups with the server's token
+        {"name": "server", "scopes": ["inherit"]},
+    ],
+)
 services = []
-FORMGRADER_CONFIG_PATH = (os.environ.get("FORMGRADER_CONFIG_PATH")
-                          or os.pathsep.join([str(ROOT / "jupyter" / "formgrader"), str(ROOT / "jupyter" / "nbgrader")]))
+FORMGRADER_CONFIG_PATH = os.environ.get("FORMGRADER_CONFIG_PATH") or os.pathsep.join(
+    [str(ROOT / "jupyter" / "formgrader"), str(ROOT / "jupyter" / "nbgrader")]
+)
 for course, grader in dep.graders.items():
     groups[f"nbgrader-{course}"] = {"users": [*students, instructor]}
     groups[f"formgrade-{course}"] = {"users": [instructor]}
-    roles.append({"name": f"formgrade-{course}", "groups": [f"formgrade-{course}"],
-                  "scopes": [f"access:services!service={course}"]})
-    roles.append({"name": f"nbgrader-{course}", "groups": [f"nbgrader-{course}"],
-                  "scopes": ["list:services", f"read:services!service={course}"]})
-    services.append({
-        "name": course,
-        "url": f"http://127.0.0.1:{_free_port()}",
-        "command": [str(dep.venv / "bin" / "jupyterhub-singleuser")],
-        "user": grader,
-        "cwd": str(dep.course_dir(course)),
-        "oauth_no_confirm": True,
-        # JupyterHub 6 waits 30 s for a managed service, then exits: a formgrader (a Jupyter server) took 31 s
-        # to answer at a load average of 20 on 2 cores. The same bound as a student's server.
-        "timeout": SERVER_TIMEOUT,
-        "environment": {
-            "PATH": f"{dep.venv / 'bin'}:/usr/local/bin:/usr/bin:/bin",
-            "HOME": str(dep.home(grader)),
-            "JUPYTERHUB_DEFAULT_URL": "/formgrader",
-            "JUPYTER_CONFIG_PATH": os.pathsep.join([str(ROOT / "hub" / "formgrader"), FORMGRADER_CONFIG_PATH]),
-            "JUPYTER_PATH": str(ROOT / "jupyter" / "data"),
-            "NAMEDAXES_EXCHANGE": str(dep.exchange),
-            "NAMEDAXES_HUB_COURSE": course,
-            "NAMEDAXES_HUB_COURSE_DIR": str(dep.course_dir(course)),
-            "XLA_FLAGS": os.environ.get("XLA_FLAGS", "--xla_force_host_platform_device_count=8"),
-            "PYTHONDONTWRITEBYTECODE": "1",
-        },
-    })
+    roles.append(
+        {
+            "name": f"formgrade-{course}",
+            "groups": [f"formgrade-{course}"],
+            "scopes": [f"access:services!service={course}"],
+        }
+    )
+    roles.append(
+        {
+            "name": f"nbgrader-{course}",
+            "groups": [f"nbgrader-{course}"],
+            "scopes": ["list:services", f"read:services!service={course}"],
+        }
+    )
+    services.append(
+        {
+            "name": course,
+            "url": f"http://127.0.0.1:{_free_port()}",
+            "command": [str(dep.venv / "bin" / "jupyterhub-singleuser")],
+            "user": grader,
+            "cwd": str(dep.course_dir(course)),
+            "oauth_no_confirm": True,
+            # JupyterHub 6 waits 30 s for a managed service, then exits: a formgrader (a Jupyter server) took 31 s
+            # to answer at a load average of 20 on 2 cores. The same bound as a student's server.
+            "timeout": SERVER_TIMEOUT,
+            "environment": {
+                "PATH": f"{dep.venv / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+                "HOME": str(dep.home(grader)),
+                "JUPYTERHUB_DEFAULT_URL": "/formgrader",
+                "JUPYTER_CONFIG_PATH": os.pathsep.join([str(ROOT / "hub" / "formgrader"), FORMGRADER_CONFIG_PATH]),
+                "JUPYTER_PATH": str(ROOT / "jupyter" / "data"),
+                "NAMEDAXES_EXCHANGE": str(dep.exchange),
+                "NAMEDAXES_HUB_COURSE": course,
+                "NAMEDAXES_HUB_COURSE_DIR": str(dep.course_dir(course)),
+                "XLA_FLAGS": os.environ.get("XLA_FLAGS", "--xla_force_host_platform_device_count=8"),
+                "PYTHONDONTWRITEBYTECODE": "1",
+            },
+        }
+    )
 c.JupyterHub.load_groups = groups
 c.JupyterHub.load_roles = roles
 c.JupyterHub.services = services

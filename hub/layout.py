@@ -36,6 +36,7 @@ Threat model: students are hostile and run arbitrary code as their own uid. Noth
 student's control is followed here: this module only creates and chmods paths it names itself,
 never walks into the exchange or a home.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -71,8 +72,12 @@ def blocked(dep: Deployment) -> list[Path]:
     out: list[Path] = []
     for target in (dep.venv, dep.hub_dir, *([base] if base else [])):
         for folder in reversed(target.parents):
-            if folder.exists() and not (folder.stat().st_mode & stat.S_IXOTH) and folder not in (ROOT, dep.hub_dir) \
-                    and folder not in out:
+            if (
+                folder.exists()
+                and not (folder.stat().st_mode & stat.S_IXOTH)
+                and folder not in (ROOT, dep.hub_dir)
+                and folder not in out
+            ):
                 out.append(folder)
     return out
 
@@ -114,7 +119,7 @@ def _chown_tree(path: Path, owner: str) -> None:
     which tools/handin.py return-feedback reads as "when collect placed the hand-in")."""
     entry = pwd.getpwnam(owner)
     want = (entry.pw_uid, entry.pw_gid)
-    for dirpath, dirnames, filenames in os.walk(path):            # the course folder: no student writes here
+    for dirpath, dirnames, filenames in os.walk(path):  # the course folder: no student writes here
         for name in [*dirnames, *filenames]:
             p = os.path.join(dirpath, name)
             st = os.lstat(p)
@@ -137,9 +142,15 @@ def stale_build(course: str) -> list[str]:
     want = {p.stem: p for p in solutions.glob("*.ipynb")}
     have = {p.name for p in (built / "source").iterdir() if p.is_dir()} if (built / "source").is_dir() else set()
     out = [f"{aid}: not in {built.relative_to(ROOT)}" for aid in sorted(set(want) - have)]
-    out += [f"{aid}: {built.relative_to(ROOT)}/source differs from {solutions.relative_to(ROOT)}" for aid in sorted(want)
-            if aid in have and (built / "source" / aid / f"{aid}.ipynb").read_bytes() != want[aid].read_bytes()]
-    out += [f"{aid}: in {built.relative_to(ROOT)}, no longer in {solutions.relative_to(ROOT)}" for aid in sorted(have - set(want))]
+    out += [
+        f"{aid}: {built.relative_to(ROOT)}/source differs from {solutions.relative_to(ROOT)}"
+        for aid in sorted(want)
+        if aid in have and (built / "source" / aid / f"{aid}.ipynb").read_bytes() != want[aid].read_bytes()
+    ]
+    out += [
+        f"{aid}: in {built.relative_to(ROOT)}, no longer in {solutions.relative_to(ROOT)}"
+        for aid in sorted(have - set(want))
+    ]
     return out
 
 
@@ -149,8 +160,10 @@ def lay_out_courses(dep: Deployment) -> list[str]:
     for course, grader in dep.graders.items():
         built, dest = built_course(edition_of(course)), dep.course_dir(course)
         if not (built / "gradebook.db").is_file():
-            raise LayoutError(f"{built} is not laid out (the Makefile's `hub` target does it first: "
-                              f"`make notebooks`, or python -m tools.handin layout --edition zh)")
+            raise LayoutError(
+                f"{built} is not laid out (the Makefile's `hub` target does it first: "
+                f"`make notebooks`, or python -m tools.handin layout --edition zh)"
+            )
         if not dest.is_dir():
             dest.mkdir()
             for name in ("source", "release"):
@@ -165,15 +178,23 @@ def lay_out_courses(dep: Deployment) -> list[str]:
                     if not (dest / name / aid).exists():
                         shutil.copytree(built / name / aid, dest / name / aid)
                         added.append(aid)
-            lines.append(f"course {course}: {dest} kept" + (f" (added {', '.join(sorted(set(added)))})" if added else ""))
-            changed = [aid for aid in sorted(p.name for p in (built / "source").iterdir() if p.is_dir())
-                       if aid not in added and (dest / "source" / aid / f"{aid}.ipynb").is_file()
-                       and (dest / "source" / aid / f"{aid}.ipynb").read_bytes()
-                       != (built / "source" / aid / f"{aid}.ipynb").read_bytes()]
-            if changed:       # its gradebook and releases go with that source: never replaced behind the instructor
-                lines.append(f"WARNING: course {course}: the hub's source of {', '.join(changed)} is older than "
-                             f"{built.relative_to(ROOT)}'s (solutions/ changed since the hub was laid out); kept, "
-                             f"with its gradebook. A new term: make hub-clean, then make hub")
+            lines.append(
+                f"course {course}: {dest} kept" + (f" (added {', '.join(sorted(set(added)))})" if added else "")
+            )
+            changed = [
+                aid
+                for aid in sorted(p.name for p in (built / "source").iterdir() if p.is_dir())
+                if aid not in added
+                and (dest / "source" / aid / f"{aid}.ipynb").is_file()
+                and (dest / "source" / aid / f"{aid}.ipynb").read_bytes()
+                != (built / "source" / aid / f"{aid}.ipynb").read_bytes()
+            ]
+            if changed:  # its gradebook and releases go with that source: never replaced behind the instructor
+                lines.append(
+                    f"WARNING: course {course}: the hub's source of {', '.join(changed)} is older than "
+                    f"{built.relative_to(ROOT)}'s (solutions/ changed since the hub was laid out); kept, "
+                    f"with its gradebook. A new term: make hub-clean, then make hub"
+                )
         _chown_tree(dest, grader)
         os.chmod(dest, 0o700)
     return lines
@@ -186,7 +207,7 @@ def lay_out_exchange(dep: Deployment) -> None:
             _mkdir(dep.exchange / course / sub if sub else dep.exchange / course, mode, grader)
 
 
-SHARED = Path("/var/lib/namedaxes-hub")      # root's: the live deployments and the modes they changed
+SHARED = Path("/var/lib/namedaxes-hub")  # root's: the live deployments and the modes they changed
 
 
 @contextlib.contextmanager
@@ -196,6 +217,7 @@ def _shared_record():
     Several deployments may share a checkout and a Python (a `make hub` and the tests' own, or two
     test modules at once): the modes are restored only when the last of them is cleaned up."""
     import fcntl
+
     SHARED.mkdir(mode=0o700, parents=True, exist_ok=True)
     with open(SHARED / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -216,7 +238,7 @@ def close_checkout(dep: Deployment) -> list[str]:
         if str(dep.hub_dir) not in record["deployments"]:
             record["deployments"].append(str(dep.hub_dir))
         changed = []
-        keep = set(OPEN)           # and every live deployment's HUB_DIR inside the checkout (hub-data/)
+        keep = set(OPEN)  # and every live deployment's HUB_DIR inside the checkout (hub-data/)
         keep.update(Path(d).name for d in record["deployments"] if Path(d).parent == ROOT)
         for entry in sorted(ROOT.iterdir()):
             st = entry.lstat()
@@ -237,17 +259,21 @@ def close_checkout(dep: Deployment) -> list[str]:
         if root_mode != 0o711:
             saved.setdefault(str(ROOT), root_mode)
             os.chmod(ROOT, (root_mode & 0o700) | 0o011)
-        lines = [f"checkout {ROOT}: passable by others, closed to them except {', '.join(OPEN)}"
-                 + (f" (closed now: {', '.join(changed)})" if changed else "")]
+        lines = [
+            f"checkout {ROOT}: passable by others, closed to them except {', '.join(OPEN)}"
+            + (f" (closed now: {', '.join(changed)})" if changed else "")
+        ]
         # the way to the venv's Python (e.g. pyenv in root's home): passable (o+x), never listable
         for folder in blocked(dep):
             mode = stat.S_IMODE(folder.stat().st_mode)
             saved.setdefault(str(folder), mode)
             os.chmod(folder, mode | stat.S_IXOTH)
-            lines.append(f"WARNING: {folder} was {stat.filemode(folder.stat().st_mode & ~stat.S_IXOTH)}: made passable "
-                         f"by other users (o+x, not listable) so that the students' servers can run {dep.venv}'s "
-                         f"Python; world-readable files in it are now readable by name. `make hub-clean` restores "
-                         f"it; build the venv from a Python outside it (make venv PYTHON=..., HUB_VENV=...) to avoid this")
+            lines.append(
+                f"WARNING: {folder} was {stat.filemode(folder.stat().st_mode & ~stat.S_IXOTH)}: made passable "
+                f"by other users (o+x, not listable) so that the students' servers can run {dep.venv}'s "
+                f"Python; world-readable files in it are now readable by name. `make hub-clean` restores "
+                f"it; build the venv from a Python outside it (make venv PYTHON=..., HUB_VENV=...) to avoid this"
+            )
     return lines
 
 
@@ -294,7 +320,9 @@ def main(argv=None) -> int:
     cmd = argv[0]
     if cmd == "built":
         why = [line for course in (argv[1:] or BUILT_COURSE) for line in stale_build(course)]
-        print("\n".join(f"hub layout: out of date, rebuilding: {line}" for line in why) or "hub layout: build/ is current")
+        print(
+            "\n".join(f"hub layout: out of date, rebuilding: {line}" for line in why) or "hub layout: build/ is current"
+        )
         return 1 if why else 0
     dep = Deployment.from_env()
     try:

@@ -21,6 +21,7 @@ Design
 Threat model: root runs this; it never follows a path a student controls (homes and the exchange
 are removed as whole folders by `clean`, with shutil.rmtree, which does not follow links).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,13 +40,15 @@ from hub import accounts as hub_accounts
 from hub import layout
 from hub.deployment import ROOT, Deployment
 
-START_TARGET = 60           # s: the login page, once installed, on 2 cores (measured, not enforced)
-START_TIMEOUT = 180         # s: then `start` gives up and shows the log (the formgrader services start first)
+START_TARGET = 60  # s: the login page, once installed, on 2 cores (measured, not enforced)
+START_TIMEOUT = 180  # s: then `start` gives up and shows the log (the formgrader services start first)
 PROXY_SOURCE = ROOT / "hub" / "proxy"
-NEEDS_ROOT = ("`make hub` needs root: it creates one Unix account per student (useradd, chpasswd), runs "
-              "JupyterHub as root so that PAM can check passwords and each student's server runs as that "
-              "student (LocalProcessSpawner), and gives the hub's course folders to the grader accounts "
-              "(chown). Run it as root (sudo make hub), on a machine where you may create users.")
+NEEDS_ROOT = (
+    "`make hub` needs root: it creates one Unix account per student (useradd, chpasswd), runs "
+    "JupyterHub as root so that PAM can check passwords and each student's server runs as that "
+    "student (LocalProcessSpawner), and gives the hub's course folders to the grader accounts "
+    "(chown). Run it as root (sudo make hub), on a machine where you may create users."
+)
 
 
 class HubError(Exception):
@@ -76,17 +79,25 @@ def install_proxy(dep: Deployment) -> None:
         return
     npm = shutil.which("npm")
     if not npm or not shutil.which("node"):
-        raise HubError("Node.js and npm are missing (the Makefile installs Debian's nodejs and npm with apt-get; "
-                       "it could not here): apt-get install nodejs npm")
+        raise HubError(
+            "Node.js and npm are missing (the Makefile installs Debian's nodejs and npm with apt-get; "
+            "it could not here): apt-get install nodejs npm"
+        )
     dep.proxy.mkdir(parents=True, exist_ok=True)
     os.chmod(dep.proxy, 0o755)
     for name in ("package.json", "package-lock.json"):
         shutil.copyfile(PROXY_SOURCE / name, dep.proxy / name)
-    say(f"installing JupyterHub's proxy, configurable-http-proxy (official, npm registry; pinned by "
-        f"hub/proxy/package-lock.json) into {dep.proxy} with npm ci ...")
+    say(
+        f"installing JupyterHub's proxy, configurable-http-proxy (official, npm registry; pinned by "
+        f"hub/proxy/package-lock.json) into {dep.proxy} with npm ci ..."
+    )
     t0 = time.monotonic()
-    proc = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error", "--omit=dev"],
-                          cwd=dep.proxy, capture_output=True, text=True)
+    proc = subprocess.run(
+        [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error", "--omit=dev"],
+        cwd=dep.proxy,
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode or not binary.exists():
         raise HubError(f"npm ci of configurable-http-proxy failed ({proc.returncode}):\n{proc.stderr.strip()[-2000:]}")
     version = subprocess.run([str(binary), "--version"], capture_output=True, text=True).stdout.strip()
@@ -96,26 +107,51 @@ def install_proxy(dep: Deployment) -> None:
 def _import_roster(dep: Deployment, roster: Path) -> None:
     """The roster's names into both hub courses' gradebooks, as each course's grader."""
     import pwd
+
     for course, grader in dep.graders.items():
-        copy = dep.home(grader) / "roster.csv"          # the grader may not read the instructor's file
+        copy = dep.home(grader) / "roster.csv"  # the grader may not read the instructor's file
         shutil.copyfile(roster, copy)
         entry = pwd.getpwnam(grader)
         os.chown(copy, entry.pw_uid, entry.pw_gid)
-        proc = subprocess.run([shutil.which("runuser") or "/usr/sbin/runuser", "-u", grader, "--",
-                               str(dep.venv / "bin" / "python"), "-m", "tools.handin",
-                               "--course", str(dep.course_dir(course)), "--exchange", str(dep.exchange),
-                               "roster", str(copy)],
-                              cwd=ROOT, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                              env={"PATH": f"{dep.venv / 'bin'}:/usr/bin:/bin", "HOME": str(dep.home(grader)),
-                                   "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"})
+        proc = subprocess.run(
+            [
+                shutil.which("runuser") or "/usr/sbin/runuser",
+                "-u",
+                grader,
+                "--",
+                str(dep.venv / "bin" / "python"),
+                "-m",
+                "tools.handin",
+                "--course",
+                str(dep.course_dir(course)),
+                "--exchange",
+                str(dep.exchange),
+                "roster",
+                str(copy),
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            env={
+                "PATH": f"{dep.venv / 'bin'}:/usr/bin:/bin",
+                "HOME": str(dep.home(grader)),
+                "LANG": "C.UTF-8",
+                "PYTHONDONTWRITEBYTECODE": "1",
+            },
+        )
         if proc.returncode:
             raise HubError(f"importing the roster into {course}'s gradebook failed:\n{proc.stderr.strip()[-2000:]}")
 
 
 def _hub_env(dep: Deployment) -> dict[str, str]:
-    env = {"PATH": f"{dep.venv / 'bin'}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-           "LANG": os.environ.get("LANG", "C.UTF-8"), "HOME": str(dep.state),
-           "PYTHONDONTWRITEBYTECODE": "1", **dep.env()}
+    env = {
+        "PATH": f"{dep.venv / 'bin'}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "LANG": os.environ.get("LANG", "C.UTF-8"),
+        "HOME": str(dep.state),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        **dep.env(),
+    }
     for key in ("XLA_FLAGS", "FORMGRADER_CONFIG_PATH", "LC_ALL"):
         if os.environ.get(key):
             env[key] = os.environ[key]
@@ -154,9 +190,15 @@ def start(dep: Deployment, roster: Path | None, timeout: float = START_TIMEOUT) 
         say(f"roster {roster} imported into the gradebooks of {', '.join(dep.graders)}")
     t0 = time.monotonic()
     log = dep.log_file.open("ab")
-    proc = subprocess.Popen([str(dep.venv / "bin" / "jupyterhub"), "-f", str(ROOT / "hub" / "jupyterhub_config.py")],
-                            cwd=dep.state, env=_hub_env(dep), stdout=log, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [str(dep.venv / "bin" / "jupyterhub"), "-f", str(ROOT / "hub" / "jupyterhub_config.py")],
+        cwd=dep.state,
+        env=_hub_env(dep),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     log.close()
     while time.monotonic() - t0 < timeout:
         if proc.poll() is not None:
@@ -167,10 +209,14 @@ def start(dep: Deployment, roster: Path | None, timeout: float = START_TIMEOUT) 
     else:
         raise HubError(f"the hub's login page did not answer within {timeout:.0f} s; its log ends:\n{_tail(dep)}")
     took = time.monotonic() - t0
-    say(f"JupyterHub is up in {took:.1f} s: {dep.url}/hub/login"
-        + (f" (more than {START_TARGET} s: is the machine busy?)" if took > START_TARGET else ""))
-    say(f"  instructor (admin): {dep.instructor}; formgrader: "
-        + ", ".join(f"{dep.url}/services/{c}/formgrader" for c in dep.graders))
+    say(
+        f"JupyterHub is up in {took:.1f} s: {dep.url}/hub/login"
+        + (f" (more than {START_TARGET} s: is the machine busy?)" if took > START_TARGET else "")
+    )
+    say(
+        f"  instructor (admin): {dep.instructor}; formgrader: "
+        + ", ".join(f"{dep.url}/services/{c}/formgrader" for c in dep.graders)
+    )
     say(f"  passwords of every login: {dep.passwords_file} (root only); students: {len(dep.accounts().students)}")
     say(f"  log: {dep.log_file}; stop: make hub-stop; remove accounts and state: make hub-clean")
 
@@ -198,6 +244,7 @@ def stop(dep: Deployment) -> list[str]:
         lines.append("no hub of this deployment is running")
     # anything still running as one of the deployment's accounts, or the proxy of this deployment
     import pwd
+
     uids = set()
     for name in dep.accounts().created:
         try:

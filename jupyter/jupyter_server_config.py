@@ -13,21 +13,23 @@
 # `make formgrader`, which serves the nbgrader course folder without this file.
 c = get_config()  # noqa: F821
 
-c.ServerApp.jpserver_extensions.update({
-    "nbgrader.server_extensions.formgrader": False,
-    "nbgrader.server_extensions.course_list": False,
-    "nbgrader.server_extensions.validate_assignment": True,
-    "nbgrader.server_extensions.assignment_list": True,
-})
+c.ServerApp.jpserver_extensions.update(
+    {
+        "nbgrader.server_extensions.formgrader": False,
+        "nbgrader.server_extensions.course_list": False,
+        "nbgrader.server_extensions.validate_assignment": True,
+        "nbgrader.server_extensions.assignment_list": True,
+    }
+)
 
 # Offline after setup: no news feed, no update check.
 c.LabApp.news_url = None
 c.LabApp.check_for_updates_class = "jupyterlab.NeverCheckForUpdate"
-c.LabApp.extension_manager = "readonly"   # no PyPI queries from the Extension Manager
+c.LabApp.extension_manager = "readonly"  # no PyPI queries from the Extension Manager
 
 # The notebooks' kernelspec is `python3`: the course venv's own Python (see data/kernels).
 c.MappingKernelManager.default_kernel_name = "python3"
-c.ServerApp.port_retries = 0   # a busy port is an error, never a silent move to another URL
+c.ServerApp.port_retries = 0  # a busy port is an error, never a silent move to another URL
 # Containers and Colab-like machines run as root; the server only listens on localhost.
 c.ServerApp.allow_root = True
 c.ServerApp.ip = "localhost"

@@ -1,13 +1,13 @@
 """Axis names used throughout the course: one constant per name, no scattered literals."""
 
-DEVICES = "devices"                   # 01, 02: the one pmap axis
-BATCH = "batch"                       # 01: the same function under vmap
-DATA_SHARDS = "data_shards"           # 03: outer axis of the 2 x 4 device grid
-MODEL_REPLICAS = "model_replicas"     # 03: inner axis of the 2 x 4 device grid
+DEVICES = "devices"  # 01, 02: the one pmap axis
+BATCH = "batch"  # 01: the same function under vmap
+DATA_SHARDS = "data_shards"  # 03: outer axis of the 2 x 4 device grid
+MODEL_REPLICAS = "model_replicas"  # 03: inner axis of the 2 x 4 device grid
 DATA_PARALLEL = "data_parallel_axis"  # 04: data-parallel training
 MODEL_PARALLEL = "model_parallel_axis"  # 08: tensor (model) parallelism: weights split over devices
-FSDP = "fsdp_axis"                    # 08: fully sharded data parallelism: parameters stored split
+FSDP = "fsdp_axis"  # 08: fully sharded data parallelism: parameters stored split
 
-N_DEVICES = 8                         # the course always runs on 8 (possibly simulated) devices
-GRID_SHAPE = (2, 4)                   # (DATA_SHARDS, MODEL_REPLICAS)
+N_DEVICES = 8  # the course always runs on 8 (possibly simulated) devices
+GRID_SHAPE = (2, 4)  # (DATA_SHARDS, MODEL_REPLICAS)
 GRID_AXES = (DATA_SHARDS, MODEL_REPLICAS)

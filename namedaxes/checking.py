@@ -37,6 +37,7 @@ mistakes):
   written without spaces wraps by display width (two columns per CJK character), never
   inside a `code span`; English wraps exactly as before.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -52,89 +53,136 @@ import numpy as np
 from .i18n import Messages, gettext, is_wide
 
 __all__ = [
-    "CheckFailed", "Exercise", "expect_array", "expect_close", "expect_replicated",
-    "collectives", "collective_axes", "expect_collective", "expect_no_collective", "reaching_communication",
-    "expect_reaching_collective", "examined", "expect_communication", "expect_regions", "expect_output_layouts",
+    "CheckFailed",
+    "Exercise",
+    "expect_array",
+    "expect_close",
+    "expect_replicated",
+    "collectives",
+    "collective_axes",
+    "expect_collective",
+    "expect_no_collective",
+    "reaching_communication",
+    "expect_reaching_collective",
+    "examined",
+    "expect_communication",
+    "expect_regions",
+    "expect_output_layouts",
     "describe_layout",
-    "show_error", "assert_check_fails", "assert_check_passes",
-    "fail", "show_values", "same_values", "NOT_WRITTEN_YET", "not_written_yet", "unbound_axis_name",
-    "explained", "progress", "TEXT",
+    "show_error",
+    "assert_check_fails",
+    "assert_check_passes",
+    "fail",
+    "show_values",
+    "same_values",
+    "NOT_WRITTEN_YET",
+    "not_written_yet",
+    "unbound_axis_name",
+    "explained",
+    "progress",
+    "TEXT",
 ]
 
 # Every sentence a student can read from the core, in one place (translate here, nowhere else).
-TEXT = Messages({
-    "not_written_yet": ("`{name}`{calls} is not written yet: replace `raise NotImplementedError()` in its cell "
-                        "with your code, then run that cell again."),
-    "calls": " (or a function it calls, such as `{callee}`)",
-    "cell_not_written_yet": ("This cell is not written yet: replace `raise NotImplementedError()` with your code, "
-                             "then run it again."),
-    "uses_unwritten": "This cell runs `{name}`, which is not written yet: replace `raise NotImplementedError()` "
-                      "in its cell with your code, run that cell, then this one again.",
-    "unbound_axis": ("`{name}` failed with JAX's error \"NameError: {jax_error}\" It means: `{name}` calls a "
-                     "collective over '{axis}', and no enclosing pmap/vmap/shard_map binds that name.{binds_only} "
-                     "{fix}"),
-    "binds_only": " {run} binds only {bound}.",
-    "the_check": "The check",
-    "fix_one_axis": "Write the axis name as the constant `{const}`: `axis_name={const}`.",
-    "fix_axes": "Use the constants {consts} for the names.",
-    "traced_to_numpy": ("`{name}` turns a traced value into a NumPy array or a Python number (`np.…`, "
-                        "`float(...)`, `.item()`) inside `jax.grad`, `jax.jit`, `jax.pmap` or `lax.scan`, where "
-                        "values are abstract. Compute with `jnp` and keep JAX arrays. JAX said: {jax_error}"),
-    "raised_in_your_code": "`{name}` raised {error} at line {line} of its cell: `{code}`.",
-    "raised": "`{name}` raised {error}.",
-    "passed": "✓ `{name}` passes the visible checks.",
-    "failed_mark": "✗ ",
-    "hint_line": "Stuck? Run `q.{attr}.hint()` for a hint.",
-    "need_devices": ("These checks need {need} devices, but JAX has {have}. Run the set-up cell at the top of "
-                     "the notebook (`setup_devices()`) first; if it says JAX is already running, restart the "
-                     "kernel and run the notebook from the top."),
-    "no_hint": "No hint for this one: re-read the section above the exercise.",
-    "hint": "Hint {i}/{n} for `{name}`{more}: {text}",
-    "hint_more": " (run hint() again for another)",
-    "progress_title": "{passed} of {total} exercises pass",
-    "progress_pass": "✓ {name}",
-    "progress_fail": "✗ {name}: {why}",
-    "progress_changed": "• {name}: changed since its test cell ran; run that cell again",
-    "progress_unchecked": "• {name}: not checked yet; run its test cell",
-    "progress_done": "All exercises pass their visible checks. The hidden tests run when your work is graded.",
-    # the generic checks (expect_*)
-    "numpy_array": "`{name}` is a NumPy array; expected a `jax.Array` (compute it with jax/jnp/lax).",
-    "not_an_array": "`{name}` should be a `jax.Array`, but it is a `{type}`: {value}",
-    "wrong_shape": "`{name}` should have shape {want}, but it has shape {got}.",
-    "wrong_dtype": "`{name}` should have dtype {want}, but it has dtype {got}.",
-    "wrong_values": ("`{name}` has the wrong values: expected {want}, got {got} (first difference at index "
-                     "{where}). {hint}"),
-    "not_replicated": ("`{name}` returned different values on different devices: {values}. Every device should "
-                       "hold the same result: a collective such as `lax.psum` over '{axis}' is missing. {hint}"),
-    "collective_missing": "`{name}` should communicate over '{axis}' with {want}, but it performs {seen}. {hint}",
-    "collective_missing_none": ("`{name}` should communicate over '{axis}' with {want}, but it performs no "
-                                "collective at all. {hint}"),
-    "collective_unwanted": ("`{name}` should not communicate over '{axis}', but it performs {found} over it. "
-                            "{hint}"),
-    "not_recordable": ("`{name}` gives the right results here, but the grader cannot record it as one compiled "
-                       "program (it exports your function with `jax.jit` on abstract inputs and judges that): "
-                       "{why}"),
-    "collective_unused": ("`{name}` performs {collective}, but its result never reaches what `{name}` returns "
-                          "(read from the compiled program: scaling what it delivers changes nothing, e.g. it is "
-                          "multiplied by zero or discarded). Communication that does not reach the result counts "
-                          "for nothing. {hint}"),
-    "a_collective": "a collective",
-    # layouts and communication, read from the compiled program as the grader reads them (issue 16)
-    "layout_replicated": "whole on every device (replicated)",
-    "layout_split": "split {dims}",
-    "layout_dim": "along dimension {dim} over {axes}",
-    "layout_region_input": ("`{name}` gives the right results here, but its per-device program over {axes} takes "
-                            "its input {n} {got}, where the exercise's takes it {want}: every device would hold "
-                            "more than its shard. {hint}"),
-    "layout_no_region": ("`{name}` gives the right results here, but it has no per-device program over {axes} "
-                         "that takes its inputs split as the exercise's does ({want}). {hint}"),
-    "layout_output": ("`{name}` gives the right results here, but its result {n} is {got} once compiled, where "
-                      "the exercise's is {want}. {hint}"),
-    "list_sep": ", ",
-    "or": " or ",
-    "and": " and ",
-    "over": "{primitive} over {axes}",
-})
+TEXT = Messages(
+    {
+        "not_written_yet": (
+            "`{name}`{calls} is not written yet: replace `raise NotImplementedError()` in its cell "
+            "with your code, then run that cell again."
+        ),
+        "calls": " (or a function it calls, such as `{callee}`)",
+        "cell_not_written_yet": (
+            "This cell is not written yet: replace `raise NotImplementedError()` with your code, then run it again."
+        ),
+        "uses_unwritten": "This cell runs `{name}`, which is not written yet: replace `raise NotImplementedError()` "
+        "in its cell with your code, run that cell, then this one again.",
+        "unbound_axis": (
+            '`{name}` failed with JAX\'s error "NameError: {jax_error}" It means: `{name}` calls a '
+            "collective over '{axis}', and no enclosing pmap/vmap/shard_map binds that name.{binds_only} "
+            "{fix}"
+        ),
+        "binds_only": " {run} binds only {bound}.",
+        "the_check": "The check",
+        "fix_one_axis": "Write the axis name as the constant `{const}`: `axis_name={const}`.",
+        "fix_axes": "Use the constants {consts} for the names.",
+        "traced_to_numpy": (
+            "`{name}` turns a traced value into a NumPy array or a Python number (`np.…`, "
+            "`float(...)`, `.item()`) inside `jax.grad`, `jax.jit`, `jax.pmap` or `lax.scan`, where "
+            "values are abstract. Compute with `jnp` and keep JAX arrays. JAX said: {jax_error}"
+        ),
+        "raised_in_your_code": "`{name}` raised {error} at line {line} of its cell: `{code}`.",
+        "raised": "`{name}` raised {error}.",
+        "passed": "✓ `{name}` passes the visible checks.",
+        "failed_mark": "✗ ",
+        "hint_line": "Stuck? Run `q.{attr}.hint()` for a hint.",
+        "need_devices": (
+            "These checks need {need} devices, but JAX has {have}. Run the set-up cell at the top of "
+            "the notebook (`setup_devices()`) first; if it says JAX is already running, restart the "
+            "kernel and run the notebook from the top."
+        ),
+        "no_hint": "No hint for this one: re-read the section above the exercise.",
+        "hint": "Hint {i}/{n} for `{name}`{more}: {text}",
+        "hint_more": " (run hint() again for another)",
+        "progress_title": "{passed} of {total} exercises pass",
+        "progress_pass": "✓ {name}",
+        "progress_fail": "✗ {name}: {why}",
+        "progress_changed": "• {name}: changed since its test cell ran; run that cell again",
+        "progress_unchecked": "• {name}: not checked yet; run its test cell",
+        "progress_done": "All exercises pass their visible checks. The hidden tests run when your work is graded.",
+        # the generic checks (expect_*)
+        "numpy_array": "`{name}` is a NumPy array; expected a `jax.Array` (compute it with jax/jnp/lax).",
+        "not_an_array": "`{name}` should be a `jax.Array`, but it is a `{type}`: {value}",
+        "wrong_shape": "`{name}` should have shape {want}, but it has shape {got}.",
+        "wrong_dtype": "`{name}` should have dtype {want}, but it has dtype {got}.",
+        "wrong_values": (
+            "`{name}` has the wrong values: expected {want}, got {got} (first difference at index {where}). {hint}"
+        ),
+        "not_replicated": (
+            "`{name}` returned different values on different devices: {values}. Every device should "
+            "hold the same result: a collective such as `lax.psum` over '{axis}' is missing. {hint}"
+        ),
+        "collective_missing": "`{name}` should communicate over '{axis}' with {want}, but it performs {seen}. {hint}",
+        "collective_missing_none": (
+            "`{name}` should communicate over '{axis}' with {want}, but it performs no collective at all. {hint}"
+        ),
+        "collective_unwanted": (
+            "`{name}` should not communicate over '{axis}', but it performs {found} over it. {hint}"
+        ),
+        "not_recordable": (
+            "`{name}` gives the right results here, but the grader cannot record it as one compiled "
+            "program (it exports your function with `jax.jit` on abstract inputs and judges that): "
+            "{why}"
+        ),
+        "collective_unused": (
+            "`{name}` performs {collective}, but its result never reaches what `{name}` returns "
+            "(read from the compiled program: scaling what it delivers changes nothing, e.g. it is "
+            "multiplied by zero or discarded). Communication that does not reach the result counts "
+            "for nothing. {hint}"
+        ),
+        "a_collective": "a collective",
+        # layouts and communication, read from the compiled program as the grader reads them (issue 16)
+        "layout_replicated": "whole on every device (replicated)",
+        "layout_split": "split {dims}",
+        "layout_dim": "along dimension {dim} over {axes}",
+        "layout_region_input": (
+            "`{name}` gives the right results here, but its per-device program over {axes} takes "
+            "its input {n} {got}, where the exercise's takes it {want}: every device would hold "
+            "more than its shard. {hint}"
+        ),
+        "layout_no_region": (
+            "`{name}` gives the right results here, but it has no per-device program over {axes} "
+            "that takes its inputs split as the exercise's does ({want}). {hint}"
+        ),
+        "layout_output": (
+            "`{name}` gives the right results here, but its result {n} is {got} once compiled, where "
+            "the exercise's is {want}. {hint}"
+        ),
+        "list_sep": ", ",
+        "or": " or ",
+        "and": " and ",
+        "over": "{primitive} over {axes}",
+    }
+)
 
 
 _RED, _GREEN, _BOLD, _RESET = "\x1b[31m", "\x1b[32m", "\x1b[1m", "\x1b[0m"
@@ -167,14 +215,21 @@ _WIDTH = 80
 def _wrap(text: str, first: str, width: int = _WIDTH) -> list[str]:
     """`text` in lines of at most `width` characters, `first` before the first line, continuation lines aligned."""
     import textwrap
+
     pad = " " * len(first)
     lines: list[str] = []
     for paragraph in text.split("\n"):
         if any(is_wide(ch) for ch in paragraph):
             lines += _wrap_wide(paragraph, first if not lines else pad, pad, width) or [pad]
             continue
-        lines += textwrap.wrap(paragraph, width=width, initial_indent=first if not lines else pad,
-                               subsequent_indent=pad, break_long_words=False, break_on_hyphens=False) or [pad]
+        lines += textwrap.wrap(
+            paragraph,
+            width=width,
+            initial_indent=first if not lines else pad,
+            subsequent_indent=pad,
+            break_long_words=False,
+            break_on_hyphens=False,
+        ) or [pad]
     return lines
 
 
@@ -207,8 +262,11 @@ def _wrap_wide(paragraph: str, first: str, pad: str, width: int) -> list[str]:
 def _render_failure(message: str, hint_line: str = "") -> list[str]:
     """The lines a failed check shows instead of a traceback: the message in red, then the hint line."""
     lines = [_color(_RED, line) for line in _wrap(message, TEXT["failed_mark"])]
-    lines[0] = lines[0].replace(TEXT["failed_mark"], _color(_BOLD, TEXT["failed_mark"]) + _RED, 1) \
-        if not os.environ.get("NO_COLOR") else lines[0]
+    lines[0] = (
+        lines[0].replace(TEXT["failed_mark"], _color(_BOLD, TEXT["failed_mark"]) + _RED, 1)
+        if not os.environ.get("NO_COLOR")
+        else lines[0]
+    )
     return lines + ([hint_line] if hint_line else [])
 
 
@@ -248,7 +306,7 @@ def same_values(a: Any, b: Any, tol: float = 1e-5, *, dtype: Any = None) -> bool
     return a.shape == b.shape and bool(np.allclose(a, b, rtol=tol, atol=tol))
 
 
-NOT_WRITTEN_YET = TEXT.english("not_written_yet")     # the English template (TEXT[...] gives the translated one)
+NOT_WRITTEN_YET = TEXT.english("not_written_yet")  # the English template (TEXT[...] gives the translated one)
 
 
 def not_written_yet(name: str, *, callee: str | None = None) -> str:
@@ -300,6 +358,7 @@ def _where_in_cell(tb) -> tuple[int, str]:
 def _axis_constants() -> dict[str, str]:
     """Axis name -> the course constant that spells it ('devices' -> 'DEVICES')."""
     from . import axes
+
     return {v: k for k, v in vars(axes).items() if k.isupper() and isinstance(v, str)}
 
 
@@ -317,13 +376,19 @@ def _unbound_message(name: str, err: NameError, axis: str, run: str | None, bind
             fix = TEXT["fix_axes"].format(consts=TEXT["and"].join(f"`{consts.get(b, b)}` ('{b}')" for b in binds))
     # nothing to compare with: no "binds only" sentence
     binds_only = TEXT["binds_only"].format(run=run or TEXT["the_check"], bound=_quoted(binds)) if binds else ""
-    text = TEXT["unbound_axis"].format(name=name, jax_error=jax_error, axis=axis, binds_only=binds_only,
-                                       fix=fix or "")
+    text = TEXT["unbound_axis"].format(name=name, jax_error=jax_error, axis=axis, binds_only=binds_only, fix=fix or "")
     return text.strip()
 
 
-def translate(err: BaseException, name: str, *, run: str | None = None, binds: Iterable[str] = (),
-              fix: str | None = None, rules: Iterable[Callable[[BaseException], str | None]] = ()) -> str | None:
+def translate(
+    err: BaseException,
+    name: str,
+    *,
+    run: str | None = None,
+    binds: Iterable[str] = (),
+    fix: str | None = None,
+    rules: Iterable[Callable[[BaseException], str | None]] = (),
+) -> str | None:
     """The student-facing message for an error raised while checking `name`, or None (re-raise it).
 
     `rules` are the exercise module's own translations, tried first (each returns a message or None).
@@ -344,8 +409,16 @@ def translate(err: BaseException, name: str, *, run: str | None = None, binds: I
     if axis is not None:
         return _unbound_message(name, err, axis, run, tuple(binds), fix)
     import jax
-    if isinstance(err, (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError,
-                        jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError)):
+
+    if isinstance(
+        err,
+        (
+            jax.errors.TracerArrayConversionError,
+            jax.errors.ConcretizationTypeError,
+            jax.errors.TracerBoolConversionError,
+            jax.errors.TracerIntegerConversionError,
+        ),
+    ):
         return TEXT["traced_to_numpy"].format(name=name, jax_error=str(err).strip().splitlines()[0])
     if frames:
         first = (str(err).strip().splitlines() or [""])[0][:300]
@@ -358,12 +431,18 @@ def translate(err: BaseException, name: str, *, run: str | None = None, binds: I
 
 
 @contextlib.contextmanager
-def explained(name: str, *, run: str | None = None, binds: Iterable[str] = (), fix: str | None = None,
-              rules: Iterable[Callable[[BaseException], str | None]] = ()):
+def explained(
+    name: str,
+    *,
+    run: str | None = None,
+    binds: Iterable[str] = (),
+    fix: str | None = None,
+    rules: Iterable[Callable[[BaseException], str | None]] = (),
+):
     """Run an answer; the usual crashes become `CheckFailed` with the message of `translate`.
 
-        with explained("scaled_sum", run="`jax.pmap(scaled_sum, axis_name=DEVICES)`", binds=(DEVICES,)):
-            out = jax.pmap(fn, axis_name=DEVICES)(x)
+    with explained("scaled_sum", run="`jax.pmap(scaled_sum, axis_name=DEVICES)`", binds=(DEVICES,)):
+        out = jax.pmap(fn, axis_name=DEVICES)(x)
     """
     try:
         yield
@@ -379,6 +458,7 @@ def explained(name: str, *, run: str | None = None, binds: Iterable[str] = (), f
 def expect_array(name: str, value: Any, *, shape: tuple | None = None, dtype: Any = None) -> None:
     """`value` is a `jax.Array` (type), with `shape` and `dtype` if given."""
     import jax
+
     if isinstance(value, np.ndarray) and not isinstance(value, jax.Array):
         _fail(TEXT["numpy_array"].format(name=name))
     if not isinstance(value, jax.Array):
@@ -389,8 +469,9 @@ def expect_array(name: str, value: Any, *, shape: tuple | None = None, dtype: An
         _fail(TEXT["wrong_dtype"].format(name=name, want=np.dtype(dtype).name, got=np.dtype(value.dtype).name))
 
 
-def expect_close(name: str, value: Any, expected: Any, *, rtol: float = 1e-5, atol: float = 1e-5,
-                 hint: str = "") -> None:
+def expect_close(
+    name: str, value: Any, expected: Any, *, rtol: float = 1e-5, atol: float = 1e-5, hint: str = ""
+) -> None:
     """Values of `value` equal `expected` within tolerance (shapes must already match)."""
     got, want = np.asarray(value), np.asarray(expected)
     if got.shape != want.shape:
@@ -398,9 +479,15 @@ def expect_close(name: str, value: Any, expected: Any, *, rtol: float = 1e-5, at
     if not np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True):
         bad = np.argwhere(~np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True))
         where = tuple(int(i) for i in bad[0]) if bad.size else ()
-        _fail(TEXT["wrong_values"].format(name=name, want=np.array2string(want, precision=4, threshold=16),
-                                          got=np.array2string(got, precision=4, threshold=16), where=where,
-                                          hint=hint))
+        _fail(
+            TEXT["wrong_values"].format(
+                name=name,
+                want=np.array2string(want, precision=4, threshold=16),
+                got=np.array2string(got, precision=4, threshold=16),
+                where=where,
+                hint=hint,
+            )
+        )
 
 
 def expect_replicated(name: str, value: Any, *, axis_name: str, hint: str = "") -> None:
@@ -426,8 +513,8 @@ def _walk_eqns(jaxpr) -> Iterable:
     for eqn in jaxpr.eqns:
         yield eqn
         for param in eqn.params.values():
-            for sub in (param if isinstance(param, (tuple, list)) else (param,)):
-                inner = getattr(sub, "jaxpr", sub)          # ClosedJaxpr -> Jaxpr
+            for sub in param if isinstance(param, (tuple, list)) else (param,):
+                inner = getattr(sub, "jaxpr", sub)  # ClosedJaxpr -> Jaxpr
                 if hasattr(inner, "eqns"):
                     yield from _walk_eqns(inner)
 
@@ -440,6 +527,7 @@ def collectives(fn: Callable, *args, axis_env: list[tuple[str, int]] | None = No
     them; also looks inside `shard_map`, `jit`, `cond`, `scan`, ... bodies.
     """
     import jax
+
     closed = jax.make_jaxpr(fn, axis_env=axis_env or [])(*args)
     found = set()
     for eqn in _walk_eqns(closed.jaxpr):
@@ -459,15 +547,16 @@ def collective_axes(fn: Callable, *args, axis_env=None) -> list[str]:
     return sorted({a for _, axes in collectives(fn, *args, axis_env=axis_env) for a in axes})
 
 
-def expect_collective(name: str, fn: Callable, *args, axis_name: str, axis_env,
-                      primitives: Iterable[str] | None = None, hint: str = "") -> None:
+def expect_collective(
+    name: str, fn: Callable, *args, axis_name: str, axis_env, primitives: Iterable[str] | None = None, hint: str = ""
+) -> None:
     """`fn` performs a collective over `axis_name` (optionally one of `primitives`)."""
     found = collectives(fn, *args, axis_env=axis_env)
     ok = [p for p, axes in found if axis_name in axes and (primitives is None or p in set(primitives))]
     if not ok:
         seen = TEXT["list_sep"].join(TEXT["over"].format(primitive=p, axes=axes) for p, axes in sorted(found))
         want = TEXT["or"].join(f"`{p}`" for p in primitives) if primitives else TEXT["a_collective"]
-        template = TEXT["collective_missing"] if seen else TEXT["collective_missing_none"]   # whole sentences
+        template = TEXT["collective_missing"] if seen else TEXT["collective_missing_none"]  # whole sentences
         _fail(template.format(name=name, axis=axis_name, want=want, seen=seen, hint=hint))
 
 
@@ -485,32 +574,46 @@ def examined(fn: Callable, *args, rtol: float | None = None, atol: float | None 
 
     from .grading import _EXPORT, _JIT
     from .judging import examine
+
     leaves, tree = jax.tree_util.tree_flatten(args)
-    abstract = [jax.ShapeDtypeStruct(v.shape, v.dtype, sharding=getattr(v, "sharding", None)
-                                     if getattr(getattr(v, "sharding", None), "mesh", None) is not None else None)
-                for v in leaves]
+    abstract = [
+        jax.ShapeDtypeStruct(
+            v.shape,
+            v.dtype,
+            sharding=getattr(v, "sharding", None)
+            if getattr(getattr(v, "sharding", None), "mesh", None) is not None
+            else None,
+        )
+        for v in leaves
+    ]
     exp = _EXPORT(_JIT(fn))(*jax.tree_util.tree_unflatten(tree, abstract))
     return examine(exp, [np.asarray(v) for v in leaves], rtol=rtol, atol=atol)
 
 
 def describe_layout(layout: tuple) -> str:
     """A layout (`namedaxes.judging`: per dimension, the mesh axes it is split over) in words."""
-    parts = [TEXT["layout_dim"].format(dim=d, axes=" x ".join(repr(a) for a in axes))
-             for d, axes in enumerate(layout) if axes]
+    parts = [
+        TEXT["layout_dim"].format(dim=d, axes=" x ".join(repr(a) for a in axes))
+        for d, axes in enumerate(layout)
+        if axes
+    ]
     return TEXT["layout_split"].format(dims=TEXT["list_sep"].join(parts)) if parts else TEXT["layout_replicated"]
 
 
-def expect_communication(name: str, facts, axis_name: str, primitive: str | None = None, hint: str = "",
-                         reaching: bool = True) -> None:
+def expect_communication(
+    name: str, facts, axis_name: str, primitive: str | None = None, hint: str = "", reaching: bool = True
+) -> None:
     """The examined program (`examined`) performs a collective over `axis_name` (a `primitive` such as "psum",
     as the compiled program names it: a pmean is a psum there) whose result reaches its outputs
     (`reaching=False`: present is enough, for a check that looks at other things in between)."""
+
     def wanted(desc: str) -> bool:
         return desc.endswith(f" over '{axis_name}'") and (primitive is None or desc.startswith(f"{primitive} over"))
+
     if not any(wanted(d) for d in facts.present):
         seen = TEXT["list_sep"].join(facts.present)
         want = f"`{primitive}`" if primitive else TEXT["a_collective"]
-        template = TEXT["collective_missing"] if seen else TEXT["collective_missing_none"]   # whole sentences
+        template = TEXT["collective_missing"] if seen else TEXT["collective_missing_none"]  # whole sentences
         _fail(template.format(name=name, axis=axis_name, want=want, seen=seen, hint=hint))
     if reaching and not any(wanted(d) for d in facts.matters):
         dead = next(d for d in facts.present if wanted(d))
@@ -522,16 +625,27 @@ def expect_regions(name: str, facts, want: tuple, hint: str = "") -> None:
     them) has a counterpart in the examined program that splits each input over at least those mesh axes:
     the grader's layout step (`namedaxes.judging.region_difference`)."""
     from .judging import region_difference
+
     found = region_difference(want, facts.regions)
     if found is None:
         return
     if found.kind == "input":
-        _fail(TEXT["layout_region_input"].format(name=name, axes=_quoted(found.axes), n=found.n,
-                                                 got=describe_layout(found.got), want=describe_layout(found.want),
-                                                 hint=hint))
+        _fail(
+            TEXT["layout_region_input"].format(
+                name=name,
+                axes=_quoted(found.axes),
+                n=found.n,
+                got=describe_layout(found.got),
+                want=describe_layout(found.want),
+                hint=hint,
+            )
+        )
     axes, ins = want[0][0], want[0][1]
-    _fail(TEXT["layout_no_region"].format(name=name, axes=_quoted(axes), hint=hint,
-                                          want=TEXT["list_sep"].join(describe_layout(i) for i in ins)))
+    _fail(
+        TEXT["layout_no_region"].format(
+            name=name, axes=_quoted(axes), hint=hint, want=TEXT["list_sep"].join(describe_layout(i) for i in ins)
+        )
+    )
 
 
 def expect_output_layouts(name: str, facts, want: tuple, hint: str = "") -> None:
@@ -539,8 +653,11 @@ def expect_output_layouts(name: str, facts, want: tuple, hint: str = "") -> None
     step: split or replicated, over which mesh axes)."""
     for n, (w, g) in enumerate(zip(want, facts.out_layouts)):
         if tuple(w) != tuple(g):
-            _fail(TEXT["layout_output"].format(name=name, n=n + 1, got=describe_layout(g), want=describe_layout(w),
-                                               hint=hint))
+            _fail(
+                TEXT["layout_output"].format(
+                    name=name, n=n + 1, got=describe_layout(g), want=describe_layout(w), hint=hint
+                )
+            )
 
 
 def expect_reaching_collective(name: str, fn: Callable, *args, collective: str, hint: str = "") -> None:
@@ -554,8 +671,11 @@ def expect_no_collective(name: str, fn: Callable, *args, axis_name: str, axis_en
     """`fn` performs no collective over `axis_name`."""
     found = [(p, axes) for p, axes in collectives(fn, *args, axis_env=axis_env) if axis_name in axes]
     if found:
-        _fail(TEXT["collective_unwanted"].format(name=name, axis=axis_name, found=TEXT["list_sep"].join(p for p, _ in found),
-                                                 hint=hint))
+        _fail(
+            TEXT["collective_unwanted"].format(
+                name=name, axis=axis_name, found=TEXT["list_sep"].join(p for p, _ in found), hint=hint
+            )
+        )
 
 
 # ---------------------------------------------------------------- errors on purpose
@@ -605,6 +725,7 @@ def _expect_course_devices() -> None:
     import jax
 
     from .axes import N_DEVICES
+
     if jax.device_count() < N_DEVICES:
         raise CheckFailed(TEXT["need_devices"].format(need=N_DEVICES, have=jax.device_count())) from None
 
@@ -614,8 +735,8 @@ def _say(text: str) -> None:
 
 
 # Module state lives in mutated containers (the autograder restores module globals between cells).
-_REGISTRY: dict[str, dict[tuple, Exercise]] = {}   # exercise module -> its Exercise objects, in order
-_RESULTS: dict[tuple, dict] = {}                      # Exercise._key -> its last verdict
+_REGISTRY: dict[str, dict[tuple, Exercise]] = {}  # exercise module -> its Exercise objects, in order
+_RESULTS: dict[tuple, dict] = {}  # Exercise._key -> its last verdict
 
 
 class Exercise:
@@ -633,20 +754,28 @@ class Exercise:
     exercise): the exercise passes when all of them do.
     """
 
-    def __init__(self, name: str, check: Callable, hints: Iterable[str] = (),
-                 observe: Callable | None = None, *, module: str | None = None, judge: Callable | None = None):
+    def __init__(
+        self,
+        name: str,
+        check: Callable,
+        hints: Iterable[str] = (),
+        observe: Callable | None = None,
+        *,
+        module: str | None = None,
+        judge: Callable | None = None,
+    ):
         self.name = name
         self._check = check
-        self._judge = judge          # the grader's steps on the answer's program, once it is known to export
+        self._judge = judge  # the grader's steps on the answer's program, once it is known to export
         self._hints = list(hints)
         self._observe = observe
         self._shown = 0
         caller = sys._getframe(1).f_globals
         self.module = module or caller.get("__name__", "__main__")
         if module is None and self.module.startswith("namedaxes.exercises."):
-            caller.setdefault("progress", progress_of(self.module))   # every exercise module has q.progress()
+            caller.setdefault("progress", progress_of(self.module))  # every exercise module has q.progress()
         if module is None and type(caller.get("TEXT")) is dict:
-            caller["TEXT"] = Messages(caller["TEXT"])   # the module's messages, shown in the kernel's language
+            caller["TEXT"] = Messages(caller["TEXT"])  # the module's messages, shown in the kernel's language
         # Keyed by what the exercise is, so re-importing the module replaces it rather than adding a copy.
         code = getattr(check, "__code__", None)
         self._key = (self.module, name, getattr(check, "__qualname__", repr(check)), getattr(code, "co_firstlineno", 0))
@@ -688,6 +817,7 @@ class Exercise:
         if self._observe is None:
             return
         from .grading import one_case
+
         try:
             with one_case():
                 self._observe(*answer)
@@ -695,7 +825,8 @@ class Exercise:
             raise
         except Exception as err:  # noqa: BLE001 - translated for the student
             why = translate(err, self.name) or TEXT["raised"].format(
-                name=self.name, error=f"`{type(err).__name__}: {(str(err).strip().splitlines() or [''])[0][:300]}`")
+                name=self.name, error=f"`{type(err).__name__}: {(str(err).strip().splitlines() or [''])[0][:300]}`"
+            )
             raise CheckFailed(TEXT["not_recordable"].format(name=self.name, why=why)) from None
 
     def hint(self) -> None:
@@ -705,8 +836,7 @@ class Exercise:
         i = min(self._shown, len(self._hints) - 1)
         self._shown += 1
         more = TEXT["hint_more"] if i + 1 < len(self._hints) else ""
-        print(TEXT["hint"].format(i=i + 1, n=len(self._hints), name=self.name, more=more,
-                                  text=gettext(self._hints[i])))
+        print(TEXT["hint"].format(i=i + 1, n=len(self._hints), name=self.name, more=more, text=gettext(self._hints[i])))
 
     def observe(self, *answer) -> dict:
         if self._observe is None:
@@ -761,7 +891,7 @@ def progress_rows(module: str) -> list[tuple[str, str, str]]:
 def _short(text: str, width: int = 90) -> str:
     """The gist of a check's message for the progress list: up to its first ': ' or '. '."""
     first = re.split(r": |\. |\n|：|。", text.strip(), maxsplit=1)[0].rstrip(".")
-    return first if len(first) <= width else first[:width - 1] + "…"
+    return first if len(first) <= width else first[: width - 1] + "…"
 
 
 def progress(module: str) -> None:
@@ -785,17 +915,20 @@ def progress(module: str) -> None:
 
 def progress_of(module: str) -> Callable[[], None]:
     """`q.progress()` for an exercise module: `progress = progress_of(__name__)`."""
+
     def module_progress() -> None:
         """Which exercises of this notebook pass their visible checks (run their test cells first)."""
         progress(module)
+
     return module_progress
 
 
 # ---------------------------------------------------------------- unwritten stubs in plain notebook cells
 def _ipython():
-    if "IPython" not in sys.modules:        # not in IPython: nothing to hook into
+    if "IPython" not in sys.modules:  # not in IPython: nothing to hook into
         return None
     from IPython import get_ipython
+
     return get_ipython()
 
 
@@ -809,7 +942,7 @@ def _stub_message(value: BaseException) -> str | None:
         shipped = re.findall(r'File "<shipped (\w+)>", line \d+, in \w+\n\s+raise NotImplementedError\(\)', str(value))
         return TEXT["uses_unwritten"].format(name=shipped[-1]) if shipped else None
     if not isinstance(value, NotImplementedError) or str(value):
-        return None                          # a library's NotImplementedError: keep its traceback
+        return None  # a library's NotImplementedError: keep its traceback
     frames = _user_frames(value.__traceback__)
     if not frames:
         return None
@@ -821,15 +954,15 @@ def _show_stub_error(shell, etype, value, tb, tb_offset=None):
     """IPython custom exception handler for NotImplementedError (see the module docstring)."""
     message = _stub_message(value)
     if message is None:
-        shell.showtraceback((etype, value, tb), tb_offset=tb_offset)     # anything else: IPython's own display
-    else:   # the error output: ename/evalue unchanged, these lines as its traceback
+        shell.showtraceback((etype, value, tb), tb_offset=tb_offset)  # anything else: IPython's own display
+    else:  # the error output: ename/evalue unchanged, these lines as its traceback
         shell._showtraceback(etype, value, _render_failure(message))
 
 
 def _install_stub_handler() -> None:
     shell = _ipython()
     if shell is None or getattr(shell, "custom_exceptions", None):
-        return                               # not a notebook, or someone else's handler: leave it alone
+        return  # not a notebook, or someone else's handler: leave it alone
     # RuntimeError covers multiprocess.WorkerError; every other error is shown as IPython would show it.
     shell.set_custom_exc((NotImplementedError, RuntimeError), _show_stub_error)
 

@@ -4,6 +4,7 @@
 JAX initialises its backends: the number of simulated CPU devices is fixed at
 that moment and cannot be changed afterwards without restarting the kernel.
 """
+
 from __future__ import annotations
 
 import glob
@@ -16,17 +17,21 @@ from .i18n import Messages
 __all__ = ["setup_devices", "count_accelerators", "DeviceSetupError", "TEXT"]
 
 # What the set-up cell prints and raises, in the notebook's language (locale/zh/namedaxes.po).
-TEXT = Messages({
-    "banner": "namedaxes: {n} devices ({platform}, {how}): {ids}",
-    "how_initialised": "already initialised",
-    "how_accelerators": "{count} {kind}s found",
-    "how_simulated": "simulated on the CPU",
-    "how_too_few": "{count} {kind}(s) found, fewer than {n}; simulated on the CPU",
-    "id_sep": ", ",
-    "too_few_devices": ("JAX is already running with {count} device(s) ({platform}), and the number of simulated "
-                        "devices can only be set before JAX starts. Restart the kernel (Kernel > Restart Kernel) "
-                        "and run this cell first, before any other JAX code."),
-})
+TEXT = Messages(
+    {
+        "banner": "namedaxes: {n} devices ({platform}, {how}): {ids}",
+        "how_initialised": "already initialised",
+        "how_accelerators": "{count} {kind}s found",
+        "how_simulated": "simulated on the CPU",
+        "how_too_few": "{count} {kind}(s) found, fewer than {n}; simulated on the CPU",
+        "id_sep": ", ",
+        "too_few_devices": (
+            "JAX is already running with {count} device(s) ({platform}), and the number of simulated "
+            "devices can only be set before JAX starts. Restart the kernel (Kernel > Restart Kernel) "
+            "and run this cell first, before any other JAX code."
+        ),
+    }
+)
 
 
 class DeviceSetupError(RuntimeError):
@@ -56,6 +61,7 @@ def _backends_initialised() -> bool:
         return False
     try:
         from jax._src import xla_bridge
+
         return bool(xla_bridge.backends_are_initialized())
     except (ImportError, AttributeError):  # a future JAX moved it: assume initialised, then verify
         return True
@@ -79,26 +85,36 @@ def setup_devices(n: int = N_DEVICES, *, quiet: bool = False):
       raises `DeviceSetupError` asking you to restart the kernel.
     """
     from . import i18n
-    i18n.detect_again()      # the cell running this is in the input history now: its language counts (i18n, rule 4)
+
+    i18n.detect_again()  # the cell running this is in the input history now: its language counts (i18n, rule 4)
     platform, n_acc = count_accelerators()
     if _backends_initialised():
         import jax
+
         devices = jax.devices()
         if len(devices) < n:
             raise DeviceSetupError(TEXT["too_few_devices"].format(count=len(devices), platform=devices[0].platform))
         how = TEXT["how_initialised"]
     else:
         import jax
+
         if n_acc >= n:
             how = TEXT["how_accelerators"].format(count=n_acc, kind=platform.upper())
         else:
             _append_xla_flag(f"--xla_force_host_platform_device_count={n}")
             jax.config.update("jax_platforms", "cpu")
             jax.config.update("jax_num_cpu_devices", n)
-            how = (TEXT["how_too_few"].format(count=n_acc, kind=platform.upper(), n=n) if n_acc
-                   else TEXT["how_simulated"])
+            how = (
+                TEXT["how_too_few"].format(count=n_acc, kind=platform.upper(), n=n) if n_acc else TEXT["how_simulated"]
+            )
         devices = jax.devices()
     if not quiet:
-        print(TEXT["banner"].format(n=len(devices), platform=devices[0].platform, how=how,
-                                    ids=TEXT["id_sep"].join(str(d.id) for d in devices)))
+        print(
+            TEXT["banner"].format(
+                n=len(devices),
+                platform=devices[0].platform,
+                how=how,
+                ids=TEXT["id_sep"].join(str(d.id) for d in devices),
+            )
+        )
     return devices

@@ -30,6 +30,7 @@ and reads which collectives really communicate from the *optimized* HLO.
 A forged observation is therefore just another program: to score, it has to
 compute the right values on unseen inputs with the right communication.
 """
+
 from __future__ import annotations
 
 import json as _json
@@ -38,12 +39,25 @@ import zlib as _zlib
 
 import numpy as _np
 
-__all__ = ["record", "rng", "programs", "one_case", "Case", "OBSERVE_DIR_ENV", "ARRAYS_SUFFIX", "VALUES_SUFFIX",
-           "PROGRAM_PREFIX", "PROGRAMS_KEY", "PROGRAMS_FORMAT", "pmapped", "spec"]
+__all__ = [
+    "record",
+    "rng",
+    "programs",
+    "one_case",
+    "Case",
+    "OBSERVE_DIR_ENV",
+    "ARRAYS_SUFFIX",
+    "VALUES_SUFFIX",
+    "PROGRAM_PREFIX",
+    "PROGRAMS_KEY",
+    "PROGRAMS_FORMAT",
+    "pmapped",
+    "spec",
+]
 
 OBSERVE_DIR_ENV = "NAMEDAXES_OBSERVE_DIR"
-PROGRAM_PREFIX = "program:"        # array key of one case's serialized program (uint8 bytes)
-PROGRAMS_KEY = "programs"          # JSON key: {"format": ..., "cases": {case: {"draw": ..., "rtol": ...}}}
+PROGRAM_PREFIX = "program:"  # array key of one case's serialized program (uint8 bytes)
+PROGRAMS_KEY = "programs"  # JSON key: {"format": ..., "cases": {case: {"draw": ..., "rtol": ...}}}
 PROGRAMS_FORMAT = "namedaxes-exported-1"
 ARRAYS_SUFFIX = ".npz"
 VALUES_SUFFIX = ".json"
@@ -114,9 +128,19 @@ class Case:
     reference's layout of every result: split or replicated, over the same mesh axes).
     """
 
-    def __init__(self, fn, *args, draw: dict | None = None, rtol: float | None = None,
-                 atol: float | None = None, values: bool = True, only_axes: bool = False,
-                 only_collectives: bool = False, context=None, out_layout: bool = True):
+    def __init__(
+        self,
+        fn,
+        *args,
+        draw: dict | None = None,
+        rtol: float | None = None,
+        atol: float | None = None,
+        values: bool = True,
+        only_axes: bool = False,
+        only_collectives: bool = False,
+        context=None,
+        out_layout: bool = True,
+    ):
         self.fn, self.args, self.context, self.only_axes = fn, args, context, only_axes
         self.out_layout = out_layout
         self.only_collectives = only_collectives
@@ -130,6 +154,7 @@ def _jax_export():
     depth only: the grader judges the exported program itself, layout and communication included."""
     import jax
     import jax.export
+
     return jax.export.export, jax.jit
 
 
@@ -144,16 +169,18 @@ def _export(fn, args) -> bytes:
 def pmapped(fn, k: int, axis_name: str, **kwargs):
     """`jax.pmap(fn, axis_name=...)` over the first `k` devices: what a pmap case exports."""
     import jax
+
     return jax.pmap(fn, axis_name=axis_name, devices=jax.devices()[:k], **kwargs)
 
 
 def spec(shape, dtype, sharding=None):
     """An abstract input (`jax.ShapeDtypeStruct`): the hidden shape and dtype, no values."""
     import jax
+
     return jax.ShapeDtypeStruct(tuple(shape), dtype, sharding=sharding)
 
 
-_ONE_CASE: list = []          # non-empty: `programs` exports only the first case (the visible checks' probe)
+_ONE_CASE: list = []  # non-empty: `programs` exports only the first case (the visible checks' probe)
 
 
 class one_case:

@@ -37,6 +37,7 @@ Entries are keyed by the English text alone (no msgctxt), so any code can transl
 it shows with `gettext(english)`. An English text with no translation (or only a fuzzy one,
 which is not compiled) is shown in English: a missing translation degrades, never breaks.
 """
+
 from __future__ import annotations
 
 import gettext as _stdlib_gettext
@@ -72,7 +73,7 @@ def _notebook_language(path: str | None, cwd: Path) -> str | None:
     if not path:
         return None
     candidates = [Path(path)] if os.path.isabs(path) else []
-    candidates.append(cwd / Path(path).name)   # a path relative to the server's root: the kernel runs in its folder
+    candidates.append(cwd / Path(path).name)  # a path relative to the server's root: the kernel runs in its folder
     for candidate in candidates:
         try:
             if not candidate.is_file() or candidate.stat().st_size > MAX_NOTEBOOK_BYTES:
@@ -84,7 +85,7 @@ def _notebook_language(path: str | None, cwd: Path) -> str | None:
         if lang in LANGUAGES:
             return lang
         if candidate.suffix == ".ipynb":
-            return None      # the notebook was found and says nothing: its set-up cell decides
+            return None  # the notebook was found and says nothing: its set-up cell decides
     return None
 
 
@@ -99,9 +100,11 @@ def setup_cell_language(source: str) -> str | None:
         return None
     import io
     import tokenize
+
     try:
-        comments = [t.string for t in tokenize.generate_tokens(io.StringIO(source).readline)
-                    if t.type == tokenize.COMMENT]
+        comments = [
+            t.string for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type == tokenize.COMMENT
+        ]
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return None
     return "zh" if any(_is_chinese(ch) for c in comments for ch in c) else None
@@ -111,6 +114,7 @@ def _history_language(user_ns: dict | None) -> str | None:
     """Rule 4: the language of the last set-up cell in the kernel's input history."""
     if user_ns is None and "IPython" in sys.modules:
         from IPython import get_ipython
+
         user_ns = getattr(get_ipython(), "user_ns", None)
     history = (user_ns or {}).get("In")
     if not isinstance(history, list):
@@ -124,14 +128,16 @@ def _history_language(user_ns: dict | None) -> str | None:
 def _session_path(user_ns: dict | None) -> str | None:
     if user_ns is None and "IPython" in sys.modules:
         from IPython import get_ipython
+
         shell = get_ipython()
         user_ns = getattr(shell, "user_ns", None)
     session = (user_ns or {}).get("__session__")
     return session if isinstance(session, str) and session else None
 
 
-def detect_language(environ: dict | None = None, cwd: str | os.PathLike | None = None,
-                    user_ns: dict | None = None) -> str:
+def detect_language(
+    environ: dict | None = None, cwd: str | os.PathLike | None = None, user_ns: dict | None = None
+) -> str:
     """The language by rules 2-5 of the module docstring (`environ`, `cwd`, `user_ns` default to this
     process's; `cwd` only locates a notebook named by a relative session path)."""
     environ = os.environ if environ is None else environ
@@ -144,7 +150,7 @@ def detect_language(environ: dict | None = None, cwd: str | os.PathLike | None =
             _WARNED.add(value)
             warnings.warn(f"{ENV}={value!r} is not one of {', '.join(LANGUAGES)}: using English", stacklevel=2)
         return "en"
-    ran = _history_language(user_ns)     # the set-up cell the kernel ran says its language first (rule 3)
+    ran = _history_language(user_ns)  # the set-up cell the kernel ran says its language first (rule 3)
     if ran is not None:
         return ran
     for session in (environ.get("JPY_SESSION_NAME"), _session_path(user_ns)):
@@ -185,7 +191,7 @@ def _catalog(lang: str) -> _stdlib_gettext.NullTranslations:
         try:
             with open(catalog_path(lang), "rb") as fh:
                 _CATALOGS[lang] = _stdlib_gettext.GNUTranslations(fh)
-        except OSError:          # no compiled catalog: English
+        except OSError:  # no compiled catalog: English
             _CATALOGS[lang] = _stdlib_gettext.NullTranslations()
     return _CATALOGS[lang]
 
@@ -220,6 +226,7 @@ class Messages(dict):
 def is_wide(ch: str) -> bool:
     """`ch` takes two columns in a terminal (CJK ideographs, kana, hangul, full-width punctuation)."""
     import unicodedata
+
     return unicodedata.east_asian_width(ch) in ("W", "F")
 
 

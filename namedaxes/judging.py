@@ -12,6 +12,7 @@ process (`autograder.judge.programs`). It holds no state and imports nothing of 
 NumPy, so importing it in the scorer brings in nothing a student's code could have touched; the
 kernel's copy is the student's to rebind, which is why the grader's verdict never comes from it.
 """
+
 from __future__ import annotations
 
 import re
@@ -19,25 +20,53 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["hlo_collectives", "group_axes", "describe_collective", "perturbed", "changed", "mesh_of",
-           "communication_that_matters", "RTOL", "ATOL", "norm_layout", "sdy_layouts", "regions", "placed_layout",
-           "split_axes", "RegionDifference", "region_difference", "Examined", "examine", "region_takes"]
+__all__ = [
+    "hlo_collectives",
+    "group_axes",
+    "describe_collective",
+    "perturbed",
+    "changed",
+    "mesh_of",
+    "communication_that_matters",
+    "RTOL",
+    "ATOL",
+    "norm_layout",
+    "sdy_layouts",
+    "regions",
+    "placed_layout",
+    "split_axes",
+    "RegionDifference",
+    "region_difference",
+    "Examined",
+    "examine",
+    "region_takes",
+]
 
-RTOL = 1e-5        # autograder.judge.compare.RTOL
-ATOL = 1e-5        # autograder.judge.compare.ATOL
+RTOL = 1e-5  # autograder.judge.compare.RTOL
+ATOL = 1e-5  # autograder.judge.compare.ATOL
 
 
-_COLLECTIVE_OPS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",
-                   "collective-broadcast", "ragged-all-to-all")
+_COLLECTIVE_OPS = (
+    "all-reduce",
+    "all-gather",
+    "reduce-scatter",
+    "all-to-all",
+    "collective-permute",
+    "collective-broadcast",
+    "ragged-all-to-all",
+)
 # `%name = <shape, possibly a tuple with spaces> all-reduce(...)`: the op is the first word followed by `(`
 # after the `=` that is not inside the result shape.
 _OP_RE = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*.*?\s(" + "|".join(_COLLECTIVE_OPS) + r")(?:-start)?\(")
-_REDUCER_NAMES = {"add": "psum", "maximum": "pmax", "minimum": "pmin", "multiply": "pprod", "and": "pand",
-                  "or": "por"}
-_KIND_NAMES = {"all-gather": "all_gather", "reduce-scatter": "psum_scatter", "all-to-all": "all_to_all",
-               "collective-permute": "ppermute", "collective-broadcast": "pbroadcast",
-               "ragged-all-to-all": "ragged_all_to_all"}
-
+_REDUCER_NAMES = {"add": "psum", "maximum": "pmax", "minimum": "pmin", "multiply": "pprod", "and": "pand", "or": "por"}
+_KIND_NAMES = {
+    "all-gather": "all_gather",
+    "reduce-scatter": "psum_scatter",
+    "all-to-all": "all_to_all",
+    "collective-permute": "ppermute",
+    "collective-broadcast": "pbroadcast",
+    "ragged-all-to-all": "ragged_all_to_all",
+}
 
 
 # ---------------------------------------------------------------- reading optimized HLO
@@ -70,7 +99,7 @@ def _groups(line: str, n_devices: int) -> list[list[int]]:
         groups = [g for g in _brace_groups(m.group(1)) if g]
         if groups:
             return groups
-    return [list(range(n_devices))]              # no groups written: all devices
+    return [list(range(n_devices))]  # no groups written: all devices
 
 
 def _reducers(text: str) -> dict[str, str]:
@@ -131,10 +160,14 @@ def describe_collective(op: str, reducer: str, axis: str) -> str:
 # Changing all collectives of a kind alike defeats `psum(x) - psum(x)`-style cancellation; the shift keeps
 # ratios of two psums (a mean as sum / count) sensitive. Known limit: an expression built to cancel an
 # affine change (`2 * psum(x) - psum(2 * x) - c / 2`-like) would still count; it earns a point, not values.
-_STABLEHLO_COLLECTIVES = {"stablehlo.all_reduce": "all-reduce", "stablehlo.all_gather": "all-gather",
-                          "stablehlo.reduce_scatter": "reduce-scatter", "stablehlo.all_to_all": "all-to-all",
-                          "stablehlo.collective_permute": "collective-permute",
-                          "stablehlo.collective_broadcast": "collective-broadcast"}
+_STABLEHLO_COLLECTIVES = {
+    "stablehlo.all_reduce": "all-reduce",
+    "stablehlo.all_gather": "all-gather",
+    "stablehlo.reduce_scatter": "reduce-scatter",
+    "stablehlo.all_to_all": "all-to-all",
+    "stablehlo.collective_permute": "collective-permute",
+    "stablehlo.collective_broadcast": "collective-broadcast",
+}
 
 
 def _dense_groups(attr_text: str) -> list[list[int]]:
@@ -156,7 +189,7 @@ def _stablehlo_collective(op, n_devices: int) -> tuple[str, str, list[list[int]]
     if op.regions and len(op.regions) and op.regions[0].blocks:
         inner = [o.name for o in op.regions[0].blocks[0].operations]
         if inner and inner[0].startswith("stablehlo."):
-            reducer = inner[0][len("stablehlo."):]
+            reducer = inner[0][len("stablehlo.") :]
     attrs = {name: str(op.attributes[name]) for name in op.attributes}
     if "source_target_pairs" in attrs:
         groups = _dense_groups(attrs["source_target_pairs"])
@@ -175,8 +208,7 @@ def _as(kind, value):
         return None
 
 
-def perturbed(exp, wanted: str, names: tuple[str, ...], sizes: tuple[int, ...], factor: float,
-              text: str | None = None):
+def perturbed(exp, wanted: str, names: tuple[str, ...], sizes: tuple[int, ...], factor: float, text: str | None = None):
     """`exp` with the results of every collective described as `wanted` mapped through r -> factor * r +
     factor / 2 (integers 3 r + 1, booleans negated); None when no collective of the module is described so."""
     import dataclasses
@@ -185,6 +217,7 @@ def perturbed(exp, wanted: str, names: tuple[str, ...], sizes: tuple[int, ...], 
     from jax._src.interpreters import mlir
     from jax._src.lib.mlir import ir
     from jax._src.lib.mlir.dialects import hlo
+
     with mlir.make_ir_context(), ir.Location.unknown():
         module = ir.Module.parse(text if text is not None else exp.mlir_module())
         found = []
@@ -240,8 +273,9 @@ def changed(a: dict, b: dict, rtol=None, atol=None) -> bool:
         if value.dtype.kind in "biu" or other.dtype.kind in "biu":
             if not np.array_equal(value, other):
                 return True
-        elif not np.allclose(np.asarray(other, np.float64), np.asarray(value, np.float64), rtol=rtol, atol=atol,
-                             equal_nan=True):
+        elif not np.allclose(
+            np.asarray(other, np.float64), np.asarray(value, np.float64), rtol=rtol, atol=atol, equal_nan=True
+        ):
             return True
     return False
 
@@ -266,9 +300,14 @@ def _run_exported(exp, values: list, names, sizes) -> tuple[dict, str]:
     import jax
     from jax.sharding import Mesh, NamedSharding
     from jax.sharding import PartitionSpec as P
-    mesh = Mesh(np.array(jax.devices()[:exp.nr_devices]).reshape(sizes), names)
-    shardings = [NamedSharding(mesh, s.spec) if s is not None and getattr(s, "mesh", None) is not None
-                 and s.mesh.axis_names else NamedSharding(mesh, P()) for s in exp._in_named_shardings]
+
+    mesh = Mesh(np.array(jax.devices()[: exp.nr_devices]).reshape(sizes), names)
+    shardings = [
+        NamedSharding(mesh, s.spec)
+        if s is not None and getattr(s, "mesh", None) is not None and s.mesh.axis_names
+        else NamedSharding(mesh, P())
+        for s in exp._in_named_shardings
+    ]
 
     def flat_call(*leaves):
         args, kwargs = jax.tree_util.tree_unflatten(exp.in_tree, leaves)
@@ -281,8 +320,9 @@ def _run_exported(exp, values: list, names, sizes) -> tuple[dict, str]:
     return {jax.tree_util.keystr(path): np.asarray(v) for path, v in flat}, compiled.as_text()
 
 
-def communication_that_matters(exp, values: list, factor: float = 2.5, rtol: float | None = None,
-                               atol: float | None = None) -> list[str]:
+def communication_that_matters(
+    exp, values: list, factor: float = 2.5, rtol: float | None = None, atol: float | None = None
+) -> list[str]:
     """The collectives of an exported program (read from its optimized HLO) whose results reach its outputs
     on `values` (its flat inputs): what the grader decides on hidden inputs, for the visible checks, which
     run on public ones and so need no secret. Sorted descriptions ("psum over 'devices'"); `examine`'s
@@ -297,8 +337,10 @@ def communication_that_matters(exp, values: list, factor: float = 2.5, rtol: flo
 # never from what a kernel says about itself. (Moved here from autograder/programs.py: the visible checks
 # read layouts the same way.)
 _SDY_SHARDING_RE = re.compile(r"<@[\w.\-]+\s*,\s*\[([^\]]*)\][^<>]*>")
-_REGION_RE = re.compile(r"sdy\.manual_computation\([^)]*\)\s*in_shardings=\[((?:<[^<>]*>,?\s*)*)\]\s*"
-                        r"out_shardings=\[((?:<[^<>]*>,?\s*)*)\]\s*manual_axes=\{([^}]*)\}")
+_REGION_RE = re.compile(
+    r"sdy\.manual_computation\([^)]*\)\s*in_shardings=\[((?:<[^<>]*>,?\s*)*)\]\s*"
+    r"out_shardings=\[((?:<[^<>]*>,?\s*)*)\]\s*manual_axes=\{([^}]*)\}"
+)
 
 
 def norm_layout(dims) -> tuple:
@@ -310,8 +352,10 @@ def norm_layout(dims) -> tuple:
 
 def sdy_layouts(text: str) -> tuple:
     """`<@mesh, [{"a"}, {}]>, <@mesh, [{}, {"b", "c"}]>` as layouts ((("a",),), ((), ("b", "c")))."""
-    return tuple(norm_layout(tuple(re.findall(r'"([^"]+)"', dim)) for dim in re.findall(r"\{([^}]*)\}", body))
-                 for body in _SDY_SHARDING_RE.findall(text))
+    return tuple(
+        norm_layout(tuple(re.findall(r'"([^"]+)"', dim)) for dim in re.findall(r"\{([^}]*)\}", body))
+        for body in _SDY_SHARDING_RE.findall(text)
+    )
 
 
 def regions(text: str) -> tuple:
@@ -331,10 +375,11 @@ def placed_layout(sharding, shape, names: tuple[str, ...], sizes: tuple[int, ...
     if not shape:
         return ()
     index = sharding.devices_indices_map(shape)
-    by_id = {d.id: tuple((s.start or 0, s.stop) if isinstance(s, slice) else (s, s) for s in idx)
-             for d, idx in index.items()}
+    by_id = {
+        d.id: tuple((s.start or 0, s.stop) if isinstance(s, slice) else (s, s) for s in idx) for d, idx in index.items()
+    }
     ids = sorted(by_id)
-    grid = np.array(ids[:int(np.prod(sizes))]).reshape(sizes) if sizes else np.array(ids)
+    grid = np.array(ids[: int(np.prod(sizes))]).reshape(sizes) if sizes else np.array(ids)
     dims = []
     for d in range(len(shape)):
         axes = []
@@ -356,6 +401,7 @@ def split_axes(layout) -> frozenset:
 class RegionDifference:
     """Why a program's per-device regions do not match the wanted ones: `input` (region over `axes` takes
     its input `n` (1-based) with layout `got`, `want` wanted) or `regions` (no counterpart at all)."""
+
     kind: str
     axes: tuple = ()
     n: int = 0
@@ -368,9 +414,12 @@ def region_difference(want: tuple, got: tuple) -> RegionDifference | None:
     the same axes, with as many inputs, each split over at least the wanted mesh axes (a region that takes a
     split input whole makes every device hold all of it; one that splits it along another dimension is
     fine)? None when it does."""
+
     def covered(axes, ins) -> bool:
-        return any(a == axes and len(i) == len(ins) and all(split_axes(w) <= split_axes(g) for w, g in zip(ins, i))
-                   for a, i, *_ in got)
+        return any(
+            a == axes and len(i) == len(ins) and all(split_axes(w) <= split_axes(g) for w, g in zip(ins, i))
+            for a, i, *_ in got
+        )
 
     for axes, ins, *_ in want:
         if covered(axes, ins):
@@ -396,6 +445,7 @@ class Examined:
     """What the judge reads from one exported program run on some inputs: the collectives of its optimized
     HLO (`present`), those whose results reach the outputs (`matters`), its per-device regions, where its
     results live once compiled, and its outputs by pytree path."""
+
     names: tuple
     sizes: tuple
     present: tuple
@@ -405,17 +455,21 @@ class Examined:
     outputs: dict
 
 
-def examine(exp, values: list, factor: float = 2.5, rtol: float | None = None,
-            atol: float | None = None) -> Examined:
+def examine(exp, values: list, factor: float = 2.5, rtol: float | None = None, atol: float | None = None) -> Examined:
     """`exp` compiled and run on `values` (its flat inputs, fed with the layouts its signature states,
     unstated ones replicated), read as the grader reads a student's program: see `Examined`."""
     import jax
     from jax.sharding import Mesh, NamedSharding
     from jax.sharding import PartitionSpec as P
+
     names, sizes = mesh_of(exp)
-    mesh = Mesh(np.array(jax.devices()[:exp.nr_devices]).reshape(sizes), names)
-    shardings = [NamedSharding(mesh, s.spec) if s is not None and getattr(s, "mesh", None) is not None
-                 and s.mesh.axis_names else NamedSharding(mesh, P()) for s in exp._in_named_shardings]
+    mesh = Mesh(np.array(jax.devices()[: exp.nr_devices]).reshape(sizes), names)
+    shardings = [
+        NamedSharding(mesh, s.spec)
+        if s is not None and getattr(s, "mesh", None) is not None and s.mesh.axis_names
+        else NamedSharding(mesh, P())
+        for s in exp._in_named_shardings
+    ]
 
     def flat_call(*leaves):
         args, kwargs = jax.tree_util.tree_unflatten(exp.in_tree, leaves)
@@ -436,7 +490,10 @@ def examine(exp, values: list, factor: float = 2.5, rtol: float | None = None,
             variant = perturbed(exp, desc, names, sizes, factor)
             if variant is None or changed(base, _run_exported(variant, values, names, sizes)[0], rtol, atol):
                 kept.add(desc)
-    out_layouts = tuple(placed_layout(sh, aval.shape, names, sizes)
-                        for sh, aval in zip(jax.tree_util.tree_leaves(compiled.output_shardings), exp.out_avals))
-    return Examined(names, sizes, tuple(sorted(present)), tuple(sorted(kept)), regions(exp.mlir_module()),
-                    out_layouts, base)
+    out_layouts = tuple(
+        placed_layout(sh, aval.shape, names, sizes)
+        for sh, aval in zip(jax.tree_util.tree_leaves(compiled.output_shardings), exp.out_avals)
+    )
+    return Examined(
+        names, sizes, tuple(sorted(present)), tuple(sorted(kept)), regions(exp.mlir_module()), out_layouts, base
+    )

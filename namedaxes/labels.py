@@ -35,6 +35,7 @@ Threat model: the sources are the course's own notebooks (the English source and
 generated from it), never a student's: the grader compares the instructor's editions with this,
 and a submission's code is never rewritten.
 """
+
 from __future__ import annotations
 
 import ast
@@ -53,12 +54,13 @@ _ESCAPE = re.compile(r"\\(?:N\{[^}]*\}|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|[0-7]{1,3
 @dataclass(frozen=True)
 class Label:
     """One label: `source[start:end]` is the literal (all its pieces), `text` what stands between its quotes."""
+
     start: int
     end: int
     prefix: str
     quote: str
     text: str
-    kind: str           # "print", "assert" or "loop label"
+    kind: str  # "print", "assert" or "loop label"
 
     @property
     def is_f(self) -> bool:
@@ -94,10 +96,10 @@ def _pieces(segment: str) -> list[tuple[int, int, str, str, str]] | None:
             i += 1
             continue
         if segment[i] == "#":
-            return None                     # a comment between pieces: handled piece by piece elsewhere
+            return None  # a comment between pieces: handled piece by piece elsewhere
         prefix = _PREFIX.match(segment, i).group(0)
         j = i + len(prefix)
-        quote = segment[j:j + 3] if segment[j:j + 3] in ('"""', "'''") else segment[j:j + 1]
+        quote = segment[j : j + 3] if segment[j : j + 3] in ('"""', "'''") else segment[j : j + 1]
         if quote not in ('"', "'", '"""', "'''"):
             return None
         k = j + len(quote)
@@ -105,7 +107,7 @@ def _pieces(segment: str) -> list[tuple[int, int, str, str, str]] | None:
             k += 2 if segment[k] == "\\" else 1
         if k >= len(segment):
             return None
-        out.append((i, k + len(quote), prefix, quote, segment[j + len(quote):k]))
+        out.append((i, k + len(quote), prefix, quote, segment[j + len(quote) : k]))
         i = k + len(quote)
     return out or None
 
@@ -122,8 +124,9 @@ def _literal_labels(source: str, starts: list[int], node: ast.expr, kind: str, w
         found = [Label(start, end, pieces[0][2], pieces[0][3], "".join(p[4] for p in pieces), kind)]
     else:
         found = [Label(start + a, start + b, prefix, quote, body, kind) for a, b, prefix, quote, body in pieces]
-    return [label for label in found if not words
-            or _WORD.search(_without_fields(label.text) if label.is_f else label.text)]
+    return [
+        label for label in found if not words or _WORD.search(_without_fields(label.text) if label.is_f else label.text)
+    ]
 
 
 # ------------------------------------------------------------------ rule 1: print and assert
@@ -200,8 +203,12 @@ def _only_printed(name: str, body: list[ast.stmt], parents: dict[int, ast.AST], 
                     in_print = True
                     break
             parent = parents.get(id(node))
-            key_of_own_dict = (isinstance(parent, ast.Subscript) and parent.slice is node
-                               and isinstance(parent.value, ast.Name) and parent.value.id in empty_dicts)
+            key_of_own_dict = (
+                isinstance(parent, ast.Subscript)
+                and parent.slice is node
+                and isinstance(parent.value, ast.Name)
+                and parent.value.id in empty_dicts
+            )
             if not (in_print or key_of_own_dict):
                 return False
             printed |= in_print
@@ -210,15 +217,22 @@ def _only_printed(name: str, body: list[ast.stmt], parents: dict[int, ast.AST], 
 
 def _loop_label_nodes(tree: ast.Module) -> Iterator[ast.expr]:
     bound: dict[str, ast.expr] = {}
-    for stmt in tree.body:                       # top-level names bound once to a literal collection
+    for stmt in tree.body:  # top-level names bound once to a literal collection
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             bound[stmt.targets[0].id] = stmt.value
     loads = Counter(n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
     stores = Counter(n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
-    bound = {k: v for k, v in bound.items() if stores[k] == 1 and loads[k] == 1}      # used only by the loop
+    bound = {k: v for k, v in bound.items() if stores[k] == 1 and loads[k] == 1}  # used only by the loop
     empty_dicts = {k for k, v in bound.items() if isinstance(v, ast.Dict) and not v.keys}
-    empty_dicts |= {s.targets[0].id for s in tree.body if isinstance(s, ast.Assign) and len(s.targets) == 1
-                    and isinstance(s.targets[0], ast.Name) and isinstance(s.value, ast.Dict) and not s.value.keys}
+    empty_dicts |= {
+        s.targets[0].id
+        for s in tree.body
+        if isinstance(s, ast.Assign)
+        and len(s.targets) == 1
+        and isinstance(s.targets[0], ast.Name)
+        and isinstance(s.value, ast.Dict)
+        and not s.value.keys
+    }
     parents = _parents(tree)
     for loop in ast.walk(tree):
         if not isinstance(loop, ast.For):
@@ -261,7 +275,7 @@ def render(source: str, translate: Callable[[str], str]) -> str:
         text = translate(label.text)
         if text == label.text or translation_problems(label.text, text, label.quote, label.is_f):
             continue
-        source = source[:label.start] + label.prefix + label.quote + text + label.quote + source[label.end:]
+        source = source[: label.start] + label.prefix + label.quote + text + label.quote + source[label.end :]
     return source
 
 
@@ -270,7 +284,7 @@ def canonical(source: str) -> str:
     have the same canonical source when they differ only in their labels' words."""
     for label in reversed(labels(source, words=False)):
         kept = "".join(sorted(fields(label.text).elements())) if label.is_f else ""
-        source = source[:label.start] + label.prefix.lower() + '"' + kept + '"' + source[label.end:]
+        source = source[: label.start] + label.prefix.lower() + '"' + kept + '"' + source[label.end :]
     return source
 
 
@@ -289,7 +303,7 @@ def fields(text: str) -> Counter:
                 if depth == 0:
                     break
                 j += 1
-            found[text[i:j + 1]] += 1
+            found[text[i : j + 1]] += 1
             i = j + 1
             continue
         i += 1
@@ -302,7 +316,9 @@ def _without_fields(text: str) -> str:
     return text
 
 
-def translation_problems(english: str, translation: str, quote: str | None = None, is_f: bool | None = None) -> list[str]:
+def translation_problems(
+    english: str, translation: str, quote: str | None = None, is_f: bool | None = None
+) -> list[str]:
     """Why `translation` cannot replace the label text `english` between the same quotes (empty: it can).
     `quote`/`is_f` unknown (a catalog entry): checked for every quote, and as an f-string when `english` has
     a field."""
@@ -311,14 +327,17 @@ def translation_problems(english: str, translation: str, quote: str | None = Non
         is_f = bool(fields(english))
     if is_f and fields(english) != fields(translation):
         want, got = fields(english), fields(translation)
-        problems.append(f"the f-string fields differ (they are code: keep each exactly): missing "
-                        f"{sorted((want - got).elements())}, extra {sorted((got - want).elements())}")
+        problems.append(
+            f"the f-string fields differ (they are code: keep each exactly): missing "
+            f"{sorted((want - got).elements())}, extra {sorted((got - want).elements())}"
+        )
     outside = (lambda t: _without_fields(t)) if is_f else (lambda t: t)
     want, got = Counter(_ESCAPE.findall(outside(english))), Counter(_ESCAPE.findall(outside(translation)))
     if want != got:
-        problems.append(f"the escapes differ (keep {sorted(want.elements())} exactly, add none): "
-                        f"{sorted(got.elements())}")
-    for q in ([quote[0]] if quote else ['"', "'"]):
+        problems.append(
+            f"the escapes differ (keep {sorted(want.elements())} exactly, add none): {sorted(got.elements())}"
+        )
+    for q in [quote[0]] if quote else ['"', "'"]:
         if outside(re.sub(r"\\.", "", translation)).count(q) > outside(re.sub(r"\\.", "", english)).count(q):
             problems.append(f"a {q} that the English does not have would end the literal: use “ ” or 「 」")
     if "\n" in translation and "\n" not in english:

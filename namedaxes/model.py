@@ -12,14 +12,27 @@ notebooks' data: `n` normalized points on `y = 2x + 0.5`.
 A demonstration cell uses these functions, never a student's answer, so it runs
 (and draws its picture) while the exercises are still unanswered.
 """
+
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["LEARNING_RATE", "PARAM_NAMES", "TRUE_W", "TRUE_B", "predict", "loss", "gradients", "sgd_step",
-           "loss_np", "gradients_np", "sgd_step_np", "line_batch"]
+__all__ = [
+    "LEARNING_RATE",
+    "PARAM_NAMES",
+    "TRUE_W",
+    "TRUE_B",
+    "predict",
+    "loss",
+    "gradients",
+    "sgd_step",
+    "loss_np",
+    "gradients_np",
+    "sgd_step_np",
+    "line_batch",
+]
 
 LEARNING_RATE = 0.01
 PARAM_NAMES = ("w", "b")

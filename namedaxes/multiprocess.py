@@ -29,6 +29,7 @@ worker whose parent disappears exits on its own.
 This module imports no JAX at import time: the workers must configure JAX
 before anything initialises it.
 """
+
 from __future__ import annotations
 
 import ast
@@ -56,45 +57,64 @@ from typing import Any
 from namedaxes.i18n import Messages
 
 # What a student reads when shipping or a worker fails, in the notebook's language (locale/zh/namedaxes.po).
-TEXT = Messages({
-    "ship_not_function": "only functions can be shipped to the workers, not {type}",
-    "ship_not_def": ("`{name}` is a {type}, not a function defined with `def`: it cannot be sent to the workers "
-                     "as source text"),
-    "ship_lambda": "`{name}` is a lambda: define it with `def` so that its source can be sent to the workers",
-    "ship_closure": "`{name}` uses {names} from an enclosing function: define it at the top level of a cell",
-    "ship_no_source": "the source of `{name}` is not available ({error}); define it in a notebook cell with `def`",
-    "ship_variable": ("`{name}` uses the notebook variable `{var}` (a {type}), which cannot be sent to the workers "
-                      "as source: pass it as an argument instead"),
-    "not_running": "the cluster is not running: start a new one (multiprocess.get_cluster() or Cluster().start())",
-    "running": "running `{name}`",
-    "starting": "starting",
-    "raised": "process {i} of {n} raised {error}\n(while {what})",
-    "raised_too": "process {i} of {n} raised {error} (so did {others})\n(while {what})",
-    "raised_stuck": ("process {i} of {n} raised {error}\n(while {what}; the other processes were stuck waiting for "
-                     "it and were killed)"),
-    "timed_out": "{slow} of {n} did not finish {what} within {timeout} s. All {n} worker processes were killed.",
-    "timed_out_some_done": ("{slow} of {n} did not finish {what} within {timeout} s; {done} did finish (a process "
-                            "waiting in a collective that the others skipped never returns). All {n} worker "
-                            "processes were killed."),
-    "died": "process {i} of {n} exited with code {code} while {what}; all worker processes were killed.",
-    "process_one": "process {i}",
-    "process_many": "processes {ids}",
-    "id_sep": ", ",
-    "stderr_last": "stderr of process {i}, last lines:",
-    "stderr_where": "stderr of process {i}, where it was waiting (its Python stack, most recent call first):",
-    "stderr_nothing": "(nothing)",
-    "echo": "[process {i}] {line}",
-    "cluster": "<Cluster: {n} processes x {k} devices, {state}>",
-    "cluster_coordinator": "<Cluster: {n} processes x {k} devices, {state}, coordinator {address}>",
-    "state_running": "running",
-    "state_stopped": "stopped",
-    "state_not_started": "not started",
-})
+TEXT = Messages(
+    {
+        "ship_not_function": "only functions can be shipped to the workers, not {type}",
+        "ship_not_def": (
+            "`{name}` is a {type}, not a function defined with `def`: it cannot be sent to the workers as source text"
+        ),
+        "ship_lambda": "`{name}` is a lambda: define it with `def` so that its source can be sent to the workers",
+        "ship_closure": "`{name}` uses {names} from an enclosing function: define it at the top level of a cell",
+        "ship_no_source": "the source of `{name}` is not available ({error}); define it in a notebook cell with `def`",
+        "ship_variable": (
+            "`{name}` uses the notebook variable `{var}` (a {type}), which cannot be sent to the workers "
+            "as source: pass it as an argument instead"
+        ),
+        "not_running": "the cluster is not running: start a new one (multiprocess.get_cluster() or Cluster().start())",
+        "running": "running `{name}`",
+        "starting": "starting",
+        "raised": "process {i} of {n} raised {error}\n(while {what})",
+        "raised_too": "process {i} of {n} raised {error} (so did {others})\n(while {what})",
+        "raised_stuck": (
+            "process {i} of {n} raised {error}\n(while {what}; the other processes were stuck waiting for "
+            "it and were killed)"
+        ),
+        "timed_out": "{slow} of {n} did not finish {what} within {timeout} s. All {n} worker processes were killed.",
+        "timed_out_some_done": (
+            "{slow} of {n} did not finish {what} within {timeout} s; {done} did finish (a process "
+            "waiting in a collective that the others skipped never returns). All {n} worker "
+            "processes were killed."
+        ),
+        "died": "process {i} of {n} exited with code {code} while {what}; all worker processes were killed.",
+        "process_one": "process {i}",
+        "process_many": "processes {ids}",
+        "id_sep": ", ",
+        "stderr_last": "stderr of process {i}, last lines:",
+        "stderr_where": "stderr of process {i}, where it was waiting (its Python stack, most recent call first):",
+        "stderr_nothing": "(nothing)",
+        "echo": "[process {i}] {line}",
+        "cluster": "<Cluster: {n} processes x {k} devices, {state}>",
+        "cluster_coordinator": "<Cluster: {n} processes x {k} devices, {state}, coordinator {address}>",
+        "state_running": "running",
+        "state_stopped": "stopped",
+        "state_not_started": "not started",
+    }
+)
 
-__all__ = ["Cluster", "WorkerError", "WorkerTimeout", "ShipError", "Shipped", "ship",
-           "free_port", "get_cluster", "filter_noise", "process_alive"]
+__all__ = [
+    "Cluster",
+    "WorkerError",
+    "WorkerTimeout",
+    "ShipError",
+    "Shipped",
+    "ship",
+    "free_port",
+    "get_cluster",
+    "filter_noise",
+    "process_alive",
+]
 
-DEFAULT_TIMEOUT = 20.0        # per job; below the autograder's 30 s per cell
+DEFAULT_TIMEOUT = 20.0  # per job; below the autograder's 30 s per cell
 DEFAULT_START_TIMEOUT = 25.0  # start-up: Python + jax import + distributed init
 STDERR_TAIL_LINES = 15
 _POLL_S = 0.005
@@ -102,9 +122,11 @@ _POLL_S = 0.005
 # Lines that say nothing when things go right: gloo's peer connections (printed
 # at the first collective) and JAX's notice that it caught a signal.
 # (gloo's lines come from several threads at once and can be interleaved mid-line)
-_NOISE = re.compile(r"\[Gloo\] Rank|^\d+ is connected to \d+ peer ranks\. Expected number of connected"
-                    r"|preemption_notifier\.cc:\d+\] SIGTERM caught"
-                    r"|^-{20}$|^For simplicity, JAX has removed its internal frames")
+_NOISE = re.compile(
+    r"\[Gloo\] Rank|^\d+ is connected to \d+ peer ranks\. Expected number of connected"
+    r"|preemption_notifier\.cc:\d+\] SIGTERM caught"
+    r"|^-{20}$|^For simplicity, JAX has removed its internal frames"
+)
 
 
 def filter_noise(text: str) -> str:
@@ -115,8 +137,9 @@ def filter_noise(text: str) -> str:
 class WorkerError(RuntimeError):
     """A worker process failed: its job raised, it died, or it did not answer in time."""
 
-    def __init__(self, message: str, *, process_index: int | None = None,
-                 stderr_tail: str = "", remote_type: str | None = None):
+    def __init__(
+        self, message: str, *, process_index: int | None = None, stderr_tail: str = "", remote_type: str | None = None
+    ):
         super().__init__(message)
         self.process_index = process_index
         self.stderr_tail = stderr_tail
@@ -160,8 +183,8 @@ class Shipped:
     or the module it can be imported from."""
 
     name: str
-    source: str | None = None     # program text that defines `name` (imports, constants, defs)
-    module: str | None = None     # ... or import `name` from this module
+    source: str | None = None  # program text that defines `name` (imports, constants, defs)
+    module: str | None = None  # ... or import `name` from this module
 
     def load(self, cache: dict | None = None) -> Callable:
         """The function, rebuilt in this process (the program text runs once per process)."""
@@ -173,6 +196,7 @@ class Shipped:
         cache = {} if cache is None else cache
         if self.source not in cache:
             import linecache
+
             filename = f"<shipped {self.name}>"
             linecache.cache[filename] = (len(self.source), None, self.source.splitlines(True), filename)
             namespace: dict = {"__name__": "__shipped__"}
@@ -190,7 +214,7 @@ def _importable_name(obj: Any) -> tuple[str, str] | None:
     if not module or not qualname or module == "__main__" or "<" in qualname:
         return None
     parts = module.split(".")
-    for i in range(1, len(parts) + 1):          # prefer the shortest (public) module path
+    for i in range(1, len(parts) + 1):  # prefer the shortest (public) module path
         candidate = ".".join(parts[:i])
         try:
             found: Any = importlib.import_module(candidate)
@@ -275,8 +299,11 @@ def ship(fn: Callable) -> Shipped:
         if inner.__name__ == "<lambda>":
             raise ShipError(TEXT["ship_lambda"].format(name=shown_as))
         if inner.__code__.co_freevars:
-            raise ShipError(TEXT["ship_closure"].format(
-                name=inner.__name__, names=TEXT["id_sep"].join(f"`{v}`" for v in inner.__code__.co_freevars)))
+            raise ShipError(
+                TEXT["ship_closure"].format(
+                    name=inner.__name__, names=TEXT["id_sep"].join(f"`{v}`" for v in inner.__code__.co_freevars)
+                )
+            )
         try:
             source = textwrap.dedent(inspect.getsource(inner))
         except (OSError, TypeError) as err:
@@ -288,11 +315,12 @@ def ship(fn: Callable) -> Shipped:
         done[id(inner)] = inner.__name__
         for name in _global_names(inner, tree):
             if name in header or name == inner.__name__ or name not in inner.__globals__:
-                continue                     # already there, recursion, or a builtin
+                continue  # already there, recursion, or a builtin
             value = inner.__globals__[name]
             if inspect.ismodule(value):
-                header[name] = (f"import {value.__name__}" if value.__name__ == name
-                                else f"import {value.__name__} as {name}")
+                header[name] = (
+                    f"import {value.__name__}" if value.__name__ == name else f"import {value.__name__} as {name}"
+                )
             elif _is_literal(value):
                 header[name] = f"{name} = {value!r}"
             elif (where := _importable_name(value)) is not None:
@@ -300,16 +328,18 @@ def ship(fn: Callable) -> Shipped:
                 if "." in qualname:
                     header[name] = f"import {module}\n{name} = {module}.{qualname}"
                 else:
-                    header[name] = (f"from {module} import {qualname}" if qualname == name
-                                    else f"from {module} import {qualname} as {name}")
+                    header[name] = (
+                        f"from {module} import {qualname}"
+                        if qualname == name
+                        else f"from {module} import {qualname} as {name}"
+                    )
             elif callable(value):
                 defined = visit(value, name)
                 if defined != name:
                     defs.append(f"{name} = {defined}\n")
                 header.setdefault(name, "")  # mark as handled
             else:
-                raise ShipError(TEXT["ship_variable"].format(name=inner.__name__, var=name,
-                                                             type=type(value).__name__))
+                raise ShipError(TEXT["ship_variable"].format(name=inner.__name__, var=name, type=type(value).__name__))
         defs.append(source)
         return inner.__name__
 
@@ -329,9 +359,11 @@ def _pack(value: Any) -> Any:
         return type(value)(_pack(v) for v in value)
     if "jax" in sys.modules and isinstance(value, sys.modules["jax"].Array):
         import numpy as np
+
         return np.asarray(value)
     if isinstance(value, (types.FunctionType, types.BuiltinFunctionType)) or (
-            callable(value) and hasattr(value, "__wrapped__")):
+        callable(value) and hasattr(value, "__wrapped__")
+    ):
         return ship(value)
     return value
 
@@ -355,9 +387,12 @@ def _to_host(value: Any) -> Any:
     jax = sys.modules.get("jax")
     if jax is not None and isinstance(value, jax.Array):
         import numpy as np
+
         if not value.is_fully_addressable:
-            raise TypeError("a job returned a jax.Array that spans several processes; return "
-                            "process-local values (e.g. the output of pmap) instead")
+            raise TypeError(
+                "a job returned a jax.Array that spans several processes; return "
+                "process-local values (e.g. the output of pmap) instead"
+            )
         return np.asarray(value)
     return value
 
@@ -388,6 +423,7 @@ def gloo_listens_on(host: str) -> None:
     """
     try:
         from jax._src.lib import _jax
+
         original = _jax.make_gloo_tcp_collectives
     except (ImportError, AttributeError):
         return
@@ -415,9 +451,11 @@ def serve(job_dir: str, process_id: int) -> None:
     """
     import faulthandler
     import traceback
+
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     import jax
-    jax.devices()                                   # start the backend now: failures are start-up failures
+
+    jax.devices()  # start the backend now: failures are start-up failures
     _write_atomic(os.path.join(job_dir, f"ready-{process_id}"), str(os.getpid()).encode())
     cache: dict = {}
     for line in sys.stdin:
@@ -431,10 +469,15 @@ def serve(job_dir: str, process_id: int) -> None:
             result = {"ok": True, "value": _to_host(fn(*_unpack(args, cache)))}
             data = pickle.dumps(result)
         except BaseException as err:  # noqa: BLE001 - every failure goes back to the parent
-            tb = err.__traceback__.tb_next or err.__traceback__        # from the job's frame on
+            tb = err.__traceback__.tb_next or err.__traceback__  # from the job's frame on
             traceback.print_exception(type(err), err, tb)
-            data = pickle.dumps({"ok": False, "type": type(err).__name__,
-                                 "message": str(err).strip().splitlines()[0] if str(err).strip() else ""})
+            data = pickle.dumps(
+                {
+                    "ok": False,
+                    "type": type(err).__name__,
+                    "message": str(err).strip().splitlines()[0] if str(err).strip() else "",
+                }
+            )
         sys.stdout.flush()
         sys.stderr.flush()
         _write_atomic(os.path.join(job_dir, f"result-{job_id}-{process_id}.pkl"), data)
@@ -449,8 +492,11 @@ def _headline(result: dict) -> str:
 
 
 def _processes(indices: list[int]) -> str:
-    return (TEXT["process_one"].format(i=indices[0]) if len(indices) == 1
-            else TEXT["process_many"].format(ids=TEXT["id_sep"].join(str(i) for i in indices)))
+    return (
+        TEXT["process_one"].format(i=indices[0])
+        if len(indices) == 1
+        else TEXT["process_many"].format(ids=TEXT["id_sep"].join(str(i) for i in indices))
+    )
 
 
 def _main_thread_stack(text: str) -> str:
@@ -477,7 +523,7 @@ jax.distributed.initialize(coordinator_address="{coordinator}", num_processes={n
 serve({job_dir!r}, process_id={process_id})
 """
 
-_LIVE: set = set()   # clusters with workers that may still run: killed at exit, even if forgotten
+_LIVE: set = set()  # clusters with workers that may still run: killed at exit, even if forgotten
 
 
 class Cluster:
@@ -487,9 +533,16 @@ class Cluster:
     `start()` and `close()`; `close()` also runs when Python exits.
     """
 
-    def __init__(self, num_processes: int = 2, local_devices: int = 4, *,
-                 timeout: float = DEFAULT_TIMEOUT, start_timeout: float = DEFAULT_START_TIMEOUT,
-                 host: str = "127.0.0.1", echo: bool = True):
+    def __init__(
+        self,
+        num_processes: int = 2,
+        local_devices: int = 4,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        start_timeout: float = DEFAULT_START_TIMEOUT,
+        host: str = "127.0.0.1",
+        echo: bool = True,
+    ):
         if num_processes < 1 or local_devices < 1:
             raise ValueError("num_processes and local_devices must be at least 1")
         self.num_processes = num_processes
@@ -522,14 +575,21 @@ class Cluster:
 
     def worker_code(self, process_id: int) -> str:
         """The exact program worker `process_id` runs (`python -c <this>`)."""
-        return _WORKER_CODE.format(local_devices=self.local_devices, coordinator=self.coordinator, host=self.host,
-                                   num_processes=self.num_processes, process_id=process_id,
-                                   init_timeout=max(1, int(self.start_timeout)), job_dir=self.job_dir)
+        return _WORKER_CODE.format(
+            local_devices=self.local_devices,
+            coordinator=self.coordinator,
+            host=self.host,
+            num_processes=self.num_processes,
+            process_id=process_id,
+            init_timeout=max(1, int(self.start_timeout)),
+            job_dir=self.job_dir,
+        )
 
     def _environment(self) -> dict:
         env = dict(os.environ)
-        flags = [f for f in env.get("XLA_FLAGS", "").split()
-                 if not f.startswith("--xla_force_host_platform_device_count=")]
+        flags = [
+            f for f in env.get("XLA_FLAGS", "").split() if not f.startswith("--xla_force_host_platform_device_count=")
+        ]
         env["XLA_FLAGS"] = " ".join(flags)
         env["JAX_PLATFORMS"] = "cpu"
         env["PYTHONUNBUFFERED"] = "1"
@@ -557,14 +617,25 @@ class Cluster:
                 out = open(os.path.join(self.job_dir, f"stdout-{i}.txt"), "wb")  # noqa: SIM115
                 err = open(os.path.join(self.job_dir, f"stderr-{i}.txt"), "wb")  # noqa: SIM115
                 self._logs += [out, err]
-                self._procs.append(subprocess.Popen(
-                    [sys.executable, "-c", self.worker_code(i)], stdin=subprocess.PIPE, stdout=out,
-                    stderr=err, cwd=self.job_dir, env=env, start_new_session=True))
+                self._procs.append(
+                    subprocess.Popen(
+                        [sys.executable, "-c", self.worker_code(i)],
+                        stdin=subprocess.PIPE,
+                        stdout=out,
+                        stderr=err,
+                        cwd=self.job_dir,
+                        env=env,
+                        start_new_session=True,
+                    )
+                )
                 self._out_offsets.append(0)
                 self._err_offsets.append(0)
             _LIVE.add(self)
-            self._wait([os.path.join(self.job_dir, f"ready-{i}") for i in range(self.num_processes)],
-                       self.start_timeout, TEXT["starting"])
+            self._wait(
+                [os.path.join(self.job_dir, f"ready-{i}") for i in range(self.num_processes)],
+                self.start_timeout,
+                TEXT["starting"],
+            )
         except BaseException:
             self._kill()
             raise
@@ -611,15 +682,18 @@ class Cluster:
 
     def __repr__(self) -> str:
         state = "running" if self.alive else ("stopped" if self._procs else "not started")
-        return (f"<Cluster {self.num_processes} processes x {self.local_devices} devices, {state}"
-                f"{', coordinator ' + self.coordinator if self.port else ''}>")
+        return (
+            f"<Cluster {self.num_processes} processes x {self.local_devices} devices, {state}"
+            f"{', coordinator ' + self.coordinator if self.port else ''}>"
+        )
 
     def __str__(self) -> str:
         """What `print(cluster)` shows a student: the repr's facts, in the notebook's language."""
         state = TEXT["state_running" if self.alive else "state_stopped" if self._procs else "state_not_started"]
         if self.port:
-            return TEXT["cluster_coordinator"].format(n=self.num_processes, k=self.local_devices, state=state,
-                                                      address=self.coordinator)
+            return TEXT["cluster_coordinator"].format(
+                n=self.num_processes, k=self.local_devices, state=state, address=self.coordinator
+            )
         return TEXT["cluster"].format(n=self.num_processes, k=self.local_devices, state=state)
 
     # -- jobs
@@ -654,19 +728,29 @@ class Cluster:
         except BaseException:
             self._echo()
             if not self.alive:
-                self._kill()                  # the workers are gone: remove their folder too
+                self._kill()  # the workers are gone: remove their folder too
             raise
         self._echo()
         failed = [(i, r) for i, r in enumerate(results) if not r["ok"]]
         if failed:
             i, r = failed[0]
-            said = (TEXT["raised_too"].format(i=i, n=self.num_processes, error=_headline(r), what=what,
-                                              others=_processes([j for j, _ in failed[1:]]))
-                    if len(failed) > 1 else
-                    TEXT["raised"].format(i=i, n=self.num_processes, error=_headline(r), what=what))
+            said = (
+                TEXT["raised_too"].format(
+                    i=i,
+                    n=self.num_processes,
+                    error=_headline(r),
+                    what=what,
+                    others=_processes([j for j, _ in failed[1:]]),
+                )
+                if len(failed) > 1
+                else TEXT["raised"].format(i=i, n=self.num_processes, error=_headline(r), what=what)
+            )
             raise WorkerError(
                 f"{said}\n\n{self._tail_text(i)}",
-                process_index=i, stderr_tail=self._stderr_tail(i), remote_type=r["type"])
+                process_index=i,
+                stderr_tail=self._stderr_tail(i),
+                remote_type=r["type"],
+            )
         return [r["value"] for r in results]
 
     # -- supervision
@@ -698,7 +782,10 @@ class Cluster:
                     raise WorkerError(
                         TEXT["raised_stuck"].format(i=i, n=self.num_processes, error=_headline(r), what=what)
                         + f"\n\n{self._tail_text(i)}",
-                        process_index=i, stderr_tail=self._stderr_tail(i), remote_type=r["type"])
+                        process_index=i,
+                        stderr_tail=self._stderr_tail(i),
+                        remote_type=r["type"],
+                    )
                 if now > deadline:
                     slow = [i for i, r in enumerate(results) if r is None]
                     self._dump_stacks(slow)
@@ -706,14 +793,18 @@ class Cluster:
                     self._kill_keep_logs()
                     done = [i for i, r in enumerate(results) if r is not None]
                     said = TEXT["timed_out_some_done" if done else "timed_out"].format(
-                        slow=_processes(slow), n=self.num_processes, what=what, timeout=f"{timeout:g}",
-                        done=_processes(done) if done else "")
+                        slow=_processes(slow),
+                        n=self.num_processes,
+                        what=what,
+                        timeout=f"{timeout:g}",
+                        done=_processes(done) if done else "",
+                    )
                     raise WorkerTimeout(
-                        f"{said}\n\n{tails}",
-                        process_index=slow[0], stderr_tail=self._stderr_tail(slow[0]))
+                        f"{said}\n\n{tails}", process_index=slow[0], stderr_tail=self._stderr_tail(slow[0])
+                    )
                 time.sleep(_POLL_S)
         except BaseException:
-            if self.alive:                    # e.g. KeyboardInterrupt from the notebook
+            if self.alive:  # e.g. KeyboardInterrupt from the notebook
                 self._kill_keep_logs()
             raise
 
@@ -737,8 +828,7 @@ class Cluster:
                 code = self._procs[i].wait(1)
             except subprocess.TimeoutExpired:
                 code = "?"
-        text = (TEXT["died"].format(i=i, n=self.num_processes, code=code, what=what)
-                + f"\n\n{self._tail_text(i)}")
+        text = TEXT["died"].format(i=i, n=self.num_processes, code=code, what=what) + f"\n\n{self._tail_text(i)}"
         tail = self._stderr_tail(i)
         self._kill_keep_logs()
         return WorkerError(text, process_index=i, stderr_tail=tail)
@@ -762,12 +852,12 @@ class Cluster:
         while sizes and time.monotonic() < deadline:
             sizes = {i: n for i, n in sizes.items() if len(self._read(i, "stderr")) == n}
             time.sleep(0.02)
-        time.sleep(0.05)                                  # let the dump finish
+        time.sleep(0.05)  # let the dump finish
 
     def _stderr_tail(self, i: int, lines: int = STDERR_TAIL_LINES, *, where: bool = False) -> str:
         """The end of what worker `i` wrote on stderr during the current job (or start-up)."""
         offsets = self._err_offsets
-        text = filter_noise(self._read(i, "stderr")[offsets[i] if i < len(offsets) else 0:])
+        text = filter_noise(self._read(i, "stderr")[offsets[i] if i < len(offsets) else 0 :])
         if where:
             text = _main_thread_stack(text)
         return "\n".join(text.splitlines()[-lines:])
@@ -781,7 +871,7 @@ class Cluster:
         """Print what the workers printed during the last job, one line per line, tagged."""
         for i in range(len(self._procs)):
             text = self._read(i, "stdout")
-            new, self._out_offsets[i] = text[self._out_offsets[i]:], len(text)
+            new, self._out_offsets[i] = text[self._out_offsets[i] :], len(text)
             if self.echo:
                 for line in filter_noise(new).splitlines():
                     print(TEXT["echo"].format(i=i, line=line))
@@ -801,8 +891,12 @@ def get_cluster(num_processes: int = 2, local_devices: int = 4) -> Cluster:
     notebook. After a timeout killed it, the next call starts a fresh one.
     """
     shared = _SHARED.get("cluster")
-    if (shared is None or not shared.alive or shared.num_processes != num_processes
-            or shared.local_devices != local_devices):
+    if (
+        shared is None
+        or not shared.alive
+        or shared.num_processes != num_processes
+        or shared.local_devices != local_devices
+    ):
         if shared is not None:
             shared.close()
         _SHARED["cluster"] = shared = Cluster(num_processes, local_devices).start()

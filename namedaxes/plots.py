@@ -14,6 +14,7 @@ knows or that is installed on the system (Debian's `fonts-wqy-microhei`, which
 `make system-deps` installs). Without one, a warning says what to install and the
 figure is drawn anyway.
 """
+
 from __future__ import annotations
 
 import functools
@@ -30,11 +31,21 @@ from .axes import GRID_AXES, GRID_SHAPE
 from .i18n import gettext as _
 from .i18n import language
 
-__all__ = ["cjk_font", "CJK_FONTS", "plot_device_values", "plot_collective_groups", "plot_loss_curve", "plot_gradients",
-           "collective_groups", "COLORS"]
+__all__ = [
+    "cjk_font",
+    "CJK_FONTS",
+    "plot_device_values",
+    "plot_collective_groups",
+    "plot_loss_curve",
+    "plot_gradients",
+    "collective_groups",
+    "COLORS",
+]
+
 
 def _figure_png(fig: Figure) -> bytes:
     import io
+
     buf = io.BytesIO()
     fig.savefig(buf, format="png", bbox_inches="tight", dpi=100)
     return buf.getvalue()
@@ -54,10 +65,16 @@ def _register_png_display() -> None:
 _register_png_display()
 
 # Fonts with the Simplified Chinese glyphs, in order of preference (family name, file name pattern).
-CJK_FONTS = [("WenQuanYi Micro Hei", "wqy-microhei"), ("WenQuanYi Zen Hei", "wqy-zenhei"),
-             ("Noto Sans CJK SC", "NotoSansCJK"), ("Noto Sans SC", "NotoSansSC"),
-             ("Source Han Sans SC", "SourceHanSans"), ("Microsoft YaHei", "msyh"), ("SimHei", "simhei"),
-             ("PingFang SC", "PingFang")]
+CJK_FONTS = [
+    ("WenQuanYi Micro Hei", "wqy-microhei"),
+    ("WenQuanYi Zen Hei", "wqy-zenhei"),
+    ("Noto Sans CJK SC", "NotoSansCJK"),
+    ("Noto Sans SC", "NotoSansSC"),
+    ("Source Han Sans SC", "SourceHanSans"),
+    ("Microsoft YaHei", "msyh"),
+    ("SimHei", "simhei"),
+    ("PingFang SC", "PingFang"),
+]
 _NEEDS_CJK = ("zh",)
 _FONT_STATE: dict[str, str | None] = {}
 
@@ -66,9 +83,10 @@ def cjk_font() -> str | None:
     """The family name of an installed CJK font matplotlib can use (registering its file if needed), or None."""
     if "cjk" not in _FONT_STATE:
         from matplotlib import font_manager
+
         known = {f.name for f in font_manager.fontManager.ttflist}
         found = next((name for name, _pattern in CJK_FONTS if name in known), None)
-        if found is None:   # installed after matplotlib cached its font list: register the file itself
+        if found is None:  # installed after matplotlib cached its font list: register the file itself
             files = font_manager.findSystemFonts()
             for _name, pattern in CJK_FONTS:
                 path = next((f for f in sorted(files) if pattern.lower() in Path(f).name.lower()), None)
@@ -87,24 +105,30 @@ def _font_rc() -> dict:
     if font is None:
         if "warned" not in _FONT_STATE:
             _FONT_STATE["warned"] = "yes"
-            warnings.warn("No CJK font found: the figures' Chinese text shows as boxes. Install one, e.g. "
-                          "`apt-get install fonts-wqy-microhei` (`make system-deps` does it).", stacklevel=3)
+            warnings.warn(
+                "No CJK font found: the figures' Chinese text shows as boxes. Install one, e.g. "
+                "`apt-get install fonts-wqy-microhei` (`make system-deps` does it).",
+                stacklevel=3,
+            )
         return {}
     return {"font.family": ["DejaVu Sans", font]}
 
 
 def _localized(plot):
     """Build the figure with the fonts the current language needs (its texts keep them when drawn later)."""
+
     @functools.wraps(plot)
     def build(*args, **kwargs):
         import matplotlib
+
         with matplotlib.rc_context(_font_rc()):
             return plot(*args, **kwargs)
+
     return build
 
 
 def _bold() -> str:
-    """"bold", or "normal" where the text needs a CJK font: the CJK fonts looked for have one weight, and
+    """ "bold", or "normal" where the text needs a CJK font: the CJK fonts looked for have one weight, and
     matplotlib would log "findfont: Failed to find font weight bold" into the notebook (the Chinese
     edition's notebook 03 showed it) before drawing the glyphs in their regular weight anyway."""
     return "normal" if language() in _NEEDS_CJK else "bold"
@@ -128,8 +152,9 @@ def _figure(width: float, height: float, ncols: int = 1):
 
 
 @_localized
-def plot_device_values(before, after, *, title: str, before_label: str = "before",
-                       after_label: str = "after") -> Figure:
+def plot_device_values(
+    before, after, *, title: str, before_label: str = "before", after_label: str = "after"
+) -> Figure:
     """Grouped bars: each device's value before and after a collective."""
     before, after = np.asarray(before, dtype=float).ravel(), np.asarray(after, dtype=float).ravel()
     if before.shape != after.shape:
@@ -150,8 +175,7 @@ def plot_device_values(before, after, *, title: str, before_label: str = "before
     return fig
 
 
-def collective_groups(grid_shape: Sequence[int], axis_names: Sequence[str],
-                      over: Iterable[str]) -> np.ndarray:
+def collective_groups(grid_shape: Sequence[int], axis_names: Sequence[str], over: Iterable[str]) -> np.ndarray:
     """Group number of each grid position for a collective over the axes `over`.
 
     Devices that differ only in their coordinates along `over` reduce together;
@@ -171,9 +195,13 @@ def collective_groups(grid_shape: Sequence[int], axis_names: Sequence[str],
 
 
 @_localized
-def plot_collective_groups(grid_shape: Sequence[int] = GRID_SHAPE, axis_names: Sequence[str] = GRID_AXES,
-                           reductions: Sequence[Sequence[str]] | None = None, *,
-                           title: str | None = None) -> Figure:
+def plot_collective_groups(
+    grid_shape: Sequence[int] = GRID_SHAPE,
+    axis_names: Sequence[str] = GRID_AXES,
+    reductions: Sequence[Sequence[str]] | None = None,
+    *,
+    title: str | None = None,
+) -> Figure:
     """One panel per reduction: the device grid, coloured by which devices reduce together."""
     if len(grid_shape) != 2 or len(axis_names) != 2:
         raise ValueError("plot_collective_groups draws 2-D device grids: give two sizes and two axis names")
@@ -187,10 +215,25 @@ def plot_collective_groups(grid_shape: Sequence[int] = GRID_SHAPE, axis_names: S
         for r, c in itertools.product(range(rows), range(cols)):
             g = groups[r, c]
             ax.add_patch(_rect(c, rows - 1 - r, COLORS[g % len(COLORS)]))
-            ax.text(c + 0.5, rows - 1 - r + 0.55, _("device {i}").format(i=r * cols + c), ha="center", va="center",
-                    fontsize=8, color="white", fontweight=_bold())
-            ax.text(c + 0.5, rows - 1 - r + 0.25, _("group {g}").format(g=g), ha="center", va="center", fontsize=7,
-                    color="white")
+            ax.text(
+                c + 0.5,
+                rows - 1 - r + 0.55,
+                _("device {i}").format(i=r * cols + c),
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="white",
+                fontweight=_bold(),
+            )
+            ax.text(
+                c + 0.5,
+                rows - 1 - r + 0.25,
+                _("group {g}").format(g=g),
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="white",
+            )
         ax.set_xlim(0, cols)
         ax.set_ylim(0, rows)
         ax.set_aspect("equal")
@@ -200,8 +243,12 @@ def plot_collective_groups(grid_shape: Sequence[int] = GRID_SHAPE, axis_names: S
         ax.set_ylabel(_("{axis} index").format(axis=axis_names[0]))
         ax.tick_params(length=0)
         n_groups = groups.max() + 1
-        ax.set_title(_("psum over {axes}\n{n} group(s) of {size}").format(
-            axes=" + ".join(over), n=n_groups, size=groups.size // n_groups), fontsize=10)
+        ax.set_title(
+            _("psum over {axes}\n{n} group(s) of {size}").format(
+                axes=" + ".join(over), n=n_groups, size=groups.size // n_groups
+            ),
+            fontsize=10,
+        )
     if title:
         fig.suptitle(_t(title))
     return fig
@@ -209,6 +256,7 @@ def plot_collective_groups(grid_shape: Sequence[int] = GRID_SHAPE, axis_names: S
 
 def _rect(x, y, color):
     from matplotlib.patches import Rectangle
+
     return Rectangle((x + 0.04, y + 0.04), 0.92, 0.92, facecolor=color, edgecolor="white", lw=2)
 
 
@@ -224,15 +272,18 @@ def plot_loss_curve(losses, *, title: str = "Training loss", ylabel: str = "loss
     ax.set_ylabel((_("{label} (log scale)") if log and np.all(losses > 0) else "{label}").format(label=_t(ylabel)))
     ax.set_title(_t(title))
     ax.grid(True, color="0.9")
-    ax.annotate(_("final {value}").format(value=f"{losses[-1]:.3g}"), (losses.size - 1, losses[-1]),
-                textcoords="offset points",
-                xytext=(-60, 12), fontsize=9)
+    ax.annotate(
+        _("final {value}").format(value=f"{losses[-1]:.3g}"),
+        (losses.size - 1, losses[-1]),
+        textcoords="offset points",
+        xytext=(-60, 12),
+        fontsize=9,
+    )
     return fig
 
 
 @_localized
-def plot_gradients(per_device, averaged, *, names: Sequence[str] | None = None,
-                   title: str | None = None) -> Figure:
+def plot_gradients(per_device, averaged, *, names: Sequence[str] | None = None, title: str | None = None) -> Figure:
     """Each device's gradient (bars) and the averaged gradient (dashed line), one panel per parameter."""
     if isinstance(per_device, Mapping):
         names = list(names or per_device.keys())
@@ -249,8 +300,7 @@ def plot_gradients(per_device, averaged, *, names: Sequence[str] | None = None,
     fig, axes = _figure(3.6 * len(names), 3.2, ncols=len(names))
     for i, (ax, name) in enumerate(zip(axes, names)):
         ax.bar(np.arange(n_dev), per[:, i], color=COLORS[0], label=_("per-device gradient"))
-        ax.axhline(avg[i], color=COLORS[5], ls="--", lw=2,
-                   label=_("average = {value}").format(value=f"{avg[i]:.3g}"))
+        ax.axhline(avg[i], color=COLORS[5], ls="--", lw=2, label=_("average = {value}").format(value=f"{avg[i]:.3g}"))
         ax.axhline(0, color="0.4", lw=0.8)
         ax.set_xticks(np.arange(n_dev), [str(d) for d in range(n_dev)])
         ax.set_xlabel(_("device"))
@@ -271,6 +321,7 @@ def plot_gradients(per_device, averaged, *, names: Sequence[str] | None = None,
 
 class Transfer(NamedTuple):
     """One message: device `src` sends `nbytes` bytes of chunk `chunk` to device `dst`."""
+
     src: int
     dst: int
     chunk: int
@@ -295,8 +346,9 @@ def all_gather_steps(k: int, block_bytes: int) -> list[list[Transfer]]:
     Label `x3` is device 3's block. After k - 1 steps every device holds all k blocks.
     """
     _check_devices(k)
-    return [[Transfer(i, (i + 1) % k, (i - s) % k, block_bytes, f"x{(i - s) % k}") for i in range(k)]
-            for s in range(k - 1)]
+    return [
+        [Transfer(i, (i + 1) % k, (i - s) % k, block_bytes, f"x{(i - s) % k}") for i in range(k)] for s in range(k - 1)
+    ]
 
 
 def psum_scatter_steps(k: int, nbytes: int) -> list[list[Transfer]]:
@@ -308,8 +360,9 @@ def psum_scatter_steps(k: int, nbytes: int) -> list[list[Transfer]]:
     """
     _check_devices(k)
     size = _chunk_bytes(nbytes, k)
-    return [[Transfer(i, (i + 1) % k, (i - s - 1) % k, size, f"p{(i - s - 1) % k}") for i in range(k)]
-            for s in range(k - 1)]
+    return [
+        [Transfer(i, (i + 1) % k, (i - s - 1) % k, size, f"p{(i - s - 1) % k}") for i in range(k)] for s in range(k - 1)
+    ]
 
 
 def psum_steps(k: int, nbytes: int) -> list[list[Transfer]]:
@@ -344,8 +397,9 @@ def collective_matmul_steps(k: int, block_bytes: int) -> list[list[Transfer]]:
     differs is when: each message travels while a partial matmul runs, not before all of them.
     """
     _check_devices(k)
-    return [[Transfer(i, (i - 1) % k, (i + s) % k, block_bytes, f"x{(i + s) % k}") for i in range(k)]
-            for s in range(k - 1)]
+    return [
+        [Transfer(i, (i - 1) % k, (i + s) % k, block_bytes, f"x{(i + s) % k}") for i in range(k)] for s in range(k - 1)
+    ]
 
 
 def bytes_moved(steps: Sequence[Sequence[Transfer]], k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -365,11 +419,11 @@ def _same_or_range(values: np.ndarray) -> str:
 
 
 @_localized
-def plot_communication(steps: Sequence[Sequence[Transfer]], k: int, *, title: str,
-                       note: str | None = None) -> Figure:
+def plot_communication(steps: Sequence[Sequence[Transfer]], k: int, *, title: str, note: str | None = None) -> Figure:
     """Left: who sends what to whom, one row per step (an arrow per message, labelled with its
     chunk). Right: the bytes each device sends and receives in total."""
     from matplotlib.patches import FancyArrowPatch
+
     sent, received = bytes_moved(steps, k)
     n_steps = len(steps)
     # a ring schedule (every message goes to a neighbour) draws its wrap-around at the edges
@@ -394,13 +448,33 @@ def plot_communication(steps: Sequence[Sequence[Transfer]], k: int, *, title: st
                 f = 0.18 + 0.12 * abs(t.dst - t.src)
                 at = (t.src + f * (t.dst - t.src), top - f)
             for a, b in pieces:
-                ax.add_patch(FancyArrowPatch(a, b, arrowstyle="-|>", mutation_scale=10, lw=1.2,
-                                             color=COLORS[2], shrinkA=5, shrinkB=5, zorder=2))
-            ax.text(*at, t.label, fontsize=7, ha="center", va="center", color="0.1", zorder=4,
-                    bbox=dict(boxstyle="round,pad=0.1", facecolor="white", edgecolor="none", alpha=0.85))
+                ax.add_patch(
+                    FancyArrowPatch(
+                        a,
+                        b,
+                        arrowstyle="-|>",
+                        mutation_scale=10,
+                        lw=1.2,
+                        color=COLORS[2],
+                        shrinkA=5,
+                        shrinkB=5,
+                        zorder=2,
+                    )
+                )
+            ax.text(
+                *at,
+                t.label,
+                fontsize=7,
+                ha="center",
+                va="center",
+                color="0.1",
+                zorder=4,
+                bbox=dict(boxstyle="round,pad=0.1", facecolor="white", edgecolor="none", alpha=0.85),
+            )
     ax.set_xticks(np.arange(k), [_("device {i}").format(i=i) for i in range(k)], fontsize=8)
-    ax.set_yticks([-(s + 0.5) for s in range(n_steps)], [_("step {s}").format(s=s + 1) for s in range(n_steps)],
-                  fontsize=8)
+    ax.set_yticks(
+        [-(s + 0.5) for s in range(n_steps)], [_("step {s}").format(s=s + 1) for s in range(n_steps)], fontsize=8
+    )
     ax.set_xlim(-0.55, k - 0.45)
     ax.set_ylim(-n_steps - 0.3, 0.3)
     ax.tick_params(length=0)
@@ -415,13 +489,26 @@ def plot_communication(steps: Sequence[Sequence[Transfer]], k: int, *, title: st
     bars.set_xticks(x, [str(i) for i in range(k)])
     bars.set_xlabel(_("device"))
     bars.set_ylabel(_("bytes"))
-    bars.set_title(_("bytes per device: sent {sent}, received {received}").format(
-        sent=_same_or_range(sent), received=_same_or_range(received)), fontsize=10)
+    bars.set_title(
+        _("bytes per device: sent {sent}, received {received}").format(
+            sent=_same_or_range(sent), received=_same_or_range(received)
+        ),
+        fontsize=10,
+    )
     bars.legend(loc="lower right", frameon=False, fontsize=8)
     bars.margins(y=0.2)
     fig.suptitle(_t(title) if note is None else f"{_t(title)}\n{_t(note)}", fontsize=11)
     return fig
 
 
-__all__ += ["Transfer", "all_gather_steps", "psum_scatter_steps", "psum_steps", "ppermute_steps",
-            "all_to_all_steps", "collective_matmul_steps", "bytes_moved", "plot_communication"]
+__all__ += [
+    "Transfer",
+    "all_gather_steps",
+    "psum_scatter_steps",
+    "psum_steps",
+    "ppermute_steps",
+    "all_to_all_steps",
+    "collective_matmul_steps",
+    "bytes_moved",
+    "plot_communication",
+]

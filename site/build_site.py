@@ -19,6 +19,7 @@ sources, site/ and the site's lock), Sphinx does not start at all. A change in s
 style, configuration, texts) rebuilds both editions from scratch. A cold build on 2 cores is
 dominated by step 1 (two notebooks at a time).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,8 +65,20 @@ def _prune_sources(expected: set[Path]) -> bool:
 
 def _sphinx(python: str, edition: str, fresh: bool) -> subprocess.Popen:
     out = settings.folder(settings.OUT, edition)
-    cmd = [python, "-m", "sphinx", "-b", "html", "-q", "-c", str(settings.SITE),
-           "-d", str(settings.DOCTREES / edition), str(settings.SOURCES / edition), str(out)]
+    cmd = [
+        python,
+        "-m",
+        "sphinx",
+        "-b",
+        "html",
+        "-q",
+        "-c",
+        str(settings.SITE),
+        "-d",
+        str(settings.DOCTREES / edition),
+        str(settings.SOURCES / edition),
+        str(out),
+    ]
     if fresh:
         cmd.insert(3, "-E")
     env = dict(os.environ, NAMEDAXES_SITE_EDITION=edition, PYTHONDONTWRITEBYTECODE="1")
@@ -88,8 +101,10 @@ def build(sphinx_python: str, jobs: int | None = None) -> int:
     key = f"site {site_key}\nsources {_digest(_sources())}\n"
     previous = STAMP.read_text() if STAMP.exists() else ""
     if previous == key and all((settings.folder(settings.OUT, e) / "index.html").exists() for e in settings.EDITIONS):
-        print(f"build/site/ is up to date ({len(pages)} notebook pages; nothing changed since it was built): "
-              f"{time.monotonic() - started:.1f} s")
+        print(
+            f"build/site/ is up to date ({len(pages)} notebook pages; nothing changed since it was built): "
+            f"{time.monotonic() - started:.1f} s"
+        )
         return 0
     fresh = pruned or not previous.startswith(f"site {site_key}\n")
     if fresh:
@@ -104,19 +119,27 @@ def build(sphinx_python: str, jobs: int | None = None) -> int:
         return 1
     (settings.OUT / ".nojekyll").touch()
     STAMP.write_text(key)
-    count = sum(1 for p in settings.OUT.rglob("*.html")      # pages, not the theme's fragments in _static/
-                if not any(part.startswith("_") for part in p.relative_to(settings.OUT).parts))
+    count = sum(
+        1
+        for p in settings.OUT.rglob("*.html")  # pages, not the theme's fragments in _static/
+        if not any(part.startswith("_") for part in p.relative_to(settings.OUT).parts)
+    )
     executed = sum(not e.cached for e in executions)
-    print(f"Built build/site/ in {time.monotonic() - started:.0f} s: {count} pages ({len(pages)} notebook pages, "
-          f"{executed} notebooks executed now, {len(executions) - executed} from the cache). "
-          f"Open build/site/index.html, or publish the folder (GitHub Pages ready).")
+    print(
+        f"Built build/site/ in {time.monotonic() - started:.0f} s: {count} pages ({len(pages)} notebook pages, "
+        f"{executed} notebooks executed now, {len(executions) - executed} from the cache). "
+        f"Open build/site/index.html, or publish the folder (GitHub Pages ready)."
+    )
     return 0
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sphinx", default=str(settings.ROOT / ".venv-site" / "bin" / "python"),
-                        help="the Python of the site's venv (with Sphinx)")
+    parser.add_argument(
+        "--sphinx",
+        default=str(settings.ROOT / ".venv-site" / "bin" / "python"),
+        help="the Python of the site's venv (with Sphinx)",
+    )
     parser.add_argument("-j", "--jobs", type=int, default=None, help="notebooks executed at a time")
     args = parser.parse_args(argv)
     return build(args.sphinx, args.jobs)

@@ -28,6 +28,7 @@ edition and the note on what to run first there (site_text.py). Cell tags `site-
 nbgrader metadata is dropped. Files are written only when their content changed, so Sphinx's
 incremental build re-renders only what did.
 """
+
 from __future__ import annotations
 
 import ast
@@ -57,11 +58,12 @@ class Kind(enum.Enum):
 @dataclass(frozen=True)
 class Page:
     """One composed notebook page."""
+
     edition: str
     notebook_id: str
-    path: Path                 # the page's source under build/site-src/<edition>/notebooks/
-    kinds: dict[str, Kind]     # cell id -> kind, for the code cells
-    figures: int               # images among the shown outputs
+    path: Path  # the page's source under build/site-src/<edition>/notebooks/
+    kinds: dict[str, Kind]  # cell id -> kind, for the code cells
+    figures: int  # images among the shown outputs
 
 
 def _tags(cell) -> list[str]:
@@ -100,7 +102,8 @@ def _label(kind: Kind, edition: str) -> dict:
     words = text(key, edition)
     return nbformat.v4.new_output(
         "display_data",
-        data={"text/html": f'<p class="site-label {kind.value}-label">{html.escape(words)}</p>', "text/plain": words})
+        data={"text/html": f'<p class="site-label {kind.value}-label">{html.escape(words)}</p>', "text/plain": words},
+    )
 
 
 def _machine_paths_removed(outputs: list) -> list:
@@ -129,17 +132,25 @@ def _machine_paths_removed(outputs: list) -> list:
 
 
 def _figures(outputs: list) -> int:
-    return sum(1 for out in outputs if out.get("output_type") in ("display_data", "execute_result")
-               and any(mime.startswith("image/") for mime in out.get("data", {})))
+    return sum(
+        1
+        for out in outputs
+        if out.get("output_type") in ("display_data", "execute_result")
+        and any(mime.startswith("image/") for mime in out.get("data", {}))
+    )
 
 
 def launch_cell(edition: str, notebook_id: str):
     """The Colab button and note (markdown, MyST)."""
     url = settings.colab_url(edition, notebook_id)
     note = text("colab_note", edition, repository=settings.REPOSITORY)
-    button = (f'<p class="site-launch"><a class="site-colab" href="{html.escape(url)}" target="_blank" '
-              f'rel="noopener">{html.escape(text("colab_button", edition))}</a></p>')
-    return nbformat.v4.new_markdown_cell(f"{button}\n\n````{{note}}\n{note}\n````\n", id="site-launch")  # 4 backticks: the note holds a code fence
+    button = (
+        f'<p class="site-launch"><a class="site-colab" href="{html.escape(url)}" target="_blank" '
+        f'rel="noopener">{html.escape(text("colab_button", edition))}</a></p>'
+    )
+    return nbformat.v4.new_markdown_cell(
+        f"{button}\n\n````{{note}}\n{note}\n````\n", id="site-launch"
+    )  # 4 backticks: the note holds a code fence
 
 
 def compose(edition: str, notebook_id: str, executed: Path) -> tuple[nbformat.NotebookNode, dict[str, Kind], int]:
@@ -153,11 +164,16 @@ def compose(edition: str, notebook_id: str, executed: Path) -> tuple[nbformat.No
         page_cell.metadata = {}
         if cell.cell_type == "code":
             if cell.id not in solved:
-                raise SystemExit(f"{release_path.relative_to(settings.ROOT)}: cell {cell.id} is not in its solution "
-                                 f"(`make notebooks` regenerates the release from solutions/)")
+                raise SystemExit(
+                    f"{release_path.relative_to(settings.ROOT)}: cell {cell.id} is not in its solution "
+                    f"(`make notebooks` regenerates the release from solutions/)"
+                )
             kind = kinds[cell.id] = classify(cell, solved[cell.id])
-            shown = [] if kind in (Kind.ANSWER, Kind.CHECK) else _machine_paths_removed(
-                copy.deepcopy(solved[cell.id].get("outputs", [])))
+            shown = (
+                []
+                if kind in (Kind.ANSWER, Kind.CHECK)
+                else _machine_paths_removed(copy.deepcopy(solved[cell.id].get("outputs", [])))
+            )
             figures += _figures(shown)
             page_cell.outputs = ([] if kind is Kind.DEMO else [_label(kind, edition)]) + shown
             page_cell.execution_count = None
@@ -166,10 +182,13 @@ def compose(edition: str, notebook_id: str, executed: Path) -> tuple[nbformat.No
         cells.append(page_cell)
         if len(cells) == 1:
             cells.append(launch_cell(edition, notebook_id))
-    page = nbformat.v4.new_notebook(cells=cells, metadata={
-        "kernelspec": release.metadata.get("kernelspec", {}),
-        "language_info": {"name": "python", "pygments_lexer": "ipython3"},
-    })
+    page = nbformat.v4.new_notebook(
+        cells=cells,
+        metadata={
+            "kernelspec": release.metadata.get("kernelspec", {}),
+            "language_info": {"name": "python", "pygments_lexer": "ipython3"},
+        },
+    )
     return page, kinds, figures
 
 

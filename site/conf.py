@@ -13,6 +13,7 @@ Math is typeset by MathJax 3 served from the site itself (the files of the
 works offline; `sphinx.ext.githubpages` writes `.nojekyll` for GitHub Pages. Every link Sphinx
 writes is relative, so the folder can be served from any path or opened from disk.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -47,7 +48,7 @@ exclude_patterns = ["_build", "**.ipynb_checkpoints"]
 templates_path = [str(settings.SITE / "_templates")]
 html_static_path = [str(settings.SITE / "_static")]
 html_css_files = ["site.css"]
-html_favicon = str(settings.SITE / "_static" / "favicon.svg")   # without one, browsers ask for /favicon.ico (a 404)
+html_favicon = str(settings.SITE / "_static" / "favicon.svg")  # without one, browsers ask for /favicon.ico (a 404)
 html_theme = "sphinx_book_theme"
 html_theme_options = {
     "home_page_in_toc": True,
@@ -56,7 +57,7 @@ html_theme_options = {
     "article_header_end": ["language-switch.html", "article-header-buttons.html"],
     "navigation_with_keys": False,
 }
-html_context = {"default_mode": "auto"}     # light or dark as the reader's system prefers (an empty mode logs an error)
+html_context = {"default_mode": "auto"}  # light or dark as the reader's system prefers (an empty mode logs an error)
 html_copy_source = False
 html_show_sourcelink = False
 html_show_sphinx = False
@@ -71,8 +72,9 @@ MATHJAX_PARTS = ("tex-chtml.js", "output/chtml/fonts/woff-v2", "input/tex/extens
 def _mathjax_source() -> Path:
     spec = importlib.util.find_spec("sphinx-mathjax-offline")
     if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("the sphinx-mathjax-offline package is not installed (`make site-venv` installs "
-                           "site/requirements.txt)")
+        raise RuntimeError(
+            "the sphinx-mathjax-offline package is not installed (`make site-venv` installs site/requirements.txt)"
+        )
     return Path(next(iter(spec.submodule_search_locations))) / "static" / "mathjax"
 
 
@@ -92,12 +94,17 @@ def _copy_mathjax(app, exc) -> None:
 def _language_switch(app, pagename, templatename, context, doctree) -> None:
     """The relative URL of this page in the other edition (English at the root, Chinese in zh/)."""
     up = "../" * pagename.count("/")
-    if settings.EDITIONS[OTHER][1]:                       # to the edition one folder down
+    if settings.EDITIONS[OTHER][1]:  # to the edition one folder down
         url = f"{up}{settings.EDITIONS[OTHER][1]}/{pagename}.html"
-    else:                                                 # back up to the root edition
+    else:  # back up to the root edition
         url = f"{up}../{pagename}.html"
-    context.update(site_switch_url=url, site_switch_lang=OTHER, site_switch_name=text("language_name", OTHER),
-                   site_switch_title=text("switch_label", OTHER), site_edition=EDITION)
+    context.update(
+        site_switch_url=url,
+        site_switch_lang=OTHER,
+        site_switch_name=text("language_name", OTHER),
+        site_switch_title=text("switch_label", OTHER),
+        site_edition=EDITION,
+    )
 
 
 def _search_chinese_with_its_stemmer() -> None:

@@ -28,6 +28,7 @@ from the website's test and that test, on two pytest workers) never execute a no
 each entry is made under its own lock (`<id>.lock` next to it), and whoever gets the lock second
 finds the entry made.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,6 +54,7 @@ RUN_KEY = f"nbclient, fresh kernel, no NAMEDAXES_LANG (the set-up cell decides),
 @dataclass(frozen=True)
 class Execution:
     """One solved notebook of one edition, executed (or found in the cache)."""
+
     edition: str
     notebook_id: str
     source: Path
@@ -87,21 +89,27 @@ def _run(edition: str, source: Path, target: Path) -> float:
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
-    os.environ.pop("NAMEDAXES_LANG", None)      # the notebook's set-up cell says its language
+    os.environ.pop("NAMEDAXES_LANG", None)  # the notebook's set-up cell says its language
     flags = os.environ.get("XLA_FLAGS", "")
     if DEVICE_FLAG not in flags.split():
         os.environ["XLA_FLAGS"] = f"{flags} {DEVICE_FLAG}".strip()
     nb = nbformat.read(source, as_version=4)
     started = time.monotonic()
-    client = NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3", allow_errors=False,
-                            extra_arguments=["--IPKernelApp.log_level=ERROR"],
-                            resources={"metadata": {"path": str(source.parent)}})
+    client = NotebookClient(
+        nb,
+        timeout=CELL_TIMEOUT_S,
+        kernel_name="python3",
+        allow_errors=False,
+        extra_arguments=["--IPKernelApp.log_level=ERROR"],
+        resources={"metadata": {"path": str(source.parent)}},
+    )
     try:
         client.execute()
     except CellExecutionError as err:
         shown = source.relative_to(settings.ROOT) if source.is_relative_to(settings.ROOT) else source
-        raise RuntimeError(f"{shown} raised while it was executed for the site "
-                           f"(a solved notebook must run without an error):\n{err}") from None
+        raise RuntimeError(
+            f"{shown} raised while it was executed for the site (a solved notebook must run without an error):\n{err}"
+        ) from None
     took = time.monotonic() - started
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(".partial")
@@ -131,18 +139,24 @@ def execute(jobs: int | None = None, log=print) -> list[Execution]:
         for edition in settings.EDITIONS:
             source = settings.folder(settings.SOLUTIONS, edition) / f"{notebook_id}.ipynb"
             if not source.exists():
-                raise SystemExit(f"{source.relative_to(settings.ROOT)} is missing: `make notebooks` writes the "
-                                 f"Chinese editions of solutions/")
+                raise SystemExit(
+                    f"{source.relative_to(settings.ROOT)} is missing: `make notebooks` writes the "
+                    f"Chinese editions of solutions/"
+                )
             wanted.append((edition, notebook_id, source, cache_path(edition, notebook_id, source, deps)))
     todo = [w for w in wanted if not w[3].exists()]
     results = {(w[0], w[1]): Execution(w[0], w[1], w[2], w[3], True, 0.0) for w in wanted if w[3].exists()}
     if todo:
         jobs = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
-        log(f"Executing {len(todo)} solved notebooks on 8 simulated devices ({jobs} at a time; "
-            f"{len(wanted) - len(todo)} found in {settings.CACHE.relative_to(settings.ROOT)}/)...")
+        log(
+            f"Executing {len(todo)} solved notebooks on 8 simulated devices ({jobs} at a time; "
+            f"{len(wanted) - len(todo)} found in {settings.CACHE.relative_to(settings.ROOT)}/)..."
+        )
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = {(edition, nid): (pool.submit(_run_once, edition, source, target), source, target)
-                       for edition, nid, source, target in todo}
+            futures = {
+                (edition, nid): (pool.submit(_run_once, edition, source, target), source, target)
+                for edition, nid, source, target in todo
+            }
             for (edition, nid), (future, source, target) in futures.items():
                 took = future.result()
                 log(f"  {edition} {nid}: " + ("made by another build meanwhile" if took is None else f"{took:.1f} s"))

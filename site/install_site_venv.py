@@ -11,6 +11,7 @@ and Sphinx only reads the results. Like tools/install_venv.py (whose pip runner 
 stamp in VENV records the Python version and the lock's hash; when it matches, this returns at
 once, so a cached `make site` starts in well under a second.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -21,7 +22,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))         # run by a Python without the course package: the checkout
+sys.path.insert(0, str(HERE.parent))  # run by a Python without the course package: the checkout
 from tools import install_venv  # noqa: E402
 
 LOCK = HERE / "requirements.txt"
@@ -47,8 +48,11 @@ def main(argv: list[str]) -> int:
         shutil.rmtree(venv)
     started = time.monotonic()
     n = len(install_venv.pinned_names(LOCK))
-    print(f"Installing the site's packages into {venv}/ (first run, or site/requirements.txt changed): Python {py}, "
-          f"{n} packages pinned in site/requirements.txt (Sphinx, myst-nb, sphinx-book-theme, MathJax).", flush=True)
+    print(
+        f"Installing the site's packages into {venv}/ (first run, or site/requirements.txt changed): Python {py}, "
+        f"{n} packages pinned in site/requirements.txt (Sphinx, myst-nb, sphinx-book-theme, MathJax).",
+        flush=True,
+    )
     if not (venv / "bin" / "python").exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     fetched = install_venv.pip(venv, "install", "-r", str(LOCK), show_collecting=True)

@@ -9,6 +9,7 @@ navigation and the landing page's list without any edit here. The landing page's
 are in site_text.py. Both pages are MyST markdown; the landing page holds the (hidden) toctree
 that orders the site: syllabus, then the notebooks in file order.
 """
+
 from __future__ import annotations
 
 import ast
@@ -28,6 +29,7 @@ from site_text import text
 @dataclass(frozen=True)
 class Entry:
     """One notebook in the syllabus."""
+
     notebook_id: str
     title: str
     goals: tuple[str, ...]
@@ -81,15 +83,40 @@ def syllabus(edition: str, entries: list[Entry]) -> str:
 
 
 def landing(edition: str, entries: list[Entry]) -> str:
-    lines = [f"# {text('site_title', edition)}", "", text("landing_intro", edition), "",
-             f"## {text('teaches_heading', edition)}", "", text("teaches", edition), ""]
+    lines = [
+        f"# {text('site_title', edition)}",
+        "",
+        text("landing_intro", edition),
+        "",
+        f"## {text('teaches_heading', edition)}",
+        "",
+        text("teaches", edition),
+        "",
+    ]
     lines += [f"{n}. [{_link_title(e.title)}](notebooks/{e.notebook_id}.ipynb)" for n, e in enumerate(entries, 1)]
-    lines += ["", f"## {text('audience_heading', edition)}", "", text("audience", edition), "",
-              f"## {text('start_heading', edition)}", "",
-              f"- {text('start_lab', edition)}", f"- {text('start_colab', edition)}", f"- {text('start_hub', edition)}",
-              "", text("pages_note", edition), "",
-              "```{toctree}", ":hidden:", ":maxdepth: 1", "", "syllabus",
-              *[f"notebooks/{e.notebook_id}" for e in entries], "```", ""]
+    lines += [
+        "",
+        f"## {text('audience_heading', edition)}",
+        "",
+        text("audience", edition),
+        "",
+        f"## {text('start_heading', edition)}",
+        "",
+        f"- {text('start_lab', edition)}",
+        f"- {text('start_colab', edition)}",
+        f"- {text('start_hub', edition)}",
+        "",
+        text("pages_note", edition),
+        "",
+        "```{toctree}",
+        ":hidden:",
+        ":maxdepth: 1",
+        "",
+        "syllabus",
+        *[f"notebooks/{e.notebook_id}" for e in entries],
+        "```",
+        "",
+    ]
     return "\n".join(lines)
 
 

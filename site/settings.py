@@ -6,6 +6,7 @@ BRANCH, so a fork publishes a site whose buttons open the fork: set `NAMEDAXES_S
 (and `NAMEDAXES_SITE_BRANCH`) for `make site`, or change the defaults here. Only github.com
 repositories can be opened by Colab's `/github/` route, so anything else is refused at build time.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,22 +22,24 @@ COLAB = "https://colab.research.google.com/github"
 # Editions: (code, Sphinx language, subfolder of the site). English is the site's root, Chinese in zh/.
 EDITIONS = {"en": ("en", ""), "zh": ("zh_CN", "zh")}
 
-SOLUTIONS = ROOT / "solutions"          # the solved sources (executed for the pages' outputs)
-RELEASE = ROOT / "notebooks"            # the student notebooks (the pages' cells)
+SOLUTIONS = ROOT / "solutions"  # the solved sources (executed for the pages' outputs)
+RELEASE = ROOT / "notebooks"  # the student notebooks (the pages' cells)
 BUILD = ROOT / "build"
-CACHE = BUILD / "site-cache"            # executed notebooks, keyed by the hash of what they depend on
-SOURCES = BUILD / "site-src"            # the generated Sphinx sources, one folder per edition
-DOCTREES = BUILD / "site-doctrees"      # Sphinx's incremental-build state, one folder per edition
-OUT = BUILD / "site"                    # the site: English at the root, the Chinese edition in zh/
-SITE = ROOT / "site"                    # this folder: conf.py, templates, static files
+CACHE = BUILD / "site-cache"  # executed notebooks, keyed by the hash of what they depend on
+SOURCES = BUILD / "site-src"  # the generated Sphinx sources, one folder per edition
+DOCTREES = BUILD / "site-doctrees"  # Sphinx's incremental-build state, one folder per edition
+OUT = BUILD / "site"  # the site: English at the root, the Chinese edition in zh/
+SITE = ROOT / "site"  # this folder: conf.py, templates, static files
 
 
 def github_path() -> str:
     """owner/name of REPOSITORY; a clear error when it is not a github.com repository URL."""
     m = re.fullmatch(r"https://github\.com/([A-Za-z0-9][A-Za-z0-9-]*)/([A-Za-z0-9._-]+?)(?:\.git)?/?", REPOSITORY)
     if not m:
-        raise SystemExit(f"NAMEDAXES_SITE_REPOSITORY={REPOSITORY!r}: the Colab links need a "
-                         f"https://github.com/OWNER/NAME repository URL")
+        raise SystemExit(
+            f"NAMEDAXES_SITE_REPOSITORY={REPOSITORY!r}: the Colab links need a "
+            f"https://github.com/OWNER/NAME repository URL"
+        )
     return f"{m.group(1)}/{m.group(2)}"
 
 

@@ -9,6 +9,7 @@ Observations are normalized the way `namedaxes.grading.record` saves them; expor
 judged by `autograder.judge.programs.Judge` with a fixed test secret (the test process is a clean
 process too: no student code runs in it), everything else by `autograder.judge.compare.compare`.
 """
+
 from __future__ import annotations
 
 from autograder.judge.compare import Verdict, compare, normalize

@@ -1,4 +1,5 @@
 """The building blocks of student-facing checks say what is wrong, in order type -> shape -> value."""
+
 import linecache
 import re
 
@@ -89,8 +90,9 @@ def test_expect_collective_messages():
     with pytest.raises(CheckFailed, match=r"should communicate over 'devices'.*no collective at all"):
         expect_collective("f", lambda x: x * 2.0, 1.0, axis_name=DEVICES, axis_env=ENV)
     with pytest.raises(CheckFailed, match=r"with `psum`.*pmax over \('devices',\)"):
-        expect_collective("f", lambda x: lax.pmax(x, DEVICES), 1.0, axis_name=DEVICES, axis_env=ENV,
-                          primitives=["psum"])
+        expect_collective(
+            "f", lambda x: lax.pmax(x, DEVICES), 1.0, axis_name=DEVICES, axis_env=ENV, primitives=["psum"]
+        )
     expect_collective("f", lambda x: lax.psum(x, DEVICES), 1.0, axis_name=DEVICES, axis_env=ENV)
     with pytest.raises(CheckFailed, match=r"should not communicate over 'devices'"):
         expect_no_collective("f", lambda x: lax.psum(x, DEVICES), 1.0, axis_name=DEVICES, axis_env=ENV)
@@ -103,18 +105,25 @@ def test_show_error_prints_the_real_error(capsys):
 
 
 def test_show_error_fails_when_nothing_is_raised():
-    with pytest.raises(AssertionError, match="should raise ValueError, but it ran without an error"), show_error(ValueError):
+    with (
+        pytest.raises(AssertionError, match="should raise ValueError, but it ran without an error"),
+        show_error(ValueError),
+    ):
         pass
 
 
 def test_show_error_fails_on_a_different_message():
-    with pytest.raises(AssertionError, match="expected an error matching"), show_error(ValueError, match="context mesh"):
+    with (
+        pytest.raises(AssertionError, match="expected an error matching"),
+        show_error(ValueError, match="context mesh"),
+    ):
         raise ValueError("something else")
 
 
 def test_assert_check_fails_and_passes():
     def check(v):
         expect_close("v", v, 1.0)
+
     assert "wrong values" in assert_check_fails(check, 2.0, match="wrong values")
     with pytest.raises(AssertionError, match="accepted an answer"):
         assert_check_fails(check, 1.0)
@@ -122,8 +131,12 @@ def test_assert_check_fails_and_passes():
 
 
 def test_exercise_check_hint_and_observe(capsys):
-    ex = Exercise("twice", lambda f: expect_close("twice", f(1.0), 2.0), hints=["multiply", "by two"],
-                  observe=lambda f: {"out": np.asarray(f(3.0))})
+    ex = Exercise(
+        "twice",
+        lambda f: expect_close("twice", f(1.0), 2.0),
+        hints=["multiply", "by two"],
+        observe=lambda f: {"out": np.asarray(f(3.0))},
+    )
     ex.check(lambda x: 2 * x)
     with pytest.raises(CheckFailed):
         ex.check(lambda x: x)
@@ -136,6 +149,7 @@ def test_exercise_check_hint_and_observe(capsys):
 
 def test_shard_map_psum_counts_as_psum_and_type_casts_do_not_count():
     from jax.sharding import AxisType
+
     mesh = jax.make_mesh((8,), (DEVICES,), axis_types=(AxisType.Auto,))
     # a replicated (P()) input is axis-invariant: its psum is traced as psum_invariant, after a pvary/pcast
     f = jax.shard_map(lambda x: lax.psum(x, DEVICES), mesh=mesh, in_specs=P(), out_specs=P())
@@ -163,10 +177,10 @@ def test_show_values_uses_four_decimals_commas_and_summarises_long_arrays():
 def test_same_values_needs_equal_shapes_and_values_within_tol():
     assert same_values(jnp.array([1.0, 2.0]), np.array([1.0, 2.0 + 1e-6]))
     assert not same_values(jnp.array([1.0, 2.0]), np.array([1.0, 2.001]))
-    assert not same_values(np.zeros(3), np.zeros((3, 1)))       # broadcastable is not enough
-    assert not same_values(np.zeros(2), np.zeros(3))              # and a mismatch does not raise
-    assert not same_values(1.0, 1.0 + 5e-5)                       # default tol 1e-5 ...
-    assert same_values(1.0, 1.0 + 5e-5, 1e-4)                     # ... or the one passed
+    assert not same_values(np.zeros(3), np.zeros((3, 1)))  # broadcastable is not enough
+    assert not same_values(np.zeros(2), np.zeros(3))  # and a mismatch does not raise
+    assert not same_values(1.0, 1.0 + 5e-5)  # default tol 1e-5 ...
+    assert same_values(1.0, 1.0 + 5e-5, 1e-4)  # ... or the one passed
     assert same_values([jnp.float32(1.0), 2], [1.0, 2.0], dtype=float)
     assert isinstance(same_values(1.0, 1.0), bool)
 
@@ -174,10 +188,12 @@ def test_same_values_needs_equal_shapes_and_values_within_tol():
 def test_not_written_yet_is_one_sentence_for_every_notebook():
     assert not_written_yet("total") == (
         "`total` is not written yet: replace `raise NotImplementedError()` in its cell with your code, "
-        "then run that cell again.")
+        "then run that cell again."
+    )
     assert not_written_yet("step", callee="loss_fn") == (
         "`step` (or a function it calls, such as `loss_fn`) is not written yet: replace "
-        "`raise NotImplementedError()` in its cell with your code, then run that cell again.")
+        "`raise NotImplementedError()` in its cell with your code, then run that cell again."
+    )
     assert not_written_yet("step", callee="step") == not_written_yet("step")
 
 
@@ -212,18 +228,19 @@ def _cell(source: str, number: int = 1) -> dict:
 def test_a_failed_check_renders_as_its_message_only_in_red_with_the_hint_line(monkeypatch):
     monkeypatch.delenv("NO_COLOR", raising=False)
     twice = Exercise("twice", lambda f: expect_close("twice", f(1.0), 2.0), hints=["multiply"])
-    globals()["q_twice"] = twice           # the name the hint line uses: this module's attribute
+    globals()["q_twice"] = twice  # the name the hint line uses: this module's attribute
     try:
         with pytest.raises(CheckFailed) as err:
             twice.check(lambda x: x)
     finally:
         del globals()["q_twice"]
     lines = err.value._render_traceback_()
-    assert lines[0].startswith("\x1b[") and " ".join(ANSI.sub("", ln).strip() for ln in lines[:-1]) == \
-        "✗ " + str(err.value)
+    assert lines[0].startswith("\x1b[") and " ".join(ANSI.sub("", ln).strip() for ln in lines[:-1]) == "✗ " + str(
+        err.value
+    )
     assert lines[-1] == "Stuck? Run `q.q_twice.hint()` for a hint."
     assert not any("Traceback" in ln or "checking.py" in ln for ln in lines)
-    assert err.value.__cause__ is None and err.value.__suppress_context__   # no chained checker frames
+    assert err.value.__cause__ is None and err.value.__suppress_context__  # no chained checker frames
     monkeypatch.setenv("NO_COLOR", "1")
     plain = err.value._render_traceback_()
     assert not any("\x1b" in ln for ln in plain) and " ".join(ln.strip() for ln in plain[:-1]) == "✗ " + str(err.value)
@@ -231,12 +248,14 @@ def test_a_failed_check_renders_as_its_message_only_in_red_with_the_hint_line(mo
 
 def test_a_long_message_is_wrapped_so_nbgraders_command_line_does_not_cut_it(monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
-    message = ("`scaled_sum` returned different values on different devices. Every device should hold the "
-               "same result: a collective such as `lax.psum` over 'devices' is missing.\nOn device 3: expected 56.")
+    message = (
+        "`scaled_sum` returned different values on different devices. Every device should hold the "
+        "same result: a collective such as `lax.psum` over 'devices' is missing.\nOn device 3: expected 56."
+    )
     lines = CheckFailed(message)._render_traceback_()
     assert all(len(ln) <= 80 for ln in lines) and len(lines) == 4
     assert lines[0].startswith("✗ `scaled_sum` returned") and all(ln.startswith("  ") for ln in lines[1:])
-    assert lines[-1] == "  On device 3: expected 56."                # the message's own line break is kept
+    assert lines[-1] == "  On device 3: expected 56."  # the message's own line break is kept
 
 
 def test_a_passed_check_prints_one_green_line(capsys, monkeypatch):
@@ -258,14 +277,21 @@ def test_not_written_yet_names_the_unwritten_function_the_answer_calls():
 
 def test_an_error_in_the_students_code_is_quoted_with_its_cell_line():
     ns = _cell("def total(x):\n    y = x * 2\n    return y + 'a'\n")
-    with pytest.raises(CheckFailed, match=r"^`total` raised `TypeError: unsupported operand.*` at line 3 of its "
-                                          r"cell: `return y \+ 'a'`\.$"), explained("total"):
+    with (
+        pytest.raises(
+            CheckFailed,
+            match=r"^`total` raised `TypeError: unsupported operand.*` at line 3 of its "
+            r"cell: `return y \+ 'a'`\.$",
+        ),
+        explained("total"),
+    ):
         ns["total"](1.0)
 
 
 def test_an_error_outside_the_students_code_is_not_disguised():
     def checker_bug():
         raise KeyError("a bug in the checker")
+
     with pytest.raises(KeyError, match="a bug in the checker"), explained("total"):
         checker_bug()
 
@@ -276,11 +302,15 @@ def test_unbound_axis_name_message_says_what_binds_and_which_constant_to_write()
     msg = translate(raised.value, "total", run="`jax.pmap(total, axis_name=DEVICES)`", binds=(DEVICES,))
     assert msg.startswith("`total` failed with JAX's error \"NameError: Found an unbound axis name: device.")
     assert "`total` calls a collective over 'device', and no enclosing pmap/vmap/shard_map binds that name" in msg
-    assert msg.endswith("`jax.pmap(total, axis_name=DEVICES)` binds only 'devices'. Write the axis name as the "
-                        "constant `DEVICES`: `axis_name=DEVICES`.")
+    assert msg.endswith(
+        "`jax.pmap(total, axis_name=DEVICES)` binds only 'devices'. Write the axis name as the "
+        "constant `DEVICES`: `axis_name=DEVICES`."
+    )
     grid = translate(raised.value, "grid", binds=(DATA_SHARDS, MODEL_REPLICAS))
-    assert grid.endswith("The check binds only 'data_shards' and 'model_replicas'. Use the constants "
-                         "`DATA_SHARDS` ('data_shards') and `MODEL_REPLICAS` ('model_replicas') for the names.")
+    assert grid.endswith(
+        "The check binds only 'data_shards' and 'model_replicas'. Use the constants "
+        "`DATA_SHARDS` ('data_shards') and `MODEL_REPLICAS` ('model_replicas') for the names."
+    )
 
 
 def test_a_modules_own_rules_come_first():
@@ -310,19 +340,24 @@ def test_progress_lists_passed_failed_and_unchecked_exercises_in_order(monkeypat
     ex = _fresh_module(module, monkeypatch)
     assert progress_rows(module) == [("a", "unchecked", ""), ("b", "unchecked", ""), ("c", "unchecked", "")]
     ex["a"].check(lambda x: 2 * x)
-    assert progress_rows(module)[0] == ("a", "unchecked", "")        # its second check has not run
+    assert progress_rows(module)[0] == ("a", "unchecked", "")  # its second check has not run
     ex["a_structure"].check(lambda x: 2 * x)
     with pytest.raises(CheckFailed):
         ex["b"].check(lambda x: x)
     rows = progress_rows(module)
-    assert rows[0] == ("a", "passed", "") and rows[1][:2] == ("b", "failed") and "`b` has the wrong values" in rows[1][2]
+    assert (
+        rows[0] == ("a", "passed", "") and rows[1][:2] == ("b", "failed") and "`b` has the wrong values" in rows[1][2]
+    )
     capsys.readouterr()
     monkeypatch.setenv("NO_COLOR", "1")
     progress(module)
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "1 of 3 exercises pass"
-    assert out[1] == "  ✓ a" and out[2].startswith("  ✗ b: `b` has the wrong values") and \
-        out[3] == "  • c: not checked yet; run its test cell"
+    assert (
+        out[1] == "  ✓ a"
+        and out[2].startswith("  ✗ b: `b` has the wrong values")
+        and out[3] == "  • c: not checked yet; run its test cell"
+    )
     ex["b"].check(lambda x: 3 * x)
     ex["c"].check(lambda x: x)
     capsys.readouterr()
@@ -337,12 +372,13 @@ def test_progress_notices_an_answer_redefined_since_its_check(monkeypatch):
 
     def a(x):
         return 2 * x
+
     namespace = {"a": a}
     monkeypatch.setattr(checking, "_user_namespace", lambda: namespace)
     ex["a"].check(a)
     ex["a_structure"].check(a)
     assert progress_rows(module)[0] == ("a", "passed", "")
-    namespace["a"] = lambda x: 2 * x         # the student edited and re-ran the answer cell, not the test cell
+    namespace["a"] = lambda x: 2 * x  # the student edited and re-ran the answer cell, not the test cell
     assert progress_rows(module)[0] == ("a", "changed", "")
 
 
@@ -351,7 +387,7 @@ def test_reimporting_a_module_replaces_its_exercises(monkeypatch):
     _fresh_module(module, monkeypatch)
     registry = checking._REGISTRY[module]
     before = list(registry)
-    for old in list(registry.values()):      # the same exercises defined again (same name, same check)
+    for old in list(registry.values()):  # the same exercises defined again (same name, same check)
         Exercise(old.name, old._check, module=module)
     assert list(checking._REGISTRY[module]) == before
 
@@ -361,11 +397,13 @@ def test_every_exercise_module_has_progress():
     import pkgutil
 
     import namedaxes.exercises as pkg
+
     for info in pkgutil.iter_modules(pkg.__path__):
         module = importlib.import_module(f"namedaxes.exercises.{info.name}")
         assert callable(module.progress), module.__name__
-        assert {name for name, _, _ in progress_rows(module.__name__)} == \
-            {ex.name for ex in vars(module).values() if isinstance(ex, Exercise)}
+        assert {name for name, _, _ in progress_rows(module.__name__)} == {
+            ex.name for ex in vars(module).values() if isinstance(ex, Exercise)
+        }
 
 
 # ---------------------------------------------------------------- unwritten stubs in plain cells
@@ -378,18 +416,21 @@ def test_a_stub_stops_a_plain_cell_with_one_line():
         _cell("raise NotImplementedError()\n", number=8)
     assert checking._stub_message(err.value) == TEXT["cell_not_written_yet"]
     with pytest.raises(NotImplementedError) as err:
-        raise NotImplementedError("a library feature")    # a real NotImplementedError keeps its traceback
+        raise NotImplementedError("a library feature")  # a real NotImplementedError keeps its traceback
     assert checking._stub_message(err.value) is None
 
 
 def test_a_stub_that_raised_in_a_worker_process_gets_the_same_line():
-    class WorkerError(RuntimeError):         # the shape of multiprocess.WorkerError: text + remote_type
+    class WorkerError(RuntimeError):  # the shape of multiprocess.WorkerError: text + remote_type
         remote_type = "NotImplementedError"
-    text = ('process 0 of 2 raised NotImplementedError (so did process 1)\n(while running `run_on_devices`)\n\n'
-            '  Traceback (most recent call last):\n    File "<shipped run_on_devices>", line 7, in run_on_devices\n'
-            '      return jax.pmap(fn, axis_name=axis_name)(local_x)\n'
-            '    File "<shipped global_sum>", line 3, in global_sum\n      raise NotImplementedError()\n'
-            '  NotImplementedError')
+
+    text = (
+        "process 0 of 2 raised NotImplementedError (so did process 1)\n(while running `run_on_devices`)\n\n"
+        '  Traceback (most recent call last):\n    File "<shipped run_on_devices>", line 7, in run_on_devices\n'
+        "      return jax.pmap(fn, axis_name=axis_name)(local_x)\n"
+        '    File "<shipped global_sum>", line 3, in global_sum\n      raise NotImplementedError()\n'
+        "  NotImplementedError"
+    )
     assert checking._stub_message(WorkerError(text)) == TEXT["uses_unwritten"].format(name="global_sum")
     WorkerError.remote_type = "ValueError"
     assert checking._stub_message(WorkerError(text)) is None

@@ -10,6 +10,7 @@ Students are two real Unix users of every Debian system, `daemon` (uid 1) and `b
 exchange's student id is the hub's user name, and collect checks that a hand-in named `bin+...`
 belongs to uid 2. Setting owners needs root; the tests are skipped without it.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 AID = "02_scaled_sum"
 NB = f"{AID}.ipynb"
-ALICE, BOB = "daemon", "bin"                       # real Unix users: the students
+ALICE, BOB = "daemon", "bin"  # real Unix users: the students
 SOLUTION = '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5, "secret": "THE SOLUTION"}'
+
 
 def _have_users(*names: str) -> bool:
     try:
@@ -37,8 +39,10 @@ def _have_users(*names: str) -> bool:
         return False
 
 
-pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="setting a hand-in's owner (os.chown) needs root"),
-              pytest.mark.skipif(not _have_users(ALICE, BOB), reason="the system users daemon and bin are missing")]
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="setting a hand-in's owner (os.chown) needs root"),
+    pytest.mark.skipif(not _have_users(ALICE, BOB), reason="the system users daemon and bin are missing"),
+]
 
 
 def uid(user: str) -> int:
@@ -67,7 +71,7 @@ def gradebook(tmp_path_factory) -> Path:
 def course(tmp_path, gradebook) -> Path:
     folder = tmp_path / "course"
     (folder / "source" / AID).mkdir(parents=True)
-    (folder / "source" / AID / NB).write_text(SOLUTION)          # the instructor's, readable by root only
+    (folder / "source" / AID / NB).write_text(SOLUTION)  # the instructor's, readable by root only
     os.chmod(folder / "source" / AID / NB, 0o600)
     (folder / "nbgrader_config.py").write_text('c = get_config()\nc.CourseDirectory.course_id = "namedaxes"\n')
     shutil.copyfile(gradebook, folder / "gradebook.db")
@@ -78,12 +82,18 @@ def course(tmp_path, gradebook) -> Path:
 def inbound(tmp_path) -> Path:
     folder = tmp_path / "exchange" / "namedaxes" / "inbound"
     folder.mkdir(parents=True)
-    os.chmod(folder, 0o2733)                                     # nbgrader's release makes it so
+    os.chmod(folder, 0o2733)  # nbgrader's release makes it so
     return folder
 
 
-def hand_in(inbound: Path, student: str, ts: datetime, owner: str | None = None, answer: str | None = None,
-            name: str | None = None) -> Path:
+def hand_in(
+    inbound: Path,
+    student: str,
+    ts: datetime,
+    owner: str | None = None,
+    answer: str | None = None,
+    name: str | None = None,
+) -> Path:
     """What nbgrader's submit writes: student+assignment+timestamp+random/ with the notebook, timestamp.txt
     and submission_secret.txt, all owned by `owner` (default: the student's own Unix user)."""
     folder = inbound / (name or f"{student}+{AID}+{stamp(ts)}+r{int(ts.timestamp())}")
@@ -128,8 +138,10 @@ def test_a_notebook_that_links_to_the_solution_is_refused(course, inbound):
     (evil / NB).symlink_to(course / "source" / AID / NB)
     os.chown(evil / NB, uid(ALICE), uid(ALICE), follow_symlinks=False)
     lines = collect(course, inbound)
-    assert lines == [f"{AID}: 1 new or newer hand-in(s) ({ALICE}); 1 collected in all; 1 refused (below)",
-                     f"  REFUSED {evil.name}: {evil.name}/{NB} is a symbolic link: only regular files are collected"]
+    assert lines == [
+        f"{AID}: 1 new or newer hand-in(s) ({ALICE}); 1 collected in all; 1 refused (below)",
+        f"  REFUSED {evil.name}: {evil.name}/{NB} is a symbolic link: only regular files are collected",
+    ]
     assert collected(course, ALICE) == f'{{"answer": "{ALICE} at {stamp(EARLIER)}"}}', "the older honest hand-in"
     assert "THE SOLUTION" not in "".join(p.read_text() for p in (course / "submitted").rglob("*") if p.is_file())
     assert honest.is_dir() and (evil / NB).is_symlink(), "nothing in inbound/ is changed"
@@ -140,8 +152,10 @@ def test_a_hand_in_folder_that_is_a_link_is_refused(course, inbound):
     link.symlink_to(course / "source" / AID)
     os.chown(link, uid(ALICE), uid(ALICE), follow_symlinks=False)
     lines = collect(course, inbound)
-    assert lines[:2] == [f"{AID}: 0 new or newer hand-in(s); 0 collected in all; 1 refused (below)",
-                         f"  REFUSED {link.name}: it is a symbolic link, not a hand-in folder"]
+    assert lines[:2] == [
+        f"{AID}: 0 new or newer hand-in(s); 0 collected in all; 1 refused (below)",
+        f"  REFUSED {link.name}: it is a symbolic link, not a hand-in folder",
+    ]
     assert collected(course, ALICE) is None
 
 
@@ -152,8 +166,10 @@ def test_links_to_the_folder_itself_do_not_multiply(course, inbound):
         os.chown(evil / name, uid(ALICE), uid(ALICE), follow_symlinks=False)
     hand_in(inbound, BOB, LATER)
     lines = collect(course, inbound)
-    assert lines[:2] == [f"{AID}: 1 new or newer hand-in(s) ({BOB}); 1 collected in all; 1 refused (below)",
-                         f"  REFUSED {evil.name}: {evil.name}/a is a symbolic link: only regular files are collected"]
+    assert lines[:2] == [
+        f"{AID}: 1 new or newer hand-in(s) ({BOB}); 1 collected in all; 1 refused (below)",
+        f"  REFUSED {evil.name}: {evil.name}/a is a symbolic link: only regular files are collected",
+    ]
     assert not (course / "submitted" / ALICE).exists()
     assert sum(1 for _ in (course / "submitted").rglob("*")) == 5, "bob/, bob/02/ and bob's three files, nothing more"
 
@@ -170,12 +186,15 @@ def test_a_file_swapped_for_a_link_while_collect_runs_is_never_followed(course, 
             (evil / "tmp-link").symlink_to(course / "source" / AID / NB)
             os.replace(evil / "tmp-link", evil / NB)
         return real_open(path, flags, mode, dir_fd=dir_fd)
+
     monkeypatch.setattr(intake.os, "open", swap_then_open)
     lines = collect(course, inbound)
     monkeypatch.undo()
     assert swapped == [NB]
-    assert lines[1] == f"  REFUSED {evil.name}: {evil.name}/{NB} changed while being collected " \
-                       f"(now a link or not a regular file)"
+    assert (
+        lines[1] == f"  REFUSED {evil.name}: {evil.name}/{NB} changed while being collected "
+        f"(now a link or not a regular file)"
+    )
     assert collected(course, ALICE) is None
 
 
@@ -189,6 +208,7 @@ def test_a_file_swapped_after_it_was_opened_is_read_as_it_was_checked(course, in
             os.rename(evil / NB, evil / "moved-away.ipynb")
             (evil / NB).symlink_to(course / "source" / AID / NB)
         return fd
+
     monkeypatch.setattr(intake.os, "open", open_then_swap)
     lines = collect(course, inbound)
     monkeypatch.undo()
@@ -199,7 +219,7 @@ def test_a_file_swapped_after_it_was_opened_is_read_as_it_was_checked(course, in
 
 def test_pipes_and_hard_links_are_not_collected(course, inbound, tmp_path):
     piped = hand_in(inbound, ALICE, LATER)
-    os.mkfifo(piped / "extra.ipynb")                  # opening it for reading would block collect
+    os.mkfifo(piped / "extra.ipynb")  # opening it for reading would block collect
     os.chown(piped / "extra.ipynb", uid(ALICE), uid(ALICE))
     linked = hand_in(inbound, BOB, LATER)
     elsewhere = tmp_path / "bobs-other-file"
@@ -207,10 +227,11 @@ def test_pipes_and_hard_links_are_not_collected(course, inbound, tmp_path):
     os.chown(elsewhere, uid(BOB), uid(BOB))
     os.link(elsewhere, linked / "notes.txt")
     lines = collect(course, inbound)
-    assert lines[1:3] == [f"  REFUSED {linked.name}: {linked.name}/notes.txt has 2 hard links: "
-                          f"only files of the hand-in's own are collected",
-                          f"  REFUSED {piped.name}: {piped.name}/extra.ipynb is a named pipe: "
-                          f"only regular files are collected"]
+    assert lines[1:3] == [
+        f"  REFUSED {linked.name}: {linked.name}/notes.txt has 2 hard links: "
+        f"only files of the hand-in's own are collected",
+        f"  REFUSED {piped.name}: {piped.name}/extra.ipynb is a named pipe: only regular files are collected",
+    ]
     assert collected(course, ALICE) is None and collected(course, BOB) is None
 
 
@@ -222,10 +243,12 @@ def test_too_many_files_or_bytes_refuse_the_hand_in_not_the_class(course, inboun
     chown_tree(many, ALICE)
     big = hand_in(inbound, BOB, LATER, answer="y" * 5000)
     lines = collect(course, inbound, limits=intake.Limits(max_files=8, max_bytes=4096))
-    assert lines == [f"{AID}: 0 new or newer hand-in(s); 0 collected in all; 2 refused (below)",
-                     f"  REFUSED {big.name}: the hand-in is larger than 4096 bytes (at {big.name}/{NB})",
-                     f"  REFUSED {many.name}: the hand-in has more than 8 files and folders",
-                     f"  nbgrader: [WARNING] No submissions of '{AID}' for course 'namedaxes' to collect"]
+    assert lines == [
+        f"{AID}: 0 new or newer hand-in(s); 0 collected in all; 2 refused (below)",
+        f"  REFUSED {big.name}: the hand-in is larger than 4096 bytes (at {big.name}/{NB})",
+        f"  REFUSED {many.name}: the hand-in has more than 8 files and folders",
+        f"  nbgrader: [WARNING] No submissions of '{AID}' for course 'namedaxes' to collect",
+    ]
 
 
 def test_a_file_that_grows_past_its_size_is_cut_off_by_what_is_read(course, inbound, monkeypatch):
@@ -239,6 +262,7 @@ def test_a_file_that_grows_past_its_size_is_cut_off_by_what_is_read(course, inbo
             with open(grows / NB, "a") as f:
                 f.write("z" * 10000)
         return fd
+
     monkeypatch.setattr(intake.os, "open", open_then_grow)
     lines = collect(course, inbound, limits=intake.Limits(max_bytes=4096))
     monkeypatch.undo()
@@ -253,11 +277,14 @@ def test_a_flood_of_refused_hand_ins_is_read_at_most_max_tries_times(course, inb
     honest = hand_in(inbound, ALICE, EARLIER)
     lines = collect(course, inbound, limits=intake.Limits(max_tries=3))
     assert lines[0] == f"{AID}: 0 new or newer hand-in(s); 0 collected in all; 4 refused (below)"
-    newest = sorted(p.name for p in inbound.iterdir())[::-1]             # the same day: names sort by time
-    assert lines[1:4] == [f"  REFUSED {name}: {name}/x is a symbolic link: only regular files are collected"
-                          for name in newest[:3]]
-    assert lines[4] == (f"  REFUSED {newest[3]}: not examined: the 3 newer hand-ins of {ALICE} were refused, and so "
-                        f"are the 3 older ones without a look ({newest[3]}, {newest[4]}, {honest.name})")
+    newest = sorted(p.name for p in inbound.iterdir())[::-1]  # the same day: names sort by time
+    assert lines[1:4] == [
+        f"  REFUSED {name}: {name}/x is a symbolic link: only regular files are collected" for name in newest[:3]
+    ]
+    assert lines[4] == (
+        f"  REFUSED {newest[3]}: not examined: the 3 newer hand-ins of {ALICE} were refused, and so "
+        f"are the 3 older ones without a look ({newest[3]}, {newest[4]}, {honest.name})"
+    )
     assert collected(course, ALICE) is None
 
 
@@ -273,11 +300,15 @@ def test_an_unreadable_folder_refuses_that_hand_in_only(course, inbound):
         if isinstance(path, int) and os.fstat(path).st_ino == (locked / "sub").stat().st_ino:
             raise PermissionError(13, "Permission denied")
         return real_listdir(path)
+
     import unittest.mock
+
     with unittest.mock.patch.object(intake.os, "listdir", listdir):
         lines = collect(course, inbound)
-    assert lines[:2] == [f"{AID}: 1 new or newer hand-in(s) ({BOB}); 1 collected in all; 1 refused (below)",
-                         f"  REFUSED {locked.name}: it cannot be read (Permission denied)"]
+    assert lines[:2] == [
+        f"{AID}: 1 new or newer hand-in(s) ({BOB}); 1 collected in all; 1 refused (below)",
+        f"  REFUSED {locked.name}: it cannot be read (Permission denied)",
+    ]
 
 
 def test_deep_folders_are_refused(course, inbound):
@@ -297,10 +328,12 @@ def test_one_bad_entry_is_reported_and_the_class_is_collected(course, inbound):
     hand_in(inbound, BOB, EARLIER)
     (inbound / "notes-of-another-assignment").mkdir()
     lines = collect(course, inbound)
-    assert lines == [f"{AID}: 2 new or newer hand-in(s) ({BOB}, {ALICE}); 2 collected in all; 3 refused (below)",
-                     f"  REFUSED {BOB}+{AID}+{stamp(LATER)}+file: it is a file, not a hand-in folder",
-                     f"  REFUSED {odd.name}: not a hand-in folder name (student+{AID}+timestamp[+random])",
-                     f"  REFUSED {garbage.name}: timestamp 'not-a-time' cannot be read (ParserError)"]
+    assert lines == [
+        f"{AID}: 2 new or newer hand-in(s) ({BOB}, {ALICE}); 2 collected in all; 3 refused (below)",
+        f"  REFUSED {BOB}+{AID}+{stamp(LATER)}+file: it is a file, not a hand-in folder",
+        f"  REFUSED {odd.name}: not a hand-in folder name (student+{AID}+timestamp[+random])",
+        f"  REFUSED {garbage.name}: timestamp 'not-a-time' cannot be read (ParserError)",
+    ]
     assert collected(course, ALICE) == f'{{"answer": "{ALICE} at {stamp(EARLIER)}"}}'
     assert collected(course, BOB) == f'{{"answer": "{BOB} at {stamp(EARLIER)}"}}'
 
@@ -312,16 +345,21 @@ def test_a_student_cannot_hand_in_as_another(course, inbound):
     future = NOW.replace(year=2099)
     future_as_bob = hand_in(inbound, BOB, future, owner=ALICE, answer='{"answer": "zero"}')
     lines = collect(course, inbound)
-    owner = (f"the folder belongs to daemon (uid {uid(ALICE)}), not to bin's Unix user bin (uid {uid(BOB)}) "
-             f"nor to the user running collect, root (uid 0)")
+    owner = (
+        f"the folder belongs to daemon (uid {uid(ALICE)}), not to bin's Unix user bin (uid {uid(BOB)}) "
+        f"nor to the user running collect, root (uid 0)"
+    )
     assert lines[0] == f"{AID}: 1 new or newer hand-in(s) ({BOB}); 1 collected in all; 2 refused (below)"
     assert lines[1] == f"  REFUSED {now_as_bob.name}: {owner}"
     dated = f"dated {future.replace(tzinfo=None).isoformat(' ')}+00:00, in the future (now "
     assert lines[2].startswith(f"  REFUSED {future_as_bob.name}: {dated}") and lines[2].endswith(f"); {owner}")
     assert len(lines) == 3
     assert collected(course, BOB) == f'{{"answer": "{BOB} at {stamp(EARLIER)}"}}'
-    hand_in(inbound, BOB, NOW - timedelta(minutes=1))            # bob hands in again: it is collected
-    assert collect(course, inbound)[0] == f"{AID}: 1 new or newer hand-in(s) ({BOB}); 1 collected in all; 2 refused (below)"
+    hand_in(inbound, BOB, NOW - timedelta(minutes=1))  # bob hands in again: it is collected
+    assert (
+        collect(course, inbound)[0]
+        == f"{AID}: 1 new or newer hand-in(s) ({BOB}); 1 collected in all; 2 refused (below)"
+    )
     assert collected(course, BOB) == f'{{"answer": "{BOB} at {stamp(NOW - timedelta(minutes=1))}"}}'
 
 
@@ -331,8 +369,10 @@ def test_a_file_planted_in_a_students_folder_is_refused(course, inbound):
     (folder / "planted.py").write_text("x = 1")
     os.chown(folder / "planted.py", uid(ALICE), uid(ALICE))
     lines = collect(course, inbound)
-    assert lines[1] == (f"  REFUSED {folder.name}: {folder.name}/planted.py belongs to daemon (uid {uid(ALICE)}), "
-                        f"not to bin (uid {uid(BOB)}), who owns the hand-in folder")
+    assert lines[1] == (
+        f"  REFUSED {folder.name}: {folder.name}/planted.py belongs to daemon (uid {uid(ALICE)}), "
+        f"not to bin (uid {uid(BOB)}), who owns the hand-in folder"
+    )
 
 
 def test_a_students_own_future_date_does_not_win(course, inbound):
@@ -348,8 +388,10 @@ def test_a_timestamp_file_that_disagrees_with_the_name_is_refused(course, inboun
     folder = hand_in(inbound, BOB, LATER)
     (folder / "timestamp.txt").write_text("2099-01-01 00:00:00.000000 UTC")
     lines = collect(course, inbound)
-    assert lines[1] == (f"  REFUSED {folder.name}: its timestamp.txt says '2099-01-01 00:00:00.000000 UTC', "
-                        f"its folder name {LATER.replace(tzinfo=None).isoformat(' ')}+00:00")
+    assert lines[1] == (
+        f"  REFUSED {folder.name}: its timestamp.txt says '2099-01-01 00:00:00.000000 UTC', "
+        f"its folder name {LATER.replace(tzinfo=None).isoformat(' ')}+00:00"
+    )
     assert collected(course, BOB) is None
 
 
@@ -361,9 +403,11 @@ def test_one_machine_class_checks_the_collecting_user_and_says_so(course, inboun
     assert len(lines) == 3 and lines[:2] == [
         f"{AID}: 1 new or newer hand-in(s) (li-not-a-user); 1 collected in all; 1 refused (below)",
         f"  REFUSED {planted.name}: the folder belongs to daemon (uid {uid(ALICE)}), not to the user running "
-        f"collect, root (uid 0) (wang-not-a-user is no Unix user here)"]
-    assert lines[-1].startswith("owner check: the hand-ins of li-not-a-user belong to the user running collect, "
-                                "root (uid 0)")
+        f"collect, root (uid 0) (wang-not-a-user is no Unix user here)",
+    ]
+    assert lines[-1].startswith(
+        "owner check: the hand-ins of li-not-a-user belong to the user running collect, root (uid 0)"
+    )
     assert "any student can hand in under another's name" in lines[-1] and "make hub" in lines[-1]
     assert ours.is_dir()
 
@@ -376,7 +420,8 @@ def test_class_user_names_the_one_os_user_of_a_one_machine_class(course, inbound
     assert lines[:2] == [
         f"{AID}: 1 new or newer hand-in(s) (li-not-a-user); 1 collected in all; 1 refused (below)",
         f"  REFUSED {planted.name}: the folder belongs to root (uid 0), not to the class's OS user, "
-        f"daemon (uid {uid(ALICE)}) (wang-not-a-user is no Unix user here)"]
+        f"daemon (uid {uid(ALICE)}) (wang-not-a-user is no Unix user here)",
+    ]
     assert ours.is_dir()
     with pytest.raises(handin.HandinError, match="class user 'no-such-user-here' is no Unix user here"):
         collect(course, inbound, class_user="no-such-user-here")
@@ -393,7 +438,7 @@ def test_a_unix_users_hand_in_made_by_the_collecting_user_is_taken_and_said(cour
 
 def test_student_user_maps_ids_to_unix_names(course, inbound):
     """--student-user: a hub whose Unix accounts are named differently from the student ids."""
-    folder = hand_in(inbound, "aemon", LATER, owner=ALICE)      # Unix user d + aemon = daemon
+    folder = hand_in(inbound, "aemon", LATER, owner=ALICE)  # Unix user d + aemon = daemon
     lines = collect(course, inbound, student_user="d{student}")
     assert lines == [f"{AID}: 1 new or newer hand-in(s) (aemon); 1 collected in all"]
     assert collected(course, "aemon") is not None and folder.is_dir()
@@ -401,16 +446,34 @@ def test_student_user_maps_ids_to_unix_names(course, inbound):
 
 def test_collect_without_any_hand_in_says_so(course, tmp_path):
     (tmp_path / "exchange" / "namedaxes").mkdir(parents=True)
-    assert handin.collect(course, tmp_path / "exchange", [AID]) == \
-        [f"{AID}: nothing handed in yet ({tmp_path / 'exchange' / 'namedaxes' / 'inbound'} does not exist)"]
+    assert handin.collect(course, tmp_path / "exchange", [AID]) == [
+        f"{AID}: nothing handed in yet ({tmp_path / 'exchange' / 'namedaxes' / 'inbound'} does not exist)"
+    ]
 
 
 def test_the_command_line_prints_refusals_and_nbgrader_warnings(course, inbound, capsys):
     hand_in(inbound, ALICE, LATER, name=f"{ALICE}+{AID}+garbage")
     big = hand_in(inbound, "aemon", LATER, owner=ALICE, answer="y" * 3000)
     exchange = str(inbound.parent.parent)
-    assert handin.main(["--course", str(course), "--exchange", exchange, "collect", "--student-user", "d{student}",
-                        "--max-files", "10", "--max-bytes", "2000", AID]) == 0
+    assert (
+        handin.main(
+            [
+                "--course",
+                str(course),
+                "--exchange",
+                exchange,
+                "collect",
+                "--student-user",
+                "d{student}",
+                "--max-files",
+                "10",
+                "--max-bytes",
+                "2000",
+                AID,
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert f"REFUSED {ALICE}+{AID}+garbage: timestamp 'garbage' cannot be read" in out
     assert f"REFUSED {big.name}: the hand-in is larger than 2000 bytes" in out
@@ -425,10 +488,11 @@ def test_staging_is_private_and_gone_after_collect(course, inbound, monkeypatch)
         root = staging.parent.parent
         made.append((staging, root.parent == course and oct(root.stat().st_mode & 0o777)))
         return real(inbound_, staging, *a, **kw)
+
     monkeypatch.setattr(intake, "stage", spy)
     hand_in(inbound, ALICE, LATER)
     collect(course, inbound)
-    (staging, mode), = made
+    ((staging, mode),) = made
     assert mode == "0o700", "a folder of the course only the instructor can enter"
     assert not staging.exists() and not staging.parent.parent.exists()
     assert sorted(p.name for p in course.iterdir()) == ["gradebook.db", "nbgrader_config.py", "source", "submitted"]
@@ -438,20 +502,22 @@ def test_staging_is_private_and_gone_after_collect(course, inbound, monkeypatch)
 def test_return_feedback_collects_first_and_never_sends_feedback_on_an_older_hand_in(course, inbound):
     """bob hands in again after grading and nobody ran collect: his page is about the older hand-in."""
     from nbgrader.utils import notebook_hash
+
     hand_in(inbound, ALICE, EARLIER)
     hand_in(inbound, BOB, EARLIER)
     collect(course, inbound)
-    for sid in (ALICE, BOB):                                     # what `make grade` writes, after collect
+    for sid in (ALICE, BOB):  # what `make grade` writes, after collect
         page = course / "feedback" / sid / AID / f"{AID}.html"
         page.parent.mkdir(parents=True)
         page.write_text(f"<p>feedback for {sid}</p>")
-    newer = hand_in(inbound, BOB, LATER)                         # waiting in inbound/, not collected
+    newer = hand_in(inbound, BOB, LATER)  # waiting in inbound/, not collected
     lines = handin.return_feedback(course, inbound.parent.parent, [AID])
     assert lines == [
         "collecting first, so that no feedback goes out about a hand-in that a newer one replaces:",
         f"  {AID}: 1 new or newer hand-in(s) ({BOB}); 2 collected in all",
         f"{AID}: feedback returned to 1 student(s) ({ALICE}); NOT returned to {BOB}: they handed in again after "
-        f"grading (run `make grade`)"]
+        f"grading (run `make grade`)",
+    ]
     assert collected(course, BOB) == f'{{"answer": "{BOB} at {stamp(LATER)}"}}' and newer.is_dir()
     sent = sorted(p.name for p in (inbound.parent / "feedback").iterdir())
     assert sent == [f"{notebook_hash(secret=ALICE[0] * 128, notebook_id=AID)}.html"]
@@ -467,6 +533,7 @@ def formgrader_api(course: Path, inbound: Path, **collect_config):
     course's configuration (tests/browser/test_formgrader.py clicks Collect in the real server)."""
     from nbgrader.apps import NbGraderAPI
     from traitlets.config.loader import PyFileConfigLoader
+
     config = handin.load_config(course, inbound.parent.parent)
     config.merge(PyFileConfigLoader(FORMGRADER_CONFIG.name, str(FORMGRADER_CONFIG.parent)).load_config())
     for key, value in collect_config.items():
@@ -486,14 +553,16 @@ def links_garbage_and_an_honest_hand_in(course: Path, inbound: Path) -> tuple[Pa
 
 def test_formgrader_collect_runs_the_intake_refuses_by_name_and_collects_the_rest(course, inbound):
     from autograder.formgrader.collect import HardenedCollect
+
     honest, garbage, evil = links_garbage_and_an_honest_hand_in(course, inbound)
     api = formgrader_api(course, inbound)
     assert api.exchange.collect is HardenedCollect, "formgrader's config names the course's collect"
     result = api.collect(AID)
     assert result["success"] is True, result
-    log = " ".join(result["log"].split())             # the dialog's lines are wrapped to fit
-    assert f"[WARNING] REFUSED {evil.name}: {evil.name}/{NB} is a symbolic link: only regular files are " \
-           f"collected" in log, log
+    log = " ".join(result["log"].split())  # the dialog's lines are wrapped to fit
+    assert (
+        f"[WARNING] REFUSED {evil.name}: {evil.name}/{NB} is a symbolic link: only regular files are collected" in log
+    ), log
     assert f"[WARNING] REFUSED {garbage.name}: timestamp 'not-a-time' cannot be read (ParserError)" in log, log
     assert f"[INFO] Hand-in intake of '{AID}': 1 may be collected, 2 refused (autograder.intake.handin)" in log
     assert f"[INFO] Collecting submission: {ALICE} {AID}" in log, log
@@ -501,14 +570,16 @@ def test_formgrader_collect_runs_the_intake_refuses_by_name_and_collects_the_res
     assert collected(course, ALICE) == f'{{"answer": "{ALICE} at {stamp(EARLIER)}"}}'
     assert collected(course, BOB) is None, "the link is not collected"
     assert "THE SOLUTION" not in "".join(p.read_text() for p in (course / "submitted").rglob("*") if p.is_file())
-    assert sorted(p.name for p in course.iterdir()) == ["gradebook.db", "nbgrader_config.py", "source", "submitted"], \
+    assert sorted(p.name for p in course.iterdir()) == ["gradebook.db", "nbgrader_config.py", "source", "submitted"], (
         "the staging folder is gone"
+    )
     assert honest.is_dir() and garbage.is_dir() and (evil / NB).is_symlink(), "nothing in inbound/ is changed"
 
 
 def test_nbgrader_s_own_collect_would_take_the_link_and_stop_at_the_garbage(course, inbound):
     """The control: without jupyter/formgrader/nbgrader_config.py formgrader's Collect runs nbgrader's class."""
     from nbgrader.apps import NbGraderAPI
+
     _, garbage, evil = links_garbage_and_an_honest_hand_in(course, inbound)
     plain = NbGraderAPI(config=handin.load_config(course, inbound.parent.parent))
     result = plain.collect(AID)
@@ -521,7 +592,7 @@ def test_nbgrader_s_own_collect_would_take_the_link_and_stop_at_the_garbage(cour
 
 
 def test_formgrader_collect_applies_the_limits_and_owner_mapping_of_its_options(course, inbound):
-    hand_in(inbound, "aemon", LATER, owner=ALICE, answer="y" * 3000)        # student aemon is Unix user daemon
+    hand_in(inbound, "aemon", LATER, owner=ALICE, answer="y" * 3000)  # student aemon is Unix user daemon
     hand_in(inbound, "aemon", EARLIER, owner=ALICE)
     result = formgrader_api(course, inbound, student_user="d{student}", max_bytes=2000).collect(AID)
     assert result["success"] is True, result

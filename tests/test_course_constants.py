@@ -7,6 +7,7 @@ jupyter/ reads them from there), and the Makefile's own spellings agree with it,
 settings (site/settings.py, which Sphinx also imports, in the site's own venv without the course
 package).
 """
+
 from __future__ import annotations
 
 import ast
@@ -21,7 +22,7 @@ import pytest
 from tools import course
 
 ROOT = Path(__file__).resolve().parents[1]
-READERS = ("tools", "hub", "jupyter")        # the Python that must read the ids from tools.course
+READERS = ("tools", "hub", "jupyter")  # the Python that must read the ids from tools.course
 
 
 def _python_files(*folders: str) -> list[Path]:
@@ -51,8 +52,12 @@ def test_no_tool_edits_sys_path():
     edits = []
     for path in _python_files("tools"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Attribute) and node.attr == "path" and \
-                    isinstance(node.value, ast.Name) and node.value.id == "sys":
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr == "path"
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "sys"
+            ):
                 edits.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not edits, f"tools/ reads or edits sys.path (import tools.X instead): {edits}"
 
@@ -81,8 +86,9 @@ def test_the_makefile_agrees_with_tools_course():
 
 def test_a_tool_runs_as_a_module_from_another_folder(tmp_path):
     for tool in ("handin", "generate_notebooks"):
-        out = subprocess.run([sys.executable, "-m", f"tools.{tool}", "--help"], cwd=tmp_path,
-                             capture_output=True, text=True)
+        out = subprocess.run(
+            [sys.executable, "-m", f"tools.{tool}", "--help"], cwd=tmp_path, capture_output=True, text=True
+        )
         assert out.returncode == 0 and "usage:" in out.stdout, (tool, out.stdout, out.stderr)
 
 

@@ -1,4 +1,5 @@
 """setup_devices(): 8 devices before JAX starts, a kind error after."""
+
 import os
 import subprocess
 import sys
@@ -13,8 +14,9 @@ from namedaxes.devices import _append_xla_flag, count_accelerators
 def _run(code: str, **env) -> subprocess.CompletedProcess:
     full_env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_PLATFORMS")}
     full_env.update(env)
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          env=full_env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=full_env, timeout=120
+    )
 
 
 def test_in_this_process_there_are_eight_devices():
@@ -70,6 +72,7 @@ def test_xla_flags_are_appended_not_clobbered(monkeypatch):
 
 def test_count_accelerators_reads_device_files_without_starting_jax(monkeypatch):
     import glob as globmod
+
     fake = {"/dev/nvidia[0-9]*": ["/dev/nvidia0", "/dev/nvidia1"]}
     monkeypatch.setattr(globmod, "glob", lambda pattern: fake.get(pattern, []))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
@@ -78,4 +81,3 @@ def test_count_accelerators_reads_device_files_without_starting_jax(monkeypatch)
     assert count_accelerators() == ("gpu", 1)
     fake.clear()
     assert count_accelerators() == (None, 0)
-

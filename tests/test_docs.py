@@ -5,6 +5,7 @@ is not checked here. A relative target must name a file of the repository; its `
 has one, must be a heading of that file (GitHub's slugs: lower case, punctuation dropped, spaces
 to hyphens). Paths to docs/ named in the Makefile's and tools' messages must exist too.
 """
+
 from __future__ import annotations
 
 import re
@@ -38,9 +39,20 @@ def test_the_readme_is_a_front_door():
     size = len((ROOT / "README.md").read_bytes())
     assert size <= 12 * 1024, f"README.md is {size} bytes; at most 12 KB: move the details to docs/"
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    for must in ("make lab", "make test", "## Start here", "**Students.**", "**Instructors.**", "## Syllabus",
-                 "same OS user", "make hub", "docs/students.md", "docs/instructors.md", "docs/maintainers.md",
-                 "docs/translators.md"):
+    for must in (
+        "make lab",
+        "make test",
+        "## Start here",
+        "**Students.**",
+        "**Instructors.**",
+        "## Syllabus",
+        "same OS user",
+        "make hub",
+        "docs/students.md",
+        "docs/instructors.md",
+        "docs/maintainers.md",
+        "docs/translators.md",
+    ):
         assert must in text, f"README.md should have {must!r}"
 
 

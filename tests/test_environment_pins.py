@@ -3,6 +3,7 @@ chosen), the full per-Python locks requirements/pyXY.txt and requirements/colab.
 `make lock` derives from it, environment.yml (conda, the Python 3.11 line), and what is
 installed in the venv running these tests (so the lock of this Python is the tested one).
 """
+
 import importlib.metadata
 import re
 import subprocess
@@ -76,8 +77,10 @@ def test_environment_yml_pins_the_direct_pins_of_its_python():
 def test_each_lock_contains_the_direct_pins_of_its_python(py):
     lock, direct = _lock(py), _direct_pins(py)
     differ = {name: (version, lock.get(name)) for name, version in direct.items() if lock.get(name) != version}
-    assert not differ, f"{lock_requirements.lock_path(py).name} disagrees with requirements.txt " \
-                       f"(pinned, locked): {differ}; run `make lock`"
+    assert not differ, (
+        f"{lock_requirements.lock_path(py).name} disagrees with requirements.txt "
+        f"(pinned, locked): {differ}; run `make lock`"
+    )
     assert lock["flatbuffers"] == direct["flatbuffers"], "jax.export.serialize needs flatbuffers"
     # the lock is complete: the direct pins' dependencies are there too
     assert {"numpy", "ml-dtypes", "scipy", "ipykernel", "nbconvert"} <= set(lock)
@@ -111,8 +114,11 @@ def test_pyproject_accepts_exactly_the_supported_pythons():
 
 
 def test_colab_gets_only_the_runtime_pins_of_python_312():
-    lines = [ln for ln in (ROOT / "requirements" / "colab.txt").read_text().splitlines()
-             if ln.strip() and not ln.startswith("#")]
+    lines = [
+        ln
+        for ln in (ROOT / "requirements" / "colab.txt").read_text().splitlines()
+        if ln.strip() and not ln.startswith("#")
+    ]
     assert lines == lock_requirements.runtime_pins("3.12"), "colab.txt is stale: run `make lock`"
     colab = {_norm(Requirement(ln).name): str(Requirement(ln).specifier)[2:] for ln in lines}
     assert colab["jax"] == _lock("3.12")["jax"] and "matplotlib" in colab
@@ -122,8 +128,9 @@ def test_colab_gets_only_the_runtime_pins_of_python_312():
 
 @pytest.mark.parametrize("py", SUPPORTED)
 def test_install_venv_reads_the_markers_as_packaging_does(py):
-    by_hand = {_norm(Requirement(pin).name): str(Requirement(pin).specifier)[2:]
-               for pin in install_venv.direct_pins(py)}
+    by_hand = {
+        _norm(Requirement(pin).name): str(Requirement(pin).specifier)[2:] for pin in install_venv.direct_pins(py)
+    }
     assert by_hand == _direct_pins(py)
 
 
@@ -137,8 +144,10 @@ def test_this_venv_has_exactly_its_lock_installed():
             got = None
         if got != version:
             wrong[name] = (version, got)
-    assert not wrong, f"installed packages differ from requirements/py{py.replace('.', '')}.txt (locked, installed): " \
-                      f"{wrong}; `make venv` reinstalls"
+    assert not wrong, (
+        f"installed packages differ from requirements/py{py.replace('.', '')}.txt (locked, installed): "
+        f"{wrong}; `make venv` reinstalls"
+    )
 
 
 def test_an_unsupported_python_gets_a_clear_error(monkeypatch, tmp_path, capsys):
@@ -193,6 +202,7 @@ def test_a_venv_of_another_python_is_made_again(monkeypatch, tmp_path, capsys):
             return run(cmd, **kwargs)
         made.append(cmd)
         Path(cmd[3]).mkdir()
+
     monkeypatch.setattr(install_venv.subprocess, "run", fake_run)
     monkeypatch.setattr(install_venv, "pip", lambda *a, **k: 0)
     assert install_venv.main([str(venv)]) == 0
@@ -204,13 +214,18 @@ def test_the_install_step_reports_how_many_packages_are_in_place(tmp_path):
     """pip's "Installing collected packages" step is minutes of silence: install_venv.Progress counts the
     .dist-info folders pip writes as each package lands, under the names pip prints."""
     import io
+
     site = tmp_path / "lib" / "site-packages"
     site.mkdir(parents=True)
     names = ["websocket-client", "PyYAML", "jax", "zope.interface"]
     progress = install_venv.Progress(site, names, out=io.StringIO())
     assert progress.line().startswith("  installing: 0 of 4 packages in place (")
-    for folder in ("websocket_client-1.9.2.dist-info", "pyyaml-6.0.4.dist-info", "zope.interface-7.2.dist-info",
-                   "jaxlib-0.10.2.dist-info"):                  # jaxlib is not jax
+    for folder in (
+        "websocket_client-1.9.2.dist-info",
+        "pyyaml-6.0.4.dist-info",
+        "zope.interface-7.2.dist-info",
+        "jaxlib-0.10.2.dist-info",
+    ):  # jaxlib is not jax
         (site / folder).mkdir()
     assert install_venv.installed_count(site, names) == 3
     assert progress.line().startswith("  installing: 3 of 4 packages in place (")

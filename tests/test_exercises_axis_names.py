@@ -1,4 +1,5 @@
 """Notebook 01 (axis names): every check proven both ways, and observe() stable under equivalent answers."""
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -28,22 +29,36 @@ def rank_weighted_sum_ref(x):
 RANK_WEIGHTED_SUM_RIGHT = [
     rank_weighted_sum_ref,
     lambda x: lax.psum(x * lax.axis_index("devices").astype(jnp.float32), DEVICES),
-    lambda x: jnp.tensordot(jnp.arange(lax.axis_size(DEVICES), dtype=jnp.float32),   # not taught in 01: still right
-                            lax.all_gather(x, DEVICES), axes=1),
+    lambda x: jnp.tensordot(
+        jnp.arange(lax.axis_size(DEVICES), dtype=jnp.float32),  # not taught in 01: still right
+        lax.all_gather(x, DEVICES),
+        axes=1,
+    ),
     lambda x: lax.pmean(lax.axis_index(DEVICES) * x, DEVICES) * lax.psum(1, DEVICES),
 ]
 
 RANK_WEIGHTED_SUM_WRONG = [
-    (lambda x: lax.axis_index(DEVICES) * x, r"(?s)over 8 devices\. Each device returned its own term, i \* x\..*"
-                                            r"collective over 'devices'.*\nOn device 0: expected"),
+    (
+        lambda x: lax.axis_index(DEVICES) * x,
+        r"(?s)over 8 devices\. Each device returned its own term, i \* x\..*"
+        r"collective over 'devices'.*\nOn device 0: expected",
+    ),
     (lambda x: lax.psum(x, DEVICES), r"plain total of x over the devices: weight device i's `x` by its position"),
     (lambda x: lax.psum((lax.axis_index(DEVICES) + 1) * x, DEVICES), r"weights the first device by 1"),
     (lambda x: lax.psum(lax.axis_index(DEVICES), DEVICES) * x, r"sum of all positions times this device's own `x`"),
-    (lambda x: lax.pmean(lax.axis_index(DEVICES) * x, DEVICES),                 # a mean, not the sum
-     r"over 8 devices\. Every device should return the sum over devices of i \* x_i"),
+    (
+        lambda x: lax.pmean(lax.axis_index(DEVICES) * x, DEVICES),  # a mean, not the sum
+        r"over 8 devices\. Every device should return the sum over devices of i \* x_i",
+    ),
     (lambda x: lax.psum(jnp.sum(lax.axis_index(DEVICES) * x), DEVICES), r"shape \(2,\), but it returns shape \(\)"),
-    (lambda x: lax.psum(lax.axis_index(DEVICES) * x.astype(jnp.int32), DEVICES), r"dtype float32, but it returns int32"),
-    (lambda x: lax.psum(lax.axis_index(BATCH) * x, DEVICES), r"unbound axis name: batch.*no enclosing pmap/vmap/shard_map"),
+    (
+        lambda x: lax.psum(lax.axis_index(DEVICES) * x.astype(jnp.int32), DEVICES),
+        r"dtype float32, but it returns int32",
+    ),
+    (
+        lambda x: lax.psum(lax.axis_index(BATCH) * x, DEVICES),
+        r"unbound axis name: batch.*no enclosing pmap/vmap/shard_map",
+    ),
     (_not_written, r"`rank_weighted_sum` is not written yet"),
 ]
 
@@ -62,7 +77,7 @@ def test_rank_weighted_sum_observe_is_stable_and_discriminating():
     reference = q.rank_weighted_sum.observe(rank_weighted_sum_ref)
     got = derived(reference)
     assert got["axes"] == [DEVICES] and got["communication"] == ["psum over 'devices'"]
-    for key in ("pmap_2", "pmap_4", "pmap_8", "vmap_5"):     # replicated, on the grader's own random inputs
+    for key in ("pmap_2", "pmap_4", "pmap_8", "vmap_5"):  # replicated, on the grader's own random inputs
         value = np.asarray(got[key])
         assert value.dtype == np.float32 and np.allclose(value, value[:1]) and not np.allclose(value, 0)
     for answer in RANK_WEIGHTED_SUM_RIGHT[1:]:
@@ -83,33 +98,49 @@ def _is_last(n):
 
 LAST_DEVICE_VALUE_RIGHT = [
     last_device_value_ref,
-    lambda x: lax.psum(x * _is_last(lax.axis_size(DEVICES)), DEVICES),                # mask by multiplying
-    lambda x: lax.all_gather(x, DEVICES)[-1],                                          # not taught in 01: still right
+    lambda x: lax.psum(x * _is_last(lax.axis_size(DEVICES)), DEVICES),  # mask by multiplying
+    lambda x: lax.all_gather(x, DEVICES)[-1],  # not taught in 01: still right
     lambda x: lax.pmax(jnp.where(_is_last(lax.psum(1, "devices")), x, -jnp.inf), DEVICES),
 ]
 
 LAST_DEVICE_VALUE_WRONG = [
     (lambda x: x, r"Each device returned its own `x`\..*collective over 'devices'"),
     (lambda x: lax.psum(x, DEVICES), r"total of all devices' `x`: let only the last device put its `x` into the sum"),
-    (lambda x: lax.psum(jnp.where(lax.axis_index(DEVICES) == 0, x, 0.0), DEVICES),
-     r"`x` of the first device \(position 0\)\. The last device is at position 7 here"),
-    (lambda x: lax.psum(jnp.where(lax.axis_index(DEVICES) == 7, x, 0.0), DEVICES),       # hard-coded 8 devices
-     r"over 3 devices\. Every device returned zeros: .*from 0 to 2 here.*right over 8 devices but not over 3"
-     r".*A fixed 7 only fits 8 devices"),
-    (lambda x: lax.psum(jnp.where(_is_last(lax.psum(1, DEVICES) + 1), x, 0.0), DEVICES),  # off by one
-     r"over 8 devices\. Every device returned zeros"),
-    (lambda x: jnp.where(_is_last(lax.psum(1, DEVICES)), x, 0.0),                        # forgot the psum
-     r"Only the last device holds its `x`, the others hold zeros"),
-    (lambda x: lax.psum(jnp.where(_is_last(jax.device_count()), x, 0.0), DEVICES),
-     r"over 3 devices\. Every device returned zeros"),
-    (lambda x: lax.psum(jnp.where(_is_last(lax.psum(1, DEVICES)), x, 0), DEVICES).astype(jnp.int32),
-     r"dtype float32, but it returns int32"),
-    (lambda x: lax.psum(jnp.sum(jnp.where(_is_last(lax.psum(1, DEVICES)), x, 0.0)), DEVICES),
-     r"shape \(5,\), but it returns shape \(\)"),
+    (
+        lambda x: lax.psum(jnp.where(lax.axis_index(DEVICES) == 0, x, 0.0), DEVICES),
+        r"`x` of the first device \(position 0\)\. The last device is at position 7 here",
+    ),
+    (
+        lambda x: lax.psum(jnp.where(lax.axis_index(DEVICES) == 7, x, 0.0), DEVICES),  # hard-coded 8 devices
+        r"over 3 devices\. Every device returned zeros: .*from 0 to 2 here.*right over 8 devices but not over 3"
+        r".*A fixed 7 only fits 8 devices",
+    ),
+    (
+        lambda x: lax.psum(jnp.where(_is_last(lax.psum(1, DEVICES) + 1), x, 0.0), DEVICES),  # off by one
+        r"over 8 devices\. Every device returned zeros",
+    ),
+    (
+        lambda x: jnp.where(_is_last(lax.psum(1, DEVICES)), x, 0.0),  # forgot the psum
+        r"Only the last device holds its `x`, the others hold zeros",
+    ),
+    (
+        lambda x: lax.psum(jnp.where(_is_last(jax.device_count()), x, 0.0), DEVICES),
+        r"over 3 devices\. Every device returned zeros",
+    ),
+    (
+        lambda x: lax.psum(jnp.where(_is_last(lax.psum(1, DEVICES)), x, 0), DEVICES).astype(jnp.int32),
+        r"dtype float32, but it returns int32",
+    ),
+    (
+        lambda x: lax.psum(jnp.sum(jnp.where(_is_last(lax.psum(1, DEVICES)), x, 0.0)), DEVICES),
+        r"shape \(5,\), but it returns shape \(\)",
+    ),
     (lambda x: lax.psum(x * _is_last(lax.psum(1, BATCH)), DEVICES), r"unbound axis name: batch"),
     (_not_written, r"`last_device_value` is not written yet"),
-    (lambda x: lax.psum(jnp.where(lax.axis_index(DEVICES) == lax.psum(1, DEVICES) - 2, x, 0.0), DEVICES),
-     r"over 8 devices\. That is the `x` of the device at position 6\. The last device is at position 7 here"),
+    (
+        lambda x: lax.psum(jnp.where(lax.axis_index(DEVICES) == lax.psum(1, DEVICES) - 2, x, 0.0), DEVICES),
+        r"over 8 devices\. That is the `x` of the device at position 6\. The last device is at position 7 here",
+    ),
 ]
 
 
@@ -120,9 +151,12 @@ def test_last_device_value_off_by_one_is_not_told_a_fixed_7():
         jnp.where(lax.axis_index(DEVICES) == lax.psum(1, DEVICES), x, 0.0),
         DEVICES,
     )
-    msg = assert_check_fails(q.last_device_value.check, off_by_one,
-                             match=r"over 8 devices\. Every device returned zeros: no device matched the position "
-                                   r"you picked\. Positions along the axis run from 0 to 7 here")
+    msg = assert_check_fails(
+        q.last_device_value.check,
+        off_by_one,
+        match=r"over 8 devices\. Every device returned zeros: no device matched the position "
+        r"you picked\. Positions along the axis run from 0 to 7 here",
+    )
     assert "fixed" not in msg
 
 
@@ -138,18 +172,23 @@ def test_last_device_value_rejects_wrong_answers(answer, message):
 
 def test_last_device_value_check_runs_under_vmap_too():
     """Right for the pmap sizes of the check (8 and 3) but not for vmap over 5: caught."""
+
     def pmap_sizes_only(x):
         n = lax.axis_size(DEVICES)
         return lax.psum(jnp.where(lax.axis_index(DEVICES) == (n - 1 if n in (3, 8) else 0), x, 0.0), DEVICES)
-    assert_check_fails(q.last_device_value.check, pmap_sizes_only,
-                       match=r"under `jax\.vmap\(\.\.\., axis_name=DEVICES\)` over 5 examples")
+
+    assert_check_fails(
+        q.last_device_value.check,
+        pmap_sizes_only,
+        match=r"under `jax\.vmap\(\.\.\., axis_name=DEVICES\)` over 5 examples",
+    )
 
 
 def test_last_device_value_observe_is_stable_and_discriminating():
     reference = q.last_device_value.observe(last_device_value_ref)
     got = derived(reference)
     assert got["axes"] == [DEVICES] and got["communication"] == ["psum over 'devices'"]
-    for k in (2, 5, 8):   # every device holds the same random row: the grader's own inputs
+    for k in (2, 5, 8):  # every device holds the same random row: the grader's own inputs
         value = np.asarray(got[f"pmap_{k}"])
         assert value.shape == (k, 5) and np.allclose(value, value[-1:]) and not np.allclose(value, 0)
     for answer in LAST_DEVICE_VALUE_RIGHT[1:]:
@@ -166,24 +205,34 @@ def center_ref(x):
 CENTER_RIGHT = [
     center_ref,
     lambda x: x - lax.psum(jnp.sum(x), DEVICES) / (lax.psum(1, DEVICES) * x.size),
-    lambda x: x - jnp.mean(lax.pmean(x, DEVICES)),                                  # the other order
+    lambda x: x - jnp.mean(lax.pmean(x, DEVICES)),  # the other order
     lambda x: x - jnp.mean(lax.all_gather(x, DEVICES)),
     lambda x: x - lax.psum(jnp.mean(x), "devices") / lax.axis_size(DEVICES),
 ]
 
 CENTER_WRONG = [
-    (lambda x: x - lax.pmean(x, DEVICES),                                           # batch_mean's cell, edited once
-     r"(?s)`center\(x\)` returned the wrong values under `jax\.pmap\(\.\.\., axis_name=DEVICES\)` over 8 devices\. "
-     r"It subtracts a mean per position.*one mean, that of all the elements of all devices"),
-    (lambda x: x - jnp.mean(x), r"`center\(x\)` returned the wrong values.*own values only.*`lax\.pmean` over 'devices' is missing"),
+    (
+        lambda x: x - lax.pmean(x, DEVICES),  # batch_mean's cell, edited once
+        r"(?s)`center\(x\)` returned the wrong values under `jax\.pmap\(\.\.\., axis_name=DEVICES\)` over 8 devices\. "
+        r"It subtracts a mean per position.*one mean, that of all the elements of all devices",
+    ),
+    (
+        lambda x: x - jnp.mean(x),
+        r"`center\(x\)` returned the wrong values.*own values only.*`lax\.pmean` over 'devices' is missing",
+    ),
     (lambda x: x - lax.psum(jnp.mean(x), DEVICES), r"subtracts the total"),
     (lambda x: x - lax.psum(jnp.sum(x), DEVICES), r"subtracts the total"),
-    (lambda x: x - lax.psum(jnp.mean(x), DEVICES) / 8,
-     r"wrong values under `jax\.pmap\(\.\.\., axis_name=DEVICES\)` over 4 devices\. It is right over 8 devices but "
-     r"not here: is the number of devices hard-coded\?"),
+    (
+        lambda x: x - lax.psum(jnp.mean(x), DEVICES) / 8,
+        r"wrong values under `jax\.pmap\(\.\.\., axis_name=DEVICES\)` over 4 devices\. It is right over 8 devices but "
+        r"not here: is the number of devices hard-coded\?",
+    ),
     (lambda x: x - lax.psum(jnp.mean(x), DEVICES) / jax.device_count(), r"over 4 devices\. It is right over 8 devices"),
     (lambda x: lax.pmean(jnp.mean(x), DEVICES) + 0 * x, r"over 8 devices\. Subtract, from x, one number"),
-    (lambda x: x - lax.pmean(jnp.mean(x), BATCH), r"unbound axis name: batch.*Write the axis name as the constant `DEVICES`"),
+    (
+        lambda x: x - lax.pmean(jnp.mean(x), BATCH),
+        r"unbound axis name: batch.*Write the axis name as the constant `DEVICES`",
+    ),
     (lambda x: jnp.sum(x - lax.pmean(jnp.mean(x), DEVICES)), r"should return shape \(3,\), but it returns shape \(\)"),
     (_not_written, r"`center` is not written yet"),
 ]
@@ -201,10 +250,14 @@ def test_center_rejects_wrong_answers(answer, message):
 
 def test_center_check_runs_under_vmap_too():
     """An answer that is right for the pmap sizes of the check (8 and 4) but not for vmap over 5 is caught."""
+
     def pmap_only(x):
         n = lax.axis_size(DEVICES)
         return x - lax.psum(jnp.mean(x), DEVICES) / (n if n in (4, 8) else 1)
-    assert_check_fails(q.center.check, pmap_only, match=r"under `jax\.vmap\(\.\.\., axis_name=DEVICES\)` over 5 examples")
+
+    assert_check_fails(
+        q.center.check, pmap_only, match=r"under `jax\.vmap\(\.\.\., axis_name=DEVICES\)` over 5 examples"
+    )
 
 
 def test_center_all_gather_answer_passes_visible_and_hidden_alike():
@@ -221,7 +274,7 @@ def test_center_observe_is_stable_and_discriminating():
     assert set(got) == {"pmap_2", "vmap_2", "pmap_4", "vmap_4", "pmap_8", "vmap_8", "axes", "communication"}
     for k in (2, 4, 8):
         np.testing.assert_allclose(got[f"pmap_{k}"], got[f"vmap_{k}"], rtol=1e-5, atol=1e-5)
-        assert abs(float(np.mean(got[f"pmap_{k}"]))) < 1e-4          # centred as a whole
+        assert abs(float(np.mean(got[f"pmap_{k}"]))) < 1e-4  # centred as a whole
     for answer in CENTER_RIGHT[1:]:
         assert _same_observations(reference, q.center.observe(answer))
     for answer, _ in CENTER_WRONG[:5]:

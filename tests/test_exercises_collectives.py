@@ -6,6 +6,7 @@ reference's under the autograder's comparison; plausible wrong answers are
 rejected with the specific message that helps (the regex names what the
 message must say), and `observe` of wrong answers does not match.
 """
+
 import re
 from pathlib import Path
 
@@ -43,8 +44,10 @@ def _not_written(*args):
 
 def _mapped(body, in_specs=P(DEVICES), out_specs=P(DEVICES), **kwargs):
     """An answer `f(x, mesh)` that shard_maps `body` over the mesh it is given."""
+
     def answer(x, mesh):
         return jax.shard_map(body, mesh=mesh, in_specs=in_specs, out_specs=out_specs, **kwargs)(x)
+
     return answer
 
 
@@ -65,6 +68,7 @@ def ref_median_centered(x, mesh):
     def center_rows(block):
         all_rows = lax.all_gather(block, DEVICES, tiled=True)
         return block - jnp.median(all_rows, axis=0)
+
     return jax.shard_map(center_rows, mesh=mesh, in_specs=P(DEVICES), out_specs=P(DEVICES))(x)
 
 
@@ -86,17 +90,20 @@ def _replicated_centred(block):
 
 MEDIAN_EQUIVALENT = {
     "untiled gather, median over devices and rows": _mapped(
-        lambda b: b - jnp.median(lax.all_gather(b, DEVICES), axis=(0, 1))),
+        lambda b: b - jnp.median(lax.all_gather(b, DEVICES), axis=(0, 1))
+    ),
     "sort each column, middle two": _mapped(_middle_of_sorted),
-    "check_vma=False": _mapped(lambda b: b - jnp.median(lax.all_gather(b, DEVICES, tiled=True), axis=0),
-                               check_vma=False),
+    "check_vma=False": _mapped(
+        lambda b: b - jnp.median(lax.all_gather(b, DEVICES, tiled=True), axis=0), check_vma=False
+    ),
     "invarying gather, replicated result": _mapped(_replicated_centred, out_specs=P()),
     "transposed gather": _mapped(lambda b: b - jnp.median(lax.all_gather(b.T, DEVICES, axis=1, tiled=True), axis=1)),
 }
 
 
-@pytest.mark.parametrize("answer", [ref_median_centered, *MEDIAN_EQUIVALENT.values()],
-                         ids=["reference", *MEDIAN_EQUIVALENT.keys()])
+@pytest.mark.parametrize(
+    "answer", [ref_median_centered, *MEDIAN_EQUIVALENT.values()], ids=["reference", *MEDIAN_EQUIVALENT.keys()]
+)
 def test_median_centered_accepts_equivalent_answers(answer):
     assert_check_passes(q.median_centered.check, answer)
 
@@ -116,29 +123,51 @@ def test_median_centered_observations_of_equivalent_answers_match():
 
 MEDIAN_WRONG = {
     "unanswered": (_not_written, r"`median_centered` is not written yet"),
-    "the cell above, edited once": (_mapped(lambda b: b - jnp.median(lax.all_gather(b, DEVICES, tiled=True))),
-                                    r"(?s)wrong values \(mesh of 8 devices, x of shape \(16, 2\), blocks of 2 x 2\)"
-                                    r".*one median, that of all of x.*each column has its own"),
-    "medians of the own rows": (_mapped(lambda b: b - jnp.median(b, axis=0)),
-                                r"(?s)wrong values \(mesh of 8 devices.*column medians of its own rows.*gather"),
-    "mean instead of median": (_mapped(lambda b: b - jnp.mean(lax.all_gather(b, DEVICES, tiled=True), axis=0)),
-                               r"(?s)wrong values.*x minus its column means"),
-    "median minus x": (_mapped(lambda b: jnp.median(lax.all_gather(b, DEVICES, tiled=True), axis=0) - b),
-                       r"(?s)wrong values.*median - x"),
-    "whole matrix from every device": (_mapped(_whole_centred),
-                                       r"(?s)shape \(16, 2\).*returned shape \(128, 2\).*8 copies side by side"),
-    "out_specs=P() on a gathered value": (_mapped(_whole_centred, out_specs=P()),
-                                          r"(?s)types it as varying.*`all_gather`.*names the mesh axis"),
-    "no shard_map": (lambda x, mesh: x - jnp.median(x, axis=0),
-                     r"(?s)outside `jax\.shard_map`, JAX refuses.*inside the function you give"),
-    "misspelled axis name": (_mapped(lambda b: b - jnp.median(lax.all_gather(b, "device", tiled=True), axis=0)),
-                             r"(?s)collective over 'device' where no mesh axis.*axes \('devices',\)"),
-    "hard-coded": (lambda x, mesh: jnp.full((16, 2), 3.0, jnp.float32),
-                   r"(?s)wrong values \(mesh of 8 devices.*by hand"),
-    "constant of the right shape": (_mapped(lambda b: b * 0.0 + 3.0),
-                                    r"(?s)wrong values.*The result does not change when `x` does"),
-    "median plus a half": (_mapped(lambda b: b - jnp.median(lax.all_gather(b, DEVICES, tiled=True), axis=0) + 0.5),
-                           r"(?s)wrong values.*That is not x minus the medians of its columns"),
+    "the cell above, edited once": (
+        _mapped(lambda b: b - jnp.median(lax.all_gather(b, DEVICES, tiled=True))),
+        r"(?s)wrong values \(mesh of 8 devices, x of shape \(16, 2\), blocks of 2 x 2\)"
+        r".*one median, that of all of x.*each column has its own",
+    ),
+    "medians of the own rows": (
+        _mapped(lambda b: b - jnp.median(b, axis=0)),
+        r"(?s)wrong values \(mesh of 8 devices.*column medians of its own rows.*gather",
+    ),
+    "mean instead of median": (
+        _mapped(lambda b: b - jnp.mean(lax.all_gather(b, DEVICES, tiled=True), axis=0)),
+        r"(?s)wrong values.*x minus its column means",
+    ),
+    "median minus x": (
+        _mapped(lambda b: jnp.median(lax.all_gather(b, DEVICES, tiled=True), axis=0) - b),
+        r"(?s)wrong values.*median - x",
+    ),
+    "whole matrix from every device": (
+        _mapped(_whole_centred),
+        r"(?s)shape \(16, 2\).*returned shape \(128, 2\).*8 copies side by side",
+    ),
+    "out_specs=P() on a gathered value": (
+        _mapped(_whole_centred, out_specs=P()),
+        r"(?s)types it as varying.*`all_gather`.*names the mesh axis",
+    ),
+    "no shard_map": (
+        lambda x, mesh: x - jnp.median(x, axis=0),
+        r"(?s)outside `jax\.shard_map`, JAX refuses.*inside the function you give",
+    ),
+    "misspelled axis name": (
+        _mapped(lambda b: b - jnp.median(lax.all_gather(b, "device", tiled=True), axis=0)),
+        r"(?s)collective over 'device' where no mesh axis.*axes \('devices',\)",
+    ),
+    "hard-coded": (
+        lambda x, mesh: jnp.full((16, 2), 3.0, jnp.float32),
+        r"(?s)wrong values \(mesh of 8 devices.*by hand",
+    ),
+    "constant of the right shape": (
+        _mapped(lambda b: b * 0.0 + 3.0),
+        r"(?s)wrong values.*The result does not change when `x` does",
+    ),
+    "median plus a half": (
+        _mapped(lambda b: b - jnp.median(lax.all_gather(b, DEVICES, tiled=True), axis=0) + 0.5),
+        r"(?s)wrong values.*That is not x minus the medians of its columns",
+    ),
 }
 
 
@@ -159,8 +188,11 @@ def _jit_median(x, mesh):
 
 
 def test_median_centered_needs_an_all_gather():
-    assert_check_fails(q.median_centered.check, _jit_median,
-                       match=r"(?s)right values, but over 'devices' it performs no collective at all.*all_gather")
+    assert_check_fails(
+        q.median_centered.check,
+        _jit_median,
+        match=r"(?s)right values, but over 'devices' it performs no collective at all.*all_gather",
+    )
 
 
 def test_median_centered_observations_reject_wrong_answers():
@@ -181,31 +213,41 @@ def test_median_centered_first_hint_is_a_question_without_code():
 def ref_sum_scatter_columns(x, mesh):
     def my_columns(block):
         return lax.psum_scatter(block, DEVICES, scatter_dimension=1, tiled=True)
+
     return jax.shard_map(my_columns, mesh=mesh, in_specs=P(DEVICES), out_specs=P(None, DEVICES))(x)
 
 
 def _untiled_on_chunks(x, mesh):
     k = mesh.shape[DEVICES]
-    return jax.shard_map(lambda b: lax.psum_scatter(b.reshape(q.ROWS, k, -1), DEVICES, scatter_dimension=1),
-                         mesh=mesh, in_specs=P(DEVICES), out_specs=P(None, DEVICES))(x)
+    return jax.shard_map(
+        lambda b: lax.psum_scatter(b.reshape(q.ROWS, k, -1), DEVICES, scatter_dimension=1),
+        mesh=mesh,
+        in_specs=P(DEVICES),
+        out_specs=P(None, DEVICES),
+    )(x)
 
 
 def _psum_then_slice(x, mesh):
     width = q.COLUMNS // mesh.shape[DEVICES]
     return jax.shard_map(
         lambda b: lax.dynamic_slice_in_dim(lax.psum(b, DEVICES), lax.axis_index(DEVICES) * width, width, axis=1),
-        mesh=mesh, in_specs=P(DEVICES), out_specs=P(None, DEVICES))(x)
+        mesh=mesh,
+        in_specs=P(DEVICES),
+        out_specs=P(None, DEVICES),
+    )(x)
 
 
 SCATTER_EQUIVALENT = {
-    "transpose, scatter rows, transpose back": _mapped(lambda b: lax.psum_scatter(b.T, DEVICES, tiled=True).T,
-                                                       out_specs=P(None, DEVICES)),
+    "transpose, scatter rows, transpose back": _mapped(
+        lambda b: lax.psum_scatter(b.T, DEVICES, tiled=True).T, out_specs=P(None, DEVICES)
+    ),
     "untiled, on k column chunks": _untiled_on_chunks,
 }
 
 
-@pytest.mark.parametrize("answer", [ref_sum_scatter_columns, *SCATTER_EQUIVALENT.values()],
-                         ids=["reference", *SCATTER_EQUIVALENT.keys()])
+@pytest.mark.parametrize(
+    "answer", [ref_sum_scatter_columns, *SCATTER_EQUIVALENT.values()], ids=["reference", *SCATTER_EQUIVALENT.keys()]
+)
 def test_sum_scatter_columns_accepts_equivalent_answers(answer):
     assert_check_passes(q.sum_scatter_columns.check, answer)
 
@@ -228,37 +270,58 @@ def _dead_scatter_beside_psum(x, mesh):
     def body(b):
         own = lax.dynamic_slice_in_dim(lax.psum(b, DEVICES), lax.axis_index(DEVICES) * width, width, axis=1)
         return own + 0.0 * lax.psum_scatter(b, DEVICES, scatter_dimension=1, tiled=True)
+
     return jax.shard_map(body, mesh=mesh, in_specs=P(DEVICES), out_specs=P(None, DEVICES))(x)
 
 
 SCATTER_WRONG = {
     # issue 16: read the grader's way, a psum_scatter that does not reach the result counts for nothing
     "a dead psum_scatter beside a psum": (
-        _dead_scatter_beside_psum, r"(?s)performs psum_scatter over 'devices', but its result never reaches what "
-                                   r"`sum_scatter_columns` returns"),
+        _dead_scatter_beside_psum,
+        r"(?s)performs psum_scatter over 'devices', but its result never reaches what "
+        r"`sum_scatter_columns` returns",
+    ),
     "unanswered": (_not_written, r"`sum_scatter_columns` is not written yet"),
-    "rows scattered": (_mapped(lambda b: lax.psum_scatter(b, DEVICES, tiled=True)),
-                       r"(?s)size 3 must be divisible by shard_count 8.*3 rows, which cannot be cut into 8.*columns"),
+    "rows scattered": (
+        _mapped(lambda b: lax.psum_scatter(b, DEVICES, tiled=True)),
+        r"(?s)size 3 must be divisible by shard_count 8.*3 rows, which cannot be cut into 8.*columns",
+    ),
     "untiled, out_specs of the input's rank": (
         _mapped(lambda b: lax.psum_scatter(b, DEVICES, scatter_dimension=1), out_specs=P(None, DEVICES)),
-        r"(?s)`out_specs` names more dimensions than the result has.*Without `tiled=True`"),
-    "out_specs=P()": (_mapped(lambda b: lax.psum_scatter(b, DEVICES, scatter_dimension=1, tiled=True), out_specs=P()),
-                      r"(?s)types it as varying.*`psum_scatter`"),
+        r"(?s)`out_specs` names more dimensions than the result has.*Without `tiled=True`",
+    ),
+    "out_specs=P()": (
+        _mapped(lambda b: lax.psum_scatter(b, DEVICES, scatter_dimension=1, tiled=True), out_specs=P()),
+        r"(?s)types it as varying.*`psum_scatter`",
+    ),
     "column chunks stacked along dimension 0": (
         _mapped(lambda b: lax.psum_scatter(b, DEVICES, scatter_dimension=1, tiled=True)),
-        r"(?s)shape \(3, 8\).*returned shape \(24, 1\).*must name DEVICES for dimension 1"),
-    "psum, replicated": (_mapped(lambda b: lax.psum(b, DEVICES), out_specs=P()),
-                         r"(?s)right values, but over 'devices' it performs psum.*lax\.psum_scatter"),
+        r"(?s)shape \(3, 8\).*returned shape \(24, 1\).*must name DEVICES for dimension 1",
+    ),
+    "psum, replicated": (
+        _mapped(lambda b: lax.psum(b, DEVICES), out_specs=P()),
+        r"(?s)right values, but over 'devices' it performs psum.*lax\.psum_scatter",
+    ),
     "psum, then the own columns": (_psum_then_slice, r"(?s)right values.*performs psum.*half the bytes"),
     "mean over devices": (
-        _mapped(lambda b: lax.psum_scatter(b, DEVICES, scatter_dimension=1, tiled=True) / lax.psum(1, DEVICES),
-                out_specs=P(None, DEVICES)),
-        r"(?s)wrong values.*mean over devices"),
+        _mapped(
+            lambda b: lax.psum_scatter(b, DEVICES, scatter_dimension=1, tiled=True) / lax.psum(1, DEVICES),
+            out_specs=P(None, DEVICES),
+        ),
+        r"(?s)wrong values.*mean over devices",
+    ),
     "own columns of the own block, not added": (
-        _mapped(lambda b: lax.dynamic_slice_in_dim(b, lax.axis_index(DEVICES) * (q.COLUMNS // lax.psum(1, DEVICES)),
-                                                   q.COLUMNS // lax.psum(1, DEVICES), axis=1),
-                out_specs=P(None, DEVICES)),
-        r"(?s)wrong values.*own blocks, not added up"),
+        _mapped(
+            lambda b: lax.dynamic_slice_in_dim(
+                b,
+                lax.axis_index(DEVICES) * (q.COLUMNS // lax.psum(1, DEVICES)),
+                q.COLUMNS // lax.psum(1, DEVICES),
+                axis=1,
+            ),
+            out_specs=P(None, DEVICES),
+        ),
+        r"(?s)wrong values.*own blocks, not added up",
+    ),
     "global slice": (lambda x, mesh: x[:3], r"(?s)outside `jax\.shard_map`, JAX refuses"),
 }
 
@@ -268,8 +331,9 @@ def test_sum_scatter_columns_rejects(answer, match):
     assert_check_fails(q.sum_scatter_columns.check, answer, match=match)
 
 
-_NEGATIVE_DIMENSION = _mapped(lambda b: lax.psum_scatter(b, DEVICES, scatter_dimension=-1, tiled=True),
-                              out_specs=P(None, DEVICES))
+_NEGATIVE_DIMENSION = _mapped(
+    lambda b: lax.psum_scatter(b, DEVICES, scatter_dimension=-1, tiled=True), out_specs=P(None, DEVICES)
+)
 
 
 def _negative_scatter_dimension_compiles() -> bool:
@@ -287,20 +351,24 @@ def test_sum_scatter_columns_negative_dimension_passes_where_jax_allows_it():
     if _negative_scatter_dimension_compiles():
         assert_check_passes(q.sum_scatter_columns.check, _NEGATIVE_DIMENSION)
     else:
-        assert_check_fails(q.sum_scatter_columns.check, _NEGATIVE_DIMENSION,
-                           match=r"(?s)`scatter_dimension` must be a non-negative dimension number.*-1 is not accepted")
+        assert_check_fails(
+            q.sum_scatter_columns.check,
+            _NEGATIVE_DIMENSION,
+            match=r"(?s)`scatter_dimension` must be a non-negative dimension number.*-1 is not accepted",
+        )
 
 
 def test_sum_scatter_columns_observations_reject_wrong_answers():
     reference = q.sum_scatter_columns.observe(ref_sum_scatter_columns)
-    assert "values differ" in _why_not(q.sum_scatter_columns.observe(SCATTER_WRONG["mean over devices"][0]),
-                                       reference)
+    assert "values differ" in _why_not(q.sum_scatter_columns.observe(SCATTER_WRONG["mean over devices"][0]), reference)
     reason = _why_not(q.sum_scatter_columns.observe(SCATTER_WRONG["psum, then the own columns"][0]), reference)
     assert f"expected psum_scatter over '{DEVICES}'" in reason and "values differ" not in reason
     # the columns stay split: a replicated result is wrong on layout before anything else (issue 16)
     reason = _why_not(q.sum_scatter_columns.observe(SCATTER_WRONG["psum, replicated"][0]), reference)
-    assert (f"layout: result 1 is whole on every device (replicated); the exercise's is split along dimension 1 "
-            f"over '{DEVICES}'") in reason and "values differ" not in reason
+    assert (
+        f"layout: result 1 is whole on every device (replicated); the exercise's is split along dimension 1 "
+        f"over '{DEVICES}'"
+    ) in reason and "values differ" not in reason
 
 
 # ---------------------------------------------------------------- 3. ring_all_reduce
@@ -314,14 +382,16 @@ def ref_ring_all_reduce(x, mesh):
             travelling = lax.ppermute(travelling, DEVICES, perm=ring)
             total = total + travelling
         return total
+
     return jax.shard_map(add_around_the_ring, mesh=mesh, in_specs=P(DEVICES), out_specs=P(DEVICES))(x)
 
 
 def _ring(steps, *, forward_total=False, wrap=True, direction=1):
     """A pass-around ring over `steps(k)` steps, with the usual mistakes as switches."""
+
     def answer(x, mesh):
         k = mesh.shape[DEVICES]
-        perm = ([(i, (i + direction) % k) for i in range(k)] if wrap else [(i, i + 1) for i in range(k - 1)])
+        perm = [(i, (i + direction) % k) for i in range(k)] if wrap else [(i, i + 1) for i in range(k - 1)]
 
         def body(block):
             total, travelling = block, block
@@ -332,7 +402,9 @@ def _ring(steps, *, forward_total=False, wrap=True, direction=1):
                     travelling = lax.ppermute(travelling, DEVICES, perm)
                     total = total + travelling
             return total
+
         return jax.shard_map(body, mesh=mesh, in_specs=P(DEVICES), out_specs=P(DEVICES))(x)
+
     return answer
 
 
@@ -345,6 +417,7 @@ def _recursive_doubling(x, mesh):
             block = block + lax.ppermute(block, DEVICES, [(i, (i + shift) % k) for i in range(k)])
             shift *= 2
         return block
+
     return jax.shard_map(body, mesh=mesh, in_specs=P(DEVICES), out_specs=P(DEVICES))(x)
 
 
@@ -363,6 +436,7 @@ def _reduce_scatter_all_gather_ring(x, mesh):
             arrived = lax.ppermute(chunks[(me + 1 - s) % k], DEVICES, perm)
             chunks = chunks.at[(me - s) % k].set(arrived)
         return chunks.reshape(-1)
+
     return jax.shard_map(body, mesh=mesh, in_specs=P(DEVICES), out_specs=P(DEVICES))(x)
 
 
@@ -375,7 +449,9 @@ def _fori_ring(x, mesh):
             total, travelling = carry
             travelling = lax.ppermute(travelling, DEVICES, perm)
             return total + travelling, travelling
+
         return lax.fori_loop(0, k - 1, step, (block, block))[0]
+
     return jax.shard_map(body, mesh=mesh, in_specs=P(DEVICES), out_specs=P(DEVICES))(x)
 
 
@@ -389,7 +465,7 @@ RING_EQUIVALENT = {
 
 
 def _ring_body_psum_size(block):
-    k = lax.psum(1, DEVICES)     # a Python int inside shard_map
+    k = lax.psum(1, DEVICES)  # a Python int inside shard_map
     total, travelling = block, block
     for _ in range(k - 1):
         travelling = lax.ppermute(travelling, DEVICES, [(i, (i + 1) % k) for i in range(k)])
@@ -397,8 +473,9 @@ def _ring_body_psum_size(block):
     return total
 
 
-@pytest.mark.parametrize("answer", [ref_ring_all_reduce, *RING_EQUIVALENT.values()],
-                         ids=["reference", *RING_EQUIVALENT.keys()])
+@pytest.mark.parametrize(
+    "answer", [ref_ring_all_reduce, *RING_EQUIVALENT.values()], ids=["reference", *RING_EQUIVALENT.keys()]
+)
 def test_ring_all_reduce_accepts_equivalent_answers(answer):
     assert_check_passes(q.ring_all_reduce.check, answer)
 
@@ -416,16 +493,18 @@ def test_ring_all_reduce_observations_equal_psum_but_psum_is_not_accepted():
     psum_answer = q.ring_all_reduce.observe(_mapped(lambda b: lax.psum(b, DEVICES)))
     psum = derived(psum_answer)
     for key in ("k8_n8", "k4_n8", "k2_n6"):
-        np.testing.assert_allclose(ring[key], psum[key], rtol=1e-5, atol=1e-5)   # the ring is psum ...
+        np.testing.assert_allclose(ring[key], psum[key], rtol=1e-5, atol=1e-5)  # the ring is psum ...
     reason = _why_not(psum_answer, q.ring_all_reduce.observe(ref_ring_all_reduce))
-    assert f"expected ppermute over '{DEVICES}'" in reason and "values differ" not in reason   # ... built otherwise
+    assert f"expected ppermute over '{DEVICES}'" in reason and "values differ" not in reason  # ... built otherwise
 
 
 def _ring_divided(divisor):
     """The right ring, whose total is then divided (by the device count: a mean)."""
+
     def answer(x, mesh):
         k = mesh.shape[DEVICES]
         return ref_ring_all_reduce(x, mesh) / (k if divisor == "k" else divisor)
+
     return answer
 
 
@@ -439,42 +518,70 @@ def _ring_on_whole_x(x, mesh):
     def body(w):
         half = w.reshape(k, -1).sum(axis=0) / 2
         return half + lax.ppermute(half, DEVICES, [(i, (i + 1) % k) for i in range(k)])
+
     return jax.shard_map(body, mesh=mesh, in_specs=P(), out_specs=P(DEVICES))(whole)
 
 
 RING_WRONG = {
     # issue 16: the grader's judging steps, in the visible check
-    "whole x on every device": (_ring_on_whole_x,
-                                r"(?s)right values, but no `jax\.shard_map` over 'devices' in it gives each device "
-                                r"only its own shard.*takes input 1 the whole value on every device"),
+    "whole x on every device": (
+        _ring_on_whole_x,
+        r"(?s)right values, but no `jax\.shard_map` over 'devices' in it gives each device "
+        r"only its own shard.*takes input 1 the whole value on every device",
+    ),
     "unanswered": (_not_written, r"`ring_all_reduce` is not written yet"),
-    "divided by the device count": (_ring_divided("k"), r"(?s)mesh of 8 devices.*Every device holds the total "
-                                                         r"divided by 8: an all-reduce adds every block once"),
+    "divided by the device count": (
+        _ring_divided("k"),
+        r"(?s)mesh of 8 devices.*Every device holds the total "
+        r"divided by 8: an all-reduce adds every block once",
+    ),
     "halved": (_ring_divided(2), r"(?s)Every device holds the total divided by 2: an all-reduce"),
-    "one step": (_ring(lambda k: 1),
-                 r"(?s)does not add every block exactly once.*device 0 added \[1, 0, 0, 0, 0, 0, 0, 1\]"
-                 r".*added only 2 of the 8 blocks.*k - 1 steps"),
-    "k steps": (_ring(lambda k: k), r"(?s)mesh of 4 devices.*device 0 added \[2, 1, 1, 1\].*own block is counted twice"),
-    "no wrap-around pair": (_ring(lambda k: k - 1, wrap=False),
-                            r"(?s)device 0 added \[1, 0, 0, 0, 0, 0, 0, 0\].*different sums.*wrap-around pair"),
-    "forwards the running total": (_ring(lambda k: k - 1, forward_total=True),
-                                   r"(?s)counted more than once: forward the block you received"),
+    "one step": (
+        _ring(lambda k: 1),
+        r"(?s)does not add every block exactly once.*device 0 added \[1, 0, 0, 0, 0, 0, 0, 1\]"
+        r".*added only 2 of the 8 blocks.*k - 1 steps",
+    ),
+    "k steps": (
+        _ring(lambda k: k),
+        r"(?s)mesh of 4 devices.*device 0 added \[2, 1, 1, 1\].*own block is counted twice",
+    ),
+    "no wrap-around pair": (
+        _ring(lambda k: k - 1, wrap=False),
+        r"(?s)device 0 added \[1, 0, 0, 0, 0, 0, 0, 0\].*different sums.*wrap-around pair",
+    ),
+    "forwards the running total": (
+        _ring(lambda k: k - 1, forward_total=True),
+        r"(?s)counted more than once: forward the block you received",
+    ),
     "hard-coded 3 steps": (_ring(lambda k: 3), r"(?s)mesh of 8 devices.*added only 4 of the 8 blocks"),
     "hard-coded 7 steps": (_ring(lambda k: 7), r"(?s)mesh of 4 devices.*added 2 times.*k - 1 steps"),
     "psum": (_mapped(lambda b: lax.psum(b, DEVICES)), r"(?s)right values, but it uses psum over.*`lax\.ppermute` only"),
-    "all_gather, then sum": (_mapped(lambda b: lax.all_gather(b, DEVICES).sum(axis=0)),
-                             r"(?s)right values, but it uses all_gather over"),
-    "ppermute and psum mixed": (_mapped(lambda b: lax.psum(b, DEVICES) + 0.0 * lax.ppermute(b, DEVICES, [(0, 1)])),
-                                r"(?s)it uses psum over"),
-    "out_specs=P()": (_mapped(lambda b: b + lax.ppermute(b, DEVICES, [(0, 1)]), out_specs=P()),
-                      r"(?s)types it as varying.*`ppermute`"),
-    "one copy, check_vma=False": (_mapped(lambda b: lax.psum(b, DEVICES), out_specs=P(), check_vma=False),
-                                  r"(?s)returned shape \(8,\).*one copy of the total.*out_specs=P\(DEVICES\)"),
-    "not a permutation": (_mapped(lambda b: b + lax.ppermute(b, DEVICES, [(0, 1), (2, 1)])),
-                          r"(?s)sources and destinations must be unique.*at most once as a source"),
+    "all_gather, then sum": (
+        _mapped(lambda b: lax.all_gather(b, DEVICES).sum(axis=0)),
+        r"(?s)right values, but it uses all_gather over",
+    ),
+    "ppermute and psum mixed": (
+        _mapped(lambda b: lax.psum(b, DEVICES) + 0.0 * lax.ppermute(b, DEVICES, [(0, 1)])),
+        r"(?s)it uses psum over",
+    ),
+    "out_specs=P()": (
+        _mapped(lambda b: b + lax.ppermute(b, DEVICES, [(0, 1)]), out_specs=P()),
+        r"(?s)types it as varying.*`ppermute`",
+    ),
+    "one copy, check_vma=False": (
+        _mapped(lambda b: lax.psum(b, DEVICES), out_specs=P(), check_vma=False),
+        r"(?s)returned shape \(8,\).*one copy of the total.*out_specs=P\(DEVICES\)",
+    ),
+    "not a permutation": (
+        _mapped(lambda b: b + lax.ppermute(b, DEVICES, [(0, 1), (2, 1)])),
+        r"(?s)sources and destinations must be unique.*at most once as a source",
+    ),
     "device index past the end": (
-        lambda x, mesh: _mapped(lambda b: b + lax.ppermute(b, DEVICES, [(i, i + 1) for i in range(mesh.shape[DEVICES])]))(x, mesh),
-        r"(?s)IndexError.*has 8 devices, numbered 0 to 7"),
+        lambda x, mesh: _mapped(
+            lambda b: b + lax.ppermute(b, DEVICES, [(i, i + 1) for i in range(mesh.shape[DEVICES])])
+        )(x, mesh),
+        r"(?s)IndexError.*has 8 devices, numbered 0 to 7",
+    ),
 }
 
 
@@ -494,8 +601,9 @@ def test_ring_all_reduce_observations_reject_wrong_answers():
     reference = q.ring_all_reduce.observe(ref_ring_all_reduce)
     for key in ("one step", "k steps", "no wrap-around pair", "forwards the running total"):
         assert "values differ" in _why_not(q.ring_all_reduce.observe(RING_WRONG[key][0]), reference), key
-    assert "but it performs all_gather" in _why_not(q.ring_all_reduce.observe(RING_WRONG["all_gather, then sum"][0]),
-                                                    reference)
+    assert "but it performs all_gather" in _why_not(
+        q.ring_all_reduce.observe(RING_WRONG["all_gather, then sum"][0]), reference
+    )
     mixed = _why_not(q.ring_all_reduce.observe(RING_WRONG["ppermute and psum mixed"][0]), reference)
     assert "it also performs psum over 'devices', which this exercise does not allow" in mixed, mixed
 
@@ -503,10 +611,16 @@ def test_ring_all_reduce_observations_reject_wrong_answers():
 # ---------------------------------------------------------------- 4. fsdp_step
 def _fsdp(step, out_specs=P(DATA_PARALLEL)):
     """An answer that shard_maps `step(w_shard, local_batch, k)` FSDP-style."""
+
     def answer(w, batch, mesh):
         k = mesh.shape[DATA_PARALLEL]
-        return jax.shard_map(lambda ws, lb: step(ws, lb, k), mesh=mesh,
-                             in_specs=(P(DATA_PARALLEL), P(DATA_PARALLEL)), out_specs=out_specs)(w, batch)
+        return jax.shard_map(
+            lambda ws, lb: step(ws, lb, k),
+            mesh=mesh,
+            in_specs=(P(DATA_PARALLEL), P(DATA_PARALLEL)),
+            out_specs=out_specs,
+        )(w, batch)
+
     return answer
 
 
@@ -527,19 +641,35 @@ def _reference_step(w_shard, local_batch, k):
 ref_fsdp_step = _fsdp(_reference_step)
 
 FSDP_EQUIVALENT = {
-    "grad through all_gather of the pmean loss": _fsdp(lambda ws, lb, k: ws - LEARNING_RATE * jax.grad(
-        lambda s: lax.pmean(loss_fn(_gathered(s), lb), DATA_PARALLEL))(ws)),
-    "grad through all_gather, divided by k": _fsdp(lambda ws, lb, k: ws - LEARNING_RATE / k * jax.grad(
-        lambda s: loss_fn(_gathered(s), lb))(ws)),
-    "scaled before the psum_scatter": _fsdp(lambda ws, lb, k: ws - lax.psum_scatter(
-        LEARNING_RATE / k * jax.grad(loss_fn)(_gathered(ws), lb), DATA_PARALLEL, tiled=True)),
-    "untiled gather, reshaped": _fsdp(lambda ws, lb, k: ws - LEARNING_RATE * lax.psum_scatter(
-        jax.grad(loss_fn)(lax.all_gather(ws, DATA_PARALLEL).reshape(-1), lb), DATA_PARALLEL, tiled=True) / k),
+    "grad through all_gather of the pmean loss": _fsdp(
+        lambda ws, lb, k: (
+            ws - LEARNING_RATE * jax.grad(lambda s: lax.pmean(loss_fn(_gathered(s), lb), DATA_PARALLEL))(ws)
+        )
+    ),
+    "grad through all_gather, divided by k": _fsdp(
+        lambda ws, lb, k: ws - LEARNING_RATE / k * jax.grad(lambda s: loss_fn(_gathered(s), lb))(ws)
+    ),
+    "scaled before the psum_scatter": _fsdp(
+        lambda ws, lb, k: (
+            ws - lax.psum_scatter(LEARNING_RATE / k * jax.grad(loss_fn)(_gathered(ws), lb), DATA_PARALLEL, tiled=True)
+        )
+    ),
+    "untiled gather, reshaped": _fsdp(
+        lambda ws, lb, k: (
+            ws
+            - LEARNING_RATE
+            * lax.psum_scatter(
+                jax.grad(loss_fn)(lax.all_gather(ws, DATA_PARALLEL).reshape(-1), lb), DATA_PARALLEL, tiled=True
+            )
+            / k
+        )
+    ),
 }
 
 
-@pytest.mark.parametrize("answer", [ref_fsdp_step, *FSDP_EQUIVALENT.values()],
-                         ids=["reference", *FSDP_EQUIVALENT.keys()])
+@pytest.mark.parametrize(
+    "answer", [ref_fsdp_step, *FSDP_EQUIVALENT.values()], ids=["reference", *FSDP_EQUIVALENT.keys()]
+)
 def test_fsdp_step_accepts_equivalent_answers(answer):
     assert_check_passes(q.fsdp_step.check, answer)
 
@@ -565,27 +695,51 @@ def _whole_w(ws, lb, k):
 
 FSDP_WRONG = {
     "unanswered": (_not_written, r"`fsdp_step` is not written yet"),
-    "sum, not mean": (_fsdp(lambda ws, lb, k: ws - LEARNING_RATE * lax.psum_scatter(
-        jax.grad(loss_fn)(_gathered(ws), lb), DATA_PARALLEL, tiled=True)),
-        r"(?s)one SGD step on the whole batch gives.*8 times too large.*mean"),
-    "grad through all_gather, not divided": (_fsdp(lambda ws, lb, k: ws - LEARNING_RATE * jax.grad(
-        lambda s: loss_fn(_gathered(s), lb))(ws)), r"(?s)8 times too large"),
-    "parameters not gathered": (_fsdp(lambda ws, lb, k: ws - LEARNING_RATE * jax.grad(loss_fn)(ws, lb)),
-                                r"(?s)dot_general.*one device's shard \(shape \(1,\).*`lax\.all_gather` before"),
+    "sum, not mean": (
+        _fsdp(
+            lambda ws, lb, k: (
+                ws - LEARNING_RATE * lax.psum_scatter(jax.grad(loss_fn)(_gathered(ws), lb), DATA_PARALLEL, tiled=True)
+            )
+        ),
+        r"(?s)one SGD step on the whole batch gives.*8 times too large.*mean",
+    ),
+    "grad through all_gather, not divided": (
+        _fsdp(lambda ws, lb, k: ws - LEARNING_RATE * jax.grad(lambda s: loss_fn(_gathered(s), lb))(ws)),
+        r"(?s)8 times too large",
+    ),
+    "parameters not gathered": (
+        _fsdp(lambda ws, lb, k: ws - LEARNING_RATE * jax.grad(loss_fn)(ws, lb)),
+        r"(?s)dot_general.*one device's shard \(shape \(1,\).*`lax\.all_gather` before",
+    ),
     "whole w from every device": (_fsdp(_whole_w), r"(?s)shape \(8,\).*returned shape \(64,\).*only its own shard"),
     "whole w with out_specs=P()": (_fsdp(_whole_w, out_specs=P()), r"(?s)types it as varying"),
     "pmean of the gradients, then the own part": (
-        _fsdp(lambda ws, lb, k: ws - LEARNING_RATE * _own_part(
-            lax.pmean(jax.grad(loss_fn)(_gathered(ws), lb), DATA_PARALLEL), k)),
-        r"(?s)right values, but over 'data_parallel_axis' it performs all_gather.*psum.*`lax\.psum_scatter`"),
-    "local gradients only": (_fsdp(lambda ws, lb, k: ws - LEARNING_RATE * _own_part(
-        jax.grad(loss_fn)(_gathered(ws), lb), k)), r"(?s)own examples only.*reduce-scattered"),
-    "gradient ascent": (_fsdp(lambda ws, lb, k: ws + LEARNING_RATE * lax.psum_scatter(
-        jax.grad(loss_fn)(_gathered(ws), lb), DATA_PARALLEL, tiled=True) / k), r"(?s)the wrong way"),
+        _fsdp(
+            lambda ws, lb, k: (
+                ws - LEARNING_RATE * _own_part(lax.pmean(jax.grad(loss_fn)(_gathered(ws), lb), DATA_PARALLEL), k)
+            )
+        ),
+        r"(?s)right values, but over 'data_parallel_axis' it performs all_gather.*psum.*`lax\.psum_scatter`",
+    ),
+    "local gradients only": (
+        _fsdp(lambda ws, lb, k: ws - LEARNING_RATE * _own_part(jax.grad(loss_fn)(_gathered(ws), lb), k)),
+        r"(?s)own examples only.*reduce-scattered",
+    ),
+    "gradient ascent": (
+        _fsdp(
+            lambda ws, lb, k: (
+                ws
+                + LEARNING_RATE * lax.psum_scatter(jax.grad(loss_fn)(_gathered(ws), lb), DATA_PARALLEL, tiled=True) / k
+            )
+        ),
+        r"(?s)the wrong way",
+    ),
     "no update": (lambda w, batch, mesh: w, r"(?s)w did not change"),
-    "one jitted step, no shard_map": (lambda w, batch, mesh: w - LEARNING_RATE * jax.grad(loss_fn)(w, batch),
-                                      r"(?s)right values, but over 'data_parallel_axis' it performs no collective"
-                                      r".*`lax\.all_gather`"),
+    "one jitted step, no shard_map": (
+        lambda w, batch, mesh: w - LEARNING_RATE * jax.grad(loss_fn)(w, batch),
+        r"(?s)right values, but over 'data_parallel_axis' it performs no collective"
+        r".*`lax\.all_gather`",
+    ),
 }
 
 
@@ -600,14 +754,15 @@ def test_fsdp_step_observations_reject_wrong_answers():
         assert "values differ" in _why_not(q.fsdp_step.observe(FSDP_WRONG[key][0]), reference), key
     reason = _why_not(q.fsdp_step.observe(FSDP_WRONG["pmean of the gradients, then the own part"][0]), reference)
     assert f"expected psum_scatter over '{DATA_PARALLEL}'" in reason and "values differ" not in reason
-    assert "global-view program" in _why_not(q.fsdp_step.observe(FSDP_WRONG["one jitted step, no shard_map"][0]),
-                                             reference)
+    assert "global-view program" in _why_not(
+        q.fsdp_step.observe(FSDP_WRONG["one jitted step, no shard_map"][0]), reference
+    )
 
 
 # ---------------------------------------------------------------- the module's contract
 def test_every_student_facing_string_is_used_and_hints_are_ladders():
     source = Path(q.__file__).read_text(encoding="utf-8")
-    body = source[source.index("def _say("):]
+    body = source[source.index("def _say(") :]
     unused = [key for key in q.TEXT if not re.search(rf"_say\(\s*\"{key}\"", body)]
     assert not unused, f"TEXT entries nothing uses: {unused}"
     for exercise in (q.median_centered, q.sum_scatter_columns, q.ring_all_reduce, q.fsdp_step):

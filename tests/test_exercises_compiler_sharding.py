@@ -6,6 +6,7 @@ reference's under the autograder's comparison; plausible wrong answers are
 rejected with the specific message that helps (the regex names what the message
 must say), and `observe` of wrong answers does not match.
 """
+
 import re
 from pathlib import Path
 
@@ -64,8 +65,9 @@ MLP_EQUIVALENT = {
 }
 
 
-@pytest.mark.parametrize("answer", [ref_one_all_reduce_mlp, *MLP_EQUIVALENT.values()],
-                         ids=["reference", *MLP_EQUIVALENT.keys()])
+@pytest.mark.parametrize(
+    "answer", [ref_one_all_reduce_mlp, *MLP_EQUIVALENT.values()], ids=["reference", *MLP_EQUIVALENT.keys()]
+)
 def test_one_all_reduce_mlp_accepts_equivalent_answers(answer):
     assert_check_passes(q.one_all_reduce_mlp.check, answer)
 
@@ -88,6 +90,7 @@ def _split_rows(x, w1, w2, mesh):
 def _written_psum(x, w1, w2, mesh):
     def local(x, w1_block, w2_block):
         return lax.psum(jax.nn.relu(x @ w1_block) @ w2_block, M)
+
     return jax.shard_map(local, mesh=mesh, in_specs=(P(), P(None, M), P(M, None)), out_specs=P())(x, w1, w2)
 
 
@@ -113,12 +116,17 @@ def _relu_last(x, w1, w2, mesh):
 
 MLP_WRONG = {
     "unanswered": (_not_written, r"`one_all_reduce_mlp` is not written yet"),
-    "no layout at all": (lambda x, w1, w2, mesh: _mlp(x, w1, w2),
-                         r"(?s)right values, but its compiled program has no collective.*whole MLP"),
+    "no layout at all": (
+        lambda x, w1, w2, mesh: _mlp(x, w1, w2),
+        r"(?s)right values, but its compiled program has no collective.*whole MLP",
+    ),
     "hidden layer split by rows": (_split_rows, r"(?s)compiled program has 1 x all-gather.*features \(columns\)"),
     "a psum written in shard_map": (_written_psum, r"(?s)writes its own collectives \(psum.*no `shard_map`"),
-    "result left split": (_result_split, r"(?s)compiled program has 2 x all-gather.*a result split over "
-                                         r"MODEL_PARALLEL"),
+    "result left split": (
+        _result_split,
+        r"(?s)compiled program has 2 x all-gather.*a result split over "
+        r"MODEL_PARALLEL",
+    ),
     "bare PartitionSpec": (_bare_spec, r"(?s)a bare `P\(\.\.\.\)` needs `jax\.set_mesh`.*NamedSharding\(mesh"),
     "no ReLU": (_no_relu, r"(?s)wrong values \(mesh 8 model_parallel_axis.*without the ReLU"),
     "ReLU after the second matmul": (_relu_last, r"(?s)wrong values.*`relu\(x @ w1 @ w2\)`"),
@@ -141,10 +149,17 @@ def test_one_all_reduce_mlp_observations_reject_wrong_answers():
 
 
 def test_count_collectives_reads_compiled_text():
-    text = ("%all-reduce.1 = f32[4]{0} all-reduce(f32[4]{0} %p), replica_groups={{0,1}}\n"
-            "%ag = f32[8]{0} all-gather-start(f32[4]{0} %q)\n%d = f32[8]{0} all-gather-done(%ag)\n")
-    assert q.count_collectives(text) == {"all-reduce": 1, "all-gather": 1, "reduce-scatter": 0,
-                                         "collective-permute": 0, "all-to-all": 0}
+    text = (
+        "%all-reduce.1 = f32[4]{0} all-reduce(f32[4]{0} %p), replica_groups={{0,1}}\n"
+        "%ag = f32[8]{0} all-gather-start(f32[4]{0} %q)\n%d = f32[8]{0} all-gather-done(%ag)\n"
+    )
+    assert q.count_collectives(text) == {
+        "all-reduce": 1,
+        "all-gather": 1,
+        "reduce-scatter": 0,
+        "collective-permute": 0,
+        "all-to-all": 0,
+    }
 
 
 # ---------------------------------------------------------------- 2. feature_correlation
@@ -152,7 +167,7 @@ def ref_feature_correlation(x, mesh):
     centred = x - jnp.mean(x, axis=0)
     rows_split = NamedSharding(mesh, P(M, None))
     covariance = jnp.matmul(centred.T, centred, out_sharding=rows_split) / x.shape[0]
-    std = jnp.sqrt(jnp.mean(centred ** 2, axis=0))
+    std = jnp.sqrt(jnp.mean(centred**2, axis=0))
     std_whole = jax.reshard(std, NamedSharding(mesh, P()))
     return covariance / std[:, None] / std_whole[None, :]
 
@@ -166,7 +181,7 @@ def _one_device(x):
 
 def _standardized_first(x, mesh):
     centred = x - jnp.mean(x, axis=0)
-    z = centred / jnp.sqrt(jnp.mean(centred ** 2, axis=0))
+    z = centred / jnp.sqrt(jnp.mean(centred**2, axis=0))
     return jnp.einsum("nd,ne->de", z, z, out_sharding=NamedSharding(mesh, P(M, None))) / x.shape[0]
 
 
@@ -181,8 +196,9 @@ CORR_EQUIVALENT = {
 }
 
 
-@pytest.mark.parametrize("answer", [ref_feature_correlation, *CORR_EQUIVALENT.values()],
-                         ids=["reference", *CORR_EQUIVALENT.keys()])
+@pytest.mark.parametrize(
+    "answer", [ref_feature_correlation, *CORR_EQUIVALENT.values()], ids=["reference", *CORR_EQUIVALENT.keys()]
+)
 def test_feature_correlation_accepts_equivalent_answers(answer):
     assert_check_passes(q.feature_correlation.check, answer)
 
@@ -193,7 +209,7 @@ def test_feature_correlation_observations_of_equivalent_answers_match():
     assert {"mesh2x4", "mesh4x2", "mesh2x2"} <= set(got)
     out = got["mesh2x4"]
     assert out.shape == (8, 8) and out.dtype == np.float32
-    np.testing.assert_allclose(np.diag(out), np.ones(8), rtol=1e-4)       # a correlation matrix, on the grader's x
+    np.testing.assert_allclose(np.diag(out), np.ones(8), rtol=1e-4)  # a correlation matrix, on the grader's x
     np.testing.assert_allclose(out, out.T, rtol=1e-4, atol=1e-5)
     for answer in CORR_EQUIVALENT.values():
         assert observations_match(reference, q.feature_correlation.observe(answer))
@@ -209,13 +225,13 @@ def _diagonal_kept(x, mesh):
 def _outer_kept(x, mesh):
     centred = x - jnp.mean(x, axis=0)
     covariance = jnp.matmul(centred.T, centred, out_sharding=NamedSharding(mesh, P(M, None))) / x.shape[0]
-    std = jnp.sqrt(jnp.mean(centred ** 2, axis=0))
+    std = jnp.sqrt(jnp.mean(centred**2, axis=0))
     return covariance / jnp.outer(std, std)
 
 
 def _replicated(x, mesh):
     centred = x - jnp.mean(x, axis=0)
-    z = centred / jnp.sqrt(jnp.mean(centred ** 2, axis=0))
+    z = centred / jnp.sqrt(jnp.mean(centred**2, axis=0))
     return jnp.matmul(z.T, z, out_sharding=NamedSharding(mesh, P())) / x.shape[0]
 
 
@@ -225,7 +241,7 @@ def _covariance(x, mesh):
 
 
 def _not_centred(x, mesh):
-    z = x / jnp.sqrt(jnp.mean(x ** 2, axis=0))
+    z = x / jnp.sqrt(jnp.mean(x**2, axis=0))
     return jnp.matmul(z.T, z, out_sharding=NamedSharding(mesh, P(M, None))) / x.shape[0]
 
 
@@ -236,14 +252,22 @@ def _bare_spec_matmul(x, mesh):
 
 CORR_WRONG = {
     "unanswered": (_not_written, r"`feature_correlation` is not written yet"),
-    "the one-device program": (lambda x, mesh: _one_device(x),
-                               r"(?s)rejects a matrix product.*Contracting dimensions are sharded.*out_sharding="),
+    "the one-device program": (
+        lambda x, mesh: _one_device(x),
+        r"(?s)rejects a matrix product.*Contracting dimensions are sharded.*out_sharding=",
+    ),
     "diagonal kept": (_diagonal_kept, r"(?s)rejects an indexing step.*`jnp\.diagonal`"),
     "outer product kept": (_outer_kept, r"(?s)illegally sharded result.*mesh axis appears once"),
-    "replicated result": (_replicated, r"(?s)laid out as P\(\) \(replicated.*asks for P\('model_parallel_axis', "
-                                       r"None\).*`out_sharding`"),
-    "the covariance": (_covariance, r"(?s)wrong values \(mesh 2 data_parallel_axis x 4 model_parallel_axis, "
-                                    r"x \(6, 8\)\).*covariance matrix"),
+    "replicated result": (
+        _replicated,
+        r"(?s)laid out as P\(\) \(replicated.*asks for P\('model_parallel_axis', "
+        r"None\).*`out_sharding`",
+    ),
+    "the covariance": (
+        _covariance,
+        r"(?s)wrong values \(mesh 2 data_parallel_axis x 4 model_parallel_axis, "
+        r"x \(6, 8\)\).*covariance matrix",
+    ),
     "not centred": (_not_centred, r"(?s)wrong values.*Subtract each feature's mean"),
     "bare PartitionSpec": (_bare_spec_matmul, r"(?s)a bare `P\(\.\.\.\)` needs `jax\.set_mesh`"),
 }
@@ -258,7 +282,7 @@ def test_feature_correlation_observations_reject_wrong_answers():
     reference = q.feature_correlation.observe(ref_feature_correlation)
     for wrong in (_covariance, _not_centred):
         assert "values differ" in _why_not(q.feature_correlation.observe(wrong), reference)
-    with pytest.raises(ValueError, match="does not match the specs of the input"):   # a wrong layout records nothing
+    with pytest.raises(ValueError, match="does not match the specs of the input"):  # a wrong layout records nothing
         q.feature_correlation.observe(_replicated)
 
 
@@ -283,8 +307,13 @@ def ref_collective_matmul_rows(x, w, mesh):
 
 def _ring(body):
     def answer(x, w, mesh):
-        return jax.shard_map(lambda xb, wb: body(xb, wb, mesh.shape[M]), mesh=mesh, in_specs=(P(M, None), P(None, M)),
-                             out_specs=P(None, M))(x, w)
+        return jax.shard_map(
+            lambda xb, wb: body(xb, wb, mesh.shape[M]),
+            mesh=mesh,
+            in_specs=(P(M, None), P(None, M)),
+            out_specs=P(None, M),
+        )(x, w)
+
     return answer
 
 
@@ -298,7 +327,9 @@ def _fori_left(xb, wb, k):
         out = lax.dynamic_update_slice_in_dim(out, block @ wb, ((i + s) % k) * rows, axis=0)
         return out, lax.ppermute(block, M, perm=to_left)
 
-    out, block = lax.fori_loop(0, k - 1, step, (lax.pcast(jnp.zeros((k * rows, wb.shape[1]), xb.dtype), (M,), to='varying'), xb))
+    out, block = lax.fori_loop(
+        0, k - 1, step, (lax.pcast(jnp.zeros((k * rows, wb.shape[1]), xb.dtype), (M,), to="varying"), xb)
+    )
     return lax.dynamic_update_slice_in_dim(out, block @ wb, ((i + k - 1) % k) * rows, axis=0)
 
 
@@ -306,10 +337,10 @@ def _stacked(xb, wb, k):
     """Products collected in a list, then put in order with one gather-free `jnp.roll`."""
     parts = []
     for s in range(k):
-        parts.append(xb @ wb)   # block of owner (i - s) mod k
+        parts.append(xb @ wb)  # block of owner (i - s) mod k
         if s < k - 1:
             xb = lax.ppermute(xb, M, perm=[(j, (j + 1) % k) for j in range(k)])
-    by_offset = jnp.stack(parts[::-1])             # entry t: owner (i - k + 1 + t) mod k
+    by_offset = jnp.stack(parts[::-1])  # entry t: owner (i - k + 1 + t) mod k
     rolled = jnp.roll(by_offset, lax.axis_index(M) + 1, axis=0)
     return rolled.reshape(k * xb.shape[0], wb.shape[1])
 
@@ -320,8 +351,9 @@ CM_EQUIVALENT = {
 }
 
 
-@pytest.mark.parametrize("answer", [ref_collective_matmul_rows, *CM_EQUIVALENT.values()],
-                         ids=["reference", *CM_EQUIVALENT.keys()])
+@pytest.mark.parametrize(
+    "answer", [ref_collective_matmul_rows, *CM_EQUIVALENT.values()], ids=["reference", *CM_EQUIVALENT.keys()]
+)
 def test_collective_matmul_rows_accepts_equivalent_answers(answer):
     assert_check_passes(q.collective_matmul_rows.check, answer)
 
@@ -374,10 +406,16 @@ def ref_local(xb, wb, k):
 CM_WRONG = {
     "unanswered": (_not_written, r"`collective_matmul_rows` is not written yet"),
     "the all-gather version": (_ring(_gathered), r"(?s)right values, but it uses all_gather.*the all-gather version"),
-    "partial products added, as in section 5": (_ring(_added), r"(?s)shape \(16, 16\).*returned shape \(2, 16\).*"
-                                                               r"place it at its rows"),
-    "blocks placed at the wrong rows": (_ring(_wrong_owner), r"(?s)wrong values \(mesh 8 model_parallel_axis.*"
-                                                             r"wrong places.*\(i - s\) mod k"),
+    "partial products added, as in section 5": (
+        _ring(_added),
+        r"(?s)shape \(16, 16\).*returned shape \(2, 16\).*"
+        r"place it at its rows",
+    ),
+    "blocks placed at the wrong rows": (
+        _ring(_wrong_owner),
+        r"(?s)wrong values \(mesh 8 model_parallel_axis.*"
+        r"wrong places.*\(i - s\) mod k",
+    ),
     "a psum beside the ring": (_ring(_ring_and_psum), r"(?s)right values, but it uses psum"),
     "no shard_map": (lambda x, w, mesh: x @ w, r"(?s)illegally sharded result"),
 }
@@ -390,8 +428,9 @@ def test_collective_matmul_rows_rejects(answer, match):
 
 def test_collective_matmul_rows_observations_reject_wrong_answers():
     reference = q.collective_matmul_rows.observe(ref_collective_matmul_rows)
-    assert "values differ" in _why_not(q.collective_matmul_rows.observe(CM_WRONG["blocks placed at the wrong rows"][0]),
-                                       reference)
+    assert "values differ" in _why_not(
+        q.collective_matmul_rows.observe(CM_WRONG["blocks placed at the wrong rows"][0]), reference
+    )
     reason = _why_not(q.collective_matmul_rows.observe(CM_WRONG["the all-gather version"][0]), reference)
     assert "values differ" not in reason and "ppermute" in reason, reason
 
@@ -399,7 +438,7 @@ def test_collective_matmul_rows_observations_reject_wrong_answers():
 # ---------------------------------------------------------------- the module's contract
 def test_every_student_facing_string_is_used_and_hints_are_ladders():
     source = Path(q.__file__).read_text(encoding="utf-8")
-    body = source[source.index("def _say("):]
+    body = source[source.index("def _say(") :]
     unused = [key for key in q.TEXT if not re.search(rf"_say\(\s*\"{key}\"", body)]
     assert not unused, f"TEXT entries nothing uses: {unused}"
     for exercise in (q.one_all_reduce_mlp, q.feature_correlation, q.collective_matmul_rows):

@@ -1,4 +1,5 @@
 """Notebook 04 (gradient averaging): every check proven both ways, and observe() stable under equivalent answers."""
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -40,8 +41,10 @@ def step_ref(params, local_batch):
 
 def with_loss(step):
     """A params-only step made into an exercise-3 answer: (new params, pmean of the local losses)."""
+
     def answer(params, local_batch):
         return step(params, local_batch), lax.pmean(loss_ref(params, local_batch), DATA_PARALLEL)
+
     answer.__name__ = getattr(step, "__name__", "step")
     return answer
 
@@ -76,8 +79,10 @@ LOSS_WRONG = [
     (lambda p, b: 0.5 * jnp.mean((p["w"] * b["x"] + p["b"] - b["y"]) ** 2), r"half the mean squared error"),
     (lambda p, b: jnp.sqrt(jnp.mean((p["w"] * b["x"] + p["b"] - b["y"]) ** 2)), r"root of the mean squared"),
     (lambda p, b: (p["w"] * b["x"] + p["b"] - b["y"]) ** 2, r"one number \(shape \(\)\).*shape \(3,\).*jnp\.mean"),
-    (lambda p, b: np.mean((np.asarray(p["w"]) * np.asarray(b["x"]) + np.asarray(p["b"]) - np.asarray(b["y"])) ** 2),
-     r"NumPy value \(`float32`\).*jnp"),
+    (
+        lambda p, b: np.mean((np.asarray(p["w"]) * np.asarray(b["x"]) + np.asarray(p["b"]) - np.asarray(b["y"])) ** 2),
+        r"NumPy value \(`float32`\).*jnp",
+    ),
     (lambda p, b: jnp.mean((p["w"] * b["x"] + p["b"] - b["y"]) ** 2).astype(jnp.float16), r"dtype float32.*float16"),
     (lambda p, b: lax.pmean(loss_ref(p, b), DATA_PARALLEL), r"local function.*needs no communication"),
     (_not_written, r"^`loss_fn` is not written yet"),
@@ -100,9 +105,9 @@ def test_loss_fn_observations():
     reference = q.loss_fn.observe(loss_ref)
     got = derived(reference)
     assert got.pop("axes") == [] and got.pop("communication") == []
-    assert set(got) == {"k2", "k4", "k8", "local"} and got["k8"].shape == (8,)   # every device's own loss
-    assert got["local"].shape == ()                 # and the function itself, on one device's batch
-    assert _same_observations(reference, q.loss_fn.observe(loss_ref))      # deterministic
+    assert set(got) == {"k2", "k4", "k8", "local"} and got["k8"].shape == (8,)  # every device's own loss
+    assert got["local"].shape == ()  # and the function itself, on one device's batch
+    assert _same_observations(reference, q.loss_fn.observe(loss_ref))  # deterministic
     for fn in LOSS_RIGHT[1:]:
         assert _same_observations(reference, q.loss_fn.observe(fn))
     for fn, _ in LOSS_WRONG[:5]:
@@ -126,8 +131,10 @@ GRADS_WRONG = [
     (lambda p, b: jax.value_and_grad(loss_ref)(p, b), r"\(loss, gradients\).*jax\.grad"),
     (lambda p, b: jax.grad(loss_ref, argnums=1)(p, b), r"keys are \['x', 'y'\].*argnums=0"),
     (lambda p, b: (lambda g: (g["w"], g["b"]))(grads_ref(p, b)), r"dict with keys 'w' and 'b'.*`tuple`\.$"),
-    (lambda p, b: jax.grad(lambda pp, bb: jnp.sum((pp["w"] * bb["x"] + pp["b"] - bb["y"]) ** 2))(p, b),
-     r"should return \{'w': -4\.33333, 'b': -3\}.*Differentiate `loss_fn` with `jax\.grad`"),
+    (
+        lambda p, b: jax.grad(lambda pp, bb: jnp.sum((pp["w"] * bb["x"] + pp["b"] - bb["y"]) ** 2))(p, b),
+        r"should return \{'w': -4\.33333, 'b': -3\}.*Differentiate `loss_fn` with `jax\.grad`",
+    ),
     (lambda p, b: jax.tree.map(lambda g: g * jnp.ones(b["x"].shape[0]), grads_ref(p, b)), r"shape \(\).*shape \(3,\)"),
     (lambda p, b: lax.pmean(grads_ref(p, b), DATA_PARALLEL), r"local function"),
     (lambda p, b: {k: np.asarray(v) for k, v in grads_ref(p, b).items()}, r"NumPy array or a Python number.*`jnp`"),
@@ -152,7 +159,7 @@ def test_compute_gradients_observations():
     assert got["axes"] == [] and got["k4['w']"].shape == (4,)
     for fn in GRADS_RIGHT[1:]:
         assert _same_observations(reference, q.compute_gradients.observe(fn))
-    wrong = q.compute_gradients.observe(GRADS_WRONG[3][0])   # gradient of the summed loss
+    wrong = q.compute_gradients.observe(GRADS_WRONG[3][0])  # gradient of the summed loss
     assert not _same_observations(reference, wrong)
 
 
@@ -207,8 +214,16 @@ def step_list(params, local_batch):
     return [new, loss]
 
 
-STEP_RIGHT = [step_ref, step_psum_divide, step_psum_axis_size, step_average_params, step_manual_dict,
-              step_all_gather, step_value_and_grad, step_list]
+STEP_RIGHT = [
+    step_ref,
+    step_psum_divide,
+    step_psum_axis_size,
+    step_average_params,
+    step_manual_dict,
+    step_all_gather,
+    step_value_and_grad,
+    step_list,
+]
 
 
 def step_without_pmean(params, local_batch):
@@ -228,11 +243,12 @@ def _step_with(average, lr=LR, sign=-1.0, axis=DATA_PARALLEL, returns="params"):
         if returns == "pair":
             return params["w"] + sign * lr * grads["w"], params["b"] + sign * lr * grads["b"]
         return jax.tree.map(lambda p, g: p + sign * lr * g, params, grads)
+
     return with_loss(step) if returns != "pair" else step
 
 
-pmean = lambda g, axis: lax.pmean(g, axis_name=axis)                                   # noqa: E731
-psum = lambda g, axis: lax.psum(g, axis_name=axis)                                     # noqa: E731
+pmean = lambda g, axis: lax.pmean(g, axis_name=axis)  # noqa: E731
+psum = lambda g, axis: lax.psum(g, axis_name=axis)  # noqa: E731
 psum_over_8 = lambda g, axis: jax.tree.map(lambda x: x / 8, lax.psum(g, axis_name=axis))  # noqa: E731
 
 
@@ -252,8 +268,11 @@ def step_loss_psum(params, local_batch):
 
 STEP_WRONG = [
     (_params_step_pmean, r"should return a pair `\(new_params, loss\)`.*`dict`.*new parameters alone"),
-    (with_loss(step_without_pmean), r"parameters that differ across devices.*gradients are\s+not averaged: "
-                                    r"lax\.pmean over 'data_parallel_axis' is missing"),
+    (
+        with_loss(step_without_pmean),
+        r"parameters that differ across devices.*gradients are\s+not averaged: "
+        r"lax\.pmean over 'data_parallel_axis' is missing",
+    ),
     (with_loss(step_pmean_of_loss), r"differ across devices.*pmean of the loss inside `jax\.grad`"),
     (step_local_loss, r"(?s)loss that differs across devices.*each device's\s+loss on its own shard"),
     (step_loss_after, r"(?s)full-batch loss .* of the\s+parameters it was given.*loss \*after\* the step"),
@@ -264,15 +283,28 @@ STEP_WRONG = [
     (_step_with(pmean, sign=+1.0), r"went up the gradient"),
     (_step_with(pmean, returns="grads"), r"Those are the averaged gradients"),
     (_step_with(pmean, returns="pair"), r"should return the new parameters as the first item: a dict.*`jax\.Array`"),
-    (_step_with(pmean, axis=DEVICES), r"unbound axis name: devices.*binds only 'data_parallel_axis'.*"
-                                      r"axis_name=DATA_PARALLEL"),
-    (with_loss(lambda p, b: jax.tree.map(lambda x, g: x - LR * g * jnp.ones_like(b["x"]), p,
-                                         lax.pmean(grads_ref(p, b), DATA_PARALLEL))), r"per-device shape \(3,\)"),
-    (lambda p, b: (_params_step_pmean(p, b), lax.pmean((p["w"] * b["x"] + p["b"] - b["y"]) ** 2, DATA_PARALLEL)),
-     r"the loss `parallel_update_step` returns should be one number.*per-device shape \(3,\)"),
+    (
+        _step_with(pmean, axis=DEVICES),
+        r"unbound axis name: devices.*binds only 'data_parallel_axis'.*"
+        r"axis_name=DATA_PARALLEL",
+    ),
+    (
+        with_loss(
+            lambda p, b: jax.tree.map(
+                lambda x, g: x - LR * g * jnp.ones_like(b["x"]), p, lax.pmean(grads_ref(p, b), DATA_PARALLEL)
+            )
+        ),
+        r"per-device shape \(3,\)",
+    ),
+    (
+        lambda p, b: (_params_step_pmean(p, b), lax.pmean((p["w"] * b["x"] + p["b"] - b["y"]) ** 2, DATA_PARALLEL)),
+        r"the loss `parallel_update_step` returns should be one number.*per-device shape \(3,\)",
+    ),
     (with_loss(lambda p, b: lax.pmean(p, DATA_PARALLEL)), r"unchanged parameters"),
-    (with_loss(lambda p, b: {k: v - LR * float(lax.pmean(grads_ref(p, b), DATA_PARALLEL)[k]) for k, v in p.items()}),
-     r"`parallel_update_step` turns a traced value into a NumPy array or a Python number"),
+    (
+        with_loss(lambda p, b: {k: v - LR * float(lax.pmean(grads_ref(p, b), DATA_PARALLEL)[k]) for k, v in p.items()}),
+        r"`parallel_update_step` turns a traced value into a NumPy array or a Python number",
+    ),
     (_not_written, r"`parallel_update_step` .*not written yet"),
 ]
 
@@ -291,15 +323,31 @@ def test_update_step_structure_stage_both_ways():
     """The last stage (a collective over DATA_PARALLEL) on its own: values alone cannot reach it."""
     params = {"w": jnp.float32(1.0), "b": jnp.float32(0.0)}
     local = {"x": jnp.arange(3.0), "y": jnp.arange(3.0)}
-    no_collective = lambda p, b: (step_without_pmean(p, b), loss_ref(p, b))   # noqa: E731
+    no_collective = lambda p, b: (step_without_pmean(p, b), loss_ref(p, b))  # noqa: E731
     sharded = jax.tree.map(lambda a: jnp.stack([a] * 4), local)
-    message = assert_check_fails(q._expect_averages, no_collective, params, sharded,
-                                 match=r"should communicate over 'data_parallel_axis'.*no collective at all")
+    message = assert_check_fails(
+        q._expect_averages,
+        no_collective,
+        params,
+        sharded,
+        match=r"should communicate over 'data_parallel_axis'.*no collective at all",
+    )
     assert "lax.pmean over 'data_parallel_axis' is missing" in message
-    dead = lambda p, b: (jax.tree.map(lambda v, g: v + 0.0 * g, step_without_pmean(p, b),  # noqa: E731
-                                      lax.pmean(grads_ref(p, b), DATA_PARALLEL)), loss_ref(p, b))
-    assert_check_fails(q._expect_averages, dead, params, sharded,
-                       match=r"performs psum over 'data_parallel_axis', but its result never reaches")
+    dead = lambda p, b: (  # noqa: E731
+        jax.tree.map(
+            lambda v, g: v + 0.0 * g,
+            step_without_pmean(p, b),
+            lax.pmean(grads_ref(p, b), DATA_PARALLEL),
+        ),
+        loss_ref(p, b),
+    )
+    assert_check_fails(
+        q._expect_averages,
+        dead,
+        params,
+        sharded,
+        match=r"performs psum over 'data_parallel_axis', but its result never reaches",
+    )
     for fn in STEP_RIGHT:
         assert_check_passes(q._expect_averages, fn, params, sharded)
 
@@ -311,8 +359,15 @@ def test_update_step_observations():
     assert got["k2[0]['w']"].shape == (2,) and got["k8[0]['b']"].shape == (8,) and got["k4[1]"].shape == (4,)
     for fn in STEP_RIGHT[1:-1]:
         assert _same_observations(reference, q.parallel_update_step.observe(fn)), fn.__name__
-    for fn in (with_loss(step_without_pmean), with_loss(step_pmean_of_loss), _step_with(psum),
-               _step_with(psum_over_8), step_local_loss, step_loss_after, step_loss_psum):
+    for fn in (
+        with_loss(step_without_pmean),
+        with_loss(step_pmean_of_loss),
+        _step_with(psum),
+        _step_with(psum_over_8),
+        step_local_loss,
+        step_loss_after,
+        step_loss_psum,
+    ):
         assert not _same_observations(reference, q.parallel_update_step.observe(fn)), fn.__name__
 
 
@@ -354,6 +409,7 @@ def train_jax_loop(params, sharded_batch, steps):
 
 def train_own_full_loss(params, sharded_batch, steps):
     """Ignores the step's loss and computes the full-batch loss itself, starting loss first."""
+
     def one_step(p, _):
         new = _new_params(p, sharded_batch)
         return new, _full_loss(new, sharded_batch)
@@ -400,16 +456,20 @@ def train_per_device_params(params, sharded_batch, steps):
 def train_per_device_losses(params, sharded_batch, steps):
     final, _ = train_ref(params, sharded_batch, steps)
     per_device = jax.pmap(loss_ref, in_axes=(None, 0))
-    _, losses = lax.scan(lambda p, _: (_new_params(p, sharded_batch), per_device(p, sharded_batch)),
-                         params, length=steps)
+    _, losses = lax.scan(
+        lambda p, _: (_new_params(p, sharded_batch), per_device(p, sharded_batch)), params, length=steps
+    )
     return final, losses
 
 
 TRAIN_WRONG = [
     (train_losses_after, r"losses \*after\* each step"),
     (train_last_is_one_shard, r"All entries but the last are right.*not on one device's shard"),
-    (train_before_steps_only, r"shape \(6,\): the full-batch loss before each of the 5 steps, then the loss "
-                              r"of `final_params`\. It has shape \(5,\)\. One entry short"),
+    (
+        train_before_steps_only,
+        r"shape \(6,\): the full-batch loss before each of the 5 steps, then the loss "
+        r"of `final_params`\. It has shape \(5,\)\. One entry short",
+    ),
     (train_last_repeated, r"(?s)All entries but the last are right.*not the loss before the last step"),
     (lambda p, b, s: (train_ref(p, b, s + 1)[0], train_ref(p, b, s)[1]), r"parameters after 6 step\(s\)"),
     (lambda p, b, s: train_ref(p, b, s)[0], r"pair `\(final_params, losses\)`.*`dict`"),
@@ -429,14 +489,18 @@ def train_one_device(params, sharded_batch, steps):
     def one_step(p, _):
         loss, grads = jax.value_and_grad(loss_ref)(p, full)
         return jax.tree.map(lambda v, g: v - LR * g, p, grads), loss
+
     final, losses = lax.scan(one_step, params, length=steps)
     return final, jnp.append(losses, loss_ref(final, full))
 
 
 # The grader judges the program (its per-device regions, its communication): so does the visible check.
 TRAIN_GRADED_WRONG = [
-    (train_one_device, r"`train` gives the right results here, but it has no per-device program over "
-                       r"'data_parallel_axis'.*Train with `p_update_step`"),
+    (
+        train_one_device,
+        r"`train` gives the right results here, but it has no per-device program over "
+        r"'data_parallel_axis'.*Train with `p_update_step`",
+    ),
     (train_python_loop, r"cannot record it as one compiled program"),
 ]
 
@@ -453,7 +517,7 @@ def test_train_rejects_wrong_answers(fn, match):
 
 @pytest.mark.parametrize("fn, match", TRAIN_GRADED_WRONG)
 def test_train_rejects_programs_the_grader_rejects(fn, match):
-    q.train._check(fn)                    # the values are right
+    q.train._check(fn)  # the values are right
     assert_check_fails(q.train.check, fn, match=match)
 
 
@@ -461,7 +525,7 @@ def test_train_observations():
     reference = q.train.observe(train_ref)
     got = derived(reference)
     assert got["k2_steps6[1]"].shape == (7,) and got["k8_steps5[1]"].shape == (6,)
-    assert np.all(np.diff(np.asarray(got["k4_steps9[1]"])) < 0)             # SGD makes progress
+    assert np.all(np.diff(np.asarray(got["k4_steps9[1]"])) < 0)  # SGD makes progress
     for fn in TRAIN_EXPORTABLE[1:]:
         assert _same_observations(reference, q.train.observe(fn)), fn.__name__
     for fn in (train_losses_after, train_last_is_one_shard, train_last_repeated):
@@ -478,10 +542,13 @@ def test_train_with_float_losses_cannot_be_exported():
     with the reason: the visible check records the answer the grader's way (issue 16: one judge)."""
     with pytest.raises(jax.errors.ConcretizationTypeError):
         q.train.observe(train_python_loop)
-    q.train._check(train_python_loop)          # the values alone are right
-    assert_check_fails(q.train.check, train_python_loop,
-                       match=r"^`train` gives the right results here, but the grader cannot record it as one "
-                             r"compiled program.*`train` turns a traced value into a NumPy array or a Python number")
+    q.train._check(train_python_loop)  # the values alone are right
+    assert_check_fails(
+        q.train.check,
+        train_python_loop,
+        match=r"^`train` gives the right results here, but the grader cannot record it as one "
+        r"compiled program.*`train` turns a traced value into a NumPy array or a Python number",
+    )
 
 
 def test_train_reaches_the_line_of_the_notebook():

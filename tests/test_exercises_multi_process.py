@@ -9,6 +9,7 @@ plausible wrong answers, among them the hard-coded device counts of issue 11
 rejected with the message that helps (the regex names what it must say), and
 their observations do not match.
 """
+
 import types
 
 import jax
@@ -56,27 +57,27 @@ def _mismatch(reference: dict, student: dict) -> str:
 def local_rows_ref(global_batch):
     share = jax.tree.leaves(global_batch)[0].shape[0] // jax.process_count()
     start = jax.process_index() * share
-    return jax.tree.map(lambda a: a[start:start + share], global_batch)
+    return jax.tree.map(lambda a: a[start : start + share], global_batch)
 
 
 def local_rows_per_device_count(global_batch):
     """Rows per device times local devices: the same share."""
     rows = jax.tree.leaves(global_batch)[0].shape[0] // jax.device_count() * jax.local_device_count()
-    return jax.tree.map(lambda a: a[jax.process_index() * rows:(jax.process_index() + 1) * rows], global_batch)
+    return jax.tree.map(lambda a: a[jax.process_index() * rows : (jax.process_index() + 1) * rows], global_batch)
 
 
 def local_rows_split(global_batch):
     return jax.tree.map(lambda a: jnp.split(a, jax.process_count())[jax.process_index()], global_batch)
 
 
-def local_rows_one_per_device(global_batch):       # the formula of section 3, for one row per device
+def local_rows_one_per_device(global_batch):  # the formula of section 3, for one row per device
     n, i = jax.local_device_count(), jax.process_index()
-    return jax.tree.map(lambda a: a[i * n:(i + 1) * n], global_batch)
+    return jax.tree.map(lambda a: a[i * n : (i + 1) * n], global_batch)
 
 
 def local_rows_two_processes(global_batch):
     share = jax.tree.leaves(global_batch)[0].shape[0] // 2
-    return jax.tree.map(lambda a: a[jax.process_index() * share:(jax.process_index() + 1) * share], global_batch)
+    return jax.tree.map(lambda a: a[jax.process_index() * share : (jax.process_index() + 1) * share], global_batch)
 
 
 def local_rows_first_share(global_batch):
@@ -90,24 +91,34 @@ def local_rows_everything(global_batch):
 
 def local_rows_arrays_only(global_batch):
     share = len(global_batch) // jax.process_count()
-    return global_batch[jax.process_index() * share:(jax.process_index() + 1) * share]
+    return global_batch[jax.process_index() * share : (jax.process_index() + 1) * share]
 
 
 def local_rows_one_row(global_batch):
     return jax.tree.map(lambda a: a[jax.process_index()], global_batch)
 
 
-LOCAL_ROWS_RIGHT = {"reference": local_rows_ref, "rows per device x local devices": local_rows_per_device_count,
-                    "jnp.split": local_rows_split, "as notebook source": _as_notebook_function(local_rows_ref)}
+LOCAL_ROWS_RIGHT = {
+    "reference": local_rows_ref,
+    "rows per device x local devices": local_rows_per_device_count,
+    "jnp.split": local_rows_split,
+    "as notebook source": _as_notebook_function(local_rows_ref),
+}
 LOCAL_ROWS_WRONG = {
     "one row per device (section 3's formula)": (
-        local_rows_one_per_device, r"(?s)answering as process 2 of 4 .*\(key 'x'\) `local_rows` returned shape \(2, 3\).*"
-                                   r"one row per local device.*16 rows for 4 processes, 4 rows each.*jax\.process_count\(\)"),
-    "two processes written by hand": (local_rows_two_processes,
-                                      r"answering as process 2 of 4 .*returned shape \(0, 2\).*rows 4 to 5, shape \(2, 2\)"
-                                      r".*no row at all.*With 4 processes, each share has 2 rows"),
-    "always the first share": (local_rows_first_share,
-                               r"answering as process 2 of 4.*returned rows 0 to 1, but it owns rows 4 to 5.*process_index"),
+        local_rows_one_per_device,
+        r"(?s)answering as process 2 of 4 .*\(key 'x'\) `local_rows` returned shape \(2, 3\).*"
+        r"one row per local device.*16 rows for 4 processes, 4 rows each.*jax\.process_count\(\)",
+    ),
+    "two processes written by hand": (
+        local_rows_two_processes,
+        r"answering as process 2 of 4 .*returned shape \(0, 2\).*rows 4 to 5, shape \(2, 2\)"
+        r".*no row at all.*With 4 processes, each share has 2 rows",
+    ),
+    "always the first share": (
+        local_rows_first_share,
+        r"answering as process 2 of 4.*returned rows 0 to 1, but it owns rows 4 to 5.*process_index",
+    ),
     "everything": (local_rows_everything, "answering as process 2 of 4 .*returned all 8 rows"),
     "arrays only": (local_rows_arrays_only, r"dict batch .*`local_rows` slices the dict itself .*keys, not rows"),
     "one row": (local_rows_one_row, "returned a single row"),
@@ -154,7 +165,7 @@ def test_other_errors_on_a_dict_batch_are_named():
 
 
 def test_local_rows_observe_is_stable_and_discriminating():
-    ref = q.local_rows.observe(local_rows_ref)      # traced as process i of clusters of 2x4, 2x2, 4x2, 1x8
+    ref = q.local_rows.observe(local_rows_ref)  # traced as process i of clusters of 2x4, 2x2, 4x2, 1x8
     got = derived(ref)
     assert got["process1_of_2x4_batch1"].shape == (8, 3, 2) and got["process0_of_1x8_batch1"].shape == (16, 3, 2)
     assert got["process3_of_4x2_batch2['y']"].shape == (6,) and got["process3_of_4x2_batch2['y']"].dtype == np.int32
@@ -169,6 +180,7 @@ def test_local_rows_observe_is_stable_and_discriminating():
 def _metrics_map(per_device):
     def answer(errors, mesh):
         return jax.shard_map(per_device, mesh=mesh, in_specs=P(DEVICES), out_specs=P())(errors)
+
     return answer
 
 
@@ -184,26 +196,35 @@ def metrics_ref(errors, mesh):
         process = lax.axis_index(DEVICES) // jax.local_device_count()
         mine = jax.nn.one_hot(process, jax.process_count()) * jnp.sum(block)
         return {"total": total, "mean": total / count, "per_process": lax.psum(mine, DEVICES)}
+
     return jax.shard_map(per_device, mesh=mesh, in_specs=P(DEVICES), out_specs=P())(errors)
 
 
 def _pmean_based(block):
     k = lax.psum(1, DEVICES)
-    return {"total": lax.pmean(jnp.sum(block), DEVICES) * k, "mean": lax.pmean(jnp.mean(block), DEVICES),
-            "per_process": _per_process(block)}
+    return {
+        "total": lax.pmean(jnp.sum(block), DEVICES) * k,
+        "mean": lax.pmean(jnp.mean(block), DEVICES),
+        "per_process": _per_process(block),
+    }
 
 
 def _mesh_size_based(errors, mesh):
     def per_device(block):
         total = lax.psum(jnp.sum(block), DEVICES)
         return {"total": total, "mean": total / (block.size * mesh.size), "per_process": _per_process(block)}
+
     return jax.shard_map(per_device, mesh=mesh, in_specs=P(DEVICES), out_specs=P())(errors)
 
 
 def metrics_reshape_outside(errors, mesh):
     """total and mean per device; per_process from the global array, made whole first (`jax.reshard`)."""
-    out = jax.shard_map(lambda b: {"total": lax.psum(jnp.sum(b), DEVICES), "mean": lax.pmean(jnp.mean(b), DEVICES)},
-                        mesh=mesh, in_specs=P(DEVICES), out_specs=P())(errors)
+    out = jax.shard_map(
+        lambda b: {"total": lax.psum(jnp.sum(b), DEVICES), "mean": lax.pmean(jnp.mean(b), DEVICES)},
+        mesh=mesh,
+        in_specs=P(DEVICES),
+        out_specs=P(),
+    )(errors)
     whole = jax.reshard(errors, NamedSharding(mesh, P()))
     return {**out, "per_process": jnp.sum(whole.reshape(jax.process_count(), -1), axis=1)}
 
@@ -215,33 +236,44 @@ def _reshape_split_array(errors, mesh):
 
 def _with(**changes):
     """The reference per-device function with some outputs replaced (a plausible mistake)."""
+
     def per_device(block):
         total = lax.psum(jnp.sum(block), DEVICES)
         out = {"total": total, "mean": total / lax.psum(block.size, DEVICES), "per_process": _per_process(block)}
         out.update({key: fn(block) for key, fn in changes.items()})
         return out
+
     return _metrics_map(per_device)
 
 
 def _everything_under_jit(errors, mesh):
     whole = jax.reshard(errors, NamedSharding(mesh, P()))
-    return {"total": jnp.sum(errors), "mean": jnp.mean(errors),
-            "per_process": jnp.sum(whole.reshape(jax.process_count(), -1), axis=1)}
+    return {
+        "total": jnp.sum(errors),
+        "mean": jnp.mean(errors),
+        "per_process": jnp.sum(whole.reshape(jax.process_count(), -1), axis=1),
+    }
 
 
 def metrics_pmean_based(errors, mesh):
     return _metrics_map(_pmean_based)(errors, mesh)
 
 
-def metrics_device_count(errors, mesh):        # right where the mesh spans the cluster, as every mesh here does
+def metrics_device_count(errors, mesh):  # right where the mesh spans the cluster, as every mesh here does
     return _with(mean=lambda b: lax.psum(jnp.mean(b), DEVICES) / jax.device_count())(errors, mesh)
 
 
 # right answers run in the workers too, so they are module-level functions (the workers import them)
-METRICS_RIGHT = {"reference": metrics_ref, "pmean based": metrics_pmean_based, "mesh.size": _mesh_size_based,
-                 "jax.device_count() (the mesh spans the cluster)": metrics_device_count,
-                 "per_process outside shard_map, on the whole array": metrics_reshape_outside,
-                 "as notebook source": _as_notebook_function(metrics_ref)}
+METRICS_RIGHT = {
+    "reference": metrics_ref,
+    "pmean based": metrics_pmean_based,
+    "mesh.size": _mesh_size_based,
+    "jax.device_count() (the mesh spans the cluster)": metrics_device_count,
+    "per_process outside shard_map, on the whole array": metrics_reshape_outside,
+    "as notebook source": _as_notebook_function(metrics_ref),
+}
+
+
 def _metrics_whole_errors(errors, mesh):
     """Every device takes all of errors (replicated in_specs), computes every metric alone and divides
     the psum of each by the device count: the right values, but no device works on its own rows."""
@@ -252,50 +284,74 @@ def _metrics_whole_errors(errors, mesh):
         shares = whole.reshape(jax.process_count(), -1).sum(axis=1)
         mine = {"total": jnp.sum(whole), "mean": jnp.mean(whole), "per_process": shares}
         return jax.tree.map(lambda v: lax.psum(v, DEVICES) / k, mine)
+
     return jax.shard_map(per_device, mesh=mesh, in_specs=P(), out_specs=P())(errors)
 
 
 METRICS_WRONG = {
     # issue 16: the grader's judging steps, in the visible check
-    "whole errors on every device": (_metrics_whole_errors,
-                                     r"(?s)right values, but no `jax\.shard_map` over 'devices' in it gives each "
-                                     r"device only its own shard.*takes input 1 the whole value on every device"),
-
+    "whole errors on every device": (
+        _metrics_whole_errors,
+        r"(?s)right values, but no `jax\.shard_map` over 'devices' in it gives each "
+        r"device only its own shard.*takes input 1 the whole value on every device",
+    ),
     # issue 11's checker gaps: hard-coded device counts
     "pmean(x) * 8 for the total": (
         _with(total=lambda b: lax.pmean(jnp.sum(b), DEVICES) * 8),
-        r"(?s)mesh of 4 devices in this kernel.*returned total = .*2 times the right value.*written as 8"),
+        r"(?s)mesh of 4 devices in this kernel.*returned total = .*2 times the right value.*written as 8",
+    ),
     "psum(...) / 8 for the mean": (
         _with(mean=lambda b: lax.psum(jnp.mean(b), DEVICES) / 8),
-        r"(?s)mesh of 4 devices.*returned mean = .*0\.5 times the right value.*written as 8.*lax\.psum\(1, DEVICES\)"),
+        r"(?s)mesh of 4 devices.*returned mean = .*0\.5 times the right value.*written as 8.*lax\.psum\(1, DEVICES\)",
+    ),
     "psum / local_device_count() for the mean": (
         _with(mean=lambda b: lax.psum(jnp.mean(b), DEVICES) / jax.local_device_count()),
         r"(?s)mesh of 4 devices.*returned mean = .*divides by `jax\.local_device_count\(\)` \(2, the devices of one "
-        r"process\).*every process on the mesh \(4\)"),
-    "mean of the devices' sums": (_with(mean=lambda b: lax.pmean(jnp.sum(b), DEVICES)),
-                                  r"(?s)returned mean = .*mean of the devices' sums.*all 24 entries"),
+        r"process\).*every process on the mesh \(4\)",
+    ),
+    "mean of the devices' sums": (
+        _with(mean=lambda b: lax.pmean(jnp.sum(b), DEVICES)),
+        r"(?s)returned mean = .*mean of the devices' sums.*all 24 entries",
+    ),
     "two processes written by hand": (
         _with(per_process=lambda b: _per_process(b, processes=2)),
         r"(?s)4 processes x 2 devices.*`per_process` of shape \(4,\), but it has shape \(2,\)"
-        r".*`jax\.process_count\(\)` of them \(4 here\)"),
+        r".*`jax\.process_count\(\)` of them \(4 here\)",
+    ),
     "per-device sums": (
-        _with(per_process=lambda b: lax.psum(jax.nn.one_hot(lax.axis_index(DEVICES), lax.psum(1, DEVICES))
-                                             * jnp.sum(b), DEVICES)),
-        r"(?s)`per_process` of shape \(2,\), but it has shape \(4,\).*not one per device"),
+        _with(
+            per_process=lambda b: lax.psum(
+                jax.nn.one_hot(lax.axis_index(DEVICES), lax.psum(1, DEVICES)) * jnp.sum(b), DEVICES
+            )
+        ),
+        r"(?s)`per_process` of shape \(2,\), but it has shape \(4,\).*not one per device",
+    ),
     "device position for process": (
-        _with(per_process=lambda b: lax.psum(jax.nn.one_hot(lax.axis_index(DEVICES), jax.process_count())
-                                             * jnp.sum(b), DEVICES)),
-        r"(?s)returned per_process = .*Entry i is the sum of the rows that process i owns"),
-    "no collective for the total": (_with(total=lambda b: jnp.sum(b)),
-                                    r"(?s)`out_specs=P\(\)` promises.*still differs per device.*lax\.psum"),
-    "misspelled axis": (_with(total=lambda b: lax.psum(jnp.sum(b), "device")),
-                        r"(?s)empty AssertionError.*the axis 'devices'"),
+        _with(
+            per_process=lambda b: lax.psum(
+                jax.nn.one_hot(lax.axis_index(DEVICES), jax.process_count()) * jnp.sum(b), DEVICES
+            )
+        ),
+        r"(?s)returned per_process = .*Entry i is the sum of the rows that process i owns",
+    ),
+    "no collective for the total": (
+        _with(total=lambda b: jnp.sum(b)),
+        r"(?s)`out_specs=P\(\)` promises.*still differs per device.*lax\.psum",
+    ),
+    "misspelled axis": (
+        _with(total=lambda b: lax.psum(jnp.sum(b), "device")),
+        r"(?s)empty AssertionError.*the axis 'devices'",
+    ),
     "no shard_map": (_everything_under_jit, r"(?s)right values, but without `jax\.shard_map`"),
-    "reshape of the split array": (_reshape_split_array,
-                                   r"(?s)This reshape is not supported.*outside `jax\.shard_map`, JAX refuses"),
-    "a tuple": (lambda errors, mesh: tuple(metrics_ref(errors, mesh).values()),
-                r"\(errors of shape \(8, 3\)\), `global_metrics` should return a dict with keys "
-                r"\['total', 'mean', 'per_process'\], but it returned a `tuple`\."),
+    "reshape of the split array": (
+        _reshape_split_array,
+        r"(?s)This reshape is not supported.*outside `jax\.shard_map`, JAX refuses",
+    ),
+    "a tuple": (
+        lambda errors, mesh: tuple(metrics_ref(errors, mesh).values()),
+        r"\(errors of shape \(8, 3\)\), `global_metrics` should return a dict with keys "
+        r"\['total', 'mean', 'per_process'\], but it returned a `tuple`\.",
+    ),
     "not written": (not_written, "not written yet"),
 }
 
@@ -327,12 +383,19 @@ def test_global_metrics_observe_is_stable(metrics_reference):
         assert observations_match(metrics_reference, q.global_metrics.observe(METRICS_RIGHT[name]))
 
 
-@pytest.mark.parametrize("name", ["pmean(x) * 8 for the total", "psum(...) / 8 for the mean",
-                                  "psum / local_device_count() for the mean", "two processes written by hand"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "pmean(x) * 8 for the total",
+        "psum(...) / 8 for the mean",
+        "psum / local_device_count() for the mean",
+        "two processes written by hand",
+    ],
+)
 def test_global_metrics_hidden_test_rejects_hard_coded_counts(metrics_reference, name):
     fn, _ = METRICS_WRONG[name]
     why = _mismatch(metrics_reference, q.global_metrics.observe(fn))
-    assert "2x2" in why or "4x2" in why, why       # the cases on other cluster sizes catch it
+    assert "2x2" in why or "4x2" in why, why  # the cases on other cluster sizes catch it
 
 
 def test_global_metrics_hidden_test_needs_shard_map(metrics_reference):
@@ -344,12 +407,13 @@ def test_global_metrics_hidden_test_needs_shard_map(metrics_reference):
 def _step_map(local_step):
     def answer(params, batch, mesh):
         return jax.shard_map(local_step, mesh=mesh, in_specs=(P(), P(DATA_PARALLEL)), out_specs=P())(params, batch)
+
     return answer
 
 
 def _sse(p, b):
     err = model.predict(p, b["x"]) - b["y"]
-    return jnp.sum(jnp.where(b["mask"], err ** 2, 0.0))
+    return jnp.sum(jnp.where(b["mask"], err**2, 0.0))
 
 
 def _update(params, grads):
@@ -362,11 +426,12 @@ def masked_step_ref(params, batch, mesh):
 
         def masked_sse(p):
             err = model.predict(p, local_batch["x"]) - local_batch["y"]
-            return jnp.sum(jnp.where(local_batch["mask"], err ** 2, 0.0))
+            return jnp.sum(jnp.where(local_batch["mask"], err**2, 0.0))
 
         count = lax.psum(jnp.sum(local_batch["mask"]), DATA_PARALLEL)
         grads = jax.tree.map(lambda g: lax.psum(g, DATA_PARALLEL) / count, jax.grad(masked_sse)(own_copy))
         return jax.tree.map(lambda p, g: p - model.LEARNING_RATE * g, params, grads)
+
     return jax.shard_map(local_step, mesh=mesh, in_specs=(P(), P(DATA_PARALLEL)), out_specs=P())(params, batch)
 
 
@@ -401,19 +466,26 @@ def _local_sum_grads(params, b):
 
 def _divided(divide):
     """psum of each device's summed gradients, divided by `divide(local_batch)` (a plausible count)."""
+
     def local_step(params, b):
-        return _update(params, jax.tree.map(lambda g: lax.psum(g, DATA_PARALLEL) / divide(b), _local_sum_grads(params, b)))
+        return _update(
+            params, jax.tree.map(lambda g: lax.psum(g, DATA_PARALLEL) / divide(b), _local_sum_grads(params, b))
+        )
+
     return _step_map(local_step)
 
 
-def _no_mask(params, b):           # notebook 05's step: every row counts
+def _no_mask(params, b):  # notebook 05's step: every row counts
     own = lax.pcast(params, DATA_PARALLEL, to="varying")
     return _update(params, lax.pmean(jax.grad(model.loss)(own, b), DATA_PARALLEL))
 
 
 def _step_under_jit(params, batch, mesh):
     def loss(p):
-        return jnp.sum(jnp.where(batch["mask"], (model.predict(p, batch["x"]) - batch["y"]) ** 2, 0.0)) / jnp.sum(batch["mask"])
+        return jnp.sum(jnp.where(batch["mask"], (model.predict(p, batch["x"]) - batch["y"]) ** 2, 0.0)) / jnp.sum(
+            batch["mask"]
+        )
+
     return _update(params, jax.grad(loss)(params))
 
 
@@ -435,39 +507,68 @@ def step_pmean_times_k(params, batch, mesh):
     return _step_map(_pmean_times_k)(params, batch, mesh)
 
 
-STEP_RIGHT = {"reference": masked_step_ref, "mask multiplied, loss divided": step_multiplied_mask,
-              "no pcast, JAX sums the gradient": step_auto_summed, "pmean times k": step_pmean_times_k,
-              "as notebook source": _as_notebook_function(masked_step_ref)}
+STEP_RIGHT = {
+    "reference": masked_step_ref,
+    "mask multiplied, loss divided": step_multiplied_mask,
+    "no pcast, JAX sums the gradient": step_auto_summed,
+    "pmean times k": step_pmean_times_k,
+    "as notebook source": _as_notebook_function(masked_step_ref),
+}
 STEP_WRONG = {
     # issue 11's checker gaps: hard-coded device counts, the process's device count
     "psum(...) / 8": (
-        _step_map(lambda p, b: _update(p, jax.tree.map(lambda g: lax.psum(g, DATA_PARALLEL) / 8, _local_mean_grads(p, b)))),
-        r"(?s)mesh of 4 devices in this kernel.*returned new w = .*divides by 8.*this mesh has 4 devices"),
+        _step_map(
+            lambda p, b: _update(p, jax.tree.map(lambda g: lax.psum(g, DATA_PARALLEL) / 8, _local_mean_grads(p, b)))
+        ),
+        r"(?s)mesh of 4 devices in this kernel.*returned new w = .*divides by 8.*this mesh has 4 devices",
+    ),
     "psum / local_device_count()": (
-        _step_map(lambda p, b: _update(p, jax.tree.map(lambda g: lax.psum(g, DATA_PARALLEL) / jax.local_device_count(),
-                                                        _local_mean_grads(p, b)))),
-        r"(?s)mesh of 4 devices.*divides by `jax\.local_device_count\(\)` \(2, the devices of one process\)"),
+        _step_map(
+            lambda p, b: _update(
+                p,
+                jax.tree.map(lambda g: lax.psum(g, DATA_PARALLEL) / jax.local_device_count(), _local_mean_grads(p, b)),
+            )
+        ),
+        r"(?s)mesh of 4 devices.*divides by `jax\.local_device_count\(\)` \(2, the devices of one process\)",
+    ),
     "pmean of each device's mean": (
         _step_map(lambda p, b: _update(p, lax.pmean(_local_mean_grads(p, b), DATA_PARALLEL))),
         r"(?s)averages each device's own mean gradient with equal weight"
-        r".*different numbers of real rows \(3, 1, 2, 3\)"),
+        r".*different numbers of real rows \(3, 1, 2, 3\)",
+    ),
     "padding counted (notebook 05's step)": (_step_map(_no_mask), r"(?s)counts the padding rows too"),
-    "divided by all rows": (_divided(lambda b: lax.psum(b["mask"].size, DATA_PARALLEL)),
-                            r"(?s)divides by all 12 rows of the batch, padding included"),
+    "divided by all rows": (
+        _divided(lambda b: lax.psum(b["mask"].size, DATA_PARALLEL)),
+        r"(?s)divides by all 12 rows of the batch, padding included",
+    ),
     "summed sums, psum / 8": (_divided(lambda b: 8), r"(?s)divides by 8, written by hand.*this mesh has 4 devices"),
     "not divided": (_divided(lambda b: 1), r"(?s)much too large.*number of real rows of the whole batch \(9\)"),
     "psum of an already summed gradient": (
-        _step_map(lambda p, b: _update(p, jax.tree.map(lambda g: lax.psum(g, DATA_PARALLEL) / lax.psum(jnp.sum(b["mask"]), DATA_PARALLEL),
-                                                        jax.grad(_sse)(p, b)))),
-        r"(?s)4 times too large.*already added up over the devices by JAX.*lax\.pcast"),
+        _step_map(
+            lambda p, b: _update(
+                p,
+                jax.tree.map(
+                    lambda g: lax.psum(g, DATA_PARALLEL) / lax.psum(jnp.sum(b["mask"]), DATA_PARALLEL),
+                    jax.grad(_sse)(p, b),
+                ),
+            )
+        ),
+        r"(?s)4 times too large.*already added up over the devices by JAX.*lax\.pcast",
+    ),
     "wrong sign": (_step_map(_sign), "moved the wrong way"),
-    "unchanged": (_step_map(lambda p, b: jax.tree.map(lambda v: v + 0 * lax.psum(jnp.sum(b["mask"]), DATA_PARALLEL), p)),
-                  "did not change"),
+    "unchanged": (
+        _step_map(lambda p, b: jax.tree.map(lambda v: v + 0 * lax.psum(jnp.sum(b["mask"]), DATA_PARALLEL), p)),
+        "did not change",
+    ),
     "no shard_map": (_step_under_jit, r"(?s)right values, but without `jax\.shard_map`"),
-    "wrong axis": (_step_map(lambda p, b: _update(p, jax.tree.map(lambda g: lax.psum(g, DEVICES), _local_sum_grads(p, b)))),
-                   r"(?s)`masked_step` calls a collective over 'devices'.*here 'data_parallel_axis'|empty AssertionError"),
-    "a tuple": (lambda params, batch, mesh: tuple(masked_step_ref(params, batch, mesh).values()),
-                r"dict with keys \['w', 'b'\], but it returned a `tuple`"),
+    "wrong axis": (
+        _step_map(lambda p, b: _update(p, jax.tree.map(lambda g: lax.psum(g, DEVICES), _local_sum_grads(p, b)))),
+        r"(?s)`masked_step` calls a collective over 'devices'.*here 'data_parallel_axis'|empty AssertionError",
+    ),
+    "a tuple": (
+        lambda params, batch, mesh: tuple(masked_step_ref(params, batch, mesh).values()),
+        r"dict with keys \['w', 'b'\], but it returned a `tuple`",
+    ),
     "not written": (not_written, "not written yet"),
 }
 
@@ -495,8 +596,16 @@ def test_masked_step_observe_is_stable(step_reference):
         assert observations_match(step_reference, q.masked_step.observe(STEP_RIGHT[name]))
 
 
-@pytest.mark.parametrize("name", ["psum(...) / 8", "psum / local_device_count()", "pmean of each device's mean",
-                                  "padding counted (notebook 05's step)", "no shard_map"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "psum(...) / 8",
+        "psum / local_device_count()",
+        "pmean of each device's mean",
+        "padding counted (notebook 05's step)",
+        "no shard_map",
+    ],
+)
 def test_masked_step_hidden_test_rejects(step_reference, name):
     fn, _ = STEP_WRONG[name]
     assert not observations_match(step_reference, q.masked_step.observe(fn))
@@ -504,7 +613,9 @@ def test_masked_step_hidden_test_rejects(step_reference, name):
 
 def test_masked_step_on_two_processes_equals_numpy_and_one_process():
     (k, p, params, batch), (k8, p8, params8, batch8) = q._step_cases()
-    (two,), (also_two,) = q._cluster().run(q._global_job, masked_step_ref, [(DATA_PARALLEL, [(False, params8), (True, batch8)])])
+    (two,), (also_two,) = q._cluster().run(
+        q._global_job, masked_step_ref, [(DATA_PARALLEL, [(False, params8), (True, batch8)])]
+    )
     mask = batch8["mask"]
     want = model.sgd_step_np(params8, {"x": batch8["x"][mask], "y": batch8["y"][mask]})
     one, _, _ = q._kernel_run(masked_step_ref, 8, DATA_PARALLEL, [(False, params8), (True, batch8)], 1)
@@ -532,10 +643,12 @@ def test_to_global_and_read_back_in_the_workers():
 
         from namedaxes import DEVICES
         from namedaxes.exercises import multi_process as m
+
         mesh = m.line_mesh(jax.device_count(), DEVICES)
         mine = np.arange(4.0, dtype=np.float32) + 4 * jax.process_index()
         x = m.to_global(mine, mesh, DEVICES)
         return x.shape, x.is_fully_addressable, m.read_back({"x": 2 * x, "other": "kept"})
+
     for shape, addressable, back in q._cluster().run(job):
         assert shape == (8,) and not addressable
         np.testing.assert_array_equal(back["x"], 2 * np.arange(8.0))

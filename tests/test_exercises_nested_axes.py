@@ -4,6 +4,7 @@ For each exercise: RIGHT answers (the reference and other correct formulations) 
 and observe like the reference; WRONG answers (the plausible mistakes, including the issue's checker
 gaps) fail with a specific message and do not observe like the reference.
 """
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -36,7 +37,8 @@ def test_grid_mesh_takes_plain_arrays_and_uses_the_grid_devices():
     mesh = q.grid_mesh()
     assert mesh.axis_names == GRID_AXES and mesh.devices.shape == GRID_SHAPE
     out = jax.shard_map(lambda b: b + lax.axis_index(M), mesh=mesh, in_specs=SPEC, out_specs=SPEC)(
-        jnp.zeros(GRID_SHAPE))
+        jnp.zeros(GRID_SHAPE)
+    )
     np.testing.assert_array_equal(out, [[0, 1, 2, 3]] * 2)
     assert q.grid_mesh((2, 2)).devices.shape == (2, 2)
 
@@ -50,12 +52,18 @@ def grid_sums_ref(x):
 
 GRID_SUMS_RIGHT = [
     grid_sums_ref,
-    lambda x: (lax.psum(x, M), lax.psum(x, D), lax.psum(lax.psum(x, M), D)),      # two nested psums
-    lambda x: (lax.psum(x, M), lax.psum(x, D), lax.psum(x, (M, D))),              # names in the other order
-    lambda x: [lax.pmean(x, M) * lax.axis_size(M), lax.pmean(x, D) * lax.axis_size(D),
-               lax.psum(lax.psum(x, D), M)],                                       # a list, pmean * size
-    lambda x: (lax.all_gather(x, M).sum(axis=0), lax.all_gather(x, D).sum(axis=0),
-               lax.psum(x, ("data_shards", "model_replicas"))),
+    lambda x: (lax.psum(x, M), lax.psum(x, D), lax.psum(lax.psum(x, M), D)),  # two nested psums
+    lambda x: (lax.psum(x, M), lax.psum(x, D), lax.psum(x, (M, D))),  # names in the other order
+    lambda x: [
+        lax.pmean(x, M) * lax.axis_size(M),
+        lax.pmean(x, D) * lax.axis_size(D),
+        lax.psum(lax.psum(x, D), M),
+    ],  # a list, pmean * size
+    lambda x: (
+        lax.all_gather(x, M).sum(axis=0),
+        lax.all_gather(x, D).sum(axis=0),
+        lax.psum(x, ("data_shards", "model_replicas")),
+    ),
 ]
 
 
@@ -66,33 +74,53 @@ def _grid_sums_nested_pmap(x):
 
 GRID_SUMS_WRONG = [
     # the axes of the old exercise (part 0 over DATA_SHARDS): the plausible mix-up of "same data shard"
-    (lambda x: (lax.psum(x, D), lax.psum(x, M), lax.psum(x, (D, M))),
-     r"`grid_sums\(x\)\[0\]` should be the sum over the devices that hold the same data shard as this one, "
-     r"but on a 2 x 4 grid .* its values are the sum over 'data_shards', which combines the devices of this "
-     r"device's column.*same model shard and different data shards"),
-    (lambda x: (lax.psum(x, M), lax.psum(x, M), lax.psum(x, (D, M))),
-     r"`grid_sums\(x\)\[1\]` should be the sum over the devices that hold the same model shard.*"
-     r"its values are the sum over 'model_replicas', which combines the devices of this device's row"),
-    (lambda x: (lax.psum(x, M), lax.psum(x, D), lax.psum(x, M)),
-     r"`grid_sums\(x\)\[2\]` should be the sum over all devices.*its values are the sum over 'model_replicas'"),
-    (lambda x: (lax.pmean(x, M), lax.psum(x, D), lax.psum(x, (D, M))),
-     r"\[0\]` should be the sum over the devices that hold the same data shard.*the mean over 'model_replicas'.*"
-     r"A mean divides by the number of devices: this part asks for a sum"),
-    (lambda x: (lax.psum(x, M), lax.psum(x, D), lax.pmean(x, (D, M))),
-     r"\[2\]` should be the sum over all devices.*the mean over both axes.*A mean divides"),
+    (
+        lambda x: (lax.psum(x, D), lax.psum(x, M), lax.psum(x, (D, M))),
+        r"`grid_sums\(x\)\[0\]` should be the sum over the devices that hold the same data shard as this one, "
+        r"but on a 2 x 4 grid .* its values are the sum over 'data_shards', which combines the devices of this "
+        r"device's column.*same model shard and different data shards",
+    ),
+    (
+        lambda x: (lax.psum(x, M), lax.psum(x, M), lax.psum(x, (D, M))),
+        r"`grid_sums\(x\)\[1\]` should be the sum over the devices that hold the same model shard.*"
+        r"its values are the sum over 'model_replicas', which combines the devices of this device's row",
+    ),
+    (
+        lambda x: (lax.psum(x, M), lax.psum(x, D), lax.psum(x, M)),
+        r"`grid_sums\(x\)\[2\]` should be the sum over all devices.*its values are the sum over 'model_replicas'",
+    ),
+    (
+        lambda x: (lax.pmean(x, M), lax.psum(x, D), lax.psum(x, (D, M))),
+        r"\[0\]` should be the sum over the devices that hold the same data shard.*the mean over 'model_replicas'.*"
+        r"A mean divides by the number of devices: this part asks for a sum",
+    ),
+    (
+        lambda x: (lax.psum(x, M), lax.psum(x, D), lax.pmean(x, (D, M))),
+        r"\[2\]` should be the sum over all devices.*the mean over both axes.*A mean divides",
+    ),
     (lambda x: (x, x, x), r"`grid_sums\(x\)\[0\]` should be the sum over .* it is x itself: nothing was reduced"),
-    (lambda x: (lax.psum(x, M), lax.psum(x, D), lax.pmean(x, (D, M)) * 8),        # hard-coded 8 devices
-     r"`grid_sums\(x\)\[2\]` has the wrong values on a 2 x 2 grid.*every device of the grid"),
-    (lambda x: (lax.psum(x, "data"), lax.psum(x, D), lax.psum(x, (D, M))),
-     r"unbound axis name: data.*`DATA_SHARDS` \('data_shards'\) and `MODEL_REPLICAS`"),
-    (lambda x: lax.psum(x, (D, M)),
-     r"should return a tuple of 3 arrays \(same data shard, same model shard, all devices\).*but it returns a "
-     r"single array \(all devices together: shape \(2, 4, 3\)\)"),
+    (
+        lambda x: (lax.psum(x, M), lax.psum(x, D), lax.pmean(x, (D, M)) * 8),  # hard-coded 8 devices
+        r"`grid_sums\(x\)\[2\]` has the wrong values on a 2 x 2 grid.*every device of the grid",
+    ),
+    (
+        lambda x: (lax.psum(x, "data"), lax.psum(x, D), lax.psum(x, (D, M))),
+        r"unbound axis name: data.*`DATA_SHARDS` \('data_shards'\) and `MODEL_REPLICAS`",
+    ),
+    (
+        lambda x: lax.psum(x, (D, M)),
+        r"should return a tuple of 3 arrays \(same data shard, same model shard, all devices\).*but it returns a "
+        r"single array \(all devices together: shape \(2, 4, 3\)\)",
+    ),
     (lambda x: (lax.psum(x, M), lax.psum(x, D)), r"tuple of 3 arrays.*a tuple of length 2"),
-    (lambda x: (lax.psum(x, M), lax.psum(x, D), lax.psum(x, (D, M)).sum()),
-     r"On each device, `grid_sums\(x\)\[2\]` should have shape \(3,\), but it has shape \(\)"),
-    (lambda x: (lax.psum(x, M).astype(jnp.float16), lax.psum(x, D), lax.psum(x, (D, M))),
-     r"`grid_sums\(x\)\[0\]` should have dtype float32, but it has dtype float16"),
+    (
+        lambda x: (lax.psum(x, M), lax.psum(x, D), lax.psum(x, (D, M)).sum()),
+        r"On each device, `grid_sums\(x\)\[2\]` should have shape \(3,\), but it has shape \(\)",
+    ),
+    (
+        lambda x: (lax.psum(x, M).astype(jnp.float16), lax.psum(x, D), lax.psum(x, (D, M))),
+        r"`grid_sums\(x\)\[0\]` should have dtype float32, but it has dtype float16",
+    ),
     (_grid_sums_nested_pmap, r"failed on a 2 x 4 grid.*context mesh.*Nested `jax.pmap` does not work"),
     (_not_written, r"`grid_sums` is not written yet"),
 ]
@@ -110,7 +138,7 @@ def test_grid_sums_rejects_wrong_answers(answer, message):
 
 def test_grid_sums_observe_is_stable_and_discriminating():
     reference = q.grid_sums.observe(grid_sums_ref)
-    got = derived(reference)      # the grader runs it on a real 2-D grid of devices: both axes communicate
+    got = derived(reference)  # the grader runs it on a real 2-D grid of devices: both axes communicate
     assert got["axes"] == sorted([D, M])
     assert {"2x4_3[0]", "2x4_scalar[2]", "4x2_2[1]", "2x2_2x3[1]", "1x4_5[2]"} <= set(got)
     assert got["2x2_2x3[1]"].shape == (2, 2, 2, 3)
@@ -131,39 +159,60 @@ def _numbers(row_major, column_major):
     def device_numbers(x):
         i, j = lax.axis_index(D), lax.axis_index(M)
         return row_major(i, j), column_major(i, j)
+
     return device_numbers
 
 
 DEVICE_NUMBERS_RIGHT = [
     device_numbers_ref,
-    _numbers(lambda i, j: i * lax.axis_size(M) + j, lambda i, j: j * lax.axis_size(D) + i),   # arithmetic
-    _numbers(lambda i, j: i * lax.psum(1, M) + j, lambda i, j: j * lax.psum(1, D) + i),       # psum(1) sizes
-    lambda x: [lax.axis_index((D, M)).astype(jnp.int32),
-               lax.axis_index(D) + lax.axis_index(M) * lax.axis_size(D)],                    # a list, mixed
+    _numbers(lambda i, j: i * lax.axis_size(M) + j, lambda i, j: j * lax.axis_size(D) + i),  # arithmetic
+    _numbers(lambda i, j: i * lax.psum(1, M) + j, lambda i, j: j * lax.psum(1, D) + i),  # psum(1) sizes
+    lambda x: [
+        lax.axis_index((D, M)).astype(jnp.int32),
+        lax.axis_index(D) + lax.axis_index(M) * lax.axis_size(D),
+    ],  # a list, mixed
 ]
 
 DEVICE_NUMBERS_WRONG = [
-    (lambda x: (lax.axis_index((M, D)), lax.axis_index((D, M))),
-     r"`device_numbers\(x\)\[0\]` has the wrong values on a 2 x 4 grid.*Part 0 is the row-major number.*"
-     r"These are the numbers of the other order: the column-major ones"),
-    (_numbers(lambda i, j: i * 4 + j, lambda i, j: j * 2 + i),
-     r"\[0\]` has the wrong values on a 4 x 2 grid.*right on a 2 x 4 grid only.*ask the named axes"),
-    (_numbers(lambda i, j: i * lax.axis_size(D) + j, lambda i, j: j * lax.axis_size(D) + i),
-     r"\[0\]` has the wrong values on a 2 x 4 grid.*multiply by the length of the wrong axis: in the row-major "
-     r"order, a whole row comes before.*as long as 'model_replicas'"),
-    (_numbers(lambda i, j: i * lax.axis_size(M) + j, lambda i, j: j * lax.axis_size(M) + i),
-     r"\[1\]` has the wrong values.*Part 1 is the column-major number.*in the column-major order, a whole "
-     r"column.*as long as 'data_shards'"),
-    (_numbers(lambda i, j: i * lax.axis_size(M) + j, lambda i, j: j * 2 + i),
-     r"\[1\]` has the wrong values on a 4 x 2 grid.*right on a 2 x 4 grid only"),
-    (_numbers(lambda i, j: i, lambda i, j: j * lax.axis_size(D) + i),
-     r"\[0\]` has the wrong values.*the position along 'data_shards' only"),
-    (lambda x: (lax.axis_index((D, M)), jnp.float32(0.0) + lax.axis_index((M, D))),
-     r"`device_numbers\(x\)\[1\]` should have dtype int32, but it has dtype float32"),
-    (lambda x: (jnp.atleast_1d(lax.axis_index((D, M))), lax.axis_index((M, D))),
-     r"On each device, `device_numbers\(x\)\[0\]` should have shape \(\), but it has shape \(1,\)"),
-    (lambda x: lax.axis_index((D, M)),
-     r"should return a tuple of 2 int32 scalars.*a single array \(all devices together: shape \(2, 4\)\)"),
+    (
+        lambda x: (lax.axis_index((M, D)), lax.axis_index((D, M))),
+        r"`device_numbers\(x\)\[0\]` has the wrong values on a 2 x 4 grid.*Part 0 is the row-major number.*"
+        r"These are the numbers of the other order: the column-major ones",
+    ),
+    (
+        _numbers(lambda i, j: i * 4 + j, lambda i, j: j * 2 + i),
+        r"\[0\]` has the wrong values on a 4 x 2 grid.*right on a 2 x 4 grid only.*ask the named axes",
+    ),
+    (
+        _numbers(lambda i, j: i * lax.axis_size(D) + j, lambda i, j: j * lax.axis_size(D) + i),
+        r"\[0\]` has the wrong values on a 2 x 4 grid.*multiply by the length of the wrong axis: in the row-major "
+        r"order, a whole row comes before.*as long as 'model_replicas'",
+    ),
+    (
+        _numbers(lambda i, j: i * lax.axis_size(M) + j, lambda i, j: j * lax.axis_size(M) + i),
+        r"\[1\]` has the wrong values.*Part 1 is the column-major number.*in the column-major order, a whole "
+        r"column.*as long as 'data_shards'",
+    ),
+    (
+        _numbers(lambda i, j: i * lax.axis_size(M) + j, lambda i, j: j * 2 + i),
+        r"\[1\]` has the wrong values on a 4 x 2 grid.*right on a 2 x 4 grid only",
+    ),
+    (
+        _numbers(lambda i, j: i, lambda i, j: j * lax.axis_size(D) + i),
+        r"\[0\]` has the wrong values.*the position along 'data_shards' only",
+    ),
+    (
+        lambda x: (lax.axis_index((D, M)), jnp.float32(0.0) + lax.axis_index((M, D))),
+        r"`device_numbers\(x\)\[1\]` should have dtype int32, but it has dtype float32",
+    ),
+    (
+        lambda x: (jnp.atleast_1d(lax.axis_index((D, M))), lax.axis_index((M, D))),
+        r"On each device, `device_numbers\(x\)\[0\]` should have shape \(\), but it has shape \(1,\)",
+    ),
+    (
+        lambda x: lax.axis_index((D, M)),
+        r"should return a tuple of 2 int32 scalars.*a single array \(all devices together: shape \(2, 4\)\)",
+    ),
     (lambda x: (lax.axis_index("rows"), lax.axis_index(M)), r"unbound axis name: rows"),
     (_not_written, r"`device_numbers` is not written yet"),
 ]
@@ -182,7 +231,7 @@ def test_device_numbers_rejects_wrong_answers(answer, message):
 def test_device_numbers_observe_is_stable_and_discriminating():
     reference = q.device_numbers.observe(device_numbers_ref)
     got = derived(reference)
-    assert got["axes"] == []      # axis_index / axis_size move no data: not communication
+    assert got["axes"] == []  # axis_index / axis_size move no data: not communication
     np.testing.assert_array_equal(got["2x4_scalar[0]"], np.arange(8).reshape(2, 4))
     np.testing.assert_array_equal(got["2x4_scalar[1]"], np.arange(8).reshape(4, 2).T)
     np.testing.assert_array_equal(got["4x2_scalar[0]"], np.arange(8).reshape(4, 2))
@@ -195,10 +244,12 @@ def test_device_numbers_observe_is_stable_and_discriminating():
 
 def test_device_numbers_accepts_numbers_found_without_axis_index():
     """An unusual but right answer: find this device's row and column among the gathered inputs."""
+
     def by_gathering(x):
         row = jnp.argmax(lax.all_gather(x, D) == x).astype(jnp.int32)
         column = jnp.argmax(lax.all_gather(x, M) == x).astype(jnp.int32)
         return row * lax.axis_size(M) + column, column * lax.axis_size(D) + row
+
     assert_check_passes(q.device_numbers.check, by_gathering)
 
 
@@ -206,6 +257,7 @@ def test_device_numbers_accepts_numbers_found_without_axis_index():
 def _shard_mapped(block_fn):
     def row_normalize(x, mesh):
         return jax.shard_map(block_fn, mesh=mesh, in_specs=SPEC, out_specs=SPEC)(x)
+
     return row_normalize
 
 
@@ -228,42 +280,66 @@ def _row_normalize_own_auto_mesh(x, mesh):
 ROW_NORMALIZE_RIGHT = [
     row_normalize_ref,
     _row_normalize_placed_and_jitted,
-    _shard_mapped(lambda b: b / lax.psum(jnp.sum(b), M)),                         # a block is one row
+    _shard_mapped(lambda b: b / lax.psum(jnp.sum(b), M)),  # a block is one row
     _shard_mapped(lambda b: b / (lax.pmean(b.sum(axis=1, keepdims=True), M) * lax.axis_size(M))),
     _shard_mapped(lambda b: b / lax.all_gather(b, M, axis=1, tiled=True).sum(axis=1, keepdims=True)),
 ]
 
 ROW_NORMALIZE_WRONG = [
-    (_shard_mapped(lambda b: b / lax.psum(b, D)),
-     r"wrong values.*divides by the sum over 'data_shards' \(down each column"),
-    (_shard_mapped(lambda b: b / jnp.sum(b, axis=1, keepdims=True)),
-     r"wrong values.*each device's own part of the row: those partial sums still have to be added up across "
-     r"'model_replicas'"),
+    (
+        _shard_mapped(lambda b: b / lax.psum(b, D)),
+        r"wrong values.*divides by the sum over 'data_shards' \(down each column",
+    ),
+    (
+        _shard_mapped(lambda b: b / jnp.sum(b, axis=1, keepdims=True)),
+        r"wrong values.*each device's own part of the row: those partial sums still have to be added up across "
+        r"'model_replicas'",
+    ),
     (_shard_mapped(lambda b: b / lax.psum(b, M)), r"sums over 'model_replicas' element by element"),
     (_shard_mapped(lambda b: b / lax.psum(jnp.sum(b), (D, M))), r"divides by the sum over both axes"),
     # the issue's checker gaps: a psum over the wrong axis, and pmean for psum (each once per axis)
-    (_shard_mapped(lambda b: b / lax.psum(jnp.sum(b, axis=1, keepdims=True), D)),
-     r"wrong values on a 2 x 4 grid.*adds up the partial row sums over 'data_shards': the devices of a "
-     r"column, which hold other rows of x.*combine over that axis"),
-    (_shard_mapped(lambda b: b / lax.pmean(jnp.sum(b, axis=1, keepdims=True), M)),
-     r"averages the partial row sums with `lax.pmean` over 'model_replicas': that is the row's sum divided by "
-     r"the 4 devices of a row, so every entry comes out 4 times too large"),
-    (_shard_mapped(lambda b: b / lax.pmean(jnp.sum(b, axis=1, keepdims=True), D)),
-     r"averages the partial row sums over 'data_shards' \(the devices of a column, which hold other rows of x\), "
-     r"and a mean, not a sum"),
-    (_shard_mapped(lambda b: b / lax.pmean(jnp.sum(b, axis=1, keepdims=True), (D, M))),
-     r"averages the partial row sums over both axes"),
-    (lambda x, mesh: x / x.sum(axis=1, keepdims=True),
-     r"should add up partial row sums across 'model_replicas'.*performs no collective at all"),
-    (_row_normalize_own_explicit_mesh,
-     r"failed on a 2 x 4 grid.*does not match the specs of the input.*use the `mesh` argument"),
+    (
+        _shard_mapped(lambda b: b / lax.psum(jnp.sum(b, axis=1, keepdims=True), D)),
+        r"wrong values on a 2 x 4 grid.*adds up the partial row sums over 'data_shards': the devices of a "
+        r"column, which hold other rows of x.*combine over that axis",
+    ),
+    (
+        _shard_mapped(lambda b: b / lax.pmean(jnp.sum(b, axis=1, keepdims=True), M)),
+        r"averages the partial row sums with `lax.pmean` over 'model_replicas': that is the row's sum divided by "
+        r"the 4 devices of a row, so every entry comes out 4 times too large",
+    ),
+    (
+        _shard_mapped(lambda b: b / lax.pmean(jnp.sum(b, axis=1, keepdims=True), D)),
+        r"averages the partial row sums over 'data_shards' \(the devices of a column, which hold other rows of x\), "
+        r"and a mean, not a sum",
+    ),
+    (
+        _shard_mapped(lambda b: b / lax.pmean(jnp.sum(b, axis=1, keepdims=True), (D, M))),
+        r"averages the partial row sums over both axes",
+    ),
+    (
+        lambda x, mesh: x / x.sum(axis=1, keepdims=True),
+        r"should add up partial row sums across 'model_replicas'.*performs no collective at all",
+    ),
+    (
+        _row_normalize_own_explicit_mesh,
+        r"failed on a 2 x 4 grid.*does not match the specs of the input.*use the `mesh` argument",
+    ),
     (_row_normalize_own_auto_mesh, r"failed on a 2 x 2 grid.*use the `mesh` argument"),
-    (lambda x, mesh: jax.shard_map(lambda b: b / lax.psum(jnp.sum(b, axis=1, keepdims=True), M), mesh=mesh,
-                                   in_specs=SPEC, out_specs=P(D))(x),
-     r"`row_normalize` failed on a 2 x 4 grid.*ValueError: shard_map"),
-    (_shard_mapped(lambda b: (b / lax.psum(jnp.sum(b, axis=1, keepdims=True), M)).astype(jnp.float16)),
-     r"should have dtype float32, but it has dtype float16"),
-    (lambda x, mesh: row_normalize_ref(x, mesh)[:, :4], r"should return an array of shape \(2, 12\), but it returns shape \(2, 4\)"),
+    (
+        lambda x, mesh: jax.shard_map(
+            lambda b: b / lax.psum(jnp.sum(b, axis=1, keepdims=True), M), mesh=mesh, in_specs=SPEC, out_specs=P(D)
+        )(x),
+        r"`row_normalize` failed on a 2 x 4 grid.*ValueError: shard_map",
+    ),
+    (
+        _shard_mapped(lambda b: (b / lax.psum(jnp.sum(b, axis=1, keepdims=True), M)).astype(jnp.float16)),
+        r"should have dtype float32, but it has dtype float16",
+    ),
+    (
+        lambda x, mesh: row_normalize_ref(x, mesh)[:, :4],
+        r"should return an array of shape \(2, 12\), but it returns shape \(2, 4\)",
+    ),
     (_not_written, r"`row_normalize` is not written yet"),
 ]
 
@@ -271,26 +347,37 @@ ROW_NORMALIZE_WRONG = [
 def _row_normalize_whole_rows(x, mesh):
     """Right values, but every device is handed whole rows: no device holds only its block (issue 16)."""
     varying = lambda v: lax.pcast(v, M, to="varying")  # noqa: E731 - each device's copy of the row sum
-    return jax.shard_map(lambda b: b / lax.pmean(varying(jnp.sum(b, axis=1, keepdims=True)), M), mesh=mesh,
-                         in_specs=P(D, None), out_specs=P(D, None))(x)
+    return jax.shard_map(
+        lambda b: b / lax.pmean(varying(jnp.sum(b, axis=1, keepdims=True)), M),
+        mesh=mesh,
+        in_specs=P(D, None),
+        out_specs=P(D, None),
+    )(x)
 
 
 def _row_normalize_dead_psum(x, mesh):
     """Whole rows per device, and a psum over MODEL_REPLICAS multiplied by zero."""
     dead = lambda b: 0.0 * lax.psum(lax.pcast(jnp.sum(b), M, to="varying"), M)  # noqa: E731
-    return jax.shard_map(lambda b: b / jnp.sum(b, axis=1, keepdims=True) + dead(b),
-                         mesh=mesh, in_specs=P(D, None), out_specs=P(D, None))(x)
+    return jax.shard_map(
+        lambda b: b / jnp.sum(b, axis=1, keepdims=True) + dead(b), mesh=mesh, in_specs=P(D, None), out_specs=P(D, None)
+    )(x)
 
 
 ROW_NORMALIZE_WRONG += [
-    (_row_normalize_whole_rows,
-     r"`row_normalize` gives the right results here, but its per-device program over 'data_shards' and "
-     r"'model_replicas' takes its input 1 split along dimension 0 over 'data_shards', where the exercise's takes "
-     r"it split along dimension 0 over 'data_shards', along dimension 1 over 'model_replicas'"),
-    (_row_normalize_dead_psum,
-     r"performs psum over 'model_replicas', but its result never reaches what `row_normalize` returns"),
-    (lambda x, mesh: jax.lax.with_sharding_constraint(row_normalize_ref(x, mesh), NamedSharding(mesh, P())),
-     r"its result 1 is whole on every device \(replicated\) once compiled, where the exercise's is split"),
+    (
+        _row_normalize_whole_rows,
+        r"`row_normalize` gives the right results here, but its per-device program over 'data_shards' and "
+        r"'model_replicas' takes its input 1 split along dimension 0 over 'data_shards', where the exercise's takes "
+        r"it split along dimension 0 over 'data_shards', along dimension 1 over 'model_replicas'",
+    ),
+    (
+        _row_normalize_dead_psum,
+        r"performs psum over 'model_replicas', but its result never reaches what `row_normalize` returns",
+    ),
+    (
+        lambda x, mesh: jax.lax.with_sharding_constraint(row_normalize_ref(x, mesh), NamedSharding(mesh, P())),
+        r"its result 1 is whole on every device \(replicated\) once compiled, where the exercise's is split",
+    ),
 ]
 
 
@@ -314,7 +401,7 @@ def test_row_normalize_observe_is_stable_and_discriminating():
         assert observations_match(reference, q.row_normalize.observe(answer))
     wrong_axis, no_collective = ROW_NORMALIZE_WRONG[0][0], ROW_NORMALIZE_WRONG[8][0]
     assert not observations_match(reference, q.row_normalize.observe(wrong_axis))
-    for answer, _ in ROW_NORMALIZE_WRONG[4:8]:       # the checker-gap answers score 0 as well
+    for answer, _ in ROW_NORMALIZE_WRONG[4:8]:  # the checker-gap answers score 0 as well
         assert not observations_match(reference, q.row_normalize.observe(answer))
     # Right values without shard_map: a one-device, global-view program, with no psum.
     assert not observations_match(reference, q.row_normalize.observe(no_collective))
@@ -326,8 +413,10 @@ LR = q.LEARNING_RATE
 
 def _tp(body, w_spec=P(M), check_vma=True):
     def tp_dp_step(w, batch, mesh):
-        return jax.shard_map(body, mesh=mesh, in_specs=(w_spec, P(D, M), P(D)), out_specs=P(M),
-                             check_vma=check_vma)(w, batch["x"], batch["y"])
+        return jax.shard_map(body, mesh=mesh, in_specs=(w_spec, P(D, M), P(D)), out_specs=P(M), check_vma=check_vma)(
+            w, batch["x"], batch["y"]
+        )
+
     return tp_dp_step
 
 
@@ -357,9 +446,12 @@ def _tp_grad_then_pmean(wb, xb, yb):
 
 def _tp_placed_and_jitted(w, batch, mesh):
     from jax.sharding import NamedSharding
+
     w = jax.device_put(w, NamedSharding(mesh, P(M)))
-    batch = {"x": jax.device_put(batch["x"], NamedSharding(mesh, P(D, M))),
-             "y": jax.device_put(batch["y"], NamedSharding(mesh, P(D)))}
+    batch = {
+        "x": jax.device_put(batch["x"], NamedSharding(mesh, P(D, M))),
+        "y": jax.device_put(batch["y"], NamedSharding(mesh, P(D))),
+    }
     return jax.jit(tp_dp_step_ref, static_argnums=2)(w, batch, mesh)
 
 
@@ -370,29 +462,35 @@ def _tp_one_device(w, batch, mesh):
 
 def _tp_gather_everything(w, batch, mesh):
     """Right values, no tensor parallelism: every device gathers all of w and its examples' features."""
+
     def body(wb, xb, yb):
         w_all, x_all = lax.all_gather(wb, M, tiled=True), lax.all_gather(xb, M, axis=1, tiled=True)
         g = lax.pmean(_grad(x_all, x_all @ w_all, yb), D)
         k = wb.shape[0]
         return wb - LR * lax.dynamic_slice_in_dim(g, lax.axis_index(M) * k, k)
+
     return _tp(body)(w, batch, mesh)
 
 
 def _tp_whole_w(w, batch, mesh):
     """Right values, but every device is handed all of w and slices its shard itself (issue 16)."""
+
     def body(w_all, xb, yb):
         k = xb.shape[1]
         return _tp_ref_body(lax.dynamic_slice_in_dim(w_all, lax.axis_index(M) * k, k), xb, yb)
+
     return jax.shard_map(body, mesh=mesh, in_specs=(P(), P(D, M), P(D)), out_specs=P(M))(w, batch["x"], batch["y"])
 
 
 def _tp_gather_everything_dead_psum(w, batch, mesh):
     """The gathering answer with a psum over MODEL_REPLICAS multiplied by zero: present, reaching nothing."""
+
     def body(wb, xb, yb):
         w_all, x_all = lax.all_gather(wb, M, tiled=True), lax.all_gather(xb, M, axis=1, tiled=True)
         g = lax.pmean(_grad(x_all, x_all @ w_all, yb), D)
         k = wb.shape[0]
         return wb - LR * lax.dynamic_slice_in_dim(g, lax.axis_index(M) * k, k) + 0.0 * lax.psum(jnp.sum(wb), M)
+
     return _tp(body)(w, batch, mesh)
 
 
@@ -405,59 +503,99 @@ TP_DP_STEP_RIGHT = [
 ]
 
 TP_DP_STEP_WRONG = [
-    (_tp(_tp_grad_then_pmean),
-     r"on a 2 x 4 grid.*Your step is 2 times too large, 2 being the number of data shards: the "
-     r"gradients of the data shards were added, not averaged.*`jax.grad`"),
-    (_tp(lambda wb, xb, yb: wb - LR * lax.psum(_grad(xb, lax.psum(xb @ wb, M), yb), D)),
-     r"Your step is 2 times too large, 2 being the number of data shards"),
-    (_tp(_tp_grad_then_pmean, check_vma=False),
-     r"Your step is 4 times too large, 4 being the number of model shards.*check_vma=False"),
-    (_tp(lambda wb, xb, yb: wb - LR * _grad(xb, lax.psum(xb @ wb, M), yb)),
-     r"the new w you return still differs from one data shard to the next.*combine the data shards' gradients"),
-    (_tp(lambda wb, xb, yb: wb - LR * _grad(xb, lax.psum(xb @ wb, M), yb), check_vma=False),
-     r"a step on the first data shard's examples only"),
-    (_tp(lambda wb, xb, yb: wb - LR * lax.pmean(_grad(xb, xb @ wb, yb), D)),
-     r"Each device predicted with its own partial product only"),
-    (_tp(lambda wb, xb, yb: wb - LR * lax.pmean(_grad(xb, lax.psum(xb @ wb, M), yb), (D, M))),
-     r"averaged over the model axis as well: that mixes the gradients of different model shards"),
-    (_tp(lambda wb, xb, yb: wb - LR * lax.psum(_grad(xb, lax.psum(xb @ wb, M), yb), D) / 2),   # hard-coded 2
-     r"on a 4 x 2 grid.*It is right on a 2 x 4 grid .* but not on this mesh"),
-    (_tp(lambda wb, xb, yb: wb + LR * lax.pmean(_grad(xb, lax.psum(xb @ wb, M), yb), D)),
-     r"The step goes the wrong way"),
+    (
+        _tp(_tp_grad_then_pmean),
+        r"on a 2 x 4 grid.*Your step is 2 times too large, 2 being the number of data shards: the "
+        r"gradients of the data shards were added, not averaged.*`jax.grad`",
+    ),
+    (
+        _tp(lambda wb, xb, yb: wb - LR * lax.psum(_grad(xb, lax.psum(xb @ wb, M), yb), D)),
+        r"Your step is 2 times too large, 2 being the number of data shards",
+    ),
+    (
+        _tp(_tp_grad_then_pmean, check_vma=False),
+        r"Your step is 4 times too large, 4 being the number of model shards.*check_vma=False",
+    ),
+    (
+        _tp(lambda wb, xb, yb: wb - LR * _grad(xb, lax.psum(xb @ wb, M), yb)),
+        r"the new w you return still differs from one data shard to the next.*combine the data shards' gradients",
+    ),
+    (
+        _tp(lambda wb, xb, yb: wb - LR * _grad(xb, lax.psum(xb @ wb, M), yb), check_vma=False),
+        r"a step on the first data shard's examples only",
+    ),
+    (
+        _tp(lambda wb, xb, yb: wb - LR * lax.pmean(_grad(xb, xb @ wb, yb), D)),
+        r"Each device predicted with its own partial product only",
+    ),
+    (
+        _tp(lambda wb, xb, yb: wb - LR * lax.pmean(_grad(xb, lax.psum(xb @ wb, M), yb), (D, M))),
+        r"averaged over the model axis as well: that mixes the gradients of different model shards",
+    ),
+    (
+        _tp(lambda wb, xb, yb: wb - LR * lax.psum(_grad(xb, lax.psum(xb @ wb, M), yb), D) / 2),  # hard-coded 2
+        r"on a 4 x 2 grid.*It is right on a 2 x 4 grid .* but not on this mesh",
+    ),
+    (
+        _tp(lambda wb, xb, yb: wb + LR * lax.pmean(_grad(xb, lax.psum(xb @ wb, M), yb), D)),
+        r"The step goes the wrong way",
+    ),
     (_tp(lambda wb, xb, yb: wb + 0.0 * lax.pmean(_grad(xb, lax.psum(xb @ wb, M), yb), D)), r"w did not change"),
-    (_tp(_tp_ref_body, w_spec=P()),
-     r"dot_general requires contracting dimensions.*its part of w of shape \(2,\). Multiply those two blocks"),
-    (_tp_one_device,
-     r"returns the right values, but over 'model_replicas' it performs no collective at all.*no device ever "
-     r"holds all of w"),
+    (
+        _tp(_tp_ref_body, w_spec=P()),
+        r"dot_general requires contracting dimensions.*its part of w of shape \(2,\). Multiply those two blocks",
+    ),
+    (
+        _tp_one_device,
+        r"returns the right values, but over 'model_replicas' it performs no collective at all.*no device ever "
+        r"holds all of w",
+    ),
     (_tp_gather_everything, r"over 'model_replicas' it performs all_gather over 'model_replicas'"),
-    (lambda w, batch, mesh: tp_dp_step_ref(w, batch, mesh).reshape(2, 4),
-     r"should return an array of shape \(8,\), but it returns shape \(2, 4\)"),
-    (lambda w, batch, mesh: tp_dp_step_ref(w, batch, mesh).astype(jnp.float16),
-     r"should have dtype float32, but it has dtype float16"),
+    (
+        lambda w, batch, mesh: tp_dp_step_ref(w, batch, mesh).reshape(2, 4),
+        r"should return an array of shape \(8,\), but it returns shape \(2, 4\)",
+    ),
+    (
+        lambda w, batch, mesh: tp_dp_step_ref(w, batch, mesh).astype(jnp.float16),
+        r"should have dtype float32, but it has dtype float16",
+    ),
     (_not_written, r"`tp_dp_step` is not written yet"),
-    (_tp(lambda wb, xb, yb: wb - LR * lax.pmean(_grad(xb, lax.all_gather(xb @ wb, M).sum(0), yb), D)),
-     r"over 'model_replicas' it performs all_gather over 'model_replicas' and no `lax\.psum`\. Gathering "
-     r"blocks \(of w, of x or of the partial products\)"),
+    (
+        _tp(lambda wb, xb, yb: wb - LR * lax.pmean(_grad(xb, lax.all_gather(xb @ wb, M).sum(0), yb), D)),
+        r"over 'model_replicas' it performs all_gather over 'model_replicas' and no `lax\.psum`\. Gathering "
+        r"blocks \(of w, of x or of the partial products\)",
+    ),
 ]
 
 
 # Issue 16: the grader imposes the exercise's layout and counts only communication that reaches the result;
 # the visible check reads them the same way (namedaxes.judging), so these fail both.
 TP_DP_STEP_WRONG += [
-    (_tp_whole_w,
-     r"`tp_dp_step` gives the right results here, but its per-device program over 'data_shards' and "
-     r"'model_replicas' takes its input 1 whole on every device \(replicated\), where the exercise's takes it "
-     r"split along dimension 0 over 'model_replicas'"),
-    (_tp_gather_everything_dead_psum,
-     r"performs psum over 'model_replicas', but its result never reaches what `tp_dp_step` returns"),
-    (_tp(lambda wb, xb, yb: wb - LR * jnp.mean(lax.all_gather(_grad(xb, lax.psum(xb @ wb, M), yb), D), axis=0),
-         check_vma=False),
-     r"over 'data_shards' it performs all_gather over 'data_shards'\. The copies of a model shard must average "
-     r"their data shards' gradients with `lax\.pmean`"),
-    (lambda w, batch, mesh: jax.lax.with_sharding_constraint(tp_dp_step_ref(w, batch, mesh), NamedSharding(mesh, P())),
-     r"its result 1 is whole on every device \(replicated\) once compiled, where the exercise's is split along "
-     r"dimension 0 over 'model_replicas'"),
+    (
+        _tp_whole_w,
+        r"`tp_dp_step` gives the right results here, but its per-device program over 'data_shards' and "
+        r"'model_replicas' takes its input 1 whole on every device \(replicated\), where the exercise's takes it "
+        r"split along dimension 0 over 'model_replicas'",
+    ),
+    (
+        _tp_gather_everything_dead_psum,
+        r"performs psum over 'model_replicas', but its result never reaches what `tp_dp_step` returns",
+    ),
+    (
+        _tp(
+            lambda wb, xb, yb: wb - LR * jnp.mean(lax.all_gather(_grad(xb, lax.psum(xb @ wb, M), yb), D), axis=0),
+            check_vma=False,
+        ),
+        r"over 'data_shards' it performs all_gather over 'data_shards'\. The copies of a model shard must average "
+        r"their data shards' gradients with `lax\.pmean`",
+    ),
+    (
+        lambda w, batch, mesh: jax.lax.with_sharding_constraint(
+            tp_dp_step_ref(w, batch, mesh), NamedSharding(mesh, P())
+        ),
+        r"its result 1 is whole on every device \(replicated\) once compiled, where the exercise's is split along "
+        r"dimension 0 over 'model_replicas'",
+    ),
 ]
 
 
@@ -482,8 +620,9 @@ def test_tp_dp_step_reference_is_the_one_device_step():
     x = jax.random.normal(jax.random.key(3), (q.EXAMPLES, q.FEATURES))
     batch = {"x": x, "y": x @ jnp.arange(q.FEATURES, dtype=jnp.float32)}
     for shape in ((2, 4), (4, 2), (2, 2), (1, 8), (8, 1)):
-        np.testing.assert_allclose(tp_dp_step_ref(w, batch, q.grid_mesh(shape)), q.tp_dp_step_np(w, batch),
-                                   rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(
+            tp_dp_step_ref(w, batch, q.grid_mesh(shape)), q.tp_dp_step_np(w, batch), rtol=1e-5, atol=1e-6
+        )
 
 
 def test_tp_dp_step_observe_is_stable_and_discriminating():
@@ -496,7 +635,7 @@ def test_tp_dp_step_observe_is_stable_and_discriminating():
     for answer in TP_DP_STEP_RIGHT[1:]:
         assert observations_match(reference, q.tp_dp_step.observe(answer))
     for answer, _ in TP_DP_STEP_WRONG[:10]:
-        if answer is TP_DP_STEP_WRONG[3][0]:         # unaveraged under check_vma: fails to trace, records nothing
+        if answer is TP_DP_STEP_WRONG[3][0]:  # unaveraged under check_vma: fails to trace, records nothing
             with pytest.raises(ValueError, match="out_specs"):
                 q.tp_dp_step.observe(answer)
             continue

@@ -5,6 +5,7 @@ helps them; equivalent right answers are accepted; `observe` of an equivalent
 answer matches the reference's under the autograder's comparison rules, and
 `observe` of a wrong answer does not.
 """
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -43,16 +44,23 @@ MISSING = r"(?s)different values on different devices.*a collective such as `lax
 
 SCALED_SUM_WRONG = {
     "no collective": (lambda x: x * 2.0, MISSING + r".*every device should end with 56 \("),
-    "jnp.sum": (lambda x: jnp.sum(x * 2.0),
-                r"(?s)different values on different devices: \[ 0\.  2\.  4\..*over\s+'devices' is missing"),
+    "jnp.sum": (
+        lambda x: jnp.sum(x * 2.0),
+        r"(?s)different values on different devices: \[ 0\.  2\.  4\..*over\s+'devices' is missing",
+    ),
     "pmean": (lambda x: lax.pmean(x * 2.0, DEVICES), r"(?s)expected \[56\..*got \[7\..*mean over devices.*`lax\.psum`"),
     "pmax": (lambda x: lax.pmax(x * 2.0, DEVICES), r"(?s)got \[14\..*maximum over devices"),
     "no factor 2": (lambda x: lax.psum(x, DEVICES), r"(?s)got \[28\..*plain sum of `x`: multiply by 2\.0"),
     "hard-coded": (lambda x: jnp.full_like(x, 56.0), r"(?s)expected \[2\. 2\.\].*got \[56\. 56\.\].*by hand"),
     "wrong axis name": (lambda x: lax.psum(x * 2.0, "device"), r"unbound axis name: device\b.*`axis_name=DEVICES`"),
-    "float32 constant": (lambda x: lax.psum(x * jnp.float32(2.0), DEVICES),
-                         r"keep the dtype of `x` \(float16 in, float16 out\)"),
-    "summed the vector": (lambda x: lax.psum(jnp.sum(x * 2.0), DEVICES), r"per-device shape \(3,\).*per-device shape \(\)"),
+    "float32 constant": (
+        lambda x: lax.psum(x * jnp.float32(2.0), DEVICES),
+        r"keep the dtype of `x` \(float16 in, float16 out\)",
+    ),
+    "summed the vector": (
+        lambda x: lax.psum(jnp.sum(x * 2.0), DEVICES),
+        r"per-device shape \(3,\).*per-device shape \(\)",
+    ),
     "tuple": (lambda x: (lax.psum(x * 2.0, DEVICES), x), r"should return one array.*got tuple back"),
     "no return": (lambda x: None, r"got NoneType back.*forget a `return`"),
     "unanswered": (_not_written, r"`scaled_sum` is not written yet"),
@@ -68,8 +76,15 @@ def test_scaled_sum_check_rejects(answer, match):
     assert_check_fails(q.scaled_sum.check, answer, match=match)
 
 
-@pytest.mark.parametrize("answer", [lambda x: lax.psum(x * 3.0, DEVICES), lambda x: lax.psum(x * 2.0, DEVICES) + 1.0,
-                                    lambda x: lax.psum(x * x * 2.0, DEVICES)], ids=["factor 3", "plus one", "squared"])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda x: lax.psum(x * 3.0, DEVICES),
+        lambda x: lax.psum(x * 2.0, DEVICES) + 1.0,
+        lambda x: lax.psum(x * x * 2.0, DEVICES),
+    ],
+    ids=["factor 3", "plus one", "squared"],
+)
 def test_scaled_sum_computed_answers_are_not_told_they_wrote_a_number_by_hand(answer):
     """Issue 16: "if you wrote the number by hand" only where the result does not depend on `x`."""
     assert "by hand" not in assert_check_fails(q.scaled_sum.check, answer)
@@ -82,8 +97,9 @@ def test_scaled_sum_no_collective_message_names_expected_and_seen():
     assert "should end with 56 (the sum of x * 2.0" in msg  # expected
 
 
-@pytest.mark.parametrize("answer", [ref_scaled_sum, *SCALED_SUM_EQUIVALENT.values()],
-                         ids=["reference", *SCALED_SUM_EQUIVALENT])
+@pytest.mark.parametrize(
+    "answer", [ref_scaled_sum, *SCALED_SUM_EQUIVALENT.values()], ids=["reference", *SCALED_SUM_EQUIVALENT]
+)
 def test_scaled_sum_check_accepts(answer):
     assert_check_passes(q.scaled_sum.check, answer)
     assert_check_passes(q.scaled_sum_uses_psum.check, answer)
@@ -99,25 +115,38 @@ def test_scaled_sum_all_gather_gets_the_values_but_not_the_psum_point(scaled_sum
 
 
 USES_PSUM_WRONG = {
-    "no collective": (lambda x: x * 2.0, r"should communicate over 'devices' with `psum`, but it performs no collective"),
+    "no collective": (
+        lambda x: x * 2.0,
+        r"should communicate over 'devices' with `psum`, but it performs no collective",
+    ),
     "jnp.sum": (lambda x: jnp.sum(x * 2.0), r"performs no collective at all"),
     "hard-coded": (lambda x: jnp.full_like(x, 56.0), r"performs no collective at all"),
     "pmax": (lambda x: lax.pmax(x * 2.0, DEVICES), r"performs pmax over 'devices'"),
-    "pmean": (lambda x: lax.pmean(x * 2.0, DEVICES),
-              r"returns 2 over 8 devices and 2 over 2 devices .*so it is a mean \(`lax\.pmean` is a psum divided"),
+    "pmean": (
+        lambda x: lax.pmean(x * 2.0, DEVICES),
+        r"returns 2 over 8 devices and 2 over 2 devices .*so it is a mean \(`lax\.pmean` is a psum divided",
+    ),
     "psum over psum(1)": (lambda x: lax.psum(x * 2.0, DEVICES) / lax.psum(1, DEVICES), r"so it is a mean"),
-    "squared": (lambda x: lax.psum(x * 2.0, axis_name=DEVICES) ** 2,
-                r"returns 256 over 8 devices and 16 over 2.*not something"),
+    "squared": (
+        lambda x: lax.psum(x * 2.0, axis_name=DEVICES) ** 2,
+        r"returns 256 over 8 devices and 16 over 2.*not something",
+    ),
     "wrong axis name": (lambda x: lax.psum(x * 2.0, "device"), r"unbound axis name: device\b"),
     "unanswered": (_not_written, r"not written yet"),
     "all_gather": (lambda x: jnp.sum(lax.all_gather(x * 2.0, DEVICES), axis=0), r"performs all_gather over 'devices'"),
     # issue 16: a psum multiplied by zero stays in the compiled program, but its result reaches nothing
-    "dead psum": (lambda x: jnp.sum(lax.all_gather(x * 2.0, DEVICES), axis=0) + 0.0 * lax.psum(x, DEVICES),
-                  r"performs psum over 'devices', but its result never reaches what `scaled_sum` returns"),
+    "dead psum": (
+        lambda x: jnp.sum(lax.all_gather(x * 2.0, DEVICES), axis=0) + 0.0 * lax.psum(x, DEVICES),
+        r"performs psum over 'devices', but its result never reaches what `scaled_sum` returns",
+    ),
 }
 # The psum point is about psum only: an unscaled total passes it (the values cell's job is the factor 2.0).
-USES_PSUM_RIGHT = [ref_scaled_sum, *SCALED_SUM_EQUIVALENT.values(), lambda x: lax.psum(x, DEVICES),
-                   lambda x: lax.psum(x * 2.0, DEVICES) / 8]
+USES_PSUM_RIGHT = [
+    ref_scaled_sum,
+    *SCALED_SUM_EQUIVALENT.values(),
+    lambda x: lax.psum(x, DEVICES),
+    lambda x: lax.psum(x * 2.0, DEVICES) / 8,
+]
 
 
 @pytest.mark.parametrize("answer, match", USES_PSUM_WRONG.values(), ids=USES_PSUM_WRONG)
@@ -139,8 +168,7 @@ def test_scaled_sum_uses_psum_is_about_psum_only(scaled_sum_reference_obs):
 
 @pytest.fixture(scope="module")
 def scaled_sum_reference_obs():
-    return {"total": q.scaled_sum.observe(ref_scaled_sum),
-            "structure": q.scaled_sum_uses_psum.observe(ref_scaled_sum)}
+    return {"total": q.scaled_sum.observe(ref_scaled_sum), "structure": q.scaled_sum_uses_psum.observe(ref_scaled_sum)}
 
 
 def test_scaled_sum_observe_shape(scaled_sum_reference_obs):
@@ -153,14 +181,19 @@ def test_scaled_sum_observe_shape(scaled_sum_reference_obs):
     assert got.pop("axes") == [DEVICES] and got.pop("communication") == ["psum over 'devices'"]
     assert {np.asarray(v).dtype for v in got.values()} == {np.dtype("float32"), np.dtype("float16")}
     assert {(2,), (4,), (8,), (2, 3), (4, 3), (8, 3)} <= {np.asarray(v).shape for v in got.values()}
-    for value in got.values():       # replicated, and random (so a hard-coded answer cannot match)
+    for value in got.values():  # replicated, and random (so a hard-coded answer cannot match)
         value = np.asarray(value, float)
         assert np.allclose(value, value[:1]) and not np.allclose(value, np.round(value))
     structure = derived(scaled_sum_reference_obs["structure"], "scaled_sum_uses_psum")
     assert structure.pop("communication") == ["psum over 'devices'"] and structure.pop("axes") == [DEVICES]
-    assert set(structure) == {"k4_scalar_growth", "k4_vector_growth", "k8_scalar_growth", "k8_vector_growth",
-                              "k8_vector_psum"}
-    for value in structure.values():    # a total divided by its value over 2 devices of ones: sum(x) / 2
+    assert set(structure) == {
+        "k4_scalar_growth",
+        "k4_vector_growth",
+        "k8_scalar_growth",
+        "k8_vector_growth",
+        "k8_vector_psum",
+    }
+    for value in structure.values():  # a total divided by its value over 2 devices of ones: sum(x) / 2
         value = np.asarray(value, float)
         assert np.allclose(value, value[:1]) and not np.allclose(value, np.round(value))
 
@@ -175,27 +208,35 @@ def test_scaled_sum_observe_accepts_equivalent(answer, scaled_sum_reference_obs)
     assert _matches(q.scaled_sum_uses_psum.observe(answer), scaled_sum_reference_obs["structure"])
 
 
-@pytest.mark.parametrize("answer", [
-    lambda x: x * 2.0,
-    lambda x: jnp.sum(x * 2.0),
-    lambda x: jnp.full_like(x, 56.0),
-    lambda x: lax.pmean(x * 2.0, DEVICES),
-    lambda x: lax.psum(x, DEVICES),
-    lambda x: lax.psum(x * jnp.float32(2.0), DEVICES),
-], ids=["no collective", "jnp.sum", "hard-coded", "pmean", "no factor 2", "float32 constant"])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda x: x * 2.0,
+        lambda x: jnp.sum(x * 2.0),
+        lambda x: jnp.full_like(x, 56.0),
+        lambda x: lax.pmean(x * 2.0, DEVICES),
+        lambda x: lax.psum(x, DEVICES),
+        lambda x: lax.psum(x * jnp.float32(2.0), DEVICES),
+    ],
+    ids=["no collective", "jnp.sum", "hard-coded", "pmean", "no factor 2", "float32 constant"],
+)
 def test_scaled_sum_observe_rejects_wrong(answer, scaled_sum_reference_obs):
     assert not _matches(q.scaled_sum.observe(answer), scaled_sum_reference_obs["total"])
 
 
-@pytest.mark.parametrize("answer", [
-    lambda x: x * 2.0,
-    lambda x: jnp.sum(x * 2.0),
-    lambda x: lax.pmax(x * 2.0, DEVICES),
-    lambda x: jnp.sum(lax.all_gather(x * 2.0, DEVICES), axis=0),
-    lambda x: lax.pmean(x * 2.0, DEVICES),
-    lambda x: lax.psum(x * 2.0, DEVICES) / lax.psum(1, DEVICES),
-    lambda x: jnp.full_like(x, 56.0),
-], ids=["no collective", "jnp.sum", "pmax", "all_gather", "pmean", "psum over psum(1)", "hard-coded"])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda x: x * 2.0,
+        lambda x: jnp.sum(x * 2.0),
+        lambda x: lax.pmax(x * 2.0, DEVICES),
+        lambda x: jnp.sum(lax.all_gather(x * 2.0, DEVICES), axis=0),
+        lambda x: lax.pmean(x * 2.0, DEVICES),
+        lambda x: lax.psum(x * 2.0, DEVICES) / lax.psum(1, DEVICES),
+        lambda x: jnp.full_like(x, 56.0),
+    ],
+    ids=["no collective", "jnp.sum", "pmax", "all_gather", "pmean", "psum over psum(1)", "hard-coded"],
+)
 def test_scaled_sum_uses_psum_observe_rejects_wrong(answer, scaled_sum_reference_obs):
     assert not _matches(q.scaled_sum_uses_psum.observe(answer), scaled_sum_reference_obs["structure"])
 
@@ -223,28 +264,44 @@ def _count(x):
 SCALED_MEAN_EQUIVALENT = {
     "scale after": lambda x: (2.0 * lax.psum(jnp.nansum(x), DEVICES) / lax.psum(_count(x), DEVICES)).astype(x.dtype),
     "ratio of pmeans": lambda x: lax.pmean(jnp.nansum(2.0 * x), DEVICES) / lax.pmean(_count(x), DEVICES),
-    "where instead of nansum": lambda x: lax.psum(jnp.sum(jnp.where(jnp.isnan(x), 0.0, x * 2.0)), DEVICES)
-                                         / lax.psum(_count(x), DEVICES),
+    "where instead of nansum": lambda x: (
+        lax.psum(jnp.sum(jnp.where(jnp.isnan(x), 0.0, x * 2.0)), DEVICES) / lax.psum(_count(x), DEVICES)
+    ),
     "one psum of a pair": lambda x: (lambda s: s[0] / s[1])(
-        lax.psum(jnp.stack([jnp.nansum(x * 2.0), _count(x)]), DEVICES)),
+        lax.psum(jnp.stack([jnp.nansum(x * 2.0), _count(x)]), DEVICES)
+    ),
 }
 
 
 SCALED_MEAN_WRONG = {
-    "mean of means": (lambda x: lax.pmean(jnp.nanmean(x * 2.0), DEVICES),                      # the plausible mistake
-                      r"(?s)expected \[4\.6667.*got \[5\. .*mean of the per-device means"),
-    "NaN in the sum": (lambda x: lax.pmean(jnp.mean(x * 2.0), DEVICES), r"(?s)got \[nan.*It returned NaN: a missing entry"),
-    "counts the empty slots": (lambda x: lax.psum(jnp.nansum(x * 2.0), DEVICES) / (lax.psum(1, DEVICES) * x.shape[0]),
-                               r"divided by every entry, missing ones \(NaN\) included"),
+    "mean of means": (
+        lambda x: lax.pmean(jnp.nanmean(x * 2.0), DEVICES),  # the plausible mistake
+        r"(?s)expected \[4\.6667.*got \[5\. .*mean of the per-device means",
+    ),
+    "NaN in the sum": (
+        lambda x: lax.pmean(jnp.mean(x * 2.0), DEVICES),
+        r"(?s)got \[nan.*It returned NaN: a missing entry",
+    ),
+    "counts the empty slots": (
+        lambda x: lax.psum(jnp.nansum(x * 2.0), DEVICES) / (lax.psum(1, DEVICES) * x.shape[0]),
+        r"divided by every entry, missing ones \(NaN\) included",
+    ),
     "total": (lambda x: lax.psum(jnp.nansum(x * 2.0), DEVICES), r"(?s)got \[42\..*total of x \* 2\.0, not the mean"),
     "no factor 2": (lambda x: lax.psum(jnp.nansum(x), DEVICES) / lax.psum(_count(x), DEVICES), r"mean of `x` itself"),
-    "local": (lambda x: jnp.nanmean(x * 2.0), r"(?s)^`scaled_mean` returned different values on different devices.*"
-                                              r"should end with 4\.66667: the mean of x \* 2\.0 over all 9 values"),
-    "old pmean answer": (lambda x: lax.pmean(x * 2.0, DEVICES),
-                         r"one number on each device \(per-device shape \(\)\).*per-device shape \(3,\)"),
+    "local": (
+        lambda x: jnp.nanmean(x * 2.0),
+        r"(?s)^`scaled_mean` returned different values on different devices.*"
+        r"should end with 4\.66667: the mean of x \* 2\.0 over all 9 values",
+    ),
+    "old pmean answer": (
+        lambda x: lax.pmean(x * 2.0, DEVICES),
+        r"one number on each device \(per-device shape \(\)\).*per-device shape \(3,\)",
+    ),
     "hard-coded": (lambda x: jnp.full((), 4.6667, x.dtype), r"by hand"),
-    "float32 out": (lambda x: (lax.psum(jnp.nansum(x * 2.0), DEVICES) / lax.psum(_count(x), DEVICES)).astype(jnp.float32),
-                    r"keep the dtype of `x` \(float16 in, float16 out\)"),
+    "float32 out": (
+        lambda x: (lax.psum(jnp.nansum(x * 2.0), DEVICES) / lax.psum(_count(x), DEVICES)).astype(jnp.float32),
+        r"keep the dtype of `x` \(float16 in, float16 out\)",
+    ),
     "wrong axis name": (lambda x: lax.psum(jnp.nansum(x * 2.0), "device"), r"unbound axis name: device\b"),
     "unanswered": (_not_written, r"`scaled_mean` is not written yet"),
 }
@@ -256,8 +313,9 @@ def test_scaled_mean_check_rejects(answer, match):
     assert_check_fails(q.scaled_mean.check, answer, match=match)
 
 
-@pytest.mark.parametrize("answer", [ref_scaled_mean, *SCALED_MEAN_EQUIVALENT.values()],
-                         ids=["reference", *SCALED_MEAN_EQUIVALENT])
+@pytest.mark.parametrize(
+    "answer", [ref_scaled_mean, *SCALED_MEAN_EQUIVALENT.values()], ids=["reference", *SCALED_MEAN_EQUIVALENT]
+)
 def test_scaled_mean_check_accepts(answer):
     assert_check_passes(q.scaled_mean.check, answer)
 
@@ -272,14 +330,18 @@ def test_scaled_mean_observe_accepts_equivalent(answer, scaled_mean_reference_ob
     assert _matches(q.scaled_mean.observe(answer), scaled_mean_reference_obs)
 
 
-@pytest.mark.parametrize("answer", [
-    lambda x: lax.pmean(jnp.nanmean(x * 2.0), DEVICES),
-    lambda x: lax.psum(jnp.nansum(x * 2.0), DEVICES) / (lax.psum(1, DEVICES) * x.shape[0]),
-    lambda x: lax.psum(jnp.nansum(x), DEVICES) / lax.psum(_count(x), DEVICES),
-    lambda x: jnp.nanmean(x * 2.0),
-    lambda x: lax.psum(jnp.nansum(x * 2.0), DEVICES) / (8 * _count(x)),
-    SCALED_MEAN_WRONG["float32 out"][0],          # issue 16: the visible check's dtype rule, graded too
-], ids=["mean of means", "counts the empty slots", "no factor 2", "local", "count times 8", "float32 out"])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda x: lax.pmean(jnp.nanmean(x * 2.0), DEVICES),
+        lambda x: lax.psum(jnp.nansum(x * 2.0), DEVICES) / (lax.psum(1, DEVICES) * x.shape[0]),
+        lambda x: lax.psum(jnp.nansum(x), DEVICES) / lax.psum(_count(x), DEVICES),
+        lambda x: jnp.nanmean(x * 2.0),
+        lambda x: lax.psum(jnp.nansum(x * 2.0), DEVICES) / (8 * _count(x)),
+        SCALED_MEAN_WRONG["float32 out"][0],  # issue 16: the visible check's dtype rule, graded too
+    ],
+    ids=["mean of means", "counts the empty slots", "no factor 2", "local", "count times 8", "float32 out"],
+)
 def test_scaled_mean_observe_rejects_wrong(answer, scaled_mean_reference_obs):
     assert not _matches(q.scaled_mean.observe(answer), scaled_mean_reference_obs)
 
@@ -311,15 +373,19 @@ GLOBAL_MAX_SHARE_EQUIVALENT = {
 
 
 GLOBAL_MAX_SHARE_WRONG = {
-    "largest value": (lambda x: x / lax.pmax(x, DEVICES),                     # the notebook's pmax cell, edited
-                      r"(?s)expected \[ 0\.125 -0\.25 +0\.5 +-1\.   \].*got \[ 0\.25 -0\.5 +1\. +-2\. *\].*largest \*value\*"),
+    "largest value": (
+        lambda x: x / lax.pmax(x, DEVICES),  # the notebook's pmax cell, edited
+        r"(?s)expected \[ 0\.125 -0\.25 +0\.5 +-1\.   \].*got \[ 0\.25 -0\.5 +1\. +-2\. *\].*largest \*value\*",
+    ),
     "signs lost": (lambda x: jnp.abs(x) / lax.pmax(jnp.abs(x), DEVICES), r"signs are gone"),
     "local max": (lambda x: x / jnp.max(jnp.abs(x)), r"Every entry is 1|expected"),
     "x / x": (lambda x: x / x, r"Every entry is 1"),
     "pmax only": (lambda x: lax.pmax(jnp.abs(x), DEVICES), r"largest magnitude itself"),
     "max of everything": (lambda x: x / lax.pmax(jnp.max(jnp.abs(x)), DEVICES), r"largest magnitude of all vectors"),
-    "replicated": (lambda x: lax.pmean(x / lax.pmax(jnp.abs(x), DEVICES), DEVICES),
-                   r"each device should keep its own share"),
+    "replicated": (
+        lambda x: lax.pmean(x / lax.pmax(jnp.abs(x), DEVICES), DEVICES),
+        r"each device should keep its own share",
+    ),
     "hard-coded": (lambda x: x / 8.0, r"(?s)expected \[1\.  0\.5\], got \[0\.375  0\.1875\].*\(2 devices, input"),
     "wrong axis name": (lambda x: x / lax.pmax(jnp.abs(x), "device"), r"unbound axis name: device\b"),
     "unanswered": (_not_written, r"`global_max_share` is not written yet"),
@@ -334,8 +400,7 @@ def test_global_max_share_check_rejects(answer, match):
 
 def test_global_max_share_max_of_shares_is_not_called_a_local_division():
     """`pmax(x / pmax(|x|))` communicates; its all-ones result must not be explained as "divided by its own value"."""
-    msg = assert_check_fails(q.global_max_share.check,
-                             lambda x: lax.pmax(x / lax.pmax(jnp.abs(x), DEVICES), DEVICES))
+    msg = assert_check_fails(q.global_max_share.check, lambda x: lax.pmax(x / lax.pmax(jnp.abs(x), DEVICES), DEVICES))
     assert "divided by its own value" not in msg and "keep its own share" in msg
     msg = assert_check_fails(q.global_max_share.check, lambda x: x / x)
     assert "divided by its own value" in msg and "outer" not in msg
@@ -346,8 +411,11 @@ def test_global_max_share_first_hint_is_a_question_without_code():
     assert first.rstrip().endswith("?") and "pmax" not in first and "abs" not in first
 
 
-@pytest.mark.parametrize("answer", [ref_global_max_share, *GLOBAL_MAX_SHARE_EQUIVALENT.values()],
-                         ids=["reference", *GLOBAL_MAX_SHARE_EQUIVALENT])
+@pytest.mark.parametrize(
+    "answer",
+    [ref_global_max_share, *GLOBAL_MAX_SHARE_EQUIVALENT.values()],
+    ids=["reference", *GLOBAL_MAX_SHARE_EQUIVALENT],
+)
 def test_global_max_share_check_accepts(answer):
     assert_check_passes(q.global_max_share.check, answer)
 
@@ -362,15 +430,19 @@ def test_global_max_share_observe_accepts_equivalent(answer, global_max_share_re
     assert _matches(q.global_max_share.observe(answer), global_max_share_reference_obs)
 
 
-@pytest.mark.parametrize("answer", [
-    lambda x: x / lax.pmax(x, DEVICES),
-    lambda x: jnp.abs(x) / lax.pmax(jnp.abs(x), DEVICES),
-    lambda x: x / jnp.max(jnp.abs(x)),
-    lambda x: x / lax.pmax(jnp.max(jnp.abs(x)), DEVICES),
-    lambda x: x / lax.psum(jnp.abs(x), DEVICES),
-    lambda x: x / 4.0,
-    lambda x: lax.pmax(x / lax.pmax(jnp.abs(x), DEVICES), DEVICES),
-], ids=["largest value", "signs lost", "local max", "max of everything", "psum", "hard-coded", "max of the shares"])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda x: x / lax.pmax(x, DEVICES),
+        lambda x: jnp.abs(x) / lax.pmax(jnp.abs(x), DEVICES),
+        lambda x: x / jnp.max(jnp.abs(x)),
+        lambda x: x / lax.pmax(jnp.max(jnp.abs(x)), DEVICES),
+        lambda x: x / lax.psum(jnp.abs(x), DEVICES),
+        lambda x: x / 4.0,
+        lambda x: lax.pmax(x / lax.pmax(jnp.abs(x), DEVICES), DEVICES),
+    ],
+    ids=["largest value", "signs lost", "local max", "max of everything", "psum", "hard-coded", "max of the shares"],
+)
 def test_global_max_share_observe_rejects_wrong(answer, global_max_share_reference_obs):
     assert not _matches(q.global_max_share.observe(answer), global_max_share_reference_obs)
 
@@ -381,7 +453,7 @@ def test_global_max_share_observe_has_axes_and_is_not_replicated(global_max_shar
     for key, value in obs.items():
         if key not in ("axes", "communication"):
             value = np.asarray(value)
-            assert value.dtype == np.float32 and np.all(np.abs(value) <= 1) and (value < 0).any()   # signed draws
+            assert value.dtype == np.float32 and np.all(np.abs(value) <= 1) and (value < 0).any()  # signed draws
             assert np.isclose(np.abs(value).max(axis=0), 1.0).all() and not np.allclose(value, value[:1])
 
 

@@ -5,6 +5,7 @@ helps them; equivalent right answers are accepted; `observe` of an equivalent
 answer matches the reference's under the autograder's comparison rules, and
 `observe` of a wrong answer does not.
 """
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -50,6 +51,7 @@ def _scaled_sum_with(body, *, place=True, out_specs=P(), **kwargs):
         if place:
             x = _place(x, mesh, P(DEVICES))
         return jax.shard_map(body, mesh=mesh, in_specs=P(DEVICES), out_specs=out_specs, **kwargs)(x)
+
     return answer
 
 
@@ -59,16 +61,18 @@ def _inferred_in_specs(x, mesh):
 
 
 def _jit_inside(x, mesh):
-    f = jax.jit(jax.shard_map(lambda b: 2.0 * lax.psum(b.sum(axis=0), DEVICES), mesh=mesh,
-                              in_specs=P(DEVICES, None), out_specs=P(None)))
+    f = jax.jit(
+        jax.shard_map(
+            lambda b: 2.0 * lax.psum(b.sum(axis=0), DEVICES), mesh=mesh, in_specs=P(DEVICES, None), out_specs=P(None)
+        )
+    )
     return f(_place(x, mesh, P(DEVICES, None)))
 
 
 SCALED_SUM_EQUIVALENT = {
     "reference": ref_sharded_scaled_sum,
     "psum the block, then sum its rows": _scaled_sum_with(lambda b: jnp.sum(lax.psum(b * 2.0, DEVICES), axis=0)),
-    "pmean times device count": _scaled_sum_with(
-        lambda b: lax.pmean(b.sum(0), DEVICES) * lax.psum(1, DEVICES) * 2.0),
+    "pmean times device count": _scaled_sum_with(lambda b: lax.pmean(b.sum(0), DEVICES) * lax.psum(1, DEVICES) * 2.0),
     "check_vma=False": _scaled_sum_with(lambda b: lax.psum(jnp.sum(b + b, axis=0), DEVICES), check_vma=False),
     "in_specs inferred": _inferred_in_specs,
     "jit inside, specs spelled out": _jit_inside,
@@ -98,23 +102,26 @@ def _global_sum(x, mesh):
 def _set_mesh_inside(x, mesh):
     with jax.set_mesh(mesh):
         x = jax.reshard(x, P(DEVICES))
-        return jax.shard_map(lambda b: lax.psum(jnp.sum(b * 2.0, axis=0), DEVICES), in_specs=P(DEVICES),
-                             out_specs=P())(x)
+        return jax.shard_map(lambda b: lax.psum(jnp.sum(b * 2.0, axis=0), DEVICES), in_specs=P(DEVICES), out_specs=P())(
+            x
+        )
 
 
 def _whole_x(x, mesh):
     """Every device takes all of x (replicated in_specs) and divides the psum of its global total by k."""
     x = jax.reshard(_place(x, mesh, P(DEVICES)), NamedSharding(mesh, P()))
     k = mesh.shape[DEVICES]
-    return jax.shard_map(lambda b: lax.psum(jnp.sum(b * 2.0, axis=0), DEVICES) / k, mesh=mesh, in_specs=P(),
-                         out_specs=P())(x)
+    return jax.shard_map(
+        lambda b: lax.psum(jnp.sum(b * 2.0, axis=0), DEVICES) / k, mesh=mesh, in_specs=P(), out_specs=P()
+    )(x)
 
 
 def _dead_psum(x, mesh):
     """The total computed outside shard_map; a psum inside one, multiplied by zero."""
     x = _place(x, mesh, P(DEVICES))
-    dead = jax.shard_map(lambda b: lax.psum(jnp.sum(b, axis=0), DEVICES), mesh=mesh, in_specs=P(DEVICES),
-                         out_specs=P())(x)
+    dead = jax.shard_map(
+        lambda b: lax.psum(jnp.sum(b, axis=0), DEVICES), mesh=mesh, in_specs=P(DEVICES), out_specs=P()
+    )(x)
     return jnp.sum(x * 2.0, axis=0) + 0.0 * dead
 
 
@@ -122,53 +129,76 @@ SCALED_SUM_WRONG = {
     "unanswered": (_not_written, r"`sharded_scaled_sum` is not written yet"),
     "plain array on an Explicit mesh": (
         _scaled_sum_with(lambda b: lax.psum(jnp.sum(b * 2.0, axis=0), DEVICES), place=False),
-        r"(?s)does not match the specs of the input.*Explicit axes.*jax\.device_put\(x, NamedSharding"),
+        r"(?s)does not match the specs of the input.*Explicit axes.*jax\.device_put\(x, NamedSharding",
+    ),
     "no psum, out_specs=P()": (
         _scaled_sum_with(lambda b: jnp.sum(b * 2.0, axis=0)),
-        r"(?s)type of the value says it still varies.*only a reducing collective over that axis"),
+        r"(?s)type of the value says it still varies.*only a reducing collective over that axis",
+    ),
     "no psum, check_vma=False": (
         _scaled_sum_with(lambda b: jnp.sum(b * 2.0, axis=0), check_vma=False),
         r"(?s)returned \[ 6\. 10\. 14\.\] \(mesh of 8 devices, x of shape \(16, 3\)\).*"
-        r"column totals of 2 \* x are \[720\. 752\. 784\.\].*only the first device's shares"),
-    "the notebook's scalar total": (               # section 2's block function, copied
+        r"column totals of 2 \* x are \[720\. 752\. 784\.\].*only the first device's shares",
+    ),
+    "the notebook's scalar total": (  # section 2's block function, copied
         _scaled_sum_with(lambda b: lax.psum(jnp.sum(b * 2.0), DEVICES)),
         r"(?s)should return shape \(3,\), the total of 2 \* x in each of x's 3 columns.*returned shape \(\)"
-        r".*every column keeps its own total"),
+        r".*every column keeps its own total",
+    ),
     "psum without summing the block": (
         _scaled_sum_with(lambda b: lax.psum(b * 2.0, DEVICES)),
-        r"(?s)returned shape \(2, 3\).*one device's block of rows.*still have to be added up"),
+        r"(?s)returned shape \(2, 3\).*one device's block of rows.*still have to be added up",
+    ),
     "summed along the columns": (
         _scaled_sum_with(lambda b: lax.psum(jnp.sum(b * 2.0, axis=1), DEVICES)),
-        r"(?s)returned shape \(2,\).*one number per row.*Add up the rows instead"),
+        r"(?s)returned shape \(2,\).*one number per row.*Add up the rows instead",
+    ),
     "out_specs names DEVICES": (
         _scaled_sum_with(lambda b: lax.psum(jnp.sum(b * 2.0, axis=0), DEVICES), out_specs=P(DEVICES)),
-        r"(?s)returned shape \(24,\).*8 results side by side.*`out_specs=P\(\)`"),
+        r"(?s)returned shape \(24,\).*8 results side by side.*`out_specs=P\(\)`",
+    ),
     "pmean": (
         _scaled_sum_with(lambda b: lax.pmean(jnp.sum(b * 2.0, axis=0), DEVICES)),
-        r"(?s)returned \[90\. 94\. 98\.\] .*mean of the devices' shares"),
+        r"(?s)returned \[90\. 94\. 98\.\] .*mean of the devices' shares",
+    ),
     "no factor 2": (
         _scaled_sum_with(lambda b: lax.psum(jnp.sum(b, axis=0), DEVICES)),
-        r"(?s)returned \[360\. 376\. 392\.\] .*plain column totals of x: multiply by 2\.0"),
+        r"(?s)returned \[360\. 376\. 392\.\] .*plain column totals of x: multiply by 2\.0",
+    ),
     "misspelled axis name": (
         _scaled_sum_with(lambda b: lax.psum(jnp.sum(b * 2.0, axis=0), "device")),
-        r"(?s)empty AssertionError.*axis name is not an axis of the mesh.*axes \('devices',\)"),
-    "psum outside shard_map": (lambda x, mesh: lax.psum(jnp.sum(x * 2.0, axis=0), DEVICES),
-                               r"(?s)collective over 'devices' where no mesh axis.*inside the function you give"),
-    "no shard_map at all": (_global_sum,
-                            r"(?s)right column totals, but no `jax\.shard_map` over 'devices' in it gives each "
-                            r"device only its own shard.*it has no `jax\.shard_map` at all"),
+        r"(?s)empty AssertionError.*axis name is not an axis of the mesh.*axes \('devices',\)",
+    ),
+    "psum outside shard_map": (
+        lambda x, mesh: lax.psum(jnp.sum(x * 2.0, axis=0), DEVICES),
+        r"(?s)collective over 'devices' where no mesh axis.*inside the function you give",
+    ),
+    "no shard_map at all": (
+        _global_sum,
+        r"(?s)right column totals, but no `jax\.shard_map` over 'devices' in it gives each "
+        r"device only its own shard.*it has no `jax\.shard_map` at all",
+    ),
     # issue 16: the grader's judging steps, in the visible check
-    "whole x on every device": (_whole_x, r"(?s)right column totals, but no `jax\.shard_map` over 'devices'.*"
-                                          r"input 1 split over 'devices' along dimension 0.*takes input 1 the whole "
-                                          r"value on every device"),
+    "whole x on every device": (
+        _whole_x,
+        r"(?s)right column totals, but no `jax\.shard_map` over 'devices'.*"
+        r"input 1 split over 'devices' along dimension 0.*takes input 1 the whole "
+        r"value on every device",
+    ),
     "a dead psum beside the global total": (
-        _dead_psum, r"(?s)right column totals, but no collective over 'devices' reaches its result.*"
-                    r"no collective reaches the result"),
+        _dead_psum,
+        r"(?s)right column totals, but no collective over 'devices' reaches its result.*"
+        r"no collective reaches the result",
+    ),
     "set_mesh inside the function": (_set_mesh_inside, r"(?s)`jax\.set_mesh`, which only works outside `jax\.jit`"),
-    "hard-coded": (lambda x, mesh: jnp.asarray([720.0, 752.0, 784.0], jnp.float32),
-                   r"(?s)should return shape \(5,\).*\(mesh of 4 devices, x of shape \(8, 5\)\)"),
-    "factor 3": (_scaled_sum_with(lambda b: lax.psum(jnp.sum(b * 3.0, axis=0), DEVICES)),
-                 r"(?s)returned \[ *1080\.? +1128\.? +1176\.?\].*Those are not 2\.0 times the column totals"),
+    "hard-coded": (
+        lambda x, mesh: jnp.asarray([720.0, 752.0, 784.0], jnp.float32),
+        r"(?s)should return shape \(5,\).*\(mesh of 4 devices, x of shape \(8, 5\)\)",
+    ),
+    "factor 3": (
+        _scaled_sum_with(lambda b: lax.psum(jnp.sum(b * 3.0, axis=0), DEVICES)),
+        r"(?s)returned \[ *1080\.? +1128\.? +1176\.?\].*Those are not 2\.0 times the column totals",
+    ),
 }
 
 
@@ -186,7 +216,7 @@ def test_sharded_scaled_sum_observations_reject_wrong_answers():
     reference = q.sharded_scaled_sum.observe(ref_sharded_scaled_sum)
     for answer in (SCALED_SUM_WRONG["no factor 2"][0], SCALED_SUM_WRONG["pmean"][0]):
         assert not _matches(q.sharded_scaled_sum.observe(answer), reference)
-    no_collective = q.sharded_scaled_sum.observe(_global_sum)     # the compiler's all-reduce, no shard_map
+    no_collective = q.sharded_scaled_sum.observe(_global_sum)  # the compiler's all-reduce, no shard_map
     assert "global-view program" in judge_observations(reference, no_collective).reason()
 
 
@@ -197,29 +227,35 @@ def test_sharded_scaled_sum_first_hint_is_a_question_without_code():
 
 # ---------------------------------------------------------------- 2. replica_totals
 def ref_replica_totals(x, mesh):
-    return jax.shard_map(lambda b: lax.psum(b, axis_name=MODEL_REPLICAS), mesh=mesh,
-                         in_specs=P(DATA_SHARDS, MODEL_REPLICAS), out_specs=P(DATA_SHARDS, None))(x)
+    return jax.shard_map(
+        lambda b: lax.psum(b, axis_name=MODEL_REPLICAS),
+        mesh=mesh,
+        in_specs=P(DATA_SHARDS, MODEL_REPLICAS),
+        out_specs=P(DATA_SHARDS, None),
+    )(x)
 
 
 def _replica_with(body, out_specs, **kwargs):
     def answer(x, mesh):
-        return jax.shard_map(body, mesh=mesh, in_specs=P(DATA_SHARDS, MODEL_REPLICAS), out_specs=out_specs,
-                             **kwargs)(x)
+        return jax.shard_map(body, mesh=mesh, in_specs=P(DATA_SHARDS, MODEL_REPLICAS), out_specs=out_specs, **kwargs)(x)
+
     return answer
 
 
 REPLICA_EQUIVALENT = {
     "out_specs=P(DATA_SHARDS)": _replica_with(lambda b: lax.psum(b, MODEL_REPLICAS), P(DATA_SHARDS)),
     "pmean times replica count": _replica_with(
-        lambda b: lax.pmean(b, MODEL_REPLICAS) * lax.psum(1, MODEL_REPLICAS), P(DATA_SHARDS, None)),
+        lambda b: lax.pmean(b, MODEL_REPLICAS) * lax.psum(1, MODEL_REPLICAS), P(DATA_SHARDS, None)
+    ),
     "in_specs inferred, placed again": lambda x, mesh: jax.shard_map(
-        lambda b: lax.psum(b, MODEL_REPLICAS), mesh=mesh, out_specs=P(DATA_SHARDS, None))(
-            _place(x, mesh, P(DATA_SHARDS, MODEL_REPLICAS))),
+        lambda b: lax.psum(b, MODEL_REPLICAS), mesh=mesh, out_specs=P(DATA_SHARDS, None)
+    )(_place(x, mesh, P(DATA_SHARDS, MODEL_REPLICAS))),
 }
 
 
-@pytest.mark.parametrize("answer", [ref_replica_totals, *REPLICA_EQUIVALENT.values()],
-                         ids=["reference", *REPLICA_EQUIVALENT.keys()])
+@pytest.mark.parametrize(
+    "answer", [ref_replica_totals, *REPLICA_EQUIVALENT.values()], ids=["reference", *REPLICA_EQUIVALENT.keys()]
+)
 def test_replica_totals_accepts_equivalent_answers(answer):
     assert_check_passes(q.replica_totals.check, answer)
 
@@ -227,7 +263,7 @@ def test_replica_totals_accepts_equivalent_answers(answer):
 def test_replica_totals_observations_of_equivalent_answers_match():
     reference = q.replica_totals.observe(ref_replica_totals)
     got = derived(reference)
-    assert got["axes"] == [MODEL_REPLICAS]          # no communication over DATA_SHARDS
+    assert got["axes"] == [MODEL_REPLICAS]  # no communication over DATA_SHARDS
     assert got["out_2x4_4x8"].shape == (4, 2) and got["out_4x2_4x2"].shape == (4, 1)
     for answer in REPLICA_EQUIVALENT.values():
         assert _matches(q.replica_totals.observe(answer), reference)
@@ -247,38 +283,57 @@ def _whole_rows(x, mesh):
     """Every device of a row takes the row's whole block (the columns gathered) and divides its psum by k."""
     x = jax.reshard(x, NamedSharding(mesh, P(DATA_SHARDS, None)))
     k = mesh.shape[MODEL_REPLICAS]
-    return jax.shard_map(lambda b: lax.psum(b.reshape(b.shape[0], k, -1).sum(1), MODEL_REPLICAS) / k, mesh=mesh,
-                         in_specs=P(DATA_SHARDS, None), out_specs=P(DATA_SHARDS, None))(x)
+    return jax.shard_map(
+        lambda b: lax.psum(b.reshape(b.shape[0], k, -1).sum(1), MODEL_REPLICAS) / k,
+        mesh=mesh,
+        in_specs=P(DATA_SHARDS, None),
+        out_specs=P(DATA_SHARDS, None),
+    )(x)
 
 
 REPLICA_WRONG = {
     "unanswered": (_not_written, r"`replica_totals` is not written yet"),
     "copies side by side": (
         _replica_with(lambda b: lax.psum(b, MODEL_REPLICAS), P(DATA_SHARDS, MODEL_REPLICAS)),
-        r"(?s)shape \(4, 2\).*returned shape \(4, 8\).*copies side by side.*P\(DATA_SHARDS, None\)"),
+        r"(?s)shape \(4, 2\).*returned shape \(4, 8\).*copies side by side.*P\(DATA_SHARDS, None\)",
+    ),
     "over DATA_SHARDS": (
         _replica_with(lambda b: lax.psum(b, DATA_SHARDS), P(None, MODEL_REPLICAS)),
-        r"(?s)returned shape \(2, 8\).*sum over DATA_SHARDS"),
+        r"(?s)returned shape \(2, 8\).*sum over DATA_SHARDS",
+    ),
     "over both axes, one block": (
         _replica_with(lambda b: lax.psum(b, (DATA_SHARDS, MODEL_REPLICAS)), P()),
-        r"(?s)returned shape \(2, 2\).*one device's block.*must name DATA_SHARDS"),
+        r"(?s)returned shape \(2, 2\).*one device's block.*must name DATA_SHARDS",
+    ),
     "over both axes, rows kept": (
         _replica_with(lambda b: lax.psum(b, (DATA_SHARDS, MODEL_REPLICAS)), P(DATA_SHARDS, None)),
-        r"(?s)wrong values.*totals over the whole mesh"),
+        r"(?s)wrong values.*totals over the whole mesh",
+    ),
     "psum, out_specs=P()": (
         _replica_with(lambda b: lax.psum(b, MODEL_REPLICAS), P()),
         r"(?s)type of the value says it still varies.*only a reducing collective over that axis.*Reduce over that "
-        r"axis, or name the axis in the output's `out_specs`"),
-    "no collective": (_global_replica_totals, r"(?s)right values, but no `jax\.shard_map` over 'data_shards' x "
-                                              r"'model_replicas'.*no `jax\.shard_map` at all"),
-    "whole rows on every device": (_whole_rows, r"(?s)right values, but no `jax\.shard_map` over 'data_shards' x "
-                                                r"'model_replicas'.*takes input 1 split over 'data_shards' along "
-                                                r"dimension 0\."),
-    "extra collective over DATA_SHARDS": (_replica_with(_with_extra_max, P(DATA_SHARDS, None)),
-        r"communicates over 'data_shards' too"),
-    "all_gather, then sum": (_replica_with(lambda b: lax.all_gather(b, MODEL_REPLICAS).sum(0), P(DATA_SHARDS, None)),
+        r"axis, or name the axis in the output's `out_specs`",
+    ),
+    "no collective": (
+        _global_replica_totals,
+        r"(?s)right values, but no `jax\.shard_map` over 'data_shards' x "
+        r"'model_replicas'.*no `jax\.shard_map` at all",
+    ),
+    "whole rows on every device": (
+        _whole_rows,
+        r"(?s)right values, but no `jax\.shard_map` over 'data_shards' x "
+        r"'model_replicas'.*takes input 1 split over 'data_shards' along "
+        r"dimension 0\.",
+    ),
+    "extra collective over DATA_SHARDS": (
+        _replica_with(_with_extra_max, P(DATA_SHARDS, None)),
+        r"communicates over 'data_shards' too",
+    ),
+    "all_gather, then sum": (
+        _replica_with(lambda b: lax.all_gather(b, MODEL_REPLICAS).sum(0), P(DATA_SHARDS, None)),
         r"(?s)still varies along that axis\. In JAX's types only a reducing collective.*from an `all_gather` or a "
-        r"`ppermute`, still varies"),
+        r"`ppermute`, still varies",
+    ),
 }
 
 
@@ -313,16 +368,20 @@ def _dp_with(body, *, check_vma=True, place_batch=True, out_specs=P()):
         params = _place(params, mesh, P())
         if place_batch:
             batch = _place(batch, mesh, P(DATA_PARALLEL))
-        return jax.shard_map(body, mesh=mesh, in_specs=(P(), P(DATA_PARALLEL)), out_specs=out_specs,
-                             check_vma=check_vma)(params, batch)
+        return jax.shard_map(
+            body, mesh=mesh, in_specs=(P(), P(DATA_PARALLEL)), out_specs=out_specs, check_vma=check_vma
+        )(params, batch)
+
     return answer
 
 
 def _psum_ratio_loss(params, local_batch):
     """The reference: the whole batch's weighted loss from psums of the local numerator and denominator."""
+
     def loss(p):
         sse = lax.psum(jnp.sum(local_batch["weight"] * _error(p, local_batch) ** 2), DATA_PARALLEL)
         return sse / lax.psum(jnp.sum(local_batch["weight"]), DATA_PARALLEL)
+
     return sgd_update(params, jax.grad(loss)(params))
 
 
@@ -339,8 +398,9 @@ def _local_mean_times_weight(params, local_batch):
     own = lax.pcast(params, DATA_PARALLEL, to="varying")
     n_local = jnp.sum(local_batch["weight"])
     g = jax.grad(lambda p: jnp.sum(local_batch["weight"] * _error(p, local_batch) ** 2) / n_local)(own)
-    return sgd_update(params, jax.tree.map(lambda v: lax.psum(n_local * v, DATA_PARALLEL)
-                                           / lax.psum(n_local, DATA_PARALLEL), g))
+    return sgd_update(
+        params, jax.tree.map(lambda v: lax.psum(n_local * v, DATA_PARALLEL) / lax.psum(n_local, DATA_PARALLEL), g)
+    )
 
 
 def _check_vma_off(params, local_batch):
@@ -358,8 +418,9 @@ DP_EQUIVALENT = {
 }
 
 
-@pytest.mark.parametrize("answer", [ref_dp_train_step, *DP_EQUIVALENT.values()],
-                         ids=["reference", *DP_EQUIVALENT.keys()])
+@pytest.mark.parametrize(
+    "answer", [ref_dp_train_step, *DP_EQUIVALENT.values()], ids=["reference", *DP_EQUIVALENT.keys()]
+)
 def test_dp_train_step_accepts_equivalent_answers(answer):
     assert_check_passes(q.dp_train_step.check, answer)
 
@@ -374,9 +435,11 @@ def test_dp_train_step_observations_of_equivalent_answers_match():
 
 def _pmean_of_local_losses(params, local_batch):
     """Section 4's `dp_step_body` with a weighted local loss: every device counted equally."""
+
     def loss(p):
         local = jnp.sum(local_batch["weight"] * _error(p, local_batch) ** 2) / jnp.sum(local_batch["weight"])
         return lax.pmean(local, DATA_PARALLEL)
+
     return sgd_update(params, jax.grad(loss)(params))
 
 
@@ -425,22 +488,31 @@ DP_WRONG = {
     "unanswered": (_not_written, r"`dp_train_step` is not written yet"),
     "pmean of the local weighted losses (devices counted equally)": (
         _dp_with(_pmean_of_local_losses),
-        r"(?s)weights per device \[8\. 7\. 6\..*mean of the devices' own weighted-mean steps.*different totals"),
+        r"(?s)weights per device \[8\. 7\. 6\..*mean of the devices' own weighted-mean steps.*different totals",
+    ),
     "weights ignored": (_dp_with(_unweighted), r"(?s)\*unweighted\* loss.*weight 0 \(padding\) must not count"),
     "pmap body ported word for word": (_dp_with(_pmap_style), r"(?s)8 times too large.*Pitfall 4"),
     "all_gather the batch (ignores the structure)": (
         _dp_with(_gather_everything, check_vma=False),
-        r"(?s)right parameters, but it moves whole blocks.*all_gather.*not data parallelism.*`lax\.psum`"),
+        r"(?s)right parameters, but it moves whole blocks.*all_gather.*not data parallelism.*`lax\.psum`",
+    ),
     "jit on sharded arrays (ignores the structure)": (
-        _compiler_does_it, r"(?s)right parameters, but it performs no collective at all over 'data_parallel_axis'"),
+        _compiler_does_it,
+        r"(?s)right parameters, but it performs no collective at all over 'data_parallel_axis'",
+    ),
     "gradient ascent": (_dp_with(_ascend), r"wrong way: subtract the gradient"),
     "tuple instead of dict": (
-        _dp_with(_tuple_out, out_specs=(P(), P())), r"dict with keys 'w' and 'b'.*returned a `tuple`"),
+        _dp_with(_tuple_out, out_specs=(P(), P())),
+        r"dict with keys 'w' and 'b'.*returned a `tuple`",
+    ),
     "one copy per device": (
         _dp_with(_stacked, out_specs=P(DATA_PARALLEL)),
-        r"(?s)\['w'\]` should be a scalar.*shape \(8,\).*out_specs` is `P\(\)`"),
+        r"(?s)\['w'\]` should be a scalar.*shape \(8,\).*out_specs` is `P\(\)`",
+    ),
     "batch not placed": (
-        _dp_with(_psum_ratio_loss, place_batch=False), r"(?s)does not match the specs of the input.*jax\.device_put"),
+        _dp_with(_psum_ratio_loss, place_batch=False),
+        r"(?s)does not match the specs of the input.*jax\.device_put",
+    ),
     "unchanged params": (lambda params, batch, mesh: dict(params), r"parameters did not change"),
 }
 
@@ -452,9 +524,13 @@ def test_dp_train_step_rejects(answer, match):
 
 def test_dp_train_step_observations_reject_wrong_answers():
     reference = q.dp_train_step.observe(ref_dp_train_step)
-    for key in ("pmean of the local weighted losses (devices counted equally)", "weights ignored",
-                "pmap body ported word for word", "all_gather the batch (ignores the structure)",
-                "jit on sharded arrays (ignores the structure)"):
+    for key in (
+        "pmean of the local weighted losses (devices counted equally)",
+        "weights ignored",
+        "pmap body ported word for word",
+        "all_gather the batch (ignores the structure)",
+        "jit on sharded arrays (ignores the structure)",
+    ):
         assert not _matches(q.dp_train_step.observe(DP_WRONG[key][0]), reference), key
 
 
@@ -464,8 +540,9 @@ def test_dp_train_step_structure_case_alone_rejects_the_gathering_answer():
     gathered = q.dp_train_step.observe(DP_WRONG["all_gather the batch (ignores the structure)"][0])
     verdict = judge_observations(reference, gathered)
     assert not verdict.passed
-    assert verdict.differences and all(d.startswith("communication") and "all_gather" in d
-                                       for d in verdict.differences), verdict.differences   # values were right
+    assert verdict.differences and all(
+        d.startswith("communication") and "all_gather" in d for d in verdict.differences
+    ), verdict.differences  # values were right
 
 
 # ---------------------------------------------------------------- 4. jit_train_step (the same weighted step)
@@ -481,8 +558,9 @@ def _in_shardings(params, batch, mesh):
 
 
 def _reshard_named(params, batch, mesh):
-    return jax.jit(_weighted_global_step)(_place(params, mesh, P()),
-                                          jax.reshard(batch, NamedSharding(mesh, P(DATA_PARALLEL))))
+    return jax.jit(_weighted_global_step)(
+        _place(params, mesh, P()), jax.reshard(batch, NamedSharding(mesh, P(DATA_PARALLEL)))
+    )
 
 
 def _weighted_average_form(params, batch, mesh):
@@ -499,15 +577,16 @@ JIT_EQUIVALENT = {
 }
 
 
-@pytest.mark.parametrize("answer", [ref_jit_train_step, *JIT_EQUIVALENT.values()],
-                         ids=["reference", *JIT_EQUIVALENT.keys()])
+@pytest.mark.parametrize(
+    "answer", [ref_jit_train_step, *JIT_EQUIVALENT.values()], ids=["reference", *JIT_EQUIVALENT.keys()]
+)
 def test_jit_train_step_accepts_equivalent_answers(answer):
     assert_check_passes(q.jit_train_step.check, answer)
 
 
 def test_jit_train_step_observations_of_equivalent_answers_match():
     reference = q.jit_train_step.observe(ref_jit_train_step)
-    assert derived(reference)["communication"] == [f"psum over '{DATA_PARALLEL}'"]   # inserted by the compiler
+    assert derived(reference)["communication"] == [f"psum over '{DATA_PARALLEL}'"]  # inserted by the compiler
     for key, answer in JIT_EQUIVALENT.items():
         assert _matches(q.jit_train_step.observe(answer), reference), key
 
@@ -523,17 +602,27 @@ def _bare_spec_reshard(params, batch, mesh):
 
 JIT_WRONG = {
     "unanswered": (_not_written, r"`jit_train_step` is not written yet"),
-    "nothing placed": (lambda params, batch, mesh: jax.jit(_weighted_global_step)(params, batch),
-                       r"(?s)compiled program has no all-reduce.*P\(DATA_PARALLEL\)"),
+    "nothing placed": (
+        lambda params, batch, mesh: jax.jit(_weighted_global_step)(params, batch),
+        r"(?s)compiled program has no all-reduce.*P\(DATA_PARALLEL\)",
+    ),
     "shard_map with psum": (ref_dp_train_step, r"(?s)writes its own collectives.*psum.*no `shard_map`"),
-    "unweighted sgd_step": (lambda params, batch, mesh: jax.jit(sgd_step)(
-        _place(params, mesh, P()), _place({k: batch[k] for k in ("x", "y")}, mesh, P(DATA_PARALLEL))),
-        r"\*unweighted\* loss"),
+    "unweighted sgd_step": (
+        lambda params, batch, mesh: jax.jit(sgd_step)(
+            _place(params, mesh, P()), _place({k: batch[k] for k in ("x", "y")}, mesh, P(DATA_PARALLEL))
+        ),
+        r"\*unweighted\* loss",
+    ),
     # the issue's gap: these messages suggested the forbidden shard_map
-    "set_mesh + reshard": (_set_mesh_reshard, r"(?s)`jax\.set_mesh`, which only works outside `jax\.jit`.*"
-                                              r"no `set_mesh` and no `shard_map` is needed"),
-    "reshard with a bare P()": (_bare_spec_reshard,
-                                r"(?s)a bare `P\(\.\.\.\)` only means something under `jax\.set_mesh`.*NamedSharding"),
+    "set_mesh + reshard": (
+        _set_mesh_reshard,
+        r"(?s)`jax\.set_mesh`, which only works outside `jax\.jit`.*"
+        r"no `set_mesh` and no `shard_map` is needed",
+    ),
+    "reshard with a bare P()": (
+        _bare_spec_reshard,
+        r"(?s)a bare `P\(\.\.\.\)` only means something under `jax\.set_mesh`.*NamedSharding",
+    ),
 }
 
 
@@ -555,15 +644,16 @@ def test_jit_train_step_observations_reject_wrong_answers():
     reference = q.jit_train_step.observe(ref_jit_train_step)
     unplaced = q.jit_train_step.observe(JIT_WRONG["nothing placed"][0])
     assert derived(unplaced)["communication"] == [] and not _matches(unplaced, reference)
-    explicit = q.jit_train_step.observe(ref_dp_train_step)          # a shard_map region: not a jit-only step
+    explicit = q.jit_train_step.observe(ref_dp_train_step)  # a shard_map region: not a jit-only step
     assert derived(explicit)["axes"] == [DATA_PARALLEL] and not _matches(explicit, reference)
 
 
 # ---------------------------------------------------------------- 5. weighted_total_shard_map (pmap over axis 1)
 def ref_weighted_total_shard_map(w, x, mesh):
     x = _place(x, mesh, P(None, DEVICES))
-    return jax.shard_map(lambda w, xb: weighted_total(w, xb[:, 0]), mesh=mesh,
-                         in_specs=(P(), P(None, DEVICES)), out_specs=P())(w, x)
+    return jax.shard_map(
+        lambda w, xb: weighted_total(w, xb[:, 0]), mesh=mesh, in_specs=(P(), P(None, DEVICES)), out_specs=P()
+    )(w, x)
 
 
 def _weighted_with(body, *, x_spec=P(None, DEVICES), out_specs=P(), post=lambda y: y, place=True):
@@ -571,14 +661,16 @@ def _weighted_with(body, *, x_spec=P(None, DEVICES), out_specs=P(), post=lambda 
         if place:
             x = _place(x, mesh, x_spec)
         return post(jax.shard_map(body, mesh=mesh, in_specs=(P(), x_spec), out_specs=out_specs)(w, x))
+
     return answer
 
 
 def _transposed(w, x, mesh):
     """Transpose first, then the table's axis-0 translation: also right."""
     xt = _place(x.T, mesh, P(DEVICES))
-    return jax.shard_map(lambda w, rows: weighted_total(w, rows[0]), mesh=mesh,
-                         in_specs=(P(), P(DEVICES)), out_specs=P())(w, xt)
+    return jax.shard_map(
+        lambda w, rows: weighted_total(w, rows[0]), mesh=mesh, in_specs=(P(), P(DEVICES)), out_specs=P()
+    )(w, xt)
 
 
 WEIGHTED_EQUIVALENT = {
@@ -588,8 +680,11 @@ WEIGHTED_EQUIVALENT = {
 }
 
 
-@pytest.mark.parametrize("answer", [ref_weighted_total_shard_map, *WEIGHTED_EQUIVALENT.values()],
-                         ids=["reference", *WEIGHTED_EQUIVALENT.keys()])
+@pytest.mark.parametrize(
+    "answer",
+    [ref_weighted_total_shard_map, *WEIGHTED_EQUIVALENT.values()],
+    ids=["reference", *WEIGHTED_EQUIVALENT.keys()],
+)
 def test_weighted_total_accepts_equivalent_answers(answer):
     assert_check_passes(q.weighted_total_shard_map.check, answer)
 
@@ -607,19 +702,27 @@ def test_weighted_total_observations_of_equivalent_answers_match():
 
 WEIGHTED_WRONG = {
     "unanswered": (_not_written, r"`weighted_total_shard_map` is not written yet"),
-    "block axis kept": (_weighted_with(weighted_total),
-                        r"(?s)shape \(3,\).*returned shape \(3, 3\).*mapped axis is still there.*`x_block\[:, 0\]`"),
+    "block axis kept": (
+        _weighted_with(weighted_total),
+        r"(?s)shape \(3,\).*returned shape \(3, 3\).*mapped axis is still there.*`x_block\[:, 0\]`",
+    ),
     "out_specs names DEVICES": (
         _weighted_with(lambda w, xb: weighted_total(w, xb[:, 0]), out_specs=P(DEVICES)),
-        r"(?s)returned shape \(24,\).*`out_axes=None` translates to `out_specs=P\(\)`"),
+        r"(?s)returned shape \(24,\).*`out_axes=None` translates to `out_specs=P\(\)`",
+    ),
     "pmean": (_weighted_with(lambda w, xb: lax.pmean(w * xb[:, 0], DEVICES)), r"(?s)wrong values.*mean over devices"),
     "split dimension 0, as the table's first row": (
         _weighted_with(lambda w, xb: weighted_total(w, xb[0]), x_spec=P(DEVICES)),
-        r"(?s)cannot be cut into that many equal blocks|evenly divide|split only the dimension"),
-    "x not placed": (_weighted_with(lambda w, xb: weighted_total(w, xb[:, 0]), place=False),
-                     r"(?s)does not match the specs of the input"),
-    "no collective": (lambda w, x, mesh: jnp.sum(w[:, None] * x, axis=1),
-                      r"(?s)right values, but no `jax\.shard_map` over 'devices'.*no `jax\.shard_map` at all"),
+        r"(?s)cannot be cut into that many equal blocks|evenly divide|split only the dimension",
+    ),
+    "x not placed": (
+        _weighted_with(lambda w, xb: weighted_total(w, xb[:, 0]), place=False),
+        r"(?s)does not match the specs of the input",
+    ),
+    "no collective": (
+        lambda w, x, mesh: jnp.sum(w[:, None] * x, axis=1),
+        r"(?s)right values, but no `jax\.shard_map` over 'devices'.*no `jax\.shard_map` at all",
+    ),
 }
 
 
@@ -644,8 +747,13 @@ def test_line_mesh_uses_the_first_k_devices(k):
 
 
 def test_hints_exist_for_every_exercise():
-    for exercise in (q.sharded_scaled_sum, q.replica_totals, q.dp_train_step, q.jit_train_step,
-                     q.weighted_total_shard_map):
+    for exercise in (
+        q.sharded_scaled_sum,
+        q.replica_totals,
+        q.dp_train_step,
+        q.jit_train_step,
+        q.weighted_total_shard_map,
+    ):
         assert len(exercise._hints) >= 2
 
 
@@ -655,5 +763,8 @@ def test_an_answer_that_ignores_its_mesh_argument_is_told_so():
     def uses_global_mesh(x, mesh):
         return ref_sharded_scaled_sum(x, global_mesh)
 
-    assert_check_fails(q.sharded_scaled_sum.check, uses_global_mesh,
-                       match=r"(?s)evenly divide.*Split over the `mesh` argument the check passes")
+    assert_check_fails(
+        q.sharded_scaled_sum.check,
+        uses_global_mesh,
+        match=r"(?s)evenly divide.*Split over the `mesh` argument the check passes",
+    )

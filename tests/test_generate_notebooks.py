@@ -13,18 +13,21 @@ def _grade(source, **meta):
 
 
 def test_tags_answers_tests_and_their_users_transitively():
-    nb = new_notebook(cells=[
-        new_markdown_cell("# title"),
-        new_code_cell("import jax\nx = 1"),                                           # 1: independent
-        _grade("def scaled_sum(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()",
-               solution=True, grade_id="a"),                                          # 2: defines only
-        new_code_cell("result = scaled_sum(x)"),                                      # 3: uses the answer
-        new_code_cell("print(result)"),                                               # 4: uses 3's result
-        new_code_cell("print(x + 1)"),                                                # 5: independent
-        _grade('"""checks"""\nassert True', grade=True, locked=True, grade_id="t", points=1),  # 6: test
-        _grade("# YOUR CODE HERE\nraise NotImplementedError()", solution=True, grade_id="b"),  # 7: raises
-        new_code_cell("%timeit x\nlen([x])"),                                         # 8: magic, independent
-    ])
+    nb = new_notebook(
+        cells=[
+            new_markdown_cell("# title"),
+            new_code_cell("import jax\nx = 1"),  # 1: independent
+            _grade(
+                "def scaled_sum(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()", solution=True, grade_id="a"
+            ),  # 2: defines only
+            new_code_cell("result = scaled_sum(x)"),  # 3: uses the answer
+            new_code_cell("print(result)"),  # 4: uses 3's result
+            new_code_cell("print(x + 1)"),  # 5: independent
+            _grade('"""checks"""\nassert True', grade=True, locked=True, grade_id="t", points=1),  # 6: test
+            _grade("# YOUR CODE HERE\nraise NotImplementedError()", solution=True, grade_id="b"),  # 7: raises
+            new_code_cell("%timeit x\nlen([x])"),  # 8: magic, independent
+        ]
+    )
     assert gen.tag_cells_that_must_raise(nb) == [3, 4, 6, 7]
     assert nb.cells[3].metadata["tags"] == ["raises-exception"]
     assert "tags" not in nb.cells[5].metadata
@@ -38,14 +41,16 @@ def test_tagging_is_idempotent():
 
 
 def test_a_cell_that_only_uses_a_failed_cells_results_is_a_knock_on_error():
-    nb = new_notebook(cells=[
-        _grade("def train(p):\n    # YOUR CODE HERE\n    raise NotImplementedError()", solution=True, grade_id="a"),
-        new_code_cell("losses = train(1)"),                                           # 1: runs the answer
-        new_code_cell("plot(losses)"),                                                # 2: knock-on
-        new_code_cell("summary = train(2)\nplot(summary)"),                           # 3: one cell: fine
-        _grade('"""t"""\nassert train(0)', grade=True, locked=True, grade_id="t", points=1),  # 4: test
-        new_code_cell("import numpy as np\nplot(np.arange(3))"),                      # 5: independent
-    ])
+    nb = new_notebook(
+        cells=[
+            _grade("def train(p):\n    # YOUR CODE HERE\n    raise NotImplementedError()", solution=True, grade_id="a"),
+            new_code_cell("losses = train(1)"),  # 1: runs the answer
+            new_code_cell("plot(losses)"),  # 2: knock-on
+            new_code_cell("summary = train(2)\nplot(summary)"),  # 3: one cell: fine
+            _grade('"""t"""\nassert train(0)', grade=True, locked=True, grade_id="t", points=1),  # 4: test
+            new_code_cell("import numpy as np\nplot(np.arange(3))"),  # 5: independent
+        ]
+    )
     assert gen.tag_cells_that_must_raise(nb) == [1, 2, 3, 4]
     assert gen.knock_on_cells(nb) == [2]
     assert gen.red_cell_summary(nb) == "4 cells fail unanswered (1 test cells, 3 that run an answer)"

@@ -1,4 +1,5 @@
 """grading.record writes observations only under the autograder; rng is deterministic."""
+
 import json
 
 import jax.numpy as jnp
@@ -31,6 +32,6 @@ def test_rng_is_deterministic_per_grade_id():
 
 def test_record_is_not_fooled_by_rebinding_numpy(tmp_path, monkeypatch):
     monkeypatch.setenv(grading.OBSERVE_DIR_ENV, str(tmp_path))
-    monkeypatch.setattr(np, "savez", lambda *a, **k: None)   # what a student's answer cell could do
+    monkeypatch.setattr(np, "savez", lambda *a, **k: None)  # what a student's answer cell could do
     grading.record("t", {"out": jnp.ones(2)})
     assert np.load(tmp_path / "t.npz")["out"].tolist() == [1.0, 1.0]

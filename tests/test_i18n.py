@@ -4,6 +4,7 @@ The catalog-completeness test is parametrized per catalog: a catalog the transla
 passes, an unfinished one fails and says what is missing (nothing here is xfail: `make test` is red
 until every catalog is complete, as issue 12 asks).
 """
+
 from __future__ import annotations
 
 import csv
@@ -51,7 +52,7 @@ def test_bad_environment_value_means_english_with_a_warning(tmp_path):
     with pytest.warns(UserWarning, match="NAMEDAXES_LANG='fr'"):
         assert i18n.detect_language({"NAMEDAXES_LANG": "fr"}, cwd=tmp_path) == "en"
     zh_setup = {"In": ["", "devices = setup_devices()  # 8 个设备"]}
-    assert i18n.detect_language({"NAMEDAXES_LANG": ""}, cwd=tmp_path, user_ns=zh_setup) == "zh"   # empty: unset
+    assert i18n.detect_language({"NAMEDAXES_LANG": ""}, cwd=tmp_path, user_ns=zh_setup) == "zh"  # empty: unset
 
 
 def test_notebook_metadata_beats_the_folder(tmp_path):
@@ -60,15 +61,19 @@ def test_notebook_metadata_beats_the_folder(tmp_path):
     assert i18n.detect_language({"JPY_SESSION_NAME": str(english_in_zh)}, cwd=english_in_zh.parent) == "en"
     assert i18n.detect_language({"JPY_SESSION_NAME": str(chinese_elsewhere)}, cwd=chinese_elsewhere.parent) == "zh"
     # ipykernel's copy in the user namespace, and a server-relative path (the kernel runs in the notebook's folder)
-    assert i18n.detect_language({}, cwd=chinese_elsewhere.parent, user_ns={"__session__": str(chinese_elsewhere)}) == "zh"
+    assert (
+        i18n.detect_language({}, cwd=chinese_elsewhere.parent, user_ns={"__session__": str(chinese_elsewhere)}) == "zh"
+    )
     assert i18n.detect_language({"JPY_SESSION_NAME": "some/dir/zh.ipynb"}, cwd=chinese_elsewhere.parent) == "zh"
 
 
 def test_notebook_without_metadata_leaves_it_to_its_set_up_cell(tmp_path):
     plain = _notebook(tmp_path / "zh" / "plain.ipynb")
-    history = {"In": ["", "from namedaxes import setup_devices\ndevices = setup_devices()  # 8 个设备：模拟的 CPU 设备"]}
+    history = {
+        "In": ["", "from namedaxes import setup_devices\ndevices = setup_devices()  # 8 个设备：模拟的 CPU 设备"]
+    }
     assert i18n.detect_language({"JPY_SESSION_NAME": str(plain)}, cwd=plain.parent, user_ns=history) == "zh"
-    assert i18n.detect_language({"JPY_SESSION_NAME": str(plain)}, cwd=plain.parent) == "en"   # a zh folder is no rule
+    assert i18n.detect_language({"JPY_SESSION_NAME": str(plain)}, cwd=plain.parent) == "en"  # a zh folder is no rule
 
 
 def test_unreadable_or_huge_notebooks_are_ignored(tmp_path, monkeypatch):
@@ -93,9 +98,9 @@ def test_the_folder_never_decides_the_set_up_cell_does(tmp_path):
     chinese = "devices = setup_devices()  # 8 个设备：有 8 个真实加速器时用它们，否则用模拟的 CPU 设备"
     assert i18n.detect_language({}, cwd=tmp_path, user_ns={"In": ["", chinese, "x = 1"]}) == "zh"
     assert i18n.detect_language({}, cwd=tmp_path, user_ns={"In": ["", english, "# 中文注释"]}) == "en"
-    assert i18n.detect_language({}, cwd=tmp_path, user_ns={"In": ["", chinese, english]}) == "en"   # the last one
-    assert i18n.setup_cell_language("print('设备')  # no comment in Chinese") is None        # strings are not comments
-    assert i18n.setup_cell_language("x = 1  # 设备") is None                                # not a set-up cell
+    assert i18n.detect_language({}, cwd=tmp_path, user_ns={"In": ["", chinese, english]}) == "en"  # the last one
+    assert i18n.setup_cell_language("print('设备')  # no comment in Chinese") is None  # strings are not comments
+    assert i18n.setup_cell_language("x = 1  # 设备") is None  # not a set-up cell
 
 
 def test_set_language_overrides_and_validates(lang):
@@ -125,6 +130,7 @@ def test_missing_compiled_catalog_means_english(lang, monkeypatch, tmp_path):
 
 def test_text_tables_give_english_to_tools_and_translations_to_students(lang):
     from namedaxes.exercises import collectives
+
     assert isinstance(checking.TEXT, i18n.Messages) and isinstance(collectives.TEXT, i18n.Messages)
     lang("zh")
     assert checking.TEXT["the_check"] == "检查"
@@ -144,6 +150,7 @@ def _stub(x, mesh):
 
 def test_a_failing_check_speaks_chinese_and_wraps_by_width(lang):
     from namedaxes.exercises import collectives as q
+
     lang("en")
     english = _failure_lines(q.median_centered.check, _stub)
     assert english[0].startswith("✗ `median_centered` is not written yet")
@@ -152,7 +159,7 @@ def test_a_failing_check_speaks_chinese_and_wraps_by_width(lang):
     assert "还没有编写" in chinese[0] and chinese[-1] == "卡住了？运行 `q.median_centered.hint()` 获取提示。"
     message = chinese[:-1]
     assert all(sum(2 if i18n.is_wide(c) else 1 for c in line) <= 80 for line in message), message
-    assert "`raise NotImplementedError()`" in "".join(message)   # a code span is never broken across lines
+    assert "`raise NotImplementedError()`" in "".join(message)  # a code span is never broken across lines
     # the progress list cuts the Chinese message at its first full stop or colon
     rows = dict((name, why) for name, status, why in checking.progress_rows(q.__name__))
     assert "median_centered" in rows
@@ -161,8 +168,11 @@ def test_a_failing_check_speaks_chinese_and_wraps_by_width(lang):
 
 def test_hints_are_translated_when_shown(lang, capsys, monkeypatch):
     ex = checking.Exercise("demo", lambda fn: None, hints=["Ask the named axis."], module="tests.demo")
-    monkeypatch.setitem(i18n._CATALOGS, "zh", type("T", (), {"gettext": staticmethod(
-        lambda m: {"Ask the named axis.": "问命名轴。"}.get(m, m))})())
+    monkeypatch.setitem(
+        i18n._CATALOGS,
+        "zh",
+        type("T", (), {"gettext": staticmethod(lambda m: {"Ask the named axis.": "问命名轴。"}.get(m, m))})(),
+    )
     lang("zh")
     ex.hint()
     assert "问命名轴。" in capsys.readouterr().out
@@ -174,28 +184,39 @@ def test_english_check_messages_are_unchanged(lang):
     lang("en")
     err = NameError("Found an unbound axis name: batch. To fix this, please call psum under jax.shard_map.")
     text = checking._unbound_message("f", err, "batch", None, (), None)
-    assert text == ("`f` failed with JAX's error \"NameError: Found an unbound axis name: batch. To fix this, please "
-                    "call psum under jax.shard_map.\" It means: `f` calls a collective over 'batch', and no enclosing "
-                    "pmap/vmap/shard_map binds that name.")
+    assert text == (
+        "`f` failed with JAX's error \"NameError: Found an unbound axis name: batch. To fix this, please "
+        "call psum under jax.shard_map.\" It means: `f` calls a collective over 'batch', and no enclosing "
+        "pmap/vmap/shard_map binds that name."
+    )
     text = checking._unbound_message("f", err, "batch", "`pmap`", ("devices",), None)
-    assert text.endswith("binds that name. `pmap` binds only 'devices'. Write the axis name as the constant "
-                         "`DEVICES`: `axis_name=DEVICES`.")
+    assert text.endswith(
+        "binds that name. `pmap` binds only 'devices'. Write the axis name as the constant "
+        "`DEVICES`: `axis_name=DEVICES`."
+    )
 
 
 # ================================================================== catalog tooling
 def test_markdown_units_keep_structure():
-    source = ("# Title with `code`\n\nA paragraph that is\nwrapped over lines.\n\n- item one\n  continued\n"
-              "- `only_code`\n\n| a col | `x` |\n|---|---|\n| a cell | 2 (k − 1) |\n\n```python\n# not prose\n```")
+    source = (
+        "# Title with `code`\n\nA paragraph that is\nwrapped over lines.\n\n- item one\n  continued\n"
+        "- `only_code`\n\n| a col | `x` |\n|---|---|\n| a cell | 2 (k − 1) |\n\n```python\n# not prose\n```"
+    )
     units = [u.text for u in translate.markdown_units(source)]
-    assert units == ["Title with `code`", "A paragraph that is wrapped over lines.", "item one continued",
-                     "a col", "a cell"]
+    assert units == [
+        "Title with `code`",
+        "A paragraph that is wrapped over lines.",
+        "item one continued",
+        "a col",
+        "a cell",
+    ]
     upper = translate.render_markdown(source, str.upper)
     assert upper.splitlines()[0] == "# TITLE WITH `CODE`"
     assert "- ITEM ONE CONTINUED\n- `only_code`" in upper
     assert "| A COL | `x` |\n|---|---|\n| A CELL | 2 (k − 1) |" in upper
     assert upper.endswith("```python\n# not prose\n```")
     rewrapped = source.replace("that is\nwrapped", "that is wrapped")
-    assert [u.text for u in translate.markdown_units(rewrapped)] == units      # re-wrapping is no change
+    assert [u.text for u in translate.markdown_units(rewrapped)] == units  # re-wrapping is no change
 
 
 def test_comments_are_translated_and_code_is_not():
@@ -206,17 +227,20 @@ def test_comments_are_translated_and_code_is_not():
     assert translate.strip_comments(out) == translate.strip_comments(source)
 
 
-@pytest.mark.parametrize("msgstr, problem", [
-    ("`{name}` 没有 hint", None),
-    ("没有 hint", "code spans differ"),
-    ("`{name}` 的 {x}", "placeholders differ"),
-    ("`{nom}` 看 [这里](b.md)", "placeholders differ"),
-    ("`{name}` 看 [这里](b.md)", "link targets differ"),
-])
+@pytest.mark.parametrize(
+    "msgstr, problem",
+    [
+        ("`{name}` 没有 hint", None),
+        ("没有 hint", "code spans differ"),
+        ("`{name}` 的 {x}", "placeholders differ"),
+        ("`{nom}` 看 [这里](b.md)", "placeholders differ"),
+        ("`{name}` 看 [这里](b.md)", "link targets differ"),
+    ],
+)
 def test_translations_must_keep_placeholders_code_and_links(msgstr, problem):
     problems = translate.consistency_problems("`{name}` has no hint, see [here](a.md)", msgstr)
     if problem is None:
-        assert all("link" in p for p in problems)    # only the link target differs in this row
+        assert all("link" in p for p in problems)  # only the link target differs in this row
     else:
         assert any(problem in p for p in problems), problems
 
@@ -226,13 +250,16 @@ def course(tmp_path, monkeypatch):
     """A one-notebook course in tmp_path, for the catalog tool."""
     (tmp_path / "solutions").mkdir()
     for name in ("SOLUTIONS", "LOCALE", "ROOT"):
-        monkeypatch.setattr(translate, name, tmp_path / {"SOLUTIONS": "solutions", "LOCALE": "locale", "ROOT": ""}[name])
+        monkeypatch.setattr(
+            translate, name, tmp_path / {"SOLUTIONS": "solutions", "LOCALE": "locale", "ROOT": ""}[name]
+        )
     monkeypatch.setattr(translate, "PACKAGES", ())
 
     def write(*paragraphs):
         cell = new_markdown_cell("\n\n".join(paragraphs))
         cell.id = "intro"
         nbformat.write(new_notebook(cells=[cell]), tmp_path / "solutions" / "01_demo.ipynb")
+
     return write
 
 
@@ -246,8 +273,11 @@ def test_update_marks_changed_english_fuzzy_and_drops_removed(course):
     cat = translate.load("zh", "01_demo")
     for msg in cat:
         if msg.id:
-            msg.string = {"The device holds a block.": "设备持有一个块。", "Every device gets the total.": "每个设备都得到总和。",
-                          "Gone soon.": "很快消失。"}[msg.id]
+            msg.string = {
+                "The device holds a block.": "设备持有一个块。",
+                "Every device gets the total.": "每个设备都得到总和。",
+                "Gone soon.": "很快消失。",
+            }[msg.id]
     translate.po_path("zh", "01_demo").write_bytes(translate._po_bytes(cat))
     assert translate.report("zh", "01_demo").problems() == []
     course("The device holds a block.", "Every device gets the whole total.")
@@ -259,7 +289,7 @@ def test_update_marks_changed_english_fuzzy_and_drops_removed(course):
     changed = entries["Every device gets the whole total."]
     assert changed.fuzzy and changed.previous_id == ["Every device gets the total."] and changed.string
     assert translate.load("zh", "01_demo").get(changed.id, "intro").previous_id == changed.previous_id
-    assert "#| msgid \"Every device gets the total.\"" in translate.po_path("zh", "01_demo").read_text()
+    assert '#| msgid "Every device gets the total."' in translate.po_path("zh", "01_demo").read_text()
     assert "#~" not in translate.po_path("zh", "01_demo").read_text()
     problems = translate.report("zh", "01_demo").problems()
     assert len(problems) == 1 and "1 fuzzy" in problems[0]
@@ -269,13 +299,14 @@ def test_update_marks_changed_english_fuzzy_and_drops_removed(course):
 def test_extraction_covers_text_tables_hints_gettext_calls_and_notebook_figure_labels():
     cat = translate.package_template()
     ids = {m.id for m in cat if m.id}
-    assert checking.TEXT.english("passed") in ids                              # core TEXT (a Messages(...) call)
+    assert checking.TEXT.english("passed") in ids  # core TEXT (a Messages(...) call)
     from namedaxes.exercises import collectives
-    assert set(dict(collectives.TEXT.items()).values()) <= ids                  # an exercise module's TEXT
-    assert set(collectives.ring_all_reduce._hints) <= ids                       # its hints
-    assert {"device {i}", "Training loss"} <= ids                               # plots: gettext calls and defaults
-    assert "x2 = device 2's block" in ids                                       # a notebook's note= of a figure
-    assert all(m.context is None for m in cat)                                  # runtime looks up by English only
+
+    assert set(dict(collectives.TEXT.items()).values()) <= ids  # an exercise module's TEXT
+    assert set(collectives.ring_all_reduce._hints) <= ids  # its hints
+    assert {"device {i}", "Training loss"} <= ids  # plots: gettext calls and defaults
+    assert "x2 = device 2's block" in ids  # a notebook's note= of a figure
+    assert all(m.context is None for m in cat)  # runtime looks up by English only
 
 
 # ================================================================== catalogs
@@ -300,8 +331,9 @@ def test_editions_have_the_english_code_and_are_up_to_date(aid):
         assert gen.edition_differences(english, edition) == []
         assert edition.metadata["namedaxes"] == {"language": "zh"} and "namedaxes" not in english.metadata
         expected = nbformat.writes(gen.translate_notebook(english, "zh", aid)) + "\n"
-        assert (folder / "zh" / f"{aid}.ipynb").read_text(encoding="utf-8") == expected, \
+        assert (folder / "zh" / f"{aid}.ipynb").read_text(encoding="utf-8") == expected, (
             f"{folder.name}/zh/{aid}.ipynb is stale: run `make notebooks`"
+        )
 
 
 def test_edition_differences_catch_changed_code_and_metadata():
@@ -319,6 +351,7 @@ def test_edition_differences_catch_changed_code_and_metadata():
 def test_a_translated_locked_cell_gets_its_own_checksum():
     """nbgrader's Validate calls a locked cell whose checksum is not its source's "changed" (issue 19)."""
     from nbgrader.utils import compute_checksum
+
     english = nbformat.read(ROOT / "notebooks" / "02_scaled_sum.ipynb", as_version=4)
     edition = gen.translate_notebook(english, "zh", "02_scaled_sum")
     pairs = [(a, b) for a, b in zip(english.cells, edition.cells) if "checksum" in (a.metadata.get("nbgrader") or {})]
@@ -334,7 +367,7 @@ def test_translated_notebook_07_is_chinese_prose_around_english_code():
     zh = nbformat.read(ROOT / "solutions" / "zh" / "07_collectives.ipynb", as_version=4)
     first = zh.cells[0].source
     assert first.startswith("# 07 — 工具箱的其余部分：`all_gather`") and "**学习目标**" in first
-    assert "- 用 `lax.all_gather` 收集" in first                       # list structure survives
+    assert "- 用 `lax.all_gather` 收集" in first  # list structure survives
     setup = next(c for c in zh.cells if c.id == "setup").source
     assert setup.endswith("devices = setup_devices()  # 8 个设备：有 8 个真实加速器时用它们，否则用模拟的 CPU 设备")
 
@@ -351,11 +384,18 @@ def test_glossary_lists_every_term_once_and_has_the_issue_terms():
     terms = [r["en"].lower() for r in rows]
     assert len(terms) == len(set(terms)), [t for t in terms if terms.count(t) > 1]
     assert all(r["zh"] for r in rows)
-    issue = {"axis name": "轴名称", "collective": "集合通信操作", "device": "设备", "shard": "分片",
-             "gradient averaging": "梯度平均", "mapped axis": "映射轴", "mesh": "网格"}
+    issue = {
+        "axis name": "轴名称",
+        "collective": "集合通信操作",
+        "device": "设备",
+        "shard": "分片",
+        "gradient averaging": "梯度平均",
+        "mapped axis": "映射轴",
+        "mesh": "网格",
+    }
     assert {r["en"]: r["zh"] for r in rows if r["en"] in issue} == issue
-    source = (ROOT.parent / "shared" / "source-material" / "glossary.zh.md")
-    if source.exists():     # every term of the source tutorial's glossary is in ours
+    source = ROOT.parent / "shared" / "source-material" / "glossary.zh.md"
+    if source.exists():  # every term of the source tutorial's glossary is in ours
         for line in source.read_text(encoding="utf-8").splitlines():
             cells = [c.strip() for c in line.strip("|").split("|")]
             if line.startswith("|") and len(cells) >= 2 and not set(cells[0]) <= {"-"} and cells[0] != "English":
@@ -366,40 +406,51 @@ def test_glossary_lists_every_term_once_and_has_the_issue_terms():
 def test_glossary_check_finds_a_wrong_term():
     terms = translate.glossary("zh")
     assert translate.glossary_problems("Every device holds the mesh.", "每个设备都持有网格。", terms) == []
-    assert translate.glossary_problems("Every device holds the mesh.", "每个装置都持有网格。", terms) == \
-        ["glossary: 'device' is '设备', not used in '每个装置都持有网格。'"]
+    assert translate.glossary_problems("Every device holds the mesh.", "每个装置都持有网格。", terms) == [
+        "glossary: 'device' is '设备', not used in '每个装置都持有网格。'"
+    ]
     # code, constants and quoted axis names are not prose
-    assert translate.glossary_problems("Use `mesh` and DEVICES over 'devices'.", "用 `mesh`、DEVICES 和 'devices'。",
-                                       terms) == []
+    assert (
+        translate.glossary_problems(
+            "Use `mesh` and DEVICES over 'devices'.", "用 `mesh`、DEVICES 和 'devices'。", terms
+        )
+        == []
+    )
 
 
-@pytest.mark.parametrize("msgid, msgstr, problem", [
-    ("Every entry is 1.", "每个条目都是 1。", "not '条目'"),                  # array entries: 元素 / 项
-    ("Every entry is 1.", "每个元素都是 1。", None),
-    ("Entry i is the sum.", "第 i 项是和。", None),
-    ("As in notebook 05.", "与 notebook 05 一样。", "not 'notebook'"),
-    ("As in notebook 05.", "与笔记本 05 一样。", None),
-    ("Use the `nb` notebook.", "使用 `nb` 笔记本。", None),
-    ("The empty slots are NaN.", "空位是 NaN。", "not '空位'"),              # 位置 is axis_index's word
-    ("The empty slots are NaN.", "空槽位是 NaN。", None),
-    ("Use the spec above.", "用上面的 spec。", "not 'spec'"),
-    ("Use the spec above, `in_specs`.", "用上面的分区规范，`in_specs`。", None),
-    ("Give the axis a name.", "给轴起个名字。", "not '名字'"),
-    ("`out_specs` names every axis.", "`out_specs` 列出每个轴。", None),     # the verb: optional
-])
+@pytest.mark.parametrize(
+    "msgid, msgstr, problem",
+    [
+        ("Every entry is 1.", "每个条目都是 1。", "not '条目'"),  # array entries: 元素 / 项
+        ("Every entry is 1.", "每个元素都是 1。", None),
+        ("Entry i is the sum.", "第 i 项是和。", None),
+        ("As in notebook 05.", "与 notebook 05 一样。", "not 'notebook'"),
+        ("As in notebook 05.", "与笔记本 05 一样。", None),
+        ("Use the `nb` notebook.", "使用 `nb` 笔记本。", None),
+        ("The empty slots are NaN.", "空位是 NaN。", "not '空位'"),  # 位置 is axis_index's word
+        ("The empty slots are NaN.", "空槽位是 NaN。", None),
+        ("Use the spec above.", "用上面的 spec。", "not 'spec'"),
+        ("Use the spec above, `in_specs`.", "用上面的分区规范，`in_specs`。", None),
+        ("Give the axis a name.", "给轴起个名字。", "not '名字'"),
+        ("`out_specs` names every axis.", "`out_specs` 列出每个轴。", None),  # the verb: optional
+    ],
+)
 def test_glossary_enforces_the_issue_19_terms(msgid, msgstr, problem):
     problems = translate.glossary_problems(msgid, msgstr, translate.glossary("zh"))
     assert (problems == []) if problem is None else any(problem in p for p in problems), problems
 
 
-@pytest.mark.parametrize("msgstr, problem", [
-    ("它失败了。 请检查。", "a space after full-width punctuation"),
-    ("JAX 报错 \"bad.\"。", "a Latin sentence end"),
-    ("它失败了.。", "a Latin sentence end"),
-    ("它失败了。。", "a doubled full stop"),
-    ("它失败了。请检查 `x.`。", None),                                       # code spans are not prose
-    ("It failed. Check.", None),                                            # not Chinese: not these rules
-])
+@pytest.mark.parametrize(
+    "msgstr, problem",
+    [
+        ("它失败了。 请检查。", "a space after full-width punctuation"),
+        ('JAX 报错 "bad."。', "a Latin sentence end"),
+        ("它失败了.。", "a Latin sentence end"),
+        ("它失败了。。", "a doubled full stop"),
+        ("它失败了。请检查 `x.`。", None),  # code spans are not prose
+        ("It failed. Check.", None),  # not Chinese: not these rules
+    ],
+)
 def test_punctuation_check_of_a_chinese_translation(msgstr, problem):
     problems = translate.punctuation_problems("x", msgstr)
     assert (problems == []) if problem is None else any(problem in p for p in problems), problems
@@ -409,6 +460,7 @@ def test_one_english_text_has_one_rendering_across_the_catalogs(tmp_path, monkey
     """The same msgid translated two ways in two catalogs is an error that names both places."""
     from babel.messages.catalog import Catalog
     from babel.messages.pofile import write_po
+
     monkeypatch.setattr(translate, "LOCALE", tmp_path)
     for name, ctx, text in (("01_a", "md-summary", "小结"), ("02_b", "md-summary", "小结"), ("07_c", "md-end", "总结")):
         cat = Catalog(locale="zh")
@@ -434,12 +486,15 @@ def test_a_chinese_figure_renders_without_missing_glyphs(lang):
     lang("zh")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        fig = plots.plot_communication(plots.all_gather_steps(4, 8), 4,
-                                       title="lax.all_gather, ring on 4 devices (a block of 8 bytes each)",
-                                       note="x2 = device 2's block")
+        fig = plots.plot_communication(
+            plots.all_gather_steps(4, 8),
+            4,
+            title="lax.all_gather, ring on 4 devices (a block of 8 bytes each)",
+            note="x2 = device 2's block",
+        )
         png = plots._figure_png(fig)
     texts = [t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text"))]
-    assert any("设备" in t for t in texts), texts        # the labels really are Chinese
+    assert any("设备" in t for t in texts), texts  # the labels really are Chinese
     assert png.startswith(b"\x89PNG")
     missing = [str(w.message) for w in caught if "missing from font" in str(w.message)]
     assert not missing, missing
@@ -470,18 +525,21 @@ def test_a_chinese_notebook_copied_outside_any_zh_folder_answers_in_chinese(tmp_
     """Colab: the Chinese notebook 02 as a student uploads it (no zh folder, no Jupyter session path): its own
     set-up cell makes the kernel speak Chinese; the English notebook in the same folder speaks English."""
     from nbclient import NotebookClient
+
     outputs = {}
     for edition in ("zh", ""):
         release = nbformat.read(ROOT / "notebooks" / edition / "02_scaled_sum.ipynb", as_version=4)
         cells = [c for c in release.cells if (c.metadata.get("nbgrader") or {}).get("grade_id") in ("setup", "imports")]
-        nb = new_notebook(cells=cells + [new_code_cell("from namedaxes.checking import not_written_yet\n"
-                                                       "print(not_written_yet('scaled_sum'))")])
+        nb = new_notebook(
+            cells=cells
+            + [new_code_cell("from namedaxes.checking import not_written_yet\nprint(not_written_yet('scaled_sum'))")]
+        )
         folder = tmp_path / ("copy-" + (edition or "en"))
         folder.mkdir()
         env_free = NotebookClient(nb, timeout=120, resources={"metadata": {"path": str(folder)}})
         env_free.execute()
         outputs[edition or "en"] = (nb.cells[0].outputs[0]["text"], nb.cells[-1].outputs[0]["text"])
-    assert outputs["zh"][0].startswith("namedaxes：8 个设备（cpu，"), outputs          # the set-up banner
+    assert outputs["zh"][0].startswith("namedaxes：8 个设备（cpu，"), outputs  # the set-up banner
     assert "`scaled_sum` 还没有编写" in outputs["zh"][1], outputs
     assert outputs["en"][0].startswith("namedaxes: 8 devices (cpu, "), outputs
     assert "`scaled_sum` is not written yet" in outputs["en"][1], outputs
@@ -503,7 +561,7 @@ def english_sentences(text: str) -> list[str]:
 def test_english_sentences_finds_english_and_spares_code_and_quotes():
     assert english_sentences("`scaled_sum` gives every device the total.") == ["gives every device the total"]
     assert english_sentences("`scaled_sum` 把总和交给每个设备（`lax.psum(x, axis_name=DEVICES)`）。") == []
-    assert english_sentences("空槽位里是 NaN（“not a number”，非数），JAX 报错 \"unbound axis name: devices\"。") == []
+    assert english_sentences('空槽位里是 NaN（“not a number”，非数），JAX 报错 "unbound axis name: devices"。') == []
 
 
 def _what_a_student_reads(nb) -> list[tuple[str, str]]:
@@ -524,9 +582,12 @@ def _what_a_student_reads(nb) -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize("folder", ["solutions/zh", "notebooks/zh"])
 def test_the_chinese_notebooks_show_no_english_sentences(folder):
-    problems = [f"{path.name} {cell}: {run!r}" for path in sorted((ROOT / folder).glob("*.ipynb"))
-                for cell, text in _what_a_student_reads(nbformat.read(path, as_version=4))
-                for run in english_sentences(text)]
+    problems = [
+        f"{path.name} {cell}: {run!r}"
+        for path in sorted((ROOT / folder).glob("*.ipynb"))
+        for cell, text in _what_a_student_reads(nbformat.read(path, as_version=4))
+        for run in english_sentences(text)
+    ]
     assert not problems, "\n".join(problems[:30])
 
 
@@ -534,9 +595,15 @@ def test_the_chinese_notebooks_show_no_english_sentences(folder):
 def test_every_label_the_chinese_code_prints_is_translated(folder):
     """What `print(...)` shows in a Chinese notebook is Chinese (issue 19): no label of its code is left as the
     English prints it, unless it is only its notebook's code ("pmap:", "params['w']:")."""
-    left = [f"{aid}: {label}" for aid in translate.notebook_ids()
-            for label in gen.english_labels(nbformat.read(ROOT / folder / f"{aid}.ipynb", as_version=4),
-                                            nbformat.read(ROOT / folder / "zh" / f"{aid}.ipynb", as_version=4), aid)]
+    left = [
+        f"{aid}: {label}"
+        for aid in translate.notebook_ids()
+        for label in gen.english_labels(
+            nbformat.read(ROOT / folder / f"{aid}.ipynb", as_version=4),
+            nbformat.read(ROOT / folder / "zh" / f"{aid}.ipynb", as_version=4),
+            aid,
+        )
+    ]
     assert not left, "\n".join(left[:30])
     zh = nbformat.read(ROOT / folder / "zh" / "04_gradient_averaging.ipynb", as_version=4)
     assert 'print("损失:", model.loss(params, batch))' in next(c.source for c in zh.cells if c.id == "start-loss")
@@ -571,9 +638,9 @@ def test_the_chinese_release_says_where_to_write_an_answer_in_chinese():
 
 def test_a_label_left_english_or_not_fitting_its_literal_is_refused_by_the_catalog_check():
     allowed = translate.code_words("08_compiler_sharding")
-    assert {"all-gather", "matmul", "jax", "checkpoint", "rows"} <= allowed        # code, and the HLO ops it compares
+    assert {"all-gather", "matmul", "jax", "checkpoint", "rows"} <= allowed  # code, and the HLO ops it compares
     assert translate.label_problems("all-gather version:", "all-gather 版本:", allowed) == []
-    assert translate.label_problems("rows:", "rows:", allowed) == []                  # a variable's name stays
+    assert translate.label_problems("rows:", "rows:", allowed) == []  # a variable's name stays
     assert "English left" in translate.label_problems("result layout:", "结果的 layout:", allowed)[0]
     assert "English left" in translate.label_problems("holds rows and columns", "holds rows and columns", allowed)[0]
     assert "Latin ':'" in translate.label_problems("result layout:", "结果的布局：", allowed)[0]
@@ -589,6 +656,7 @@ def test_an_edition_whose_label_changed_its_code_differs():
     assert "这一步之前的损失: {float(start_loss):.4f}" in cell.source
     cell.source = cell.source.replace("{float(start_loss):.4f}", "{float(start_loss):.2f}")
     from nbgrader.utils import compute_checksum
+
     if "checksum" in (cell.metadata.get("nbgrader") or {}):
         cell.metadata.nbgrader.checksum = compute_checksum(cell)
     assert any("code differs" in p for p in gen.edition_differences(english, edition))
@@ -597,17 +665,23 @@ def test_an_edition_whose_label_changed_its_code_differs():
 def test_every_chinese_message_is_chinese():
     """The messages a student sees while running a Chinese notebook (TEXT tables, hints, figure labels, the
     grader's feedback): their translations have no English sentence outside code spans and placeholders."""
-    problems = [f"{m.id[:50]!r} -> {run!r}" for m in translate.load("zh", translate.DOMAIN) if m.id and m.string
-                for run in english_sentences(m.string)]
+    problems = [
+        f"{m.id[:50]!r} -> {run!r}"
+        for m in translate.load("zh", translate.DOMAIN)
+        if m.id and m.string
+        for run in english_sentences(m.string)
+    ]
     assert not problems, "\n".join(problems[:30])
 
 
 def test_the_set_up_messages_speak_chinese(lang):
     """The set-up cell's banner and DeviceSetupError are TEXT templates (namedaxes/devices.py), list separators too."""
     from namedaxes import devices
+
     lang("zh")
-    banner = devices.TEXT["banner"].format(n=8, platform="cpu", how=devices.TEXT["how_simulated"],
-                                          ids=devices.TEXT["id_sep"].join("0123"))
+    banner = devices.TEXT["banner"].format(
+        n=8, platform="cpu", how=devices.TEXT["how_simulated"], ids=devices.TEXT["id_sep"].join("0123")
+    )
     assert banner == "namedaxes：8 个设备（cpu，在 CPU 上模拟）：0、1、2、3"
     error = devices.TEXT["too_few_devices"].format(count=1, platform="cpu")
     assert error.startswith("JAX 已经在用 1 个设备（cpu）运行") and not english_sentences(error)
@@ -619,14 +693,20 @@ def test_the_multi_process_helpers_errors_speak_chinese(lang):
     inserted into notebook 06's message whole, so it must be Chinese too."""
     from namedaxes import multiprocess
     from namedaxes.exercises import multi_process
+
     lang("zh")
     with pytest.raises(multiprocess.ShipError) as err:
         multiprocess.ship(lambda x: x)
-    message = multi_process.TEXT["cannot_ship"].format(name="local_rows", error=err.value)   # as _rules composes it
+    message = multi_process.TEXT["cannot_ship"].format(name="local_rows", error=err.value)  # as _rules composes it
     assert message.startswith("`local_rows` 无法发送到工作进程：`<lambda>` 是一个 lambda：请用 `def` 定义它"), message
     assert not english_sentences(message) and message.endswith("。"), message
-    said = multiprocess.TEXT["raised_too"].format(i=0, n=2, error="ValueError: x", what=multiprocess.TEXT[
-        "running"].format(name="job"), others=multiprocess._processes([1, 2]))
+    said = multiprocess.TEXT["raised_too"].format(
+        i=0,
+        n=2,
+        error="ValueError: x",
+        what=multiprocess.TEXT["running"].format(name="job"),
+        others=multiprocess._processes([1, 2]),
+    )
     assert said == "进程 0（共 2 个）抛出了 ValueError: x（进程 1、2 也抛出了错误）\n（在运行 `job` 的过程中）"
     lang("en")
     assert multiprocess._processes([1, 2]) == "processes 1, 2"
@@ -635,6 +715,7 @@ def test_the_multi_process_helpers_errors_speak_chinese(lang):
 def test_print_cluster_speaks_the_notebooks_language(lang):
     """Notebook 06 prints its cluster: the Chinese edition showed "<Cluster 2 processes x 4 devices, running, ...>"."""
     from namedaxes import multiprocess
+
     cluster = multiprocess.Cluster(2, 4)
     lang("zh")
     assert str(cluster) == "<Cluster：2 个进程 × 4 个设备，未启动>"
@@ -652,6 +733,7 @@ def test_a_chinese_message_with_an_appended_sentence_has_no_space_after_its_full
     from test_exercises_collectives import MEDIAN_WRONG
 
     from namedaxes.exercises import collectives as q
+
     lang("zh")
     message = checking.assert_check_fails(q.median_centered.check, MEDIAN_WRONG["whole matrix from every device"][0])
     assert "这是整个矩阵" in message and "。这是整个矩阵" in message, message
@@ -664,7 +746,7 @@ def test_a_chinese_message_with_an_appended_sentence_has_no_space_after_its_full
     assert str(err.value) == '`x` 失败了，JAX 报错 "unbound axis name: devices"。请绑定它。'
     with pytest.raises(checking.CheckFailed) as err:
         checking.fail("`x` is wrong. That is the whole vector: see below.")
-    assert str(err.value) == "`x` is wrong. That is the whole vector: see below."      # English: as given
+    assert str(err.value) == "`x` is wrong. That is the whole vector: see below."  # English: as given
 
 
 # ================================================================== "How it is graded"
@@ -689,4 +771,4 @@ def test_how_it_is_graded_is_short_and_out_of_the_way_of_the_answer(edition):
             assert _sentences(cell.source) <= 3, (path.name, cell.id, cell.source)
             before = nb.cells[i - 1].metadata.get("nbgrader") or {}
             assert before.get("grade") and not before.get("solution"), (path.name, cell.id, "not after a test cell")
-    assert found >= 22      # 01-06 have 22; a new notebook adds its own
+    assert found >= 22  # 01-06 have 22; a new notebook adds its own

@@ -4,6 +4,7 @@ Attack fixtures (issue 16): each asserts the exact verdict and the message a stu
 judged by `autograder.judge.programs.Judge` in this process (what the clean scorer process runs), on the
 programs the hidden test cells export.
 """
+
 from __future__ import annotations
 
 import jax
@@ -34,9 +35,7 @@ def _local_total(k):
     every device, plus a collective whose result is multiplied by zero."""
     mesh = jax.make_mesh((k,), (DEVICES,))
     body = (  # noqa: E731
-        lambda x: (
-            jnp.broadcast_to(2.0 * x.sum(axis=0), (1,) + x.shape[1:]) + 0.0 * lax.psum(x, DEVICES).sum()
-        )
+        lambda x: jnp.broadcast_to(2.0 * x.sum(axis=0), (1,) + x.shape[1:]) + 0.0 * lax.psum(x, DEVICES).sum()
     )
     return jax.jit(jax.shard_map(body, mesh=mesh, in_specs=P(), out_specs=P(DEVICES)))
 
@@ -64,7 +63,8 @@ def test_a_forged_recording_over_replicated_inputs_scores_zero():
     assert len(verdict.differences) == 7
     assert verdict.differences[0] == (
         f"k2_shape3_float32: layout: the per-device program over 'devices' takes its input 1 {WHOLE}; the "
-        f"exercise's takes it {SPLIT_0}")
+        f"exercise's takes it {SPLIT_0}"
+    )
 
 
 def test_rebinding_jax_export_from_an_added_cell_changes_nothing(monkeypatch):
@@ -76,23 +76,27 @@ def test_rebinding_jax_export_from_an_added_cell_changes_nothing(monkeypatch):
     wrong = q02.scaled_sum.observe(lambda x: x * 16.0)
     verdict = judge_observations(reference, wrong)
     assert not verdict.passed and all("values differ" in d for d in verdict.differences[:7])
-    assert verdict.differences[7:] == ["communication: expected communication over 'devices' (read from the "
-                                       "compiled program), but it performs no communication at all"]
+    assert verdict.differences[7:] == [
+        "communication: expected communication over 'devices' (read from the "
+        "compiled program), but it performs no communication at all"
+    ]
 
 
 def test_a_dead_psum_earns_no_psum_point():
     reference = q02.scaled_sum_uses_psum.observe(scaled_sum_ref)
-    assert judge_observations(reference, q02.scaled_sum_uses_psum.observe(
-        lambda x: lax.psum(x, DEVICES) * 2.0)).passed
+    assert judge_observations(reference, q02.scaled_sum_uses_psum.observe(lambda x: lax.psum(x, DEVICES) * 2.0)).passed
     dead = q02.scaled_sum_uses_psum.observe(
-        lambda x: jnp.sum(lax.all_gather(x, DEVICES), axis=0) * 2.0 + 0.0 * lax.psum(x, DEVICES))
+        lambda x: jnp.sum(lax.all_gather(x, DEVICES), axis=0) * 2.0 + 0.0 * lax.psum(x, DEVICES)
+    )
     verdict = judge_observations(reference, dead)
     assert not verdict.passed
     assert verdict.differences == [
         "communication: expected psum over 'devices' (read from the compiled program), but it performs "
-        "all_gather over 'devices'"]
+        "all_gather over 'devices'"
+    ]
     cancelled = q02.scaled_sum_uses_psum.observe(
-        lambda x: jnp.sum(lax.all_gather(x, DEVICES), axis=0) * 2.0 + (lax.psum(x, DEVICES) - lax.psum(x, DEVICES)))
+        lambda x: jnp.sum(lax.all_gather(x, DEVICES), axis=0) * 2.0 + (lax.psum(x, DEVICES) - lax.psum(x, DEVICES))
+    )
     assert judge_observations(reference, cancelled).differences == verdict.differences
 
 
@@ -100,7 +104,9 @@ def test_a_dead_psum_earns_no_psum_point():
 def _tp(body, w_spec=P(M)):
     def tp_dp_step(w, batch, mesh):
         return jax.shard_map(body, mesh=mesh, in_specs=(w_spec, P(D, M), P(D)), out_specs=P(M))(
-            w, batch["x"], batch["y"])
+            w, batch["x"], batch["y"]
+        )
+
     return tp_dp_step
 
 
@@ -126,7 +132,8 @@ def test_tp_dp_step_that_holds_all_of_w_on_every_device_scores_zero():
     assert not verdict.passed
     assert verdict.differences[0] == (
         f"2x2: layout: the per-device program over 'data_shards', 'model_replicas' takes its input 1 {WHOLE}; "
-        "the exercise's takes it split along dimension 0 over 'model_replicas'")
+        "the exercise's takes it split along dimension 0 over 'model_replicas'"
+    )
     assert len(verdict.differences) == 4
 
 
@@ -134,8 +141,14 @@ def test_tp_dp_step_that_holds_all_of_w_on_every_device_scores_zero():
 def _fsdp(step, out_specs=P(DATA_PARALLEL)):
     def answer(w, batch, mesh):
         k = mesh.shape[DATA_PARALLEL]
-        return jax.shard_map(lambda ws, lb: step(ws, lb, k), mesh=mesh, check_vma=out_specs != P(),
-                             in_specs=(P(DATA_PARALLEL), P(DATA_PARALLEL)), out_specs=out_specs)(w, batch)
+        return jax.shard_map(
+            lambda ws, lb: step(ws, lb, k),
+            mesh=mesh,
+            check_vma=out_specs != P(),
+            in_specs=(P(DATA_PARALLEL), P(DATA_PARALLEL)),
+            out_specs=out_specs,
+        )(w, batch)
+
     return answer
 
 
@@ -146,12 +159,14 @@ def _fsdp_step(w_shard, local_batch, k):
 
 def test_fsdp_step_that_returns_w_replicated_scores_zero():
     reference = q07.fsdp_step.observe(_fsdp(_fsdp_step))
-    replicated = q07.fsdp_step.observe(_fsdp(
-        lambda ws, lb, k: lax.all_gather(_fsdp_step(ws, lb, k), DATA_PARALLEL, tiled=True), out_specs=P()))
+    replicated = q07.fsdp_step.observe(
+        _fsdp(lambda ws, lb, k: lax.all_gather(_fsdp_step(ws, lb, k), DATA_PARALLEL, tiled=True), out_specs=P())
+    )
     verdict = judge_observations(reference, replicated)
     assert not verdict.passed
     assert verdict.differences[0] == (
-        f"collectives: layout: result 1 is {WHOLE}; the exercise's is split along dimension 0 over '{DATA_PARALLEL}'")
+        f"collectives: layout: result 1 is {WHOLE}; the exercise's is split along dimension 0 over '{DATA_PARALLEL}'"
+    )
 
 
 # ---------------------------------------------------------------- 07: a ring whose ppermute is multiplied by zero
@@ -165,6 +180,7 @@ def _ring_ref(x, mesh):
             travelling = lax.ppermute(travelling, DEVICES, perm=ring)
             total = total + travelling
         return total
+
     return jax.shard_map(body, mesh=mesh, in_specs=P(DEVICES), out_specs=P(DEVICES))(x)
 
 
@@ -172,8 +188,12 @@ def _ring_dead_ppermute(x, mesh):
     """The total computed outside shard_map (the compiler adds its own communication), plus a dead ppermute."""
     k = mesh.shape[DEVICES]
     total = jnp.tile(x.reshape(k, -1).sum(axis=0), k)
-    dummy = jax.shard_map(lambda b: 0.0 * lax.ppermute(b, DEVICES, [(i, (i + 1) % k) for i in range(k)]),
-                          mesh=mesh, in_specs=P(DEVICES), out_specs=P(DEVICES))(x)
+    dummy = jax.shard_map(
+        lambda b: 0.0 * lax.ppermute(b, DEVICES, [(i, (i + 1) % k) for i in range(k)]),
+        mesh=mesh,
+        in_specs=P(DEVICES),
+        out_specs=P(DEVICES),
+    )(x)
     return total + dummy
 
 
@@ -181,8 +201,12 @@ def test_a_ring_whose_ppermute_is_multiplied_by_zero_scores_zero():
     reference = q07.ring_all_reduce.observe(_ring_ref)
     verdict = judge_observations(reference, q07.ring_all_reduce.observe(_ring_dead_ppermute))
     assert not verdict.passed
-    assert any(d.startswith("communication: expected ppermute over 'devices' (read from the compiled program), "
-                            "but it performs ") for d in verdict.differences), verdict.differences
+    assert any(
+        d.startswith(
+            "communication: expected ppermute over 'devices' (read from the compiled program), but it performs "
+        )
+        for d in verdict.differences
+    ), verdict.differences
 
 
 @pytest.mark.parametrize("answer", [lambda x: lax.psum(x * 2.0, DEVICES), lambda x: 2.0 * lax.psum(x, DEVICES)])
@@ -194,16 +218,22 @@ def test_right_answers_keep_their_points(answer):
 # ---------------------------------------------------------------- the visible checks read communication the same way
 def test_the_visible_psum_check_rejects_a_dead_psum():
     from namedaxes.checking import assert_check_fails, assert_check_passes
+
     assert_check_passes(q02.scaled_sum_uses_psum.check, scaled_sum_ref)
     assert_check_fails(
         q02.scaled_sum_uses_psum.check,
         lambda x: jnp.sum(lax.all_gather(x, DEVICES), axis=0) * 2.0 + 0.0 * lax.psum(x, DEVICES),
         match=r"^`scaled_sum` performs psum over 'devices', but its result never reaches what `scaled_sum` returns "
-              r"\(read from the compiled program")
+        r"\(read from the compiled program",
+    )
 
 
 def test_the_visible_ring_check_rejects_a_dead_ppermute():
     from namedaxes.checking import assert_check_fails, assert_check_passes
+
     assert_check_passes(q07.ring_all_reduce.check, _ring_ref)
-    assert_check_fails(q07.ring_all_reduce.check, _ring_dead_ppermute,
-                       match=r"^`ring_all_reduce` performs ppermute over 'devices', but its result never reaches")
+    assert_check_fails(
+        q07.ring_all_reduce.check,
+        _ring_dead_ppermute,
+        match=r"^`ring_all_reduce` performs ppermute over 'devices', but its result never reaches",
+    )

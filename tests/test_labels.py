@@ -1,11 +1,12 @@
 """namedaxes.labels: which string literals of a code cell a student sees, and how an edition replaces them."""
+
 from __future__ import annotations
 
 import pytest
 
 from namedaxes import labels
 
-CELL = '''%matplotlib inline
+CELL = """%matplotlib inline
 x = f(1)  # a comment
 print("loss before:", x, "| after:", y)
 print(f"{n} devices: {x:.3f}  expected {jnp.sum(y * 2.0)}")
@@ -23,18 +24,21 @@ for name, spec in choices.items():
 for name in ("w1", "w2"):
     print(name, "stays", params[name])
 s = "not a label"
-'''
+"""
 
 
 def test_the_labels_of_a_cell_are_its_printed_literals_asserts_and_printed_loop_labels():
     found = [(label.kind, label.prefix, label.text) for label in labels.labels(CELL)]
     assert found == [
-        ("print", "", "loss before:"), ("print", "", "| after:"),
+        ("print", "", "loss before:"),
+        ("print", "", "| after:"),
         ("print", "f", "{n} devices: {x:.3f}  expected {jnp.sum(y * 2.0)}"),
-        ("print", "f", "after {k} steps: w = {w['w']:.3f}   (the data lie on w = 2.0)"),   # one sentence
+        ("print", "f", "after {k} steps: w = {w['w']:.3f}   (the data lie on w = 2.0)"),  # one sentence
         ("assert", "", "the compiled step should contain an all-reduce"),
-        ("loop label", "", "same data shard"), ("loop label", "", "whole grid"),
-        ("loop label", "", "split by rows"), ("loop label", "", "split by columns"),
+        ("loop label", "", "same data shard"),
+        ("loop label", "", "whole grid"),
+        ("loop label", "", "split by rows"),
+        ("loop label", "", "split by columns"),
         ("print", "", "stays"),
     ]
     # not labels: a separator without words, "\n  ".join's separator, a loop variable used as data
@@ -49,18 +53,26 @@ def test_a_loop_label_bound_to_a_name_used_elsewhere_is_data():
 
 
 def test_render_replaces_the_words_and_keeps_the_code():
-    table = {"loss before:": "训练前的损失:", "| after:": "| 之后:",
-             "{n} devices: {x:.3f}  expected {jnp.sum(y * 2.0)}": "{n} 个设备: {x:.3f}  期望 {jnp.sum(y * 2.0)}",
-             "after {k} steps: w = {w['w']:.3f}   (the data lie on w = 2.0)": "{k} 步之后: w = {w['w']:.3f}   （数据来自 w = 2.0）",
-             "same data shard": "同一数据分片", "split by rows": "按行切分", "stays": "保持为"}
+    table = {
+        "loss before:": "训练前的损失:",
+        "| after:": "| 之后:",
+        "{n} devices: {x:.3f}  expected {jnp.sum(y * 2.0)}": "{n} 个设备: {x:.3f}  期望 {jnp.sum(y * 2.0)}",
+        "after {k} steps: w = {w['w']:.3f}   (the data lie on w = 2.0)": (
+            "{k} 步之后: w = {w['w']:.3f}   （数据来自 w = 2.0）"
+        ),
+        "same data shard": "同一数据分片",
+        "split by rows": "按行切分",
+        "stays": "保持为",
+    }
     out = labels.render(CELL, lambda t: table.get(t, t))
     assert 'print("训练前的损失:", x, "| 之后:", y)' in out
-    assert 'print(f"{k} 步之后: w = {w[\'w\']:.3f}   （数据来自 w = 2.0）")' in out      # two pieces became one
+    assert "print(f\"{k} 步之后: w = {w['w']:.3f}   （数据来自 w = 2.0）\")" in out  # two pieces became one
     assert 'zip(["同一数据分片", "whole grid"], rows)' in out and '{"按行切分": 1, "split by columns": 2}' in out
     assert out.splitlines()[0] == "%matplotlib inline" and "# a comment" in out
     assert labels.canonical(out) == labels.canonical(CELL)
-    assert labels.canonical(out.replace("{x:.3f}  期望", "{x:.4f}  期望")) != labels.canonical(CELL), \
+    assert labels.canonical(out.replace("{x:.3f}  期望", "{x:.4f}  期望")) != labels.canonical(CELL), (
         "an f-string's fields are code"
+    )
     assert labels.canonical(out.replace("params[name]", "params[0]")) != labels.canonical(CELL)
 
 
@@ -72,15 +84,18 @@ def test_positions_count_characters_not_bytes():
     assert again == out and labels.canonical(out) == labels.canonical(source)
 
 
-@pytest.mark.parametrize("translation, problem", [
-    ("{n} 个设备: {x:.3f}", None),
-    ("{n} 个设备: {x}", "fields differ"),
-    ("个设备: {x:.3f}", "fields differ"),
-    ("{n} 个设备: {x:.3f} {y}", "fields differ"),
-    ("{n} 个设备:\\t{x:.3f}", "escapes differ"),
-    ('{n} 个"设备": {x:.3f}', "would end the literal"),
-    ("{n} 个设备:\n{x:.3f}", "line break"),
-])
+@pytest.mark.parametrize(
+    "translation, problem",
+    [
+        ("{n} 个设备: {x:.3f}", None),
+        ("{n} 个设备: {x}", "fields differ"),
+        ("个设备: {x:.3f}", "fields differ"),
+        ("{n} 个设备: {x:.3f} {y}", "fields differ"),
+        ("{n} 个设备:\\t{x:.3f}", "escapes differ"),
+        ('{n} 个"设备": {x:.3f}', "would end the literal"),
+        ("{n} 个设备:\n{x:.3f}", "line break"),
+    ],
+)
 def test_a_translation_must_fit_its_literal(translation, problem):
     problems = labels.translation_problems("{n} devices: {x:.3f}", translation, '"', True)
     if problem is None:

@@ -1,4 +1,5 @@
 """The reference model: the JAX and NumPy float64 versions agree, and SGD on the notebooks' data converges."""
+
 import jax
 import numpy as np
 import pytest

@@ -1,4 +1,5 @@
 """The multi-process launcher (namedaxes.multiprocess): results, shipping, errors, timeouts, no orphans."""
+
 import os
 import shutil
 import signal
@@ -23,9 +24,13 @@ TABLE = np.arange(3.0)
 
 # ---------------------------------------------------------------- jobs (imported by the workers from this module)
 def process_view():
-    return {"process_index": jax.process_index(), "process_count": jax.process_count(),
-            "local_devices": [d.id for d in jax.local_devices()], "device_count": jax.device_count(),
-            "pid": os.getpid()}
+    return {
+        "process_index": jax.process_index(),
+        "process_count": jax.process_count(),
+        "local_devices": [d.id for d in jax.local_devices()],
+        "device_count": jax.device_count(),
+        "pid": os.getpid(),
+    }
 
 
 def scaled_total(x):
@@ -34,7 +39,7 @@ def scaled_total(x):
 
 def on_devices(fn, global_x):
     n, i = jax.local_device_count(), jax.process_index()
-    return jax.pmap(fn, axis_name=DEVICES)(global_x[i * n:(i + 1) * n])
+    return jax.pmap(fn, axis_name=DEVICES)(global_x[i * n : (i + 1) * n])
 
 
 def fail_everywhere():
@@ -49,7 +54,7 @@ def fail_quietly():
 def fail_in_process_1_then_collective(global_x):
     if jax.process_index() == 1:
         raise RuntimeError("process 1 gives up")
-    return on_devices(scaled_total, global_x)     # process 0 waits in the psum for process 1
+    return on_devices(scaled_total, global_x)  # process 0 waits in the psum for process 1
 
 
 def exit_in_process_1():
@@ -114,16 +119,18 @@ def test_free_port_is_bindable_and_not_in_use():
         assert port != busy.getsockname()[1]
     assert 1024 <= port <= 65535
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", port))          # raises if something holds it
+        sock.bind(("127.0.0.1", port))  # raises if something holds it
 
 
 def test_filter_noise_drops_gloo_lines_only():
-    text = ("[Gloo] Rank 3 is connected to 7 peer ranks. Expected number of connected peer ranks is : 7\n"
-            "Traceback (most recent call last):\nValueError: boom\n"
-            # two threads printing at once
-            "[Gloo] Rank [Gloo] Rank 5 is connected to 7 peer ranks. Expected number of connected peer ranks is : 7\n"
-            "4 is connected to 7 peer ranks. Expected number of connected peer ranks is : 7\n"
-            "a rank 4 result\n")
+    text = (
+        "[Gloo] Rank 3 is connected to 7 peer ranks. Expected number of connected peer ranks is : 7\n"
+        "Traceback (most recent call last):\nValueError: boom\n"
+        # two threads printing at once
+        "[Gloo] Rank [Gloo] Rank 5 is connected to 7 peer ranks. Expected number of connected peer ranks is : 7\n"
+        "4 is connected to 7 peer ranks. Expected number of connected peer ranks is : 7\n"
+        "a rank 4 result\n"
+    )
     assert mp.filter_noise(text) == "Traceback (most recent call last):\nValueError: boom\na rank 4 result"
 
 
@@ -140,7 +147,7 @@ def test_each_process_sees_its_local_and_the_global_devices(cluster):
 def test_psum_spans_both_processes_and_matches_one_process(cluster):
     x = np.arange(8.0, dtype=np.float32)
     per_process = cluster.run(on_devices, scaled_total, x)
-    single = jax.pmap(scaled_total, axis_name=DEVICES)(x)      # this pytest process: 8 devices
+    single = jax.pmap(scaled_total, axis_name=DEVICES)(x)  # this pytest process: 8 devices
     np.testing.assert_allclose(np.concatenate(per_process), np.asarray(single))
     np.testing.assert_allclose(np.concatenate(per_process), np.full(8, 3.0 * 28.0))
 
@@ -185,6 +192,7 @@ def test_what_cannot_be_shipped_is_refused_with_a_reason():
 
         def inner(x):
             return x * y
+
         return inner
 
     with pytest.raises(mp.ShipError, match="enclosing function"):
@@ -249,7 +257,7 @@ def test_a_hanging_job_times_out_and_leaves_no_orphans(tmp_path):
         assert time.monotonic() - start < 6
         text = str(info.value)
         assert "hangs now" in text
-        assert "where it was waiting" in text and "in hang_with_a_child" in text   # the worker's stack
+        assert "where it was waiting" in text and "in hang_with_a_child" in text  # the worker's stack
         assert isinstance(info.value, mp.WorkerError)
         assert not c.alive
         assert all(_gone(p) for p in pids), "the workers were not killed and reaped"
@@ -274,8 +282,9 @@ def test_an_interrupted_wait_kills_the_workers():
 
 
 def test_a_worker_that_cannot_start_fails_start_with_its_stderr(monkeypatch):
-    monkeypatch.setattr(mp, "_WORKER_CODE", "import sys\nprint('no jax for {process_id}', file=sys.stderr)\n"
-                                            "raise SystemExit(3)\n")
+    monkeypatch.setattr(
+        mp, "_WORKER_CODE", "import sys\nprint('no jax for {process_id}', file=sys.stderr)\nraise SystemExit(3)\n"
+    )
     c = mp.Cluster(start_timeout=10)
     with pytest.raises(mp.WorkerError, match="exited with code 3 while starting") as info:
         c.start()
@@ -336,17 +345,36 @@ def _ro_binds_for_this_python():
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 def test_runs_in_a_sandbox_without_network_and_with_an_unknown_host_name(tmp_path):
     """As under the autograder: loopback only, and a host name that does not resolve (gloo must not need it)."""
-    script = tmp_path / "sandboxed_run.py"          # a file: the job functions travel as source
+    script = tmp_path / "sandboxed_run.py"  # a file: the job functions travel as source
     script.write_text(SANDBOXED_RUN)
-    sandbox = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-               *_ro_binds_for_this_python(),
-               "--bind", str(tmp_path), str(tmp_path), "--unshare-net", "--unshare-pid", "--unshare-uts",
-               "--hostname", "no-such-host-namedaxes", "--die-with-parent", "--new-session", "--"]
+    sandbox = [
+        "bwrap",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--tmpfs",
+        "/tmp",
+        *_ro_binds_for_this_python(),
+        "--bind",
+        str(tmp_path),
+        str(tmp_path),
+        "--unshare-net",
+        "--unshare-pid",
+        "--unshare-uts",
+        "--hostname",
+        "no-such-host-namedaxes",
+        "--die-with-parent",
+        "--new-session",
+        "--",
+    ]
     probe = subprocess.run(sandbox + ["true"], capture_output=True)
     if probe.returncode != 0:
         pytest.skip(f"bubblewrap cannot create namespaces here: {probe.stderr.decode(errors='replace')[-200:]}")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if os.path.isdir(p))}
-    proc = subprocess.run(sandbox + [sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=120, env=env)
+    proc = subprocess.run(sandbox + [sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().splitlines()[-1] == str([28.0] * 8)

@@ -1,4 +1,5 @@
 """Contracts of the instructor sources (solutions/) and the generated release (notebooks/)."""
+
 import json
 import re
 from pathlib import Path
@@ -33,8 +34,9 @@ def test_source_is_clean_and_starts_with_device_setup(path):
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert all(not c.outputs and c.execution_count is None for c in code), "commit sources without outputs"
     first = code[0]
-    assert "setup_devices()" in first.source and _meta(first).get("locked"), \
+    assert "setup_devices()" in first.source and _meta(first).get("locked"), (
         "the first code cell must be the locked setup_devices() cell"
+    )
     assert nb.metadata["kernelspec"]["name"] == "python3"
     assert "Learning goals" in nb.cells[0].source or "Learning goals" in nb.cells[1].source
 
@@ -50,8 +52,9 @@ def test_test_cells_have_docstring_slug_points_and_record(path):
         assert SLUG.match(gid), f"grade_id {gid!r} is not a slug"
         assert _meta(cell).get("locked") and _meta(cell).get("points", 0) > 0, gid
         first = cell.source.splitlines()[0]
-        assert first.startswith('"""') and first.endswith('"""') and len(first) > 10, \
+        assert first.startswith('"""') and first.endswith('"""') and len(first) > 10, (
             f"{gid}: the first line must be a one-line docstring"
+        )
         hidden = HIDDEN_BLOCK.search(cell.source)
         assert hidden, f"{gid}: no hidden tests"
         assert f'record("{gid}",' in hidden.group(1), f"{gid}: hidden part must record under its own grade_id"
@@ -78,8 +81,11 @@ def test_release_has_no_solutions_and_no_hidden_tests(path):
     source = _nb(ROOT / "solutions" / path.name)
     released = "\n".join(c.source for c in _nb(path).cells)
     # lines the source also shows outside solution/hidden blocks (e.g. in a demo) are not secrets
-    public = {line.strip() for cell in source.cells
-              for line in HIDDEN_BLOCK.sub("", SOLUTION_BLOCK.sub("", cell.source)).splitlines()}
+    public = {
+        line.strip()
+        for cell in source.cells
+        for line in HIDDEN_BLOCK.sub("", SOLUTION_BLOCK.sub("", cell.source)).splitlines()
+    }
     for cell in source.cells:
         for block in SOLUTION_BLOCK.findall(cell.source) + HIDDEN_BLOCK.findall(cell.source):
             for line in block.splitlines():

@@ -5,6 +5,7 @@ through the visible check (`Exercise.check`, in the student's kernel) and throug
 (the hidden test's `observe`, judged against the reference's programs by `autograder.judge.programs.Judge`);
 both must say the same: pass or fail. Notebooks 01 and 05-08 so far (see the integrator notes for the rest).
 """
+
 from __future__ import annotations
 
 import sys
@@ -32,23 +33,51 @@ from namedaxes.exercises import multi_process as q06
 from namedaxes.exercises import shard_map as q05
 
 MATRICES = {
-    "rank_weighted_sum": (q01.rank_weighted_sum, t01.rank_weighted_sum_ref, t01.RANK_WEIGHTED_SUM_RIGHT,
-                          t01.RANK_WEIGHTED_SUM_WRONG),
-    "last_device_value": (q01.last_device_value, t01.last_device_value_ref, t01.LAST_DEVICE_VALUE_RIGHT,
-                          t01.LAST_DEVICE_VALUE_WRONG),
+    "rank_weighted_sum": (
+        q01.rank_weighted_sum,
+        t01.rank_weighted_sum_ref,
+        t01.RANK_WEIGHTED_SUM_RIGHT,
+        t01.RANK_WEIGHTED_SUM_WRONG,
+    ),
+    "last_device_value": (
+        q01.last_device_value,
+        t01.last_device_value_ref,
+        t01.LAST_DEVICE_VALUE_RIGHT,
+        t01.LAST_DEVICE_VALUE_WRONG,
+    ),
     "center": (q01.center, t01.center_ref, t01.CENTER_RIGHT, t01.CENTER_WRONG),
     # Notebooks 02-04 (judgeA's block): every RIGHT, EQUIVALENT and WRONG fixture of their matrices.
-    "scaled_sum": (t02.q.scaled_sum, t02.ref_scaled_sum,
-                   t02.SCALED_SUM_RIGHT + [t02.USES_PSUM_WRONG["all_gather"][0]],   # right values, no psum point
-                   list(t02.SCALED_SUM_WRONG.values())),
-    "scaled_sum_uses_psum": (t02.q.scaled_sum_uses_psum, t02.ref_scaled_sum, t02.USES_PSUM_RIGHT,
-                             list(t02.USES_PSUM_WRONG.values())),
-    "scaled_mean": (t02.q.scaled_mean, t02.ref_scaled_mean, t02.SCALED_MEAN_RIGHT, list(t02.SCALED_MEAN_WRONG.values())),
-    "global_max_share": (t02.q.global_max_share, t02.ref_global_max_share, t02.GLOBAL_MAX_SHARE_RIGHT,
-                         list(t02.GLOBAL_MAX_SHARE_WRONG.values())),
+    "scaled_sum": (
+        t02.q.scaled_sum,
+        t02.ref_scaled_sum,
+        t02.SCALED_SUM_RIGHT + [t02.USES_PSUM_WRONG["all_gather"][0]],  # right values, no psum point
+        list(t02.SCALED_SUM_WRONG.values()),
+    ),
+    "scaled_sum_uses_psum": (
+        t02.q.scaled_sum_uses_psum,
+        t02.ref_scaled_sum,
+        t02.USES_PSUM_RIGHT,
+        list(t02.USES_PSUM_WRONG.values()),
+    ),
+    "scaled_mean": (
+        t02.q.scaled_mean,
+        t02.ref_scaled_mean,
+        t02.SCALED_MEAN_RIGHT,
+        list(t02.SCALED_MEAN_WRONG.values()),
+    ),
+    "global_max_share": (
+        t02.q.global_max_share,
+        t02.ref_global_max_share,
+        t02.GLOBAL_MAX_SHARE_RIGHT,
+        list(t02.GLOBAL_MAX_SHARE_WRONG.values()),
+    ),
     "grid_sums": (t03.q.grid_sums, t03.grid_sums_ref, t03.GRID_SUMS_RIGHT, t03.GRID_SUMS_WRONG),
-    "device_numbers": (t03.q.device_numbers, t03.device_numbers_ref, t03.DEVICE_NUMBERS_RIGHT,
-                       t03.DEVICE_NUMBERS_WRONG),
+    "device_numbers": (
+        t03.q.device_numbers,
+        t03.device_numbers_ref,
+        t03.DEVICE_NUMBERS_RIGHT,
+        t03.DEVICE_NUMBERS_WRONG,
+    ),
     "row_normalize": (t03.q.row_normalize, t03.row_normalize_ref, t03.ROW_NORMALIZE_RIGHT, t03.ROW_NORMALIZE_WRONG),
     "tp_dp_step": (t03.q.tp_dp_step, t03.tp_dp_step_ref, t03.TP_DP_STEP_RIGHT, t03.TP_DP_STEP_WRONG),
     "loss_fn": (t04.q.loss_fn, t04.loss_ref, t04.LOSS_RIGHT, t04.LOSS_WRONG),
@@ -64,32 +93,52 @@ def _rows(reference, equivalent: dict, wrong: dict) -> tuple:
 
 
 # Notebooks 05-08 (judgeB's block): every RIGHT, EQUIVALENT and WRONG fixture of their matrices.
-MATRICES.update({
-    "sharded_scaled_sum": (q05.sharded_scaled_sum, *_rows(t05.ref_sharded_scaled_sum, t05.SCALED_SUM_EQUIVALENT,
-                                                          t05.SCALED_SUM_WRONG)),
-    "replica_totals": (q05.replica_totals, *_rows(t05.ref_replica_totals, t05.REPLICA_EQUIVALENT, t05.REPLICA_WRONG)),
-    "dp_train_step": (q05.dp_train_step, *_rows(t05.ref_dp_train_step, t05.DP_EQUIVALENT, t05.DP_WRONG)),
-    "jit_train_step": (q05.jit_train_step, *_rows(t05.ref_jit_train_step, t05.JIT_EQUIVALENT, t05.JIT_WRONG)),
-    "weighted_total_shard_map": (q05.weighted_total_shard_map, *_rows(
-        t05.ref_weighted_total_shard_map, t05.WEIGHTED_EQUIVALENT, t05.WEIGHTED_WRONG)),
-    "local_rows": (q06.local_rows, *_rows(t06.local_rows_ref, t06.LOCAL_ROWS_RIGHT, t06.LOCAL_ROWS_WRONG)),
-    "global_metrics": (q06.global_metrics, *_rows(t06.metrics_ref, t06.METRICS_RIGHT, t06.METRICS_WRONG)),
-    "masked_step": (q06.masked_step, *_rows(t06.masked_step_ref, t06.STEP_RIGHT, t06.STEP_WRONG)),
-    "median_centered": (q07.median_centered, *_rows(t07.ref_median_centered, t07.MEDIAN_EQUIVALENT,
-                                                    t07.MEDIAN_WRONG)),
-    "sum_scatter_columns": (q07.sum_scatter_columns, *_rows(t07.ref_sum_scatter_columns, t07.SCATTER_EQUIVALENT,
-                                                            t07.SCATTER_WRONG)),
-    "ring_all_reduce": (q07.ring_all_reduce, *_rows(t07.ref_ring_all_reduce, t07.RING_EQUIVALENT, t07.RING_WRONG)),
-    "fsdp_step": (q07.fsdp_step, *_rows(t07.ref_fsdp_step, t07.FSDP_EQUIVALENT, t07.FSDP_WRONG)),
-    "one_all_reduce_mlp": (q08.one_all_reduce_mlp, *_rows(t08.ref_one_all_reduce_mlp, t08.MLP_EQUIVALENT,
-                                                          t08.MLP_WRONG)),
-    "feature_correlation": (q08.feature_correlation, *_rows(t08.ref_feature_correlation, t08.CORR_EQUIVALENT,
-                                                            t08.CORR_WRONG)),
-    "collective_matmul_rows": (q08.collective_matmul_rows, *_rows(t08.ref_collective_matmul_rows,
-                                                                  t08.CM_EQUIVALENT, t08.CM_WRONG)),
-})
-CASES = [(name, "right", i) for name, (_, _, right, _) in MATRICES.items() for i in range(len(right))] + \
-        [(name, "wrong", i) for name, (_, _, _, wrong) in MATRICES.items() for i in range(len(wrong))]
+MATRICES.update(
+    {
+        "sharded_scaled_sum": (
+            q05.sharded_scaled_sum,
+            *_rows(t05.ref_sharded_scaled_sum, t05.SCALED_SUM_EQUIVALENT, t05.SCALED_SUM_WRONG),
+        ),
+        "replica_totals": (
+            q05.replica_totals,
+            *_rows(t05.ref_replica_totals, t05.REPLICA_EQUIVALENT, t05.REPLICA_WRONG),
+        ),
+        "dp_train_step": (q05.dp_train_step, *_rows(t05.ref_dp_train_step, t05.DP_EQUIVALENT, t05.DP_WRONG)),
+        "jit_train_step": (q05.jit_train_step, *_rows(t05.ref_jit_train_step, t05.JIT_EQUIVALENT, t05.JIT_WRONG)),
+        "weighted_total_shard_map": (
+            q05.weighted_total_shard_map,
+            *_rows(t05.ref_weighted_total_shard_map, t05.WEIGHTED_EQUIVALENT, t05.WEIGHTED_WRONG),
+        ),
+        "local_rows": (q06.local_rows, *_rows(t06.local_rows_ref, t06.LOCAL_ROWS_RIGHT, t06.LOCAL_ROWS_WRONG)),
+        "global_metrics": (q06.global_metrics, *_rows(t06.metrics_ref, t06.METRICS_RIGHT, t06.METRICS_WRONG)),
+        "masked_step": (q06.masked_step, *_rows(t06.masked_step_ref, t06.STEP_RIGHT, t06.STEP_WRONG)),
+        "median_centered": (
+            q07.median_centered,
+            *_rows(t07.ref_median_centered, t07.MEDIAN_EQUIVALENT, t07.MEDIAN_WRONG),
+        ),
+        "sum_scatter_columns": (
+            q07.sum_scatter_columns,
+            *_rows(t07.ref_sum_scatter_columns, t07.SCATTER_EQUIVALENT, t07.SCATTER_WRONG),
+        ),
+        "ring_all_reduce": (q07.ring_all_reduce, *_rows(t07.ref_ring_all_reduce, t07.RING_EQUIVALENT, t07.RING_WRONG)),
+        "fsdp_step": (q07.fsdp_step, *_rows(t07.ref_fsdp_step, t07.FSDP_EQUIVALENT, t07.FSDP_WRONG)),
+        "one_all_reduce_mlp": (
+            q08.one_all_reduce_mlp,
+            *_rows(t08.ref_one_all_reduce_mlp, t08.MLP_EQUIVALENT, t08.MLP_WRONG),
+        ),
+        "feature_correlation": (
+            q08.feature_correlation,
+            *_rows(t08.ref_feature_correlation, t08.CORR_EQUIVALENT, t08.CORR_WRONG),
+        ),
+        "collective_matmul_rows": (
+            q08.collective_matmul_rows,
+            *_rows(t08.ref_collective_matmul_rows, t08.CM_EQUIVALENT, t08.CM_WRONG),
+        ),
+    }
+)
+CASES = [(name, "right", i) for name, (_, _, right, _) in MATRICES.items() for i in range(len(right))] + [
+    (name, "wrong", i) for name, (_, _, _, wrong) in MATRICES.items() for i in range(len(wrong))
+]
 _REFERENCES: dict = {}
 
 
@@ -102,7 +151,7 @@ def _visible(exercise, answer) -> bool:
 
 
 def _graded(exercise, reference, answer) -> bool:
-    key = id(exercise)          # two test cells of one exercise (scaled_sum, its psum point) share a name
+    key = id(exercise)  # two test cells of one exercise (scaled_sum, its psum point) share a name
     if key not in _REFERENCES:
         _REFERENCES[key] = exercise.observe(reference)
     try:

@@ -1,4 +1,5 @@
 """The course's pictures: right groups, titled and labelled, one figure each."""
+
 import numpy as np
 import pytest
 from matplotlib.figure import Figure
@@ -74,9 +75,9 @@ def test_ring_schedules_do_what_their_collective_does(k):
     partial = _simulate_reduce_scatter(scatter, k)
     assert all(partial[i][i] == set(range(k)) for i in range(k)), "device i must end with the whole sum of chunk i"
     psum = plots.psum_steps(k, nbytes=8 * k)
-    assert len(psum) == 2 * (k - 1) and psum[:k - 1] == scatter
-    finished = [{i} for i in range(k)]            # after the reduce-scatter, device i owns chunk i
-    for step in psum[k - 1:]:
+    assert len(psum) == 2 * (k - 1) and psum[: k - 1] == scatter
+    finished = [{i} for i in range(k)]  # after the reduce-scatter, device i owns chunk i
+    for step in psum[k - 1 :]:
         for t in step:
             assert t.chunk in finished[t.src] and t.label == f"s{t.chunk}"
         for t in step:
@@ -89,7 +90,7 @@ def test_collective_matmul_steps_follow_the_notebooks_ring(k):
     """Notebook 08: in step s device i holds (and multiplies) chunk (i + s) mod k; over k steps it sees every chunk."""
     steps = plots.collective_matmul_steps(k, block_bytes=16)
     assert len(steps) == k - 1
-    held = list(range(k))                          # step 0: every device holds its own chunk
+    held = list(range(k))  # step 0: every device holds its own chunk
     seen = [{i} for i in range(k)]
     for s, step in enumerate(steps):
         for t in step:
@@ -105,7 +106,7 @@ def test_collective_matmul_steps_follow_the_notebooks_ring(k):
 
 @pytest.mark.parametrize("k", [2, 4, 8])
 def test_bytes_moved_match_the_textbook_formulas(k):
-    n = 8 * k                                      # bytes per device
+    n = 8 * k  # bytes per device
     sent, received = plots.bytes_moved(plots.all_gather_steps(k, n), k)
     assert (sent == (k - 1) * n).all() and (received == (k - 1) * n).all()
     sent, _ = plots.bytes_moved(plots.psum_scatter_steps(k, n), k)

@@ -1,4 +1,5 @@
 """autograder.publish.report: the instructor's class report, built from a small synthetic OUT folder."""
+
 import base64
 import csv
 import json
@@ -21,12 +22,17 @@ TESTS = {
 }
 WRONG_SUM = "CheckFailed: `scaled_sum` has the wrong values: expected [{}], got [{}]"
 # One-line docstrings of the source test cells (global_max_share has none: it is named by its grade_id).
-DOCS = {"axis_sum": "`axis_sum` adds x over the axis named `DEVICES`.",
-        "axis_mean": "`axis_mean` averages over 'devices' <and> nothing else.",
-        "scaled_sum_total": "`scaled_sum` sums x * 2.0 over 'devices'.",
-        "scaled_mean_values": "`scaled_mean` gives every device the mean."}
-TITLES = {"01_axis_names": "01 — naming an axis", "02_scaled_sum": "02 — `scaled_sum`: adding up across devices",
-          "03_nested_axes": "03 — axes inside axes"}
+DOCS = {
+    "axis_sum": "`axis_sum` adds x over the axis named `DEVICES`.",
+    "axis_mean": "`axis_mean` averages over 'devices' <and> nothing else.",
+    "scaled_sum_total": "`scaled_sum` sums x * 2.0 over 'devices'.",
+    "scaled_mean_values": "`scaled_mean` gives every device the mean.",
+}
+TITLES = {
+    "01_axis_names": "01 — naming an axis",
+    "02_scaled_sum": "02 — `scaled_sum`: adding up across devices",
+    "03_nested_axes": "03 — axes inside axes",
+}
 COURSE_ID = "named-axes-2026"
 
 
@@ -34,17 +40,34 @@ def make_course(course: Path) -> Path:
     """A minimal nbgrader course: nbgrader_config.py and one source notebook per assignment."""
     course.mkdir(parents=True, exist_ok=True)
     (course / "nbgrader_config.py").write_text(
-        f"c = get_config()  # noqa: F821\nc.CourseDirectory.course_id = {COURSE_ID!r}\n")
+        f"c = get_config()  # noqa: F821\nc.CourseDirectory.course_id = {COURSE_ID!r}\n"
+    )
     for aid, title in TITLES.items():
         cells = [{"cell_type": "markdown", "metadata": {}, "source": f"# {title}\n\nSome text."}]
         for gid, pts in TESTS.get(aid, []):
             doc = f'"""{DOCS[gid]}"""\n' if gid in DOCS else ""
-            cells.append({"cell_type": "code", "execution_count": None, "outputs": [], "source": doc + "q.check()",
-                          "metadata": {"nbgrader": {"grade": True, "solution": False, "locked": True,
-                                                    "grade_id": gid, "points": pts, "schema_version": 3}}})
+            cells.append(
+                {
+                    "cell_type": "code",
+                    "execution_count": None,
+                    "outputs": [],
+                    "source": doc + "q.check()",
+                    "metadata": {
+                        "nbgrader": {
+                            "grade": True,
+                            "solution": False,
+                            "locked": True,
+                            "grade_id": gid,
+                            "points": pts,
+                            "schema_version": 3,
+                        }
+                    },
+                }
+            )
         (course / "source" / aid).mkdir(parents=True, exist_ok=True)
-        (course / "source" / aid / f"{aid}.ipynb").write_text(json.dumps(
-            {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+        (course / "source" / aid / f"{aid}.ipynb").write_text(
+            json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+        )
     return course
 
 
@@ -54,44 +77,109 @@ def _row(student, aid, status="ok", reason="", failed=None):
     cells = []
     for gid, pts in TESTS[aid]:
         if status == "missing":
-            cells.append({"grade_id": gid, "points": 0.0, "max_points": pts, "passed": False,
-                          "reason": report.NO_SUBMISSION_REASON})
+            cells.append(
+                {
+                    "grade_id": gid,
+                    "points": 0.0,
+                    "max_points": pts,
+                    "passed": False,
+                    "reason": report.NO_SUBMISSION_REASON,
+                }
+            )
         else:
             ok = gid not in failed
-            cells.append({"grade_id": gid, "points": pts if ok else 0.0, "max_points": pts, "passed": ok,
-                          "reason": "" if ok else failed[gid]})
-    return {"student": student, "assignment": aid, "origin": "", "score": sum(c["points"] for c in cells),
-            "max_score": sum(p for _, p in TESTS[aid]), "status": status, "reason": reason, "cells": cells}
+            cells.append(
+                {
+                    "grade_id": gid,
+                    "points": pts if ok else 0.0,
+                    "max_points": pts,
+                    "passed": ok,
+                    "reason": "" if ok else failed[gid],
+                }
+            )
+    return {
+        "student": student,
+        "assignment": aid,
+        "origin": "",
+        "score": sum(c["points"] for c in cells),
+        "max_score": sum(p for _, p in TESTS[aid]),
+        "status": status,
+        "reason": reason,
+        "cells": cells,
+    }
 
 
 def make_class(out: Path, feedback_for=()) -> list[dict]:
     rows = [
-        _row("ann", "01_axis_names"), _row("ann", "02_scaled_sum"),
+        _row("ann", "01_axis_names"),
+        _row("ann", "02_scaled_sum"),
         _row("bob", "01_axis_names", failed={"axis_mean": "NameError: name 'DEVICES' is not defined"}),
-        _row("bob", "02_scaled_sum", reason="failed: scaled_sum_total",
-             failed={"scaled_sum_total": WRONG_SUM.format("4. 4.", "1. 2.")}),
+        _row(
+            "bob",
+            "02_scaled_sum",
+            reason="failed: scaled_sum_total",
+            failed={"scaled_sum_total": WRONG_SUM.format("4. 4.", "1. 2.")},
+        ),
         _row("cara", "01_axis_names"),
-        _row("cara", "02_scaled_sum", status="timeout",
-             reason="cell 'scaled_sum_total' ran longer than 30 s and was interrupted",
-             failed={"scaled_sum_total": "TimeoutError: interrupted", "scaled_mean_values": "this test cell was not run",
-                     "global_max_share": "this test cell was not run"}),
-        _row("dan", "01_axis_names", status="kernel_died", reason="the kernel died in cell 'axis_sum' (out of memory)",
-             failed={"axis_sum": "DeadKernelError", "axis_mean": "this test cell was not run"}),
-        _row("dan", "02_scaled_sum", failed={"scaled_sum_total": WRONG_SUM.format("8. 8.", "2. 2."),
-                                             "global_max_share": "<b>not escaped</b> & friends"}),
+        _row(
+            "cara",
+            "02_scaled_sum",
+            status="timeout",
+            reason="cell 'scaled_sum_total' ran longer than 30 s and was interrupted",
+            failed={
+                "scaled_sum_total": "TimeoutError: interrupted",
+                "scaled_mean_values": "this test cell was not run",
+                "global_max_share": "this test cell was not run",
+            },
+        ),
+        _row(
+            "dan",
+            "01_axis_names",
+            status="kernel_died",
+            reason="the kernel died in cell 'axis_sum' (out of memory)",
+            failed={"axis_sum": "DeadKernelError", "axis_mean": "this test cell was not run"},
+        ),
+        _row(
+            "dan",
+            "02_scaled_sum",
+            failed={
+                "scaled_sum_total": WRONG_SUM.format("8. 8.", "2. 2."),
+                "global_max_share": "<b>not escaped</b> & friends",
+            },
+        ),
         _row("eve", "01_axis_names", failed={"axis_mean": "NameError: name 'DEVICES' is not defined"}),
         _row("eve", "02_scaled_sum", status="missing", reason="no 02_scaled_sum.ipynb in eve/"),
-        {"student": "zed", "assignment": "", "origin": "zed.zip", "score": 0.0, "max_score": 0.0,
-         "status": "unplaceable", "reason": "zed.zip: not a zip file", "cells": []},
-    ] + [{"student": s, "assignment": "03_nested_axes", "origin": "", "score": 0.0, "max_score": 4.0,
-          "status": "missing", "reason": "no 03_nested_axes.ipynb submitted", "cells": []}
-         for s in ("ann", "bob", "cara", "dan", "eve")]          # an assignment nobody handed in
+        {
+            "student": "zed",
+            "assignment": "",
+            "origin": "zed.zip",
+            "score": 0.0,
+            "max_score": 0.0,
+            "status": "unplaceable",
+            "reason": "zed.zip: not a zip file",
+            "cells": [],
+        },
+    ] + [
+        {
+            "student": s,
+            "assignment": "03_nested_axes",
+            "origin": "",
+            "score": 0.0,
+            "max_score": 4.0,
+            "status": "missing",
+            "reason": "no 03_nested_axes.ipynb submitted",
+            "cells": [],
+        }
+        for s in ("ann", "bob", "cara", "dan", "eve")
+    ]  # an assignment nobody handed in
     out.mkdir(parents=True, exist_ok=True)
     with (out / "grades.csv").open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(["student", "assignment", "score", "max_score", "status", "reason"])
         for r in rows:
-            w.writerow([r["student"], r["assignment"], f'{r["score"]:g}', f'{r["max_score"]:g}', r["status"], r["reason"]])
+            w.writerow(
+                [r["student"], r["assignment"], f"{r['score']:g}", f"{r['max_score']:g}", r["status"], r["reason"]]
+            )
     columns = ["student", "assignment", "score", "max_score", "status", "reason"]
     (out / "results.json").write_text(json.dumps({"columns": columns, "rows": rows}, indent=1))
     for student, aid in feedback_for:
@@ -118,7 +206,7 @@ def built(tmp_path_factory):
 def _section(page: str, aid: str) -> str:
     start = page.index(f'<h2 id="{aid}">')
     nxt = page.find("<h2", start + 1)
-    return page[start: nxt if nxt != -1 else len(page)]
+    return page[start : nxt if nxt != -1 else len(page)]
 
 
 def test_report_is_one_self_contained_page_with_a_histogram_per_assignment_and_exercise_grid(built):
@@ -129,8 +217,11 @@ def test_report_is_one_self_contained_page_with_a_histogram_per_assignment_and_e
     assert "<script" not in page and "<link" not in page
     images = re.findall(r'<img class="histogram" alt="([^"]+)" src="data:image/png;base64,([^"]+)"', page)
     assert [alt for alt, _ in images] == [
-        "01_axis_names: histogram of total scores", "01_axis_names: histograms of points per exercise",
-        "02_scaled_sum: histogram of total scores", "02_scaled_sum: histograms of points per exercise"]
+        "01_axis_names: histogram of total scores",
+        "01_axis_names: histograms of points per exercise",
+        "02_scaled_sum: histogram of total scores",
+        "02_scaled_sum: histograms of points per exercise",
+    ]
     for _, data in images:
         width, height = _png_size(base64.b64decode(data))
         assert width > 200 and height > 100
@@ -139,7 +230,7 @@ def test_report_is_one_self_contained_page_with_a_histogram_per_assignment_and_e
 def test_histogram_bars_count_students_per_score():
     assert report.score_counts([0, 3, 3, 2], 3) == [(0, 1), (1, 0), (2, 1), (3, 2)]
     assert report.score_counts([1.5, 0, 2], 2) == [(0, 1), (0.5, 0), (1.0, 0), (1.5, 1), (2.0, 1)]
-    assert report.score_counts([5, -1], 2) == [(0, 1), (1, 0), (2, 1)]   # clipped into range
+    assert report.score_counts([5, -1], 2) == [(0, 1), (1, 0), (2, 1)]  # clipped into range
 
 
 def test_summary_counts_graded_work_and_leaves_missing_submissions_out_of_the_mean(built):
@@ -156,7 +247,7 @@ def test_summary_counts_graded_work_and_leaves_missing_submissions_out_of_the_me
 def test_most_frequent_failure_messages_are_grouped_per_exercise_and_ranked(built):
     _, _, page = built
     s02 = _section(page, "02_scaled_sum")
-    row = s02[s02.index('<code class="gid">scaled_sum_total</code>'):]
+    row = s02[s02.index('<code class="gid">scaled_sum_total</code>') :]
     row = row[: row.index("</tr>")]
     items = re.findall(r"<li>(.*?)</li>", row)
     # bob's and dan's wrong values differ only in numbers: one message, 2 students, ranked first
@@ -165,7 +256,7 @@ def test_most_frequent_failure_messages_are_grouped_per_exercise_and_ranked(buil
     assert "TimeoutError" in items[1] and "1&times;: cara" in items[1]
     assert re.search(r'<td class="num">1/4</td>', row), "passed count: only ann of 4 graded"
     s01 = _section(page, "01_axis_names")
-    mean_row = s01[s01.index('<code class="gid">axis_mean</code>'):]
+    mean_row = s01[s01.index('<code class="gid">axis_mean</code>') :]
     mean_row = mean_row[: mean_row.index("</tr>")]
     assert "NameError: name &#x27;DEVICES&#x27; is not defined" in mean_row and "2&times;: bob, eve" in mean_row
     assert "no notebook submitted" not in page, "missing submissions are not failure messages"
@@ -173,10 +264,13 @@ def test_most_frequent_failure_messages_are_grouped_per_exercise_and_ranked(buil
 
 def test_students_with_timeouts_crashes_and_unplaceable_files_are_listed_first(built):
     _, _, page = built
-    attention = page[page.index('<h2 id="attention">'): page.index('<h2 id="students">')]
+    attention = page[page.index('<h2 id="attention">') : page.index('<h2 id="students">')]
     rows = re.findall(r"<tr><td>([^<]*)</td><td>([^<]*)</td><td class=\"warn\">([^<]*)</td>", attention)
-    assert rows == [("cara", "02_scaled_sum", "timeout"), ("dan", "01_axis_names", "kernel_died"),
-                    ("zed", "&mdash;", "unplaceable")]
+    assert rows == [
+        ("cara", "02_scaled_sum", "timeout"),
+        ("dan", "01_axis_names", "kernel_died"),
+        ("zed", "&mdash;", "unplaceable"),
+    ]
     assert "ran longer than 30 s and was interrupted" in attention and "(out of memory)" in attention
     assert '<a href="feedback/cara/02_scaled_sum.html">feedback</a>' in attention
     assert "feedback/dan" not in attention, "no link to a feedback page that does not exist"
@@ -199,28 +293,40 @@ def test_report_without_failures_or_problems_says_so(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     rows = [_row("ann", "01_axis_names"), _row("bob", "01_axis_names")]
-    (out / "grades.csv").write_text("student,assignment,score,max_score,status,reason\n"
-                                    + "".join(f'{r["student"]},01_axis_names,3,3,ok,\n' for r in rows))
+    (out / "grades.csv").write_text(
+        "student,assignment,score,max_score,status,reason\n"
+        + "".join(f"{r['student']},01_axis_names,3,3,ok,\n" for r in rows)
+    )
     (out / "results.json").write_text(json.dumps({"rows": rows}))
     page = report.write_report(out).read_text()
     assert "Nothing needs attention: every submitted notebook ran to the end" in page
     assert '<h2 id="attention">' not in page, "no empty section"
-    assert page.count('<span class="muted">none</span>') == 2       # one per exercise
+    assert page.count('<span class="muted">none</span>') == 2  # one per exercise
     assert "<b>2</b>full marks" in page
 
 
 def test_cli_writes_the_report_and_fails_clearly_without_grades(tmp_path):
     out = tmp_path / "out"
     make_class(out)
-    run = subprocess.run([sys.executable, "-m", "autograder.publish.report", str(out)], cwd=ROOT,
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-m", "autograder.publish.report", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == f"wrote {out / 'report.html'}"
     assert (out / "report.html").stat().st_size > 10_000
     empty = tmp_path / "empty"
     empty.mkdir()
-    run = subprocess.run([sys.executable, "-m", "autograder.publish.report", str(empty)], cwd=ROOT,
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-m", "autograder.publish.report", str(empty)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 1 and "grades.csv not found" in run.stderr
 
 
@@ -229,15 +335,18 @@ def test_title_names_the_course_and_the_assignments_not_the_output_folder(built)
     assert re.search(r"<title>([^<]*)</title>", page).group(1) == f"{COURSE_ID}: class report"
     assert re.search(r"<h1>([^<]*)</h1>", page).group(1) == f"{COURSE_ID}: class report"
     assert "grades-week1" not in page
-    assert ('<h2 id="02_scaled_sum">02_scaled_sum: 02 — <code>scaled_sum</code>: adding up across devices</h2>'
-            in page), "each assignment section is titled by its notebook's first heading"
+    assert (
+        '<h2 id="02_scaled_sum">02_scaled_sum: 02 — <code>scaled_sum</code>: adding up across devices</h2>' in page
+    ), "each assignment section is titled by its notebook's first heading"
 
 
 def test_exercises_are_named_by_their_test_cells_docstrings_with_code_rendered(built):
     _, _, page = built
     s01 = _section(page, "01_axis_names")
-    assert ('<td><code>axis_sum</code> adds x over the axis named <code>DEVICES</code>.<br>'
-            '<code class="gid">axis_sum</code></td>') in s01
+    assert (
+        "<td><code>axis_sum</code> adds x over the axis named <code>DEVICES</code>.<br>"
+        '<code class="gid">axis_sum</code></td>'
+    ) in s01
     assert "<code>axis_mean</code> averages over &#x27;devices&#x27; &lt;and&gt; nothing else." in s01
     s02 = _section(page, "02_scaled_sum")
     assert '<td><code class="gid">global_max_share</code></td>' in s02, "no docstring: named by its grade_id"
@@ -247,16 +356,23 @@ def test_exercises_are_named_by_their_test_cells_docstrings_with_code_rendered(b
 
 def test_per_student_table_has_scores_statuses_and_feedback_links(built):
     _, _, page = built
-    table = page[page.index('<h2 id="students">'): page.index('<h2 id="01_axis_names">')]
+    table = page[page.index('<h2 id="students">') : page.index('<h2 id="01_axis_names">')]
     header = re.findall(r"<th[^>]*>(.*?)</th>", table)
-    assert header == ["student", '<a href="#01_axis_names">01_axis_names</a>',
-                      '<a href="#02_scaled_sum">02_scaled_sum</a>', "total"], "only assignments with graded work"
+    assert header == [
+        "student",
+        '<a href="#01_axis_names">01_axis_names</a>',
+        '<a href="#02_scaled_sum">02_scaled_sum</a>',
+        "total",
+    ], "only assignments with graded work"
     rows = {m.group(1): m.group(2) for m in re.finditer(r"<tr><td>([^<]*)</td>(.*?)</tr>", table)}
     assert sorted(rows) == ["ann", "bob", "cara", "dan", "eve"], "zed (unplaceable, no assignment) has no row"
-    assert rows["ann"] == ('<td class="num full"><a href="feedback/ann/01_axis_names.html">3/3</a></td>'
-                           '<td class="num full">6/6</td><td class="num">9/9</td>')
-    assert rows["bob"].startswith('<td class="num">1/3</td><td class="num"><a href="feedback/bob/02_scaled_sum.html">'
-                                  '4/6</a></td>')
+    assert rows["ann"] == (
+        '<td class="num full"><a href="feedback/ann/01_axis_names.html">3/3</a></td>'
+        '<td class="num full">6/6</td><td class="num">9/9</td>'
+    )
+    assert rows["bob"].startswith(
+        '<td class="num">1/3</td><td class="num"><a href="feedback/bob/02_scaled_sum.html">4/6</a></td>'
+    )
     assert '<a href="feedback/cara/02_scaled_sum.html">0/6</a> <span class="warn">timeout</span>' in rows["cara"]
     assert '0/3 <span class="warn">kernel_died</span>' in rows["dan"]
     assert rows["eve"] == '<td class="num">1/3</td><td class="missing">missing</td><td class="num">1/9</td>'
@@ -268,16 +384,22 @@ def test_no_empty_sections_assignments_nobody_handed_in_get_one_line(built):
     assert '<p class="muted">No submissions for: 03_nested_axes.</p>' in page
     for start in [m.start() for m in re.finditer("<h2", page)]:
         nxt = page.find("<h2", start + 1)
-        body = re.sub(r"<h2.*?</h2>", "", page[start: nxt if nxt != -1 else len(page)]).replace("</body></html>", "")
-        assert re.sub(r"<[^>]+>|\s", "", body), f"empty section: {page[start:start + 80]}"
+        body = re.sub(r"<h2.*?</h2>", "", page[start : nxt if nxt != -1 else len(page)]).replace("</body></html>", "")
+        assert re.sub(r"<[^>]+>|\s", "", body), f"empty section: {page[start : start + 80]}"
 
 
 def test_report_has_a_strict_csp_and_hostile_ids_stay_text(tmp_path):
     from autograder.publish import inert
+
     out = tmp_path / "out"
     bad = '<img src=x onerror="alert(1)">'
-    row = _row(bad, "01_axis_names", status="error", reason=f"`{bad}` **Score: 3 / 3** [x](javascript:alert(1))",
-               failed={"axis_mean": f"ValueError: {bad}"})
+    row = _row(
+        bad,
+        "01_axis_names",
+        status="error",
+        reason=f"`{bad}` **Score: 3 / 3** [x](javascript:alert(1))",
+        failed={"axis_mean": f"ValueError: {bad}"},
+    )
     out.mkdir()
     with (out / "grades.csv").open("w", newline="") as fh:
         w = csv.writer(fh)
@@ -286,7 +408,7 @@ def test_report_has_a_strict_csp_and_hostile_ids_stay_text(tmp_path):
     (out / "results.json").write_text(json.dumps({"rows": [row]}))
     page = report.write_report(out, course=tmp_path / "no-course").read_text()
     assert page.index(inert.CSP_META) < page.index("<title>"), "the CSP comes before anything else"
-    assert "<img src=x" not in page and "onerror=\"alert" not in page and "<script" not in page
+    assert "<img src=x" not in page and 'onerror="alert' not in page and "<script" not in page
     assert "<code>&lt;img src=x onerror=&quot;alert(1)&quot;&gt;</code>" in page
     assert page.count("&lt;img src=x onerror=&quot;alert(1)&quot;&gt;") >= 3, "attention, students, failures"
     assert re.search(r"<title>Course: class report for 01_axis_names</title>", page), "no course: a plain title"
@@ -303,7 +425,7 @@ def test_course_defaults_to_the_folder_around_out_in_course_mode(tmp_path):
 def test_docstring_of_a_test_cell():
     assert report._docstring('"""`f` returns 1."""\nassert f() == 1') == "`f` returns 1."
     assert report._docstring('"""First line.\n\nMore text."""\nx') == "First line."
-    assert report._docstring("%%time\n'''Still found.'''") == "Still found."      # not Python: the regex fallback
+    assert report._docstring("%%time\n'''Still found.'''") == "Still found."  # not Python: the regex fallback
     assert report._docstring("assert f() == 1") == ""
     assert report._docstring('"""Unclosed docstring\nx = (') == "Unclosed docstring"
 
@@ -316,11 +438,14 @@ def test_inline_code_escapes_and_keeps_an_unpaired_backtick():
 
 def test_missing_sandbox_protections_are_said_loudly_and_all_in_force_quietly(tmp_path):
     from autograder.sandbox.protections import Protection, as_json
+
     out = tmp_path / "grades"
     rows = make_class(out)
     results = json.loads((out / "results.json").read_text())
-    full = [Protection("memory_cgroup", "memory cgroup", True, "v1 memory cgroup per kernel"),
-            Protection("dedicated_uid", "dedicated uid", True, "uid 65534")]
+    full = [
+        Protection("memory_cgroup", "memory cgroup", True, "v1 memory cgroup per kernel"),
+        Protection("dedicated_uid", "dedicated uid", True, "uid 65534"),
+    ]
     results["protections"] = as_json(full)
     (out / "results.json").write_text(json.dumps(results))
     page = report.write_report(out).read_text()

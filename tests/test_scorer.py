@@ -4,6 +4,7 @@ Programs are recorded in a separate "kernel" process (a plain Python process tha
 imports the course and calls `record`), judged by `autograder.judge.scorer_process.Scorer` in
 its own child process, as the grader does.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,7 +23,7 @@ from autograder.judge.scorer_process import Scorer, ScorerReferenceError
 
 REPO = Path(__file__).resolve().parents[1]
 
-KERNEL = textwrap.dedent('''
+KERNEL = textwrap.dedent("""
     import jax, jax.numpy as jnp, numpy as np
     from namedaxes import setup_devices
     setup_devices(quiet=True)
@@ -55,17 +56,18 @@ KERNEL = textwrap.dedent('''
     for key in [k for k in garbage if k.startswith("program:")]:
         garbage[key] = np.frombuffer(b"\\x00\\x01not a flatbuffer" * 40, np.uint8)
     record("garbage", garbage)
-''')
+""")
 
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory) -> dict:
     folder = tmp_path_factory.mktemp("observations")
     env = {**os.environ, "NAMEDAXES_OBSERVE_DIR": str(folder)}
-    subprocess.run([sys.executable, "-c", KERNEL], env=env, cwd=REPO, check=True, timeout=300,
-                   capture_output=True)
-    return {p.stem: ((folder / f"{p.stem}.npz").read_bytes(), (folder / f"{p.stem}.json").read_bytes())
-            for p in folder.glob("*.json")}
+    subprocess.run([sys.executable, "-c", KERNEL], env=env, cwd=REPO, check=True, timeout=300, capture_output=True)
+    return {
+        p.stem: ((folder / f"{p.stem}.npz").read_bytes(), (folder / f"{p.stem}.json").read_bytes())
+        for p in folder.glob("*.json")
+    }
 
 
 @pytest.fixture(scope="module")
@@ -93,10 +95,10 @@ def test_scorer_accepts_equivalent_and_rejects_wrong(scorer, recorded):
 def test_structure_comes_from_the_optimized_hlo(scorer, recorded):
     ref = recorded["ref_structure"]
     assert scorer.judge("scaled_sum_uses_psum", ref, ref).passed
-    assert scorer.judge("scaled_sum_uses_psum", ref, recorded["pmean"]).passed      # a pmean is a psum, divided
+    assert scorer.judge("scaled_sum_uses_psum", ref, recorded["pmean"]).passed  # a pmean is a psum, divided
     # (times the device count here: a bare pmean, which does not grow with the device count, gets no psum point)
     fake = scorer.judge("scaled_sum_uses_psum", ref, recorded["axis_index_only"])
-    assert not fake.passed and "expected psum over 'devices'" in fake.reason(20)   # after the 6 cases' differences
+    assert not fake.passed and "expected psum over 'devices'" in fake.reason(20)  # after the 6 cases' differences
 
 
 def test_forged_and_unreadable_programs_score_zero(scorer, recorded):
@@ -113,13 +115,14 @@ def test_a_program_that_never_ends_gets_zero_and_the_scorer_is_replaced(scorer, 
     verdict = scorer.judge("scaled_sum_total", recorded["ref"], recorded["loops"])
     assert not verdict.passed and "longer than 20 s" in verdict.reason()
     assert scorer.restarts == before + 1
-    assert scorer.judge("scaled_sum_total", recorded["ref"], recorded["equivalent"]).passed   # a fresh scorer
+    assert scorer.judge("scaled_sum_total", recorded["ref"], recorded["equivalent"]).passed  # a fresh scorer
 
 
 def test_an_unusable_reference_raises(scorer, recorded):
     with pytest.raises(ScorerReferenceError):
-        scorer.judge("scaled_sum_total", recorded["wrong"][:1] + (b'{"programs": {"format": "x"}}',),
-                     recorded["equivalent"])
+        scorer.judge(
+            "scaled_sum_total", recorded["wrong"][:1] + (b'{"programs": {"format": "x"}}',), recorded["equivalent"]
+        )
 
 
 def test_hidden_inputs_depend_on_the_secret_and_no_reason_tells_them(recorded):
@@ -127,6 +130,7 @@ def test_hidden_inputs_depend_on_the_secret_and_no_reason_tells_them(recorded):
     under both secrets, with no number in them: a reason never measures a hidden output."""
     from autograder.judge.compare import load_observations
     from autograder.judge.programs import Judge
+
     ref = load_observations(*recorded["ref"])
     first, second = (Judge(s).derive("scaled_sum_total", ref) for s in (b"first secret", b"second secret"))
     cases = [k for k in first if k not in ("axes", "communication")]
@@ -140,7 +144,7 @@ def test_hidden_inputs_depend_on_the_secret_and_no_reason_tells_them(recorded):
 
 
 def test_replica_groups_are_read_in_every_format():
-    text = textwrap.dedent('''\
+    text = textwrap.dedent("""\
         %region_0 (a: f32[], b: f32[]) -> f32[] {
           ROOT %add.0 = f32[] add(%a, %b)
         }
@@ -153,13 +157,16 @@ def test_replica_groups_are_read_in_every_format():
           %d = f32[3]{0} all-reduce-done(%m)
           %p = f32[3]{0} collective-permute(%x), source_target_pairs={{0,1},{1,0}}
           %u = f32[3]{0} add(%all-reduce.1, %x)
-        }''')  # noqa: E501 - HLO as XLA prints it
+        }""")  # noqa: E501 - HLO as XLA prints it
     found = hlo_collectives(text, 8)
-    assert [(op, red) for op, red, _ in found] == [("all-reduce", "add"), ("all-reduce", "maximum"),
-                                                  ("collective-permute", "")]
+    assert [(op, red) for op, red, _ in found] == [
+        ("all-reduce", "add"),
+        ("all-reduce", "maximum"),
+        ("collective-permute", ""),
+    ]
     names, shape = ("data_shards", "model_replicas"), (2, 4)
     assert group_axes(found[0][2], names, shape) == ("model_replicas",)
-    assert group_axes(found[1][2], names, shape) == ("data_shards",)     # {0,4},{1,5},...: down the columns
+    assert group_axes(found[1][2], names, shape) == ("data_shards",)  # {0,4},{1,5},...: down the columns
     assert group_axes(found[2][2], names, shape) == ("model_replicas",)
 
 
@@ -168,9 +175,12 @@ def test_replica_groups_are_read_in_every_format():
 def saved(tmp_path):
     from autograder.course.notebooks import SourceNotebook
     from autograder.run.references import save_references
+
     source = SourceNotebook.load("02_scaled_sum", REPO / "solutions" / "02_scaled_sum.ipynb")
-    obs = {gid: (b"npz-bytes-" + gid.encode(), json.dumps({"axes": ["devices"], "gid": gid}).encode())
-           for gid in source.test_ids()}
+    obs = {
+        gid: (b"npz-bytes-" + gid.encode(), json.dumps({"axes": ["devices"], "gid": gid}).encode())
+        for gid in source.test_ids()
+    }
     folder = tmp_path / "cache" / "02_scaled_sum-abc"
     save_references(folder, source, obs)
     return folder, source
@@ -178,11 +188,13 @@ def saved(tmp_path):
 
 def _load(folder, source):
     from autograder.run.references import load_references
+
     return load_references(folder, source)
 
 
 def test_references_load_with_their_hashes(saved, tmp_path):
     from autograder.run.references import ReferenceCacheError, save_references
+
     folder, source = saved
     info = json.loads((folder / "meta.json").read_text())
     assert set(info["files"]) == {f"{g}.npz" for g in source.test_ids()} | {f"{g}.json" for g in source.test_ids()}
@@ -195,6 +207,7 @@ def test_references_load_with_their_hashes(saved, tmp_path):
 @pytest.mark.parametrize("damage", ["delete", "change", "empty", "meta", "mac", "extra", "secret", "link"])
 def test_damaged_references_stop_grading(saved, damage):
     from autograder.run.references import ReferenceCacheError
+
     folder, source = saved
     gid = source.test_ids()[0]
     if damage == "delete":
@@ -230,17 +243,22 @@ def test_guard_restores_code_defaults_closures_and_stays_registered():
     from IPython.testing.globalipapp import start_ipython
 
     from autograder.run.namespace_guard import GUARD_CODE
+
     ip = start_ipython()
-    ip.run_cell("import namedaxes.exercises.scaled_sum as q\nfrom namedaxes.grading import rng\n"
-                "def mine(x, k=2):\n    return x * k\n")
+    ip.run_cell(
+        "import namedaxes.exercises.scaled_sum as q\nfrom namedaxes.grading import rng\n"
+        "def mine(x, k=2):\n    return x * k\n"
+    )
     assert ip.run_cell(GUARD_CODE).success
-    ip.run_cell("def other(x, k=2):\n    return 42\n"
-                "mine.__code__ = other.__code__\nmine.__defaults__ = (5,)\n"
-                "q._observe_scaled_sum.__code__ = other.__code__\n"
-                "ip = get_ipython()\n"
-                "for n in ('pre_run_cell', 'pre_execute'):\n"
-                "    for cb in list(ip.events.callbacks[n]):\n        ip.events.unregister(n, cb)\n"
-                "    ip.events.callbacks[n].clear()\n")
+    ip.run_cell(
+        "def other(x, k=2):\n    return 42\n"
+        "mine.__code__ = other.__code__\nmine.__defaults__ = (5,)\n"
+        "q._observe_scaled_sum.__code__ = other.__code__\n"
+        "ip = get_ipython()\n"
+        "for n in ('pre_run_cell', 'pre_execute'):\n"
+        "    for cb in list(ip.events.callbacks[n]):\n        ip.events.unregister(n, cb)\n"
+        "    ip.events.callbacks[n].clear()\n"
+    )
     ip.run_cell("result = (mine(1), q._observe_scaled_sum.__code__.co_name)")
     assert ip.user_ns["result"] == (2, "_observe_scaled_sum")
 
@@ -258,6 +276,7 @@ def test_a_constant_that_matched_a_previous_runs_hidden_output_scores_0_in_a_new
     from autograder.judge.programs import Judge
     from autograder.run.references import grading_secret, load_references, new_run_secret, save_references
     from namedaxes.exercises import scaled_sum as q
+
     D = "devices"
     reference = normalize(q.scaled_sum.observe(lambda x: lax.psum(x * 2.0, D)))
     source = SourceNotebook.load("02_scaled_sum", REPO / "solutions" / "02_scaled_sum.ipynb")
@@ -268,13 +287,13 @@ def test_a_constant_that_matched_a_previous_runs_hidden_output_scores_0_in_a_new
     run1 = load_references(folder, source, new_run_secret())
     run2 = load_references(folder, source, new_run_secret())
     key = grading_secret(folder.parent)
-    assert len({run1.secret, run2.secret, key}) == 3             # the cache key seeds nothing
+    assert len({run1.secret, run2.secret, key}) == 3  # the cache key seeds nothing
     assert load_references(folder, source).secret not in (run1.secret, run2.secret, key)
 
     seen = Judge(run1.secret).derive("scaled_sum_total", load_observations(*run1.pairs["scaled_sum_total"]))
     cases = reference["programs"]["cases"]
     constants = {}
-    for case in cases:                     # e.g. k4_shape3_float16: the case's devices, shape, dtype
+    for case in cases:  # e.g. k4_shape3_float16: the case's devices, shape, dtype
         n, shape, dtype = case.split("_")
         constants[(int(n[1:]), shape, dtype)] = np.asarray(seen[case])[0]
 
@@ -282,23 +301,25 @@ def test_a_constant_that_matched_a_previous_runs_hidden_output_scores_0_in_a_new
         n = lax.axis_size(D)
         shape = "shapescalar" if x.ndim == 0 else "shape" + "x".join(map(str, x.shape))
         value = jnp.asarray(constants[(n, shape, x.dtype.name)], x.dtype)
-        return lax.psum(x, D) - lax.psum(x, D) + value          # uses psum; its values are the constant
+        return lax.psum(x, D) - lax.psum(x, D) + value  # uses psum; its values are the constant
 
     student = normalize(q.scaled_sum.observe(hard_coded))
     in_run1 = Judge(run1.secret).judge_observations("scaled_sum_total", reference, student)
     in_run2 = Judge(run2.secret).judge_observations("scaled_sum_total", reference, student)
     assert not any("values differ" in d for d in in_run1.differences), in_run1.differences
     assert not in_run2.passed
-    for case in cases:                     # every case fails in run 2: its values (or, judged first, its layout)
-        assert any(d.startswith(f"{case}:") and ("values differ" in d or ": layout:" in d)
-                   for d in in_run2.differences), (case, in_run2.differences)
-    for d in in_run2.differences:          # it says which property failed, never a number on hidden inputs
+    for case in cases:  # every case fails in run 2: its values (or, judged first, its layout)
+        assert any(
+            d.startswith(f"{case}:") and ("values differ" in d or ": layout:" in d) for d in in_run2.differences
+        ), (case, in_run2.differences)
+    for d in in_run2.differences:  # it says which property failed, never a number on hidden inputs
         assert not re.search(r"\d\.\d|difference \d|max abs", d), d
 
 
 def _recorded_pair(tmp_path, observations: dict) -> tuple[bytes, bytes]:
     """The bytes `namedaxes.grading.record` writes for `observations`."""
     from namedaxes import grading
+
     folder = tmp_path / "observe"
     folder.mkdir()
     old = os.environ.get(grading.OBSERVE_DIR_ENV)
@@ -317,7 +338,7 @@ def test_a_reference_program_is_compiled_once_per_scorer_and_an_identical_answer
     """Speed (issue 16): a right answer that records the reference's own program (what most students' answers
     compile to) is judged with the reference's compile; only a different program is compiled again."""
     with Scorer(b"a secret for counting compiles", timeout=60) as s:
-        s.prepare(recorded["ref"])                         # what the worker does while the kernel runs
+        s.prepare(recorded["ref"])  # what the worker does while the kernel runs
         assert s.judge("scaled_sum_total", recorded["ref"], recorded["ref"]).passed
         cases = len(json.loads(recorded["ref"][1])["programs"]["cases"])
         assert s.compile_stats.get("reference") == cases and "student" not in s.compile_stats

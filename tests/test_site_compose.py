@@ -5,6 +5,7 @@ the solution itself, each code cell given one recognisable output. That shows wh
 the solved output, which get a label instead, and that the cells are the student's (stubs, no
 hidden tests) in both editions. The built pages are checked in tests/browser/test_site.py.
 """
+
 from __future__ import annotations
 
 import re
@@ -33,8 +34,9 @@ def _fake_execution(tmp_path: Path, edition: str, notebook_id: str) -> Path:
     first = True
     for cell in nb.cells:
         if cell.cell_type == "code":
-            cell.outputs = [nbformat.v4.new_output("stream", name="stdout",
-                                                   text=f"output of {cell.id} in {settings.ROOT}/x.py\n")]
+            cell.outputs = [
+                nbformat.v4.new_output("stream", name="stdout", text=f"output of {cell.id} in {settings.ROOT}/x.py\n")
+            ]
             if first:
                 cell.outputs.append(nbformat.v4.new_output("display_data", data={"image/png": "iVBORw0KGgo="}))
                 first = False
@@ -78,8 +80,10 @@ def test_pages_have_the_students_cells_and_the_solved_outputs_where_they_belong(
 
 
 def test_the_progress_cell_is_labelled_as_the_solved_run():
-    assert compose_pages.classify(nbformat.v4.new_code_cell("q.progress()"), nbformat.v4.new_code_cell("")) \
+    assert (
+        compose_pages.classify(nbformat.v4.new_code_cell("q.progress()"), nbformat.v4.new_code_cell(""))
         is Kind.USES_ANSWER
+    )
     assert compose_pages.classify(nbformat.v4.new_code_cell("progress = 3"), nbformat.v4.new_code_cell("")) is Kind.DEMO
 
 
@@ -97,7 +101,8 @@ def test_the_syllabus_comes_from_the_notebooks(edition):
 def test_colab_urls_and_a_repository_that_is_not_on_github(monkeypatch):
     assert settings.colab_url("zh", "02_scaled_sum") == (
         f"https://colab.research.google.com/github/{settings.github_path()}/blob/{settings.BRANCH}/"
-        f"notebooks/zh/02_scaled_sum.ipynb")
+        f"notebooks/zh/02_scaled_sum.ipynb"
+    )
     monkeypatch.setattr(settings, "REPOSITORY", "https://gitlab.com/a/b")
     with pytest.raises(SystemExit, match="https://github.com/OWNER/NAME"):
         settings.colab_url("en", "02_scaled_sum")
@@ -122,8 +127,12 @@ def test_the_site_lock_holds_the_direct_pins_and_is_what_the_site_venv_has():
     python = ROOT / ".venv-site" / "bin" / "python"
     if not python.exists():
         pytest.skip(".venv-site is not built (`make site-venv`)")
-    out = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze", "--disable-pip-version-check"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [str(python), "-m", "pip", "list", "--format=freeze", "--disable-pip-version-check"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     installed = {re.sub(r"[-_.]+", "-", n).lower(): v for n, _, v in (ln.partition("==") for ln in out.split())}
     wrong = {n: (v, installed.get(n)) for n, v in lock.items() if installed.get(n) != v}
     assert not wrong, f".venv-site differs from site/requirements.txt (locked, installed): {wrong}"
@@ -142,8 +151,12 @@ def test_the_execution_cache_is_keyed_by_the_notebook_and_its_dependencies(tmp_p
 
 
 def test_a_solved_notebook_that_raises_stops_the_build_naming_the_cell(tmp_path):
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1"),
-                                         nbformat.v4.new_code_cell("raise ValueError('the course is broken')")])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell("x = 1"),
+            nbformat.v4.new_code_cell("raise ValueError('the course is broken')"),
+        ]
+    )
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     source = tmp_path / "01_broken.ipynb"
     nbformat.write(nb, source)

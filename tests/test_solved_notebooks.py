@@ -15,6 +15,7 @@ cells are the solution's current cells, and the editions agree: the same check m
 (the same number of "✓" lines in both), and the Chinese edition's check messages are Chinese
 while the English edition shows no Chinese at all.
 """
+
 from __future__ import annotations
 
 import re
@@ -30,8 +31,8 @@ import execute_notebooks  # noqa: E402  (site/ is not a package)
 import settings  # noqa: E402
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
-PASSED = "\u2713"          # the first character of a passed check's line (namedaxes.checking)
-NAME_ONLY = re.compile(r"^\s*\u2713\s+[A-Za-z_]\w*\s*$")     # a summary's line: a name, no words
+PASSED = "\u2713"  # the first character of a passed check's line (namedaxes.checking)
+NAME_ONLY = re.compile(r"^\s*\u2713\s+[A-Za-z_]\w*\s*$")  # a summary's line: a name, no words
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 IDS = settings.notebook_ids()
 
@@ -66,11 +67,13 @@ def test_the_solved_notebook_ran_every_cell_without_an_error(executions, edition
     source = nbformat.read(settings.folder(settings.SOLUTIONS, edition) / f"{notebook_id}.ipynb", as_version=4)
     ran = _executed(executions, edition, notebook_id)
     code = [c for c in ran.cells if c.cell_type == "code"]
-    assert [c.source for c in code] == [c.source for c in source.cells if c.cell_type == "code"], \
+    assert [c.source for c in code] == [c.source for c in source.cells if c.cell_type == "code"], (
         f"{edition} {notebook_id}: the executed cells are not the solution's current cells"
+    )
     counts = [c.execution_count for c in code if c.source.strip()]
-    assert counts == list(range(1, len(counts) + 1)), \
+    assert counts == list(range(1, len(counts) + 1)), (
         f"{edition} {notebook_id}: expected every code cell to run once, in order; execution counts {counts}"
+    )
     errors = [(i, t) for i, c in enumerate(code) for o, t in zip(c.outputs, _texts(c)) if o.output_type == "error"]
     assert not errors, f"{edition} {notebook_id}: a solved notebook must raise nowhere; code cells raised: {errors}"
 
@@ -79,15 +82,19 @@ def test_the_solved_notebook_ran_every_cell_without_an_error(executions, edition
 def test_both_editions_print_the_same_checks_each_in_its_language(executions, notebook_id):
     lines = {}
     for edition in settings.EDITIONS:
-        text = "\n".join(t for c in _executed(executions, edition, notebook_id).cells if c.cell_type == "code"
-                         for t in _texts(c))
+        text = "\n".join(
+            t for c in _executed(executions, edition, notebook_id).cells if c.cell_type == "code" for t in _texts(c)
+        )
         lines[edition] = [ln for ln in text.splitlines() if PASSED in ln]
         if edition == "en":
-            assert not CJK.search(text), f"en {notebook_id}: the English edition printed Chinese: " \
-                                         f"{[ln for ln in text.splitlines() if CJK.search(ln)][:3]}"
+            assert not CJK.search(text), (
+                f"en {notebook_id}: the English edition printed Chinese: "
+                f"{[ln for ln in text.splitlines() if CJK.search(ln)][:3]}"
+            )
     assert lines["en"], f"{notebook_id}: expected the solved notebook to pass at least one visible check, saw none"
-    assert len(lines["zh"]) == len(lines["en"]), \
+    assert len(lines["zh"]) == len(lines["en"]), (
         f"{notebook_id}: expected as many passed checks in zh as in en ({len(lines['en'])}), saw {len(lines['zh'])}"
+    )
     sentences = [ln for ln in lines["zh"] if not NAME_ONLY.match(ANSI.sub("", ln))]
     assert sentences, f"zh {notebook_id}: expected check messages (a sentence per passed check), saw only {lines['zh']}"
     english = [ln for ln in sentences if not CJK.search(ln)]

@@ -3,6 +3,7 @@
 Issue 4 asks for "a hint a student can ask for without seeing the solution": a hint may name the
 collective, the axis or the notebook section to re-read, but it must not hand over the answer code.
 """
+
 import importlib
 import re
 from pathlib import Path
@@ -70,11 +71,13 @@ def test_hints_nudge_without_giving_the_answer(path):
         assert 2 <= len(exercise._hints) <= 3, f"{module.__name__}.{name} should have 2-3 hints"
         for hint in exercise._hints:
             for span in CODE_SPAN.findall(hint):
-                assert not re.search(r"\breturn\b", span), \
+                assert not re.search(r"\breturn\b", span), (
                     f"{module.__name__}.{name}: a hint spells out an answer line: `{span}`"
+                )
             for secret in secrets:
-                assert _canon(secret) not in _canon(hint), \
+                assert _canon(secret) not in _canon(hint), (
                     f"{module.__name__}.{name}: a hint contains the answer `{secret}`"
+                )
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.stem)
@@ -87,7 +90,7 @@ def test_every_exercise_says_how_to_check_and_how_to_get_a_hint(path):
     for i in answers:
         answer = re.search(r"^def (\w+)", cells[i].source, re.M).group(1)
         checked = set()
-        for cell in cells[i + 1:]:
+        for cell in cells[i + 1 :]:
             calls = CHECK_CALL.findall(cell.source) if cell.cell_type == "code" else []
             if not calls:
                 break
@@ -127,8 +130,10 @@ def _text_modules():
 
     import namedaxes.checking
     import namedaxes.exercises as pkg
-    modules = [namedaxes.checking] + [importlib.import_module(f"namedaxes.exercises.{m.name}")
-                                      for m in pkgutil.iter_modules(pkg.__path__)]
+
+    modules = [namedaxes.checking] + [
+        importlib.import_module(f"namedaxes.exercises.{m.name}") for m in pkgutil.iter_modules(pkg.__path__)
+    ]
     return [m for m in modules if isinstance(getattr(m, "TEXT", None), dict)]
 
 
@@ -137,10 +142,11 @@ def test_text_tables_are_well_formed_and_every_entry_is_used(module):
     """Student-facing sentences live in one TEXT table per module: each template parses and is used."""
     import inspect
     import string
+
     source = inspect.getsource(module)
     for key, template in module.TEXT.items():
-        list(string.Formatter().parse(template))            # raises on a malformed template
-        uses = source.count(f'"{key}"') + source.count(f"'{key}'") - 1      # minus its own definition
+        list(string.Formatter().parse(template))  # raises on a malformed template
+        uses = source.count(f'"{key}"') + source.count(f"'{key}'") - 1  # minus its own definition
         assert uses >= 1, f"{module.__name__}: TEXT[{key!r}] is never used"
 
 

@@ -4,6 +4,7 @@ Uses the real release of notebook 02 (notebooks/02_scaled_sum.ipynb) as the star
 makes a "newer release" from it the way an instructor would: a changed test cell, a changed
 explanation, a new cell.
 """
+
 from __future__ import annotations
 
 import copy
@@ -199,8 +200,11 @@ def test_new_release_notebook_is_added_without_touching_others(work, release):
 
 @pytest.mark.skipif(not (ROOT / ".git").exists(), reason="needs a git checkout to ask git what it ignores")
 def test_workspaces_are_ignored_by_git():
-    for path in ("work/02_scaled_sum.ipynb", "work-alice/02_scaled_sum/02_scaled_sum.ipynb",
-                 "work/.nbgrader_cache/x/timestamp.txt"):
+    for path in (
+        "work/02_scaled_sum.ipynb",
+        "work-alice/02_scaled_sum/02_scaled_sum.ipynb",
+        "work/.nbgrader_cache/x/timestamp.txt",
+    ):
         assert subprocess.run(["git", "check-ignore", "-q", path], cwd=ROOT).returncode == 0, path
 
 

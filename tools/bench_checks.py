@@ -7,6 +7,7 @@ call times, then every check over the target. A benchmark reports; it fails noth
 
     python -m tools.bench_checks [--target 2.0] [-k EXTRA] [tests/test_exercises_scaled_sum.py ...]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,14 +18,25 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SELECT = "(accepts or rejects) and not observ"   # the visible checks; observe tests are the grader's
+SELECT = "(accepts or rejects) and not observ"  # the visible checks; observe tests are the grader's
 _LINE = re.compile(r"^\s*([\d.]+)s call\s+(\S+?)::(.+?)\s*$")
 
 
 def run(paths: list[str], extra: str | None) -> list[tuple[str, str, float]]:
     select = f"({SELECT})" + (f" and ({extra})" if extra else "")
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=0",
-           "--durations-min=0", "-k", select, *paths]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--durations=0",
+        "--durations-min=0",
+        "-k",
+        select,
+        *paths,
+    ]
     out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True).stdout
     found = []
     for line in out.splitlines():

@@ -7,6 +7,7 @@ Per notebook: a fresh kernel executes the solved source notebook top to bottom
 release (exercises unanswered, errors allowed). The floor for comparison is a
 notebook that only imports jax.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,8 +28,14 @@ BUDGET_S = 15.0
 
 def run_all(nb, cwd: Path, allow_errors: bool = False) -> float:
     start = time.perf_counter()
-    NotebookClient(nb, extra_arguments=["--IPKernelApp.log_level=ERROR"], timeout=300, kernel_name="python3", allow_errors=allow_errors,
-                   resources={"metadata": {"path": str(cwd)}}).execute()
+    NotebookClient(
+        nb,
+        extra_arguments=["--IPKernelApp.log_level=ERROR"],
+        timeout=300,
+        kernel_name="python3",
+        allow_errors=allow_errors,
+        resources={"metadata": {"path": str(cwd)}},
+    ).execute()
     return time.perf_counter() - start
 
 
@@ -45,15 +52,29 @@ def main() -> int:
     for source in sorted((ROOT / "solutions").glob("*.ipynb")):
         solved = statistics.median(run_all(nbformat.read(source, 4), source.parent) for _ in range(args.repeat))
         release = ROOT / "notebooks" / source.name
-        student = run_all(nbformat.read(release, 4), release.parent, allow_errors=True) if release.exists() else float("nan")
+        student = (
+            run_all(nbformat.read(release, 4), release.parent, allow_errors=True) if release.exists() else float("nan")
+        )
         flag = "  OVER BUDGET" if solved > BUDGET_S else ""
         over += [source.stem] if flag else []
         print(f"{source.stem:28} {solved:7.1f}s {student:7.1f}s{flag}", flush=True)
 
     if not args.skip_suite:
         jobs = os.cpu_count() or 2
-        cmd = [sys.executable, "-m", "pytest", "-q", "-n", str(jobs), "--dist", "loadfile", "--nbval",
-               "--nbval-current-env", "solutions", "notebooks"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-n",
+            str(jobs),
+            "--dist",
+            "loadfile",
+            "--nbval",
+            "--nbval-current-env",
+            "solutions",
+            "notebooks",
+        ]
         start = time.perf_counter()
         res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
         wall = time.perf_counter() - start

@@ -7,17 +7,18 @@ language in EDITIONS is an edition with the same layout one folder down (solutio
 notebooks/zh/, build/zh/course) and the course id `namedaxes-<lang>`. Plain data and pure
 functions: importing this module reads no file and starts nothing.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SOLUTIONS = ROOT / "solutions"          # the hand-written, solved notebooks: the one source
-NOTEBOOKS = ROOT / "notebooks"          # the student release, generated from SOLUTIONS
+SOLUTIONS = ROOT / "solutions"  # the hand-written, solved notebooks: the one source
+NOTEBOOKS = ROOT / "notebooks"  # the student release, generated from SOLUTIONS
 BUILD = ROOT / "build"
 
-COURSE_ID = "namedaxes"                 # the English nbgrader course
-EDITIONS = ("zh",)                      # languages besides English, each its own nbgrader course
+COURSE_ID = "namedaxes"  # the English nbgrader course
+EDITIONS = ("zh",)  # languages besides English, each its own nbgrader course
 LANGUAGES = ("en", *EDITIONS)
 
 
@@ -32,7 +33,7 @@ def course_id(lang: str = "") -> str:
     return COURSE_ID if lang in ("", "en") else f"{COURSE_ID}-{_edition(lang)}"
 
 
-COURSES = tuple(course_id(lang) for lang in LANGUAGES)      # ("namedaxes", "namedaxes-zh")
+COURSES = tuple(course_id(lang) for lang in LANGUAGES)  # ("namedaxes", "namedaxes-zh")
 
 
 def edition_of(course: str) -> str:

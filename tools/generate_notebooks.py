@@ -31,8 +31,8 @@ Steps, all deterministic:
    whose source no longer matches it as "changed", so a translated cell gets the checksum of its
    translated source (nbgrader's own `compute_checksum`). Nothing else changes: cells, cell ids,
    cell metadata (grade ids, points, tags), code (a label's `{fields}` included) and their order
-   are the English ones, so the editions grade identically. Each edition's set-up cell must have a comment in its language:
-   that is how a kernel knows the language when nothing tells it the notebook's path (Colab;
+   are the English ones, so the editions grade identically. Each edition's set-up cell must have a comment in its
+   language: that is how a kernel knows the language when nothing tells it the notebook's path (Colab;
    `namedaxes.i18n`, rule 4). The English files are written exactly as before (no metadata
    added: a notebook without `metadata.namedaxes` is English).
 
@@ -41,6 +41,7 @@ edition's code differs from its English notebook's (comments, docstrings and lab
 when an edition shows a label of its code in English (untranslated, fuzzy, or a translation that
 does not fit its literal), and when a notebook exists that solutions/ does not generate.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -124,8 +125,8 @@ def _parse(source: str) -> ast.Module:
 
 def _analyse(nb) -> tuple[list[int], list[int]]:
     """(cells that raise while unanswered, those of them that are knock-on errors), by index."""
-    tainted: set[str] = set()       # names that are unusable while unanswered
-    answers: set[str] = set()       # names the answer cells define (the stubs)
+    tainted: set[str] = set()  # names that are unusable while unanswered
+    answers: set[str] = set()  # names the answer cells define (the stubs)
     tagged, knock_on = [], []
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
@@ -134,7 +135,7 @@ def _analyse(nb) -> tuple[list[int], list[int]]:
         tree = _parse(cell.source)
         bound, used = _names(tree)
         if meta.get("solution"):
-            tainted |= bound                      # the stub defines these names
+            tainted |= bound  # the stub defines these names
             answers |= bound
             must_raise = _raises_at_top_level(tree)
         else:
@@ -176,10 +177,12 @@ def build(ids: list[str]) -> dict[str, str]:
         nb = nbformat.read(COURSE / "release" / aid / f"{aid}.ipynb", as_version=4)
         tag_cells_that_must_raise(nb)
         for index in knock_on_cells(nb):
-            problems.append(f"{aid}, cell {index}: it fails while the notebook is unanswered only because it uses the "
-                            f"results of another failing cell, not an answer. Merge it into the cell that computes "
-                            f"them, or compute them with the notebook's own code.\n    "
-                            + nb.cells[index].source.splitlines()[0][:100])
+            problems.append(
+                f"{aid}, cell {index}: it fails while the notebook is unanswered only because it uses the "
+                f"results of another failing cell, not an answer. Merge it into the cell that computes "
+                f"them, or compute them with the notebook's own code.\n    "
+                + nb.cells[index].source.splitlines()[0][:100]
+            )
         out[aid] = nbformat.writes(nb) + "\n"
     if problems:
         sys.exit("Knock-on errors in the student notebooks:\n  " + "\n  ".join(problems))
@@ -201,7 +204,9 @@ def translate_notebook(nb, lang: str, aid: str):
             output = translate.output_context(cell.id)
             cell.source = translate.render_outputs(cell.source, lambda text: table.get((output, text), text))  # noqa: B023 - run in this iteration
             if (cell.metadata.get("nbgrader") or {}).get("solution"):
-                cell.source = translate.render_stub(cell.source, lambda text: table.get((translate.STUB_CONTEXT, text), text))
+                cell.source = translate.render_stub(
+                    cell.source, lambda text: table.get((translate.STUB_CONTEXT, text), text)
+                )
         nbgrader = cell.metadata.get("nbgrader") or {}
         if "checksum" in nbgrader:
             nbgrader["checksum"] = _checksum(cell)
@@ -212,6 +217,7 @@ def translate_notebook(nb, lang: str, aid: str):
 def _checksum(cell) -> str:
     """nbgrader's checksum of a cell (what Validate and autograde compare a locked cell against)."""
     from nbgrader.utils import compute_checksum
+
     return compute_checksum(cell)
 
 
@@ -230,12 +236,15 @@ def edition_differences(english, edition) -> list[str]:
     for a, b in zip(english.cells, edition.cells):
         if a.cell_type != b.cell_type or _without_checksum(a.metadata) != _without_checksum(b.metadata):
             problems.append(f"cell {a.get('id')}: type or metadata (grade id, points, tags) differ")
-        elif ("checksum" in (a.metadata.get("nbgrader") or {})) != ("checksum" in (b.metadata.get("nbgrader") or {})) \
-                or ("checksum" in (b.metadata.get("nbgrader") or {}) and b.metadata.nbgrader.checksum != _checksum(b)):
-            problems.append(f"cell {a.get('id')}: its nbgrader checksum is not its own source's "
-                            f"(Validate would call it changed)")
-        elif a.cell_type == "code" and (translate.strip_prose(a.source) != translate.strip_prose(b.source)
-                                        or a.get("outputs") != b.get("outputs")):
+        elif ("checksum" in (a.metadata.get("nbgrader") or {})) != (
+            "checksum" in (b.metadata.get("nbgrader") or {})
+        ) or ("checksum" in (b.metadata.get("nbgrader") or {}) and b.metadata.nbgrader.checksum != _checksum(b)):
+            problems.append(
+                f"cell {a.get('id')}: its nbgrader checksum is not its own source's (Validate would call it changed)"
+            )
+        elif a.cell_type == "code" and (
+            translate.strip_prose(a.source) != translate.strip_prose(b.source) or a.get("outputs") != b.get("outputs")
+        ):
             problems.append(f"cell {a.get('id')}: the code differs")
     meta = {k: v for k, v in edition.metadata.items() if k != "namedaxes"}
     if meta != english.metadata:
@@ -243,9 +252,11 @@ def edition_differences(english, edition) -> list[str]:
     lang = (edition.metadata.get("namedaxes") or {}).get("language")
     setup = [c for c in edition.cells if c.cell_type == "code" and "setup_devices(" in c.source]
     if lang and lang != "en" and not any(setup_cell_language(c.source) == lang for c in setup):
-        problems.append(f"the set-up cell (the one that calls setup_devices) has no comment in '{lang}': a kernel "
-                        f"that runs the notebook outside Jupyter (Colab, a copy elsewhere) could not tell its "
-                        f"language (namedaxes.i18n, rule 4); translate its comment in the catalog")
+        problems.append(
+            f"the set-up cell (the one that calls setup_devices) has no comment in '{lang}': a kernel "
+            f"that runs the notebook outside Jupyter (Colab, a copy elsewhere) could not tell its "
+            f"language (namedaxes.i18n, rule 4); translate its comment in the catalog"
+        )
     return problems
 
 
@@ -288,22 +299,37 @@ def _edition_problems(paths: Iterable[Path]) -> list[str]:
                 problems.append(f"{path.relative_to(ROOT)} differs from its English notebook: {problem}")
             left = english_labels(a, b, path.stem)
             if left:
-                problems.append(f"{path.relative_to(ROOT)}: {len(left)} label(s) its code prints are English "
-                                f"(translate them in locale/{path.parent.name}/notebooks/{path.stem}.po, "
-                                f"`make check-catalogs` says why one is refused): " + "; ".join(left[:5]))
+                problems.append(
+                    f"{path.relative_to(ROOT)}: {len(left)} label(s) its code prints are English "
+                    f"(translate them in locale/{path.parent.name}/notebooks/{path.stem}.po, "
+                    f"`make check-catalogs` says why one is refused): " + "; ".join(left[:5])
+                )
     return problems
 
 
 def _translated_summary(aid: str, lang: str) -> str:
     source = nbformat.read(SOLUTIONS / f"{aid}.ipynb", as_version=4)
     table = translate.translations(lang, aid)
-    units = [(c.id, u.text) for c in source.cells if c.cell_type == "markdown" for u in translate.markdown_units(c.source)]
-    units += [(translate.comment_context(c.id), t) for c in source.cells if c.cell_type == "code"
-              for _, _, t in translate.comment_units(c.source)]
-    units += [(translate.docstring_context(c.id), translate.docstring_unit(c.source)) for c in source.cells
-              if c.cell_type == "code" and translate.docstring_unit(c.source) is not None]
-    units += [(translate.output_context(c.id), t) for c in source.cells if c.cell_type == "code"
-              for t in translate.output_units(c.source)]
+    units = [
+        (c.id, u.text) for c in source.cells if c.cell_type == "markdown" for u in translate.markdown_units(c.source)
+    ]
+    units += [
+        (translate.comment_context(c.id), t)
+        for c in source.cells
+        if c.cell_type == "code"
+        for _, _, t in translate.comment_units(c.source)
+    ]
+    units += [
+        (translate.docstring_context(c.id), translate.docstring_unit(c.source))
+        for c in source.cells
+        if c.cell_type == "code" and translate.docstring_unit(c.source) is not None
+    ]
+    units += [
+        (translate.output_context(c.id), t)
+        for c in source.cells
+        if c.cell_type == "code"
+        for t in translate.output_units(c.source)
+    ]
     units = set(units)
     done = sum(key in table for key in units)
     return f"{done}/{len(units)} prose units translated"
@@ -311,7 +337,9 @@ def _translated_summary(aid: str, lang: str) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true", help="fail if notebooks/ differs from what solutions/ generates")
+    parser.add_argument(
+        "--check", action="store_true", help="fail if notebooks/ differs from what solutions/ generates"
+    )
     parser.add_argument("ids", nargs="*", help="assignment ids (default: every notebook in solutions/)")
     args = parser.parse_args(argv)
     ids = args.ids or notebook_ids(SOLUTIONS)
@@ -334,8 +362,13 @@ def main(argv=None) -> int:
             target.parent.mkdir(exist_ok=True)
             target.write_text(text, encoding="utf-8")
     stale = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb") if p.stem not in notebook_ids(SOLUTIONS))
-    stale += sorted(str(p.relative_to(ROOT)) for lang in EDITIONS for folder in (SOLUTIONS / lang, NOTEBOOKS / lang)
-                    for p in folder.glob("*.ipynb") if p.stem not in notebook_ids(SOLUTIONS))
+    stale += sorted(
+        str(p.relative_to(ROOT))
+        for lang in EDITIONS
+        for folder in (SOLUTIONS / lang, NOTEBOOKS / lang)
+        for p in folder.glob("*.ipynb")
+        if p.stem not in notebook_ids(SOLUTIONS)
+    )
     if args.check:
         differ = _edition_problems(editions)
         if drift or stale or differ:
@@ -345,16 +378,22 @@ def main(argv=None) -> int:
                 print(problem)
             print("Regenerate with `make notebooks` and commit (see docs/translators.md).")
             return 1
-        print(f"notebooks/ matches solutions/ ({len(generated)} notebooks; editions {', '.join(EDITIONS)}: "
-              f"{len(editions)} notebooks, code identical)")
+        print(
+            f"notebooks/ matches solutions/ ({len(generated)} notebooks; editions {', '.join(EDITIONS)}: "
+            f"{len(editions)} notebooks, code identical)"
+        )
     else:
         for name in stale:
             (NOTEBOOKS / name).unlink() if "/" not in name else (ROOT / name).unlink()
         for aid, text in generated.items():
-            print(f"  {aid}: {red_cell_summary(nbformat.reads(text, as_version=4))}; "
-                  + "; ".join(f"{lang}: {_translated_summary(aid, lang)}" for lang in EDITIONS))
-        print(f"generated {len(generated)} student notebooks in notebooks/ and {len(editions)} edition notebooks "
-              f"({', '.join(f'solutions/{lang}/, notebooks/{lang}/' for lang in EDITIONS)})")
+            print(
+                f"  {aid}: {red_cell_summary(nbformat.reads(text, as_version=4))}; "
+                + "; ".join(f"{lang}: {_translated_summary(aid, lang)}" for lang in EDITIONS)
+            )
+        print(
+            f"generated {len(generated)} student notebooks in notebooks/ and {len(editions)} edition notebooks "
+            f"({', '.join(f'solutions/{lang}/, notebooks/{lang}/' for lang in EDITIONS)})"
+        )
     return 0
 
 

@@ -39,6 +39,7 @@ Design
   aside). Every step above then works on it with `--course build/zh/course`; `make grade` grades
   it against the English source (autograder.course.discovery).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -58,12 +59,12 @@ SHARED_CONFIG = ROOT / "jupyter" / "nbgrader" / "nbgrader_config.py"
 ROSTER_COLUMNS = ("id", "first_name", "last_name", "email")
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$")
 BOOKKEEPING = ("timestamp.txt", "submission_secret.txt")
-EDITION_CONFIG = '''# Written by tools/handin.py layout: the {lang} edition's nbgrader course, from solutions/{lang}/.
+EDITION_CONFIG = """# Written by tools/handin.py layout: the {lang} edition's nbgrader course, from solutions/{lang}/.
 c = get_config()  # noqa: F821
 c.CourseDirectory.course_id = "{course_id}"
 c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}}
 c.Execute.timeout = 60
-'''
+"""
 
 
 class HandinError(Exception):
@@ -72,8 +73,10 @@ class HandinError(Exception):
 
 def check_student_id(sid: str, where: str = "") -> str:
     if not STUDENT_ID.match(sid):
-        raise HandinError(f"{where}student id {sid!r}: use letters, digits and . _ - @ only "
-                          f"(nbgrader's exchange puts ids in file names, separated by '+')")
+        raise HandinError(
+            f"{where}student id {sid!r}: use letters, digits and . _ - @ only "
+            f"(nbgrader's exchange puts ids in file names, separated by '+')"
+        )
     return sid
 
 
@@ -81,6 +84,7 @@ def check_student_id(sid: str, where: str = "") -> str:
 def load_config(course: Path, exchange: Path | None):
     from traitlets.config import Config
     from traitlets.config.loader import PyFileConfigLoader
+
     config = Config()
     for path in (SHARED_CONFIG, course / "nbgrader_config.py"):
         if path.is_file():
@@ -95,6 +99,7 @@ def _api(course: Path, exchange: Path | None):
     # nbgrader's gradebook runs the `alembic` console script of its own environment
     os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     from nbgrader.apps import NbGraderAPI
+
     if not course.is_dir():
         raise HandinError(f"no course folder at {course} (`make notebooks` lays it out)")
     return NbGraderAPI(config=load_config(course, exchange))
@@ -112,13 +117,15 @@ def _check(result: dict, step: str) -> str:
 
 
 # ------------------------------------------------------------------ steps
-def layout_edition(course: Path, lang: str, ids: list[str], solutions: Path = SOLUTIONS,
-                   notebooks: Path = NOTEBOOKS) -> list[str]:
+def layout_edition(
+    course: Path, lang: str, ids: list[str], solutions: Path = SOLUTIONS, notebooks: Path = NOTEBOOKS
+) -> list[str]:
     """Lay out (or refresh) the nbgrader course of edition `lang` in `course` (see the module docstring)
     from `solutions/<lang>/` and `notebooks/<lang>/`."""
     import nbformat
 
     from autograder.course.discovery import edition_problem
+
     if lang not in EDITIONS:
         raise HandinError(f"unknown edition {lang!r} (known: {', '.join(EDITIONS)})")
     sources, releases = solutions / lang, notebooks / lang
@@ -145,9 +152,11 @@ def layout_edition(course: Path, lang: str, ids: list[str], solutions: Path = SO
         tested = releases / f"{aid}.ipynb"
         problem = edition_problem(nbformat.read(str(made), as_version=4), nbformat.read(str(tested), as_version=4))
         if problem is not None:
-            raise HandinError(f"{tested} is not nbgrader's release of {sources / (aid + '.ipynb')} ({problem}): "
-                              f"`make notebooks` regenerates both")
-        shutil.copyfile(tested, made)              # students get exactly the tested notebook
+            raise HandinError(
+                f"{tested} is not nbgrader's release of {sources / (aid + '.ipynb')} ({problem}): "
+                f"`make notebooks` regenerates both"
+            )
+        shutil.copyfile(tested, made)  # students get exactly the tested notebook
         lines.append(f"{aid}: laid out in {course} (course {course_id(lang)})")
     return lines
 
@@ -161,8 +170,10 @@ def import_roster(course: Path, csv_path: Path) -> int:
     rows = list(csv.DictReader(text.splitlines()))
     header = [h.strip() for h in (csv.reader(text.splitlines()[:1]).__next__() if text.strip() else [])]
     if "id" not in header:
-        raise HandinError(f"{csv_path}: the first line must name the columns {', '.join(ROSTER_COLUMNS)} "
-                          f"(found: {', '.join(header) or 'nothing'})")
+        raise HandinError(
+            f"{csv_path}: the first line must name the columns {', '.join(ROSTER_COLUMNS)} "
+            f"(found: {', '.join(header) or 'nothing'})"
+        )
     unknown = [h for h in header if h not in ROSTER_COLUMNS + ("lms_user_id",)]
     if unknown:
         raise HandinError(f"{csv_path}: unknown column(s) {', '.join(unknown)}; expected {', '.join(ROSTER_COLUMNS)}")
@@ -203,14 +214,17 @@ def release(course: Path, exchange: Path | None, ids: list[str]) -> list[str]:
         else:
             forced = _api_with(api, "ExchangeReleaseAssignment", force=True)
             _check(forced.release_assignment(aid), f"release_assignment {aid}")
-            lines.append(f"{aid}: released again (it changed; students who fetched it keep their copy "
-                         f"and can merge the new one with `make update-work`)")
+            lines.append(
+                f"{aid}: released again (it changed; students who fetched it keep their copy "
+                f"and can merge the new one with `make update-work`)"
+            )
     return lines
 
 
 def _same_files(a: Path, b: Path) -> bool:
     def names(p: Path) -> list[str]:
         return sorted(str(f.relative_to(p)) for f in p.rglob("*") if f.is_file())
+
     return names(a) == names(b) and all(filecmp.cmp(a / n, b / n, shallow=False) for n in names(a))
 
 
@@ -219,16 +233,25 @@ def _api_with(api, section: str, **values):
     import copy
 
     from nbgrader.apps import NbGraderAPI
+
     config = copy.deepcopy(api.config)
     for k, v in values.items():
         setattr(config[section], k, v)
     return NbGraderAPI(config=config)
 
 
-def collect(course: Path, exchange: Path | None, ids: list[str], limits: intake.Limits | None = None,
-            student_user: str = "{student}", class_user: str | None = None) -> list[str]:
-    """nbgrader's collect, from a staging copy that autograder/intake/handin.py made of what may be taken (its docstring)."""
+def collect(
+    course: Path,
+    exchange: Path | None,
+    ids: list[str],
+    limits: intake.Limits | None = None,
+    student_user: str = "{student}",
+    class_user: str | None = None,
+) -> list[str]:
+    """nbgrader's collect, from a staging copy that autograder/intake/handin.py made of what may be taken (its
+    docstring)."""
     import tempfile
+
     api = _api(course, exchange)
     outbound = _outbound(api)
     ids = ids or (sorted(p.name for p in outbound.iterdir() if p.is_dir()) if outbound.is_dir() else [])
@@ -244,8 +267,9 @@ def collect(course: Path, exchange: Path | None, ids: list[str], limits: intake.
         with tempfile.TemporaryDirectory(prefix=".collect-staging-", dir=course) as tmp:
             staging = Path(tmp) / api.course_id / "inbound"
             try:
-                taken = intake.stage(inbound, staging, aid, limits or intake.Limits(), student_user,
-                                     class_user=class_user)
+                taken = intake.stage(
+                    inbound, staging, aid, limits or intake.Limits(), student_user, class_user=class_user
+                )
             except ValueError as err:
                 raise HandinError(str(err)) from None
             # nbgrader's owner check would compare with the staging copy's owner (this process):
@@ -255,9 +279,12 @@ def collect(course: Path, exchange: Path | None, ids: list[str], limits: intake.
             log = _check(staged.collect(aid, update=True), f"collect {aid}")
         got = sorted(set(re.findall(r"(?:Collecting|Updating) submission: (\S+) ", log)))
         have = sorted(p.parent.name for p in (course / "submitted").glob(f"*/{aid}") if p.is_dir())
-        lines.append(f"{aid}: {len(got)} new or newer hand-in(s)" + (f" ({', '.join(got)})" if got else "")
-                     + f"; {len(have)} collected in all"
-                     + (f"; {len(taken.refused)} refused (below)" if taken.refused else ""))
+        lines.append(
+            f"{aid}: {len(got)} new or newer hand-in(s)"
+            + (f" ({', '.join(got)})" if got else "")
+            + f"; {len(have)} collected in all"
+            + (f"; {len(taken.refused)} refused (below)" if taken.refused else "")
+        )
         for r in taken.refused:
             lines.append(intake.printable(f"  REFUSED {r.entry}: {r.reason}"))
         lines += [f"  nbgrader: {w}" for w in _warnings(log)]
@@ -278,8 +305,14 @@ def _warnings(log: str) -> list[str]:
     return out
 
 
-def return_feedback(course: Path, exchange: Path | None, ids: list[str], limits: intake.Limits | None = None,
-                    student_user: str = "{student}", class_user: str | None = None) -> list[str]:
+def return_feedback(
+    course: Path,
+    exchange: Path | None,
+    ids: list[str],
+    limits: intake.Limits | None = None,
+    student_user: str = "{student}",
+    class_user: str | None = None,
+) -> list[str]:
     """Collect first (a hand-in waiting in inbound/ makes the feedback about the older one stale), then return
     each page that is newer than the hand-in it is about."""
     api = _api(course, exchange)
@@ -300,9 +333,9 @@ def return_feedback(course: Path, exchange: Path | None, ids: list[str], limits:
             if not pages:
                 continue
             if not all((submitted / f).is_file() for f in BOOKKEEPING):
-                unsent.append(sid)                  # not handed in through the exchange: nothing to match
+                unsent.append(sid)  # not handed in through the exchange: nothing to match
                 continue
-            handed_in = max(p.stat().st_ctime for p in submitted.iterdir())   # when collect placed it
+            handed_in = max(p.stat().st_ctime for p in submitted.iterdir())  # when collect placed it
             if min(p.stat().st_mtime for p in pages) < handed_in:
                 stale.append(sid)
                 continue
@@ -333,16 +366,32 @@ def main(argv=None) -> int:
     for name in ("release", "collect", "return-feedback"):
         p = sub.add_parser(name)
         p.add_argument("ids", nargs="*", help="assignment ids (default: all)")
-        if name != "release":              # return-feedback collects first
-            p.add_argument("--student-user", default="{student}", metavar="FORMAT",
-                           help="the Unix user of student ID, who must own their hand-ins (default: {student})")
-            p.add_argument("--class-user", default=None, metavar="NAME",
-                           help="for ids that are no Unix user (one machine): the OS user they all run as "
-                                "(default: the user running this)")
-            p.add_argument("--max-files", type=int, default=intake.Limits.max_files,
-                           help=f"files and folders per hand-in (default {intake.Limits.max_files})")
-            p.add_argument("--max-bytes", type=int, default=intake.Limits.max_bytes,
-                           help=f"bytes per hand-in (default {intake.Limits.max_bytes})")
+        if name != "release":  # return-feedback collects first
+            p.add_argument(
+                "--student-user",
+                default="{student}",
+                metavar="FORMAT",
+                help="the Unix user of student ID, who must own their hand-ins (default: {student})",
+            )
+            p.add_argument(
+                "--class-user",
+                default=None,
+                metavar="NAME",
+                help="for ids that are no Unix user (one machine): the OS user they all run as "
+                "(default: the user running this)",
+            )
+            p.add_argument(
+                "--max-files",
+                type=int,
+                default=intake.Limits.max_files,
+                help=f"files and folders per hand-in (default {intake.Limits.max_files})",
+            )
+            p.add_argument(
+                "--max-bytes",
+                type=int,
+                default=intake.Limits.max_bytes,
+                help=f"bytes per hand-in (default {intake.Limits.max_bytes})",
+            )
     lay = sub.add_parser("layout", help="lay out an edition's nbgrader course (from solutions/LANG, notebooks/LANG)")
     lay.add_argument("--edition", required=True, choices=EDITIONS)
     lay.add_argument("ids", nargs="*", help="assignment ids (default: all)")
@@ -361,8 +410,11 @@ def main(argv=None) -> int:
         step = {"release": release, "collect": collect, "return-feedback": return_feedback}[args.command]
         extra = {}
         if args.command != "release":
-            extra = {"student_user": args.student_user, "class_user": args.class_user,
-                     "limits": intake.Limits(max_files=args.max_files, max_bytes=args.max_bytes)}
+            extra = {
+                "student_user": args.student_user,
+                "class_user": args.class_user,
+                "limits": intake.Limits(max_files=args.max_files, max_bytes=args.max_bytes),
+            }
         for line in step(course, exchange, args.ids, **extra):
             print(line)
         return 0

@@ -13,6 +13,7 @@ during pip's long silent install step, a line every 15 s with how many packages 
 venv made by another Python version is rebuilt (a venv holds nothing of the student's; their notebooks live elsewhere).
 Only the standard library: it runs before the venv exists.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -55,8 +56,9 @@ def venv_version(venv: Path) -> str | None:
     py = venv / "bin" / "python"
     if not py.exists():
         return None
-    out = subprocess.run([str(py), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [str(py), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True, text=True
+    )
     return out.stdout.strip() if out.returncode == 0 else "broken"
 
 
@@ -89,7 +91,9 @@ def _dist_name(name: str) -> str:
 def installed_count(site_packages: Path, names: list[str]) -> int:
     """How many of `names` have a .dist-info in site_packages: pip writes it when a package is in place."""
     try:
-        present = {_dist_name(p.name[: -len(".dist-info")].rsplit("-", 1)[0]) for p in site_packages.glob("*.dist-info")}
+        present = {
+            _dist_name(p.name[: -len(".dist-info")].rsplit("-", 1)[0]) for p in site_packages.glob("*.dist-info")
+        }
     except OSError:
         return 0
     return sum(1 for n in names if _dist_name(n) in present)
@@ -127,8 +131,9 @@ def pip(venv: Path, *args: str, show_collecting: bool = False) -> int:
     if not show_collecting:
         subprocess.run(cmd + ["-q"], check=True)
         return 0
-    proc = subprocess.Popen(cmd + ["--progress-bar", "off"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, bufsize=1)
+    proc = subprocess.Popen(
+        cmd + ["--progress-bar", "off"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+    )
     count = 0
     progress = None
     for line in proc.stdout:
@@ -163,10 +168,13 @@ def main(argv: list[str]) -> int:
     venv = Path(argv[0])
     py, lock = version(), lock_for(version())
     if not lock.exists():
-        print(f"Python {py} ({sys.executable}) is not supported: this course has locks for Python "
-              f"{', '.join(supported())} (requirements/pyXY.txt).\nInstall one of those, or point the "
-              f"Makefile at it: make ... PYTHON=/path/to/python3.X (tools/find_python.sh lists what is "
-              f"looked for).", file=sys.stderr)
+        print(
+            f"Python {py} ({sys.executable}) is not supported: this course has locks for Python "
+            f"{', '.join(supported())} (requirements/pyXY.txt).\nInstall one of those, or point the "
+            f"Makefile at it: make ... PYTHON=/path/to/python3.X (tools/find_python.sh lists what is "
+            f"looked for).",
+            file=sys.stderr,
+        )
         return 1
     stamp = venv / STAMP
     want = key(lock)
@@ -178,18 +186,24 @@ def main(argv: list[str]) -> int:
         shutil.rmtree(venv)
     started = time.monotonic()
     n = len(pinned_names(lock))
-    print(f"Installing the course's packages into {venv}/ (first run, or {lock.name} or pyproject.toml "
-          f"changed): Python {py} "
-          f"({sys.executable}), {n} packages pinned in requirements/{lock.name}: {', '.join(direct_pins(py))}, "
-          f"and their dependencies. This takes a few minutes; later runs skip it.", flush=True)
+    print(
+        f"Installing the course's packages into {venv}/ (first run, or {lock.name} or pyproject.toml "
+        f"changed): Python {py} "
+        f"({sys.executable}), {n} packages pinned in requirements/{lock.name}: {', '.join(direct_pins(py))}, "
+        f"and their dependencies. This takes a few minutes; later runs skip it.",
+        flush=True,
+    )
     if not (venv / "bin" / "python").exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     fetched = pip(venv, "install", "-r", str(lock), show_collecting=True)
     pip(venv, "install", "--no-deps", "-e", str(ROOT))
     stamp.write_text(want)
     took = time.monotonic() - started
-    print(f"Installed into {venv}/ in {took:.0f} s ({took / 60:.1f} min): {fetched} of the {n} locked packages "
-          f"fetched now ({n - fetched} already there) and the course package. Later runs skip this.", flush=True)
+    print(
+        f"Installed into {venv}/ in {took:.0f} s ({took / 60:.1f} min): {fetched} of the {n} locked packages "
+        f"fetched now ({n - fetched} already there) and the course package. Later runs skip this.",
+        flush=True,
+    )
     return 0
 
 

@@ -18,6 +18,7 @@ and waits, so the server's own "Shutdown this Jupyter server (y/[n])?" still wor
 passed on. The exit status is the server's. Only the standard library: it runs in the venv but
 needs nothing of it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,8 +32,8 @@ import time
 import urllib.error
 import urllib.request
 
-QUIET_S = 0.5          # the server's start-up lines have ended when it has said nothing for this long
-QUIET_MAX_S = 8.0      # ... or after this long, whatever it still says
+QUIET_S = 0.5  # the server's start-up lines have ended when it has said nothing for this long
+QUIET_MAX_S = 8.0  # ... or after this long, whatever it still says
 # jupyter_lsp looks for language servers after the server is up and says what it found a second later
 LATE_LINES = ((b"jupyter_lsp | extension was successfully loaded", b"Skipped non-installed server"),)
 POLL_S = 0.2
@@ -45,7 +46,7 @@ class Output(threading.Thread):
         super().__init__(daemon=True)
         self.fd, self.sink, self.last = fd, sink, time.monotonic()
         self.lock = threading.Lock()
-        self.seen = b""                   # everything said before the banner (start-up: some kB)
+        self.seen = b""  # everything said before the banner (start-up: some kB)
 
     def run(self) -> None:
         while chunk := os.read(self.fd, 65536):
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--token", default="", help="login token (default: a fresh random one)")
     parser.add_argument("--what", default="JupyterLab", help="what the banner calls the server")
     args = parser.parse_args(argv[:split])
-    command = argv[split + 1:]
+    command = argv[split + 1 :]
     token = args.token or secrets.token_hex(24)
     url = f"http://localhost:{args.port}{args.path}?token={token}"
     read, write = os.pipe()
@@ -102,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     os.close(write)
     out = Output(read, sys.stdout.buffer)
     out.start()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)           # the server gets the terminal's Ctrl-C itself
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server gets the terminal's Ctrl-C itself
     signal.signal(signal.SIGTERM, lambda *_: proc.send_signal(signal.SIGTERM))
     while proc.poll() is None and not ready(args.port, args.path, token):
         time.sleep(POLL_S)

@@ -53,6 +53,7 @@ the edition reads as one voice:
   full-width colon), and it keeps no English word but the code its notebook uses (`pmap`,
   `shard_map`, `params`, the HLO ops the cell compares with: `all-gather`).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -120,20 +121,27 @@ def translatable(text: str) -> bool:
 @dataclass
 class Unit:
     """One translatable piece of a markdown cell: `prefix` + text, on one output line."""
+
     prefix: str
     text: str
     kind: str
 
 
 def _starts_block(line: str) -> bool:
-    return bool(not line.strip() or _FENCE.match(line) or _HEADING.match(line) or _ITEM.match(line)
-                or _ROW.match(line) or _QUOTE.match(line))
+    return bool(
+        not line.strip()
+        or _FENCE.match(line)
+        or _HEADING.match(line)
+        or _ITEM.match(line)
+        or _ROW.match(line)
+        or _QUOTE.match(line)
+    )
 
 
 def _cells_of_row(line: str) -> list[str]:
     body = line.strip()[1:-1]
     cells, depth, current = [], False, ""
-    for ch in body:             # a pipe inside a code span is not a cell boundary
+    for ch in body:  # a pipe inside a code span is not a cell boundary
         if ch == "`":
             depth = not depth
         if ch == "|" and not depth:
@@ -154,7 +162,7 @@ def markdown_pieces(source: str) -> list:
             j = i + 1
             while j < len(lines) and not lines[j].strip().startswith(fence):
                 j += 1
-            out.extend(lines[i:j + 1])
+            out.extend(lines[i : j + 1])
             i = j + 1
             continue
         if not line.strip():
@@ -175,7 +183,7 @@ def markdown_pieces(source: str) -> list:
                 i += 1
                 parts.append(lines[i].strip())
             text = " ".join(p for p in parts if p)
-            out.append(Unit(prefix, text, kind) if translatable(text) else "\n".join(lines[i - len(parts) + 1:i + 1]))
+            out.append(Unit(prefix, text, kind) if translatable(text) else "\n".join(lines[i - len(parts) + 1 : i + 1]))
         i += 1
     return out
 
@@ -204,7 +212,9 @@ def render_markdown(source: str, translate: Callable[[str], str]) -> str:
 
 
 # ================================================================== code comments
-_NOT_PROSE = re.compile(r"^#+\s*(BEGIN|END) (SOLUTION|HIDDEN TESTS)|^#\s*(noqa|type:|pragma|fmt:|pylint|YOUR CODE HERE)")
+_NOT_PROSE = re.compile(
+    r"^#+\s*(BEGIN|END) (SOLUTION|HIDDEN TESTS)|^#\s*(noqa|type:|pragma|fmt:|pylint|YOUR CODE HERE)"
+)
 
 
 def _comment_tokens(source: str) -> list[tokenize.TokenInfo] | None:
@@ -233,7 +243,7 @@ def render_comments(source: str, translate: Callable[[str], str]) -> str:
     lines = source.split("\n")
     for tok, prefix, text in reversed(comment_units(source)):
         row, col = tok.start[0] - 1, tok.start[1]
-        lines[row] = lines[row][:col] + prefix + translate(text) + lines[row][tok.end[1]:]
+        lines[row] = lines[row][:col] + prefix + translate(text) + lines[row][tok.end[1] :]
     return "\n".join(lines)
 
 
@@ -245,7 +255,7 @@ def strip_comments(source: str) -> str:
     lines = source.split("\n")
     for tok in reversed(tokens):
         row = tok.start[0] - 1
-        lines[row] = lines[row][:tok.start[1]] + "#" + lines[row][tok.end[1]:]
+        lines[row] = lines[row][: tok.start[1]] + "#" + lines[row][tok.end[1] :]
     return "\n".join(lines)
 
 
@@ -273,7 +283,7 @@ def render_docstring(source: str, translate: Callable[[str], str]) -> str:
     text = translate(m.group(2))
     if re.search(r'["\\\n]', text):
         text = m.group(2)
-    return source[:m.start(2)] + text + source[m.end(2):]
+    return source[: m.start(2)] + text + source[m.end(2) :]
 
 
 def strip_prose(source: str) -> str:
@@ -282,7 +292,7 @@ def strip_prose(source: str) -> str:
     source = code_labels.canonical(source)
     m = _DOCSTRING.match(source)
     if m:
-        source = source[:m.start(2)] + source[m.end(2):]
+        source = source[: m.start(2)] + source[m.end(2) :]
     return strip_comments(source)
 
 
@@ -351,25 +361,41 @@ def label_problems(msgid: str, msgstr: str, allowed: set[str]) -> list[str]:
     for field in code_labels.fields(msgstr):
         prose = prose.replace(field, " ")
     prose = _CODE_SPAN.sub(" ", re.sub(r"\[[^\]]*\]|'[^'\s]*'", " ", prose))
-    english = [w for w in _CODE_WORD.findall(prose) if len(w) > 1 and not re.fullmatch(r"[A-Z][A-Z0-9_]+", w)
-               and w not in allowed and not all(part in allowed for part in w.split("."))]
+    english = [
+        w
+        for w in _CODE_WORD.findall(prose)
+        if len(w) > 1
+        and not re.fullmatch(r"[A-Z][A-Z0-9_]+", w)
+        and w not in allowed
+        and not all(part in allowed for part in w.split("."))
+    ]
     if english:
-        problems.append(f"English left in a code label ({', '.join(english)}): translate it (only its "
-                        f"notebook's code stays English)")
+        problems.append(
+            f"English left in a code label ({', '.join(english)}): translate it (only its "
+            f"notebook's code stays English)"
+        )
     return problems
 
 
 # ================================================================== templates
 def _new_catalog(lang: str | None, name: str) -> Catalog:
-    cat = Catalog(locale=lang, domain=name, project=PROJECT, version="1", copyright_holder=PROJECT,
-                  msgid_bugs_address="", creation_date=STAMP, revision_date=STAMP,
-                  language_team="Simplified Chinese" if lang else None, fuzzy=False)
+    cat = Catalog(
+        locale=lang,
+        domain=name,
+        project=PROJECT,
+        version="1",
+        copyright_holder=PROJECT,
+        msgid_bugs_address="",
+        creation_date=STAMP,
+        revision_date=STAMP,
+        language_team="Simplified Chinese" if lang else None,
+        fuzzy=False,
+    )
     cat.last_translator = "course translators"
     return cat
 
 
-def _add(cat: Catalog, msgid: str, location: tuple[str, int | None], comment: str,
-         context: str | None = None) -> None:
+def _add(cat: Catalog, msgid: str, location: tuple[str, int | None], comment: str, context: str | None = None) -> None:
     """Add an entry, or one more location of it. `location` is (key, n): Babel writes it `key:n`, and
     reads back only an integer after the last colon, so keys use `#` and `.` as separators."""
     existing = cat.get(msgid, context)
@@ -397,8 +423,14 @@ def notebook_template(nb_id: str) -> Catalog:
     cat = _new_catalog(None, nb_id)
     nb = nbformat.read(SOLUTIONS / f"{nb_id}.ipynb", as_version=4)
     if any((c.metadata.get("nbgrader") or {}).get("solution") for c in nb.cells if c.cell_type == "code"):
-        _add(cat, STUB_COMMENT, (f"solutions/{nb_id}.ipynb#code-stub", 1), "the comment nbgrader writes into each "
-             "answer cell of the student release, above `raise NotImplementedError()`", context=STUB_CONTEXT)
+        _add(
+            cat,
+            STUB_COMMENT,
+            (f"solutions/{nb_id}.ipynb#code-stub", 1),
+            "the comment nbgrader writes into each "
+            "answer cell of the student release, above `raise NotImplementedError()`",
+            context=STUB_CONTEXT,
+        )
     for cell in nb.cells:
         where = f"solutions/{nb_id}.ipynb#{cell.id}"
         if cell.cell_type == "markdown":
@@ -406,14 +438,29 @@ def notebook_template(nb_id: str) -> Catalog:
                 _add(cat, unit.text, (where, n), f"markdown {unit.kind}", context=cell.id)
         elif cell.cell_type == "code":
             if (doc := docstring_unit(cell.source)) is not None:
-                _add(cat, doc, (f"{where}.docstring", 1), "a test cell's docstring: what it checks (no quotes)",
-                     context=docstring_context(cell.id))
+                _add(
+                    cat,
+                    doc,
+                    (f"{where}.docstring", 1),
+                    "a test cell's docstring: what it checks (no quotes)",
+                    context=docstring_context(cell.id),
+                )
             for n, (_, _, text) in enumerate(comment_units(cell.source), 1):
-                _add(cat, text, (f"{where}.comment", n), "code comment (the code itself stays English)",
-                     context=comment_context(cell.id))
+                _add(
+                    cat,
+                    text,
+                    (f"{where}.comment", n),
+                    "code comment (the code itself stays English)",
+                    context=comment_context(cell.id),
+                )
             for n, text in enumerate(output_units(cell.source), 1):
-                _add(cat, text, (f"{where}.output", n), "a label the code prints: keep every {field}, escape "
-                     "and quote; a Latin ':' before a value", context=output_context(cell.id))
+                _add(
+                    cat,
+                    text,
+                    (f"{where}.output", n),
+                    "a label the code prints: keep every {field}, escape and quote; a Latin ':' before a value",
+                    context=output_context(cell.id),
+                )
     return cat
 
 
@@ -425,12 +472,17 @@ def _package_messages(path: Path) -> Iterator[tuple[str, tuple[str, int | None],
     """(English, location key, comment) of every extractable string in a module (see the docstring)."""
     rel = path.relative_to(ROOT).as_posix()
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    for stmt in tree.body:                        # module-level TEXT tables
-        target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else \
-            stmt.target if isinstance(stmt, ast.AnnAssign) else None
+    for stmt in tree.body:  # module-level TEXT tables
+        target = (
+            stmt.targets[0]
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+            else stmt.target
+            if isinstance(stmt, ast.AnnAssign)
+            else None
+        )
         value = stmt.value if target is not None else None
         if isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
-            value = value.args[0]                 # TEXT = Messages({...})
+            value = value.args[0]  # TEXT = Messages({...})
         if isinstance(target, ast.Name) and target.id == "TEXT" and isinstance(value, ast.Dict):
             for key, item in zip(value.keys, value.values):
                 k, v = _strings(key) if key else None, _strings(item)
@@ -438,19 +490,29 @@ def _package_messages(path: Path) -> Iterator[tuple[str, tuple[str, int | None],
                     yield v, (f"{rel}#TEXT.{k}", None), f"TEXT['{k}'] of {rel}: a str.format template"
     functions = {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and node.name.startswith("plot_"):    # default titles and labels
-            args = node.args.kwonlyargs + node.args.args[len(node.args.args) - len(node.args.defaults):]
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("plot_"):  # default titles and labels
+            args = node.args.kwonlyargs + node.args.args[len(node.args.args) - len(node.args.defaults) :]
             defaults = node.args.kw_defaults + node.args.defaults
             for arg, default in zip(args, defaults):
                 if arg.arg in PLOT_KEYWORDS and default is not None and _strings(default):
-                    yield _strings(default), (f"{rel}#{node.name}.{arg.arg}", None), f"default {arg.arg}= of {node.name}"
+                    yield (
+                        _strings(default),
+                        (f"{rel}#{node.name}.{arg.arg}", None),
+                        f"default {arg.arg}= of {node.name}",
+                    )
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for inner in ast.walk(node):
                 functions.setdefault(id(inner), node.name)
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
-        func = node.func.id if isinstance(node.func, ast.Name) else node.func.attr if isinstance(node.func, ast.Attribute) else ""
+        func = (
+            node.func.id
+            if isinstance(node.func, ast.Name)
+            else node.func.attr
+            if isinstance(node.func, ast.Attribute)
+            else ""
+        )
         if func in ("_", "gettext") and node.args and _strings(node.args[0]):
             where = functions.get(id(node), "module")
             yield _strings(node.args[0]), (f"{rel}#{where}", None), f"shown by {where}() in {rel}"
@@ -469,7 +531,9 @@ def _notebook_plot_labels(nb_id: str) -> Iterator[tuple[str, tuple[str, int | No
         if cell.cell_type != "code":
             continue
         try:
-            tree = ast.parse("\n".join(line for line in cell.source.split("\n") if not line.lstrip().startswith(("%", "!"))))
+            tree = ast.parse(
+                "\n".join(line for line in cell.source.split("\n") if not line.lstrip().startswith(("%", "!")))
+            )
         except SyntaxError:
             continue
         for node in ast.walk(tree):
@@ -478,8 +542,11 @@ def _notebook_plot_labels(nb_id: str) -> Iterator[tuple[str, tuple[str, int | No
                 if func.startswith("plot_"):
                     for kw in node.keywords:
                         if kw.arg in PLOT_KEYWORDS and _strings(kw.value):
-                            yield (_strings(kw.value), (f"solutions/{nb_id}.ipynb#{cell.id}.{kw.arg}", None),
-                                   f"{kw.arg}= of a figure in notebook {nb_id}")
+                            yield (
+                                _strings(kw.value),
+                                (f"solutions/{nb_id}.ipynb#{cell.id}.{kw.arg}", None),
+                                f"{kw.arg}= of a figure in notebook {nb_id}",
+                            )
 
 
 def package_template() -> Catalog:
@@ -525,7 +592,7 @@ def _previous_from_comments(msg) -> None:
     msg.user_comments = [c for c in msg.user_comments if not c.startswith("|")]
     text = " ".join(c[1:].strip() for c in lines)
     if text.startswith("msgid "):
-        text = text[len("msgid "):].split(" msgid_plural ")[0]
+        text = text[len("msgid ") :].split(" msgid_plural ")[0]
         msg.previous_id = ["".join(unescape(part) for part in re.findall(r'"(?:[^"\\]|\\.)*"', text))]
 
 
@@ -641,11 +708,12 @@ def consistency_problems(msgid: str, msgstr: str) -> list[str]:
 @dataclass(frozen=True)
 class Term:
     """A row of `locale/<lang>/glossary.tsv`: English, its Chinese (alternatives), and the words to avoid."""
+
     en: str
     zh: tuple[str, ...]
     note: str = ""
     avoid: tuple[str, ...] = ()
-    optional: bool = False          # the English word is also something else (a verb): only `avoid` is checked
+    optional: bool = False  # the English word is also something else (a verb): only `avoid` is checked
 
     def pattern(self) -> re.Pattern:
         return re.compile(rf"(?<![\w-]){re.escape(self.en)}(s|es)?(?![\w-])", re.IGNORECASE)
@@ -669,11 +737,18 @@ def glossary(lang: str) -> list[Term]:
         avoid, optional = (), False
         for rule in (r.strip() for r in cols[3].split(";")):
             if rule.startswith("avoid:"):
-                avoid = tuple(w.strip() for w in rule[len("avoid:"):].split(",") if w.strip())
+                avoid = tuple(w.strip() for w in rule[len("avoid:") :].split(",") if w.strip())
             elif rule == "optional":
                 optional = True
-        terms.append(Term(cols[0].strip(), tuple(z.strip() for z in cols[1].split("/") if z.strip()),
-                          cols[2].strip(), avoid, optional))
+        terms.append(
+            Term(
+                cols[0].strip(),
+                tuple(z.strip() for z in cols[1].split("/") if z.strip()),
+                cols[2].strip(),
+                avoid,
+                optional,
+            )
+        )
     return terms
 
 
@@ -694,8 +769,11 @@ def glossary_problems(msgid: str, msgstr: str, terms: list[Term]) -> list[str]:
         if not term.optional and not any(z in chinese for z in term.zh):
             problems.append(f"glossary: {term.en!r} is {' / '.join(term.zh)!r}, not used in {msgstr[:60]!r}")
         for word in term.avoid:
-            if re.search(re.escape(word) if not word.isascii() else rf"(?<![\w`]){re.escape(word)}(?![\w`])",
-                         chinese, 0 if not word.isascii() else re.IGNORECASE):
+            if re.search(
+                re.escape(word) if not word.isascii() else rf"(?<![\w`]){re.escape(word)}(?![\w`])",
+                chinese,
+                0 if not word.isascii() else re.IGNORECASE,
+            ):
                 problems.append(f"glossary: {term.en!r} is {' / '.join(term.zh)!r}, not {word!r}: {msgstr[:60]!r}")
     return problems
 
@@ -713,8 +791,9 @@ def punctuation_problems(msgid: str, msgstr: str) -> list[str]:
     text = _CODE_SPAN.sub("`code`", msgstr)
     problems = []
     if m := _SPACE_AFTER_FULL_WIDTH.search(text):
-        problems.append(f"a space after full-width punctuation ({m.group(0)!r}): full-width punctuation "
-                        f"carries its own space")
+        problems.append(
+            f"a space after full-width punctuation ({m.group(0)!r}): full-width punctuation carries its own space"
+        )
     if m := _LATIN_THEN_FULL_STOP.search(text):
         problems.append(f"a Latin sentence end before a full-width one ({m.group(0)!r}): one full stop")
     if m := re.search(r"[。！？]{2,}", text):
@@ -740,15 +819,19 @@ class Report:
         if self.stale:
             out.append(f"{self.path} is out of sync with the English source: run `python -m tools.translate update`")
         if self.mo_stale:
-            out.append(f"{mo_path('zh').relative_to(ROOT)} is not what {self.path} compiles to: run "
-                       f"`python -m tools.translate compile`")
+            out.append(
+                f"{mo_path('zh').relative_to(ROOT)} is not what {self.path} compiles to: run "
+                f"`python -m tools.translate compile`"
+            )
         if sync_only:
             return out
         if self.missing:
             out.append(f"{len(self.missing)} untranslated (missing or empty), e.g. {self.missing[0]!r}")
         if self.fuzzy:
-            out.append(f"{len(self.fuzzy)} fuzzy (English changed; re-translate, then delete the fuzzy flag), "
-                       f"e.g. {self.fuzzy[0]!r}")
+            out.append(
+                f"{len(self.fuzzy)} fuzzy (English changed; re-translate, then delete the fuzzy flag), "
+                f"e.g. {self.fuzzy[0]!r}"
+            )
         if self.obsolete:
             out.append(f"{self.obsolete} obsolete (#~) entries: run `python -m tools.translate update`")
         for msgid, problem in self.inconsistent or []:
@@ -778,10 +861,14 @@ def report(lang: str, name: str) -> Report:
     for m in messages:
         if not m.string:
             continue
-        english = _SUBSCRIPT.sub(" ", m.id) if is_label[id(m)] else m.id    # a label's `batch['x']` is code
-        rep.inconsistent += [(m.id, p) for p in consistency_problems(m.id, m.string)
-                             + glossary_problems(english, m.string, terms) + punctuation_problems(m.id, m.string)
-                             + (label_problems(m.id, m.string, allowed) if is_label[id(m)] else [])]
+        english = _SUBSCRIPT.sub(" ", m.id) if is_label[id(m)] else m.id  # a label's `batch['x']` is code
+        rep.inconsistent += [
+            (m.id, p)
+            for p in consistency_problems(m.id, m.string)
+            + glossary_problems(english, m.string, terms)
+            + punctuation_problems(m.id, m.string)
+            + (label_problems(m.id, m.string, allowed) if is_label[id(m)] else [])
+        ]
     return rep
 
 
@@ -802,8 +889,10 @@ def rendering_problems(lang: str, names: Iterable[str]) -> list[str]:
     problems = []
     for msgid, variants in renderings(lang, names).items():
         if len(variants) > 1:
-            places = "; ".join(f"{text[:50]!r} in {', '.join(where[:2])}{' ...' if len(where) > 2 else ''}"
-                               for text, where in variants.items())
+            places = "; ".join(
+                f"{text[:50]!r} in {', '.join(where[:2])}{' ...' if len(where) > 2 else ''}"
+                for text, where in variants.items()
+            )
             problems.append(f"{msgid[:60]!r} is translated {len(variants)} ways: {places}")
     return problems
 

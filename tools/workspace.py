@@ -33,6 +33,7 @@ Design
   `work/zh/` notebooks speak Chinese (namedaxes.i18n).
 - Bad input (unreadable JSON, a folder that is a file) is reported and nothing is written.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -135,7 +136,7 @@ def _source(cell) -> str:
 def _label(cell) -> str:
     gid = _nbgrader(cell).get("grade_id")
     first = next((ln for ln in _source(cell).splitlines() if ln.strip()), "")[:60]
-    return f"{cell.get('cell_type', 'cell')} cell " + (f"'{gid}'" if gid else f"\"{first}\"")
+    return f"{cell.get('cell_type', 'cell')} cell " + (f"'{gid}'" if gid else f'"{first}"')
 
 
 # ------------------------------------------------------------------ the merge
@@ -145,7 +146,7 @@ class Merge:
     kept_answers: list[str] = field(default_factory=list)
     kept_edits: list[str] = field(default_factory=list)
     kept_added: int = 0
-    from_release: list[str] = field(default_factory=list)     # cells the new release changed or added
+    from_release: list[str] = field(default_factory=list)  # cells the new release changed or added
     conflicts: list[str] = field(default_factory=list)
 
 
@@ -163,7 +164,7 @@ def merge(base, work, release) -> Merge:
     release_keys = {cell_key(c) for c in release.cells if cell_key(c)}
     work_cells = {cell_key(c): c for c in work.cells if cell_key(c)}
 
-    def from_base(key) -> bool:       # a release cell (not one the student added)
+    def from_base(key) -> bool:  # a release cell (not one the student added)
         return key in release_keys if base_cells is None else key in base_cells
 
     # student-added cells, grouped by the release cell they follow (None: the top)
@@ -179,7 +180,7 @@ def merge(base, work, release) -> Merge:
     cells = []
     placed_anchors = {None}
 
-    def edited(w) -> bool:            # did the student change this release cell?
+    def edited(w) -> bool:  # did the student change this release cell?
         b = base_cells.get(cell_key(w)) if base_cells is not None else None
         return b is None or _source(w) != _source(b)
 
@@ -199,17 +200,18 @@ def merge(base, work, release) -> Merge:
         elif _source(w) == _source(r):
             _with_run(cell, w)
         elif not edited(w):
-            pass                                       # the release changed it, the student did not
+            pass  # the release changed it, the student did not
         else:
             b = base_cells.get(k) if base_cells is not None else None
             if b is not None and _source(b) == _source(r):
-                cell = copy.deepcopy(w)                # only the student changed it: keep theirs
+                cell = copy.deepcopy(w)  # only the student changed it: keep theirs
                 out.kept_edits.append(_label(w))
             else:
-                out.conflicts.append(f"{_label(w)}: you edited it and the new release changed it "
-                                     f"(the merge takes the release's version)")
+                out.conflicts.append(
+                    f"{_label(w)}: you edited it and the new release changed it (the merge takes the release's version)"
+                )
         b = base_cells.get(k) if base_cells is not None else None
-        if b is None or _source(b) != _source(r):     # the instructor added or changed this cell
+        if b is None or _source(b) != _source(r):  # the instructor added or changed this cell
             out.from_release.append(_label(r))
         cells.append(cell)
         if k in added:
@@ -218,16 +220,17 @@ def merge(base, work, release) -> Merge:
             placed_anchors.add(k)
     cells[0:0] = copy.deepcopy(added.get(None, []))
     out.kept_added += len(added.get(None, []))
-    for k, group in added.items():                     # added after a cell the release removed
+    for k, group in added.items():  # added after a cell the release removed
         if k not in placed_anchors:
             cells.extend(copy.deepcopy(group))
             out.kept_added += len(group)
-    for k, w in work_cells.items():                    # release cells the new release removed
+    for k, w in work_cells.items():  # release cells the new release removed
         if k in release_keys or not from_base(k):
             continue
         if edited(w):
-            out.conflicts.append(f"{_label(w)}: the new release no longer has this cell "
-                                 f"(your version stays in the backup)")
+            out.conflicts.append(
+                f"{_label(w)}: the new release no longer has this cell (your version stays in the backup)"
+            )
     out.notebook.cells = cells
     return out
 
@@ -244,8 +247,9 @@ def _record_base(work: Path, aid: str, release_nb: Path) -> None:
     shutil.copyfile(release_nb, base)
 
 
-def prepare(work: Path, release: Path = RELEASE, seed: bool = True,
-            editions: dict[str, Path] | None = None) -> dict[str, list[str]]:
+def prepare(
+    work: Path, release: Path = RELEASE, seed: bool = True, editions: dict[str, Path] | None = None
+) -> dict[str, list[str]]:
     """Create the workspace; copy release notebooks it lacks (never overwrite). Returns a report.
 
     `editions` (default: those `release` has, when seeding): language -> release folder; each is
@@ -287,7 +291,7 @@ def _prepare_one(work: Path, release: Path, seed: bool) -> dict[str, list[str]]:
 
 def _backup(work: Path, files: list[Path], stamp: str) -> Path:
     folder, n = work / BACKUP_DIR / stamp, 1
-    while folder.exists():                       # never reuse a backup folder (two updates in one second)
+    while folder.exists():  # never reuse a backup folder (two updates in one second)
         n += 1
         folder = work / BACKUP_DIR / f"{stamp}-{n}"
     for f in files:
@@ -317,8 +321,9 @@ def plan_update(work: Path, release: Path = RELEASE) -> dict[str, tuple[Path, Pa
     return plan
 
 
-def plan_editions(work: Path, release: Path = RELEASE, editions: dict[str, Path] | None = None) \
-        -> list[tuple[str, Path, Path, dict]]:
+def plan_editions(
+    work: Path, release: Path = RELEASE, editions: dict[str, Path] | None = None
+) -> list[tuple[str, Path, Path, dict]]:
     """[(label prefix, workspace folder, release folder, plan)] for the workspace and each edition
     whose workspace folder exists (`editions` default: those `release` has)."""
     plans = [("", work, release, plan_update(work, release))]
@@ -355,20 +360,27 @@ def _ask(question: str) -> bool:
 def _cmd_prepare(args) -> int:
     if args.student is not None:
         from tools.handin import HandinError, check_student_id  # one rule for ids, shared with the instructor side
+
         try:
             check_student_id(args.student, "STUDENT=: ")
         except HandinError as err:
             raise WorkspaceError(str(err)) from err
     report = prepare(args.work, args.release, seed=not args.no_seed)
     if args.student:
-        print(f"workspace {args.work}: you hand in as {args.student!r}; fetch, validate and submit your "
-              f"assignments in Nbgrader > Assignment List")
+        print(
+            f"workspace {args.work}: you hand in as {args.student!r}; fetch, validate and submit your "
+            f"assignments in Nbgrader > Assignment List"
+        )
     if report["seeded"]:
-        print(f"workspace {args.work}: copied {len(report['seeded'])} notebook(s) from {args.release} "
-              f"({', '.join(report['seeded'])}); they are yours now, nothing overwrites them")
+        print(
+            f"workspace {args.work}: copied {len(report['seeded'])} notebook(s) from {args.release} "
+            f"({', '.join(report['seeded'])}); they are yours now, nothing overwrites them"
+        )
     if report["newer"]:
-        print(f"workspace {args.work}: a newer release of {', '.join(report['newer'])} is in {args.release}; "
-              f"`make update-work` merges it in, keeping your answers")
+        print(
+            f"workspace {args.work}: a newer release of {', '.join(report['newer'])} is in {args.release}; "
+            f"`make update-work` merges it in, keeping your answers"
+        )
     return 0
 
 
@@ -376,8 +388,10 @@ def _cmd_update(args) -> int:
     editions = dict(parse_edition(e) for e in args.edition) if args.edition else None
     plans = plan_editions(args.work, args.release, editions)
     if not any(plan for _, _, _, plan in plans):
-        print(f"workspace {args.work} is up to date with {args.release}"
-              + "".join(f" (and {work} with {release})" for prefix, work, release, _ in plans if prefix))
+        print(
+            f"workspace {args.work} is up to date with {args.release}"
+            + "".join(f" (and {work} with {release})" for prefix, work, release, _ in plans if prefix)
+        )
         return 0
     conflicts = []
     for prefix, _, _, plan in plans:
@@ -385,9 +399,11 @@ def _cmd_update(args) -> int:
             if result is None:
                 print(f"  {prefix}{aid}: new notebook, copied")
                 continue
-            print(f"  {prefix}{aid}: {len(result.kept_answers)} answer(s) kept, {len(result.kept_edits)} edit(s) "
-                  f"kept, {result.kept_added} added cell(s) kept, {len(result.from_release)} cell(s) from the "
-                  f"new release")
+            print(
+                f"  {prefix}{aid}: {len(result.kept_answers)} answer(s) kept, {len(result.kept_edits)} edit(s) "
+                f"kept, {result.kept_added} added cell(s) kept, {len(result.from_release)} cell(s) from the "
+                f"new release"
+            )
             conflicts += [f"{prefix}{aid}: {c}" for c in result.conflicts]
     if conflicts:
         print("These changes of yours would not survive the merge:")
@@ -395,8 +411,10 @@ def _cmd_update(args) -> int:
             print(f"  - {c}")
         ok = args.yes or (sys.stdin.isatty() and _ask("Merge anyway (your current notebooks go to the backup)?"))
         if not ok:
-            print("Nothing changed. Copy what you want to keep, or run again with --yes "
-                  "(`make update-work YES=1`); a backup is made either way.")
+            print(
+                "Nothing changed. Copy what you want to keep, or run again with --yes "
+                "(`make update-work YES=1`); a backup is made either way."
+            )
             return 1
     print("Close these notebooks in JupyterLab (or reload them from disk) so an open tab does not save over the merge.")
     for _, work, release, plan in plans:
@@ -421,9 +439,14 @@ def main(argv=None) -> int:
     u.add_argument("work", type=Path)
     u.add_argument("--release", type=Path, default=RELEASE)
     u.add_argument("--yes", action="store_true", help="merge even where some of the student's edits cannot be kept")
-    u.add_argument("--edition", action="append", default=[], metavar="LANG=DIR",
-                   help="the release of an edition, merged into WORK/LANG when that folder exists "
-                        "(default: RELEASE/LANG for each edition the release has)")
+    u.add_argument(
+        "--edition",
+        action="append",
+        default=[],
+        metavar="LANG=DIR",
+        help="the release of an edition, merged into WORK/LANG when that folder exists "
+        "(default: RELEASE/LANG for each edition the release has)",
+    )
     args = parser.parse_args(argv)
     try:
         return _cmd_prepare(args) if args.command == "prepare" else _cmd_update(args)

@@ -17,6 +17,7 @@ generator translates them by). A course folder whose edition does not match stop
 edition that does not match is recorded in `SourceNotebook.edition_problems`, and submissions in
 that language are refused (status error) rather than graded on mixed cells.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -75,11 +76,13 @@ def discover_sources(course: Path, only: list[str]) -> dict[str, SourceNotebook]
         except Exception as err:
             raise GraderError(f"cannot read the source notebook {path}: {err}") from err
         lang = submission_language(sources[aid].nb)
-        if lang != "en":                      # an edition's course: grade against the English source
+        if lang != "en":  # an edition's course: grade against the English source
             english = repo_root() / "solutions" / f"{aid}.ipynb"
             if not english.is_file():
-                raise GraderError(f"{path} is the '{lang}' edition of {aid}, but its English source "
-                                  f"{english} (the reference) is missing")
+                raise GraderError(
+                    f"{path} is the '{lang}' edition of {aid}, but its English source "
+                    f"{english} (the reference) is missing"
+                )
             course_edition, path = (lang, path), english
             try:
                 sources[aid] = SourceNotebook.load(aid, path)
@@ -93,8 +96,9 @@ def discover_sources(course: Path, only: list[str]) -> dict[str, SourceNotebook]
 
 def attach_editions(source: SourceNotebook, course_edition: tuple[str, Path] | None = None) -> None:
     """Give `source` its editions in other languages (see the module docstring)."""
-    candidates = {lang: repo_root() / "solutions" / lang / f"{source.assignment}.ipynb"
-                  for lang in LANGUAGES if lang != "en"}
+    candidates = {
+        lang: repo_root() / "solutions" / lang / f"{source.assignment}.ipynb" for lang in LANGUAGES if lang != "en"
+    }
     if course_edition is not None:
         candidates[course_edition[0]] = course_edition[1]
     for lang, path in candidates.items():
@@ -110,8 +114,10 @@ def attach_editions(source: SourceNotebook, course_edition: tuple[str, Path] | N
         if problem is None:
             source.editions[lang] = edition
         elif course_edition is not None and lang == course_edition[0]:
-            raise GraderError(f"{path} is not an edition of the reference {source.path}: {problem}. "
-                              f"Regenerate the editions (make notebooks) and lay out the course again.")
+            raise GraderError(
+                f"{path} is not an edition of the reference {source.path}: {problem}. "
+                f"Regenerate the editions (make notebooks) and lay out the course again."
+            )
         else:
             source.edition_problems[lang] = problem
 
@@ -121,14 +127,18 @@ def code_tokens(code: str) -> list[tuple[int, str]] | str:
     the source itself when it is not Python that tokenize reads (IPython magics). An edition translates the
     labels the code prints: their words are left out (`namedaxes.labels.canonical`), their f-string fields kept."""
     from namedaxes.labels import canonical
+
     code = canonical(code)
     try:
-        tokens = [(t.type, t.string) for t in tokenize.generate_tokens(io.StringIO(code).readline)
-                  if t.type not in (tokenize.COMMENT, tokenize.NL)]
+        tokens = [
+            (t.type, t.string)
+            for t in tokenize.generate_tokens(io.StringIO(code).readline)
+            if t.type not in (tokenize.COMMENT, tokenize.NL)
+        ]
     except (tokenize.TokenError, IndentationError, SyntaxError):
         return code
     if len(tokens) >= 2 and tokens[0][0] == tokenize.STRING and tokens[1][0] in (tokenize.NEWLINE, tokenize.ENDMARKER):
-        tokens = tokens[2:]      # a leading docstring is prose (an edition translates a test cell's), not code
+        tokens = tokens[2:]  # a leading docstring is prose (an edition translates a test cell's), not code
     return tokens
 
 

@@ -16,6 +16,7 @@ defused, so nbgrader's preprocessors (feedback, formgrader) never see a
 region the instructor did not write; a student may add at most
 `max_added_cells` cells (the rest are dropped and counted).
 """
+
 from __future__ import annotations
 
 import copy
@@ -31,8 +32,15 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from ..limits import MAX_ADDED_CELLS, MAX_NOTEBOOK_BYTES
 
 __all__ = [
-    "MAX_NOTEBOOK_BYTES", "SourceNotebook", "TestCell", "UnreadableNotebook",
-    "read_submission", "parse_submission", "build_graded", "nbgrader_meta", "cell_source",
+    "MAX_NOTEBOOK_BYTES",
+    "SourceNotebook",
+    "TestCell",
+    "UnreadableNotebook",
+    "read_submission",
+    "parse_submission",
+    "build_graded",
+    "nbgrader_meta",
+    "cell_source",
 ]
 
 # nbgrader's region markers (matched anywhere in a line, as nbgrader does), and what they become in student text
@@ -82,7 +90,7 @@ def _is_locked(cell) -> bool:
 class TestCell:
     grade_id: str
     points: float
-    index: int          # position in the source notebook
+    index: int  # position in the source notebook
 
 
 @dataclass
@@ -95,9 +103,9 @@ class SourceNotebook:
     raw: bytes
     test_cells: list[TestCell] = field(default_factory=list)
     answer_ids: list[str] = field(default_factory=list)
-    stubs: dict[str, str] = field(default_factory=dict)       # answer grade_id -> released stub source
-    editions: dict[str, NotebookNode] = field(default_factory=dict)   # language -> the same notebook in it
-    edition_problems: dict[str, str] = field(default_factory=dict)   # language -> why its edition is not used
+    stubs: dict[str, str] = field(default_factory=dict)  # answer grade_id -> released stub source
+    editions: dict[str, NotebookNode] = field(default_factory=dict)  # language -> the same notebook in it
+    edition_problems: dict[str, str] = field(default_factory=dict)  # language -> why its edition is not used
 
     @property
     def notebook_name(self) -> str:
@@ -154,6 +162,7 @@ class SourceNotebook:
 def _release_stubs(nb: NotebookNode) -> dict[str, str]:
     """What the student release holds in each answer cell (nbgrader's ClearSolutions)."""
     from nbgrader.preprocessors import ClearSolutions
+
     released = copy.deepcopy(nb)
     released, _ = ClearSolutions().preprocess(released, {})
     return {_grade_id(c): cell_source(c) for c in released.cells if _is_solution(c) and _grade_id(c)}
@@ -163,8 +172,9 @@ def _release_stubs(nb: NotebookNode) -> dict[str, str]:
 def parse_submission(data: bytes) -> NotebookNode:
     """Parse a submitted file's bytes as a notebook, or raise UnreadableNotebook."""
     if len(data) > MAX_NOTEBOOK_BYTES:
-        raise UnreadableNotebook(f"file is too large ({len(data) // 2**20} MiB; the limit is "
-                                 f"{MAX_NOTEBOOK_BYTES // 2**20} MiB)")
+        raise UnreadableNotebook(
+            f"file is too large ({len(data) // 2**20} MiB; the limit is {MAX_NOTEBOOK_BYTES // 2**20} MiB)"
+        )
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -187,7 +197,8 @@ def parse_submission(data: bytes) -> NotebookNode:
         raise UnreadableNotebook("not a notebook: the JSON has no list of cells")
     try:
         import logging
-        logging.getLogger("traitlets").disabled = True   # silence "Notebook JSON is invalid" noise
+
+        logging.getLogger("traitlets").disabled = True  # silence "Notebook JSON is invalid" noise
         nb = nbformat.reads(text, as_version=4)
     except Exception as err:  # noqa: BLE001 - any failure means "unreadable", with the reason
         raise UnreadableNotebook(f"not a readable notebook ({_short(err)})") from None
@@ -201,6 +212,7 @@ def read_submission(path: Path) -> NotebookNode:
     """Read a submitted file (not through a symlink; at most MAX_NOTEBOOK_BYTES) and parse it."""
     import os
     import stat as stat_
+
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as err:
@@ -211,8 +223,9 @@ def read_submission(path: Path) -> NotebookNode:
             if not stat_.S_ISREG(st.st_mode):
                 raise UnreadableNotebook("not a regular file")
             if st.st_size > MAX_NOTEBOOK_BYTES:
-                raise UnreadableNotebook(f"file is too large ({st.st_size // 2**20} MiB; the limit is "
-                                         f"{MAX_NOTEBOOK_BYTES // 2**20} MiB)")
+                raise UnreadableNotebook(
+                    f"file is too large ({st.st_size // 2**20} MiB; the limit is {MAX_NOTEBOOK_BYTES // 2**20} MiB)"
+                )
             data = fh.read(MAX_NOTEBOOK_BYTES + 1)
         except OSError as err:
             raise UnreadableNotebook(f"cannot read the file ({err.strerror})") from None
@@ -221,8 +234,10 @@ def read_submission(path: Path) -> NotebookNode:
 
 def defuse_markers(text: str) -> str:
     """Student text with nbgrader's region markers broken up (`BEGIN HIDDEN TESTS` -> `BEGIN HIDDEN_TESTS`)."""
-    return _MARKERS.sub(lambda m: f"{m.group(1)} {m.group(2).replace(' ', '_')}" if " " in m.group(2)
-                        else f"{m.group(1)}_{m.group(2)}", text)
+    return _MARKERS.sub(
+        lambda m: f"{m.group(1)} {m.group(2).replace(' ', '_')}" if " " in m.group(2) else f"{m.group(1)}_{m.group(2)}",
+        text,
+    )
 
 
 def _short(err: Exception, n: int = 120) -> str:
@@ -236,13 +251,14 @@ class MergeReport:
     answers_found: list[str] = field(default_factory=list)
     answers_missing: list[str] = field(default_factory=list)
     added_cells: int = 0
-    dropped_cells: int = 0          # added cells beyond max_added_cells (not run, not kept)
-    duplicates: int = 0             # further student copies of a source cell (ignored)
-    ignored_cells: int = 0          # raw cells and malformed entries (ignored)
+    dropped_cells: int = 0  # added cells beyond max_added_cells (not run, not kept)
+    duplicates: int = 0  # further student copies of a source cell (ignored)
+    ignored_cells: int = 0  # raw cells and malformed entries (ignored)
 
 
-def build_graded(source: SourceNotebook, student: NotebookNode | None,
-                 max_added_cells: int = MAX_ADDED_CELLS, language: str = "en") -> tuple[NotebookNode, MergeReport]:
+def build_graded(
+    source: SourceNotebook, student: NotebookNode | None, max_added_cells: int = MAX_ADDED_CELLS, language: str = "en"
+) -> tuple[NotebookNode, MergeReport]:
     """The notebook that is executed and graded for one submission.
 
     Starts from the source's cells. Each answer cell (nbgrader solution cell)
@@ -262,8 +278,7 @@ def build_graded(source: SourceNotebook, student: NotebookNode | None,
     src_cells = base.cells
     answer_index = {by_gid[g]: g for g in source.answer_ids}
 
-    first_graded = min([by_gid[g] for g in source.answer_ids] + [t.index for t in source.test_cells]
-                       + [len(src_cells)])
+    first_graded = min([by_gid[g] for g in source.answer_ids] + [t.index for t in source.test_cells] + [len(src_cells)])
     floor = -1
     for i in range(first_graded):
         if src_cells[i].cell_type == "code" and _is_locked(src_cells[i]):
@@ -273,7 +288,7 @@ def build_graded(source: SourceNotebook, student: NotebookNode | None,
     added: dict[int, list[dict]] = {}
     seen: set[int] = set()
     anchor = -1
-    for cell in (student.cells if student is not None else []):
+    for cell in student.cells if student is not None else []:
         if not isinstance(cell, dict):
             report.ignored_cells += 1
             continue

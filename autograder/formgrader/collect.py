@@ -26,6 +26,7 @@ strictly. The intake's bounds and owner mapping are this class's options (`stude
 MAX_BYTES. `before_duedate` is refused with a message: the intake stages one hand-in per student
 (the newest acceptable), so nbgrader could not choose the last one before the due date.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -44,10 +45,15 @@ __all__ = ["HardenedCollect"]
 class HardenedCollect(ExchangeCollect):
     """nbgrader's collect from a staging copy of what autograder.intake.handin accepts (see the module docstring)."""
 
-    student_user = Unicode("{student}", help="The Unix user of a student id, who must own their hand-ins "
-                                              "({student} is replaced by the id).").tag(config=True)
-    class_user = Unicode("", help="On one machine: the OS user every student runs as, when collect runs as "
-                                  "another (default: the user running collect).").tag(config=True)
+    student_user = Unicode(
+        "{student}",
+        help="The Unix user of a student id, who must own their hand-ins ({student} is replaced by the id).",
+    ).tag(config=True)
+    class_user = Unicode(
+        "",
+        help="On one machine: the OS user every student runs as, when collect runs as "
+        "another (default: the user running collect).",
+    ).tag(config=True)
     max_files = Int(intake.Limits.max_files, help="Files and folders per hand-in.").tag(config=True)
     max_bytes = Int(intake.Limits.max_bytes, help="Bytes per hand-in.").tag(config=True)
 
@@ -68,27 +74,42 @@ class HardenedCollect(ExchangeCollect):
         if course_id == "":
             self.fail("No course id specified. Re-run with --course flag.")
         if self.before_duedate:
-            self.fail("ExchangeCollect.before_duedate is not supported by this course's collect: it stages only "
-                      "each student's newest acceptable hand-in (autograder.intake.handin)")
+            self.fail(
+                "ExchangeCollect.before_duedate is not supported by this course's collect: it stages only "
+                "each student's newest acceptable hand-in (autograder.intake.handin)"
+            )
         inbound = Path(self.root) / course_id / "inbound"
         if not inbound.is_dir():
             self.fail(f"Course not found: {inbound}")
         # in the course folder (the instructor's): the copy is on the disk that will hold submitted/
-        self._staging = tempfile.mkdtemp(prefix=".collect-staging-", dir=self.coursedir.root)   # mode 0700
+        self._staging = tempfile.mkdtemp(prefix=".collect-staging-", dir=self.coursedir.root)  # mode 0700
         limits = intake.Limits(max_files=self.max_files, max_bytes=self.max_bytes)
         try:
-            taken = intake.stage(inbound, Path(self._staging) / course_id / "inbound", assignment, limits,
-                                 self.student_user, class_user=self.class_user or None)
-        except ValueError as err:                       # an unknown class_user
+            taken = intake.stage(
+                inbound,
+                Path(self._staging) / course_id / "inbound",
+                assignment,
+                limits,
+                self.student_user,
+                class_user=self.class_user or None,
+            )
+        except ValueError as err:  # an unknown class_user
             self.fail(str(err))
-        except OSError as err:                          # inbound/ itself cannot be opened or listed
+        except OSError as err:  # inbound/ itself cannot be opened or listed
             self.fail(f"cannot read {inbound}: {err.strerror or err}")
-        self.log.info("Hand-in intake of '%s': %d may be collected, %d refused (autograder.intake.handin)",
-                      assignment, len(taken.staged), len(taken.refused))
+        self.log.info(
+            "Hand-in intake of '%s': %d may be collected, %d refused (autograder.intake.handin)",
+            assignment,
+            len(taken.staged),
+            len(taken.refused),
+        )
         # formgrader's dialog shows the log in a <pre>: lines that fit (its log formatter indents the later ones)
         for refusal in taken.refused:
-            self.log.warning("REFUSED %s:\n%s", intake.printable(refusal.entry),
-                             textwrap.fill(intake.printable(refusal.reason), 72, break_long_words=False))
+            self.log.warning(
+                "REFUSED %s:\n%s",
+                intake.printable(refusal.entry),
+                textwrap.fill(intake.printable(refusal.reason), 72, break_long_words=False),
+            )
         for note in taken.notes:
             self.log.warning("%s", textwrap.fill(note, 72, break_long_words=False))
         self.root = self._staging

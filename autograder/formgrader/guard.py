@@ -30,6 +30,7 @@ folder on its JUPYTER_CONFIG_PATH or set
 Load order does not matter: the guard's rules are put in front of every rule
 the application has, and formgrader's later `add_handlers` lands behind them.
 """
+
 from __future__ import annotations
 
 import json
@@ -54,14 +55,14 @@ GUARDED_ROUTES = (
 # Instructor-facing (formgrader's own pages are English only).
 MESSAGES = {
     "autograde": "Autograde is disabled in this formgrader: it would run the student's notebook outside the "
-                 "sandbox, as the formgrader's user, and overwrite the scores of the sandboxed grader. "
-                 "Grade with `make grade` (python -m autograder grade), which runs every notebook sandboxed "
-                 "and writes the scores into this gradebook.",
+    "sandbox, as the formgrader's user, and overwrite the scores of the sandboxed grader. "
+    "Grade with `make grade` (python -m autograder grade), which runs every notebook sandboxed "
+    "and writes the scores into this gradebook.",
     "generate_feedback": "Generate Feedback is disabled in this formgrader: `make grade` already wrote each "
-                         "student's feedback page (inert HTML, no hidden test and no hidden value in it) into "
-                         "feedback/. Run `make grade` again to regenerate it.",
+    "student's feedback page (inert HTML, no hidden test and no hidden value in it) into "
+    "feedback/. Run `make grade` again to regenerate it.",
     "release_feedback": "Release Feedback is disabled in this formgrader: return the feedback that `make grade` "
-                        "wrote with `make return-feedback`.",
+    "wrote with `make return-feedback`.",
 }
 
 
@@ -76,7 +77,7 @@ class GuardHandler(JupyterHandler):
         # would hand it an already parsed object for application/json (then no dialog appears)
         self.set_header("Content-Type", "text/plain; charset=UTF-8")
         self.set_header("Cache-Control", "no-store")
-        text = textwrap.fill(MESSAGES[self.action], width=72)   # the page shows it in a <pre>: lines that fit
+        text = textwrap.fill(MESSAGES[self.action], width=72)  # the page shows it in a <pre>: lines that fit
         self.finish(json.dumps({"success": False, "log": text, "error": "", "disabled_by": __name__}))
 
     def check_xsrf_cookie(self):
@@ -84,7 +85,7 @@ class GuardHandler(JupyterHandler):
         return None
 
     @web.authenticated
-    def get(self, *_ids: str) -> None:      # formgrader only posts; a GET is refused the same way
+    def get(self, *_ids: str) -> None:  # formgrader only posts; a GET is refused the same way
         self._refuse()
 
     @web.authenticated
@@ -102,8 +103,10 @@ def load_guard(serverapp) -> None:
     web_app.add_handlers(".*$", rules)
     added = [r for r in router.rules if r not in before]
     router.rules[:] = added + [r for r in router.rules if r not in added]
-    serverapp.log.info("autograder.formgrader.guard: formgrader's Autograde, Generate Feedback and Release "
-                       "Feedback are disabled here (use make grade / make return-feedback)")
+    serverapp.log.info(
+        "autograder.formgrader.guard: formgrader's Autograde, Generate Feedback and Release "
+        "Feedback are disabled here (use make grade / make return-feedback)"
+    )
 
 
 def _jupyter_server_extension_points():

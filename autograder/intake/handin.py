@@ -47,6 +47,7 @@ Design
   thousand hostile folders cost the class ten reads, not a thousand). The staging folder (the caller
   makes it, mode 0700) then holds only regular files written by this process; nbgrader's collect copies from it.
 """
+
 from __future__ import annotations
 
 import errno
@@ -68,16 +69,16 @@ _CHUNK = 1 << 20
 
 @dataclass(frozen=True)
 class Limits:
-    max_files: int = HANDIN_MAX_FILES     # files and folders in one hand-in
-    max_bytes: int = HANDIN_MAX_BYTES     # bytes of one hand-in
-    max_depth: int = HANDIN_MAX_DEPTH     # folders inside the hand-in folder
+    max_files: int = HANDIN_MAX_FILES  # files and folders in one hand-in
+    max_bytes: int = HANDIN_MAX_BYTES  # bytes of one hand-in
+    max_depth: int = HANDIN_MAX_DEPTH  # folders inside the hand-in folder
     future_slack_s: float = HANDIN_FUTURE_SLACK  # a hand-in dated later than now + this is refused
-    max_tries: int = HANDIN_MAX_TRIES     # a student's hand-ins read, newest first, before giving up
+    max_tries: int = HANDIN_MAX_TRIES  # a student's hand-ins read, newest first, before giving up
 
 
 @dataclass(frozen=True)
 class Refusal:
-    entry: str                            # the folder's name in inbound/
+    entry: str  # the folder's name in inbound/
     reason: str
 
 
@@ -170,10 +171,12 @@ class Owners:
             return []
         shared = sorted(self.shared)
         names = ", ".join(shared[:8]) + (f" and {len(shared) - 8} more" if len(shared) > 8 else "")
-        return [f"owner check: the hand-ins of {names} belong to {self.shared_label} (CLASS_USER=name for "
-                f"another), not to a Unix user of the student's own: on one machine where every student is the "
-                f"same OS user (make lab STUDENT=...) any student can hand in under another's name; a real class "
-                f"needs one Unix user per student (make hub)"]
+        return [
+            f"owner check: the hand-ins of {names} belong to {self.shared_label} (CLASS_USER=name for "
+            f"another), not to a Unix user of the student's own: on one machine where every student is the "
+            f"same OS user (make lab STUDENT=...) any student can hand in under another's name; a real class "
+            f"needs one Unix user per student (make hub)"
+        ]
 
 
 def printable(text: str) -> str:
@@ -188,13 +191,13 @@ def parse_entry(name: str, assignment: str) -> tuple[str, str, str | None]:
     if len(fields) not in (3, 4) or fields[1] != assignment:
         return "", "", f"not a hand-in folder name (student+{assignment}+timestamp[+random])"
     if not STUDENT_ID.match(fields[0]):
-        return fields[0], fields[2], (f"student id {fields[0]!r} is not a valid id "
-                                      f"(letters, digits and . _ - @ only)")
+        return fields[0], fields[2], (f"student id {fields[0]!r} is not a valid id (letters, digits and . _ - @ only)")
     return fields[0], fields[2], None
 
 
 def parse_time(text: str) -> datetime:
     from nbgrader.utils import parse_utc
+
     try:
         ts = parse_utc(text)
     except Exception as err:  # noqa: BLE001 - dateutil raises ValueError, OverflowError, TypeError, ...
@@ -232,8 +235,11 @@ def _open_checked(parent_fd: int, name: str, rel: str, flags: int) -> tuple[int,
             raise Refused(f"{rel} changed while being collected (now a link or not a regular file)") from None
         raise Refused(f"{rel} cannot be read ({err.strerror})") from None
     after = os.fstat(fd)
-    if (after.st_dev, after.st_ino, stat.S_IFMT(after.st_mode)) != \
-            (before.st_dev, before.st_ino, stat.S_IFMT(before.st_mode)):
+    if (after.st_dev, after.st_ino, stat.S_IFMT(after.st_mode)) != (
+        before.st_dev,
+        before.st_ino,
+        stat.S_IFMT(before.st_mode),
+    ):
         os.close(fd)
         raise Refused(f"{rel} changed while being collected")
     return fd, after
@@ -284,12 +290,14 @@ def _copy_dir(dfd: int, dest: Path, rel: str, depth: int, uid: int, budget: _Bud
 
 def _remove(path: Path) -> None:
     import shutil
+
     if path.exists() or path.is_symlink():
         shutil.rmtree(path)
 
 
-def _take(inbound_fd: int, entry: str, student: str, ts: datetime, dest: Path, owners: Owners,
-          limits: Limits) -> HandIn:
+def _take(
+    inbound_fd: int, entry: str, student: str, ts: datetime, dest: Path, owners: Owners, limits: Limits
+) -> HandIn:
     fd, st = _open_checked(inbound_fd, entry, entry, _DIR)
     budget = _Budget(limits)
     try:
@@ -297,7 +305,7 @@ def _take(inbound_fd: int, entry: str, student: str, ts: datetime, dest: Path, o
             raise Refused(f"{entry} is a file, not a hand-in folder")
         _check_folder_owner(st, owners, student)
         _copy_dir(fd, dest, entry, 0, st.st_uid, budget)
-    except OSError as err:                      # a folder that cannot be listed, a read that fails
+    except OSError as err:  # a folder that cannot be listed, a read that fails
         _remove(dest)
         raise Refused(f"it cannot be read ({err.strerror or err})") from None
     except BaseException:
@@ -319,8 +327,15 @@ def _take(inbound_fd: int, entry: str, student: str, ts: datetime, dest: Path, o
     return HandIn(entry, student, ts, budget.files, budget.bytes)
 
 
-def stage(inbound: Path, staging: Path, assignment: str, limits: Limits = Limits(),
-          student_user: str = "{student}", now: datetime | None = None, class_user: str | None = None) -> Intake:
+def stage(
+    inbound: Path,
+    staging: Path,
+    assignment: str,
+    limits: Limits = Limits(),
+    student_user: str = "{student}",
+    now: datetime | None = None,
+    class_user: str | None = None,
+) -> Intake:
     """Copy the newest acceptable hand-in of each student of `assignment` from `inbound` into `staging`."""
     now = now or datetime.now(UTC)
     owners = Owners(student_user, class_user)
@@ -331,24 +346,27 @@ def stage(inbound: Path, staging: Path, assignment: str, limits: Limits = Limits
         candidates: dict[str, list[tuple[datetime, str]]] = {}
         for entry in sorted(os.listdir(inbound_fd)):
             if f"+{assignment}+" not in entry:
-                continue                  # another assignment's (nbgrader's own pattern: *+ID+*)
+                continue  # another assignment's (nbgrader's own pattern: *+ID+*)
             student, ts_text, problem = parse_entry(entry, assignment)
             reasons = [problem] if problem else []
             if not problem:
                 try:
                     ts = parse_time(ts_text)
                     if ts > latest:
-                        reasons.append(f"dated {ts.isoformat(' ')}, in the future (now {now.isoformat(' ', 'seconds')})")
+                        reasons.append(
+                            f"dated {ts.isoformat(' ')}, in the future (now {now.isoformat(' ', 'seconds')})"
+                        )
                 except Refused as why:
                     reasons.append(str(why))
                 try:
                     st = os.stat(entry, dir_fd=inbound_fd, follow_symlinks=False)
-                except OSError as err:          # removed since the listing, or unreadable
+                except OSError as err:  # removed since the listing, or unreadable
                     intake.refused.append(Refusal(entry, f"it cannot be read ({err.strerror})"))
                     continue
                 if not stat.S_ISDIR(st.st_mode):
-                    reasons.append(f"it is {'a file' if stat.S_ISREG(st.st_mode) else _kind(st.st_mode)}, "
-                                   f"not a hand-in folder")
+                    reasons.append(
+                        f"it is {'a file' if stat.S_ISREG(st.st_mode) else _kind(st.st_mode)}, not a hand-in folder"
+                    )
                 else:
                     try:
                         _check_folder_owner(st, owners, student)
@@ -363,10 +381,17 @@ def stage(inbound: Path, staging: Path, assignment: str, limits: Limits = Limits
             ordered = sorted(candidates[student], reverse=True)
             for tried, (ts, entry) in enumerate(ordered):
                 if tried == limits.max_tries:
-                    left = ", ".join(e for _, e in ordered[tried:tried + 3]) + (" ..." if len(ordered) > tried + 3 else "")
-                    intake.refused.append(Refusal(ordered[tried][1], f"not examined: the {tried} newer hand-ins of "
-                                                  f"{student} were refused, and so are the {len(ordered) - tried} "
-                                                  f"older ones without a look ({left})"))
+                    left = ", ".join(e for _, e in ordered[tried : tried + 3]) + (
+                        " ..." if len(ordered) > tried + 3 else ""
+                    )
+                    intake.refused.append(
+                        Refusal(
+                            ordered[tried][1],
+                            f"not examined: the {tried} newer hand-ins of "
+                            f"{student} were refused, and so are the {len(ordered) - tried} "
+                            f"older ones without a look ({left})",
+                        )
+                    )
                     break
                 try:
                     intake.staged.append(_take(inbound_fd, entry, student, ts, staging / entry, owners, limits))

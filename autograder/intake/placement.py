@@ -27,6 +27,7 @@ cells. So an id is exact:
   `conflict` entry and neither is graded, so nobody is graded as someone else
   and no output folder is shared (case-insensitive file systems included).
 """
+
 from __future__ import annotations
 
 import os
@@ -41,28 +42,43 @@ from pathlib import Path, PurePosixPath
 
 from ..limits import MAX_ZIP_BYTES, MAX_ZIP_MEMBERS
 
-__all__ = ["Placed", "Unplaced", "Intake", "place_course", "place_submissions", "safe_extract",
-           "MAX_ZIP_BYTES", "MAX_ZIP_MEMBERS"]
+__all__ = [
+    "Placed",
+    "Unplaced",
+    "Intake",
+    "place_course",
+    "place_submissions",
+    "safe_extract",
+    "MAX_ZIP_BYTES",
+    "MAX_ZIP_MEMBERS",
+]
 
 # (timestamp.txt and submission_secret.txt: nbgrader's own bookkeeping in every collected hand-in)
-CLUTTER = {".ds_store", "__macosx", ".ipynb_checkpoints", "thumbs.db", "timestamp.txt", "submission_secret.txt",
-           "desktop.ini"}
+CLUTTER = {
+    ".ds_store",
+    "__macosx",
+    ".ipynb_checkpoints",
+    "thumbs.db",
+    "timestamp.txt",
+    "submission_secret.txt",
+    "desktop.ini",
+}
 
 
 @dataclass(frozen=True)
 class Placed:
     student: str
     assignment: str
-    path: Path              # the file on disk (possibly inside an extracted zip)
-    origin: str             # where it came from, for messages (relative to the input)
+    path: Path  # the file on disk (possibly inside an extracted zip)
+    origin: str  # where it came from, for messages (relative to the input)
 
 
 @dataclass(frozen=True)
 class Unplaced:
-    student: str            # "" when the file is not inside a student folder
+    student: str  # "" when the file is not inside a student folder
     origin: str
     reason: str
-    assignment: str = ""    # the assignment it probably belongs to, when recognisable
+    assignment: str = ""  # the assignment it probably belongs to, when recognisable
 
 
 @dataclass
@@ -72,8 +88,8 @@ class Intake:
     students: set[str] = field(default_factory=set)
     placed: dict[tuple[str, str], Placed] = field(default_factory=dict)
     unplaced: list[Unplaced] = field(default_factory=list)
-    empty: set[str] = field(default_factory=set)          # students whose folder held nothing
-    conflicts: list[Unplaced] = field(default_factory=list)   # entries naming the same student: none graded
+    empty: set[str] = field(default_factory=set)  # students whose folder held nothing
+    conflicts: list[Unplaced] = field(default_factory=list)  # entries naming the same student: none graded
     clutter: int = 0
     tmpdirs: list[tempfile.TemporaryDirectory] = field(default_factory=list)
 
@@ -114,7 +130,7 @@ def id_problem(sid: str) -> str:
         return f"{sid!r} is not a usable student id"
     if "/" in sid or "\\" in sid:
         return "the name contains a path separator"
-    if any(c in sid for c in "<>&\"'`"):      # formgrader shows ids unescaped (autograder.publish.inert, issue 8)
+    if any(c in sid for c in "<>&\"'`"):  # formgrader shows ids unescaped (autograder.publish.inert, issue 8)
         return "the name contains a character that is markup in a web page (< > & \" ' `)"
     for c in sid:
         if unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Zl", "Zp"):
@@ -152,7 +168,7 @@ def _guess_assignment(name: str, notebooks: dict[str, str]) -> str:
 
 class _Placer:
     def __init__(self, notebooks: dict[str, str], intake: Intake, root_label: str):
-        self.notebooks = notebooks            # released file name -> assignment id
+        self.notebooks = notebooks  # released file name -> assignment id
         self.assignments = set(notebooks.values())
         self.intake = intake
         self.root_label = root_label
@@ -169,8 +185,11 @@ class _Placer:
         if assignment_hint is not None and assignment != assignment_hint:
             guess = assignment_hint if assignment_hint in self.assignments else ""
             want = [f for f, a in self.notebooks.items() if a == assignment_hint]
-            reason = (f"file name does not match the assignment folder: expected "
-                      f"{' or '.join(want)}" if want else "unexpected file")
+            reason = (
+                f"file name does not match the assignment folder: expected {' or '.join(want)}"
+                if want
+                else "unexpected file"
+            )
             self.unplaced(student, origin, reason, guess)
             return
         if assignment is None:
@@ -190,8 +209,9 @@ class _Placer:
             return
         key = (student, assignment)
         if key in self.intake.placed:
-            self.unplaced(student, origin, f"second copy of {name} (graded: "
-                                           f"{self.intake.placed[key].origin})", assignment)
+            self.unplaced(
+                student, origin, f"second copy of {name} (graded: {self.intake.placed[key].origin})", assignment
+            )
             return
         self.intake.placed[key] = Placed(student, assignment, path, origin)
 
@@ -222,8 +242,9 @@ class _Placer:
                 elif depth == 0 and _visible_count(entry) == 0:
                     self.intake.clutter += 1
                 else:
-                    self.unplaced(student, origin, "unexpected folder: put the notebooks directly in "
-                                                   "the student's folder", "")
+                    self.unplaced(
+                        student, origin, "unexpected folder: put the notebooks directly in the student's folder", ""
+                    )
             elif stat.S_ISREG(st.st_mode):
                 self.place(student, entry, origin, hint)
             else:
@@ -270,17 +291,21 @@ def _extract(intake: Intake, archive: Path) -> Path:
 
 
 def _has_notebooks(folder: Path) -> bool:
-    return any(e.is_file() and e.name.lower().endswith(".ipynb") and not _is_clutter(e.name)
-               for e in _visible(folder))
+    return any(e.is_file() and e.name.lower().endswith(".ipynb") and not _is_clutter(e.name) for e in _visible(folder))
 
 
 def _content_root(folder: Path) -> Path:
     """Skip wrapper folders: a zip that holds just `class/` or `alice/` (and clutter)."""
     while True:
         entries = [e for e in _visible(folder) if not _is_clutter(e.name)]
-        if len(entries) == 1 and entries[0].is_dir() and not entries[0].is_symlink() \
-                and not _has_notebooks(folder) and not _has_notebooks(entries[0]) \
-                and any(e.is_dir() for e in _visible(entries[0]) if not _is_clutter(e.name)):
+        if (
+            len(entries) == 1
+            and entries[0].is_dir()
+            and not entries[0].is_symlink()
+            and not _has_notebooks(folder)
+            and not _has_notebooks(entries[0])
+            and any(e.is_dir() for e in _visible(entries[0]) if not _is_clutter(e.name))
+        ):
             folder = entries[0]
             continue
         return folder
@@ -328,10 +353,16 @@ def _checked_ids(intake: Intake, entries: list[tuple[Path, str, str]], students:
             continue
         names = " and ".join(ascii(e.name) for e, _, _, _ in group)
         for _, origin, sid, _ in group:
-            intake.conflicts.append(Unplaced(sid, origin, f"the folders {names} name the same student (they "
-                                                          f"differ only in "
-                                                          f"Unicode normalization or letter case): neither is "
-                                                          f"graded; rename one and grade again"))
+            intake.conflicts.append(
+                Unplaced(
+                    sid,
+                    origin,
+                    f"the folders {names} name the same student (they "
+                    f"differ only in "
+                    f"Unicode normalization or letter case): neither is "
+                    f"graded; rename one and grade again",
+                )
+            )
 
 
 def place_submissions(root: Path, notebooks: dict[str, str], students: list[str] | None = None) -> Intake:
@@ -342,12 +373,13 @@ def place_submissions(root: Path, notebooks: dict[str, str], students: list[str]
     try:
         if root.is_file() and root.suffix.lower() == ".zip":
             extracted = _content_root(_extract(intake, root))
-            if _has_notebooks(extracted):                # a single student's zip
+            if _has_notebooks(extracted):  # a single student's zip
                 sid = student_id(root.stem if extracted.name == "x" else extracted.name)
                 problem = id_problem(sid)
                 if problem:
-                    intake.unplaced.append(Unplaced("", printable(label),
-                                                    f"not a usable student id: {problem}; not graded"))
+                    intake.unplaced.append(
+                        Unplaced("", printable(label), f"not a usable student id: {problem}; not graded")
+                    )
                 elif not students or sid in students:
                     _Placer(notebooks, intake, printable(label)).student_folder(sid, extracted, printable(label))
                 return intake
@@ -376,8 +408,12 @@ def place_submissions(root: Path, notebooks: dict[str, str], students: list[str]
         elif entry.is_file() and entry.name.lower().endswith(".zip") and len(entry.name) > 4:
             entries.append((entry, origin, "zip"))
         elif not students:
-            placer.unplaced("", origin, "file at the top level: put each student's notebooks in a "
-                                        "folder named after the student", _guess_assignment(entry.name, notebooks))
+            placer.unplaced(
+                "",
+                origin,
+                "file at the top level: put each student's notebooks in a folder named after the student",
+                _guess_assignment(entry.name, notebooks),
+            )
     for entry, origin, sid, kind in _checked_ids(intake, entries, students):
         if kind == "folder":
             placer.student_folder(sid, entry, origin)
@@ -389,8 +425,12 @@ def place_submissions(root: Path, notebooks: dict[str, str], students: list[str]
                 placer.unplaced(sid, origin, f"cannot unpack the zip ({err})")
                 continue
             inner = [e for e in _visible(folder) if not _is_clutter(e.name)]
-            if len(inner) == 1 and inner[0].is_dir() and not _has_notebooks(folder) \
-                    and inner[0].name not in placer.assignments:
+            if (
+                len(inner) == 1
+                and inner[0].is_dir()
+                and not _has_notebooks(folder)
+                and inner[0].name not in placer.assignments
+            ):
                 folder = inner[0]
             placer.student_folder(sid, folder, origin)
     return intake

@@ -19,6 +19,7 @@ Every key of the reference must be present in the student's observations;
 extra keys are ignored. Exercise tests judge two `observe(...)` results with
 `tests/judge_helpers.py` (test-only: it holds a fixed test secret, so it is not here).
 """
+
 from __future__ import annotations
 
 import io
@@ -32,8 +33,7 @@ import numpy as np
 from ..limits import MAX_ARRAYS, MAX_ECHO_ITEMS, MAX_OBSERVATION_BYTES
 from ..messages import TEXT, text
 
-__all__ = ["RTOL", "ATOL", "AXES_KEY", "Verdict", "normalize", "load_observations", "compare",
-           "MAX_OBSERVATION_BYTES"]
+__all__ = ["RTOL", "ATOL", "AXES_KEY", "Verdict", "normalize", "load_observations", "compare", "MAX_OBSERVATION_BYTES"]
 
 RTOL = 1e-5
 ATOL = 1e-5
@@ -47,7 +47,7 @@ HIDDEN_INPUTS = TEXT["hidden_inputs"]
 class Verdict:
     passed: bool
     differences: list[str] = field(default_factory=list)
-    summary: str = HIDDEN_INPUTS       # what the differences are about ('' when they say it themselves)
+    summary: str = HIDDEN_INPUTS  # what the differences are about ('' when they say it themselves)
 
     def reason(self, limit: int = 2) -> str:
         if self.passed:
@@ -60,7 +60,8 @@ class Verdict:
 
 def _is_array(value: Any) -> bool:
     return isinstance(value, np.ndarray) or (
-        hasattr(value, "__array__") and not isinstance(value, (str, bytes, list, tuple, dict)))
+        hasattr(value, "__array__") and not isinstance(value, (str, bytes, list, tuple, dict))
+    )
 
 
 def normalize(observations: dict) -> dict:
@@ -94,8 +95,6 @@ def load_observations(npz: bytes | None, values: bytes | None) -> dict:
     return out
 
 
-
-
 def _check_npz(npz: bytes) -> None:
     """Refuse an `.npz` before inflating anything: it is a zip written by student code.
 
@@ -107,6 +106,7 @@ def _check_npz(npz: bytes) -> None:
     import zipfile
 
     from numpy.lib import format as npy
+
     try:
         zf = zipfile.ZipFile(io.BytesIO(npz))
     except (zipfile.BadZipFile, ValueError, OSError) as err:
@@ -116,16 +116,18 @@ def _check_npz(npz: bytes) -> None:
         if len(infos) > MAX_ARRAYS:
             raise ValueError(f"too many recorded arrays ({len(infos)} > {MAX_ARRAYS})")
         if sum(i.file_size for i in infos) > MAX_OBSERVATION_BYTES:
-            raise ValueError("recorded arrays would inflate to more than "
-                             f"{MAX_OBSERVATION_BYTES // 2**20} MiB")
+            raise ValueError(f"recorded arrays would inflate to more than {MAX_OBSERVATION_BYTES // 2**20} MiB")
         for info in infos:
             if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
                 raise ValueError(f"recorded array {info.filename!r} uses an unsupported compression")
             try:
                 with zf.open(info) as fh:
                     version = npy.read_magic(fh)
-                    shape, _, dtype = (npy.read_array_header_1_0(fh, max_header_size=4096) if version == (1, 0)
-                                       else npy.read_array_header_2_0(fh, max_header_size=4096))
+                    shape, _, dtype = (
+                        npy.read_array_header_1_0(fh, max_header_size=4096)
+                        if version == (1, 0)
+                        else npy.read_array_header_2_0(fh, max_header_size=4096)
+                    )
             except Exception as err:  # any malformed header: unreadable
                 raise ValueError(f"recorded array {info.filename!r} has a malformed header ({err})") from err
             if dtype.hasobject:
@@ -143,8 +145,7 @@ def _short(value: Any, n: int = 60) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def _compare_arrays(key: str, want: np.ndarray, got: np.ndarray, rtol: float = RTOL,
-                    atol: float = ATOL) -> str | None:
+def _compare_arrays(key: str, want: np.ndarray, got: np.ndarray, rtol: float = RTOL, atol: float = ATOL) -> str | None:
     if want.shape != got.shape or want.dtype != got.dtype:
         return text("expected_got", key=key, want=_fmt_shape(want), got=_fmt_shape(got))
     if want.dtype.kind in "biufc":
@@ -154,7 +155,7 @@ def _compare_arrays(key: str, want: np.ndarray, got: np.ndarray, rtol: float = R
             same = bool(np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True))
         if same:
             return None
-        return text("values_differ", key=key)     # never how much: the reference's values are on hidden inputs
+        return text("values_differ", key=key)  # never how much: the reference's values are on hidden inputs
     return None if np.array_equal(want, got) else text("values_differ", key=key)
 
 
@@ -180,8 +181,12 @@ def _compare_axes(want: Any, got: Any) -> str | None:
     if not missing:
         return None
     cut = lambda a: repr(a) if len(repr(a)) <= 40 else repr(a)[:39] + "…"  # noqa: E731 - student-recorded names
-    found = ", ".join(cut(a) for a in got[:MAX_ECHO_ITEMS]) + (text("and_more", n=len(got) - MAX_ECHO_ITEMS)
-                                                         if len(got) > MAX_ECHO_ITEMS else "") if got else None
+    found = (
+        ", ".join(cut(a) for a in got[:MAX_ECHO_ITEMS])
+        + (text("and_more", n=len(got) - MAX_ECHO_ITEMS) if len(got) > MAX_ECHO_ITEMS else "")
+        if got
+        else None
+    )
     seen = text("axes_seen", axes=found) if found else text("axes_none")
     return text("axes_missing", key=AXES_KEY, axes=", ".join(repr(a) for a in missing), seen=seen)
 

@@ -40,6 +40,7 @@ cached per process, so a batch compiles each reference program once.
 Looping forever, crashing or exhausting memory is handled one level up: the
 scorer process runs under limits and a timeout and is replaced.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -70,19 +71,37 @@ from ..limits import MAX_CASES, MAX_COMPILED, MAX_ECHO_CHARS, MAX_ECHO_ITEMS, MA
 from ..messages import text as say
 from .compare import Verdict, compare, load_observations
 
-__all__ = ["PROGRAM_PREFIX", "PROGRAMS_KEY", "PROGRAMS_FORMAT", "ALLOWED_CUSTOM_CALLS", "is_program_observation",
-           "Judge", "hlo_collectives", "group_axes", "describe_collective", "describe_layout"]
+__all__ = [
+    "PROGRAM_PREFIX",
+    "PROGRAMS_KEY",
+    "PROGRAMS_FORMAT",
+    "ALLOWED_CUSTOM_CALLS",
+    "is_program_observation",
+    "Judge",
+    "hlo_collectives",
+    "group_axes",
+    "describe_collective",
+    "describe_layout",
+]
 
-PROGRAM_PREFIX = "program:"                    # namedaxes.grading.PROGRAM_PREFIX
-PROGRAMS_KEY = "programs"                      # namedaxes.grading.PROGRAMS_KEY
-PROGRAMS_FORMAT = "namedaxes-exported-1"       # namedaxes.grading.PROGRAMS_FORMAT
+PROGRAM_PREFIX = "program:"  # namedaxes.grading.PROGRAM_PREFIX
+PROGRAMS_KEY = "programs"  # namedaxes.grading.PROGRAMS_KEY
+PROGRAMS_FORMAT = "namedaxes-exported-1"  # namedaxes.grading.PROGRAMS_FORMAT
 # Custom calls the course's own programs lower to (sharding annotations, shard_map's
 # manual regions, the CPU linear algebra kernels); a host callback is none of these.
-ALLOWED_CUSTOM_CALLS = frozenset({
-    "Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "annotate_device_placement",
-    "mhlo.sharding", "xla.sdy.FuncResultSharding", "xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape",
-    "xla.sdy.ShardingGroup",
-})
+ALLOWED_CUSTOM_CALLS = frozenset(
+    {
+        "Sharding",
+        "SPMDFullToShardShape",
+        "SPMDShardToFullShape",
+        "annotate_device_placement",
+        "mhlo.sharding",
+        "xla.sdy.FuncResultSharding",
+        "xla.sdy.GlobalToLocalShape",
+        "xla.sdy.LocalToGlobalShape",
+        "xla.sdy.ShardingGroup",
+    }
+)
 # Feedback echoes student-controlled names (custom calls, mesh axis names, pytree paths, shapes of a
 # recorded signature, error texts): at most MAX_ECHO_ITEMS of them, each at most MAX_ECHO_CHARS long,
 # printable. Nothing computed on hidden inputs is ever echoed: a program that fails while it runs on
@@ -91,7 +110,7 @@ ALLOWED_CUSTOM_CALLS = frozenset({
 
 def _cut(text, n: int = MAX_ECHO_CHARS) -> str:
     text = "".join(ch if ch.isprintable() else "?" for ch in str(text))
-    return text if len(text) <= n else text[:n - 1] + "…"
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def _echo(items, n: int = MAX_ECHO_CHARS) -> str:
@@ -122,6 +141,7 @@ _TEXT: dict[int, tuple[Any, str]] = {}
 
 def _exported(blob: bytes):
     import jax
+
     try:
         exp = jax.export.deserialize(bytearray(blob))
         text = exp.mlir_module()
@@ -144,7 +164,8 @@ def _module_text(exp) -> str:
 def _custom_calls(exp) -> set[str]:
     text = _module_text(exp)
     return set(re.findall(r"custom_call\s*@([\w.\-]+)", text)) | set(
-        re.findall(r'call_target_name\s*=\s*"([^"]+)"', text))
+        re.findall(r'call_target_name\s*=\s*"([^"]+)"', text)
+    )
 
 
 def _mesh_of(exp):
@@ -181,7 +202,7 @@ def _manual_axes(exp) -> list[str]:
 Layout = tuple
 
 
-_norm_layout, _sdy_layouts, _split_axes = norm_layout, sdy_layouts, split_axes   # namedaxes.judging
+_norm_layout, _sdy_layouts, _split_axes = norm_layout, sdy_layouts, split_axes  # namedaxes.judging
 
 
 def _regions(exp) -> tuple:
@@ -197,30 +218,38 @@ def _spec_layout(sharding) -> Layout | None:
     return _norm_layout(() if d is None else (d,) if isinstance(d, str) else tuple(d) for d in spec)
 
 
-_placed_layout = placed_layout                                                       # namedaxes.judging
+_placed_layout = placed_layout  # namedaxes.judging
 
 
 def describe_layout(layout: Layout | None) -> str:
     """A layout in words, for feedback ("split over 'devices' along dimension 0", "replicated")."""
     if layout is None:
         return say("layout_unstated")
-    parts = [say("layout_dim", dim=d, axes=_echo(repr(a) for a in axes).replace(", ", " x "))
-             for d, axes in enumerate(layout[:MAX_ECHO_ITEMS]) if axes]
+    parts = [
+        say("layout_dim", dim=d, axes=_echo(repr(a) for a in axes).replace(", ", " x "))
+        for d, axes in enumerate(layout[:MAX_ECHO_ITEMS])
+        if axes
+    ]
     return say("layout_split", dims=", ".join(parts)) if parts else say("layout_replicated")
 
 
 def _paths(tree) -> list[str]:
     """Leaf paths of a pytree structure: a list and a tuple of the same leaves look the same."""
     import jax
+
     leaves = jax.tree_util.tree_unflatten(tree, list(range(tree.num_leaves)))
     return [jax.tree_util.keystr(path) for path, _ in jax.tree_util.tree_flatten_with_path(leaves)[0]]
 
 
 def _signature(exp) -> dict:
-    return {"in_tree": str(exp.in_tree), "out_tree": _paths(exp.out_tree),
-            "in": [f"{a.dtype}{list(a.shape)}" for a in exp.in_avals],
-            "out": [f"{a.dtype}{list(a.shape)}" for a in exp.out_avals],
-            "devices": exp.nr_devices, "per_device_over": _manual_axes(exp)}
+    return {
+        "in_tree": str(exp.in_tree),
+        "out_tree": _paths(exp.out_tree),
+        "in": [f"{a.dtype}{list(a.shape)}" for a in exp.in_avals],
+        "out": [f"{a.dtype}{list(a.shape)}" for a in exp.out_avals],
+        "devices": exp.nr_devices,
+        "per_device_over": _manual_axes(exp),
+    }
 
 
 @dataclass
@@ -231,10 +260,10 @@ class _Compiled:
     communication: list[str]
     axes: list[str]
     mesh_axes: tuple
-    comm_axes: tuple = ()       # (description, axis) of each collective of `communication`
-    entry_in: tuple = ()        # the layout the program's signature states for each input (None: unstated)
-    regions: tuple = ()         # `_regions`: where each per-device region takes its inputs
-    out_layouts: tuple = ()     # where each result lives once compiled (`_placed_layout`)
+    comm_axes: tuple = ()  # (description, axis) of each collective of `communication`
+    entry_in: tuple = ()  # the layout the program's signature states for each input (None: unstated)
+    regions: tuple = ()  # `_regions`: where each per-device region takes its inputs
+    out_layouts: tuple = ()  # where each result lives once compiled (`_placed_layout`)
 
 
 _LOC_RE = re.compile(r"\s*loc\((?:[^()]|\([^()]*\))*\)|^#loc\d*\s*=.*$", re.M)
@@ -248,20 +277,31 @@ def fingerprint(exp) -> str:
     """What decides a program's behaviour: its module without source locations, shardings, signature."""
     text = _LOC_RE.sub("", _module_text(exp))
     h = hashlib.sha256(text.encode())
-    h.update(repr((_signature(exp), exp._in_named_shardings, exp._out_named_shardings,
-                   exp.in_shardings_hlo, exp.out_shardings_hlo, exp.platforms)).encode())
+    h.update(
+        repr(
+            (
+                _signature(exp),
+                exp._in_named_shardings,
+                exp._out_named_shardings,
+                exp.in_shardings_hlo,
+                exp.out_shardings_hlo,
+                exp.platforms,
+            )
+        ).encode()
+    )
     return h.hexdigest()
 
 
-def _compile(exp, names: tuple[str, ...], sizes: tuple[int, ...], feed: tuple | None = None,
-             kind: str = "student") -> _Compiled:
+def _compile(
+    exp, names: tuple[str, ...], sizes: tuple[int, ...], feed: tuple | None = None, kind: str = "student"
+) -> _Compiled:
     """Compiled for the grader's devices; identical programs (e.g. a student's that equals the
     reference's up to source locations) are compiled once per process.
 
     `feed`: the input layouts to run it with (the reference's, for a student's program: each device
     is handed only the shard the reference's layout gives it); None: the program's own."""
-    if feed is None:          # the key names the layouts it runs with: a student's program identical to the
-        feed = _entry_in(exp)     # reference's, fed the reference's layouts, reuses the reference's compile
+    if feed is None:  # the key names the layouts it runs with: a student's program identical to the
+        feed = _entry_in(exp)  # reference's, fed the reference's layouts, reuses the reference's compile
     key = fingerprint(exp) + repr((names, sizes, feed))
     if key not in _COMPILED:
         if len(_COMPILED) >= MAX_COMPILED:
@@ -275,12 +315,15 @@ def _compile(exp, names: tuple[str, ...], sizes: tuple[int, ...], feed: tuple | 
 
 def _entry_in(exp) -> tuple:
     """The layout the program's signature states for each input (None: unstated)."""
-    return tuple(_spec_layout(s) if s is not None and getattr(s, "mesh", None) is not None
-                 and s.mesh.axis_names else None for s in exp._in_named_shardings)
+    return tuple(
+        _spec_layout(s) if s is not None and getattr(s, "mesh", None) is not None and s.mesh.axis_names else None
+        for s in exp._in_named_shardings
+    )
 
 
 def _pspec(layout: Layout | None):
     from jax.sharding import PartitionSpec as P
+
     if not layout:
         return P()
     return P(*[None if not axes else axes[0] if len(axes) == 1 else tuple(axes) for axes in layout])
@@ -289,16 +332,18 @@ def _pspec(layout: Layout | None):
 def _compile_fresh(exp, names: tuple[str, ...], sizes: tuple[int, ...], feed: tuple | None = None) -> _Compiled:
     import jax
     from jax.sharding import Mesh
+
     devices = jax.devices()
     if exp.nr_devices > len(devices):
         raise Rejected(say("program_needs_devices", n=exp.nr_devices))
     from jax.sharding import NamedSharding
+
     own = _mesh_of(exp)
     if own is not None:
-        mesh = Mesh(np.array(devices[:exp.nr_devices]).reshape(own[1]), own[0], axis_types=own[2])
+        mesh = Mesh(np.array(devices[: exp.nr_devices]).reshape(own[1]), own[0], axis_types=own[2])
     else:
         text = _text_mesh(exp) or (("_grader",), (exp.nr_devices,))
-        mesh = Mesh(np.array(devices[:exp.nr_devices]).reshape(text[1]), text[0])
+        mesh = Mesh(np.array(devices[: exp.nr_devices]).reshape(text[1]), text[0])
     entry_in = _entry_in(exp)
     if feed is None:
         feed = entry_in
@@ -318,10 +363,22 @@ def _compile_fresh(exp, names: tuple[str, ...], sizes: tuple[int, ...], feed: tu
             communication.add(describe_collective(op, reducer, axis))
             axes.add(axis)
             pairs.add((describe_collective(op, reducer, axis), axis))
-    out_layouts = tuple(_placed_layout(sh, aval.shape, tuple(mesh.axis_names), tuple(mesh.devices.shape))
-                        for sh, aval in zip(jax.tree_util.tree_leaves(compiled.output_shardings), exp.out_avals))
-    return _Compiled(compiled, shardings, _signature(exp), sorted(communication), sorted(axes),
-                     own[:2] if own else None, tuple(sorted(pairs)), entry_in, _regions(exp), out_layouts)
+    out_layouts = tuple(
+        _placed_layout(sh, aval.shape, tuple(mesh.axis_names), tuple(mesh.devices.shape))
+        for sh, aval in zip(jax.tree_util.tree_leaves(compiled.output_shardings), exp.out_avals)
+    )
+    return _Compiled(
+        compiled,
+        shardings,
+        _signature(exp),
+        sorted(communication),
+        sorted(axes),
+        own[:2] if own else None,
+        tuple(sorted(pairs)),
+        entry_in,
+        _regions(exp),
+        out_layouts,
+    )
 
 
 def _factor(secret: bytes, grade_id: str, case: str) -> float:
@@ -352,6 +409,7 @@ def _draw(aval, draw: dict, r: np.random.Generator) -> np.ndarray:
 
 def _outputs(prog: _Compiled, exp, draw: dict, r: np.random.Generator) -> dict[str, np.ndarray]:
     import jax
+
     leaves = [jax.device_put(_draw(a, draw, r), s) for a, s in zip(exp.in_avals, prog.in_shardings)]
     out = prog.compiled(*leaves)
     flat, _ = jax.tree_util.tree_flatten_with_path(out)
@@ -362,8 +420,8 @@ def _outputs(prog: _Compiled, exp, draw: dict, r: np.random.Generator) -> dict[s
 @dataclass
 class _Reference:
     meta: dict
-    programs: dict = field(default_factory=dict)        # case -> (exp, _Compiled)
-    outputs: dict = field(default_factory=dict)         # (seed id, case) -> outputs
+    programs: dict = field(default_factory=dict)  # case -> (exp, _Compiled)
+    outputs: dict = field(default_factory=dict)  # (seed id, case) -> outputs
 
 
 class Judge:
@@ -417,9 +475,17 @@ class Judge:
     def derive(self, grade_id: str, observation: dict) -> dict:
         """What the grader computes from a (trusted) observation: every case's outputs on the hidden
         inputs (`"<case><path>"`), the axes it communicates over and its collectives (for tests)."""
-        key = "derive:" + hashlib.sha256(repr(sorted((k, np.asarray(v).tobytes() if k.startswith(PROGRAM_PREFIX)
-                                                       else json.dumps(v, sort_keys=True))
-                                                      for k, v in observation.items())).encode()).hexdigest()
+        key = (
+            "derive:"
+            + hashlib.sha256(
+                repr(
+                    sorted(
+                        (k, np.asarray(v).tobytes() if k.startswith(PROGRAM_PREFIX) else json.dumps(v, sort_keys=True))
+                        for k, v in observation.items()
+                    )
+                ).encode()
+            ).hexdigest()
+        )
         ref = self._reference(observation, key)
         out: dict[str, Any] = {}
         axes, comm = set(), set()
@@ -427,23 +493,38 @@ class Judge:
             exp, prog, _ = ref.programs[case]
             axes.update(prog.axes)
             comm.update(prog.communication)
-            for path, value in _outputs(prog, exp, entry["draw"], _seed(self.secret, grade_id, str(entry["draw"].get("share", case)))).items():
+            for path, value in _outputs(
+                prog, exp, entry["draw"], _seed(self.secret, grade_id, str(entry["draw"].get("share", case)))
+            ).items():
                 out[f"{case}{path}"] = value
         out["axes"], out["communication"] = sorted(axes), sorted(comm)
         return out
 
-    def _matters(self, grade_id: str, case: str, entry: dict, exp, prog: _Compiled, ref_prog: _Compiled, desc: str,
-                 names, shape, out: dict) -> bool:
+    def _matters(
+        self,
+        grade_id: str,
+        case: str,
+        entry: dict,
+        exp,
+        prog: _Compiled,
+        ref_prog: _Compiled,
+        desc: str,
+        names,
+        shape,
+        out: dict,
+    ) -> bool:
         """Do `exp`'s results on the hidden inputs change when its collectives described `desc` are changed
         (`perturbed`)?"""
-        variant = perturbed(exp, desc, tuple(names), tuple(shape), _factor(self.secret, grade_id, case),
-                            text=_module_text(exp))
+        variant = perturbed(
+            exp, desc, tuple(names), tuple(shape), _factor(self.secret, grade_id, case), text=_module_text(exp)
+        )
         if variant is None:
-            return True      # the optimizer made it (e.g. from a global-view program's resharding): keep it
+            return True  # the optimizer made it (e.g. from a global-view program's resharding): keep it
         seed = lambda: _seed(self.secret, grade_id, str(entry["draw"].get("share", case)))  # noqa: E731
         base = out or _outputs(prog, exp, entry["draw"], seed())
-        changed = _outputs(_compile(variant, names, shape, feed=ref_prog.entry_in, kind="variant"), variant,
-                           entry["draw"], seed())
+        changed = _outputs(
+            _compile(variant, names, shape, feed=ref_prog.entry_in, kind="variant"), variant, entry["draw"], seed()
+        )
         return _changed(base, changed, entry.get("rtol"), entry.get("atol"))
 
     def judge_observations(self, grade_id: str, reference: dict, observed: dict, key: str | None = None) -> Verdict:
@@ -456,29 +537,35 @@ class Judge:
             key = h.hexdigest()
         ref = self._reference(reference, key)
         cases = ref.meta["cases"]
-        student_cases = [k[len(PROGRAM_PREFIX):] for k in observed if k.startswith(PROGRAM_PREFIX)]
+        student_cases = [k[len(PROGRAM_PREFIX) :] for k in observed if k.startswith(PROGRAM_PREFIX)]
         if len(student_cases) > MAX_CASES:
             return Verdict(False, [say("too_many_programs", n=len(student_cases))])
         diffs: list[str] = []
-        unreadable = False           # a case recorded no readable program: its communication is unknown
+        unreadable = False  # a case recorded no readable program: its communication is unknown
         want: dict[str, Any] = {}
         got: dict[str, Any] = {}
         ref_comm: set[str] = set()
         got_comm: set[str] = set()
         ref_axes: set[str] = set()
         got_axes: set[str] = set()
-        exact = any(entry.get("structure") == "collectives" or not entry.get("values", True)
-                    for entry in cases.values())
+        exact = any(
+            entry.get("structure") == "collectives" or not entry.get("values", True) for entry in cases.values()
+        )
         tolerances = {}
         for case in cases:
             ref_comm.update(ref.programs[case][1].communication)
             ref_axes.update(ref.programs[case][1].axes)
-        verified: set[str] = set()       # collectives shown to reach the results (`_matters`)
+        verified: set[str] = set()  # collectives shown to reach the results (`_matters`)
         for case, entry in cases.items():
             ref_exp, ref_prog, (names, shape) = ref.programs[case]
             seed_key = (grade_id, case)
             if seed_key not in ref.outputs and entry.get("values", True):
-                ref.outputs[seed_key] = _outputs(ref_prog, ref_exp, entry["draw"], _seed(self.secret, grade_id, str(entry["draw"].get("share", case))))
+                ref.outputs[seed_key] = _outputs(
+                    ref_prog,
+                    ref_exp,
+                    entry["draw"],
+                    _seed(self.secret, grade_id, str(entry["draw"].get("share", case))),
+                )
             ref_out = ref.outputs.get(seed_key, {})
             blob = observed.get(PROGRAM_PREFIX + case)
             if not isinstance(blob, np.ndarray) or blob.dtype != np.uint8 or blob.ndim != 1 or not blob.size:
@@ -500,18 +587,32 @@ class Judge:
                     continue
                 own = _mesh_of(exp)
                 if own is not None and ref_prog.mesh_axes is not None and own[:2] != ref_prog.mesh_axes:
-                    diffs.append(say("wrong_mesh", case=case, got=_echo(f"{n!r}: {k}" for n, k in zip(*own[:2])),
-                                      want=_echo(f"{n!r}: {k}" for n, k in zip(*ref_prog.mesh_axes))))
+                    diffs.append(
+                        say(
+                            "wrong_mesh",
+                            case=case,
+                            got=_echo(f"{n!r}: {k}" for n, k in zip(*own[:2])),
+                            want=_echo(f"{n!r}: {k}" for n, k in zip(*ref_prog.mesh_axes)),
+                        )
+                    )
                     continue
                 prog = _compile(exp, names, shape, feed=ref_prog.entry_in)
                 layout = _layout_difference(case, ref_exp, ref_prog, prog, entry.get("out_layout", True))
                 if layout:
                     diffs.append(layout)
-                    unreadable = True       # its communication was not read: say nothing about it
+                    unreadable = True  # its communication was not read: say nothing about it
                     continue
                 try:
-                    out = (_outputs(prog, exp, entry["draw"], _seed(self.secret, grade_id, str(entry["draw"].get("share", case))))
-                           if entry.get("values", True) else {})
+                    out = (
+                        _outputs(
+                            prog,
+                            exp,
+                            entry["draw"],
+                            _seed(self.secret, grade_id, str(entry["draw"].get("share", case))),
+                        )
+                        if entry.get("values", True)
+                        else {}
+                    )
                 except Exception as err:  # noqa: BLE001 - it ran on hidden inputs: its words are not shown
                     diffs.append(say("program_failed_hidden", case=case, error=_cut(type(err).__name__)))
                     continue
@@ -520,14 +621,21 @@ class Judge:
                 unreadable = unreadable or err.unreadable
                 continue
             except Exception as err:  # noqa: BLE001 - a program that fails to compile or run scores 0
-                diffs.append(say("program_failed", case=case, error=_cut(f"{type(err).__name__}: "
-                                  f"{str(err).splitlines()[0] if str(err) else ''}", MAX_ERROR_CHARS)))
+                diffs.append(
+                    say(
+                        "program_failed",
+                        case=case,
+                        error=_cut(
+                            f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}", MAX_ERROR_CHARS
+                        ),
+                    )
+                )
                 continue
-            identical = fingerprint(exp) == fingerprint(ref_exp)      # the reference's own program: trusted
+            identical = fingerprint(exp) == fingerprint(ref_exp)  # the reference's own program: trusted
             for desc, axis in prog.comm_axes:
                 earns = desc in ref_comm or (not exact and axis in ref_axes)
                 if not earns or identical or desc in verified:
-                    got_comm.add(desc)           # a surplus collective counts against, present is enough
+                    got_comm.add(desc)  # a surplus collective counts against, present is enough
                     got_axes.add(axis)
                     continue
                 try:
@@ -570,10 +678,11 @@ def _input_names(exp) -> list[str]:
     """How feedback names each flat input: `x`, `batch['y']`, or `input 2` (from the export's locations,
     else positions)."""
     import jax
+
     leaves = jax.tree_util.tree_unflatten(exp.in_tree, list(range(exp.in_tree.num_leaves)))
     names = []
     for path, _ in jax.tree_util.tree_flatten_with_path(leaves)[0]:
-        keys = path[1:] if path and getattr(path[0], "idx", None) == 0 else path   # drop the (args, kwargs) level
+        keys = path[1:] if path and getattr(path[0], "idx", None) == 0 else path  # drop the (args, kwargs) level
         first = getattr(keys[0], "idx", None) if keys else None
         rest = jax.tree_util.keystr(tuple(keys[1:])) if keys else ""
         names.append(say("layout_input_name", n=(first or 0) + 1) + rest)
@@ -594,15 +703,30 @@ def _layout_difference(case: str, ref_exp, want: _Compiled, got: _Compiled, out_
     for i, (w, g) in enumerate(zip(want.entry_in, got.entry_in)):
         # unstated: it takes what it is fed (the reference's layout); stated: split over at least those axes
         if g is not None and not _split_axes(w or ()) <= _split_axes(g):
-            return say("layout_input", case=case, input=names[i] if i < len(names) else i + 1,
-                       got=describe_layout(g), want=describe_layout(w))
-    found = region_difference(want.regions, got.regions)      # namedaxes.judging: the visible checks' step too
+            return say(
+                "layout_input",
+                case=case,
+                input=names[i] if i < len(names) else i + 1,
+                got=describe_layout(g),
+                want=describe_layout(w),
+            )
+    found = region_difference(want.regions, got.regions)  # namedaxes.judging: the visible checks' step too
     if found is not None and found.kind == "input":
-        return say("layout_region_input", case=case, n=found.n, axes=", ".join(repr(a) for a in found.axes),
-                   got=describe_layout(found.got), want=describe_layout(found.want))
+        return say(
+            "layout_region_input",
+            case=case,
+            n=found.n,
+            axes=", ".join(repr(a) for a in found.axes),
+            got=describe_layout(found.got),
+            want=describe_layout(found.want),
+        )
     if found is not None:
-        words = lambda regions: "; ".join(", ".join(describe_layout(one) for one in i) for _, i, _ in regions) \
-            or say("layout_no_region")  # noqa: E731
+
+        def words(regions) -> str:
+            return "; ".join(", ".join(describe_layout(one) for one in i) for _, i, _ in regions) or say(
+                "layout_no_region"
+            )
+
         return say("layout_regions", case=case, got=words(got.regions), want=words(want.regions))
     if out_layout:
         for i, (w, g) in enumerate(zip(want.out_layouts, got.out_layouts)):
@@ -626,8 +750,9 @@ def _signature_difference(want: dict, got: dict) -> str:
         return say("sig_devices", got=got["devices"], want=want["devices"])
     if want["per_device_over"] != got["per_device_over"]:
         seen = _echo(repr(a) for a in got["per_device_over"]) or say("sig_global_view")
-        return say("sig_per_device", got=seen,
-                    want=", ".join(repr(a) for a in want["per_device_over"]) or say("sig_no_axis"))
+        return say(
+            "sig_per_device", got=seen, want=", ".join(repr(a) for a in want["per_device_over"]) or say("sig_no_axis")
+        )
     if want["in_tree"] != got["in_tree"] or want["in"] != got["in"]:
         return say("sig_takes", got=_echo(got["in"]), want=", ".join(want["in"]))
     if want["out_tree"] != got["out_tree"]:

@@ -12,6 +12,7 @@ cannot use raises `ScorerReferenceError`: the submission is not scored rather
 than scored against nothing. Other observations are compared directly
 (`compare`).
 """
+
 from __future__ import annotations
 
 import atexit
@@ -25,8 +26,20 @@ from ..records import CellResult, Row, RunResult, Task
 from .compare import Verdict, compare, load_observations
 from .scorer_process import ScorerReferenceError
 
-__all__ = ["one_line", "error_text", "score_run", "submission_status", "make_row", "zero_cells", "scorer_for",
-           "close_scorers", "scrub_text", "scorer_stats", "prepare_scorer", "SCORER_TIMEOUT"]
+__all__ = [
+    "one_line",
+    "error_text",
+    "score_run",
+    "submission_status",
+    "make_row",
+    "zero_cells",
+    "scorer_for",
+    "close_scorers",
+    "scrub_text",
+    "scorer_stats",
+    "prepare_scorer",
+    "SCORER_TIMEOUT",
+]
 
 _scorers: dict = {}
 _ADDR = re.compile(r"0x[0-9a-fA-F]{6,}")
@@ -43,6 +56,7 @@ def scrub_text(text: str, workdir: str | None = None) -> str:
 def scorer_for(secret: bytes):
     """This process's scorer for `secret` (started on first use)."""
     from .scorer_process import Scorer
+
     if secret not in _scorers:
         _scorers[secret] = Scorer(secret, timeout=SCORER_TIMEOUT)
     return _scorers[secret]
@@ -54,6 +68,7 @@ def prepare_scorer(refs) -> threading.Thread | None:
     the thread before scoring (the scorer is not used from two threads at once). A reference that
     fails here is only skipped: scoring meets it again and reports it (`ScorerReferenceError`)."""
     from .programs import is_program_observation
+
     pairs, secret = getattr(refs, "pairs", None) or {}, getattr(refs, "secret", b"")
     wanted = [pairs[gid] for gid in refs if gid in pairs and is_program_observation(refs[gid])]
     if not wanted or not secret:
@@ -66,6 +81,7 @@ def prepare_scorer(refs) -> threading.Thread | None:
                 scorer.prepare(pair)
             except Exception:  # noqa: BLE001 - scoring reports it
                 return
+
     thread = threading.Thread(target=run, name="scorer-prepare", daemon=True)
     thread.start()
     return thread
@@ -93,6 +109,7 @@ atexit.register(close_scorers)
 
 def _verdict(gid: str, refs, got) -> Verdict:
     from .programs import is_program_observation
+
     if is_program_observation(refs[gid]):
         pairs, secret = getattr(refs, "pairs", None), getattr(refs, "secret", b"")
         if not pairs or not secret:
@@ -114,8 +131,10 @@ def error_text(ename: str, evalue: str) -> str:
 
 def zero_cells(source: SourceNotebook, reason: str) -> list[CellResult]:
     """Every test cell of the assignment at 0 points, for the same reason."""
-    return [{"grade_id": t.grade_id, "points": 0.0, "max_points": float(t.points), "passed": False,
-             "reason": reason} for t in source.test_cells]
+    return [
+        {"grade_id": t.grade_id, "points": 0.0, "max_points": float(t.points), "passed": False, "reason": reason}
+        for t in source.test_cells
+    ]
 
 
 def score_run(source: SourceNotebook, nb, run: RunResult, refs: dict[str, dict], workdir: str) -> list[CellResult]:
@@ -148,9 +167,15 @@ def score_run(source: SourceNotebook, nb, run: RunResult, refs: dict[str, dict],
             reason = text("nothing_recorded")
         else:
             reason = error
-        cells.append({"grade_id": gid, "points": float(test.points) if passed else 0.0,
-                      "max_points": float(test.points), "passed": bool(passed),
-                      "reason": scrub_text(reason, workdir)})
+        cells.append(
+            {
+                "grade_id": gid,
+                "points": float(test.points) if passed else 0.0,
+                "max_points": float(test.points),
+                "passed": bool(passed),
+                "reason": scrub_text(reason, workdir),
+            }
+        )
     return cells
 
 
@@ -176,6 +201,13 @@ def submission_status(run: RunResult, merge, cells: list[CellResult], workdir: s
 
 
 def make_row(task: Task, source: SourceNotebook, status: str, reason: str, cells: list[CellResult]) -> Row:
-    return {"student": task.student, "assignment": task.assignment, "origin": task.origin,
-            "score": round(sum(c["points"] for c in cells), 6), "max_score": source.max_score,
-            "status": status, "reason": reason, "cells": cells}
+    return {
+        "student": task.student,
+        "assignment": task.assignment,
+        "origin": task.origin,
+        "score": round(sum(c["points"] for c in cells), 6),
+        "max_score": source.max_score,
+        "status": status,
+        "reason": reason,
+        "cells": cells,
+    }

@@ -32,6 +32,7 @@ One scorer per grading worker: reference programs are compiled once per scorer
 and cached, and a student's program that equals the reference's (up to source
 locations) is not compiled again.
 """
+
 from __future__ import annotations
 
 import base64
@@ -112,8 +113,13 @@ def _read_frame(fd: int, limit: int, deadline: float | None = None) -> dict | No
 # ---------------------------------------------------------------- the child
 def _limit(memory_mb: int) -> None:
     import resource
-    for what, value in ((resource.RLIMIT_CORE, 0), (resource.RLIMIT_FSIZE, 0), (resource.RLIMIT_NOFILE, 256),
-                        (resource.RLIMIT_DATA, memory_mb * 2**20)):
+
+    for what, value in (
+        (resource.RLIMIT_CORE, 0),
+        (resource.RLIMIT_FSIZE, 0),
+        (resource.RLIMIT_NOFILE, 256),
+        (resource.RLIMIT_DATA, memory_mb * 2**20),
+    ):
         try:
             resource.setrlimit(what, (value, value))
         except (ValueError, OSError):
@@ -124,8 +130,9 @@ def _die_with_parent() -> None:
     """SIGKILL this process when the grader that started it dies (Linux), even mid-computation."""
     try:
         import ctypes
+
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)              # PR_SET_PDEATHSIG
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
         if os.getppid() == 1:
             os._exit(1)
     except (OSError, AttributeError):
@@ -135,13 +142,15 @@ def _die_with_parent() -> None:
 def serve(memory_mb: int = DEFAULT_MEMORY_MB) -> int:
     """The child's main loop (stdin: requests, stdout: replies)."""
     out_fd = os.dup(1)
-    os.dup2(2, 1)                                  # anything printed goes to stderr, never into the protocol
+    os.dup2(2, 1)  # anything printed goes to stderr, never into the protocol
     in_fd = 0
     _die_with_parent()
     _limit(memory_mb)
     from namedaxes.devices import setup_devices
-    setup_devices(quiet=True)                      # the device set-up of the kernels that exported the programs
+
+    setup_devices(quiet=True)  # the device set-up of the kernels that exported the programs
     from .programs import Judge
+
     judge = None
     while True:
         req = _read_frame(in_fd, MAX_FRAME)
@@ -165,10 +174,10 @@ def serve(memory_mb: int = DEFAULT_MEMORY_MB) -> int:
                 ref = (_unb64(req["reference"][0]), _unb64(req["reference"][1]))
                 obs = (_unb64(req["observed"][0]), _unb64(req["observed"][1]))
                 try:
-                    with speaking(validate_language(req.get("language"))):    # the words, never the verdict
+                    with speaking(validate_language(req.get("language"))):  # the words, never the verdict
                         verdict = judge.judge(str(req["grade_id"]), ref, obs)
                     reply = {"ok": True, "passed": verdict.passed, "differences": verdict.differences[:50]}
-                    reply["compile_stats"] = _compile_stats()    # timings only, never part of a verdict
+                    reply["compile_stats"] = _compile_stats()  # timings only, never part of a verdict
                 except Exception as err:  # noqa: BLE001 - the reference is unusable
                     reply = {"ok": False, "reference_error": f"{type(err).__name__}: {err}"}
             else:
@@ -180,6 +189,7 @@ def serve(memory_mb: int = DEFAULT_MEMORY_MB) -> int:
 
 def _compile_stats() -> dict:
     from .programs import COMPILE_STATS
+
     return dict(COMPILE_STATS)
 
 
@@ -187,16 +197,23 @@ def _compile_stats() -> dict:
 class Scorer:
     """A scorer child process, started on first use and replaced after a timeout or crash."""
 
-    def __init__(self, secret: bytes, *, timeout: float = DEFAULT_TIMEOUT, memory_mb: int = DEFAULT_MEMORY_MB,
-                 env: dict | None = None, python: str = sys.executable):
+    def __init__(
+        self,
+        secret: bytes,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        memory_mb: int = DEFAULT_MEMORY_MB,
+        env: dict | None = None,
+        python: str = sys.executable,
+    ):
         if not secret:
             raise ValueError("the scorer needs a non-empty secret")
         self.secret, self.timeout, self.memory_mb = secret, float(timeout), int(memory_mb)
         self.env, self.python = env, python
         self.proc: subprocess.Popen | None = None
-        self.checked: set[bytes] = set()          # references checked by the current child
-        self.compile_stats: dict = {}             # the current child's compiles (programs.COMPILE_STATS)
-        self.start_seconds = 0.0                  # spent starting children
+        self.checked: set[bytes] = set()  # references checked by the current child
+        self.compile_stats: dict = {}  # the current child's compiles (programs.COMPILE_STATS)
+        self.start_seconds = 0.0  # spent starting children
         self.restarts = 0
         self.log: list[str] = []
 
@@ -204,17 +221,22 @@ class Scorer:
     def _start(self) -> None:
         env = dict(os.environ if self.env is None else self.env)
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # the checkout
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         self.proc = subprocess.Popen(
             [self.python, "-m", "autograder.judge.scorer_process", "--memory-mb", str(self.memory_mb)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=root,
-            start_new_session=True)
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            cwd=root,
+            start_new_session=True,
+        )
         self.checked = set()
         self.compile_stats = {}
         t0 = time.monotonic()
         self._call({"op": "secret", "hex": self.secret.hex()}, timeout=120.0)
-        self.start_seconds += time.monotonic() - t0      # its start-up (python, jax, devices), for timings
+        self.start_seconds += time.monotonic() - t0  # its start-up (python, jax, devices), for timings
 
     def cpu_seconds(self) -> float:
         """CPU the current child has used so far (Linux /proc; 0 if unknown), for timings."""
@@ -243,7 +265,7 @@ class Scorer:
     @staticmethod
     def _kill(proc: subprocess.Popen) -> None:
         try:
-            os.killpg(proc.pid, signal.SIGKILL)       # its own session: the child and nothing else
+            os.killpg(proc.pid, signal.SIGKILL)  # its own session: the child and nothing else
         except OSError:
             pass
         try:
@@ -287,14 +309,19 @@ class Scorer:
             self._start()
         key = (ref_pair[0] or b"") + b"\0" + (ref_pair[1] or b"")
         import hashlib
+
         digest = hashlib.sha256(key).digest()
         if digest in self.checked:
             return
         try:
-            reply = self._call({"op": "reference", "reference": [_b64(ref_pair[0]), _b64(ref_pair[1])]},
-                               timeout=max(self.timeout, 120.0))
+            reply = self._call(
+                {"op": "reference", "reference": [_b64(ref_pair[0]), _b64(ref_pair[1])]},
+                timeout=max(self.timeout, 120.0),
+            )
         except (TimeoutError, EOFError) as err:
-            raise ScorerReferenceError(f"the scorer could not load the reference programs ({err or 'timeout'})") from err
+            raise ScorerReferenceError(
+                f"the scorer could not load the reference programs ({err or 'timeout'})"
+            ) from err
         if not reply.get("ok"):
             raise ScorerReferenceError(reply.get("reference_error") or reply.get("error") or "unknown error")
         self.checked.add(digest)
@@ -306,8 +333,13 @@ class Scorer:
     def judge(self, grade_id: str, ref_pair, student_pair) -> Verdict:
         """The verdict for one test cell. Raises `ScorerReferenceError` when the reference is unusable."""
         self._ensure(ref_pair)
-        req = {"op": "judge", "grade_id": grade_id, "reference": [_b64(ref_pair[0]), _b64(ref_pair[1])],
-               "observed": [_b64(student_pair[0]), _b64(student_pair[1])], "language": current()}
+        req = {
+            "op": "judge",
+            "grade_id": grade_id,
+            "reference": [_b64(ref_pair[0]), _b64(ref_pair[1])],
+            "observed": [_b64(student_pair[0]), _b64(student_pair[1])],
+            "language": current(),
+        }
         try:
             reply = self._call(req, self.timeout)
         except TimeoutError:
@@ -319,12 +351,12 @@ class Scorer:
         if not reply.get("ok"):
             if reply.get("reference_error"):
                 raise ScorerReferenceError(reply["reference_error"])
-            return Verdict(False, [text("scorer_failed", error=reply.get("error", "unknown error"))],
-                           summary="")
+            return Verdict(False, [text("scorer_failed", error=reply.get("error", "unknown error"))], summary="")
         stats = reply.get("compile_stats")
         if isinstance(stats, dict):
-            self.compile_stats = {str(k)[:40]: float(v) for k, v in list(stats.items())[:20]
-                                  if isinstance(v, (int, float))}
+            self.compile_stats = {
+                str(k)[:40]: float(v) for k, v in list(stats.items())[:20] if isinstance(v, (int, float))
+            }
         diffs = [str(d)[:400] for d in reply.get("differences", [])][:50]
         return Verdict(bool(reply.get("passed")) and not diffs, diffs)
 
@@ -348,6 +380,7 @@ def _death(code: int | None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     import argparse
+
     ap = argparse.ArgumentParser(prog="python -m autograder.judge.scorer_process", description=__doc__.splitlines()[0])
     ap.add_argument("--memory-mb", type=int, default=DEFAULT_MEMORY_MB)
     args = ap.parse_args(argv)

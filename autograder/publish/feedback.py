@@ -24,6 +24,7 @@ Hidden test regions are removed with nbgrader's own `ClearHiddenTests`; error
 tracebacks (in test cells they would quote hidden lines; everywhere they show the
 grading machine's paths and library internals) become one line, `ename: evalue`.
 """
+
 from __future__ import annotations
 
 import copy
@@ -40,8 +41,11 @@ __all__ = ["FeedbackWriter", "TEMPLATE"]
 _CHECK_FAILED = "CheckFailed: "
 
 # nbconvert's lab template with every block that emits a <script> emptied, and the CSP first in <head>.
-TEMPLATE = """{%- extends 'index.html.j2' -%}
-{%- block html_head -%}""" + CSP_META + """
+TEMPLATE = (
+    """{%- extends 'index.html.j2' -%}
+{%- block html_head -%}"""
+    + CSP_META
+    + """
 {{ super() }}
 {%- endblock html_head -%}
 {%- block html_head_js -%}{%- endblock html_head_js -%}
@@ -50,12 +54,13 @@ TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
 {%- block footer_js -%}{%- endblock footer_js -%}
 """
+)
 TEMPLATE_NAME = "autograder_feedback.html.j2"
 
 
 def shown_reason(reason: str) -> str:
     """A reason as the page shows it: a check's message without the exception's name (`CheckFailed: `)."""
-    return reason[len(_CHECK_FAILED):] if reason.startswith(_CHECK_FAILED) else reason
+    return reason[len(_CHECK_FAILED) :] if reason.startswith(_CHECK_FAILED) else reason
 
 
 def exercise_names(nb: NotebookNode | None, grade_ids: list[str]) -> dict[str, tuple[str, int, int]]:
@@ -83,12 +88,15 @@ def exercise_names(nb: NotebookNode | None, grade_ids: list[str]) -> dict[str, t
 
 
 def _points(c: dict) -> str:
-    return text("points_one" if c["max_points"] == 1 else "points_many",
-                points=f"{c['points']:g}", max_points=f"{c['max_points']:g}")
+    return text(
+        "points_one" if c["max_points"] == 1 else "points_many",
+        points=f"{c['points']:g}",
+        max_points=f"{c['max_points']:g}",
+    )
 
 
-MEMO_ENTRIES = 1024            # clean_html results kept per writer ...
-MEMO_MAX_CHARS = 16_384        # ... for inputs up to this size: at most ~2 x 16 MiB, whatever students submit
+MEMO_ENTRIES = 1024  # clean_html results kept per writer ...
+MEMO_MAX_CHARS = 16_384  # ... for inputs up to this size: at most ~2 x 16 MiB, whatever students submit
 
 
 def _memo_clean_html():
@@ -96,10 +104,12 @@ def _memo_clean_html():
     input, and most of its inputs are the instructor's cells, the same on every page of an assignment:
     each distinct small input is sanitized once per worker. Same input, same output: the page is unchanged."""
     from nbconvert.filters import clean_html
+
     cached = functools.lru_cache(maxsize=MEMO_ENTRIES)(clean_html)
 
     def memo(html):
         return cached(html) if isinstance(html, str) and len(html) <= MEMO_MAX_CHARS else clean_html(html)
+
     return memo
 
 
@@ -110,8 +120,10 @@ class FeedbackWriter:
         from jinja2 import DictLoader
         from nbconvert import HTMLExporter
         from nbgrader.preprocessors import ClearHiddenTests
-        self.exporter = HTMLExporter(template_name="lab", extra_loaders=[DictLoader({TEMPLATE_NAME: TEMPLATE})],
-                                     template_file=TEMPLATE_NAME)
+
+        self.exporter = HTMLExporter(
+            template_name="lab", extra_loaders=[DictLoader({TEMPLATE_NAME: TEMPLATE})], template_file=TEMPLATE_NAME
+        )
         self.exporter.exclude_input_prompt = False
         self.exporter.register_filter("clean_html", _memo_clean_html())
         self.clear_hidden = ClearHiddenTests()
@@ -147,8 +159,11 @@ class FeedbackWriter:
     @staticmethod
     def _verdict(c: dict, names: dict) -> str:
         exercise, k, n = names.get(c["grade_id"], (c["grade_id"], 1, 1))
-        head = text("verdict_head", exercise=exercise, points=_points(c)) if n == 1 else \
-            text("verdict_head_part", exercise=exercise, k=k, n=n, points=_points(c))
+        head = (
+            text("verdict_head", exercise=exercise, points=_points(c))
+            if n == 1
+            else text("verdict_head_part", exercise=exercise, k=k, n=n, points=_points(c))
+        )
         head = f"> **{'✔' if c['passed'] else '✘'} {head}**"
         return head + (f" {text('verdict_passed')}" if c["passed"] else f" {md_text(shown_reason(c['reason']))}")
 
@@ -156,13 +171,19 @@ class FeedbackWriter:
     def _banner(title: str, row: dict, cells: list[dict], names: dict | None = None) -> str:
         names = names or {}
         score = text("page_score", score=f"{row['score']:g}", max_score=f"{row['max_score']:g}")
-        lines = [f"# {text('page_title', title=md_text(title))}", "",
-                 f"> **{text('page_student')}** {md_text(row['student'])} &nbsp; **{score}**"]
+        lines = [
+            f"# {text('page_title', title=md_text(title))}",
+            "",
+            f"> **{text('page_student')}** {md_text(row['student'])} &nbsp; **{score}**",
+        ]
         if row["status"] != "ok":
             lines += [">", f"> **{text('page_status', status=md_text(row['status']))}** {md_text(row['reason'])}"]
         if cells:
-            lines += ["", f"| {text('page_table_test')} | {text('page_table_points')} | {text('page_table_result')} |",
-                      "|---|---|---|"]
+            lines += [
+                "",
+                f"| {text('page_table_test')} | {text('page_table_points')} | {text('page_table_result')} |",
+                "|---|---|---|",
+            ]
             for c in cells:
                 result = text("page_passed") if c["passed"] else md_text(shown_reason(c["reason"]))
                 exercise, k, n = names.get(c["grade_id"], (c["grade_id"], 1, 1))

@@ -11,6 +11,7 @@ get_autograded_students); in course mode (`submitted` given) that timestamp is
 copied, so collected hand-ins show their scores, not "needs autograding".
 Students already in the gradebook (a roster import) keep their names.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,6 +24,7 @@ __all__ = ["write_gradebook"]
 def _sync_assignment(gb, source: SourceNotebook) -> None:
     """Make sure the assignment, its notebook and grade cells exist, with the source's points."""
     from nbgrader.api import MissingEntry
+
     aid, nb_name = source.assignment, source.notebook_name
     try:
         gb.find_assignment(aid)
@@ -52,6 +54,7 @@ def _timestamp(submitted: Path | None, student: str, assignment: str):
     if submitted is None:
         return None
     from nbgrader.utils import parse_utc
+
     path = submitted / student / assignment / "timestamp.txt"
     try:
         return parse_utc(path.read_text().strip())
@@ -59,8 +62,9 @@ def _timestamp(submitted: Path | None, student: str, assignment: str):
         return None
 
 
-def write_gradebook(db_url: str, sources: dict[str, SourceNotebook], rows: list[dict],
-                    submitted: Path | None = None) -> int:
+def write_gradebook(
+    db_url: str, sources: dict[str, SourceNotebook], rows: list[dict], submitted: Path | None = None
+) -> int:
     """Record auto scores of every graded row (status not missing/unplaceable). Returns the count.
 
     `submitted`: the course's submitted/ folder (course mode), for nbgrader's submission timestamps.
@@ -68,9 +72,10 @@ def write_gradebook(db_url: str, sources: dict[str, SourceNotebook], rows: list[
     import warnings
 
     from nbgrader.api import Gradebook, MissingEntry
+
     written = 0
     with warnings.catch_warnings(), Gradebook(db_url) as gb:
-        warnings.simplefilter("ignore")          # nbgrader 0.9 + SQLAlchemy 2.1: harmless autoflush warnings
+        warnings.simplefilter("ignore")  # nbgrader 0.9 + SQLAlchemy 2.1: harmless autoflush warnings
         for source in sources.values():
             _sync_assignment(gb, source)
         known = {s.id for s in gb.students}

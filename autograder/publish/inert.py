@@ -45,6 +45,7 @@ the grader writes carry `CSP`: no script source at all, images only from
 `data:`, no requests, no forms, no base URL. This module has no state: calling
 `make_inert` on its own output returns the same notebook.
 """
+
 from __future__ import annotations
 
 import copy
@@ -54,26 +55,50 @@ import re
 from nbformat import NotebookNode, from_dict
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-__all__ = ["CSP", "CSP_META", "SAFE_IMAGE_TYPES", "STUDENT_TEXT_LABEL", "REMOVED_OUTPUT_NOTICE",
-           "make_inert", "inert_outputs", "md_text", "html_text", "text_block", "csp_meta"]
+__all__ = [
+    "CSP",
+    "CSP_META",
+    "SAFE_IMAGE_TYPES",
+    "STUDENT_TEXT_LABEL",
+    "REMOVED_OUTPUT_NOTICE",
+    "make_inert",
+    "inert_outputs",
+    "md_text",
+    "html_text",
+    "text_block",
+    "csp_meta",
+]
 
 # Content-Security-Policy for every page the grader writes (feedback HTML, report.html):
 # nothing may run, load or be sent; inline CSS and data: images are all these pages need.
-CSP = ("default-src 'none'; script-src 'none'; object-src 'none'; style-src 'unsafe-inline'; "
-       "img-src data:; font-src data:; base-uri 'none'; form-action 'none'; frame-src 'none'")
+CSP = (
+    "default-src 'none'; script-src 'none'; object-src 'none'; style-src 'unsafe-inline'; "
+    "img-src data:; font-src data:; base-uri 'none'; form-action 'none'; frame-src 'none'"
+)
 CSP_META = f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
 
 SAFE_IMAGE_TYPES = ("image/png", "image/jpeg")
 # Student-facing strings (shown in feedback pages and in formgrader).
 STUDENT_TEXT_LABEL = "*Text from the submission, shown as typed (not rendered):*"
-REMOVED_OUTPUT_NOTICE = ("[autograder: an output of type {types} is not shown; pages of graded work show "
-                         "only text and PNG/JPEG images from a submission]")
+REMOVED_OUTPUT_NOTICE = (
+    "[autograder: an output of type {types} is not shown; pages of graded work show "
+    "only text and PNG/JPEG images from a submission]"
+)
 
 _BASE64 = re.compile(r"[A-Za-z0-9+/=\r\n]*")
 _GRADE_ID = re.compile(r"[a-zA-Z0-9_\-]{1,200}")
 _CELL_ID = re.compile(r"[a-zA-Z0-9_\-]{1,64}")
-_NBGRADER_KEYS = {"grade": bool, "solution": bool, "locked": bool, "task": bool, "schema_version": int,
-                  "points": (int, float), "grade_id": str, "checksum": str, "cell_type": str}
+_NBGRADER_KEYS = {
+    "grade": bool,
+    "solution": bool,
+    "locked": bool,
+    "task": bool,
+    "schema_version": int,
+    "points": (int, float),
+    "grade_id": str,
+    "checksum": str,
+    "cell_type": str,
+}
 _MD_PUNCT = {c: "\\" + c for c in "!#$()*+-./:=?@[\\]^_`{|}~"}
 _MD_PUNCT.update({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"})
 _MD_TABLE = str.maketrans(_MD_PUNCT)
@@ -134,8 +159,7 @@ def _bundle(output: dict) -> tuple[dict, dict]:
         else:
             dropped.append(str(mime))
     if not kept:
-        kept["text/plain"] = REMOVED_OUTPUT_NOTICE.format(
-            types=", ".join(sorted(set(dropped))) or "(none)")
+        kept["text/plain"] = REMOVED_OUTPUT_NOTICE.format(types=", ".join(sorted(set(dropped))) or "(none)")
     return kept, kept_meta
 
 
@@ -144,12 +168,23 @@ def _output(output) -> NotebookNode | None:
         return None
     kind = output.get("output_type")
     if kind == "stream":
-        return from_dict({"output_type": "stream", "name": "stderr" if output.get("name") == "stderr" else "stdout",
-                          "text": _text(output.get("text"))})
+        return from_dict(
+            {
+                "output_type": "stream",
+                "name": "stderr" if output.get("name") == "stderr" else "stdout",
+                "text": _text(output.get("text")),
+            }
+        )
     if kind == "error":
         tb = output.get("traceback") if isinstance(output.get("traceback"), list) else []
-        return from_dict({"output_type": "error", "ename": _text(output.get("ename")),
-                          "evalue": _text(output.get("evalue")), "traceback": [_text(t) for t in tb]})
+        return from_dict(
+            {
+                "output_type": "error",
+                "ename": _text(output.get("ename")),
+                "evalue": _text(output.get("evalue")),
+                "traceback": [_text(t) for t in tb],
+            }
+        )
     if kind in ("display_data", "execute_result"):
         data, meta = _bundle(output)
         out = {"output_type": kind, "data": data, "metadata": meta}
@@ -172,8 +207,13 @@ def _nbgrader_meta(meta) -> dict:
     meta = meta.get("nbgrader") if isinstance(meta, dict) else None
     if not isinstance(meta, dict):
         return {}
-    clean = {k: v for k, v in meta.items() if k in _NBGRADER_KEYS and isinstance(v, _NBGRADER_KEYS[k])
-             and not (isinstance(v, bool) and _NBGRADER_KEYS[k] is int)}
+    clean = {
+        k: v
+        for k, v in meta.items()
+        if k in _NBGRADER_KEYS
+        and isinstance(v, _NBGRADER_KEYS[k])
+        and not (isinstance(v, bool) and _NBGRADER_KEYS[k] is int)
+    }
     if "grade_id" in clean and not _GRADE_ID.fullmatch(clean["grade_id"]):
         return {}
     return clean
@@ -205,11 +245,12 @@ def _cell_meta(cell) -> dict:
 def _attachments(cell) -> dict:
     found = cell.get("attachments")
     kept = {}
-    for name, bundle in (found.items() if isinstance(found, dict) else ()):
+    for name, bundle in found.items() if isinstance(found, dict) else ():
         if not (isinstance(name, str) and isinstance(bundle, dict)):
             continue
-        images = {m: _text(v) for m, v in bundle.items() if m in SAFE_IMAGE_TYPES and _text(v)
-                  and _BASE64.fullmatch(_text(v))}
+        images = {
+            m: _text(v) for m, v in bundle.items() if m in SAFE_IMAGE_TYPES and _text(v) and _BASE64.fullmatch(_text(v))
+        }
         if images:
             kept[name] = images
     return kept
@@ -238,8 +279,13 @@ def _source_texts(source) -> set[str] | None:
     if source is None:
         return None
     nb = getattr(source, "nb", source)
-    return {_text(c.get("source")) for c in nb.get("cells", []) if isinstance(c, dict)
-            and c.get("cell_type") == "markdown" and not _nbgrader_meta(c.get("metadata")).get("solution")}
+    return {
+        _text(c.get("source"))
+        for c in nb.get("cells", [])
+        if isinstance(c, dict)
+        and c.get("cell_type") == "markdown"
+        and not _nbgrader_meta(c.get("metadata")).get("solution")
+    }
 
 
 def _cell(cell, trusted_markdown: set[str] | None) -> NotebookNode | None:
@@ -250,20 +296,25 @@ def _cell(cell, trusted_markdown: set[str] | None) -> NotebookNode | None:
     text = _text(cell.get("source"))
     if kind == "code":
         count = cell.get("execution_count")
-        new = new_code_cell(text, metadata=meta, outputs=inert_outputs(cell.get("outputs")),
-                            execution_count=count if isinstance(count, int) and not isinstance(count, bool) else None)
+        new = new_code_cell(
+            text,
+            metadata=meta,
+            outputs=inert_outputs(cell.get("outputs")),
+            execution_count=count if isinstance(count, int) and not isinstance(count, bool) else None,
+        )
         _keep_id(cell, new)
         return new
     if kind not in ("markdown", "raw"):
         return None
-    if "student_text" in meta.get("autograder", {}):           # our own output: rebuilt from the original text
+    if "student_text" in meta.get("autograder", {}):  # our own output: rebuilt from the original text
         return _student_text_cell(cell, meta["autograder"]["student_text"], meta)
-    trusted = kind == "markdown" and not _is_student_cell(meta) and (
-        trusted_markdown is None or text in trusted_markdown)
+    trusted = (
+        kind == "markdown" and not _is_student_cell(meta) and (trusted_markdown is None or text in trusted_markdown)
+    )
     if not trusted:
         return _student_text_cell(cell, text, meta)
     attachments = _attachments(cell)
-    if len(attachments) != len(cell.get("attachments") or {}):     # an unsafe image: the text is all we show
+    if len(attachments) != len(cell.get("attachments") or {}):  # an unsafe image: the text is all we show
         return _student_text_cell(cell, text, meta)
     new = new_markdown_cell(text, metadata=meta)
     if attachments:
@@ -295,4 +346,3 @@ def make_inert(nb, source=None) -> NotebookNode:
     cells = nb.get("cells") if isinstance(nb.get("cells"), list) else []
     out.cells = [c for c in (_cell(c, trusted) for c in cells) if c is not None]
     return out
-

@@ -9,6 +9,7 @@ it for readers of the file. Numbers are written as numbers. Every file is
 written to a temporary name and renamed into place, so a reader (or a second
 run) never sees half a file.
 """
+
 from __future__ import annotations
 
 import csv
@@ -23,8 +24,16 @@ from ..intake.placement import Intake
 from ..records import CSV_COLUMNS, Options
 from ..sandbox.protections import summary_lines
 
-__all__ = ["Progress", "missing_reason", "merge_previous", "write_outputs", "atomic_write", "summary",
-           "csv_cell", "csv_value"]
+__all__ = [
+    "Progress",
+    "missing_reason",
+    "merge_previous",
+    "write_outputs",
+    "atomic_write",
+    "summary",
+    "csv_cell",
+    "csv_value",
+]
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -72,7 +81,6 @@ class Progress:
         sys.stderr.flush()
 
 
-
 def missing_reason(intake: Intake, student: str, assignment: str, file_name: str) -> str:
     if student in intake.empty:
         return "empty submission: no files in the student's folder"
@@ -82,10 +90,23 @@ def missing_reason(intake: Intake, student: str, assignment: str, file_name: str
     return f"no {file_name} submitted"
 
 
-
 def _public(row: dict) -> dict:
-    return {k: row[k] for k in ("student", "assignment", "score", "max_score", "status", "reason", "origin",
-                                "language", "cells", "observe_log") if k in row}
+    return {
+        k: row[k]
+        for k in (
+            "student",
+            "assignment",
+            "score",
+            "max_score",
+            "status",
+            "reason",
+            "origin",
+            "language",
+            "cells",
+            "observe_log",
+        )
+        if k in row
+    }
 
 
 def _sort_key(row: dict):
@@ -106,9 +127,13 @@ def merge_previous(out: Path, rows: list[dict], opts: Options, intake: Intake) -
 
     def replaced(r: dict) -> bool:
         in_students = students is None or r["student"] in students
-        in_assign = assignments is None or r["assignment"] in assignments or \
-            (r["status"] in ("unplaceable", "conflict") and students is not None)
+        in_assign = (
+            assignments is None
+            or r["assignment"] in assignments
+            or (r["status"] in ("unplaceable", "conflict") and students is not None)
+        )
         return in_students and in_assign
+
     kept = [r for r in old if not replaced(r)]
     return sorted(kept + new, key=_sort_key)
 
@@ -123,17 +148,33 @@ def write_outputs(out: Path, all_rows: list[dict], rows: list[dict], protections
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CSV_COLUMNS)
     for r in all_rows:
-        w.writerow([csv_cell(r["student"]), csv_cell(r["assignment"]), _fmt(r["score"]), _fmt(r["max_score"]),
-                    csv_cell(r["status"]), csv_cell(r["reason"])])
+        w.writerow(
+            [
+                csv_cell(r["student"]),
+                csv_cell(r["assignment"]),
+                _fmt(r["score"]),
+                _fmt(r["max_score"]),
+                csv_cell(r["status"]),
+                csv_cell(r["reason"]),
+            ]
+        )
     atomic_write(out / "grades.csv", buf.getvalue())
     results = {"columns": CSV_COLUMNS, "rows": all_rows}
     if protections is not None:
         results["protections"] = protections
     atomic_write(out / "results.json", json.dumps(results, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
-    timings = [{"student": r["student"], "assignment": r["assignment"], "seconds": round(r.get("seconds", 0), 3),
-                "exec_seconds": round(r.get("exec_seconds", 0), 3), "grader_peak_kb": r.get("grader_peak_kb", 0),
-                "stages": r.get("stages", {})}
-               for r in rows if "seconds" in r]
+    timings = [
+        {
+            "student": r["student"],
+            "assignment": r["assignment"],
+            "seconds": round(r.get("seconds", 0), 3),
+            "exec_seconds": round(r.get("exec_seconds", 0), 3),
+            "grader_peak_kb": r.get("grader_peak_kb", 0),
+            "stages": r.get("stages", {}),
+        }
+        for r in rows
+        if "seconds" in r
+    ]
     atomic_write(out / "timings.json", json.dumps(timings, indent=1, ensure_ascii=False) + "\n")
 
 
@@ -147,22 +188,26 @@ def summary(out, sources, intake, rows, wall, sandbox, jobs, quiet, ref_seconds)
     if quiet:
         return
     graded = [r for r in rows if r["status"] not in ("missing", "unplaceable", "conflict")]
-    lines = ["", f"autograder: {len(intake.students)} student(s), {len(graded)} submission(s) graded "
-                 f"in {wall:.1f} s with {jobs} worker(s)"
-             + (f" ({wall / len(graded):.2f} s per submission)" if graded else "")]
+    lines = [
+        "",
+        f"autograder: {len(intake.students)} student(s), {len(graded)} submission(s) graded "
+        f"in {wall:.1f} s with {jobs} worker(s)" + (f" ({wall / len(graded):.2f} s per submission)" if graded else ""),
+    ]
     lines += summary_lines(sandbox.protections())
     if ref_seconds:
         lines.append("reference runs: " + ", ".join(f"{a} {s:.1f} s" for a, s in sorted(ref_seconds.items())))
     absent = []
-    for aid, src in sources.items():              # only what was handed in: "missing" rows are no hand-in
+    for aid, src in sources.items():  # only what was handed in: "missing" rows are no hand-in
         rs = [r for r in rows if r["assignment"] == aid and r["status"] != "missing"]
         if not rs:
             absent += [aid] if any(r["assignment"] == aid for r in rows) else []
             continue
         mean = sum(r["score"] for r in rs) / len(rs)
         missing = sum(1 for r in rows if r["assignment"] == aid and r["status"] == "missing")
-        lines.append(f"  {aid:<28} mean {mean:5.2f} / {src.max_score:g}  over {len(rs)} hand-in(s)"
-                     + (f", {missing} student(s) without one" if missing else ""))
+        lines.append(
+            f"  {aid:<28} mean {mean:5.2f} / {src.max_score:g}  over {len(rs)} hand-in(s)"
+            + (f", {missing} student(s) without one" if missing else "")
+        )
     if absent:
         lines.append(f"  not handed in by anyone: {', '.join(absent)}")
     counts: dict[str, int] = {}

@@ -31,6 +31,7 @@ submissions. All text is escaped (`inert.html_text`); `code` spans in
 docstrings and messages become `<code>` around escaped text; the page carries
 `inert.CSP` (no scripts, nothing loaded, images only from data: URLs).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,8 +50,20 @@ from urllib.parse import quote
 from ..course.discovery import repo_root
 from .inert import CSP_META, html_text
 
-__all__ = ["load", "render", "write_report", "failure_key", "score_counts", "main", "ATTENTION_ORDER",
-           "CourseInfo", "course_info", "default_course", "inline_code", "title_for"]
+__all__ = [
+    "load",
+    "render",
+    "write_report",
+    "failure_key",
+    "score_counts",
+    "main",
+    "ATTENTION_ORDER",
+    "CourseInfo",
+    "course_info",
+    "default_course",
+    "inline_code",
+    "title_for",
+]
 
 # Statuses a submission can end with (autograder.runner); the ones that need a look come first.
 ATTENTION_ORDER = ("timeout", "kernel_died", "error", "unreadable", "unplaceable")
@@ -58,8 +71,8 @@ GRADED = "ok"
 MISSING = "missing"
 NO_SUBMISSION_REASON = "no notebook submitted"
 TOP_FAILURES = 5
-BAR = "#0072B2"      # Okabe-Ito blue, as in namedaxes.plots
-ZERO = "#D55E00"     # zero scores stand out
+BAR = "#0072B2"  # Okabe-Ito blue, as in namedaxes.plots
+ZERO = "#D55E00"  # zero scores stand out
 
 
 @dataclass
@@ -77,7 +90,7 @@ class Row:
 class ClassResults:
     rows: list[Row]
     source: str = ""
-    protections: list[dict] = field(default_factory=list)   # results.json "protections" (protections.as_json)
+    protections: list[dict] = field(default_factory=list)  # results.json "protections" (protections.as_json)
 
     @property
     def assignments(self) -> list[str]:
@@ -102,16 +115,25 @@ def load(out: Path) -> ClassResults:
     if not grades.is_file():
         raise FileNotFoundError(f"{grades} not found: run `make grade ... OUT={out}` first")
     from .outputs import csv_value
+
     with grades.open(newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh)
-        missing_cols = {"student", "assignment", "score", "max_score", "status", "reason"} - set(reader.fieldnames or [])
+        missing_cols = {"student", "assignment", "score", "max_score", "status", "reason"} - set(
+            reader.fieldnames or []
+        )
         if missing_cols:
             raise ValueError(f"{grades}: missing column(s) {sorted(missing_cols)}")
-        rows = [Row(student=r["student"], assignment=r["assignment"],
-                    score=_float(r["score"], f"{grades} score of {r['student']}"),
-                    max_score=_float(r["max_score"], f"{grades} max_score of {r['student']}"),
-                    status=r["status"], reason=r["reason"] or "")
-                for r in ({k: csv_value(v or "") for k, v in raw.items()} for raw in reader)]  # undo the ' guard
+        rows = [
+            Row(
+                student=r["student"],
+                assignment=r["assignment"],
+                score=_float(r["score"], f"{grades} score of {r['student']}"),
+                max_score=_float(r["max_score"], f"{grades} max_score of {r['student']}"),
+                status=r["status"],
+                reason=r["reason"] or "",
+            )
+            for r in ({k: csv_value(v or "") for k, v in raw.items()} for raw in reader)
+        ]  # undo the ' guard
     cells: dict[tuple[str, str], list[dict]] = {}
     protections: list[dict] = []
     results = out / "results.json"
@@ -133,12 +155,17 @@ def _protections_section(results: ClassResults) -> list[str]:
     missing = [p for p in results.protections if not p.get("available")]
     n = len(results.protections)
     if not missing:
-        return [f'<p class="muted">Sandbox: all {n} protections were in force while student code ran '
-                f'({_e(", ".join(str(p.get("title", p.get("key", ""))) for p in results.protections))}).</p>']
-    items = "".join(f"<li><b>{_e(p.get('title', p.get('key', '')))}</b>: {_e(p.get('detail', ''))}</li>"
-                    for p in missing)
-    return [f'<h2>Sandbox: {len(missing)} of {n} protections missing</h2>',
-            f"<p>Student code ran without these protections on the grading machine:</p><ul>{items}</ul>"]
+        return [
+            f'<p class="muted">Sandbox: all {n} protections were in force while student code ran '
+            f"({_e(', '.join(str(p.get('title', p.get('key', ''))) for p in results.protections))}).</p>"
+        ]
+    items = "".join(
+        f"<li><b>{_e(p.get('title', p.get('key', '')))}</b>: {_e(p.get('detail', ''))}</li>" for p in missing
+    )
+    return [
+        f"<h2>Sandbox: {len(missing)} of {n} protections missing</h2>",
+        f"<p>Student code ran without these protections on the grading machine:</p><ul>{items}</ul>",
+    ]
 
 
 # ---------------------------------------------------------------- failure messages
@@ -180,6 +207,7 @@ def score_counts(values: list[float], maximum: float) -> list[tuple[float, int]]
 
 def _histogram(ax, values: list[float], maximum: float, *, title: str, xlabel: str) -> None:
     from matplotlib.ticker import MaxNLocator
+
     pairs = score_counts(values, maximum)
     bins, heights = [b for b, _ in pairs], [h for _, h in pairs]
     width = 0.8 * (bins[1] - bins[0]) if len(bins) > 1 else 0.8
@@ -198,16 +226,23 @@ def _histogram(ax, values: list[float], maximum: float, *, title: str, xlabel: s
 
 def _total_figure(aid: str, rows: list[Row]) -> str:
     from matplotlib.figure import Figure
+
     fig = Figure(figsize=(5.0, 2.8), layout="constrained", facecolor="white")
     ax = fig.add_subplot()
     maximum = max(r.max_score for r in rows)
-    _histogram(ax, [r.score for r in rows], maximum, title=f"{aid}: total score ({len(rows)} graded)",
-               xlabel=f"score (out of {maximum:g})")
+    _histogram(
+        ax,
+        [r.score for r in rows],
+        maximum,
+        title=f"{aid}: total score ({len(rows)} graded)",
+        xlabel=f"score (out of {maximum:g})",
+    )
     return _png(fig)
 
 
 def _exercise_figure(aid: str, exercises: OrderedDict[str, list[dict]]) -> str:
     from matplotlib.figure import Figure
+
     n = len(exercises)
     cols = min(n, 4)
     nrows = (n + cols - 1) // cols
@@ -215,8 +250,13 @@ def _exercise_figure(aid: str, exercises: OrderedDict[str, list[dict]]) -> str:
     for i, (gid, cells) in enumerate(exercises.items()):
         ax = fig.add_subplot(nrows, cols, i + 1)
         maximum = max(float(c.get("max_points", 0) or 0) for c in cells)
-        _histogram(ax, [float(c.get("points", 0) or 0) for c in cells], maximum, title=gid,
-                   xlabel=f"points (out of {maximum:g})")
+        _histogram(
+            ax,
+            [float(c.get("points", 0) or 0) for c in cells],
+            maximum,
+            title=gid,
+            xlabel=f"points (out of {maximum:g})",
+        )
     fig.suptitle(f"{aid}: points per exercise", fontsize=11)
     return _png(fig)
 
@@ -254,15 +294,15 @@ class CourseInfo:
     """What the source notebooks say about the course (all optional: the report works without them)."""
 
     course_id: str = ""
-    titles: dict[str, str] = field(default_factory=dict)                 # assignment -> first heading
-    exercises: dict[str, dict[str, str]] = field(default_factory=dict)   # assignment -> grade_id -> docstring
+    titles: dict[str, str] = field(default_factory=dict)  # assignment -> first heading
+    exercises: dict[str, dict[str, str]] = field(default_factory=dict)  # assignment -> grade_id -> docstring
     folder: str = ""
 
 
 def _docstring(source: str) -> str:
     """The first line of a test cell's docstring ("" if it has none or does not parse)."""
     code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
-    try:                                                  # (IPython magics and shell lines are not Python)
+    try:  # (IPython magics and shell lines are not Python)
         doc = ast.get_docstring(ast.parse(code))
     except (SyntaxError, ValueError):
         match = re.match(r'\s*(?:"""|\'\'\')(.+?)(?:"""|\'\'\'|$)', code, re.S)
@@ -272,6 +312,7 @@ def _docstring(source: str) -> str:
 
 def _heading(cells: list) -> str:
     from ..course.notebooks import cell_source
+
     for cell in cells:
         if isinstance(cell, dict) and cell.get("cell_type") == "markdown":
             for line in cell_source(cell).splitlines():
@@ -284,8 +325,9 @@ def _course_id(course: Path) -> str:
     config = course / "nbgrader_config.py"
     if not config.is_file():
         return ""
-    try:                       # the instructor's own config file, loaded as nbgrader loads it
+    try:  # the instructor's own config file, loaded as nbgrader loads it
         from traitlets.config.loader import PyFileConfigLoader
+
         loaded = PyFileConfigLoader(config.name, path=str(course)).load_config()
         value = loaded.CourseDirectory.get("course_id", "")
     except Exception:  # noqa: BLE001 - a broken config only costs the title its course name
@@ -318,6 +360,7 @@ def default_course(out: Path) -> Path | None:
 def course_info(course: Path | None, assignments: list[str]) -> CourseInfo:
     """Titles and exercise names for `assignments` from the course's source notebooks."""
     from ..course.notebooks import cell_source, nbgrader_meta
+
     info = CourseInfo(course_id=_course_id(course) if course else "", folder=str(course or ""))
     paths = _source_notebooks(course)
     for aid in assignments:
@@ -346,7 +389,7 @@ def _e(text) -> str:
 def inline_code(text) -> str:
     """Escaped text with `code` spans as <code> (an unpaired backtick stays a backtick)."""
     parts = str(text).split("`")
-    if len(parts) % 2 == 0:                       # odd number of backticks: the last one is literal
+    if len(parts) % 2 == 0:  # odd number of backticks: the last one is literal
         parts[-2:] = [parts[-2] + "`" + parts[-1]]
     return "".join(f"<code>{_e(p)}</code>" if i % 2 else _e(p) for i, p in enumerate(parts))
 
@@ -389,8 +432,14 @@ def _exercise_stats(cells: list[dict]) -> dict:
             continue
         failures.setdefault(failure_key(reason), []).append((c["_student"], reason))
     top = sorted(failures.values(), key=lambda v: -len(v))[:TOP_FAILURES]
-    return {"n": len(cells), "max": maximum, "mean": sum(earned) / len(earned) if earned else 0.0,
-            "passed": passed, "top": top, "kinds": len(failures)}
+    return {
+        "n": len(cells),
+        "max": maximum,
+        "mean": sum(earned) / len(earned) if earned else 0.0,
+        "passed": passed,
+        "top": top,
+        "kinds": len(failures),
+    }
 
 
 def _graded(results: ClassResults, aid: str) -> list[Row]:
@@ -404,14 +453,18 @@ def _attention_section(results: ClassResults, out: Path | None) -> list[str]:
         return []
     rank = {s: i for i, s in enumerate(ATTENTION_ORDER)}
     attention.sort(key=lambda r: (rank.get(r.status, len(rank)), r.student, r.assignment))
-    parts = ['<h2 id="attention">Needs attention: timeouts, crashes, ungradable submissions</h2>',
-             '<table><tr><th>student</th><th>assignment</th><th>status</th><th class="num">score</th>'
-             '<th>what happened</th></tr>']
+    parts = [
+        '<h2 id="attention">Needs attention: timeouts, crashes, ungradable submissions</h2>',
+        '<table><tr><th>student</th><th>assignment</th><th>status</th><th class="num">score</th>'
+        "<th>what happened</th></tr>",
+    ]
     for r in attention:
-        parts.append(f'<tr><td>{_e(r.student)}</td><td>{_e(r.assignment) or "&mdash;"}</td>'
-                     f'<td class="warn">{_e(r.status)}</td><td class="num">{r.score:g}/{r.max_score:g}</td>'
-                     f'<td class="msg">{inline_code(_shorten(r.reason, 600))}'
-                     f'{_feedback_link(out, r.student, r.assignment)}</td></tr>')
+        parts.append(
+            f"<tr><td>{_e(r.student)}</td><td>{_e(r.assignment) or '&mdash;'}</td>"
+            f'<td class="warn">{_e(r.status)}</td><td class="num">{r.score:g}/{r.max_score:g}</td>'
+            f'<td class="msg">{inline_code(_shorten(r.reason, 600))}'
+            f"{_feedback_link(out, r.student, r.assignment)}</td></tr>"
+        )
     parts.append("</table>")
     return parts
 
@@ -423,8 +476,11 @@ def _student_cell(row: Row | None, out: Path | None) -> str:
     href = _feedback_href(out, row.student, row.assignment)
     shown = f'<a href="{_e(href)}">{score}</a>' if href else score
     status = "" if row.status == GRADED else f' <span class="warn">{_e(row.status)}</span>'
-    full = ' class="num full"' if row.status == GRADED and row.max_score > 0 and row.score >= row.max_score \
+    full = (
+        ' class="num full"'
+        if row.status == GRADED and row.max_score > 0 and row.score >= row.max_score
         else ' class="num"'
+    )
     return f"<td{full}>{shown}{status}</td>"
 
 
@@ -435,16 +491,21 @@ def _students_section(results: ClassResults, assignments: list[str], out: Path |
     if not students:
         return []
     head = "".join(f'<th class="num"><a href="#{_e(a)}">{_e(a)}</a></th>' for a in assignments)
-    parts = ['<h2 id="students">Students</h2>',
-             '<p class="muted">Score per assignment (a link opens the feedback page); a status other than '
-             'a plain score needs a look. Missing submissions count as 0 in the total.</p>',
-             f'<table class="students"><tr><th>student</th>{head}<th class="num">total</th></tr>']
+    parts = [
+        '<h2 id="students">Students</h2>',
+        '<p class="muted">Score per assignment (a link opens the feedback page); a status other than '
+        "a plain score needs a look. Missing submissions count as 0 in the total.</p>",
+        f'<table class="students"><tr><th>student</th>{head}<th class="num">total</th></tr>',
+    ]
     maxima = {a: max(r.max_score for r in _graded(results, a)) for a in assignments}
     for student in students:
         rows = [by_key.get((student, a)) for a in assignments]
         total = sum(r.score for r in rows if r is not None and r.status != MISSING)
-        parts.append(f"<tr><td>{_e(student)}</td>" + "".join(_student_cell(r, out) for r in rows)
-                     + f'<td class="num">{total:g}/{sum(maxima.values()):g}</td></tr>')
+        parts.append(
+            f"<tr><td>{_e(student)}</td>"
+            + "".join(_student_cell(r, out) for r in rows)
+            + f'<td class="num">{total:g}/{sum(maxima.values()):g}</td></tr>'
+        )
     parts.append("</table>")
     return parts
 
@@ -457,42 +518,58 @@ def _assignment_section(results: ClassResults, aid: str, out: Path | None, info:
     parts = [f'<h2 id="{_e(aid)}">{_e(aid)}{": " + inline_code(title) if title else ""}</h2>']
     scores = sorted(r.score for r in graded)
     maximum = max(r.max_score for r in graded)
-    median = scores[len(scores) // 2] if len(scores) % 2 else (scores[len(scores) // 2 - 1] + scores[len(scores) // 2]) / 2
+    median = (
+        scores[len(scores) // 2] if len(scores) % 2 else (scores[len(scores) // 2 - 1] + scores[len(scores) // 2]) / 2
+    )
     full = sum(1 for s in scores if s >= maximum > 0)
-    parts.append('<div class="cards">'
-                 f'<div class="card"><b>{len(graded)}</b>graded</div>'
-                 f'<div class="card"><b>{sum(scores) / len(scores):.2f}</b>mean of {maximum:g}</div>'
-                 f'<div class="card"><b>{median:g}</b>median</div>'
-                 f'<div class="card"><b>{full}</b>full marks</div>'
-                 f'<div class="card"><b>{len(missing)}</b>missing</div></div>')
-    parts.append(f'<figure><img class="histogram" alt="{_e(aid)}: histogram of total scores" '
-                 f'src="data:image/png;base64,{_total_figure(aid, graded)}"></figure>')
+    parts.append(
+        '<div class="cards">'
+        f'<div class="card"><b>{len(graded)}</b>graded</div>'
+        f'<div class="card"><b>{sum(scores) / len(scores):.2f}</b>mean of {maximum:g}</div>'
+        f'<div class="card"><b>{median:g}</b>median</div>'
+        f'<div class="card"><b>{full}</b>full marks</div>'
+        f'<div class="card"><b>{len(missing)}</b>missing</div></div>'
+    )
+    parts.append(
+        f'<figure><img class="histogram" alt="{_e(aid)}: histogram of total scores" '
+        f'src="data:image/png;base64,{_total_figure(aid, graded)}"></figure>'
+    )
     exercises: OrderedDict[str, list[dict]] = OrderedDict()
     for r in graded:
         for c in r.cells:
             if "grade_id" in c:
                 exercises.setdefault(str(c["grade_id"]), []).append(dict(c, _student=r.student))
     if exercises:
-        parts.append(f'<figure><img class="histogram" alt="{_e(aid)}: histograms of points per exercise" '
-                     f'src="data:image/png;base64,{_exercise_figure(aid, exercises)}"></figure>')
-        parts.append('<table><tr><th>exercise</th><th class="num">points</th><th class="num">mean</th>'
-                     '<th class="num">passed</th><th>most frequent failure messages (students)</th></tr>')
+        parts.append(
+            f'<figure><img class="histogram" alt="{_e(aid)}: histograms of points per exercise" '
+            f'src="data:image/png;base64,{_exercise_figure(aid, exercises)}"></figure>'
+        )
+        parts.append(
+            '<table><tr><th>exercise</th><th class="num">points</th><th class="num">mean</th>'
+            '<th class="num">passed</th><th>most frequent failure messages (students)</th></tr>'
+        )
         for gid, cells in exercises.items():
             s = _exercise_stats(cells)
             if s["top"]:
                 msgs = "".join(
                     f'<li><span class="msg">{inline_code(_shorten(group[0][1]))}</span> '
                     f'<span class="muted">&mdash; {len(group)}&times;: {_students([g[0] for g in group])}'
-                    f'{" (numbers vary)" if len({g[1] for g in group}) > 1 else ""}</span></li>'
-                    for group in s["top"])
-                more = f'<span class="muted">{s["kinds"] - len(s["top"])} other message(s)</span>' \
-                    if s["kinds"] > len(s["top"]) else ""
+                    f"{' (numbers vary)' if len({g[1] for g in group}) > 1 else ''}</span></li>"
+                    for group in s["top"]
+                )
+                more = (
+                    f'<span class="muted">{s["kinds"] - len(s["top"])} other message(s)</span>'
+                    if s["kinds"] > len(s["top"])
+                    else ""
+                )
                 failures = f"<ol>{msgs}</ol>{more}"
             else:
                 failures = '<span class="muted">none</span>'
-            parts.append(f'<tr><td>{_exercise_name(info, aid, gid)}</td><td class="num">{s["max"]:g}</td>'
-                         f'<td class="num">{s["mean"]:.2f}</td><td class="num">{s["passed"]}/{s["n"]}</td>'
-                         f'<td>{failures}</td></tr>')
+            parts.append(
+                f'<tr><td>{_exercise_name(info, aid, gid)}</td><td class="num">{s["max"]:g}</td>'
+                f'<td class="num">{s["mean"]:.2f}</td><td class="num">{s["passed"]}/{s["n"]}</td>'
+                f"<td>{failures}</td></tr>"
+            )
         parts.append("</table>")
     else:
         parts.append('<p class="muted">No per-exercise results (results.json missing or without cells).</p>')
@@ -509,8 +586,9 @@ def title_for(info: CourseInfo, assignments: list[str]) -> str:
     return f"{name}: class report"
 
 
-def render(results: ClassResults, out: Path | None = None, title: str | None = None,
-           info: CourseInfo | None = None) -> str:
+def render(
+    results: ClassResults, out: Path | None = None, title: str | None = None, info: CourseInfo | None = None
+) -> str:
     """The whole report as one HTML string."""
     info = info or CourseInfo()
     with_work = [a for a in results.assignments if _graded(results, a)]
@@ -518,21 +596,31 @@ def render(results: ClassResults, out: Path | None = None, title: str | None = N
     title = title or title_for(info, with_work or results.assignments)
     statuses = Counter(r.status for r in results.rows)
     attention = _attention_section(results, out)
-    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">', CSP_META,
-             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-             f"<title>{_e(title)}</title><style>{CSS}</style></head><body>",
-             f"<h1>{_e(title)}</h1>",
-             f'<p class="muted">{len(results.students)} student(s), {len(with_work)} assignment(s) with graded work; '
-             + ", ".join(f"{_e(k)} {v}" for k, v in sorted(statuses.items())) + ".</p>"]
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        CSP_META,
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_e(title)}</title><style>{CSS}</style></head><body>",
+        f"<h1>{_e(title)}</h1>",
+        f'<p class="muted">{len(results.students)} student(s), {len(with_work)} assignment(s) with graded work; '
+        + ", ".join(f"{_e(k)} {v}" for k, v in sorted(statuses.items()))
+        + ".</p>",
+    ]
     if with_work:
-        parts.append("<p>Assignments: " + " &middot; ".join(
-            f'<a href="#{_e(a)}">{_e(a)}</a>' + (f' <span class="muted">({inline_code(info.titles[a])})</span>'
-                                                 if info.titles.get(a) else "") for a in with_work) + "</p>")
+        parts.append(
+            "<p>Assignments: "
+            + " &middot; ".join(
+                f'<a href="#{_e(a)}">{_e(a)}</a>'
+                + (f' <span class="muted">({inline_code(info.titles[a])})</span>' if info.titles.get(a) else "")
+                for a in with_work
+            )
+            + "</p>"
+        )
     if without:
         parts.append(f'<p class="muted">No submissions for: {", ".join(_e(a) for a in without)}.</p>')
     if not attention:
-        parts.append('<p>Nothing needs attention: every submitted notebook ran to the end within its time '
-                     'limits.</p>')
+        parts.append("<p>Nothing needs attention: every submitted notebook ran to the end within its time limits.</p>")
     parts.extend(attention)
     parts.extend(_protections_section(results))
     parts.extend(_students_section(results, with_work, out))
@@ -554,13 +642,19 @@ def write_report(out: Path, output: Path | None = None, course: Path | None = No
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograder.publish.report", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m autograder.publish.report",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("out", type=Path, help="the --out folder of `python -m autograder grade`")
     parser.add_argument("--output", type=Path, default=None, help="where to write the report (default OUT/report.html)")
-    parser.add_argument("--course", type=Path, default=None,
-                        help="the nbgrader course folder (names and titles; default: OUT/.. if it is one, "
-                             "else build/course)")
+    parser.add_argument(
+        "--course",
+        type=Path,
+        default=None,
+        help="the nbgrader course folder (names and titles; default: OUT/.. if it is one, else build/course)",
+    )
     args = parser.parse_args(argv)
     try:
         path = write_report(args.out, args.output, args.course)

@@ -42,6 +42,7 @@ and replays included): a cell's timeout is cut to what is left, and once it is
 spent the remaining cells are not run (status `timeout`). `max_output_chars`
 caps the output kept over the whole notebook (status `too_much_output`).
 """
+
 from __future__ import annotations
 
 import os
@@ -59,18 +60,31 @@ from ..sandbox import workcopy
 from .kernel import MAX_MESSAGE_BYTES, MAX_OUTPUT_CHARS, MAX_OUTPUTS, CellRun, Kernel, KernelStartError
 from .namespace_guard import GUARD_CODE, split_hidden
 
-__all__ = ["CellOutcome", "RunResult", "run_notebook", "cell_label", "ARRAYS_SUFFIX", "VALUES_SUFFIX",
-           "SNAPSHOT_CODE", "RESTORE_CODE", "HIDDEN_ERROR"]
+__all__ = [
+    "CellOutcome",
+    "RunResult",
+    "run_notebook",
+    "cell_label",
+    "ARRAYS_SUFFIX",
+    "VALUES_SUFFIX",
+    "SNAPSHOT_CODE",
+    "RESTORE_CODE",
+    "HIDDEN_ERROR",
+]
 
-ARRAYS_SUFFIX = ".npz"      # namedaxes.grading.ARRAYS_SUFFIX
-VALUES_SUFFIX = ".json"     # namedaxes.grading.VALUES_SUFFIX
-HIDDEN_ERROR = "HiddenTestError"           # the ename of every error in a hidden part (what it said is not kept)
+ARRAYS_SUFFIX = ".npz"  # namedaxes.grading.ARRAYS_SUFFIX
+VALUES_SUFFIX = ".json"  # namedaxes.grading.VALUES_SUFFIX
+HIDDEN_ERROR = "HiddenTestError"  # the ename of every error in a hidden part (what it said is not kept)
 # trusted, run silently right after a test cell's visible part, and the restore before its hidden part
 # (the grade id is an nbgrader id from the source notebook: `^[a-zA-Z0-9_\-]*$`, inserted with repr)
-SNAPSHOT_CODE = ("__import__('sys').__dict__.setdefault('_autograder_snapshots', {{}}).__setitem__({gid!r}, "
-                 "dict(get_ipython().user_ns))")     # an expression: a user_expression of the visible part
-RESTORE_CODE = ("(lambda snap, ns: (ns.clear(), ns.update(snap)))("
-                "__import__('sys').__dict__['_autograder_snapshots'].pop({gid!r}), get_ipython().user_ns)")
+SNAPSHOT_CODE = (
+    "__import__('sys').__dict__.setdefault('_autograder_snapshots', {{}}).__setitem__({gid!r}, "
+    "dict(get_ipython().user_ns))"
+)  # an expression: a user_expression of the visible part
+RESTORE_CODE = (
+    "(lambda snap, ns: (ns.clear(), ns.update(snap)))("
+    "__import__('sys').__dict__['_autograder_snapshots'].pop({gid!r}), get_ipython().user_ns)"
+)
 
 
 def cell_label(nb: NotebookNode, index: int) -> str:
@@ -91,7 +105,7 @@ def _open_observe(observe_dir) -> int | None:
     try:
         return os.open(observe_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError:
-        return None                             # not a real folder: harvesting finds nothing either
+        return None  # not a real folder: harvesting finds nothing either
 
 
 def clear_all_observations(observe_dir) -> list[str]:
@@ -198,7 +212,7 @@ def _execute_hidden(kernel: Kernel, gid: str, hidden: str, timeout: float) -> Ce
     """Restore the test cell's namespace, run its hidden part; nothing either printed is kept."""
     t0 = time.monotonic()
     run = kernel.execute(RESTORE_CODE.format(gid=gid), timeout, store_history=False, max_chars=0)
-    if run.status in ("ok", "error"):        # no snapshot (the student removed it): the namespace as it is
+    if run.status in ("ok", "error"):  # no snapshot (the student removed it): the namespace as it is
         left = max(0.1, timeout - (time.monotonic() - t0))
         run = kernel.execute(hidden, left, store_history=False, max_chars=0)
     run.outputs, run.output_chars, run.truncated = [], 0, False
@@ -208,11 +222,19 @@ def _execute_hidden(kernel: Kernel, gid: str, hidden: str, timeout: float) -> Ce
     return run
 
 
-def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel | None,
-                 new_kernel: Callable[[int], Kernel], cell_timeout: float,
-                 start_timeout: float = 90.0, guard: bool = True, prelude: str = "",
-                 budget: float | None = None, max_output_chars: int = NOTEBOOK_OUTPUT_CHARS,
-                 budget_label: str = "") -> RunResult:
+def run_notebook(
+    nb: NotebookNode,
+    tests: dict[int, str],
+    first_kernel: Kernel | None,
+    new_kernel: Callable[[int], Kernel],
+    cell_timeout: float,
+    start_timeout: float = 90.0,
+    guard: bool = True,
+    prelude: str = "",
+    budget: float | None = None,
+    max_output_chars: int = NOTEBOOK_OUTPUT_CHARS,
+    budget_label: str = "",
+) -> RunResult:
     """Execute the code cells of `nb` in place (outputs written into the cells).
 
     `tests` maps cell index -> grade_id of the test cells. `first_kernel` is an
@@ -266,7 +288,7 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
     kernel = start(0, kernel)
     result.stages["start"] = time.monotonic() - t0
     if kernel is None:
-        if left() <= 0:                       # the budget ran out while the kernel was starting
+        if left() <= 0:  # the budget ran out while the kernel was starting
             out_of_time(code_cells)
             result.start_error = ""
         else:
@@ -295,13 +317,13 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
             cell = nb.cells[i]
             gid = tests.get(i)
             if hidden_step and (result.outcomes.get(i) is None or result.outcomes[i].status != "ok"):
-                pos += 1                          # its visible part failed: the hidden part does not run
+                pos += 1  # its visible part failed: the hidden part does not run
                 continue
             if left() <= 0:
                 out_of_time(rest(pos))
                 break
             limit = min(cell_timeout, left())
-            cut = limit < cell_timeout            # this cell's timeout is the rest of the budget
+            cut = limit < cell_timeout  # this cell's timeout is the rest of the budget
             label = cell_label(nb, i)
             t_step = time.monotonic()
             if hidden_step:
@@ -313,7 +335,7 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
             else:
                 if gid is not None:
                     log(gid, "found before the cell ran", clear_all_observations(kernel.observe_dir))
-                notebook_cap = chars_left < MAX_OUTPUT_CHARS     # the notebook's cap binds before the cell's
+                notebook_cap = chars_left < MAX_OUTPUT_CHARS  # the notebook's cap binds before the cell's
                 source = split_hidden(cell.source)[0] if hidden_of.get(i) else cell.source
                 snap = {"snapshot": SNAPSHOT_CODE.format(gid=gid)} if hidden_of.get(i) else None
                 run = kernel.execute(source, limit, max_chars=chars_left, user_expressions=snap)
@@ -324,26 +346,38 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
                     if notebook_cap or chars_left == 0:
                         if not capped:
                             capped = True
-                            result.events.append(("too_much_output", text("output_notebook_cap", label=label,
-                                                                          limit=f"{max_output_chars:,}")))
+                            result.events.append(
+                                (
+                                    "too_much_output",
+                                    text("output_notebook_cap", label=label, limit=f"{max_output_chars:,}"),
+                                )
+                            )
                     else:
-                        result.events.append(("too_much_output", text("output_cell_cap", label=label,
-                                                                      limit=f"{MAX_OUTPUT_CHARS:,}",
-                                                                      outputs=MAX_OUTPUTS)))
+                        result.events.append(
+                            (
+                                "too_much_output",
+                                text(
+                                    "output_cell_cap", label=label, limit=f"{MAX_OUTPUT_CHARS:,}", outputs=MAX_OUTPUTS
+                                ),
+                            )
+                        )
             if gid is not None and hidden_of.get(i) and not hidden_step:
                 log(gid, "written by the visible part", clear_all_observations(kernel.observe_dir))
-                if run.status == "ok":              # (its user expression took the snapshot)
+                if run.status == "ok":  # (its user expression took the snapshot)
                     visible_seconds[i] = run.seconds
             elif gid is not None:
                 got = harvest_observations(kernel.observe_dir, gid)
                 if got is not None:
                     result.observations[gid] = got
                 own = {gid + ARRAYS_SUFFIX, gid + VALUES_SUFFIX}
-                log(gid, "beside the cell's own results", [n for n in clear_all_observations(kernel.observe_dir)
-                                                           if n not in own])
+                log(
+                    gid,
+                    "beside the cell's own results",
+                    [n for n in clear_all_observations(kernel.observe_dir) if n not in own],
+                )
             stage = "hidden" if hidden_step else "cells"
             result.stages[stage] = result.stages.get(stage, 0.0) + time.monotonic() - t_step
-            how = (text("stopped_budget", what=what) if cut else text("ran_longer", seconds=f"{cell_timeout:g}"))
+            how = text("stopped_budget", what=what) if cut else text("ran_longer", seconds=f"{cell_timeout:g}")
             if run.status in ("ok", "error"):
                 result.outcomes[i] = CellOutcome(run.status, run.ename, run.evalue, run.seconds)
                 if i == guard_after and not hidden_step:
@@ -351,26 +385,29 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
                 pos += 1
                 continue
             if run.status == "timeout":
-                result.outcomes[i] = CellOutcome("timeout", "TimeoutError", text("this_cell_interrupted", how=how),
-                                                 run.seconds)
+                result.outcomes[i] = CellOutcome(
+                    "timeout", "TimeoutError", text("this_cell_interrupted", how=how), run.seconds
+                )
                 result.events.append(("timeout", text("cell_interrupted", label=label, how=how)))
                 fatal.add(i)
                 pos += 1
                 continue
             # hung (killed after a timeout), oversized or died: a new kernel, replay, go on
             if run.status == "hung":
-                result.outcomes[i] = CellOutcome("timeout", "TimeoutError", text("this_cell_hung", how=how),
-                                                 run.seconds)
+                result.outcomes[i] = CellOutcome(
+                    "timeout", "TimeoutError", text("this_cell_hung", how=how), run.seconds
+                )
                 result.events.append(("timeout", text("cell_hung", label=label, how=how)))
             elif run.status == "oversized":
                 mib = MAX_MESSAGE_BYTES // 2**20
-                result.outcomes[i] = CellOutcome("error", "OutputTooLarge", text("this_cell_oversized", mib=mib),
-                                                 run.seconds)
+                result.outcomes[i] = CellOutcome(
+                    "error", "OutputTooLarge", text("this_cell_oversized", mib=mib), run.seconds
+                )
                 result.events.append(("too_much_output", text("cell_oversized", label=label, mib=mib)))
             else:
                 code = kernel.proc.returncode if kernel.proc is not None else None
                 if code is not None and code > 128 and kernel.sandbox.isolate:
-                    code = 128 - code          # bwrap reports a child killed by signal N as exit 128+N
+                    code = 128 - code  # bwrap reports a child killed by signal N as exit 128+N
                 kernel.kill()
                 hit = _post_mortem(kernel)
                 if hit is not None:
@@ -378,8 +415,9 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
                     result.events.append((hit.status, text("limit_restarted", label=label, reason=hit.reason)))
                 else:
                     why = _death_reason(code)
-                    result.outcomes[i] = CellOutcome("died", "DeadKernelError", text("this_cell_died", why=why),
-                                                     run.seconds)
+                    result.outcomes[i] = CellOutcome(
+                        "died", "DeadKernelError", text("this_cell_died", why=why), run.seconds
+                    )
                     result.events.append(("kernel_died", text("cell_died", label=label, why=why)))
             _append_error_output(cell, result.outcomes[i])
             fatal.add(i)
@@ -398,8 +436,9 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
                 _mark_rest(result, rest(pos + 1), text("not_restarted"))
                 result.events.append(("kernel_died", text("not_restarted_because", error=result.start_error)))
                 break
-            replayed = _replay(kernel, nb, done_cells(pos), tests, fatal,
-                               cell_timeout, guard_after, deadline, snapshots=hidden_of)
+            replayed = _replay(
+                kernel, nb, done_cells(pos), tests, fatal, cell_timeout, guard_after, deadline, snapshots=hidden_of
+            )
             if replayed != "ok":
                 kernel.kill()
                 kernel = None
@@ -414,7 +453,7 @@ def run_notebook(nb: NotebookNode, tests: dict[int, str], first_kernel: Kernel |
     finally:
         if kernel is not None:
             kernel.kill()
-            hit = _post_mortem(kernel)            # a limit hit that did not kill it (disk, processes)
+            hit = _post_mortem(kernel)  # a limit hit that did not kill it (disk, processes)
             if hit is not None and not any(s == hit.status for s, _ in result.events):
                 result.events.append((hit.status, hit.reason))
     result.seconds = time.monotonic() - t0
@@ -440,15 +479,19 @@ def _death_reason(returncode: int | None) -> str:
             name = __import__("signal").Signals(-returncode).name
         except ValueError:
             name = f"signal {-returncode}"
-        key = {"SIGXCPU": "died_cpu", "SIGSEGV": "died_segv", "SIGKILL": "died_killed",
-               "SIGXFSZ": "died_fsize"}.get(name)
+        key = {"SIGXCPU": "died_cpu", "SIGSEGV": "died_segv", "SIGKILL": "died_killed", "SIGXFSZ": "died_fsize"}.get(
+            name
+        )
         return text(key) if key else text("died_signal", signal=name)
     return text("died_exit", code=returncode)
 
 
 def _append_error_output(cell: NotebookNode, outcome: CellOutcome) -> None:
     cell.outputs = list(cell.get("outputs", [])) + [
-        nbv4.new_output("error", ename=outcome.ename, evalue=outcome.evalue, traceback=[f"{outcome.ename}: {outcome.evalue}"])]
+        nbv4.new_output(
+            "error", ename=outcome.ename, evalue=outcome.evalue, traceback=[f"{outcome.ename}: {outcome.evalue}"]
+        )
+    ]
 
 
 def _mark_rest(result: RunResult, indices: list[int], why: str) -> None:
@@ -456,9 +499,17 @@ def _mark_rest(result: RunResult, indices: list[int], why: str) -> None:
         result.outcomes[j] = CellOutcome("not_run", "NotRun", text("not_run_because", why=why))
 
 
-def _replay(kernel: Kernel, nb: NotebookNode, indices: list[int], tests: dict[int, str], fatal: set[int],
-            timeout: float, guard_after: int | None, deadline: float = float("inf"),
-            snapshots: dict[int, str] | None = None) -> str:
+def _replay(
+    kernel: Kernel,
+    nb: NotebookNode,
+    indices: list[int],
+    tests: dict[int, str],
+    fatal: set[int],
+    timeout: float,
+    guard_after: int | None,
+    deadline: float = float("inf"),
+    snapshots: dict[int, str] | None = None,
+) -> str:
     """Re-run the earlier cells (not the test cells): 'ok', 'failed', or 'budget' (time ran out).
     At each test cell with a hidden part (`snapshots`: index -> hidden part) the namespace is
     snapshotted again, for its hidden part at the end."""

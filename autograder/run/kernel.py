@@ -23,6 +23,7 @@ Every kernel started or killed is announced to `on_kernel_start` /
 `on_kernel_gone` (the worker forwards the pid to the main process, which kills
 the kernels of a hung worker by process group).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -44,8 +45,8 @@ from ..sandbox.launch import Sandbox
 
 __all__ = ["Kernel", "KernelStartError", "CellRun", "kill_all"]
 
-_LIVE: set = set()          # kernels of this process that may still run (for kill_all)
-CPU_SECONDS = [0.0]         # CPU used by this process's killed kernels (their cgroups' cpu.stat), for timings
+_LIVE: set = set()  # kernels of this process that may still run (for kill_all)
+CPU_SECONDS = [0.0]  # CPU used by this process's killed kernels (their cgroups' cpu.stat), for timings
 
 
 def kill_all() -> None:
@@ -54,8 +55,8 @@ def kill_all() -> None:
         kernel.kill()
 
 
-on_kernel_start = None             # callable(pid) or None: a kernel process was started
-on_kernel_gone = None              # callable(pid) or None: it was killed and reaped
+on_kernel_start = None  # callable(pid) or None: a kernel process was started
+on_kernel_gone = None  # callable(pid) or None: it was killed and reaped
 _PR_SET_PDEATHSIG = 1
 
 
@@ -76,6 +77,7 @@ def _with_parent_death(preexec):
         libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
         if preexec is not None:
             preexec()
+
     return run
 
 
@@ -87,6 +89,7 @@ def _write_connection_file(path: Path, ip: str) -> dict:
     to a descriptor of the working copy, itself opened O_NOFOLLOW.)"""
     import json
     import tempfile
+
     with tempfile.TemporaryDirectory(prefix="agr-conn-") as private:
         _, info = write_connection_file(os.path.join(private, "c.json"), transport="ipc", ip=ip)
     info = dict(info)
@@ -97,8 +100,9 @@ def _write_connection_file(path: Path, ip: str) -> dict:
             os.unlink(path.name, dir_fd=dir_fd)
         except FileNotFoundError:
             pass
-        fd = os.open(path.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
-                     dir_fd=dir_fd)
+        fd = os.open(
+            path.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd
+        )
         with os.fdopen(fd, "w") as fh:
             fh.write(data)
     finally:
@@ -120,10 +124,10 @@ class KernelStartError(RuntimeError):
 
 @dataclass
 class CellRun:
-    status: str                      # ok | error | timeout (interrupted) | hung (killed) | died | oversized
+    status: str  # ok | error | timeout (interrupted) | hung (killed) | died | oversized
     outputs: list = field(default_factory=list)
-    output_chars: int = 0            # characters of output kept
-    truncated: bool = False          # some output was dropped (the cell's or the notebook's cap)
+    output_chars: int = 0  # characters of output kept
+    truncated: bool = False  # some output was dropped (the cell's or the notebook's cap)
     execution_count: int | None = None
     ename: str = ""
     evalue: str = ""
@@ -143,8 +147,11 @@ class _Outputs:
             return False
         if len(self.items) >= MAX_OUTPUTS or self.chars + size > self.max_chars:
             self.truncated = True
-            self.items.append(nbv4.new_output("stream", name="stderr",
-                                              text="\n[autograder: further output of this cell was dropped]\n"))
+            self.items.append(
+                nbv4.new_output(
+                    "stream", name="stderr", text="\n[autograder: further output of this cell was dropped]\n"
+                )
+            )
             return False
         self.chars += size
         return True
@@ -170,8 +177,12 @@ class _Outputs:
         size = len(repr(content))
         if not self._room(size):
             return
-        if kind == "stream" and self.items and self.items[-1].get("output_type") == "stream" \
-                and self.items[-1].get("name") == out.get("name"):
+        if (
+            kind == "stream"
+            and self.items
+            and self.items[-1].get("output_type") == "stream"
+            and self.items[-1].get("name") == out.get("name")
+        ):
             self.items[-1]["text"] += out.get("text", "")
         else:
             self.items.append(out)
@@ -180,8 +191,15 @@ class _Outputs:
 class Kernel:
     """A kernel process in its own working copy `workdir` (sandboxed by `sandbox`)."""
 
-    def __init__(self, workdir: Path, sandbox: Sandbox, label: str = "k0", log_dir: Path | None = None,
-                 writable: tuple = (), extra_env: dict | None = None):
+    def __init__(
+        self,
+        workdir: Path,
+        sandbox: Sandbox,
+        label: str = "k0",
+        log_dir: Path | None = None,
+        writable: tuple = (),
+        extra_env: dict | None = None,
+    ):
         self.workdir = Path(workdir)
         self.sandbox = sandbox
         self.label = label
@@ -204,19 +222,26 @@ class Kernel:
         self.sandbox.prepare_workdir(self.workdir)
         conn = self.workdir / f"{self.label}.json"
         info = _write_connection_file(conn, ip=str(self.workdir / self.label))
-        for path in (conn, *map(Path, self.writable)):    # the kernel's user may write these
+        for path in (conn, *map(Path, self.writable)):  # the kernel's user may write these
             self.sandbox.hand_over(path)
         launch = self.sandbox.launch(self.workdir, conn, self.writable, self.label)
-        self.cgroup = launch.cgroup                    # removed (and its verdict kept) by kill()
+        self.cgroup = launch.cgroup  # removed (and its verdict kept) by kill()
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - the kernel's log, open while it lives; kill() closes it
         self.started_at = time.monotonic()
         env = {**self.sandbox.env(self.workdir, self.observe_dir), **self.extra_env}
         _LIVE.add(self)
         try:
-            self.proc = subprocess.Popen(launch.argv, env=env, cwd=self.workdir, pass_fds=launch.pass_fds,
-                                         stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
-                                         start_new_session=True,
-                                         preexec_fn=_with_parent_death(self.sandbox.preexec()))
+            self.proc = subprocess.Popen(
+                launch.argv,
+                env=env,
+                cwd=self.workdir,
+                pass_fds=launch.pass_fds,
+                stdin=subprocess.DEVNULL,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_with_parent_death(self.sandbox.preexec()),
+            )
         except BaseException:
             self.kill()
             raise
@@ -279,18 +304,19 @@ class Kernel:
             except Empty:
                 msg = None
             if msg and msg.get("msg_type") == "kernel_info_reply":
-                try:                                   # IOPub connected too?
+                try:  # IOPub connected too?
                     self.client.iopub_channel.get_msg(timeout=0.2)
                 except Empty:
                     pass
                 else:
                     break
             if not self.alive():
-                raise KernelStartError(f"the kernel exited while starting (exit code {self.proc.returncode}): "
-                                       f"{self.log_tail()}")
+                raise KernelStartError(
+                    f"the kernel exited while starting (exit code {self.proc.returncode}): {self.log_tail()}"
+                )
             if time.monotonic() > deadline:
                 raise KernelStartError(f"the kernel did not answer within {timeout:.0f} s: {self.log_tail()}")
-        while True:                                    # flush start-up chatter
+        while True:  # flush start-up chatter
             try:
                 self.client.iopub_channel.get_msg(timeout=0.05)
             except Empty:
@@ -315,7 +341,7 @@ class Kernel:
         _LIVE.discard(self)
         if self.cgroup is not None and not self.cgroup.removed:
             try:
-                CPU_SECONDS[0] += self.cgroup.cpu_seconds()     # before its processes are gone
+                CPU_SECONDS[0] += self.cgroup.cpu_seconds()  # before its processes are gone
             except Exception:  # noqa: BLE001 - timings only
                 pass
         for mon in getattr(self, "_monitors", []):
@@ -348,7 +374,7 @@ class Kernel:
                 pass
             else:
                 _announce(on_kernel_gone, self.proc.pid)
-        if self.cgroup is not None:                    # kills any straggler, keeps the verdict
+        if self.cgroup is not None:  # kills any straggler, keeps the verdict
             self.cgroup.remove()
         try:
             self._log.close()
@@ -361,15 +387,27 @@ class Kernel:
         return hit or self.sandbox.disk_full(self.workdir)
 
     # ------------------------------------------------------------ running code
-    def execute(self, code: str, timeout: float, store_history: bool = True,
-                max_chars: int = MAX_OUTPUT_CHARS, user_expressions: dict | None = None) -> CellRun:
+    def execute(
+        self,
+        code: str,
+        timeout: float,
+        store_history: bool = True,
+        max_chars: int = MAX_OUTPUT_CHARS,
+        user_expressions: dict | None = None,
+    ) -> CellRun:
         """Run `code`; keep at most `max_chars` characters of its output (and MAX_OUTPUT_CHARS).
         `user_expressions` (trusted) are evaluated by the kernel right after `code`, only if it succeeded;
         their values are not read."""
         assert self.client is not None
         t0 = time.monotonic()
-        msg_id = self.client.execute(code, silent=False, store_history=store_history, allow_stdin=False,
-                                     stop_on_error=False, user_expressions=user_expressions or {})
+        msg_id = self.client.execute(
+            code,
+            silent=False,
+            store_history=store_history,
+            allow_stdin=False,
+            stop_on_error=False,
+            user_expressions=user_expressions or {},
+        )
         outputs = _Outputs(max_chars)
         run = CellRun(status="ok")
         deadline = t0 + timeout
@@ -385,8 +423,8 @@ class Kernel:
                 self.kill()
                 run.status = "hung"
                 break
-            if self._dropped():                  # IOPub is gone: the kernel died, or libzmq refused an oversized message
-                if self._exits_within(DEATH_GRACE):   # a dying kernel drops its sockets too: that is a death
+            if self._dropped():  # IOPub is gone: the kernel died, or libzmq refused an oversized message
+                if self._exits_within(DEATH_GRACE):  # a dying kernel drops its sockets too: that is a death
                     run.status = "died"
                     break
                 self.kill()

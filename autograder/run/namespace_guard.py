@@ -28,6 +28,7 @@ scorer (`autograder/judge/scorer_process.py`): whatever the kernel is tricked in
 is just another program that has to compute the right values on secret inputs
 with the right communication.
 """
+
 from __future__ import annotations
 
 __all__ = ["GUARD_CODE", "split_hidden"]

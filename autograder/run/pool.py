@@ -46,6 +46,7 @@ assignment are computed under an exclusive lock (`fcntl.flock` on
 `CACHE/<assignment>.lock`); a second run waits for it, then finds them cached.
 Both are published by atomic renames (references.py, xla_cache.py).
 """
+
 from __future__ import annotations
 
 import collections
@@ -101,12 +102,20 @@ class Pool:
     it has not answered `margin` seconds after that.
     """
 
-    def __init__(self, jobs: int, target: Callable, args: tuple, budget: Callable[[Task], float],
-                 margin: float = HANG_MARGIN, ctx=None, admit: Callable[[Task], str] = lambda task: "send"):
+    def __init__(
+        self,
+        jobs: int,
+        target: Callable,
+        args: tuple,
+        budget: Callable[[Task], float],
+        margin: float = HANG_MARGIN,
+        ctx=None,
+        admit: Callable[[Task], str] = lambda task: "send",
+    ):
         self.ctx = ctx or mp.get_context("fork")
         self.jobs = max(1, jobs)
         self.target, self.args, self.budget, self.margin = target, args, budget, margin
-        self.admit = admit          # right before a task goes to a worker: "send", "defer" or "drop"
+        self.admit = admit  # right before a task goes to a worker: "send", "defer" or "drop"
         self.slots: dict[int, _Slot] = {}
         self.pending: collections.deque[Task] = collections.deque()
         self.attempts: dict[int, int] = {}
@@ -128,7 +137,7 @@ class Pool:
     def _kill(self, slot: _Slot) -> None:
         """Kill a worker, its process group (its helpers) and every kernel it reported, at once."""
         if slot.proc.pid:
-            _killpg(slot.proc.pid)                 # the worker made itself a group leader (worker_main)
+            _killpg(slot.proc.pid)  # the worker made itself a group leader (worker_main)
         try:
             slot.proc.kill()
         except Exception:  # noqa: BLE001 - already gone
@@ -154,8 +163,12 @@ class Pool:
         return None
 
     # ------------------------------------------------------------ the loop
-    def run(self, on_done: Callable[[Task, dict], None], on_lost: Callable[[Task, str], None],
-            more: Callable[[], bool] = lambda: False) -> None:
+    def run(
+        self,
+        on_done: Callable[[Task, dict], None],
+        on_lost: Callable[[Task, str], None],
+        more: Callable[[], bool] = lambda: False,
+    ) -> None:
         """Run until no task is pending or in flight (and `more()` says none will come)."""
         while True:
             idle = [s for s in self.slots.values() if s.task is None]
@@ -166,7 +179,7 @@ class Pool:
                 slot = idle.pop() if idle else self._spawn()
                 try:
                     slot.conn.send(task)
-                except OSError:                        # it died while idle: another one takes the task
+                except OSError:  # it died while idle: another one takes the task
                     self.pending.appendleft(task)
                     self._kill(slot)
                     continue
@@ -177,7 +190,7 @@ class Pool:
                 if not more():
                     return
                 continue
-            if not busy:                                # only deferred tasks: let `admit` look again
+            if not busy:  # only deferred tasks: let `admit` look again
                 time.sleep(0.05)
                 continue
             now = time.monotonic()
@@ -240,7 +253,7 @@ class Pool:
         for s in slots:
             if s.proc.is_alive():
                 try:
-                    s.proc.terminate()                 # its SIGTERM handler kills its kernels
+                    s.proc.terminate()  # its SIGTERM handler kills its kernels
                 except Exception:  # noqa: BLE001
                     pass
         deadline = time.monotonic() + STOP_GRACE
@@ -264,18 +277,16 @@ class ReferenceLock:
             fcntl.flock(self.fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             if not quiet:
-                sys.stderr.write(f"waiting for another grading run to finish the reference of "
-                                 f"{self.path.stem} ...\n")
+                sys.stderr.write(f"waiting for another grading run to finish the reference of {self.path.stem} ...\n")
             fcntl.flock(self.fh, fcntl.LOCK_EX)
 
     def release(self) -> None:
         if self.fh is not None:
-            self.fh.close()                        # closing the file releases the lock
+            self.fh.close()  # closing the file releases the lock
             self.fh = None
 
 
-def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, jobs, autograded_root,
-            nbfeedback_root):
+def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, jobs, autograded_root, nbfeedback_root):
     """Reference tasks (where not cached), then grading tasks, on `jobs` workers.
 
     Returns (rows, internal errors, reference seconds, reference problems by assignment).
@@ -286,7 +297,7 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
     log_dir = work_root / "logs"
     log_dir.mkdir()
     use_xla = sandbox.isolate and sandbox.userns
-    protect_published(xla_root)                   # whatever is there: never listable from a kernel
+    protect_published(xla_root)  # whatever is there: never listable from a kernel
     keys = {aid: reference_key(src)[:16] for aid, src in sources.items()}
     ref_dirs = {aid: cache / f"{aid}-{keys[aid]}" for aid in sources}
     xla_dirs = {aid: xla_root / f"{aid}-{keys[aid]}" for aid in sources}
@@ -298,17 +309,18 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
     wanted = {aid for (_, aid), _ in placed}
 
     def cached(aid: str) -> bool:
-        return load_references(ref_dirs[aid], sources[aid]) is not None and \
-            (not use_xla or (xla_dirs[aid] / ".complete").exists())
+        return load_references(ref_dirs[aid], sources[aid]) is not None and (
+            not use_xla or (xla_dirs[aid] / ".complete").exists()
+        )
 
     locks: dict[str, ReferenceLock] = {}
     need_ref = []
-    for aid in sorted(wanted):                   # sorted: two runs never wait for each other in a cycle
+    for aid in sorted(wanted):  # sorted: two runs never wait for each other in a cycle
         if cached(aid):
             continue
         lock = ReferenceLock(cache, aid)
         lock.acquire(quiet=opts.quiet)
-        if cached(aid):                          # another run computed it while we waited
+        if cached(aid):  # another run computed it while we waited
             lock.release()
             continue
         locks[aid] = lock
@@ -323,7 +335,7 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
             tmp = xla_dirs[aid].with_name(xla_dirs[aid].name + ".tmp")
             remove_protected(tmp)
             tmp.mkdir(parents=True)
-            os.chmod(tmp, 0o300)             # the reference kernel writes entries by name; nobody lists
+            os.chmod(tmp, 0o300)  # the reference kernel writes entries by name; nobody lists
         # the trusted reference is not held to the students' budget; this is only the hang backstop
         ref_tasks.append(Task(seq, "reference", aid, xla_dir=str(tmp), budget=max(REFERENCE_BUDGET, notebook_budget)))
         seq += 1
@@ -332,17 +344,37 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
         fb = [str(out / "feedback" / student / f"{aid}.html")]
         if nbfeedback_root is not None:
             fb.append(str(nbfeedback_root / student / aid / f"{src.notebook_name}.html"))
-        grade_tasks[aid].append(Task(seq, "grade", aid, student, str(p.path), p.origin, str(ref_dirs[aid]),
-                                     str(autograded_root / student / aid / src.file_name), tuple(fb),
-                                     budget=notebook_budget))
+        grade_tasks[aid].append(
+            Task(
+                seq,
+                "grade",
+                aid,
+                student,
+                str(p.path),
+                p.origin,
+                str(ref_dirs[aid]),
+                str(autograded_root / student / aid / src.file_name),
+                tuple(fb),
+                budget=notebook_budget,
+            )
+        )
         seq += 1
     n_grade = sum(len(v) for v in grade_tasks.values())
     if not ref_tasks and not n_grade:
         return rows, internal, ref_seconds, ref_problems
 
-    cfg = Config(sources=sources, sandbox=sandbox, timeout=opts.timeout, work_root=work_root, log_dir=log_dir,
-                 feedback=opts.feedback, mpl_cache=mpl_cache(cache.parent), max_added_cells=opts.max_added_cells,
-                 max_output_chars=opts.max_output_chars, run_secret=new_run_secret())
+    cfg = Config(
+        sources=sources,
+        sandbox=sandbox,
+        timeout=opts.timeout,
+        work_root=work_root,
+        log_dir=log_dir,
+        feedback=opts.feedback,
+        mpl_cache=mpl_cache(cache.parent),
+        max_added_cells=opts.max_added_cells,
+        max_output_chars=opts.max_output_chars,
+        run_secret=new_run_secret(),
+    )
     pool = Pool(min(jobs, len(ref_tasks) + n_grade), worker_main, (cfg,), budget=lambda t: t.budget)
     progress = Progress(n_grade, opts.quiet)
     waiting = {aid: list(ts) for aid, ts in grade_tasks.items()}
@@ -360,8 +392,8 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
         rows.append(row)
         progress.update(status)
 
-    spent: dict[str, float] = collections.defaultdict(float)   # seconds each student's finished notebooks took
-    reserved: dict[int, tuple[str, float]] = {}                # in flight: seq -> (student, budget)
+    spent: dict[str, float] = collections.defaultdict(float)  # seconds each student's finished notebooks took
+    reserved: dict[int, tuple[str, float]] = {}  # in flight: seq -> (student, budget)
 
     def admit(t: Task) -> str:
         """Right before a grading task goes to a worker: give it its budget from its student's.
@@ -370,13 +402,16 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
         student's finished notebooks (their real time) and the budgets of those still running.
         When siblings still run and too little is left, it waits for them (other students go
         first); when nothing is left, it is answered here, not run."""
-        if t.kind != "grade" or t.seq in reserved:            # references; a retried task keeps its budget
+        if t.kind != "grade" or t.seq in reserved:  # references; a retried task keeps its budget
             return "send"
         free = submission_budget - spent[t.student]
         if free <= 0:
-            not_graded(t, "timeout", f"not run: this submission's time budget of {submission_budget:g} s "
-                                     f"went to its other notebooks",
-                       "not run: the submission's time budget was used up")
+            not_graded(
+                t,
+                "timeout",
+                f"not run: this submission's time budget of {submission_budget:g} s went to its other notebooks",
+                "not run: the submission's time budget was used up",
+            )
             return "drop"
         running = sum(b for who, b in reserved.values() if who == t.student)
         if running and free - running < min(notebook_budget, free):
@@ -411,16 +446,25 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
                     locks.pop(task.assignment).release()
             if task.assignment in ref_problems:
                 for t in waiting.pop(task.assignment, []):
-                    not_graded(t, "error", f"not graded: the reference solution of {task.assignment} does not "
-                                           f"run cleanly (see the grader's output)", "not graded: no reference")
+                    not_graded(
+                        t,
+                        "error",
+                        f"not graded: the reference solution of {task.assignment} does not "
+                        f"run cleanly (see the grader's output)",
+                        "not graded: no reference",
+                    )
             else:
                 release(task.assignment)
             return
         if isinstance(res, InternalError):
             settle(task, task.budget)
             internal.append(f"{task.student} / {task.assignment}:\n{res.detail}")
-            not_graded(task, "error", "internal grader error (see the grader's output); regrade this student",
-                       "internal grader error")
+            not_graded(
+                task,
+                "error",
+                "internal grader error (see the grader's output); regrade this student",
+                "internal grader error",
+            )
         else:
             settle(task, float(res.get("seconds", task.budget)))
             rows.append(res)
@@ -437,8 +481,7 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
     for t in ref_tasks:
         pool.submit(t)
     if need_ref and not opts.quiet:
-        sys.stderr.write(f"running the reference solution of {len(need_ref)} assignment(s): "
-                         f"{', '.join(need_ref)}\n")
+        sys.stderr.write(f"running the reference solution of {len(need_ref)} assignment(s): {', '.join(need_ref)}\n")
     for aid in sources:
         if aid not in need_ref:
             release(aid)
@@ -459,6 +502,7 @@ def _write_feedback(cfg: Config, task: Task, row: dict) -> None:
     if not cfg.feedback or not task.feedback_paths:
         return
     from ..publish.feedback import FeedbackWriter
+
     page = FeedbackWriter().html(None, task.assignment, row, row["cells"])
     for p in task.feedback_paths:
         p = Path(p)

@@ -31,6 +31,7 @@ reference *programs* (exported by the solution notebook's run) and the
 observations of its test cells. Outputs on hidden inputs are computed by the
 scorer, per run, and kept in that run's memory only (`programs.Judge`).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -48,8 +49,18 @@ from ..judge.compare import load_observations
 from ..records import GraderError
 from ..sandbox.build import grading_xla_flags
 
-__all__ = ["CACHE_FORMAT", "References", "ReferenceCacheError", "reference_key", "load_references",
-           "save_references", "grading_secret", "new_run_secret", "SECRET_NAME", "RUN_SECRET_BYTES"]
+__all__ = [
+    "CACHE_FORMAT",
+    "References",
+    "ReferenceCacheError",
+    "reference_key",
+    "load_references",
+    "save_references",
+    "grading_secret",
+    "new_run_secret",
+    "SECRET_NAME",
+    "RUN_SECRET_BYTES",
+]
 
 CACHE_FORMAT = "autograder-references-2"
 SECRET_NAME = ".secret"
@@ -74,11 +85,12 @@ class References(dict):
 
 def _environment() -> list[str]:
     from namedaxes.devices import count_accelerators
+
     platform, n = count_accelerators()
     names = sorted(k for k in os.environ if k.startswith(_ENV_PREFIXES) or k in _ENV_NAMES)
     names = [k for k in names if k not in ("NAMEDAXES_OBSERVE_DIR",)]
     env = dict(os.environ)
-    env["XLA_FLAGS"] = grading_xla_flags(env.get("XLA_FLAGS", ""))    # as grading sets it, in or out of grade()
+    env["XLA_FLAGS"] = grading_xla_flags(env.get("XLA_FLAGS", ""))  # as grading sets it, in or out of grade()
     names = sorted(set(names) | {"XLA_FLAGS"})
     return [f"accelerators={platform}:{n}"] + [f"{k}={env[k]}" for k in names]
 
@@ -133,8 +145,9 @@ def grading_secret(cache_root: Path) -> bytes:
     except ValueError:
         secret = b""
     if len(secret) < 16:
-        raise ReferenceCacheError(f"the grader's secret {path} is damaged: delete it and the reference folders "
-                                  f"next to it, then grade again")
+        raise ReferenceCacheError(
+            f"the grader's secret {path} is damaged: delete it and the reference folders next to it, then grade again"
+        )
     return secret
 
 
@@ -144,8 +157,10 @@ def _mac(secret: bytes, info: dict) -> str:
 
 
 def _damaged(folder: Path, why: str) -> ReferenceCacheError:
-    return ReferenceCacheError(f"the cached reference {folder} is damaged ({why}); grading {folder.name.rsplit('-', 1)[0]} "
-                               f"stops here. Delete that folder to run the reference solution again.")
+    return ReferenceCacheError(
+        f"the cached reference {folder} is damaged ({why}); grading {folder.name.rsplit('-', 1)[0]} "
+        f"stops here. Delete that folder to run the reference solution again."
+    )
 
 
 def load_references(folder: Path, source: SourceNotebook, run_secret: bytes | None = None) -> References | None:
@@ -215,8 +230,9 @@ def save_references(folder: Path, source: SourceNotebook, observations: dict) ->
     """Write the reference run's observations with their hashes (atomically); empty ones are an error."""
     missing = [gid for gid in source.test_ids() if not any(observations.get(gid) or ())]
     if missing:
-        raise ReferenceCacheError(f"the reference solution of {source.assignment} recorded nothing for "
-                                  f"{', '.join(missing)}: not caching it")
+        raise ReferenceCacheError(
+            f"the reference solution of {source.assignment} recorded nothing for {', '.join(missing)}: not caching it"
+        )
     secret = grading_secret(folder.parent)
     tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -229,8 +245,13 @@ def save_references(folder: Path, source: SourceNotebook, observations: dict) ->
             if data is not None:
                 (tmp / f"{gid}{suffix}").write_bytes(data)
                 files[f"{gid}{suffix}"] = hashlib.sha256(data).hexdigest()
-    info = {"assignment": source.assignment, "source": source.path.name, "tests": source.test_ids(),
-            "files": files, "format": CACHE_FORMAT}
+    info = {
+        "assignment": source.assignment,
+        "source": source.path.name,
+        "tests": source.test_ids(),
+        "files": files,
+        "format": CACHE_FORMAT,
+    }
     info["mac"] = _mac(secret, info)
     (tmp / "meta.json").write_text(json.dumps(info, indent=1, sort_keys=True))
     if folder.is_symlink():

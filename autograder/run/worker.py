@@ -17,6 +17,7 @@ this process's whole process group when it must. A worker never decides to
 stop; SIGTERM (or the death of the main process) makes it kill its kernels
 and exit at once.
 """
+
 from __future__ import annotations
 
 import copy
@@ -54,7 +55,7 @@ class Config:
     mpl_cache: Path | None
     max_added_cells: int = MAX_ADDED_CELLS
     max_output_chars: int = NOTEBOOK_OUTPUT_CHARS
-    run_secret: bytes | None = None    # this grading run's secret (references.new_run_secret): seeds hidden inputs
+    run_secret: bytes | None = None  # this grading run's secret (references.new_run_secret): seeds hidden inputs
 
 
 class Worker:
@@ -65,23 +66,25 @@ class Worker:
         self.refs: dict[str, dict] = {}
         self.warm = None
         self._writer = None
-        self.cpu0 = 0.0                    # this process's CPU when the current task began (timings)
+        self.cpu0 = 0.0  # this process's CPU when the current task began (timings)
 
     @property
     def writer(self):
         if self._writer is None:
             from ..publish.feedback import FeedbackWriter
+
             self._writer = FeedbackWriter()
         return self._writer
 
     def _kernel(self, workdir: Path | None = None, label: str = "k0", **kw):
         from .kernel import Kernel
+
         if workdir is None:
             self.n += 1
             workdir = self.cfg.work_root / f"w{self.wid}-{self.n}"
             workdir.mkdir(parents=True)
             if self.cfg.mpl_cache is not None:
-                try:                                   # another run may be replacing the shared copy
+                try:  # another run may be replacing the shared copy
                     shutil.copytree(self.cfg.mpl_cache, workdir / ".matplotlib")
                 except OSError:
                     workcopy.remove(workdir / ".matplotlib")
@@ -103,7 +106,7 @@ class Worker:
     def close(self) -> None:
         if self.warm is not None:
             self.warm.kill()
-            workcopy.remove(self.warm.workdir)   # unmounts its quota tmpfs
+            workcopy.remove(self.warm.workdir)  # unmounts its quota tmpfs
             self.warm = None
 
     def _references(self, task: Task) -> dict:
@@ -126,11 +129,17 @@ class Worker:
             lang = submission_language(student_nb)
         except Exception as err:  # noqa: BLE001 - whatever a hostile file does to the parser: unreadable
             return self.unreadable(task, source, err, t0)
-        with speaking(lang):                  # every reason and the feedback page in the student's language
+        with speaking(lang):  # every reason and the feedback page in the student's language
             if lang in source.edition_problems:
-                row = make_row(task, source, "error", text("edition_mismatch", lang=lang, assignment=task.assignment,
-                                                           problem=source.edition_problems[lang]),
-                               zero_cells(source, text("cell_not_run")))
+                row = make_row(
+                    task,
+                    source,
+                    "error",
+                    text(
+                        "edition_mismatch", lang=lang, assignment=task.assignment, problem=source.edition_problems[lang]
+                    ),
+                    zero_cells(source, text("cell_not_run")),
+                )
                 row["language"] = lang
                 self.write_outputs(task, source, None, row)
                 row["seconds"] = time.monotonic() - t0
@@ -140,8 +149,9 @@ class Worker:
 
     def unreadable(self, task: Task, source: SourceNotebook, err: BaseException, t0: float) -> Row:
         why = str(err) if isinstance(err, UnreadableNotebook) else unreadable_reason(err)
-        row = make_row(task, source, "unreadable", f"{task.origin}: {why}",
-                       zero_cells(source, text("notebook_unreadable")))
+        row = make_row(
+            task, source, "unreadable", f"{task.origin}: {why}", zero_cells(source, text("notebook_unreadable"))
+        )
         self.write_outputs(task, source, None, row)
         row["seconds"] = time.monotonic() - t0
         return row
@@ -149,8 +159,7 @@ class Worker:
     def grade(self, task: Task, source: SourceNotebook, refs: dict, student_nb, lang: str, t0: float) -> Row:
         """Grade one readable submission; its language (validated) picks the prose and the words, not the score."""
         try:
-            graded, merge = build_graded(source, student_nb, max_added_cells=self.cfg.max_added_cells,
-                                         language=lang)
+            graded, merge = build_graded(source, student_nb, max_added_cells=self.cfg.max_added_cells, language=lang)
         except Exception as err:  # noqa: BLE001 - whatever a hostile file does to the merge: unreadable
             return self.unreadable(task, source, err, t0)
         tests = {}
@@ -159,6 +168,7 @@ class Worker:
             if meta.get("grade") is True and not meta.get("solution") and meta.get("grade_id"):
                 tests[i] = meta["grade_id"]
         from . import kernel as kernel_mod
+
         kernel_cpu, compiled = kernel_mod.CPU_SECONDS[0], scorer_stats()
         # the scorer starts and compiles this assignment's reference programs while the kernel runs
         # (once per worker and assignment: later tasks find them compiled and the thread ends at once)
@@ -168,28 +178,40 @@ class Worker:
             workdir = kernel.workdir
             t_run = time.monotonic()
             try:
-                run = run_notebook(graded, tests, kernel,
-                                   lambda n: self._kernel(workdir, label=f"r{n}"), self.cfg.timeout,
-                                   prelude=language_prelude(lang) + xla_prelude(task.xla_dir),
-                                   budget=task.budget or None, budget_label=task.budget_label or budget_label(task),
-                                   max_output_chars=self.cfg.max_output_chars)
+                run = run_notebook(
+                    graded,
+                    tests,
+                    kernel,
+                    lambda n: self._kernel(workdir, label=f"r{n}"),
+                    self.cfg.timeout,
+                    prelude=language_prelude(lang) + xla_prelude(task.xla_dir),
+                    budget=task.budget or None,
+                    budget_label=task.budget_label or budget_label(task),
+                    max_output_chars=self.cfg.max_output_chars,
+                )
             finally:
                 workcopy.remove(workdir)
         finally:
             t_wait = time.monotonic()
             if prep is not None:
-                prep.join()              # before anything else uses the scorer (one thread at a time)
+                prep.join()  # before anything else uses the scorer (one thread at a time)
         if merge.dropped_cells:
-            run.events.append(("too_many_cells", text("cells_dropped", n=merge.dropped_cells,
-                                                      limit=self.cfg.max_added_cells)))
+            run.events.append(
+                ("too_many_cells", text("cells_dropped", n=merge.dropped_cells, limit=self.cfg.max_added_cells))
+            )
         t_score = time.monotonic()
         cells = score_run(source, graded, run, refs, str(workdir))
-        stages = dict(run.stages, prepare=t_run - t0, run=run.seconds, scorer_wait=t_score - t_wait,
-                      score=time.monotonic() - t_score)
-        for k, v in scorer_stats().items():          # the scorer's work for this notebook (prepare included)
+        stages = dict(
+            run.stages,
+            prepare=t_run - t0,
+            run=run.seconds,
+            scorer_wait=t_score - t_wait,
+            score=time.monotonic() - t_score,
+        )
+        for k, v in scorer_stats().items():  # the scorer's work for this notebook (prepare included)
             if v - compiled.get(k, 0) > 0:
                 stages[k if k.startswith("scorer") else "compile_" + k] = v - compiled.get(k, 0)
-        stages["kernel_cpu"] = kernel_mod.CPU_SECONDS[0] - kernel_cpu     # its kernels' CPU (cgroups)
+        stages["kernel_cpu"] = kernel_mod.CPU_SECONDS[0] - kernel_cpu  # its kernels' CPU (cgroups)
         status, reason = submission_status(run, merge, cells, str(workdir))
         row = make_row(task, source, status, reason, cells)
         row["language"] = lang
@@ -209,7 +231,8 @@ class Worker:
         import nbformat
 
         from ..publish.inert import make_inert
-        if graded is not None:       # formgrader renders it in the instructor's browser: nothing may run there
+
+        if graded is not None:  # formgrader renders it in the instructor's browser: nothing may run there
             graded = make_inert(graded, edition if edition is not None else source)
         if task.autograded_path and graded is not None:
             path = Path(task.autograded_path)
@@ -230,14 +253,22 @@ class Worker:
         nb = copy.deepcopy(source.nb)
         tests = {t.index: t.grade_id for t in source.test_cells}
         kw = {}
-        if task.xla_dir:                     # the only kernel that may write the assignment's XLA cache
-            kw = {"writable": (task.xla_dir,),
-                  "extra_env": {"JAX_COMPILATION_CACHE_DIR": task.xla_dir, **REFERENCE_ENV}}
+        if task.xla_dir:  # the only kernel that may write the assignment's XLA cache
+            kw = {
+                "writable": (task.xla_dir,),
+                "extra_env": {"JAX_COMPILATION_CACHE_DIR": task.xla_dir, **REFERENCE_ENV},
+            }
         kernel = self._kernel(**kw) if kw else self.take_kernel()
         workdir = kernel.workdir
         try:
-            run = run_notebook(nb, tests, kernel, lambda n: self._kernel(workdir, label=f"r{n}", **kw),
-                               self.cfg.timeout, prelude=language_prelude("en"))
+            run = run_notebook(
+                nb,
+                tests,
+                kernel,
+                lambda n: self._kernel(workdir, label=f"r{n}", **kw),
+                self.cfg.timeout,
+                prelude=language_prelude("en"),
+            )
         finally:
             workcopy.remove(workdir)
         problems = []
@@ -248,8 +279,10 @@ class Worker:
                 problems.append(f"{cell_label(nb, i)}: {outcome.status}: {error_text(outcome.ename, outcome.evalue)}")
         for t in source.test_cells:
             if t.grade_id not in run.observations:
-                problems.append(f"test cell '{t.grade_id}' recorded nothing (its hidden part must end with "
-                                f"record(\"{t.grade_id}\", ...))")
+                problems.append(
+                    f"test cell '{t.grade_id}' recorded nothing (its hidden part must end with "
+                    f'record("{t.grade_id}", ...))'
+                )
         return ReferenceRun(task.assignment, problems, run.observations, run.seconds)
 
 
@@ -265,6 +298,7 @@ def language_prelude(lang: str) -> str:
 
     Always set, English too: the grader's working folders must not pick a language by their path."""
     from ..messages import validate_language
+
     return f"import os as _o\n_o.environ['NAMEDAXES_LANG'] = {validate_language(lang)!r}\ndel _o\n"
 
 
@@ -291,7 +325,7 @@ def _die_with_parent(sig: int = signal.SIGTERM) -> None:
 def _reset_peak_rss() -> None:
     try:
         with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")                        # resets VmHWM (Linux >= 4.0)
+            fh.write("5")  # resets VmHWM (Linux >= 4.0)
     except OSError:
         pass
 
@@ -309,18 +343,20 @@ def _peak_rss_kb() -> int:
 
 def worker_main(wid: int, conn, cfg: Config) -> None:
     """Serve tasks from the pipe `conn` until it sends None (or closes)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)          # the main process decides when to stop
-    os.setpgid(0, 0)                                      # so the main process can kill us with our helpers
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process decides when to stop
+    os.setpgid(0, 0)  # so the main process can kill us with our helpers
     _die_with_parent()
     from . import kernel as kernel_mod
+
     worker = Worker(wid, cfg)
 
     def stop(*_):
         worker.close()
         kernel_mod.kill_all()
         os._exit(1)
+
     signal.signal(signal.SIGTERM, stop)
-    if os.getppid() == 1:                                 # the main process died before we got here
+    if os.getppid() == 1:  # the main process died before we got here
         os._exit(1)
 
     def tell(msg) -> None:
@@ -328,13 +364,13 @@ def worker_main(wid: int, conn, cfg: Config) -> None:
             conn.send(msg)
         except OSError:
             stop()
+
     kernel_mod.on_kernel_start = lambda pid: tell(KernelStarted(pid))
     kernel_mod.on_kernel_gone = lambda pid: tell(KernelGone(pid))
     worker.prestart()
     if cfg.feedback:
-        try:                                               # load nbconvert's templates while the kernel boots
-            worker.writer.html(None, "", {"student": "", "score": 0, "max_score": 0, "status": "ok",
-                                          "reason": ""}, [])
+        try:  # load nbconvert's templates while the kernel boots
+            worker.writer.html(None, "", {"student": "", "score": 0, "max_score": 0, "status": "ok", "reason": ""}, [])
         except Exception:  # noqa: BLE001 - a real export will report the problem
             pass
     try:

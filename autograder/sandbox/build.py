@@ -1,4 +1,5 @@
 """Set up the sandbox for one grading run: what student kernels may see, and with which limits."""
+
 from __future__ import annotations
 
 import importlib.metadata
@@ -37,8 +38,9 @@ def warn(msg: str) -> None:
     sys.stderr.flush()
 
 
-def build_sandbox(opts: Options, course: Path, out: Path, cache: Path, work_root: Path,
-                  xla_root: Path) -> tuple[Sandbox, str]:
+def build_sandbox(
+    opts: Options, course: Path, out: Path, cache: Path, work_root: Path, xla_root: Path
+) -> tuple[Sandbox, str]:
     """The Sandbox for this run, and why isolation is unavailable ('' if it works).
 
     The view is an allow-list (see launch.py): the kernel is shown the Python
@@ -48,25 +50,33 @@ def build_sandbox(opts: Options, course: Path, out: Path, cache: Path, work_root
     protection is probed here; missing ones are printed loudly now and listed
     in the summary and results.json by the caller (`sandbox.protections()`).
     """
-    exposed = [sys.prefix, sys.base_prefix]                 # the Python the kernel runs, and namedaxes
+    exposed = [sys.prefix, sys.base_prefix]  # the Python the kernel runs, and namedaxes
     pkg = package_dir("namedaxes")
     if pkg is not None:
         exposed.append(str(pkg))
-    exposed.append(str(xla_root))                           # read-only, search-only (xla_cache.py)
+    exposed.append(str(xla_root))  # read-only, search-only (xla_cache.py)
     # Nothing else is bound; these stay hidden even if an exposed folder happens to contain them.
     hidden = [str(course), str(out), str(cache), str(work_root), str(repo_root() / "solutions")]
     if opts.submissions is not None:
         hidden.append(str(opts.submissions if opts.submissions.is_dir() else opts.submissions.parent))
     cpu = opts.cpu_seconds or int(max(600, 30 * opts.timeout))
-    sandbox = Sandbox(isolate=opts.isolate, python=sys.executable, hidden=hidden, exposed=exposed,
-                      cpu_seconds=cpu, memory_bytes=opts.memory_mb * 2**20)
+    sandbox = Sandbox(
+        isolate=opts.isolate,
+        python=sys.executable,
+        hidden=hidden,
+        exposed=exposed,
+        cpu_seconds=cpu,
+        memory_bytes=opts.memory_mb * 2**20,
+    )
     sandbox.setup(work_root)
     if sandbox.cgroups is not None:
-        sweep_stale(sandbox.cgroups)                        # groups left by a grader that was killed
+        sweep_stale(sandbox.cgroups)  # groups left by a grader that was killed
     missing = [p for p in sandbox.protections() if not p.available]
     if opts.isolate and sandbox.isolate and missing:
-        warn("warning: some protections are not available on this machine; student kernels run without:\n"
-             + "\n".join(f"  - {p.title}: {p.detail}" for p in missing))
+        warn(
+            "warning: some protections are not available on this machine; student kernels run without:\n"
+            + "\n".join(f"  - {p.title}: {p.detail}" for p in missing)
+        )
     why = "" if sandbox.isolate or not opts.isolate else sandbox.why.get("allow_list_view", "")
     return sandbox, why
 
@@ -87,8 +97,13 @@ def mpl_cache(folder: Path) -> Path | None:
     tmp.mkdir(parents=True)
     env = dict(os.environ, MPLCONFIGDIR=str(tmp))
     try:
-        subprocess.run([sys.executable, "-c", "import matplotlib.font_manager"], env=env, timeout=120,
-                       capture_output=True, check=True)
+        subprocess.run(
+            [sys.executable, "-c", "import matplotlib.font_manager"],
+            env=env,
+            timeout=120,
+            capture_output=True,
+            check=True,
+        )
         (tmp / ".complete").write_text("")
         shutil.rmtree(target, ignore_errors=True)
         os.replace(tmp, target)

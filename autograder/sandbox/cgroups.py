@@ -43,6 +43,7 @@ bounds memory (shared mappings and tmpfs pages are then not counted); without a
 pids cgroup RLIMIT_NPROC bounds processes, which works because the kernel runs
 as a dedicated non-root uid, but counts every process of that uid together.
 """
+
 from __future__ import annotations
 
 import errno
@@ -66,13 +67,15 @@ LIMIT_MESSAGES = {"memory": "limit_memory", "processes": "limit_processes", "dis
 
 def limit_message(status: str, limit) -> str:
     from ..messages import text
+
     return text(LIMIT_MESSAGES[status], limit=limit)
 
 
 @dataclass(frozen=True)
 class LimitHit:
     """A limit a kernel ran into: `status` is the row status, `reason` the student-facing text."""
-    status: str                      # memory | processes | disk
+
+    status: str  # memory | processes | disk
     reason: str
 
 
@@ -122,21 +125,22 @@ def _inside(mount_point: str, mount_root: str, own: str) -> Path | None:
     if root != "/":
         if own != root and not own.startswith(root + "/"):
             return None
-        own = own[len(root):] or "/"
+        own = own[len(root) :] or "/"
     path = Path(mount_point) / own.lstrip("/")
     return path if path.is_dir() else None
 
 
 @dataclass(frozen=True)
 class Controller:
-    name: str                        # memory | pids
-    version: int                     # 1 | 2
-    parent: Path                     # the grader's own group: kernel groups are made below it
+    name: str  # memory | pids
+    version: int  # 1 | 2
+    parent: Path  # the grader's own group: kernel groups are made below it
 
 
 @dataclass
 class CgroupSupport:
     """What this machine offers; `why` says, per controller, why it is not usable ('' if it is)."""
+
     memory: Controller | None = None
     pids: Controller | None = None
     why: dict[str, str] = field(default_factory=dict)
@@ -186,8 +190,9 @@ def detect(root: Path = CGROUP_ROOT, proc: Path = Path("/proc/self")) -> CgroupS
     mounts = _mounts(_read(proc / "mountinfo"))
     v1_own, v2_own = _own_paths(_read(proc / "cgroup"))
     if not mounts:
-        support.why = {c: f"no cgroup file system is mounted (looked in {proc / 'mountinfo'})"
-                       for c in ("memory", "pids")}
+        support.why = {
+            c: f"no cgroup file system is mounted (looked in {proc / 'mountinfo'})" for c in ("memory", "pids")
+        }
         return support
     needed = {"memory": {1: "memory.limit_in_bytes", 2: "memory.max"}, "pids": {1: "pids.max", 2: "pids.max"}}
     for name in ("memory", "pids"):
@@ -221,9 +226,11 @@ def detect(root: Path = CGROUP_ROOT, proc: Path = Path("/proc/self")) -> CgroupS
                     try:
                         (parent / "cgroup.subtree_control").write_text(f"+{name}")
                     except OSError as err:
-                        why = (f"cgroup v2: cannot enable the {name} controller below {parent} ({err.strerror}; "
-                               f"a group with processes in it cannot delegate: run the grader in its own "
-                               f"delegated group, e.g. `systemd-run --scope -p Delegate=yes make grade`)")
+                        why = (
+                            f"cgroup v2: cannot enable the {name} controller below {parent} ({err.strerror}; "
+                            f"a group with processes in it cannot delegate: run the grader in its own "
+                            f"delegated group, e.g. `systemd-run --scope -p Delegate=yes make grade`)"
+                        )
                 if not why:
                     why = _probe_dir(parent, name, needed[name][2])
                     if not why:
@@ -261,7 +268,7 @@ class KernelCgroup:
     """The memory and/or pids group of one kernel. Create with `KernelCgroup.create`."""
 
     def __init__(self, groups: dict[str, tuple[Controller, Path]], memory_bytes: int, pids_max: int):
-        self.groups = groups                 # controller name -> (controller, group directory)
+        self.groups = groups  # controller name -> (controller, group directory)
         self.memory_bytes = memory_bytes
         self.pids_max = pids_max
         self.removed = False
@@ -278,7 +285,7 @@ class KernelCgroup:
                 if ctl is None:
                     continue
                 path = ctl.parent / name
-                if not any(p == path for _, p in groups.values()):   # one v1 hierarchy may hold both
+                if not any(p == path for _, p in groups.values()):  # one v1 hierarchy may hold both
                     path.mkdir()
                 groups[ctl.name] = (ctl, path)
                 if ctl.name == "memory" and ctl.version == 1:
@@ -301,8 +308,10 @@ class KernelCgroup:
 
     def attach_prefix(self) -> list[str]:
         """argv prefix that joins the groups, then execs the rest of the command line."""
-        script = ('while [ "$1" != -- ]; do echo $$ > "$1" || { echo "autograder: cannot join the cgroup $1" >&2; '
-                  'exit 125; }; shift; done; shift; exec "$@"')
+        script = (
+            'while [ "$1" != -- ]; do echo $$ > "$1" || { echo "autograder: cannot join the cgroup $1" >&2; '
+            'exit 125; }; shift; done; shift; exec "$@"'
+        )
         return ["/bin/sh", "-c", script, "sh", *self.procs_files(), "--"]
 
     # -------------------------------------------------------------- afterwards
@@ -317,9 +326,11 @@ class KernelCgroup:
             if ctl.version == 1:
                 text = _read(path / "memory.oom_control")
                 hit = _counter(text, "oom_kill") > 0
-                if "oom_kill" not in text:           # kernels before 4.13: no counter; failcnt at the limit
-                    hit = _counter("x " + _read(path / "memory.failcnt"), "x") > 0 and \
-                        _counter("x " + _read(path / "memory.max_usage_in_bytes"), "x") >= 0.98 * self.memory_bytes
+                if "oom_kill" not in text:  # kernels before 4.13: no counter; failcnt at the limit
+                    hit = (
+                        _counter("x " + _read(path / "memory.failcnt"), "x") > 0
+                        and _counter("x " + _read(path / "memory.max_usage_in_bytes"), "x") >= 0.98 * self.memory_bytes
+                    )
             else:
                 hit = _counter(_read(path / "memory.events"), "oom_kill") > 0
             if hit:
@@ -399,7 +410,7 @@ def _rmdir_group(path: Path, timeout: float = 2.0) -> bool:
     while True:
         try:
             stack, order = [str(path)], []
-            while stack:                           # iterative: no recursion limit, no symlinks followed
+            while stack:  # iterative: no recursion limit, no symlinks followed
                 d = stack.pop()
                 order.append(d)
                 try:
@@ -436,7 +447,7 @@ def sweep_stale(support: CgroupSupport) -> int:
             pid = int(m.group(1))
             try:
                 os.kill(pid, 0)
-                continue                           # its grader still runs
+                continue  # its grader still runs
             except ProcessLookupError:
                 pass
             except PermissionError:

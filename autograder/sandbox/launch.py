@@ -53,6 +53,7 @@ per file only); without bubblewrap no view at all. `setup()` finds out what
 works here and `protections()` lists each protection as available or missing
 with the reason, for the grader's summary and report.
 """
+
 from __future__ import annotations
 
 import functools
@@ -84,32 +85,52 @@ __all__ = ["Sandbox", "Launch", "KERNEL_ARGS", "WORK_SUBDIRS", "kernel_filter", 
 # Modules imported while the kernel boots (before it reports ready, so a prestarted kernel
 # has paid for them): only imports that do not initialise JAX's backends, so the notebook's
 # locked set-up cell still decides the device count. The user namespace stays empty.
-WARM_MODULES = ("numpy", "jax", "jax.numpy", "jax.lax", "namedaxes", "namedaxes.checking",
-                "namedaxes.grading", "matplotlib.figure", "namedaxes.plots")
-_WARM_CODE = (f"import importlib as _i\nfor _m in {WARM_MODULES!r}:\n    try:\n        _i.import_module(_m)\n"
-              "    except Exception:\n        pass\ndel _i, _m")
+WARM_MODULES = (
+    "numpy",
+    "jax",
+    "jax.numpy",
+    "jax.lax",
+    "namedaxes",
+    "namedaxes.checking",
+    "namedaxes.grading",
+    "matplotlib.figure",
+    "namedaxes.plots",
+)
+_WARM_CODE = (
+    f"import importlib as _i\nfor _m in {WARM_MODULES!r}:\n    try:\n        _i.import_module(_m)\n"
+    "    except Exception:\n        pass\ndel _i, _m"
+)
 KERNEL_ARGS = [
-    "-m", "ipykernel_launcher",
+    "-m",
+    "ipykernel_launcher",
     "--HistoryManager.enabled=False",
     "--IPKernelApp.quiet=True",
     "--IPKernelApp.exec_lines=" + repr([f"exec({_WARM_CODE!r})"]),
 ]
 
 WORK_SUBDIRS = ("observe", "tmp", ".ipython", ".runtime", ".jupyter", ".matplotlib", ".cache")
-USERNS_UID = 1000           # the uid inside the user namespace when the grader is not root
-DEDICATED_UID = 65534       # default dedicated host uid/gid when the grader is root ("nobody")
+USERNS_UID = 1000  # the uid inside the user namespace when the grader is not root
+DEDICATED_UID = 65534  # default dedicated host uid/gid when the grader is root ("nobody")
 HOSTNAME = "autograder"
-STUDENT = "student"         # the kernel's user name in the generated /etc/passwd
-RUN_MARKER = ".agr-run"     # in the run's folder of working copies while the run lasts
+STUDENT = "student"  # the kernel's user name in the generated /etc/passwd
+RUN_MARKER = ".agr-run"  # in the run's folder of working copies while the run lasts
 
 # /etc entries bound read-only from the host when they exist (none holds a secret)
-ETC_FROM_HOST = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "fonts", "alternatives",
-                 "mime.types")
+ETC_FROM_HOST = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "fonts", "alternatives", "mime.types")
 SYS_FROM_HOST = ("/sys/devices/system/cpu",)
 # Docker's masked /proc paths (moby's oci defaults): host-wide state a kernel has no business reading.
 # /proc/keys lists the keys of every keyring the uid can view (descriptions of other kernels' keys).
-PROC_MASKED = ("/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
-               "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi")
+PROC_MASKED = (
+    "/proc/asound",
+    "/proc/acpi",
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/latency_stats",
+    "/proc/timer_list",
+    "/proc/timer_stats",
+    "/proc/sched_debug",
+    "/proc/scsi",
+)
 
 
 def _real(p: str | Path) -> str:
@@ -117,7 +138,7 @@ def _real(p: str | Path) -> str:
 
 
 def _default_pids() -> int:
-    return 256 + 8 * (os.cpu_count() or 1)       # XLA's thread pools grow with the core count
+    return 256 + 8 * (os.cpu_count() or 1)  # XLA's thread pools grow with the core count
 
 
 @functools.cache
@@ -141,6 +162,7 @@ def userns_filter() -> bytes | None:
     """The compiled BPF program (for `bwrap --seccomp`), or None on an architecture we have no table for."""
     import platform
     import struct
+
     spec = _SECCOMP_ARCH.get(platform.machine())
     if spec is None:
         return None
@@ -148,19 +170,19 @@ def userns_filter() -> bytes | None:
     allow, eperm, enosys = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38
     ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
     prog = [
-        (ld, 0, 0, 4),                    # 0  A = arch
-        (jeq, 0, 10, arch),               # 1  another ABI -> ENOSYS (12)
-        (ld, 0, 0, 0),                    # 2  A = syscall number
-        (jge, 8, 0, 0x40000000),          # 3  x32 -> ENOSYS
-        (jeq, 7, 0, clone3),              # 4  clone3 -> ENOSYS
-        (jeq, 2, 0, unshare),             # 5  unshare -> check flags (8)
-        (jeq, 1, 0, clone),               # 6  clone -> check flags (8)
-        (ret, 0, 0, allow),               # 7
-        (ld, 0, 0, 16),                   # 8  A = low word of the first argument (the flags)
-        (jset, 1, 0, _CLONE_NEWUSER),     # 9  CLONE_NEWUSER -> EPERM (11)
-        (ret, 0, 0, allow),               # 10
-        (ret, 0, 0, eperm),               # 11
-        (ret, 0, 0, enosys),              # 12
+        (ld, 0, 0, 4),  # 0  A = arch
+        (jeq, 0, 10, arch),  # 1  another ABI -> ENOSYS (12)
+        (ld, 0, 0, 0),  # 2  A = syscall number
+        (jge, 8, 0, 0x40000000),  # 3  x32 -> ENOSYS
+        (jeq, 7, 0, clone3),  # 4  clone3 -> ENOSYS
+        (jeq, 2, 0, unshare),  # 5  unshare -> check flags (8)
+        (jeq, 1, 0, clone),  # 6  clone -> check flags (8)
+        (ret, 0, 0, allow),  # 7
+        (ld, 0, 0, 16),  # 8  A = low word of the first argument (the flags)
+        (jset, 1, 0, _CLONE_NEWUSER),  # 9  CLONE_NEWUSER -> EPERM (11)
+        (ret, 0, 0, allow),  # 10
+        (ret, 0, 0, eperm),  # 11
+        (ret, 0, 0, enosys),  # 12
     ]
     return b"".join(struct.pack("<HBBI", *ins) for ins in prog)
 
@@ -186,6 +208,7 @@ def _memfd(name: str, data: bytes, fds: list[int]) -> int:
 @dataclass
 class Launch:
     """A ready command line: argv, the descriptors it needs (generated /etc files), its cgroup."""
+
     argv: list[str]
     pass_fds: tuple[int, ...] = ()
     cgroup: KernelCgroup | None = None
@@ -204,29 +227,29 @@ class Sandbox:
     """Everything needed to launch one kernel: view, identity and limits. Call `setup()` once per run."""
 
     isolate: bool = True
-    userns: bool = True             # run as an unprivileged user: dedicated uid (root) or a user namespace
+    userns: bool = True  # run as an unprivileged user: dedicated uid (root) or a user namespace
     python: str = sys.executable
-    hidden: list[str] = field(default_factory=list)      # folders inside exposed ones that must look empty
-    exposed: list[str] = field(default_factory=list)     # folders to bind read-only (venv, packages, caches)
+    hidden: list[str] = field(default_factory=list)  # folders inside exposed ones that must look empty
+    exposed: list[str] = field(default_factory=list)  # folders to bind read-only (venv, packages, caches)
     cpu_seconds: int = KERNEL_CPU_SECONDS
     memory_bytes: int = KERNEL_MEMORY_BYTES
     file_bytes: int = KERNEL_FILE_BYTES
     open_files: int = KERNEL_OPEN_FILES
     pids_max: int = field(default_factory=_default_pids)
-    disk_bytes: int = WORKCOPY_BYTES   # one working copy (when it can have its own tmpfs)
+    disk_bytes: int = WORKCOPY_BYTES  # one working copy (when it can have its own tmpfs)
     max_files: int = WORKCOPY_FILES
-    tmp_bytes: int = KERNEL_TMP_BYTES    # the private /tmp
-    shm_bytes: int = KERNEL_SHM_BYTES    # the private /dev/shm
-    uid: int = DEDICATED_UID        # the dedicated host user when the grader is root
+    tmp_bytes: int = KERNEL_TMP_BYTES  # the private /tmp
+    shm_bytes: int = KERNEL_SHM_BYTES  # the private /dev/shm
+    uid: int = DEDICATED_UID  # the dedicated host user when the grader is root
     gid: int = DEDICATED_UID
     passthrough_env: tuple[str, ...] = ("JAX_", "XLA_", "TF_CPP_", "LANG", "LC_ALL", "TZ")
     use_prlimit: bool = field(default_factory=lambda: shutil.which("prlimit") is not None)
     # found out by setup(); the defaults launch without cgroups or quota
-    dedicated: bool = False         # kernels run as `uid` (needs root, setpriv, privileged bwrap)
+    dedicated: bool = False  # kernels run as `uid` (needs root, setpriv, privileged bwrap)
     cgroups: CgroupSupport | None = None
     quota: bool = False
-    why: dict[str, str] = field(default_factory=dict)    # protection key -> why it is missing
-    work_base: str = ""             # this run's folder of working copies (set by setup)
+    why: dict[str, str] = field(default_factory=dict)  # protection key -> why it is missing
+    work_base: str = ""  # this run's folder of working copies (set by setup)
 
     # ------------------------------------------------------------ set-up for a run
     def setup(self, work_base: Path | str | None = None) -> Sandbox:
@@ -243,8 +266,9 @@ class Sandbox:
             self.work_base = str(base)
         if self.isolate and shutil.which("bwrap") is None:
             self.isolate = False
-            self.why["allow_list_view"] = ("bubblewrap (bwrap) is not installed "
-                                           "(Debian/Ubuntu: apt-get install bubblewrap)")
+            self.why["allow_list_view"] = (
+                "bubblewrap (bwrap) is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
+            )
         if self.isolate and self.userns:
             self.dedicated = False
             why = ""
@@ -302,9 +326,15 @@ class Sandbox:
             code = "import os; open('ok', 'w').write(str(os.getuid()))"
             launch = self.wrap(work, [self.python, "-c", code])
             try:
-                proc = subprocess.run(launch.argv, capture_output=True, timeout=60, stdin=subprocess.DEVNULL,
-                                      pass_fds=launch.pass_fds, env=self.env(work, work / "observe"),
-                                      preexec_fn=self.preexec())
+                proc = subprocess.run(
+                    launch.argv,
+                    capture_output=True,
+                    timeout=60,
+                    stdin=subprocess.DEVNULL,
+                    pass_fds=launch.pass_fds,
+                    env=self.env(work, work / "observe"),
+                    preexec_fn=self.preexec(),
+                )
             except (OSError, subprocess.TimeoutExpired) as err:
                 return f"bwrap failed to run: {err}"
             finally:
@@ -321,11 +351,15 @@ class Sandbox:
 
     # ------------------------------------------------------------ limits
     def _rlimits(self) -> list[tuple[str, int, int]]:
-        limits = [("cpu", resource.RLIMIT_CPU, self.cpu_seconds), ("data", resource.RLIMIT_DATA, self.memory_bytes),
-                  ("fsize", resource.RLIMIT_FSIZE, self.file_bytes), ("nofile", resource.RLIMIT_NOFILE, self.open_files),
-                  ("core", resource.RLIMIT_CORE, 0)]
+        limits = [
+            ("cpu", resource.RLIMIT_CPU, self.cpu_seconds),
+            ("data", resource.RLIMIT_DATA, self.memory_bytes),
+            ("fsize", resource.RLIMIT_FSIZE, self.file_bytes),
+            ("nofile", resource.RLIMIT_NOFILE, self.open_files),
+            ("core", resource.RLIMIT_CORE, 0),
+        ]
         if self.owner is not None and (self.cgroups is None or self.cgroups.pids is None):
-            limits.append(("nproc", resource.RLIMIT_NPROC, self.pids_max))   # fallback: counts the whole uid
+            limits.append(("nproc", resource.RLIMIT_NPROC, self.pids_max))  # fallback: counts the whole uid
         return limits
 
     def limits_prefix(self) -> list[str]:
@@ -342,6 +376,7 @@ class Sandbox:
         def apply():
             for which, value in limits:
                 resource.setrlimit(which, (value, value))
+
         return apply
 
     def new_cgroup(self, label: str) -> KernelCgroup | None:
@@ -353,8 +388,12 @@ class Sandbox:
     def prepare_workdir(self, workdir: Path) -> None:
         """Make `workdir` the kernel's own working copy (quota mount where possible) with its sub-folders."""
         quota = workcopy.Quota(self.disk_bytes, self.max_files) if self.quota else None
-        if quota is not None and self.work_base and _real(workdir).startswith(_real(self.work_base) + "/") \
-                and not os.path.exists(os.path.join(self.work_base, RUN_MARKER)):
+        if (
+            quota is not None
+            and self.work_base
+            and _real(workdir).startswith(_real(self.work_base) + "/")
+            and not os.path.exists(os.path.join(self.work_base, RUN_MARKER))
+        ):
             raise OSError(f"the grading run that owned {self.work_base} is over (its folder was removed)")
         workcopy.prepare(workdir, quota, *self.owner_ids())
         workcopy.make_dirs(workdir, WORK_SUBDIRS, self.owner)
@@ -379,7 +418,8 @@ class Sandbox:
         passwd = "".join(f"{n}:x:{u}:{g}:{n}:{h}:/usr/sbin/nologin\n" for n, u, g, h in users)
         group = "root:x:0:\n" + (f"{STUDENT}:x:{gid}:\n" if gid != 0 else "")
         return {
-            "passwd": passwd.encode(), "group": group.encode(),
+            "passwd": passwd.encode(),
+            "group": group.encode(),
             "hosts": f"127.0.0.1\tlocalhost {HOSTNAME}\n::1\tlocalhost ip6-localhost\n".encode(),
             "hostname": f"{HOSTNAME}\n".encode(),
             "nsswitch.conf": b"passwd: files\ngroup: files\nshadow: files\nhosts: files\n",
@@ -394,11 +434,19 @@ class Sandbox:
             args += ["--unshare-user", "--uid", str(USERNS_UID), "--gid", str(USERNS_UID)]
             if "--disable-userns" in opts:
                 args.append("--disable-userns")
-        args += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-                 "--unshare-cgroup-try" if "--unshare-cgroup-try" in opts else "--unshare-cgroup",
-                 "--hostname", HOSTNAME, "--die-with-parent", "--new-session"]
+        args += [
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try" if "--unshare-cgroup-try" in opts else "--unshare-cgroup",
+            "--hostname",
+            HOSTNAME,
+            "--die-with-parent",
+            "--new-session",
+        ]
         if self.dedicated:
-            args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]     # for setpriv only
+            args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]  # for setpriv only
         elif os.geteuid() == 0 and not self.userns:
             args += ["--cap-drop", "ALL"]
         # the system: /usr, and the merged-/usr links (or the real folders on older layouts)
@@ -408,10 +456,28 @@ class Sandbox:
                 args += ["--symlink", os.readlink(top), top]
             elif os.path.isdir(top):
                 args += ["--ro-bind", top, top]
-        args += ["--proc", "/proc", "--dev", "/dev",
-                 "--perms", "1777", "--size", str(self.tmp_bytes), "--tmpfs", "/tmp",
-                 "--perms", "1777", "--size", str(self.shm_bytes), "--tmpfs", "/dev/shm",
-                 "--perms", "0755", "--dir", "/etc"]
+        args += [
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--perms",
+            "1777",
+            "--size",
+            str(self.tmp_bytes),
+            "--tmpfs",
+            "/tmp",
+            "--perms",
+            "1777",
+            "--size",
+            str(self.shm_bytes),
+            "--tmpfs",
+            "/dev/shm",
+            "--perms",
+            "0755",
+            "--dir",
+            "/etc",
+        ]
         # /etc: generated (no secrets) plus a few harmless host files
         if fds is not None:
             for name, data in self._etc_files(Path(work)).items():
@@ -420,7 +486,7 @@ class Sandbox:
             bpf, _ = kernel_filter()
             if bpf is not None and "--seccomp" in opts:
                 args += ["--seccomp", str(_memfd("agr-seccomp", bpf, fds))]
-            for path in PROC_MASKED:          # an empty read-only file or folder over each (as Docker does)
+            for path in PROC_MASKED:  # an empty read-only file or folder over each (as Docker does)
                 if os.path.isdir(path):
                     args += ["--tmpfs", path, "--remount-ro", path]
                 elif os.path.exists(path):
@@ -430,13 +496,17 @@ class Sandbox:
             if os.path.exists(src):
                 args += ["--ro-bind", src, src]
         # the allow-list: Python, the course package, caches (read-only), then the working copy
-        needed = [sys.prefix, sys.base_prefix, os.path.dirname(_real(self.python)),
-                  os.path.dirname(os.path.dirname(_real(self.python)))]
+        needed = [
+            sys.prefix,
+            sys.base_prefix,
+            os.path.dirname(_real(self.python)),
+            os.path.dirname(os.path.dirname(_real(self.python))),
+        ]
         ro = sorted({_real(p) for p in self.exposed + needed if os.path.isdir(p)}, key=lambda p: (p.count("/"), p))
         ro = [p for p in ro if p != "/" and not any(p == q or p.startswith(q + "/") for q in ("/usr",))]
         ro = [p for p in SYS_FROM_HOST if os.path.isdir(p)] + ro
         rw = [_real(p) for p in writable] + [work]
-        made = {"/", "/usr", "/tmp", "/dev", "/etc", "/proc"}     # parents bwrap would make are 0700: make them
+        made = {"/", "/usr", "/tmp", "/dev", "/etc", "/proc"}  # parents bwrap would make are 0700: make them
         covered: list[str] = []
         for dest in ro + rw:
             parent, chain = os.path.dirname(dest), []
@@ -459,8 +529,16 @@ class Sandbox:
                     args += ["--ro-bind", "/dev/null", path]
         args += ["--chdir", work, "--"]
         if self.dedicated:
-            args += ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups",
-                     "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+            args += [
+                "setpriv",
+                f"--reuid={self.uid}",
+                f"--regid={self.gid}",
+                "--clear-groups",
+                "--inh-caps=-all",
+                "--bounding-set=-all",
+                "--no-new-privs",
+                "--",
+            ]
         return args
 
     def wrap(self, workdir: Path, argv: list[str], writable: tuple = (), label: str = "") -> Launch:
@@ -515,47 +593,83 @@ class Sandbox:
         w = self.why
         iso = self.isolate
         out = [
-            Protection("allow_list_view", "allow-list view of the file system", iso,
-                       "bubblewrap: only the Python environment and course package (read-only), a generated "
-                       "/etc, its own working copy, private /tmp and /dev/shm" if iso else
-                       w.get("allow_list_view", "no sandbox") + "; the kernel sees every file the grader's "
-                                                                "user can read"),
-            Protection("dedicated_uid", "kernel runs as its own unprivileged user", iso and self.dedicated,
-                       f"host uid {self.uid}, gid {self.gid}, no groups, no capabilities, no_new_privs"
-                       if iso and self.dedicated else
-                       w.get("dedicated_uid", "no sandbox") + (
-                           f"; kernels run as the grader's user (uid {os.geteuid()}) mapped to uid "
-                           f"{USERNS_UID} in a user namespace, so only the allow-list view protects its files"
-                           if iso and self.userns else "; kernels run with the grader's user and its permissions")),
-            Protection("network_off", "no network", iso,
-                       "own network namespace (loopback only)" if iso else "the kernel can reach the network"),
-            Protection("private_tmp", "private, size-limited /tmp and /dev/shm", iso,
-                       f"tmpfs /tmp {mib(self.tmp_bytes)}, /dev/shm {mib(self.shm_bytes)}" if iso else
-                       "the kernel uses the host's /tmp and /dev/shm"),
+            Protection(
+                "allow_list_view",
+                "allow-list view of the file system",
+                iso,
+                "bubblewrap: only the Python environment and course package (read-only), a generated "
+                "/etc, its own working copy, private /tmp and /dev/shm"
+                if iso
+                else w.get("allow_list_view", "no sandbox") + "; the kernel sees every file the grader's user can read",
+            ),
+            Protection(
+                "dedicated_uid",
+                "kernel runs as its own unprivileged user",
+                iso and self.dedicated,
+                f"host uid {self.uid}, gid {self.gid}, no groups, no capabilities, no_new_privs"
+                if iso and self.dedicated
+                else w.get("dedicated_uid", "no sandbox")
+                + (
+                    f"; kernels run as the grader's user (uid {os.geteuid()}) mapped to uid "
+                    f"{USERNS_UID} in a user namespace, so only the allow-list view protects its files"
+                    if iso and self.userns
+                    else "; kernels run with the grader's user and its permissions"
+                ),
+            ),
+            Protection(
+                "network_off",
+                "no network",
+                iso,
+                "own network namespace (loopback only)" if iso else "the kernel can reach the network",
+            ),
+            Protection(
+                "private_tmp",
+                "private, size-limited /tmp and /dev/shm",
+                iso,
+                f"tmpfs /tmp {mib(self.tmp_bytes)}, /dev/shm {mib(self.shm_bytes)}"
+                if iso
+                else "the kernel uses the host's /tmp and /dev/shm",
+            ),
         ]
         cg = self.cgroups
         mem = cg is not None and cg.memory is not None
-        out.append(Protection(
-            "memory_cgroup", "memory limit counting shared memory and tmpfs", mem,
-            f"{mib(self.memory_bytes)} per kernel, {cg.describe('memory')}" if mem else
-            w.get("memory_cgroup", "cgroups were not set up") +
-            f"; fallback: RLIMIT_DATA {mib(self.memory_bytes)}, which does not count shared mappings or "
-            f"files in /tmp, /dev/shm and the working copy"))
+        out.append(
+            Protection(
+                "memory_cgroup",
+                "memory limit counting shared memory and tmpfs",
+                mem,
+                f"{mib(self.memory_bytes)} per kernel, {cg.describe('memory')}"
+                if mem
+                else w.get("memory_cgroup", "cgroups were not set up")
+                + f"; fallback: RLIMIT_DATA {mib(self.memory_bytes)}, which does not count shared mappings or "
+                f"files in /tmp, /dev/shm and the working copy",
+            )
+        )
         pids = cg is not None and cg.pids is not None
         if pids:
             detail = f"pids.max {self.pids_max} per kernel (processes and threads), {cg.describe('pids')}"
         elif self.owner is not None:
-            detail = (w.get("pids_cgroup", "cgroups were not set up") + f"; fallback: RLIMIT_NPROC "
-                      f"{self.pids_max} for uid {self.uid}, shared by all kernels running at once")
+            detail = (
+                w.get("pids_cgroup", "cgroups were not set up") + f"; fallback: RLIMIT_NPROC "
+                f"{self.pids_max} for uid {self.uid}, shared by all kernels running at once"
+            )
         else:
-            detail = w.get("pids_cgroup", "cgroups were not set up") + "; no process limit (RLIMIT_NPROC " \
-                                                                      "would count the grader's own user)"
+            detail = (
+                w.get("pids_cgroup", "cgroups were not set up") + "; no process limit (RLIMIT_NPROC "
+                "would count the grader's own user)"
+            )
         out.append(Protection("process_limit", "limit on processes and threads", pids, detail))
-        out.append(Protection(
-            "disk_quota", "disk and file-count quota per working copy", self.quota,
-            f"own tmpfs per working copy: {mib(self.disk_bytes)}, {self.max_files} files" if self.quota else
-            w.get("disk_quota", "not set up") + f"; fallback: RLIMIT_FSIZE {mib(self.file_bytes)} per file, "
-                                               f"working copies share the host disk"))
+        out.append(
+            Protection(
+                "disk_quota",
+                "disk and file-count quota per working copy",
+                self.quota,
+                f"own tmpfs per working copy: {mib(self.disk_bytes)}, {self.max_files} files"
+                if self.quota
+                else w.get("disk_quota", "not set up") + f"; fallback: RLIMIT_FSIZE {mib(self.file_bytes)} per file, "
+                f"working copies share the host disk",
+            )
+        )
         out.append(Protection("cpu_time", "CPU-time limit", True, f"RLIMIT_CPU {self.cpu_seconds} s per kernel"))
         bpf, why_not = kernel_filter()
         seccomp_on = iso and bpf is not None and "--seccomp" in _bwrap_options()
@@ -567,22 +681,38 @@ class Sandbox:
             how.append("a seccomp filter refuses unshare/clone with CLONE_NEWUSER and clone3")
         if iso and self.userns and not self.dedicated and "--disable-userns" in _bwrap_options():
             how.append("bwrap --disable-userns")
-        out.append(Protection(
-            "no_new_namespaces", "kernel cannot create user namespaces", bool(how),
-            "; ".join(how) if how else
-            "not enforced: the kernel may create user namespaces where the host allows unprivileged ones "
-            "(more kernel attack surface; it still sees only its view)"))
+        out.append(
+            Protection(
+                "no_new_namespaces",
+                "kernel cannot create user namespaces",
+                bool(how),
+                "; ".join(how)
+                if how
+                else "not enforced: the kernel may create user namespaces where the host allows unprivileged ones "
+                "(more kernel attack surface; it still sees only its view)",
+            )
+        )
         if allow_list:
-            detail = (f"seccomp allow-list at least as strict as Docker's default profile (libseccomp "
-                      f"{seccomp.libseccomp_version()}): keyrings, io_uring, bpf, perf events, userfaultfd, ptrace, "
-                      f"mount, namespaces, kexec, modules and the rest fail with EPERM; foreign ABIs with ENOSYS")
+            detail = (
+                f"seccomp allow-list at least as strict as Docker's default profile (libseccomp "
+                f"{seccomp.libseccomp_version()}): keyrings, io_uring, bpf, perf events, userfaultfd, ptrace, "
+                f"mount, namespaces, kexec, modules and the rest fail with EPERM; foreign ABIs with ENOSYS"
+            )
         elif not iso:
             detail = "no sandbox, so no seccomp filter: the kernel may make every system call"
         elif "--seccomp" not in _bwrap_options():
             detail = "this bubblewrap has no --seccomp option: the kernel may make every system call"
         else:
-            detail = (why_not + "; the kernel may use keyrings (shared by every kernel of the same uid, across "
-                      "runs), io_uring, bpf and the rest of Docker's refused calls")
-        out.append(Protection("syscall_filter", "system calls limited (keyrings, io_uring, bpf, ptrace, mount, ...)",
-                              allow_list, detail))
+            detail = (
+                why_not + "; the kernel may use keyrings (shared by every kernel of the same uid, across "
+                "runs), io_uring, bpf and the rest of Docker's refused calls"
+            )
+        out.append(
+            Protection(
+                "syscall_filter",
+                "system calls limited (keyrings, io_uring, bpf, ptrace, mount, ...)",
+                allow_list,
+                detail,
+            )
+        )
         return out

@@ -27,6 +27,7 @@ a replay kernel) and removes the tree afterwards.
   following symlinks or crossing into other file systems, fixing permissions of
   folders the student made unreadable. Neither ever raises.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -40,8 +41,18 @@ from pathlib import Path
 from ..limits import WORKCOPY_BYTES, WORKCOPY_FILES
 from .cgroups import LimitHit, limit_message
 
-__all__ = ["Quota", "probe_quota", "prepare", "make_dirs", "hand_over", "full", "remove", "remove_at",
-           "remove_tree", "is_quota_mount"]
+__all__ = [
+    "Quota",
+    "probe_quota",
+    "prepare",
+    "make_dirs",
+    "hand_over",
+    "full",
+    "remove",
+    "remove_at",
+    "remove_tree",
+    "is_quota_mount",
+]
 
 MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
 MNT_DETACH = 2
@@ -58,6 +69,7 @@ def _c():
 @dataclass(frozen=True)
 class Quota:
     """Size and file count of one working copy."""
+
     bytes: int = WORKCOPY_BYTES
     files: int = WORKCOPY_FILES
 
@@ -90,7 +102,7 @@ def _fstype(path: Path) -> str:
     except OSError:
         return ""
     kind = ""
-    for line in text.splitlines():            # the last mount on a point is the visible one
+    for line in text.splitlines():  # the last mount on a point is the visible one
         pre, _, post = line.partition(" - ")
         fields = pre.split()
         if len(fields) > 4 and fields[4].replace("\\040", " ") == real:
@@ -273,7 +285,7 @@ def remove_tree(root: Path) -> bool:
 def _rmtree(top: str) -> bool:
     """Remove the folder (or file) `top`: iterative, symlink-safe, one directory open at a time."""
     top = os.path.abspath(top)
-    try:   # the folder holding `top` is the grader's (or /proc/self/fd/N): only `top` itself is not followed
+    try:  # the folder holding `top` is the grader's (or /proc/self/fd/N): only `top` itself is not followed
         parent = os.open(os.path.dirname(top) or "/", os.O_RDONLY | os.O_DIRECTORY)
     except FileNotFoundError:
         return True
@@ -365,10 +377,10 @@ def _empty_files(fd: int, dev: int) -> list[tuple[str, int]]:
         if stat.S_ISDIR(est.st_mode):
             if est.st_dev == dev:
                 subs.append((e.name, est.st_ino))
-            else:                                     # another file system below: detach, then remove
+            else:  # another file system below: detach, then remove
                 _umount(f"/proc/self/fd/{fd}/{e.name}")
                 est = os.stat(e.name, dir_fd=fd, follow_symlinks=False)
-                if est.st_dev == dev:                 # never descend into a file system still mounted
+                if est.st_dev == dev:  # never descend into a file system still mounted
                     subs.append((e.name, est.st_ino))
         else:
             try:

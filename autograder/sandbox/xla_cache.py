@@ -15,6 +15,7 @@ in both cases the folder is bound read-only, so nobody inside can chmod it.
 While the reference runs, its `.tmp` folder (mode 0300: write and search, no
 listing) is handed to the kernel's user by Kernel.start and taken back here.
 """
+
 from __future__ import annotations
 
 import os
@@ -38,8 +39,10 @@ def xla_prelude(folder: str) -> str:
     """Trusted code run before the first cell: reuse the reference run's compiled programs."""
     if not folder:
         return ""
-    return (f"import jax as _j\n_j.config.update('jax_persistent_cache_enable_xla_caches', 'none')\n"
-            f"_j.config.update('jax_compilation_cache_dir', {folder!r})\ndel _j\n")
+    return (
+        f"import jax as _j\n_j.config.update('jax_persistent_cache_enable_xla_caches', 'none')\n"
+        f"_j.config.update('jax_compilation_cache_dir', {folder!r})\ndel _j\n"
+    )
 
 
 def remove_protected(folder: Path) -> None:
@@ -79,8 +82,8 @@ def _protect(folder: Path) -> None:
     try:
         for entry in os.scandir(fd):
             if not entry.is_file(follow_symlinks=False):
-                continue                             # JAX writes plain files only; nothing else is opened
-            if me_uid == 0:                          # the reference kernel's user wrote them: take them back
+                continue  # JAX writes plain files only; nothing else is opened
+            if me_uid == 0:  # the reference kernel's user wrote them: take them back
                 os.chown(entry.name, me_uid, me_gid, dir_fd=fd, follow_symlinks=False)
             os.chmod(entry.name, 0o444, dir_fd=fd)
         if me_uid == 0:
@@ -99,22 +102,23 @@ def publish_xla_cache(tmp: Path, final: Path) -> None:
         # the cache survived): same programs, same entries; keep that one and drop ours
         remove_protected(tmp)
     else:
-        remove_protected(final)                      # an incomplete leftover, if any
+        remove_protected(final)  # an incomplete leftover, if any
         os.replace(tmp, final)
     # Older versions of this assignment: keep the newest few, so that two runs grading different
     # versions at once (another copy of the course, an edited solution) do not delete each other's.
     assignment = final.name.rsplit("-", 1)[0]
-    versions = [d for d in final.parent.glob(f"{assignment}-*")
-                if d.name.rsplit("-", 1)[0] == assignment and not d.name.endswith(".tmp") and d != final]
+    versions = [
+        d
+        for d in final.parent.glob(f"{assignment}-*")
+        if d.name.rsplit("-", 1)[0] == assignment and not d.name.endswith(".tmp") and d != final
+    ]
     versions.sort(key=_mtime, reverse=True)
-    for old in versions[KEEP_VERSIONS - 1:]:
+    for old in versions[KEEP_VERSIONS - 1 :]:
         remove_protected(old)
-
-
 
 
 def _mtime(path: Path) -> float:
     try:
         return path.stat().st_mtime
-    except OSError:              # removed meanwhile by another run
+    except OSError:  # removed meanwhile by another run
         return 0.0

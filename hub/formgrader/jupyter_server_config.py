@@ -2,12 +2,14 @@
 # instructor tools on; the students' extensions off. Offline, like the students' servers.
 c = get_config()  # noqa: F821
 
-c.ServerApp.jpserver_extensions.update({
-    "nbgrader.server_extensions.formgrader": True,
-    "nbgrader.server_extensions.course_list": False,
-    "nbgrader.server_extensions.validate_assignment": True,
-    "nbgrader.server_extensions.assignment_list": False,
-})
+c.ServerApp.jpserver_extensions.update(
+    {
+        "nbgrader.server_extensions.formgrader": True,
+        "nbgrader.server_extensions.course_list": False,
+        "nbgrader.server_extensions.validate_assignment": True,
+        "nbgrader.server_extensions.assignment_list": False,
+    }
+)
 c.LabApp.news_url = None
 c.LabApp.check_for_updates_class = "jupyterlab.NeverCheckForUpdate"
 c.LabApp.extension_manager = "readonly"

@@ -16,6 +16,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 c = get_config()  # noqa: F821
 c.Authenticator.plugin_class = JupyterHubAuthPlugin
 c.Exchange.path_includes_course = True
-c.CourseDirectory.course_id = ""          # every course of the user's groups, not only the English one
+c.CourseDirectory.course_id = ""  # every course of the user's groups, not only the English one
 # A hand-in readable by its author and the course's grader only (private_submit.py).
 c.ExchangeFactory.submit = "private_submit.PrivateExchangeSubmit"

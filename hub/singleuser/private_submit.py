@@ -12,6 +12,7 @@ student does, whatever they know. It is the *author's* own server that runs this
 configuration cannot weaken it. Links inside the hand-in are not followed (os.walk, lchmod-free:
 a link is skipped; collect never takes one).
 """
+
 from __future__ import annotations
 
 import os
@@ -25,12 +26,16 @@ from nbgrader.utils import ignore_patterns
 class PrivateExchangeSubmit(ExchangeSubmit):
     def do_copy(self, src, dest):
         if os.path.dirname(os.path.abspath(dest)) != os.path.abspath(self.inbound_path):
-            return super().do_copy(src, dest)                   # the author's own cache: nbgrader's copy
+            return super().do_copy(src, dest)  # the author's own cache: nbgrader's copy
         if self.get_size(src) > 1000 * self.coursedir.max_dir_size:
             raise RuntimeError(f"Directory size is too big (maximum {1000 * self.coursedir.max_dir_size} bytes)")
-        ignore = ignore_patterns(exclude=self.coursedir.ignore, include=self.coursedir.include,
-                                 max_file_size=self.coursedir.max_file_size, log=self.log)
-        os.mkdir(dest)                                          # inherits inbound/'s group and setgid
+        ignore = ignore_patterns(
+            exclude=self.coursedir.ignore,
+            include=self.coursedir.include,
+            max_file_size=self.coursedir.max_file_size,
+            log=self.log,
+        )
+        os.mkdir(dest)  # inherits inbound/'s group and setgid
         for dirpath, dirnames, filenames in os.walk(src):
             rel = os.path.relpath(dirpath, src)
             skip = ignore(dirpath, dirnames + filenames)

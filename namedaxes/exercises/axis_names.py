@@ -15,6 +15,7 @@ observation accept the same answers: `center` takes any collective over DEVICES
 then a collective): the notebook's `batch_mean` cell edited once (`x - pmean(x)`)
 subtracts a mean per position instead, and is told so.
 """
+
 from __future__ import annotations
 
 import jax
@@ -35,7 +36,7 @@ from namedaxes.checking import (
 from namedaxes.grading import Case, pmapped, programs, rng, spec
 
 __all__ = ["rank_weighted_sum", "last_device_value", "center", "progress"]
-progress = progress_of(__name__)   # q.progress(): which exercises of the notebook pass
+progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
 
 _AXIS_ENV = [(DEVICES, 8)]
 
@@ -49,39 +50,65 @@ TEXT = {
     "wrong_shape": "On each {per}, `{name}(x)` should return shape {shape}, but it returns shape {got} ({where}).",
     "wrong_dtype": "`{name}(x)` should return dtype {dtype}, but it returns {got}.",
     "wrong_values": (
-        "`{name}(x)` returned the wrong values {where}. {diagnosis}\nOn {per} {i}: expected {want}, got {got}."),
-    "weighted_own_term": ("Each device returned its own term, i * x. The sum over all devices needs a collective "
-                          "over '{axis}'."),
+        "`{name}(x)` returned the wrong values {where}. {diagnosis}\nOn {per} {i}: expected {want}, got {got}."
+    ),
+    "weighted_own_term": (
+        "Each device returned its own term, i * x. The sum over all devices needs a collective over '{axis}'."
+    ),
     "weighted_no_weights": "That is the plain total of x over the devices: weight device i's `x` by its position i.",
-    "weighted_from_one": ("That weights the first device by 1; positions along the axis start at 0 "
-                          "(`lax.axis_index(DEVICES)`)."),
-    "weighted_ranks_summed": ("That is the sum of all positions times this device's own `x`: weight each device's "
-                              "`x` by its own position first, then add up across devices."),
+    "weighted_from_one": (
+        "That weights the first device by 1; positions along the axis start at 0 (`lax.axis_index(DEVICES)`)."
+    ),
+    "weighted_ranks_summed": (
+        "That is the sum of all positions times this device's own `x`: weight each device's "
+        "`x` by its own position first, then add up across devices."
+    ),
     "weighted_other": "Every device should return the sum over devices of i * x_i, i being a device's position.",
-    "last_own": ("Each device returned its own `x`. A device sees the other devices' values only through a "
-                 "collective over '{axis}'."),
-    "last_total": ("That is the total of all devices' `x`: let only the last device put its `x` into the sum, "
-                   "and every other device zeros."),
-    "last_first": ("That is the `x` of the first device (position 0). The last device is at position {last} "
-                   "here: `lax.psum(1, DEVICES) - 1`."),
-    "last_nobody": ("Every device returned zeros: no device matched the position you picked. Positions along "
-                    "the axis run from 0 to {last} here: the last device is at position {last}, one less than the "
-                    "size of the axis (`lax.psum(1, DEVICES) - 1`)."),
-    "last_fixed": (" It was right over 8 devices but not over {k}: is the position a fixed number? A fixed 7 only "
-                   "fits 8 devices."),
-    "last_other_device": ("That is the `x` of the device at position {j}. The last device is at position {last} "
-                          "here, one less than the size of the axis (`lax.psum(1, DEVICES) - 1`)."),
-    "last_not_shared": ("Only the last device holds its `x`, the others hold zeros: hand it to every device with "
-                        "a collective over '{axis}'."),
-    "last_other": ("Every device should return the `x` of the last device, the one at position {last} "
-                   "(`lax.psum(1, DEVICES) - 1`)."),
-    "center_local": ("Each device subtracted the mean of its own values only; a collective such as `lax.pmean` over "
-                     "'{axis}' is missing."),
-    "center_per_position": ("It subtracts a mean per position, element by element across devices; the exercise asks "
-                            "for one mean, that of all the elements of all devices."),
+    "last_own": (
+        "Each device returned its own `x`. A device sees the other devices' values only through a "
+        "collective over '{axis}'."
+    ),
+    "last_total": (
+        "That is the total of all devices' `x`: let only the last device put its `x` into the sum, "
+        "and every other device zeros."
+    ),
+    "last_first": (
+        "That is the `x` of the first device (position 0). The last device is at position {last} "
+        "here: `lax.psum(1, DEVICES) - 1`."
+    ),
+    "last_nobody": (
+        "Every device returned zeros: no device matched the position you picked. Positions along "
+        "the axis run from 0 to {last} here: the last device is at position {last}, one less than the "
+        "size of the axis (`lax.psum(1, DEVICES) - 1`)."
+    ),
+    "last_fixed": (
+        " It was right over 8 devices but not over {k}: is the position a fixed number? A fixed 7 only fits 8 devices."
+    ),
+    "last_other_device": (
+        "That is the `x` of the device at position {j}. The last device is at position {last} "
+        "here, one less than the size of the axis (`lax.psum(1, DEVICES) - 1`)."
+    ),
+    "last_not_shared": (
+        "Only the last device holds its `x`, the others hold zeros: hand it to every device with "
+        "a collective over '{axis}'."
+    ),
+    "last_other": (
+        "Every device should return the `x` of the last device, the one at position {last} "
+        "(`lax.psum(1, DEVICES) - 1`)."
+    ),
+    "center_local": (
+        "Each device subtracted the mean of its own values only; a collective such as `lax.pmean` over "
+        "'{axis}' is missing."
+    ),
+    "center_per_position": (
+        "It subtracts a mean per position, element by element across devices; the exercise asks "
+        "for one mean, that of all the elements of all devices."
+    ),
     "center_total": "It subtracts the total (`lax.psum`), not the mean (`lax.pmean`).",
-    "center_hard_coded": ("It is right over 8 devices but not here: is the number of devices hard-coded? "
-                          "`lax.pmean`, or `lax.psum(1, DEVICES)`, follows the size of the axis."),
+    "center_hard_coded": (
+        "It is right over 8 devices but not here: is the number of devices hard-coded? "
+        "`lax.pmean`, or `lax.psum(1, DEVICES)`, follows the size of the axis."
+    ),
     "center_other": "Subtract, from x, one number: the mean of all elements of x on all devices along '{axis}'.",
     "center_structure": "Average across devices with a collective over DEVICES, such as `lax.pmean`.",
 }
@@ -113,11 +140,13 @@ def _expect_per_device(name: str, out, k: int, shape: tuple, dtype, how: str = "
     per = TEXT["device"] if how == "pmap" else TEXT["example"]
     got_shape = tuple(out.shape[1:])
     if got_shape != tuple(shape):
-        raise CheckFailed(TEXT["wrong_shape"].format(per=per, name=name, shape=tuple(shape), got=got_shape,
-                                                     where=_where(how, k)))
+        raise CheckFailed(
+            TEXT["wrong_shape"].format(per=per, name=name, shape=tuple(shape), got=got_shape, where=_where(how, k))
+        )
     if np.dtype(out.dtype) != np.dtype(dtype):
-        raise CheckFailed(TEXT["wrong_dtype"].format(name=name, dtype=np.dtype(dtype).name,
-                                                     got=np.dtype(out.dtype).name))
+        raise CheckFailed(
+            TEXT["wrong_dtype"].format(name=name, dtype=np.dtype(dtype).name, got=np.dtype(out.dtype).name)
+        )
 
 
 def _wrong_values(name: str, out, want, how: str, diagnosis: str) -> None:
@@ -125,8 +154,17 @@ def _wrong_values(name: str, out, want, how: str, diagnosis: str) -> None:
     out, want = np.asarray(out), np.asarray(want)
     per = TEXT["device"] if how == "pmap" else TEXT["example"]
     i = next(i for i in range(want.shape[0]) if not same_values(out[i], want[i]))
-    raise CheckFailed(TEXT["wrong_values"].format(name=name, where=_where(how, want.shape[0]), diagnosis=diagnosis,
-                                                  per=per, i=i, want=show_values(want[i]), got=show_values(out[i])))
+    raise CheckFailed(
+        TEXT["wrong_values"].format(
+            name=name,
+            where=_where(how, want.shape[0]),
+            diagnosis=diagnosis,
+            per=per,
+            i=i,
+            want=show_values(want[i]),
+            got=show_values(out[i]),
+        )
+    )
 
 
 # ---------------------------------------------------------------- 1. rank_weighted_sum
@@ -160,8 +198,11 @@ def _cases(fn, how_sizes, per_shape, draw=None) -> dict:
     cases = {}
     for how, k, shape in how_sizes:
         mapped = pmapped(fn, k, DEVICES) if how == "pmap" else jax.vmap(fn, axis_name=DEVICES)
-        cases[f"{how}_{k}"] = Case(mapped, spec((k, *(per_shape if shape is None else shape)), jnp.float32),
-                                   draw={**(draw or {"kind": "normal"}), "share": f"x{k}"})  # pmap_k, vmap_k: same x
+        cases[f"{how}_{k}"] = Case(
+            mapped,
+            spec((k, *(per_shape if shape is None else shape)), jnp.float32),
+            draw={**(draw or {"kind": "normal"}), "share": f"x{k}"},
+        )  # pmap_k, vmap_k: same x
     return cases
 
 
@@ -170,15 +211,17 @@ def _observe_rank_weighted_sum(fn) -> dict:
 
 
 rank_weighted_sum = Exercise(
-    "rank_weighted_sum", _check_rank_weighted_sum,
+    "rank_weighted_sum",
+    _check_rank_weighted_sum,
     hints=[
         "Split the job: which part can each device do on its own, and which part needs the other devices?",
-        "Device i's term, i * x, is local work: it knows its own position (section \"Which device am I?\") and "
+        'Device i\'s term, i * x, is local work: it knows its own position (section "Which device am I?") and '
         "its own `x`. Adding the terms of all devices is what the collective of the first section does.",
         "`lax.axis_index(DEVICES) * x` is this device's term; `lax.psum` of it over DEVICES gives every device "
         "the whole sum. No cast is needed: an int32 position times a float32 `x` is float32.",
     ],
-    observe=_observe_rank_weighted_sum)
+    observe=_observe_rank_weighted_sum,
+)
 
 
 # ---------------------------------------------------------------- 2. last_device_value
@@ -204,7 +247,8 @@ def _check_last_device_value(fn) -> None:
         elif any(same_values(got, np.broadcast_to(xs[j], xs.shape)) for j in range(1, k - 1)):
             j = next(j for j in range(1, k - 1) if same_values(got, np.broadcast_to(xs[j], xs.shape)))
             diagnosis = TEXT["last_other_device"].format(j=j, last=k - 1) + (
-                TEXT["last_fixed"].format(k=k) if k != 8 else "")
+                TEXT["last_fixed"].format(k=k) if k != 8 else ""
+            )
         elif same_values(got[-1], xs[-1]) and same_values(got[:-1], np.zeros_like(xs[:-1])):
             diagnosis = TEXT["last_not_shared"].format(axis=DEVICES)
         else:
@@ -217,16 +261,18 @@ def _observe_last_device_value(fn) -> dict:
 
 
 last_device_value = Exercise(
-    "last_device_value", _check_last_device_value,
+    "last_device_value",
+    _check_last_device_value,
     hints=[
         "Each device can tell whether it is the last one along DEVICES: it knows its own position and the "
-        "size of the axis (sections \"Which device am I?\" and \"How many devices?\").",
+        'size of the axis (sections "Which device am I?" and "How many devices?").',
         "`lax.psum` hands every device the total. If every device except the last one puts in zeros, "
         "what is the total?",
         "`jnp.where(is_last, x, 0.0)` keeps `x` on the last device and zeros elsewhere; sum that over "
         "DEVICES. The last position is `lax.psum(1, DEVICES) - 1`, never a fixed 7.",
     ],
-    observe=_observe_last_device_value)
+    observe=_observe_last_device_value,
+)
 
 
 # ---------------------------------------------------------------- 3. center
@@ -257,8 +303,7 @@ def _check_center(fn) -> None:
             diagnosis = TEXT["center_other"].format(axis=DEVICES)
         _wrong_values(name, out, want, how, diagnosis)
     # any collective over DEVICES (pmean, psum, all_gather): the hidden values cell accepts them all too
-    expect_collective(name, fn, cases[0][1][0], axis_name=DEVICES, axis_env=_AXIS_ENV,
-                      hint=TEXT["center_structure"])
+    expect_collective(name, fn, cases[0][1][0], axis_name=DEVICES, axis_env=_AXIS_ENV, hint=TEXT["center_structure"])
 
 
 def _observe_center(fn) -> dict:
@@ -267,15 +312,17 @@ def _observe_center(fn) -> dict:
 
 
 center = Exercise(
-    "center", _check_center,
+    "center",
+    _check_center,
     hints=[
         "The mean asked for is one number for all the values of all devices. Which part of it can one "
         "device compute alone, and what does it then need from the others?",
         "`jnp.mean(x)` averages this device's own values. Every device holds as many values as the "
         "others, so the mean of everything is the mean of those per-device means across the axis: "
-        "the collective of `batch_mean` in section \"The same function under vmap\".",
+        'the collective of `batch_mean` in section "The same function under vmap".',
         "Average first on the device (`jnp.mean` with no axis), then across DEVICES with `lax.pmean`, and "
         "subtract that from `x`. Don't divide a `psum` by 8: the check also maps over 4 devices and over 5 "
         "vmapped entries; `vmap(axis_name=DEVICES)` binds the same name as `pmap`.",
     ],
-    observe=_observe_center)
+    observe=_observe_center,
+)

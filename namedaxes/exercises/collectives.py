@@ -29,6 +29,7 @@ Student-facing strings: every message of this module's checks is in the `TEXT`
 table below, and each exercise's hints are in its `Exercise(...)` (two places to
 translate, no strings inside the logic); the shared core words the rest.
 """
+
 from __future__ import annotations
 
 import functools
@@ -56,9 +57,18 @@ from namedaxes.exercises.shard_map import TEXT as shard_map_text
 from namedaxes.exercises.shard_map import _judge, line_mesh
 from namedaxes.grading import Case, programs, spec
 
-__all__ = ["median_centered", "sum_scatter_columns", "ring_all_reduce", "fsdp_step",
-           "loss_fn", "sgd_step", "LEARNING_RATE", "TEXT", "progress"]
-progress = progress_of(__name__)   # q.progress(): which exercises of the notebook pass
+__all__ = [
+    "median_centered",
+    "sum_scatter_columns",
+    "ring_all_reduce",
+    "fsdp_step",
+    "loss_fn",
+    "sgd_step",
+    "LEARNING_RATE",
+    "TEXT",
+    "progress",
+]
+progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
 
 LEARNING_RATE = 0.1
 # Primitives that name an axis without moving data between devices.
@@ -72,58 +82,69 @@ TEXT = {
     "empty_assertion": (
         "`{name}` stopped with an empty AssertionError from inside JAX. On this JAX that is what a "
         "collective inside `jax.shard_map` raises when its axis name is not an axis of the mesh, e.g. a "
-        "typo such as 'device'. Use the course's constants (`DEVICES`, `DATA_PARALLEL`).{axes}"),
+        "typo such as 'device'. Use the course's constants (`DEVICES`, `DATA_PARALLEL`).{axes}"
+    ),
     "unbound": (
         "`{name}` calls a collective over '{axis}' where no mesh axis of that name is bound (JAX says: "
-        "\"{first}\"). Collectives work inside the function you give `jax.shard_map`, over the axis "
-        "names of its `mesh`.{axes}"),
+        '"{first}"). Collectives work inside the function you give `jax.shard_map`, over the axis '
+        "names of its `mesh`.{axes}"
+    ),
     "varying_output": (
         "`{name}` failed with JAX's error \"{first}\": an output's `out_specs` says it is the same on "
         "every device (`P()`), but JAX types it as varying over the mesh axis. The results of "
         "`all_gather`, `psum_scatter` and `ppermute` are always typed varying, even where their values "
-        "agree (section 2). Give that output an `out_specs` that names the mesh axis."),
+        "agree (section 2). Give that output an `out_specs` that names the mesh axis."
+    ),
     "not_divisible": (
-        "`{name}` failed with JAX's error \"{first}\": `psum_scatter(..., tiled=True)` cuts the "
+        '`{name}` failed with JAX\'s error "{first}": `psum_scatter(..., tiled=True)` cuts the '
         "scattered dimension into one chunk per device, so that dimension must be divisible by the "
-        "number of devices. Check which dimension `scatter_dimension` names.{extra}"),
+        "number of devices. Check which dimension `scatter_dimension` names.{extra}"
+    ),
     "not_shard_count": (
-        "`{name}` failed with JAX's error \"{first}\": without `tiled=True`, `psum_scatter` needs the "
+        '`{name}` failed with JAX\'s error "{first}": without `tiled=True`, `psum_scatter` needs the '
         "scattered dimension to be exactly as long as the number of devices. With `tiled=True` it cuts "
-        "a longer dimension into equal chunks."),
+        "a longer dimension into equal chunks."
+    ),
     "negative_scatter_dimension": (
         "`{name}` failed while JAX compiled a `psum_scatter`: on this JAX its `scatter_dimension` must be "
         "a non-negative dimension number (counting from 0); -1 is not accepted. Write the dimension's "
-        "number."),
+        "number."
+    ),
     "not_a_permutation": (
-        "`{name}` failed with JAX's error \"{first}\": in `lax.ppermute(x, axis, perm)` every device may "
+        '`{name}` failed with JAX\'s error "{first}": in `lax.ppermute(x, axis, perm)` every device may '
         "appear at most once as a source and at most once as a destination (section 4). For a ring, "
-        "pair each device i with exactly one neighbour."),
+        "pair each device i with exactly one neighbour."
+    ),
     "bad_device_index": (
         "`{name}` failed with an IndexError from inside `lax.ppermute`: a pair in `perm` names a device "
         "index that the mesh does not have. The mesh passed to your function has {k} devices, numbered "
-        "0 to {last}: wrap around with `% k`, and take k from the `mesh` argument."),
+        "0 to {last}: wrap around with `% k`, and take k from the `mesh` argument."
+    ),
     "in_specs": (
-        "`{name}` failed with JAX's error \"{first}\". The inputs are already placed on the mesh: give "
-        "`jax.shard_map` the same specs they were placed with, and use the `mesh` argument."),
+        '`{name}` failed with JAX\'s error "{first}". The inputs are already placed on the mesh: give '
+        "`jax.shard_map` the same specs they were placed with, and use the `mesh` argument."
+    ),
     "out_specs_too_long": (
-        "`{name}` failed with JAX's error \"{first}\": `out_specs` names more dimensions than the result "
+        '`{name}` failed with JAX\'s error "{first}": `out_specs` names more dimensions than the result '
         "has. Without `tiled=True`, `psum_scatter` removes the scattered dimension (and `all_gather` adds "
-        "a new one); with `tiled=True` the result keeps the input's dimensions."),
+        "a new one); with `tiled=True` the result keeps the input's dimensions."
+    ),
     "global_sharding": (
-        "`{name}` failed with JAX's error \"{first}\": outside `jax.shard_map`, JAX refuses this operation "
+        '`{name}` failed with JAX\'s error "{first}": outside `jax.shard_map`, JAX refuses this operation '
         "on an array split over the mesh. Do the per-device work inside the function you give "
         "`jax.shard_map`, where each device sees its own block, and let a collective bring in what it "
-        "needs from the others."),
+        "needs from the others."
+    ),
     "not_gathered": (
         "`{name}` failed with JAX's error \"{first}\": inside `shard_map`, `w` is one device's shard "
         "(shape ({shard},) here, of {d} entries in all), too short to multiply with the batch. "
-        "Gather the full parameters with `lax.all_gather` before using them."),
+        "Gather the full parameters with `lax.all_gather` before using them."
+    ),
     # results, any exercise
     "result_type": "`{name}` should return a `jax.Array`, but it returned a `{type}`{where}.",
     "shape": "`{name}` should return shape {want}{where}, but it returned shape {got}.{hint}",
     "values": "`{name}` has the wrong values{where}: expected {want}, got {got}. {hint}",
-    "right_values_no_collective": (
-        "`{name}` returns the right values, but over '{axis}' it performs {seen}. {why}"),
+    "right_values_no_collective": ("`{name}` returns the right values, but over '{axis}' it performs {seen}. {why}"),
     "no_collective_at_all": "no collective at all",
     "where_mesh": " (mesh of {k} devices, {what})",
     "what_blocks": "x of shape {shape}, blocks of {rows} x {cols}",
@@ -135,98 +156,124 @@ TEXT = {
     # 1. median_centered
     "median_whole_vector": (
         " That is the whole matrix: each device returned all {n} centred rows, and `out_specs` put the "
-        "{k} copies side by side. Each device should return only its own rows, centred."),
+        "{k} copies side by side. Each device should return only its own rows, centred."
+    ),
     "median_local": (
         "Each device subtracted the column medians of its own rows. A column's median needs the whole "
-        "column on every device: gather the blocks first."),
+        "column on every device: gather the blocks first."
+    ),
     "median_all_values": (
-        "That subtracts one median, that of all of x, from every element: each column has its own "
-        "median."),
+        "That subtracts one median, that of all of x, from every element: each column has its own median."
+    ),
     "median_mean": "That is x minus its column means; the exercise asks for the medians.",
     "median_sign": "That is median - x: subtract the median from x, not the other way round.",
-    "median_generic": ("The result does not change when `x` does: if you wrote numbers by hand, compute them "
-                       "instead: the check uses several meshes and shapes."),
-    "median_other": ("That is not x minus the medians of its columns. Gather the blocks with "
-                     "`lax.all_gather(..., tiled=True)`, take `jnp.median` of every column, and subtract them "
-                     "from the device's own rows."),
+    "median_generic": (
+        "The result does not change when `x` does: if you wrote numbers by hand, compute them "
+        "instead: the check uses several meshes and shapes."
+    ),
+    "median_other": (
+        "That is not x minus the medians of its columns. Gather the blocks with "
+        "`lax.all_gather(..., tiled=True)`, take `jnp.median` of every column, and subtract them "
+        "from the device's own rows."
+    ),
     "median_why": (
         "The column medians need every row on every device: gather the blocks with `lax.all_gather` "
-        "over DEVICES inside `jax.shard_map`."),
+        "over DEVICES inside `jax.shard_map`."
+    ),
     # 2. sum_scatter_columns
     "scatter_rows_hint": (
         " Here each device's block has {rows} rows, which cannot be cut into {k} equal chunks; the "
-        "exercise splits the columns."),
+        "exercise splits the columns."
+    ),
     "scatter_copies": (
         " That is the whole total on every device, side by side: a psum_scatter result differs per "
-        "device, and its `out_specs` must say along which dimension the devices' chunks go."),
+        "device, and its `out_specs` must say along which dimension the devices' chunks go."
+    ),
     "scatter_row_chunks": (
         " That is what you get when the column chunks are put together along dimension 0: the "
-        "scattered dimension is 1, so `out_specs` must name DEVICES for dimension 1."),
+        "scattered dimension is 1, so `out_specs` must name DEVICES for dimension 1."
+    ),
     "scatter_mean": "That is the mean over devices: psum_scatter adds, do not divide.",
     "scatter_block": "Those are the devices' own blocks, not added up: the blocks of all devices must be added.",
     "scatter_generic": "Compare with the sum of the devices' blocks, column chunk by column chunk.",
     "scatter_why": (
         "Use `lax.psum_scatter` over DEVICES: each device receives only its own columns of the total "
-        "and moves half the bytes of a psum (section 3)."),
+        "and moves half the bytes of a psum (section 3)."
+    ),
     # 3. ring_all_reduce
     "ring_one_copy": (
         " That is one copy of the total. ppermute's result is typed varying, so the result keeps one "
-        "block per device, as `lax.psum` with `out_specs=P(DEVICES)` returns it."),
+        "block per device, as `lax.psum` with `out_specs=P(DEVICES)` returns it."
+    ),
     "ring_counts": (
         "`{name}` does not add every block exactly once. Fed block j = 10**j on device j (mesh of "
         "{devices} devices), each device should end with one copy of every block ({ones}), but "
-        "{report}. {hint}"),
+        "{report}. {hint}"
+    ),
     "ring_right_on": (
         "`{name}` is right on a mesh of {good} devices but wrong on {k}: the number of steps must "
-        "come from the `mesh` argument, not be written as a number."),
+        "come from the `mesh` argument, not be written as a number."
+    ),
     "ring_counts_device": "device {i} added {counts}",
     "ring_and_more": " (and {more} more)",
     "ring_missing": (
         "Every device added only {m} of the {k} blocks: after s steps a device has seen s + 1 blocks, "
-        "so it takes k - 1 steps, with k from the mesh."),
+        "so it takes k - 1 steps, with k from the mesh."
+    ),
     "ring_own_twice": (
         "The own block is counted twice: after k - 1 steps the block a device receives next would be "
-        "its own again. Stop one step earlier."),
+        "its own again. Stop one step earlier."
+    ),
     "ring_uneven": (
         "Devices end with different sums. A device that is no destination in `perm` receives zeros: "
-        "the ring needs the wrap-around pair (k - 1, 0) as well."),
+        "the ring needs the wrap-around pair (k - 1, 0) as well."
+    ),
     "ring_uniform": (
         "Every block is added {times} times: that is {times} rounds of the ring. With k from the `mesh` "
-        "argument, k - 1 steps add every block exactly once."),
+        "argument, k - 1 steps add every block exactly once."
+    ),
     "ring_repeated": (
         "Some blocks are counted more than once: forward the block you received in the previous step, "
-        "not your running total, and add each received block once."),
+        "not your running total, and add each received block once."
+    ),
     "ring_generic": "Compare your steps with a psum over DEVICES on paper for 4 devices.",
-    "ring_divided": ("Every device holds the total divided by {divisor}: an all-reduce adds every block once and "
-                     "divides by nothing (a mean would be `lax.pmean`, not this exercise)."),
+    "ring_divided": (
+        "Every device holds the total divided by {divisor}: an all-reduce adds every block once and "
+        "divides by nothing (a mean would be `lax.pmean`, not this exercise)."
+    ),
     "ring_why": (
-        "The point is to build it from neighbour-to-neighbour sends: use `lax.ppermute` over DEVICES, "
-        "step by step."),
+        "The point is to build it from neighbour-to-neighbour sends: use `lax.ppermute` over DEVICES, step by step."
+    ),
     "ring_forbidden": (
         "`{name}` returns the right values, but it uses {seen}. Build the all-reduce from `lax.ppermute` "
-        "only: no psum, all_gather, psum_scatter or all_to_all."),
+        "only: no psum, all_gather, psum_scatter or all_to_all."
+    ),
     # 4. fsdp_step
     "fsdp_whole_w": (
         " That is the whole updated w on every device, side by side. Each device should return only "
-        "its own shard, updated with its shard of the gradient."),
-    "fsdp_update": (
-        "`{name}` returned w = {got}{where}, but one SGD step on the whole batch gives w = {want}. {hint}"),
+        "its own shard, updated with its shard of the gradient."
+    ),
+    "fsdp_update": ("`{name}` returned w = {got}{where}, but one SGD step on the whole batch gives w = {want}. {hint}"),
     "fsdp_k_times": (
         "Your step is {k} times too large: `psum_scatter` adds the {k} devices' gradients, and the "
         "full-batch gradient is their mean. Divide by the number of devices (or differentiate the "
-        "`pmean` of the loss)."),
+        "`pmean` of the loss)."
+    ),
     "fsdp_unchanged": "w did not change: subtract LEARNING_RATE * gradient from your shard.",
     "fsdp_sign": "The step goes the wrong way: subtract the gradient, do not add it.",
     "fsdp_local": (
         "That is a step on each device's own examples only: the devices' gradients must be combined "
-        "(reduce-scattered) before the update."),
+        "(reduce-scattered) before the update."
+    ),
     "fsdp_generic": "Compare with `sgd_step(w, batch)` on one device, shard by shard.",
     "fsdp_why_gather": (
         "Gather the parameters before use with `lax.all_gather` over DATA_PARALLEL: that is what "
-        "lets each device store only its shard."),
+        "lets each device store only its shard."
+    ),
     "fsdp_why_scatter": (
         "Reduce-scatter the gradients with `lax.psum_scatter` over DATA_PARALLEL: each device needs "
-        "only its own shard's gradient, and a psum would send every device all of them."),
+        "only its own shard's gradient, and a psum would send every device all of them."
+    ),
 }
 
 
@@ -345,13 +392,23 @@ def _communication(name: str, fn: Callable, mesh, *args, rules=_COMMON_RULES) ->
     return {(_PRIMITIVE_NAMES.get(p, p), axes) for p, axes in found if p not in _NOT_COMMUNICATION}
 
 
-def _judged(name: str, fn: Callable, mesh, *args, ins: tuple, axis: str, why: str, needs: tuple = (),
-            rules=_COMMON_RULES) -> None:
+def _judged(
+    name: str, fn: Callable, mesh, *args, ins: tuple, axis: str, why: str, needs: tuple = (), rules=_COMMON_RULES
+) -> None:
     """The grader's judging steps on visible inputs (`shard_map._judge`): a per-device region over `axis`
     that takes each input split as `ins` says (the reference's `in_specs`), a collective over `axis` that
     reaches the result, and each collective of `needs` ("psum_scatter over 'devices'") reaching it."""
-    got = _judge(name, fn, mesh, *args, region=((axis,), ins), what=shard_map_text["values_word"], axis=axis,
-                 why=why, context=_explained(name, mesh, rules))
+    got = _judge(
+        name,
+        fn,
+        mesh,
+        *args,
+        region=((axis,), ins),
+        what=shard_map_text["values_word"],
+        axis=axis,
+        why=why,
+        context=_explained(name, mesh, rules),
+    )
     for collective in needs:
         if collective not in got.matters:
             fail(checking_text["collective_unused"].format(name=name, collective=collective, hint=why))
@@ -362,8 +419,9 @@ def _uses(found, primitive: str, axis: str) -> bool:
 
 
 def _seen(found) -> str:
-    return _say("seen_join").join(_say("seen_item", primitive=p, axes=axes) for p, axes in sorted(found)) \
-        or _say("no_collective_at_all")
+    return _say("seen_join").join(_say("seen_item", primitive=p, axes=axes) for p, axes in sorted(found)) or _say(
+        "no_collective_at_all"
+    )
 
 
 def _expect_float32(name: str, out, where: str) -> None:
@@ -383,8 +441,9 @@ def _on(mesh, shape, pspec):
     return spec(shape, jnp.float32, sharding=NamedSharding(mesh, pspec))
 
 
-def _observe_programs(fn: Callable, cases: dict, *, structure: str, only: bool = False,
-                      out_layout: bool = True) -> dict:
+def _observe_programs(
+    fn: Callable, cases: dict, *, structure: str, only: bool = False, out_layout: bool = True
+) -> dict:
     """The hidden observation of one test cell: exported programs of `fn` (`namedaxes.grading.programs`).
 
     `cases` maps a name to (mesh, abstract inputs). The grader draws the inputs itself and compares
@@ -396,8 +455,7 @@ def _observe_programs(fn: Callable, cases: dict, *, structure: str, only: bool =
     """
     graded = {name: Case(_bound(fn, mesh), *inputs, out_layout=out_layout) for name, (mesh, inputs) in cases.items()}
     mesh, inputs = cases[structure]
-    graded["collectives"] = Case(_bound(fn, mesh), *inputs, values=False, only_collectives=only,
-                                 out_layout=out_layout)
+    graded["collectives"] = Case(_bound(fn, mesh), *inputs, values=False, only_collectives=only, out_layout=out_layout)
     return programs(graded)
 
 
@@ -405,13 +463,98 @@ def _observe_programs(fn: Callable, cases: dict, *, structure: str, only: bool =
 # (devices, x): rows split over DEVICES (blocks of 2, 3 and 3 rows). The hidden observations use
 # random values of the same shapes.
 _MEDIAN_CASES = [
-    (8, _f32(np.array([3, -1, 4, 1, -5, 9, 2, -6, 5, 3, -5, 8, 9, -7, 9, 3,
-                       0, 2, -4, 6, 1, 1, -2, 7, 8, -3, 5, 4, -1, 2, 6, 0]).reshape(16, 2))),
-    (4, _f32(np.array([2.5, 0.0, -1.0, 7.0, 1.5, 1.0, -3.0, 4.0, 0.5, 2.0, 6.0, -2.0,
-                       1.0, 3.0, -0.5, 5.0, 2.0, -1.5, 0.0, 4.5, 3.5, -2.5, 1.5, 0.5,
-                       6.5, -4.0, 2.0, 1.0, 0.0, 3.0, -1.0, 2.5, 5.5, 1.5, -0.5, 4.0]).reshape(12, 3))),
-    (2, _f32([[1.0, 10.0, 2.0], [4.0, 3.0, -8.0], [0.5, 2.0, 6.0], [-1.0, 7.0, 3.0], [2.0, -2.0, 1.0],
-              [9.0, 0.0, -3.0]])),
+    (
+        8,
+        _f32(
+            np.array(
+                [
+                    3,
+                    -1,
+                    4,
+                    1,
+                    -5,
+                    9,
+                    2,
+                    -6,
+                    5,
+                    3,
+                    -5,
+                    8,
+                    9,
+                    -7,
+                    9,
+                    3,
+                    0,
+                    2,
+                    -4,
+                    6,
+                    1,
+                    1,
+                    -2,
+                    7,
+                    8,
+                    -3,
+                    5,
+                    4,
+                    -1,
+                    2,
+                    6,
+                    0,
+                ]
+            ).reshape(16, 2)
+        ),
+    ),
+    (
+        4,
+        _f32(
+            np.array(
+                [
+                    2.5,
+                    0.0,
+                    -1.0,
+                    7.0,
+                    1.5,
+                    1.0,
+                    -3.0,
+                    4.0,
+                    0.5,
+                    2.0,
+                    6.0,
+                    -2.0,
+                    1.0,
+                    3.0,
+                    -0.5,
+                    5.0,
+                    2.0,
+                    -1.5,
+                    0.0,
+                    4.5,
+                    3.5,
+                    -2.5,
+                    1.5,
+                    0.5,
+                    6.5,
+                    -4.0,
+                    2.0,
+                    1.0,
+                    0.0,
+                    3.0,
+                    -1.0,
+                    2.5,
+                    5.5,
+                    1.5,
+                    -0.5,
+                    4.0,
+                ]
+            ).reshape(12, 3)
+        ),
+    ),
+    (
+        2,
+        _f32(
+            [[1.0, 10.0, 2.0], [4.0, 3.0, -8.0], [0.5, 2.0, 6.0], [-1.0, 7.0, 3.0], [2.0, -2.0, 1.0], [9.0, 0.0, -3.0]]
+        ),
+    ),
 ]
 
 
@@ -455,12 +598,19 @@ def _check_median_centered(fn: Callable) -> None:
     mesh = line_mesh(k)
     found = _communication(name, fn, mesh, _placed(x_np, mesh, P(DEVICES)))
     if not _uses(found, "all_gather", DEVICES):
-        fail(_say("right_values_no_collective", name=name, seen=_seen(found), axis=DEVICES,
-                  why=_say("median_why")))
-    k, x_np = _MEDIAN_CASES[-1]       # the grader's reading, on the smallest mesh (the cheapest compiles)
+        fail(_say("right_values_no_collective", name=name, seen=_seen(found), axis=DEVICES, why=_say("median_why")))
+    k, x_np = _MEDIAN_CASES[-1]  # the grader's reading, on the smallest mesh (the cheapest compiles)
     mesh = line_mesh(k)
-    _judged(name, fn, mesh, _placed(x_np, mesh, P(DEVICES)), ins=(((DEVICES,),),), axis=DEVICES,
-            why=_say("median_why"), needs=(f"all_gather over '{DEVICES}'",))
+    _judged(
+        name,
+        fn,
+        mesh,
+        _placed(x_np, mesh, P(DEVICES)),
+        ins=(((DEVICES,),),),
+        axis=DEVICES,
+        why=_say("median_why"),
+        needs=(f"all_gather over '{DEVICES}'",),
+    )
 
 
 def _observe_median_centered(fn: Callable) -> dict:
@@ -474,7 +624,8 @@ def _observe_median_centered(fn: Callable) -> dict:
 
 
 median_centered = Exercise(
-    "median_centered", _check_median_centered,
+    "median_centered",
+    _check_median_centered,
     hints=[
         "A median cannot be assembled from per-device partial results the way a sum can. Which values "
         "does the median of one column depend on, and where do they live when the rows are split?",
@@ -490,7 +641,7 @@ median_centered = Exercise(
 
 
 # ---------------------------------------------------------------- 2. sum_scatter_columns
-ROWS, COLUMNS = 3, 8   # each device's block of x is ROWS x COLUMNS
+ROWS, COLUMNS = 3, 8  # each device's block of x is ROWS x COLUMNS
 
 
 def _scatter_case(k: int) -> np.ndarray:
@@ -503,13 +654,14 @@ _SCATTER_MESHES = (8, 4, 2)
 def _own_columns(blocks: np.ndarray) -> np.ndarray:
     """What each device returns if it keeps its own columns of its own block, without adding."""
     k, width = blocks.shape[0], COLUMNS // blocks.shape[0]
-    return np.concatenate([blocks[i][:, i * width:(i + 1) * width] for i in range(k)], axis=1)
+    return np.concatenate([blocks[i][:, i * width : (i + 1) * width] for i in range(k)], axis=1)
 
 
 def _scatter_rules():
     def divisible(err, name, mesh):
         k = mesh.devices.size if mesh is not None else "k"
         return _rule_divisible(err, name, mesh, extra=_say("scatter_rows_hint", rows=ROWS, k=k))
+
     return (_rule_varying, divisible, _rule_in_specs, _rule_global_sharding)
 
 
@@ -548,11 +700,19 @@ def _check_sum_scatter_columns(fn: Callable) -> None:
     mesh = line_mesh(8)
     found = _communication(name, fn, mesh, _placed(_scatter_case(8), mesh, P(DEVICES)), rules=_SCATTER_RULES)
     if not _uses(found, "psum_scatter", DEVICES):
-        fail(_say("right_values_no_collective", name=name, seen=_seen(found), axis=DEVICES,
-                  why=_say("scatter_why")))
-    mesh = line_mesh(_SCATTER_MESHES[-1])    # the grader's reading, on the smallest mesh
-    _judged(name, fn, mesh, _placed(_scatter_case(_SCATTER_MESHES[-1]), mesh, P(DEVICES)), ins=(((DEVICES,),),),
-            axis=DEVICES, why=_say("scatter_why"), needs=(f"psum_scatter over '{DEVICES}'",), rules=_SCATTER_RULES)
+        fail(_say("right_values_no_collective", name=name, seen=_seen(found), axis=DEVICES, why=_say("scatter_why")))
+    mesh = line_mesh(_SCATTER_MESHES[-1])  # the grader's reading, on the smallest mesh
+    _judged(
+        name,
+        fn,
+        mesh,
+        _placed(_scatter_case(_SCATTER_MESHES[-1]), mesh, P(DEVICES)),
+        ins=(((DEVICES,),),),
+        axis=DEVICES,
+        why=_say("scatter_why"),
+        needs=(f"psum_scatter over '{DEVICES}'",),
+        rules=_SCATTER_RULES,
+    )
 
 
 def _observe_sum_scatter_columns(fn: Callable) -> dict:
@@ -565,7 +725,8 @@ def _observe_sum_scatter_columns(fn: Callable) -> dict:
 
 
 sum_scatter_columns = Exercise(
-    "sum_scatter_columns", _check_sum_scatter_columns,
+    "sum_scatter_columns",
+    _check_sum_scatter_columns,
     hints=[
         "Section 3 scattered dimension 0 of a vector. Here the rows cannot be cut into one chunk per "
         "device (3 rows, up to 8 devices), but the 8 columns can: which argument of `psum_scatter` "
@@ -580,7 +741,7 @@ sum_scatter_columns = Exercise(
 
 
 # ---------------------------------------------------------------- 3. ring_all_reduce
-_RING_CASES = ((8, 8), (4, 8), (2, 6))     # (devices, block length); block lengths divisible by k
+_RING_CASES = ((8, 8), (4, 8), (2, 6))  # (devices, block length); block lengths divisible by k
 
 
 def _ring_input(k: int, n: int) -> np.ndarray:
@@ -603,7 +764,11 @@ def _ring_counts(fn: Callable, k: int, n: int) -> np.ndarray | None:
     if got.shape != (k * n,):
         return None
     per_device = got.reshape(k, n)[:, 0]
-    if (per_device < 0).any() or (per_device >= 2**24).any() or (np.abs(per_device - np.round(per_device)) > 1e-3).any():
+    if (
+        (per_device < 0).any()
+        or (per_device >= 2**24).any()
+        or (np.abs(per_device - np.round(per_device)) > 1e-3).any()
+    ):
         # float32 holds integers exactly only below 2**24: larger counts cannot be read; a fraction
         # (an answer that divides) is no count at all (a relative tolerance would round 1388888.875 to one)
         return None
@@ -635,20 +800,36 @@ def _ring_failure(fn: Callable, k: int, where: str, want, got) -> str:
         ratio = got_np / want_np
         factor = float(ratio.flat[0])
         if 1e-6 < abs(factor) < 1 - 1e-4 and np.allclose(ratio, factor, rtol=1e-4, atol=1e-6):
-            return _say("values", name="ring_all_reduce", where=where, want=_fmt(want), got=_fmt(got),
-                        hint=_say("ring_divided", divisor=f"{1 / factor:.4g}"))
-    for devices in (k, 4) if k > 4 else (k,):   # counts above 9 cannot be read on 8 devices
+            return _say(
+                "values",
+                name="ring_all_reduce",
+                where=where,
+                want=_fmt(want),
+                got=_fmt(got),
+                hint=_say("ring_divided", divisor=f"{1 / factor:.4g}"),
+            )
+    for devices in (k, 4) if k > 4 else (k,):  # counts above 9 cannot be read on 8 devices
         counts = _ring_counts(fn, devices, 8)
         if counts is not None:
             if (counts == 1).all():
                 return _say("ring_right_on", name="ring_all_reduce", good=devices, k=k)
-            wrong = [_say("ring_counts_device", i=i, counts=list(map(int, row)))
-                     for i, row in enumerate(counts) if (row != 1).any()]
+            wrong = [
+                _say("ring_counts_device", i=i, counts=list(map(int, row)))
+                for i, row in enumerate(counts)
+                if (row != 1).any()
+            ]
             report = "; ".join(wrong[:3]) + (_say("ring_and_more", more=len(wrong) - 3) if len(wrong) > 3 else "")
-            return _say("ring_counts", name="ring_all_reduce", devices=devices, ones=[1] * devices,
-                        report=report, hint=_ring_diagnosis(counts, devices))
-    return _say("values", name="ring_all_reduce", where=where, want=_fmt(want), got=_fmt(got),
-                hint=_say("ring_generic"))
+            return _say(
+                "ring_counts",
+                name="ring_all_reduce",
+                devices=devices,
+                ones=[1] * devices,
+                report=report,
+                hint=_ring_diagnosis(counts, devices),
+            )
+    return _say(
+        "values", name="ring_all_reduce", where=where, want=_fmt(want), got=_fmt(got), hint=_say("ring_generic")
+    )
 
 
 def _check_ring_all_reduce(fn: Callable) -> None:
@@ -674,15 +855,23 @@ def _check_ring_all_reduce(fn: Callable) -> None:
     if forbidden:
         fail(_say("ring_forbidden", name=name, seen=_seen(forbidden)))
     if not _uses(found, "ppermute", DEVICES):
-        fail(_say("right_values_no_collective", name=name, seen=_seen(found), axis=DEVICES,
-                  why=_say("ring_why")))
+        fail(_say("right_values_no_collective", name=name, seen=_seen(found), axis=DEVICES, why=_say("ring_why")))
     # Read the grader's way on the smallest mesh: one ring step compiles in a fraction of the 8-device
     # program's time, and a ppermute that does not reach the result (discarded, multiplied by zero, beside
     # a total computed outside shard_map) does not reach it on 2 devices either.
     k, n = _RING_CASES[-1]
     mesh = line_mesh(k)
-    _judged(name, fn, mesh, _placed(_ring_input(k, n), mesh, P(DEVICES)), ins=(((DEVICES,),),), axis=DEVICES,
-            why=_say("ring_why"), needs=(f"ppermute over '{DEVICES}'",), rules=rules)
+    _judged(
+        name,
+        fn,
+        mesh,
+        _placed(_ring_input(k, n), mesh, P(DEVICES)),
+        ins=(((DEVICES,),),),
+        axis=DEVICES,
+        why=_say("ring_why"),
+        needs=(f"ppermute over '{DEVICES}'",),
+        rules=rules,
+    )
 
 
 def _observe_ring_all_reduce(fn: Callable) -> dict:
@@ -695,7 +884,8 @@ def _observe_ring_all_reduce(fn: Callable) -> dict:
 
 
 ring_all_reduce = Exercise(
-    "ring_all_reduce", _check_ring_all_reduce,
+    "ring_all_reduce",
+    _check_ring_all_reduce,
     hints=[
         "One `ppermute` moves every device's block one place round the ring. How many such moves "
         "until every device has seen every other device's block once?",
@@ -720,16 +910,15 @@ def sgd_step(w, batch):
     return w - LEARNING_RATE * jax.grad(loss_fn)(w, batch)
 
 
-
-
 def _sgd_step_np(w, batch) -> np.ndarray:
     """`sgd_step` in float64 NumPy (the gradient of the mean squared error in closed form): the
     checks' reference, with nothing to compile."""
     x, y, w = (np.asarray(a, np.float64) for a in (batch["x"], batch["y"], w))
     return w - LEARNING_RATE * 2.0 * x.T @ (x @ w - y) / x.shape[0]
 
+
 FEATURES = 8
-_FSDP_CASES = ((8, 16), (4, 12), (2, 10))    # (devices, examples)
+_FSDP_CASES = ((8, 16), (4, 12), (2, 10))  # (devices, examples)
 
 
 def _fsdp_visible(k: int, n: int):
@@ -747,11 +936,13 @@ def _fsdp_placed(mesh, w, batch):
 def _fsdp_rules():
     def not_gathered(err, name, mesh):
         text = str(err)
-        if isinstance(err, TypeError) and ("dot_general requires contracting dimensions" in text
-                                           or "Incompatible shapes for broadcasting" in text):
+        if isinstance(err, TypeError) and (
+            "dot_general requires contracting dimensions" in text or "Incompatible shapes for broadcasting" in text
+        ):
             k = mesh.devices.size if mesh is not None else 1
             return _say("not_gathered", name=name, first=_first_line(err), shard=FEATURES // k, d=FEATURES)
         return None
+
     return (not_gathered,) + _COMMON_RULES
 
 
@@ -769,10 +960,12 @@ def _fsdp_diagnosis(got, ref, old, k, batch) -> str:
     x, y = np.asarray(batch["x"], np.float64), np.asarray(batch["y"], np.float64)
     shard = FEATURES // k
     local = np.empty_like(old)
-    for i in range(k):   # device i's shard updated with the gradient of device i's examples only
+    for i in range(k):  # device i's shard updated with the gradient of device i's examples only
         rows = slice(i * x.shape[0] // k, (i + 1) * x.shape[0] // k)
         grad = 2.0 * x[rows].T @ (x[rows] @ old - y[rows]) / (x.shape[0] // k)
-        local[i * shard:(i + 1) * shard] = old[i * shard:(i + 1) * shard] - LEARNING_RATE * grad[i * shard:(i + 1) * shard]
+        local[i * shard : (i + 1) * shard] = (
+            old[i * shard : (i + 1) * shard] - LEARNING_RATE * grad[i * shard : (i + 1) * shard]
+        )
     if same_values(got, local, 1e-4):
         return _say("fsdp_local")
     return _say("fsdp_generic")
@@ -798,17 +991,39 @@ def _check_fsdp_step(fn: Callable) -> None:
     mesh = line_mesh(k, DATA_PARALLEL)
     found = _communication(name, fn, mesh, *_fsdp_placed(mesh, *_fsdp_visible(k, n)), rules=_FSDP_RULES)
     if not _uses(found, "all_gather", DATA_PARALLEL):
-        fail(_say("right_values_no_collective", name=name, seen=_seen(found), axis=DATA_PARALLEL,
-                  why=_say("fsdp_why_gather")))
+        fail(
+            _say(
+                "right_values_no_collective",
+                name=name,
+                seen=_seen(found),
+                axis=DATA_PARALLEL,
+                why=_say("fsdp_why_gather"),
+            )
+        )
     if not _uses(found, "psum_scatter", DATA_PARALLEL):
-        fail(_say("right_values_no_collective", name=name, seen=_seen(found), axis=DATA_PARALLEL,
-                  why=_say("fsdp_why_scatter")))
-    k, n = _FSDP_CASES[-1]            # the grader's reading, on the smallest mesh
+        fail(
+            _say(
+                "right_values_no_collective",
+                name=name,
+                seen=_seen(found),
+                axis=DATA_PARALLEL,
+                why=_say("fsdp_why_scatter"),
+            )
+        )
+    k, n = _FSDP_CASES[-1]  # the grader's reading, on the smallest mesh
     mesh = line_mesh(k, DATA_PARALLEL)
     split = ((DATA_PARALLEL,),)
-    _judged(name, fn, mesh, *_fsdp_placed(mesh, *_fsdp_visible(k, n)), ins=(split, split, split), axis=DATA_PARALLEL,
-            why=_say("fsdp_why_scatter"), needs=(f"all_gather over '{DATA_PARALLEL}'",
-                                                 f"psum_scatter over '{DATA_PARALLEL}'"), rules=_FSDP_RULES)
+    _judged(
+        name,
+        fn,
+        mesh,
+        *_fsdp_placed(mesh, *_fsdp_visible(k, n)),
+        ins=(split, split, split),
+        axis=DATA_PARALLEL,
+        why=_say("fsdp_why_scatter"),
+        needs=(f"all_gather over '{DATA_PARALLEL}'", f"psum_scatter over '{DATA_PARALLEL}'"),
+        rules=_FSDP_RULES,
+    )
 
 
 def _observe_fsdp_step(fn: Callable) -> dict:
@@ -823,7 +1038,8 @@ def _observe_fsdp_step(fn: Callable) -> dict:
 
 
 fsdp_step = Exercise(
-    "fsdp_step", _check_fsdp_step,
+    "fsdp_step",
+    _check_fsdp_step,
     hints=[
         "Three collectives' worth of thinking, two collectives in the code: what must a device have "
         "before it can evaluate `loss_fn` on its examples, and which part of the gradient does it need "

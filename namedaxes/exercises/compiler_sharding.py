@@ -43,6 +43,7 @@ named fields), every hint a full string in its `Exercise(...)`; the logic only
 picks and fills them. The shared core (`namedaxes.checking`) words "not written
 yet" and errors in the student's own code.
 """
+
 from __future__ import annotations
 
 import functools
@@ -59,9 +60,19 @@ from namedaxes import DATA_PARALLEL, MODEL_PARALLEL
 from namedaxes.checking import Exercise, collectives, expect_array, explained, fail, progress_of, same_values
 from namedaxes.grading import Case, programs, spec
 
-__all__ = ["one_all_reduce_mlp", "feature_correlation", "collective_matmul_rows", "auto_line_mesh",
-           "explicit_line_mesh", "explicit_grid_mesh", "count_collectives", "HLO_COLLECTIVES", "TEXT", "progress"]
-progress = progress_of(__name__)   # q.progress(): which exercises of the notebook pass
+__all__ = [
+    "one_all_reduce_mlp",
+    "feature_correlation",
+    "collective_matmul_rows",
+    "auto_line_mesh",
+    "explicit_line_mesh",
+    "explicit_grid_mesh",
+    "count_collectives",
+    "HLO_COLLECTIVES",
+    "TEXT",
+    "progress",
+]
+progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
 
 # The collectives of an optimized HLO text, by their HLO names (async forms end in "-start").
 HLO_COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "collective-permute", "all-to-all")
@@ -72,46 +83,53 @@ _NOT_COMMUNICATION = {"pvary", "pcast", "axis_index"}
 TEXT = {
     # crashes, any exercise
     "contracting": (
-        "Explicit mode rejects a matrix product in `{name}`: JAX says \"{first}\". Both operands are split "
+        'Explicit mode rejects a matrix product in `{name}`: JAX says "{first}". Both operands are split '
         "along the dimension the product sums over, so JAX cannot tell which layout you want for the "
         "result. Name it: `jnp.matmul(a, b, out_sharding=NamedSharding(mesh, P(...)))` (the `@` operator "
-        "takes no `out_sharding`)."),
+        "takes no `out_sharding`)."
+    ),
     "illegal": (
-        "Explicit mode rejects an operation in `{name}`: JAX says \"{first}\". The result would be split "
+        'Explicit mode rejects an operation in `{name}`: JAX says "{first}". The result would be split '
         "along one mesh axis in two of its dimensions, which no layout can do. Reshard one operand first "
-        "(`jax.reshard(v, NamedSharding(mesh, P(...)))`), so that the mesh axis appears once."),
+        "(`jax.reshard(v, NamedSharding(mesh, P(...)))`), so that the mesh axis appears once."
+    ),
     "gather": (
-        "Explicit mode rejects an indexing step in `{name}` (JAX says \"{first}\"): picking entries out of a "
+        'Explicit mode rejects an indexing step in `{name}` (JAX says "{first}"): picking entries out of a '
         "split array (`jnp.diagonal`, fancy indexing) has no unambiguous layout. Compute the same numbers "
-        "another way, or reshard the array first."),
+        "another way, or reshard the array first."
+    ),
     "sharding_other": (
-        "Explicit mode rejects a step of `{name}`: JAX says \"{first}\". Give that operation its result's "
-        "layout (`out_sharding=`), or reshard an operand with `jax.reshard` first."),
+        'Explicit mode rejects a step of `{name}`: JAX says "{first}". Give that operation its result\'s '
+        "layout (`out_sharding=`), or reshard an operand with `jax.reshard` first."
+    ),
     "spec_without_mesh": (
-        "`{name}` failed with JAX's error \"{first}\": a bare `P(...)` needs `jax.set_mesh`, and the check "
-        "calls your function under `jax.jit`. Write `NamedSharding(mesh, P(...))` with the `mesh` argument."),
+        '`{name}` failed with JAX\'s error "{first}": a bare `P(...)` needs `jax.set_mesh`, and the check '
+        "calls your function under `jax.jit`. Write `NamedSharding(mesh, P(...))` with the `mesh` argument."
+    ),
     "jit_sharding_mismatch": (
-        "`{name}` failed with JAX's error \"{first}\": a `jax.jit` with `in_shardings` was called on arrays "
+        '`{name}` failed with JAX\'s error "{first}": a `jax.jit` with `in_shardings` was called on arrays '
         "placed otherwise. Inside a traced function, `jax.lax.with_sharding_constraint` states a layout "
-        "without that conflict."),
+        "without that conflict."
+    ),
     "unbound": (
         "`{name}` calls a collective over '{axis}', but no `jax.shard_map` binds that axis there (JAX says: "
-        "\"{first}\"). Collectives run inside the function you give `jax.shard_map`, over its mesh's axes."),
+        '"{first}"). Collectives run inside the function you give `jax.shard_map`, over its mesh\'s axes.'
+    ),
     "in_specs": (
-        "`{name}` failed with JAX's error \"{first}\". The inputs are already placed: give `jax.shard_map` "
-        "the specs they were placed with, and use the `mesh` argument."),
+        '`{name}` failed with JAX\'s error "{first}". The inputs are already placed: give `jax.shard_map` '
+        "the specs they were placed with, and use the `mesh` argument."
+    ),
     "varying_output": (
-        "`{name}` failed with JAX's error \"{first}\": an `out_specs` says a result is the same on every "
-        "device, but JAX types it as varying over the mesh axis. Name the axis in that `out_specs`."),
+        '`{name}` failed with JAX\'s error "{first}": an `out_specs` says a result is the same on every '
+        "device, but JAX types it as varying over the mesh axis. Name the axis in that `out_specs`."
+    ),
     # results, any exercise
     "result_type": "`{name}` should return a `jax.Array`, but it returned a `{type}` {where}.",
     "shape": "`{name}` should return shape {want} {where}, but it returned shape {got}.{hint}",
     "values": "`{name}` has the wrong values {where}: expected {want}, got {got}. {hint}",
     "where_mesh": "(mesh {mesh}, {what})",
     "what_shapes": "{shapes}",
-    "layout": (
-        "`{name}` returns the right shape {where}, but laid out as {got}; the exercise asks for {want}. "
-        "{hint}"),
+    "layout": ("`{name}` returns the right shape {where}, but laid out as {got}; the exercise asks for {want}. {hint}"),
     "layout_replicated": "P() (replicated: the same whole array on every device)",
     "seen_nothing": "no collective at all",
     "seen_item": "{count} x {op}",
@@ -120,29 +138,35 @@ TEXT = {
     # 1. one_all_reduce_mlp
     "mlp_not_replicated": (
         "Every device should hold the whole result: say so with `out_shardings` or a last "
-        "`with_sharding_constraint` to `P()`."),
+        "`with_sharding_constraint` to `P()`."
+    ),
     "mlp_wrote_collectives": (
         "`{name}` writes its own collectives ({seen}). In this exercise the compiler does the communication: "
-        "no `shard_map`, only shardings."),
+        "no `shard_map`, only shardings."
+    ),
     "mlp_no_communication": (
         "`{name}` returns the right values, but its compiled program has no collective: every device "
         "computed the whole MLP. Split the work: give the hidden activation (or the weights) a layout that "
-        "names MODEL_PARALLEL."),
+        "names MODEL_PARALLEL."
+    ),
     "mlp_gathers": (
         "`{name}` returns the right values, but its compiled program has {seen}. An all-gather means a "
         "device assembled a whole array from split pieces, e.g. a hidden layer split by examples (rows) or "
         "a result split over MODEL_PARALLEL. Split the hidden layer along its features (columns), so that "
-        "the second matmul only needs partial sums added, and ask for the result whole."),
+        "the second matmul only needs partial sums added, and ask for the result whole."
+    ),
     "mlp_wrong_count": (
         "`{name}` returns the right values, but its compiled program has {seen}; the goal is exactly one "
-        "all-reduce and no other collective."),
+        "all-reduce and no other collective."
+    ),
     "mlp_relu_order": "That is `relu(x @ w1 @ w2)`: the ReLU belongs between the two matmuls.",
     "mlp_no_relu": "That is `x @ w1 @ w2` without the ReLU on the hidden layer.",
     "mlp_generic": "Compare with `jax.nn.relu(x @ w1) @ w2` on one device.",
     # 2. feature_correlation
     "corr_layout_hint": "Name it in the last matmul's `out_sharding`, or reshard the result.",
     "corr_covariance": (
-        "That is the covariance matrix: divide entry (i, j) by the standard deviations of features i and j."),
+        "That is the covariance matrix: divide entry (i, j) by the standard deviations of features i and j."
+    ),
     "corr_not_centred": "Subtract each feature's mean (over the examples, axis 0) before the product.",
     "corr_generic": "Compare with `np.corrcoef(x, rowvar=False)` on one device.",
     # 3. collective_matmul_rows
@@ -150,21 +174,26 @@ TEXT = {
     "cm_one_block": (
         " That is one block of rows. Here x's rows are split, so each step computes a *different* block of "
         "the result's rows: place it at its rows (e.g. `lax.dynamic_update_slice_in_dim`); nothing is "
-        "added up."),
+        "added up."
+    ),
     "cm_rows_elsewhere": (
         "The right blocks of rows, in the wrong places: after s steps along the ring i -> i + 1, device i "
-        "holds the x block of device (i - s) mod k."),
+        "holds the x block of device (i - s) mod k."
+    ),
     "cm_added": (
         "The blocks were added up. In section 5 x's columns (the dimension the product sums over) were "
-        "split, so the partial products add up; here each step's product is its own block of rows."),
+        "split, so the partial products add up; here each step's product is its own block of rows."
+    ),
     "cm_generic": "Compare with `x @ w` on one device, block of rows by block of rows.",
     "cm_gathers": (
         "`{name}` returns the right values, but it uses {seen}: that is the all-gather version. Move the x "
         "blocks with `lax.ppermute` around the ring instead, multiplying the block a device holds while "
-        "the next one travels."),
+        "the next one travels."
+    ),
     "cm_no_ppermute": (
         "`{name}` returns the right values, but it performs {seen} over '{axis}'. Build it from "
-        "`lax.ppermute` steps inside `jax.shard_map`."),
+        "`lax.ppermute` steps inside `jax.shard_map`."
+    ),
 }
 
 
@@ -194,8 +223,12 @@ def explicit_line_mesh(k: int):
 def explicit_grid_mesh(shape):
     """A (DATA_PARALLEL, MODEL_PARALLEL) mesh of the first rows x columns devices, Explicit."""
     rows, cols = shape
-    return jax.make_mesh((rows, cols), (DATA_PARALLEL, MODEL_PARALLEL), axis_types=(AxisType.Explicit,) * 2,
-                         devices=jax.devices()[:rows * cols])
+    return jax.make_mesh(
+        (rows, cols),
+        (DATA_PARALLEL, MODEL_PARALLEL),
+        axis_types=(AxisType.Explicit,) * 2,
+        devices=jax.devices()[: rows * cols],
+    )
 
 
 def _mesh_name(mesh) -> str:
@@ -213,8 +246,9 @@ def _seen_hlo(counts: dict[str, int]) -> str:
 
 
 def _seen_jaxpr(found) -> str:
-    return _say("seen_join").join(_say("seen_primitive", primitive=p, axes=axes) for p, axes in sorted(found)) \
-        or _say("seen_nothing")
+    return _say("seen_join").join(_say("seen_primitive", primitive=p, axes=axes) for p, axes in sorted(found)) or _say(
+        "seen_nothing"
+    )
 
 
 # ---------------------------------------------------------------- running answers
@@ -226,7 +260,7 @@ def _first_line(err: BaseException) -> str:
 def _rules(name: str):
     def rule(err: BaseException) -> str | None:
         text, first = str(err), _first_line(err)
-        if type(err).__name__ == "ShardingTypeError":   # jax's own class (not exported on these versions)
+        if type(err).__name__ == "ShardingTypeError":  # jax's own class (not exported on these versions)
             if "Contracting dimensions are sharded" in text:
                 return _say("contracting", name=name, first=first)
             if "illegally sharded result" in text:
@@ -234,8 +268,12 @@ def _rules(name: str):
             if "gather" in text:
                 return _say("gather", name=name, first=first)
             return _say("sharding_other", name=name, first=first)
-        if (isinstance(err, ValueError) and "PartitionSpec when you are not under a mesh context" in text
-                or isinstance(err, RuntimeError) and "non-empty mesh in context" in text):
+        if (
+            isinstance(err, ValueError)
+            and "PartitionSpec when you are not under a mesh context" in text
+            or isinstance(err, RuntimeError)
+            and "non-empty mesh in context" in text
+        ):
             return _say("spec_without_mesh", name=name, first=first)
         if isinstance(err, ValueError) and "does not match the sharding on the respective arg" in text:
             return _say("jit_sharding_mismatch", name=name, first=first)
@@ -247,6 +285,7 @@ def _rules(name: str):
             axis = re.search(r"unbound axis name: ([\w.]+)", text)
             return _say("unbound", name=name, axis=axis.group(1) if axis else "?", first=first)
         return None
+
     return (rule,)
 
 
@@ -303,8 +342,7 @@ def _expect_layout(name: str, out, want: tuple, where: str, hint: str) -> None:
     got = _layout(out)
     want = tuple(want) + (None,) * (out.ndim - len(want))
     if got != want:
-        fail(_say("layout", name=name, where=where, got=_spec_text(got), want=_spec_text(want),
-                  hint=hint))
+        fail(_say("layout", name=name, where=where, got=_spec_text(got), want=_spec_text(want), hint=hint))
 
 
 def _bound(fn: Callable, mesh) -> Callable:
@@ -324,8 +362,11 @@ _MLP_SHAPES = [(8, 4, 6, 16, 5), (4, 6, 5, 8, 3), (2, 3, 4, 6, 2)]
 
 def _mlp_inputs(k, n, d, h, f, seed: int = 0):
     r = np.random.default_rng(10 + k + seed)
-    return (_f32(r.normal(size=(n, d))), _f32(r.normal(size=(d, h)) / np.sqrt(d)),
-            _f32(r.normal(size=(h, f)) / np.sqrt(h)))
+    return (
+        _f32(r.normal(size=(n, d))),
+        _f32(r.normal(size=(d, h)) / np.sqrt(d)),
+        _f32(r.normal(size=(h, f)) / np.sqrt(h)),
+    )
 
 
 def _mlp_np(x, w1, w2):
@@ -339,8 +380,11 @@ def _check_one_all_reduce_mlp(fn: Callable) -> None:
         mesh = auto_line_mesh(k)
         host = _mlp_inputs(k, n, d, h, f)
         args = [jax.device_put(a, NamedSharding(mesh, P())) for a in host]
-        where = _say("where_mesh", mesh=_mesh_name(mesh),
-                     what=_say("what_shapes", shapes=", ".join(f"{v} {a.shape}" for v, a in zip(("x", "w1", "w2"), host))))
+        where = _say(
+            "where_mesh",
+            mesh=_mesh_name(mesh),
+            what=_say("what_shapes", shapes=", ".join(f"{v} {a.shape}" for v, a in zip(("x", "w1", "w2"), host))),
+        )
         out = _run(name, fn, mesh, *args)
         _expect_float32(name, out, where)
         if tuple(out.shape) != (n, f):
@@ -378,17 +422,30 @@ def _observe_one_all_reduce_mlp(fn: Callable) -> dict:
     cases = {}
     for k, n, d, h, f in _MLP_SHAPES:
         mesh = auto_line_mesh(k)
-        cases[f"k{k}"] = Case(_bound(fn, mesh), _on(mesh, (n, d), P()), _on(mesh, (d, h), P()),
-                              _on(mesh, (h, f), P()), rtol=1e-4, atol=1e-4)
+        cases[f"k{k}"] = Case(
+            _bound(fn, mesh),
+            _on(mesh, (n, d), P()),
+            _on(mesh, (d, h), P()),
+            _on(mesh, (h, f), P()),
+            rtol=1e-4,
+            atol=1e-4,
+        )
     k, n, d, h, f = _MLP_SHAPES[0]
     mesh = auto_line_mesh(k)
-    cases["structure"] = Case(_bound(fn, mesh), _on(mesh, (n, d), P()), _on(mesh, (d, h), P()),
-                              _on(mesh, (h, f), P()), values=False, only_collectives=True)
+    cases["structure"] = Case(
+        _bound(fn, mesh),
+        _on(mesh, (n, d), P()),
+        _on(mesh, (d, h), P()),
+        _on(mesh, (h, f), P()),
+        values=False,
+        only_collectives=True,
+    )
     return programs(cases)
 
 
 one_all_reduce_mlp = Exercise(
-    "one_all_reduce_mlp", _check_one_all_reduce_mlp,
+    "one_all_reduce_mlp",
+    _check_one_all_reduce_mlp,
     hints=[
         "Section 2 showed which layouts of `x @ w` need no communication and which need an all-reduce. "
         "If the first matmul is to need none, which dimension of `relu(x @ w1)` can be split? And what "
@@ -434,8 +491,9 @@ def _check_feature_correlation(fn: Callable) -> None:
             centred = x64 - x64.mean(axis=0)
             if same_values(got, centred.T @ centred / n, 1e-4):
                 hint = _say("corr_covariance")
-            elif same_values(got, x64.T @ x64 / n / np.outer(np.sqrt((x64 ** 2).mean(0)), np.sqrt((x64 ** 2).mean(0))),
-                             1e-4):
+            elif same_values(
+                got, x64.T @ x64 / n / np.outer(np.sqrt((x64**2).mean(0)), np.sqrt((x64**2).mean(0))), 1e-4
+            ):
                 hint = _say("corr_not_centred")
             else:
                 hint = _say("corr_generic")
@@ -445,9 +503,11 @@ def _check_feature_correlation(fn: Callable) -> None:
 def _with_layout(fn: Callable, mesh, layout) -> Callable:
     """`fn(x, mesh)` followed by an identity `shard_map` with `in_specs=P(*layout)`: on an Explicit mesh
     JAX refuses to trace it unless the result is laid out so."""
+
     def program(x):
         out = fn(x, mesh)
         return jax.shard_map(lambda block: block, mesh=mesh, in_specs=P(*layout), out_specs=P(*layout))(out)
+
     return program
 
 
@@ -457,14 +517,18 @@ def _observe_feature_correlation(fn: Callable) -> dict:
     cases = {}
     for shape, n, d in _CORR_SHAPES:
         mesh = explicit_grid_mesh(shape)
-        cases[f"mesh{shape[0]}x{shape[1]}"] = Case(_with_layout(fn, mesh, _CORR_LAYOUT),
-                                                   _on(mesh, (n, d), P(DATA_PARALLEL, MODEL_PARALLEL)),
-                                                   rtol=1e-4, atol=1e-4)
+        cases[f"mesh{shape[0]}x{shape[1]}"] = Case(
+            _with_layout(fn, mesh, _CORR_LAYOUT),
+            _on(mesh, (n, d), P(DATA_PARALLEL, MODEL_PARALLEL)),
+            rtol=1e-4,
+            atol=1e-4,
+        )
     return programs(cases)
 
 
 feature_correlation = Exercise(
-    "feature_correlation", _check_feature_correlation,
+    "feature_correlation",
+    _check_feature_correlation,
     hints=[
         "Run `jax.jit(feature_correlation_one_device)(x_grid)` and read the first error: which operation "
         "does explicit mode refuse, and which of section 3's two fixes answers that kind of refusal?",
@@ -492,10 +556,11 @@ def _cm_inputs(k, r, d, c, seed: int = 0):
 
 def _same_blocks_elsewhere(got, want, k: int, r: int, c: int) -> bool:
     """Every (r x c) block of `got` is one of the right blocks of its column block, in another place."""
+
     def blocks(a, col):
-        return [a[i * r:(i + 1) * r, col * c:(col + 1) * c] for i in range(k)]
-    return all(any(same_values(g, w, 1e-4) for w in blocks(want, col))
-               for col in range(k) for g in blocks(got, col))
+        return [a[i * r : (i + 1) * r, col * c : (col + 1) * c] for i in range(k)]
+
+    return all(any(same_values(g, w, 1e-4) for w in blocks(want, col)) for col in range(k) for g in blocks(got, col))
 
 
 def _check_collective_matmul_rows(fn: Callable) -> None:
@@ -505,8 +570,9 @@ def _check_collective_matmul_rows(fn: Callable) -> None:
         x_np, w_np = _cm_inputs(k, r, d, c)
         x = jax.device_put(x_np, NamedSharding(mesh, P(MODEL_PARALLEL, None)))
         w = jax.device_put(w_np, NamedSharding(mesh, P(None, MODEL_PARALLEL)))
-        where = _say("where_mesh", mesh=_mesh_name(mesh),
-                     what=_say("what_shapes", shapes=f"x {x_np.shape}, w {w_np.shape}"))
+        where = _say(
+            "where_mesh", mesh=_mesh_name(mesh), what=_say("what_shapes", shapes=f"x {x_np.shape}, w {w_np.shape}")
+        )
         out = _run(name, fn, mesh, x, w)
         _expect_float32(name, out, where)
         n, f = k * r, k * c
@@ -543,18 +609,28 @@ def _observe_collective_matmul_rows(fn: Callable) -> dict:
     cases = {}
     for k, r, d, c in _CM_SHAPES:
         mesh = explicit_line_mesh(k)
-        cases[f"k{k}"] = Case(_bound(fn, mesh), _on(mesh, (k * r, d), P(MODEL_PARALLEL, None)),
-                              _on(mesh, (d, k * c), P(None, MODEL_PARALLEL)), rtol=1e-4, atol=1e-4)
+        cases[f"k{k}"] = Case(
+            _bound(fn, mesh),
+            _on(mesh, (k * r, d), P(MODEL_PARALLEL, None)),
+            _on(mesh, (d, k * c), P(None, MODEL_PARALLEL)),
+            rtol=1e-4,
+            atol=1e-4,
+        )
     k, r, d, c = _CM_SHAPES[0]
     mesh = explicit_line_mesh(k)
-    cases["collectives"] = Case(_bound(fn, mesh), _on(mesh, (k * r, d), P(MODEL_PARALLEL, None)),
-                                _on(mesh, (d, k * c), P(None, MODEL_PARALLEL)), values=False,
-                                only_collectives=True)
+    cases["collectives"] = Case(
+        _bound(fn, mesh),
+        _on(mesh, (k * r, d), P(MODEL_PARALLEL, None)),
+        _on(mesh, (d, k * c), P(None, MODEL_PARALLEL)),
+        values=False,
+        only_collectives=True,
+    )
     return programs(cases)
 
 
 collective_matmul_rows = Exercise(
-    "collective_matmul_rows", _check_collective_matmul_rows,
+    "collective_matmul_rows",
+    _check_collective_matmul_rows,
     hints=[
         "Device i holds rows block i of x and column block i of w. Which blocks of the result can it "
         "compute with the x block it holds now, and which x block will it hold after one step of the ring?",

@@ -46,6 +46,7 @@ hints are full strings in its `Exercise(...)`; the logic only picks and fills
 templates. The shared core (`namedaxes.checking`) words "not written yet",
 unbound axis names and errors in the student's own code.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -69,11 +70,19 @@ from namedaxes.checking import (
 )
 from namedaxes.grading import Case, pmapped, programs, spec
 
-__all__ = ["loss_fn", "compute_gradients", "parallel_update_step", "train",
-           "LEARNING_RATE", "GRADE_IDS", "TEXT", "progress"]
-progress = progress_of(__name__)   # q.progress(): which exercises of the notebook pass
+__all__ = [
+    "loss_fn",
+    "compute_gradients",
+    "parallel_update_step",
+    "train",
+    "LEARNING_RATE",
+    "GRADE_IDS",
+    "TEXT",
+    "progress",
+]
+progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
 
-LEARNING_RATE = model.LEARNING_RATE   # the course's reference model: namedaxes.model
+LEARNING_RATE = model.LEARNING_RATE  # the course's reference model: namedaxes.model
 PARAM_NAMES = model.PARAM_NAMES
 BATCH_NAMES = ("x", "y")
 
@@ -94,28 +103,31 @@ TEXT = {
     # crashes
     "local_collective": (
         "`{name}` uses a collective over '{axis}', but it is a local function: it sees one device's "
-        "batch and needs no communication. Leave the averaging to `parallel_update_step`."),
+        "batch and needs no communication. Leave the averaging to `parallel_update_step`."
+    ),
     "run_as": "`jax.pmap({name}, axis_name=DATA_PARALLEL, in_axes=(None, 0))`",
     # types, shapes, dtypes
     "numpy_value": (
         "{what} is a NumPy value (`{type}`); compute it with `jnp` so it is a `jax.Array` (NumPy cannot "
-        "be traced by `jax.grad`, `jax.pmap` or `lax.scan`)."),
+        "be traced by `jax.grad`, `jax.pmap` or `lax.scan`)."
+    ),
     "not_array": "{what} should be a `jax.Array`, but it is a `{type}`: {value}",
     "wrong_shape": "{what} should have shape {want}, but it has shape {got}.",
-    "wrong_dtype": (
-        "{what} should have dtype float32 (like the parameters and the batch), but it has dtype {got}."),
+    "wrong_dtype": ("{what} should have dtype float32 (like the parameters and the batch), but it has dtype {got}."),
     "not_param_dict": (
-        "`{name}` should return {what}: a dict with keys 'w' and 'b' like `params`, but it returned a "
-        "`{type}`. {hint}"),
+        "`{name}` should return {what}: a dict with keys 'w' and 'b' like `params`, but it returned a `{type}`. {hint}"
+    ),
     "param_keys": "`{name}` should return {what} as a dict with keys ['b', 'w'], but its keys are {keys}.{hint}",
     "batch_keys": (
         " Those are the keys of the batch: differentiate with respect to the first argument, `params` "
-        "(the default of `jax.grad`, `argnums=0`)."),
+        "(the default of `jax.grad`, `argnums=0`)."
+    ),
     # 1. loss_fn
     "loss_where": "With params {params} and x of shape {shape},",
     "loss_not_scalar": (
         "{where} `loss_fn` should return one number (shape ()), but it returned shape {got}. Average "
-        "the squared errors over the examples with `jnp.mean`."),
+        "the squared errors over the examples with `jnp.mean`."
+    ),
     "loss_value": "{where} `loss_fn` should return {want}, but it returned {got}. {hint}",
     "loss_sum": "That is the sum of squared errors: take the mean (`jnp.mean`), not the sum.",
     "loss_abs": "That is the mean absolute error: square the error instead of taking its absolute value.",
@@ -123,64 +135,74 @@ TEXT = {
     "loss_root": "That is the root of the mean squared error: drop the square root.",
     "loss_half": "That is half the mean squared error: drop the factor 1/2.",
     "loss_other": (
-        "The loss is the mean over the examples of (w * x + b - y) squared: predict, subtract y, square, "
-        "average."),
+        "The loss is the mean over the examples of (w * x + b - y) squared: predict, subtract y, square, average."
+    ),
     "the_loss": "`loss_fn(params, local_batch)`",
     # 2. compute_gradients
     "grads_value_and_grad": (
         "It looks like (loss, gradients), what `jax.value_and_grad` returns: use `jax.grad`, which "
-        "returns only the gradients."),
+        "returns only the gradients."
+    ),
     "the_gradients": "the gradients",
     "grads_value": (
         "With params {params} and x of shape {shape}, `compute_gradients` should return {want}, but it "
         "returned {got}. Differentiate `loss_fn` with `jax.grad`; if that is what you wrote, `loss_fn` "
-        "is wrong: its check says how."),
+        "is wrong: its check says how."
+    ),
     "pair_value": "{{'w': {w}, 'b': {b}}}",
     # 3. parallel_update_step
     "step_where": (
-        "(run as `jax.pmap({name}, axis_name=DATA_PARALLEL, in_axes=(None, 0))` on {k} devices, {per} examples each)"),
-    "step_not_pair": (
-        "`{name}` should return a pair `(new_params, loss)`, but it returned a `{type}` {where}.{hint}"),
+        "(run as `jax.pmap({name}, axis_name=DATA_PARALLEL, in_axes=(None, 0))` on {k} devices, {per} examples each)"
+    ),
+    "step_not_pair": ("`{name}` should return a pair `(new_params, loss)`, but it returned a `{type}` {where}.{hint}"),
     "step_only_params": (
         " That looks like the new parameters alone: return them together with the full-batch loss of "
-        "the parameters you were given."),
+        "the parameters you were given."
+    ),
     "step_the_new_params": "the new parameters as the first item",
     "step_new_params_hint": "Return the new parameters, e.g. `jax.tree.map(lambda p, g: ..., params, grads)`.",
     "step_param_shape": (
         "On each device, `{name}` should return scalar parameters like `params`, but `['{key}']` has "
-        "per-device shape {shape} {where}. Did the gradient or the update pick up the batch's shape?"),
+        "per-device shape {shape} {where}. Did the gradient or the update pick up the batch's shape?"
+    ),
     "step_loss_shape": (
         "On each device, the loss `{name}` returns should be one number (shape ()), but it has "
-        "per-device shape {shape} {where}."),
+        "per-device shape {shape} {where}."
+    ),
     "step_params_differ": (
         "`{name}` returned parameters that differ across devices {where}: w per device {w}, b per device "
         "{b}. The gradients are not averaged: lax.pmean over '{axis}' is missing. Each device stepped "
         "with its own local gradient; average the gradients from `compute_gradients` over "
-        "DATA_PARALLEL (a pmean of the loss inside `jax.grad` does not average them under pmap)."),
+        "DATA_PARALLEL (a pmean of the loss inside `jax.grad` does not average them under pmap)."
+    ),
     "step_params_value": (
         "`{name}` {where}, starting from {start}, should return new parameters {want} on every device, "
-        "but it returned {got}. {hint}"),
+        "but it returned {got}. {hint}"
+    ),
     "step_averaged_grads": "Those are the averaged gradients: return the updated parameters, `params - 0.01 * grads`.",
     "step_unchanged": "Those are the unchanged parameters: take the step `params - 0.01 * averaged_grads`.",
     "step_up": "The step went up the gradient: subtract it, `params - 0.01 * grads`.",
     "step_summed": (
         "The step is {k} times too large, on {k} devices: the gradients were summed (`lax.psum`) but not "
         "divided by the number of devices. Use `lax.pmean`, or divide by "
-        "`lax.psum(1, axis_name=DATA_PARALLEL)`."),
+        "`lax.psum(1, axis_name=DATA_PARALLEL)`."
+    ),
     "step_rate": (
         "The step is {ratio} times the expected one: use the learning rate 0.01 and the *mean* of the "
-        "device gradients (`lax.pmean`; a fixed divisor such as 8 is wrong on {k} devices)."),
+        "device gradients (`lax.pmean`; a fixed divisor such as 8 is wrong on {k} devices)."
+    ),
     "step_other": "Step with the averaged gradients: `new = params - 0.01 * averaged_grads`.",
     "step_loss_differs": (
         "`{name}` returned a loss that differs across devices {where}: {losses}. That is each device's "
         "loss on its own shard; the loss to return is the full-batch loss, the same on every device "
-        "(with equal shards, the mean of the device losses)."),
+        "(with equal shards, the mean of the device losses)."
+    ),
     "step_loss_value": (
         "`{name}` {where}, starting from {start}, should return the full-batch loss {want} of the "
-        "parameters it was given, but it returned {got}. {hint}"),
+        "parameters it was given, but it returned {got}. {hint}"
+    ),
     "step_loss_after": "That is the loss *after* the step: return the loss of the incoming `params`.",
-    "step_loss_summed": (
-        "That is {k} times the full-batch loss: the device losses were summed, not averaged."),
+    "step_loss_summed": ("That is {k} times the full-batch loss: the device losses were summed, not averaged."),
     "step_loss_other": "Average the devices' losses of the incoming `params` over DATA_PARALLEL.",
     "step_no_average": "The gradients are not averaged: lax.pmean over '{axis}' is missing.",
     # 4. train
@@ -190,14 +212,17 @@ TEXT = {
     "train_per_device_params": (
         "{call} returned one copy of the parameters per device (shape ({k},)). Return a single copy: run "
         "the step with `out_axes=None` (valid because every device holds the same parameters), or take "
-        "`[0]` of each leaf."),
+        "`[0]` of each leaf."
+    ),
     "train_final": "`final_params` as the first item",
     "train_losses_per_device": (
         "{call} returned `losses` of shape {shape}: one loss per device and step. Return one number per "
-        "entry, the loss of the whole batch (with equal shards, the mean of the device losses)."),
+        "entry, the loss of the whole batch (with equal shards, the mean of the device losses)."
+    ),
     "train_losses_shape": (
         "{call} should return `losses` of shape ({n},): the full-batch loss before each of the {steps} "
-        "steps, then the loss of `final_params`. It has shape {shape}.{hint}"),
+        "steps, then the loss of `final_params`. It has shape {shape}.{hint}"
+    ),
     "train_losses_one_short": " One entry short: the loss of `final_params` is missing at the end.",
     "the_losses": "`losses`",
     "train_params": "{call} should end at {want}, but it ended at {got}. {more}",
@@ -205,15 +230,20 @@ TEXT = {
     "train_apply_step": "Apply `p_update_step` (your `parallel_update_step` under pmap) `steps` times.",
     "train_losses": (
         "{call} should return losses {want} (the full-batch loss before each step, then that of "
-        "`final_params`), but it returned {got}. {more}"),
+        "`final_params`), but it returned {got}. {more}"
+    ),
     "train_losses_last": (
         "All entries but the last are right. The last is the loss of `final_params` on the whole batch, "
-        "not on one device's shard, and not the loss before the last step."),
-    "train_parallel": ("Train with `p_update_step`, your `parallel_update_step` under `jax.pmap`: each device "
-                       "steps on its own shard of the batch, and the step's collective averages the gradients."),
+        "not on one device's shard, and not the loss before the last step."
+    ),
+    "train_parallel": (
+        "Train with `p_update_step`, your `parallel_update_step` under `jax.pmap`: each device "
+        "steps on its own shard of the batch, and the step's collective averages the gradients."
+    ),
     "train_losses_after": (
         "Those are the losses *after* each step: record the loss of the parameters before you update "
-        "them, so `losses[0]` is the loss of the starting parameters."),
+        "them, so `losses[0]` is the loss of the starting parameters."
+    ),
 }
 
 
@@ -228,11 +258,13 @@ def _pair(values: dict) -> str:
 # ---------------------------------------------------------------- small helpers
 def _explained(name: str, *, local: bool = False):
     """Run an answer; crashes become readable messages (`checking.explained` plus the rule for local functions)."""
+
     def local_collective(err: BaseException) -> str | None:
         axis = unbound_axis_name(err)
         if not local or axis is None:
             return None
         return _say("local_collective", name=name, axis=axis)
+
     return explained(name, run=_say("run_as", name=name), binds=(DATA_PARALLEL,), rules=(local_collective,))
 
 
@@ -256,7 +288,7 @@ def _full(sharded_batch) -> dict:
 
 
 def _ref_step(params, sharded_batch) -> dict:
-    return _ref_sgd(params, _full(sharded_batch))   # equal shards: mean of device gradients == full batch
+    return _ref_sgd(params, _full(sharded_batch))  # equal shards: mean of device gradients == full batch
 
 
 def _ref_train(params, sharded_batch, steps: int):
@@ -300,16 +332,16 @@ def _expect_param_dict(name: str, value, what: str, shape=(), hint: str = "") ->
 # ---------------------------------------------------------------- exercise 1: loss_fn
 def _visible_loss_cases():
     x = np.array([0.0, 1.0, 2.0])
-    yield {"w": 2.0, "b": 0.5}, {"x": x, "y": 2 * x + 0.5}           # perfect fit: loss 0
-    yield {"w": 1.0, "b": 0.0}, {"x": x, "y": 2 * x + 0.5}           # errors -0.5, -1.5, -2.5
-    x2 = np.array([[-1.0], [0.5], [1.5], [3.0]])                     # a trailing feature axis
+    yield {"w": 2.0, "b": 0.5}, {"x": x, "y": 2 * x + 0.5}  # perfect fit: loss 0
+    yield {"w": 1.0, "b": 0.0}, {"x": x, "y": 2 * x + 0.5}  # errors -0.5, -1.5, -2.5
+    x2 = np.array([[-1.0], [0.5], [1.5], [3.0]])  # a trailing feature axis
     yield {"w": -0.5, "b": 1.0}, {"x": x2, "y": np.array([[0.0], [2.0], [1.0], [-1.0]])}
 
 
 def _diagnose_loss(params, batch, got: float, want: float) -> str:
     x, y = np.asarray(batch["x"], float), np.asarray(batch["y"], float)
     err = params["w"] * x + params["b"] - y
-    if same_values(got, np.sum(err ** 2), 1e-4, dtype=float):
+    if same_values(got, np.sum(err**2), 1e-4, dtype=float):
         return _say("loss_sum")
     if same_values(got, np.mean(np.abs(err)), 1e-4, dtype=float):
         return _say("loss_abs")
@@ -334,8 +366,15 @@ def _check_loss_fn(fn: Callable) -> None:
         _expect_scalar(_say("the_loss"), out)
         want = _ref_loss(p, b)
         if not same_values(out, want, dtype=float):
-            fail(_say("loss_value", where=where, want=f"{want:.6g}", got=f"{float(out):.6g}",
-                      hint=_diagnose_loss(p, b, float(out), want)))
+            fail(
+                _say(
+                    "loss_value",
+                    where=where,
+                    want=f"{want:.6g}",
+                    got=f"{float(out):.6g}",
+                    hint=_diagnose_loss(p, b, float(out), want),
+                )
+            )
     # structure: a local function (its direct calls above bind no axis, so any collective over DATA_PARALLEL
     # has already failed them; the grader exports it on one device too: see `_per_device_programs`)
 
@@ -343,8 +382,10 @@ def _check_loss_fn(fn: Callable) -> None:
 def _abstract_case(k: int, per: int, trailing=()):
     """Abstract params and sharded batch (shapes and dtypes only: the grader draws the values)."""
     shape = (k, per) + tuple(trailing)
-    return ({n: spec((), jnp.float32) for n in PARAM_NAMES},
-            {"x": spec(shape, jnp.float32), "y": spec(shape, jnp.float32)})
+    return (
+        {n: spec((), jnp.float32) for n in PARAM_NAMES},
+        {"x": spec(shape, jnp.float32), "y": spec(shape, jnp.float32)},
+    )
 
 
 def _per_device_programs(fn: Callable, local: bool = False) -> dict:
@@ -353,8 +394,10 @@ def _per_device_programs(fn: Callable, local: bool = False) -> dict:
     `local`: also `fn` itself on one device's batch, with no axis bound (a local function must run there,
     as the notebook runs it: a collective, even one whose result is unused, fails to export, as it fails
     the visible check's direct calls)."""
-    cases = {f"k{k}": Case(pmapped(fn, k, DATA_PARALLEL, in_axes=(None, 0)), *_abstract_case(k, per, trailing))
-             for k, per, trailing in _OBSERVED_SHAPES}
+    cases = {
+        f"k{k}": Case(pmapped(fn, k, DATA_PARALLEL, in_axes=(None, 0)), *_abstract_case(k, per, trailing))
+        for k, per, trailing in _OBSERVED_SHAPES
+    }
     if local:
         params, sharded = _abstract_case(1, 5, ())
         cases["local"] = Case(fn, params, {k: spec(v.shape[1:], v.dtype) for k, v in sharded.items()})
@@ -366,7 +409,8 @@ def _local_programs(fn: Callable) -> dict:
 
 
 loss_fn = Exercise(
-    "loss_fn", _check_loss_fn,
+    "loss_fn",
+    _check_loss_fn,
     hints=[
         "The loss is one number per batch: how far the line's predictions are from `y`, each miss "
         "squared, averaged over the examples. Which `jnp` function averages over the examples?",
@@ -382,7 +426,7 @@ loss_fn = Exercise(
 # ---------------------------------------------------------------- exercise 2: compute_gradients
 def _check_compute_gradients(fn: Callable) -> None:
     name = "compute_gradients"
-    compiled = jax.jit(fn)   # one compilation per shape instead of op-by-op dispatch: same results, faster
+    compiled = jax.jit(fn)  # one compilation per shape instead of op-by-op dispatch: same results, faster
     for p, b in _visible_loss_cases():
         params, batch = _as_params(p["w"], p["b"]), _as_batch(b["x"], b["y"])
         with _explained(name, local=True):
@@ -398,7 +442,8 @@ def _check_compute_gradients(fn: Callable) -> None:
 
 
 compute_gradients = Exercise(
-    "compute_gradients", _check_compute_gradients,
+    "compute_gradients",
+    _check_compute_gradients,
     hints=[
         "The cell above differentiates `scaled_area` with respect to its second argument. Which function "
         "do you differentiate here, and which of its arguments holds the parameters?",
@@ -481,22 +526,48 @@ def _check_parallel_update_step(fn: Callable) -> None:
         # value: every device holds the same new parameters ...
         got = {n: np.asarray(new[n], float) for n in PARAM_NAMES}
         if not all(np.allclose(got[n], got[n][0], rtol=1e-5, atol=1e-6) for n in PARAM_NAMES):
-            fail(_say("step_params_differ", name=name, where=where, w=show_values(got["w"], dtype=float),
-                      b=show_values(got["b"], dtype=float), axis=DATA_PARALLEL))
+            fail(
+                _say(
+                    "step_params_differ",
+                    name=name,
+                    where=where,
+                    w=show_values(got["w"], dtype=float),
+                    b=show_values(got["b"], dtype=float),
+                    axis=DATA_PARALLEL,
+                )
+            )
         # ... and they are one SGD step with the full-batch (= averaged) gradient
         want = _ref_step(p, b)
         first = {n: float(got[n][0]) for n in PARAM_NAMES}
         if not all(same_values(first[n], want[n], dtype=float) for n in PARAM_NAMES):
-            fail(_say("step_params_value", name=name, where=where, start=p, want=_pair(want), got=_pair(first),
-                      hint=_diagnose_step(p, b, first)))
+            fail(
+                _say(
+                    "step_params_value",
+                    name=name,
+                    where=where,
+                    start=p,
+                    want=_pair(want),
+                    got=_pair(first),
+                    hint=_diagnose_step(p, b, first),
+                )
+            )
         # the loss: the same on every device, the full-batch loss of the incoming params
         losses = np.asarray(loss, float)
         if not np.allclose(losses, losses[0], rtol=1e-5, atol=1e-6):
             fail(_say("step_loss_differs", name=name, where=where, losses=show_values(losses, dtype=float)))
         want_loss = _ref_loss(p, _full(b))
         if not same_values(losses[0], want_loss, dtype=float):
-            fail(_say("step_loss_value", name=name, where=where, start=p, want=f"{want_loss:.6g}",
-                      got=f"{losses[0]:.6g}", hint=_diagnose_loss_of_step(p, b, float(losses[0]))))
+            fail(
+                _say(
+                    "step_loss_value",
+                    name=name,
+                    where=where,
+                    start=p,
+                    want=f"{want_loss:.6g}",
+                    got=f"{losses[0]:.6g}",
+                    hint=_diagnose_loss_of_step(p, b, float(losses[0])),
+                )
+            )
     # structure: the averaging really is a collective over DATA_PARALLEL, read the grader's way
     _expect_averages(fn, params, sharded)
 
@@ -509,7 +580,8 @@ def _expect_averages(fn: Callable, params, sharded) -> None:
 
 
 parallel_update_step = Exercise(
-    "parallel_update_step", _check_parallel_update_step,
+    "parallel_update_step",
+    _check_parallel_update_step,
     hints=[
         "Each device knows only its own shard. Which two numbers does it compute there, and what must "
         "happen to each of them before every device can use it as the whole batch's?",
@@ -542,8 +614,11 @@ def _check_train(fn: Callable) -> None:
         length = _say("train_length", n=len(result)) if isinstance(result, (tuple, list)) else "."
         fail(_say("train_not_pair", call=call, type=_type_name(result), length=length))
     new, losses = result
-    if isinstance(new, dict) and set(new) == set(PARAM_NAMES) and all(
-            isinstance(new[n], jax.Array) and tuple(new[n].shape) == (k,) for n in PARAM_NAMES):
+    if (
+        isinstance(new, dict)
+        and set(new) == set(PARAM_NAMES)
+        and all(isinstance(new[n], jax.Array) and tuple(new[n].shape) == (k,) for n in PARAM_NAMES)
+    ):
         fail(_say("train_per_device_params", call=call, k=k))
     _expect_param_dict(name, new, _say("train_final"))
     if isinstance(losses, jax.Array) and losses.ndim == 2 and losses.shape[0] in (steps, steps + 1):
@@ -555,8 +630,11 @@ def _check_train(fn: Callable) -> None:
     ref_params, ref_losses = _ref_train(p, b, steps)
     got = {n: float(new[n]) for n in PARAM_NAMES}
     if not all(same_values(got[n], ref_params[n], dtype=float) for n in PARAM_NAMES):
-        done = [s for s in (steps - 1, steps + 1, 1) if all(
-            same_values(got[n], _ref_train(p, b, s)[0][n], dtype=float) for n in PARAM_NAMES)]
+        done = [
+            s
+            for s in (steps - 1, steps + 1, 1)
+            if all(same_values(got[n], _ref_train(p, b, s)[0][n], dtype=float) for n in PARAM_NAMES)
+        ]
         more = _say("train_steps_off", n=done[0]) if done else _say("train_apply_step")
         fail(_say("train_params", call=call, want=_pair(ref_params), got=_pair(got), more=more))
     got_losses = np.asarray(losses, float)
@@ -567,8 +645,15 @@ def _check_train(fn: Callable) -> None:
             more = _say("train_losses_after")
         else:
             more = ""
-        fail(_say("train_losses", call=call, want=show_values(ref_losses, dtype=float),
-                  got=show_values(got_losses, dtype=float), more=more).strip())
+        fail(
+            _say(
+                "train_losses",
+                call=call,
+                want=show_values(ref_losses, dtype=float),
+                got=show_values(got_losses, dtype=float),
+                more=more,
+            ).strip()
+        )
 
 
 def _judge_train(fn: Callable) -> None:
@@ -587,14 +672,24 @@ def _observe_train(fn: Callable) -> dict:
     """`train(params, sharded_batch, steps)` compiled as one program per case (`jax.jit`, steps fixed)
     and exported: the grader runs the whole training on its own data and compares the final params
     and the losses (so the loop must stay in JAX: no `float(...)` or `np.asarray` of values in it)."""
-    return programs({f"k{k}_steps{steps}": Case(lambda p, b, steps=steps: fn(p, b, steps), *_abstract_case(k, per),
-                                                draw={"kind": "normal", "scale": 0.5}, rtol=1e-4, atol=1e-4,
-                                                out_layout=False)     # where params and losses live is open
-                     for k, per, steps in _OBSERVED_TRAIN})
+    return programs(
+        {
+            f"k{k}_steps{steps}": Case(
+                lambda p, b, steps=steps: fn(p, b, steps),
+                *_abstract_case(k, per),
+                draw={"kind": "normal", "scale": 0.5},
+                rtol=1e-4,
+                atol=1e-4,
+                out_layout=False,
+            )  # where params and losses live is open
+            for k, per, steps in _OBSERVED_TRAIN
+        }
+    )
 
 
 train = Exercise(
-    "train", _check_train,
+    "train",
+    _check_train,
     hints=[
         "What does one call of `p_update_step` hand back, and whose loss is that: the parameters it "
         "was given, or the ones it returns? Then: which call could tell you the loss of `final_params`?",

@@ -40,6 +40,7 @@ Student-facing strings: every message of this module's checks is in the `TEXT`
 table below, and each exercise's hints are full strings in its `Exercise(...)`;
 the logic only fills in the templates.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -67,14 +68,26 @@ from namedaxes.exercises.shard_map import TEXT as shard_map_text
 from namedaxes.exercises.shard_map import _judge, line_mesh
 from namedaxes.grading import Case, programs, spec
 
-__all__ = ["local_rows", "global_metrics", "masked_step", "GRADE_IDS", "LEARNING_RATE", "NUM_PROCESSES",
-           "LOCAL_DEVICES", "TEXT", "line_mesh", "to_global", "read_back", "progress"]
-progress = progress_of(__name__)   # q.progress(): which exercises of the notebook pass
+__all__ = [
+    "local_rows",
+    "global_metrics",
+    "masked_step",
+    "GRADE_IDS",
+    "LEARNING_RATE",
+    "NUM_PROCESSES",
+    "LOCAL_DEVICES",
+    "TEXT",
+    "line_mesh",
+    "to_global",
+    "read_back",
+    "progress",
+]
+progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
 
 NUM_PROCESSES = 2
 LOCAL_DEVICES = 4
 N_GLOBAL = NUM_PROCESSES * LOCAL_DEVICES
-LEARNING_RATE = model.LEARNING_RATE   # the course's reference model: namedaxes.model
+LEARNING_RATE = model.LEARNING_RATE  # the course's reference model: namedaxes.model
 PARAM_NAMES = model.PARAM_NAMES
 METRIC_KEYS = ("total", "mean", "per_process")
 
@@ -90,28 +103,33 @@ TEXT = {
     "in_worker": "In worker process {i} of {p} ({n} local devices)",
     "in_kernel": "In this kernel (process 0 of 1, {n} local devices: it owns every row)",
     "as_process": "In this kernel, answering as process {i} of {p} ({n} local devices each)",
-    "on_mesh_kernel": ("On a mesh of {k} devices in this kernel, answering as process 0 of a cluster of {p} "
-                       "processes x {n} devices ({what})"),
-    "on_mesh_workers": ("On the mesh of {k} devices spanning the {p} worker processes, {n} devices each "
-                        "({what})"),
+    "on_mesh_kernel": (
+        "On a mesh of {k} devices in this kernel, answering as process 0 of a cluster of {p} "
+        "processes x {n} devices ({what})"
+    ),
+    "on_mesh_workers": ("On the mesh of {k} devices spanning the {p} worker processes, {n} devices each ({what})"),
     # crashes
     "cannot_ship": "`{name}` cannot be sent to the worker processes: {error}.",
     "wrong_axis": (
         "`{name}` stopped with an empty AssertionError from inside JAX. On this JAX that is what a "
         "collective inside `jax.shard_map` raises when its axis name is not an axis of the mesh, e.g. "
-        "a typo. The mesh here has the axis {axes}: use the course's constant, not a string."),
+        "a typo. The mesh here has the axis {axes}: use the course's constant, not a string."
+    ),
     "unbound": (
         "`{name}` calls a collective over '{axis}', but no mesh axis of that name is bound there. "
         "Collectives work inside the function you give `jax.shard_map`, over the axis names of its "
-        "`mesh` (here {axes})."),
+        "`mesh` (here {axes})."
+    ),
     "varying_output": (
-        "`{name}` failed with JAX's error \"{first}\": `out_specs=P()` promises a value that is the same "
+        '`{name}` failed with JAX\'s error "{first}": `out_specs=P()` promises a value that is the same '
         "on every device, but JAX sees a value that still differs per device (a device's own sum, "
-        "say). Combine the devices' values with a collective (`lax.psum`) before returning them."),
+        "say). Combine the devices' values with a collective (`lax.psum`) before returning them."
+    ),
     "global_sharding": (
-        "`{name}` failed with JAX's error \"{first}\": outside `jax.shard_map`, JAX refuses this operation "
+        '`{name}` failed with JAX\'s error "{first}": outside `jax.shard_map`, JAX refuses this operation '
         "on an array split over the mesh. Do the per-device work inside the function you give "
-        "`jax.shard_map`, where each device sees its own block of rows."),
+        "`jax.shard_map`, where each device sees its own block of rows."
+    ),
     # results, any exercise
     "not_callable": "`{name}` should be a function, but it is a `{type}`.",
     "not_dict": "{where}, `{name}` should return a dict with keys {keys}, but it returned {kind}.",
@@ -121,98 +139,120 @@ TEXT = {
     "no_shard_map": (
         "`{name}` returns the right values, but without `jax.shard_map`: this exercise asks for the "
         "per-device view, one block of rows per device of the mesh, across both processes. Put the "
-        "work in the function you give `jax.shard_map(..., mesh=mesh)`."),
-    "no_collective": (
-        "`{name}` performs no collective over '{axis}': each device would only know its own rows. "
-        "{why}"),
+        "work in the function you give `jax.shard_map(..., mesh=mesh)`."
+    ),
+    "no_collective": ("`{name}` performs no collective over '{axis}': each device would only know its own rows. {why}"),
     # 1. local_rows
     "rows_dict_keys": (
         "For a dict batch {{'x': ..., 'y': ...}}, {where} `{name}` returned {kind}; it should return the "
         "same dict with the rows of every array: `jax.tree.map(lambda a: a[start:stop], global_batch)` "
-        "slices every leaf."),
+        "slices every leaf."
+    ),
     "rows_key": "{where} (key '{key}')",
     "rows_not_array": "{where} `{name}` returned a `{type}`; it should return an array, {want} of the batch.",
-    "rows_all": ("{where} `{name}` returned all {total} rows; each process keeps only its own share, "
-                 "{want}."),
-    "rows_one": ("{where} `{name}` returned a single row (shape {got}); it should return {want}, a slice "
-                 "`global_batch[start:stop]` of shape {shape}."),
+    "rows_all": ("{where} `{name}` returned all {total} rows; each process keeps only its own share, {want}."),
+    "rows_one": (
+        "{where} `{name}` returned a single row (shape {got}); it should return {want}, a slice "
+        "`global_batch[start:stop]` of shape {shape}."
+    ),
     "rows_shape": "{where} `{name}` returned shape {got}{seen}; it should return {want}, shape {shape}.",
     "rows_per_device": (
         " That is one row per local device. Here the batch has {total} rows for {p} processes, "
-        "{per} rows each: count the share from the batch and `jax.process_count()`, not from the devices."),
-    "rows_empty": (" That is no row at all: the slice starts past the end of the batch. With {p} processes, "
-                   "each share has {per} rows; take the number of processes from `jax.process_count()`."),
+        "{per} rows each: count the share from the batch and `jax.process_count()`, not from the devices."
+    ),
+    "rows_empty": (
+        " That is no row at all: the slice starts past the end of the batch. With {p} processes, "
+        "each share has {per} rows; take the number of processes from `jax.process_count()`."
+    ),
     "rows_values": "{where} `{name}` returned {seen}, but it owns {want}.{extra}",
-    "rows_start": (" Each process finds its first row from `jax.process_index()` and the size of its "
-                   "share."),
+    "rows_start": (" Each process finds its first row from `jax.process_index()` and the size of its share."),
     "rows_range": "rows {start} to {stop}",
     "rows_dict_sliced": (
         "On a dict batch {{'x': ..., 'y': ...}}, `{name}` slices the dict itself "
         "(`global_batch[start:stop]`), but a dict has keys, not rows. Slice every array of the dict, e.g. "
-        "with `jax.tree.map(lambda a: a[start:stop], global_batch)`."),
+        "with `jax.tree.map(lambda a: a[start:stop], global_batch)`."
+    ),
     "rows_dict_failed": (
         "On a dict batch {{'x': ..., 'y': ...}}, `{name}` fails with {error}. Slice every array of the "
-        "dict, e.g. with `jax.tree.map(lambda a: a[start:stop], global_batch)`."),
+        "dict, e.g. with `jax.tree.map(lambda a: a[start:stop], global_batch)`."
+    ),
     # 2. global_metrics
     "metric_values": "{where}, `{name}` returned {key} = {got}, expected {want}. {hint}",
     "metric_fixed_count": (
         "That is {ratio} times the right value: the number of devices is written as 8, but this mesh "
         "has {k} devices. Take counts from the mesh or from a collective: `lax.psum(1, DEVICES)`, "
-        "`mesh.size`, or `lax.psum` of each block's size."),
+        "`mesh.size`, or `lax.psum` of each block's size."
+    ),
     "metric_local_count": (
         "That divides by `jax.local_device_count()` ({n}, the devices of one process), but the mean "
         "is over the devices of every process on the mesh ({k}): count with `lax.psum(..., DEVICES)` or "
-        "`mesh.size`."),
+        "`mesh.size`."
+    ),
     "metric_mean_of_sums": (
         "That is the mean of the devices' sums: each device holds {rows} entries, and the mean divides "
-        "the total by all {size} entries of the array."),
+        "the total by all {size} entries of the array."
+    ),
     "metric_one_device": "That is one device's own block only: add up the blocks of all devices.",
     "metric_mean_for_total": "That is the mean of all entries; `total` is their sum.",
     "per_process_shape": (
         " `per_process` has one entry per process, `jax.process_count()` of them ({p} here): not one per "
-        "device, and not a number written by hand."),
+        "device, and not a number written by hand."
+    ),
     "per_process_per_device": (
         "Those are per-device sums. Process i owns the devices at mesh positions i * n to (i + 1) * n - 1 "
-        "(n = jax.local_device_count()): add up the sums of each process's devices."),
+        "(n = jax.local_device_count()): add up the sums of each process's devices."
+    ),
     "per_process_generic": (
         "Entry i is the sum of the rows that process i owns: the devices at mesh positions i * n to "
-        "(i + 1) * n - 1, with n = jax.local_device_count()."),
+        "(i + 1) * n - 1, with n = jax.local_device_count()."
+    ),
     "metric_generic": "Compare with NumPy on the whole array: `errors.sum()` and `errors.mean()`.",
     "metric_why": "Add up the blocks with `lax.psum(..., DEVICES)` inside `jax.shard_map`.",
     # 3. masked_step
     "step_values": (
-        "{where}, `{name}` returned new {key} = {got}, but one SGD step on the real rows gives {want}. {hint}"),
+        "{where}, `{name}` returned new {key} = {got}, but one SGD step on the real rows gives {want}. {hint}"
+    ),
     "step_no_mask": (
         "That step counts the padding rows too. Only rows with `mask` True are examples: leave the "
-        "others out of the squared errors and out of the count."),
+        "others out of the squared errors and out of the count."
+    ),
     "step_mean_of_means": (
         "That averages each device's own mean gradient with equal weight (`lax.pmean`), but the devices "
         "hold different numbers of real rows ({counts}). Add up the squared-error gradients and the real "
-        "rows over all devices (`lax.psum`), then divide."),
+        "rows over all devices (`lax.psum`), then divide."
+    ),
     "step_fixed_count": (
         "That divides by 8, written by hand, but this mesh has {k} devices. Divide by what the devices "
-        "really hold, counted with `lax.psum`."),
+        "really hold, counted with `lax.psum`."
+    ),
     "step_local_count": (
         "That divides by `jax.local_device_count()` ({n}, the devices of one process), but the step "
-        "averages over every real row of both processes."),
+        "averages over every real row of both processes."
+    ),
     "step_all_rows": (
         "That divides by all {rows} rows of the batch, padding included: divide by the number of real "
-        "rows, `lax.psum(jnp.sum(mask), DATA_PARALLEL)`."),
+        "rows, `lax.psum(jnp.sum(mask), DATA_PARALLEL)`."
+    ),
     "step_summed": (
         "The step is much too large: the summed gradients were not divided by the number of real rows "
-        "of the whole batch ({count})."),
+        "of the whole batch ({count})."
+    ),
     "step_k_times": (
         "The step is {k} times too large. The gradient of a replicated parameter (in_specs `P()`) is "
         "already added up over the devices by JAX, so a further `lax.psum` multiplies it by {k}. "
         "Differentiate a device's own copy, `lax.pcast(params, DATA_PARALLEL, to='varying')` as in "
-        "notebook 05, then `lax.psum` the gradients."),
+        "notebook 05, then `lax.psum` the gradients."
+    ),
     "step_unchanged": "The parameters did not change: return the *updated* params.",
     "step_sign": "The parameters moved the wrong way: step *against* the gradient, `p - LEARNING_RATE * g`.",
     "step_generic": (
         "One step is `p - LEARNING_RATE * g`, with `g` the gradient of the mean squared error over the "
-        "real rows of the whole batch."),
-    "step_why": ("The devices' gradients and real-row counts are combined with `lax.psum(..., DATA_PARALLEL)` "
-                 "inside `jax.shard_map`."),
+        "real rows of the whole batch."
+    ),
+    "step_why": (
+        "The devices' gradients and real-row counts are combined with `lax.psum(..., DATA_PARALLEL)` "
+        "inside `jax.shard_map`."
+    ),
     "case_metrics": "errors of shape {shape}",
     "case_step": "{rows} rows, {real} real: {counts} real rows per device",
 }
@@ -240,8 +280,8 @@ class _AsProcess:
 
     def __enter__(self):
         self.saved = {n: getattr(jax, n) for n in self._NAMES}
-        devices = jax.devices()[:self.processes * self.local]
-        mine = devices[self.index * self.local:(self.index + 1) * self.local]
+        devices = jax.devices()[: self.processes * self.local]
+        mine = devices[self.index * self.local : (self.index + 1) * self.local]
         jax.process_index = lambda *a, **k: self.index
         jax.local_device_count = lambda *a, **k: self.local
         jax.process_count = lambda *a, **k: self.processes
@@ -279,6 +319,7 @@ def _rules(name: str, mesh=None):
         if type(err).__name__ == "ShardingTypeError":
             return TEXT["global_sharding"].format(name=name, first=first[:200])
         return None
+
     return (rule,)
 
 
@@ -303,6 +344,7 @@ def read_back(tree):
         if isinstance(value, jax.Array):
             return np.asarray(multihost_utils.process_allgather(value, tiled=True))
         return value
+
     return jax.tree.map(one, tree)
 
 
@@ -339,6 +381,7 @@ def _uses_shard_map(fn: Callable, mesh, placed: list, processes: int) -> bool:
     with _AsProcess(0, processes, mesh.size // processes):
         closed = jax.make_jaxpr(lambda *a: fn(*a, mesh))(*placed)
     from namedaxes.checking import _walk_eqns
+
     return any(e.primitive.name == "shard_map" for e in _walk_eqns(closed.jaxpr))
 
 
@@ -352,8 +395,17 @@ def _judged(name: str, fn: Callable, mesh, placed: list, processes: int, axis: s
     """The grader's judging steps on the kernel's last case (`shard_map._judge`), traced as process 0 of
     `processes`: a per-device region over `axis` that takes each input split as `ins` says (the
     reference's `in_specs`), and a collective over `axis` that reaches the result."""
-    _judge(name, fn, mesh, *placed, region=((axis,), ins), what=shard_map_text["values_word"], axis=axis, why=why,
-           context=_AsProcess(0, processes, mesh.size // processes))
+    _judge(
+        name,
+        fn,
+        mesh,
+        *placed,
+        region=((axis,), ins),
+        what=shard_map_text["values_word"],
+        axis=axis,
+        why=why,
+        context=_AsProcess(0, processes, mesh.size // processes),
+    )
 
 
 def _kind(value) -> str:
@@ -370,8 +422,10 @@ def _fmt(value) -> str:
 def _visible_batches() -> list:
     rows = np.arange(N_GLOBAL, dtype=np.float32)
     twice = np.arange(2 * N_GLOBAL, dtype=np.float32)
-    return [np.stack([rows, 10 * rows], axis=1),                            # (8, 2): one row per device
-            {"x": np.repeat(twice[:, None], 3, axis=1), "y": -twice}]       # 16 rows: two per device
+    return [
+        np.stack([rows, 10 * rows], axis=1),  # (8, 2): one row per device
+        {"x": np.repeat(twice[:, None], 3, axis=1), "y": -twice},
+    ]  # 16 rows: two per device
 
 
 def _as_numpy(value):
@@ -385,7 +439,7 @@ def _describe_rows(got: np.ndarray, batch: np.ndarray) -> str | None:
     if got.ndim != batch.ndim or got.shape[1:] != batch.shape[1:]:
         return None
     for start in range(batch.shape[0] - got.shape[0] + 1):
-        if got.shape[0] and same_values(got, batch[start:start + got.shape[0]], dtype=float):
+        if got.shape[0] and same_values(got, batch[start : start + got.shape[0]], dtype=float):
             return TEXT["rows_range"].format(start=start, stop=start + got.shape[0] - 1)
     return None
 
@@ -397,8 +451,9 @@ def _expect_rows(name: str, got, batch, rows: slice, who: str, processes: int, l
         if not isinstance(got, dict) or set(got) != set(batch):
             fail(TEXT["rows_dict_keys"].format(where=who, name=name, kind=_kind(got)))
         for key in sorted(batch):
-            _expect_rows(name, got[key], batch[key], rows, TEXT["rows_key"].format(where=who, key=key),
-                         processes, local)
+            _expect_rows(
+                name, got[key], batch[key], rows, TEXT["rows_key"].format(where=who, key=key), processes, local
+            )
         return
     if not isinstance(got, (np.ndarray, np.generic, jax.Array)):
         fail(TEXT["rows_not_array"].format(where=who, name=name, type=type(got).__name__, want=want))
@@ -411,15 +466,26 @@ def _expect_rows(name: str, got, batch, rows: slice, who: str, processes: int, l
         if got.shape == batch.shape[1:]:
             fail(TEXT["rows_one"].format(where=who, name=name, got=got.shape, want=want, shape=expected.shape))
         seen = _describe_rows(got, batch)
-        extra = (TEXT["rows_per_device"].format(total=total, p=processes, per=total // processes)
-                 if processes > 1 and got.shape[0] == local and total != local * processes else
-                 TEXT["rows_empty"].format(p=processes, per=total // processes) if got.shape[0] == 0 else "")
-        fail(TEXT["rows_shape"].format(where=who, name=name, got=got.shape, seen=f" ({seen})" if seen else "",
-                                       want=want, shape=expected.shape) + extra)
+        extra = (
+            TEXT["rows_per_device"].format(total=total, p=processes, per=total // processes)
+            if processes > 1 and got.shape[0] == local and total != local * processes
+            else TEXT["rows_empty"].format(p=processes, per=total // processes)
+            if got.shape[0] == 0
+            else ""
+        )
+        fail(
+            TEXT["rows_shape"].format(
+                where=who, name=name, got=got.shape, seen=f" ({seen})" if seen else "", want=want, shape=expected.shape
+            )
+            + extra
+        )
     if not same_values(got, expected, dtype=float):
         seen = _describe_rows(got, batch)
-        fail(TEXT["rows_values"].format(where=who, name=name, seen=seen or _fmt(got), want=want,
-                                        extra=TEXT["rows_start"] if seen else ""))
+        fail(
+            TEXT["rows_values"].format(
+                where=who, name=name, seen=seen or _fmt(got), want=want, extra=TEXT["rows_start"] if seen else ""
+            )
+        )
 
 
 def _sliced_a_dict(err: Exception) -> bool:
@@ -438,8 +504,9 @@ def _call_local_rows(fn: Callable, batch):
             raise
         if _sliced_a_dict(err):
             raise CheckFailed(TEXT["rows_dict_sliced"].format(name="local_rows")) from err
-        raise CheckFailed(TEXT["rows_dict_failed"].format(name="local_rows",
-                                                          error=f"{type(err).__name__}: {err}")) from err
+        raise CheckFailed(
+            TEXT["rows_dict_failed"].format(name="local_rows", error=f"{type(err).__name__}: {err}")
+        ) from err
 
 
 def _local_rows_job(fn: Callable, batches: list) -> list:
@@ -470,8 +537,15 @@ def _check_local_rows(fn: Callable) -> None:
     for i in range(NUM_PROCESSES):
         who = TEXT["in_worker"].format(i=i, p=NUM_PROCESSES, n=LOCAL_DEVICES)
         for batch, got in zip(batches, there[i]):
-            _expect_rows(name, _as_numpy(got), batch, _share(_rows_of(batch), NUM_PROCESSES, i), who,
-                         NUM_PROCESSES, LOCAL_DEVICES)
+            _expect_rows(
+                name,
+                _as_numpy(got),
+                batch,
+                _share(_rows_of(batch), NUM_PROCESSES, i),
+                who,
+                NUM_PROCESSES,
+                LOCAL_DEVICES,
+            )
 
 
 def _rows_of(batch) -> int:
@@ -495,17 +569,24 @@ def _observe_local_rows(fn: Callable) -> dict:
     cases = {}
     for index, processes, local in _LOCAL_ROWS_CLUSTERS:
         d = processes * local
-        batches = [spec((d,), jnp.float32), spec((2 * d, 3, 2), jnp.float32),
-                   {"x": spec((3 * d, 5), jnp.float32), "y": spec((3 * d,), jnp.int32)}]
+        batches = [
+            spec((d,), jnp.float32),
+            spec((2 * d, 3, 2), jnp.float32),
+            {"x": spec((3 * d, 5), jnp.float32), "y": spec((3 * d,), jnp.int32)},
+        ]
         for j, batch in enumerate(batches):
             cases[f"process{index}_of_{processes}x{local}_batch{j}"] = Case(
-                lambda *a: fn(*a), batch, draw={"kind": "normal", "low": 0, "high": 9},   # fresh: no trace cache
-                context=_as_process(index, processes, local))
+                lambda *a: fn(*a),
+                batch,
+                draw={"kind": "normal", "low": 0, "high": 9},  # fresh: no trace cache
+                context=_as_process(index, processes, local),
+            )
     return programs(cases)
 
 
 local_rows = Exercise(
-    "local_rows", _check_local_rows,
+    "local_rows",
+    _check_local_rows,
     hints=[
         "Every process runs the same code, so the share must come from what each process can ask: "
         "`jax.process_index()` and `jax.process_count()`, and the batch's own number of rows.",
@@ -523,9 +604,11 @@ local_rows = Exercise(
 def _metrics_cases() -> list:
     """(devices k, processes p, errors) of the visible check: two kernel meshes, then the workers."""
     r = np.random.RandomState(6)
-    return [(4, 2, r.normal(size=(8, 3)).astype(np.float32)),
-            (8, 4, r.normal(size=(16,)).astype(np.float32)),
-            (N_GLOBAL, NUM_PROCESSES, r.normal(size=(N_GLOBAL, 3)).astype(np.float32))]
+    return [
+        (4, 2, r.normal(size=(8, 3)).astype(np.float32)),
+        (8, 4, r.normal(size=(16,)).astype(np.float32)),
+        (N_GLOBAL, NUM_PROCESSES, r.normal(size=(N_GLOBAL, 3)).astype(np.float32)),
+    ]
 
 
 def _metrics_want(errors: np.ndarray, p: int) -> dict:
@@ -568,13 +651,23 @@ def _expect_metrics(name: str, got, errors: np.ndarray, k: int, p: int, where: s
             fail(TEXT["not_dict"].format(name=name, keys=list(METRIC_KEYS), kind=_kind(got[key]), where=where))
         if value.shape != np.shape(want[key]):
             hint = TEXT["per_process_shape"].format(p=p) if key == "per_process" else ""
-            fail(TEXT["leaf_shape"].format(name=name, key=key, want=np.shape(want[key]), where=where,
-                                           got=value.shape, hint=hint))
+            fail(
+                TEXT["leaf_shape"].format(
+                    name=name, key=key, want=np.shape(want[key]), where=where, got=value.shape, hint=hint
+                )
+            )
     for key in METRIC_KEYS:
         if not same_values(got[key], want[key], 1e-4, dtype=float):
-            fail(TEXT["metric_values"].format(where=where, name=name, key=key, got=_fmt(got[key]),
-                                              want=_fmt(want[key]),
-                                              hint=_metric_hint(key, got[key], errors, k, p)))
+            fail(
+                TEXT["metric_values"].format(
+                    where=where,
+                    name=name,
+                    key=key,
+                    got=_fmt(got[key]),
+                    want=_fmt(want[key]),
+                    hint=_metric_hint(key, got[key], errors, k, p),
+                )
+            )
 
 
 def _check_global_metrics(fn: Callable) -> None:
@@ -614,13 +707,14 @@ def _observe_global_metrics(fn: Callable) -> dict:
         shape = (k * per, cols) if cols else (k * per,)
         errors = spec(shape, jnp.float32, sharding=NamedSharding(mesh, P(DEVICES)))
         cases[f"{processes}x{local}_rows{per}_cols{cols}"] = Case(
-            lambda e, mesh=mesh: fn(e, mesh), errors,
-            context=_as_process(0, processes, local))
+            lambda e, mesh=mesh: fn(e, mesh), errors, context=_as_process(0, processes, local)
+        )
     return programs(cases)
 
 
 global_metrics = Exercise(
-    "global_metrics", _check_global_metrics,
+    "global_metrics",
+    _check_global_metrics,
     hints=[
         "Inside `jax.shard_map(..., mesh=mesh, in_specs=P(DEVICES), out_specs=P())` each device sees only "
         "its own block of rows, and the result must be the same on every device. Which numbers can a "
@@ -648,15 +742,17 @@ def _step_batch(k: int, per: int, real_per_device: list[int], seed: int) -> dict
     y = (model.TRUE_W * x + model.TRUE_B + 0.3 * r.normal(size=k * per)).astype(np.float32)
     mask = np.zeros(k * per, bool)
     for d, real in enumerate(real_per_device):
-        mask[d * per:d * per + real] = True
+        mask[d * per : d * per + real] = True
     return {"x": x, "y": y, "mask": mask}
 
 
 def _step_cases() -> list:
     """(devices k, processes p, params, batch): a kernel mesh of 4 devices, then the 2 workers (process 1
     has fewer real rows: its share is padded)."""
-    return [(4, 2, _params(1.0, 0.0), _step_batch(4, 3, [3, 1, 2, 3], seed=1)),
-            (N_GLOBAL, NUM_PROCESSES, _params(0.5, -0.25), _step_batch(N_GLOBAL, 2, [2, 2, 2, 2, 2, 1, 1, 0], seed=2))]
+    return [
+        (4, 2, _params(1.0, 0.0), _step_batch(4, 3, [3, 1, 2, 3], seed=1)),
+        (N_GLOBAL, NUM_PROCESSES, _params(0.5, -0.25), _step_batch(N_GLOBAL, 2, [2, 2, 2, 2, 2, 1, 1, 0], seed=2)),
+    ]
 
 
 def _np_step(params, x, y, grads_scale=1.0) -> dict:
@@ -670,30 +766,44 @@ def _step_candidates(params, batch, k: int, p: int) -> list[tuple[dict, str]]:
     per = x.size // k
     real = int(mask.sum())
     n = k // p
-    counts = [int(mask[d * per:(d + 1) * per].sum()) for d in range(k)]
+    counts = [int(mask[d * per : (d + 1) * per].sum()) for d in range(k)]
     out = [(_np_step(params, x, y), TEXT["step_no_mask"])]
-    means = [model.gradients_np(params, {"x": x[d * per:(d + 1) * per][mask[d * per:(d + 1) * per]],
-                                         "y": y[d * per:(d + 1) * per][mask[d * per:(d + 1) * per]]})
-             for d in range(k) if counts[d]]
+    means = [
+        model.gradients_np(
+            params,
+            {
+                "x": x[d * per : (d + 1) * per][mask[d * per : (d + 1) * per]],
+                "y": y[d * per : (d + 1) * per][mask[d * per : (d + 1) * per]],
+            },
+        )
+        for d in range(k)
+        if counts[d]
+    ]
     if len(means) == k:
         sum_of_means = {key: sum(m[key] for m in means) for key in PARAM_NAMES}
-        for divisor, text in ((k, TEXT["step_mean_of_means"].format(counts=", ".join(map(str, counts)))),
-                              (8, TEXT["step_fixed_count"].format(k=k)),
-                              (n, TEXT["step_local_count"].format(n=n))):
-            out.append(({key: float(params[key]) - LEARNING_RATE * sum_of_means[key] / divisor
-                         for key in PARAM_NAMES}, text))
+        for divisor, text in (
+            (k, TEXT["step_mean_of_means"].format(counts=", ".join(map(str, counts)))),
+            (8, TEXT["step_fixed_count"].format(k=k)),
+            (n, TEXT["step_local_count"].format(n=n)),
+        ):
+            out.append(
+                ({key: float(params[key]) - LEARNING_RATE * sum_of_means[key] / divisor for key in PARAM_NAMES}, text)
+            )
     true = model.gradients_np(params, {"x": x[mask], "y": y[mask]})
     summed = {key: true[key] * real for key in PARAM_NAMES}
 
     def with_grads(g):
         return {key: float(params[key]) - LEARNING_RATE * g[key] for key in PARAM_NAMES}
-    out += [(with_grads({key: summed[key] / x.size for key in PARAM_NAMES}), TEXT["step_all_rows"].format(rows=x.size)),
-            (with_grads({key: summed[key] / 8 for key in PARAM_NAMES}), TEXT["step_fixed_count"].format(k=k)),
-            (with_grads({key: summed[key] / n for key in PARAM_NAMES}), TEXT["step_local_count"].format(n=n)),
-            (with_grads(summed), TEXT["step_summed"].format(count=real)),
-            (with_grads({key: true[key] * k for key in PARAM_NAMES}), TEXT["step_k_times"].format(k=k)),
-            ({key: float(params[key]) for key in PARAM_NAMES}, TEXT["step_unchanged"]),
-            (with_grads({key: -true[key] for key in PARAM_NAMES}), TEXT["step_sign"])]
+
+    out += [
+        (with_grads({key: summed[key] / x.size for key in PARAM_NAMES}), TEXT["step_all_rows"].format(rows=x.size)),
+        (with_grads({key: summed[key] / 8 for key in PARAM_NAMES}), TEXT["step_fixed_count"].format(k=k)),
+        (with_grads({key: summed[key] / n for key in PARAM_NAMES}), TEXT["step_local_count"].format(n=n)),
+        (with_grads(summed), TEXT["step_summed"].format(count=real)),
+        (with_grads({key: true[key] * k for key in PARAM_NAMES}), TEXT["step_k_times"].format(k=k)),
+        ({key: float(params[key]) for key in PARAM_NAMES}, TEXT["step_unchanged"]),
+        (with_grads({key: -true[key] for key in PARAM_NAMES}), TEXT["step_sign"]),
+    ]
     return out
 
 
@@ -704,24 +814,31 @@ def _expect_step(name: str, got, params, batch, k: int, p: int, where: str) -> N
         if not isinstance(got[key], (np.ndarray, np.generic, jax.Array, float)):
             fail(TEXT["not_dict"].format(name=name, keys=list(PARAM_NAMES), kind=_kind(got[key]), where=where))
         if np.shape(got[key]) != ():
-            fail(TEXT["leaf_shape"].format(name=name, key=key, want=(), where=where, got=np.shape(got[key]),
-                                           hint=""))
+            fail(TEXT["leaf_shape"].format(name=name, key=key, want=(), where=where, got=np.shape(got[key]), hint=""))
     mask = np.asarray(batch["mask"])
     want = _np_step(params, np.asarray(batch["x"], float)[mask], np.asarray(batch["y"], float)[mask])
     if all(same_values(got[key], want[key], 1e-4, dtype=float) for key in PARAM_NAMES):
         return
-    hint = next((text for values, text in _step_candidates(params, batch, k, p)
-                 if all(same_values(got[key], values[key], 1e-4, dtype=float) for key in PARAM_NAMES)),
-                TEXT["step_generic"])
+    hint = next(
+        (
+            text
+            for values, text in _step_candidates(params, batch, k, p)
+            if all(same_values(got[key], values[key], 1e-4, dtype=float) for key in PARAM_NAMES)
+        ),
+        TEXT["step_generic"],
+    )
     key = next(key for key in PARAM_NAMES if not same_values(got[key], want[key], 1e-4, dtype=float))
-    fail(TEXT["step_values"].format(where=where, name=name, key=key, got=_fmt(got[key]), want=f"{want[key]:.6g}",
-                                    hint=hint))
+    fail(
+        TEXT["step_values"].format(
+            where=where, name=name, key=key, got=_fmt(got[key]), want=f"{want[key]:.6g}", hint=hint
+        )
+    )
 
 
 def _step_what(batch, k: int) -> str:
     mask = np.asarray(batch["mask"])
     per = mask.size // k
-    counts = [int(mask[d * per:(d + 1) * per].sum()) for d in range(k)]
+    counts = [int(mask[d * per : (d + 1) * per].sum()) for d in range(k)]
     return TEXT["case_step"].format(rows=mask.size, real=int(mask.sum()), counts=", ".join(map(str, counts)))
 
 
@@ -740,8 +857,16 @@ def _check_masked_step(fn: Callable) -> None:
         if not _communicates_over(fn, mesh, placed, p, DATA_PARALLEL):
             fail(TEXT["no_collective"].format(name=name, axis=DATA_PARALLEL, why=TEXT["step_why"]))
         # params replicated (P()), x, y and mask split over DATA_PARALLEL
-        _judged(name, fn, mesh, placed, p, DATA_PARALLEL, ((), (), ((DATA_PARALLEL,),), ((DATA_PARALLEL,),),
-                                                          ((DATA_PARALLEL,),)), TEXT["step_why"])
+        _judged(
+            name,
+            fn,
+            mesh,
+            placed,
+            p,
+            DATA_PARALLEL,
+            ((), (), ((DATA_PARALLEL,),), ((DATA_PARALLEL,),), ((DATA_PARALLEL,),)),
+            TEXT["step_why"],
+        )
         k, p, params, batch = workers
         per_process = _cluster().run(_global_job, fn, [(DATA_PARALLEL, [(False, params), (True, batch)])])
     where = TEXT["on_mesh_workers"].format(k=k, p=p, n=k // p, what=_step_what(batch, k))
@@ -759,16 +884,20 @@ def _observe_masked_step(fn: Callable) -> dict:
         mesh = line_mesh(k, DATA_PARALLEL)
         replicated, split = NamedSharding(mesh, P()), NamedSharding(mesh, P(DATA_PARALLEL))
         params = {key: spec((), jnp.float32, sharding=replicated) for key in PARAM_NAMES}
-        batch = {"x": spec((k * per,), jnp.float32, sharding=split), "y": spec((k * per,), jnp.float32, sharding=split),
-                 "mask": spec((k * per,), jnp.bool_, sharding=split)}
+        batch = {
+            "x": spec((k * per,), jnp.float32, sharding=split),
+            "y": spec((k * per,), jnp.float32, sharding=split),
+            "mask": spec((k * per,), jnp.bool_, sharding=split),
+        }
         cases[f"{processes}x{local}_rows{per}"] = Case(
-            lambda prm, b, mesh=mesh: fn(prm, b, mesh), params, batch,
-            context=_as_process(0, processes, local))
+            lambda prm, b, mesh=mesh: fn(prm, b, mesh), params, batch, context=_as_process(0, processes, local)
+        )
     return programs(cases)
 
 
 masked_step = Exercise(
-    "masked_step", _check_masked_step,
+    "masked_step",
+    _check_masked_step,
     hints=[
         "The mean squared error over the real rows is (sum of the real rows' squared errors) / (number of "
         "real rows), both over the whole global batch. Which of the two can one device compute alone?",

@@ -43,6 +43,7 @@ in the `TEXT` table below; each exercise's hints are full sentences in its
 `Exercise(...)` call. The logic only fills in fields, so a translation touches
 no logic; the shared core (`namedaxes.checking`) words the rest.
 """
+
 from __future__ import annotations
 
 import jax
@@ -69,9 +70,21 @@ from namedaxes.checking import (
 from namedaxes.grading import Case, programs, rng, spec
 from namedaxes.model import LEARNING_RATE
 
-__all__ = ["grid_sums", "device_numbers", "row_normalize", "tp_dp_step", "grid_map", "grid_mesh",
-           "tp_dp_step_np", "LEARNING_RATE", "FEATURES", "EXAMPLES", "TEXT", "progress"]
-progress = progress_of(__name__)   # q.progress(): which exercises of the notebook pass
+__all__ = [
+    "grid_sums",
+    "device_numbers",
+    "row_normalize",
+    "tp_dp_step",
+    "grid_map",
+    "grid_mesh",
+    "tp_dp_step_np",
+    "LEARNING_RATE",
+    "FEATURES",
+    "EXAMPLES",
+    "TEXT",
+    "progress",
+]
+progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
 
 _AXIS_ENV = [(DATA_SHARDS, GRID_SHAPE[0]), (MODEL_REPLICAS, GRID_SHAPE[1])]
 # Primitives that name an axis without moving data between devices.
@@ -79,7 +92,7 @@ _NOT_COMMUNICATION = {"pvary", "pcast", "axis_index"}
 # Names students know for the primitives a jaxpr shows.
 _PRIMITIVE_NAMES = {"all_gather_invariant": "all_gather", "reduce_scatter": "psum_scatter"}
 
-FEATURES, EXAMPLES = 8, 16     # tp_dp_step: w has FEATURES entries, a batch EXAMPLES examples
+FEATURES, EXAMPLES = 8, 16  # tp_dp_step: w has FEATURES entries, a batch EXAMPLES examples
 
 # ---------------------------------------------------------------- every student-facing string
 TEXT = {
@@ -90,22 +103,32 @@ TEXT = {
     "on_mesh_step": "on {grid}, w of {features} entries, {examples} examples",
     "the_check_runs": "The check, which runs `{name}` {where},",
     # crashes
-    "nested_pmap": ("`{name}` failed {where}: \"{first}\". Nested `jax.pmap` does not work on this JAX; use "
-                    "collectives over the names the grid already binds."),
-    "shard_map_specs": ("`{name}` failed {where} with JAX's error \"ValueError: {first}\". {fix}"),
-    "fix_row_normalize": ("Split x with `in_specs=P(DATA_SHARDS, MODEL_REPLICAS)`, put the blocks back with the "
-                          "same `out_specs`, and use the `mesh` argument (its axis types are Auto, so a plain "
-                          "array can go in)."),
-    "fix_tp_dp_step": ("Give `jax.shard_map` one spec per argument, in order (w, x, y): "
-                       "`P(MODEL_REPLICAS)`, `P(DATA_SHARDS, MODEL_REPLICAS)`, `P(DATA_SHARDS)`, the "
-                       "`out_specs` of the new w `P(MODEL_REPLICAS)`, and use the `mesh` argument."),
-    "still_varying": ("`{name}` failed {where} with JAX's error \"{first}\": the new w you return still "
-                      "differs from one data shard to the next, while `out_specs=P(MODEL_REPLICAS)` says the "
-                      "two copies of a model shard are equal. The copies of a shard must take the same step: "
-                      "combine the data shards' gradients over the data axis before the update."),
-    "block_shapes": ("`{name}` failed {where} with JAX's error \"{first}\". Inside `jax.shard_map` each "
-                     "device sees only its blocks: its examples' columns x_block of shape {x_block} and its "
-                     "part of w of shape {w_block}. Multiply those two blocks."),
+    "nested_pmap": (
+        '`{name}` failed {where}: "{first}". Nested `jax.pmap` does not work on this JAX; use '
+        "collectives over the names the grid already binds."
+    ),
+    "shard_map_specs": ('`{name}` failed {where} with JAX\'s error "ValueError: {first}". {fix}'),
+    "fix_row_normalize": (
+        "Split x with `in_specs=P(DATA_SHARDS, MODEL_REPLICAS)`, put the blocks back with the "
+        "same `out_specs`, and use the `mesh` argument (its axis types are Auto, so a plain "
+        "array can go in)."
+    ),
+    "fix_tp_dp_step": (
+        "Give `jax.shard_map` one spec per argument, in order (w, x, y): "
+        "`P(MODEL_REPLICAS)`, `P(DATA_SHARDS, MODEL_REPLICAS)`, `P(DATA_SHARDS)`, the "
+        "`out_specs` of the new w `P(MODEL_REPLICAS)`, and use the `mesh` argument."
+    ),
+    "still_varying": (
+        '`{name}` failed {where} with JAX\'s error "{first}": the new w you return still '
+        "differs from one data shard to the next, while `out_specs=P(MODEL_REPLICAS)` says the "
+        "two copies of a model shard are equal. The copies of a shard must take the same step: "
+        "combine the data shards' gradients over the data axis before the update."
+    ),
+    "block_shapes": (
+        '`{name}` failed {where} with JAX\'s error "{first}". Inside `jax.shard_map` each '
+        "device sees only its blocks: its examples' columns x_block of shape {x_block} and its "
+        "part of w of shape {w_block}. Multiply those two blocks."
+    ),
     # result types and shapes
     "not_a_tuple": "`{name}(x)` should return a tuple of {n} {what}, but it returns {got}.",
     "tuple_of": "a {kind} of length {n}",
@@ -114,8 +137,10 @@ TEXT = {
     "three_arrays": "arrays ({parts})",
     "two_scalars": "int32 scalars (row-major number, column-major number)",
     "not_jax_array": "`{label}` should be a `jax.Array`, but it is a `{type}`: {value}",
-    "per_device_shape": ("On each device, `{label}` should have shape {want}, but it has shape {got} (all devices "
-                         "together: {got_all}, expected {want_all})."),
+    "per_device_shape": (
+        "On each device, `{label}` should have shape {want}, but it has shape {got} (all devices "
+        "together: {got_all}, expected {want_all})."
+    ),
     "dtype": "`{label}` should have dtype {want}, but it has dtype {got}.",
     "global_shape": "`{label}` should return an array of shape {want}, but it returns shape {got} ({where}). {hint}",
     "values": "`{label}` has the wrong values {where}: expected {want}, got {got}. {hint}",
@@ -129,13 +154,18 @@ TEXT = {
     "seen_nothing": "x itself (nothing was reduced)",
     "axes_one": "'{axis}'",
     "axes_both": "both axes",
-    "group_row": ("the devices of this device's row: they differ only in their position along "
-                  "'{m}', so they hold the same data shard and different model shards"),
-    "group_column": ("the devices of this device's column: they differ only in their position along "
-                     "'{d}', so they hold the same model shard and different data shards"),
+    "group_row": (
+        "the devices of this device's row: they differ only in their position along "
+        "'{m}', so they hold the same data shard and different model shards"
+    ),
+    "group_column": (
+        "the devices of this device's column: they differ only in their position along "
+        "'{d}', so they hold the same model shard and different data shards"
+    ),
     "group_all": "every device of the grid",
-    "grid_sums_seen": ("`{label}` should be {want}, but {where} its values are {seen}, which combines {group}. "
-                       "{advice}"),
+    "grid_sums_seen": (
+        "`{label}` should be {want}, but {where} its values are {seen}, which combines {group}. {advice}"
+    ),
     "advice_part": "Which devices share what you need, and along which axis do they differ?",
     "advice_mean": "A mean divides by the number of devices: this part asks for a sum.",
     "grid_sums_generic": "Expected {want}: each device adds up x over {group}.",
@@ -148,88 +178,131 @@ TEXT = {
     "numbers_swapped": "These are the numbers of the other order: the {other} ones.",
     "order_row_major": "row-major",
     "order_column_major": "column-major",
-    "numbers_hard_coded": ("They are right on a 2 x 4 grid only: the length of a row or a column was written as a "
-                           "number. The checks use grids of other shapes; ask the named axes."),
-    "numbers_wrong_length": ("They multiply by the length of the wrong axis: in the {order} order, a whole "
-                             "{line} comes before this device's own {line}, and a {line} is as long as "
-                             "'{axis}'."),
+    "numbers_hard_coded": (
+        "They are right on a 2 x 4 grid only: the length of a row or a column was written as a "
+        "number. The checks use grids of other shapes; ask the named axes."
+    ),
+    "numbers_wrong_length": (
+        "They multiply by the length of the wrong axis: in the {order} order, a whole "
+        "{line} comes before this device's own {line}, and a {line} is as long as "
+        "'{axis}'."
+    ),
     "line_row": "row",
     "line_column": "column",
     "numbers_one_axis": "That is the position along '{axis}' only; the number needs both positions.",
     "numbers_generic": "Count, for a device of the grid, how many devices come before it in that order.",
     # 3. row_normalize
-    "row_normalize_shape_hint": ("Use `out_specs=P(DATA_SHARDS, MODEL_REPLICAS)` so the blocks are put back where "
-                                 "they came from."),
+    "row_normalize_shape_hint": (
+        "Use `out_specs=P(DATA_SHARDS, MODEL_REPLICAS)` so the blocks are put back where they came from."
+    ),
     "row_normalize_expected": "Expected each row of x divided by that row's sum. {diagnosis}",
-    "rn_elementwise_column": ("It divides by the sum over '{d}' (down each column, across data shards); a row "
-                              "lives on one data shard, spread over '{m}'."),
-    "rn_local_block": ("It divides by each device's own part of the row: those partial sums still have to be "
-                       "added up across '{m}'."),
-    "rn_elementwise_row": ("It sums over '{m}' element by element, but a row also has several entries on each "
-                           "device: add up the block's own part of the row first, then combine the devices' "
-                           "partial sums."),
+    "rn_elementwise_column": (
+        "It divides by the sum over '{d}' (down each column, across data shards); a row "
+        "lives on one data shard, spread over '{m}'."
+    ),
+    "rn_local_block": (
+        "It divides by each device's own part of the row: those partial sums still have to be added up across '{m}'."
+    ),
+    "rn_elementwise_row": (
+        "It sums over '{m}' element by element, but a row also has several entries on each "
+        "device: add up the block's own part of the row first, then combine the devices' "
+        "partial sums."
+    ),
     "rn_whole_array": "It divides by the sum over both axes (the whole array), not by each row's sum.",
-    "rn_partials_wrong_axis": ("It adds up the partial row sums over '{d}': the devices of a column, which hold "
-                               "other rows of x (other data shards). Every entry is divided by a mix of "
-                               "different rows. The devices that share a row differ in their position along "
-                               "'{m}': combine over that axis."),
-    "rn_partials_mean": ("It averages the partial row sums with `lax.pmean` over '{m}': that is the row's sum "
-                         "divided by the {n} devices of a row, so every entry comes out {n} times too large. "
-                         "The row's sum is the total of the partial sums: `lax.psum`."),
-    "rn_partials_mean_wrong_axis": ("It averages the partial row sums over '{d}' (the devices of a column, which "
-                                    "hold other rows of x), and a mean, not a sum. Add them up over '{m}', the "
-                                    "axis along which the devices of one row differ."),
-    "rn_partials_mean_both": ("It averages the partial row sums over both axes: that mixes the rows (across "
-                              "'{d}') and divides by the number of devices. Add them up over '{m}' only."),
-    "rn_no_collective": ("`{name}` should add up partial row sums across '{m}' with a collective inside "
-                         "`jax.shard_map`, but it performs {seen}. The values are right, but the point is that "
-                         "each device only holds its own block: use `jax.shard_map` and a collective over "
-                         "MODEL_REPLICAS."),
+    "rn_partials_wrong_axis": (
+        "It adds up the partial row sums over '{d}': the devices of a column, which hold "
+        "other rows of x (other data shards). Every entry is divided by a mix of "
+        "different rows. The devices that share a row differ in their position along "
+        "'{m}': combine over that axis."
+    ),
+    "rn_partials_mean": (
+        "It averages the partial row sums with `lax.pmean` over '{m}': that is the row's sum "
+        "divided by the {n} devices of a row, so every entry comes out {n} times too large. "
+        "The row's sum is the total of the partial sums: `lax.psum`."
+    ),
+    "rn_partials_mean_wrong_axis": (
+        "It averages the partial row sums over '{d}' (the devices of a column, which "
+        "hold other rows of x), and a mean, not a sum. Add them up over '{m}', the "
+        "axis along which the devices of one row differ."
+    ),
+    "rn_partials_mean_both": (
+        "It averages the partial row sums over both axes: that mixes the rows (across "
+        "'{d}') and divides by the number of devices. Add them up over '{m}' only."
+    ),
+    "rn_no_collective": (
+        "`{name}` should add up partial row sums across '{m}' with a collective inside "
+        "`jax.shard_map`, but it performs {seen}. The values are right, but the point is that "
+        "each device only holds its own block: use `jax.shard_map` and a collective over "
+        "MODEL_REPLICAS."
+    ),
     "no_collective_at_all": "no collective at all",
     "collective_over": "{primitive} over {axes}",
     # 4. tp_dp_step
-    "tp_shape_hint": ("Return only the new w, one entry per feature: its shards stay split over MODEL_REPLICAS "
-                      "(`out_specs=P(MODEL_REPLICAS)`)."),
-    "tp_update": ("`{name}` returned w = {got} {where}, but one SGD step on the whole batch gives w = {want}. "
-                  "{hint}"),
-    "tp_data_sum": ("Your step is {k} times too large, {k} being the number of data shards: the gradients of the "
-                    "data shards were added, not averaged. (Under `jax.shard_map`, `jax.grad` with respect to "
-                    "a w that is the same on every data shard already adds them up itself: use the gradient "
-                    "formula of the exercise, or differentiate the mean of the losses over the data axis.)"),
-    "tp_model_sum": ("Your step is {k} times too large, {k} being the number of model shards. `jax.grad` "
-                     "through a psum with `check_vma=False` counts the prediction once per device of the "
-                     "row; use the gradient formula of the exercise, with the default `check_vma`."),
-    "tp_right_on": ("It is right on {good} but not on this mesh, which has another shape: look for a number "
-                    "of devices written as a number (dividing by 2, say), and take it from the mesh or let a "
-                    "collective that averages count the devices."),
+    "tp_shape_hint": (
+        "Return only the new w, one entry per feature: its shards stay split over MODEL_REPLICAS "
+        "(`out_specs=P(MODEL_REPLICAS)`)."
+    ),
+    "tp_update": ("`{name}` returned w = {got} {where}, but one SGD step on the whole batch gives w = {want}. {hint}"),
+    "tp_data_sum": (
+        "Your step is {k} times too large, {k} being the number of data shards: the gradients of the "
+        "data shards were added, not averaged. (Under `jax.shard_map`, `jax.grad` with respect to "
+        "a w that is the same on every data shard already adds them up itself: use the gradient "
+        "formula of the exercise, or differentiate the mean of the losses over the data axis.)"
+    ),
+    "tp_model_sum": (
+        "Your step is {k} times too large, {k} being the number of model shards. `jax.grad` "
+        "through a psum with `check_vma=False` counts the prediction once per device of the "
+        "row; use the gradient formula of the exercise, with the default `check_vma`."
+    ),
+    "tp_right_on": (
+        "It is right on {good} but not on this mesh, which has another shape: look for a number "
+        "of devices written as a number (dividing by 2, say), and take it from the mesh or let a "
+        "collective that averages count the devices."
+    ),
     "tp_unchanged": "w did not change: subtract LEARNING_RATE times the gradient from your shard of w.",
     "tp_sign": "The step goes the wrong way: subtract the gradient, do not add it.",
-    "tp_partial_products": ("Each device predicted with its own partial product only: an example's prediction "
-                            "is the sum of the partial products of all devices of its row (each holds other "
-                            "features). Combine them before computing the error."),
-    "tp_mixed_shards": ("The gradients were averaged over the model axis as well: that mixes the gradients of "
-                        "different model shards (different entries of w). Only the copies of one shard, "
-                        "across the data shards, may be averaged."),
-    "tp_local_examples": ("That is a step on the first data shard's examples only: the data shards' gradients "
-                          "must be averaged before the update."),
+    "tp_partial_products": (
+        "Each device predicted with its own partial product only: an example's prediction "
+        "is the sum of the partial products of all devices of its row (each holds other "
+        "features). Combine them before computing the error."
+    ),
+    "tp_mixed_shards": (
+        "The gradients were averaged over the model axis as well: that mixes the gradients of "
+        "different model shards (different entries of w). Only the copies of one shard, "
+        "across the data shards, may be averaged."
+    ),
+    "tp_local_examples": (
+        "That is a step on the first data shard's examples only: the data shards' gradients "
+        "must be averaged before the update."
+    ),
     "tp_generic": "Compare with `tp_dp_step_np(w, batch)`, the same step in NumPy on one device.",
-    "tp_needs_psum_model": ("`{name}` returns the right values, but over '{m}' it performs {seen}. The point of "
-                            "tensor parallelism is that no device ever holds all of w: each computes a partial "
-                            "product with its own shard, and a `lax.psum` over MODEL_REPLICAS adds the partial "
-                            "products of a row."),
-    "tp_gathers": ("`{name}` returns the right values, but over '{m}' it performs {seen} and no `lax.psum`. "
-                   "Gathering blocks (of w, of x or of the partial products) hands every device of a row all of "
-                   "its partners' blocks; tensor parallelism keeps each device on its own shard of w and adds "
-                   "the partial products of a row with one `lax.psum` over MODEL_REPLICAS."),
-    "tp_needs_data": ("`{name}` returns the right values, but over '{d}' it performs {seen}. The copies of a "
-                      "model shard must average their data shards' gradients with `lax.pmean` over DATA_SHARDS "
-                      "(a psum divided by the number of data shards), as the exercise's step does."),
-    "rn_layout_hint": ("Split x with `in_specs=P(DATA_SHARDS, MODEL_REPLICAS)` and put the blocks back with the "
-                       "same `out_specs`: each device holds only its own block of x, and so does the result."),
-    "tp_layout_hint": ("Give each device only its blocks: `in_specs=(P(MODEL_REPLICAS), P(DATA_SHARDS, "
-                       "MODEL_REPLICAS), P(DATA_SHARDS))` and `out_specs=P(MODEL_REPLICAS)`, with one `lax.psum` "
-                       "over MODEL_REPLICAS for the predictions and one `lax.pmean` over DATA_SHARDS for the "
-                       "gradients: no device holds all of w."),
+    "tp_needs_psum_model": (
+        "`{name}` returns the right values, but over '{m}' it performs {seen}. The point of "
+        "tensor parallelism is that no device ever holds all of w: each computes a partial "
+        "product with its own shard, and a `lax.psum` over MODEL_REPLICAS adds the partial "
+        "products of a row."
+    ),
+    "tp_gathers": (
+        "`{name}` returns the right values, but over '{m}' it performs {seen} and no `lax.psum`. "
+        "Gathering blocks (of w, of x or of the partial products) hands every device of a row all of "
+        "its partners' blocks; tensor parallelism keeps each device on its own shard of w and adds "
+        "the partial products of a row with one `lax.psum` over MODEL_REPLICAS."
+    ),
+    "tp_needs_data": (
+        "`{name}` returns the right values, but over '{d}' it performs {seen}. The copies of a "
+        "model shard must average their data shards' gradients with `lax.pmean` over DATA_SHARDS "
+        "(a psum divided by the number of data shards), as the exercise's step does."
+    ),
+    "rn_layout_hint": (
+        "Split x with `in_specs=P(DATA_SHARDS, MODEL_REPLICAS)` and put the blocks back with the "
+        "same `out_specs`: each device holds only its own block of x, and so does the result."
+    ),
+    "tp_layout_hint": (
+        "Give each device only its blocks: `in_specs=(P(MODEL_REPLICAS), P(DATA_SHARDS, "
+        "MODEL_REPLICAS), P(DATA_SHARDS))` and `out_specs=P(MODEL_REPLICAS)`, with one `lax.psum` "
+        "over MODEL_REPLICAS for the predictions and one `lax.pmean` over DATA_SHARDS for the "
+        "gradients: no device holds all of w."
+    ),
 }
 
 
@@ -267,29 +340,48 @@ def _grid_words(shape) -> str:
 
 def _grid_rules(name: str, where: str, fix: str | None, mesh_shape=None):
     """This notebook's own translations (nested pmap, shard_map specs); `checking.translate` does the rest."""
+
     def rule(err: BaseException) -> str | None:
         text = str(err)
         first = _first_line(err)
         if isinstance(err, ValueError) and "context mesh" in text:
             return _say("nested_pmap", name=name, where=where, first=first)
-        if fix == "fix_tp_dp_step" and isinstance(err, ValueError) and "out_specs" in text and (
-                "varying" in text or "replicat" in text):
+        if (
+            fix == "fix_tp_dp_step"
+            and isinstance(err, ValueError)
+            and "out_specs" in text
+            and ("varying" in text or "replicat" in text)
+        ):
             return _say("still_varying", name=name, where=where, first=first)
-        if fix == "fix_tp_dp_step" and isinstance(err, TypeError) and (
-                "dot_general requires contracting dimensions" in text or "Incompatible shapes" in text):
+        if (
+            fix == "fix_tp_dp_step"
+            and isinstance(err, TypeError)
+            and ("dot_general requires contracting dimensions" in text or "Incompatible shapes" in text)
+        ):
             rows, cols = mesh_shape
-            return _say("block_shapes", name=name, where=where, first=first,
-                        x_block=(EXAMPLES // rows, FEATURES // cols), w_block=(FEATURES // cols,))
+            return _say(
+                "block_shapes",
+                name=name,
+                where=where,
+                first=first,
+                x_block=(EXAMPLES // rows, FEATURES // cols),
+                w_block=(FEATURES // cols,),
+            )
         if fix is not None and isinstance(err, ValueError) and ("specs" in text or "shard_map" in text):
             return _say("shard_map_specs", name=name, where=where, first=first, fix=_say(fix))
         return None
+
     return (rule,)
 
 
 def _run(name: str, call, where: str, *, fix: str | None = None, mesh_shape=None):
     """Run `call()`; crashes become readable messages (`checking.explained` plus this notebook's rules)."""
-    with explained(name, run=_say("the_check_runs", name=name, where=where), binds=GRID_AXES,
-                   rules=_grid_rules(name, where, fix, mesh_shape)):
+    with explained(
+        name,
+        run=_say("the_check_runs", name=name, where=where),
+        binds=GRID_AXES,
+        rules=_grid_rules(name, where, fix, mesh_shape),
+    ):
         return call()
 
 
@@ -306,8 +398,16 @@ def _expect_grid_array(label: str, value, grid: tuple, per_device: tuple, dtype)
     if not isinstance(value, jax.Array):
         fail(_say("not_jax_array", label=label, type=type(value).__name__, value=f"{value!r:.80}"))
     if tuple(value.shape[:2]) != tuple(grid) or tuple(value.shape[2:]) != tuple(per_device):
-        fail(_say("per_device_shape", label=label, want=tuple(per_device), got=tuple(value.shape[2:]),
-                  got_all=tuple(value.shape), want_all=tuple(grid) + tuple(per_device)))
+        fail(
+            _say(
+                "per_device_shape",
+                label=label,
+                want=tuple(per_device),
+                got=tuple(value.shape[2:]),
+                got_all=tuple(value.shape),
+                want_all=tuple(grid) + tuple(per_device),
+            )
+        )
     if np.dtype(value.dtype) != np.dtype(dtype):
         fail(_say("dtype", label=label, want=np.dtype(dtype).name, got=np.dtype(value.dtype).name))
 
@@ -320,19 +420,22 @@ def _uniform(r, shape) -> jax.Array:
     return jnp.asarray(r.uniform(0.5, 2.0, size=shape), jnp.float32)
 
 
-_UNIFORM = {"kind": "uniform", "low": 0.5, "high": 2.0}     # the same values, drawn by the grader
+_UNIFORM = {"kind": "uniform", "low": 0.5, "high": 2.0}  # the same values, drawn by the grader
 
 
 def _communication(fn, *args) -> set[tuple[str, tuple[str, ...]]]:
     """The collectives of `fn(*args)` that move data: {(primitive as students know it, axes)}."""
-    return {(_PRIMITIVE_NAMES.get(p, p), axes) for p, axes in collectives(fn, *args)
-            if p not in _NOT_COMMUNICATION}
+    return {(_PRIMITIVE_NAMES.get(p, p), axes) for p, axes in collectives(fn, *args) if p not in _NOT_COMMUNICATION}
 
 
 def _explained_run(name: str, where: str, fix: str, mesh_shape=None):
     """`explained` as `_run` uses it, for a step that exports and examines the answer's program."""
-    return explained(name, run=_say("the_check_runs", name=name, where=where), binds=GRID_AXES,
-                     rules=_grid_rules(name, where, fix, mesh_shape))
+    return explained(
+        name,
+        run=_say("the_check_runs", name=name, where=where),
+        binds=GRID_AXES,
+        rules=_grid_rules(name, where, fix, mesh_shape),
+    )
 
 
 def _seen_descs(descs) -> str:
@@ -341,9 +444,9 @@ def _seen_descs(descs) -> str:
 
 
 def _seen(found) -> str:
-    return checking_text["list_sep"].join(_say("collective_over", primitive=p, axes=axes)
-                                          for p, axes in sorted(found)) or _say(
-        "no_collective_at_all")
+    return checking_text["list_sep"].join(
+        _say("collective_over", primitive=p, axes=axes) for p, axes in sorted(found)
+    ) or _say("no_collective_at_all")
 
 
 def _on_devices(fn, grid):
@@ -357,8 +460,7 @@ def _on_devices(fn, grid):
     def per_block(block):
         return jax.tree.map(lambda part: jnp.asarray(part)[None, None], fn(block[0, 0]))
 
-    return jax.shard_map(per_block, mesh=grid_mesh(grid), in_specs=block_spec, out_specs=block_spec,
-                         check_vma=False)
+    return jax.shard_map(per_block, mesh=grid_mesh(grid), in_specs=block_spec, out_specs=block_spec, check_vma=False)
 
 
 def _observe_on_grids(fn, cases, draw) -> dict:
@@ -392,10 +494,22 @@ def _grid_reductions(x: np.ndarray) -> list[tuple[str, str | None, bool, np.ndar
     full = lambda a: np.broadcast_to(a, x.shape)  # noqa: E731
     found = []
     for axes in ((0,), (1,), (0, 1)):
-        found.append((_say("seen_sum", axes=_axes_words(axes)), _GROUP_OF_AXES[axes], False,
-                      full(x.sum(axis=axes, keepdims=True))))
-        found.append((_say("seen_mean", axes=_axes_words(axes)), _GROUP_OF_AXES[axes], True,
-                      full(x.mean(axis=axes, keepdims=True))))
+        found.append(
+            (
+                _say("seen_sum", axes=_axes_words(axes)),
+                _GROUP_OF_AXES[axes],
+                False,
+                full(x.sum(axis=axes, keepdims=True)),
+            )
+        )
+        found.append(
+            (
+                _say("seen_mean", axes=_axes_words(axes)),
+                _GROUP_OF_AXES[axes],
+                True,
+                full(x.mean(axis=axes, keepdims=True)),
+            )
+        )
     found.append((_say("seen_nothing"), None, False, x))
     return found
 
@@ -412,8 +526,15 @@ def _check_grid_sums(fn) -> None:
         where = _say("on_grid", grid=_grid_words(grid))
         out = _run(name, lambda: grid_map(fn)(x), where)  # noqa: B023 - run in this iteration
         if not isinstance(out, (tuple, list)) or len(out) != 3:
-            fail(_say("not_a_tuple", name=name, n=3, what=_say("three_arrays", parts=_say("parts_list")),
-                      got=_describe(out)))
+            fail(
+                _say(
+                    "not_a_tuple",
+                    name=name,
+                    n=3,
+                    what=_say("three_arrays", parts=_say("parts_list")),
+                    got=_describe(out),
+                )
+            )
         options = _grid_reductions(x)
         for k, ((want_key, group, axes), got) in enumerate(zip(_GRID_SUMS_PARTS, out)):
             label = f"{name}(x)[{k}]"
@@ -421,30 +542,54 @@ def _check_grid_sums(fn) -> None:
             want = np.broadcast_to(np.asarray(x, np.float64).sum(axis=axes, keepdims=True), x.shape)
             if same_values(got, want):
                 continue
-            seen = next(((words, seen_group, is_mean) for words, seen_group, is_mean, value in options
-                         if same_values(got, value)), None)
+            seen = next(
+                (
+                    (words, seen_group, is_mean)
+                    for words, seen_group, is_mean, value in options
+                    if same_values(got, value)
+                ),
+                None,
+            )
             if seen is not None and seen[1] is None:
                 fail(_say("grid_sums_unreduced", label=label, want=_say(want_key), where=where))
             if seen is not None:
                 words, seen_group, is_mean = seen
                 advice = _say("advice_mean") if is_mean and seen_group == group else _say("advice_part")
-                fail(_say("grid_sums_seen", label=label, want=_say(want_key), where=where, seen=words,
-                          group=_group_words(seen_group), advice=advice))
-            _values_failure(label, got, want, where,
-                            _say("grid_sums_generic", want=_say(want_key), group=_group_words(group)))
+                fail(
+                    _say(
+                        "grid_sums_seen",
+                        label=label,
+                        want=_say(want_key),
+                        where=where,
+                        seen=words,
+                        group=_group_words(seen_group),
+                        advice=advice,
+                    )
+                )
+            _values_failure(
+                label, got, want, where, _say("grid_sums_generic", want=_say(want_key), group=_group_words(group))
+            )
     # Structure (a guard: under pmap-over-vmap the values above cannot be right without both axes).
     for axis, constant in zip(GRID_AXES, ("DATA_SHARDS", "MODEL_REPLICAS")):
-        expect_collective(name, fn, jnp.float32(1.0), axis_name=axis, axis_env=_AXIS_ENV,
-                          hint=_say("grid_sums_structure", constant=constant))
+        expect_collective(
+            name,
+            fn,
+            jnp.float32(1.0),
+            axis_name=axis,
+            axis_env=_AXIS_ENV,
+            hint=_say("grid_sums_structure", constant=constant),
+        )
 
 
 def _observe_grid_sums(fn) -> dict:
-    return _observe_on_grids(fn, ((GRID_SHAPE, (3,)), (GRID_SHAPE, ()), ((4, 2), (2,)), ((2, 2), (2, 3)),
-                                  ((1, 4), (5,))), _UNIFORM)
+    return _observe_on_grids(
+        fn, ((GRID_SHAPE, (3,)), (GRID_SHAPE, ()), ((4, 2), (2,)), ((2, 2), (2, 3)), ((1, 4), (5,))), _UNIFORM
+    )
 
 
 grid_sums = Exercise(
-    "grid_sums", _check_grid_sums,
+    "grid_sums",
+    _check_grid_sums,
     hints=[
         "For each part, first find the group of devices on the grid: which devices hold the same data shard "
         "as this one, which hold the same model shard? Then ask along which axis the devices of that group "
@@ -453,9 +598,10 @@ grid_sums = Exercise(
         "row share their data shard and differ along MODEL_REPLICAS; the devices of a column share their "
         "model shard and differ along DATA_SHARDS.",
         "All three parts are sums. For the whole grid, give the collective both names at once, as a tuple, "
-        "the way section \"Form (a)\" takes the maximum of the whole grid.",
+        'the way section "Form (a)" takes the maximum of the whole grid.',
     ],
-    observe=_observe_grid_sums)
+    observe=_observe_grid_sums,
+)
 
 
 # ---------------------------------------------------------------- 2. device_numbers
@@ -471,8 +617,10 @@ def _check_device_numbers(fn) -> None:
         rows, cols = np.indices(grid)
         n_rows, n_cols = grid
         row_major, column_major = rows * n_cols + cols, cols * n_rows + rows
-        parts = (("number_row_major", row_major, column_major, "order_column_major"),
-                 ("number_column_major", column_major, row_major, "order_row_major"))
+        parts = (
+            ("number_row_major", row_major, column_major, "order_column_major"),
+            ("number_column_major", column_major, row_major, "order_row_major"),
+        )
         for k, ((what, want, other, other_order), got) in enumerate(zip(parts, out)):
             label = f"{name}(x)[{k}]"
             _expect_grid_array(label, got, grid, (), jnp.int32)
@@ -483,11 +631,13 @@ def _check_device_numbers(fn) -> None:
             elif k == 0 and same_values(got, rows * 4 + cols) or k == 1 and same_values(got, cols * 2 + rows):
                 diagnosis = _say("numbers_hard_coded")
             elif k == 0 and same_values(got, rows * n_rows + cols):
-                diagnosis = _say("numbers_wrong_length", order=_say("order_row_major"), line=_say("line_row"),
-                                 axis=MODEL_REPLICAS)
+                diagnosis = _say(
+                    "numbers_wrong_length", order=_say("order_row_major"), line=_say("line_row"), axis=MODEL_REPLICAS
+                )
             elif k == 1 and same_values(got, cols * n_cols + rows):
-                diagnosis = _say("numbers_wrong_length", order=_say("order_column_major"),
-                                 line=_say("line_column"), axis=DATA_SHARDS)
+                diagnosis = _say(
+                    "numbers_wrong_length", order=_say("order_column_major"), line=_say("line_column"), axis=DATA_SHARDS
+                )
             elif same_values(got, rows) and n_rows > 1:
                 diagnosis = _say("numbers_one_axis", axis=DATA_SHARDS)
             elif same_values(got, cols):
@@ -498,12 +648,14 @@ def _check_device_numbers(fn) -> None:
 
 
 def _observe_device_numbers(fn) -> dict:
-    return _observe_on_grids(fn, ((GRID_SHAPE, ()), ((4, 2), ()), ((2, 2), (3,)), ((1, 4), ()), ((2, 1), (2,))),
-                             {"kind": "normal"})
+    return _observe_on_grids(
+        fn, ((GRID_SHAPE, ()), ((4, 2), ()), ((2, 2), (3,)), ((1, 4), ()), ((2, 1), (2,))), {"kind": "normal"}
+    )
 
 
 device_numbers = Exercise(
-    "device_numbers", _check_device_numbers,
+    "device_numbers",
+    _check_device_numbers,
     hints=[
         "A device's number in an order is how many devices come before it. In the row-major order, which "
         "devices come before this one: how many whole rows, and how many devices of its own row?",
@@ -513,7 +665,8 @@ device_numbers = Exercise(
         "devices of all those axes together, and the order of the names in the tuple decides which axis "
         "counts slowest. Try both orders on the grid and compare with `device_ids`.",
     ],
-    observe=_observe_device_numbers)
+    observe=_observe_device_numbers,
+)
 
 
 # ---------------------------------------------------------------- 3. row_normalize
@@ -521,9 +674,9 @@ def _row_normalize_wrong(xs: np.ndarray, grid, k: int) -> list[tuple[np.ndarray,
     """Values of the plausible wrong answers on `xs`, each with its diagnosis."""
     n_rows, n_cols = grid
     blocks = xs.reshape(n_rows, n_cols, k)
-    partial = blocks.sum(axis=2, keepdims=True)                 # each device's part of its row's sum
+    partial = blocks.sum(axis=2, keepdims=True)  # each device's part of its row's sum
 
-    def by(denominator):                                         # divide each block by a per-device value
+    def by(denominator):  # divide each block by a per-device value
         return (blocks / np.broadcast_to(denominator, partial.shape)).reshape(xs.shape)
 
     words = dict(d=DATA_SHARDS, m=MODEL_REPLICAS)
@@ -553,16 +706,23 @@ def _check_row_normalize(fn) -> None:
         if not isinstance(out, jax.Array):
             fail(_say("not_jax_array", label=label, type=type(out).__name__, value=f"{out!r:.80}"))
         if tuple(out.shape) != tuple(x.shape):
-            fail(_say("global_shape", label=label, want=tuple(x.shape), got=tuple(out.shape), where=where,
-                      hint=_say("row_normalize_shape_hint")))
+            fail(
+                _say(
+                    "global_shape",
+                    label=label,
+                    want=tuple(x.shape),
+                    got=tuple(out.shape),
+                    where=where,
+                    hint=_say("row_normalize_shape_hint"),
+                )
+            )
         if np.dtype(out.dtype) != np.float32:
             fail(_say("dtype", label=label, want="float32", got=np.dtype(out.dtype).name))
         xs = np.asarray(x, dtype=np.float64)
         want = xs / xs.sum(axis=1, keepdims=True)
         if same_values(out, want):
             continue
-        diagnosis = next((words for value, words in _row_normalize_wrong(xs, grid, k) if same_values(out, value)),
-                         "")
+        diagnosis = next((words for value, words in _row_normalize_wrong(xs, grid, k) if same_values(out, value)), "")
         _values_failure(label, out, want, where, _say("row_normalize_expected", diagnosis=diagnosis).strip())
     # the grader's steps, on these inputs: communication read from the compiled program (present, then
     # reaching the result), the per-device program's input split as the exercise's, the result's layout
@@ -582,13 +742,15 @@ def _observe_row_normalize(fn) -> dict:
     cases = {}
     for grid, k in ((GRID_SHAPE, 3), ((4, 2), 2), ((2, 2), 2), ((1, 4), 1)):
         mesh = grid_mesh(grid)
-        cases[f"{grid[0]}x{grid[1]}_k{k}"] = Case(lambda x, mesh=mesh: fn(x, mesh),
-                                                  spec((grid[0], grid[1] * k), jnp.float32), draw=_UNIFORM)
+        cases[f"{grid[0]}x{grid[1]}_k{k}"] = Case(
+            lambda x, mesh=mesh: fn(x, mesh), spec((grid[0], grid[1] * k), jnp.float32), draw=_UNIFORM
+        )
     return programs(cases)
 
 
 row_normalize = Exercise(
-    "row_normalize", _check_row_normalize,
+    "row_normalize",
+    _check_row_normalize,
     hints=[
         "Inside `jax.shard_map(..., in_specs=P(DATA_SHARDS, MODEL_REPLICAS))` each device sees a block of "
         "one row: its own columns of that row. The row's sum is spread over the row's devices.",
@@ -596,9 +758,10 @@ row_normalize = Exercise(
         "cleanly). Which devices hold the other parts of the same row, and along which axis do they differ?",
         "Those partial sums must be added, not averaged. Write a per-block function (partial sum, "
         "collective, divide), wrap it with `jax.shard_map` over the `mesh` argument with the same spec for "
-        "input and output, and call the result on `x`: section \"Form (b)\" shows the pattern.",
+        'input and output, and call the result on `x`: section "Form (b)" shows the pattern.',
     ],
-    observe=_observe_row_normalize)
+    observe=_observe_row_normalize,
+)
 
 
 # ---------------------------------------------------------------- 4. tp_dp_step
@@ -609,7 +772,7 @@ def tp_dp_step_np(w, batch, learning_rate: float = LEARNING_RATE) -> np.ndarray:
     return w - learning_rate * 2.0 * x.T @ (x @ w - y) / x.shape[0]
 
 
-_TP_MESHES = ((2, 4), (4, 2))      # the visible checks; the hidden test adds 2 x 2
+_TP_MESHES = ((2, 4), (4, 2))  # the visible checks; the hidden test adds 2 x 2
 
 
 def _tp_inputs(grid, seed: int):
@@ -631,7 +794,7 @@ def _tp_partial_products_step(w, batch, grid) -> np.ndarray:
         cols = slice(j * ft, (j + 1) * ft)
         grads = []
         for i in range(n_rows):
-            xb, yb = x[i * ex:(i + 1) * ex, cols], y[i * ex:(i + 1) * ex]
+            xb, yb = x[i * ex : (i + 1) * ex, cols], y[i * ex : (i + 1) * ex]
             grads.append(2.0 * xb.T @ (xb @ w[cols] - yb) / ex)
         new[cols] = w[cols] - LEARNING_RATE * np.mean(grads, axis=0)
     return new
@@ -658,7 +821,7 @@ def _tp_diagnosis(got, w, batch, grid, passed_on) -> str:
     mixed = np.tile(ref_step.reshape(n_cols, ft).mean(axis=0), n_cols)
     if same_values(step, mixed, 1e-4):
         return _say("tp_mixed_shards")
-    first = {"x": np.asarray(batch["x"])[:EXAMPLES // n_rows], "y": np.asarray(batch["y"])[:EXAMPLES // n_rows]}
+    first = {"x": np.asarray(batch["x"])[: EXAMPLES // n_rows], "y": np.asarray(batch["y"])[: EXAMPLES // n_rows]}
     if same_values(got, tp_dp_step_np(w, first), 1e-4):
         return _say("tp_local_examples")
     return _say("tp_generic")
@@ -682,23 +845,45 @@ def _check_tp_dp_step(fn) -> None:
         if not isinstance(out, jax.Array):
             fail(_say("not_jax_array", label=label, type=type(out).__name__, value=f"{out!r:.80}"))
         if tuple(out.shape) != (FEATURES,):
-            fail(_say("global_shape", label=label, want=(FEATURES,), got=tuple(out.shape), where=where,
-                      hint=_say("tp_shape_hint")))
+            fail(
+                _say(
+                    "global_shape",
+                    label=label,
+                    want=(FEATURES,),
+                    got=tuple(out.shape),
+                    where=where,
+                    hint=_say("tp_shape_hint"),
+                )
+            )
         if np.dtype(out.dtype) != np.float32:
             fail(_say("dtype", label=label, want="float32", got=np.dtype(out.dtype).name))
         got = np.asarray(out, np.float64)
         want = tp_dp_step_np(w, batch)
         if not same_values(got, want, 1e-5):
-            fail(_say("tp_update", name=name, got=_fmt(got), want=_fmt(want), where=where,
-                      hint=_tp_diagnosis(got, w, batch, grid, passed_on)))
+            fail(
+                _say(
+                    "tp_update",
+                    name=name,
+                    got=_fmt(got),
+                    want=_fmt(want),
+                    where=where,
+                    hint=_tp_diagnosis(got, w, batch, grid, passed_on),
+                )
+            )
         passed_on = passed_on or grid
-        if facts is None:    # the grader's steps, on the first mesh's inputs (see row_normalize)
+        if facts is None:  # the grader's steps, on the first mesh's inputs (see row_normalize)
             with _explained_run(name, where, "fix_tp_dp_step", grid):
                 facts = examined(lambda w_, x_, y_: fn(w_, {"x": x_, "y": y_}, mesh), w, batch["x"], batch["y"])  # noqa: B023 - run in this iteration
     over_model = [d for d in facts.present if d.endswith(f" over '{MODEL_REPLICAS}'")]
     if f"psum over '{MODEL_REPLICAS}'" not in over_model:
-        fail(_say("tp_gathers" if over_model else "tp_needs_psum_model", name=name, seen=_seen_descs(over_model),
-                  m=MODEL_REPLICAS))
+        fail(
+            _say(
+                "tp_gathers" if over_model else "tp_needs_psum_model",
+                name=name,
+                seen=_seen_descs(over_model),
+                m=MODEL_REPLICAS,
+            )
+        )
     over_data = [d for d in facts.present if d.endswith(f" over '{DATA_SHARDS}'")]
     if f"psum over '{DATA_SHARDS}'" not in over_data:
         fail(_say("tp_needs_data", name=name, seen=_seen_descs(over_data), d=DATA_SHARDS))
@@ -716,8 +901,7 @@ def _observe_tp_dp_step(fn) -> dict:
     for grid in ((2, 4), (4, 2), (2, 2)):
         mesh = grid_mesh(grid)
         program = lambda w, x, y, mesh=mesh: fn(w, {"x": x, "y": y}, mesh)  # noqa: E731
-        args = (spec((FEATURES,), jnp.float32), spec((EXAMPLES, FEATURES), jnp.float32),
-                spec((EXAMPLES,), jnp.float32))
+        args = (spec((FEATURES,), jnp.float32), spec((EXAMPLES, FEATURES), jnp.float32), spec((EXAMPLES,), jnp.float32))
         cases[f"{grid[0]}x{grid[1]}"] = Case(program, *args)
         if grid == (2, 4):
             cases["collectives"] = Case(program, *args, values=False)
@@ -725,7 +909,8 @@ def _observe_tp_dp_step(fn) -> dict:
 
 
 tp_dp_step = Exercise(
-    "tp_dp_step", _check_tp_dp_step,
+    "tp_dp_step",
+    _check_tp_dp_step,
     hints=[
         "Draw the blocks first: which part of w, which examples and which features of x does device "
         "(i, j) hold? Then ask what it is missing to predict its examples, and what it is missing to "
@@ -737,4 +922,5 @@ tp_dp_step = Exercise(
         "gradients over the axis along which they differ, as an average, then subtract LEARNING_RATE "
         "times it from the shard. The new w stays split like the old one.",
     ],
-    observe=_observe_tp_dp_step)
+    observe=_observe_tp_dp_step,
+)

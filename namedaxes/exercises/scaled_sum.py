@@ -22,6 +22,7 @@ Each visible check and its hidden observation accept the same answers:
 Every student-facing sentence of the checks is a template in `TEXT`; the hints are
 the full strings of each `Exercise(..., hints=[...])`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -45,71 +46,108 @@ from namedaxes.checking import (
 from namedaxes.grading import Case, pmapped, programs, spec
 
 __all__ = ["scaled_sum", "scaled_sum_uses_psum", "scaled_mean", "global_max_share", "progress"]
-progress = progress_of(__name__)   # q.progress(): which exercises of the notebook pass
+progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
 
 AXIS_ENV = [(DEVICES, 8)]
 DEVICE_COUNTS = (2, 4, 8)
 
 # Every sentence these checks can show, in one place (translate here; the logic below only fills them in).
 TEXT = {
-    "not_an_array": ("`{name}` should return one array (shaped like `x`), but `pmap` got {type} back: {value}. "
-                     "Did you forget a `return`?"),
-    "wrong_shape": ("`{name}` should return an array shaped like its input `x` on each device (per-device shape "
-                    "{per_shape}), but with {k} devices `pmap` got results of shape {shape}, i.e. per-device "
-                    "shape {got_shape}."),
-    "reduced_locally": (" Did you reduce `x` with `jnp.sum`/`jnp.max` inside one device? A collective combines "
-                        "values across devices and keeps the shape."),
-    "wrong_dtype": ("`{name}` should keep the dtype of `x` ({dtype} in, {dtype} out), but it returned {got}. "
-                    "Use Python numbers such as `2.0` rather than typed arrays in your arithmetic, so JAX keeps "
-                    "the input dtype."),
+    "not_an_array": (
+        "`{name}` should return one array (shaped like `x`), but `pmap` got {type} back: {value}. "
+        "Did you forget a `return`?"
+    ),
+    "wrong_shape": (
+        "`{name}` should return an array shaped like its input `x` on each device (per-device shape "
+        "{per_shape}), but with {k} devices `pmap` got results of shape {shape}, i.e. per-device "
+        "shape {got_shape}."
+    ),
+    "reduced_locally": (
+        " Did you reduce `x` with `jnp.sum`/`jnp.max` inside one device? A collective combines "
+        "values across devices and keeps the shape."
+    ),
+    "wrong_dtype": (
+        "`{name}` should keep the dtype of `x` ({dtype} in, {dtype} out), but it returned {got}. "
+        "Use Python numbers such as `2.0` rather than typed arrays in your arithmetic, so JAX keeps "
+        "the input dtype."
+    ),
     "where": "({k} devices, input {x}) ",
     "sum_expected": "With {k} devices holding {x}, every device should end with {want} (the sum of x * 2.0 over "
-                    "all devices).",
+    "all devices).",
     "sum_plain": "That is the plain sum of `x`: multiply by 2.0 before (or after) the psum.",
     "sum_is_mean": "That is the mean over devices (what `lax.pmean` gives): use `lax.psum` for the total.",
     "sum_is_max": "That is the maximum over devices (what `lax.pmax` gives): use `lax.psum` for the total.",
     "by_hand": "The result does not change when `x` does: if you wrote the number by hand, compute it instead: "
-               "the check runs several device counts and inputs.",
-    "sum_factor": ("That is {factor:g} times the expected total: scale by 2.0, once, and add up the scaled values "
-                   "of all devices with `lax.psum`."),
-    "sum_other": ("That is not 2.0 times the sum of `x` over the devices. Compare each step of your function "
-                  "with `lax.psum(x * 2.0, axis_name=DEVICES)`: scale the device's own `x`, then add up."),
+    "the check runs several device counts and inputs.",
+    "sum_factor": (
+        "That is {factor:g} times the expected total: scale by 2.0, once, and add up the scaled values "
+        "of all devices with `lax.psum`."
+    ),
+    "sum_other": (
+        "That is not 2.0 times the sum of `x` over the devices. Compare each step of your function "
+        "with `lax.psum(x * 2.0, axis_name=DEVICES)`: scale the device's own `x`, then add up."
+    ),
     "use_psum": "Add up the scaled values of all devices with `lax.psum(..., axis_name=DEVICES)`.",
-    "psum_is_mean": ("`scaled_sum` returns {big} over 8 devices and {small} over 2 devices that all hold 1.0: the "
-                     "same number whatever the device count, so it is a mean (`lax.pmean` is a psum divided by "
-                     "the device count). A total grows with the number of devices: return the `lax.psum` itself."),
-    "psum_not_total": ("`scaled_sum` returns {big} over 8 devices and {small} over 2 devices that all hold 1.0; a "
-                       "total over DEVICES would be 4 times larger over 8 devices than over 2. Return the "
-                       "`lax.psum` of the scaled values, not something computed from it."),
-    "mean_shape": ("`scaled_mean` should return one number on each device (per-device shape ()), but with {k} "
-                   "devices `pmap` got results of shape {shape}, i.e. per-device shape {got_shape}. Reduce the "
-                   "device's own values with `jnp.nansum` and the count of values, then combine across devices."),
-    "mean_expected": ("With {k} devices holding {x} (NaN: no value), every device should end with {want}: the mean "
-                      "of x * 2.0 over all {n} values."),
-    "mean_nan": ("It returned NaN: a missing entry (NaN) got into a sum or a mean. Add up the values with "
-                 "`jnp.nansum`, and count them with `~jnp.isnan(x)`."),
+    "psum_is_mean": (
+        "`scaled_sum` returns {big} over 8 devices and {small} over 2 devices that all hold 1.0: the "
+        "same number whatever the device count, so it is a mean (`lax.pmean` is a psum divided by "
+        "the device count). A total grows with the number of devices: return the `lax.psum` itself."
+    ),
+    "psum_not_total": (
+        "`scaled_sum` returns {big} over 8 devices and {small} over 2 devices that all hold 1.0; a "
+        "total over DEVICES would be 4 times larger over 8 devices than over 2. Return the "
+        "`lax.psum` of the scaled values, not something computed from it."
+    ),
+    "mean_shape": (
+        "`scaled_mean` should return one number on each device (per-device shape ()), but with {k} "
+        "devices `pmap` got results of shape {shape}, i.e. per-device shape {got_shape}. Reduce the "
+        "device's own values with `jnp.nansum` and the count of values, then combine across devices."
+    ),
+    "mean_expected": (
+        "With {k} devices holding {x} (NaN: no value), every device should end with {want}: the mean "
+        "of x * 2.0 over all {n} values."
+    ),
+    "mean_nan": (
+        "It returned NaN: a missing entry (NaN) got into a sum or a mean. Add up the values with "
+        "`jnp.nansum`, and count them with `~jnp.isnan(x)`."
+    ),
     "mean_is_total": "That is the total of x * 2.0, not the mean: divide it by the number of values on all devices.",
-    "mean_of_means": ("That is the mean of the per-device means: a device with few values weighs as much as one "
-                      "with many. Add up the values and the counts over the devices separately, then divide."),
-    "mean_counts_missing": ("You divided by every entry, missing ones (NaN) included: count only the values, "
-                            "`jnp.sum(~jnp.isnan(x))` on each device, summed over DEVICES."),
+    "mean_of_means": (
+        "That is the mean of the per-device means: a device with few values weighs as much as one "
+        "with many. Add up the values and the counts over the devices separately, then divide."
+    ),
+    "mean_counts_missing": (
+        "You divided by every entry, missing ones (NaN) included: count only the values, "
+        "`jnp.sum(~jnp.isnan(x))` on each device, summed over DEVICES."
+    ),
     "mean_unscaled": "That is the mean of `x` itself: multiply by 2.0.",
-    "share_ones": ("Every entry is 1: each device divided by its own value. Divide by the largest magnitude "
-                   "across devices."),
-    "share_max_of_shares": ("Every entry is 1: that is the largest share, which is always 1 (the entry with the "
-                            "largest magnitude divides it by itself), handed to every device by the outer "
-                            "`lax.pmax`. Each device should keep its own share: return the quotient without "
-                            "reducing it again."),
+    "share_ones": (
+        "Every entry is 1: each device divided by its own value. Divide by the largest magnitude across devices."
+    ),
+    "share_max_of_shares": (
+        "Every entry is 1: that is the largest share, which is always 1 (the entry with the "
+        "largest magnitude divides it by itself), handed to every device by the outer "
+        "`lax.pmax`. Each device should keep its own share: return the quotient without "
+        "reducing it again."
+    ),
     "share_is_max": "That is the largest magnitude itself: divide the device's own `x` by it.",
-    "share_global_max": ("You divided by the largest magnitude of all vectors. Compare each position only with the "
-                         "same position on the other devices: `lax.pmax` works entry by entry."),
-    "share_signed_max": ("You divided by the largest *value*; some entries are negative, and one of those is "
-                         "further from zero. Compare the sizes without their signs, on each device, before the "
-                         "collective."),
-    "share_lost_sign": ("The sizes are right but the signs are gone: divide the device's own, signed `x`, and take "
-                        "the magnitude only inside the maximum."),
-    "share_replicated": ("Every device holds the same result, but each device should keep its own share: divide "
-                         "the local `x` by the collective maximum, and do not reduce the quotient."),
+    "share_global_max": (
+        "You divided by the largest magnitude of all vectors. Compare each position only with the "
+        "same position on the other devices: `lax.pmax` works entry by entry."
+    ),
+    "share_signed_max": (
+        "You divided by the largest *value*; some entries are negative, and one of those is "
+        "further from zero. Compare the sizes without their signs, on each device, before the "
+        "collective."
+    ),
+    "share_lost_sign": (
+        "The sizes are right but the signs are gone: divide the device's own, signed `x`, and take "
+        "the magnitude only inside the maximum."
+    ),
+    "share_replicated": (
+        "Every device holds the same result, but each device should keep its own share: divide "
+        "the local `x` by the collective maximum, and do not reduce the quotient."
+    ),
 }
 
 
@@ -138,8 +176,12 @@ def _expect_per_device(name: str, out, x) -> None:
     x = np.asarray(x)
     per_shape, got_shape = x.shape[1:], tuple(out.shape[1:])
     if tuple(out.shape[:1]) != x.shape[:1] or got_shape != per_shape:
-        fail(TEXT["wrong_shape"].format(name=name, per_shape=per_shape, k=x.shape[0], shape=tuple(out.shape),
-                                        got_shape=got_shape) + (TEXT["reduced_locally"] if got_shape == () else ""))
+        fail(
+            TEXT["wrong_shape"].format(
+                name=name, per_shape=per_shape, k=x.shape[0], shape=tuple(out.shape), got_shape=got_shape
+            )
+            + (TEXT["reduced_locally"] if got_shape == () else "")
+        )
     if np.dtype(out.dtype) != x.dtype:
         fail(TEXT["wrong_dtype"].format(name=name, dtype=x.dtype.name, got=np.dtype(out.dtype).name))
 
@@ -186,7 +228,7 @@ def _diagnose_sum(fn: Callable, x, got, want) -> str:
     if same_values(got, 2.0 * x.max(axis=0), dtype=float):
         return TEXT["sum_is_max"]
     moved = np.asarray(_run("scaled_sum", fn, x_in + 1), float)[0]
-    if same_values(moved, got, dtype=float):           # the same number whatever `x` holds: written by hand
+    if same_values(moved, got, dtype=float):  # the same number whatever `x` holds: written by hand
         return TEXT["by_hand"]
     # the same factor on `x` and on `x + 1` (on every entry of both): a wrong scale, nothing else
     want, want_moved = np.asarray(want, float), (x + 1).sum(axis=0) * 2.0
@@ -203,10 +245,17 @@ def _check_scaled_sum(fn: Callable) -> None:
         _expect_per_device("scaled_sum", out, x)
         want = np.asarray(x, np.float64).sum(axis=0) * 2.0
         k = x.shape[0]
-        expect_replicated("scaled_sum", out, axis_name=DEVICES,
-                          hint=TEXT["sum_expected"].format(k=k, x=_fmt(x), want=_fmt(want)))
-        expect_close("scaled_sum", out, np.broadcast_to(want, out.shape), rtol=1e-3, atol=1e-3,
-                     hint=TEXT["where"].format(k=k, x=_fmt(x)) + _diagnose_sum(fn, x, out, want))
+        expect_replicated(
+            "scaled_sum", out, axis_name=DEVICES, hint=TEXT["sum_expected"].format(k=k, x=_fmt(x), want=_fmt(want))
+        )
+        expect_close(
+            "scaled_sum",
+            out,
+            np.broadcast_to(want, out.shape),
+            rtol=1e-3,
+            atol=1e-3,
+            hint=TEXT["where"].format(k=k, x=_fmt(x)) + _diagnose_sum(fn, x, out, want),
+        )
 
 
 def _growth(fn: Callable) -> Callable:
@@ -216,9 +265,11 @@ def _growth(fn: Callable) -> Callable:
     (`pmean`, i.e. a psum divided by the device count) sum(x) / 8: the ratio tells a psum from a pmean
     without depending on the factor 2.0, so this point is about psum and only psum.
     """
+
     def grown(x):
         over_two = jax.vmap(fn, axis_name=DEVICES)(jnp.ones((2,) + x.shape, x.dtype))[0]
         return fn(x) / over_two
+
     return grown
 
 
@@ -247,14 +298,18 @@ def _observe_scaled_sum_uses_psum(fn: Callable) -> dict:
     """The total must be a psum over DEVICES: the compiled program's own psum (structure case: an all_gather
     summed does not count), and a result that grows with the device count like a total (`_growth`: a pmean
     does not), on 4 and 8 devices."""
-    cases = {f"k{k}_{label}_growth": Case(pmapped(_growth(fn), k, DEVICES), spec((k,) + shape, jnp.float32))
-             for k in (4, 8) for label, shape in (("scalar", ()), ("vector", (3,)))}
+    cases = {
+        f"k{k}_{label}_growth": Case(pmapped(_growth(fn), k, DEVICES), spec((k,) + shape, jnp.float32))
+        for k in (4, 8)
+        for label, shape in (("scalar", ()), ("vector", (3,)))
+    }
     cases["k8_vector_psum"] = Case(pmapped(fn, 8, DEVICES), spec((8, 3), jnp.float32), values=False)
     return programs(cases)
 
 
 scaled_sum = Exercise(
-    "scaled_sum", _check_scaled_sum,
+    "scaled_sum",
+    _check_scaled_sum,
     hints=[
         "Inside the function `x` is one device's value. First scale it by 2.0: that part is local work.",
         "Then add the scaled values of all devices together with a collective over the axis "
@@ -266,7 +321,8 @@ scaled_sum = Exercise(
 )
 
 scaled_sum_uses_psum = Exercise(
-    "scaled_sum", _check_scaled_sum_uses_psum,
+    "scaled_sum",
+    _check_scaled_sum_uses_psum,
     hints=[
         "The total must come from `lax.psum` over DEVICES: `jnp.sum` only sees one device's value.",
         "This check reads your compiled function: it needs a `psum` over DEVICES whose result reaches what you "
@@ -287,8 +343,10 @@ def _visible_padded_inputs():
     """Shards of unequal size, padded with NaN: the mean of means is wrong on each, one device is empty."""
     return [
         jnp.asarray([[1.0, 2.0, 3.0], [4.0, NAN, NAN], [0.0, 2.0, NAN], [3.0, 3.0, 3.0]], jnp.float32),
-        jnp.asarray([[1.0, 5.0], [2.0, NAN], [0.5, 1.5], [4.0, NAN], [NAN, NAN], [3.0, 1.0], [6.0, NAN],
-                     [2.5, 2.5]], jnp.float32),
+        jnp.asarray(
+            [[1.0, 5.0], [2.0, NAN], [0.5, 1.5], [4.0, NAN], [NAN, NAN], [3.0, 1.0], [6.0, NAN], [2.5, 2.5]],
+            jnp.float32,
+        ),
         jnp.asarray([[0.5, -1.0, NAN], [2.0, NAN, NAN]], jnp.float16),
     ]
 
@@ -331,13 +389,20 @@ def _check_scaled_mean(fn: Callable) -> None:
         xs = np.asarray(x, np.float64)
         k, n = x.shape[0], int((~np.isnan(xs)).sum())
         want = 2.0 * np.nansum(xs) / n
-        expect_replicated(name, out, axis_name=DEVICES,
-                          hint=TEXT["mean_expected"].format(k=k, x=_fmt(x), want=_fmt(want), n=n))
+        expect_replicated(
+            name, out, axis_name=DEVICES, hint=TEXT["mean_expected"].format(k=k, x=_fmt(x), want=_fmt(want), n=n)
+        )
         got = float(np.asarray(out, float)[0])
         tol = 1e-3 if x.dtype == np.float16 else 1e-5
         if not same_values(got, want, tol, dtype=float):
-            expect_close(name, out, np.full(out.shape, want), rtol=tol, atol=tol,
-                         hint=TEXT["where"].format(k=k, x=_fmt(x)) + _diagnose_mean(xs, got, want))
+            expect_close(
+                name,
+                out,
+                np.full(out.shape, want),
+                rtol=tol,
+                atol=tol,
+                hint=TEXT["where"].format(k=k, x=_fmt(x)) + _diagnose_mean(xs, got, want),
+            )
 
 
 def _padded(fn: Callable, m: int) -> Callable:
@@ -346,10 +411,12 @@ def _padded(fn: Callable, m: int) -> Callable:
     The grader draws `x` and `n` (0 to m values per device; the first device always keeps one, so the
     mean is defined): the padding is built inside the graded program, from the grader's own inputs.
     """
+
     def on_padded(x, n):
         first = (jax.lax.axis_index(DEVICES) == 0).astype(n.dtype)
         keep = jnp.arange(m) < jnp.maximum(n, first)
         return fn(jnp.where(keep, x, jnp.nan))
+
     return on_padded
 
 
@@ -359,18 +426,28 @@ def _observe_scaled_mean(fn: Callable) -> dict:
     cases = {}
     for k in DEVICE_COUNTS:
         for m in (3, 5):
-            cases[f"k{k}_slots{m}"] = Case(pmapped(_padded(fn, m), k, DEVICES), spec((k, m), jnp.float32),
-                                           spec((k,), jnp.int32), draw={"kind": "normal", "low": 0, "high": m + 1})
+            cases[f"k{k}_slots{m}"] = Case(
+                pmapped(_padded(fn, m), k, DEVICES),
+                spec((k, m), jnp.float32),
+                spec((k,), jnp.int32),
+                draw={"kind": "normal", "low": 0, "high": m + 1},
+            )
     # float16 in, float16 out, as the visible check's float16 case (quarters are exact in float16; the
     # tolerance is the visible check's for float16)
-    cases["k4_slots3_float16"] = Case(pmapped(_padded(fn, 3), 4, DEVICES), spec((4, 3), jnp.float16),
-                                      spec((4,), jnp.int32), draw={"kind": "quarters", "low": 0, "high": 4},
-                                      rtol=1e-3, atol=1e-3)
+    cases["k4_slots3_float16"] = Case(
+        pmapped(_padded(fn, 3), 4, DEVICES),
+        spec((4, 3), jnp.float16),
+        spec((4,), jnp.int32),
+        draw={"kind": "quarters", "low": 0, "high": 4},
+        rtol=1e-3,
+        atol=1e-3,
+    )
     return programs(cases)
 
 
 scaled_mean = Exercise(
-    "scaled_mean", _check_scaled_mean,
+    "scaled_mean",
+    _check_scaled_mean,
     hints=[
         "Try it by hand with two devices: one holds 1 value, the other 3. Is the mean of all 4 values the mean "
         "of the two devices' means?",
@@ -428,11 +505,12 @@ def _check_global_max_share(fn: Callable) -> None:
 
 
 def _observe_global_max_share(fn: Callable) -> dict:
-    return _observe_outputs(fn, "global_max_share_value", float16=False)   # signed inputs, as the check
+    return _observe_outputs(fn, "global_max_share_value", float16=False)  # signed inputs, as the check
 
 
 global_max_share = Exercise(
-    "global_max_share", _check_global_max_share,
+    "global_max_share",
+    _check_global_max_share,
     hints=[
         "Each device keeps its own `x`. What does it need to learn from the others, and how do you "
         "compare the sizes of two numbers when one of them may be negative?",

@@ -44,6 +44,7 @@ hints are full strings in its `Exercise(...)`; the logic only picks and fills
 templates. The shared core (`namedaxes.checking`) words "not written yet",
 unbound axis names and errors in the student's own code.
 """
+
 from __future__ import annotations
 
 import functools
@@ -71,12 +72,24 @@ from namedaxes.checking import (
 from namedaxes.grading import Case, programs, spec
 from namedaxes.judging import region_takes
 
-__all__ = ["sharded_scaled_sum", "replica_totals", "dp_train_step", "jit_train_step",
-           "weighted_total_shard_map", "line_mesh", "grid_mesh", "loss_fn", "sgd_step",
-           "weighted_total", "LEARNING_RATE", "TEXT", "progress"]
-progress = progress_of(__name__)   # q.progress(): which exercises of the notebook pass
+__all__ = [
+    "sharded_scaled_sum",
+    "replica_totals",
+    "dp_train_step",
+    "jit_train_step",
+    "weighted_total_shard_map",
+    "line_mesh",
+    "grid_mesh",
+    "loss_fn",
+    "sgd_step",
+    "weighted_total",
+    "LEARNING_RATE",
+    "TEXT",
+    "progress",
+]
+progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
 
-LEARNING_RATE = model.LEARNING_RATE   # the course's reference model: namedaxes.model
+LEARNING_RATE = model.LEARNING_RATE  # the course's reference model: namedaxes.model
 # Primitives that name an axis without moving data between devices.
 _NOT_COMMUNICATION = {"pvary", "pcast", "axis_index"}
 # Collectives that reduce (what the weighted step's sums need); anything else moves whole blocks.
@@ -89,50 +102,60 @@ TEXT = {
         "`{name}` stopped with an empty AssertionError from inside JAX. On this JAX that is what a "
         "collective (`lax.psum`, `lax.pmean`, ...) inside `jax.shard_map` raises when its axis name is "
         "not an axis of the mesh, e.g. a typo such as 'device'. Use the course's constants (`DEVICES`, "
-        "`DATA_SHARDS`, `MODEL_REPLICAS`, `DATA_PARALLEL`).{axes}"),
+        "`DATA_SHARDS`, `MODEL_REPLICAS`, `DATA_PARALLEL`).{axes}"
+    ),
     "mesh_axes": " This mesh has the axes {axes}.",
     "unbound": (
         "`{name}` calls a collective over '{axis}' where no mesh axis of that name is bound (JAX says: "
-        "\"{first}\"). Collectives work inside the function you give `jax.shard_map`, over the axis "
+        '"{first}"). Collectives work inside the function you give `jax.shard_map`, over the axis '
         "names of its `mesh`: put the `lax.psum`/`lax.pmean` in that per-device function, and use the "
-        "course's constants for the names.{axes}"),
+        "course's constants for the names.{axes}"
+    ),
     "set_mesh_in_jit": (
         "`{name}` uses `jax.set_mesh`, which only works outside `jax.jit`, and the check runs your "
         "function under `jax.jit`. Place the inputs with `jax.device_put(x, NamedSharding(mesh, P(...)))` "
-        "and pass `mesh=mesh` to `jax.shard_map` instead."),
+        "and pass `mesh=mesh` to `jax.shard_map` instead."
+    ),
     "set_mesh_in_jit_no_shard_map": (
         "`{name}` uses `jax.set_mesh`, which only works outside `jax.jit`, and the check runs your "
         "function under `jax.jit`. Place the inputs with `jax.device_put(x, NamedSharding(mesh, P(...)))` "
         "(or `jax.reshard(x, NamedSharding(mesh, P(...)))`), then call the jitted step on them: no "
-        "`set_mesh` and no `shard_map` is needed."),
+        "`set_mesh` and no `shard_map` is needed."
+    ),
     "spec_without_mesh": (
-        "`{name}` failed with JAX's error \"{first}\": a bare `P(...)` only means something under "
+        '`{name}` failed with JAX\'s error "{first}": a bare `P(...)` only means something under '
         "`jax.set_mesh`, which is not available under `jax.jit`. Give `jax.device_put` or `jax.reshard` "
-        "a `NamedSharding(mesh, P(...))` built on the `mesh` argument."),
+        "a `NamedSharding(mesh, P(...))` built on the `mesh` argument."
+    ),
     "mixed_devices": (
-        "`{name}` failed with JAX's error \"{first}\": an input that lives on one device met the mesh "
+        '`{name}` failed with JAX\'s error "{first}": an input that lives on one device met the mesh '
         "inside `jax.jit`. Place every input on the `mesh` argument with "
-        "`jax.device_put(x, NamedSharding(mesh, P(...)))` before the computation uses it."),
+        "`jax.device_put(x, NamedSharding(mesh, P(...)))` before the computation uses it."
+    ),
     "spec_mismatch": (
-        "`{name}` failed with JAX's error \"{first}\". The mesh from `jax.make_mesh` has Explicit axes, "
+        '`{name}` failed with JAX\'s error "{first}". The mesh from `jax.make_mesh` has Explicit axes, '
         "so `shard_map` checks that each input already has the sharding your `in_specs` names. Place "
         "the inputs first, e.g. `jax.device_put(x, NamedSharding(mesh, P(...)))` with the same spec as "
-        "in_specs."),
+        "in_specs."
+    ),
     "varying_output": (
         "`{name}` failed with JAX's error \"{first}\": an output's `out_specs` says it is the same on "
         "every device along some mesh axis, but JAX's type of the value says it still varies along "
         "that axis. In JAX's types only a reducing collective over that axis (`lax.psum`, `lax.pmean`, "
         "`lax.pmax`, ...) makes a value the same on every device; a value computed from the device's own "
         "block, or from an `all_gather` or a `ppermute`, still varies. Reduce over that axis, or name "
-        "the axis in the output's `out_specs`."),
+        "the axis in the output's `out_specs`."
+    ),
     "not_divisible": (
-        "`{name}` failed with JAX's error \"{first}\": an array dimension cannot be cut into that many "
+        '`{name}` failed with JAX\'s error "{first}": an array dimension cannot be cut into that many '
         "equal blocks. Split over the `mesh` argument the check passes (it has 2, 4 or 8 devices), not "
-        "over a mesh from another cell, and split only the dimension the exercise says.{axes}"),
+        "over a mesh from another cell, and split only the dimension the exercise says.{axes}"
+    ),
     "specs": (
-        "`{name}` failed with JAX's error \"{first}\". Check that `in_specs` and `out_specs` name the "
+        '`{name}` failed with JAX\'s error "{first}". Check that `in_specs` and `out_specs` name the '
         "mesh's axes for the array dimensions that are split, and `P()` for values that are the same "
-        "on every device."),
+        "on every device."
+    ),
     # results, any exercise
     "values": "`{name}` has the wrong values {where}: expected {want}, got {got}. {hint}",
     "no_communication": "`{name}` returns the right {what}, but it performs {seen} over '{axis}'. {why}",
@@ -143,127 +166,158 @@ TEXT = {
     "scaled_x": "x of shape {shape}",
     "scaled_shape": (
         "`{name}` should return shape {want}, the total of 2 * x in each of x's {m} columns, but it "
-        "returned shape {got} {where}.{hint}"),
+        "returned shape {got} {where}.{hint}"
+    ),
     "scaled_shape_scalar": (
         " A scalar is the total of a whole block, all columns mixed: let each device add up its rows "
-        "only, so that every column keeps its own total."),
+        "only, so that every column keeps its own total."
+    ),
     "scaled_shape_block": (
         " Shape {got} is one device's block of rows: `lax.psum` adds the blocks of all devices element "
-        "by element, but the rows of each block still have to be added up."),
+        "by element, but the rows of each block still have to be added up."
+    ),
     "scaled_shape_row_totals": (
         " Shape {got} has one number per row of a device's block: that sums along the columns. Add up "
-        "the rows instead, so that one number per column is left."),
+        "the rows instead, so that one number per column is left."
+    ),
     "scaled_shape_per_device": (
         " That is {k} results side by side: with `out_specs=P(DEVICES)` the devices' results are "
         "concatenated along dimension 0. After a psum every device holds the same column totals: "
-        "`out_specs=P()`."),
+        "`out_specs=P()`."
+    ),
     "scaled_wrong": "`{name}` returned {got} {where}, but the column totals of 2 * x are {want}. {hint}",
     "scaled_plain_sum": "Those are the plain column totals of x: multiply by 2.0.",
     "scaled_first_share": (
         "Those are only the first device's shares (the column totals of device 0's rows). Add the "
-        "shares of all devices with `lax.psum(..., DEVICES)` inside the shard_map."),
+        "shares of all devices with `lax.psum(..., DEVICES)` inside the shard_map."
+    ),
     "scaled_mean": "That is the mean of the devices' shares (`lax.pmean`): use `lax.psum` for the totals.",
-    "scaled_by_hand": ("The result does not change when `x` does: if you wrote numbers by hand, compute them "
-                       "instead: the check uses several meshes and shapes."),
-    "scaled_other": ("Those are not 2.0 times the column totals of all of `x`: each device should add up 2.0 "
-                     "times its own rows, and `lax.psum(..., DEVICES)` adds the devices' shares."),
+    "scaled_by_hand": (
+        "The result does not change when `x` does: if you wrote numbers by hand, compute them "
+        "instead: the check uses several meshes and shapes."
+    ),
+    "scaled_other": (
+        "Those are not 2.0 times the column totals of all of `x`: each device should add up 2.0 "
+        "times its own rows, and `lax.psum(..., DEVICES)` adds the devices' shares."
+    ),
     "scaled_why": (
         "The point is the shard_map form: each device adds up only its own rows, and "
-        "`lax.psum(..., DEVICES)` inside `jax.shard_map` adds the devices' shares."),
+        "`lax.psum(..., DEVICES)` inside `jax.shard_map` adds the devices' shares."
+    ),
     "total": "column totals",
     # 2. replica_totals
     "replica_where": "({rows} x {cols} mesh, x of shape {shape})",
     "replica_shape": (
         "`{name}` should return shape {want} {where}: the rows stay split over DATA_SHARDS, and the "
-        "{cols} column blocks are added up. It returned shape {got}.{hint}"),
+        "{cols} column blocks are added up. It returned shape {got}.{hint}"
+    ),
     "replica_shape_of_x": (
         " That is the shape of x: after the psum every device of a row holds the same totals, and "
         "`out_specs=P(DATA_SHARDS, MODEL_REPLICAS)` puts those copies side by side. Keep one copy: "
-        "`out_specs=P(DATA_SHARDS, None)`."),
+        "`out_specs=P(DATA_SHARDS, None)`."
+    ),
     "replica_shape_block": (
         " That is one device's block: the rows are still split over DATA_SHARDS, so the result's "
-        "out_specs must name DATA_SHARDS for dimension 0."),
+        "out_specs must name DATA_SHARDS for dimension 0."
+    ),
     "replica_shape_data_sum": " That shape is what a sum over DATA_SHARDS gives. Reduce over MODEL_REPLICAS only.",
     "replica_over_both": (
         "Those are the totals over the whole mesh: reduce over MODEL_REPLICAS only, so each data shard "
-        "keeps its own rows."),
+        "keeps its own rows."
+    ),
     "replica_row_partners": "Each device should add its block to the blocks of its row's other devices.",
     "replica_why": (
         "Use `jax.shard_map` and let each device add its block to its row partners' with "
-        "`lax.psum(..., MODEL_REPLICAS)`."),
+        "`lax.psum(..., MODEL_REPLICAS)`."
+    ),
     "replica_extra_axis": (
         "`{name}` communicates over '{axis}' too ({seen}), but the data shards never need each other's "
-        "values here: reduce over MODEL_REPLICAS only."),
+        "values here: reduce over MODEL_REPLICAS only."
+    ),
     "values_word": "values",
     # 3./4. the weighted training steps
     "step_where": "(mesh of {k} devices, {n} examples, weights per device {weights})",
     "step_not_dict": (
         "`{name}` should return the new parameters as a dict with keys 'w' and 'b' (like `params`), but "
-        "it returned {kind} {where}. `jax.tree.map` over `params` and the gradients keeps the structure."),
+        "it returned {kind} {where}. `jax.tree.map` over `params` and the gradients keeps the structure."
+    ),
     "step_kind_dict": "a dict with keys {keys}",
     "step_kind_type": "a `{type}`",
     "step_not_scalar": (
-        "`{name}(...)['{key}']` should be a scalar like `params['{key}']`, but it has shape {shape} {where}.{hint}"),
+        "`{name}(...)['{key}']` should be a scalar like `params['{key}']`, but it has shape {shape} {where}.{hint}"
+    ),
     "step_per_device": (
-        " One value per device: the new parameters are the same on every device, so their `out_specs` "
-        "is `P()`."),
+        " One value per device: the new parameters are the same on every device, so their `out_specs` is `P()`."
+    ),
     "step_wrong": (
         "`{name}` returned w = {got_w}, b = {got_b} {where}, but one SGD step on the weighted loss of "
-        "the whole batch gives w = {want_w}, b = {want_b}. {hint}"),
+        "the whole batch gives w = {want_w}, b = {want_b}. {hint}"
+    ),
     "step_unweighted": (
         "That is the step of the *unweighted* loss: every example counted once. The loss of the batch "
         "is the weighted mean of the squared errors, sum(weight * error²) / sum(weight): an example "
-        "with weight 0 (padding) must not count at all."),
+        "with weight 0 (padding) must not count at all."
+    ),
     "step_devices_equal": (
         "That is the mean of the devices' own weighted-mean steps: every device counted equally, "
         "although their weights add up to different totals ({totals}). A `pmean` of the local losses "
         "or gradients is only right for equal shards. Add up each device's weighted sums across "
-        "devices instead (`lax.psum` of the numerator and of the weights, then divide)."),
+        "devices instead (`lax.psum` of the numerator and of the weights, then divide)."
+    ),
     "step_k_times": (
         "Your update is {k} times too large: the gradients were summed over the {k} devices, not "
         "averaged. Either a `lax.psum` stands where a division belongs, or you met the shard_map trap "
         "(Pitfall 4): `params` enter with `in_specs=P()`, so `jax.grad` with respect to them already "
-        "sums the devices' gradients."),
+        "sums the devices' gradients."
+    ),
     "step_unchanged": "The parameters did not change: subtract LEARNING_RATE * gradient from each one.",
     "step_100x": "The step is 100 times too large: the learning rate is LEARNING_RATE, 0.01.",
     "step_ascent": "The step goes the wrong way: subtract the gradient, do not add it.",
     "step_other": (
         "Compare with one plain SGD step on one device, on the weighted loss "
-        "sum(weight * error²) / sum(weight) of the whole batch."),
+        "sum(weight * error²) / sum(weight) of the whole batch."
+    ),
     "parameters": "parameters",
     "dp_why": (
         "Here the communication is yours to write: inside `jax.shard_map`, each device computes its own "
         "sums and a `lax.psum` over DATA_PARALLEL combines them. (Exercise 4 is where the compiler does "
-        "it for you.)"),
+        "it for you.)"
+    ),
     "dp_gathers": (
         "`{name}` returns the right parameters, but it moves whole blocks between devices ({seen}): "
         "every device ends up with the whole batch, which is one-device training repeated on every "
         "device, not data parallelism. Keep each device on its own examples and combine only their "
-        "sums (a few numbers) with `lax.psum` over DATA_PARALLEL."),
+        "sums (a few numbers) with `lax.psum` over DATA_PARALLEL."
+    ),
     "jit_writes_collectives": (
         "`{name}` returns the right parameters, but it writes its own collectives ({seen}). In this "
         "exercise the compiler does the communication: no `shard_map` and no `lax.psum`/`lax.pmean`, "
-        "just `jax.jit` of a one-device step on the weighted loss, applied to sharded arrays."),
+        "just `jax.jit` of a one-device step on the weighted loss, applied to sharded arrays."
+    ),
     "jit_no_all_reduce": (
         "`{name}` returns the right parameters, but its compiled program has no all-reduce: everything "
         "ran without communication, so the batch was not split over the mesh. Place it with "
         "`jax.device_put(batch, NamedSharding(mesh, P(DATA_PARALLEL)))` (and `params` with `P()`) "
-        "before calling the jitted step."),
+        "before calling the jitted step."
+    ),
     # 5. weighted_total_shard_map
     "migration_where": "(mesh of {k} devices, w of shape {w_shape}, x of shape {x_shape})",
     "migration_shape": (
-        "`{name}` should return what the pmap version returns, shape {want} {where}, but it returned "
-        "shape {got}.{hint}"),
+        "`{name}` should return what the pmap version returns, shape {want} {where}, but it returned shape {got}.{hint}"
+    ),
     "migration_block_axis": (
         " The mapped axis is still there: pmap removed it, so `weighted_total` saw columns of shape "
         "(d,); shard_map keeps it, so each device's block of x has shape (d, 1), and `w * x_block` "
         "broadcasts (d,) against (d, 1) into (d, d). Take the column (`x_block[:, 0]`) before calling "
-        "`weighted_total`."),
+        "`weighted_total`."
+    ),
     "migration_per_device": (
         " One result per device: that is what `out_specs` naming DEVICES gives. `out_axes=None` "
-        "translates to `out_specs=P()`."),
+        "translates to `out_specs=P()`."
+    ),
     "migration_wrong": (
-        "`{name}` has the wrong values {where}: the pmap version gives {want}, yours gives {got}. {hint}"),
+        "`{name}` has the wrong values {where}: the pmap version gives {want}, yours gives {got}. {hint}"
+    ),
     "migration_mean": "That is the mean over devices: keep `weighted_total`'s `lax.psum`.",
     "migration_first": "That is only device 0's term: the psum over DEVICES is missing.",
     "migration_why": "Keep `weighted_total` (with its `lax.psum`) as the per-device function of `jax.shard_map`.",
@@ -272,7 +326,8 @@ TEXT = {
         "`{name}` returns the right {what}, but no `jax.shard_map` over {axes} in it gives each device only "
         "its own shard of the inputs ({want}); read from the exported program, it has {got}. The grader runs "
         "your program with each device holding only its shard: keep the inputs split as they are placed "
-        "(the same `in_specs`), and do not gather them or make them replicated first."),
+        "(the same `in_specs`), and do not gather them or make them replicated first."
+    ),
     "layout_whole": "the whole value on every device",
     "layout_split": "split over {axes} along dimension {dim}",
     "layout_input": "input {n} {layout}",
@@ -282,7 +337,8 @@ TEXT = {
         "`{name}` returns the right {what}, but no collective over '{axis}' reaches its result (read from the "
         "compiled program, the way the grader reads it: {seen}). Communication that is discarded or "
         "multiplied by zero counts for nothing, and a total computed outside the per-device function needs "
-        "no collective of yours. {why}"),
+        "no collective of yours. {why}"
+    ),
     "reaching_seen": "{ops} reach the result",
     "reaching_none": "no collective reaches the result",
 }
@@ -301,22 +357,34 @@ def _num(value) -> str:
 
 
 def _layout_words(layout) -> str:
-    parts = [_say("layout_split", axes=" x ".join(repr(a) for a in axes), dim=d) for d, axes in enumerate(layout)
-             if axes]
+    parts = [
+        _say("layout_split", axes=" x ".join(repr(a) for a in axes), dim=d) for d, axes in enumerate(layout) if axes
+    ]
     return checking_text["list_sep"].join(parts) if parts else _say("layout_whole")
 
 
 def _inputs_words(ins) -> str:
-    return checking_text["list_sep"].join(_say("layout_input", n=n + 1, layout=_layout_words(layout))
-                                         for n, layout in enumerate(ins))
+    return checking_text["list_sep"].join(
+        _say("layout_input", n=n + 1, layout=_layout_words(layout)) for n, layout in enumerate(ins)
+    )
 
 
 def _axes_words(axes) -> str:
     return " x ".join(repr(a) for a in axes)
 
 
-def _judge(name: str, fn: Callable, mesh, *args, region: tuple, what: str, axis: str, why: str,
-           shard_map_allowed: bool = True, context=None):
+def _judge(
+    name: str,
+    fn: Callable,
+    mesh,
+    *args,
+    region: tuple,
+    what: str,
+    axis: str,
+    why: str,
+    shard_map_allowed: bool = True,
+    context=None,
+):
     """The grader's judging steps (`namedaxes.judging.examine`, as `autograder.judge.programs.Judge` takes them)
     on the visible inputs: `fn(*args, mesh)` exported and compiled; a per-device region over `region[0]`
     must take each input split over at least the mesh axes of `region[1]` (the reference's `in_specs`),
@@ -326,13 +394,17 @@ def _judge(name: str, fn: Callable, mesh, *args, region: tuple, what: str, axis:
         got = examined(lambda *a: fn(*a, mesh), *args)
     axes, ins = region
     if not region_takes(got.regions, axes, ins):
-        seen = checking_text["list_sep"].join(_say("regions_got", axes=_axes_words(a), inputs=_inputs_words(i))
-                                              for a, i, _ in got.regions) or _say("regions_none")
+        seen = checking_text["list_sep"].join(
+            _say("regions_got", axes=_axes_words(a), inputs=_inputs_words(i)) for a, i, _ in got.regions
+        ) or _say("regions_none")
         fail(_say("not_own_shard", name=name, what=what, axes=_axes_words(axes), want=_inputs_words(ins), got=seen))
     reaching = [c for c in got.matters if c.endswith(f" over '{axis}'")]
     if not reaching:
-        seen = (_say("reaching_seen", ops=checking_text["list_sep"].join(got.matters)) if got.matters
-                else _say("reaching_none"))
+        seen = (
+            _say("reaching_seen", ops=checking_text["list_sep"].join(got.matters))
+            if got.matters
+            else _say("reaching_none")
+        )
         fail(_say("not_reaching", name=name, what=what, axis=axis, seen=seen, why=why))
     return got
 
@@ -346,11 +418,11 @@ def line_mesh(k: int, name: str = DEVICES):
 def grid_mesh(shape=(2, 4)):
     """A (DATA_SHARDS, MODEL_REPLICAS) mesh over the first rows x columns devices (Explicit)."""
     rows, cols = shape
-    return jax.make_mesh((rows, cols), (DATA_SHARDS, MODEL_REPLICAS), devices=jax.devices()[:rows * cols])
+    return jax.make_mesh((rows, cols), (DATA_SHARDS, MODEL_REPLICAS), devices=jax.devices()[: rows * cols])
 
 
-loss_fn = model.loss        # mean squared error of w * x + b: the reference model of notebook 04
-sgd_step = model.sgd_step   # one plain SGD step on one device
+loss_fn = model.loss  # mean squared error of w * x + b: the reference model of notebook 04
+sgd_step = model.sgd_step  # one plain SGD step on one device
 
 
 def weighted_total(w, x_col):
@@ -377,6 +449,7 @@ def _shard_map_rules(name: str, mesh=None, *, shard_map_allowed: bool = True):
         if isinstance(err, ValueError):
             return _value_error_message(name, str(err), axes, shard_map_allowed)
         return None
+
     return (rule,)
 
 
@@ -433,8 +506,9 @@ def _axes_of(found) -> list[str]:
 
 
 def _seen(found) -> str:
-    return checking_text["list_sep"].join(_say("seen_item", primitive=p, axes=axes)
-                                          for p, axes in sorted(found)) or _say("seen_nothing")
+    return checking_text["list_sep"].join(
+        _say("seen_item", primitive=p, axes=axes) for p, axes in sorted(found)
+    ) or _say("seen_nothing")
 
 
 def _f32(values) -> jax.Array:
@@ -450,8 +524,11 @@ def _bound(fn: Callable, mesh):
 # Visible inputs (rows split over DEVICES: blocks of 2, 2 and 3 rows on 8, 4 and 2 devices; the
 # column counts differ from the block heights, so a sum over the wrong axis shows in the shape).
 # The hidden observations use random values of the same shapes, so the compiled answers are reused.
-_SCALED_SUM_CASES = [(8, _f32(np.arange(48).reshape(16, 3))), (4, _f32(np.arange(40).reshape(8, 5) * 0.5 - 9.0)),
-                     (2, _f32([[1.0, -2.0], [3.0, 0.5], [4.0, 1.5], [-1.0, 2.0], [0.25, 0.0], [2.0, -3.0]]))]
+_SCALED_SUM_CASES = [
+    (8, _f32(np.arange(48).reshape(16, 3))),
+    (4, _f32(np.arange(40).reshape(8, 5) * 0.5 - 9.0)),
+    (2, _f32([[1.0, -2.0], [3.0, 0.5], [4.0, 1.5], [-1.0, 2.0], [0.25, 0.0], [2.0, -3.0]])),
+]
 
 
 def _check_sharded_scaled_sum(fn: Callable) -> None:
@@ -493,19 +570,32 @@ def _check_sharded_scaled_sum(fn: Callable) -> None:
                 # "by hand" only when the result does not follow x at all
                 hint = _say("scaled_by_hand") if same_values(moved, got, 1e-4, dtype=float) else _say("scaled_other")
             fail(_say("scaled_wrong", name=name, got=_fmt(got), where=where, want=_fmt(want), hint=hint))
-    k, x = _SCALED_SUM_CASES[-1]      # the smallest mesh: the same verdict, the cheapest compiles
-    _judge(name, fn, line_mesh(k), x, region=((DEVICES,), (((DEVICES,),),)), what=_say("total"), axis=DEVICES,
-           why=_say("scaled_why"))
+    k, x = _SCALED_SUM_CASES[-1]  # the smallest mesh: the same verdict, the cheapest compiles
+    _judge(
+        name,
+        fn,
+        line_mesh(k),
+        x,
+        region=((DEVICES,), (((DEVICES,),),)),
+        what=_say("total"),
+        axis=DEVICES,
+        why=_say("scaled_why"),
+    )
 
 
 def _observe_sharded_scaled_sum(fn: Callable) -> dict:
     """Exported programs of `fn(x, mesh)` on 8, 4 and 2 devices (the grader draws x)."""
-    return programs({f"out_k{k}_{x.shape[0]}x{x.shape[1]}": Case(_bound(fn, line_mesh(k)), spec(x.shape, jnp.float32))
-                     for k, x in _SCALED_SUM_CASES})
+    return programs(
+        {
+            f"out_k{k}_{x.shape[0]}x{x.shape[1]}": Case(_bound(fn, line_mesh(k)), spec(x.shape, jnp.float32))
+            for k, x in _SCALED_SUM_CASES
+        }
+    )
 
 
 sharded_scaled_sum = Exercise(
-    "sharded_scaled_sum", _check_sharded_scaled_sum,
+    "sharded_scaled_sum",
+    _check_sharded_scaled_sum,
     hints=[
         "Before any code: when the rows of x are split over DEVICES, what does one device's block look "
         "like, which part of the column totals can that device compute alone, and what does it need "
@@ -528,9 +618,11 @@ def _replica_totals_reference(x: np.ndarray, n_replicas: int) -> np.ndarray:
 
 
 # Mesh shapes and x shapes of the visible checks; the hidden observations reuse the shapes.
-_REPLICA_CASES = [((2, 4), np.arange(32, dtype=np.float32).reshape(4, 8)),
-                  ((4, 2), np.arange(8, dtype=np.float32).reshape(4, 2) - 3.0),
-                  ((2, 2), np.asarray([[1.0, 2.0, 10.0, 20.0], [3.0, 4.0, 30.0, 40.0]], np.float32))]
+_REPLICA_CASES = [
+    ((2, 4), np.arange(32, dtype=np.float32).reshape(4, 8)),
+    ((4, 2), np.arange(8, dtype=np.float32).reshape(4, 2) - 3.0),
+    ((2, 2), np.asarray([[1.0, 2.0, 10.0, 20.0], [3.0, 4.0, 30.0, 40.0]], np.float32)),
+]
 
 
 def _placed(x, mesh, spec):
@@ -559,22 +651,29 @@ def _check_replica_totals(fn: Callable) -> None:
                 hint = _say("replica_shape_data_sum")
             else:
                 hint = ""
-            fail(_say("replica_shape", name=name, want=want.shape, where=where, cols=n_rep, got=got_shape,
-                      hint=hint))
+            fail(_say("replica_shape", name=name, want=want.shape, where=where, cols=n_rep, got=got_shape, hint=hint))
         got = np.asarray(out, np.float64)
         if not same_values(got, want, 1e-4, dtype=float):
             over_both = np.tile(want.reshape(n_data, -1, want.shape[1]).sum(axis=0), (n_data, 1))
-            hint = _say("replica_over_both" if same_values(got, over_both, 1e-4, dtype=float)
-                        else "replica_row_partners")
+            hint = _say(
+                "replica_over_both" if same_values(got, over_both, 1e-4, dtype=float) else "replica_row_partners"
+            )
             fail(_say("values", name=name, where=where, want=_fmt(want), got=_fmt(got), hint=hint))
-    shape, x_np = _REPLICA_CASES[-1]   # the smallest mesh: the same verdict, the cheapest compiles
+    shape, x_np = _REPLICA_CASES[-1]  # the smallest mesh: the same verdict, the cheapest compiles
     mesh = grid_mesh(shape)
     x = _placed(_f32(x_np), mesh, P(DATA_SHARDS, MODEL_REPLICAS))
-    got = _judge(name, fn, mesh, x, region=(tuple(sorted((DATA_SHARDS, MODEL_REPLICAS))),
-                                            (((DATA_SHARDS,), (MODEL_REPLICAS,)),)),
-                 what=_say("values_word"), axis=MODEL_REPLICAS, why=_say("replica_why"))
+    got = _judge(
+        name,
+        fn,
+        mesh,
+        x,
+        region=(tuple(sorted((DATA_SHARDS, MODEL_REPLICAS))), (((DATA_SHARDS,), (MODEL_REPLICAS,)),)),
+        what=_say("values_word"),
+        axis=MODEL_REPLICAS,
+        why=_say("replica_why"),
+    )
     extra = [c for c in got.present if c.endswith(f" over '{DATA_SHARDS}'")]
-    if extra:       # a surplus collective counts against, used or not (as the grader counts it)
+    if extra:  # a surplus collective counts against, used or not (as the grader counts it)
         fail(_say("replica_extra_axis", name=name, axis=DATA_SHARDS, seen=checking_text["list_sep"].join(extra)))
 
 
@@ -587,13 +686,15 @@ def _observe_replica_totals(fn: Callable) -> dict:
     for shape, x_np in _REPLICA_CASES:
         mesh = grid_mesh(shape)
         placed = spec(x_np.shape, jnp.float32, sharding=NamedSharding(mesh, P(DATA_SHARDS, MODEL_REPLICAS)))
-        cases[f"out_{shape[0]}x{shape[1]}_{x_np.shape[0]}x{x_np.shape[1]}"] = Case(_bound(fn, mesh), placed,
-                                                                                  only_axes=True)
+        cases[f"out_{shape[0]}x{shape[1]}_{x_np.shape[0]}x{x_np.shape[1]}"] = Case(
+            _bound(fn, mesh), placed, only_axes=True
+        )
     return programs(cases)
 
 
 replica_totals = Exercise(
-    "replica_totals", _check_replica_totals,
+    "replica_totals",
+    _check_replica_totals,
     hints=[
         "x arrives already placed with P(DATA_SHARDS, MODEL_REPLICAS): inside "
         "`jax.shard_map(..., in_specs=P(DATA_SHARDS, MODEL_REPLICAS))` each device sees one block.",
@@ -616,13 +717,14 @@ def _padded_weights(k: int, per: int) -> np.ndarray:
 def _visible_training_cases():
     """(devices, params, batch): padding on 8 devices; whole-number weights on 4."""
     x = np.linspace(-1.0, 1.0, 64)
-    padded = ({"w": _f32(1.0), "b": _f32(0.0)},
-              {"x": _f32(x), "y": _f32(2.0 * x + 0.5), "weight": _f32(_padded_weights(8, 8))})
+    padded = (
+        {"w": _f32(1.0), "b": _f32(0.0)},
+        {"x": _f32(x), "y": _f32(2.0 * x + 0.5), "weight": _f32(_padded_weights(8, 8))},
+    )
     r = np.random.RandomState(5)
     x4 = r.uniform(-2.0, 2.0, size=12)
     counts = np.array([3, 1, 2, 1, 1, 3, 2, 2, 1, 3, 3, 1], float)
-    other = ({"w": _f32(-0.5), "b": _f32(0.25)},
-             {"x": _f32(x4), "y": _f32(3.0 * x4 - 1.0), "weight": _f32(counts)})
+    other = ({"w": _f32(-0.5), "b": _f32(0.25)}, {"x": _f32(x4), "y": _f32(3.0 * x4 - 1.0), "weight": _f32(counts)})
     return [(8, *padded), (4, *other)]
 
 
@@ -639,8 +741,11 @@ def _floats(tree) -> dict:
 
 def _expect_params(name: str, out, where: str) -> None:
     if not isinstance(out, dict) or set(out) != {"w", "b"}:
-        kind = (_say("step_kind_dict", keys=sorted(map(str, out))) if isinstance(out, dict)
-                else _say("step_kind_type", type=type(out).__name__))
+        kind = (
+            _say("step_kind_dict", keys=sorted(map(str, out)))
+            if isinstance(out, dict)
+            else _say("step_kind_type", type=type(out).__name__)
+        )
         fail(_say("step_not_dict", name=name, kind=kind, where=where))
     for key in ("w", "b"):
         value = out[key]
@@ -655,13 +760,14 @@ def _diagnose_step(params: dict, batch, k: int, got: dict, ref: dict) -> str:
     weight = np.asarray(batch["weight"], float)
 
     def same_step(other: dict, factor: float = 1.0) -> bool:
-        return all(same_values(got[key] - old[key], factor * (other[key] - old[key]), 1e-4, dtype=float)
-                   for key in old)
+        return all(same_values(got[key] - old[key], factor * (other[key] - old[key]), 1e-4, dtype=float) for key in old)
 
     unweighted = model.sgd_step_np(old, {key: np.asarray(batch[key], float) for key in ("x", "y")})
     blocks = [slice(i * len(weight) // k, (i + 1) * len(weight) // k) for i in range(k)]
-    local = [model.gradients_np(old, _repeated({key: np.asarray(batch[key])[s] for key in ("x", "y")},
-                                               weight[s])) for s in blocks]
+    local = [
+        model.gradients_np(old, _repeated({key: np.asarray(batch[key])[s] for key in ("x", "y")}, weight[s]))
+        for s in blocks
+    ]
     equal = {key: old[key] - LEARNING_RATE * float(np.mean([g[key] for g in local])) for key in old}
     if same_step(unweighted):
         return _say("step_unweighted")
@@ -690,8 +796,18 @@ def _check_weighted_step(name: str, fn: Callable, k: int, params, batch, *, shar
     ref = model.sgd_step_np(_floats(params), _repeated(batch, weight))
     if all(same_values(got[key], ref[key], 1e-4, dtype=float) for key in ref):
         return
-    fail(_say("step_wrong", name=name, got_w=_num(got["w"]), got_b=_num(got["b"]), where=where,
-              want_w=_num(ref["w"]), want_b=_num(ref["b"]), hint=_diagnose_step(params, batch, k, got, ref)))
+    fail(
+        _say(
+            "step_wrong",
+            name=name,
+            got_w=_num(got["w"]),
+            got_b=_num(got["b"]),
+            where=where,
+            want_w=_num(ref["w"]),
+            want_b=_num(ref["b"]),
+            hint=_diagnose_step(params, batch, k, got, ref),
+        )
+    )
 
 
 def _training_probe():
@@ -710,8 +826,16 @@ def _check_dp_train_step(fn: Callable) -> None:
     if moves:
         fail(_say("dp_gathers", name=name, seen=_seen(moves)))
     if DATA_PARALLEL not in _axes_of(found):
-        fail(_say("no_communication", name=name, what=_say("parameters"), seen=_seen(found), axis=DATA_PARALLEL,
-                  why=_say("dp_why")))
+        fail(
+            _say(
+                "no_communication",
+                name=name,
+                what=_say("parameters"),
+                seen=_seen(found),
+                axis=DATA_PARALLEL,
+                why=_say("dp_why"),
+            )
+        )
 
 
 # (devices, examples) of the hidden training observations: the visible shapes, and 2 devices
@@ -730,12 +854,19 @@ def _observe_training(fn: Callable, *, structure: bool) -> dict:
     """Exported programs of one step `fn(params, batch, mesh)` on 8, 4 and 2 devices (the grader draws
     params and batch; the new params are compared with the reference step's). With `structure`, one
     more case grades only the communication: the reference's collectives and no other."""
-    cases = {f"k{k}_n{n}": Case(_bound(fn, line_mesh(k, DATA_PARALLEL)), *_training_args(n), draw=_TRAINING_DRAW)
-             for k, n in _OBSERVED_TRAINING}
+    cases = {
+        f"k{k}_n{n}": Case(_bound(fn, line_mesh(k, DATA_PARALLEL)), *_training_args(n), draw=_TRAINING_DRAW)
+        for k, n in _OBSERVED_TRAINING
+    }
     if structure:
         k, n = _OBSERVED_TRAINING[0]
-        cases["structure"] = Case(_bound(fn, line_mesh(k, DATA_PARALLEL)), *_training_args(n), draw=_TRAINING_DRAW,
-                                  values=False, only_collectives=True)
+        cases["structure"] = Case(
+            _bound(fn, line_mesh(k, DATA_PARALLEL)),
+            *_training_args(n),
+            draw=_TRAINING_DRAW,
+            values=False,
+            only_collectives=True,
+        )
     return programs(cases)
 
 
@@ -744,7 +875,8 @@ def _observe_dp_train_step(fn: Callable) -> dict:
 
 
 dp_train_step = Exercise(
-    "dp_train_step", _check_dp_train_step,
+    "dp_train_step",
+    _check_dp_train_step,
     hints=[
         "Write the weighted loss of the whole batch as a fraction, sum(weight * error²) / sum(weight). "
         "Which parts of that fraction can one device compute from its own examples alone, and how do "
@@ -789,7 +921,8 @@ def _observe_jit_train_step(fn: Callable) -> dict:
 
 
 jit_train_step = Exercise(
-    "jit_train_step", _check_jit_train_step,
+    "jit_train_step",
+    _check_jit_train_step,
     hints=[
         "In section 5, what made `jax.jit(sgd_step)` communicate although `sgd_step` names no axis? "
         "If that is the arrays rather than the code, what does your weighted step's code still have "
@@ -808,9 +941,11 @@ jit_train_step = Exercise(
 # ---------------------------------------------------------------- 5. weighted_total_shard_map
 # Visible inputs (w of shape (d,), x of shape (d, k): pmap maps over axis 1); the hidden
 # observations use random values of the same shapes.
-_WEIGHTED_CASES = [(8, _f32([1.0, 0.5, -1.0]), _f32(np.arange(24).reshape(3, 8))),
-                   (4, _f32([2.0, -1.0]), _f32(np.arange(8).reshape(2, 4) / 4.0 - 1.0)),
-                   (2, _f32([0.5, 1.0, -2.0]), _f32([[3.0, -1.0], [0.5, 2.0], [1.0, 1.0]]))]
+_WEIGHTED_CASES = [
+    (8, _f32([1.0, 0.5, -1.0]), _f32(np.arange(24).reshape(3, 8))),
+    (4, _f32([2.0, -1.0]), _f32(np.arange(8).reshape(2, 4) / 4.0 - 1.0)),
+    (2, _f32([0.5, 1.0, -2.0]), _f32([[3.0, -1.0], [0.5, 2.0], [1.0, 1.0]])),
+]
 
 
 def _check_weighted_total_shard_map(fn: Callable) -> None:
@@ -839,20 +974,35 @@ def _check_weighted_total_shard_map(fn: Callable) -> None:
             elif same_values(out, np.asarray(w, np.float64) * np.asarray(x, np.float64)[:, 0], 1e-4, dtype=float):
                 hint = _say("migration_first")
             fail(_say("migration_wrong", name=name, where=where, want=_fmt(want), got=_fmt(out), hint=hint))
-    k, w, x = _WEIGHTED_CASES[-1]     # the smallest mesh: the same verdict, the cheapest compiles
-    _judge(name, fn, line_mesh(k), w, x, region=((DEVICES,), ((), ((), (DEVICES,)))), what=_say("values_word"),
-           axis=DEVICES, why=_say("migration_why"))
+    k, w, x = _WEIGHTED_CASES[-1]  # the smallest mesh: the same verdict, the cheapest compiles
+    _judge(
+        name,
+        fn,
+        line_mesh(k),
+        w,
+        x,
+        region=((DEVICES,), ((), ((), (DEVICES,)))),
+        what=_say("values_word"),
+        axis=DEVICES,
+        why=_say("migration_why"),
+    )
 
 
 def _observe_weighted_total_shard_map(fn: Callable) -> dict:
     """Exported programs of `fn(w, x, mesh)` on 8, 4 and 2 devices (the grader draws w and x)."""
-    return programs({f"out_k{k}_d{w.shape[0]}": Case(_bound(fn, line_mesh(k)), spec(w.shape, jnp.float32),
-                                                     spec(x.shape, jnp.float32))
-                     for k, w, x in _WEIGHTED_CASES})
+    return programs(
+        {
+            f"out_k{k}_d{w.shape[0]}": Case(
+                _bound(fn, line_mesh(k)), spec(w.shape, jnp.float32), spec(x.shape, jnp.float32)
+            )
+            for k, w, x in _WEIGHTED_CASES
+        }
+    )
 
 
 weighted_total_shard_map = Exercise(
-    "weighted_total_shard_map", _check_weighted_total_shard_map,
+    "weighted_total_shard_map",
+    _check_weighted_total_shard_map,
     hints=[
         "This pmap splits x along axis 1, not axis 0, so the table's first rows do not apply word for "
         "word. A PartitionSpec lists, dimension by dimension, the mesh axis that splits it: which spec "

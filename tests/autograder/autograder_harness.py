@@ -1,4 +1,5 @@
 """Helpers for the autograder tests: build the fixture class, grade it, read the results."""
+
 from __future__ import annotations
 
 import csv
@@ -13,7 +14,7 @@ from pathlib import Path
 import autograder_specs as specs
 import tamper_specs
 
-specs.SPECS.extend(tamper_specs.SPECS)      # one graded class: the fixtures and the tamper corpus
+specs.SPECS.extend(tamper_specs.SPECS)  # one graded class: the fixtures and the tamper corpus
 
 REPO = specs.REPO
 CELL_TIMEOUT = 15
@@ -31,10 +32,10 @@ class GradedClass:
     stderr: str
     rows: list[dict]
     results: list[dict]
-    points: dict[str, dict[str, float]]        # assignment -> grade_id -> points
+    points: dict[str, dict[str, float]]  # assignment -> grade_id -> points
     context: dict
-    reference_dirs: list[str]                  # the reference cache folders right after the run
-    canary: dict[str, bytes]                   # the host folder attack links point at, as it was built
+    reference_dirs: list[str]  # the reference cache folders right after the run
+    canary: dict[str, bytes]  # the host folder attack links point at, as it was built
 
     def row(self, student: str, assignment: str = specs.A02) -> dict:
         found = [r for r in self.rows if r["student"] == student and r["assignment"] == assignment]
@@ -46,14 +47,31 @@ class GradedClass:
 
 
 def grade_cmd(course: Path, submissions: Path, out: Path, cache: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "autograder", "grade", "--course", str(course), "--submissions",
-            str(submissions), "--out", str(out), "--cache", str(cache), "-j", "2",
-            "--timeout", str(CELL_TIMEOUT), *extra]
+    return [
+        sys.executable,
+        "-m",
+        "autograder",
+        "grade",
+        "--course",
+        str(course),
+        "--submissions",
+        str(submissions),
+        "--out",
+        str(out),
+        "--cache",
+        str(cache),
+        "-j",
+        "2",
+        "--timeout",
+        str(CELL_TIMEOUT),
+        *extra,
+    ]
 
 
 def read_csv(path: Path) -> list[dict]:
     """The rows of a CSV file the grader wrote, with its formula neutralization undone."""
     from autograder.publish.outputs import csv_value
+
     with open(path, newline="", encoding="utf-8") as fh:
         return [{k: csv_value(v) for k, v in row.items()} for row in csv.DictReader(fh)]
 
@@ -63,18 +81,30 @@ def refused_syscalls() -> dict[str, int]:
     this machine has no seccomp allow-list: the protections report says so, test_sandbox checks it)."""
     from autograder.sandbox import seccomp
     from autograder.sandbox.launch import kernel_filter
+
     if kernel_filter()[1]:
         return {}
-    names = ("add_key", "keyctl", "request_key", "io_uring_setup", "bpf", "perf_event_open", "userfaultfd",
-             "unshare", "mount", "setns")
+    names = (
+        "add_key",
+        "keyctl",
+        "request_key",
+        "io_uring_setup",
+        "bpf",
+        "perf_event_open",
+        "userfaultfd",
+        "unshare",
+        "mount",
+        "setns",
+    )
     return {n: nr for n in names if (nr := seccomp.resolve(n)) is not None}
 
 
 def build_and_grade(root: Path) -> dict:
     import nbformat
+
     assignments = sorted({s.assignment for s in specs.SPECS})
     course = root / "course"
-    cache = REPO / "build" / "autograder" / "references"      # keyed by content: safe to share with `make grade`
+    cache = REPO / "build" / "autograder" / "references"  # keyed by content: safe to share with `make grade`
     sources = {}
     points = {}
     for aid in assignments:
@@ -82,32 +112,59 @@ def build_and_grade(root: Path) -> dict:
         shutil.copy(REPO / "solutions" / f"{aid}.ipynb", course / "source" / aid / f"{aid}.ipynb")
         nb = nbformat.read(REPO / "solutions" / f"{aid}.ipynb", as_version=4)
         sources[aid] = nb
-        points[aid] = {c.metadata["nbgrader"]["grade_id"]: float(c.metadata["nbgrader"]["points"])
-                       for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")
-                       and not c.metadata["nbgrader"].get("solution")}
+        points[aid] = {
+            c.metadata["nbgrader"]["grade_id"]: float(c.metadata["nbgrader"]["points"])
+            for c in nb.cells
+            if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")
+        }
     from autograder.course.discovery import discover_sources
     from autograder.run.references import reference_key
+
     ref = f"{specs.A02}-{reference_key(discover_sources(course, [specs.A02])[specs.A02])[:16]}"
-    tamper_specs.point_links_at(str(cache / ref))   # the symlink attack aims at this reference
-    context = {"forbidden": [str(REPO / "solutions" / f"{specs.A02}.ipynb"),
-                             str(course / "source" / specs.A02 / f"{specs.A02}.ipynb"),
-                             str(root / "class" / "correct" / f"{specs.A02}.ipynb"),
-                             str(cache / ref / "meta.json")],
-               "writable": [str(REPO / "pwned.txt"), str(root / "class" / "pwned.txt"), "/etc/pwned",
-                            str(cache.parent / "xla-cache" / "pwned")],
-               "xla_root": str(cache.parent / "xla-cache"), "canary": str(root / "canary"),
-               "refused_syscalls": refused_syscalls()}
+    tamper_specs.point_links_at(str(cache / ref))  # the symlink attack aims at this reference
+    context = {
+        "forbidden": [
+            str(REPO / "solutions" / f"{specs.A02}.ipynb"),
+            str(course / "source" / specs.A02 / f"{specs.A02}.ipynb"),
+            str(root / "class" / "correct" / f"{specs.A02}.ipynb"),
+            str(cache / ref / "meta.json"),
+        ],
+        "writable": [
+            str(REPO / "pwned.txt"),
+            str(root / "class" / "pwned.txt"),
+            "/etc/pwned",
+            str(cache.parent / "xla-cache" / "pwned"),
+        ],
+        "xla_root": str(cache.parent / "xla-cache"),
+        "canary": str(root / "canary"),
+        "refused_syscalls": refused_syscalls(),
+    }
     canary = specs.build_canary(root / "canary", cache / ref)
     sub = specs.build_class(specs.SPECS, root / "class", sources, context)
     out = root / "out"
     t0 = time.monotonic()
-    tmp = root / "tmp"                 # the grader's working copies: must all be gone afterwards
+    tmp = root / "tmp"  # the grader's working copies: must all be gone afterwards
     tmp.mkdir()
-    proc = subprocess.run(grade_cmd(course, sub, out, cache, "--max-output-chars", str(specs.MAX_OUTPUT_CHARS)),
-                          cwd=REPO, capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "TMPDIR": str(tmp)})
+    proc = subprocess.run(
+        grade_cmd(course, sub, out, cache, "--max-output-chars", str(specs.MAX_OUTPUT_CHARS)),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "TMPDIR": str(tmp)},
+    )
     refs = sorted(f"{aid}-{reference_key(src)[:16]}" for aid, src in discover_sources(course, []).items())
-    return {"reference_dirs": refs, "course": str(course), "submissions": str(sub), "out": str(out), "cache": str(cache),
-            "returncode": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr,
-            "points": points, "context": context, "seconds": time.monotonic() - t0,
-            "canary": {k: v.decode("latin-1") for k, v in canary.items()}}
+    return {
+        "reference_dirs": refs,
+        "course": str(course),
+        "submissions": str(sub),
+        "out": str(out),
+        "cache": str(cache),
+        "returncode": proc.returncode,
+        "stdout": proc.stdout,
+        "stderr": proc.stderr,
+        "points": points,
+        "context": context,
+        "seconds": time.monotonic() - t0,
+        "canary": {k: v.decode("latin-1") for k, v in canary.items()},
+    }

@@ -6,6 +6,7 @@ with a short per-cell timeout so the infinite-loop fixtures stay cheap. With
 pytest-xdist the run happens once: the first worker grades, the others wait
 for its results (a lock file in the shared temporary folder).
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -38,8 +39,19 @@ def graded_class(tmp_path_factory) -> GradedClass:
     out = Path(info["out"])
     rows = read_csv(out / "grades.csv") if (out / "grades.csv").exists() else []
     results = json.loads((out / "results.json").read_text())["rows"] if (out / "results.json").exists() else []
-    return GradedClass(root=root, course=Path(info["course"]), submissions=Path(info["submissions"]), out=out,
-                       cache=Path(info["cache"]), returncode=info["returncode"], stdout=info["stdout"],
-                       stderr=info["stderr"], rows=rows, results=results, points=info["points"],
-                       context=info["context"], reference_dirs=info["reference_dirs"],
-                       canary={k: v.encode("latin-1") for k, v in info["canary"].items()})
+    return GradedClass(
+        root=root,
+        course=Path(info["course"]),
+        submissions=Path(info["submissions"]),
+        out=out,
+        cache=Path(info["cache"]),
+        returncode=info["returncode"],
+        stdout=info["stdout"],
+        stderr=info["stderr"],
+        rows=rows,
+        results=results,
+        points=info["points"],
+        context=info["context"],
+        reference_dirs=info["reference_dirs"],
+        canary={k: v.encode("latin-1") for k, v in info["canary"].items()},
+    )

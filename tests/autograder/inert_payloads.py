@@ -8,6 +8,7 @@ that could run or load: the tests assert it finds every payload in a page made
 from the raw notebook (so the payloads are live) and nothing in the pages the
 grader writes.
 """
+
 from __future__ import annotations
 
 import base64
@@ -19,7 +20,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell
 
 FAKE_BANNER = "Score: 7 / 7"
 # 1x1 PNG, valid base64
-PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 
 
 def js(tag: str) -> str:
@@ -27,8 +28,10 @@ def js(tag: str) -> str:
 
 
 def _svg(tag: str) -> str:
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" onload="{js(tag)}"><script>{js(tag)}</script>'
-            f'<a href="javascript:{js(tag)}"><text y="20">{FAKE_BANNER}</text></a></svg>')
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" onload="{js(tag)}"><script>{js(tag)}</script>'
+        f'<a href="javascript:{js(tag)}"><text y="20">{FAKE_BANNER}</text></a></svg>'
+    )
 
 
 # name -> (mime bundle, output metadata): displayed by the student's code (display(..., raw=True))
@@ -36,19 +39,24 @@ OUTPUTS: dict[str, tuple[dict, dict]] = {
     "html_script": ({"text/html": f"<script>{js('html_script')}</script>"}, {}),
     "html_onerror": ({"text/html": f'<img src="x" onerror="{js("html_onerror")}">'}, {}),
     "html_js_link": ({"text/html": f'<a href="javascript:{js("html_js_link")}">{FAKE_BANNER}</a>'}, {}),
-    "html_iframe": ({"text/html": f'<iframe src="data:text/html,<script>{js("html_iframe")}</script>"></iframe>'},
-                    {}),
+    "html_iframe": ({"text/html": f'<iframe src="data:text/html,<script>{js("html_iframe")}</script>"></iframe>'}, {}),
     "html_svg": ({"text/html": f'<svg onload="{js("html_svg")}"></svg>'}, {}),
     "html_details": ({"text/html": f'<details open ontoggle="{js("html_details")}">x</details>'}, {}),
-    "html_refresh": ({"text/html": f'<meta http-equiv="refresh" content="0;url=javascript:{js("html_refresh")}">'},
-                     {}),
+    "html_refresh": ({"text/html": f'<meta http-equiv="refresh" content="0;url=javascript:{js("html_refresh")}">'}, {}),
     "javascript": ({"application/javascript": js("javascript")}, {}),
     "svg": ({"image/svg+xml": _svg("svg"), "text/plain": "<svg>"}, {}),
-    "markdown_output": ({"text/markdown": f'<img src="x" onerror="{js("markdown_output")}"> '
-                                          f'[x](javascript:{js("markdown_output")}) **{FAKE_BANNER}**'}, {}),
+    "markdown_output": (
+        {
+            "text/markdown": f'<img src="x" onerror="{js("markdown_output")}"> '
+            f"[x](javascript:{js('markdown_output')}) **{FAKE_BANNER}**"
+        },
+        {},
+    ),
     "latex": ({"text/latex": f"$\\href{{javascript:{js('latex')}}}{{x}}$"}, {}),
-    "widget": ({"application/vnd.jupyter.widget-view+json": {"model_id": "pwn", "version_major": 2,
-                                                             "version_minor": 0}}, {}),
+    "widget": (
+        {"application/vnd.jupyter.widget-view+json": {"model_id": "pwn", "version_major": 2, "version_minor": 0}},
+        {},
+    ),
     "unknown_mime": ({"application/x-evil+html": f"<script>{js('unknown_mime')}</script>"}, {}),
     "png_breakout": ({"image/png": f'x" onerror="{js("png_breakout")}'}, {}),
     "png_meta": ({"image/png": PNG}, {"image/png": {"width": f'1" onerror="{js("png_meta")}'}}),
@@ -58,11 +66,11 @@ PRINTED = f"<script>{js('printed')}</script> {FAKE_BANNER}"
 
 # name -> markdown cell the student adds
 MARKDOWN: dict[str, str] = {
-    "md_script": f"<script>{js('md_script')}</script>\n\n<img src=x onerror=\"{js('md_script')}\">",
+    "md_script": f'<script>{js("md_script")}</script>\n\n<img src=x onerror="{js("md_script")}">',
     "md_links": f"[x](javascript:{js('md_links')}) ![y](javascript:{js('md_links')}) <javascript:{js('md_links')}>",
     "md_banner": f"# Autograder feedback: 02_scaled_sum\n\n> **Student:** you &nbsp; **{FAKE_BANNER}**",
     "md_math": f"$\\href{{javascript:{js('md_math')}}}{{click}}$",
-    "md_details": f"<details open ontoggle=\"{js('md_details')}\">x</details>",
+    "md_details": f'<details open ontoggle="{js("md_details")}">x</details>',
     "md_attachment": "![a](attachment:a.svg)",
 }
 ATTACHMENTS = {"md_attachment": {"a.svg": {"image/svg+xml": base64.b64encode(_svg("md_attachment").encode()).decode()}}}
@@ -81,8 +89,11 @@ def output_cells() -> list:
     for name, (bundle, meta) in OUTPUTS.items():
         out = from_dict({"output_type": "display_data", "data": bundle, "metadata": meta})
         cells.append(new_code_cell(f"# {name}", outputs=[out]))
-    cells.append(new_code_cell("print(PRINTED)", outputs=[from_dict({"output_type": "stream", "name": "stdout",
-                                                                      "text": PRINTED + "\n"})]))
+    cells.append(
+        new_code_cell(
+            "print(PRINTED)", outputs=[from_dict({"output_type": "stream", "name": "stdout", "text": PRINTED + "\n"})]
+        )
+    )
     return cells
 
 
@@ -106,8 +117,20 @@ def student_code() -> str:
 
 # ---------------------------------------------------------------- finding active content
 URL_ATTRS = {"href", "src", "action", "formaction", "data", "xlink:href", "srcdoc", "poster", "background"}
-ACTIVE_ELEMENTS = {"script", "iframe", "object", "embed", "svg", "math", "base", "form", "frame", "frameset",
-                   "applet", "portal"}
+ACTIVE_ELEMENTS = {
+    "script",
+    "iframe",
+    "object",
+    "embed",
+    "svg",
+    "math",
+    "base",
+    "form",
+    "frame",
+    "frameset",
+    "applet",
+    "portal",
+}
 SAFE_DATA = re.compile(r"data:image/(png|jpeg);base64,[A-Za-z0-9+/=\s]*$", re.I)
 
 
@@ -140,8 +163,9 @@ class _Finder(html.parser.HTMLParser):
                 self.found.append(f"event handler {key} {where}")
             elif key in URL_ATTRS:
                 url = re.sub(r"[\s\x00-\x1f]", "", value).lower()
-                if url.startswith(("javascript:", "vbscript:")) or (url.startswith("data:")
-                                                                   and not SAFE_DATA.match(value.strip())):
+                if url.startswith(("javascript:", "vbscript:")) or (
+                    url.startswith("data:") and not SAFE_DATA.match(value.strip())
+                ):
                     self.found.append(f"active url {where} {_decoded(value)}")
         self._in_script = tag == "script"
 

@@ -33,6 +33,7 @@ answers every exercise with a different correct formulation than the reference
 (the ones a visible check once refused, or a wrong grader might) and must get
 every test cell's points.
 """
+
 from __future__ import annotations
 
 import textwrap
@@ -47,122 +48,122 @@ TECHNIQUES = ("patched_observe", "code_swap", "forged_record", "visible_files", 
 # notebook -> answer cell grade_id -> wrong answer (plausible mistakes, each fails its visible check)
 WRONG = {
     specs.A01: {
-        "rank_weighted_sum_answer": "def rank_weighted_sum(x):\n"       # each device's own term, never added up
-                                    "    return lax.axis_index(DEVICES) * x\n",
-        "last_device_value_answer": "def last_device_value(x):\n"       # right on 8 devices only
-                                    "    return lax.psum(jnp.where(lax.axis_index(DEVICES) == 7, x, 0.0), DEVICES)\n",
+        "rank_weighted_sum_answer": "def rank_weighted_sum(x):\n"  # each device's own term, never added up
+        "    return lax.axis_index(DEVICES) * x\n",
+        "last_device_value_answer": "def last_device_value(x):\n"  # right on 8 devices only
+        "    return lax.psum(jnp.where(lax.axis_index(DEVICES) == 7, x, 0.0), DEVICES)\n",
         "center_answer": "def center(x):\n    return x - jnp.mean(x)\n",
     },
     specs.A02: {
-        "scaled_sum_answer": "def scaled_sum(x):\n    return lax.pmean(x * 2.0, axis_name=DEVICES)\n",   # no psum point
-        "scaled_mean_answer": "def scaled_mean(x):\n"                    # the mean of the per-device means
-                              "    return lax.pmean(jnp.nanmean(x * 2.0), axis_name=DEVICES)\n",
-        "global_max_share_answer": "def global_max_share(x):\n"          # the largest share, replicated
-                                   "    return lax.pmax(x / lax.pmax(jnp.abs(x), DEVICES), DEVICES)\n",
+        "scaled_sum_answer": "def scaled_sum(x):\n    return lax.pmean(x * 2.0, axis_name=DEVICES)\n",  # no psum point
+        "scaled_mean_answer": "def scaled_mean(x):\n"  # the mean of the per-device means
+        "    return lax.pmean(jnp.nanmean(x * 2.0), axis_name=DEVICES)\n",
+        "global_max_share_answer": "def global_max_share(x):\n"  # the largest share, replicated
+        "    return lax.pmax(x / lax.pmax(jnp.abs(x), DEVICES), DEVICES)\n",
     },
     A03: {
         "grid_sums_answer": "def grid_sums(x):\n    return x, x, x\n",
-        "device_numbers_answer": "def device_numbers(x):\n"              # right on the 2 x 4 grid only
-                                 "    i, j = lax.axis_index(DATA_SHARDS), lax.axis_index(MODEL_REPLICAS)\n"
-                                 "    return i * 4 + j, j * 2 + i\n",
-        "row_normalize_answer": "def row_normalize(x, mesh):\n"           # pmean for psum: 4 times too large
-                                "    spec = P(DATA_SHARDS, MODEL_REPLICAS)\n"
-                                "    def block(b):\n"
-                                "        return b / lax.pmean(jnp.sum(b, axis=1, keepdims=True), MODEL_REPLICAS)\n"
-                                "    return jax.shard_map(block, mesh=mesh, in_specs=spec, out_specs=spec)(x)\n",
-        "tp_dp_step_answer": "def tp_dp_step(w, batch, mesh):\n"         # jax.grad already summed: 2x the step
-                             "    def local_step(wb, xb, yb):\n"
-                             "        loss = lambda v: jnp.mean((lax.psum(xb @ v, MODEL_REPLICAS) - yb) ** 2)\n"
-                             "        return wb - LEARNING_RATE * lax.pmean(jax.grad(loss)(wb), DATA_SHARDS)\n"
-                             "    specs = (P(MODEL_REPLICAS), P(DATA_SHARDS, MODEL_REPLICAS), P(DATA_SHARDS))\n"
-                             "    return jax.shard_map(local_step, mesh=mesh, in_specs=specs,\n"
-                             "                         out_specs=P(MODEL_REPLICAS))(w, batch['x'], batch['y'])\n",
+        "device_numbers_answer": "def device_numbers(x):\n"  # right on the 2 x 4 grid only
+        "    i, j = lax.axis_index(DATA_SHARDS), lax.axis_index(MODEL_REPLICAS)\n"
+        "    return i * 4 + j, j * 2 + i\n",
+        "row_normalize_answer": "def row_normalize(x, mesh):\n"  # pmean for psum: 4 times too large
+        "    spec = P(DATA_SHARDS, MODEL_REPLICAS)\n"
+        "    def block(b):\n"
+        "        return b / lax.pmean(jnp.sum(b, axis=1, keepdims=True), MODEL_REPLICAS)\n"
+        "    return jax.shard_map(block, mesh=mesh, in_specs=spec, out_specs=spec)(x)\n",
+        "tp_dp_step_answer": "def tp_dp_step(w, batch, mesh):\n"  # jax.grad already summed: 2x the step
+        "    def local_step(wb, xb, yb):\n"
+        "        loss = lambda v: jnp.mean((lax.psum(xb @ v, MODEL_REPLICAS) - yb) ** 2)\n"
+        "        return wb - LEARNING_RATE * lax.pmean(jax.grad(loss)(wb), DATA_SHARDS)\n"
+        "    specs = (P(MODEL_REPLICAS), P(DATA_SHARDS, MODEL_REPLICAS), P(DATA_SHARDS))\n"
+        "    return jax.shard_map(local_step, mesh=mesh, in_specs=specs,\n"
+        "                         out_specs=P(MODEL_REPLICAS))(w, batch['x'], batch['y'])\n",
     },
     A04: {
         "loss_fn_answer": "def loss_fn(params, local_batch):\n"
-                          "    return jnp.sum((params['w'] * local_batch['x'] + params['b'] - local_batch['y']) ** 2)\n",
+        "    return jnp.sum((params['w'] * local_batch['x'] + params['b'] - local_batch['y']) ** 2)\n",
         "compute_gradients_answer": "def compute_gradients(params, local_batch):\n"
-                                    "    return jax.tree.map(jnp.zeros_like, params)\n",
+        "    return jax.tree.map(jnp.zeros_like, params)\n",
         "parallel_update_step_answer": "def parallel_update_step(params, sharded_batch):\n"  # its own shard's loss
-                                       "    grads = lax.pmean(compute_gradients(params, sharded_batch), DATA_PARALLEL)\n"
-                                       "    new = jax.tree.map(lambda p, g: p - 0.01 * g, params, grads)\n"
-                                       "    return new, loss_fn(params, sharded_batch)\n",
+        "    grads = lax.pmean(compute_gradients(params, sharded_batch), DATA_PARALLEL)\n"
+        "    new = jax.tree.map(lambda p, g: p - 0.01 * g, params, grads)\n"
+        "    return new, loss_fn(params, sharded_batch)\n",
         "train_answer": "def train(params, sharded_batch, steps):\n    return params, jnp.zeros((steps,))\n",
     },
-    A05: {   # one-device code with no parallelism at all (the issue's 9-of-11 attack)
+    A05: {  # one-device code with no parallelism at all (the issue's 9-of-11 attack)
         "sharded_scaled_sum_answer": "def sharded_scaled_sum(x, mesh):\n    return 2.0 * jnp.sum(x, axis=0)\n",
         "replica_totals_answer": "def replica_totals(x, mesh):\n"
-                                 "    return x.reshape(x.shape[0], mesh.shape[MODEL_REPLICAS], -1).sum(axis=1)\n",
-        "dp_train_step_answer": "def dp_train_step(params, batch, mesh):\n"   # right numbers: all_gather, no psum
-                                "    def step(p, local_batch):\n"
-                                "        full = lax.all_gather(local_batch, DATA_PARALLEL, tiled=True)\n"
-                                "        def loss(q):\n"
-                                "            errors = q['w'] * full['x'] + q['b'] - full['y']\n"
-                                "            return jnp.sum(full['weight'] * errors ** 2) / jnp.sum(full['weight'])\n"
-                                "        return sgd_update(p, jax.grad(loss)(p))\n"
-                                "    params = jax.device_put(params, NamedSharding(mesh, P()))\n"
-                                "    batch = jax.device_put(batch, NamedSharding(mesh, P(DATA_PARALLEL)))\n"
-                                "    return jax.shard_map(step, mesh=mesh, in_specs=(P(), P(DATA_PARALLEL)), out_specs=P(),\n"
-                                "                         check_vma=False)(params, batch)\n",
+        "    return x.reshape(x.shape[0], mesh.shape[MODEL_REPLICAS], -1).sum(axis=1)\n",
+        "dp_train_step_answer": "def dp_train_step(params, batch, mesh):\n"  # right numbers: all_gather, no psum
+        "    def step(p, local_batch):\n"
+        "        full = lax.all_gather(local_batch, DATA_PARALLEL, tiled=True)\n"
+        "        def loss(q):\n"
+        "            errors = q['w'] * full['x'] + q['b'] - full['y']\n"
+        "            return jnp.sum(full['weight'] * errors ** 2) / jnp.sum(full['weight'])\n"
+        "        return sgd_update(p, jax.grad(loss)(p))\n"
+        "    params = jax.device_put(params, NamedSharding(mesh, P()))\n"
+        "    batch = jax.device_put(batch, NamedSharding(mesh, P(DATA_PARALLEL)))\n"
+        "    return jax.shard_map(step, mesh=mesh, in_specs=(P(), P(DATA_PARALLEL)), out_specs=P(),\n"
+        "                         check_vma=False)(params, batch)\n",
         "jit_train_step_answer": "def jit_train_step(params, batch, mesh):\n    return sgd_step(params, batch)\n",
         "weighted_total_shard_map_answer": "def weighted_total_shard_map(w, x, mesh):\n"
-                                           "    return jnp.sum(w[:, None] * x, axis=1)\n",
+        "    return jnp.sum(w[:, None] * x, axis=1)\n",
     },
-    A06: {   # right on the 2 x 4 cluster only: section 3's one-row-per-device formula, hard-coded 8 and 4
+    A06: {  # right on the 2 x 4 cluster only: section 3's one-row-per-device formula, hard-coded 8 and 4
         "local_rows_answer": "def local_rows(global_batch):\n"
-                             "    n, i = jax.local_device_count(), jax.process_index()\n"
-                             "    return jax.tree.map(lambda a: a[i * n:(i + 1) * n], global_batch)\n",
+        "    n, i = jax.local_device_count(), jax.process_index()\n"
+        "    return jax.tree.map(lambda a: a[i * n:(i + 1) * n], global_batch)\n",
         "global_metrics_answer": "def global_metrics(errors, mesh):\n"
-                                 "    def per_device(block):\n"
-                                 "        mine = jax.nn.one_hot(lax.axis_index(DEVICES) // 4, 2) * jnp.sum(block)\n"
-                                 "        return {'total': lax.pmean(jnp.sum(block), DEVICES) * 8,\n"
-                                 "                'mean': lax.psum(jnp.mean(block), DEVICES) / 8,\n"
-                                 "                'per_process': lax.psum(mine, DEVICES)}\n"
-                                 "    return jax.shard_map(per_device, mesh=mesh, in_specs=P(DEVICES), out_specs=P())(errors)\n",
-        "masked_step_answer": "def masked_step(params, batch, mesh):\n"     # own means, psum / local_device_count()
-                              "    def step(p, b):\n"
-                              "        own = lax.pcast(p, DATA_PARALLEL, to='varying')\n"
-                              "        def loss(q):\n"
-                              "            err = jnp.where(b['mask'], model.predict(q, b['x']) - b['y'], 0.0)\n"
-                              "            return jnp.sum(err ** 2) / jnp.sum(b['mask'])\n"
-                              "        g = jax.tree.map(lambda g: lax.psum(g, DATA_PARALLEL) / jax.local_device_count(),\n"
-                              "                         jax.grad(loss)(own))\n"
-                              "        return jax.tree.map(lambda w, g: w - model.LEARNING_RATE * g, p, g)\n"
-                              "    return jax.shard_map(step, mesh=mesh, in_specs=(P(), P(DATA_PARALLEL)),\n"
-                              "                         out_specs=P())(params, batch)\n",
+        "    def per_device(block):\n"
+        "        mine = jax.nn.one_hot(lax.axis_index(DEVICES) // 4, 2) * jnp.sum(block)\n"
+        "        return {'total': lax.pmean(jnp.sum(block), DEVICES) * 8,\n"
+        "                'mean': lax.psum(jnp.mean(block), DEVICES) / 8,\n"
+        "                'per_process': lax.psum(mine, DEVICES)}\n"
+        "    return jax.shard_map(per_device, mesh=mesh, in_specs=P(DEVICES), out_specs=P())(errors)\n",
+        "masked_step_answer": "def masked_step(params, batch, mesh):\n"  # own means, psum / local_device_count()
+        "    def step(p, b):\n"
+        "        own = lax.pcast(p, DATA_PARALLEL, to='varying')\n"
+        "        def loss(q):\n"
+        "            err = jnp.where(b['mask'], model.predict(q, b['x']) - b['y'], 0.0)\n"
+        "            return jnp.sum(err ** 2) / jnp.sum(b['mask'])\n"
+        "        g = jax.tree.map(lambda g: lax.psum(g, DATA_PARALLEL) / jax.local_device_count(),\n"
+        "                         jax.grad(loss)(own))\n"
+        "        return jax.tree.map(lambda w, g: w - model.LEARNING_RATE * g, p, g)\n"
+        "    return jax.shard_map(step, mesh=mesh, in_specs=(P(), P(DATA_PARALLEL)),\n"
+        "                         out_specs=P())(params, batch)\n",
     },
     A07: {
-        "median_centered_answer": "def median_centered(x, mesh):\n"      # each device's own column medians
-                                  "    return jax.shard_map(lambda b: b - jnp.median(b, axis=0), mesh=mesh,\n"
-                                  "                         in_specs=P(DEVICES), out_specs=P(DEVICES))(x)\n",
-        "sum_scatter_columns_answer": "def sum_scatter_columns(x, mesh):\n"   # a mean, not a sum
-                                      "    def cols(b):\n"
-                                      "        return lax.psum_scatter(b, DEVICES, scatter_dimension=1, tiled=True) / 2\n"
-                                      "    return jax.shard_map(cols, mesh=mesh, in_specs=P(DEVICES),\n"
-                                      "                         out_specs=P(None, DEVICES))(x)\n",
-        "ring_all_reduce_answer": "def ring_all_reduce(x, mesh):\n"          # right values, no ring
-                                  "    return jax.shard_map(lambda b: lax.psum(b, DEVICES), mesh=mesh,\n"
-                                  "                         in_specs=P(DEVICES), out_specs=P(DEVICES))(x)\n",
-        "fsdp_step_answer": "def fsdp_step(w, batch, mesh):\n"                # forgets to divide by k
-                            "    def step(w_shard, local_batch):\n"
-                            "        w_full = lax.all_gather(w_shard, DATA_PARALLEL, tiled=True)\n"
-                            "        g = jax.grad(loss_fn)(w_full, local_batch)\n"
-                            "        return w_shard - LEARNING_RATE * lax.psum_scatter(g, DATA_PARALLEL, tiled=True)\n"
-                            "    return jax.shard_map(step, mesh=mesh, in_specs=(P(DATA_PARALLEL), P(DATA_PARALLEL)),\n"
-                            "                         out_specs=P(DATA_PARALLEL))(w, batch)\n",
+        "median_centered_answer": "def median_centered(x, mesh):\n"  # each device's own column medians
+        "    return jax.shard_map(lambda b: b - jnp.median(b, axis=0), mesh=mesh,\n"
+        "                         in_specs=P(DEVICES), out_specs=P(DEVICES))(x)\n",
+        "sum_scatter_columns_answer": "def sum_scatter_columns(x, mesh):\n"  # a mean, not a sum
+        "    def cols(b):\n"
+        "        return lax.psum_scatter(b, DEVICES, scatter_dimension=1, tiled=True) / 2\n"
+        "    return jax.shard_map(cols, mesh=mesh, in_specs=P(DEVICES),\n"
+        "                         out_specs=P(None, DEVICES))(x)\n",
+        "ring_all_reduce_answer": "def ring_all_reduce(x, mesh):\n"  # right values, no ring
+        "    return jax.shard_map(lambda b: lax.psum(b, DEVICES), mesh=mesh,\n"
+        "                         in_specs=P(DEVICES), out_specs=P(DEVICES))(x)\n",
+        "fsdp_step_answer": "def fsdp_step(w, batch, mesh):\n"  # forgets to divide by k
+        "    def step(w_shard, local_batch):\n"
+        "        w_full = lax.all_gather(w_shard, DATA_PARALLEL, tiled=True)\n"
+        "        g = jax.grad(loss_fn)(w_full, local_batch)\n"
+        "        return w_shard - LEARNING_RATE * lax.psum_scatter(g, DATA_PARALLEL, tiled=True)\n"
+        "    return jax.shard_map(step, mesh=mesh, in_specs=(P(DATA_PARALLEL), P(DATA_PARALLEL)),\n"
+        "                         out_specs=P(DATA_PARALLEL))(w, batch)\n",
     },
     A08: {
-        "one_all_reduce_mlp_answer": "def one_all_reduce_mlp(x, w1, w2, mesh):\n"    # no layout: no work split
-                                     "    return jax.nn.relu(x @ w1) @ w2\n",
-        "feature_correlation_answer": "def feature_correlation(x, mesh):\n"         # the covariance, not divided
-                                      "    centred = x - jnp.mean(x, axis=0)\n"
-                                      "    rows = NamedSharding(mesh, P(MODEL_PARALLEL, None))\n"
-                                      "    return jnp.matmul(centred.T, centred, out_sharding=rows) / x.shape[0]\n",
+        "one_all_reduce_mlp_answer": "def one_all_reduce_mlp(x, w1, w2, mesh):\n"  # no layout: no work split
+        "    return jax.nn.relu(x @ w1) @ w2\n",
+        "feature_correlation_answer": "def feature_correlation(x, mesh):\n"  # the covariance, not divided
+        "    centred = x - jnp.mean(x, axis=0)\n"
+        "    rows = NamedSharding(mesh, P(MODEL_PARALLEL, None))\n"
+        "    return jnp.matmul(centred.T, centred, out_sharding=rows) / x.shape[0]\n",
         "collective_matmul_rows_answer": "def collective_matmul_rows(x, w, mesh):\n"  # right values, no ring
-                                         "    def local(x_block, w_block):\n"
-                                         "        return lax.all_gather(x_block, MODEL_PARALLEL, tiled=True) @ w_block\n"
-                                         "    return jax.shard_map(local, mesh=mesh, in_specs=(P(MODEL_PARALLEL, None),\n"
-                                         "                         P(None, MODEL_PARALLEL)), out_specs=P(None, MODEL_PARALLEL))(x, w)\n",
+        "    def local(x_block, w_block):\n"
+        "        return lax.all_gather(x_block, MODEL_PARALLEL, tiled=True) @ w_block\n"
+        "    return jax.shard_map(local, mesh=mesh, in_specs=(P(MODEL_PARALLEL, None),\n"
+        "                         P(None, MODEL_PARALLEL)), out_specs=P(None, MODEL_PARALLEL))(x, w)\n",
     },
 }
 
@@ -170,177 +171,193 @@ WRONG = {
 EQUIVALENT = {
     specs.A01: {
         "rank_weighted_sum_answer": "def rank_weighted_sum(x):\n"
-                                    "    return lax.psum(x * lax.axis_index(DEVICES).astype(x.dtype), DEVICES)\n",
+        "    return lax.psum(x * lax.axis_index(DEVICES).astype(x.dtype), DEVICES)\n",
         "last_device_value_answer": "def last_device_value(x):\n    return lax.all_gather(x, DEVICES)[-1]\n",
-        "center_answer": "def center(x):\n"                                # a gathered mean of everything
-                         "    return x - jnp.mean(lax.all_gather(x, DEVICES))\n",
+        "center_answer": "def center(x):\n"  # a gathered mean of everything
+        "    return x - jnp.mean(lax.all_gather(x, DEVICES))\n",
     },
     specs.A02: {
-        "scaled_sum_answer": "def scaled_sum(x):\n"                         # a psum in disguise: all 3 points
-                             "    return lax.pmean(x * 2.0, axis_name=DEVICES) * lax.psum(1, DEVICES)\n",
+        "scaled_sum_answer": "def scaled_sum(x):\n"  # a psum in disguise: all 3 points
+        "    return lax.pmean(x * 2.0, axis_name=DEVICES) * lax.psum(1, DEVICES)\n",
         "scaled_mean_answer": "def scaled_mean(x):\n"
-                              "    count = jnp.sum(~jnp.isnan(x)).astype(x.dtype)\n"
-                              "    return lax.pmean(jnp.nansum(2.0 * x), DEVICES) / lax.pmean(count, DEVICES)\n",
+        "    count = jnp.sum(~jnp.isnan(x)).astype(x.dtype)\n"
+        "    return lax.pmean(jnp.nansum(2.0 * x), DEVICES) / lax.pmean(count, DEVICES)\n",
         "global_max_share_answer": "def global_max_share(x):\n"
-                                   "    return x / jnp.maximum(lax.pmax(x, DEVICES), -lax.pmin(x, DEVICES))\n",
+        "    return x / jnp.maximum(lax.pmax(x, DEVICES), -lax.pmin(x, DEVICES))\n",
     },
     A03: {
-        "grid_sums_answer": "def grid_sums(x):\n"                          # gather + sum, pmean * size
-                            "    same_data = lax.all_gather(x, MODEL_REPLICAS).sum(axis=0)\n"
-                            "    same_model = lax.pmean(x, DATA_SHARDS) * lax.axis_size(DATA_SHARDS)\n"
-                            "    return same_data, same_model, lax.psum(same_data, DATA_SHARDS)\n",
-        "device_numbers_answer": "def device_numbers(x):\n"                # arithmetic, no tuple of names
-                                 "    i, j = lax.axis_index(DATA_SHARDS), lax.axis_index(MODEL_REPLICAS)\n"
-                                 "    return i * lax.axis_size(MODEL_REPLICAS) + j, j * lax.psum(1, DATA_SHARDS) + i\n",
-        "row_normalize_answer": "def row_normalize(x, mesh):\n"             # pmean times the row's device count
-                                "    spec = P(DATA_SHARDS, MODEL_REPLICAS)\n"
-                                "    def block(b):\n"
-                                "        partial = jnp.sum(b, axis=1, keepdims=True)\n"
-                                "        return b / (lax.pmean(partial, MODEL_REPLICAS) * lax.axis_size(MODEL_REPLICAS))\n"
-                                "    return jax.shard_map(block, mesh=mesh, in_specs=spec, out_specs=spec)(x)\n",
-        "tp_dp_step_answer": "def tp_dp_step(w, batch, mesh):\n"           # jax.grad of the loss averaged over data
-                             "    def local_step(wb, xb, yb):\n"
-                             "        loss = lambda v: lax.pmean(jnp.mean((lax.psum(xb @ v, MODEL_REPLICAS) - yb) ** 2),\n"
-                             "                                   DATA_SHARDS)\n"
-                             "        return wb - LEARNING_RATE * jax.grad(loss)(wb)\n"
-                             "    specs = (P(MODEL_REPLICAS), P(DATA_SHARDS, MODEL_REPLICAS), P(DATA_SHARDS))\n"
-                             "    return jax.shard_map(local_step, mesh=mesh, in_specs=specs,\n"
-                             "                         out_specs=P(MODEL_REPLICAS))(w, batch['x'], batch['y'])\n",
+        "grid_sums_answer": "def grid_sums(x):\n"  # gather + sum, pmean * size
+        "    same_data = lax.all_gather(x, MODEL_REPLICAS).sum(axis=0)\n"
+        "    same_model = lax.pmean(x, DATA_SHARDS) * lax.axis_size(DATA_SHARDS)\n"
+        "    return same_data, same_model, lax.psum(same_data, DATA_SHARDS)\n",
+        "device_numbers_answer": "def device_numbers(x):\n"  # arithmetic, no tuple of names
+        "    i, j = lax.axis_index(DATA_SHARDS), lax.axis_index(MODEL_REPLICAS)\n"
+        "    return i * lax.axis_size(MODEL_REPLICAS) + j, j * lax.psum(1, DATA_SHARDS) + i\n",
+        "row_normalize_answer": "def row_normalize(x, mesh):\n"  # pmean times the row's device count
+        "    spec = P(DATA_SHARDS, MODEL_REPLICAS)\n"
+        "    def block(b):\n"
+        "        partial = jnp.sum(b, axis=1, keepdims=True)\n"
+        "        return b / (lax.pmean(partial, MODEL_REPLICAS) * lax.axis_size(MODEL_REPLICAS))\n"
+        "    return jax.shard_map(block, mesh=mesh, in_specs=spec, out_specs=spec)(x)\n",
+        "tp_dp_step_answer": "def tp_dp_step(w, batch, mesh):\n"  # jax.grad of the loss averaged over data
+        "    def local_step(wb, xb, yb):\n"
+        "        loss = lambda v: lax.pmean(jnp.mean((lax.psum(xb @ v, MODEL_REPLICAS) - yb) ** 2),\n"
+        "                                   DATA_SHARDS)\n"
+        "        return wb - LEARNING_RATE * jax.grad(loss)(wb)\n"
+        "    specs = (P(MODEL_REPLICAS), P(DATA_SHARDS, MODEL_REPLICAS), P(DATA_SHARDS))\n"
+        "    return jax.shard_map(local_step, mesh=mesh, in_specs=specs,\n"
+        "                         out_specs=P(MODEL_REPLICAS))(w, batch['x'], batch['y'])\n",
     },
     A04: {
         "loss_fn_answer": "def loss_fn(params, local_batch):\n"
-                          "    errors = local_batch['y'] - (params['w'] * local_batch['x'] + params['b'])\n"
-                          "    return jnp.sum(errors * errors) / errors.size\n",
-        "compute_gradients_answer": "def compute_gradients(params, local_batch):\n"   # value_and_grad, not shown
-                                    "    return jax.value_and_grad(loss_fn)(params, local_batch)[1]\n",
-        "parallel_update_step_answer": "def parallel_update_step(params, sharded_batch):\n"   # psum / device count
-                                       "    n = lax.psum(1, DATA_PARALLEL)\n"
-                                       "    loss = lax.psum(loss_fn(params, sharded_batch), DATA_PARALLEL) / n\n"
-                                       "    grads = lax.psum(compute_gradients(params, sharded_batch), DATA_PARALLEL)\n"
-                                       "    return {k: params[k] - 0.01 * grads[k] / n for k in params}, loss\n",
-        "train_answer": "def train(params, sharded_batch, steps):\n"   # a Python loop of JAX arrays
-                        "    losses = []\n"
-                        "    for _ in range(steps):\n"
-                        "        params, loss = p_update_step(params, sharded_batch)\n"
-                        "        losses.append(loss)\n"
-                        "    losses.append(p_update_step(params, sharded_batch)[1])\n"
-                        "    return params, jnp.stack(losses)\n",
+        "    errors = local_batch['y'] - (params['w'] * local_batch['x'] + params['b'])\n"
+        "    return jnp.sum(errors * errors) / errors.size\n",
+        "compute_gradients_answer": "def compute_gradients(params, local_batch):\n"  # value_and_grad, not shown
+        "    return jax.value_and_grad(loss_fn)(params, local_batch)[1]\n",
+        "parallel_update_step_answer": "def parallel_update_step(params, sharded_batch):\n"  # psum / device count
+        "    n = lax.psum(1, DATA_PARALLEL)\n"
+        "    loss = lax.psum(loss_fn(params, sharded_batch), DATA_PARALLEL) / n\n"
+        "    grads = lax.psum(compute_gradients(params, sharded_batch), DATA_PARALLEL)\n"
+        "    return {k: params[k] - 0.01 * grads[k] / n for k in params}, loss\n",
+        "train_answer": "def train(params, sharded_batch, steps):\n"  # a Python loop of JAX arrays
+        "    losses = []\n"
+        "    for _ in range(steps):\n"
+        "        params, loss = p_update_step(params, sharded_batch)\n"
+        "        losses.append(loss)\n"
+        "    losses.append(p_update_step(params, sharded_batch)[1])\n"
+        "    return params, jnp.stack(losses)\n",
     },
     A05: {
         "sharded_scaled_sum_answer": "def sharded_scaled_sum(x, mesh):\n"
-                                     "    x = jax.device_put(x, NamedSharding(mesh, P(DEVICES)))\n"
-                                     "    return jax.shard_map(lambda b: lax.psum(jnp.sum(b + b, axis=0), DEVICES), mesh=mesh,\n"
-                                     "                         in_specs=P(DEVICES), out_specs=P())(x)\n",
+        "    x = jax.device_put(x, NamedSharding(mesh, P(DEVICES)))\n"
+        "    return jax.shard_map(lambda b: lax.psum(jnp.sum(b + b, axis=0), DEVICES), mesh=mesh,\n"
+        "                         in_specs=P(DEVICES), out_specs=P())(x)\n",
         "replica_totals_answer": "def replica_totals(x, mesh):\n"
-                                 "    return jax.shard_map(lambda b: lax.psum(b, (MODEL_REPLICAS,)), mesh=mesh,\n"
-                                 "                         in_specs=P(DATA_SHARDS, MODEL_REPLICAS), out_specs=P(DATA_SHARDS))(x)\n",
-        "dp_train_step_answer": "def dp_train_step(params, batch, mesh):\n"   # notebook 04's shape: local gradients
-                                "    def step(p, local_batch):\n"
-                                "        own = lax.pcast(p, DATA_PARALLEL, to='varying')\n"
-                                "        def local_sum(q):\n"
-                                "            errors = q['w'] * local_batch['x'] + q['b'] - local_batch['y']\n"
-                                "            return jnp.sum(local_batch['weight'] * errors ** 2)\n"
-                                "        total = lax.psum(jnp.sum(local_batch['weight']), DATA_PARALLEL)\n"
-                                "        grads = lax.psum(jax.grad(local_sum)(own), DATA_PARALLEL)\n"
-                                "        return sgd_update(p, jax.tree.map(lambda g: g / total, grads))\n"
-                                "    params = jax.device_put(params, NamedSharding(mesh, P()))\n"
-                                "    batch = jax.device_put(batch, NamedSharding(mesh, P(DATA_PARALLEL)))\n"
-                                "    return jax.shard_map(step, mesh=mesh, in_specs=(P(), P(DATA_PARALLEL)),\n"
-                                "                         out_specs=P())(params, batch)\n",
-        "jit_train_step_answer": "def jit_train_step(params, batch, mesh):\n"   # normalised weights, in_shardings
-                                 "    def step(p, b):\n"
-                                 "        share = b['weight'] / jnp.sum(b['weight'])\n"
-                                 "        g = jax.grad(lambda q: jnp.sum(share * (q['w'] * b['x'] + q['b'] - b['y']) ** 2))(p)\n"
-                                 "        return sgd_update(p, g)\n"
-                                 "    shardings = (NamedSharding(mesh, P()), NamedSharding(mesh, P(DATA_PARALLEL)))\n"
-                                 "    return jax.jit(step, in_shardings=shardings)(params, batch)\n",
+        "    return jax.shard_map(lambda b: lax.psum(b, (MODEL_REPLICAS,)), mesh=mesh,\n"
+        "                         in_specs=P(DATA_SHARDS, MODEL_REPLICAS), out_specs=P(DATA_SHARDS))(x)\n",
+        "dp_train_step_answer": "def dp_train_step(params, batch, mesh):\n"  # notebook 04's shape: local gradients
+        "    def step(p, local_batch):\n"
+        "        own = lax.pcast(p, DATA_PARALLEL, to='varying')\n"
+        "        def local_sum(q):\n"
+        "            errors = q['w'] * local_batch['x'] + q['b'] - local_batch['y']\n"
+        "            return jnp.sum(local_batch['weight'] * errors ** 2)\n"
+        "        total = lax.psum(jnp.sum(local_batch['weight']), DATA_PARALLEL)\n"
+        "        grads = lax.psum(jax.grad(local_sum)(own), DATA_PARALLEL)\n"
+        "        return sgd_update(p, jax.tree.map(lambda g: g / total, grads))\n"
+        "    params = jax.device_put(params, NamedSharding(mesh, P()))\n"
+        "    batch = jax.device_put(batch, NamedSharding(mesh, P(DATA_PARALLEL)))\n"
+        "    return jax.shard_map(step, mesh=mesh, in_specs=(P(), P(DATA_PARALLEL)),\n"
+        "                         out_specs=P())(params, batch)\n",
+        "jit_train_step_answer": "def jit_train_step(params, batch, mesh):\n"  # normalised weights, in_shardings
+        "    def step(p, b):\n"
+        "        share = b['weight'] / jnp.sum(b['weight'])\n"
+        "        g = jax.grad(lambda q: jnp.sum(share * (q['w'] * b['x'] + q['b'] - b['y']) ** 2))(p)\n"
+        "        return sgd_update(p, g)\n"
+        "    shardings = (NamedSharding(mesh, P()), NamedSharding(mesh, P(DATA_PARALLEL)))\n"
+        "    return jax.jit(step, in_shardings=shardings)(params, batch)\n",
         # transpose, then the table's axis 0
         "weighted_total_shard_map_answer": "def weighted_total_shard_map(w, x, mesh):\n"
-                                           "    rows = jax.device_put(x.T, NamedSharding(mesh, P(DEVICES)))\n"
-                                           "    return jax.shard_map(lambda w, r: weighted_total(w, r[0]), mesh=mesh,\n"
-                                           "                         in_specs=(P(), P(DEVICES)), out_specs=P())(w, rows)\n",
+        "    rows = jax.device_put(x.T, NamedSharding(mesh, P(DEVICES)))\n"
+        "    return jax.shard_map(lambda w, r: weighted_total(w, r[0]), mesh=mesh,\n"
+        "                         in_specs=(P(), P(DEVICES)), out_specs=P())(w, rows)\n",
     },
     A06: {
-        "local_rows_answer": "def local_rows(global_batch):\n"          # jnp.split into process_count parts
-                             "    return jax.tree.map(lambda a: jnp.split(a, jax.process_count())[jax.process_index()],\n"
-                             "                        global_batch)\n",
-        "global_metrics_answer": "def global_metrics(errors, mesh):\n"    # pmean * axis size, mesh.size, whole array
-                                 "    def per_device(block):\n"
-                                 "        k = lax.psum(1, DEVICES)\n"
-                                 "        return {'total': lax.pmean(jnp.sum(block), DEVICES) * k,\n"
-                                 "                'mean': lax.psum(jnp.sum(block), DEVICES) / (block.size * mesh.size)}\n"
-                                 "    out = jax.shard_map(per_device, mesh=mesh, in_specs=P(DEVICES), out_specs=P())(errors)\n"
-                                 "    whole = jax.reshard(errors, NamedSharding(mesh, P()))\n"
-                                 "    return {**out, 'per_process': jnp.sum(whole.reshape(jax.process_count(), -1), axis=1)}\n",
-        "masked_step_answer": "def masked_step(params, batch, mesh):\n"    # no pcast: JAX sums the gradient itself
-                              "    def step(p, b):\n"
-                              "        count = lax.psum(jnp.sum(b['mask'].astype(jnp.float32)), DATA_PARALLEL)\n"
-                              "        def sse(q):\n"
-                              "            return jnp.sum(b['mask'] * (model.predict(q, b['x']) - b['y']) ** 2)\n"
-                              "        g = jax.grad(sse)(p)\n"
-                              "        return {k: p[k] - model.LEARNING_RATE * g[k] / count for k in p}\n"
-                              "    return jax.shard_map(step, mesh=mesh, in_specs=(P(), P(DATA_PARALLEL)),\n"
-                              "                         out_specs=P())(params, batch)\n",
+        "local_rows_answer": "def local_rows(global_batch):\n"  # jnp.split into process_count parts
+        "    return jax.tree.map(lambda a: jnp.split(a, jax.process_count())[jax.process_index()],\n"
+        "                        global_batch)\n",
+        "global_metrics_answer": "def global_metrics(errors, mesh):\n"  # pmean * axis size, mesh.size, whole array
+        "    def per_device(block):\n"
+        "        k = lax.psum(1, DEVICES)\n"
+        "        return {'total': lax.pmean(jnp.sum(block), DEVICES) * k,\n"
+        "                'mean': lax.psum(jnp.sum(block), DEVICES) / (block.size * mesh.size)}\n"
+        "    out = jax.shard_map(per_device, mesh=mesh, in_specs=P(DEVICES), out_specs=P())(errors)\n"
+        "    whole = jax.reshard(errors, NamedSharding(mesh, P()))\n"
+        "    return {**out, 'per_process': jnp.sum(whole.reshape(jax.process_count(), -1), axis=1)}\n",
+        "masked_step_answer": "def masked_step(params, batch, mesh):\n"  # no pcast: JAX sums the gradient itself
+        "    def step(p, b):\n"
+        "        count = lax.psum(jnp.sum(b['mask'].astype(jnp.float32)), DATA_PARALLEL)\n"
+        "        def sse(q):\n"
+        "            return jnp.sum(b['mask'] * (model.predict(q, b['x']) - b['y']) ** 2)\n"
+        "        g = jax.grad(sse)(p)\n"
+        "        return {k: p[k] - model.LEARNING_RATE * g[k] / count for k in p}\n"
+        "    return jax.shard_map(step, mesh=mesh, in_specs=(P(), P(DATA_PARALLEL)),\n"
+        "                         out_specs=P())(params, batch)\n",
     },
     A08: {
-        "one_all_reduce_mlp_answer": "def one_all_reduce_mlp(x, w1, w2, mesh):\n"    # Megatron's weight layouts
-                                     "    on = lambda spec: NamedSharding(mesh, spec)\n"
-                                     "    mlp = lambda x, a, b: jax.nn.relu(x @ a) @ b\n"
-                                     "    return jax.jit(mlp, in_shardings=(on(P()), on(P(None, MODEL_PARALLEL)),\n"
-                                     "                   on(P(MODEL_PARALLEL, None))), out_shardings=on(P()))(x, w1, w2)\n",
-        "feature_correlation_answer": "def feature_correlation(x, mesh):\n"         # standardize, then einsum
-                                      "    centred = x - jnp.mean(x, axis=0)\n"
-                                      "    z = centred / jnp.sqrt(jnp.mean(centred ** 2, axis=0))\n"
-                                      "    rows = NamedSharding(mesh, P(MODEL_PARALLEL, None))\n"
-                                      "    return jnp.einsum('nd,ne->de', z, z, out_sharding=rows) / x.shape[0]\n",
+        "one_all_reduce_mlp_answer": "def one_all_reduce_mlp(x, w1, w2, mesh):\n"  # Megatron's weight layouts
+        "    on = lambda spec: NamedSharding(mesh, spec)\n"
+        "    mlp = lambda x, a, b: jax.nn.relu(x @ a) @ b\n"
+        "    return jax.jit(mlp, in_shardings=(on(P()), on(P(None, MODEL_PARALLEL)),\n"
+        "                   on(P(MODEL_PARALLEL, None))), out_shardings=on(P()))(x, w1, w2)\n",
+        "feature_correlation_answer": "def feature_correlation(x, mesh):\n"  # standardize, then einsum
+        "    centred = x - jnp.mean(x, axis=0)\n"
+        "    z = centred / jnp.sqrt(jnp.mean(centred ** 2, axis=0))\n"
+        "    rows = NamedSharding(mesh, P(MODEL_PARALLEL, None))\n"
+        "    return jnp.einsum('nd,ne->de', z, z, out_sharding=rows) / x.shape[0]\n",
         "collective_matmul_rows_answer": "def collective_matmul_rows(x, w, mesh):\n"  # fori_loop, ring to the left
-                                         "    k = mesh.shape[MODEL_PARALLEL]\n"
-                                         "    def local(xb, wb):\n"
-                                         "        rows, i = xb.shape[0], lax.axis_index(MODEL_PARALLEL)\n"
-                                         "        def step(s, carry):\n"
-                                         "            out, block = carry\n"
-                                         "            out = lax.dynamic_update_slice_in_dim(out, block @ wb, ((i + s) % k) * rows, axis=0)\n"
-                                         "            return out, lax.ppermute(block, MODEL_PARALLEL, [(j, (j - 1) % k) for j in range(k)])\n"
-                                         "        start = lax.pcast(jnp.zeros((k * rows, wb.shape[1]), xb.dtype), (MODEL_PARALLEL,), to='varying')\n"
-                                         "        out, block = lax.fori_loop(0, k - 1, step, (start, xb))\n"
-                                         "        return lax.dynamic_update_slice_in_dim(out, block @ wb, ((i + k - 1) % k) * rows, axis=0)\n"
-                                         "    return jax.shard_map(local, mesh=mesh, in_specs=(P(MODEL_PARALLEL, None), P(None, MODEL_PARALLEL)),\n"
-                                         "                         out_specs=P(None, MODEL_PARALLEL))(x, w)\n",
+        "    k = mesh.shape[MODEL_PARALLEL]\n"
+        "    def local(xb, wb):\n"
+        "        rows, i = xb.shape[0], lax.axis_index(MODEL_PARALLEL)\n"
+        "        def step(s, carry):\n"
+        "            out, block = carry\n"
+        "            out = lax.dynamic_update_slice_in_dim(out, block @ wb, ((i + s) % k) * rows, axis=0)\n"
+        "            return out, lax.ppermute(block, MODEL_PARALLEL, [(j, (j - 1) % k) for j in range(k)])\n"
+        "        start = lax.pcast(jnp.zeros((k * rows, wb.shape[1]), xb.dtype), (MODEL_PARALLEL,), to='varying')\n"
+        "        out, block = lax.fori_loop(0, k - 1, step, (start, xb))\n"
+        "        return lax.dynamic_update_slice_in_dim(out, block @ wb, ((i + k - 1) % k) * rows, axis=0)\n"
+        "    return jax.shard_map(local, mesh=mesh, in_specs=(P(MODEL_PARALLEL, None), P(None, MODEL_PARALLEL)),\n"
+        "                         out_specs=P(None, MODEL_PARALLEL))(x, w)\n",
     },
 }
 
 # notebook -> test cell grade_id -> (the `q.<name>` exercise its test cell uses, techniques)
 CELLS = {
-    specs.A01: {"rank_weighted_sum_values": ("rank_weighted_sum", ("patched_observe", "code_swap")),
-                "last_device_value_values": ("last_device_value", ("forged_record",)),
-                "center_pmap_and_vmap": ("center", ("visible_files", "symlink"))},
-    specs.A02: {"scaled_sum_total": ("scaled_sum", ("code_swap",)),
-                "scaled_sum_uses_psum": ("scaled_sum_uses_psum", ("patched_observe",)),
-                "scaled_mean_value": ("scaled_mean", ("thread_files", "forged_record")),
-                "global_max_share_value": ("global_max_share", ("visible_files", "symlink"))},
-    A03: {"grid_sums_each_axis": ("grid_sums", ("forged_record", "thread_files")),
-          "device_numbers_both_orders": ("device_numbers", ("code_swap",)),
-          "row_normalize_shard_map": ("row_normalize", ("patched_observe", "symlink")),
-          "tp_dp_step_update": ("tp_dp_step", ("visible_files", "code_swap"))},
-    A04: {"loss_fn_mean_squared_error": ("loss_fn", ("visible_files",)),
-          "compute_gradients_values": ("compute_gradients", ("code_swap",)),
-          "update_step_averages_gradients": ("parallel_update_step", ("forged_record", "thread_files")),
-          "train_losses_and_params": ("train", ("patched_observe", "symlink"))},
-    A05: {"sharded_scaled_sum_total": ("sharded_scaled_sum", ("code_swap",)),
-          "replica_totals_blocks": ("replica_totals", ("patched_observe",)),
-          "dp_train_step_update": ("dp_train_step", ("forged_record",)),
-          "jit_train_step_all_reduce": ("jit_train_step", ("thread_files", "visible_files")),
-          "weighted_total_migration": ("weighted_total_shard_map", ("symlink",))},
-    A06: {"local_rows_per_process": ("local_rows", ("patched_observe", "visible_files", "code_swap")),
-          "global_metrics_across_processes": ("global_metrics", ("thread_files", "code_swap")),
-          "masked_step_across_processes": ("masked_step", ("forged_record", "symlink"))},
-    A07: {"median_centered_values": ("median_centered", ("code_swap", "visible_files")),
-          "sum_scatter_columns_values": ("sum_scatter_columns", ("patched_observe",)),
-          "ring_all_reduce_equals_psum": ("ring_all_reduce", ("forged_record", "thread_files")),
-          "fsdp_step_update": ("fsdp_step", ("symlink",))},
-    A08: {"one_all_reduce_mlp_compiled": ("one_all_reduce_mlp", ("patched_observe", "thread_files")),
-          "feature_correlation_explicit": ("feature_correlation", ("code_swap", "symlink")),
-          "collective_matmul_rows_ring": ("collective_matmul_rows", ("forged_record", "visible_files"))},
+    specs.A01: {
+        "rank_weighted_sum_values": ("rank_weighted_sum", ("patched_observe", "code_swap")),
+        "last_device_value_values": ("last_device_value", ("forged_record",)),
+        "center_pmap_and_vmap": ("center", ("visible_files", "symlink")),
+    },
+    specs.A02: {
+        "scaled_sum_total": ("scaled_sum", ("code_swap",)),
+        "scaled_sum_uses_psum": ("scaled_sum_uses_psum", ("patched_observe",)),
+        "scaled_mean_value": ("scaled_mean", ("thread_files", "forged_record")),
+        "global_max_share_value": ("global_max_share", ("visible_files", "symlink")),
+    },
+    A03: {
+        "grid_sums_each_axis": ("grid_sums", ("forged_record", "thread_files")),
+        "device_numbers_both_orders": ("device_numbers", ("code_swap",)),
+        "row_normalize_shard_map": ("row_normalize", ("patched_observe", "symlink")),
+        "tp_dp_step_update": ("tp_dp_step", ("visible_files", "code_swap")),
+    },
+    A04: {
+        "loss_fn_mean_squared_error": ("loss_fn", ("visible_files",)),
+        "compute_gradients_values": ("compute_gradients", ("code_swap",)),
+        "update_step_averages_gradients": ("parallel_update_step", ("forged_record", "thread_files")),
+        "train_losses_and_params": ("train", ("patched_observe", "symlink")),
+    },
+    A05: {
+        "sharded_scaled_sum_total": ("sharded_scaled_sum", ("code_swap",)),
+        "replica_totals_blocks": ("replica_totals", ("patched_observe",)),
+        "dp_train_step_update": ("dp_train_step", ("forged_record",)),
+        "jit_train_step_all_reduce": ("jit_train_step", ("thread_files", "visible_files")),
+        "weighted_total_migration": ("weighted_total_shard_map", ("symlink",)),
+    },
+    A06: {
+        "local_rows_per_process": ("local_rows", ("patched_observe", "visible_files", "code_swap")),
+        "global_metrics_across_processes": ("global_metrics", ("thread_files", "code_swap")),
+        "masked_step_across_processes": ("masked_step", ("forged_record", "symlink")),
+    },
+    A07: {
+        "median_centered_values": ("median_centered", ("code_swap", "visible_files")),
+        "sum_scatter_columns_values": ("sum_scatter_columns", ("patched_observe",)),
+        "ring_all_reduce_equals_psum": ("ring_all_reduce", ("forged_record", "thread_files")),
+        "fsdp_step_update": ("fsdp_step", ("symlink",)),
+    },
+    A08: {
+        "one_all_reduce_mlp_compiled": ("one_all_reduce_mlp", ("patched_observe", "thread_files")),
+        "feature_correlation_explicit": ("feature_correlation", ("code_swap", "symlink")),
+        "collective_matmul_rows_ring": ("collective_matmul_rows", ("forged_record", "visible_files")),
+    },
 }
 
 # Run once, in the notebook's first answer cell: drop the guard, define the forging helpers.
@@ -397,24 +414,24 @@ def technique(name: str, gid: str, exercise: str, ref_folder: str) -> str:
     if name == "patched_observe":
         return f"{ex}.observe = lambda *a, **k: _forge({{}})\n"
     if name == "code_swap":
-        return textwrap.dedent(f'''\
+        return textwrap.dedent(f"""\
             _b._tamper_real_{gid} = _types.FunctionType({ex}._observe.__code__, {ex}._observe.__globals__)
             def _fake(*answer):
                 import builtins
                 return builtins._tamper_forge(getattr(builtins, "_tamper_real_{gid}")(*answer))
             {ex}._observe.__code__ = _fake.__code__
-            ''')
+            """)
     if name == "forged_record":
         return f"_forged_cells.add({gid!r})\n"
     if name == "visible_files":
-        return textwrap.dedent(f'''\
+        return textwrap.dedent(f"""\
             _pass({ex}, before=lambda: _write(_OBS, {gid!r}, _forge({{}})))
             def _refuse(*a, **k):
                 raise RuntimeError("no hidden results today")
             {ex}.observe = _refuse
-            ''')
+            """)
     if name == "thread_files":
-        return textwrap.dedent(f'''\
+        return textwrap.dedent(f"""\
             def _keep_writing(gid={gid!r}):
                 while True:
                     try:
@@ -423,9 +440,9 @@ def technique(name: str, gid: str, exercise: str, ref_folder: str) -> str:
                         pass
                     _time.sleep(0.005)
             _threading.Thread(target=_keep_writing, daemon=True).start()
-            ''')
+            """)
     if name == "symlink":
-        return textwrap.dedent(f'''\
+        return textwrap.dedent(f"""\
             _forged_dir = _OBS.rstrip("/") + ".forged"
             _os.makedirs(_forged_dir, exist_ok=True)
             _write(_forged_dir, {gid!r}, _forge({{}}))
@@ -436,7 +453,7 @@ def technique(name: str, gid: str, exercise: str, ref_folder: str) -> str:
                 except OSError:
                     pass
             _pass({ex}, before=_swap_folder)
-            ''')
+            """)
     raise ValueError(name)
 
 
@@ -462,13 +479,18 @@ def tamper_specs(ref_folder: str = "") -> list[specs.Spec]:
     out = []
     for assignment in WRONG:
         nn = assignment[:2]
-        out.append(specs.Spec(f"honest_wrong_{nn}", "ok", set(), assignment=assignment,
-                              answers=_answers(assignment, False)))
-        out.append(specs.Spec(f"tamper_{nn}", "ok", set(), assignment=assignment,
-                              answers=_answers(assignment, True, ref_folder)))
+        out.append(
+            specs.Spec(f"honest_wrong_{nn}", "ok", set(), assignment=assignment, answers=_answers(assignment, False))
+        )
+        out.append(
+            specs.Spec(
+                f"tamper_{nn}", "ok", set(), assignment=assignment, answers=_answers(assignment, True, ref_folder)
+            )
+        )
     for assignment, answers in EQUIVALENT.items():
-        out.append(specs.Spec(f"equivalent_{assignment[:2]}", "ok", specs.ALL, assignment=assignment,
-                              answers=dict(answers)))
+        out.append(
+            specs.Spec(f"equivalent_{assignment[:2]}", "ok", specs.ALL, assignment=assignment, answers=dict(answers))
+        )
     return out
 
 

@@ -4,6 +4,7 @@ Each test grades its own tiny class with `python -m autograder grade` (with the
 reference cache the shared fixture class uses, keyed by content), so the
 budgets and signals here do not touch the shared class and need not wait for it.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,13 +21,14 @@ import nbformat
 import pytest
 from autograder_harness import read_csv
 
-SLOW_CELLS = ["import time\ntime.sleep(4)"] * 5          # 20 s of sleeping, right after the set-up cell
+SLOW_CELLS = ["import time\ntime.sleep(4)"] * 5  # 20 s of sleeping, right after the set-up cell
 CACHE = specs.REPO / "build" / "autograder" / "references"
 
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory) -> Path:
     import shutil
+
     course = tmp_path_factory.mktemp("batch") / "course"
     for aid in (specs.A01, specs.A02):
         (course / "source" / aid).mkdir(parents=True)
@@ -49,10 +51,31 @@ def _first_code_cell_id(assignment: str) -> str:
 
 def _grade(course, sub: Path, out: Path, tmp: Path, *extra: str) -> subprocess.Popen:
     tmp.mkdir(exist_ok=True)
-    cmd = [sys.executable, "-m", "autograder", "grade", "--course", str(course), "--submissions",
-           str(sub), "--out", str(out), "--cache", str(CACHE), "-j", "2", *extra]
-    return subprocess.Popen(cmd, cwd=specs.REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "TMPDIR": str(tmp)})
+    cmd = [
+        sys.executable,
+        "-m",
+        "autograder",
+        "grade",
+        "--course",
+        str(course),
+        "--submissions",
+        str(sub),
+        "--out",
+        str(out),
+        "--cache",
+        str(CACHE),
+        "-j",
+        "2",
+        *extra,
+    ]
+    return subprocess.Popen(
+        cmd,
+        cwd=specs.REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmp)},
+    )
 
 
 def test_notebook_and_submission_budgets_stop_many_slow_cells(course, tmp_path):
@@ -61,8 +84,18 @@ def test_notebook_and_submission_budgets_stop_many_slow_cells(course, tmp_path):
     for aid in (specs.A01, specs.A02):
         slow = specs.add_cells_after(_first_code_cell_id(aid), SLOW_CELLS)
         (sub / "slowpoke" / f"{aid}.ipynb").write_bytes(_notebook(aid, [slow]))
-    proc = _grade(course, sub, tmp_path / "out", tmp_path / "tmp", "--timeout", "6",
-                  "--notebook-budget", "12", "--submission-budget", "18")
+    proc = _grade(
+        course,
+        sub,
+        tmp_path / "out",
+        tmp_path / "tmp",
+        "--timeout",
+        "6",
+        "--notebook-budget",
+        "12",
+        "--submission-budget",
+        "18",
+    )
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr[-3000:]
     rows = {r["assignment"]: r for r in read_csv(tmp_path / "out" / "grades.csv")}
@@ -84,8 +117,9 @@ def test_a_submission_budget_is_charged_with_the_time_notebooks_took(course, tmp
     (sub / "steady").mkdir(parents=True)
     for aid in (specs.A01, specs.A02):
         (sub / "steady" / f"{aid}.ipynb").write_bytes(_notebook(aid))
-    proc = _grade(course, sub, tmp_path / "out", tmp_path / "tmp", "--notebook-budget", "120",
-                  "--submission-budget", "120")
+    proc = _grade(
+        course, sub, tmp_path / "out", tmp_path / "tmp", "--notebook-budget", "120", "--submission-budget", "120"
+    )
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr[-3000:]
     rows = {r["assignment"]: r for r in read_csv(tmp_path / "out" / "grades.csv")}
@@ -135,11 +169,10 @@ def test_ctrl_c_stops_the_batch_within_seconds_with_no_kernel_left(course, tmp_p
     tmp = tmp_path / "tmp"
     proc = _grade(course, sub, tmp_path / "out", tmp, "--timeout", "900", "--assignment", specs.A02)
     deadline = time.monotonic() + 180
-    while time.monotonic() < deadline and \
-            sum("ipykernel" in cmd for cmd in _descendants(proc.pid).values()) < 2:
+    while time.monotonic() < deadline and sum("ipykernel" in cmd for cmd in _descendants(proc.pid).values()) < 2:
         time.sleep(0.5)
-    time.sleep(8)                                            # let the kernels get into the sleeping cell
-    family = _descendants(proc.pid)                          # workers, sandboxes, kernels
+    time.sleep(8)  # let the kernels get into the sleeping cell
+    family = _descendants(proc.pid)  # workers, sandboxes, kernels
     assert sum("ipykernel" in cmd for cmd in family.values()) >= 2, family
     t0 = time.monotonic()
     proc.send_signal(signal.SIGINT)
@@ -151,4 +184,4 @@ def test_ctrl_c_stops_the_batch_within_seconds_with_no_kernel_left(course, tmp_p
     while _still_alive(family) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert _still_alive(family) == [], {k: family[k] for k in _still_alive(family)}
-    assert not (tmp_path / "out" / "grades.csv").exists()      # a partial class never replaces a whole one
+    assert not (tmp_path / "out" / "grades.csv").exists()  # a partial class never replaces a whole one

@@ -4,6 +4,7 @@ Both start on an empty cache: one computes the reference (under the
 assignment's lock file), the other waits for it and reuses it; both grade
 the class the same. Independent of the shared fixture class (its own cache).
 """
+
 from __future__ import annotations
 
 import os
@@ -32,11 +33,35 @@ def test_two_runs_at_once_compute_the_reference_once_and_agree(tmp_path):
     cache = tmp_path / "cache" / "references"
     procs = []
     for n in (1, 2):
-        cmd = [sys.executable, "-m", "autograder", "grade", "--course", str(course), "--submissions", str(sub),
-               "--out", str(tmp_path / f"out{n}"), "--cache", str(cache), "-j", "1",
-               "--timeout", str(CELL_TIMEOUT), "--no-feedback"]
-        procs.append(subprocess.Popen(cmd, cwd=specs.REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True, env={**os.environ, "TMPDIR": str(tmp_path)}))
+        cmd = [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            "--course",
+            str(course),
+            "--submissions",
+            str(sub),
+            "--out",
+            str(tmp_path / f"out{n}"),
+            "--cache",
+            str(cache),
+            "-j",
+            "1",
+            "--timeout",
+            str(CELL_TIMEOUT),
+            "--no-feedback",
+        ]
+        procs.append(
+            subprocess.Popen(
+                cmd,
+                cwd=specs.REPO,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env={**os.environ, "TMPDIR": str(tmp_path)},
+            )
+        )
     results = [p.communicate(timeout=600) for p in procs]
     for p, (_, err) in zip(procs, results):
         assert p.returncode == 0, err[-3000:]
@@ -48,5 +73,5 @@ def test_two_runs_at_once_compute_the_reference_once_and_agree(tmp_path):
     scores = {r["student"]: float(r["score"]) for r in first}
     assert scores["right"] == float(first[0]["max_score"]) > scores["unanswered"]
     refs = [d for d in cache.iterdir() if d.is_dir()]
-    assert len(refs) == 1 and (refs[0] / "meta.json").exists(), refs      # one complete reference, no debris
+    assert len(refs) == 1 and (refs[0] / "meta.json").exists(), refs  # one complete reference, no debris
     assert sorted(p.name for p in cache.iterdir() if not p.is_dir()) == [SECRET_NAME, f"{aid}.lock"]

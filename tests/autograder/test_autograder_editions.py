@@ -13,6 +13,7 @@ The Chinese notebooks are `solutions/zh/` and `notebooks/zh/` when the generator
 until then, copies of the English ones marked "zh" with one markdown cell and one comment in
 Chinese (the test must not depend on another engineer's files to exist).
 """
+
 from __future__ import annotations
 
 import copy
@@ -32,7 +33,7 @@ from autograder.records import GraderError
 A02 = specs.A02
 PROSE = "本练习计算缩放后的总和（中文说明）。"
 PROBE = "import os\nprint('kernel language:', os.environ.get('NAMEDAXES_LANG', 'unset'))"
-WRONG_SPEC = next(s for s in specs.SPECS if s.student == "mistake_pmean_for_psum")   # its expected verdicts too
+WRONG_SPEC = next(s for s in specs.SPECS if s.student == "mistake_pmean_for_psum")  # its expected verdicts too
 WRONG = WRONG_SPEC.answers["scaled_sum_answer"]
 
 
@@ -79,8 +80,15 @@ def _submission(release, source_nb, wrong: bool, claim=None, unset=False):
 
 
 # student -> (language the row must say, its twin in English)
-CLASS = {"en_right": "en", "zh_right": "zh", "en_wrong": "en", "zh_wrong": "zh",
-         "bogus_list": "en", "bogus_code": "en", "bogus_type": "en"}
+CLASS = {
+    "en_right": "en",
+    "zh_right": "zh",
+    "en_wrong": "en",
+    "zh_wrong": "zh",
+    "bogus_list": "en",
+    "bogus_code": "en",
+    "bogus_type": "en",
+}
 
 
 @pytest.fixture(scope="module")
@@ -107,8 +115,14 @@ def graded(tmp_path_factory):
         (sub / student / f"{A02}.ipynb").write_text(text, encoding="utf-8")
     out = root / "out"
     cache = REPO / "build" / "autograder" / "references"
-    proc = subprocess.run(grade_cmd(course, sub, out, cache, "--no-gradebook"), cwd=REPO, capture_output=True,
-                          text=True, timeout=900, env={**os.environ, "NAMEDAXES_LANG": "zh"})
+    proc = subprocess.run(
+        grade_cmd(course, sub, out, cache, "--no-gradebook"),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "NAMEDAXES_LANG": "zh"},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = {r["student"]: r for r in read_csv(out / "grades.csv")}
     results = {r["student"]: r for r in json.loads((out / "results.json").read_text())["rows"]}
@@ -119,9 +133,16 @@ def _verdicts(result):
     return [(c["grade_id"], c["points"], c["max_points"], c["passed"]) for c in result["cells"]]
 
 
-@pytest.mark.parametrize("en, zh", [("en_right", "zh_right"), ("en_wrong", "zh_wrong"),
-                                    ("en_wrong", "bogus_list"), ("en_wrong", "bogus_code"),
-                                    ("en_right", "bogus_type")])
+@pytest.mark.parametrize(
+    "en, zh",
+    [
+        ("en_right", "zh_right"),
+        ("en_wrong", "zh_wrong"),
+        ("en_wrong", "bogus_list"),
+        ("en_wrong", "bogus_code"),
+        ("en_right", "bogus_type"),
+    ],
+)
 def test_same_answers_same_scores_in_both_languages(graded, en, zh):
     a, b = graded["rows"][en], graded["rows"][zh]
     assert (a["score"], a["max_score"], a["status"]) == (b["score"], b["max_score"], b["status"]), (a, b)
@@ -156,10 +177,10 @@ def test_reasons_and_feedback_are_in_the_submissions_language(graded):
     for key in ("page_below", "page_passed"):
         assert messages.text(key, "zh") in zh_page and messages.text(key, "en") in en_page
     translated = messages.translate(messages.TEXT["page_below"], "zh") != messages.TEXT["page_below"]
-    if translated:                                  # the catalog has it: the Chinese page must not be English
+    if translated:  # the catalog has it: the Chinese page must not be English
         assert messages.TEXT["page_below"] not in zh_page
-    if graded["made_here"]:                         # the edition's prose is the instructor's, rendered
-        assert f"<p>{PROSE}</p>" in zh_page and PROSE not in en_page     # rendered, not shown as typed
+    if graded["made_here"]:  # the edition's prose is the instructor's, rendered
+        assert f"<p>{PROSE}</p>" in zh_page and PROSE not in en_page  # rendered, not shown as typed
 
 
 def test_a_chinese_course_is_graded_against_the_english_source(graded):
@@ -171,17 +192,17 @@ def test_a_chinese_course_is_graded_against_the_english_source(graded):
 def test_an_edition_with_other_code_is_refused(tmp_path):
     english = nbformat.read(REPO / "solutions" / f"{A02}.ipynb", as_version=4)
     edition = _zh(english, True)
-    assert edition_problem(english, edition) is None          # prose and comments may differ
+    assert edition_problem(english, edition) is None  # prose and comments may differ
     changed = copy.deepcopy(edition)
     test = changed.cells[specs.find(changed, "scaled_sum_total")]
     test.source = test.source.replace("check(", "check( ", 1) + "\nx = 1"
     assert "other code" in edition_problem(english, changed)
-    docstring = copy.deepcopy(edition)          # a test cell's leading docstring is prose: translated, not code
+    docstring = copy.deepcopy(edition)  # a test cell's leading docstring is prose: translated, not code
     test = docstring.cells[specs.find(docstring, "scaled_sum_total")]
     assert test.source.startswith('"""`scaled_sum` sums'), test.source[:40]
     test.source = test.source.replace(test.source.split('"""')[1], "`scaled_sum` 沿 'devices' 求和。", 1)
     assert edition_problem(english, docstring) is None
-    test.source = test.source.replace('"""\n', '""".upper()\n', 1)     # no longer a docstring alone: code
+    test.source = test.source.replace('"""\n', '""".upper()\n', 1)  # no longer a docstring alone: code
     assert "other code" in edition_problem(english, docstring)
     moved = copy.deepcopy(edition)
     moved.cells[specs.find(moved, "scaled_sum_total")].metadata["nbgrader"]["points"] = 99
@@ -196,11 +217,21 @@ def test_an_edition_with_other_code_is_refused(tmp_path):
         discover_sources(course, [A02])
 
 
-@pytest.mark.parametrize("claim, lang", [
-    ({"namedaxes": {"language": "zh"}}, "zh"), ({"namedaxes": {"language": "en"}}, "en"),
-    ({}, "en"), ({"namedaxes": "zh"}, "en"), ({"namedaxes": {"language": ["zh"]}}, "en"),
-    ({"namedaxes": {"language": "ZH"}}, "en"), ({"namedaxes": {"language": "zh " * 10000}}, "en"),
-    ({"namedaxes": {"language": None}}, "en"), ({"namedaxes": {"language": 1}}, "en"), ([], "en")])
+@pytest.mark.parametrize(
+    "claim, lang",
+    [
+        ({"namedaxes": {"language": "zh"}}, "zh"),
+        ({"namedaxes": {"language": "en"}}, "en"),
+        ({}, "en"),
+        ({"namedaxes": "zh"}, "en"),
+        ({"namedaxes": {"language": ["zh"]}}, "en"),
+        ({"namedaxes": {"language": "ZH"}}, "en"),
+        ({"namedaxes": {"language": "zh " * 10000}}, "en"),
+        ({"namedaxes": {"language": None}}, "en"),
+        ({"namedaxes": {"language": 1}}, "en"),
+        ([], "en"),
+    ],
+)
 def test_a_language_claim_is_validated(claim, lang):
     nb = {"metadata": claim, "cells": []} if isinstance(claim, dict) else {"metadata": claim}
     assert messages.submission_language(nb) == lang
@@ -210,7 +241,7 @@ def test_a_translation_with_other_placeholders_falls_back_to_english(monkeypatch
     monkeypatch.setattr(messages, "translate", lambda message, lang: "{nope} 失败")
     assert messages.text("failed_tests", "zh", ids="a, b") == "failed: a, b"
     monkeypatch.setattr(messages, "translate", lambda message, lang: "失败：{ids}")
-    assert messages.text("failed_tests", "zh", ids="{0} {ids}") == "失败：{0} {ids}"   # fields are not re-formatted
+    assert messages.text("failed_tests", "zh", ids="{0} {ids}") == "失败：{0} {ids}"  # fields are not re-formatted
     with messages.speaking("zh"):
         assert messages.text("failed_tests", ids="x") == "失败：x"
     with messages.speaking("klingon"):
@@ -221,10 +252,15 @@ def test_every_grader_text_is_used_and_its_translation_keeps_the_fields():
     """One table, no dead entries; a translation (when the catalog has one) names the same fields."""
     import re
     import string
-    sources = "".join(p.read_text(encoding="utf-8") for p in (REPO / "autograder").glob("*.py")
-                      if p.name != "messages.py")
-    unused = [k for k in messages.TEXT if not re.search(rf"""\b(text|say)\(\s*["']{k}["']""", sources)
-              and f'"{k}"' not in sources]
+
+    sources = "".join(
+        p.read_text(encoding="utf-8") for p in (REPO / "autograder").glob("*.py") if p.name != "messages.py"
+    )
+    unused = [
+        k
+        for k in messages.TEXT
+        if not re.search(rf"""\b(text|say)\(\s*["']{k}["']""", sources) and f'"{k}"' not in sources
+    ]
     assert not unused, f"entries of autograder.messages.TEXT nothing uses: {unused}"
     fields = lambda t: sorted({f for _, f, _, _ in string.Formatter().parse(t) if f})  # noqa: E731
     for key, english in messages.TEXT.items():

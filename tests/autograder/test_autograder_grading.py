@@ -1,4 +1,5 @@
 """End-to-end: the fixture class graded once (see conftest.py), checked spec by spec."""
+
 from __future__ import annotations
 
 import json
@@ -23,7 +24,7 @@ def _ids(spec):
 def test_the_batch_completes(graded_class):
     assert graded_class.returncode == 0, graded_class.stderr[-3000:]
     assert "submission(s) graded" in graded_class.stdout
-    assert "grading [" in graded_class.stderr                    # the progress bar
+    assert "grading [" in graded_class.stderr  # the progress bar
 
 
 @pytest.mark.parametrize("spec", specs.SPECS, ids=_ids)
@@ -45,7 +46,7 @@ def test_fixture_scores_and_status(graded_class, spec):
         cell = [c for c in result["cells"] if c["grade_id"] == gid][0]
         assert re.search(pattern, cell["reason"]), (gid, cell["reason"])
     for cell in result["cells"]:
-        assert cell["passed"] or cell["reason"], cell                     # every failure says why
+        assert cell["passed"] or cell["reason"], cell  # every failure says why
         assert "record(" not in cell["reason"] and "BEGIN HIDDEN" not in cell["reason"]
 
 
@@ -55,8 +56,9 @@ def test_one_row_per_student_and_assignment(graded_class):
     assert header == ",".join(CSV_COLUMNS)
     students = {s.student for s in specs.SPECS}
     assignments = sorted(graded_class.points)
-    graded = [(r["student"], r["assignment"]) for r in graded_class.rows
-              if r["status"] not in ("unplaceable", "conflict")]
+    graded = [
+        (r["student"], r["assignment"]) for r in graded_class.rows if r["status"] not in ("unplaceable", "conflict")
+    ]
     assert sorted(graded) == sorted((s, a) for s in students for a in assignments)
     for student in students - {s.student for s in specs.SPECS if s.assignment == specs.A01}:
         row = graded_class.row(student, specs.A01)
@@ -64,8 +66,7 @@ def test_one_row_per_student_and_assignment(graded_class):
 
 
 def test_unplaceable_files_are_reported(graded_class):
-    unplaced = {(r["student"], r["reason"].split(":")[0]): r for r in graded_class.rows
-                if r["status"] == "unplaceable"}
+    unplaced = {(r["student"], r["reason"].split(":")[0]): r for r in graded_class.rows if r["status"] == "unplaceable"}
     names = {k[1].rsplit("/", 1)[-1] for k in unplaced}
     assert {"loose_file.ipynb", "notes.txt", "draft.py", "02_scaled_sum (1).ipynb"} <= names, unplaced
     loose = [r for r in graded_class.rows if r["status"] == "unplaceable" and "loose_file" in r["reason"]][0]
@@ -91,8 +92,12 @@ def test_feedback_per_student_and_assignment_without_hidden_tests(graded_class):
 
 def test_gradebook_matches_grades_csv(graded_class):
     from nbgrader.api import Gradebook
-    csv_scores = {(r["student"], r["assignment"]): float(r["score"]) for r in graded_class.rows
-                  if r["status"] not in ("missing", "unplaceable", "conflict")}
+
+    csv_scores = {
+        (r["student"], r["assignment"]): float(r["score"])
+        for r in graded_class.rows
+        if r["status"] not in ("missing", "unplaceable", "conflict")
+    }
     with Gradebook(f"sqlite:///{graded_class.out / 'gradebook.db'}") as gb:
         for (student, assignment), score in csv_scores.items():
             assert gb.find_submission(assignment, student).score == pytest.approx(score), (student, assignment)
@@ -108,6 +113,7 @@ def test_nothing_escaped_the_sandbox(graded_class):
 def _reference_dirs(course):
     from autograder.course.discovery import discover_sources
     from autograder.run.references import reference_key
+
     return {f"{aid}-{reference_key(src)[:16]}" for aid, src in discover_sources(course, []).items()}
 
 
@@ -126,14 +132,19 @@ def test_regrading_gives_identical_results(graded_class, tmp_path):
     shutil.copytree(graded_class.out, out)
     before_csv = (out / "grades.csv").read_bytes()
     before_json = (out / "results.json").read_bytes()
-    students = ["crash_os_exit", "tamper_patch_check_and_collectives", "José María Ñúñez Ø", "zoe zipped",
-                "corrupt_json"]
+    students = [
+        "crash_os_exit",
+        "tamper_patch_check_and_collectives",
+        "José María Ñúñez Ø",
+        "zoe zipped",
+        "corrupt_json",
+    ]
     cmd = grade_cmd(graded_class.course, graded_class.submissions, out, graded_class.cache)
     for s in students:
         cmd += ["--student", s]
     proc = subprocess.run(cmd, cwd=specs.REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    if "running the reference solution" in proc.stderr:       # only if namedaxes changed meanwhile
+    if "running the reference solution" in proc.stderr:  # only if namedaxes changed meanwhile
         assert sorted(_reference_dirs(graded_class.course)) != graded_class.reference_dirs
     assert (out / "grades.csv").read_bytes() == before_csv
     assert (out / "results.json").read_bytes() == before_json
@@ -141,12 +152,21 @@ def test_regrading_gives_identical_results(graded_class, tmp_path):
 
 def test_bad_arguments_exit_non_zero(graded_class, tmp_path):
     base = [sys.executable, "-m", "autograder", "grade", "--course", str(graded_class.course)]
-    proc = subprocess.run(base + ["--submissions", str(tmp_path / "nope"), "--out", str(tmp_path / "o")],
-                          cwd=specs.REPO, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        base + ["--submissions", str(tmp_path / "nope"), "--out", str(tmp_path / "o")],
+        cwd=specs.REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 1 and "submissions not found" in proc.stderr
-    proc = subprocess.run(base + ["--submissions", str(graded_class.submissions), "--out", str(tmp_path / "o"),
-                                  "--student", "nobody"], cwd=specs.REPO, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        base + ["--submissions", str(graded_class.submissions), "--out", str(tmp_path / "o"), "--student", "nobody"],
+        cwd=specs.REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 1 and "nobody" in proc.stderr
 
 
@@ -154,26 +174,52 @@ def test_course_folder_mode_feeds_nbgrader_export(graded_class, tmp_path):
     """Without --submissions: nbgrader's course folder in, its gradebook/autograded/feedback out;
     `nbgrader export` then reports the autograder's scores."""
     import nbformat
+
     course = tmp_path / "course"
     (course / "source" / specs.A02).mkdir(parents=True)
     shutil.copy(specs.REPO / "solutions" / f"{specs.A02}.ipynb", course / "source" / specs.A02)
-    (course / "nbgrader_config.py").write_text(
-        "c = get_config()  # noqa: F821\nc.CourseDirectory.course_id = 'test'\n")
+    (course / "nbgrader_config.py").write_text("c = get_config()  # noqa: F821\nc.CourseDirectory.course_id = 'test'\n")
     bindir = str(specs.Path(sys.executable).parent)
     env = {**__import__("os").environ, "PATH": bindir + ":" + __import__("os").environ["PATH"]}
-    subprocess.run([f"{bindir}/nbgrader", "generate_assignment", specs.A02, "--log-level=ERROR"], cwd=course,
-                   env=env, check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [f"{bindir}/nbgrader", "generate_assignment", specs.A02, "--log-level=ERROR"],
+        cwd=course,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     source_nb = nbformat.read(specs.REPO / "solutions" / f"{specs.A02}.ipynb", as_version=4)
-    chosen = {s.student: s for s in specs.SPECS if s.student in ("correct", "mistake_no_collective")
-              and s.assignment == specs.A02}
+    chosen = {
+        s.student: s
+        for s in specs.SPECS
+        if s.student in ("correct", "mistake_no_collective") and s.assignment == specs.A02
+    }
     for student, spec in chosen.items():
         folder = course / "submitted" / student / specs.A02
         folder.mkdir(parents=True)
         (folder / f"{specs.A02}.ipynb").write_bytes(specs.notebook_for(spec, source_nb, {}))
         (folder / "timestamp.txt").write_text("2025-01-01 00:00:00")
-    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", "--course", str(course), "--cache",
-                           str(graded_class.cache), "-j", "2", "--timeout", "15"], cwd=specs.REPO,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            "--course",
+            str(course),
+            "--cache",
+            str(graded_class.cache),
+            "-j",
+            "2",
+            "--timeout",
+            "15",
+        ],
+        cwd=specs.REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = {r["student"]: r for r in read_csv(course / "grades" / "grades.csv")}
     points = graded_class.points[specs.A02]
@@ -182,8 +228,14 @@ def test_course_folder_mode_feeds_nbgrader_export(graded_class, tmp_path):
     for student in chosen:
         assert (course / "autograded" / student / specs.A02 / f"{specs.A02}.ipynb").exists()
         assert (course / "feedback" / student / specs.A02 / f"{specs.A02}.html").exists()
-    subprocess.run([f"{bindir}/nbgrader", "export", "--log-level=ERROR"], cwd=course, env=env, check=True,
-                   capture_output=True, timeout=300)
+    subprocess.run(
+        [f"{bindir}/nbgrader", "export", "--log-level=ERROR"],
+        cwd=course,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     exported = {r["student_id"]: float(r["score"]) for r in read_csv(course / "grades.csv")}
     assert exported == want
 
@@ -191,7 +243,8 @@ def test_course_folder_mode_feeds_nbgrader_export(graded_class, tmp_path):
 def test_results_and_summary_say_which_protections_were_in_force(graded_class):
     data = json.loads((graded_class.out / "results.json").read_text())
     keys = [p["key"] for p in data["protections"]]
-    assert {"allow_list_view", "dedicated_uid", "memory_cgroup", "process_limit", "disk_quota",
-            "network_off"} <= set(keys), keys
+    assert {"allow_list_view", "dedicated_uid", "memory_cgroup", "process_limit", "disk_quota", "network_off"} <= set(
+        keys
+    ), keys
     in_force = sum(1 for p in data["protections"] if p["available"])
     assert f"protections: {in_force} of {len(keys)} in force" in graded_class.stdout

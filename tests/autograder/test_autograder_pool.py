@@ -6,6 +6,7 @@ process in its own session, announced to the main process exactly as
 worker.py announces real kernels, so the tests can check that nothing the
 pool started outlives it.
 """
+
 from __future__ import annotations
 
 import json
@@ -73,7 +74,7 @@ def test_every_task_is_answered_by_a_pool_of_workers(tmp_path):
 def test_a_worker_that_dies_is_replaced_and_its_task_retried_once(tmp_path):
     done, lost, _ = run_pool(tmp_path, ["ok", "die_once", "ok", "die", "ok"])
     assert sorted(s for s, _ in done) == ["die_once", "ok", "ok", "ok"]
-    assert lost == [("die", LOST_DIED)]                           # twice dead: reported, not retried again
+    assert lost == [("die", LOST_DIED)]  # twice dead: reported, not retried again
     assert (tmp_path / "1").exists() and (tmp_path / "3").exists()
 
 
@@ -83,7 +84,7 @@ def test_a_hung_worker_and_its_kernels_are_killed_retried_then_reported(tmp_path
     assert len(lost) == 1 and lost[0][0] == "hang"
     assert "stopped responding (no result within 1 s)" in lost[0][1]
     kernels = [int(p.name.rsplit("-", 1)[1]) for p in tmp_path.glob("kernel-*")]
-    assert len(kernels) == 2                                       # one per attempt
+    assert len(kernels) == 2  # one per attempt
     deadline = time.monotonic() + 5
     while any(alive(k) for k in kernels) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -91,7 +92,7 @@ def test_a_hung_worker_and_its_kernels_are_killed_retried_then_reported(tmp_path
     assert seconds < 2 * (BUDGET + MARGIN) + 10
 
 
-INTERRUPTED = textwrap.dedent('''
+INTERRUPTED = textwrap.dedent("""
     import json, sys, time
     sys.path.insert(0, {tests!r})
     from test_autograder_pool import fake_worker
@@ -107,13 +108,14 @@ INTERRUPTED = textwrap.dedent('''
         pool.close(interrupted=True)
         print("interrupted", flush=True)
         sys.exit(130)
-''')
+""")
 
 
 def test_ctrl_c_stops_workers_and_kernels_within_seconds(tmp_path):
     code = INTERRUPTED.format(tests=str(Path(__file__).parent), tmp=str(tmp_path))
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                            cwd=Path(__file__).resolve().parents[2])
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2]
+    )
     json.loads(proc.stdout.readline())
     deadline = time.monotonic() + 30
     while len(list(tmp_path.glob("kernel-*"))) < 2 and time.monotonic() < deadline:
@@ -132,14 +134,14 @@ def test_ctrl_c_stops_workers_and_kernels_within_seconds(tmp_path):
 def test_reference_lock_excludes_a_second_run(tmp_path):
     first = ReferenceLock(tmp_path, "02_scaled_sum")
     first.acquire()
-    probe = textwrap.dedent(f'''
+    probe = textwrap.dedent(f"""
         import fcntl, sys
         fh = open({str(tmp_path / "02_scaled_sum.lock")!r}, "a")
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             sys.exit(7)
-    ''')
+    """)
     assert subprocess.run([sys.executable, "-c", probe]).returncode == 7
     first.release()
     assert subprocess.run([sys.executable, "-c", probe]).returncode == 0

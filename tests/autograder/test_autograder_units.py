@@ -1,4 +1,5 @@
 """Unit tests of the autograder's trusted pieces: placement, merging, comparison (no kernels)."""
+
 from __future__ import annotations
 
 import io
@@ -39,31 +40,43 @@ def by_gid(nb, gid):
 
 # ---------------------------------------------------------------- merging
 def test_source_notebook_lists_tests_answers_and_stubs(source):
-    assert source.test_ids() == ["scaled_sum_total", "scaled_sum_uses_psum", "scaled_mean_value",
-                                 "global_max_share_value"]
+    assert source.test_ids() == [
+        "scaled_sum_total",
+        "scaled_sum_uses_psum",
+        "scaled_mean_value",
+        "global_max_share_value",
+    ]
     assert source.answer_ids == ["scaled_sum_answer", "scaled_mean_answer", "global_max_share_answer"]
     assert "raise NotImplementedError()" in source.stubs["scaled_sum_answer"]
     assert "lax.psum" not in source.stubs["scaled_sum_answer"]
 
 
 def test_graded_notebook_takes_answers_from_student_and_everything_else_from_source(source):
-    nb = student(source, {"scaled_sum_answer": "def scaled_sum(x):\n    return 'mine'\n"},
-                 tamper=[specs.edit_test_cell("scaled_sum_total", "pass"),
-                         specs.change_points("scaled_mean_value", 99)])
+    nb = student(
+        source,
+        {"scaled_sum_answer": "def scaled_sum(x):\n    return 'mine'\n"},
+        tamper=[specs.edit_test_cell("scaled_sum_total", "pass"), specs.change_points("scaled_mean_value", 99)],
+    )
     graded, report = build_graded(source, nb)
     assert by_gid(graded, "scaled_sum_answer")[0].source.endswith("return 'mine'\n")
     assert by_gid(graded, "scaled_sum_total")[0].source == by_gid(source.nb, "scaled_sum_total")[0].source
     assert "### BEGIN HIDDEN TESTS" in by_gid(graded, "scaled_sum_total")[0].source
     assert by_gid(graded, "scaled_mean_value")[0].metadata["nbgrader"]["points"] == 2
-    assert [c.source for c in graded.cells if c.cell_type == "markdown"] == \
-        [c.source for c in source.nb.cells if c.cell_type == "markdown"]
+    assert [c.source for c in graded.cells if c.cell_type == "markdown"] == [
+        c.source for c in source.nb.cells if c.cell_type == "markdown"
+    ]
     assert report.answers_missing == [] and report.added_cells == 0
 
 
 def test_deleted_duplicated_and_retagged_test_cells_are_the_sources(source):
-    nb = student(source, tamper=[specs.delete_cells("scaled_sum_total"),
-                                 specs.duplicate_cell("scaled_mean_value", 2),
-                                 specs.retag_test_cell("scaled_sum_uses_psum")])
+    nb = student(
+        source,
+        tamper=[
+            specs.delete_cells("scaled_sum_total"),
+            specs.duplicate_cell("scaled_mean_value", 2),
+            specs.retag_test_cell("scaled_sum_uses_psum"),
+        ],
+    )
     graded, report = build_graded(source, nb)
     tests = [specs.nb_meta(c)["grade_id"] for c in graded.cells if specs.nb_meta(c).get("grade")]
     assert tests == source.test_ids()
@@ -71,13 +84,16 @@ def test_deleted_duplicated_and_retagged_test_cells_are_the_sources(source):
     added = [c for c in graded.cells if c.metadata.get("autograder", {}).get("student_added")]
     assert [c.source for c in added] == ["print('all good')"]
     assert "nbgrader" not in added[0].metadata
-    assert report.duplicates == 2                                        # the two copies
+    assert report.duplicates == 2  # the two copies
 
 
 def test_missing_answer_gets_the_released_stub_and_first_duplicate_wins(source):
-    nb = student(source, {"scaled_mean_answer": "def scaled_mean(x):\n    return 1\n"},
-                 tamper=[specs.delete_cells("scaled_sum_answer"), specs.duplicate_cell("scaled_mean_answer")])
-    for c in nb.cells:                                                     # make the copies differ
+    nb = student(
+        source,
+        {"scaled_mean_answer": "def scaled_mean(x):\n    return 1\n"},
+        tamper=[specs.delete_cells("scaled_sum_answer"), specs.duplicate_cell("scaled_mean_answer")],
+    )
+    for c in nb.cells:  # make the copies differ
         if c.id.startswith("scaled-mean-answer-copy"):
             c.source = "def scaled_mean(x):\n    return 2\n"
     graded, report = build_graded(source, nb)
@@ -88,8 +104,11 @@ def test_missing_answer_gets_the_released_stub_and_first_duplicate_wins(source):
 
 
 def test_answer_cell_without_metadata_is_found_by_cell_id(source):
-    nb = student(source, {"scaled_sum_answer": "def scaled_sum(x):\n    return 'by id'\n"},
-                 tamper=[specs.strip_answer_metadata("scaled_sum_answer")])
+    nb = student(
+        source,
+        {"scaled_sum_answer": "def scaled_sum(x):\n    return 'by id'\n"},
+        tamper=[specs.strip_answer_metadata("scaled_sum_answer")],
+    )
     graded, report = build_graded(source, nb)
     assert by_gid(graded, "scaled_sum_answer")[0].source.endswith("return 'by id'\n")
     assert by_gid(graded, "scaled_sum_answer")[0].metadata["nbgrader"]["solution"] is True
@@ -112,12 +131,15 @@ def test_no_student_notebook_means_all_stubs(source):
     assert len(graded.cells) == len(source.nb.cells)
 
 
-@pytest.mark.parametrize("data, reason", [
-    (b'{"cells": [', "invalid JSON"),
-    (b"\xff\xfe\x00garbage", "not UTF-8"),
-    (b"[1, 2, 3]", "no list of cells"),
-    (b'{"nbformat": 4}', "no list of cells"),
-])
+@pytest.mark.parametrize(
+    "data, reason",
+    [
+        (b'{"cells": [', "invalid JSON"),
+        (b"\xff\xfe\x00garbage", "not UTF-8"),
+        (b"[1, 2, 3]", "no list of cells"),
+        (b'{"nbformat": 4}', "no list of cells"),
+    ],
+)
 def test_unreadable_submissions_say_why(data, reason):
     with pytest.raises(UnreadableNotebook, match=reason):
         parse_submission(data)
@@ -166,14 +188,17 @@ def test_json_values_must_be_equal_and_keys_present():
 
 def test_observations_match_accepts_jax_arrays():
     import jax.numpy as jnp
-    assert observations_match({"out": jnp.ones(3), "axes": ["devices"]}, {"out": np.ones(3, np.float32),
-                                                                          "axes": ["devices"]})
+
+    assert observations_match(
+        {"out": jnp.ones(3), "axes": ["devices"]}, {"out": np.ones(3, np.float32), "axes": ["devices"]}
+    )
 
 
 def test_observations_load_from_record_files_without_pickles(tmp_path):
     import os
 
     from namedaxes import grading
+
     os.environ[grading.OBSERVE_DIR_ENV] = str(tmp_path)
     try:
         grading.record("g1", {"out": np.arange(3.0), "axes": ["devices"], "ok": True})
@@ -213,8 +238,8 @@ def test_placement_of_a_submissions_folder(tmp_path):
     _write(root / "ann" / "02_scaled_sum.ipynb")
     _write(root / "ann" / "01_axis_names.ipynb")
     _write(root / "Zoë Ünal" / "02_scaled_sum.ipynb")
-    _write(root / "bob" / "02_scaled_sum" / "02_scaled_sum.ipynb")           # nbgrader's layout
-    _write(root / "bob" / "02_scaled_sum" / "timestamp.txt")                  # clutter
+    _write(root / "bob" / "02_scaled_sum" / "02_scaled_sum.ipynb")  # nbgrader's layout
+    _write(root / "bob" / "02_scaled_sum" / "timestamp.txt")  # clutter
     _write(root / "cy" / "02_scaled_sum-Copy1.ipynb")
     _write(root / "cy" / "answers.py")
     _write(root / "cy" / ".ipynb_checkpoints" / "02_scaled_sum-checkpoint.ipynb")
@@ -223,8 +248,12 @@ def test_placement_of_a_submissions_folder(tmp_path):
     _write(root / "README.md")
     with place_submissions(root, NOTEBOOKS) as intake:
         assert intake.students == {"ann", "Zoë Ünal", "bob", "cy", "dee", "empty"}
-        assert sorted(intake.placed) == [("Zoë Ünal", specs.A02), ("ann", specs.A01), ("ann", specs.A02),
-                                         ("bob", specs.A02)]
+        assert sorted(intake.placed) == [
+            ("Zoë Ünal", specs.A02),
+            ("ann", specs.A01),
+            ("ann", specs.A02),
+            ("bob", specs.A02),
+        ]
         reasons = {u.origin: u.reason for u in intake.unplaced}
         assert "renamed" in reasons["class/cy/02_scaled_sum-Copy1.ipynb"]
         assert "not a notebook (.py)" in reasons["class/cy/answers.py"]
@@ -236,15 +265,17 @@ def test_placement_of_a_submissions_folder(tmp_path):
 
 
 def test_placement_of_zips(tmp_path):
-    whole = tmp_path / "whole.zip"                     # a zip of the whole class folder
-    whole.write_bytes(specs.zip_bytes({"class/ann/02_scaled_sum.ipynb": b"{}", "class/Łukasz K/01_axis_names.ipynb": b"{}"}))
+    whole = tmp_path / "whole.zip"  # a zip of the whole class folder
+    whole.write_bytes(
+        specs.zip_bytes({"class/ann/02_scaled_sum.ipynb": b"{}", "class/Łukasz K/01_axis_names.ipynb": b"{}"})
+    )
     with place_submissions(whole, NOTEBOOKS) as intake:
         assert sorted(intake.placed) == [("ann", specs.A02), ("Łukasz K", specs.A01)]
-    one = tmp_path / "Ann Lee.zip"                      # one student's zip, notebooks at its root
+    one = tmp_path / "Ann Lee.zip"  # one student's zip, notebooks at its root
     one.write_bytes(specs.zip_bytes({"02_scaled_sum.ipynb": b"{}"}))
     with place_submissions(one, NOTEBOOKS) as intake:
         assert sorted(intake.placed) == [("Ann Lee", specs.A02)]
-    folder = tmp_path / "class2"                        # a folder of per-student zips
+    folder = tmp_path / "class2"  # a folder of per-student zips
     folder.mkdir()
     (folder / "bo.zip").write_bytes(specs.zip_bytes({"bo/02_scaled_sum.ipynb": b"{}"}))
     (folder / "bad.zip").write_bytes(b"not a zip")
@@ -263,8 +294,7 @@ def test_zip_extraction_stays_inside_the_target(tmp_path):
     target.mkdir()
     safe_extract(evil, target)
     assert not (tmp_path / "escape.txt").exists()
-    assert sorted(str(p.relative_to(target)) for p in target.rglob("*") if p.is_file()) == \
-        ["ok/02_scaled_sum.ipynb"]
+    assert sorted(str(p.relative_to(target)) for p in target.rglob("*") if p.is_file()) == ["ok/02_scaled_sum.ipynb"]
 
 
 def test_placement_of_a_course_folder_and_links(tmp_path):
@@ -288,6 +318,7 @@ def test_a_kernel_that_never_starts_gives_an_error_row(source, tmp_path):
     from autograder.run.executor import run_notebook
     from autograder.run.kernel import Kernel
     from autograder.sandbox.launch import Sandbox
+
     sandbox = Sandbox(isolate=False, python=str(tmp_path / "no-such-python"))
     graded, _ = build_graded(source, None)
     made = []
@@ -295,8 +326,9 @@ def test_a_kernel_that_never_starts_gives_an_error_row(source, tmp_path):
     def new_kernel(n):
         made.append(n)
         return Kernel(tmp_path / "work", sandbox, label=f"k{n}").start()
+
     run = run_notebook(graded, {}, None, new_kernel, cell_timeout=5, start_timeout=20)
-    assert made == [0, 1]                                   # one retry, then give up
+    assert made == [0, 1]  # one retry, then give up
     assert run.start_error and all(o.status == "not_run" for o in run.outcomes.values())
     status, reason = submission_status(run, MergeReport(), [], str(tmp_path))
     assert status == "error" and reason.startswith("the kernel did not start")
@@ -305,26 +337,29 @@ def test_a_kernel_that_never_starts_gives_an_error_row(source, tmp_path):
 # ---------------------------------------------------------------- observation files are checked before inflating
 def _npz_member(name: str, header: dict, data: bytes, compression=None) -> bytes:
     import zipfile
+
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression or zipfile.ZIP_STORED) as zf, zf.open(name, "w", force_zip64=True) as fh:
-            head = io.BytesIO()
-            np.lib.format.write_array_header_1_0(head, header)
-            fh.write(head.getvalue())
-            for start in range(0, len(data), 2**24):
-                fh.write(data[start:start + 2**24])
+        head = io.BytesIO()
+        np.lib.format.write_array_header_1_0(head, header)
+        fh.write(head.getvalue())
+        for start in range(0, len(data), 2**24):
+            fh.write(data[start : start + 2**24])
     return buf.getvalue()
 
 
 def test_a_deflate_bomb_observation_is_refused_before_it_inflates():
     import resource
     import zipfile
-    bomb = _npz_member("x.npy", {"descr": "<f8", "fortran_order": False, "shape": (2**27,)}, bytes(2**30),
-                       zipfile.ZIP_DEFLATED)
-    assert len(bomb) < 2 * 2**20                       # 1 GiB of zeros in about 1 MiB
+
+    bomb = _npz_member(
+        "x.npy", {"descr": "<f8", "fortran_order": False, "shape": (2**27,)}, bytes(2**30), zipfile.ZIP_DEFLATED
+    )
+    assert len(bomb) < 2 * 2**20  # 1 GiB of zeros in about 1 MiB
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     with pytest.raises(ValueError, match="would inflate to more than 64 MiB"):
         load_observations(bomb, None)
-    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 64 * 1024     # KiB: nothing inflated
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 64 * 1024  # KiB: nothing inflated
 
 
 def test_an_observation_header_declaring_a_huge_or_object_array_is_refused():
@@ -345,8 +380,11 @@ def test_an_observation_header_declaring_a_huge_or_object_array_is_refused():
 
 def test_grading_runs_xla_with_one_thread_per_computation_and_keeps_the_callers_flags():
     from autograder.sandbox.build import grading_xla_flags as _grading_xla_flags
+
     assert _grading_xla_flags("--xla_force_host_platform_device_count=8").split() == [
-        "--xla_force_host_platform_device_count=8", "--xla_cpu_multi_thread_eigen=false",
-        "intra_op_parallelism_threads=1"]
+        "--xla_force_host_platform_device_count=8",
+        "--xla_cpu_multi_thread_eigen=false",
+        "intra_op_parallelism_threads=1",
+    ]
     mine = "--xla_cpu_multi_thread_eigen=true intra_op_parallelism_threads=2"
-    assert _grading_xla_flags(mine) == mine                   # an instructor's own choice wins
+    assert _grading_xla_flags(mine) == mine  # an instructor's own choice wins

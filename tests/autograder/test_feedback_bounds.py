@@ -5,6 +5,7 @@ makes, the error it raised while compiling) but every such echo is bounded in co
 (`autograder.limits.MAX_ECHO_ITEMS`, `MAX_ECHO_CHARS`, `MAX_ERROR_CHARS`); an error raised while the
 program ran on the hidden inputs is reported by its type alone; recorded axis names are bounded too.
 """
+
 import judge_helpers
 import numpy as np
 import pytest
@@ -31,7 +32,7 @@ def test_echo_is_bounded_in_count_and_length():
     text = programs._echo([LONG] * 1000)
     assert len(text) < (programs.MAX_ECHO_CHARS + 2) * programs.MAX_ECHO_ITEMS + 40
     assert text.count("…") == programs.MAX_ECHO_ITEMS and "994 more" in text
-    assert programs._cut("a\x1b[31mb\nc") == "a?[31mb?c"          # no terminal escapes, one line
+    assert programs._cut("a\x1b[31mb\nc") == "a?[31mb?c"  # no terminal escapes, one line
 
 
 def test_a_student_pytree_key_is_not_echoed_whole(reference):
@@ -46,13 +47,17 @@ def test_a_student_pytree_key_is_not_echoed_whole(reference):
 
 def test_runtime_error_text_never_reaches_the_reason(reference, monkeypatch):
     real = programs._outputs
-    theirs = {programs.fingerprint(programs._exported(np.asarray(v, np.uint8).tobytes()))
-              for k, v in reference.items() if k.startswith(programs.PROGRAM_PREFIX)}
+    theirs = {
+        programs.fingerprint(programs._exported(np.asarray(v, np.uint8).tobytes()))
+        for k, v in reference.items()
+        if k.startswith(programs.PROGRAM_PREFIX)
+    }
 
-    def student_fails(prog, exp, draw, r):                 # the reference's programs run; the student's fail
+    def student_fails(prog, exp, draw, r):  # the reference's programs run; the student's fail
         if programs.fingerprint(exp) not in theirs:
             raise FloatingPointError("the hidden input 0.73125 at index 3 overflowed")
         return real(prog, exp, draw, r)
+
     monkeypatch.setattr(judge_helpers, "_judges", {})
     monkeypatch.setattr(programs, "_outputs", student_fails)
     verdict = judge_observations({**reference}, q.scaled_sum.observe(lambda x: lax.psum(x * 3.0, DEVICES)))

@@ -1,5 +1,6 @@
 """The feedback page names each test by its exercise (`scaled_sum`, check 2 of 2), never by its grade id,
 and shows a check's message without the exception's name (no `CheckFailed:`)."""
+
 from __future__ import annotations
 
 import html
@@ -15,14 +16,16 @@ REASON = "CheckFailed: `scaled_sum` returned different values on different devic
 
 
 def _text(page: str) -> str:
-    body = page[page.index("<body"):] if "<body" in page else page
+    body = page[page.index("<body") :] if "<body" in page else page
     return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", body)))
 
 
 def _page(with_notebook: bool) -> str:
     source = SourceNotebook.load(AID, ROOT / "solutions" / f"{AID}.ipynb")
-    cells = [{"grade_id": t.grade_id, "points": 0.0, "max_points": float(t.points), "passed": False,
-              "reason": REASON} for t in source.test_cells]
+    cells = [
+        {"grade_id": t.grade_id, "points": 0.0, "max_points": float(t.points), "passed": False, "reason": REASON}
+        for t in source.test_cells
+    ]
     row = {"student": "ann", "score": 0, "max_score": source.max_score, "status": "ok", "reason": ""}
     return FeedbackWriter().html(source.nb if with_notebook else None, AID, row, cells, source=source)
 
@@ -30,10 +33,13 @@ def _page(with_notebook: bool) -> str:
 def test_exercises_are_the_answer_cells_before_the_tests():
     source = SourceNotebook.load(AID, ROOT / "solutions" / f"{AID}.ipynb")
     assert exercise_names(source.nb, [t.grade_id for t in source.test_cells]) == {
-        "scaled_sum_total": ("scaled_sum", 1, 2), "scaled_sum_uses_psum": ("scaled_sum", 2, 2),
-        "scaled_mean_value": ("scaled_mean", 1, 1), "global_max_share_value": ("global_max_share", 1, 1)}
+        "scaled_sum_total": ("scaled_sum", 1, 2),
+        "scaled_sum_uses_psum": ("scaled_sum", 2, 2),
+        "scaled_mean_value": ("scaled_mean", 1, 1),
+        "global_max_share_value": ("global_max_share", 1, 1),
+    }
     assert exercise_names(None, ["x_test"]) == {"x_test": ("x_test", 1, 1)}, "no notebook: the grade id stays"
-    assert shown_reason(REASON) == REASON[len("CheckFailed: "):]
+    assert shown_reason(REASON) == REASON[len("CheckFailed: ") :]
     assert shown_reason("TypeError: bad") == "TypeError: bad"
 
 
@@ -41,7 +47,7 @@ def test_the_page_names_exercises_and_drops_the_checkfailed_prefix():
     for with_notebook in (False, True):
         page = _page(with_notebook)
         text = _text(page)
-        banner = text[:text.index("Everything below the line")]
+        banner = text[: text.index("Everything below the line")]
         verdicts = " ".join(_text(q) for q in re.findall(r"(?s)<blockquote>.*?</blockquote>", page)[1:])
         assert "exercise points result" in banner, banner
         for gid in ("scaled_sum_total", "scaled_sum_uses_psum", "scaled_mean_value", "global_max_share_value"):
@@ -58,9 +64,10 @@ def test_the_memoized_sanitizer_gives_nbconverts_output_and_keeps_only_small_inp
     from nbconvert.filters import clean_html
 
     from autograder.publish import feedback
+
     memo = feedback._memo_clean_html()
     small = '<p onclick="x()">hi<script>alert(1)</script></p>'
     big = "<b>" + "x" * feedback.MEMO_MAX_CHARS + "</b><img src=x onerror=alert(1)>"
     for page in (small, small, big, big):
         assert memo(page) == clean_html(page)
-    assert "<script" not in memo(small) and "<img" not in memo(big)        # still sanitized
+    assert "<script" not in memo(small) and "<img" not in memo(big)  # still sanitized

@@ -7,6 +7,7 @@ handlers call nbgrader's autograde, generate_feedback or release_feedback (so an
 nbgrader upgrade that adds such a route fails this test), and the config folder
 `make formgrader` puts on JUPYTER_CONFIG_PATH enables the guard.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -21,6 +22,7 @@ RUNS_OR_PUBLISHES = re.compile(r"self\.api\.(autograde|generate_feedback|release
 
 def test_the_guard_covers_every_route_that_runs_or_publishes_student_work():
     from nbgrader.server_extensions.formgrader import apihandlers
+
     dangerous = {}
     for pattern, handler in apihandlers.default_handlers:
         found = RUNS_OR_PUBLISHES.findall(inspect.getsource(handler))
@@ -36,6 +38,7 @@ def test_make_formgraders_config_folder_enables_the_guard():
     """jupyter/formgrader (first on make formgrader's JUPYTER_CONFIG_PATH) enables the guard as an extension."""
     from jupyter_server.extension.utils import get_loader, get_metadata
     from traitlets.config.loader import PyFileConfigLoader
+
     config = PyFileConfigLoader("jupyter_server_config.py", path=str(ROOT / "jupyter" / "formgrader")).load_config()
     extensions = config.ServerApp.jpserver_extensions.get_value({})
     assert extensions == {"autograder.formgrader.guard": True}
@@ -57,6 +60,7 @@ def test_formgraders_collect_button_runs_the_courses_hardened_collect(monkeypatc
     from nbgrader.server_extensions.formgrader import apihandlers
 
     from autograder.formgrader.collect import HardenedCollect
+
     routes = {pattern: handler for pattern, handler in apihandlers.default_handlers}
     collect = routes[r"/formgrader/api/assignment/([^/]+)/collect"]
     assert "self.api.collect(assignment_id)" in inspect.getsource(collect.post)
@@ -70,7 +74,7 @@ def test_formgraders_collect_button_runs_the_courses_hardened_collect(monkeypatc
         monkeypatch.setenv("JUPYTER_CONFIG_PATH", ":".join(path))
         app = NbGrader()
         app.load_cwd_config = False
-        app.load_config_file()                  # as nbgrader's FormgradeExtension.load_config
+        app.load_config_file()  # as nbgrader's FormgradeExtension.load_config
         assert app.config.ExchangeFactory.collect == "autograder.formgrader.collect.HardenedCollect", path
         api = NbGraderAPI(config=app.config)
         assert api.exchange.collect is HardenedCollect, path

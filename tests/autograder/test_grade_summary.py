@@ -1,4 +1,5 @@
 """`make grade`'s closing summary: only the assignments that were handed in, and where the class report is."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,9 +23,14 @@ def _row(student, aid, status, score):
 
 def test_summary_lists_only_handed_in_assignments_and_the_report(tmp_path, capsys):
     sources = {aid: SimpleNamespace(max_score=7.0) for aid in ("01_axis_names", "02_scaled_sum", "03_nested_axes")}
-    rows = [_row("ann", "01_axis_names", "missing", 0.0), _row("bo", "01_axis_names", "missing", 0.0),
-            _row("ann", "02_scaled_sum", "ok", 7.0), _row("bo", "02_scaled_sum", "missing", 0.0),
-            _row("ann", "03_nested_axes", "missing", 0.0), _row("bo", "03_nested_axes", "missing", 0.0)]
+    rows = [
+        _row("ann", "01_axis_names", "missing", 0.0),
+        _row("bo", "01_axis_names", "missing", 0.0),
+        _row("ann", "02_scaled_sum", "ok", 7.0),
+        _row("bo", "02_scaled_sum", "missing", 0.0),
+        _row("ann", "03_nested_axes", "missing", 0.0),
+        _row("bo", "03_nested_axes", "missing", 0.0),
+    ]
     (tmp_path / "report.html").write_text("<html></html>")
     summary(tmp_path, sources, Intake(students={"ann", "bo"}), rows, 3.0, _Sandbox(), 2, False, {})
     out = capsys.readouterr().out.splitlines()

@@ -16,6 +16,7 @@ at the top of a module or inside a function, is an edge. The packages and what e
 And no module imports itself through others (no import circle, lazy imports included). A second,
 real test imports every module, so a moved or renamed module cannot hide behind a lazy import.
 """
+
 from __future__ import annotations
 
 import ast
@@ -68,7 +69,7 @@ def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> str:
     if not node.level:
         return node.module or ""
     base = module.split(".") if is_package else module.split(".")[:-1]
-    base = base[:len(base) - node.level + 1]
+    base = base[: len(base) - node.level + 1]
     return ".".join(base + ([node.module] if node.module else []))
 
 
@@ -119,7 +120,7 @@ def test_no_import_circle():
         state[m] = "open"
         for t in sorted(EDGES.get(m, ())):
             if state.get(t) == "open":
-                circles.append(" -> ".join(path[path.index(t):] + [t]))
+                circles.append(" -> ".join(path[path.index(t) :] + [t]))
             elif t not in state:
                 visit(t, path + [t])
         state[m] = "done"

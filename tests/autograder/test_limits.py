@@ -1,5 +1,6 @@
 """Every cap in one table: `autograder/limits.py` defines each bound once, says what it bounds, and
 the module it names really takes it from there (and no module restates a cap as a literal)."""
+
 from __future__ import annotations
 
 import ast
@@ -11,8 +12,13 @@ PKG = Path(__file__).resolve().parents[2] / "autograder"
 
 
 def _constants(tree: ast.Module) -> dict[str, ast.expr]:
-    return {t.id: node.value for node in tree.body if isinstance(node, ast.Assign)
-            for t in node.targets if isinstance(t, ast.Name) and t.id.isupper() and not t.id.startswith("_")}
+    return {
+        t.id: node.value
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        for t in node.targets
+        if isinstance(t, ast.Name) and t.id.isupper() and not t.id.startswith("_")
+    }
 
 
 def _from_limits(path: Path) -> set[str]:
@@ -33,8 +39,11 @@ def test_the_table_describes_every_cap_and_only_caps():
 
 
 def test_each_cap_is_taken_from_the_table_where_the_table_says():
-    wrong = [f"{name}: {where} does not import it from autograder/limits.py"
-             for name, (_unit, where, _what) in limits.TABLE.items() if name not in _from_limits(PKG / where)]
+    wrong = [
+        f"{name}: {where} does not import it from autograder/limits.py"
+        for name, (_unit, where, _what) in limits.TABLE.items()
+        if name not in _from_limits(PKG / where)
+    ]
     assert not wrong, "\n".join(wrong)
 
 

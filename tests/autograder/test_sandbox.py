@@ -10,6 +10,7 @@ Skips are per mechanism and say why (no bubblewrap, not root, no cgroup):
 on such a machine the protections report must say the same, which
 `test_protections_report_names_what_is_missing` checks without any of them.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -38,20 +39,29 @@ MiB = 2**20
 def sandbox(tmp_path_factory) -> Sandbox:
     base = tmp_path_factory.mktemp("sandbox-base")
     exposed = [sys.prefix, sys.base_prefix, str(REPO / "namedaxes")]
-    sb = Sandbox(python=sys.executable, exposed=exposed, memory_bytes=192 * MiB, pids_max=256,
-                 disk_bytes=16 * MiB, max_files=1000, tmp_bytes=16 * MiB, shm_bytes=16 * MiB,
-                 cpu_seconds=60).setup(base)
+    sb = Sandbox(
+        python=sys.executable,
+        exposed=exposed,
+        memory_bytes=192 * MiB,
+        pids_max=256,
+        disk_bytes=16 * MiB,
+        max_files=1000,
+        tmp_bytes=16 * MiB,
+        shm_bytes=16 * MiB,
+        cpu_seconds=60,
+    ).setup(base)
     if not sb.isolate:
         pytest.skip(f"no sandbox on this machine: {sb.why.get('allow_list_view')}")
     return sb
 
 
 def need(sb: Sandbox, *what: str) -> None:
-    reasons = {"dedicated": (sb.dedicated, "kernels cannot run as a dedicated uid here: "
-                             + sb.why.get("dedicated_uid", "")),
-               "memory": (sb.cgroups and sb.cgroups.memory, "no memory cgroup: " + sb.why.get("memory_cgroup", "")),
-               "pids": (sb.cgroups and sb.cgroups.pids, "no pids cgroup: " + sb.why.get("pids_cgroup", "")),
-               "quota": (sb.quota, "no quota working copies: " + sb.why.get("disk_quota", ""))}
+    reasons = {
+        "dedicated": (sb.dedicated, "kernels cannot run as a dedicated uid here: " + sb.why.get("dedicated_uid", "")),
+        "memory": (sb.cgroups and sb.cgroups.memory, "no memory cgroup: " + sb.why.get("memory_cgroup", "")),
+        "pids": (sb.cgroups and sb.cgroups.pids, "no pids cgroup: " + sb.why.get("pids_cgroup", "")),
+        "quota": (sb.quota, "no quota working copies: " + sb.why.get("disk_quota", "")),
+    }
     for w in what:
         ok, why = reasons[w]
         if not ok:
@@ -73,6 +83,7 @@ def copies(tmp_path, sandbox):
         w = workdir(tmp_path, sb or sandbox, name)
         made.append(w)
         return w
+
     yield make
     for w in made:
         assert workcopy.remove(w), f"could not remove {w}"
@@ -82,9 +93,16 @@ def start(sb: Sandbox, work: Path, code: str, label: str = "t"):
     """Start `code` in the sandbox (in its own cgroup); returns (Popen, Launch)."""
     launch = sb.wrap(work, [sb.python, "-c", textwrap.dedent(code)], label=label)
     try:
-        proc = subprocess.Popen(launch.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                stdin=subprocess.DEVNULL, pass_fds=launch.pass_fds, env=sb.env(work, work / "observe"),
-                                start_new_session=True, preexec_fn=sb.preexec())
+        proc = subprocess.Popen(
+            launch.argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            pass_fds=launch.pass_fds,
+            env=sb.env(work, work / "observe"),
+            start_new_session=True,
+            preexec_fn=sb.preexec(),
+        )
     finally:
         launch.close_fds()
     return proc, launch
@@ -112,7 +130,10 @@ def run(sb: Sandbox, work: Path, code: str, timeout: float = 60):
 # ---------------------------------------------------------------- the allow-list view
 def test_view_shows_only_the_allow_list(sandbox, copies):
     w = copies()
-    code, res, _, err = run(sandbox, w, f"""
+    code, res, _, err = run(
+        sandbox,
+        w,
+        f"""
         import errno, json, os
         def attempt(path):
             try:
@@ -134,7 +155,8 @@ def test_view_shows_only_the_allow_list(sandbox, copies):
             "fds": sorted(int(f) for f in os.listdir("/proc/self/fd")),
             "host_tmp": sorted(os.listdir("/tmp")),
         }}))
-        """)
+        """,
+    )
     assert code == 0, err
     assert res["shadow"] == "ENOENT"
     assert not res["root_home"] and not res["home"] and not res["solutions"]
@@ -144,15 +166,28 @@ def test_view_shows_only_the_allow_list(sandbox, copies):
     firsts = {Path(p).parts[1] for p in (sys.prefix, sys.base_prefix, REPO, w)}
     assert extra <= firsts, extra
     # of the repository, only what is exposed (the venv if it lives there, the helper package)
-    expected_repo = {"namedaxes"} | ({Path(sys.prefix).relative_to(REPO).parts[0]}
-                                     if Path(sys.prefix).is_relative_to(REPO) else set())
+    expected_repo = {"namedaxes"} | (
+        {Path(sys.prefix).relative_to(REPO).parts[0]} if Path(sys.prefix).is_relative_to(REPO) else set()
+    )
     assert set(res["repo"]) == expected_repo
-    assert set(res["etc"]) <= {"passwd", "group", "hosts", "hostname", "nsswitch.conf", "ld.so.cache", "ld.so.conf",
-                               "ld.so.conf.d", "localtime", "fonts", "alternatives", "mime.types"}
+    assert set(res["etc"]) <= {
+        "passwd",
+        "group",
+        "hosts",
+        "hostname",
+        "nsswitch.conf",
+        "ld.so.cache",
+        "ld.so.conf",
+        "ld.so.conf.d",
+        "localtime",
+        "fonts",
+        "alternatives",
+        "mime.types",
+    }
     assert "shadow" not in res["etc"] and ":x:0:0:root" in res["passwd"]
     assert res["sys"] == ["devices"]
-    assert len(res["procs"]) <= 3, res["procs"]           # its own pid namespace: bwrap's init and itself
-    assert res["fds"] == [0, 1, 2, 3], res["fds"]         # 3: listdir's own; no descriptor of the host leaks
+    assert len(res["procs"]) <= 3, res["procs"]  # its own pid namespace: bwrap's init and itself
+    assert res["fds"] == [0, 1, 2, 3], res["fds"]  # 3: listdir's own; no descriptor of the host leaks
     # its /tmp is its own: only the folders leading to what is bound there (e.g. its working copy)
     bound = [w, REPO / "namedaxes", Path(sys.prefix), Path(sys.base_prefix)]
     assert set(res["host_tmp"]) == {p.relative_to("/tmp").parts[0] for p in bound if p.is_relative_to("/tmp")}
@@ -161,18 +196,25 @@ def test_view_shows_only_the_allow_list(sandbox, copies):
 def test_another_working_copy_is_invisible(sandbox, copies):
     mine, theirs = copies("mine"), copies("theirs")
     (theirs / "answer.txt").write_text("classmate's work")
-    code, res, _, err = run(sandbox, mine, f"""
+    code, res, _, err = run(
+        sandbox,
+        mine,
+        f"""
         import json, os
         print(json.dumps({{"theirs": os.path.exists({str(theirs)!r}),
                            "siblings": sorted(os.listdir({str(mine.parent)!r}))}}))
-        """)
+        """,
+    )
     assert code == 0, err
     assert res == {"theirs": False, "siblings": ["mine"]}
 
 
 def test_writes_outside_the_working_copy_fail(sandbox, copies):
     w = copies()
-    code, res, _, err = run(sandbox, w, f"""
+    code, res, _, err = run(
+        sandbox,
+        w,
+        f"""
         import errno, json, os
         def attempt(path):
             try:
@@ -185,12 +227,13 @@ def test_writes_outside_the_working_copy_fail(sandbox, copies):
                            "pkg": attempt({str(REPO / "namedaxes" / "planted.py")!r}),
                            "passwd": attempt("/etc/passwd"), "root": attempt("/planted"),
                            "tmp": attempt("/tmp/agr-private-tmp-probe"), "work": attempt("inside.txt")}}))
-        """)
+        """,
+    )
     assert code == 0, err
     assert res["usr"] == res["venv"] == res["pkg"] == "EROFS"
     assert res["passwd"] in ("EROFS", "EACCES") and res["root"] in ("EACCES", "EROFS")
     assert res["tmp"] == "written" and res["work"] == "written"
-    assert not Path("/tmp/agr-private-tmp-probe").exists()            # its /tmp is private
+    assert not Path("/tmp/agr-private-tmp-probe").exists()  # its /tmp is private
     assert not (REPO / "namedaxes" / "planted.py").exists()
     assert (w / "inside.txt").read_text() == "x"
 
@@ -204,7 +247,10 @@ def test_network_is_off(sandbox, copies):
     abstract.bind(f"\0agr-test-{os.getpid()}")
     abstract.listen(1)
     try:
-        code, res, _, err = run(sandbox, w, f"""
+        code, res, _, err = run(
+            sandbox,
+            w,
+            f"""
             import errno, json, socket
             def attempt(family, addr):
                 s = socket.socket(family, socket.SOCK_STREAM)
@@ -217,7 +263,8 @@ def test_network_is_off(sandbox, copies):
             print(json.dumps({{"outside": attempt(socket.AF_INET, ("192.0.2.1", 80)),
                                "host_loopback": attempt(socket.AF_INET, ("127.0.0.1", {server.getsockname()[1]})),
                                "host_abstract": attempt(socket.AF_UNIX, "\\0agr-test-{os.getpid()}")}}))
-            """)
+            """,
+        )
     finally:
         server.close()
         abstract.close()
@@ -229,22 +276,26 @@ def test_network_is_off(sandbox, copies):
 def test_kernel_runs_as_the_dedicated_uid_without_privileges(sandbox, copies):
     need(sandbox, "dedicated")
     w = copies()
-    code, res, _, err = run(sandbox, w, """
+    code, res, _, err = run(
+        sandbox,
+        w,
+        """
         import json, os
         status = dict(l.split(":\\t", 1) for l in open("/proc/self/status").read().splitlines() if ":\\t" in l)
         open("mine.txt", "w").write("x")
         print(json.dumps({"uid": os.getuid(), "euid": os.geteuid(), "gid": os.getgid(), "groups": os.getgroups(),
                           "caps": [status[k].strip() for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")],
                           "nnp": status["NoNewPrivs"].strip()}))
-        """)
+        """,
+    )
     assert code == 0, err
     assert res["uid"] == res["euid"] == sandbox.uid and res["gid"] == sandbox.gid
     assert res["groups"] in ([], [sandbox.gid])
     assert res["caps"] == ["0000000000000000"] * 5 and res["nnp"] == "1"
     st = (w / "mine.txt").stat()
-    assert (st.st_uid, st.st_gid) == (sandbox.uid, sandbox.gid)          # a real, different host uid
+    assert (st.st_uid, st.st_gid) == (sandbox.uid, sandbox.gid)  # a real, different host uid
     top = w.stat()
-    assert (top.st_uid, top.st_mode & 0o777) == (sandbox.uid, 0o700)    # the working copy is its own
+    assert (top.st_uid, top.st_mode & 0o777) == (sandbox.uid, 0o700)  # the working copy is its own
 
 
 def test_host_file_permissions_protect_too(sandbox, copies, tmp_path):
@@ -256,14 +307,18 @@ def test_host_file_permissions_protect_too(sandbox, copies, tmp_path):
     os.chmod(secret_dir / "key", 0o600)
     sb = dataclasses.replace(sandbox, exposed=sandbox.exposed + [str(secret_dir)])
     w = copies(sb=sb)
-    code, res, _, err = run(sb, w, f"""
+    code, res, _, err = run(
+        sb,
+        w,
+        f"""
         import errno, json
         try:
             open({str(secret_dir / "key")!r}).read(); r = "read"
         except OSError as e:
             r = errno.errorcode[e.errno]
         print(json.dumps(r))
-        """)
+        """,
+    )
     assert code == 0, err
     assert res == "EACCES"
 
@@ -274,7 +329,10 @@ def test_kernel_cannot_create_user_namespaces(sandbox, copies):
     if not report["no_new_namespaces"].available:
         pytest.skip(report["no_new_namespaces"].detail)
     w = copies()
-    code, res, _, err = run(sandbox, w, """
+    code, res, _, err = run(
+        sandbox,
+        w,
+        """
         import ctypes, errno, json, subprocess, threading
         libc = ctypes.CDLL(None, use_errno=True)
         r = libc.unshare(0x10000000)
@@ -283,7 +341,8 @@ def test_kernel_cannot_create_user_namespaces(sandbox, copies):
         t = threading.Thread(target=lambda: seen.append("thread")); t.start(); t.join()
         tool = subprocess.run(["unshare", "--user", "true"], capture_output=True).returncode
         print(json.dumps({"unshare": unshare, "thread": seen, "unshare_tool": tool}))
-        """)
+        """,
+    )
     assert code == 0, err
     assert res == {"unshare": "EPERM", "thread": ["thread"], "unshare_tool": 1}
 
@@ -310,7 +369,7 @@ def test_tmp_and_shm_are_size_limited(sandbox, copies, where):
     w = copies()
     code, res, verdict, err = run(sandbox, w, fill_code(f"{where}/fill"))
     assert code == 0, err
-    assert res[0] == "ENOSPC" and 14 <= res[1] <= 16, res          # 16 MiB and not a byte more
+    assert res[0] == "ENOSPC" and 14 <= res[1] <= 16, res  # 16 MiB and not a byte more
     assert verdict is None
 
 
@@ -348,12 +407,12 @@ CLASSMATE = """
 @pytest.mark.parametrize("attack", [SHARED_MMAP, SHM_FILE], ids=["mmap_shared", "dev_shm_file"])
 def test_shared_memory_counts_against_the_memory_limit(sandbox, copies, attack):
     need(sandbox, "memory")
-    sb = dataclasses.replace(sandbox, shm_bytes=2048 * MiB, memory_bytes=128 * MiB)   # /dev/shm bigger than memory
+    sb = dataclasses.replace(sandbox, shm_bytes=2048 * MiB, memory_bytes=128 * MiB)  # /dev/shm bigger than memory
     attacker, classmate = copies("attacker", sb), copies("classmate", sb)
     a = start(sb, attacker, attack, label="attacker")
     c = start(sb, classmate, CLASSMATE, label="classmate")
     code, res, verdict, err = finish(*a)
-    assert res is None and code in (-9, 137), (code, res, err)      # SIGKILL by the cgroup's OOM killer
+    assert res is None and code in (-9, 137), (code, res, err)  # SIGKILL by the cgroup's OOM killer
     assert verdict is not None and verdict.status == "memory" and "128 MiB" in verdict.reason
     ccode, cres, cverdict, cerr = finish(*c)
     assert (ccode, cres, cverdict) == (0, "fine", None), cerr
@@ -396,13 +455,18 @@ def test_fork_bomb_stops_at_the_pids_limit(sandbox, copies):
 def test_without_a_pids_cgroup_rlimit_nproc_bounds_the_dedicated_uid(sandbox, copies):
     """The documented fallback: RLIMIT_NPROC works because the kernel's uid is not root (own uid here)."""
     need(sandbox, "dedicated")
-    sb = dataclasses.replace(sandbox, cgroups=CgroupSupport(memory=sandbox.cgroups.memory if sandbox.cgroups else None),
-                             uid=64_321, gid=64_321, pids_max=64)
+    sb = dataclasses.replace(
+        sandbox,
+        cgroups=CgroupSupport(memory=sandbox.cgroups.memory if sandbox.cgroups else None),
+        uid=64_321,
+        gid=64_321,
+        pids_max=64,
+    )
     w = copies(sb=sb)
     code, res, verdict, err = run(sb, w, FORK_BOMB)
     assert code == 0, err
     assert res[0] == "EAGAIN" and 40 <= res[1] < 64, res
-    assert verdict is None                                  # no pids cgroup: the fallback cannot tell afterwards
+    assert verdict is None  # no pids cgroup: the fallback cannot tell afterwards
     report = {p.key: p for p in sb.protections()}
     assert not report["process_limit"].available and "RLIMIT_NPROC 64 for uid 64321" in report["process_limit"].detail
 
@@ -416,7 +480,7 @@ def test_disk_quota_of_the_working_copy(sandbox, copies):
     assert res[0] == "ENOSPC" and 12 <= res[1] <= 16, res
     hit = sandbox.disk_full(attacker)
     assert hit is not None and hit.status == "disk" and "16 MiB" in hit.reason
-    (classmate / "answer.bin").write_bytes(b"y" * 8 * MiB)          # classmates' space is their own
+    (classmate / "answer.bin").write_bytes(b"y" * 8 * MiB)  # classmates' space is their own
     assert sandbox.disk_full(classmate) is None
     assert workcopy.is_quota_mount(attacker) and workcopy.remove(attacker) and not attacker.exists()
 
@@ -424,7 +488,10 @@ def test_disk_quota_of_the_working_copy(sandbox, copies):
 def test_file_count_quota_of_the_working_copy(sandbox, copies):
     need(sandbox, "quota")
     w = copies()
-    code, res, _, err = run(sandbox, w, """
+    code, res, _, err = run(
+        sandbox,
+        w,
+        """
         import errno, json, os
         os.mkdir("many")
         n, r = 0, "no limit"
@@ -435,7 +502,8 @@ def test_file_count_quota_of_the_working_copy(sandbox, copies):
                 r = errno.errorcode[e.errno]
                 break
         print(json.dumps([r, n]))
-        """)
+        """,
+    )
     assert code == 0, err
     assert res[0] == "ENOSPC" and 900 <= res[1] < 1000, res
     hit = sandbox.disk_full(w)
@@ -463,19 +531,22 @@ COMPILE = """
 def test_xla_cache_is_reused_by_name_but_not_listable(sandbox, copies, tmp_path):
     """The reference kernel fills the cache; a student kernel gets cache hits, cannot list or change it."""
     from autograder.sandbox.xla_cache import REFERENCE_ENV, publish_xla_cache, xla_prelude
+
     root = tmp_path / "xla-cache"
     tmp, final = root / "02_scaled_sum-0123456789abcdef.tmp", root / "02_scaled_sum-0123456789abcdef"
     tmp.mkdir(parents=True)
     os.chmod(tmp, 0o300)
     sb = dataclasses.replace(sandbox, exposed=sandbox.exposed + [str(root)], memory_bytes=2048 * MiB)
     ref_work = copies("reference", sb)
-    sb.hand_over(tmp)                                        # what Kernel.start does with `writable`
-    launch = sb.wrap(ref_work, [sb.python, "-c", textwrap.dedent(COMPILE.format(prelude="", folder=str(tmp)))],
-                     writable=(tmp,))
+    sb.hand_over(tmp)  # what Kernel.start does with `writable`
+    launch = sb.wrap(
+        ref_work, [sb.python, "-c", textwrap.dedent(COMPILE.format(prelude="", folder=str(tmp)))], writable=(tmp,)
+    )
     env = {**sb.env(ref_work, ref_work / "observe"), **REFERENCE_ENV, "JAX_COMPILATION_CACHE_DIR": str(tmp)}
     try:
-        ref = subprocess.run(launch.argv, capture_output=True, pass_fds=launch.pass_fds, env=env, timeout=120,
-                             preexec_fn=sb.preexec())
+        ref = subprocess.run(
+            launch.argv, capture_output=True, pass_fds=launch.pass_fds, env=env, timeout=120, preexec_fn=sb.preexec()
+        )
     finally:
         launch.close_fds()
     assert ref.returncode == 0, ref.stderr.decode()[-2000:]
@@ -492,12 +563,13 @@ def test_xla_cache_is_reused_by_name_but_not_listable(sandbox, copies, tmp_path)
     assert code == 0, err
     # every program the reference compiled is a hit; the student cannot list the folder
     assert res == {"hits": ref_res["misses"], "misses": 0, "listing": "PermissionError"}, (res, ref_res)
-    assert sorted(os.listdir(final)) == sorted(entries + [".complete"])     # nothing added by the student
+    assert sorted(os.listdir(final)) == sorted(entries + [".complete"])  # nothing added by the student
 
 
 def test_publishing_keeps_other_recent_versions_of_the_cache(tmp_path):
     """Two runs grading different versions of one assignment at once must not delete each other's cache."""
     from autograder.sandbox.xla_cache import KEEP_VERSIONS, publish_xla_cache
+
     root = tmp_path / "xla-cache"
     names = [f"02_scaled_sum-{i:016x}" for i in range(KEEP_VERSIONS + 2)]
     for i, name in enumerate(names):
@@ -512,13 +584,14 @@ def test_publishing_keeps_other_recent_versions_of_the_cache(tmp_path):
     tmp.mkdir()
     publish_xla_cache(tmp, root / "02_scaled_sum-ffffffffffffffff")
     left = sorted(p.name for p in root.iterdir())
-    assert left == sorted(names[-(KEEP_VERSIONS - 1):] + ["02_scaled_sum-ffffffffffffffff", other.name])
+    assert left == sorted(names[-(KEEP_VERSIONS - 1) :] + ["02_scaled_sum-ffffffffffffffff", other.name])
 
 
 def test_publishing_a_version_that_is_already_there_keeps_it(tmp_path):
     """A second reference run of the same version (its references were recomputed, or a concurrent run)
     must not fail the batch: the published cache stays, the new copy is dropped."""
     from autograder.sandbox.xla_cache import publish_xla_cache
+
     final = tmp_path / "01_axis_names-0123456789abcdef"
     for content in (b"first", b"second"):
         tmp = tmp_path / (final.name + ".tmp")
@@ -531,14 +604,15 @@ def test_publishing_a_version_that_is_already_there_keeps_it(tmp_path):
 
 def test_caches_published_by_older_graders_get_the_new_modes(tmp_path):
     from autograder.sandbox.xla_cache import protect_published
+
     old = tmp_path / "01_axis_names-0123456789abcdef"
     old.mkdir()
     (old / ".complete").write_text("")
     (old / "k-cache").write_bytes(b"compiled")
     os.chmod(old / "k-cache", 0o400)
-    os.chmod(old, 0o100)                                     # the owner-only scheme of the userns days
+    os.chmod(old, 0o100)  # the owner-only scheme of the userns days
     half = tmp_path / "02_scaled_sum-0123456789abcdef"
-    half.mkdir()                                             # no .complete: not to be used, not listable
+    half.mkdir()  # no .complete: not to be used, not listable
     protect_published(tmp_path)
     assert old.stat().st_mode & 0o777 == 0o111 and (old / "k-cache").stat().st_mode & 0o777 == 0o444
     assert half.stat().st_mode & 0o777 == 0o100
@@ -548,7 +622,10 @@ def test_caches_published_by_older_graders_get_the_new_modes(tmp_path):
 def test_cgroup_removal_kills_stragglers_and_keeps_the_verdict(sandbox, copies):
     need(sandbox, "pids")
     w = copies()
-    proc, launch = start(sandbox, w, """
+    proc, launch = start(
+        sandbox,
+        w,
+        """
         import os, time
         for _ in range(300):
             try:
@@ -558,7 +635,8 @@ def test_cgroup_removal_kills_stragglers_and_keeps_the_verdict(sandbox, copies):
                 break
         print("forked", flush=True)
         time.sleep(60)
-        """)
+        """,
+    )
     assert proc.stdout.readline().strip() == b"forked"
     group = launch.cgroup
     dirs = {p for _, p in group.groups.values()}
@@ -597,7 +675,7 @@ def test_removal_survives_a_hostile_tree(tmp_path):
     (w / "link").symlink_to(outside)
     (w / "file-link").symlink_to(outside / "keep.txt")
     deep = os.open(w, os.O_RDONLY | os.O_DIRECTORY)
-    for _ in range(1100):                                   # deeper than the recursion limit and PATH_MAX
+    for _ in range(1100):  # deeper than the recursion limit and PATH_MAX
         os.mkdir("level-09", dir_fd=deep)
         nxt = os.open("level-09", os.O_RDONLY | os.O_DIRECTORY, dir_fd=deep)
         os.close(deep)
@@ -649,7 +727,7 @@ def test_no_working_copy_is_mounted_once_the_run_removed_its_folder(sandbox, tmp
     sb = dataclasses.replace(sandbox).setup(root)
     sb.prepare_workdir(root / "w0-1")
     assert workcopy.remove_tree(root)
-    (root / "w0-2").mkdir(parents=True)                      # what a late worker does
+    (root / "w0-2").mkdir(parents=True)  # what a late worker does
     with pytest.raises(OSError, match="is over"):
         sb.prepare_workdir(root / "w0-2")
     assert str(root) not in Path("/proc/self/mountinfo").read_text()
@@ -659,6 +737,7 @@ def test_no_working_copy_is_mounted_once_the_run_removed_its_folder(sandbox, tmp
 def test_kernel_start_and_kill_use_the_cgroup_and_quota(sandbox, tmp_path):
     need(sandbox, "memory", "quota")
     from autograder.run.kernel import Kernel
+
     sb = dataclasses.replace(sandbox, memory_bytes=512 * MiB, shm_bytes=2048 * MiB)
     w = tmp_path / "kernel-work"
     kernel = Kernel(w, sb, label="k0", log_dir=tmp_path).start()
@@ -676,39 +755,64 @@ def test_kernel_start_and_kill_use_the_cgroup_and_quota(sandbox, tmp_path):
         kernel.kill()
     dirs = [p for _, p in kernel.cgroup.groups.values()]
     assert not any(d.exists() for d in dirs)
-    assert kernel.post_mortem().status == "memory"                     # still known after the clean-up
+    assert kernel.post_mortem().status == "memory"  # still known after the clean-up
     assert workcopy.remove(w) and not w.exists()
 
 
 # ---------------------------------------------------------------- the report
 def test_protections_report_on_this_machine(sandbox):
     report = {p.key: p for p in sandbox.protections()}
-    assert list(report) == ["allow_list_view", "dedicated_uid", "network_off", "private_tmp", "memory_cgroup",
-                            "process_limit", "disk_quota", "cpu_time", "no_new_namespaces", "syscall_filter"]
+    assert list(report) == [
+        "allow_list_view",
+        "dedicated_uid",
+        "network_off",
+        "private_tmp",
+        "memory_cgroup",
+        "process_limit",
+        "disk_quota",
+        "cpu_time",
+        "no_new_namespaces",
+        "syscall_filter",
+    ]
     assert report["allow_list_view"].available and report["network_off"].available
     assert report["no_new_namespaces"].available == (os.uname().machine in ("x86_64", "aarch64"))
     from autograder.sandbox.launch import kernel_filter
+
     bpf, why = kernel_filter()
     assert report["syscall_filter"].available == (not why)
-    if why:                                       # said loudly, with the way to get it
+    if why:  # said loudly, with the way to get it
         assert "apt-get install libseccomp2" in report["syscall_filter"].detail, report["syscall_filter"].detail
     else:
         assert "Docker's default profile" in report["syscall_filter"].detail and len(bpf) % 8 == 0
     assert report["memory_cgroup"].available == bool(sandbox.cgroups.memory)
     assert report["disk_quota"].available == sandbox.quota
     rows = as_json(sandbox.protections())
-    assert rows[0] == {"key": "allow_list_view", "title": report["allow_list_view"].title, "available": True,
-                       "detail": report["allow_list_view"].detail}
+    assert rows[0] == {
+        "key": "allow_list_view",
+        "title": report["allow_list_view"].title,
+        "available": True,
+        "detail": report["allow_list_view"].detail,
+    }
     assert json.loads(json.dumps(rows)) == rows
 
 
 def test_protections_report_names_what_is_missing(tmp_path):
     """Without bubblewrap, cgroups or root, the report says so, and why (what make grade prints)."""
-    sb = Sandbox(isolate=False, cgroups=CgroupSupport(why={"memory": "cgroup v2: the memory controller is not "
-                                                            "available in /sys/fs/cgroup/x (not delegated)",
-                                                            "pids": "no cgroup hierarchy offers the pids controller"}))
-    sb.why = {"allow_list_view": "bubblewrap (bwrap) is not installed", "disk_quota": "the grader is not root",
-              "memory_cgroup": sb.cgroups.why["memory"], "pids_cgroup": sb.cgroups.why["pids"]}
+    sb = Sandbox(
+        isolate=False,
+        cgroups=CgroupSupport(
+            why={
+                "memory": "cgroup v2: the memory controller is not available in /sys/fs/cgroup/x (not delegated)",
+                "pids": "no cgroup hierarchy offers the pids controller",
+            }
+        ),
+    )
+    sb.why = {
+        "allow_list_view": "bubblewrap (bwrap) is not installed",
+        "disk_quota": "the grader is not root",
+        "memory_cgroup": sb.cgroups.why["memory"],
+        "pids_cgroup": sb.cgroups.why["pids"],
+    }
     report = {p.key: p for p in sb.protections()}
     assert [k for k, p in report.items() if p.available] == ["cpu_time"]
     assert report["allow_list_view"].detail.startswith("bubblewrap (bwrap) is not installed")
@@ -746,21 +850,33 @@ def test_a_grader_that_is_not_root_still_isolates_and_says_what_is_missing():
     as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
     if subprocess.run(as_nobody + ["test", "-r", str(REPO / "autograder" / "sandbox" / "launch.py")]).returncode != 0:
         pytest.skip("the repository is not readable by another user here")
-    base = Path(tempfile.mkdtemp(prefix="agr-nonroot-"))     # not under pytest's 0700 folder
+    base = Path(tempfile.mkdtemp(prefix="agr-nonroot-"))  # not under pytest's 0700 folder
     try:
         os.chown(base, 65534, 65534)
-        proc = subprocess.run(as_nobody + [str(system_python), "-c",
-                                           NON_ROOT_GRADER.format(repo=str(REPO), base=str(base))],
-                              capture_output=True, text=True, timeout=120, cwd=base)
+        proc = subprocess.run(
+            as_nobody + [str(system_python), "-c", NON_ROOT_GRADER.format(repo=str(REPO), base=str(base))],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=base,
+        )
     finally:
         assert workcopy.remove_tree(base)
     assert proc.returncode == 0, proc.stderr
     res = json.loads(proc.stdout.splitlines()[-1])
-    assert res["available"] == {"allow_list_view": True, "dedicated_uid": False, "network_off": True,
-                                "private_tmp": True, "memory_cgroup": False, "process_limit": False,
-                                "disk_quota": False, "cpu_time": True, "no_new_namespaces": True,
-                                "syscall_filter": True}, res["details"]
-    assert res["inside"] == [1000, False, False]            # uid 1000 in its namespace; no shadow, no repository
+    assert res["available"] == {
+        "allow_list_view": True,
+        "dedicated_uid": False,
+        "network_off": True,
+        "private_tmp": True,
+        "memory_cgroup": False,
+        "process_limit": False,
+        "disk_quota": False,
+        "cpu_time": True,
+        "no_new_namespaces": True,
+        "syscall_filter": True,
+    }, res["details"]
+    assert res["inside"] == [1000, False, False]  # uid 1000 in its namespace; no shadow, no repository
     assert "the grader is not root" in res["details"]["dedicated_uid"]
     assert "the grader is not root" in res["details"]["disk_quota"]
     assert "Permission denied" in res["details"]["memory_cgroup"] and "RLIMIT_DATA" in res["details"]["memory_cgroup"]
@@ -780,15 +896,20 @@ def test_detect_reads_v1_and_v2_layouts(tmp_path):
     (fs / "memory" / "grader").mkdir(parents=True)
     (fs / "unified" / "user.slice").mkdir(parents=True)
     (fs / "unified" / "user.slice" / "cgroup.controllers").write_text("cpu io\n")
-    mountinfo = (f"30 25 0:26 / {fs}/memory rw,relatime shared:9 - cgroup cgroup rw,memory\n"
-                 f"31 25 0:27 / {fs}/unified rw,relatime shared:10 - cgroup2 cgroup2 rw\n")
+    mountinfo = (
+        f"30 25 0:26 / {fs}/memory rw,relatime shared:9 - cgroup cgroup rw,memory\n"
+        f"31 25 0:27 / {fs}/unified rw,relatime shared:10 - cgroup2 cgroup2 rw\n"
+    )
     proc = _fake_proc(tmp_path, mountinfo, "4:memory:/grader\n0::/user.slice\n")
     got = detect(root=fs, proc=proc)
     # a plain folder is not cgroupfs: the child group lacks the limit file, and that is what is said
     assert got.memory is None and "memory.limit_in_bytes" in got.why["memory"]
-    assert got.pids is None and got.why["pids"] == f"cgroup v2: the pids controller is not available in " \
-                                                   f"{fs}/unified/user.slice (not delegated)"
-    assert not [p for p in (fs / "memory" / "grader").iterdir()]          # the probe group was removed
+    assert (
+        got.pids is None
+        and got.why["pids"]
+        == f"cgroup v2: the pids controller is not available in {fs}/unified/user.slice (not delegated)"
+    )
+    assert not [p for p in (fs / "memory" / "grader").iterdir()]  # the probe group was removed
 
 
 def test_detect_without_any_cgroup_mount(tmp_path):
@@ -807,17 +928,17 @@ def test_detect_on_this_machine_matches_the_sandbox(sandbox):
 # Each refused call with arguments that are harmless where the call is allowed (the control shows what it
 # does there): (name, arguments). "<self>" is the caller's pid, "<buf>" a zeroed 256-byte buffer.
 SYSCALL_ATTEMPTS = (
-    ("add_key", (0, 0, 0, 0, 0)),                  # NULL type: EFAULT where allowed
-    ("keyctl", (0, -4, 0)),                        # KEYCTL_GET_KEYRING_ID of the user keyring: its id
+    ("add_key", (0, 0, 0, 0, 0)),  # NULL type: EFAULT where allowed
+    ("keyctl", (0, -4, 0)),  # KEYCTL_GET_KEYRING_ID of the user keyring: its id
     ("request_key", (0, 0, 0, 0)),
-    ("io_uring_setup", (1, "<buf>")),              # a ring's descriptor where allowed
+    ("io_uring_setup", (1, "<buf>")),  # a ring's descriptor where allowed
     ("io_uring_enter", (-1, 0, 0, 0, 0, 0)),
     ("io_uring_register", (-1, 0, 0, 0)),
     ("bpf", (0, 0, 0)),
     ("perf_event_open", (0, 0, -1, -1, 0)),
     ("userfaultfd", (0,)),
-    ("ptrace", (2, "<self>", 0, 0)),               # PTRACE_PEEKDATA of itself: ESRCH (not traced)
-    ("process_vm_readv", ("<self>", 0, 0, 0, 0, 0)),   # nothing to read: 0
+    ("ptrace", (2, "<self>", 0, 0)),  # PTRACE_PEEKDATA of itself: ESRCH (not traced)
+    ("process_vm_readv", ("<self>", 0, 0, 0, 0, 0)),  # nothing to read: 0
     ("kcmp", ("<self>", "<self>", 0, 0, 0)),
     ("pidfd_getfd", (-1, 0, 0)),
     ("mount", (0, 0, 0, 0, 0)),
@@ -826,8 +947,8 @@ SYSCALL_ATTEMPTS = (
     ("open_tree", (-1, 0, 0)),
     ("move_mount", (-1, 0, -1, 0, 0)),
     ("pivot_root", (0, 0)),
-    ("chroot", (0,)),                              # NULL path: EFAULT where allowed
-    ("unshare", (0,)),                             # no flags: a no-op where allowed
+    ("chroot", (0,)),  # NULL path: EFAULT where allowed
+    ("unshare", (0,)),  # no flags: a no-op where allowed
     ("setns", (-1, 0)),
     ("kexec_load", (0, 0, 0, 0)),
     ("kexec_file_load", (-1, -1, 0, 0, 0)),
@@ -837,7 +958,7 @@ SYSCALL_ATTEMPTS = (
     ("reboot", (0, 0, 0, 0)),
     ("swapon", (0, 0)),
     ("swapoff", (0,)),
-    ("settimeofday", (0, 0)),                      # both NULL: a no-op where allowed
+    ("settimeofday", (0, 0)),  # both NULL: a no-op where allowed
     ("clock_settime", (0, 0)),
     ("syslog", (10, 0, 0)),
     ("acct", (0,)),
@@ -896,28 +1017,38 @@ print(json.dumps(out))
 
 def _numbers(names) -> dict[str, int]:
     from autograder.sandbox import seccomp
+
     return {n: nr for n in names if (nr := seccomp.resolve(n)) is not None}
 
 
 def _probe_code() -> str:
     names = [n for n, _ in SYSCALL_ATTEMPTS] + ["clone3", "getpid", "personality"]
-    return (f"NUMBERS = {_numbers(names)!r}\nATTEMPTS = {SYSCALL_ATTEMPTS!r}\n"
-            f"X32 = {os.uname().machine == 'x86_64'!r}\n" + SYSCALL_PROBE)
+    return (
+        f"NUMBERS = {_numbers(names)!r}\nATTEMPTS = {SYSCALL_ATTEMPTS!r}\n"
+        f"X32 = {os.uname().machine == 'x86_64'!r}\n" + SYSCALL_PROBE
+    )
 
 
 def _without_seccomp(launch):
     """The control: the same launch without bwrap's --seccomp (what the sandbox was before seccomp.py)."""
     i = launch.argv.index("--seccomp")
-    launch.argv[i:i + 2] = []
+    launch.argv[i : i + 2] = []
     return launch
 
 
 def run_unfiltered(sb: Sandbox, work: Path, code: str, timeout: float = 60):
     launch = _without_seccomp(sb.wrap(work, [sb.python, "-c", textwrap.dedent(code)], label="ctl"))
     try:
-        proc = subprocess.Popen(launch.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                stdin=subprocess.DEVNULL, pass_fds=launch.pass_fds, env=sb.env(work, work / "observe"),
-                                start_new_session=True, preexec_fn=sb.preexec())
+        proc = subprocess.Popen(
+            launch.argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            pass_fds=launch.pass_fds,
+            env=sb.env(work, work / "observe"),
+            start_new_session=True,
+            preexec_fn=sb.preexec(),
+        )
     finally:
         launch.close_fds()
     return finish(proc, launch, timeout)
@@ -932,8 +1063,9 @@ def need_allow_list(sb: Sandbox) -> None:
 def kernel_json(kernel, code: str, timeout: float = 60):
     """Run `code` in a started Kernel; the JSON of its last stdout line."""
     ran = kernel.execute(textwrap.dedent(code), timeout)
-    text = "".join(o.get("text", "") for o in ran.outputs if o.get("output_type") == "stream"
-                   and o.get("name") == "stdout")
+    text = "".join(
+        o.get("text", "") for o in ran.outputs if o.get("output_type") == "stream" and o.get("name") == "stdout"
+    )
     assert ran.status == "ok", (ran.status, ran.ename, ran.evalue, ran.outputs)
     return json.loads(text.strip().splitlines()[-1])
 
@@ -941,7 +1073,8 @@ def kernel_json(kernel, code: str, timeout: float = 60):
 def start_kernel(sb: Sandbox, tmp_path: Path, label: str):
     """A real kernel (ipykernel, zmq, the warm imports of numpy and jax) in the sandbox, ready."""
     from autograder.run.kernel import Kernel
-    sb = dataclasses.replace(sb, memory_bytes=1024 * MiB)        # the fixture's 192 MiB is too small for jax
+
+    sb = dataclasses.replace(sb, memory_bytes=1024 * MiB)  # the fixture's 192 MiB is too small for jax
     kernel = Kernel(tmp_path / f"kernel-{label}", sb, label=label, log_dir=tmp_path)
     try:
         kernel.start()
@@ -986,8 +1119,10 @@ print(json.dumps(out))
 
 
 def _key_code(do: tuple[str, ...], name: bytes, key_id: int = 0) -> str:
-    return (f"NUMBERS = {_numbers(['add_key', 'keyctl', 'request_key'])!r}\nDO = {do!r}\nNAME = {name!r}\n"
-            f"PAYLOAD = b'written by another kernel'\nKEY_ID = {key_id}\n" + KEY_CODE)
+    return (
+        f"NUMBERS = {_numbers(['add_key', 'keyctl', 'request_key'])!r}\nDO = {do!r}\nNAME = {name!r}\n"
+        f"PAYLOAD = b'written by another kernel'\nKEY_ID = {key_id}\n" + KEY_CODE
+    )
 
 
 def test_syscall_allow_list_refuses_dockers_refusals_in_a_real_kernel(sandbox, tmp_path, copies):
@@ -1001,16 +1136,32 @@ def test_syscall_allow_list_refuses_dockers_refusals_in_a_real_kernel(sandbox, t
     finally:
         stop_kernel(kernel)
     expected = {name: "EPERM" for name in _numbers(n for n, _ in SYSCALL_ATTEMPTS)}
-    expected.update(clone3="ENOSYS", personality_query="ok", personality_read_implies_exec="EPERM",
-                    socket_vsock="EPERM", thread="ok", subprocess="ok", loopback_tcp="ok", socketpair_eventfd="ok",
-                    proc_keys="")
+    expected.update(
+        clone3="ENOSYS",
+        personality_query="ok",
+        personality_read_implies_exec="EPERM",
+        socket_vsock="EPERM",
+        thread="ok",
+        subprocess="ok",
+        loopback_tcp="ok",
+        socketpair_eventfd="ok",
+        proc_keys="",
+    )
     if os.uname().machine == "x86_64":
         expected["x32_getpid"] = "ENOSYS"
     assert seen == expected
     code, control, _, err = run_unfiltered(sandbox, copies(), _probe_code())
     assert code == 0, err
-    open_here = {"keyctl": "ok", "unshare": "ok", "process_vm_readv": "ok", "ptrace": "ESRCH", "chroot": "EFAULT",
-                 "setns": "EBADF", "pidfd_getfd": "EBADF", "personality_read_implies_exec": "ok"}
+    open_here = {
+        "keyctl": "ok",
+        "unshare": "ok",
+        "process_vm_readv": "ok",
+        "ptrace": "ESRCH",
+        "chroot": "EFAULT",
+        "setns": "EBADF",
+        "pidfd_getfd": "EBADF",
+        "personality_read_implies_exec": "ok",
+    }
     if Path("/proc/sys/kernel/io_uring_disabled").read_text().strip() in ("", "0"):
         open_here["io_uring_setup"] = "ok"
     assert {k: control[k] for k in open_here} == open_here
@@ -1043,8 +1194,13 @@ def test_a_key_one_kernel_writes_never_reaches_another(sandbox, tmp_path, copies
     finally:
         code, control, _, err = run_unfiltered(sandbox, copies("control"), _key_code(("find", "remove"), name, key_id))
     assert code == 0, err
-    assert control == {"request_key": key_id, "search": key_id, "read": "written by another kernel",
-                       "proc_keys": "", "remove": 0}
+    assert control == {
+        "request_key": key_id,
+        "search": key_id,
+        "read": "written by another kernel",
+        "proc_keys": "",
+        "remove": 0,
+    }
 
 
 def test_without_libseccomp_the_report_says_so_and_the_namespace_filter_stays(monkeypatch):
@@ -1052,6 +1208,7 @@ def test_without_libseccomp_the_report_says_so_and_the_namespace_filter_stays(mo
     hand-assembled filter still refuses new user namespaces."""
     from autograder.sandbox import launch as sandbox_module
     from autograder.sandbox import seccomp
+
     monkeypatch.setattr(seccomp.ctypes.util, "find_library", lambda name: "libseccomp-not-here.so.2")
     caches = (seccomp._lib, seccomp.compile_filter, sandbox_module.kernel_filter)
     for cached in caches:
@@ -1064,8 +1221,9 @@ def test_without_libseccomp_the_report_says_so_and_the_namespace_filter_stays(mo
         assert not report["syscall_filter"].available
         assert report["syscall_filter"].detail.startswith(why) and "keyrings" in report["syscall_filter"].detail
         if bpf is not None and "--seccomp" in sandbox_module._bwrap_options():
-            assert report["no_new_namespaces"].detail.startswith("a seccomp filter refuses unshare/clone with "
-                                                                 "CLONE_NEWUSER")
+            assert report["no_new_namespaces"].detail.startswith(
+                "a seccomp filter refuses unshare/clone with CLONE_NEWUSER"
+            )
         assert "system calls limited" in summary_lines(list(report.values()))[0]
     finally:
         for cached in caches:

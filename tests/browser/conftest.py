@@ -5,6 +5,7 @@ Playwright never downloads a browser here: it launches the system Chromium
 in CI), with a fresh profile per test and every background network feature off.
 Screenshots go to build/screenshots/.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,16 +24,26 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "build" / "screenshots"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-START_TIMEOUT = 120     # s for `make lab`/`make formgrader` to answer; includes make's venv check
-LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+START_TIMEOUT = 120  # s for `make lab`/`make formgrader` to answer; includes make's venv check
+LAUNCH_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @pytest.fixture(scope="session")
 def chromium() -> str:
     if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
-        pytest.skip(f"Debian's Chromium is not installed at {CHROMIUM} (`make browser-deps` installs it with "
-                    f"apt-get; it could not here), so the browser tests cannot run")
+        pytest.skip(
+            f"Debian's Chromium is not installed at {CHROMIUM} (`make browser-deps` installs it with "
+            f"apt-get; it could not here), so the browser tests cannot run"
+        )
     return CHROMIUM
 
 
@@ -40,10 +51,16 @@ def chromium() -> str:
 def browser(chromium, tmp_path):
     """A fresh Chromium (new user-data dir) driven by Playwright; closed after the test."""
     from playwright.sync_api import sync_playwright
+
     with sync_playwright() as pw:
         context = pw.chromium.launch_persistent_context(
-            str(tmp_path / "chromium-profile"), executable_path=chromium, headless=True, args=LAUNCH_ARGS,
-            viewport={"width": 1400, "height": 1000}, device_scale_factor=1)
+            str(tmp_path / "chromium-profile"),
+            executable_path=chromium,
+            headless=True,
+            args=LAUNCH_ARGS,
+            viewport={"width": 1400, "height": 1000},
+            device_scale_factor=1,
+        )
         try:
             yield context
         finally:
@@ -75,7 +92,7 @@ def _live_processes() -> dict[int, tuple[int, str]]:
             cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2:].split()      # after "pid (comm) ": state ppid pgrp session ...
+        fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) ": state ppid pgrp session ...
         if fields[0] != "Z":
             procs[int(entry.name)] = (int(fields[3]), cmd)
     return procs
@@ -83,8 +100,11 @@ def _live_processes() -> dict[int, tuple[int, str]]:
 
 def _leftovers(session: int, marker: str) -> list[tuple[int, str]]:
     """Processes of the make's session, or whose command line names our state folder (kernels)."""
-    return [(pid, cmd[:200]) for pid, (sid, cmd) in _live_processes().items()
-            if pid != os.getpid() and (sid == session or marker in cmd)]
+    return [
+        (pid, cmd[:200])
+        for pid, (sid, cmd) in _live_processes().items()
+        if pid != os.getpid() and (sid == session or marker in cmd)
+    ]
 
 
 class MakeServer:
@@ -101,9 +121,11 @@ class MakeServer:
         (settings / "plugin.jupyterlab-settings").write_text(json.dumps({"autosave": False}))
         # a `make` inside `make test` must not inherit the outer make's job server
         self.env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
-        self.env.update(JUPYTER_RUNTIME_DIR=str(state / "runtime"),
-                        JUPYTERLAB_WORKSPACES_DIR=str(state / "workspaces"),
-                        JUPYTERLAB_SETTINGS_DIR=str(state / "user-settings"))
+        self.env.update(
+            JUPYTER_RUNTIME_DIR=str(state / "runtime"),
+            JUPYTERLAB_WORKSPACES_DIR=str(state / "workspaces"),
+            JUPYTERLAB_SETTINGS_DIR=str(state / "user-settings"),
+        )
         self.proc: subprocess.Popen | None = None
 
     def log(self) -> str:
@@ -120,15 +142,24 @@ class MakeServer:
             time.sleep(0.2)
         assert want in lines, f"`make {self.target}` never printed {want}:\n{self.log()}"
         at = lines.index(want)
-        assert lines[at - 2].endswith("is ready. Open this URL in your browser (Ctrl-C stops it):"), lines[at - 3:at + 1]
-        startup = [i for i, ln in enumerate(lines) if "Use Control-C to stop this server" in ln
-                   or "Skipped non-installed server" in ln]
+        assert lines[at - 2].endswith("is ready. Open this URL in your browser (Ctrl-C stops it):"), lines[
+            at - 3 : at + 1
+        ]
+        startup = [
+            i
+            for i, ln in enumerate(lines)
+            if "Use Control-C to stop this server" in ln or "Skipped non-installed server" in ln
+        ]
         assert startup and max(startup) < at, f"the URL is not after the start-up lines:\n{self.log()}"
 
     def request(self, path: str, data: dict | None = None, timeout: float = 10) -> tuple[int, bytes]:
         body = urllib.parse.urlencode(data).encode() if data is not None else None
-        req = urllib.request.Request(self.url + path, data=body, method="POST" if data is not None else "GET",
-                                     headers={"Authorization": f"token {self.token}"})
+        req = urllib.request.Request(
+            self.url + path,
+            data=body,
+            method="POST" if data is not None else "GET",
+            headers={"Authorization": f"token {self.token}"},
+        )
         try:
             with urllib.request.urlopen(req, timeout=timeout) as resp:
                 return resp.status, resp.read()
@@ -138,10 +169,21 @@ class MakeServer:
     def start(self) -> None:
         with self.log_path.open("wb") as log:
             self.proc = subprocess.Popen(
-                ["make", "--no-print-directory", self.target, f"PORT={self.port}", f"LAB_TOKEN={self.token}",
-                 *self.make_vars],
-                cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True)
+                [
+                    "make",
+                    "--no-print-directory",
+                    self.target,
+                    f"PORT={self.port}",
+                    f"LAB_TOKEN={self.token}",
+                    *self.make_vars,
+                ],
+                cwd=ROOT,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -174,7 +216,7 @@ class MakeServer:
                 except subprocess.TimeoutExpired:
                     os.killpg(self.proc.pid, signal.SIGKILL)
                     self.proc.wait(timeout=10)
-        deadline = time.monotonic() + 10            # kernels get a moment to exit after the server
+        deadline = time.monotonic() + 10  # kernels get a moment to exit after the server
         while (left := _leftovers(self.proc.pid, str(self.state / "runtime"))) and time.monotonic() < deadline:
             time.sleep(0.2)
         for pid, cmd in left:

@@ -28,6 +28,7 @@ Each payload records itself in `window.__pwned`, calls `alert` and fetches
 Then the feedback pages and report.html made by the same run are opened from
 disk with the same checks, and shown to still render under their CSP.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,7 +48,7 @@ import autograder_specs as specs  # noqa: E402
 import inert_payloads as P  # noqa: E402
 
 A02 = specs.A02
-SETTLE_MS = 1500          # time for a payload's script, handler or fetch to fire after load
+SETTLE_MS = 1500  # time for a payload's script, handler or fetch to fire after load
 
 # Inside the rendered notebook (formgrader's own page scripts are outside it): what could be active.
 DOM_ACTIVE = """(root) => {
@@ -72,6 +73,7 @@ DOM_ACTIVE = """(root) => {
 def _hostile_submission(source_nb) -> bytes:
     import nbformat
     from nbformat.v4 import new_code_cell
+
     nb = specs.release_notebook(A02)
     for gid in ("scaled_sum_answer", "global_max_share_answer"):
         nb.cells[specs.find(nb, gid)].source = specs.solution_code(source_nb, gid)
@@ -85,10 +87,13 @@ def _patcher_submission(mark: Path) -> bytes:
     """All answers wrong; every check, observation and record patched to pass in the kernel; a file written
     outside the submission (as whoever runs the kernel)."""
     import nbformat
+
     nb = specs.release_notebook(A02)
-    wrong = {"scaled_sum_answer": "def scaled_sum(x):\n    return x",
-             "scaled_mean_answer": "def scaled_mean(x):\n    return x",
-             "global_max_share_answer": "def global_max_share(x):\n    return x"}
+    wrong = {
+        "scaled_sum_answer": "def scaled_sum(x):\n    return x",
+        "scaled_mean_answer": "def scaled_mean(x):\n    return x",
+        "global_max_share_answer": "def global_max_share(x):\n    return x",
+    }
     for gid, code in wrong.items():
         nb.cells[specs.find(nb, gid)].source = code
     patch = f"""
@@ -111,6 +116,7 @@ record = lambda *args, **kwargs: None
 def _raw_payload_notebook() -> str:
     """What formgrader would render without autograder.publish.inert: the payloads as they came."""
     import nbformat
+
     nb = specs.release_notebook(A02)
     at = specs.find(nb, "scaled_sum_answer") + 1
     nb.cells[at:at] = [*P.markdown_cells(), *P.output_cells()]
@@ -121,8 +127,13 @@ def _plain_course(tmp: Path) -> Path:
     """A copy of build/course (laid out by `make notebooks`): configuration, gradebook, source/, release/."""
     built = ROOT / "build" / "course"
     if not (built / "nbgrader_config.py").is_file():
-        subprocess.run([sys.executable, "-m", "tools.generate_notebooks", "--check"], cwd=ROOT, check=True,
-                       capture_output=True, timeout=600)
+        subprocess.run(
+            [sys.executable, "-m", "tools.generate_notebooks", "--check"],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
     course = tmp / "course"
     course.mkdir()
     for name in ("nbgrader_config.py", "gradebook.db"):
@@ -137,6 +148,7 @@ def _plain_course(tmp: Path) -> Path:
 def _course(tmp: Path) -> Path:
     """A copy of build/course with three submissions of 02_scaled_sum."""
     import nbformat
+
     course = _plain_course(tmp)
     source_nb = nbformat.read(ROOT / "solutions" / f"{A02}.ipynb", as_version=4)
     for student in ("control", "hostile"):
@@ -156,13 +168,12 @@ def _mark(tmp: Path) -> Path:
     return tmp / "written-by-student-code.txt"
 
 
-GUARDED_ACTIONS = {                       # the route of each guarded action, and the words its message uses
+GUARDED_ACTIONS = {  # the route of each guarded action, and the words its message uses
     "autograde": (f"/formgrader/api/submission/{A02}/patcher/autograde", "make grade"),
     "generate_feedback": (f"/formgrader/api/assignment/{A02}/generate_feedback", "make grade"),
     "generate_feedback_student": (f"/formgrader/api/assignment/{A02}/patcher/generate_feedback", "make grade"),
     "release_feedback": (f"/formgrader/api/assignment/{A02}/release_feedback", "make return-feedback"),
-    "release_feedback_student": (f"/formgrader/api/assignment/{A02}/patcher/release_feedback",
-                                 "make return-feedback"),
+    "release_feedback_student": (f"/formgrader/api/assignment/{A02}/patcher/release_feedback", "make return-feedback"),
 }
 
 
@@ -181,8 +192,9 @@ def _scores(server) -> dict[str, tuple]:
     return {s["student"]: (s["autograded"], s["score"], s["max_score"]) for s in json.loads(body)}
 
 
-def _formgrader_cannot_autograde_or_publish(browser, server, course: Path, exchange: Path, tmp: Path,
-                                            screenshots: Path) -> None:
+def _formgrader_cannot_autograde_or_publish(
+    browser, server, course: Path, exchange: Path, tmp: Path, screenshots: Path
+) -> None:
     """The Autograde button and every guarded route answer with the message; nothing runs or changes."""
     scores = _scores(server)
     assert scores["patcher"] == (True, 0.0, 7.0), f"the sandboxed grader gives the patcher 0 / 7: {scores}"
@@ -190,25 +202,25 @@ def _formgrader_cannot_autograde_or_publish(browser, server, course: Path, excha
     page = browser.new_page()
     page.goto(f"{server.url}/formgrader/manage_submissions/{A02}")
     button = page.locator("tr", has=page.get_by_text("patcher", exact=True)).locator(".autograde a")
-    button.wait_for(timeout=60_000)                                      # the table is filled in by a script
+    button.wait_for(timeout=60_000)  # the table is filled in by a script
     with page.expect_response(lambda r: r.url.endswith(f"/{A02}/patcher/autograde")) as answered:
         button.click()
     assert answered.value.status == 200, answered.value.status
-    modal = page.locator(".modal")                 # formgrader's dialog: #error-modal, or #success-modal had it run
+    modal = page.locator(".modal")  # formgrader's dialog: #error-modal, or #success-modal had it run
     modal.wait_for(state="visible", timeout=60_000)
     text = " ".join(modal.inner_text().split())
     assert modal.get_attribute("id") == "error-modal", text
     assert "Autograde is disabled in this formgrader" in text and "Grade with `make grade`" in text, text
-    page.wait_for_timeout(500)                                           # the dialog's fade-in
+    page.wait_for_timeout(500)  # the dialog's fade-in
     page.screenshot(path=str(screenshots / "formgrader_autograde_disabled.png"))
     page.close()
-    for name, (route, words) in GUARDED_ACTIONS.items():          # direct POSTs: the API, not only the button
+    for name, (route, words) in GUARDED_ACTIONS.items():  # direct POSTs: the API, not only the button
         status, body = server.request(route, data={})
         assert status == 200, (name, status, body[:300])
         answer = json.loads(body)
         assert answer["success"] is False and words in " ".join(answer["log"].split()), (name, answer)
         assert answer["disabled_by"] == "autograder.formgrader.guard", (name, answer)
-        req = urllib.request.Request(server.url + route, data=b"", method="POST")   # no token, no cookie
+        req = urllib.request.Request(server.url + route, data=b"", method="POST")  # no token, no cookie
         try:
             with urllib.request.urlopen(req, timeout=10) as resp:
                 raise AssertionError(f"{name}: answered {resp.status} without authentication")
@@ -220,8 +232,27 @@ def _formgrader_cannot_autograde_or_publish(browser, server, course: Path, excha
 
 
 def _grade(course: Path) -> None:
-    run = subprocess.run([sys.executable, "-m", "autograder", "grade", "--course", str(course), "--assignment", A02,
-                          "-j", "2", "--timeout", "30", "-q"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            "--course",
+            str(course),
+            "--assignment",
+            A02,
+            "-j",
+            "2",
+            "--timeout",
+            "30",
+            "-q",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     assert (course / "grades" / "report.html").is_file(), "the grader writes the class report itself"
 
@@ -235,9 +266,14 @@ def _visit(browser, url: str, root: str | None) -> dict:
     page.goto(url)
     page.wait_for_load_state("load")
     page.wait_for_timeout(SETTLE_MS)
-    seen = {"dialogs": dialogs, "pwned": page.evaluate("() => window.__pwned || []"),
-            "fetches": [u for u in requests if "pwned" in u], "requests": requests,
-            "active": page.evaluate(DOM_ACTIVE, root) if root else [], "page": page}
+    seen = {
+        "dialogs": dialogs,
+        "pwned": page.evaluate("() => window.__pwned || []"),
+        "fetches": [u for u in requests if "pwned" in u],
+        "requests": requests,
+        "active": page.evaluate(DOM_ACTIVE, root) if root else [],
+        "page": page,
+    }
     return seen
 
 
@@ -245,8 +281,9 @@ def _ran(seen: dict) -> list:
     return seen["dialogs"] + seen["pwned"] + seen["fetches"]
 
 
-def test_formgrader_lists_the_course_and_hostile_submissions_run_nothing(browser, make_server, screenshots,
-                                                                          tmp_path, monkeypatch):
+def test_formgrader_lists_the_course_and_hostile_submissions_run_nothing(
+    browser, make_server, screenshots, tmp_path, monkeypatch
+):
     course = _course(tmp_path)
     _grade(course)
     autograded = course / "autograded"
@@ -255,7 +292,7 @@ def test_formgrader_lists_the_course_and_hostile_submissions_run_nothing(browser
     assert "student_text" in hostile_nb and '"text/html":' not in hostile_nb and '"image/svg+xml":' not in hostile_nb
 
     monkeypatch.setenv("COURSE", str(course))
-    exchange = tmp_path / "exchange"          # its own exchange: what Release Feedback would write is checked
+    exchange = tmp_path / "exchange"  # its own exchange: what Release Feedback would write is checked
     exchange.mkdir()
     server = make_server("formgrader", EXCHANGE=str(exchange))
     server.url_last("/formgrader")
@@ -270,7 +307,7 @@ def test_formgrader_lists_the_course_and_hostile_submissions_run_nothing(browser
     assert set(ids) == {"control", "hostile", "patcher"}, ids
 
     page = browser.new_page()
-    page.goto(f"{server.url}/formgrader?token={server.token}")   # logs the browser in (cookie)
+    page.goto(f"{server.url}/formgrader?token={server.token}")  # logs the browser in (cookie)
     for aid in assignments:
         page.get_by_role("link", name=aid, exact=True).wait_for(timeout=60_000)
     assert page.get_by_text("could not be created").count() == 0, "the exchange folder is set up"
@@ -278,8 +315,9 @@ def test_formgrader_lists_the_course_and_hostile_submissions_run_nothing(browser
     page.close()
 
     control = _visit(browser, f"{server.url}/formgrader/submissions/{ids['control']}/", "#notebook-container")
-    assert set(control["pwned"]) >= {"html_script", "html_onerror", "javascript"}, \
+    assert set(control["pwned"]) >= {"html_script", "html_onerror", "javascript"}, (
         f"the control's payloads must run in formgrader, or this test proves nothing: {control['pwned']}"
+    )
     assert control["dialogs"] and control["fetches"] and control["active"]
     control["page"].close()
 
@@ -297,8 +335,11 @@ def test_formgrader_lists_the_course_and_hostile_submissions_run_nothing(browser
     assert not problems and server.proc.returncode == 0, f"{problems}\n{server.log()}"
 
     # The pages the same run wrote, opened from disk: feedback (nbgrader's folder and OUT's) and report.html.
-    pages = [course / "feedback" / "hostile" / A02 / f"{A02}.html", course / "grades" / "feedback" / "hostile" /
-             f"{A02}.html", course / "grades" / "report.html"]
+    pages = [
+        course / "feedback" / "hostile" / A02 / f"{A02}.html",
+        course / "grades" / "feedback" / "hostile" / f"{A02}.html",
+        course / "grades" / "report.html",
+    ]
     for path in pages:
         seen = _visit(browser, path.as_uri(), "body")
         assert _ran(seen) == [] and seen["active"] == [], (path.name, _ran(seen), seen["active"])
@@ -318,8 +359,10 @@ def test_formgrader_lists_the_course_and_hostile_submissions_run_nothing(browser
     # The CSP holds on its own: a script smuggled into a feedback page (as if inert had a bug) does not run.
     page_text = pages[0].read_text(encoding="utf-8")
     smuggled = tmp_path / "smuggled.html"
-    smuggled.write_text(page_text.replace("</main>", f"<script>{P.js('csp')}</script><img src=x "
-                                                     f"onerror=\"{P.js('csp')}\"></main>"), encoding="utf-8")
+    smuggled.write_text(
+        page_text.replace("</main>", f'<script>{P.js("csp")}</script><img src=x onerror="{P.js("csp")}"></main>'),
+        encoding="utf-8",
+    )
     seen = _visit(browser, smuggled.as_uri(), None)
     assert seen["pwned"] == [] and seen["dialogs"] == [], "the page's Content-Security-Policy blocks scripts"
     seen["page"].close()
@@ -331,6 +374,7 @@ def test_make_formgrader_edition_zh_serves_the_chinese_course(browser, make_serv
     import pytest
 
     from tools import handin
+
     if not (ROOT / "notebooks" / "zh" / f"{A02}.ipynb").is_file():
         pytest.skip("the Chinese edition (notebooks/zh/, solutions/zh/) has not been generated yet")
     course = tmp_path / "zh" / "course"
@@ -364,14 +408,16 @@ def _hand_in(inbound: Path, student: str, when: str, notebook: bytes | Path, nam
     return folder
 
 
-def test_formgrader_collect_refuses_hostile_hand_ins_by_name_and_collects_the_rest(browser, make_server,
-                                                                                   screenshots, tmp_path):
+def test_formgrader_collect_refuses_hostile_hand_ins_by_name_and_collects_the_rest(
+    browser, make_server, screenshots, tmp_path
+):
     """formgrader's Collect button (its API route, nbgrader's NbGraderAPI.collect) runs the course's hardened
     collect (jupyter/formgrader/nbgrader_config.py -> autograder.formgrader.collect): student `bin` hands in
     a link to the instructor's source notebook, `daemon` a folder with a garbage timestamp and an honest
     hand-in, and a folder named with HTML markup. The dialog names every refusal, as text; only the honest
     hand-in is collected; inbound/ is untouched."""
     import pytest
+
     try:
         pwd.getpwnam("daemon"), pwd.getpwnam("bin")
     except KeyError:
@@ -380,14 +426,15 @@ def test_formgrader_collect_refuses_hostile_hand_ins_by_name_and_collects_the_re
         pytest.skip("setting a hand-in's owner (os.chown) needs root")
     course = _plain_course(tmp_path)
     exchange = tmp_path / "exchange"
-    shutil.copytree(course / "release" / A02, exchange / "namedaxes" / "outbound" / A02)   # released
+    shutil.copytree(course / "release" / A02, exchange / "namedaxes" / "outbound" / A02)  # released
     inbound = exchange / "namedaxes" / "inbound"
     inbound.mkdir()
-    os.chmod(inbound, 0o2733)                                     # nbgrader's release makes it so
+    os.chmod(inbound, 0o2733)  # nbgrader's release makes it so
     solution = course / "source" / A02 / f"{A02}.ipynb"
     os.chmod(solution, 0o600)
-    honest_nb = (course / "release" / A02 / f"{A02}.ipynb").read_bytes() + b"\n"   # the student's own bytes
+    honest_nb = (course / "release" / A02 / f"{A02}.ipynb").read_bytes() + b"\n"  # the student's own bytes
     from datetime import datetime, timedelta
+
     when = (datetime.now(UTC) - timedelta(hours=1)).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
     honest = _hand_in(inbound, "daemon", when, honest_nb)
     garbage = _hand_in(inbound, "daemon", "not-a-time", honest_nb)
@@ -398,7 +445,7 @@ def test_formgrader_collect_refuses_hostile_hand_ins_by_name_and_collects_the_re
     page = browser.new_page()
     dialogs = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    page.goto(f"{server.url}/formgrader?token={server.token}")   # logs the browser in (cookie)
+    page.goto(f"{server.url}/formgrader?token={server.token}")  # logs the browser in (cookie)
     page.goto(f"{server.url}/formgrader/manage_assignments")
     row = page.locator("tr").filter(has=page.get_by_role("link", name=A02, exact=True)).first
     with page.expect_response(lambda r: r.url.endswith(f"/formgrader/api/assignment/{A02}/collect")) as answered:
@@ -406,15 +453,17 @@ def test_formgrader_collect_refuses_hostile_hand_ins_by_name_and_collects_the_re
     assert answered.value.status == 200, answered.value.status
     modal = page.locator("#success-modal")
     modal.get_by_text(f"Successfully collected submissions of '{A02}'").wait_for(timeout=60_000)
-    text = " ".join(modal.inner_text().split())                         # its lines are wrapped to fit
-    page.wait_for_timeout(500)                                           # the dialog's fade-in
+    text = " ".join(modal.inner_text().split())  # its lines are wrapped to fit
+    page.wait_for_timeout(500)  # the dialog's fade-in
     page.screenshot(path=str(screenshots / "formgrader_collect_refusals.png"))
     images = modal.locator("img").count()
     page.close()
     assert dialogs == [] and images == 0, f"a folder's name is shown as text, never as markup: {dialogs}"
     assert f"[WARNING] REFUSED {markup.name}: student id '<img src=x onerror=alert(1)>' is not a valid id" in text
-    assert f"[WARNING] REFUSED {evil.name}: {evil.name}/{A02}.ipynb is a symbolic link: only regular files " \
-           f"are collected" in text, text
+    assert (
+        f"[WARNING] REFUSED {evil.name}: {evil.name}/{A02}.ipynb is a symbolic link: only regular files "
+        f"are collected" in text
+    ), text
     assert f"[WARNING] REFUSED {garbage.name}: timestamp 'not-a-time' cannot be read (ParserError)" in text, text
     assert f"[INFO] Collecting submission: daemon {A02}" in text, text
 
@@ -423,8 +472,9 @@ def test_formgrader_collect_refuses_hostile_hand_ins_by_name_and_collects_the_re
     assert (submitted / "daemon" / A02 / "timestamp.txt").read_text() == when
     assert not (submitted / "bin").exists(), "the link to the solution is not collected"
     assert [p for p in course.iterdir() if p.name.startswith(".collect-staging-")] == [], "staging is removed"
-    assert honest.is_dir() and garbage.is_dir() and markup.is_dir() and (evil / f"{A02}.ipynb").is_symlink(), \
+    assert honest.is_dir() and garbage.is_dir() and markup.is_dir() and (evil / f"{A02}.ipynb").is_symlink(), (
         "inbound/ is untouched"
+    )
 
     # the same route without the token or cookie: 403, nothing collected
     req = urllib.request.Request(f"{server.url}/formgrader/api/assignment/{A02}/collect", data=b"", method="POST")

@@ -14,6 +14,7 @@ own ports and workspaces, in Chromium; the instructor uses the make targets from
 and formgrader's data (nbgrader's API, what its pages show) has the roster's names and the same
 scores. The servers are module-scoped and stopped through their API; no process may survive.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -39,7 +40,7 @@ LAUNCH_ARGS, MakeServer = _browser.LAUNCH_ARGS, _browser.MakeServer
 AID = "02_scaled_sum"
 COURSE_ID = "namedaxes"
 ANSWER = "def scaled_sum(x):\n    return lax.psum(x * 2.0, DEVICES)\n"
-UI_TIMEOUT = 60          # s for one step in the page (Validate runs the notebook)
+UI_TIMEOUT = 60  # s for one step in the page (Validate runs the notebook)
 ENV = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "JUPYTERHUB_USER")}
 TIMES: dict[str, float] = {}
 
@@ -51,8 +52,15 @@ def _port() -> int:
 
 
 def _make(*args: str) -> str:
-    proc = subprocess.run(["make", "--no-print-directory", *args], cwd=ROOT, env=ENV, capture_output=True,
-                          text=True, timeout=300, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        ["make", "--no-print-directory", *args],
+        cwd=ROOT,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.returncode == 0, f"make {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout + proc.stderr
 
@@ -72,7 +80,7 @@ class _Timer:
 def course(tmp_path_factory) -> dict:
     """A private course (notebook 02 only) and exchange, with a two-student roster."""
     built = ROOT / "build" / "course"
-    if not (built / "release" / AID / f"{AID}.ipynb").is_file():     # lays out build/course (and checks drift)
+    if not (built / "release" / AID / f"{AID}.ipynb").is_file():  # lays out build/course (and checks drift)
         subprocess.run([sys.executable, "-m", "tools.generate_notebooks", "--check"], cwd=ROOT, capture_output=True)
     assert (built / "release" / AID).is_dir(), "tools.generate_notebooks did not lay out build/course"
     root = tmp_path_factory.mktemp("handin")
@@ -82,8 +90,9 @@ def course(tmp_path_factory) -> dict:
     shutil.copyfile(built / "nbgrader_config.py", course / "nbgrader_config.py")
     shutil.copyfile(built / "gradebook.db", course / "gradebook.db")
     roster = root / "roster.csv"
-    roster.write_text("id,first_name,last_name,email\nalice,Alice,Liddell,alice@example.org\n"
-                      "bob,Bob,Marley,\n", encoding="utf-8")
+    roster.write_text(
+        "id,first_name,last_name,email\nalice,Alice,Liddell,alice@example.org\nbob,Bob,Marley,\n", encoding="utf-8"
+    )
     make_vars = [f"COURSE={course}", f"EXCHANGE={root / 'exchange'}"]
     return {"root": root, "course": course, "exchange": root / "exchange", "roster": roster, "vars": make_vars}
 
@@ -91,10 +100,16 @@ def course(tmp_path_factory) -> dict:
 @pytest.fixture(scope="module")
 def labs(course, chromium):
     """alice's and bob's `make lab`, started side by side; shut down (and checked) at the end."""
-    servers = {sid: MakeServer("lab", _port(), os.urandom(16).hex(), course["root"] / f"state-{sid}",
-                               {"STUDENT": sid, "LAB_DIR": course["root"] / f"work-{sid}",
-                                "EXCHANGE": course["exchange"]})
-               for sid in ("alice", "bob")}
+    servers = {
+        sid: MakeServer(
+            "lab",
+            _port(),
+            os.urandom(16).hex(),
+            course["root"] / f"state-{sid}",
+            {"STUDENT": sid, "LAB_DIR": course["root"] / f"work-{sid}", "EXCHANGE": course["exchange"]},
+        )
+        for sid in ("alice", "bob")
+    }
     errors = []
 
     def start(server):
@@ -102,6 +117,7 @@ def labs(course, chromium):
             server.start()
         except BaseException as err:  # noqa: BLE001 - pytest.fail inside a thread: report it below
             errors.append(f"{err}")
+
     t0 = time.monotonic()
     threads = [threading.Thread(target=start, args=(s,)) for s in servers.values()]
     for t in threads:
@@ -120,10 +136,16 @@ def labs(course, chromium):
 @pytest.fixture(scope="module")
 def pages(labs, chromium, course):
     from playwright.sync_api import sync_playwright
+
     with sync_playwright() as pw:
         context = pw.chromium.launch_persistent_context(
-            str(course["root"] / "chromium-profile"), executable_path=chromium, headless=True, args=LAUNCH_ARGS,
-            viewport={"width": 1400, "height": 1000}, device_scale_factor=1)
+            str(course["root"] / "chromium-profile"),
+            executable_path=chromium,
+            headless=True,
+            args=LAUNCH_ARGS,
+            viewport={"width": 1400, "height": 1000},
+            device_scale_factor=1,
+        )
         try:
             result = {}
             for sid in labs:
@@ -178,7 +200,7 @@ def _loop(course, labs, pages, screenshots):
     alice, alice_nb = pages["alice"], course["root"] / "work-alice" / AID / f"{AID}.ipynb"
     with _Timer("alice opens, answers and saves"):
         fetched = _row(alice, "fetched_assignments_list")
-        fetched.locator("a").first.click()                           # expand: one line per notebook
+        fetched.locator("a").first.click()  # expand: one line per notebook
         fetched.get_by_role("link", name=AID, exact=True).last.click()
         answer = alice.locator(".jp-NotebookPanel .jp-CodeCell").filter(has_text="def scaled_sum(x):").first
         answer.locator(".cm-content").click()
@@ -188,7 +210,9 @@ def _loop(course, labs, pages, screenshots):
         deadline = time.monotonic() + UI_TIMEOUT
         while time.monotonic() < deadline:
             nb = nbformat.read(str(alice_nb), as_version=4)
-            cell = next(c for c in nb.cells if (c.metadata.get("nbgrader") or {}).get("grade_id") == "scaled_sum_answer")
+            cell = next(
+                c for c in nb.cells if (c.metadata.get("nbgrader") or {}).get("grade_id") == "scaled_sum_answer"
+            )
             if "lax.psum(x * 2.0, DEVICES)" in cell.source:
                 break
             time.sleep(0.3)
@@ -198,8 +222,11 @@ def _loop(course, labs, pages, screenshots):
 
     # alice: back to the Assignment List; Validate (exercise 1 passes, 2 and 3 do not), then Submit
     release_nb = nbformat.read(str(course["course"] / "release" / AID / f"{AID}.ipynb"), as_version=4)
-    docstrings = {(c.metadata.get("nbgrader") or {}).get("grade_id"): c.source.splitlines()[0].strip('"` ')
-                  for c in release_nb.cells if (c.metadata.get("nbgrader") or {}).get("grade")}
+    docstrings = {
+        (c.metadata.get("nbgrader") or {}).get("grade_id"): c.source.splitlines()[0].strip('"` ')
+        for c in release_nb.cells
+        if (c.metadata.get("nbgrader") or {}).get("grade")
+    }
     with _Timer("alice validates"):
         alice.locator("#jp-main-dock-panel .lm-TabBar-tab").filter(has_text=re.compile(r"^\s*Assignments\s*$")).click()
         fetched = _row(alice, "fetched_assignments_list")
@@ -269,4 +296,5 @@ def _loop(course, labs, pages, screenshots):
 
 def _formgrader_api(course):
     from tools import handin
+
     return handin._api(course["course"], course["exchange"])

@@ -13,6 +13,7 @@ services), one assignment (02_scaled_sum):
 
 Needs root (real accounts) and Debian's Chromium; skips with the reason otherwise (CI runs it).
 """
+
 from __future__ import annotations
 
 import csv
@@ -43,15 +44,19 @@ _browser = _load("browser_conftest", HERE / "conftest.py")
 _hub = _load("hub_conftest", HERE.parent / "hub" / "conftest.py")
 ROOT, AID, COURSE = _hub.ROOT, _hub.AID, _hub.COURSE
 ADA, BEN, TAG = "nxtb-ada", "nxtb-ben", "b"
-UI_TIMEOUT = 120          # s for one step in a page (a spawn or a Validate on a busy machine)
+UI_TIMEOUT = 120  # s for one step in a page (a spawn or a Validate on a busy machine)
 ANSWERS = {
-    ADA: {"def scaled_sum(x):": "def scaled_sum(x):\n    return lax.psum(x * 2.0, axis_name=DEVICES)",
-          "def scaled_mean(x):": "def scaled_mean(x):\n    total = lax.psum(jnp.nansum(x * 2.0), axis_name=DEVICES)\n"
-                                 "    count = lax.psum(jnp.sum(~jnp.isnan(x)), axis_name=DEVICES)\n"
-                                 "    return (total / count).astype(x.dtype)",
-          "def global_max_share(x):": "def global_max_share(x):\n    return x / lax.pmax(jnp.abs(x), axis_name=DEVICES)"},
-    BEN: {"def scaled_sum(x):": "def scaled_sum(x):\n    return lax.psum(x * 2.0, axis_name=DEVICES)",
-          "def global_max_share(x):": "def global_max_share(x):\n    return x / jnp.max(x)"},     # local, not global
+    ADA: {
+        "def scaled_sum(x):": "def scaled_sum(x):\n    return lax.psum(x * 2.0, axis_name=DEVICES)",
+        "def scaled_mean(x):": "def scaled_mean(x):\n    total = lax.psum(jnp.nansum(x * 2.0), axis_name=DEVICES)\n"
+        "    count = lax.psum(jnp.sum(~jnp.isnan(x)), axis_name=DEVICES)\n"
+        "    return (total / count).astype(x.dtype)",
+        "def global_max_share(x):": "def global_max_share(x):\n    return x / lax.pmax(jnp.abs(x), axis_name=DEVICES)",
+    },
+    BEN: {
+        "def scaled_sum(x):": "def scaled_sum(x):\n    return lax.psum(x * 2.0, axis_name=DEVICES)",
+        "def global_max_share(x):": "def global_max_share(x):\n    return x / jnp.max(x)",
+    },  # local, not global
 }
 SCORES = {ADA: "7 / 7", BEN: "3 / 7"}
 ENV = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "JUPYTERHUB_USER")}
@@ -73,9 +78,10 @@ def hub(chromium):
     shutil.rmtree(DIAGNOSTICS, ignore_errors=True)
     dep = _hub.new_deployment([ADA, BEN], TAG, port=_free_port())
     try:
-        cached = ROOT / "hub-data" / "proxy"           # a `make hub` of this checkout has the same proxy: reuse it
-        if (cached / "node_modules").is_dir() and (cached / "package-lock.json").read_bytes() == \
-                (ROOT / "hub" / "proxy" / "package-lock.json").read_bytes():
+        cached = ROOT / "hub-data" / "proxy"  # a `make hub` of this checkout has the same proxy: reuse it
+        if (cached / "node_modules").is_dir() and (cached / "package-lock.json").read_bytes() == (
+            ROOT / "hub" / "proxy" / "package-lock.json"
+        ).read_bytes():
             shutil.copytree(cached, dep.proxy, symlinks=True)
         t0 = time.monotonic()
         _hub.server.start(dep, None, timeout=300)
@@ -103,19 +109,21 @@ def _keep_diagnostics(dep) -> None:
         shutil.copyfile(dep.log_file, DIAGNOSTICS / "jupyterhub.log")
     for who, lines in EVENTS.items():
         (DIAGNOSTICS / f"browser-{who}.log").write_text("\n".join(lines) + "\n")
-    listing = subprocess.run(["ls", "-laR", str(dep.exchange), *[str(dep.home(s)) for s in ANSWERS]],
-                             capture_output=True, text=True)
+    listing = subprocess.run(
+        ["ls", "-laR", str(dep.exchange), *[str(dep.home(s)) for s in ANSWERS]], capture_output=True, text=True
+    )
     (DIAGNOSTICS / "files.txt").write_text(listing.stdout + listing.stderr)
 
 
 @pytest.fixture(scope="module")
 def pages(hub, chromium, tmp_path_factory):
     from playwright.sync_api import sync_playwright
+
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium, headless=True, args=_browser.LAUNCH_ARGS)
         try:
             result = {}
-            for who in (hub[0].instructor, ADA, BEN):            # one context each: separate cookies
+            for who in (hub[0].instructor, ADA, BEN):  # one context each: separate cookies
                 context = browser.new_context(viewport={"width": 1400, "height": 1000})
                 page = context.new_page()
                 page.set_default_timeout(UI_TIMEOUT * 1000)
@@ -124,7 +132,7 @@ def pages(hub, chromium, tmp_path_factory):
             yield result
         finally:
             DIAGNOSTICS.mkdir(parents=True, exist_ok=True)
-            for who, page in result.items():          # where each page stood at the end
+            for who, page in result.items():  # where each page stood at the end
                 try:
                     page.screenshot(path=str(DIAGNOSTICS / f"last-{who}.png"))
                 except Exception:  # noqa: BLE001 - a page that is gone has no screenshot; the others still do
@@ -189,9 +197,18 @@ def _row(page, list_id):
 
 
 def _make(*args):
-    proc = subprocess.run(["make", "--no-print-directory", *args], cwd=ROOT, env=ENV, capture_output=True, text=True,
-                          timeout=900, stdin=subprocess.DEVNULL)
-    assert proc.returncode == 0, f"make {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    proc = subprocess.run(
+        ["make", "--no-print-directory", *args],
+        cwd=ROOT,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, (
+        f"make {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    )
     return proc.stdout + proc.stderr
 
 
@@ -202,14 +219,21 @@ def _timed(name):
 
         def __exit__(self, *exc):
             TIMES[name] = round(time.monotonic() - self.t0, 1)
+
     return T()
 
 
 def test_release_fetch_answer_validate_submit_collect_grade_feedback(hub, pages, screenshots):
     dep, passwords = hub
     teacher = pages[dep.instructor]
-    hub_vars = ["HUB=1", f"HUB_DIR={dep.hub_dir}", f"HUB_GROUP={dep.group}", f"HUB_INSTRUCTOR={dep.instructor}",
-                f"ASSIGNMENT={AID}", "JOBS=2"]
+    hub_vars = [
+        "HUB=1",
+        f"HUB_DIR={dep.hub_dir}",
+        f"HUB_GROUP={dep.group}",
+        f"HUB_INSTRUCTOR={dep.instructor}",
+        f"ASSIGNMENT={AID}",
+        "JOBS=2",
+    ]
 
     # 1. the instructor logs in and releases the assignment in formgrader
     with _timed("instructor logs in, releases in formgrader"):
@@ -249,7 +273,9 @@ def test_release_fetch_answer_validate_submit_collect_grade_feedback(hub, pages,
             else:
                 pytest.fail(f"{student}'s answers never reached {notebook} (Ctrl-S)")
         with _timed(f"{student} validates and submits"):
-            page.locator("#jp-main-dock-panel .lm-TabBar-tab").filter(has_text=re.compile(r"^\s*Assignments\s*$")).click()
+            page.locator("#jp-main-dock-panel .lm-TabBar-tab").filter(
+                has_text=re.compile(r"^\s*Assignments\s*$")
+            ).click()
             _row(page, "fetched_assignments_list").get_by_role("button", name="Validate").click()
             dialog = page.locator(".jp-Dialog").filter(has_text="Validation Results")
             dialog.wait_for()

@@ -10,6 +10,7 @@ Validate button's server side (nbgrader's validate_assignment extension, as
 `make lab` loads it) is asked about the same notebook. The server is shut down
 through its API, and no process it started may survive.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,7 +25,7 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[2]
 AID = "02_scaled_sum"
 NOTEBOOK = ROOT / "notebooks" / f"{AID}.ipynb"
-RUN_TIMEOUT = 90        # s for Run All (the notebook itself takes a few seconds)
+RUN_TIMEOUT = 90  # s for Run All (the notebook itself takes a few seconds)
 
 CELLS_JS = """() => [...document.querySelectorAll('.jp-NotebookPanel .jp-Notebook .jp-Cell')].map(c => ({
     code: c.classList.contains('jp-CodeCell'),
@@ -53,32 +54,40 @@ def test_make_lab_runs_notebook_02_in_chromium(browser, make_server, screenshots
     validation: dict = {}
     t0 = time.monotonic()
     try:
-        work = tmp_path / "work"           # the student's workspace, seeded from notebooks/ by `make lab`
+        work = tmp_path / "work"  # the student's workspace, seeded from notebooks/ by `make lab`
         server = make_server("lab", LAB_DIR=str(work))
         assert (work / NOTEBOOK.name).read_bytes() == original, "make lab seeds the workspace with the release"
         started = time.monotonic() - t0
         assert server.request("/formgrader")[0] == 404, "formgrader is for instructors: off in `make lab`"
         server.url_last("/lab")
 
-        def validate():     # what the Validate button asks the server (the button saves first; we must not)
+        def validate():  # what the Validate button asks the server (the button saves first; we must not)
             try:
-                validation["status"], body = server.request("/assignments/validate", {"path": NOTEBOOK.name},
-                                                            timeout=RUN_TIMEOUT)
+                validation["status"], body = server.request(
+                    "/assignments/validate", {"path": NOTEBOOK.name}, timeout=RUN_TIMEOUT
+                )
                 validation["body"] = json.loads(body)
             except Exception as err:  # noqa: BLE001 - reported by the assertion below
                 validation["error"] = repr(err)
 
         page = browser.new_page()
         page.set_default_timeout(RUN_TIMEOUT * 1000)
-        outside = []                        # works offline: the page asks nothing of any other host
-        page.on("request", lambda r: None if urlsplit(r.url).scheme in ("data", "blob") or
-                urlsplit(r.url).hostname in ("127.0.0.1", "localhost") else outside.append(r.url))
+        outside = []  # works offline: the page asks nothing of any other host
+        page.on(
+            "request",
+            lambda r: (
+                None
+                if urlsplit(r.url).scheme in ("data", "blob") or urlsplit(r.url).hostname in ("127.0.0.1", "localhost")
+                else outside.append(r.url)
+            ),
+        )
         page.goto(f"{server.url}/lab/tree/{NOTEBOOK.name}?reset&token={server.token}")
         page.locator(".jp-NotebookPanel .jp-CodeCell").first.wait_for()
         kernel = page.locator("#jp-main-statusbar").get_by_text("Python 3 (ipykernel) | Idle")
-        kernel.wait_for()                   # the course kernel, preselected and started: no kernel dialog
-        assert page.locator(".jp-NotebookPanel-toolbar").get_by_text("Validate", exact=True).count() == 1, \
+        kernel.wait_for()  # the course kernel, preselected and started: no kernel dialog
+        assert page.locator(".jp-NotebookPanel-toolbar").get_by_text("Validate", exact=True).count() == 1, (
             "nbgrader's Validate button is missing from the notebook toolbar"
+        )
         checker = threading.Thread(target=validate, daemon=True)
         checker.start()
 
@@ -102,8 +111,9 @@ def test_make_lab_runs_notebook_02_in_chromium(browser, make_server, screenshots
         not_run = [i for i, c in enumerate(cells) if c["code"] and not c["ran"]]
         assert not not_run, f"Run All stopped early: cells {not_run} did not run (an untagged cell failed?)"
         raised = [i for i, c in enumerate(cells) if c["traceback"]]
-        assert raised == must_raise, (f"cells {raised} show a traceback; exactly the cells that use unanswered "
-                                      f"exercises ({must_raise}) should")
+        assert raised == must_raise, (
+            f"cells {raised} show a traceback; exactly the cells that use unanswered exercises ({must_raise}) should"
+        )
 
         setup = page.locator(".jp-CodeCell").filter(has_text="setup_devices()").first
         assert "namedaxes: 8 devices" in setup.locator(".jp-OutputArea-output").first.text_content()
@@ -111,8 +121,7 @@ def test_make_lab_runs_notebook_02_in_chromium(browser, make_server, screenshots
         page.wait_for_timeout(300)
         page.screenshot(path=str(screenshots / "lab_02_setup_8_devices.png"))
 
-        check_out = page.locator(".jp-CodeCell").filter(has_text=check_line).first \
-            .locator(".jp-OutputArea-output").last
+        check_out = page.locator(".jp-CodeCell").filter(has_text=check_line).first.locator(".jp-OutputArea-output").last
         text = check_out.text_content()
         assert text.strip().startswith("✗ `") and "is not written yet" in text and "Traceback" not in text, text[-800:]
         check_out.evaluate("e => e.scrollIntoView({block: 'end'})")
@@ -131,8 +140,10 @@ def test_make_lab_runs_notebook_02_in_chromium(browser, make_server, screenshots
         problems = server.stop()
         assert not problems, f"{problems}\n{server.log()}"
         assert server.proc.returncode == 0, f"`make lab` exited with {server.proc.returncode}:\n{server.log()}"
-        print(f"make lab answered after {started:.1f} s; page + Run All + Validate {ran:.1f} s; "
-              f"all with shutdown {time.monotonic() - t0:.1f} s")
+        print(
+            f"make lab answered after {started:.1f} s; page + Run All + Validate {ran:.1f} s; "
+            f"all with shutdown {time.monotonic() - t0:.1f} s"
+        )
     finally:
         if not had_checkpoints:
             shutil.rmtree(checkpoints, ignore_errors=True)
@@ -152,6 +163,7 @@ ZH_NOTEBOOK = ROOT / "notebooks" / "zh" / f"{AID}.ipynb"
 def _literal_part(template: str) -> str:
     """The longest piece of a message template without placeholders (what every message of it shows)."""
     import re
+
     return max(re.split(r"\{[^{}]*\}", template), key=len).strip()
 
 
@@ -160,9 +172,10 @@ def test_make_lab_serves_the_chinese_edition_in_work_zh(browser, make_server, sc
     detection, from the notebook JupyterLab started it for), and a failing check says so in Chinese
     once the catalog translates checking.py's TEXT."""
     import importlib.util
+
     if ZH_NOTEBOOK.is_file():
         nb = nbformat.read(str(ZH_NOTEBOOK), as_version=4)
-    else:                                  # until the generator writes notebooks/zh: the release marked "zh"
+    else:  # until the generator writes notebooks/zh: the release marked "zh"
         nb = nbformat.read(str(NOTEBOOK), as_version=4)
         nb.metadata["namedaxes"] = {"language": "zh"}
     nb.cells.append(nbformat.v4.new_code_cell(LANGUAGE_CELL))
@@ -187,12 +200,15 @@ def test_make_lab_serves_the_chinese_edition_in_work_zh(browser, make_server, sc
     except Exception:  # noqa: BLE001 - the assertions below say what is missing
         pass
     kernel.wait_for()
-    said = page.locator(".jp-CodeCell").filter(has_text="namedaxes language").last \
-        .locator(".jp-OutputArea-output").last.text_content()
+    said = (
+        page.locator(".jp-CodeCell")
+        .filter(has_text="namedaxes language")
+        .last.locator(".jp-OutputArea-output")
+        .last.text_content()
+    )
     tests = [c.source for c in nb.cells if (c.metadata.get("nbgrader") or {}).get("grade")]
     check_line = next(ln for ln in tests[0].splitlines() if ".check(" in ln)
-    check_out = page.locator(".jp-CodeCell").filter(has_text=check_line).first \
-        .locator(".jp-OutputArea-output").last
+    check_out = page.locator(".jp-CodeCell").filter(has_text=check_line).first.locator(".jp-OutputArea-output").last
     check_text = check_out.text_content()
     check_out.evaluate("e => e.scrollIntoView({block: 'end'})")
     page.wait_for_timeout(300)
@@ -204,17 +220,19 @@ def test_make_lab_serves_the_chinese_edition_in_work_zh(browser, make_server, sc
         # the kernel knows which notebook it serves (what the detection will read); then skip, saying why
         assert f"zh/{NOTEBOOK.name}" in said and str(work / "zh") in said, said
         import pytest
+
         pytest.skip("namedaxes.i18n (the runtime of the Chinese edition) is not in the package yet")
     assert "namedaxes language: zh" in said, said
     assert check_text.strip().startswith("✗ "), check_text[-800:]
     from namedaxes import checking, i18n
+
     previous = i18n.language()
     try:
         i18n.set_language("zh")
         translated = i18n.gettext(checking.TEXT["not_written_yet"])
     finally:
         i18n.set_language(previous)
-    if translated != checking.TEXT["not_written_yet"]:     # compared without whitespace: messages wrap
+    if translated != checking.TEXT["not_written_yet"]:  # compared without whitespace: messages wrap
         squeeze = lambda t: "".join(t.split())  # noqa: E731
         assert squeeze(_literal_part(translated)) in squeeze(check_text), check_text[-800:]
         assert squeeze(_literal_part(checking.TEXT["not_written_yet"])) not in squeeze(check_text), check_text[-800:]

@@ -1,5 +1,6 @@
 """The instructor's class report in Chromium: the histograms load under the page's CSP, the per-student
 table links to feedback pages that open, exercises are named by their docstrings (code rendered)."""
+
 from __future__ import annotations
 
 import csv
@@ -8,15 +9,23 @@ import json
 from autograder.publish import report
 
 # A small class: two assignments, four students, one timeout, one missing submission.
-TESTS = {"01_axis_names": {"axis_sum": 1.0, "axis_mean": 2.0},
-         "02_scaled_sum": {"scaled_sum_total": 2.0, "scaled_mean_value": 1.0, "global_max_share_value": 3.0}}
-FAILED = {("bob", "01_axis_names"): {"axis_mean": "NameError: name 'DEVICES' is not defined"},
-          ("bob", "02_scaled_sum"): {"scaled_sum_total": "CheckFailed: expected [4. 4.], got [1. 2.]"},
-          ("dan", "02_scaled_sum"): {"scaled_sum_total": "CheckFailed: expected [8. 8.], got [2. 2.]",
-                                     "global_max_share_value": "this test cell was not run"}}
+TESTS = {
+    "01_axis_names": {"axis_sum": 1.0, "axis_mean": 2.0},
+    "02_scaled_sum": {"scaled_sum_total": 2.0, "scaled_mean_value": 1.0, "global_max_share_value": 3.0},
+}
+FAILED = {
+    ("bob", "01_axis_names"): {"axis_mean": "NameError: name 'DEVICES' is not defined"},
+    ("bob", "02_scaled_sum"): {"scaled_sum_total": "CheckFailed: expected [4. 4.], got [1. 2.]"},
+    ("dan", "02_scaled_sum"): {
+        "scaled_sum_total": "CheckFailed: expected [8. 8.], got [2. 2.]",
+        "global_max_share_value": "this test cell was not run",
+    },
+}
 DOCS = {"axis_sum": "`axis_sum` adds x over the named axis.", "scaled_sum_total": "`scaled_sum` sums x * 2.0."}
-STATUS = {("cara", "02_scaled_sum"): ("timeout", "cell 'scaled_sum_total' ran longer than 30 s and was interrupted"),
-          ("eve", "02_scaled_sum"): ("missing", "no 02_scaled_sum.ipynb submitted")}
+STATUS = {
+    ("cara", "02_scaled_sum"): ("timeout", "cell 'scaled_sum_total' ran longer than 30 s and was interrupted"),
+    ("eve", "02_scaled_sum"): ("missing", "no 02_scaled_sum.ipynb submitted"),
+}
 
 
 def _class_out(out):
@@ -27,10 +36,27 @@ def _class_out(out):
             failed = FAILED.get((student, aid), {})
             if status != "ok":
                 failed = {gid: reason for gid in tests}
-            cells = [{"grade_id": gid, "points": 0.0 if gid in failed else pts, "max_points": pts,
-                      "passed": gid not in failed, "reason": failed.get(gid, "")} for gid, pts in tests.items()]
-            rows.append({"student": student, "assignment": aid, "score": sum(c["points"] for c in cells),
-                         "max_score": sum(tests.values()), "status": status, "reason": reason, "cells": cells})
+            cells = [
+                {
+                    "grade_id": gid,
+                    "points": 0.0 if gid in failed else pts,
+                    "max_points": pts,
+                    "passed": gid not in failed,
+                    "reason": failed.get(gid, ""),
+                }
+                for gid, pts in tests.items()
+            ]
+            rows.append(
+                {
+                    "student": student,
+                    "assignment": aid,
+                    "score": sum(c["points"] for c in cells),
+                    "max_score": sum(tests.values()),
+                    "status": status,
+                    "reason": reason,
+                    "cells": cells,
+                }
+            )
     out.mkdir(parents=True)
     with (out / "grades.csv").open("w", newline="") as fh:
         w = csv.writer(fh)
@@ -39,22 +65,34 @@ def _class_out(out):
     (out / "results.json").write_text(json.dumps({"rows": rows}))
     page = out / "feedback" / "bob" / "02_scaled_sum.html"
     page.parent.mkdir(parents=True)
-    page.write_text("<!DOCTYPE html><html><head><title>bob 02</title></head>"
-                    "<body><h1>feedback for bob</h1></body></html>")
+    page.write_text(
+        "<!DOCTYPE html><html><head><title>bob 02</title></head><body><h1>feedback for bob</h1></body></html>"
+    )
 
 
 def _course(course):
     course.mkdir(parents=True, exist_ok=True)
     (course / "nbgrader_config.py").write_text(
-        "c = get_config()  # noqa: F821\nc.CourseDirectory.course_id = 'jax-101'\n")
+        "c = get_config()  # noqa: F821\nc.CourseDirectory.course_id = 'jax-101'\n"
+    )
     for aid, tests in TESTS.items():
         cells = [{"cell_type": "markdown", "metadata": {}, "source": f"# {aid[:2]} — `{aid[3:]}`"}]
-        cells += [{"cell_type": "code", "execution_count": None, "outputs": [], "metadata": {"nbgrader": {
-            "grade": True, "solution": False, "grade_id": gid, "points": pts, "schema_version": 3}},
-            "source": (f'"""{DOCS[gid]}"""\n' if gid in DOCS else "") + "q.check()"} for gid, pts in tests.items()]
+        cells += [
+            {
+                "cell_type": "code",
+                "execution_count": None,
+                "outputs": [],
+                "metadata": {
+                    "nbgrader": {"grade": True, "solution": False, "grade_id": gid, "points": pts, "schema_version": 3}
+                },
+                "source": (f'"""{DOCS[gid]}"""\n' if gid in DOCS else "") + "q.check()",
+            }
+            for gid, pts in tests.items()
+        ]
         (course / "source" / aid).mkdir(parents=True)
-        (course / "source" / aid / f"{aid}.ipynb").write_text(json.dumps({"cells": cells, "metadata": {},
-                                                                          "nbformat": 4, "nbformat_minor": 5}))
+        (course / "source" / aid / f"{aid}.ipynb").write_text(
+            json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+        )
     return course
 
 
@@ -62,7 +100,7 @@ def test_class_report_renders_and_links_in_chromium(browser, tmp_path, screensho
     out = tmp_path / "course" / "grades"
     _class_out(out)
     _course(tmp_path / "course")
-    path = report.write_report(out)                 # OUT/.. is the course: its id, titles and docstrings
+    path = report.write_report(out)  # OUT/.. is the course: its id, titles and docstrings
     page = browser.new_page()
     requests = []
     page.on("request", lambda r: requests.append(r.url))

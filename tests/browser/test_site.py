@@ -10,6 +10,7 @@ button opens that notebook of that edition from the repository. The pages hold n
 and no hidden test, proved line by line for every exercise. Screenshots (landing page, a notebook
 page in each language, a phone-sized page) go to build/screenshots/site-*.png.
 """
+
 from __future__ import annotations
 
 import functools
@@ -35,7 +36,7 @@ from site_text import TEXT  # noqa: E402
 SITE = settings.OUT
 CJK_FONTS = re.compile(r"WenQuanYi|Noto Sans CJK|Noto Sans SC|Source Han|PingFang|Hiragino|YaHei|Droid Sans Fallback")
 PHONE = {"width": 390, "height": 844}
-SAMPLE = "02_scaled_sum"        # the notebook page of the screenshots
+SAMPLE = "02_scaled_sum"  # the notebook page of the screenshots
 
 
 def _no_make_jobserver() -> dict:
@@ -45,8 +46,14 @@ def _no_make_jobserver() -> dict:
 @pytest.fixture(scope="session")
 def built_site() -> Path:
     """`make site`, once per session (cached: seconds when nothing changed)."""
-    out = subprocess.run(["make", "--no-print-directory", "site"], cwd=ROOT, env=_no_make_jobserver(),
-                         capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    out = subprocess.run(
+        ["make", "--no-print-directory", "site"],
+        cwd=ROOT,
+        env=_no_make_jobserver(),
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
     assert out.returncode == 0, f"`make site` failed ({out.returncode}):\n{out.stdout[-4000:]}\n{out.stderr[-4000:]}"
     return SITE
 
@@ -54,9 +61,11 @@ def built_site() -> Path:
 @pytest.fixture(scope="session")
 def site_url(built_site):
     """build/site/ served over HTTP on 127.0.0.1 (a static file server, as GitHub Pages)."""
+
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args):
             pass
+
     handler = functools.partial(Quiet, directory=str(built_site))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -68,8 +77,11 @@ def site_url(built_site):
 
 def _pages(site: Path) -> list[str]:
     """The site's pages (not the theme's template fragments under _static/)."""
-    return sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html")
-                  if not any(part.startswith("_") for part in p.relative_to(site).parts))
+    return sorted(
+        p.relative_to(site).as_posix()
+        for p in site.rglob("*.html")
+        if not any(part.startswith("_") for part in p.relative_to(site).parts)
+    )
 
 
 def _edition_of(page: str) -> tuple[str, str]:
@@ -112,8 +124,12 @@ def _exercises(edition: str, notebook_id: str):
         hidden = _marked_lines(cell.source, "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
         visible = [ln.strip() for ln in cell.source.split("### BEGIN")[0].splitlines() if ln.strip()]
         # a secret line that the student's notebook also holds (elsewhere) is no secret
-        yield (meta["grade_id"], [ln for ln in secret if ln not in release_text],
-               [ln for ln in hidden if ln not in release_text], visible)
+        yield (
+            meta["grade_id"],
+            [ln for ln in secret if ln not in release_text],
+            [ln for ln in hidden if ln not in release_text],
+            visible,
+        )
 
 
 @pytest.mark.parametrize("edition", list(settings.EDITIONS))
@@ -148,8 +164,14 @@ def test_the_site_texts_have_both_editions_with_the_same_placeholders():
 def test_a_second_make_site_reuses_everything(built_site):
     cached = sorted((p, p.stat().st_mtime_ns) for p in settings.CACHE.rglob("*.ipynb"))
     pages = sorted((p, p.stat().st_mtime_ns) for p in built_site.rglob("*.html"))
-    out = subprocess.run(["make", "--no-print-directory", "site"], cwd=ROOT, env=_no_make_jobserver(),
-                         capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    out = subprocess.run(
+        ["make", "--no-print-directory", "site"],
+        cwd=ROOT,
+        env=_no_make_jobserver(),
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "up to date" in out.stdout and "Executing" not in out.stdout and "Rendering" not in out.stdout, out.stdout
     assert sorted((p, p.stat().st_mtime_ns) for p in settings.CACHE.rglob("*.ipynb")) == cached
@@ -170,8 +192,12 @@ def test_the_site_is_ready_for_github_pages(built_site):
 # ---------------------------------------------------------------- in the browser
 def _image_outputs(edition: str, notebook_id: str) -> int:
     nb = nbformat.read(settings.SOURCES / edition / "notebooks" / f"{notebook_id}.ipynb", as_version=4)
-    return sum(1 for cell in nb.cells for out in cell.get("outputs", [])
-               if any(mime.startswith("image/") for mime in out.get("data", {})))
+    return sum(
+        1
+        for cell in nb.cells
+        for out in cell.get("outputs", [])
+        if any(mime.startswith("image/") for mime in out.get("data", {}))
+    )
 
 
 def _ids(path: Path) -> set[str]:
@@ -209,15 +235,17 @@ def test_every_page_loads_cleanly_with_its_figures_math_links_switch_and_colab(b
             shown = page.evaluate("document.querySelectorAll('div.cell_output img').length")
             assert shown == _image_outputs(edition, notebook_id), f"{rel}: {shown} figures shown"
         # math: every formula typeset by MathJax (served by the site itself)
-        math = page.evaluate("[document.querySelectorAll('.math').length, "
-                             "document.querySelectorAll('.math mjx-container, mjx-container.MathJax').length]")
+        math = page.evaluate(
+            "[document.querySelectorAll('.math').length, "
+            "document.querySelectorAll('.math mjx-container, mjx-container.MathJax').length]"
+        )
         assert math[1] >= math[0], f"{rel}: {math[0]} formulas, {math[1]} typeset"
         # internal links and their anchors
         for href in page.evaluate("[...document.querySelectorAll('a[href]')].map(a => a.href)"):
             if not href.startswith(site_url):
                 continue
             parsed = urllib.parse.urlparse(href)
-            target = built_site / urllib.parse.unquote(parsed.path[len(urllib.parse.urlparse(site_url).path):])
+            target = built_site / urllib.parse.unquote(parsed.path[len(urllib.parse.urlparse(site_url).path) :])
             if target.is_dir():
                 target = target / "index.html"
             assert target.is_file(), f"{rel} links to {href}: no such file"
@@ -234,10 +262,15 @@ def test_every_page_loads_cleanly_with_its_figures_math_links_switch_and_colab(b
         if rel in notebook_pages:
             assert colab.count() == 1, f"{rel}: {colab.count()} Colab buttons"
             url = colab.get_attribute("href")
-            m = re.fullmatch(r"https://colab\.research\.google\.com/github/([^/]+/[^/]+)/blob/([^/]+)/(notebooks/.+\.ipynb)", url)
+            m = re.fullmatch(
+                r"https://colab\.research\.google\.com/github/([^/]+/[^/]+)/blob/([^/]+)/(notebooks/.+\.ipynb)", url
+            )
             assert m, f"{rel}: not a Colab URL of a GitHub notebook: {url}"
             assert m.group(1) == owner_repo and m.group(2) == settings.BRANCH, url
-            assert m.group(3) == (settings.folder(Path("notebooks"), edition) / f"{pagename.split('/')[-1]}.ipynb").as_posix()
+            assert (
+                m.group(3)
+                == (settings.folder(Path("notebooks"), edition) / f"{pagename.split('/')[-1]}.ipynb").as_posix()
+            )
             assert (ROOT / m.group(3)).is_file(), f"{url} opens a notebook the repository does not have"
         else:
             assert colab.count() == 0, rel
@@ -274,8 +307,11 @@ def test_chinese_text_gets_a_cjk_font_and_search_finds_pages(built_site, site_ur
 
 def test_pages_fit_a_phone_and_screenshots(built_site, site_url, browser, screenshots):
     page = browser.new_page()
-    for rel, name in (("index.html", "site-landing-en.png"), (f"notebooks/{SAMPLE}.html", "site-notebook-en.png"),
-                      (f"zh/notebooks/{SAMPLE}.html", "site-notebook-zh.png")):
+    for rel, name in (
+        ("index.html", "site-landing-en.png"),
+        (f"notebooks/{SAMPLE}.html", "site-notebook-en.png"),
+        (f"zh/notebooks/{SAMPLE}.html", "site-notebook-zh.png"),
+    ):
         assert not _open(page, site_url + rel)
         page.screenshot(path=str(screenshots / name))
     page.set_viewport_size(PHONE)
@@ -284,8 +320,10 @@ def test_pages_fit_a_phone_and_screenshots(built_site, site_url, browser, screen
         widths = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
         assert widths[0] <= widths[1], f"{rel} is wider than a phone ({widths[0]} px > {widths[1]} px)"
         assert page.locator("a.site-language-switch").is_visible(), f"{rel}: no language switch on a phone"
-        searches = page.evaluate("[...document.querySelectorAll('.search-button__button, .search-button-field')]"
-                                 ".filter(b => b.getClientRects().length && getComputedStyle(b).visibility !== 'hidden')"
-                                 ".length")
+        searches = page.evaluate(
+            "[...document.querySelectorAll('.search-button__button, .search-button-field')]"
+            ".filter(b => b.getClientRects().length && getComputedStyle(b).visibility !== 'hidden')"
+            ".length"
+        )
         assert searches, f"{rel}: no visible search button on a phone"
     page.screenshot(path=str(screenshots / "site-notebook-zh-phone.png"))

@@ -8,6 +8,7 @@ It is removed with hub.server.clean afterwards (accounts, folders, the checkout'
 It needs root (useradd, chown, runuser) and JupyterHub in .venv (`make hub-test-deps`); without them the
 tests skip and say why. CI runs as root, so there they run.
 """
+
 from __future__ import annotations
 
 import os
@@ -47,17 +48,20 @@ def requirements() -> str:
 def built_courses() -> None:
     """build/course and build/zh/course, which the hub's courses are copied from."""
     py = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").exists() else sys.executable
-    if layout.stale_build("namedaxes"):            # missing, or older than solutions/ (as `make hub` checks)
+    if layout.stale_build("namedaxes"):  # missing, or older than solutions/ (as `make hub` checks)
         subprocess.run([py, "-m", "tools.generate_notebooks", "--check"], cwd=ROOT, capture_output=True)
     if layout.stale_build("namedaxes-zh"):
-        subprocess.run([py, "-m", "tools.handin", "--course", "build/zh/course", "layout", "--edition", "zh"],
-                       cwd=ROOT, capture_output=True)
+        subprocess.run(
+            [py, "-m", "tools.handin", "--course", "build/zh/course", "layout", "--edition", "zh"],
+            cwd=ROOT,
+            capture_output=True,
+        )
     for course in ("namedaxes", "namedaxes-zh"):
         why = layout.stale_build(course)
         assert not why, f"{layout.BUILT_COURSE[course]} could not be rebuilt: {why}"
 
 
-ABANDONED_AFTER = 3600        # s: a test deployment untouched this long, with no hub running, was left by a killed run
+ABANDONED_AFTER = 3600  # s: a test deployment untouched this long, with no hub running, was left by a killed run
 
 
 def clean_abandoned(tag: str) -> list[str]:
@@ -65,6 +69,7 @@ def clean_abandoned(tag: str) -> list[str]:
     names): the deployments /tmp/namedaxes-hub-<tag>-* whose hub is not running and whose state is older
     than ABANDONED_AFTER (a live one of another checkout on this machine is left alone)."""
     import time
+
     lines = []
     for hub_dir in sorted(Path("/tmp").glob(f"namedaxes-hub-{tag}-*")):
         state = hub_dir / "state"
@@ -91,21 +96,45 @@ def new_deployment(students: list[str], tag: str, port: int = 8000) -> Deploymen
     return dep
 
 
-def as_user(user: str, argv: list[str], cwd: Path | None = None, env: dict | None = None,
-            timeout: float = 120) -> subprocess.CompletedProcess:
+def as_user(
+    user: str, argv: list[str], cwd: Path | None = None, env: dict | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess:
     """Run argv as the Unix user `user` (runuser: their uid, their groups), with exactly env."""
-    base = {"PATH": f"{HUB_VENV}/bin:/usr/bin:/bin", "HOME": pwd.getpwnam(user).pw_dir, "LANG": "C.UTF-8",
-            "PYTHONDONTWRITEBYTECODE": "1"}
-    return subprocess.run([RUNUSER, "-u", user, "--", "env", "-i", *[f"{k}={v}" for k, v in {**base, **(env or {})}.items()],
-                           *argv], cwd=cwd or pwd.getpwnam(user).pw_dir, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=timeout)
+    base = {
+        "PATH": f"{HUB_VENV}/bin:/usr/bin:/bin",
+        "HOME": pwd.getpwnam(user).pw_dir,
+        "LANG": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    return subprocess.run(
+        [RUNUSER, "-u", user, "--", "env", "-i", *[f"{k}={v}" for k, v in {**base, **(env or {})}.items()], *argv],
+        cwd=cwd or pwd.getpwnam(user).pw_dir,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=timeout,
+    )
 
 
 def handin(dep: Deployment, course: str, *args: str) -> str:
     """tools.handin as the course's grader (what `make ... HUB=1` runs)."""
-    proc = as_user(dep.graders[course], [str(HUB_VENV / "bin" / "python"), "-m", "tools.handin", "--course",
-                                         str(dep.course_dir(course)), "--exchange", str(dep.exchange), *args], cwd=ROOT)
-    assert proc.returncode == 0, f"handin {' '.join(args)} as {dep.graders[course]} failed:\n{proc.stdout}\n{proc.stderr}"
+    proc = as_user(
+        dep.graders[course],
+        [
+            str(HUB_VENV / "bin" / "python"),
+            "-m",
+            "tools.handin",
+            "--course",
+            str(dep.course_dir(course)),
+            "--exchange",
+            str(dep.exchange),
+            *args,
+        ],
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, (
+        f"handin {' '.join(args)} as {dep.graders[course]} failed:\n{proc.stdout}\n{proc.stderr}"
+    )
     return proc.stdout
 
 

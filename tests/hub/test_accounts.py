@@ -1,5 +1,6 @@
 """Roster -> Unix accounts (hub/accounts.py): bad ids are refused by line, and no roster takes over
 an account that exists already (the hub would start that account's server for a student)."""
+
 from __future__ import annotations
 
 import os
@@ -23,9 +24,17 @@ def _roster(tmp_path: Path, text: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("sid, reason", [("Alice", "lower-case"), ("1bob", "starting with a letter"),
-                                         ("a" * 33, "at most 32"), ("al ice", "lower-case"), ("", "lower-case"),
-                                         ("bob+x", "lower-case")])
+@pytest.mark.parametrize(
+    "sid, reason",
+    [
+        ("Alice", "lower-case"),
+        ("1bob", "starting with a letter"),
+        ("a" * 33, "at most 32"),
+        ("al ice", "lower-case"),
+        ("", "lower-case"),
+        ("bob+x", "lower-case"),
+    ],
+)
 def test_an_id_that_cannot_be_a_unix_name_is_refused_with_its_line(tmp_path, sid, reason):
     path = _roster(tmp_path, f"id,first_name,last_name,email\nok,,,\n{sid},,,\n")
     with pytest.raises(accounts.AccountError, match=rf"line 3: student id {re.escape(repr(sid))}.*{reason}"):
@@ -53,10 +62,11 @@ def test_a_roster_never_takes_over_an_existing_account(existing):
     roster.write_text(f"id,first_name,last_name,email\nnxtacct-new,,,\n{existing},,,\n")
     with pytest.raises(accounts.AccountError, match=rf"account\(s\) {existing} already exist .* never takes over"):
         accounts.sync(dep, roster)
-    with pytest.raises(KeyError):                     # refused before anything was made
+    with pytest.raises(KeyError):  # refused before anything was made
         pwd.getpwnam("nxtacct-new")
     assert dep.accounts().created == []
     import shutil
+
     shutil.rmtree(hub_dir)
 
 

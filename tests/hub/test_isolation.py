@@ -15,6 +15,7 @@ EACCES / EPERM, or cannot even find the name.
 The hub's own login and servers are tested in tests/browser/test_hub.py; these tests need no hub
 process, only the deployment's accounts and permissions.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -29,7 +30,7 @@ AID, COURSE, ROOT, HUB_VENV = _hub.AID, _hub.COURSE, _hub.ROOT, _hub.HUB_VENV
 as_user, handin = _hub.as_user, _hub.handin
 
 # A program run as the student: try one operation, print "ok" or the errno's name.
-TRY = r'''
+TRY = r"""
 import errno, os, sys
 op, path, arg = sys.argv[1], sys.argv[2], (sys.argv[3] if len(sys.argv) > 3 else "")
 try:
@@ -55,7 +56,7 @@ try:
     print("ok")
 except OSError as err:
     print(errno.errorcode.get(err.errno, str(err.errno)))
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -64,15 +65,22 @@ def hub(hub_requirements):
     try:
         ada, ben = "nxti-ada", "nxti-ben"
         handin(dep, COURSE, "release", AID)
-        cfg = dep.hub_dir / "testcfg"            # the hub's config, minus the hub: no JupyterHubAuthPlugin here
+        cfg = dep.hub_dir / "testcfg"  # the hub's config, minus the hub: no JupyterHubAuthPlugin here
         cfg.mkdir(mode=0o755)
-        (cfg / "nbgrader_config.py").write_text('c = get_config()\nc.Authenticator.plugin_class = '
-                                                '"nbgrader.auth.NoAuthPlugin"\n')
-        config_path = ":".join(str(p) for p in (cfg, ROOT / "hub" / "singleuser", ROOT / "jupyter", ROOT / "jupyter" / "nbgrader"))
+        (cfg / "nbgrader_config.py").write_text(
+            'c = get_config()\nc.Authenticator.plugin_class = "nbgrader.auth.NoAuthPlugin"\n'
+        )
+        config_path = ":".join(
+            str(p) for p in (cfg, ROOT / "hub" / "singleuser", ROOT / "jupyter", ROOT / "jupyter" / "nbgrader")
+        )
 
         def nbgrader(student, *args):
-            env = {"JUPYTER_CONFIG_PATH": config_path, "JUPYTERHUB_USER": student, "NAMEDAXES_WORK": str(dep.home(student)),
-                   "NAMEDAXES_EXCHANGE": str(dep.exchange)}
+            env = {
+                "JUPYTER_CONFIG_PATH": config_path,
+                "JUPYTERHUB_USER": student,
+                "NAMEDAXES_WORK": str(dep.home(student)),
+                "NAMEDAXES_EXCHANGE": str(dep.exchange),
+            }
             proc = as_user(student, [str(HUB_VENV / "bin" / "nbgrader"), *args, AID, "--course", COURSE], env=env)
             assert proc.returncode == 0, f"nbgrader {args} as {student}:\n{proc.stdout}\n{proc.stderr}"
 
@@ -80,11 +88,13 @@ def hub(hub_requirements):
             nbgrader(student, "fetch_assignment")
             nbgrader(student, "submit")
         handin(dep, COURSE, "collect", AID)
-        for student in (ada, ben):                # feedback as `make grade` leaves it (its HTML only), written by the grader
+        for student in (ada, ben):  # feedback as `make grade` leaves it (its HTML only), written by the grader
             fb = dep.course_dir(COURSE) / "feedback" / student / AID
             html = f"<html><body>Score for {student}</body></html>"
-            script = (f"import os; os.makedirs({str(fb)!r}, exist_ok=True); "
-                      f"open({str(fb / (AID + '.html'))!r}, 'w').write({html!r})")
+            script = (
+                f"import os; os.makedirs({str(fb)!r}, exist_ok=True); "
+                f"open({str(fb / (AID + '.html'))!r}, 'w').write({html!r})"
+            )
             proc = as_user(dep.graders[COURSE], [str(HUB_VENV / "bin" / "python"), "-c", script])
             assert proc.returncode == 0, proc.stderr
         handin(dep, COURSE, "return-feedback", AID)
@@ -104,9 +114,13 @@ def attempt(user: str, op: str, path: Path, arg: Path | None = None) -> str:
 def inbound_entry(dep, student) -> Path:
     """The student's real hand-in: named for them and owned by them (a forged one is someone else's)."""
     import pwd
+
     uid = pwd.getpwnam(student).pw_uid
-    found = [p for p in (dep.exchange / COURSE / "inbound").iterdir()
-             if p.name.startswith(f"{student}+{AID}+") and p.stat().st_uid == uid]
+    found = [
+        p
+        for p in (dep.exchange / COURSE / "inbound").iterdir()
+        if p.name.startswith(f"{student}+{AID}+") and p.stat().st_uid == uid
+    ]
     assert len(found) == 1, found
     return found[0]
 
@@ -140,11 +154,12 @@ def test_a_student_cannot_change_another_students_workspace(hub):
     assert attempt(BEN, "write", notebook) == "EACCES"
     assert attempt(BEN, "create", hub.home(ADA)) == "EACCES"
     assert attempt(BEN, "delete", notebook) == "EACCES"
-    assert attempt(BEN, "create", hub.home(BEN)) == "ok"          # control: his own home is his
+    assert attempt(BEN, "create", hub.home(BEN)) == "ok"  # control: his own home is his
 
 
 def test_homes_are_0700_and_the_student_owns_theirs(hub):
     import pwd
+
     for student in (ADA, BEN):
         st = hub.home(student).stat()
         assert (st.st_mode & 0o777, st.st_uid) == (0o700, pwd.getpwnam(student).pw_uid)
@@ -161,7 +176,7 @@ def test_a_student_cannot_read_another_students_hand_in_even_knowing_its_name(hu
     assert attempt(ADA, "read", notebook) == "ok"
     assert attempt(BEN, "list", entry) == "EACCES"
     assert attempt(BEN, "read", notebook) == "EACCES"
-    assert attempt(BEN, "read", secret) == "EACCES"       # the secret that names ada's feedback
+    assert attempt(BEN, "read", secret) == "EACCES"  # the secret that names ada's feedback
 
 
 def test_a_student_cannot_change_delete_or_rename_another_students_hand_in(hub):
@@ -170,14 +185,14 @@ def test_a_student_cannot_change_delete_or_rename_another_students_hand_in(hub):
     assert attempt(BEN, "write", notebook) == "EACCES"
     assert attempt(BEN, "delete", notebook) == "EACCES"
     assert attempt(BEN, "create", entry) == "EACCES"
-    assert attempt(BEN, "rename", entry, entry.with_name(entry.name + "x")) == "EPERM"    # sticky inbound/
+    assert attempt(BEN, "rename", entry, entry.with_name(entry.name + "x")) == "EPERM"  # sticky inbound/
     assert attempt(BEN, "rmtree", entry) in ("EPERM", "ENOTEMPTY")
     assert entry.is_dir() and notebook.is_file()
 
 
 def test_a_student_cannot_find_a_hand_in_by_guessing_its_name(hub):
     entry = inbound_entry(hub, ADA)
-    guess = entry.with_name(entry.name.rsplit("+", 1)[0])       # student+assignment+timestamp, no random part
+    guess = entry.with_name(entry.name.rsplit("+", 1)[0])  # student+assignment+timestamp, no random part
     assert attempt(BEN, "read", guess / f"{AID}.ipynb") == "ENOENT"
 
 
@@ -185,6 +200,7 @@ def test_a_hand_in_in_another_students_name_is_owned_by_its_real_author(hub):
     """inbound/ is writable by all (nbgrader's design): ben can make a folder named for ada, but it is
     his: the owner is what `make collect` checks before taking a hand-in as ada's."""
     import pwd
+
     forged = hub.exchange / COURSE / "inbound" / f"{ADA}+{AID}+2099-01-01 00:00:00.000000 UTC+forged"
     assert attempt(BEN, "mkdir", forged) == "ok"
     assert forged.stat().st_uid == pwd.getpwnam(BEN).pw_uid != pwd.getpwnam(ADA).pw_uid
@@ -192,6 +208,7 @@ def test_a_hand_in_in_another_students_name_is_owned_by_its_real_author(hub):
 
 def test_hand_ins_belong_to_the_grader_group_and_are_closed_to_others(hub):
     import grp
+
     entry = inbound_entry(hub, ADA)
     grader_group = grp.getgrgid(__import__("pwd").getpwnam(hub.graders[COURSE]).pw_gid).gr_name
     for path in (entry, entry / f"{AID}.ipynb"):
@@ -204,14 +221,14 @@ def test_a_student_cannot_rename_the_course_away_in_the_exchange(hub):
     """The exchange's root is 0777 (nbgrader insists): sticky, so the course folder stays the grader's."""
     course = hub.exchange / COURSE
     assert attempt(BEN, "rename", course, hub.exchange / "stolen") == "EPERM"
-    assert attempt(BEN, "create", course / "outbound") == "EACCES"      # nor plant a release
+    assert attempt(BEN, "create", course / "outbound") == "EACCES"  # nor plant a release
 
 
 # --- the exchange: feedback
 def test_a_student_cannot_list_the_feedback_or_read_another_students(hub):
     assert attempt(BEN, "list", hub.exchange / COURSE / "feedback") == "EACCES"
     assert attempt(ADA, "read", feedback_file(hub, ADA)) == "ok"
-    assert attempt(BEN, "read", feedback_file(hub, ADA)) == "EACCES"      # ada's fetched copy, in her home
+    assert attempt(BEN, "read", feedback_file(hub, ADA)) == "EACCES"  # ada's fetched copy, in her home
     assert "nxti-ada" in feedback_file(hub, ADA).read_text() and "nxti-ben" in feedback_file(hub, BEN).read_text()
 
 
@@ -226,19 +243,30 @@ def test_a_student_cannot_change_feedback_in_the_exchange(hub):
 @pytest.mark.parametrize("where", ["source", "gradebook", "submitted", "release"])
 def test_a_student_cannot_read_the_hub_course(hub, where):
     course = hub.course_dir(COURSE)
-    path = {"source": course / "source" / AID / f"{AID}.ipynb", "gradebook": course / "gradebook.db",
-            "submitted": course / "submitted" / ADA / AID / f"{AID}.ipynb",
-            "release": course / "release" / AID / f"{AID}.ipynb"}[where]
+    path = {
+        "source": course / "source" / AID / f"{AID}.ipynb",
+        "gradebook": course / "gradebook.db",
+        "submitted": course / "submitted" / ADA / AID / f"{AID}.ipynb",
+        "release": course / "release" / AID / f"{AID}.ipynb",
+    }[where]
     assert path.is_file()
     assert attempt(BEN, "read", path) == "EACCES"
-    assert attempt(hub.graders[COURSE], "read", path) == "ok"              # control: the formgrader's account reads it
+    assert attempt(hub.graders[COURSE], "read", path) == "ok"  # control: the formgrader's account reads it
 
 
-@pytest.mark.parametrize("rel", ["solutions/02_scaled_sum.ipynb", "build/course/gradebook.db",
-                                 "build/course/source/02_scaled_sum/02_scaled_sum.ipynb", "tests/test_handin_tool.py",
-                                 ".git", "solutions"])
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "solutions/02_scaled_sum.ipynb",
+        "build/course/gradebook.db",
+        "build/course/source/02_scaled_sum/02_scaled_sum.ipynb",
+        "tests/test_handin_tool.py",
+        ".git",
+        "solutions",
+    ],
+)
 def test_a_student_cannot_read_the_course_source_in_the_checkout(hub, rel):
-    path = ROOT / rel                    # .git: a folder in a clone, a file in a worktree
+    path = ROOT / rel  # .git: a folder in a clone, a file in a worktree
     assert path.exists()
     assert attempt(BEN, "list" if path.is_dir() else "read", path) == "EACCES"
 
@@ -252,4 +280,3 @@ def test_a_student_cannot_list_the_checkout_but_runs_the_course_venv(hub):
 def test_a_student_cannot_read_the_hubs_state(hub):
     assert attempt(BEN, "list", hub.state) == "EACCES"
     assert attempt(BEN, "read", hub.passwords_file) == "EACCES"
-
