@@ -338,6 +338,7 @@ def test_a_reference_program_is_compiled_once_per_scorer_and_an_identical_answer
     """Speed (issue 16): a right answer that records the reference's own program (what most students' answers
     compile to) is judged with the reference's compile; only a different program is compiled again."""
     with Scorer(b"a secret for counting compiles", timeout=60) as s:
+        s.start()
         s.prepare(recorded["ref"])  # what the worker does while the kernel runs
         assert s.judge("scaled_sum_total", recorded["ref"], recorded["ref"]).passed
         cases = len(json.loads(recorded["ref"][1])["programs"]["cases"])
@@ -345,3 +346,22 @@ def test_a_reference_program_is_compiled_once_per_scorer_and_an_identical_answer
         assert s.judge("scaled_sum_total", recorded["ref"], recorded["equivalent"]).passed
         assert s.compile_stats.get("reference") == cases and s.compile_stats.get("student", 0) >= 1
         assert s.start_seconds > 0 and s.cpu_seconds() > 0
+
+
+def test_a_scorer_prepared_from_a_helper_thread_survives_the_thread(recorded):
+    """The worker prepares the scorer in a helper thread while the kernel runs. The child is killed with the
+    thread that started it (PR_SET_PDEATHSIG), so the helper must never start it: it was once started there,
+    died when the thread ended, and every notebook's first graded cell scored 0 ("killed by SIGKILL")."""
+    import threading
+
+    with Scorer(b"a secret for a helper thread", timeout=60) as s:
+        helper = threading.Thread(target=s.prepare, args=(recorded["ref"],))
+        helper.start()
+        helper.join()
+        assert s.proc is None  # no child yet: the helper did not start one
+        s.start()
+        helper = threading.Thread(target=s.prepare, args=(recorded["ref"],))
+        helper.start()
+        helper.join()
+        assert s.judge("scaled_sum_total", recorded["ref"], recorded["ref"]).passed
+        assert s.restarts == 0 and s.compile_stats.get("reference")

@@ -74,6 +74,7 @@ def prepare_scorer(refs) -> threading.Thread | None:
     if not wanted or not secret:
         return None
     scorer = scorer_for(secret)
+    scorer.start()  # here, in the worker's own thread: the child dies with the thread that starts it
 
     def run() -> None:
         for pair in wanted:

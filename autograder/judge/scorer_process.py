@@ -326,8 +326,19 @@ class Scorer:
             raise ScorerReferenceError(reply.get("reference_error") or reply.get("error") or "unknown error")
         self.checked.add(digest)
 
+    def start(self) -> None:
+        """Start the child now, if it is not running. Call it from the thread that judges: the child dies
+        with the thread that started it (`PR_SET_PDEATHSIG` follows the parent *thread*), so a child started
+        from a short-lived thread would be killed the moment that thread ends."""
+        if self.proc is None or self.proc.poll() is not None:
+            self._start()
+
     def prepare(self, ref_pair) -> None:
-        """Start the child if needed and load (compile) one reference observation ahead of its first verdict."""
+        """Load (compile) one reference observation ahead of its first verdict, in a child already started
+        (`start`). Safe from a helper thread: it never starts a child itself (see `start`), so when there
+        is none it does nothing and the first verdict loads the reference instead."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
         self._ensure(ref_pair)
 
     def judge(self, grade_id: str, ref_pair, student_pair) -> Verdict:

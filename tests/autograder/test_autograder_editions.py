@@ -254,7 +254,7 @@ def test_every_grader_text_is_used_and_its_translation_keeps_the_fields():
     import string
 
     sources = "".join(
-        p.read_text(encoding="utf-8") for p in (REPO / "autograder").glob("*.py") if p.name != "messages.py"
+        p.read_text(encoding="utf-8") for p in (REPO / "autograder").rglob("*.py") if p.name != "messages.py"
     )
     unused = [
         k
