@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -294,9 +295,9 @@ def mesh_of(exp) -> tuple[tuple[str, ...], tuple[int, ...]]:
     return ("devices",), (exp.nr_devices,)
 
 
-def _run_exported(exp, values: list, names, sizes) -> tuple[dict, str]:
+def _run_exported(exp, values: list, names, sizes) -> tuple[dict, Any]:
     """Compile `exp` for the first devices (its own input layouts, unstated ones replicated), run it on
-    `values`; its outputs by pytree path and its optimized HLO text."""
+    `values`; its outputs by pytree path and the compiled program (optimized HLO, output shardings)."""
     import jax
     from jax.sharding import Mesh, NamedSharding
     from jax.sharding import PartitionSpec as P
@@ -317,7 +318,7 @@ def _run_exported(exp, values: list, names, sizes) -> tuple[dict, str]:
     compiled = jax.jit(flat_call).lower(*args).compile()
     out = compiled(*[jax.device_put(np.asarray(v), s) for v, s in zip(values, shardings)])
     flat, _ = jax.tree_util.tree_flatten_with_path(out)
-    return {jax.tree_util.keystr(path): np.asarray(v) for path, v in flat}, compiled.as_text()
+    return {jax.tree_util.keystr(path): np.asarray(v) for path, v in flat}, compiled
 
 
 def communication_that_matters(
@@ -459,27 +460,9 @@ def examine(exp, values: list, factor: float = 2.5, rtol: float | None = None, a
     """`exp` compiled and run on `values` (its flat inputs, fed with the layouts its signature states,
     unstated ones replicated), read as the grader reads a student's program: see `Examined`."""
     import jax
-    from jax.sharding import Mesh, NamedSharding
-    from jax.sharding import PartitionSpec as P
 
     names, sizes = mesh_of(exp)
-    mesh = Mesh(np.array(jax.devices()[: exp.nr_devices]).reshape(sizes), names)
-    shardings = [
-        NamedSharding(mesh, s.spec)
-        if s is not None and getattr(s, "mesh", None) is not None and s.mesh.axis_names
-        else NamedSharding(mesh, P())
-        for s in exp._in_named_shardings
-    ]
-
-    def flat_call(*leaves):
-        args, kwargs = jax.tree_util.tree_unflatten(exp.in_tree, leaves)
-        return exp.call(*args, **kwargs)
-
-    args = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s) for a, s in zip(exp.in_avals, shardings)]
-    compiled = jax.jit(flat_call).lower(*args).compile()
-    out = compiled(*[jax.device_put(np.asarray(v), s) for v, s in zip(values, shardings)])
-    flat, _ = jax.tree_util.tree_flatten_with_path(out)
-    base = {jax.tree_util.keystr(path): np.asarray(v) for path, v in flat}
+    base, compiled = _run_exported(exp, values, names, sizes)
     present, kept = set(), set()
     for op, reducer, groups in hlo_collectives(compiled.as_text(), exp.nr_devices):
         for axis in group_axes(groups, names, sizes):
