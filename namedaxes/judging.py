@@ -95,12 +95,32 @@ def _groups(line: str, n_devices: int) -> list[list[int]]:
     m = re.search(r"replica_groups=(\[[\d,]+\]<=\[[\d,]+\](?:T\([\d,]+\))?)", line)
     if m:
         return _iota_groups(m.group(1))
+    m = re.search(r"replica_groups=mesh\[([^\]]*)\]\s*\{([^}]*)\}", line)
+    if m:
+        return _mesh_groups(m.group(1), m.group(2))
     m = re.search(r"replica_groups=\{((?:\{[\d,]*\},?)*)\}", line)
     if m:
         groups = [g for g in _brace_groups(m.group(1)) if g]
-        if groups:
-            return groups
+        return groups or [list(range(n_devices))]  # `replica_groups={}`: all devices
+    if "replica_groups=" in line:  # a format this reader does not know: never guess "all devices"
+        raise ValueError(f"unknown replica group format in {line.strip()[:200]!r}")
     return [list(range(n_devices))]  # no groups written: all devices
+
+
+def _mesh_groups(mesh_text: str, axes_text: str) -> list[list[int]]:
+    """`replica_groups=mesh['a'=2,'b'=4] {'b'}` (XLA's named-mesh replica groups, jax >= 0.11): the
+    devices of the row-major mesh grouped along the listed axes (each group varies only along them)."""
+    dims = re.findall(r"'([^']+)'\s*=\s*(\d+)", mesh_text)
+    if not dims or re.sub(r"'[^']+'\s*=\s*\d+|[\s,]", "", mesh_text):
+        raise ValueError(f"unknown replica group mesh {mesh_text[:200]!r}")  # device ids or other attributes
+    names, sizes = [n for n, _ in dims], [int(v) for _, v in dims]
+    axes = re.findall(r"'([^']+)'", axes_text)
+    if not set(axes) <= set(names):
+        raise ValueError(f"replica group axes {axes!r} are not the mesh's {names!r}")
+    inner = [names.index(a) for a in axes]
+    outer = [i for i in range(len(names)) if i not in inner]
+    ids = np.arange(int(np.prod(sizes))).reshape(sizes).transpose(outer + inner)
+    return ids.reshape(-1, int(np.prod([sizes[i] for i in inner]))).tolist()
 
 
 def _reducers(text: str) -> dict[str, str]:
