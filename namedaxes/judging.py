@@ -95,9 +95,13 @@ def _groups(line: str, n_devices: int) -> list[list[int]]:
     m = re.search(r"replica_groups=(\[[\d,]+\]<=\[[\d,]+\](?:T\([\d,]+\))?)", line)
     if m:
         return _iota_groups(m.group(1))
-    m = re.search(r"replica_groups=mesh\[([^\]]*)\]\s*\{([^}]*)\}", line)
+    m = re.search(
+        r"replica_groups=mesh\[([^\]]*)\]"
+        r"(?:,\s*device_ids=(?:\((\[[\d,]+\](?:T\([\d,]+\))?)\)|\[([\d,\s]*)\]))?\s*\{([^}]*)\}",
+        line,
+    )
     if m:
-        return _mesh_groups(m.group(1), m.group(2))
+        return _mesh_groups(m.group(1), m.group(4), iota=m.group(2), listed=m.group(3))
     m = re.search(r"replica_groups=\{((?:\{[\d,]*\},?)*)\}", line)
     if m:
         groups = [g for g in _brace_groups(m.group(1)) if g]
@@ -107,9 +111,11 @@ def _groups(line: str, n_devices: int) -> list[list[int]]:
     return [list(range(n_devices))]  # no groups written: all devices
 
 
-def _mesh_groups(mesh_text: str, axes_text: str) -> list[list[int]]:
-    """`replica_groups=mesh['a'=2,'b'=4] {'b'}` (XLA's named-mesh replica groups, jax >= 0.11): the
-    devices of the row-major mesh grouped along the listed axes (each group varies only along them)."""
+def _mesh_groups(mesh_text: str, axes_text: str, iota: str | None = None, listed: str | None = None) -> list[list[int]]:
+    """`replica_groups=mesh['a'=2,'b'=4] {'b'}` (XLA's named-mesh replica groups) as explicit groups: the
+    mesh's devices grouped along the listed axes (each group varies only along them). The devices at the
+    mesh's positions are row-major ids, or those of `device_ids=([d0,d1]T(p...))` (an iota list, `iota`)
+    or `device_ids=[i,j,...]` (`listed`)."""
     dims = re.findall(r"'([^']+)'\s*=\s*(\d+)", mesh_text)
     if not dims or re.sub(r"'[^']+'\s*=\s*\d+|[\s,]", "", mesh_text):
         raise ValueError(f"unknown replica group mesh {mesh_text[:200]!r}")  # device ids or other attributes
@@ -119,7 +125,16 @@ def _mesh_groups(mesh_text: str, axes_text: str) -> list[list[int]]:
         raise ValueError(f"replica group axes {axes!r} are not the mesh's {names!r}")
     inner = [names.index(a) for a in axes]
     outer = [i for i in range(len(names)) if i not in inner]
-    ids = np.arange(int(np.prod(sizes))).reshape(sizes).transpose(outer + inner)
+    n = int(np.prod(sizes))
+    if iota:
+        devices = np.asarray(_iota_groups(f"[1,{n}]<={iota[: iota.index(']') + 1]}{iota[iota.index(']') + 1 :]}")[0])
+    elif listed is not None:
+        devices = np.asarray([int(v) for v in listed.replace(" ", "").split(",") if v])
+    else:
+        devices = np.arange(n)
+    if devices.size != n:
+        raise ValueError(f"replica group device list of {devices.size} for a mesh of {n}")
+    ids = devices.reshape(sizes).transpose(outer + inner)
     return ids.reshape(-1, int(np.prod([sizes[i] for i in inner]))).tolist()
 
 
