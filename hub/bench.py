@@ -28,7 +28,6 @@ import pwd
 import shutil
 import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -149,28 +148,7 @@ def run(n: int, keep: bool) -> int:
         if (cached / "node_modules").is_dir():
             shutil.copytree(cached, dep.proxy, symlinks=True)
         server.start(dep, None, timeout=300)
-        grader = dep.graders[COURSE]
-        proc = subprocess.run(
-            [
-                shutil.which("runuser") or "/usr/sbin/runuser",
-                "-u",
-                grader,
-                "--",
-                str(dep.venv / "bin" / "python"),
-                "-m",
-                "tools.handin",
-                "--course",
-                str(dep.course_dir(COURSE)),
-                "--exchange",
-                str(dep.exchange),
-                "release",
-                AID,
-            ],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            env={"PATH": f"{dep.venv}/bin:/usr/bin:/bin", "HOME": str(dep.home(grader))},
-        )
+        proc = server.run_handin(dep, COURSE, "release", AID)
         if proc.returncode:
             print(f"bench: release failed:\n{proc.stderr}", file=sys.stderr)
             return 1

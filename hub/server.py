@@ -104,6 +104,38 @@ def install_proxy(dep: Deployment) -> None:
     say(f"configurable-http-proxy {version} installed in {time.monotonic() - t0:.0f} s")
 
 
+def run_handin(dep: Deployment, course: str, *args: str) -> subprocess.CompletedProcess:
+    """`python -m tools.handin --course <course> --exchange <exchange> ARGS...` as that course's grader
+    (runuser, the deployment's venv, a minimal environment), its output captured."""
+    grader = dep.graders[course]
+    return subprocess.run(
+        [
+            shutil.which("runuser") or "/usr/sbin/runuser",
+            "-u",
+            grader,
+            "--",
+            str(dep.venv / "bin" / "python"),
+            "-m",
+            "tools.handin",
+            "--course",
+            str(dep.course_dir(course)),
+            "--exchange",
+            str(dep.exchange),
+            *args,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env={
+            "PATH": f"{dep.venv / 'bin'}:/usr/bin:/bin",
+            "HOME": str(dep.home(grader)),
+            "LANG": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1",
+        },
+    )
+
+
 def _import_roster(dep: Deployment, roster: Path) -> None:
     """The roster's names into both hub courses' gradebooks, as each course's grader."""
     import pwd
@@ -113,33 +145,7 @@ def _import_roster(dep: Deployment, roster: Path) -> None:
         shutil.copyfile(roster, copy)
         entry = pwd.getpwnam(grader)
         os.chown(copy, entry.pw_uid, entry.pw_gid)
-        proc = subprocess.run(
-            [
-                shutil.which("runuser") or "/usr/sbin/runuser",
-                "-u",
-                grader,
-                "--",
-                str(dep.venv / "bin" / "python"),
-                "-m",
-                "tools.handin",
-                "--course",
-                str(dep.course_dir(course)),
-                "--exchange",
-                str(dep.exchange),
-                "roster",
-                str(copy),
-            ],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            stdin=subprocess.DEVNULL,
-            env={
-                "PATH": f"{dep.venv / 'bin'}:/usr/bin:/bin",
-                "HOME": str(dep.home(grader)),
-                "LANG": "C.UTF-8",
-                "PYTHONDONTWRITEBYTECODE": "1",
-            },
-        )
+        proc = run_handin(dep, course, "roster", str(copy))
         if proc.returncode:
             raise HubError(f"importing the roster into {course}'s gradebook failed:\n{proc.stderr.strip()[-2000:]}")
 
