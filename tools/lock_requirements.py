@@ -56,8 +56,8 @@ def find_python(py: str) -> str:
     return out.stdout.strip()
 
 
-def resolve(python: str) -> dict[str, str]:
-    """name -> version of everything `python`'s pip would install for requirements.txt."""
+def resolve(python: str, direct: Path = DIRECT) -> dict[str, str]:
+    """name -> version of everything `python`'s pip would install for `direct` (requirements.txt)."""
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
         cmd = [
@@ -72,7 +72,7 @@ def resolve(python: str) -> dict[str, str]:
             "--report",
             str(report),
             "-r",
-            str(DIRECT),
+            str(direct),
         ]
         subprocess.run(cmd, check=True)
         data = json.loads(report.read_text())
