@@ -245,10 +245,10 @@ format: venv
 
 # The whole suite in .venv (every kind of test: the markers in pyproject.toml, given by conftest.py),
 # then the notebooks on the newest JAX (test-newest): both always run, and make test fails if either fails.
-# Each notebook runs once here: the solved ones of both editions by tests/test_solved_notebooks.py
+# Each notebook runs once here: the solved ones of both editions by tests/notebooks/test_solved_notebooks.py
 # (the website's executions, cached in build/site-cache/ and shared with the site's test), the English
 # student notebooks under nbval; the Chinese student notebooks have the English code, cell for cell
-# (tests/test_i18n.py), so they run on the newest JAX line only.
+# (tests/namedaxes/test_i18n.py), so they run on the newest JAX line only.
 test: lint venv site-venv system-deps browser-deps hub-test-deps check-notebooks
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile $(NBVAL) tests $(wildcard notebooks/*.ipynb); status=$$?; \
 	  $(MAKE) --no-print-directory test-newest || status=1; exit $$status

@@ -30,21 +30,21 @@ KINDS = (
     ("tests/hub/", ("hub",)),
     ("tests/browser/test_hub.py", ("hub", "browser")),
     ("tests/browser/", ("browser",)),
+    ("tests/autograder/intake/test_handin.py", ("unit",)),  # collect's refusals, on files made here
+    ("tests/autograder/publish/test_report.py", ("unit",)),  # the report page from records
+    ("tests/autograder/judge/test_programs.py", ("exercises",)),  # the judge's layout points, answer by answer
     ("tests/autograder/", ("grader",)),
-    ("tests/test_validate.py", ("grader",)),  # nbgrader's Validator runs kernels
-    ("tests/test_handin_tool.py", ("grader",)),  # nbgrader's hand-in loop: release, collect, grade
-    ("tests/test_scorer.py", ("grader",)),  # the scorer process, its kernels and time-outs
-    ("tests/test_judge_layout.py", ("exercises",)),  # the judge's layout points, answer by answer
-    ("tests/test_exercises_*", ("exercises",)),  # each exercise's RIGHT/EQUIVALENT/WRONG matrices
-    ("tests/test_one_judge.py", ("exercises",)),  # every fixture answer through the grader's path
-    ("tests/test_solved_notebooks.py", ("notebooks",)),  # every solved notebook, both editions
+    ("tests/notebooks/test_validate.py", ("grader",)),  # nbgrader's Validator runs kernels
+    ("tests/tools/test_handin.py", ("grader",)),  # nbgrader's hand-in loop: release, collect, grade
+    ("tests/namedaxes/exercises/", ("exercises",)),  # each exercise's matrices, and the one judge over them
+    ("tests/notebooks/test_solved_notebooks.py", ("notebooks",)),  # every solved notebook, both editions
     ("solutions/", ("notebooks",)),
     ("notebooks/", ("notebooks",)),
 )
 NEWEST = (
-    "tests/test_environment_pins.py",
-    "tests/test_exercises_multi_process.py",
-    "tests/test_exercises_compiler_sharding.py",
+    "tests/tools/test_lock_requirements.py",
+    "tests/namedaxes/exercises/test_multi_process.py",
+    "tests/namedaxes/exercises/test_compiler_sharding.py",
     "solutions/",
     "notebooks/",
 )
@@ -76,7 +76,7 @@ def pytest_ignore_collect(collection_path, config):
     if collection_path.is_dir():
         inside = f"{relative}/" if relative != "." else ""
         return None if any(p.startswith(inside) or inside.startswith(p) for p in NEWEST) else True
-    if relative.endswith((".py", ".ipynb")) and Path(relative).name != "conftest.py":
+    if relative.endswith((".py", ".ipynb")) and Path(relative).name not in ("conftest.py", "__init__.py"):
         return None if any(_matches(relative, p) for p in NEWEST) else True
     return None
 

@@ -22,7 +22,7 @@ stale entry of the same notebook is deleted when its new execution is stored. No
 at a time (default: the CPU count), each in its own worker process.
 
 These executions are also the test suite's run of the solved notebooks
-(tests/test_solved_notebooks.py: nbval on solutions/ would execute the same notebooks in the same
+(tests/notebooks/test_solved_notebooks.py: nbval on solutions/ would execute the same notebooks in the same
 venv again, and compare nothing, solutions/ keep no outputs). So two builds at once (`make site`
 from the website's test and that test, on two pytest workers) never execute a notebook twice:
 each entry is made under its own lock (`<id>.lock` next to it), and whoever gets the lock second

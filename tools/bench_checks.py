@@ -5,7 +5,7 @@ check on one RIGHT, EQUIVALENT or WRONG answer) under pytest with `--durations=0
 test module and overall, how many checks ran and the median, 95th percentile and maximum of their
 call times, then every check over the target. A benchmark reports; it fails nothing (no timed tests).
 
-    python -m tools.bench_checks [--target 2.0] [-k EXTRA] [tests/test_exercises_scaled_sum.py ...]
+    python -m tools.bench_checks [--target 2.0] [-k EXTRA] [tests/namedaxes/exercises/test_scaled_sum.py ...]
 """
 
 from __future__ import annotations
@@ -56,11 +56,19 @@ def _summary(times: list[float]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("paths", nargs="*", help="test modules (default: every tests/test_exercises_*.py)")
+    ap.add_argument(
+        "paths",
+        nargs="*",
+        help="test modules (default: every tests/namedaxes/exercises/test_*.py but test_one_judge.py)",
+    )
     ap.add_argument("--target", type=float, default=2.0, help="seconds one check may take")
     ap.add_argument("-k", dest="extra", help="a further pytest -k expression")
     args = ap.parse_args(argv)
-    paths = args.paths or sorted(str(p.relative_to(REPO)) for p in (REPO / "tests").glob("test_exercises_*.py"))
+    paths = args.paths or sorted(
+        str(p.relative_to(REPO))
+        for p in (REPO / "tests" / "namedaxes" / "exercises").glob("test_*.py")
+        if p.name != "test_one_judge.py"
+    )
     found = run(paths, args.extra)
     if not found:
         print("no checks ran")

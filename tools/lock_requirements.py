@@ -12,7 +12,7 @@ package it would install, pinned with ==, to requirements/pyXY.txt: the file the
 installs into a venv for that Python. requirements/colab.txt is the runtime section of
 requirements.txt with its markers evaluated for Colab's Python 3.12: only the packages the
 notebooks import, pinned, so Colab's own (preinstalled) packages are left alone where they fit.
-tests/test_environment_pins.py checks that the locks agree with the direct pins.
+tests/tools/test_lock_requirements.py checks that the locks agree with the direct pins.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ computed on hidden inputs, and a distance printed run after run is an oracle for
 
 Every key of the reference must be present in the student's observations;
 extra keys are ignored. Exercise tests judge two `observe(...)` results with
-`tests/judge_helpers.py` (test-only: it holds a fixed test secret, so it is not here).
+`tests/helpers/judge_helpers.py` (test-only: it holds a fixed test secret, so it is not here).
 """
 
 from __future__ import annotations

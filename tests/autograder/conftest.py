@@ -13,12 +13,9 @@ import fcntl
 import json
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from autograder_harness import GradedClass, build_and_grade, read_csv
 
 

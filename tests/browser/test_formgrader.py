@@ -5,7 +5,7 @@ One formgrader session (the suite's time budget) on a copy of build/course, with
 two graded students of 02_scaled_sum:
 
 - `hostile` hands in a notebook whose added cells display every payload of
-  tests/autograder/inert_payloads.py for real (in the sandboxed kernel), adds
+  tests/helpers/inert_payloads.py for real (in the sandboxed kernel), adds
   markdown cells with raw HTML, `javascript:` links, attachments and a fake
   "Score: 7 / 7" banner, and makes a test fail with a hostile message;
 - `control` is graded too, then its autograded notebook is replaced by the raw
@@ -42,10 +42,10 @@ import urllib.request
 from datetime import UTC
 from pathlib import Path
 
+import autograder_specs as specs
+import inert_payloads as P
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "autograder"))
-import autograder_specs as specs  # noqa: E402
-import inert_payloads as P  # noqa: E402
 
 A02 = specs.A02
 SETTLE_MS = 1500  # time for a payload's script, handler or fetch to fire after load

@@ -1,7 +1,8 @@
 """Test-only: the autograder's verdict on two `observe(...)` results, judged in the test process.
 
-The exercise tests (tests/test_exercises_*.py, tests/test_one_judge.py, tests/test_judge_layout.py)
-prove each exercise's RIGHT / WRONG / EQUIVALENT matrix against the grader's own judge. Grading
+The exercise tests (tests/namedaxes/exercises/test_*.py, test_one_judge.py among them, and
+tests/autograder/judge/test_programs.py) prove each exercise's RIGHT / WRONG / EQUIVALENT matrix
+against the grader's own judge. Grading
 never uses this module: it lives in tests/ so that the grader's code holds no test secret and no
 test-only helper (and `autograder.judge.compare` does not import `autograder.judge.programs`).
 

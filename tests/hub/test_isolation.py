@@ -260,7 +260,7 @@ def test_a_student_cannot_read_the_hub_course(hub, where):
         "solutions/02_scaled_sum.ipynb",
         "build/course/gradebook.db",
         "build/course/source/02_scaled_sum/02_scaled_sum.ipynb",
-        "tests/test_handin_tool.py",
+        "tests/tools/test_handin.py",
         ".git",
         "solutions",
     ],

@@ -22,7 +22,7 @@ from namedaxes import checking, i18n, labels, plots
 from tools import generate_notebooks as gen
 from tools import translate
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -730,9 +730,8 @@ def test_a_chinese_message_with_an_appended_sentence_has_no_space_after_its_full
     """Notebook 07's check of a `median_centered` that returns the whole vector appends the sentence " That is
     the whole vector ..." to the shape message: in Chinese it follows the full stop directly (fail() composes)."""
     sys.path.insert(0, str(ROOT / "tests"))
-    from test_exercises_collectives import MEDIAN_WRONG
-
     from namedaxes.exercises import collectives as q
+    from tests.namedaxes.exercises.test_collectives import MEDIAN_WRONG
 
     lang("zh")
     message = checking.assert_check_fails(q.median_centered.check, MEDIAN_WRONG["whole matrix from every device"][0])

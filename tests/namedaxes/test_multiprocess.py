@@ -168,7 +168,7 @@ def test_notebook_function_brings_the_notebook_functions_it_calls(cluster):
         return scaled_total(x) + 1
 
     # `scaled_total` importable: travels as an import; defined in the notebook: as source
-    assert "from test_multiprocess import scaled_total" in mp.ship(_as_notebook_function(outer)).source
+    assert f"from {__name__} import scaled_total" in mp.ship(_as_notebook_function(outer)).source
     notebook_outer = _as_notebook_function(outer, scaled_total=_as_notebook_function(scaled_total))
     shipped = mp.ship(notebook_outer)
     assert shipped.source.index("def scaled_total(x):") < shipped.source.index("def outer(x):")

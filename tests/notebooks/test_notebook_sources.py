@@ -7,7 +7,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted((ROOT / "solutions").glob("*.ipynb"))
 RELEASES = sorted((ROOT / "notebooks").glob("*.ipynb"))
 SLUG = re.compile(r"^[a-z0-9_]+$")

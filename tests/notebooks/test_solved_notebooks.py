@@ -25,7 +25,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "site"))
 import execute_notebooks  # noqa: E402  (site/ is not a package)
 import settings  # noqa: E402

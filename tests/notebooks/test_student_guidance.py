@@ -13,7 +13,7 @@ import pytest
 
 from namedaxes.checking import Exercise
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted((ROOT / "solutions").glob("*.ipynb"))
 SOLUTION_BLOCK = re.compile(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", re.S)
 CHECK_CALL = re.compile(r"\bq\.(\w+)\.check\((\w+)\)")

@@ -13,7 +13,7 @@ import nbformat
 import pytest
 from nbgrader.validator import Validator
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 AID = "02_scaled_sum"
 SOURCE = ROOT / "solutions" / f"{AID}.ipynb"
 RELEASE = ROOT / "notebooks" / f"{AID}.ipynb"

@@ -17,7 +17,7 @@ import nbformat
 import pytest
 from packaging.requirements import Requirement
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "site"))
 import compose_pages  # noqa: E402  (site/ is not a package)
 import execute_notebooks  # noqa: E402

@@ -21,7 +21,7 @@ import pytest
 
 from tools import course
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 READERS = ("tools", "hub", "jupyter")  # the Python that must read the ids from tools.course
 
 

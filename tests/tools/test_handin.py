@@ -16,7 +16,7 @@ import pytest
 
 from tools import handin
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 AID = "02_scaled_sum"
 

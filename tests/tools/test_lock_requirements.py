@@ -15,7 +15,7 @@ from packaging.requirements import Requirement
 
 from tools import install_venv, lock_requirements
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 SUPPORTED = lock_requirements.SUPPORTED
 # conda-forge names that differ from PyPI's

@@ -17,7 +17,7 @@ import pytest
 
 from tools import workspace
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 AID = "02_scaled_sum"
 RELEASE_NB = ROOT / "notebooks" / f"{AID}.ipynb"

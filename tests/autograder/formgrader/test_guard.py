@@ -16,7 +16,7 @@ from pathlib import Path
 
 from autograder.formgrader.guard import GUARDED_ROUTES, MESSAGES
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 RUNS_OR_PUBLISHES = re.compile(r"self\.api\.(autograde|generate_feedback|release_feedback)\(")
 
 
@@ -54,7 +54,7 @@ def test_formgraders_collect_button_runs_the_courses_hardened_collect(monkeypatc
     """formgrader's Collect route calls NbGraderAPI.collect, which runs ExchangeFactory.collect; the hub's
     formgrader services (hub/formgrader before FORMGRADER_CONFIG_PATH, as hub/jupyterhub_config.py sets
     it) and `make formgrader` (FORMGRADER_CONFIG_PATH alone) load nbgrader's configuration the way formgrader
-    does, and it names autograder.formgrader.collect (its attack fixtures: tests/test_collect_attacks.py,
+    does, and it names autograder.formgrader.collect (its attack fixtures: tests/autograder/intake/test_handin.py,
     tests/browser/test_formgrader.py)."""
     from nbgrader.apps import NbGrader, NbGraderAPI
     from nbgrader.server_extensions.formgrader import apihandlers

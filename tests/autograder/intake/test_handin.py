@@ -24,7 +24,7 @@ import pytest
 from autograder.intake import handin as intake
 from tools import handin
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 AID = "02_scaled_sum"
 NB = f"{AID}.ipynb"

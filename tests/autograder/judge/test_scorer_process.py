@@ -21,7 +21,7 @@ import pytest
 from autograder.judge.programs import group_axes, hlo_collectives
 from autograder.judge.scorer_process import Scorer, ScorerReferenceError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 
 KERNEL = textwrap.dedent("""
     import jax, jax.numpy as jnp, numpy as np

@@ -10,7 +10,7 @@ from pathlib import Path
 from autograder.course.notebooks import SourceNotebook
 from autograder.publish.feedback import FeedbackWriter, exercise_names, shown_reason
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 AID = "02_scaled_sum"
 REASON = "CheckFailed: `scaled_sum` returned different values on different devices"
 

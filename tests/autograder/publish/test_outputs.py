@@ -9,7 +9,7 @@ from autograder.intake.placement import Intake
 from autograder.publish.outputs import summary
 from autograder.sandbox.protections import Protection
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 class _Sandbox:

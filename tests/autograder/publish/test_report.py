@@ -13,7 +13,7 @@ import pytest
 
 from autograder.publish import report
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 # Two assignments; test cells (grade_id, points) as autograder.runner writes them.
 TESTS = {

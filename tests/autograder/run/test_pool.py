@@ -94,8 +94,7 @@ def test_a_hung_worker_and_its_kernels_are_killed_retried_then_reported(tmp_path
 
 INTERRUPTED = textwrap.dedent("""
     import json, sys, time
-    sys.path.insert(0, {tests!r})
-    from test_autograder_pool import fake_worker
+    from tests.autograder.run.test_pool import fake_worker
     from autograder.run.pool import Pool
     from autograder.records import Task
     pool = Pool(2, fake_worker, ({tmp!r},), budget=lambda t: 600, margin=60)
@@ -112,9 +111,9 @@ INTERRUPTED = textwrap.dedent("""
 
 
 def test_ctrl_c_stops_workers_and_kernels_within_seconds(tmp_path):
-    code = INTERRUPTED.format(tests=str(Path(__file__).parent), tmp=str(tmp_path))
+    code = INTERRUPTED.format(tmp=str(tmp_path))
     proc = subprocess.Popen(
-        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2]
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[3]
     )
     json.loads(proc.stdout.readline())
     deadline = time.monotonic() + 30

@@ -31,7 +31,7 @@ from autograder.sandbox.cgroups import CgroupSupport, detect
 from autograder.sandbox.launch import Sandbox
 from autograder.sandbox.protections import as_json, summary_lines
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 MiB = 2**20
 
 

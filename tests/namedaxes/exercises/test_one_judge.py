@@ -8,21 +8,7 @@ both must say the same: pass or fail. Notebooks 01 and 05-08 so far (see the int
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import test_exercises_axis_names as t01
-import test_exercises_collectives as t07
-import test_exercises_compiler_sharding as t08
-import test_exercises_gradient_averaging as t04  # notebooks 02-04
-import test_exercises_multi_process as t06
-import test_exercises_nested_axes as t03
-import test_exercises_scaled_sum as t02
-import test_exercises_shard_map as t05
 from judge_helpers import judge_observations
 
 from namedaxes.checking import CheckFailed
@@ -31,6 +17,14 @@ from namedaxes.exercises import collectives as q07
 from namedaxes.exercises import compiler_sharding as q08
 from namedaxes.exercises import multi_process as q06
 from namedaxes.exercises import shard_map as q05
+from tests.namedaxes.exercises import test_axis_names as t01
+from tests.namedaxes.exercises import test_collectives as t07
+from tests.namedaxes.exercises import test_compiler_sharding as t08
+from tests.namedaxes.exercises import test_gradient_averaging as t04  # notebooks 02-04
+from tests.namedaxes.exercises import test_multi_process as t06
+from tests.namedaxes.exercises import test_nested_axes as t03
+from tests.namedaxes.exercises import test_scaled_sum as t02
+from tests.namedaxes.exercises import test_shard_map as t05
 
 MATRICES = {
     "rank_weighted_sum": (
