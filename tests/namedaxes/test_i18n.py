@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import json
 import re
-import sys
 import warnings
 from pathlib import Path
 
@@ -729,7 +728,6 @@ def test_print_cluster_speaks_the_notebooks_language(lang):
 def test_a_chinese_message_with_an_appended_sentence_has_no_space_after_its_full_stop(lang):
     """Notebook 07's check of a `median_centered` that returns the whole vector appends the sentence " That is
     the whole vector ..." to the shape message: in Chinese it follows the full stop directly (fail() composes)."""
-    sys.path.insert(0, str(ROOT / "tests"))
     from namedaxes.exercises import collectives as q
     from tests.namedaxes.exercises.test_collectives import MEDIAN_WRONG
 
