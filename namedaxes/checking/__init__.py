@@ -50,7 +50,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from .i18n import Messages, gettext, is_wide
+from ..i18n import Messages, gettext, is_wide
 
 __all__ = [
     "CheckFailed",
@@ -357,7 +357,7 @@ def _where_in_cell(tb) -> tuple[int, str]:
 
 def _axis_constants() -> dict[str, str]:
     """Axis name -> the course constant that spells it ('devices' -> 'DEVICES')."""
-    from . import axes
+    from .. import axes
 
     return {v: k for k, v in vars(axes).items() if k.isupper() and isinstance(v, str)}
 
@@ -572,8 +572,8 @@ def examined(fn: Callable, *args, rtol: float | None = None, atol: float | None 
     it reaches the outputs, its per-device regions and where its results live)."""
     import jax
 
-    from .grading import _EXPORT, _JIT
-    from .judging import examine
+    from ..grading import _EXPORT, _JIT
+    from ..judging import examine
 
     leaves, tree = jax.tree_util.tree_flatten(args)
     abstract = [
@@ -624,7 +624,7 @@ def expect_regions(name: str, facts, want: tuple, hint: str = "") -> None:
     """Every per-device region of `want` ((manual axes, input layouts), as `namedaxes.judging.regions` reads
     them) has a counterpart in the examined program that splits each input over at least those mesh axes:
     the grader's layout step (`namedaxes.judging.region_difference`)."""
-    from .judging import region_difference
+    from ..judging import region_difference
 
     found = region_difference(want, facts.regions)
     if found is None:
@@ -724,7 +724,7 @@ def _expect_course_devices() -> None:
     """The checks run on the course's 8 devices: say so plainly if the set-up cell was skipped."""
     import jax
 
-    from .axes import N_DEVICES
+    from ..axes import N_DEVICES
 
     if jax.device_count() < N_DEVICES:
         raise CheckFailed(TEXT["need_devices"].format(need=N_DEVICES, have=jax.device_count())) from None
@@ -816,7 +816,7 @@ class Exercise:
         exported (a traced value turned into a Python number, say) would get 0 there, so it fails here."""
         if self._observe is None:
             return
-        from .grading import one_case
+        from ..grading import one_case
 
         try:
             with one_case():

@@ -595,7 +595,7 @@ class Cluster:
         env["PYTHONUNBUFFERED"] = "1"
         # The workers import what this process can: this package and the user's folders
         # on sys.path (the notebook's folder, a test folder), not the interpreter's own.
-        package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         prefixes = tuple(os.path.realpath(p) + os.sep for p in {sys.prefix, sys.base_prefix, sys.exec_prefix})
         paths = [package_root] + [os.path.abspath(p or os.curdir) for p in sys.path]
         paths = [p for p in paths if os.path.isdir(p) and not (os.path.realpath(p) + os.sep).startswith(prefixes)]
