@@ -163,7 +163,7 @@ def test_a_failing_check_speaks_chinese_and_wraps_by_width(lang):
     # the progress list cuts the Chinese message at its first full stop or colon
     rows = dict((name, why) for name, status, why in checking.progress_rows(q.__name__))
     assert "median_centered" in rows
-    assert checking._short(checking.not_written_yet("x")) == "`x` 还没有编写"
+    assert checking.progress_list._short(checking.not_written_yet("x")) == "`x` 还没有编写"
 
 
 def test_hints_are_translated_when_shown(lang, capsys, monkeypatch):
@@ -183,13 +183,13 @@ def test_english_check_messages_are_unchanged(lang):
     'binds only')."""
     lang("en")
     err = NameError("Found an unbound axis name: batch. To fix this, please call psum under jax.shard_map.")
-    text = checking._unbound_message("f", err, "batch", None, (), None)
+    text = checking.explaining._unbound_message("f", err, "batch", None, (), None)
     assert text == (
         "`f` failed with JAX's error \"NameError: Found an unbound axis name: batch. To fix this, please "
         "call psum under jax.shard_map.\" It means: `f` calls a collective over 'batch', and no enclosing "
         "pmap/vmap/shard_map binds that name."
     )
-    text = checking._unbound_message("f", err, "batch", "`pmap`", ("devices",), None)
+    text = checking.explaining._unbound_message("f", err, "batch", "`pmap`", ("devices",), None)
     assert text.endswith(
         "binds that name. `pmap` binds only 'devices'. Write the axis name as the constant "
         "`DEVICES`: `axis_name=DEVICES`."

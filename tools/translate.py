@@ -22,7 +22,7 @@ Catalogs (`locale/zh/`), one per notebook plus one for the helper package:
   as `namedaxes.labels` defines them (f-strings as written, their `{fields}` included: fields are
   code and stay exactly). Code itself is never translated.
 - `namedaxes.po`: every module-level `TEXT = {...}` table of `namedaxes/` and `autograder/`, every
-  `hints=[...]` of an `Exercise(...)`, every `gettext("...")`/`_("...")` call there, and the literal
+  `hints=[...]` of an `exercise(...)`, every `gettext("...")`/`_("...")` call there, and the literal
   `title=`, `note=`, `*_label=`, `ylabel=` arguments of `plot_*` calls in the solution notebooks (the
   figures translate them when drawn). No msgctxt: the runtime (`namedaxes.i18n.gettext`) looks up by
   the English text; the location key is the `#:` reference (`namedaxes/checking.py#TEXT.passed`).
@@ -516,7 +516,7 @@ def _package_messages(path: Path) -> Iterator[tuple[str, tuple[str, int | None],
         if func in ("_", "gettext") and node.args and _strings(node.args[0]):
             where = functions.get(id(node), "module")
             yield _strings(node.args[0]), (f"{rel}#{where}", None), f"shown by {where}() in {rel}"
-        if func == "Exercise":
+        if func in ("Exercise", "exercise"):  # exercise = exercises_for(__name__) in an exercise module
             name = _strings(node.args[0]) if node.args else None
             for kw in node.keywords:
                 if kw.arg == "hints" and isinstance(kw.value, (ast.List, ast.Tuple)):

@@ -44,8 +44,8 @@ from jax.sharding import PartitionSpec as P
 from namedaxes import DATA_PARALLEL, DEVICES
 from namedaxes.checking import TEXT as checking_text
 from namedaxes.checking import (
-    Exercise,
     collectives,
+    exercises_for,
     expect_array,
     explained,
     fail,
@@ -56,6 +56,7 @@ from namedaxes.checking import (
 from namedaxes.exercises.shard_map import TEXT as shard_map_text
 from namedaxes.exercises.shard_map import _judge, line_mesh
 from namedaxes.grading import Case, programs, spec
+from namedaxes.i18n import Messages
 
 __all__ = [
     "median_centered",
@@ -68,6 +69,7 @@ __all__ = [
     "TEXT",
     "progress",
 ]
+exercise = exercises_for(__name__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
 progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
 
 LEARNING_RATE = 0.1
@@ -275,6 +277,7 @@ TEXT = {
         "only its own shard's gradient, and a psum would send every device all of them."
     ),
 }
+TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
 
 def _say(key: str, **fields) -> str:
@@ -623,7 +626,7 @@ def _observe_median_centered(fn: Callable) -> dict:
     return _observe_programs(fn, cases, structure="k8_16x2", out_layout=False)
 
 
-median_centered = Exercise(
+median_centered = exercise(
     "median_centered",
     _check_median_centered,
     hints=[
@@ -724,7 +727,7 @@ def _observe_sum_scatter_columns(fn: Callable) -> dict:
     return _observe_programs(fn, cases, structure="k8", only=True)
 
 
-sum_scatter_columns = Exercise(
+sum_scatter_columns = exercise(
     "sum_scatter_columns",
     _check_sum_scatter_columns,
     hints=[
@@ -883,7 +886,7 @@ def _observe_ring_all_reduce(fn: Callable) -> dict:
     return _observe_programs(fn, cases, structure="k8_n8", only=True)
 
 
-ring_all_reduce = Exercise(
+ring_all_reduce = exercise(
     "ring_all_reduce",
     _check_ring_all_reduce,
     hints=[
@@ -1037,7 +1040,7 @@ def _observe_fsdp_step(fn: Callable) -> dict:
     return _observe_programs(fn, cases, structure="k8_n16", only=True)
 
 
-fsdp_step = Exercise(
+fsdp_step = exercise(
     "fsdp_step",
     _check_fsdp_step,
     hints=[

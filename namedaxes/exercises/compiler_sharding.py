@@ -57,8 +57,9 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import DATA_PARALLEL, MODEL_PARALLEL
-from namedaxes.checking import Exercise, collectives, expect_array, explained, fail, progress_of, same_values
+from namedaxes.checking import collectives, exercises_for, expect_array, explained, fail, progress_of, same_values
 from namedaxes.grading import Case, programs, spec
+from namedaxes.i18n import Messages
 
 __all__ = [
     "one_all_reduce_mlp",
@@ -72,6 +73,7 @@ __all__ = [
     "TEXT",
     "progress",
 ]
+exercise = exercises_for(__name__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
 progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
 
 # The collectives of an optimized HLO text, by their HLO names (async forms end in "-start").
@@ -195,6 +197,7 @@ TEXT = {
         "`lax.ppermute` steps inside `jax.shard_map`."
     ),
 }
+TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
 
 def _say(key: str, **fields) -> str:
@@ -443,7 +446,7 @@ def _observe_one_all_reduce_mlp(fn: Callable) -> dict:
     return programs(cases)
 
 
-one_all_reduce_mlp = Exercise(
+one_all_reduce_mlp = exercise(
     "one_all_reduce_mlp",
     _check_one_all_reduce_mlp,
     hints=[
@@ -526,7 +529,7 @@ def _observe_feature_correlation(fn: Callable) -> dict:
     return programs(cases)
 
 
-feature_correlation = Exercise(
+feature_correlation = exercise(
     "feature_correlation",
     _check_feature_correlation,
     hints=[
@@ -628,7 +631,7 @@ def _observe_collective_matmul_rows(fn: Callable) -> dict:
     return programs(cases)
 
 
-collective_matmul_rows = Exercise(
+collective_matmul_rows = exercise(
     "collective_matmul_rows",
     _check_collective_matmul_rows,
     hints=[

@@ -59,9 +59,9 @@ from jax.sharding import PartitionSpec as P
 from namedaxes import DATA_PARALLEL, DATA_SHARDS, DEVICES, MODEL_REPLICAS, model
 from namedaxes.checking import TEXT as checking_text  # the list separator of the language
 from namedaxes.checking import (
-    Exercise,
     collectives,
     examined,
+    exercises_for,
     expect_array,
     explained,
     fail,
@@ -70,6 +70,7 @@ from namedaxes.checking import (
     unbound_axis_name,
 )
 from namedaxes.grading import Case, programs, spec
+from namedaxes.i18n import Messages
 from namedaxes.judging import region_takes
 
 __all__ = [
@@ -87,6 +88,7 @@ __all__ = [
     "TEXT",
     "progress",
 ]
+exercise = exercises_for(__name__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
 progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
 
 LEARNING_RATE = model.LEARNING_RATE  # the course's reference model: namedaxes.model
@@ -342,6 +344,7 @@ TEXT = {
     "reaching_seen": "{ops} reach the result",
     "reaching_none": "no collective reaches the result",
 }
+TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
 
 def _say(entry: str, **fields) -> str:
@@ -593,7 +596,7 @@ def _observe_sharded_scaled_sum(fn: Callable) -> dict:
     )
 
 
-sharded_scaled_sum = Exercise(
+sharded_scaled_sum = exercise(
     "sharded_scaled_sum",
     _check_sharded_scaled_sum,
     hints=[
@@ -692,7 +695,7 @@ def _observe_replica_totals(fn: Callable) -> dict:
     return programs(cases)
 
 
-replica_totals = Exercise(
+replica_totals = exercise(
     "replica_totals",
     _check_replica_totals,
     hints=[
@@ -874,7 +877,7 @@ def _observe_dp_train_step(fn: Callable) -> dict:
     return _observe_training(fn, structure=True)
 
 
-dp_train_step = Exercise(
+dp_train_step = exercise(
     "dp_train_step",
     _check_dp_train_step,
     hints=[
@@ -920,7 +923,7 @@ def _observe_jit_train_step(fn: Callable) -> dict:
     return _observe_training(fn, structure=False)
 
 
-jit_train_step = Exercise(
+jit_train_step = exercise(
     "jit_train_step",
     _check_jit_train_step,
     hints=[
@@ -1000,7 +1003,7 @@ def _observe_weighted_total_shard_map(fn: Callable) -> dict:
     )
 
 
-weighted_total_shard_map = Exercise(
+weighted_total_shard_map = exercise(
     "weighted_total_shard_map",
     _check_weighted_total_shard_map,
     hints=[
