@@ -25,7 +25,7 @@ Catalogs (`locale/zh/`), one per notebook plus one for the helper package:
   `hints=[...]` of an `exercise(...)`, every `gettext("...")`/`_("...")` call there, and the literal
   `title=`, `note=`, `*_label=`, `ylabel=` arguments of `plot_*` calls in the solution notebooks (the
   figures translate them when drawn). No msgctxt: the runtime (`namedaxes.i18n.gettext`) looks up by
-  the English text; the location key is the `#:` reference (`namedaxes/checking.py#TEXT.passed`).
+  the English text; the location key is the `#:` reference (`namedaxes/checking/text.py#TEXT.passed`).
 
 `update` is Babel's merge: an unchanged English text keeps its translation; a changed one is matched
 to its old entry, keeps the old translation marked **fuzzy** with the previous msgid (`#| msgid`), so

@@ -13,7 +13,8 @@ what it shows was produced by the student's code. So:
 - every id and reason the grader writes is escaped for markdown and HTML
   (`inert.md_text`); grade ids come from the source notebook. A test is named by its
   exercise (the answer cell before it, from the source's metadata, never a student's cell),
-  and a check's reason is shown without its exception name (`CheckFailed: `).
+  and a check's reason is shown without its exception name (`CheckFailed: `, `NotAttempted: `: the
+  message itself says "not written yet"; the instructor's report keeps the name, wrong or not started).
 
 The grader's own words are the only formatted text in the page: a banner with
 the score, and a verdict after each test cell. Student markdown and outputs can
@@ -38,7 +39,7 @@ from .inert import CSP_META, make_inert, md_text
 
 __all__ = ["FeedbackWriter", "TEMPLATE"]
 
-_CHECK_FAILED = "CheckFailed: "
+_CHECK_FAILED = ("CheckFailed: ", "NotAttempted: ")  # namedaxes.checking's failure kinds: wrong, not started
 
 # nbconvert's lab template with every block that emits a <script> emptied, and the CSP first in <head>.
 TEMPLATE = (
@@ -60,7 +61,10 @@ TEMPLATE_NAME = "autograder_feedback.html.j2"
 
 def shown_reason(reason: str) -> str:
     """A reason as the page shows it: a check's message without the exception's name (`CheckFailed: `)."""
-    return reason[len(_CHECK_FAILED) :] if reason.startswith(_CHECK_FAILED) else reason
+    for name in _CHECK_FAILED:
+        if reason.startswith(name):
+            return reason[len(name) :]
+    return reason
 
 
 def exercise_names(nb: NotebookNode | None, grade_ids: list[str]) -> dict[str, tuple[str, int, int]]:
