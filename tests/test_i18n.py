@@ -705,11 +705,11 @@ def test_the_multi_process_helpers_errors_speak_chinese(lang):
         n=2,
         error="ValueError: x",
         what=multiprocess.TEXT["running"].format(name="job"),
-        others=multiprocess._processes([1, 2]),
+        others=multiprocess.cluster._processes([1, 2]),
     )
     assert said == "进程 0（共 2 个）抛出了 ValueError: x（进程 1、2 也抛出了错误）\n（在运行 `job` 的过程中）"
     lang("en")
-    assert multiprocess._processes([1, 2]) == "processes 1, 2"
+    assert multiprocess.cluster._processes([1, 2]) == "processes 1, 2"
 
 
 def test_print_cluster_speaks_the_notebooks_language(lang):
