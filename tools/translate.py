@@ -78,6 +78,7 @@ from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po, unescape, write_po
 
 from namedaxes import labels as code_labels  # which literals of a code cell a student sees
+from namedaxes.nbgrader_metadata import nbgrader_cell
 from tools.course import EDITIONS, ROOT, SOLUTIONS, notebook_ids
 
 LOCALE = ROOT / "locale"
@@ -422,7 +423,7 @@ def render_stub(source: str, translate: Callable[[str], str]) -> str:
 def notebook_template(nb_id: str) -> Catalog:
     cat = _new_catalog(None, nb_id)
     nb = nbformat.read(SOLUTIONS / f"{nb_id}.ipynb", as_version=4)
-    if any((c.metadata.get("nbgrader") or {}).get("solution") for c in nb.cells if c.cell_type == "code"):
+    if any(nbgrader_cell(c).solution for c in nb.cells if c.cell_type == "code"):
         _add(
             cat,
             STUB_COMMENT,

@@ -34,6 +34,8 @@ import functools
 from nbformat import NotebookNode
 from nbformat.v4 import new_markdown_cell, new_notebook
 
+from namedaxes.nbgrader_metadata import nbgrader_cell
+
 from ..messages import text
 from .inert import CSP_META, make_inert, md_text
 
@@ -76,13 +78,13 @@ def exercise_names(nb: NotebookNode | None, grade_ids: list[str]) -> dict[str, t
     if nb is not None:
         answer = None
         for cell in nb.cells:
-            meta = cell.get("metadata", {}).get("nbgrader", {})
-            if not isinstance(meta, dict) or not isinstance(meta.get("grade_id"), str):
+            meta = nbgrader_cell(cell)
+            if meta.grade_id is None:
                 continue
-            if meta.get("solution"):
-                answer = meta["grade_id"].removesuffix("_answer")
-            elif meta.get("grade") and answer:
-                owner[meta["grade_id"]] = answer
+            if meta.solution:
+                answer = meta.grade_id.removesuffix("_answer")
+            elif meta.grade and answer:
+                owner[meta.grade_id] = answer
     names, counts = {}, {}
     for gid in grade_ids:
         ex = owner.get(gid, gid)
@@ -145,15 +147,15 @@ class FeedbackWriter:
         names = exercise_names(source_nb if source_nb is not None else nb, [c["grade_id"] for c in cells])
         out_cells = [new_markdown_cell(self._banner(title, row, cells, names))]
         for cell in nb.cells:
-            meta = cell.get("metadata", {}).get("nbgrader", {})
-            gid = meta.get("grade_id") if isinstance(meta, dict) else None
+            meta = nbgrader_cell(cell)
+            gid = meta.grade_id
             if cell.cell_type == "code":
                 for out in cell.get("outputs", []):
                     if out.get("output_type") == "error":
                         out["traceback"] = [f"{out.get('ename', 'Error')}: {out.get('evalue', '')}"]
             cell.metadata.pop("autograder", None)
             out_cells.append(cell)
-            if gid in verdicts and meta.get("grade") and not meta.get("solution"):
+            if gid in verdicts and meta.is_test:
                 out_cells.append(new_markdown_cell(self._verdict(verdicts[gid], names)))
         nb.cells = out_cells
         nb.metadata["title"] = title
