@@ -38,7 +38,6 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import DATA_PARALLEL, DEVICES
@@ -54,9 +53,13 @@ from namedaxes.checking import (
     unbound_axis_name,
 )
 from namedaxes.exercises.shard_map import TEXT as shard_map_text
-from namedaxes.exercises.shard_map import _judge, line_mesh
-from namedaxes.grading import Case, programs, spec
+from namedaxes.exercises.shard_map import _judge
+from namedaxes.grading import Case, programs
 from namedaxes.i18n import Messages
+from namedaxes.meshes import abstract_on as _on
+from namedaxes.meshes import line_mesh
+from namedaxes.meshes import placed as _placed
+from namedaxes.meshes import with_mesh as _bound
 
 __all__ = [
     "median_centered",
@@ -292,10 +295,6 @@ def _f32(values) -> jax.Array:
     return jnp.asarray(values, jnp.float32)
 
 
-def _placed(x, mesh, spec):
-    return jax.device_put(x, NamedSharding(mesh, spec))
-
-
 # ---------------------------------------------------------------- running answers
 def _first_line(err: BaseException) -> str:
     text = str(err)
@@ -434,16 +433,6 @@ def _expect_float32(name: str, out, where: str) -> None:
 
 
 # ---------------------------------------------------------------- graded observations
-def _bound(fn: Callable, mesh) -> Callable:
-    """`fn(*args, mesh)` with the mesh fixed: the program a case exports (the mesh is not an input)."""
-    return lambda *args: fn(*args, mesh)
-
-
-def _on(mesh, shape, pspec):
-    """An abstract float32 input of `shape`, placed on `mesh` with `pspec` (no values: the grader draws them)."""
-    return spec(shape, jnp.float32, sharding=NamedSharding(mesh, pspec))
-
-
 def _observe_programs(
     fn: Callable, cases: dict, *, structure: str, only: bool = False, out_layout: bool = True
 ) -> dict:

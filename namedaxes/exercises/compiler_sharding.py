@@ -58,8 +58,12 @@ from jax.sharding import PartitionSpec as P
 
 from namedaxes import DATA_PARALLEL, MODEL_PARALLEL
 from namedaxes.checking import collectives, exercises_for, expect_array, explained, fail, progress_of, same_values
-from namedaxes.grading import Case, programs, spec
+from namedaxes.grading import Case, programs
 from namedaxes.i18n import Messages
+from namedaxes.meshes import abstract_on as _on
+from namedaxes.meshes import describe as _mesh_name
+from namedaxes.meshes import grid_mesh, line_mesh
+from namedaxes.meshes import with_mesh as _bound
 
 __all__ = [
     "one_all_reduce_mlp",
@@ -215,27 +219,17 @@ def _f32(values) -> np.ndarray:
 # ---------------------------------------------------------------- meshes
 def auto_line_mesh(k: int):
     """A 1-D mesh of the first `k` devices, axis MODEL_PARALLEL, Auto (the compiler chooses layouts)."""
-    return jax.make_mesh((k,), (MODEL_PARALLEL,), axis_types=(AxisType.Auto,), devices=jax.devices()[:k])
+    return line_mesh(k, MODEL_PARALLEL, AxisType.Auto)
 
 
 def explicit_line_mesh(k: int):
     """A 1-D mesh of the first `k` devices, axis MODEL_PARALLEL, Explicit (layouts are part of types)."""
-    return jax.make_mesh((k,), (MODEL_PARALLEL,), axis_types=(AxisType.Explicit,), devices=jax.devices()[:k])
+    return line_mesh(k, MODEL_PARALLEL, AxisType.Explicit)
 
 
 def explicit_grid_mesh(shape):
     """A (DATA_PARALLEL, MODEL_PARALLEL) mesh of the first rows x columns devices, Explicit."""
-    rows, cols = shape
-    return jax.make_mesh(
-        (rows, cols),
-        (DATA_PARALLEL, MODEL_PARALLEL),
-        axis_types=(AxisType.Explicit,) * 2,
-        devices=jax.devices()[: rows * cols],
-    )
-
-
-def _mesh_name(mesh) -> str:
-    return " x ".join(f"{n} {name}" for name, n in mesh.shape.items())
+    return grid_mesh(shape, (DATA_PARALLEL, MODEL_PARALLEL), AxisType.Explicit)
 
 
 def count_collectives(compiled_text: str) -> dict[str, int]:
@@ -346,16 +340,6 @@ def _expect_layout(name: str, out, want: tuple, where: str, hint: str) -> None:
     want = tuple(want) + (None,) * (out.ndim - len(want))
     if got != want:
         fail(_say("layout", name=name, where=where, got=_spec_text(got), want=_spec_text(want), hint=hint))
-
-
-def _bound(fn: Callable, mesh) -> Callable:
-    """`fn(*args, mesh)` with the mesh fixed: the program a case exports (the mesh is not an input)."""
-    return lambda *args: fn(*args, mesh)
-
-
-def _on(mesh, shape, pspec):
-    """An abstract float32 input of `shape`, placed on `mesh` with `pspec` (no values: the grader draws them)."""
-    return spec(shape, jnp.float32, sharding=NamedSharding(mesh, pspec))
 
 
 # ---------------------------------------------------------------- 1. one_all_reduce_mlp

@@ -65,9 +65,11 @@ from namedaxes.checking import (
     unbound_axis_name,
 )
 from namedaxes.exercises.shard_map import TEXT as shard_map_text
-from namedaxes.exercises.shard_map import _judge, line_mesh
+from namedaxes.exercises.shard_map import _judge
 from namedaxes.grading import Case, programs, spec
 from namedaxes.i18n import Messages
+from namedaxes.meshes import axis_list as _mesh_axes
+from namedaxes.meshes import line_mesh
 
 __all__ = [
     "local_rows",
@@ -296,10 +298,6 @@ class _AsProcess:
     def __exit__(self, *exc):
         for n, f in self.saved.items():
             setattr(jax, n, f)
-
-
-def _mesh_axes(mesh) -> str:
-    return ", ".join(f"'{a}'" for a in mesh.axis_names)
 
 
 def _rules(name: str, mesh=None):

@@ -52,7 +52,7 @@ import numpy as np
 from jax.sharding import AxisType
 from jax.sharding import PartitionSpec as P
 
-from namedaxes import DATA_SHARDS, GRID_AXES, GRID_SHAPE, MODEL_REPLICAS
+from namedaxes import DATA_SHARDS, GRID_AXES, GRID_SHAPE, MODEL_REPLICAS, meshes
 from namedaxes.checking import TEXT as checking_text  # the list separator of the language
 from namedaxes.checking import (
     collectives,
@@ -334,7 +334,7 @@ def grid_map(fn):
 
 def grid_mesh(shape=GRID_SHAPE):
     """A (DATA_SHARDS, MODEL_REPLICAS) mesh of `shape` devices, Auto axis types (plain arrays go in)."""
-    return jax.make_mesh(tuple(shape), GRID_AXES, axis_types=(AxisType.Auto,) * 2)
+    return meshes.grid_mesh(shape, GRID_AXES, AxisType.Auto)
 
 
 def _grid_words(shape) -> str:

@@ -72,6 +72,9 @@ from namedaxes.checking import (
 from namedaxes.grading import Case, programs, spec
 from namedaxes.i18n import Messages
 from namedaxes.judging import region_takes
+from namedaxes.meshes import grid_mesh, line_mesh
+from namedaxes.meshes import placed as _placed
+from namedaxes.meshes import with_mesh as _bound
 
 __all__ = [
     "sharded_scaled_sum",
@@ -413,17 +416,6 @@ def _judge(
 
 
 # ---------------------------------------------------------------- meshes and the reference model
-def line_mesh(k: int, name: str = DEVICES):
-    """A 1-D mesh over the first `k` devices (Explicit axis type, as `jax.make_mesh` makes it)."""
-    return jax.make_mesh((k,), (name,), devices=jax.devices()[:k])
-
-
-def grid_mesh(shape=(2, 4)):
-    """A (DATA_SHARDS, MODEL_REPLICAS) mesh over the first rows x columns devices (Explicit)."""
-    rows, cols = shape
-    return jax.make_mesh((rows, cols), (DATA_SHARDS, MODEL_REPLICAS), devices=jax.devices()[: rows * cols])
-
-
 loss_fn = model.loss  # mean squared error of w * x + b: the reference model of notebook 04
 sgd_step = model.sgd_step  # one plain SGD step on one device
 
@@ -516,11 +508,6 @@ def _seen(found) -> str:
 
 def _f32(values) -> jax.Array:
     return jnp.asarray(values, jnp.float32)
-
-
-def _bound(fn: Callable, mesh):
-    """`fn(*args, mesh)` with the mesh fixed: the program a case exports (the mesh is not an input)."""
-    return lambda *args: fn(*args, mesh)
 
 
 # ---------------------------------------------------------------- 1. sharded_scaled_sum
@@ -626,10 +613,6 @@ _REPLICA_CASES = [
     ((4, 2), np.arange(8, dtype=np.float32).reshape(4, 2) - 3.0),
     ((2, 2), np.asarray([[1.0, 2.0, 10.0, 20.0], [3.0, 4.0, 30.0, 40.0]], np.float32)),
 ]
-
-
-def _placed(x, mesh, spec):
-    return jax.device_put(x, NamedSharding(mesh, spec))
 
 
 def _check_replica_totals(fn: Callable) -> None:
