@@ -35,6 +35,8 @@ from pathlib import Path
 
 import nbformat
 
+from namedaxes.nbgrader_metadata import nbgrader_cell
+
 from .course.discovery import repo_root
 
 DEFAULT_ASSIGNMENTS = ["01_axis_names", "02_scaled_sum", "03_nested_axes", "04_gradient_averaging"]
@@ -47,10 +49,6 @@ WRONG = [
     ("* 2.0", "* 3.0"),
     ("+", "-"),
 ]
-
-
-def _meta(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {}) or {}
 
 
 def _solution(text: str) -> str:
@@ -69,10 +67,10 @@ def _wrong(text: str) -> str:
 def make_submission(source_nb, release_nb, student_index: int):
     """The release with each answer right (3 in 5), wrong (1 in 5) or unanswered (1 in 5)."""
     nb = copy.deepcopy(release_nb)
-    answers = {_meta(c)["grade_id"]: c.source for c in source_nb.cells if _meta(c).get("solution")}
-    for j, cell in enumerate(c for c in nb.cells if _meta(c).get("solution")):
+    answers = {nbgrader_cell(c).grade_id: c.source for c in source_nb.cells if nbgrader_cell(c).solution}
+    for j, cell in enumerate(c for c in nb.cells if nbgrader_cell(c).solution):
         kind = (student_index + j) % 5
-        solution = _solution(answers[_meta(cell)["grade_id"]])
+        solution = _solution(answers[nbgrader_cell(cell).grade_id])
         if kind in (0, 1, 2):
             cell.source = solution
         elif kind == 3:

@@ -41,6 +41,8 @@ from pathlib import Path
 
 import nbformat
 
+from namedaxes.nbgrader_metadata import nbgrader_cell
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import settings
 from site_text import text
@@ -87,10 +89,10 @@ def _reports_on_checks(source: str) -> bool:
 
 
 def classify(release_cell, solved_cell) -> Kind:
-    meta = release_cell.get("metadata", {}).get("nbgrader", {})
-    if meta.get("solution"):
+    meta = nbgrader_cell(release_cell)
+    if meta.solution:
         return Kind.ANSWER
-    if meta.get("grade"):
+    if meta.grade:
         return Kind.CHECK
     if (RAISES in _tags(release_cell) and RAISES not in _tags(solved_cell)) or _reports_on_checks(release_cell.source):
         return Kind.USES_ANSWER

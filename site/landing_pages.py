@@ -20,6 +20,8 @@ from pathlib import Path
 
 import nbformat
 
+from namedaxes.nbgrader_metadata import nbgrader_cell
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import settings
 from compose_pages import write_if_changed
@@ -55,14 +57,14 @@ def read_entry(edition: str, notebook_id: str) -> Entry:
             break
     exercises, points = [], 0
     for cell in nb.cells:
-        meta = cell.get("metadata", {}).get("nbgrader", {})
+        meta = nbgrader_cell(cell)
         if cell.cell_type != "code":
             continue
-        if meta.get("solution"):
+        if meta.solution:
             tree = ast.parse("\n".join(ln for ln in cell.source.splitlines() if not ln.lstrip().startswith(("%", "!"))))
             exercises += [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
-        if meta.get("grade"):
-            points += int(meta.get("points", 0))
+        if meta.grade:
+            points += int(meta.points)
     return Entry(notebook_id, title, tuple(goals), tuple(exercises), points)
 
 

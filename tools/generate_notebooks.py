@@ -57,6 +57,7 @@ from pathlib import Path
 import nbformat
 
 from namedaxes.i18n import setup_cell_language
+from namedaxes.nbgrader_metadata import nbgrader_cell
 from tools import translate  # the prose units and the catalogs
 from tools.course import COURSE_ID, EDITIONS, NOTEBOOKS, ROOT, SOLUTIONS, built_course, notebook_ids
 
@@ -131,16 +132,16 @@ def _analyse(nb) -> tuple[list[int], list[int]]:
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
-        meta = cell.metadata.get("nbgrader", {})
+        meta = nbgrader_cell(cell)
         tree = _parse(cell.source)
         bound, used = _names(tree)
-        if meta.get("solution"):
+        if meta.solution:
             tainted |= bound  # the stub defines these names
             answers |= bound
             must_raise = _raises_at_top_level(tree)
         else:
-            must_raise = bool(meta.get("grade")) or bool(used & tainted)
-            if must_raise and not meta.get("grade") and not used & answers:
+            must_raise = meta.grade or bool(used & tainted)
+            if must_raise and not meta.grade and not used & answers:
                 knock_on.append(index)
         if must_raise:
             tainted |= bound - set(dir(builtins))
@@ -165,7 +166,7 @@ def knock_on_cells(nb) -> list[int]:
 def red_cell_summary(nb) -> str:
     """How many cells fail in the unanswered release: test cells, and other cells that run an answer."""
     tagged, _ = _analyse(nb)
-    tests = sum(bool(nb.cells[i].metadata.get("nbgrader", {}).get("grade")) for i in tagged)
+    tests = sum(nbgrader_cell(nb.cells[i]).grade for i in tagged)
     return f"{len(tagged)} cells fail unanswered ({tests} test cells, {len(tagged) - tests} that run an answer)"
 
 
@@ -203,7 +204,7 @@ def translate_notebook(nb, lang: str, aid: str):
             cell.source = translate.render_docstring(cell.source, lambda text: table.get((doc, text), text))  # noqa: B023 - run in this iteration
             output = translate.output_context(cell.id)
             cell.source = translate.render_outputs(cell.source, lambda text: table.get((output, text), text))  # noqa: B023 - run in this iteration
-            if (cell.metadata.get("nbgrader") or {}).get("solution"):
+            if nbgrader_cell(cell).solution:
                 cell.source = translate.render_stub(
                     cell.source, lambda text: table.get((translate.STUB_CONTEXT, text), text)
                 )

@@ -22,10 +22,10 @@ Catalogs (`locale/zh/`), one per notebook plus one for the helper package:
   as `namedaxes.labels` defines them (f-strings as written, their `{fields}` included: fields are
   code and stay exactly). Code itself is never translated.
 - `namedaxes.po`: every module-level `TEXT = {...}` table of `namedaxes/` and `autograder/`, every
-  `hints=[...]` of an `Exercise(...)`, every `gettext("...")`/`_("...")` call there, and the literal
+  `hints=[...]` of an `exercise(...)`, every `gettext("...")`/`_("...")` call there, and the literal
   `title=`, `note=`, `*_label=`, `ylabel=` arguments of `plot_*` calls in the solution notebooks (the
   figures translate them when drawn). No msgctxt: the runtime (`namedaxes.i18n.gettext`) looks up by
-  the English text; the location key is the `#:` reference (`namedaxes/checking.py#TEXT.passed`).
+  the English text; the location key is the `#:` reference (`namedaxes/checking/text.py#TEXT.passed`).
 
 `update` is Babel's merge: an unchanged English text keeps its translation; a changed one is matched
 to its old entry, keeps the old translation marked **fuzzy** with the previous msgid (`#| msgid`), so
@@ -78,6 +78,7 @@ from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po, unescape, write_po
 
 from namedaxes import labels as code_labels  # which literals of a code cell a student sees
+from namedaxes.nbgrader_metadata import nbgrader_cell
 from tools.course import EDITIONS, ROOT, SOLUTIONS, notebook_ids
 
 LOCALE = ROOT / "locale"
@@ -422,7 +423,7 @@ def render_stub(source: str, translate: Callable[[str], str]) -> str:
 def notebook_template(nb_id: str) -> Catalog:
     cat = _new_catalog(None, nb_id)
     nb = nbformat.read(SOLUTIONS / f"{nb_id}.ipynb", as_version=4)
-    if any((c.metadata.get("nbgrader") or {}).get("solution") for c in nb.cells if c.cell_type == "code"):
+    if any(nbgrader_cell(c).solution for c in nb.cells if c.cell_type == "code"):
         _add(
             cat,
             STUB_COMMENT,
@@ -516,7 +517,7 @@ def _package_messages(path: Path) -> Iterator[tuple[str, tuple[str, int | None],
         if func in ("_", "gettext") and node.args and _strings(node.args[0]):
             where = functions.get(id(node), "module")
             yield _strings(node.args[0]), (f"{rel}#{where}", None), f"shown by {where}() in {rel}"
-        if func == "Exercise":
+        if func in ("Exercise", "exercise"):  # exercise = exercises_for(__name__) in an exercise module
             name = _strings(node.args[0]) if node.args else None
             for kw in node.keywords:
                 if kw.arg == "hints" and isinstance(kw.value, (ast.List, ast.Tuple)):

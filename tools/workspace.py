@@ -47,6 +47,7 @@ from pathlib import Path
 
 import nbformat
 
+from namedaxes.nbgrader_metadata import nbgrader_cell
 from tools.course import EDITIONS, NOTEBOOKS
 
 RELEASE = NOTEBOOKS
@@ -106,13 +107,8 @@ def work_notebook(work: Path, aid: str) -> Path | None:
     return None
 
 
-def _nbgrader(cell) -> dict:
-    meta = cell.get("metadata", {}).get("nbgrader")
-    return meta if isinstance(meta, dict) else {}
-
-
 def cell_key(cell) -> str | None:
-    gid = _nbgrader(cell).get("grade_id")
+    gid = nbgrader_cell(cell).grade_id
     if gid:
         return f"grade:{gid}"
     cid = cell.get("id")
@@ -120,12 +116,12 @@ def cell_key(cell) -> str | None:
 
 
 def is_answer(cell) -> bool:
-    return bool(_nbgrader(cell).get("solution"))
+    return nbgrader_cell(cell).solution
 
 
 def is_locked(cell) -> bool:
-    meta = _nbgrader(cell)
-    return bool(meta.get("locked") or (meta.get("grade") and not meta.get("solution")))
+    meta = nbgrader_cell(cell)
+    return meta.locked_flag or meta.is_test
 
 
 def _source(cell) -> str:
@@ -134,7 +130,7 @@ def _source(cell) -> str:
 
 
 def _label(cell) -> str:
-    gid = _nbgrader(cell).get("grade_id")
+    gid = nbgrader_cell(cell).grade_id
     first = next((ln for ln in _source(cell).splitlines() if ln.strip()), "")[:60]
     return f"{cell.get('cell_type', 'cell')} cell " + (f"'{gid}'" if gid else f'"{first}"')
 
@@ -196,7 +192,7 @@ def merge(base, work, release) -> Merge:
                 if key in w:
                     cell[key] = copy.deepcopy(w[key])
             if _source(w) != _source(r):
-                out.kept_answers.append(_nbgrader(r).get("grade_id", k))
+                out.kept_answers.append(nbgrader_cell(r).grade_id or k)
         elif _source(w) == _source(r):
             _with_run(cell, w)
         elif not edited(w):

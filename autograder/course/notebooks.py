@@ -29,6 +29,8 @@ import nbformat
 from nbformat import NotebookNode
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from namedaxes.nbgrader_metadata import nbgrader_cell, nbgrader_dict
+
 from ..limits import MAX_ADDED_CELLS, MAX_NOTEBOOK_BYTES
 
 __all__ = [
@@ -54,11 +56,7 @@ class UnreadableNotebook(Exception):
     """The submitted file is not a notebook we can read (the message says why)."""
 
 
-def nbgrader_meta(cell) -> dict:
-    """The cell's nbgrader metadata as a dict ({} when absent or malformed)."""
-    meta = cell.get("metadata") if isinstance(cell, dict) else None
-    meta = meta.get("nbgrader") if isinstance(meta, dict) else None
-    return meta if isinstance(meta, dict) else {}
+nbgrader_meta = nbgrader_dict  # the metadata dict as written; what a cell is: nbgrader_cell (one reader for all)
 
 
 def cell_source(cell) -> str:
@@ -66,24 +64,6 @@ def cell_source(cell) -> str:
     if isinstance(src, list):
         return "".join(s for s in src if isinstance(s, str))
     return src if isinstance(src, str) else ""
-
-
-def _grade_id(cell) -> str | None:
-    gid = nbgrader_meta(cell).get("grade_id")
-    return gid if isinstance(gid, str) and gid else None
-
-
-def _is_solution(cell) -> bool:
-    return nbgrader_meta(cell).get("solution") is True
-
-
-def _is_grade(cell) -> bool:
-    return nbgrader_meta(cell).get("grade") is True
-
-
-def _is_locked(cell) -> bool:
-    meta = nbgrader_meta(cell)
-    return not _is_solution(cell) and (_is_grade(cell) or meta.get("locked") is True)
 
 
 @dataclass(frozen=True)
@@ -127,18 +107,18 @@ class SourceNotebook:
         src = cls(assignment=assignment, path=Path(path), nb=nb, raw=raw)
         seen: set[str] = set()
         for i, cell in enumerate(nb.cells):
-            gid = _grade_id(cell)
+            gid = nbgrader_cell(cell).grade_id
             if gid is None:
                 continue
             if gid in seen:
                 raise ValueError(f"{path}: grade_id {gid!r} is used by more than one cell")
             seen.add(gid)
-            if _is_grade(cell) and not _is_solution(cell):
+            if nbgrader_cell(cell).is_test:
                 if cell.cell_type != "code":
                     raise ValueError(f"{path}: graded cell {gid!r} is not a code cell")
-                points = float(nbgrader_meta(cell).get("points", 0) or 0)
+                points = nbgrader_cell(cell).points
                 src.test_cells.append(TestCell(gid, points, i))
-            elif _is_solution(cell):
+            elif nbgrader_cell(cell).solution:
                 src.answer_ids.append(gid)
         src.stubs = _release_stubs(nb)
         return src
@@ -147,7 +127,7 @@ class SourceNotebook:
         """(grade_id -> index, cell id -> index) of the source cells."""
         by_gid, by_id = {}, {}
         for i, cell in enumerate(self.nb.cells):
-            gid = _grade_id(cell)
+            gid = nbgrader_cell(cell).grade_id
             if gid:
                 by_gid[gid] = i
             cid = cell.get("id")
@@ -165,7 +145,8 @@ def _release_stubs(nb: NotebookNode) -> dict[str, str]:
 
     released = copy.deepcopy(nb)
     released, _ = ClearSolutions().preprocess(released, {})
-    return {_grade_id(c): cell_source(c) for c in released.cells if _is_solution(c) and _grade_id(c)}
+    answers = [(nbgrader_cell(c), c) for c in released.cells]
+    return {meta.grade_id: cell_source(c) for meta, c in answers if meta.solution and meta.grade_id}
 
 
 # ---------------------------------------------------------------- submissions
@@ -281,7 +262,7 @@ def build_graded(
     first_graded = min([by_gid[g] for g in source.answer_ids] + [t.index for t in source.test_cells] + [len(src_cells)])
     floor = -1
     for i in range(first_graded):
-        if src_cells[i].cell_type == "code" and _is_locked(src_cells[i]):
+        if src_cells[i].cell_type == "code" and nbgrader_cell(src_cells[i]).locked:
             floor = i
 
     chosen: dict[str, dict] = {}
@@ -293,7 +274,7 @@ def build_graded(
             report.ignored_cells += 1
             continue
         ctype = cell.get("cell_type")
-        gid = _grade_id(cell)
+        gid = nbgrader_cell(cell).grade_id
         cid = cell.get("id") if isinstance(cell.get("id"), str) else None
         idx = by_gid.get(gid) if gid else None
         if idx is None and cid is not None:

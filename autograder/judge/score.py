@@ -19,7 +19,9 @@ import atexit
 import re
 import threading
 
-from ..course.notebooks import SourceNotebook, nbgrader_meta
+from namedaxes.nbgrader_metadata import nbgrader_cell
+
+from ..course.notebooks import SourceNotebook
 from ..limits import SCORER_TIMEOUT
 from ..messages import text
 from ..records import CellResult, Row, RunResult, Task
@@ -142,7 +144,7 @@ def score_run(source: SourceNotebook, nb, run: RunResult, refs: dict[str, dict],
     """Per test cell: grade_id, points, max_points, passed, reason."""
     index = {}
     for i, cell in enumerate(nb.cells):
-        gid = nbgrader_meta(cell).get("grade_id")
+        gid = nbgrader_cell(cell).grade_id
         if gid:
             index[gid] = i
     cells: list[CellResult] = []

@@ -13,7 +13,8 @@ what it shows was produced by the student's code. So:
 - every id and reason the grader writes is escaped for markdown and HTML
   (`inert.md_text`); grade ids come from the source notebook. A test is named by its
   exercise (the answer cell before it, from the source's metadata, never a student's cell),
-  and a check's reason is shown without its exception name (`CheckFailed: `).
+  and a check's reason is shown without its exception name (`CheckFailed: `, `NotAttempted: `: the
+  message itself says "not written yet"; the instructor's report keeps the name, wrong or not started).
 
 The grader's own words are the only formatted text in the page: a banner with
 the score, and a verdict after each test cell. Student markdown and outputs can
@@ -33,12 +34,14 @@ import functools
 from nbformat import NotebookNode
 from nbformat.v4 import new_markdown_cell, new_notebook
 
+from namedaxes.nbgrader_metadata import nbgrader_cell
+
 from ..messages import text
 from .inert import CSP_META, make_inert, md_text
 
 __all__ = ["FeedbackWriter", "TEMPLATE"]
 
-_CHECK_FAILED = "CheckFailed: "
+_CHECK_FAILED = ("CheckFailed: ", "NotAttempted: ")  # namedaxes.checking's failure kinds: wrong, not started
 
 # nbconvert's lab template with every block that emits a <script> emptied, and the CSP first in <head>.
 TEMPLATE = (
@@ -60,7 +63,10 @@ TEMPLATE_NAME = "autograder_feedback.html.j2"
 
 def shown_reason(reason: str) -> str:
     """A reason as the page shows it: a check's message without the exception's name (`CheckFailed: `)."""
-    return reason[len(_CHECK_FAILED) :] if reason.startswith(_CHECK_FAILED) else reason
+    for name in _CHECK_FAILED:
+        if reason.startswith(name):
+            return reason[len(name) :]
+    return reason
 
 
 def exercise_names(nb: NotebookNode | None, grade_ids: list[str]) -> dict[str, tuple[str, int, int]]:
@@ -72,13 +78,13 @@ def exercise_names(nb: NotebookNode | None, grade_ids: list[str]) -> dict[str, t
     if nb is not None:
         answer = None
         for cell in nb.cells:
-            meta = cell.get("metadata", {}).get("nbgrader", {})
-            if not isinstance(meta, dict) or not isinstance(meta.get("grade_id"), str):
+            meta = nbgrader_cell(cell)
+            if meta.grade_id is None:
                 continue
-            if meta.get("solution"):
-                answer = meta["grade_id"].removesuffix("_answer")
-            elif meta.get("grade") and answer:
-                owner[meta["grade_id"]] = answer
+            if meta.solution:
+                answer = meta.grade_id.removesuffix("_answer")
+            elif meta.grade and answer:
+                owner[meta.grade_id] = answer
     names, counts = {}, {}
     for gid in grade_ids:
         ex = owner.get(gid, gid)
@@ -141,15 +147,15 @@ class FeedbackWriter:
         names = exercise_names(source_nb if source_nb is not None else nb, [c["grade_id"] for c in cells])
         out_cells = [new_markdown_cell(self._banner(title, row, cells, names))]
         for cell in nb.cells:
-            meta = cell.get("metadata", {}).get("nbgrader", {})
-            gid = meta.get("grade_id") if isinstance(meta, dict) else None
+            meta = nbgrader_cell(cell)
+            gid = meta.grade_id
             if cell.cell_type == "code":
                 for out in cell.get("outputs", []):
                     if out.get("output_type") == "error":
                         out["traceback"] = [f"{out.get('ename', 'Error')}: {out.get('evalue', '')}"]
             cell.metadata.pop("autograder", None)
             out_cells.append(cell)
-            if gid in verdicts and meta.get("grade") and not meta.get("solution"):
+            if gid in verdicts and meta.is_test:
                 out_cells.append(new_markdown_cell(self._verdict(verdicts[gid], names)))
         nb.cells = out_cells
         nb.metadata["title"] = title

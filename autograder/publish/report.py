@@ -359,7 +359,9 @@ def default_course(out: Path) -> Path | None:
 
 def course_info(course: Path | None, assignments: list[str]) -> CourseInfo:
     """Titles and exercise names for `assignments` from the course's source notebooks."""
-    from ..course.notebooks import cell_source, nbgrader_meta
+    from namedaxes.nbgrader_metadata import nbgrader_cell
+
+    from ..course.notebooks import cell_source
 
     info = CourseInfo(course_id=_course_id(course) if course else "", folder=str(course or ""))
     paths = _source_notebooks(course)
@@ -374,9 +376,9 @@ def course_info(course: Path | None, assignments: list[str]) -> CourseInfo:
         info.titles[aid] = _heading(cells)
         names = {}
         for cell in cells:
-            meta = nbgrader_meta(cell)
-            if meta.get("grade") is True and meta.get("solution") is not True and isinstance(meta.get("grade_id"), str):
-                names[meta["grade_id"]] = _docstring(cell_source(cell))
+            meta = nbgrader_cell(cell)
+            if meta.is_test and meta.grade_id:
+                names[meta.grade_id] = _docstring(cell_source(cell))
         info.exercises[aid] = names
     return info
 

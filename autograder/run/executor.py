@@ -53,6 +53,8 @@ from collections.abc import Callable
 from nbformat import NotebookNode
 from nbformat import v4 as nbv4
 
+from namedaxes.nbgrader_metadata import nbgrader_cell
+
 from ..limits import MAX_LOGGED_NAMES, MAX_OBSERVATION_BYTES, MAX_RESTARTS, NOTEBOOK_OUTPUT_CHARS, SNAPSHOT_TIMEOUT
 from ..messages import text
 from ..records import CellOutcome, RunResult
@@ -90,7 +92,7 @@ RESTORE_CODE = (
 def cell_label(nb: NotebookNode, index: int) -> str:
     cell = nb.cells[index]
     meta = cell.get("metadata", {})
-    gid = (meta.get("nbgrader") or {}).get("grade_id") if isinstance(meta.get("nbgrader"), dict) else None
+    gid = nbgrader_cell(cell).grade_id
     if gid:
         return text("cell_grade_id", grade_id=gid)
     if (meta.get("autograder") or {}).get("student_added"):
@@ -187,11 +189,10 @@ def guard_index(nb: NotebookNode) -> int:
     """The last locked code cell before the first answer or test cell (-1 if none)."""
     last = -1
     for i, cell in enumerate(nb.cells):
-        meta = cell.get("metadata", {}).get("nbgrader")
-        meta = meta if isinstance(meta, dict) else {}
-        if meta.get("solution") or meta.get("grade"):
+        meta = nbgrader_cell(cell)
+        if meta.solution or meta.grade:
             break
-        if cell.cell_type == "code" and meta.get("locked"):
+        if cell.cell_type == "code" and meta.locked_flag:
             last = i
     return last
 

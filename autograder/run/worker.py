@@ -30,7 +30,9 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..course.notebooks import SourceNotebook, UnreadableNotebook, build_graded, nbgrader_meta, read_submission
+from namedaxes.nbgrader_metadata import nbgrader_cell
+
+from ..course.notebooks import SourceNotebook, UnreadableNotebook, build_graded, read_submission
 from ..judge.score import error_text, make_row, prepare_scorer, score_run, scorer_stats, submission_status, zero_cells
 from ..limits import MAX_ADDED_CELLS, NOTEBOOK_OUTPUT_CHARS
 from ..messages import speaking, submission_language, text
@@ -164,9 +166,9 @@ class Worker:
             return self.unreadable(task, source, err, t0)
         tests = {}
         for i, cell in enumerate(graded.cells):
-            meta = nbgrader_meta(cell)
-            if meta.get("grade") is True and not meta.get("solution") and meta.get("grade_id"):
-                tests[i] = meta["grade_id"]
+            meta = nbgrader_cell(cell)
+            if meta.is_test and meta.grade_id:
+                tests[i] = meta.grade_id
         from . import kernel as kernel_mod
 
         kernel_cpu, compiled = kernel_mod.CPU_SECONDS[0], scorer_stats()

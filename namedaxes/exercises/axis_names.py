@@ -25,7 +25,7 @@ import numpy as np
 from namedaxes import DEVICES
 from namedaxes.checking import (
     CheckFailed,
-    Exercise,
+    exercises_for,
     expect_array,
     expect_collective,
     explained,
@@ -34,8 +34,10 @@ from namedaxes.checking import (
     show_values,
 )
 from namedaxes.grading import Case, pmapped, programs, rng, spec
+from namedaxes.i18n import Messages
 
 __all__ = ["rank_weighted_sum", "last_device_value", "center", "progress"]
+exercise = exercises_for(__name__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
 progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
 
 _AXIS_ENV = [(DEVICES, 8)]
@@ -112,6 +114,7 @@ TEXT = {
     "center_other": "Subtract, from x, one number: the mean of all elements of x on all devices along '{axis}'.",
     "center_structure": "Average across devices with a collective over DEVICES, such as `lax.pmean`.",
 }
+TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -210,7 +213,7 @@ def _observe_rank_weighted_sum(fn) -> dict:
     return programs(_cases(fn, [("pmap", 2, None), ("pmap", 4, None), ("pmap", 8, None), ("vmap", 5, None)], (2,)))
 
 
-rank_weighted_sum = Exercise(
+rank_weighted_sum = exercise(
     "rank_weighted_sum",
     _check_rank_weighted_sum,
     hints=[
@@ -260,7 +263,7 @@ def _observe_last_device_value(fn) -> dict:
     return programs(_cases(fn, [("pmap", 2, None), ("pmap", 5, None), ("pmap", 8, None), ("vmap", 6, None)], (5,)))
 
 
-last_device_value = Exercise(
+last_device_value = exercise(
     "last_device_value",
     _check_last_device_value,
     hints=[
@@ -311,7 +314,7 @@ def _observe_center(fn) -> dict:
     return programs(_cases(fn, sizes, (), draw={"kind": "normal", "mean": 1.0, "scale": 2.0}))
 
 
-center = Exercise(
+center = exercise(
     "center",
     _check_center,
     hints=[

@@ -38,14 +38,13 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import DATA_PARALLEL, DEVICES
 from namedaxes.checking import TEXT as checking_text
 from namedaxes.checking import (
-    Exercise,
     collectives,
+    exercises_for,
     expect_array,
     explained,
     fail,
@@ -54,8 +53,13 @@ from namedaxes.checking import (
     unbound_axis_name,
 )
 from namedaxes.exercises.shard_map import TEXT as shard_map_text
-from namedaxes.exercises.shard_map import _judge, line_mesh
-from namedaxes.grading import Case, programs, spec
+from namedaxes.exercises.shard_map import _judge
+from namedaxes.grading import Case, programs
+from namedaxes.i18n import Messages
+from namedaxes.meshes import abstract_on as _on
+from namedaxes.meshes import line_mesh
+from namedaxes.meshes import placed as _placed
+from namedaxes.meshes import with_mesh as _bound
 
 __all__ = [
     "median_centered",
@@ -68,6 +72,7 @@ __all__ = [
     "TEXT",
     "progress",
 ]
+exercise = exercises_for(__name__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
 progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
 
 LEARNING_RATE = 0.1
@@ -275,6 +280,7 @@ TEXT = {
         "only its own shard's gradient, and a psum would send every device all of them."
     ),
 }
+TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
 
 def _say(key: str, **fields) -> str:
@@ -287,10 +293,6 @@ def _fmt(value) -> str:
 
 def _f32(values) -> jax.Array:
     return jnp.asarray(values, jnp.float32)
-
-
-def _placed(x, mesh, spec):
-    return jax.device_put(x, NamedSharding(mesh, spec))
 
 
 # ---------------------------------------------------------------- running answers
@@ -431,16 +433,6 @@ def _expect_float32(name: str, out, where: str) -> None:
 
 
 # ---------------------------------------------------------------- graded observations
-def _bound(fn: Callable, mesh) -> Callable:
-    """`fn(*args, mesh)` with the mesh fixed: the program a case exports (the mesh is not an input)."""
-    return lambda *args: fn(*args, mesh)
-
-
-def _on(mesh, shape, pspec):
-    """An abstract float32 input of `shape`, placed on `mesh` with `pspec` (no values: the grader draws them)."""
-    return spec(shape, jnp.float32, sharding=NamedSharding(mesh, pspec))
-
-
 def _observe_programs(
     fn: Callable, cases: dict, *, structure: str, only: bool = False, out_layout: bool = True
 ) -> dict:
@@ -623,7 +615,7 @@ def _observe_median_centered(fn: Callable) -> dict:
     return _observe_programs(fn, cases, structure="k8_16x2", out_layout=False)
 
 
-median_centered = Exercise(
+median_centered = exercise(
     "median_centered",
     _check_median_centered,
     hints=[
@@ -724,7 +716,7 @@ def _observe_sum_scatter_columns(fn: Callable) -> dict:
     return _observe_programs(fn, cases, structure="k8", only=True)
 
 
-sum_scatter_columns = Exercise(
+sum_scatter_columns = exercise(
     "sum_scatter_columns",
     _check_sum_scatter_columns,
     hints=[
@@ -883,7 +875,7 @@ def _observe_ring_all_reduce(fn: Callable) -> dict:
     return _observe_programs(fn, cases, structure="k8_n8", only=True)
 
 
-ring_all_reduce = Exercise(
+ring_all_reduce = exercise(
     "ring_all_reduce",
     _check_ring_all_reduce,
     hints=[
@@ -1037,7 +1029,7 @@ def _observe_fsdp_step(fn: Callable) -> dict:
     return _observe_programs(fn, cases, structure="k8_n16", only=True)
 
 
-fsdp_step = Exercise(
+fsdp_step = exercise(
     "fsdp_step",
     _check_fsdp_step,
     hints=[

@@ -57,8 +57,13 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import DATA_PARALLEL, MODEL_PARALLEL
-from namedaxes.checking import Exercise, collectives, expect_array, explained, fail, progress_of, same_values
-from namedaxes.grading import Case, programs, spec
+from namedaxes.checking import collectives, exercises_for, expect_array, explained, fail, progress_of, same_values
+from namedaxes.grading import Case, programs
+from namedaxes.i18n import Messages
+from namedaxes.meshes import abstract_on as _on
+from namedaxes.meshes import describe as _mesh_name
+from namedaxes.meshes import grid_mesh, line_mesh
+from namedaxes.meshes import with_mesh as _bound
 
 __all__ = [
     "one_all_reduce_mlp",
@@ -72,6 +77,7 @@ __all__ = [
     "TEXT",
     "progress",
 ]
+exercise = exercises_for(__name__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
 progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
 
 # The collectives of an optimized HLO text, by their HLO names (async forms end in "-start").
@@ -195,6 +201,7 @@ TEXT = {
         "`lax.ppermute` steps inside `jax.shard_map`."
     ),
 }
+TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
 
 def _say(key: str, **fields) -> str:
@@ -212,27 +219,17 @@ def _f32(values) -> np.ndarray:
 # ---------------------------------------------------------------- meshes
 def auto_line_mesh(k: int):
     """A 1-D mesh of the first `k` devices, axis MODEL_PARALLEL, Auto (the compiler chooses layouts)."""
-    return jax.make_mesh((k,), (MODEL_PARALLEL,), axis_types=(AxisType.Auto,), devices=jax.devices()[:k])
+    return line_mesh(k, MODEL_PARALLEL, AxisType.Auto)
 
 
 def explicit_line_mesh(k: int):
     """A 1-D mesh of the first `k` devices, axis MODEL_PARALLEL, Explicit (layouts are part of types)."""
-    return jax.make_mesh((k,), (MODEL_PARALLEL,), axis_types=(AxisType.Explicit,), devices=jax.devices()[:k])
+    return line_mesh(k, MODEL_PARALLEL, AxisType.Explicit)
 
 
 def explicit_grid_mesh(shape):
     """A (DATA_PARALLEL, MODEL_PARALLEL) mesh of the first rows x columns devices, Explicit."""
-    rows, cols = shape
-    return jax.make_mesh(
-        (rows, cols),
-        (DATA_PARALLEL, MODEL_PARALLEL),
-        axis_types=(AxisType.Explicit,) * 2,
-        devices=jax.devices()[: rows * cols],
-    )
-
-
-def _mesh_name(mesh) -> str:
-    return " x ".join(f"{n} {name}" for name, n in mesh.shape.items())
+    return grid_mesh(shape, (DATA_PARALLEL, MODEL_PARALLEL), AxisType.Explicit)
 
 
 def count_collectives(compiled_text: str) -> dict[str, int]:
@@ -345,16 +342,6 @@ def _expect_layout(name: str, out, want: tuple, where: str, hint: str) -> None:
         fail(_say("layout", name=name, where=where, got=_spec_text(got), want=_spec_text(want), hint=hint))
 
 
-def _bound(fn: Callable, mesh) -> Callable:
-    """`fn(*args, mesh)` with the mesh fixed: the program a case exports (the mesh is not an input)."""
-    return lambda *args: fn(*args, mesh)
-
-
-def _on(mesh, shape, pspec):
-    """An abstract float32 input of `shape`, placed on `mesh` with `pspec` (no values: the grader draws them)."""
-    return spec(shape, jnp.float32, sharding=NamedSharding(mesh, pspec))
-
-
 # ---------------------------------------------------------------- 1. one_all_reduce_mlp
 # (devices, n examples, features in, hidden features, features out); hidden divides by the devices.
 _MLP_SHAPES = [(8, 4, 6, 16, 5), (4, 6, 5, 8, 3), (2, 3, 4, 6, 2)]
@@ -443,7 +430,7 @@ def _observe_one_all_reduce_mlp(fn: Callable) -> dict:
     return programs(cases)
 
 
-one_all_reduce_mlp = Exercise(
+one_all_reduce_mlp = exercise(
     "one_all_reduce_mlp",
     _check_one_all_reduce_mlp,
     hints=[
@@ -526,7 +513,7 @@ def _observe_feature_correlation(fn: Callable) -> dict:
     return programs(cases)
 
 
-feature_correlation = Exercise(
+feature_correlation = exercise(
     "feature_correlation",
     _check_feature_correlation,
     hints=[
@@ -628,7 +615,7 @@ def _observe_collective_matmul_rows(fn: Callable) -> dict:
     return programs(cases)
 
 
-collective_matmul_rows = Exercise(
+collective_matmul_rows = exercise(
     "collective_matmul_rows",
     _check_collective_matmul_rows,
     hints=[

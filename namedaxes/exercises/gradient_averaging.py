@@ -57,8 +57,8 @@ import numpy as np
 
 from namedaxes import DATA_PARALLEL, model
 from namedaxes.checking import (
-    Exercise,
     examined,
+    exercises_for,
     expect_communication,
     expect_regions,
     explained,
@@ -69,6 +69,7 @@ from namedaxes.checking import (
     unbound_axis_name,
 )
 from namedaxes.grading import Case, pmapped, programs, spec
+from namedaxes.i18n import Messages
 
 __all__ = [
     "loss_fn",
@@ -80,6 +81,7 @@ __all__ = [
     "TEXT",
     "progress",
 ]
+exercise = exercises_for(__name__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
 progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
 
 LEARNING_RATE = model.LEARNING_RATE  # the course's reference model: namedaxes.model
@@ -245,6 +247,7 @@ TEXT = {
         "them, so `losses[0]` is the loss of the starting parameters."
     ),
 }
+TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
 
 def _say(entry: str, **fields) -> str:
@@ -408,7 +411,7 @@ def _local_programs(fn: Callable) -> dict:
     return _per_device_programs(fn, local=True)
 
 
-loss_fn = Exercise(
+loss_fn = exercise(
     "loss_fn",
     _check_loss_fn,
     hints=[
@@ -441,7 +444,7 @@ def _check_compute_gradients(fn: Callable) -> None:
             fail(_say("grads_value", params=p, shape=np.shape(b["x"]), want=_pair(want), got=_pair(got)))
 
 
-compute_gradients = Exercise(
+compute_gradients = exercise(
     "compute_gradients",
     _check_compute_gradients,
     hints=[
@@ -579,7 +582,7 @@ def _expect_averages(fn: Callable, params, sharded) -> None:
     expect_communication("parallel_update_step", facts, DATA_PARALLEL, hint=_say("step_no_average", axis=DATA_PARALLEL))
 
 
-parallel_update_step = Exercise(
+parallel_update_step = exercise(
     "parallel_update_step",
     _check_parallel_update_step,
     hints=[
@@ -687,7 +690,7 @@ def _observe_train(fn: Callable) -> dict:
     )
 
 
-train = Exercise(
+train = exercise(
     "train",
     _check_train,
     hints=[

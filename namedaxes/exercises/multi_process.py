@@ -54,8 +54,8 @@ from jax.sharding import PartitionSpec as P
 from namedaxes import DATA_PARALLEL, DEVICES, model, multiprocess
 from namedaxes.checking import (
     CheckFailed,
-    Exercise,
     collectives,
+    exercises_for,
     explained,
     fail,
     not_written_yet,
@@ -65,8 +65,11 @@ from namedaxes.checking import (
     unbound_axis_name,
 )
 from namedaxes.exercises.shard_map import TEXT as shard_map_text
-from namedaxes.exercises.shard_map import _judge, line_mesh
+from namedaxes.exercises.shard_map import _judge
 from namedaxes.grading import Case, programs, spec
+from namedaxes.i18n import Messages
+from namedaxes.meshes import axis_list as _mesh_axes
+from namedaxes.meshes import line_mesh
 
 __all__ = [
     "local_rows",
@@ -82,6 +85,7 @@ __all__ = [
     "read_back",
     "progress",
 ]
+exercise = exercises_for(__name__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
 progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
 
 NUM_PROCESSES = 2
@@ -256,6 +260,7 @@ TEXT = {
     "case_metrics": "errors of shape {shape}",
     "case_step": "{rows} rows, {real} real: {counts} real rows per device",
 }
+TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
 
 # ---------------------------------------------------------------- running answers
@@ -293,10 +298,6 @@ class _AsProcess:
     def __exit__(self, *exc):
         for n, f in self.saved.items():
             setattr(jax, n, f)
-
-
-def _mesh_axes(mesh) -> str:
-    return ", ".join(f"'{a}'" for a in mesh.axis_names)
 
 
 def _rules(name: str, mesh=None):
@@ -380,7 +381,7 @@ def _kernel_run(fn: Callable, k: int, axis: str, args: list, processes: int):
 def _uses_shard_map(fn: Callable, mesh, placed: list, processes: int) -> bool:
     with _AsProcess(0, processes, mesh.size // processes):
         closed = jax.make_jaxpr(lambda *a: fn(*a, mesh))(*placed)
-    from namedaxes.checking import _walk_eqns
+    from namedaxes.checking.traced import _walk_eqns
 
     return any(e.primitive.name == "shard_map" for e in _walk_eqns(closed.jaxpr))
 
@@ -584,7 +585,7 @@ def _observe_local_rows(fn: Callable) -> dict:
     return programs(cases)
 
 
-local_rows = Exercise(
+local_rows = exercise(
     "local_rows",
     _check_local_rows,
     hints=[
@@ -712,7 +713,7 @@ def _observe_global_metrics(fn: Callable) -> dict:
     return programs(cases)
 
 
-global_metrics = Exercise(
+global_metrics = exercise(
     "global_metrics",
     _check_global_metrics,
     hints=[
@@ -895,7 +896,7 @@ def _observe_masked_step(fn: Callable) -> dict:
     return programs(cases)
 
 
-masked_step = Exercise(
+masked_step = exercise(
     "masked_step",
     _check_masked_step,
     hints=[

@@ -52,12 +52,12 @@ import numpy as np
 from jax.sharding import AxisType
 from jax.sharding import PartitionSpec as P
 
-from namedaxes import DATA_SHARDS, GRID_AXES, GRID_SHAPE, MODEL_REPLICAS
+from namedaxes import DATA_SHARDS, GRID_AXES, GRID_SHAPE, MODEL_REPLICAS, meshes
 from namedaxes.checking import TEXT as checking_text  # the list separator of the language
 from namedaxes.checking import (
-    Exercise,
     collectives,
     examined,
+    exercises_for,
     expect_collective,
     expect_communication,
     expect_output_layouts,
@@ -68,6 +68,7 @@ from namedaxes.checking import (
     same_values,
 )
 from namedaxes.grading import Case, programs, rng, spec
+from namedaxes.i18n import Messages
 from namedaxes.model import LEARNING_RATE
 
 __all__ = [
@@ -84,6 +85,7 @@ __all__ = [
     "TEXT",
     "progress",
 ]
+exercise = exercises_for(__name__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
 progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
 
 _AXIS_ENV = [(DATA_SHARDS, GRID_SHAPE[0]), (MODEL_REPLICAS, GRID_SHAPE[1])]
@@ -304,6 +306,7 @@ TEXT = {
         "gradients: no device holds all of w."
     ),
 }
+TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
 
 def _say(key: str, **fields) -> str:
@@ -331,7 +334,7 @@ def grid_map(fn):
 
 def grid_mesh(shape=GRID_SHAPE):
     """A (DATA_SHARDS, MODEL_REPLICAS) mesh of `shape` devices, Auto axis types (plain arrays go in)."""
-    return jax.make_mesh(tuple(shape), GRID_AXES, axis_types=(AxisType.Auto,) * 2)
+    return meshes.grid_mesh(shape, GRID_AXES, AxisType.Auto)
 
 
 def _grid_words(shape) -> str:
@@ -587,7 +590,7 @@ def _observe_grid_sums(fn) -> dict:
     )
 
 
-grid_sums = Exercise(
+grid_sums = exercise(
     "grid_sums",
     _check_grid_sums,
     hints=[
@@ -653,7 +656,7 @@ def _observe_device_numbers(fn) -> dict:
     )
 
 
-device_numbers = Exercise(
+device_numbers = exercise(
     "device_numbers",
     _check_device_numbers,
     hints=[
@@ -748,7 +751,7 @@ def _observe_row_normalize(fn) -> dict:
     return programs(cases)
 
 
-row_normalize = Exercise(
+row_normalize = exercise(
     "row_normalize",
     _check_row_normalize,
     hints=[
@@ -908,7 +911,7 @@ def _observe_tp_dp_step(fn) -> dict:
     return programs(cases)
 
 
-tp_dp_step = Exercise(
+tp_dp_step = exercise(
     "tp_dp_step",
     _check_tp_dp_step,
     hints=[

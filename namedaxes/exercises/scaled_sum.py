@@ -33,8 +33,8 @@ import numpy as np
 
 from namedaxes import DEVICES
 from namedaxes.checking import (
-    Exercise,
     examined,
+    exercises_for,
     expect_close,
     expect_communication,
     expect_replicated,
@@ -44,8 +44,10 @@ from namedaxes.checking import (
     same_values,
 )
 from namedaxes.grading import Case, pmapped, programs, spec
+from namedaxes.i18n import Messages
 
 __all__ = ["scaled_sum", "scaled_sum_uses_psum", "scaled_mean", "global_max_share", "progress"]
+exercise = exercises_for(__name__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
 progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
 
 AXIS_ENV = [(DEVICES, 8)]
@@ -149,6 +151,7 @@ TEXT = {
         "the local `x` by the collective maximum, and do not reduce the quotient."
     ),
 }
+TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
 
 def _fmt(value) -> str:
@@ -307,7 +310,7 @@ def _observe_scaled_sum_uses_psum(fn: Callable) -> dict:
     return programs(cases)
 
 
-scaled_sum = Exercise(
+scaled_sum = exercise(
     "scaled_sum",
     _check_scaled_sum,
     hints=[
@@ -320,7 +323,7 @@ scaled_sum = Exercise(
     observe=_observe_scaled_sum,
 )
 
-scaled_sum_uses_psum = Exercise(
+scaled_sum_uses_psum = exercise(
     "scaled_sum",
     _check_scaled_sum_uses_psum,
     hints=[
@@ -445,7 +448,7 @@ def _observe_scaled_mean(fn: Callable) -> dict:
     return programs(cases)
 
 
-scaled_mean = Exercise(
+scaled_mean = exercise(
     "scaled_mean",
     _check_scaled_mean,
     hints=[
@@ -508,7 +511,7 @@ def _observe_global_max_share(fn: Callable) -> dict:
     return _observe_outputs(fn, "global_max_share_value", float16=False)  # signed inputs, as the check
 
 
-global_max_share = Exercise(
+global_max_share = exercise(
     "global_max_share",
     _check_global_max_share,
     hints=[

@@ -59,9 +59,9 @@ from jax.sharding import PartitionSpec as P
 from namedaxes import DATA_PARALLEL, DATA_SHARDS, DEVICES, MODEL_REPLICAS, model
 from namedaxes.checking import TEXT as checking_text  # the list separator of the language
 from namedaxes.checking import (
-    Exercise,
     collectives,
     examined,
+    exercises_for,
     expect_array,
     explained,
     fail,
@@ -70,7 +70,11 @@ from namedaxes.checking import (
     unbound_axis_name,
 )
 from namedaxes.grading import Case, programs, spec
+from namedaxes.i18n import Messages
 from namedaxes.judging import region_takes
+from namedaxes.meshes import grid_mesh, line_mesh
+from namedaxes.meshes import placed as _placed
+from namedaxes.meshes import with_mesh as _bound
 
 __all__ = [
     "sharded_scaled_sum",
@@ -87,6 +91,7 @@ __all__ = [
     "TEXT",
     "progress",
 ]
+exercise = exercises_for(__name__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
 progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
 
 LEARNING_RATE = model.LEARNING_RATE  # the course's reference model: namedaxes.model
@@ -342,6 +347,7 @@ TEXT = {
     "reaching_seen": "{ops} reach the result",
     "reaching_none": "no collective reaches the result",
 }
+TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
 
 def _say(entry: str, **fields) -> str:
@@ -410,17 +416,6 @@ def _judge(
 
 
 # ---------------------------------------------------------------- meshes and the reference model
-def line_mesh(k: int, name: str = DEVICES):
-    """A 1-D mesh over the first `k` devices (Explicit axis type, as `jax.make_mesh` makes it)."""
-    return jax.make_mesh((k,), (name,), devices=jax.devices()[:k])
-
-
-def grid_mesh(shape=(2, 4)):
-    """A (DATA_SHARDS, MODEL_REPLICAS) mesh over the first rows x columns devices (Explicit)."""
-    rows, cols = shape
-    return jax.make_mesh((rows, cols), (DATA_SHARDS, MODEL_REPLICAS), devices=jax.devices()[: rows * cols])
-
-
 loss_fn = model.loss  # mean squared error of w * x + b: the reference model of notebook 04
 sgd_step = model.sgd_step  # one plain SGD step on one device
 
@@ -515,11 +510,6 @@ def _f32(values) -> jax.Array:
     return jnp.asarray(values, jnp.float32)
 
 
-def _bound(fn: Callable, mesh):
-    """`fn(*args, mesh)` with the mesh fixed: the program a case exports (the mesh is not an input)."""
-    return lambda *args: fn(*args, mesh)
-
-
 # ---------------------------------------------------------------- 1. sharded_scaled_sum
 # Visible inputs (rows split over DEVICES: blocks of 2, 2 and 3 rows on 8, 4 and 2 devices; the
 # column counts differ from the block heights, so a sum over the wrong axis shows in the shape).
@@ -593,7 +583,7 @@ def _observe_sharded_scaled_sum(fn: Callable) -> dict:
     )
 
 
-sharded_scaled_sum = Exercise(
+sharded_scaled_sum = exercise(
     "sharded_scaled_sum",
     _check_sharded_scaled_sum,
     hints=[
@@ -623,10 +613,6 @@ _REPLICA_CASES = [
     ((4, 2), np.arange(8, dtype=np.float32).reshape(4, 2) - 3.0),
     ((2, 2), np.asarray([[1.0, 2.0, 10.0, 20.0], [3.0, 4.0, 30.0, 40.0]], np.float32)),
 ]
-
-
-def _placed(x, mesh, spec):
-    return jax.device_put(x, NamedSharding(mesh, spec))
 
 
 def _check_replica_totals(fn: Callable) -> None:
@@ -692,7 +678,7 @@ def _observe_replica_totals(fn: Callable) -> dict:
     return programs(cases)
 
 
-replica_totals = Exercise(
+replica_totals = exercise(
     "replica_totals",
     _check_replica_totals,
     hints=[
@@ -874,7 +860,7 @@ def _observe_dp_train_step(fn: Callable) -> dict:
     return _observe_training(fn, structure=True)
 
 
-dp_train_step = Exercise(
+dp_train_step = exercise(
     "dp_train_step",
     _check_dp_train_step,
     hints=[
@@ -920,7 +906,7 @@ def _observe_jit_train_step(fn: Callable) -> dict:
     return _observe_training(fn, structure=False)
 
 
-jit_train_step = Exercise(
+jit_train_step = exercise(
     "jit_train_step",
     _check_jit_train_step,
     hints=[
@@ -1000,7 +986,7 @@ def _observe_weighted_total_shard_map(fn: Callable) -> dict:
     )
 
 
-weighted_total_shard_map = Exercise(
+weighted_total_shard_map = exercise(
     "weighted_total_shard_map",
     _check_weighted_total_shard_map,
     hints=[

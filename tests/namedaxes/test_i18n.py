@@ -162,7 +162,7 @@ def test_a_failing_check_speaks_chinese_and_wraps_by_width(lang):
     # the progress list cuts the Chinese message at its first full stop or colon
     rows = dict((name, why) for name, status, why in checking.progress_rows(q.__name__))
     assert "median_centered" in rows
-    assert checking._short(checking.not_written_yet("x")) == "`x` 还没有编写"
+    assert checking.progress_list._short(checking.not_written_yet("x")) == "`x` 还没有编写"
 
 
 def test_hints_are_translated_when_shown(lang, capsys, monkeypatch):
@@ -182,13 +182,13 @@ def test_english_check_messages_are_unchanged(lang):
     'binds only')."""
     lang("en")
     err = NameError("Found an unbound axis name: batch. To fix this, please call psum under jax.shard_map.")
-    text = checking._unbound_message("f", err, "batch", None, (), None)
+    text = checking.explaining._unbound_message("f", err, "batch", None, (), None)
     assert text == (
         "`f` failed with JAX's error \"NameError: Found an unbound axis name: batch. To fix this, please "
         "call psum under jax.shard_map.\" It means: `f` calls a collective over 'batch', and no enclosing "
         "pmap/vmap/shard_map binds that name."
     )
-    text = checking._unbound_message("f", err, "batch", "`pmap`", ("devices",), None)
+    text = checking.explaining._unbound_message("f", err, "batch", "`pmap`", ("devices",), None)
     assert text.endswith(
         "binds that name. `pmap` binds only 'devices'. Write the axis name as the constant "
         "`DEVICES`: `axis_name=DEVICES`."
@@ -704,11 +704,11 @@ def test_the_multi_process_helpers_errors_speak_chinese(lang):
         n=2,
         error="ValueError: x",
         what=multiprocess.TEXT["running"].format(name="job"),
-        others=multiprocess._processes([1, 2]),
+        others=multiprocess.cluster._processes([1, 2]),
     )
     assert said == "进程 0（共 2 个）抛出了 ValueError: x（进程 1、2 也抛出了错误）\n（在运行 `job` 的过程中）"
     lang("en")
-    assert multiprocess._processes([1, 2]) == "processes 1, 2"
+    assert multiprocess.cluster._processes([1, 2]) == "processes 1, 2"
 
 
 def test_print_cluster_speaks_the_notebooks_language(lang):

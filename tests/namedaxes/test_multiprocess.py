@@ -283,7 +283,9 @@ def test_an_interrupted_wait_kills_the_workers():
 
 def test_a_worker_that_cannot_start_fails_start_with_its_stderr(monkeypatch):
     monkeypatch.setattr(
-        mp, "_WORKER_CODE", "import sys\nprint('no jax for {process_id}', file=sys.stderr)\nraise SystemExit(3)\n"
+        mp.cluster,
+        "_WORKER_CODE",
+        "import sys\nprint('no jax for {process_id}', file=sys.stderr)\nraise SystemExit(3)\n",
     )
     c = mp.Cluster(start_timeout=10)
     with pytest.raises(mp.WorkerError, match="exited with code 3 while starting") as info:

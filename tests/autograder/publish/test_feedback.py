@@ -40,6 +40,8 @@ def test_exercises_are_the_answer_cells_before_the_tests():
     }
     assert exercise_names(None, ["x_test"]) == {"x_test": ("x_test", 1, 1)}, "no notebook: the grade id stays"
     assert shown_reason(REASON) == REASON[len("CheckFailed: ") :]
+    unstarted = "NotAttempted: `scaled_sum` is not written yet: replace `raise NotImplementedError()` in its cell"
+    assert shown_reason(unstarted) == unstarted[len("NotAttempted: ") :]  # the words say "not started"
     assert shown_reason("TypeError: bad") == "TypeError: bad"
 
 

@@ -1,0 +1,134 @@
+"""Communication and layouts read from the compiled program, as the grader reads them (issue 16).
+
+`examined` exports the answer with `jax.jit` and hands it to `namedaxes.judging.examine`: compiled,
+run, its collectives read from the optimized HLO, each kind perturbed to see whether it reaches the
+outputs, its per-device regions and where its results live. The `expect_*` here are the grader's
+judging steps as visible checks, worded for the student.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .explaining import _quoted
+from .failures import _fail
+from .text import TEXT
+
+__all__ = [
+    "reaching_communication",
+    "expect_reaching_collective",
+    "examined",
+    "describe_layout",
+    "expect_communication",
+    "expect_regions",
+    "expect_output_layouts",
+]
+
+
+def reaching_communication(fn: Callable, *args) -> list[str]:
+    """The collectives of `jax.jit(fn)(*args)` whose results reach its outputs, read the grader's way
+    (`examined`). Descriptions such as "psum over 'devices'"."""
+    return list(examined(fn, *args).matters)
+
+
+def examined(fn: Callable, *args, rtol: float | None = None, atol: float | None = None):
+    """`jax.jit(fn)(*args)` exported and examined as the grader examines a program (`namedaxes.judging.examine`:
+    compiled, run on `args`, its collectives read from the optimized HLO, each kind perturbed to see whether
+    it reaches the outputs, its per-device regions and where its results live)."""
+    import jax
+
+    from ..grading import _EXPORT, _JIT
+    from ..judging import examine
+
+    leaves, tree = jax.tree_util.tree_flatten(args)
+    abstract = [
+        jax.ShapeDtypeStruct(
+            v.shape,
+            v.dtype,
+            sharding=getattr(v, "sharding", None)
+            if getattr(getattr(v, "sharding", None), "mesh", None) is not None
+            else None,
+        )
+        for v in leaves
+    ]
+    exp = _EXPORT(_JIT(fn))(*jax.tree_util.tree_unflatten(tree, abstract))
+    return examine(exp, [np.asarray(v) for v in leaves], rtol=rtol, atol=atol)
+
+
+def describe_layout(layout: tuple) -> str:
+    """A layout (`namedaxes.judging`: per dimension, the mesh axes it is split over) in words."""
+    parts = [
+        TEXT["layout_dim"].format(dim=d, axes=" x ".join(repr(a) for a in axes))
+        for d, axes in enumerate(layout)
+        if axes
+    ]
+    return TEXT["layout_split"].format(dims=TEXT["list_sep"].join(parts)) if parts else TEXT["layout_replicated"]
+
+
+def expect_communication(
+    name: str, facts, axis_name: str, primitive: str | None = None, hint: str = "", reaching: bool = True
+) -> None:
+    """The examined program (`examined`) performs a collective over `axis_name` (a `primitive` such as "psum",
+    as the compiled program names it: a pmean is a psum there) whose result reaches its outputs
+    (`reaching=False`: present is enough, for a check that looks at other things in between)."""
+
+    def wanted(desc: str) -> bool:
+        return desc.endswith(f" over '{axis_name}'") and (primitive is None or desc.startswith(f"{primitive} over"))
+
+    if not any(wanted(d) for d in facts.present):
+        seen = TEXT["list_sep"].join(facts.present)
+        want = f"`{primitive}`" if primitive else TEXT["a_collective"]
+        template = TEXT["collective_missing"] if seen else TEXT["collective_missing_none"]  # whole sentences
+        _fail(template.format(name=name, axis=axis_name, want=want, seen=seen, hint=hint))
+    if reaching and not any(wanted(d) for d in facts.matters):
+        dead = next(d for d in facts.present if wanted(d))
+        _fail(TEXT["collective_unused"].format(name=name, collective=dead, hint=hint))
+
+
+def expect_regions(name: str, facts, want: tuple, hint: str = "") -> None:
+    """Every per-device region of `want` ((manual axes, input layouts), as `namedaxes.judging.regions` reads
+    them) has a counterpart in the examined program that splits each input over at least those mesh axes:
+    the grader's layout step (`namedaxes.judging.region_difference`)."""
+    from ..judging import region_difference
+
+    found = region_difference(want, facts.regions)
+    if found is None:
+        return
+    if found.kind == "input":
+        _fail(
+            TEXT["layout_region_input"].format(
+                name=name,
+                axes=_quoted(found.axes),
+                n=found.n,
+                got=describe_layout(found.got),
+                want=describe_layout(found.want),
+                hint=hint,
+            )
+        )
+    axes, ins = want[0][0], want[0][1]
+    _fail(
+        TEXT["layout_no_region"].format(
+            name=name, axes=_quoted(axes), hint=hint, want=TEXT["list_sep"].join(describe_layout(i) for i in ins)
+        )
+    )
+
+
+def expect_output_layouts(name: str, facts, want: tuple, hint: str = "") -> None:
+    """Each result of the examined program lives where `want` says once compiled (the grader's output layout
+    step: split or replicated, over which mesh axes)."""
+    for n, (w, g) in enumerate(zip(want, facts.out_layouts)):
+        if tuple(w) != tuple(g):
+            _fail(
+                TEXT["layout_output"].format(
+                    name=name, n=n + 1, got=describe_layout(g), want=describe_layout(w), hint=hint
+                )
+            )
+
+
+def expect_reaching_collective(name: str, fn: Callable, *args, collective: str, hint: str = "") -> None:
+    """`jax.jit(fn)(*args)` performs `collective` (a description such as "psum over 'devices'") and its
+    result reaches the outputs (`reaching_communication`)."""
+    if collective not in reaching_communication(fn, *args):
+        _fail(TEXT["collective_unused"].format(name=name, collective=collective, hint=hint))

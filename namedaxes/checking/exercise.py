@@ -1,0 +1,142 @@
+"""One exercise (`Exercise`: check, hints, observe, judge), and how an exercise module makes its own.
+
+An exercise module binds itself explicitly, at its top:
+
+    exercise = exercises_for(__name__)     # this module's Exercise maker
+    progress = progress_of(__name__)       # q.progress()
+    TEXT = Messages({...})                 # its sentences, in the kernel's language
+
+and makes each exercise with `exercise("scaled_sum", _check_scaled_sum, hints=[...], observe=...)`.
+Nothing inspects the caller's frame: the module an exercise belongs to (its progress list, its
+`q.<attr>` in hints) is the one it names.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable, Iterable
+
+from ..i18n import gettext
+from .course_devices import expect_course_devices
+from .explaining import explained, translate
+from .failures import CheckFailed, NotAttempted
+from .rendering import GREEN, color
+from .text import TEXT
+from .verdicts import _REGISTRY, _RESULTS, FAILED, NOT_ATTEMPTED, PASSED, Verdict
+
+__all__ = ["Exercise", "exercises_for"]
+
+
+def _say(text: str) -> None:
+    print(text)
+
+
+class Exercise:
+    """One exercise: `check(answer)` raises with a specific message, `hint()` nudges.
+
+    `observe(answer)` (optional) returns the observations the autograder
+    compares with the reference solution's: a dict of arrays / JSON values
+    computed on seeded random inputs. It must be deterministic.
+
+    `check` runs the module's check inside `explained(name)`, so crashes the module
+    does not translate itself still read as feedback; then, once the hidden test's first program
+    exports (`_expect_recordable`), `judge(answer)` if given (the grader's judging steps that need an
+    exportable program: layout, communication that matters); it records its verdict for
+    `progress`. Several `Exercise` objects may share a `name` (one per test cell of an
+    exercise): the exercise passes when all of them do.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        check: Callable,
+        hints: Iterable[str] = (),
+        observe: Callable | None = None,
+        *,
+        module: str,
+        judge: Callable | None = None,
+    ):
+        self.name = name
+        self.module = module  # the exercise module it belongs to (its progress list, its `q.<attr>`)
+        self._check = check
+        self._judge = judge  # the grader's steps on the answer's program, once it is known to export
+        self._hints = list(hints)
+        self._observe = observe
+        self._shown = 0
+        # Keyed by what the exercise is, so re-importing the module replaces it rather than adding a copy.
+        code = getattr(check, "__code__", None)
+        self._key = (self.module, name, getattr(check, "__qualname__", repr(check)), getattr(code, "co_firstlineno", 0))
+        _REGISTRY.setdefault(self.module, {})[self._key] = self
+
+    def _attr(self) -> str:
+        """The name this exercise has in its module (`q.<attr>` in the notebook)."""
+        module = sys.modules.get(self.module)
+        for attr, value in vars(module).items() if module else ():
+            if value is self:
+                return attr
+        return self.name
+
+    def check(self, *answer) -> None:
+        __tracebackhide__ = True  # pytest: report the caller's line
+        try:
+            expect_course_devices()
+            with explained(self.name):
+                self._check(*answer)
+            self._expect_recordable(answer)
+            if self._judge is not None:
+                with explained(self.name):
+                    self._judge(*answer)
+        except CheckFailed as err:
+            kind = NotAttempted if isinstance(err, NotAttempted) else CheckFailed
+            _RESULTS[self._key] = Verdict(NOT_ATTEMPTED if kind is NotAttempted else FAILED, str(err), answer)
+            # A fresh exception without the checker's internal frames; IPython shows only its message.
+            failure = kind(str(err))
+            failure.hint_line = TEXT["hint_line"].format(attr=self._attr()) if self._hints else ""
+            raise failure from None
+        except BaseException as err:
+            _RESULTS[self._key] = Verdict(FAILED, f"{type(err).__name__}: {err}", answer)
+            raise
+        _RESULTS[self._key] = Verdict(PASSED, "", answer)
+        _say(color(GREEN, TEXT["passed"].format(name=self.name)))
+
+    def _expect_recordable(self, answer: tuple) -> None:
+        """The grader judges the program the hidden test exports: an answer that passes here but cannot be
+        exported (a traced value turned into a Python number, say) would get 0 there, so it fails here."""
+        if self._observe is None:
+            return
+        from ..grading import one_case
+
+        try:
+            with one_case():
+                self._observe(*answer)
+        except CheckFailed:
+            raise
+        except Exception as err:  # noqa: BLE001 - translated for the student
+            why = translate(err, self.name) or TEXT["raised"].format(
+                name=self.name, error=f"`{type(err).__name__}: {(str(err).strip().splitlines() or [''])[0][:300]}`"
+            )
+            raise CheckFailed(TEXT["not_recordable"].format(name=self.name, why=why)) from None
+
+    def hint(self) -> None:
+        if not self._hints:
+            print(TEXT["no_hint"])
+            return
+        i = min(self._shown, len(self._hints) - 1)
+        self._shown += 1
+        more = TEXT["hint_more"] if i + 1 < len(self._hints) else ""
+        print(TEXT["hint"].format(i=i + 1, n=len(self._hints), name=self.name, more=more, text=gettext(self._hints[i])))
+
+    def observe(self, *answer) -> dict:
+        if self._observe is None:
+            raise NotImplementedError(f"{self.name} has no observe()")
+        return self._observe(*answer)
+
+    def __repr__(self) -> str:
+        return f"<Exercise {self.name}: .check(...), .hint()>"
+
+
+def exercises_for(module: str) -> Callable[..., Exercise]:
+    """The `Exercise` maker of one exercise module, bound to it: `exercise = exercises_for(__name__)`, then
+    `scaled_sum = exercise("scaled_sum", _check_scaled_sum, hints=[...], observe=...)`."""
+    return functools.partial(Exercise, module=module)

@@ -1,0 +1,82 @@
+"""Communication read from the traced program (the jaxpr): which collectives an answer performs, over
+which axis names. Cheap (no compilation), so a visible check can name a missing collective before it
+looks at values; the grader's own reading is that of the compiled program (`compiled`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from .failures import _fail
+from .text import TEXT
+
+__all__ = ["collectives", "collective_axes", "expect_collective", "expect_no_collective"]
+
+
+_COLLECTIVE_PARAM_KEYS = ("axes", "axis_name")
+# Primitives that only change how a value is typed across an axis (shard_map's
+# varying-manual-axes bookkeeping): they name an axis but move no data.
+_TYPE_ONLY = {"pvary", "pcast"}
+# Inside shard_map a psum of an axis-invariant value shows up under another name.
+_ALIASES = {"psum_invariant": "psum", "psum2": "psum"}
+
+
+def _walk_eqns(jaxpr) -> Iterable:
+    for eqn in jaxpr.eqns:
+        yield eqn
+        for param in eqn.params.values():
+            for sub in param if isinstance(param, (tuple, list)) else (param,):
+                inner = getattr(sub, "jaxpr", sub)  # ClosedJaxpr -> Jaxpr
+                if hasattr(inner, "eqns"):
+                    yield from _walk_eqns(inner)
+
+
+def collectives(fn: Callable, *args, axis_env: list[tuple[str, int]] | None = None) -> set[tuple[str, tuple[str, ...]]]:
+    """The collectives `fn(*args)` performs: {(primitive, (axis names...)), ...}.
+
+    Traces with `jax.make_jaxpr(fn, axis_env=...)`, so per-device functions
+    (the `f` in `pmap(f, axis_name=...)`) can be inspected without running
+    them; also looks inside `shard_map`, `jit`, `cond`, `scan`, ... bodies.
+    """
+    import jax
+
+    closed = jax.make_jaxpr(fn, axis_env=axis_env or [])(*args)
+    found = set()
+    for eqn in _walk_eqns(closed.jaxpr):
+        for key in _COLLECTIVE_PARAM_KEYS:
+            if key in eqn.params:
+                axes = eqn.params[key]
+                axes = axes if isinstance(axes, (tuple, list)) else (axes,)
+                named = tuple(str(a) for a in axes if isinstance(a, str))
+                name = _ALIASES.get(eqn.primitive.name, eqn.primitive.name)
+                if named and name not in _TYPE_ONLY:
+                    found.add((name, named))
+    return found
+
+
+def collective_axes(fn: Callable, *args, axis_env=None) -> list[str]:
+    """Sorted axis names that some collective in `fn(*args)` communicates over."""
+    return sorted({a for _, axes in collectives(fn, *args, axis_env=axis_env) for a in axes})
+
+
+def expect_collective(
+    name: str, fn: Callable, *args, axis_name: str, axis_env, primitives: Iterable[str] | None = None, hint: str = ""
+) -> None:
+    """`fn` performs a collective over `axis_name` (optionally one of `primitives`)."""
+    found = collectives(fn, *args, axis_env=axis_env)
+    ok = [p for p, axes in found if axis_name in axes and (primitives is None or p in set(primitives))]
+    if not ok:
+        seen = TEXT["list_sep"].join(TEXT["over"].format(primitive=p, axes=axes) for p, axes in sorted(found))
+        want = TEXT["or"].join(f"`{p}`" for p in primitives) if primitives else TEXT["a_collective"]
+        template = TEXT["collective_missing"] if seen else TEXT["collective_missing_none"]  # whole sentences
+        _fail(template.format(name=name, axis=axis_name, want=want, seen=seen, hint=hint))
+
+
+def expect_no_collective(name: str, fn: Callable, *args, axis_name: str, axis_env, hint: str = "") -> None:
+    """`fn` performs no collective over `axis_name`."""
+    found = [(p, axes) for p, axes in collectives(fn, *args, axis_env=axis_env) if axis_name in axes]
+    if found:
+        _fail(
+            TEXT["collective_unwanted"].format(
+                name=name, axis=axis_name, found=TEXT["list_sep"].join(p for p, _ in found), hint=hint
+            )
+        )

@@ -1,0 +1,74 @@
+"""Checks of values: type -> shape/dtype -> value, and the small helpers exercise modules compare with."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .failures import _fail
+from .text import TEXT
+
+__all__ = ["show_values", "same_values", "expect_array", "expect_close", "expect_replicated"]
+
+
+def show_values(value: Any, *, dtype: Any = None) -> str:
+    """`value` for a message: 4 decimals, long arrays summarised, entries separated by ", ".
+
+    `dtype` (e.g. `float`) converts first, so integers print as `1.` like the floats beside them.
+    """
+    return np.array2string(np.asarray(value, dtype=dtype), precision=4, threshold=16, separator=", ")
+
+
+def same_values(a: Any, b: Any, tol: float = 1e-5, *, dtype: Any = None) -> bool:
+    """`a` and `b` have the same shape and agree within `tol` (used as both rtol and atol).
+
+    `dtype` (e.g. `float`) converts both before comparing; never raises on a shape mismatch.
+    """
+    a, b = np.asarray(a, dtype=dtype), np.asarray(b, dtype=dtype)
+    return a.shape == b.shape and bool(np.allclose(a, b, rtol=tol, atol=tol))
+
+
+def expect_array(name: str, value: Any, *, shape: tuple | None = None, dtype: Any = None) -> None:
+    """`value` is a `jax.Array` (type), with `shape` and `dtype` if given."""
+    import jax
+
+    if isinstance(value, np.ndarray) and not isinstance(value, jax.Array):
+        _fail(TEXT["numpy_array"].format(name=name))
+    if not isinstance(value, jax.Array):
+        _fail(TEXT["not_an_array"].format(name=name, type=type(value).__name__, value=f"{value!r:.80}"))
+    if shape is not None and tuple(value.shape) != tuple(shape):
+        _fail(TEXT["wrong_shape"].format(name=name, want=tuple(shape), got=tuple(value.shape)))
+    if dtype is not None and np.dtype(value.dtype) != np.dtype(dtype):
+        _fail(TEXT["wrong_dtype"].format(name=name, want=np.dtype(dtype).name, got=np.dtype(value.dtype).name))
+
+
+def expect_close(
+    name: str, value: Any, expected: Any, *, rtol: float = 1e-5, atol: float = 1e-5, hint: str = ""
+) -> None:
+    """Values of `value` equal `expected` within tolerance (shapes must already match)."""
+    got, want = np.asarray(value), np.asarray(expected)
+    if got.shape != want.shape:
+        _fail(TEXT["wrong_shape"].format(name=name, want=want.shape, got=got.shape))
+    if not np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True):
+        bad = np.argwhere(~np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True))
+        where = tuple(int(i) for i in bad[0]) if bad.size else ()
+        _fail(
+            TEXT["wrong_values"].format(
+                name=name,
+                want=np.array2string(want, precision=4, threshold=16),
+                got=np.array2string(got, precision=4, threshold=16),
+                where=where,
+                hint=hint,
+            )
+        )
+
+
+def expect_replicated(name: str, value: Any, *, axis_name: str, hint: str = "") -> None:
+    """Every device (leading axis of a pmap output) holds the same value."""
+    got = np.asarray(value)
+    if got.ndim == 0 or got.shape[0] < 2:
+        return
+    if not all(np.allclose(got[i], got[0], rtol=1e-5, atol=1e-5, equal_nan=True) for i in range(1, got.shape[0])):
+        per_device = np.array2string(got, precision=4, threshold=16)
+        _fail(TEXT["not_replicated"].format(name=name, values=per_device, axis=axis_name, hint=hint))
