@@ -12,7 +12,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -21,19 +20,15 @@ import nbformat
 import pytest
 from autograder_harness import read_csv
 
+from autograder.course.classroom import grade_command, make_course
+
 SLOW_CELLS = ["import time\ntime.sleep(4)"] * 5  # 20 s of sleeping, right after the set-up cell
 CACHE = specs.REPO / "build" / "autograder" / "references"
 
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory) -> Path:
-    import shutil
-
-    course = tmp_path_factory.mktemp("batch") / "course"
-    for aid in (specs.A01, specs.A02):
-        (course / "source" / aid).mkdir(parents=True)
-        shutil.copy(specs.REPO / "solutions" / f"{aid}.ipynb", course / "source" / aid)
-    return course
+    return make_course(tmp_path_factory.mktemp("batch") / "course", (specs.A01, specs.A02))
 
 
 def _notebook(assignment: str, tamper=()) -> bytes:
@@ -51,23 +46,7 @@ def _first_code_cell_id(assignment: str) -> str:
 
 def _grade(course, sub: Path, out: Path, tmp: Path, *extra: str) -> subprocess.Popen:
     tmp.mkdir(exist_ok=True)
-    cmd = [
-        sys.executable,
-        "-m",
-        "autograder",
-        "grade",
-        "--course",
-        str(course),
-        "--submissions",
-        str(sub),
-        "--out",
-        str(out),
-        "--cache",
-        str(CACHE),
-        "-j",
-        "2",
-        *extra,
-    ]
+    cmd = grade_command(course, sub, out, CACHE, *extra, jobs=2)
     return subprocess.Popen(
         cmd,
         cwd=specs.REPO,
