@@ -39,7 +39,7 @@ The filter is compiled from this table by seccomp.py.
 
 from __future__ import annotations
 
-__all__ = ["ALLOWED", "ALLOWED_ON", "AF_VSOCK", "PERSONALITIES", "CLONE_NAMESPACES", "REFUSED_EXAMPLES"]
+__all__ = ["ALLOWED", "ALLOWED_ON", "AF_VSOCK", "PERSONALITIES", "CLONE_NAMESPACES"]
 
 # Docker's unconditional allow-list (moby profiles/seccomp/default.json), without io_uring_enter,
 # io_uring_register and io_uring_setup. Names that do not exist on this architecture are skipped.
@@ -398,34 +398,3 @@ ALLOWED_ON = {"x86_64": ("arch_prctl", "modify_ldt")}
 AF_VSOCK = 40
 PERSONALITIES = (0x0, 0x8, 0x20000, 0x20008, 0xFFFFFFFF)  # PER_LINUX, +UNAME26, +ADDR_NO_RANDOMIZE, query
 CLONE_NAMESPACES = 0x7E020000  # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
-
-# Channels the tests try, one per family of the module docstring (each must fail with EPERM).
-REFUSED_EXAMPLES = (
-    "add_key",
-    "keyctl",
-    "request_key",
-    "io_uring_setup",
-    "bpf",
-    "perf_event_open",
-    "userfaultfd",
-    "ptrace",
-    "process_vm_readv",
-    "mount",
-    "umount2",
-    "fsopen",
-    "unshare",
-    "setns",
-    "kexec_load",
-    "init_module",
-    "reboot",
-    "swapon",
-    "settimeofday",
-    "syslog",
-    "acct",
-    "pivot_root",
-    "chroot",
-    "kcmp",
-    "pidfd_getfd",
-    "lookup_dcookie",
-    "open_by_handle_at",
-)
