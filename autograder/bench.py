@@ -135,7 +135,7 @@ def run_nbgrader(course: Path, assignments: list[str]) -> float:
 def run_ours(
     course: Path, klass: Path, out: Path, cache: Path, jobs: int, timeout: float, students: list[str] | None = None
 ) -> tuple[float, dict]:
-    cmd = grade_command(course, klass, out, cache, "-q", jobs=jobs, timeout=timeout)
+    cmd = grade_command(course, "-q", submissions=klass, out=out, cache=cache, jobs=jobs, timeout=timeout)
     for s in students or []:
         cmd += ["--student", s]
     t0, c0 = time.monotonic(), _children_cpu()

@@ -65,16 +65,17 @@ def write_class(klass: Path, notebooks: Mapping[str, Mapping[str, bytes]]) -> Pa
 
 def grade_command(
     course: Path,
-    submissions: Path,
-    out: Path,
-    cache: Path,
     *extra: str,
+    submissions: Path | None = None,
+    out: Path | None = None,
+    cache: Path | None = None,
     jobs: int = 2,
     timeout: float | None = None,
 ) -> list[str]:
-    """`python -m autograder grade` over `submissions` against `course` (run it with the repository as cwd)."""
-    cmd = [sys.executable, "-m", "autograder", "grade", "--course", str(course), "--submissions", str(submissions)]
-    cmd += ["--out", str(out), "--cache", str(cache), "-j", str(jobs)]
-    if timeout is not None:
-        cmd += ["--timeout", f"{timeout:g}"]
+    """`python -m autograder grade` of `course` (its own submitted/ and grades/ unless `submissions` and
+    `out` are given), `extra` options last; run it with the repository as the working folder."""
+    cmd = [sys.executable, "-m", "autograder", "grade", "--course", str(course)]
+    for option, value in (("--submissions", submissions), ("--out", out), ("--cache", cache)):
+        cmd += [option, str(value)] if value is not None else []
+    cmd += ["-j", str(jobs)] + (["--timeout", f"{timeout:g}"] if timeout is not None else [])
     return cmd + list(extra)

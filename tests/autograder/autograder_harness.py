@@ -47,7 +47,20 @@ class GradedClass:
 
 
 def grade_cmd(course: Path, submissions: Path, out: Path, cache: Path, *extra: str) -> list[str]:
-    return grade_command(course, submissions, out, cache, *extra, jobs=2, timeout=CELL_TIMEOUT)
+    return grade_command(course, *extra, submissions=submissions, out=out, cache=cache, timeout=CELL_TIMEOUT)
+
+
+def start_grading(cmd: list[str], tmp: Path) -> subprocess.Popen:
+    """`cmd` (a grade_command) started from the repository, its output captured, its working copies in `tmp`."""
+    tmp.mkdir(exist_ok=True)
+    return subprocess.Popen(
+        cmd,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmp)},
+    )
 
 
 def read_csv(path: Path) -> list[dict]:

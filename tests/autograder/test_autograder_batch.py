@@ -18,7 +18,7 @@ from pathlib import Path
 import autograder_specs as specs
 import nbformat
 import pytest
-from autograder_harness import read_csv
+from autograder_harness import read_csv, start_grading
 
 from autograder.course.classroom import grade_command, make_course
 
@@ -45,16 +45,7 @@ def _first_code_cell_id(assignment: str) -> str:
 
 
 def _grade(course, sub: Path, out: Path, tmp: Path, *extra: str) -> subprocess.Popen:
-    tmp.mkdir(exist_ok=True)
-    cmd = grade_command(course, sub, out, CACHE, *extra, jobs=2)
-    return subprocess.Popen(
-        cmd,
-        cwd=specs.REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "TMPDIR": str(tmp)},
-    )
+    return start_grading(grade_command(course, *extra, submissions=sub, out=out, cache=CACHE), tmp)
 
 
 def test_notebook_and_submission_budgets_stop_many_slow_cells(course, tmp_path):

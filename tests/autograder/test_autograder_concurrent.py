@@ -7,12 +7,9 @@ the class the same. Independent of the shared fixture class (its own cache).
 
 from __future__ import annotations
 
-import os
-import subprocess
-
 import autograder_specs as specs
 import nbformat
-from autograder_harness import CELL_TIMEOUT, read_csv
+from autograder_harness import CELL_TIMEOUT, read_csv, start_grading
 
 from autograder.course.classroom import grade_command, make_course, write_class
 from autograder.run.references import SECRET_NAME
@@ -33,18 +30,16 @@ def test_two_runs_at_once_compute_the_reference_once_and_agree(tmp_path):
     cache = tmp_path / "cache" / "references"
     procs = []
     for n in (1, 2):
-        out = tmp_path / f"out{n}"
-        cmd = grade_command(course, sub, out, cache, "--no-feedback", jobs=1, timeout=CELL_TIMEOUT)
-        procs.append(
-            subprocess.Popen(
-                cmd,
-                cwd=specs.REPO,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                env={**os.environ, "TMPDIR": str(tmp_path)},
-            )
+        cmd = grade_command(
+            course,
+            "--no-feedback",
+            submissions=sub,
+            out=tmp_path / f"out{n}",
+            cache=cache,
+            jobs=1,
+            timeout=CELL_TIMEOUT,
         )
+        procs.append(start_grading(cmd, tmp_path))
     results = [p.communicate(timeout=600) for p in procs]
     for p, (_, err) in zip(procs, results):
         assert p.returncode == 0, err[-3000:]
