@@ -32,7 +32,6 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from ..limits import MAX_ADDED_CELLS, MAX_NOTEBOOK_BYTES
 
 __all__ = [
-    "MAX_NOTEBOOK_BYTES",
     "SourceNotebook",
     "TestCell",
     "UnreadableNotebook",
@@ -45,9 +44,7 @@ __all__ = [
 
 # nbgrader's region markers (matched anywhere in a line, as nbgrader does), and what they become in student text
 _MARKERS = re.compile(r"(BEGIN|END) (HIDDEN TESTS|SOLUTION|MARK SCHEME)")
-BEGIN_HIDDEN = "### BEGIN HIDDEN TESTS"
 _CELL_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
-END_HIDDEN = "### END HIDDEN TESTS"
 
 
 class UnreadableNotebook(Exception):
@@ -352,18 +349,3 @@ def build_graded(
         out.cells.append(cell)
         add_student_cells(i)
     return out, report
-
-
-def strip_hidden_tests(source: str) -> str:
-    """Remove `### BEGIN HIDDEN TESTS` ... `### END HIDDEN TESTS` regions (markers included)."""
-    lines, keep, hidden = source.splitlines(keepends=True), [], False
-    for line in lines:
-        if BEGIN_HIDDEN in line:
-            hidden = True
-            continue
-        if END_HIDDEN in line:
-            hidden = False
-            continue
-        if not hidden:
-            keep.append(line)
-    return "".join(keep).rstrip("\n")
