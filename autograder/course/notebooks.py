@@ -250,7 +250,6 @@ class MergeReport:
     added_cells: int = 0
     dropped_cells: int = 0  # added cells beyond max_added_cells (not run, not kept)
     duplicates: int = 0  # further student copies of a source cell (ignored)
-    ignored_cells: int = 0  # raw cells and malformed entries (ignored)
 
 
 def build_graded(
@@ -286,8 +285,7 @@ def build_graded(
     seen: set[int] = set()
     anchor = -1
     for cell in student.cells if student is not None else []:
-        if not isinstance(cell, dict):
-            report.ignored_cells += 1
+        if not isinstance(cell, dict):  # a malformed entry: ignored
             continue
         ctype = cell.get("cell_type")
         gid = _grade_id(cell)
@@ -311,8 +309,7 @@ def build_graded(
                 continue
             added.setdefault(max(anchor, floor), []).append(cell)
             report.added_cells += 1
-        else:
-            report.ignored_cells += 1
+        # any other cell a student added (raw, unknown types) is ignored
 
     out = new_notebook(metadata=copy.deepcopy(base.metadata))
     used_ids: set[str] = {c.get("id") for c in src_cells if c.get("id")}
