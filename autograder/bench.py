@@ -37,6 +37,7 @@ import nbformat
 
 from namedaxes.nbgrader_metadata import nbgrader_cell
 
+from .course.classroom import grade_command, make_course, release_notebook, typed_solution, write_class
 from .course.discovery import repo_root
 
 DEFAULT_ASSIGNMENTS = ["01_axis_names", "02_scaled_sum", "03_nested_axes", "04_gradient_averaging"]
@@ -49,12 +50,6 @@ WRONG = [
     ("* 2.0", "* 3.0"),
     ("+", "-"),
 ]
-
-
-def _solution(text: str) -> str:
-    return "\n".join(
-        line for line in text.splitlines() if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line
-    )
 
 
 def _wrong(text: str) -> str:
@@ -70,7 +65,7 @@ def make_submission(source_nb, release_nb, student_index: int):
     answers = {nbgrader_cell(c).grade_id: c.source for c in source_nb.cells if nbgrader_cell(c).solution}
     for j, cell in enumerate(c for c in nb.cells if nbgrader_cell(c).solution):
         kind = (student_index + j) % 5
-        solution = _solution(answers[nbgrader_cell(cell).grade_id])
+        solution = typed_solution(answers[nbgrader_cell(cell).grade_id])
         if kind in (0, 1, 2):
             cell.source = solution
         elif kind == 3:
@@ -78,41 +73,25 @@ def make_submission(source_nb, release_nb, student_index: int):
     return nb
 
 
-def _release(source_path: Path):
-    path = repo_root() / "notebooks" / source_path.name
-    if path.exists():
-        return nbformat.read(path, as_version=4)
-    from nbgrader.preprocessors import ClearHiddenTests, ClearOutput, ClearSolutions
-
-    nb = nbformat.read(source_path, as_version=4)
-    for pre in (ClearSolutions(), ClearHiddenTests(), ClearOutput()):
-        nb, _ = pre.preprocess(nb, {})
-    return nb
-
-
 def build(root: Path, assignments: list[str], students: int, timeout: float) -> tuple[Path, Path]:
-    course = root / "course"
-    klass = root / "class"
-    (course / "source").mkdir(parents=True)
+    """The course (with an nbgrader config for plain `nbgrader autograde`) and the class: each student's
+    submissions in `class/<student>/` and again in the course's `submitted/<student>/<assignment>/`."""
+    course = make_course(root / "course", assignments)
     (course / "nbgrader_config.py").write_text(
         "c = get_config()  # noqa: F821\n"
         "c.CourseDirectory.course_id = 'bench'\n"
         "c.ClearSolutions.code_stub = {'python': '# YOUR CODE HERE\\nraise NotImplementedError()'}\n"
         f"c.Execute.timeout = {int(timeout)}\n"
     )
+    notebooks: dict[str, dict[str, bytes]] = {f"student{i:03d}": {} for i in range(students)}
     for aid in assignments:
-        src = repo_root() / "solutions" / f"{aid}.ipynb"
-        (course / "source" / aid).mkdir()
-        shutil.copy(src, course / "source" / aid / src.name)
-        source_nb = nbformat.read(src, as_version=4)
-        release_nb = _release(src)
-        for i in range(students):
-            student = f"student{i:03d}"
-            nb = make_submission(source_nb, release_nb, i)
-            for folder in (klass / student, course / "submitted" / student / aid):
-                folder.mkdir(parents=True, exist_ok=True)
-                nbformat.write(nb, str(folder / src.name))
-    return course, klass
+        source_nb = nbformat.read(repo_root() / "solutions" / f"{aid}.ipynb", as_version=4)
+        release_nb = release_notebook(aid)
+        for i, student in enumerate(notebooks):
+            data = notebooks[student][aid] = nbformat.writes(make_submission(source_nb, release_nb, i)).encode()
+            (course / "submitted" / student / aid).mkdir(parents=True)
+            (course / "submitted" / student / aid / f"{aid}.ipynb").write_bytes(data)
+    return course, write_class(root / "class", notebooks)
 
 
 def _children_cpu() -> float:
@@ -157,25 +136,7 @@ def run_nbgrader(course: Path, assignments: list[str]) -> float:
 def run_ours(
     course: Path, klass: Path, out: Path, cache: Path, jobs: int, timeout: float, students: list[str] | None = None
 ) -> tuple[float, dict]:
-    cmd = [
-        sys.executable,
-        "-m",
-        "autograder",
-        "grade",
-        "--course",
-        str(course),
-        "--submissions",
-        str(klass),
-        "--out",
-        str(out),
-        "--cache",
-        str(cache),
-        "-j",
-        str(jobs),
-        "--timeout",
-        str(timeout),
-        "-q",
-    ]
+    cmd = grade_command(course, "-q", submissions=klass, out=out, cache=cache, jobs=jobs, timeout=timeout)
     for s in students or []:
         cmd += ["--student", s]
     t0, c0 = time.monotonic(), _children_cpu()

@@ -648,16 +648,23 @@ def update(names: Iterable[str]) -> list[str]:
         return _update(names)
 
 
+def _write_changed(path: Path, data: bytes) -> list[str]:
+    """Write `data` to `path` unless it holds it already: [the path, from the checkout] if it wrote, else []."""
+    if path.exists() and path.read_bytes() == data:
+        return []
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return [str(path.relative_to(ROOT))]
+
+
 def _update(names: Iterable[str]) -> list[str]:
-    changed = []
-    for lang in EDITIONS:
-        for name in names:
-            data, path = _po_bytes(merged(lang, name)), po_path(lang, name)
-            if not path.exists() or path.read_bytes() != data:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(data)
-                changed.append(str(path.relative_to(ROOT)))
-    return changed
+    names = list(names)
+    return [
+        changed
+        for lang in EDITIONS
+        for name in names
+        for changed in _write_changed(po_path(lang, name), _po_bytes(merged(lang, name)))
+    ]
 
 
 def compile_catalogs() -> list[str]:
@@ -666,14 +673,7 @@ def compile_catalogs() -> list[str]:
 
 
 def _compile() -> list[str]:
-    changed = []
-    for lang in EDITIONS:
-        data, path = mo_bytes(lang), mo_path(lang)
-        if not path.exists() or path.read_bytes() != data:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-            changed.append(str(path.relative_to(ROOT)))
-    return changed
+    return [changed for lang in EDITIONS for changed in _write_changed(mo_path(lang), mo_bytes(lang))]
 
 
 # ================================================================== check

@@ -107,7 +107,7 @@ def attach_editions(source: SourceNotebook, course_edition: tuple[str, Path] | N
         try:
             edition = SourceNotebook.load(source.assignment, path).nb
             problem = edition_problem(source.nb, edition)
-        except Exception as err:  # noqa: BLE001
+        except Exception as err:  # noqa: BLE001 - any failure to read an edition is that edition's problem
             problem = f"{path} is not readable ({type(err).__name__}: {err})"
         if problem is None and submission_language(edition) != lang:
             problem = f"{path} does not say it is the '{lang}' edition (metadata.namedaxes.language)"

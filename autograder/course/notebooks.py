@@ -34,7 +34,6 @@ from namedaxes.nbgrader_metadata import nbgrader_cell, nbgrader_dict
 from ..limits import MAX_ADDED_CELLS, MAX_NOTEBOOK_BYTES
 
 __all__ = [
-    "MAX_NOTEBOOK_BYTES",
     "SourceNotebook",
     "TestCell",
     "UnreadableNotebook",
@@ -47,9 +46,7 @@ __all__ = [
 
 # nbgrader's region markers (matched anywhere in a line, as nbgrader does), and what they become in student text
 _MARKERS = re.compile(r"(BEGIN|END) (HIDDEN TESTS|SOLUTION|MARK SCHEME)")
-BEGIN_HIDDEN = "### BEGIN HIDDEN TESTS"
 _CELL_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
-END_HIDDEN = "### END HIDDEN TESTS"
 
 
 class UnreadableNotebook(Exception):
@@ -234,7 +231,6 @@ class MergeReport:
     added_cells: int = 0
     dropped_cells: int = 0  # added cells beyond max_added_cells (not run, not kept)
     duplicates: int = 0  # further student copies of a source cell (ignored)
-    ignored_cells: int = 0  # raw cells and malformed entries (ignored)
 
 
 def build_graded(
@@ -270,8 +266,7 @@ def build_graded(
     seen: set[int] = set()
     anchor = -1
     for cell in student.cells if student is not None else []:
-        if not isinstance(cell, dict):
-            report.ignored_cells += 1
+        if not isinstance(cell, dict):  # a malformed entry: ignored
             continue
         ctype = cell.get("cell_type")
         gid = nbgrader_cell(cell).grade_id
@@ -295,8 +290,7 @@ def build_graded(
                 continue
             added.setdefault(max(anchor, floor), []).append(cell)
             report.added_cells += 1
-        else:
-            report.ignored_cells += 1
+        # any other cell a student added (raw, unknown types) is ignored
 
     out = new_notebook(metadata=copy.deepcopy(base.metadata))
     used_ids: set[str] = {c.get("id") for c in src_cells if c.get("id")}
@@ -333,18 +327,3 @@ def build_graded(
         out.cells.append(cell)
         add_student_cells(i)
     return out, report
-
-
-def strip_hidden_tests(source: str) -> str:
-    """Remove `### BEGIN HIDDEN TESTS` ... `### END HIDDEN TESTS` regions (markers included)."""
-    lines, keep, hidden = source.splitlines(keepends=True), [], False
-    for line in lines:
-        if BEGIN_HIDDEN in line:
-            hidden = True
-            continue
-        if END_HIDDEN in line:
-            hidden = False
-            continue
-        if not hidden:
-            keep.append(line)
-    return "".join(keep).rstrip("\n")

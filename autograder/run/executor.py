@@ -136,11 +136,6 @@ def clear_all_observations(observe_dir) -> list[str]:
         os.close(dir_fd)
 
 
-def clear_observations(observe_dir, grade_id: str) -> None:
-    """Empty the observation folder (kept for callers that name the test cell)."""
-    clear_all_observations(observe_dir)
-
-
 def _names(names: list[str]) -> str:
     shown = ", ".join(ascii(n) for n in names[:MAX_LOGGED_NAMES])
     return shown + (f" and {len(names) - MAX_LOGGED_NAMES} more" if len(names) > MAX_LOGGED_NAMES else "")

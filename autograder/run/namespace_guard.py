@@ -34,7 +34,6 @@ from __future__ import annotations
 __all__ = ["GUARD_CODE", "split_hidden"]
 
 BEGIN_HIDDEN = "### BEGIN HIDDEN TESTS"
-END_HIDDEN = "### END HIDDEN TESTS"
 
 GUARD_CODE = r'''
 def __autograder_guard():

@@ -260,7 +260,7 @@ def remove_at(dir_fd: int, name: str) -> bool:
     """Remove the entry `name` of the open folder `dir_fd` (a link is unlinked, never followed)."""
     try:
         return _rmtree_at(dir_fd, name)
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - clean-up must not fail the grader
         return False
 
 
@@ -278,7 +278,7 @@ def remove_tree(root: Path) -> bool:
         for p in sorted(points, key=len, reverse=True):
             _umount(p)
         return _rmtree(real)
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - clean-up must not fail the grader
         return False
 
 

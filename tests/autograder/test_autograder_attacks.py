@@ -14,10 +14,6 @@ import re
 import autograder_specs as specs
 
 
-def _rows_by_origin(graded_class, status):
-    return {r["reason"].split(": ", 1)[0]: r for r in graded_class.rows if r["status"] == status}
-
-
 def test_intake_conflicts_and_rejected_ids_are_reported_and_never_graded(graded_class):
     for name, (status, pattern) in specs.INTAKE.items():
         shown = ascii(name)[1:-1] if any(ord(c) < 32 for c in name) else name

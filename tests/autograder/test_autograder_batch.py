@@ -12,14 +12,15 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import autograder_specs as specs
 import nbformat
 import pytest
-from autograder_harness import read_csv
+from autograder_harness import read_csv, start_grading
+
+from autograder.course.classroom import grade_command, make_course
 
 SLOW_CELLS = ["import time\ntime.sleep(4)"] * 5  # 20 s of sleeping, right after the set-up cell
 CACHE = specs.REPO / "build" / "autograder" / "references"
@@ -27,13 +28,7 @@ CACHE = specs.REPO / "build" / "autograder" / "references"
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory) -> Path:
-    import shutil
-
-    course = tmp_path_factory.mktemp("batch") / "course"
-    for aid in (specs.A01, specs.A02):
-        (course / "source" / aid).mkdir(parents=True)
-        shutil.copy(specs.REPO / "solutions" / f"{aid}.ipynb", course / "source" / aid)
-    return course
+    return make_course(tmp_path_factory.mktemp("batch") / "course", (specs.A01, specs.A02))
 
 
 def _notebook(assignment: str, tamper=()) -> bytes:
@@ -50,32 +45,7 @@ def _first_code_cell_id(assignment: str) -> str:
 
 
 def _grade(course, sub: Path, out: Path, tmp: Path, *extra: str) -> subprocess.Popen:
-    tmp.mkdir(exist_ok=True)
-    cmd = [
-        sys.executable,
-        "-m",
-        "autograder",
-        "grade",
-        "--course",
-        str(course),
-        "--submissions",
-        str(sub),
-        "--out",
-        str(out),
-        "--cache",
-        str(CACHE),
-        "-j",
-        "2",
-        *extra,
-    ]
-    return subprocess.Popen(
-        cmd,
-        cwd=specs.REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "TMPDIR": str(tmp)},
-    )
+    return start_grading(grade_command(course, *extra, submissions=sub, out=out, cache=CACHE), tmp)
 
 
 def test_notebook_and_submission_budgets_stop_many_slow_cells(course, tmp_path):

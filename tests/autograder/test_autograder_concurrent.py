@@ -7,61 +7,39 @@ the class the same. Independent of the shared fixture class (its own cache).
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
-
 import autograder_specs as specs
 import nbformat
-from autograder_harness import CELL_TIMEOUT, read_csv
+from autograder_harness import CELL_TIMEOUT, read_csv, start_grading
 
+from autograder.course.classroom import grade_command, make_course, write_class
 from autograder.run.references import SECRET_NAME
 
 
 def test_two_runs_at_once_compute_the_reference_once_and_agree(tmp_path):
     aid = specs.A01
-    course = tmp_path / "course"
-    (course / "source" / aid).mkdir(parents=True)
-    shutil.copy(specs.REPO / "solutions" / f"{aid}.ipynb", course / "source" / aid)
+    course = make_course(tmp_path / "course", [aid])
     source = nbformat.read(specs.REPO / "solutions" / f"{aid}.ipynb", as_version=4)
-    sub = tmp_path / "class"
-    for student, answers in (("right", {}), ("unanswered", {"rank_weighted_sum_answer": None})):
-        (sub / student).mkdir(parents=True)
-        spec = specs.Spec(student, "ok", assignment=aid, answers=answers)
-        (sub / student / f"{aid}.ipynb").write_bytes(specs.notebook_for(spec, source, {}))
+    answers = {"right": {}, "unanswered": {"rank_weighted_sum_answer": None}}
+    sub = write_class(
+        tmp_path / "class",
+        {
+            s: {aid: specs.notebook_for(specs.Spec(s, "ok", assignment=aid, answers=a), source, {})}
+            for s, a in answers.items()
+        },
+    )
     cache = tmp_path / "cache" / "references"
     procs = []
     for n in (1, 2):
-        cmd = [
-            sys.executable,
-            "-m",
-            "autograder",
-            "grade",
-            "--course",
-            str(course),
-            "--submissions",
-            str(sub),
-            "--out",
-            str(tmp_path / f"out{n}"),
-            "--cache",
-            str(cache),
-            "-j",
-            "1",
-            "--timeout",
-            str(CELL_TIMEOUT),
+        cmd = grade_command(
+            course,
             "--no-feedback",
-        ]
-        procs.append(
-            subprocess.Popen(
-                cmd,
-                cwd=specs.REPO,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                env={**os.environ, "TMPDIR": str(tmp_path)},
-            )
+            submissions=sub,
+            out=tmp_path / f"out{n}",
+            cache=cache,
+            jobs=1,
+            timeout=CELL_TIMEOUT,
         )
+        procs.append(start_grading(cmd, tmp_path))
     results = [p.communicate(timeout=600) for p in procs]
     for p, (_, err) in zip(procs, results):
         assert p.returncode == 0, err[-3000:]

@@ -262,7 +262,10 @@ def test_every_grader_text_is_used_and_its_translation_keeps_the_fields():
         if not re.search(rf"""\b(text|say)\(\s*["']{k}["']""", sources) and f'"{k}"' not in sources
     ]
     assert not unused, f"entries of autograder.messages.TEXT nothing uses: {unused}"
-    fields = lambda t: sorted({f for _, f, _, _ in string.Formatter().parse(t) if f})  # noqa: E731
+
+    def fields(t: str) -> list[str]:
+        return sorted({f for _, f, _, _ in string.Formatter().parse(t) if f})
+
     for key, english in messages.TEXT.items():
         assert fields(messages.translate(english, "zh")) == fields(english), key
 

@@ -12,13 +12,16 @@ PKG = Path(__file__).resolve().parents[2] / "autograder"
 
 
 def _constants(tree: ast.Module) -> dict[str, ast.expr]:
-    return {
-        t.id: node.value
-        for node in tree.body
-        if isinstance(node, ast.Assign)
-        for t in node.targets
-        if isinstance(t, ast.Name) and t.id.isupper() and not t.id.startswith("_")
-    }
+    """Module-level NAME = value and NAME: type = value, upper-case and public."""
+    found = {}
+    for node in tree.body:
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        )
+        for t in targets:
+            if isinstance(t, ast.Name) and t.id.isupper() and not t.id.startswith("_") and node.value is not None:
+                found[t.id] = node.value
+    return found
 
 
 def _from_limits(path: Path) -> set[str]:
@@ -32,17 +35,18 @@ def _from_limits(path: Path) -> set[str]:
 def test_the_table_describes_every_cap_and_only_caps():
     defined = set(_constants(ast.parse((PKG / "limits.py").read_text(encoding="utf-8")))) - {"TABLE"}
     assert defined == set(limits.TABLE), (sorted(defined - set(limits.TABLE)), sorted(set(limits.TABLE) - defined))
-    for name, (unit, _where, what) in limits.TABLE.items():
+    for name, cap in limits.TABLE.items():
         value = getattr(limits, name)
         assert isinstance(value, (int, float)) and value > 0, (name, value)
-        assert unit and what, name
+        assert cap.unit and cap.where and cap.what, name
+        assert name in limits.__all__, name
 
 
 def test_each_cap_is_taken_from_the_table_where_the_table_says():
     wrong = [
-        f"{name}: {where} does not import it from autograder/limits.py"
-        for name, (_unit, where, _what) in limits.TABLE.items()
-        if name not in _from_limits(PKG / where)
+        f"{name}: {cap.where} does not import it from autograder/limits.py"
+        for name, cap in limits.TABLE.items()
+        if name not in _from_limits(PKG / cap.where)
     ]
     assert not wrong, "\n".join(wrong)
 

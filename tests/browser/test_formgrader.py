@@ -45,6 +45,8 @@ from pathlib import Path
 import autograder_specs as specs
 import inert_payloads as P
 
+from autograder.course.classroom import grade_command
+
 ROOT = Path(__file__).resolve().parents[2]
 
 A02 = specs.A02
@@ -233,21 +235,7 @@ def _formgrader_cannot_autograde_or_publish(
 
 def _grade(course: Path) -> None:
     run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "autograder",
-            "grade",
-            "--course",
-            str(course),
-            "--assignment",
-            A02,
-            "-j",
-            "2",
-            "--timeout",
-            "30",
-            "-q",
-        ],
+        grade_command(course, "--assignment", A02, "-q", timeout=30),
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -233,6 +233,9 @@ def test_make_lab_serves_the_chinese_edition_in_work_zh(browser, make_server, sc
     finally:
         i18n.set_language(previous)
     if translated != checking.TEXT["not_written_yet"]:  # compared without whitespace: messages wrap
-        squeeze = lambda t: "".join(t.split())  # noqa: E731
+
+        def squeeze(t: str) -> str:
+            return "".join(t.split())
+
         assert squeeze(_literal_part(translated)) in squeeze(check_text), check_text[-800:]
         assert squeeze(_literal_part(checking.TEXT["not_written_yet"])) not in squeeze(check_text), check_text[-800:]

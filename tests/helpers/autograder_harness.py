@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import csv
 import os
-import shutil
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import autograder_specs as specs
 import tamper_specs
+
+from autograder.course.classroom import grade_command, make_course
 
 specs.SPECS.extend(tamper_specs.SPECS)  # one graded class: the fixtures and the tamper corpus
 
@@ -47,25 +47,20 @@ class GradedClass:
 
 
 def grade_cmd(course: Path, submissions: Path, out: Path, cache: Path, *extra: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "autograder",
-        "grade",
-        "--course",
-        str(course),
-        "--submissions",
-        str(submissions),
-        "--out",
-        str(out),
-        "--cache",
-        str(cache),
-        "-j",
-        "2",
-        "--timeout",
-        str(CELL_TIMEOUT),
-        *extra,
-    ]
+    return grade_command(course, *extra, submissions=submissions, out=out, cache=cache, timeout=CELL_TIMEOUT)
+
+
+def start_grading(cmd: list[str], tmp: Path) -> subprocess.Popen:
+    """`cmd` (a grade_command) started from the repository, its output captured, its working copies in `tmp`."""
+    tmp.mkdir(exist_ok=True)
+    return subprocess.Popen(
+        cmd,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmp)},
+    )
 
 
 def read_csv(path: Path) -> list[dict]:
@@ -107,9 +102,8 @@ def build_and_grade(root: Path) -> dict:
     cache = REPO / "build" / "autograder" / "references"  # keyed by content: safe to share with `make grade`
     sources = {}
     points = {}
+    make_course(course, assignments)
     for aid in assignments:
-        (course / "source" / aid).mkdir(parents=True)
-        shutil.copy(REPO / "solutions" / f"{aid}.ipynb", course / "source" / aid / f"{aid}.ipynb")
         nb = nbformat.read(REPO / "solutions" / f"{aid}.ipynb", as_version=4)
         sources[aid] = nb
         points[aid] = {

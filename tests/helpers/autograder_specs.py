@@ -22,6 +22,8 @@ from pathlib import Path
 
 import nbformat
 
+from autograder.course.classroom import release_notebook, typed_solution
+
 REPO = Path(__file__).resolve().parents[2]
 A02 = "02_scaled_sum"
 A01 = "01_axis_names"
@@ -50,23 +52,7 @@ def find(nb, grade_id: str) -> int:
 
 def solution_code(source_nb, grade_id: str) -> str:
     """The reference answer as a student would type it (solution markers removed)."""
-    text = source_nb.cells[find(source_nb, grade_id)].source
-    return "\n".join(
-        line for line in text.splitlines() if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line
-    )
-
-
-def release_notebook(assignment: str):
-    """notebooks/<assignment>.ipynb; the same transformation of the source if not generated yet."""
-    path = REPO / "notebooks" / f"{assignment}.ipynb"
-    if path.exists():
-        return nbformat.read(path, as_version=4)
-    from nbgrader.preprocessors import ClearHiddenTests, ClearOutput, ClearSolutions
-
-    nb = nbformat.read(REPO / "solutions" / f"{assignment}.ipynb", as_version=4)
-    for pre in (ClearSolutions(), ClearHiddenTests(), ClearOutput()):
-        nb, _ = pre.preprocess(nb, {})
-    return nb
+    return typed_solution(source_nb.cells[find(source_nb, grade_id)].source)
 
 
 # ---------------------------------------------------------------- tamperings

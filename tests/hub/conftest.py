@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
+from hub import accounts as hub_accounts
+from hub import layout, server
+from hub.deployment import Deployment
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-from hub import accounts as hub_accounts  # noqa: E402
-from hub import layout, server  # noqa: E402
-from hub.deployment import Deployment  # noqa: E402
 
 HUB_VENV = ROOT / ".venv"
 AID = "02_scaled_sum"

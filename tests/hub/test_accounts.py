@@ -6,16 +6,15 @@ from __future__ import annotations
 import os
 import pwd
 import re
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
+from hub import accounts
+from hub.deployment import Deployment
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-from hub import accounts  # noqa: E402
-from hub.deployment import Deployment  # noqa: E402
 
 
 def _roster(tmp_path: Path, text: str) -> Path:

@@ -5,14 +5,13 @@ and `make grade HUB=1` then refused its reference solution. Each way a build can
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
+from hub import layout
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-from hub import layout  # noqa: E402
 
 
 @pytest.fixture

@@ -315,7 +315,9 @@ def test_unbound_axis_name_message_says_what_binds_and_which_constant_to_write()
 
 
 def test_a_modules_own_rules_come_first():
-    rule = lambda err: "our own words" if isinstance(err, ValueError) else None  # noqa: E731
+    def rule(err):
+        return "our own words" if isinstance(err, ValueError) else None
+
     with pytest.raises(CheckFailed, match="^our own words$"), explained("f", rules=(rule,)):
         raise ValueError("jax internals")
 

@@ -195,7 +195,10 @@ ALL_IDS = sorted(p.stem for p in (ROOT / "solutions").glob("*.ipynb"))
 def _solved_release(aid: str, edition: str = ""):
     """The release of `aid` in `edition` as a student who solved it hands it in: every answer cell holds the
     solution's code (its markers dropped), every locked cell untouched."""
-    folder = lambda top: ROOT / top / edition if edition else ROOT / top  # noqa: E731
+
+    def folder(top: str) -> Path:
+        return ROOT / top / edition if edition else ROOT / top
+
     source = nbformat.read(folder("solutions") / f"{aid}.ipynb", as_version=4)
     answers = {
         c.metadata["nbgrader"]["grade_id"]: c.source

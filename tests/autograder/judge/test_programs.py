@@ -34,9 +34,10 @@ def _local_total(k):
     """The issue's forged recording: a shard_map over *replicated* inputs that computes the global total on
     every device, plus a collective whose result is multiplied by zero."""
     mesh = jax.make_mesh((k,), (DEVICES,))
-    body = (  # noqa: E731
-        lambda x: jnp.broadcast_to(2.0 * x.sum(axis=0), (1,) + x.shape[1:]) + 0.0 * lax.psum(x, DEVICES).sum()
-    )
+
+    def body(x):
+        return jnp.broadcast_to(2.0 * x.sum(axis=0), (1,) + x.shape[1:]) + 0.0 * lax.psum(x, DEVICES).sum()
+
     return jax.jit(jax.shard_map(body, mesh=mesh, in_specs=P(), out_specs=P(DEVICES)))
 
 
