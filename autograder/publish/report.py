@@ -26,6 +26,10 @@ Submissions that are missing are counted, not averaged in as zeros. Links to
 `feedback/<student>/<assignment>.html` are relative, so they work when the
 report stays in OUT.
 
+The jobs, a module each: `class_results` parses the two files once into records,
+`course_info` reads the course's names for things, `report_figures` draws the histograms, and
+this module lays out the page.
+
 Threat model: student ids, reasons and failure messages come from
 submissions. All text is escaped (`inert.html_text`); `code` spans in
 docstrings and messages become `<code>` around escaped text; the page carries
@@ -44,7 +48,7 @@ from urllib.parse import quote
 from .class_results import ClassResults, Row, load
 from .course_info import CourseInfo, course_info, default_course
 from .inert import CSP_META, html_text
-from .report_figures import _exercise_figure, _total_figure, score_counts
+from .report_figures import exercise_figure, score_counts, total_figure
 
 __all__ = [
     "load",
@@ -281,7 +285,7 @@ def _assignment_section(results: ClassResults, aid: str, out: Path | None, info:
     )
     parts.append(
         f'<figure><img class="histogram" alt="{_e(aid)}: histogram of total scores" '
-        f'src="data:image/png;base64,{_total_figure(aid, graded)}"></figure>'
+        f'src="data:image/png;base64,{total_figure(aid, graded)}"></figure>'
     )
     exercises: OrderedDict[str, list[dict]] = OrderedDict()
     for r in graded:
@@ -291,7 +295,7 @@ def _assignment_section(results: ClassResults, aid: str, out: Path | None, info:
     if exercises:
         parts.append(
             f'<figure><img class="histogram" alt="{_e(aid)}: histograms of points per exercise" '
-            f'src="data:image/png;base64,{_exercise_figure(aid, exercises)}"></figure>'
+            f'src="data:image/png;base64,{exercise_figure(aid, exercises)}"></figure>'
         )
         parts.append(
             '<table><tr><th>exercise</th><th class="num">points</th><th class="num">mean</th>'

@@ -10,7 +10,7 @@ from collections import Counter, OrderedDict
 
 from .class_results import Row
 
-__all__ = ["score_counts", "_total_figure", "_exercise_figure", "BAR", "ZERO"]
+__all__ = ["score_counts", "total_figure", "exercise_figure", "BAR", "ZERO"]
 
 BAR = "#0072B2"  # Okabe-Ito blue, as in namedaxes.plots
 ZERO = "#D55E00"  # zero scores stand out
@@ -57,7 +57,7 @@ def _histogram(ax, values: list[float], maximum: float, *, title: str, xlabel: s
     ax.set_facecolor("white")
 
 
-def _total_figure(aid: str, rows: list[Row]) -> str:
+def total_figure(aid: str, rows: list[Row]) -> str:
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(5.0, 2.8), layout="constrained", facecolor="white")
@@ -73,7 +73,7 @@ def _total_figure(aid: str, rows: list[Row]) -> str:
     return _png(fig)
 
 
-def _exercise_figure(aid: str, exercises: OrderedDict[str, list[dict]]) -> str:
+def exercise_figure(aid: str, exercises: OrderedDict[str, list[dict]]) -> str:
     from matplotlib.figure import Figure
 
     n = len(exercises)
