@@ -139,7 +139,7 @@ def test_hidden_inputs_depend_on_the_secret_and_no_reason_tells_them(recorded):
     reasons = []
     for secret in (b"first secret", b"second secret"):
         with Scorer(secret, timeout=60) as s:
-            reasons.append(s.judge("scaled_sum_total", recorded["ref"], recorded["wrong"]).reason(9))
+            reasons.append(said(s.judge("scaled_sum_total", recorded["ref"], recorded["wrong"])).reason(9))
     assert reasons[0] == reasons[1] and "values differ" in reasons[0]
     assert not re.search(r"\d\.\d|max abs|difference \d", reasons[0]), reasons[0]
 
