@@ -163,19 +163,19 @@ class ReferenceRun:
     seconds: float
 
 
-@dataclass
+@dataclass(frozen=True)
 class InternalError:
     """A task that failed inside the grader (a grader bug, or a worker lost twice): `detail` says how."""
 
     detail: str
 
 
-@dataclass
+@dataclass(frozen=True)
 class TaskDone:
     """worker -> pool: task `seq` is finished; `result` is its Row (grade), ReferenceRun or InternalError."""
 
     seq: int
-    result: Any
+    result: Row | ReferenceRun | InternalError
 
 
 class Kind(StrEnum):
