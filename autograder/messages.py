@@ -8,6 +8,12 @@ translations live in the helper package's catalog (`locale/zh/namedaxes.po`, com
 so the grader has no catalog of its own. Texts the instructor reads (summary, class report,
 internal errors, reference problems) stay English and are not here.
 
+The judge writes none of these words: it returns data (`records.Verdict`, `records.Phrase`: a
+`records.Kind`, which is a key of `TEXT`, and its fields), and `autograder/publish/words.py` makes
+them sentences from `TEXT` when a file is published, in the row's language. Words made while a
+notebook runs (the run's events: time-outs, crashes, limits) are made by `run/` in the student's
+language, as text.
+
 Which language: the worker grading a submission wraps the whole task in `speaking(lang)`, where
 `lang = submission_language(notebook)`. `text(key, **fields)` formats the current language's
 template. Nothing here decides a score: a language only picks words.
@@ -53,7 +59,7 @@ TEXT: dict[str, str] = {
     "verdict_passed": "Passed.",
     "points_one": "{points} / {max_points} point",
     "points_many": "{points} / {max_points} points",
-    # ---- per-test reasons (autograder/judge/score.py, compare.py)
+    # ---- per-test reasons (records.Kind; said by autograder/publish/words.py)
     "not_answered": "NotImplementedError: not answered yet (the answer cell still raises NotImplementedError)",
     "results_unreadable": "the recorded results could not be read",
     "cell_not_run": "this test cell was not run",
@@ -63,7 +69,8 @@ TEXT: dict[str, str] = {
     "on hidden inputs; run the visible check and the cells above it to find the error)",
     "and_more": "; and {n} more",
     "notebook_unreadable": "the notebook could not be read",
-    # ---- row reasons (judge/score.py, run/worker.py, run/executor.py, sandbox/cgroups.py, sandbox/workcopy.py)
+    # ---- row reasons (records.Kind from judge/score.py; text from run/worker.py, run/executor.py,
+    # sandbox/cgroups.py, sandbox/workcopy.py)
     "kernel_not_started": "the kernel did not start: {error}",
     "answers_missing": "no answer cell found for {ids} (graded as unanswered)",
     "failed_tests": "failed: {ids}",
@@ -111,7 +118,7 @@ TEXT: dict[str, str] = {
     "limit_processes": "the notebook tried to start more than {limit} processes or threads at once; "
     "starting more was refused",
     "limit_disk": "the notebook filled its working folder ({limit}); writing more was refused",
-    # ---- what the scorer found (autograder/judge/programs.py, compare.py, scorer_process.py: differences)
+    # ---- what the judge found (records.Kind from judge/programs.py, compare.py, scorer_process.py)
     "no_program": "{case}: no program was recorded",
     "too_many_programs": "too many recorded programs ({n})",
     "program_unreadable": "the recorded program could not be read ({error})",

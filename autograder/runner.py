@@ -33,9 +33,8 @@ from pathlib import Path
 
 from .course.discovery import discover_sources, repo_root
 from .intake.placement import place_course, place_submissions
-from .judge.score import zero_cells
 from .publish.outputs import merge_previous, missing_reason, summary, write_outputs
-from .records import CSV_COLUMNS, GraderError, Options
+from .records import CSV_COLUMNS, GraderError, Options, Row, make_row, zero_cells
 from .run.pool import run_all
 from .sandbox import workcopy
 from .sandbox.build import build_sandbox, grading_xla_flags, warn
@@ -86,7 +85,7 @@ def grade(opts: Options) -> int:
     work_root = Path(tempfile.mkdtemp(prefix="agr-"))
     jobs = opts.jobs or os.cpu_count() or 1
     previous_term = signal.signal(signal.SIGTERM, _terminate)  # SIGTERM stops the batch like Ctrl-C
-    rows: list[dict] = []
+    rows: list[Row] = []
     internal: list[str] = []
     ref_seconds: dict[str, float] = {}
     ref_problems: dict[str, list[str]] = {}
@@ -118,20 +117,19 @@ def grade(opts: Options) -> int:
             raise
         except Exception:  # noqa: BLE001 - a grader bug: still a grades.csv (error rows) and a report
             internal.append("the grading pool failed:\n" + traceback.format_exc())
-        graded = {(r["student"], r["assignment"]) for r in rows}
+        graded = {(r.student, r.assignment) for r in rows}
         for (student, aid), placed in sorted(intake.placed.items()):
             if (student, aid) not in graded:  # only after a grader bug: never a silent gap
                 rows.append(
-                    {
-                        "student": student,
-                        "assignment": aid,
-                        "origin": placed.origin,
-                        "score": 0.0,
-                        "max_score": sources[aid].max_score,
-                        "status": "error",
-                        "reason": "internal grader error (see the grader's output); regrade this student",
-                        "cells": zero_cells(sources[aid], "internal grader error"),
-                    }
+                    make_row(
+                        student,
+                        aid,
+                        placed.origin,
+                        sources[aid],
+                        "error",
+                        "internal grader error (see the grader's output); regrade this student",
+                        zero_cells(sources[aid], "internal grader error"),
+                    )
                 )
         rows += not_submitted_rows(opts, sources, intake, out)
         all_rows = merge_previous(out, rows, opts, intake)
@@ -181,7 +179,7 @@ def _terminate(signum, frame):
     raise KeyboardInterrupt
 
 
-def not_submitted_rows(opts: Options, sources, intake, out: Path) -> list[dict]:
+def not_submitted_rows(opts: Options, sources, intake, out: Path) -> list[Row]:
     """Rows that need no kernel: missing notebooks, unplaceable files, conflicting ids."""
     rows = []
     writer = None
@@ -190,16 +188,8 @@ def not_submitted_rows(opts: Options, sources, intake, out: Path) -> list[dict]:
             if (student, aid) in intake.placed:
                 continue
             cells = zero_cells(source, "no notebook submitted")
-            row = {
-                "student": student,
-                "assignment": aid,
-                "origin": "",
-                "score": 0.0,
-                "max_score": source.max_score,
-                "status": "missing",
-                "reason": missing_reason(intake, student, aid, source.file_name),
-                "cells": cells,
-            }
+            reason = missing_reason(intake, student, aid, source.file_name)
+            row = make_row(student, aid, "", source, "missing", reason, cells)
             rows.append(row)
             if opts.feedback:
                 if writer is None:
@@ -211,31 +201,9 @@ def not_submitted_rows(opts: Options, sources, intake, out: Path) -> list[dict]:
                 p.parent.mkdir(parents=True, exist_ok=True)
                 p.write_text(page, encoding="utf-8")
     for u in intake.unplaced:
-        rows.append(
-            {
-                "student": u.student,
-                "assignment": "",
-                "origin": u.origin,
-                "score": 0.0,
-                "max_score": 0.0,
-                "status": "unplaceable",
-                "reason": f"{u.origin}: {u.reason}",
-                "cells": [],
-            }
-        )
+        rows.append(make_row(u.student, "", u.origin, None, "unplaceable", f"{u.origin}: {u.reason}"))
     for u in intake.conflicts:
-        rows.append(
-            {
-                "student": u.student,
-                "assignment": "",
-                "origin": u.origin,
-                "score": 0.0,
-                "max_score": 0.0,
-                "status": "conflict",
-                "reason": f"{u.origin}: {u.reason}",
-                "cells": [],
-            }
-        )
+        rows.append(make_row(u.student, "", u.origin, None, "conflict", f"{u.origin}: {u.reason}"))
     return rows
 
 

@@ -10,8 +10,10 @@ values went to `<grade_id>.npz` and whose other (JSON) values went to
   name in the reference's (extra axes are fine);
 - any other JSON value: equal (numbers within the same tolerance).
 
-What a difference says is a fact about the *property* that failed (a missing key, shape and
-dtype, "values differ", the axes); never a number computed on the inputs (neither the
+The verdict is data (`records.Verdict`: each difference a `Phrase` whose kind and fields say which
+key and which property failed: shape, dtype, values, axes); its words are written when publishing
+(`autograder/publish/words.py`). What a difference says is a fact about the *property* that
+failed (a missing key, shape and dtype, "values differ", the axes); never a number computed on the inputs (neither the
 reference's values nor how far the student's are from them): the reference's values were
 computed on hidden inputs, and a distance printed run after run is an oracle for them.
 
@@ -25,37 +27,18 @@ from __future__ import annotations
 import io
 import json
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..limits import MAX_ARRAYS, MAX_ECHO_ITEMS, MAX_OBSERVATION_BYTES
-from ..messages import TEXT, text
+from ..records import Phrase, Property, Verdict, Words, phrase
 
-__all__ = ["RTOL", "ATOL", "AXES_KEY", "Verdict", "normalize", "load_observations", "compare", "MAX_OBSERVATION_BYTES"]
+__all__ = ["RTOL", "ATOL", "AXES_KEY", "normalize", "load_observations", "compare", "MAX_OBSERVATION_BYTES"]
 
 RTOL = 1e-5
 ATOL = 1e-5
 AXES_KEY = "axes"
-
-
-HIDDEN_INPUTS = TEXT["hidden_inputs"]
-
-
-@dataclass
-class Verdict:
-    passed: bool
-    differences: list[str] = field(default_factory=list)
-    summary: str = HIDDEN_INPUTS  # what the differences are about ('' when they say it themselves)
-
-    def reason(self, limit: int = 2) -> str:
-        if self.passed:
-            return ""
-        shown = "; ".join(self.differences[:limit])
-        more = text("and_more", n=len(self.differences) - limit) if len(self.differences) > limit else ""
-        summary = text("hidden_inputs") if self.summary == TEXT["hidden_inputs"] else self.summary
-        return f"{summary} ({shown}{more})" if summary else f"{shown}{more}"
 
 
 def _is_array(value: Any) -> bool:
@@ -136,8 +119,8 @@ def _check_npz(npz: bytes) -> None:
                 raise ValueError(f"recorded array {info.filename!r} declares more data than it holds")
 
 
-def _fmt_shape(a: np.ndarray) -> str:
-    return text("shape_dtype", shape=tuple(a.shape), dtype=a.dtype.name)
+def _fmt_shape(a: np.ndarray) -> Phrase:
+    return phrase("shape_dtype", shape=str(tuple(a.shape)), dtype=a.dtype.name)
 
 
 def _short(value: Any, n: int = 60) -> str:
@@ -145,9 +128,12 @@ def _short(value: Any, n: int = 60) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def _compare_arrays(key: str, want: np.ndarray, got: np.ndarray, rtol: float = RTOL, atol: float = ATOL) -> str | None:
+def _compare_arrays(
+    key: str, want: np.ndarray, got: np.ndarray, rtol: float = RTOL, atol: float = ATOL
+) -> Phrase | None:
     if want.shape != got.shape or want.dtype != got.dtype:
-        return text("expected_got", key=key, want=_fmt_shape(want), got=_fmt_shape(got))
+        failed = Property.SHAPE if want.shape != got.shape else Property.DTYPE
+        return phrase("expected_got", prop=failed, key=key, want=_fmt_shape(want), got=_fmt_shape(got))
     if want.dtype.kind in "biufc":
         if want.dtype.kind in "b":
             same = np.array_equal(want, got)
@@ -155,8 +141,8 @@ def _compare_arrays(key: str, want: np.ndarray, got: np.ndarray, rtol: float = R
             same = bool(np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True))
         if same:
             return None
-        return text("values_differ", key=key)  # never how much: the reference's values are on hidden inputs
-    return None if np.array_equal(want, got) else text("values_differ", key=key)
+        return phrase("values_differ", key=key)  # never how much: the reference's values are on hidden inputs
+    return None if np.array_equal(want, got) else phrase("values_differ", key=key)
 
 
 def _json_equal(want: Any, got: Any) -> bool:
@@ -173,22 +159,18 @@ def _json_equal(want: Any, got: Any) -> bool:
     return type(want) is type(got) and want == got
 
 
-def _compare_axes(want: Any, got: Any) -> str | None:
+def _compare_axes(want: Any, got: Any) -> Phrase | None:
     if not isinstance(got, list) or not all(isinstance(a, str) for a in got):
-        return text("axes_not_names", key=AXES_KEY, got=_short(got))
+        return phrase("axes_not_names", key=AXES_KEY, got=_short(got))
     wanted = [a for a in (want if isinstance(want, list) else [want])]
     missing = [a for a in wanted if a not in got]
     if not missing:
         return None
     cut = lambda a: repr(a) if len(repr(a)) <= 40 else repr(a)[:39] + "…"  # noqa: E731 - student-recorded names
-    found = (
-        ", ".join(cut(a) for a in got[:MAX_ECHO_ITEMS])
-        + (text("and_more", n=len(got) - MAX_ECHO_ITEMS) if len(got) > MAX_ECHO_ITEMS else "")
-        if got
-        else None
-    )
-    seen = text("axes_seen", axes=found) if found else text("axes_none")
-    return text("axes_missing", key=AXES_KEY, axes=", ".join(repr(a) for a in missing), seen=seen)
+    more = (phrase("and_more", n=len(got) - MAX_ECHO_ITEMS),) if len(got) > MAX_ECHO_ITEMS else ()
+    found = Words((", ".join(cut(a) for a in got[:MAX_ECHO_ITEMS]), *more)) if got else None
+    seen = phrase("axes_seen", axes=found) if found else phrase("axes_none")
+    return phrase("axes_missing", key=AXES_KEY, axes=", ".join(repr(a) for a in missing), seen=seen)
 
 
 def compare(reference: dict, observed: dict, tolerances: dict | None = None) -> Verdict:
@@ -198,25 +180,25 @@ def compare(reference: dict, observed: dict, tolerances: dict | None = None) -> 
     come from long float computations.
     """
     tolerances = tolerances or {}
-    diffs: list[str] = []
+    diffs: list[Phrase] = []
     for key in sorted(reference):
         want = reference[key]
         if key not in observed:
-            diffs.append(text("key_missing", key=key))
+            diffs.append(phrase("key_missing", key=key))
             continue
         got = observed[key]
         if isinstance(want, np.ndarray):
             if not isinstance(got, np.ndarray):
-                diffs.append(text("expected_array", key=key, got=_short(got)))
+                diffs.append(phrase("expected_array", key=key, got=_short(got)))
                 continue
             rtol, atol = tolerances.get(key, (None, None))
             d = _compare_arrays(key, want, got, RTOL if rtol is None else rtol, ATOL if atol is None else atol)
         elif key == AXES_KEY:
             d = _compare_axes(want, got)
         elif isinstance(got, np.ndarray):
-            d = text("expected_not_array", key=key)
+            d = phrase("expected_not_array", key=key)
         else:
-            d = None if _json_equal(want, got) else text("values_differ", key=key)
+            d = None if _json_equal(want, got) else phrase("values_differ", key=key)
         if d:
             diffs.append(d)
-    return Verdict(not diffs, diffs)
+    return Verdict(not diffs, tuple(diffs))

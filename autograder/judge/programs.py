@@ -48,7 +48,7 @@ import hmac
 import json
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -68,8 +68,9 @@ from namedaxes.judging import (
 )
 
 from ..limits import MAX_CASES, MAX_COMPILED, MAX_ECHO_CHARS, MAX_ECHO_ITEMS, MAX_ERROR_CHARS
-from ..messages import text as say
-from .compare import Verdict, compare, load_observations
+from ..records import Phrase, Verdict, Words
+from ..records import phrase as say
+from .compare import compare, load_observations
 
 __all__ = [
     "PROGRAM_PREFIX",
@@ -113,11 +114,12 @@ def _cut(text, n: int = MAX_ECHO_CHARS) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def _echo(items, n: int = MAX_ECHO_CHARS) -> str:
+def _echo(items, n: int = MAX_ECHO_CHARS, sep: str = ", ") -> Words:
     """A student-controlled list for feedback, bounded in count and length (see MAX_ECHO_ITEMS)."""
     items = list(items)
-    shown = ", ".join(_cut(i, n) for i in items[:MAX_ECHO_ITEMS])
-    return shown + (say("and_more", n=len(items) - MAX_ECHO_ITEMS) if len(items) > MAX_ECHO_ITEMS else "")
+    shown = sep.join(_cut(i, n).replace(", ", sep) for i in items[:MAX_ECHO_ITEMS])
+    more = (say("and_more", n=len(items) - MAX_ECHO_ITEMS),) if len(items) > MAX_ECHO_ITEMS else ()
+    return Words((shown, *more))
 
 
 def is_program_observation(observations: dict) -> bool:
@@ -128,11 +130,12 @@ def is_program_observation(observations: dict) -> bool:
 
 # ---------------------------------------------------------------- programs
 class Rejected(Exception):
-    """A recorded program the grader will not run; the message says why (student-facing).
+    """A recorded program the grader will not run; `finding` says why (student-facing, as data).
     `unreadable`: the bytes are not a program at all (then the communication check says nothing)."""
 
-    def __init__(self, message: str, unreadable: bool = False):
-        super().__init__(message)
+    def __init__(self, finding: Phrase, unreadable: bool = False):
+        super().__init__(finding.kind.value)
+        self.finding = finding
         self.unreadable = unreadable
 
 
@@ -221,16 +224,16 @@ def _spec_layout(sharding) -> Layout | None:
 _placed_layout = placed_layout  # namedaxes.judging
 
 
-def describe_layout(layout: Layout | None) -> str:
-    """A layout in words, for feedback ("split over 'devices' along dimension 0", "replicated")."""
+def describe_layout(layout: Layout | None) -> Phrase:
+    """A layout as a phrase, for feedback ("split along dimension 0 over 'devices'", "replicated")."""
     if layout is None:
         return say("layout_unstated")
-    parts = [
-        say("layout_dim", dim=d, axes=_echo(repr(a) for a in axes).replace(", ", " x "))
+    parts = tuple(
+        say("layout_dim", dim=d, axes=_echo((repr(a) for a in axes), sep=" x "))
         for d, axes in enumerate(layout[:MAX_ECHO_ITEMS])
         if axes
-    ]
-    return say("layout_split", dims=", ".join(parts)) if parts else say("layout_replicated")
+    )
+    return say("layout_split", dims=Words(parts, ", ")) if parts else say("layout_replicated")
 
 
 def _paths(tree) -> list[str]:
@@ -469,7 +472,7 @@ class Judge:
             observed = load_observations(*student_pair)
         except Exception:  # noqa: BLE001 - hostile bytes
             self._reference(reference, key)
-            return Verdict(False, [say("results_unreadable")])
+            return Verdict(False, (say("results_unreadable"),))
         return self.judge_observations(grade_id, reference, observed, key)
 
     def derive(self, grade_id: str, observation: dict) -> dict:
@@ -539,8 +542,8 @@ class Judge:
         cases = ref.meta["cases"]
         student_cases = [k[len(PROGRAM_PREFIX) :] for k in observed if k.startswith(PROGRAM_PREFIX)]
         if len(student_cases) > MAX_CASES:
-            return Verdict(False, [say("too_many_programs", n=len(student_cases))])
-        diffs: list[str] = []
+            return Verdict(False, (say("too_many_programs", n=len(student_cases)),))
+        diffs: list[Phrase] = []
         unreadable = False  # a case recorded no readable program: its communication is unknown
         want: dict[str, Any] = {}
         got: dict[str, Any] = {}
@@ -583,7 +586,7 @@ class Judge:
                 if _signature_matches(want_sig, sig):
                     sig = want_sig
                 if sig != want_sig:
-                    diffs.append(f"{case}: {_signature_difference(want_sig, sig)}")
+                    diffs.append(replace(_signature_difference(want_sig, sig), case=case))
                     continue
                 own = _mesh_of(exp)
                 if own is not None and ref_prog.mesh_axes is not None and own[:2] != ref_prog.mesh_axes:
@@ -617,7 +620,7 @@ class Judge:
                     diffs.append(say("program_failed_hidden", case=case, error=_cut(type(err).__name__)))
                     continue
             except Rejected as err:
-                diffs.append(f"{case}: {err}")
+                diffs.append(replace(err.finding, case=case))
                 unreadable = unreadable or err.unreadable
                 continue
             except Exception as err:  # noqa: BLE001 - a program that fails to compile or run scores 0
@@ -664,17 +667,17 @@ class Judge:
             missing = [say("comm_over", axis=a) for a in sorted(ref_axes - got_axes)]
         if missing and not unreadable:
             seen = ", ".join(sorted(got_comm)) if got_comm else say("no_comm")
-            diffs.append(say("comm_missing", missing=", ".join(missing), seen=seen))
+            diffs.append(say("comm_missing", missing=Words(tuple(missing), ", "), seen=seen))
         extra = sorted(got_axes - ref_axes)
         if extra and not unreadable and any(entry.get("only_axes") for entry in cases.values()):
             diffs.append(say("comm_extra_axes", axes=", ".join(repr(a) for a in extra)))
         surplus = sorted(got_comm - ref_comm)
         if surplus and not unreadable and any(entry.get("only_collectives") for entry in cases.values()):
             diffs.append(say("comm_surplus", ops=", ".join(surplus)))
-        return Verdict(not diffs, diffs)
+        return Verdict(not diffs, tuple(diffs))
 
 
-def _input_names(exp) -> list[str]:
+def _input_names(exp) -> list[Words]:
     """How feedback names each flat input: `x`, `batch['y']`, or `input 2` (from the export's locations,
     else positions)."""
     import jax
@@ -685,11 +688,11 @@ def _input_names(exp) -> list[str]:
         keys = path[1:] if path and getattr(path[0], "idx", None) == 0 else path  # drop the (args, kwargs) level
         first = getattr(keys[0], "idx", None) if keys else None
         rest = jax.tree_util.keystr(tuple(keys[1:])) if keys else ""
-        names.append(say("layout_input_name", n=(first or 0) + 1) + rest)
+        names.append(Words((say("layout_input_name", n=(first or 0) + 1), rest)))
     return names
 
 
-def _layout_difference(case: str, ref_exp, want: _Compiled, got: _Compiled, out_layout: bool) -> str | None:
+def _layout_difference(case: str, ref_exp, want: _Compiled, got: _Compiled, out_layout: bool) -> Phrase | None:
     """Does the student's program take its inputs and leave its results where the reference does?
 
     Inputs: a layout the signature states for an input must split it over at least the reference's mesh
@@ -722,10 +725,9 @@ def _layout_difference(case: str, ref_exp, want: _Compiled, got: _Compiled, out_
         )
     if found is not None:
 
-        def words(regions) -> str:
-            return "; ".join(", ".join(describe_layout(one) for one in i) for _, i, _ in regions) or say(
-                "layout_no_region"
-            )
+        def words(regions) -> Words | Phrase:
+            each = tuple(Words(tuple(describe_layout(one) for one in i), ", ") for _, i, _ in regions)
+            return Words(each, "; ") if each else say("layout_no_region")
 
         return say("layout_regions", case=case, got=words(got.regions), want=words(want.regions))
     if out_layout:
@@ -745,11 +747,11 @@ def _signature_matches(want: dict, got: dict) -> bool:
     return same and set(want["per_device_over"]) <= named
 
 
-def _signature_difference(want: dict, got: dict) -> str:
+def _signature_difference(want: dict, got: dict) -> Phrase:
     if want["devices"] != got["devices"]:
         return say("sig_devices", got=got["devices"], want=want["devices"])
     if want["per_device_over"] != got["per_device_over"]:
-        seen = _echo(repr(a) for a in got["per_device_over"]) or say("sig_global_view")
+        seen = _echo(repr(a) for a in got["per_device_over"]) if got["per_device_over"] else say("sig_global_view")
         return say(
             "sig_per_device", got=seen, want=", ".join(repr(a) for a in want["per_device_over"]) or say("sig_no_axis")
         )

@@ -11,6 +11,10 @@ the whole batch, replaced after a timeout or crash). A reference the scorer
 cannot use raises `ScorerReferenceError`: the submission is not scored rather
 than scored against nothing. Other observations are compared directly
 (`compare`).
+
+What comes out is data (`records.CellResult`, its reason a `records.Reason`: the verdict, a phrase,
+or the kernel's own words): this module writes no words and no files. The words are written when
+publishing (`autograder/publish/words.py`), in the submission's language.
 """
 
 from __future__ import annotations
@@ -18,14 +22,15 @@ from __future__ import annotations
 import atexit
 import re
 import threading
+from dataclasses import replace
 
 from namedaxes.nbgrader_metadata import nbgrader_cell
 
+from .. import records
 from ..course.notebooks import SourceNotebook
 from ..limits import SCORER_TIMEOUT
-from ..messages import text
-from ..records import CellResult, Row, RunResult, Task
-from .compare import Verdict, compare, load_observations
+from ..records import CellResult, Phrase, Reason, Row, RunResult, Task, Verdict, Words, phrase
+from .compare import compare, load_observations
 from .scorer_process import ScorerReferenceError
 
 __all__ = [
@@ -38,6 +43,7 @@ __all__ = [
     "scorer_for",
     "close_scorers",
     "scrub_text",
+    "scrubbed",
     "scorer_stats",
     "prepare_scorer",
     "SCORER_TIMEOUT",
@@ -126,22 +132,35 @@ def one_line(text: str, n: int = 400) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def error_text(ename: str, evalue: str) -> str:
+def error_text(ename: str, evalue: str) -> Reason:
+    """What a cell's error says: the kernel's words (literal, one line), or "not answered yet"."""
     if ename == "NotImplementedError" and not evalue.strip():
-        return text("not_answered")
+        return phrase("not_answered")
     return one_line(f"{ename}: {evalue}" if evalue.strip() else ename)
 
 
-def zero_cells(source: SourceNotebook, reason: str) -> list[CellResult]:
+def scrubbed(reason, workdir: str | None):
+    """`reason` with every literal text in it made stable (`scrub_text`); kinds are left as they are."""
+    if isinstance(reason, str):
+        return scrub_text(reason, workdir)
+    if isinstance(reason, Phrase):
+        return replace(reason, fields=tuple((k, scrubbed(v, workdir)) for k, v in reason.fields))
+    if isinstance(reason, Words):
+        return Words(tuple(scrubbed(p, workdir) for p in reason.parts), reason.sep)
+    if isinstance(reason, Verdict):
+        return replace(reason, differences=tuple(scrubbed(d, workdir) for d in reason.differences))
+    return reason
+
+
+def zero_cells(source: SourceNotebook, reason: Reason) -> tuple[CellResult, ...]:
     """Every test cell of the assignment at 0 points, for the same reason."""
-    return [
-        {"grade_id": t.grade_id, "points": 0.0, "max_points": float(t.points), "passed": False, "reason": reason}
-        for t in source.test_cells
-    ]
+    return records.zero_cells(source, reason)
 
 
-def score_run(source: SourceNotebook, nb, run: RunResult, refs: dict[str, dict], workdir: str) -> list[CellResult]:
-    """Per test cell: grade_id, points, max_points, passed, reason."""
+def score_run(
+    source: SourceNotebook, nb, run: RunResult, refs: dict[str, dict], workdir: str
+) -> tuple[CellResult, ...]:
+    """Per test cell: its points, and (as data) why."""
     index = {}
     for i, cell in enumerate(nb.cells):
         gid = nbgrader_cell(cell).grade_id
@@ -159,35 +178,31 @@ def score_run(source: SourceNotebook, nb, run: RunResult, refs: dict[str, dict],
             try:
                 verdict = _verdict(gid, refs, got)
                 passed = verdict.passed
-                reason = "" if passed else (error if outcome and outcome.status == "error" else verdict.reason())
+                reason = "" if passed else (error if outcome and outcome.status == "error" else verdict)
             except ScorerReferenceError:
                 raise
             except Exception:  # noqa: BLE001 - anything odd in what was recorded: no points
-                reason = text("results_unreadable")
+                reason = phrase("results_unreadable")
         elif outcome is None:
-            reason = text("cell_not_run")
+            reason = phrase("cell_not_run")
         elif outcome.status == "ok":
-            reason = text("nothing_recorded")
+            reason = phrase("nothing_recorded")
         else:
             reason = error
         cells.append(
-            {
-                "grade_id": gid,
-                "points": float(test.points) if passed else 0.0,
-                "max_points": float(test.points),
-                "passed": bool(passed),
-                "reason": scrub_text(reason, workdir),
-            }
+            CellResult(
+                gid, float(test.points) if passed else 0.0, float(test.points), bool(passed), scrubbed(reason, workdir)
+            )
         )
-    return cells
+    return tuple(cells)
 
 
-def submission_status(run: RunResult, merge, cells: list[CellResult], workdir: str) -> tuple[str, str]:
+def submission_status(run: RunResult, merge, cells, workdir: str) -> tuple[str, Reason]:
     """The row's status and reason: the first event (timeout, died, ...) decides the status."""
-    parts = []
+    parts: list[Reason] = []
     status = "ok"
     if run.start_error and all(o.status == "not_run" for o in run.outcomes.values()):
-        return "error", scrub_text(one_line(text("kernel_not_started", error=run.start_error)), workdir)
+        return "error", scrubbed(phrase("kernel_not_started", error=one_line(run.start_error, 374)), workdir)
     if run.events:
         status = run.events[0][0]
         seen = []
@@ -196,21 +211,17 @@ def submission_status(run: RunResult, merge, cells: list[CellResult], workdir: s
                 seen.append(said)
         parts += seen
     if merge.answers_missing:
-        parts.append(text("answers_missing", ids=", ".join(merge.answers_missing)))
-    failed = [c["grade_id"] for c in cells if not c["passed"]]
+        parts.append(phrase("answers_missing", ids=", ".join(merge.answers_missing)))
+    failed = [c.grade_id for c in cells if not c.passed]
     if failed:
-        parts.append(text("failed_tests", ids=", ".join(failed)))
-    return status, scrub_text("; ".join(parts), workdir)
+        parts.append(phrase("failed_tests", ids=", ".join(failed)))
+    return status, scrubbed(Words(tuple(parts), "; "), workdir)
 
 
-def make_row(task: Task, source: SourceNotebook, status: str, reason: str, cells: list[CellResult]) -> Row:
-    return {
-        "student": task.student,
-        "assignment": task.assignment,
-        "origin": task.origin,
-        "score": round(sum(c["points"] for c in cells), 6),
-        "max_score": source.max_score,
-        "status": status,
-        "reason": reason,
-        "cells": cells,
-    }
+def make_row(
+    task: Task, source: SourceNotebook | None, status: str, reason: Reason, cells, language: str = "", observe_log=()
+) -> Row:
+    """The row of a task (records.make_row, the one place rows are made)."""
+    return records.make_row(
+        task.student, task.assignment, task.origin, source, status, reason, cells, language, tuple(observe_log)
+    )

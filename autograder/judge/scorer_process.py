@@ -24,9 +24,11 @@ once, then `{"op": "reference", ...}` (compile and check one reference
 observation; an error here means the reference is unusable and grading that
 assignment must stop) and `{"op": "judge", "grade_id", "reference": [npz, json],
 "observed": [npz, json]}` with bytes as base64. Replies: `{"ok": true,
-"passed": bool, "differences": [...]}` or `{"ok": false, "error": "..."}`. The
-parent parses replies as JSON only, so even a subverted scorer can do no more
-than return a wrong verdict for the request it is answering.
+"verdict": Verdict.to_json()}` (data: kinds and fields, no words; the parent adds the words when
+it publishes, in the student's language) or `{"ok": false, "error": "..."}`. The
+parent parses replies as JSON only, into a typed `records.Verdict` (`Verdict.from_json`: a closed
+set of kinds, bounded fields), so even a subverted scorer can do no more than return a wrong
+verdict for the request it is answering.
 
 One scorer per grading worker: reference programs are compiled once per scorer
 and cached, and a student's program that equals the reference's (up to source
@@ -45,9 +47,8 @@ import subprocess
 import sys
 import time
 
-from ..limits import MAX_FRAME, MAX_REPLY, SCORER_MEMORY_MB, SCORER_TIMEOUT
-from ..messages import current, speaking, text, validate_language
-from .compare import Verdict
+from ..limits import MAX_ERROR_CHARS, MAX_FRAME, MAX_REPLY, SCORER_MEMORY_MB, SCORER_TIMEOUT
+from ..records import Verdict, phrase
 
 __all__ = ["Scorer", "ScorerReferenceError", "DEFAULT_TIMEOUT", "DEFAULT_MEMORY_MB"]
 
@@ -174,9 +175,8 @@ def serve(memory_mb: int = DEFAULT_MEMORY_MB) -> int:
                 ref = (_unb64(req["reference"][0]), _unb64(req["reference"][1]))
                 obs = (_unb64(req["observed"][0]), _unb64(req["observed"][1]))
                 try:
-                    with speaking(validate_language(req.get("language"))):  # the words, never the verdict
-                        verdict = judge.judge(str(req["grade_id"]), ref, obs)
-                    reply = {"ok": True, "passed": verdict.passed, "differences": verdict.differences[:50]}
+                    verdict = judge.judge(str(req["grade_id"]), ref, obs)
+                    reply = {"ok": True, "verdict": Verdict(verdict.passed, verdict.differences[:50]).to_json()}
                     reply["compile_stats"] = _compile_stats()  # timings only, never part of a verdict
                 except Exception as err:  # noqa: BLE001 - the reference is unusable
                     reply = {"ok": False, "reference_error": f"{type(err).__name__}: {err}"}
@@ -349,27 +349,30 @@ class Scorer:
             "grade_id": grade_id,
             "reference": [_b64(ref_pair[0]), _b64(ref_pair[1])],
             "observed": [_b64(student_pair[0]), _b64(student_pair[1])],
-            "language": current(),
         }
         try:
             reply = self._call(req, self.timeout)
         except TimeoutError:
             self.log.append(f"{grade_id}: scorer timed out after {self.timeout:g} s")
-            return Verdict(False, [text("scorer_timeout", seconds=f"{self.timeout:g}")], summary="")
+            return Verdict(False, (phrase("scorer_timeout", seconds=f"{self.timeout:g}"),), on_hidden_inputs=False)
         except EOFError as err:
             self.log.append(f"{grade_id}: scorer died: {err}")
-            return Verdict(False, [text("scorer_died", error=err)], summary="")
+            return Verdict(False, (phrase("scorer_died", error=str(err)),), on_hidden_inputs=False)
         if not reply.get("ok"):
             if reply.get("reference_error"):
                 raise ScorerReferenceError(reply["reference_error"])
-            return Verdict(False, [text("scorer_failed", error=reply.get("error", "unknown error"))], summary="")
+            error = str(reply.get("error", "unknown error"))[:MAX_ERROR_CHARS]
+            return Verdict(False, (phrase("scorer_failed", error=error),), on_hidden_inputs=False)
         stats = reply.get("compile_stats")
         if isinstance(stats, dict):
             self.compile_stats = {
                 str(k)[:40]: float(v) for k, v in list(stats.items())[:20] if isinstance(v, (int, float))
             }
-        diffs = [str(d)[:400] for d in reply.get("differences", [])][:50]
-        return Verdict(bool(reply.get("passed")) and not diffs, diffs)
+        try:  # the edge: the child's reply becomes a typed verdict here, once
+            return Verdict.from_json(reply.get("verdict"))
+        except ValueError as err:
+            self.log.append(f"{grade_id}: unreadable verdict from the scorer: {err}")
+            return Verdict(False, (phrase("scorer_failed", error="unreadable verdict"),), on_hidden_inputs=False)
 
     def __enter__(self) -> Scorer:
         return self

@@ -36,8 +36,10 @@ from nbformat.v4 import new_markdown_cell, new_notebook
 
 from namedaxes.nbgrader_metadata import nbgrader_cell
 
-from ..messages import text
+from ..messages import current, speaking, text
+from ..records import CellResult, Row
 from .inert import CSP_META, make_inert, md_text
+from .words import say
 
 __all__ = ["FeedbackWriter", "TEMPLATE"]
 
@@ -93,11 +95,11 @@ def exercise_names(nb: NotebookNode | None, grade_ids: list[str]) -> dict[str, t
     return {gid: (ex, k, counts[ex]) for gid, (ex, k) in names.items()}
 
 
-def _points(c: dict) -> str:
+def _points(c: CellResult) -> str:
     return text(
-        "points_one" if c["max_points"] == 1 else "points_many",
-        points=f"{c['points']:g}",
-        max_points=f"{c['max_points']:g}",
+        "points_one" if c.max_points == 1 else "points_many",
+        points=f"{c.points:g}",
+        max_points=f"{c.max_points:g}",
     )
 
 
@@ -134,17 +136,22 @@ class FeedbackWriter:
         self.exporter.register_filter("clean_html", _memo_clean_html())
         self.clear_hidden = ClearHiddenTests()
 
-    def html(self, nb: NotebookNode | None, title: str, row: dict, cells: list[dict], source=None) -> str:
-        """The page. `source` (the assignment's SourceNotebook), when given, makes the markdown check exact."""
+    def html(self, nb: NotebookNode | None, title: str, row: Row, cells, source=None) -> str:
+        """The page, in the row's language (none read: the current one). `source` (the assignment's
+        SourceNotebook), when given, makes the markdown check exact."""
+        with speaking(row.language or current()):
+            return self._html(nb, title, row, tuple(cells), source)
+
+    def _html(self, nb: NotebookNode | None, title: str, row: Row, cells, source) -> str:
         if nb is None:
             nb = new_notebook()
         else:
             nb = copy.deepcopy(nb)
             nb, _ = self.clear_hidden.preprocess(nb, {})
             nb = make_inert(nb, source)
-        verdicts = {c["grade_id"]: c for c in cells}
+        verdicts = {c.grade_id: c for c in cells}
         source_nb = source if isinstance(source, NotebookNode) else getattr(source, "nb", None)
-        names = exercise_names(source_nb if source_nb is not None else nb, [c["grade_id"] for c in cells])
+        names = exercise_names(source_nb if source_nb is not None else nb, [c.grade_id for c in cells])
         out_cells = [new_markdown_cell(self._banner(title, row, cells, names))]
         for cell in nb.cells:
             meta = nbgrader_cell(cell)
@@ -163,27 +170,27 @@ class FeedbackWriter:
         return body
 
     @staticmethod
-    def _verdict(c: dict, names: dict) -> str:
-        exercise, k, n = names.get(c["grade_id"], (c["grade_id"], 1, 1))
+    def _verdict(c: CellResult, names: dict) -> str:
+        exercise, k, n = names.get(c.grade_id, (c.grade_id, 1, 1))
         head = (
             text("verdict_head", exercise=exercise, points=_points(c))
             if n == 1
             else text("verdict_head_part", exercise=exercise, k=k, n=n, points=_points(c))
         )
-        head = f"> **{'✔' if c['passed'] else '✘'} {head}**"
-        return head + (f" {text('verdict_passed')}" if c["passed"] else f" {md_text(shown_reason(c['reason']))}")
+        head = f"> **{'✔' if c.passed else '✘'} {head}**"
+        return head + (f" {text('verdict_passed')}" if c.passed else f" {md_text(shown_reason(say(c.reason)))}")
 
     @staticmethod
-    def _banner(title: str, row: dict, cells: list[dict], names: dict | None = None) -> str:
+    def _banner(title: str, row: Row, cells, names: dict | None = None) -> str:
         names = names or {}
-        score = text("page_score", score=f"{row['score']:g}", max_score=f"{row['max_score']:g}")
+        score = text("page_score", score=f"{row.score:g}", max_score=f"{row.max_score:g}")
         lines = [
             f"# {text('page_title', title=md_text(title))}",
             "",
-            f"> **{text('page_student')}** {md_text(row['student'])} &nbsp; **{score}**",
+            f"> **{text('page_student')}** {md_text(row.student)} &nbsp; **{score}**",
         ]
-        if row["status"] != "ok":
-            lines += [">", f"> **{text('page_status', status=md_text(row['status']))}** {md_text(row['reason'])}"]
+        if row.status != "ok":
+            lines += [">", f"> **{text('page_status', status=md_text(row.status))}** {md_text(say(row.reason))}"]
         if cells:
             lines += [
                 "",
@@ -191,9 +198,9 @@ class FeedbackWriter:
                 "|---|---|---|",
             ]
             for c in cells:
-                result = text("page_passed") if c["passed"] else md_text(shown_reason(c["reason"]))
-                exercise, k, n = names.get(c["grade_id"], (c["grade_id"], 1, 1))
+                result = text("page_passed") if c.passed else md_text(shown_reason(say(c.reason)))
+                exercise, k, n = names.get(c.grade_id, (c.grade_id, 1, 1))
                 name = f"`{exercise}`" if n == 1 else text("page_table_part", exercise=exercise, k=k, n=n)
-                lines.append(f"| {name} | {c['points']:g} / {c['max_points']:g} | {result} |")
+                lines.append(f"| {name} | {c.points:g} / {c.max_points:g} | {result} |")
         lines += ["", f"*{text('page_below')}*", "", "---"]
         return "\n".join(lines)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..course.notebooks import SourceNotebook
+from ..records import Row
 
 __all__ = ["write_gradebook"]
 
@@ -63,7 +64,7 @@ def _timestamp(submitted: Path | None, student: str, assignment: str):
 
 
 def write_gradebook(
-    db_url: str, sources: dict[str, SourceNotebook], rows: list[dict], submitted: Path | None = None
+    db_url: str, sources: dict[str, SourceNotebook], rows: list[Row], submitted: Path | None = None
 ) -> int:
     """Record auto scores of every graded row (status not missing/unplaceable). Returns the count.
 
@@ -80,16 +81,16 @@ def write_gradebook(
             _sync_assignment(gb, source)
         known = {s.id for s in gb.students}
         for row in rows:
-            if row["status"] in ("missing", "unplaceable") or row["assignment"] not in sources:
+            if row.status in ("missing", "unplaceable") or row.assignment not in sources:
                 continue
-            source = sources[row["assignment"]]
-            sid = row["student"]
+            source = sources[row.assignment]
+            sid = row.student
             if sid not in known:
                 gb.add_student(sid)
                 known.add(sid)
             stamp = _timestamp(submitted, sid, source.assignment)
             gb.update_or_create_submission(source.assignment, sid, **({"timestamp": stamp} if stamp else {}))
-            points = {c["grade_id"]: c["points"] for c in row.get("cells", [])}
+            points = {c.grade_id: c.points for c in row.cells}
             for test in source.test_cells:
                 try:
                     grade = gb.find_grade(test.grade_id, source.notebook_name, source.assignment, sid)

@@ -21,8 +21,9 @@ import time
 from pathlib import Path
 
 from ..intake.placement import Intake
-from ..records import CSV_COLUMNS, Options
+from ..records import CSV_COLUMNS, Options, Row
 from ..sandbox.protections import summary_lines
+from .words import say
 
 __all__ = [
     "Progress",
@@ -90,37 +91,49 @@ def missing_reason(intake: Intake, student: str, assignment: str, file_name: str
     return f"no {file_name} submitted"
 
 
-def _public(row: dict) -> dict:
-    return {
-        k: row[k]
-        for k in (
-            "student",
-            "assignment",
-            "score",
-            "max_score",
-            "status",
-            "reason",
-            "origin",
-            "language",
-            "cells",
-            "observe_log",
-        )
-        if k in row
+def public(row: Row) -> dict:
+    """A row as results.json publishes it: its reasons in words, in the row's language (`words.say`);
+    timings are not part of it (timings.json). `language` and `observe_log` only where there are some."""
+    lang = row.language or "en"
+    out = {
+        "student": row.student,
+        "assignment": row.assignment,
+        "score": row.score,
+        "max_score": row.max_score,
+        "status": row.status,
+        "reason": say(row.reason, lang),
+        "origin": row.origin,
+        "cells": [
+            {
+                "grade_id": c.grade_id,
+                "points": c.points,
+                "max_points": c.max_points,
+                "passed": c.passed,
+                "reason": say(c.reason, lang),
+            }
+            for c in row.cells
+        ],
     }
+    if row.language:
+        out["language"] = row.language
+    if row.observe_log:
+        out["observe_log"] = list(row.observe_log)
+    return out
 
 
 def _sort_key(row: dict):
     return (row["student"], row["assignment"], row["status"], row["reason"])
 
 
-def merge_previous(out: Path, rows: list[dict], opts: Options, intake: Intake) -> list[dict]:
-    """For --student/--assignment runs, keep the other rows of the previous results.json."""
-    new = [_public(r) for r in rows]
+def merge_previous(out: Path, rows: list[Row], opts: Options, intake: Intake) -> list[dict]:
+    """The rows to publish (`public`), sorted; for --student/--assignment runs with the other rows of the
+    previous results.json kept (parsed as rows here, the edge, so that they are published the same way)."""
+    new = [public(r) for r in rows]
     if not (opts.students or opts.assignments):
         return sorted(new, key=_sort_key)
     try:
-        old = json.loads((out / "results.json").read_text())["rows"]
-    except (OSError, ValueError, KeyError):
+        old = [public(Row.from_json(r)) for r in json.loads((out / "results.json").read_text())["rows"]]
+    except (OSError, ValueError, KeyError, TypeError):
         old = []
     students = set(opts.students) if opts.students else None
     assignments = set(opts.assignments) if opts.assignments else None
@@ -142,8 +155,9 @@ def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
-def write_outputs(out: Path, all_rows: list[dict], rows: list[dict], protections: list[dict] | None = None) -> None:
-    """grades.csv, results.json (rows, and the protections in force: protections.as_json) and timings.json."""
+def write_outputs(out: Path, all_rows: list[dict], rows: list[Row], protections: list[dict] | None = None) -> None:
+    """grades.csv, results.json (`all_rows`: the published rows of `merge_previous`, and the protections
+    in force: protections.as_json) and timings.json (this run's `rows`)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CSV_COLUMNS)
@@ -165,15 +179,15 @@ def write_outputs(out: Path, all_rows: list[dict], rows: list[dict], protections
     atomic_write(out / "results.json", json.dumps(results, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
     timings = [
         {
-            "student": r["student"],
-            "assignment": r["assignment"],
-            "seconds": round(r.get("seconds", 0), 3),
-            "exec_seconds": round(r.get("exec_seconds", 0), 3),
-            "grader_peak_kb": r.get("grader_peak_kb", 0),
-            "stages": r.get("stages", {}),
+            "student": r.student,
+            "assignment": r.assignment,
+            "seconds": round(r.seconds, 3),
+            "exec_seconds": round(r.exec_seconds, 3),
+            "grader_peak_kb": r.grader_peak_kb,
+            "stages": dict(r.stages),
         }
         for r in rows
-        if "seconds" in r
+        if r.seconds is not None
     ]
     atomic_write(out / "timings.json", json.dumps(timings, indent=1, ensure_ascii=False) + "\n")
 
@@ -187,7 +201,7 @@ def atomic_write(path: Path, text: str) -> None:
 def summary(out, sources, intake, rows, wall, sandbox, jobs, quiet, ref_seconds) -> None:
     if quiet:
         return
-    graded = [r for r in rows if r["status"] not in ("missing", "unplaceable", "conflict")]
+    graded = [r for r in rows if r.status not in ("missing", "unplaceable", "conflict")]
     lines = [
         "",
         f"autograder: {len(intake.students)} student(s), {len(graded)} submission(s) graded "
@@ -198,12 +212,12 @@ def summary(out, sources, intake, rows, wall, sandbox, jobs, quiet, ref_seconds)
         lines.append("reference runs: " + ", ".join(f"{a} {s:.1f} s" for a, s in sorted(ref_seconds.items())))
     absent = []
     for aid, src in sources.items():  # only what was handed in: "missing" rows are no hand-in
-        rs = [r for r in rows if r["assignment"] == aid and r["status"] != "missing"]
+        rs = [r for r in rows if r.assignment == aid and r.status != "missing"]
         if not rs:
-            absent += [aid] if any(r["assignment"] == aid for r in rows) else []
+            absent += [aid] if any(r.assignment == aid for r in rows) else []
             continue
-        mean = sum(r["score"] for r in rs) / len(rs)
-        missing = sum(1 for r in rows if r["assignment"] == aid and r["status"] == "missing")
+        mean = sum(r.score for r in rs) / len(rs)
+        missing = sum(1 for r in rows if r.assignment == aid and r.status == "missing")
         lines.append(
             f"  {aid:<28} mean {mean:5.2f} / {src.max_score:g}  over {len(rs)} hand-in(s)"
             + (f", {missing} student(s) without one" if missing else "")
@@ -212,7 +226,7 @@ def summary(out, sources, intake, rows, wall, sandbox, jobs, quiet, ref_seconds)
         lines.append(f"  not handed in by anyone: {', '.join(absent)}")
     counts: dict[str, int] = {}
     for r in rows:
-        counts[r["status"]] = counts.get(r["status"], 0) + 1
+        counts[r.status] = counts.get(r.status, 0) + 1
     lines.append("status: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     if intake.unplaced:
         lines.append(f"unplaceable files ({len(intake.unplaced)}):")

@@ -26,6 +26,10 @@ Submissions that are missing are counted, not averaged in as zeros. Links to
 `feedback/<student>/<assignment>.html` are relative, so they work when the
 report stays in OUT.
 
+The jobs, a module each: `class_results` parses the two files once into records,
+`course_info` reads the course's names for things, `report_figures` draws the histograms, and
+this module lays out the page.
+
 Threat model: student ids, reasons and failure messages come from
 submissions. All text is escaped (`inert.html_text`); `code` spans in
 docstrings and messages become `<code>` around escaped text; the page carries
@@ -35,20 +39,16 @@ docstrings and messages become `<code>` around escaped text; the page carries
 from __future__ import annotations
 
 import argparse
-import ast
-import base64
-import csv
-import io
-import json
 import re
 import sys
 from collections import Counter, OrderedDict
-from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from ..course.discovery import repo_root
+from .class_results import ClassResults, Row, load
+from .course_info import CourseInfo, course_info, default_course
 from .inert import CSP_META, html_text
+from .report_figures import exercise_figure, score_counts, total_figure
 
 __all__ = [
     "load",
@@ -71,81 +71,6 @@ GRADED = "ok"
 MISSING = "missing"
 NO_SUBMISSION_REASON = "no notebook submitted"
 TOP_FAILURES = 5
-BAR = "#0072B2"  # Okabe-Ito blue, as in namedaxes.plots
-ZERO = "#D55E00"  # zero scores stand out
-
-
-@dataclass
-class Row:
-    student: str
-    assignment: str
-    score: float
-    max_score: float
-    status: str
-    reason: str
-    cells: list[dict] = field(default_factory=list)
-
-
-@dataclass
-class ClassResults:
-    rows: list[Row]
-    source: str = ""
-    protections: list[dict] = field(default_factory=list)  # results.json "protections" (protections.as_json)
-
-    @property
-    def assignments(self) -> list[str]:
-        return sorted({r.assignment for r in self.rows if r.assignment})
-
-    @property
-    def students(self) -> list[str]:
-        return sorted({r.student for r in self.rows})
-
-
-def _float(text, what: str) -> float:
-    try:
-        return float(text)
-    except (TypeError, ValueError):
-        raise ValueError(f"{what}: {text!r} is not a number") from None
-
-
-def load(out: Path) -> ClassResults:
-    """Rows of OUT/grades.csv, each with its test cells from OUT/results.json (if present)."""
-    out = Path(out)
-    grades = out / "grades.csv"
-    if not grades.is_file():
-        raise FileNotFoundError(f"{grades} not found: run `make grade ... OUT={out}` first")
-    from .outputs import csv_value
-
-    with grades.open(newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        missing_cols = {"student", "assignment", "score", "max_score", "status", "reason"} - set(
-            reader.fieldnames or []
-        )
-        if missing_cols:
-            raise ValueError(f"{grades}: missing column(s) {sorted(missing_cols)}")
-        rows = [
-            Row(
-                student=r["student"],
-                assignment=r["assignment"],
-                score=_float(r["score"], f"{grades} score of {r['student']}"),
-                max_score=_float(r["max_score"], f"{grades} max_score of {r['student']}"),
-                status=r["status"],
-                reason=r["reason"] or "",
-            )
-            for r in ({k: csv_value(v or "") for k, v in raw.items()} for raw in reader)
-        ]  # undo the ' guard
-    cells: dict[tuple[str, str], list[dict]] = {}
-    protections: list[dict] = []
-    results = out / "results.json"
-    if results.is_file():
-        data = json.loads(results.read_text(encoding="utf-8"))
-        for r in data.get("rows", []) if isinstance(data, dict) else []:
-            cells[(str(r.get("student", "")), str(r.get("assignment", "")))] = list(r.get("cells") or [])
-        if isinstance(data, dict) and isinstance(data.get("protections"), list):
-            protections = [p for p in data["protections"] if isinstance(p, dict)]
-    for row in rows:
-        row.cells = cells.get((row.student, row.assignment), [])
-    return ClassResults(rows=rows, source=str(out), protections=protections)
 
 
 def _protections_section(results: ClassResults) -> list[str]:
@@ -183,85 +108,6 @@ def _shorten(text: str, limit: int = 400) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 
-# ---------------------------------------------------------------- figures
-def _png(fig) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100, facecolor="white")
-    return base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def _bins(values: list[float], maximum: float) -> list[float]:
-    """The score values to draw a bar for: 0..maximum in steps of 1 (or 0.5 if needed)."""
-    step = 1.0 if all(float(v).is_integer() for v in values + [maximum]) else 0.5
-    n = int(round(maximum / step)) if maximum > 0 else 0
-    return [i * step for i in range(n + 1)]
-
-
-def score_counts(values: list[float], maximum: float) -> list[tuple[float, int]]:
-    """(score, number of students) for every score from 0 to `maximum` (the bars of a histogram)."""
-    values = [min(max(float(v), 0.0), maximum) for v in values]
-    bins = _bins(values, maximum)
-    counts = Counter(min(bins, key=lambda b: abs(b - v)) for v in values)
-    return [(b, counts.get(b, 0)) for b in bins]
-
-
-def _histogram(ax, values: list[float], maximum: float, *, title: str, xlabel: str) -> None:
-    from matplotlib.ticker import MaxNLocator
-
-    pairs = score_counts(values, maximum)
-    bins, heights = [b for b, _ in pairs], [h for _, h in pairs]
-    width = 0.8 * (bins[1] - bins[0]) if len(bins) > 1 else 0.8
-    bars = ax.bar(bins, heights, width=width, color=[ZERO if b == 0 else BAR for b in bins])
-    ax.bar_label(bars, labels=[str(h) if h else "" for h in heights], fontsize=8)
-    ax.set_xticks(bins, [f"{b:g}" for b in bins] if len(bins) <= 16 else None)
-    if len(bins) > 16:
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("students")
-    ax.set_title(title, fontsize=10)
-    ax.set_ylim(0, max(heights + [1]) * 1.2)
-    ax.set_facecolor("white")
-
-
-def _total_figure(aid: str, rows: list[Row]) -> str:
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(5.0, 2.8), layout="constrained", facecolor="white")
-    ax = fig.add_subplot()
-    maximum = max(r.max_score for r in rows)
-    _histogram(
-        ax,
-        [r.score for r in rows],
-        maximum,
-        title=f"{aid}: total score ({len(rows)} graded)",
-        xlabel=f"score (out of {maximum:g})",
-    )
-    return _png(fig)
-
-
-def _exercise_figure(aid: str, exercises: OrderedDict[str, list[dict]]) -> str:
-    from matplotlib.figure import Figure
-
-    n = len(exercises)
-    cols = min(n, 4)
-    nrows = (n + cols - 1) // cols
-    fig = Figure(figsize=(3.0 * cols, 2.5 * nrows), layout="constrained", facecolor="white")
-    for i, (gid, cells) in enumerate(exercises.items()):
-        ax = fig.add_subplot(nrows, cols, i + 1)
-        maximum = max(float(c.get("max_points", 0) or 0) for c in cells)
-        _histogram(
-            ax,
-            [float(c.get("points", 0) or 0) for c in cells],
-            maximum,
-            title=gid,
-            xlabel=f"points (out of {maximum:g})",
-        )
-    fig.suptitle(f"{aid}: points per exercise", fontsize=11)
-    return _png(fig)
-
-
-# ---------------------------------------------------------------- HTML
 CSS = """
 :root { color-scheme: light dark; --fg: #1d1d1f; --bg: #ffffff; --muted: #6e6e73; --line: #d2d2d7;
         --warn: #b3261e; --card: #f5f5f7; }
@@ -286,101 +132,6 @@ code, .msg { font-family: ui-monospace, "SFMono-Regular", Menlo, monospace; font
 td.missing { color: var(--muted); } td.full { font-weight: 600; }
 table.students td, table.students th { white-space: nowrap; }
 """
-
-
-# ---------------------------------------------------------------- the course: names for things
-@dataclass
-class CourseInfo:
-    """What the source notebooks say about the course (all optional: the report works without them)."""
-
-    course_id: str = ""
-    titles: dict[str, str] = field(default_factory=dict)  # assignment -> first heading
-    exercises: dict[str, dict[str, str]] = field(default_factory=dict)  # assignment -> grade_id -> docstring
-    folder: str = ""
-
-
-def _docstring(source: str) -> str:
-    """The first line of a test cell's docstring ("" if it has none or does not parse)."""
-    code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
-    try:  # (IPython magics and shell lines are not Python)
-        doc = ast.get_docstring(ast.parse(code))
-    except (SyntaxError, ValueError):
-        match = re.match(r'\s*(?:"""|\'\'\')(.+?)(?:"""|\'\'\'|$)', code, re.S)
-        doc = match.group(1) if match else None
-    return " ".join(doc.strip().splitlines()[0].split()) if doc and doc.strip() else ""
-
-
-def _heading(cells: list) -> str:
-    from ..course.notebooks import cell_source
-
-    for cell in cells:
-        if isinstance(cell, dict) and cell.get("cell_type") == "markdown":
-            for line in cell_source(cell).splitlines():
-                if line.startswith("#"):
-                    return line.lstrip("#").strip()
-    return ""
-
-
-def _course_id(course: Path) -> str:
-    config = course / "nbgrader_config.py"
-    if not config.is_file():
-        return ""
-    try:  # the instructor's own config file, loaded as nbgrader loads it
-        from traitlets.config.loader import PyFileConfigLoader
-
-        loaded = PyFileConfigLoader(config.name, path=str(course)).load_config()
-        value = loaded.CourseDirectory.get("course_id", "")
-    except Exception:  # noqa: BLE001 - a broken config only costs the title its course name
-        return ""
-    return value if isinstance(value, str) else ""
-
-
-def _source_notebooks(course: Path | None) -> dict[str, Path]:
-    """<course>/source/<id>/<one>.ipynb, else the repository's solutions/<id>.ipynb (as the grader finds them)."""
-    found: dict[str, Path] = {}
-    if course is not None and (course / "source").is_dir():
-        for folder in sorted(p for p in (course / "source").iterdir() if p.is_dir()):
-            nbs = sorted(folder.glob("*.ipynb"))
-            if len(nbs) == 1:
-                found[folder.name] = nbs[0]
-    if not found:
-        found = {p.stem: p for p in sorted((repo_root() / "solutions").glob("*.ipynb"))}
-    return found
-
-
-def default_course(out: Path) -> Path | None:
-    """OUT's parent when it is an nbgrader course (course mode writes COURSE/grades), else build/course."""
-    out = Path(out).resolve()
-    if (out.parent / "nbgrader_config.py").is_file() and (out.parent / "source").is_dir():
-        return out.parent
-    built = repo_root() / "build" / "course"
-    return built if built.is_dir() else None
-
-
-def course_info(course: Path | None, assignments: list[str]) -> CourseInfo:
-    """Titles and exercise names for `assignments` from the course's source notebooks."""
-    from namedaxes.nbgrader_metadata import nbgrader_cell
-
-    from ..course.notebooks import cell_source
-
-    info = CourseInfo(course_id=_course_id(course) if course else "", folder=str(course or ""))
-    paths = _source_notebooks(course)
-    for aid in assignments:
-        if aid not in paths:
-            continue
-        try:
-            nb = json.loads(paths[aid].read_text(encoding="utf-8"))
-            cells = nb["cells"] if isinstance(nb.get("cells"), list) else []
-        except (OSError, ValueError, AttributeError, KeyError):
-            continue
-        info.titles[aid] = _heading(cells)
-        names = {}
-        for cell in cells:
-            meta = nbgrader_cell(cell)
-            if meta.is_test and meta.grade_id:
-                names[meta.grade_id] = _docstring(cell_source(cell))
-        info.exercises[aid] = names
-    return info
 
 
 # ---------------------------------------------------------------- HTML helpers
@@ -534,7 +285,7 @@ def _assignment_section(results: ClassResults, aid: str, out: Path | None, info:
     )
     parts.append(
         f'<figure><img class="histogram" alt="{_e(aid)}: histogram of total scores" '
-        f'src="data:image/png;base64,{_total_figure(aid, graded)}"></figure>'
+        f'src="data:image/png;base64,{total_figure(aid, graded)}"></figure>'
     )
     exercises: OrderedDict[str, list[dict]] = OrderedDict()
     for r in graded:
@@ -544,7 +295,7 @@ def _assignment_section(results: ClassResults, aid: str, out: Path | None, info:
     if exercises:
         parts.append(
             f'<figure><img class="histogram" alt="{_e(aid)}: histograms of points per exercise" '
-            f'src="data:image/png;base64,{_exercise_figure(aid, exercises)}"></figure>'
+            f'src="data:image/png;base64,{exercise_figure(aid, exercises)}"></figure>'
         )
         parts.append(
             '<table><tr><th>exercise</th><th class="num">points</th><th class="num">mean</th>'

@@ -301,7 +301,7 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
     keys = {aid: reference_key(src)[:16] for aid, src in sources.items()}
     ref_dirs = {aid: cache / f"{aid}-{keys[aid]}" for aid in sources}
     xla_dirs = {aid: xla_root / f"{aid}-{keys[aid]}" for aid in sources}
-    rows: list[dict] = []
+    rows: list[Row] = []
     internal: list[str] = []
     ref_seconds: dict[str, float] = {}
     ref_problems: dict[str, list[str]] = {}
@@ -466,9 +466,9 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
                 "internal grader error",
             )
         else:
-            settle(task, float(res.get("seconds", task.budget)))
+            settle(task, float(res.seconds if res.seconds is not None else task.budget))
             rows.append(res)
-            progress.update(res["status"])
+            progress.update(res.status)
 
     def on_lost(task: Task, why: str) -> None:
         if task.kind == "reference":
@@ -497,13 +497,13 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
     return rows, internal, ref_seconds, ref_problems
 
 
-def _write_feedback(cfg: Config, task: Task, row: dict) -> None:
+def _write_feedback(cfg: Config, task: Task, row: Row) -> None:
     """The feedback page of a notebook that was not run (no worker involved)."""
     if not cfg.feedback or not task.feedback_paths:
         return
     from ..publish.feedback import FeedbackWriter
 
-    page = FeedbackWriter().html(None, task.assignment, row, row["cells"])
+    page = FeedbackWriter().html(None, task.assignment, row, row.cells)
     for p in task.feedback_paths:
         p = Path(p)
         p.parent.mkdir(parents=True, exist_ok=True)

@@ -36,6 +36,7 @@ from ..course.notebooks import SourceNotebook, UnreadableNotebook, build_graded,
 from ..judge.score import error_text, make_row, prepare_scorer, score_run, scorer_stats, submission_status, zero_cells
 from ..limits import MAX_ADDED_CELLS, NOTEBOOK_OUTPUT_CHARS
 from ..messages import speaking, submission_language, text
+from ..publish.words import say
 from ..records import InternalError, KernelGone, KernelStarted, ReferenceRun, Row, Task, TaskDone
 from ..sandbox import workcopy
 from ..sandbox.launch import Sandbox
@@ -141,11 +142,10 @@ class Worker:
                         "edition_mismatch", lang=lang, assignment=task.assignment, problem=source.edition_problems[lang]
                     ),
                     zero_cells(source, text("cell_not_run")),
+                    lang,
                 )
-                row["language"] = lang
                 self.write_outputs(task, source, None, row)
-                row["seconds"] = time.monotonic() - t0
-                return row
+                return row.timed(seconds=time.monotonic() - t0)
             row = self.grade(task, source, refs, student_nb, lang, t0)
         return row
 
@@ -155,8 +155,7 @@ class Worker:
             task, source, "unreadable", f"{task.origin}: {why}", zero_cells(source, text("notebook_unreadable"))
         )
         self.write_outputs(task, source, None, row)
-        row["seconds"] = time.monotonic() - t0
-        return row
+        return row.timed(seconds=time.monotonic() - t0)
 
     def grade(self, task: Task, source: SourceNotebook, refs: dict, student_nb, lang: str, t0: float) -> Row:
         """Grade one readable submission; its language (validated) picks the prose and the words, not the score."""
@@ -215,20 +214,18 @@ class Worker:
                 stages[k if k.startswith("scorer") else "compile_" + k] = v - compiled.get(k, 0)
         stages["kernel_cpu"] = kernel_mod.CPU_SECONDS[0] - kernel_cpu  # its kernels' CPU (cgroups)
         status, reason = submission_status(run, merge, cells, str(workdir))
-        row = make_row(task, source, status, reason, cells)
-        row["language"] = lang
-        if run.observe_log:
-            row["observe_log"] = list(run.observe_log)
+        row = make_row(task, source, status, reason, cells, lang, observe_log=tuple(run.observe_log))
         t_write = time.monotonic()
         self.write_outputs(task, source, graded, row, source.editions.get(lang))
         stages["write"] = time.monotonic() - t_write
         stages["worker_cpu"] = time.process_time() - self.cpu0
-        row["seconds"] = time.monotonic() - t0
-        row["exec_seconds"] = run.seconds
-        row["stages"] = {k: round(v, 3) for k, v in stages.items()}
-        return row
+        return row.timed(
+            seconds=time.monotonic() - t0,
+            exec_seconds=run.seconds,
+            stages=tuple((k, round(v, 3)) for k, v in stages.items()),
+        )
 
-    def write_outputs(self, task: Task, source: SourceNotebook, graded, row: dict, edition=None) -> None:
+    def write_outputs(self, task: Task, source: SourceNotebook, graded, row: Row, edition=None) -> None:
         """`edition`: the source edition the graded notebook's prose came from (its markdown is the instructor's)."""
         import nbformat
 
@@ -242,9 +239,9 @@ class Worker:
             nbformat.write(graded, str(path))
         if self.cfg.feedback and task.feedback_paths:
             try:
-                page = self.writer.html(graded, f"{task.assignment}", row, row["cells"])
+                page = self.writer.html(graded, f"{task.assignment}", row, row.cells)
             except Exception:  # noqa: BLE001 - the verdict without the notebook, rather than no page
-                page = self.writer.html(None, f"{task.assignment}", row, row["cells"])
+                page = self.writer.html(None, f"{task.assignment}", row, row.cells)
             for p in task.feedback_paths:
                 p = Path(p)
                 p.parent.mkdir(parents=True, exist_ok=True)
@@ -278,7 +275,9 @@ class Worker:
             problems.append("the kernel did not start: " + run.start_error)
         for i, outcome in sorted(run.outcomes.items()):
             if outcome.status != "ok":
-                problems.append(f"{cell_label(nb, i)}: {outcome.status}: {error_text(outcome.ename, outcome.evalue)}")
+                problems.append(
+                    f"{cell_label(nb, i)}: {outcome.status}: {say(error_text(outcome.ename, outcome.evalue), 'en')}"
+                )
         for t in source.test_cells:
             if t.grade_id not in run.observations:
                 problems.append(
@@ -372,7 +371,7 @@ def worker_main(wid: int, conn, cfg: Config) -> None:
     worker.prestart()
     if cfg.feedback:
         try:  # load nbconvert's templates while the kernel boots
-            worker.writer.html(None, "", {"student": "", "score": 0, "max_score": 0, "status": "ok", "reason": ""}, [])
+            worker.writer.html(None, "", make_row(Task(0, "grade", ""), None, "ok", ""), ())
         except Exception:  # noqa: BLE001 - a real export will report the problem
             pass
     try:
@@ -388,8 +387,8 @@ def worker_main(wid: int, conn, cfg: Config) -> None:
                 res = worker.run(task)
             except Exception:  # noqa: BLE001 - a grader bug must not take the batch down
                 res = InternalError(traceback.format_exc())
-            if isinstance(res, dict) and "status" in res:
-                res["grader_peak_kb"] = _peak_rss_kb()
+            if isinstance(res, Row):
+                res = res.timed(grader_peak_kb=_peak_rss_kb())
             tell(TaskDone(task.seq, res))
     finally:
         worker.close()

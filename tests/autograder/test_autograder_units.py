@@ -11,7 +11,7 @@ import autograder_specs as specs
 import nbformat
 import numpy as np
 import pytest
-from judge_helpers import observations_match
+from judge_helpers import observations_match, said
 
 from autograder.course.notebooks import SourceNotebook, UnreadableNotebook, build_graded, parse_submission
 from autograder.intake.placement import place_course, place_submissions, safe_extract
@@ -156,11 +156,11 @@ def test_split_hidden_separates_visible_and_hidden_parts(source):
 def test_arrays_match_within_tolerance_with_same_shape_and_dtype():
     ref = normalize({"out": np.array([1.0, 2.0], np.float32), "axes": ["devices"]})
     assert compare(ref, normalize({"out": np.array([1.0, 2.000001], np.float32), "axes": ["devices"]})).passed
-    v = compare(ref, normalize({"out": np.array([1.0, 2.5], np.float32), "axes": ["devices"]}))
+    v = said(compare(ref, normalize({"out": np.array([1.0, 2.5], np.float32), "axes": ["devices"]})))
     assert not v.passed and "out: values differ" in v.reason() and "0.5" not in v.reason()
-    v = compare(ref, normalize({"out": np.array([1.0, 2.0], np.float16), "axes": ["devices"]}))
+    v = said(compare(ref, normalize({"out": np.array([1.0, 2.0], np.float16), "axes": ["devices"]})))
     assert not v.passed and "expected shape (2,) and dtype float32, got shape (2,) and dtype float16" in v.reason()
-    v = compare(ref, normalize({"out": np.array([[1.0, 2.0]], np.float32), "axes": ["devices"]}))
+    v = said(compare(ref, normalize({"out": np.array([[1.0, 2.0]], np.float32), "axes": ["devices"]})))
     assert not v.passed and "shape (1, 2)" in v.reason()
     nan = normalize({"out": np.array([np.nan, 1.0])})
     assert compare(nan, nan).passed
@@ -169,9 +169,9 @@ def test_arrays_match_within_tolerance_with_same_shape_and_dtype():
 def test_axes_must_include_every_reference_axis():
     ref = normalize({"axes": ["devices"]})
     assert compare(ref, normalize({"axes": ["batch", "devices"]})).passed
-    v = compare(ref, normalize({"axes": []}))
+    v = said(compare(ref, normalize({"axes": []})))
     assert not v.passed and "expected a collective over 'devices', but it performs no collective" in v.reason()
-    v = compare(ref, normalize({"axes": ["batch"]}))
+    v = said(compare(ref, normalize({"axes": ["batch"]})))
     assert "it communicates over 'batch'" in v.reason()
     assert not compare(ref, normalize({"axes": "devices"})).passed
 
@@ -181,7 +181,7 @@ def test_json_values_must_be_equal_and_keys_present():
     assert compare(ref, normalize({"flag": True, "n": 3, "names": ["a", "b"], "x": 0.1000001, "extra": 1})).passed
     assert not compare(ref, normalize({"flag": 1, "n": 3, "names": ["a", "b"], "x": 0.1})).passed
     assert not compare(ref, normalize({"flag": True, "n": 3, "names": ["b", "a"], "x": 0.1})).passed
-    v = compare(ref, normalize({"flag": True, "n": 3, "names": ["a", "b"]}))
+    v = said(compare(ref, normalize({"flag": True, "n": 3, "names": ["a", "b"]})))
     assert not v.passed and "x: missing from the results" in v.reason()
     assert not compare(normalize({"out": np.zeros(2)}), {"out": [0.0, 0.0]}).passed
 
@@ -315,6 +315,8 @@ def test_placement_of_a_course_folder_and_links(tmp_path):
 def test_a_kernel_that_never_starts_gives_an_error_row(source, tmp_path):
     from autograder.course.notebooks import MergeReport
     from autograder.judge.score import submission_status
+    from autograder.publish.words import say
+    from autograder.records import Kind
     from autograder.run.executor import run_notebook
     from autograder.run.kernel import Kernel
     from autograder.sandbox.launch import Sandbox
@@ -331,7 +333,8 @@ def test_a_kernel_that_never_starts_gives_an_error_row(source, tmp_path):
     assert made == [0, 1]  # one retry, then give up
     assert run.start_error and all(o.status == "not_run" for o in run.outcomes.values())
     status, reason = submission_status(run, MergeReport(), [], str(tmp_path))
-    assert status == "error" and reason.startswith("the kernel did not start")
+    assert status == "error" and reason.kind is Kind.KERNEL_NOT_STARTED  # data; the words come at publishing
+    assert say(reason, "en").startswith("the kernel did not start")
 
 
 # ---------------------------------------------------------------- observation files are checked before inflating

@@ -13,10 +13,14 @@ process too: no student code runs in it), everything else by `autograder.judge.c
 
 from __future__ import annotations
 
-from autograder.judge.compare import Verdict, compare, normalize
-from autograder.judge.programs import Judge, is_program_observation
+from dataclasses import dataclass
 
-__all__ = ["judge_observations", "derived", "observations_match"]
+from autograder.judge.compare import compare, normalize
+from autograder.judge.programs import Judge, is_program_observation
+from autograder.publish.words import SHOWN, say
+from autograder.records import Verdict
+
+__all__ = ["judge_observations", "derived", "observations_match", "Said", "said"]
 
 _TEST_SECRET = b"observations_match: exercise tests only"
 _judges: dict = {}
@@ -26,12 +30,35 @@ def _judge() -> Judge:
     return _judges.get("judge") or _judges.setdefault("judge", Judge(_TEST_SECRET))
 
 
-def judge_observations(reference: dict, observed: dict, grade_id: str = "test") -> Verdict:
+@dataclass(frozen=True)
+class Said:
+    """A verdict (data, `verdict`) with the words a student would read, in English: `differences` (one
+    sentence per finding) and `reason()` (what the feedback page shows), as `publish.words` writes them."""
+
+    verdict: Verdict
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict.passed
+
+    @property
+    def differences(self) -> list[str]:
+        return [say(d, "en") for d in self.verdict.differences]
+
+    def reason(self, limit: int = SHOWN) -> str:
+        return say(self.verdict, "en", shown=limit)
+
+
+def said(verdict: Verdict) -> Said:
+    return Said(verdict)
+
+
+def judge_observations(reference: dict, observed: dict, grade_id: str = "test") -> Said:
     """The autograder's verdict on raw `observe(...)` results (normalized the way `record` saves them)."""
     reference, observed = normalize(reference), normalize(observed)
     if is_program_observation(reference):
-        return _judge().judge_observations(grade_id, reference, observed)
-    return compare(reference, observed)
+        return Said(_judge().judge_observations(grade_id, reference, observed))
+    return Said(compare(reference, observed))
 
 
 def derived(observation: dict, grade_id: str = "test") -> dict:

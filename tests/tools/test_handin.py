@@ -119,6 +119,7 @@ def test_graded_hand_ins_count_as_graded_in_formgrader(course, tmp_path):
     (nbgrader.apps.api get_autograded_students compares it with submitted/.../timestamp.txt)."""
     from autograder.course.notebooks import SourceNotebook
     from autograder.publish.gradebook import write_gradebook
+    from autograder.records import CellResult, make_row
 
     source = SourceNotebook.load(AID, ROOT / "solutions" / f"{AID}.ipynb")
     handin.import_roster(course, _roster(tmp_path, "id,first_name,last_name\nalice,Alice,Liddell\n"))
@@ -127,15 +128,18 @@ def test_graded_hand_ins_count_as_graded_in_formgrader(course, tmp_path):
         (course / "autograded" / sid / AID).mkdir(parents=True)
     first = source.test_cells[0]
     rows = [
-        {
-            "student": sid,
-            "assignment": AID,
-            "status": "ok",
-            "cells": [
-                {"grade_id": t.grade_id, "points": float(t.points) if (sid, t) == ("alice", first) else 0.0}
+        make_row(
+            sid,
+            AID,
+            "",
+            source,
+            "ok",
+            "",
+            tuple(
+                CellResult(t.grade_id, float(t.points) if (sid, t) == ("alice", first) else 0.0, float(t.points), False)
                 for t in source.test_cells
-            ],
-        }
+            ),
+        )
         for sid in ("alice", "bob")
     ]
     db = f"sqlite:///{course / 'gradebook.db'}"

@@ -10,9 +10,10 @@ import judge_helpers
 import numpy as np
 import pytest
 from jax import lax
-from judge_helpers import judge_observations
+from judge_helpers import judge_observations, said
 
 from autograder.judge import compare, programs
+from autograder.publish.words import say
 from namedaxes import DEVICES
 from namedaxes.exercises import scaled_sum as q
 
@@ -29,7 +30,7 @@ def reference():
 
 
 def test_echo_is_bounded_in_count_and_length():
-    text = programs._echo([LONG] * 1000)
+    text = say(programs._echo([LONG] * 1000), "en")
     assert len(text) < (programs.MAX_ECHO_CHARS + 2) * programs.MAX_ECHO_ITEMS + 40
     assert text.count("…") == programs.MAX_ECHO_ITEMS and "994 more" in text
     assert programs._cut("a\x1b[31mb\nc") == "a?[31mb?c"  # no terminal escapes, one line
@@ -68,7 +69,7 @@ def test_runtime_error_text_never_reaches_the_reason(reference, monkeypatch):
 
 def test_recorded_axis_names_are_bounded():
     reference = {"axes": [DEVICES]}
-    verdict = compare.compare(reference, {"axes": [LONG + str(i) for i in range(300)]})
+    verdict = said(compare.compare(reference, {"axes": [LONG + str(i) for i in range(300)]}))
     reason = verdict.reason()
     assert not verdict.passed and LONG not in reason and len(reason) < 600 and "294 more" in reason
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from judge_helpers import said
 
 from autograder.judge.programs import group_axes, hlo_collectives
 from autograder.judge.scorer_process import Scorer, ScorerReferenceError
@@ -86,7 +87,7 @@ def test_kernel_records_programs_not_results(recorded):
 
 def test_scorer_accepts_equivalent_and_rejects_wrong(scorer, recorded):
     assert scorer.judge("scaled_sum_total", recorded["ref"], recorded["equivalent"]).passed
-    wrong = scorer.judge("scaled_sum_total", recorded["ref"], recorded["wrong"])
+    wrong = said(scorer.judge("scaled_sum_total", recorded["ref"], recorded["wrong"]))
     assert not wrong.passed and "values differ" in wrong.reason()
     discarded = scorer.judge("scaled_sum_total", recorded["ref"], recorded["discarded_psum"])
     assert not discarded.passed
@@ -97,14 +98,14 @@ def test_structure_comes_from_the_optimized_hlo(scorer, recorded):
     assert scorer.judge("scaled_sum_uses_psum", ref, ref).passed
     assert scorer.judge("scaled_sum_uses_psum", ref, recorded["pmean"]).passed  # a pmean is a psum, divided
     # (times the device count here: a bare pmean, which does not grow with the device count, gets no psum point)
-    fake = scorer.judge("scaled_sum_uses_psum", ref, recorded["axis_index_only"])
+    fake = said(scorer.judge("scaled_sum_uses_psum", ref, recorded["axis_index_only"]))
     assert not fake.passed and "expected psum over 'devices'" in fake.reason(20)  # after the 6 cases' differences
 
 
 def test_forged_and_unreadable_programs_score_zero(scorer, recorded):
-    host = scorer.judge("scaled_sum_total", recorded["ref"], recorded["host_callback"])
+    host = said(scorer.judge("scaled_sum_total", recorded["ref"], recorded["host_callback"]))
     assert not host.passed and "host callbacks are not allowed" in host.reason()
-    garbage = scorer.judge("scaled_sum_total", recorded["ref"], recorded["garbage"])
+    garbage = said(scorer.judge("scaled_sum_total", recorded["ref"], recorded["garbage"]))
     assert not garbage.passed and "could not be read" in garbage.reason()
     not_npz = scorer.judge("scaled_sum_total", recorded["ref"], (b"PK\x03\x04junk", b"{}"))
     assert not not_npz.passed
@@ -112,7 +113,7 @@ def test_forged_and_unreadable_programs_score_zero(scorer, recorded):
 
 def test_a_program_that_never_ends_gets_zero_and_the_scorer_is_replaced(scorer, recorded):
     before = scorer.restarts
-    verdict = scorer.judge("scaled_sum_total", recorded["ref"], recorded["loops"])
+    verdict = said(scorer.judge("scaled_sum_total", recorded["ref"], recorded["loops"]))
     assert not verdict.passed and "longer than 20 s" in verdict.reason()
     assert scorer.restarts == before + 1
     assert scorer.judge("scaled_sum_total", recorded["ref"], recorded["equivalent"]).passed  # a fresh scorer
@@ -138,7 +139,7 @@ def test_hidden_inputs_depend_on_the_secret_and_no_reason_tells_them(recorded):
     reasons = []
     for secret in (b"first secret", b"second secret"):
         with Scorer(secret, timeout=60) as s:
-            reasons.append(s.judge("scaled_sum_total", recorded["ref"], recorded["wrong"]).reason(9))
+            reasons.append(said(s.judge("scaled_sum_total", recorded["ref"], recorded["wrong"])).reason(9))
     assert reasons[0] == reasons[1] and "values differ" in reasons[0]
     assert not re.search(r"\d\.\d|max abs|difference \d", reasons[0]), reasons[0]
 
@@ -304,8 +305,8 @@ def test_a_constant_that_matched_a_previous_runs_hidden_output_scores_0_in_a_new
         return lax.psum(x, D) - lax.psum(x, D) + value  # uses psum; its values are the constant
 
     student = normalize(q.scaled_sum.observe(hard_coded))
-    in_run1 = Judge(run1.secret).judge_observations("scaled_sum_total", reference, student)
-    in_run2 = Judge(run2.secret).judge_observations("scaled_sum_total", reference, student)
+    in_run1 = said(Judge(run1.secret).judge_observations("scaled_sum_total", reference, student))
+    in_run2 = said(Judge(run2.secret).judge_observations("scaled_sum_total", reference, student))
     assert not any("values differ" in d for d in in_run1.differences), in_run1.differences
     assert not in_run2.passed
     for case in cases:  # every case fails in run 2: its values (or, judged first, its layout)

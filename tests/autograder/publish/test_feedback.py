@@ -9,6 +9,7 @@ from pathlib import Path
 
 from autograder.course.notebooks import SourceNotebook
 from autograder.publish.feedback import FeedbackWriter, exercise_names, shown_reason
+from autograder.records import make_row, zero_cells
 
 ROOT = Path(__file__).resolve().parents[3]
 AID = "02_scaled_sum"
@@ -22,11 +23,8 @@ def _text(page: str) -> str:
 
 def _page(with_notebook: bool) -> str:
     source = SourceNotebook.load(AID, ROOT / "solutions" / f"{AID}.ipynb")
-    cells = [
-        {"grade_id": t.grade_id, "points": 0.0, "max_points": float(t.points), "passed": False, "reason": REASON}
-        for t in source.test_cells
-    ]
-    row = {"student": "ann", "score": 0, "max_score": source.max_score, "status": "ok", "reason": ""}
+    cells = zero_cells(source, REASON)
+    row = make_row("ann", AID, "", source, "ok", "", cells)
     return FeedbackWriter().html(source.nb if with_notebook else None, AID, row, cells, source=source)
 
 

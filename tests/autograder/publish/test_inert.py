@@ -20,6 +20,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from autograder.publish import inert
 from autograder.publish.feedback import FeedbackWriter
+from autograder.records import CellResult, Row
 
 KERNEL_META = {
     "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
@@ -109,8 +110,8 @@ def _lab(nb) -> str:
 
 
 def _feedback(nb, source=None, reason=P.REASON, student="ann") -> str:
-    row = {"student": student, "score": 0, "max_score": 1, "status": "error", "reason": reason}
-    cells = [{"grade_id": "f_test", "points": 0.0, "max_points": 1.0, "passed": False, "reason": reason}]
+    cells = (CellResult("f_test", 0.0, 1.0, False, reason),)
+    row = Row(student, "02_scaled_sum", "", 0.0, 1.0, "error", reason, cells)
     return FeedbackWriter().html(nb, "02_scaled_sum", row, cells, source=source)
 
 

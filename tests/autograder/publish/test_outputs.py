@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 from autograder.intake.placement import Intake
 from autograder.publish.outputs import summary
+from autograder.records import Row
 from autograder.sandbox.protections import Protection
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -18,7 +19,7 @@ class _Sandbox:
 
 
 def _row(student, aid, status, score):
-    return {"student": student, "assignment": aid, "status": status, "score": score}
+    return Row(student, aid, "", score, 7.0, status, "")
 
 
 def test_summary_lists_only_handed_in_assignments_and_the_report(tmp_path, capsys):

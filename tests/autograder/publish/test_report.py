@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.publish import report
+from autograder.publish import course_info, report
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -423,11 +423,11 @@ def test_course_defaults_to_the_folder_around_out_in_course_mode(tmp_path):
 
 
 def test_docstring_of_a_test_cell():
-    assert report._docstring('"""`f` returns 1."""\nassert f() == 1') == "`f` returns 1."
-    assert report._docstring('"""First line.\n\nMore text."""\nx') == "First line."
-    assert report._docstring("%%time\n'''Still found.'''") == "Still found."  # not Python: the regex fallback
-    assert report._docstring("assert f() == 1") == ""
-    assert report._docstring('"""Unclosed docstring\nx = (') == "Unclosed docstring"
+    assert course_info._docstring('"""`f` returns 1."""\nassert f() == 1') == "`f` returns 1."
+    assert course_info._docstring('"""First line.\n\nMore text."""\nx') == "First line."
+    assert course_info._docstring("%%time\n'''Still found.'''") == "Still found."  # not Python: the regex fallback
+    assert course_info._docstring("assert f() == 1") == ""
+    assert course_info._docstring('"""Unclosed docstring\nx = (') == "Unclosed docstring"
 
 
 def test_inline_code_escapes_and_keeps_an_unpaired_backtick():

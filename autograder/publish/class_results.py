@@ -1,0 +1,88 @@
+"""The class's results as the report reads them: OUT/grades.csv, with each row's test cells from
+OUT/results.json (`load`). Parsed once here, at the edge; the report's sections take these records.
+
+Threat model: both files hold submission-derived text (student ids, reasons); they are only parsed
+into records here (numbers validated), never interpreted. Escaping is the page's job (`report`).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["Row", "ClassResults", "load"]
+
+
+@dataclass
+class Row:
+    student: str
+    assignment: str
+    score: float
+    max_score: float
+    status: str
+    reason: str
+    cells: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class ClassResults:
+    rows: list[Row]
+    source: str = ""
+    protections: list[dict] = field(default_factory=list)  # results.json "protections" (protections.as_json)
+
+    @property
+    def assignments(self) -> list[str]:
+        return sorted({r.assignment for r in self.rows if r.assignment})
+
+    @property
+    def students(self) -> list[str]:
+        return sorted({r.student for r in self.rows})
+
+
+def _float(text, what: str) -> float:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what}: {text!r} is not a number") from None
+
+
+def load(out: Path) -> ClassResults:
+    """Rows of OUT/grades.csv, each with its test cells from OUT/results.json (if present)."""
+    out = Path(out)
+    grades = out / "grades.csv"
+    if not grades.is_file():
+        raise FileNotFoundError(f"{grades} not found: run `make grade ... OUT={out}` first")
+    from .outputs import csv_value
+
+    with grades.open(newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        missing_cols = {"student", "assignment", "score", "max_score", "status", "reason"} - set(
+            reader.fieldnames or []
+        )
+        if missing_cols:
+            raise ValueError(f"{grades}: missing column(s) {sorted(missing_cols)}")
+        rows = [
+            Row(
+                student=r["student"],
+                assignment=r["assignment"],
+                score=_float(r["score"], f"{grades} score of {r['student']}"),
+                max_score=_float(r["max_score"], f"{grades} max_score of {r['student']}"),
+                status=r["status"],
+                reason=r["reason"] or "",
+            )
+            for r in ({k: csv_value(v or "") for k, v in raw.items()} for raw in reader)
+        ]  # undo the ' guard
+    cells: dict[tuple[str, str], list[dict]] = {}
+    protections: list[dict] = []
+    results = out / "results.json"
+    if results.is_file():
+        data = json.loads(results.read_text(encoding="utf-8"))
+        for r in data.get("rows", []) if isinstance(data, dict) else []:
+            cells[(str(r.get("student", "")), str(r.get("assignment", "")))] = list(r.get("cells") or [])
+        if isinstance(data, dict) and isinstance(data.get("protections"), list):
+            protections = [p for p in data["protections"] if isinstance(p, dict)]
+    for row in rows:
+        row.cells = cells.get((row.student, row.assignment), [])
+    return ClassResults(rows=rows, source=str(out), protections=protections)

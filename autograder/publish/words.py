@@ -1,0 +1,54 @@
+"""Words for the judge's data: a `Reason` (a verdict, a phrase, literal text) as a sentence in the
+reader's language.
+
+The judge (`autograder/judge/`) decides and says *what* it found as records (`records.Verdict`,
+`Phrase`, `Words`): a kind from a closed set and its fields. This module is the one place those
+become words, when a file is published (grades.csv, results.json, the feedback page, the
+gradebook's comments): each kind's sentence is its `messages.TEXT` template, in the language asked
+for (the submission's, `Row.language`), through the helper package's catalog.
+
+How a verdict reads: "results differ from the reference on hidden inputs (<first finding>;
+<second finding>; and N more)": at most `SHOWN` findings, the rest counted (a verdict whose findings
+say themselves what went wrong, such as a scorer timeout, has no such introduction). A phrase about
+a program case reads "<case>: <sentence>" unless its sentence names the case itself.
+
+Threat model: literal fields may hold student-controlled text (names, error texts), already bounded
+by the judge. They are inserted into a template once (`messages.text`: a student's "{0}" stays
+literal) and never formatted again; escaping for a page is the page's job (`inert`).
+"""
+
+from __future__ import annotations
+
+from ..messages import TEXT, text
+from ..records import Field, Phrase, Reason, Verdict, Words
+
+__all__ = ["say", "SHOWN"]
+
+SHOWN = 2  # findings a verdict shows; the others are counted ("; and 2 more")
+
+
+def say(reason: Reason | Field, lang: str | None = None, shown: int = SHOWN) -> str:
+    """`reason` in words, in `lang` (None: the current language, `messages.speaking`); a verdict shows
+    its first `shown` findings."""
+    if isinstance(reason, Verdict):
+        return _verdict(reason, lang, shown)
+    if isinstance(reason, Phrase):
+        fields = {name: say(value, lang) for name, value in reason.fields}
+        if "{case}" in TEXT[reason.kind.value]:
+            return text(reason.kind.value, lang, case=reason.case, **fields)
+        sentence = text(reason.kind.value, lang, **fields)
+        return f"{reason.case}: {sentence}" if reason.case else sentence
+    if isinstance(reason, Words):
+        return reason.sep.join(say(part, lang) for part in reason.parts)
+    return str(reason)
+
+
+def _verdict(verdict: Verdict, lang: str | None, limit: int) -> str:
+    if verdict.passed:
+        return ""
+    diffs = verdict.differences
+    shown = "; ".join(say(d, lang) for d in diffs[:limit])
+    more = text("and_more", lang, n=len(diffs) - limit) if len(diffs) > limit else ""
+    if not verdict.on_hidden_inputs:
+        return f"{shown}{more}"
+    return f"{text('hidden_inputs', lang)} ({shown}{more})"
