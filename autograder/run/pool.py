@@ -116,6 +116,7 @@ class Pool:
         self.jobs = max(1, jobs)
         self.target, self.args, self.budget, self.margin = target, args, budget, margin
         self.admit = admit  # right before a task goes to a worker: "send", "defer" or "drop"
+        self.later: Callable[[], int] = lambda: 0  # tasks not submitted yet that will come (run_all's waiting)
         self.slots: dict[int, _Slot] = {}
         self.pending: collections.deque[Task] = collections.deque()
         self.attempts: dict[int, int] = {}
@@ -177,6 +178,7 @@ class Pool:
                 if task is None:
                     break
                 slot = idle.pop() if idle else self._spawn()
+                task.prestart = len(self.pending) + self.later() >= len(self.slots)  # no kernel booted for no task
                 try:
                     slot.conn.send(task)
                 except OSError:  # it died while idle: another one takes the task
@@ -428,6 +430,7 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
         spent[who] += min(budget, seconds)
 
     pool.admit = admit
+    pool.later = lambda: sum(len(ts) for ts in waiting.values())
 
     def on_done(task: Task, res: Row | ReferenceRun | InternalError) -> None:
         if task.kind == "reference":
