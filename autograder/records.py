@@ -115,6 +115,7 @@ class Task:
     budget: float = 0.0  # wall-clock seconds this notebook may run (set by the pool)
     budget_label: str = ""  # what the budget is, for messages ("the notebook's time budget of 300 s")
     budget_of_submission: float = 0.0  # > 0: the budget is what was left of this submission budget (seconds)
+    prestart: bool = True  # another task may follow on this worker: boot its next kernel meanwhile (pool)
 
 
 @dataclass

@@ -211,6 +211,7 @@ class Scorer:
         self.secret, self.timeout, self.memory_mb = secret, float(timeout), int(memory_mb)
         self.env, self.python = env, python
         self.proc: subprocess.Popen | None = None
+        self._booting: float | None = None  # when the secret was sent, until its reply is read
         self.checked: set[bytes] = set()  # references checked by the current child
         self.compile_stats: dict = {}  # the current child's compiles (programs.COMPILE_STATS)
         self.start_seconds = 0.0  # spent starting children
@@ -234,8 +235,20 @@ class Scorer:
         )
         self.checked = set()
         self.compile_stats = {}
-        t0 = time.monotonic()
-        self._call({"op": "secret", "hex": self.secret.hex()}, timeout=120.0)
+        # The secret goes now; its reply is read by the next request (`_call`), so the child imports
+        # jax and sets up its devices while the worker starts the student's kernel, not before.
+        self._booting = time.monotonic()
+        try:
+            _write_frame(self.proc.stdin.fileno(), {"op": "secret", "hex": self.secret.hex()})
+        except OSError:
+            pass  # it died at once: the reply read by the next request says so
+
+    def _booted(self) -> None:
+        """Read the reply to the secret (sent by `_start`) once, before the first request's."""
+        if self._booting is None:
+            return
+        t0, self._booting = self._booting, None
+        self._call({}, timeout=120.0, send=False)  # raises as any request does when the child died or hung
         self.start_seconds += time.monotonic() - t0  # its start-up (python, jax, devices), for timings
 
     def cpu_seconds(self) -> float:
@@ -278,12 +291,17 @@ class Scorer:
             except OSError:
                 pass
 
-    def _call(self, req: dict, timeout: float) -> dict:
-        """One request; raises TimeoutError (child killed) or EOFError (child died)."""
+    def _call(self, req: dict, timeout: float, send: bool = True) -> dict:
+        """One request; raises TimeoutError (child killed) or EOFError (child died).
+        `send=False`: only read the reply to a request already sent (the secret, `_start`)."""
+        if send:
+            self._booted()
         proc = self.proc
-        assert proc is not None
+        if proc is None:
+            raise EOFError("the scorer is not running")
         try:
-            _write_frame(proc.stdin.fileno(), req)
+            if send:
+                _write_frame(proc.stdin.fileno(), req)
             reply = _read_frame(proc.stdout.fileno(), MAX_REPLY, time.monotonic() + timeout)
         except TimeoutError:
             self._kill(proc)
@@ -307,6 +325,7 @@ class Scorer:
     def _ensure(self, ref_pair) -> None:
         if self.proc is None or self.proc.poll() is not None:
             self._start()
+        self._booted()  # a child that does not start raises here, as before (not a reference error)
         key = (ref_pair[0] or b"") + b"\0" + (ref_pair[1] or b"")
         import hashlib
 

@@ -50,7 +50,6 @@ Both are published by atomic renames (references.py, xla_cache.py).
 from __future__ import annotations
 
 import collections
-import fcntl
 import multiprocessing as mp
 import os
 import signal
@@ -67,6 +66,7 @@ from ..publish.outputs import Progress
 from ..records import InternalError, KernelGone, KernelStarted, ReferenceRun, Row, Task, TaskDone
 from ..sandbox.build import mpl_cache
 from ..sandbox.xla_cache import protect_published, publish_xla_cache, remove_protected
+from .reference_lock import ReferenceLock
 from .references import load_references, new_run_secret, reference_key, save_references
 from .worker import Config, worker_main
 
@@ -116,6 +116,7 @@ class Pool:
         self.jobs = max(1, jobs)
         self.target, self.args, self.budget, self.margin = target, args, budget, margin
         self.admit = admit  # right before a task goes to a worker: "send", "defer" or "drop"
+        self.later: Callable[[], int] = lambda: 0  # tasks not submitted yet that will come (run_all's waiting)
         self.slots: dict[int, _Slot] = {}
         self.pending: collections.deque[Task] = collections.deque()
         self.attempts: dict[int, int] = {}
@@ -177,6 +178,7 @@ class Pool:
                 if task is None:
                     break
                 slot = idle.pop() if idle else self._spawn()
+                task.prestart = len(self.pending) + self.later() >= len(self.slots)  # no kernel booted for no task
                 try:
                     slot.conn.send(task)
                 except OSError:  # it died while idle: another one takes the task
@@ -261,29 +263,6 @@ class Pool:
             s.proc.join(timeout=max(0.05, deadline - time.monotonic()))
         for s in slots:
             self._kill(s)
-
-
-class ReferenceLock:
-    """An exclusive lock on one assignment's reference cache (CACHE/<assignment>.lock), across runs."""
-
-    def __init__(self, cache: Path, assignment: str):
-        cache.mkdir(parents=True, exist_ok=True)
-        self.path = cache / f"{assignment}.lock"
-        self.fh = None
-
-    def acquire(self, quiet: bool = True) -> None:
-        self.fh = open(self.path, "a")  # noqa: SIM115 - held (and locked) until release()
-        try:
-            fcntl.flock(self.fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if not quiet:
-                sys.stderr.write(f"waiting for another grading run to finish the reference of {self.path.stem} ...\n")
-            fcntl.flock(self.fh, fcntl.LOCK_EX)
-
-    def release(self) -> None:
-        if self.fh is not None:
-            self.fh.close()  # closing the file releases the lock
-            self.fh = None
 
 
 def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, jobs, autograded_root, nbfeedback_root):
@@ -428,6 +407,7 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
         spent[who] += min(budget, seconds)
 
     pool.admit = admit
+    pool.later = lambda: sum(len(ts) for ts in waiting.values())
 
     def on_done(task: Task, res: Row | ReferenceRun | InternalError) -> None:
         if task.kind == "reference":

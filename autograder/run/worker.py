@@ -99,11 +99,13 @@ class Worker:
         except Exception:  # noqa: BLE001 - a failed prestart just means a cold start later
             self.warm = None
 
-    def take_kernel(self):
+    def take_kernel(self, prestart: bool = True):
+        """The warm kernel (or a fresh one); boots the next one meanwhile unless no task may follow."""
         kernel, self.warm = self.warm, None
         if kernel is None:
             kernel = self._kernel()
-        self.prestart()
+        if prestart:
+            self.prestart()
         return kernel
 
     def close(self) -> None:
@@ -175,7 +177,7 @@ class Worker:
         # (once per worker and assignment: later tasks find them compiled and the thread ends at once)
         prep = prepare_scorer(refs)
         try:
-            kernel = self.take_kernel()
+            kernel = self.take_kernel(task.prestart)
             workdir = kernel.workdir
             t_run = time.monotonic()
             try:
@@ -257,7 +259,7 @@ class Worker:
                 "writable": (task.xla_dir,),
                 "extra_env": {"JAX_COMPILATION_CACHE_DIR": task.xla_dir, **REFERENCE_ENV},
             }
-        kernel = self._kernel(**kw) if kw else self.take_kernel()
+        kernel = self._kernel(**kw) if kw else self.take_kernel(task.prestart)
         workdir = kernel.workdir
         try:
             run = run_notebook(

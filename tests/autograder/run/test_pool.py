@@ -155,3 +155,37 @@ def test_close_leaves_no_worker(tmp_path):
     pool.close()
     assert procs and not any(p.is_alive() for p in procs)
     assert pool.slots == {}
+
+
+def prestart_worker(wid, conn):
+    """Answers each task with whether the pool asked it to boot a kernel for a next task."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.setpgid(0, 0)
+    while (task := conn.recv()) is not None:
+        time.sleep(0.05)  # both workers are busy when the next tasks are handed out
+        conn.send(TaskDone(task.seq, {"status": "ok", "prestart": task.prestart}))
+
+
+def test_no_kernel_is_booted_ahead_for_a_task_that_will_not_come(tmp_path):
+    """A worker boots its next kernel while grading (Task.prestart) only while tasks are left for it:
+    the last tasks of a batch (fewer pending than workers, none waiting for a reference) say no."""
+    pool = Pool(2, prestart_worker, (), budget=lambda t: 10.0)
+    for seq in range(5):
+        pool.submit(Task(seq, "grade", "a", f"s{seq}"))
+    waiting = [Task(5, "grade", "b", "s5")]  # released later, as run_all releases an assignment
+    pool.later = lambda: len(waiting)
+    done = {}
+
+    def on_done(task, res):
+        done[task.seq] = res["prestart"]
+        if task.seq == 0:
+            pool.submit(waiting.pop())
+
+    try:
+        pool.run(on_done, lambda t, why: None)
+    finally:
+        pool.close()
+    assert sorted(done) == list(range(6))
+    assert done[0] and done[1] and done[2]  # 5 + 1 tasks for 2 workers: more to come
+    assert sum(not v for v in done.values()) == 2  # one last task per worker
+    assert not done[5]
