@@ -173,6 +173,12 @@ TEXT = Messages(
             "`{name}` gives the right results here, but it has no per-device program over {axes} "
             "that takes its inputs split as the exercise's does ({want}). {hint}"
         ),
+        "layout_region_dead": (
+            "`{name}` gives the right results here, but its per-device program over {axes} that takes its "
+            "inputs split as the exercise's does ({want}) does not reach the results: changing what it "
+            "returns leaves them as they are (what it returns is discarded, multiplied by zero, say). "
+            "{hint}"
+        ),
         "layout_output": (
             "`{name}` gives the right results here, but its result {n} is {got} once compiled, where "
             "the exercise's is {want}. {hint}"
@@ -629,6 +635,15 @@ def expect_regions(name: str, facts, want: tuple, hint: str = "") -> None:
     found = region_difference(want, facts.regions)
     if found is None:
         return
+    if region_difference(want, facts.regions + facts.dead_regions) is None:  # only dead regions match
+        _fail(
+            TEXT["layout_region_dead"].format(
+                name=name,
+                axes=_quoted(want[0][0]),
+                hint=hint,
+                want=TEXT["list_sep"].join(describe_layout(i) for i in want[0][1]),
+            )
+        )
     if found.kind == "input":
         _fail(
             TEXT["layout_region_input"].format(

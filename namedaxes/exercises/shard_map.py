@@ -333,6 +333,13 @@ TEXT = {
     "layout_input": "input {n} {layout}",
     "regions_got": "a `jax.shard_map` over {axes} that takes {inputs}",
     "regions_none": "no `jax.shard_map` at all",
+    "region_dead": (
+        "`{name}` returns the right {what}, but the `jax.shard_map` over {axes} in it that gives each device "
+        "its own shard ({want}) does not reach the result: changing what it returns leaves the result as it "
+        "is (read from the exported program, the way the grader reads it): what it returns is discarded "
+        "(multiplied by zero, say) and the result is computed elsewhere. Compute the {what} from what the "
+        "`jax.shard_map` returns."
+    ),
     "not_reaching": (
         "`{name}` returns the right {what}, but no collective over '{axis}' reaches its result (read from the "
         "compiled program, the way the grader reads it: {seen}). Communication that is discarded or "
@@ -393,6 +400,8 @@ def _judge(
     with context if context is not None else _explained(name, mesh, shard_map_allowed=shard_map_allowed):
         got = examined(lambda *a: fn(*a, mesh), *args)
     axes, ins = region
+    if not region_takes(got.regions, axes, ins) and region_takes(got.dead_regions, axes, ins):
+        fail(_say("region_dead", name=name, what=what, axes=_axes_words(axes), want=_inputs_words(ins)))
     if not region_takes(got.regions, axes, ins):
         seen = checking_text["list_sep"].join(
             _say("regions_got", axes=_axes_words(a), inputs=_inputs_words(i)) for a, i, _ in got.regions
