@@ -380,6 +380,19 @@ def _axes_words(axes) -> str:
     return " x ".join(repr(a) for a in axes)
 
 
+def expect_own_shard(name: str, got, region: tuple, what: str) -> None:
+    """The grader's layout step on examined facts (`got`): a live per-device region over `region[0]` that
+    takes each input split over at least the mesh axes of `region[1]` (the reference's `in_specs`)."""
+    axes, ins = region
+    if not region_takes(got.regions, axes, ins) and region_takes(got.dead_regions, axes, ins):
+        fail(_say("region_dead", name=name, what=what, axes=_axes_words(axes), want=_inputs_words(ins)))
+    if not region_takes(got.regions, axes, ins):
+        seen = checking_text["list_sep"].join(
+            _say("regions_got", axes=_axes_words(a), inputs=_inputs_words(i)) for a, i, _ in got.regions
+        ) or _say("regions_none")
+        fail(_say("not_own_shard", name=name, what=what, axes=_axes_words(axes), want=_inputs_words(ins), got=seen))
+
+
 def _judge(
     name: str,
     fn: Callable,
@@ -403,14 +416,7 @@ def _judge(
     if got is None:
         with context if context is not None else _explained(name, mesh, shard_map_allowed=shard_map_allowed):
             got = examined(lambda *a: fn(*a, mesh), *args)
-    axes, ins = region
-    if not region_takes(got.regions, axes, ins) and region_takes(got.dead_regions, axes, ins):
-        fail(_say("region_dead", name=name, what=what, axes=_axes_words(axes), want=_inputs_words(ins)))
-    if not region_takes(got.regions, axes, ins):
-        seen = checking_text["list_sep"].join(
-            _say("regions_got", axes=_axes_words(a), inputs=_inputs_words(i)) for a, i, _ in got.regions
-        ) or _say("regions_none")
-        fail(_say("not_own_shard", name=name, what=what, axes=_axes_words(axes), want=_inputs_words(ins), got=seen))
+    expect_own_shard(name, got, region, what)
     reaching = [c for c in got.matters if c.endswith(f" over '{axis}'")]
     if not reaching:
         seen = (
