@@ -187,8 +187,9 @@ SCALED_SUM_WRONG = {
     ),
     "a dead psum beside the global total": (
         _dead_psum,
-        r"(?s)right column totals, but no collective over 'devices' reaches its result.*"
-        r"no collective reaches the result",
+        # its shard_map does no work that counts: the layout step says so first, as the grader's does
+        r"(?s)right column totals, but the `jax\.shard_map` over 'devices' in it that gives each device its own "
+        r"shard .* does not reach the result",
     ),
     "set_mesh inside the function": (_set_mesh_inside, r"(?s)`jax\.set_mesh`, which only works outside `jax\.jit`"),
     "hard-coded": (
