@@ -141,6 +141,9 @@ TEXT: dict[str, str] = {
     "layout_regions": "{case}: layout: its per-device programs take their inputs {got}; the exercise's take "
     "them {want}",
     "layout_output": "{case}: layout: result {n} is {got}; the exercise's is {want}",
+    "layout_region_dead": "{case}: layout: its per-device program over {axes} that takes each device's shard "
+    "does not reach the results (changing what it returns changes no result), so no device works on its own "
+    "shard where it counts",
     "layout_input_name": "input {n}",
     "layout_unstated": "with no stated layout",
     "layout_replicated": "whole on every device (replicated)",

@@ -216,6 +216,7 @@ class Kind(StrEnum):
     LAYOUT_INPUT = "layout_input"
     LAYOUT_REGION_INPUT = "layout_region_input"
     LAYOUT_REGIONS = "layout_regions"
+    LAYOUT_REGION_DEAD = "layout_region_dead"
     LAYOUT_OUTPUT = "layout_output"
     LAYOUT_INPUT_NAME = "layout_input_name"
     LAYOUT_UNSTATED = "layout_unstated"
@@ -282,6 +283,7 @@ _PROPERTY = {
     Kind.LAYOUT_INPUT: Property.LAYOUT,
     Kind.LAYOUT_REGION_INPUT: Property.LAYOUT,
     Kind.LAYOUT_REGIONS: Property.LAYOUT,
+    Kind.LAYOUT_REGION_DEAD: Property.LAYOUT,
     Kind.LAYOUT_OUTPUT: Property.LAYOUT,
     Kind.VALUES_DIFFER: Property.VALUES,
     Kind.AXES_NOT_NAMES: Property.COMMUNICATION,

@@ -41,6 +41,8 @@ __all__ = [
     "Examined",
     "examine",
     "region_takes",
+    "collective_regions",
+    "live_regions",
 ]
 
 RTOL = 1e-5  # autograder.judge.compare.RTOL
@@ -244,59 +246,137 @@ def _as(kind, value):
         return None
 
 
-def perturbed(exp, wanted: str, names: tuple[str, ...], sizes: tuple[int, ...], factor: float, text: str | None = None):
+_MANUAL_REGION = "sdy.manual_computation"  # a per-device region (`shard_map`, `pmap`) in an exported module
+
+
+def _walk(module) -> tuple[list, list]:
+    """(collectives, per-device regions) of a parsed module, each in the order the module's text has them
+    (pre-order: `regions(text)`'s order)."""
+    from jax._src.lib.mlir import ir
+
+    found, manual = [], []
+
+    def visit(op):
+        if op.name in _STABLEHLO_COLLECTIVES:
+            found.append(op)
+        elif op.name == _MANUAL_REGION:
+            manual.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found, manual
+
+
+def _outermost_region(op, manual: list) -> int | None:
+    """The index (in `manual`) of the outermost per-device region around `op`, None when it is outside all."""
+    own = [getattr(m, "operation", m) for m in manual]
+    found, parent = None, getattr(op, "operation", op).parent
+    while parent is not None:
+        parent = getattr(parent, "operation", parent)
+        for i, m in enumerate(own):
+            if m == parent:
+                found = i
+        parent = parent.parent
+    return found
+
+
+def _perturb_results(op, factor: float) -> bool:
+    """Map every result of `op` through r -> factor * r + factor / 2 (integers 3 r + 1, booleans negated)
+    for all its users; False when none of its results could be changed (complex numbers, tokens)."""
+    from jax._src.lib.mlir import ir
+    from jax._src.lib.mlir.dialects import hlo
+
+    hit = False
+    for result in op.results:
+        ty = _as(ir.RankedTensorType, result.type)
+        if ty is None:
+            continue
+        el = ty.element_type
+        integer = _as(ir.IntegerType, el)
+        with ir.InsertionPoint.after(op):
+            if integer is not None and integer.width == 1:
+                new = user = hlo.not_(result)
+            elif integer is not None:
+                scale = ir.DenseElementsAttr.get_splat(ty, ir.IntegerAttr.get(el, 3))
+                shift = ir.DenseElementsAttr.get_splat(ty, ir.IntegerAttr.get(el, 1))
+                user = hlo.multiply(result, hlo.constant(scale))
+                new = hlo.add(user, hlo.constant(shift))
+            elif _as(ir.ComplexType, el) is not None:
+                continue
+            else:
+                scale = ir.DenseElementsAttr.get_splat(ty, ir.FloatAttr.get(el, factor))
+                shift = ir.DenseElementsAttr.get_splat(ty, ir.FloatAttr.get(el, factor / 2))
+                user = hlo.multiply(result, hlo.constant(scale))
+                new = hlo.add(user, hlo.constant(shift))
+        owner = user.owner
+        result.replace_all_uses_except(new, owner.operation if hasattr(owner, "operation") else owner)
+        hit = True
+    return hit
+
+
+def perturbed(
+    exp,
+    wanted: str | None,
+    names: tuple[str, ...],
+    sizes: tuple[int, ...],
+    factor: float,
+    text: str | None = None,
+    region: int | None = None,
+):
     """`exp` with the results of every collective described as `wanted` mapped through r -> factor * r +
-    factor / 2 (integers 3 r + 1, booleans negated); None when no collective of the module is described so."""
+    factor / 2 (integers 3 r + 1, booleans negated); with `region` (an index into `regions(text)`), the
+    results of that per-device region instead. None when nothing of the module is described so."""
     import dataclasses
 
     from jax._src.export._export import _module_to_bytecode
     from jax._src.interpreters import mlir
     from jax._src.lib.mlir import ir
-    from jax._src.lib.mlir.dialects import hlo
 
     with mlir.make_ir_context(), ir.Location.unknown():
         module = ir.Module.parse(text if text is not None else exp.mlir_module())
-        found = []
-
-        def visit(op):
-            if op.name in _STABLEHLO_COLLECTIVES:
-                found.append(op)
-            return ir.WalkResult.ADVANCE
-
-        module.operation.walk(visit)
+        found, manual = _walk(module)
         hit = False
-        for op in found:
-            kind, reducer, groups = _stablehlo_collective(op, exp.nr_devices)
-            if wanted not in {describe_collective(kind, reducer, a) for a in group_axes(groups, names, sizes)}:
-                continue
-            for result in op.results:
-                ty = _as(ir.RankedTensorType, result.type)
-                if ty is None:
-                    continue
-                el = ty.element_type
-                integer = _as(ir.IntegerType, el)
-                with ir.InsertionPoint.after(op):
-                    if integer is not None and integer.width == 1:
-                        new = user = hlo.not_(result)
-                    elif integer is not None:
-                        scale = ir.DenseElementsAttr.get_splat(ty, ir.IntegerAttr.get(el, 3))
-                        shift = ir.DenseElementsAttr.get_splat(ty, ir.IntegerAttr.get(el, 1))
-                        user = hlo.multiply(result, hlo.constant(scale))
-                        new = hlo.add(user, hlo.constant(shift))
-                    elif _as(ir.ComplexType, el) is not None:
-                        continue
-                    else:
-                        scale = ir.DenseElementsAttr.get_splat(ty, ir.FloatAttr.get(el, factor))
-                        shift = ir.DenseElementsAttr.get_splat(ty, ir.FloatAttr.get(el, factor / 2))
-                        user = hlo.multiply(result, hlo.constant(scale))
-                        new = hlo.add(user, hlo.constant(shift))
-                owner = user.owner
-                result.replace_all_uses_except(new, owner.operation if hasattr(owner, "operation") else owner)
-                hit = True
+        if region is not None:
+            hit = region < len(manual) and _perturb_results(manual[region], factor)
+        else:
+            for op in found:
+                kind, reducer, groups = _stablehlo_collective(op, exp.nr_devices)
+                if wanted in {describe_collective(kind, reducer, a) for a in group_axes(groups, names, sizes)}:
+                    hit = _perturb_results(op, factor) or hit
         if not hit:
             return None
         blob = _module_to_bytecode(module)
     return dataclasses.replace(exp, mlir_module_serialized=blob)
+
+
+def collective_regions(exp, names: tuple[str, ...], sizes: tuple[int, ...], text: str | None = None) -> dict:
+    """description -> the set of per-device regions (indices into `regions(text)`; None: outside every
+    region) its collectives sit in, outermost. A collective inside a region reaches the results only
+    through that region's results, so a description whose collectives all sit in one region and reach
+    the results shows that region to matter (`live_regions`) without a variant of its own."""
+    from jax._src.interpreters import mlir
+    from jax._src.lib.mlir import ir
+
+    out: dict = {}
+    with mlir.make_ir_context(), ir.Location.unknown():
+        module = ir.Module.parse(text if text is not None else exp.mlir_module())
+        found, manual = _walk(module)
+        for op in found:
+            kind, reducer, groups = _stablehlo_collective(op, exp.nr_devices)
+            where = _outermost_region(op, manual)
+            for a in group_axes(groups, names, sizes):
+                out.setdefault(describe_collective(kind, reducer, a), set()).add(where)
+    return {d: frozenset(w) for d, w in out.items()}
+
+
+def live_regions(n_regions: int, matters: set, by_region: dict, reaches) -> tuple[bool, ...]:
+    """For each of `n_regions` per-device regions: do its results reach the program's outputs? True when a
+    collective that matters (`matters`, descriptions) sits in it alone (`collective_regions`); else
+    `reaches(i)` decides (the region's results changed in a variant, `perturbed(..., region=i)`, and the
+    outputs compared), so a region multiplied by zero or whose results are otherwise discarded does not
+    count as the place where a device works on its own shard."""
+    shown = {next(iter(by_region[d])) for d in matters if len(by_region.get(d, ())) == 1} - {None}
+    return tuple(i in shown or bool(reaches(i)) for i in range(n_regions))
 
 
 def changed(a: dict, b: dict, rtol=None, atol=None) -> bool:
@@ -479,8 +559,9 @@ def region_takes(regions: tuple, axes: tuple, ins: tuple) -> bool:
 @dataclass(frozen=True)
 class Examined:
     """What the judge reads from one exported program run on some inputs: the collectives of its optimized
-    HLO (`present`), those whose results reach the outputs (`matters`), its per-device regions, where its
-    results live once compiled, and its outputs by pytree path."""
+    HLO (`present`), those whose results reach the outputs (`matters`), its per-device regions whose results
+    reach the outputs (`regions`; `dead_regions`: those whose results do not, which count for nothing),
+    where its results live once compiled, and its outputs by pytree path."""
 
     names: tuple
     sizes: tuple
@@ -489,6 +570,7 @@ class Examined:
     regions: tuple
     out_layouts: tuple
     outputs: dict
+    dead_regions: tuple = ()
 
 
 def examine(exp, values: list, factor: float = 2.5, rtol: float | None = None, atol: float | None = None) -> Examined:
@@ -497,7 +579,12 @@ def examine(exp, values: list, factor: float = 2.5, rtol: float | None = None, a
     import jax
 
     names, sizes = mesh_of(exp)
+    text = exp.mlir_module()
     base, compiled = _run_exported(exp, values, names, sizes)
+
+    def reaches(variant) -> bool:
+        return variant is None or changed(base, _run_exported(variant, values, names, sizes)[0], rtol, atol)
+
     present, kept = set(), set()
     for op, reducer, groups in hlo_collectives(compiled.as_text(), exp.nr_devices):
         for axis in group_axes(groups, names, sizes):
@@ -505,13 +592,30 @@ def examine(exp, values: list, factor: float = 2.5, rtol: float | None = None, a
             if desc in present:
                 continue
             present.add(desc)
-            variant = perturbed(exp, desc, names, sizes, factor)
-            if variant is None or changed(base, _run_exported(variant, values, names, sizes)[0], rtol, atol):
+            if reaches(perturbed(exp, desc, names, sizes, factor, text=text)):
                 kept.add(desc)
     out_layouts = tuple(
         placed_layout(sh, aval.shape, names, sizes)
         for sh, aval in zip(jax.tree_util.tree_leaves(compiled.output_shardings), exp.out_avals)
     )
+    found = regions(text)
+    live = (
+        live_regions(
+            len(found),
+            kept,
+            collective_regions(exp, names, sizes, text),
+            lambda i: reaches(perturbed(exp, None, names, sizes, factor, text=text, region=i)),
+        )
+        if found
+        else ()
+    )
     return Examined(
-        names, sizes, tuple(sorted(present)), tuple(sorted(kept)), regions(exp.mlir_module()), out_layouts, base
+        names,
+        sizes,
+        tuple(sorted(present)),
+        tuple(sorted(kept)),
+        tuple(r for r, ok in zip(found, live) if ok),
+        out_layouts,
+        base,
+        tuple(r for r, ok in zip(found, live) if not ok),
     )

@@ -55,6 +55,7 @@ import numpy as np
 
 from namedaxes.judging import changed as _changed
 from namedaxes.judging import (
+    collective_regions,
     describe_collective,
     group_axes,
     hlo_collectives,
@@ -62,6 +63,7 @@ from namedaxes.judging import (
     perturbed,
     placed_layout,
     region_difference,
+    region_takes,
     regions,
     sdy_layouts,
     split_axes,
@@ -530,6 +532,44 @@ class Judge:
         )
         return _changed(base, changed, entry.get("rtol"), entry.get("atol"))
 
+    def _dead_region(
+        self, grade_id: str, case: str, entry: dict, exp, prog: _Compiled, ref_prog: _Compiled, names, shape, out, shown
+    ) -> tuple | None:
+        """The manual axes of a reference region whose only counterparts in `exp` (regions that take each input
+        split as the reference's does, which the layout step found) do not reach the results on the hidden
+        inputs: a region multiplied by zero or otherwise discarded, with the results computed elsewhere. None
+        when every reference region has a live counterpart. A counterpart is live when a collective of this
+        case shown to reach the results (`shown`) sits in it alone (`collective_regions`), else when
+        changing its results (`perturbed(..., region=i)`) changes the outputs."""
+        text = _module_text(exp)
+        by_region = collective_regions(exp, tuple(names), tuple(shape), text=text)
+        proven = {next(iter(by_region[d])) for d in shown if len(by_region.get(d, ())) == 1} - {None}
+        factor = _factor(self.secret, grade_id, "region\0" + case)
+        seed = lambda: _seed(self.secret, grade_id, str(entry["draw"].get("share", case)))  # noqa: E731
+
+        def reaches(i: int) -> bool:
+            try:
+                variant = perturbed(exp, None, tuple(names), tuple(shape), factor, text=text, region=i)
+                if variant is None:
+                    return True  # nothing of it could be changed (no float or integer results): keep it
+                base = out or _outputs(prog, exp, entry["draw"], seed())
+                again = _compile(variant, names, shape, feed=ref_prog.entry_in, kind="variant")
+                moved = _outputs(again, variant, entry["draw"], seed())
+            except Exception:  # noqa: BLE001 - a variant that fails to build or run: not shown to matter
+                return False
+            return _changed(base, moved, entry.get("rtol"), entry.get("atol"))
+
+        used: set[int] = set()
+        for axes, ins, *_ in ref_prog.regions:
+            mine = [i for i, r in enumerate(prog.regions) if i not in used and region_takes((r,), axes, ins)]
+            hit = next((i for i in mine if i in proven), None)
+            if hit is None:
+                hit = next((i for i in mine if reaches(i)), None)
+            if hit is None:
+                return axes
+            used.add(hit)
+        return None
+
     def judge_observations(self, grade_id: str, reference: dict, observed: dict, key: str | None = None) -> Verdict:
         """`judge` on loaded observations (dicts as `compare.load_observations` returns them)."""
         if key is None:
@@ -635,6 +675,7 @@ class Judge:
                 )
                 continue
             identical = fingerprint(exp) == fingerprint(ref_exp)  # the reference's own program: trusted
+            shown: set[str] = set()  # collectives of this case shown to reach its results
             for desc, axis in prog.comm_axes:
                 earns = desc in ref_comm or (not exact and axis in ref_axes)
                 if not earns or identical or desc in verified:
@@ -647,8 +688,15 @@ class Judge:
                     matters = False
                 if matters:
                     verified.add(desc)
+                    shown.add(desc)
                     got_comm.add(desc)
                     got_axes.add(axis)
+            if ref_prog.regions and not identical:
+                dead = self._dead_region(grade_id, case, entry, exp, prog, ref_prog, names, shape, out, shown)
+                if dead is not None:
+                    diffs.append(say("layout_region_dead", case=case, axes=", ".join(repr(a) for a in dead)))
+                    unreadable = True
+                    continue
             if not entry.get("values", True):
                 continue
             for path, value in ref_out.items():

@@ -96,6 +96,15 @@ def expect_regions(name: str, facts, want: tuple, hint: str = "") -> None:
     found = region_difference(want, facts.regions)
     if found is None:
         return
+    if region_difference(want, facts.regions + facts.dead_regions) is None:  # only dead regions match
+        _fail(
+            TEXT["layout_region_dead"].format(
+                name=name,
+                axes=_quoted(want[0][0]),
+                hint=hint,
+                want=TEXT["list_sep"].join(describe_layout(i) for i in want[0][1]),
+            )
+        )
     if found.kind == "input":
         _fail(
             TEXT["layout_region_input"].format(

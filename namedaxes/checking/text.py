@@ -106,6 +106,12 @@ TEXT = Messages(
             "`{name}` gives the right results here, but it has no per-device program over {axes} "
             "that takes its inputs split as the exercise's does ({want}). {hint}"
         ),
+        "layout_region_dead": (
+            "`{name}` gives the right results here, but its per-device program over {axes} that takes its "
+            "inputs split as the exercise's does ({want}) does not reach the results: changing what it "
+            "returns leaves them as they are (what it returns is discarded, multiplied by zero, say). "
+            "{hint}"
+        ),
         "layout_output": (
             "`{name}` gives the right results here, but its result {n} is {got} once compiled, where "
             "the exercise's is {want}. {hint}"

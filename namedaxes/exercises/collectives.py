@@ -43,8 +43,8 @@ from jax.sharding import PartitionSpec as P
 from namedaxes import DATA_PARALLEL, DEVICES
 from namedaxes.checking import TEXT as checking_text
 from namedaxes.checking import (
-    collectives,
     exercises_for,
+    examined,
     expect_array,
     explained,
     fail,
@@ -53,7 +53,7 @@ from namedaxes.checking import (
     unbound_axis_name,
 )
 from namedaxes.exercises.shard_map import TEXT as shard_map_text
-from namedaxes.exercises.shard_map import _judge
+from namedaxes.exercises.shard_map import _judge, expect_own_shard
 from namedaxes.grading import Case, programs
 from namedaxes.i18n import Messages
 from namedaxes.meshes import abstract_on as _on
@@ -76,10 +76,6 @@ exercise = exercises_for(__name__)  # this notebook's exercises: exercise(name, 
 progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
 
 LEARNING_RATE = 0.1
-# Primitives that name an axis without moving data between devices.
-_NOT_COMMUNICATION = {"pvary", "pcast", "axis_index"}
-# Names students know for the primitives a jaxpr shows.
-_PRIMITIVE_NAMES = {"reduce_scatter": "psum_scatter", "all_gather_invariant": "all_gather"}
 
 # ---------------------------------------------------------------- every student-facing string
 TEXT = {
@@ -156,7 +152,6 @@ TEXT = {
     "what_ring": "blocks of {n}, x = {x}",
     "what_fsdp": "{features} parameters, {n} examples",
     "mesh_axes": " This mesh has the axes {axes}.",
-    "seen_item": "{primitive} over {axes}",
     "seen_join": ", ",
     # 1. median_centered
     "median_whole_vector": (
@@ -387,15 +382,28 @@ def _run(name: str, fn: Callable, mesh, *args, rules=_COMMON_RULES):
         return _program(fn, mesh)(*args)
 
 
-def _communication(name: str, fn: Callable, mesh, *args, rules=_COMMON_RULES) -> set[tuple[str, tuple[str, ...]]]:
-    """The collectives of `fn(*args, mesh)` that move data: {(primitive as students know it, axes)}."""
+def _examined(name: str, fn: Callable, mesh, *args, ins: tuple, axis: str, rules=_COMMON_RULES):
+    """`fn(*args, mesh)` exported, compiled and examined once, the grader's way (`namedaxes.judging.examine`):
+    the collectives of its optimized program (`present`, named as "all_gather over 'devices'"), those that
+    reach the results (`matters`) and its live per-device regions; every step of the check reads these.
+    Layout first, as the grader judges: a live region over `axis` taking each input split as `ins` says."""
     with _explained(name, mesh, rules):
-        found = collectives(lambda *a: fn(*a, mesh), *args)
-    return {(_PRIMITIVE_NAMES.get(p, p), axes) for p, axes in found if p not in _NOT_COMMUNICATION}
+        facts = examined(lambda *a: fn(*a, mesh), *args)
+    expect_own_shard(name, facts, ((axis,), ins), shard_map_text["values_word"])
+    return facts
 
 
 def _judged(
-    name: str, fn: Callable, mesh, *args, ins: tuple, axis: str, why: str, needs: tuple = (), rules=_COMMON_RULES
+    name: str,
+    fn: Callable,
+    mesh,
+    *args,
+    ins: tuple,
+    axis: str,
+    why: str,
+    needs: tuple = (),
+    rules=_COMMON_RULES,
+    facts=None,
 ) -> None:
     """The grader's judging steps on visible inputs (`shard_map._judge`): a per-device region over `axis`
     that takes each input split as `ins` says (the reference's `in_specs`), a collective over `axis` that
@@ -410,20 +418,21 @@ def _judged(
         axis=axis,
         why=why,
         context=_explained(name, mesh, rules),
+        facts=facts,
     )
     for collective in needs:
         if collective not in got.matters:
             fail(checking_text["collective_unused"].format(name=name, collective=collective, hint=why))
 
 
-def _uses(found, primitive: str, axis: str) -> bool:
-    return any(p == primitive and axis in axes for p, axes in found)
+def _uses(facts, primitive: str, axis: str) -> bool:
+    """Does the compiled program perform `primitive` over `axis` (present; `_judged` asks that it matters)?"""
+    return f"{primitive} over '{axis}'" in facts.present
 
 
-def _seen(found) -> str:
-    return _say("seen_join").join(_say("seen_item", primitive=p, axes=axes) for p, axes in sorted(found)) or _say(
-        "no_collective_at_all"
-    )
+def _seen(descriptions) -> str:
+    """Collectives read from the compiled program ("psum over 'devices'"), in words."""
+    return _say("seen_join").join(sorted(descriptions)) or _say("no_collective_at_all")
 
 
 def _expect_float32(name: str, out, where: str) -> None:
@@ -586,13 +595,19 @@ def _check_median_centered(fn: Callable) -> None:
                 fixed = same_values(doubled, got, 1e-4) and not same_values(got, np.zeros_like(got), 1e-6)
                 hint = _say("median_generic") if fixed else _say("median_other")
             fail(_say("values", name=name, where=where, want=_fmt(want), got=_fmt(got), hint=hint))
-    k, x_np = _MEDIAN_CASES[0]
-    mesh = line_mesh(k)
-    found = _communication(name, fn, mesh, _placed(x_np, mesh, P(DEVICES)))
-    if not _uses(found, "all_gather", DEVICES):
-        fail(_say("right_values_no_collective", name=name, seen=_seen(found), axis=DEVICES, why=_say("median_why")))
     k, x_np = _MEDIAN_CASES[-1]  # the grader's reading, on the smallest mesh (the cheapest compiles)
     mesh = line_mesh(k)
+    facts = _examined(name, fn, mesh, _placed(x_np, mesh, P(DEVICES)), ins=(((DEVICES,),),), axis=DEVICES)
+    if not _uses(facts, "all_gather", DEVICES):
+        fail(
+            _say(
+                "right_values_no_collective",
+                name=name,
+                seen=_seen(facts.present),
+                axis=DEVICES,
+                why=_say("median_why"),
+            )
+        )
     _judged(
         name,
         fn,
@@ -602,6 +617,7 @@ def _check_median_centered(fn: Callable) -> None:
         axis=DEVICES,
         why=_say("median_why"),
         needs=(f"all_gather over '{DEVICES}'",),
+        facts=facts,
     )
 
 
@@ -689,21 +705,30 @@ def _check_sum_scatter_columns(fn: Callable) -> None:
             else:
                 hint = _say("scatter_generic")
             fail(_say("values", name=name, where=where, want=_fmt(want), got=_fmt(got), hint=hint))
-    mesh = line_mesh(8)
-    found = _communication(name, fn, mesh, _placed(_scatter_case(8), mesh, P(DEVICES)), rules=_SCATTER_RULES)
-    if not _uses(found, "psum_scatter", DEVICES):
-        fail(_say("right_values_no_collective", name=name, seen=_seen(found), axis=DEVICES, why=_say("scatter_why")))
     mesh = line_mesh(_SCATTER_MESHES[-1])  # the grader's reading, on the smallest mesh
+    x = _placed(_scatter_case(_SCATTER_MESHES[-1]), mesh, P(DEVICES))
+    facts = _examined(name, fn, mesh, x, ins=(((DEVICES,),),), axis=DEVICES, rules=_SCATTER_RULES)
+    if not _uses(facts, "psum_scatter", DEVICES):
+        fail(
+            _say(
+                "right_values_no_collective",
+                name=name,
+                seen=_seen(facts.present),
+                axis=DEVICES,
+                why=_say("scatter_why"),
+            )
+        )
     _judged(
         name,
         fn,
         mesh,
-        _placed(_scatter_case(_SCATTER_MESHES[-1]), mesh, P(DEVICES)),
+        x,
         ins=(((DEVICES,),),),
         axis=DEVICES,
         why=_say("scatter_why"),
         needs=(f"psum_scatter over '{DEVICES}'",),
         rules=_SCATTER_RULES,
+        facts=facts,
     )
 
 
@@ -840,19 +865,27 @@ def _check_ring_all_reduce(fn: Callable) -> None:
         got = np.asarray(out, np.float64)
         if not same_values(got, want, 1e-4):
             fail(_ring_failure(fn, k, where, want, got))
-    k, n = _RING_CASES[0]
+    k, n = _RING_CASES[-1]
     mesh = line_mesh(k)
-    found = _communication(name, fn, mesh, _placed(_ring_input(k, n), mesh, P(DEVICES)), rules=rules)
-    forbidden = sorted((p, axes) for p, axes in found if p != "ppermute" and DEVICES in axes)
+    x = _placed(_ring_input(k, n), mesh, P(DEVICES))
+    facts = _examined(name, fn, mesh, x, ins=(((DEVICES,),),), axis=DEVICES, rules=rules)
+    # what the compiled program performs (the grader's surplus test: present is enough to count against)
+    forbidden = [d for d in facts.present if d.endswith(f" over '{DEVICES}'") and not d.startswith("ppermute ")]
     if forbidden:
         fail(_say("ring_forbidden", name=name, seen=_seen(forbidden)))
-    if not _uses(found, "ppermute", DEVICES):
-        fail(_say("right_values_no_collective", name=name, seen=_seen(found), axis=DEVICES, why=_say("ring_why")))
+    if not _uses(facts, "ppermute", DEVICES):
+        fail(
+            _say(
+                "right_values_no_collective",
+                name=name,
+                seen=_seen(facts.present),
+                axis=DEVICES,
+                why=_say("ring_why"),
+            )
+        )
     # Read the grader's way on the smallest mesh: one ring step compiles in a fraction of the 8-device
     # program's time, and a ppermute that does not reach the result (discarded, multiplied by zero, beside
     # a total computed outside shard_map) does not reach it on 2 devices either.
-    k, n = _RING_CASES[-1]
-    mesh = line_mesh(k)
     _judged(
         name,
         fn,
@@ -863,6 +896,7 @@ def _check_ring_all_reduce(fn: Callable) -> None:
         why=_say("ring_why"),
         needs=(f"ppermute over '{DEVICES}'",),
         rules=rules,
+        facts=facts,
     )
 
 
@@ -979,42 +1013,42 @@ def _check_fsdp_step(fn: Callable) -> None:
         if not same_values(got, ref, 1e-4):
             hint = _fsdp_diagnosis(got, ref, np.asarray(w, np.float64), k, batch)
             fail(_say("fsdp_update", name=name, got=_fmt(got), want=_fmt(ref), where=where, hint=hint))
-    k, n = _FSDP_CASES[0]
+    k, n = _FSDP_CASES[-1]  # the grader's reading, on the smallest mesh
     mesh = line_mesh(k, DATA_PARALLEL)
-    found = _communication(name, fn, mesh, *_fsdp_placed(mesh, *_fsdp_visible(k, n)), rules=_FSDP_RULES)
-    if not _uses(found, "all_gather", DATA_PARALLEL):
+    split = ((DATA_PARALLEL,),)
+    placed = _fsdp_placed(mesh, *_fsdp_visible(k, n))
+    facts = _examined(name, fn, mesh, *placed, ins=(split, split, split), axis=DATA_PARALLEL, rules=_FSDP_RULES)
+    if not _uses(facts, "all_gather", DATA_PARALLEL):
         fail(
             _say(
                 "right_values_no_collective",
                 name=name,
-                seen=_seen(found),
+                seen=_seen(facts.present),
                 axis=DATA_PARALLEL,
                 why=_say("fsdp_why_gather"),
             )
         )
-    if not _uses(found, "psum_scatter", DATA_PARALLEL):
+    if not _uses(facts, "psum_scatter", DATA_PARALLEL):
         fail(
             _say(
                 "right_values_no_collective",
                 name=name,
-                seen=_seen(found),
+                seen=_seen(facts.present),
                 axis=DATA_PARALLEL,
                 why=_say("fsdp_why_scatter"),
             )
         )
-    k, n = _FSDP_CASES[-1]  # the grader's reading, on the smallest mesh
-    mesh = line_mesh(k, DATA_PARALLEL)
-    split = ((DATA_PARALLEL,),)
     _judged(
         name,
         fn,
         mesh,
-        *_fsdp_placed(mesh, *_fsdp_visible(k, n)),
+        *placed,
         ins=(split, split, split),
         axis=DATA_PARALLEL,
         why=_say("fsdp_why_scatter"),
         needs=(f"all_gather over '{DATA_PARALLEL}'", f"psum_scatter over '{DATA_PARALLEL}'"),
         rules=_FSDP_RULES,
+        facts=facts,
     )
 
 

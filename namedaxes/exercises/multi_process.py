@@ -54,8 +54,8 @@ from jax.sharding import PartitionSpec as P
 from namedaxes import DATA_PARALLEL, DEVICES, model, multiprocess
 from namedaxes.checking import (
     CheckFailed,
-    collectives,
     exercises_for,
+    examined,
     explained,
     fail,
     not_written_yet,
@@ -378,24 +378,25 @@ def _kernel_run(fn: Callable, k: int, axis: str, args: list, processes: int):
     return jax.tree.map(lambda v: np.asarray(v) if isinstance(v, jax.Array) else v, result), mesh, placed
 
 
-def _uses_shard_map(fn: Callable, mesh, placed: list, processes: int) -> bool:
+def _examined_as(fn: Callable, mesh, placed: list, processes: int):
+    """`fn(*placed, mesh)` exported as process 0 of `processes` and examined the grader's way
+    (`namedaxes.judging.examine`: regions and communication read from the compiled program, each kept only
+    where it reaches the results)."""
     with _AsProcess(0, processes, mesh.size // processes):
-        closed = jax.make_jaxpr(lambda *a: fn(*a, mesh))(*placed)
-    from namedaxes.checking.traced import _walk_eqns
-
-    return any(e.primitive.name == "shard_map" for e in _walk_eqns(closed.jaxpr))
-
-
-def _communicates_over(fn: Callable, mesh, placed: list, processes: int, axis: str) -> bool:
-    with _AsProcess(0, processes, mesh.size // processes):
-        found = collectives(lambda *a: fn(*a, mesh), *placed)
-    return any(axis in axes for _, axes in found)
+        return examined(lambda *a: fn(*a, mesh), *placed)
 
 
 def _judged(name: str, fn: Callable, mesh, placed: list, processes: int, axis: str, ins: tuple, why: str) -> None:
-    """The grader's judging steps on the kernel's last case (`shard_map._judge`), traced as process 0 of
-    `processes`: a per-device region over `axis` that takes each input split as `ins` says (the
-    reference's `in_specs`), and a collective over `axis` that reaches the result."""
+    """The grader's judging steps on the kernel's last case, traced as process 0 of `processes`
+    (`_examined_as`, examined once): a `jax.shard_map` at all, a collective over `axis` at all (this notebook's
+    own words for those), then (`shard_map._judge`) a per-device region over `axis` that takes each input
+    split as `ins` says (the reference's `in_specs`) and reaches the results, and a collective over `axis`
+    that reaches the results."""
+    facts = _examined_as(fn, mesh, placed, processes)
+    if not facts.regions and not facts.dead_regions:
+        fail(TEXT["no_shard_map"].format(name=name))
+    if not any(d.endswith(f" over '{axis}'") for d in facts.present):
+        fail(TEXT["no_collective"].format(name=name, axis=axis, why=why))
     _judge(
         name,
         fn,
@@ -405,7 +406,7 @@ def _judged(name: str, fn: Callable, mesh, placed: list, processes: int, axis: s
         what=shard_map_text["values_word"],
         axis=axis,
         why=why,
-        context=_AsProcess(0, processes, mesh.size // processes),
+        facts=facts,
     )
 
 
@@ -682,10 +683,6 @@ def _check_global_metrics(fn: Callable) -> None:
             got, mesh, placed = _kernel_run(fn, k, DEVICES, [(True, errors)], p)
         _expect_metrics(name, got, errors, k, p, where)
     with _explained(name, mesh):
-        if not _uses_shard_map(fn, mesh, placed, p):
-            fail(TEXT["no_shard_map"].format(name=name))
-        if not _communicates_over(fn, mesh, placed, p, DEVICES):
-            fail(TEXT["no_collective"].format(name=name, axis=DEVICES, why=TEXT["metric_why"]))
         _judged(name, fn, mesh, placed, p, DEVICES, (((DEVICES,),),), TEXT["metric_why"])
         k, p, errors = cases[-1]
         per_process = _cluster().run(_global_job, fn, [(DEVICES, [(True, errors)])])
@@ -853,10 +850,6 @@ def _check_masked_step(fn: Callable) -> None:
         got, mesh, placed = _kernel_run(fn, k, DATA_PARALLEL, [(False, params), (True, batch)], p)
     _expect_step(name, got, params, batch, k, p, where)
     with _explained(name, mesh):
-        if not _uses_shard_map(fn, mesh, placed, p):
-            fail(TEXT["no_shard_map"].format(name=name))
-        if not _communicates_over(fn, mesh, placed, p, DATA_PARALLEL):
-            fail(TEXT["no_collective"].format(name=name, axis=DATA_PARALLEL, why=TEXT["step_why"]))
         # params replicated (P()), x, y and mask split over DATA_PARALLEL
         _judged(
             name,

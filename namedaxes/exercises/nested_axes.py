@@ -55,10 +55,8 @@ from jax.sharding import PartitionSpec as P
 from namedaxes import DATA_SHARDS, GRID_AXES, GRID_SHAPE, MODEL_REPLICAS, meshes
 from namedaxes.checking import TEXT as checking_text  # the list separator of the language
 from namedaxes.checking import (
-    collectives,
     examined,
     exercises_for,
-    expect_collective,
     expect_communication,
     expect_output_layouts,
     expect_regions,
@@ -87,12 +85,6 @@ __all__ = [
 ]
 exercise = exercises_for(__name__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
 progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
-
-_AXIS_ENV = [(DATA_SHARDS, GRID_SHAPE[0]), (MODEL_REPLICAS, GRID_SHAPE[1])]
-# Primitives that name an axis without moving data between devices.
-_NOT_COMMUNICATION = {"pvary", "pcast", "axis_index"}
-# Names students know for the primitives a jaxpr shows.
-_PRIMITIVE_NAMES = {"all_gather_invariant": "all_gather", "reduce_scatter": "psum_scatter"}
 
 FEATURES, EXAMPLES = 8, 16  # tp_dp_step: w has FEATURES entries, a batch EXAMPLES examples
 
@@ -426,11 +418,6 @@ def _uniform(r, shape) -> jax.Array:
 _UNIFORM = {"kind": "uniform", "low": 0.5, "high": 2.0}  # the same values, drawn by the grader
 
 
-def _communication(fn, *args) -> set[tuple[str, tuple[str, ...]]]:
-    """The collectives of `fn(*args)` that move data: {(primitive as students know it, axes)}."""
-    return {(_PRIMITIVE_NAMES.get(p, p), axes) for p, axes in collectives(fn, *args) if p not in _NOT_COMMUNICATION}
-
-
 def _explained_run(name: str, where: str, fix: str, mesh_shape=None):
     """`explained` as `_run` uses it, for a step that exports and examines the answer's program."""
     return explained(
@@ -572,16 +559,15 @@ def _check_grid_sums(fn) -> None:
             _values_failure(
                 label, got, want, where, _say("grid_sums_generic", want=_say(want_key), group=_group_words(group))
             )
-    # Structure (a guard: under pmap-over-vmap the values above cannot be right without both axes).
+    # Structure (a guard: under pmap-over-vmap the values above cannot be right without both axes), read the
+    # grader's way from the program it runs (`_on_devices`: both axes are devices there): a collective over
+    # each axis that reaches the results (`namedaxes.judging.examine`).
+    probe = _uniform(rng("grid_sums_check"), (*GRID_SHAPE, 3))
+    facts = _run(
+        name, lambda: examined(_on_devices(fn, GRID_SHAPE), probe), _say("on_grid", grid=_grid_words(GRID_SHAPE))
+    )
     for axis, constant in zip(GRID_AXES, ("DATA_SHARDS", "MODEL_REPLICAS")):
-        expect_collective(
-            name,
-            fn,
-            jnp.float32(1.0),
-            axis_name=axis,
-            axis_env=_AXIS_ENV,
-            hint=_say("grid_sums_structure", constant=constant),
-        )
+        expect_communication(name, facts, axis, hint=_say("grid_sums_structure", constant=constant))
 
 
 def _observe_grid_sums(fn) -> dict:

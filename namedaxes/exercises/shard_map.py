@@ -59,10 +59,11 @@ from jax.sharding import PartitionSpec as P
 from namedaxes import DATA_PARALLEL, DATA_SHARDS, DEVICES, MODEL_REPLICAS, model
 from namedaxes.checking import TEXT as checking_text  # the list separator of the language
 from namedaxes.checking import (
-    collectives,
     examined,
     exercises_for,
     expect_array,
+    expect_communication,
+    expect_regions,
     explained,
     fail,
     progress_of,
@@ -96,9 +97,9 @@ progress = progress_of(__name__)  # q.progress(): which exercises of the noteboo
 
 LEARNING_RATE = model.LEARNING_RATE  # the course's reference model: namedaxes.model
 # Primitives that name an axis without moving data between devices.
-_NOT_COMMUNICATION = {"pvary", "pcast", "axis_index"}
 # Collectives that reduce (what the weighted step's sums need); anything else moves whole blocks.
-_REDUCTIONS = {"psum", "pmean", "psum_invariant"}
+# what an all-reduce is called once compiled (`namedaxes.judging.describe_collective`): a pmean is a psum there
+_COMPILED_REDUCTIONS = {"psum", "pmax", "pmin", "pprod", "pand", "por"}
 
 # ---------------------------------------------------------------- every student-facing string
 TEXT = {
@@ -165,7 +166,6 @@ TEXT = {
     "values": "`{name}` has the wrong values {where}: expected {want}, got {got}. {hint}",
     "no_communication": "`{name}` returns the right {what}, but it performs {seen} over '{axis}'. {why}",
     "seen_nothing": "no collective at all",
-    "seen_item": "{primitive} over {axes}",
     "where_line": "(mesh of {k} devices, {what})",
     # 1. sharded_scaled_sum
     "scaled_x": "x of shape {shape}",
@@ -338,6 +338,13 @@ TEXT = {
     "layout_input": "input {n} {layout}",
     "regions_got": "a `jax.shard_map` over {axes} that takes {inputs}",
     "regions_none": "no `jax.shard_map` at all",
+    "region_dead": (
+        "`{name}` returns the right {what}, but the `jax.shard_map` over {axes} in it that gives each device "
+        "its own shard ({want}) does not reach the result: changing what it returns leaves the result as it "
+        "is (read from the exported program, the way the grader reads it): what it returns is discarded "
+        "(multiplied by zero, say) and the result is computed elsewhere. Compute the {what} from what the "
+        "`jax.shard_map` returns."
+    ),
     "not_reaching": (
         "`{name}` returns the right {what}, but no collective over '{axis}' reaches its result (read from the "
         "compiled program, the way the grader reads it: {seen}). Communication that is discarded or "
@@ -379,6 +386,19 @@ def _axes_words(axes) -> str:
     return " x ".join(repr(a) for a in axes)
 
 
+def expect_own_shard(name: str, got, region: tuple, what: str) -> None:
+    """The grader's layout step on examined facts (`got`): a live per-device region over `region[0]` that
+    takes each input split over at least the mesh axes of `region[1]` (the reference's `in_specs`)."""
+    axes, ins = region
+    if not region_takes(got.regions, axes, ins) and region_takes(got.dead_regions, axes, ins):
+        fail(_say("region_dead", name=name, what=what, axes=_axes_words(axes), want=_inputs_words(ins)))
+    if not region_takes(got.regions, axes, ins):
+        seen = checking_text["list_sep"].join(
+            _say("regions_got", axes=_axes_words(a), inputs=_inputs_words(i)) for a, i, _ in got.regions
+        ) or _say("regions_none")
+        fail(_say("not_own_shard", name=name, what=what, axes=_axes_words(axes), want=_inputs_words(ins), got=seen))
+
+
 def _judge(
     name: str,
     fn: Callable,
@@ -390,20 +410,19 @@ def _judge(
     why: str,
     shard_map_allowed: bool = True,
     context=None,
+    facts=None,
 ):
     """The grader's judging steps (`namedaxes.judging.examine`, as `autograder.judge.programs.Judge` takes them)
     on the visible inputs: `fn(*args, mesh)` exported and compiled; a per-device region over `region[0]`
     must take each input split over at least the mesh axes of `region[1]` (the reference's `in_specs`),
     and some collective over `axis` must reach the result. Returns what was read (`Examined`).
-    `context`: where the answer is traced (notebook 06: as a process of a cluster), else `_explained`."""
-    with context if context is not None else _explained(name, mesh, shard_map_allowed=shard_map_allowed):
-        got = examined(lambda *a: fn(*a, mesh), *args)
-    axes, ins = region
-    if not region_takes(got.regions, axes, ins):
-        seen = checking_text["list_sep"].join(
-            _say("regions_got", axes=_axes_words(a), inputs=_inputs_words(i)) for a, i, _ in got.regions
-        ) or _say("regions_none")
-        fail(_say("not_own_shard", name=name, what=what, axes=_axes_words(axes), want=_inputs_words(ins), got=seen))
+    `context`: where the answer is traced (notebook 06: as a process of a cluster), else `_explained`;
+    `facts`: what `examined` already read of this very program (then nothing is compiled again)."""
+    got = facts
+    if got is None:
+        with context if context is not None else _explained(name, mesh, shard_map_allowed=shard_map_allowed):
+            got = examined(lambda *a: fn(*a, mesh), *args)
+    expect_own_shard(name, got, region, what)
     reaching = [c for c in got.matters if c.endswith(f" over '{axis}'")]
     if not reaching:
         seen = (
@@ -489,21 +508,6 @@ def _compiled(fn: Callable, n_args: int):
 def _call(fn: Callable, *args):
     """Run the answer `fn(*args, mesh)` compiled (the mesh is the last argument)."""
     return _compiled(fn, len(args))(*args)
-
-
-def _communication(fn: Callable, *args) -> set[tuple[str, tuple[str, ...]]]:
-    """The collectives of `fn(*args)` that move data between devices."""
-    return {(p, axes) for p, axes in collectives(fn, *args) if p not in _NOT_COMMUNICATION}
-
-
-def _axes_of(found) -> list[str]:
-    return sorted({a for _, axes in found for a in axes})
-
-
-def _seen(found) -> str:
-    return checking_text["list_sep"].join(
-        _say("seen_item", primitive=p, axes=axes) for p, axes in sorted(found)
-    ) or _say("seen_nothing")
 
 
 def _f32(values) -> jax.Array:
@@ -806,22 +810,16 @@ def _check_dp_train_step(fn: Callable) -> None:
     for k, params, batch in _visible_training_cases():
         _check_weighted_step(name, fn, k, params, batch, shard_map_allowed=True)
     mesh, params, batch = _training_probe()
-    with _explained(name):
-        found = _communication(lambda p, b: fn(p, b, mesh), params, batch)
-    moves = {(p, axes) for p, axes in found if p not in _REDUCTIONS}
+    with _explained(name, mesh):
+        facts = examined(lambda p, b: fn(p, b, mesh), params, batch)
+    # the grader's steps: the reference's region (params whole, every batch leaf split), no collective the
+    # reference does not perform (present is enough: a surplus counts against), a psum that reaches the result
+    split = ((DATA_PARALLEL,),)
+    expect_regions(name, facts, (((DATA_PARALLEL,), ((), (), split, split, split)),), hint=_say("dp_why"))
+    moves = [d for d in facts.present if d.split(" over ")[0] not in _COMPILED_REDUCTIONS]
     if moves:
-        fail(_say("dp_gathers", name=name, seen=_seen(moves)))
-    if DATA_PARALLEL not in _axes_of(found):
-        fail(
-            _say(
-                "no_communication",
-                name=name,
-                what=_say("parameters"),
-                seen=_seen(found),
-                axis=DATA_PARALLEL,
-                why=_say("dp_why"),
-            )
-        )
+        fail(_say("dp_gathers", name=name, seen=checking_text["list_sep"].join(moves)))
+    expect_communication(name, facts, DATA_PARALLEL, "psum", hint=_say("dp_why"))
 
 
 # (devices, examples) of the hidden training observations: the visible shapes, and 2 devices
@@ -880,23 +878,19 @@ dp_train_step = exercise(
 )
 
 
-def _hlo(fn: Callable, *args) -> str:
-    """The compiled program (optimised HLO text) of `fn(*args, mesh)`."""
-    return _compiled(fn, len(args)).lower(*args).compile().as_text()
-
-
 def _check_jit_train_step(fn: Callable) -> None:
     name = "jit_train_step"
     for k, params, batch in _visible_training_cases():
         _check_weighted_step(name, fn, k, params, batch, shard_map_allowed=False)
     mesh, params, batch = _training_probe()
     with _explained(name, shard_map_allowed=False):
-        found = _communication(lambda p, b: fn(p, b, mesh), params, batch)
-    if found:
-        fail(_say("jit_writes_collectives", name=name, seen=_seen(found)))
-    with _explained(name, shard_map_allowed=False):
-        hlo = _hlo(fn, params, batch, mesh)
-    if "all-reduce" not in hlo:
+        facts = examined(lambda p, b: fn(p, b, mesh), params, batch)
+    if facts.regions or facts.dead_regions:  # a shard_map of its own: the grader's signature step fails it
+        seen = checking_text["list_sep"].join(facts.present) or _say("seen_nothing")
+        fail(_say("jit_writes_collectives", name=name, seen=seen))
+    # the compiler's all-reduce: a global-view program has no collective of its own to perturb, so the
+    # judge (and the grader) count what the optimized program performs (`namedaxes.judging.examine`)
+    if f"psum over '{DATA_PARALLEL}'" not in facts.matters:
         fail(_say("jit_no_all_reduce", name=name))
 
 

@@ -288,8 +288,23 @@ def _metrics_whole_errors(errors, mesh):
     return jax.shard_map(per_device, mesh=mesh, in_specs=P(), out_specs=P())(errors)
 
 
+def _metrics_dead_region(errors, mesh):
+    """issue 16: a `shard_map` that takes each device's shard, its result multiplied by zero, beside the
+    metrics computed on the global array (`jax.reshard`): the region does no work that counts."""
+    region = jax.shard_map(lambda b: lax.psum(jnp.sum(b), DEVICES), mesh=mesh, in_specs=P(DEVICES), out_specs=P())(
+        errors
+    )
+    out = _everything_under_jit(errors, mesh)
+    return {**out, "total": out["total"] + 0.0 * region}
+
+
 METRICS_WRONG = {
     # issue 16: the grader's judging steps, in the visible check
+    "dead shard_map beside a global computation": (
+        _metrics_dead_region,
+        r"(?s)right values, but the `jax\.shard_map` over 'devices' in it that gives each device its own shard "
+        r"\(input 1 split over 'devices' along dimension 0\) does not reach the result",
+    ),
     "whole errors on every device": (
         _metrics_whole_errors,
         r"(?s)right values, but no `jax\.shard_map` over 'devices' in it gives each "
@@ -396,6 +411,11 @@ def test_global_metrics_hidden_test_rejects_hard_coded_counts(metrics_reference,
     fn, _ = METRICS_WRONG[name]
     why = _mismatch(metrics_reference, q.global_metrics.observe(fn))
     assert "2x2" in why or "4x2" in why, why  # the cases on other cluster sizes catch it
+
+
+def test_global_metrics_hidden_test_rejects_a_dead_shard_map(metrics_reference):
+    why = _mismatch(metrics_reference, q.global_metrics.observe(_metrics_dead_region))
+    assert "per-device program over 'devices' that takes each device's shard does not reach the results" in why, why
 
 
 def test_global_metrics_hidden_test_needs_shard_map(metrics_reference):

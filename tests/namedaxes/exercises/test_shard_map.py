@@ -187,8 +187,9 @@ SCALED_SUM_WRONG = {
     ),
     "a dead psum beside the global total": (
         _dead_psum,
-        r"(?s)right column totals, but no collective over 'devices' reaches its result.*"
-        r"no collective reaches the result",
+        # its shard_map does no work that counts: the layout step says so first, as the grader's does
+        r"(?s)right column totals, but the `jax\.shard_map` over 'devices' in it that gives each device its own "
+        r"shard .* does not reach the result",
     ),
     "set_mesh inside the function": (_set_mesh_inside, r"(?s)`jax\.set_mesh`, which only works outside `jax\.jit`"),
     "hard-coded": (
@@ -470,6 +471,13 @@ def _compiler_does_it(params, batch, mesh):
     return jax.jit(_weighted_global_step)(_place(params, mesh, P()), _place(batch, mesh, P(DATA_PARALLEL)))
 
 
+def _compiler_beside_dead_psum(params, batch, mesh):
+    """Exercise 4's answer, plus the reference's shard_map region whose result is multiplied by zero."""
+    dead = _dp_with(_psum_ratio_loss)(params, batch, mesh)
+    step = _compiler_does_it(params, batch, mesh)
+    return jax.tree.map(lambda s, d: s + 0.0 * d, step, dead)
+
+
 def _tuple_out(params, local_batch):
     new = _psum_ratio_loss(params, local_batch)
     return new["w"], new["b"]
@@ -498,7 +506,14 @@ DP_WRONG = {
     ),
     "jit on sharded arrays (ignores the structure)": (
         _compiler_does_it,
-        r"(?s)right parameters, but it performs no collective at all over 'data_parallel_axis'",
+        r"(?s)right results here, but it has no per-device program over 'data_parallel_axis' that takes its "
+        r"inputs split",
+    ),
+    # issue 16: a psum that does not reach the result earns nothing
+    "jit on sharded arrays beside a zero-multiplied shard_map psum": (
+        _compiler_beside_dead_psum,
+        r"(?s)right results here, but its per-device program over 'data_parallel_axis' that takes its inputs "
+        r"split as the exercise's does .* does not reach the results",
     ),
     "gradient ascent": (_dp_with(_ascend), r"wrong way: subtract the gradient"),
     "tuple instead of dict": (
