@@ -9,7 +9,7 @@ check (exercise) of notebooks 01-08: how many answers were checked, the median a
 CPU time and compile count; then the totals, the load average before and after, and every single
 check over the target. A benchmark reports; it fails nothing (no timed tests).
 
-    python -m tools.bench_checks [--target 2.0] [-k EXTRA] [--json FILE] [tests/namedaxes/exercises/test_scaled_sum.py ...]
+    python -m tools.bench_checks [--target 2.0] [-k EXTRA] [--json FILE] [tests/namedaxes/exercises/test_x.py ...]
 
 The first check of a test process also pays for JAX's start-up (backend, first compiles); it is
 reported on its own line and left out of the per-check rows.

@@ -25,8 +25,8 @@ import numpy as np
 from namedaxes import DEVICES
 from namedaxes.checking import (
     CheckFailed,
-    exercises_for,
     examined,
+    exercises_for,
     expect_array,
     expect_communication,
     explained,

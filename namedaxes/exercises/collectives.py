@@ -43,8 +43,8 @@ from jax.sharding import PartitionSpec as P
 from namedaxes import DATA_PARALLEL, DEVICES
 from namedaxes.checking import TEXT as checking_text
 from namedaxes.checking import (
-    exercises_for,
     examined,
+    exercises_for,
     expect_array,
     explained,
     fail,

@@ -54,8 +54,8 @@ from jax.sharding import PartitionSpec as P
 from namedaxes import DATA_PARALLEL, DEVICES, model, multiprocess
 from namedaxes.checking import (
     CheckFailed,
-    exercises_for,
     examined,
+    exercises_for,
     explained,
     fail,
     not_written_yet,
