@@ -164,7 +164,6 @@ TEXT = {
     ),
     # results, any exercise
     "values": "`{name}` has the wrong values {where}: expected {want}, got {got}. {hint}",
-    "no_communication": "`{name}` returns the right {what}, but it performs {seen} over '{axis}'. {why}",
     "seen_nothing": "no collective at all",
     "where_line": "(mesh of {k} devices, {what})",
     # 1. sharded_scaled_sum
