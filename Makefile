@@ -250,7 +250,7 @@ format: venv
 # student notebooks under nbval; the Chinese student notebooks have the English code, cell for cell
 # (tests/namedaxes/test_i18n.py), so they run on the newest JAX line only.
 test: lint venv site-venv system-deps browser-deps hub-test-deps check-notebooks
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup $(NBVAL) tests $(wildcard notebooks/*.ipynb); status=$$?; \
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile $(NBVAL) tests $(wildcard notebooks/*.ipynb); status=$$?; \
 	  $(MAKE) --no-print-directory test-newest || status=1; exit $$status
 
 # Every notebook (solutions and student versions, both editions) under nbval on the newest JAX line, plus
@@ -263,7 +263,7 @@ test-newest:
 	else \
 	  $(MAKE) --no-print-directory venv-newest && \
 	  echo "Notebooks on the newest JAX: $$($(VENV_NEWEST)/bin/python -c 'import sys, jax; print(f"jax {jax.__version__}, Python {sys.version.split()[0]}")')" && \
-	  $(VENV_NEWEST)/bin/python -m pytest -q -n $(JOBS) --dist loadgroup $(NBVAL) -m newest tests solutions notebooks; \
+	  $(VENV_NEWEST)/bin/python -m pytest -q -n $(JOBS) --dist loadfile $(NBVAL) -m newest tests solutions notebooks; \
 	fi
 
 # The unit tests only (marker `unit`: no exercise matrix, notebook, grader run, browser or hub), in parallel: under a minute.

@@ -81,32 +81,7 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
-# How `make test` shares the tests out between its xdist workers (`--dist loadgroup`): a file's tests
-# stay together on one worker (its module fixtures are computed once), as with `--dist loadfile`, except:
-# - every test that uses one of `SHARED_FIXTURES` runs on one worker: such a fixture is built once for
-#   the whole run under a lock (tests/autograder/conftest.py), and a second worker that needed it would
-#   sit idle while the first builds it;
-# - the tests of a file in `SPLIT` are shared out by the value of the parameter named there, so that
-#   one long file is not all on one worker while the other has finished.
-SHARED_FIXTURES = {"graded_class": "graded-class"}
-SPLIT = {"tests/namedaxes/exercises/test_one_judge.py": "name"}
-
-
-def xdist_group(item, relative: str) -> str:
-    """The group of a test under `--dist loadgroup`: its file, but for the exceptions above."""
-    shared = [group for fixture, group in SHARED_FIXTURES.items() if fixture in getattr(item, "fixturenames", ())]
-    if shared:
-        return shared[0]
-    parameter = SPLIT.get(relative)
-    callspec = getattr(item, "callspec", None)
-    if parameter and callspec is not None and parameter in callspec.params:
-        return f"{relative}[{callspec.params[parameter]}]"
-    return relative
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups
 def pytest_collection_modifyitems(config, items):
-    grouped = config.getoption("dist", None) == "loadgroup"
     for item in items:
         try:
             relative = Path(str(item.path)).resolve().relative_to(ROOT).as_posix()
@@ -114,8 +89,6 @@ def pytest_collection_modifyitems(config, items):
             continue
         for kind in kinds_of(relative):
             item.add_marker(kind)
-        if grouped and not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(xdist_group(item, relative)))
 
 
 @pytest.hookimpl(hookwrapper=True)
