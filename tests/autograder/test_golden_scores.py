@@ -44,8 +44,12 @@ def _golden() -> dict[str, dict]:
 
 
 def test_every_row_scores_as_before(graded_class):
+    # The rows of the assignments graded then. A hand-in that is no assignment's (assignment "") is left
+    # out: which those are depends on the assignments a run grades (that run graded 01 and 03 alone,
+    # so a hand-in of 02 was one of them), not on the code.
     golden, got = _golden(), scores(graded_class.results)
-    assignments = {key.split(" | ")[1] for key in golden}
+    assignments = {key.split(" | ")[1] for key in golden} - {""}
+    golden = {key: value for key, value in golden.items() if key.split(" | ")[1] in assignments}
     here = {key for key in got if key.split(" | ")[1] in assignments}
     assert sorted(here) == sorted(golden), "the same rows as before"
     differ = {
