@@ -559,12 +559,15 @@ class Judge:
                 return False
             return _changed(base, moved, entry.get("rtol"), entry.get("atol"))
 
-        used: set[int] = set()
+        used: set[int] = set()  # counterparts already shown live
         for axes, ins, *_ in ref_prog.regions:
-            mine = [i for i, r in enumerate(prog.regions) if i not in used and region_takes((r,), axes, ins)]
-            hit = next((i for i in mine if i in proven), None)
+            mine = [i for i, r in enumerate(prog.regions) if region_takes((r,), axes, ins)]
+            fresh = [i for i in mine if i not in used]
+            hit = next((i for i in fresh if i in proven), None)
             if hit is None:
-                hit = next((i for i in mine if reaches(i)), None)
+                hit = next((i for i in fresh if reaches(i)), None)
+            if hit is None:  # one live region may stand for several of the reference's (a step run in a loop)
+                hit = next((i for i in mine if i in used), None)
             if hit is None:
                 return axes
             used.add(hit)
