@@ -425,9 +425,11 @@ def _judged(
             fail(checking_text["collective_unused"].format(name=name, collective=collective, hint=why))
 
 
-def _uses(facts, primitive: str, axis: str) -> bool:
-    """Does the compiled program perform `primitive` over `axis` (present; `_judged` asks that it matters)?"""
-    return f"{primitive} over '{axis}'" in facts.present
+def _expect_uses(name: str, facts, primitive: str, axis: str, why: str) -> None:
+    """The compiled program performs `primitive` over `axis` (present; `_judged` asks that it matters), else
+    the answer is told what it performs instead and why the exercise asks for it (`why`, in words)."""
+    if f"{primitive} over '{axis}'" not in facts.present:
+        fail(_say("right_values_no_collective", name=name, seen=_seen(facts.present), axis=axis, why=why))
 
 
 def _seen(descriptions) -> str:
@@ -598,16 +600,7 @@ def _check_median_centered(fn: Callable) -> None:
     k, x_np = _MEDIAN_CASES[-1]  # the grader's reading, on the smallest mesh (the cheapest compiles)
     mesh = line_mesh(k)
     facts = _examined(name, fn, mesh, _placed(x_np, mesh, P(DEVICES)), ins=(((DEVICES,),),), axis=DEVICES)
-    if not _uses(facts, "all_gather", DEVICES):
-        fail(
-            _say(
-                "right_values_no_collective",
-                name=name,
-                seen=_seen(facts.present),
-                axis=DEVICES,
-                why=_say("median_why"),
-            )
-        )
+    _expect_uses(name, facts, "all_gather", DEVICES, why=_say("median_why"))
     _judged(
         name,
         fn,
@@ -708,16 +701,7 @@ def _check_sum_scatter_columns(fn: Callable) -> None:
     mesh = line_mesh(_SCATTER_MESHES[-1])  # the grader's reading, on the smallest mesh
     x = _placed(_scatter_case(_SCATTER_MESHES[-1]), mesh, P(DEVICES))
     facts = _examined(name, fn, mesh, x, ins=(((DEVICES,),),), axis=DEVICES, rules=_SCATTER_RULES)
-    if not _uses(facts, "psum_scatter", DEVICES):
-        fail(
-            _say(
-                "right_values_no_collective",
-                name=name,
-                seen=_seen(facts.present),
-                axis=DEVICES,
-                why=_say("scatter_why"),
-            )
-        )
+    _expect_uses(name, facts, "psum_scatter", DEVICES, why=_say("scatter_why"))
     _judged(
         name,
         fn,
@@ -873,16 +857,7 @@ def _check_ring_all_reduce(fn: Callable) -> None:
     forbidden = [d for d in facts.present if d.endswith(f" over '{DEVICES}'") and not d.startswith("ppermute ")]
     if forbidden:
         fail(_say("ring_forbidden", name=name, seen=_seen(forbidden)))
-    if not _uses(facts, "ppermute", DEVICES):
-        fail(
-            _say(
-                "right_values_no_collective",
-                name=name,
-                seen=_seen(facts.present),
-                axis=DEVICES,
-                why=_say("ring_why"),
-            )
-        )
+    _expect_uses(name, facts, "ppermute", DEVICES, why=_say("ring_why"))
     # Read the grader's way on the smallest mesh: one ring step compiles in a fraction of the 8-device
     # program's time, and a ppermute that does not reach the result (discarded, multiplied by zero, beside
     # a total computed outside shard_map) does not reach it on 2 devices either.
@@ -1018,26 +993,8 @@ def _check_fsdp_step(fn: Callable) -> None:
     split = ((DATA_PARALLEL,),)
     placed = _fsdp_placed(mesh, *_fsdp_visible(k, n))
     facts = _examined(name, fn, mesh, *placed, ins=(split, split, split), axis=DATA_PARALLEL, rules=_FSDP_RULES)
-    if not _uses(facts, "all_gather", DATA_PARALLEL):
-        fail(
-            _say(
-                "right_values_no_collective",
-                name=name,
-                seen=_seen(facts.present),
-                axis=DATA_PARALLEL,
-                why=_say("fsdp_why_gather"),
-            )
-        )
-    if not _uses(facts, "psum_scatter", DATA_PARALLEL):
-        fail(
-            _say(
-                "right_values_no_collective",
-                name=name,
-                seen=_seen(facts.present),
-                axis=DATA_PARALLEL,
-                why=_say("fsdp_why_scatter"),
-            )
-        )
+    _expect_uses(name, facts, "all_gather", DATA_PARALLEL, why=_say("fsdp_why_gather"))
+    _expect_uses(name, facts, "psum_scatter", DATA_PARALLEL, why=_say("fsdp_why_scatter"))
     _judged(
         name,
         fn,
