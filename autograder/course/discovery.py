@@ -25,9 +25,11 @@ import io
 import tokenize
 from pathlib import Path
 
+from namedaxes.nbgrader_metadata import nbgrader_dict
+
 from ..messages import LANGUAGES, submission_language
 from ..records import GraderError
-from .notebooks import SourceNotebook, cell_source, nbgrader_meta
+from .notebooks import SourceNotebook, cell_source
 
 __all__ = ["repo_root", "package_dir", "discover_sources", "edition_problem", "code_tokens"]
 
@@ -153,7 +155,7 @@ def edition_problem(reference, edition) -> str | None:
             return f"{where} is a {e.get('cell_type')} cell, the reference's a {r.get('cell_type')} cell"
         if r.get("id") != e.get("id"):
             return f"{where} has the cell id {e.get('id')!r}"
-        rm, em = nbgrader_meta(r), nbgrader_meta(e)
+        rm, em = nbgrader_dict(r), nbgrader_dict(e)
         if any(rm.get(k) != em.get(k) for k in _NBGRADER_KEYS):
             return f"{where} has other nbgrader metadata"
         if r.get("cell_type") == "code" and code_tokens(cell_source(r)) != code_tokens(cell_source(e)):

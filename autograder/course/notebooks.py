@@ -29,7 +29,7 @@ import nbformat
 from nbformat import NotebookNode
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from namedaxes.nbgrader_metadata import nbgrader_cell, nbgrader_dict
+from namedaxes.nbgrader_metadata import nbgrader_cell
 
 from ..limits import MAX_ADDED_CELLS, MAX_NOTEBOOK_BYTES
 
@@ -40,7 +40,6 @@ __all__ = [
     "read_submission",
     "parse_submission",
     "build_graded",
-    "nbgrader_meta",
     "cell_source",
 ]
 
@@ -51,9 +50,6 @@ _CELL_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 
 class UnreadableNotebook(Exception):
     """The submitted file is not a notebook we can read (the message says why)."""
-
-
-nbgrader_meta = nbgrader_dict  # the metadata dict as written; what a cell is: nbgrader_cell (one reader for all)
 
 
 def cell_source(cell) -> str:
