@@ -93,13 +93,13 @@ WORKCOPY_FILES: Annotated[int, Cap("inodes", "sandbox/workcopy.py", "files and f
 KERNEL_TMP_BYTES: Annotated[int, Cap("bytes", "sandbox/launch.py", "a kernel's private /tmp")] = 256 * _MiB
 KERNEL_SHM_BYTES: Annotated[int, Cap("bytes", "sandbox/launch.py", "a kernel's private /dev/shm")] = 256 * _MiB
 KEEP_VERSIONS: Annotated[int, Cap("caches", "sandbox/xla_cache.py", "published XLA caches kept per assignment")] = 4
-# ---- observations and the judge (judge/compare.py, judge/programs.py, judge/score.py, judge/scorer_process.py)
+# ---- observations and the judge (judge/compare.py, programs.py, compiling.py, score.py, scorer_process.py)
 MAX_OBSERVATION_BYTES: Annotated[
     int, Cap("bytes", "judge/compare.py", "one recorded observation file, and its arrays inflated")
 ] = 64 * _MiB
 MAX_ARRAYS: Annotated[int, Cap("arrays", "judge/compare.py", "arrays in one recorded .npz")] = 512
 MAX_CASES: Annotated[int, Cap("cases", "judge/programs.py", "exported programs in one observation")] = 64
-MAX_COMPILED: Annotated[int, Cap("programs", "judge/programs.py", "compiled programs the judge keeps in memory")] = 512
+MAX_COMPILED: Annotated[int, Cap("programs", "judge/compiling.py", "compiled programs the judge keeps in memory")] = 512
 MAX_ECHO_ITEMS: Annotated[
     int, Cap("items", "judge/programs.py", "student-controlled names (axes, calls, paths) one reason echoes")
 ] = 6

@@ -118,7 +118,8 @@ TEXT: dict[str, str] = {
     "limit_processes": "the notebook tried to start more than {limit} processes or threads at once; "
     "starting more was refused",
     "limit_disk": "the notebook filled its working folder ({limit}); writing more was refused",
-    # ---- what the judge found (records.Kind from judge/programs.py, compare.py, scorer_process.py)
+    # ---- what the judge found (records.Kind from judge/programs.py, exported.py, compiling.py, compare.py,
+    # scorer_process.py)
     "no_program": "{case}: no program was recorded",
     "too_many_programs": "too many recorded programs ({n})",
     "program_unreadable": "the recorded program could not be read ({error})",

@@ -198,7 +198,7 @@ class Kind(StrEnum):
     KERNEL_NOT_STARTED = "kernel_not_started"
     ANSWERS_MISSING = "answers_missing"
     FAILED_TESTS = "failed_tests"
-    # what the judge found (judge/compare.py, judge/programs.py, judge/scorer_process.py)
+    # what the judge found (judge/compare.py, exported.py, compiling.py, programs.py, scorer_process.py)
     NO_PROGRAM = "no_program"
     TOO_MANY_PROGRAMS = "too_many_programs"
     PROGRAM_UNREADABLE = "program_unreadable"

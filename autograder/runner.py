@@ -8,7 +8,8 @@ tests/autograder/test_layering.py):
 - sandbox/: what student kernels see and their limits (build.py for this run, launch.py per kernel);
 - run/: reference runs and grading on N worker processes (pool.py, worker.py), one notebook cell by
   cell in a kernel (executor.py, kernel.py), the reference cache (references.py);
-- judge/: observations -> verdicts -> points (score.py, compare.py, programs.py, scorer_process.py);
+- judge/: observations -> verdicts -> points (score.py, compare.py, programs.py with exported.py,
+  compiling.py and hidden_inputs.py, scorer_process.py);
 - publish/: what is written (outputs.py, feedback.py, gradebook.py, report.py).
 
 Whatever happens to single submissions (and even after a grader bug in the

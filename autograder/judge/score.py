@@ -75,7 +75,7 @@ def prepare_scorer(refs) -> threading.Thread | None:
     thread, so that both happen while the student's kernel runs instead of after it. The caller joins
     the thread before scoring (the scorer is not used from two threads at once). A reference that
     fails here is only skipped: scoring meets it again and reports it (`ScorerReferenceError`)."""
-    from .programs import is_program_observation
+    from .exported import is_program_observation
 
     pairs, secret = getattr(refs, "pairs", None) or {}, getattr(refs, "secret", b"")
     wanted = [pairs[gid] for gid in refs if gid in pairs and is_program_observation(refs[gid])]
@@ -117,7 +117,7 @@ atexit.register(close_scorers)
 
 
 def _verdict(gid: str, refs, got) -> Verdict:
-    from .programs import is_program_observation
+    from .exported import is_program_observation
 
     if is_program_observation(refs[gid]):
         pairs, secret = getattr(refs, "pairs", None), getattr(refs, "secret", b"")

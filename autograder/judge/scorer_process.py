@@ -188,7 +188,7 @@ def serve(memory_mb: int = DEFAULT_MEMORY_MB) -> int:
 
 
 def _compile_stats() -> dict:
-    from .programs import COMPILE_STATS
+    from .compiling import COMPILE_STATS
 
     return dict(COMPILE_STATS)
 
@@ -213,7 +213,7 @@ class Scorer:
         self.proc: subprocess.Popen | None = None
         self._booting: float | None = None  # when the secret was sent, until its reply is read
         self.checked: set[bytes] = set()  # references checked by the current child
-        self.compile_stats: dict = {}  # the current child's compiles (programs.COMPILE_STATS)
+        self.compile_stats: dict = {}  # the current child's compiles (compiling.COMPILE_STATS)
         self.start_seconds = 0.0  # spent starting children
         self.restarts = 0
         self.log: list[str] = []

@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from autograder.judge.compare import compare, normalize
-from autograder.judge.programs import Judge, is_program_observation
+from autograder.judge.exported import is_program_observation
+from autograder.judge.programs import Judge
 from autograder.publish.words import SHOWN, say
 from autograder.records import Verdict
 

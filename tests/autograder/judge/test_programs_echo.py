@@ -12,7 +12,7 @@ import pytest
 from jax import lax
 from judge_helpers import judge_observations, said
 
-from autograder.judge import compare, programs
+from autograder.judge import compare, exported, programs
 from autograder.publish.words import say
 from namedaxes import DEVICES
 from namedaxes.exercises import scaled_sum as q
@@ -47,20 +47,20 @@ def test_a_student_pytree_key_is_not_echoed_whole(reference):
 
 
 def test_runtime_error_text_never_reaches_the_reason(reference, monkeypatch):
-    real = programs._outputs
+    real = programs.hidden_outputs
     theirs = {
-        programs.fingerprint(programs._exported(np.asarray(v, np.uint8).tobytes()))
+        exported.fingerprint(exported.load_program(np.asarray(v, np.uint8).tobytes()))
         for k, v in reference.items()
-        if k.startswith(programs.PROGRAM_PREFIX)
+        if k.startswith(exported.PROGRAM_PREFIX)
     }
 
     def student_fails(prog, exp, draw, r):  # the reference's programs run; the student's fail
-        if programs.fingerprint(exp) not in theirs:
+        if exported.fingerprint(exp) not in theirs:
             raise FloatingPointError("the hidden input 0.73125 at index 3 overflowed")
         return real(prog, exp, draw, r)
 
     monkeypatch.setattr(judge_helpers, "_judges", {})
-    monkeypatch.setattr(programs, "_outputs", student_fails)
+    monkeypatch.setattr(programs, "hidden_outputs", student_fails)
     verdict = judge_observations({**reference}, q.scaled_sum.observe(lambda x: lax.psum(x * 3.0, DEVICES)))
     reason = verdict.reason(limit=100)
     assert not verdict.passed and "failed while it ran on the hidden inputs (FloatingPointError" in reason

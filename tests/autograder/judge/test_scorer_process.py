@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 from judge_helpers import said
 
-from autograder.judge.programs import group_axes, hlo_collectives
 from autograder.judge.scorer_process import Scorer, ScorerReferenceError
+from namedaxes.judging import group_axes, hlo_collectives
 
 REPO = Path(__file__).resolve().parents[3]
 

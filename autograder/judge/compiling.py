@@ -1,0 +1,137 @@
+"""Compiling an exported program for the grader's devices, fed the reference's input layout.
+
+Used by the judge (`autograder.judge.programs`) inside the clean scorer process. Threat model: the
+program is hostile data (`autograder.judge.exported` read it); here it is compiled, never trusted:
+
+- it is compiled for the grader's devices, on the mesh its shardings name (else the module's
+  `sdy.mesh`), and run the way the **reference** lays out its inputs (issue 16): every input is fed
+  with the reference's layout (`feed`), so each device is handed only the shard the reference's
+  layout gives it, and where each result lives once compiled is read from the compiled program
+  (`out_layouts`: split or replicated, over which axes), never from what the kernel says;
+- its communication is read from the *optimized* HLO (`compiled.as_text()`): a collective whose
+  result is unused is gone, `axis_index`, `pvary`/`pcast` and constant folding are not
+  communication; replica groups are mapped back to the reference mesh's axis names;
+- a program that needs more devices than the grader has is `Rejected`.
+
+Reference programs come from the solution notebook's run (trusted, stored with content hashes by
+the reference cache); their compiled form is cached per process (at most `MAX_COMPILED`), so a batch
+compiles each reference program once, and a student's program identical to the reference's (up to
+source locations), fed the reference's layouts, reuses the reference's compile.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from namedaxes.judging import describe_collective, group_axes, hlo_collectives, placed_layout
+
+from ..limits import MAX_COMPILED
+from ..records import phrase as say
+from .exported import Layout, Rejected, entry_layouts, fingerprint, mesh_of, program_regions, signature, text_mesh
+
+__all__ = ["Compiled", "COMPILE_STATS", "compiled_for"]
+
+
+@dataclass
+class Compiled:
+    compiled: Any
+    in_shardings: list
+    signature: dict
+    communication: list[str]
+    axes: list[str]
+    mesh_axes: tuple
+    comm_axes: tuple = ()  # (description, axis) of each collective of `communication`
+    entry_in: tuple = ()  # the layout the program's signature states for each input (None: unstated)
+    regions: tuple = ()  # `program_regions`: where each per-device region takes its inputs
+    out_layouts: tuple = ()  # where each result lives once compiled (`placed_layout`)
+
+
+_COMPILED: dict[str, Compiled] = {}
+# What this process compiled (fresh compiles and their seconds, by kind: reference, student, variant),
+# reported with each verdict (scorer.py) for the grader's timings: where the scorer's time goes.
+COMPILE_STATS: dict[str, float] = {}
+
+
+def compiled_for(
+    exp, names: tuple[str, ...], sizes: tuple[int, ...], feed: tuple | None = None, kind: str = "student"
+) -> Compiled:
+    """Compiled for the grader's devices; identical programs (e.g. a student's that equals the
+    reference's up to source locations) are compiled once per process.
+
+    `feed`: the input layouts to run it with (the reference's, for a student's program: each device
+    is handed only the shard the reference's layout gives it); None: the program's own."""
+    if feed is None:  # the key names the layouts it runs with: a student's program identical to the
+        feed = entry_layouts(exp)  # reference's, fed the reference's layouts, reuses the reference's compile
+    key = fingerprint(exp) + repr((names, sizes, feed))
+    if key not in _COMPILED:
+        if len(_COMPILED) >= MAX_COMPILED:
+            _COMPILED.pop(next(iter(_COMPILED)))
+        t0 = time.monotonic()
+        _COMPILED[key] = _compile_fresh(exp, names, sizes, feed)
+        COMPILE_STATS[kind] = COMPILE_STATS.get(kind, 0) + 1
+        COMPILE_STATS[kind + "_s"] = COMPILE_STATS.get(kind + "_s", 0.0) + time.monotonic() - t0
+    return _COMPILED[key]
+
+
+def _pspec(layout: Layout | None):
+    from jax.sharding import PartitionSpec as P
+
+    if not layout:
+        return P()
+    return P(*[None if not axes else axes[0] if len(axes) == 1 else tuple(axes) for axes in layout])
+
+
+def _compile_fresh(exp, names: tuple[str, ...], sizes: tuple[int, ...], feed: tuple | None = None) -> Compiled:
+    import jax
+    from jax.sharding import Mesh
+
+    devices = jax.devices()
+    if exp.nr_devices > len(devices):
+        raise Rejected(say("program_needs_devices", n=exp.nr_devices))
+    from jax.sharding import NamedSharding
+
+    own = mesh_of(exp)
+    if own is not None:
+        mesh = Mesh(np.array(devices[: exp.nr_devices]).reshape(own[1]), own[0], axis_types=own[2])
+    else:
+        text = text_mesh(exp) or (("_grader",), (exp.nr_devices,))
+        mesh = Mesh(np.array(devices[: exp.nr_devices]).reshape(text[1]), text[0])
+    entry_in = entry_layouts(exp)
+    if feed is None:
+        feed = entry_in
+    # unstated: replicated (the program's own slicing, e.g. pmap's or shard_map's, is then local work)
+    shardings = [NamedSharding(mesh, _pspec(layout)) for layout in feed]
+    args = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s) for a, s in zip(exp.in_avals, shardings)]
+
+    def flat_call(*leaves):
+        args, kwargs = jax.tree_util.tree_unflatten(exp.in_tree, leaves)
+        return exp.call(*args, **kwargs)
+
+    compiled = jax.jit(flat_call).lower(*args).compile()
+    found = hlo_collectives(compiled.as_text(), exp.nr_devices)
+    communication, axes, pairs = set(), set(), set()
+    for op, reducer, groups in found:
+        for axis in group_axes(groups, names, sizes):
+            communication.add(describe_collective(op, reducer, axis))
+            axes.add(axis)
+            pairs.add((describe_collective(op, reducer, axis), axis))
+    out_layouts = tuple(
+        placed_layout(sh, aval.shape, tuple(mesh.axis_names), tuple(mesh.devices.shape))
+        for sh, aval in zip(jax.tree_util.tree_leaves(compiled.output_shardings), exp.out_avals)
+    )
+    return Compiled(
+        compiled,
+        shardings,
+        signature(exp),
+        sorted(communication),
+        sorted(axes),
+        own[:2] if own else None,
+        tuple(sorted(pairs)),
+        entry_in,
+        program_regions(exp),
+        out_layouts,
+    )

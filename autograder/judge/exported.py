@@ -1,0 +1,225 @@
+"""Reading an exported program: the recorded bytes as a `jax.export` program, and what it states.
+
+Used by the judge (`autograder.judge.programs`) inside the clean scorer process, which never
+executes student code. Threat model: a recorded observation is whatever the student's kernel chose
+to write, so every byte of it is hostile data; here it is only ever *data*:
+
+- a case's program is `jax.export`-serialized StableHLO; it is deserialized (bytes that are not a
+  program at all are `Rejected` as unreadable), its custom calls are read for the judge's check
+  against a small allow-list (`ALLOWED_CUSTOM_CALLS`: no host callbacks, nothing in it can call back
+  into Python), it must have no effects, and its signature (input/output pytrees, shapes, dtypes,
+  device count, mesh axes) must equal the reference program's;
+- its layouts, its mesh and its per-device regions (`pmap`'s or `shard_map`'s, read from the module's
+  `sdy.manual_computation`s) are read by the grader from the exported module, never from what the
+  kernel says about itself;
+- `fingerprint` is what decides a program's behaviour (its module without source locations, its
+  shardings and signature): a student's program equal to the reference's is the reference's own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+import numpy as np
+
+from namedaxes.judging import norm_layout, regions
+
+from ..records import Phrase
+from ..records import phrase as say
+
+__all__ = [
+    "PROGRAM_PREFIX",
+    "PROGRAMS_KEY",
+    "PROGRAMS_FORMAT",
+    "ALLOWED_CUSTOM_CALLS",
+    "is_program_observation",
+    "summary",
+    "Rejected",
+    "Layout",
+    "load_program",
+    "module_text",
+    "custom_calls",
+    "mesh_of",
+    "text_mesh",
+    "manual_axes",
+    "program_regions",
+    "spec_layout",
+    "entry_layouts",
+    "signature",
+    "fingerprint",
+]
+
+PROGRAM_PREFIX = "program:"  # namedaxes.grading.PROGRAM_PREFIX
+PROGRAMS_KEY = "programs"  # namedaxes.grading.PROGRAMS_KEY
+PROGRAMS_FORMAT = "namedaxes-exported-1"  # namedaxes.grading.PROGRAMS_FORMAT
+# Custom calls the course's own programs lower to (sharding annotations, shard_map's
+# manual regions, the CPU linear algebra kernels); a host callback is none of these.
+ALLOWED_CUSTOM_CALLS = frozenset(
+    {
+        "Sharding",
+        "SPMDFullToShardShape",
+        "SPMDShardToFullShape",
+        "annotate_device_placement",
+        "mhlo.sharding",
+        "xla.sdy.FuncResultSharding",
+        "xla.sdy.GlobalToLocalShape",
+        "xla.sdy.LocalToGlobalShape",
+        "xla.sdy.ShardingGroup",
+    }
+)
+
+
+def is_program_observation(observations: dict) -> bool:
+    """Does this (reference) observation grade exported programs?"""
+    meta = observations.get(PROGRAMS_KEY)
+    return isinstance(meta, dict) and meta.get("format") == PROGRAMS_FORMAT
+
+
+def summary(observations: dict) -> str:
+    """One line about an observation (for logs)."""
+    meta = observations.get(PROGRAMS_KEY) or {}
+    return json.dumps({"cases": sorted(meta.get("cases") or {})})
+
+
+class Rejected(Exception):
+    """A recorded program the grader will not run; `finding` says why (student-facing, as data).
+    `unreadable`: the bytes are not a program at all (then the communication check says nothing)."""
+
+    def __init__(self, finding: Phrase, unreadable: bool = False):
+        super().__init__(finding.kind.value)
+        self.finding = finding
+        self.unreadable = unreadable
+
+
+_TEXT: dict[int, tuple[Any, str]] = {}
+
+
+def load_program(blob: bytes):
+    """The deserialized `jax.export` program of recorded bytes; `Rejected` (unreadable) if they are none."""
+    import jax
+
+    try:
+        exp = jax.export.deserialize(bytearray(blob))
+        text = exp.mlir_module()
+    except Exception as err:  # noqa: BLE001 - hostile bytes: any parser failure is "unreadable"
+        raise Rejected(say("program_unreadable", error=type(err).__name__), unreadable=True) from None
+    if len(_TEXT) > 64:
+        _TEXT.clear()
+    _TEXT[id(exp)] = (exp, text)
+    return exp
+
+
+def module_text(exp) -> str:
+    """`exp.mlir_module()`, computed once per deserialized program (it costs ~10 ms)."""
+    got = _TEXT.get(id(exp))
+    if got is not None and got[0] is exp:
+        return got[1]
+    return exp.mlir_module()
+
+
+def custom_calls(exp) -> set[str]:
+    text = module_text(exp)
+    return set(re.findall(r"custom_call\s*@([\w.\-]+)", text)) | set(
+        re.findall(r'call_target_name\s*=\s*"([^"]+)"', text)
+    )
+
+
+def mesh_of(exp):
+    """(names, sizes, axis types) of the abstract mesh of a program's shardings, or None."""
+    for s in tuple(exp._in_named_shardings) + tuple(exp._out_named_shardings):
+        mesh = getattr(s, "mesh", None)
+        if mesh is not None and mesh.axis_names and int(np.prod(mesh.axis_sizes)) == exp.nr_devices:
+            return tuple(mesh.axis_names), tuple(mesh.axis_sizes), tuple(mesh.axis_types)
+    return None
+
+
+def text_mesh(exp) -> tuple[tuple[str, ...], tuple[int, ...]] | None:
+    """The first `sdy.mesh` of the module whose size is the device count (pmap programs)."""
+    for body in re.findall(r"sdy\.mesh\s+@[\w.\-]+\s*=\s*<\[([^\]]*)\]", module_text(exp)):
+        pairs = re.findall(r'"([^"]+)"\s*=\s*(\d+)', body)
+        if pairs and int(np.prod([int(s) for _, s in pairs])) == exp.nr_devices:
+            return tuple(n for n, _ in pairs), tuple(int(s) for _, s in pairs)
+    return None
+
+
+def manual_axes(exp) -> list[str]:
+    """Axes some `shard_map`/`pmap` region of the module is written per device over (sorted)."""
+    found = set()
+    for body in re.findall(r"manual_axes\s*=\s*\{([^}]*)\}", module_text(exp)):
+        found.update(re.findall(r'"([^"]+)"', body))
+    return sorted(found)
+
+
+# ---------------------------------------------------------------- layouts
+# A value's layout: per array dimension, the mesh axes it is split over (() = not split), trailing
+# unsplit dimensions dropped, so `()` is "replicated on every device". Read by the grader from the
+# exported module (where each per-device region takes and gives its values) and from the compiled
+# program (where the results live): never from what the kernel says about itself.
+Layout = tuple
+
+
+def program_regions(exp) -> tuple:
+    """`namedaxes.judging.regions` of the module: where each per-device region takes and gives its values."""
+    return regions(module_text(exp))
+
+
+def spec_layout(sharding) -> Layout | None:
+    """The layout a (Named) sharding of the export's signature states; None: left to the compiler."""
+    spec = getattr(sharding, "spec", None)
+    if sharding is None or spec is None:
+        return None
+    return norm_layout(() if d is None else (d,) if isinstance(d, str) else tuple(d) for d in spec)
+
+
+def entry_layouts(exp) -> tuple:
+    """The layout the program's signature states for each input (None: unstated)."""
+    return tuple(
+        spec_layout(s) if s is not None and getattr(s, "mesh", None) is not None and s.mesh.axis_names else None
+        for s in exp._in_named_shardings
+    )
+
+
+# ---------------------------------------------------------------- signature
+def _paths(tree) -> list[str]:
+    """Leaf paths of a pytree structure: a list and a tuple of the same leaves look the same."""
+    import jax
+
+    leaves = jax.tree_util.tree_unflatten(tree, list(range(tree.num_leaves)))
+    return [jax.tree_util.keystr(path) for path, _ in jax.tree_util.tree_flatten_with_path(leaves)[0]]
+
+
+def signature(exp) -> dict:
+    """What the program takes and gives: pytrees, dtypes and shapes, devices, per-device axes."""
+    return {
+        "in_tree": str(exp.in_tree),
+        "out_tree": _paths(exp.out_tree),
+        "in": [f"{a.dtype}{list(a.shape)}" for a in exp.in_avals],
+        "out": [f"{a.dtype}{list(a.shape)}" for a in exp.out_avals],
+        "devices": exp.nr_devices,
+        "per_device_over": manual_axes(exp),
+    }
+
+
+_LOC_RE = re.compile(r"\s*loc\((?:[^()]|\([^()]*\))*\)|^#loc\d*\s*=.*$", re.M)
+
+
+def fingerprint(exp) -> str:
+    """What decides a program's behaviour: its module without source locations, shardings, signature."""
+    text = _LOC_RE.sub("", module_text(exp))
+    h = hashlib.sha256(text.encode())
+    h.update(
+        repr(
+            (
+                signature(exp),
+                exp._in_named_shardings,
+                exp._out_named_shardings,
+                exp.in_shardings_hlo,
+                exp.out_shardings_hlo,
+                exp.platforms,
+            )
+        ).encode()
+    )
+    return h.hexdigest()
