@@ -43,7 +43,7 @@ def build_sandbox(
 ) -> tuple[Sandbox, str]:
     """The Sandbox for this run, and why isolation is unavailable ('' if it works).
 
-    The view is an allow-list (see launch.py): the kernel is shown the Python
+    The view is an allow-list (see view.py): the kernel is shown the Python
     environment, the course helper package and the XLA cache folder, read-only,
     plus its own working copy; the course, the grades, the reference cache, the
     other working copies and everything else of the host stay out of it. Each

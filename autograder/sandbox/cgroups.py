@@ -38,7 +38,7 @@ kernel cannot create sub-groups: it runs without privileges and cgroupfs is not
 mounted in its sandbox), and a group that cannot be removed now is left for
 `sweep_stale()` of a later run (groups whose grader process is gone).
 
-Documented fallback (see launch.py): without a memory cgroup only RLIMIT_DATA
+Documented fallback (see rlimits.py): without a memory cgroup only RLIMIT_DATA
 bounds memory (shared mappings and tmpfs pages are then not counted); without a
 pids cgroup RLIMIT_NPROC bounds processes, which works because the kernel runs
 as a dedicated non-root uid, but counts every process of that uid together.

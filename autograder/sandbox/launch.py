@@ -6,59 +6,17 @@ of the course with `solutions/` and hidden tests, the gradebook, other
 students' work), to write outside its working copy, to reach the network, or
 to exhaust memory, processes, disk or CPU so that classmates lose points.
 
-The view (bubblewrap, an *allow-list*, nothing of the host unless named):
-
-    /usr (+ the /bin /lib /lib64 /sbin links)       read-only
-    the Python environment (venv, base prefix)      read-only
-    the course helper package, the XLA cache        read-only (`exposed`)
-    /etc                                            generated: passwd, group, hosts, hostname,
-                                                    nsswitch.conf; plus ld.so.cache, localtime,
-                                                    fonts (no secrets)
-    /sys/devices/system/cpu                         read-only (CPU count for XLA)
-    /proc                                           of the sandbox's own pid namespace, Docker's
-                                                    masked paths (/proc/keys, /proc/kcore, ...) empty
-    /dev                                            minimal (null, zero, random, tty, pts)
-    /tmp, /dev/shm                                  private tmpfs, `tmp_bytes` / `shm_bytes`
-    WORK                                            its own working copy, the only host path it
-                                                    may write (it also holds the IPC sockets)
-
-plus new pid, network (loopback only), IPC, UTS and cgroup namespaces,
-`--die-with-parent`, `--new-session`, and a seccomp allow-list at least as
-strict as Docker's default profile (seccomp.py): keyrings (not namespaced: the
-one channel between kernels of the same uid that the namespaces leave open),
-io_uring, bpf, perf events, userfaultfd, ptrace, mount, namespaces, kexec and
-the rest fail with EPERM, foreign ABIs and `clone3` with ENOSYS. Without
-libseccomp a hand-assembled filter still refuses new user namespaces
-(`unshare`/`clone` with CLONE_NEWUSER, `clone3`, foreign ABIs), and the
-protections report says the allow-list is missing.
-
-The identity: when the grader is root, bubblewrap (privileged) builds the view
-and `setpriv` then drops to a *dedicated* host uid/gid (`uid`, default 65534)
-with no supplementary groups, no capabilities (bounding set empty) and
-no_new_privs, so host file permissions protect as well: the working copy is a
-mode-0700 folder of that uid, the published XLA cache is search-only. When the
-grader is not root, bubblewrap maps the grader's uid to uid 1000 inside an
-unprivileged user namespace (`--disable-userns` forbids nesting another) — the
-dedicated-uid protection is then missing and `protections()` says so.
-
-Limits: a memory cgroup (shared mappings, /dev/shm, /tmp and working-copy pages
-count) and a pids cgroup per kernel (cgroups.py), a size- and file-count-limited
-tmpfs per working copy (workcopy.py), RLIMIT_CPU, RLIMIT_FSIZE, RLIMIT_NOFILE,
-RLIMIT_DATA (kept as a first, friendlier line: a too-big array raises
-MemoryError), no core files. Fallbacks where the machine lacks a mechanism:
-without a memory cgroup only RLIMIT_DATA (not counting shared memory or
-tmpfs); without a pids cgroup RLIMIT_NPROC for the dedicated uid (all of the
-run's kernels together); without root, no per-copy disk quota (RLIMIT_FSIZE
-per file only); without bubblewrap no view at all. `setup()` finds out what
-works here and `protections()` lists each protection as available or missing
-with the reason, for the grader's summary and report.
+`Sandbox` holds everything needed to launch one kernel and `Launch` is one ready command line; the
+parts, one module each: the view (bubblewrap, an *allow-list*, nothing of the host unless named:
+view.py), the identity (a dedicated uid when the grader is root, else a user namespace:
+identity.py), the system-call filter (seccomp.py), and the limits (rlimits.py, with cgroups.py and
+workcopy.py). `setup()` finds out what works here and `protections()` lists each protection as
+available or missing with the reason, for the grader's summary and report.
 """
 
 from __future__ import annotations
 
-import functools
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -78,9 +36,12 @@ from ..limits import (
 )
 from . import seccomp, workcopy
 from .cgroups import CgroupSupport, KernelCgroup, LimitHit, detect
+from .identity import DEDICATED_UID, STUDENT, USERNS_UID
 from .protections import Protection
+from .rlimits import before_exec, kernel_rlimits, prlimit_prefix
+from .view import View, bwrap_args, bwrap_options, real_path
 
-__all__ = ["Sandbox", "Launch", "KERNEL_ARGS", "WORK_SUBDIRS", "kernel_filter", "userns_filter"]
+__all__ = ["Sandbox", "Launch", "KERNEL_ARGS", "WORK_SUBDIRS"]
 
 # Modules imported while the kernel boots (before it reports ready, so a prestarted kernel
 # has paid for them): only imports that do not initialise JAX's backends, so the notebook's
@@ -109,100 +70,11 @@ KERNEL_ARGS = [
 ]
 
 WORK_SUBDIRS = ("observe", "tmp", ".ipython", ".runtime", ".jupyter", ".matplotlib", ".cache")
-USERNS_UID = 1000  # the uid inside the user namespace when the grader is not root
-DEDICATED_UID = 65534  # default dedicated host uid/gid when the grader is root ("nobody")
-HOSTNAME = "autograder"
-STUDENT = "student"  # the kernel's user name in the generated /etc/passwd
 RUN_MARKER = ".agr-run"  # in the run's folder of working copies while the run lasts
-
-# /etc entries bound read-only from the host when they exist (none holds a secret)
-ETC_FROM_HOST = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "fonts", "alternatives", "mime.types")
-SYS_FROM_HOST = ("/sys/devices/system/cpu",)
-# Docker's masked /proc paths (moby's oci defaults): host-wide state a kernel has no business reading.
-# /proc/keys lists the keys of every keyring the uid can view (descriptions of other kernels' keys).
-PROC_MASKED = (
-    "/proc/asound",
-    "/proc/acpi",
-    "/proc/kcore",
-    "/proc/keys",
-    "/proc/latency_stats",
-    "/proc/timer_list",
-    "/proc/timer_stats",
-    "/proc/sched_debug",
-    "/proc/scsi",
-)
-
-
-def _real(p: str | Path) -> str:
-    return os.path.realpath(str(p))
 
 
 def _default_pids() -> int:
     return 256 + 8 * (os.cpu_count() or 1)  # XLA's thread pools grow with the core count
-
-
-@functools.cache
-def _bwrap_options() -> frozenset[str]:
-    try:
-        out = subprocess.run(["bwrap", "--help"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return frozenset()
-    return frozenset(tok for tok in (out.stdout + out.stderr).split() if tok.startswith("--"))
-
-
-# seccomp: refuse new user namespaces (unshare/clone with CLONE_NEWUSER, and clone3, whose flags a
-# classic BPF filter cannot read: glibc then falls back to clone). Syscalls of another ABI (i386, x32)
-# are refused too, so they cannot be used to get around it. Per architecture: audit arch, clone, clone3,
-# unshare.
-_SECCOMP_ARCH = {"x86_64": (0xC000003E, 56, 435, 272), "aarch64": (0xC00000B7, 220, 435, 97)}
-_CLONE_NEWUSER = 0x10000000
-
-
-def userns_filter() -> bytes | None:
-    """The compiled BPF program (for `bwrap --seccomp`), or None on an architecture we have no table for."""
-    import platform
-    import struct
-
-    spec = _SECCOMP_ARCH.get(platform.machine())
-    if spec is None:
-        return None
-    arch, clone, clone3, unshare = spec
-    allow, eperm, enosys = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38
-    ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
-    prog = [
-        (ld, 0, 0, 4),  # 0  A = arch
-        (jeq, 0, 10, arch),  # 1  another ABI -> ENOSYS (12)
-        (ld, 0, 0, 0),  # 2  A = syscall number
-        (jge, 8, 0, 0x40000000),  # 3  x32 -> ENOSYS
-        (jeq, 7, 0, clone3),  # 4  clone3 -> ENOSYS
-        (jeq, 2, 0, unshare),  # 5  unshare -> check flags (8)
-        (jeq, 1, 0, clone),  # 6  clone -> check flags (8)
-        (ret, 0, 0, allow),  # 7
-        (ld, 0, 0, 16),  # 8  A = low word of the first argument (the flags)
-        (jset, 1, 0, _CLONE_NEWUSER),  # 9  CLONE_NEWUSER -> EPERM (11)
-        (ret, 0, 0, allow),  # 10
-        (ret, 0, 0, eperm),  # 11
-        (ret, 0, 0, enosys),  # 12
-    ]
-    return b"".join(struct.pack("<HBBI", *ins) for ins in prog)
-
-
-@functools.cache
-def kernel_filter() -> tuple[bytes | None, str]:
-    """(program, '') with the allow-list of seccomp.py, or (fallback program or None, why the allow-list is
-    missing). Compiled once per grader process."""
-    try:
-        return seccomp.compile_filter(), ""
-    except seccomp.FilterUnavailable as err:
-        return userns_filter(), str(err)
-
-
-def _memfd(name: str, data: bytes, fds: list[int]) -> int:
-    fd = os.memfd_create(name)
-    os.write(fd, data)
-    os.lseek(fd, 0, os.SEEK_SET)
-    fds.append(fd)
-    return fd
 
 
 @dataclass
@@ -350,34 +222,18 @@ class Sandbox:
             workcopy.remove_tree(tmp)
 
     # ------------------------------------------------------------ limits
-    def _rlimits(self) -> list[tuple[str, int, int]]:
-        limits = [
-            ("cpu", resource.RLIMIT_CPU, self.cpu_seconds),
-            ("data", resource.RLIMIT_DATA, self.memory_bytes),
-            ("fsize", resource.RLIMIT_FSIZE, self.file_bytes),
-            ("nofile", resource.RLIMIT_NOFILE, self.open_files),
-            ("core", resource.RLIMIT_CORE, 0),
-        ]
-        if self.owner is not None and (self.cgroups is None or self.cgroups.pids is None):
-            limits.append(("nproc", resource.RLIMIT_NPROC, self.pids_max))  # fallback: counts the whole uid
-        return limits
+    def _rlimits(self):
+        nproc = self.owner is not None and (self.cgroups is None or self.cgroups.pids is None)
+        return kernel_rlimits(
+            self.cpu_seconds, self.memory_bytes, self.file_bytes, self.open_files, self.pids_max if nproc else None
+        )
 
     def limits_prefix(self) -> list[str]:
-        if not self.use_prlimit:
-            return []
-        return ["prlimit", *(f"--{name}={v}:{v}" for name, _, v in self._rlimits()), "--"]
+        return prlimit_prefix(self._rlimits()) if self.use_prlimit else []
 
     def preexec(self):
         """Fallback when `prlimit` is missing: set the limits in the child before exec."""
-        if self.use_prlimit:
-            return None
-        limits = [(which, v) for _, which, v in self._rlimits()]
-
-        def apply():
-            for which, value in limits:
-                resource.setrlimit(which, (value, value))
-
-        return apply
+        return None if self.use_prlimit else before_exec(self._rlimits())
 
     def new_cgroup(self, label: str) -> KernelCgroup | None:
         if self.cgroups is None or (self.cgroups.memory is None and self.cgroups.pids is None):
@@ -391,7 +247,7 @@ class Sandbox:
         if (
             quota is not None
             and self.work_base
-            and _real(workdir).startswith(_real(self.work_base) + "/")
+            and real_path(workdir).startswith(real_path(self.work_base) + "/")
             and not os.path.exists(os.path.join(self.work_base, RUN_MARKER))
         ):
             raise OSError(f"the grading run that owned {self.work_base} is over (its folder was removed)")
@@ -407,146 +263,26 @@ class Sandbox:
         return workcopy.full(workdir, quota)
 
     # ------------------------------------------------------------ the command line
-    def _etc_files(self, workdir: Path) -> dict[str, bytes]:
-        if self.dedicated:
-            uid, gid = self.uid, self.gid
-        else:
-            uid = gid = USERNS_UID if self.userns else os.geteuid()
-        users = [("root", 0, 0, "/root")]
-        if uid != 0:
-            users.append((STUDENT, uid, gid, str(workdir)))
-        passwd = "".join(f"{n}:x:{u}:{g}:{n}:{h}:/usr/sbin/nologin\n" for n, u, g, h in users)
-        group = "root:x:0:\n" + (f"{STUDENT}:x:{gid}:\n" if gid != 0 else "")
-        return {
-            "passwd": passwd.encode(),
-            "group": group.encode(),
-            "hosts": f"127.0.0.1\tlocalhost {HOSTNAME}\n::1\tlocalhost ip6-localhost\n".encode(),
-            "hostname": f"{HOSTNAME}\n".encode(),
-            "nsswitch.conf": b"passwd: files\ngroup: files\nshadow: files\nhosts: files\n",
-        }
-
-    def bwrap_args(self, workdir: Path, writable: tuple = (), fds: list[int] | None = None) -> list[str]:
-        """The bwrap part of the command line. Generated /etc files are memfds appended to `fds`."""
-        opts = _bwrap_options()
-        work = _real(workdir)
-        args = ["bwrap"]
-        if self.userns and not self.dedicated:
-            args += ["--unshare-user", "--uid", str(USERNS_UID), "--gid", str(USERNS_UID)]
-            if "--disable-userns" in opts:
-                args.append("--disable-userns")
-        args += [
-            "--unshare-pid",
-            "--unshare-net",
-            "--unshare-ipc",
-            "--unshare-uts",
-            "--unshare-cgroup-try" if "--unshare-cgroup-try" in opts else "--unshare-cgroup",
-            "--hostname",
-            HOSTNAME,
-            "--die-with-parent",
-            "--new-session",
-        ]
-        if self.dedicated:
-            args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]  # for setpriv only
-        elif os.geteuid() == 0 and not self.userns:
-            args += ["--cap-drop", "ALL"]
-        # the system: /usr, and the merged-/usr links (or the real folders on older layouts)
-        args += ["--ro-bind", "/usr", "/usr"]
-        for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
-            if os.path.islink(top):
-                args += ["--symlink", os.readlink(top), top]
-            elif os.path.isdir(top):
-                args += ["--ro-bind", top, top]
-        args += [
-            "--proc",
-            "/proc",
-            "--dev",
-            "/dev",
-            "--perms",
-            "1777",
-            "--size",
-            str(self.tmp_bytes),
-            "--tmpfs",
-            "/tmp",
-            "--perms",
-            "1777",
-            "--size",
-            str(self.shm_bytes),
-            "--tmpfs",
-            "/dev/shm",
-            "--perms",
-            "0755",
-            "--dir",
-            "/etc",
-        ]
-        # /etc: generated (no secrets) plus a few harmless host files
-        if fds is not None:
-            for name, data in self._etc_files(Path(work)).items():
-                fd = _memfd(f"agr-etc-{name}", data, fds)
-                args += ["--perms", "0644", "--ro-bind-data", str(fd), f"/etc/{name}"]
-            bpf, _ = kernel_filter()
-            if bpf is not None and "--seccomp" in opts:
-                args += ["--seccomp", str(_memfd("agr-seccomp", bpf, fds))]
-            for path in PROC_MASKED:  # an empty read-only file or folder over each (as Docker does)
-                if os.path.isdir(path):
-                    args += ["--tmpfs", path, "--remount-ro", path]
-                elif os.path.exists(path):
-                    args += ["--perms", "0444", "--ro-bind-data", str(_memfd("agr-mask", b"", fds)), path]
-        for name in ETC_FROM_HOST:
-            src = f"/etc/{name}"
-            if os.path.exists(src):
-                args += ["--ro-bind", src, src]
-        # the allow-list: Python, the course package, caches (read-only), then the working copy
-        needed = [
-            sys.prefix,
-            sys.base_prefix,
-            os.path.dirname(_real(self.python)),
-            os.path.dirname(os.path.dirname(_real(self.python))),
-        ]
-        ro = sorted({_real(p) for p in self.exposed + needed if os.path.isdir(p)}, key=lambda p: (p.count("/"), p))
-        ro = [p for p in ro if p != "/" and not any(p == q or p.startswith(q + "/") for q in ("/usr",))]
-        ro = [p for p in SYS_FROM_HOST if os.path.isdir(p)] + ro
-        rw = [_real(p) for p in writable] + [work]
-        made = {"/", "/usr", "/tmp", "/dev", "/etc", "/proc"}  # parents bwrap would make are 0700: make them
-        covered: list[str] = []
-        for dest in ro + rw:
-            parent, chain = os.path.dirname(dest), []
-            while parent not in made and not any(parent == c or parent.startswith(c + "/") for c in covered):
-                chain.append(parent)
-                parent = os.path.dirname(parent)
-            for d in reversed(chain):
-                args += ["--perms", "0755", "--dir", d]
-                made.add(d)
-            if dest in rw:
-                args += ["--bind", dest, dest]
-            else:
-                args += ["--ro-bind", dest, dest]
-            covered.append(dest)
-        for path in sorted({_real(p) for p in self.hidden}):
-            if any(path.startswith(q + "/") for q in ro) and path not in rw and not work.startswith(path + "/"):
-                if os.path.isdir(path):
-                    args += ["--tmpfs", path, "--remount-ro", path]
-                elif os.path.exists(path):
-                    args += ["--ro-bind", "/dev/null", path]
-        args += ["--chdir", work, "--"]
-        if self.dedicated:
-            args += [
-                "setpriv",
-                f"--reuid={self.uid}",
-                f"--regid={self.gid}",
-                "--clear-groups",
-                "--inh-caps=-all",
-                "--bounding-set=-all",
-                "--no-new-privs",
-                "--",
-            ]
-        return args
+    def view(self) -> View:
+        """What the kernel's bubblewrap view is built from (view.py)."""
+        return View(
+            self.userns,
+            self.dedicated,
+            self.uid,
+            self.gid,
+            self.python,
+            tuple(self.exposed),
+            tuple(self.hidden),
+            self.tmp_bytes,
+            self.shm_bytes,
+        )
 
     def wrap(self, workdir: Path, argv: list[str], writable: tuple = (), label: str = "") -> Launch:
         """Any command, sandboxed and limited as a kernel would be (with a cgroup if `label`)."""
         fds: list[int] = []
         cgroup = self.new_cgroup(label) if label else None
         try:
-            wrap = self.bwrap_args(workdir, writable, fds) if self.isolate else []
+            wrap = bwrap_args(self.view(), workdir, writable, fds) if self.isolate else []
         except BaseException:
             for fd in fds:
                 os.close(fd)
@@ -671,15 +407,15 @@ class Sandbox:
             )
         )
         out.append(Protection("cpu_time", "CPU-time limit", True, f"RLIMIT_CPU {self.cpu_seconds} s per kernel"))
-        bpf, why_not = kernel_filter()
-        seccomp_on = iso and bpf is not None and "--seccomp" in _bwrap_options()
+        bpf, why_not = seccomp.kernel_filter()
+        seccomp_on = iso and bpf is not None and "--seccomp" in bwrap_options()
         allow_list = seccomp_on and not why_not
         how = []
         if allow_list:
             how.append("the seccomp allow-list refuses unshare, setns, clone with namespace flags and clone3")
         elif seccomp_on:
             how.append("a seccomp filter refuses unshare/clone with CLONE_NEWUSER and clone3")
-        if iso and self.userns and not self.dedicated and "--disable-userns" in _bwrap_options():
+        if iso and self.userns and not self.dedicated and "--disable-userns" in bwrap_options():
             how.append("bwrap --disable-userns")
         out.append(
             Protection(
@@ -700,7 +436,7 @@ class Sandbox:
             )
         elif not iso:
             detail = "no sandbox, so no seccomp filter: the kernel may make every system call"
-        elif "--seccomp" not in _bwrap_options():
+        elif "--seccomp" not in bwrap_options():
             detail = "this bubblewrap has no --seccomp option: the kernel may make every system call"
         else:
             detail = (

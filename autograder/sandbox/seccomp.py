@@ -7,8 +7,8 @@ table alone, and nothing a student controls reaches it.
 The program is compiled with libseccomp (Debian's `libseccomp2`, which
 `make system-deps` installs), called through ctypes, for the machine's own
 architecture; bubblewrap loads it (`--seccomp FD`) right before it runs the
-kernel. Without libseccomp, launch.py falls back to a small hand-assembled
-filter that only refuses new user namespaces and foreign ABIs, and the
+kernel. Without libseccomp, `kernel_filter` falls back to a small hand-assembled
+filter (`userns_filter`) that only refuses new user namespaces and foreign ABIs, and the
 protections report says the syscall allow-list is missing.
 """
 
@@ -22,7 +22,7 @@ import os
 
 from .syscalls import AF_VSOCK, ALLOWED, ALLOWED_ON, CLONE_NAMESPACES, PERSONALITIES
 
-__all__ = ["compile_filter", "libseccomp_version", "resolve", "FilterUnavailable"]
+__all__ = ["compile_filter", "kernel_filter", "userns_filter", "libseccomp_version", "resolve", "FilterUnavailable"]
 
 # libseccomp's ABI (seccomp.h): actions, attributes, comparison operators, struct scmp_arg_cmp.
 _ACT_ALLOW = 0x7FFF0000
@@ -142,3 +142,50 @@ def compile_filter() -> bytes:
     if not prog or len(prog) % 8:
         raise FilterUnavailable(f"libseccomp exported a malformed program ({len(prog)} bytes)")
     return prog
+
+
+# seccomp: refuse new user namespaces (unshare/clone with CLONE_NEWUSER, and clone3, whose flags a
+# classic BPF filter cannot read: glibc then falls back to clone). Syscalls of another ABI (i386, x32)
+# are refused too, so they cannot be used to get around it. Per architecture: audit arch, clone, clone3,
+# unshare.
+_SECCOMP_ARCH = {"x86_64": (0xC000003E, 56, 435, 272), "aarch64": (0xC00000B7, 220, 435, 97)}
+_CLONE_NEWUSER = 0x10000000
+
+
+def userns_filter() -> bytes | None:
+    """The compiled BPF program (for `bwrap --seccomp`), or None on an architecture we have no table for."""
+    import platform
+    import struct
+
+    spec = _SECCOMP_ARCH.get(platform.machine())
+    if spec is None:
+        return None
+    arch, clone, clone3, unshare = spec
+    allow, eperm, enosys = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38
+    ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
+    prog = [
+        (ld, 0, 0, 4),  # 0  A = arch
+        (jeq, 0, 10, arch),  # 1  another ABI -> ENOSYS (12)
+        (ld, 0, 0, 0),  # 2  A = syscall number
+        (jge, 8, 0, 0x40000000),  # 3  x32 -> ENOSYS
+        (jeq, 7, 0, clone3),  # 4  clone3 -> ENOSYS
+        (jeq, 2, 0, unshare),  # 5  unshare -> check flags (8)
+        (jeq, 1, 0, clone),  # 6  clone -> check flags (8)
+        (ret, 0, 0, allow),  # 7
+        (ld, 0, 0, 16),  # 8  A = low word of the first argument (the flags)
+        (jset, 1, 0, _CLONE_NEWUSER),  # 9  CLONE_NEWUSER -> EPERM (11)
+        (ret, 0, 0, allow),  # 10
+        (ret, 0, 0, eperm),  # 11
+        (ret, 0, 0, enosys),  # 12
+    ]
+    return b"".join(struct.pack("<HBBI", *ins) for ins in prog)
+
+
+@functools.cache
+def kernel_filter() -> tuple[bytes | None, str]:
+    """(program, '') with the allow-list compiled here, or (fallback program or None, why the allow-list is
+    missing). Compiled once per grader process."""
+    try:
+        return compile_filter(), ""
+    except FilterUnavailable as err:
+        return userns_filter(), str(err)

@@ -1,7 +1,7 @@
 """The system calls a student kernel may make: an allow-list at least as strict as Docker's default profile.
 
 Threat model: the kernel is hostile code running on the instructor's machine.
-Bubblewrap's namespaces (launch.py) hide files, processes, the network and
+Bubblewrap's namespaces (view.py) hide files, processes, the network and
 System V IPC, but several kernel facilities are not namespaced at all, or are
 large attack surface on the host kernel:
 

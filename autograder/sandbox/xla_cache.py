@@ -5,7 +5,7 @@ not listable: a kernel can open an entry only if it already knows its name (a
 hash of the compiled program), i.e. reuse a compilation of exactly the program
 it is compiling, and cannot read the compiled solution otherwise.
 
-Permission bits, for both identities a kernel can have (launch.py):
+Permission bits, for both identities a kernel can have (identity.py):
 - a dedicated uid (grader is root): the published folder belongs to root with
   mode 0111 and its entries with 0444 — the kernel is "other", so the search
   bit lets it open an entry by name, the missing read bit stops `listdir`;

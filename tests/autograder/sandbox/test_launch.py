@@ -776,7 +776,7 @@ def test_protections_report_on_this_machine(sandbox):
     ]
     assert report["allow_list_view"].available and report["network_off"].available
     assert report["no_new_namespaces"].available == (os.uname().machine in ("x86_64", "aarch64"))
-    from autograder.sandbox.launch import kernel_filter
+    from autograder.sandbox.seccomp import kernel_filter
 
     bpf, why = kernel_filter()
     assert report["syscall_filter"].available == (not why)
@@ -1206,21 +1206,20 @@ def test_a_key_one_kernel_writes_never_reaches_another(sandbox, tmp_path, copies
 def test_without_libseccomp_the_report_says_so_and_the_namespace_filter_stays(monkeypatch):
     """A machine without libseccomp: the allow-list is reported missing (with how to install it), and the
     hand-assembled filter still refuses new user namespaces."""
-    from autograder.sandbox import launch as sandbox_module
-    from autograder.sandbox import seccomp
+    from autograder.sandbox import seccomp, view
 
     monkeypatch.setattr(seccomp.ctypes.util, "find_library", lambda name: "libseccomp-not-here.so.2")
-    caches = (seccomp._lib, seccomp.compile_filter, sandbox_module.kernel_filter)
+    caches = (seccomp._lib, seccomp.compile_filter, seccomp.kernel_filter)
     for cached in caches:
         cached.cache_clear()
     try:
-        bpf, why = sandbox_module.kernel_filter()
-        assert bpf == sandbox_module.userns_filter()
+        bpf, why = seccomp.kernel_filter()
+        assert bpf == seccomp.userns_filter()
         assert why.startswith("libseccomp is not installed (Debian/Ubuntu: apt-get install libseccomp2)"), why
         report = {p.key: p for p in Sandbox().protections()}
         assert not report["syscall_filter"].available
         assert report["syscall_filter"].detail.startswith(why) and "keyrings" in report["syscall_filter"].detail
-        if bpf is not None and "--seccomp" in sandbox_module._bwrap_options():
+        if bpf is not None and "--seccomp" in view.bwrap_options():
             assert report["no_new_namespaces"].detail.startswith(
                 "a seccomp filter refuses unshare/clone with CLONE_NEWUSER"
             )
