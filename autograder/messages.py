@@ -8,11 +8,11 @@ translations live in the helper package's catalog (`locale/zh/namedaxes.po`, com
 so the grader has no catalog of its own. Texts the instructor reads (summary, class report,
 internal errors, reference problems) stay English and are not here.
 
-The judge writes none of these words: it returns data (`records.Verdict`, `records.Phrase`: a
-`records.Kind`, which is a key of `TEXT`, and its fields), and `autograder/publish/words.py` makes
-them sentences from `TEXT` when a file is published, in the row's language. Words made while a
-notebook runs (the run's events: time-outs, crashes, limits) are made by `run/` in the student's
-language, as text.
+The judge and the run write none of these words: they return data (`records.Verdict`,
+`records.Phrase`: a `records.Kind`, which is a key of `TEXT`, and its fields; the run's events,
+time-outs, crashes and limits, and the pool's "not run" / "not graded" rows too), and
+`autograder/publish/words.py` makes them sentences from `TEXT` when a file is published, in the
+row's language (numbers are formatted there too).
 
 Which language: the worker grading a submission wraps the whole task in `speaking(lang)`, where
 `lang = submission_language(notebook)`. `text(key, **fields)` formats the current language's
@@ -69,7 +69,7 @@ TEXT: dict[str, str] = {
     "on hidden inputs; run the visible check and the cells above it to find the error)",
     "and_more": "; and {n} more",
     "notebook_unreadable": "the notebook could not be read",
-    # ---- row reasons (records.Kind from judge/score.py; text from run/worker.py, run/executor.py,
+    # ---- row reasons (records.Kind from judge/score.py, run/worker.py, run/executor.py,
     # sandbox/cgroups.py, sandbox/workcopy.py)
     "kernel_not_started": "the kernel did not start: {error}",
     "answers_missing": "no answer cell found for {ids} (graded as unanswered)",
@@ -173,6 +173,18 @@ TEXT: dict[str, str] = {
     "scorer_failed": "the grader could not judge this cell ({error})",
     "edition_mismatch": "not graded: the '{lang}' edition of {assignment} does not have the reference "
     "solution's code cells ({problem}); the instructor must regenerate the editions and regrade",
+    # ---- rows the pool answers itself (records.Kind from run/pool.py)
+    "budget_spent_elsewhere": "not run: this submission's time budget of {seconds} s went to its other notebooks",
+    "budget_used_up": "not run: the submission's time budget was used up",
+    "no_reference": "not graded: the reference solution of {assignment} does not run cleanly (see the grader's "
+    "output)",
+    "no_reference_cell": "not graded: no reference",
+    "internal_error": "internal grader error (see the grader's output); regrade this student",
+    "internal_error_cell": "internal grader error",
+    "worker_died": "the grader's worker process died while grading this notebook",
+    "worker_hung": "the grader's worker process stopped responding (no result within {seconds} s) and was killed",
+    "lost_twice": "{why}, twice; not graded: regrade this student",
+    "not_graded_because": "not graded: {why}",
 }
 
 _current: contextvars.ContextVar[str] = contextvars.ContextVar("autograder_language", default="en")

@@ -4,14 +4,15 @@
   one student's notebook for one assignment).
 - `CellOutcome`, `RunResult`: what running one notebook produced (run/executor.py makes them,
   judge/score.py reads them): each cell's ending, the observation bytes each test cell recorded,
-  the kernel's events.
+  the kernel's events (time-outs, deaths, limits, output caps: phrases, not words).
 - `KernelStarted`, `KernelGone`, `TaskDone`: the messages a worker sends the pool over its pipe;
   `ReferenceRun` and `InternalError`: what a reference task, or a task that failed inside the
   grader, gives back (a graded notebook gives back its `Row`).
-- `Phrase`, `Words`, `Verdict`: what the judge found, as data: a `Kind` from a closed set (each the
-  key of its sentence in `messages.TEXT`), its typed fields (which variable or case, which
-  `Property` failed, what was expected, what was seen). No words: `publish/words.py` writes them,
-  in the reader's language, when a file is published.
+- `Phrase`, `Words`, `Verdict`: what the judge found, and what happened while a notebook ran, as
+  data: a `Kind` from a closed set (each the key of its sentence in `messages.TEXT`), its typed
+  fields (which variable, case or cell, which `Property` failed, what was expected, what was seen,
+  numbers as numbers). No words: `publish/words.py` writes them, in the reader's language, when a
+  file is published.
 - `CellResult`: the result for one graded test cell (its reason a `Reason`: data or literal text).
 - `Row`: one student x assignment result; what `grades.csv`, `results.json`,
   the gradebook, the feedback page and the class report are made from. Made in one place
@@ -113,16 +114,19 @@ class Task:
     feedback_paths: tuple = ()
     xla_dir: str = ""  # the assignment's XLA compilation cache (reference: the folder to fill)
     budget: float = 0.0  # wall-clock seconds this notebook may run (set by the pool)
-    budget_label: str = ""  # what the budget is, for messages ("the notebook's time budget of 300 s")
+    budget_label: Phrase | None = None  # what the budget is, as data (None: the notebook's own, or the submission's)
     budget_of_submission: float = 0.0  # > 0: the budget is what was left of this submission budget (seconds)
     prestart: bool = True  # another task may follow on this worker: boot its next kernel meanwhile (pool)
 
 
 @dataclass
 class CellOutcome:
+    """How one cell ended. `evalue`: what the kernel's error said (literal text), or, where the grader
+    ended the cell (timeout, kernel death, a limit, not run, a hidden part's error), a `Phrase`."""
+
     status: str  # ok | error | timeout | died | not_run
     ename: str = ""
-    evalue: str = ""
+    evalue: str | Phrase = ""
     seconds: float = 0.0
 
 
@@ -130,7 +134,7 @@ class CellOutcome:
 class RunResult:
     outcomes: dict[int, CellOutcome] = field(default_factory=dict)
     observations: dict[str, tuple[bytes | None, bytes | None]] = field(default_factory=dict)
-    events: list[tuple[str, str]] = field(default_factory=list)  # (status, reason)
+    events: list[tuple[str, Phrase]] = field(default_factory=list)  # (status, what happened, as data)
     start_error: str = ""
     restarts: int = 0
     seconds: float = 0.0
@@ -244,6 +248,57 @@ class Kind(StrEnum):
     SCORER_TIMEOUT = "scorer_timeout"
     SCORER_DIED = "scorer_died"
     SCORER_FAILED = "scorer_failed"
+    # what happened while a notebook ran (run/executor.py, run/worker.py, sandbox/cgroups.py,
+    # sandbox/workcopy.py): a cell's outcome, the run's events
+    CELL_GRADE_ID = "cell_grade_id"
+    CELL_ADDED = "cell_added"
+    CELL_ID = "cell_id"
+    CELL_NUMBER = "cell_number"
+    CELLS_DROPPED = "cells_dropped"
+    BUDGET_NOTEBOOK = "budget_notebook"
+    BUDGET_LEFT = "budget_left"
+    BUDGET_RAN_OUT = "budget_ran_out"
+    RAN_OUT_OF = "ran_out_of"
+    OUTPUT_NOTEBOOK_CAP = "output_notebook_cap"
+    OUTPUT_CELL_CAP = "output_cell_cap"
+    STOPPED_BUDGET = "stopped_budget"
+    RAN_LONGER = "ran_longer"
+    THIS_CELL_INTERRUPTED = "this_cell_interrupted"
+    CELL_INTERRUPTED = "cell_interrupted"
+    THIS_CELL_HUNG = "this_cell_hung"
+    CELL_HUNG = "cell_hung"
+    THIS_CELL_OVERSIZED = "this_cell_oversized"
+    CELL_OVERSIZED = "cell_oversized"
+    LIMIT_RESTARTED = "limit_restarted"
+    DIED_CPU = "died_cpu"
+    DIED_SEGV = "died_segv"
+    DIED_KILLED = "died_killed"
+    DIED_FSIZE = "died_fsize"
+    DIED_SIGNAL = "died_signal"
+    DIED_EXIT = "died_exit"
+    THIS_CELL_DIED = "this_cell_died"
+    CELL_DIED = "cell_died"
+    TOO_MANY_RESTARTS = "too_many_restarts"
+    NOT_RESTARTED = "not_restarted"
+    NOT_RESTARTED_BECAUSE = "not_restarted_because"
+    REPLAY_FAILED_REST = "replay_failed_rest"
+    REPLAY_FAILED = "replay_failed"
+    NOT_RUN_BECAUSE = "not_run_because"
+    LIMIT_MEMORY = "limit_memory"
+    LIMIT_PROCESSES = "limit_processes"
+    LIMIT_DISK = "limit_disk"
+    EDITION_MISMATCH = "edition_mismatch"
+    # a row the pool answers without a worker's result (run/pool.py)
+    BUDGET_SPENT_ELSEWHERE = "budget_spent_elsewhere"
+    BUDGET_USED_UP = "budget_used_up"
+    NO_REFERENCE = "no_reference"
+    NO_REFERENCE_CELL = "no_reference_cell"
+    INTERNAL_ERROR = "internal_error"
+    INTERNAL_ERROR_CELL = "internal_error_cell"
+    WORKER_DIED = "worker_died"
+    WORKER_HUNG = "worker_hung"
+    LOST_TWICE = "lost_twice"
+    NOT_GRADED_BECAUSE = "not_graded_because"
 
 
 class Property(StrEnum):
@@ -434,9 +489,9 @@ class Verdict:
 
 
 Reason = str | Phrase | Words | Verdict
-"""Why a cell or a row scored what it did: literal text (what the kernel said, a run event's words
-made in the student's language by `run/`), a phrase, phrases in a row, or the judge's verdict. Made
-into words by `autograder/publish/words.py` only."""
+"""Why a cell or a row scored what it did: literal text (what the kernel said), a phrase (the judge's
+findings, what happened while the notebook ran, why the pool did not run it), phrases in a row, or
+the judge's verdict. Made into words by `autograder/publish/words.py` only."""
 
 
 class _Graded(Protocol):

@@ -13,8 +13,9 @@ than scored against nothing. Other observations are compared directly
 (`compare`).
 
 What comes out is data (`records.CellResult`, its reason a `records.Reason`: the verdict, a phrase,
-or the kernel's own words): this module writes no words and no files. The words are written when
-publishing (`autograder/publish/words.py`), in the submission's language.
+the run's phrases (`run/executor.py`), or the kernel's own words): this module writes no words and
+no files. The words are written when publishing (`autograder/publish/words.py`), in the
+submission's language.
 """
 
 from __future__ import annotations
@@ -132,8 +133,11 @@ def one_line(text: str, n: int = 400) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def error_text(ename: str, evalue: str) -> Reason:
-    """What a cell's error says: the kernel's words (literal, one line), or "not answered yet"."""
+def error_text(ename: str, evalue: str | Phrase) -> Reason:
+    """What a cell's error says: the kernel's words (literal, one line), "not answered yet", or, where
+    the grader ended the cell (`evalue` a phrase: a timeout, a kernel death, a limit), "<ename>: <phrase>"."""
+    if isinstance(evalue, Phrase):
+        return Words((ename, evalue), ": ")
     if ename == "NotImplementedError" and not evalue.strip():
         return phrase("not_answered")
     return one_line(f"{ename}: {evalue}" if evalue.strip() else ename)

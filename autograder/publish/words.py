@@ -7,6 +7,10 @@ become words, when a file is published (grades.csv, results.json, the feedback p
 gradebook's comments): each kind's sentence is its `messages.TEXT` template, in the language asked
 for (the submission's, `Row.language`), through the helper package's catalog.
 
+The run's phrases (`run/`: time-outs, kernel deaths, limits, output caps, the pool's "not run" rows)
+carry their numbers as numbers; how each is written is said here (`NUMBERS`: "12 s", "(6 s)",
+"100,000 characters"), the same in every language.
+
 How a verdict reads: "results differ from the reference on hidden inputs (<first finding>;
 <second finding>; and N more)": at most `SHOWN` findings, the rest counted (a verdict whose findings
 say themselves what went wrong, such as a scorer timeout, has no such introduction). A phrase about
@@ -20,11 +24,23 @@ literal) and never formatted again; escaping for a page is the page's job (`iner
 from __future__ import annotations
 
 from ..messages import TEXT, text
-from ..records import Field, Phrase, Reason, Verdict, Words
+from ..records import Field, Kind, Phrase, Reason, Verdict, Words
 
-__all__ = ["say", "SHOWN"]
+__all__ = ["say", "SHOWN", "NUMBERS"]
 
 SHOWN = 2  # findings a verdict shows; the others are counted ("; and 2 more")
+
+# how a phrase's number field is written, by (kind, field); any other number: str()
+NUMBERS = {
+    (Kind.BUDGET_NOTEBOOK, "seconds"): "{:g}",
+    (Kind.BUDGET_LEFT, "total"): "{:g}",
+    (Kind.BUDGET_LEFT, "left"): "{:.0f}",
+    (Kind.RAN_LONGER, "seconds"): "{:g}",
+    (Kind.OUTPUT_NOTEBOOK_CAP, "limit"): "{:,}",
+    (Kind.OUTPUT_CELL_CAP, "limit"): "{:,}",
+    (Kind.BUDGET_SPENT_ELSEWHERE, "seconds"): "{:g}",
+    (Kind.WORKER_HUNG, "seconds"): "{:.0f}",
+}
 
 
 def say(reason: Reason | Field, lang: str | None = None, shown: int = SHOWN) -> str:
@@ -33,7 +49,7 @@ def say(reason: Reason | Field, lang: str | None = None, shown: int = SHOWN) -> 
     if isinstance(reason, Verdict):
         return _verdict(reason, lang, shown)
     if isinstance(reason, Phrase):
-        fields = {name: say(value, lang) for name, value in reason.fields}
+        fields = {name: _field(reason.kind, name, value, lang) for name, value in reason.fields}
         if "{case}" in TEXT[reason.kind.value]:
             return text(reason.kind.value, lang, case=reason.case, **fields)
         sentence = text(reason.kind.value, lang, **fields)
@@ -41,6 +57,13 @@ def say(reason: Reason | Field, lang: str | None = None, shown: int = SHOWN) -> 
     if isinstance(reason, Words):
         return reason.sep.join(say(part, lang) for part in reason.parts)
     return str(reason)
+
+
+def _field(kind: Kind, name: str, value: Field, lang: str | None) -> str:
+    form = NUMBERS.get((kind, name))
+    if form is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return form.format(value)
+    return say(value, lang)
 
 
 def _verdict(verdict: Verdict, lang: str | None, limit: int) -> str:

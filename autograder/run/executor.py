@@ -56,8 +56,8 @@ from nbformat import v4 as nbv4
 from namedaxes.nbgrader_metadata import nbgrader_cell
 
 from ..limits import MAX_LOGGED_NAMES, MAX_OBSERVATION_BYTES, MAX_RESTARTS, NOTEBOOK_OUTPUT_CHARS, SNAPSHOT_TIMEOUT
-from ..messages import text
-from ..records import CellOutcome, RunResult
+from ..publish.words import say
+from ..records import CellOutcome, Phrase, RunResult, phrase
 from ..sandbox import workcopy
 from .kernel import MAX_MESSAGE_BYTES, MAX_OUTPUT_CHARS, MAX_OUTPUTS, CellRun, Kernel, KernelStartError
 from .namespace_guard import GUARD_CODE, split_hidden
@@ -89,17 +89,18 @@ RESTORE_CODE = (
 )
 
 
-def cell_label(nb: NotebookNode, index: int) -> str:
+def cell_label(nb: NotebookNode, index: int) -> Phrase:
+    """Which cell, as data ("cell 'axis_sum'", "the cell you added after cell 4 (#1 ...)")."""
     cell = nb.cells[index]
     meta = cell.get("metadata", {})
     gid = nbgrader_cell(cell).grade_id
     if gid:
-        return text("cell_grade_id", grade_id=gid)
+        return phrase("cell_grade_id", grade_id=gid)
     if (meta.get("autograder") or {}).get("student_added"):
         added = [i for i, c in enumerate(nb.cells) if (c.metadata.get("autograder") or {}).get("student_added")]
-        return text("cell_added", index=index, n=added.index(index) + 1)
+        return phrase("cell_added", index=index, n=added.index(index) + 1)
     cid = cell.get("id")
-    return text("cell_id", cell_id=cid) if cid else text("cell_number", number=index + 1)
+    return phrase("cell_id", cell_id=cid) if cid else phrase("cell_number", number=index + 1)
 
 
 # ---------------------------------------------------------------- observations
@@ -212,8 +213,8 @@ def _execute_hidden(kernel: Kernel, gid: str, hidden: str, timeout: float) -> Ce
         left = max(0.1, timeout - (time.monotonic() - t0))
         run = kernel.execute(hidden, left, store_history=False, max_chars=0)
     run.outputs, run.output_chars, run.truncated = [], 0, False
-    if run.status == "error":
-        run.ename, run.evalue = HIDDEN_ERROR, text("hidden_part_failed")
+    if run.status == "error":  # what it said is dropped; its outcome says `hidden_part_failed` (run_notebook)
+        run.ename, run.evalue = HIDDEN_ERROR, ""
     run.seconds = time.monotonic() - t0
     return run
 
@@ -229,7 +230,7 @@ def run_notebook(
     prelude: str = "",
     budget: float | None = None,
     max_output_chars: int = NOTEBOOK_OUTPUT_CHARS,
-    budget_label: str = "",
+    budget_label: Phrase | None = None,
 ) -> RunResult:
     """Execute the code cells of `nb` in place (outputs written into the cells).
 
@@ -238,7 +239,10 @@ def run_notebook(
     `new_kernel(n)` starts the n-th replacement kernel in the same working copy.
     `prelude` is trusted code run silently in every kernel before the first cell.
     `budget`: wall-clock seconds for the whole run (None: no budget); `budget_label` says
-    what it is in messages (default: "the notebook's time budget of N s").
+    what it is, as a phrase (default: "the notebook's time budget of N s").
+
+    What happened (the outcomes' texts, the events) is data (`records.Phrase`); only the error output
+    appended to a failed cell of `nb` is words (`_append_error_output`).
     """
     t0 = time.monotonic()
     deadline = t0 + budget if budget else float("inf")
@@ -249,7 +253,7 @@ def run_notebook(
     kernel = first_kernel
     chars_left = max_output_chars
     capped = False
-    what = budget_label or (text("budget_notebook", seconds=f"{budget:g}") if budget else "")
+    what: Phrase | str = budget_label or (phrase("budget_notebook", seconds=budget) if budget else "")
 
     def left() -> float:
         return deadline - time.monotonic()
@@ -274,8 +278,8 @@ def run_notebook(
         return None
 
     def out_of_time(rest: list[int]) -> None:
-        _mark_rest(result, rest, text("budget_ran_out", what=what))
-        result.events.append(("timeout", text("ran_out_of", what=what, n=len(rest))))
+        _mark_rest(result, rest, phrase("budget_ran_out", what=what))
+        result.events.append(("timeout", phrase("ran_out_of", what=what, n=len(rest))))
 
     def log(gid: str, when: str, names: list[str]) -> None:
         if names:
@@ -345,16 +349,14 @@ def run_notebook(
                             result.events.append(
                                 (
                                     "too_much_output",
-                                    text("output_notebook_cap", label=label, limit=f"{max_output_chars:,}"),
+                                    phrase("output_notebook_cap", label=label, limit=max_output_chars),
                                 )
                             )
                     else:
                         result.events.append(
                             (
                                 "too_much_output",
-                                text(
-                                    "output_cell_cap", label=label, limit=f"{MAX_OUTPUT_CHARS:,}", outputs=MAX_OUTPUTS
-                                ),
+                                phrase("output_cell_cap", label=label, limit=MAX_OUTPUT_CHARS, outputs=MAX_OUTPUTS),
                             )
                         )
             if gid is not None and hidden_of.get(i) and not hidden_step:
@@ -373,33 +375,34 @@ def run_notebook(
                 )
             stage = "hidden" if hidden_step else "cells"
             result.stages[stage] = result.stages.get(stage, 0.0) + time.monotonic() - t_step
-            how = text("stopped_budget", what=what) if cut else text("ran_longer", seconds=f"{cell_timeout:g}")
+            how = phrase("stopped_budget", what=what) if cut else phrase("ran_longer", seconds=cell_timeout)
             if run.status in ("ok", "error"):
-                result.outcomes[i] = CellOutcome(run.status, run.ename, run.evalue, run.seconds)
+                said = phrase("hidden_part_failed") if hidden_step and run.status == "error" else run.evalue
+                result.outcomes[i] = CellOutcome(run.status, run.ename, said, run.seconds)
                 if i == guard_after and not hidden_step:
                     _install_guard(kernel, cell_timeout)
                 pos += 1
                 continue
             if run.status == "timeout":
                 result.outcomes[i] = CellOutcome(
-                    "timeout", "TimeoutError", text("this_cell_interrupted", how=how), run.seconds
+                    "timeout", "TimeoutError", phrase("this_cell_interrupted", how=how), run.seconds
                 )
-                result.events.append(("timeout", text("cell_interrupted", label=label, how=how)))
+                result.events.append(("timeout", phrase("cell_interrupted", label=label, how=how)))
                 fatal.add(i)
                 pos += 1
                 continue
             # hung (killed after a timeout), oversized or died: a new kernel, replay, go on
             if run.status == "hung":
                 result.outcomes[i] = CellOutcome(
-                    "timeout", "TimeoutError", text("this_cell_hung", how=how), run.seconds
+                    "timeout", "TimeoutError", phrase("this_cell_hung", how=how), run.seconds
                 )
-                result.events.append(("timeout", text("cell_hung", label=label, how=how)))
+                result.events.append(("timeout", phrase("cell_hung", label=label, how=how)))
             elif run.status == "oversized":
                 mib = MAX_MESSAGE_BYTES // 2**20
                 result.outcomes[i] = CellOutcome(
-                    "error", "OutputTooLarge", text("this_cell_oversized", mib=mib), run.seconds
+                    "error", "OutputTooLarge", phrase("this_cell_oversized", mib=mib), run.seconds
                 )
-                result.events.append(("too_much_output", text("cell_oversized", label=label, mib=mib)))
+                result.events.append(("too_much_output", phrase("cell_oversized", label=label, mib=mib)))
             else:
                 code = kernel.proc.returncode if kernel.proc is not None else None
                 if code is not None and code > 128 and kernel.sandbox.isolate:
@@ -408,19 +411,19 @@ def run_notebook(
                 hit = _post_mortem(kernel)
                 if hit is not None:
                     result.outcomes[i] = CellOutcome("died", "LimitReached", hit.reason, run.seconds)
-                    result.events.append((hit.status, text("limit_restarted", label=label, reason=hit.reason)))
+                    result.events.append((hit.status, phrase("limit_restarted", label=label, reason=hit.reason)))
                 else:
                     why = _death_reason(code)
                     result.outcomes[i] = CellOutcome(
-                        "died", "DeadKernelError", text("this_cell_died", why=why), run.seconds
+                        "died", "DeadKernelError", phrase("this_cell_died", why=why), run.seconds
                     )
-                    result.events.append(("kernel_died", text("cell_died", label=label, why=why)))
+                    result.events.append(("kernel_died", phrase("cell_died", label=label, why=why)))
             _append_error_output(cell, result.outcomes[i])
             fatal.add(i)
             kernel.kill()
             kernel = None
             if result.restarts >= MAX_RESTARTS:
-                _mark_rest(result, rest(pos + 1), text("too_many_restarts"))
+                _mark_rest(result, rest(pos + 1), phrase("too_many_restarts"))
                 break
             if left() <= 0:
                 out_of_time(rest(pos + 1))
@@ -429,8 +432,8 @@ def run_notebook(
             t_restart = time.monotonic()
             kernel = start(result.restarts, None)
             if kernel is None:
-                _mark_rest(result, rest(pos + 1), text("not_restarted"))
-                result.events.append(("kernel_died", text("not_restarted_because", error=result.start_error)))
+                _mark_rest(result, rest(pos + 1), phrase("not_restarted"))
+                result.events.append(("kernel_died", phrase("not_restarted_because", error=result.start_error)))
                 break
             replayed = _replay(
                 kernel, nb, done_cells(pos), tests, fatal, cell_timeout, guard_after, deadline, snapshots=hidden_of
@@ -441,8 +444,8 @@ def run_notebook(
                 if replayed == "budget":
                     out_of_time(rest(pos + 1))
                     break
-                _mark_rest(result, rest(pos + 1), text("replay_failed_rest"))
-                result.events.append(("kernel_died", text("replay_failed", label=label)))
+                _mark_rest(result, rest(pos + 1), phrase("replay_failed_rest"))
+                result.events.append(("kernel_died", phrase("replay_failed", label=label)))
                 break
             result.stages["restarts"] = result.stages.get("restarts", 0.0) + time.monotonic() - t_restart
             pos += 1
@@ -467,7 +470,7 @@ def _post_mortem(kernel: Kernel):
         return None
 
 
-def _death_reason(returncode: int | None) -> str:
+def _death_reason(returncode: int | None) -> Phrase | str:
     if returncode is None:
         return ""
     if returncode < 0:
@@ -478,21 +481,22 @@ def _death_reason(returncode: int | None) -> str:
         key = {"SIGXCPU": "died_cpu", "SIGSEGV": "died_segv", "SIGKILL": "died_killed", "SIGXFSZ": "died_fsize"}.get(
             name
         )
-        return text(key) if key else text("died_signal", signal=name)
-    return text("died_exit", code=returncode)
+        return phrase(key) if key else phrase("died_signal", signal=name)
+    return phrase("died_exit", code=returncode)
 
 
 def _append_error_output(cell: NotebookNode, outcome: CellOutcome) -> None:
+    """The graded notebook shows why the grader ended the cell: that output is a published text, so its
+    words are `publish.words.say`'s, in the current language (the worker's `speaking(lang)`)."""
+    said = say(outcome.evalue)
     cell.outputs = list(cell.get("outputs", [])) + [
-        nbv4.new_output(
-            "error", ename=outcome.ename, evalue=outcome.evalue, traceback=[f"{outcome.ename}: {outcome.evalue}"]
-        )
+        nbv4.new_output("error", ename=outcome.ename, evalue=said, traceback=[f"{outcome.ename}: {said}"])
     ]
 
 
-def _mark_rest(result: RunResult, indices: list[int], why: str) -> None:
+def _mark_rest(result: RunResult, indices: list[int], why: Phrase) -> None:
     for j in indices:
-        result.outcomes[j] = CellOutcome("not_run", "NotRun", text("not_run_because", why=why))
+        result.outcomes[j] = CellOutcome("not_run", "NotRun", phrase("not_run_because", why=why))
 
 
 def _replay(

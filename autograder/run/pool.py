@@ -19,7 +19,8 @@ on all pipes and all process sentinels at once (`connection.wait`), so:
   (their process groups), whatever they are doing;
 - either way the worker is replaced, its task is retried once on a fresh
   worker, and a task lost twice becomes a row with status `error` and a
-  reason saying what happened (`lost(task, why)`);
+  reason saying what happened (`on_lost(task, why)`, `why` a phrase: the pool's
+  rows are data too, said when published);
 - Ctrl-C (or SIGTERM) anywhere in the loop: every worker gets SIGTERM (it kills
   its kernels and exits), then SIGKILL after `STOP_GRACE` s, and every kernel
   any worker reported is killed by process group: nothing outlives the batch.
@@ -63,7 +64,8 @@ from pathlib import Path
 from ..judge.score import make_row, zero_cells
 from ..limits import HANG_MARGIN, MAX_ATTEMPTS, REFERENCE_BUDGET, STOP_GRACE
 from ..publish.outputs import Progress
-from ..records import InternalError, KernelGone, KernelStarted, ReferenceRun, Row, Task, TaskDone
+from ..publish.words import say
+from ..records import InternalError, KernelGone, KernelStarted, Phrase, ReferenceRun, Row, Task, TaskDone, phrase
 from ..sandbox.build import mpl_cache
 from ..sandbox.xla_cache import protect_published, publish_xla_cache, remove_protected
 from .reference_lock import ReferenceLock
@@ -73,8 +75,12 @@ from .worker import Config, worker_main
 __all__ = ["Pool", "run_all", "HANG_MARGIN", "STOP_GRACE", "ReferenceLock"]
 
 
-LOST_DIED = "the grader's worker process died while grading this notebook"
-LOST_HUNG = "the grader's worker process stopped responding (no result within {s:.0f} s) and was killed"
+# why a task was lost (as data: it becomes a row's reason; the grader's log says it in English)
+LOST_DIED = phrase("worker_died")
+
+
+def lost_hung(seconds: float) -> Phrase:
+    return phrase("worker_hung", seconds=seconds)
 
 
 def _killpg(pid: int) -> None:
@@ -167,7 +173,7 @@ class Pool:
     def run(
         self,
         on_done: Callable[[Task, dict], None],
-        on_lost: Callable[[Task, str], None],
+        on_lost: Callable[[Task, Phrase], None],
         more: Callable[[], bool] = lambda: False,
     ) -> None:
         """Run until no task is pending or in flight (and `more()` says none will come)."""
@@ -205,7 +211,7 @@ class Pool:
                 if slot.proc.sentinel in ready and not slot.conn.poll():
                     self._lose(slot, LOST_DIED, on_lost)
                 elif time.monotonic() > slot.deadline:
-                    self._lose(slot, LOST_HUNG.format(s=self.budget(slot.task) + self.margin), on_lost)
+                    self._lose(slot, lost_hung(self.budget(slot.task) + self.margin), on_lost)
 
     def _read(self, slot: _Slot, on_done, on_lost) -> None:
         while slot.task is not None and slot.conn.poll():
@@ -225,7 +231,7 @@ class Pool:
                 task, slot.task = slot.task, None
                 on_done(task, msg.result)
 
-    def _lose(self, slot: _Slot, why: str, on_lost) -> None:
+    def _lose(self, slot: _Slot, why: Phrase, on_lost) -> None:
         task = slot.task
         slot.task = None
         self._kill(slot)
@@ -364,7 +370,7 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
             t.xla_dir = str(xla_dirs[aid]) if use_xla and (xla_dirs[aid] / ".complete").exists() else ""
             pool.submit(t)
 
-    def not_graded(task: Task, status: str, reason: str, cell_reason: str) -> None:
+    def not_graded(task: Task, status: str, reason: Phrase, cell_reason: Phrase) -> None:
         source = sources[task.assignment]
         row = make_row(task, source, status, reason, zero_cells(source, cell_reason))
         _write_feedback(cfg, task, row)
@@ -386,10 +392,7 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
         free = submission_budget - spent[t.student]
         if free <= 0:
             not_graded(
-                t,
-                "timeout",
-                f"not run: this submission's time budget of {submission_budget:g} s went to its other notebooks",
-                "not run: the submission's time budget was used up",
+                t, "timeout", phrase("budget_spent_elsewhere", seconds=submission_budget), phrase("budget_used_up")
             )
             return "drop"
         running = sum(b for who, b in reserved.values() if who == t.student)
@@ -397,7 +400,7 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
             return "defer"
         left = free - running
         t.budget = min(notebook_budget, left)
-        # the worker words the budget in the submission's language (autograder.messages)
+        # the worker says what the budget is (worker.budget_label); its words come when publishing
         t.budget_of_submission = 0.0 if left >= notebook_budget else submission_budget
         reserved[t.seq] = (t.student, t.budget)
         return "send"
@@ -427,11 +430,7 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
             if task.assignment in ref_problems:
                 for t in waiting.pop(task.assignment, []):
                     not_graded(
-                        t,
-                        "error",
-                        f"not graded: the reference solution of {task.assignment} does not "
-                        f"run cleanly (see the grader's output)",
-                        "not graded: no reference",
+                        t, "error", phrase("no_reference", assignment=task.assignment), phrase("no_reference_cell")
                     )
             else:
                 release(task.assignment)
@@ -439,24 +438,20 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
         if isinstance(res, InternalError):
             settle(task, task.budget)
             internal.append(f"{task.student} / {task.assignment}:\n{res.detail}")
-            not_graded(
-                task,
-                "error",
-                "internal grader error (see the grader's output); regrade this student",
-                "internal grader error",
-            )
+            not_graded(task, "error", phrase("internal_error"), phrase("internal_error_cell"))
         else:
             settle(task, float(res.seconds if res.seconds is not None else task.budget))
             rows.append(res)
             progress.update(res.status)
 
-    def on_lost(task: Task, why: str) -> None:
+    def on_lost(task: Task, why: Phrase) -> None:
+        said = say(why, "en")  # the grader's own log and the reference's problems: the instructor's English
         if task.kind == "reference":
-            on_done(task, InternalError(why + " (twice)"))
+            on_done(task, InternalError(said + " (twice)"))
             return
         settle(task, task.budget)
-        internal.append(f"{task.student} / {task.assignment}: {why} (twice)")
-        not_graded(task, "error", f"{why}, twice; not graded: regrade this student", "not graded: " + why)
+        internal.append(f"{task.student} / {task.assignment}: {said} (twice)")
+        not_graded(task, "error", phrase("lost_twice", why=why), phrase("not_graded_because", why=why))
 
     for t in ref_tasks:
         pool.submit(t)

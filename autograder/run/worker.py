@@ -35,9 +35,9 @@ from namedaxes.nbgrader_metadata import nbgrader_cell
 from ..course.notebooks import SourceNotebook, UnreadableNotebook, build_graded, read_submission
 from ..judge.score import error_text, make_row, prepare_scorer, score_run, scorer_stats, submission_status, zero_cells
 from ..limits import MAX_ADDED_CELLS, NOTEBOOK_OUTPUT_CHARS
-from ..messages import speaking, submission_language, text
+from ..messages import speaking, submission_language
 from ..publish.words import say
-from ..records import InternalError, KernelGone, KernelStarted, ReferenceRun, Row, Task, TaskDone
+from ..records import InternalError, KernelGone, KernelStarted, Phrase, ReferenceRun, Row, Task, TaskDone, phrase
 from ..sandbox import workcopy
 from ..sandbox.launch import Sandbox
 from ..sandbox.xla_cache import REFERENCE_ENV, xla_prelude
@@ -134,16 +134,16 @@ class Worker:
             lang = submission_language(student_nb)
         except Exception as err:  # noqa: BLE001 - whatever a hostile file does to the parser: unreadable
             return self.unreadable(task, source, err, t0)
-        with speaking(lang):  # every reason and the feedback page in the student's language
+        with speaking(lang):  # the feedback page and the graded notebook in the student's language
             if lang in source.edition_problems:
                 row = make_row(
                     task,
                     source,
                     "error",
-                    text(
+                    phrase(
                         "edition_mismatch", lang=lang, assignment=task.assignment, problem=source.edition_problems[lang]
                     ),
-                    zero_cells(source, text("cell_not_run")),
+                    zero_cells(source, phrase("cell_not_run")),
                     lang,
                 )
                 self.write_outputs(task, source, None, row)
@@ -154,7 +154,7 @@ class Worker:
     def unreadable(self, task: Task, source: SourceNotebook, err: BaseException, t0: float) -> Row:
         why = str(err) if isinstance(err, UnreadableNotebook) else unreadable_reason(err)
         row = make_row(
-            task, source, "unreadable", f"{task.origin}: {why}", zero_cells(source, text("notebook_unreadable"))
+            task, source, "unreadable", f"{task.origin}: {why}", zero_cells(source, phrase("notebook_unreadable"))
         )
         self.write_outputs(task, source, None, row)
         return row.timed(seconds=time.monotonic() - t0)
@@ -200,7 +200,7 @@ class Worker:
                 prep.join()  # before anything else uses the scorer (one thread at a time)
         if merge.dropped_cells:
             run.events.append(
-                ("too_many_cells", text("cells_dropped", n=merge.dropped_cells, limit=self.cfg.max_added_cells))
+                ("too_many_cells", phrase("cells_dropped", n=merge.dropped_cells, limit=self.cfg.max_added_cells))
             )
         t_score = time.monotonic()
         cells = score_run(source, graded, run, refs, str(workdir))
@@ -277,8 +277,9 @@ class Worker:
             problems.append("the kernel did not start: " + run.start_error)
         for i, outcome in sorted(run.outcomes.items()):
             if outcome.status != "ok":
-                problems.append(
-                    f"{cell_label(nb, i)}: {outcome.status}: {say(error_text(outcome.ename, outcome.evalue), 'en')}"
+                problems.append(  # the instructor's (English)
+                    f"{say(cell_label(nb, i), 'en')}: {outcome.status}: "
+                    f"{say(error_text(outcome.ename, outcome.evalue), 'en')}"
                 )
         for t in source.test_cells:
             if t.grade_id not in run.observations:
@@ -289,11 +290,11 @@ class Worker:
         return ReferenceRun(task.assignment, problems, run.observations, run.seconds)
 
 
-def budget_label(task: Task) -> str:
-    """What the task's time budget is, in the current language ("" : the notebook's own budget)."""
+def budget_label(task: Task) -> Phrase | None:
+    """What the task's time budget is, as data (None: the notebook's own budget)."""
     if task.budget_of_submission <= 0:
-        return ""
-    return text("budget_left", total=f"{task.budget_of_submission:g}", left=f"{max(0.0, task.budget):.0f}")
+        return None
+    return phrase("budget_left", total=task.budget_of_submission, left=max(0.0, task.budget))
 
 
 def language_prelude(lang: str) -> str:

@@ -55,28 +55,29 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..records import Phrase, phrase
+
 __all__ = ["CgroupSupport", "KernelCgroup", "LimitHit", "detect", "sweep_stale", "LIMIT_MESSAGES", "limit_message"]
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 _PREFIX = "agr-"
 _COUNTER = itertools.count(1)
 
-# What a student reads when a limit ended (part of) their run. {limit} is filled in (autograder.messages).
+# What a student reads when a limit ended (part of) their run: the kind of its sentence (records.Kind, a key
+# of autograder.messages.TEXT); {limit} is a field, the words come when publishing (autograder.publish.words).
 LIMIT_MESSAGES = {"memory": "limit_memory", "processes": "limit_processes", "disk": "limit_disk"}
 
 
-def limit_message(status: str, limit) -> str:
-    from ..messages import text
-
-    return text(LIMIT_MESSAGES[status], limit=limit)
+def limit_message(status: str, limit: str | int) -> Phrase:
+    return phrase(LIMIT_MESSAGES[status], limit=limit)
 
 
 @dataclass(frozen=True)
 class LimitHit:
-    """A limit a kernel ran into: `status` is the row status, `reason` the student-facing text."""
+    """A limit a kernel ran into: `status` is the row status, `reason` what the student reads, as data."""
 
     status: str  # memory | processes | disk
-    reason: str
+    reason: Phrase
 
 
 def _mib(n: int) -> str:

@@ -45,3 +45,46 @@ def test_the_same_data_in_chinese_come_from_the_catalog():
 def test_student_text_in_a_field_is_inserted_once_never_formatted():
     assert say(phrase("values_differ", key="{0}{key}"), "en") == "{0}{key}: values differ"
     assert phrase("expected_got", prop=Property.DTYPE, key="x", want="a", got="b").failed is Property.DTYPE
+
+
+def _run_time_phrases():
+    """What run/ records when a cell ran too long, when output was capped, when the pool did not run a
+    notebook: data, with numbers as numbers."""
+    label = phrase("cell_grade_id", grade_id="scaled_sum_total")
+    return {
+        "interrupted": phrase("cell_interrupted", label=label, how=phrase("ran_longer", seconds=30.0)),
+        "budget": phrase(
+            "ran_out_of", what=phrase("budget_left", total=18.0, left=5.6), n=3
+        ),  # (6 s): rounded when said
+        "capped": phrase("output_notebook_cap", label=label, limit=100000),
+        "spent": phrase("budget_spent_elsewhere", seconds=600.0),
+    }
+
+
+def test_a_run_time_phrase_reads_as_the_run_always_wrote_it():
+    said = {name: say(p, "en") for name, p in _run_time_phrases().items()}
+    assert said == {
+        "interrupted": "cell 'scaled_sum_total' ran longer than 30 s and was interrupted",
+        "budget": "the notebook ran out of what was left of this submission's time budget of 18 s (6 s); "
+        "3 cell(s) were not run",
+        "capped": "the notebook's output passed 100,000 characters at cell 'scaled_sum_total'; "
+        "further output was dropped",
+        "spent": "not run: this submission's time budget of 600 s went to its other notebooks",
+    }
+
+
+def test_a_run_time_phrase_is_said_in_chinese_from_the_catalog():
+    p = _run_time_phrases()
+    label = translate("cell '{grade_id}'", "zh").format(grade_id="scaled_sum_total")
+    how = translate("ran longer than {seconds} s", "zh").format(seconds="30")
+    assert say(p["interrupted"], "zh") == translate("{label} {how} and was interrupted", "zh").format(
+        label=label, how=how
+    )
+    assert say(p["spent"], "zh") == translate(
+        "not run: this submission's time budget of {seconds} s went to its other notebooks", "zh"
+    ).format(seconds="600")
+    for name, phr in p.items():
+        assert say(phr, "zh") != say(phr, "en"), f"the catalog translates {name}"
+    assert (
+        "100,000" in say(p["capped"], "zh") and "18" in say(p["budget"], "zh") and "（6 秒）" in say(p["budget"], "zh")
+    )

@@ -18,8 +18,9 @@ import textwrap
 import time
 from pathlib import Path
 
-from autograder.records import KernelStarted, Task, TaskDone
-from autograder.run.pool import LOST_DIED, Pool, ReferenceLock
+from autograder.publish.words import say
+from autograder.records import KernelStarted, Task, TaskDone, phrase
+from autograder.run.pool import LOST_DIED, Pool, ReferenceLock, lost_hung
 
 BUDGET, MARGIN = 0.5, 0.5
 
@@ -82,7 +83,7 @@ def test_a_hung_worker_and_its_kernels_are_killed_retried_then_reported(tmp_path
     done, lost, seconds = run_pool(tmp_path, ["hang", "ok", "ok"])
     assert sorted(s for s, _ in done) == ["ok", "ok"]
     assert len(lost) == 1 and lost[0][0] == "hang"
-    assert "stopped responding (no result within 1 s)" in lost[0][1]
+    assert "stopped responding (no result within 1 s)" in say(lost[0][1], "en")  # data; words when publishing
     kernels = [int(p.name.rsplit("-", 1)[1]) for p in tmp_path.glob("kernel-*")]
     assert len(kernels) == 2  # one per attempt
     deadline = time.monotonic() + 5
@@ -90,6 +91,20 @@ def test_a_hung_worker_and_its_kernels_are_killed_retried_then_reported(tmp_path
         time.sleep(0.1)
     assert not any(alive(k) for k in kernels), kernels
     assert seconds < 2 * (BUDGET + MARGIN) + 10
+
+
+def test_a_task_lost_twice_is_a_row_reason_as_data_said_in_the_readers_language():
+    reason, cell = phrase("lost_twice", why=lost_hung(61.4)), phrase("not_graded_because", why=LOST_DIED)
+    assert say(reason, "en") == (
+        "the grader's worker process stopped responding (no result within 61 s) and was killed, twice; "
+        "not graded: regrade this student"
+    )
+    assert say(cell, "en") == "not graded: the grader's worker process died while grading this notebook"
+    assert (
+        say(reason, "zh")
+        == "评分器的工作进程停止了响应（61 秒内没有结果），已被终止，两次；未评分：请为这位学生重新评分"
+    )
+    assert say(cell, "zh") == "未评分：评分器的工作进程在为这个笔记本评分时终止了"
 
 
 INTERRUPTED = textwrap.dedent("""

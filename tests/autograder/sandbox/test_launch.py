@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.publish.words import say
 from autograder.sandbox import cgroups, workcopy
 from autograder.sandbox.cgroups import CgroupSupport, detect
 from autograder.sandbox.launch import Sandbox
@@ -413,7 +414,7 @@ def test_shared_memory_counts_against_the_memory_limit(sandbox, copies, attack):
     c = start(sb, classmate, CLASSMATE, label="classmate")
     code, res, verdict, err = finish(*a)
     assert res is None and code in (-9, 137), (code, res, err)  # SIGKILL by the cgroup's OOM killer
-    assert verdict is not None and verdict.status == "memory" and "128 MiB" in verdict.reason
+    assert verdict is not None and verdict.status == "memory" and "128 MiB" in say(verdict.reason, "en")
     ccode, cres, cverdict, cerr = finish(*c)
     assert (ccode, cres, cverdict) == (0, "fine", None), cerr
 
@@ -447,7 +448,7 @@ def test_fork_bomb_stops_at_the_pids_limit(sandbox, copies):
     code, res, verdict, err = finish(*a)
     assert code == 0, err
     assert res[0] == "EAGAIN" and 200 <= res[1] < sandbox.pids_max, res
-    assert verdict is not None and verdict.status == "processes" and str(sandbox.pids_max) in verdict.reason
+    assert verdict is not None and verdict.status == "processes" and str(sandbox.pids_max) in say(verdict.reason, "en")
     ccode, cres, cverdict, cerr = finish(*c)
     assert (ccode, cres, cverdict) == (0, "fine", None), cerr
 
@@ -479,7 +480,7 @@ def test_disk_quota_of_the_working_copy(sandbox, copies):
     assert code == 0, err
     assert res[0] == "ENOSPC" and 12 <= res[1] <= 16, res
     hit = sandbox.disk_full(attacker)
-    assert hit is not None and hit.status == "disk" and "16 MiB" in hit.reason
+    assert hit is not None and hit.status == "disk" and "16 MiB" in say(hit.reason, "en")
     (classmate / "answer.bin").write_bytes(b"y" * 8 * MiB)  # classmates' space is their own
     assert sandbox.disk_full(classmate) is None
     assert workcopy.is_quota_mount(attacker) and workcopy.remove(attacker) and not attacker.exists()
@@ -507,7 +508,7 @@ def test_file_count_quota_of_the_working_copy(sandbox, copies):
     assert code == 0, err
     assert res[0] == "ENOSPC" and 900 <= res[1] < 1000, res
     hit = sandbox.disk_full(w)
-    assert hit is not None and hit.status == "disk" and "1000 files" in hit.reason
+    assert hit is not None and hit.status == "disk" and "1000 files" in say(hit.reason, "en")
 
 
 # ---------------------------------------------------------------- the shared XLA cache

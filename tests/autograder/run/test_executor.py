@@ -1,0 +1,75 @@
+"""What a run records is data: cell labels, deaths, time-outs are phrases, said only when publishing."""
+
+from __future__ import annotations
+
+from nbformat import v4 as nbv4
+
+from autograder.judge.score import error_text
+from autograder.publish.words import say
+from autograder.records import CellOutcome, Kind, Phrase, RunResult, phrase
+from autograder.run.executor import _append_error_output, _death_reason, _mark_rest, cell_label
+
+
+def _notebook():
+    graded = {
+        "grade": True,
+        "grade_id": "axis_sum",
+        "points": 1,
+        "solution": False,
+        "locked": True,
+        "schema_version": 3,
+    }
+    return nbv4.new_notebook(
+        cells=[
+            nbv4.new_code_cell("x = 1", metadata={"nbgrader": graded}),
+            nbv4.new_code_cell("y = 2", metadata={"autograder": {"student_added": True}}),
+            nbv4.new_code_cell("z = 3"),
+        ]
+    )
+
+
+def test_a_cell_is_named_by_a_phrase():
+    nb = _notebook()
+    labels = [cell_label(nb, i) for i in range(3)]
+    assert all(isinstance(label, Phrase) for label in labels)
+    assert labels[0] == phrase("cell_grade_id", grade_id="axis_sum")
+    assert labels[1] == phrase("cell_added", index=1, n=1)
+    assert say(labels[1], "en") == "the cell you added after cell 1 (#1 of your added cells)"
+    assert say(labels[2], "en") == f"cell '{nb.cells[2].id}'"
+
+
+def test_why_a_kernel_died_is_a_phrase_and_reads_as_before():
+    assert _death_reason(None) == ""
+    assert _death_reason(-11) == phrase("died_segv") and _death_reason(3) == phrase("died_exit", code=3)
+    assert _death_reason(-10) == phrase("died_signal", signal="SIGUSR1")
+    assert (
+        say(phrase("this_cell_died", why=_death_reason(-11)), "en")
+        == "the kernel died in this cell: segmentation fault"
+    )
+    assert say(phrase("this_cell_died", why=_death_reason(None)), "en") == "the kernel died in this cell"
+
+
+def test_a_cell_the_grader_ended_keeps_its_phrase_and_its_reason_reads_as_before():
+    outcome = CellOutcome(
+        "timeout", "TimeoutError", phrase("this_cell_interrupted", how=phrase("ran_longer", seconds=5.0))
+    )
+    assert say(error_text(outcome.ename, outcome.evalue), "en") == (
+        "TimeoutError: this cell ran longer than 5 s and was interrupted"
+    )
+    assert say(error_text("ValueError", "bad {0}"), "en") == "ValueError: bad {0}"  # the kernel's words: literal
+    result = RunResult()
+    _mark_rest(result, [4, 5], phrase("too_many_restarts"))
+    assert {o.evalue.kind for o in result.outcomes.values()} == {Kind.NOT_RUN_BECAUSE}
+    assert say(error_text("NotRun", result.outcomes[4].evalue), "en") == "NotRun: not run: too many kernel restarts"
+
+
+def test_the_graded_notebook_shows_the_words_in_the_current_language():
+    from autograder.messages import speaking
+
+    cell = nbv4.new_code_cell("while True: pass")
+    outcome = CellOutcome("timeout", "TimeoutError", phrase("this_cell_hung", how=phrase("ran_longer", seconds=5.0)))
+    with speaking("zh"):
+        _append_error_output(cell, outcome)
+    shown = cell.outputs[-1]
+    assert shown.ename == "TimeoutError" and shown.evalue == say(outcome.evalue, "zh") != say(outcome.evalue, "en")
+    assert shown.traceback == [f"TimeoutError: {shown.evalue}"]
