@@ -176,8 +176,7 @@ TEXT: dict[str, str] = {
     # ---- rows the pool answers itself (records.Kind from run/pool.py)
     "budget_spent_elsewhere": "not run: this submission's time budget of {seconds} s went to its other notebooks",
     "budget_used_up": "not run: the submission's time budget was used up",
-    "no_reference": "not graded: the reference solution of {assignment} does not run cleanly (see the grader's "
-    "output)",
+    "no_reference": "not graded: the reference solution of {assignment} does not run cleanly (see the grader's output)",
     "no_reference_cell": "not graded: no reference",
     "internal_error": "internal grader error (see the grader's output); regrade this student",
     "internal_error_cell": "internal grader error",
