@@ -1,6 +1,6 @@
 """Test-only: the autograder's verdict on two `observe(...)` results, judged in the test process.
 
-The exercise tests (tests/namedaxes/exercises/test_*.py, test_one_judge.py among them, and
+The exercise tests (tests/namedaxes/exercises/test_*.py, each with its one-judge test, `agreement_test`, and
 tests/autograder/judge/test_programs.py) prove each exercise's RIGHT / WRONG / EQUIVALENT matrix
 against the grader's own judge. Grading
 never uses this module: it lives in tests/ so that the grader's code holds no test secret and no
@@ -13,15 +13,32 @@ process too: no student code runs in it), everything else by `autograder.judge.c
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
+
+import pytest
 
 from autograder.judge.compare import compare, normalize
 from autograder.judge.exported import is_program_observation
 from autograder.judge.programs import Judge
 from autograder.publish.words import SHOWN, say
 from autograder.records import Verdict
+from namedaxes.checking import CheckFailed
 
-__all__ = ["judge_observations", "derived", "observations_match", "Said", "said"]
+__all__ = [
+    "judge_observations",
+    "derived",
+    "observations_match",
+    "Said",
+    "said",
+    "visible",
+    "assert_check_passes",
+    "assert_check_fails",
+    "observe",
+    "agreement_test",
+    "matrix_rows",
+]
 
 _TEST_SECRET = b"observations_match: exercise tests only"
 _judges: dict = {}
@@ -55,7 +72,19 @@ def said(verdict: Verdict) -> Said:
 
 
 def judge_observations(reference: dict, observed: dict, grade_id: str = "test") -> Said:
-    """The autograder's verdict on raw `observe(...)` results (normalized the way `record` saves them)."""
+    """The autograder's verdict on raw `observe(...)` results (normalized the way `record` saves them).
+    Judged once per process for two observations that both came from `observe` (see there)."""
+    key = (id(reference), id(observed), grade_id)
+    memo = key[0] in _OBSERVED and key[1] in _OBSERVED
+    if memo and key in _VERDICTS:
+        return _VERDICTS[key]
+    said = _judged(reference, observed, grade_id)
+    if memo:
+        _VERDICTS[key] = said
+    return said
+
+
+def _judged(reference: dict, observed: dict, grade_id: str) -> Said:
     reference, observed = normalize(reference), normalize(observed)
     if is_program_observation(reference):
         return Said(_judge().judge_observations(grade_id, reference, observed))
@@ -71,3 +100,109 @@ def derived(observation: dict, grade_id: str = "test") -> dict:
 def observations_match(reference: dict, observed: dict) -> bool:
     """Does `observed` pass against `reference`? (`judge_observations(...).passed`)"""
     return judge_observations(reference, observed).passed
+
+
+# ---------------------------------------------------------------- one run per answer and process
+# The matrices (RIGHT / EQUIVALENT / WRONG answers with their messages), the observe() stability tests
+# and the one-judge test (`agreement_test`) of an exercise ask the same questions of the same answers:
+# what the visible check says, what observe() records, what the grader's judge decides. Each is
+# computed once per test process and answer; the tests of one file run in one process (make test's
+# `--dist loadfile`), so a file's agreement test, written after its matrices, costs little more than
+# its grader half for the answers no matrix observed. Nothing is cached across processes or runs.
+_CHECKS: dict = {}  # (check, args) -> None (passed) or the CheckFailed message
+_OBSERVATIONS: dict = {}  # (exercise, answer) -> ("ok", observation) or ("raised", exception)
+_OBSERVED: dict = {}  # id -> an observation made by observe() (kept alive: its id stays its own)
+_VERDICTS: dict = {}  # (id(reference), id(observed), grade_id) -> Said
+
+
+def _hashable(key) -> bool:
+    try:
+        hash(key)
+    except TypeError:
+        return False
+    return True
+
+
+def visible(check: Callable, *args) -> str | None:
+    """What the visible check `check(*args)` says: None when it passes, else its CheckFailed message.
+    Any other exception is the checker's own bug and propagates (not remembered)."""
+    key = (check, args)
+    if _hashable(key) and key in _CHECKS:
+        return _CHECKS[key]
+    try:
+        check(*args)
+    except CheckFailed as err:
+        outcome = str(err)
+    else:
+        outcome = None
+    if _hashable(key):
+        _CHECKS[key] = outcome
+    return outcome
+
+
+def assert_check_fails(check: Callable, *args, match: str | None = None) -> str:
+    """`namedaxes.checking.assert_check_fails`, through `visible`: the check rejects the answer (and says `match`)."""
+    message = visible(check, *args)
+    if message is None:
+        raise AssertionError("the check accepted an answer it should reject")
+    if match is not None and not re.search(match, message):
+        raise AssertionError(f"check failed, but its message does not mention {match!r}: {message}")
+    return message
+
+
+def assert_check_passes(check: Callable, *args) -> None:
+    """`namedaxes.checking.assert_check_passes`, through `visible`: the check accepts the answer."""
+    message = visible(check, *args)
+    if message is not None:
+        raise AssertionError(f"the check rejected an answer it should accept: {message}")
+
+
+def observe(exercise, answer) -> dict:
+    """`exercise.observe(answer)`, run once per process and answer (the same object each time: never
+    mutate it); an exception it raised is raised again."""
+    key = (exercise, answer)
+    if key not in _OBSERVATIONS:
+        try:
+            observation = exercise.observe(answer)
+        except Exception as err:  # noqa: BLE001 - remembered and raised again, as the grader sees it
+            _OBSERVATIONS[key] = ("raised", err)
+        else:
+            _OBSERVATIONS[key] = ("ok", observation)
+            _OBSERVED[id(observation)] = observation
+    how, what = _OBSERVATIONS[key]
+    if how == "raised":
+        raise what
+    return what
+
+
+def agreement_test(matrices: dict) -> Callable:
+    """The one-judge test of a file's exercises (issue 16): every RIGHT / EQUIVALENT and WRONG answer goes
+    through the visible check (`Exercise.check`, as in the student's kernel) and through the grader's
+    path (the hidden test's `observe`, judged against the reference's programs by the grader's judge);
+    both must say the same, pass or fail.
+
+    `matrices`: name -> (exercise, reference, RIGHT answers, WRONG (answer, message) pairs). Bind the
+    result to a module-level name that starts with `test_`, after the matrices' own tests."""
+    cases = [(name, "right", i) for name, (_, _, right, _) in matrices.items() for i in range(len(right))]
+    cases += [(name, "wrong", i) for name, (_, _, _, wrong) in matrices.items() for i in range(len(wrong))]
+
+    def graded(exercise, reference, answer) -> bool:
+        try:
+            observed = observe(exercise, answer)
+        except Exception:  # noqa: BLE001 - the hidden test raises: 0 points
+            return False
+        return judge_observations(observe(exercise, reference), observed).passed
+
+    @pytest.mark.parametrize("name, kind, index", cases, ids=[f"{n}-{k}{i}" for n, k, i in cases])
+    def test_the_visible_check_and_the_grader_agree(name, kind, index):
+        exercise, reference, right, wrong = matrices[name]
+        answer = right[index] if kind == "right" else wrong[index][0]
+        passed, graded_passed = visible(exercise.check, answer) is None, graded(exercise, reference, answer)
+        assert passed == graded_passed == (kind == "right"), (passed, graded_passed)
+
+    return test_the_visible_check_and_the_grader_agree
+
+
+def matrix_rows(reference, equivalent: dict, wrong: dict) -> tuple:
+    """(reference, RIGHT answers: the reference and every EQUIVALENT one, WRONG (answer, message) pairs)."""
+    return reference, [reference, *(a for a in equivalent.values() if a is not reference)], list(wrong.values())

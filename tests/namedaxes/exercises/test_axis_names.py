@@ -5,10 +5,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
-from judge_helpers import derived, observations_match
+from judge_helpers import agreement_test, assert_check_fails, assert_check_passes, derived, observations_match, observe
 
 from namedaxes import BATCH, DEVICES
-from namedaxes.checking import assert_check_fails, assert_check_passes
 from namedaxes.exercises import axis_names as q
 
 
@@ -74,16 +73,16 @@ def test_rank_weighted_sum_rejects_wrong_answers(answer, message):
 
 
 def test_rank_weighted_sum_observe_is_stable_and_discriminating():
-    reference = q.rank_weighted_sum.observe(rank_weighted_sum_ref)
+    reference = observe(q.rank_weighted_sum, rank_weighted_sum_ref)
     got = derived(reference)
     assert got["axes"] == [DEVICES] and got["communication"] == ["psum over 'devices'"]
     for key in ("pmap_2", "pmap_4", "pmap_8", "vmap_5"):  # replicated, on the grader's own random inputs
         value = np.asarray(got[key])
         assert value.dtype == np.float32 and np.allclose(value, value[:1]) and not np.allclose(value, 0)
     for answer in RANK_WEIGHTED_SUM_RIGHT[1:]:
-        assert _same_observations(reference, q.rank_weighted_sum.observe(answer))
+        assert _same_observations(reference, observe(q.rank_weighted_sum, answer))
     for answer, _ in RANK_WEIGHTED_SUM_WRONG[:5]:
-        assert not _same_observations(reference, q.rank_weighted_sum.observe(answer))
+        assert not _same_observations(reference, observe(q.rank_weighted_sum, answer))
 
 
 # ---------------------------------------------------------------- last_device_value
@@ -185,16 +184,16 @@ def test_last_device_value_check_runs_under_vmap_too():
 
 
 def test_last_device_value_observe_is_stable_and_discriminating():
-    reference = q.last_device_value.observe(last_device_value_ref)
+    reference = observe(q.last_device_value, last_device_value_ref)
     got = derived(reference)
     assert got["axes"] == [DEVICES] and got["communication"] == ["psum over 'devices'"]
     for k in (2, 5, 8):  # every device holds the same random row: the grader's own inputs
         value = np.asarray(got[f"pmap_{k}"])
         assert value.shape == (k, 5) and np.allclose(value, value[-1:]) and not np.allclose(value, 0)
     for answer in LAST_DEVICE_VALUE_RIGHT[1:]:
-        assert _same_observations(reference, q.last_device_value.observe(answer))
+        assert _same_observations(reference, observe(q.last_device_value, answer))
     for answer, _ in LAST_DEVICE_VALUE_WRONG[:7]:
-        assert not _same_observations(reference, q.last_device_value.observe(answer))
+        assert not _same_observations(reference, observe(q.last_device_value, answer))
 
 
 # ---------------------------------------------------------------- center (one mean of everything)
@@ -264,11 +263,11 @@ def test_center_all_gather_answer_passes_visible_and_hidden_alike():
     """An `all_gather`-based mean passes the hidden test and the visible check alike."""
     gathered = lambda x: x - jnp.mean(lax.all_gather(x, DEVICES))  # noqa: E731
     assert_check_passes(q.center.check, gathered)
-    assert _same_observations(q.center.observe(center_ref), q.center.observe(gathered))
+    assert _same_observations(observe(q.center, center_ref), observe(q.center, gathered))
 
 
 def test_center_observe_is_stable_and_discriminating():
-    reference = q.center.observe(center_ref)
+    reference = observe(q.center, center_ref)
     got = derived(reference)
     assert got["axes"] == [DEVICES]
     assert set(got) == {"pmap_2", "vmap_2", "pmap_4", "vmap_4", "pmap_8", "vmap_8", "axes", "communication"}
@@ -276,9 +275,9 @@ def test_center_observe_is_stable_and_discriminating():
         np.testing.assert_allclose(got[f"pmap_{k}"], got[f"vmap_{k}"], rtol=1e-5, atol=1e-5)
         assert abs(float(np.mean(got[f"pmap_{k}"]))) < 1e-4  # centred as a whole
     for answer in CENTER_RIGHT[1:]:
-        assert _same_observations(reference, q.center.observe(answer))
+        assert _same_observations(reference, observe(q.center, answer))
     for answer, _ in CENTER_WRONG[:5]:
-        assert not _same_observations(reference, q.center.observe(answer))
+        assert not _same_observations(reference, observe(q.center, answer))
 
 
 def test_hints_exist():
@@ -290,3 +289,23 @@ def test_hints_exist():
 def test_first_hint_does_not_give_the_answer(exercise):
     first = exercise._hints[0]
     assert "psum" not in first and "where" not in first and "axis_index" not in first
+
+
+# ---------------------------------------------------------------- one judge (issue 16)
+test_the_visible_check_and_the_grader_agree = agreement_test(
+    {
+        "rank_weighted_sum": (
+            q.rank_weighted_sum,
+            rank_weighted_sum_ref,
+            RANK_WEIGHTED_SUM_RIGHT,
+            RANK_WEIGHTED_SUM_WRONG,
+        ),
+        "last_device_value": (
+            q.last_device_value,
+            last_device_value_ref,
+            LAST_DEVICE_VALUE_RIGHT,
+            LAST_DEVICE_VALUE_WRONG,
+        ),
+        "center": (q.center, center_ref, CENTER_RIGHT, CENTER_WRONG),
+    }
+)

@@ -17,10 +17,18 @@ import pytest
 from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
-from judge_helpers import derived, judge_observations, observations_match
+from judge_helpers import (
+    agreement_test,
+    assert_check_fails,
+    assert_check_passes,
+    derived,
+    judge_observations,
+    matrix_rows,
+    observations_match,
+    observe,
+)
 
 from namedaxes import DATA_PARALLEL, DEVICES
-from namedaxes.checking import assert_check_fails, assert_check_passes
 from namedaxes.exercises import collectives as q
 from namedaxes.exercises.collectives import LEARNING_RATE, loss_fn
 from namedaxes.grading import Case, programs, spec
@@ -109,7 +117,7 @@ def test_median_centered_accepts_equivalent_answers(answer):
 
 
 def test_median_centered_observations_of_equivalent_answers_match():
-    reference = q.median_centered.observe(ref_median_centered)
+    reference = observe(q.median_centered, ref_median_centered)
     got = derived(reference)
     assert got["communication"] == [f"all_gather over '{DEVICES}'"]
     assert {"k8_16x2", "k4_12x3", "k2_6x3", "collectives"} <= set(got)
@@ -118,7 +126,7 @@ def test_median_centered_observations_of_equivalent_answers_match():
     x = derived(_identity_observation(8, (16, 2)))["k8_16x2"]
     np.testing.assert_allclose(got["k8_16x2"], x - np.median(x, axis=0), rtol=1e-6)
     for answer in MEDIAN_EQUIVALENT.values():
-        assert _matches(q.median_centered.observe(answer), reference)
+        assert _matches(observe(q.median_centered, answer), reference)
 
 
 MEDIAN_WRONG = {
@@ -198,11 +206,11 @@ def test_median_centered_needs_an_all_gather():
 
 
 def test_median_centered_observations_reject_wrong_answers():
-    reference = q.median_centered.observe(ref_median_centered)
+    reference = observe(q.median_centered, ref_median_centered)
     for key in ("the cell above, edited once", "medians of the own rows", "mean instead of median", "median minus x"):
-        assert "values differ" in _why_not(q.median_centered.observe(MEDIAN_WRONG[key][0]), reference), key
-    assert "global-view program" in _why_not(q.median_centered.observe(_jit_median), reference)
-    shape = _why_not(q.median_centered.observe(MEDIAN_WRONG["whole matrix from every device"][0]), reference)
+        assert "values differ" in _why_not(observe(q.median_centered, MEDIAN_WRONG[key][0]), reference), key
+    assert "global-view program" in _why_not(observe(q.median_centered, _jit_median), reference)
+    shape = _why_not(observe(q.median_centered, MEDIAN_WRONG["whole matrix from every device"][0]), reference)
     assert "returns float32[128, 2], expected float32[16, 2]" in shape
 
 
@@ -255,14 +263,14 @@ def test_sum_scatter_columns_accepts_equivalent_answers(answer):
 
 
 def test_sum_scatter_columns_observations_of_equivalent_answers_match():
-    reference = q.sum_scatter_columns.observe(ref_sum_scatter_columns)
+    reference = observe(q.sum_scatter_columns, ref_sum_scatter_columns)
     got = derived(reference)
     assert got["communication"] == [f"psum_scatter over '{DEVICES}'"]
     assert got["k2"].shape == (q.ROWS, q.COLUMNS)
     x = derived(_identity_observation(2, (2 * q.ROWS, q.COLUMNS)))["k2"]
     np.testing.assert_allclose(got["k2"], x.reshape(2, q.ROWS, q.COLUMNS).sum(axis=0), rtol=1e-6)
     for answer in SCATTER_EQUIVALENT.values():
-        assert _matches(q.sum_scatter_columns.observe(answer), reference)
+        assert _matches(observe(q.sum_scatter_columns, answer), reference)
 
 
 def _dead_scatter_beside_psum(x, mesh):
@@ -361,12 +369,12 @@ def test_sum_scatter_columns_negative_dimension_passes_where_jax_allows_it():
 
 
 def test_sum_scatter_columns_observations_reject_wrong_answers():
-    reference = q.sum_scatter_columns.observe(ref_sum_scatter_columns)
-    assert "values differ" in _why_not(q.sum_scatter_columns.observe(SCATTER_WRONG["mean over devices"][0]), reference)
-    reason = _why_not(q.sum_scatter_columns.observe(SCATTER_WRONG["psum, then the own columns"][0]), reference)
+    reference = observe(q.sum_scatter_columns, ref_sum_scatter_columns)
+    assert "values differ" in _why_not(observe(q.sum_scatter_columns, SCATTER_WRONG["mean over devices"][0]), reference)
+    reason = _why_not(observe(q.sum_scatter_columns, SCATTER_WRONG["psum, then the own columns"][0]), reference)
     assert f"expected psum_scatter over '{DEVICES}'" in reason and "values differ" not in reason
     # the columns stay split: a replicated result is wrong on layout before anything else (issue 16)
-    reason = _why_not(q.sum_scatter_columns.observe(SCATTER_WRONG["psum, replicated"][0]), reference)
+    reason = _why_not(observe(q.sum_scatter_columns, SCATTER_WRONG["psum, replicated"][0]), reference)
     assert (
         f"layout: result 1 is whole on every device (replicated); the exercise's is split along dimension 1 "
         f"over '{DEVICES}'"
@@ -483,20 +491,20 @@ def test_ring_all_reduce_accepts_equivalent_answers(answer):
 
 
 def test_ring_all_reduce_observations_of_equivalent_answers_match():
-    reference = q.ring_all_reduce.observe(ref_ring_all_reduce)
+    reference = observe(q.ring_all_reduce, ref_ring_all_reduce)
     got = derived(reference)
     assert got["communication"] == [f"ppermute over '{DEVICES}'"] and got["k8_n8"].shape == (64,)
     for answer in RING_EQUIVALENT.values():
-        assert _matches(q.ring_all_reduce.observe(answer), reference)
+        assert _matches(observe(q.ring_all_reduce, answer), reference)
 
 
 def test_ring_all_reduce_observations_equal_psum_but_psum_is_not_accepted():
-    ring = derived(q.ring_all_reduce.observe(ref_ring_all_reduce))
-    psum_answer = q.ring_all_reduce.observe(_mapped(lambda b: lax.psum(b, DEVICES)))
+    ring = derived(observe(q.ring_all_reduce, ref_ring_all_reduce))
+    psum_answer = observe(q.ring_all_reduce, _mapped(lambda b: lax.psum(b, DEVICES)))
     psum = derived(psum_answer)
     for key in ("k8_n8", "k4_n8", "k2_n6"):
         np.testing.assert_allclose(ring[key], psum[key], rtol=1e-5, atol=1e-5)  # the ring is psum ...
-    reason = _why_not(psum_answer, q.ring_all_reduce.observe(ref_ring_all_reduce))
+    reason = _why_not(psum_answer, observe(q.ring_all_reduce, ref_ring_all_reduce))
     assert f"expected ppermute over '{DEVICES}'" in reason and "values differ" not in reason  # ... built otherwise
 
 
@@ -600,13 +608,13 @@ def test_ring_all_reduce_that_divides_gets_no_block_count(key):
 
 
 def test_ring_all_reduce_observations_reject_wrong_answers():
-    reference = q.ring_all_reduce.observe(ref_ring_all_reduce)
+    reference = observe(q.ring_all_reduce, ref_ring_all_reduce)
     for key in ("one step", "k steps", "no wrap-around pair", "forwards the running total"):
-        assert "values differ" in _why_not(q.ring_all_reduce.observe(RING_WRONG[key][0]), reference), key
+        assert "values differ" in _why_not(observe(q.ring_all_reduce, RING_WRONG[key][0]), reference), key
     assert "but it performs all_gather" in _why_not(
-        q.ring_all_reduce.observe(RING_WRONG["all_gather, then sum"][0]), reference
+        observe(q.ring_all_reduce, RING_WRONG["all_gather, then sum"][0]), reference
     )
-    mixed = _why_not(q.ring_all_reduce.observe(RING_WRONG["ppermute and psum mixed"][0]), reference)
+    mixed = _why_not(observe(q.ring_all_reduce, RING_WRONG["ppermute and psum mixed"][0]), reference)
     assert "it also performs psum over 'devices', which this exercise does not allow" in mixed, mixed
 
 
@@ -677,12 +685,12 @@ def test_fsdp_step_accepts_equivalent_answers(answer):
 
 
 def test_fsdp_step_observations_of_equivalent_answers_match():
-    reference = q.fsdp_step.observe(ref_fsdp_step)
+    reference = observe(q.fsdp_step, ref_fsdp_step)
     got = derived(reference)
     assert got["communication"] == [f"all_gather over '{DATA_PARALLEL}'", f"psum_scatter over '{DATA_PARALLEL}'"]
     assert {"k8_n16", "k4_n12", "k2_n10", "collectives"} <= set(got) and got["k4_n12"].shape == (8,)
     for answer in FSDP_EQUIVALENT.values():
-        assert _matches(q.fsdp_step.observe(answer), reference)
+        assert _matches(observe(q.fsdp_step, answer), reference)
 
 
 def test_fsdp_reference_is_one_sgd_step():
@@ -751,13 +759,13 @@ def test_fsdp_step_rejects(answer, match):
 
 
 def test_fsdp_step_observations_reject_wrong_answers():
-    reference = q.fsdp_step.observe(ref_fsdp_step)
+    reference = observe(q.fsdp_step, ref_fsdp_step)
     for key in ("sum, not mean", "local gradients only", "gradient ascent"):
-        assert "values differ" in _why_not(q.fsdp_step.observe(FSDP_WRONG[key][0]), reference), key
-    reason = _why_not(q.fsdp_step.observe(FSDP_WRONG["pmean of the gradients, then the own part"][0]), reference)
+        assert "values differ" in _why_not(observe(q.fsdp_step, FSDP_WRONG[key][0]), reference), key
+    reason = _why_not(observe(q.fsdp_step, FSDP_WRONG["pmean of the gradients, then the own part"][0]), reference)
     assert f"expected psum_scatter over '{DATA_PARALLEL}'" in reason and "values differ" not in reason
     assert "global-view program" in _why_not(
-        q.fsdp_step.observe(FSDP_WRONG["one jitted step, no shard_map"][0]), reference
+        observe(q.fsdp_step, FSDP_WRONG["one jitted step, no shard_map"][0]), reference
     )
 
 
@@ -769,3 +777,17 @@ def test_every_student_facing_string_is_used_and_hints_are_ladders():
     assert not unused, f"TEXT entries nothing uses: {unused}"
     for exercise in (q.median_centered, q.sum_scatter_columns, q.ring_all_reduce, q.fsdp_step):
         assert 2 <= len(exercise._hints) <= 3, exercise.name
+
+
+# ---------------------------------------------------------------- one judge (issue 16)
+test_the_visible_check_and_the_grader_agree = agreement_test(
+    {
+        "median_centered": (q.median_centered, *matrix_rows(ref_median_centered, MEDIAN_EQUIVALENT, MEDIAN_WRONG)),
+        "sum_scatter_columns": (
+            q.sum_scatter_columns,
+            *matrix_rows(ref_sum_scatter_columns, SCATTER_EQUIVALENT, SCATTER_WRONG),
+        ),
+        "ring_all_reduce": (q.ring_all_reduce, *matrix_rows(ref_ring_all_reduce, RING_EQUIVALENT, RING_WRONG)),
+        "fsdp_step": (q.fsdp_step, *matrix_rows(ref_fsdp_step, FSDP_EQUIVALENT, FSDP_WRONG)),
+    }
+)

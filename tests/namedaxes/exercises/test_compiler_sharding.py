@@ -17,10 +17,18 @@ import pytest
 from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
-from judge_helpers import derived, judge_observations, observations_match
+from judge_helpers import (
+    agreement_test,
+    assert_check_fails,
+    assert_check_passes,
+    derived,
+    judge_observations,
+    matrix_rows,
+    observations_match,
+    observe,
+)
 
 from namedaxes import MODEL_PARALLEL
-from namedaxes.checking import assert_check_fails, assert_check_passes
 from namedaxes.exercises import compiler_sharding as q
 
 M = MODEL_PARALLEL
@@ -73,13 +81,13 @@ def test_one_all_reduce_mlp_accepts_equivalent_answers(answer):
 
 
 def test_one_all_reduce_mlp_observations_of_equivalent_answers_match():
-    reference = q.one_all_reduce_mlp.observe(ref_one_all_reduce_mlp)
+    reference = observe(q.one_all_reduce_mlp, ref_one_all_reduce_mlp)
     got = derived(reference)
     assert got["communication"] == [f"psum over '{M}'"]
     assert {"k8", "k4", "k2", "structure"} <= set(got)
     assert got["k8"].shape == (4, 5) and got["k8"].dtype == np.float32
     for answer in MLP_EQUIVALENT.values():
-        assert observations_match(reference, q.one_all_reduce_mlp.observe(answer))
+        assert observations_match(reference, observe(q.one_all_reduce_mlp, answer))
 
 
 def _split_rows(x, w1, w2, mesh):
@@ -139,13 +147,13 @@ def test_one_all_reduce_mlp_rejects(answer, match):
 
 
 def test_one_all_reduce_mlp_observations_reject_wrong_answers():
-    reference = q.one_all_reduce_mlp.observe(ref_one_all_reduce_mlp)
-    assert "values differ" in _why_not(q.one_all_reduce_mlp.observe(_no_relu), reference)
-    reason = _why_not(q.one_all_reduce_mlp.observe(MLP_WRONG["no layout at all"][0]), reference)
+    reference = observe(q.one_all_reduce_mlp, ref_one_all_reduce_mlp)
+    assert "values differ" in _why_not(observe(q.one_all_reduce_mlp, _no_relu), reference)
+    reason = _why_not(observe(q.one_all_reduce_mlp, MLP_WRONG["no layout at all"][0]), reference)
     assert f"expected psum over '{M}'" in reason, reason
-    reason = _why_not(q.one_all_reduce_mlp.observe(_split_rows), reference)
+    reason = _why_not(observe(q.one_all_reduce_mlp, _split_rows), reference)
     assert f"all_gather over '{M}', which this exercise does not allow" in reason, reason
-    assert "written per device over" in _why_not(q.one_all_reduce_mlp.observe(_written_psum), reference)
+    assert "written per device over" in _why_not(observe(q.one_all_reduce_mlp, _written_psum), reference)
 
 
 def test_count_collectives_reads_compiled_text():
@@ -204,7 +212,7 @@ def test_feature_correlation_accepts_equivalent_answers(answer):
 
 
 def test_feature_correlation_observations_of_equivalent_answers_match():
-    reference = q.feature_correlation.observe(ref_feature_correlation)
+    reference = observe(q.feature_correlation, ref_feature_correlation)
     got = derived(reference)
     assert {"mesh2x4", "mesh4x2", "mesh2x2"} <= set(got)
     out = got["mesh2x4"]
@@ -212,7 +220,7 @@ def test_feature_correlation_observations_of_equivalent_answers_match():
     np.testing.assert_allclose(np.diag(out), np.ones(8), rtol=1e-4)  # a correlation matrix, on the grader's x
     np.testing.assert_allclose(out, out.T, rtol=1e-4, atol=1e-5)
     for answer in CORR_EQUIVALENT.values():
-        assert observations_match(reference, q.feature_correlation.observe(answer))
+        assert observations_match(reference, observe(q.feature_correlation, answer))
 
 
 def _diagonal_kept(x, mesh):
@@ -279,11 +287,11 @@ def test_feature_correlation_rejects(answer, match):
 
 
 def test_feature_correlation_observations_reject_wrong_answers():
-    reference = q.feature_correlation.observe(ref_feature_correlation)
+    reference = observe(q.feature_correlation, ref_feature_correlation)
     for wrong in (_covariance, _not_centred):
-        assert "values differ" in _why_not(q.feature_correlation.observe(wrong), reference)
+        assert "values differ" in _why_not(observe(q.feature_correlation, wrong), reference)
     with pytest.raises(ValueError, match="does not match the specs of the input"):  # a wrong layout records nothing
-        q.feature_correlation.observe(_replicated)
+        observe(q.feature_correlation, _replicated)
 
 
 # ---------------------------------------------------------------- 3. collective_matmul_rows
@@ -359,12 +367,12 @@ def test_collective_matmul_rows_accepts_equivalent_answers(answer):
 
 
 def test_collective_matmul_rows_observations_of_equivalent_answers_match():
-    reference = q.collective_matmul_rows.observe(ref_collective_matmul_rows)
+    reference = observe(q.collective_matmul_rows, ref_collective_matmul_rows)
     got = derived(reference)
     assert got["communication"] == [f"ppermute over '{M}'"]
     assert got["k8"].shape == (16, 16)
     for answer in CM_EQUIVALENT.values():
-        assert observations_match(reference, q.collective_matmul_rows.observe(answer))
+        assert observations_match(reference, observe(q.collective_matmul_rows, answer))
 
 
 def _gathered(xb, wb, k):
@@ -427,11 +435,11 @@ def test_collective_matmul_rows_rejects(answer, match):
 
 
 def test_collective_matmul_rows_observations_reject_wrong_answers():
-    reference = q.collective_matmul_rows.observe(ref_collective_matmul_rows)
+    reference = observe(q.collective_matmul_rows, ref_collective_matmul_rows)
     assert "values differ" in _why_not(
-        q.collective_matmul_rows.observe(CM_WRONG["blocks placed at the wrong rows"][0]), reference
+        observe(q.collective_matmul_rows, CM_WRONG["blocks placed at the wrong rows"][0]), reference
     )
-    reason = _why_not(q.collective_matmul_rows.observe(CM_WRONG["the all-gather version"][0]), reference)
+    reason = _why_not(observe(q.collective_matmul_rows, CM_WRONG["the all-gather version"][0]), reference)
     assert "values differ" not in reason and "ppermute" in reason, reason
 
 
@@ -443,3 +451,22 @@ def test_every_student_facing_string_is_used_and_hints_are_ladders():
     assert not unused, f"TEXT entries nothing uses: {unused}"
     for exercise in (q.one_all_reduce_mlp, q.feature_correlation, q.collective_matmul_rows):
         assert len(exercise._hints) == 3, exercise.name
+
+
+# ---------------------------------------------------------------- one judge (issue 16)
+test_the_visible_check_and_the_grader_agree = agreement_test(
+    {
+        "one_all_reduce_mlp": (
+            q.one_all_reduce_mlp,
+            *matrix_rows(ref_one_all_reduce_mlp, MLP_EQUIVALENT, MLP_WRONG),
+        ),
+        "feature_correlation": (
+            q.feature_correlation,
+            *matrix_rows(ref_feature_correlation, CORR_EQUIVALENT, CORR_WRONG),
+        ),
+        "collective_matmul_rows": (
+            q.collective_matmul_rows,
+            *matrix_rows(ref_collective_matmul_rows, CM_EQUIVALENT, CM_WRONG),
+        ),
+    }
+)

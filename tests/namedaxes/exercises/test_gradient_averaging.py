@@ -5,10 +5,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
-from judge_helpers import derived, observations_match
+from judge_helpers import agreement_test, assert_check_fails, assert_check_passes, derived, observations_match, observe
 
 from namedaxes import DATA_PARALLEL, DEVICES
-from namedaxes.checking import CheckFailed, assert_check_fails, assert_check_passes
+from namedaxes.checking import CheckFailed
 from namedaxes.exercises import gradient_averaging as q
 
 LR = 0.01
@@ -102,19 +102,19 @@ def test_loss_fn_rejects_wrong_answers(fn, match):
 
 
 def test_loss_fn_observations():
-    reference = q.loss_fn.observe(loss_ref)
+    reference = observe(q.loss_fn, loss_ref)
     got = derived(reference)
     assert got.pop("axes") == [] and got.pop("communication") == []
     assert set(got) == {"k2", "k4", "k8", "local"} and got["k8"].shape == (8,)  # every device's own loss
     assert got["local"].shape == ()  # and the function itself, on one device's batch
-    assert _same_observations(reference, q.loss_fn.observe(loss_ref))  # deterministic
+    assert _same_observations(reference, observe(q.loss_fn, loss_ref))  # deterministic
     for fn in LOSS_RIGHT[1:]:
-        assert _same_observations(reference, q.loss_fn.observe(fn))
+        assert _same_observations(reference, observe(q.loss_fn, fn))
     for fn, _ in LOSS_WRONG[:5]:
-        assert not _same_observations(reference, q.loss_fn.observe(fn))
+        assert not _same_observations(reference, observe(q.loss_fn, fn))
     # a loss that averages over devices cannot run on one device's batch alone: its hidden test raises
     with pytest.raises(NameError, match="unbound axis name"):
-        q.loss_fn.observe(lambda p, b: lax.pmean(loss_ref(p, b), DATA_PARALLEL))
+        observe(q.loss_fn, lambda p, b: lax.pmean(loss_ref(p, b), DATA_PARALLEL))
 
 
 # ---------------------------------------------------------------- compute_gradients
@@ -154,12 +154,12 @@ def test_compute_gradients_rejects_wrong_answers(fn, match):
 
 
 def test_compute_gradients_observations():
-    reference = q.compute_gradients.observe(grads_ref)
+    reference = observe(q.compute_gradients, grads_ref)
     got = derived(reference)
     assert got["axes"] == [] and got["k4['w']"].shape == (4,)
     for fn in GRADS_RIGHT[1:]:
-        assert _same_observations(reference, q.compute_gradients.observe(fn))
-    wrong = q.compute_gradients.observe(GRADS_WRONG[3][0])  # gradient of the summed loss
+        assert _same_observations(reference, observe(q.compute_gradients, fn))
+    wrong = observe(q.compute_gradients, GRADS_WRONG[3][0])  # gradient of the summed loss
     assert not _same_observations(reference, wrong)
 
 
@@ -353,12 +353,12 @@ def test_update_step_structure_stage_both_ways():
 
 
 def test_update_step_observations():
-    reference = q.parallel_update_step.observe(step_ref)
+    reference = observe(q.parallel_update_step, step_ref)
     got = derived(reference)
     assert got["axes"] == [DATA_PARALLEL] and got["communication"] == [f"psum over '{DATA_PARALLEL}'"]
     assert got["k2[0]['w']"].shape == (2,) and got["k8[0]['b']"].shape == (8,) and got["k4[1]"].shape == (4,)
     for fn in STEP_RIGHT[1:-1]:
-        assert _same_observations(reference, q.parallel_update_step.observe(fn)), fn.__name__
+        assert _same_observations(reference, observe(q.parallel_update_step, fn)), fn.__name__
     for fn in (
         with_loss(step_without_pmean),
         with_loss(step_pmean_of_loss),
@@ -368,7 +368,7 @@ def test_update_step_observations():
         step_loss_after,
         step_loss_psum,
     ):
-        assert not _same_observations(reference, q.parallel_update_step.observe(fn)), fn.__name__
+        assert not _same_observations(reference, observe(q.parallel_update_step, fn)), fn.__name__
 
 
 # ---------------------------------------------------------------- train (steps + 1 losses)
@@ -522,14 +522,14 @@ def test_train_rejects_programs_the_grader_rejects(fn, match):
 
 
 def test_train_observations():
-    reference = q.train.observe(train_ref)
+    reference = observe(q.train, train_ref)
     got = derived(reference)
     assert got["k2_steps6[1]"].shape == (7,) and got["k8_steps5[1]"].shape == (6,)
     assert np.all(np.diff(np.asarray(got["k4_steps9[1]"])) < 0)  # SGD makes progress
     for fn in TRAIN_EXPORTABLE[1:]:
-        assert _same_observations(reference, q.train.observe(fn)), fn.__name__
+        assert _same_observations(reference, observe(q.train, fn)), fn.__name__
     for fn in (train_losses_after, train_last_is_one_shard, train_last_repeated):
-        assert not _same_observations(reference, q.train.observe(fn)), fn.__name__
+        assert not _same_observations(reference, observe(q.train, fn)), fn.__name__
 
 
 def test_train_first_hint_is_a_question_without_code():
@@ -541,7 +541,7 @@ def test_train_with_float_losses_cannot_be_exported():
     """Its hidden test raises (0 points, with this error as the reason), and so its visible check fails too,
     with the reason: the visible check records the answer the grader's way (issue 16: one judge)."""
     with pytest.raises(jax.errors.ConcretizationTypeError):
-        q.train.observe(train_python_loop)
+        observe(q.train, train_python_loop)
     q.train._check(train_python_loop)  # the values alone are right
     assert_check_fails(
         q.train.check,
@@ -576,3 +576,14 @@ def test_hints_before_the_last_write_no_code_of_the_answer():
         assert "pmean" not in hint and "tree.map" not in hint and "LEARNING_RATE" not in hint
     for exercise in (q.compute_gradients, q.parallel_update_step):
         assert exercise._hints[0].rstrip().endswith("?")
+
+
+# ---------------------------------------------------------------- one judge (issue 16)
+test_the_visible_check_and_the_grader_agree = agreement_test(
+    {
+        "loss_fn": (q.loss_fn, loss_ref, LOSS_RIGHT, LOSS_WRONG),
+        "compute_gradients": (q.compute_gradients, grads_ref, GRADS_RIGHT, GRADS_WRONG),
+        "parallel_update_step": (q.parallel_update_step, step_ref, STEP_RIGHT, STEP_WRONG),
+        "train": (q.train, train_ref, TRAIN_RIGHT, TRAIN_WRONG + TRAIN_GRADED_WRONG),
+    }
+)

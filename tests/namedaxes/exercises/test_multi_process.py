@@ -19,10 +19,19 @@ import pytest
 from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
-from judge_helpers import derived, judge_observations, observations_match
+from judge_helpers import (
+    agreement_test,
+    assert_check_fails,
+    assert_check_passes,
+    derived,
+    judge_observations,
+    matrix_rows,
+    observations_match,
+    observe,
+)
 
 from namedaxes import DATA_PARALLEL, DEVICES, model, multiprocess
-from namedaxes.checking import CheckFailed, assert_check_fails, assert_check_passes
+from namedaxes.checking import CheckFailed
 from namedaxes.exercises import multi_process as q
 
 LEARNING_RATE = model.LEARNING_RATE
@@ -165,15 +174,15 @@ def test_other_errors_on_a_dict_batch_are_named():
 
 
 def test_local_rows_observe_is_stable_and_discriminating():
-    ref = q.local_rows.observe(local_rows_ref)  # traced as process i of clusters of 2x4, 2x2, 4x2, 1x8
+    ref = observe(q.local_rows, local_rows_ref)  # traced as process i of clusters of 2x4, 2x2, 4x2, 1x8
     got = derived(ref)
     assert got["process1_of_2x4_batch1"].shape == (8, 3, 2) and got["process0_of_1x8_batch1"].shape == (16, 3, 2)
     assert got["process3_of_4x2_batch2['y']"].shape == (6,) and got["process3_of_4x2_batch2['y']"].dtype == np.int32
     assert got["process1_of_2x2_batch0"].shape == (2,)
     for fn in list(LOCAL_ROWS_RIGHT.values())[1:]:
-        assert observations_match(ref, q.local_rows.observe(fn))
+        assert observations_match(ref, observe(q.local_rows, fn))
     for fn in (local_rows_one_per_device, local_rows_two_processes, local_rows_first_share):
-        assert not observations_match(ref, q.local_rows.observe(fn))
+        assert not observations_match(ref, observe(q.local_rows, fn))
 
 
 # ---------------------------------------------------------------- 2. global_metrics
@@ -383,7 +392,7 @@ def test_global_metrics_rejects_wrong_answers(fn, match):
 
 @pytest.fixture(scope="module")
 def metrics_reference():
-    return q.global_metrics.observe(metrics_ref)
+    return observe(q.global_metrics, metrics_ref)
 
 
 def test_global_metrics_observe_is_stable(metrics_reference):
@@ -395,7 +404,7 @@ def test_global_metrics_observe_is_stable(metrics_reference):
         np.testing.assert_allclose(got[f"{case}['per_process']"].sum(), total, rtol=1e-5, atol=1e-5)
         assert abs(mean) < abs(total) or total == 0
     for name in ("pmean based", "mesh.size", "as notebook source"):
-        assert observations_match(metrics_reference, q.global_metrics.observe(METRICS_RIGHT[name]))
+        assert observations_match(metrics_reference, observe(q.global_metrics, METRICS_RIGHT[name]))
 
 
 @pytest.mark.parametrize(
@@ -409,17 +418,17 @@ def test_global_metrics_observe_is_stable(metrics_reference):
 )
 def test_global_metrics_hidden_test_rejects_hard_coded_counts(metrics_reference, name):
     fn, _ = METRICS_WRONG[name]
-    why = _mismatch(metrics_reference, q.global_metrics.observe(fn))
+    why = _mismatch(metrics_reference, observe(q.global_metrics, fn))
     assert "2x2" in why or "4x2" in why, why  # the cases on other cluster sizes catch it
 
 
 def test_global_metrics_hidden_test_rejects_a_dead_shard_map(metrics_reference):
-    why = _mismatch(metrics_reference, q.global_metrics.observe(_metrics_dead_region))
+    why = _mismatch(metrics_reference, observe(q.global_metrics, _metrics_dead_region))
     assert "per-device program over 'devices' that takes each device's shard does not reach the results" in why, why
 
 
 def test_global_metrics_hidden_test_needs_shard_map(metrics_reference):
-    why = _mismatch(metrics_reference, q.global_metrics.observe(_everything_under_jit))
+    why = _mismatch(metrics_reference, observe(q.global_metrics, _everything_under_jit))
     assert "per device" in why, why
 
 
@@ -605,7 +614,7 @@ def test_masked_step_rejects_wrong_answers(fn, match):
 
 @pytest.fixture(scope="module")
 def step_reference():
-    return q.masked_step.observe(masked_step_ref)
+    return observe(q.masked_step, masked_step_ref)
 
 
 def test_masked_step_observe_is_stable(step_reference):
@@ -613,7 +622,7 @@ def test_masked_step_observe_is_stable(step_reference):
     assert got["communication"] == [f"psum over '{DATA_PARALLEL}'"]
     assert {"2x2_rows3['w']", "2x4_rows3['b']", "2x4_rows5['w']"} <= set(got)
     for name in ("mask multiplied, loss divided", "no pcast, JAX sums the gradient", "as notebook source"):
-        assert observations_match(step_reference, q.masked_step.observe(STEP_RIGHT[name]))
+        assert observations_match(step_reference, observe(q.masked_step, STEP_RIGHT[name]))
 
 
 @pytest.mark.parametrize(
@@ -628,7 +637,7 @@ def test_masked_step_observe_is_stable(step_reference):
 )
 def test_masked_step_hidden_test_rejects(step_reference, name):
     fn, _ = STEP_WRONG[name]
-    assert not observations_match(step_reference, q.masked_step.observe(fn))
+    assert not observations_match(step_reference, observe(q.masked_step, fn))
 
 
 def test_masked_step_on_two_processes_equals_numpy_and_one_process():
@@ -683,3 +692,13 @@ def test_answers_checked_in_the_kernel_before_any_worker_runs(monkeypatch):
     for exercise in (q.global_metrics, q.local_rows, q.masked_step):
         with pytest.raises(CheckFailed, match="not written yet"):
             exercise.check(not_written)
+
+
+# ---------------------------------------------------------------- one judge (issue 16)
+test_the_visible_check_and_the_grader_agree = agreement_test(
+    {
+        "local_rows": (q.local_rows, *matrix_rows(local_rows_ref, LOCAL_ROWS_RIGHT, LOCAL_ROWS_WRONG)),
+        "global_metrics": (q.global_metrics, *matrix_rows(metrics_ref, METRICS_RIGHT, METRICS_WRONG)),
+        "masked_step": (q.masked_step, *matrix_rows(masked_step_ref, STEP_RIGHT, STEP_WRONG)),
+    }
+)

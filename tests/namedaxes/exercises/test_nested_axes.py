@@ -12,10 +12,9 @@ import pytest
 from jax import lax
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
-from judge_helpers import derived, observations_match
+from judge_helpers import agreement_test, assert_check_fails, assert_check_passes, derived, observations_match, observe
 
 from namedaxes import DATA_SHARDS, GRID_AXES, GRID_SHAPE, MODEL_REPLICAS
-from namedaxes.checking import assert_check_fails, assert_check_passes
 from namedaxes.exercises import nested_axes as q
 
 D, M = DATA_SHARDS, MODEL_REPLICAS
@@ -137,17 +136,17 @@ def test_grid_sums_rejects_wrong_answers(answer, message):
 
 
 def test_grid_sums_observe_is_stable_and_discriminating():
-    reference = q.grid_sums.observe(grid_sums_ref)
+    reference = observe(q.grid_sums, grid_sums_ref)
     got = derived(reference)  # the grader runs it on a real 2-D grid of devices: both axes communicate
     assert got["axes"] == sorted([D, M])
     assert {"2x4_3[0]", "2x4_scalar[2]", "4x2_2[1]", "2x2_2x3[1]", "1x4_5[2]"} <= set(got)
     assert got["2x2_2x3[1]"].shape == (2, 2, 2, 3)
-    again = q.grid_sums.observe(grid_sums_ref)
+    again = observe(q.grid_sums, grid_sums_ref)
     assert observations_match(reference, again)
     for answer in GRID_SUMS_RIGHT[1:]:
-        assert observations_match(reference, q.grid_sums.observe(answer))
+        assert observations_match(reference, observe(q.grid_sums, answer))
     for answer, _ in GRID_SUMS_WRONG[:7]:
-        assert not observations_match(reference, q.grid_sums.observe(answer))
+        assert not observations_match(reference, observe(q.grid_sums, answer))
 
 
 # ---------------------------------------------------------------- device_numbers
@@ -229,7 +228,7 @@ def test_device_numbers_rejects_wrong_answers(answer, message):
 
 
 def test_device_numbers_observe_is_stable_and_discriminating():
-    reference = q.device_numbers.observe(device_numbers_ref)
+    reference = observe(q.device_numbers, device_numbers_ref)
     got = derived(reference)
     assert got["axes"] == []  # axis_index / axis_size move no data: not communication
     np.testing.assert_array_equal(got["2x4_scalar[0]"], np.arange(8).reshape(2, 4))
@@ -237,9 +236,9 @@ def test_device_numbers_observe_is_stable_and_discriminating():
     np.testing.assert_array_equal(got["4x2_scalar[0]"], np.arange(8).reshape(4, 2))
     np.testing.assert_array_equal(got["2x1_2[1]"], [[0], [1]])
     for answer in DEVICE_NUMBERS_RIGHT[1:]:
-        assert observations_match(reference, q.device_numbers.observe(answer))
+        assert observations_match(reference, observe(q.device_numbers, answer))
     for answer, _ in DEVICE_NUMBERS_WRONG[:6]:
-        assert not observations_match(reference, q.device_numbers.observe(answer))
+        assert not observations_match(reference, observe(q.device_numbers, answer))
 
 
 def test_device_numbers_accepts_numbers_found_without_axis_index():
@@ -392,19 +391,19 @@ def test_row_normalize_rejects_wrong_answers(answer, message):
 
 
 def test_row_normalize_observe_is_stable_and_discriminating():
-    reference = q.row_normalize.observe(row_normalize_ref)
+    reference = observe(q.row_normalize, row_normalize_ref)
     got = derived(reference)
     assert got["axes"] == [M] and got["communication"] == [f"psum over '{M}'"]
     assert {"2x4_k3", "4x2_k2", "2x2_k2", "1x4_k1"} <= set(got)
     np.testing.assert_allclose(np.asarray(got["1x4_k1"]).sum(axis=1), [1.0], rtol=1e-5)
     for answer in ROW_NORMALIZE_RIGHT[1:]:
-        assert observations_match(reference, q.row_normalize.observe(answer))
+        assert observations_match(reference, observe(q.row_normalize, answer))
     wrong_axis, no_collective = ROW_NORMALIZE_WRONG[0][0], ROW_NORMALIZE_WRONG[8][0]
-    assert not observations_match(reference, q.row_normalize.observe(wrong_axis))
+    assert not observations_match(reference, observe(q.row_normalize, wrong_axis))
     for answer, _ in ROW_NORMALIZE_WRONG[4:8]:  # the checker-gap answers score 0 as well
-        assert not observations_match(reference, q.row_normalize.observe(answer))
+        assert not observations_match(reference, observe(q.row_normalize, answer))
     # Right values without shard_map: a one-device, global-view program, with no psum.
-    assert not observations_match(reference, q.row_normalize.observe(no_collective))
+    assert not observations_match(reference, observe(q.row_normalize, no_collective))
 
 
 # ---------------------------------------------------------------- tp_dp_step
@@ -626,20 +625,31 @@ def test_tp_dp_step_reference_is_the_one_device_step():
 
 
 def test_tp_dp_step_observe_is_stable_and_discriminating():
-    reference = q.tp_dp_step.observe(tp_dp_step_ref)
+    reference = observe(q.tp_dp_step, tp_dp_step_ref)
     got = derived(reference)
     assert got["axes"] == sorted([D, M])
     assert {"2x4", "4x2", "2x2"} <= set(got)
     np.testing.assert_allclose(got["4x2"].shape, (q.FEATURES,))
-    assert observations_match(reference, q.tp_dp_step.observe(tp_dp_step_ref))
+    assert observations_match(reference, observe(q.tp_dp_step, tp_dp_step_ref))
     for answer in TP_DP_STEP_RIGHT[1:]:
-        assert observations_match(reference, q.tp_dp_step.observe(answer))
+        assert observations_match(reference, observe(q.tp_dp_step, answer))
     for answer, _ in TP_DP_STEP_WRONG[:10]:
         if answer is TP_DP_STEP_WRONG[3][0]:  # unaveraged under check_vma: fails to trace, records nothing
             with pytest.raises(ValueError, match="out_specs"):
-                q.tp_dp_step.observe(answer)
+                observe(q.tp_dp_step, answer)
             continue
-        assert not observations_match(reference, q.tp_dp_step.observe(answer))
+        assert not observations_match(reference, observe(q.tp_dp_step, answer))
     # right values without tensor parallelism: the structure case wants the reference's psums
-    assert not observations_match(reference, q.tp_dp_step.observe(_tp_gather_everything))
-    assert not observations_match(reference, q.tp_dp_step.observe(_tp_one_device))
+    assert not observations_match(reference, observe(q.tp_dp_step, _tp_gather_everything))
+    assert not observations_match(reference, observe(q.tp_dp_step, _tp_one_device))
+
+
+# ---------------------------------------------------------------- one judge (issue 16)
+test_the_visible_check_and_the_grader_agree = agreement_test(
+    {
+        "grid_sums": (q.grid_sums, grid_sums_ref, GRID_SUMS_RIGHT, GRID_SUMS_WRONG),
+        "device_numbers": (q.device_numbers, device_numbers_ref, DEVICE_NUMBERS_RIGHT, DEVICE_NUMBERS_WRONG),
+        "row_normalize": (q.row_normalize, row_normalize_ref, ROW_NORMALIZE_RIGHT, ROW_NORMALIZE_WRONG),
+        "tp_dp_step": (q.tp_dp_step, tp_dp_step_ref, TP_DP_STEP_RIGHT, TP_DP_STEP_WRONG),
+    }
+)

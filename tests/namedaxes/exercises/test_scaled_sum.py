@@ -10,10 +10,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
-from judge_helpers import derived, observations_match
+from judge_helpers import agreement_test, assert_check_fails, assert_check_passes, derived, observations_match, observe
 
 from namedaxes import DEVICES
-from namedaxes.checking import CheckFailed, assert_check_fails, assert_check_passes
+from namedaxes.checking import CheckFailed
 from namedaxes.exercises import scaled_sum as q
 
 
@@ -109,9 +109,9 @@ def test_scaled_sum_all_gather_gets_the_values_but_not_the_psum_point(scaled_sum
     """Summing an `all_gather` is a right total (2 points) that does not use `lax.psum` (no structure point)."""
     gathered = lambda x: jnp.sum(lax.all_gather(x * 2.0, DEVICES), axis=0)  # noqa: E731
     assert_check_passes(q.scaled_sum.check, gathered)
-    assert _matches(q.scaled_sum.observe(gathered), scaled_sum_reference_obs["total"])
+    assert _matches(observe(q.scaled_sum, gathered), scaled_sum_reference_obs["total"])
     assert_check_fails(q.scaled_sum_uses_psum.check, gathered, match=r"performs all_gather over 'devices'")
-    assert not _matches(q.scaled_sum_uses_psum.observe(gathered), scaled_sum_reference_obs["structure"])
+    assert not _matches(observe(q.scaled_sum_uses_psum, gathered), scaled_sum_reference_obs["structure"])
 
 
 USES_PSUM_WRONG = {
@@ -159,16 +159,19 @@ def test_scaled_sum_uses_psum_is_about_psum_only(scaled_sum_reference_obs):
     a pmean is refused by both, while the psum point does not depend on the factor 2.0 (the values cell's job)."""
     pmean = lambda x: lax.pmean(x * 2.0, DEVICES)  # noqa: E731
     assert_check_fails(q.scaled_sum_uses_psum.check, pmean, match=r"it is a mean")
-    assert not _matches(q.scaled_sum_uses_psum.observe(pmean), scaled_sum_reference_obs["structure"])
+    assert not _matches(observe(q.scaled_sum_uses_psum, pmean), scaled_sum_reference_obs["structure"])
     for unscaled in (lambda x: lax.psum(x, DEVICES), lambda x: lax.psum(x * 2.0, DEVICES) / 8):
         assert_check_passes(q.scaled_sum_uses_psum.check, unscaled)
-        assert _matches(q.scaled_sum_uses_psum.observe(unscaled), scaled_sum_reference_obs["structure"])
+        assert _matches(observe(q.scaled_sum_uses_psum, unscaled), scaled_sum_reference_obs["structure"])
         assert_check_fails(q.scaled_sum.check, unscaled, match=r"plain sum of `x`|mean over devices")
 
 
 @pytest.fixture(scope="module")
 def scaled_sum_reference_obs():
-    return {"total": q.scaled_sum.observe(ref_scaled_sum), "structure": q.scaled_sum_uses_psum.observe(ref_scaled_sum)}
+    return {
+        "total": observe(q.scaled_sum, ref_scaled_sum),
+        "structure": observe(q.scaled_sum_uses_psum, ref_scaled_sum),
+    }
 
 
 def test_scaled_sum_observe_shape(scaled_sum_reference_obs):
@@ -199,13 +202,13 @@ def test_scaled_sum_observe_shape(scaled_sum_reference_obs):
 
 
 def test_scaled_sum_observe_is_deterministic(scaled_sum_reference_obs):
-    assert _matches(q.scaled_sum.observe(ref_scaled_sum), scaled_sum_reference_obs["total"])
+    assert _matches(observe(q.scaled_sum, ref_scaled_sum), scaled_sum_reference_obs["total"])
 
 
 @pytest.mark.parametrize("answer", SCALED_SUM_EQUIVALENT.values(), ids=SCALED_SUM_EQUIVALENT)
 def test_scaled_sum_observe_accepts_equivalent(answer, scaled_sum_reference_obs):
-    assert _matches(q.scaled_sum.observe(answer), scaled_sum_reference_obs["total"])
-    assert _matches(q.scaled_sum_uses_psum.observe(answer), scaled_sum_reference_obs["structure"])
+    assert _matches(observe(q.scaled_sum, answer), scaled_sum_reference_obs["total"])
+    assert _matches(observe(q.scaled_sum_uses_psum, answer), scaled_sum_reference_obs["structure"])
 
 
 @pytest.mark.parametrize(
@@ -221,7 +224,7 @@ def test_scaled_sum_observe_accepts_equivalent(answer, scaled_sum_reference_obs)
     ids=["no collective", "jnp.sum", "hard-coded", "pmean", "no factor 2", "float32 constant"],
 )
 def test_scaled_sum_observe_rejects_wrong(answer, scaled_sum_reference_obs):
-    assert not _matches(q.scaled_sum.observe(answer), scaled_sum_reference_obs["total"])
+    assert not _matches(observe(q.scaled_sum, answer), scaled_sum_reference_obs["total"])
 
 
 @pytest.mark.parametrize(
@@ -238,7 +241,7 @@ def test_scaled_sum_observe_rejects_wrong(answer, scaled_sum_reference_obs):
     ids=["no collective", "jnp.sum", "pmax", "all_gather", "pmean", "psum over psum(1)", "hard-coded"],
 )
 def test_scaled_sum_uses_psum_observe_rejects_wrong(answer, scaled_sum_reference_obs):
-    assert not _matches(q.scaled_sum_uses_psum.observe(answer), scaled_sum_reference_obs["structure"])
+    assert not _matches(observe(q.scaled_sum_uses_psum, answer), scaled_sum_reference_obs["structure"])
 
 
 @pytest.mark.parametrize("exercise", [q.scaled_sum, q.scaled_sum_uses_psum], ids=["total", "uses_psum"])
@@ -322,12 +325,12 @@ def test_scaled_mean_check_accepts(answer):
 
 @pytest.fixture(scope="module")
 def scaled_mean_reference_obs():
-    return q.scaled_mean.observe(ref_scaled_mean)
+    return observe(q.scaled_mean, ref_scaled_mean)
 
 
 @pytest.mark.parametrize("answer", SCALED_MEAN_EQUIVALENT.values(), ids=SCALED_MEAN_EQUIVALENT)
 def test_scaled_mean_observe_accepts_equivalent(answer, scaled_mean_reference_obs):
-    assert _matches(q.scaled_mean.observe(answer), scaled_mean_reference_obs)
+    assert _matches(observe(q.scaled_mean, answer), scaled_mean_reference_obs)
 
 
 @pytest.mark.parametrize(
@@ -343,7 +346,7 @@ def test_scaled_mean_observe_accepts_equivalent(answer, scaled_mean_reference_ob
     ids=["mean of means", "counts the empty slots", "no factor 2", "local", "count times 8", "float32 out"],
 )
 def test_scaled_mean_observe_rejects_wrong(answer, scaled_mean_reference_obs):
-    assert not _matches(q.scaled_mean.observe(answer), scaled_mean_reference_obs)
+    assert not _matches(observe(q.scaled_mean, answer), scaled_mean_reference_obs)
 
 
 def test_scaled_mean_observe_pads_on_the_graders_inputs(scaled_mean_reference_obs):
@@ -356,7 +359,7 @@ def test_scaled_mean_observe_pads_on_the_graders_inputs(scaled_mean_reference_ob
         value = np.asarray(value)
         assert value.dtype == (np.float16 if key.endswith("float16") else np.float32)
         assert np.isfinite(value).all() and np.allclose(value, value[:1])
-    means_of_means = derived(q.scaled_mean.observe(lambda x: lax.pmean(jnp.nanmean(x * 2.0), DEVICES)))
+    means_of_means = derived(observe(q.scaled_mean, lambda x: lax.pmean(jnp.nanmean(x * 2.0), DEVICES)))
     assert any(not np.allclose(got[k], means_of_means[k], equal_nan=True) for k in got)
 
 
@@ -422,12 +425,12 @@ def test_global_max_share_check_accepts(answer):
 
 @pytest.fixture(scope="module")
 def global_max_share_reference_obs():
-    return q.global_max_share.observe(ref_global_max_share)
+    return observe(q.global_max_share, ref_global_max_share)
 
 
 @pytest.mark.parametrize("answer", GLOBAL_MAX_SHARE_EQUIVALENT.values(), ids=GLOBAL_MAX_SHARE_EQUIVALENT)
 def test_global_max_share_observe_accepts_equivalent(answer, global_max_share_reference_obs):
-    assert _matches(q.global_max_share.observe(answer), global_max_share_reference_obs)
+    assert _matches(observe(q.global_max_share, answer), global_max_share_reference_obs)
 
 
 @pytest.mark.parametrize(
@@ -444,7 +447,7 @@ def test_global_max_share_observe_accepts_equivalent(answer, global_max_share_re
     ids=["largest value", "signs lost", "local max", "max of everything", "psum", "hard-coded", "max of the shares"],
 )
 def test_global_max_share_observe_rejects_wrong(answer, global_max_share_reference_obs):
-    assert not _matches(q.global_max_share.observe(answer), global_max_share_reference_obs)
+    assert not _matches(observe(q.global_max_share, answer), global_max_share_reference_obs)
 
 
 def test_global_max_share_observe_has_axes_and_is_not_replicated(global_max_share_reference_obs):
@@ -474,3 +477,29 @@ def test_exercises_have_hints(capsys):
         assert f"for `{exercise.name}`" in capsys.readouterr().out
     with pytest.raises(CheckFailed):
         q.scaled_mean.check(lambda x: x)
+
+
+# ---------------------------------------------------------------- one judge (issue 16)
+test_the_visible_check_and_the_grader_agree = agreement_test(
+    {
+        "scaled_sum": (
+            q.scaled_sum,
+            ref_scaled_sum,
+            SCALED_SUM_RIGHT + [USES_PSUM_WRONG["all_gather"][0]],  # right values, no psum point
+            list(SCALED_SUM_WRONG.values()),
+        ),
+        "scaled_sum_uses_psum": (
+            q.scaled_sum_uses_psum,
+            ref_scaled_sum,
+            USES_PSUM_RIGHT,
+            list(USES_PSUM_WRONG.values()),
+        ),
+        "scaled_mean": (q.scaled_mean, ref_scaled_mean, SCALED_MEAN_RIGHT, list(SCALED_MEAN_WRONG.values())),
+        "global_max_share": (
+            q.global_max_share,
+            ref_global_max_share,
+            GLOBAL_MAX_SHARE_RIGHT,
+            list(GLOBAL_MAX_SHARE_WRONG.values()),
+        ),
+    }
+)

@@ -13,10 +13,18 @@ import pytest
 from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
-from judge_helpers import derived, judge_observations, observations_match
+from judge_helpers import (
+    agreement_test,
+    assert_check_fails,
+    assert_check_passes,
+    derived,
+    judge_observations,
+    matrix_rows,
+    observations_match,
+    observe,
+)
 
 from namedaxes import DATA_PARALLEL, DATA_SHARDS, DEVICES, MODEL_REPLICAS
-from namedaxes.checking import assert_check_fails, assert_check_passes
 from namedaxes.exercises import shard_map as q
 from namedaxes.exercises.shard_map import LEARNING_RATE, loss_fn, sgd_step, weighted_total
 from namedaxes.grading import Case, programs, spec
@@ -86,13 +94,13 @@ def test_sharded_scaled_sum_accepts_equivalent_answers(answer):
 
 
 def test_sharded_scaled_sum_observations_of_equivalent_answers_match():
-    reference = q.sharded_scaled_sum.observe(ref_sharded_scaled_sum)
+    reference = observe(q.sharded_scaled_sum, ref_sharded_scaled_sum)
     got = derived(reference)
     assert got["axes"] == [DEVICES]
     assert set(got) == {"out_k8_16x3", "out_k4_8x5", "out_k2_6x2", "axes", "communication"}
     assert np.asarray(got["out_k4_8x5"]).shape == (5,)
     for answer in list(SCALED_SUM_EQUIVALENT.values())[1:]:
-        assert _matches(q.sharded_scaled_sum.observe(answer), reference)
+        assert _matches(observe(q.sharded_scaled_sum, answer), reference)
 
 
 def _global_sum(x, mesh):
@@ -214,10 +222,10 @@ def test_sharded_scaled_sum_rejects(answer, match):
 
 
 def test_sharded_scaled_sum_observations_reject_wrong_answers():
-    reference = q.sharded_scaled_sum.observe(ref_sharded_scaled_sum)
+    reference = observe(q.sharded_scaled_sum, ref_sharded_scaled_sum)
     for answer in (SCALED_SUM_WRONG["no factor 2"][0], SCALED_SUM_WRONG["pmean"][0]):
-        assert not _matches(q.sharded_scaled_sum.observe(answer), reference)
-    no_collective = q.sharded_scaled_sum.observe(_global_sum)  # the compiler's all-reduce, no shard_map
+        assert not _matches(observe(q.sharded_scaled_sum, answer), reference)
+    no_collective = observe(q.sharded_scaled_sum, _global_sum)  # the compiler's all-reduce, no shard_map
     assert "global-view program" in judge_observations(reference, no_collective).reason()
 
 
@@ -262,12 +270,12 @@ def test_replica_totals_accepts_equivalent_answers(answer):
 
 
 def test_replica_totals_observations_of_equivalent_answers_match():
-    reference = q.replica_totals.observe(ref_replica_totals)
+    reference = observe(q.replica_totals, ref_replica_totals)
     got = derived(reference)
     assert got["axes"] == [MODEL_REPLICAS]  # no communication over DATA_SHARDS
     assert got["out_2x4_4x8"].shape == (4, 2) and got["out_4x2_4x2"].shape == (4, 1)
     for answer in REPLICA_EQUIVALENT.values():
-        assert _matches(q.replica_totals.observe(answer), reference)
+        assert _matches(observe(q.replica_totals, answer), reference)
 
 
 def _global_replica_totals(x, mesh):
@@ -350,9 +358,9 @@ def test_replica_totals_rejects(answer, match):
 
 
 def test_replica_totals_observations_reject_wrong_answers():
-    reference = q.replica_totals.observe(ref_replica_totals)
+    reference = observe(q.replica_totals, ref_replica_totals)
     for key in ("over both axes, rows kept", "extra collective over DATA_SHARDS", "no collective"):
-        assert not _matches(q.replica_totals.observe(REPLICA_WRONG[key][0]), reference), key
+        assert not _matches(observe(q.replica_totals, REPLICA_WRONG[key][0]), reference), key
 
 
 # ---------------------------------------------------------------- 3. dp_train_step (weighted, unequal shards)
@@ -427,11 +435,11 @@ def test_dp_train_step_accepts_equivalent_answers(answer):
 
 
 def test_dp_train_step_observations_of_equivalent_answers_match():
-    reference = q.dp_train_step.observe(ref_dp_train_step)
+    reference = observe(q.dp_train_step, ref_dp_train_step)
     assert derived(reference)["axes"] == [DATA_PARALLEL]
     assert {"k8_n64['w']", "k4_n12['b']", "k2_n10['w']"} <= set(derived(reference))
     for key, answer in DP_EQUIVALENT.items():
-        assert _matches(q.dp_train_step.observe(answer), reference), key
+        assert _matches(observe(q.dp_train_step, answer), reference), key
 
 
 def _pmean_of_local_losses(params, local_batch):
@@ -538,7 +546,7 @@ def test_dp_train_step_rejects(answer, match):
 
 
 def test_dp_train_step_observations_reject_wrong_answers():
-    reference = q.dp_train_step.observe(ref_dp_train_step)
+    reference = observe(q.dp_train_step, ref_dp_train_step)
     for key in (
         "pmean of the local weighted losses (devices counted equally)",
         "weights ignored",
@@ -546,13 +554,13 @@ def test_dp_train_step_observations_reject_wrong_answers():
         "all_gather the batch (ignores the structure)",
         "jit on sharded arrays (ignores the structure)",
     ):
-        assert not _matches(q.dp_train_step.observe(DP_WRONG[key][0]), reference), key
+        assert not _matches(observe(q.dp_train_step, DP_WRONG[key][0]), reference), key
 
 
 def test_dp_train_step_structure_case_alone_rejects_the_gathering_answer():
     """The hidden structure case (values off) is what refuses right numbers computed by gathering."""
-    reference = q.dp_train_step.observe(ref_dp_train_step)
-    gathered = q.dp_train_step.observe(DP_WRONG["all_gather the batch (ignores the structure)"][0])
+    reference = observe(q.dp_train_step, ref_dp_train_step)
+    gathered = observe(q.dp_train_step, DP_WRONG["all_gather the batch (ignores the structure)"][0])
     verdict = judge_observations(reference, gathered)
     assert not verdict.passed
     assert verdict.differences and all(
@@ -600,10 +608,10 @@ def test_jit_train_step_accepts_equivalent_answers(answer):
 
 
 def test_jit_train_step_observations_of_equivalent_answers_match():
-    reference = q.jit_train_step.observe(ref_jit_train_step)
+    reference = observe(q.jit_train_step, ref_jit_train_step)
     assert derived(reference)["communication"] == [f"psum over '{DATA_PARALLEL}'"]  # inserted by the compiler
     for key, answer in JIT_EQUIVALENT.items():
-        assert _matches(q.jit_train_step.observe(answer), reference), key
+        assert _matches(observe(q.jit_train_step, answer), reference), key
 
 
 def _set_mesh_reshard(params, batch, mesh):
@@ -656,10 +664,10 @@ def test_jit_train_step_hints_before_the_last_write_no_code_of_the_answer():
 
 
 def test_jit_train_step_observations_reject_wrong_answers():
-    reference = q.jit_train_step.observe(ref_jit_train_step)
-    unplaced = q.jit_train_step.observe(JIT_WRONG["nothing placed"][0])
+    reference = observe(q.jit_train_step, ref_jit_train_step)
+    unplaced = observe(q.jit_train_step, JIT_WRONG["nothing placed"][0])
     assert derived(unplaced)["communication"] == [] and not _matches(unplaced, reference)
-    explicit = q.jit_train_step.observe(ref_dp_train_step)  # a shard_map region: not a jit-only step
+    explicit = observe(q.jit_train_step, ref_dp_train_step)  # a shard_map region: not a jit-only step
     assert derived(explicit)["axes"] == [DATA_PARALLEL] and not _matches(explicit, reference)
 
 
@@ -705,14 +713,14 @@ def test_weighted_total_accepts_equivalent_answers(answer):
 
 
 def test_weighted_total_observations_of_equivalent_answers_match():
-    reference = q.weighted_total_shard_map.observe(ref_weighted_total_shard_map)
+    reference = observe(q.weighted_total_shard_map, ref_weighted_total_shard_map)
     got = derived(reference)
     assert got["axes"] == [DEVICES]
     pmapped = jax.pmap(weighted_total, axis_name=DEVICES, in_axes=(None, 1), out_axes=None)
     pmap_version = programs({"out_k8_d3": Case(pmapped, spec((3,), jnp.float32), spec((3, 8), jnp.float32))})
     np.testing.assert_allclose(got["out_k8_d3"], derived(pmap_version)["out_k8_d3"], rtol=1e-6)  # same inputs
     for answer in WEIGHTED_EQUIVALENT.values():
-        assert _matches(q.weighted_total_shard_map.observe(answer), reference)
+        assert _matches(observe(q.weighted_total_shard_map, answer), reference)
 
 
 WEIGHTED_WRONG = {
@@ -747,9 +755,9 @@ def test_weighted_total_rejects(answer, match):
 
 
 def test_weighted_total_observations_reject_wrong_answers():
-    reference = q.weighted_total_shard_map.observe(ref_weighted_total_shard_map)
-    assert not _matches(q.weighted_total_shard_map.observe(WEIGHTED_WRONG["pmean"][0]), reference)
-    assert not _matches(q.weighted_total_shard_map.observe(WEIGHTED_WRONG["no collective"][0]), reference)
+    reference = observe(q.weighted_total_shard_map, ref_weighted_total_shard_map)
+    assert not _matches(observe(q.weighted_total_shard_map, WEIGHTED_WRONG["pmean"][0]), reference)
+    assert not _matches(observe(q.weighted_total_shard_map, WEIGHTED_WRONG["no collective"][0]), reference)
 
 
 # ---------------------------------------------------------------- meshes of several sizes
@@ -783,3 +791,21 @@ def test_an_answer_that_ignores_its_mesh_argument_is_told_so():
         uses_global_mesh,
         match=r"(?s)evenly divide.*Split over the `mesh` argument the check passes",
     )
+
+
+# ---------------------------------------------------------------- one judge (issue 16)
+test_the_visible_check_and_the_grader_agree = agreement_test(
+    {
+        "sharded_scaled_sum": (
+            q.sharded_scaled_sum,
+            *matrix_rows(ref_sharded_scaled_sum, SCALED_SUM_EQUIVALENT, SCALED_SUM_WRONG),
+        ),
+        "replica_totals": (q.replica_totals, *matrix_rows(ref_replica_totals, REPLICA_EQUIVALENT, REPLICA_WRONG)),
+        "dp_train_step": (q.dp_train_step, *matrix_rows(ref_dp_train_step, DP_EQUIVALENT, DP_WRONG)),
+        "jit_train_step": (q.jit_train_step, *matrix_rows(ref_jit_train_step, JIT_EQUIVALENT, JIT_WRONG)),
+        "weighted_total_shard_map": (
+            q.weighted_total_shard_map,
+            *matrix_rows(ref_weighted_total_shard_map, WEIGHTED_EQUIVALENT, WEIGHTED_WRONG),
+        ),
+    }
+)
