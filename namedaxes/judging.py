@@ -16,7 +16,8 @@ kernel's copy is the student's to rebind, which is why the grader's verdict neve
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -42,7 +43,6 @@ __all__ = [
     "examine",
     "region_takes",
     "collective_regions",
-    "live_regions",
 ]
 
 RTOL = 1e-5  # autograder.judge.compare.RTOL
@@ -353,7 +353,7 @@ def collective_regions(exp, names: tuple[str, ...], sizes: tuple[int, ...], text
     """description -> the set of per-device regions (indices into `regions(text)`; None: outside every
     region) its collectives sit in, outermost. A collective inside a region reaches the results only
     through that region's results, so a description whose collectives all sit in one region and reach
-    the results shows that region to matter (`live_regions`) without a variant of its own."""
+    the results shows that region to matter (`Examined.live`) without a variant of its own."""
     from jax._src.interpreters import mlir
     from jax._src.lib.mlir import ir
 
@@ -367,16 +367,6 @@ def collective_regions(exp, names: tuple[str, ...], sizes: tuple[int, ...], text
             for a in group_axes(groups, names, sizes):
                 out.setdefault(describe_collective(kind, reducer, a), set()).add(where)
     return {d: frozenset(w) for d, w in out.items()}
-
-
-def live_regions(n_regions: int, matters: set, by_region: dict, reaches) -> tuple[bool, ...]:
-    """For each of `n_regions` per-device regions: do its results reach the program's outputs? True when a
-    collective that matters (`matters`, descriptions) sits in it alone (`collective_regions`); else
-    `reaches(i)` decides (the region's results changed in a variant, `perturbed(..., region=i)`, and the
-    outputs compared), so a region multiplied by zero or whose results are otherwise discarded does not
-    count as the place where a device works on its own shard."""
-    shown = {next(iter(by_region[d])) for d in matters if len(by_region.get(d, ())) == 1} - {None}
-    return tuple(i in shown or bool(reaches(i)) for i in range(n_regions))
 
 
 def changed(a: dict, b: dict, rtol=None, atol=None) -> bool:
@@ -559,18 +549,42 @@ def region_takes(regions: tuple, axes: tuple, ins: tuple) -> bool:
 @dataclass(frozen=True)
 class Examined:
     """What the judge reads from one exported program run on some inputs: the collectives of its optimized
-    HLO (`present`), those whose results reach the outputs (`matters`), its per-device regions whose results
-    reach the outputs (`regions`; `dead_regions`: those whose results do not, which count for nothing),
-    where its results live once compiled, and its outputs by pytree path."""
+    HLO (`present`), those whose results reach the outputs (`matters`), its per-device regions (`found`, in
+    program order) and of those the ones whose results reach the outputs (`regions`; `dead_regions`: those
+    whose results do not, which count for nothing), where its results live once compiled, and its outputs
+    by pytree path.
+
+    A region's liveness costs a compile of a variant of the program, so it is found out only when asked
+    (`live(i)`, once per region): `takes` stops at the first live region that fits, and a step run five
+    times in a Python loop (five regions of one shape) is usually settled by its first region alone.
+    `regions` and `dead_regions` ask of every region (the messages of a failed check)."""
 
     names: tuple
     sizes: tuple
     present: tuple
     matters: tuple
-    regions: tuple
+    found: tuple
     out_layouts: tuple
     outputs: dict
-    dead_regions: tuple = ()
+    is_live: Callable[[int], bool] = field(default=lambda i: True, compare=False, repr=False)
+    _known: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def live(self, i: int) -> bool:
+        if i not in self._known:
+            self._known[i] = bool(self.is_live(i))
+        return self._known[i]
+
+    @property
+    def regions(self) -> tuple:
+        return tuple(r for i, r in enumerate(self.found) if self.live(i))
+
+    @property
+    def dead_regions(self) -> tuple:
+        return tuple(r for i, r in enumerate(self.found) if not self.live(i))
+
+    def takes(self, axes: tuple, ins: tuple) -> bool:
+        """`region_takes(self.regions, axes, ins)`, asking only the regions that fit, until one is live."""
+        return any(region_takes((r,), axes, ins) and self.live(i) for i, r in enumerate(self.found))
 
 
 def examine(exp, values: list, factor: float = 2.5, rtol: float | None = None, atol: float | None = None) -> Examined:
@@ -599,23 +613,15 @@ def examine(exp, values: list, factor: float = 2.5, rtol: float | None = None, a
         for sh, aval in zip(jax.tree_util.tree_leaves(compiled.output_shardings), exp.out_avals)
     )
     found = regions(text)
-    live = (
-        live_regions(
-            len(found),
-            kept,
-            collective_regions(exp, names, sizes, text),
-            lambda i: reaches(perturbed(exp, None, names, sizes, factor, text=text, region=i)),
-        )
-        if found
-        else ()
-    )
+    by_region = collective_regions(exp, names, sizes, text) if found else {}
+    shown = {next(iter(by_region[d])) for d in kept if len(by_region.get(d, ())) == 1} - {None}
     return Examined(
         names,
         sizes,
         tuple(sorted(present)),
         tuple(sorted(kept)),
-        tuple(r for r, ok in zip(found, live) if ok),
+        tuple(found),
         out_layouts,
         base,
-        tuple(r for r, ok in zip(found, live) if not ok),
+        lambda i: i in shown or reaches(perturbed(exp, None, names, sizes, factor, text=text, region=i)),
     )

@@ -239,15 +239,14 @@ class Judge:
                 return False
             return changed(base, moved, entry.get("rtol"), entry.get("atol"))
 
-        used: set[int] = set()  # counterparts already shown live
+        # One live region may stand for several of the reference's (a step run in a loop): a counterpart
+        # already shown live is taken first, so five steps of one shape cost one variant, not five.
+        used: set[int] = set()  # counterparts shown live
         for axes, ins, *_ in ref_prog.regions:
             mine = [i for i, r in enumerate(prog.regions) if region_takes((r,), axes, ins)]
-            fresh = [i for i in mine if i not in used]
-            hit = next((i for i in fresh if i in proven), None)
+            hit = next((i for i in mine if i in used or i in proven), None)
             if hit is None:
-                hit = next((i for i in fresh if reaches(i)), None)
-            if hit is None:  # one live region may stand for several of the reference's (a step run in a loop)
-                hit = next((i for i in mine if i in used), None)
+                hit = next((i for i in mine if reaches(i)), None)
             if hit is None:
                 return axes
             used.add(hit)

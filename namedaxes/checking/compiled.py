@@ -93,6 +93,8 @@ def expect_regions(name: str, facts, want: tuple, hint: str = "") -> None:
     the grader's layout step (`namedaxes.judging.region_difference`)."""
     from ..judging import region_difference
 
+    if all(facts.takes(axes, ins) for axes, ins, *_ in want):  # stops at the first live region that fits
+        return
     found = region_difference(want, facts.regions)
     if found is None:
         return

@@ -393,7 +393,7 @@ def _judged(name: str, fn: Callable, mesh, placed: list, processes: int, axis: s
     split as `ins` says (the reference's `in_specs`) and reaches the results, and a collective over `axis`
     that reaches the results."""
     facts = _examined_as(fn, mesh, placed, processes)
-    if not facts.regions and not facts.dead_regions:
+    if not facts.found:
         fail(TEXT["no_shard_map"].format(name=name))
     if not any(d.endswith(f" over '{axis}'") for d in facts.present):
         fail(TEXT["no_collective"].format(name=name, axis=axis, why=why))
