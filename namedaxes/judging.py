@@ -43,6 +43,7 @@ __all__ = [
     "examine",
     "region_takes",
     "collective_regions",
+    "proven_regions",
 ]
 
 RTOL = 1e-5  # autograder.judge.compare.RTOL
@@ -369,6 +370,12 @@ def collective_regions(exp, names: tuple[str, ...], sizes: tuple[int, ...], text
     return {d: frozenset(w) for d, w in out.items()}
 
 
+def proven_regions(by_region: dict, matters) -> set[int]:
+    """The regions shown to reach the results without a variant of their own: each one the only region
+    that holds the collectives of a description in `matters` (`collective_regions` gives `by_region`)."""
+    return {next(iter(by_region[d])) for d in matters if len(by_region.get(d, ())) == 1} - {None}
+
+
 def changed(a: dict, b: dict, rtol=None, atol=None) -> bool:
     """Do the outputs `b` differ from `a` beyond the comparison's tolerance (exactly, for integers)?"""
     rtol, atol = (RTOL if rtol is None else rtol), (ATOL if atol is None else atol)
@@ -566,7 +573,7 @@ class Examined:
     found: tuple
     out_layouts: tuple
     outputs: dict
-    is_live: Callable[[int], bool] = field(default=lambda i: True, compare=False, repr=False)
+    is_live: Callable[[int], bool] = field(compare=False, repr=False)
     _known: dict = field(default_factory=dict, compare=False, repr=False)
 
     def live(self, i: int) -> bool:
@@ -613,8 +620,7 @@ def examine(exp, values: list, factor: float = 2.5, rtol: float | None = None, a
         for sh, aval in zip(jax.tree_util.tree_leaves(compiled.output_shardings), exp.out_avals)
     )
     found = regions(text)
-    by_region = collective_regions(exp, names, sizes, text) if found else {}
-    shown = {next(iter(by_region[d])) for d in kept if len(by_region.get(d, ())) == 1} - {None}
+    shown = proven_regions(collective_regions(exp, names, sizes, text), kept) if found else set()
     return Examined(
         names,
         sizes,

@@ -44,7 +44,15 @@ from typing import Any
 
 import numpy as np
 
-from namedaxes.judging import changed, collective_regions, perturbed, region_difference, region_takes, split_axes
+from namedaxes.judging import (
+    changed,
+    collective_regions,
+    perturbed,
+    proven_regions,
+    region_difference,
+    region_takes,
+    split_axes,
+)
 
 from ..limits import MAX_CASES, MAX_ECHO_CHARS, MAX_ECHO_ITEMS, MAX_ERROR_CHARS
 from ..records import Phrase, Verdict, Words
@@ -222,8 +230,7 @@ class Judge:
         case shown to reach the results (`shown`) sits in it alone (`collective_regions`), else when
         changing its results (`perturbed(..., region=i)`) changes the outputs."""
         text = module_text(exp)
-        by_region = collective_regions(exp, tuple(names), tuple(shape), text=text)
-        proven = {next(iter(by_region[d])) for d in shown if len(by_region.get(d, ())) == 1} - {None}
+        proven = proven_regions(collective_regions(exp, tuple(names), tuple(shape), text=text), shown)
         factor = perturb_factor(self.secret, grade_id, "region\0" + case)
         seed = lambda: hidden_rng(self.secret, grade_id, str(entry["draw"].get("share", case)))  # noqa: E731
 
