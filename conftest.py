@@ -32,6 +32,7 @@ KINDS = (
     ("tests/browser/", ("browser",)),
     ("tests/autograder/intake/test_handin.py", ("unit",)),  # collect's refusals, on files made here
     ("tests/autograder/publish/test_report.py", ("unit",)),  # the report page from records
+    ("tests/autograder/publish/test_gradebook.py", ("unit",)),  # a gradebook.db of no rows
     ("tests/autograder/judge/test_programs.py", ("exercises",)),  # the judge's layout points, answer by answer
     ("tests/autograder/", ("grader",)),
     ("tests/notebooks/test_validate.py", ("grader",)),  # nbgrader's Validator runs kernels
