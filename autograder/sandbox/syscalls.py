@@ -29,7 +29,7 @@ granted (the kernel has no capabilities). `clone3` fails with ENOSYS, as in
 Docker, because a classic BPF filter cannot read its flags (they are behind a
 pointer): glibc then falls back to `clone`, whose flags the filter checks.
 
-What must keep working, and does (tests/autograder/sandbox/test_launch.py): Python and
+What must keep working, and does (tests/autograder/sandbox/test_seccomp.py): Python and
 its threads, JAX/XLA's thread pools, the Jupyter kernel's zmq sockets (TCP on
 loopback, epoll, eventfd), `subprocess`, and gloo's TCP collectives between
 two processes (notebook 06's multi-process exercises).

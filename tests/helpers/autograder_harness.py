@@ -73,7 +73,7 @@ def read_csv(path: Path) -> list[dict]:
 
 def refused_syscalls() -> dict[str, int]:
     """Calls the sandbox_probe student makes with zero arguments, each to be refused with EPERM (none where
-    this machine has no seccomp allow-list: the protections report says so, sandbox/test_launch.py checks it)."""
+    this machine has no seccomp allow-list: the protections report says so, sandbox/test_seccomp.py checks it)."""
     from autograder.sandbox import seccomp
 
     if seccomp.kernel_filter()[1]:
