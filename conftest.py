@@ -33,6 +33,10 @@ KINDS = (
     ("tests/autograder/intake/test_handin.py", ("unit",)),  # collect's refusals, on files made here
     ("tests/autograder/publish/test_report.py", ("unit",)),  # the report page from records
     ("tests/autograder/publish/test_gradebook.py", ("unit",)),  # a gradebook.db of no rows
+    ("tests/autograder/course/", ("unit",)),  # merging a submission into the graded notebook, in memory
+    ("tests/autograder/intake/test_placement.py", ("unit",)),  # placing files made here
+    ("tests/autograder/judge/test_compare.py", ("unit",)),  # comparing and loading observations
+    ("tests/autograder/run/test_namespace_guard.py", ("unit",)),  # splitting a test cell
     ("tests/autograder/judge/test_programs.py", ("exercises",)),  # the judge's layout points, answer by answer
     ("tests/autograder/", ("grader",)),
     ("tests/notebooks/test_validate.py", ("grader",)),  # nbgrader's Validator runs kernels

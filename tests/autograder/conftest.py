@@ -15,8 +15,11 @@ import os
 import shutil
 from pathlib import Path
 
+import autograder_specs as specs
 import pytest
 from autograder_harness import GradedClass, build_and_grade, read_csv
+
+from autograder.course.notebooks import SourceNotebook
 
 
 @pytest.fixture(scope="session")
@@ -52,3 +55,9 @@ def graded_class(tmp_path_factory) -> GradedClass:
         reference_dirs=info["reference_dirs"],
         canary={k: v.encode("latin-1") for k, v in info["canary"].items()},
     )
+
+
+@pytest.fixture(scope="module")
+def source() -> SourceNotebook:
+    """Notebook 02's source (solutions/), as the grader loads it: the unit tests' merging and splitting."""
+    return SourceNotebook.load(specs.A02, specs.REPO / "solutions" / f"{specs.A02}.ipynb")

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import json
+
 from nbformat import v4 as nbv4
 
+from autograder.course.notebooks import build_graded
 from autograder.judge.score import error_text
 from autograder.publish.words import say
 from autograder.records import CellOutcome, Kind, Phrase, RunResult, phrase
-from autograder.run.executor import _append_error_output, _death_reason, _mark_rest, cell_label
+from autograder.run.executor import (
+    _append_error_output,
+    _death_reason,
+    _mark_rest,
+    cell_label,
+    harvest_observations,
+)
 
 
 def _notebook():
@@ -73,3 +82,42 @@ def test_the_graded_notebook_shows_the_words_in_the_current_language():
     shown = cell.outputs[-1]
     assert shown.ename == "TimeoutError" and shown.evalue == say(outcome.evalue, "zh") != say(outcome.evalue, "en")
     assert shown.traceback == [f"TimeoutError: {shown.evalue}"]
+
+
+def test_harvest_does_not_follow_links(tmp_path):
+    secret = tmp_path / "secret.json"
+    secret.write_text(json.dumps({"axes": ["devices"]}))
+    observe = tmp_path / "observe"
+    observe.mkdir()
+    (observe / "g.json").symlink_to(secret)
+    assert harvest_observations(observe, "g") is None
+    link = tmp_path / "linkdir"
+    link.symlink_to(observe)
+    (observe / "h.json").write_text("{}")
+    assert harvest_observations(link, "h") is None
+    assert harvest_observations(observe, "h") == (None, b"{}")
+
+
+def test_a_kernel_that_never_starts_gives_an_error_row(source, tmp_path):
+    from autograder.course.notebooks import MergeReport
+    from autograder.judge.score import submission_status
+    from autograder.publish.words import say
+    from autograder.records import Kind
+    from autograder.run.executor import run_notebook
+    from autograder.run.kernel import Kernel
+    from autograder.sandbox.launch import Sandbox
+
+    sandbox = Sandbox(isolate=False, python=str(tmp_path / "no-such-python"))
+    graded, _ = build_graded(source, None)
+    made = []
+
+    def new_kernel(n):
+        made.append(n)
+        return Kernel(tmp_path / "work", sandbox, label=f"k{n}").start()
+
+    run = run_notebook(graded, {}, None, new_kernel, cell_timeout=5, start_timeout=20)
+    assert made == [0, 1]  # one retry, then give up
+    assert run.start_error and all(o.status == "not_run" for o in run.outcomes.values())
+    status, reason = submission_status(run, MergeReport(), [], str(tmp_path))
+    assert status == "error" and reason.kind is Kind.KERNEL_NOT_STARTED  # data; the words come at publishing
+    assert say(reason, "en").startswith("the kernel did not start")
