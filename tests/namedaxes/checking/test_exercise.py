@@ -1,20 +1,127 @@
-"""Unit tests of namedaxes/checking/exercise.py.
+"""`namedaxes.checking.exercise`: explicit binding, and the kind of failure a check records."""
 
-An Exercise's check, hints and observe; re-importing a module replaces its exercises.
-"""
-
-from __future__ import annotations
+import ast
+import importlib
+import linecache
+import pkgutil
+from pathlib import Path
 
 import numpy as np
 import pytest
 from checking_helpers import fresh_module
 
+import namedaxes
+import namedaxes.exercises
 from namedaxes import checking
 from namedaxes.checking import (
+    TEXT,
     CheckFailed,
     Exercise,
+    NotAttempted,
+    exercises_for,
     expect_close,
+    progress,
+    progress_rows,
+    verdicts,
 )
+
+PACKAGE = Path(namedaxes.__file__).parent
+
+
+def _stub(name: str, number: int):
+    """A function defined in a notebook cell whose body is still the stub."""
+    source = f"def {name}(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()\n"
+    filename = f"<ipython-input-{number}-feedc0de>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace: dict = {}
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace[name]
+
+
+@pytest.fixture
+def module(monkeypatch):
+    name = "tests.fake_exercises_not_attempted"
+    monkeypatch.setitem(verdicts._REGISTRY, name, {})
+    monkeypatch.setenv("NO_COLOR", "1")
+    return name
+
+
+def test_exercises_for_binds_the_module_it_is_given(module):
+    exercise = exercises_for(module)
+    twice = exercise("twice", lambda f: expect_close("twice", f(1.0), 2.0), hints=["multiply"])
+    assert isinstance(twice, Exercise) and twice.module == module
+    assert [ex.name for ex in verdicts._REGISTRY[module].values()] == ["twice"]
+
+
+def test_an_exercise_must_name_its_module():
+    with pytest.raises(TypeError, match="module"):
+        Exercise("twice", lambda f: None)
+
+
+def test_nothing_in_namedaxes_inspects_the_callers_frame():
+    """Explicit binding: no `sys._getframe`, `inspect.currentframe`/`stack` or `f_globals` in the package."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Attribute):
+                continue
+            owner = node.value.id if isinstance(node.value, ast.Name) else ""
+            if node.attr in ("_getframe", "f_globals", "f_back") or (
+                owner == "inspect" and node.attr in ("currentframe", "stack", "getouterframes")
+            ):
+                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {owner}.{node.attr}")
+    assert not found, found
+
+
+def test_every_exercise_module_binds_itself_explicitly():
+    for info in pkgutil.iter_modules(namedaxes.exercises.__path__):
+        mod = importlib.import_module(f"namedaxes.exercises.{info.name}")
+        exercises = [v for v in vars(mod).values() if isinstance(v, Exercise)]
+        if not exercises:
+            continue
+        assert all(ex.module == mod.__name__ for ex in exercises), mod.__name__
+        assert isinstance(mod.TEXT, namedaxes.i18n.Messages), f"{mod.__name__}.TEXT is not a Messages table"
+        assert mod.exercise.keywords == {"module": mod.__name__}, mod.__name__
+
+
+def test_a_stub_answer_is_not_attempted_and_progress_says_not_started(module, capsys):
+    exercise = exercises_for(module)
+    twice = exercise("twice", lambda f: expect_close("twice", f(1.0), 2.0), hints=["multiply"])
+    thrice = exercise("thrice", lambda f: expect_close("thrice", f(1.0), 3.0))
+    with pytest.raises(NotAttempted) as err:
+        twice.check(_stub("twice", 31))
+    assert str(err.value).startswith("`twice` is not written yet: replace `raise NotImplementedError()`")
+    assert err.value.hint_line  # a not-started answer gets the hint line too
+    with pytest.raises(CheckFailed) as wrong:
+        thrice.check(lambda x: x)
+    assert type(wrong.value) is CheckFailed  # wrong is not "not started"
+    rows = progress_rows(module)
+    assert [r[:2] for r in rows] == [("twice", "not_attempted"), ("thrice", "failed")]
+    capsys.readouterr()
+    progress(module)
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == "  " + TEXT["progress_not_attempted"].format(name="twice")
+    assert out[1] == "  • twice: not started yet; write its answer cell, run it, then its test cell"
+    assert out[2].startswith("  ✗ thrice: `thrice` has the wrong values")
+
+
+def test_an_answer_that_calls_an_unwritten_helper_is_not_attempted_either(module):
+    helper = _stub("loss_fn", 32)
+    exercise = exercises_for(module)
+    grads = exercise("grads", lambda f: expect_close("grads", f(1.0), 2.0))
+    with pytest.raises(NotAttempted, match=r"`grads` \(or a function it calls, such as `loss_fn`\) is not written"):
+        grads.check(lambda x: 2 * helper(x))
+
+
+def test_a_library_not_implemented_error_is_a_crash_not_a_stub(module):
+    def uses_a_missing_feature(x):
+        raise NotImplementedError("sparse arrays are not supported")
+
+    exercise = exercises_for(module)
+    f = exercise("f", lambda fn: fn(1.0))
+    with pytest.raises(NotImplementedError, match="sparse"):  # not translated: raised outside the cell
+        f.check(uses_a_missing_feature)
+    assert progress_rows(module)[0][:2] == ("f", "failed")
 
 
 def test_exercise_check_hint_and_observe(capsys):
