@@ -37,6 +37,7 @@ KINDS = (
     ("tests/autograder/intake/test_placement.py", ("unit",)),  # placing files made here
     ("tests/autograder/judge/test_compare.py", ("unit",)),  # comparing and loading observations
     ("tests/autograder/run/test_namespace_guard.py", ("unit",)),  # splitting a test cell
+    ("tests/autograder/run/test_order.py", ("unit",)),  # the pool's choice of the next task, no worker started
     ("tests/autograder/judge/test_programs.py", ("exercises",)),  # the judge's layout points, answer by answer
     ("tests/autograder/", ("grader",)),
     ("tests/notebooks/test_validate.py", ("grader",)),  # nbgrader's Validator runs kernels

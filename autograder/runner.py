@@ -6,7 +6,8 @@ tests/autograder/test_layering.py):
 - course/: the assignments (source notebooks, editions; discovery.py);
 - intake/: who submitted which notebook (placement.py);
 - sandbox/: what student kernels see and their limits (build.py for this run, launch.py per kernel);
-- run/: reference runs and grading on N worker processes (pool.py, worker.py), one notebook cell by
+- run/: reference runs and grading on N worker processes (pool.py, worker.py; the longest expected
+  notebooks first, order.py), one notebook cell by
   cell in a kernel (executor.py, kernel.py), the reference cache (references.py);
 - judge/: observations -> verdicts -> points (score.py, compare.py, programs.py with exported.py,
   compiling.py and hidden_inputs.py, scorer_process.py);

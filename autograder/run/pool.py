@@ -25,6 +25,9 @@ on all pipes and all process sentinels at once (`connection.wait`), so:
   its kernels and exits), then SIGKILL after `STOP_GRACE` s, and every kernel
   any worker reported is killed by process group: nothing outlives the batch.
 
+Which pending task goes next is `rank`'s choice (order.py: references, then the longest expected
+notebooks, so the batch ends on short ones); `admit` may still hold a task back.
+
 No queue shared between processes: a worker that dies cannot take a lock or a
 half-written message down with it (the old `mp.Queue` reader could die holding
 its lock and stall every other worker).
@@ -68,6 +71,7 @@ from ..publish.words import say
 from ..records import InternalError, KernelGone, KernelStarted, Phrase, ReferenceRun, Row, Task, TaskDone, phrase
 from ..sandbox.build import mpl_cache
 from ..sandbox.xla_cache import protect_published, publish_xla_cache, remove_protected
+from .order import LongestFirst
 from .reference_lock import ReferenceLock
 from .references import load_references, new_run_secret, reference_key, save_references
 from .worker import Config, worker_main
@@ -117,11 +121,14 @@ class Pool:
         margin: float = HANG_MARGIN,
         ctx=None,
         admit: Callable[[Task], str] = lambda task: "send",
+        rank: Callable[[Task], object] = lambda task: 0,
     ):
         self.ctx = ctx or mp.get_context("fork")
         self.jobs = max(1, jobs)
         self.target, self.args, self.budget, self.margin = target, args, budget, margin
         self.admit = admit  # right before a task goes to a worker: "send", "defer" or "drop"
+        self.rank = rank  # which pending task goes first: the lowest rank (order.py); ties keep their turn
+        self.retried: set[int] = set()  # seqs put back in front (a lost worker's task): they go before any rank
         self.later: Callable[[], int] = lambda: 0  # tasks not submitted yet that will come (run_all's waiting)
         self.slots: dict[int, _Slot] = {}
         self.pending: collections.deque[Task] = collections.deque()
@@ -156,17 +163,20 @@ class Pool:
         self.slots.pop(slot.wid, None)
 
     def submit(self, task: Task, front: bool = False) -> None:
+        if front:
+            self.retried.add(task.seq)
         (self.pending.appendleft if front else self.pending.append)(task)
 
     def _next(self) -> Task | None:
-        """The first pending task that `admit` lets go now (deferred ones keep their turn later)."""
-        for _ in range(len(self.pending)):
-            task = self.pending.popleft()
+        """The pending task that goes first by rank (retried ones before all) and that `admit` lets go
+        now; deferred ones stay pending, in their place."""
+        for task in sorted(self.pending, key=lambda t: (t.seq not in self.retried, self.rank(t))):
             verdict = self.admit(task)
+            if verdict == "defer":
+                continue
+            self.pending.remove(task)
             if verdict == "send":
                 return task
-            if verdict == "defer":
-                self.pending.append(task)
         return None
 
     # ------------------------------------------------------------ the loop
@@ -188,7 +198,7 @@ class Pool:
                 try:
                     slot.conn.send(task)
                 except OSError:  # it died while idle: another one takes the task
-                    self.pending.appendleft(task)
+                    self.submit(task, front=True)
                     self._kill(slot)
                     continue
                 slot.task = task
@@ -360,7 +370,8 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
         max_output_chars=opts.max_output_chars,
         run_secret=new_run_secret(),
     )
-    pool = Pool(min(jobs, len(ref_tasks) + n_grade), worker_main, (cfg,), budget=lambda t: t.budget)
+    order = LongestFirst(sources)  # the longest expected notebooks first: the shortest make the tail
+    pool = Pool(min(jobs, len(ref_tasks) + n_grade), worker_main, (cfg,), budget=lambda t: t.budget, rank=order.rank)
     progress = Progress(n_grade, opts.quiet)
     waiting = {aid: list(ts) for aid, ts in grade_tasks.items()}
     submission_budget = float(opts.submission_budget)
@@ -441,6 +452,7 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
             not_graded(task, "error", phrase("internal_error"), phrase("internal_error_cell"))
         else:
             settle(task, float(res.seconds if res.seconds is not None else task.budget))
+            order.finished(task, res.seconds)
             rows.append(res)
             progress.update(res.status)
 

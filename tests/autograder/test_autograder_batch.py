@@ -69,14 +69,18 @@ def test_notebook_and_submission_budgets_stop_many_slow_cells(course, tmp_path):
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr[-3000:]
     rows = {r["assignment"]: r for r in read_csv(tmp_path / "out" / "grades.csv")}
-    a01, a02 = rows[specs.A01], rows[specs.A02]
-    assert a01["status"] == "timeout" and float(a01["score"]) == 0, a01
-    assert re.search(r"the notebook's time budget of 12 s", a01["reason"]), a01
-    assert a02["status"] == "timeout" and float(a02["score"]) == 0, a02
-    assert re.search(r"what was left of this submission's time budget of 18 s \(6 s\)", a02["reason"]), a02
+    # the pool picks which of the two goes first (run/order.py): that one gets the notebook budget, the
+    # other what is left of the submission's
+    first = [a for a, r in rows.items() if re.search(r"the notebook's time budget of 12 s", r["reason"])]
+    assert len(first) == 1, rows
+    (then,) = set(rows) - set(first)
+    a_first, a_then = rows[first[0]], rows[then]
+    assert a_first["status"] == "timeout" and float(a_first["score"]) == 0, a_first
+    assert a_then["status"] == "timeout" and float(a_then["score"]) == 0, a_then
+    assert re.search(r"what was left of this submission's time budget of 18 s \(6 s\)", a_then["reason"]), a_then
     # each notebook holds 20 s of sleep; its worker time is bounded by its budget (+ interrupt grace, clean-up)
     seconds = {t["assignment"]: t["seconds"] for t in json.loads((tmp_path / "out" / "timings.json").read_text())}
-    assert seconds[specs.A01] < 12 + 15 and seconds[specs.A02] < 6 + 15, seconds
+    assert seconds[first[0]] < 12 + 15 and seconds[then] < 6 + 15, seconds
     assert (tmp_path / "out" / "report.html").exists()
 
 
