@@ -1,140 +1,34 @@
-"""The multi-process launcher (namedaxes.multiprocess): results, shipping, errors, timeouts, no orphans."""
+"""namedaxes.multiprocess.cluster (and shared.get_cluster): results across processes, failures, life cycle."""
 
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
-import types
 
 import jax
 import numpy as np
 import pytest
-from jax import lax
+from multiprocess_jobs import (
+    exit_in_process_1,
+    fail_everywhere,
+    fail_in_process_1_then_collective,
+    fail_quietly,
+    gone,
+    hang_with_a_child,
+    on_devices,
+    process_view,
+    scaled_total,
+    sleep_a_while,
+    wait_gone,
+)
 
 from namedaxes import DEVICES
 from namedaxes import multiprocess as mp
 
-SCALE = 3.0
-TABLE = np.arange(3.0)
 
-
-# ---------------------------------------------------------------- jobs (imported by the workers from this module)
-def process_view():
-    return {
-        "process_index": jax.process_index(),
-        "process_count": jax.process_count(),
-        "local_devices": [d.id for d in jax.local_devices()],
-        "device_count": jax.device_count(),
-        "pid": os.getpid(),
-    }
-
-
-def scaled_total(x):
-    return lax.psum(x * SCALE, DEVICES)
-
-
-def on_devices(fn, global_x):
-    n, i = jax.local_device_count(), jax.process_index()
-    return jax.pmap(fn, axis_name=DEVICES)(global_x[i * n : (i + 1) * n])
-
-
-def fail_everywhere():
-    print("about to fail", file=sys.stderr)
-    raise ValueError("broken on purpose")
-
-
-def fail_quietly():
-    raise KeyError("nothing printed")
-
-
-def fail_in_process_1_then_collective(global_x):
-    if jax.process_index() == 1:
-        raise RuntimeError("process 1 gives up")
-    return on_devices(scaled_total, global_x)  # process 0 waits in the psum for process 1
-
-
-def exit_in_process_1():
-    if jax.process_index() == 1:
-        print("process 1 is leaving", file=sys.stderr, flush=True)
-        os._exit(7)
-    return "fine"
-
-
-def hang_with_a_child(pid_folder):
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
-    with open(os.path.join(pid_folder, f"child-{jax.process_index()}"), "w") as fh:
-        fh.write(str(child.pid))
-    print(f"process {jax.process_index()} hangs now", file=sys.stderr, flush=True)
-    time.sleep(120)
-
-
-def sleep_a_while(seconds):
-    time.sleep(seconds)
-
-
-def uses_table():
-    return TABLE.sum()
-
-
-def _as_notebook_function(fn, **notebook_globals):
-    """A copy of `fn` that looks defined in a notebook (module __main__): it must travel as source."""
-    namespace = {**fn.__globals__, **notebook_globals} if notebook_globals else fn.__globals__
-    copy = types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__, fn.__closure__)
-    copy.__module__ = "__main__"
-    return copy
-
-
-def _gone(pid: int) -> bool:
-    """Our own (reaped) children: os.kill(pid, 0) must say the process no longer exists."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
-
-
-def _wait_gone(pids, seconds=5.0) -> list[int]:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and any(mp.process_alive(p) for p in pids):
-        time.sleep(0.05)
-    return [p for p in pids if mp.process_alive(p)]
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    with mp.Cluster(num_processes=2, local_devices=4) as c:
-        yield c
-
-
-# ---------------------------------------------------------------- free ports, noise
-def test_free_port_is_bindable_and_not_in_use():
-    with socket.socket() as busy:
-        busy.bind(("127.0.0.1", 0))
-        busy.listen()
-        port = mp.free_port()
-        assert port != busy.getsockname()[1]
-    assert 1024 <= port <= 65535
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", port))  # raises if something holds it
-
-
-def test_filter_noise_drops_gloo_lines_only():
-    text = (
-        "[Gloo] Rank 3 is connected to 7 peer ranks. Expected number of connected peer ranks is : 7\n"
-        "Traceback (most recent call last):\nValueError: boom\n"
-        # two threads printing at once
-        "[Gloo] Rank [Gloo] Rank 5 is connected to 7 peer ranks. Expected number of connected peer ranks is : 7\n"
-        "4 is connected to 7 peer ranks. Expected number of connected peer ranks is : 7\n"
-        "a rank 4 result\n"
-    )
-    assert mp.filter_noise(text) == "Traceback (most recent call last):\nValueError: boom\na rank 4 result"
-
-
-# ---------------------------------------------------------------- results
 def test_each_process_sees_its_local_and_the_global_devices(cluster):
     views = cluster.run(process_view)
     assert [v["process_index"] for v in views] == [0, 1]
@@ -152,54 +46,6 @@ def test_psum_spans_both_processes_and_matches_one_process(cluster):
     np.testing.assert_allclose(np.concatenate(per_process), np.full(8, 3.0 * 28.0))
 
 
-def test_notebook_functions_travel_as_source(cluster):
-    job, fn = _as_notebook_function(on_devices), _as_notebook_function(scaled_total)
-    shipped = mp.ship(fn)
-    assert shipped.module is None
-    assert "def scaled_total(x):" in shipped.source
-    assert "SCALE = 3.0" in shipped.source and "DEVICES = 'devices'" in shipped.source
-    assert "import jax.lax as lax" in shipped.source
-    x = np.arange(8.0, dtype=np.float32)
-    np.testing.assert_allclose(np.concatenate(cluster.run(job, fn, x)), np.full(8, 3.0 * 28.0))
-
-
-def test_notebook_function_brings_the_notebook_functions_it_calls(cluster):
-    def outer(x):
-        return scaled_total(x) + 1
-
-    # `scaled_total` importable: travels as an import; defined in the notebook: as source
-    assert f"from {__name__} import scaled_total" in mp.ship(_as_notebook_function(outer)).source
-    notebook_outer = _as_notebook_function(outer, scaled_total=_as_notebook_function(scaled_total))
-    shipped = mp.ship(notebook_outer)
-    assert shipped.source.index("def scaled_total(x):") < shipped.source.index("def outer(x):")
-    x = np.arange(8.0, dtype=np.float32)
-    np.testing.assert_allclose(np.concatenate(cluster.run(on_devices, notebook_outer, x)), np.full(8, 85.0))
-
-
-def test_importable_functions_travel_by_reference():
-    assert mp.ship(process_view) == mp.Shipped(name="process_view", module=__name__)
-    assert mp.ship(np.sum).module == "numpy"
-
-
-def test_what_cannot_be_shipped_is_refused_with_a_reason():
-    with pytest.raises(mp.ShipError, match="lambda"):
-        mp.ship(_as_notebook_function(lambda x: x))
-    with pytest.raises(mp.ShipError, match="`TABLE`.*ndarray.*pass it as an argument"):
-        mp.ship(_as_notebook_function(uses_table))
-
-    def make():
-        y = 2
-
-        def inner(x):
-            return x * y
-
-        return inner
-
-    with pytest.raises(mp.ShipError, match="enclosing function"):
-        mp.ship(make())
-
-
-# ---------------------------------------------------------------- errors
 def test_a_job_that_raises_everywhere_reports_its_stderr_and_keeps_the_cluster(cluster):
     with pytest.raises(mp.WorkerError) as info:
         cluster.run(fail_everywhere)
@@ -227,7 +73,7 @@ def test_a_job_failing_in_one_process_kills_the_stuck_peers():
         assert time.monotonic() - start < 10, "the stuck peer should be given up on long before the timeout"
         assert "stuck waiting" in str(info.value)
         assert not c.alive
-        assert all(_gone(p) for p in pids)
+        assert all(gone(p) for p in pids)
     finally:
         c.close()
 
@@ -240,7 +86,7 @@ def test_a_worker_that_dies_is_reported_with_its_stderr():
             c.run(exit_in_process_1)
         assert "process 1 is leaving" in str(info.value)
         assert "process 1 is leaving" in info.value.stderr_tail
-        assert all(_gone(p) for p in pids)
+        assert all(gone(p) for p in pids)
         with pytest.raises(mp.WorkerError, match="not running"):
             c.run(process_view)
     finally:
@@ -260,9 +106,9 @@ def test_a_hanging_job_times_out_and_leaves_no_orphans(tmp_path):
         assert "where it was waiting" in text and "in hang_with_a_child" in text  # the worker's stack
         assert isinstance(info.value, mp.WorkerError)
         assert not c.alive
-        assert all(_gone(p) for p in pids), "the workers were not killed and reaped"
+        assert all(gone(p) for p in pids), "the workers were not killed and reaped"
         children = [int((tmp_path / f"child-{i}").read_text()) for i in range(2)]
-        assert _wait_gone(children) == [], "a worker's child survived: its process group was not killed"
+        assert wait_gone(children) == [], "a worker's child survived: its process group was not killed"
     finally:
         c.close()
 
@@ -276,7 +122,7 @@ def test_an_interrupted_wait_kills_the_workers():
         with pytest.raises(KeyboardInterrupt):
             c.run(sleep_a_while, 60, timeout=30)
         timer.join()
-        assert not c.alive and all(_gone(p) for p in pids)
+        assert not c.alive and all(gone(p) for p in pids)
     finally:
         c.close()
 
@@ -291,17 +137,16 @@ def test_a_worker_that_cannot_start_fails_start_with_its_stderr(monkeypatch):
     with pytest.raises(mp.WorkerError, match="exited with code 3 while starting") as info:
         c.start()
     assert "no jax for" in str(info.value)
-    assert all(_gone(p) for p in c.pids)
+    assert all(gone(p) for p in c.pids)
 
 
-# ---------------------------------------------------------------- life cycle
 def test_context_manager_closes_workers_and_folder():
     with mp.Cluster() as c:
         pids, folder = c.pids, c.job_dir
         assert c.alive and os.path.isdir(folder)
         assert "jax.distributed.initialize" in c.worker_code(1) and "process_id=1" in c.worker_code(1)
     assert not c.alive
-    assert all(_gone(p) for p in pids)
+    assert all(gone(p) for p in pids)
     assert not os.path.exists(folder)
 
 
