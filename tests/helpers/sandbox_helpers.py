@@ -37,7 +37,11 @@ def workdir(tmp_path: Path, sb: Sandbox, name: str = "w") -> Path:
 
 def start(sb: Sandbox, work: Path, code: str, label: str = "t"):
     """Start `code` in the sandbox (in its own cgroup); returns (Popen, Launch)."""
-    launch = sb.wrap(work, [sb.python, "-c", textwrap.dedent(code)], label=label)
+    return popen(sb, work, sb.wrap(work, [sb.python, "-c", textwrap.dedent(code)], label=label))
+
+
+def popen(sb: Sandbox, work: Path, launch):
+    """Start a ready `launch` of the sandbox as a kernel is started (its fds closed here); returns (Popen, Launch)."""
     try:
         proc = subprocess.Popen(
             launch.argv,

@@ -14,12 +14,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import MiB, finish
+from sandbox_helpers import MiB, finish, popen
 
 from autograder.sandbox import workcopy
 from autograder.sandbox.launch import Sandbox
@@ -137,20 +136,9 @@ def _without_seccomp(launch):
 
 
 def run_unfiltered(sb: Sandbox, work: Path, code: str, timeout: float = 60):
-    launch = _without_seccomp(sb.wrap(work, [sb.python, "-c", textwrap.dedent(code)], label="ctl"))
-    try:
-        proc = subprocess.Popen(
-            launch.argv,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-            pass_fds=launch.pass_fds,
-            env=sb.env(work, work / "observe"),
-            start_new_session=True,
-            preexec_fn=sb.preexec(),
-        )
-    finally:
-        launch.close_fds()
+    proc, launch = popen(
+        sb, work, _without_seccomp(sb.wrap(work, [sb.python, "-c", textwrap.dedent(code)], label="ctl"))
+    )
     return finish(proc, launch, timeout)
 
 
