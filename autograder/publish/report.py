@@ -16,7 +16,7 @@ mode, else the repository's build/course, else solutions/): the course id for
 the title (nbgrader_config.py), each assignment's title (its first heading)
 and each exercise's name (the one-line docstring of its test cell).
 
-It writes one self-contained HTML page (CSS inline, histograms as base64 PNG):
+It writes one self-contained HTML page (CSS inline, histograms as base64 SVG images, report_figures.py):
 the students whose runs timed out, crashed or could not be graded; a table with
 one row per student (score and status per assignment, linked to the feedback
 page); then, per assignment that has graded work: the distribution of total
@@ -48,6 +48,7 @@ from urllib.parse import quote
 from .class_results import ClassResults, Row, load
 from .course_info import CourseInfo, course_info, default_course
 from .inert import CSP_META, html_text
+from .report_figures import MIME as FIGURE_MIME
 from .report_figures import exercise_figure, score_counts, total_figure
 
 __all__ = [
@@ -285,7 +286,7 @@ def _assignment_section(results: ClassResults, aid: str, out: Path | None, info:
     )
     parts.append(
         f'<figure><img class="histogram" alt="{_e(aid)}: histogram of total scores" '
-        f'src="data:image/png;base64,{total_figure(aid, graded)}"></figure>'
+        f'src="data:{FIGURE_MIME};base64,{total_figure(aid, graded)}"></figure>'
     )
     exercises: OrderedDict[str, list[dict]] = OrderedDict()
     for r in graded:
@@ -295,7 +296,7 @@ def _assignment_section(results: ClassResults, aid: str, out: Path | None, info:
     if exercises:
         parts.append(
             f'<figure><img class="histogram" alt="{_e(aid)}: histograms of points per exercise" '
-            f'src="data:image/png;base64,{exercise_figure(aid, exercises)}"></figure>'
+            f'src="data:{FIGURE_MIME};base64,{exercise_figure(aid, exercises)}"></figure>'
         )
         parts.append(
             '<table><tr><th>exercise</th><th class="num">points</th><th class="num">mean</th>'

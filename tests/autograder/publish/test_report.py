@@ -4,14 +4,14 @@ import base64
 import csv
 import json
 import re
-import struct
 import subprocess
 import sys
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
-from autograder.publish import course_info, report
+from autograder.publish import class_results, course_info, report, report_figures
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -189,9 +189,13 @@ def make_class(out: Path, feedback_for=()) -> list[dict]:
     return rows
 
 
-def _png_size(data: bytes) -> tuple[int, int]:
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
-    return struct.unpack(">II", data[16:24])
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def _svg(data: bytes) -> ElementTree.Element:
+    root = ElementTree.fromstring(data)  # well-formed XML, or this raises
+    assert root.tag == f"{SVG}svg", "not an SVG document"
+    return root
 
 
 @pytest.fixture(scope="module")
@@ -215,7 +219,7 @@ def test_report_is_one_self_contained_page_with_a_histogram_per_assignment_and_e
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     assert not re.search(r'(src|href)="(https?:)?//', page), "the report must not load anything from outside"
     assert "<script" not in page and "<link" not in page
-    images = re.findall(r'<img class="histogram" alt="([^"]+)" src="data:image/png;base64,([^"]+)"', page)
+    images = re.findall(r'<img class="histogram" alt="([^"]+)" src="data:image/svg\+xml;base64,([^"]+)"', page)
     assert [alt for alt, _ in images] == [
         "01_axis_names: histogram of total scores",
         "01_axis_names: histograms of points per exercise",
@@ -223,8 +227,26 @@ def test_report_is_one_self_contained_page_with_a_histogram_per_assignment_and_e
         "02_scaled_sum: histograms of points per exercise",
     ]
     for _, data in images:
-        width, height = _png_size(base64.b64decode(data))
-        assert width > 200 and height > 100
+        svg = _svg(base64.b64decode(data))
+        assert float(svg.get("width")) > 200 and float(svg.get("height")) > 100
+        assert not [e for e in svg.iter() if e.tag in (f"{SVG}script", f"{SVG}foreignObject", f"{SVG}image")]
+
+
+def test_a_histogram_draws_one_bar_per_score_as_tall_as_its_count_with_names_as_text():
+    rows = [class_results.Row(f"s{i}", "a1", score, 3, "ok", "") for i, score in enumerate((0, 3, 3, 2))]
+    svg = _svg(base64.b64decode(report_figures.total_figure("a<b>&c", rows)))
+    bars = [e for e in svg.iter(f"{SVG}rect") if e.get("class") == "bar"]
+    assert [e.find(f"{SVG}title").text for e in bars] == ["0: 1", "1: 0", "2: 1", "3: 2"]
+    heights = [float(e.get("height")) for e in bars]
+    assert heights[1] == 0 and heights[0] == heights[2] > 0 and heights[3] == pytest.approx(2 * heights[0], abs=0.2)
+    assert [e.get("fill") for e in bars] == [report_figures.ZERO] + [report_figures.BAR] * 3
+    texts = [e.text for e in svg.iter(f"{SVG}text")]
+    assert "a<b>&c: total score (4 graded)" in texts, "the name is text (escaped), not markup"
+    assert [t for t in texts if t in ("0", "1", "2", "3")] and "students" in texts
+    five = {f"t{i}": [{"points": 1, "max_points": 2}] for i in range(5)}
+    grid = _svg(base64.b64decode(report_figures.exercise_figure("a1", five)))
+    assert float(grid.get("width")) == 4 * 300, "at most four histograms a row"
+    assert sum(1 for e in grid.iter(f"{SVG}text") if e.text in {f"t{i}" for i in range(5)}) == 5
 
 
 def test_histogram_bars_count_students_per_score():
