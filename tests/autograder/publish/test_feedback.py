@@ -71,3 +71,32 @@ def test_the_memoized_sanitizer_gives_nbconverts_output_and_keeps_only_small_inp
     for page in (small, small, big, big):
         assert memo(page) == clean_html(page)
     assert "<script" not in memo(small) and "<img" not in memo(big)  # still sanitized
+
+
+def test_the_page_is_nbconverts_page_without_its_reparse():
+    """`accessible` adds what HTMLExporter's BeautifulSoup pass adds (alt, tabindex), and nothing else."""
+    from bs4 import BeautifulSoup
+    from jinja2 import DictLoader
+    from nbconvert import HTMLExporter
+    from nbformat.v4 import new_code_cell, new_notebook, new_output
+
+    from autograder.publish import feedback
+
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+    nb = new_notebook(
+        cells=[
+            new_code_cell("x", outputs=[new_output("display_data", data={"image/png": png, "text/plain": "<fig>"})]),
+            new_code_cell("print(1)", outputs=[new_output("stream", name="stdout", text='<img src=x> "a" & b\n')]),
+        ]
+    )
+    loader = [DictLoader({feedback.TEMPLATE_NAME: feedback.TEMPLATE})]
+    ours = FeedbackWriter().exporter.from_notebook_node(nb)[0]
+    theirs = HTMLExporter(template_name="lab", extra_loaders=loader, template_file=feedback.TEMPLATE_NAME)
+    theirs.exclude_input_prompt = False
+    nbconvert = theirs.from_notebook_node(nb)[0]
+    soup = BeautifulSoup(ours, "html.parser")
+    assert [img.get("alt") for img in soup.select("img")] == [feedback.NO_ALT]
+    assert all(d.get("tabindex") == "0" for d in soup.select("div.jp-OutputArea-output, div.jp-Cell-inputWrapper"))
+    assert "&lt;img src=x&gt;" in ours, "the printed tag stays text"
+    assert str(soup) == str(BeautifulSoup(nbconvert, "html.parser"))
+    assert feedback.accessible('<img alt="a" src="x">') == '<img alt="a" src="x">'

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import html.parser
+import html
 import re
 import warnings
 
@@ -278,7 +279,7 @@ def test_a_fake_banner_is_not_the_graders_banner():
     """The grader's banner is a heading + blockquote; the student's copy is a labelled code block."""
     src, nb = _hostile()
     page = _feedback(nb, src, reason="AssertionError: f() returned 2")
-    banners = re.findall(r"<h1[^>]*>(.*?)<", page)
+    banners = [html.unescape(b) for b in re.findall(r"<h1[^>]*>(.*?)<", page)]  # "&#8212;" is "—"
     assert banners == ["Autograder feedback: 02_scaled_sum", "02 — "], "the grader's, then the instructor's"
     assert page.count("<blockquote>") == 2, "the banner and the one verdict: nothing else is a blockquote"
     assert page.count(P.FAKE_BANNER) >= 2, "the student's copies are still shown, as text"
