@@ -9,8 +9,8 @@ it finds nothing. The browser proof is tests/browser/test_formgrader.py.
 from __future__ import annotations
 
 import copy
-import html.parser
 import html
+import html.parser
 import re
 import warnings
 
