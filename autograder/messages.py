@@ -8,8 +8,8 @@ translations live in the helper package's catalog (`locale/zh/namedaxes.po`, com
 so the grader has no catalog of its own. Texts the instructor reads (summary, class report,
 internal errors, reference problems) stay English and are not here.
 
-The judge and the run write none of these words: they return data (`records.Verdict`,
-`records.Phrase`: a `records.Kind`, which is a key of `TEXT`, and its fields; the run's events,
+The judge and the run write none of these words: they return data (`reasons.Verdict`,
+`reasons.Phrase`: a `reasons.Kind`, which is a key of `TEXT`, and its fields; the run's events,
 time-outs, crashes and limits, and the pool's "not run" / "not graded" rows too), and
 `autograder/publish/words.py` makes them sentences from `TEXT` when a file is published, in the
 row's language (numbers are formatted there too).
@@ -59,7 +59,7 @@ TEXT: dict[str, str] = {
     "verdict_passed": "Passed.",
     "points_one": "{points} / {max_points} point",
     "points_many": "{points} / {max_points} points",
-    # ---- per-test reasons (records.Kind; said by autograder/publish/words.py)
+    # ---- per-test reasons (reasons.Kind; said by autograder/publish/words.py)
     "not_answered": "NotImplementedError: not answered yet (the answer cell still raises NotImplementedError)",
     "results_unreadable": "the recorded results could not be read",
     "cell_not_run": "this test cell was not run",
@@ -69,7 +69,7 @@ TEXT: dict[str, str] = {
     "on hidden inputs; run the visible check and the cells above it to find the error)",
     "and_more": "; and {n} more",
     "notebook_unreadable": "the notebook could not be read",
-    # ---- row reasons (records.Kind from judge/score.py, run/worker.py, run/executor.py,
+    # ---- row reasons (reasons.Kind from judge/score.py, run/worker.py, run/executor.py,
     # sandbox/cgroups.py, sandbox/workcopy.py)
     "kernel_not_started": "the kernel did not start: {error}",
     "answers_missing": "no answer cell found for {ids} (graded as unanswered)",
@@ -118,7 +118,7 @@ TEXT: dict[str, str] = {
     "limit_processes": "the notebook tried to start more than {limit} processes or threads at once; "
     "starting more was refused",
     "limit_disk": "the notebook filled its working folder ({limit}); writing more was refused",
-    # ---- what the judge found (records.Kind from judge/programs.py, exported.py, compiling.py, compare.py,
+    # ---- what the judge found (reasons.Kind from judge/programs.py, exported.py, compiling.py, compare.py,
     # scorer_process.py)
     "no_program": "{case}: no program was recorded",
     "too_many_programs": "too many recorded programs ({n})",
@@ -173,7 +173,7 @@ TEXT: dict[str, str] = {
     "scorer_failed": "the grader could not judge this cell ({error})",
     "edition_mismatch": "not graded: the '{lang}' edition of {assignment} does not have the reference "
     "solution's code cells ({problem}); the instructor must regenerate the editions and regrade",
-    # ---- rows the pool answers itself (records.Kind from run/pool.py)
+    # ---- rows the pool answers itself (reasons.Kind from run/pool.py)
     "budget_spent_elsewhere": "not run: this submission's time budget of {seconds} s went to its other notebooks",
     "budget_used_up": "not run: the submission's time budget was used up",
     "no_reference": "not graded: the reference solution of {assignment} does not run cleanly (see the grader's output)",

@@ -10,7 +10,7 @@ values went to `<grade_id>.npz` and whose other (JSON) values went to
   name in the reference's (extra axes are fine);
 - any other JSON value: equal (numbers within the same tolerance).
 
-The verdict is data (`records.Verdict`: each difference a `Phrase` whose kind and fields say which
+The verdict is data (`reasons.Verdict`: each difference a `Phrase` whose kind and fields say which
 key and which property failed: shape, dtype, values, axes); its words are written when publishing
 (`autograder/publish/words.py`). What a difference says is a fact about the *property* that
 failed (a missing key, shape and dtype, "values differ", the axes); never a number computed on the inputs (neither the
@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..limits import MAX_ARRAYS, MAX_ECHO_ITEMS, MAX_OBSERVATION_BYTES
-from ..records import Phrase, Property, Verdict, Words, phrase
+from ..reasons import Phrase, Property, Verdict, Words, phrase
 
 __all__ = ["RTOL", "ATOL", "AXES_KEY", "normalize", "load_observations", "compare", "MAX_OBSERVATION_BYTES"]
 

@@ -30,7 +30,7 @@ import numpy as np
 from namedaxes.judging import describe_collective, group_axes, hlo_collectives, placed_layout
 
 from ..limits import MAX_COMPILED
-from ..records import phrase as say
+from ..reasons import phrase as say
 from .exported import Layout, Rejected, entry_layouts, fingerprint, mesh_of, program_regions, signature, text_mesh
 
 __all__ = ["Compiled", "COMPILE_STATS", "compiled_for"]

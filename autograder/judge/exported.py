@@ -27,8 +27,8 @@ import numpy as np
 
 from namedaxes.judging import norm_layout, regions
 
-from ..records import Phrase
-from ..records import phrase as say
+from ..reasons import Phrase
+from ..reasons import phrase as say
 
 __all__ = [
     "PROGRAM_PREFIX",

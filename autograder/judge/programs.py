@@ -55,8 +55,8 @@ from namedaxes.judging import (
 )
 
 from ..limits import MAX_CASES, MAX_ECHO_CHARS, MAX_ECHO_ITEMS, MAX_ERROR_CHARS
-from ..records import Phrase, Verdict, Words
-from ..records import phrase as say
+from ..reasons import Phrase, Verdict, Words
+from ..reasons import phrase as say
 from .compare import compare, load_observations
 from .compiling import Compiled, compiled_for
 from .exported import (

@@ -12,7 +12,7 @@ cannot use raises `ScorerReferenceError`: the submission is not scored rather
 than scored against nothing. Other observations are compared directly
 (`compare`).
 
-What comes out is data (`records.CellResult`, its reason a `records.Reason`: the verdict, a phrase,
+What comes out is data (`records.CellResult`, its reason a `reasons.Reason`: the verdict, a phrase,
 the run's phrases (`run/executor.py`), or the kernel's own words): this module writes no words and
 no files. The words are written when publishing (`autograder/publish/words.py`), in the
 submission's language.
@@ -30,7 +30,8 @@ from namedaxes.nbgrader_metadata import nbgrader_cell
 from .. import records
 from ..course.notebooks import SourceNotebook
 from ..limits import SCORER_TIMEOUT
-from ..records import CellResult, Phrase, Reason, Row, RunResult, Task, Verdict, Words, phrase
+from ..reasons import Phrase, Reason, Verdict, Words, phrase
+from ..records import CellResult, Row, RunResult, Task
 from .compare import compare, load_observations
 from .scorer_process import ScorerReferenceError
 

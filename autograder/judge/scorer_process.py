@@ -26,7 +26,7 @@ assignment must stop) and `{"op": "judge", "grade_id", "reference": [npz, json],
 "observed": [npz, json]}` with bytes as base64. Replies: `{"ok": true,
 "verdict": Verdict.to_json()}` (data: kinds and fields, no words; the parent adds the words when
 it publishes, in the student's language) or `{"ok": false, "error": "..."}`. The
-parent parses replies as JSON only, into a typed `records.Verdict` (`Verdict.from_json`: a closed
+parent parses replies as JSON only, into a typed `reasons.Verdict` (`Verdict.from_json`: a closed
 set of kinds, bounded fields), so even a subverted scorer can do no more than return a wrong
 verdict for the request it is answering.
 
@@ -48,7 +48,7 @@ import sys
 import time
 
 from ..limits import MAX_ERROR_CHARS, MAX_FRAME, MAX_REPLY, SCORER_MEMORY_MB, SCORER_TIMEOUT
-from ..records import Verdict, phrase
+from ..reasons import Verdict, phrase
 
 __all__ = ["Scorer", "ScorerReferenceError", "DEFAULT_TIMEOUT", "DEFAULT_MEMORY_MB"]
 

@@ -1,7 +1,7 @@
 """Words for the judge's data: a `Reason` (a verdict, a phrase, literal text) as a sentence in the
 reader's language.
 
-The judge (`autograder/judge/`) decides and says *what* it found as records (`records.Verdict`,
+The judge (`autograder/judge/`) decides and says *what* it found as records (`reasons.Verdict`,
 `Phrase`, `Words`): a kind from a closed set and its fields. This module is the one place those
 become words, when a file is published (grades.csv, results.json, the feedback page, the
 gradebook's comments): each kind's sentence is its `messages.TEXT` template, in the language asked
@@ -24,7 +24,7 @@ literal) and never formatted again; escaping for a page is the page's job (`iner
 from __future__ import annotations
 
 from ..messages import TEXT, text
-from ..records import Field, Kind, Phrase, Reason, Verdict, Words
+from ..reasons import Field, Kind, Phrase, Reason, Verdict, Words
 
 __all__ = ["say", "SHOWN", "NUMBERS"]
 

@@ -57,7 +57,8 @@ from namedaxes.nbgrader_metadata import nbgrader_cell
 
 from ..limits import MAX_LOGGED_NAMES, MAX_OBSERVATION_BYTES, MAX_RESTARTS, NOTEBOOK_OUTPUT_CHARS, SNAPSHOT_TIMEOUT
 from ..publish.words import say
-from ..records import CellOutcome, Phrase, RunResult, phrase
+from ..reasons import Phrase, phrase
+from ..records import CellOutcome, RunResult
 from ..sandbox import workcopy
 from .kernel import MAX_MESSAGE_BYTES, MAX_OUTPUT_CHARS, MAX_OUTPUTS, CellRun, Kernel, KernelStartError
 from .namespace_guard import GUARD_CODE, split_hidden
@@ -241,7 +242,7 @@ def run_notebook(
     `budget`: wall-clock seconds for the whole run (None: no budget); `budget_label` says
     what it is, as a phrase (default: "the notebook's time budget of N s").
 
-    What happened (the outcomes' texts, the events) is data (`records.Phrase`); only the error output
+    What happened (the outcomes' texts, the events) is data (`reasons.Phrase`); only the error output
     appended to a failed cell of `nb` is words (`_append_error_output`).
     """
     t0 = time.monotonic()

@@ -68,7 +68,8 @@ from ..judge.score import make_row, zero_cells
 from ..limits import HANG_MARGIN, MAX_ATTEMPTS, REFERENCE_BUDGET, STOP_GRACE
 from ..publish.outputs import Progress
 from ..publish.words import say
-from ..records import InternalError, KernelGone, KernelStarted, Phrase, ReferenceRun, Row, Task, TaskDone, phrase
+from ..reasons import Phrase, phrase
+from ..records import InternalError, KernelGone, KernelStarted, ReferenceRun, Row, Task, TaskDone
 from ..sandbox.build import mpl_cache
 from ..sandbox.xla_cache import protect_published, publish_xla_cache, remove_protected
 from .order import LongestFirst

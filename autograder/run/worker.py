@@ -37,7 +37,8 @@ from ..judge.score import error_text, make_row, prepare_scorer, score_run, score
 from ..limits import MAX_ADDED_CELLS, NOTEBOOK_OUTPUT_CHARS
 from ..messages import speaking, submission_language
 from ..publish.words import say
-from ..records import InternalError, KernelGone, KernelStarted, Phrase, ReferenceRun, Row, Task, TaskDone, phrase
+from ..reasons import Phrase, phrase
+from ..records import InternalError, KernelGone, KernelStarted, ReferenceRun, Row, Task, TaskDone
 from ..sandbox import workcopy
 from ..sandbox.launch import Sandbox
 from ..sandbox.xla_cache import REFERENCE_ENV, xla_prelude

@@ -55,7 +55,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..records import Phrase, phrase
+from ..reasons import Phrase, phrase
 
 __all__ = ["CgroupSupport", "KernelCgroup", "LimitHit", "detect", "sweep_stale", "LIMIT_MESSAGES", "limit_message"]
 
@@ -63,7 +63,7 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 _PREFIX = "agr-"
 _COUNTER = itertools.count(1)
 
-# What a student reads when a limit ended (part of) their run: the kind of its sentence (records.Kind, a key
+# What a student reads when a limit ended (part of) their run: the kind of its sentence (reasons.Kind, a key
 # of autograder.messages.TEXT); {limit} is a field, the words come when publishing (autograder.publish.words).
 LIMIT_MESSAGES = {"memory": "limit_memory", "processes": "limit_processes", "disk": "limit_disk"}
 

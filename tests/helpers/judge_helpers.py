@@ -22,7 +22,7 @@ from autograder.judge.compare import compare, normalize
 from autograder.judge.exported import is_program_observation
 from autograder.judge.programs import Judge
 from autograder.publish.words import SHOWN, say
-from autograder.records import Verdict
+from autograder.reasons import Verdict
 from namedaxes.checking import CheckFailed, proving
 
 __all__ = [

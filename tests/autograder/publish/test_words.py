@@ -7,7 +7,7 @@ import numpy as np
 from autograder.judge.compare import compare, normalize
 from autograder.messages import translate
 from autograder.publish.words import say
-from autograder.records import Property, Verdict, Words, phrase
+from autograder.reasons import Property, Verdict, Words, phrase
 
 
 def test_a_verdict_reads_as_the_feedback_always_said_it():

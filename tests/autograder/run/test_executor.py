@@ -9,7 +9,8 @@ from nbformat import v4 as nbv4
 from autograder.course.notebooks import build_graded
 from autograder.judge.score import error_text
 from autograder.publish.words import say
-from autograder.records import CellOutcome, Kind, Phrase, RunResult, phrase
+from autograder.reasons import Kind, Phrase, phrase
+from autograder.records import CellOutcome, RunResult
 from autograder.run.executor import (
     _append_error_output,
     _death_reason,
@@ -102,7 +103,7 @@ def test_a_kernel_that_never_starts_gives_an_error_row(source, tmp_path):
     from autograder.course.notebooks import MergeReport
     from autograder.judge.score import submission_status
     from autograder.publish.words import say
-    from autograder.records import Kind
+    from autograder.reasons import Kind
     from autograder.run.executor import run_notebook
     from autograder.run.kernel import Kernel
     from autograder.sandbox.launch import Sandbox

@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 
 from autograder.publish.words import say
-from autograder.records import KernelStarted, Task, TaskDone, phrase
+from autograder.reasons import phrase
+from autograder.records import KernelStarted, Task, TaskDone
 from autograder.run.pool import LOST_DIED, Pool, ReferenceLock, lost_hung
 
 BUDGET, MARGIN = 0.5, 0.5

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from autograder.publish.words import say
-from autograder.records import Task, phrase
+from autograder.reasons import phrase
+from autograder.records import Task
 from autograder.run.worker import budget_label
 
 
