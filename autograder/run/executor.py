@@ -12,11 +12,8 @@
   memory, processes, disk) and that is the status.
 
 Threat model: the kernel's code is hostile and may keep threads running
-between cells. The observation folder is only ever touched through a
-descriptor opened with O_NOFOLLOW (a symlink planted in its place finds
-nothing and deletes nothing elsewhere), entries in it are removed without
-following links (workcopy.remove through /proc/self/fd), and files are read
-with O_NOFOLLOW, size-capped. Provenance: the whole folder is emptied before a
+between cells. The observation folder is only ever emptied and read without
+following links, size-capped (observations.py). Provenance: the whole folder is emptied before a
 test cell, *again* between its visible and hidden parts, and after its
 results are harvested, so the observations harvested after the hidden part
 were written while it ran; anything found at those points (other than the
@@ -45,8 +42,6 @@ caps the output kept over the whole notebook (status `too_much_output`).
 
 from __future__ import annotations
 
-import os
-import stat
 import time
 from collections.abc import Callable
 
@@ -55,28 +50,24 @@ from nbformat import v4 as nbv4
 
 from namedaxes.nbgrader_metadata import nbgrader_cell
 
-from ..limits import MAX_LOGGED_NAMES, MAX_OBSERVATION_BYTES, MAX_RESTARTS, NOTEBOOK_OUTPUT_CHARS, SNAPSHOT_TIMEOUT
+from ..limits import MAX_RESTARTS, NOTEBOOK_OUTPUT_CHARS, SNAPSHOT_TIMEOUT
 from ..publish.words import say
 from ..reasons import Phrase, phrase
 from ..records import CellOutcome, RunResult
-from ..sandbox import workcopy
 from .kernel import MAX_MESSAGE_BYTES, MAX_OUTPUT_CHARS, MAX_OUTPUTS, CellRun, Kernel, KernelStartError
 from .namespace_guard import GUARD_CODE, split_hidden
+from .observations import ARRAYS_SUFFIX, VALUES_SUFFIX, clear_all_observations, harvest_observations, logged_names
 
 __all__ = [
     "CellOutcome",
     "RunResult",
     "run_notebook",
     "cell_label",
-    "ARRAYS_SUFFIX",
-    "VALUES_SUFFIX",
     "SNAPSHOT_CODE",
     "RESTORE_CODE",
     "HIDDEN_ERROR",
 ]
 
-ARRAYS_SUFFIX = ".npz"  # namedaxes.grading.ARRAYS_SUFFIX
-VALUES_SUFFIX = ".json"  # namedaxes.grading.VALUES_SUFFIX
 HIDDEN_ERROR = "HiddenTestError"  # the ename of every error in a hidden part (what it said is not kept)
 # trusted, run silently right after a test cell's visible part, and the restore before its hidden part
 # (the grade id is an nbgrader id from the source notebook: `^[a-zA-Z0-9_\-]*$`, inserted with repr)
@@ -102,83 +93,6 @@ def cell_label(nb: NotebookNode, index: int) -> Phrase:
         return phrase("cell_added", index=index, n=added.index(index) + 1)
     cid = cell.get("id")
     return phrase("cell_id", cell_id=cid) if cid else phrase("cell_number", number=index + 1)
-
-
-# ---------------------------------------------------------------- observations
-def _open_observe(observe_dir) -> int | None:
-    try:
-        return os.open(observe_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    except OSError:
-        return None  # not a real folder: harvesting finds nothing either
-
-
-def clear_all_observations(observe_dir) -> list[str]:
-    """Empty the observation folder (never following a link); the names that were there."""
-    dir_fd = _open_observe(observe_dir)
-    if dir_fd is None:
-        return []
-    try:
-        names = sorted(os.listdir(dir_fd))
-        for name in names:
-            try:
-                st = os.lstat(name, dir_fd=dir_fd)
-            except OSError:
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                workcopy.remove(f"/proc/self/fd/{dir_fd}/{name}")
-            else:
-                try:
-                    os.unlink(name, dir_fd=dir_fd)
-                except OSError:
-                    pass
-        return names
-    except OSError:
-        return []
-    finally:
-        os.close(dir_fd)
-
-
-def _names(names: list[str]) -> str:
-    shown = ", ".join(ascii(n) for n in names[:MAX_LOGGED_NAMES])
-    return shown + (f" and {len(names) - MAX_LOGGED_NAMES} more" if len(names) > MAX_LOGGED_NAMES else "")
-
-
-def _read_nofollow(dir_fd: int, name: str) -> bytes | None:
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_OBSERVATION_BYTES:
-            return None
-        chunks, left = [], MAX_OBSERVATION_BYTES + 1
-        while left > 0:
-            chunk = os.read(fd, min(left, 2**20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        data = b"".join(chunks)
-        return data if len(data) <= MAX_OBSERVATION_BYTES else None
-    finally:
-        os.close(fd)
-
-
-def harvest_observations(observe_dir, grade_id: str) -> tuple[bytes | None, bytes | None] | None:
-    """The bytes of <grade_id>.npz / .json, read without following links; None if nothing."""
-    try:
-        dir_fd = os.open(observe_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    except OSError:
-        return None
-    try:
-        npz = _read_nofollow(dir_fd, grade_id + ARRAYS_SUFFIX)
-        values = _read_nofollow(dir_fd, grade_id + VALUES_SUFFIX)
-    finally:
-        os.close(dir_fd)
-    if npz is None and values is None:
-        return None
-    return npz, values
 
 
 # ---------------------------------------------------------------- the run
@@ -284,7 +198,7 @@ def run_notebook(
 
     def log(gid: str, when: str, names: list[str]) -> None:
         if names:
-            result.observe_log.append(f"{gid}: {when}: {_names(names)}")
+            result.observe_log.append(f"{gid}: {when}: {logged_names(names)}")
 
     kernel = start(0, kernel)
     result.stages["start"] = time.monotonic() - t0

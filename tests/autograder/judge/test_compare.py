@@ -14,7 +14,7 @@ import pytest
 from judge_helpers import observations_match, said
 
 from autograder.judge.compare import compare, load_observations, normalize
-from autograder.run.executor import harvest_observations
+from autograder.run.observations import harvest_observations
 
 
 def test_arrays_match_within_tolerance_with_same_shape_and_dtype():

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from nbformat import v4 as nbv4
 
 from autograder.course.notebooks import build_graded
@@ -16,7 +14,6 @@ from autograder.run.executor import (
     _death_reason,
     _mark_rest,
     cell_label,
-    harvest_observations,
 )
 
 
@@ -83,20 +80,6 @@ def test_the_graded_notebook_shows_the_words_in_the_current_language():
     shown = cell.outputs[-1]
     assert shown.ename == "TimeoutError" and shown.evalue == say(outcome.evalue, "zh") != say(outcome.evalue, "en")
     assert shown.traceback == [f"TimeoutError: {shown.evalue}"]
-
-
-def test_harvest_does_not_follow_links(tmp_path):
-    secret = tmp_path / "secret.json"
-    secret.write_text(json.dumps({"axes": ["devices"]}))
-    observe = tmp_path / "observe"
-    observe.mkdir()
-    (observe / "g.json").symlink_to(secret)
-    assert harvest_observations(observe, "g") is None
-    link = tmp_path / "linkdir"
-    link.symlink_to(observe)
-    (observe / "h.json").write_text("{}")
-    assert harvest_observations(link, "h") is None
-    assert harvest_observations(observe, "h") == (None, b"{}")
 
 
 def test_a_kernel_that_never_starts_gives_an_error_row(source, tmp_path):
