@@ -36,6 +36,7 @@ KINDS = (
     ("tests/autograder/course/", ("unit",)),  # merging a submission into the graded notebook, in memory
     ("tests/autograder/intake/test_placement.py", ("unit",)),  # placing files made here
     ("tests/autograder/judge/test_compare.py", ("unit",)),  # comparing and loading observations
+    ("tests/autograder/judge/test_hidden_inputs.py", ("unit",)),  # drawing the secret inputs, numpy only
     ("tests/autograder/run/test_namespace_guard.py", ("unit",)),  # splitting a test cell
     ("tests/autograder/run/test_order.py", ("unit",)),  # the pool's choice of the next task, no worker started
     ("tests/autograder/run/test_observations.py", ("unit",)),  # an observation folder made here
