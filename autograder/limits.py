@@ -109,6 +109,12 @@ MAX_ECHO_CHARS: Annotated[
 MAX_ERROR_CHARS: Annotated[int, Cap("characters", "judge/programs.py", "a compile error's text echoed in a reason")] = (
     160
 )
+KERNEL_LOG_TAIL_BYTES: Annotated[
+    int, Cap("bytes", "run/kernel.py", "the end of a kernel's log read into a start error (never the whole log)")
+] = 600
+START_ERROR_CHARS: Annotated[
+    int, Cap("characters", "run/executor.py", "why a kernel did not start or restart, echoed in a row's reason")
+] = 400
 SCORER_TIMEOUT: Annotated[
     float, Cap("s", "judge/score.py", "one request to the clean scorer; then the cell scores 0")
 ] = 60.0

@@ -50,7 +50,7 @@ from nbformat import v4 as nbv4
 
 from namedaxes.nbgrader_metadata import nbgrader_cell
 
-from ..limits import MAX_RESTARTS, NOTEBOOK_OUTPUT_CHARS, SNAPSHOT_TIMEOUT
+from ..limits import MAX_RESTARTS, NOTEBOOK_OUTPUT_CHARS, SNAPSHOT_TIMEOUT, START_ERROR_CHARS
 from ..publish.words import say
 from ..reasons import Phrase, phrase
 from ..records import CellOutcome, RunResult
@@ -189,7 +189,7 @@ def run_notebook(
                 if k is not None:
                     k.kill()
                 k = None
-                result.start_error = str(err)
+                result.start_error = _bounded(str(err), START_ERROR_CHARS)  # it quotes the kernel's log
         return None
 
     def out_of_time(rest: list[int]) -> None:
@@ -372,6 +372,10 @@ def run_notebook(
                 result.events.append((hit.status, hit.reason))
     result.seconds = time.monotonic() - t0
     return result
+
+
+def _bounded(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def _post_mortem(kernel: Kernel):

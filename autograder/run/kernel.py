@@ -40,7 +40,15 @@ from jupyter_client.blocking import BlockingKernelClient
 from jupyter_client.connect import write_connection_file
 from nbformat import v4 as nbv4
 
-from ..limits import DEATH_GRACE, INTERRUPT_GRACE, MAX_MESSAGE_BYTES, MAX_OUTPUT_CHARS, MAX_OUTPUTS, RCV_HWM
+from ..limits import (
+    DEATH_GRACE,
+    INTERRUPT_GRACE,
+    KERNEL_LOG_TAIL_BYTES,
+    MAX_MESSAGE_BYTES,
+    MAX_OUTPUT_CHARS,
+    MAX_OUTPUTS,
+    RCV_HWM,
+)
 from ..sandbox.launch import Sandbox
 
 __all__ = ["Kernel", "KernelStartError", "CellRun", "kill_all"]
@@ -283,10 +291,14 @@ class Kernel:
             return False
         return True
 
-    def log_tail(self, n: int = 600) -> str:
+    def log_tail(self, n: int = KERNEL_LOG_TAIL_BYTES) -> str:
+        """The last `n` bytes of the kernel's log, one line (the kernel writes the log: it may be huge)."""
         try:
-            self._log.flush()
-            data = self.log_path.read_bytes()[-n:].decode(errors="replace")
+            if not self._log.closed:  # closed once the kernel is killed
+                self._log.flush()
+            with open(self.log_path, "rb") as fh:
+                fh.seek(max(0, os.fstat(fh.fileno()).st_size - n))
+                data = fh.read(n).decode(errors="replace")
         except OSError:
             return ""
         return " ".join(data.split())

@@ -105,3 +105,28 @@ def test_a_kernel_that_never_starts_gives_an_error_row(source, tmp_path):
     status, reason = submission_status(run, MergeReport(), [], str(tmp_path))
     assert status == "error" and reason.kind is Kind.KERNEL_NOT_STARTED  # data; the words come at publishing
     assert say(reason, "en").startswith("the kernel did not start")
+
+
+def test_a_kernel_that_floods_its_log_and_dies_gives_a_bounded_start_error(source, tmp_path):
+    """The log is the kernel's to write: only its tail is read, and the reason quoting it is capped."""
+    from autograder.limits import KERNEL_LOG_TAIL_BYTES, START_ERROR_CHARS
+    from autograder.run.executor import run_notebook
+    from autograder.run.kernel import Kernel
+    from autograder.sandbox.launch import Sandbox
+
+    flood = tmp_path / "flood"
+    flood.write_text("#!/bin/sh\nhead -c 20000000 /dev/zero | tr '\\0' x >&2\nexit 3\n")
+    flood.chmod(0o755)
+    sandbox = Sandbox(isolate=False, python=str(flood))
+    graded, _ = build_graded(source, None)
+    kernels = []
+
+    def new_kernel(n):
+        kernels.append(Kernel(tmp_path / "work", sandbox, label=f"k{n}"))
+        return kernels[-1].start()
+
+    run = run_notebook(graded, {}, None, new_kernel, cell_timeout=5, start_timeout=20)
+    assert kernels and kernels[-1].log_path.stat().st_size >= 20_000_000, "the flood reached the log"
+    assert "exit code 3" in run.start_error and len(run.start_error) <= START_ERROR_CHARS
+    assert run.start_error.endswith("…") and "x" * 100 in run.start_error
+    assert len(kernels[-1].log_tail()) == KERNEL_LOG_TAIL_BYTES
