@@ -73,7 +73,7 @@ DEATH_GRACE: Annotated[
 MAX_RESTARTS: Annotated[
     int, Cap("kernels", "run/executor.py", "kernel restarts per notebook; then the rest is not run")
 ] = 4
-MAX_LOGGED_NAMES: Annotated[int, Cap("names", "run/executor.py", "stray observation files named in the log")] = 20
+MAX_LOGGED_NAMES: Annotated[int, Cap("names", "run/observations.py", "stray observation files named in the log")] = 20
 SNAPSHOT_TIMEOUT: Annotated[
     float, Cap("s", "run/executor.py", "the trusted snapshot / restore around a hidden part")
 ] = 30.0

@@ -26,7 +26,7 @@ BAR = "#0072B2"  # Okabe-Ito blue, as in namedaxes.plots
 ZERO = "#D55E00"  # zero scores stand out
 INK, GRID = "#333333", "#DDDDDD"
 FONT = "DejaVu Sans, Helvetica, Arial, sans-serif"
-MAX_TICK_LABELS = 16  # more bins than this: a label on every k-th bar only
+LABELLED_BARS = 16  # more bins than this: a label on every k-th bar only
 
 
 def _bins(values: list[float], maximum: float) -> list[float]:
@@ -70,7 +70,7 @@ def histogram_svg(
     ymax = ticks[-1]
     scale = (bottom - top) / ymax
     slot = (right - left) / max(1, len(pairs))
-    every = 1 if len(pairs) <= MAX_TICK_LABELS else -(-len(pairs) // MAX_TICK_LABELS)
+    every = 1 if len(pairs) <= LABELLED_BARS else -(-len(pairs) // LABELLED_BARS)
     out = [_text(x + width / 2, y + 15, title, 12)]
     for t in ticks:
         ty = bottom - t * scale
