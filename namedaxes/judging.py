@@ -11,11 +11,16 @@ Imported by the kernel's visible checks (`namedaxes.checking`) and by the grader
 process (`autograder.judge.programs`). It holds no state and imports nothing of the course but JAX and
 NumPy, so importing it in the scorer brings in nothing a student's code could have touched; the
 kernel's copy is the student's to rebind, which is why the grader's verdict never comes from it.
+Its one piece of state is a memo of module texts (`module_text`): a pure function of a module's bytes,
+bounded in characters, so a program's text is made once however many judging steps read it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,12 +47,21 @@ __all__ = [
     "Examined",
     "examine",
     "region_takes",
-    "collective_regions",
+    "region_facts",
+    "RegionFacts",
     "proven_regions",
+    "module_text",
+    "TEXT_MEMO_CHARS",
+    "COMPILER_OPTIONS",
 ]
 
 RTOL = 1e-5  # autograder.judge.compare.RTOL
 ATOL = 1e-5  # autograder.judge.compare.ATOL
+# How the judge compiles a program (here and in `autograder.judge.compiling`). Its programs are small and
+# run on a few inputs, so compiling is what costs: machine code optimized by LLVM's level 0 compiles in
+# about two thirds of the time. What the judge reads is untouched: the optimized HLO comes from XLA's HLO
+# passes, which run before code generation (the same text, measured over 1423 compiles of the exercise tests).
+COMPILER_OPTIONS = {"xla_backend_optimization_level": 0}
 
 
 _COLLECTIVE_OPS = (
@@ -71,6 +85,34 @@ _KIND_NAMES = {
     "collective-broadcast": "pbroadcast",
     "ragged-all-to-all": "ragged_all_to_all",
 }
+
+
+# ---------------------------------------------------------------- an exported module's text
+TEXT_MEMO_CHARS = 64 * 2**20  # the module texts `module_text` keeps, at most (the least recently read go first)
+_TEXTS: OrderedDict[bytes, str] = OrderedDict()  # sha256 of a module's bytecode -> its text
+_TEXTS_LOCK = threading.Lock()
+_TEXT_CHARS = [0]
+
+
+def module_text(exp) -> str:
+    """`exp.mlir_module()`: the module's bytecode parsed into a fresh MLIR context and printed (about 6 ms,
+    and the judging steps read it several times per program). Made once per module, remembered by the
+    digest of its bytes (a pure function of them); the texts kept are bounded by `TEXT_MEMO_CHARS`."""
+    key = hashlib.sha256(exp.mlir_module_serialized).digest()
+    with _TEXTS_LOCK:
+        text = _TEXTS.get(key)
+        if text is not None:
+            _TEXTS.move_to_end(key)
+            return text
+    text = exp.mlir_module()
+    if len(text) <= TEXT_MEMO_CHARS:
+        with _TEXTS_LOCK:
+            if key not in _TEXTS:
+                _TEXTS[key] = text
+                _TEXT_CHARS[0] += len(text)
+            while _TEXT_CHARS[0] > TEXT_MEMO_CHARS:
+                _TEXT_CHARS[0] -= len(_TEXTS.popitem(last=False)[1])
+    return text
 
 
 # ---------------------------------------------------------------- reading optimized HLO
@@ -334,7 +376,7 @@ def perturbed(
     from jax._src.lib.mlir import ir
 
     with mlir.make_ir_context(), ir.Location.unknown():
-        module = ir.Module.parse(text if text is not None else exp.mlir_module())
+        module = ir.Module.parse(text if text is not None else module_text(exp))
         found, manual = _walk(module)
         hit = False
         if region is not None:
@@ -350,30 +392,95 @@ def perturbed(
     return dataclasses.replace(exp, mlir_module_serialized=blob)
 
 
-def collective_regions(exp, names: tuple[str, ...], sizes: tuple[int, ...], text: str | None = None) -> dict:
-    """description -> the set of per-device regions (indices into `regions(text)`; None: outside every
-    region) its collectives sit in, outermost. A collective inside a region reaches the results only
-    through that region's results, so a description whose collectives all sit in one region and reach
-    the results shows that region to matter (`Examined.live`) without a variant of its own."""
+@dataclass(frozen=True)
+class RegionFacts:
+    """Where a module's per-device regions stand (indices into `regions(text)`): `by_collective`, description
+    -> the set of regions its collectives sit in (outermost; None: outside every region), and `returned`,
+    the regions one of whose results is a result of the program (`_returned`)."""
+
+    by_collective: dict
+    returned: frozenset
+
+
+# Operations that only move or relabel a value: a program result made from a region's result through them
+# alone changes whenever that result does.
+_MOVES = {"stablehlo.reshape", "stablehlo.transpose", "stablehlo.copy", "sdy.sharding_constraint", "sdy.reshard"}
+_MAX_HOPS = 64  # calls and moves followed back from one program result (a module is hostile data)
+
+
+def _returned(module, manual: list) -> frozenset:
+    """The indices (in `manual`) of the regions one of whose results the program returns: followed back
+    from what `main` returns, through `func.call`s into the callee's return and through `_MOVES`. Changing
+    such a region's results changes the program's outputs, so it reaches them with no variant compiled."""
+    from jax._src.lib.mlir import ir
+
+    funcs = {}
+    for op in module.body.operations:
+        if op.operation.name == "func.func":
+            funcs[ir.StringAttr(op.operation.attributes["sym_name"]).value] = op.operation
+    own = [getattr(m, "operation", m) for m in manual]
+
+    def terminator(func):
+        blocks = list(func.regions[0].blocks) if func.regions else []
+        ops = list(blocks[0].operations) if blocks else []
+        return ops[-1].operation if ops else None
+
+    def origin(value) -> int | None:
+        for _ in range(_MAX_HOPS):
+            owner = value.owner
+            if not isinstance(owner, ir.Operation | ir.OpView):
+                return None  # an argument of a block: not a region's result
+            op = getattr(owner, "operation", owner)
+            name = op.name
+            if name == "sdy.manual_computation":
+                return next((i for i, m in enumerate(own) if m == op), None)
+            if name == "func.call":
+                callee = funcs.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+                ret = terminator(callee) if callee is not None else None
+                index = ir.OpResult(value).result_number
+                if ret is None or index >= len(ret.operands):
+                    return None
+                value = ret.operands[index]
+            elif name in _MOVES and len(op.operands) == 1:
+                value = op.operands[0]
+            else:
+                return None
+        return None
+
+    main = funcs.get("main")
+    ret = terminator(main) if main is not None else None
+    found = {origin(v) for v in (ret.operands if ret is not None else ())}
+    return frozenset(found - {None})
+
+
+def region_facts(exp, names: tuple[str, ...], sizes: tuple[int, ...], text: str | None = None) -> RegionFacts:
+    """The `RegionFacts` of an exported module (one parse). A collective inside a region reaches the results
+    only through that region's results, so a description whose collectives all sit in one region and reach
+    the results shows that region to matter; so does a region whose results the program returns
+    (`proven_regions`: no variant of their own)."""
     from jax._src.interpreters import mlir
     from jax._src.lib.mlir import ir
 
     out: dict = {}
     with mlir.make_ir_context(), ir.Location.unknown():
-        module = ir.Module.parse(text if text is not None else exp.mlir_module())
+        module = ir.Module.parse(text if text is not None else module_text(exp))
         found, manual = _walk(module)
         for op in found:
             kind, reducer, groups = _stablehlo_collective(op, exp.nr_devices)
             where = _outermost_region(op, manual)
             for a in group_axes(groups, names, sizes):
                 out.setdefault(describe_collective(kind, reducer, a), set()).add(where)
-    return {d: frozenset(w) for d, w in out.items()}
+        returned = _returned(module, manual)
+    return RegionFacts({d: frozenset(w) for d, w in out.items()}, returned)
 
 
-def proven_regions(by_region: dict, matters) -> set[int]:
+def proven_regions(facts: RegionFacts, matters) -> set[int]:
     """The regions shown to reach the results without a variant of their own: each one the only region
-    that holds the collectives of a description in `matters` (`collective_regions` gives `by_region`)."""
-    return {next(iter(by_region[d])) for d in matters if len(by_region.get(d, ())) == 1} - {None}
+    that holds the collectives of a description in `matters`, and each one whose results the program
+    returns (`region_facts` gives `facts`)."""
+    by_region = facts.by_collective
+    held = {next(iter(by_region[d])) for d in matters if len(by_region.get(d, ())) == 1} - {None}
+    return held | set(facts.returned)
 
 
 def changed(a: dict, b: dict, rtol=None, atol=None) -> bool:
@@ -400,7 +507,7 @@ def mesh_of(exp) -> tuple[tuple[str, ...], tuple[int, ...]]:
         mesh = getattr(s, "mesh", None)
         if mesh is not None and mesh.axis_names and int(np.prod(mesh.axis_sizes)) == exp.nr_devices:
             return tuple(mesh.axis_names), tuple(mesh.axis_sizes)
-    for body in re.findall(r"sdy\.mesh\s+@[\w.\-]+\s*=\s*<\[([^\]]*)\]", exp.mlir_module()):
+    for body in re.findall(r"sdy\.mesh\s+@[\w.\-]+\s*=\s*<\[([^\]]*)\]", module_text(exp)):
         pairs = re.findall(r'"([^"]+)"\s*=\s*(\d+)', body)
         if pairs and int(np.prod([int(s) for _, s in pairs])) == exp.nr_devices:
             return tuple(n for n, _ in pairs), tuple(int(s) for _, s in pairs)
@@ -427,7 +534,7 @@ def _run_exported(exp, values: list, names, sizes) -> tuple[dict, Any]:
         return exp.call(*args, **kwargs)
 
     args = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s) for a, s in zip(exp.in_avals, shardings)]
-    compiled = jax.jit(flat_call).lower(*args).compile()
+    compiled = jax.jit(flat_call).lower(*args).compile(dict(COMPILER_OPTIONS))
     out = compiled(*[jax.device_put(np.asarray(v), s) for v, s in zip(values, shardings)])
     flat, _ = jax.tree_util.tree_flatten_with_path(out)
     return {jax.tree_util.keystr(path): np.asarray(v) for path, v in flat}, compiled
@@ -600,7 +707,7 @@ def examine(exp, values: list, factor: float = 2.5, rtol: float | None = None, a
     import jax
 
     names, sizes = mesh_of(exp)
-    text = exp.mlir_module()
+    text = module_text(exp)
     base, compiled = _run_exported(exp, values, names, sizes)
 
     def reaches(variant) -> bool:
@@ -620,7 +727,7 @@ def examine(exp, values: list, factor: float = 2.5, rtol: float | None = None, a
         for sh, aval in zip(jax.tree_util.tree_leaves(compiled.output_shardings), exp.out_avals)
     )
     found = regions(text)
-    shown = proven_regions(collective_regions(exp, names, sizes, text), kept) if found else set()
+    shown = proven_regions(region_facts(exp, names, sizes, text), kept) if found else set()
     return Examined(
         names,
         sizes,

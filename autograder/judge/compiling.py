@@ -8,6 +8,8 @@ program is hostile data (`autograder.judge.exported` read it); here it is compil
   with the reference's layout (`feed`), so each device is handed only the shard the reference's
   layout gives it, and where each result lives once compiled is read from the compiled program
   (`out_layouts`: split or replicated, over which axes), never from what the kernel says;
+- it is compiled with `namedaxes.judging.COMPILER_OPTIONS` (LLVM's level 0: a third less compile time,
+  the same optimized HLO), as the visible checks compile it;
 - its communication is read from the *optimized* HLO (`compiled.as_text()`): a collective whose
   result is unused is gone, `axis_index`, `pvary`/`pcast` and constant folding are not
   communication; replica groups are mapped back to the reference mesh's axis names;
@@ -27,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from namedaxes.judging import describe_collective, group_axes, hlo_collectives, placed_layout
+from namedaxes.judging import COMPILER_OPTIONS, describe_collective, group_axes, hlo_collectives, placed_layout
 
 from ..limits import MAX_COMPILED
 from ..reasons import phrase as say
@@ -111,7 +113,7 @@ def _compile_fresh(exp, names: tuple[str, ...], sizes: tuple[int, ...], feed: tu
         args, kwargs = jax.tree_util.tree_unflatten(exp.in_tree, leaves)
         return exp.call(*args, **kwargs)
 
-    compiled = jax.jit(flat_call).lower(*args).compile()
+    compiled = jax.jit(flat_call).lower(*args).compile(dict(COMPILER_OPTIONS))
     found = hlo_collectives(compiled.as_text(), exp.nr_devices)
     communication, axes, pairs = set(), set(), set()
     for op, reducer, groups in found:

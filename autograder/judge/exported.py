@@ -21,11 +21,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Any
 
 import numpy as np
 
-from namedaxes.judging import norm_layout, regions
+from namedaxes.judging import module_text, norm_layout, regions
 
 from ..reasons import Phrase
 from ..reasons import phrase as say
@@ -94,30 +93,16 @@ class Rejected(Exception):
         self.unreadable = unreadable
 
 
-_TEXT: dict[int, tuple[Any, str]] = {}
-
-
 def load_program(blob: bytes):
     """The deserialized `jax.export` program of recorded bytes; `Rejected` (unreadable) if they are none."""
     import jax
 
     try:
         exp = jax.export.deserialize(bytearray(blob))
-        text = exp.mlir_module()
+        module_text(exp)  # its module must parse too (and the judging steps read its text from the memo)
     except Exception as err:  # noqa: BLE001 - hostile bytes: any parser failure is "unreadable"
         raise Rejected(say("program_unreadable", error=type(err).__name__), unreadable=True) from None
-    if len(_TEXT) > 64:
-        _TEXT.clear()
-    _TEXT[id(exp)] = (exp, text)
     return exp
-
-
-def module_text(exp) -> str:
-    """`exp.mlir_module()`, computed once per deserialized program (it costs ~10 ms)."""
-    got = _TEXT.get(id(exp))
-    if got is not None and got[0] is exp:
-        return got[1]
-    return exp.mlir_module()
 
 
 def custom_calls(exp) -> set[str]:

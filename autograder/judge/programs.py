@@ -46,10 +46,10 @@ import numpy as np
 
 from namedaxes.judging import (
     changed,
-    collective_regions,
     perturbed,
     proven_regions,
     region_difference,
+    region_facts,
     region_takes,
     split_axes,
 )
@@ -227,10 +227,10 @@ class Judge:
         split as the reference's does, which the layout step found) do not reach the results on the hidden
         inputs: a region multiplied by zero or otherwise discarded, with the results computed elsewhere. None
         when every reference region has a live counterpart. A counterpart is live when a collective of this
-        case shown to reach the results (`shown`) sits in it alone (`collective_regions`), else when
-        changing its results (`perturbed(..., region=i)`) changes the outputs."""
+        case shown to reach the results (`shown`) sits in it alone, or the program returns its results
+        (`region_facts`), else when changing its results (`perturbed(..., region=i)`) changes the outputs."""
         text = module_text(exp)
-        proven = proven_regions(collective_regions(exp, tuple(names), tuple(shape), text=text), shown)
+        proven = proven_regions(region_facts(exp, tuple(names), tuple(shape), text=text), shown)
         factor = perturb_factor(self.secret, grade_id, "region\0" + case)
         seed = lambda: hidden_rng(self.secret, grade_id, str(entry["draw"].get("share", case)))  # noqa: E731
 

@@ -1,0 +1,157 @@
+"""namedaxes.judging: the module-text memo, the judge's compiler options and the regions shown live
+without a variant (the shortcuts the judge takes must give what the slow path gives)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from namedaxes import judging
+from namedaxes.grading import pmapped
+
+
+def _exported(fn, *args):
+    return jax.export.export(jax.jit(fn))(*args)
+
+
+@pytest.fixture(scope="module")
+def mesh():
+    return jax.make_mesh((8,), ("d",))
+
+
+@pytest.fixture(scope="module")
+def split(mesh):
+    return jax.ShapeDtypeStruct((16, 3), jnp.float32, sharding=NamedSharding(mesh, P("d")))
+
+
+@pytest.fixture(scope="module")
+def column_sum(mesh):
+    return jax.shard_map(lambda x: lax.psum(x.sum(0), "d"), mesh=mesh, in_specs=P("d"), out_specs=P())
+
+
+# ---------------------------------------------------------------- module_text
+def test_module_text_is_the_modules_own_text_made_once(monkeypatch, split, column_sum):
+    exp = _exported(lambda x: column_sum(x) * 3.0, split)
+    want = exp.mlir_module()
+    calls = []
+    made = type(exp).mlir_module
+    monkeypatch.setattr(type(exp), "mlir_module", lambda self: calls.append(1) or made(self))
+    monkeypatch.setattr(judging, "_TEXTS", type(judging._TEXTS)())
+    monkeypatch.setattr(judging, "_TEXT_CHARS", [0])
+    assert judging.module_text(exp) == want
+    assert judging.module_text(exp) == want
+    again = jax.export.deserialize(exp.serialize())  # another object, the same module: the same entry
+    assert judging.module_text(again) == want
+    assert len(calls) == 1
+
+
+def test_module_text_memo_is_bounded_in_characters(monkeypatch, split, column_sum):
+    programs = [_exported(lambda x, k=k: column_sum(x) * float(k), split) for k in range(4)]
+    size = len(programs[0].mlir_module())
+    monkeypatch.setattr(judging, "_TEXTS", type(judging._TEXTS)())
+    monkeypatch.setattr(judging, "_TEXT_CHARS", [0])
+    monkeypatch.setattr(judging, "TEXT_MEMO_CHARS", 2 * size + size // 2)
+    for exp in programs:
+        assert judging.module_text(exp) == exp.mlir_module()
+    assert len(judging._TEXTS) == 2  # the two most recent; the others were let go
+    assert judging._TEXT_CHARS[0] == sum(len(t) for t in judging._TEXTS.values()) <= judging.TEXT_MEMO_CHARS
+    monkeypatch.setattr(judging, "TEXT_MEMO_CHARS", size // 2)  # a text larger than the bound is not kept
+    other = _exported(lambda x: column_sum(x) * 7.0, split)
+    assert judging.module_text(other) == other.mlir_module()
+    assert len(judging._TEXTS) == 2
+
+
+# ---------------------------------------------------------------- COMPILER_OPTIONS
+def _programs(mesh, split, column_sum):
+    x8 = jax.ShapeDtypeStruct((8, 3), jnp.float32)
+    ring = [(i, (i + 1) % 8) for i in range(8)]
+    return {
+        "pmap psum": (pmapped(lambda x: lax.psum(x * 2.0, "devices"), 8, "devices"), x8),
+        "shard_map psum": (column_sum, split),
+        "dead psum": (lambda x: column_sum(x) * 0.0 + x.sum(0), split),
+        "all_gather": (
+            jax.shard_map(lambda x: lax.all_gather(x, "d", tiled=True), mesh=mesh, in_specs=P("d"), out_specs=P("d")),
+            split,
+        ),
+        "ppermute": (
+            jax.shard_map(lambda x: lax.ppermute(x, "d", ring), mesh=mesh, in_specs=P("d"), out_specs=P("d")),
+            split,
+        ),
+        "compiler's all-reduce": (lambda x: jnp.tanh(x).sum(0), split),
+    }
+
+
+def test_the_judges_compiler_options_leave_the_optimized_program_as_it_is(mesh, split, column_sum):
+    """What the judge reads (collectives, layouts: the optimized HLO) must not depend on how fast it compiles."""
+    for name, (fn, arg) in _programs(mesh, split, column_sum).items():
+        lowered = jax.jit(fn).lower(arg)
+        plain = lowered.compile().as_text()
+        fast = lowered.compile(dict(judging.COMPILER_OPTIONS)).as_text()
+        assert fast == plain, name
+
+
+def test_a_program_examined_with_the_judges_options_gives_the_plain_compiles_values(mesh, split, column_sum):
+    x = np.arange(48, dtype=np.float32).reshape(16, 3) / 7.0
+    for name, (fn, arg) in _programs(mesh, split, column_sum).items():
+        if arg is not split:
+            continue
+        facts = judging.examine(_exported(fn, arg), [x])
+        plain = jax.jit(fn)(jax.device_put(x, arg.sharding))
+        got = facts.outputs[next(iter(facts.outputs))]
+        np.testing.assert_allclose(got, np.asarray(plain), rtol=1e-6, err_msg=name)
+
+
+# ---------------------------------------------------------------- regions shown live without a variant
+def _facts(fn, arg):
+    exp = _exported(fn, arg)
+    names, sizes = judging.mesh_of(exp)
+    return exp, names, sizes, judging.region_facts(exp, names, sizes)
+
+
+def _variant_reaches(exp, names, sizes, values) -> bool:
+    """The slow path: the region's results changed, the program run again, the outputs compared."""
+    base, _ = judging._run_exported(exp, values, names, sizes)
+    variant = judging.perturbed(exp, None, names, sizes, 2.5, region=0)
+    return variant is None or judging.changed(base, judging._run_exported(variant, values, names, sizes)[0])
+
+
+@pytest.mark.parametrize(
+    "name, build, returned",
+    [
+        (
+            "pmap: the region is the program",
+            lambda cs: pmapped(lambda x: lax.psum(x * 2.0, "devices"), 8, "devices"),
+            True,
+        ),
+        ("shard_map returned", lambda cs: cs, True),
+        ("returned through a reshape", lambda cs: lambda x: cs(x).reshape(1, 3), True),
+        ("one of two results", lambda cs: lambda x: (cs(x), x.sum(0)), True),
+        ("multiplied by zero, the total made outside", lambda cs: lambda x: cs(x) * 0.0 + x.sum(0), False),
+        ("added to: not returned as it is", lambda cs: lambda x: cs(x) + 1.0, False),
+    ],
+)
+def test_a_region_whose_results_the_program_returns_is_live_as_a_variant_shows(
+    name, build, returned, split, column_sum
+):
+    fn = build(column_sum)
+    arg = jax.ShapeDtypeStruct((8, 3), jnp.float32) if "pmap" in name else split
+    exp, names, sizes, facts = _facts(fn, arg)
+    assert (0 in facts.returned) is returned, name
+    assert judging.proven_regions(facts, ()) == ({0} if returned else set())
+    values = [np.arange(arg.size, dtype=np.float32).reshape(arg.shape) / 5.0 + 1.0]
+    if returned:  # the shortcut never calls live what the slow path calls dead
+        assert _variant_reaches(exp, names, sizes, values), name
+    if "zero" in name:  # and what it leaves to the slow path is still found out there
+        assert not _variant_reaches(exp, names, sizes, values)
+
+
+def test_a_collective_that_matters_still_proves_the_one_region_holding_it(split, column_sum):
+    _, _, _, facts = _facts(lambda x: column_sum(x) + 1.0, split)
+    assert facts.by_collective == {"psum over 'd'": frozenset({0})}
+    assert judging.proven_regions(facts, ["psum over 'd'"]) == {0}
+    assert judging.proven_regions(facts, []) == set()
