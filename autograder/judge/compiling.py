@@ -8,8 +8,8 @@ program is hostile data (`autograder.judge.exported` read it); here it is compil
   with the reference's layout (`feed`), so each device is handed only the shard the reference's
   layout gives it, and where each result lives once compiled is read from the compiled program
   (`out_layouts`: split or replicated, over which axes), never from what the kernel says;
-- it is compiled with `namedaxes.judging.COMPILER_OPTIONS` (LLVM's level 0: a third less compile time,
-  the same optimized HLO), as the visible checks compile it;
+- it is compiled with `namedaxes.judging.COMPILER_OPTIONS` (LLVM's level 0, without its expensive
+  passes: less compile time, the same optimized HLO), as the visible checks compile it;
 - its communication is read from the *optimized* HLO (`compiled.as_text()`): a collective whose
   result is unused is gone, `axis_index`, `pvary`/`pcast` and constant folding are not
   communication; replica groups are mapped back to the reference mesh's axis names;
