@@ -448,9 +448,15 @@ def _returned(module, manual: list) -> frozenset:
                 return None
         return None
 
+    def safely(value) -> int | None:
+        try:
+            return origin(value)
+        except Exception:  # noqa: BLE001 - a module it cannot follow: the region is left to the variant
+            return None
+
     main = funcs.get("main")
     ret = terminator(main) if main is not None else None
-    found = {origin(v) for v in (ret.operands if ret is not None else ())}
+    found = {safely(v) for v in (ret.operands if ret is not None else ())}
     return frozenset(found - {None})
 
 
