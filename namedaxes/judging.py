@@ -61,7 +61,7 @@ ATOL = 1e-5  # autograder.judge.compare.ATOL
 # run on a few inputs, so compiling is what costs: machine code made by LLVM at level 0 without its
 # expensive passes compiles in 55-70 % of the time (a training step: 155 -> 121 ms). What the judge reads
 # is untouched: the optimized HLO comes from XLA's HLO passes, which run before code generation (the same
-# text over the 2054 compiles of the exercise tests of notebooks 02, 03, 04 and 07; tests/namedaxes/test_judging.py).
+# text over all 1515 compiles of the exercise tests of notebooks 02, 03, 04 and 07; tests/namedaxes/test_judging.py).
 COMPILER_OPTIONS = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
 
 
