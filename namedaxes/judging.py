@@ -8,11 +8,11 @@ communication that reaches the outputs from communication that does not (`change
 `communication_that_matters`).
 
 Imported by the kernel's visible checks (`namedaxes.checking`) and by the grader's clean scorer
-process (`autograder.judge.programs`). It holds no state and imports nothing of the course but JAX and
-NumPy, so importing it in the scorer brings in nothing a student's code could have touched; the
-kernel's copy is the student's to rebind, which is why the grader's verdict never comes from it.
-Its one piece of state is a memo of module texts (`module_text`): a pure function of a module's bytes,
-bounded in characters, so a program's text is made once however many judging steps read it.
+process (`autograder.judge.programs`). It imports nothing of the course but JAX and NumPy, so
+importing it in the scorer brings in nothing a student's code could have touched; the kernel's copy is
+the student's to rebind, which is why the grader's verdict never comes from it. Its only state is a memo
+of module texts (`module_text`): a pure function of a module's bytes, bounded in characters, so a
+program's text is made once however many judging steps read it.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ __all__ = [
     "perturbed",
     "changed",
     "mesh_of",
+    "text_mesh",
     "communication_that_matters",
     "RTOL",
     "ATOL",
@@ -514,11 +515,16 @@ def mesh_of(exp) -> tuple[tuple[str, ...], tuple[int, ...]]:
         mesh = getattr(s, "mesh", None)
         if mesh is not None and mesh.axis_names and int(np.prod(mesh.axis_sizes)) == exp.nr_devices:
             return tuple(mesh.axis_names), tuple(mesh.axis_sizes)
+    return text_mesh(exp) or (("devices",), (exp.nr_devices,))
+
+
+def text_mesh(exp) -> tuple[tuple[str, ...], tuple[int, ...]] | None:
+    """The first `sdy.mesh` of the module whose size is the device count (pmap programs), or None."""
     for body in re.findall(r"sdy\.mesh\s+@[\w.\-]+\s*=\s*<\[([^\]]*)\]", module_text(exp)):
         pairs = re.findall(r'"([^"]+)"\s*=\s*(\d+)', body)
         if pairs and int(np.prod([int(s) for _, s in pairs])) == exp.nr_devices:
             return tuple(n for n, _ in pairs), tuple(int(s) for _, s in pairs)
-    return ("devices",), (exp.nr_devices,)
+    return None
 
 
 def _run_exported(exp, values: list, names, sizes) -> tuple[dict, Any]:

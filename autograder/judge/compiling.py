@@ -29,11 +29,18 @@ from typing import Any
 
 import numpy as np
 
-from namedaxes.judging import COMPILER_OPTIONS, describe_collective, group_axes, hlo_collectives, placed_layout
+from namedaxes.judging import (
+    COMPILER_OPTIONS,
+    describe_collective,
+    group_axes,
+    hlo_collectives,
+    placed_layout,
+    text_mesh,
+)
 
 from ..limits import MAX_COMPILED
 from ..reasons import phrase as say
-from .exported import Layout, Rejected, entry_layouts, fingerprint, mesh_of, program_regions, signature, text_mesh
+from .exported import Layout, Rejected, entry_layouts, fingerprint, mesh_of, program_regions, signature
 
 __all__ = ["Compiled", "COMPILE_STATS", "compiled_for"]
 

@@ -42,7 +42,6 @@ __all__ = [
     "module_text",
     "custom_calls",
     "mesh_of",
-    "text_mesh",
     "manual_axes",
     "program_regions",
     "spec_layout",
@@ -118,15 +117,6 @@ def mesh_of(exp):
         mesh = getattr(s, "mesh", None)
         if mesh is not None and mesh.axis_names and int(np.prod(mesh.axis_sizes)) == exp.nr_devices:
             return tuple(mesh.axis_names), tuple(mesh.axis_sizes), tuple(mesh.axis_types)
-    return None
-
-
-def text_mesh(exp) -> tuple[tuple[str, ...], tuple[int, ...]] | None:
-    """The first `sdy.mesh` of the module whose size is the device count (pmap programs)."""
-    for body in re.findall(r"sdy\.mesh\s+@[\w.\-]+\s*=\s*<\[([^\]]*)\]", module_text(exp)):
-        pairs = re.findall(r'"([^"]+)"\s*=\s*(\d+)', body)
-        if pairs and int(np.prod([int(s) for _, s in pairs])) == exp.nr_devices:
-            return tuple(n for n, _ in pairs), tuple(int(s) for _, s in pairs)
     return None
 
 

@@ -52,6 +52,7 @@ from namedaxes.judging import (
     region_facts,
     region_takes,
     split_axes,
+    text_mesh,
 )
 
 from ..limits import MAX_CASES, MAX_ECHO_CHARS, MAX_ECHO_ITEMS, MAX_ERROR_CHARS
@@ -72,7 +73,6 @@ from .exported import (
     mesh_of,
     module_text,
     signature,
-    text_mesh,
 )
 from .hidden_inputs import hidden_outputs, hidden_rng, perturb_factor
 

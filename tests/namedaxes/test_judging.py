@@ -120,34 +120,33 @@ def _variant_reaches(exp, names, sizes, values) -> bool:
     return variant is None or judging.changed(base, judging._run_exported(variant, values, names, sizes)[0])
 
 
+_PMAP = jax.ShapeDtypeStruct((8, 3), jnp.float32)  # one row a device
+
+
 @pytest.mark.parametrize(
-    "name, build, returned",
+    "build, pmap, returned, variant_live",
     [
-        (
-            "pmap: the region is the program",
-            lambda cs: pmapped(lambda x: lax.psum(x * 2.0, "devices"), 8, "devices"),
-            True,
+        pytest.param(
+            lambda cs: pmapped(lambda x: lax.psum(x * 2.0, "devices"), 8, "devices"), True, True, True, id="pmap"
         ),
-        ("shard_map returned", lambda cs: cs, True),
-        ("returned through a reshape", lambda cs: lambda x: cs(x).reshape(1, 3), True),
-        ("one of two results", lambda cs: lambda x: (cs(x), x.sum(0)), True),
-        ("multiplied by zero, the total made outside", lambda cs: lambda x: cs(x) * 0.0 + x.sum(0), False),
-        ("added to: not returned as it is", lambda cs: lambda x: cs(x) + 1.0, False),
+        pytest.param(lambda cs: cs, False, True, True, id="shard_map returned"),
+        pytest.param(lambda cs: lambda x: cs(x).reshape(1, 3), False, True, True, id="through a reshape"),
+        pytest.param(lambda cs: lambda x: (cs(x), x.sum(0)), False, True, True, id="one of two results"),
+        pytest.param(lambda cs: lambda x: cs(x) * 0.0 + x.sum(0), False, False, False, id="zero-multiplied"),
+        pytest.param(lambda cs: lambda x: cs(x) + 1.0, False, False, True, id="added to"),
     ],
 )
 def test_a_region_whose_results_the_program_returns_is_live_as_a_variant_shows(
-    name, build, returned, split, column_sum
+    build, pmap, returned, variant_live, split, column_sum
 ):
-    fn = build(column_sum)
-    arg = jax.ShapeDtypeStruct((8, 3), jnp.float32) if "pmap" in name else split
-    exp, names, sizes, facts = _facts(fn, arg)
-    assert (0 in facts.returned) is returned, name
+    """The shortcut never calls live what the slow path calls dead; what it leaves to the slow path is still
+    found out there (dead when multiplied by zero, live when merely added to)."""
+    arg = _PMAP if pmap else split
+    exp, names, sizes, facts = _facts(build(column_sum), arg)
+    assert (0 in facts.returned) is returned
     assert judging.proven_regions(facts, ()) == ({0} if returned else set())
     values = [np.arange(arg.size, dtype=np.float32).reshape(arg.shape) / 5.0 + 1.0]
-    if returned:  # the shortcut never calls live what the slow path calls dead
-        assert _variant_reaches(exp, names, sizes, values), name
-    if "zero" in name:  # and what it leaves to the slow path is still found out there
-        assert not _variant_reaches(exp, names, sizes, values)
+    assert _variant_reaches(exp, names, sizes, values) is variant_live
 
 
 def test_a_collective_that_matters_still_proves_the_one_region_holding_it(split, column_sum):
