@@ -3,6 +3,8 @@ without a variant (the shortcuts the judge takes must give what the slow path gi
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -154,3 +156,24 @@ def test_a_collective_that_matters_still_proves_the_one_region_holding_it(split,
     assert facts.by_collective == {"psum over 'd'": frozenset({0})}
     assert judging.proven_regions(facts, ["psum over 'd'"]) == {0}
     assert judging.proven_regions(facts, []) == set()
+
+
+_CALL_CYCLE = """
+module @hostile {
+  func.func public @main(%arg0: tensor<2xf32>) -> tensor<2xf32> {
+    %0 = func.call @f(%arg0) : (tensor<2xf32>) -> tensor<2xf32>
+    return %0 : tensor<2xf32>
+  }
+  func.func private @f(%arg0: tensor<2xf32>) -> tensor<2xf32> {
+    %0 = func.call @f(%arg0) : (tensor<2xf32>) -> tensor<2xf32>
+    return %0 : tensor<2xf32>
+  }
+}
+"""
+
+
+def test_a_module_whose_calls_never_end_is_followed_a_bounded_way_and_proves_nothing():
+    """Attack: `main` returns through a call that returns its own call, forever. Following it back stops after
+    `_MAX_HOPS` hops, and no region is taken as returned (a region it cannot follow is left to the variant)."""
+    facts = judging.region_facts(SimpleNamespace(nr_devices=1), (), (), text=_CALL_CYCLE)
+    assert facts == judging.RegionFacts({}, frozenset())
