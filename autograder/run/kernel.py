@@ -49,7 +49,7 @@ from ..limits import (
     MAX_OUTPUTS,
     RCV_HWM,
 )
-from ..sandbox.launch import Sandbox
+from ..sandbox.launch import KERNEL_APP_ARGS, Sandbox
 
 __all__ = ["Kernel", "KernelStartError", "CellRun", "kill_all"]
 
@@ -77,7 +77,7 @@ def _zmq_context() -> zmq.Context:
     return ctx
 
 
-def _with_parent_death(preexec):
+def with_parent_death(preexec):
     """preexec_fn: the kernel gets SIGKILL if the worker that started it dies, then `preexec`."""
     libc = ctypes.CDLL(None, use_errno=True)
 
@@ -207,6 +207,7 @@ class Kernel:
         log_dir: Path | None = None,
         writable: tuple = (),
         extra_env: dict | None = None,
+        zygote=None,
     ):
         self.workdir = Path(workdir)
         self.sandbox = sandbox
@@ -219,6 +220,9 @@ class Kernel:
         self.started_at = 0.0
         self._ready = False
         self.cgroup = None
+        self.zygote = zygote  # a run.zygote.Zygote whose slot is `workdir`: the kernel is forked there
+        if zygote is not None and (self.writable or self.extra_env):
+            raise ValueError("a forked kernel has its slot's view and environment")
 
     @property
     def observe_dir(self) -> Path:
@@ -226,35 +230,28 @@ class Kernel:
 
     # ------------------------------------------------------------ life cycle
     def start(self) -> Kernel:
-        # its own working copy (a quota mount owned by the kernel's user where possible), see sandbox/launch.py
-        self.sandbox.prepare_workdir(self.workdir)
+        """Start the kernel process: forked by `zygote` (its slot's working copy is `workdir`), or launched."""
+        if self.zygote is None:
+            # its own working copy (a quota mount owned by the kernel's user where possible), see sandbox/launch.py
+            self.sandbox.prepare_workdir(self.workdir)
         conn = self.workdir / f"{self.label}.json"
         info = _write_connection_file(conn, ip=str(self.workdir / self.label))
         for path in (conn, *map(Path, self.writable)):  # the kernel's user may write these
             self.sandbox.hand_over(path)
-        launch = self.sandbox.launch(self.workdir, conn, self.writable, self.label)
-        self.cgroup = launch.cgroup  # removed (and its verdict kept) by kill()
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - the kernel's log, open while it lives; kill() closes it
         self.started_at = time.monotonic()
-        env = {**self.sandbox.env(self.workdir, self.observe_dir), **self.extra_env}
         _LIVE.add(self)
         try:
-            self.proc = subprocess.Popen(
-                launch.argv,
-                env=env,
-                cwd=self.workdir,
-                pass_fds=launch.pass_fds,
-                stdin=subprocess.DEVNULL,
-                stdout=self._log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=_with_parent_death(self.sandbox.preexec()),
-            )
+            if self.zygote is not None:
+                self.cgroup = self.sandbox.new_cgroup(self.label)
+                if self.cgroup is None:
+                    raise KernelStartError("a forked kernel needs its own cgroup")
+                self.proc = self.zygote.fork([*KERNEL_APP_ARGS, "-f", str(conn)], self._log, self.cgroup)
+            else:
+                self.proc = self._launch(conn)
         except BaseException:
             self.kill()
             raise
-        finally:
-            launch.close_fds()
         _announce(on_kernel_start, self.proc.pid)
         self._zmq = _zmq_context()
         self.client = BlockingKernelClient(context=self._zmq)
@@ -267,6 +264,25 @@ class Kernel:
             except zmq.ZMQError:
                 pass
         return self
+
+    def _launch(self, conn: Path) -> subprocess.Popen:
+        launch = self.sandbox.launch(self.workdir, conn, self.writable, self.label)
+        self.cgroup = launch.cgroup  # removed (and its verdict kept) by kill()
+        env = {**self.sandbox.env(self.workdir, self.observe_dir), **self.extra_env}
+        try:
+            return subprocess.Popen(
+                launch.argv,
+                env=env,
+                cwd=self.workdir,
+                pass_fds=launch.pass_fds,
+                stdin=subprocess.DEVNULL,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=with_parent_death(self.sandbox.preexec()),
+            )
+        finally:
+            launch.close_fds()
 
     def _dropped(self) -> bool:
         """True once libzmq dropped a connection to the kernel (an oversized message)."""

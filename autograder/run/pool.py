@@ -370,6 +370,7 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
         max_added_cells=opts.max_added_cells,
         max_output_chars=opts.max_output_chars,
         run_secret=new_run_secret(),
+        zygote=not sandbox.fork_why(),
     )
     order = LongestFirst(sources)  # the longest expected notebooks first: the shortest make the tail
     pool = Pool(min(jobs, len(ref_tasks) + n_grade), worker_main, (cfg,), budget=lambda t: t.budget, rank=order.rank)

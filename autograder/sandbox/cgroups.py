@@ -307,6 +307,11 @@ class KernelCgroup:
     def procs_files(self) -> list[str]:
         return sorted({str(path / "cgroup.procs") for _, path in self.groups.values()})
 
+    def move_in(self, pid: int) -> None:
+        """Move the process `pid` (all its threads) into the groups; raises OSError if the kernel refuses."""
+        for procs in self.procs_files():
+            _write(Path(procs), str(pid))
+
     def attach_prefix(self) -> list[str]:
         """argv prefix that joins the groups, then execs the rest of the command line."""
         script = (

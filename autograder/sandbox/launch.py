@@ -41,7 +41,7 @@ from .protections import Protection
 from .rlimits import before_exec, kernel_rlimits, prlimit_prefix
 from .view import View, bwrap_args, bwrap_options, real_path
 
-__all__ = ["Sandbox", "Launch", "KERNEL_ARGS", "WORK_SUBDIRS"]
+__all__ = ["Sandbox", "Launch", "KERNEL_ARGS", "KERNEL_APP_ARGS", "ZYGOTE_MODULES", "WORK_SUBDIRS"]
 
 # Modules imported while the kernel boots (before it reports ready, so a prestarted kernel
 # has paid for them): only imports that do not initialise JAX's backends, so the notebook's
@@ -61,13 +61,14 @@ _WARM_CODE = (
     f"import importlib as _i\nfor _m in {WARM_MODULES!r}:\n    try:\n        _i.import_module(_m)\n"
     "    except Exception:\n        pass\ndel _i, _m"
 )
-KERNEL_ARGS = [
-    "-m",
-    "ipykernel_launcher",
+KERNEL_APP_ARGS = [  # IPKernelApp's own (a zygote's child starts the app with these, without -m)
     "--HistoryManager.enabled=False",
     "--IPKernelApp.quiet=True",
     "--IPKernelApp.exec_lines=" + repr([f"exec({_WARM_CODE!r})"]),
 ]
+KERNEL_ARGS = ["-m", "ipykernel_launcher", *KERNEL_APP_ARGS]
+# What a zygote imports before it forks (run/zygote.py): the kernel's warm modules and the kernel itself.
+ZYGOTE_MODULES = (*WARM_MODULES, "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell")
 
 WORK_SUBDIRS = ("observe", "tmp", ".ipython", ".runtime", ".jupyter", ".matplotlib", ".cache")
 RUN_MARKER = ".agr-run"  # in the run's folder of working copies while the run lasts
@@ -263,8 +264,22 @@ class Sandbox:
         return workcopy.full(workdir, quota)
 
     # ------------------------------------------------------------ the command line
-    def view(self) -> View:
-        """What the kernel's bubblewrap view is built from (view.py)."""
+    def fork_why(self) -> str:
+        """'' if kernels may be forked from a zygote per slot (run/zygote.py), else why they start the plain way.
+
+        A slot runs its kernels one after another in one sandbox, so everything a kernel could leave
+        behind must be the grader's to clear: its processes (a cgroup per kernel, killed whole), its
+        working copy, /tmp and /dev/shm (tmpfs mounts the grader empties, which needs root)."""
+        if not self.isolate:
+            return "kernels are not sandboxed"
+        if not (self.dedicated and self.quota):
+            return "the grader is not root (a slot's working copy, /tmp and /dev/shm are tmpfs mounts it empties)"
+        if self.cgroups is None or self.cgroups.memory is None or self.cgroups.pids is None:
+            return "no memory and pids cgroups (a slot's kernel is killed whole through its cgroup)"
+        return ""
+
+    def view(self, scratch: tuple[str, ...] = ()) -> View:
+        """What the kernel's bubblewrap view is built from (view.py); `scratch`: a slot's /tmp and /dev/shm."""
         return View(
             self.userns,
             self.dedicated,
@@ -275,14 +290,17 @@ class Sandbox:
             tuple(self.hidden),
             self.tmp_bytes,
             self.shm_bytes,
+            tuple(scratch),
         )
 
-    def wrap(self, workdir: Path, argv: list[str], writable: tuple = (), label: str = "") -> Launch:
+    def wrap(
+        self, workdir: Path, argv: list[str], writable: tuple = (), label: str = "", scratch: tuple[str, ...] = ()
+    ) -> Launch:
         """Any command, sandboxed and limited as a kernel would be (with a cgroup if `label`)."""
         fds: list[int] = []
         cgroup = self.new_cgroup(label) if label else None
         try:
-            wrap = bwrap_args(self.view(), workdir, writable, fds) if self.isolate else []
+            wrap = bwrap_args(self.view(scratch), workdir, writable, fds) if self.isolate else []
         except BaseException:
             for fd in fds:
                 os.close(fd)

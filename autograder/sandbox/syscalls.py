@@ -24,7 +24,11 @@ filter is an *allow-list*: every call not named below fails with EPERM, so a
 call the kernel learns after this list was written is refused too. The
 differences from Docker's profile only make it stricter: `io_uring_*` (Docker
 dropped them in 2023 as well), `ptrace` and `process_vm_readv/writev` (Docker
-allows them on kernels >= 4.8) are refused, and no capability-gated call is
+allows them on kernels >= 4.8) are refused, System V IPC and POSIX message
+queues are refused (their objects live in the IPC namespace, not in a process:
+a kernel forked in a zygote's slot would leave them to the slot's next kernel,
+run/zygote.py; nothing the course runs uses them, and /dev/shm serves
+multiprocessing), and no capability-gated call is
 granted (the kernel has no capabilities). `clone3` fails with ENOSYS, as in
 Docker, because a classic BPF filter cannot read its flags (they are behind a
 pointer): glibc then falls back to `clone`, whose flags the filter checks.
@@ -42,7 +46,8 @@ from __future__ import annotations
 __all__ = ["ALLOWED", "ALLOWED_ON", "AF_VSOCK", "PERSONALITIES", "CLONE_NAMESPACES"]
 
 # Docker's unconditional allow-list (moby profiles/seccomp/default.json), without io_uring_enter,
-# io_uring_register and io_uring_setup. Names that do not exist on this architecture are skipped.
+# io_uring_register and io_uring_setup, and without System V IPC (msg*, sem*, shm*, ipc) and POSIX
+# message queues (mq_*). Names that do not exist on this architecture are skipped.
 ALLOWED = (
     "accept",
     "accept4",
@@ -170,7 +175,6 @@ ALLOWED = (
     "ioprio_set",
     "io_setup",
     "io_submit",
-    "ipc",
     "kill",
     "landlock_add_rule",
     "landlock_create_ruleset",
@@ -204,19 +208,7 @@ ALLOWED = (
     "mmap",
     "mmap2",
     "mprotect",
-    "mq_getsetattr",
-    "mq_notify",
-    "mq_open",
-    "mq_timedreceive",
-    "mq_timedreceive_time64",
-    "mq_timedsend",
-    "mq_timedsend_time64",
-    "mq_unlink",
     "mremap",
-    "msgctl",
-    "msgget",
-    "msgrcv",
-    "msgsnd",
     "msync",
     "munlock",
     "munlockall",
@@ -292,11 +284,6 @@ ALLOWED = (
     "sched_yield",
     "seccomp",
     "select",
-    "semctl",
-    "semget",
-    "semop",
-    "semtimedop",
-    "semtimedop_time64",
     "send",
     "sendfile",
     "sendfile64",
@@ -331,10 +318,6 @@ ALLOWED = (
     "setuid",
     "setuid32",
     "setxattr",
-    "shmat",
-    "shmctl",
-    "shmdt",
-    "shmget",
     "shutdown",
     "sigaltstack",
     "signalfd",

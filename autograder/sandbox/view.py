@@ -16,7 +16,8 @@ The view (bubblewrap, an *allow-list*, nothing of the host unless named):
     /proc                                           of the sandbox's own pid namespace, Docker's
                                                     masked paths (/proc/keys, /proc/kcore, ...) empty
     /dev                                            minimal (null, zero, random, tty, pts)
-    /tmp, /dev/shm                                  private tmpfs, `tmp_bytes` / `shm_bytes`
+    /tmp, /dev/shm                                  private tmpfs, `tmp_bytes` / `shm_bytes` (for a
+                                                    zygote: its slot's two, emptied between kernels)
     WORK                                            its own working copy, the only host path it
                                                     may write (it also holds the IPC sockets)
 
@@ -99,6 +100,7 @@ class View:
     hidden: tuple[str, ...]  # folders inside exposed ones that must look empty
     tmp_bytes: int
     shm_bytes: int
+    scratch: tuple[str, ...] = ()  # host folders shown as /tmp and /dev/shm instead of fresh ones (a zygote's slot)
 
 
 def etc_files(view: View, workdir: Path) -> dict[str, bytes]:
@@ -138,28 +140,14 @@ def bwrap_args(view: View, workdir: Path, writable: tuple = (), fds: list[int] |
             args += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             args += ["--ro-bind", top, top]
-    args += [
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--perms",
-        "1777",
-        "--size",
-        str(view.tmp_bytes),
-        "--tmpfs",
-        "/tmp",
-        "--perms",
-        "1777",
-        "--size",
-        str(view.shm_bytes),
-        "--tmpfs",
-        "/dev/shm",
-        "--perms",
-        "0755",
-        "--dir",
-        "/etc",
-    ]
+    args += ["--proc", "/proc", "--dev", "/dev"]
+    if view.scratch:  # the slot's own tmpfs mounts, emptied by the grader between its kernels
+        tmp, shm = (real_path(p) for p in view.scratch)
+        args += ["--bind", tmp, "/tmp", "--bind", shm, "/dev/shm"]
+    else:
+        args += ["--perms", "1777", "--size", str(view.tmp_bytes), "--tmpfs", "/tmp"]
+        args += ["--perms", "1777", "--size", str(view.shm_bytes), "--tmpfs", "/dev/shm"]
+    args += ["--perms", "0755", "--dir", "/etc"]
     # /etc: generated (no secrets) plus a few harmless host files
     if fds is not None:
         for name, data in etc_files(view, Path(work)).items():

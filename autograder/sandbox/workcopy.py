@@ -81,6 +81,18 @@ def _mount_tmpfs(path: str, quota: Quota, uid: int, gid: int) -> None:
         raise OSError(e, f"mounting a tmpfs on {path}: {os.strerror(e)}")
 
 
+def mount_scratch(path: Path, size_bytes: int) -> None:
+    """Make `path` a fresh size-limited tmpfs of mode 1777 (a slot's /tmp or /dev/shm, see run/zygote.py)."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    if is_quota_mount(path):
+        return
+    opts = f"size={size_bytes},mode=1777,uid=0,gid=0"
+    if _c().mount(b"tmpfs", os.fsencode(path), b"tmpfs", MS_NOSUID | MS_NODEV, opts.encode()) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, f"mounting a tmpfs on {path}: {os.strerror(e)}")
+
+
 def _umount(path: str) -> bool:
     return _c().umount2(os.fsencode(path), MNT_DETACH) == 0
 
@@ -161,6 +173,19 @@ def prepare(path: Path, quota: Quota | None, uid: int, gid: int) -> None:
         if os.geteuid() == 0 and (st.st_uid, st.st_gid) != (uid, gid):
             _chown_tree(path, uid, gid)
         os.chmod(path, 0o700)
+
+
+def seed(src: Path, dst: Path, uid: int, gid: int) -> None:
+    """Copy the grader's seed files from the folder `src` into the existing folder `dst`, owned by uid:gid."""
+    s = os.open(src, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        d = os.open(dst, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            _copy_tree(s, d, uid, gid, depth=0)
+        finally:
+            os.close(d)
+    finally:
+        os.close(s)
 
 
 def _copy_tree(src: int, dst: int, uid: int, gid: int, depth: int) -> None:
@@ -254,6 +279,51 @@ def remove(path: Path) -> bool:
         return _rmtree(str(path))
     except Exception:  # noqa: BLE001 - clean-up must not fail the grader
         return False
+
+
+def empty(path: Path, keep: frozenset[str] = frozenset()) -> bool:
+    """Remove everything inside the folder `path`, kept itself; never raises, never follows a link.
+
+    `keep`: folders below `path` that stay (relative paths, see `folders`), emptied of all but the kept
+    folders below them (the mount points bubblewrap made inside a zygote's /tmp, see run/zygote.py)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        return _clear_but(fd, keep, "", 0)
+    except Exception:  # noqa: BLE001 - clean-up must not fail the grader
+        return False
+    finally:
+        os.close(fd)
+
+
+def folders(path: Path, limit: int = 256) -> frozenset[str]:
+    """The folders below `path` (relative paths; links not followed), at most `limit` of them."""
+    found: set[str] = set()
+    todo = [""]
+    while todo and len(found) < limit:
+        rel = todo.pop()
+        for e in os.scandir(os.path.join(path, rel) if rel else path):
+            if e.is_dir(follow_symlinks=False) and len(found) < limit:
+                found.add(rel + e.name)
+                todo.append(rel + e.name + "/")
+    return frozenset(found)
+
+
+def _clear_but(fd: int, keep: frozenset[str], prefix: str, depth: int) -> bool:
+    ok = True
+    for e in list(os.scandir(fd)):
+        rel = prefix + e.name
+        if rel not in keep or depth > 64 or not e.is_dir(follow_symlinks=False):
+            ok = _rmtree_at(fd, e.name) and ok
+            continue
+        sub = _open_dir(e.name, fd)
+        try:
+            ok = _clear_but(sub, keep, rel + "/", depth + 1) and ok
+        finally:
+            os.close(sub)
+    return ok
 
 
 def remove_at(dir_fd: int, name: str) -> bool:

@@ -73,6 +73,14 @@ SYSCALL_ATTEMPTS = (
     ("mbind", (0, 0, 0, 0, 0, 0)),
     ("set_mempolicy", (0, 0, 0)),
     ("get_mempolicy", (0, 0, 0, 0, 0)),
+    # refused beyond Docker: their objects outlive a kernel in its IPC namespace (a zygote's slot, run/zygote.py)
+    ("msgget", (0x4147, 0)),  # an existing queue only: ENOENT where allowed
+    ("msgctl", (-1, 0, 0)),
+    ("semget", (0x4147, 0, 0)),
+    ("shmget", (0x4147, 0, 0)),
+    ("shmat", (-1, 0, 0)),
+    ("mq_open", (0, 0, 0, 0)),  # NULL name: EFAULT where allowed
+    ("mq_unlink", (0,)),
 )
 
 SYSCALL_PROBE = """
