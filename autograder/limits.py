@@ -69,6 +69,15 @@ INTERRUPT_GRACE: Annotated[float, Cap("s", "run/kernel.py", "after an interrupt,
 DEATH_GRACE: Annotated[
     float, Cap("s", "run/kernel.py", "a dropped socket whose kernel exits this soon was a death")
 ] = 1.0
+ZYGOTE_MESSAGE_BYTES: Annotated[
+    int, Cap("bytes", "run/zygote.py", "one message from a zygote's slot; the rest of it is cut and ignored")
+] = 4096
+FORK_TIMEOUT: Annotated[
+    float, Cap("s", "run/zygote.py", "a zygote's fork and its child's report; then the kernel starts the plain way")
+] = 5.0
+UNREPORTED_GRACE: Annotated[
+    float, Cap("s", "run/zygote.py", "an ended kernel unreported by its zygote (stopped); then it counts as killed")
+] = 0.5
 # ---- a kernel's run (run/executor.py)
 MAX_RESTARTS: Annotated[
     int, Cap("kernels", "run/executor.py", "kernel restarts per notebook; then the rest is not run")

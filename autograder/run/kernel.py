@@ -118,6 +118,15 @@ def _write_connection_file(path: Path, ip: str) -> dict:
     return info
 
 
+def announce_start(pid: int) -> None:
+    """Tell the worker's hook that a process of a kernel's (or a zygote's) sandbox started."""
+    _announce(on_kernel_start, pid)
+
+
+def announce_gone(pid: int) -> None:
+    _announce(on_kernel_gone, pid)
+
+
 def _announce(hook, pid: int) -> None:
     if hook is not None:
         try:

@@ -147,7 +147,7 @@ class Worker:
 
     def take_kernel(self, prestart: bool = True):
         """The warm kernel (or a fresh one); boots the next one meanwhile unless no task may follow.
-        A forked kernel is made when needed: its slot holds one kernel at a time."""
+        A slot holds one kernel at a time: its next kernel is forked when this one is released."""
         kernel, self.warm = self.warm, None
         if kernel is None:
             kernel = self._kernel()
@@ -155,20 +155,26 @@ class Worker:
             self.prestart()
         return kernel
 
-    def release(self, workdir: Path) -> None:
-        """Remove a working copy once its kernel is dead; a slot's is emptied (and kept mounted) instead."""
+    def release(self, workdir: Path, prestart: bool = False) -> None:
+        """Remove a working copy once its kernel is dead; a slot's is emptied (and kept mounted) instead,
+        and with `prestart` the next task's kernel is forked there at once (it boots while this task is
+        scored and written)."""
         if self.zygote is not None and workdir == self.zygote.workdir:
-            try:
-                self.zygote.reset(None)
-            except Exception:  # noqa: BLE001 - the next fork resets it again, or the slot is closed
-                pass
+            if self.warm is None and prestart:
+                self.warm = self._forked(True, "k0")
+            else:
+                try:
+                    self.zygote.reset(self.cfg.mpl_cache)
+                except Exception:  # noqa: BLE001 - the next fork resets it again, or the slot is closed
+                    pass
             return
         workcopy.remove(workdir)
 
     def close(self) -> None:
         if self.warm is not None:
             self.warm.kill()
-            workcopy.remove(self.warm.workdir)  # unmounts its quota tmpfs
+            if self.warm.zygote is None:  # a slot's kernel goes with its zygote's slot below
+                workcopy.remove(self.warm.workdir)  # unmounts its quota tmpfs
             self.warm = None
         if self.zygote is not None:
             self.zygote.close()  # its sandbox, any kernel in it, and the slot's mounts
@@ -253,7 +259,7 @@ class Worker:
                     max_output_chars=self.cfg.max_output_chars,
                 )
             finally:
-                self.release(workdir)
+                self.release(workdir, task.prestart)
         finally:
             t_wait = time.monotonic()
             if prep is not None:
@@ -331,7 +337,7 @@ class Worker:
                 prelude=language_prelude("en"),
             )
         finally:
-            self.release(workdir)
+            self.release(workdir, task.prestart)
         problems = []
         if run.start_error:
             problems.append("the kernel did not start: " + run.start_error)

@@ -43,17 +43,16 @@ import subprocess
 import time
 from pathlib import Path
 
+from ..limits import FORK_TIMEOUT, UNREPORTED_GRACE, ZYGOTE_MESSAGE_BYTES
 from ..sandbox import workcopy
 from ..sandbox.launch import WORK_SUBDIRS, ZYGOTE_MODULES, Sandbox
+from . import kernel as kernel_mod
 from .kernel import with_parent_death
 
 __all__ = ["Zygote", "ZygoteError", "ForkedProcess"]
 
 _CODE = (Path(__file__).with_name("zygote_main.py")).read_text(encoding="utf-8")
 _CRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
-FORK_TIMEOUT = 10.0  # seconds for the zygote to fork and the child to report
-UNREPORTED_GRACE = 0.5  # seconds an ended child may wait for the zygote's report before it counts as killed
-MAX_MESSAGE = 1 << 12  # the zygote's messages are tiny; anything longer is cut and ignored
 
 
 class ZygoteError(RuntimeError):
@@ -167,6 +166,7 @@ class Zygote:
             if msg.get("ready") is not True or pid <= 0:
                 raise ZygoteError(f"the zygote said {msg!r} instead of being ready")
             self.host_pid = pid
+            kernel_mod.announce_start(self.proc.pid)  # the main process kills it with a hung worker
             # the mount points bubblewrap made inside the slot's /tmp and /dev/shm (the working copy, the
             # Python environment, caches below /tmp): the view itself, kept when the slot is emptied
             self._made = tuple(workcopy.folders(Path(p)) for p in self._scratch())
@@ -176,7 +176,14 @@ class Zygote:
             raise ZygoteError(f"the zygote did not start: {err}") from err
 
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None and self.sock is not None
+        """Running and able to answer: a zygote a kernel stopped (SIGSTOP) counts as gone."""
+        if self.proc is None or self.proc.poll() is not None or self.sock is None:
+            return False
+        try:
+            with open(f"/proc/{self.host_pid}/stat", "rb") as fh:
+                return fh.read().rsplit(b")", 1)[1].split()[0] not in (b"T", b"t", b"Z", b"X")
+        except (OSError, IndexError):
+            return False
 
     def close(self) -> None:
         """Kill the zygote with its slot's sandbox (and any kernel in it); unmount and remove the slot."""
@@ -189,6 +196,8 @@ class Zygote:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 pass
+            else:
+                kernel_mod.announce_gone(self.proc.pid)
         for child in self.children.values():
             child.kill()
             if child.returncode is None:
@@ -212,7 +221,7 @@ class Zygote:
             if not ready:
                 continue
             try:
-                data, ancillary, _, _ = self.sock.recvmsg(MAX_MESSAGE, socket.CMSG_SPACE(_CRED.size))
+                data, ancillary, _, _ = self.sock.recvmsg(ZYGOTE_MESSAGE_BYTES, socket.CMSG_SPACE(_CRED.size))
             except OSError as err:
                 raise ZygoteError(f"the zygote's socket failed: {err}") from err
             if not data:

@@ -6,7 +6,8 @@ warms are passed on the command line. It runs no student code itself: every requ
 grader over the one socket it inherits (`fd`), and each child becomes a Jupyter kernel.
 
 Protocol (SOCK_SEQPACKET, one JSON object a message):
-    zygote -> grader   {"ready": true}                   once, after the imports
+    zygote -> grader   {"ready": true}                   once, after the imports (or {"error": ...}
+                                                         if one of them started a JAX backend)
     grader -> zygote   {"argv": [...]} + one descriptor  fork a kernel: its argv, its log
     child  -> grader   {"child": true}                   the grader reads the child's host pid
                                                          from the message's SCM_CREDENTIALS
@@ -91,6 +92,10 @@ def main(fd: int, warm: list) -> None:
         except Exception:  # noqa: BLE001 - the kernel imports it again, or reports why not
             pass
     ctl = socket.socket(fileno=fd)
+    bridge = sys.modules.get("jax._src.xla_bridge")
+    if bridge is not None and getattr(bridge, "_backends", None):  # its threads would not survive a fork,
+        _send(ctl, {"error": "a module it imported started a JAX backend"})  # and the device count is set
+        os._exit(1)
     rd, wr = os.pipe()
     os.set_blocking(wr, False)
     signal.set_wakeup_fd(wr)

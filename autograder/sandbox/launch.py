@@ -57,6 +57,8 @@ WARM_MODULES = (
     "matplotlib.figure",
     "namedaxes.plots",
 )
+
+
 _WARM_CODE = (
     f"import importlib as _i\nfor _m in {WARM_MODULES!r}:\n    try:\n        _i.import_module(_m)\n"
     "    except Exception:\n        pass\ndel _i, _m"
@@ -67,8 +69,29 @@ KERNEL_APP_ARGS = [  # IPKernelApp's own (a zygote's child starts the app with t
     "--IPKernelApp.exec_lines=" + repr([f"exec({_WARM_CODE!r})"]),
 ]
 KERNEL_ARGS = ["-m", "ipykernel_launcher", *KERNEL_APP_ARGS]
-# What a zygote imports before it forks (run/zygote.py): the kernel's warm modules and the kernel itself.
-ZYGOTE_MODULES = (*WARM_MODULES, "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell")
+# What a zygote imports before it forks (run/zygote.py): the kernel's warm modules, the kernel itself, and
+# what every notebook imports later (measured on 01-04: the exercise modules and the judge in the visible
+# checks, and scipy.linalg, about 0.16 s, which JAX loads for LAPACK when it lowers an exported program).
+# None may start a JAX backend at import (the notebook's set-up cell decides the device count): the
+# exercise modules collectives, multi_process and shard_map make JAX arrays at import, so they are not
+# here, and a zygote whose imports started a backend refuses to fork (zygote_main.py).
+ZYGOTE_MODULES = (
+    *WARM_MODULES,
+    "ipykernel.kernelapp",
+    "ipykernel.ipkernel",
+    "ipykernel.zmqshell",
+    "namedaxes.judging",
+    "namedaxes.exercises",
+    "namedaxes.exercises.axis_names",
+    "namedaxes.exercises.scaled_sum",
+    "namedaxes.exercises.nested_axes",
+    "namedaxes.exercises.gradient_averaging",
+    "namedaxes.exercises.compiler_sharding",
+    "jax.experimental.multihost_utils",
+    "jaxlib.mlir.dialects.mhlo",
+    "scipy.linalg.cython_blas",
+    "scipy.linalg.cython_lapack",
+)
 
 WORK_SUBDIRS = ("observe", "tmp", ".ipython", ".runtime", ".jupyter", ".matplotlib", ".cache")
 RUN_MARKER = ".agr-run"  # in the run's folder of working copies while the run lasts

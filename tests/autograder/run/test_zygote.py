@@ -15,13 +15,10 @@ from pathlib import Path
 import pytest
 from sandbox_helpers import REPO, MiB, need
 
-from autograder.run import zygote as zygote_mod
 from autograder.run.kernel import Kernel
 from autograder.run.worker import Config, Worker
 from autograder.run.zygote import Zygote, ZygoteError
 from autograder.sandbox.launch import Sandbox
-
-pytestmark = pytest.mark.grader
 
 
 @pytest.fixture(scope="module")
@@ -210,10 +207,7 @@ def test_the_zygote_is_out_of_its_kernels_reach(zygote, sandbox, tmp_path):
 
 
 @pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGSTOP"])
-def test_a_kernel_that_kills_or_stops_its_zygote_costs_the_next_kernel_nothing(
-    sandbox, tmp_path, monkeypatch, signal_name
-):
-    monkeypatch.setattr(zygote_mod, "FORK_TIMEOUT", 3.0)
+def test_a_kernel_that_kills_or_stops_its_zygote_costs_the_next_kernel_nothing(sandbox, tmp_path, signal_name):
     cfg = Config({}, sandbox, 30.0, tmp_path / "work", tmp_path, False, None, zygote=True)
     (tmp_path / "work").mkdir()
     worker = Worker(0, cfg)
@@ -253,3 +247,10 @@ def test_a_fork_request_to_a_dead_zygote_is_an_error_not_a_hang(zygote, sandbox,
     zygote.proc.wait(timeout=10)
     with pytest.raises(ZygoteError):
         Kernel(zygote.workdir, sandbox, label="k0", log_dir=tmp_path, zygote=zygote).start()
+
+
+def test_a_zygote_whose_imports_start_a_jax_backend_refuses_to_fork(sandbox, tmp_path):
+    """A backend's threads do not survive a fork, and the notebook's set-up cell must choose the device count."""
+    with pytest.raises(ZygoteError, match="started a JAX backend"):
+        Zygote(sandbox, tmp_path / "z0", tmp_path, modules=("jax", "namedaxes.exercises.collectives")).start()
+    assert not (tmp_path / "z0").exists()
