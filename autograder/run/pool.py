@@ -331,7 +331,7 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
             tmp = xla_dirs[aid].with_name(xla_dirs[aid].name + ".tmp")
             remove_protected(tmp)
             tmp.mkdir(parents=True)
-            os.chmod(tmp, 0o300)  # the reference kernel writes entries by name; nobody lists
+            os.chmod(tmp, 0o300)  # the worker copies the reference kernel's entries in by name; nobody lists
         # the trusted reference is not held to the students' budget; this is only the hang backstop
         ref_tasks.append(Task(seq, "reference", aid, xla_dir=str(tmp), budget=max(REFERENCE_BUDGET, notebook_budget)))
         seq += 1

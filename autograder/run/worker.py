@@ -3,8 +3,8 @@
 Where the sandbox allows (`Sandbox.fork_why()`), the warm thing is a zygote in the worker's own slot
 (zygote.py): each task's kernel is forked from it after the slot is emptied, about 1.4 s of CPU less
 per notebook; a zygote that fails is closed, that kernel starts the plain way and a fresh zygote
-serves the next task. Reference runs that fill the XLA cache need a writable cache folder in their
-view, so they always start the plain way.
+serves the next task. A reference run writes the XLA cache into its own working copy, and the worker
+copies the entries out before the copy is emptied, so references run in the slot too.
 
 For a grading task it rebuilds the notebook from the source (test and locked
 cells from the instructor, answers from the student), runs it in a fresh
@@ -47,7 +47,7 @@ from ..reasons import Phrase, phrase
 from ..records import InternalError, KernelGone, KernelStarted, ReferenceRun, Row, Task, TaskDone
 from ..sandbox import workcopy
 from ..sandbox.launch import Sandbox
-from ..sandbox.xla_cache import REFERENCE_ENV, xla_prelude
+from ..sandbox.xla_cache import REFERENCE_CACHE, keep_reference_cache, reference_xla_prelude, xla_prelude
 from .executor import cell_label, run_notebook
 from .references import load_references
 
@@ -319,23 +319,17 @@ class Worker:
         """Run the solution notebook: its observations, and (if wanted) the XLA cache for the students."""
         nb = copy.deepcopy(source.nb)
         tests = {t.index: t.grade_id for t in source.test_cells}
-        kw = {}
-        if task.xla_dir:  # the only kernel that may write the assignment's XLA cache
-            kw = {
-                "writable": (task.xla_dir,),
-                "extra_env": {"JAX_COMPILATION_CACHE_DIR": task.xla_dir, **REFERENCE_ENV},
-            }
-        kernel = self._kernel(**kw) if kw else self.take_kernel(task.prestart)
+        kernel = self.take_kernel(task.prestart)
         workdir = kernel.workdir
+        prelude = language_prelude("en")
+        if task.xla_dir:  # it writes the assignment's XLA cache into its own working copy; copied out below
+            prelude += reference_xla_prelude(str(workdir / REFERENCE_CACHE))
         try:
             run = run_notebook(
-                nb,
-                tests,
-                kernel,
-                lambda n: self._kernel(workdir, label=f"r{n}", **kw),
-                self.cfg.timeout,
-                prelude=language_prelude("en"),
+                nb, tests, kernel, lambda n: self._kernel(workdir, label=f"r{n}"), self.cfg.timeout, prelude=prelude
             )
+            if task.xla_dir:
+                keep_reference_cache(workdir, Path(task.xla_dir))
         finally:
             self.release(workdir, task.prestart)
         problems = []

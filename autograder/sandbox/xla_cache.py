@@ -23,16 +23,44 @@ import shutil
 from pathlib import Path
 
 from ..limits import KEEP_VERSIONS
+from . import workcopy
 
-__all__ = ["xla_prelude", "publish_xla_cache", "protect_published", "remove_protected", "REFERENCE_ENV"]
+__all__ = [
+    "xla_prelude",
+    "reference_xla_prelude",
+    "keep_reference_cache",
+    "publish_xla_cache",
+    "protect_published",
+    "remove_protected",
+    "REFERENCE_ENV",
+    "REFERENCE_CACHE",
+]
 
-# The reference kernel's environment while it fills the cache.
-REFERENCE_ENV = {
-    # keep the folder's path out of the cache keys (it is renamed after the run)
-    "JAX_PERSISTENT_CACHE_ENABLE_XLA_CACHES": "none",
-    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-    "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
+# The reference kernel's JAX settings while it fills the cache: every program, and the folder's path kept
+# out of the cache keys (the entries are copied out and the folder renamed after the run).
+REFERENCE_CONFIG = {
+    "jax_persistent_cache_enable_xla_caches": "none",
+    "jax_persistent_cache_min_compile_time_secs": 0,
+    "jax_persistent_cache_min_entry_size_bytes": 0,
 }
+REFERENCE_ENV = {name.upper(): str(value) for name, value in REFERENCE_CONFIG.items()}  # the same, as variables
+REFERENCE_CACHE = ".xla-cache"  # where in its own working copy the reference kernel writes the entries
+
+
+def reference_xla_prelude(folder: str) -> str:
+    """Trusted code run in the reference kernel before the first cell: write every compiled program to
+    `folder`, inside its own working copy (so a kernel forked in a zygote's slot can run references too)."""
+    settings = {**REFERENCE_CONFIG, "jax_compilation_cache_dir": folder}
+    return f"import jax as _j\nfor _k, _v in {settings!r}.items():\n    _j.config.update(_k, _v)\ndel _j, _k, _v\n"
+
+
+def keep_reference_cache(workdir: Path, staging: Path) -> None:
+    """Copy the entries the reference kernel wrote (`REFERENCE_CACHE` in its working copy; plain files,
+    no link followed) into the run's staging folder, before the working copy is emptied."""
+    src = workdir / REFERENCE_CACHE
+    if not os.path.isdir(src) or os.path.islink(src):
+        return  # nothing was compiled
+    workcopy.seed(src, staging, os.geteuid(), os.getegid())
 
 
 def xla_prelude(folder: str) -> str:
