@@ -138,6 +138,10 @@ class Zygote:
             tmp, shm = self._scratch()
             workcopy.mount_scratch(Path(tmp), self.sandbox.tmp_bytes)
             workcopy.mount_scratch(Path(shm), self.sandbox.shm_bytes)
+            for folder in (self.workdir, Path(tmp), Path(shm)):  # a slot left mounted by a closed zygote:
+                if not workcopy.empty(folder):  # only what bubblewrap makes may be kept across resets
+                    raise ZygoteError(f"cannot empty the slot's {folder.name}")
+            workcopy.make_dirs(self.workdir, WORK_SUBDIRS, self.sandbox.owner)
             mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             mine.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
             self.sock = mine

@@ -254,3 +254,30 @@ def test_a_zygote_whose_imports_start_a_jax_backend_refuses_to_fork(sandbox, tmp
     with pytest.raises(ZygoteError, match="started a JAX backend"):
         Zygote(sandbox, tmp_path / "z0", tmp_path, modules=("jax", "namedaxes.exercises.collectives")).start()
     assert not (tmp_path / "z0").exists()
+
+
+def test_a_slot_whose_zygote_died_keeps_nothing_for_the_next_zygote(sandbox, tmp_path):
+    """A zygote killed without its clean-up leaves its slot mounted: the next zygote on that slot empties it
+    before it starts, so a folder a kernel made in /tmp is neither kept as part of the view nor seen."""
+    first = Zygote(sandbox, tmp_path / "z0", tmp_path).start()
+    second = None
+    try:
+        kernel = forked(first, sandbox, tmp_path)
+        try:
+            run_json(kernel, "import json, os; os.makedirs('/tmp/planted/inner'); print(json.dumps({}))")
+        finally:
+            kernel.kill()
+        os.killpg(first.proc.pid, signal.SIGKILL)
+        first.proc.wait(timeout=10)
+        second = Zygote(sandbox, tmp_path / "z0", tmp_path).start()
+        assert not [p for p in second._made[0] if p.startswith("planted")]
+        kernel = forked(second, sandbox, tmp_path, "k1")
+        try:
+            seen = run_json(kernel, "import json, os; print(json.dumps({'planted': os.path.exists('/tmp/planted')}))")
+        finally:
+            kernel.kill()
+        assert seen == {"planted": False}
+    finally:
+        if second is not None:
+            second.close()
+        first.close()
