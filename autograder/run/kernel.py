@@ -214,15 +214,11 @@ class Kernel:
         sandbox: Sandbox,
         label: str = "k0",
         log_dir: Path | None = None,
-        writable: tuple = (),
-        extra_env: dict | None = None,
         zygote=None,
     ):
         self.workdir = Path(workdir)
         self.sandbox = sandbox
         self.label = label
-        self.writable = tuple(writable)
-        self.extra_env = dict(extra_env or {})
         self.log_path = Path(log_dir or self.workdir.parent) / f"{self.workdir.name}-{label}.log"
         self.proc: subprocess.Popen | None = None
         self.client: BlockingKernelClient | None = None
@@ -230,8 +226,6 @@ class Kernel:
         self._ready = False
         self.cgroup = None
         self.zygote = zygote  # a run.zygote.Zygote whose slot is `workdir`: the kernel is forked there
-        if zygote is not None and (self.writable or self.extra_env):
-            raise ValueError("a forked kernel has its slot's view and environment")
 
     @property
     def observe_dir(self) -> Path:
@@ -245,8 +239,7 @@ class Kernel:
             self.sandbox.prepare_workdir(self.workdir)
         conn = self.workdir / f"{self.label}.json"
         info = _write_connection_file(conn, ip=str(self.workdir / self.label))
-        for path in (conn, *map(Path, self.writable)):  # the kernel's user may write these
-            self.sandbox.hand_over(path)
+        self.sandbox.hand_over(conn)  # the kernel's user may write it
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - the kernel's log, open while it lives; kill() closes it
         self.started_at = time.monotonic()
         _LIVE.add(self)
@@ -275,9 +268,9 @@ class Kernel:
         return self
 
     def _launch(self, conn: Path) -> subprocess.Popen:
-        launch = self.sandbox.launch(self.workdir, conn, self.writable, self.label)
+        launch = self.sandbox.launch(self.workdir, conn, self.label)
         self.cgroup = launch.cgroup  # removed (and its verdict kept) by kill()
-        env = {**self.sandbox.env(self.workdir, self.observe_dir), **self.extra_env}
+        env = self.sandbox.env(self.workdir, self.observe_dir)
         try:
             return subprocess.Popen(
                 launch.argv,

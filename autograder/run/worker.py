@@ -89,16 +89,16 @@ class Worker:
             self._writer = FeedbackWriter()
         return self._writer
 
-    def _kernel(self, workdir: Path | None = None, label: str = "k0", **kw):
+    def _kernel(self, workdir: Path | None = None, label: str = "k0"):
         from .kernel import Kernel
 
-        if not kw and self.zygote is not None and (workdir is None or workdir == self.zygote.workdir):
+        if self.zygote is not None and (workdir is None or workdir == self.zygote.workdir):
             kernel = self._forked(workdir is None, label)
             if kernel is not None:
                 return kernel
         if workdir is None:
             workdir = self._fresh_workdir()
-        return Kernel(workdir, self.cfg.sandbox, label=label, log_dir=self.cfg.log_dir, **kw).start()
+        return Kernel(workdir, self.cfg.sandbox, label=label, log_dir=self.cfg.log_dir).start()
 
     def _forked(self, fresh: bool, label: str):
         """A kernel forked in this worker's slot (emptied first for a new task), or None when the zygote

@@ -316,14 +316,12 @@ class Sandbox:
             tuple(scratch),
         )
 
-    def wrap(
-        self, workdir: Path, argv: list[str], writable: tuple = (), label: str = "", scratch: tuple[str, ...] = ()
-    ) -> Launch:
+    def wrap(self, workdir: Path, argv: list[str], label: str = "", scratch: tuple[str, ...] = ()) -> Launch:
         """Any command, sandboxed and limited as a kernel would be (with a cgroup if `label`)."""
         fds: list[int] = []
         cgroup = self.new_cgroup(label) if label else None
         try:
-            wrap = bwrap_args(self.view(scratch), workdir, writable, fds) if self.isolate else []
+            wrap = bwrap_args(self.view(scratch), workdir, fds) if self.isolate else []
         except BaseException:
             for fd in fds:
                 os.close(fd)
@@ -333,9 +331,9 @@ class Sandbox:
         prefix = cgroup.attach_prefix() if cgroup is not None else []
         return Launch(prefix + self.limits_prefix() + wrap + list(argv), tuple(fds), cgroup)
 
-    def launch(self, workdir: Path, connection_file: Path, writable: tuple = (), label: str = "k0") -> Launch:
+    def launch(self, workdir: Path, connection_file: Path, label: str = "k0") -> Launch:
         """The kernel's command line (close its fds once started, remove its cgroup once it is dead)."""
-        return self.wrap(workdir, [self.python, *KERNEL_ARGS, "-f", str(connection_file)], writable, label)
+        return self.wrap(workdir, [self.python, *KERNEL_ARGS, "-f", str(connection_file)], label)
 
     def env(self, workdir: Path, observe_dir: Path) -> dict[str, str]:
         """A small, explicit environment: nothing of the grader's leaks into the kernel."""

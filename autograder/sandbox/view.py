@@ -114,7 +114,7 @@ def etc_files(view: View, workdir: Path) -> dict[str, bytes]:
     }
 
 
-def bwrap_args(view: View, workdir: Path, writable: tuple = (), fds: list[int] | None = None) -> list[str]:
+def bwrap_args(view: View, workdir: Path, fds: list[int] | None = None) -> list[str]:
     """The bwrap part of the command line. Generated /etc files are memfds appended to `fds`."""
     opts = bwrap_options()
     work = real_path(workdir)
@@ -175,7 +175,7 @@ def bwrap_args(view: View, workdir: Path, writable: tuple = (), fds: list[int] |
     ro = sorted({real_path(p) for p in [*view.exposed, *needed] if os.path.isdir(p)}, key=lambda p: (p.count("/"), p))
     ro = [p for p in ro if p != "/" and not any(p == q or p.startswith(q + "/") for q in ("/usr",))]
     ro = [p for p in SYS_FROM_HOST if os.path.isdir(p)] + ro
-    rw = [real_path(p) for p in writable] + [work]
+    rw = [work]  # the one host folder it may write
     made = {"/", "/usr", "/tmp", "/dev", "/etc", "/proc"}  # parents bwrap would make are 0700: make them
     covered: list[str] = []
     for dest in ro + rw:

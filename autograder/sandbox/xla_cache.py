@@ -32,7 +32,6 @@ __all__ = [
     "publish_xla_cache",
     "protect_published",
     "remove_protected",
-    "REFERENCE_ENV",
     "REFERENCE_CACHE",
 ]
 
@@ -43,7 +42,6 @@ REFERENCE_CONFIG = {
     "jax_persistent_cache_min_compile_time_secs": 0,
     "jax_persistent_cache_min_entry_size_bytes": 0,
 }
-REFERENCE_ENV = {name.upper(): str(value) for name, value in REFERENCE_CONFIG.items()}  # the same, as variables
 REFERENCE_CACHE = ".xla-cache"  # where in its own working copy the reference kernel writes the entries
 
 

@@ -11,10 +11,7 @@ no cgroup); on such a machine the protections report must say the same (test_pro
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
-import subprocess
-import textwrap
 
 from sandbox_helpers import MiB, run
 
@@ -36,8 +33,15 @@ COMPILE = """
 
 
 def test_xla_cache_is_reused_by_name_but_not_listable(sandbox, copies, tmp_path):
-    """The reference kernel fills the cache; a student kernel gets cache hits, cannot list or change it."""
-    from autograder.sandbox.xla_cache import REFERENCE_ENV, publish_xla_cache, xla_prelude
+    """The reference kernel fills the cache in its own working copy, the grader copies it out and publishes
+    it; a student kernel gets cache hits, cannot list or change it."""
+    from autograder.sandbox.xla_cache import (
+        REFERENCE_CACHE,
+        keep_reference_cache,
+        publish_xla_cache,
+        reference_xla_prelude,
+        xla_prelude,
+    )
 
     root = tmp_path / "xla-cache"
     tmp, final = root / "02_scaled_sum-0123456789abcdef.tmp", root / "02_scaled_sum-0123456789abcdef"
@@ -45,20 +49,12 @@ def test_xla_cache_is_reused_by_name_but_not_listable(sandbox, copies, tmp_path)
     os.chmod(tmp, 0o300)
     sb = dataclasses.replace(sandbox, exposed=sandbox.exposed + [str(root)], memory_bytes=2048 * MiB)
     ref_work = copies("reference", sb)
-    sb.hand_over(tmp)  # what Kernel.start does with `writable`
-    launch = sb.wrap(
-        ref_work, [sb.python, "-c", textwrap.dedent(COMPILE.format(prelude="", folder=str(tmp)))], writable=(tmp,)
-    )
-    env = {**sb.env(ref_work, ref_work / "observe"), **REFERENCE_ENV, "JAX_COMPILATION_CACHE_DIR": str(tmp)}
-    try:
-        ref = subprocess.run(
-            launch.argv, capture_output=True, pass_fds=launch.pass_fds, env=env, timeout=120, preexec_fn=sb.preexec()
-        )
-    finally:
-        launch.close_fds()
-    assert ref.returncode == 0, ref.stderr.decode()[-2000:]
-    ref_res = json.loads(ref.stdout.decode().splitlines()[-1])
+    inside = str(ref_work / REFERENCE_CACHE)
+    prelude = reference_xla_prelude(inside).replace("\n", "\n    ")
+    code, ref_res, _, err = run(sb, ref_work, COMPILE.format(prelude=prelude, folder=inside), timeout=120)
+    assert code == 0, err
     assert ref_res["hits"] == 0 and ref_res["misses"] >= 1, ref_res
+    keep_reference_cache(ref_work, tmp)  # as the worker does, before the working copy is emptied
     publish_xla_cache(tmp, final)
     entries = [e for e in os.listdir(final) if e != ".complete"]
     assert entries, "the reference run wrote nothing into the cache"
