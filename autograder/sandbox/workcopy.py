@@ -76,7 +76,11 @@ class Quota:
 
 def _mount_tmpfs(path: str, quota: Quota, uid: int, gid: int) -> None:
     opts = f"size={quota.bytes},nr_inodes={quota.files},mode=0700,uid={uid},gid={gid}"
-    if _c().mount(b"tmpfs", os.fsencode(path), b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts.encode()) != 0:
+    _mount(path, opts, MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+
+def _mount(path: str, opts: str, flags: int) -> None:
+    if _c().mount(b"tmpfs", os.fsencode(path), b"tmpfs", flags, opts.encode()) != 0:
         e = ctypes.get_errno()
         raise OSError(e, f"mounting a tmpfs on {path}: {os.strerror(e)}")
 
@@ -87,10 +91,7 @@ def mount_scratch(path: Path, size_bytes: int) -> None:
     path.mkdir(parents=True, exist_ok=True)
     if is_quota_mount(path):
         return
-    opts = f"size={size_bytes},mode=1777,uid=0,gid=0"
-    if _c().mount(b"tmpfs", os.fsencode(path), b"tmpfs", MS_NOSUID | MS_NODEV, opts.encode()) != 0:
-        e = ctypes.get_errno()
-        raise OSError(e, f"mounting a tmpfs on {path}: {os.strerror(e)}")
+    _mount(str(path), f"size={size_bytes},mode=1777,uid=0,gid=0", MS_NOSUID | MS_NODEV)
 
 
 def _umount(path: str) -> bool:
@@ -367,10 +368,7 @@ def _rmtree(top: str) -> bool:
 
 def _clear(fd: int) -> bool:
     """Remove everything inside the open folder `fd` (kept itself)."""
-    ok = True
-    for e in list(os.scandir(fd)):
-        ok = _rmtree_at(fd, e.name) and ok
-    return ok
+    return _clear_but(fd, frozenset(), "", 0)
 
 
 def _rmtree_at(parent_fd: int, top: str) -> bool:
