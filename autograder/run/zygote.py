@@ -55,6 +55,15 @@ _CODE = (Path(__file__).with_name("zygote_main.py")).read_text(encoding="utf-8")
 _CRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 
 
+def _state(pid: int) -> bytes:
+    """The process's state letter from /proc/PID/stat (R, S, T, Z, ...); b"" once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return b""
+
+
 class ZygoteError(RuntimeError):
     """The zygote cannot fork (it is gone, stopped or confused): start kernels the plain way."""
 
@@ -87,12 +96,7 @@ class ForkedProcess:
 
     def _unreaped(self) -> bool:
         """True once the process has been gone (or a zombie) for longer than its zygote needs to report it."""
-        try:
-            with open(f"/proc/{self.pid}/stat", "rb") as fh:
-                ended = fh.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
-        except (OSError, IndexError):
-            ended = True
-        if not ended:
+        if _state(self.pid) not in (b"", b"Z", b"X"):
             self._ended_at = 0.0
             return False
         now = time.monotonic()
@@ -138,10 +142,7 @@ class Zygote:
             tmp, shm = self._scratch()
             workcopy.mount_scratch(Path(tmp), self.sandbox.tmp_bytes)
             workcopy.mount_scratch(Path(shm), self.sandbox.shm_bytes)
-            for folder in (self.workdir, Path(tmp), Path(shm)):  # a slot left mounted by a closed zygote:
-                if not workcopy.empty(folder):  # only what bubblewrap makes may be kept across resets
-                    raise ZygoteError(f"cannot empty the slot's {folder.name}")
-            workcopy.make_dirs(self.workdir, WORK_SUBDIRS, self.sandbox.owner)
+            self._empty()  # a slot left mounted by a closed zygote: only what bubblewrap makes may be kept
             mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             mine.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
             self.sock = mine
@@ -183,11 +184,7 @@ class Zygote:
         """Running and able to answer: a zygote a kernel stopped (SIGSTOP) counts as gone."""
         if self.proc is None or self.proc.poll() is not None or self.sock is None:
             return False
-        try:
-            with open(f"/proc/{self.host_pid}/stat", "rb") as fh:
-                return fh.read().rsplit(b")", 1)[1].split()[0] not in (b"T", b"t", b"Z", b"X")
-        except (OSError, IndexError):
-            return False
+        return _state(self.host_pid) not in (b"", b"T", b"t", b"Z", b"X")
 
     def close(self) -> None:
         """Kill the zygote with its slot's sandbox (and any kernel in it); unmount and remove the slot."""
@@ -275,12 +272,17 @@ class Zygote:
                 child.wait(timeout=10)
             except subprocess.TimeoutExpired as err:
                 raise ZygoteError("an earlier kernel of this slot does not end") from err
+        self._empty()
+        if mpl_cache is not None:
+            workcopy.seed(mpl_cache, self.workdir / ".matplotlib", *self.sandbox.owner_ids())
+
+    def _empty(self) -> None:
+        """Empty the slot's three mounts, keeping the folders bubblewrap made (`_made`), and make the
+        working copy's sub-folders again."""
         for folder, keep in ((self.workdir, frozenset()), *zip(map(Path, self._scratch()), self._made)):
             if not workcopy.empty(folder, keep):
                 raise ZygoteError(f"cannot empty the slot's {folder.name}")
         workcopy.make_dirs(self.workdir, WORK_SUBDIRS, self.sandbox.owner)
-        if mpl_cache is not None:
-            workcopy.seed(mpl_cache, self.workdir / ".matplotlib", *self.sandbox.owner_ids())
 
     def fork(self, argv: list[str], log, cgroup) -> ForkedProcess:
         """A kernel process (IPKernelApp with `argv`, output to the open file `log`) born in `cgroup`."""
