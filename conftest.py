@@ -14,8 +14,18 @@ compile a JAX program for every answer on several meshes, most of the in-process
 so `make test-fast` leaves them out. `newest` adds the tests that `make test-newest` runs again
 on the newest JAX line (`NEWEST`: the lock check, the exercises whose behaviour a Python or JAX
 release changed, every notebook).
+
+One compile cache per run: JAX's persistent compilation cache in a folder made empty for the run and
+removed after it (`pytest_configure`), shared by every process the run starts, so a program compiled by
+one test (an exercise matrix, a solved notebook, its Chinese edition, a student notebook under nbval) is
+read back by the next one that compiles it. Compiling from it gives the same executable; the judge reads
+only its instructions. The grader's sandboxed kernels never see it (`Sandbox.blocked_env`).
 """
 
+import os
+import shutil
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -118,3 +128,32 @@ def pytest_runtest_makereport(item, call):
             f"In notebooks/ that means a test passed on an unanswered notebook, or a cell\n"
             f"that uses an unanswered exercise did not fail.\n--- cell ---\n{item.cell.source}"
         )
+
+
+# ---------------------------------------------------------------- one compile cache per test run
+# (the module docstring): the controller, or a run without workers, makes the folder and names it in the
+# environment that the workers and every kernel inherit; JAX read its settings when tests/conftest.py
+# imported it, so this process is told again.
+COMPILE_CACHE = {
+    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+    "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
+}
+_made_cache: list[str] = []
+
+
+def pytest_configure(config):
+    if "JAX_COMPILATION_CACHE_DIR" not in os.environ:  # the controller, or a run without workers
+        folder = tempfile.mkdtemp(prefix="namedaxes-tests-jax-cache-")
+        _made_cache.append(folder)
+        os.environ.update({"JAX_COMPILATION_CACHE_DIR": folder, **COMPILE_CACHE})
+    if "jax" in sys.modules:  # imported before this hook ran (tests/conftest.py): set it in this process too
+        import jax
+
+        jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
+def pytest_unconfigure(config):
+    for folder in _made_cache:
+        shutil.rmtree(folder, ignore_errors=True)

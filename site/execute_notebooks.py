@@ -19,7 +19,9 @@ namedaxes package (checks, plots, translations), this Python's lock, the Python 
 how this file runs them (`RUN_KEY`: bump it when a change here changes what a notebook
 prints). Unchanged inputs are never executed again (a cached `make site` runs no kernel); a
 stale entry of the same notebook is deleted when its new execution is stored. Notebooks run JOBS
-at a time (default: the CPU count), each in its own worker process.
+at a time (default: the CPU count), each in its own worker process, the English edition first, all
+of them with one JAX compilation cache (`_compile_cache`): the Chinese edition's code is the English
+code, so its kernels read their compiled programs back instead of compiling them again.
 
 These executions are also the test suite's run of the solved notebooks
 (tests/notebooks/test_solved_notebooks.py: nbval on solutions/ would execute the same notebooks in the same
@@ -32,10 +34,12 @@ finds the entry made.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fcntl
 import hashlib
 import os
 import sys
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -131,6 +135,28 @@ def _run_once(edition: str, source: Path, target: Path) -> float | None:
         return _run(edition, source, target)
 
 
+@contextlib.contextmanager
+def _compile_cache():
+    """JAX's persistent compilation cache for the kernels of one `execute`, in a temporary folder, unless
+    the caller has one (the test suite's, conftest.py): a program compiled by one notebook is read back by
+    every later one that compiles it. Compiled programs are the same either way, and so is every output."""
+    if "JAX_COMPILATION_CACHE_DIR" in os.environ:
+        yield
+        return
+    settings_env = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
+    saved = {k: os.environ.get(k) for k in ("JAX_COMPILATION_CACHE_DIR", *settings_env)}
+    with tempfile.TemporaryDirectory(prefix="namedaxes-site-jax-cache-") as folder:
+        os.environ.update({"JAX_COMPILATION_CACHE_DIR": folder, **settings_env})
+        try:
+            yield
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
 def execute(jobs: int | None = None, log=print) -> list[Execution]:
     """Every solved notebook of every edition, executed or taken from the cache (see the docstring)."""
     deps = dependencies_digest()
@@ -144,7 +170,9 @@ def execute(jobs: int | None = None, log=print) -> list[Execution]:
                     f"Chinese editions of solutions/"
                 )
             wanted.append((edition, notebook_id, source, cache_path(edition, notebook_id, source, deps)))
-    todo = [w for w in wanted if not w[3].exists()]
+    # English first: the other editions' code is the same (tools/generate_notebooks.py checks it), so each
+    # of them reads its programs back from the compile cache the English run filled (`_compile_cache`)
+    todo = sorted((w for w in wanted if not w[3].exists()), key=lambda w: w[0] != "en")
     results = {(w[0], w[1]): Execution(w[0], w[1], w[2], w[3], True, 0.0) for w in wanted if w[3].exists()}
     if todo:
         jobs = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
@@ -152,7 +180,7 @@ def execute(jobs: int | None = None, log=print) -> list[Execution]:
             f"Executing {len(todo)} solved notebooks on 8 simulated devices ({jobs} at a time; "
             f"{len(wanted) - len(todo)} found in {settings.CACHE.relative_to(settings.ROOT)}/)..."
         )
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
+        with _compile_cache(), ProcessPoolExecutor(max_workers=jobs) as pool:
             futures = {
                 (edition, nid): (pool.submit(_run_once, edition, source, target), source, target)
                 for edition, nid, source, target in todo

@@ -139,6 +139,10 @@ class Sandbox:
     uid: int = DEDICATED_UID  # the dedicated host user when the grader is root
     gid: int = DEDICATED_UID
     passthrough_env: tuple[str, ...] = ("JAX_", "XLA_", "TF_CPP_", "LANG", "LC_ALL", "TZ")
+    # ... except JAX's compilation-cache settings: the grader alone decides a kernel's cache (xla_cache.py's
+    # preludes); a folder of the host named here would not be in the view, and a lower threshold would have
+    # kernels try to write every compile into the read-only cache
+    blocked_env: tuple[str, ...] = ("JAX_COMPILATION_CACHE_", "JAX_PERSISTENT_CACHE_", "JAX_ENABLE_COMPILATION_CACHE")
     use_prlimit: bool = field(default_factory=lambda: shutil.which("prlimit") is not None)
     # found out by setup(); the defaults launch without cgroups or quota
     dedicated: bool = False  # kernels run as `uid` (needs root, setpriv, privileged bwrap)
@@ -357,7 +361,7 @@ class Sandbox:
             "PYTHONWARNINGS": "ignore:Error writing persistent compilation cache entry",
         }
         for key, value in os.environ.items():
-            if key.startswith(self.passthrough_env) and key not in env:
+            if key.startswith(self.passthrough_env) and not key.startswith(self.blocked_env) and key not in env:
                 env[key] = value
         return env
 

@@ -41,3 +41,19 @@ def test_kernel_start_and_kill_use_the_cgroup_and_quota(sandbox, tmp_path):
     assert not any(d.exists() for d in dirs)
     assert kernel.post_mortem().status == "memory"  # still known after the clean-up
     assert workcopy.remove(w) and not w.exists()
+
+
+def test_a_kernel_gets_the_graders_jax_settings_but_never_its_compile_cache(monkeypatch, tmp_path):
+    """JAX and XLA settings of the grader's environment reach the kernel; its compilation-cache settings do not
+    (the grader sets a kernel's cache itself, read-only: a host folder named by the grader's environment is
+    not in the kernel's view, and a lower threshold would have the kernel write every compile)."""
+    from autograder.sandbox.launch import Sandbox
+
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(tmp_path / "host-cache"))
+    monkeypatch.setenv("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+    monkeypatch.setenv("JAX_ENABLE_COMPILATION_CACHE", "true")
+    env = Sandbox().env(tmp_path, tmp_path / "observe")
+    assert env["XLA_FLAGS"] == "--xla_force_host_platform_device_count=8" and env["JAX_PLATFORMS"] == "cpu"
+    assert not [k for k in env if k.startswith(("JAX_COMPILATION_CACHE", "JAX_PERSISTENT_CACHE", "JAX_ENABLE_COMP"))]
