@@ -134,10 +134,14 @@ def pytest_runtest_makereport(item, call):
 # (the module docstring): the controller, or a run without workers, makes the folder and names it in the
 # environment that the workers and every kernel inherit; JAX read its settings when tests/conftest.py
 # imported it, so this process is told again.
+# JAX writes an entry in place: a process that reads it while another writes it warns and compiles the
+# program itself, which is what it would have done without the cache, so that warning is off everywhere
+# (a kernel's included: it would be printed into the notebook's outputs, and the website's).
 COMPILE_CACHE = {
     "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
     "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
 }
+HALF_WRITTEN = "Error reading persistent compilation cache entry"
 _made_cache: list[str] = []
 
 
@@ -145,7 +149,9 @@ def pytest_configure(config):
     if "JAX_COMPILATION_CACHE_DIR" not in os.environ:  # the controller, or a run without workers
         folder = tempfile.mkdtemp(prefix="namedaxes-tests-jax-cache-")
         _made_cache.append(folder)
-        os.environ.update({"JAX_COMPILATION_CACHE_DIR": folder, **COMPILE_CACHE})
+        quiet = ",".join(filter(None, (os.environ.get("PYTHONWARNINGS"), f"ignore:{HALF_WRITTEN}")))
+        os.environ.update({"JAX_COMPILATION_CACHE_DIR": folder, "PYTHONWARNINGS": quiet, **COMPILE_CACHE})
+    config.addinivalue_line("filterwarnings", f"ignore:{HALF_WRITTEN}:UserWarning")
     if "jax" in sys.modules:  # imported before this hook ran (tests/conftest.py): set it in this process too
         import jax
 

@@ -143,7 +143,15 @@ def _compile_cache():
     if "JAX_COMPILATION_CACHE_DIR" in os.environ:
         yield
         return
-    settings_env = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
+    settings_env = {
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
+        # JAX writes an entry in place: a kernel that reads one half-written warns, then compiles the program
+        # itself; the warning must not land in a page
+        "PYTHONWARNINGS": ",".join(
+            filter(None, (os.environ.get("PYTHONWARNINGS"), "ignore:Error reading persistent compilation cache entry"))
+        ),
+    }
     saved = {k: os.environ.get(k) for k in ("JAX_COMPILATION_CACHE_DIR", *settings_env)}
     with tempfile.TemporaryDirectory(prefix="namedaxes-site-jax-cache-") as folder:
         os.environ.update({"JAX_COMPILATION_CACHE_DIR": folder, **settings_env})
