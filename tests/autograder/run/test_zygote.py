@@ -105,7 +105,9 @@ def listing(folder):
     out = []
     for root, dirs, files in os.walk(folder):
         out += [os.path.relpath(os.path.join(root, n), folder) for n in dirs + files]
-        dirs[:] = [d for d in dirs if os.path.join(root, d) != os.getcwd()]  # the working copy: listed apart
+        # not into a mount of the view (the working copy is listed apart; the Python environment, when the
+        # checkout lies below /tmp, is read-only and has thousands of files): what a kernel leaves is elsewhere
+        dirs[:] = [d for d in dirs if not os.path.ismount(os.path.join(root, d))]
     return sorted(out)
 """
 
