@@ -16,19 +16,21 @@ on the newest JAX line (`NEWEST`: the lock check, the exercises whose behaviour 
 release changed, every notebook).
 
 One compile cache per run: JAX's persistent compilation cache in a folder made empty for the run and
-removed after it (`pytest_configure`), shared by every process the run starts, so a program compiled by
-one test (an exercise matrix, a solved notebook, its Chinese edition, a student notebook under nbval) is
-read back by the next one that compiles it. Compiling from it gives the same executable; the judge reads
-only its instructions. The grader's sandboxed kernels never see it (`Sandbox.blocked_env`).
+removed after it (`pytest_configure`, tools/compile_cache.py), shared by every process the run starts,
+so a program compiled by one test (an exercise matrix, a solved notebook, its Chinese edition, a
+student notebook under nbval) is read back by the next one that compiles it. Compiling from it gives
+the same executable; the judge reads only its instructions. The grader's sandboxed kernels never see
+it (`Sandbox.blocked_env`).
 """
 
+import contextlib
 import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
+
+from tools import compile_cache
 
 ROOT = Path(__file__).resolve().parent
 
@@ -131,27 +133,15 @@ def pytest_runtest_makereport(item, call):
 
 
 # ---------------------------------------------------------------- one compile cache per test run
-# (the module docstring): the controller, or a run without workers, makes the folder and names it in the
-# environment that the workers and every kernel inherit; JAX read its settings when tests/conftest.py
-# imported it, so this process is told again.
-# JAX writes an entry in place: a process that reads it while another writes it warns and compiles the
-# program itself, which is what it would have done without the cache, so that warning is off everywhere
-# (a kernel's included: it would be printed into the notebook's outputs, and the website's).
-COMPILE_CACHE = {
-    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-    "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
-}
-HALF_WRITTEN = "Error reading persistent compilation cache entry"
-_made_cache: list[str] = []
+# (the module docstring, tools/compile_cache.py): the controller, or a run without workers, makes it; the
+# workers and every kernel inherit it. JAX read its settings when tests/conftest.py imported it, so this
+# process is told again.
+_compile_cache = contextlib.ExitStack()
 
 
 def pytest_configure(config):
-    if "JAX_COMPILATION_CACHE_DIR" not in os.environ:  # the controller, or a run without workers
-        folder = tempfile.mkdtemp(prefix="namedaxes-tests-jax-cache-")
-        _made_cache.append(folder)
-        quiet = ",".join(filter(None, (os.environ.get("PYTHONWARNINGS"), f"ignore:{HALF_WRITTEN}")))
-        os.environ.update({"JAX_COMPILATION_CACHE_DIR": folder, "PYTHONWARNINGS": quiet, **COMPILE_CACHE})
-    config.addinivalue_line("filterwarnings", f"ignore:{HALF_WRITTEN}:UserWarning")
+    _compile_cache.enter_context(compile_cache.shared("namedaxes-tests-jax-cache-"))
+    config.addinivalue_line("filterwarnings", f"ignore:{compile_cache.HALF_WRITTEN}:UserWarning")
     if "jax" in sys.modules:  # imported before this hook ran (tests/conftest.py): set it in this process too
         import jax
 
@@ -161,5 +151,4 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
-    for folder in _made_cache:
-        shutil.rmtree(folder, ignore_errors=True)
+    _compile_cache.close()

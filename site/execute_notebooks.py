@@ -20,8 +20,9 @@ how this file runs them (`RUN_KEY`: bump it when a change here changes what a no
 prints). Unchanged inputs are never executed again (a cached `make site` runs no kernel); a
 stale entry of the same notebook is deleted when its new execution is stored. Notebooks run JOBS
 at a time (default: the CPU count), each in its own worker process, the English edition first, all
-of them with one JAX compilation cache (`_compile_cache`): the Chinese edition's code is the English
-code, so its kernels read their compiled programs back instead of compiling them again.
+of them with one JAX compilation cache (tools/compile_cache.py, unless the caller has one): the
+Chinese edition's code is the English code, so its kernels read their compiled programs back
+instead of compiling them again.
 
 These executions are also the test suite's run of the solved notebooks
 (tests/notebooks/test_solved_notebooks.py: nbval on solutions/ would execute the same notebooks in the same
@@ -34,18 +35,18 @@ finds the entry made.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import fcntl
 import hashlib
 import os
 import sys
-import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+
+from tools import compile_cache
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import settings  # site/ is not a package
@@ -135,36 +136,6 @@ def _run_once(edition: str, source: Path, target: Path) -> float | None:
         return _run(edition, source, target)
 
 
-@contextlib.contextmanager
-def _compile_cache():
-    """JAX's persistent compilation cache for the kernels of one `execute`, in a temporary folder, unless
-    the caller has one (the test suite's, conftest.py): a program compiled by one notebook is read back by
-    every later one that compiles it. Compiled programs are the same either way, and so is every output."""
-    if "JAX_COMPILATION_CACHE_DIR" in os.environ:
-        yield
-        return
-    settings_env = {
-        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
-        # JAX writes an entry in place: a kernel that reads one half-written warns, then compiles the program
-        # itself; the warning must not land in a page
-        "PYTHONWARNINGS": ",".join(
-            filter(None, (os.environ.get("PYTHONWARNINGS"), "ignore:Error reading persistent compilation cache entry"))
-        ),
-    }
-    saved = {k: os.environ.get(k) for k in ("JAX_COMPILATION_CACHE_DIR", *settings_env)}
-    with tempfile.TemporaryDirectory(prefix="namedaxes-site-jax-cache-") as folder:
-        os.environ.update({"JAX_COMPILATION_CACHE_DIR": folder, **settings_env})
-        try:
-            yield
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
-
-
 def execute(jobs: int | None = None, log=print) -> list[Execution]:
     """Every solved notebook of every edition, executed or taken from the cache (see the docstring)."""
     deps = dependencies_digest()
@@ -179,7 +150,7 @@ def execute(jobs: int | None = None, log=print) -> list[Execution]:
                 )
             wanted.append((edition, notebook_id, source, cache_path(edition, notebook_id, source, deps)))
     # English first: the other editions' code is the same (tools/generate_notebooks.py checks it), so each
-    # of them reads its programs back from the compile cache the English run filled (`_compile_cache`)
+    # of them reads its programs back from the compile cache the English run filled (tools/compile_cache.py)
     todo = sorted((w for w in wanted if not w[3].exists()), key=lambda w: w[0] != "en")
     results = {(w[0], w[1]): Execution(w[0], w[1], w[2], w[3], True, 0.0) for w in wanted if w[3].exists()}
     if todo:
@@ -188,7 +159,7 @@ def execute(jobs: int | None = None, log=print) -> list[Execution]:
             f"Executing {len(todo)} solved notebooks on 8 simulated devices ({jobs} at a time; "
             f"{len(wanted) - len(todo)} found in {settings.CACHE.relative_to(settings.ROOT)}/)..."
         )
-        with _compile_cache(), ProcessPoolExecutor(max_workers=jobs) as pool:
+        with compile_cache.shared("namedaxes-site-jax-cache-"), ProcessPoolExecutor(max_workers=jobs) as pool:
             futures = {
                 (edition, nid): (pool.submit(_run_once, edition, source, target), source, target)
                 for edition, nid, source, target in todo

@@ -1,0 +1,38 @@
+"""tools/compile_cache.py: a fresh shared compile cache, named in the environment, gone afterwards."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tools import compile_cache
+
+
+def test_the_environment_keeps_every_program_and_adds_its_warning_filter_to_the_callers():
+    env = compile_cache.environment("/somewhere", {"PYTHONWARNINGS": "error::DeprecationWarning"})
+    assert env["JAX_COMPILATION_CACHE_DIR"] == "/somewhere"
+    assert env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] == "0"
+    assert env["PYTHONWARNINGS"] == f"error::DeprecationWarning,ignore:{compile_cache.HALF_WRITTEN}"
+    assert compile_cache.environment("/x", {})["PYTHONWARNINGS"] == f"ignore:{compile_cache.HALF_WRITTEN}"
+
+
+def test_a_fresh_cache_is_named_meanwhile_then_removed_with_the_environment_as_it_was(monkeypatch):
+    monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR", raising=False)
+    monkeypatch.delenv("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", raising=False)
+    monkeypatch.setenv("PYTHONWARNINGS", "default")
+    with compile_cache.shared("test-cache-"):
+        folder = Path(os.environ["JAX_COMPILATION_CACHE_DIR"])
+        assert folder.is_dir() and folder.name.startswith("test-cache-") and not any(folder.iterdir())
+        assert os.environ["PYTHONWARNINGS"] == f"default,ignore:{compile_cache.HALF_WRITTEN}"
+    assert not folder.exists()
+    assert "JAX_COMPILATION_CACHE_DIR" not in os.environ
+    assert "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" not in os.environ
+    assert os.environ["PYTHONWARNINGS"] == "default"
+
+
+def test_the_callers_cache_is_shared_untouched(monkeypatch, tmp_path):
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(tmp_path))
+    before = dict(os.environ)
+    with compile_cache.shared("test-cache-"):
+        assert dict(os.environ) == before
+    assert dict(os.environ) == before and tmp_path.is_dir()

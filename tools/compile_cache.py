@@ -1,0 +1,56 @@
+"""One JAX persistent compilation cache shared by the processes that compile the same programs.
+
+Used where many kernels run the same code: the test run (conftest.py: the workers and every kernel they
+start) and the solved notebooks' executions for the website (site/execute_notebooks.py: the Chinese
+edition's code is the English code). The cache lives in a fresh temporary folder, named in the
+environment that the processes started meanwhile inherit, and is removed afterwards, so nothing is
+reused across runs. Compiling from it gives the same executable, so no output changes.
+
+JAX writes an entry in place: a process that reads one half-written warns and compiles the program
+itself, which is what it would have done without the cache. That warning is turned off in the
+processes given this environment, since a kernel would print it into a notebook's outputs (and the
+website's pages). The grader's sandboxed kernels never get any of this (`Sandbox.blocked_env`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+
+__all__ = ["HALF_WRITTEN", "environment", "shared"]
+
+HALF_WRITTEN = "Error reading persistent compilation cache entry"
+
+
+def environment(folder: str, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The variables that give a process started with them the cache in `folder`: every program is kept,
+    and the half-written-entry warning is off (added to `environ`'s own PYTHONWARNINGS)."""
+    return {
+        "JAX_COMPILATION_CACHE_DIR": folder,
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
+        "PYTHONWARNINGS": ",".join(filter(None, (environ.get("PYTHONWARNINGS"), f"ignore:{HALF_WRITTEN}"))),
+    }
+
+
+@contextlib.contextmanager
+def shared(prefix: str) -> Iterator[None]:
+    """A fresh cache for the processes started inside (`environment` in os.environ), removed afterwards with
+    os.environ as it was. Nothing changes when os.environ already names a cache: the caller's is shared."""
+    if "JAX_COMPILATION_CACHE_DIR" in os.environ:
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix=prefix) as folder:
+        settings = environment(folder)
+        saved = {key: os.environ.get(key) for key in settings}
+        os.environ.update(settings)
+        try:
+            yield
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
