@@ -48,8 +48,7 @@ REFERENCE_CACHE = ".xla-cache"  # where in its own working copy the reference ke
 def reference_xla_prelude(folder: str) -> str:
     """Trusted code run in the reference kernel before the first cell: write every compiled program to
     `folder`, inside its own working copy (so a kernel forked in a zygote's slot can run references too)."""
-    settings = {**REFERENCE_CONFIG, "jax_compilation_cache_dir": folder}
-    return f"import jax as _j\nfor _k, _v in {settings!r}.items():\n    _j.config.update(_k, _v)\ndel _j, _k, _v\n"
+    return _config_prelude({**REFERENCE_CONFIG, "jax_compilation_cache_dir": folder})
 
 
 def keep_reference_cache(workdir: Path, staging: Path) -> None:
@@ -65,10 +64,12 @@ def xla_prelude(folder: str) -> str:
     """Trusted code run before the first cell: reuse the reference run's compiled programs."""
     if not folder:
         return ""
-    return (
-        f"import jax as _j\n_j.config.update('jax_persistent_cache_enable_xla_caches', 'none')\n"
-        f"_j.config.update('jax_compilation_cache_dir', {folder!r})\ndel _j\n"
-    )
+    return _config_prelude({"jax_persistent_cache_enable_xla_caches": "none", "jax_compilation_cache_dir": folder})
+
+
+def _config_prelude(settings: dict) -> str:
+    """Code that sets these JAX options, in this order, before the first cell compiles anything."""
+    return f"import jax as _j\nfor _k, _v in {settings!r}.items():\n    _j.config.update(_k, _v)\ndel _j, _k, _v\n"
 
 
 def remove_protected(folder: Path) -> None:
