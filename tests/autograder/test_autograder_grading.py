@@ -10,7 +10,7 @@ import sys
 
 import autograder_specs as specs
 import pytest
-from autograder_harness import grade_cmd, read_csv
+from autograder_harness import CELL_TIMEOUT, grade_cmd, read_csv
 
 from autograder.course.classroom import grade_command
 from autograder.records import CSV_COLUMNS
@@ -202,7 +202,7 @@ def test_course_folder_mode_feeds_nbgrader_export(graded_class, tmp_path):
         (folder / f"{specs.A02}.ipynb").write_bytes(specs.notebook_for(spec, source_nb, {}))
         (folder / "timestamp.txt").write_text("2025-01-01 00:00:00")
     proc = subprocess.run(
-        grade_command(course, cache=graded_class.cache, timeout=15),
+        grade_command(course, cache=graded_class.cache, timeout=CELL_TIMEOUT),
         cwd=specs.REPO,
         capture_output=True,
         text=True,
