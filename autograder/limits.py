@@ -58,9 +58,11 @@ MAX_ADDED_CELLS: Annotated[
 NOTEBOOK_OUTPUT_CHARS: Annotated[
     int, Cap("chars", "run/executor.py", "output kept per notebook; the rest is dropped")
 ] = 5_000_000
-# ---- a kernel's messages (run/kernel.py)
-MAX_OUTPUT_CHARS: Annotated[int, Cap("chars", "run/kernel.py", "output kept per cell; the rest is dropped")] = 1_000_000
-MAX_OUTPUTS: Annotated[int, Cap("outputs", "run/kernel.py", "outputs kept per cell; the rest are dropped")] = 300
+# ---- a kernel's messages (run/cell_outputs.py, run/kernel.py)
+MAX_OUTPUT_CHARS: Annotated[int, Cap("chars", "run/cell_outputs.py", "output kept per cell; the rest is dropped")] = (
+    1_000_000
+)
+MAX_OUTPUTS: Annotated[int, Cap("outputs", "run/cell_outputs.py", "outputs kept per cell; the rest are dropped")] = 300
 MAX_MESSAGE_BYTES: Annotated[
     int, Cap("bytes", "run/kernel.py", "one ZeroMQ frame from a kernel; libzmq drops the connection")
 ] = 8 * _MiB

@@ -50,11 +50,20 @@ from nbformat import v4 as nbv4
 
 from namedaxes.nbgrader_metadata import nbgrader_cell
 
-from ..limits import MAX_RESTARTS, NOTEBOOK_OUTPUT_CHARS, SNAPSHOT_TIMEOUT, START_ERROR_CHARS
+from ..limits import (
+    MAX_MESSAGE_BYTES,
+    MAX_OUTPUT_CHARS,
+    MAX_OUTPUTS,
+    MAX_RESTARTS,
+    NOTEBOOK_OUTPUT_CHARS,
+    SNAPSHOT_TIMEOUT,
+    START_ERROR_CHARS,
+)
 from ..publish.words import say
 from ..reasons import Phrase, phrase
 from ..records import CellOutcome, RunResult
-from .kernel import MAX_MESSAGE_BYTES, MAX_OUTPUT_CHARS, MAX_OUTPUTS, CellRun, Kernel, KernelStartError
+from .cell_outputs import CellRun
+from .kernel import Kernel, KernelStartError
 from .namespace_guard import GUARD_CODE, split_hidden
 from .observations import ARRAYS_SUFFIX, VALUES_SUFFIX, clear_all_observations, harvest_observations, logged_names
 

@@ -15,7 +15,7 @@ disconnect; the cell then ends with status `oversized` and the kernel is
 replaced (a dropped IOPub connection would not come back). A kernel that dies
 drops its connections too: when its process ends within `DEATH_GRACE` of the
 disconnect, the cell ends with status `died` instead. What is kept of a
-cell's output is capped (`MAX_OUTPUT_CHARS`, `MAX_OUTPUTS`), and the executor
+cell's output is capped (`cell_outputs.py`: `MAX_OUTPUT_CHARS`, `MAX_OUTPUTS`), and the executor
 passes a per-notebook cap on top (`max_chars`). Known gap: a multipart message
 of many frames, each under the cap, is still assembled whole by libzmq.
 
@@ -31,14 +31,12 @@ import os
 import signal
 import subprocess
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from queue import Empty
 
 import zmq
 from jupyter_client.blocking import BlockingKernelClient
 from jupyter_client.connect import write_connection_file
-from nbformat import v4 as nbv4
 
 from ..limits import (
     DEATH_GRACE,
@@ -46,12 +44,12 @@ from ..limits import (
     KERNEL_LOG_TAIL_BYTES,
     MAX_MESSAGE_BYTES,
     MAX_OUTPUT_CHARS,
-    MAX_OUTPUTS,
     RCV_HWM,
 )
 from ..sandbox.launch import KERNEL_APP_ARGS, Sandbox
+from .cell_outputs import CellOutputs, CellRun
 
-__all__ = ["Kernel", "KernelStartError", "CellRun", "kill_all"]
+__all__ = ["Kernel", "KernelStartError", "kill_all"]
 
 _LIVE: set = set()  # kernels of this process that may still run (for kill_all)
 CPU_SECONDS = [0.0]  # CPU used by this process's killed kernels (their cgroups' cpu.stat), for timings
@@ -137,72 +135,6 @@ def _announce(hook, pid: int) -> None:
 
 class KernelStartError(RuntimeError):
     """The kernel process did not come up (the message says why)."""
-
-
-@dataclass
-class CellRun:
-    status: str  # ok | error | timeout (interrupted) | hung (killed) | died | oversized
-    outputs: list = field(default_factory=list)
-    output_chars: int = 0  # characters of output kept
-    truncated: bool = False  # some output was dropped (the cell's or the notebook's cap)
-    execution_count: int | None = None
-    ename: str = ""
-    evalue: str = ""
-    seconds: float = 0.0
-
-
-class _Outputs:
-    def __init__(self, max_chars: int = MAX_OUTPUT_CHARS):
-        self.items: list = []
-        self.chars = 0
-        self.max_chars = min(MAX_OUTPUT_CHARS, max(0, max_chars))
-        self.truncated = False
-        self.clear_pending = False
-
-    def _room(self, size: int) -> bool:
-        if self.truncated:
-            return False
-        if len(self.items) >= MAX_OUTPUTS or self.chars + size > self.max_chars:
-            self.truncated = True
-            self.items.append(
-                nbv4.new_output(
-                    "stream", name="stderr", text="\n[autograder: further output of this cell was dropped]\n"
-                )
-            )
-            return False
-        self.chars += size
-        return True
-
-    def add(self, msg: dict) -> None:
-        kind = msg["msg_type"]
-        content = msg.get("content", {})
-        if kind == "clear_output":
-            if content.get("wait"):
-                self.clear_pending = True
-            else:
-                self.items.clear()
-            return
-        if kind not in ("stream", "display_data", "execute_result", "error"):
-            return
-        if self.clear_pending:
-            self.items.clear()
-            self.clear_pending = False
-        try:
-            out = nbv4.output_from_msg(msg)
-        except Exception:  # noqa: BLE001 - a malformed message from the kernel is dropped
-            return
-        size = len(repr(content))
-        if not self._room(size):
-            return
-        if (
-            kind == "stream"
-            and self.items
-            and self.items[-1].get("output_type") == "stream"
-            and self.items[-1].get("name") == out.get("name")
-        ):
-            self.items[-1]["text"] += out.get("text", "")
-        else:
-            self.items.append(out)
 
 
 class Kernel:
@@ -438,7 +370,7 @@ class Kernel:
             stop_on_error=False,
             user_expressions=user_expressions or {},
         )
-        outputs = _Outputs(max_chars)
+        outputs = CellOutputs(max_chars)
         run = CellRun(status="ok")
         deadline = t0 + timeout
         interrupted = False
