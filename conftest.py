@@ -24,7 +24,6 @@ it (`Sandbox.blocked_env`).
 """
 
 import contextlib
-import os
 import sys
 from pathlib import Path
 
@@ -144,11 +143,7 @@ def pytest_configure(config):
     _compile_cache.enter_context(compile_cache.shared("namedaxes-tests-jax-cache-"))
     config.addinivalue_line("filterwarnings", f"ignore:{compile_cache.HALF_WRITTEN}:UserWarning")
     if "jax" in sys.modules:  # imported before this hook ran (tests/conftest.py): set it in this process too
-        import jax
-
-        jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
-        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+        compile_cache.configure_loaded_jax()
 
 
 def pytest_unconfigure(config):

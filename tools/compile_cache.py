@@ -19,20 +19,34 @@ import os
 import tempfile
 from collections.abc import Iterator, Mapping
 
-__all__ = ["HALF_WRITTEN", "environment", "shared"]
+__all__ = ["HALF_WRITTEN", "environment", "shared", "configure_loaded_jax"]
 
 HALF_WRITTEN = "Error reading persistent compilation cache entry"
+
+
+def _options(folder: str) -> dict:
+    """JAX's options for the cache in `folder`, every program kept (each option's variable is its name in capitals)."""
+    return {
+        "jax_compilation_cache_dir": folder,
+        "jax_persistent_cache_min_compile_time_secs": 0,
+        "jax_persistent_cache_min_entry_size_bytes": 0,
+    }
 
 
 def environment(folder: str, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
     """The variables that give a process started with them the cache in `folder`: every program is kept,
     and the half-written-entry warning is off (added to `environ`'s own PYTHONWARNINGS)."""
-    return {
-        "JAX_COMPILATION_CACHE_DIR": folder,
-        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
-        "PYTHONWARNINGS": ",".join(filter(None, (environ.get("PYTHONWARNINGS"), f"ignore:{HALF_WRITTEN}"))),
-    }
+    env = {name.upper(): str(value) for name, value in _options(folder).items()}
+    env["PYTHONWARNINGS"] = ",".join(filter(None, (environ.get("PYTHONWARNINGS"), f"ignore:{HALF_WRITTEN}")))
+    return env
+
+
+def configure_loaded_jax() -> None:
+    """The same options in this process, whose JAX read its environment before `shared` named the cache."""
+    import jax
+
+    for name, value in _options(os.environ["JAX_COMPILATION_CACHE_DIR"]).items():
+        jax.config.update(name, value)
 
 
 @contextlib.contextmanager

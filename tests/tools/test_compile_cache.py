@@ -36,3 +36,18 @@ def test_the_callers_cache_is_shared_untouched(monkeypatch, tmp_path):
     with compile_cache.shared("test-cache-"):
         assert dict(os.environ) == before
     assert dict(os.environ) == before and tmp_path.is_dir()
+
+
+def test_a_process_whose_jax_is_loaded_gets_the_same_options(monkeypatch, tmp_path):
+    import jax
+
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(tmp_path))
+    names = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs")
+    before = {name: getattr(jax.config, name) for name in names}
+    try:
+        compile_cache.configure_loaded_jax()
+        assert jax.config.jax_compilation_cache_dir == str(tmp_path)
+        assert jax.config.jax_persistent_cache_min_compile_time_secs == 0
+    finally:
+        for name, value in before.items():
+            jax.config.update(name, value)
