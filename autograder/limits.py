@@ -103,6 +103,12 @@ WORKCOPY_BYTES: Annotated[
 WORKCOPY_FILES: Annotated[int, Cap("inodes", "sandbox/workcopy.py", "files and folders in a working copy")] = 20_000
 KERNEL_TMP_BYTES: Annotated[int, Cap("bytes", "sandbox/launch.py", "a kernel's private /tmp")] = 256 * _MiB
 KERNEL_SHM_BYTES: Annotated[int, Cap("bytes", "sandbox/launch.py", "a kernel's private /dev/shm")] = 256 * _MiB
+KERNEL_TMP_FILES: Annotated[
+    int, Cap("inodes", "sandbox/launch.py", "files and folders in a slot's /tmp (what emptying it may cost)")
+] = 20_000
+KERNEL_SHM_FILES: Annotated[
+    int, Cap("inodes", "sandbox/launch.py", "files and folders in a slot's /dev/shm (what emptying it may cost)")
+] = 20_000
 KEEP_VERSIONS: Annotated[int, Cap("caches", "sandbox/xla_cache.py", "published XLA caches kept per assignment")] = 4
 # ---- observations and the judge (judge/compare.py, programs.py, compiling.py, score.py, scorer_process.py)
 MAX_OBSERVATION_BYTES: Annotated[

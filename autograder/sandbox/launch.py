@@ -30,7 +30,9 @@ from ..limits import (
     KERNEL_MEMORY_BYTES,
     KERNEL_OPEN_FILES,
     KERNEL_SHM_BYTES,
+    KERNEL_SHM_FILES,
     KERNEL_TMP_BYTES,
+    KERNEL_TMP_FILES,
     WORKCOPY_BYTES,
     WORKCOPY_FILES,
 )
@@ -136,6 +138,8 @@ class Sandbox:
     max_files: int = WORKCOPY_FILES
     tmp_bytes: int = KERNEL_TMP_BYTES  # the private /tmp
     shm_bytes: int = KERNEL_SHM_BYTES  # the private /dev/shm
+    tmp_files: int = KERNEL_TMP_FILES  # inodes of a slot's /tmp (run/zygote.py)
+    shm_files: int = KERNEL_SHM_FILES  # inodes of a slot's /dev/shm
     uid: int = DEDICATED_UID  # the dedicated host user when the grader is root
     gid: int = DEDICATED_UID
     passthrough_env: tuple[str, ...] = ("JAX_", "XLA_", "TF_CPP_", "LANG", "LC_ALL", "TZ")

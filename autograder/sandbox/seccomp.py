@@ -20,7 +20,7 @@ import errno
 import functools
 import os
 
-from .syscalls import AF_VSOCK, ALLOWED, ALLOWED_ON, CLONE_NAMESPACES, PERSONALITIES
+from .syscalls import AF_VSOCK, ALLOWED, ALLOWED_ON, CLONE_NAMESPACES, PERSONALITIES, UNSUPPORTED
 
 __all__ = ["compile_filter", "kernel_filter", "userns_filter", "libseccomp_version", "resolve", "FilterUnavailable"]
 
@@ -127,6 +127,8 @@ def compile_filter() -> bytes:
             _rule(lib, ctx, _ACT_ALLOW, "personality", (0, _CMP_EQ, persona, 0))
         _rule(lib, ctx, _ACT_ALLOW, "clone", (0, _CMP_MASKED_EQ, CLONE_NAMESPACES, 0))
         _rule(lib, ctx, _act_errno(errno.ENOSYS), "clone3")
+        for name in UNSUPPORTED:
+            _rule(lib, ctx, _act_errno(errno.EOPNOTSUPP), name)
         fd = os.memfd_create("agr-seccomp-build")
         try:
             rc = lib.seccomp_export_bpf(ctx, fd)

@@ -43,7 +43,7 @@ The filter is compiled from this table by seccomp.py.
 
 from __future__ import annotations
 
-__all__ = ["ALLOWED", "ALLOWED_ON", "AF_VSOCK", "PERSONALITIES", "CLONE_NAMESPACES"]
+__all__ = ["ALLOWED", "ALLOWED_ON", "UNSUPPORTED", "AF_VSOCK", "PERSONALITIES", "CLONE_NAMESPACES"]
 
 # Docker's unconditional allow-list (moby profiles/seccomp/default.json), without io_uring_enter,
 # io_uring_register and io_uring_setup, and without System V IPC (msg*, sem*, shm*, ipc) and POSIX
@@ -111,8 +111,6 @@ ALLOWED = (
     "flistxattr",
     "flock",
     "fork",
-    "fremovexattr",
-    "fsetxattr",
     "fstat",
     "fstat64",
     "fstatat64",
@@ -188,9 +186,7 @@ ALLOWED = (
     "listxattr",
     "llistxattr",
     "_llseek",
-    "lremovexattr",
     "lseek",
-    "lsetxattr",
     "lstat",
     "lstat64",
     "madvise",
@@ -253,7 +249,6 @@ ALLOWED = (
     "recvmmsg_time64",
     "recvmsg",
     "remap_file_pages",
-    "removexattr",
     "rename",
     "renameat",
     "renameat2",
@@ -317,7 +312,6 @@ ALLOWED = (
     "set_tid_address",
     "setuid",
     "setuid32",
-    "setxattr",
     "shutdown",
     "sigaltstack",
     "signalfd",
@@ -374,6 +368,17 @@ ALLOWED = (
     "write",
     "writev",
 )
+# Refused as a file system without extended attributes refuses them (EOPNOTSUPP, which Python's shutil and
+# the libraries it serves take as "nothing to copy"): setting or removing an extended attribute, and so a
+# POSIX ACL (`system.posix_acl_*`). A default ACL on a folder a kernel owns is inherited by every folder
+# made in it later, the grader's too, and an attribute is a note the slot's next kernel could read
+# (run/zygote.py). Reading them stays allowed. Of the calls that change an inode's metadata, these stay
+# allowed, because Python and its libraries use them and the grader undoes them: chmod/fchmod/fchmodat
+# (mode), chown/fchown/lchown/fchownat (the kernel has no CAP_CHOWN: only its own ids), utime/utimes/
+# utimensat/futimesat (times), link/linkat (only inside one tmpfs mount, which is emptied), rename.
+# The root of each mount, the one inode a kernel can change that outlives the emptying, gets a fresh
+# mount's owner, mode, times and attributes back before the next kernel (workcopy.reset_root).
+UNSUPPORTED = ("setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr")
 # Per architecture (Docker's "includes": {"arches": ...}), for the native ABI only.
 ALLOWED_ON = {"x86_64": ("arch_prctl", "modify_ldt")}
 

@@ -43,6 +43,10 @@ from .cgroups import LimitHit, limit_message
 
 __all__ = [
     "Quota",
+    "Root",
+    "SCRATCH_ROOT",
+    "work_root",
+    "reset_root",
     "probe_quota",
     "prepare",
     "make_dirs",
@@ -74,8 +78,13 @@ class Quota:
     files: int = WORKCOPY_FILES
 
 
+def work_root(uid: int, gid: int) -> Root:
+    """A working copy's root: the kernel's own, for it alone."""
+    return Root(0o700, uid, gid)
+
+
 def _mount_tmpfs(path: str, quota: Quota, uid: int, gid: int) -> None:
-    opts = f"size={quota.bytes},nr_inodes={quota.files},mode=0700,uid={uid},gid={gid}"
+    opts = f"size={quota.bytes},nr_inodes={quota.files},{work_root(uid, gid).options}"
     _mount(path, opts, MS_NOSUID | MS_NODEV | MS_NOEXEC)
 
 
@@ -85,13 +94,58 @@ def _mount(path: str, opts: str, flags: int) -> None:
         raise OSError(e, f"mounting a tmpfs on {path}: {os.strerror(e)}")
 
 
-def mount_scratch(path: Path, size_bytes: int) -> None:
-    """Make `path` a fresh size-limited tmpfs of mode 1777 (a slot's /tmp or /dev/shm, see run/zygote.py)."""
+def mount_scratch(path: Path, size_bytes: int, files: int) -> None:
+    """Make `path` a fresh tmpfs of mode 1777 with at most `size_bytes` and `files` inodes (a slot's /tmp
+    or /dev/shm, see run/zygote.py): the inode cap also bounds the time it takes to empty it."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     if is_quota_mount(path):
         return
-    _mount(str(path), f"size={size_bytes},mode=1777,uid=0,gid=0", MS_NOSUID | MS_NODEV)
+    _mount(str(path), f"size={size_bytes},nr_inodes={files},{SCRATCH_ROOT.options}", MS_NOSUID | MS_NODEV)
+
+
+@dataclass(frozen=True)
+class Root:
+    """What the root folder of a mount a kernel writes to must be before each kernel: a fresh mount's."""
+
+    mode: int
+    uid: int
+    gid: int
+
+    @property
+    def options(self) -> str:
+        return f"mode={self.mode:o},uid={self.uid},gid={self.gid}"
+
+
+SCRATCH_ROOT = Root(0o1777, 0, 0)  # a slot's /tmp and /dev/shm: the root's, writable by all, sticky
+
+
+def reset_root(path: Path, root: Root) -> bool:
+    """Give the folder `path` (a mount's root, which outlives the files in it) back the owner, mode,
+    extended attributes (POSIX ACLs included: they are `system.posix_acl_*` attributes) and times of a
+    fresh mount, then check that it has them. Never follows a link; never raises; False if it could not.
+
+    A kernel owns its working copy's root: it may chmod it, set a default ACL on it (inherited by every
+    folder the grader makes there afterwards), hang `user.*` attributes on it or set its times, and a
+    slot's next kernel would meet all of that (run/zygote.py)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        for name in os.listxattr(fd):
+            os.removexattr(fd, name)
+        os.fchown(fd, root.uid, root.gid)
+        os.fchmod(fd, root.mode)
+        os.utime(fd)  # now, as a fresh mount's
+        st = os.fstat(fd)
+        return (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid) == (root.mode, root.uid, root.gid) and not (
+            os.listxattr(fd)
+        )
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _umount(path: str) -> bool:

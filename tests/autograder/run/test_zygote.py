@@ -5,6 +5,7 @@ fresh zygote serves the kernels after it)."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -40,6 +41,9 @@ def sandbox(tmp_path_factory, shown) -> Sandbox:
         disk_bytes=16 * MiB,
         tmp_bytes=16 * MiB,
         shm_bytes=16 * MiB,
+        max_files=2000,
+        tmp_files=2000,
+        shm_files=2000,
         cpu_seconds=120,
     ).setup(tmp_path_factory.mktemp("zygote-base"))
     if sb.fork_why():
@@ -283,3 +287,137 @@ def test_a_slot_whose_zygote_died_keeps_nothing_for_the_next_zygote(sandbox, tmp
         if second is not None:
             second.close()
         first.close()
+
+
+# A default ACL `u::r-x` on the working copy's root (every folder made there afterwards, the grader's
+# `observe/` and `.ipython` too, would be read-only for the kernel), a `user.*` note for the next kernel,
+# the root's mode and times: set through the system calls themselves (ctypes), since the allow-list
+# refuses the calls Python's os.setxattr makes, and tried on every inode the kernel may change.
+MARK_ROOT = """
+import ctypes, errno, json, os, struct
+libc = ctypes.CDLL(None, use_errno=True)
+def acl(*entries):  # the kernel's xattr form of a POSIX ACL: version 2, then (tag, perm, id) entries
+    return struct.pack("<I", 2) + b"".join(struct.pack("<HHI", t, p, 0xFFFFFFFF) for t, p in entries)
+READ_ONLY = acl((0x01, 5), (0x04, 0), (0x20, 0))  # USER_OBJ r-x, GROUP_OBJ ---, OTHER ---
+def setx(path, name, value):
+    ctypes.set_errno(0)
+    r = libc.setxattr(path.encode(), name.encode(), value, ctypes.c_size_t(len(value)), 0)
+    return "ok" if r == 0 else errno.errorcode[ctypes.get_errno()]
+root = os.getcwd()
+out = {}
+for where in (root, "/tmp", "/dev/shm"):
+    out[where] = {"acl": setx(where, "system.posix_acl_default", READ_ONLY),
+                  "note": setx(where, "user.note", b"for the next student")}
+os.chmod(root, 0o500)
+os.utime(root, (86400, 86400))
+print(json.dumps(out))
+"""
+
+LOOK_ROOT = """
+import json, os, stat
+root = os.getcwd()
+made = os.path.join(root, "observe", "made-by-me")
+os.mkdir(made)
+open(os.path.join(made, "file"), "w").write("written")
+out = {}
+for where in (root, "/tmp", "/dev/shm"):
+    st = os.stat(where)
+    out[where] = {"mode": oct(stat.S_IMODE(st.st_mode)), "uid": st.st_uid, "xattrs": sorted(os.listxattr(where)),
+                  "mtime_is_old": st.st_mtime < 10 * 86400}
+print(json.dumps(out))
+"""
+
+
+def test_a_kernel_that_marks_its_slots_roots_leaves_the_next_kernel_a_fresh_slot(zygote, sandbox, tmp_path):
+    """Issue 33: a default ACL and a `user.*` attribute on the working copy's root are refused
+    (EOPNOTSUPP, as a file system without them answers); the root's mode and times, which the kernel may
+    set, are a fresh mount's again for the next kernel, which can write where the grader made folders."""
+    first = forked(zygote, sandbox, tmp_path, "k0")
+    try:
+        marked = run_json(first, MARK_ROOT)
+    finally:
+        first.kill()
+    work = str(zygote.workdir.resolve())
+    unsupported = errno.errorcode[errno.EOPNOTSUPP]  # (ENOTSUP: the same number on Linux)
+    # the working copy's root is the kernel's own; /tmp and /dev/shm are root's, sticky
+    refused = {"acl": unsupported, "note": unsupported}
+    assert marked == {work: refused, "/tmp": refused, "/dev/shm": refused}
+    second = forked(zygote, sandbox, tmp_path, "k1")
+    try:
+        seen = run_json(second, LOOK_ROOT)
+    finally:
+        second.kill()
+    fresh = {"xattrs": [], "mtime_is_old": False}
+    assert seen == {
+        work: {"mode": "0o700", "uid": sandbox.uid, **fresh},
+        "/tmp": {"mode": "0o1777", "uid": 0, **fresh},
+        "/dev/shm": {"mode": "0o1777", "uid": 0, **fresh},
+    }
+
+
+def test_an_acl_or_attribute_set_past_the_filter_is_undone_before_the_next_kernel(zygote, sandbox, tmp_path):
+    """The second wall: had a kernel set them (here the grader does, as root, on the root's behalf), the
+    slot's reset removes the default ACL and the `user.*` note and restores mode 0700, so the next
+    kernel's own folders are writable and its cells run as in a fresh slot."""
+    first = forked(zygote, sandbox, tmp_path, "k0")
+    first.kill()
+    root = zygote.workdir
+    acl = bytes.fromhex("02000000") + b"".join(
+        t.to_bytes(2, "little") + p.to_bytes(2, "little") + b"\xff\xff\xff\xff"
+        for t, p in ((0x01, 5), (0x04, 0), (0x20, 0))
+    )
+    os.setxattr(root, "system.posix_acl_default", acl)
+    os.setxattr(root, "user.note", b"for the next student")
+    os.chmod(root, 0o500)
+    second = forked(zygote, sandbox, tmp_path, "k1")
+    try:
+        seen = run_json(second, LOOK_ROOT)
+    finally:
+        second.kill()
+    work = str(root.resolve())
+    assert seen[work] == {"mode": "0o700", "uid": sandbox.uid, "xattrs": [], "mtime_is_old": False}
+    assert os.listxattr(root) == []
+
+
+FLOOD = """
+import errno, json, os
+made = {}
+for where in ("/tmp", "/dev/shm", os.getcwd()):
+    folder = os.path.join(where, "flood")
+    os.mkdir(folder)
+    n, stopped = 0, ""
+    while n < 10_000_000:
+        try:
+            os.close(os.open(os.path.join(folder, str(n)), os.O_CREAT | os.O_WRONLY, 0o600))
+        except OSError as err:
+            stopped = errno.errorcode[err.errno]
+            break
+        n += 1
+    made[where] = [n, stopped]
+print(json.dumps(made))
+"""
+
+
+def test_an_inode_flood_stops_at_each_mounts_cap_and_the_next_kernel_starts_clean(zygote, sandbox, tmp_path):
+    """Issue 33: millions of empty files are not possible: each writable mount of the slot has an inode
+    cap (ENOSPC past it), so emptying the slot unlinks a bounded number of files; the next kernel finds
+    none of them."""
+    first = forked(zygote, sandbox, tmp_path, "k0")
+    try:
+        made = run_json(first, FLOOD)
+    finally:
+        first.kill()
+    work = str(zygote.workdir.resolve())
+    caps = {"/tmp": sandbox.tmp_files, "/dev/shm": sandbox.shm_files, work: sandbox.max_files}
+    for where, (count, stopped) in made.items():
+        assert stopped == "ENOSPC" and 0 < count < caps[where], (where, count, stopped)
+    second = forked(zygote, sandbox, tmp_path, "k1")
+    try:
+        seen = run_json(
+            second,
+            "import json, os; print(json.dumps([os.path.exists(p + '/flood') for p in "
+            "('/tmp', '/dev/shm', os.getcwd())]))",
+        )
+    finally:
+        second.kill()
+    assert seen == [False, False, False]

@@ -12,6 +12,7 @@ no cgroup); on such a machine the protections report must say the same (test_pro
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import os
 import textwrap
@@ -323,3 +324,48 @@ def test_without_libseccomp_the_report_says_so_and_the_namespace_filter_stays(mo
     finally:
         for cached in caches:
             cached.cache_clear()
+
+
+XATTR_CODE = """
+import errno, json, os, shutil
+def attempt(f, *args):
+    try:
+        f(*args)
+        return "ok"
+    except OSError as err:
+        return errno.errorcode[err.errno]
+open("a", "w").write("data")
+out = {
+    "setxattr": attempt(os.setxattr, "a", "user.note", b"x"),
+    "removexattr": attempt(os.removexattr, "a", "user.note"),
+    "getxattr": attempt(os.getxattr, "a", "user.note"),
+    "listxattr": os.listxattr("a"),
+    "copy2": attempt(shutil.copy2, "a", "b"),
+    "copytree": attempt(shutil.copytree, ".ipython", "ipython-copy"),
+}
+print(json.dumps(out))
+"""
+
+
+def test_extended_attributes_and_acls_cannot_be_set_and_copying_files_still_works(sandbox, tmp_path, copies):
+    """Issue 33: setting or removing an extended attribute (a POSIX ACL is one) is answered EOPNOTSUPP, as a
+    file system without them answers, so shutil's copies, which skip attributes on that answer, still
+    work; reading them is allowed. The control shows the calls are open on this host."""
+    need_allow_list(sandbox)
+    kernel = start_kernel(sandbox, tmp_path, "xa")
+    try:
+        seen = kernel_json(kernel, XATTR_CODE)
+    finally:
+        stop_kernel(kernel)
+    unsupported = errno.errorcode[errno.EOPNOTSUPP]
+    assert seen == {
+        "setxattr": unsupported,
+        "removexattr": unsupported,
+        "getxattr": "ENODATA",
+        "listxattr": [],
+        "copy2": "ok",
+        "copytree": "ok",
+    }
+    code, control, _, err = run_unfiltered(sandbox, copies(), XATTR_CODE)
+    assert code == 0, err
+    assert control["setxattr"] == "ok" and control["listxattr"] == []  # set, then removed
