@@ -52,6 +52,9 @@ KERNEL_MEMORY_MB: Annotated[
 MAX_NOTEBOOK_BYTES: Annotated[
     int, Cap("bytes", "course/notebooks.py", "a submitted notebook file; a bigger one is unreadable")
 ] = 50 * _MiB
+MAX_NOTEBOOK_VALUES: Annotated[
+    int, Cap("values", "course/notebooks.py", "JSON values (and keys) of a submitted notebook; more: unreadable")
+] = 500_000
 MAX_ADDED_CELLS: Annotated[
     int, Cap("cells", "course/notebooks.py", "cells a student added; further ones are dropped")
 ] = 100

@@ -7,6 +7,10 @@ source (solution) notebook.
 
 Threat model: a submission is any bytes. Whatever they are — not UTF-8,
 invalid or deeply nested JSON (RecursionError), numbers too long to convert,
+a parse bomb (millions of tiny values such as `{}`, each a Python object of
+hundreds of bytes once parsed, three times over: a 24 MiB file took the
+grader's worker, root and unconfined, to 4.8 GiB), which `json_values` counts
+in the bytes, in bounded time and memory, before anything is parsed,
 lone surrogate escapes, wrong types anywhere in the nbformat structure —
 `parse_submission` raises `UnreadableNotebook` with a reason (the worker turns
 any other exception of reading or merging into an `unreadable` row too).
@@ -31,7 +35,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from namedaxes.nbgrader_metadata import nbgrader_cell
 
-from ..limits import MAX_ADDED_CELLS, MAX_NOTEBOOK_BYTES
+from ..limits import MAX_ADDED_CELLS, MAX_NOTEBOOK_BYTES, MAX_NOTEBOOK_VALUES
 
 __all__ = [
     "SourceNotebook",
@@ -39,13 +43,19 @@ __all__ = [
     "UnreadableNotebook",
     "read_submission",
     "parse_submission",
+    "json_values",
     "build_graded",
+    "shared_cache_run",
     "cell_source",
 ]
 
 # nbgrader's region markers (matched anywhere in a line, as nbgrader does), and what they become in student text
 _MARKERS = re.compile(r"(BEGIN|END) (HIDDEN TESTS|SOLUTION|MARK SCHEME)")
 _CELL_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+# A JSON string (an unterminated one runs to the end, so a scan never restarts inside it: linear time), or
+# a character after which a value or a key begins (not `[]` or `{}`: nothing begins there).
+_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\Z)|[\[{,:](?![ \t\r\n]*[\]}])', re.DOTALL)
+_STARTS = tuple(map(ord, "[{,:"))
 
 
 class UnreadableNotebook(Exception):
@@ -132,6 +142,26 @@ class SourceNotebook:
         return [t.grade_id for t in self.test_cells]
 
 
+def shared_cache_run(source: SourceNotebook) -> NotebookNode:
+    """The notebook whose compiled programs student kernels may share (sandbox/xla_cache.py): the release
+    as every student starts it (each answer cell its released stub) without its test cells. Nothing in
+    it is the solution's or a hidden test's, so a cache hit tells a kernel nothing a student cannot read."""
+    nb = copy.deepcopy(source.nb)
+    tests = {t.index for t in source.test_cells}
+    kept = []
+    for i, cell in enumerate(nb.cells):
+        if i in tests:
+            continue
+        meta = nbgrader_cell(cell)
+        if meta.solution and meta.grade_id in source.stubs:
+            cell.source = source.stubs[meta.grade_id]
+        elif meta.solution:
+            cell.source = "raise NotImplementedError()"
+        kept.append(cell)
+    nb.cells = kept
+    return nb
+
+
 def _release_stubs(nb: NotebookNode) -> dict[str, str]:
     """What the student release holds in each answer cell (nbgrader's ClearSolutions)."""
     from nbgrader.preprocessors import ClearSolutions
@@ -143,11 +173,29 @@ def _release_stubs(nb: NotebookNode) -> dict[str, str]:
 
 
 # ---------------------------------------------------------------- submissions
+def json_values(data: bytes, limit: int) -> int:
+    """How many values and keys the JSON text `data` holds, counted without parsing it (one per place
+    where a value or key begins); the count stops at `limit` + 1. Time linear in `data` (and at most
+    about 2 × `limit` steps of Python), memory constant. For text that is not JSON, a number all the same."""
+    count = 1
+    for token in _TOKEN.finditer(data):
+        if token.end() - token.start() == 1 and data[token.start()] in _STARTS:
+            count += 1
+            if count > limit:
+                break
+    return count
+
+
 def parse_submission(data: bytes) -> NotebookNode:
     """Parse a submitted file's bytes as a notebook, or raise UnreadableNotebook."""
     if len(data) > MAX_NOTEBOOK_BYTES:
         raise UnreadableNotebook(
             f"file is too large ({len(data) // 2**20} MiB; the limit is {MAX_NOTEBOOK_BYTES // 2**20} MiB)"
+        )
+    if json_values(data, MAX_NOTEBOOK_VALUES) > MAX_NOTEBOOK_VALUES:
+        raise UnreadableNotebook(
+            f"the notebook is too complex to read: more than {MAX_NOTEBOOK_VALUES:,} JSON values "
+            "(the limit; clear the outputs and hand it in again)"
         )
     try:
         text = data.decode("utf-8-sig")

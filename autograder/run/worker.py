@@ -3,14 +3,15 @@
 Where the sandbox allows (`Sandbox.fork_why()`), the warm thing is a zygote in the worker's own slot
 (zygote.py): each task's kernel is forked from it after the slot is emptied, about 1.4 s of CPU less
 per notebook; a zygote that fails is closed, that kernel starts the plain way and a fresh zygote
-serves the next task. A reference run writes the XLA cache into its own working copy, and the worker
-copies the entries out before the copy is emptied, so references run in the slot too.
+serves the next task. The run that fills the students' XLA cache (the release without its tests, never
+the solution) writes it into its own working copy, and the worker copies the entries out before the
+copy is emptied, so references run in the slot too.
 
 For a grading task it rebuilds the notebook from the source (test and locked
 cells from the instructor, answers from the student), runs it in a fresh
 sandboxed kernel, scores it against the reference observations and writes the
 autograded notebook and the feedback page. For a reference task it runs the
-solution notebook and returns its observations (and fills the XLA cache).
+solution notebook and returns its observations, then fills the XLA cache from the release.
 
 Threat model: the submitted file and everything the kernel writes are hostile.
 Any failure to read or merge the file, of any kind (deep nesting, huge
@@ -38,7 +39,7 @@ from pathlib import Path
 
 from namedaxes.nbgrader_metadata import nbgrader_cell
 
-from ..course.notebooks import SourceNotebook, UnreadableNotebook, build_graded, read_submission
+from ..course.notebooks import SourceNotebook, UnreadableNotebook, build_graded, read_submission, shared_cache_run
 from ..judge.score import error_text, make_row, prepare_scorer, score_run, scorer_stats, submission_status, zero_cells
 from ..limits import MAX_ADDED_CELLS, NOTEBOOK_OUTPUT_CHARS
 from ..messages import speaking, submission_language
@@ -316,22 +317,24 @@ class Worker:
                 p.write_text(page, encoding="utf-8")
 
     def reference(self, task: Task, source: SourceNotebook) -> ReferenceRun:
-        """Run the solution notebook: its observations, and (if wanted) the XLA cache for the students."""
+        """Run the solution notebook: its observations; then (if wanted) fill the students' XLA cache."""
         nb = copy.deepcopy(source.nb)
         tests = {t.index: t.grade_id for t in source.test_cells}
         kernel = self.take_kernel(task.prestart)
         workdir = kernel.workdir
-        prelude = language_prelude("en")
-        if task.xla_dir:  # it writes the assignment's XLA cache into its own working copy; copied out below
-            prelude += reference_xla_prelude(str(workdir / REFERENCE_CACHE))
         try:
             run = run_notebook(
-                nb, tests, kernel, lambda n: self._kernel(workdir, label=f"r{n}"), self.cfg.timeout, prelude=prelude
+                nb,
+                tests,
+                kernel,
+                lambda n: self._kernel(workdir, label=f"r{n}"),
+                self.cfg.timeout,
+                prelude=language_prelude("en"),
             )
-            if task.xla_dir:
-                keep_reference_cache(workdir, Path(task.xla_dir))
         finally:
             self.release(workdir, task.prestart)
+        if task.xla_dir:
+            self.fill_xla_cache(task, source)
         problems = []
         if run.start_error:
             problems.append("the kernel did not start: " + run.start_error)
@@ -348,6 +351,27 @@ class Worker:
                     f'record("{t.grade_id}", ...))'
                 )
         return ReferenceRun(task.assignment, problems, run.observations, run.seconds)
+
+    def fill_xla_cache(self, task: Task, source: SourceNotebook) -> None:
+        """Run the release without its tests (`shared_cache_run`) in a kernel that writes every program it
+        compiles into its own working copy, and copy them into the run's staging folder: the set-up and
+        library programs every student's kernel compiles too, and none compiled from an answer of the
+        solution, so a kernel that counts its cache hits learns nothing about the solution."""
+        kernel = self.take_kernel(task.prestart)
+        workdir = kernel.workdir
+        prelude = language_prelude("en") + reference_xla_prelude(str(workdir / REFERENCE_CACHE))
+        try:
+            run_notebook(
+                shared_cache_run(source),
+                {},
+                kernel,
+                lambda n: self._kernel(workdir, label=f"c{n}"),
+                self.cfg.timeout,
+                prelude=prelude,
+            )
+            keep_reference_cache(workdir, Path(task.xla_dir))
+        finally:
+            self.release(workdir, task.prestart)
 
 
 def budget_label(task: Task) -> Phrase | None:

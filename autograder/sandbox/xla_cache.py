@@ -1,9 +1,17 @@
-"""The XLA compilation cache that the reference run fills and student kernels reuse.
+"""The XLA compilation cache that a trusted run fills and student kernels reuse.
 
-Only the trusted reference kernel writes it. Published, it is read-only and
+What is in it: the programs of the release as every student starts it, answers
+as released stubs and no test cell (course/notebooks.py `shared_cache_run`,
+run by the worker after the reference). Never a program compiled from the
+solution's answers or its hidden tests: a kernel sees its cache hits (JAX
+reports them as monitoring events, and a hit is faster than a compile), so a
+cache of the solution's programs answered "is this exactly the solution?" (8
+hits for the solution's text, 0 for an equivalent form). Now both count the same.
+
+Only the trusted kernel writes it. Published, it is read-only and
 not listable: a kernel can open an entry only if it already knows its name (a
 hash of the compiled program), i.e. reuse a compilation of exactly the program
-it is compiling, and cannot read the compiled solution otherwise.
+it is compiling.
 
 Permission bits, for both identities a kernel can have (identity.py):
 - a dedicated uid (grader is root): the published folder belongs to root with

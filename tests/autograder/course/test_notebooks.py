@@ -10,7 +10,14 @@ import autograder_specs as specs
 import nbformat
 import pytest
 
-from autograder.course.notebooks import UnreadableNotebook, build_graded, parse_submission
+from autograder.course.notebooks import (
+    UnreadableNotebook,
+    build_graded,
+    json_values,
+    parse_submission,
+    shared_cache_run,
+)
+from autograder.limits import MAX_NOTEBOOK_VALUES
 from autograder.run.executor import guard_index
 
 
@@ -127,3 +134,47 @@ def test_no_student_notebook_means_all_stubs(source):
 def test_unreadable_submissions_say_why(data, reason):
     with pytest.raises(UnreadableNotebook, match=reason):
         parse_submission(data)
+
+
+@pytest.mark.parametrize(
+    "text, values",
+    [
+        (b"7", 1),
+        (b"[]", 1),
+        (b"{}", 1),
+        (b"[{}, [], 0]", 4),  # the list and its three items
+        (b'{"a": [1, 2, {}], "b": "x,y:[{\\"}"}', 8),  # the object, two keys, the list, its 3 items, "x..."
+        (b'{ "a" : [ ] , "b" : { } }', 5),  # whitespace before a closing bracket
+        (b'"unterminated, [string', 1),  # runs to the end: nothing inside it counts
+        (b'"\\\\", [1]', 3),  # an escaped backslash ends the string before the comma
+    ],
+)
+def test_json_values_counts_what_a_parse_would_create(text, values):
+    assert json_values(text, 100) == values
+
+
+def test_json_values_stops_past_its_limit():
+    assert json_values(b"[" + b"0," * 999 + b"0]", 10) == 11
+    assert json_values(b"[" + b"0," * 999 + b"0]", 10_000) == 1001
+
+
+def test_a_parse_bomb_is_unreadable_with_its_reason_before_anything_is_parsed():
+    """Issue 33: a list of a million `{}` (3 MB) once took the worker about 600 bytes a value, three parses over."""
+    bomb = b'{"cells": [], "x": [' + b"{}," * MAX_NOTEBOOK_VALUES + b"{}]}"
+    with pytest.raises(UnreadableNotebook, match=f"too complex to read: more than {MAX_NOTEBOOK_VALUES:,} JSON values"):
+        parse_submission(bomb)
+    under = b'{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5, "x": [' + b"{}," * 1000 + b"{}]}"
+    assert parse_submission(under).cells == []
+
+
+def test_the_shared_cache_run_is_the_release_without_its_tests(source):
+    """What the students' XLA cache is filled from: no answer of the solution, no test cell."""
+    nb = shared_cache_run(source)
+    tests = {t.grade_id for t in source.test_cells}
+    by_gid = {specs.nb_meta(c).get("grade_id"): c for c in nb.cells}
+    assert not tests & set(by_gid)
+    for gid in source.answer_ids:
+        assert by_gid[gid].source == source.stubs[gid]
+        assert "BEGIN SOLUTION" not in by_gid[gid].source
+    kept = [c for c in source.nb.cells if specs.nb_meta(c).get("grade_id") not in tests]
+    assert len(nb.cells) == len(kept)
