@@ -169,13 +169,13 @@ class Worker:
                 except Exception:  # noqa: BLE001 - the next fork resets it again, or the slot is closed
                     pass
             return
-        workcopy.remove(workdir)
+        workcopy.remove_with_scratch(workdir)
 
     def close(self) -> None:
         if self.warm is not None:
             self.warm.kill()
             if self.warm.zygote is None:  # a slot's kernel goes with its zygote's slot below
-                workcopy.remove(self.warm.workdir)  # unmounts its quota tmpfs
+                workcopy.remove_with_scratch(self.warm.workdir)  # unmounts its quota tmpfs and scratch
             self.warm = None
         if self.zygote is not None:
             self.zygote.close()  # its sandbox, any kernel in it, and the slot's mounts

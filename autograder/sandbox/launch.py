@@ -341,7 +341,19 @@ class Sandbox:
 
     def launch(self, workdir: Path, connection_file: Path, label: str = "k0") -> Launch:
         """The kernel's command line (close its fds once started, remove its cgroup once it is dead)."""
-        return self.wrap(workdir, [self.python, *KERNEL_ARGS, "-f", str(connection_file)], label)
+        argv = [self.python, *KERNEL_ARGS, "-f", str(connection_file)]
+        return self.wrap(workdir, argv, label, scratch=self.scratch_for(workdir))
+
+    def scratch_for(self, workdir: Path) -> tuple[str, ...]:
+        """A plain kernel's /tmp and /dev/shm where the grader can mount them (root): tmpfs mounts beside
+        its working copy (`workcopy.scratch_of`, removed with it) with a slot's byte and inode caps;
+        elsewhere () and bubblewrap makes them, bytes capped, inodes not (the protections report says so)."""
+        if not (self.isolate and self.quota):
+            return ()
+        tmp, shm = workcopy.scratch_of(workdir)
+        workcopy.mount_scratch(tmp, self.tmp_bytes, self.tmp_files)
+        workcopy.mount_scratch(shm, self.shm_bytes, self.shm_files)
+        return str(tmp), str(shm)
 
     def env(self, workdir: Path, observe_dir: Path) -> dict[str, str]:
         """A small, explicit environment: nothing of the grader's leaks into the kernel."""
@@ -410,6 +422,11 @@ class Sandbox:
                 "private, size-limited /tmp and /dev/shm",
                 iso,
                 f"tmpfs /tmp {mib(self.tmp_bytes)}, /dev/shm {mib(self.shm_bytes)}"
+                + (
+                    f", at most {self.tmp_files} and {self.shm_files} files"
+                    if self.quota
+                    else " (no file-count cap: the grader is not root, bubblewrap makes them)"
+                )
                 if iso
                 else "the kernel uses the host's /tmp and /dev/shm",
             ),

@@ -47,6 +47,8 @@ __all__ = [
     "SCRATCH_ROOT",
     "work_root",
     "reset_root",
+    "scratch_of",
+    "remove_with_scratch",
     "probe_quota",
     "prepare",
     "make_dirs",
@@ -324,6 +326,13 @@ def full(path: Path, quota: Quota | None) -> LimitHit | None:
     return None
 
 
+def scratch_of(path: Path) -> tuple[Path, Path]:
+    """Where a plain kernel's own /tmp and /dev/shm are mounted: beside its working copy `path`, in the
+    grader's folder (never inside the working copy, where the kernel could plant a link)."""
+    path = Path(path)
+    return path.with_name(path.name + ".tmp"), path.with_name(path.name + ".shm")
+
+
 # ---------------------------------------------------------------- removal
 def remove(path: Path) -> bool:
     """Remove one working copy; never raises, never follows a link. True if it is gone."""
@@ -334,6 +343,11 @@ def remove(path: Path) -> bool:
         return _rmtree(str(path))
     except Exception:  # noqa: BLE001 - clean-up must not fail the grader
         return False
+
+
+def remove_with_scratch(path: Path) -> bool:
+    """Remove a plain kernel's working copy and its /tmp and /dev/shm mounts (`scratch_of`): grader paths."""
+    return all([remove(p) for p in (Path(path), *scratch_of(path))])
 
 
 def empty(path: Path, keep: frozenset[str] = frozenset()) -> bool:

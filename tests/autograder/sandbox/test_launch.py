@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import textwrap
 
-from sandbox_helpers import SHM_FILE, MiB, need
+from sandbox_helpers import SHM_FILE, MiB, finish, need, popen, workdir
 
 from autograder.sandbox import workcopy
 
@@ -40,7 +40,7 @@ def test_kernel_start_and_kill_use_the_cgroup_and_quota(sandbox, tmp_path):
     dirs = [p for _, p in kernel.cgroup.groups.values()]
     assert not any(d.exists() for d in dirs)
     assert kernel.post_mortem().status == "memory"  # still known after the clean-up
-    assert workcopy.remove(w) and not w.exists()
+    assert workcopy.remove_with_scratch(w) and not w.exists()
 
 
 def test_a_kernel_gets_the_graders_jax_settings_but_never_its_compile_cache(monkeypatch, tmp_path):
@@ -57,3 +57,36 @@ def test_a_kernel_gets_the_graders_jax_settings_but_never_its_compile_cache(monk
     env = Sandbox().env(tmp_path, tmp_path / "observe")
     assert env["XLA_FLAGS"] == "--xla_force_host_platform_device_count=8" and env["JAX_PLATFORMS"] == "cpu"
     assert not [k for k in env if k.startswith(("JAX_COMPILATION_CACHE", "JAX_PERSISTENT_CACHE", "JAX_ENABLE_COMP"))]
+
+
+FLOOD = """
+import errno, json, os
+made = {}
+for where in ("/tmp", "/dev/shm"):
+    n = 0
+    try:
+        while n < 1_000_000:
+            os.close(os.open(f"{where}/{n}", os.O_CREAT | os.O_WRONLY, 0o600))
+            n += 1
+    except OSError as err:
+        made[where] = [n, errno.errorcode[err.errno]]
+print(json.dumps(made))
+"""
+
+
+def test_a_plain_kernels_tmp_and_shm_have_inode_caps_and_go_with_its_working_copy(sandbox, tmp_path):
+    """Issue 33: where the grader is root, a kernel started the plain way (not forked in a slot) gets its
+    /tmp and /dev/shm as tmpfs mounts beside its working copy, with the slot's caps: an inode flood stops
+    with ENOSPC there, and removing the working copy detaches both."""
+    need(sandbox, "quota")
+    sb = dataclasses.replace(sandbox, tmp_files=300, shm_files=200)
+    w = workdir(tmp_path, sb)
+    proc, launch = popen(sb, w, sb.wrap(w, [sb.python, "-c", FLOOD], scratch=sb.scratch_for(w)))
+    code, made, _, err = finish(proc, launch)
+    assert code == 0, err
+    assert made["/tmp"][1] == made["/dev/shm"][1] == "ENOSPC", made
+    assert 250 < made["/tmp"][0] < 300 and 150 < made["/dev/shm"][0] < 200, made
+    scratch = workcopy.scratch_of(w)
+    assert all(workcopy.is_quota_mount(p) for p in scratch)
+    assert workcopy.remove_with_scratch(w)
+    assert not any(p.exists() for p in (w, *scratch))

@@ -178,14 +178,14 @@ def start_kernel(sb: Sandbox, tmp_path: Path, label: str):
         kernel.wait_ready(120)
     except BaseException:
         kernel.kill()
-        workcopy.remove(kernel.workdir)
+        workcopy.remove_with_scratch(kernel.workdir)
         raise
     return kernel
 
 
 def stop_kernel(kernel) -> None:
     kernel.kill()
-    assert workcopy.remove(kernel.workdir)
+    assert workcopy.remove_with_scratch(kernel.workdir)
 
 
 KEY_CODE = """
