@@ -17,6 +17,13 @@ a replay kernel) and removes the tree afterwards.
 - Fallback (grader not root, or tmpfs cannot be mounted): a plain directory
   (mode 0700) on the host's disk; only RLIMIT_FSIZE (the size of one file)
   bounds it. The protections report says so.
+- The root of a mount outlives the files in it, and the kernel owns a working
+  copy's root: before a slot's next kernel (run/zygote.py) `reset_root` gives
+  it a fresh mount's owner, mode, times and no extended attributes (a default
+  ACL there would be inherited by every folder the grader makes), and checks.
+- A plain kernel's /tmp and /dev/shm, where the grader is root, are tmpfs
+  mounts beside its working copy (`scratch_of`), byte- and inode-capped like a
+  slot's, removed with it (`remove_with_scratch`).
 - The grader touches the copy only through file descriptors opened with
   O_NOFOLLOW relative to the working copy (`make_dirs`, `hand_over`), never
   through a path the student could have replaced by a symlink.
@@ -80,6 +87,22 @@ class Quota:
     files: int = WORKCOPY_FILES
 
 
+@dataclass(frozen=True)
+class Root:
+    """What the root folder of a mount a kernel writes to must be before each kernel: a fresh mount's."""
+
+    mode: int
+    uid: int
+    gid: int
+
+    @property
+    def options(self) -> str:
+        return f"mode={self.mode:o},uid={self.uid},gid={self.gid}"
+
+
+SCRATCH_ROOT = Root(0o1777, 0, 0)  # a slot's /tmp and /dev/shm: the root's, writable by all, sticky
+
+
 def work_root(uid: int, gid: int) -> Root:
     """A working copy's root: the kernel's own, for it alone."""
     return Root(0o700, uid, gid)
@@ -104,22 +127,6 @@ def mount_scratch(path: Path, size_bytes: int, files: int) -> None:
     if is_quota_mount(path):
         return
     _mount(str(path), f"size={size_bytes},nr_inodes={files},{SCRATCH_ROOT.options}", MS_NOSUID | MS_NODEV)
-
-
-@dataclass(frozen=True)
-class Root:
-    """What the root folder of a mount a kernel writes to must be before each kernel: a fresh mount's."""
-
-    mode: int
-    uid: int
-    gid: int
-
-    @property
-    def options(self) -> str:
-        return f"mode={self.mode:o},uid={self.uid},gid={self.gid}"
-
-
-SCRATCH_ROOT = Root(0o1777, 0, 0)  # a slot's /tmp and /dev/shm: the root's, writable by all, sticky
 
 
 def reset_root(path: Path, root: Root) -> bool:
