@@ -20,7 +20,7 @@ import errno
 import functools
 import os
 
-from .syscalls import AF_VSOCK, ALLOWED, ALLOWED_ON, CLONE_NAMESPACES, PERSONALITIES, UNSUPPORTED
+from .syscalls import AF_VSOCK, ALLOWED, ALLOWED_ON, CLONE_NAMESPACES, NO_EFFECT, PERSONALITIES, UNSUPPORTED
 
 __all__ = ["compile_filter", "kernel_filter", "userns_filter", "libseccomp_version", "resolve", "FilterUnavailable"]
 
@@ -129,6 +129,8 @@ def compile_filter() -> bytes:
         _rule(lib, ctx, _act_errno(errno.ENOSYS), "clone3")
         for name in UNSUPPORTED:
             _rule(lib, ctx, _act_errno(errno.EOPNOTSUPP), name)
+        for name in NO_EFFECT:
+            _rule(lib, ctx, _act_errno(0), name)  # returns 0, the call not made
         fd = os.memfd_create("agr-seccomp-build")
         try:
             rc = lib.seccomp_export_bpf(ctx, fd)

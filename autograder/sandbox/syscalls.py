@@ -43,7 +43,7 @@ The filter is compiled from this table by seccomp.py.
 
 from __future__ import annotations
 
-__all__ = ["ALLOWED", "ALLOWED_ON", "UNSUPPORTED", "AF_VSOCK", "PERSONALITIES", "CLONE_NAMESPACES"]
+__all__ = ["ALLOWED", "ALLOWED_ON", "UNSUPPORTED", "NO_EFFECT", "AF_VSOCK", "PERSONALITIES", "CLONE_NAMESPACES"]
 
 # Docker's unconditional allow-list (moby profiles/seccomp/default.json), without io_uring_enter,
 # io_uring_register and io_uring_setup, and without System V IPC (msg*, sem*, shm*, ipc) and POSIX
@@ -122,7 +122,6 @@ ALLOWED = (
     "futex",
     "futex_time64",
     "futex_waitv",
-    "futimesat",
     "getcpu",
     "getcwd",
     "getdents",
@@ -356,10 +355,6 @@ ALLOWED = (
     "uname",
     "unlink",
     "unlinkat",
-    "utime",
-    "utimensat",
-    "utimensat_time64",
-    "utimes",
     "vfork",
     "vmsplice",
     "wait4",
@@ -372,13 +367,20 @@ ALLOWED = (
 # the libraries it serves take as "nothing to copy"): setting or removing an extended attribute, and so a
 # POSIX ACL (`system.posix_acl_*`). A default ACL on a folder a kernel owns is inherited by every folder
 # made in it later, the grader's too, and an attribute is a note the slot's next kernel could read
-# (run/zygote.py). Reading them stays allowed. Of the calls that change an inode's metadata, these stay
-# allowed, because Python and its libraries use them and the grader undoes them: chmod/fchmod/fchmodat
-# (mode), chown/fchown/lchown/fchownat (the kernel has no CAP_CHOWN: only its own ids), utime/utimes/
-# utimensat/futimesat (times), link/linkat (only inside one tmpfs mount, which is emptied), rename.
-# The root of each mount, the one inode a kernel can change that outlives the emptying, gets a fresh
-# mount's owner, mode, times and attributes back before the next kernel (workcopy.reset_root).
+# (run/zygote.py). Reading them stays allowed.
 UNSUPPORTED = ("setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr")
+# Answered "done" without doing anything: setting an inode's times. Anyone who may write a file may set
+# its times to "now", to the nanosecond: /dev/null, /dev/zero, /dev/urandom ... are the host's own inodes,
+# shared by every kernel at once, so their times were a channel between kernels (a time chosen to the
+# microsecond carries bits). shutil's copy2 and copytree set times and must keep working, so the calls
+# succeed and change nothing.
+NO_EFFECT = ("utime", "utimes", "utimensat", "utimensat_time64", "futimesat")
+# Of the calls that change an inode's metadata, these stay allowed, because Python and its libraries use
+# them and nothing of theirs outlives the kernel: chmod/fchmod/fchmodat (mode: only of the kernel's own
+# inodes), chown/fchown/lchown/fchownat (no CAP_CHOWN: only to its own ids), link/linkat (only inside one
+# tmpfs mount, which is emptied), rename. The root of each mount, the one inode of its own that a kernel
+# can change and that outlives the emptying, gets a fresh mount's owner, mode, times and attributes back
+# before the next kernel (workcopy.reset_root).
 # Per architecture (Docker's "includes": {"arches": ...}), for the native ABI only.
 ALLOWED_ON = {"x86_64": ("arch_prctl", "modify_ldt")}
 

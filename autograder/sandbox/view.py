@@ -26,7 +26,9 @@ plus new pid, network (loopback only), IPC, UTS and cgroup namespaces,
 strict as Docker's default profile (seccomp.py): keyrings (not namespaced: the
 one channel between kernels of the same uid that the namespaces leave open),
 io_uring, bpf, perf events, userfaultfd, ptrace, mount, namespaces, kexec and
-the rest fail with EPERM, foreign ABIs and `clone3` with ENOSYS. Without
+the rest fail with EPERM, foreign ABIs and `clone3` with ENOSYS, setting an
+extended attribute or ACL with EOPNOTSUPP, and setting times does nothing
+(the host's /dev/null is writable by all: its times were a channel). Without
 libseccomp a hand-assembled filter still refuses new user namespaces
 (`unshare`/`clone` with CLONE_NEWUSER, `clone3`, foreign ABIs), and the
 protections report says the allow-list is missing.

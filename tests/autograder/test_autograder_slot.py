@@ -21,7 +21,7 @@ import pytest
 from autograder_harness import read_csv, start_grading
 
 from autograder.course.classroom import grade_command, make_course
-from autograder.limits import MAX_NOTEBOOK_BYTES, MAX_NOTEBOOK_VALUES
+from autograder.limits import HANDIN_MAX_BYTES, MAX_NOTEBOOK_BYTES, MAX_NOTEBOOK_VALUES
 
 MARK = "SLOT-ATTACK:"
 ATTACK = """import ctypes, errno, json, os, struct
@@ -92,6 +92,7 @@ def graded(tmp_path_factory) -> Path:
         "a_attacker": specs.notebook_for(
             specs.Spec("a_attacker", "ok", tamper=(specs.add_cells_after("imports", [ATTACK]),)), source, {}
         ),
+        "b_bomb_collect_cap": b'{"x": [' + b"{}," * (HANDIN_MAX_BYTES // 3 - 4) + b"{}]}",
         "b_bomb_over": _bomb(MAX_NOTEBOOK_VALUES + 1),
         "b_bomb_under": _bomb(MAX_NOTEBOOK_VALUES - 1000),
         "c_honest": specs.notebook_for(specs.Spec("c_honest", "ok"), source, {}),
@@ -152,7 +153,13 @@ def test_the_shared_compile_cache_cannot_tell_the_solutions_text_from_an_equival
 
 
 def test_a_parse_bomb_is_a_row_with_its_reason_and_costs_the_grader_bounded_memory(graded):
+    """At the collect cap (64 MiB, 22 million `{}`: it took the worker to 9.7 GiB and 90 s at 50 MiB), the
+    file is too large and never read; just past the value limit it is read but never parsed; just under
+    it, it is parsed, and the worker's peak stays within 1 GiB of the honest hand-in's."""
     rows = _rows(graded)
+    cap = rows["b_bomb_collect_cap"]
+    assert cap["status"] == "unreadable" and float(cap["score"]) == 0, cap
+    assert re.search(r"file is too large \(63 MiB; the limit is 50 MiB\)", cap["reason"]), cap
     over = rows["b_bomb_over"]
     assert over["status"] == "unreadable" and float(over["score"]) == 0, over
     assert re.search(rf"too complex to read: more than {MAX_NOTEBOOK_VALUES:,} JSON values", over["reason"]), over
@@ -160,6 +167,6 @@ def test_a_parse_bomb_is_a_row_with_its_reason_and_costs_the_grader_bounded_memo
     assert under["status"] == "ok" and float(under["score"]) == 0, under
     timings = {t["student"]: t for t in json.loads((graded / "timings.json").read_text())}
     honest = timings["c_honest"]["grader_peak_kb"]
-    for bomb in ("b_bomb_over", "b_bomb_under"):
+    for bomb in ("b_bomb_collect_cap", "b_bomb_over", "b_bomb_under"):
         peak = timings[bomb]["grader_peak_kb"]
         assert honest and peak and peak < honest + 1024 * 1024, (bomb, peak, honest)
