@@ -15,7 +15,7 @@ Threat model. Everything a kernel could do to a classmate through the zygote, an
   process, so no socket, lock or abstract socket survives), then empties the slot's three tmpfs
   mounts — the working copy, /tmp and /dev/shm — from the host, never following a link
   (`workcopy.empty`), and gives each mount's root, the one inode that outlives the emptying, the
-  owner, mode, times and extended attributes of a fresh mount (`workcopy.reset_root`, checked: a
+  owner, mode, times and extended attributes of a fresh mount (`mounts.reset_root`, checked: a
   default ACL or a `user.*` attribute a kernel hung on its working copy's root reaches nobody). Each
   mount has an inode cap, so emptying it costs at most a fixed, small time whatever a kernel left.
   Setting extended attributes (and so ACLs) is refused anyway (syscalls.py), as are System V IPC
@@ -48,7 +48,7 @@ import time
 from pathlib import Path
 
 from ..limits import FORK_TIMEOUT, UNREPORTED_GRACE, ZYGOTE_MESSAGE_BYTES
-from ..sandbox import workcopy
+from ..sandbox import mounts, workcopy
 from ..sandbox.launch import WORK_SUBDIRS, ZYGOTE_MODULES, Sandbox
 from . import kernel as kernel_mod
 from .kernel import with_parent_death
@@ -144,8 +144,8 @@ class Zygote:
         try:
             self.sandbox.prepare_workdir(self.workdir)
             tmp, shm = self._scratch()
-            workcopy.mount_scratch(Path(tmp), self.sandbox.tmp_bytes, self.sandbox.tmp_files)
-            workcopy.mount_scratch(Path(shm), self.sandbox.shm_bytes, self.sandbox.shm_files)
+            mounts.mount_scratch(Path(tmp), self.sandbox.tmp_bytes, self.sandbox.tmp_files)
+            mounts.mount_scratch(Path(shm), self.sandbox.shm_bytes, self.sandbox.shm_files)
             self._empty()  # a slot left mounted by a closed zygote: only what bubblewrap makes may be kept
             mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             mine.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
@@ -284,13 +284,13 @@ class Zygote:
         """Empty the slot's three mounts, keeping the folders bubblewrap made (`_made`); give each mount's
         root the owner, mode, times and (no) extended attributes of a fresh mount, checked; make the
         working copy's sub-folders again. The inode caps of the mounts bound what emptying costs."""
-        work_root = workcopy.work_root(*self.sandbox.owner_ids())
-        roots = (work_root, workcopy.SCRATCH_ROOT, workcopy.SCRATCH_ROOT)
+        work_root = mounts.work_root(*self.sandbox.owner_ids())
+        roots = (work_root, mounts.SCRATCH_ROOT, mounts.SCRATCH_ROOT)
         folders = (self.workdir, *map(Path, self._scratch()))
         for folder, keep, root in zip(folders, (frozenset(), *self._made), roots):
             if not workcopy.empty(folder, keep):
                 raise ZygoteError(f"cannot empty the slot's {folder.name}")
-            if not workcopy.reset_root(folder, root):
+            if not mounts.reset_root(folder, root):
                 raise ZygoteError(f"cannot give the slot's {folder.name} a fresh mount's owner, mode and attributes")
         workcopy.make_dirs(self.workdir, WORK_SUBDIRS, self.sandbox.owner)
 

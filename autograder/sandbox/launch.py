@@ -36,7 +36,7 @@ from ..limits import (
     WORKCOPY_BYTES,
     WORKCOPY_FILES,
 )
-from . import seccomp, workcopy
+from . import mounts, seccomp, workcopy
 from .cgroups import CgroupSupport, KernelCgroup, LimitHit, detect
 from .identity import DEDICATED_UID, STUDENT, USERNS_UID
 from .protections import Protection
@@ -346,13 +346,13 @@ class Sandbox:
 
     def scratch_for(self, workdir: Path) -> tuple[str, ...]:
         """A plain kernel's /tmp and /dev/shm where the grader can mount them (root): tmpfs mounts beside
-        its working copy (`workcopy.scratch_of`, removed with it) with a slot's byte and inode caps;
+        its working copy (`mounts.scratch_of`, removed with it) with a slot's byte and inode caps;
         elsewhere () and bubblewrap makes them, bytes capped, inodes not (the protections report says so)."""
         if not (self.isolate and self.quota):
             return ()
-        tmp, shm = workcopy.scratch_of(workdir)
-        workcopy.mount_scratch(tmp, self.tmp_bytes, self.tmp_files)
-        workcopy.mount_scratch(shm, self.shm_bytes, self.shm_files)
+        tmp, shm = mounts.scratch_of(workdir)
+        mounts.mount_scratch(tmp, self.tmp_bytes, self.tmp_files)
+        mounts.mount_scratch(shm, self.shm_bytes, self.shm_files)
         return str(tmp), str(shm)
 
     def env(self, workdir: Path, observe_dir: Path) -> dict[str, str]:

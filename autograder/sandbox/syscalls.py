@@ -380,7 +380,7 @@ NO_EFFECT = ("utime", "utimes", "utimensat", "utimensat_time64", "futimesat")
 # inodes), chown/fchown/lchown/fchownat (no CAP_CHOWN: only to its own ids), link/linkat (only inside one
 # tmpfs mount, which is emptied), rename. The root of each mount, the one inode of its own that a kernel
 # can change and that outlives the emptying, gets a fresh mount's owner, mode, times and attributes back
-# before the next kernel (workcopy.reset_root).
+# before the next kernel (mounts.reset_root).
 # Per architecture (Docker's "includes": {"arches": ...}), for the native ABI only.
 ALLOWED_ON = {"x86_64": ("arch_prctl", "modify_ldt")}
 

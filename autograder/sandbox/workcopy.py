@@ -18,12 +18,10 @@ a replay kernel) and removes the tree afterwards.
   (mode 0700) on the host's disk; only RLIMIT_FSIZE (the size of one file)
   bounds it. The protections report says so.
 - The root of a mount outlives the files in it, and the kernel owns a working
-  copy's root: before a slot's next kernel (run/zygote.py) `reset_root` gives
-  it a fresh mount's owner, mode, times and no extended attributes (a default
-  ACL there would be inherited by every folder the grader makes), and checks.
-- A plain kernel's /tmp and /dev/shm, where the grader is root, are tmpfs
-  mounts beside its working copy (`scratch_of`), byte- and inode-capped like a
-  slot's, removed with it (`remove_with_scratch`).
+  copy's root: before a slot's next kernel (run/zygote.py) `mounts.reset_root`
+  gives it a fresh mount's state back. A plain kernel's /tmp and /dev/shm, where
+  the grader is root, are mounts beside its working copy (`mounts.scratch_of`),
+  removed with it (`remove_with_scratch`).
 - The grader touches the copy only through file descriptors opened with
   O_NOFOLLOW relative to the working copy (`make_dirs`, `hand_over`), never
   through a path the student could have replaced by a symlink.
@@ -37,8 +35,6 @@ a replay kernel) and removes the tree afterwards.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import errno
 import os
 import stat
@@ -47,14 +43,10 @@ from pathlib import Path
 
 from ..limits import WORKCOPY_BYTES, WORKCOPY_FILES
 from .cgroups import LimitHit, limit_message
+from .mounts import MS_NODEV, MS_NOEXEC, MS_NOSUID, is_quota_mount, mount_tmpfs, scratch_of, unmount, work_root
 
 __all__ = [
     "Quota",
-    "Root",
-    "SCRATCH_ROOT",
-    "work_root",
-    "reset_root",
-    "scratch_of",
     "remove_with_scratch",
     "probe_quota",
     "prepare",
@@ -64,19 +56,7 @@ __all__ = [
     "remove",
     "remove_at",
     "remove_tree",
-    "is_quota_mount",
 ]
-
-MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
-MNT_DETACH = 2
-_libc = None
-
-
-def _c():
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-    return _libc
 
 
 @dataclass(frozen=True)
@@ -87,103 +67,9 @@ class Quota:
     files: int = WORKCOPY_FILES
 
 
-@dataclass(frozen=True)
-class Root:
-    """What the root folder of a mount a kernel writes to must be before each kernel: a fresh mount's."""
-
-    mode: int
-    uid: int
-    gid: int
-
-    @property
-    def options(self) -> str:
-        return f"mode={self.mode:o},uid={self.uid},gid={self.gid}"
-
-
-SCRATCH_ROOT = Root(0o1777, 0, 0)  # a slot's /tmp and /dev/shm: the root's, writable by all, sticky
-
-
-def work_root(uid: int, gid: int) -> Root:
-    """A working copy's root: the kernel's own, for it alone."""
-    return Root(0o700, uid, gid)
-
-
 def _mount_tmpfs(path: str, quota: Quota, uid: int, gid: int) -> None:
     opts = f"size={quota.bytes},nr_inodes={quota.files},{work_root(uid, gid).options}"
-    _mount(path, opts, MS_NOSUID | MS_NODEV | MS_NOEXEC)
-
-
-def _mount(path: str, opts: str, flags: int) -> None:
-    if _c().mount(b"tmpfs", os.fsencode(path), b"tmpfs", flags, opts.encode()) != 0:
-        e = ctypes.get_errno()
-        raise OSError(e, f"mounting a tmpfs on {path}: {os.strerror(e)}")
-
-
-def mount_scratch(path: Path, size_bytes: int, files: int) -> None:
-    """Make `path` a fresh tmpfs of mode 1777 with at most `size_bytes` and `files` inodes (a slot's /tmp
-    or /dev/shm, see run/zygote.py): the inode cap also bounds the time it takes to empty it."""
-    path = Path(path)
-    path.mkdir(parents=True, exist_ok=True)
-    if is_quota_mount(path):
-        return
-    _mount(str(path), f"size={size_bytes},nr_inodes={files},{SCRATCH_ROOT.options}", MS_NOSUID | MS_NODEV)
-
-
-def reset_root(path: Path, root: Root) -> bool:
-    """Give the folder `path` (a mount's root, which outlives the files in it) back the owner, mode,
-    extended attributes (POSIX ACLs included: they are `system.posix_acl_*` attributes) and times of a
-    fresh mount, then check that it has them. Never follows a link; never raises; False if it could not.
-
-    A kernel owns its working copy's root: it may chmod it, set a default ACL on it (inherited by every
-    folder the grader makes there afterwards), hang `user.*` attributes on it or set its times, and a
-    slot's next kernel would meet all of that (run/zygote.py)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    except OSError:
-        return False
-    try:
-        for name in os.listxattr(fd):
-            os.removexattr(fd, name)
-        os.fchown(fd, root.uid, root.gid)
-        os.fchmod(fd, root.mode)
-        os.utime(fd)  # now, as a fresh mount's
-        st = os.fstat(fd)
-        return (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid) == (root.mode, root.uid, root.gid) and not (
-            os.listxattr(fd)
-        )
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-
-
-def _umount(path: str) -> bool:
-    return _c().umount2(os.fsencode(path), MNT_DETACH) == 0
-
-
-def is_quota_mount(path: Path) -> bool:
-    """Is `path` a tmpfs mount point (the working copy has its own quota)?"""
-    try:
-        if not os.path.ismount(path):
-            return False
-        return os.statvfs(path).f_files > 0 and _fstype(path) == "tmpfs"
-    except OSError:
-        return False
-
-
-def _fstype(path: Path) -> str:
-    real = os.path.realpath(path)
-    try:
-        text = Path("/proc/self/mountinfo").read_text()
-    except OSError:
-        return ""
-    kind = ""
-    for line in text.splitlines():  # the last mount on a point is the visible one
-        pre, _, post = line.partition(" - ")
-        fields = pre.split()
-        if len(fields) > 4 and fields[4].replace("\\040", " ") == real:
-            kind = post.split()[0] if post else ""
-    return kind
+    mount_tmpfs(path, opts, MS_NOSUID | MS_NODEV | MS_NOEXEC)
 
 
 def probe_quota(base: Path, uid: int, gid: int) -> str:
@@ -200,7 +86,7 @@ def probe_quota(base: Path, uid: int, gid: int) -> str:
         except OSError:
             pass
         return f"cannot mount a tmpfs for a working copy here ({err.strerror or err})"
-    _umount(str(probe))
+    unmount(str(probe))
     try:
         probe.rmdir()
     except OSError:
@@ -333,20 +219,13 @@ def full(path: Path, quota: Quota | None) -> LimitHit | None:
     return None
 
 
-def scratch_of(path: Path) -> tuple[Path, Path]:
-    """Where a plain kernel's own /tmp and /dev/shm are mounted: beside its working copy `path`, in the
-    grader's folder (never inside the working copy, where the kernel could plant a link)."""
-    path = Path(path)
-    return path.with_name(path.name + ".tmp"), path.with_name(path.name + ".shm")
-
-
 # ---------------------------------------------------------------- removal
 def remove(path: Path) -> bool:
     """Remove one working copy; never raises, never follows a link. True if it is gone."""
     try:
         path = Path(path)
         if os.path.ismount(path):
-            _umount(str(path))
+            unmount(str(path))
         return _rmtree(str(path))
     except Exception:  # noqa: BLE001 - clean-up must not fail the grader
         return False
@@ -422,7 +301,7 @@ def remove_tree(root: Path) -> bool:
                 if p == real or p.startswith(real + "/"):
                     points.append(p)
         for p in sorted(points, key=len, reverse=True):
-            _umount(p)
+            unmount(p)
         return _rmtree(real)
     except Exception:  # noqa: BLE001 - clean-up must not fail the grader
         return False
@@ -521,7 +400,7 @@ def _empty_files(fd: int, dev: int) -> list[tuple[str, int]]:
             if est.st_dev == dev:
                 subs.append((e.name, est.st_ino))
             else:  # another file system below: detach, then remove
-                _umount(f"/proc/self/fd/{fd}/{e.name}")
+                unmount(f"/proc/self/fd/{fd}/{e.name}")
                 est = os.stat(e.name, dir_fd=fd, follow_symlinks=False)
                 if est.st_dev == dev:  # never descend into a file system still mounted
                     subs.append((e.name, est.st_ino))

@@ -15,7 +15,7 @@ import textwrap
 
 from sandbox_helpers import SHM_FILE, MiB, finish, need, popen, workdir
 
-from autograder.sandbox import workcopy
+from autograder.sandbox import mounts, workcopy
 
 
 def test_kernel_start_and_kill_use_the_cgroup_and_quota(sandbox, tmp_path):
@@ -27,7 +27,7 @@ def test_kernel_start_and_kill_use_the_cgroup_and_quota(sandbox, tmp_path):
     kernel = Kernel(w, sb, label="k0", log_dir=tmp_path).start()
     try:
         kernel.wait_ready(120)
-        assert workcopy.is_quota_mount(w)
+        assert mounts.is_quota_mount(w)
         assert kernel.cgroup is not None and kernel.post_mortem() is None
         ok = kernel.execute("import os; print(os.getuid(), len(os.listdir('/proc/self/fd')))", 30)
         assert ok.status == "ok"
@@ -86,7 +86,7 @@ def test_a_plain_kernels_tmp_and_shm_have_inode_caps_and_go_with_its_working_cop
     assert code == 0, err
     assert made["/tmp"][1] == made["/dev/shm"][1] == "ENOSPC", made
     assert 250 < made["/tmp"][0] < 300 and 150 < made["/dev/shm"][0] < 200, made
-    scratch = workcopy.scratch_of(w)
-    assert all(workcopy.is_quota_mount(p) for p in scratch)
+    scratch = mounts.scratch_of(w)
+    assert all(mounts.is_quota_mount(p) for p in scratch)
     assert workcopy.remove_with_scratch(w)
     assert not any(p.exists() for p in (w, *scratch))

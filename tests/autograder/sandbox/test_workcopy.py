@@ -18,7 +18,7 @@ import pytest
 from sandbox_helpers import MiB, fill_code, need, run
 
 from autograder.publish.words import say
-from autograder.sandbox import workcopy
+from autograder.sandbox import mounts, workcopy
 
 
 def test_disk_quota_of_the_working_copy(sandbox, copies):
@@ -31,7 +31,7 @@ def test_disk_quota_of_the_working_copy(sandbox, copies):
     assert hit is not None and hit.status == "disk" and "16 MiB" in say(hit.reason, "en")
     (classmate / "answer.bin").write_bytes(b"y" * 8 * MiB)  # classmates' space is their own
     assert sandbox.disk_full(classmate) is None
-    assert workcopy.is_quota_mount(attacker) and workcopy.remove(attacker) and not attacker.exists()
+    assert mounts.is_quota_mount(attacker) and workcopy.remove(attacker) and not attacker.exists()
 
 
 def test_file_count_quota_of_the_working_copy(sandbox, copies):
@@ -108,7 +108,7 @@ def test_remove_tree_detaches_leftover_quota_mounts(sandbox, tmp_path):
     for name in ("a", "b"):
         sandbox.prepare_workdir(root / name)
         (root / name / "x").write_text("x")
-    assert workcopy.is_quota_mount(root / "a")
+    assert mounts.is_quota_mount(root / "a")
     assert workcopy.remove_tree(root)
     assert not root.exists()
     assert str(root) not in Path("/proc/self/mountinfo").read_text()
