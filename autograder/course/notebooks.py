@@ -144,21 +144,14 @@ class SourceNotebook:
 
 def shared_cache_run(source: SourceNotebook) -> NotebookNode:
     """The notebook whose compiled programs student kernels may share (sandbox/xla_cache.py): the release
-    as every student starts it (each answer cell its released stub) without its test cells. Nothing in
-    it is the solution's or a hidden test's, so a cache hit tells a kernel nothing a student cannot read."""
+    exactly as students get it, made by nbgrader's own preprocessors (each answer its stub, each test cell
+    its visible part). Nothing in it is the solution's or a hidden test's, so a cache hit tells a kernel
+    nothing a student cannot read; the visible checks' own programs, the same for every answer, are there."""
+    from nbgrader.preprocessors import ClearHiddenTests, ClearOutput, ClearSolutions
+
     nb = copy.deepcopy(source.nb)
-    tests = {t.index for t in source.test_cells}
-    kept = []
-    for i, cell in enumerate(nb.cells):
-        if i in tests:
-            continue
-        meta = nbgrader_cell(cell)
-        if meta.solution and meta.grade_id in source.stubs:
-            cell.source = source.stubs[meta.grade_id]
-        elif meta.solution:
-            cell.source = "raise NotImplementedError()"
-        kept.append(cell)
-    nb.cells = kept
+    for pre in (ClearSolutions(), ClearHiddenTests(), ClearOutput()):
+        nb, _ = pre.preprocess(nb, {})
     return nb
 
 

@@ -3,7 +3,7 @@
 Where the sandbox allows (`Sandbox.fork_why()`), the warm thing is a zygote in the worker's own slot
 (zygote.py): each task's kernel is forked from it after the slot is emptied, about 1.4 s of CPU less
 per notebook; a zygote that fails is closed, that kernel starts the plain way and a fresh zygote
-serves the next task. The run that fills the students' XLA cache (the release without its tests, never
+serves the next task. The run that fills the students' XLA cache (the release as students get it, never
 the solution) writes it into its own working copy, and the worker copies the entries out before the
 copy is emptied, so references run in the slot too.
 
@@ -353,7 +353,7 @@ class Worker:
         return ReferenceRun(task.assignment, problems, run.observations, run.seconds)
 
     def fill_xla_cache(self, task: Task, source: SourceNotebook) -> None:
-        """Run the release without its tests (`shared_cache_run`) in a kernel that writes every program it
+        """Run the release as students get it (`shared_cache_run`) in a kernel that writes every program it
         compiles into its own working copy, and copy them into the run's staging folder: the set-up and
         library programs every student's kernel compiles too, and none compiled from an answer of the
         solution, so a kernel that counts its cache hits learns nothing about the solution."""

@@ -1,8 +1,8 @@
 """The XLA compilation cache that a trusted run fills and student kernels reuse.
 
-What is in it: the programs of the release as every student starts it, answers
-as released stubs and no test cell (course/notebooks.py `shared_cache_run`,
-run by the worker after the reference). Never a program compiled from the
+What is in it: the programs of the release exactly as students get it (answers
+as released stubs, test cells without their hidden part; course/notebooks.py
+`shared_cache_run`, run by the worker after the reference). Never a program compiled from the
 solution's answers or its hidden tests: a kernel sees its cache hits (JAX
 reports them as monitoring events, and a hit is faster than a compile), so a
 cache of the solution's programs answered "is this exactly the solution?" (8

@@ -167,14 +167,17 @@ def test_a_parse_bomb_is_unreadable_with_its_reason_before_anything_is_parsed():
     assert parse_submission(under).cells == []
 
 
-def test_the_shared_cache_run_is_the_release_without_its_tests(source):
-    """What the students' XLA cache is filled from: no answer of the solution, no test cell."""
+def test_the_shared_cache_run_is_the_release(source):
+    """What the students' XLA cache is filled from: each answer its released stub, each test cell its
+    visible part, no solution and no hidden line."""
     nb = shared_cache_run(source)
-    tests = {t.grade_id for t in source.test_cells}
+    assert len(nb.cells) == len(source.nb.cells)
     by_gid = {specs.nb_meta(c).get("grade_id"): c for c in nb.cells}
-    assert not tests & set(by_gid)
     for gid in source.answer_ids:
         assert by_gid[gid].source == source.stubs[gid]
-        assert "BEGIN SOLUTION" not in by_gid[gid].source
-    kept = [c for c in source.nb.cells if specs.nb_meta(c).get("grade_id") not in tests]
-    assert len(nb.cells) == len(kept)
+    for t in source.test_cells:
+        visible = source.nb.cells[t.index].source.split("### BEGIN HIDDEN TESTS")[0].rstrip()
+        assert by_gid[t.grade_id].source.rstrip() == visible
+    text = "\n".join(c.source for c in nb.cells)
+    for marker in ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "record("):
+        assert marker not in text, marker
