@@ -56,6 +56,7 @@ from namedaxes.exercises.shard_map import TEXT as shard_map_text
 from namedaxes.exercises.shard_map import _judge, expect_own_shard
 from namedaxes.grading import Case, programs
 from namedaxes.i18n import Messages
+from namedaxes.judging import Work, exported_work, work_excess
 from namedaxes.meshes import abstract_on as _on
 from namedaxes.meshes import line_mesh
 from namedaxes.meshes import placed as _placed
@@ -266,6 +267,13 @@ TEXT = {
         "(reduce-scattered) before the update."
     ),
     "fsdp_generic": "Compare with `sgd_step(w, batch)` on one device, shard by shard.",
+    "fsdp_whole_batch": (
+        "`{name}` returns the right step with the right collectives, but one device computes {ratio}× the "
+        "reference's FLOPs on {k} devices ({got} against {want}, read from the compiled per-device program; "
+        "at most {factor}× is allowed): every device computes the gradient of the whole batch. The batch "
+        "stays split: each device takes `jax.grad` on its own examples only, and `lax.psum_scatter` adds "
+        "the devices' gradients."
+    ),
     "fsdp_why_gather": (
         "Gather the parameters before use with `lax.all_gather` over DATA_PARALLEL: that is what "
         "lets each device store only its shard."
@@ -445,7 +453,7 @@ def _expect_float32(name: str, out, where: str) -> None:
 
 # ---------------------------------------------------------------- graded observations
 def _observe_programs(
-    fn: Callable, cases: dict, *, structure: str, only: bool = False, out_layout: bool = True
+    fn: Callable, cases: dict, *, structure: str, only: bool = False, out_layout: bool = True, work=None
 ) -> dict:
     """The hidden observation of one test cell: exported programs of `fn` (`namedaxes.grading.programs`).
 
@@ -454,9 +462,13 @@ def _observe_programs(
     again, with `values=False`) makes the grader require every collective the reference performs, by
     kind and axis, read from the optimized HLO: `ppermute`, not a `psum`; a `psum_scatter`, not a `psum`
     and a slice. With `only`, that case also rejects every collective the reference does not perform
-    (a `psum` beside the required `ppermute`).
+    (a `psum` beside the required `ppermute`). `work` (`Case(work=...)`) judges how each value case's work
+    is split against the reference's.
     """
-    graded = {name: Case(_bound(fn, mesh), *inputs, out_layout=out_layout) for name, (mesh, inputs) in cases.items()}
+    graded = {
+        name: Case(_bound(fn, mesh), *inputs, out_layout=out_layout, work=work)
+        for name, (mesh, inputs) in cases.items()
+    }
     mesh, inputs = cases[structure]
     graded["collectives"] = Case(_bound(fn, mesh), *inputs, values=False, only_collectives=only, out_layout=out_layout)
     return programs(graded)
@@ -920,6 +932,12 @@ def _sgd_step_np(w, batch) -> np.ndarray:
 
 FEATURES = 8
 _FSDP_CASES = ((8, 16), (4, 12), (2, 10))  # (devices, examples)
+# How the work is split (the grader's `Case(work=...)` on every case, the visible check on the first): one
+# device's FLOPs, read from the compiled per-device program, at most `_FSDP_FLOPS_FACTOR` times the
+# reference's (measured from the solution notebook's program on 8 devices; a test keeps it true). Gathering
+# the whole batch on every device costs 8x (8 devices), 3.9x (4) and 2x (2); equivalent answers 1.1x at most.
+_FSDP_FLOPS_FACTOR = 1.5
+_FSDP_REFERENCE_FLOPS = 68.0
 
 
 def _fsdp_visible(k: int, n: int):
@@ -1007,6 +1025,24 @@ def _check_fsdp_step(fn: Callable) -> None:
         rules=_FSDP_RULES,
         facts=facts,
     )
+    k, n = _FSDP_CASES[0]  # how the work is split, on the largest mesh (where a whole batch costs most)
+    mesh = line_mesh(k, DATA_PARALLEL)
+    placed = _fsdp_placed(mesh, *_fsdp_visible(k, n))
+    with _explained(name, mesh, _FSDP_RULES):
+        work = exported_work(jax.export.export(jax.jit(lambda *a: fn(*a, mesh)))(*placed))
+    excess = work_excess(work, Work(_FSDP_REFERENCE_FLOPS, 0, 0), {"flops": _FSDP_FLOPS_FACTOR})
+    if excess is not None:
+        fail(
+            _say(
+                "fsdp_whole_batch",
+                name=name,
+                ratio=f"{excess[1]:.1f}",
+                k=k,
+                got=f"{work.flops:g}",
+                want=f"{_FSDP_REFERENCE_FLOPS:g}",
+                factor=f"{_FSDP_FLOPS_FACTOR:g}",
+            )
+        )
 
 
 def _observe_fsdp_step(fn: Callable) -> dict:
@@ -1017,7 +1053,7 @@ def _observe_fsdp_step(fn: Callable) -> dict:
         mesh = line_mesh(k, DATA_PARALLEL)
         batch = {"x": _on(mesh, (n, FEATURES), P(DATA_PARALLEL)), "y": _on(mesh, (n,), P(DATA_PARALLEL))}
         cases[f"k{k}_n{n}"] = (mesh, [_on(mesh, (FEATURES,), P(DATA_PARALLEL)), batch])
-    return _observe_programs(fn, cases, structure="k8_n16", only=True)
+    return _observe_programs(fn, cases, structure="k8_n16", only=True, work={"flops": _FSDP_FLOPS_FACTOR})
 
 
 fsdp_step = exercise(

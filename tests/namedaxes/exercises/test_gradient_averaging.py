@@ -346,7 +346,7 @@ def test_update_step_structure_stage_both_ways():
         dead,
         params,
         sharded,
-        match=r"performs psum over 'data_parallel_axis', but its result never reaches",
+        match=r"performs psum over 'data_parallel_axis', but nothing it carries between devices reaches",
     )
     for fn in STEP_RIGHT:
         assert_check_passes(q._expect_averages, fn, params, sharded)
