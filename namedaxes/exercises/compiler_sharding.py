@@ -120,6 +120,26 @@ TEXT = {
         "placed otherwise. Inside a traced function, `jax.lax.with_sharding_constraint` states a layout "
         "without that conflict."
     ),
+    "mesh_elsewhere": (
+        '`{name}` failed with JAX\'s error "{first}": a sharding in your function names a mesh other than '
+        "the `mesh` argument (one made in another cell, say). The check calls your function with meshes of "
+        "8, 4 and 2 devices: build every `NamedSharding` with the `mesh` argument."
+    ),
+    "ring_size": (
+        "`{name}` failed with JAX's error \"{first}\": the ring's pairs name more devices than the mesh has. "
+        "The check runs your function on meshes of 8, 4 and 2 devices: read the number of devices from the "
+        "mesh (`mesh.shape[MODEL_PARALLEL]`), not from a global such as the notebook's `k`."
+    ),
+    "reshard_auto": (
+        '`{name}` failed with JAX\'s error "{first}": `jax.reshard` works on a mesh of Explicit axes, and '
+        "this exercise's mesh is Auto. On an Auto mesh, state a layout with "
+        "`jax.lax.with_sharding_constraint(v, NamedSharding(mesh, P(...)))`."
+    ),
+    "set_mesh_in_jit": (
+        '`{name}` failed with JAX\'s error "{first}": the check calls your function under `jax.jit`, where '
+        "`jax.set_mesh` cannot be used. Name the mesh in each sharding instead: `NamedSharding(mesh, P(...))` "
+        "with the `mesh` argument."
+    ),
     "unbound": (
         "`{name}` calls a collective over '{axis}', but no `jax.shard_map` binds that axis there (JAX says: "
         '"{first}"). Collectives run inside the function you give `jax.shard_map`, over its mesh\'s axes.'
@@ -288,6 +308,14 @@ def _rules(name: str):
             and "non-empty mesh in context" in text
         ):
             return _say("spec_without_mesh", name=name, first=first)
+        if isinstance(err, ValueError) and "incompatible devices for jitted computation" in text:
+            return _say("mesh_elsewhere", name=name, first=first)
+        if isinstance(err, ValueError) and "ppermute" in text and ("unique" in text or "range" in text):
+            return _say("ring_size", name=name, first=first)
+        if isinstance(err, ValueError) and "reshard" in text and "type Auto" in text:
+            return _say("reshard_auto", name=name, first=first)
+        if "set_mesh" in text and "outside of `jax.jit`" in text:
+            return _say("set_mesh_in_jit", name=name, first=first)
         if isinstance(err, ValueError) and "does not match the sharding on the respective arg" in text:
             return _say("jit_sharding_mismatch", name=name, first=first)
         if isinstance(err, ValueError) and "does not match the specs of the input" in text:

@@ -130,8 +130,41 @@ def _whole_hidden(x, w1, w2, mesh):
     return lax.with_sharding_constraint(hidden @ w2, NamedSharding(mesh, P()))
 
 
+_OTHER_CELLS_MESH = q.auto_line_mesh(8)  # a mesh made in another cell of the notebook
+
+
+def _mesh_of_another_cell(x, w1, w2, mesh):
+    hidden = lax.with_sharding_constraint(jax.nn.relu(x @ w1), NamedSharding(_OTHER_CELLS_MESH, P(None, M)))
+    return lax.with_sharding_constraint(hidden @ w2, NamedSharding(_OTHER_CELLS_MESH, P()))
+
+
+def _reshard_on_auto(x, w1, w2, mesh):
+    hidden = jax.reshard(jax.nn.relu(x @ w1), NamedSharding(mesh, P(None, M)))
+    return jax.reshard(hidden @ w2, NamedSharding(mesh, P()))
+
+
+def _set_mesh_in_jit(x, w1, w2, mesh):
+    with jax.set_mesh(mesh):
+        hidden = lax.with_sharding_constraint(jax.nn.relu(x @ w1), P(None, M))
+        return lax.with_sharding_constraint(hidden @ w2, P())
+
+
 MLP_WRONG = {
     "unanswered": (_not_written, r"`one_all_reduce_mlp` is not written yet"),
+    # issue 34: JAX's errors translated, as notebooks 05 and 07 do
+    "a mesh from another cell": (
+        _mesh_of_another_cell,
+        r"(?s)failed with JAX's error \"Received incompatible devices.*names a mesh other than the `mesh` argument",
+    ),
+    "jax.reshard on an Auto mesh": (
+        _reshard_on_auto,
+        r"(?s)failed with JAX's error .*`jax\.reshard` works on a mesh of Explicit axes, and this exercise's mesh "
+        r"is Auto",
+    ),
+    "jax.set_mesh inside jit": (
+        _set_mesh_in_jit,
+        r"(?s)the check calls your function under `jax\.jit`, where `jax\.set_mesh` cannot be used",
+    ),
     "whole hidden layer on every device": (
         _whole_hidden,
         r"(?s)right values with one all-reduce, but one device computes 4\.5× the reference's FLOPs on "
@@ -452,8 +485,26 @@ def _sends_first(xb, wb, k):
     return whole @ wb
 
 
+NOTEBOOK_K = 8  # the notebook's global `k`, read inside an answer
+
+
+def _global_k(xb, wb, k):
+    i, rows = lax.axis_index(M), xb.shape[0]
+    out = jnp.zeros((NOTEBOOK_K * rows, wb.shape[1]), xb.dtype)
+    for s in range(NOTEBOOK_K):
+        out = lax.dynamic_update_slice_in_dim(out, xb @ wb, ((i - s) % NOTEBOOK_K) * rows, axis=0)
+        if s < NOTEBOOK_K - 1:
+            xb = lax.ppermute(xb, M, perm=[(j, (j + 1) % NOTEBOOK_K) for j in range(NOTEBOOK_K)])
+    return out
+
+
 CM_WRONG = {
     "unanswered": (_not_written, r"`collective_matmul_rows` is not written yet"),
+    "the notebook's global k = 8 on 4 devices": (
+        _ring(_global_k),
+        r"(?s)failed with JAX's error .*the ring's pairs name more devices than the mesh has.*"
+        r"`mesh\.shape\[MODEL_PARALLEL\]`",
+    ),
     "every block sent first, then one matmul": (
         _ring(_sends_first),
         r"`collective_matmul_rows` returns the right values with `lax\.ppermute` only, but its compiled program "
