@@ -167,6 +167,11 @@ TEXT = {
         "That subtracts one median, that of all of x, from every element: each column has its own median."
     ),
     "median_mean": "That is x minus its column means; the exercise asks for the medians.",
+    "median_mean_of_medians": (
+        "That is x minus the mean of the devices' own column medians (with 2 rows a device, a median and "
+        "a mean agree; the mesh of {k} devices, {rows} rows each, tells them apart). A column's median needs "
+        "the whole column: gather the blocks, then take `jnp.median` of all of them."
+    ),
     "median_sign": "That is median - x: subtract the median from x, not the other way round.",
     "median_generic": (
         "The result does not change when `x` does: if you wrote numbers by hand, compute them "
@@ -578,6 +583,25 @@ def _median_where(k, x) -> str:
     return _say("where_mesh", k=k, what=_say("what_blocks", shape=x.shape, rows=rows // k, cols=cols))
 
 
+def _median_mean_or_medians(name: str, fn: Callable, rows: int) -> str:
+    """x minus the column means, seen on blocks of `rows` rows: with 2 rows a device, the mean of the devices'
+    own medians is the column mean too, so a mesh with longer blocks tells the two mistakes apart."""
+    if rows > 2:
+        return _say("median_mean")
+    for k, x_np in _MEDIAN_CASES:
+        values = np.asarray(x_np, np.float64)
+        n, m = values.shape
+        if n // k <= 2:
+            continue
+        mesh = line_mesh(k)
+        got = np.asarray(_run(name, fn, mesh, _placed(x_np, mesh, P(DEVICES))), np.float64)
+        medians = np.median(values.reshape(k, -1, m), axis=1).mean(axis=0)
+        if got.shape == values.shape and same_values(got, values - medians, 1e-4):
+            return _say("median_mean_of_medians", k=k, rows=n // k)
+        break
+    return _say("median_mean")
+
+
 def _check_median_centered(fn: Callable) -> None:
     name = "median_centered"
     for k, x_np in _MEDIAN_CASES:
@@ -600,7 +624,7 @@ def _check_median_centered(fn: Callable) -> None:
             elif same_values(got, values - np.median(values), 1e-4):
                 hint = _say("median_all_values")
             elif same_values(got, values - values.mean(axis=0), 1e-4):
-                hint = _say("median_mean")
+                hint = _median_mean_or_medians(name, fn, values.shape[0] // k)
             elif same_values(got, -want, 1e-4):
                 hint = _say("median_sign")
             else:
