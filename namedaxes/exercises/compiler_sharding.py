@@ -221,6 +221,12 @@ TEXT = {
         "split, so the partial products add up; here each step's product is its own block of rows."
     ),
     "cm_generic": "Compare with `x @ w` on one device, block of rows by block of rows.",
+    "cm_compiled_collectives": (
+        "`{name}` returns the right values, but its compiled program on {mesh} also performs {seen} (read "
+        "from the optimized program, as the grader reads it: the compiler inserted it, e.g. to gather an "
+        "operand or to lay out a result split otherwise). The exercise allows `lax.ppermute` over "
+        "MODEL_PARALLEL only: x's blocks travel, w stays, and the result comes out with its columns split like w's."
+    ),
     "cm_not_interleaved": (
         "`{name}` returns the right values with `lax.ppermute` only, but its compiled program on {mesh} runs "
         "{got} of its matmuls before the last `ppermute` where the reference runs {want} (read from the "
@@ -669,6 +675,10 @@ def _check_collective_matmul_rows(fn: Callable) -> None:
     # the schedule: partial matmuls interleaved with the sends, read from the program the grader compiles
     with explained(name, rules=_rules(name)):
         work = exported_work(jax.export.export(_program(fn, mesh))(x, w))
+    ring = f"ppermute over '{MODEL_PARALLEL}'"
+    inserted = sorted(d for d, _ in work.moved if d != ring)
+    if inserted:
+        fail(_say("cm_compiled_collectives", name=name, mesh=_mesh_name(mesh), seen=", ".join(inserted)))
     if work_excess(work, Work(0.0, 0, 0, overlap=_CM_REFERENCE_OVERLAP), {"overlap": _CM_OVERLAP_FACTOR}):
         fail(_say("cm_not_interleaved", name=name, mesh=_mesh_name(mesh), got=work.overlap, want=_CM_REFERENCE_OVERLAP))
 

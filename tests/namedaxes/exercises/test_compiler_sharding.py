@@ -485,6 +485,36 @@ def _sends_first(xb, wb, k):
     return whole @ wb
 
 
+def _w_travels_then_reshard(x, w, mesh):
+    """w's column blocks travel the ring (each device computes its rows of x @ w), then the result is
+    resharded to the asked layout: the compiler adds an all-to-all."""
+    k = mesh.shape[M]
+
+    def local(xb, wb):
+        i, cols = lax.axis_index(M), wb.shape[1]
+        out = jnp.zeros((xb.shape[0], k * cols), xb.dtype)
+        for s in range(k):
+            out = lax.dynamic_update_slice_in_dim(out, xb @ wb, ((i - s) % k) * cols, axis=1)
+            if s < k - 1:
+                wb = lax.ppermute(wb, M, perm=[(j, (j + 1) % k) for j in range(k)])
+        return out
+
+    rows = jax.shard_map(local, mesh=mesh, in_specs=(P(M, None), P(None, M)), out_specs=P(M, None))(x, w)
+    return jax.reshard(rows, NamedSharding(mesh, P(None, M)))
+
+
+def _compiler_gathers_beside_dead_ring(x, w, mesh):
+    """The compiler gathers x (`jax.reshard` to P()); a ppermute multiplied by zero stands beside it."""
+    k = mesh.shape[M]
+    whole = jax.reshard(x, NamedSharding(mesh, P()))
+
+    def local(x_all, xb, wb):
+        moved = lax.ppermute(xb, M, perm=[(j, (j + 1) % k) for j in range(k)])
+        return x_all @ wb + 0.0 * jnp.sum(moved)
+
+    return jax.shard_map(local, mesh=mesh, in_specs=(P(), P(M, None), P(None, M)), out_specs=P(None, M))(whole, x, w)
+
+
 NOTEBOOK_K = 8  # the notebook's global `k`, read inside an answer
 
 
@@ -500,6 +530,17 @@ def _global_k(xb, wb, k):
 
 CM_WRONG = {
     "unanswered": (_not_written, r"`collective_matmul_rows` is not written yet"),
+    # issue 34: the visible check reads the compiled program's collectives as the grader does
+    "w's blocks travel, the result resharded": (
+        _w_travels_then_reshard,
+        r"`collective_matmul_rows` returns the right values, but its compiled program on 8 model_parallel_axis "
+        r"also performs all_to_all over 'model_parallel_axis' \(read from the optimized program",
+    ),
+    "the compiler gathers x beside a ppermute times zero": (
+        _compiler_gathers_beside_dead_ring,
+        r"`collective_matmul_rows` returns the right values, but its compiled program on 8 model_parallel_axis "
+        r"also performs all_gather over 'model_parallel_axis'",
+    ),
     "the notebook's global k = 8 on 4 devices": (
         _ring(_global_k),
         r"(?s)failed with JAX's error .*the ring's pairs name more devices than the mesh has.*"
