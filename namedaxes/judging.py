@@ -350,10 +350,13 @@ def _overlap(text: str) -> int:
 def work_of(compiled, names: tuple, sizes: tuple, n_devices: int, text: str | None = None) -> Work:
     """The `Work` of one device of a compiled program (`jax.stages.Compiled`), from its optimized HLO."""
     text = compiled.as_text() if text is None else text
-    cost = compiled.cost_analysis()
-    if isinstance(cost, list | tuple):
-        cost = cost[0] if cost else {}
-    flops = float((cost or {}).get("flops", 0.0) or 0.0)
+    try:
+        cost = compiled.cost_analysis()
+        if isinstance(cost, list | tuple):
+            cost = cost[0] if cost else {}
+        flops = float((cost or {}).get("flops", 0.0) or 0.0)
+    except Exception:  # noqa: BLE001 - a program XLA cannot cost is still judged on everything else
+        flops = 0.0
     try:
         mem = compiled.memory_analysis()
         peak = int(mem.argument_size_in_bytes + mem.output_size_in_bytes + mem.temp_size_in_bytes)
