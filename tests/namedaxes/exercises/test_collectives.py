@@ -707,11 +707,18 @@ def test_fsdp_step_work_is_judged_against_the_references_flops():
     mesh = q.line_mesh(k, DATA_PARALLEL)
     placed = q._fsdp_placed(mesh, *q._fsdp_visible(k, n))
     program = jax.jit(lambda *a: ref_fsdp_step(*a, mesh))
-    assert judging.exported_work(jax.export.export(program)(*placed)).flops == q._FSDP_REFERENCE_FLOPS
+    measured = judging.exported_work(jax.export.export(program)(*placed)).flops
+    # XLA's cost analysis of this program differs by a few FLOPs between JAX lines (68 on jax 0.10.2, 73 on
+    # 0.12.0.1); the judged factor, 1.5, leaves room for that, and the whole batch costs 8x
+    assert q._FSDP_REFERENCE_FLOPS * 0.9 <= measured <= q._FSDP_REFERENCE_FLOPS * 1.1, measured
     verdict = judge_observations(observe(q.fsdp_step, ref_fsdp_step), observe(q.fsdp_step, _fsdp(_whole_batch)))
     reason = verdict.reason(limit=8)
-    assert not verdict.passed and "k8_n16: work: one device computes 8× the reference's FLOPs (546 against 68" in reason
-    assert "k2_n10: work: one device computes 2× the reference's FLOPs" in reason, reason
+    assert not verdict.passed, reason
+    # 8x (546 against 68) and 2x on jax 0.10.2; 7.7x (563 against 73) and 1.9x on 0.12.0.1
+    assert re.search(
+        r"k8_n16: work: one device computes (7\.\d|8(\.\d)?)× the reference's FLOPs \(5\d\d against", reason
+    )
+    assert re.search(r"k2_n10: work: one device computes (1\.9|2)× the reference's FLOPs", reason), reason
 
 
 def test_fsdp_reference_is_one_sgd_step():
