@@ -136,6 +136,16 @@ TEXT: dict[str, str] = {
     "comm_extra_axes": "communication: it also communicates over {axes}, which the reference does not",
     "comm_surplus": "communication: it also performs {ops}, which this exercise does not allow (read from the "
     "compiled program)",
+    "work_flops": "{case}: work: one device computes {ratio}× the reference's FLOPs ({got} against {want}, read "
+    "from the compiled per-device program); this exercise allows {factor}×",
+    "work_peak": "{case}: memory: one device needs {ratio}× the reference's peak memory ({got} against {want} "
+    "bytes, read from the compiled per-device program); this exercise allows {factor}×",
+    "work_overlap": "{case}: schedule: the compiled program runs {got} of its matmuls before its last ppermute, "
+    "the reference {want} (read from the optimized program's order): the blocks travel first and the products "
+    "come after, where the exercise interleaves them",
+    "work_largest": "{case}: memory: one device materializes an array of {ratio}× the size of the reference's "
+    "largest ({got} against {want} bytes, read from the compiled per-device program); this exercise allows "
+    "{factor}×",
     "layout_input": "{case}: layout: the program takes {input} {got}; the exercise's takes it {want}",
     "layout_region_input": "{case}: layout: the per-device program over {axes} takes its input {n} {got}; the "
     "exercise's takes it {want}",

@@ -61,6 +61,10 @@ class Kind(StrEnum):
     COMM_MISSING = "comm_missing"
     COMM_EXTRA_AXES = "comm_extra_axes"
     COMM_SURPLUS = "comm_surplus"
+    WORK_FLOPS = "work_flops"
+    WORK_PEAK = "work_peak"
+    WORK_LARGEST = "work_largest"
+    WORK_OVERLAP = "work_overlap"
     LAYOUT_INPUT = "layout_input"
     LAYOUT_REGION_INPUT = "layout_region_input"
     LAYOUT_REGIONS = "layout_regions"
@@ -157,6 +161,7 @@ class Property(StrEnum):
     LAYOUT = "layout"
     VALUES = "values"
     COMMUNICATION = "communication"
+    WORK = "work"  # what one device computes and holds (FLOPs, memory), against the reference's
     GRADER = "grader"  # the grader could not judge it (scorer timeout, crash)
 
 
@@ -190,6 +195,10 @@ _PROPERTY = {
     Kind.COMM_MISSING: Property.COMMUNICATION,
     Kind.COMM_EXTRA_AXES: Property.COMMUNICATION,
     Kind.COMM_SURPLUS: Property.COMMUNICATION,
+    Kind.WORK_FLOPS: Property.WORK,
+    Kind.WORK_PEAK: Property.WORK,
+    Kind.WORK_LARGEST: Property.WORK,
+    Kind.WORK_OVERLAP: Property.WORK,
     Kind.SCORER_TIMEOUT: Property.GRADER,
     Kind.SCORER_DIED: Property.GRADER,
     Kind.SCORER_FAILED: Property.GRADER,
@@ -232,8 +241,11 @@ class Phrase:
     def seen(self) -> Field:
         return self.get("got")
 
-    def to_json(self) -> dict:
-        out: dict[str, Any] = {"kind": self.kind.value, "fields": [[k, _field_json(v)] for k, v in self.fields]}
+    def to_json(self, depth: int = 0) -> dict:
+        """What `from_json` reads back, whatever the judge put in the fields (issue 34: a verdict for every
+        program): at most `_MAX_FIELDS` fields, each text, a number, a phrase or words (`_field_json`)."""
+        fields = [[str(k)[:40], _field_json(v, depth + 1)] for k, v in self.fields[:_MAX_FIELDS]]
+        out: dict[str, Any] = {"kind": self.kind.value, "fields": fields}
         if self.case:
             out["case"] = self.case
         if self.prop is not None:
@@ -277,12 +289,35 @@ _MAX_PARTS = 64
 _MAX_LITERAL = 400
 
 
-def _field_json(value: Field) -> Any:
+def _field_json(value: Field, depth: int = 0) -> Any:
+    """A field as `_field_from_json` reads it back: a phrase or words nested deeper than `_MAX_DEPTH` become
+    text, words keep their first `_MAX_PARTS - 1` parts and "…", a number stays a Python number (a NumPy
+    scalar too), anything else (a flag, None, a tuple) becomes its text, bounded."""
     if isinstance(value, Phrase):
-        return {"phrase": value.to_json()}
+        if depth + 1 > _MAX_DEPTH:
+            return "…"
+        return {"phrase": value.to_json(depth + 1)}
     if isinstance(value, Words):
-        return {"words": [_field_json(p) for p in value.parts], "sep": value.sep}
-    return value
+        if depth + 1 > _MAX_DEPTH:
+            return "…"
+        parts = list(value.parts)
+        if len(parts) > _MAX_PARTS:
+            parts = parts[: _MAX_PARTS - 1] + ["…"]
+        return {"words": [_field_json(p, depth + 1) for p in parts], "sep": str(value.sep)[:8]}
+    if isinstance(value, str):
+        return value[:_MAX_LITERAL]
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, (int, float)):
+        return value
+    if hasattr(value, "item") and callable(value.item):  # a NumPy scalar
+        try:
+            item = value.item()
+        except (TypeError, ValueError):
+            item = None
+        if isinstance(item, (int, float)) and not isinstance(item, bool):
+            return item
+    return str(value)[:_MAX_LITERAL]
 
 
 def _field_from_json(value: Any, depth: int) -> Field:

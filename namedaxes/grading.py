@@ -126,6 +126,9 @@ class Case:
     e.g. to trace an answer as another process of a cluster.
     `out_layout=False` leaves where the results live open (by default the grader requires the
     reference's layout of every result: split or replicated, over the same mesh axes).
+    `work={"flops": 2.0}` judges how the work is split: each fact named (`namedaxes.judging.WORK_FACTS`:
+    per-device FLOPs, peak memory, largest array) of the compiled per-device program may be at most
+    that factor times the reference's.
     """
 
     def __init__(
@@ -140,8 +143,10 @@ class Case:
         only_collectives: bool = False,
         context=None,
         out_layout: bool = True,
+        work: dict | None = None,
     ):
         self.fn, self.args, self.context, self.only_axes = fn, args, context, only_axes
+        self.work = _dict(work or {})
         self.out_layout = out_layout
         self.only_collectives = only_collectives
         self.draw = _dict(draw or {"kind": "normal"})
@@ -224,6 +229,8 @@ def programs(cases: dict, **values) -> dict:
             entry["only_collectives"] = True
         if not case.out_layout:
             entry["out_layout"] = False
+        if case.work:
+            entry["work"] = {_str(k): float(v) for k, v in case.work.items()}
         if case.rtol is not None:
             entry["rtol"] = float(case.rtol)
         if case.atol is not None:

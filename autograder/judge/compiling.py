@@ -10,6 +10,8 @@ program is hostile data (`autograder.judge.exported` read it); here it is compil
   (`out_layouts`: split or replicated, over which axes), never from what the kernel says;
 - it is compiled with `namedaxes.judging.COMPILER_OPTIONS` (LLVM's level 0, without its expensive
   passes: less compile time, the same optimized HLO), as the visible checks compile it;
+- what one device computes and holds (`work`: FLOPs, peak memory, largest array, bytes each collective
+  delivers) is read from the same optimized per-device program, once per program;
 - its communication is read from the *optimized* HLO (`compiled.as_text()`): a collective whose
   result is unused is gone, `axis_index`, `pvary`/`pcast` and constant folding are not
   communication; replica groups are mapped back to the reference mesh's axis names;
@@ -31,11 +33,13 @@ import numpy as np
 
 from namedaxes.judging import (
     COMPILER_OPTIONS,
+    Work,
     describe_collective,
     group_axes,
     hlo_collectives,
     placed_layout,
     text_mesh,
+    work_of,
 )
 
 from ..limits import MAX_COMPILED
@@ -57,6 +61,7 @@ class Compiled:
     entry_in: tuple = ()  # the layout the program's signature states for each input (None: unstated)
     regions: tuple = ()  # `program_regions`: where each per-device region takes its inputs
     out_layouts: tuple = ()  # where each result lives once compiled (`placed_layout`)
+    work: Work | None = None  # what one device computes and holds (`namedaxes.judging.work_of`)
 
 
 _COMPILED: dict[str, Compiled] = {}
@@ -121,7 +126,8 @@ def _compile_fresh(exp, names: tuple[str, ...], sizes: tuple[int, ...], feed: tu
         return exp.call(*args, **kwargs)
 
     compiled = jax.jit(flat_call).lower(*args).compile(dict(COMPILER_OPTIONS))
-    found = hlo_collectives(compiled.as_text(), exp.nr_devices)
+    text = compiled.as_text()
+    found = hlo_collectives(text, exp.nr_devices)
     communication, axes, pairs = set(), set(), set()
     for op, reducer, groups in found:
         for axis in group_axes(groups, names, sizes):
@@ -143,4 +149,5 @@ def _compile_fresh(exp, names: tuple[str, ...], sizes: tuple[int, ...], feed: tu
         entry_in,
         program_regions(exp),
         out_layouts,
+        work_of(compiled, tuple(mesh.axis_names), tuple(mesh.devices.shape), exp.nr_devices, text=text),
     )

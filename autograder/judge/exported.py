@@ -5,15 +5,18 @@ executes student code. Threat model: a recorded observation is whatever the stud
 to write, so every byte of it is hostile data; here it is only ever *data*:
 
 - a case's program is `jax.export`-serialized StableHLO; it is deserialized (bytes that are not a
-  program at all are `Rejected` as unreadable), its custom calls are read for the judge's check
+  program at all are `Rejected` as unreadable), its custom calls are read from the parsed module (never
+  matched in its text, where MLIR may quote a target) for the judge's check
   against a small allow-list (`ALLOWED_CUSTOM_CALLS`: no host callbacks, nothing in it can call back
   into Python), it must have no effects, and its signature (input/output pytrees, shapes, dtypes,
   device count, mesh axes) must equal the reference program's;
 - its layouts, its mesh and its per-device regions (`pmap`'s or `shard_map`'s, read from the module's
   `sdy.manual_computation`s) are read by the grader from the exported module, never from what the
   kernel says about itself;
-- `fingerprint` is what decides a program's behaviour (its module without source locations, its
-  shardings and signature): a student's program equal to the reference's is the reference's own.
+- `fingerprint` is what decides a program's behaviour (its module without source locations, its signature
+  and every other field of the export but its name, e.g. which inputs the module keeps): a student's
+  program equal to the reference's is the reference's own, and the compile cache never runs one program
+  for another.
 """
 
 from __future__ import annotations
@@ -105,10 +108,25 @@ def load_program(blob: bytes):
 
 
 def custom_calls(exp) -> set[str]:
-    text = module_text(exp)
-    return set(re.findall(r"custom_call\s*@([\w.\-]+)", text)) | set(
-        re.findall(r'call_target_name\s*=\s*"([^"]+)"', text)
-    )
+    """The target of every custom call of the module, nested regions and private functions included, read
+    from the parsed module (its `call_target_name` attribute): a target MLIR prints quoted (`@"a.b-c"`) is
+    read like any other. A custom call whose target cannot be read is named `?` (never allowed)."""
+    from jax._src.interpreters import mlir
+    from jax._src.lib.mlir import ir
+
+    found: set[str] = set()
+
+    def visit(op):
+        if op.name == "stablehlo.custom_call":
+            try:
+                found.add(ir.StringAttr(op.attributes["call_target_name"]).value)
+            except (KeyError, ValueError, TypeError):
+                found.add("?")
+        return ir.WalkResult.ADVANCE
+
+    with mlir.make_ir_context(), ir.Location.unknown():
+        ir.Module.parse(module_text(exp)).operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
 
 
 def mesh_of(exp):
@@ -179,22 +197,21 @@ def signature(exp) -> dict:
 
 
 _LOC_RE = re.compile(r"\s*loc\((?:[^()]|\([^()]*\))*\)|^#loc\d*\s*=.*$", re.M)
+# The fields of an exported program that do not change what it computes: its name (for messages), its
+# serialized module (hashed as text without source locations instead) and the function that makes its
+# derivative (never called by the grader). Every other field, present and future, is in the fingerprint:
+# which inputs the module keeps (`module_kept_var_idx`: `lambda x, y: 2 * x` and `lambda x, y: 2 * y` have
+# one module), the calling convention, global constants, effects, the safety checks it disables.
+_NOT_BEHAVIOUR = frozenset({"fun_name", "mlir_module_serialized", "_get_vjp"})
 
 
 def fingerprint(exp) -> str:
-    """What decides a program's behaviour: its module without source locations, shardings, signature."""
+    """What decides a program's behaviour: its module without source locations, its signature and every
+    field of the exported program but `_NOT_BEHAVIOUR` (fail closed: a field JAX adds is covered)."""
+    import dataclasses
+
     text = _LOC_RE.sub("", module_text(exp))
     h = hashlib.sha256(text.encode())
-    h.update(
-        repr(
-            (
-                signature(exp),
-                exp._in_named_shardings,
-                exp._out_named_shardings,
-                exp.in_shardings_hlo,
-                exp.out_shardings_hlo,
-                exp.platforms,
-            )
-        ).encode()
-    )
+    fields = [(f.name, getattr(exp, f.name)) for f in dataclasses.fields(exp) if f.name not in _NOT_BEHAVIOUR]
+    h.update(repr((signature(exp), fields)).encode())
     return h.hexdigest()

@@ -20,10 +20,10 @@ only ever *data*. The judge's steps, one module each:
   (split or replicated, over which axes; `out_layout=False` in the reference's
   case leaves that open). A layout difference is reported as such, before values;
 - it is compiled for the grader's devices and its communication is read from the *optimized* HLO
-  (`autograder.judge.compiling`); a collective earns a point only if the results depend on it
-  (`namedaxes.judging.perturbed`: its results changed inside the program, the variant run on
-  the same hidden inputs, the outputs must change), so a discarded,
-  zero-multiplied or cancelled collective earns nothing;
+  (`autograder.judge.compiling`); a collective earns a point only if what it sends reaches the results
+  (`namedaxes.judging.perturbed`: its operands made again from shifted inputs inside the program, the
+  variant run on the same hidden inputs, the outputs must change), so a discarded, zero-multiplied or
+  cancelled collective, and one that sends zeros or a constant, earns nothing;
 - outputs and communication are compared with the reference program's on the
   same inputs (`autograder.judge.compare` rules: allclose values, every collective
   of the reference present).
@@ -53,6 +53,7 @@ from namedaxes.judging import (
     region_takes,
     split_axes,
     text_mesh,
+    work_excess,
 )
 
 from ..limits import MAX_CASES, MAX_ECHO_CHARS, MAX_ECHO_ITEMS, MAX_ERROR_CHARS
@@ -206,13 +207,15 @@ class Judge:
         shape,
         out: dict,
     ) -> bool:
-        """Do `exp`'s results on the hidden inputs change when its collectives described `desc` are changed
-        (`perturbed`)?"""
+        """Do `exp`'s results on the hidden inputs change when its collectives described `desc` are sent other
+        data (`perturbed`: their operands made from shifted inputs)?"""
         variant = perturbed(
             exp, desc, tuple(names), tuple(shape), perturb_factor(self.secret, grade_id, case), text=module_text(exp)
         )
         if variant is None:
             return True  # the optimizer made it (e.g. from a global-view program's resharding): keep it
+        if variant is exp:
+            return False  # its collectives of this kind send no data made from an input (a psum of zeros)
         seed = lambda: hidden_rng(self.secret, grade_id, str(entry["draw"].get("share", case)))  # noqa: E731
         base = out or hidden_outputs(prog, exp, entry["draw"], seed())
         moved = hidden_outputs(
@@ -334,6 +337,9 @@ class Judge:
                     diffs.append(layout)
                     unreadable = True  # its communication was not read: say nothing about it
                     continue
+                heavier = _work_difference(case, prog, ref_prog, entry.get("work") or {})
+                if heavier is not None:
+                    diffs.append(heavier)
                 try:
                     out = (
                         hidden_outputs(
@@ -427,6 +433,33 @@ def _input_names(exp) -> list[Words]:
         rest = jax.tree_util.keystr(tuple(keys[1:])) if keys else ""
         names.append(Words((say("layout_input_name", n=(first or 0) + 1), rest)))
     return names
+
+
+_WORK_KINDS = {
+    "flops": "work_flops",
+    "peak_bytes": "work_peak",
+    "largest_bytes": "work_largest",
+    "overlap": "work_overlap",
+}
+
+
+def _work_difference(case: str, got: Compiled, want: Compiled, limits: dict) -> Phrase | None:
+    """Does one device of `got` compute or hold more than the case's factor times the reference's
+    (`namedaxes.judging.work_excess`: FLOPs, peak memory, largest array of the optimized per-device program)?"""
+    if not limits or got.work is None or want.work is None:
+        return None
+    excess = work_excess(got.work, want.work, limits)
+    if excess is None:
+        return None
+    fact, ratio, factor = excess
+    return say(
+        _WORK_KINDS[fact],
+        case=case,
+        ratio=round(ratio, 1),
+        factor=factor,
+        got=getattr(got.work, fact),
+        want=getattr(want.work, fact),
+    )
 
 
 def _layout_difference(case: str, ref_exp, want: Compiled, got: Compiled, out_layout: bool) -> Phrase | None:

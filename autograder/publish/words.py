@@ -40,6 +40,18 @@ NUMBERS = {
     (Kind.OUTPUT_CELL_CAP, "limit"): "{:,}",
     (Kind.BUDGET_SPENT_ELSEWHERE, "seconds"): "{:g}",
     (Kind.WORKER_HUNG, "seconds"): "{:.0f}",
+    **{
+        (kind, name): "{:g}"
+        for kind in (Kind.WORK_FLOPS, Kind.WORK_PEAK, Kind.WORK_LARGEST)
+        for name in ("ratio", "factor")
+    },
+    (Kind.WORK_OVERLAP, "got"): "{:.0f}",
+    (Kind.WORK_OVERLAP, "want"): "{:.0f}",
+    **{
+        (kind, name): "{:,.0f}"
+        for kind in (Kind.WORK_FLOPS, Kind.WORK_PEAK, Kind.WORK_LARGEST)
+        for name in ("got", "want")
+    },
 }
 
 

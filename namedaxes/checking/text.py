@@ -87,10 +87,10 @@ TEXT = Messages(
             "{why}"
         ),
         "collective_unused": (
-            "`{name}` performs {collective}, but its result never reaches what `{name}` returns "
-            "(read from the compiled program: scaling what it delivers changes nothing, e.g. it is "
-            "multiplied by zero or discarded). Communication that does not reach the result counts "
-            "for nothing. {hint}"
+            "`{name}` performs {collective}, but nothing it carries between devices reaches what "
+            "`{name}` returns (read from the compiled program: sending other data through it changes "
+            "nothing, e.g. it sends zeros or a constant, or its result is multiplied by zero or "
+            "discarded). Communication that carries nothing to the result counts for nothing. {hint}"
         ),
         "a_collective": "a collective",
         # layouts and communication, read from the compiled program as the grader reads them (issue 16)

@@ -107,6 +107,11 @@ TEXT = {
         "for one mean, that of all the elements of all devices."
     ),
     "center_total": "It subtracts the total (`lax.psum`), not the mean (`lax.pmean`).",
+    "center_first_axis": (
+        "Each device here holds a block of shape {block}: it subtracts one mean per column, because "
+        "`jnp.mean(x, axis=0)` averages along the block's first axis only (on 1-D blocks that happens to "
+        "be every element). The exercise asks for one mean of all the elements: `jnp.mean(x)`."
+    ),
     "center_hard_coded": (
         "It is right over 8 devices but not here: is the number of devices hard-coded? "
         "`lax.pmean`, or `lax.psum(1, DEVICES)`, follows the size of the axis."
@@ -286,15 +291,25 @@ def _normal(r, shape) -> jax.Array:
 def _check_center(fn) -> None:
     name = "center"
     r = rng("center_check")
-    cases = (("pmap", _normal(r, (8, 3))), ("pmap", _normal(r, (4, 3))), ("vmap", _normal(r, (5, 3))))
+    # per-device blocks of one and two dimensions, and scalars: at least as varied as the hidden cases
+    cases = (
+        ("pmap", _normal(r, (8, 3))),
+        ("pmap", _normal(r, (4, 3))),
+        ("vmap", _normal(r, (5, 3))),
+        ("pmap", _normal(r, (4, 2, 3))),
+        ("pmap", _normal(r, (2,))),
+    )
     for how, x in cases:
         k = x.shape[0]
         out = _run(name, fn, x, how)
-        _expect_per_device(name, out, k, (3,), jnp.float32, how)
+        _expect_per_device(name, out, k, x.shape[1:], jnp.float32, how)
         want = x - x.mean()
         if same_values(out, want):
             continue
-        if same_values(out, x - x.mean(axis=1, keepdims=True)):
+        flat = x.reshape(k, -1)
+        if x.ndim > 2 and same_values(out, x - x.mean(axis=tuple(range(x.ndim - 1)))):
+            diagnosis = TEXT["center_first_axis"].format(block=tuple(x.shape[1:]))
+        elif same_values(out, x - flat.mean(axis=1).reshape((k,) + (1,) * (x.ndim - 1))):
             diagnosis = TEXT["center_local"].format(axis=DEVICES)
         elif same_values(out, x - x.mean(axis=0)):
             diagnosis = TEXT["center_per_position"]

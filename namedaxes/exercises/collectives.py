@@ -56,6 +56,7 @@ from namedaxes.exercises.shard_map import TEXT as shard_map_text
 from namedaxes.exercises.shard_map import _judge, expect_own_shard
 from namedaxes.grading import Case, programs
 from namedaxes.i18n import Messages
+from namedaxes.judging import Work, exported_work, work_excess
 from namedaxes.meshes import abstract_on as _on
 from namedaxes.meshes import line_mesh
 from namedaxes.meshes import placed as _placed
@@ -166,6 +167,11 @@ TEXT = {
         "That subtracts one median, that of all of x, from every element: each column has its own median."
     ),
     "median_mean": "That is x minus its column means; the exercise asks for the medians.",
+    "median_mean_of_medians": (
+        "That is x minus the mean of the devices' own column medians (with 2 rows a device, a median and "
+        "a mean agree; the mesh of {k} devices, {rows} rows each, tells them apart). A column's median needs "
+        "the whole column: gather the blocks, then take `jnp.median` of all of them."
+    ),
     "median_sign": "That is median - x: subtract the median from x, not the other way round.",
     "median_generic": (
         "The result does not change when `x` does: if you wrote numbers by hand, compute them "
@@ -266,6 +272,13 @@ TEXT = {
         "(reduce-scattered) before the update."
     ),
     "fsdp_generic": "Compare with `sgd_step(w, batch)` on one device, shard by shard.",
+    "fsdp_whole_batch": (
+        "`{name}` returns the right step with the right collectives, but one device computes {ratio}× the "
+        "reference's FLOPs on {k} devices ({got} against {want}, read from the compiled per-device program; "
+        "at most {factor}× is allowed): every device computes the gradient of the whole batch. The batch "
+        "stays split: each device takes `jax.grad` on its own examples only, and `lax.psum_scatter` adds "
+        "the devices' gradients."
+    ),
     "fsdp_why_gather": (
         "Gather the parameters before use with `lax.all_gather` over DATA_PARALLEL: that is what "
         "lets each device store only its shard."
@@ -445,7 +458,7 @@ def _expect_float32(name: str, out, where: str) -> None:
 
 # ---------------------------------------------------------------- graded observations
 def _observe_programs(
-    fn: Callable, cases: dict, *, structure: str, only: bool = False, out_layout: bool = True
+    fn: Callable, cases: dict, *, structure: str, only: bool = False, out_layout: bool = True, work=None
 ) -> dict:
     """The hidden observation of one test cell: exported programs of `fn` (`namedaxes.grading.programs`).
 
@@ -454,9 +467,13 @@ def _observe_programs(
     again, with `values=False`) makes the grader require every collective the reference performs, by
     kind and axis, read from the optimized HLO: `ppermute`, not a `psum`; a `psum_scatter`, not a `psum`
     and a slice. With `only`, that case also rejects every collective the reference does not perform
-    (a `psum` beside the required `ppermute`).
+    (a `psum` beside the required `ppermute`). `work` (`Case(work=...)`) judges how each value case's work
+    is split against the reference's.
     """
-    graded = {name: Case(_bound(fn, mesh), *inputs, out_layout=out_layout) for name, (mesh, inputs) in cases.items()}
+    graded = {
+        name: Case(_bound(fn, mesh), *inputs, out_layout=out_layout, work=work)
+        for name, (mesh, inputs) in cases.items()
+    }
     mesh, inputs = cases[structure]
     graded["collectives"] = Case(_bound(fn, mesh), *inputs, values=False, only_collectives=only, out_layout=out_layout)
     return programs(graded)
@@ -566,6 +583,25 @@ def _median_where(k, x) -> str:
     return _say("where_mesh", k=k, what=_say("what_blocks", shape=x.shape, rows=rows // k, cols=cols))
 
 
+def _median_mean_or_medians(name: str, fn: Callable, rows: int) -> str:
+    """x minus the column means, seen on blocks of `rows` rows: with 2 rows a device, the mean of the devices'
+    own medians is the column mean too, so a mesh with longer blocks tells the two mistakes apart."""
+    if rows > 2:
+        return _say("median_mean")
+    for k, x_np in _MEDIAN_CASES:
+        values = np.asarray(x_np, np.float64)
+        n, m = values.shape
+        if n // k <= 2:
+            continue
+        mesh = line_mesh(k)
+        got = np.asarray(_run(name, fn, mesh, _placed(x_np, mesh, P(DEVICES))), np.float64)
+        medians = np.median(values.reshape(k, -1, m), axis=1).mean(axis=0)
+        if got.shape == values.shape and same_values(got, values - medians, 1e-4):
+            return _say("median_mean_of_medians", k=k, rows=n // k)
+        break
+    return _say("median_mean")
+
+
 def _check_median_centered(fn: Callable) -> None:
     name = "median_centered"
     for k, x_np in _MEDIAN_CASES:
@@ -588,7 +624,7 @@ def _check_median_centered(fn: Callable) -> None:
             elif same_values(got, values - np.median(values), 1e-4):
                 hint = _say("median_all_values")
             elif same_values(got, values - values.mean(axis=0), 1e-4):
-                hint = _say("median_mean")
+                hint = _median_mean_or_medians(name, fn, values.shape[0] // k)
             elif same_values(got, -want, 1e-4):
                 hint = _say("median_sign")
             else:
@@ -920,6 +956,13 @@ def _sgd_step_np(w, batch) -> np.ndarray:
 
 FEATURES = 8
 _FSDP_CASES = ((8, 16), (4, 12), (2, 10))  # (devices, examples)
+# How the work is split (the grader's `Case(work=...)` on every case, the visible check on the first): one
+# device's FLOPs, read from the compiled per-device program, at most `_FSDP_FLOPS_FACTOR` times the
+# reference's (measured from the solution notebook's program on 8 devices on jax 0.10.2; 73 on 0.12.0.1; a test
+# keeps it within 10 %). Gathering
+# the whole batch on every device costs 8x (8 devices), 3.9x (4) and 2x (2); equivalent answers 1.1x at most.
+_FSDP_FLOPS_FACTOR = 1.5
+_FSDP_REFERENCE_FLOPS = 68.0
 
 
 def _fsdp_visible(k: int, n: int):
@@ -1007,6 +1050,24 @@ def _check_fsdp_step(fn: Callable) -> None:
         rules=_FSDP_RULES,
         facts=facts,
     )
+    k, n = _FSDP_CASES[0]  # how the work is split, on the largest mesh (where a whole batch costs most)
+    mesh = line_mesh(k, DATA_PARALLEL)
+    placed = _fsdp_placed(mesh, *_fsdp_visible(k, n))
+    with _explained(name, mesh, _FSDP_RULES):
+        work = exported_work(jax.export.export(jax.jit(lambda *a: fn(*a, mesh)))(*placed))
+    excess = work_excess(work, Work(_FSDP_REFERENCE_FLOPS, 0, 0), {"flops": _FSDP_FLOPS_FACTOR})
+    if excess is not None:
+        fail(
+            _say(
+                "fsdp_whole_batch",
+                name=name,
+                ratio=f"{excess[1]:.1f}",
+                k=k,
+                got=f"{work.flops:g}",
+                want=f"{_FSDP_REFERENCE_FLOPS:g}",
+                factor=f"{_FSDP_FLOPS_FACTOR:g}",
+            )
+        )
 
 
 def _observe_fsdp_step(fn: Callable) -> dict:
@@ -1017,7 +1078,7 @@ def _observe_fsdp_step(fn: Callable) -> dict:
         mesh = line_mesh(k, DATA_PARALLEL)
         batch = {"x": _on(mesh, (n, FEATURES), P(DATA_PARALLEL)), "y": _on(mesh, (n,), P(DATA_PARALLEL))}
         cases[f"k{k}_n{n}"] = (mesh, [_on(mesh, (FEATURES,), P(DATA_PARALLEL)), batch])
-    return _observe_programs(fn, cases, structure="k8_n16", only=True)
+    return _observe_programs(fn, cases, structure="k8_n16", only=True, work={"flops": _FSDP_FLOPS_FACTOR})
 
 
 fsdp_step = exercise(

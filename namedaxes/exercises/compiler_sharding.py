@@ -8,7 +8,9 @@ devices, and each exercise asks for something the notebook did not show verbatim
 1. `one_all_reduce_mlp(x, w1, w2, mesh)` (Auto mesh, inputs replicated): choose
    shardings (`with_sharding_constraint`, or `jax.jit`'s `in_shardings`) so that
    each device computes 1/k of the hidden layer and the compiled program has
-   exactly one all-reduce and no other collective; no collective written by hand.
+   exactly one all-reduce and no other collective; no collective written by hand. One device's FLOPs
+   (the compiled per-device program's cost analysis) are at most 1.5x the reference's: computing the
+   whole hidden layer everywhere and splitting it afterwards is refused.
    The notebook shows one matmul and its communication; the layout goal for two
    layers is the student's to find.
 2. `feature_correlation(x, mesh)` (Explicit 2-D mesh): the one-device correlation
@@ -60,6 +62,7 @@ from namedaxes import DATA_PARALLEL, MODEL_PARALLEL
 from namedaxes.checking import collectives, exercises_for, expect_array, explained, fail, progress_of, same_values
 from namedaxes.grading import Case, programs
 from namedaxes.i18n import Messages
+from namedaxes.judging import Work, exported_work, work_excess, work_of
 from namedaxes.meshes import abstract_on as _on
 from namedaxes.meshes import describe as _mesh_name
 from namedaxes.meshes import grid_mesh, line_mesh
@@ -117,6 +120,26 @@ TEXT = {
         "placed otherwise. Inside a traced function, `jax.lax.with_sharding_constraint` states a layout "
         "without that conflict."
     ),
+    "mesh_elsewhere": (
+        '`{name}` failed with JAX\'s error "{first}": a sharding in your function names a mesh other than '
+        "the `mesh` argument (one made in another cell, say). The check calls your function with meshes of "
+        "8, 4 and 2 devices: build every `NamedSharding` with the `mesh` argument."
+    ),
+    "ring_size": (
+        "`{name}` failed with JAX's error \"{first}\": the ring's pairs name more devices than the mesh has. "
+        "The check runs your function on meshes of 8, 4 and 2 devices: read the number of devices from the "
+        "mesh (`mesh.shape[MODEL_PARALLEL]`), not from a global such as the notebook's `k`."
+    ),
+    "reshard_auto": (
+        '`{name}` failed with JAX\'s error "{first}": `jax.reshard` works on a mesh of Explicit axes, and '
+        "this exercise's mesh is Auto. On an Auto mesh, state a layout with "
+        "`jax.lax.with_sharding_constraint(v, NamedSharding(mesh, P(...)))`."
+    ),
+    "set_mesh_in_jit": (
+        '`{name}` failed with JAX\'s error "{first}": the check calls your function under `jax.jit`, where '
+        "`jax.set_mesh` cannot be used. Name the mesh in each sharding instead: `NamedSharding(mesh, P(...))` "
+        "with the `mesh` argument."
+    ),
     "unbound": (
         "`{name}` calls a collective over '{axis}', but no `jax.shard_map` binds that axis there (JAX says: "
         '"{first}"). Collectives run inside the function you give `jax.shard_map`, over its mesh\'s axes.'
@@ -165,6 +188,13 @@ TEXT = {
         "`{name}` returns the right values, but its compiled program has {seen}; the goal is exactly one "
         "all-reduce and no other collective."
     ),
+    "mlp_whole_hidden": (
+        "`{name}` returns the right values with one all-reduce, but one device computes {ratio}× the "
+        "reference's FLOPs on {mesh} ({got} against {want}, read from the compiled per-device program; "
+        "at most {factor}× is allowed): every device computes the whole hidden layer and splits it "
+        "afterwards. Each device should compute only its 1/{k} share of `relu(x @ w1)`: split the hidden "
+        "layer where it is made (or `w1`'s columns), not after it."
+    ),
     "mlp_relu_order": "That is `relu(x @ w1 @ w2)`: the ReLU belongs between the two matmuls.",
     "mlp_no_relu": "That is `x @ w1 @ w2` without the ReLU on the hidden layer.",
     "mlp_generic": "Compare with `jax.nn.relu(x @ w1) @ w2` on one device.",
@@ -191,6 +221,18 @@ TEXT = {
         "split, so the partial products add up; here each step's product is its own block of rows."
     ),
     "cm_generic": "Compare with `x @ w` on one device, block of rows by block of rows.",
+    "cm_compiled_collectives": (
+        "`{name}` returns the right values, but its compiled program on {mesh} also performs {seen} (read "
+        "from the optimized program, as the grader reads it: the compiler inserted it, e.g. to gather an "
+        "operand or to lay out a result split otherwise). The exercise allows `lax.ppermute` over "
+        "MODEL_PARALLEL only: x's blocks travel, w stays, and the result comes out with its columns split like w's."
+    ),
+    "cm_not_interleaved": (
+        "`{name}` returns the right values with `lax.ppermute` only, but its compiled program on {mesh} runs "
+        "{got} of its matmuls before the last `ppermute` where the reference runs {want} (read from the "
+        "optimized program's schedule): the x blocks travel first and the products come after. Multiply "
+        "the block a device holds, then pass it on: each step's partial matmul between two sends."
+    ),
     "cm_gathers": (
         "`{name}` returns the right values, but it uses {seen}: that is the all-gather version. Move the x "
         "blocks with `lax.ppermute` around the ring instead, multiplying the block a device holds while "
@@ -272,6 +314,14 @@ def _rules(name: str):
             and "non-empty mesh in context" in text
         ):
             return _say("spec_without_mesh", name=name, first=first)
+        if isinstance(err, ValueError) and "incompatible devices for jitted computation" in text:
+            return _say("mesh_elsewhere", name=name, first=first)
+        if isinstance(err, ValueError) and "ppermute" in text and ("unique" in text or "range" in text):
+            return _say("ring_size", name=name, first=first)
+        if isinstance(err, ValueError) and "reshard" in text and "type Auto" in text:
+            return _say("reshard_auto", name=name, first=first)
+        if "set_mesh" in text and "outside of `jax.jit`" in text:
+            return _say("set_mesh_in_jit", name=name, first=first)
         if isinstance(err, ValueError) and "does not match the sharding on the respective arg" in text:
             return _say("jit_sharding_mismatch", name=name, first=first)
         if isinstance(err, ValueError) and "does not match the specs of the input" in text:
@@ -304,9 +354,9 @@ def _run(name: str, fn: Callable, mesh, *args):
         return _program(fn, mesh)(*args)
 
 
-def _compiled_text(name: str, fn: Callable, mesh, *args) -> str:
+def _compiled(name: str, fn: Callable, mesh, *args):
     with explained(name, rules=_rules(name)):
-        return _program(fn, mesh).lower(*args).compile().as_text()
+        return _program(fn, mesh).lower(*args).compile()
 
 
 def _written(name: str, fn: Callable, mesh, *args) -> set:
@@ -345,6 +395,12 @@ def _expect_layout(name: str, out, want: tuple, where: str, hint: str) -> None:
 # ---------------------------------------------------------------- 1. one_all_reduce_mlp
 # (devices, n examples, features in, hidden features, features out); hidden divides by the devices.
 _MLP_SHAPES = [(8, 4, 6, 16, 5), (4, 6, 5, 8, 3), (2, 3, 4, 6, 2)]
+# The work judged (the grader's `Case(work=...)` and the visible check alike): one device's FLOPs, read from
+# the compiled per-device program (XLA's cost analysis), at most `_MLP_FLOPS_FACTOR` times the reference's.
+# The reference's, per device count, measured from the solution notebook's program (a test keeps them true):
+# computing the whole hidden layer on every device costs 4.5x (8 devices), 2.75x (4) and 1.6x (2).
+_MLP_FLOPS_FACTOR = 1.5
+_MLP_REFERENCE_FLOPS = {8: 208.0, 4: 226.0, 2: 127.0}
 
 
 def _mlp_inputs(k, n, d, h, f, seed: int = 0):
@@ -363,6 +419,7 @@ def _mlp_np(x, w1, w2):
 
 def _check_one_all_reduce_mlp(fn: Callable) -> None:
     name = "one_all_reduce_mlp"
+    works = []
     for k, n, d, h, f in _MLP_SHAPES:
         mesh = auto_line_mesh(k)
         host = _mlp_inputs(k, n, d, h, f)
@@ -392,13 +449,31 @@ def _check_one_all_reduce_mlp(fn: Callable) -> None:
         written = _written(name, fn, mesh, *args)
         if written:
             fail(_say("mlp_wrote_collectives", name=name, seen=_seen_jaxpr(written)))
-        counts = count_collectives(_compiled_text(name, fn, mesh, *args))
+        compiled = _compiled(name, fn, mesh, *args)
+        counts = count_collectives(compiled.as_text())
         if not any(counts.values()):
             fail(_say("mlp_no_communication", name=name))
         if counts["all-gather"]:
             fail(_say("mlp_gathers", name=name, seen=_seen_hlo(counts)))
         if counts["all-reduce"] != 1 or sum(counts.values()) != 1:
             fail(_say("mlp_wrong_count", name=name, seen=_seen_hlo(counts)))
+        works.append((k, mesh, work_of(compiled, (MODEL_PARALLEL,), (k,), k)))
+    # how the work is split, once the communication is right on every mesh
+    for k, mesh, work in works:
+        excess = work_excess(work, Work(_MLP_REFERENCE_FLOPS[k], 0, 0), {"flops": _MLP_FLOPS_FACTOR})
+        if excess is not None:
+            fail(
+                _say(
+                    "mlp_whole_hidden",
+                    name=name,
+                    ratio=f"{excess[1]:.1f}",
+                    mesh=_mesh_name(mesh),
+                    got=f"{work.flops:g}",
+                    want=f"{_MLP_REFERENCE_FLOPS[k]:g}",
+                    factor=f"{_MLP_FLOPS_FACTOR:g}",
+                    k=k,
+                )
+            )
 
 
 def _observe_one_all_reduce_mlp(fn: Callable) -> dict:
@@ -416,6 +491,7 @@ def _observe_one_all_reduce_mlp(fn: Callable) -> dict:
             _on(mesh, (h, f), P()),
             rtol=1e-4,
             atol=1e-4,
+            work={"flops": _MLP_FLOPS_FACTOR},
         )
     k, n, d, h, f = _MLP_SHAPES[0]
     mesh = auto_line_mesh(k)
@@ -536,6 +612,14 @@ feature_correlation = exercise(
 _CM_SHAPES = [(8, 2, 6, 2), (4, 3, 5, 2), (2, 2, 4, 3)]
 
 
+# The schedule (the grader's `Case(work=...)` on every case, the visible check on 8 devices): the optimized
+# program runs at least 1 / `_CM_OVERLAP_FACTOR` of the reference's matmuls before its last ppermute (a loop
+# whose body does both counts as interleaved). The reference's on 8 devices, measured from the solution
+# notebook's program (a test keeps it true): 7 of its 8 matmuls. Sending every block first: 0.
+_CM_OVERLAP_FACTOR = 2.0
+_CM_REFERENCE_OVERLAP = 7
+
+
 def _cm_inputs(k, r, d, c, seed: int = 0):
     g = np.random.default_rng(30 + k + seed)
     return _f32(g.normal(size=(k * r, d))), _f32(g.normal(size=(d, k * c)))
@@ -588,6 +672,15 @@ def _check_collective_matmul_rows(fn: Callable) -> None:
         fail(_say("cm_gathers", name=name, seen=_seen_jaxpr(others)))
     if not any(p == "ppermute" and MODEL_PARALLEL in axes for p, axes in found):
         fail(_say("cm_no_ppermute", name=name, seen=_seen_jaxpr(found), axis=MODEL_PARALLEL))
+    # the schedule: partial matmuls interleaved with the sends, read from the program the grader compiles
+    with explained(name, rules=_rules(name)):
+        work = exported_work(jax.export.export(_program(fn, mesh))(x, w))
+    ring = f"ppermute over '{MODEL_PARALLEL}'"
+    inserted = sorted(d for d, _ in work.moved if d != ring)
+    if inserted:
+        fail(_say("cm_compiled_collectives", name=name, mesh=_mesh_name(mesh), seen=", ".join(inserted)))
+    if work_excess(work, Work(0.0, 0, 0, overlap=_CM_REFERENCE_OVERLAP), {"overlap": _CM_OVERLAP_FACTOR}):
+        fail(_say("cm_not_interleaved", name=name, mesh=_mesh_name(mesh), got=work.overlap, want=_CM_REFERENCE_OVERLAP))
 
 
 def _observe_collective_matmul_rows(fn: Callable) -> dict:
@@ -602,6 +695,7 @@ def _observe_collective_matmul_rows(fn: Callable) -> dict:
             _on(mesh, (d, k * c), P(None, MODEL_PARALLEL)),
             rtol=1e-4,
             atol=1e-4,
+            work={"overlap": _CM_OVERLAP_FACTOR},
         )
     k, r, d, c = _CM_SHAPES[0]
     mesh = explicit_line_mesh(k)

@@ -226,6 +226,10 @@ TEXT = {
         "steps, then the loss of `final_params`. It has shape {shape}.{hint}"
     ),
     "train_losses_one_short": " One entry short: the loss of `final_params` is missing at the end.",
+    "train_losses_no_start": (
+        " One entry short: the loss of the starting `params`, before the first step, is missing at the start."
+    ),
+    "train_losses_one_short_other": " One entry short.",
     "the_losses": "`losses`",
     "train_params": "{call} should end at {want}, but it ended at {got}. {more}",
     "train_steps_off": "Those are the parameters after {n} step(s): take exactly `steps` steps.",
@@ -630,7 +634,7 @@ def _check_train(fn: Callable) -> None:
     if isinstance(losses, jax.Array) and losses.ndim == 2 and losses.shape[0] in (steps, steps + 1):
         fail(_say("train_losses_per_device", call=call, shape=tuple(losses.shape)))
     if isinstance(losses, jax.Array) and losses.shape != (steps + 1,):
-        hint = _say("train_losses_one_short") if losses.shape == (steps,) else ""
+        hint = _one_short(losses, p, b, steps) if losses.shape == (steps,) else ""
         fail(_say("train_losses_shape", call=call, n=steps + 1, steps=steps, shape=tuple(losses.shape), hint=hint))
     _expect_scalar(_say("the_losses"), losses, (steps + 1,))
     ref_params, ref_losses = _ref_train(p, b, steps)
@@ -660,6 +664,17 @@ def _check_train(fn: Callable) -> None:
                 more=more,
             ).strip()
         )
+
+
+def _one_short(losses, p, b, steps: int) -> str:
+    """Which end of `losses` (one entry short) is missing, from its values: the starting loss or the last."""
+    ref_losses = _ref_train(p, b, steps)[1]
+    got = np.asarray(losses, float)
+    if same_values(got, ref_losses[:-1], dtype=float):
+        return _say("train_losses_one_short")
+    if same_values(got, ref_losses[1:], dtype=float):
+        return _say("train_losses_no_start")
+    return _say("train_losses_one_short_other")
 
 
 def _judge_train(fn: Callable) -> None:

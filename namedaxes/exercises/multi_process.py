@@ -126,8 +126,10 @@ TEXT = {
     ),
     "varying_output": (
         '`{name}` failed with JAX\'s error "{first}": `out_specs=P()` promises a value that is the same '
-        "on every device, but JAX sees a value that still differs per device (a device's own sum, "
-        "say). Combine the devices' values with a collective (`lax.psum`) before returning them."
+        "on every device, but JAX cannot tell that it is: either it still differs per device (a device's "
+        "own sum, say), or it comes from a collective whose result JAX types as per-device, such as "
+        "`lax.all_gather` (even though every device then holds the same values). Combine the devices' "
+        "values with `lax.psum`, whose result JAX knows to be the same everywhere, before returning them."
     ),
     "global_sharding": (
         '`{name}` failed with JAX\'s error "{first}": outside `jax.shard_map`, JAX refuses this operation '

@@ -67,6 +67,7 @@ from namedaxes.checking import (
 )
 from namedaxes.grading import Case, programs, rng, spec
 from namedaxes.i18n import Messages
+from namedaxes.judging import Work, exported_work, work_excess
 from namedaxes.model import LEARNING_RATE
 
 __all__ = [
@@ -87,6 +88,14 @@ exercise = exercises_for(__name__)  # this notebook's exercises: exercise(name, 
 progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
 
 FEATURES, EXAMPLES = 8, 16  # tp_dp_step: w has FEATURES entries, a batch EXAMPLES examples
+# tp_dp_step's work case: a wide w and few examples, so that all of w is the largest array a device could hold
+# (a device of the 2 x 4 grid holds 1/4 of w, 64 entries, and a 2 x 64 block of x). The grader
+# (`Case(work=...)`) and the visible check judge the largest array one device materializes, read from the
+# compiled per-device program, at most `_TP_LARGEST_FACTOR` times the reference's (`_TP_REFERENCE_LARGEST`
+# bytes, measured from the solution notebook's program; a test keeps it true). Gathering all of w: 2x.
+_TP_WORK_FEATURES, _TP_WORK_EXAMPLES, _TP_WORK_GRID = 256, 4, (2, 4)
+_TP_LARGEST_FACTOR = 1.5
+_TP_REFERENCE_LARGEST = 512
 
 # ---------------------------------------------------------------- every student-facing string
 TEXT = {
@@ -281,6 +290,14 @@ TEXT = {
         "Gathering blocks (of w, of x or of the partial products) hands every device of a row all of "
         "its partners' blocks; tensor parallelism keeps each device on its own shard of w and adds "
         "the partial products of a row with one `lax.psum` over MODEL_REPLICAS."
+    ),
+    "tp_holds_w": (
+        "`{name}` returns the right values with the right collectives, but one device materializes an "
+        "array of {got} bytes, {ratio}× the largest of the reference's ({want} bytes; read from the "
+        "compiled per-device program with w of {features} entries and {examples} examples on a 2 x 4 grid, "
+        "where at most {factor}× is allowed): a device gathers all of w (or another whole array). No device "
+        "may hold all of w: each keeps its own shard and the partial predictions of a row are added with "
+        "`lax.psum` over MODEL_REPLICAS."
     ),
     "tp_needs_data": (
         "`{name}` returns the right values, but over '{d}' it performs {seen}. The copies of a "
@@ -881,6 +898,42 @@ def _check_tp_dp_step(fn) -> None:
     specs = (((MODEL_REPLICAS,),), ((DATA_SHARDS,), (MODEL_REPLICAS,)), ((DATA_SHARDS,),))
     expect_regions(name, facts, ((tuple(sorted(GRID_AXES)), specs),), hint=_say("tp_layout_hint"))
     expect_output_layouts(name, facts, (((MODEL_REPLICAS,),),), hint=_say("tp_layout_hint"))
+    _expect_tp_work(name, fn)
+
+
+def _tp_work_args():
+    return (
+        jax.ShapeDtypeStruct((_TP_WORK_FEATURES,), jnp.float32),
+        jax.ShapeDtypeStruct((_TP_WORK_EXAMPLES, _TP_WORK_FEATURES), jnp.float32),
+        jax.ShapeDtypeStruct((_TP_WORK_EXAMPLES,), jnp.float32),
+    )
+
+
+def _expect_tp_work(name: str, fn) -> None:
+    """No device holds all of w: the largest array one device of the work case materializes (read from the
+    compiled per-device program, as the grader reads it) is at most `_TP_LARGEST_FACTOR` times the
+    reference's."""
+    mesh = grid_mesh(_TP_WORK_GRID)
+    where = _say(
+        "on_mesh_step", grid=_grid_words(_TP_WORK_GRID), features=_TP_WORK_FEATURES, examples=_TP_WORK_EXAMPLES
+    )
+    with _explained_run(name, where, "fix_tp_dp_step", _TP_WORK_GRID):
+        program = jax.jit(lambda w_, x_, y_: fn(w_, {"x": x_, "y": y_}, mesh))
+        work = exported_work(jax.export.export(program)(*_tp_work_args()))
+    excess = work_excess(work, Work(0.0, 0, _TP_REFERENCE_LARGEST), {"largest_bytes": _TP_LARGEST_FACTOR})
+    if excess is not None:
+        fail(
+            _say(
+                "tp_holds_w",
+                name=name,
+                got=work.largest_bytes,
+                ratio=f"{excess[1]:.1f}",
+                want=_TP_REFERENCE_LARGEST,
+                features=_TP_WORK_FEATURES,
+                examples=_TP_WORK_EXAMPLES,
+                factor=f"{_TP_LARGEST_FACTOR:g}",
+            )
+        )
 
 
 def _observe_tp_dp_step(fn) -> dict:
@@ -894,6 +947,7 @@ def _observe_tp_dp_step(fn) -> dict:
         cases[f"{grid[0]}x{grid[1]}"] = Case(program, *args)
         if grid == (2, 4):
             cases["collectives"] = Case(program, *args, values=False)
+            cases["work"] = Case(program, *_tp_work_args(), work={"largest_bytes": _TP_LARGEST_FACTOR})
     return programs(cases)
 
 

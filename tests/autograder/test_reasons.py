@@ -76,3 +76,32 @@ def test_a_verdict_from_the_pipe_is_bounded_and_passes_only_without_findings():
     with pytest.raises(ValueError):
         Phrase.from_json(deep)
     assert Verdict.from_json({"passed": 1, "differences": []}).passed is False  # only `true` passes
+
+
+def test_whatever_the_judge_puts_in_a_finding_the_pipe_reads_it_back():
+    """Issue 34: "the grader could not judge this cell (unreadable verdict)" came from a verdict whose findings
+    the pipe refused. Flags, None, NumPy numbers, tuples, long word lists, deep nesting and many fields are
+    written as what the parser accepts, so every verdict the judge makes crosses the pipe."""
+    import json
+
+    deep = phrase("no_comm")
+    for _ in range(12):
+        deep = phrase("comm_missing", missing=Words((deep,), ", "), seen="x")
+    awkward = phrase(
+        "work_flops",
+        case="k8",
+        ratio=np.float32(4.5),
+        factor=np.int64(2),
+        got=True,
+        want=None,
+        **{f"extra{i}": (i, "t") for i in range(20)},
+    )
+    many = phrase("comm_missing", missing=Words(tuple(f"p{i}" for i in range(500)), ", "), seen=deep)
+    verdict = Verdict(False, (awkward, many))
+    back = Verdict.from_json(json.loads(json.dumps(verdict.to_json())))
+    assert not back.passed and [d.kind for d in back.differences] == [Kind.WORK_FLOPS, Kind.COMM_MISSING]
+    first, second = back.differences
+    assert first.get("ratio") == 4.5 and first.get("factor") == 2 and first.get("got") == "True"
+    assert first.get("want") == "None" and len(first.fields) == 12
+    words = second.get("missing")
+    assert isinstance(words, Words) and len(words.parts) == 64 and words.parts[-1] == "…"

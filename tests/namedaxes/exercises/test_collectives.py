@@ -140,6 +140,11 @@ MEDIAN_WRONG = {
         _mapped(lambda b: b - jnp.median(b, axis=0)),
         r"(?s)wrong values \(mesh of 8 devices.*column medians of its own rows.*gather",
     ),
+    "mean of the devices' medians": (  # issue 34: on 2 rows a device it looked like column means
+        _mapped(lambda b: b - lax.pmean(jnp.median(b, axis=0), DEVICES)),
+        r"(?s)wrong values.*That is x minus the mean of the devices' own column medians \(with 2 rows a device, "
+        r"a median and a mean agree; the mesh of \d devices, 3 rows each, tells them apart\)",
+    ),
     "mean instead of median": (
         _mapped(lambda b: b - jnp.mean(lax.all_gather(b, DEVICES, tiled=True), axis=0)),
         r"(?s)wrong values.*x minus its column means",
@@ -288,7 +293,7 @@ SCATTER_WRONG = {
     # issue 16: read the grader's way, a psum_scatter that does not reach the result counts for nothing
     "a dead psum_scatter beside a psum": (
         _dead_scatter_beside_psum,
-        r"(?s)performs psum_scatter over 'devices', but its result never reaches what "
+        r"(?s)performs psum_scatter over 'devices', but nothing it carries between devices reaches what "
         r"`sum_scatter_columns` returns",
     ),
     "unanswered": (_not_written, r"`sum_scatter_columns` is not written yet"),
@@ -693,6 +698,29 @@ def test_fsdp_step_observations_of_equivalent_answers_match():
         assert _matches(observe(q.fsdp_step, answer), reference)
 
 
+def test_fsdp_step_work_is_judged_against_the_references_flops():
+    """The visible check's reference FLOPs are the reference program's, measured as the grader measures them;
+    the grader refuses the whole batch on every device for its FLOPs on every mesh."""
+    from namedaxes import judging
+
+    k, n = q._FSDP_CASES[0]
+    mesh = q.line_mesh(k, DATA_PARALLEL)
+    placed = q._fsdp_placed(mesh, *q._fsdp_visible(k, n))
+    program = jax.jit(lambda *a: ref_fsdp_step(*a, mesh))
+    measured = judging.exported_work(jax.export.export(program)(*placed)).flops
+    # XLA's cost analysis of this program differs by a few FLOPs between JAX lines (68 on jax 0.10.2, 73 on
+    # 0.12.0.1); the judged factor, 1.5, leaves room for that, and the whole batch costs 8x
+    assert q._FSDP_REFERENCE_FLOPS * 0.9 <= measured <= q._FSDP_REFERENCE_FLOPS * 1.1, measured
+    verdict = judge_observations(observe(q.fsdp_step, ref_fsdp_step), observe(q.fsdp_step, _fsdp(_whole_batch)))
+    reason = verdict.reason(limit=8)
+    assert not verdict.passed, reason
+    # 8x (546 against 68) and 2x on jax 0.10.2; 7.7x (563 against 73) and 1.9x on 0.12.0.1
+    assert re.search(
+        r"k8_n16: work: one device computes (7\.\d|8(\.\d)?)× the reference's FLOPs \(5\d\d against", reason
+    )
+    assert re.search(r"k2_n10: work: one device computes (1\.9|2)× the reference's FLOPs", reason), reason
+
+
 def test_fsdp_reference_is_one_sgd_step():
     w, batch = q._fsdp_visible(4, 12)
     np.testing.assert_allclose(q._sgd_step_np(w, batch), q.sgd_step(w, batch), rtol=1e-5, atol=1e-6)
@@ -703,8 +731,21 @@ def _whole_w(ws, lb, k):
     return full - LEARNING_RATE * lax.pmean(jax.grad(loss_fn)(full, lb), DATA_PARALLEL)
 
 
+def _whole_batch(ws, lb, k):
+    """Issue 34: right step, both collectives, but every device gathers the whole batch and computes the
+    gradient of all of it (the batch should stay split)."""
+    full = jax.tree.map(lambda a: lax.all_gather(a, DATA_PARALLEL, tiled=True), lb)
+    return ws - LEARNING_RATE * lax.psum_scatter(jax.grad(loss_fn)(_gathered(ws), full), DATA_PARALLEL, tiled=True) / k
+
+
 FSDP_WRONG = {
     "unanswered": (_not_written, r"`fsdp_step` is not written yet"),
+    "whole batch on every device": (
+        _fsdp(_whole_batch),
+        r"`fsdp_step` returns the right step with the right collectives, but one device computes 8\.0× the "
+        r"reference's FLOPs on 8 devices \(546 against 68, .*at most 1\.5× is allowed\): every device "
+        r"computes the gradient of the whole batch",
+    ),
     "sum, not mean": (
         _fsdp(
             lambda ws, lb, k: (

@@ -122,8 +122,55 @@ def _relu_last(x, w1, w2, mesh):
     return lax.with_sharding_constraint(jax.nn.relu(hidden @ w2), NamedSharding(mesh, P()))
 
 
+def _whole_hidden(x, w1, w2, mesh):
+    """Issue 34: one all-reduce and the right values, but every device computes the whole hidden layer
+    (`dot f32[4,16]` where the reference has `f32[4,2]`) and splits it afterwards."""
+    hidden = lax.with_sharding_constraint(jax.nn.relu(x @ w1), NamedSharding(mesh, P()))
+    hidden = lax.with_sharding_constraint(hidden, NamedSharding(mesh, P(None, M)))
+    return lax.with_sharding_constraint(hidden @ w2, NamedSharding(mesh, P()))
+
+
+_OTHER_CELLS_MESH = q.auto_line_mesh(8)  # a mesh made in another cell of the notebook
+
+
+def _mesh_of_another_cell(x, w1, w2, mesh):
+    hidden = lax.with_sharding_constraint(jax.nn.relu(x @ w1), NamedSharding(_OTHER_CELLS_MESH, P(None, M)))
+    return lax.with_sharding_constraint(hidden @ w2, NamedSharding(_OTHER_CELLS_MESH, P()))
+
+
+def _reshard_on_auto(x, w1, w2, mesh):
+    hidden = jax.reshard(jax.nn.relu(x @ w1), NamedSharding(mesh, P(None, M)))
+    return jax.reshard(hidden @ w2, NamedSharding(mesh, P()))
+
+
+def _set_mesh_in_jit(x, w1, w2, mesh):
+    with jax.set_mesh(mesh):
+        hidden = lax.with_sharding_constraint(jax.nn.relu(x @ w1), P(None, M))
+        return lax.with_sharding_constraint(hidden @ w2, P())
+
+
 MLP_WRONG = {
     "unanswered": (_not_written, r"`one_all_reduce_mlp` is not written yet"),
+    # issue 34: JAX's errors translated, as notebooks 05 and 07 do
+    "a mesh from another cell": (
+        _mesh_of_another_cell,
+        r"(?s)failed with JAX's error \"Received incompatible devices.*names a mesh other than the `mesh` argument",
+    ),
+    "jax.reshard on an Auto mesh": (
+        _reshard_on_auto,
+        r"(?s)failed with JAX's error .*`jax\.reshard` works on a mesh of Explicit axes, and this exercise's mesh "
+        r"is Auto",
+    ),
+    "jax.set_mesh inside jit": (
+        _set_mesh_in_jit,
+        r"(?s)the check calls your function under `jax\.jit`, where `jax\.set_mesh` cannot be used",
+    ),
+    "whole hidden layer on every device": (
+        _whole_hidden,
+        r"(?s)right values with one all-reduce, but one device computes 4\.5× the reference's FLOPs on "
+        r"8 model_parallel_axis.*\(936 against 208, .*at most 1\.5× is allowed\): every device computes the "
+        r"whole hidden layer.*its 1/8 share",
+    ),
     "no layout at all": (
         lambda x, w1, w2, mesh: _mlp(x, w1, w2),
         r"(?s)right values, but its compiled program has no collective.*whole MLP",
@@ -154,6 +201,22 @@ def test_one_all_reduce_mlp_observations_reject_wrong_answers():
     reason = _why_not(observe(q.one_all_reduce_mlp, _split_rows), reference)
     assert f"all_gather over '{M}', which this exercise does not allow" in reason, reason
     assert "written per device over" in _why_not(observe(q.one_all_reduce_mlp, _written_psum), reference)
+
+
+def test_one_all_reduce_mlp_work_is_judged_against_the_references_flops():
+    """The visible check's reference FLOPs are the reference program's, measured here as the grader measures
+    them; the grader refuses the whole hidden layer for its FLOPs, saying by how much."""
+    from namedaxes import judging
+
+    for k, n, d, h, f in q._MLP_SHAPES:
+        mesh = q.auto_line_mesh(k)
+        args = [jax.device_put(a, NamedSharding(mesh, P())) for a in q._mlp_inputs(k, n, d, h, f)]
+        compiled = q._compiled("one_all_reduce_mlp", ref_one_all_reduce_mlp, mesh, *args)
+        assert judging.work_of(compiled, (M,), (k,), k).flops == q._MLP_REFERENCE_FLOPS[k]
+    reference = observe(q.one_all_reduce_mlp, ref_one_all_reduce_mlp)
+    reason = _why_not(observe(q.one_all_reduce_mlp, _whole_hidden), reference)
+    assert "k8: work: one device computes 4.5× the reference's FLOPs (936 against 208" in reason, reason
+    assert "this exercise allows 1.5×" in reason, reason
 
 
 def test_count_collectives_reads_compiled_text():
@@ -411,8 +474,83 @@ def ref_local(xb, wb, k):
     return out
 
 
+def _sends_first(xb, wb, k):
+    """Issue 34: every x block travels the ring first, then one matmul of the assembled x (no overlap)."""
+    i, rows = lax.axis_index(M), xb.shape[0]
+    whole = jnp.zeros((k * rows, xb.shape[1]), xb.dtype)
+    for s in range(k):
+        whole = lax.dynamic_update_slice_in_dim(whole, xb, ((i - s) % k) * rows, axis=0)
+        if s < k - 1:
+            xb = lax.ppermute(xb, M, perm=[(j, (j + 1) % k) for j in range(k)])
+    return whole @ wb
+
+
+def _w_travels_then_reshard(x, w, mesh):
+    """w's column blocks travel the ring (each device computes its rows of x @ w), then the result is
+    resharded to the asked layout: the compiler adds an all-to-all."""
+    k = mesh.shape[M]
+
+    def local(xb, wb):
+        i, cols = lax.axis_index(M), wb.shape[1]
+        out = jnp.zeros((xb.shape[0], k * cols), xb.dtype)
+        for s in range(k):
+            out = lax.dynamic_update_slice_in_dim(out, xb @ wb, ((i - s) % k) * cols, axis=1)
+            if s < k - 1:
+                wb = lax.ppermute(wb, M, perm=[(j, (j + 1) % k) for j in range(k)])
+        return out
+
+    rows = jax.shard_map(local, mesh=mesh, in_specs=(P(M, None), P(None, M)), out_specs=P(M, None))(x, w)
+    return jax.reshard(rows, NamedSharding(mesh, P(None, M)))
+
+
+def _compiler_gathers_beside_dead_ring(x, w, mesh):
+    """The compiler gathers x (`jax.reshard` to P()); a ppermute multiplied by zero stands beside it."""
+    k = mesh.shape[M]
+    whole = jax.reshard(x, NamedSharding(mesh, P()))
+
+    def local(x_all, xb, wb):
+        moved = lax.ppermute(xb, M, perm=[(j, (j + 1) % k) for j in range(k)])
+        return x_all @ wb + 0.0 * jnp.sum(moved)
+
+    return jax.shard_map(local, mesh=mesh, in_specs=(P(), P(M, None), P(None, M)), out_specs=P(None, M))(whole, x, w)
+
+
+NOTEBOOK_K = 8  # the notebook's global `k`, read inside an answer
+
+
+def _global_k(xb, wb, k):
+    i, rows = lax.axis_index(M), xb.shape[0]
+    out = jnp.zeros((NOTEBOOK_K * rows, wb.shape[1]), xb.dtype)
+    for s in range(NOTEBOOK_K):
+        out = lax.dynamic_update_slice_in_dim(out, xb @ wb, ((i - s) % NOTEBOOK_K) * rows, axis=0)
+        if s < NOTEBOOK_K - 1:
+            xb = lax.ppermute(xb, M, perm=[(j, (j + 1) % NOTEBOOK_K) for j in range(NOTEBOOK_K)])
+    return out
+
+
 CM_WRONG = {
     "unanswered": (_not_written, r"`collective_matmul_rows` is not written yet"),
+    # issue 34: the visible check reads the compiled program's collectives as the grader does
+    "w's blocks travel, the result resharded": (
+        _w_travels_then_reshard,
+        r"`collective_matmul_rows` returns the right values, but its compiled program on 8 model_parallel_axis "
+        r"also performs all_to_all over 'model_parallel_axis' \(read from the optimized program",
+    ),
+    "the compiler gathers x beside a ppermute times zero": (
+        _compiler_gathers_beside_dead_ring,
+        r"`collective_matmul_rows` returns the right values, but its compiled program on 8 model_parallel_axis "
+        r"also performs all_gather over 'model_parallel_axis'",
+    ),
+    "the notebook's global k = 8 on 4 devices": (
+        _ring(_global_k),
+        r"(?s)failed with JAX's error .*the ring's pairs name more devices than the mesh has.*"
+        r"`mesh\.shape\[MODEL_PARALLEL\]`",
+    ),
+    "every block sent first, then one matmul": (
+        _ring(_sends_first),
+        r"`collective_matmul_rows` returns the right values with `lax\.ppermute` only, but its compiled program "
+        r"on 8 model_parallel_axis runs 0 of its matmuls before the last `ppermute` where the reference runs 7",
+    ),
     "the all-gather version": (_ring(_gathered), r"(?s)right values, but it uses all_gather.*the all-gather version"),
     "partial products added, as in section 5": (
         _ring(_added),
@@ -432,6 +570,27 @@ CM_WRONG = {
 @pytest.mark.parametrize("answer, match", CM_WRONG.values(), ids=CM_WRONG.keys())
 def test_collective_matmul_rows_rejects(answer, match):
     assert_check_fails(q.collective_matmul_rows.check, answer, match=match)
+
+
+def test_collective_matmul_rows_schedule_is_judged_against_the_references():
+    """The visible check's reference schedule is the reference program's, read as the grader reads it; the
+    grader refuses the blocks sent first for its schedule; a fori_loop whose body sends and multiplies
+    overlaps."""
+    from namedaxes import judging
+
+    k, r, d, c = q._CM_SHAPES[0]
+    mesh = q.explicit_line_mesh(k)
+    x = jax.device_put(np.ones((k * r, d), np.float32), NamedSharding(mesh, P(M, None)))
+    w = jax.device_put(np.ones((d, k * c), np.float32), NamedSharding(mesh, P(None, M)))
+    for answer, overlap in ((ref_collective_matmul_rows, q._CM_REFERENCE_OVERLAP), (_ring(_sends_first), 0)):
+        exp = jax.export.export(q._program(answer, mesh))(x, w)
+        assert judging.exported_work(exp).overlap == overlap
+    assert judging.exported_work(jax.export.export(q._program(_ring(_fori_left), mesh))(x, w)).overlap > 7
+    reference = observe(q.collective_matmul_rows, ref_collective_matmul_rows)
+    reason = _why_not(observe(q.collective_matmul_rows, _ring(_sends_first)), reference)
+    assert "k8: schedule: the compiled program runs 0 of its matmuls before its last ppermute, the reference 7" in (
+        reason
+    ), reason
 
 
 def test_collective_matmul_rows_observations_reject_wrong_answers():

@@ -346,7 +346,7 @@ def test_update_step_structure_stage_both_ways():
         dead,
         params,
         sharded,
-        match=r"performs psum over 'data_parallel_axis', but its result never reaches",
+        match=r"performs psum over 'data_parallel_axis', but nothing it carries between devices reaches",
     )
     for fn in STEP_RIGHT:
         assert_check_passes(q._expect_averages, fn, params, sharded)
@@ -468,7 +468,12 @@ TRAIN_WRONG = [
     (
         train_before_steps_only,
         r"shape \(6,\): the full-batch loss before each of the 5 steps, then the loss "
-        r"of `final_params`\. It has shape \(5,\)\. One entry short",
+        r"of `final_params`\. It has shape \(5,\)\. One entry short: the loss of `final_params` is missing at the end",
+    ),
+    (  # issue 34: the starting loss left out is not told the last one is missing
+        lambda p, b, s: (train_ref(p, b, s)[0], train_ref(p, b, s)[1][1:]),
+        r"It has shape \(5,\)\. One entry short: the loss of the starting `params`, before the first step, is "
+        r"missing at the start",
     ),
     (train_last_repeated, r"(?s)All entries but the last are right.*not the loss before the last step"),
     (lambda p, b, s: (train_ref(p, b, s + 1)[0], train_ref(p, b, s)[1]), r"parameters after 6 step\(s\)"),

@@ -362,6 +362,11 @@ METRICS_WRONG = {
         _with(total=lambda b: jnp.sum(b)),
         r"(?s)`out_specs=P\(\)` promises.*still differs per device.*lax\.psum",
     ),
+    "gathered total returned with P()": (  # issue 34: the same on every device, typed per-device by JAX
+        _with(total=lambda b: jnp.sum(lax.all_gather(b, DEVICES))),
+        r"(?s)`out_specs=P\(\)` promises.*cannot tell that it is.*such as `lax\.all_gather` \(even though every "
+        r"device then holds the same values\).*`lax\.psum`",
+    ),
     "misspelled axis": (
         _with(total=lambda b: lax.psum(jnp.sum(b), "device")),
         r"(?s)empty AssertionError.*the axis 'devices'",

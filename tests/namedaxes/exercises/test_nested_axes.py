@@ -12,7 +12,15 @@ import pytest
 from jax import lax
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
-from judge_helpers import agreement_test, assert_check_fails, assert_check_passes, derived, observations_match, observe
+from judge_helpers import (
+    agreement_test,
+    assert_check_fails,
+    assert_check_passes,
+    derived,
+    judge_observations,
+    observations_match,
+    observe,
+)
 
 from namedaxes import DATA_SHARDS, GRID_AXES, GRID_SHAPE, MODEL_REPLICAS
 from namedaxes.exercises import nested_axes as q
@@ -371,7 +379,8 @@ ROW_NORMALIZE_WRONG += [
     ),
     (
         _row_normalize_dead_psum,
-        r"performs psum over 'model_replicas', but its result never reaches what `row_normalize` returns",
+        r"performs psum over 'model_replicas', but nothing it carries between devices reaches what "
+        r"`row_normalize` returns",
     ),
     (
         lambda x, mesh: jax.lax.with_sharding_constraint(row_normalize_ref(x, mesh), NamedSharding(mesh, P())),
@@ -493,6 +502,19 @@ def _tp_gather_everything_dead_psum(w, batch, mesh):
     return _tp(body)(w, batch, mesh)
 
 
+def _tp_gathers_w_keeps_psum(w, batch, mesh):
+    """Issue 34: right values, a psum over MODEL_REPLICAS for the predictions, but every device gathers all of
+    w and slices its shard from it (the statement says no device may)."""
+
+    def body(wb, xb, yb):
+        w_all = lax.all_gather(wb, M, tiled=True)
+        k, i = xb.shape[1], lax.axis_index(M)
+        prediction = lax.psum(xb @ lax.dynamic_slice_in_dim(w_all, i * k, k), M)
+        return lax.dynamic_slice_in_dim(w_all, i * k, k) - LR * lax.pmean(_grad(xb, prediction, yb), D)
+
+    return _tp(body)(w, batch, mesh)
+
+
 TP_DP_STEP_RIGHT = [
     tp_dp_step_ref,
     _tp(_tp_grad_of_mean_loss),
@@ -577,8 +599,15 @@ TP_DP_STEP_WRONG += [
         r"split along dimension 0 over 'model_replicas'",
     ),
     (
+        _tp_gathers_w_keeps_psum,
+        r"`tp_dp_step` returns the right values with the right collectives, but one device materializes an "
+        r"array of 1024 bytes, 2\.0× the largest of the reference's \(512 bytes; .*w of 256 entries and 4 "
+        r"examples on a 2 x 4 grid, where at most 1\.5× is allowed\): a device gathers all of w",
+    ),
+    (
         _tp_gather_everything_dead_psum,
-        r"performs psum over 'model_replicas', but its result never reaches what `tp_dp_step` returns",
+        r"performs psum over 'model_replicas', but nothing it carries between devices reaches what "
+        r"`tp_dp_step` returns",
     ),
     (
         _tp(
@@ -596,6 +625,22 @@ TP_DP_STEP_WRONG += [
         r"dimension 0 over 'model_replicas'",
     ),
 ]
+
+
+def test_tp_dp_step_work_is_judged_against_the_references_largest_array():
+    """The visible check's reference size is the reference program's, measured as the grader measures it; the
+    grader refuses a step that gathers all of w for the size of its largest array."""
+    from namedaxes import judging
+
+    mesh = q.grid_mesh(q._TP_WORK_GRID)
+    program = jax.jit(lambda w, x, y: tp_dp_step_ref(w, {"x": x, "y": y}, mesh))
+    work = judging.exported_work(jax.export.export(program)(*q._tp_work_args()))
+    assert work.largest_bytes == q._TP_REFERENCE_LARGEST
+    reference = observe(q.tp_dp_step, tp_dp_step_ref)
+    verdict = judge_observations(reference, observe(q.tp_dp_step, _tp_gathers_w_keeps_psum))
+    reason = verdict.reason(limit=8)
+    assert not verdict.passed and "work: memory: one device materializes an array of 2× the size" in reason, reason
+    assert "(1,024 against 512 bytes" in reason and "this exercise allows 1.5×" in reason, reason
 
 
 def test_tp_dp_step_that_gathers_predictions_is_not_told_it_holds_all_of_w():

@@ -27,6 +27,11 @@ def _matches(student: dict, reference: dict) -> bool:
 
 
 # ---------------------------------------------------------------- scaled_sum
+def _gathered(x):
+    """The right total from an `all_gather` (right values, no psum point)."""
+    return jnp.sum(lax.all_gather(x * 2.0, DEVICES), axis=0)
+
+
 def ref_scaled_sum(x):
     return lax.psum(x * 2.0, axis_name=DEVICES)
 
@@ -137,7 +142,32 @@ USES_PSUM_WRONG = {
     # issue 16: a psum multiplied by zero stays in the compiled program, but its result reaches nothing
     "dead psum": (
         lambda x: jnp.sum(lax.all_gather(x * 2.0, DEVICES), axis=0) + 0.0 * lax.psum(x, DEVICES),
-        r"performs psum over 'devices', but its result never reaches what `scaled_sum` returns",
+        r"performs psum over 'devices', but nothing it carries between devices reaches what `scaled_sum` returns",
+    ),
+    # issue 34: a psum whose result reaches the output but that carries no data earns nothing
+    "psum of zeros added": (
+        lambda x: _gathered(x) + lax.psum(x * 0.0, DEVICES),
+        r"performs psum over 'devices', but nothing it carries between devices reaches what `scaled_sum` returns",
+    ),
+    "psum of zeros in a cond branch": (
+        lambda x: lax.cond(jnp.sum(x) > -1e30, lambda t: t + lax.psum(x * 0.0, DEVICES), lambda t: t, _gathered(x)),
+        r"performs psum over 'devices', but nothing it carries between devices reaches what `scaled_sum` returns",
+    ),
+    "psum of zeros in a data-dependent while_loop": (
+        lambda x: lax.while_loop(
+            lambda c: c[1] < 1 + (jnp.sum(x) > 0),
+            lambda c: (c[0] + lax.psum(x * 0.0, DEVICES), c[1] + 1),
+            (_gathered(x), 0),
+        )[0],
+        r"performs psum over 'devices', but nothing it carries between devices reaches what `scaled_sum` returns",
+    ),
+    "psum of x - x": (
+        lambda x: _gathered(x) + lax.psum(x - x, DEVICES),
+        r"performs psum over 'devices', but nothing it carries between devices reaches what `scaled_sum` returns",
+    ),
+    "psum of a constant": (
+        lambda x: _gathered(x) + lax.psum(jnp.ones_like(x), DEVICES) - lax.psum(1, DEVICES),
+        r"performs psum over 'devices', but nothing it carries between devices reaches what `scaled_sum` returns",
     ),
 }
 # The psum point is about psum only: an unscaled total passes it (the values cell's job is the factor 2.0).
