@@ -124,7 +124,7 @@ lab: venv fonts
 	@exec env $(LAB_ENV) $(EXCHANGE_ENV) NAMEDAXES_WORK="$(abspath $(LAB_OPEN))" $(if $(STUDENT),JUPYTERHUB_USER="$(STUDENT)") \
 	  $(if $(ZH),NAMEDAXES_COURSE_ID=namedaxes-zh) \
 	  $(BIN)/python -m tools.serve --port $(PORT) --path /lab $(if $(LAB_TOKEN),--token "$(LAB_TOKEN)") -- \
-	  $(BIN)/jupyter lab --notebook-dir="$(LAB_OPEN)" --port=$(PORT) --no-browser $(LAB_ARGS)
+	  $(BIN)/jupyter lab --notebook-dir="$(LAB_OPEN)" --no-browser $(LAB_ARGS)
 
 # Merge a newer release into the workspace: notebooks/ (after `git pull`), or with STUDENT=ID the
 # exchange's release. Every changed notebook is backed up first (LAB_DIR/.backups/); YES=1 merges
@@ -153,8 +153,7 @@ formgrader: venv
 	@cd "$(COURSE)" && exec env JUPYTER_CONFIG_PATH="$(FORMGRADER_CONFIG_PATH)" JUPYTER_PATH="$(CURDIR)/jupyter/data" $(EXCHANGE_ENV) \
 	  "$(CURDIR)/$(BIN)/python" -m tools.serve --port $(PORT) --path /formgrader --what formgrader \
 	  $(if $(LAB_TOKEN),--token "$(LAB_TOKEN)") -- \
-	  "$(CURDIR)/$(BIN)/jupyter" lab --port=$(PORT) \
-	  --no-browser --allow-root --ServerApp.port_retries=0 $(LAB_ARGS)
+	  "$(CURDIR)/$(BIN)/jupyter" lab --no-browser --allow-root $(LAB_ARGS)
 
 # Instructors: nbgrader's hand-in loop (tools/handin.py; docs/instructors.md): make roster ROSTER=students.csv
 # (id,first_name,last_name,email), make release [ASSIGNMENT=id], students fetch/submit in make lab's
