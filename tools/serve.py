@@ -8,9 +8,9 @@ known token (the one given, else a fresh random one) appended as `--IdentityProv
 on a port it has checked is free (`--port`, else the next free one, said before the server's
 own lines: another server may already be on 8888), appended as `--ServerApp.port` with
 `--ServerApp.port_retries=0` so the server cannot move elsewhere unannounced; passes every byte
-it writes through as it comes, asks for the page (`--path`) with that token until the server
-answers 200 itself (a redirect, e.g. to a login page that would reject the token, is not an
-answer: that is another server, or ours not ready yet), waits until its output has been quiet
+it writes through as it comes, asks the server's API with that token until it is accepted (another
+Jupyter server refuses it; its pages would redirect to a login page that answers 200) and the page
+(`--path`) answers 200, waits until its output has been quiet
 for a moment (at most a few seconds), and then prints
 
     JupyterLab is ready. Open this URL in your browser (Ctrl-C stops it):
@@ -83,18 +83,29 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 _OPENER = urllib.request.build_opener(_NoRedirect)
 
 
-def ready(port: int, path: str, token: str, timeout: float = 2.0) -> bool:
-    """The page itself answers 200 with the token (formgrader's too, not only the server).
-
-    Redirects are not followed: a Jupyter server that does not know the token sends it to its
-    login page, which answers 200 too; that server is not ours.
-    """
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers={"Authorization": f"token {token}"})
+def _answer(opener, url: str, token: str, timeout: float) -> int | None:
+    req = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
     try:
-        with _OPENER.open(req, timeout=timeout) as resp:
-            return resp.status == 200
+        with opener.open(req, timeout=timeout) as resp:
+            return resp.status
+    except urllib.error.HTTPError as err:
+        return err.code
     except (OSError, urllib.error.URLError):
+        return None
+
+
+def ready(port: int, path: str, token: str, timeout: float = 2.0) -> bool:
+    """The server on the port is ours, and its page answers.
+
+    Ours: its API accepts our token as it is (`/api/status` 200, no redirect followed; a Jupyter
+    server that does not know the token answers 403, and its pages redirect to a login page that
+    answers 200, which must not count). Then the page itself (`--path`, formgrader's too, not only
+    the server) answers 200, following its own redirects (/formgrader goes to its first page).
+    """
+    base = f"http://127.0.0.1:{port}"
+    if _answer(_OPENER, f"{base}/api/status", token, timeout) != 200:
         return False
+    return _answer(urllib.request.build_opener(), f"{base}{path}", token, timeout) == 200
 
 
 def port_free(port: int) -> bool:

@@ -28,7 +28,7 @@ from tools import serve
 ROOT = Path(__file__).resolve().parents[2]
 
 # A stand-in for the server `make lab` starts: it takes its port and token from the arguments
-# serve.py appends, answers /lab with 200 only with that token, and runs until terminated.
+# serve.py appends, answers /api/status and /lab with 200 only with that token, and runs until terminated.
 OURS = """
 import http.server, sys
 args = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--") and "=" in a)
@@ -36,7 +36,7 @@ token, port = args["IdentityProvider.token"], int(args["ServerApp.port"])
 assert args["ServerApp.port_retries"] == "0", "the server must not move to another port unannounced"
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
-        ok = self.path == "/lab" and self.headers.get("Authorization") == "token " + token
+        ok = self.path in ("/api/status", "/lab") and self.headers.get("Authorization") == "token " + token
         self.send_response(200 if ok else 403)
         self.end_headers()
         self.wfile.write(b"ours" if ok else b"forbidden")
@@ -48,10 +48,14 @@ http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
 
 
 class OtherJupyter(http.server.BaseHTTPRequestHandler):
-    """Another Jupyter server, as it answers a token it does not know: 302 to /login, which is 200."""
+    """Another Jupyter server, as it answers a token it does not know: its API 403, its pages 302 to
+    /login, which is 200."""
 
     def do_GET(self):
-        if self.path.startswith("/login"):
+        if self.path.startswith("/api/"):
+            self.send_response(403)
+            self.end_headers()
+        elif self.path.startswith("/login"):
             self.send_response(200)
             self.end_headers()
             self.wfile.write(b"<title>Jupyter Server</title> Password or token: ...")
