@@ -304,7 +304,7 @@ HUB_ENV   = NAMEDAXES_HUB_DIR="$(abspath $(HUB_DIR))" NAMEDAXES_HUB_PORT="$(HUB_
   NAMEDAXES_HUB_VENV="$(abspath $(HUB_VENV))" FORMGRADER_CONFIG_PATH="$(FORMGRADER_CONFIG_PATH)"
 HUB_AS    = $(if $(HUB),runuser -u $(or $(HUB_GROUP),namedaxes)-grader$(if $(ZH),-zh) --)
 hub-deps:
-	@test "$$(id -u)" = 0 || { echo "make hub needs root: it creates the course's Unix accounts (useradd, chpasswd), runs JupyterHub as root for PAM logins and servers as each student (LocalProcessSpawner), and chowns the hub's folders. Run: sudo make hub" >&2; exit 1; }
+	@test "$$(id -u)" = 0 || { echo "make hub needs root: it creates the course's Unix accounts (useradd, chpasswd), runs JupyterHub as root for PAM logins and servers as each student (LocalProcessSpawner), and chowns the hub's folders. Run it as root (make hub), or from an account that may use sudo: sudo make hub" >&2; exit 1; }
 	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { \
 	  echo "Installing Debian's nodejs and npm (JupyterHub's proxy, configurable-http-proxy, runs on Node.js)..."; \
 	  (apt-get install -y -qq nodejs npm >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null)) \

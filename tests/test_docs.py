@@ -77,3 +77,25 @@ def test_docs_named_by_the_makefile_and_tools_exist():
         named |= set(re.findall(r"docs/[A-Za-z0-9_.-]+\.md", source.read_text(encoding="utf-8")))
     missing = sorted(n for n in named if not (ROOT / n).is_file())
     assert named and not missing, f"named but missing: {missing}"
+
+
+def sudo_without_root_form(text: str) -> list[str]:
+    """Each `sudo make X` with no `make X` for root (and the word root) within 300 characters of it."""
+    missing = []
+    for m in re.finditer(r"sudo (make [\w-]+)", text):
+        near = text[max(0, m.start() - 300) : m.end() + 300]
+        plain = re.search(rf"(?<!sudo )(?<![\w-]){re.escape(m.group(1))}(?![\w-])", near)
+        if not (plain and "root" in near):
+            missing.append(m.group(0))
+    return missing
+
+
+def test_every_sudo_command_also_works_without_sudo_as_root():
+    """A minimal image run as root has no `sudo`: wherever the docs or messages say `sudo make X`, they also
+    give `make X` as the command for root, next to it."""
+    texts = {p.name: p.read_text() for p in PAGES}
+    texts["Makefile"] = (ROOT / "Makefile").read_text()
+    texts["hub/server.py"] = (ROOT / "hub" / "server.py").read_text()
+    for name, text in texts.items():
+        assert not sudo_without_root_form(text), f"{name}: {sudo_without_root_form(text)}"
+    assert sudo_without_root_form("run `sudo make hub ROSTER=x` then `make hub-clean`") == ["sudo make hub"]
