@@ -43,6 +43,9 @@ def _no_make_jobserver() -> dict:
     return {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
 
 
+MAKE_SITE_SAID: list[str] = []  # what `make site` printed (the session's one build)
+
+
 @pytest.fixture(scope="session")
 def built_site() -> Path:
     """`make site`, once per session (cached: seconds when nothing changed)."""
@@ -55,6 +58,7 @@ def built_site() -> Path:
         stdin=subprocess.DEVNULL,
     )
     assert out.returncode == 0, f"`make site` failed ({out.returncode}):\n{out.stdout[-4000:]}\n{out.stderr[-4000:]}"
+    MAKE_SITE_SAID.append(out.stdout)
     return SITE
 
 
@@ -327,3 +331,13 @@ def test_pages_fit_a_phone_and_screenshots(built_site, site_url, browser, screen
         )
         assert searches, f"{rel}: no visible search button on a phone"
     page.screenshot(path=str(screenshots / "site-notebook-zh-phone.png"))
+
+
+def test_make_site_says_which_repository_its_colab_buttons_open_and_how_to_change_it(built_site):
+    """A fork that publishes its site must not send students to someone else's notebooks unawares."""
+    said = MAKE_SITE_SAID[0]
+    assert f"Colab buttons open the notebooks of https://github.com/{settings.github_path()} at branch " in said, said
+    assert "NAMEDAXES_SITE_REPOSITORY=https://github.com/OWNER/NAME" in said, said
+    page = (SITE / "notebooks" / "02_scaled_sum.html").read_text()
+    opens = f"{settings.COLAB}/{settings.github_path()}/blob/{settings.BRANCH}/"
+    assert opens in page, "the note names what the pages open"
