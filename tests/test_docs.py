@@ -99,3 +99,19 @@ def test_every_sudo_command_also_works_without_sudo_as_root():
     for name, text in texts.items():
         assert not sudo_without_root_form(text), f"{name}: {sudo_without_root_form(text)}"
     assert sudo_without_root_form("run `sudo make hub ROSTER=x` then `make hub-clean`") == ["sudo make hub"]
+
+
+def test_files_the_docs_examples_write_into_the_checkout_are_ignored_by_git():
+    """Following docs/instructors.md (`printf ... > students.csv`) must not leave an untracked file, least of all
+    a roster of real names: what an example writes with `>` into the checkout is git-ignored."""
+    import subprocess
+
+    written = set()
+    for page in PAGES:
+        for block in re.findall(r"(?ms)^```(?:bash|sh)\n(.*?)^```", page.read_text()):
+            commands = "\n".join(line.split(" #")[0] for line in block.splitlines())  # comments say "-> x" too
+            written |= {m for m in re.findall(r"(?<![<>2&-])>\s*([\w./-]+)", commands) if not m.startswith("/")}
+    assert "students.csv" in written, written
+    for path in sorted(written):
+        ignored = subprocess.run(["git", "check-ignore", "-q", "--no-index", path], cwd=ROOT).returncode == 0
+        assert ignored, f"the docs' examples write {path} into the checkout, and git does not ignore it"
