@@ -208,11 +208,17 @@ site-lock: site-venv
 
 # Debian's Chromium for the browser tests (tests/browser); Playwright drives it and never downloads a browser.
 CHROMIUM ?= /usr/bin/chromium
+AXE_DIR  := build/axe
 browser-deps:
 	@test -x $(CHROMIUM) || { \
 	  echo "Installing Debian's chromium (browser tests)..."; \
 	  (apt-get install -y -qq chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)) \
 	  || echo "WARNING: could not install chromium: the browser tests will be skipped"; }
+	@cmp -s tests/browser/axe/package-lock.json $(AXE_DIR)/package-lock.json && test -f $(AXE_DIR)/node_modules/axe-core/axe.min.js || { \
+	  echo "Installing axe-core (the browser tests' accessibility checks: npm ci of tests/browser/axe/package-lock.json)..."; \
+	  mkdir -p $(AXE_DIR) && cp tests/browser/axe/package.json tests/browser/axe/package-lock.json $(AXE_DIR)/ \
+	  && npm ci --prefix $(AXE_DIR) --no-audit --no-fund --loglevel=error >/dev/null; } \
+	  || echo "WARNING: could not install axe-core (needs node and npm): the accessibility tests will be skipped"
 
 notebooks: venv
 	$(BIN)/python -m tools.generate_notebooks
