@@ -114,7 +114,8 @@ STUDENT  ?=
 LAB_DIR  ?= $(if $(STUDENT),work-$(STUDENT),work)
 LAB_OPEN  = $(LAB_DIR)$(if $(ZH),/zh)
 EXCHANGE_ENV = $(if $(EXCHANGE),NAMEDAXES_EXCHANGE="$(abspath $(EXCHANGE))")
-LAB_ENV := JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter:$(CURDIR)/jupyter/nbgrader" JUPYTER_PATH="$(CURDIR)/jupyter/data"
+# EDITION=zh adds jupyter/zh: JupyterLab's own menus and dialogs in Chinese (the zh-CN language pack, in the lock).
+LAB_ENV := JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter:$(CURDIR)/jupyter/nbgrader$(if $(ZH),:$(CURDIR)/jupyter/zh)" JUPYTER_PATH="$(CURDIR)/jupyter/data"
 lab: venv fonts
 	@$(BIN)/python -m tools.workspace prepare $(if $(STUDENT),"$(LAB_OPEN)" --no-seed --student "$(STUDENT)","$(LAB_DIR)")
 	@mkdir -p "$(LAB_OPEN)"
