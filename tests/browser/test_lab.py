@@ -252,6 +252,8 @@ def test_make_lab_edition_zh_opens_a_chinese_jupyterlab(browser, make_server, sc
     page.set_default_timeout(RUN_TIMEOUT * 1000)
     page.goto(f"{server.url}/lab/tree/{NOTEBOOK.name}?reset&token={server.token}")
     page.locator(".jp-NotebookPanel .jp-CodeCell").first.wait_for()
+    # the kernel's status in Chinese too; and a kernel still starting would hold up the server's shutdown
+    page.locator("#jp-main-statusbar").get_by_text("Python 3 (ipykernel) | 空闲").wait_for()
     menubar = page.locator("#jp-menu-panel, .jp-MenuBar").first
     for menu in ("文件", "编辑", "运行", "内核"):
         assert menubar.get_by_text(menu, exact=True).count() >= 1, f"no {menu} menu: {menubar.inner_text()}"
