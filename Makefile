@@ -114,7 +114,8 @@ STUDENT  ?=
 LAB_DIR  ?= $(if $(STUDENT),work-$(STUDENT),work)
 LAB_OPEN  = $(LAB_DIR)$(if $(ZH),/zh)
 EXCHANGE_ENV = $(if $(EXCHANGE),NAMEDAXES_EXCHANGE="$(abspath $(EXCHANGE))")
-LAB_ENV := JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter:$(CURDIR)/jupyter/nbgrader" JUPYTER_PATH="$(CURDIR)/jupyter/data"
+# EDITION=zh adds jupyter/zh: JupyterLab's own menus and dialogs in Chinese (the zh-CN language pack, in the lock).
+LAB_ENV := JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter:$(CURDIR)/jupyter/nbgrader$(if $(ZH),:$(CURDIR)/jupyter/zh)" JUPYTER_PATH="$(CURDIR)/jupyter/data"
 lab: venv fonts
 	@$(BIN)/python -m tools.workspace prepare $(if $(STUDENT),"$(LAB_OPEN)" --no-seed --student "$(STUDENT)","$(LAB_DIR)")
 	@mkdir -p "$(LAB_OPEN)"
@@ -124,7 +125,7 @@ lab: venv fonts
 	@exec env $(LAB_ENV) $(EXCHANGE_ENV) NAMEDAXES_WORK="$(abspath $(LAB_OPEN))" $(if $(STUDENT),JUPYTERHUB_USER="$(STUDENT)") \
 	  $(if $(ZH),NAMEDAXES_COURSE_ID=namedaxes-zh) \
 	  $(BIN)/python -m tools.serve --port $(PORT) --path /lab $(if $(LAB_TOKEN),--token "$(LAB_TOKEN)") -- \
-	  $(BIN)/jupyter lab --notebook-dir="$(LAB_OPEN)" --port=$(PORT) --no-browser $(LAB_ARGS)
+	  $(BIN)/jupyter lab --notebook-dir="$(LAB_OPEN)" --no-browser $(LAB_ARGS)
 
 # Merge a newer release into the workspace: notebooks/ (after `git pull`), or with STUDENT=ID the
 # exchange's release. Every changed notebook is backed up first (LAB_DIR/.backups/); YES=1 merges
@@ -153,8 +154,7 @@ formgrader: venv
 	@cd "$(COURSE)" && exec env JUPYTER_CONFIG_PATH="$(FORMGRADER_CONFIG_PATH)" JUPYTER_PATH="$(CURDIR)/jupyter/data" $(EXCHANGE_ENV) \
 	  "$(CURDIR)/$(BIN)/python" -m tools.serve --port $(PORT) --path /formgrader --what formgrader \
 	  $(if $(LAB_TOKEN),--token "$(LAB_TOKEN)") -- \
-	  "$(CURDIR)/$(BIN)/jupyter" lab --port=$(PORT) \
-	  --no-browser --allow-root --ServerApp.port_retries=0 $(LAB_ARGS)
+	  "$(CURDIR)/$(BIN)/jupyter" lab --no-browser --allow-root $(LAB_ARGS)
 
 # Instructors: nbgrader's hand-in loop (tools/handin.py; docs/instructors.md): make roster ROSTER=students.csv
 # (id,first_name,last_name,email), make release [ASSIGNMENT=id], students fetch/submit in make lab's
@@ -209,11 +209,17 @@ site-lock: site-venv
 
 # Debian's Chromium for the browser tests (tests/browser); Playwright drives it and never downloads a browser.
 CHROMIUM ?= /usr/bin/chromium
+AXE_DIR  := build/axe
 browser-deps:
 	@test -x $(CHROMIUM) || { \
 	  echo "Installing Debian's chromium (browser tests)..."; \
 	  (apt-get install -y -qq chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)) \
 	  || echo "WARNING: could not install chromium: the browser tests will be skipped"; }
+	@cmp -s tests/browser/axe/package-lock.json $(AXE_DIR)/package-lock.json && test -f $(AXE_DIR)/node_modules/axe-core/axe.min.js || { \
+	  echo "Installing axe-core (the browser tests' accessibility checks: npm ci of tests/browser/axe/package-lock.json)..."; \
+	  mkdir -p $(AXE_DIR) && cp tests/browser/axe/package.json tests/browser/axe/package-lock.json $(AXE_DIR)/ \
+	  && npm ci --prefix $(AXE_DIR) --no-audit --no-fund --loglevel=error >/dev/null; } \
+	  || echo "WARNING: could not install axe-core (needs node and npm): the accessibility tests will be skipped"
 
 notebooks: venv
 	$(BIN)/python -m tools.generate_notebooks
@@ -305,7 +311,7 @@ HUB_ENV   = NAMEDAXES_HUB_DIR="$(abspath $(HUB_DIR))" NAMEDAXES_HUB_PORT="$(HUB_
   NAMEDAXES_HUB_VENV="$(abspath $(HUB_VENV))" FORMGRADER_CONFIG_PATH="$(FORMGRADER_CONFIG_PATH)"
 HUB_AS    = $(if $(HUB),runuser -u $(or $(HUB_GROUP),namedaxes)-grader$(if $(ZH),-zh) --)
 hub-deps:
-	@test "$$(id -u)" = 0 || { echo "make hub needs root: it creates the course's Unix accounts (useradd, chpasswd), runs JupyterHub as root for PAM logins and servers as each student (LocalProcessSpawner), and chowns the hub's folders. Run: sudo make hub" >&2; exit 1; }
+	@test "$$(id -u)" = 0 || { echo "make hub needs root: it creates the course's Unix accounts (useradd, chpasswd), runs JupyterHub as root for PAM logins and servers as each student (LocalProcessSpawner), and chowns the hub's folders. Run it as root (make hub), or from an account that may use sudo: sudo make hub" >&2; exit 1; }
 	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { \
 	  echo "Installing Debian's nodejs and npm (JupyterHub's proxy, configurable-http-proxy, runs on Node.js)..."; \
 	  (apt-get install -y -qq nodejs npm >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null)) \

@@ -61,6 +61,7 @@ KINDS = (
     ("tests/tools/test_handin.py", ("grader",)),  # nbgrader's hand-in loop: release, collect, grade
     ("tests/namedaxes/exercises/", ("exercises",)),  # each exercise's matrices, and the one judge over them
     ("tests/notebooks/test_solved_notebooks.py", ("notebooks",)),  # every solved notebook, both editions
+    ("tests/notebooks/test_run_order.py", ("notebooks",)),  # the course kernel started, restarted, run out of order
     ("solutions/", ("notebooks",)),
     ("notebooks/", ("notebooks",)),
 )

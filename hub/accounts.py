@@ -126,6 +126,37 @@ def _create(dep: Deployment, name: str, role: str) -> None:
     home.mkdir(parents=True, exist_ok=True)
     os.chown(home, entry.pw_uid, entry.pw_gid)
     os.chmod(home, 0o700)
+    if role == "student":
+        _write_start_here(home, entry.pw_uid, entry.pw_gid)
+
+
+# What a student sees first in their (otherwise empty) home when they log in: where the assignments come from.
+START_HERE = "START-HERE.md"
+START_HERE_TEXT = """# Start here · 从这里开始
+
+Your assignments are not here yet: open **Nbgrader ▸ Assignment List** in the menu bar, press **Fetch**
+next to an assignment (the English course is `namedaxes`, the Chinese one `namedaxes-zh`), then open its
+notebook from the list. Work in it, save, press **Validate** to check it, and **Submit** to hand it in.
+Later, **Fetch Feedback** in the same list shows your score.
+
+你的作业还不在这里：在菜单栏中打开 **Nbgrader ▸ Assignment List**（作业列表），在作业旁点击 **Fetch**
+（英文课程是 `namedaxes`，中文课程是 `namedaxes-zh`），再从列表中打开它的笔记本。完成并保存后，点击
+**Validate** 检查，点击 **Submit** 提交。之后在同一列表中点击 **Fetch Feedback** 查看你的成绩。
+JupyterLab 的界面语言：**Settings ▸ Language ▸ 中文**。
+"""
+
+
+def _write_start_here(home: Path, uid: int, gid: int) -> None:
+    """START-HERE.md in a student's home, once (never over a file, never through a link: root writes it)."""
+    try:
+        fd = os.open(home / START_HERE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    except FileExistsError:
+        return
+    try:
+        os.write(fd, START_HERE_TEXT.encode())
+        os.fchown(fd, uid, gid)
+    finally:
+        os.close(fd)
 
 
 def sync(dep: Deployment, roster: Path | None) -> list[str]:

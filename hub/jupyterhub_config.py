@@ -8,7 +8,8 @@ Design (see hub/__init__.py for the whole picture)
 - Servers: LocalProcessSpawner: `jupyterhub-singleuser` of the course venv, as the user's own
   Unix account, in their home, with the course's jupyter config (jupyter/ for JupyterLab's
   settings, the Validate button and the Assignment List; hub/singleuser/ for nbgrader in
-  JupyterHub mode). The environment is built here, not inherited: PATH, the config paths,
+  JupyterHub mode, and Markdown opened rendered: a new home's START-HERE.md, hub/accounts.py).
+  The environment is built here, not inherited: PATH, the config paths,
   XLA_FLAGS and nbgrader's exchange, nothing of root's.
 - nbgrader, as its docs describe for several courses: groups nbgrader-<course> (students and the
   instructor; the Assignment List's course list) and formgrade-<course> (the instructor), a

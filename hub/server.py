@@ -47,7 +47,7 @@ NEEDS_ROOT = (
     "`make hub` needs root: it creates one Unix account per student (useradd, chpasswd), runs "
     "JupyterHub as root so that PAM can check passwords and each student's server runs as that "
     "student (LocalProcessSpawner), and gives the hub's course folders to the grader accounts "
-    "(chown). Run it as root (sudo make hub), on a machine where you may create users."
+    "(chown). Run it as root (make hub; from another account: sudo make hub), on a machine where you may create users."
 )
 
 

@@ -7,7 +7,9 @@
 #   nbgrader/nbgrader_config.py                course id and the exchange (also used by the instructor targets)
 #   formgrader/jupyter_server_config.py        `make formgrader` only: loads autograder.formgrader.guard (Autograde,
 #                                              Generate/Release Feedback answer "use make grade"; nothing runs)
-#   data/kernels/python3/      the notebooks' kernel: the Python that runs the server (the course venv)
+#   data/kernels/python3/      the notebooks' kernel: the Python that runs the server (the course venv); it loads
+#                              namedaxes.kernel_start (a cell run out of order says what to run first)
+#   zh/labconfig/default_setting_overrides.json   `make lab EDITION=zh` only: JupyterLab in Chinese (language pack)
 # nbgrader's student extensions (Validate button, Assignment List) stay on; the
 # instructor-only ones (formgrader, course list) are off: instructors use
 # `make formgrader`, which serves the nbgrader course folder without this file.

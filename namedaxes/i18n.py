@@ -196,6 +196,11 @@ def _catalog(lang: str) -> _stdlib_gettext.NullTranslations:
     return _CATALOGS[lang]
 
 
+def translator(lang: str):
+    """`gettext` of one language, whatever the kernel's is (the notebook generator writes an edition with it)."""
+    return _catalog(_check(lang)).gettext
+
+
 def gettext(message: str) -> str:
     """`message` (English) in the current language; the English text itself when it has no translation."""
     lang = language()
@@ -230,4 +235,4 @@ def is_wide(ch: str) -> bool:
     return unicodedata.east_asian_width(ch) in ("W", "F")
 
 
-__all__ += ["Messages", "is_wide", "setup_cell_language", "detect_again"]
+__all__ += ["Messages", "is_wide", "setup_cell_language", "detect_again", "translator"]

@@ -44,7 +44,17 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-__all__ = ["Label", "labels", "render", "canonical", "fields", "translation_problems"]
+__all__ = [
+    "Label",
+    "labels",
+    "render",
+    "canonical",
+    "fields",
+    "translation_problems",
+    "PLOT_KEYWORDS",
+    "figure_labels",
+    "render_figures",
+]
 
 _WORD = re.compile(r"[A-Za-z]{2,}")
 _PREFIX = re.compile(r"[rRbBuUfF]{0,2}")
@@ -268,6 +278,46 @@ def labels(source: str, words: bool = True) -> list[Label]:
     return [found[k] for k in sorted(found)]
 
 
+# ------------------------------------------------------------------ figure labels
+# The keyword arguments of a `plot_*` call (namedaxes.plots) that a figure shows as text. They are not
+# labels of the notebook catalogs: namedaxes.po holds them (tools/translate.py extracts them from the
+# solutions), and the figure translates them when it is drawn. An edition writes them translated in its
+# code too (`render_figures`), so the code a student reads says what the figure says.
+PLOT_KEYWORDS = ("title", "note", "before_label", "after_label", "ylabel")
+
+
+def figure_labels(source: str, words: bool = True) -> list[Label]:
+    """The `str` literals of a cell's `plot_*(..., title="...")` calls (PLOT_KEYWORDS), in source order."""
+    masked = _masked(source)
+    try:
+        tree = ast.parse(masked)
+    except SyntaxError:
+        return []
+    starts = _line_starts(source)
+    found: dict[int, Label] = {}
+    for node in ast.walk(tree):
+        func = node.func if isinstance(node, ast.Call) else None
+        name = getattr(func, "id", None) or getattr(func, "attr", None) or ""
+        if not name.startswith("plot_"):
+            continue
+        for kw in node.keywords:
+            if kw.arg in PLOT_KEYWORDS and isinstance(kw.value, ast.Constant):
+                for label in _literal_labels(masked, starts, kw.value, "figure", words):
+                    found.setdefault(label.start, label)
+    return [found[k] for k in sorted(found)]
+
+
+def render_figures(source: str, translate: Callable[[str], str]) -> str:
+    """`source` with each figure label's text replaced by `translate(text)` (kept where it cannot stand in the
+    literal: `translation_problems`)."""
+    for label in reversed(figure_labels(source)):
+        text = translate(label.text)
+        if text == label.text or translation_problems(label.text, text, label.quote, label.is_f):
+            continue
+        source = source[: label.start] + label.prefix + label.quote + text + label.quote + source[label.end :]
+    return source
+
+
 def render(source: str, translate: Callable[[str], str]) -> str:
     """`source` with each label's text replaced by `translate(text)` (kept English where that translation could
     not stand in the literal: `translation_problems`)."""
@@ -282,7 +332,8 @@ def render(source: str, translate: Callable[[str], str]) -> str:
 def canonical(source: str) -> str:
     """`source` with each label reduced to its prefix and its f-string fields (sorted): two editions of a cell
     have the same canonical source when they differ only in their labels' words."""
-    for label in reversed(labels(source, words=False)):
+    every = {label.start: label for label in [*labels(source, words=False), *figure_labels(source, words=False)]}
+    for label in (every[k] for k in sorted(every, reverse=True)):
         kept = "".join(sorted(fields(label.text).elements())) if label.is_f else ""
         source = source[: label.start] + label.prefix.lower() + '"' + kept + '"' + source[label.end :]
     return source

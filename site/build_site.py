@@ -101,6 +101,7 @@ def build(sphinx_python: str, jobs: int | None = None) -> int:
     key = f"site {site_key}\nsources {_digest(_sources())}\n"
     previous = STAMP.read_text() if STAMP.exists() else ""
     if previous == key and all((settings.folder(settings.OUT, e) / "index.html").exists() for e in settings.EDITIONS):
+        print(settings.colab_note(settings.origin()))
         print(
             f"build/site/ is up to date ({len(pages)} notebook pages; nothing changed since it was built): "
             f"{time.monotonic() - started:.1f} s"
@@ -125,6 +126,7 @@ def build(sphinx_python: str, jobs: int | None = None) -> int:
         if not any(part.startswith("_") for part in p.relative_to(settings.OUT).parts)
     )
     executed = sum(not e.cached for e in executions)
+    print(settings.colab_note(settings.origin()))
     print(
         f"Built build/site/ in {time.monotonic() - started:.0f} s: {count} pages ({len(pages)} notebook pages, "
         f"{executed} notebooks executed now, {len(executions) - executed} from the cache). "

@@ -45,7 +45,7 @@ from namedaxes.nbgrader_metadata import nbgrader_cell
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import settings
-from site_text import text
+from site_text import TEXT, text
 
 RAISES = "raises-exception"
 
@@ -142,6 +142,39 @@ def _figures(outputs: list) -> int:
     )
 
 
+def figure_title(source: str, edition: str) -> str | None:
+    """The title of the figure a cell draws with `namedaxes.plots` (`plot_*(..., title="...")`, else the function's
+    default title), as the figure shows it in `edition` (the plots translate it when drawn); None: no such call."""
+    import inspect
+
+    from namedaxes import i18n, plots
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        func = node.func if isinstance(node, ast.Call) else None
+        name = getattr(func, "id", None) or getattr(func, "attr", None)  # plot_x(...) or plots.plot_x(...)
+        if not (name and name.startswith("plot_") and callable(getattr(plots, name, None))):
+            continue
+        given = next((kw.value for kw in node.keywords if kw.arg == "title"), None)
+        if isinstance(given, ast.Constant) and isinstance(given.value, str):
+            title = given.value
+        else:
+            default = inspect.signature(getattr(plots, name)).parameters.get("title")
+            title = default.default if default is not None and isinstance(default.default, str) else None
+        if not title:  # a figure without a title: the site's own words for what it shows, where it has them
+            key = f"figure_{name}"
+            return text(key, edition) if key in TEXT else None
+        i18n.set_language(edition)
+        try:
+            return i18n.gettext(title)
+        finally:
+            i18n.set_language(None)
+    return None
+
+
 def launch_cell(edition: str, notebook_id: str):
     """The Colab button and note (markdown, MyST)."""
     url = settings.colab_url(edition, notebook_id)
@@ -177,6 +210,9 @@ def compose(edition: str, notebook_id: str, executed: Path) -> tuple[nbformat.No
                 else _machine_paths_removed(copy.deepcopy(solved[cell.id].get("outputs", [])))
             )
             figures += _figures(shown)
+            title = figure_title(solved[cell.id].source, edition) if _figures(shown) else None
+            if title:  # the figure's text alternative, in the page's language (myst-nb: the image's alt)
+                page_cell.metadata["mystnb"] = {"image": {"alt": text("figure_alt", edition, title=title)}}
             page_cell.outputs = ([] if kind is Kind.DEMO else [_label(kind, edition)]) + shown
             page_cell.execution_count = None
             if kind is not Kind.DEMO:

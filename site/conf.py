@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -56,6 +57,8 @@ html_theme_options = {
     "use_download_button": False,
     "article_header_end": ["language-switch.html", "article-header-buttons.html"],
     "navigation_with_keys": False,
+    # one search field per page: the sidebar's (the theme also put one in an otherwise empty top bar)
+    "navbar_persistent": [],
 }
 html_context = {"default_mode": "auto"}  # light or dark as the reader's system prefers (an empty mode logs an error)
 html_copy_source = False
@@ -63,6 +66,24 @@ html_show_sourcelink = False
 html_show_sphinx = False
 html_last_updated_fmt = None
 html_search_language = "zh" if EDITION == "zh" else "en"
+
+
+def _search_words(lang: str) -> Path:
+    """jieba's user dictionary for the Chinese search index: the glossary's terms (locale/zh/glossary.tsv), so
+    that 集合通信操作 or 轴名称 are words of the index, not only the pieces jieba's own dictionary knows."""
+    terms = []
+    for line in (settings.ROOT / "locale" / lang / "glossary.tsv").read_text(encoding="utf-8").splitlines():
+        if line.startswith("#") or "\t" not in line:
+            continue
+        terms += [t.strip() for t in line.split("\t")[1].split("/") if re.search(r"[\u4e00-\u9fff]", t)]
+    path = settings.BUILD / f"site-search-words-{lang}.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f"{t} 1000 n\n" for t in dict.fromkeys(terms)), encoding="utf-8")
+    return path
+
+
+if EDITION == "zh":  # segmented by jieba (site/requirements.in), with the course's own terms
+    html_search_options = {"dict": str(_search_words("zh"))}
 
 # MathJax 3 from the site itself: tex-chtml.js and what it loads (fonts, TeX extensions).
 mathjax_path = "mathjax/tex-chtml.js"

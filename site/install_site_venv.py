@@ -55,7 +55,7 @@ def main(argv: list[str]) -> int:
     )
     if not (venv / "bin" / "python").exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    fetched = install_venv.pip(venv, "install", "-r", str(LOCK), show_collecting=True)
+    fetched = install_venv.pip(venv, "install", "-r", str(LOCK), locked=install_venv.pinned_names(LOCK))
     stamp.write_text(key())
     print(f"Installed into {venv}/ in {time.monotonic() - started:.0f} s ({fetched} packages fetched now).", flush=True)
     return 0

@@ -15,7 +15,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-REPOSITORY = os.environ.get("NAMEDAXES_SITE_REPOSITORY") or "https://github.com/namedaxes/jax-named-axes-course"
+DEFAULT_REPOSITORY = "https://github.com/namedaxes/jax-named-axes-course"
+REPOSITORY = os.environ.get("NAMEDAXES_SITE_REPOSITORY") or DEFAULT_REPOSITORY
 BRANCH = os.environ.get("NAMEDAXES_SITE_BRANCH") or "main"
 COLAB = "https://colab.research.google.com/github"
 
@@ -41,6 +42,41 @@ def github_path() -> str:
             f"https://github.com/OWNER/NAME repository URL"
         )
     return f"{m.group(1)}/{m.group(2)}"
+
+
+def origin() -> str | None:
+    """The checkout's `origin` remote as owner/name on github.com (None: no such remote, or not GitHub)."""
+    import subprocess
+
+    try:
+        url = subprocess.run(
+            ["git", "config", "--get", "remote.origin.url"], cwd=ROOT, capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"github\.com[:/]([A-Za-z0-9][A-Za-z0-9-]*)/([A-Za-z0-9._-]+?)(?:\.git)?/?$", url)
+    return f"{m.group(1)}/{m.group(2)}" if m else None
+
+
+def colab_note(checkout: str | None = None) -> str:
+    """What `make site` says about its Colab buttons: which repository and branch they open, where that
+    was set, how to change it, and a warning when this checkout's origin is another GitHub repository."""
+    where = (
+        "set by NAMEDAXES_SITE_REPOSITORY"
+        if os.environ.get("NAMEDAXES_SITE_REPOSITORY")
+        else "the default in site/settings.py"
+    )
+    note = (
+        f"Colab buttons open the notebooks of https://github.com/{github_path()} at branch {BRANCH} ({where}); "
+        f"a fork sets its own: make site NAMEDAXES_SITE_REPOSITORY=https://github.com/OWNER/NAME "
+        f"[NAMEDAXES_SITE_BRANCH=BRANCH]"
+    )
+    if checkout and checkout.lower() != github_path().lower():
+        note += (
+            f"\nWARNING: this checkout's origin is github.com/{checkout}, but the site's Colab buttons open "
+            f"github.com/{github_path()}: students of this site would open that repository's notebooks"
+        )
+    return note
 
 
 def notebook_ids() -> list[str]:

@@ -16,6 +16,12 @@ TEXT: dict[str, dict[str, str]] = {
         "zh": "JAX 命名轴——动手实践课程",
     },
     "language_name": {"en": "English", "zh": "中文"},
+    # the text alternative of a figure a cell draws (compose_pages.py: its title, as the figure shows it)
+    "figure_alt": {"en": "Figure: {title}", "zh": "图：{title}"},
+    "figure_plot_collective_groups": {  # notebook 03's grid picture has no title of its own
+        "en": "The 2 × 4 device grid, once per collective, each device coloured by the group it reduces with",
+        "zh": "2 × 4 设备网格，每个集合通信操作一幅，每个设备按与它一起归约的组着色",
+    },
     "switch_label": {"en": "Read this page in English", "zh": "阅读本页的中文版"},
     # ---- landing page
     "landing_intro": {

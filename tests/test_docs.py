@@ -77,3 +77,41 @@ def test_docs_named_by_the_makefile_and_tools_exist():
         named |= set(re.findall(r"docs/[A-Za-z0-9_.-]+\.md", source.read_text(encoding="utf-8")))
     missing = sorted(n for n in named if not (ROOT / n).is_file())
     assert named and not missing, f"named but missing: {missing}"
+
+
+def sudo_without_root_form(text: str) -> list[str]:
+    """Each `sudo make X` with no `make X` for root (and the word root) within 300 characters of it."""
+    missing = []
+    for m in re.finditer(r"sudo (make [\w-]+)", text):
+        near = text[max(0, m.start() - 300) : m.end() + 300]
+        plain = re.search(rf"(?<!sudo )(?<![\w-]){re.escape(m.group(1))}(?![\w-])", near)
+        if not (plain and "root" in near):
+            missing.append(m.group(0))
+    return missing
+
+
+def test_every_sudo_command_also_works_without_sudo_as_root():
+    """A minimal image run as root has no `sudo`: wherever the docs or messages say `sudo make X`, they also
+    give `make X` as the command for root, next to it."""
+    texts = {p.name: p.read_text() for p in PAGES}
+    texts["Makefile"] = (ROOT / "Makefile").read_text()
+    texts["hub/server.py"] = (ROOT / "hub" / "server.py").read_text()
+    for name, text in texts.items():
+        assert not sudo_without_root_form(text), f"{name}: {sudo_without_root_form(text)}"
+    assert sudo_without_root_form("run `sudo make hub ROSTER=x` then `make hub-clean`") == ["sudo make hub"]
+
+
+def test_files_the_docs_examples_write_into_the_checkout_are_ignored_by_git():
+    """Following docs/instructors.md (`printf ... > students.csv`) must not leave an untracked file, least of all
+    a roster of real names: what an example writes with `>` into the checkout is git-ignored."""
+    import subprocess
+
+    written = set()
+    for page in PAGES:
+        for block in re.findall(r"(?ms)^```(?:bash|sh)\n(.*?)^```", page.read_text()):
+            commands = "\n".join(line.split(" #")[0] for line in block.splitlines())  # comments say "-> x" too
+            written |= {m for m in re.findall(r"(?<![<>2&-])>\s*([\w./-]+)", commands) if not m.startswith("/")}
+    assert "students.csv" in written, written
+    for path in sorted(written):
+        ignored = subprocess.run(["git", "check-ignore", "-q", "--no-index", path], cwd=ROOT).returncode == 0
+        assert ignored, f"the docs' examples write {path} into the checkout, and git does not ignore it"

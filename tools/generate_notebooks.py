@@ -56,7 +56,8 @@ from pathlib import Path
 
 import nbformat
 
-from namedaxes.i18n import setup_cell_language
+from namedaxes import labels as code_labels
+from namedaxes.i18n import setup_cell_language, translator
 from namedaxes.nbgrader_metadata import nbgrader_cell
 from tools import translate  # the prose units and the catalogs
 from tools.course import COURSE_ID, EDITIONS, NOTEBOOKS, ROOT, SOLUTIONS, built_course, notebook_ids
@@ -194,6 +195,7 @@ def build(ids: list[str]) -> dict[str, str]:
 def translate_notebook(nb, lang: str, aid: str):
     """A copy of `nb` (a solution or its release) with its prose in `lang` (see step 6)."""
     table = translate.translations(lang, aid)
+    figure_words = translator(lang)  # namedaxes.po: the figures' words, as the plots translate them when drawn
     out = nbformat.from_dict(copy.deepcopy(nb))
     for cell in out.cells:
         if cell.cell_type == "markdown":
@@ -204,6 +206,7 @@ def translate_notebook(nb, lang: str, aid: str):
             cell.source = translate.render_docstring(cell.source, lambda text: table.get((doc, text), text))  # noqa: B023 - run in this iteration
             output = translate.output_context(cell.id)
             cell.source = translate.render_outputs(cell.source, lambda text: table.get((output, text), text))  # noqa: B023 - run in this iteration
+            cell.source = code_labels.render_figures(cell.source, figure_words)  # as the figure draws them
             if nbgrader_cell(cell).solution:
                 cell.source = translate.render_stub(
                     cell.source, lambda text: table.get((translate.STUB_CONTEXT, text), text)

@@ -7,7 +7,8 @@ one per supported Python; no lock means unsupported, a clear error). A stamp fil
 records the interpreter version and the SHA-256 of the lock and of pyproject.toml; when it
 matches, this exits at once without starting pip, so every later `make lab` or `make test`
 starts in well under a second. Otherwise it says what it installs (Python version, lock,
-package count, the direct pins), streams one line per package as pip collects it, then,
+package count, the direct pins), streams one numbered line per locked package as pip collects
+it (never a number past the lock's count: `Collected`), then,
 during pip's long silent install step, a line every 15 s with how many packages are in place
 (their .dist-info folders), installs the course package editable, and says how long it took. A
 venv made by another Python version is rebuilt (a venv holds nothing of the student's; their notebooks live elsewhere).
@@ -125,24 +126,54 @@ def site_packages(venv: Path) -> Path:
     return venv / "lib" / f"python{version()}" / "site-packages"
 
 
-def pip(venv: Path, *args: str, show_collecting: bool = False) -> int:
-    """Run the venv's pip; with `show_collecting`, one line per package it fetches (returns their count)."""
+def requirement_name(spec: str) -> str:
+    """The distribution a requirement or a wheel names: `jsonschema[format-nongpl]>=4.18` -> jsonschema."""
+    if spec.endswith(".whl"):  # a wheel file: name-version-...whl
+        spec = Path(spec).name.split("-")[0]
+    m = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", spec)
+    return _dist_name(m.group(0) if m else spec)
+
+
+class Collected:
+    """Numbers each locked package the first time pip collects it, and nothing else.
+
+    pip also says "Collecting" for a dependency's extras (`jsonschema[format-nongpl]>=4.18.0`) and
+    for the candidates its resolver tries and drops (`jsonschema==4.25.1`): those are the same
+    locked package again, or none, and counting them showed `[143]` of 141.
+    """
+
+    def __init__(self, locked: list[str]):
+        self.locked = {requirement_name(spec) for spec in locked}
+        self.seen: set[str] = set()
+
+    def number(self, what: str) -> int | None:
+        """The package's number when `what` is a locked package collected for the first time, else None."""
+        name = requirement_name(what)
+        if name not in self.locked or name in self.seen:
+            return None
+        self.seen.add(name)
+        return len(self.seen)
+
+
+def pip(venv: Path, *args: str, locked: list[str] | None = None) -> int:
+    """Run the venv's pip; given the `locked` requirements, one line per locked package it fetches
+    (returns their count)."""
     cmd = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check", *args]
-    if not show_collecting:
+    if locked is None:
         subprocess.run(cmd + ["-q"], check=True)
         return 0
+    collected = Collected(locked)
     proc = subprocess.Popen(
         cmd + ["--progress-bar", "off"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
     )
-    count = 0
     progress = None
     for line in proc.stdout:
         if line.startswith(("Collecting ", "Processing ")):  # from the registry / a local wheel
-            count += 1
             what = line.split()[1]
-            if line.startswith("Processing "):  # a wheel file: name-version-...whl
+            if what.endswith(".whl"):
                 what = "==".join(Path(what).name.split("-")[:2])
-            print(f"  [{count:3d}] {what}", flush=True)
+            if (number := collected.number(what)) is not None:
+                print(f"  [{number:3d}] {what}", flush=True)
         elif line.startswith(("Installing collected", "Successfully")):
             print("  " + (line.rstrip()[:150] + " ..." if len(line) > 150 else line.rstrip()), flush=True)
             if line.startswith("Installing collected") and progress is None:
@@ -158,7 +189,7 @@ def pip(venv: Path, *args: str, show_collecting: bool = False) -> int:
         progress.stop()
     if proc.wait():
         raise subprocess.CalledProcessError(proc.returncode, cmd)
-    return count
+    return len(collected.seen)
 
 
 def main(argv: list[str]) -> int:
@@ -195,7 +226,7 @@ def main(argv: list[str]) -> int:
     )
     if not (venv / "bin" / "python").exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    fetched = pip(venv, "install", "-r", str(lock), show_collecting=True)
+    fetched = pip(venv, "install", "-r", str(lock), locked=pinned_names(lock))
     pip(venv, "install", "--no-deps", "-e", str(ROOT))
     stamp.write_text(want)
     took = time.monotonic() - started

@@ -5,9 +5,13 @@
 (`make lab` and `make formgrader`.) A Jupyter server prints its URL in the middle of a dozen log
 lines, and more follow; a student looks at the last line. So this starts the server with a
 known token (the one given, else a fresh random one) appended as `--IdentityProvider.token`,
-passes every byte it writes through as it comes, asks for the page (`--path`) with that token until
-the server answers 200, waits until its output has been quiet for a moment (at most a few seconds),
-and then prints
+on a port it has checked is free (`--port`, else the next free one, said before the server's
+own lines: another server may already be on 8888), appended as `--ServerApp.port` with
+`--ServerApp.port_retries=0` so the server cannot move elsewhere unannounced; passes every byte
+it writes through as it comes, asks the server's API with that token until it is accepted (another
+Jupyter server refuses it; its pages would redirect to a login page that answers 200) and the page
+(`--path`) answers 200, waits until its output has been quiet
+for a moment (at most a few seconds), and then prints
 
     JupyterLab is ready. Open this URL in your browser (Ctrl-C stops it):
 
@@ -25,6 +29,7 @@ import argparse
 import os
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -37,6 +42,7 @@ QUIET_MAX_S = 8.0  # ... or after this long, whatever it still says
 # jupyter_lsp looks for language servers after the server is up and says what it found a second later
 LATE_LINES = ((b"jupyter_lsp | extension was successfully loaded", b"Skipped non-installed server"),)
 POLL_S = 0.2
+PORTS_TRIED = 50  # how far past --port to look for a free one
 
 
 class Output(threading.Thread):
@@ -69,14 +75,72 @@ class Output(threading.Thread):
             self.sink.flush()
 
 
-def ready(port: int, path: str, token: str, timeout: float = 2.0) -> bool:
-    """The page itself answers 200 with the token (formgrader's too, not only the server)."""
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers={"Authorization": f"token {token}"})
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):  # a redirect is an answer of its own (3xx), never followed
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+
+
+def _answer(opener, url: str, token: str, timeout: float) -> int | None:
+    req = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return resp.status == 200
+        with opener.open(req, timeout=timeout) as resp:
+            return resp.status
+    except urllib.error.HTTPError as err:
+        return err.code
     except (OSError, urllib.error.URLError):
+        return None
+
+
+def ready(port: int, path: str, token: str, timeout: float = 2.0) -> bool:
+    """The server on the port is ours, and its page answers.
+
+    Ours: its API accepts our token as it is (`/api/status` 200, no redirect followed; a Jupyter
+    server that does not know the token answers 403, and its pages redirect to a login page that
+    answers 200, which must not count). Then the page itself (`--path`, formgrader's too, not only
+    the server) answers 200, following its own redirects (/formgrader goes to its first page).
+    """
+    base = f"http://127.0.0.1:{port}"
+    if _answer(_OPENER, f"{base}/api/status", token, timeout) != 200:
         return False
+    return _answer(urllib.request.build_opener(), f"{base}{path}", token, timeout) == 200
+
+
+def port_free(port: int) -> bool:
+    """Nothing listens on the port, on either loopback address (a Jupyter server binds `localhost`)."""
+    for family, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+        try:
+            sock = socket.socket(family, socket.SOCK_STREAM)
+        except OSError:  # no IPv6 here
+            continue
+        with sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds (TIME_WAIT is free)
+            try:
+                sock.bind((host, port))
+            except OSError as err:
+                if family == socket.AF_INET6 and err.errno == 99:  # EADDRNOTAVAIL: no ::1 on this machine
+                    continue
+                return False
+    return True
+
+
+def choose_port(wanted: int) -> int | None:
+    """The wanted port if free, else the next free one after it (None: none of PORTS_TRIED)."""
+    return next((p for p in range(wanted, wanted + PORTS_TRIED) if p < 65536 and port_free(p)), None)
+
+
+def port_taken(wanted: int, chosen: int | None) -> str:
+    if chosen is None:
+        return (
+            f"Port {wanted} and the {PORTS_TRIED - 1} after it are taken. Stop the other servers "
+            f"(`jupyter server list` shows Jupyter's), or choose a free port with PORT=<port>\n"
+        )
+    return (
+        f"Port {wanted} is taken (another server is running there, perhaps another JupyterLab): "
+        f"starting on port {chosen} instead (PORT=<port> chooses one). Open the URL printed last.\n"
+    )
 
 
 def banner(what: str, url: str) -> str:
@@ -97,15 +161,22 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv[:split])
     command = argv[split + 1 :]
     token = args.token or secrets.token_hex(24)
-    url = f"http://localhost:{args.port}{args.path}?token={token}"
+    port = choose_port(args.port)
+    if port != args.port:
+        sys.stdout.write(port_taken(args.port, port))
+        sys.stdout.flush()
+        if port is None:
+            return 1
+    url = f"http://localhost:{port}{args.path}?token={token}"
     read, write = os.pipe()
-    proc = subprocess.Popen([*command, f"--IdentityProvider.token={token}"], stdout=write, stderr=write)
+    server_args = [f"--IdentityProvider.token={token}", f"--ServerApp.port={port}", "--ServerApp.port_retries=0"]
+    proc = subprocess.Popen([*command, *server_args], stdout=write, stderr=write)
     os.close(write)
     out = Output(read, sys.stdout.buffer)
     out.start()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server gets the terminal's Ctrl-C itself
     signal.signal(signal.SIGTERM, lambda *_: proc.send_signal(signal.SIGTERM))
-    while proc.poll() is None and not ready(args.port, args.path, token):
+    while proc.poll() is None and not ready(port, args.path, token):
         time.sleep(POLL_S)
     if proc.poll() is None:
         settled = time.monotonic() + QUIET_MAX_S

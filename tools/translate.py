@@ -87,7 +87,7 @@ PACKAGES = ("namedaxes", "autograder")
 PROJECT = "JAX named axes course"
 # Fixed header dates: the files change only when their entries do.
 STAMP = dt.datetime(2026, 12, 1, 0, 0, tzinfo=dt.UTC)
-PLOT_KEYWORDS = ("title", "note", "before_label", "after_label", "ylabel")
+PLOT_KEYWORDS = code_labels.PLOT_KEYWORDS  # the figure labels of plot_* calls (namedaxes.labels)
 
 
 def po_path(lang: str, name: str) -> Path:

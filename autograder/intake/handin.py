@@ -171,11 +171,10 @@ class Owners:
             return []
         shared = sorted(self.shared)
         names = ", ".join(shared[:8]) + (f" and {len(shared) - 8} more" if len(shared) > 8 else "")
+        # one line: a one-machine class meets it on every collect (and return-feedback, which collects first)
         return [
-            f"owner check: the hand-ins of {names} belong to {self.shared_label} (CLASS_USER=name for "
-            f"another), not to a Unix user of the student's own: on one machine where every student is the "
-            f"same OS user (make lab STUDENT=...) any student can hand in under another's name; a real class "
-            f"needs one Unix user per student (make hub)"
+            f"owner check: {names} handed in as {self.shared_label}: on one machine the name on a hand-in "
+            f"is not proven (make hub: one Unix user per student)"
         ]
 
 

@@ -39,7 +39,7 @@ from namedaxes.nbgrader_metadata import nbgrader_cell
 
 from ..messages import current, speaking, text
 from ..records import CellResult, Row
-from .inert import CSP_META, make_inert, md_text
+from .inert import CSP_META, make_inert, md_text, md_text_with_code
 from .words import say
 
 __all__ = ["FeedbackWriter", "TEMPLATE"]
@@ -222,7 +222,9 @@ class FeedbackWriter:
             else text("verdict_head_part", exercise=exercise, k=k, n=n, points=_points(c))
         )
         head = f"> **{'✔' if c.passed else '✘'} {head}**"
-        return head + (f" {text('verdict_passed')}" if c.passed else f" {md_text(shown_reason(say(c.reason)))}")
+        return head + (
+            f" {text('verdict_passed')}" if c.passed else f" {md_text_with_code(shown_reason(say(c.reason)))}"
+        )
 
     @staticmethod
     def _banner(title: str, row: Row, cells, names: dict | None = None) -> str:
@@ -242,7 +244,7 @@ class FeedbackWriter:
                 "|---|---|---|",
             ]
             for c in cells:
-                result = text("page_passed") if c.passed else md_text(shown_reason(say(c.reason)))
+                result = text("page_passed") if c.passed else md_text_with_code(shown_reason(say(c.reason)))
                 exercise, k, n = names.get(c.grade_id, (c.grade_id, 1, 1))
                 name = f"`{exercise}`" if n == 1 else text("page_table_part", exercise=exercise, k=k, n=n)
                 lines.append(f"| {name} | {c.points:g} / {c.max_points:g} | {result} |")

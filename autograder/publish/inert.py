@@ -65,6 +65,7 @@ __all__ = [
     "make_inert",
     "inert_outputs",
     "md_text",
+    "md_text_with_code",
     "html_text",
     "text_block",
     "csp_meta",
@@ -124,6 +125,26 @@ def md_text(text) -> str:
     `[x](javascript:...)` show as exactly those characters.
     """
     return " ".join(str(text).split()).translate(_MD_TABLE)
+
+
+def md_text_with_code(text) -> str:
+    """Like `md_text`, but a `code span` in the text (the grader's and the checks' words mark names and
+    code with backticks) shows as code instead of raw backticks.
+
+    A code span's content is literal in CommonMark (no emphasis, no link, no HTML: the renderer escapes
+    it), so it is safe as it is; a piece that could still break out of its table cell (a `|`) or is
+    empty, and an unpaired backtick, are shown escaped as plain text.
+    """
+    parts = " ".join(str(text).split()).split("`")
+    if len(parts) % 2 == 0:  # an odd number of backticks: the last one has no partner
+        parts[-2:] = [parts[-2] + "`" + parts[-1]]
+    out = []
+    for i, part in enumerate(parts):
+        if i % 2 and part.strip() and "|" not in part:
+            out.append(f"`{part}`")
+        else:
+            out.append((f"`{part}`" if i % 2 else part).translate(_MD_TABLE))  # md_text, spaces kept
+    return "".join(out)
 
 
 def text_block(text: str) -> str:

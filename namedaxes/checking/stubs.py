@@ -4,20 +4,27 @@ In a notebook, a cell that calls a function whose body is still `raise NotImplem
 the one line "`loss_fn` is not written yet: ..." (an IPython exception hook registered when
 `namedaxes.checking` is imported), so an unanswered notebook shows messages, not stub tracebacks.
 A cell that uses an exercise's answer before its cell ran (`NameError: name 'loss_fn' is not
-defined`) says so in one line too, and `progress()` lists that exercise as not started.
+defined`) says so in one line too, and `progress()` lists that exercise as not started. Any other
+name a cell's own code cannot find (`q`, `jnp`, `devices`: the most common state after a kernel
+restart or cells run out of order) says which cell to run first (`run_order_message`).
+
+The handler is there from the kernel's start, before any cell ran: the course's kernel loads the
+IPython extension `namedaxes.kernel_start`, which registers `show_error` and imports this module
+only when an error comes; importing `namedaxes.checking` then keeps that registration.
 """
 
 from __future__ import annotations
 
 import re
 
+from ..kernel_start import HANDLED, MARK
 from .explaining import _user_frames
 from .notebook import ipython
 from .rendering import render_failure
 from .text import TEXT
 from .verdicts import _REGISTRY, _RESULTS, NOT_ATTEMPTED, Verdict
 
-__all__ = ["undefined_answer", "install_stub_handler"]
+__all__ = ["undefined_answer", "run_order_message", "install_stub_handler", "show_error"]
 
 
 def undefined_answer(value: BaseException) -> str | None:
@@ -31,6 +38,16 @@ def undefined_answer(value: BaseException) -> str | None:
     for ex in exercises:
         _RESULTS[ex._key] = Verdict(NOT_ATTEMPTED, message)
     return message
+
+
+def run_order_message(value: BaseException) -> str | None:
+    """One line for `NameError: name 'X' is not defined` raised by a cell's own top-level code: run the
+    cells above first (for `q`: the import cell). A name missing inside a function is left to Python."""
+    name = getattr(value, "name", None) if type(value) is NameError else None
+    frames = _user_frames(value.__traceback__) if name else []
+    if not frames or frames[-1].tb_frame.f_code.co_name != "<module>" or frames[-1].tb_next is not None:
+        return None
+    return TEXT["q_not_defined"] if name == "q" else TEXT["run_cells_above"].format(name=name)
 
 
 def _stub_message(value: BaseException) -> str | None:
@@ -51,9 +68,9 @@ def _stub_message(value: BaseException) -> str | None:
     return TEXT["cell_not_written_yet"] if where == "<module>" else TEXT["uses_unwritten"].format(name=where)
 
 
-def _show_stub_error(shell, etype, value, tb, tb_offset=None):
-    """IPython custom exception handler for NotImplementedError and NameError (see the module docstring)."""
-    message = _stub_message(value) or undefined_answer(value)
+def show_error(shell, etype, value, tb, tb_offset=None):
+    """IPython custom exception handler for HANDLED (see the module docstring)."""
+    message = _stub_message(value) or undefined_answer(value) or run_order_message(value)
     if message is None:
         shell.showtraceback((etype, value, tb), tb_offset=tb_offset)  # anything else: IPython's own display
     else:  # the error output: ename/evalue unchanged, these lines as its traceback
@@ -62,7 +79,9 @@ def _show_stub_error(shell, etype, value, tb, tb_offset=None):
 
 def install_stub_handler() -> None:
     shell = ipython()
-    if shell is None or getattr(shell, "custom_exceptions", None):
-        return  # not a notebook, or someone else's handler: leave it alone
-    # RuntimeError covers multiprocess.WorkerError; every other error is shown as IPython would show it.
-    shell.set_custom_exc((NotImplementedError, RuntimeError, NameError), _show_stub_error)
+    if shell is None or getattr(shell, MARK, False):
+        return  # not a notebook, or ours already (from namedaxes.kernel_start)
+    if getattr(shell, "custom_exceptions", None):
+        return  # someone else's handler: leave it alone
+    shell.set_custom_exc(HANDLED, show_error)
+    setattr(shell, MARK, True)

@@ -26,6 +26,17 @@ TEXT = Messages(
             "`{name}` is not defined yet: run the cell with `def {name}(...)` first (it is not started "
             "while it still raises `NotImplementedError`), then this one again."
         ),
+        "q_not_defined": (
+            "`q` (the exercise checks) is not defined in this kernel: the notebook's import cell near the top "
+            "(the one that ends with `import ... as q`) has not run since the kernel started or restarted. "
+            "Run the cells above first (Run ▸ Run All Above Selected Cell), then this cell again."
+        ),
+        "run_cells_above": (
+            "`{name}` is not defined in this kernel: the cell that defines it has not run since the kernel "
+            "started or restarted (a kernel runs cells in the order you run them, not the page's). Run the cells "
+            "above first (Run ▸ Run All Above Selected Cell), then this cell again; if you did, check the "
+            "spelling of `{name}`."
+        ),
         "uses_unwritten": "This cell runs `{name}`, which is not written yet: replace `raise NotImplementedError()` "
         "in its cell with your code, run that cell, then this one again.",
         "unbound_axis": (

@@ -18,6 +18,9 @@ subtracts a mean per position instead, and is told so.
 
 from __future__ import annotations
 
+import inspect
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -85,6 +88,10 @@ TEXT = {
     ),
     "last_fixed": (
         " It was right over 8 devices but not over {k}: is the position a fixed number? A fixed 7 only fits 8 devices."
+    ),
+    "last_device_count": (
+        " It was right over 8 devices but not over {k}: `{used}` counts the machine's devices (8 here), not the "
+        "devices along the axis ({k} in this check). `lax.psum(1, DEVICES)` is the size of the axis wherever it runs."
     ),
     "last_other_device": (
         "That is the `x` of the device at position {j}. The last device is at position {last} "
@@ -233,6 +240,23 @@ rank_weighted_sum = exercise(
 
 
 # ---------------------------------------------------------------- 2. last_device_value
+MACHINE_COUNT = re.compile(  # the machine's device count: jax.device_count(), len(jax.devices()) and local_*
+    r"\b(?:jax\.)?(?:local_)?device_count\(\s*\)|\blen\(\s*(?:jax\.)?(?:local_)?devices\(\s*\)\s*\)"
+)
+
+
+def _not_the_axis_size(fn, k: int) -> str:
+    """Why an answer right over 8 devices picks the wrong one over `k`: the machine's device count in its
+    code (`jax.device_count()`), else a fixed position."""
+    try:
+        used = MACHINE_COUNT.search(inspect.getsource(fn))
+    except (OSError, TypeError):  # no source (a compiled or built-in function)
+        used = None
+    if used:
+        return TEXT["last_device_count"].format(k=k, used=" ".join(used.group(0).split()))
+    return TEXT["last_fixed"].format(k=k)
+
+
 def _check_last_device_value(fn) -> None:
     name = "last_device_value"
     r = rng("last_device_value_check")
@@ -251,11 +275,11 @@ def _check_last_device_value(fn) -> None:
         elif same_values(got, np.broadcast_to(xs[0], xs.shape)):
             diagnosis = TEXT["last_first"].format(last=k - 1)
         elif same_values(got, np.zeros_like(xs)):
-            diagnosis = TEXT["last_nobody"].format(last=k - 1) + (TEXT["last_fixed"].format(k=k) if k != 8 else "")
+            diagnosis = TEXT["last_nobody"].format(last=k - 1) + (_not_the_axis_size(fn, k) if k != 8 else "")
         elif any(same_values(got, np.broadcast_to(xs[j], xs.shape)) for j in range(1, k - 1)):
             j = next(j for j in range(1, k - 1) if same_values(got, np.broadcast_to(xs[j], xs.shape)))
             diagnosis = TEXT["last_other_device"].format(j=j, last=k - 1) + (
-                TEXT["last_fixed"].format(k=k) if k != 8 else ""
+                _not_the_axis_size(fn, k) if k != 8 else ""
             )
         elif same_values(got[-1], xs[-1]) and same_values(got[:-1], np.zeros_like(xs[:-1])):
             diagnosis = TEXT["last_not_shared"].format(axis=DEVICES)

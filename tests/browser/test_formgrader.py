@@ -17,8 +17,11 @@ two graded students of 02_scaled_sum:
   outside its folder: the sandboxed grader gives it 0 points (nbgrader's own
   autograde, which formgrader's Autograde button runs as the formgrader's user,
   would give it full marks and write the file). In formgrader, its Autograde
-  button and the Generate/Release Feedback buttons answer with a message to use
-  `make grade` / `make return-feedback` (autograder.formgrader.guard): nothing
+  button and the Generate/Release Feedback buttons (per submission and per
+  assignment) are shown disabled, greyed out, each with its reason (title and
+  screen-reader text), under a note naming `make grade` / `make return-feedback`
+  (autograder.formgrader.guard); a click posts nothing and opens no dialog (they
+  used to open formgrader's red "Error" dialog, which read as breakage): nothing
   runs, the file is not written, the gradebook keeps the sandboxed 0 and the
   feedback pages and autograded notebooks stay as the grader wrote them. The
   same holds for direct POSTs to the API routes (with the token; without it 403).
@@ -207,19 +210,41 @@ def _formgrader_cannot_autograde_or_publish(
     assert scores["patcher"] == (True, 0.0, 7.0), f"the sandboxed grader gives the patcher 0 / 7: {scores}"
     before = _snapshot(course, exchange)
     page = browser.new_page()
+    posted, dialogs = [], []
+    page.on("request", lambda r: posted.append(r.url) if r.method == "POST" else None)
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     page.goto(f"{server.url}/formgrader/manage_submissions/{A02}")
-    button = page.locator("tr", has=page.get_by_text("patcher", exact=True)).locator(".autograde a")
-    button.wait_for(timeout=60_000)  # the table is filled in by a script
-    with page.expect_response(lambda r: r.url.endswith(f"/{A02}/patcher/autograde")) as answered:
-        button.click()
-    assert answered.value.status == 200, answered.value.status
-    modal = page.locator(".modal")  # formgrader's dialog: #error-modal, or #success-modal had it run
-    modal.wait_for(state="visible", timeout=60_000)
-    text = " ".join(modal.inner_text().split())
-    assert modal.get_attribute("id") == "error-modal", text
-    assert "Autograde is disabled in this formgrader" in text and "Grade with `make grade`" in text, text
-    page.wait_for_timeout(500)  # the dialog's fade-in
+    row = page.locator("tr", has=page.get_by_text("patcher", exact=True))
+    row.wait_for(timeout=60_000)  # the table is filled in by a script
+    for cell, words in (
+        ("autograde", "Autograde is disabled in this formgrader"),
+        ("generate-feedback", "Generate Feedback is disabled in this formgrader"),
+        ("release-feedback", "Release Feedback is disabled in this formgrader"),
+    ):
+        off = row.locator(f"td.{cell} button")
+        off.wait_for(timeout=30_000)
+        assert row.locator(f"td.{cell} a").count() == 0, f"{cell}: formgrader's clickable link is still there"
+        assert off.is_disabled() and off.get_attribute("aria-disabled") == "true", cell
+        assert words in off.get_attribute("title") and words in off.inner_text(), (cell, off.get_attribute("title"))
+        assert float(off.evaluate("b => getComputedStyle(b).opacity")) < 0.5, f"{cell} does not look disabled"
+        row.locator(f"td.{cell} > span").click()  # where a student of the page would click: nothing happens
+    note = page.locator("#namedaxes-guard-note")
+    assert note.is_visible() and note.locator("code").all_inner_texts() == ["make grade", "make return-feedback"]
+    page.wait_for_timeout(1000)  # a dialog's fade-in, had anything been posted
+    assert not page.locator(".modal").is_visible(), "no dialog opens, least of all formgrader's red Error"
+    assert posted == [] and dialogs == [], (posted, dialogs)
     page.screenshot(path=str(screenshots / "formgrader_autograde_disabled.png"))
+    page.goto(f"{server.url}/formgrader/manage_assignments")
+    assignment = page.locator("tr", has=page.get_by_text(A02, exact=True))
+    assignment.wait_for(timeout=60_000)
+    for cell in ("generate-feedback", "release-feedback"):
+        off = assignment.locator(f"td.{cell} button")
+        off.wait_for(timeout=30_000)
+        assert off.is_disabled() and "is disabled in this formgrader" in off.get_attribute("title"), cell
+        assert assignment.locator(f"td.{cell} a").count() == 0, cell
+    assert page.locator("#namedaxes-guard-note").is_visible()
+    page.screenshot(path=str(screenshots / "formgrader_feedback_disabled.png"))
+    assert posted == [] and dialogs == [], (posted, dialogs)
     page.close()
     for name, (route, words) in GUARDED_ACTIONS.items():  # direct POSTs: the API, not only the button
         status, body = server.request(route, data={})

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -292,14 +293,20 @@ def test_release_fetch_answer_validate_submit_collect_grade_feedback(hub, pages,
     with _timed("instructor collects in formgrader"):
         _formgrader_row(teacher, dep).locator("td.collect a").click()
         teacher.locator("#success-modal").get_by_text(f"Successfully collected submissions of '{AID}'").wait_for()
-    # formgrader as a hub service loads the same guard as `make formgrader`: Autograde runs nothing
+    # formgrader as a hub service loads the same guard as `make formgrader`: Autograde is shown disabled, with
+    # its reason (no error dialog), and its route runs nothing
     teacher.goto(f"{dep.url}/services/{COURSE}/formgrader/manage_submissions/{AID}")
-    autograde = teacher.locator("tr", has=teacher.get_by_text(ADA, exact=True)).locator(".autograde a")
+    row = teacher.locator("tr", has=teacher.get_by_text(ADA, exact=True))
+    autograde = row.locator("td.autograde button")
     autograde.wait_for(timeout=60_000)
-    with teacher.expect_response(lambda r: r.url.endswith(f"/{AID}/{ADA}/autograde")) as answered:
-        autograde.click()
-    assert answered.value.status == 200 and answered.value.json()["disabled_by"] == "autograder.formgrader.guard"
-    teacher.locator("#error-modal").get_by_text("Grade with `make grade`").wait_for()
+    assert autograde.is_disabled() and "Autograde is disabled" in autograde.get_attribute("title")
+    assert row.locator("td.autograde a").count() == 0, "formgrader's clickable Autograde is gone"
+    assert "make grade" in teacher.locator("#namedaxes-guard-note").inner_text()
+    route = f"{dep.url}/services/{COURSE}/formgrader/api/submission/{AID}/{ADA}/autograde"
+    answer = teacher.evaluate(  # formgrader's own jQuery post (its XSRF set-up), as its button did
+        "url => new Promise(done => $.post(url).done(t => done(t)).fail(x => done('failed ' + x.status)))", route
+    )
+    assert json.loads(answer)["disabled_by"] == "autograder.formgrader.guard", answer
     with _timed("make grade HUB=1"):
         out = _make("grade", *hub_vars)
     assert "owned by their graders again" in out, out[-2000:]

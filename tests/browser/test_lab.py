@@ -239,3 +239,30 @@ def test_make_lab_serves_the_chinese_edition_in_work_zh(browser, make_server, sc
 
         assert squeeze(_literal_part(translated)) in squeeze(check_text), check_text[-800:]
         assert squeeze(_literal_part(checking.TEXT["not_written_yet"])) not in squeeze(check_text), check_text[-800:]
+
+
+def test_make_lab_edition_zh_opens_a_chinese_jupyterlab(browser, make_server, screenshots, tmp_path):
+    """`make lab EDITION=zh`: JupyterLab's own menus in Chinese (the zh-CN language pack, selected by
+    jupyter/zh/labconfig), among them the Run menu's entry that the course's run-order message names."""
+    work = tmp_path / "work"
+    server = make_server("lab", LAB_DIR=str(work), EDITION="zh")
+    status, body = server.request("/lab/api/translations/zh_CN")
+    assert status == 200 and json.loads(body)["data"], "the zh-CN language pack is installed and served"
+    page = browser.new_page()
+    page.set_default_timeout(RUN_TIMEOUT * 1000)
+    page.goto(f"{server.url}/lab/tree/{NOTEBOOK.name}?reset&token={server.token}")
+    page.locator(".jp-NotebookPanel .jp-CodeCell").first.wait_for()
+    # the kernel's status in Chinese too; and a kernel still starting would hold up the server's shutdown
+    page.locator("#jp-main-statusbar").get_by_text("Python 3 (ipykernel) | 空闲").wait_for()
+    menubar = page.locator("#jp-menu-panel, .jp-MenuBar").first
+    for menu in ("文件", "编辑", "运行", "内核"):
+        assert menubar.get_by_text(menu, exact=True).count() >= 1, f"no {menu} menu: {menubar.inner_text()}"
+    assert menubar.get_by_text("File", exact=True).count() == 0, "the menus are still English"
+    page.get_by_role("menuitem", name="运行", exact=True).click()
+    entry = page.get_by_role("menuitem", name="运行选中单元格上方的所有单元格")
+    entry.wait_for()
+    page.screenshot(path=str(screenshots / "lab_zh_menus.png"))
+    page.keyboard.press("Escape")
+    page.close()
+    problems = server.stop()
+    assert not problems, f"{problems}\n{server.log()}"

@@ -128,6 +128,9 @@ def test_class_report_renders_and_links_in_chromium(browser, tmp_path, screensho
     assert "timeout" in cara and "0/6" in cara
     assert "missing" in page.locator("table.students tr", has_text="eve").inner_text()
     page.screenshot(path=str(screenshots / "class_report.png"), full_page=True)
+    from axe import serious_violations
+
+    assert not (found := serious_violations(page)), f"axe-core on the class report: {found}"
     assert [u for u in requests if not u.startswith("data:")] == [path.as_uri()], "self-contained: one file, no fetches"
     page.locator("table.students tr", has_text="bob").get_by_role("link", name="4/6").click()
     page.wait_for_load_state("load")

@@ -43,6 +43,9 @@ def _no_make_jobserver() -> dict:
     return {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
 
 
+MAKE_SITE_SAID: list[str] = []  # what `make site` printed (the session's one build)
+
+
 @pytest.fixture(scope="session")
 def built_site() -> Path:
     """`make site`, once per session (cached: seconds when nothing changed)."""
@@ -55,6 +58,7 @@ def built_site() -> Path:
         stdin=subprocess.DEVNULL,
     )
     assert out.returncode == 0, f"`make site` failed ({out.returncode}):\n{out.stdout[-4000:]}\n{out.stderr[-4000:]}"
+    MAKE_SITE_SAID.append(out.stdout)
     return SITE
 
 
@@ -305,6 +309,87 @@ def test_chinese_text_gets_a_cjk_font_and_search_finds_pages(built_site, site_ur
         assert page.locator("#search-results ul.search li a").count() >= 3, f"{prefix}search.html found too little"
 
 
+@pytest.mark.parametrize("term", ["集合通信", "设备", "轴名称"])
+def test_chinese_search_finds_chinese_terms_on_the_pages_that_use_them(built_site, site_url, browser, term):
+    """A Chinese word alone, with no Latin text around it, finds the pages whose text uses it (jieba segments
+    the index, site/conf.py; the search used to find Chinese only between Latin words)."""
+
+    def article(path: Path) -> str:  # the page's own text, not the navigation every page repeats
+        raw = path.read_text(encoding="utf-8")
+        body = re.search(r'(?s)<article class="bd-article">(.*)</article>', raw)
+        return html.unescape(re.sub(r"<[^>]+>", "", body.group(1))) if body else ""
+
+    using = {p[3:-5] for p in _pages(built_site) if p.startswith("zh/") and term in article(built_site / p)}
+    assert len(using) >= 2, f"the Chinese pages that use {term}: {using}"
+    page = browser.new_page()
+    _open(page, site_url + f"zh/search.html?q={urllib.parse.quote(term)}")
+    page.wait_for_selector("#search-results ul.search li", timeout=15000)
+    page.wait_for_function(
+        "() => !document.querySelector('#search-progress') || document.querySelector('#search-progress').textContent",
+        timeout=15000,
+    )
+    found = {
+        urllib.parse.urlsplit(href).path.split("zh/", 1)[-1].removesuffix(".html")
+        for href in page.locator("#search-results ul.search li a").evaluate_all("as => as.map(a => a.href)")
+    }
+    missing = {p for p in using if p.startswith("notebooks/")} - found
+    assert not missing, f"searching {term} misses notebook pages that use it: {sorted(missing)} (found {sorted(found)})"
+
+
+def test_every_page_passes_axe_with_no_serious_or_critical_violation(built_site, site_url, browser):
+    """axe-core's automated checks (WCAG 2 A/AA and best practices) on every page of both editions."""
+    from axe import serious_violations
+
+    page = browser.new_page()
+    problems = {}
+    for path in _pages(built_site):
+        _open(page, site_url + path)
+        if found := serious_violations(page):
+            problems[path] = found
+    assert not problems, "\n".join(f"{p}: {v}" for p, vs in problems.items() for v in vs)
+
+
+def test_keyboard_reaches_the_language_switch_and_the_colab_button(built_site, site_url, browser):
+    """Tab alone reaches both, each visibly focused, and Enter on the language switch opens the other edition."""
+    for prefix in ("", "zh/"):
+        page = browser.new_page()
+        _open(page, site_url + f"{prefix}notebooks/{SAMPLE}.html")
+        reached = set()
+        for _ in range(80):
+            page.keyboard.press("Tab")
+            focused = page.evaluate(
+                "() => { const e = document.activeElement; const s = getComputedStyle(e);"
+                " return {cls: e.className || '', href: e.getAttribute('href') || '',"
+                " outline: s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) > 0 || s.boxShadow !== 'none'}; }"
+            )
+            for name, cls in (("switch", "site-language-switch"), ("colab", "site-colab")):
+                if cls in focused["cls"]:
+                    assert focused["outline"], f"{prefix}: the {name} has no visible focus"
+                    reached.add(name)
+            if reached == {"switch", "colab"}:
+                break
+        assert reached == {"switch", "colab"}, f"{prefix}{SAMPLE}: Tab reached only {reached}"
+        page.locator(".site-language-switch").focus()
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
+        other = "" if prefix else "zh/"
+        assert page.url.endswith(f"/{other}notebooks/{SAMPLE}.html"), page.url
+        page.close()
+
+
+def test_every_figure_has_a_text_alternative_in_its_pages_language(built_site):
+    """Each figure's alt is its title as the figure shows it (compose_pages.figure_title), in the page's language."""
+    for path in _pages(built_site):
+        for alt in re.findall(r'<img[^>]*\balt="([^"]*)"', (built_site / path).read_text(encoding="utf-8")):
+            if "/_static/" in alt or alt.endswith((".svg",)):
+                continue
+            assert alt and not alt.endswith(".png") and "_images/" not in alt, f"{path}: alt {alt!r}"
+            chinese = re.search(r"[\u4e00-\u9fff]", alt) is not None
+            assert chinese == path.startswith("zh/"), f"{path}: alt {alt!r} is not in the page's language"
+    figures = sum(len(re.findall(r"<img[^>]*_images/", (built_site / p).read_text())) for p in _pages(built_site))
+    assert figures >= 20, f"only {figures} figures on the site"
+
+
 def test_pages_fit_a_phone_and_screenshots(built_site, site_url, browser, screenshots):
     page = browser.new_page()
     for rel, name in (
@@ -327,3 +412,13 @@ def test_pages_fit_a_phone_and_screenshots(built_site, site_url, browser, screen
         )
         assert searches, f"{rel}: no visible search button on a phone"
     page.screenshot(path=str(screenshots / "site-notebook-zh-phone.png"))
+
+
+def test_make_site_says_which_repository_its_colab_buttons_open_and_how_to_change_it(built_site):
+    """A fork that publishes its site must not send students to someone else's notebooks unawares."""
+    said = MAKE_SITE_SAID[0]
+    assert f"Colab buttons open the notebooks of https://github.com/{settings.github_path()} at branch " in said, said
+    assert "NAMEDAXES_SITE_REPOSITORY=https://github.com/OWNER/NAME" in said, said
+    page = (SITE / "notebooks" / "02_scaled_sum.html").read_text()
+    opens = f"{settings.COLAB}/{settings.github_path()}/blob/{settings.BRANCH}/"
+    assert opens in page, "the note names what the pages open"

@@ -73,3 +73,23 @@ def test_without_root_it_says_what_it_needs(monkeypatch, tmp_path):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(accounts.AccountError, match=r"needs root \(useradd, chpasswd\)"):
         accounts.sync(Deployment(hub_dir=tmp_path), None)
+
+
+def test_the_start_here_note_is_written_once_and_never_through_a_link(tmp_path):
+    """root writes it into a fresh home: O_EXCL and O_NOFOLLOW, so neither a file nor a link already there is
+    written over or followed (a student cannot aim it at another file)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    accounts._write_start_here(home, os.getuid(), os.getgid())
+    note = home / accounts.START_HERE
+    assert note.read_text(encoding="utf-8") == accounts.START_HERE_TEXT
+    note.write_text("the student's own words")
+    accounts._write_start_here(home, os.getuid(), os.getgid())
+    assert note.read_text() == "the student's own words", "written once: never over the student's file"
+    other = tmp_path / "home2"
+    other.mkdir()
+    target = tmp_path / "secret"
+    target.write_text("root's")
+    (other / accounts.START_HERE).symlink_to(target)
+    accounts._write_start_here(other, os.getuid(), os.getgid())
+    assert target.read_text() == "root's", "a link is not followed"

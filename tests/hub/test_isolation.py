@@ -19,6 +19,7 @@ process, only the deployment's accounts and permissions.
 from __future__ import annotations
 
 import importlib.util
+import stat
 from pathlib import Path
 
 import pytest
@@ -280,3 +281,15 @@ def test_a_student_cannot_list_the_checkout_but_runs_the_course_venv(hub):
 def test_a_student_cannot_read_the_hubs_state(hub):
     assert attempt(BEN, "list", hub.state) == "EACCES"
     assert attempt(BEN, "read", hub.passwords_file) == "EACCES"
+
+
+def test_a_student_logs_in_to_a_note_that_points_to_the_assignment_list(hub):
+    """Issue 35: the home was an empty folder; START-HERE.md (both languages) says where assignments come from."""
+    import pwd
+
+    for student in (ADA, BEN):
+        note = hub.home(student) / "START-HERE.md"
+        st = note.lstat()
+        assert stat.S_ISREG(st.st_mode) and st.st_uid == pwd.getpwnam(student).pw_uid, "the student's own file"
+        text = note.read_text(encoding="utf-8")
+        assert "Nbgrader ▸ Assignment List" in text and "作业列表" in text and "Fetch" in text

@@ -114,3 +114,31 @@ def test_escapes_and_plain_braces_of_a_plain_string():
 
 def test_a_cell_that_is_not_python_has_no_labels():
     assert labels.labels("print('unclosed") == [] and labels.canonical("print('unclosed") == "print('unclosed"
+
+
+FIGURE_CELL = """plots.plot_communication(steps, 4, title="lax.all_gather, ring on 4 devices",
+                         note="x2 = device 2's block")
+plot_device_values(a, b, title='psum over devices', before_label="before", after_label=f"after {n}")
+other(title="not a figure")
+"""
+
+
+def test_figure_labels_are_the_text_arguments_of_plot_calls():
+    """Issue 35: the Chinese notebooks' plot code said title="..." in English while the figure was Chinese."""
+    found = [(label.text, label.kind) for label in labels.figure_labels(FIGURE_CELL)]
+    assert found == [
+        ("lax.all_gather, ring on 4 devices", "figure"),
+        ("x2 = device 2's block", "figure"),
+        ("psum over devices", "figure"),
+        ("before", "figure"),
+    ], found  # an f-string argument and another function's title= are no figure labels
+    zh = {
+        "lax.all_gather, ring on 4 devices": "lax.all_gather，4 个设备上的环",
+        "before": "之前",
+        "psum over devices": "设备上的 'psum'",  # its quote would end the literal: kept English
+    }
+    out = labels.render_figures(FIGURE_CELL, lambda t: zh.get(t, t))
+    assert 'title="lax.all_gather，4 个设备上的环"' in out and 'before_label="之前"' in out
+    assert "title='psum over devices'" in out, "a translation that cannot stand in the literal is not written"
+    assert labels.canonical(out) == labels.canonical(FIGURE_CELL), "editions differ only in their figures' words"
+    assert labels.canonical(out.replace("steps, 4", "steps, 8")) != labels.canonical(FIGURE_CELL)

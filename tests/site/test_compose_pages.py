@@ -163,3 +163,24 @@ def test_a_solved_notebook_that_raises_stops_the_build_naming_the_cell(tmp_path)
     with pytest.raises(RuntimeError, match=r"(?s)01_broken.ipynb raised while it was executed.*the course is broken"):
         execute_notebooks._run("en", source, tmp_path / "out" / "01_broken.k.ipynb")
     assert not (tmp_path / "out").exists(), "nothing is cached for a failed execution"
+
+
+def test_a_figures_text_alternative_is_its_title_as_the_figure_shows_it():
+    """The figure's title in the page's language (the plots translate it when drawn); a plot without a title
+    uses the site's own words for it; a cell without a plot_* call gets none."""
+    sys.path.insert(0, str(ROOT / "site"))
+    import compose_pages
+
+    from namedaxes import i18n
+
+    source = "plot_device_values(a, b, title=\"lax.psum over 'devices': every device ends with the total\")"
+    assert compose_pages.figure_title(source, "en") == "lax.psum over 'devices': every device ends with the total"
+    zh = compose_pages.figure_title(source, "zh")
+    assert zh and re.search(r"[\u4e00-\u9fff]", zh) and "lax.psum" in zh, zh
+    i18n.set_language("zh")
+    try:
+        assert zh == i18n.gettext("lax.psum over 'devices': every device ends with the total")
+    finally:
+        i18n.set_language(None)
+    assert compose_pages.figure_title("plots.plot_collective_groups(GRID_SHAPE, GRID_AXES)", "zh").startswith("2 × 4")
+    assert compose_pages.figure_title("print('no figure')", "en") is None

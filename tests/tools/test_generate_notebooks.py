@@ -61,3 +61,22 @@ def test_the_released_notebooks_have_no_knock_on_errors():
     for path in sorted(gen.NOTEBOOKS.glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
         assert gen.knock_on_cells(nb) == [], f"{path.name}: knock-on cells {gen.knock_on_cells(nb)}"
+
+
+def test_the_chinese_editions_figure_code_says_what_its_figures_say():
+    """Issue 35: a plot call's title=, note= and *_label= are written in Chinese in the Chinese edition's code,
+    as the figure draws them (namedaxes.po), not in English next to a Chinese figure."""
+    from namedaxes import i18n, labels
+    from tools.course import ROOT
+
+    zh = i18n.translator("zh")
+    checked = 0
+    for path in sorted((ROOT / "notebooks" / "zh").glob("*.ipynb")):
+        english = nbformat.read(ROOT / "notebooks" / path.name, as_version=4)
+        for cell, en_cell in zip(nbformat.read(path, as_version=4).cells, english.cells, strict=True):
+            ours, theirs = (labels.figure_labels(c.source, words=False) for c in (cell, en_cell))
+            for label, en_label in zip(ours, theirs, strict=True):
+                if zh(en_label.text) != en_label.text:  # a figure word the catalog translates
+                    assert label.text == zh(en_label.text), (path.name, label.text)
+                    checked += 1
+    assert checked >= 15, f"only {checked} translated figure labels in the Chinese notebooks"

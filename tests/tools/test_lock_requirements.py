@@ -58,7 +58,8 @@ def _lock(py: str) -> dict[str, str]:
 def _conda() -> tuple[str, dict[str, str]]:
     python, pins = None, {}
     for line in (ROOT / "environment.yml").read_text().splitlines():
-        m = re.match(r"^\s+-\s+([A-Za-z0-9_.-]+)=([0-9][^\s=]*)\s*$", line)
+        # a conda package (name=version), or a pip one in its pip: section (name==version)
+        m = re.match(r"^\s+-\s+([A-Za-z0-9_.-]+)==?([0-9][^\s=#]*)\s*(#.*)?$", line)
         if m and m.group(1) == "python":
             python = m.group(2)
         elif m:

@@ -11,6 +11,7 @@ nbgrader upgrade that adds such a route fails this test), and the config folder
 from __future__ import annotations
 
 import inspect
+import json
 import re
 from pathlib import Path
 
@@ -78,3 +79,40 @@ def test_formgraders_collect_button_runs_the_courses_hardened_collect(monkeypatc
         assert app.config.ExchangeFactory.collect == "autograder.formgrader.collect.HardenedCollect", path
         api = NbGraderAPI(config=app.config)
         assert api.exchange.collect is HardenedCollect, path
+
+
+def test_formgraders_pages_get_the_script_that_disables_the_guarded_buttons():
+    """Its pages, under any base URL, get the script before </body>; its API, static files and other pages do not."""
+    from tornado import httputil
+
+    from autograder.formgrader.guard import BUTTON_CELLS, PageScript, page_script
+
+    page = b"<html><body><table></table></body></html>"
+    for path, gets_it in (
+        ("/formgrader", True),
+        ("/formgrader/manage_submissions/02_scaled_sum", True),
+        ("/services/formgrader-namedaxes/formgrader/manage_assignments", True),
+        ("/formgrader/api/assignments", False),
+        ("/formgrader/static/js/manage_submissions.js", False),
+        ("/lab", False),
+    ):
+        request = httputil.HTTPServerRequest(
+            start_line=httputil.RequestStartLine("GET", path, "HTTP/1.1"),
+            headers=httputil.HTTPHeaders({"Host": "127.0.0.1"}),
+        )
+        transform = PageScript(request)
+        headers = httputil.HTTPHeaders({"Content-Type": "text/html; charset=UTF-8", "Content-Length": str(len(page))})
+        _, headers, chunk = transform.transform_first_chunk(200, headers, page, True)
+        assert (page_script().encode() in chunk) is gets_it, path
+        assert chunk.endswith(b"</body></html>") and headers["Content-Length"] == str(len(chunk)), path
+    script = page_script()
+    for action, message in MESSAGES.items():
+        assert json.dumps(message) in script, action  # each button's reason, as formgrader's API words it
+    assert "</" not in script.split("<script", 1)[1].rsplit("</script>", 1)[0], "nothing closes the script early"
+    # the cells the script looks in are the ones formgrader's own scripts fill with these buttons
+    from nbgrader.server_extensions import formgrader
+
+    static = Path(formgrader.__file__).parent / "static" / "js"
+    for cell in BUTTON_CELLS:
+        users = [js.name for js in static.glob("manage_*.js") if f'this.$el.find(".{cell}")' in js.read_text()]
+        assert users, f"formgrader's scripts no longer fill .{cell}: the guard's page script needs a look"

@@ -56,7 +56,11 @@ def test_the_page_names_exercises_and_drops_the_checkfailed_prefix():
         assert "CheckFailed" not in text
         assert "returned different values on different devices" in text
     text = _text(_page(True))
-    assert re.search(r"✘ Autograder, exercise scaled_sum ?, check 2 of 2: 0 / 1 point\. `scaled_sum` returned", text)
+    assert re.search(r"✘ Autograder, exercise scaled_sum ?, check 2 of 2: 0 / 1 point\. scaled_sum returned", text)
+    page = _page(True)
+    graders = " ".join(_text(q) for q in re.findall(r"(?s)<blockquote>.*?</blockquote>|<table.*?</table>", page))
+    assert "returned different values" in graders and "`" not in graders, "the grader's words show code, not backticks"
+    assert page.count("<code>scaled_sum</code> returned different values") >= 2, "in the table and the verdict"
     assert re.search(r"✘ Autograder, exercise scaled_mean ?: 0 / 2 points\.", text)
 
 

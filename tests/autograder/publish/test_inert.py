@@ -265,6 +265,21 @@ def test_md_text_renders_as_exactly_the_text_in_nbconvert(text):
     assert tags == ["p"]
 
 
+@pytest.mark.parametrize("text", HOSTILE_TEXT + ["`a|b` and `<b>x</b>`", "one ` alone", "``", "` `"])
+def test_md_text_with_code_shows_code_spans_as_code_and_everything_else_as_the_text(text):
+    from nbconvert.filters.markdown import markdown2html
+
+    rendered = markdown2html(f"Reason: {inert.md_text_with_code(text)}")
+    shown, tags = _visible(rendered)
+    spans = [p for i, p in enumerate(" ".join(text.split()).split("`")) if i % 2]
+    code = [p for p in spans if p.strip() and "|" not in p] if text.count("`") % 2 == 0 else None
+    if code is not None:
+        assert tags == ["p"] + ["code"] * len(code), (text, rendered)
+        assert re.findall(r"<code>(.*?)</code>", rendered) == [html.escape(c.strip(), quote=False) for c in code]
+    assert set(tags) <= {"p", "code"}, rendered
+    assert shown.replace("`", "") == f"Reason: {' '.join(text.split())}".replace("`", ""), rendered
+
+
 @pytest.mark.parametrize("text", ["a ``` b", "```\n<script>alert(1)</script>\n```", "````` x ``", "plain"])
 def test_text_block_cannot_be_closed_from_inside(text):
     from nbconvert.filters.markdown import markdown2html
@@ -317,8 +332,12 @@ def test_ids_and_reasons_are_literal_in_feedback():
         "code",
         "td",
         "td",
+        "code",
     ], tags
-    assert shown.count(" ".join(P.REASON.split())) >= 3, "banner id, status reason, table row"
+    assert shown.count(" ".join(P.REASON.split())) >= 2, "banner id, status reason"
+    # the table row: the reason's words as text, its one `code` span as code (not raw backticks)
+    assert " ".join(P.REASON.split()).replace("`code`", "code") in shown, shown
+    assert "<code>code</code>" in page
 
 
 def test_student_ids_that_are_markup_are_refused_at_intake():

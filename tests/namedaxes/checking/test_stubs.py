@@ -74,3 +74,39 @@ def test_a_stub_that_raised_in_a_worker_process_gets_the_same_line():
     assert checking.stubs._stub_message(WorkerError(text)) == TEXT["uses_unwritten"].format(name="global_sum")
     WorkerError.remote_type = "ValueError"
     assert checking.stubs._stub_message(WorkerError(text)) is None
+
+
+def test_a_name_a_cell_cannot_find_says_which_cell_to_run_first():
+    """Run out of order or after a restart: `q` names the import cell; any other name the cells above."""
+    with pytest.raises(NameError) as err:
+        _run_cell('"""`scaled_sum` sums x * 2.0."""\nq.scaled_sum.check(scaled_sum)\n', 43, {})
+    assert stubs.run_order_message(err.value) == TEXT["q_not_defined"]
+    assert "import ... as q" in TEXT["q_not_defined"] and "Run All Above Selected Cell" in TEXT["q_not_defined"]
+    with pytest.raises(NameError) as err:
+        _run_cell("x = jnp.arange(3)\n", 44, {})
+    assert stubs.run_order_message(err.value) == TEXT["run_cells_above"].format(name="jnp")
+
+
+def test_a_name_missing_inside_a_function_or_outside_a_cell_keeps_its_traceback():
+    ns: dict = {}
+    _run_cell("def f():\n    return missing_inside\n", 45, ns)
+    with pytest.raises(NameError) as err:
+        _run_cell("f()\n", 46, ns)
+    assert stubs.run_order_message(err.value) is None, "a name missing in the student's function: Python's words"
+    with pytest.raises(NameError) as err:
+        exec("q", {})
+    assert stubs.run_order_message(err.value) is None
+    assert stubs.run_order_message(NameError("Found an unbound axis name: devices")) is None
+
+
+def test_the_run_order_words_are_in_chinese_for_a_chinese_kernel():
+    from namedaxes import i18n
+
+    with pytest.raises(NameError) as err:
+        _run_cell("q.scaled_sum.check(scaled_sum)\n", 47, {})
+    i18n.set_language("zh")
+    try:
+        message = stubs.run_order_message(err.value)
+    finally:
+        i18n.set_language(None)
+    assert message.startswith("这个内核里没有定义 `q`") and "`import ... as q`" in message

@@ -124,7 +124,8 @@ LAST_DEVICE_VALUE_WRONG = [
     ),
     (
         lambda x: lax.psum(jnp.where(_is_last(jax.device_count()), x, 0.0), DEVICES),
-        r"over 3 devices\. Every device returned zeros",
+        r"over 3 devices\. Every device returned zeros.*right over 8 devices but not over 3: "
+        r"`jax\.device_count\(\)` counts the machine's devices \(8 here\), not the devices along the axis",
     ),
     (
         lambda x: lax.psum(jnp.where(_is_last(lax.psum(1, DEVICES)), x, 0), DEVICES).astype(jnp.int32),
@@ -157,6 +158,16 @@ def test_last_device_value_off_by_one_is_not_told_a_fixed_7():
         r"you picked\. Positions along the axis run from 0 to 7 here",
     )
     assert "fixed" not in msg
+
+
+def test_last_device_value_with_the_machines_device_count_is_not_told_a_fixed_7():
+    """Issue 35: code that used `jax.device_count()` (or `len(jax.devices())`) is told that, not "a fixed 7"."""
+    for answer in (
+        lambda x: lax.psum(jnp.where(lax.axis_index(DEVICES) == jax.device_count() - 1, x, 0.0), DEVICES),
+        lambda x: lax.psum(jnp.where(lax.axis_index(DEVICES) == len(jax.devices()) - 1, x, 0.0), DEVICES),
+    ):
+        msg = assert_check_fails(q.last_device_value.check, answer, match=r"counts the machine's devices")
+        assert "fixed" not in msg, msg
 
 
 @pytest.mark.parametrize("answer", LAST_DEVICE_VALUE_RIGHT)

@@ -1,0 +1,46 @@
+"""site/settings.py: what `make site` says about the repository its Colab buttons open."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "site"))
+
+import settings  # noqa: E402  (site/ is not a package)
+
+
+def test_the_note_names_the_repository_the_branch_where_it_was_set_and_how_to_change_it(monkeypatch):
+    monkeypatch.delenv("NAMEDAXES_SITE_REPOSITORY", raising=False)
+    monkeypatch.setattr(settings, "REPOSITORY", settings.DEFAULT_REPOSITORY)
+    monkeypatch.setattr(settings, "BRANCH", "main")
+    note = settings.colab_note()
+    assert note == (
+        "Colab buttons open the notebooks of https://github.com/namedaxes/jax-named-axes-course at branch main "
+        "(the default in site/settings.py); a fork sets its own: make site "
+        "NAMEDAXES_SITE_REPOSITORY=https://github.com/OWNER/NAME [NAMEDAXES_SITE_BRANCH=BRANCH]"
+    )
+    assert settings.colab_note("namedaxes/jax-named-axes-course") == note, "this checkout is the one the site opens"
+
+
+def test_a_fork_is_warned_that_its_site_opens_another_repository(monkeypatch):
+    monkeypatch.delenv("NAMEDAXES_SITE_REPOSITORY", raising=False)
+    monkeypatch.setattr(settings, "REPOSITORY", settings.DEFAULT_REPOSITORY)
+    note = settings.colab_note("someone/fork")
+    assert note.splitlines()[1] == (
+        "WARNING: this checkout's origin is github.com/someone/fork, but the site's Colab buttons open "
+        "github.com/namedaxes/jax-named-axes-course: students of this site would open that repository's notebooks"
+    )
+
+
+def test_a_repository_set_for_make_site_is_named_as_set_there(monkeypatch):
+    monkeypatch.setenv("NAMEDAXES_SITE_REPOSITORY", "https://github.com/someone/fork")
+    monkeypatch.setattr(settings, "REPOSITORY", "https://github.com/someone/fork")
+    monkeypatch.setattr(settings, "BRANCH", "course")
+    note = settings.colab_note("someone/fork")
+    assert note.startswith(
+        "Colab buttons open the notebooks of https://github.com/someone/fork at branch course "
+        "(set by NAMEDAXES_SITE_REPOSITORY)"
+    )
+    assert "WARNING" not in note
