@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -210,13 +211,14 @@ def parse_submission(data: bytes) -> NotebookNode:
         raise UnreadableNotebook("not a notebook: the JSON is nested too deeply") from None
     if not isinstance(obj, dict) or not isinstance(obj.get("cells", obj.get("worksheets")), list):
         raise UnreadableNotebook("not a notebook: the JSON has no list of cells")
+    quiet = logging.getLogger("traitlets")  # nbformat logs "Notebook JSON is invalid" there: the checks below
+    was, quiet.disabled = quiet.disabled, True  # say what matters; silenced for this call only
     try:
-        import logging
-
-        logging.getLogger("traitlets").disabled = True  # silence "Notebook JSON is invalid" noise
         nb = nbformat.reads(text, as_version=4)
     except Exception as err:  # noqa: BLE001 - any failure means "unreadable", with the reason
         raise UnreadableNotebook(f"not a readable notebook ({_short(err)})") from None
+    finally:
+        quiet.disabled = was
     cells = nb.get("cells")
     if not isinstance(cells, list):
         raise UnreadableNotebook("not a notebook: no cells")
