@@ -19,12 +19,15 @@ import autograder_specs as specs
 import nbformat
 import pytest
 from autograder_harness import read_csv, start_grading
+from sandbox_helpers import FLOOD
 
 from autograder.course.classroom import grade_command, make_course
 from autograder.limits import HANDIN_MAX_BYTES, MAX_NOTEBOOK_BYTES, MAX_NOTEBOOK_VALUES
 
 MARK = "SLOT-ATTACK:"
-ATTACK = """import ctypes, errno, json, os, struct
+ATTACK = (
+    FLOOD
+    + """import ctypes, errno, json, os, struct
 from jax import monitoring
 libc = ctypes.CDLL(None, use_errno=True)
 def setx(path, name, value):
@@ -34,17 +37,7 @@ def setx(path, name, value):
 read_only = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", t, p, 0xFFFFFFFF) for t, p in ((1, 5), (4, 0), (32, 0)))
 root = os.getcwd()
 seen = {"acl": setx(root, "system.posix_acl_default", read_only), "note": setx(root, "user.note", b"hello")}
-flood = {}
-for where in ("/tmp", "/dev/shm"):
-    os.mkdir(where + "/flood")
-    n = 0
-    try:
-        while n < 5_000_000:
-            os.close(os.open(f"{where}/flood/{n}", os.O_CREAT | os.O_WRONLY, 0o600))
-            n += 1
-    except OSError as err:
-        flood[where] = [n, errno.errorcode[err.errno]]
-seen["flood"] = flood
+seen["flood"] = dict(zip(("/tmp", "/dev/shm"), flood(["/tmp/flood", "/dev/shm/flood"])))
 hits = []
 monitoring.register_event_listener(lambda event, **kw: hits.append(event))
 def cache_hits(candidate):
@@ -67,6 +60,7 @@ os.utime(root, (86400, 86400))
 os.chmod(root, 0o500)
 print("SLOT-ATTACK:" + json.dumps(seen))
 """
+)
 
 
 def _bomb(values: int) -> bytes:

@@ -93,6 +93,25 @@ def fill_code(path: str) -> str:
         """
 
 
+# Student code (issue 33's inode flood): `flood(folders)` fills each folder (made if missing) with empty
+# files until the file system refuses one, and returns [files made, the refusal's errno name] for each.
+FLOOD = """
+import errno, os
+def flood(folders, limit=5_000_000):
+    made = []
+    for folder in folders:
+        os.makedirs(folder, exist_ok=True)
+        n, why = 0, ""
+        try:
+            while n < limit:
+                os.close(os.open(f"{folder}/{n}", os.O_CREAT | os.O_WRONLY, 0o600))
+                n += 1
+        except OSError as err:
+            why = errno.errorcode[err.errno]
+        made.append([n, why])
+    return made
+"""
+
 SHM_FILE = """
     with open("/dev/shm/big", "wb") as f:
         for _ in range(1024):

@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import REPO, MiB, need
+from sandbox_helpers import FLOOD, REPO, MiB, need
 
 from autograder.run.kernel import Kernel
 from autograder.run.worker import Config, Worker
@@ -379,44 +379,23 @@ def test_an_acl_or_attribute_set_past_the_filter_is_undone_before_the_next_kerne
     assert os.listxattr(root) == []
 
 
-FLOOD = """
-import errno, json, os
-made = {}
-for where in ("/tmp", "/dev/shm", os.getcwd()):
-    folder = os.path.join(where, "flood")
-    os.mkdir(folder)
-    n, stopped = 0, ""
-    while n < 10_000_000:
-        try:
-            os.close(os.open(os.path.join(folder, str(n)), os.O_CREAT | os.O_WRONLY, 0o600))
-        except OSError as err:
-            stopped = errno.errorcode[err.errno]
-            break
-        n += 1
-    made[where] = [n, stopped]
-print(json.dumps(made))
-"""
-
-
 def test_an_inode_flood_stops_at_each_mounts_cap_and_the_next_kernel_starts_clean(zygote, sandbox, tmp_path):
     """Issue 33: millions of empty files are not possible: each writable mount of the slot has an inode
     cap (ENOSPC past it), so emptying the slot unlinks a bounded number of files; the next kernel finds
     none of them."""
     first = forked(zygote, sandbox, tmp_path, "k0")
     try:
-        made = run_json(first, FLOOD)
+        made = run_json(first, FLOOD + "import json\nprint(json.dumps(flood(['/tmp/f', '/dev/shm/f', 'f'])))")
     finally:
         first.kill()
-    work = str(zygote.workdir.resolve())
-    caps = {"/tmp": sandbox.tmp_files, "/dev/shm": sandbox.shm_files, work: sandbox.max_files}
-    for where, (count, stopped) in made.items():
-        assert stopped == "ENOSPC" and 0 < count < caps[where], (where, count, stopped)
+    caps = (sandbox.tmp_files, sandbox.shm_files, sandbox.max_files)
+    for (count, stopped), cap in zip(made, caps, strict=True):
+        assert stopped == "ENOSPC" and 0 < count < cap, (made, caps)
     second = forked(zygote, sandbox, tmp_path, "k1")
     try:
         seen = run_json(
             second,
-            "import json, os; print(json.dumps([os.path.exists(p + '/flood') for p in "
-            "('/tmp', '/dev/shm', os.getcwd())]))",
+            "import json, os; print(json.dumps([os.path.exists(p + '/f') for p in ('/tmp', '/dev/shm', os.getcwd())]))",
         )
     finally:
         second.kill()

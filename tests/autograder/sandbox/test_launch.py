@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import textwrap
 
-from sandbox_helpers import SHM_FILE, MiB, finish, need, popen, workdir
+from sandbox_helpers import FLOOD, SHM_FILE, MiB, finish, need, popen, workdir
 
 from autograder.sandbox import mounts, workcopy
 
@@ -59,21 +59,6 @@ def test_a_kernel_gets_the_graders_jax_settings_but_never_its_compile_cache(monk
     assert not [k for k in env if k.startswith(("JAX_COMPILATION_CACHE", "JAX_PERSISTENT_CACHE", "JAX_ENABLE_COMP"))]
 
 
-FLOOD = """
-import errno, json, os
-made = {}
-for where in ("/tmp", "/dev/shm"):
-    n = 0
-    try:
-        while n < 1_000_000:
-            os.close(os.open(f"{where}/{n}", os.O_CREAT | os.O_WRONLY, 0o600))
-            n += 1
-    except OSError as err:
-        made[where] = [n, errno.errorcode[err.errno]]
-print(json.dumps(made))
-"""
-
-
 def test_a_plain_kernels_tmp_and_shm_have_inode_caps_and_go_with_its_working_copy(sandbox, tmp_path):
     """Issue 33: where the grader is root, a kernel started the plain way (not forked in a slot) gets its
     /tmp and /dev/shm as tmpfs mounts beside its working copy, with the slot's caps: an inode flood stops
@@ -81,11 +66,12 @@ def test_a_plain_kernels_tmp_and_shm_have_inode_caps_and_go_with_its_working_cop
     need(sandbox, "quota")
     sb = dataclasses.replace(sandbox, tmp_files=300, shm_files=200)
     w = workdir(tmp_path, sb)
-    proc, launch = popen(sb, w, sb.wrap(w, [sb.python, "-c", FLOOD], scratch=sb.scratch_for(w)))
-    code, made, _, err = finish(proc, launch)
+    code = FLOOD + "import json\nprint(json.dumps(flood(['/tmp', '/dev/shm'])))"
+    proc, launch = popen(sb, w, sb.wrap(w, [sb.python, "-c", code], scratch=sb.scratch_for(w)))
+    code, (tmp, shm), _, err = finish(proc, launch)
     assert code == 0, err
-    assert made["/tmp"][1] == made["/dev/shm"][1] == "ENOSPC", made
-    assert 250 < made["/tmp"][0] < 300 and 150 < made["/dev/shm"][0] < 200, made
+    assert tmp[1] == shm[1] == "ENOSPC", (tmp, shm)
+    assert 250 < tmp[0] < 300 and 150 < shm[0] < 200, (tmp, shm)
     scratch = mounts.scratch_of(w)
     assert all(mounts.is_quota_mount(p) for p in scratch)
     assert workcopy.remove_with_scratch(w)
