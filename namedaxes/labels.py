@@ -253,15 +253,22 @@ def _loop_label_nodes(tree: ast.Module) -> Iterator[ast.expr]:
 
 
 # ------------------------------------------------------------------ the labels of a cell
+def _parse_cell(source: str) -> tuple[str, ast.Module, list[int]] | None:
+    """(the source with its strings' places kept, its tree, its line starts), or None if it is not Python."""
+    masked = _masked(source)
+    try:
+        return masked, ast.parse(masked), _line_starts(source)
+    except SyntaxError:
+        return None
+
+
 def labels(source: str, words: bool = True) -> list[Label]:
     """Every label of a code cell, in source order (empty when the cell is not Python). `words=False`: every
     literal in a label's place, words or not (a translated label has no Latin word left)."""
-    masked = _masked(source)
-    try:
-        tree = ast.parse(masked)
-    except SyntaxError:
+    parsed = _parse_cell(source)
+    if parsed is None:
         return []
-    starts = _line_starts(source)
+    masked, tree, starts = parsed
     found: dict[int, Label] = {}
     for node in ast.walk(tree):
         candidates: list[tuple[ast.expr, str]] = []
@@ -288,12 +295,10 @@ PLOT_KEYWORDS = ("title", "note", "before_label", "after_label", "ylabel")
 
 def figure_labels(source: str, words: bool = True) -> list[Label]:
     """The `str` literals of a cell's `plot_*(..., title="...")` calls (PLOT_KEYWORDS), in source order."""
-    masked = _masked(source)
-    try:
-        tree = ast.parse(masked)
-    except SyntaxError:
+    parsed = _parse_cell(source)
+    if parsed is None:
         return []
-    starts = _line_starts(source)
+    masked, tree, starts = parsed
     found: dict[int, Label] = {}
     for node in ast.walk(tree):
         func = node.func if isinstance(node, ast.Call) else None
