@@ -21,7 +21,7 @@ PORT      ?= 8888
 export XLA_FLAGS := $(strip $(XLA_FLAGS) --xla_force_host_platform_device_count=8)
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: browser-deps formgrader update-work roster release collect return-feedback
+.PHONY: browser-deps formgrader update-work roster release collect return-feedback export
 .PHONY: fonts catalogs check-catalogs site site-venv site-lock
 .PHONY: hub hub-stop hub-clean hub-deps hub-test-deps bench-hub
 .PHONY: help venv venv-newest lock system-deps lab notebooks check-notebooks lint format test test-newest test-fast bench grade bench-grade clean
@@ -43,6 +43,8 @@ help:
 	@echo "make roster ROSTER=students.csv / release / collect / return-feedback   nbgrader's hand-in loop (instructors,"
 	@echo "                    docs/instructors.md; collect refuses links, oversized and misowned hand-ins: STUDENT_USER, MAX_FILES, MAX_BYTES)"
 	@echo "make grade          autograde a class: make grade SUBMISSIONS=dir OUT=dir [STUDENT=id] [COURSE_GRADEBOOK=1]"
+	@echo "                    (due dates, extensions, late penalties: COURSE/deadlines.toml, COURSE/extensions.csv)"
+	@echo "make export LMS=canvas|moodle|csv   the graded class as a file the LMS imports: OUT/lms-LMS.csv"
 	@echo "EDITION=zh          the Chinese edition: make lab EDITION=zh opens work/zh/; with release/collect/grade/"
 	@echo "                    return-feedback/formgrader/roster it is the nbgrader course build/zh/course (course namedaxes-zh)"
 	@echo "make site           the course as a static website in build/site/ (both editions; GitHub Pages ready)"
@@ -285,6 +287,12 @@ grade: venv system-deps
 	  $(if $(SUBMISSIONS),--submissions "$(SUBMISSIONS)") $(if $(OUT),--out "$(OUT)") \
 	  $(if $(STUDENT),--student "$(STUDENT)") $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") \
 	  $(if $(COURSE_GRADEBOOK),--course-gradebook)$(if $(HUB), && $(HUB_ENV) $(BIN)/python -m hub.layout own)
+
+# After make grade: OUT/grades.csv (late penalties applied) and the roster (make roster) as a gradebook
+# the LMS imports as it is (autograder/publish/lms.py): LMS=canvas, moodle or csv -> OUT/lms-LMS.csv.
+export: venv
+	@$(BIN)/python -m autograder export --lms "$(LMS)" --course "$(COURSE)" $(if $(OUT),--out "$(OUT)") \
+	  $(if $(HUB), && $(HUB_ENV) $(BIN)/python -m hub.layout own)
 
 bench-grade: venv system-deps
 	$(BIN)/python -m autograder.bench $(if $(STUDENTS),--students $(STUDENTS))

@@ -169,6 +169,14 @@ HANDIN_MAX_DEPTH: Annotated[
 HANDIN_FUTURE_SLACK: Annotated[
     float, Cap("s", "intake/handin.py", "a hand-in dated later than now + this is refused")
 ] = 300.0
+HANDIN_CHANGE_SLACK: Annotated[
+    float,
+    Cap(
+        "s",
+        "intake/handin.py",
+        "a hand-in whose files changed later than its stated time + this counts from that change",
+    ),
+] = 300.0
 HANDIN_MAX_TRIES: Annotated[
     int, Cap("hand-ins", "intake/handin.py", "a student's hand-ins read, newest first, before giving up")
 ] = 10

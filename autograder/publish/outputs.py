@@ -18,6 +18,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 from ..intake.placement import Intake
@@ -118,6 +119,8 @@ def public(row: Row) -> dict:
         out["language"] = row.language
     if row.observe_log:
         out["observe_log"] = list(row.observe_log)
+    if row.late is not None:
+        out["late"] = asdict(row.late)
     return out
 
 
@@ -155,6 +158,13 @@ def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
+def _late_cells(late: dict | None) -> list[str]:
+    """grades.csv's late_penalty, handed_in and due: empty for a hand-in on time (or without a due date)."""
+    if not late:
+        return ["", "", ""]
+    return [_fmt(late["penalty"]), late["handed_in"], late["due"]]
+
+
 def write_outputs(out: Path, all_rows: list[dict], rows: list[Row], protections: list[dict] | None = None) -> None:
     """grades.csv, results.json (`all_rows`: the published rows of `merge_previous`, and the protections
     in force: protections.as_json) and timings.json (this run's `rows`)."""
@@ -170,6 +180,7 @@ def write_outputs(out: Path, all_rows: list[dict], rows: list[Row], protections:
                 _fmt(r["max_score"]),
                 csv_cell(r["status"]),
                 csv_cell(r["reason"]),
+                *_late_cells(r.get("late")),
             ]
         )
     atomic_write(out / "grades.csv", buf.getvalue())

@@ -230,12 +230,36 @@ def _student_cell(row: Row | None, out: Path | None) -> str:
     href = _feedback_href(out, row.student, row.assignment)
     shown = f'<a href="{_e(href)}">{score}</a>' if href else score
     status = "" if row.status == GRADED else f' <span class="warn">{_e(row.status)}</span>'
+    if row.late_penalty is not None:
+        status += f' <span class="warn">late &minus;{row.late_penalty:g}</span>'
     full = (
         ' class="num full"'
         if row.status == GRADED and row.max_score > 0 and row.score >= row.max_score
         else ' class="num"'
     )
     return f"<td{full}>{shown}{status}</td>"
+
+
+def _late_section(results: ClassResults, out: Path | None) -> list[str]:
+    """The hand-ins made after their due date (course/deadlines.py), with the penalty each cost."""
+    late = sorted((r for r in results.rows if r.late_penalty is not None), key=lambda r: (r.assignment, r.student))
+    if not late:
+        return []
+    parts = [
+        '<h2 id="late">Late hand-ins</h2>',
+        f'<p class="muted">{len(late)} hand-in(s) after their due date (extensions included); the score is '
+        "after the penalty. Due dates and the policy: the course's deadlines.toml and extensions.csv.</p>",
+        "<table><tr><th>student</th><th>assignment</th><th>handed in</th><th>due</th>"
+        '<th class="num">penalty</th><th class="num">score</th></tr>',
+    ]
+    for r in late:
+        parts.append(
+            f"<tr><td>{_e(r.student)}</td><td>{_e(r.assignment)}</td><td>{_e(r.handed_in)}</td>"
+            f'<td>{_e(r.due)}</td><td class="num">&minus;{r.late_penalty:g}</td>'
+            f'<td class="num">{r.score:g}/{r.max_score:g}{_feedback_link(out, r.student, r.assignment)}</td></tr>'
+        )
+    parts.append("</table>")
+    return parts
 
 
 def _students_section(results: ClassResults, assignments: list[str], out: Path | None) -> list[str]:
@@ -378,6 +402,7 @@ def render(
     parts.extend(attention)
     parts.extend(_protections_section(results))
     parts.extend(_students_section(results, with_work, out))
+    parts.extend(_late_section(results, out))
     for aid in with_work:
         parts.extend(_assignment_section(results, aid, out, info))
     parts.append("</body></html>")
