@@ -155,7 +155,7 @@ def grade(opts: Options) -> int:
                 dbs.append((f"sqlite:///{course / 'gradebook.db'}", None))
             for url, submitted in dbs:
                 try:
-                    write_db(url, sources, rows, submitted, policy.due if policy is not None else None)
+                    write_db(url, sources, rows, submitted, policy)
                 except Exception as err:  # noqa: BLE001
                     internal.append(f"writing the gradebook {url} failed: {err}")
         wall = time.monotonic() - t_start
@@ -224,7 +224,7 @@ def mark_late(intake, policy: LatePolicy, sources, course: Path) -> None:
             intake.placed[key] = replace(placed, late=late)
 
 
-def write_db(db_url, sources, rows, submitted=None, due=None):
+def write_db(db_url, sources, rows, submitted=None, policy=None):
     from .publish.gradebook import write_gradebook
 
-    return write_gradebook(db_url, sources, rows, submitted, due)
+    return write_gradebook(db_url, sources, rows, submitted, policy)

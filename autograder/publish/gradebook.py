@@ -25,6 +25,7 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ..course.deadlines import LatePolicy
 from ..course.notebooks import SourceNotebook
 from ..intake.placement import handed_in_times
 from ..records import Row
@@ -89,10 +90,12 @@ def _utc(moment: datetime) -> datetime:
     return moment.astimezone(UTC).replace(tzinfo=None)
 
 
-def _record_late(gb, sub, row: Row, source: SourceNotebook, due: datetime | None) -> None:
+def _record_late(gb, sub, row: Row, source: SourceNotebook, policy: LatePolicy | None) -> None:
     """nbgrader's own late fields: the submission's extension and the notebook's late_submission_penalty
     (`nbgrader export` and nbgrader's feedback template show them); the score itself is the row's."""
-    extension = (datetime.fromisoformat(row.late.due) - due) if row.late is not None and due is not None else None
+    if policy is None or source.assignment not in policy.due:
+        return
+    extension = policy.due_for(row.student, source.assignment) - policy.due[source.assignment]
     sub.extension = extension if extension else None
     notebook = gb.find_submission_notebook(source.notebook_name, source.assignment, row.student)
     notebook.late_submission_penalty = row.late.penalty if row.late is not None else None
@@ -103,12 +106,12 @@ def write_gradebook(
     sources: dict[str, SourceNotebook],
     rows: list[Row],
     submitted: Path | None = None,
-    due: dict[str, datetime] | None = None,
+    policy: LatePolicy | None = None,
 ) -> int:
     """Record auto scores of every graded row (status not missing/unplaceable). Returns the count.
 
     `submitted`: the course's submitted/ folder (course mode), for nbgrader's submission timestamps.
-    `due`: the assignments' due dates (course/deadlines.py), recorded as nbgrader's `duedate`.
+    `policy`: the course's deadlines (course/deadlines.py): nbgrader's `duedate`, extensions and penalties.
     """
     import warnings
 
@@ -119,8 +122,8 @@ def write_gradebook(
         warnings.simplefilter("ignore")  # nbgrader 0.9 + SQLAlchemy 2.1: harmless autoflush warnings
         for source in sources.values():
             _sync_assignment(gb, source)
-            if due and source.assignment in due:  # the course's deadlines.toml; else nbgrader's own stays
-                gb.find_assignment(source.assignment).duedate = _utc(due[source.assignment])
+            if policy is not None and source.assignment in policy.due:  # else nbgrader's own stays
+                gb.find_assignment(source.assignment).duedate = _utc(policy.due[source.assignment])
         times = handed_in_times(submitted.parent, {(r.student, r.assignment) for r in rows}) if submitted else {}
         known = {s.id for s in gb.students}
         for row in rows:
@@ -143,7 +146,7 @@ def write_gradebook(
                     continue
                 grade.auto_score = float(points.get(test.grade_id, 0.0))
                 grade.needs_manual_grade = grade.manual_score is not None
-            _record_late(gb, sub, row, source, (due or {}).get(source.assignment))
+            _record_late(gb, sub, row, source, policy)
             written += 1
         gb.db.commit()
     return written
