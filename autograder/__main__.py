@@ -16,6 +16,7 @@ examples:
   python -m autograder grade --submissions class/ --out results/
   python -m autograder grade --submissions class.zip --out results/
   python -m autograder grade --submissions class/ --out results/ --student "Ann Lee"   # regrade one student
+  python -m autograder export --lms canvas                # after grading: COURSE/grades/lms-canvas.csv
 
 outputs (in --out): grades.csv (student,assignment,score,max_score,status,reason), results.json
 (per test cell), report.html (the class report), feedback/<student>/<assignment>.html,

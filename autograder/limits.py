@@ -169,6 +169,9 @@ HANDIN_MAX_DEPTH: Annotated[
 HANDIN_FUTURE_SLACK: Annotated[
     float, Cap("s", "intake/handin.py", "a hand-in dated later than now + this is refused")
 ] = 300.0
+POLICY_MAX_BYTES: Annotated[
+    int, Cap("bytes", "course/deadlines.py", "bytes of deadlines.toml or extensions.csv; more: a clear error")
+] = _MiB
 HANDIN_CHANGE_SLACK: Annotated[
     float,
     Cap(

@@ -28,7 +28,7 @@ minus the penalty, never below zero, and the row keeps the `Late` record that sa
 grades.csv, results.json, the feedback page, the report and the gradebook all show.
 
 Threat model: these files are the instructor's, not a student's; they are still read with a
-bound (`MAX_POLICY_BYTES`). The time a hand-in was made is not taken from the student: it is
+bound (`POLICY_MAX_BYTES`). The time a hand-in was made is not taken from the student: it is
 the timestamp `intake/handin.py` validated when the hand-in was collected (never in the future,
 never earlier than the last change of the hand-in's files), which nbgrader's collect keeps in
 submitted/<student>/<assignment>/timestamp.txt (`intake.placement.handed_in_times`).
@@ -44,13 +44,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from ..limits import POLICY_MAX_BYTES
 from ..records import GraderError, Late
 
 __all__ = ["LatePolicy", "load_policy", "parse_due", "POLICY_FILE", "EXTENSIONS_FILE"]
 
 POLICY_FILE = "deadlines.toml"
 EXTENSIONS_FILE = "extensions.csv"
-MAX_POLICY_BYTES = 1 << 20
 _DAY = 86400.0
 
 
@@ -95,9 +95,9 @@ class LatePolicy:
 def _read(path: Path) -> str:
     """The file's text, bounded; a clear error when it is too large or not UTF-8."""
     with open(path, "rb") as f:
-        data = f.read(MAX_POLICY_BYTES + 1)
-    if len(data) > MAX_POLICY_BYTES:
-        raise GraderError(f"{path}: larger than {MAX_POLICY_BYTES} bytes; is this the right file?")
+        data = f.read(POLICY_MAX_BYTES + 1)
+    if len(data) > POLICY_MAX_BYTES:
+        raise GraderError(f"{path}: larger than {POLICY_MAX_BYTES} bytes; is this the right file?")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
