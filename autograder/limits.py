@@ -172,6 +172,12 @@ HANDIN_FUTURE_SLACK: Annotated[
 POLICY_MAX_BYTES: Annotated[
     int, Cap("bytes", "course/deadlines.py", "bytes of deadlines.toml or extensions.csv; more: a clear error")
 ] = _MiB
+SIMILARITY_ANSWER_CHARS: Annotated[
+    int, Cap("characters", "publish/similarity.py", "of one answer cell compared and shown; the rest: ignored")
+] = 20_000
+SIMILARITY_PAIRS_SHOWN: Annotated[
+    int, Cap("pairs", "publish/similarity.py", "pairs shown side by side per exercise; the others: counted")
+] = 50
 HANDIN_CHANGE_SLACK: Annotated[
     float,
     Cap(

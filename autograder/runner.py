@@ -141,6 +141,13 @@ def grade(opts: Options) -> int:
         rows += not_submitted_rows(opts, sources, intake, out)
         all_rows = merge_previous(out, rows, opts, intake)
         write_outputs(out, all_rows, rows, as_json(sandbox.protections()) if sandbox is not None else None)
+        if not (opts.students or opts.assignments):  # a whole class: a regrade of some keeps the last one
+            try:
+                from .publish.similarity import write_similarity
+
+                write_similarity(out, sources, intake)
+            except Exception as err:  # noqa: BLE001 - it reports, it never decides a score
+                internal.append(f"writing the similarity report {out / 'similarity.html'} failed: {err}")
         try:
             from .publish.report import write_report
 

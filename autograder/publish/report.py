@@ -39,6 +39,7 @@ docstrings and messages become `<code>` around escaped text; the page carries
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from collections import Counter, OrderedDict
@@ -262,6 +263,19 @@ def _late_section(results: ClassResults, out: Path | None) -> list[str]:
     return parts
 
 
+def _similarity_line(out: Path | None) -> list[str]:
+    """A link to similarity.html (publish/similarity.py), with how many pairs it lists."""
+    try:
+        data = json.loads((out / "similarity.json").read_text(encoding="utf-8")) if out is not None else None
+        pairs = sum(len(r["pairs"]) for r in data)
+    except (OSError, ValueError, TypeError, KeyError):
+        return []
+    return [
+        f"<p>Similar hand-ins: {pairs} pair(s) of answers unusually alike "
+        '(<a href="similarity.html">similarity.html</a>; it reports, it changes no score).</p>'
+    ]
+
+
 def _students_section(results: ClassResults, assignments: list[str], out: Path | None) -> list[str]:
     """One row per student: score (linked to the feedback page) and status per assignment, and the total."""
     by_key = {(r.student, r.assignment): r for r in results.rows if r.assignment}
@@ -400,6 +414,7 @@ def render(
     if not attention:
         parts.append("<p>Nothing needs attention: every submitted notebook ran to the end within its time limits.</p>")
     parts.extend(attention)
+    parts.extend(_similarity_line(out))
     parts.extend(_protections_section(results))
     parts.extend(_students_section(results, with_work, out))
     parts.extend(_late_section(results, out))
