@@ -192,18 +192,21 @@ class CellResult:
     max_points: float
     passed: bool
     reason: Reason = ""
+    finding: tuple[tuple[str, str], ...] = ()  # of a previous results.json: its `finding` (publish/misconceptions.py)
 
     @classmethod
     def from_json(cls, data: Any) -> CellResult:
-        """A cell of a previous results.json (its reason is words by now)."""
+        """A cell of a previous results.json (its reason is words by now, its finding kept as it was)."""
         if not isinstance(data, dict):
             raise ValueError("a cell result is a JSON object")
+        found = data.get("finding")
         return cls(
             str(data.get("grade_id", "")),
             float(data.get("points", 0.0)),
             float(data.get("max_points", 0.0)),
             data.get("passed") is True,
             str(data.get("reason", "")),
+            tuple((str(k)[:20], str(v)[:2000]) for k, v in list(found.items())[:8]) if isinstance(found, dict) else (),
         )
 
 

@@ -22,8 +22,9 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ..intake.placement import Intake
-from ..records import CSV_COLUMNS, Options, Row
+from ..records import CSV_COLUMNS, CellResult, Options, Row
 from ..sandbox.protections import summary_lines
+from .misconceptions import finding
 from .words import say
 
 __all__ = [
@@ -104,16 +105,7 @@ def public(row: Row) -> dict:
         "status": row.status,
         "reason": say(row.reason, lang),
         "origin": row.origin,
-        "cells": [
-            {
-                "grade_id": c.grade_id,
-                "points": c.points,
-                "max_points": c.max_points,
-                "passed": c.passed,
-                "reason": say(c.reason, lang),
-            }
-            for c in row.cells
-        ],
+        "cells": [_public_cell(c, lang) for c in row.cells],
     }
     if row.language:
         out["language"] = row.language
@@ -121,6 +113,16 @@ def public(row: Row) -> dict:
         out["observe_log"] = list(row.observe_log)
     if row.late is not None:
         out["late"] = asdict(row.late)
+    return out
+
+
+def _public_cell(c: CellResult, lang: str) -> dict:
+    """A test cell's result; a failed one also with its `finding` (misconceptions.py), for the class's map."""
+    out = {"grade_id": c.grade_id, "points": c.points, "max_points": c.max_points, "passed": c.passed}
+    out["reason"] = say(c.reason, lang)
+    found = None if c.passed else (dict(c.finding) if c.finding else finding(c.reason))
+    if found is not None:
+        out["finding"] = found
     return out
 
 

@@ -49,6 +49,7 @@ from urllib.parse import quote
 from .class_results import ClassResults, Row, load
 from .course_info import CourseInfo, course_info, default_course
 from .inert import CSP_META, html_text
+from .misconceptions import NOT_MISCONCEPTIONS
 from .report_figures import MIME as FIGURE_MIME
 from .report_figures import exercise_figure, score_counts, total_figure
 
@@ -71,6 +72,7 @@ __all__ = [
 ATTENTION_ORDER = ("timeout", "kernel_died", "error", "unreadable", "unplaceable")
 GRADED = "ok"
 MISSING = "missing"
+MAP_GROUPS = 8  # groups shown per exercise in the misconception map; the smaller ones are counted
 NO_SUBMISSION_REASON = "no notebook submitted"
 TOP_FAILURES = 5
 
@@ -276,6 +278,71 @@ def _similarity_line(out: Path | None) -> list[str]:
     ]
 
 
+def _groups(results: ClassResults) -> dict[tuple[str, str], dict[str, dict]]:
+    """(assignment, grade_id) -> group key -> {"finding": the first one seen, "students": [...]}: each failed
+    cell's `finding` (misconceptions.py), data from the judge, grouped; one entry per student and group."""
+    groups: dict[tuple[str, str], dict[str, dict]] = {}
+    for row in results.rows:
+        if row.status == MISSING:
+            continue
+        for cell in row.cells:
+            found = cell.get("finding") if isinstance(cell, dict) else None
+            if not isinstance(found, dict) or not found.get("key"):
+                continue
+            at = groups.setdefault((row.assignment, str(cell.get("grade_id", ""))), {})
+            group = at.setdefault(str(found["key"]), {"finding": found, "students": []})
+            if row.student not in group["students"]:
+                group["students"].append(row.student)
+    return groups
+
+
+def _group_row(found: dict, students: list[str], of: int, where: str) -> str:
+    ids = ", ".join(_e(s) for s in sorted(students))
+    return (
+        f'<tr><td class="num">{len(students)} of {of}</td><td>{where}</td>'
+        f'<td class="msg">{inline_code(_shorten(str(found.get("en", ""))))}<br>'
+        f'<span lang="zh-CN">{inline_code(_shorten(str(found.get("zh", ""))))}</span></td>'
+        f"<td><details><summary>students</summary>{ids}</details></td></tr>"
+    )
+
+
+def _misconception_section(results: ClassResults, info: CourseInfo) -> list[str]:
+    """The misconception map: per exercise, the students who lost points grouped by what the judge found,
+    and the three largest groups of the class to revisit first."""
+    groups = _groups(results)
+    if not groups:
+        return []
+    graded = {a: len(_graded(results, a)) for a in results.assignments}
+    flat = [
+        (len(g["students"]), aid, gid, g)
+        for (aid, gid), by_key in groups.items()
+        for g in by_key.values()
+        if g["finding"].get("kind") not in NOT_MISCONCEPTIONS
+    ]
+    flat.sort(key=lambda t: (-t[0], t[1], t[2]))
+    head = '<table><tr><th class="num">students</th><th>exercise</th><th>what went wrong</th><th></th></tr>'
+    parts = [
+        '<h2 id="misconceptions">Misconception map / 错误概念分布</h2>',
+        '<p class="muted">The students who lost points, grouped by the first thing the judge found wrong '
+        "(the property, the collective, the layout: the judge's data, not its wording; numbers left out). "
+        "Three to revisit in class first:</p>",
+        head,
+    ]
+    for n, aid, gid, g in flat[:3]:
+        where = f'<a href="#{_e(aid)}">{_e(aid)}</a>: {_e(_exercise_name(info, aid, gid))}'
+        parts.append(_group_row(g["finding"], g["students"], graded.get(aid, n), where))
+    parts.append("</table>")
+    for (aid, gid), by_key in sorted(groups.items()):
+        ranked = sorted(by_key.values(), key=lambda g: (-len(g["students"]), g["finding"]["key"]))
+        parts.append(f"<h3>{_e(aid)}: {_e(_exercise_name(info, aid, gid))}</h3>{head}")
+        for g in ranked[:MAP_GROUPS]:
+            parts.append(_group_row(g["finding"], g["students"], graded.get(aid, 0), _e(g["finding"].get("property"))))
+        if len(ranked) > MAP_GROUPS:
+            parts.append(f'<tr><td colspan="4" class="muted">and {len(ranked) - MAP_GROUPS} smaller group(s)</td></tr>')
+        parts.append("</table>")
+    return parts
+
+
 def _students_section(results: ClassResults, assignments: list[str], out: Path | None) -> list[str]:
     """One row per student: score (linked to the feedback page) and status per assignment, and the total."""
     by_key = {(r.student, r.assignment): r for r in results.rows if r.assignment}
@@ -416,6 +483,7 @@ def render(
     parts.extend(attention)
     parts.extend(_similarity_line(out))
     parts.extend(_protections_section(results))
+    parts.extend(_misconception_section(results, info))
     parts.extend(_students_section(results, with_work, out))
     parts.extend(_late_section(results, out))
     for aid in with_work:
