@@ -15,7 +15,7 @@ from autograder.intake.placement import Intake, Placed
 from autograder.publish.similarity import SHOWN_AT, write_similarity
 
 AID = "04_gradient_averaging"
-ORIGINAL = '''def train(params, sharded_batch, steps):
+ORIGINAL = """def train(params, sharded_batch, steps):
     history = []
     for step in range(steps):
         params, loss = p_update_step(params, sharded_batch)
@@ -23,8 +23,8 @@ ORIGINAL = '''def train(params, sharded_batch, steps):
     _, last = p_update_step(params, sharded_batch)
     history.append(last)
     return params, jnp.stack(history)
-'''
-COPIED = '''def train(params, sharded_batch, steps):
+"""
+COPIED = """def train(params, sharded_batch, steps):
     # keep every loss
     seen = []
     for i in range(steps):  # one step each time
@@ -34,16 +34,16 @@ COPIED = '''def train(params, sharded_batch, steps):
     _, final = p_update_step(params, sharded_batch)
     seen.append(final)
     return params, jnp.stack(seen)
-'''
-SCANNED = '''def train(params, sharded_batch, steps):
+"""
+SCANNED = """def train(params, sharded_batch, steps):
     def body(carry, _):
         new, loss = p_update_step(carry, sharded_batch)
         return new, loss
     params, losses = lax.scan(body, params, None, length=steps)
     final = p_update_step(params, sharded_batch)[1]
     return params, jnp.concatenate([losses, final[None]])
-'''
-INDEXED = '''def train(params, sharded_batch, steps):
+"""
+INDEXED = """def train(params, sharded_batch, steps):
     losses = jnp.zeros(steps + 1)
     p = params
     i = 0
@@ -53,15 +53,15 @@ INDEXED = '''def train(params, sharded_batch, steps):
         i += 1
     losses = losses.at[steps].set(p_update_step(p, sharded_batch)[1])
     return p, losses </pre><script>alert(1)</script>
-'''
-REFERENCE = '''def train(params, sharded_batch, steps):
+"""
+REFERENCE = """def train(params, sharded_batch, steps):
     def one_step(p, _):
         return p_update_step(p, sharded_batch)
 
     final_params, losses = lax.scan(one_step, params, length=steps)
     _, final_loss = p_update_step(final_params, sharded_batch)
     return final_params, jnp.append(losses, final_loss)
-'''
+"""
 CLASS = {"ann": ORIGINAL, "ben": COPIED, "cy": SCANNED, "dee": INDEXED, "eve": REFERENCE, "fay": REFERENCE}
 CLASS["gus"] = REFERENCE
 
