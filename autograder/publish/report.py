@@ -302,7 +302,7 @@ def _group_row(found: dict, students: list[str], of: int, where: str) -> str:
         f'<tr><td class="num">{len(students)} of {of}</td><td>{where}</td>'
         f'<td class="msg">{inline_code(_shorten(str(found.get("en", ""))))}<br>'
         f'<span lang="zh-CN">{inline_code(_shorten(str(found.get("zh", ""))))}</span></td>'
-        f"<td><details><summary>students</summary>{ids}</details></td></tr>"
+        f'<td><details><summary>students</summary><span class="ids">{ids}</span></details></td></tr>'
     )
 
 
@@ -329,12 +329,12 @@ def _misconception_section(results: ClassResults, info: CourseInfo) -> list[str]
         head,
     ]
     for n, aid, gid, g in flat[:3]:
-        where = f'<a href="#{_e(aid)}">{_e(aid)}</a>: {_e(_exercise_name(info, aid, gid))}'
+        where = f'<a href="#{_e(aid)}">{_e(aid)}</a>: {_exercise_name(info, aid, gid)}'
         parts.append(_group_row(g["finding"], g["students"], graded.get(aid, n), where))
     parts.append("</table>")
     for (aid, gid), by_key in sorted(groups.items()):
         ranked = sorted(by_key.values(), key=lambda g: (-len(g["students"]), g["finding"]["key"]))
-        parts.append(f"<h3>{_e(aid)}: {_e(_exercise_name(info, aid, gid))}</h3>{head}")
+        parts.append(f"<h3>{_e(aid)}: {_exercise_name(info, aid, gid)}</h3>{head}")
         for g in ranked[:MAP_GROUPS]:
             parts.append(_group_row(g["finding"], g["students"], graded.get(aid, 0), _e(g["finding"].get("property"))))
         if len(ranked) > MAP_GROUPS:
