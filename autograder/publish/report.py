@@ -334,7 +334,13 @@ def _misconception_section(results: ClassResults, info: CourseInfo) -> list[str]
     parts.append("</table>")
     for (aid, gid), by_key in sorted(groups.items()):
         ranked = sorted(by_key.values(), key=lambda g: (-len(g["students"]), g["finding"]["key"]))
-        parts.append(f"<h3>{_e(aid)}: {_exercise_name(info, aid, gid)}</h3>{head}")
+        parts.append(f"<h3>{_e(aid)}: {_exercise_name(info, aid, gid)}</h3>")
+        taught = info.sections.get(aid, {}).get(gid, "")
+        if taught:
+            parts.append(
+                f'<p class="muted">Taught in the section &ldquo;{inline_code(taught)}&rdquo; of {_e(aid)}.</p>'
+            )
+        parts.append(head)
         for g in ranked[:MAP_GROUPS]:
             parts.append(_group_row(g["finding"], g["students"], graded.get(aid, 0), _e(g["finding"].get("property"))))
         if len(ranked) > MAP_GROUPS:

@@ -106,6 +106,8 @@ def test_the_map_the_late_hand_ins_and_the_similarity_view(browser, tmp_path, sc
     assert ids.locator(".ids").text_content() == "ann, ben, cy" and not ids.locator(".ids").is_visible()
     ids.locator("summary").click()
     assert ids.locator(".ids").is_visible(), "a click shows the students' ids"
+    taught = page.locator("#misconceptions ~ p", has_text="Taught in the section").first.inner_text()
+    assert taught == "Taught in the section “2. Loss and gradients on one device” of 04_gradient_averaging."
     late = page.locator("#late + p + table").inner_text()
     assert "dee" in late and "−1" in late
     page.screenshot(path=str(screenshots / "class_report_map.png"), full_page=True)
