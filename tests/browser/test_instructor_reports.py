@@ -6,55 +6,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-import nbformat
+from answer_class import AID, COPY, INDEXED, LOOP, REFERENCE, SCAN, hand_ins, source
 
-from autograder.course.discovery import repo_root
-from autograder.course.notebooks import SourceNotebook
-from autograder.intake.placement import Intake, Placed
 from autograder.publish import report
 from autograder.publish.outputs import public, write_outputs
 from autograder.publish.similarity import write_similarity
 from autograder.reasons import Kind, Verdict, Words, phrase
 from autograder.records import CellResult, Late, make_row
 
-AID = "04_gradient_averaging"
-LOOP = """def train(params, sharded_batch, steps):
-    history = []
-    for step in range(steps):
-        params, loss = p_update_step(params, sharded_batch)
-        history.append(loss)
-    _, last = p_update_step(params, sharded_batch)
-    history.append(last)
-    return params, jnp.stack(history)
-"""
-COPY = LOOP.replace("history", "seen").replace("loss", "l").replace("last", "final").replace("step ", "i ")
-SCAN = """def train(params, sharded_batch, steps):
-    def body(carry, _):
-        new, loss = p_update_step(carry, sharded_batch)
-        return new, loss
-    params, losses = lax.scan(body, params, None, length=steps)
-    final = p_update_step(params, sharded_batch)[1]
-    return params, jnp.concatenate([losses, final[None]])
-"""
-INDEXED = """def train(params, sharded_batch, steps):
-    losses = jnp.zeros(steps + 1)
-    p = params
-    i = 0
-    while i < steps:
-        p, l = p_update_step(p, sharded_batch)
-        losses = losses.at[i].set(l)
-        i += 1
-    losses = losses.at[steps].set(p_update_step(p, sharded_batch)[1])
-    return p, losses
-"""
-REFERENCE = """def train(params, sharded_batch, steps):
-    def one_step(p, _):
-        return p_update_step(p, sharded_batch)
-
-    final_params, losses = lax.scan(one_step, params, length=steps)
-    _, final_loss = p_update_step(final_params, sharded_batch)
-    return final_params, jnp.append(losses, final_loss)
-"""
 # one copied pair (ann, ben); two honest answers written differently; one the reference's way
 ANSWERS = {"ann": LOOP, "ben": COPY, "cy": SCAN, "dee": INDEXED, "eve": REFERENCE}
 PMEAN = Verdict(
@@ -64,33 +23,26 @@ PMEAN = Verdict(
 
 
 def _class(tmp_path):
-    source = SourceNotebook.load(AID, repo_root() / "solutions" / f"{AID}.ipynb")
-    gids = [t.grade_id for t in source.test_cells]
-    intake, rows = Intake(students=set(ANSWERS)), []
-    for student, code in ANSWERS.items():
-        nb = nbformat.reads(source.raw.decode(), as_version=4)
-        for cell in nb.cells:
-            if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "train_answer":
-                cell.source = code
-        path = tmp_path / f"{student}.ipynb"
-        nbformat.write(nb, path)
-        intake.placed[(student, AID)] = Placed(student, AID, path, path.name)
+    src = source()
+    gids = [t.grade_id for t in src.test_cells]
+    intake, rows = hand_ins(tmp_path, ANSWERS), []
+    for student in ANSWERS:
         wrong = student in ("ann", "ben", "cy")
         cells = tuple(
             CellResult(
                 g, 0.0 if wrong and i == 0 else t.points, t.points, not (wrong and i == 0), PMEAN if wrong else ""
             )
-            for i, (g, t) in enumerate(zip(gids, source.test_cells, strict=True))
+            for i, (g, t) in enumerate(zip(gids, src.test_cells, strict=True))
         )
         late = None
         if student == "dee":
             due = datetime(2026, 12, 10, 23, 59, tzinfo=UTC)
             late = Late((due + timedelta(hours=30)).isoformat(), due.isoformat(), 30 * 3600.0, 2, 0.2, 1.0)
-        rows.append(make_row(student, AID, path.name, source, "ok", "", cells, late=late))
+        rows.append(make_row(student, AID, f"{student}.ipynb", src, "ok", "", cells, late=late))
     out = tmp_path / "out"
     out.mkdir()
     write_outputs(out, [public(r) for r in rows], rows)
-    write_similarity(out, {AID: source}, intake)
+    write_similarity(out, {AID: src}, intake)
     return report.write_report(out)
 
 

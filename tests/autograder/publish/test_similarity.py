@@ -6,80 +6,19 @@ from __future__ import annotations
 
 import json
 
-import nbformat
 import pytest
+from answer_class import AID, COPY, INDEXED, LOOP, REFERENCE, SCAN, hand_ins, source
 
-from autograder.course.discovery import repo_root
-from autograder.course.notebooks import SourceNotebook
-from autograder.intake.placement import Intake, Placed
 from autograder.publish.similarity import SHOWN_AT, write_similarity
 
-AID = "04_gradient_averaging"
-ORIGINAL = """def train(params, sharded_batch, steps):
-    history = []
-    for step in range(steps):
-        params, loss = p_update_step(params, sharded_batch)
-        history.append(loss)
-    _, last = p_update_step(params, sharded_batch)
-    history.append(last)
-    return params, jnp.stack(history)
-"""
-COPIED = """def train(params, sharded_batch, steps):
-    # keep every loss
-    seen = []
-    for i in range(steps):  # one step each time
-        params, l = p_update_step(params, sharded_batch)
-        seen.append(l)
-    # and the loss at the end
-    _, final = p_update_step(params, sharded_batch)
-    seen.append(final)
-    return params, jnp.stack(seen)
-"""
-SCANNED = """def train(params, sharded_batch, steps):
-    def body(carry, _):
-        new, loss = p_update_step(carry, sharded_batch)
-        return new, loss
-    params, losses = lax.scan(body, params, None, length=steps)
-    final = p_update_step(params, sharded_batch)[1]
-    return params, jnp.concatenate([losses, final[None]])
-"""
-INDEXED = """def train(params, sharded_batch, steps):
-    losses = jnp.zeros(steps + 1)
-    p = params
-    i = 0
-    while i < steps:
-        p, l = p_update_step(p, sharded_batch)
-        losses = losses.at[i].set(l)
-        i += 1
-    losses = losses.at[steps].set(p_update_step(p, sharded_batch)[1])
-    return p, losses </pre><script>alert(1)</script>
-"""
-REFERENCE = """def train(params, sharded_batch, steps):
-    def one_step(p, _):
-        return p_update_step(p, sharded_batch)
-
-    final_params, losses = lax.scan(one_step, params, length=steps)
-    _, final_loss = p_update_step(final_params, sharded_batch)
-    return final_params, jnp.append(losses, final_loss)
-"""
-CLASS = {"ann": ORIGINAL, "ben": COPIED, "cy": SCANNED, "dee": INDEXED, "eve": REFERENCE, "fay": REFERENCE}
-CLASS["gus"] = REFERENCE
+CLASS = {"ann": LOOP, "ben": COPY, "cy": SCAN, "dee": INDEXED + "# </pre><script>alert(1)</script>\n"}
+CLASS |= {"eve": REFERENCE, "fay": REFERENCE, "gus": REFERENCE}
 
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("similarity")
-    source = SourceNotebook.load(AID, repo_root() / "solutions" / f"{AID}.ipynb")
-    intake = Intake(students=set(CLASS))
-    for student, code in CLASS.items():
-        nb = nbformat.reads(source.raw.decode(), as_version=4)
-        for cell in nb.cells:
-            if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "train_answer":
-                cell.source = code
-        path = tmp / f"{student}.ipynb"
-        nbformat.write(nb, path)
-        intake.placed[(student, AID)] = Placed(student, AID, path, path.name)
-    write_similarity(tmp, {AID: source}, intake)
+    write_similarity(tmp, {AID: source()}, hand_ins(tmp, CLASS))
     data = {r["grade_id"]: r for r in json.loads((tmp / "similarity.json").read_text())}
     return data, (tmp / "similarity.html").read_text()
 
