@@ -281,6 +281,7 @@ test-fast: venv
 bench: venv
 	$(BIN)/python -m tools.bench_notebooks
 	$(BIN)/python -m tools.bench_checks
+	$(BIN)/python -m tools.bench_report
 
 grade: venv system-deps
 	@$(BIN)/python -m autograder grade -j $(JOBS) --course "$(COURSE)" \
