@@ -405,3 +405,31 @@ def _chinese_course(page, dep, zh_course, screenshots):
         page.screenshot(path=str(screenshots / "hub_zh_validate_dialog.png"))
         dialog.get_by_role("button", name="确认").click()
     assert f"/user/{ADA}/zh/" in page.url, page.url
+    # back on the hub's home page (hub/templates/home.html): the two courses, the Chinese one running, and
+    # none of JupyterHub's free-named servers; its Stop ends the Chinese server only
+    page.goto(f"{dep.url}/hub/home")
+    assert page.locator("#course-en").inner_text().strip() == "English course (namedaxes)"
+    assert page.get_by_text("Add New Server").count() == 0
+    page.locator("#stop-zh").click()
+    page.locator("#stop-zh").wait_for(state="hidden")
+    deadline = time.monotonic() + UI_TIMEOUT
+    while time.monotonic() < deadline and any(s["name"] == "zh" and s["ready"] for s in _servers(dep, ADA)):
+        time.sleep(0.5)
+    assert not any(s["name"] == "zh" and s["ready"] for s in _servers(dep, ADA)), _servers(dep, ADA)
+
+
+def _servers(dep, user) -> list[dict]:
+    """The user's servers as the hub's database has them (the hub's own REST API needs a token; root reads its
+    sqlite file, read-only)."""
+    import sqlite3
+
+    db = sqlite3.connect(f"file:{dep.state / 'jupyterhub.sqlite'}?mode=ro", uri=True)
+    try:
+        rows = db.execute(
+            "SELECT spawners.name, spawners.server_id FROM spawners JOIN users ON spawners.user_id = users.id "
+            "WHERE users.name = ?",
+            (user,),
+        ).fetchall()
+    finally:
+        db.close()
+    return [{"name": name, "ready": server_id is not None} for name, server_id in rows]
