@@ -20,7 +20,8 @@ whatever the language pack. So the course makes a translated copy of the install
   `get_federated_extensions`), and JUPYTER_PATH comes first: OUT on JUPYTER_PATH shadows the installed
   English extension for that server only. The installed files are never modified.
 - Idempotent: OUT holds a stamp (the hash of the installed extension's files, the catalog and this tool);
-  when it matches nothing is written. Otherwise the copy is made in a fresh folder and swapped in whole.
+  when it matches nothing is written. Otherwise the copy is made in a fresh folder and swapped in whole,
+  under a lock (OUT/.lock), so that two servers starting at once never see half a copy.
 
 Used by `make lab EDITION=zh` (OUT = build/jupyter-zh) and by the hub (hub/server.py: HUB_DIR/jupyter-zh,
 for each student's Chinese server, hub/jupyterhub_config.py).
@@ -29,6 +30,7 @@ for each student's Chinese server, hub/jupyterhub_config.py).
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import json
 import os
@@ -149,6 +151,15 @@ def build(out: Path, source: Path | None = None, table_path: Path | None = None)
     stamp = _stamp(source, table_path)
     if (target / STAMP).is_file() and (target / STAMP).read_text() == stamp:
         return out
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / ".lock", "w") as lock:  # two `make lab EDITION=zh` at once (a class on one machine)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not ((target / STAMP).is_file() and (target / STAMP).read_text() == stamp):
+            _write(out, target, source, table_path, stamp)
+    return out
+
+
+def _write(out: Path, target: Path, source: Path, table_path: Path, stamp: str) -> None:
     files = translated_files(source, catalog(table_path))
     removed = set(files.pop("removed").split("\n"))
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -170,7 +181,6 @@ def build(out: Path, source: Path | None = None, table_path: Path | None = None)
         raise
     for p in (out, out / "labextensions", target.parent):
         os.chmod(p, 0o755)
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -86,3 +86,27 @@ def test_a_msgid_the_extension_lost_is_an_error_and_the_stale_copy_goes(tmp_path
         z.CATALOG = saved
     assert "not in nbgrader's lab extension 0.9.6" in capsys.readouterr().err
     assert not (out / "labextensions" / "@jupyter" / "nbgrader").exists()
+
+
+def test_builds_at_once_leave_one_whole_copy(tmp_path):
+    import threading
+
+    ext, po = _fake_extension(tmp_path)
+    out = tmp_path / "out"
+    errors = []
+
+    def one():
+        try:
+            z.build(out, ext, po)
+        except Exception as err:  # noqa: BLE001 - reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=one) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    parent = out / "labextensions" / "@jupyter"
+    assert sorted(p.name for p in parent.iterdir()) == ["nbgrader"], "no half copy or leftover beside it"
+    assert next((parent / "nbgrader" / "static").glob("161.*.js")).read_text() == 'a.title="验证结果"'
