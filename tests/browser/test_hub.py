@@ -244,6 +244,9 @@ def test_release_fetch_answer_validate_submit_collect_grade_feedback(hub, pages,
     # 1. the instructor logs in and releases the assignment in formgrader
     with _timed("instructor logs in, releases in formgrader"):
         _login(teacher, dep, passwords, dep.instructor)
+        # the hub's home page links each course's formgrader for the instructor
+        href = teacher.locator(f"#formgrader-{COURSE}").get_attribute("href")
+        assert href.rstrip("/").endswith(f"/services/{COURSE}"), href
         _formgrader_row(teacher, dep).locator("td.release a").click()
         teacher.locator("#success-modal").get_by_text(f"Successfully released '{AID}'").wait_for()
         teacher.screenshot(path=str(screenshots / "hub_formgrader_released.png"))
