@@ -97,9 +97,10 @@ def _stamp(source: Path, table_path: Path) -> str:
     return _digest([*files, table_path, Path(__file__)])
 
 
-def translated_files(source: Path, table: dict[str, str]) -> dict[str, str]:
-    """Relative path -> new text of each changed JS file (renamed with a new content hash), the remoteEntry
-    and package.json rewritten to point at the new names. Raises if a msgid is found nowhere."""
+def translated_files(source: Path, table: dict[str, str]) -> tuple[dict[str, str], set[str]]:
+    """(relative path -> new text of each changed JS file, renamed with a new content hash, and of the remoteEntry
+    and package.json rewritten to point at the new names; the names in static/ these replace).
+    Raises if a msgid is found nowhere."""
     static = source / "static"
     totals = dict.fromkeys(table, 0)
     changed: dict[str, str] = {}  # old name -> new text
@@ -137,8 +138,7 @@ def translated_files(source: Path, table: dict[str, str]) -> dict[str, str]:
     package = json.loads((source / "package.json").read_text(encoding="utf-8"))
     package["jupyterlab"]["_build"]["load"] = f"static/{entry_name}"
     out["package.json"] = json.dumps(package, indent=2) + "\n"
-    out["removed"] = "\n".join([entry.name, *changed])
-    return out
+    return out, {entry.name, *changed}
 
 
 def build(out: Path, source: Path | None = None, table_path: Path | None = None) -> Path:
@@ -160,8 +160,7 @@ def build(out: Path, source: Path | None = None, table_path: Path | None = None)
 
 
 def _write(out: Path, target: Path, source: Path, table_path: Path, stamp: str) -> None:
-    files = translated_files(source, catalog(table_path))
-    removed = set(files.pop("removed").split("\n"))
+    files, removed = translated_files(source, catalog(table_path))
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".nbgrader-zh-", dir=target.parent))
     try:
