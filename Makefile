@@ -116,10 +116,16 @@ STUDENT  ?=
 LAB_DIR  ?= $(if $(STUDENT),work-$(STUDENT),work)
 LAB_OPEN  = $(LAB_DIR)$(if $(ZH),/zh)
 EXCHANGE_ENV = $(if $(EXCHANGE),NAMEDAXES_EXCHANGE="$(abspath $(EXCHANGE))")
-# EDITION=zh adds jupyter/zh: JupyterLab's own menus and dialogs in Chinese (the zh-CN language pack, in the lock).
-LAB_ENV := JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter:$(CURDIR)/jupyter/nbgrader$(if $(ZH),:$(CURDIR)/jupyter/zh)" JUPYTER_PATH="$(CURDIR)/jupyter/data"
+# EDITION=zh adds jupyter/zh: JupyterLab's own menus and dialogs in Chinese (the zh-CN language pack, in the lock),
+# and build/jupyter-zh first on JUPYTER_PATH: nbgrader's Validate button, its dialog and the Assignment List in
+# Chinese (a translated copy of the installed extension, tools/nbgrader_zh.py; rebuilt only when nbgrader or
+# locale/zh/nbgrader-labextension.po changed).
+NBGRADER_ZH := build/jupyter-zh
+LAB_ENV := JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter:$(CURDIR)/jupyter/nbgrader$(if $(ZH),:$(CURDIR)/jupyter/zh)" \
+  JUPYTER_PATH="$(if $(ZH),$(CURDIR)/$(NBGRADER_ZH):)$(CURDIR)/jupyter/data"
 lab: venv fonts
 	@$(BIN)/python -m tools.workspace prepare $(if $(STUDENT),"$(LAB_OPEN)" --no-seed --student "$(STUDENT)","$(LAB_DIR)")
+	@$(if $(ZH),$(BIN)/python -m tools.nbgrader_zh build $(NBGRADER_ZH) || echo "WARNING: nbgrader's buttons stay English (above: why)")
 	@mkdir -p "$(LAB_OPEN)"
 	@$(if $(EXCHANGE),true,mkdir -p build/exchange)
 	@echo "Starting JupyterLab on your workspace $(LAB_OPEN)/$(if $(STUDENT), as student $(STUDENT))$(if $(ZH), (Chinese edition))$(if $(or $(ZH),$(STUDENT)),, (Chinese edition: zh/)); the URL to open, with its token, comes last"
@@ -238,6 +244,7 @@ catalogs: venv
 
 check-catalogs: venv
 	$(BIN)/python -m tools.translate check
+	$(BIN)/python -m tools.nbgrader_zh check
 
 NBVAL := --nbval --nbval-current-env --nbval-cell-timeout=120
 
