@@ -34,6 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hub.deployment import ROOT, Deployment
+from tools.course import course_id
 
 c = get_config()  # noqa: F821
 dep = Deployment.from_env()
@@ -109,7 +110,7 @@ c.Spawner.environment = {
     "JUPYTER_PATH": lambda spawner: (
         (str(dep.nbgrader_zh) + os.pathsep if _zh(spawner) else "") + str(ROOT / "jupyter" / "data")
     ),
-    "NAMEDAXES_COURSE_ID": lambda spawner: "namedaxes-zh" if _zh(spawner) else "namedaxes",
+    "NAMEDAXES_COURSE_ID": lambda spawner: course_id("zh") if _zh(spawner) else course_id(),
     "NAMEDAXES_EXCHANGE": str(dep.exchange),
     "NAMEDAXES_WORK": lambda spawner: str(dep.home(spawner.user.name)),
     "XLA_FLAGS": os.environ.get("XLA_FLAGS", "--xla_force_host_platform_device_count=8"),

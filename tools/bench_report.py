@@ -26,6 +26,7 @@ from autograder.publish.report import write_report
 from autograder.publish.similarity import write_similarity
 from autograder.reasons import Kind, Verdict, Words, phrase
 from autograder.records import CellResult, Late, make_row
+from namedaxes.nbgrader_metadata import nbgrader_cell
 
 AID = "04_gradient_averaging"
 WAYS = (
@@ -52,7 +53,7 @@ def _class(folder: Path, n: int, source: SourceNotebook) -> tuple[Intake, list]:
         intake.students.add(student)
         nb = nbformat.reads(source.raw.decode(), as_version=4)
         for cell in nb.cells:
-            if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "train_answer":
+            if nbgrader_cell(cell).grade_id == "train_answer":
                 cell.source = WAYS[k % 2].format(h=f"h{k}", i=f"i{k}", l=f"l{k}")
         path = folder / f"{student}.ipynb"
         nbformat.write(nb, path)
