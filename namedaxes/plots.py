@@ -518,10 +518,16 @@ __all__ += [
 
 @_localized
 def plot_schedule(
-    grid, *, title: str, row: str = "stage {i}", step: str = "time step", idle: str = "idle (bubble)", note: str = ""
+    grid,
+    *,
+    title: str,
+    row_label: str | None = None,
+    step_label: str | None = None,
+    idle_label: str | None = None,
+    note: str = "",
 ) -> Figure:
     """A schedule, rows (stages, devices) x time steps: each cell shows what that row works on (its number)
-    or is shaded as idle where `grid` holds -1. The notebook's titles and labels pass through `gettext`."""
+    or is shaded as idle where `grid` holds -1. `row_label` names a row ("stage {i}" by default)."""
     grid = np.asarray(grid)
     rows, steps = grid.shape
     fig, (ax,) = _figure(min(1.0 + 0.55 * steps, 11.0), 0.9 + 0.55 * rows)
@@ -534,13 +540,15 @@ def plot_schedule(
     ax.set_xlim(0, steps)
     ax.set_ylim(0, rows)
     ax.set_xticks(np.arange(steps) + 0.5, [str(t) for t in range(steps)])
-    ax.set_yticks(np.arange(rows) + 0.5, [_t(row).format(i=r) for r in reversed(range(rows))])
-    ax.set_xlabel(_t(step))
+    row = _t(row_label) or _("stage {i}")
+    ax.set_yticks(np.arange(rows) + 0.5, [row.format(i=r) for r in reversed(range(rows))])
+    ax.set_xlabel(_t(step_label) or _("time step"))
     ax.tick_params(length=0)
     for side in ax.spines.values():
         side.set_visible(False)
-    share = float((grid < 0).mean())
-    ax.set_title(_t(title) + "\n" + _("{idle}: {share} of the cells").format(idle=_t(idle), share=f"{share:.0%}"))
+    idle = _t(idle_label) or _("idle (bubble)")
+    share = f"{float((grid < 0).mean()):.0%}"
+    ax.set_title(_t(title) + "\n" + _("{idle}: {share} of the cells").format(idle=idle, share=share))
     if note:
         fig.supxlabel(_t(note), fontsize=9)
     return fig

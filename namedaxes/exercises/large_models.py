@@ -155,8 +155,8 @@ TEXT = {
         "most CAPACITY of its own tokens."
     ),
     "moe_generic": (
-        "Compare with the dense layer: y[t] = gate[t] * relu(x[t] @ w[expert[t]]) for the tokens kept, 0 for the "
-        "dropped ones."
+        "Compare with the dense layer: `y[t] = gate[t] * relu(x[t] @ w[expert[t]])` for the tokens kept, 0 for "
+        "the dropped ones."
     ),
     # 3. causal_ring_attention
     "ring_gathers": (
