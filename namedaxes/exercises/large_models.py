@@ -437,9 +437,9 @@ pipeline_loss = exercise(
         "Inside `jax.shard_map` (in_specs `P(STAGES)` for both parameters, `P()` for x and y) split x and y "
         "into MICROBATCHES with `reshape`. In step t (t = 0 .. m + k - 2) stage 0 takes microbatch t, "
         "every stage applies `tanh(state @ w + b)`, and the last stage holds microbatch t - (k - 1).",
-        "Add the last stage's squared errors with `jnp.where(stage == k - 1, ..., 0.0)`, then "
-        "`lax.psum(loss, STAGES) / y.size` makes the mean the same on every device (`out_specs=P()`). "
-        "`jax.grad` needs nothing more.",
+        "Add up only the last stage's squared errors (`jnp.where` on `lax.axis_index(STAGES)`); one collective "
+        "over STAGES then makes the loss the same on every device, as `out_specs=P()` asks, and dividing by "
+        "`y.size` makes it a mean. `jax.grad` needs nothing more.",
     ],
     observe=_observe_pipeline_loss,
 )
