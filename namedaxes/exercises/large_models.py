@@ -103,6 +103,10 @@ TEXT = {
     "result_type": "`{name}` should return a `jax.Array`, but it returned a `{type}` {where}.",
     "shape": "`{name}` should return shape {want} {where}, but it returned shape {got}.",
     "values": "`{name}` has the wrong values {where}: expected {want}, got {got}. {hint}",
+    "values_row": (
+        "`{name}` has the wrong values {where}: row {row} (the first that differs) should be {want}, but it is "
+        "{got}. {hint}"
+    ),
     "where_mesh": "(mesh {mesh}, {shapes})",
     "layout": "`{name}` returns the right shape {where}, but laid out as {got}; the exercise asks for {want}.",
     "layout_replicated": "P() (replicated: the same whole array on every device)",
@@ -299,6 +303,13 @@ def _expect_collectives(name: str, program: Callable, args: tuple, mesh, rules: 
         )
 
 
+def _fail_rows(name: str, where: str, want, got, hint: str) -> None:
+    """A wrong matrix, shown by its first row that differs (a corner of a long array may all be right)."""
+    bad = ~np.all(np.isclose(got, want, rtol=1e-4, atol=1e-4), axis=1)
+    row = int(np.argmax(bad))
+    fail(_say("values_row", name=name, where=where, row=row, want=_fmt(want[row]), got=_fmt(got[row]), hint=hint))
+
+
 def _diagnosed(got, wrongs: list) -> str:
     """The hint of the first known mistake (`(values, key)`) whose values `got` has."""
     return next((_say(key) for values, key in wrongs if same_values(got, values, 1e-4)), "")
@@ -493,7 +504,7 @@ def _check_moe_layer(fn: Callable) -> None:
                 (_moe_np(x, router, w, k, per_device=False), "moe_global_capacity"),
             ]
             hint = _diagnosed(got, wrongs) or _say("moe_generic")
-            fail(_say("values", name=name, where=where, want=_fmt(want), got=_fmt(got), hint=hint))
+            _fail_rows(name, where, want, got, hint)
     k, t, d = _MOE_SHAPES[0]
     mesh = expert_mesh(k)
     rules = {
@@ -598,7 +609,7 @@ def _check_causal_ring_attention(fn: Callable) -> None:
         want, got = _attention_np(q, kk, v, pos[None, :] <= pos[:, None]), np.asarray(out, np.float64)
         if not same_values(got, want, 1e-4):
             hint = _diagnosed(got, _ring_wrongs(q, kk, v, k)) or _say("ring_generic")
-            fail(_say("values", name=name, where=where, want=_fmt(want), got=_fmt(got), hint=hint))
+            _fail_rows(name, where, want, got, hint)
     k, b, h = _RING_SHAPES[0]
     mesh = sequence_mesh(k)
     args = [jax.device_put(a, NamedSharding(mesh, P(SEQUENCE))) for a in _ring_inputs(k, b, h)]
