@@ -21,7 +21,7 @@ PORT      ?= 8888
 export XLA_FLAGS := $(strip $(XLA_FLAGS) --xla_force_host_platform_device_count=8)
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: browser-deps formgrader update-work roster release collect return-feedback
+.PHONY: browser-deps formgrader update-work roster release collect return-feedback export
 .PHONY: fonts catalogs check-catalogs site site-venv site-lock
 .PHONY: hub hub-stop hub-clean hub-deps hub-test-deps bench-hub
 .PHONY: help venv venv-newest lock system-deps lab notebooks check-notebooks lint format test test-newest test-fast bench grade bench-grade clean
@@ -43,6 +43,8 @@ help:
 	@echo "make roster ROSTER=students.csv / release / collect / return-feedback   nbgrader's hand-in loop (instructors,"
 	@echo "                    docs/instructors.md; collect refuses links, oversized and misowned hand-ins: STUDENT_USER, MAX_FILES, MAX_BYTES)"
 	@echo "make grade          autograde a class: make grade SUBMISSIONS=dir OUT=dir [STUDENT=id] [COURSE_GRADEBOOK=1]"
+	@echo "                    (due dates, extensions, late penalties: COURSE/deadlines.toml, COURSE/extensions.csv)"
+	@echo "make export LMS=canvas|moodle|csv   the graded class as a file the LMS imports: OUT/lms-LMS.csv"
 	@echo "EDITION=zh          the Chinese edition: make lab EDITION=zh opens work/zh/; with release/collect/grade/"
 	@echo "                    return-feedback/formgrader/roster it is the nbgrader course build/zh/course (course namedaxes-zh)"
 	@echo "make site           the course as a static website in build/site/ (both editions; GitHub Pages ready)"
@@ -114,10 +116,16 @@ STUDENT  ?=
 LAB_DIR  ?= $(if $(STUDENT),work-$(STUDENT),work)
 LAB_OPEN  = $(LAB_DIR)$(if $(ZH),/zh)
 EXCHANGE_ENV = $(if $(EXCHANGE),NAMEDAXES_EXCHANGE="$(abspath $(EXCHANGE))")
-# EDITION=zh adds jupyter/zh: JupyterLab's own menus and dialogs in Chinese (the zh-CN language pack, in the lock).
-LAB_ENV := JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter:$(CURDIR)/jupyter/nbgrader$(if $(ZH),:$(CURDIR)/jupyter/zh)" JUPYTER_PATH="$(CURDIR)/jupyter/data"
+# EDITION=zh adds jupyter/zh: JupyterLab's own menus and dialogs in Chinese (the zh-CN language pack, in the lock),
+# and build/jupyter-zh first on JUPYTER_PATH: nbgrader's Validate button, its dialog and the Assignment List in
+# Chinese (a translated copy of the installed extension, tools/nbgrader_zh.py; rebuilt only when nbgrader or
+# locale/zh/nbgrader-labextension.po changed).
+NBGRADER_ZH := build/jupyter-zh
+LAB_ENV := JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter:$(CURDIR)/jupyter/nbgrader$(if $(ZH),:$(CURDIR)/jupyter/zh)" \
+  JUPYTER_PATH="$(if $(ZH),$(CURDIR)/$(NBGRADER_ZH):)$(CURDIR)/jupyter/data"
 lab: venv fonts
 	@$(BIN)/python -m tools.workspace prepare $(if $(STUDENT),"$(LAB_OPEN)" --no-seed --student "$(STUDENT)","$(LAB_DIR)")
+	@$(if $(ZH),$(BIN)/python -m tools.nbgrader_zh build $(NBGRADER_ZH) || echo "WARNING: nbgrader's buttons stay English (above: why)")
 	@mkdir -p "$(LAB_OPEN)"
 	@$(if $(EXCHANGE),true,mkdir -p build/exchange)
 	@echo "Starting JupyterLab on your workspace $(LAB_OPEN)/$(if $(STUDENT), as student $(STUDENT))$(if $(ZH), (Chinese edition))$(if $(or $(ZH),$(STUDENT)),, (Chinese edition: zh/)); the URL to open, with its token, comes last"
@@ -236,6 +244,7 @@ catalogs: venv
 
 check-catalogs: venv
 	$(BIN)/python -m tools.translate check
+	$(BIN)/python -m tools.nbgrader_zh check
 
 NBVAL := --nbval --nbval-current-env --nbval-cell-timeout=120
 
@@ -279,12 +288,19 @@ test-fast: venv
 bench: venv
 	$(BIN)/python -m tools.bench_notebooks
 	$(BIN)/python -m tools.bench_checks
+	$(BIN)/python -m tools.bench_report
 
 grade: venv system-deps
 	@$(BIN)/python -m autograder grade -j $(JOBS) --course "$(COURSE)" \
 	  $(if $(SUBMISSIONS),--submissions "$(SUBMISSIONS)") $(if $(OUT),--out "$(OUT)") \
 	  $(if $(STUDENT),--student "$(STUDENT)") $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") \
 	  $(if $(COURSE_GRADEBOOK),--course-gradebook)$(if $(HUB), && $(HUB_ENV) $(BIN)/python -m hub.layout own)
+
+# After make grade: OUT/grades.csv (late penalties applied) and the roster (make roster) as a gradebook
+# the LMS imports as it is (autograder/publish/lms.py): LMS=canvas, moodle or csv -> OUT/lms-LMS.csv.
+export: venv
+	@$(BIN)/python -m autograder export --lms "$(LMS)" --course "$(COURSE)" $(if $(OUT),--out "$(OUT)") \
+	  $(if $(HUB), && $(HUB_ENV) $(BIN)/python -m hub.layout own)
 
 bench-grade: venv system-deps
 	$(BIN)/python -m autograder.bench $(if $(STUDENTS),--students $(STUDENTS))

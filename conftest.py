@@ -44,6 +44,9 @@ KINDS = (
     ("tests/autograder/intake/test_handin.py", ("unit",)),  # collect's refusals, on files made here
     ("tests/autograder/publish/test_report.py", ("unit",)),  # the report page from records
     ("tests/autograder/publish/test_gradebook.py", ("unit",)),  # a gradebook.db of no rows
+    ("tests/autograder/publish/test_lms.py", ("unit",)),  # an LMS export of a grades.csv made here
+    ("tests/autograder/publish/test_misconceptions.py", ("unit",)),  # the class's map from rows made here
+    ("tests/autograder/publish/test_similarity.py", ("unit",)),  # winnowing a class of notebooks made here
     ("tests/autograder/course/", ("unit",)),  # merging a submission into the graded notebook, in memory
     ("tests/autograder/intake/test_placement.py", ("unit",)),  # placing files made here
     ("tests/autograder/judge/test_compare.py", ("unit",)),  # comparing and loading observations

@@ -16,6 +16,7 @@ examples:
   python -m autograder grade --submissions class/ --out results/
   python -m autograder grade --submissions class.zip --out results/
   python -m autograder grade --submissions class/ --out results/ --student "Ann Lee"   # regrade one student
+  python -m autograder export --lms canvas                # after grading: COURSE/grades/lms-canvas.csv
 
 outputs (in --out): grades.csv (student,assignment,score,max_score,status,reason), results.json
 (per test cell), report.html (the class report), feedback/<student>/<assignment>.html,
@@ -33,11 +34,43 @@ def _path(text: str) -> Path:
     return p if p.is_absolute() else (Path.cwd() / p)
 
 
+def _export_parser(sub) -> None:
+    from .publish.lms import FORMATS
+
+    e = sub.add_parser(
+        "export",
+        help="write a gradebook an LMS imports (Canvas, Moodle, plain CSV) from a graded class",
+        description=(
+            "Writes OUT/lms-<format>.csv from OUT/grades.csv (late penalties applied) and the course's roster "
+            "(its gradebook.db: make roster ROSTER=students.csv, with an lms_user_id column for Canvas's ids)."
+        ),
+    )
+    e.add_argument("--lms", choices=FORMATS, required=True, help="the format: canvas, moodle or csv")
+    e.add_argument("--course", type=_path, default=None, help="nbgrader course folder (default: build/course)")
+    e.add_argument("--out", type=_path, default=None, help="the graded class's folder (default: COURSE/grades)")
+    e.add_argument("--output", type=_path, default=None, help="the file to write (default: OUT/lms-<format>.csv)")
+
+
+def _export(args) -> int:
+    from .publish.lms import write_export
+
+    course = args.course or repo_root() / "build" / "course"
+    out = args.out or course / "grades"
+    try:
+        target = write_export(out, args.lms, course, args.output)
+    except (OSError, ValueError) as err:
+        sys.stderr.write(f"autograder: error: {err}\n")
+        return 1
+    print(f"wrote {target} ({args.lms})")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m autograder", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="command", required=True)
+    _export_parser(sub)
     g = sub.add_parser(
         "grade",
         help="autograde submissions against the reference solutions",
@@ -115,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--no-feedback", action="store_true", help="do not write feedback HTML")
     g.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
     args = parser.parse_args(argv)
+    if args.command == "export":
+        return _export(args)
     if args.jobs < 0 or args.timeout <= 0:
         parser.error("--jobs must be >= 0 and --timeout > 0")
     if (

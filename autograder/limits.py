@@ -169,6 +169,23 @@ HANDIN_MAX_DEPTH: Annotated[
 HANDIN_FUTURE_SLACK: Annotated[
     float, Cap("s", "intake/handin.py", "a hand-in dated later than now + this is refused")
 ] = 300.0
+POLICY_MAX_BYTES: Annotated[
+    int, Cap("bytes", "course/deadlines.py", "bytes of deadlines.toml or extensions.csv; more: a clear error")
+] = _MiB
+SIMILARITY_ANSWER_CHARS: Annotated[
+    int, Cap("characters", "publish/similarity.py", "of one answer cell compared and shown; the rest: ignored")
+] = 20_000
+SIMILARITY_PAIRS_SHOWN: Annotated[
+    int, Cap("pairs", "publish/similarity.py", "pairs shown side by side per exercise; the others: counted")
+] = 50
+HANDIN_CHANGE_SLACK: Annotated[
+    float,
+    Cap(
+        "s",
+        "intake/handin.py",
+        "a hand-in whose files changed later than its stated time + this counts from that change",
+    ),
+] = 300.0
 HANDIN_MAX_TRIES: Annotated[
     int, Cap("hand-ins", "intake/handin.py", "a student's hand-ins read, newest first, before giving up")
 ] = 10

@@ -52,6 +52,13 @@ TEXT: dict[str, str] = {
     "page_table_points": "points",
     "page_table_result": "result",
     "page_passed": "passed",
+    "page_late": "Late hand-in: handed in {handed_in}, {late} after the due date {due}: {penalty} point(s) off "
+    "({days} started day(s) late).",
+    "page_late_extended": "Late hand-in: handed in {handed_in}, {late} after your extended due date {due}: "
+    "{penalty} point(s) off ({days} started day(s) late).",
+    "page_late_grace": "Late hand-in: handed in {handed_in}, {late} after the due date {due}, within the grace "
+    "period: no points off.",
+    "late_duration": "{days} d {hours} h {minutes} min",
     "page_below": "Everything below the line comes from the submission; text that the submission wrote "
     "is shown as typed.",
     "verdict_head": "Autograder, exercise `{exercise}`: {points}.",

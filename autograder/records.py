@@ -10,6 +10,7 @@
   grader, gives back (a graded notebook gives back its `Row`).
 - Reasons (what the judge found, what happened while a notebook ran) are `reasons.py`'s phrases and
   verdicts: data, no words.
+- `Late`: how late a hand-in was and what it cost (course/deadlines.py makes it, `make_row` applies it).
 - `CellResult`: the result for one graded test cell (its reason a `Reason`: data or literal text).
 - `Row`: one student x assignment result; what `grades.csv`, `results.json`,
   the gradebook, the feedback page and the class report are made from. Made in one place
@@ -50,6 +51,7 @@ __all__ = [
     "ReferenceRun",
     "InternalError",
     "CellResult",
+    "Late",
     "Row",
     "make_row",
     "zero_cells",
@@ -57,7 +59,7 @@ __all__ = [
     "STATUSES",
 ]
 
-CSV_COLUMNS = ["student", "assignment", "score", "max_score", "status", "reason"]
+CSV_COLUMNS = ["student", "assignment", "score", "max_score", "status", "reason", "late_penalty", "handed_in", "due"]
 
 
 class GraderError(Exception):
@@ -105,6 +107,7 @@ class Task:
     budget_label: Phrase | None = None  # what the budget is, as data (None: the notebook's own, or the submission's)
     budget_of_submission: float = 0.0  # > 0: the budget is what was left of this submission budget (seconds)
     prestart: bool = True  # another task may follow on this worker: boot its next kernel meanwhile (pool)
+    late: Late | None = None  # the hand-in's lateness under the course's deadlines (course/deadlines.py)
 
 
 @dataclass
@@ -189,19 +192,54 @@ class CellResult:
     max_points: float
     passed: bool
     reason: Reason = ""
+    finding: tuple[tuple[str, str], ...] = ()  # of a previous results.json: its `finding` (publish/misconceptions.py)
 
     @classmethod
     def from_json(cls, data: Any) -> CellResult:
-        """A cell of a previous results.json (its reason is words by now)."""
+        """A cell of a previous results.json (its reason is words by now, its finding kept as it was)."""
         if not isinstance(data, dict):
             raise ValueError("a cell result is a JSON object")
+        found = data.get("finding")
         return cls(
             str(data.get("grade_id", "")),
             float(data.get("points", 0.0)),
             float(data.get("max_points", 0.0)),
             data.get("passed") is True,
             str(data.get("reason", "")),
+            tuple((str(k)[:20], str(v)[:2000]) for k, v in list(found.items())[:8]) if isinstance(found, dict) else (),
         )
+
+
+@dataclass(frozen=True)
+class Late:
+    """A hand-in made after its due date (extensions included): when, how late, and the penalty.
+    `penalty` is in points; `make_row` lowers it to what the row earned, so a score never goes below 0."""
+
+    handed_in: str  # ISO 8601, the validated hand-in time
+    due: str  # ISO 8601, the student's due date (with any extension)
+    seconds: float  # how late
+    days: int  # started days late past the grace (0: within the grace, no penalty)
+    fraction: float  # of the assignment's maximum
+    penalty: float  # points taken off
+    extended: bool = False  # the due date includes an extension
+
+    @classmethod
+    def from_json(cls, data: Any) -> Late | None:
+        """The `late` of a previous results.json row (None when absent or unreadable)."""
+        if not isinstance(data, dict):
+            return None
+        try:
+            return cls(
+                str(data["handed_in"])[:40],
+                str(data["due"])[:40],
+                float(data["seconds"]),
+                int(data["days"]),
+                float(data["fraction"]),
+                float(data["penalty"]),
+                data.get("extended") is True,
+            )
+        except (KeyError, TypeError, ValueError):
+            return None
 
 
 @dataclass(frozen=True)
@@ -224,6 +262,7 @@ class Row:
     stages: tuple[tuple[str, float], ...] = ()  # where its wall time went, seconds by stage (timings.json only)
     grader_peak_kb: int = 0  # the worker's peak resident memory while grading it (timings.json only)
     observe_log: tuple[str, ...] = ()  # files found in the observation folder that no hidden part wrote
+    late: Late | None = None  # handed in after the due date: the penalty is already out of `score`
 
     def timed(self, **timings: Any) -> Row:
         return replace(self, **timings)
@@ -246,6 +285,7 @@ class Row:
             cells=tuple(CellResult.from_json(c) for c in (cells if isinstance(cells, list) else [])),
             language=str(data.get("language", "")),
             observe_log=tuple(str(x) for x in (log if isinstance(log, list) else [])),
+            late=Late.from_json(data.get("late")),
         )
 
 
@@ -264,20 +304,26 @@ def make_row(
     cells: tuple[CellResult, ...] = (),
     language: str = "",
     observe_log: tuple[str, ...] = (),
+    late: Late | None = None,
 ) -> Row:
-    """The one place rows are made: the score is the sum of the cells' points (rounded), the maximum
-    the assignment's (0 for a file that belongs to no assignment: `source` None)."""
+    """The one place rows are made: the score is the sum of the cells' points (rounded) less the late
+    penalty (at most what was earned), the maximum the assignment's (0 for a file that belongs to no
+    assignment: `source` None)."""
+    earned = round(sum((c.points for c in cells), 0.0), 6)
+    if late is not None:
+        late = replace(late, penalty=round(min(late.penalty, earned), 6))
     return Row(
         student=student,
         assignment=assignment,
         origin=origin,
-        score=round(sum((c.points for c in cells), 0.0), 6),
+        score=round(earned - late.penalty, 6) if late is not None else earned,
         max_score=source.max_score if source is not None else 0.0,
         status=status,
         reason=reason,
         cells=tuple(cells),
         language=language,
         observe_log=tuple(observe_log),
+        late=late,
     )
 
 

@@ -31,10 +31,12 @@ import sys
 import tempfile
 import time
 import traceback
+from dataclasses import replace
 from pathlib import Path
 
+from .course.deadlines import LatePolicy, load_policy
 from .course.discovery import discover_sources, repo_root
-from .intake.placement import place_course, place_submissions
+from .intake.placement import handed_in_times, place_course, place_submissions
 from .publish.outputs import merge_previous, missing_reason, summary, write_outputs
 from .records import CSV_COLUMNS, GraderError, Options, Row, make_row, zero_cells
 from .run.pool import run_all
@@ -62,6 +64,7 @@ def grade(opts: Options) -> int:
     notebooks = {s.file_name: aid for aid, s in sources.items()}
     if len(notebooks) != len(sources):
         raise GraderError("two assignments use the same notebook file name")
+    policy = load_policy(course, sources)  # a malformed deadlines.toml stops here, before anything is written
 
     if opts.submissions is not None:
         sub = Path(opts.submissions).resolve()
@@ -76,6 +79,8 @@ def grade(opts: Options) -> int:
         db_url = f"sqlite:///{course / 'gradebook.db'}"
         autograded_root = course / "autograded"
         nbgrader_feedback_root = course / "feedback"
+    if policy is not None and opts.submissions is None:
+        mark_late(intake, policy, sources, course)
     missing_students = sorted(set(opts.students) - intake.students - {u.student for u in intake.conflicts})
     if missing_students:
         intake.close()
@@ -136,6 +141,13 @@ def grade(opts: Options) -> int:
         rows += not_submitted_rows(opts, sources, intake, out)
         all_rows = merge_previous(out, rows, opts, intake)
         write_outputs(out, all_rows, rows, as_json(sandbox.protections()) if sandbox is not None else None)
+        if not (opts.students or opts.assignments):  # a whole class: a regrade of some keeps the last one
+            try:
+                from .publish.similarity import write_similarity
+
+                write_similarity(out, sources, intake)
+            except Exception as err:  # noqa: BLE001 - it reports, it never decides a score
+                internal.append(f"writing the similarity report {out / 'similarity.html'} failed: {err}")
         try:
             from .publish.report import write_report
 
@@ -150,7 +162,7 @@ def grade(opts: Options) -> int:
                 dbs.append((f"sqlite:///{course / 'gradebook.db'}", None))
             for url, submitted in dbs:
                 try:
-                    write_db(url, sources, rows, submitted)
+                    write_db(url, sources, rows, submitted, policy)
                 except Exception as err:  # noqa: BLE001
                     internal.append(f"writing the gradebook {url} failed: {err}")
         wall = time.monotonic() - t_start
@@ -209,7 +221,17 @@ def not_submitted_rows(opts: Options, sources, intake, out: Path) -> list[Row]:
     return rows
 
 
-def write_db(db_url, sources, rows, submitted=None):
+def mark_late(intake, policy: LatePolicy, sources, course: Path) -> None:
+    """Each collected hand-in's lateness (course mode: the times collect validated; a folder of
+    submissions has none, so nothing there is judged late)."""
+    times = handed_in_times(course, intake.placed)
+    for key, placed in intake.placed.items():
+        late = policy.late(placed.student, placed.assignment, times.get(key), sources[placed.assignment].max_score)
+        if late is not None:
+            intake.placed[key] = replace(placed, late=late)
+
+
+def write_db(db_url, sources, rows, submitted=None, policy=None):
     from .publish.gradebook import write_gradebook
 
-    return write_gradebook(db_url, sources, rows, submitted)
+    return write_gradebook(db_url, sources, rows, submitted, policy)

@@ -7,6 +7,7 @@ One file per job:
     server.py              start / stop / clean (`make hub`, `make hub-stop`, `make hub-clean`)
     jupyterhub_config.py   the hub: PAM logins, LocalProcessSpawner, nbgrader's groups and roles, formgrader services
     singleuser/            jupyter config for the students' servers (nbgrader in JupyterHub mode; private_submit.py)
+    templates/             the hub's home page: the two courses, each its own server
     formgrader/            jupyter config for the formgrader services (one per course, run as that course's grader)
     proxy/                 the official configurable-http-proxy, pinned by package-lock.json (npm ci)
     bench.py               `make bench-hub`: 20 simulated students at once against the local hub
@@ -26,6 +27,9 @@ Design
 - Each student's server is `jupyterhub-singleuser` of the course venv, started by
   LocalProcessSpawner as that student's Unix user in their home (mode 0700), with the course's
   JupyterLab settings (jupyter/: Validate button, Assignment List, instructor plugins hidden).
+  One server per edition: the default server is the English course's, the named server "zh" the
+  Chinese course's, in a Chinese JupyterLab (jupyter/zh, and nbgrader's extension in Chinese,
+  HUB_DIR/jupyter-zh); the hub's home page (templates/home.html) offers both after login.
 - Grading stays `make grade` (the sandboxed grader), run by the instructor as root on what was
   collected into the hub's course folder (`make ... HUB=1`).
 

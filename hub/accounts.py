@@ -135,14 +135,15 @@ START_HERE = "START-HERE.md"
 START_HERE_TEXT = """# Start here · 从这里开始
 
 Your assignments are not here yet: open **Nbgrader ▸ Assignment List** in the menu bar, press **Fetch**
-next to an assignment (the English course is `namedaxes`, the Chinese one `namedaxes-zh`), then open its
-notebook from the list. Work in it, save, press **Validate** to check it, and **Submit** to hand it in.
-Later, **Fetch Feedback** in the same list shows your score.
+next to an assignment, then open its notebook from the list. Work in it, save, press **Validate** to check
+it, and **Submit** to hand it in. Later, **Fetch Feedback** in the same list shows your score.
+This JupyterLab is the English course (`namedaxes`). The Chinese course has its own JupyterLab, in Chinese:
+**File ▸ Hub Control Panel**, then **中文课程**. Both see this same folder.
 
-你的作业还不在这里：在菜单栏中打开 **Nbgrader ▸ Assignment List**（作业列表），在作业旁点击 **Fetch**
-（英文课程是 `namedaxes`，中文课程是 `namedaxes-zh`），再从列表中打开它的笔记本。完成并保存后，点击
-**Validate** 检查，点击 **Submit** 提交。之后在同一列表中点击 **Fetch Feedback** 查看你的成绩。
-JupyterLab 的界面语言：**Settings ▸ Language ▸ 中文**。
+你的作业还不在这里。中文课程（`namedaxes-zh`）有自己的中文 JupyterLab：登录后在 Hub 主页点击
+**中文课程**（在 JupyterLab 中：**文件 ▸ Hub 控制面板**）。然后在菜单栏中打开 **Nbgrader ▸ 作业列表**，在作业旁点击
+**获取**，再从列表中打开它的笔记本。完成并保存后，点击 **验证** 检查，点击 **提交** 提交。之后在同一列表中点击
+**获取反馈** 查看你的成绩。两门课程使用同一个主目录。
 """
 
 

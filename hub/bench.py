@@ -98,6 +98,7 @@ class Student(threading.Thread):
             data=urllib.parse.urlencode({"username": self.name, "password": self.password, "_xsrf": xsrf}).encode(),
         )
         self.times["logged in"] = time.monotonic() - self.t0
+        op.open(f"{base}/hub/spawn/{self.name}", timeout=120)  # the home page's English course (the default server)
         while True:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"server not up within {SPAWN_DEADLINE} s")

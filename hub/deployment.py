@@ -90,6 +90,11 @@ class Deployment:
     def exchange(self) -> Path:
         return self.hub_dir / "exchange"
 
+    @property
+    def nbgrader_zh(self) -> Path:
+        """nbgrader's lab extension in Chinese, for the students' Chinese servers (tools/nbgrader_zh.py)."""
+        return self.hub_dir / "jupyter-zh"
+
     def home(self, user: str) -> Path:
         return self.homes / user
 

@@ -83,10 +83,33 @@ c.Spawner.env_keep = ["LANG", "LC_ALL"]
 USER_CONFIG_PATH = os.pathsep.join(
     str(p) for p in (ROOT / "hub" / "singleuser", ROOT / "jupyter", ROOT / "jupyter" / "nbgrader")
 )
+
+# --- one server per edition: the default server is the English course's JupyterLab; the named server "zh"
+# (/user/<name>/zh/) the Chinese course's, in Chinese: jupyter/zh selects JupyterLab's zh-CN language pack and
+# HUB_DIR/jupyter-zh (hub/server.py, tools/nbgrader_zh.py) holds nbgrader's extension in Chinese. Both run as
+# the student in the same home, so fetched assignments, hand-ins and feedback are the same files (nbgrader's
+# multi-course exchange is unchanged); each server's Assignment List shows its own course only.
+# After login the hub's home page (hub/templates/home.html) offers the two courses.
+ZH_SERVER = "zh"
+c.JupyterHub.allow_named_servers = True
+c.JupyterHub.named_server_limit_per_user = 1
+c.JupyterHub.redirect_to_server = False
+c.JupyterHub.template_paths = [str(ROOT / "hub" / "templates")]
+
+
+def _zh(spawner) -> bool:
+    return spawner.name == ZH_SERVER
+
+
 c.Spawner.environment = {
     "PATH": f"{dep.venv / 'bin'}:/usr/local/bin:/usr/bin:/bin",
-    "JUPYTER_CONFIG_PATH": USER_CONFIG_PATH,
-    "JUPYTER_PATH": str(ROOT / "jupyter" / "data"),
+    "JUPYTER_CONFIG_PATH": lambda spawner: (
+        USER_CONFIG_PATH + (os.pathsep + str(ROOT / "jupyter" / "zh") if _zh(spawner) else "")
+    ),
+    "JUPYTER_PATH": lambda spawner: (
+        (str(dep.nbgrader_zh) + os.pathsep if _zh(spawner) else "") + str(ROOT / "jupyter" / "data")
+    ),
+    "NAMEDAXES_COURSE_ID": lambda spawner: "namedaxes-zh" if _zh(spawner) else "namedaxes",
     "NAMEDAXES_EXCHANGE": str(dep.exchange),
     "NAMEDAXES_WORK": lambda spawner: str(dep.home(spawner.user.name)),
     "XLA_FLAGS": os.environ.get("XLA_FLAGS", "--xla_force_host_platform_device_count=8"),
@@ -95,10 +118,13 @@ c.Spawner.environment = {
 
 
 def _home_is_ours(spawner):
-    """Refuse to start a server for a hub user whose Unix account is not one of this deployment's."""
+    """Refuse to start a server for a hub user whose Unix account is not one of this deployment's, and a named
+    server other than the Chinese course's."""
     import pwd
 
     name = spawner.user.name
+    if spawner.name not in ("", ZH_SERVER):
+        raise RuntimeError(f"the course has two servers per student: the English one and {ZH_SERVER!r} (Chinese)")
     entry = pwd.getpwnam(name)
     if name not in accounts.created or entry.pw_dir != str(dep.home(name)) or entry.pw_uid == 0:
         raise RuntimeError(f"{name} is not an account of this hub ({dep.hub_dir})")

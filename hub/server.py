@@ -10,7 +10,8 @@ Design
   1. root? (PAM logins and servers as other users need it: otherwise it says exactly that)
   2. the proxy: `npm ci` of hub/proxy/package-lock.json into HUB_DIR/proxy (only when it changed)
   3. the accounts (hub/accounts.py; with a roster, also into both hub courses' gradebooks)
-  4. the folders and permissions (hub/layout.py)
+  4. the folders and permissions (hub/layout.py), and nbgrader's lab extension in Chinese for the students'
+     Chinese servers (HUB_DIR/jupyter-zh, tools/nbgrader_zh.py)
   5. `jupyterhub -f hub/jupyterhub_config.py`, detached, logging to HUB_DIR/state/jupyterhub.log;
      `start` returns once /hub/login answers 200 (or fails with the log's tail after START_TIMEOUT).
 - `stop` sends SIGTERM to the hub (pid file) and waits: JupyterHub stops the proxy, the formgrader
@@ -39,6 +40,7 @@ from pathlib import Path
 from hub import accounts as hub_accounts
 from hub import layout
 from hub.deployment import ROOT, Deployment
+from tools import nbgrader_zh
 
 START_TARGET = 60  # s: the login page, once installed, on 2 cores (measured, not enforced)
 START_TIMEOUT = 180  # s: then `start` gives up and shows the log (the formgrader services start first)
@@ -191,6 +193,11 @@ def start(dep: Deployment, roster: Path | None, timeout: float = START_TIMEOUT) 
         say(line)
     for line in layout.apply(dep):
         say(line)
+    try:
+        nbgrader_zh.build(dep.nbgrader_zh, nbgrader_zh.installed(dep.venv))
+    except nbgrader_zh.TranslationError as err:  # the Chinese servers then show nbgrader's English strings
+        shutil.rmtree(dep.nbgrader_zh, ignore_errors=True)
+        say(f"WARNING: nbgrader's Chinese lab extension: {err}")
     if roster is not None:
         _import_roster(dep, roster)
         say(f"roster {roster} imported into the gradebooks of {', '.join(dep.graders)}")

@@ -326,12 +326,14 @@ def return_feedback(
     lines += ["  " + line for line in collect(course, exchange, ids, limits, student_user, class_user)]
     for aid in ids:
         ready, stale, unsent = [], [], []
+        with_pages = set()
         for folder in sorted(p for p in feedback.glob(f"*/{aid}") if p.is_dir()):
             sid = folder.parent.name
             pages = sorted(folder.glob("*.html"))
             submitted = course / "submitted" / sid / aid
             if not pages:
                 continue
+            with_pages.add(sid)
             if not all((submitted / f).is_file() for f in BOOKKEEPING):
                 unsent.append(sid)  # not handed in through the exchange: nothing to match
                 continue
@@ -351,6 +353,9 @@ def return_feedback(
             line += f"; NOT returned to {', '.join(stale)}: they handed in again after grading (run `make grade`)"
         if unsent:
             line += f"; {', '.join(unsent)}: not handed in through the exchange (no submission secret)"
+        ungraded = sorted({p.parent.name for p in (course / "submitted").glob(f"*/{aid}") if p.is_dir()} - with_pages)
+        if ungraded:  # collected, never graded: nothing to return yet
+            line += f"; not graded yet: {', '.join(ungraded)} (run `make grade`, then return feedback again)"
         lines.append(line)
     return lines
 

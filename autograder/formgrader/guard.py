@@ -26,6 +26,9 @@ the student and assignment ids are not echoed back. The routes keep
 jupyter_server's authentication (a request without the token or cookie gets
 403), so the guard reveals nothing to anyone who could not use formgrader.
 
+The same load also puts `late_scores.py`'s handlers in front of formgrader's score routes, so its lists
+show the score of record (late penalties taken off).
+
 Load it in any Jupyter server that serves formgrader (this project's
 `make formgrader` does it through `jupyter/formgrader/jupyter_server_config.py`
 on JUPYTER_CONFIG_PATH; a JupyterHub service's formgrader can put the same
@@ -44,6 +47,8 @@ import textwrap
 from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.utils import url_path_join
 from tornado import httputil, web
+
+from .late_scores import late_handlers
 
 __all__ = ["GUARDED_ROUTES", "MESSAGES", "GuardHandler", "PageScript", "load_guard", "page_script"]
 
@@ -198,6 +203,7 @@ def load_guard(serverapp) -> None:
     web_app = serverapp.web_app
     base = web_app.settings.get("base_url", "/")
     rules = [(url_path_join(base, pattern), GuardHandler, {"action": action}) for pattern, action in GUARDED_ROUTES]
+    rules += [(url_path_join(base, pattern), handler) for pattern, handler in late_handlers()]
     router = web_app.default_router
     before = list(router.rules)
     web_app.add_handlers(".*$", rules)
@@ -206,7 +212,8 @@ def load_guard(serverapp) -> None:
     web_app.transforms.insert(0, PageScript)  # before any compression (GZipContentEncoding) sees the page
     serverapp.log.info(
         "autograder.formgrader.guard: formgrader's Autograde, Generate Feedback and Release "
-        "Feedback are disabled here, their buttons greyed out (use make grade / make return-feedback)"
+        "Feedback are disabled here, their buttons greyed out (use make grade / make return-feedback); "
+        "scores are shown with the late penalties make grade recorded taken off"
     )
 
 

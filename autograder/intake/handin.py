@@ -40,7 +40,13 @@ Design
   student made it, and `Intake.notes` says so for every student collected that way.
 - Timestamps: the folder name's must parse (nbgrader's parse_utc), must not be later than now
   (plus `Limits.future_slack_s` for clocks that differ a little) and must equal the hand-in's
-  timestamp.txt, which nbgrader later compares collected hand-ins by.
+  timestamp.txt, which nbgrader later compares collected hand-ins by. A timestamp is the
+  student's word, and deadlines (course/deadlines.py) are judged by it, so it must not be earlier
+  than the hand-in's last change either: the newest inode change time (ctime) of its folder and
+  files, which no unprivileged call can set (utime sets only atime and mtime). A hand-in whose
+  files changed more than `Limits.change_slack_s` after its stated time is staged under the time of
+  that change (folder name and timestamp.txt), and `Intake.notes` says so: a back-dated
+  hand-in, or one edited after it was handed in, counts from when its content was last changed.
 - Names a student chose (folders, files) are reported through `printable`, never raw.
 - Per student only the newest acceptable hand-in is copied: the newest is read first, and an
   older one only when the newer is refused, at most `Limits.max_tries` of them (a student's
@@ -59,7 +65,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from ..limits import HANDIN_FUTURE_SLACK, HANDIN_MAX_BYTES, HANDIN_MAX_DEPTH, HANDIN_MAX_FILES, HANDIN_MAX_TRIES
+from ..limits import (
+    HANDIN_CHANGE_SLACK,
+    HANDIN_FUTURE_SLACK,
+    HANDIN_MAX_BYTES,
+    HANDIN_MAX_DEPTH,
+    HANDIN_MAX_FILES,
+    HANDIN_MAX_TRIES,
+)
 
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$")
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -74,6 +87,7 @@ class Limits:
     max_depth: int = HANDIN_MAX_DEPTH  # folders inside the hand-in folder
     future_slack_s: float = HANDIN_FUTURE_SLACK  # a hand-in dated later than now + this is refused
     max_tries: int = HANDIN_MAX_TRIES  # a student's hand-ins read, newest first, before giving up
+    change_slack_s: float = HANDIN_CHANGE_SLACK  # files changed later than the stated time + this: counted from then
 
 
 @dataclass(frozen=True)
@@ -84,11 +98,12 @@ class Refusal:
 
 @dataclass(frozen=True)
 class HandIn:
-    entry: str
+    entry: str  # the folder's name in inbound/
     student: str
-    timestamp: datetime
+    timestamp: datetime  # validated: the stated time, or its files' last change when that is later
     files: int
     bytes: int
+    stated: datetime | None = None  # the stated time, where the files changed later (None: it is `timestamp`)
 
 
 @dataclass
@@ -107,6 +122,10 @@ class _Budget:
     limits: Limits
     files: int = 0
     bytes: int = 0
+    changed_ns: int = 0  # the newest inode change time seen (st_ctime_ns)
+
+    def saw(self, st: os.stat_result) -> None:
+        self.changed_ns = max(self.changed_ns, st.st_ctime_ns)
 
 
 def _user(uid: int) -> str:
@@ -275,6 +294,7 @@ def _copy_dir(dfd: int, dest: Path, rel: str, depth: int, uid: int, budget: _Bud
         if budget.files > budget.limits.max_files:
             raise Refused(f"the hand-in has more than {budget.limits.max_files} files and folders")
         fd, st = _open_checked(dfd, name, child, _FILE)
+        budget.saw(st)
         try:
             _check_owner(st, uid, child)
             if stat.S_ISDIR(st.st_mode):
@@ -303,6 +323,7 @@ def _take(
         if not stat.S_ISDIR(st.st_mode):
             raise Refused(f"{entry} is a file, not a hand-in folder")
         _check_folder_owner(st, owners, student)
+        budget.saw(st)
         _copy_dir(fd, dest, entry, 0, st.st_uid, budget)
     except OSError as err:  # a folder that cannot be listed, a read that fails
         _remove(dest)
@@ -323,7 +344,24 @@ def _take(
             _remove(dest)
             raise Refused(f"its timestamp.txt says {text[:60]!r}, its folder name {ts.isoformat(' ')}")
     owners.taken(student, st.st_uid)
-    return HandIn(entry, student, ts, budget.files, budget.bytes)
+    changed = datetime.fromtimestamp(budget.changed_ns / 1e9, UTC)
+    if (changed - ts).total_seconds() <= limits.change_slack_s:
+        return HandIn(entry, student, ts, budget.files, budget.bytes)
+    staged = _restamp(dest, entry, changed)
+    return HandIn(staged.name, student, changed, budget.files, budget.bytes, stated=ts)
+
+
+def _restamp(dest: Path, entry: str, changed: datetime) -> Path:
+    """The staged copy of a hand-in whose files changed after its stated time, renamed and stamped with
+    that change (nbgrader's format), so that nbgrader's collect and the grader count it from then."""
+    text = changed.strftime("%Y-%m-%d %H:%M:%S.%f UTC")
+    fields = entry.split("+")
+    fields[2] = text
+    staged = dest.with_name("+".join(fields))
+    os.rename(dest, staged)
+    (staged / "timestamp.txt").unlink(missing_ok=True)
+    (staged / "timestamp.txt").write_text(text, encoding="utf-8")
+    return staged
 
 
 def stage(
@@ -393,11 +431,21 @@ def stage(
                     )
                     break
                 try:
-                    intake.staged.append(_take(inbound_fd, entry, student, ts, staging / entry, owners, limits))
+                    taken = _take(inbound_fd, entry, student, ts, staging / entry, owners, limits)
+                    intake.staged.append(taken)
+                    if taken.stated is not None:
+                        intake.notes.append(_restamped(taken, entry))
                     break
                 except Refused as why:
                     intake.refused.append(Refusal(entry, str(why)))
     finally:
         os.close(inbound_fd)
-    intake.notes = owners.notes()
+    intake.notes = owners.notes() + intake.notes
     return intake
+
+
+def _restamped(taken: HandIn, entry: str) -> str:
+    return (
+        f"{printable(entry)}: stated {taken.stated.isoformat(' ', 'seconds')}, but its files last changed "
+        f"{taken.timestamp.isoformat(' ', 'seconds')}: collected as handed in then"
+    )

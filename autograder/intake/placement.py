@@ -38,9 +38,12 @@ import tempfile
 import unicodedata
 import zipfile
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 
 from ..limits import MAX_ZIP_BYTES, MAX_ZIP_MEMBERS
+from ..records import Late
+from .handin import Refused, parse_time
 
 __all__ = [
     "Placed",
@@ -48,6 +51,7 @@ __all__ = [
     "Intake",
     "place_course",
     "place_submissions",
+    "handed_in_times",
     "safe_extract",
     "MAX_ZIP_BYTES",
     "MAX_ZIP_MEMBERS",
@@ -71,6 +75,7 @@ class Placed:
     assignment: str
     path: Path  # the file on disk (possibly inside an extracted zip)
     origin: str  # where it came from, for messages (relative to the input)
+    late: Late | None = None  # handed in after its due date (the runner sets it from the course's deadlines)
 
 
 @dataclass(frozen=True)
@@ -329,6 +334,28 @@ def place_course(course: Path, notebooks: dict[str, str], students: list[str] | 
     for entry, origin, sid, _ in _checked_ids(intake, entries, students):
         placer.student_folder(sid, entry, origin)
     return intake
+
+
+def handed_in_times(course: Path, keys) -> dict[tuple[str, str], datetime]:
+    """When each collected hand-in (student, assignment) was made: the timestamp.txt nbgrader's collect
+    kept in submitted/<student>/<assignment>/, which `handin.stage` validated. Read without following a
+    link and with a bound; a hand-in without a readable one is left out (it is never judged late)."""
+    times = {}
+    for student, assignment in keys:
+        path = Path(course) / "submitted" / student / assignment / "timestamp.txt"
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            text = os.read(fd, 200).decode("utf-8", "replace").strip() if stat.S_ISREG(os.fstat(fd).st_mode) else ""
+        finally:
+            os.close(fd)
+        try:
+            times[(student, assignment)] = parse_time(text)
+        except Refused:
+            continue
+    return times
 
 
 def _checked_ids(intake: Intake, entries: list[tuple[Path, str, str]], students: list[str] | None):

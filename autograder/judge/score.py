@@ -228,5 +228,14 @@ def make_row(
 ) -> Row:
     """The row of a task (records.make_row, the one place rows are made)."""
     return records.make_row(
-        task.student, task.assignment, task.origin, source, status, reason, cells, language, tuple(observe_log)
+        task.student,
+        task.assignment,
+        task.origin,
+        source,
+        status,
+        reason,
+        cells,
+        language,
+        tuple(observe_log),
+        task.late,
     )

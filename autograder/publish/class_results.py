@@ -24,6 +24,9 @@ class Row:
     status: str
     reason: str
     cells: list[dict] = field(default_factory=list)
+    late_penalty: float | None = None  # points taken off for a late hand-in (None: on time, or no due date)
+    handed_in: str = ""  # of a late hand-in: when (ISO 8601)
+    due: str = ""  # and its due date
 
 
 @dataclass
@@ -71,6 +74,11 @@ def load(out: Path) -> ClassResults:
                 max_score=_float(r["max_score"], f"{grades} max_score of {r['student']}"),
                 status=r["status"],
                 reason=r["reason"] or "",
+                late_penalty=_float(r["late_penalty"], f"{grades} late_penalty of {r['student']}")
+                if r.get("late_penalty")
+                else None,
+                handed_in=r.get("handed_in") or "",
+                due=r.get("due") or "",
             )
             for r in ({k: csv_value(v or "") for k, v in raw.items()} for raw in reader)
         ]  # undo the ' guard

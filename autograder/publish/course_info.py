@@ -1,6 +1,7 @@
 """What the course's source notebooks say for the class report: the course id (nbgrader_config.py),
 each assignment's title (its first heading), each exercise's name (its test cell's one-line
-docstring). Trusted input (the instructor's course), all optional: the report works without it.
+docstring) and the section that teaches it (the last `##` heading above its test cell). Trusted input
+(the instructor's course), all optional: the report works without it.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ class CourseInfo:
     course_id: str = ""
     titles: dict[str, str] = field(default_factory=dict)  # assignment -> first heading
     exercises: dict[str, dict[str, str]] = field(default_factory=dict)  # assignment -> grade_id -> docstring
+    sections: dict[str, dict[str, str]] = field(default_factory=dict)  # assignment -> grade_id -> heading above it
     folder: str = ""
 
 
@@ -47,6 +49,19 @@ def _heading(cells: list) -> str:
                 if line.startswith("#"):
                     return line.lstrip("#").strip()
     return ""
+
+
+def _section(cells: list) -> str:
+    """The last section heading (`## ...`, not a title or a subsection such as an exercise's) in `cells`."""
+    from ..course.notebooks import cell_source
+
+    found = ""
+    for cell in cells:
+        if isinstance(cell, dict) and cell.get("cell_type") == "markdown":
+            for line in cell_source(cell).splitlines():
+                if line.startswith("## "):
+                    found = line[3:].strip()
+    return found
 
 
 def _course_id(course: Path) -> str:
@@ -102,10 +117,13 @@ def course_info(course: Path | None, assignments: list[str]) -> CourseInfo:
         except (OSError, ValueError, AttributeError, KeyError):
             continue
         info.titles[aid] = _heading(cells)
-        names = {}
+        names, sections, heading = {}, {}, ""
         for cell in cells:
             meta = nbgrader_cell(cell)
             if meta.is_test and meta.grade_id:
                 names[meta.grade_id] = _docstring(cell_source(cell))
+                sections[meta.grade_id] = heading
+            heading = _section([cell]) or heading
         info.exercises[aid] = names
+        info.sections[aid] = sections
     return info

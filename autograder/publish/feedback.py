@@ -40,7 +40,7 @@ from namedaxes.nbgrader_metadata import nbgrader_cell
 from ..messages import current, speaking, text
 from ..records import CellResult, Row
 from .inert import CSP_META, make_inert, md_text, md_text_with_code
-from .words import say
+from .words import say, say_late
 
 __all__ = ["FeedbackWriter", "TEMPLATE"]
 
@@ -237,6 +237,8 @@ class FeedbackWriter:
         ]
         if row.status != "ok":
             lines += [">", f"> **{text('page_status', status=md_text(row.status))}** {md_text(say(row.reason))}"]
+        if row.late is not None:
+            lines += [">", f"> {md_text(say_late(row.late))}"]
         if cells:
             lines += [
                 "",

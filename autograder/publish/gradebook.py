@@ -22,9 +22,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
+from ..course.deadlines import LatePolicy
 from ..course.notebooks import SourceNotebook
+from ..intake.placement import handed_in_times
 from ..records import Row
 
 __all__ = ["write_gradebook", "alembic_head"]
@@ -82,25 +85,33 @@ def _sync_assignment(gb, source: SourceNotebook) -> None:
             gb.add_solution_cell(gid, nb_name, aid)
 
 
-def _timestamp(submitted: Path | None, student: str, assignment: str):
-    """nbgrader's submission time from the collected timestamp.txt, or None."""
-    if submitted is None:
-        return None
-    from nbgrader.utils import parse_utc
+def _utc(moment: datetime) -> datetime:
+    """nbgrader's gradebook keeps naive UTC times (`nbgrader.utils.parse_utc`)."""
+    return moment.astimezone(UTC).replace(tzinfo=None)
 
-    path = submitted / student / assignment / "timestamp.txt"
-    try:
-        return parse_utc(path.read_text().strip())
-    except (OSError, ValueError):
-        return None
+
+def _record_late(gb, sub, row: Row, source: SourceNotebook, policy: LatePolicy | None) -> None:
+    """nbgrader's own late fields: the submission's extension and the notebook's late_submission_penalty
+    (`nbgrader export` and nbgrader's feedback template show them); the score itself is the row's."""
+    if policy is None or source.assignment not in policy.due:
+        return
+    extension = policy.due_for(row.student, source.assignment) - policy.due[source.assignment]
+    sub.extension = extension if extension else None
+    notebook = gb.find_submission_notebook(source.notebook_name, source.assignment, row.student)
+    notebook.late_submission_penalty = row.late.penalty if row.late is not None else None
 
 
 def write_gradebook(
-    db_url: str, sources: dict[str, SourceNotebook], rows: list[Row], submitted: Path | None = None
+    db_url: str,
+    sources: dict[str, SourceNotebook],
+    rows: list[Row],
+    submitted: Path | None = None,
+    policy: LatePolicy | None = None,
 ) -> int:
     """Record auto scores of every graded row (status not missing/unplaceable). Returns the count.
 
     `submitted`: the course's submitted/ folder (course mode), for nbgrader's submission timestamps.
+    `policy`: the course's deadlines (course/deadlines.py): nbgrader's `duedate`, extensions and penalties.
     """
     import warnings
 
@@ -111,6 +122,9 @@ def write_gradebook(
         warnings.simplefilter("ignore")  # nbgrader 0.9 + SQLAlchemy 2.1: harmless autoflush warnings
         for source in sources.values():
             _sync_assignment(gb, source)
+            if policy is not None and source.assignment in policy.due:  # else nbgrader's own stays
+                gb.find_assignment(source.assignment).duedate = _utc(policy.due[source.assignment])
+        times = handed_in_times(submitted.parent, {(r.student, r.assignment) for r in rows}) if submitted else {}
         known = {s.id for s in gb.students}
         for row in rows:
             if row.status in ("missing", "unplaceable") or row.assignment not in sources:
@@ -120,8 +134,10 @@ def write_gradebook(
             if sid not in known:
                 gb.add_student(sid)
                 known.add(sid)
-            stamp = _timestamp(submitted, sid, source.assignment)
-            gb.update_or_create_submission(source.assignment, sid, **({"timestamp": stamp} if stamp else {}))
+            stamp = times.get((sid, source.assignment))
+            sub = gb.update_or_create_submission(
+                source.assignment, sid, **({"timestamp": _utc(stamp)} if stamp else {})
+            )
             points = {c.grade_id: c.points for c in row.cells}
             for test in source.test_cells:
                 try:
@@ -130,6 +146,7 @@ def write_gradebook(
                     continue
                 grade.auto_score = float(points.get(test.grade_id, 0.0))
                 grade.needs_manual_grade = grade.manual_score is not None
+            _record_late(gb, sub, row, source, policy)
             written += 1
         gb.db.commit()
     return written

@@ -18,11 +18,13 @@ import json
 import os
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 from ..intake.placement import Intake
-from ..records import CSV_COLUMNS, Options, Row
+from ..records import CSV_COLUMNS, CellResult, Options, Row
 from ..sandbox.protections import summary_lines
+from .misconceptions import finding
 from .words import say
 
 __all__ = [
@@ -103,21 +105,24 @@ def public(row: Row) -> dict:
         "status": row.status,
         "reason": say(row.reason, lang),
         "origin": row.origin,
-        "cells": [
-            {
-                "grade_id": c.grade_id,
-                "points": c.points,
-                "max_points": c.max_points,
-                "passed": c.passed,
-                "reason": say(c.reason, lang),
-            }
-            for c in row.cells
-        ],
+        "cells": [_public_cell(c, lang) for c in row.cells],
     }
     if row.language:
         out["language"] = row.language
     if row.observe_log:
         out["observe_log"] = list(row.observe_log)
+    if row.late is not None:
+        out["late"] = asdict(row.late)
+    return out
+
+
+def _public_cell(c: CellResult, lang: str) -> dict:
+    """A test cell's result; a failed one also with its `finding` (misconceptions.py), for the class's map."""
+    out = {"grade_id": c.grade_id, "points": c.points, "max_points": c.max_points, "passed": c.passed}
+    out["reason"] = say(c.reason, lang)
+    found = None if c.passed else (dict(c.finding) if c.finding else finding(c.reason))
+    if found is not None:
+        out["finding"] = found
     return out
 
 
@@ -155,6 +160,13 @@ def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
+def _late_cells(late: dict | None) -> list[str]:
+    """grades.csv's late_penalty, handed_in and due: empty for a hand-in on time (or without a due date)."""
+    if not late:
+        return ["", "", ""]
+    return [_fmt(late["penalty"]), late["handed_in"], late["due"]]
+
+
 def write_outputs(out: Path, all_rows: list[dict], rows: list[Row], protections: list[dict] | None = None) -> None:
     """grades.csv, results.json (`all_rows`: the published rows of `merge_previous`, and the protections
     in force: protections.as_json) and timings.json (this run's `rows`)."""
@@ -170,6 +182,7 @@ def write_outputs(out: Path, all_rows: list[dict], rows: list[Row], protections:
                 _fmt(r["max_score"]),
                 csv_cell(r["status"]),
                 csv_cell(r["reason"]),
+                *_late_cells(r.get("late")),
             ]
         )
     atomic_write(out / "grades.csv", buf.getvalue())

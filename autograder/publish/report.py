@@ -39,6 +39,7 @@ docstrings and messages become `<code>` around escaped text; the page carries
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from collections import Counter, OrderedDict
@@ -48,6 +49,7 @@ from urllib.parse import quote
 from .class_results import ClassResults, Row, load
 from .course_info import CourseInfo, course_info, default_course
 from .inert import CSP_META, html_text
+from .misconceptions import NOT_MISCONCEPTIONS
 from .report_figures import MIME as FIGURE_MIME
 from .report_figures import exercise_figure, score_counts, total_figure
 
@@ -70,6 +72,7 @@ __all__ = [
 ATTENTION_ORDER = ("timeout", "kernel_died", "error", "unreadable", "unplaceable")
 GRADED = "ok"
 MISSING = "missing"
+MAP_GROUPS = 8  # groups shown per exercise in the misconception map; the smaller ones are counted
 NO_SUBMISSION_REASON = "no notebook submitted"
 TOP_FAILURES = 5
 
@@ -230,12 +233,120 @@ def _student_cell(row: Row | None, out: Path | None) -> str:
     href = _feedback_href(out, row.student, row.assignment)
     shown = f'<a href="{_e(href)}">{score}</a>' if href else score
     status = "" if row.status == GRADED else f' <span class="warn">{_e(row.status)}</span>'
+    if row.late_penalty is not None:
+        status += f' <span class="warn">late &minus;{row.late_penalty:g}</span>'
     full = (
         ' class="num full"'
         if row.status == GRADED and row.max_score > 0 and row.score >= row.max_score
         else ' class="num"'
     )
     return f"<td{full}>{shown}{status}</td>"
+
+
+def _late_section(results: ClassResults, out: Path | None) -> list[str]:
+    """The hand-ins made after their due date (course/deadlines.py), with the penalty each cost."""
+    late = sorted((r for r in results.rows if r.late_penalty is not None), key=lambda r: (r.assignment, r.student))
+    if not late:
+        return []
+    parts = [
+        '<h2 id="late">Late hand-ins</h2>',
+        f'<p class="muted">{len(late)} hand-in(s) after their due date (extensions included); the score is '
+        "after the penalty. Due dates and the policy: the course's deadlines.toml and extensions.csv.</p>",
+        "<table><tr><th>student</th><th>assignment</th><th>handed in</th><th>due</th>"
+        '<th class="num">penalty</th><th class="num">score</th></tr>',
+    ]
+    for r in late:
+        parts.append(
+            f"<tr><td>{_e(r.student)}</td><td>{_e(r.assignment)}</td><td>{_e(r.handed_in)}</td>"
+            f'<td>{_e(r.due)}</td><td class="num">&minus;{r.late_penalty:g}</td>'
+            f'<td class="num">{r.score:g}/{r.max_score:g}{_feedback_link(out, r.student, r.assignment)}</td></tr>'
+        )
+    parts.append("</table>")
+    return parts
+
+
+def _similarity_line(out: Path | None) -> list[str]:
+    """A link to similarity.html (publish/similarity.py), with how many pairs it lists."""
+    try:
+        data = json.loads((out / "similarity.json").read_text(encoding="utf-8")) if out is not None else None
+        pairs = sum(len(r["pairs"]) for r in data)
+    except (OSError, ValueError, TypeError, KeyError):
+        return []
+    return [
+        f"<p>Similar hand-ins: {pairs} pair(s) of answers unusually alike "
+        '(<a href="similarity.html">similarity.html</a>; it reports, it changes no score).</p>'
+    ]
+
+
+def _groups(results: ClassResults) -> dict[tuple[str, str], dict[str, dict]]:
+    """(assignment, grade_id) -> group key -> {"finding": the first one seen, "students": [...]}: each failed
+    cell's `finding` (misconceptions.py), data from the judge, grouped; one entry per student and group."""
+    groups: dict[tuple[str, str], dict[str, dict]] = {}
+    for row in results.rows:
+        if row.status == MISSING:
+            continue
+        for cell in row.cells:
+            found = cell.get("finding") if isinstance(cell, dict) else None
+            if not isinstance(found, dict) or not found.get("key"):
+                continue
+            at = groups.setdefault((row.assignment, str(cell.get("grade_id", ""))), {})
+            group = at.setdefault(str(found["key"]), {"finding": found, "students": []})
+            if row.student not in group["students"]:
+                group["students"].append(row.student)
+    return groups
+
+
+def _group_row(found: dict, students: list[str], of: int, where: str) -> str:
+    ids = ", ".join(_e(s) for s in sorted(students))
+    return (
+        f'<tr><td class="num">{len(students)} of {of}</td><td>{where}</td>'
+        f'<td class="msg">{inline_code(_shorten(str(found.get("en", ""))))}<br>'
+        f'<span lang="zh-CN">{inline_code(_shorten(str(found.get("zh", ""))))}</span></td>'
+        f'<td><details><summary>students</summary><span class="ids">{ids}</span></details></td></tr>'
+    )
+
+
+def _misconception_section(results: ClassResults, info: CourseInfo) -> list[str]:
+    """The misconception map: per exercise, the students who lost points grouped by what the judge found,
+    and the three largest groups of the class to revisit first."""
+    groups = _groups(results)
+    if not groups:
+        return []
+    graded = {a: len(_graded(results, a)) for a in results.assignments}
+    flat = [
+        (len(g["students"]), aid, gid, g)
+        for (aid, gid), by_key in groups.items()
+        for g in by_key.values()
+        if g["finding"].get("kind") not in NOT_MISCONCEPTIONS
+    ]
+    flat.sort(key=lambda t: (-t[0], t[1], t[2]))
+    head = '<table><tr><th class="num">students</th><th>exercise</th><th>what went wrong</th><th></th></tr>'
+    parts = [
+        '<h2 id="misconceptions">Misconception map / 错误概念分布</h2>',
+        '<p class="muted">The students who lost points, grouped by the first thing the judge found wrong '
+        "(the property, the collective, the layout: the judge's data, not its wording; numbers left out). "
+        "Three to revisit in class first:</p>",
+        head,
+    ]
+    for n, aid, gid, g in flat[:3]:
+        where = f'<a href="#{_e(aid)}">{_e(aid)}</a>: {_exercise_name(info, aid, gid)}'
+        parts.append(_group_row(g["finding"], g["students"], graded.get(aid, n), where))
+    parts.append("</table>")
+    for (aid, gid), by_key in sorted(groups.items()):
+        ranked = sorted(by_key.values(), key=lambda g: (-len(g["students"]), g["finding"]["key"]))
+        parts.append(f"<h3>{_e(aid)}: {_exercise_name(info, aid, gid)}</h3>")
+        taught = info.sections.get(aid, {}).get(gid, "")
+        if taught:
+            parts.append(
+                f'<p class="muted">Taught in the section &ldquo;{inline_code(taught)}&rdquo; of {_e(aid)}.</p>'
+            )
+        parts.append(head)
+        for g in ranked[:MAP_GROUPS]:
+            parts.append(_group_row(g["finding"], g["students"], graded.get(aid, 0), _e(g["finding"].get("property"))))
+        if len(ranked) > MAP_GROUPS:
+            parts.append(f'<tr><td colspan="4" class="muted">and {len(ranked) - MAP_GROUPS} smaller group(s)</td></tr>')
+        parts.append("</table>")
+    return parts
 
 
 def _students_section(results: ClassResults, assignments: list[str], out: Path | None) -> list[str]:
@@ -376,8 +487,11 @@ def render(
     if not attention:
         parts.append("<p>Nothing needs attention: every submitted notebook ran to the end within its time limits.</p>")
     parts.extend(attention)
+    parts.extend(_similarity_line(out))
     parts.extend(_protections_section(results))
+    parts.extend(_misconception_section(results, info))
     parts.extend(_students_section(results, with_work, out))
+    parts.extend(_late_section(results, out))
     for aid in with_work:
         parts.extend(_assignment_section(results, aid, out, info))
     parts.append("</body></html>")

@@ -23,10 +23,13 @@ literal) and never formatted again; escaping for a page is the page's job (`iner
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from ..messages import TEXT, text
 from ..reasons import Field, Kind, Phrase, Reason, Verdict, Words
+from ..records import Late
 
-__all__ = ["say", "SHOWN", "NUMBERS"]
+__all__ = ["say", "say_late", "SHOWN", "NUMBERS"]
 
 SHOWN = 2  # findings a verdict shows; the others are counted ("; and 2 more")
 
@@ -87,3 +90,25 @@ def _verdict(verdict: Verdict, lang: str | None, limit: int) -> str:
     if not verdict.on_hidden_inputs:
         return f"{shown}{more}"
     return f"{text('hidden_inputs', lang)} ({shown}{more})"
+
+
+def _moment(iso: str, tz) -> str:
+    return datetime.fromisoformat(iso).astimezone(tz).isoformat(" ", "minutes")
+
+
+def say_late(late: Late, lang: str | None = None) -> str:
+    """A late hand-in as one sentence: when, how late, after which due date, and the points off. Times are
+    written in the due date's time zone (the course's)."""
+    tz = datetime.fromisoformat(late.due).tzinfo
+    minutes = int(late.seconds // 60)
+    duration = text("late_duration", lang, days=minutes // 1440, hours=minutes // 60 % 24, minutes=minutes % 60)
+    key = "page_late_grace" if late.days == 0 else "page_late_extended" if late.extended else "page_late"
+    return text(
+        key,
+        lang,
+        handed_in=_moment(late.handed_in, tz),
+        late=duration,
+        due=_moment(late.due, tz),
+        penalty=f"{late.penalty:g}",
+        days=late.days,
+    )

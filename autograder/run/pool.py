@@ -352,6 +352,7 @@ def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, job
                 str(autograded_root / student / aid / src.file_name),
                 tuple(fb),
                 budget=notebook_budget,
+                late=p.late,
             )
         )
         seq += 1

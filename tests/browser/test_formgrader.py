@@ -451,9 +451,9 @@ def test_formgrader_collect_refuses_hostile_hand_ins_by_name_and_collects_the_re
     solution = course / "source" / A02 / f"{A02}.ipynb"
     os.chmod(solution, 0o600)
     honest_nb = (course / "release" / A02 / f"{A02}.ipynb").read_bytes() + b"\n"  # the student's own bytes
-    from datetime import datetime, timedelta
+    from datetime import datetime
 
-    when = (datetime.now(UTC) - timedelta(hours=1)).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f UTC")  # made now: its files change no later
     honest = _hand_in(inbound, "daemon", when, honest_nb)
     garbage = _hand_in(inbound, "daemon", "not-a-time", honest_nb)
     evil = _hand_in(inbound, "bin", when, solution)

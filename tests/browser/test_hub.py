@@ -162,12 +162,17 @@ def _record(page, lines: list[str]) -> None:
     page.on("response", answered)
 
 
-def _login(page, dep, passwords, user):
+def _login(page, dep, passwords, user, course="en"):
+    """Log in; a student then picks a course on the hub's home page (hub/templates/home.html), which starts
+    that course's server: the English course the default one, the Chinese course the named server "zh"."""
     page.goto(f"{dep.url}/hub/login")
     page.locator("#username_input").fill(user)
     page.locator("#password_input").fill(passwords[user])
     page.locator("#login_submit").click()
-    page.wait_for_url(re.compile(r"/(user/[^/]+/lab|hub/home|hub/spawn)"))
+    page.wait_for_url(re.compile(r"/hub/home"))
+    if user != dep.instructor:
+        page.locator(f"#course-{course}").click()
+        page.wait_for_url(re.compile(rf"/user/{user}/{'zh/' if course == 'zh' else ''}lab"))
 
 
 def _formgrader_row(page, dep):
@@ -239,6 +244,9 @@ def test_release_fetch_answer_validate_submit_collect_grade_feedback(hub, pages,
     # 1. the instructor logs in and releases the assignment in formgrader
     with _timed("instructor logs in, releases in formgrader"):
         _login(teacher, dep, passwords, dep.instructor)
+        # the hub's home page links each course's formgrader for the instructor
+        href = teacher.locator(f"#formgrader-{COURSE}").get_attribute("href")
+        assert href.rstrip("/").endswith(f"/services/{COURSE}"), href
         _formgrader_row(teacher, dep).locator("td.release a").click()
         teacher.locator("#success-modal").get_by_text(f"Successfully released '{AID}'").wait_for()
         teacher.screenshot(path=str(screenshots / "hub_formgrader_released.png"))
@@ -347,3 +355,84 @@ def test_release_fetch_answer_validate_submit_collect_grade_feedback(hub, pages,
     other = pages[BEN].goto(f"{dep.url}/user/{ADA}/files/{COURSE}/{AID}/{AID}.ipynb")
     assert other.status in (403, 404) or f"/user/{BEN}/" in pages[BEN].url, (other.status, pages[BEN].url)
     assert ANSWERS[ADA]["def scaled_mean(x):"] not in pages[BEN].content()
+
+
+def test_the_chinese_course_opens_a_chinese_jupyterlab(hub, pages, screenshots):
+    """The hub's home page offers the Chinese course: its own server ("zh", as the same Unix user, in the same
+    home) with JupyterLab's menus, the Assignment List and the Validate dialog in Chinese, and the Chinese course
+    (namedaxes-zh) alone in its Assignment List. Released by `make release HUB=1 EDITION=zh`."""
+    dep, passwords = hub
+    zh_course = "namedaxes-zh"
+    hub_vars = ["HUB=1", f"HUB_DIR={dep.hub_dir}", f"HUB_GROUP={dep.group}", f"HUB_INSTRUCTOR={dep.instructor}"]
+    with _timed("make release HUB=1 EDITION=zh"):
+        _make("release", *hub_vars, "EDITION=zh", f"ASSIGNMENT={AID}")
+    context = pages[ADA].context.browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(UI_TIMEOUT * 1000)
+    _record(page, EVENTS.setdefault(f"{ADA}-zh", []))
+    with _timed(f"{ADA} logs in, picks the Chinese course (server zh spawned)"):
+        _login(page, dep, passwords, ADA, course="zh")
+    try:
+        _chinese_course(page, dep, zh_course, screenshots)
+    finally:
+        DIAGNOSTICS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(DIAGNOSTICS / f"last-{ADA}-zh.png"))
+        context.close()
+
+
+def _chinese_course(page, dep, zh_course, screenshots):
+    page.get_by_role("menuitem", name="文件", exact=True).wait_for()
+    for menu in ("编辑", "运行", "内核"):
+        assert page.get_by_role("menuitem", name=menu, exact=True).count() == 1, menu
+    assert page.get_by_role("menuitem", name="File", exact=True).count() == 0, "the Chinese course's menus are English"
+    with _timed(f"{ADA} fetches and validates in Chinese"):
+        page.get_by_role("menuitem", name="Nbgrader", exact=True).click()
+        page.locator("#jp-mainmenu-nbgrader").get_by_text("作业列表", exact=True).click()
+        panel = page.locator("#nbgrader-assignment-list")
+        panel.get_by_text("已发布的作业", exact=True).wait_for()
+        released = _row(page, "released_assignments_list")
+        released.get_by_role("button", name="获取").wait_for()
+        assert panel.locator("#course_list_default").inner_text().strip() == zh_course
+        assert [a.inner_text().strip() for a in panel.locator("#course_list a").all()] == [zh_course]
+        page.screenshot(path=str(screenshots / "hub_zh_assignment_list.png"))
+        released.get_by_role("button", name="获取").click()
+        fetched = _row(page, "fetched_assignments_list")
+        fetched.wait_for()
+        notebook = dep.home(ADA) / zh_course / AID / f"{AID}.ipynb"
+        assert notebook.is_file(), "fetched into the same home, under the Chinese course"
+        fetched.locator("a").first.click()  # its notebooks, each with its Validate button
+        fetched.get_by_role("button", name="验证").click()
+        dialog = page.locator(".jp-Dialog").filter(has_text="验证结果")
+        dialog.wait_for()
+        assert "下面这个单元格未通过：" in dialog.inner_text(), dialog.inner_text()[:2000]
+        page.screenshot(path=str(screenshots / "hub_zh_validate_dialog.png"))
+        dialog.get_by_role("button", name="确认").click()
+    assert f"/user/{ADA}/zh/" in page.url, page.url
+    # back on the hub's home page (hub/templates/home.html): the two courses, the Chinese one running, and
+    # none of JupyterHub's free-named servers; its Stop ends the Chinese server only
+    page.goto(f"{dep.url}/hub/home")
+    assert page.locator("#course-en").inner_text().strip() == "English course (namedaxes)"
+    assert page.get_by_text("Add New Server").count() == 0
+    page.locator("#stop-zh").click()
+    page.locator("#stop-zh").wait_for(state="hidden")
+    deadline = time.monotonic() + UI_TIMEOUT
+    while time.monotonic() < deadline and any(s["name"] == "zh" and s["ready"] for s in _servers(dep, ADA)):
+        time.sleep(0.5)
+    assert not any(s["name"] == "zh" and s["ready"] for s in _servers(dep, ADA)), _servers(dep, ADA)
+
+
+def _servers(dep, user) -> list[dict]:
+    """The user's servers as the hub's database has them (the hub's own REST API needs a token; root reads its
+    sqlite file, read-only)."""
+    import sqlite3
+
+    db = sqlite3.connect(f"file:{dep.state / 'jupyterhub.sqlite'}?mode=ro", uri=True)
+    try:
+        rows = db.execute(
+            "SELECT spawners.name, spawners.server_id FROM spawners JOIN users ON spawners.user_id = users.id "
+            "WHERE users.name = ?",
+            (user,),
+        ).fetchall()
+    finally:
+        db.close()
+    return [{"name": name, "ready": server_id is not None} for name, server_id in rows]

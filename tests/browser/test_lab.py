@@ -14,6 +14,7 @@ through its API, and no process it started may survive.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import threading
 import time
@@ -136,6 +137,21 @@ def test_make_lab_runs_notebook_02_in_chromium(browser, make_server, screenshots
         assert [f["source"] for f in failed] == tests, "Validate lists every test cell as failing"
         assert all("is not written yet" in f["raw_error"] for f in failed)
         assert not outside, f"JupyterLab fetched from outside this machine: {outside[:5]}"
+        assert (work / NOTEBOOK.name).read_bytes() == original, "nor (autosave off) the workspace copy"
+
+        # nbgrader's own parts stay English here (the Chinese copy is loaded by EDITION=zh only): the Assignment
+        # List, and the dialog of the Validate button (which saves the workspace's copy first: checked above)
+        page.get_by_role("menuitem", name="Nbgrader", exact=True).click()
+        menu.get_by_text("Assignment List", exact=True).click()
+        panel = page.locator("#nbgrader-assignment-list")
+        panel.get_by_text("Released assignments", exact=True).wait_for()
+        assert "已发布的作业" not in panel.inner_text()
+        page.locator("#jp-main-dock-panel .lm-TabBar-tab").filter(has_text=NOTEBOOK.name).click()
+        page.locator(".jp-NotebookPanel-toolbar .validate-button").click()
+        dialog = page.locator(".jp-Dialog").filter(has_text="Validation Results")
+        dialog.wait_for()
+        assert "The following cell failed:" in dialog.inner_text(), dialog.inner_text()[:2000]
+        dialog.get_by_role("button", name="Ok").click()
         page.close()
         problems = server.stop()
         assert not problems, f"{problems}\n{server.log()}"
@@ -148,7 +164,6 @@ def test_make_lab_runs_notebook_02_in_chromium(browser, make_server, screenshots
         if not had_checkpoints:
             shutil.rmtree(checkpoints, ignore_errors=True)
     assert NOTEBOOK.read_bytes() == original, "the browser session must not modify the release"
-    assert (work / NOTEBOOK.name).read_bytes() == original, "nor (autosave off) the workspace copy"
 
 
 LANGUAGE_CELL = """import os
@@ -263,6 +278,28 @@ def test_make_lab_edition_zh_opens_a_chinese_jupyterlab(browser, make_server, sc
     entry.wait_for()
     page.screenshot(path=str(screenshots / "lab_zh_menus.png"))
     page.keyboard.press("Escape")
+
+    # nbgrader's extension in Chinese too (tools/nbgrader_zh.py): the Validate button, its dialog, the Assignment List
+    validate = page.locator(".jp-NotebookPanel-toolbar .validate-button")
+    assert validate.inner_text().strip() == "验证", validate.inner_text()
+    validate.click()  # saves the workspace's copy first, then validates it
+    dialog = page.locator(".jp-Dialog").filter(has_text="验证结果")
+    dialog.wait_for()
+    body = dialog.inner_text()
+    assert "下面这个单元格未通过：" in body and "The following cell" not in body, body[:2000]
+    assert "还没有编写" in body, "the failing checks speak Chinese inside the dialog too"
+    page.screenshot(path=str(screenshots / "lab_zh_validate_dialog.png"))
+    dialog.get_by_role("button", name="确认").click()
+    page.get_by_role("menuitem", name="Nbgrader", exact=True).click()
+    page.locator("#jp-mainmenu-nbgrader").get_by_text("作业列表", exact=True).click()
+    panel = page.locator("#nbgrader-assignment-list")
+    panel.get_by_text("已发布的作业", exact=True).wait_for()
+    for text in ("已下载的作业", "已提交的作业", "这门课程已发布、已下载和已提交的作业："):
+        assert panel.get_by_text(text, exact=True).count() == 1, panel.inner_text()
+    page.locator("#jp-main-dock-panel .lm-TabBar-tab").filter(has_text=re.compile(r"^\s*作业\s*$")).wait_for()
+    assert "Released assignments" not in panel.inner_text()
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(screenshots / "lab_zh_assignment_list.png"))
     page.close()
     problems = server.stop()
     assert not problems, f"{problems}\n{server.log()}"

@@ -106,9 +106,11 @@ def test_return_feedback_only_for_the_graded_hand_in(course, tmp_path):
     old = time.time() - 3600  # graded an hour before this hand-in was collected
     os.utime(stale, (old, old))
     _graded(course, "carol")  # graded from a folder, never handed in through the exchange
+    _handed_in(course, "dan", "u" * 128)  # collected, not graded yet
     line = handin.return_feedback(course, exchange, [])[-1]
     assert "returned to 1 student(s) (alice)" in line
     assert "NOT returned to bob" in line and "carol: not handed in through the exchange" in line
+    assert "not graded yet: dan (run `make grade`" in line
     outbound = exchange / "namedaxes" / "feedback"
     assert sorted(p.name for p in outbound.iterdir()) == [f"{notebook_hash(secret='s' * 128, notebook_id=AID)}.html"]
     assert "for alice" in next(outbound.iterdir()).read_text()

@@ -55,6 +55,10 @@ def stamp(ts: datetime) -> str:
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 EARLIER, LATER = NOW - timedelta(hours=2), NOW - timedelta(hours=1)
+# The hand-ins below are made now and say they were made hours ago: a file system cannot make them
+# otherwise (no call sets a ctime). The cases about links, owners and bounds let them keep their
+# stated times (`BACKDATED`); the cases about the change-time rule use the default limits.
+BACKDATED = {"change_slack_s": float("inf")}
 
 
 @pytest.fixture(scope="module")
@@ -110,8 +114,9 @@ def chown_tree(folder: Path, owner: str) -> None:
         os.chown(path, uid(owner), uid(owner), follow_symlinks=False)
 
 
-def collect(course: Path, inbound: Path, **kw) -> list[str]:
-    return handin.collect(course, inbound.parent.parent, [AID], **kw)
+def collect(course: Path, inbound: Path, limits: intake.Limits | None = None, **kw) -> list[str]:
+    limits = limits or intake.Limits(**BACKDATED)
+    return handin.collect(course, inbound.parent.parent, [AID], limits=limits, **kw)
 
 
 def collected(course: Path, student: str) -> str | None:
@@ -242,7 +247,7 @@ def test_too_many_files_or_bytes_refuse_the_hand_in_not_the_class(course, inboun
         (many / f"f{i}.txt").write_text("x")
     chown_tree(many, ALICE)
     big = hand_in(inbound, BOB, LATER, answer="y" * 5000)
-    lines = collect(course, inbound, limits=intake.Limits(max_files=8, max_bytes=4096))
+    lines = collect(course, inbound, limits=intake.Limits(**BACKDATED, max_files=8, max_bytes=4096))
     assert lines == [
         f"{AID}: 0 new or newer hand-in(s); 0 collected in all; 2 refused (below)",
         f"  REFUSED {big.name}: the hand-in is larger than 4096 bytes (at {big.name}/{NB})",
@@ -264,7 +269,7 @@ def test_a_file_that_grows_past_its_size_is_cut_off_by_what_is_read(course, inbo
         return fd
 
     monkeypatch.setattr(intake.os, "open", open_then_grow)
-    lines = collect(course, inbound, limits=intake.Limits(max_bytes=4096))
+    lines = collect(course, inbound, limits=intake.Limits(**BACKDATED, max_bytes=4096))
     monkeypatch.undo()
     assert lines[1] == f"  REFUSED {grows.name}: the hand-in is larger than 4096 bytes (at {grows.name}/{NB})"
 
@@ -275,7 +280,7 @@ def test_a_flood_of_refused_hand_ins_is_read_at_most_max_tries_times(course, inb
         (evil / "x").symlink_to(".")
         os.chown(evil / "x", uid(ALICE), uid(ALICE), follow_symlinks=False)
     honest = hand_in(inbound, ALICE, EARLIER)
-    lines = collect(course, inbound, limits=intake.Limits(max_tries=3))
+    lines = collect(course, inbound, limits=intake.Limits(**BACKDATED, max_tries=3))
     assert lines[0] == f"{AID}: 0 new or newer hand-in(s); 0 collected in all; 4 refused (below)"
     newest = sorted(p.name for p in inbound.iterdir())[::-1]  # the same day: names sort by time
     assert lines[1:4] == [
@@ -315,7 +320,7 @@ def test_deep_folders_are_refused(course, inbound):
     deep = hand_in(inbound, ALICE, LATER)
     (deep / "a" / "b" / "c").mkdir(parents=True)
     chown_tree(deep, ALICE)
-    lines = collect(course, inbound, limits=intake.Limits(max_depth=2))
+    lines = collect(course, inbound, limits=intake.Limits(**BACKDATED, max_depth=2))
     assert lines[1] == f"  REFUSED {deep.name}: {deep.name}/a/b/c is nested more than 2 folders deep"
 
 
@@ -511,7 +516,7 @@ def test_return_feedback_collects_first_and_never_sends_feedback_on_an_older_han
         page.parent.mkdir(parents=True)
         page.write_text(f"<p>feedback for {sid}</p>")
     newer = hand_in(inbound, BOB, LATER)  # waiting in inbound/, not collected
-    lines = handin.return_feedback(course, inbound.parent.parent, [AID])
+    lines = handin.return_feedback(course, inbound.parent.parent, [AID], limits=intake.Limits(**BACKDATED))
     assert lines == [
         "collecting first, so that no feedback goes out about a hand-in that a newer one replaces:",
         f"  {AID}: 1 new or newer hand-in(s) ({BOB}); 2 collected in all",
@@ -522,6 +527,48 @@ def test_return_feedback_collects_first_and_never_sends_feedback_on_an_older_han
     sent = sorted(p.name for p in (inbound.parent / "feedback").iterdir())
     assert sent == [f"{notebook_hash(secret=ALICE[0] * 128, notebook_id=AID)}.html"]
     assert (inbound.parent / "feedback" / sent[0]).read_text() == f"<p>feedback for {ALICE}</p>"
+
+
+# ------------------------------------------------------------------ the time a hand-in was made
+def test_a_back_dated_hand_in_counts_from_the_last_change_of_its_files(course, inbound):
+    """A student names a hand-in made now as if made two hours ago (before a deadline): the folder name
+    and timestamp.txt agree, but the files' change times (ctime, which no student can set) are now.
+    It is collected as handed in at that change, and the collect says so; an honest classmate who
+    handed in just now keeps the time stated."""
+    made = datetime.now(UTC)
+    backdated = hand_in(inbound, BOB, EARLIER)
+    honest_time = datetime.now(UTC).replace(microsecond=0)
+    hand_in(inbound, ALICE, honest_time)
+    lines = collect(course, inbound, limits=intake.Limits())
+    assert lines[0] == f"{AID}: 2 new or newer hand-in(s) ({BOB}, {ALICE}); 2 collected in all"
+    assert len(lines) == 2 and lines[1].startswith(f"{backdated.name}: stated {EARLIER.isoformat(' ')}, but its files")
+    assert lines[1].endswith(": collected as handed in then")
+    recorded = intake.parse_time((course / "submitted" / BOB / AID / "timestamp.txt").read_text())
+    assert made - timedelta(seconds=5) <= recorded <= datetime.now(UTC)
+    assert collected(course, BOB) == f'{{"answer": "{BOB} at {stamp(EARLIER)}"}}'  # the content, untouched
+    assert (course / "submitted" / ALICE / AID / "timestamp.txt").read_text() == stamp(honest_time)
+
+
+def test_a_hand_in_edited_after_it_was_handed_in_counts_from_the_edit(course, inbound):
+    """Two honest hand-ins, made now; then bob rewrites his notebook in place (he knows his folder's name)
+    and sets its times back with utime. With a change slack of 1 s, bob's counts from the rewrite;
+    alice's, untouched, keeps its stated time."""
+    import time
+
+    for student in (ALICE, BOB):
+        hand_in(inbound, student, datetime.now(UTC))
+    bob = next(inbound.glob(f"{BOB}+*"))
+    stated = intake.parse_time(bob.name.split("+")[2])
+    time.sleep(1.5)
+    before = os.stat(bob / NB)
+    (bob / NB).write_text('{"answer": "edited"}')
+    os.utime(bob / NB, ns=(before.st_atime_ns, before.st_mtime_ns))  # mtime back: the ctime still moves
+    lines = collect(course, inbound, limits=intake.Limits(change_slack_s=1))
+    assert len(lines) == 2 and lines[1].startswith(f"{bob.name}: stated ") and "handed in then" in lines[1]
+    recorded = intake.parse_time((course / "submitted" / BOB / AID / "timestamp.txt").read_text())
+    assert recorded >= stated + timedelta(seconds=1.5)
+    alice = next(inbound.glob(f"{ALICE}+*"))
+    assert (course / "submitted" / ALICE / AID / "timestamp.txt").read_text() == alice.name.split("+")[2]
 
 
 # ------------------------------------------------------------------ formgrader's Collect button

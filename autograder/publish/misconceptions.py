@@ -1,0 +1,85 @@
+"""What went wrong in a test cell, as data to group a class by: the misconception map's unit.
+
+    finding(cell_reason) -> {"property", "kind", "key", "en", "zh"} | None
+
+The judge says why a cell failed as a `Verdict` of `Phrase`s (kinds from a closed set, typed fields,
+in the judge's order: type, shape, layout, values, communication, work). This module makes its
+differences a **group key** from their kinds and non-numeric fields: which collective was expected and
+which was performed, which layout was seen, which property. Values that differ *and* a `pmean` where a
+`psum` was expected is one misconception; values that differ with no collective at all is another.
+Numbers (sizes, ratios, hidden-input values) are left out of the key, so "computes 4.5× the FLOPs" and
+"computes 8× the FLOPs" are one group. The labels are the differences' sentences in English and
+Chinese (`words.say`), their numbers and case names left out; `property` is the first one's.
+
+Grouping reads these records, never the words: `publish/report.py` draws the map from results.json's
+`finding` of each cell. Findings that say the cell was not answered or could not run are kept (the
+report shows them) but are not misconceptions (`NOT_MISCONCEPTIONS`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..reasons import Kind, Phrase, Reason, Verdict, Words
+from .words import say
+
+__all__ = ["finding", "NOT_MISCONCEPTIONS"]
+
+NOT_MISCONCEPTIONS = {
+    Kind.NOT_ANSWERED.value,
+    Kind.CELL_NOT_RUN.value,
+    Kind.NOTHING_RECORDED.value,
+    Kind.RESULTS_UNREADABLE.value,
+    Kind.SCORER_TIMEOUT.value,
+    Kind.SCORER_DIED.value,
+    Kind.SCORER_FAILED.value,
+    Kind.HIDDEN_PART_FAILED.value,
+}
+_DROPPED = "…"
+KEY_DIFFERENCES = 4  # the differences a group key is made of (a verdict's first ones: the most basic)
+LABELLED = 2  # of which the label says
+
+
+def _differences(reason: Reason) -> tuple[Phrase, ...]:
+    if isinstance(reason, Verdict):
+        return () if reason.passed else reason.differences[:KEY_DIFFERENCES]
+    return (reason,) if isinstance(reason, Phrase) else ()
+
+
+def _key(value) -> str:
+    """A field's part of the group key: text and nested phrases as they are, numbers left out."""
+    if isinstance(value, Phrase):
+        inner = ",".join(f"{n}={_key(v)}" for n, v in value.fields if n != "case")
+        return f"{value.kind.value}({inner})"
+    if isinstance(value, Words):
+        return "+".join(_key(p) for p in value.parts)
+    if isinstance(value, int | float):
+        return "#"
+    return str(value)[:80]
+
+
+def _without_numbers(value):
+    if isinstance(value, Phrase):
+        return replace(value, fields=tuple((n, _without_numbers(v)) for n, v in value.fields), case="")
+    if isinstance(value, Words):
+        return Words(tuple(_without_numbers(p) for p in value.parts), value.sep)
+    if isinstance(value, int | float):
+        return _DROPPED
+    return value
+
+
+def finding(reason: Reason) -> dict | None:
+    """What the judge found wrong in a cell, as a group key and its labels (None: it passed, or the reason is
+    the kernel's own text)."""
+    found = _differences(reason)
+    if not found:
+        return None
+    labels = [_without_numbers(d) for d in found[:LABELLED]]
+    prop = found[0].failed
+    return {
+        "property": prop.value if prop is not None else "",
+        "kind": found[0].kind.value,
+        "key": "|".join(_key(d) for d in found),
+        "en": "; ".join(say(d, "en").removeprefix(": ") for d in labels),
+        "zh": "；".join(say(d, "zh").removeprefix(": ").removeprefix("：") for d in labels),
+    }

@@ -1,0 +1,126 @@
+"""The course's deadlines: deadlines.toml and extensions.csv read into a policy, errors that name the
+line, and the penalty each lateness costs (course/deadlines.py), applied by records.make_row."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from autograder.course.deadlines import load_policy
+from autograder.publish.words import say_late
+from autograder.records import CellResult, GraderError, make_row
+
+AIDS = ("01_axis_names", "02_scaled_sum")
+POLICY = """\
+[due]
+01_axis_names = 2026-12-10T23:59:00+01:00
+02_scaled_sum = "2026-12-17 23:59:00+01:00"
+
+[late]
+grace_minutes = 15
+penalty_per_day = 0.1
+max_penalty = 0.25
+"""
+DUE = datetime(2026, 12, 10, 22, 59, tzinfo=UTC)  # 01's due date in UTC
+
+
+def course_with(tmp_path, policy: str = POLICY, extensions: str | None = None):
+    (tmp_path / "deadlines.toml").write_text(policy)
+    if extensions is not None:
+        (tmp_path / "extensions.csv").write_text(extensions)
+    return tmp_path
+
+
+def test_no_deadlines_file_means_nothing_is_late(tmp_path):
+    assert load_policy(tmp_path, AIDS) is None
+
+
+@pytest.mark.parametrize(
+    ("late_by", "days", "penalty"),
+    [
+        (timedelta(seconds=-1), None, None),  # on time
+        (timedelta(minutes=14), 0, 0.0),  # within the grace: late, but nothing off
+        (timedelta(minutes=16), 1, 0.7),  # a started day: 10 % of 7 points
+        (timedelta(days=1, seconds=1), 2, 1.4),  # two started days
+        (timedelta(days=9), 9, 1.75),  # capped at 25 %
+    ],
+)
+def test_the_penalty_is_per_started_day_after_the_grace_and_capped(tmp_path, late_by, days, penalty):
+    policy = load_policy(course_with(tmp_path), AIDS)
+    late = policy.late("ann", AIDS[0], DUE + late_by, 7.0)
+    if days is None:
+        assert late is None
+        return
+    assert (late.days, late.penalty, late.extended) == (days, pytest.approx(penalty), False)
+    assert late.due == "2026-12-10T23:59:00+01:00"
+
+
+def test_an_extension_moves_one_students_due_date(tmp_path):
+    course = course_with(tmp_path, extensions="student,assignment,days\nann,01_axis_names,2\nbob,*,0.5\n")
+    policy = load_policy(course, AIDS)
+    assert policy.late("ann", AIDS[0], DUE + timedelta(days=1), 7.0) is None
+    assert policy.late("ann", AIDS[1], datetime(2026, 12, 18, tzinfo=UTC), 7.0).extended is False
+    late = policy.late("bob", AIDS[0], DUE + timedelta(days=1), 7.0)
+    assert (late.days, late.extended, late.due) == (1, True, "2026-12-11T11:59:00+01:00")
+    assert policy.late("cy", AIDS[0], DUE + timedelta(days=1), 7.0).days == 1
+
+
+@pytest.mark.parametrize(
+    ("policy", "extensions", "message"),
+    [
+        (POLICY.replace("2026-12-10T23:59:00+01:00", "2026-12-10T23:59:00"), None, r"deadlines.toml:2: .*no time zone"),
+        (POLICY.replace('"2026-12-17 23:59:00+01:00"', '"next friday"'), None, r"deadlines.toml:3: .*not a date"),
+        (
+            POLICY.replace("02_scaled_sum =", "02_scaled_sun ="),
+            None,
+            r"deadlines.toml:3: no assignment '02_scaled_sun'",
+        ),
+        (POLICY.replace("0.25", "25"), None, r"deadlines.toml:8: \[late\] max_penalty = 25: write a fraction"),
+        (POLICY.replace("grace_minutes = 15", "grace_minutes = -5"), None, r"deadlines.toml:6: grace_minutes = -5"),
+        (POLICY + "penalty_per_hour = 1\n", None, r"unknown key\(s\) penalty_per_hour"),
+        ("[due\n", None, r"deadlines.toml: .*line 1"),
+        (POLICY, "student,assignment,days\nann,01_axis_names,two\n", r"extensions.csv:2: days 'two' is not a number"),
+        (POLICY, "student,assignment,days\n\nann,03_x,1\n", r"extensions.csv:3: no assignment '03_x'"),
+        (POLICY, "student,assignment,days\nann,*,1\nann,*,2\n", r"extensions.csv:3: a second extension for ann"),
+        (POLICY, "id,days\nann,1\n", r"extensions.csv:1: the first line must be student,assignment,days"),
+        (POLICY, "student,assignment,days\nann,*,1,extra\n", r"extensions.csv:2: 4 fields"),
+    ],
+)
+def test_a_malformed_file_is_an_error_that_names_its_line(tmp_path, policy, extensions, message):
+    with pytest.raises(GraderError, match=message):
+        load_policy(course_with(tmp_path, policy, extensions), AIDS)
+
+
+def test_extensions_without_due_dates_are_an_error(tmp_path):
+    (tmp_path / "extensions.csv").write_text("student,assignment,days\nann,*,1\n")
+    with pytest.raises(GraderError, match="extensions without due dates"):
+        load_policy(tmp_path, AIDS)
+
+
+def test_make_row_takes_the_penalty_off_and_never_below_zero(tmp_path):
+    policy = load_policy(course_with(tmp_path), AIDS)
+    late = policy.late("ann", AIDS[0], DUE + timedelta(days=2), 7.0)  # 2 days: 1.4 points
+
+    class Source:
+        max_score = 7.0
+
+    full = (CellResult("a", 4.0, 4.0, True), CellResult("b", 3.0, 3.0, True))
+    row = make_row("ann", AIDS[0], "", Source, "ok", "", full, late=late)
+    assert (row.score, row.late.penalty) == (pytest.approx(5.6), pytest.approx(1.4))
+    poor = (CellResult("a", 1.0, 4.0, False), CellResult("b", 0.0, 3.0, False))
+    row = make_row("ann", AIDS[0], "", Source, "ok", "", poor, late=late)
+    assert (row.score, row.late.penalty) == (0.0, 1.0)
+
+
+def test_the_late_sentence_is_said_in_the_students_language(tmp_path):
+    policy = load_policy(course_with(tmp_path), AIDS)
+    late = policy.late("ann", AIDS[0], DUE + timedelta(days=1, hours=2, minutes=5), 7.0)
+    assert say_late(late, "en") == (
+        "Late hand-in: handed in 2026-12-12 02:04+01:00, 1 d 2 h 5 min after the due date 2026-12-10 23:59+01:00: "
+        "1.4 point(s) off (2 started day(s) late)."
+    )
+    assert say_late(late, "zh") == (
+        "逾期提交：提交于 2026-12-12 02:04+01:00，比截止时间 2026-12-10 23:59+01:00 晚 1 天 2 小时 5 分钟："
+        "扣 1.4 分（逾期 2 天，不足一天按一天计）。"
+    )

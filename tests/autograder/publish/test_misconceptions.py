@@ -1,0 +1,91 @@
+"""The misconception map of the class report: failed cells grouped by what the judge found (its verdict
+data, numbers left out), ranked, in English and Chinese, with the students' ids on click."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from autograder.publish import class_results, report
+from autograder.publish.misconceptions import finding
+from autograder.publish.outputs import public, write_outputs
+from autograder.reasons import Kind, Verdict, Words, phrase
+from autograder.records import CellResult, make_row
+
+AID = "02_scaled_sum"
+
+
+def values_differ():
+    return phrase(Kind.VALUES_DIFFER, key="scaled_sum(x)")
+
+
+def pmean_for_psum():
+    return Verdict(False, (values_differ(), phrase(Kind.COMM_MISSING, missing=Words(("psum",)), seen="pmean")))
+
+
+def no_collective():
+    return Verdict(False, (values_differ(), phrase(Kind.COMM_MISSING, missing=Words(("psum",)), seen="none")))
+
+
+def too_much_work(ratio: float):
+    return Verdict(False, (phrase(Kind.WORK_FLOPS, case="x", ratio=ratio, factor=1.5, got=ratio * 10, want=10.0),))
+
+
+class Source:
+    max_score = 2.0
+
+
+def row(student: str, first, second=None):
+    cells = (
+        CellResult("scaled_sum_total", 0.0 if first else 1.0, 1.0, first is None, first or ""),
+        CellResult("global_max_share", 0.0 if second else 1.0, 1.0, second is None, second or ""),
+    )
+    return make_row(student, AID, "", Source, "ok", "", cells)
+
+
+CLASS = [row(f"s{i}", pmean_for_psum()) for i in range(5)]
+CLASS += [row("s5", no_collective()), row("s6", no_collective())]
+CLASS += [row("s7", None, too_much_work(4.5)), row("s8", None, too_much_work(8.0)), row("s9", None, too_much_work(2))]
+CLASS += [row("<b>s10</b>", phrase(Kind.NOT_ANSWERED)), row("s11", phrase(Kind.NOT_ANSWERED))]
+CLASS += [row("s12", phrase(Kind.NOT_ANSWERED)), row("s13", phrase(Kind.NOT_ANSWERED))]
+CLASS += [row("s14", phrase(Kind.NOT_ANSWERED)), row("s15", phrase(Kind.NOT_ANSWERED)), row("s16", None)]
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    out = tmp_path_factory.mktemp("map")
+    write_outputs(out, [public(r) for r in CLASS], CLASS)
+    return report.render(class_results.load(out), out), json.loads((out / "results.json").read_text())
+
+
+def test_a_finding_is_data_whose_key_leaves_numbers_out():
+    a, b = finding(too_much_work(4.5)), finding(too_much_work(8.0))
+    assert a["key"] == b["key"] and a["property"] == "work" and a["kind"] == "work_flops"
+    assert "4.5" not in a["en"] and a["en"].startswith("work: one device computes …× the reference's FLOPs")
+    assert a["zh"].startswith("计算量：")
+    assert finding(pmean_for_psum())["key"] != finding(no_collective())["key"]
+    assert finding(Verdict(True)) is None and finding("NameError: q") is None
+
+
+def test_results_json_keeps_each_failed_cells_finding(page):
+    _, results = page
+    cells = {r["student"]: r["cells"] for r in results["rows"]}
+    assert cells["s0"][0]["finding"]["kind"] == "values_differ" and "finding" not in cells["s0"][1]
+    assert cells["s0"][0]["finding"]["en"] == (
+        "scaled_sum(x): values differ; communication: expected psum (read from the compiled program), "
+        "but it performs pmean"
+    )
+
+
+def test_the_map_ranks_the_three_misconceptions_to_revisit(page):
+    html, _ = page
+    section = html[html.index('id="misconceptions"') : html.index('id="students"')]
+    top = section[: section.index("<h3>")]
+    counts = [c for c in ("5 of 17", "3 of 17", "2 of 17") if c in top]
+    assert counts == ["5 of 17", "3 of 17", "2 of 17"]
+    assert top.index("5 of 17") < top.index("3 of 17") < top.index("2 of 17")
+    assert "not answered" not in top  # not a misconception: shown per exercise, never among the three
+    assert "6 of 17" in section[section.index("<h3>") :]  # the unanswered, in their exercise's table
+    assert 'lang="zh-CN"' in section and "s0, s1, s2, s3, s4" in section and "<details>" in section
+    assert "&lt;b&gt;s10&lt;/b&gt;" in section and "<b>s10" not in section
