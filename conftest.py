@@ -72,6 +72,7 @@ NEWEST = (
     "tests/tools/test_lock_requirements.py",
     "tests/namedaxes/exercises/test_multi_process.py",
     "tests/namedaxes/exercises/test_compiler_sharding.py",
+    "tests/namedaxes/exercises/test_large_models.py",
     "tests/namedaxes/test_judging.py",  # the judge's compile options and shortcuts, on each JAX line
     "solutions/",
     "notebooks/",

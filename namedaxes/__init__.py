@@ -5,12 +5,15 @@ from .axes import (
     DATA_PARALLEL,
     DATA_SHARDS,
     DEVICES,
+    EXPERTS,
     FSDP,
     GRID_AXES,
     GRID_SHAPE,
     MODEL_PARALLEL,
     MODEL_REPLICAS,
     N_DEVICES,
+    SEQUENCE,
+    STAGES,
 )
 from .devices import DeviceSetupError, setup_devices
 
@@ -24,6 +27,9 @@ __all__ = [
     "DATA_PARALLEL",
     "MODEL_PARALLEL",
     "FSDP",
+    "STAGES",
+    "EXPERTS",
+    "SEQUENCE",
     "N_DEVICES",
     "GRID_SHAPE",
     "GRID_AXES",

@@ -38,6 +38,8 @@ __all__ = [
     "plot_collective_groups",
     "plot_loss_curve",
     "plot_gradients",
+    "plot_schedule",
+    "plot_expert_load",
     "collective_groups",
     "COLORS",
 ]
@@ -512,3 +514,57 @@ __all__ += [
     "bytes_moved",
     "plot_communication",
 ]
+
+
+@_localized
+def plot_schedule(
+    grid,
+    *,
+    title: str,
+    row_label: str | None = None,
+    step_label: str | None = None,
+    idle_label: str | None = None,
+    note: str = "",
+) -> Figure:
+    """A schedule, rows (stages, devices) x time steps: each cell shows what that row works on (its number)
+    or is shaded as idle where `grid` holds -1. `row_label` names a row ("stage {i}" by default)."""
+    grid = np.asarray(grid)
+    rows, steps = grid.shape
+    fig, (ax,) = _figure(min(1.0 + 0.55 * steps, 11.0), 0.9 + 0.55 * rows)
+    for r in range(rows):
+        for t in range(steps):
+            busy = grid[r, t] >= 0
+            ax.add_patch(_rect(t, rows - 1 - r, COLORS[int(grid[r, t]) % 5] if busy else "0.85"))
+            if busy:
+                ax.text(t + 0.5, rows - 0.5 - r, str(int(grid[r, t])), ha="center", va="center", color="white")
+    ax.set_xlim(0, steps)
+    ax.set_ylim(0, rows)
+    ax.set_xticks(np.arange(steps) + 0.5, [str(t) for t in range(steps)])
+    row = _t(row_label) or _("stage {i}")
+    ax.set_yticks(np.arange(rows) + 0.5, [row.format(i=r) for r in reversed(range(rows))])
+    ax.set_xlabel(_t(step_label) or _("time step"))
+    ax.tick_params(length=0)
+    for side in ax.spines.values():
+        side.set_visible(False)
+    idle = _t(idle_label) or _("idle (bubble)")
+    share = f"{float((grid < 0).mean()):.0%}"
+    ax.set_title(_t(title) + "\n" + _("{idle}: {share} of the cells").format(idle=idle, share=share))
+    if note:
+        fig.supxlabel(_t(note), fontsize=9)
+    return fig
+
+
+@_localized
+def plot_expert_load(counts, kept, *, capacity: int, title: str) -> Figure:
+    """Tokens routed to each expert (bars): those kept, and above them those dropped (over capacity)."""
+    counts, kept = np.asarray(counts, dtype=int).ravel(), np.asarray(kept, dtype=int).ravel()
+    fig, (ax,) = _figure(7.0, 3.0)
+    x = np.arange(counts.size)
+    ax.bar(x, kept, color=COLORS[0], label=_("kept"))
+    ax.bar(x, counts - kept, bottom=kept, color=COLORS[5], label=_("dropped (over capacity)"))
+    ax.axhline(capacity, color="0.3", ls="--", lw=1.5, label=_("capacity = {c}").format(c=capacity))
+    ax.set_xticks(x, [_("expert {i}").format(i=i) for i in x])
+    ax.set_ylabel(_("tokens"))
+    ax.set_title(_t(title))
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return fig

@@ -89,6 +89,7 @@ ZYGOTE_MODULES = (
     "namedaxes.exercises.nested_axes",
     "namedaxes.exercises.gradient_averaging",
     "namedaxes.exercises.compiler_sharding",
+    "namedaxes.exercises.large_models",
     "jax.experimental.multihost_utils",
     "jaxlib.mlir.dialects.mhlo",
     "scipy.linalg.cython_blas",

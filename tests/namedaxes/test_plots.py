@@ -139,3 +139,20 @@ def test_plot_communication_draws_every_message_and_the_bytes():
     assert len(diagram.get_yticks()) == len(steps) and diagram.get_xticklabels()[3].get_text() == "device 3"
     assert bars.get_title() == "bytes per device: sent 48, received 48" and len(bars.patches) == 8
     assert fig._suptitle.get_text() == "psum\np = partial"
+
+
+def test_plot_schedule_shades_idle_cells_and_says_their_share():
+    grid = np.array([[0, 1, -1], [-1, 0, 1]])
+    fig = plots.plot_schedule(grid, title="GPipe", note="a note")
+    (ax,) = fig.axes
+    shaded = [p for p in ax.patches if p.get_facecolor()[:3] == (0.85, 0.85, 0.85)]
+    assert len(shaded) == 2
+    assert "33%" in ax.get_title()
+    assert sorted(t.get_text() for t in ax.texts) == ["0", "0", "1", "1"]
+
+
+def test_plot_expert_load_stacks_the_dropped_tokens_on_the_kept_ones():
+    fig = plots.plot_expert_load([3, 5], [3, 3], capacity=3, title="load")
+    (ax,) = fig.axes
+    heights = [p.get_height() for p in ax.patches]
+    assert heights == [3, 3, 0, 2]

@@ -1,0 +1,523 @@
+"""Notebook 09 (`09_large_models`): every check and observation, proven both ways.
+
+For each exercise: the reference answer (the solution notebook's) and equivalent right answers pass the
+visible check and match the reference's observations under the grader's judge; the natural wrong answers
+(the whole model on every device, an all_gather of the sequence, a ring one step short, a softmax normalized
+per block, ...) are rejected with the message that helps, and the grader rejects them too.
+"""
+
+import re
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+from judge_helpers import (
+    agreement_test,
+    assert_check_fails,
+    assert_check_passes,
+    judge_observations,
+    matrix_rows,
+    observations_match,
+    observe,
+)
+
+from namedaxes import EXPERTS, SEQUENCE, STAGES
+from namedaxes.exercises import large_models as q
+
+M = q.MICROBATCHES
+
+
+def _why_not(student: dict, reference: dict) -> str:
+    verdict = judge_observations(reference, student)
+    assert not verdict.passed
+    return verdict.reason(limit=8)
+
+
+def _not_written(*args):
+    raise NotImplementedError()
+
+
+# ---------------------------------------------------------------- 1. pipeline_loss
+def _next_stage(k):
+    return [(i, i + 1) for i in range(k - 1)]
+
+
+def _gpipe(w, b, x, y, k, steps=None, masked=True):
+    """The reference's per-device program; `steps` short of m + k - 1, or every stage scored, for the wrong ones."""
+    stage = lax.axis_index(STAGES)
+    xs, ys = x.reshape(M, -1, x.shape[1]), y.reshape(M, -1, y.shape[1])
+    state, loss = jnp.zeros_like(xs[0]), 0.0
+    total = M + k - 1 if steps is None else steps
+    for t in range(total):
+        if t < M:
+            state = jnp.where(stage == 0, xs[t], state)
+        state = jnp.tanh(state @ w[0] + b[0])
+        j = t - (k - 1)
+        if j >= 0:
+            keep = stage == k - 1 if masked else True
+            loss = loss + jnp.where(keep, jnp.sum((state - ys[j]) ** 2), 0.0)
+        if t < total - 1:
+            state = lax.ppermute(state, STAGES, _next_stage(k))
+    return lax.psum(loss, STAGES) / y.size
+
+
+def _pipeline(local):
+    def answer(params, x, y, mesh):
+        k = mesh.shape[STAGES]
+        body = lambda w, b, x, y: local(w, b, x, y, k)  # noqa: E731
+        return jax.shard_map(body, mesh=mesh, in_specs=(P(STAGES), P(STAGES), P(), P()), out_specs=P())(
+            params["w"], params["b"], x, y
+        )
+
+    return answer
+
+
+ref_pipeline_loss = _pipeline(_gpipe)
+
+
+def _scan_stages(w, b, x, y, k):
+    """The same schedule with `lax.fori_loop` and the loss gathered in a buffer of the last stage."""
+    stage = lax.axis_index(STAGES)
+    xs, ys = x.reshape(M, -1, x.shape[1]), y.reshape(M, -1, y.shape[1])
+
+    def step(t, carry):
+        state, outs = carry
+        state = jnp.where(stage == 0, xs[jnp.minimum(t, M - 1)], state)
+        state = jnp.tanh(state @ w[0] + b[0])
+        outs = lax.dynamic_update_index_in_dim(outs, state, jnp.clip(t - (k - 1), 0, M - 1), 0)
+        return lax.ppermute(state, STAGES, _next_stage(k)), outs
+
+    init = lax.pcast((jnp.zeros_like(xs[0]), jnp.zeros_like(xs)), (STAGES,), to="varying")
+    _, outs = lax.fori_loop(0, M + k - 1, step, init)
+    mine = jnp.where(stage == k - 1, jnp.sum((outs - ys) ** 2), 0.0)
+    return lax.psum(mine, STAGES) / y.size
+
+
+def _rotated_last_stage(params, x, y, mesh):
+    """The outputs brought back to stage 0 by one more ppermute and scored there."""
+    k = mesh.shape[STAGES]
+
+    def local(w, b, x, y):
+        stage = lax.axis_index(STAGES)
+        xs, ys = x.reshape(M, -1, x.shape[1]), y.reshape(M, -1, y.shape[1])
+        state, loss = jnp.zeros_like(xs[0]), 0.0
+        ring = [(i, (i + 1) % k) for i in range(k)]
+        for t in range(M + k - 1):
+            if t < M:
+                state = jnp.where(stage == 0, xs[t], state)
+            state = lax.ppermute(jnp.tanh(state @ w[0] + b[0]), STAGES, ring)
+            if t >= k - 1:
+                loss = loss + jnp.where(stage == 0, jnp.sum((state - ys[t - k + 1]) ** 2), 0.0)
+        return lax.psum(loss, STAGES) / y.size
+
+    return jax.shard_map(local, mesh=mesh, in_specs=(P(STAGES), P(STAGES), P(), P()), out_specs=P())(
+        params["w"], params["b"], x, y
+    )
+
+
+def _carry_not_cast(w, b, x, y, k):
+    """A `fori_loop` whose initial carry is not varying over STAGES: JAX refuses the loop."""
+    stage = lax.axis_index(STAGES)
+    xs = x.reshape(M, -1, x.shape[1])
+
+    def step(t, state):
+        state = jnp.tanh(jnp.where(stage == 0, xs[jnp.minimum(t, M - 1)], state) @ w[0] + b[0])
+        return lax.ppermute(state, STAGES, _next_stage(k))
+
+    out = lax.fori_loop(0, M + k - 1, step, jnp.zeros_like(xs[0]))
+    return lax.psum(jnp.where(stage == k - 1, jnp.sum(out), 0.0), STAGES) / y.size
+
+
+PIPE_EQUIVALENT = {
+    "fori_loop with an output buffer": _pipeline(_scan_stages),
+    "outputs rotated back to stage 0": _rotated_last_stage,
+}
+
+
+@pytest.mark.parametrize(
+    "answer", [ref_pipeline_loss, *PIPE_EQUIVALENT.values()], ids=["reference", *PIPE_EQUIVALENT.keys()]
+)
+def test_pipeline_loss_accepts_equivalent_answers(answer):
+    assert_check_passes(q.pipeline_loss.check, answer)
+
+
+def test_pipeline_loss_observations_of_equivalent_answers_match():
+    reference = observe(q.pipeline_loss, ref_pipeline_loss)
+    assert {"program:k8", "program:k4", "program:k2", "program:derivative", "program:structure"} <= set(reference)
+    for answer in PIPE_EQUIVALENT.values():
+        assert observations_match(reference, observe(q.pipeline_loss, answer))
+
+
+def _whole_model(params, x, y, mesh):
+    """Every device gathers every stage's parameters and runs the model sequentially."""
+    whole = jax.tree.map(lambda a: jax.reshard(a, NamedSharding(mesh, P())), params)
+    return q._sequential_loss(whole, x, y)
+
+
+def _whole_model_shard_map(params, x, y, mesh):
+    whole = jax.tree.map(lambda a: jax.reshard(a, NamedSharding(mesh, P())), params)
+
+    def local(w, b, x, y):
+        h = x
+        for s in range(w.shape[0]):
+            h = jnp.tanh(h @ w[s] + b[s])
+        return jnp.mean((h - y) ** 2)
+
+    return jax.shard_map(local, mesh=mesh, in_specs=(P(), P(), P(), P()), out_specs=P())(whole["w"], whole["b"], x, y)
+
+
+def _stopped_gradient(params, x, y, mesh):
+    return ref_pipeline_loss(jax.tree.map(lax.stop_gradient, params), x, y, mesh)
+
+
+def _unmasked(w, b, x, y, k):
+    return _gpipe(w, b, x, y, k, masked=False)
+
+
+def _one_step_short(w, b, x, y, k):
+    return _gpipe(w, b, x, y, k, steps=M + k - 2)
+
+
+def _summed(w, b, x, y, k):
+    return _gpipe(w, b, x, y, k) * y.size
+
+
+def _no_broadcast(params, x, y, mesh):
+    k = mesh.shape[STAGES]
+
+    def local(w, b, x, y):
+        return _gpipe(w, b, x, y, k) - lax.psum(0.0, STAGES) + 0.0 * lax.axis_index(STAGES)
+
+    return jax.shard_map(local, mesh=mesh, in_specs=(P(STAGES), P(STAGES), P(), P()), out_specs=P())(
+        params["w"], params["b"], x, y
+    )
+
+
+PIPE_WRONG = {
+    "unanswered": (_not_written, r"`pipeline_loss` is not written yet"),
+    "the whole model on every device": (
+        _whole_model,
+        rf"(?s)right values, but its compiled program on 8 {STAGES} performs all_gather over '{STAGES}'.*"
+        r"every device holds the whole model",
+    ),
+    "the whole model inside shard_map": (_whole_model_shard_map, r"(?s)all_gather over .*holds the whole model"),
+    "the schedule one step short": (_pipeline(_one_step_short), r"(?s)wrong values.*without the last microbatch"),
+    "every stage's outputs scored": (_pipeline(_unmasked), r"(?s)wrong values.*Compare with the sequential model"),
+    "the sum, not the mean": (_pipeline(_summed), r"(?s)wrong values.*sum of the squared errors"),
+    "gradient stopped": (_stopped_gradient, r"(?s)right loss, but its gradient .*differs from the sequential"),
+    "a loop carry not cast to varying": (
+        _pipeline(_carry_not_cast),
+        r"(?s)failed with JAX's error.*`lax\.pcast\(init, \(axis,\), to='varying'\)`",
+    ),
+    "a varying loss returned as replicated": (_no_broadcast, r"(?s)failed with JAX's error.*out_specs"),
+}
+
+
+@pytest.mark.parametrize("answer, match", PIPE_WRONG.values(), ids=PIPE_WRONG.keys())
+def test_pipeline_loss_rejects(answer, match):
+    assert_check_fails(q.pipeline_loss.check, answer, match=match)
+
+
+def test_pipeline_loss_observations_reject_wrong_answers():
+    reference = observe(q.pipeline_loss, ref_pipeline_loss)
+    assert "values differ" in _why_not(
+        observe(q.pipeline_loss, PIPE_WRONG["the schedule one step short"][0]), reference
+    )
+    reason = _why_not(observe(q.pipeline_loss, _whole_model), reference)
+    assert "values differ" not in reason and f"expected ppermute over '{STAGES}'" in reason, reason
+    reason = _why_not(observe(q.pipeline_loss, _stopped_gradient), reference)
+    assert "derivative: " in reason, reason
+
+
+# ---------------------------------------------------------------- 2. moe_layer
+def route(x, router, n_experts, capacity):
+    """The notebook's routing: top-1 expert, its probability (the gate), and the one-hot dispatch (t, e, c)."""
+    probs = jax.nn.softmax(x @ router, axis=-1)
+    expert = jnp.argmax(probs, axis=-1)
+    gate = jnp.take_along_axis(probs, expert[:, None], axis=-1)[:, 0]
+    onehot = jax.nn.one_hot(expert, n_experts, dtype=jnp.int32)
+    position = jnp.sum(jnp.cumsum(onehot, axis=0) * onehot, axis=-1) - 1
+    slot = jax.nn.one_hot(jnp.where(position < capacity, position, capacity), capacity)
+    return jax.nn.one_hot(expert, n_experts)[:, :, None] * slot[:, None, :], gate
+
+
+def _moe(local):
+    def answer(x, router, w, mesh):
+        k = mesh.shape[EXPERTS]
+        body = lambda x, router, w: local(x, router, w, k)  # noqa: E731
+        return jax.shard_map(body, mesh=mesh, in_specs=(P(EXPERTS), P(), P(EXPERTS)), out_specs=P(EXPERTS))(
+            x, router, w
+        )
+
+    return answer
+
+
+def _moe_local(x, router, w, k, capacity=q.CAPACITY, gated=True):
+    dispatch, gate = route(x, router, k, capacity)
+    received = lax.all_to_all(jnp.einsum("tec,td->ecd", dispatch, x), EXPERTS, 0, 0, tiled=True)
+    back = lax.all_to_all(jax.nn.relu(received @ w[0]), EXPERTS, 0, 0, tiled=True)
+    out = jnp.einsum("tec,ecd->td", dispatch, back)
+    return out * gate[:, None] if gated else out
+
+
+ref_moe_layer = _moe(_moe_local)
+
+
+def _moe_gate_before(x, router, w, k):
+    """The gate applied to the tokens before they leave (relu is positively homogeneous)."""
+    dispatch, gate = route(x, router, k, q.CAPACITY)
+    send = jnp.einsum("tec,td->ecd", dispatch * gate[:, None, None], x)
+    received = lax.all_to_all(send, EXPERTS, 0, 0, tiled=True)
+    back = lax.all_to_all(jax.nn.relu(received @ w[0]), EXPERTS, 0, 0, tiled=True)
+    return jnp.einsum("tec,ecd->td", dispatch, back)
+
+
+def _moe_untiled(x, router, w, k):
+    dispatch, gate = route(x, router, k, q.CAPACITY)
+    received = lax.all_to_all(jnp.einsum("tec,td->ecd", dispatch, x), EXPERTS, 0, 0)
+    back = lax.all_to_all(jax.nn.relu(jnp.einsum("ecd,df->ecf", received, w[0])), EXPERTS, 0, 0)
+    return jnp.einsum("tec,ecd->td", dispatch, back) * gate[:, None]
+
+
+MOE_EQUIVALENT = {
+    "gate applied before dispatch": _moe(_moe_gate_before),
+    "untiled all_to_all and einsum": _moe(_moe_untiled),
+}
+
+
+@pytest.mark.parametrize("answer", [ref_moe_layer, *MOE_EQUIVALENT.values()], ids=["reference", *MOE_EQUIVALENT.keys()])
+def test_moe_layer_accepts_equivalent_answers(answer):
+    assert_check_passes(q.moe_layer.check, answer)
+
+
+def test_moe_layer_observations_of_equivalent_answers_match():
+    reference = observe(q.moe_layer, ref_moe_layer)
+    for answer in MOE_EQUIVALENT.values():
+        assert observations_match(reference, observe(q.moe_layer, answer))
+
+
+def _every_expert_everywhere(x, router, w, mesh):
+    """Every device gathers every expert's weights and computes its own tokens: no all_to_all, an all_gather."""
+    k = mesh.shape[EXPERTS]
+    whole = jax.reshard(w, NamedSharding(mesh, P()))
+
+    def local(x, router, w):
+        dispatch, gate = route(x, router, k, q.CAPACITY)
+        kept = dispatch.sum(-1)  # (t, e): 1 where the token is kept by that expert
+        out = jnp.einsum("te,etf->tf", kept, jax.nn.relu(jnp.einsum("td,edf->etf", x, w)))
+        return out * gate[:, None]
+
+    return jax.shard_map(local, mesh=mesh, in_specs=(P(EXPERTS), P(), P()), out_specs=P(EXPERTS))(x, router, whole)
+
+
+MOE_WRONG = {
+    "unanswered": (_not_written, r"`moe_layer` is not written yet"),
+    "every expert on every device": (
+        _every_expert_everywhere,
+        rf"(?s)right values, but its compiled program on 8 {EXPERTS} performs all_gather over '{EXPERTS}'.*"
+        r"every expert's weights",
+    ),
+    "no capacity": (
+        _moe(lambda x, router, w, k: _moe_local(x, router, w, k, capacity=x.shape[0])),
+        r"(?s)wrong values.*without dropping",
+    ),
+    "gate forgotten": (_moe(lambda x, router, w, k: _moe_local(x, router, w, k, gated=False)), r"(?s)not scaled"),
+    "combine forgotten": (
+        _moe(lambda x, router, w, k: jax.nn.relu(x @ w[0])),
+        r"(?s)wrong values.*Compare with the dense layer",
+    ),
+}
+
+
+@pytest.mark.parametrize("answer, match", MOE_WRONG.values(), ids=MOE_WRONG.keys())
+def test_moe_layer_rejects(answer, match):
+    assert_check_fails(q.moe_layer.check, answer, match=match)
+
+
+def test_moe_layer_observations_reject_wrong_answers():
+    reference = observe(q.moe_layer, ref_moe_layer)
+    assert "values differ" in _why_not(observe(q.moe_layer, MOE_WRONG["no capacity"][0]), reference)
+    reason = _why_not(observe(q.moe_layer, _every_expert_everywhere), reference)
+    assert f"over '{EXPERTS}' takes its input 3 whole on every device" in reason, reason
+
+
+def test_moe_routes_drop_tokens_on_every_mesh():
+    """The check's inputs exercise the capacity: some token of every mesh is dropped."""
+    for k, t, d in q._MOE_SHAPES:
+        x, router, w = q._moe_inputs(k, t, d)
+        assert not np.allclose(q._moe_np(x, router, w, k), q._moe_np(x, router, w, k, capacity=None))
+
+
+# ---------------------------------------------------------------- 3. causal_ring_attention
+def _ring(local):
+    def answer(q_, k_, v_, mesh):
+        n = mesh.shape[SEQUENCE]
+        body = lambda a, b, c: local(a, b, c, n)  # noqa: E731
+        spec = P(SEQUENCE)
+        return jax.shard_map(body, mesh=mesh, in_specs=(spec, spec, spec), out_specs=spec)(q_, k_, v_)
+
+    return answer
+
+
+def _ring_local(qb, kb, vb, n, steps=None, mask="global", per_block=False):
+    b, h = qb.shape
+    i = lax.axis_index(SEQUENCE)
+    rows = i * b + jnp.arange(b)
+    m, total, acc = jnp.full((b,), -jnp.inf), jnp.zeros((b,)), jnp.zeros((b, h))
+    steps = n if steps is None else steps
+    for s in range(steps):
+        j = (i - s) % n
+        cols = j * b + jnp.arange(b)
+        scores = qb @ kb.T / np.sqrt(h)
+        allowed = {
+            "global": cols[None, :] <= rows[:, None],
+            "local": jnp.arange(b)[None, :] <= jnp.arange(b)[:, None],
+            "none": jnp.ones((b, b), bool),
+        }[mask]
+        scores = jnp.where(allowed, scores, -jnp.inf)
+        if per_block:
+            p = jnp.exp(scores - jnp.max(scores, 1, keepdims=True))
+            part = (p / jnp.sum(p, 1, keepdims=True)) @ vb
+            acc = acc + jnp.where(jnp.any(allowed, 1)[:, None], part, 0.0)
+        else:
+            m_new = jnp.maximum(m, scores.max(1))
+            p, fix = jnp.exp(scores - m_new[:, None]), jnp.exp(m - m_new)
+            total, acc, m = total * fix + p.sum(1), acc * fix[:, None] + p @ vb, m_new
+        if s < steps - 1:
+            kb, vb = lax.ppermute((kb, vb), SEQUENCE, [(a, (a + 1) % n) for a in range(n)])
+    return acc if per_block else acc / total[:, None]
+
+
+ref_causal_ring_attention = _ring(_ring_local)
+
+
+def _queries_travel(qb, kb, vb, n):
+    """The queries (and their partial results) travel the ring instead of the keys and values."""
+    b, h = qb.shape
+    i = lax.axis_index(SEQUENCE)
+    cols = i * b + jnp.arange(b)
+    m, total, acc = jnp.full((b,), -jnp.inf), jnp.zeros((b,)), jnp.zeros((b, h))
+    ring = [(a, (a + 1) % n) for a in range(n)]
+    for s in range(n):
+        owner = (i - s) % n
+        rows = owner * b + jnp.arange(b)
+        scores = jnp.where(cols[None, :] <= rows[:, None], qb @ kb.T / np.sqrt(h), -jnp.inf)
+        m_new = jnp.maximum(m, scores.max(1))
+        p, fix = jnp.exp(scores - jnp.where(jnp.isinf(m_new), 0.0, m_new)[:, None]), jnp.exp(m - m_new)
+        fix = jnp.where(jnp.isinf(m_new), 1.0, fix)
+        total, acc, m = total * fix + p.sum(1), acc * fix[:, None] + p @ vb, m_new
+        qb, m, total, acc = lax.ppermute((qb, m, total, acc), SEQUENCE, ring)
+    return acc / total[:, None]
+
+
+def _fori_ring(qb, kb, vb, n):
+    b, h = qb.shape
+    i = lax.axis_index(SEQUENCE)
+    rows = i * b + jnp.arange(b)
+
+    def step(s, carry):
+        kb, vb, m, total, acc = carry
+        cols = ((i - s) % n) * b + jnp.arange(b)
+        scores = jnp.where(cols[None, :] <= rows[:, None], qb @ kb.T / np.sqrt(h), -jnp.inf)
+        m_new = jnp.maximum(m, scores.max(1))
+        p, fix = jnp.exp(scores - m_new[:, None]), jnp.exp(m - m_new)
+        total, acc = total * fix + p.sum(1), acc * fix[:, None] + p @ vb
+        kb, vb = lax.ppermute((kb, vb), SEQUENCE, [(a, (a + 1) % n) for a in range(n)])
+        return kb, vb, m_new, total, acc
+
+    init = (
+        kb,
+        vb,
+        *lax.pcast((jnp.full((b,), -jnp.inf), jnp.zeros((b,)), jnp.zeros((b, h))), (SEQUENCE,), to="varying"),
+    )
+    _, _, _, total, acc = lax.fori_loop(0, n, step, init)
+    return acc / total[:, None]
+
+
+RING_EQUIVALENT = {
+    "the queries travel instead": _ring(_queries_travel),
+    "fori_loop": _ring(_fori_ring),
+}
+
+
+@pytest.mark.parametrize(
+    "answer", [ref_causal_ring_attention, *RING_EQUIVALENT.values()], ids=["reference", *RING_EQUIVALENT.keys()]
+)
+def test_causal_ring_attention_accepts_equivalent_answers(answer):
+    assert_check_passes(q.causal_ring_attention.check, answer)
+
+
+def test_causal_ring_attention_observations_of_equivalent_answers_match():
+    reference = observe(q.causal_ring_attention, ref_causal_ring_attention)
+    for answer in RING_EQUIVALENT.values():
+        assert observations_match(reference, observe(q.causal_ring_attention, answer))
+
+
+def _gathered_sequence(qb, kb, vb, n):
+    """An all_gather of the whole sequence's keys and values, then causal attention."""
+    b, h = qb.shape
+    keys, values = (lax.all_gather(a, SEQUENCE, tiled=True) for a in (kb, vb))
+    rows = lax.axis_index(SEQUENCE) * b + jnp.arange(b)
+    scores = jnp.where(jnp.arange(n * b)[None, :] <= rows[:, None], qb @ keys.T / np.sqrt(h), -jnp.inf)
+    return jax.nn.softmax(scores, axis=1) @ values
+
+
+RING_WRONG = {
+    "unanswered": (_not_written, r"`causal_ring_attention` is not written yet"),
+    "an all_gather of the sequence": (
+        _ring(_gathered_sequence),
+        rf"(?s)right values, but its compiled program on 8 {SEQUENCE} performs all_gather over '{SEQUENCE}'.*"
+        r"whole sequence's keys and values",
+    ),
+    "the ring one step short": (
+        _ring(lambda *a: _ring_local(*a, steps=a[-1] - 1)),
+        r"(?s)wrong values.*the ring is one step short",
+    ),
+    "softmax normalized per block": (
+        _ring(lambda *a: _ring_local(*a, per_block=True)),
+        r"(?s)wrong values.*normalized on its own",
+    ),
+    "mask by positions in the block": (_ring(lambda *a: _ring_local(*a, mask="local")), r"(?s)\*global\* positions"),
+    "no mask": (_ring(lambda *a: _ring_local(*a, mask="none")), r"(?s)without the causal mask"),
+}
+
+
+@pytest.mark.parametrize("answer, match", RING_WRONG.values(), ids=RING_WRONG.keys())
+def test_causal_ring_attention_rejects(answer, match):
+    assert_check_fails(q.causal_ring_attention.check, answer, match=match)
+
+
+def test_causal_ring_attention_observations_reject_wrong_answers():
+    reference = observe(q.causal_ring_attention, ref_causal_ring_attention)
+    short = RING_WRONG["the ring one step short"][0]
+    assert "values differ" in _why_not(observe(q.causal_ring_attention, short), reference)
+    reason = _why_not(observe(q.causal_ring_attention, RING_WRONG["an all_gather of the sequence"][0]), reference)
+    assert f"all_gather over '{SEQUENCE}'" in reason, reason
+
+
+# ---------------------------------------------------------------- the module's contract
+def test_every_student_facing_string_is_used_and_hints_are_ladders():
+    source = Path(q.__file__).read_text(encoding="utf-8")
+    body = source[source.index("def _say(") :]
+    unused = [key for key in q.TEXT if not re.search(rf"[\"']{key}[\"']", body)]
+    assert not unused, f"TEXT entries nothing uses: {unused}"
+    for exercise in (q.pipeline_loss, q.moe_layer, q.causal_ring_attention):
+        assert len(exercise._hints) == 3, exercise.name
+
+
+# ---------------------------------------------------------------- one judge (issue 16)
+test_the_visible_check_and_the_grader_agree = agreement_test(
+    {
+        "pipeline_loss": (q.pipeline_loss, *matrix_rows(ref_pipeline_loss, PIPE_EQUIVALENT, PIPE_WRONG)),
+        "moe_layer": (q.moe_layer, *matrix_rows(ref_moe_layer, MOE_EQUIVALENT, MOE_WRONG)),
+        "causal_ring_attention": (
+            q.causal_ring_attention,
+            *matrix_rows(ref_causal_ring_attention, RING_EQUIVALENT, RING_WRONG),
+        ),
+    }
+)
