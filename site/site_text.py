@@ -39,11 +39,13 @@ TEXT: dict[str, dict[str, str]] = {
         "`pmap`; two named axes on a device grid; data-parallel gradient averaging; the other "
         "collectives (`all_gather`, `psum_scatter`, `ppermute`, `all_to_all`); global arrays across "
         "two JAX processes. The compiler's half: `jax.shard_map` over named meshes, shardings and "
-        "`jit`. The [syllabus](syllabus.md) lists every notebook with its goals and exercises.",
+        "`jit`. How large models are split: pipeline stages, experts and long sequences (ring attention). "
+        "The [syllabus](syllabus.md) lists every notebook with its goals and exercises.",
         "zh": "手动的一半：`pmap` 下的轴名称、`lax.psum`、`lax.pmean`、`lax.pmax` 与 `lax.axis_index`；"
         "设备网格上的两个命名轴；数据并行的梯度平均；其他集合通信操作（`all_gather`、`psum_scatter`、"
         "`ppermute`、`all_to_all`）；跨两个 JAX 进程的全局数组。编译器的一半：命名网格上的 `jax.shard_map`、"
-        "分片与 `jit`。[课程大纲](syllabus.md)列出了每个笔记本的学习目标和练习。",
+        "分片与 `jit`。大模型如何切分：流水线阶段、专家与长序列（环形注意力）。"
+        "[课程大纲](syllabus.md)列出了每个笔记本的学习目标和练习。",
     },
     "audience_heading": {"en": "Who it is for", "zh": "适合谁"},
     "audience": {
