@@ -28,10 +28,11 @@ from judge_helpers import (
     observe,
 )
 
-from namedaxes import MODEL_PARALLEL
+from namedaxes import DATA_PARALLEL, MODEL_PARALLEL
 from namedaxes.exercises import compiler_sharding as q
 
 M = MODEL_PARALLEL
+D = DATA_PARALLEL
 
 
 def _why_not(student: dict, reference: dict) -> str:
@@ -256,14 +257,18 @@ def _standardized_first(x, mesh):
     return jnp.einsum("nd,ne->de", z, z, out_sharding=NamedSharding(mesh, P(M, None))) / x.shape[0]
 
 
-def _whole_then_reshard(x, mesh):
-    whole = jax.reshard(x, NamedSharding(mesh, P()))
-    return jax.reshard(_one_device(whole), NamedSharding(mesh, P(M)))
+def _transposed_then_resharded(x, mesh):
+    """The product laid out with its columns split (`out_sharding=P(None, M)`), then resharded to rows."""
+    centred = x - jnp.mean(x, axis=0)
+    std = jnp.sqrt(jnp.mean(centred**2, axis=0))
+    covariance = jnp.matmul(centred.T, centred, out_sharding=NamedSharding(mesh, P(None, M))) / x.shape[0]
+    rows = jax.reshard(covariance, NamedSharding(mesh, P(M, None)))
+    return rows / std[:, None] / jax.reshard(std, NamedSharding(mesh, P()))[None, :]
 
 
 CORR_EQUIVALENT = {
     "standardize, then einsum with out_sharding": _standardized_first,
-    "everything whole, then reshard": _whole_then_reshard,
+    "columns split, then resharded to rows": _transposed_then_resharded,
 }
 
 
@@ -316,6 +321,29 @@ def _not_centred(x, mesh):
     return jnp.matmul(z.T, z, out_sharding=NamedSharding(mesh, P(M, None))) / x.shape[0]
 
 
+def _whole_then_reshard(x, mesh):
+    """Issue 34: two `jax.reshard` calls around the one-device function, no `out_sharding=`."""
+    whole = jax.reshard(x, NamedSharding(mesh, P()))
+    return jax.reshard(_one_device(whole), NamedSharding(mesh, P(M)))
+
+
+def _x_whole_then_out_sharding(x, mesh):
+    """x gathered whole on every device first; the product then has the right `out_sharding=`."""
+    whole = jax.reshard(x, NamedSharding(mesh, P()))
+    centred = whole - jnp.mean(whole, axis=0)
+    covariance = jnp.matmul(centred.T, centred, out_sharding=NamedSharding(mesh, P(M, None))) / x.shape[0]
+    std = jnp.sqrt(jnp.mean(centred**2, axis=0))
+    return covariance / std[:, None] / jax.reshard(std, NamedSharding(mesh, P()))[None, :]
+
+
+def _whole_matrix_then_reshard(x, mesh):
+    """The whole matrix on every device (`out_sharding=P()`), resharded to rows at the end."""
+    centred = x - jnp.mean(x, axis=0)
+    z = centred / jnp.sqrt(jnp.mean(centred**2, axis=0))
+    whole = jnp.matmul(z.T, z, out_sharding=NamedSharding(mesh, P())) / x.shape[0]
+    return jax.reshard(whole, NamedSharding(mesh, P(M, None)))
+
+
 def _bare_spec_matmul(x, mesh):
     centred = x - jnp.mean(x, axis=0)
     return jnp.matmul(centred.T, centred, out_sharding=P(M, None)) / x.shape[0]
@@ -341,6 +369,20 @@ CORR_WRONG = {
     ),
     "not centred": (_not_centred, r"(?s)wrong values.*Subtract each feature's mean"),
     "bare PartitionSpec": (_bare_spec_matmul, r"(?s)a bare `P\(\.\.\.\)` needs `jax\.set_mesh`"),
+    "x whole, the one-device function, resharded": (
+        _whole_then_reshard,
+        r"(?s)right values laid out as asked, but one device of mesh 2 data_parallel_axis x 4 "
+        r"model_parallel_axis materializes an array of 256 bytes, 2\.7× the largest of the reference's \(96 "
+        r"bytes.*at most 1\.5×.*gathers all the examples.*out_sharding=NamedSharding",
+    ),
+    "x whole, then the right out_sharding": (
+        _x_whole_then_out_sharding,
+        r"(?s)materializes an array of 192 bytes, 2\.0× the largest of the reference's \(96 bytes",
+    ),
+    "the whole matrix, resharded to rows": (
+        _whole_matrix_then_reshard,
+        r"(?s)materializes an array of 256 bytes, 2\.7× the largest.*gathers all the examples, or the whole matrix",
+    ),
 }
 
 
@@ -355,6 +397,24 @@ def test_feature_correlation_observations_reject_wrong_answers():
         assert "values differ" in _why_not(observe(q.feature_correlation, wrong), reference)
     with pytest.raises(ValueError, match="does not match the specs of the input"):  # a wrong layout records nothing
         observe(q.feature_correlation, _replicated)
+
+
+def test_feature_correlation_work_is_judged_against_the_references_largest_array():
+    """The visible check's reference sizes are the reference program's, measured here as the grader measures
+    them (the layout probe included); the grader refuses x gathered whole for its memory, saying by how much."""
+    from namedaxes import judging
+
+    for shape, n, d in q._CORR_SHAPES:
+        mesh = q.explicit_grid_mesh(shape)
+        x = jax.ShapeDtypeStruct((n, d), jnp.float32, sharding=NamedSharding(mesh, P(D, M)))
+        program = jax.jit(q._with_layout(ref_feature_correlation, mesh, q._CORR_LAYOUT))
+        assert judging.exported_work(jax.export.export(program)(x)).largest_bytes == q._CORR_REFERENCE_LARGEST[shape]
+    reference = observe(q.feature_correlation, ref_feature_correlation)
+    reason = _why_not(observe(q.feature_correlation, _whole_then_reshard), reference)
+    assert "mesh2x4: memory: one device materializes an array of 2.7× the size of the reference's largest" in (
+        reason
+    ), reason
+    assert "(256 against 96 bytes" in reason and "this exercise allows 1.5×" in reason, reason
 
 
 # ---------------------------------------------------------------- 3. collective_matmul_rows
