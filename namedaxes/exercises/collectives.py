@@ -265,6 +265,10 @@ TEXT = {
         "full-batch gradient is their mean. Divide by the number of devices (or differentiate the "
         "`pmean` of the loss)."
     ),
+    "fsdp_k_small": (
+        "Your step is {k} times too small: the gradients were divided by the number of devices twice (the "
+        "`pmean` of the loss, or a mean already, and a division by {k} after `psum_scatter`). Divide once."
+    ),
     "fsdp_unchanged": "w did not change: subtract LEARNING_RATE * gradient from your shard.",
     "fsdp_sign": "The step goes the wrong way: subtract the gradient, do not add it.",
     "fsdp_local": (
@@ -997,6 +1001,8 @@ def _fsdp_diagnosis(got, ref, old, k, batch) -> str:
     step, ref_step = got - old, ref - old
     if same_values(step, k * ref_step, 1e-4):
         return _say("fsdp_k_times", k=k)
+    if same_values(step, ref_step / k, 1e-4):
+        return _say("fsdp_k_small", k=k)
     if same_values(got, old, 1e-6):
         return _say("fsdp_unchanged")
     if same_values(step, -ref_step, 1e-4):

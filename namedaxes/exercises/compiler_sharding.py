@@ -199,6 +199,10 @@ TEXT = {
     ),
     "mlp_relu_order": "That is `relu(x @ w1 @ w2)`: the ReLU belongs between the two matmuls.",
     "mlp_no_relu": "That is `x @ w1 @ w2` without the ReLU on the hidden layer.",
+    "mlp_relu_twice": (
+        "That is `relu(relu(x @ w1) @ w2)`: the output is clipped at zero too. The ReLU belongs to the "
+        "hidden layer only."
+    ),
     "mlp_generic": "Compare with `jax.nn.relu(x @ w1) @ w2` on one device.",
     # 2. feature_correlation
     "corr_layout_hint": "Name it in the last matmul's `out_sharding`, or reshard the result.",
@@ -206,6 +210,11 @@ TEXT = {
         "That is the covariance matrix: divide entry (i, j) by the standard deviations of features i and j."
     ),
     "corr_not_centred": "Subtract each feature's mean (over the examples, axis 0) before the product.",
+    "corr_scaled": (
+        "Every entry is {ratio} times the correlation (its diagonal should be 1): the covariance and the "
+        "variances are divided by different counts (n - 1 for one, n for the other, say). Divide both by "
+        "the same number."
+    ),
     "corr_generic": "Compare with `np.corrcoef(x, rowvar=False)` on one device.",
     "corr_gathers": (
         "`{name}` returns the right values laid out as asked, but one device of mesh {mesh} materializes an array of "
@@ -231,6 +240,10 @@ TEXT = {
         "split, so the partial products add up; here each step's product is its own block of rows."
     ),
     "cm_generic": "Compare with `x @ w` on one device, block of rows by block of rows.",
+    "cm_missing_blocks": (
+        "{missing} of the {k} blocks of rows in each device's columns are still zero: a device multiplies "
+        "k x blocks, the one it holds at the start and the k - 1 it receives, so k products and k - 1 sends."
+    ),
     "cm_compiled_collectives": (
         "`{name}` returns the right values, but its compiled program on {mesh} also performs {seen} (read "
         "from the optimized program, as the grader reads it: the compiler inserted it, e.g. to gather an "
@@ -453,6 +466,8 @@ def _check_one_all_reduce_mlp(fn: Callable) -> None:
                 hint = _say("mlp_relu_order")
             elif same_values(got, x64 @ w1_64 @ w2_64, 1e-4):
                 hint = _say("mlp_no_relu")
+            elif same_values(got, np.maximum(want, 0.0), 1e-4):
+                hint = _say("mlp_relu_twice")
             else:
                 hint = _say("mlp_generic")
             fail(_say("values", name=name, where=where, want=_fmt(want), got=_fmt(got), hint=hint))
@@ -574,6 +589,8 @@ def _check_feature_correlation(fn: Callable) -> None:
                 got, x64.T @ x64 / n / np.outer(np.sqrt((x64**2).mean(0)), np.sqrt((x64**2).mean(0))), 1e-4
             ):
                 hint = _say("corr_not_centred")
+            elif got[0, 0] != 0 and same_values(got, want * got[0, 0], 1e-4):
+                hint = _say("corr_scaled", ratio=f"{got[0, 0]:.4g}")
             else:
                 hint = _say("corr_generic")
             fail(_say("values", name=name, where=where, want=_fmt(want), got=_fmt(got), hint=hint))
@@ -678,6 +695,22 @@ def _same_blocks_elsewhere(got, want, k: int, r: int, c: int) -> bool:
     return all(any(same_values(g, w, 1e-4) for w in blocks(want, col)) for col in range(k) for g in blocks(got, col))
 
 
+def _missing_blocks(got, want, k: int, r: int, c: int) -> int:
+    """How many (r x c) blocks of rows each column block of `got` leaves at zero, when every other block is
+    right and each column block misses as many; 0 otherwise."""
+    missing = set()
+    for col in range(k):
+        zeros = 0
+        for i in range(k):
+            g, w = (a[i * r : (i + 1) * r, col * c : (col + 1) * c] for a in (got, want))
+            if not np.any(g):
+                zeros += 1
+            elif not same_values(g, w, 1e-4):
+                return 0
+        missing.add(zeros)
+    return missing.pop() if len(missing) == 1 else 0
+
+
 def _check_collective_matmul_rows(fn: Callable) -> None:
     name = "collective_matmul_rows"
     for k, r, d, c in _CM_SHAPES:
@@ -702,6 +735,8 @@ def _check_collective_matmul_rows(fn: Callable) -> None:
                 hint = _say("cm_rows_elsewhere")
             elif same_values(got, np.tile(want.reshape(k, r, f).sum(axis=0), (k, 1)), 1e-4):
                 hint = _say("cm_added")
+            elif _missing_blocks(got, want, k, r, c):
+                hint = _say("cm_missing_blocks", missing=_missing_blocks(got, want, k, r, c), k=k)
             else:
                 hint = _say("cm_generic")
             fail(_say("values", name=name, where=where, want=_fmt(want), got=_fmt(got), hint=hint))

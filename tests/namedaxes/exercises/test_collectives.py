@@ -754,6 +754,18 @@ FSDP_WRONG = {
         ),
         r"(?s)one SGD step on the whole batch gives.*8 times too large.*mean",
     ),
+    "mean, then divided by k again": (
+        _fsdp(
+            lambda ws, lb, k: (
+                ws
+                - LEARNING_RATE
+                * lax.psum_scatter(jax.grad(loss_fn)(_gathered(ws), lb), DATA_PARALLEL, tiled=True)
+                / lax.psum(1, DATA_PARALLEL)
+                / k
+            )
+        ),
+        r"(?s)one SGD step on the whole batch gives.*8 times too small.*divided by the number of devices twice",
+    ),
     "grad through all_gather, not divided": (
         _fsdp(lambda ws, lb, k: ws - LEARNING_RATE * jax.grad(lambda s: loss_fn(_gathered(s), lb))(ws)),
         r"(?s)8 times too large",

@@ -123,6 +123,10 @@ def _relu_last(x, w1, w2, mesh):
     return lax.with_sharding_constraint(jax.nn.relu(hidden @ w2), NamedSharding(mesh, P()))
 
 
+def _relu_twice(x, w1, w2, mesh):
+    return jax.nn.relu(ref_one_all_reduce_mlp(x, w1, w2, mesh))
+
+
 def _whole_hidden(x, w1, w2, mesh):
     """Issue 34: one all-reduce and the right values, but every device computes the whole hidden layer
     (`dot f32[4,16]` where the reference has `f32[4,2]`) and splits it afterwards."""
@@ -185,6 +189,7 @@ MLP_WRONG = {
     ),
     "bare PartitionSpec": (_bare_spec, r"(?s)a bare `P\(\.\.\.\)` needs `jax\.set_mesh`.*NamedSharding\(mesh"),
     "no ReLU": (_no_relu, r"(?s)wrong values \(mesh 8 model_parallel_axis.*without the ReLU"),
+    "ReLU on the output too": (_relu_twice, r"(?s)wrong values.*`relu\(relu\(x @ w1\) @ w2\)`.*hidden layer only"),
     "ReLU after the second matmul": (_relu_last, r"(?s)wrong values.*`relu\(x @ w1 @ w2\)`"),
 }
 
@@ -344,6 +349,15 @@ def _whole_matrix_then_reshard(x, mesh):
     return jax.reshard(whole, NamedSharding(mesh, P(M, None)))
 
 
+def _covariance_over_n_minus_1(x, mesh):
+    """The covariance divided by n - 1, the standard deviations by n: every entry n / (n - 1) too large."""
+    centred = x - jnp.mean(x, axis=0)
+    rows_split = NamedSharding(mesh, P(M, None))
+    covariance = jnp.matmul(centred.T, centred, out_sharding=rows_split) / (x.shape[0] - 1)
+    std = jnp.sqrt(jnp.mean(centred**2, axis=0))
+    return covariance / std[:, None] / jax.reshard(std, NamedSharding(mesh, P()))[None, :]
+
+
 def _bare_spec_matmul(x, mesh):
     centred = x - jnp.mean(x, axis=0)
     return jnp.matmul(centred.T, centred, out_sharding=P(M, None)) / x.shape[0]
@@ -368,6 +382,11 @@ CORR_WRONG = {
         r"x \(6, 8\)\).*covariance matrix",
     ),
     "not centred": (_not_centred, r"(?s)wrong values.*Subtract each feature's mean"),
+    "covariance over n - 1, deviations over n": (
+        _covariance_over_n_minus_1,
+        r"(?s)wrong values \(mesh 2 data_parallel_axis x 4 model_parallel_axis, x \(6, 8\)\).*Every entry is 1\.2 "
+        r"times the correlation \(its diagonal should be 1\).*divided by different counts",
+    ),
     "bare PartitionSpec": (_bare_spec_matmul, r"(?s)a bare `P\(\.\.\.\)` needs `jax\.set_mesh`"),
     "x whole, the one-device function, resharded": (
         _whole_then_reshard,
@@ -575,6 +594,16 @@ def _compiler_gathers_beside_dead_ring(x, w, mesh):
     return jax.shard_map(local, mesh=mesh, in_specs=(P(), P(M, None), P(None, M)), out_specs=P(None, M))(whole, x, w)
 
 
+def _last_product_skipped(xb, wb, k):
+    """k - 1 products and k - 1 sends: the block received last is never multiplied."""
+    rows, i = xb.shape[0], lax.axis_index(M)
+    out = jnp.zeros((k * rows, wb.shape[1]), xb.dtype)
+    for s in range(k - 1):
+        out = lax.dynamic_update_slice_in_dim(out, xb @ wb, ((i - s) % k) * rows, axis=0)
+        xb = lax.ppermute(xb, M, perm=[(j, (j + 1) % k) for j in range(k)])
+    return out
+
+
 NOTEBOOK_K = 8  # the notebook's global `k`, read inside an answer
 
 
@@ -623,6 +652,11 @@ CM_WRONG = {
         r"wrong places.*\(i - s\) mod k",
     ),
     "a psum beside the ring": (_ring(_ring_and_psum), r"(?s)right values, but it uses psum"),
+    "k - 1 products": (
+        _ring(_last_product_skipped),
+        r"(?s)wrong values \(mesh 8 model_parallel_axis.*1 of the 8 blocks of rows in each device's columns are "
+        r"still zero.*k products and k - 1 sends",
+    ),
     "no shard_map": (lambda x, w, mesh: x @ w, r"(?s)illegally sharded result"),
 }
 
