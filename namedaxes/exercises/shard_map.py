@@ -10,7 +10,8 @@ The exercises ask for what the notebook has not shown verbatim:
 
 1. `sharded_scaled_sum(x, mesh)`: notebook 02's `scaled_sum` per column of a matrix whose rows
    are split over DEVICES: a block reduced along one axis only, and a replicated vector result.
-2. `replica_totals(x, mesh)`: a psum over the *other* axis of a 2-D mesh, with its out_specs.
+2. `replica_totals(x, mesh)`: each row's total, on a 2-D mesh: a local sum over a block's columns, then a
+   psum over the *other* axis than section 3's, and the out_specs of a result of lower rank.
 3. `dp_train_step(params, batch, mesh)`: one SGD step on a batch whose examples carry
    weights (`batch['weight']`; 0 marks padding, so the devices hold unequal numbers
    of real examples). The step is the weighted mean over *unequal* shards, written
@@ -157,6 +158,11 @@ TEXT = {
         "equal blocks. Split over the `mesh` argument the check passes (it has 2, 4 or 8 devices), not "
         "over a mesh from another cell, and split only the dimension the exercise says.{axes}"
     ),
+    "out_specs_too_long": (
+        '`{name}` failed with JAX\'s error "{first}": an `out_specs` names more dimensions than your per-device '
+        "result has. A sum along an axis (`jnp.sum(block, axis=1)`) removes that dimension: give one entry "
+        "per dimension that is left, e.g. `P(DATA_SHARDS)` for a vector split over DATA_SHARDS."
+    ),
     "specs": (
         '`{name}` failed with JAX\'s error "{first}". Check that `in_specs` and `out_specs` name the '
         "mesh's axes for the array dimensions that are split, and `P()` for values that are the same "
@@ -212,16 +218,20 @@ TEXT = {
     # 2. replica_totals
     "replica_where": "({rows} x {cols} mesh, x of shape {shape})",
     "replica_shape": (
-        "`{name}` should return shape {want} {where}: the rows stay split over DATA_SHARDS, and the "
-        "{cols} column blocks are added up. It returned shape {got}.{hint}"
+        "`{name}` should return shape {want} {where}: one total per row of x, all of its columns added up, "
+        "with the rows split over DATA_SHARDS. It returned shape {got}.{hint}"
     ),
-    "replica_shape_of_x": (
-        " That is the shape of x: after the psum every device of a row holds the same totals, and "
-        "`out_specs=P(DATA_SHARDS, MODEL_REPLICAS)` puts those copies side by side. Keep one copy: "
-        "`out_specs=P(DATA_SHARDS, None)`."
+    "replica_shape_blocks_added": (
+        " That is the {cols} column blocks added up (section 3's `psum_over` for the other axis), not yet "
+        "each row's total: first add up the columns of the device's own block (`jnp.sum(block, axis=1)`), "
+        "then the row partners' numbers."
+    ),
+    "replica_shape_copies": (
+        " That is {cols} copies of the row totals side by side: after the psum every device of a row holds "
+        "the same numbers, so the `out_specs` names only DATA_SHARDS: `out_specs=P(DATA_SHARDS)`."
     ),
     "replica_shape_block": (
-        " That is one device's block: the rows are still split over DATA_SHARDS, so the result's "
+        " Those are one data shard's rows only: the result still differs between data shards, so its "
         "out_specs must name DATA_SHARDS for dimension 0."
     ),
     "replica_shape_data_sum": " That shape is what a sum over DATA_SHARDS gives. Reduce over MODEL_REPLICAS only.",
@@ -229,7 +239,17 @@ TEXT = {
         "Those are the totals over the whole mesh: reduce over MODEL_REPLICAS only, so each data shard "
         "keeps its own rows."
     ),
-    "replica_row_partners": "Each device should add its block to the blocks of its row's other devices.",
+    "replica_row_partners": (
+        "Each device should add up its block's columns, then add its numbers to those of its row's other devices."
+    ),
+    "replica_pmean": (
+        "Those are the row totals divided by the {k} replicas: `lax.pmean` averages the row partners' "
+        "numbers, and a total adds them, `lax.psum`."
+    ),
+    "replica_own_block": (
+        "Those are the totals of each device's own block only: add them to the row partners' with a psum "
+        "over MODEL_REPLICAS."
+    ),
     "replica_why": (
         "Use `jax.shard_map` and let each device add its block to its row partners' with "
         "`lax.psum(..., MODEL_REPLICAS)`."
@@ -273,6 +293,14 @@ TEXT = {
         "averaged. Either a `lax.psum` stands where a division belongs, or you met the shard_map trap "
         "(Pitfall 4): `params` enter with `in_specs=P()`, so `jax.grad` with respect to them already "
         "sums the devices' gradients."
+    ),
+    "step_k_small": (
+        "Your update is {k} times too small: the devices' gradients were averaged over the {k} devices "
+        "(`lax.pmean`) and divided by the total weight as well. Add them up with `lax.psum`, then divide once."
+    ),
+    "step_divided_by_examples": (
+        "That divides the weighted sum by the number of examples ({n}, padding included), but the weighted "
+        "mean divides by the sum of the weights ({total}): `lax.psum(jnp.sum(weight), DATA_PARALLEL)`."
     ),
     "step_unchanged": "The parameters did not change: subtract LEARNING_RATE * gradient from each one.",
     "step_100x": "The step is 100 times too large: the learning rate is LEARNING_RATE, 0.01.",
@@ -487,6 +515,8 @@ def _value_error_message(name: str, text: str, axes: str, shard_map_allowed: boo
         return _say("varying_output", name=name, first=first[:200])
     if "evenly divide" in text:
         return _say("not_divisible", name=name, first=first, axes=axes)
+    if "out_specs entry which is too long" in text:
+        return _say("out_specs_too_long", name=name, first=first)
     if "out_specs" in text or "in_specs" in text:
         return _say("specs", name=name, first=first)
     return None
@@ -606,9 +636,8 @@ sharded_scaled_sum = exercise(
 
 
 # ---------------------------------------------------------------- 2. replica_totals
-def _replica_totals_reference(x: np.ndarray, n_replicas: int) -> np.ndarray:
-    rows, cols = x.shape
-    return x.reshape(rows, n_replicas, cols // n_replicas).sum(axis=1)
+def _replica_totals_reference(x: np.ndarray) -> np.ndarray:
+    return x.sum(axis=1)
 
 
 # Mesh shapes and x shapes of the visible checks; the hidden observations reuse the shapes.
@@ -617,6 +646,35 @@ _REPLICA_CASES = [
     ((4, 2), np.arange(8, dtype=np.float32).reshape(4, 2) - 3.0),
     ((2, 2), np.asarray([[1.0, 2.0, 10.0, 20.0], [3.0, 4.0, 30.0, 40.0]], np.float32)),
 ]
+
+
+def _replica_shape_hint(got: tuple, x_shape: tuple, mesh_shape: tuple) -> str:
+    """What a result of the wrong shape is, for the shapes the typical mistakes give."""
+    (rows, cols), (n_data, n_rep) = x_shape, mesh_shape
+    known = {
+        (rows, cols // n_rep): "replica_shape_blocks_added",
+        (rows * n_rep,): "replica_shape_copies",
+        (rows, n_rep): "replica_shape_copies",
+        (rows // n_data,): "replica_shape_block",
+        (rows // n_data, cols): "replica_shape_data_sum",
+    }
+    return _say(known[got], cols=n_rep) if got in known else ""
+
+
+def _replica_hint(got: np.ndarray, x_np: np.ndarray, mesh_shape: tuple) -> str:
+    """What wrong row totals are: those of each device's own block, or the totals over the whole mesh."""
+    n_data, n_rep = mesh_shape
+    x64 = x_np.astype(np.float64)
+    rows = x64.shape[0]
+    own = x64[:, : x64.shape[1] // n_rep].sum(axis=1)  # the first replica's block, as `out_specs` keeps it
+    over_both = np.tile(x64.sum(axis=1).reshape(n_data, rows // n_data).sum(axis=0), n_data)
+    if same_values(got, x64.sum(axis=1) / n_rep, 1e-4, dtype=float):
+        return _say("replica_pmean", k=n_rep)
+    if same_values(got, own, 1e-4, dtype=float):
+        return _say("replica_own_block")
+    if same_values(got, over_both, 1e-4, dtype=float):
+        return _say("replica_over_both")
+    return _say("replica_row_partners")
 
 
 def _check_replica_totals(fn: Callable) -> None:
@@ -629,26 +687,23 @@ def _check_replica_totals(fn: Callable) -> None:
         with _explained(name, mesh):
             out = _call(fn, x, mesh)
         expect_array(name, out, dtype=jnp.float32)
-        want = _replica_totals_reference(x_np.astype(np.float64), n_rep)
+        want = _replica_totals_reference(x_np.astype(np.float64))
         got_shape = tuple(out.shape)
         if got_shape != want.shape:
-            rows, cols = x_np.shape
-            if got_shape == (rows, cols):
-                hint = _say("replica_shape_of_x")
-            elif got_shape == (rows // n_data, cols // n_rep):
-                hint = _say("replica_shape_block")
-            elif got_shape == (rows // n_data, cols):
-                hint = _say("replica_shape_data_sum")
-            else:
-                hint = ""
-            fail(_say("replica_shape", name=name, want=want.shape, where=where, cols=n_rep, got=got_shape, hint=hint))
+            hint = _replica_shape_hint(got_shape, x_np.shape, shape)
+            fail(_say("replica_shape", name=name, want=want.shape, where=where, got=got_shape, hint=hint))
         got = np.asarray(out, np.float64)
         if not same_values(got, want, 1e-4, dtype=float):
-            over_both = np.tile(want.reshape(n_data, -1, want.shape[1]).sum(axis=0), (n_data, 1))
-            hint = _say(
-                "replica_over_both" if same_values(got, over_both, 1e-4, dtype=float) else "replica_row_partners"
+            fail(
+                _say(
+                    "values",
+                    name=name,
+                    where=where,
+                    want=_fmt(want),
+                    got=_fmt(got),
+                    hint=_replica_hint(got, x_np, shape),
+                )
             )
-            fail(_say("values", name=name, where=where, want=_fmt(want), got=_fmt(got), hint=hint))
     shape, x_np = _REPLICA_CASES[-1]  # the smallest mesh: the same verdict, the cheapest compiles
     mesh = grid_mesh(shape)
     x = _placed(_f32(x_np), mesh, P(DATA_SHARDS, MODEL_REPLICAS))
@@ -688,11 +743,12 @@ replica_totals = exercise(
     hints=[
         "x arrives already placed with P(DATA_SHARDS, MODEL_REPLICAS): inside "
         "`jax.shard_map(..., in_specs=P(DATA_SHARDS, MODEL_REPLICAS))` each device sees one block.",
-        "A `psum` over MODEL_REPLICAS adds the blocks of one row of the mesh. Afterwards the result "
-        "still differs between data shards, but no longer between replicas: the `out_specs` names "
-        "only the axis the result still varies over, DATA_SHARDS, for dimension 0.",
-        "`x` is already placed, so no `device_put`; pass the `mesh` argument to `jax.shard_map`. "
-        "Section 3's `psum_over` shows the same pattern for the other axis.",
+        "A row's total needs two sums: over the columns a device holds (local work, no communication), "
+        "then over the devices of its mesh row, which hold the row's other columns (a `psum` over "
+        "MODEL_REPLICAS).",
+        "`lax.psum(jnp.sum(block, axis=1), MODEL_REPLICAS)`: one number per row the device holds. The result "
+        "has one dimension and still differs between data shards, but no longer between replicas: "
+        "`out_specs=P(DATA_SHARDS)`. `x` is already placed, so no `device_put`.",
     ],
     observe=_observe_replica_totals,
 )
@@ -765,6 +821,10 @@ def _diagnose_step(params: dict, batch, k: int, got: dict, ref: dict) -> str:
         return _say("step_devices_equal", totals=_fmt([weight[s].sum() for s in blocks]))
     if same_step(ref, k):
         return _say("step_k_times", k=k)
+    if same_step(ref, 1.0 / k):
+        return _say("step_k_small", k=k)
+    if same_step(ref, weight.sum() / len(weight)):
+        return _say("step_divided_by_examples", n=len(weight), total=f"{weight.sum():g}")
     if all(same_values(got[key], old[key], 1e-4, dtype=float) for key in old):
         return _say("step_unchanged")
     if same_step(ref, 100.0):

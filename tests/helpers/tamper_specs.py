@@ -92,8 +92,7 @@ WRONG = {
     },
     A05: {  # one-device code with no parallelism at all (the issue's 9-of-11 attack)
         "sharded_scaled_sum_answer": "def sharded_scaled_sum(x, mesh):\n    return 2.0 * jnp.sum(x, axis=0)\n",
-        "replica_totals_answer": "def replica_totals(x, mesh):\n"
-        "    return x.reshape(x.shape[0], mesh.shape[MODEL_REPLICAS], -1).sum(axis=1)\n",
+        "replica_totals_answer": "def replica_totals(x, mesh):\n    return x.sum(axis=1)\n",
         "dp_train_step_answer": "def dp_train_step(params, batch, mesh):\n"  # right numbers: all_gather, no psum
         "    def step(p, local_batch):\n"
         "        full = lax.all_gather(local_batch, DATA_PARALLEL, tiled=True)\n"
@@ -233,7 +232,7 @@ EQUIVALENT = {
         "    return jax.shard_map(lambda b: lax.psum(jnp.sum(b + b, axis=0), DEVICES), mesh=mesh,\n"
         "                         in_specs=P(DEVICES), out_specs=P())(x)\n",
         "replica_totals_answer": "def replica_totals(x, mesh):\n"
-        "    return jax.shard_map(lambda b: lax.psum(b, (MODEL_REPLICAS,)), mesh=mesh,\n"
+        "    return jax.shard_map(lambda b: lax.psum(b.sum(1), (MODEL_REPLICAS,)), mesh=mesh,\n"
         "                         in_specs=P(DATA_SHARDS, MODEL_REPLICAS), out_specs=P(DATA_SHARDS))(x)\n",
         "dp_train_step_answer": "def dp_train_step(params, batch, mesh):\n"  # notebook 04's shape: local gradients
         "    def step(p, local_batch):\n"

@@ -237,10 +237,10 @@ def test_sharded_scaled_sum_first_hint_is_a_question_without_code():
 # ---------------------------------------------------------------- 2. replica_totals
 def ref_replica_totals(x, mesh):
     return jax.shard_map(
-        lambda b: lax.psum(b, axis_name=MODEL_REPLICAS),
+        lambda b: lax.psum(jnp.sum(b, axis=1), axis_name=MODEL_REPLICAS),
         mesh=mesh,
         in_specs=P(DATA_SHARDS, MODEL_REPLICAS),
-        out_specs=P(DATA_SHARDS, None),
+        out_specs=P(DATA_SHARDS),
     )(x)
 
 
@@ -251,14 +251,20 @@ def _replica_with(body, out_specs, **kwargs):
     return answer
 
 
+def _row_totals(block):
+    return lax.psum(jnp.sum(block, axis=1), MODEL_REPLICAS)
+
+
 REPLICA_EQUIVALENT = {
-    "out_specs=P(DATA_SHARDS)": _replica_with(lambda b: lax.psum(b, MODEL_REPLICAS), P(DATA_SHARDS)),
-    "pmean times replica count": _replica_with(
-        lambda b: lax.pmean(b, MODEL_REPLICAS) * lax.psum(1, MODEL_REPLICAS), P(DATA_SHARDS, None)
+    "psum of the blocks, then their columns added": _replica_with(
+        lambda b: jnp.sum(lax.psum(b, MODEL_REPLICAS), axis=1), P(DATA_SHARDS)
     ),
-    "in_specs inferred, placed again": lambda x, mesh: jax.shard_map(
-        lambda b: lax.psum(b, MODEL_REPLICAS), mesh=mesh, out_specs=P(DATA_SHARDS, None)
-    )(_place(x, mesh, P(DATA_SHARDS, MODEL_REPLICAS))),
+    "pmean times replica count": _replica_with(
+        lambda b: lax.pmean(jnp.sum(b, axis=1), MODEL_REPLICAS) * lax.psum(1, MODEL_REPLICAS), P(DATA_SHARDS)
+    ),
+    "in_specs inferred, placed again": lambda x, mesh: jax.shard_map(_row_totals, mesh=mesh, out_specs=P(DATA_SHARDS))(
+        _place(x, mesh, P(DATA_SHARDS, MODEL_REPLICAS))
+    ),
 }
 
 
@@ -273,18 +279,17 @@ def test_replica_totals_observations_of_equivalent_answers_match():
     reference = observe(q.replica_totals, ref_replica_totals)
     got = derived(reference)
     assert got["axes"] == [MODEL_REPLICAS]  # no communication over DATA_SHARDS
-    assert got["out_2x4_4x8"].shape == (4, 2) and got["out_4x2_4x2"].shape == (4, 1)
+    assert got["out_2x4_4x8"].shape == (4,) and got["out_4x2_4x2"].shape == (4,)
     for answer in REPLICA_EQUIVALENT.values():
         assert _matches(observe(q.replica_totals, answer), reference)
 
 
 def _global_replica_totals(x, mesh):
-    whole = jax.reshard(x, NamedSharding(mesh, P()))
-    return whole.reshape(whole.shape[0], mesh.shape[MODEL_REPLICAS], -1).sum(axis=1)
+    return jnp.sum(jax.reshard(x, NamedSharding(mesh, P())), axis=1)
 
 
 def _with_extra_max(block):
-    totals = lax.psum(block, MODEL_REPLICAS)
+    totals = _row_totals(block)
     return totals + 0.0 * lax.pmax(jnp.sum(totals), DATA_SHARDS)
 
 
@@ -293,35 +298,56 @@ def _whole_rows(x, mesh):
     x = jax.reshard(x, NamedSharding(mesh, P(DATA_SHARDS, None)))
     k = mesh.shape[MODEL_REPLICAS]
     return jax.shard_map(
-        lambda b: lax.psum(b.reshape(b.shape[0], k, -1).sum(1), MODEL_REPLICAS) / k,
+        lambda b: lax.psum(jnp.sum(b, axis=1), MODEL_REPLICAS) / k,
         mesh=mesh,
         in_specs=P(DATA_SHARDS, None),
-        out_specs=P(DATA_SHARDS, None),
+        out_specs=P(DATA_SHARDS),
     )(x)
 
 
 REPLICA_WRONG = {
     "unanswered": (_not_written, r"`replica_totals` is not written yet"),
-    "copies side by side": (
-        _replica_with(lambda b: lax.psum(b, MODEL_REPLICAS), P(DATA_SHARDS, MODEL_REPLICAS)),
-        r"(?s)shape \(4, 2\).*returned shape \(4, 8\).*copies side by side.*P\(DATA_SHARDS, None\)",
+    "section 3's psum_over for the other axis": (
+        _replica_with(lambda b: lax.psum(b, MODEL_REPLICAS), P(DATA_SHARDS, None)),
+        r"(?s)should return shape \(4,\) \(2 x 4 mesh, x of shape \(4, 8\)\): one total per row.*returned shape "
+        r"\(4, 2\)\. That is the 4 column blocks added up.*not yet each row's total.*`jnp\.sum\(block, axis=1\)`",
     ),
-    "over DATA_SHARDS": (
-        _replica_with(lambda b: lax.psum(b, DATA_SHARDS), P(None, MODEL_REPLICAS)),
-        r"(?s)returned shape \(2, 8\).*sum over DATA_SHARDS",
+    "copies side by side": (
+        _replica_with(_row_totals, P((DATA_SHARDS, MODEL_REPLICAS))),
+        r"(?s)shape \(4,\).*returned shape \(16,\)\. That is 4 copies of the row totals side by side.*"
+        r"`out_specs=P\(DATA_SHARDS\)`",
+    ),
+    "copies side by side, kept dimensions": (
+        _replica_with(
+            lambda b: lax.psum(jnp.sum(b, axis=1, keepdims=True), MODEL_REPLICAS), P(DATA_SHARDS, MODEL_REPLICAS)
+        ),
+        r"(?s)returned shape \(4, 4\)\. That is 4 copies of the row totals side by side",
+    ),
+    "the old answer's out_specs=P(DATA_SHARDS, None) on a 1-D result": (
+        _replica_with(_row_totals, P(DATA_SHARDS, None)),
+        r"(?s)out_specs entry which is too long.*an `out_specs` names more dimensions than your per-device result "
+        r"has.*`P\(DATA_SHARDS\)`",
+    ),
+    "pmean for psum": (
+        _replica_with(lambda b: lax.pmean(jnp.sum(b, axis=1), MODEL_REPLICAS), P(DATA_SHARDS)),
+        r"(?s)wrong values.*row totals divided by the 4 replicas: `lax\.pmean` averages",
     ),
     "over both axes, one block": (
-        _replica_with(lambda b: lax.psum(b, (DATA_SHARDS, MODEL_REPLICAS)), P()),
-        r"(?s)returned shape \(2, 2\).*one device's block.*must name DATA_SHARDS",
+        _replica_with(lambda b: lax.psum(jnp.sum(b, axis=1), (DATA_SHARDS, MODEL_REPLICAS)), P()),
+        r"(?s)returned shape \(2,\)\. Those are one data shard's rows only.*must name DATA_SHARDS",
     ),
     "over both axes, rows kept": (
-        _replica_with(lambda b: lax.psum(b, (DATA_SHARDS, MODEL_REPLICAS)), P(DATA_SHARDS, None)),
+        _replica_with(lambda b: lax.psum(jnp.sum(b, axis=1), (DATA_SHARDS, MODEL_REPLICAS)), P(DATA_SHARDS)),
         r"(?s)wrong values.*totals over the whole mesh",
     ),
     "psum, out_specs=P()": (
-        _replica_with(lambda b: lax.psum(b, MODEL_REPLICAS), P()),
+        _replica_with(_row_totals, P()),
         r"(?s)type of the value says it still varies.*only a reducing collective over that axis.*Reduce over that "
         r"axis, or name the axis in the output's `out_specs`",
+    ),
+    "own blocks only (check_vma=False)": (
+        _replica_with(lambda b: jnp.sum(b, axis=1), P(DATA_SHARDS), check_vma=False),
+        r"(?s)wrong values.*totals of each device's own block only.*psum over MODEL_REPLICAS",
     ),
     "no collective": (
         _global_replica_totals,
@@ -335,11 +361,11 @@ REPLICA_WRONG = {
         r"dimension 0\.",
     ),
     "extra collective over DATA_SHARDS": (
-        _replica_with(_with_extra_max, P(DATA_SHARDS, None)),
+        _replica_with(_with_extra_max, P(DATA_SHARDS)),
         r"communicates over 'data_shards' too",
     ),
     "all_gather, then sum": (
-        _replica_with(lambda b: lax.all_gather(b, MODEL_REPLICAS).sum(0), P(DATA_SHARDS, None)),
+        _replica_with(lambda b: lax.all_gather(jnp.sum(b, axis=1), MODEL_REPLICAS).sum(0), P(DATA_SHARDS)),
         r"(?s)still varies along that axis\. In JAX's types only a reducing collective.*from an `all_gather` or a "
         r"`ppermute`, still varies",
     ),
@@ -486,6 +512,22 @@ def _compiler_beside_dead_psum(params, batch, mesh):
     return jax.tree.map(lambda s, d: s + 0.0 * d, step, dead)
 
 
+def _pmean_then_divided(params, local_batch):
+    """The local weighted gradients averaged with `lax.pmean`, then divided by the total weight too."""
+    own = lax.pcast(params, DATA_PARALLEL, to="varying")
+    grads = jax.grad(lambda p: jnp.sum(local_batch["weight"] * _error(p, local_batch) ** 2))(own)
+    total = lax.psum(jnp.sum(local_batch["weight"]), DATA_PARALLEL)
+    return sgd_update(params, jax.tree.map(lambda g: lax.pmean(g, DATA_PARALLEL) / total, grads))
+
+
+def _divided_by_examples(params, local_batch):
+    """The weighted sum divided by the number of examples (padding included), not by the weights' sum."""
+    own = lax.pcast(params, DATA_PARALLEL, to="varying")
+    grads = jax.grad(lambda p: jnp.sum(local_batch["weight"] * _error(p, local_batch) ** 2))(own)
+    count = lax.psum(local_batch["weight"].shape[0], DATA_PARALLEL)
+    return sgd_update(params, jax.tree.map(lambda g: lax.psum(g, DATA_PARALLEL) / count, grads))
+
+
 def _tuple_out(params, local_batch):
     new = _psum_ratio_loss(params, local_batch)
     return new["w"], new["b"]
@@ -524,6 +566,15 @@ DP_WRONG = {
         r"split as the exercise's does .* does not reach the results",
     ),
     "gradient ascent": (_dp_with(_ascend), r"wrong way: subtract the gradient"),
+    "pmean of the gradients, then divided by the total weight": (
+        _dp_with(_pmean_then_divided),
+        r"(?s)weights per device \[8\. 7\. 6\..*8 times too small: the devices' gradients were averaged",
+    ),
+    "divided by the number of examples": (
+        _dp_with(_divided_by_examples),
+        r"(?s)divides the weighted sum by the number of examples \(64, padding included\).*sum of the weights "
+        r"\(\d+\)",
+    ),
     "tuple instead of dict": (
         _dp_with(_tuple_out, out_specs=(P(), P())),
         r"dict with keys 'w' and 'b'.*returned a `tuple`",
