@@ -135,7 +135,7 @@ WRONG = {
         "median_centered_answer": "def median_centered(x, mesh):\n"  # each device's own column medians
         "    return jax.shard_map(lambda b: b - jnp.median(b, axis=0), mesh=mesh,\n"
         "                         in_specs=P(DEVICES), out_specs=P(DEVICES))(x)\n",
-        "sum_scatter_columns_answer": "def sum_scatter_columns(x, mesh):\n"  # a mean, not a sum
+        "sum_scatter_columns_answer": "def sum_scatter_columns(x, mesh):\n"  # half the total, columns not scaled
         "    def cols(b):\n"
         "        return lax.psum_scatter(b, DEVICES, scatter_dimension=1, tiled=True) / 2\n"
         "    return jax.shard_map(cols, mesh=mesh, in_specs=P(DEVICES),\n"
