@@ -188,7 +188,8 @@ EQUIVALENT = {
         "grid_sums_answer": "def grid_sums(x):\n"  # gather + sum, pmean * size
         "    same_data = lax.all_gather(x, MODEL_REPLICAS).sum(axis=0)\n"
         "    same_model = lax.pmean(x, DATA_SHARDS) * lax.axis_size(DATA_SHARDS)\n"
-        "    return same_data, same_model, lax.psum(same_data, DATA_SHARDS)\n",
+        "    neither = lax.psum(same_data, DATA_SHARDS) - same_data - same_model + x\n"
+        "    return same_data, same_model, neither\n",
         "device_numbers_answer": "def device_numbers(x):\n"  # arithmetic, no tuple of names
         "    i, j = lax.axis_index(DATA_SHARDS), lax.axis_index(MODEL_REPLICAS)\n"
         "    return i * lax.axis_size(MODEL_REPLICAS) + j, j * lax.psum(1, DATA_SHARDS) + i\n",
