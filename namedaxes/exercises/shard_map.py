@@ -23,7 +23,8 @@ The exercises ask for what the notebook has not shown verbatim:
 4. `jit_train_step(params, batch, mesh)`: the same weighted step as one global
    function under `jax.jit` on sharded inputs: no `shard_map`, no collective
    written; the compiler inserts the all-reduce.
-5. `weighted_total_shard_map(w, x, mesh)`: migrate a `pmap` that maps over axis 1
+5. `weighted_total_shard_map(w, x, mesh)`: migrate a `pmap` that maps over axis 1 on the way in and on the
+   way out (`out_axes=(None, 1)`: the total once, the weighted columns stacked along axis 1)
    (`in_axes=(None, 1)`), a translation the notebook's table does not spell out.
 
 Expected values come from NumPy and from the course's reference model,
@@ -343,6 +344,16 @@ TEXT = {
         "broadcasts (d,) against (d, 1) into (d, d). Take the column (`x_block[:, 0]`) before calling "
         "`weighted_total`."
     ),
+    "migration_pair": (
+        "`{name}` should return what the pmap version returns {where}: a pair, the total (`out_axes` None) and "
+        "the weighted columns (`out_axes` 1), but it returned {kind}."
+    ),
+    "migration_kind": "a `{type}` of length {n}",
+    "migration_columns_dim0": (
+        " Those columns are stacked along dimension 0 (`out_specs` P(DEVICES)): `out_axes=1` stacks them "
+        "along dimension 1, `P(None, DEVICES)`, each device handing back its column as shape (d, 1) "
+        "(`col[:, None]`)."
+    ),
     "migration_per_device": (
         " One result per device: that is what `out_specs` naming DEVICES gives. `out_axes=None` "
         "translates to `out_specs=P()`."
@@ -468,13 +479,15 @@ sgd_step = model.sgd_step  # one plain SGD step on one device
 
 
 def weighted_total(w, x_col):
-    """The per-device function of the migration exercise (pmap form: `in_axes=(None, 1)`)."""
-    return jax.lax.psum(w * x_col, axis_name=DEVICES)
+    """The per-device function of the migration exercise (pmap form: `in_axes=(None, 1)`,
+    `out_axes=(None, 1)`): the total of the weighted columns, and this device's weighted column."""
+    weighted = w * x_col
+    return jax.lax.psum(weighted, axis_name=DEVICES), weighted
 
 
 @functools.cache
 def _weighted_total_pmap():
-    return jax.pmap(weighted_total, axis_name=DEVICES, in_axes=(None, 1), out_axes=None)
+    return jax.pmap(weighted_total, axis_name=DEVICES, in_axes=(None, 1), out_axes=(None, 1))
 
 
 # ---------------------------------------------------------------- running answers
@@ -988,6 +1001,27 @@ _WEIGHTED_CASES = [
 ]
 
 
+def _migration_shape_hint(i: int, got: tuple, d: int, k: int) -> str:
+    """What a wrong shape of the total (`i` 0) or of the weighted columns (`i` 1) is."""
+    if i == 0 and got in ((d, 1), (d, d)):
+        return _say("migration_block_axis")
+    if i == 0 and got in ((d, k), (k * d,), (k, d)):
+        return _say("migration_per_device")
+    if i == 1 and got == (k * d,):
+        return _say("migration_columns_dim0")
+    return ""
+
+
+def _migration_value_hint(got, w, x, k: int) -> str:
+    """What a wrong total is: the mean over devices, or device 0's term only."""
+    want = np.asarray(w, np.float64)[:, None] * np.asarray(x, np.float64)  # the weighted columns
+    if same_values(got, want.sum(axis=1) / k, 1e-4, dtype=float):
+        return _say("migration_mean")
+    if same_values(got, want[:, 0], 1e-4, dtype=float):
+        return _say("migration_first")
+    return ""
+
+
 def _check_weighted_total_shard_map(fn: Callable) -> None:
     name = "weighted_total_shard_map"
     for k, w, x in _WEIGHTED_CASES:
@@ -995,25 +1029,22 @@ def _check_weighted_total_shard_map(fn: Callable) -> None:
         where = _say("migration_where", k=k, w_shape=tuple(w.shape), x_shape=tuple(x.shape))
         with _explained(name, mesh):
             out = _call(fn, w, x, mesh)
-        expect_array(name, out, dtype=jnp.float32)
-        want = np.asarray(_weighted_total_pmap()(w, x))
-        got_shape = tuple(out.shape)
-        if got_shape != want.shape:
-            d = want.shape[0]
-            if got_shape in ((d, 1), (d, d)):
-                hint = _say("migration_block_axis")
-            elif got_shape in ((d, k), (k * d,), (k, d)):
-                hint = _say("migration_per_device")
-            else:
-                hint = ""
-            fail(_say("migration_shape", name=name, want=want.shape, where=where, got=got_shape, hint=hint))
-        if not same_values(out, want, 1e-4, dtype=float):
-            hint = ""
-            if same_values(out, want / k, 1e-4, dtype=float):
-                hint = _say("migration_mean")
-            elif same_values(out, np.asarray(w, np.float64) * np.asarray(x, np.float64)[:, 0], 1e-4, dtype=float):
-                hint = _say("migration_first")
-            fail(_say("migration_wrong", name=name, where=where, want=_fmt(want), got=_fmt(out), hint=hint))
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            kind = (
+                _say("migration_kind", type=type(out).__name__, n=len(out))
+                if isinstance(out, (tuple, list))
+                else (_say("step_kind_type", type=type(out).__name__))
+            )
+            fail(_say("migration_pair", name=name, where=where, kind=kind))
+        for i, (got, want) in enumerate(zip(out, _weighted_total_pmap()(w, x))):
+            label, want = f"{name}(w, x, mesh)[{i}]", np.asarray(want)
+            expect_array(label, got, dtype=jnp.float32)
+            if tuple(got.shape) != want.shape:
+                hint = _migration_shape_hint(i, tuple(got.shape), want.shape[0], k)
+                fail(_say("migration_shape", name=label, want=want.shape, where=where, got=tuple(got.shape), hint=hint))
+            if not same_values(got, want, 1e-4, dtype=float):
+                hint = _migration_value_hint(got, w, x, k) if i == 0 else ""
+                fail(_say("migration_wrong", name=label, where=where, want=_fmt(want), got=_fmt(got), hint=hint))
     k, w, x = _WEIGHTED_CASES[-1]  # the smallest mesh: the same verdict, the cheapest compiles
     _judge(
         name,
@@ -1049,8 +1080,10 @@ weighted_total_shard_map = exercise(
         "says 'dimension 0 whole, dimension 1 split over DEVICES'?",
         "With `in_specs=(P(), P(None, DEVICES))` each device's block of x has shape (d, 1), where pmap "
         "handed `weighted_total` a column of shape (d,): pass `x_block[:, 0]` on.",
-        "`out_axes=None` translates to `out_specs=P()`. On an Explicit mesh, place x with "
-        "`NamedSharding(mesh, P(None, DEVICES))` first (w can stay as it is), and use the `mesh` argument.",
+        "`out_axes=(None, 1)` translates to `out_specs=(P(), P(None, DEVICES))`: the total once, and the "
+        "columns side by side along dimension 1, each device handing back its column as shape (d, 1) "
+        "(`col[:, None]`). On an Explicit mesh, place x with `NamedSharding(mesh, P(None, DEVICES))` first "
+        "(w can stay as it is), and use the `mesh` argument.",
     ],
     observe=_observe_weighted_total_shard_map,
 )

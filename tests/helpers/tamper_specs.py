@@ -106,7 +106,7 @@ WRONG = {
         "                         check_vma=False)(params, batch)\n",
         "jit_train_step_answer": "def jit_train_step(params, batch, mesh):\n    return sgd_step(params, batch)\n",
         "weighted_total_shard_map_answer": "def weighted_total_shard_map(w, x, mesh):\n"
-        "    return jnp.sum(w[:, None] * x, axis=1)\n",
+        "    return jnp.sum(w[:, None] * x, axis=1), w[:, None] * x\n",
     },
     A06: {  # right on the 2 x 4 cluster only: section 3's one-row-per-device formula, hard-coded 8 and 4
         "local_rows_answer": "def local_rows(global_batch):\n"
@@ -258,8 +258,12 @@ EQUIVALENT = {
         # transpose, then the table's axis 0
         "weighted_total_shard_map_answer": "def weighted_total_shard_map(w, x, mesh):\n"
         "    rows = jax.device_put(x.T, NamedSharding(mesh, P(DEVICES)))\n"
-        "    return jax.shard_map(lambda w, r: weighted_total(w, r[0]), mesh=mesh,\n"
-        "                         in_specs=(P(), P(DEVICES)), out_specs=P())(w, rows)\n",
+        "    def per_row(w, r):\n"
+        "        total, column = weighted_total(w, r[0])\n"
+        "        return total, column[None]\n"
+        "    total, rows = jax.shard_map(per_row, mesh=mesh, in_specs=(P(), P(DEVICES)),\n"
+        "                                out_specs=(P(), P(DEVICES)))(w, rows)\n"
+        "    return total, rows.T\n",
     },
     A06: {
         "local_rows_answer": "def local_rows(global_batch):\n"  # jnp.split into process_count parts

@@ -723,33 +723,55 @@ def test_jit_train_step_observations_reject_wrong_answers():
 
 
 # ---------------------------------------------------------------- 5. weighted_total_shard_map (pmap over axis 1)
+PAIR = (P(), P(None, DEVICES))  # out_axes=(None, 1): the total once, the weighted columns along dimension 1
+
+
+def _with_column_axis(body):
+    """`body`'s (total, column) with the column given back its dimension 1, as `out_axes=1` stacks it."""
+
+    def per_device(w, xb):
+        total, column = body(w, xb)
+        return total, column[:, None]
+
+    return per_device
+
+
 def ref_weighted_total_shard_map(w, x, mesh):
     x = _place(x, mesh, P(None, DEVICES))
     return jax.shard_map(
-        lambda w, xb: weighted_total(w, xb[:, 0]), mesh=mesh, in_specs=(P(), P(None, DEVICES)), out_specs=P()
+        _with_column_axis(lambda w, xb: weighted_total(w, xb[:, 0])),
+        mesh=mesh,
+        in_specs=(P(), P(None, DEVICES)),
+        out_specs=PAIR,
     )(w, x)
 
 
-def _weighted_with(body, *, x_spec=P(None, DEVICES), out_specs=P(), post=lambda y: y, place=True):
+def _weighted_with(body, *, x_spec=P(None, DEVICES), out_specs=PAIR, place=True):
     def answer(w, x, mesh):
         if place:
             x = _place(x, mesh, x_spec)
-        return post(jax.shard_map(body, mesh=mesh, in_specs=(P(), x_spec), out_specs=out_specs)(w, x))
+        return jax.shard_map(body, mesh=mesh, in_specs=(P(), x_spec), out_specs=out_specs)(w, x)
 
     return answer
 
 
 def _transposed(w, x, mesh):
-    """Transpose first, then the table's axis-0 translation: also right."""
+    """Transpose first, then the table's axis-0 translation, and transpose the columns back: also right."""
     xt = _place(x.T, mesh, P(DEVICES))
-    return jax.shard_map(
-        lambda w, rows: weighted_total(w, rows[0]), mesh=mesh, in_specs=(P(), P(DEVICES)), out_specs=P()
-    )(w, xt)
+
+    def per_device(w, rows):
+        total, column = weighted_total(w, rows[0])
+        return total, column[None]
+
+    total, rows = jax.shard_map(per_device, mesh=mesh, in_specs=(P(), P(DEVICES)), out_specs=(P(), P(DEVICES)))(w, xt)
+    return total, rows.T
 
 
 WEIGHTED_EQUIVALENT = {
-    "sum over the block columns": _weighted_with(lambda w, xb: lax.psum(jnp.sum(w[:, None] * xb, axis=1), DEVICES)),
-    "squeeze inside": _weighted_with(lambda w, xb: weighted_total(w, jnp.squeeze(xb, 1))),
+    "sum over the block columns": _weighted_with(
+        lambda w, xb: (lax.psum(jnp.sum(w[:, None] * xb, axis=1), DEVICES), w[:, None] * xb)
+    ),
+    "squeeze inside": _weighted_with(_with_column_axis(lambda w, xb: weighted_total(w, jnp.squeeze(xb, 1)))),
     "transpose, then split axis 0": _transposed,
 }
 
@@ -767,34 +789,60 @@ def test_weighted_total_observations_of_equivalent_answers_match():
     reference = observe(q.weighted_total_shard_map, ref_weighted_total_shard_map)
     got = derived(reference)
     assert got["axes"] == [DEVICES]
-    pmapped = jax.pmap(weighted_total, axis_name=DEVICES, in_axes=(None, 1), out_axes=None)
-    pmap_version = programs({"out_k8_d3": Case(pmapped, spec((3,), jnp.float32), spec((3, 8), jnp.float32))})
-    np.testing.assert_allclose(got["out_k8_d3"], derived(pmap_version)["out_k8_d3"], rtol=1e-6)  # same inputs
+    pmapped = jax.pmap(weighted_total, axis_name=DEVICES, in_axes=(None, 1), out_axes=(None, 1))
+    pmap_version = derived(
+        programs({"out_k8_d3": Case(pmapped, spec((3,), jnp.float32), spec((3, 8), jnp.float32))})
+    )  # the same inputs
+    for part in ("[0]", "[1]"):
+        np.testing.assert_allclose(got["out_k8_d3" + part], pmap_version["out_k8_d3" + part], rtol=1e-6)
+    assert got["out_k8_d3[1]"].shape == (3, 8)
     for answer in WEIGHTED_EQUIVALENT.values():
         assert _matches(observe(q.weighted_total_shard_map, answer), reference)
 
 
 WEIGHTED_WRONG = {
     "unanswered": (_not_written, r"`weighted_total_shard_map` is not written yet"),
-    "block axis kept": (
-        _weighted_with(weighted_total),
-        r"(?s)shape \(3,\).*returned shape \(3, 3\).*mapped axis is still there.*`x_block\[:, 0\]`",
+    "the total only (out_axes=None, as before)": (
+        _weighted_with(lambda w, xb: weighted_total(w, xb[:, 0])[0], out_specs=P()),
+        r"(?s)should return what the pmap version returns \(mesh of 8 devices.*a pair, the total.*the weighted "
+        r"columns.*returned a `ArrayImpl`",
     ),
-    "out_specs names DEVICES": (
-        _weighted_with(lambda w, xb: weighted_total(w, xb[:, 0]), out_specs=P(DEVICES)),
+    "block axis kept": (
+        _weighted_with(weighted_total, out_specs=(P(), P(None, DEVICES))),
+        r"(?s)`weighted_total_shard_map\(w, x, mesh\)\[0\]` should return what the pmap version returns, shape "
+        r"\(3,\).*returned shape \(3, 3\).*mapped axis is still there.*`x_block\[:, 0\]`",
+    ),
+    "out_specs names DEVICES for the total": (
+        _weighted_with(_with_column_axis(lambda w, xb: weighted_total(w, xb[:, 0])), out_specs=(P(DEVICES), PAIR[1])),
         r"(?s)returned shape \(24,\).*`out_axes=None` translates to `out_specs=P\(\)`",
     ),
-    "pmean": (_weighted_with(lambda w, xb: lax.pmean(w * xb[:, 0], DEVICES)), r"(?s)wrong values.*mean over devices"),
+    "columns stacked along dimension 0": (
+        _weighted_with(lambda w, xb: weighted_total(w, xb[:, 0]), out_specs=(P(), P(DEVICES))),
+        r"(?s)`weighted_total_shard_map\(w, x, mesh\)\[1\]` should return what the pmap version returns, shape "
+        r"\(3, 8\).*returned shape \(24,\)\. Those columns are stacked along dimension 0.*`col\[:, None\]`",
+    ),
+    "columns without their dimension": (
+        _weighted_with(lambda w, xb: weighted_total(w, xb[:, 0])),
+        r"(?s)out_specs entry which is too long.*an `out_specs` names more dimensions than your per-device result has",
+    ),
+    "out_axes=1 read as P()": (
+        _weighted_with(_with_column_axis(lambda w, xb: weighted_total(w, xb[:, 0])), out_specs=(P(), P())),
+        r"(?s)require replication.*an output's `out_specs` says it is the same on every device.*still varies",
+    ),
+    "pmean": (
+        _weighted_with(_with_column_axis(lambda w, xb: (lax.pmean(w * xb[:, 0], DEVICES), w * xb[:, 0]))),
+        r"(?s)`weighted_total_shard_map\(w, x, mesh\)\[0\]` has the wrong values.*mean over devices",
+    ),
     "split dimension 0, as the table's first row": (
-        _weighted_with(lambda w, xb: weighted_total(w, xb[0]), x_spec=P(DEVICES)),
+        _weighted_with(lambda w, xb: weighted_total(w, xb[0]), x_spec=P(DEVICES), out_specs=(P(), P(DEVICES))),
         r"(?s)cannot be cut into that many equal blocks|evenly divide|split only the dimension",
     ),
     "x not placed": (
-        _weighted_with(lambda w, xb: weighted_total(w, xb[:, 0]), place=False),
+        _weighted_with(_with_column_axis(lambda w, xb: weighted_total(w, xb[:, 0])), place=False),
         r"(?s)does not match the specs of the input",
     ),
     "no collective": (
-        lambda w, x, mesh: jnp.sum(w[:, None] * x, axis=1),
+        lambda w, x, mesh: (jnp.sum(w[:, None] * x, axis=1), w[:, None] * x),
         r"(?s)right values, but no `jax\.shard_map` over 'devices'.*no `jax\.shard_map` at all",
     ),
 }
