@@ -9,7 +9,8 @@ written without `jit` is still compiled once instead of run op by op.
 The exercises ask for what the notebook has not shown verbatim:
 
 1. `sharded_scaled_sum(x, mesh)`: notebook 02's `scaled_sum` per column of a matrix whose rows
-   are split over DEVICES: a block reduced along one axis only, and a replicated vector result.
+   are split over DEVICES (padded with zero rows when they do not divide by the devices): a block reduced
+   along one axis only, and a replicated vector result.
 2. `replica_totals(x, mesh)`: each row's total, on a 2-D mesh: a local sum over a block's columns, then a
    psum over the *other* axis than section 3's, and the out_specs of a result of lower rank.
 3. `dp_train_step(params, batch, mesh)`: one SGD step on a batch whose examples carry
@@ -140,6 +141,10 @@ TEXT = {
         "inside `jax.jit`. Place every input on the `mesh` argument with "
         "`jax.device_put(x, NamedSharding(mesh, P(...)))` before the computation uses it."
     ),
+    "other_mesh": (
+        "`{name}` ran on {n} devices {where}, but the `mesh` argument has {k}: build every `NamedSharding` "
+        "(and `jax.shard_map`'s `mesh=`) on the `mesh` argument the check passes, not on a mesh from another cell."
+    ),
     "spec_mismatch": (
         '`{name}` failed with JAX\'s error "{first}". The mesh from `jax.make_mesh` has Explicit axes, '
         "so `shard_map` checks that each input already has the sharding your `in_specs` names. Place "
@@ -157,7 +162,9 @@ TEXT = {
     "not_divisible": (
         '`{name}` failed with JAX\'s error "{first}": an array dimension cannot be cut into that many '
         "equal blocks. Split over the `mesh` argument the check passes (it has 2, 4 or 8 devices), not "
-        "over a mesh from another cell, and split only the dimension the exercise says.{axes}"
+        "over a mesh from another cell, and split only the dimension the exercise says. A dimension whose "
+        "length is no multiple of the devices is padded first, with values that change nothing (zero rows "
+        "for a sum: `jnp.pad`).{axes}"
     ),
     "out_specs_too_long": (
         '`{name}` failed with JAX\'s error "{first}": an `out_specs` names more dimensions than your per-device '
@@ -198,6 +205,10 @@ TEXT = {
     ),
     "scaled_wrong": "`{name}` returned {got} {where}, but the column totals of 2 * x are {want}. {hint}",
     "scaled_plain_sum": "Those are the plain column totals of x: multiply by 2.0.",
+    "scaled_rows_dropped": (
+        "Those are the totals of the first {kept} rows only: the last {dropped} were cut off to make the rows "
+        "divide evenly. Pad x with zero rows instead (`jnp.pad`): zeros change no total."
+    ),
     "scaled_first_share": (
         "Those are only the first device's shares (the column totals of device 0's rows). Add the "
         "shares of all devices with `lax.psum(..., DEVICES)` inside the shard_map."
@@ -561,10 +572,10 @@ def _f32(values) -> jax.Array:
 # Visible inputs (rows split over DEVICES: blocks of 2, 2 and 3 rows on 8, 4 and 2 devices; the
 # column counts differ from the block heights, so a sum over the wrong axis shows in the shape).
 # The hidden observations use random values of the same shapes, so the compiled answers are reused.
-_SCALED_SUM_CASES = [
+_SCALED_SUM_CASES = [  # the rows of the last two do not divide by the devices: padded with zero rows first
     (8, _f32(np.arange(48).reshape(16, 3))),
-    (4, _f32(np.arange(40).reshape(8, 5) * 0.5 - 9.0)),
-    (2, _f32([[1.0, -2.0], [3.0, 0.5], [4.0, 1.5], [-1.0, 2.0], [0.25, 0.0], [2.0, -3.0]])),
+    (4, _f32(np.arange(50).reshape(10, 5) * 0.5 - 9.0)),
+    (2, _f32([[1.0, -2.0], [3.0, 0.5], [4.0, 1.5], [-1.0, 2.0], [0.25, 0.0], [2.0, -3.0], [1.5, 5.0]])),
 ]
 
 
@@ -577,7 +588,9 @@ def _check_sharded_scaled_sum(fn: Callable) -> None:
         with _explained(name, mesh):
             out = _call(fn, x, mesh)
         expect_array(name, out, dtype=jnp.float32)
-        block = rows // k
+        if 1 < len(out.sharding.device_set) != k:  # padded rows divide by another mesh's devices too
+            fail(_say("other_mesh", name=name, n=len(out.sharding.device_set), k=k, where=where))
+        block = -(-rows // k)  # rows per device, x padded with zero rows to a multiple of k
         xs = np.asarray(x, np.float64)
         want = 2.0 * xs.sum(axis=0)
         got_shape = tuple(out.shape)
@@ -595,8 +608,11 @@ def _check_sharded_scaled_sum(fn: Callable) -> None:
         got = np.asarray(out, np.float64)
         if not same_values(got, want, 1e-4, dtype=float):
             first = 2.0 * xs[:block].sum(axis=0)
+            kept = rows - rows % k
             if same_values(got, want / 2, 1e-4, dtype=float):
                 hint = _say("scaled_plain_sum")
+            elif kept < rows and same_values(got, 2.0 * xs[:kept].sum(axis=0), 1e-4, dtype=float):
+                hint = _say("scaled_rows_dropped", kept=kept, dropped=rows - kept)
             elif same_values(got, first, 1e-4, dtype=float):
                 hint = _say("scaled_first_share")
             elif same_values(got, want / k, 1e-4, dtype=float):
@@ -641,8 +657,9 @@ sharded_scaled_sum = exercise(
         "adding those partial totals of all devices is section 2's collective. The result is the same "
         "on every device, whatever its shape: which `out_specs` promises that?",
         "Per block: `2.0 * jnp.sum(block, axis=0)`, then `lax.psum` over DEVICES, with "
-        "`in_specs=P(DEVICES)` and `out_specs=P()`. Build the `NamedSharding` for `jax.device_put` on "
-        "the `mesh` argument, not on the notebook's `mesh` (Pitfall 1 and the three ways after it).",
+        "`in_specs=P(DEVICES)` and `out_specs=P()`. When the rows do not divide by the devices, first add "
+        "zero rows: `jnp.pad(x, ((0, -x.shape[0] % k), (0, 0)))`. Build the `NamedSharding` for "
+        "`jax.device_put` on the `mesh` argument, not on the notebook's `mesh` (Pitfall 1).",
     ],
     observe=_observe_sharded_scaled_sum,
 )

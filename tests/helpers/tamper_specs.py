@@ -229,7 +229,8 @@ EQUIVALENT = {
     },
     A05: {
         "sharded_scaled_sum_answer": "def sharded_scaled_sum(x, mesh):\n"
-        "    x = jax.device_put(x, NamedSharding(mesh, P(DEVICES)))\n"
+        "    k = mesh.shape[DEVICES]\n"
+        "    x = jax.device_put(jnp.pad(x, ((0, -x.shape[0] % k), (0, 0))), NamedSharding(mesh, P(DEVICES)))\n"
         "    return jax.shard_map(lambda b: lax.psum(jnp.sum(b + b, axis=0), DEVICES), mesh=mesh,\n"
         "                         in_specs=P(DEVICES), out_specs=P())(x)\n",
         "replica_totals_answer": "def replica_totals(x, mesh):\n"

@@ -45,8 +45,13 @@ def _place(tree, mesh, spec):
 
 
 # ---------------------------------------------------------------- 1. sharded_scaled_sum (column totals)
+def _rows_on(x, mesh, spec=P(DEVICES)):
+    """x padded with zero rows to a multiple of the devices, placed with `spec`."""
+    return _place(jnp.pad(x, ((0, -x.shape[0] % mesh.shape[DEVICES]), (0, 0))), mesh, spec)
+
+
 def ref_sharded_scaled_sum(x, mesh):
-    x = _place(x, mesh, P(DEVICES))
+    x = _rows_on(x, mesh)
 
     def column_totals(block):
         return lax.psum(jnp.sum(block * 2.0, axis=0), axis_name=DEVICES)
@@ -56,15 +61,14 @@ def ref_sharded_scaled_sum(x, mesh):
 
 def _scaled_sum_with(body, *, place=True, out_specs=P(), **kwargs):
     def answer(x, mesh):
-        if place:
-            x = _place(x, mesh, P(DEVICES))
+        x = _rows_on(x, mesh) if place else x
         return jax.shard_map(body, mesh=mesh, in_specs=P(DEVICES), out_specs=out_specs, **kwargs)(x)
 
     return answer
 
 
 def _inferred_in_specs(x, mesh):
-    x = _place(x, mesh, P(DEVICES))
+    x = _rows_on(x, mesh)
     return jax.shard_map(lambda b: lax.psum(jnp.sum(b * 2.0, axis=0), DEVICES), mesh=mesh, out_specs=P())(x)
 
 
@@ -74,7 +78,7 @@ def _jit_inside(x, mesh):
             lambda b: 2.0 * lax.psum(b.sum(axis=0), DEVICES), mesh=mesh, in_specs=P(DEVICES, None), out_specs=P(None)
         )
     )
-    return f(_place(x, mesh, P(DEVICES, None)))
+    return f(_rows_on(x, mesh, P(DEVICES, None)))
 
 
 SCALED_SUM_EQUIVALENT = {
@@ -97,19 +101,19 @@ def test_sharded_scaled_sum_observations_of_equivalent_answers_match():
     reference = observe(q.sharded_scaled_sum, ref_sharded_scaled_sum)
     got = derived(reference)
     assert got["axes"] == [DEVICES]
-    assert set(got) == {"out_k8_16x3", "out_k4_8x5", "out_k2_6x2", "axes", "communication"}
-    assert np.asarray(got["out_k4_8x5"]).shape == (5,)
+    assert set(got) == {"out_k8_16x3", "out_k4_10x5", "out_k2_7x2", "axes", "communication"}
+    assert np.asarray(got["out_k4_10x5"]).shape == (5,)
     for answer in list(SCALED_SUM_EQUIVALENT.values())[1:]:
         assert _matches(observe(q.sharded_scaled_sum, answer), reference)
 
 
 def _global_sum(x, mesh):
-    return jnp.sum(_place(x, mesh, P(DEVICES)) * 2.0, axis=0)
+    return jnp.sum(_rows_on(x, mesh) * 2.0, axis=0)
 
 
 def _set_mesh_inside(x, mesh):
     with jax.set_mesh(mesh):
-        x = jax.reshard(x, P(DEVICES))
+        x = jax.reshard(jnp.pad(x, ((0, -x.shape[0] % mesh.shape[DEVICES]), (0, 0))), P(DEVICES))
         return jax.shard_map(lambda b: lax.psum(jnp.sum(b * 2.0, axis=0), DEVICES), in_specs=P(DEVICES), out_specs=P())(
             x
         )
@@ -117,7 +121,7 @@ def _set_mesh_inside(x, mesh):
 
 def _whole_x(x, mesh):
     """Every device takes all of x (replicated in_specs) and divides the psum of its global total by k."""
-    x = jax.reshard(_place(x, mesh, P(DEVICES)), NamedSharding(mesh, P()))
+    x = jax.reshard(_rows_on(x, mesh), NamedSharding(mesh, P()))
     k = mesh.shape[DEVICES]
     return jax.shard_map(
         lambda b: lax.psum(jnp.sum(b * 2.0, axis=0), DEVICES) / k, mesh=mesh, in_specs=P(), out_specs=P()
@@ -126,15 +130,35 @@ def _whole_x(x, mesh):
 
 def _dead_psum(x, mesh):
     """The total computed outside shard_map; a psum inside one, multiplied by zero."""
-    x = _place(x, mesh, P(DEVICES))
+    x = _rows_on(x, mesh)
     dead = jax.shard_map(
         lambda b: lax.psum(jnp.sum(b, axis=0), DEVICES), mesh=mesh, in_specs=P(DEVICES), out_specs=P()
     )(x)
     return jnp.sum(x * 2.0, axis=0) + 0.0 * dead
 
 
+def _rows_dropped(x, mesh):
+    """The rows that do not divide by the devices cut off."""
+    k = mesh.shape[DEVICES]
+    return _scaled_sum_with(lambda b: lax.psum(jnp.sum(b * 2.0, axis=0), DEVICES))(
+        x[: x.shape[0] - x.shape[0] % k], mesh
+    )
+
+
 SCALED_SUM_WRONG = {
     "unanswered": (_not_written, r"`sharded_scaled_sum` is not written yet"),
+    "rows not padded (section 2's cell per column)": (
+        lambda x, mesh: jax.shard_map(
+            lambda b: lax.psum(jnp.sum(b * 2.0, axis=0), DEVICES), mesh=mesh, in_specs=P(DEVICES), out_specs=P()
+        )(_place(x, mesh, P(DEVICES))),
+        r"(?s)does not evenly divide the dimension size 10.*cannot be cut into that many equal blocks.*padded "
+        r"first.*`jnp\.pad`",
+    ),
+    "rows that do not fit dropped": (
+        _rows_dropped,
+        r"(?s)\(mesh of 4 devices, x of shape \(10, 5\)\).*totals of the first 8 rows only: the last 2 were cut off.*"
+        r"Pad x with zero rows",
+    ),
     "plain array on an Explicit mesh": (
         _scaled_sum_with(lambda b: lax.psum(jnp.sum(b * 2.0, axis=0), DEVICES), place=False),
         r"(?s)does not match the specs of the input.*Explicit axes.*jax\.device_put\(x, NamedSharding",
@@ -202,7 +226,7 @@ SCALED_SUM_WRONG = {
     "set_mesh inside the function": (_set_mesh_inside, r"(?s)`jax\.set_mesh`, which only works outside `jax\.jit`"),
     "hard-coded": (
         lambda x, mesh: jnp.asarray([720.0, 752.0, 784.0], jnp.float32),
-        r"(?s)should return shape \(5,\).*\(mesh of 4 devices, x of shape \(8, 5\)\)",
+        r"(?s)should return shape \(5,\).*\(mesh of 4 devices, x of shape \(10, 5\)\)",
     ),
     "factor 3": (
         _scaled_sum_with(lambda b: lax.psum(jnp.sum(b * 3.0, axis=0), DEVICES)),
@@ -888,7 +912,8 @@ def test_an_answer_that_ignores_its_mesh_argument_is_told_so():
     assert_check_fails(
         q.sharded_scaled_sum.check,
         uses_global_mesh,
-        match=r"(?s)evenly divide.*Split over the `mesh` argument the check passes",
+        match=r"(?s)ran on 8 devices \(mesh of 4 devices, x of shape \(10, 5\)\), but the `mesh` argument has 4.*not "
+        r"on a mesh from another cell",
     )
 
 
