@@ -269,6 +269,14 @@ TEXT = {
         "through a psum with `check_vma=False` counts the prediction once per device of the "
         "row; use the gradient formula of the exercise, with the default `check_vma`."
     ),
+    "tp_data_small": (
+        "Your step is {k} times too small, {k} being the number of data shards: the data shards' gradients "
+        "were averaged twice (a `lax.pmean` and a division by their number as well). Average them once."
+    ),
+    "tp_predictions_averaged": (
+        "That step predicts with the *mean* of a row's partial products (`lax.pmean` over MODEL_REPLICAS): "
+        "a prediction `x @ w` is their *sum*, each device's `x_shard @ w_shard` added with `lax.psum`."
+    ),
     "tp_right_on": (
         "It is right on {good} but not on this mesh, which has another shape: look for a number "
         "of devices written as a number (dividing by 2, say), and take it from the mesh or let a "
@@ -855,6 +863,11 @@ def _tp_diagnosis(got, w, batch, grid, passed_on) -> str:
         return _say("tp_data_sum", k=n_rows)
     if same_values(step, n_cols * ref_step, 1e-4):
         return _say("tp_model_sum", k=n_cols)
+    if same_values(step, ref_step / n_rows, 1e-4):
+        return _say("tp_data_small", k=n_rows)
+    x, y = (np.asarray(batch[key], np.float64) for key in ("x", "y"))
+    if same_values(got, old - LEARNING_RATE * 2.0 * x.T @ (x @ old / n_cols - y) / x.shape[0], 1e-4):
+        return _say("tp_predictions_averaged")
     if same_values(got, _tp_partial_products_step(w, batch, grid), 1e-4):
         return _say("tp_partial_products")
     ft = FEATURES // n_cols

@@ -681,6 +681,19 @@ def test_tp_dp_step_accepts_equivalent_answers(answer):
     assert_check_passes(q.tp_dp_step.check, answer)
 
 
+TP_DP_STEP_WRONG += [  # issue 34: specific messages where the step is recognisable
+    (  # pmean where psum belongs: the partial predictions averaged
+        _tp(lambda wb, xb, yb: wb - LR * lax.pmean(_grad(xb, lax.pmean(xb @ wb, M), yb), D)),
+        r"(?s)on a 2 x 4 grid.*predicts with the \*mean\* of a row's partial products \(`lax\.pmean` over "
+        r"MODEL_REPLICAS\).*added with `lax\.psum`",
+    ),
+    (  # averaged twice over the data shards
+        _tp(lambda wb, xb, yb: wb - LR * lax.pmean(_grad(xb, lax.psum(xb @ wb, M), yb), D) / lax.psum(1, D)),
+        r"(?s)Your step is 2 times too small, 2 being the number of data shards.*averaged twice",
+    ),
+]
+
+
 @pytest.mark.parametrize("answer, message", TP_DP_STEP_WRONG)
 def test_tp_dp_step_rejects_wrong_answers(answer, message):
     assert_check_fails(q.tp_dp_step.check, answer, match=message)
