@@ -199,9 +199,23 @@ TEXT = {
         " That is what you get when the column chunks are put together along dimension 0: the "
         "scattered dimension is 1, so `out_specs` must name DEVICES for dimension 1."
     ),
-    "scatter_mean": "That is the mean over devices: psum_scatter adds, do not divide.",
+    "scatter_not_normalized": (
+        "That is the total itself: each of its columns must still be divided by its length (the square root "
+        "of the sum of its {rows} squared entries, over axis 0). After the psum_scatter a device holds whole "
+        "columns, so that needs no communication."
+    ),
+    "scatter_normalized_first": (
+        "Each device's block was normalized before the blocks were added: the columns of the *total* must "
+        "have length 1. Add first (psum_scatter), then normalize."
+    ),
+    "scatter_row_lengths": (
+        "Those rows have length 1 within each device's columns: a column's length is taken over its {rows} "
+        "rows (axis 0), not over the columns a device holds."
+    ),
     "scatter_block": "Those are the devices' own blocks, not added up: the blocks of all devices must be added.",
-    "scatter_generic": "Compare with the sum of the devices' blocks, column chunk by column chunk.",
+    "scatter_generic": (
+        "Compare with the sum of the devices' blocks, each column divided by its length, column chunk by column chunk."
+    ),
     "scatter_why": (
         "Use `lax.psum_scatter` over DEVICES: each device receives only its own columns of the total "
         "and moves half the bytes of a psum (section 3)."
@@ -264,6 +278,10 @@ TEXT = {
         "Your step is {k} times too large: `psum_scatter` adds the {k} devices' gradients, and the "
         "full-batch gradient is their mean. Divide by the number of devices (or differentiate the "
         "`pmean` of the loss)."
+    ),
+    "fsdp_k_small": (
+        "Your step is {k} times too small: the gradients were divided by the number of devices twice (the "
+        "`pmean` of the loss, or a mean already, and a division by {k} after `psum_scatter`). Divide once."
     ),
     "fsdp_unchanged": "w did not change: subtract LEARNING_RATE * gradient from your shard.",
     "fsdp_sign": "The step goes the wrong way: subtract the gradient, do not add it.",
@@ -705,6 +723,31 @@ def _scatter_rules():
 _SCATTER_RULES = _scatter_rules()
 
 
+def _unit_columns(m: np.ndarray) -> np.ndarray:
+    """`m` with each column divided by its length (the square root of the sum of its squared entries)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return m / np.sqrt((m**2).sum(axis=0))
+
+
+def _scatter_hint(got: np.ndarray, blocks: np.ndarray) -> str:
+    """What wrong unit columns are: the total left as it is, blocks normalized before adding, rows of each
+    device's columns normalized, or a device's own block."""
+    total = blocks.sum(axis=0)
+    chunks = np.split(total, blocks.shape[0], axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        row_lengths = np.concatenate([c / np.sqrt((c**2).sum(axis=1, keepdims=True)) for c in chunks], axis=1)
+    if same_values(got, total, 1e-4):
+        return _say("scatter_not_normalized", rows=ROWS)
+    if same_values(got, sum(_unit_columns(b) for b in blocks), 1e-4):
+        return _say("scatter_normalized_first")
+    undefined = np.isnan(row_lengths)  # a row of zeros within a device's columns has no direction
+    if np.array_equal(np.isnan(got), undefined) and same_values(got[~undefined], row_lengths[~undefined], 1e-4):
+        return _say("scatter_row_lengths", rows=ROWS)
+    if any(same_values(got, _unit_columns(b), 1e-4) for b in (blocks[0], _own_columns(blocks))):
+        return _say("scatter_block")
+    return _say("scatter_generic")
+
+
 def _check_sum_scatter_columns(fn: Callable) -> None:
     name = "sum_scatter_columns"
     for k in _SCATTER_MESHES:
@@ -715,7 +758,7 @@ def _check_sum_scatter_columns(fn: Callable) -> None:
         out = _run(name, fn, mesh, x, rules=_SCATTER_RULES)
         _expect_float32(name, out, where)
         blocks = np.asarray(x_np, np.float64).reshape(k, ROWS, COLUMNS)
-        want = blocks.sum(axis=0)
+        want = _unit_columns(blocks.sum(axis=0))
         got_shape = tuple(out.shape)
         if got_shape != want.shape:
             if got_shape == (ROWS, k * COLUMNS) or got_shape == (k * ROWS, COLUMNS):
@@ -727,12 +770,7 @@ def _check_sum_scatter_columns(fn: Callable) -> None:
             fail(_say("shape", name=name, want=want.shape, got=got_shape, where=where, hint=hint))
         got = np.asarray(out, np.float64)
         if not same_values(got, want, 1e-4):
-            if same_values(got, want / k, 1e-4):
-                hint = _say("scatter_mean")
-            elif same_values(got, blocks[0], 1e-4) or same_values(got, _own_columns(blocks), 1e-4):
-                hint = _say("scatter_block")
-            else:
-                hint = _say("scatter_generic")
+            hint = _scatter_hint(got, blocks)
             fail(_say("values", name=name, where=where, want=_fmt(want), got=_fmt(got), hint=hint))
     mesh = line_mesh(_SCATTER_MESHES[-1])  # the grader's reading, on the smallest mesh
     x = _placed(_scatter_case(_SCATTER_MESHES[-1]), mesh, P(DEVICES))
@@ -769,9 +807,11 @@ sum_scatter_columns = exercise(
         "device (3 rows, up to 8 devices), but the 8 columns can: which argument of `psum_scatter` "
         "picks the dimension?",
         "With `tiled=True` and the column dimension scattered, each device keeps a block of shape "
-        "(3, 8 / k): the sum over devices of its columns only.",
-        "`out_specs` names, for each dimension of the result, the mesh axis that splits it. Here "
-        "dimension 0 is whole and dimension 1 is split over DEVICES.",
+        "(3, 8 / k): the sum over devices of its columns only. Those columns are whole (all 3 rows), so "
+        "each one's length needs nothing from another device.",
+        "Divide the scattered block by `jnp.sqrt(jnp.sum(block ** 2, axis=0))`. `out_specs` names, for each "
+        "dimension of the result, the mesh axis that splits it: dimension 0 is whole and dimension 1 is "
+        "split over DEVICES.",
     ],
     observe=_observe_sum_scatter_columns,
 )
@@ -997,6 +1037,8 @@ def _fsdp_diagnosis(got, ref, old, k, batch) -> str:
     step, ref_step = got - old, ref - old
     if same_values(step, k * ref_step, 1e-4):
         return _say("fsdp_k_times", k=k)
+    if same_values(step, ref_step / k, 1e-4):
+        return _say("fsdp_k_small", k=k)
     if same_values(got, old, 1e-6):
         return _say("fsdp_unchanged")
     if same_values(step, -ref_step, 1e-4):

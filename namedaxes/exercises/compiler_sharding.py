@@ -17,7 +17,9 @@ devices, and each exercise asks for something the notebook did not show verbatim
    matrix, which explicit mode rejects in up to three places (a matmul whose
    contracting dimension is sharded, an outer product that would use one mesh
    axis twice, a diagonal gather); fixed with `out_sharding=` and `jax.reshard`,
-   result laid out P(MODEL_PARALLEL, None).
+   result laid out P(MODEL_PARALLEL, None). The examples stay split: the largest array one device
+   materializes (the compiled per-device program's) is at most 1.5x the reference's, so gathering x
+   whole and resharding the one-device result is refused.
 3. `collective_matmul_rows(x, w, mesh)`: the collective matmul for the *other*
    operand: x's rows travel the ring (not w's), each step computes a different
    block of the result's rows and places it (nothing is added up); built from
@@ -197,6 +199,10 @@ TEXT = {
     ),
     "mlp_relu_order": "That is `relu(x @ w1 @ w2)`: the ReLU belongs between the two matmuls.",
     "mlp_no_relu": "That is `x @ w1 @ w2` without the ReLU on the hidden layer.",
+    "mlp_relu_twice": (
+        "That is `relu(relu(x @ w1) @ w2)`: the output is clipped at zero too. The ReLU belongs to the "
+        "hidden layer only."
+    ),
     "mlp_generic": "Compare with `jax.nn.relu(x @ w1) @ w2` on one device.",
     # 2. feature_correlation
     "corr_layout_hint": "Name it in the last matmul's `out_sharding`, or reshard the result.",
@@ -204,7 +210,20 @@ TEXT = {
         "That is the covariance matrix: divide entry (i, j) by the standard deviations of features i and j."
     ),
     "corr_not_centred": "Subtract each feature's mean (over the examples, axis 0) before the product.",
+    "corr_scaled": (
+        "Every entry is {ratio} times the correlation (its diagonal should be 1): the covariance and the "
+        "variances are divided by different counts (n - 1 for one, n for the other, say). Divide both by "
+        "the same number."
+    ),
     "corr_generic": "Compare with `np.corrcoef(x, rowvar=False)` on one device.",
+    "corr_gathers": (
+        "`{name}` returns the right values laid out as asked, but one device of mesh {mesh} materializes an array of "
+        "{got} bytes, {ratio}× the largest of the reference's ({want} bytes; read from the compiled per-device "
+        "program, where at most {factor}× is allowed): it gathers all the examples, or the whole matrix, on "
+        "every device and lays the result out afterwards. Keep the examples split: give "
+        "`centred.T @ centred` its layout with `jnp.matmul(..., out_sharding=NamedSharding(mesh, P(...)))`, "
+        "so that each device multiplies only its own examples and the partial products are added."
+    ),
     # 3. collective_matmul_rows
     "cm_layout_hint": "The result's columns are split like w's: `out_specs=P(None, MODEL_PARALLEL)`.",
     "cm_one_block": (
@@ -221,6 +240,10 @@ TEXT = {
         "split, so the partial products add up; here each step's product is its own block of rows."
     ),
     "cm_generic": "Compare with `x @ w` on one device, block of rows by block of rows.",
+    "cm_missing_blocks": (
+        "{missing} of the {k} blocks of rows in each device's columns are still zero: a device multiplies "
+        "k x blocks, the one it holds at the start and the k - 1 it receives, so k products and k - 1 sends."
+    ),
     "cm_compiled_collectives": (
         "`{name}` returns the right values, but its compiled program on {mesh} also performs {seen} (read "
         "from the optimized program, as the grader reads it: the compiler inserted it, e.g. to gather an "
@@ -443,6 +466,8 @@ def _check_one_all_reduce_mlp(fn: Callable) -> None:
                 hint = _say("mlp_relu_order")
             elif same_values(got, x64 @ w1_64 @ w2_64, 1e-4):
                 hint = _say("mlp_no_relu")
+            elif same_values(got, np.maximum(want, 0.0), 1e-4):
+                hint = _say("mlp_relu_twice")
             else:
                 hint = _say("mlp_generic")
             fail(_say("values", name=name, where=where, want=_fmt(want), got=_fmt(got), hint=hint))
@@ -528,6 +553,12 @@ one_all_reduce_mlp = exercise(
 # (mesh shape, n examples, d features): n divides by the first mesh axis, d by the second.
 _CORR_SHAPES = [((2, 4), 6, 8), ((4, 2), 8, 4), ((2, 2), 4, 6)]
 _CORR_LAYOUT = (MODEL_PARALLEL, None)
+# The work judged (the grader's `Case(work=...)` and the visible check alike): the largest array one device
+# materializes, read from the compiled per-device program, at most `_CORR_LARGEST_FACTOR` times the
+# reference's (bytes per mesh shape, measured from the solution notebook's program; a test keeps them true).
+# Gathering x whole and resharding the one-device result costs 2.7x (2 x 4), 4x (4 x 2) and 2x (2 x 2).
+_CORR_LARGEST_FACTOR = 1.5
+_CORR_REFERENCE_LARGEST = {(2, 4): 96, (4, 2): 32, (2, 2): 72}
 
 
 def _corr_input(shape, n, d, seed: int = 0):
@@ -558,9 +589,37 @@ def _check_feature_correlation(fn: Callable) -> None:
                 got, x64.T @ x64 / n / np.outer(np.sqrt((x64**2).mean(0)), np.sqrt((x64**2).mean(0))), 1e-4
             ):
                 hint = _say("corr_not_centred")
+            elif got[0, 0] != 0 and same_values(got, want * got[0, 0], 1e-4):
+                hint = _say("corr_scaled", ratio=f"{got[0, 0]:.4g}")
             else:
                 hint = _say("corr_generic")
             fail(_say("values", name=name, where=where, want=_fmt(want), got=_fmt(got), hint=hint))
+    for shape, n, d in _CORR_SHAPES:  # how the work is split, once the values are right on every mesh
+        _expect_corr_work(name, fn, shape, n, d)
+
+
+def _expect_corr_work(name: str, fn: Callable, shape, n: int, d: int) -> None:
+    """No device gathers the examples: the largest array one device materializes (read from the compiled
+    per-device program the grader compiles, the layout probe included) is at most `_CORR_LARGEST_FACTOR`
+    times the reference's."""
+    mesh = explicit_grid_mesh(shape)
+    x = jax.ShapeDtypeStruct((n, d), jnp.float32, sharding=NamedSharding(mesh, P(DATA_PARALLEL, MODEL_PARALLEL)))
+    with explained(name, rules=_rules(name)):
+        work = exported_work(jax.export.export(jax.jit(_with_layout(fn, mesh, _CORR_LAYOUT)))(x))
+    want = _CORR_REFERENCE_LARGEST[tuple(shape)]
+    excess = work_excess(work, Work(0.0, 0, want), {"largest_bytes": _CORR_LARGEST_FACTOR})
+    if excess is not None:
+        fail(
+            _say(
+                "corr_gathers",
+                name=name,
+                mesh=_mesh_name(mesh),
+                got=work.largest_bytes,
+                ratio=f"{excess[1]:.1f}",
+                want=want,
+                factor=f"{_CORR_LARGEST_FACTOR:g}",
+            )
+        )
 
 
 def _with_layout(fn: Callable, mesh, layout) -> Callable:
@@ -576,7 +635,8 @@ def _with_layout(fn: Callable, mesh, layout) -> Callable:
 
 def _observe_feature_correlation(fn: Callable) -> dict:
     """Exported programs of `fn(x, mesh)` (x placed P(DATA_PARALLEL, MODEL_PARALLEL)) on three Explicit
-    meshes, each ending in the layout probe (`_with_layout`); the grader draws x and compares values."""
+    meshes, each ending in the layout probe (`_with_layout`); the grader draws x, compares values and judges
+    the largest array one device materializes against the reference's (`_CORR_LARGEST_FACTOR`)."""
     cases = {}
     for shape, n, d in _CORR_SHAPES:
         mesh = explicit_grid_mesh(shape)
@@ -585,6 +645,7 @@ def _observe_feature_correlation(fn: Callable) -> dict:
             _on(mesh, (n, d), P(DATA_PARALLEL, MODEL_PARALLEL)),
             rtol=1e-4,
             atol=1e-4,
+            work={"largest_bytes": _CORR_LARGEST_FACTOR},
         )
     return programs(cases)
 
@@ -634,6 +695,22 @@ def _same_blocks_elsewhere(got, want, k: int, r: int, c: int) -> bool:
     return all(any(same_values(g, w, 1e-4) for w in blocks(want, col)) for col in range(k) for g in blocks(got, col))
 
 
+def _missing_blocks(got, want, k: int, r: int, c: int) -> int:
+    """How many (r x c) blocks of rows each column block of `got` leaves at zero, when every other block is
+    right and each column block misses as many; 0 otherwise."""
+    missing = set()
+    for col in range(k):
+        zeros = 0
+        for i in range(k):
+            g, w = (a[i * r : (i + 1) * r, col * c : (col + 1) * c] for a in (got, want))
+            if not np.any(g):
+                zeros += 1
+            elif not same_values(g, w, 1e-4):
+                return 0
+        missing.add(zeros)
+    return missing.pop() if len(missing) == 1 else 0
+
+
 def _check_collective_matmul_rows(fn: Callable) -> None:
     name = "collective_matmul_rows"
     for k, r, d, c in _CM_SHAPES:
@@ -658,6 +735,8 @@ def _check_collective_matmul_rows(fn: Callable) -> None:
                 hint = _say("cm_rows_elsewhere")
             elif same_values(got, np.tile(want.reshape(k, r, f).sum(axis=0), (k, 1)), 1e-4):
                 hint = _say("cm_added")
+            elif _missing_blocks(got, want, k, r, c):
+                hint = _say("cm_missing_blocks", missing=_missing_blocks(got, want, k, r, c), k=k)
             else:
                 hint = _say("cm_generic")
             fail(_say("values", name=name, where=where, want=_fmt(want), got=_fmt(got), hint=hint))

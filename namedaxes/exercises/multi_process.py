@@ -199,6 +199,14 @@ TEXT = {
         "the total by all {size} entries of the array."
     ),
     "metric_one_device": "That is one device's own block only: add up the blocks of all devices.",
+    "metric_pmean_total": (
+        "That is the total divided by the {k} devices: `lax.pmean` averages the devices' sums, and `total` "
+        "is their sum, `lax.psum`."
+    ),
+    "metric_rows_count": (
+        "That divides the total by the {rows} rows, but `errors` of shape {shape} has {size} entries: the "
+        "mean divides by all of them (`block.size`, added up over the devices)."
+    ),
     "metric_mean_for_total": "That is the mean of all entries; `total` is their sum.",
     "per_process_shape": (
         " `per_process` has one entry per process, `jax.process_count()` of them ({p} here): not one per "
@@ -639,6 +647,10 @@ def _metric_hint(key: str, got, errors: np.ndarray, k: int, p: int) -> str:
         return TEXT["metric_mean_of_sums"].format(rows=e.size // k, size=e.size)
     if key == "total" and same_values(got, e.mean(), dtype=float):
         return TEXT["metric_mean_for_total"]
+    if key == "total" and same_values(got, right / k, dtype=float):
+        return TEXT["metric_pmean_total"].format(k=k)
+    if key == "mean" and e.ndim > 1 and same_values(got, e.sum() / e.shape[0], dtype=float):
+        return TEXT["metric_rows_count"].format(rows=e.shape[0], shape=e.shape, size=e.size)
     first = e.reshape(k, -1)[0]
     if same_values(got, first.sum(), dtype=float) or same_values(got, first.mean(), dtype=float):
         return TEXT["metric_one_device"]

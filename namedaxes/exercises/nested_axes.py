@@ -150,8 +150,10 @@ TEXT = {
     # 1. grid_sums
     "part_same_data": "the sum over the devices that hold the same data shard as this one",
     "part_same_model": "the sum over the devices that hold the same model shard as this one",
-    "part_all": "the sum over all devices of the grid",
-    "parts_list": "same data shard, same model shard, all devices",
+    "part_neither": (
+        "the sum over the devices that hold neither the same data shard nor the same model shard as this one"
+    ),
+    "parts_list": "same data shard, same model shard, neither",
     "seen_sum": "the sum over {axes}",
     "seen_mean": "the mean over {axes}",
     "seen_nothing": "x itself (nothing was reduced)",
@@ -166,6 +168,9 @@ TEXT = {
         "'{d}', so they hold the same model shard and different data shards"
     ),
     "group_all": "every device of the grid",
+    "group_neither": (
+        "the devices outside this device's row and its column: they differ from it along both '{d}' and '{m}'"
+    ),
     "grid_sums_seen": (
         "`{label}` should be {want}, but {where} its values are {seen}, which combines {group}. {advice}"
     ),
@@ -174,6 +179,13 @@ TEXT = {
     "grid_sums_generic": "Expected {want}: each device adds up x over {group}.",
     "grid_sums_unreduced": "`{label}` should be {want}, but {where} it is x itself: nothing was reduced.",
     "grid_sums_structure": "Use a collective over `{constant}` as well.",
+    "grid_sums_neither_all": (
+        "That is the sum over every device of the grid: leave out this device's row and its column (subtract "
+        "their sums; x itself is in both, so add it back once)."
+    ),
+    "grid_sums_neither_twice": (
+        "This device's own x was subtracted twice, once with its row and once with its column: add it back once."
+    ),
     # 2. device_numbers
     "number_row_major": "the row-major number (rows one after the other: row * row length + column)",
     "number_column_major": "the column-major number (columns one after the other: column * column length + row)",
@@ -256,6 +268,14 @@ TEXT = {
         "Your step is {k} times too large, {k} being the number of model shards. `jax.grad` "
         "through a psum with `check_vma=False` counts the prediction once per device of the "
         "row; use the gradient formula of the exercise, with the default `check_vma`."
+    ),
+    "tp_data_small": (
+        "Your step is {k} times too small, {k} being the number of data shards: the data shards' gradients "
+        "were averaged twice (a `lax.pmean` and a division by their number as well). Average them once."
+    ),
+    "tp_predictions_averaged": (
+        "That step predicts with the *mean* of a row's partial products (`lax.pmean` over MODEL_REPLICAS): "
+        "a prediction `x @ w` is their *sum*, each device's `x_shard @ w_shard` added with `lax.psum`."
     ),
     "tp_right_on": (
         "It is right on {good} but not on this mesh, which has another shape: look for a number "
@@ -484,9 +504,27 @@ def _observe_on_grids(fn, cases, draw) -> dict:
 _GRID_SUMS_PARTS = (
     ("part_same_data", "group_row", (1,)),
     ("part_same_model", "group_column", (0,)),
-    ("part_all", "group_all", (0, 1)),
+    ("part_neither", "group_neither", None),  # no single collective: the grid, minus the row and the column
 )
 _GROUP_OF_AXES = {(1,): "group_row", (0,): "group_column", (0, 1): "group_all"}
+
+
+def _grid_part(x, axes) -> np.ndarray:
+    """Part of `grid_sums` on the grid `x`: the sum over `axes` of the grid, broadcast back; `None`: the sum
+    over the devices in neither this device's row nor its column."""
+    x = np.asarray(x, np.float64)
+    if axes is None:
+        return _grid_part(x, (0, 1)) - _grid_part(x, (1,)) - _grid_part(x, (0,)) + x
+    return np.broadcast_to(x.sum(axis=axes, keepdims=True), x.shape)
+
+
+def _neither_hint(got, x) -> str | None:
+    """What a wrong "neither" part is: the whole grid, or the row and the column both subtracted from it."""
+    if same_values(got, _grid_part(x, (0, 1))):
+        return _say("grid_sums_neither_all")
+    if same_values(got, _grid_part(x, None) - np.asarray(x, np.float64)):
+        return _say("grid_sums_neither_twice")
+    return None
 
 
 def _axes_words(axes) -> str:
@@ -546,9 +584,12 @@ def _check_grid_sums(fn) -> None:
         for k, ((want_key, group, axes), got) in enumerate(zip(_GRID_SUMS_PARTS, out)):
             label = f"{name}(x)[{k}]"
             _expect_grid_array(label, got, grid, per_device, jnp.float32)
-            want = np.broadcast_to(np.asarray(x, np.float64).sum(axis=axes, keepdims=True), x.shape)
+            want = _grid_part(x, axes)
             if same_values(got, want):
                 continue
+            neither = _neither_hint(got, x) if axes is None else None
+            if neither is not None:
+                _values_failure(label, got, want, where, neither)
             seen = next(
                 (
                     (words, seen_group, is_mean)
@@ -603,8 +644,9 @@ grid_sums = exercise(
         "A collective over one axis combines the devices that differ only along that axis. The devices of a "
         "row share their data shard and differ along MODEL_REPLICAS; the devices of a column share their "
         "model shard and differ along DATA_SHARDS.",
-        "All three parts are sums. For the whole grid, give the collective both names at once, as a tuple, "
-        'the way section "Form (a)" takes the maximum of the whole grid.',
+        "No collective combines exactly the devices of the third part. Start from the sum over the whole grid "
+        '(one collective with both names as a tuple, the way section "Form (a)" takes the maximum of the '
+        "whole grid) and take away this device's row and its column: which value did you take away twice?",
     ],
     observe=_observe_grid_sums,
 )
@@ -821,6 +863,11 @@ def _tp_diagnosis(got, w, batch, grid, passed_on) -> str:
         return _say("tp_data_sum", k=n_rows)
     if same_values(step, n_cols * ref_step, 1e-4):
         return _say("tp_model_sum", k=n_cols)
+    if same_values(step, ref_step / n_rows, 1e-4):
+        return _say("tp_data_small", k=n_rows)
+    x, y = (np.asarray(batch[key], np.float64) for key in ("x", "y"))
+    if same_values(got, old - LEARNING_RATE * 2.0 * x.T @ (x @ old / n_cols - y) / x.shape[0], 1e-4):
+        return _say("tp_predictions_averaged")
     if same_values(got, _tp_partial_products_step(w, batch, grid), 1e-4):
         return _say("tp_partial_products")
     ft = FEATURES // n_cols

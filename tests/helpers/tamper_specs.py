@@ -92,8 +92,7 @@ WRONG = {
     },
     A05: {  # one-device code with no parallelism at all (the issue's 9-of-11 attack)
         "sharded_scaled_sum_answer": "def sharded_scaled_sum(x, mesh):\n    return 2.0 * jnp.sum(x, axis=0)\n",
-        "replica_totals_answer": "def replica_totals(x, mesh):\n"
-        "    return x.reshape(x.shape[0], mesh.shape[MODEL_REPLICAS], -1).sum(axis=1)\n",
+        "replica_totals_answer": "def replica_totals(x, mesh):\n    return x.sum(axis=1)\n",
         "dp_train_step_answer": "def dp_train_step(params, batch, mesh):\n"  # right numbers: all_gather, no psum
         "    def step(p, local_batch):\n"
         "        full = lax.all_gather(local_batch, DATA_PARALLEL, tiled=True)\n"
@@ -107,7 +106,7 @@ WRONG = {
         "                         check_vma=False)(params, batch)\n",
         "jit_train_step_answer": "def jit_train_step(params, batch, mesh):\n    return sgd_step(params, batch)\n",
         "weighted_total_shard_map_answer": "def weighted_total_shard_map(w, x, mesh):\n"
-        "    return jnp.sum(w[:, None] * x, axis=1)\n",
+        "    return jnp.sum(w[:, None] * x, axis=1), w[:, None] * x\n",
     },
     A06: {  # right on the 2 x 4 cluster only: section 3's one-row-per-device formula, hard-coded 8 and 4
         "local_rows_answer": "def local_rows(global_batch):\n"
@@ -136,7 +135,7 @@ WRONG = {
         "median_centered_answer": "def median_centered(x, mesh):\n"  # each device's own column medians
         "    return jax.shard_map(lambda b: b - jnp.median(b, axis=0), mesh=mesh,\n"
         "                         in_specs=P(DEVICES), out_specs=P(DEVICES))(x)\n",
-        "sum_scatter_columns_answer": "def sum_scatter_columns(x, mesh):\n"  # a mean, not a sum
+        "sum_scatter_columns_answer": "def sum_scatter_columns(x, mesh):\n"  # half the total, columns not scaled
         "    def cols(b):\n"
         "        return lax.psum_scatter(b, DEVICES, scatter_dimension=1, tiled=True) / 2\n"
         "    return jax.shard_map(cols, mesh=mesh, in_specs=P(DEVICES),\n"
@@ -189,7 +188,8 @@ EQUIVALENT = {
         "grid_sums_answer": "def grid_sums(x):\n"  # gather + sum, pmean * size
         "    same_data = lax.all_gather(x, MODEL_REPLICAS).sum(axis=0)\n"
         "    same_model = lax.pmean(x, DATA_SHARDS) * lax.axis_size(DATA_SHARDS)\n"
-        "    return same_data, same_model, lax.psum(same_data, DATA_SHARDS)\n",
+        "    neither = lax.psum(same_data, DATA_SHARDS) - same_data - same_model + x\n"
+        "    return same_data, same_model, neither\n",
         "device_numbers_answer": "def device_numbers(x):\n"  # arithmetic, no tuple of names
         "    i, j = lax.axis_index(DATA_SHARDS), lax.axis_index(MODEL_REPLICAS)\n"
         "    return i * lax.axis_size(MODEL_REPLICAS) + j, j * lax.psum(1, DATA_SHARDS) + i\n",
@@ -229,11 +229,12 @@ EQUIVALENT = {
     },
     A05: {
         "sharded_scaled_sum_answer": "def sharded_scaled_sum(x, mesh):\n"
-        "    x = jax.device_put(x, NamedSharding(mesh, P(DEVICES)))\n"
+        "    k = mesh.shape[DEVICES]\n"
+        "    x = jax.device_put(jnp.pad(x, ((0, -x.shape[0] % k), (0, 0))), NamedSharding(mesh, P(DEVICES)))\n"
         "    return jax.shard_map(lambda b: lax.psum(jnp.sum(b + b, axis=0), DEVICES), mesh=mesh,\n"
         "                         in_specs=P(DEVICES), out_specs=P())(x)\n",
         "replica_totals_answer": "def replica_totals(x, mesh):\n"
-        "    return jax.shard_map(lambda b: lax.psum(b, (MODEL_REPLICAS,)), mesh=mesh,\n"
+        "    return jax.shard_map(lambda b: lax.psum(b.sum(1), (MODEL_REPLICAS,)), mesh=mesh,\n"
         "                         in_specs=P(DATA_SHARDS, MODEL_REPLICAS), out_specs=P(DATA_SHARDS))(x)\n",
         "dp_train_step_answer": "def dp_train_step(params, batch, mesh):\n"  # notebook 04's shape: local gradients
         "    def step(p, local_batch):\n"
@@ -258,8 +259,12 @@ EQUIVALENT = {
         # transpose, then the table's axis 0
         "weighted_total_shard_map_answer": "def weighted_total_shard_map(w, x, mesh):\n"
         "    rows = jax.device_put(x.T, NamedSharding(mesh, P(DEVICES)))\n"
-        "    return jax.shard_map(lambda w, r: weighted_total(w, r[0]), mesh=mesh,\n"
-        "                         in_specs=(P(), P(DEVICES)), out_specs=P())(w, rows)\n",
+        "    def per_row(w, r):\n"
+        "        total, column = weighted_total(w, r[0])\n"
+        "        return total, column[None]\n"
+        "    total, rows = jax.shard_map(per_row, mesh=mesh, in_specs=(P(), P(DEVICES)),\n"
+        "                                out_specs=(P(), P(DEVICES)))(w, rows)\n"
+        "    return total, rows.T\n",
     },
     A06: {
         "local_rows_answer": "def local_rows(global_batch):\n"  # jnp.split into process_count parts

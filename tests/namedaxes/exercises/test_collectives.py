@@ -225,9 +225,14 @@ def test_median_centered_first_hint_is_a_question_without_code():
 
 
 # ---------------------------------------------------------------- 2. sum_scatter_columns
+def _unit(m):
+    """`m` with each column divided by its length."""
+    return m / jnp.sqrt(jnp.sum(m**2, axis=0))
+
+
 def ref_sum_scatter_columns(x, mesh):
     def my_columns(block):
-        return lax.psum_scatter(block, DEVICES, scatter_dimension=1, tiled=True)
+        return _unit(lax.psum_scatter(block, DEVICES, scatter_dimension=1, tiled=True))
 
     return jax.shard_map(my_columns, mesh=mesh, in_specs=P(DEVICES), out_specs=P(None, DEVICES))(x)
 
@@ -235,7 +240,7 @@ def ref_sum_scatter_columns(x, mesh):
 def _untiled_on_chunks(x, mesh):
     k = mesh.shape[DEVICES]
     return jax.shard_map(
-        lambda b: lax.psum_scatter(b.reshape(q.ROWS, k, -1), DEVICES, scatter_dimension=1),
+        lambda b: _unit(lax.psum_scatter(b.reshape(q.ROWS, k, -1), DEVICES, scatter_dimension=1)),
         mesh=mesh,
         in_specs=P(DEVICES),
         out_specs=P(None, DEVICES),
@@ -245,7 +250,7 @@ def _untiled_on_chunks(x, mesh):
 def _psum_then_slice(x, mesh):
     width = q.COLUMNS // mesh.shape[DEVICES]
     return jax.shard_map(
-        lambda b: lax.dynamic_slice_in_dim(lax.psum(b, DEVICES), lax.axis_index(DEVICES) * width, width, axis=1),
+        lambda b: _unit(lax.dynamic_slice_in_dim(lax.psum(b, DEVICES), lax.axis_index(DEVICES) * width, width, axis=1)),
         mesh=mesh,
         in_specs=P(DEVICES),
         out_specs=P(None, DEVICES),
@@ -254,9 +259,13 @@ def _psum_then_slice(x, mesh):
 
 SCATTER_EQUIVALENT = {
     "transpose, scatter rows, transpose back": _mapped(
-        lambda b: lax.psum_scatter(b.T, DEVICES, tiled=True).T, out_specs=P(None, DEVICES)
+        lambda b: _unit(lax.psum_scatter(b.T, DEVICES, tiled=True).T), out_specs=P(None, DEVICES)
     ),
     "untiled, on k column chunks": _untiled_on_chunks,
+    "the mean over devices, normalized": _mapped(
+        lambda b: _unit(lax.psum_scatter(b, DEVICES, scatter_dimension=1, tiled=True) / lax.psum(1, DEVICES)),
+        out_specs=P(None, DEVICES),
+    ),
 }
 
 
@@ -273,7 +282,8 @@ def test_sum_scatter_columns_observations_of_equivalent_answers_match():
     assert got["communication"] == [f"psum_scatter over '{DEVICES}'"]
     assert got["k2"].shape == (q.ROWS, q.COLUMNS)
     x = derived(_identity_observation(2, (2 * q.ROWS, q.COLUMNS)))["k2"]
-    np.testing.assert_allclose(got["k2"], x.reshape(2, q.ROWS, q.COLUMNS).sum(axis=0), rtol=1e-6)
+    total = x.reshape(2, q.ROWS, q.COLUMNS).sum(axis=0)
+    np.testing.assert_allclose(got["k2"], total / np.sqrt((total**2).sum(axis=0)), rtol=1e-5)
     for answer in SCATTER_EQUIVALENT.values():
         assert _matches(observe(q.sum_scatter_columns, answer), reference)
 
@@ -284,7 +294,7 @@ def _dead_scatter_beside_psum(x, mesh):
 
     def body(b):
         own = lax.dynamic_slice_in_dim(lax.psum(b, DEVICES), lax.axis_index(DEVICES) * width, width, axis=1)
-        return own + 0.0 * lax.psum_scatter(b, DEVICES, scatter_dimension=1, tiled=True)
+        return _unit(own) + 0.0 * lax.psum_scatter(b, DEVICES, scatter_dimension=1, tiled=True)
 
     return jax.shard_map(body, mesh=mesh, in_specs=P(DEVICES), out_specs=P(None, DEVICES))(x)
 
@@ -314,24 +324,37 @@ SCATTER_WRONG = {
         r"(?s)shape \(3, 8\).*returned shape \(24, 1\).*must name DEVICES for dimension 1",
     ),
     "psum, replicated": (
-        _mapped(lambda b: lax.psum(b, DEVICES), out_specs=P()),
+        _mapped(lambda b: _unit(lax.psum(b, DEVICES)), out_specs=P()),
         r"(?s)right values, but over 'devices' it performs psum.*lax\.psum_scatter",
     ),
     "psum, then the own columns": (_psum_then_slice, r"(?s)right values.*performs psum.*half the bytes"),
-    "mean over devices": (
+    "the total, not normalized (the cell above, scattered along columns)": (
+        _mapped(lambda b: lax.psum_scatter(b, DEVICES, scatter_dimension=1, tiled=True), out_specs=P(None, DEVICES)),
+        r"(?s)wrong values.*That is the total itself: each of its columns must still be divided by its length.*"
+        r"needs no communication",
+    ),
+    "blocks normalized before adding": (
         _mapped(
-            lambda b: lax.psum_scatter(b, DEVICES, scatter_dimension=1, tiled=True) / lax.psum(1, DEVICES),
+            lambda b: lax.psum_scatter(_unit(b), DEVICES, scatter_dimension=1, tiled=True), out_specs=P(None, DEVICES)
+        ),
+        r"(?s)wrong values.*block was normalized before the blocks were added",
+    ),
+    "rows of the own columns normalized": (
+        _mapped(
+            lambda b: _unit(lax.psum_scatter(b, DEVICES, scatter_dimension=1, tiled=True).T).T,
             out_specs=P(None, DEVICES),
         ),
-        r"(?s)wrong values.*mean over devices",
+        r"(?s)wrong values.*rows have length 1 within each device's columns.*over its 3 rows \(axis 0\)",
     ),
     "own columns of the own block, not added": (
         _mapped(
-            lambda b: lax.dynamic_slice_in_dim(
-                b,
-                lax.axis_index(DEVICES) * (q.COLUMNS // lax.psum(1, DEVICES)),
-                q.COLUMNS // lax.psum(1, DEVICES),
-                axis=1,
+            lambda b: _unit(
+                lax.dynamic_slice_in_dim(
+                    b,
+                    lax.axis_index(DEVICES) * (q.COLUMNS // lax.psum(1, DEVICES)),
+                    q.COLUMNS // lax.psum(1, DEVICES),
+                    axis=1,
+                )
             ),
             out_specs=P(None, DEVICES),
         ),
@@ -375,7 +398,9 @@ def test_sum_scatter_columns_negative_dimension_passes_where_jax_allows_it():
 
 def test_sum_scatter_columns_observations_reject_wrong_answers():
     reference = observe(q.sum_scatter_columns, ref_sum_scatter_columns)
-    assert "values differ" in _why_not(observe(q.sum_scatter_columns, SCATTER_WRONG["mean over devices"][0]), reference)
+    assert "values differ" in _why_not(
+        observe(q.sum_scatter_columns, SCATTER_WRONG["blocks normalized before adding"][0]), reference
+    )
     reason = _why_not(observe(q.sum_scatter_columns, SCATTER_WRONG["psum, then the own columns"][0]), reference)
     assert f"expected psum_scatter over '{DEVICES}'" in reason and "values differ" not in reason
     # the columns stay split: a replicated result is wrong on layout before anything else (issue 16)
@@ -753,6 +778,18 @@ FSDP_WRONG = {
             )
         ),
         r"(?s)one SGD step on the whole batch gives.*8 times too large.*mean",
+    ),
+    "mean, then divided by k again": (
+        _fsdp(
+            lambda ws, lb, k: (
+                ws
+                - LEARNING_RATE
+                * lax.psum_scatter(jax.grad(loss_fn)(_gathered(ws), lb), DATA_PARALLEL, tiled=True)
+                / lax.psum(1, DATA_PARALLEL)
+                / k
+            )
+        ),
+        r"(?s)one SGD step on the whole batch gives.*8 times too small.*divided by the number of devices twice",
     ),
     "grad through all_gather, not divided": (
         _fsdp(lambda ws, lb, k: ws - LEARNING_RATE * jax.grad(lambda s: loss_fn(_gathered(s), lb))(ws)),

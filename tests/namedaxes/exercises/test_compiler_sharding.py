@@ -28,10 +28,11 @@ from judge_helpers import (
     observe,
 )
 
-from namedaxes import MODEL_PARALLEL
+from namedaxes import DATA_PARALLEL, MODEL_PARALLEL
 from namedaxes.exercises import compiler_sharding as q
 
 M = MODEL_PARALLEL
+D = DATA_PARALLEL
 
 
 def _why_not(student: dict, reference: dict) -> str:
@@ -122,6 +123,10 @@ def _relu_last(x, w1, w2, mesh):
     return lax.with_sharding_constraint(jax.nn.relu(hidden @ w2), NamedSharding(mesh, P()))
 
 
+def _relu_twice(x, w1, w2, mesh):
+    return jax.nn.relu(ref_one_all_reduce_mlp(x, w1, w2, mesh))
+
+
 def _whole_hidden(x, w1, w2, mesh):
     """Issue 34: one all-reduce and the right values, but every device computes the whole hidden layer
     (`dot f32[4,16]` where the reference has `f32[4,2]`) and splits it afterwards."""
@@ -184,6 +189,7 @@ MLP_WRONG = {
     ),
     "bare PartitionSpec": (_bare_spec, r"(?s)a bare `P\(\.\.\.\)` needs `jax\.set_mesh`.*NamedSharding\(mesh"),
     "no ReLU": (_no_relu, r"(?s)wrong values \(mesh 8 model_parallel_axis.*without the ReLU"),
+    "ReLU on the output too": (_relu_twice, r"(?s)wrong values.*`relu\(relu\(x @ w1\) @ w2\)`.*hidden layer only"),
     "ReLU after the second matmul": (_relu_last, r"(?s)wrong values.*`relu\(x @ w1 @ w2\)`"),
 }
 
@@ -256,14 +262,18 @@ def _standardized_first(x, mesh):
     return jnp.einsum("nd,ne->de", z, z, out_sharding=NamedSharding(mesh, P(M, None))) / x.shape[0]
 
 
-def _whole_then_reshard(x, mesh):
-    whole = jax.reshard(x, NamedSharding(mesh, P()))
-    return jax.reshard(_one_device(whole), NamedSharding(mesh, P(M)))
+def _transposed_then_resharded(x, mesh):
+    """The product laid out with its columns split (`out_sharding=P(None, M)`), then resharded to rows."""
+    centred = x - jnp.mean(x, axis=0)
+    std = jnp.sqrt(jnp.mean(centred**2, axis=0))
+    covariance = jnp.matmul(centred.T, centred, out_sharding=NamedSharding(mesh, P(None, M))) / x.shape[0]
+    rows = jax.reshard(covariance, NamedSharding(mesh, P(M, None)))
+    return rows / std[:, None] / jax.reshard(std, NamedSharding(mesh, P()))[None, :]
 
 
 CORR_EQUIVALENT = {
     "standardize, then einsum with out_sharding": _standardized_first,
-    "everything whole, then reshard": _whole_then_reshard,
+    "columns split, then resharded to rows": _transposed_then_resharded,
 }
 
 
@@ -316,6 +326,38 @@ def _not_centred(x, mesh):
     return jnp.matmul(z.T, z, out_sharding=NamedSharding(mesh, P(M, None))) / x.shape[0]
 
 
+def _whole_then_reshard(x, mesh):
+    """Issue 34: two `jax.reshard` calls around the one-device function, no `out_sharding=`."""
+    whole = jax.reshard(x, NamedSharding(mesh, P()))
+    return jax.reshard(_one_device(whole), NamedSharding(mesh, P(M)))
+
+
+def _x_whole_then_out_sharding(x, mesh):
+    """x gathered whole on every device first; the product then has the right `out_sharding=`."""
+    whole = jax.reshard(x, NamedSharding(mesh, P()))
+    centred = whole - jnp.mean(whole, axis=0)
+    covariance = jnp.matmul(centred.T, centred, out_sharding=NamedSharding(mesh, P(M, None))) / x.shape[0]
+    std = jnp.sqrt(jnp.mean(centred**2, axis=0))
+    return covariance / std[:, None] / jax.reshard(std, NamedSharding(mesh, P()))[None, :]
+
+
+def _whole_matrix_then_reshard(x, mesh):
+    """The whole matrix on every device (`out_sharding=P()`), resharded to rows at the end."""
+    centred = x - jnp.mean(x, axis=0)
+    z = centred / jnp.sqrt(jnp.mean(centred**2, axis=0))
+    whole = jnp.matmul(z.T, z, out_sharding=NamedSharding(mesh, P())) / x.shape[0]
+    return jax.reshard(whole, NamedSharding(mesh, P(M, None)))
+
+
+def _covariance_over_n_minus_1(x, mesh):
+    """The covariance divided by n - 1, the standard deviations by n: every entry n / (n - 1) too large."""
+    centred = x - jnp.mean(x, axis=0)
+    rows_split = NamedSharding(mesh, P(M, None))
+    covariance = jnp.matmul(centred.T, centred, out_sharding=rows_split) / (x.shape[0] - 1)
+    std = jnp.sqrt(jnp.mean(centred**2, axis=0))
+    return covariance / std[:, None] / jax.reshard(std, NamedSharding(mesh, P()))[None, :]
+
+
 def _bare_spec_matmul(x, mesh):
     centred = x - jnp.mean(x, axis=0)
     return jnp.matmul(centred.T, centred, out_sharding=P(M, None)) / x.shape[0]
@@ -340,7 +382,26 @@ CORR_WRONG = {
         r"x \(6, 8\)\).*covariance matrix",
     ),
     "not centred": (_not_centred, r"(?s)wrong values.*Subtract each feature's mean"),
+    "covariance over n - 1, deviations over n": (
+        _covariance_over_n_minus_1,
+        r"(?s)wrong values \(mesh 2 data_parallel_axis x 4 model_parallel_axis, x \(6, 8\)\).*Every entry is 1\.2 "
+        r"times the correlation \(its diagonal should be 1\).*divided by different counts",
+    ),
     "bare PartitionSpec": (_bare_spec_matmul, r"(?s)a bare `P\(\.\.\.\)` needs `jax\.set_mesh`"),
+    "x whole, the one-device function, resharded": (
+        _whole_then_reshard,
+        r"(?s)right values laid out as asked, but one device of mesh 2 data_parallel_axis x 4 "
+        r"model_parallel_axis materializes an array of 256 bytes, 2\.7× the largest of the reference's \(96 "
+        r"bytes.*at most 1\.5×.*gathers all the examples.*out_sharding=NamedSharding",
+    ),
+    "x whole, then the right out_sharding": (
+        _x_whole_then_out_sharding,
+        r"(?s)materializes an array of 192 bytes, 2\.0× the largest of the reference's \(96 bytes",
+    ),
+    "the whole matrix, resharded to rows": (
+        _whole_matrix_then_reshard,
+        r"(?s)materializes an array of 256 bytes, 2\.7× the largest.*gathers all the examples, or the whole matrix",
+    ),
 }
 
 
@@ -355,6 +416,24 @@ def test_feature_correlation_observations_reject_wrong_answers():
         assert "values differ" in _why_not(observe(q.feature_correlation, wrong), reference)
     with pytest.raises(ValueError, match="does not match the specs of the input"):  # a wrong layout records nothing
         observe(q.feature_correlation, _replicated)
+
+
+def test_feature_correlation_work_is_judged_against_the_references_largest_array():
+    """The visible check's reference sizes are the reference program's, measured here as the grader measures
+    them (the layout probe included); the grader refuses x gathered whole for its memory, saying by how much."""
+    from namedaxes import judging
+
+    for shape, n, d in q._CORR_SHAPES:
+        mesh = q.explicit_grid_mesh(shape)
+        x = jax.ShapeDtypeStruct((n, d), jnp.float32, sharding=NamedSharding(mesh, P(D, M)))
+        program = jax.jit(q._with_layout(ref_feature_correlation, mesh, q._CORR_LAYOUT))
+        assert judging.exported_work(jax.export.export(program)(x)).largest_bytes == q._CORR_REFERENCE_LARGEST[shape]
+    reference = observe(q.feature_correlation, ref_feature_correlation)
+    reason = _why_not(observe(q.feature_correlation, _whole_then_reshard), reference)
+    assert "mesh2x4: memory: one device materializes an array of 2.7× the size of the reference's largest" in (
+        reason
+    ), reason
+    assert "(256 against 96 bytes" in reason and "this exercise allows 1.5×" in reason, reason
 
 
 # ---------------------------------------------------------------- 3. collective_matmul_rows
@@ -515,6 +594,16 @@ def _compiler_gathers_beside_dead_ring(x, w, mesh):
     return jax.shard_map(local, mesh=mesh, in_specs=(P(), P(M, None), P(None, M)), out_specs=P(None, M))(whole, x, w)
 
 
+def _last_product_skipped(xb, wb, k):
+    """k - 1 products and k - 1 sends: the block received last is never multiplied."""
+    rows, i = xb.shape[0], lax.axis_index(M)
+    out = jnp.zeros((k * rows, wb.shape[1]), xb.dtype)
+    for s in range(k - 1):
+        out = lax.dynamic_update_slice_in_dim(out, xb @ wb, ((i - s) % k) * rows, axis=0)
+        xb = lax.ppermute(xb, M, perm=[(j, (j + 1) % k) for j in range(k)])
+    return out
+
+
 NOTEBOOK_K = 8  # the notebook's global `k`, read inside an answer
 
 
@@ -563,6 +652,11 @@ CM_WRONG = {
         r"wrong places.*\(i - s\) mod k",
     ),
     "a psum beside the ring": (_ring(_ring_and_psum), r"(?s)right values, but it uses psum"),
+    "k - 1 products": (
+        _ring(_last_product_skipped),
+        r"(?s)wrong values \(mesh 8 model_parallel_axis.*1 of the 8 blocks of rows in each device's columns are "
+        r"still zero.*k products and k - 1 sends",
+    ),
     "no shard_map": (lambda x, w, mesh: x @ w, r"(?s)illegally sharded result"),
 }
 

@@ -333,6 +333,14 @@ METRICS_WRONG = {
         r"(?s)mesh of 4 devices.*returned mean = .*divides by `jax\.local_device_count\(\)` \(2, the devices of one "
         r"process\).*every process on the mesh \(4\)",
     ),
+    "pmean for psum in the total": (
+        _with(total=lambda b: lax.pmean(jnp.sum(b), DEVICES)),
+        r"(?s)mesh of 4 devices.*returned total = .*the total divided by the 4 devices: `lax\.pmean` averages",
+    ),
+    "mean divided by the rows": (
+        _with(mean=lambda b: lax.psum(jnp.sum(b), DEVICES) / lax.psum(b.shape[0], DEVICES)),
+        r"(?s)returned mean = .*divides the total by the 8 rows, but `errors` of shape \(8, 3\) has 24 entries",
+    ),
     "mean of the devices' sums": (
         _with(mean=lambda b: lax.pmean(jnp.sum(b), DEVICES)),
         r"(?s)returned mean = .*mean of the devices' sums.*all 24 entries",

@@ -52,26 +52,43 @@ def test_grid_mesh_takes_plain_arrays_and_uses_the_grid_devices():
 
 # ---------------------------------------------------------------- grid_sums
 # Part 0: devices with the same data shard (a row: psum over MODEL_REPLICAS); part 1: the same model
-# shard (a column: psum over DATA_SHARDS); part 2: every device.
+# shard (a column: psum over DATA_SHARDS); part 2: the devices in neither (the grid minus the row and the
+# column, x added back once).
 def grid_sums_ref(x):
-    return lax.psum(x, M), lax.psum(x, D), lax.psum(x, (D, M))
+    row, column = lax.psum(x, M), lax.psum(x, D)
+    return row, column, lax.psum(x, (D, M)) - row - column + x
 
 
 GRID_SUMS_RIGHT = [
     grid_sums_ref,
-    lambda x: (lax.psum(x, M), lax.psum(x, D), lax.psum(lax.psum(x, M), D)),  # two nested psums
-    lambda x: (lax.psum(x, M), lax.psum(x, D), lax.psum(x, (M, D))),  # names in the other order
-    lambda x: [
+    lambda x: (  # two nested psums
+        lax.psum(x, M),
+        lax.psum(x, D),
+        lax.psum(lax.psum(x, M), D) - lax.psum(x, M) - lax.psum(x, D) + x,
+    ),
+    lambda x: (  # the other rows' sums, minus what this column holds there
+        lax.psum(x, M),
+        lax.psum(x, D),
+        lax.psum(lax.psum(x, M), D) - lax.psum(x, M) - (lax.psum(x, D) - x),
+    ),
+    lambda x: [  # a list, pmean * size, names in the other order
         lax.pmean(x, M) * lax.axis_size(M),
         lax.pmean(x, D) * lax.axis_size(D),
-        lax.psum(lax.psum(x, D), M),
-    ],  # a list, pmean * size
-    lambda x: (
+        lax.psum(x, (M, D)) - lax.pmean(x, M) * lax.axis_size(M) - lax.pmean(x, D) * lax.axis_size(D) + x,
+    ],
+    lambda x: (  # gathered and added up, the grid as a tuple of the names' strings
         lax.all_gather(x, M).sum(axis=0),
         lax.all_gather(x, D).sum(axis=0),
-        lax.psum(x, ("data_shards", "model_replicas")),
+        lax.psum(x, ("data_shards", "model_replicas"))
+        - lax.all_gather(x, M).sum(axis=0)
+        - lax.all_gather(x, D).sum(axis=0)
+        + x,
     ),
 ]
+
+
+def _neither(x):
+    return lax.psum(x, (D, M)) - lax.psum(x, M) - lax.psum(x, D) + x
 
 
 def _grid_sums_nested_pmap(x):
@@ -82,50 +99,60 @@ def _grid_sums_nested_pmap(x):
 GRID_SUMS_WRONG = [
     # the axes of the old exercise (part 0 over DATA_SHARDS): the plausible mix-up of "same data shard"
     (
-        lambda x: (lax.psum(x, D), lax.psum(x, M), lax.psum(x, (D, M))),
+        lambda x: (lax.psum(x, D), lax.psum(x, M), _neither(x)),
         r"`grid_sums\(x\)\[0\]` should be the sum over the devices that hold the same data shard as this one, "
         r"but on a 2 x 4 grid .* its values are the sum over 'data_shards', which combines the devices of this "
         r"device's column.*same model shard and different data shards",
     ),
     (
-        lambda x: (lax.psum(x, M), lax.psum(x, M), lax.psum(x, (D, M))),
+        lambda x: (lax.psum(x, M), lax.psum(x, M), _neither(x)),
         r"`grid_sums\(x\)\[1\]` should be the sum over the devices that hold the same model shard.*"
         r"its values are the sum over 'model_replicas', which combines the devices of this device's row",
     ),
     (
         lambda x: (lax.psum(x, M), lax.psum(x, D), lax.psum(x, M)),
-        r"`grid_sums\(x\)\[2\]` should be the sum over all devices.*its values are the sum over 'model_replicas'",
+        r"`grid_sums\(x\)\[2\]` should be the sum over the devices that hold neither the same data shard nor the "
+        r"same model shard.*its values are the sum over 'model_replicas'",
+    ),
+    (  # the cell above with psum: the whole grid
+        lambda x: (lax.psum(x, M), lax.psum(x, D), lax.psum(x, (D, M))),
+        r"(?s)`grid_sums\(x\)\[2\]` has the wrong values on a 2 x 4 grid.*That is the sum over every device of the "
+        r"grid: leave out this device's row and its column.*add it back once",
     ),
     (
-        lambda x: (lax.pmean(x, M), lax.psum(x, D), lax.psum(x, (D, M))),
+        lambda x: (lax.psum(x, M), lax.psum(x, D), lax.psum(x, (D, M)) - lax.psum(x, M) - lax.psum(x, D)),
+        r"(?s)`grid_sums\(x\)\[2\]` has the wrong values.*own x was subtracted twice",
+    ),
+    (
+        lambda x: (lax.pmean(x, M), lax.psum(x, D), _neither(x)),
         r"\[0\]` should be the sum over the devices that hold the same data shard.*the mean over 'model_replicas'.*"
         r"A mean divides by the number of devices: this part asks for a sum",
     ),
     (
         lambda x: (lax.psum(x, M), lax.psum(x, D), lax.pmean(x, (D, M))),
-        r"\[2\]` should be the sum over all devices.*the mean over both axes.*A mean divides",
+        r"\[2\]` should be the sum over the devices that hold neither.*the mean over both axes",
     ),
     (lambda x: (x, x, x), r"`grid_sums\(x\)\[0\]` should be the sum over .* it is x itself: nothing was reduced"),
     (
-        lambda x: (lax.psum(x, M), lax.psum(x, D), lax.pmean(x, (D, M)) * 8),  # hard-coded 8 devices
-        r"`grid_sums\(x\)\[2\]` has the wrong values on a 2 x 2 grid.*every device of the grid",
+        lambda x: (lax.psum(x, M), lax.psum(x, D), lax.pmean(x, (D, M)) * 8 - lax.psum(x, M) - lax.psum(x, D) + x),
+        r"`grid_sums\(x\)\[2\]` has the wrong values on a 2 x 2 grid.*outside this device's row and its column",
     ),
     (
-        lambda x: (lax.psum(x, "data"), lax.psum(x, D), lax.psum(x, (D, M))),
+        lambda x: (lax.psum(x, "data"), lax.psum(x, D), _neither(x)),
         r"unbound axis name: data.*`DATA_SHARDS` \('data_shards'\) and `MODEL_REPLICAS`",
     ),
     (
         lambda x: lax.psum(x, (D, M)),
-        r"should return a tuple of 3 arrays \(same data shard, same model shard, all devices\).*but it returns a "
+        r"should return a tuple of 3 arrays \(same data shard, same model shard, neither\).*but it returns a "
         r"single array \(all devices together: shape \(2, 4, 3\)\)",
     ),
     (lambda x: (lax.psum(x, M), lax.psum(x, D)), r"tuple of 3 arrays.*a tuple of length 2"),
     (
-        lambda x: (lax.psum(x, M), lax.psum(x, D), lax.psum(x, (D, M)).sum()),
+        lambda x: (lax.psum(x, M), lax.psum(x, D), _neither(x).sum()),
         r"On each device, `grid_sums\(x\)\[2\]` should have shape \(3,\), but it has shape \(\)",
     ),
     (
-        lambda x: (lax.psum(x, M).astype(jnp.float16), lax.psum(x, D), lax.psum(x, (D, M))),
+        lambda x: (lax.psum(x, M).astype(jnp.float16), lax.psum(x, D), _neither(x)),
         r"`grid_sums\(x\)\[0\]` should have dtype float32, but it has dtype float16",
     ),
     (_grid_sums_nested_pmap, r"failed on a 2 x 4 grid.*context mesh.*Nested `jax.pmap` does not work"),
@@ -153,7 +180,7 @@ def test_grid_sums_observe_is_stable_and_discriminating():
     assert observations_match(reference, again)
     for answer in GRID_SUMS_RIGHT[1:]:
         assert observations_match(reference, observe(q.grid_sums, answer))
-    for answer, _ in GRID_SUMS_WRONG[:7]:
+    for answer, _ in GRID_SUMS_WRONG[:9]:
         assert not observations_match(reference, observe(q.grid_sums, answer))
 
 
@@ -652,6 +679,19 @@ def test_tp_dp_step_that_gathers_predictions_is_not_told_it_holds_all_of_w():
 @pytest.mark.parametrize("answer", TP_DP_STEP_RIGHT)
 def test_tp_dp_step_accepts_equivalent_answers(answer):
     assert_check_passes(q.tp_dp_step.check, answer)
+
+
+TP_DP_STEP_WRONG += [  # issue 34: specific messages where the step is recognisable
+    (  # pmean where psum belongs: the partial predictions averaged
+        _tp(lambda wb, xb, yb: wb - LR * lax.pmean(_grad(xb, lax.pmean(xb @ wb, M), yb), D)),
+        r"(?s)on a 2 x 4 grid.*predicts with the \*mean\* of a row's partial products \(`lax\.pmean` over "
+        r"MODEL_REPLICAS\).*added with `lax\.psum`",
+    ),
+    (  # averaged twice over the data shards
+        _tp(lambda wb, xb, yb: wb - LR * lax.pmean(_grad(xb, lax.psum(xb @ wb, M), yb), D) / lax.psum(1, D)),
+        r"(?s)Your step is 2 times too small, 2 being the number of data shards.*averaged twice",
+    ),
+]
 
 
 @pytest.mark.parametrize("answer, message", TP_DP_STEP_WRONG)

@@ -45,8 +45,13 @@ def _place(tree, mesh, spec):
 
 
 # ---------------------------------------------------------------- 1. sharded_scaled_sum (column totals)
+def _rows_on(x, mesh, spec=P(DEVICES)):
+    """x padded with zero rows to a multiple of the devices, placed with `spec`."""
+    return _place(jnp.pad(x, ((0, -x.shape[0] % mesh.shape[DEVICES]), (0, 0))), mesh, spec)
+
+
 def ref_sharded_scaled_sum(x, mesh):
-    x = _place(x, mesh, P(DEVICES))
+    x = _rows_on(x, mesh)
 
     def column_totals(block):
         return lax.psum(jnp.sum(block * 2.0, axis=0), axis_name=DEVICES)
@@ -56,15 +61,14 @@ def ref_sharded_scaled_sum(x, mesh):
 
 def _scaled_sum_with(body, *, place=True, out_specs=P(), **kwargs):
     def answer(x, mesh):
-        if place:
-            x = _place(x, mesh, P(DEVICES))
+        x = _rows_on(x, mesh) if place else x
         return jax.shard_map(body, mesh=mesh, in_specs=P(DEVICES), out_specs=out_specs, **kwargs)(x)
 
     return answer
 
 
 def _inferred_in_specs(x, mesh):
-    x = _place(x, mesh, P(DEVICES))
+    x = _rows_on(x, mesh)
     return jax.shard_map(lambda b: lax.psum(jnp.sum(b * 2.0, axis=0), DEVICES), mesh=mesh, out_specs=P())(x)
 
 
@@ -74,7 +78,7 @@ def _jit_inside(x, mesh):
             lambda b: 2.0 * lax.psum(b.sum(axis=0), DEVICES), mesh=mesh, in_specs=P(DEVICES, None), out_specs=P(None)
         )
     )
-    return f(_place(x, mesh, P(DEVICES, None)))
+    return f(_rows_on(x, mesh, P(DEVICES, None)))
 
 
 SCALED_SUM_EQUIVALENT = {
@@ -97,19 +101,19 @@ def test_sharded_scaled_sum_observations_of_equivalent_answers_match():
     reference = observe(q.sharded_scaled_sum, ref_sharded_scaled_sum)
     got = derived(reference)
     assert got["axes"] == [DEVICES]
-    assert set(got) == {"out_k8_16x3", "out_k4_8x5", "out_k2_6x2", "axes", "communication"}
-    assert np.asarray(got["out_k4_8x5"]).shape == (5,)
+    assert set(got) == {"out_k8_16x3", "out_k4_10x5", "out_k2_7x2", "axes", "communication"}
+    assert np.asarray(got["out_k4_10x5"]).shape == (5,)
     for answer in list(SCALED_SUM_EQUIVALENT.values())[1:]:
         assert _matches(observe(q.sharded_scaled_sum, answer), reference)
 
 
 def _global_sum(x, mesh):
-    return jnp.sum(_place(x, mesh, P(DEVICES)) * 2.0, axis=0)
+    return jnp.sum(_rows_on(x, mesh) * 2.0, axis=0)
 
 
 def _set_mesh_inside(x, mesh):
     with jax.set_mesh(mesh):
-        x = jax.reshard(x, P(DEVICES))
+        x = jax.reshard(jnp.pad(x, ((0, -x.shape[0] % mesh.shape[DEVICES]), (0, 0))), P(DEVICES))
         return jax.shard_map(lambda b: lax.psum(jnp.sum(b * 2.0, axis=0), DEVICES), in_specs=P(DEVICES), out_specs=P())(
             x
         )
@@ -117,7 +121,7 @@ def _set_mesh_inside(x, mesh):
 
 def _whole_x(x, mesh):
     """Every device takes all of x (replicated in_specs) and divides the psum of its global total by k."""
-    x = jax.reshard(_place(x, mesh, P(DEVICES)), NamedSharding(mesh, P()))
+    x = jax.reshard(_rows_on(x, mesh), NamedSharding(mesh, P()))
     k = mesh.shape[DEVICES]
     return jax.shard_map(
         lambda b: lax.psum(jnp.sum(b * 2.0, axis=0), DEVICES) / k, mesh=mesh, in_specs=P(), out_specs=P()
@@ -126,15 +130,35 @@ def _whole_x(x, mesh):
 
 def _dead_psum(x, mesh):
     """The total computed outside shard_map; a psum inside one, multiplied by zero."""
-    x = _place(x, mesh, P(DEVICES))
+    x = _rows_on(x, mesh)
     dead = jax.shard_map(
         lambda b: lax.psum(jnp.sum(b, axis=0), DEVICES), mesh=mesh, in_specs=P(DEVICES), out_specs=P()
     )(x)
     return jnp.sum(x * 2.0, axis=0) + 0.0 * dead
 
 
+def _rows_dropped(x, mesh):
+    """The rows that do not divide by the devices cut off."""
+    k = mesh.shape[DEVICES]
+    return _scaled_sum_with(lambda b: lax.psum(jnp.sum(b * 2.0, axis=0), DEVICES))(
+        x[: x.shape[0] - x.shape[0] % k], mesh
+    )
+
+
 SCALED_SUM_WRONG = {
     "unanswered": (_not_written, r"`sharded_scaled_sum` is not written yet"),
+    "rows not padded (section 2's cell per column)": (
+        lambda x, mesh: jax.shard_map(
+            lambda b: lax.psum(jnp.sum(b * 2.0, axis=0), DEVICES), mesh=mesh, in_specs=P(DEVICES), out_specs=P()
+        )(_place(x, mesh, P(DEVICES))),
+        r"(?s)does not evenly divide the dimension size 10.*cannot be cut into that many equal blocks.*padded "
+        r"first.*`jnp\.pad`",
+    ),
+    "rows that do not fit dropped": (
+        _rows_dropped,
+        r"(?s)\(mesh of 4 devices, x of shape \(10, 5\)\).*totals of the first 8 rows only: the last 2 were cut off.*"
+        r"Pad x with zero rows",
+    ),
     "plain array on an Explicit mesh": (
         _scaled_sum_with(lambda b: lax.psum(jnp.sum(b * 2.0, axis=0), DEVICES), place=False),
         r"(?s)does not match the specs of the input.*Explicit axes.*jax\.device_put\(x, NamedSharding",
@@ -202,7 +226,7 @@ SCALED_SUM_WRONG = {
     "set_mesh inside the function": (_set_mesh_inside, r"(?s)`jax\.set_mesh`, which only works outside `jax\.jit`"),
     "hard-coded": (
         lambda x, mesh: jnp.asarray([720.0, 752.0, 784.0], jnp.float32),
-        r"(?s)should return shape \(5,\).*\(mesh of 4 devices, x of shape \(8, 5\)\)",
+        r"(?s)should return shape \(5,\).*\(mesh of 4 devices, x of shape \(10, 5\)\)",
     ),
     "factor 3": (
         _scaled_sum_with(lambda b: lax.psum(jnp.sum(b * 3.0, axis=0), DEVICES)),
@@ -237,10 +261,10 @@ def test_sharded_scaled_sum_first_hint_is_a_question_without_code():
 # ---------------------------------------------------------------- 2. replica_totals
 def ref_replica_totals(x, mesh):
     return jax.shard_map(
-        lambda b: lax.psum(b, axis_name=MODEL_REPLICAS),
+        lambda b: lax.psum(jnp.sum(b, axis=1), axis_name=MODEL_REPLICAS),
         mesh=mesh,
         in_specs=P(DATA_SHARDS, MODEL_REPLICAS),
-        out_specs=P(DATA_SHARDS, None),
+        out_specs=P(DATA_SHARDS),
     )(x)
 
 
@@ -251,14 +275,20 @@ def _replica_with(body, out_specs, **kwargs):
     return answer
 
 
+def _row_totals(block):
+    return lax.psum(jnp.sum(block, axis=1), MODEL_REPLICAS)
+
+
 REPLICA_EQUIVALENT = {
-    "out_specs=P(DATA_SHARDS)": _replica_with(lambda b: lax.psum(b, MODEL_REPLICAS), P(DATA_SHARDS)),
-    "pmean times replica count": _replica_with(
-        lambda b: lax.pmean(b, MODEL_REPLICAS) * lax.psum(1, MODEL_REPLICAS), P(DATA_SHARDS, None)
+    "psum of the blocks, then their columns added": _replica_with(
+        lambda b: jnp.sum(lax.psum(b, MODEL_REPLICAS), axis=1), P(DATA_SHARDS)
     ),
-    "in_specs inferred, placed again": lambda x, mesh: jax.shard_map(
-        lambda b: lax.psum(b, MODEL_REPLICAS), mesh=mesh, out_specs=P(DATA_SHARDS, None)
-    )(_place(x, mesh, P(DATA_SHARDS, MODEL_REPLICAS))),
+    "pmean times replica count": _replica_with(
+        lambda b: lax.pmean(jnp.sum(b, axis=1), MODEL_REPLICAS) * lax.psum(1, MODEL_REPLICAS), P(DATA_SHARDS)
+    ),
+    "in_specs inferred, placed again": lambda x, mesh: jax.shard_map(_row_totals, mesh=mesh, out_specs=P(DATA_SHARDS))(
+        _place(x, mesh, P(DATA_SHARDS, MODEL_REPLICAS))
+    ),
 }
 
 
@@ -273,18 +303,17 @@ def test_replica_totals_observations_of_equivalent_answers_match():
     reference = observe(q.replica_totals, ref_replica_totals)
     got = derived(reference)
     assert got["axes"] == [MODEL_REPLICAS]  # no communication over DATA_SHARDS
-    assert got["out_2x4_4x8"].shape == (4, 2) and got["out_4x2_4x2"].shape == (4, 1)
+    assert got["out_2x4_4x8"].shape == (4,) and got["out_4x2_4x2"].shape == (4,)
     for answer in REPLICA_EQUIVALENT.values():
         assert _matches(observe(q.replica_totals, answer), reference)
 
 
 def _global_replica_totals(x, mesh):
-    whole = jax.reshard(x, NamedSharding(mesh, P()))
-    return whole.reshape(whole.shape[0], mesh.shape[MODEL_REPLICAS], -1).sum(axis=1)
+    return jnp.sum(jax.reshard(x, NamedSharding(mesh, P())), axis=1)
 
 
 def _with_extra_max(block):
-    totals = lax.psum(block, MODEL_REPLICAS)
+    totals = _row_totals(block)
     return totals + 0.0 * lax.pmax(jnp.sum(totals), DATA_SHARDS)
 
 
@@ -293,35 +322,56 @@ def _whole_rows(x, mesh):
     x = jax.reshard(x, NamedSharding(mesh, P(DATA_SHARDS, None)))
     k = mesh.shape[MODEL_REPLICAS]
     return jax.shard_map(
-        lambda b: lax.psum(b.reshape(b.shape[0], k, -1).sum(1), MODEL_REPLICAS) / k,
+        lambda b: lax.psum(jnp.sum(b, axis=1), MODEL_REPLICAS) / k,
         mesh=mesh,
         in_specs=P(DATA_SHARDS, None),
-        out_specs=P(DATA_SHARDS, None),
+        out_specs=P(DATA_SHARDS),
     )(x)
 
 
 REPLICA_WRONG = {
     "unanswered": (_not_written, r"`replica_totals` is not written yet"),
-    "copies side by side": (
-        _replica_with(lambda b: lax.psum(b, MODEL_REPLICAS), P(DATA_SHARDS, MODEL_REPLICAS)),
-        r"(?s)shape \(4, 2\).*returned shape \(4, 8\).*copies side by side.*P\(DATA_SHARDS, None\)",
+    "section 3's psum_over for the other axis": (
+        _replica_with(lambda b: lax.psum(b, MODEL_REPLICAS), P(DATA_SHARDS, None)),
+        r"(?s)should return shape \(4,\) \(2 x 4 mesh, x of shape \(4, 8\)\): one total per row.*returned shape "
+        r"\(4, 2\)\. That is the 4 column blocks added up.*not yet each row's total.*`jnp\.sum\(block, axis=1\)`",
     ),
-    "over DATA_SHARDS": (
-        _replica_with(lambda b: lax.psum(b, DATA_SHARDS), P(None, MODEL_REPLICAS)),
-        r"(?s)returned shape \(2, 8\).*sum over DATA_SHARDS",
+    "copies side by side": (
+        _replica_with(_row_totals, P((DATA_SHARDS, MODEL_REPLICAS))),
+        r"(?s)shape \(4,\).*returned shape \(16,\)\. That is 4 copies of the row totals side by side.*"
+        r"`out_specs=P\(DATA_SHARDS\)`",
+    ),
+    "copies side by side, kept dimensions": (
+        _replica_with(
+            lambda b: lax.psum(jnp.sum(b, axis=1, keepdims=True), MODEL_REPLICAS), P(DATA_SHARDS, MODEL_REPLICAS)
+        ),
+        r"(?s)returned shape \(4, 4\)\. That is 4 copies of the row totals side by side",
+    ),
+    "the old answer's out_specs=P(DATA_SHARDS, None) on a 1-D result": (
+        _replica_with(_row_totals, P(DATA_SHARDS, None)),
+        r"(?s)out_specs entry which is too long.*an `out_specs` names more dimensions than your per-device result "
+        r"has.*`P\(DATA_SHARDS\)`",
+    ),
+    "pmean for psum": (
+        _replica_with(lambda b: lax.pmean(jnp.sum(b, axis=1), MODEL_REPLICAS), P(DATA_SHARDS)),
+        r"(?s)wrong values.*row totals divided by the 4 replicas: `lax\.pmean` averages",
     ),
     "over both axes, one block": (
-        _replica_with(lambda b: lax.psum(b, (DATA_SHARDS, MODEL_REPLICAS)), P()),
-        r"(?s)returned shape \(2, 2\).*one device's block.*must name DATA_SHARDS",
+        _replica_with(lambda b: lax.psum(jnp.sum(b, axis=1), (DATA_SHARDS, MODEL_REPLICAS)), P()),
+        r"(?s)returned shape \(2,\)\. Those are one data shard's rows only.*must name DATA_SHARDS",
     ),
     "over both axes, rows kept": (
-        _replica_with(lambda b: lax.psum(b, (DATA_SHARDS, MODEL_REPLICAS)), P(DATA_SHARDS, None)),
+        _replica_with(lambda b: lax.psum(jnp.sum(b, axis=1), (DATA_SHARDS, MODEL_REPLICAS)), P(DATA_SHARDS)),
         r"(?s)wrong values.*totals over the whole mesh",
     ),
     "psum, out_specs=P()": (
-        _replica_with(lambda b: lax.psum(b, MODEL_REPLICAS), P()),
+        _replica_with(_row_totals, P()),
         r"(?s)type of the value says it still varies.*only a reducing collective over that axis.*Reduce over that "
         r"axis, or name the axis in the output's `out_specs`",
+    ),
+    "own blocks only (check_vma=False)": (
+        _replica_with(lambda b: jnp.sum(b, axis=1), P(DATA_SHARDS), check_vma=False),
+        r"(?s)wrong values.*totals of each device's own block only.*psum over MODEL_REPLICAS",
     ),
     "no collective": (
         _global_replica_totals,
@@ -335,11 +385,11 @@ REPLICA_WRONG = {
         r"dimension 0\.",
     ),
     "extra collective over DATA_SHARDS": (
-        _replica_with(_with_extra_max, P(DATA_SHARDS, None)),
+        _replica_with(_with_extra_max, P(DATA_SHARDS)),
         r"communicates over 'data_shards' too",
     ),
     "all_gather, then sum": (
-        _replica_with(lambda b: lax.all_gather(b, MODEL_REPLICAS).sum(0), P(DATA_SHARDS, None)),
+        _replica_with(lambda b: lax.all_gather(jnp.sum(b, axis=1), MODEL_REPLICAS).sum(0), P(DATA_SHARDS)),
         r"(?s)still varies along that axis\. In JAX's types only a reducing collective.*from an `all_gather` or a "
         r"`ppermute`, still varies",
     ),
@@ -486,6 +536,22 @@ def _compiler_beside_dead_psum(params, batch, mesh):
     return jax.tree.map(lambda s, d: s + 0.0 * d, step, dead)
 
 
+def _pmean_then_divided(params, local_batch):
+    """The local weighted gradients averaged with `lax.pmean`, then divided by the total weight too."""
+    own = lax.pcast(params, DATA_PARALLEL, to="varying")
+    grads = jax.grad(lambda p: jnp.sum(local_batch["weight"] * _error(p, local_batch) ** 2))(own)
+    total = lax.psum(jnp.sum(local_batch["weight"]), DATA_PARALLEL)
+    return sgd_update(params, jax.tree.map(lambda g: lax.pmean(g, DATA_PARALLEL) / total, grads))
+
+
+def _divided_by_examples(params, local_batch):
+    """The weighted sum divided by the number of examples (padding included), not by the weights' sum."""
+    own = lax.pcast(params, DATA_PARALLEL, to="varying")
+    grads = jax.grad(lambda p: jnp.sum(local_batch["weight"] * _error(p, local_batch) ** 2))(own)
+    count = lax.psum(local_batch["weight"].shape[0], DATA_PARALLEL)
+    return sgd_update(params, jax.tree.map(lambda g: lax.psum(g, DATA_PARALLEL) / count, grads))
+
+
 def _tuple_out(params, local_batch):
     new = _psum_ratio_loss(params, local_batch)
     return new["w"], new["b"]
@@ -524,6 +590,15 @@ DP_WRONG = {
         r"split as the exercise's does .* does not reach the results",
     ),
     "gradient ascent": (_dp_with(_ascend), r"wrong way: subtract the gradient"),
+    "pmean of the gradients, then divided by the total weight": (
+        _dp_with(_pmean_then_divided),
+        r"(?s)weights per device \[8\. 7\. 6\..*8 times too small: the devices' gradients were averaged",
+    ),
+    "divided by the number of examples": (
+        _dp_with(_divided_by_examples),
+        r"(?s)divides the weighted sum by the number of examples \(64, padding included\).*sum of the weights "
+        r"\(\d+\)",
+    ),
     "tuple instead of dict": (
         _dp_with(_tuple_out, out_specs=(P(), P())),
         r"dict with keys 'w' and 'b'.*returned a `tuple`",
@@ -672,33 +747,55 @@ def test_jit_train_step_observations_reject_wrong_answers():
 
 
 # ---------------------------------------------------------------- 5. weighted_total_shard_map (pmap over axis 1)
+PAIR = (P(), P(None, DEVICES))  # out_axes=(None, 1): the total once, the weighted columns along dimension 1
+
+
+def _with_column_axis(body):
+    """`body`'s (total, column) with the column given back its dimension 1, as `out_axes=1` stacks it."""
+
+    def per_device(w, xb):
+        total, column = body(w, xb)
+        return total, column[:, None]
+
+    return per_device
+
+
 def ref_weighted_total_shard_map(w, x, mesh):
     x = _place(x, mesh, P(None, DEVICES))
     return jax.shard_map(
-        lambda w, xb: weighted_total(w, xb[:, 0]), mesh=mesh, in_specs=(P(), P(None, DEVICES)), out_specs=P()
+        _with_column_axis(lambda w, xb: weighted_total(w, xb[:, 0])),
+        mesh=mesh,
+        in_specs=(P(), P(None, DEVICES)),
+        out_specs=PAIR,
     )(w, x)
 
 
-def _weighted_with(body, *, x_spec=P(None, DEVICES), out_specs=P(), post=lambda y: y, place=True):
+def _weighted_with(body, *, x_spec=P(None, DEVICES), out_specs=PAIR, place=True):
     def answer(w, x, mesh):
         if place:
             x = _place(x, mesh, x_spec)
-        return post(jax.shard_map(body, mesh=mesh, in_specs=(P(), x_spec), out_specs=out_specs)(w, x))
+        return jax.shard_map(body, mesh=mesh, in_specs=(P(), x_spec), out_specs=out_specs)(w, x)
 
     return answer
 
 
 def _transposed(w, x, mesh):
-    """Transpose first, then the table's axis-0 translation: also right."""
+    """Transpose first, then the table's axis-0 translation, and transpose the columns back: also right."""
     xt = _place(x.T, mesh, P(DEVICES))
-    return jax.shard_map(
-        lambda w, rows: weighted_total(w, rows[0]), mesh=mesh, in_specs=(P(), P(DEVICES)), out_specs=P()
-    )(w, xt)
+
+    def per_device(w, rows):
+        total, column = weighted_total(w, rows[0])
+        return total, column[None]
+
+    total, rows = jax.shard_map(per_device, mesh=mesh, in_specs=(P(), P(DEVICES)), out_specs=(P(), P(DEVICES)))(w, xt)
+    return total, rows.T
 
 
 WEIGHTED_EQUIVALENT = {
-    "sum over the block columns": _weighted_with(lambda w, xb: lax.psum(jnp.sum(w[:, None] * xb, axis=1), DEVICES)),
-    "squeeze inside": _weighted_with(lambda w, xb: weighted_total(w, jnp.squeeze(xb, 1))),
+    "sum over the block columns": _weighted_with(
+        lambda w, xb: (lax.psum(jnp.sum(w[:, None] * xb, axis=1), DEVICES), w[:, None] * xb)
+    ),
+    "squeeze inside": _weighted_with(_with_column_axis(lambda w, xb: weighted_total(w, jnp.squeeze(xb, 1)))),
     "transpose, then split axis 0": _transposed,
 }
 
@@ -716,34 +813,60 @@ def test_weighted_total_observations_of_equivalent_answers_match():
     reference = observe(q.weighted_total_shard_map, ref_weighted_total_shard_map)
     got = derived(reference)
     assert got["axes"] == [DEVICES]
-    pmapped = jax.pmap(weighted_total, axis_name=DEVICES, in_axes=(None, 1), out_axes=None)
-    pmap_version = programs({"out_k8_d3": Case(pmapped, spec((3,), jnp.float32), spec((3, 8), jnp.float32))})
-    np.testing.assert_allclose(got["out_k8_d3"], derived(pmap_version)["out_k8_d3"], rtol=1e-6)  # same inputs
+    pmapped = jax.pmap(weighted_total, axis_name=DEVICES, in_axes=(None, 1), out_axes=(None, 1))
+    pmap_version = derived(
+        programs({"out_k8_d3": Case(pmapped, spec((3,), jnp.float32), spec((3, 8), jnp.float32))})
+    )  # the same inputs
+    for part in ("[0]", "[1]"):
+        np.testing.assert_allclose(got["out_k8_d3" + part], pmap_version["out_k8_d3" + part], rtol=1e-6)
+    assert got["out_k8_d3[1]"].shape == (3, 8)
     for answer in WEIGHTED_EQUIVALENT.values():
         assert _matches(observe(q.weighted_total_shard_map, answer), reference)
 
 
 WEIGHTED_WRONG = {
     "unanswered": (_not_written, r"`weighted_total_shard_map` is not written yet"),
-    "block axis kept": (
-        _weighted_with(weighted_total),
-        r"(?s)shape \(3,\).*returned shape \(3, 3\).*mapped axis is still there.*`x_block\[:, 0\]`",
+    "the total only (out_axes=None, as before)": (
+        _weighted_with(lambda w, xb: weighted_total(w, xb[:, 0])[0], out_specs=P()),
+        r"(?s)should return what the pmap version returns \(mesh of 8 devices.*a pair, the total.*the weighted "
+        r"columns.*returned a `ArrayImpl`",
     ),
-    "out_specs names DEVICES": (
-        _weighted_with(lambda w, xb: weighted_total(w, xb[:, 0]), out_specs=P(DEVICES)),
+    "block axis kept": (
+        _weighted_with(weighted_total, out_specs=(P(), P(None, DEVICES))),
+        r"(?s)`weighted_total_shard_map\(w, x, mesh\)\[0\]` should return what the pmap version returns, shape "
+        r"\(3,\).*returned shape \(3, 3\).*mapped axis is still there.*`x_block\[:, 0\]`",
+    ),
+    "out_specs names DEVICES for the total": (
+        _weighted_with(_with_column_axis(lambda w, xb: weighted_total(w, xb[:, 0])), out_specs=(P(DEVICES), PAIR[1])),
         r"(?s)returned shape \(24,\).*`out_axes=None` translates to `out_specs=P\(\)`",
     ),
-    "pmean": (_weighted_with(lambda w, xb: lax.pmean(w * xb[:, 0], DEVICES)), r"(?s)wrong values.*mean over devices"),
+    "columns stacked along dimension 0": (
+        _weighted_with(lambda w, xb: weighted_total(w, xb[:, 0]), out_specs=(P(), P(DEVICES))),
+        r"(?s)`weighted_total_shard_map\(w, x, mesh\)\[1\]` should return what the pmap version returns, shape "
+        r"\(3, 8\).*returned shape \(24,\)\. Those columns are stacked along dimension 0.*`col\[:, None\]`",
+    ),
+    "columns without their dimension": (
+        _weighted_with(lambda w, xb: weighted_total(w, xb[:, 0])),
+        r"(?s)out_specs entry which is too long.*an `out_specs` names more dimensions than your per-device result has",
+    ),
+    "out_axes=1 read as P()": (
+        _weighted_with(_with_column_axis(lambda w, xb: weighted_total(w, xb[:, 0])), out_specs=(P(), P())),
+        r"(?s)require replication.*an output's `out_specs` says it is the same on every device.*still varies",
+    ),
+    "pmean": (
+        _weighted_with(_with_column_axis(lambda w, xb: (lax.pmean(w * xb[:, 0], DEVICES), w * xb[:, 0]))),
+        r"(?s)`weighted_total_shard_map\(w, x, mesh\)\[0\]` has the wrong values.*mean over devices",
+    ),
     "split dimension 0, as the table's first row": (
-        _weighted_with(lambda w, xb: weighted_total(w, xb[0]), x_spec=P(DEVICES)),
+        _weighted_with(lambda w, xb: weighted_total(w, xb[0]), x_spec=P(DEVICES), out_specs=(P(), P(DEVICES))),
         r"(?s)cannot be cut into that many equal blocks|evenly divide|split only the dimension",
     ),
     "x not placed": (
-        _weighted_with(lambda w, xb: weighted_total(w, xb[:, 0]), place=False),
+        _weighted_with(_with_column_axis(lambda w, xb: weighted_total(w, xb[:, 0])), place=False),
         r"(?s)does not match the specs of the input",
     ),
     "no collective": (
-        lambda w, x, mesh: jnp.sum(w[:, None] * x, axis=1),
+        lambda w, x, mesh: (jnp.sum(w[:, None] * x, axis=1), w[:, None] * x),
         r"(?s)right values, but no `jax\.shard_map` over 'devices'.*no `jax\.shard_map` at all",
     ),
 }
@@ -789,7 +912,8 @@ def test_an_answer_that_ignores_its_mesh_argument_is_told_so():
     assert_check_fails(
         q.sharded_scaled_sum.check,
         uses_global_mesh,
-        match=r"(?s)evenly divide.*Split over the `mesh` argument the check passes",
+        match=r"(?s)ran on 8 devices \(mesh of 4 devices, x of shape \(10, 5\)\), but the `mesh` argument has 4.*not "
+        r"on a mesh from another cell",
     )
 
 
