@@ -227,6 +227,11 @@ class Messages(dict):
     def english(self, key) -> str:
         return dict.__getitem__(self, key)
 
+    def say(self, key, **fields) -> str:
+        """The template `key` in the current language, with `fields` put in (each once: a value's own
+        braces stay literal)."""
+        return self[key].format(**fields)
+
 
 def is_wide(ch: str) -> bool:
     """`ch` takes two columns in a terminal (CJK ideographs, kana, hangul, full-width punctuation)."""

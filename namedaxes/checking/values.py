@@ -12,12 +12,13 @@ from .text import TEXT
 __all__ = ["show_values", "same_values", "expect_array", "expect_close", "expect_replicated"]
 
 
-def show_values(value: Any, *, dtype: Any = None) -> str:
-    """`value` for a message: 4 decimals, long arrays summarised, entries separated by ", ".
+def show_values(value: Any, *, dtype: Any = None, threshold: int = 16) -> str:
+    """`value` for a message: 4 decimals, arrays of more than `threshold` entries summarised, entries
+    separated by ", ".
 
     `dtype` (e.g. `float`) converts first, so integers print as `1.` like the floats beside them.
     """
-    return np.array2string(np.asarray(value, dtype=dtype), precision=4, threshold=16, separator=", ")
+    return np.array2string(np.asarray(value, dtype=dtype), precision=4, threshold=threshold, separator=", ")
 
 
 def same_values(a: Any, b: Any, tol: float = 1e-5, *, dtype: Any = None) -> bool:

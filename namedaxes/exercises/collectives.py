@@ -50,6 +50,7 @@ from namedaxes.checking import (
     fail,
     progress_of,
     same_values,
+    show_values,
     unbound_axis_name,
 )
 from namedaxes.exercises.shard_map import TEXT as shard_map_text
@@ -309,12 +310,10 @@ TEXT = {
 TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
 
-def _say(key: str, **fields) -> str:
-    return TEXT[key].format(**fields)
+_say = TEXT.say  # a template of this module's TEXT, in the kernel's language, filled in
 
 
-def _fmt(value) -> str:
-    return np.array2string(np.asarray(value, dtype=float), precision=4, threshold=16, separator=", ")
+_fmt = functools.partial(show_values, dtype=float)  # an array in a message
 
 
 def _f32(values) -> jax.Array:

@@ -61,7 +61,16 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import DATA_PARALLEL, MODEL_PARALLEL
-from namedaxes.checking import collectives, exercises_for, expect_array, explained, fail, progress_of, same_values
+from namedaxes.checking import (
+    collectives,
+    exercises_for,
+    expect_array,
+    explained,
+    fail,
+    progress_of,
+    same_values,
+    show_values,
+)
 from namedaxes.grading import Case, programs
 from namedaxes.i18n import Messages
 from namedaxes.judging import Work, exported_work, work_excess, work_of
@@ -269,12 +278,10 @@ TEXT = {
 TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
 
-def _say(key: str, **fields) -> str:
-    return TEXT[key].format(**fields)
+_say = TEXT.say  # a template of this module's TEXT, in the kernel's language, filled in
 
 
-def _fmt(value) -> str:
-    return np.array2string(np.asarray(value, dtype=float), precision=4, threshold=12, separator=", ")
+_fmt = functools.partial(show_values, dtype=float, threshold=12)  # an array in a message
 
 
 def _f32(values) -> np.ndarray:

@@ -338,8 +338,7 @@ TEXT = {
 TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
 
-def _say(key: str, **fields) -> str:
-    return TEXT[key].format(**fields)
+_say = TEXT.say  # a template of this module's TEXT, in the kernel's language, filled in
 
 
 def _fmt(value) -> str:

@@ -406,8 +406,7 @@ TEXT = {
 TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
 
-def _say(entry: str, **fields) -> str:
-    return TEXT[entry].format(**fields)
+_say = TEXT.say  # a template of this module's TEXT, in the kernel's language, filled in
 
 
 def _fmt(value) -> str:
