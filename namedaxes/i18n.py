@@ -227,7 +227,7 @@ class Messages(dict):
     def english(self, key) -> str:
         return dict.__getitem__(self, key)
 
-    def say(self, key, **fields) -> str:
+    def say(self, key, /, **fields) -> str:
         """The template `key` in the current language, with `fields` put in (each once: a value's own
         braces stay literal)."""
         return self[key].format(**fields)

@@ -699,7 +699,7 @@ def test_collective_matmul_rows_observations_reject_wrong_answers():
 # ---------------------------------------------------------------- the module's contract
 def test_every_student_facing_string_is_used_and_hints_are_ladders():
     source = Path(q.__file__).read_text(encoding="utf-8")
-    body = source[source.index("def _say(") :]
+    body = source[source.index("_say = TEXT.say") :]
     unused = [key for key in q.TEXT if not re.search(rf"_say\(\s*\"{key}\"", body)]
     assert not unused, f"TEXT entries nothing uses: {unused}"
     for exercise in (q.one_all_reduce_mlp, q.feature_correlation, q.collective_matmul_rows):

@@ -503,7 +503,7 @@ def test_causal_ring_attention_observations_reject_wrong_answers():
 # ---------------------------------------------------------------- the module's contract
 def test_every_student_facing_string_is_used_and_hints_are_ladders():
     source = Path(q.__file__).read_text(encoding="utf-8")
-    body = source[source.index("def _say(") :]
+    body = source[source.index("_say = TEXT.say") :]
     unused = [key for key in q.TEXT if not re.search(rf"[\"']{key}[\"']", body)]
     assert not unused, f"TEXT entries nothing uses: {unused}"
     for exercise in (q.pipeline_loss, q.moe_layer, q.causal_ring_attention):
