@@ -12,7 +12,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Row", "ClassResults", "load"]
+__all__ = ["Row", "ClassResults", "load", "MISSING"]
+
+MISSING = "missing"  # the status of a row whose student handed nothing in (autograder.runner)
 
 
 @dataclass
@@ -42,6 +44,10 @@ class ClassResults:
     @property
     def students(self) -> list[str]:
         return sorted({r.student for r in self.rows})
+
+    def graded(self, assignment: str) -> list[Row]:
+        """The rows of `assignment` with a hand-in (missing ones are counted apart, never averaged in)."""
+        return [r for r in self.rows if r.assignment == assignment and r.status != MISSING]
 
 
 def _float(text, what: str) -> float:

@@ -26,6 +26,8 @@ class CourseInfo:
     titles: dict[str, str] = field(default_factory=dict)  # assignment -> first heading
     exercises: dict[str, dict[str, str]] = field(default_factory=dict)  # assignment -> grade_id -> docstring
     sections: dict[str, dict[str, str]] = field(default_factory=dict)  # assignment -> grade_id -> heading above it
+    checks: dict[str, dict[str, str]] = field(default_factory=dict)  # assignment -> grade_id -> `q.<name>.check`
+    modules: dict[str, str] = field(default_factory=dict)  # assignment -> its exercise module (`... import <m> as q`)
     folder: str = ""
 
 
@@ -62,6 +64,10 @@ def _section(cells: list) -> str:
                 if line.startswith("## "):
                     found = line[3:].strip()
     return found
+
+
+_MODULE = re.compile(r"^\s*from namedaxes\.exercises import (\w+) as q\b", re.M)
+_CHECKED = re.compile(r"^\s*q\.(\w+)\.check\(", re.M)
 
 
 def _course_id(course: Path) -> str:
@@ -117,13 +123,20 @@ def course_info(course: Path | None, assignments: list[str]) -> CourseInfo:
         except (OSError, ValueError, AttributeError, KeyError):
             continue
         info.titles[aid] = _heading(cells)
-        names, sections, heading = {}, {}, ""
+        names, sections, checks, heading = {}, {}, {}, ""
         for cell in cells:
-            meta = nbgrader_cell(cell)
+            meta, source = nbgrader_cell(cell), cell_source(cell)
+            module = _MODULE.search(source) if isinstance(cell, dict) and cell.get("cell_type") == "code" else None
+            if module and aid not in info.modules:
+                info.modules[aid] = module.group(1)
             if meta.is_test and meta.grade_id:
-                names[meta.grade_id] = _docstring(cell_source(cell))
+                names[meta.grade_id] = _docstring(source)
                 sections[meta.grade_id] = heading
+                checked = _CHECKED.search(source)
+                if checked:
+                    checks[meta.grade_id] = checked.group(1)
             heading = _section([cell]) or heading
         info.exercises[aid] = names
         info.sections[aid] = sections
+        info.checks[aid] = checks
     return info

@@ -30,13 +30,12 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-from .class_results import ClassResults, load
+from .class_results import MISSING, ClassResults, load
 from .outputs import atomic_write, csv_cell
 
 __all__ = ["FORMATS", "Student", "roster", "table", "write_export"]
 
 FORMATS = ("canvas", "moodle", "csv")
-MISSING = "missing"
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
     python -m autograder.publish.report OUT            # writes OUT/report.html
     python -m autograder.publish.report OUT --course COURSE --output somewhere/report.html
+    python -m autograder.publish.report OUT --site https://example.org/course   # link the sections
 
 Reads what `python -m autograder grade --out OUT` wrote:
 
@@ -46,12 +47,16 @@ from collections import Counter, OrderedDict
 from pathlib import Path
 from urllib.parse import quote
 
-from .class_results import ClassResults, Row, load
+from .class_results import MISSING, ClassResults, Row, load
 from .course_info import CourseInfo, course_info, default_course
-from .inert import CSP_META, html_text
-from .misconceptions import NOT_MISCONCEPTIONS
+from .inert import CSP_META
 from .report_figures import MIME as FIGURE_MIME
 from .report_figures import exercise_figure, score_counts, total_figure
+from .report_html import e as _e
+from .report_html import exercise_name as _exercise_name
+from .report_html import inline_code
+from .report_html import shorten as _shorten
+from .report_map import misconception_section
 
 __all__ = [
     "load",
@@ -71,8 +76,6 @@ __all__ = [
 # Statuses a submission can end with (autograder.runner); the ones that need a look come first.
 ATTENTION_ORDER = ("timeout", "kernel_died", "error", "unreadable", "unplaceable")
 GRADED = "ok"
-MISSING = "missing"
-MAP_GROUPS = 8  # groups shown per exercise in the misconception map; the smaller ones are counted
 NO_SUBMISSION_REASON = "no notebook submitted"
 TOP_FAILURES = 5
 
@@ -107,11 +110,6 @@ def failure_key(reason: str) -> str:
     return _NUMBER.sub("#", first)[:400]
 
 
-def _shorten(text: str, limit: int = 400) -> str:
-    text = " ".join(text.strip().split())
-    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
-
-
 CSS = """
 :root { color-scheme: light dark; --fg: #1d1d1f; --bg: #ffffff; --muted: #6e6e73; --line: #d2d2d7;
         --warn: #b3261e; --card: #f5f5f7; }
@@ -139,18 +137,6 @@ table.students td, table.students th { white-space: nowrap; }
 
 
 # ---------------------------------------------------------------- HTML helpers
-def _e(text) -> str:
-    return html_text(text)
-
-
-def inline_code(text) -> str:
-    """Escaped text with `code` spans as <code> (an unpaired backtick stays a backtick)."""
-    parts = str(text).split("`")
-    if len(parts) % 2 == 0:  # odd number of backticks: the last one is literal
-        parts[-2:] = [parts[-2] + "`" + parts[-1]]
-    return "".join(f"<code>{_e(p)}</code>" if i % 2 else _e(p) for i, p in enumerate(parts))
-
-
 def _feedback_href(out: Path | None, student: str, aid: str) -> str:
     if out is None or not aid:
         return ""
@@ -169,13 +155,6 @@ def _students(names: list[str], limit: int = 8) -> str:
     names = sorted(set(names))
     shown = ", ".join(_e(n) for n in names[:limit])
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
-
-
-def _exercise_name(info: CourseInfo, aid: str, gid: str) -> str:
-    doc = info.exercises.get(aid, {}).get(gid, "")
-    if doc:
-        return f'{inline_code(doc)}<br><code class="gid">{_e(gid)}</code>'
-    return f'<code class="gid">{_e(gid)}</code>'
 
 
 def _exercise_stats(cells: list[dict]) -> dict:
@@ -200,7 +179,7 @@ def _exercise_stats(cells: list[dict]) -> dict:
 
 
 def _graded(results: ClassResults, aid: str) -> list[Row]:
-    return [r for r in results.rows if r.assignment == aid and r.status != MISSING]
+    return results.graded(aid)
 
 
 # ---------------------------------------------------------------- sections
@@ -276,77 +255,6 @@ def _similarity_line(out: Path | None) -> list[str]:
         f"<p>Similar hand-ins: {pairs} pair(s) of answers unusually alike "
         '(<a href="similarity.html">similarity.html</a>; it reports, it changes no score).</p>'
     ]
-
-
-def _groups(results: ClassResults) -> dict[tuple[str, str], dict[str, dict]]:
-    """(assignment, grade_id) -> group key -> {"finding": the first one seen, "students": [...]}: each failed
-    cell's `finding` (misconceptions.py), data from the judge, grouped; one entry per student and group."""
-    groups: dict[tuple[str, str], dict[str, dict]] = {}
-    for row in results.rows:
-        if row.status == MISSING:
-            continue
-        for cell in row.cells:
-            found = cell.get("finding") if isinstance(cell, dict) else None
-            if not isinstance(found, dict) or not found.get("key"):
-                continue
-            at = groups.setdefault((row.assignment, str(cell.get("grade_id", ""))), {})
-            group = at.setdefault(str(found["key"]), {"finding": found, "students": []})
-            if row.student not in group["students"]:
-                group["students"].append(row.student)
-    return groups
-
-
-def _group_row(found: dict, students: list[str], of: int, where: str) -> str:
-    ids = ", ".join(_e(s) for s in sorted(students))
-    return (
-        f'<tr><td class="num">{len(students)} of {of}</td><td>{where}</td>'
-        f'<td class="msg">{inline_code(_shorten(str(found.get("en", ""))))}<br>'
-        f'<span lang="zh-CN">{inline_code(_shorten(str(found.get("zh", ""))))}</span></td>'
-        f'<td><details><summary>students</summary><span class="ids">{ids}</span></details></td></tr>'
-    )
-
-
-def _misconception_section(results: ClassResults, info: CourseInfo) -> list[str]:
-    """The misconception map: per exercise, the students who lost points grouped by what the judge found,
-    and the three largest groups of the class to revisit first."""
-    groups = _groups(results)
-    if not groups:
-        return []
-    graded = {a: len(_graded(results, a)) for a in results.assignments}
-    flat = [
-        (len(g["students"]), aid, gid, g)
-        for (aid, gid), by_key in groups.items()
-        for g in by_key.values()
-        if g["finding"].get("kind") not in NOT_MISCONCEPTIONS
-    ]
-    flat.sort(key=lambda t: (-t[0], t[1], t[2]))
-    head = '<table><tr><th class="num">students</th><th>exercise</th><th>what went wrong</th><th></th></tr>'
-    parts = [
-        '<h2 id="misconceptions">Misconception map / 错误概念分布</h2>',
-        '<p class="muted">The students who lost points, grouped by the first thing the judge found wrong '
-        "(the property, the collective, the layout: the judge's data, not its wording; numbers left out). "
-        "Three to revisit in class first:</p>",
-        head,
-    ]
-    for n, aid, gid, g in flat[:3]:
-        where = f'<a href="#{_e(aid)}">{_e(aid)}</a>: {_exercise_name(info, aid, gid)}'
-        parts.append(_group_row(g["finding"], g["students"], graded.get(aid, n), where))
-    parts.append("</table>")
-    for (aid, gid), by_key in sorted(groups.items()):
-        ranked = sorted(by_key.values(), key=lambda g: (-len(g["students"]), g["finding"]["key"]))
-        parts.append(f"<h3>{_e(aid)}: {_exercise_name(info, aid, gid)}</h3>")
-        taught = info.sections.get(aid, {}).get(gid, "")
-        if taught:
-            parts.append(
-                f'<p class="muted">Taught in the section &ldquo;{inline_code(taught)}&rdquo; of {_e(aid)}.</p>'
-            )
-        parts.append(head)
-        for g in ranked[:MAP_GROUPS]:
-            parts.append(_group_row(g["finding"], g["students"], graded.get(aid, 0), _e(g["finding"].get("property"))))
-        if len(ranked) > MAP_GROUPS:
-            parts.append(f'<tr><td colspan="4" class="muted">and {len(ranked) - MAP_GROUPS} smaller group(s)</td></tr>')
-        parts.append("</table>")
-    return parts
 
 
 def _students_section(results: ClassResults, assignments: list[str], out: Path | None) -> list[str]:
@@ -452,7 +360,11 @@ def title_for(info: CourseInfo, assignments: list[str]) -> str:
 
 
 def render(
-    results: ClassResults, out: Path | None = None, title: str | None = None, info: CourseInfo | None = None
+    results: ClassResults,
+    out: Path | None = None,
+    title: str | None = None,
+    info: CourseInfo | None = None,
+    site: str | None = None,
 ) -> str:
     """The whole report as one HTML string."""
     info = info or CourseInfo()
@@ -489,7 +401,7 @@ def render(
     parts.extend(attention)
     parts.extend(_similarity_line(out))
     parts.extend(_protections_section(results))
-    parts.extend(_misconception_section(results, info))
+    parts.extend(misconception_section(results, info, site))
     parts.extend(_students_section(results, with_work, out))
     parts.extend(_late_section(results, out))
     for aid in with_work:
@@ -498,14 +410,14 @@ def render(
     return "\n".join(parts) + "\n"
 
 
-def write_report(out: Path, output: Path | None = None, course: Path | None = None) -> Path:
+def write_report(out: Path, output: Path | None = None, course: Path | None = None, site: str | None = None) -> Path:
     out = Path(out)
     results = load(out)
     output = Path(output) if output else out / "report.html"
     output.parent.mkdir(parents=True, exist_ok=True)
     links_from = out if output.resolve().parent == out.resolve() else None
     info = course_info(Path(course) if course else default_course(out), results.assignments)
-    output.write_text(render(results, links_from, info=info), encoding="utf-8")
+    output.write_text(render(results, links_from, info=info, site=site), encoding="utf-8")
     return output
 
 
@@ -523,9 +435,14 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="the nbgrader course folder (names and titles; default: OUT/.. if it is one, else build/course)",
     )
+    parser.add_argument(
+        "--site",
+        default=None,
+        help="the course website's address, to link each exercise's section (default: $NAMEDAXES_SITE_URL)",
+    )
     args = parser.parse_args(argv)
     try:
-        path = write_report(args.out, args.output, args.course)
+        path = write_report(args.out, args.output, args.course, args.site)
     except (OSError, ValueError) as err:
         sys.stderr.write(f"autograder.publish.report: error: {err}\n")
         return 1

@@ -8,6 +8,8 @@ import json
 import pytest
 
 from autograder.publish import class_results, report
+from autograder.publish.course_info import course_info
+from autograder.publish.report_map import SITE_ENV, section_href
 from autograder.publish.misconceptions import finding
 from autograder.publish.outputs import public, write_outputs
 from autograder.reasons import Kind, Verdict, Words, phrase
@@ -39,7 +41,7 @@ class Source:
 def row(student: str, first, second=None):
     cells = (
         CellResult("scaled_sum_total", 0.0 if first else 1.0, 1.0, first is None, first or ""),
-        CellResult("global_max_share", 0.0 if second else 1.0, 1.0, second is None, second or ""),
+        CellResult("global_max_share_value", 0.0 if second else 1.0, 1.0, second is None, second or ""),
     )
     return make_row(student, AID, "", Source, "ok", "", cells)
 
@@ -57,6 +59,19 @@ def page(tmp_path_factory):
     out = tmp_path_factory.mktemp("map")
     write_outputs(out, [public(r) for r in CLASS], CLASS)
     return report.render(class_results.load(out), out), json.loads((out / "results.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def course_page(tmp_path_factory):
+    """The same class, with the course's names, sections and hints (the repository's solutions/ and the
+    exercise module of 02), and the course website's address."""
+    out = tmp_path_factory.mktemp("map-course")
+    write_outputs(out, [public(r) for r in CLASS], CLASS)
+    info = course_info(None, [AID])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(SITE_ENV, "https://course.example/site/")
+        html = report.render(class_results.load(out), out, info=info)
+    return html[html.index('id="misconceptions"') : html.index('id="students"')]
 
 
 def test_a_finding_is_data_whose_key_leaves_numbers_out():
@@ -89,3 +104,37 @@ def test_the_map_ranks_the_three_misconceptions_to_revisit(page):
     assert "6 of 17" in section[section.index("<h3>") :]  # the unanswered, in their exercise's table
     assert 'lang="zh-CN"' in section and "s0, s1, s2, s3, s4" in section and "<details>" in section
     assert "&lt;b&gt;s10&lt;/b&gt;" in section and "<b>s10" not in section
+
+
+def test_each_group_links_the_hint_that_addresses_it(course_page):
+    """pmean where psum belongs: the hint that speaks of `lax.pmean` (3 of scaled_sum's); no collective at all:
+    the first, most general hint; the hints listed under the exercise's table, in both languages."""
+    first = course_page.index("<h3>")
+    top = course_page[:first]
+    assert top.count('href="#hint-02_scaled_sum-scaled_sum_total-3"') == 1  # the pmean group (5 students)
+    assert top.count('href="#hint-02_scaled_sum-scaled_sum_total-1"') == 1  # no collective (2 students)
+    assert top.index("hint-02_scaled_sum-scaled_sum_total-3") < top.index("hint-02_scaled_sum-scaled_sum_total-1")
+    hints = course_page[course_page.index('id="hint-02_scaled_sum-scaled_sum_total-1"') :]
+    assert "<code>lax.psum</code>" in hints.split("</li>")[0] and 'lang="zh-CN"' in hints.split("</li>")[0]
+    assert 'id="hint-02_scaled_sum-scaled_sum_total-3"' in course_page
+    assert 'id="hint-02_scaled_sum-global_max_share_value-1"' in course_page  # work: too many FLOPs
+
+
+def test_a_not_answered_group_gets_no_hint(course_page):
+    rows = [r for r in course_page.split("<tr>") if "6 of 17" in r]
+    assert len(rows) == 1 and "#hint-" not in rows[0]
+
+
+def test_the_section_that_teaches_it_links_the_course_site_at_its_heading(course_page):
+    info = course_info(None, [AID])
+    heading = info.sections[AID]["scaled_sum_total"]
+    assert heading  # the ## heading above the test cell of 02
+    href = section_href("https://course.example/site/", AID, heading)
+    assert href.startswith("https://course.example/site/notebooks/02_scaled_sum.html#:~:text=")
+    assert f'href="{href}"' in course_page and "讲解见" in course_page
+    assert section_href("javascript:alert(1)", AID, heading) == "" and section_href("", AID, heading) == ""
+
+
+def test_the_maps_words_are_in_both_languages(course_page):
+    for zh in ("错误概念分布", "失分的学生", "对应的提示", "本练习的提示", "学生"):
+        assert zh in course_page, zh

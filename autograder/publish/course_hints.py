@@ -1,0 +1,111 @@
+"""The hints of the course's exercises, for the misconception map: which hint addresses a group.
+
+    hints_of(module) -> {exercise name: (Hint(number, en, zh), ...)}
+    addressing(found, hints) -> the Hint that a group's finding calls for (None: the exercise has none)
+
+Where the hints are: each exercise module of the kernel package makes its exercises with
+`name = exercise("name", check, hints=[...])`, the hints as literal English strings (the catalog tool
+extracts them the same way), translated at display time from the compiled catalog. This module reads
+them from the module's *source* with `ast`, never importing it (no JAX in the report's process), and
+their Chinese from the same catalog the kernel uses (`namedaxes.i18n.translator`).
+
+Which hint addresses a finding: a finding's group key names code (the collective expected and the one
+performed, the function judged: `comm_missing(missing=psum,seen=pmean)`). The hint that shows the most
+of those names in backticks is the one that speaks of this mistake, what the program did (`seen=`)
+counting twice what was expected; ties go to the earlier hint, and when none shows any, the first
+hint, the exercise's most general one. The course's own text is matched, never a student's.
+
+Trusted input: the course's exercise modules (the checkout's code, as the grader's own). A module name
+read from a notebook is checked against `MODULE_NAME` before it becomes a path.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+__all__ = ["Hint", "hints_of", "addressing", "MODULE_NAME"]
+
+MODULE_NAME = re.compile(r"[a-z_][a-z0-9_]{0,63}")
+_CODE = re.compile(r"`([^`]{1,200})`")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_FIELD = re.compile(r"(\w+)=([^,|()]+)")
+SEEN_WEIGHT = 2  # what the program did (`seen=`) says more about the mistake than what was expected
+_TOO_COMMON = {"x", "y", "none", "True", "False", "the", "of"}  # names that say nothing about a mistake
+
+
+@dataclass(frozen=True)
+class Hint:
+    """One hint of an exercise: its number as `q.<name>.hint()` shows it (1-based), in both languages."""
+
+    number: int
+    of: int
+    en: str
+    zh: str
+
+
+def _exercises_folder() -> Path:
+    import namedaxes
+
+    return Path(namedaxes.__file__).resolve().parent / "exercises"
+
+
+def _literal_hints(call: ast.Call) -> tuple[str, list[str]] | None:
+    """("name", [hints]) of an `exercise("name", ..., hints=[...])` call, or None."""
+    if not (isinstance(call.func, ast.Name) and call.func.id == "exercise" and call.args):
+        return None
+    first = call.args[0]
+    if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
+        return None
+    for kw in call.keywords:
+        if kw.arg == "hints" and isinstance(kw.value, ast.List | ast.Tuple):
+            texts = [e.value for e in kw.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+            return first.value, texts
+    return first.value, []
+
+
+@cache
+def hints_of(module: str) -> dict[str, tuple[Hint, ...]]:
+    """Every exercise of `namedaxes.exercises.<module>` with its hints ({} for an unknown module)."""
+    if not MODULE_NAME.fullmatch(module):
+        return {}
+    try:
+        tree = ast.parse((_exercises_folder() / f"{module}.py").read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    from namedaxes.i18n import translator
+
+    zh = translator("zh")
+    found: dict[str, tuple[Hint, ...]] = {}
+    for node in ast.walk(tree):
+        named = _literal_hints(node) if isinstance(node, ast.Call) else None
+        if named:
+            name, texts = named
+            found[name] = tuple(Hint(i + 1, len(texts), t, zh(t)) for i, t in enumerate(texts))
+    return found
+
+
+def _names_in(found: dict) -> dict[str, int]:
+    """The code names a finding's group key mentions (its fields' values), each with its weight."""
+    names: dict[str, int] = {}
+    for field, value in _FIELD.findall(str(found.get("key", ""))):
+        for name in set(_NAME.findall(value)) - _TOO_COMMON:
+            names[name] = max(names.get(name, 0), SEEN_WEIGHT if field == "seen" else 1)
+    return names
+
+
+def addressing(found: dict, hints: tuple[Hint, ...]) -> Hint | None:
+    """The hint that speaks of the most names of `found`; the first (most general) when none does."""
+    if not hints:
+        return None
+    names = _names_in(found)
+
+    def score(hint: Hint) -> int:
+        shown = {n for code in _CODE.findall(hint.en) for n in _NAME.findall(code)}
+        return sum(w for n, w in names.items() if n in shown)
+
+    best = max(hints, key=lambda h: (score(h), -h.number))
+    return best if score(best) else hints[0]

@@ -1,0 +1,47 @@
+"""Which hint addresses a misconception: the exercises' hints read from their modules' source (never
+imported), in both languages, and the choice made from the judge's finding, not from any student text."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from autograder.publish.course_hints import Hint, addressing, hints_of
+from namedaxes.exercises import scaled_sum as q_scaled_sum
+
+
+def test_the_hints_are_the_modules_own_in_order_and_translated():
+    hints = hints_of("scaled_sum")["global_max_share"]
+    assert [h.en for h in hints] == q_scaled_sum.global_max_share._hints
+    assert [h.number for h in hints] == [1, 2, 3] and {h.of for h in hints} == {3}
+    assert all(re.search(r"[\u4e00-\u9fff]", h.zh) for h in hints)  # the catalog's Chinese
+
+
+@pytest.mark.parametrize("module", ["no_such_module", "../solutions", "scaled_sum.py", "", "Scaled"])
+def test_an_unknown_or_path_like_module_has_no_hints(module):
+    assert hints_of(module) == {}
+
+
+HINTS = (
+    Hint(1, 3, "Think about what each device holds.", "一"),
+    Hint(2, 3, "Use `lax.psum` over `DEVICES`.", "二"),
+    Hint(3, 3, "`lax.pmean` divides by the device count; `lax.psum` does not.", "三"),
+)
+
+
+@pytest.mark.parametrize(
+    ("key", "number"),
+    [
+        ("values_differ(key=f(x))|comm_missing(missing=psum,seen=pmean)", 3),  # what was done counts twice
+        ("values_differ(key=f(x))|comm_missing(missing=psum,seen=none)", 2),  # the expected collective
+        ("values_differ(key=f(x))", 1),  # no names: the most general hint
+        ("work_flops(case=x)", 1),
+    ],
+)
+def test_the_hint_that_shows_the_findings_names_addresses_it(key, number):
+    assert addressing({"key": key}, HINTS).number == number
+
+
+def test_no_hints_no_choice():
+    assert addressing({"key": "comm_missing(missing=psum,seen=pmean)"}, ()) is None
