@@ -178,6 +178,14 @@ SIMILARITY_ANSWER_CHARS: Annotated[
 SIMILARITY_PAIRS_SHOWN: Annotated[
     int, Cap("pairs", "publish/similarity.py", "pairs shown side by side per exercise; the others: counted")
 ] = 50
+SIMILARITY_KEPT_BYTES: Annotated[
+    int,
+    Cap(
+        "bytes",
+        "publish/similarity.py",
+        "of the last similarity.json read back to keep other assignments; more: redone",
+    ),
+] = 64 * _MiB
 HANDIN_CHANGE_SLACK: Annotated[
     float,
     Cap(

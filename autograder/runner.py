@@ -141,7 +141,7 @@ def grade(opts: Options) -> int:
         rows += not_submitted_rows(opts, sources, intake, out)
         all_rows = merge_previous(out, rows, opts, intake)
         write_outputs(out, all_rows, rows, as_json(sandbox.protections()) if sandbox is not None else None)
-        if not (opts.students or opts.assignments):  # a whole class: a regrade of some keeps the last one
+        if not opts.students:  # the whole class (of some assignments: the others' sections are kept)
             try:
                 from .publish.similarity import write_similarity
 

@@ -20,6 +20,10 @@ local algorithms for document fingerprinting", SIGMOD 2003, the method behind MO
    of being right (a one-line `lax.psum(x, DEVICES)` is written alike by everybody): it is counted,
    never paired.
 
+A batch of some assignments (`--assignment`) rewrites their sections and keeps the others' from the
+last similarity.json, which stores the answers it shows; a batch of some students writes nothing (a
+pair needs the whole class).
+
 Threat model: the answers are student text. Each is read through `read_submission` (bounded, no link
 followed), cut at `SIMILARITY_ANSWER_CHARS`, and shown only as escaped text in a page with the grader's CSP
 (`inert`); a class of n answers costs an inverted index over fingerprints, not n² comparisons of text.
@@ -43,7 +47,7 @@ from namedaxes.nbgrader_metadata import nbgrader_cell
 
 from ..course.notebooks import SourceNotebook, UnreadableNotebook, cell_source, read_submission
 from ..intake.placement import Intake
-from ..limits import SIMILARITY_ANSWER_CHARS, SIMILARITY_PAIRS_SHOWN
+from ..limits import SIMILARITY_ANSWER_CHARS, SIMILARITY_KEPT_BYTES, SIMILARITY_PAIRS_SHOWN
 from .inert import CSP_META, html_text
 from .outputs import atomic_write
 
@@ -236,14 +240,47 @@ def _page(results: list[ExerciseSimilarity], shown: dict) -> str:
     return "\n".join(parts) + "\n"
 
 
+def _as_json(results: list[ExerciseSimilarity], shown: dict) -> list[dict]:
+    return [
+        {**asdict(r), "pairs": [asdict(p) for p in r.pairs], "shown": shown[(r.assignment, r.grade_id)]}
+        for r in results
+    ]
+
+
+def _kept(out: Path, graded: set[str]) -> tuple[list[ExerciseSimilarity], dict]:
+    """The last similarity.json's exercises of the assignments not graded now (none when it is missing, too
+    large or not what this module writes: then those sections are simply redone by the next whole batch)."""
+    path = out / "similarity.json"
+    try:
+        if path.is_symlink() or path.stat().st_size > SIMILARITY_KEPT_BYTES:
+            return [], {}
+        data = json.loads(path.read_text(encoding="utf-8"))
+        results, shown = [], {}
+        for d in data:
+            if d["assignment"] in graded:
+                continue
+            pairs = tuple(Pair(str(p["a"]), str(p["b"]), float(p["score"]), int(p["shared"])) for p in d["pairs"])
+            r = ExerciseSimilarity(
+                str(d["assignment"]), str(d["grade_id"]), int(d["answers"]), int(d["too_short"]), pairs
+            )
+            code = {str(k): str(v) for k, v in d["shown"].items()}
+            if not all(s in code for p in pairs[:SIMILARITY_PAIRS_SHOWN] for s in (p.a, p.b)):
+                return [], {}
+            results.append(r)
+            shown[(r.assignment, r.grade_id)] = code
+        return results, shown
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return [], {}
+
+
 def write_similarity(out: Path, sources: dict[str, SourceNotebook], intake: Intake) -> Path:
-    """OUT/similarity.html and OUT/similarity.json for the hand-ins of this batch."""
-    results, shown = [], {}
+    """OUT/similarity.html and OUT/similarity.json for the assignments of this batch, the others kept."""
+    results, shown = _kept(out, set(sources))
     for source in sources.values():
         found, answers = similarity(intake, source)
         results += found
         shown.update(answers)
-    data = [{**asdict(r), "pairs": [asdict(p) for p in r.pairs]} for r in results]
-    atomic_write(out / "similarity.json", json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    results.sort(key=lambda r: r.assignment)  # stable: each assignment's exercises stay in notebook order
+    atomic_write(out / "similarity.json", json.dumps(_as_json(results, shown), indent=1, ensure_ascii=False) + "\n")
     atomic_write(out / "similarity.html", _page(results, shown))
     return out / "similarity.html"

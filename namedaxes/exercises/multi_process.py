@@ -216,6 +216,14 @@ TEXT = {
         "Those are per-device sums. Process i owns the devices at mesh positions i * n to (i + 1) * n - 1 "
         "(n = jax.local_device_count()): add up the sums of each process's devices."
     ),
+    "per_process_means": (
+        "Those are the means of each process's rows: entry i is their sum (the rows of the devices process i "
+        "owns, added up)."
+    ),
+    "per_process_total": (
+        "Every entry is the total of all rows: entry i adds up only the rows of the devices that process i "
+        "owns, so the entries differ and add up to `total`."
+    ),
     "per_process_generic": (
         "Entry i is the sum of the rows that process i owns: the devices at mesh positions i * n to "
         "(i + 1) * n - 1, with n = jax.local_device_count()."
@@ -635,6 +643,10 @@ def _metric_hint(key: str, got, errors: np.ndarray, k: int, p: int) -> str:
     if key == "per_process":
         if np.shape(got) == (k,) and same_values(got, e.reshape(k, -1).sum(axis=1), dtype=float):
             return TEXT["per_process_per_device"]
+        if np.shape(got) == (p,) and same_values(got, e.reshape(p, -1).mean(axis=1), dtype=float):
+            return TEXT["per_process_means"]
+        if np.shape(got) == (p,) and p > 1 and same_values(got, np.full(p, e.sum()), dtype=float):
+            return TEXT["per_process_total"]
         return TEXT["per_process_generic"]
     right = want[key]
     # a sum multiplied by a count (total = pmean * c) is off by c / k, a sum divided by one (mean = psum / c) by k / c

@@ -205,6 +205,10 @@ TEXT = {
     "line_row": "row",
     "line_column": "column",
     "numbers_one_axis": "That is the position along '{axis}' only; the number needs both positions.",
+    "numbers_one_based": (
+        "Each number is 1 too large: devices are numbered from 0, as `lax.axis_index` counts, so the "
+        "first device of the order is number 0."
+    ),
     "numbers_generic": "Count, for a device of the grid, how many devices come before it in that order.",
     # 3. row_normalize
     "row_normalize_shape_hint": (
@@ -689,6 +693,8 @@ def _check_device_numbers(fn) -> None:
                 diagnosis = _say("numbers_one_axis", axis=DATA_SHARDS)
             elif same_values(got, cols):
                 diagnosis = _say("numbers_one_axis", axis=MODEL_REPLICAS)
+            elif same_values(got, want + 1):
+                diagnosis = _say("numbers_one_based")
             else:
                 diagnosis = _say("numbers_generic")
             _values_failure(label, got, want, where, _say("numbers_part", k=k, what=_say(what), diagnosis=diagnosis))

@@ -229,6 +229,31 @@ def _timed(name):
     return T()
 
 
+def _reads(user: str, path: Path) -> bool:
+    proc = subprocess.run(
+        [_hub.RUNUSER, "-u", user, "--", "/usr/bin/python3", "-I", "-S", "-c", "import sys; open(sys.argv[1]).read()"]
+        + [str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return proc.returncode == 0
+
+
+def _instructor_outputs_are_closed_to_students(dep) -> None:
+    """What `make grade` and `make export` write on the hub (the class report with its misconception map, the
+    similarity view, the gradebooks) is the course's: its grader account reads it, no student does."""
+    grades = dep.course_dir(COURSE) / "grades"
+    outputs = [grades / n for n in ("report.html", "similarity.html", "results.json", "grades.csv", "lms-canvas.csv")]
+    assert [p.name for p in outputs if not p.is_file()] == []
+    assert "Misconception map" in (grades / "report.html").read_text(encoding="utf-8")
+    assert (grades / "lms-canvas.csv").read_text(encoding="utf-8-sig").startswith("Student,ID,SIS User ID")
+    grader = dep.graders[COURSE]
+    for path in outputs:
+        assert _reads(grader, path), f"{grader} cannot read {path.name}"
+        assert not _reads(ADA, path) and not _reads(BEN, path), f"a student reads {path.name}"
+
+
 def test_release_fetch_answer_validate_submit_collect_grade_feedback(hub, pages, screenshots):
     dep, passwords = hub
     teacher = pages[dep.instructor]
@@ -318,6 +343,9 @@ def test_release_fetch_answer_validate_submit_collect_grade_feedback(hub, pages,
     with _timed("make grade HUB=1"):
         out = _make("grade", *hub_vars)
     assert "owned by their graders again" in out, out[-2000:]
+    with _timed("make export HUB=1 LMS=canvas"):
+        _make("export", *hub_vars, "LMS=canvas")
+    _instructor_outputs_are_closed_to_students(dep)
     with _timed("make return-feedback HUB=1"):
         out = _make("return-feedback", *hub_vars)
     assert "feedback returned to 2 student(s)" in out, out[-2000:]

@@ -9,9 +9,9 @@ import pytest
 
 from autograder.publish import class_results, report
 from autograder.publish.course_info import course_info
-from autograder.publish.report_map import SITE_ENV, section_href
 from autograder.publish.misconceptions import finding
 from autograder.publish.outputs import public, write_outputs
+from autograder.publish.report_map import SITE_ENV, section_href
 from autograder.reasons import Kind, Verdict, Words, phrase
 from autograder.records import CellResult, make_row
 

@@ -366,6 +366,14 @@ METRICS_WRONG = {
         ),
         r"(?s)returned per_process = .*Entry i is the sum of the rows that process i owns",
     ),
+    "means per process": (  # issue 34: a diagnosis where "Entry i is the sum..." was all it said
+        _with(per_process=lambda b: _per_process(b) / lax.psum(b.size, DEVICES) * jax.process_count()),
+        r"(?s)returned per_process = .*the means of each process's rows: entry i is their sum",
+    ),
+    "the total in every entry": (
+        _with(per_process=lambda b: jnp.full((jax.process_count(),), lax.psum(jnp.sum(b), DEVICES))),
+        r"(?s)returned per_process = .*Every entry is the total of all rows: entry i adds up only the rows",
+    ),
     "no collective for the total": (
         _with(total=lambda b: jnp.sum(b)),
         r"(?s)`out_specs=P\(\)` promises.*still differs per device.*lax\.psum",

@@ -235,6 +235,10 @@ DEVICE_NUMBERS_WRONG = [
         _numbers(lambda i, j: i, lambda i, j: j * lax.axis_size(D) + i),
         r"\[0\]` has the wrong values.*the position along 'data_shards' only",
     ),
+    (  # issue 34: a diagnosis where "Count ... how many devices come before it" was all it said
+        _numbers(lambda i, j: i * lax.axis_size(M) + j + 1, lambda i, j: j * lax.axis_size(D) + i + 1),
+        r"\[0\]` has the wrong values.*1 too large: devices are numbered from 0, as `lax\.axis_index` counts",
+    ),
     (
         lambda x: (lax.axis_index((D, M)), jnp.float32(0.0) + lax.axis_index((M, D))),
         r"`device_numbers\(x\)\[1\]` should have dtype int32, but it has dtype float32",
