@@ -193,6 +193,7 @@ class CellResult:
     passed: bool
     reason: Reason = ""
     finding: tuple[tuple[str, str], ...] = ()  # of a previous results.json: its `finding` (publish/misconceptions.py)
+    judged: Reason = ""  # the judge's verdict on the hidden inputs when the visible check had failed (for the map)
 
     @classmethod
     def from_json(cls, data: Any) -> CellResult:

@@ -177,27 +177,30 @@ def score_run(
         i = index.get(gid)
         outcome = run.outcomes.get(i) if i is not None else None
         error = error_text(outcome.ename, outcome.evalue) if outcome and outcome.status != "ok" else ""
-        passed, reason = False, ""
+        passed, reason, judged = False, "", ""
         got = run.observations.get(gid)
+        visible_failed = outcome is not None and outcome.status == "error"
         if got is not None:
             try:
                 verdict = _verdict(gid, refs, got)
-                passed = verdict.passed
-                reason = "" if passed else (error if outcome and outcome.status == "error" else verdict)
+                # a failed visible check keeps the cell at 0 (the student saw it fail): the verdict only says
+                # what went wrong, for the class's misconception map
+                passed = verdict.passed and not visible_failed
+                reason = "" if passed else (error if visible_failed else verdict)
+                judged = verdict if visible_failed and not verdict.passed else ""
             except ScorerReferenceError:
                 raise
             except Exception:  # noqa: BLE001 - anything odd in what was recorded: no points
-                reason = phrase("results_unreadable")
+                reason = error if visible_failed else phrase("results_unreadable")
         elif outcome is None:
             reason = phrase("cell_not_run")
         elif outcome.status == "ok":
             reason = phrase("nothing_recorded")
         else:
             reason = error
+        points = float(test.points) if passed else 0.0
         cells.append(
-            CellResult(
-                gid, float(test.points) if passed else 0.0, float(test.points), bool(passed), scrubbed(reason, workdir)
-            )
+            CellResult(gid, points, float(test.points), bool(passed), scrubbed(reason, workdir), judged=judged)
         )
     return tuple(cells)
 

@@ -120,7 +120,7 @@ def _public_cell(c: CellResult, lang: str) -> dict:
     """A test cell's result; a failed one also with its `finding` (misconceptions.py), for the class's map."""
     out = {"grade_id": c.grade_id, "points": c.points, "max_points": c.max_points, "passed": c.passed}
     out["reason"] = say(c.reason, lang)
-    found = None if c.passed else (dict(c.finding) if c.finding else finding(c.reason))
+    found = None if c.passed else (dict(c.finding) if c.finding else finding(c.judged or c.reason))
     if found is not None:
         out["finding"] = found
     return out
