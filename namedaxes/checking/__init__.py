@@ -31,6 +31,8 @@ mistakes). One job per module:
 - `traced`: communication read from the jaxpr (`collectives`, `expect_collective`).
 - `compiled`: communication and layouts read from the compiled program, as the grader
   judges them (`examined`, `expect_communication`, `expect_regions`, ...).
+- `regions`: the grader's region and communication steps for answers that are per-device
+  functions, shared by notebooks 05, 06 and 07 (`expect_own_shard`, `judge_regions`).
 - `proving`: pitfall cells (`show_error`) and checks proven both ways (`assert_check_*`).
 - `course_devices`: the checks need the course's 8 devices, said plainly.
 - `exercise`: `Exercise` (check, hints, observe, judge). **Explicit binding**: an exercise

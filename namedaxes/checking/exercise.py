@@ -23,7 +23,7 @@ from .explaining import explained, translate
 from .failures import CheckFailed, NotAttempted
 from .rendering import GREEN, color
 from .text import TEXT
-from .verdicts import _REGISTRY, _RESULTS, FAILED, NOT_ATTEMPTED, PASSED, Verdict
+from .verdicts import FAILED, NOT_ATTEMPTED, PASSED, Verdict, record, register
 
 __all__ = ["Exercise", "exercises_for"]
 
@@ -66,8 +66,8 @@ class Exercise:
         self._shown = 0
         # Keyed by what the exercise is, so re-importing the module replaces it rather than adding a copy.
         code = getattr(check, "__code__", None)
-        self._key = (self.module, name, getattr(check, "__qualname__", repr(check)), getattr(code, "co_firstlineno", 0))
-        _REGISTRY.setdefault(self.module, {})[self._key] = self
+        self.key = (self.module, name, getattr(check, "__qualname__", repr(check)), getattr(code, "co_firstlineno", 0))
+        register(self)
 
     def _attr(self) -> str:
         """The name this exercise has in its module (`q.<attr>` in the notebook)."""
@@ -89,15 +89,15 @@ class Exercise:
                     self._judge(*answer)
         except CheckFailed as err:
             kind = NotAttempted if isinstance(err, NotAttempted) else CheckFailed
-            _RESULTS[self._key] = Verdict(NOT_ATTEMPTED if kind is NotAttempted else FAILED, str(err), answer)
+            record(self, Verdict(NOT_ATTEMPTED if kind is NotAttempted else FAILED, str(err), answer))
             # A fresh exception without the checker's internal frames; IPython shows only its message.
             failure = kind(str(err))
             failure.hint_line = TEXT["hint_line"].format(attr=self._attr()) if self._hints else ""
             raise failure from None
         except BaseException as err:
-            _RESULTS[self._key] = Verdict(FAILED, f"{type(err).__name__}: {err}", answer)
+            record(self, Verdict(FAILED, f"{type(err).__name__}: {err}", answer))
             raise
-        _RESULTS[self._key] = Verdict(PASSED, "", answer)
+        record(self, Verdict(PASSED, "", answer))
         _say(color(GREEN, TEXT["passed"].format(name=self.name)))
 
     def _expect_recordable(self, answer: tuple) -> None:

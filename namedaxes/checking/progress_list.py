@@ -9,7 +9,7 @@ from collections.abc import Callable
 from . import notebook
 from .rendering import BOLD, GREEN, RED, color
 from .text import TEXT
-from .verdicts import _REGISTRY, _RESULTS, FAILED, NOT_ATTEMPTED, Verdict
+from .verdicts import FAILED, NOT_ATTEMPTED, Verdict, exercises, last
 
 __all__ = ["progress", "progress_of", "progress_rows"]
 
@@ -34,8 +34,8 @@ def progress_rows(module: str) -> list[tuple[str, str, str]]:
     """
     namespace = notebook.user_namespace()
     groups: dict[str, list[Verdict | None]] = {}
-    for ex in _REGISTRY.get(module, {}).values():
-        groups.setdefault(ex.name, []).append(_RESULTS.get(ex._key))
+    for ex in exercises(module):
+        groups.setdefault(ex.name, []).append(last(ex))
     rows = []
     for name, results in groups.items():
         failed = [r for r in results if r and r.status == FAILED]

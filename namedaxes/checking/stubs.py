@@ -22,7 +22,7 @@ from .explaining import _user_frames
 from .notebook import ipython
 from .rendering import render_failure
 from .text import TEXT
-from .verdicts import _REGISTRY, _RESULTS, NOT_ATTEMPTED, Verdict
+from .verdicts import NOT_ATTEMPTED, Verdict, exercises, record
 
 __all__ = ["undefined_answer", "run_order_message", "install_stub_handler", "show_error"]
 
@@ -31,12 +31,12 @@ def undefined_answer(value: BaseException) -> str | None:
     """One line for a notebook cell stopped because an exercise's answer is not defined yet (its cell has
     not run), else None; every check of that exercise is then recorded as not attempted."""
     name = getattr(value, "name", None) if type(value) is NameError else None
-    exercises = [ex for module in _REGISTRY.values() for ex in module.values() if name and ex.name == name]
-    if not exercises or not _user_frames(value.__traceback__):
+    found = [ex for ex in exercises() if name and ex.name == name]
+    if not found or not _user_frames(value.__traceback__):
         return None
     message = TEXT["not_defined_yet"].format(name=name)
-    for ex in exercises:
-        _RESULTS[ex._key] = Verdict(NOT_ATTEMPTED, message)
+    for ex in found:
+        record(ex, Verdict(NOT_ATTEMPTED, message))
     return message
 
 

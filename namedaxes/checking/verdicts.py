@@ -7,12 +7,9 @@ never rebound (the autograder's guard restores module globals between cells).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from .exercise import Exercise
-
-__all__ = ["Verdict", "PASSED", "FAILED", "NOT_ATTEMPTED"]
+__all__ = ["Verdict", "PASSED", "FAILED", "NOT_ATTEMPTED", "Registered", "register", "record", "exercises", "last"]
 
 PASSED, FAILED, NOT_ATTEMPTED = "passed", "failed", "not_attempted"
 
@@ -27,5 +24,34 @@ class Verdict:
     answer: tuple = ()
 
 
-_REGISTRY: dict[str, dict[tuple, Exercise]] = {}  # exercise module -> its Exercise objects, in order
-_RESULTS: dict[tuple, Verdict] = {}  # Exercise._key -> its last verdict
+class Registered(Protocol):
+    """What the registry needs of an exercise: its name, its module and the key of what it is."""
+
+    name: str
+    module: str
+    key: tuple
+
+
+_REGISTRY: dict[str, dict[tuple, Registered]] = {}  # exercise module -> its exercises, in order
+_RESULTS: dict[tuple, Verdict] = {}  # an exercise's key -> its last verdict
+
+
+def register(exercise: Registered) -> None:
+    """Add `exercise` to its module's list (a re-imported module's exercise replaces the one it was)."""
+    _REGISTRY.setdefault(exercise.module, {})[exercise.key] = exercise
+
+
+def record(exercise: Registered, verdict: Verdict) -> None:
+    """What the last check of `exercise` said."""
+    _RESULTS[exercise.key] = verdict
+
+
+def exercises(module: str | None = None) -> list[Registered]:
+    """The exercises of `module` in notebook order (None: of every module)."""
+    chosen = [_REGISTRY.get(module, {})] if module is not None else list(_REGISTRY.values())
+    return [ex for by_key in chosen for ex in by_key.values()]
+
+
+def last(exercise: Registered) -> Verdict | None:
+    """The last verdict of `exercise` (None: never checked)."""
+    return _RESULTS.get(exercise.key)

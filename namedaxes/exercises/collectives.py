@@ -49,12 +49,12 @@ from namedaxes.checking import (
     explained,
     fail,
     progress_of,
+    regions,
     same_values,
     show_values,
     unbound_axis_name,
 )
-from namedaxes.exercises.shard_map import TEXT as shard_map_text
-from namedaxes.exercises.shard_map import _judge, expect_own_shard
+from namedaxes.checking.regions import expect_own_shard, judge_regions
 from namedaxes.grading import Case, programs
 from namedaxes.i18n import Messages
 from namedaxes.judging import Work, exported_work, work_excess
@@ -419,7 +419,7 @@ def _examined(name: str, fn: Callable, mesh, *args, ins: tuple, axis: str, rules
     Layout first, as the grader judges: a live region over `axis` taking each input split as `ins` says."""
     with _explained(name, mesh, rules):
         facts = examined(lambda *a: fn(*a, mesh), *args)
-    expect_own_shard(name, facts, ((axis,), ins), shard_map_text["values_word"])
+    expect_own_shard(name, facts, ((axis,), ins), regions.TEXT["values_word"])
     return facts
 
 
@@ -435,16 +435,16 @@ def _judged(
     rules=_COMMON_RULES,
     facts=None,
 ) -> None:
-    """The grader's judging steps on visible inputs (`shard_map._judge`): a per-device region over `axis`
+    """The grader's judging steps on visible inputs (`checking.regions.judge_regions`): a per-device region over `axis`
     that takes each input split as `ins` says (the reference's `in_specs`), a collective over `axis` that
     reaches the result, and each collective of `needs` ("psum_scatter over 'devices'") reaching it."""
-    got = _judge(
+    got = judge_regions(
         name,
         fn,
         mesh,
         *args,
         region=((axis,), ins),
-        what=shard_map_text["values_word"],
+        what=regions.TEXT["values_word"],
         axis=axis,
         why=why,
         context=_explained(name, mesh, rules),

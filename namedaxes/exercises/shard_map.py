@@ -70,12 +70,13 @@ from namedaxes.checking import (
     explained,
     fail,
     progress_of,
+    regions,
     same_values,
     unbound_axis_name,
 )
+from namedaxes.checking.regions import judge_regions
 from namedaxes.grading import Case, programs, spec
 from namedaxes.i18n import Messages
-from namedaxes.judging import region_takes
 from namedaxes.meshes import grid_mesh, line_mesh
 from namedaxes.meshes import placed as _placed
 from namedaxes.meshes import with_mesh as _bound
@@ -270,7 +271,6 @@ TEXT = {
         "`{name}` communicates over '{axis}' too ({seen}), but the data shards never need each other's "
         "values here: reduce over MODEL_REPLICAS only."
     ),
-    "values_word": "values",
     # 3./4. the weighted training steps
     "step_where": "(mesh of {k} devices, {n} examples, weights per device {weights})",
     "step_not_dict": (
@@ -375,33 +375,6 @@ TEXT = {
     "migration_mean": "That is the mean over devices: keep `weighted_total`'s `lax.psum`.",
     "migration_first": "That is only device 0's term: the psum over DEVICES is missing.",
     "migration_why": "Keep `weighted_total` (with its `lax.psum`) as the per-device function of `jax.shard_map`.",
-    # the grader's judging steps, on the visible inputs (`_judge`)
-    "not_own_shard": (
-        "`{name}` returns the right {what}, but no `jax.shard_map` over {axes} in it gives each device only "
-        "its own shard of the inputs ({want}); read from the exported program, it has {got}. The grader runs "
-        "your program with each device holding only its shard: keep the inputs split as they are placed "
-        "(the same `in_specs`), and do not gather them or make them replicated first."
-    ),
-    "layout_whole": "the whole value on every device",
-    "layout_split": "split over {axes} along dimension {dim}",
-    "layout_input": "input {n} {layout}",
-    "regions_got": "a `jax.shard_map` over {axes} that takes {inputs}",
-    "regions_none": "no `jax.shard_map` at all",
-    "region_dead": (
-        "`{name}` returns the right {what}, but the `jax.shard_map` over {axes} in it that gives each device "
-        "its own shard ({want}) does not reach the result: changing what it returns leaves the result as it "
-        "is (read from the exported program, the way the grader reads it): what it returns is discarded "
-        "(multiplied by zero, say) and the result is computed elsewhere. Compute the {what} from what the "
-        "`jax.shard_map` returns."
-    ),
-    "not_reaching": (
-        "`{name}` returns the right {what}, but no collective over '{axis}' reaches its result (read from the "
-        "compiled program, the way the grader reads it: {seen}). Communication that is discarded or "
-        "multiplied by zero counts for nothing, and a total computed outside the per-device function needs "
-        "no collective of yours. {why}"
-    ),
-    "reaching_seen": "{ops} reach the result",
-    "reaching_none": "no collective reaches the result",
 }
 TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
@@ -415,72 +388,6 @@ def _fmt(value) -> str:
 
 def _num(value) -> str:
     return f"{float(value):.6g}"
-
-
-def _layout_words(layout) -> str:
-    parts = [
-        _say("layout_split", axes=" x ".join(repr(a) for a in axes), dim=d) for d, axes in enumerate(layout) if axes
-    ]
-    return checking_text["list_sep"].join(parts) if parts else _say("layout_whole")
-
-
-def _inputs_words(ins) -> str:
-    return checking_text["list_sep"].join(
-        _say("layout_input", n=n + 1, layout=_layout_words(layout)) for n, layout in enumerate(ins)
-    )
-
-
-def _axes_words(axes) -> str:
-    return " x ".join(repr(a) for a in axes)
-
-
-def expect_own_shard(name: str, got, region: tuple, what: str) -> None:
-    """The grader's layout step on examined facts (`got`): a live per-device region over `region[0]` that
-    takes each input split over at least the mesh axes of `region[1]` (the reference's `in_specs`)."""
-    axes, ins = region
-    if got.takes(axes, ins):
-        return
-    if region_takes(got.dead_regions, axes, ins):
-        fail(_say("region_dead", name=name, what=what, axes=_axes_words(axes), want=_inputs_words(ins)))
-    seen = checking_text["list_sep"].join(
-        _say("regions_got", axes=_axes_words(a), inputs=_inputs_words(i)) for a, i, _ in got.regions
-    ) or _say("regions_none")
-    fail(_say("not_own_shard", name=name, what=what, axes=_axes_words(axes), want=_inputs_words(ins), got=seen))
-
-
-def _judge(
-    name: str,
-    fn: Callable,
-    mesh,
-    *args,
-    region: tuple,
-    what: str,
-    axis: str,
-    why: str,
-    shard_map_allowed: bool = True,
-    context=None,
-    facts=None,
-):
-    """The grader's judging steps (`namedaxes.judging.examine`, as `autograder.judge.programs.Judge` takes them)
-    on the visible inputs: `fn(*args, mesh)` exported and compiled; a per-device region over `region[0]`
-    must take each input split over at least the mesh axes of `region[1]` (the reference's `in_specs`),
-    and some collective over `axis` must reach the result. Returns what was read (`Examined`).
-    `context`: where the answer is traced (notebook 06: as a process of a cluster), else `_explained`;
-    `facts`: what `examined` already read of this very program (then nothing is compiled again)."""
-    got = facts
-    if got is None:
-        with context if context is not None else _explained(name, mesh, shard_map_allowed=shard_map_allowed):
-            got = examined(lambda *a: fn(*a, mesh), *args)
-    expect_own_shard(name, got, region, what)
-    reaching = [c for c in got.matters if c.endswith(f" over '{axis}'")]
-    if not reaching:
-        seen = (
-            _say("reaching_seen", ops=checking_text["list_sep"].join(got.matters))
-            if got.matters
-            else _say("reaching_none")
-        )
-        fail(_say("not_reaching", name=name, what=what, axis=axis, seen=seen, why=why))
-    return got
 
 
 # ---------------------------------------------------------------- meshes and the reference model
@@ -623,15 +530,17 @@ def _check_sharded_scaled_sum(fn: Callable) -> None:
                 hint = _say("scaled_by_hand") if same_values(moved, got, 1e-4, dtype=float) else _say("scaled_other")
             fail(_say("scaled_wrong", name=name, got=_fmt(got), where=where, want=_fmt(want), hint=hint))
     k, x = _SCALED_SUM_CASES[-1]  # the smallest mesh: the same verdict, the cheapest compiles
-    _judge(
+    mesh = line_mesh(k)
+    judge_regions(
         name,
         fn,
-        line_mesh(k),
+        mesh,
         x,
         region=((DEVICES,), (((DEVICES,),),)),
         what=_say("total"),
         axis=DEVICES,
         why=_say("scaled_why"),
+        context=_explained(name, mesh),
     )
 
 
@@ -736,15 +645,16 @@ def _check_replica_totals(fn: Callable) -> None:
     shape, x_np = _REPLICA_CASES[-1]  # the smallest mesh: the same verdict, the cheapest compiles
     mesh = grid_mesh(shape)
     x = _placed(_f32(x_np), mesh, P(DATA_SHARDS, MODEL_REPLICAS))
-    got = _judge(
+    got = judge_regions(
         name,
         fn,
         mesh,
         x,
         region=(tuple(sorted((DATA_SHARDS, MODEL_REPLICAS))), (((DATA_SHARDS,), (MODEL_REPLICAS,)),)),
-        what=_say("values_word"),
+        what=regions.TEXT["values_word"],
         axis=MODEL_REPLICAS,
         why=_say("replica_why"),
+        context=_explained(name, mesh),
     )
     extra = [c for c in got.present if c.endswith(f" over '{DATA_SHARDS}'")]
     if extra:  # a surplus collective counts against, used or not (as the grader counts it)
@@ -1062,16 +972,18 @@ def _check_weighted_total_shard_map(fn: Callable) -> None:
                 hint = _migration_value_hint(got, w, x, k) if i == 0 else ""
                 fail(_say("migration_wrong", name=label, where=where, want=_fmt(want), got=_fmt(got), hint=hint))
     k, w, x = _WEIGHTED_CASES[-1]  # the smallest mesh: the same verdict, the cheapest compiles
-    _judge(
+    mesh = line_mesh(k)
+    judge_regions(
         name,
         fn,
-        line_mesh(k),
+        mesh,
         w,
         x,
         region=((DEVICES,), ((), ((), (DEVICES,)))),
-        what=_say("values_word"),
+        what=regions.TEXT["values_word"],
         axis=DEVICES,
         why=_say("migration_why"),
+        context=_explained(name, mesh),
     )
 
 
