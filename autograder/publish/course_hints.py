@@ -3,7 +3,8 @@
     hints_of(module) -> {exercise name: (Hint(number, en, zh), ...)}
     addressing(found, hints) -> the Hint that a group's finding calls for (None: the exercise has none)
 
-Where the hints are: each exercise module of the kernel package makes its exercises with
+Where the hints are: each exercise module of the kernel package (or each module of a notebook's package)
+makes its exercises with
 `name = exercise("name", check, hints=[...])`, the hints as literal English strings (the catalog tool
 extracts them the same way), translated at display time from the compiled catalog. This module reads
 them from the module's *source* with `ast`, never importing it (no JAX in the report's process), and
@@ -72,15 +73,17 @@ def hints_of(module: str) -> dict[str, tuple[Hint, ...]]:
     """Every exercise of `namedaxes.exercises.<module>` with its hints ({} for an unknown module)."""
     if not MODULE_NAME.fullmatch(module):
         return {}
-    try:
-        tree = ast.parse((_exercises_folder() / f"{module}.py").read_text(encoding="utf-8"))
+    folder = _exercises_folder()
+    files = sorted((folder / module).glob("*.py")) if (folder / module).is_dir() else [folder / f"{module}.py"]
+    try:  # a notebook's exercises: one module, or a package of them (its exercises one file each)
+        trees = [ast.parse(f.read_text(encoding="utf-8")) for f in files]
     except (OSError, SyntaxError, ValueError):
         return {}
     from namedaxes.i18n import translator
 
     zh = translator("zh")
     found: dict[str, tuple[Hint, ...]] = {}
-    for node in ast.walk(tree):
+    for node in (n for tree in trees for n in ast.walk(tree)):
         named = _literal_hints(node) if isinstance(node, ast.Call) else None
         if named:
             name, texts = named

@@ -18,6 +18,14 @@ def test_the_hints_are_the_modules_own_in_order_and_translated():
     assert all(re.search(r"[\u4e00-\u9fff]", h.zh) for h in hints)  # the catalog's Chinese
 
 
+def test_a_notebooks_package_gives_the_hints_of_all_its_exercises():
+    from namedaxes.exercises import collectives
+
+    hints = hints_of("collectives")
+    assert set(hints) == {"median_centered", "sum_scatter_columns", "ring_all_reduce", "fsdp_step"}
+    assert [h.en for h in hints["ring_all_reduce"]] == collectives.ring_all_reduce._hints
+
+
 @pytest.mark.parametrize("module", ["no_such_module", "../solutions", "scaled_sum.py", "", "Scaled"])
 def test_an_unknown_or_path_like_module_has_no_hints(module):
     assert hints_of(module) == {}

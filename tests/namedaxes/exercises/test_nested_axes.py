@@ -24,6 +24,7 @@ from judge_helpers import (
 
 from namedaxes import DATA_SHARDS, GRID_AXES, GRID_SHAPE, MODEL_REPLICAS
 from namedaxes.exercises import nested_axes as q
+from namedaxes.exercises.nested_axes import tp_dp as tp_module
 
 D, M = DATA_SHARDS, MODEL_REPLICAS
 SPEC = P(D, M)
@@ -663,10 +664,10 @@ def test_tp_dp_step_work_is_judged_against_the_references_largest_array():
     grader refuses a step that gathers all of w for the size of its largest array."""
     from namedaxes import judging
 
-    mesh = q.grid_mesh(q._TP_WORK_GRID)
+    mesh = q.grid_mesh(tp_module._TP_WORK_GRID)
     program = jax.jit(lambda w, x, y: tp_dp_step_ref(w, {"x": x, "y": y}, mesh))
-    work = judging.exported_work(jax.export.export(program)(*q._tp_work_args()))
-    assert work.largest_bytes == q._TP_REFERENCE_LARGEST
+    work = judging.exported_work(jax.export.export(program)(*tp_module._tp_work_args()))
+    assert work.largest_bytes == tp_module._TP_REFERENCE_LARGEST
     reference = observe(q.tp_dp_step, tp_dp_step_ref)
     verdict = judge_observations(reference, observe(q.tp_dp_step, _tp_gathers_w_keeps_psum))
     reason = verdict.reason(limit=8)

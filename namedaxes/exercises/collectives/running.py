@@ -1,0 +1,206 @@
+"""How notebook 07's checks run an answer: JAX's errors in this notebook's words, the program compiled
+once, the grader's judging steps on the visible inputs, and the graded observations.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+
+from namedaxes.checking import TEXT as checking_text
+from namedaxes.checking import (
+    examined,
+    expect_array,
+    explained,
+    fail,
+    regions,
+    unbound_axis_name,
+)
+from namedaxes.checking.regions import expect_own_shard, judge_regions
+from namedaxes.grading import Case, programs
+from namedaxes.meshes import with_mesh as _bound
+
+from .text import _say
+
+
+def _f32(values) -> jax.Array:
+    return jnp.asarray(values, jnp.float32)
+
+
+# ---------------------------------------------------------------- running answers
+def _first_line(err: BaseException) -> str:
+    text = str(err)
+    return (text.splitlines()[0] if text else type(err).__name__)[:240]
+
+
+def _rule_varying(err, name, mesh):
+    text = str(err)
+    if isinstance(err, ValueError) and "out_specs" in text and ("replicat" in text or "varying" in text):
+        return _say("varying_output", name=name, first=_first_line(err))
+    return None
+
+
+def _rule_divisible(err, name, mesh, extra=""):
+    text = str(err)
+    if isinstance(err, ValueError) and "must be divisible by shard_count" in text:
+        return _say("not_divisible", name=name, first=_first_line(err), extra=extra)
+    if isinstance(err, ValueError) and "must match shard count" in text:
+        return _say("not_shard_count", name=name, first=_first_line(err))
+    if isinstance(err, ValueError) and "scatter_dimension" in text and "non-negative" in text:
+        return _say("negative_scatter_dimension", name=name)
+    return None
+
+
+def _rule_permutation(err, name, mesh):
+    text = str(err)
+    if isinstance(err, ValueError) and "sources and destinations must be unique" in text:
+        return _say("not_a_permutation", name=name, first=_first_line(err))
+    if isinstance(err, IndexError) and mesh is not None and "index out of range" in text:
+        k = mesh.devices.size
+        return _say("bad_device_index", name=name, k=k, last=k - 1)
+    return None
+
+
+def _rule_in_specs(err, name, mesh):
+    text = str(err)
+    if isinstance(err, ValueError) and "does not match the specs of the input" in text:
+        return _say("in_specs", name=name, first=_first_line(err))
+    if isinstance(err, ValueError) and "out_specs entry which is too long" in text:
+        return _say("out_specs_too_long", name=name, first=_first_line(err))
+    return None
+
+
+def _rule_global_sharding(err, name, mesh):
+    # jax raises its own ShardingTypeError (not exported under jax.errors on these versions)
+    if type(err).__name__ == "ShardingTypeError":
+        return _say("global_sharding", name=name, first=_first_line(err))
+    return None
+
+
+_COMMON_RULES = (_rule_varying, _rule_divisible, _rule_in_specs, _rule_global_sharding)
+
+
+def _rule_axis_names(err, name, mesh):
+    axes = _say("mesh_axes", axes=tuple(mesh.axis_names)) if mesh is not None else ""
+    if type(err) is AssertionError and not str(err):
+        return _say("empty_assertion", name=name, axes=axes)
+    axis = unbound_axis_name(err)
+    if axis is not None:
+        return _say("unbound", name=name, axis=axis, first=_first_line(err), axes=axes)
+    return None
+
+
+def _explained(name: str, mesh=None, rules=_COMMON_RULES):
+    """Run an answer; its crashes become `CheckFailed` messages (`checking.explained`).
+
+    `rules` are this notebook's own translations, each `rule(err, name, mesh) -> message | None`,
+    tried first; the core translates the rest (not written yet, traced values, errors in the
+    student's own code).
+    """
+    bound = [functools.partial(rule, name=name, mesh=mesh) for rule in (*rules, _rule_axis_names)]
+    return explained(name, rules=[lambda err, rule=rule: rule(err) for rule in bound])
+
+
+@functools.cache
+def _cached_program(fn: Callable, mesh):
+    return jax.jit(lambda *args: fn(*args, mesh))
+
+
+def _program(fn: Callable, mesh) -> Callable:
+    """The answer as a program of arrays only: `jax.jit` of `fn(*args, mesh)` (cached per answer and mesh)."""
+    try:
+        return _cached_program(fn, mesh)
+    except TypeError:  # an unhashable callable: compile it without the cache
+        return jax.jit(lambda *args: fn(*args, mesh))
+
+
+def _run(name: str, fn: Callable, mesh, *args, rules=_COMMON_RULES):
+    with _explained(name, mesh, rules):
+        return _program(fn, mesh)(*args)
+
+
+def _examined(name: str, fn: Callable, mesh, *args, ins: tuple, axis: str, rules=_COMMON_RULES):
+    """`fn(*args, mesh)` exported, compiled and examined once, the grader's way (`namedaxes.judging.examine`):
+    the collectives of its optimized program (`present`, named as "all_gather over 'devices'"), those that
+    reach the results (`matters`) and its live per-device regions; every step of the check reads these.
+    Layout first, as the grader judges: a live region over `axis` taking each input split as `ins` says."""
+    with _explained(name, mesh, rules):
+        facts = examined(lambda *a: fn(*a, mesh), *args)
+    expect_own_shard(name, facts, ((axis,), ins), regions.TEXT["values_word"])
+    return facts
+
+
+def _judged(
+    name: str,
+    fn: Callable,
+    mesh,
+    *args,
+    ins: tuple,
+    axis: str,
+    why: str,
+    needs: tuple = (),
+    rules=_COMMON_RULES,
+    facts=None,
+) -> None:
+    """The grader's judging steps on visible inputs (`checking.regions.judge_regions`): a per-device region over `axis`
+    that takes each input split as `ins` says (the reference's `in_specs`), a collective over `axis` that
+    reaches the result, and each collective of `needs` ("psum_scatter over 'devices'") reaching it."""
+    got = judge_regions(
+        name,
+        fn,
+        mesh,
+        *args,
+        region=((axis,), ins),
+        what=regions.TEXT["values_word"],
+        axis=axis,
+        why=why,
+        context=_explained(name, mesh, rules),
+        facts=facts,
+    )
+    for collective in needs:
+        if collective not in got.matters:
+            fail(checking_text["collective_unused"].format(name=name, collective=collective, hint=why))
+
+
+def _expect_uses(name: str, facts, primitive: str, axis: str, why: str) -> None:
+    """The compiled program performs `primitive` over `axis` (present; `_judged` asks that it matters), else
+    the answer is told what it performs instead and why the exercise asks for it (`why`, in words)."""
+    if f"{primitive} over '{axis}'" not in facts.present:
+        fail(_say("right_values_no_collective", name=name, seen=_seen(facts.present), axis=axis, why=why))
+
+
+def _seen(descriptions) -> str:
+    """Collectives read from the compiled program ("psum over 'devices'"), in words."""
+    return _say("seen_join").join(sorted(descriptions)) or _say("no_collective_at_all")
+
+
+def _expect_float32(name: str, out, where: str) -> None:
+    if not isinstance(out, jax.Array):
+        fail(_say("result_type", name=name, type=type(out).__name__, where=where))
+    expect_array(name, out, dtype=jnp.float32)
+
+
+# ---------------------------------------------------------------- graded observations
+def _observe_programs(
+    fn: Callable, cases: dict, *, structure: str, only: bool = False, out_layout: bool = True, work=None
+) -> dict:
+    """The hidden observation of one test cell: exported programs of `fn` (`namedaxes.grading.programs`).
+
+    `cases` maps a name to (mesh, abstract inputs). The grader draws the inputs itself and compares
+    each program's outputs with the reference's. The extra case `collectives` (the `structure` case
+    again, with `values=False`) makes the grader require every collective the reference performs, by
+    kind and axis, read from the optimized HLO: `ppermute`, not a `psum`; a `psum_scatter`, not a `psum`
+    and a slice. With `only`, that case also rejects every collective the reference does not perform
+    (a `psum` beside the required `ppermute`). `work` (`Case(work=...)`) judges how each value case's work
+    is split against the reference's.
+    """
+    graded = {
+        name: Case(_bound(fn, mesh), *inputs, out_layout=out_layout, work=work)
+        for name, (mesh, inputs) in cases.items()
+    }
+    mesh, inputs = cases[structure]
+    graded["collectives"] = Case(_bound(fn, mesh), *inputs, values=False, only_collectives=only, out_layout=out_layout)
+    return programs(graded)

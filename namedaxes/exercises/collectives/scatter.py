@@ -1,0 +1,157 @@
+"""Exercise 2, `sum_scatter_columns`: the devices' blocks added with psum_scatter, each device keeping its
+columns, normalized.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from jax.sharding import PartitionSpec as P
+
+from namedaxes import DEVICES
+from namedaxes.checking import (
+    exercises_for,
+    fail,
+    same_values,
+)
+from namedaxes.meshes import abstract_on as _on
+from namedaxes.meshes import line_mesh
+from namedaxes.meshes import placed as _placed
+
+from .running import (
+    _examined,
+    _expect_float32,
+    _expect_uses,
+    _judged,
+    _observe_programs,
+    _rule_divisible,
+    _rule_global_sharding,
+    _rule_in_specs,
+    _rule_varying,
+    _run,
+)
+from .text import _fmt, _say
+
+exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+
+# ---------------------------------------------------------------- 2. sum_scatter_columns
+ROWS, COLUMNS = 3, 8  # each device's block of x is ROWS x COLUMNS
+
+
+def _scatter_case(k: int) -> np.ndarray:
+    return (np.arange(k * ROWS * COLUMNS, dtype=np.float32).reshape(k * ROWS, COLUMNS) % 7) - 3.0
+
+
+_SCATTER_MESHES = (8, 4, 2)
+
+
+def _own_columns(blocks: np.ndarray) -> np.ndarray:
+    """What each device returns if it keeps its own columns of its own block, without adding."""
+    k, width = blocks.shape[0], COLUMNS // blocks.shape[0]
+    return np.concatenate([blocks[i][:, i * width : (i + 1) * width] for i in range(k)], axis=1)
+
+
+def _scatter_rules():
+    def divisible(err, name, mesh):
+        k = mesh.devices.size if mesh is not None else "k"
+        return _rule_divisible(err, name, mesh, extra=_say("scatter_rows_hint", rows=ROWS, k=k))
+
+    return (_rule_varying, divisible, _rule_in_specs, _rule_global_sharding)
+
+
+_SCATTER_RULES = _scatter_rules()
+
+
+def _unit_columns(m: np.ndarray) -> np.ndarray:
+    """`m` with each column divided by its length (the square root of the sum of its squared entries)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return m / np.sqrt((m**2).sum(axis=0))
+
+
+def _scatter_hint(got: np.ndarray, blocks: np.ndarray) -> str:
+    """What wrong unit columns are: the total left as it is, blocks normalized before adding, rows of each
+    device's columns normalized, or a device's own block."""
+    total = blocks.sum(axis=0)
+    chunks = np.split(total, blocks.shape[0], axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        row_lengths = np.concatenate([c / np.sqrt((c**2).sum(axis=1, keepdims=True)) for c in chunks], axis=1)
+    if same_values(got, total, 1e-4):
+        return _say("scatter_not_normalized", rows=ROWS)
+    if same_values(got, sum(_unit_columns(b) for b in blocks), 1e-4):
+        return _say("scatter_normalized_first")
+    undefined = np.isnan(row_lengths)  # a row of zeros within a device's columns has no direction
+    if np.array_equal(np.isnan(got), undefined) and same_values(got[~undefined], row_lengths[~undefined], 1e-4):
+        return _say("scatter_row_lengths", rows=ROWS)
+    if any(same_values(got, _unit_columns(b), 1e-4) for b in (blocks[0], _own_columns(blocks))):
+        return _say("scatter_block")
+    return _say("scatter_generic")
+
+
+def _check_sum_scatter_columns(fn: Callable) -> None:
+    name = "sum_scatter_columns"
+    for k in _SCATTER_MESHES:
+        mesh = line_mesh(k)
+        x_np = _scatter_case(k)
+        x = _placed(x_np, mesh, P(DEVICES))
+        where = _say("where_mesh", k=k, what=_say("what_blocks", shape=x_np.shape, rows=ROWS, cols=COLUMNS))
+        out = _run(name, fn, mesh, x, rules=_SCATTER_RULES)
+        _expect_float32(name, out, where)
+        blocks = np.asarray(x_np, np.float64).reshape(k, ROWS, COLUMNS)
+        want = _unit_columns(blocks.sum(axis=0))
+        got_shape = tuple(out.shape)
+        if got_shape != want.shape:
+            if got_shape == (ROWS, k * COLUMNS) or got_shape == (k * ROWS, COLUMNS):
+                hint = _say("scatter_copies")
+            elif got_shape == (k * ROWS, COLUMNS // k):
+                hint = _say("scatter_row_chunks")
+            else:
+                hint = ""
+            fail(_say("shape", name=name, want=want.shape, got=got_shape, where=where, hint=hint))
+        got = np.asarray(out, np.float64)
+        if not same_values(got, want, 1e-4):
+            hint = _scatter_hint(got, blocks)
+            fail(_say("values", name=name, where=where, want=_fmt(want), got=_fmt(got), hint=hint))
+    mesh = line_mesh(_SCATTER_MESHES[-1])  # the grader's reading, on the smallest mesh
+    x = _placed(_scatter_case(_SCATTER_MESHES[-1]), mesh, P(DEVICES))
+    facts = _examined(name, fn, mesh, x, ins=(((DEVICES,),),), axis=DEVICES, rules=_SCATTER_RULES)
+    _expect_uses(name, facts, "psum_scatter", DEVICES, why=_say("scatter_why"))
+    _judged(
+        name,
+        fn,
+        mesh,
+        x,
+        ins=(((DEVICES,),),),
+        axis=DEVICES,
+        why=_say("scatter_why"),
+        needs=(f"psum_scatter over '{DEVICES}'",),
+        rules=_SCATTER_RULES,
+        facts=facts,
+    )
+
+
+def _observe_sum_scatter_columns(fn: Callable) -> dict:
+    """Programs on 8, 4 and 2 devices, x placed P(DEVICES); the reference's psum_scatter is required."""
+    cases = {}
+    for k in _SCATTER_MESHES:
+        mesh = line_mesh(k)
+        cases[f"k{k}"] = (mesh, [_on(mesh, (k * ROWS, COLUMNS), P(DEVICES))])
+    return _observe_programs(fn, cases, structure="k8", only=True)
+
+
+sum_scatter_columns = exercise(
+    "sum_scatter_columns",
+    _check_sum_scatter_columns,
+    hints=[
+        "Section 3 scattered dimension 0 of a vector. Here the rows cannot be cut into one chunk per "
+        "device (3 rows, up to 8 devices), but the 8 columns can: which argument of `psum_scatter` "
+        "picks the dimension?",
+        "With `tiled=True` and the column dimension scattered, each device keeps a block of shape "
+        "(3, 8 / k): the sum over devices of its columns only. Those columns are whole (all 3 rows), so "
+        "each one's length needs nothing from another device.",
+        "Divide the scattered block by `jnp.sqrt(jnp.sum(block ** 2, axis=0))`. `out_specs` names, for each "
+        "dimension of the result, the mesh axis that splits it: dimension 0 is whole and dimension 1 is "
+        "split over DEVICES.",
+    ],
+    observe=_observe_sum_scatter_columns,
+)

@@ -1,0 +1,171 @@
+"""Exercise 2, `global_metrics`: a total, a mean and per-process sums over every process's rows."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from namedaxes import DEVICES
+from namedaxes.checking import (
+    exercises_for,
+    fail,
+    same_values,
+)
+from namedaxes.grading import Case, programs, spec
+from namedaxes.meshes import line_mesh
+
+from .running import (
+    METRIC_KEYS,
+    N_GLOBAL,
+    NUM_PROCESSES,
+    _as_process,
+    _cluster,
+    _explained,
+    _fmt,
+    _global_job,
+    _judged,
+    _kernel_run,
+    _kind,
+)
+from .text import TEXT
+
+exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+
+
+# ---------------------------------------------------------------- exercise 2: global_metrics
+def _metrics_cases() -> list:
+    """(devices k, processes p, errors) of the visible check: two kernel meshes, then the workers."""
+    r = np.random.RandomState(6)
+    return [
+        (4, 2, r.normal(size=(8, 3)).astype(np.float32)),
+        (8, 4, r.normal(size=(16,)).astype(np.float32)),
+        (N_GLOBAL, NUM_PROCESSES, r.normal(size=(N_GLOBAL, 3)).astype(np.float32)),
+    ]
+
+
+def _metrics_want(errors: np.ndarray, p: int) -> dict:
+    e = np.asarray(errors, float)
+    return {"total": e.sum(), "mean": e.mean(), "per_process": e.reshape(p, -1).sum(axis=1)}
+
+
+def _metric_hint(key: str, got, errors: np.ndarray, k: int, p: int) -> str:
+    e = np.asarray(errors, float)
+    n = k // p
+    want = _metrics_want(e, p)
+    if key == "per_process":
+        if np.shape(got) == (k,) and same_values(got, e.reshape(k, -1).sum(axis=1), dtype=float):
+            return TEXT["per_process_per_device"]
+        if np.shape(got) == (p,) and same_values(got, e.reshape(p, -1).mean(axis=1), dtype=float):
+            return TEXT["per_process_means"]
+        if np.shape(got) == (p,) and p > 1 and same_values(got, np.full(p, e.sum()), dtype=float):
+            return TEXT["per_process_total"]
+        return TEXT["per_process_generic"]
+    right = want[key]
+    # a sum multiplied by a count (total = pmean * c) is off by c / k, a sum divided by one (mean = psum / c) by k / c
+    fixed, local = (8 / k, n / k) if key == "total" else (k / 8, k / n)
+    if k != 8 and same_values(got, right * fixed, dtype=float):
+        return TEXT["metric_fixed_count"].format(ratio=f"{fixed:g}", k=k)
+    if n != k and same_values(got, right * local, dtype=float):
+        return TEXT["metric_local_count"].format(n=n, k=k)
+    if key == "mean" and same_values(got, e.sum() / k, dtype=float):
+        return TEXT["metric_mean_of_sums"].format(rows=e.size // k, size=e.size)
+    if key == "total" and same_values(got, e.mean(), dtype=float):
+        return TEXT["metric_mean_for_total"]
+    if key == "total" and same_values(got, right / k, dtype=float):
+        return TEXT["metric_pmean_total"].format(k=k)
+    if key == "mean" and e.ndim > 1 and same_values(got, e.sum() / e.shape[0], dtype=float):
+        return TEXT["metric_rows_count"].format(rows=e.shape[0], shape=e.shape, size=e.size)
+    first = e.reshape(k, -1)[0]
+    if same_values(got, first.sum(), dtype=float) or same_values(got, first.mean(), dtype=float):
+        return TEXT["metric_one_device"]
+    return TEXT["metric_generic"]
+
+
+def _expect_metrics(name: str, got, errors: np.ndarray, k: int, p: int, where: str) -> None:
+    if not isinstance(got, dict) or set(map(str, got)) != set(METRIC_KEYS):
+        fail(TEXT["not_dict"].format(name=name, keys=list(METRIC_KEYS), kind=_kind(got), where=where))
+    want = _metrics_want(errors, p)
+    for key in METRIC_KEYS:
+        value = np.asarray(got[key]) if isinstance(got[key], (np.ndarray, np.generic, jax.Array, float, int)) else None
+        if value is None:
+            fail(TEXT["not_dict"].format(name=name, keys=list(METRIC_KEYS), kind=_kind(got[key]), where=where))
+        if value.shape != np.shape(want[key]):
+            hint = TEXT["per_process_shape"].format(p=p) if key == "per_process" else ""
+            fail(
+                TEXT["leaf_shape"].format(
+                    name=name, key=key, want=np.shape(want[key]), where=where, got=value.shape, hint=hint
+                )
+            )
+    for key in METRIC_KEYS:
+        if not same_values(got[key], want[key], 1e-4, dtype=float):
+            fail(
+                TEXT["metric_values"].format(
+                    where=where,
+                    name=name,
+                    key=key,
+                    got=_fmt(got[key]),
+                    want=_fmt(want[key]),
+                    hint=_metric_hint(key, got[key], errors, k, p),
+                )
+            )
+
+
+def _check_global_metrics(fn: Callable) -> None:
+    name = "global_metrics"
+    if not callable(fn):
+        fail(TEXT["not_callable"].format(name=name, type=type(fn).__name__))
+    cases = _metrics_cases()
+    for k, p, errors in cases[:-1]:
+        where = TEXT["on_mesh_kernel"].format(k=k, p=p, n=k // p, what=TEXT["case_metrics"].format(shape=errors.shape))
+        with _explained(name, line_mesh(k, DEVICES)):
+            got, mesh, placed = _kernel_run(fn, k, DEVICES, [(True, errors)], p)
+        _expect_metrics(name, got, errors, k, p, where)
+    with _explained(name, mesh):
+        _judged(name, fn, mesh, placed, p, DEVICES, (((DEVICES,),),), TEXT["metric_why"])
+        k, p, errors = cases[-1]
+        per_process = _cluster().run(_global_job, fn, [(DEVICES, [(True, errors)])])
+    where = TEXT["on_mesh_workers"].format(k=k, p=p, n=k // p, what=TEXT["case_metrics"].format(shape=errors.shape))
+    for (got,) in per_process:
+        _expect_metrics(name, got, errors, k, p, where)
+
+
+# (processes, local devices, errors shape in rows per device x columns) of the graded programs
+_METRICS_GRADED = ((2, 2, 2, 3), (2, 4, 1, 3), (4, 2, 3, 0), (2, 4, 5, 0))
+
+
+def _observe_global_metrics(fn: Callable) -> dict:
+    """Graded: `fn(errors, mesh)` with its mesh (k devices, axis DEVICES) bound, traced as process 0 of
+    clusters of 2 x 2, 2 x 4 and 4 x 2 devices and exported; errors placed P(DEVICES)."""
+    cases = {}
+    for processes, local, per, cols in _METRICS_GRADED:
+        k = processes * local
+        mesh = line_mesh(k, DEVICES)
+        shape = (k * per, cols) if cols else (k * per,)
+        errors = spec(shape, jnp.float32, sharding=NamedSharding(mesh, P(DEVICES)))
+        cases[f"{processes}x{local}_rows{per}_cols{cols}"] = Case(
+            lambda e, mesh=mesh: fn(e, mesh), errors, context=_as_process(0, processes, local)
+        )
+    return programs(cases)
+
+
+global_metrics = exercise(
+    "global_metrics",
+    _check_global_metrics,
+    hints=[
+        "Inside `jax.shard_map(..., mesh=mesh, in_specs=P(DEVICES), out_specs=P())` each device sees only "
+        "its own block of rows, and the result must be the same on every device. Which numbers can a "
+        "device compute alone, and which need every device?",
+        "A device's block gives its own sum and its own number of entries; `lax.psum` over DEVICES adds "
+        "them up over every device of every process, so `total / count` is the mean and no count is "
+        "written by hand. For `per_process`: the device at mesh position `d` belongs to process "
+        "`d // jax.local_device_count()`.",
+        "Put a device's sum at its process's entry of a vector of `jax.process_count()` zeros (e.g. "
+        "`jax.nn.one_hot(process, jax.process_count()) * block_sum`), then `lax.psum` those vectors.",
+    ],
+    observe=_observe_global_metrics,
+)

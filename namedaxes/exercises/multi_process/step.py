@@ -1,0 +1,217 @@
+"""Exercise 3, `masked_step`: one training step on padded rows, the padding left out, across processes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from namedaxes import DATA_PARALLEL, model
+from namedaxes.checking import (
+    exercises_for,
+    fail,
+    same_values,
+)
+from namedaxes.grading import Case, programs, spec
+from namedaxes.meshes import line_mesh
+
+from .running import (
+    LEARNING_RATE,
+    N_GLOBAL,
+    NUM_PROCESSES,
+    PARAM_NAMES,
+    _as_process,
+    _cluster,
+    _explained,
+    _fmt,
+    _global_job,
+    _judged,
+    _kernel_run,
+    _kind,
+)
+from .text import TEXT
+
+exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+
+
+# ---------------------------------------------------------------- exercise 3: masked_step
+def _params(w, b) -> dict:
+    return {"w": np.float32(w), "b": np.float32(b)}
+
+
+def _step_batch(k: int, per: int, real_per_device: list[int], seed: int) -> dict:
+    """A batch of k * per rows; device d's first `real_per_device[d]` rows are real, the rest padding."""
+    r = np.random.RandomState(seed)
+    x = r.normal(size=k * per).astype(np.float32)
+    y = (model.TRUE_W * x + model.TRUE_B + 0.3 * r.normal(size=k * per)).astype(np.float32)
+    mask = np.zeros(k * per, bool)
+    for d, real in enumerate(real_per_device):
+        mask[d * per : d * per + real] = True
+    return {"x": x, "y": y, "mask": mask}
+
+
+def _step_cases() -> list:
+    """(devices k, processes p, params, batch): a kernel mesh of 4 devices, then the 2 workers (process 1
+    has fewer real rows: its share is padded)."""
+    return [
+        (4, 2, _params(1.0, 0.0), _step_batch(4, 3, [3, 1, 2, 3], seed=1)),
+        (N_GLOBAL, NUM_PROCESSES, _params(0.5, -0.25), _step_batch(N_GLOBAL, 2, [2, 2, 2, 2, 2, 1, 1, 0], seed=2)),
+    ]
+
+
+def _np_step(params, x, y, grads_scale=1.0) -> dict:
+    g = model.gradients_np(params, {"x": x, "y": y})
+    return {k: float(params[k]) - LEARNING_RATE * grads_scale * g[k] for k in PARAM_NAMES}
+
+
+def _step_candidates(params, batch, k: int, p: int) -> list[tuple[dict, str]]:
+    """What plausible wrong steps return on this case, each with the message that explains it."""
+    x, y, mask = np.asarray(batch["x"], float), np.asarray(batch["y"], float), np.asarray(batch["mask"])
+    per = x.size // k
+    real = int(mask.sum())
+    n = k // p
+    counts = [int(mask[d * per : (d + 1) * per].sum()) for d in range(k)]
+    out = [(_np_step(params, x, y), TEXT["step_no_mask"])]
+    means = [
+        model.gradients_np(
+            params,
+            {
+                "x": x[d * per : (d + 1) * per][mask[d * per : (d + 1) * per]],
+                "y": y[d * per : (d + 1) * per][mask[d * per : (d + 1) * per]],
+            },
+        )
+        for d in range(k)
+        if counts[d]
+    ]
+    if len(means) == k:
+        sum_of_means = {key: sum(m[key] for m in means) for key in PARAM_NAMES}
+        for divisor, text in (
+            (k, TEXT["step_mean_of_means"].format(counts=", ".join(map(str, counts)))),
+            (8, TEXT["step_fixed_count"].format(k=k)),
+            (n, TEXT["step_local_count"].format(n=n)),
+        ):
+            out.append(
+                ({key: float(params[key]) - LEARNING_RATE * sum_of_means[key] / divisor for key in PARAM_NAMES}, text)
+            )
+    true = model.gradients_np(params, {"x": x[mask], "y": y[mask]})
+    summed = {key: true[key] * real for key in PARAM_NAMES}
+
+    def with_grads(g):
+        return {key: float(params[key]) - LEARNING_RATE * g[key] for key in PARAM_NAMES}
+
+    out += [
+        (with_grads({key: summed[key] / x.size for key in PARAM_NAMES}), TEXT["step_all_rows"].format(rows=x.size)),
+        (with_grads({key: summed[key] / 8 for key in PARAM_NAMES}), TEXT["step_fixed_count"].format(k=k)),
+        (with_grads({key: summed[key] / n for key in PARAM_NAMES}), TEXT["step_local_count"].format(n=n)),
+        (with_grads(summed), TEXT["step_summed"].format(count=real)),
+        (with_grads({key: true[key] * k for key in PARAM_NAMES}), TEXT["step_k_times"].format(k=k)),
+        ({key: float(params[key]) for key in PARAM_NAMES}, TEXT["step_unchanged"]),
+        (with_grads({key: -true[key] for key in PARAM_NAMES}), TEXT["step_sign"]),
+    ]
+    return out
+
+
+def _expect_step(name: str, got, params, batch, k: int, p: int, where: str) -> None:
+    if not isinstance(got, dict) or set(map(str, got)) != set(PARAM_NAMES):
+        fail(TEXT["not_dict"].format(name=name, keys=list(PARAM_NAMES), kind=_kind(got), where=where))
+    for key in PARAM_NAMES:
+        if not isinstance(got[key], (np.ndarray, np.generic, jax.Array, float)):
+            fail(TEXT["not_dict"].format(name=name, keys=list(PARAM_NAMES), kind=_kind(got[key]), where=where))
+        if np.shape(got[key]) != ():
+            fail(TEXT["leaf_shape"].format(name=name, key=key, want=(), where=where, got=np.shape(got[key]), hint=""))
+    mask = np.asarray(batch["mask"])
+    want = _np_step(params, np.asarray(batch["x"], float)[mask], np.asarray(batch["y"], float)[mask])
+    if all(same_values(got[key], want[key], 1e-4, dtype=float) for key in PARAM_NAMES):
+        return
+    hint = next(
+        (
+            text
+            for values, text in _step_candidates(params, batch, k, p)
+            if all(same_values(got[key], values[key], 1e-4, dtype=float) for key in PARAM_NAMES)
+        ),
+        TEXT["step_generic"],
+    )
+    key = next(key for key in PARAM_NAMES if not same_values(got[key], want[key], 1e-4, dtype=float))
+    fail(
+        TEXT["step_values"].format(
+            where=where, name=name, key=key, got=_fmt(got[key]), want=f"{want[key]:.6g}", hint=hint
+        )
+    )
+
+
+def _step_what(batch, k: int) -> str:
+    mask = np.asarray(batch["mask"])
+    per = mask.size // k
+    counts = [int(mask[d * per : (d + 1) * per].sum()) for d in range(k)]
+    return TEXT["case_step"].format(rows=mask.size, real=int(mask.sum()), counts=", ".join(map(str, counts)))
+
+
+def _check_masked_step(fn: Callable) -> None:
+    name = "masked_step"
+    if not callable(fn):
+        fail(TEXT["not_callable"].format(name=name, type=type(fn).__name__))
+    (k, p, params, batch), workers = _step_cases()
+    where = TEXT["on_mesh_kernel"].format(k=k, p=p, n=k // p, what=_step_what(batch, k))
+    with _explained(name, line_mesh(k, DATA_PARALLEL)):
+        got, mesh, placed = _kernel_run(fn, k, DATA_PARALLEL, [(False, params), (True, batch)], p)
+    _expect_step(name, got, params, batch, k, p, where)
+    with _explained(name, mesh):
+        # params replicated (P()), x, y and mask split over DATA_PARALLEL
+        _judged(
+            name,
+            fn,
+            mesh,
+            placed,
+            p,
+            DATA_PARALLEL,
+            ((), (), ((DATA_PARALLEL,),), ((DATA_PARALLEL,),), ((DATA_PARALLEL,),)),
+            TEXT["step_why"],
+        )
+        k, p, params, batch = workers
+        per_process = _cluster().run(_global_job, fn, [(DATA_PARALLEL, [(False, params), (True, batch)])])
+    where = TEXT["on_mesh_workers"].format(k=k, p=p, n=k // p, what=_step_what(batch, k))
+    for (got,) in per_process:
+        _expect_step(name, got, params, batch, k, p, where)
+
+
+def _observe_masked_step(fn: Callable) -> dict:
+    """Graded: `fn(params, batch, mesh)` with its mesh (k devices, axis DATA_PARALLEL) bound, traced as
+    process 0 of clusters of 2 x 2 and 2 x 4 devices and exported; params placed P(), the batch
+    (x, y float32, mask bool: the grader draws which rows are real) placed P(DATA_PARALLEL)."""
+    cases = {}
+    for processes, local, per in ((2, 2, 3), (2, 4, 3), (2, 4, 5)):
+        k = processes * local
+        mesh = line_mesh(k, DATA_PARALLEL)
+        replicated, split = NamedSharding(mesh, P()), NamedSharding(mesh, P(DATA_PARALLEL))
+        params = {key: spec((), jnp.float32, sharding=replicated) for key in PARAM_NAMES}
+        batch = {
+            "x": spec((k * per,), jnp.float32, sharding=split),
+            "y": spec((k * per,), jnp.float32, sharding=split),
+            "mask": spec((k * per,), jnp.bool_, sharding=split),
+        }
+        cases[f"{processes}x{local}_rows{per}"] = Case(
+            lambda prm, b, mesh=mesh: fn(prm, b, mesh), params, batch, context=_as_process(0, processes, local)
+        )
+    return programs(cases)
+
+
+masked_step = exercise(
+    "masked_step",
+    _check_masked_step,
+    hints=[
+        "The mean squared error over the real rows is (sum of the real rows' squared errors) / (number of "
+        "real rows), both over the whole global batch. Which of the two can one device compute alone?",
+        "Per device: the gradient of its own *sum* of masked squared errors, taken on its own copy of the "
+        "parameters (`lax.pcast(..., to='varying')`, as in notebook 05), and its number of real rows. Add "
+        "both up over DATA_PARALLEL with `lax.psum`, then divide.",
+        "A `lax.pmean` of each device's own mean is not the same: the devices hold different numbers of "
+        "real rows. `jnp.where(mask, err ** 2, 0.0)` zeroes the padding rows' errors; the update is the "
+        "SGD step of notebook 04, inside `jax.shard_map` with `in_specs=(P(), P(DATA_PARALLEL))` and "
+        "`out_specs=P()`.",
+    ],
+    observe=_observe_masked_step,
+)

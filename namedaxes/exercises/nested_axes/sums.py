@@ -1,0 +1,184 @@
+"""Exercise 1, `grid_sums`: sums over one mesh axis, the other, and both, on a grid of devices."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from namedaxes import DATA_SHARDS, GRID_AXES, GRID_SHAPE, MODEL_REPLICAS
+from namedaxes.checking import (
+    examined,
+    exercises_for,
+    expect_communication,
+    fail,
+    same_values,
+)
+from namedaxes.grading import rng
+
+from .running import (
+    _UNIFORM,
+    _describe,
+    _expect_grid_array,
+    _grid_words,
+    _observe_on_grids,
+    _on_devices,
+    _run,
+    _uniform,
+    _values_failure,
+    grid_map,
+)
+from .text import _say
+
+exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+
+# ---------------------------------------------------------------- 1. grid_sums
+# Part k of the answer: (what it is, which devices it combines, the array axes it reduces).
+_GRID_SUMS_PARTS = (
+    ("part_same_data", "group_row", (1,)),
+    ("part_same_model", "group_column", (0,)),
+    ("part_neither", "group_neither", None),  # no single collective: the grid, minus the row and the column
+)
+_GROUP_OF_AXES = {(1,): "group_row", (0,): "group_column", (0, 1): "group_all"}
+
+
+def _grid_part(x, axes) -> np.ndarray:
+    """Part of `grid_sums` on the grid `x`: the sum over `axes` of the grid, broadcast back; `None`: the sum
+    over the devices in neither this device's row nor its column."""
+    x = np.asarray(x, np.float64)
+    if axes is None:
+        return _grid_part(x, (0, 1)) - _grid_part(x, (1,)) - _grid_part(x, (0,)) + x
+    return np.broadcast_to(x.sum(axis=axes, keepdims=True), x.shape)
+
+
+def _neither_hint(got, x) -> str | None:
+    """What a wrong "neither" part is: the whole grid, or the row and the column both subtracted from it."""
+    if same_values(got, _grid_part(x, (0, 1))):
+        return _say("grid_sums_neither_all")
+    if same_values(got, _grid_part(x, None) - np.asarray(x, np.float64)):
+        return _say("grid_sums_neither_twice")
+    return None
+
+
+def _axes_words(axes) -> str:
+    if axes == (0, 1):
+        return _say("axes_both")
+    return _say("axes_one", axis=GRID_AXES[axes[0]])
+
+
+def _grid_reductions(x: np.ndarray) -> list[tuple[str, str | None, bool, np.ndarray]]:
+    """Every reduction a per-device answer might plausibly have computed: (words, group, is_mean, values)."""
+    x = np.asarray(x, dtype=np.float64)
+    full = lambda a: np.broadcast_to(a, x.shape)  # noqa: E731
+    found = []
+    for axes in ((0,), (1,), (0, 1)):
+        found.append(
+            (
+                _say("seen_sum", axes=_axes_words(axes)),
+                _GROUP_OF_AXES[axes],
+                False,
+                full(x.sum(axis=axes, keepdims=True)),
+            )
+        )
+        found.append(
+            (
+                _say("seen_mean", axes=_axes_words(axes)),
+                _GROUP_OF_AXES[axes],
+                True,
+                full(x.mean(axis=axes, keepdims=True)),
+            )
+        )
+    found.append((_say("seen_nothing"), None, False, x))
+    return found
+
+
+def _group_words(group: str) -> str:
+    return _say(group, d=DATA_SHARDS, m=MODEL_REPLICAS)
+
+
+def _check_grid_sums(fn) -> None:
+    name = "grid_sums"
+    r = rng("grid_sums_check")
+    for grid, per_device in ((GRID_SHAPE, (3,)), ((4, 2), ()), ((2, 2), (2,))):
+        x = _uniform(r, (*grid, *per_device))
+        where = _say("on_grid", grid=_grid_words(grid))
+        out = _run(name, lambda: grid_map(fn)(x), where)  # noqa: B023 - run in this iteration
+        if not isinstance(out, (tuple, list)) or len(out) != 3:
+            fail(
+                _say(
+                    "not_a_tuple",
+                    name=name,
+                    n=3,
+                    what=_say("three_arrays", parts=_say("parts_list")),
+                    got=_describe(out),
+                )
+            )
+        options = _grid_reductions(x)
+        for k, ((want_key, group, axes), got) in enumerate(zip(_GRID_SUMS_PARTS, out)):
+            label = f"{name}(x)[{k}]"
+            _expect_grid_array(label, got, grid, per_device, jnp.float32)
+            want = _grid_part(x, axes)
+            if same_values(got, want):
+                continue
+            neither = _neither_hint(got, x) if axes is None else None
+            if neither is not None:
+                _values_failure(label, got, want, where, neither)
+            seen = next(
+                (
+                    (words, seen_group, is_mean)
+                    for words, seen_group, is_mean, value in options
+                    if same_values(got, value)
+                ),
+                None,
+            )
+            if seen is not None and seen[1] is None:
+                fail(_say("grid_sums_unreduced", label=label, want=_say(want_key), where=where))
+            if seen is not None:
+                words, seen_group, is_mean = seen
+                advice = _say("advice_mean") if is_mean and seen_group == group else _say("advice_part")
+                fail(
+                    _say(
+                        "grid_sums_seen",
+                        label=label,
+                        want=_say(want_key),
+                        where=where,
+                        seen=words,
+                        group=_group_words(seen_group),
+                        advice=advice,
+                    )
+                )
+            _values_failure(
+                label, got, want, where, _say("grid_sums_generic", want=_say(want_key), group=_group_words(group))
+            )
+    # Structure (a guard: under pmap-over-vmap the values above cannot be right without both axes), read the
+    # grader's way from the program it runs (`_on_devices`: both axes are devices there): a collective over
+    # each axis that reaches the results (`namedaxes.judging.examine`).
+    probe = _uniform(rng("grid_sums_check"), (*GRID_SHAPE, 3))
+    facts = _run(
+        name, lambda: examined(_on_devices(fn, GRID_SHAPE), probe), _say("on_grid", grid=_grid_words(GRID_SHAPE))
+    )
+    for axis, constant in zip(GRID_AXES, ("DATA_SHARDS", "MODEL_REPLICAS")):
+        expect_communication(name, facts, axis, hint=_say("grid_sums_structure", constant=constant))
+
+
+def _observe_grid_sums(fn) -> dict:
+    return _observe_on_grids(
+        fn, ((GRID_SHAPE, (3,)), (GRID_SHAPE, ()), ((4, 2), (2,)), ((2, 2), (2, 3)), ((1, 4), (5,))), _UNIFORM
+    )
+
+
+grid_sums = exercise(
+    "grid_sums",
+    _check_grid_sums,
+    hints=[
+        "For each part, first find the group of devices on the grid: which devices hold the same data shard "
+        "as this one, which hold the same model shard? Then ask along which axis the devices of that group "
+        "differ.",
+        "A collective over one axis combines the devices that differ only along that axis. The devices of a "
+        "row share their data shard and differ along MODEL_REPLICAS; the devices of a column share their "
+        "model shard and differ along DATA_SHARDS.",
+        "No collective combines exactly the devices of the third part. Start from the sum over the whole grid "
+        '(one collective with both names as a tuple, the way section "Form (a)" takes the maximum of the '
+        "whole grid) and take away this device's row and its column: which value did you take away twice?",
+    ],
+    observe=_observe_grid_sums,
+)

@@ -1,0 +1,239 @@
+"""Exercise 4, `tp_dp_step`: one step of data and tensor parallelism on the 2-D grid."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from namedaxes import DATA_SHARDS, GRID_AXES, MODEL_REPLICAS
+from namedaxes.checking import (
+    examined,
+    exercises_for,
+    expect_communication,
+    expect_output_layouts,
+    expect_regions,
+    fail,
+    same_values,
+)
+from namedaxes.grading import Case, programs, spec
+from namedaxes.judging import Work, exported_work, work_excess
+from namedaxes.model import LEARNING_RATE
+
+from .running import EXAMPLES, FEATURES, _explained_run, _grid_words, _run, _seen_descs, grid_mesh
+from .text import _fmt, _say
+
+exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+
+# tp_dp_step's work case: a wide w and few examples, so that all of w is the largest array a device could hold
+# (a device of the 2 x 4 grid holds 1/4 of w, 64 entries, and a 2 x 64 block of x). The grader
+# (`Case(work=...)`) and the visible check judge the largest array one device materializes, read from the
+# compiled per-device program, at most `_TP_LARGEST_FACTOR` times the reference's (`_TP_REFERENCE_LARGEST`
+# bytes, measured from the solution notebook's program; a test keeps it true). Gathering all of w: 2x.
+_TP_WORK_FEATURES, _TP_WORK_EXAMPLES, _TP_WORK_GRID = 256, 4, (2, 4)
+_TP_LARGEST_FACTOR = 1.5
+_TP_REFERENCE_LARGEST = 512
+
+
+# ---------------------------------------------------------------- 4. tp_dp_step
+def tp_dp_step_np(w, batch, learning_rate: float = LEARNING_RATE) -> np.ndarray:
+    """The step every `tp_dp_step` must match, in float64 NumPy on one device: one SGD step of the mean
+    squared error of the linear model `x @ w` on the whole batch (gradient in closed form)."""
+    x, y, w = (np.asarray(a, np.float64) for a in (batch["x"], batch["y"], w))
+    return w - learning_rate * 2.0 * x.T @ (x @ w - y) / x.shape[0]
+
+
+_TP_MESHES = ((2, 4), (4, 2))  # the visible checks; the hidden test adds 2 x 2
+
+
+def _tp_inputs(grid, seed: int):
+    r = np.random.RandomState(30 + seed)
+    w = r.normal(size=FEATURES)
+    x = r.normal(size=(EXAMPLES, FEATURES))
+    y = x @ np.linspace(1.0, -1.0, FEATURES) + 0.1 * r.normal(size=EXAMPLES)
+    f32 = lambda a: jnp.asarray(a, jnp.float32)  # noqa: E731
+    return f32(w), {"x": f32(x), "y": f32(y)}
+
+
+def _tp_partial_products_step(w, batch, grid) -> np.ndarray:
+    """What device (i, j) computes when it predicts with its own partial product only, averaged over i."""
+    n_rows, n_cols = grid
+    x, y, w = (np.asarray(a, np.float64) for a in (batch["x"], batch["y"], w))
+    ex, ft = EXAMPLES // n_rows, FEATURES // n_cols
+    new = w.copy()
+    for j in range(n_cols):
+        cols = slice(j * ft, (j + 1) * ft)
+        grads = []
+        for i in range(n_rows):
+            xb, yb = x[i * ex : (i + 1) * ex, cols], y[i * ex : (i + 1) * ex]
+            grads.append(2.0 * xb.T @ (xb @ w[cols] - yb) / ex)
+        new[cols] = w[cols] - LEARNING_RATE * np.mean(grads, axis=0)
+    return new
+
+
+def _tp_diagnosis(got, w, batch, grid, passed_on) -> str:
+    if passed_on is not None:
+        return _say("tp_right_on", good=_grid_words(passed_on))
+    old = np.asarray(w, np.float64)
+    ref = tp_dp_step_np(w, batch)
+    step, ref_step = got - old, ref - old
+    n_rows, n_cols = grid
+    if same_values(got, old, 1e-7):
+        return _say("tp_unchanged")
+    if same_values(step, -ref_step, 1e-4):
+        return _say("tp_sign")
+    if same_values(step, n_rows * ref_step, 1e-4):
+        return _say("tp_data_sum", k=n_rows)
+    if same_values(step, n_cols * ref_step, 1e-4):
+        return _say("tp_model_sum", k=n_cols)
+    if same_values(step, ref_step / n_rows, 1e-4):
+        return _say("tp_data_small", k=n_rows)
+    x, y = (np.asarray(batch[key], np.float64) for key in ("x", "y"))
+    if same_values(got, old - LEARNING_RATE * 2.0 * x.T @ (x @ old / n_cols - y) / x.shape[0], 1e-4):
+        return _say("tp_predictions_averaged")
+    if same_values(got, _tp_partial_products_step(w, batch, grid), 1e-4):
+        return _say("tp_partial_products")
+    ft = FEATURES // n_cols
+    mixed = np.tile(ref_step.reshape(n_cols, ft).mean(axis=0), n_cols)
+    if same_values(step, mixed, 1e-4):
+        return _say("tp_mixed_shards")
+    first = {"x": np.asarray(batch["x"])[: EXAMPLES // n_rows], "y": np.asarray(batch["y"])[: EXAMPLES // n_rows]}
+    if same_values(got, tp_dp_step_np(w, first), 1e-4):
+        return _say("tp_local_examples")
+    return _say("tp_generic")
+
+
+def _check_tp_dp_step(fn) -> None:
+    name = "tp_dp_step"
+    label = f"{name}(w, batch, mesh)"
+    facts, passed_on = None, None
+    for seed, grid in enumerate(_TP_MESHES):
+        mesh = grid_mesh(grid)
+        w, batch = _tp_inputs(grid, seed)
+        where = _say("on_mesh_step", grid=_grid_words(grid), features=FEATURES, examples=EXAMPLES)
+        out = _run(
+            name,
+            lambda: jax.jit(lambda w_, b_: fn(w_, b_, mesh))(w, batch),  # noqa: B023 - run in this iteration
+            where,
+            fix="fix_tp_dp_step",
+            mesh_shape=grid,
+        )
+        if not isinstance(out, jax.Array):
+            fail(_say("not_jax_array", label=label, type=type(out).__name__, value=f"{out!r:.80}"))
+        if tuple(out.shape) != (FEATURES,):
+            fail(
+                _say(
+                    "global_shape",
+                    label=label,
+                    want=(FEATURES,),
+                    got=tuple(out.shape),
+                    where=where,
+                    hint=_say("tp_shape_hint"),
+                )
+            )
+        if np.dtype(out.dtype) != np.float32:
+            fail(_say("dtype", label=label, want="float32", got=np.dtype(out.dtype).name))
+        got = np.asarray(out, np.float64)
+        want = tp_dp_step_np(w, batch)
+        if not same_values(got, want, 1e-5):
+            fail(
+                _say(
+                    "tp_update",
+                    name=name,
+                    got=_fmt(got),
+                    want=_fmt(want),
+                    where=where,
+                    hint=_tp_diagnosis(got, w, batch, grid, passed_on),
+                )
+            )
+        passed_on = passed_on or grid
+        if facts is None:  # the grader's steps, on the first mesh's inputs (see row_normalize)
+            with _explained_run(name, where, "fix_tp_dp_step", grid):
+                facts = examined(lambda w_, x_, y_: fn(w_, {"x": x_, "y": y_}, mesh), w, batch["x"], batch["y"])  # noqa: B023 - run in this iteration
+    over_model = [d for d in facts.present if d.endswith(f" over '{MODEL_REPLICAS}'")]
+    if f"psum over '{MODEL_REPLICAS}'" not in over_model:
+        fail(
+            _say(
+                "tp_gathers" if over_model else "tp_needs_psum_model",
+                name=name,
+                seen=_seen_descs(over_model),
+                m=MODEL_REPLICAS,
+            )
+        )
+    over_data = [d for d in facts.present if d.endswith(f" over '{DATA_SHARDS}'")]
+    if f"psum over '{DATA_SHARDS}'" not in over_data:
+        fail(_say("tp_needs_data", name=name, seen=_seen_descs(over_data), d=DATA_SHARDS))
+    expect_communication(name, facts, MODEL_REPLICAS, "psum", hint=_say("tp_layout_hint"))
+    expect_communication(name, facts, DATA_SHARDS, "psum", hint=_say("tp_layout_hint"))
+    specs = (((MODEL_REPLICAS,),), ((DATA_SHARDS,), (MODEL_REPLICAS,)), ((DATA_SHARDS,),))
+    expect_regions(name, facts, ((tuple(sorted(GRID_AXES)), specs),), hint=_say("tp_layout_hint"))
+    expect_output_layouts(name, facts, (((MODEL_REPLICAS,),),), hint=_say("tp_layout_hint"))
+    _expect_tp_work(name, fn)
+
+
+def _tp_work_args():
+    return (
+        jax.ShapeDtypeStruct((_TP_WORK_FEATURES,), jnp.float32),
+        jax.ShapeDtypeStruct((_TP_WORK_EXAMPLES, _TP_WORK_FEATURES), jnp.float32),
+        jax.ShapeDtypeStruct((_TP_WORK_EXAMPLES,), jnp.float32),
+    )
+
+
+def _expect_tp_work(name: str, fn) -> None:
+    """No device holds all of w: the largest array one device of the work case materializes (read from the
+    compiled per-device program, as the grader reads it) is at most `_TP_LARGEST_FACTOR` times the
+    reference's."""
+    mesh = grid_mesh(_TP_WORK_GRID)
+    where = _say(
+        "on_mesh_step", grid=_grid_words(_TP_WORK_GRID), features=_TP_WORK_FEATURES, examples=_TP_WORK_EXAMPLES
+    )
+    with _explained_run(name, where, "fix_tp_dp_step", _TP_WORK_GRID):
+        program = jax.jit(lambda w_, x_, y_: fn(w_, {"x": x_, "y": y_}, mesh))
+        work = exported_work(jax.export.export(program)(*_tp_work_args()))
+    excess = work_excess(work, Work(0.0, 0, _TP_REFERENCE_LARGEST), {"largest_bytes": _TP_LARGEST_FACTOR})
+    if excess is not None:
+        fail(
+            _say(
+                "tp_holds_w",
+                name=name,
+                got=work.largest_bytes,
+                ratio=f"{excess[1]:.1f}",
+                want=_TP_REFERENCE_LARGEST,
+                features=_TP_WORK_FEATURES,
+                examples=_TP_WORK_EXAMPLES,
+                factor=f"{_TP_LARGEST_FACTOR:g}",
+            )
+        )
+
+
+def _observe_tp_dp_step(fn) -> dict:
+    """Programs of `fn(w, batch, mesh)` on 2 x 4, 4 x 2 and 2 x 2 meshes (plain inputs, drawn by the grader),
+    plus the 2 x 4 one again as a structure case: the reference's psums over both axes are required."""
+    cases = {}
+    for grid in ((2, 4), (4, 2), (2, 2)):
+        mesh = grid_mesh(grid)
+        program = lambda w, x, y, mesh=mesh: fn(w, {"x": x, "y": y}, mesh)  # noqa: E731
+        args = (spec((FEATURES,), jnp.float32), spec((EXAMPLES, FEATURES), jnp.float32), spec((EXAMPLES,), jnp.float32))
+        cases[f"{grid[0]}x{grid[1]}"] = Case(program, *args)
+        if grid == (2, 4):
+            cases["collectives"] = Case(program, *args, values=False)
+            cases["work"] = Case(program, *_tp_work_args(), work={"largest_bytes": _TP_LARGEST_FACTOR})
+    return programs(cases)
+
+
+tp_dp_step = exercise(
+    "tp_dp_step",
+    _check_tp_dp_step,
+    hints=[
+        "Draw the blocks first: which part of w, which examples and which features of x does device "
+        "(i, j) hold? Then ask what it is missing to predict its examples, and what it is missing to "
+        "update its part of w.",
+        "A device's product of its x block with its part of w is only a partial prediction: the devices of "
+        "its row hold the other features, and their partial products add up to the prediction. The "
+        "gradient formula then needs only the device's own blocks, but it covers only its data shard.",
+        "The copies of a model shard (the devices of a column) must take the same step: combine their "
+        "gradients over the axis along which they differ, as an average, then subtract LEARNING_RATE "
+        "times it from the shard. The new w stays split like the old one.",
+    ],
+    observe=_observe_tp_dp_step,
+)

@@ -1,0 +1,125 @@
+"""Exercise 5, `weighted_total_shard_map`: a pmap program migrated to `jax.shard_map`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax.numpy as jnp
+import numpy as np
+
+from namedaxes import DEVICES
+from namedaxes.checking import (
+    exercises_for,
+    expect_array,
+    fail,
+    regions,
+    same_values,
+)
+from namedaxes.checking.regions import judge_regions
+from namedaxes.grading import Case, programs, spec
+from namedaxes.meshes import line_mesh
+from namedaxes.meshes import with_mesh as _bound
+
+from .running import _call, _explained, _f32, _weighted_total_pmap
+from .text import _fmt, _say
+
+exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+
+# ---------------------------------------------------------------- 5. weighted_total_shard_map
+# Visible inputs (w of shape (d,), x of shape (d, k): pmap maps over axis 1); the hidden
+# observations use random values of the same shapes.
+_WEIGHTED_CASES = [
+    (8, _f32([1.0, 0.5, -1.0]), _f32(np.arange(24).reshape(3, 8))),
+    (4, _f32([2.0, -1.0]), _f32(np.arange(8).reshape(2, 4) / 4.0 - 1.0)),
+    (2, _f32([0.5, 1.0, -2.0]), _f32([[3.0, -1.0], [0.5, 2.0], [1.0, 1.0]])),
+]
+
+
+def _migration_shape_hint(i: int, got: tuple, d: int, k: int) -> str:
+    """What a wrong shape of the total (`i` 0) or of the weighted columns (`i` 1) is."""
+    if i == 0 and got in ((d, 1), (d, d)):
+        return _say("migration_block_axis")
+    if i == 0 and got in ((d, k), (k * d,), (k, d)):
+        return _say("migration_per_device")
+    if i == 1 and got == (k * d,):
+        return _say("migration_columns_dim0")
+    return ""
+
+
+def _migration_value_hint(got, w, x, k: int) -> str:
+    """What a wrong total is: the mean over devices, or device 0's term only."""
+    want = np.asarray(w, np.float64)[:, None] * np.asarray(x, np.float64)  # the weighted columns
+    if same_values(got, want.sum(axis=1) / k, 1e-4, dtype=float):
+        return _say("migration_mean")
+    if same_values(got, want[:, 0], 1e-4, dtype=float):
+        return _say("migration_first")
+    return ""
+
+
+def _check_weighted_total_shard_map(fn: Callable) -> None:
+    name = "weighted_total_shard_map"
+    for k, w, x in _WEIGHTED_CASES:
+        mesh = line_mesh(k)
+        where = _say("migration_where", k=k, w_shape=tuple(w.shape), x_shape=tuple(x.shape))
+        with _explained(name, mesh):
+            out = _call(fn, w, x, mesh)
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            kind = (
+                _say("migration_kind", type=type(out).__name__, n=len(out))
+                if isinstance(out, (tuple, list))
+                else (_say("step_kind_type", type=type(out).__name__))
+            )
+            fail(_say("migration_pair", name=name, where=where, kind=kind))
+        for i, (got, want) in enumerate(zip(out, _weighted_total_pmap()(w, x))):
+            label, want = f"{name}(w, x, mesh)[{i}]", np.asarray(want)
+            expect_array(label, got, dtype=jnp.float32)
+            if tuple(got.shape) != want.shape:
+                hint = _migration_shape_hint(i, tuple(got.shape), want.shape[0], k)
+                fail(_say("migration_shape", name=label, want=want.shape, where=where, got=tuple(got.shape), hint=hint))
+            if not same_values(got, want, 1e-4, dtype=float):
+                hint = _migration_value_hint(got, w, x, k) if i == 0 else ""
+                fail(_say("migration_wrong", name=label, where=where, want=_fmt(want), got=_fmt(got), hint=hint))
+    k, w, x = _WEIGHTED_CASES[-1]  # the smallest mesh: the same verdict, the cheapest compiles
+    mesh = line_mesh(k)
+    judge_regions(
+        name,
+        fn,
+        mesh,
+        w,
+        x,
+        region=((DEVICES,), ((), ((), (DEVICES,)))),
+        what=regions.TEXT["values_word"],
+        axis=DEVICES,
+        why=_say("migration_why"),
+        context=_explained(name, mesh),
+    )
+
+
+def _observe_weighted_total_shard_map(fn: Callable) -> dict:
+    """Exported programs of `fn(w, x, mesh)` on 8, 4 and 2 devices (the grader draws w and x)."""
+    return programs(
+        {
+            f"out_k{k}_d{w.shape[0]}": Case(
+                _bound(fn, line_mesh(k)), spec(w.shape, jnp.float32), spec(x.shape, jnp.float32)
+            )
+            for k, w, x in _WEIGHTED_CASES
+        }
+    )
+
+
+weighted_total_shard_map = exercise(
+    "weighted_total_shard_map",
+    _check_weighted_total_shard_map,
+    hints=[
+        "This pmap splits x along axis 1, not axis 0, so the table's first rows do not apply word for "
+        "word. A PartitionSpec lists, dimension by dimension, the mesh axis that splits it: which spec "
+        "says 'dimension 0 whole, dimension 1 split over DEVICES'?",
+        "With `in_specs=(P(), P(None, DEVICES))` each device's block of x has shape (d, 1), where pmap "
+        "handed `weighted_total` a column of shape (d,): pass `x_block[:, 0]` on.",
+        "`out_axes=(None, 1)` translates to `out_specs=(P(), P(None, DEVICES))`: the total once, and the "
+        "columns side by side along dimension 1, each device handing back its column as shape (d, 1) "
+        "(`col[:, None]`). On an Explicit mesh, place x with `NamedSharding(mesh, P(None, DEVICES))` first "
+        "(w can stay as it is), and use the `mesh` argument.",
+    ],
+    observe=_observe_weighted_total_shard_map,
+)

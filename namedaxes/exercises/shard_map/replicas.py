@@ -1,0 +1,150 @@
+"""Exercise 2, `replica_totals`: sums over one axis of a 2-D mesh, the other left split."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from namedaxes import DATA_SHARDS, MODEL_REPLICAS
+from namedaxes.checking import TEXT as checking_text  # the list separator of the language
+from namedaxes.checking import (
+    exercises_for,
+    expect_array,
+    fail,
+    regions,
+    same_values,
+)
+from namedaxes.checking.regions import judge_regions
+from namedaxes.grading import Case, programs, spec
+from namedaxes.meshes import grid_mesh
+from namedaxes.meshes import placed as _placed
+from namedaxes.meshes import with_mesh as _bound
+
+from .running import _call, _explained, _f32
+from .text import _fmt, _say
+
+exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+
+
+# ---------------------------------------------------------------- 2. replica_totals
+def _replica_totals_reference(x: np.ndarray) -> np.ndarray:
+    return x.sum(axis=1)
+
+
+# Mesh shapes and x shapes of the visible checks; the hidden observations reuse the shapes.
+_REPLICA_CASES = [
+    ((2, 4), np.arange(32, dtype=np.float32).reshape(4, 8)),
+    ((4, 2), np.arange(8, dtype=np.float32).reshape(4, 2) - 3.0),
+    ((2, 2), np.asarray([[1.0, 2.0, 10.0, 20.0], [3.0, 4.0, 30.0, 40.0]], np.float32)),
+]
+
+
+def _replica_shape_hint(got: tuple, x_shape: tuple, mesh_shape: tuple) -> str:
+    """What a result of the wrong shape is, for the shapes the typical mistakes give."""
+    (rows, cols), (n_data, n_rep) = x_shape, mesh_shape
+    known = {
+        (rows, cols // n_rep): "replica_shape_blocks_added",
+        (rows * n_rep,): "replica_shape_copies",
+        (rows, n_rep): "replica_shape_copies",
+        (rows // n_data,): "replica_shape_block",
+        (rows // n_data, cols): "replica_shape_data_sum",
+    }
+    return _say(known[got], cols=n_rep) if got in known else ""
+
+
+def _replica_hint(got: np.ndarray, x_np: np.ndarray, mesh_shape: tuple) -> str:
+    """What wrong row totals are: those of each device's own block, or the totals over the whole mesh."""
+    n_data, n_rep = mesh_shape
+    x64 = x_np.astype(np.float64)
+    rows = x64.shape[0]
+    own = x64[:, : x64.shape[1] // n_rep].sum(axis=1)  # the first replica's block, as `out_specs` keeps it
+    over_both = np.tile(x64.sum(axis=1).reshape(n_data, rows // n_data).sum(axis=0), n_data)
+    if same_values(got, x64.sum(axis=1) / n_rep, 1e-4, dtype=float):
+        return _say("replica_pmean", k=n_rep)
+    if same_values(got, own, 1e-4, dtype=float):
+        return _say("replica_own_block")
+    if same_values(got, over_both, 1e-4, dtype=float):
+        return _say("replica_over_both")
+    return _say("replica_row_partners")
+
+
+def _check_replica_totals(fn: Callable) -> None:
+    name = "replica_totals"
+    for shape, x_np in _REPLICA_CASES:
+        mesh = grid_mesh(shape)
+        x = _placed(_f32(x_np), mesh, P(DATA_SHARDS, MODEL_REPLICAS))
+        n_data, n_rep = shape
+        where = _say("replica_where", rows=n_data, cols=n_rep, shape=x_np.shape)
+        with _explained(name, mesh):
+            out = _call(fn, x, mesh)
+        expect_array(name, out, dtype=jnp.float32)
+        want = _replica_totals_reference(x_np.astype(np.float64))
+        got_shape = tuple(out.shape)
+        if got_shape != want.shape:
+            hint = _replica_shape_hint(got_shape, x_np.shape, shape)
+            fail(_say("replica_shape", name=name, want=want.shape, where=where, got=got_shape, hint=hint))
+        got = np.asarray(out, np.float64)
+        if not same_values(got, want, 1e-4, dtype=float):
+            fail(
+                _say(
+                    "values",
+                    name=name,
+                    where=where,
+                    want=_fmt(want),
+                    got=_fmt(got),
+                    hint=_replica_hint(got, x_np, shape),
+                )
+            )
+    shape, x_np = _REPLICA_CASES[-1]  # the smallest mesh: the same verdict, the cheapest compiles
+    mesh = grid_mesh(shape)
+    x = _placed(_f32(x_np), mesh, P(DATA_SHARDS, MODEL_REPLICAS))
+    got = judge_regions(
+        name,
+        fn,
+        mesh,
+        x,
+        region=(tuple(sorted((DATA_SHARDS, MODEL_REPLICAS))), (((DATA_SHARDS,), (MODEL_REPLICAS,)),)),
+        what=regions.TEXT["values_word"],
+        axis=MODEL_REPLICAS,
+        why=_say("replica_why"),
+        context=_explained(name, mesh),
+    )
+    extra = [c for c in got.present if c.endswith(f" over '{DATA_SHARDS}'")]
+    if extra:  # a surplus collective counts against, used or not (as the grader counts it)
+        fail(_say("replica_extra_axis", name=name, axis=DATA_SHARDS, seen=checking_text["list_sep"].join(extra)))
+
+
+def _observe_replica_totals(fn: Callable) -> dict:
+    """Exported programs of `fn(x, mesh)`, x placed P(DATA_SHARDS, MODEL_REPLICAS) on three meshes.
+
+    The grader requires the reference's communication (a psum over MODEL_REPLICAS) and nothing over
+    DATA_SHARDS (`only_axes`): the rows stay on their data shard."""
+    cases = {}
+    for shape, x_np in _REPLICA_CASES:
+        mesh = grid_mesh(shape)
+        placed = spec(x_np.shape, jnp.float32, sharding=NamedSharding(mesh, P(DATA_SHARDS, MODEL_REPLICAS)))
+        cases[f"out_{shape[0]}x{shape[1]}_{x_np.shape[0]}x{x_np.shape[1]}"] = Case(
+            _bound(fn, mesh), placed, only_axes=True
+        )
+    return programs(cases)
+
+
+replica_totals = exercise(
+    "replica_totals",
+    _check_replica_totals,
+    hints=[
+        "x arrives already placed with P(DATA_SHARDS, MODEL_REPLICAS): inside "
+        "`jax.shard_map(..., in_specs=P(DATA_SHARDS, MODEL_REPLICAS))` each device sees one block.",
+        "A row's total needs two sums: over the columns a device holds (local work, no communication), "
+        "then over the devices of its mesh row, which hold the row's other columns (a `psum` over "
+        "MODEL_REPLICAS).",
+        "`lax.psum(jnp.sum(block, axis=1), MODEL_REPLICAS)`: one number per row the device holds. The result "
+        "has one dimension and still differs between data shards, but no longer between replicas: "
+        "`out_specs=P(DATA_SHARDS)`. `x` is already placed, so no `device_put`.",
+    ],
+    observe=_observe_replica_totals,
+)

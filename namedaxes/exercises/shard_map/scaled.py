@@ -1,0 +1,123 @@
+"""Exercise 1, `sharded_scaled_sum`: column totals of 2 * x, its rows split over the devices."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax.numpy as jnp
+import numpy as np
+
+from namedaxes import DEVICES
+from namedaxes.checking import (
+    exercises_for,
+    expect_array,
+    fail,
+    same_values,
+)
+from namedaxes.checking.regions import judge_regions
+from namedaxes.grading import Case, programs, spec
+from namedaxes.meshes import line_mesh
+from namedaxes.meshes import with_mesh as _bound
+
+from .running import _call, _explained, _f32
+from .text import _fmt, _say
+
+exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+
+# ---------------------------------------------------------------- 1. sharded_scaled_sum
+# Visible inputs (rows split over DEVICES: blocks of 2, 2 and 3 rows on 8, 4 and 2 devices; the
+# column counts differ from the block heights, so a sum over the wrong axis shows in the shape).
+# The hidden observations use random values of the same shapes, so the compiled answers are reused.
+_SCALED_SUM_CASES = [  # the rows of the last two do not divide by the devices: padded with zero rows first
+    (8, _f32(np.arange(48).reshape(16, 3))),
+    (4, _f32(np.arange(50).reshape(10, 5) * 0.5 - 9.0)),
+    (2, _f32([[1.0, -2.0], [3.0, 0.5], [4.0, 1.5], [-1.0, 2.0], [0.25, 0.0], [2.0, -3.0], [1.5, 5.0]])),
+]
+
+
+def _check_sharded_scaled_sum(fn: Callable) -> None:
+    name = "sharded_scaled_sum"
+    for k, x in _SCALED_SUM_CASES:
+        mesh = line_mesh(k)
+        rows, m = x.shape
+        where = _say("where_line", k=k, what=_say("scaled_x", shape=(rows, m)))
+        with _explained(name, mesh):
+            out = _call(fn, x, mesh)
+        expect_array(name, out, dtype=jnp.float32)
+        if 1 < len(out.sharding.device_set) != k:  # padded rows divide by another mesh's devices too
+            fail(_say("other_mesh", name=name, n=len(out.sharding.device_set), k=k, where=where))
+        block = -(-rows // k)  # rows per device, x padded with zero rows to a multiple of k
+        xs = np.asarray(x, np.float64)
+        want = 2.0 * xs.sum(axis=0)
+        got_shape = tuple(out.shape)
+        if got_shape != (m,):
+            hint = ""
+            if got_shape == ():
+                hint = _say("scaled_shape_scalar")
+            elif got_shape == (block, m):
+                hint = _say("scaled_shape_block", got=got_shape)
+            elif got_shape == (block,):
+                hint = _say("scaled_shape_row_totals", got=got_shape)
+            elif got_shape in ((k * m,), (k, m)):
+                hint = _say("scaled_shape_per_device", k=k)
+            fail(_say("scaled_shape", name=name, want=(m,), m=m, got=got_shape, where=where, hint=hint))
+        got = np.asarray(out, np.float64)
+        if not same_values(got, want, 1e-4, dtype=float):
+            first = 2.0 * xs[:block].sum(axis=0)
+            kept = rows - rows % k
+            if same_values(got, want / 2, 1e-4, dtype=float):
+                hint = _say("scaled_plain_sum")
+            elif kept < rows and same_values(got, 2.0 * xs[:kept].sum(axis=0), 1e-4, dtype=float):
+                hint = _say("scaled_rows_dropped", kept=kept, dropped=rows - kept)
+            elif same_values(got, first, 1e-4, dtype=float):
+                hint = _say("scaled_first_share")
+            elif same_values(got, want / k, 1e-4, dtype=float):
+                hint = _say("scaled_mean")
+            else:
+                with _explained(name, mesh):
+                    moved = np.asarray(_call(fn, _f32(np.asarray(x) + 1.0), mesh), np.float64)
+                # "by hand" only when the result does not follow x at all
+                hint = _say("scaled_by_hand") if same_values(moved, got, 1e-4, dtype=float) else _say("scaled_other")
+            fail(_say("scaled_wrong", name=name, got=_fmt(got), where=where, want=_fmt(want), hint=hint))
+    k, x = _SCALED_SUM_CASES[-1]  # the smallest mesh: the same verdict, the cheapest compiles
+    mesh = line_mesh(k)
+    judge_regions(
+        name,
+        fn,
+        mesh,
+        x,
+        region=((DEVICES,), (((DEVICES,),),)),
+        what=_say("total"),
+        axis=DEVICES,
+        why=_say("scaled_why"),
+        context=_explained(name, mesh),
+    )
+
+
+def _observe_sharded_scaled_sum(fn: Callable) -> dict:
+    """Exported programs of `fn(x, mesh)` on 8, 4 and 2 devices (the grader draws x)."""
+    return programs(
+        {
+            f"out_k{k}_{x.shape[0]}x{x.shape[1]}": Case(_bound(fn, line_mesh(k)), spec(x.shape, jnp.float32))
+            for k, x in _SCALED_SUM_CASES
+        }
+    )
+
+
+sharded_scaled_sum = exercise(
+    "sharded_scaled_sum",
+    _check_sharded_scaled_sum,
+    hints=[
+        "Before any code: when the rows of x are split over DEVICES, what does one device's block look "
+        "like, which part of the column totals can that device compute alone, and what does it need "
+        "from the others?",
+        "A device holds some rows of every column, so it can add up its own rows column by column; "
+        "adding those partial totals of all devices is section 2's collective. The result is the same "
+        "on every device, whatever its shape: which `out_specs` promises that?",
+        "Per block: `2.0 * jnp.sum(block, axis=0)`, then `lax.psum` over DEVICES, with "
+        "`in_specs=P(DEVICES)` and `out_specs=P()`. When the rows do not divide by the devices, first add "
+        "zero rows: `jnp.pad(x, ((0, -x.shape[0] % k), (0, 0)))`. Build the `NamedSharding` for "
+        "`jax.device_put` on the `mesh` argument, not on the notebook's `mesh` (Pitfall 1).",
+    ],
+    observe=_observe_sharded_scaled_sum,
+)

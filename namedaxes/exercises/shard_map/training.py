@@ -1,0 +1,254 @@
+"""Exercises 3 and 4, `dp_train_step` and `jit_train_step`: the weighted data-parallel step, written with
+`jax.shard_map` and left to the compiler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax.numpy as jnp
+import numpy as np
+
+from namedaxes import DATA_PARALLEL, model
+from namedaxes.checking import TEXT as checking_text  # the list separator of the language
+from namedaxes.checking import (
+    examined,
+    exercises_for,
+    expect_array,
+    expect_communication,
+    expect_regions,
+    fail,
+    same_values,
+)
+from namedaxes.grading import Case, programs, spec
+from namedaxes.meshes import line_mesh
+from namedaxes.meshes import with_mesh as _bound
+
+from .running import _COMPILED_REDUCTIONS, LEARNING_RATE, _call, _explained, _f32
+from .text import _fmt, _num, _say
+
+exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+
+
+# ---------------------------------------------------------------- 3./4. the weighted training steps
+def _padded_weights(k: int, per: int) -> np.ndarray:
+    """Device i holds `per - i` real examples (weight 1) and `i` padding examples (weight 0)."""
+    return np.concatenate([np.r_[np.ones(per - i), np.zeros(i)] for i in range(k)])
+
+
+def _visible_training_cases():
+    """(devices, params, batch): padding on 8 devices; whole-number weights on 4."""
+    x = np.linspace(-1.0, 1.0, 64)
+    padded = (
+        {"w": _f32(1.0), "b": _f32(0.0)},
+        {"x": _f32(x), "y": _f32(2.0 * x + 0.5), "weight": _f32(_padded_weights(8, 8))},
+    )
+    r = np.random.RandomState(5)
+    x4 = r.uniform(-2.0, 2.0, size=12)
+    counts = np.array([3, 1, 2, 1, 1, 3, 2, 2, 1, 3, 3, 1], float)
+    other = ({"w": _f32(-0.5), "b": _f32(0.25)}, {"x": _f32(x4), "y": _f32(3.0 * x4 - 1.0), "weight": _f32(counts)})
+    return [(8, *padded), (4, *other)]
+
+
+def _repeated(batch, weight) -> dict:
+    """The batch with each example repeated `weight` times (whole-number weights): the weighted loss
+    of `batch` is the plain loss of this batch, so the reference model gives the expected step."""
+    counts = np.asarray(weight).astype(int)
+    return {key: np.repeat(np.asarray(batch[key], float), counts) for key in ("x", "y")}
+
+
+def _floats(tree) -> dict:
+    return {key: float(np.asarray(tree[key])) for key in ("w", "b")}
+
+
+def _expect_params(name: str, out, where: str) -> None:
+    if not isinstance(out, dict) or set(out) != {"w", "b"}:
+        kind = (
+            _say("step_kind_dict", keys=sorted(map(str, out)))
+            if isinstance(out, dict)
+            else _say("step_kind_type", type=type(out).__name__)
+        )
+        fail(_say("step_not_dict", name=name, kind=kind, where=where))
+    for key in ("w", "b"):
+        value = out[key]
+        expect_array(f"{name}(...)['{key}']", value, dtype=jnp.float32)
+        if tuple(value.shape) != ():
+            hint = _say("step_per_device") if value.ndim == 1 else ""
+            fail(_say("step_not_scalar", name=name, key=key, shape=tuple(value.shape), where=where, hint=hint))
+
+
+def _diagnose_step(params: dict, batch, k: int, got: dict, ref: dict) -> str:
+    old = _floats(params)
+    weight = np.asarray(batch["weight"], float)
+
+    def same_step(other: dict, factor: float = 1.0) -> bool:
+        return all(same_values(got[key] - old[key], factor * (other[key] - old[key]), 1e-4, dtype=float) for key in old)
+
+    unweighted = model.sgd_step_np(old, {key: np.asarray(batch[key], float) for key in ("x", "y")})
+    blocks = [slice(i * len(weight) // k, (i + 1) * len(weight) // k) for i in range(k)]
+    local = [
+        model.gradients_np(old, _repeated({key: np.asarray(batch[key])[s] for key in ("x", "y")}, weight[s]))
+        for s in blocks
+    ]
+    equal = {key: old[key] - LEARNING_RATE * float(np.mean([g[key] for g in local])) for key in old}
+    if same_step(unweighted):
+        return _say("step_unweighted")
+    if same_step(equal):
+        return _say("step_devices_equal", totals=_fmt([weight[s].sum() for s in blocks]))
+    if same_step(ref, k):
+        return _say("step_k_times", k=k)
+    if same_step(ref, 1.0 / k):
+        return _say("step_k_small", k=k)
+    if same_step(ref, weight.sum() / len(weight)):
+        return _say("step_divided_by_examples", n=len(weight), total=f"{weight.sum():g}")
+    if all(same_values(got[key], old[key], 1e-4, dtype=float) for key in old):
+        return _say("step_unchanged")
+    if same_step(ref, 100.0):
+        return _say("step_100x")
+    if same_step(ref, -1.0):
+        return _say("step_ascent")
+    return _say("step_other")
+
+
+def _check_weighted_step(name: str, fn: Callable, k: int, params, batch, *, shard_map_allowed: bool) -> None:
+    mesh = line_mesh(k, DATA_PARALLEL)
+    weight = np.asarray(batch["weight"])
+    totals = [float(t) for t in weight.reshape(k, -1).sum(axis=1)]
+    where = _say("step_where", k=k, n=batch["x"].shape[0], weights=_fmt(totals))
+    with _explained(name, mesh, shard_map_allowed=shard_map_allowed):
+        out = _call(fn, params, batch, mesh)
+    _expect_params(name, out, where)
+    got = _floats(out)
+    ref = model.sgd_step_np(_floats(params), _repeated(batch, weight))
+    if all(same_values(got[key], ref[key], 1e-4, dtype=float) for key in ref):
+        return
+    fail(
+        _say(
+            "step_wrong",
+            name=name,
+            got_w=_num(got["w"]),
+            got_b=_num(got["b"]),
+            where=where,
+            want_w=_num(ref["w"]),
+            want_b=_num(ref["b"]),
+            hint=_diagnose_step(params, batch, k, got, ref),
+        )
+    )
+
+
+def _training_probe():
+    k, params, batch = _visible_training_cases()[0]
+    return line_mesh(k, DATA_PARALLEL), params, batch
+
+
+def _check_dp_train_step(fn: Callable) -> None:
+    name = "dp_train_step"
+    for k, params, batch in _visible_training_cases():
+        _check_weighted_step(name, fn, k, params, batch, shard_map_allowed=True)
+    mesh, params, batch = _training_probe()
+    with _explained(name, mesh):
+        facts = examined(lambda p, b: fn(p, b, mesh), params, batch)
+    # the grader's steps: the reference's region (params whole, every batch leaf split), no collective the
+    # reference does not perform (present is enough: a surplus counts against), a psum that reaches the result
+    split = ((DATA_PARALLEL,),)
+    expect_regions(name, facts, (((DATA_PARALLEL,), ((), (), split, split, split)),), hint=_say("dp_why"))
+    moves = [d for d in facts.present if d.split(" over ")[0] not in _COMPILED_REDUCTIONS]
+    if moves:
+        fail(_say("dp_gathers", name=name, seen=checking_text["list_sep"].join(moves)))
+    expect_communication(name, facts, DATA_PARALLEL, "psum", hint=_say("dp_why"))
+
+
+# (devices, examples) of the hidden training observations: the visible shapes, and 2 devices
+_OBSERVED_TRAINING = ((8, 64), (4, 12), (2, 10))
+# Every input of a weighted-step case is drawn from this: positive weights, so no total is 0.
+_TRAINING_DRAW = {"kind": "uniform", "low": 0.25, "high": 4.0}
+
+
+def _training_args(n: int):
+    params = {"w": spec((), jnp.float32), "b": spec((), jnp.float32)}
+    batch = {key: spec((n,), jnp.float32) for key in ("x", "y", "weight")}
+    return params, batch
+
+
+def _observe_training(fn: Callable, *, structure: bool) -> dict:
+    """Exported programs of one step `fn(params, batch, mesh)` on 8, 4 and 2 devices (the grader draws
+    params and batch; the new params are compared with the reference step's). With `structure`, one
+    more case grades only the communication: the reference's collectives and no other."""
+    cases = {
+        f"k{k}_n{n}": Case(_bound(fn, line_mesh(k, DATA_PARALLEL)), *_training_args(n), draw=_TRAINING_DRAW)
+        for k, n in _OBSERVED_TRAINING
+    }
+    if structure:
+        k, n = _OBSERVED_TRAINING[0]
+        cases["structure"] = Case(
+            _bound(fn, line_mesh(k, DATA_PARALLEL)),
+            *_training_args(n),
+            draw=_TRAINING_DRAW,
+            values=False,
+            only_collectives=True,
+        )
+    return programs(cases)
+
+
+def _observe_dp_train_step(fn: Callable) -> dict:
+    return _observe_training(fn, structure=True)
+
+
+dp_train_step = exercise(
+    "dp_train_step",
+    _check_dp_train_step,
+    hints=[
+        "Write the weighted loss of the whole batch as a fraction, sum(weight * error²) / sum(weight). "
+        "Which parts of that fraction can one device compute from its own examples alone, and how do "
+        "the devices then combine those parts?",
+        "Inside `jax.shard_map(..., in_specs=(P(), P(DATA_PARALLEL)), out_specs=P())`, each device adds "
+        "up `weight * error ** 2` over its examples, and its weights; a `lax.psum` over DATA_PARALLEL of "
+        "each gives the whole batch's numerator and denominator. `jax.grad` of their ratio is the "
+        "full-batch gradient on every device (that loss is the same everywhere, so Pitfall 4's factor "
+        "does not appear).",
+        "A `lax.pmean` of the devices' own weighted means would count a device with 1 real example as "
+        "much as one with 8. Place `params` with `P()` and the whole `batch` dict with "
+        "`P(DATA_PARALLEL)` first, and update with `sgd_update`.",
+    ],
+    observe=_observe_dp_train_step,
+)
+
+
+def _check_jit_train_step(fn: Callable) -> None:
+    name = "jit_train_step"
+    for k, params, batch in _visible_training_cases():
+        _check_weighted_step(name, fn, k, params, batch, shard_map_allowed=False)
+    mesh, params, batch = _training_probe()
+    with _explained(name, shard_map_allowed=False):
+        facts = examined(lambda p, b: fn(p, b, mesh), params, batch)
+    if facts.found:  # a shard_map of its own: the grader's signature step fails it
+        seen = checking_text["list_sep"].join(facts.present) or _say("seen_nothing")
+        fail(_say("jit_writes_collectives", name=name, seen=seen))
+    # the compiler's all-reduce: a global-view program has no collective of its own to perturb, so the
+    # judge (and the grader) count what the optimized program performs (`namedaxes.judging.examine`)
+    if f"psum over '{DATA_PARALLEL}'" not in facts.matters:
+        fail(_say("jit_no_all_reduce", name=name))
+
+
+def _observe_jit_train_step(fn: Callable) -> dict:
+    """Like `dp_train_step`'s value cases; the reference program has no per-device (shard_map) region,
+    so an answer that writes one fails the signature, and its compiled all-reduce must be there."""
+    return _observe_training(fn, structure=False)
+
+
+jit_train_step = exercise(
+    "jit_train_step",
+    _check_jit_train_step,
+    hints=[
+        "In section 5, what made `jax.jit(sgd_step)` communicate although `sgd_step` names no axis? "
+        "If that is the arrays rather than the code, what does your weighted step's code still have "
+        "to say, and what does the data have to carry?",
+        "Exercise 3's loss without the per-device view: the same fraction, with both sums taken over "
+        "the whole batch as one array, needs no collective at all. Differentiate it and update as "
+        "`sgd_step` does, and compile that with `jax.jit`.",
+        "Place the inputs as section 4 places `params_r` and `batch_s`, but with a `NamedSharding` on the "
+        "`mesh` argument. Write no collective: the compiler sees sums over a split dimension and inserts "
+        "the all-reduce itself (section 5).",
+    ],
+    observe=_observe_jit_train_step,
+)
