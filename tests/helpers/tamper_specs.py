@@ -1,4 +1,4 @@
-"""The tamper corpus: for every graded test cell of notebooks 01-08, a wrong answer plus tampering.
+"""The tamper corpus: for every graded test cell of notebooks 01-09, a wrong answer plus tampering.
 
 Per notebook there are two fixture students with the same wrong answers:
 
@@ -43,6 +43,7 @@ import autograder_specs as specs
 A03, A04, A05, A06 = "03_nested_axes", "04_gradient_averaging", "05_shard_map", "06_multi_process"
 A07 = "07_collectives"
 A08 = "08_compiler_sharding"
+A09 = "09_large_models"
 TECHNIQUES = ("patched_observe", "code_swap", "forged_record", "visible_files", "thread_files", "symlink")
 
 # notebook -> answer cell grade_id -> wrong answer (plausible mistakes, each fails its visible check)
@@ -163,6 +164,33 @@ WRONG = {
         "        return lax.all_gather(x_block, MODEL_PARALLEL, tiled=True) @ w_block\n"
         "    return jax.shard_map(local, mesh=mesh, in_specs=(P(MODEL_PARALLEL, None),\n"
         "                         P(None, MODEL_PARALLEL)), out_specs=P(None, MODEL_PARALLEL))(x, w)\n",
+    },
+    A09: {
+        "pipeline_loss_answer": "def pipeline_loss(params, x, y, mesh):\n"  # right values: every stage on every device
+        "    whole = jax.tree.map(lambda a: jax.reshard(a, NamedSharding(mesh, P())), params)\n"
+        "    h = x\n"
+        "    for s in range(whole['w'].shape[0]):\n"
+        "        h = jnp.tanh(h @ whole['w'][s] + whole['b'][s])\n"
+        "    return jnp.mean((h - y) ** 2)\n",
+        "moe_layer_answer": "def moe_layer(x, router, w, mesh):\n"  # the gate forgotten
+        "    n = mesh.shape[EXPERTS]\n"
+        "    def local(x_block, router, w_expert):\n"
+        "        dispatch, gate = route(x_block, router, n, CAPACITY)\n"
+        "        sent = lax.all_to_all(jnp.einsum('tec,td->ecd', dispatch, x_block), EXPERTS, 0, 0, tiled=True)\n"
+        "        back = lax.all_to_all(jax.nn.relu(sent @ w_expert[0]), EXPERTS, 0, 0, tiled=True)\n"
+        "        return jnp.einsum('tec,ecd->td', dispatch, back)\n"
+        "    return jax.shard_map(local, mesh=mesh, in_specs=(P(EXPERTS), P(), P(EXPERTS)),\n"
+        "                         out_specs=P(EXPERTS))(x, router, w)\n",
+        "causal_ring_attention_answer": "def causal_ring_attention(q, k, v, mesh):\n"  # right values: all_gather
+        "    def local(qb, kb, vb):\n"
+        "        b, h = qb.shape\n"
+        "        keys, values = lax.all_gather(kb, SEQUENCE, tiled=True), lax.all_gather(vb, SEQUENCE, tiled=True)\n"
+        "        rows = lax.axis_index(SEQUENCE) * b + jnp.arange(b)\n"
+        "        allowed = jnp.arange(keys.shape[0])[None, :] <= rows[:, None]\n"
+        "        scores = jnp.where(allowed, qb @ keys.T / np.sqrt(h), -jnp.inf)\n"
+        "        return jax.nn.softmax(scores, axis=1) @ values\n"
+        "    spec = P(SEQUENCE)\n"
+        "    return jax.shard_map(local, mesh=mesh, in_specs=(spec, spec, spec), out_specs=spec)(q, k, v)\n",
     },
 }
 
@@ -313,6 +341,56 @@ EQUIVALENT = {
         "    return jax.shard_map(local, mesh=mesh, in_specs=(P(MODEL_PARALLEL, None), P(None, MODEL_PARALLEL)),\n"
         "                         out_specs=P(None, MODEL_PARALLEL))(x, w)\n",
     },
+    A09: {
+        "pipeline_loss_answer": "def pipeline_loss(params, x, y, mesh):\n"  # a ring: outputs scored on stage 0
+        "    k = mesh.shape[STAGES]\n"
+        "    ring = [(i, (i + 1) % k) for i in range(k)]\n"
+        "    def local(w, b, x, y):\n"
+        "        stage = lax.axis_index(STAGES)\n"
+        "        xs = x.reshape(MICROBATCHES, -1, x.shape[1])\n"
+        "        ys = y.reshape(MICROBATCHES, -1, y.shape[1])\n"
+        "        state, loss = jnp.zeros_like(xs[0]), 0.0\n"
+        "        for t in range(MICROBATCHES + k - 1):\n"
+        "            if t < MICROBATCHES:\n"
+        "                state = jnp.where(stage == 0, xs[t], state)\n"
+        "            state = lax.ppermute(jnp.tanh(state @ w[0] + b[0]), STAGES, ring)\n"
+        "            if t >= k - 1:\n"
+        "                loss = loss + jnp.where(stage == 0, jnp.sum((state - ys[t - k + 1]) ** 2), 0.0)\n"
+        "        return lax.psum(loss, STAGES) / y.size\n"
+        "    return jax.shard_map(local, mesh=mesh, in_specs=(P(STAGES), P(STAGES), P(), P()),\n"
+        "                         out_specs=P())(params['w'], params['b'], x, y)\n",
+        "moe_layer_answer": "def moe_layer(x, router, w, mesh):\n"  # the gate applied before the tokens leave
+        "    n = mesh.shape[EXPERTS]\n"
+        "    def local(x_block, router, w_expert):\n"
+        "        dispatch, gate = route(x_block, router, n, CAPACITY)\n"
+        "        send = jnp.einsum('tec,td->ecd', dispatch * gate[:, None, None], x_block)\n"
+        "        sent = lax.all_to_all(send, EXPERTS, 0, 0, tiled=True)\n"
+        "        back = lax.all_to_all(jax.nn.relu(sent @ w_expert[0]), EXPERTS, 0, 0, tiled=True)\n"
+        "        return jnp.einsum('tec,ecd->td', dispatch, back)\n"
+        "    return jax.shard_map(local, mesh=mesh, in_specs=(P(EXPERTS), P(), P(EXPERTS)),\n"
+        "                         out_specs=P(EXPERTS))(x, router, w)\n",
+        "causal_ring_attention_answer": "def causal_ring_attention(q, k, v, mesh):\n"  # a fori_loop ring
+        "    n = mesh.shape[SEQUENCE]\n"
+        "    def local(qb, kb, vb):\n"
+        "        b, h = qb.shape\n"
+        "        i = lax.axis_index(SEQUENCE)\n"
+        "        rows = i * b + jnp.arange(b)\n"
+        "        def step(s, carry):\n"
+        "            kb, vb, m, total, acc = carry\n"
+        "            cols = ((i - s) % n) * b + jnp.arange(b)\n"
+        "            scores = jnp.where(cols[None, :] <= rows[:, None], qb @ kb.T / np.sqrt(h), -jnp.inf)\n"
+        "            m_new = jnp.maximum(m, scores.max(1))\n"
+        "            p, fix = jnp.exp(scores - m_new[:, None]), jnp.exp(m - m_new)\n"
+        "            total, acc = total * fix + p.sum(1), acc * fix[:, None] + p @ vb\n"
+        "            kb, vb = lax.ppermute((kb, vb), SEQUENCE, [(a, (a + 1) % n) for a in range(n)])\n"
+        "            return kb, vb, m_new, total, acc\n"
+        "        start = (jnp.full((b,), -jnp.inf), jnp.zeros((b,)), jnp.zeros((b, h)))\n"
+        "        start = lax.pcast(start, (SEQUENCE,), to='varying')\n"
+        "        _, _, _, total, acc = lax.fori_loop(0, n, step, (kb, vb, *start))\n"
+        "        return acc / total[:, None]\n"
+        "    spec = P(SEQUENCE)\n"
+        "    return jax.shard_map(local, mesh=mesh, in_specs=(spec, spec, spec), out_specs=spec)(q, k, v)\n",
+    },
 }
 
 # notebook -> test cell grade_id -> (the `q.<name>` exercise its test cell uses, techniques)
@@ -362,6 +440,11 @@ CELLS = {
         "one_all_reduce_mlp_compiled": ("one_all_reduce_mlp", ("patched_observe", "thread_files")),
         "feature_correlation_explicit": ("feature_correlation", ("code_swap", "symlink")),
         "collective_matmul_rows_ring": ("collective_matmul_rows", ("forged_record", "visible_files")),
+    },
+    A09: {
+        "pipeline_loss_gpipe": ("pipeline_loss", ("code_swap", "symlink")),
+        "moe_layer_all_to_all": ("moe_layer", ("patched_observe", "forged_record")),
+        "causal_ring_attention_ring": ("causal_ring_attention", ("thread_files", "visible_files")),
     },
 }
 
