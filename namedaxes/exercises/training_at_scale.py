@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import re
 from collections.abc import Callable
 
 import jax
@@ -102,6 +103,11 @@ TEXT = {
         "`{name}` returns the right values, but its compiled program on {mesh} also performs {seen}. The "
         "exercise allows {allowed} only."
     ),
+    "swiglu_shard_map": (
+        "`{name}` returns the right values, but it is written per device with `jax.shard_map` (over {axes}). "
+        "This exercise is the compiler's half, like the notebook's model: shardings only (`jax.reshard`, "
+        "`out_sharding=`), and the compiler writes the collectives."
+    ),
     "swiglu_swapped": (
         "That is `silu(x @ up) * (x @ gate)`: the activation belongs to the gate, `silu(x @ gate) * (x @ up)`."
     ),
@@ -113,7 +119,7 @@ TEXT = {
     "swiglu_generic": "Compare with one device: `(silu(x @ gate) * (x @ up)) @ down` on the whole matrices.",
     # 2. step_costs
     "costs_type": ("`{name}` should return a dict with the keys {keys}, each a number; it returned {got} for {case}."),
-    "costs_value": "`{name}` predicts {key} = {got} for {case}, but the compiled step has {want}. {hint}",
+    "costs_value": "`{name}` predicts {key} = {got} for {case}, but the cost model gives {want}. {hint}",
     "costs_case": "the config {config}, layout (data, fsdp, tensor) = {layout}, batch {batch}",
     "costs_no_adam": (
         "That is the parameters alone: Adam keeps two moments per parameter, stored like it, so a device "
@@ -188,6 +194,9 @@ _SWIGLU_CASES = [((2, 2, 2), (8, 4, 16, 32)), ((1, 2, 4), (4, 3, 8, 16)), ((4, 2
 _WEIGHT_SPECS = {"gate": P(FSDP, MODEL_PARALLEL), "up": P(FSDP, MODEL_PARALLEL), "down": P(MODEL_PARALLEL, FSDP)}
 
 
+_MANUAL = re.compile(r"manual_axes\s*=\s*\{([^}]*)\}")  # a shard_map region's axes in the lowered module
+
+
 def _swiglu_inputs(sizes, seed: int = 0):
     b, t, d, f = sizes
     r = np.random.default_rng(70 + b + d + seed)
@@ -220,9 +229,14 @@ def _swiglu_placed(mesh, x, gate, up, down):
 
 
 def _run(name: str, program: Callable, mesh, *args):
+    """`jax.jit(program)` lowered, compiled for `args` and run: (its result, the compiled program, the axes
+    its `shard_map` regions are written per device over, read from the lowered module as the grader reads
+    them)."""
     with explained(name, rules=_rules(name)), jax.set_mesh(mesh):
-        compiled = jax.jit(program).lower(*args).compile()
-        return compiled(*args), compiled
+        lowered = jax.jit(program).lower(*args)
+        compiled = lowered.compile()
+        manual = sorted({a for body in _MANUAL.findall(lowered.as_text()) for a in re.findall(r'"([^"]+)"', body)})
+        return compiled(*args), compiled, manual
 
 
 def _moved(compiled, mesh) -> list[str]:
@@ -301,8 +315,10 @@ def _check_swiglu_block(fn: Callable) -> None:
         mesh = layout_mesh(*layout)
         x, *weights = _swiglu_inputs(sizes)
         where = _say("where_mesh", mesh=_mesh_name(mesh), shapes=f"x {x.shape}, gate {weights[0].shape}")
-        out, compiled = _run(name, _bound(fn, mesh), mesh, *_swiglu_placed(mesh, x, *weights))
+        out, compiled, manual = _run(name, _bound(fn, mesh), mesh, *_swiglu_placed(mesh, x, *weights))
         _expect_swiglu_result(name, out, mesh, x, weights, where)
+        if manual:
+            fail(_say("swiglu_shard_map", name=name, axes=", ".join(repr(a) for a in manual)))
         if layout == _SWIGLU_CASES[0][0]:
             first = compiled, mesh
     _expect_swiglu_collectives(name, *first)
