@@ -611,7 +611,7 @@ choose_layout = exercise(
     "choose_layout",
     _check_choose_layout,
     hints=[
-        "Section 4 compared the layouts' memory and communication for one budget. What must a layout satisfy "
+        "Sections 3 and 4 compared the layouts' communication and memory. What must a layout satisfy "
         "before its communication matters, and what do you compare among those that do?",
         "Loop over `LAYOUTS` (every (data, fsdp, tensor) of 8 devices). Skip those the model cannot use (heads, "
         "batch, d_model and vocabulary must divide) and those whose state_bytes exceed the budget.",
