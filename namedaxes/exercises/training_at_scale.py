@@ -364,10 +364,12 @@ swiglu_block = exercise(
         "Section 2's MLP had `up` and `down`; a SwiGLU block has one more matrix before `down`. Which "
         "dimension of `gate` may stay split over MODEL_PARALLEL so that `silu(x @ gate) * (x @ up)` needs "
         "no communication?",
-        "Gather only the FSDP shards: `jax.reshard(gate, P(None, MODEL_PARALLEL))`, the same for `up`, and "
-        "`jax.reshard(down, P(MODEL_PARALLEL, None))`. Then `x @ gate` and `x @ up` are split by columns.",
-        "The `down` matmul sums over the split columns: `jnp.einsum('btf,fd->btd', hidden, down, "
-        "out_sharding=P(BATCH))` adds the partial sums with one psum over MODEL_PARALLEL.",
+        "Gather only the FSDP shards: `jax.reshard` each weight to a spec that names MODEL_PARALLEL where it "
+        "was stored and no FSDP (columns for `gate` and `up`, rows for `down`). Then `x @ gate` and `x @ up` "
+        "are split by columns, as section 2's `GATHERED` rules split `up`.",
+        "The `down` matmul sums over the split columns, and on Explicit axes JAX asks you to name its result's "
+        "layout (`out_sharding=` of `jnp.einsum` or `jnp.matmul`): the layout the exercise wants makes the "
+        "compiler add the partial sums with one psum over MODEL_PARALLEL.",
     ],
     observe=_observe_swiglu_block,
 )
