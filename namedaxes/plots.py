@@ -574,14 +574,14 @@ __all__ += ["plot_loss_curves", "plot_layout_memory", "plot_roofline"]
 
 
 @_localized
-def plot_loss_curves(curves: Mapping[str, Sequence[float]], *, title: str) -> Figure:
-    """Loss against training step, one line per run (a dashed line over a solid one where they agree)."""
+def plot_loss_curves(first, second, *, title: str, first_label: str, second_label: str) -> Figure:
+    """Loss against training step, two runs: the first a solid line, the second dashed over it (where they
+    agree, the dashes lie on the line)."""
     fig, (ax,) = _figure(5.5, 3.2)
-    for i, (label, losses) in enumerate(curves.items()):
+    for i, (losses, label) in enumerate(((first, first_label), (second, second_label))):
         losses = np.asarray(losses, dtype=float).ravel()
-        ax.plot(
-            np.arange(losses.size), losses, color=COLORS[i], lw=3 - 1.5 * i, ls="-" if i == 0 else "--", label=_t(label)
-        )
+        style = {"lw": 3.0, "ls": "-"} if i == 0 else {"lw": 1.5, "ls": "--"}
+        ax.plot(np.arange(losses.size), losses, color=COLORS[i], label=_t(label), **style)
     ax.set_xlabel(_("step"))
     ax.set_ylabel(_("loss"))
     ax.set_title(_t(title))
@@ -608,17 +608,19 @@ def plot_layout_memory(layouts: Sequence[str], params, optimizer, *, title: str)
 
 @_localized
 def plot_roofline(
-    chips: Mapping[str, tuple[float, float]], points: Mapping[str, tuple[float, float]], *, title: str
+    chips: Mapping[str, tuple[float, float]], points: Mapping[tuple, tuple[float, float]], *, title: str
 ) -> Figure:
     """Attainable FLOP/s against FLOPs per byte communicated (log-log): each chip's roof, min(peak, intensity
-    x bandwidth), from `chips` (name -> (peak FLOP/s, bytes/s)); `points`: label -> (intensity, FLOP/s)."""
+    x bandwidth), from `chips` (name -> (peak FLOP/s, bytes/s)); `points`: (layout, batch) -> (intensity,
+    FLOP/s)."""
     fig, (ax,) = _figure(6.5, 3.8)
     x = np.logspace(-1, 5, 200)
     for i, (name, (peak, bandwidth)) in enumerate(chips.items()):
-        ax.plot(x, np.minimum(peak, x * bandwidth), color=COLORS[i], lw=2, label=_t(name))
+        ax.plot(x, np.minimum(peak, x * bandwidth), color=COLORS[i], lw=2, label=name)
         ax.axvline(peak / bandwidth, color=COLORS[i], lw=0.8, ls=":")
-    for j, (label, (intensity, rate)) in enumerate(points.items()):
-        ax.plot([intensity], [rate], "o", color=COLORS[(j + 2) % len(COLORS)], label=_t(label))
+    for j, ((layout, batch), (intensity, rate)) in enumerate(points.items()):
+        label = _("{layout}, batch {batch}").format(layout=layout, batch=batch)
+        ax.plot([intensity], [rate], "o", color=COLORS[(j + 2) % len(COLORS)], label=label)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(_("FLOPs per byte communicated"))
