@@ -73,6 +73,7 @@ NEWEST = (
     "tests/namedaxes/exercises/test_multi_process.py",
     "tests/namedaxes/exercises/test_compiler_sharding.py",
     "tests/namedaxes/exercises/test_large_models.py",
+    "tests/namedaxes/exercises/test_training_at_scale.py",
     "tests/namedaxes/test_judging.py",  # the judge's compile options and shortcuts, on each JAX line
     "solutions/",
     "notebooks/",

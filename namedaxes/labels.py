@@ -290,7 +290,18 @@ def labels(source: str, words: bool = True) -> list[Label]:
 # labels of the notebook catalogs: namedaxes.po holds them (tools/translate.py extracts them from the
 # solutions), and the figure translates them when it is drawn. An edition writes them translated in its
 # code too (`render_figures`), so the code a student reads says what the figure says.
-PLOT_KEYWORDS = ("title", "note", "before_label", "after_label", "ylabel", "row_label", "step_label", "idle_label")
+PLOT_KEYWORDS = (
+    "title",
+    "note",
+    "before_label",
+    "after_label",
+    "first_label",
+    "second_label",
+    "ylabel",
+    "row_label",
+    "step_label",
+    "idle_label",
+)
 
 
 def figure_labels(source: str, words: bool = True) -> list[Label]:

@@ -568,3 +568,64 @@ def plot_expert_load(counts, kept, *, capacity: int, title: str) -> Figure:
     ax.set_title(_t(title))
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig
+
+
+__all__ += ["plot_loss_curves", "plot_layout_memory", "plot_roofline"]
+
+
+@_localized
+def plot_loss_curves(first, second, *, title: str, first_label: str, second_label: str) -> Figure:
+    """Loss against training step, two runs: the first a solid line, the second dashed over it (where they
+    agree, the dashes lie on the line)."""
+    fig, (ax,) = _figure(5.5, 3.2)
+    for i, (losses, label) in enumerate(((first, first_label), (second, second_label))):
+        losses = np.asarray(losses, dtype=float).ravel()
+        style = {"lw": 3.0, "ls": "-"} if i == 0 else {"lw": 1.5, "ls": "--"}
+        ax.plot(np.arange(losses.size), losses, color=COLORS[i], label=_t(label), **style)
+    ax.set_xlabel(_("step"))
+    ax.set_ylabel(_("loss"))
+    ax.set_title(_t(title))
+    ax.grid(True, color="0.9")
+    ax.legend(fontsize=8)
+    return fig
+
+
+@_localized
+def plot_layout_memory(layouts: Sequence[str], params, optimizer, *, title: str) -> Figure:
+    """Stacked bars: the bytes of parameters and of optimizer state each device holds, per layout."""
+    params, optimizer = np.asarray(params, dtype=float) / 1024, np.asarray(optimizer, dtype=float) / 1024
+    fig, (ax,) = _figure(6.5, 3.2)
+    x = np.arange(len(layouts))
+    ax.bar(x, params, color=COLORS[0], label=_("parameters"))
+    ax.bar(x, optimizer, bottom=params, color=COLORS[1], label=_("optimizer state (Adam)"))
+    ax.set_xticks(x, list(layouts), fontsize=8)
+    ax.set_xlabel(_("layout (data, fsdp, tensor)"))
+    ax.set_ylabel(_("KiB per device"))
+    ax.set_title(_t(title))
+    ax.legend(fontsize=8)
+    return fig
+
+
+@_localized
+def plot_roofline(
+    chips: Mapping[str, tuple[float, float]], points: Mapping[tuple, tuple[float, float]], *, title: str
+) -> Figure:
+    """Attainable FLOP/s against FLOPs per byte communicated (log-log): each chip's roof, min(peak, intensity
+    x bandwidth), from `chips` (name -> (peak FLOP/s, bytes/s)); `points`: (layout, batch) -> (intensity,
+    FLOP/s)."""
+    fig, (ax,) = _figure(6.5, 3.8)
+    x = np.logspace(-1, 5, 200)
+    for i, (name, (peak, bandwidth)) in enumerate(chips.items()):
+        ax.plot(x, np.minimum(peak, x * bandwidth), color=COLORS[i], lw=2, label=name)
+        ax.axvline(peak / bandwidth, color=COLORS[i], lw=0.8, ls=":")
+    for j, ((layout, batch), (intensity, rate)) in enumerate(points.items()):
+        label = _("{layout}, batch {batch}").format(layout=layout, batch=batch)
+        ax.plot([intensity], [rate], "o", color=COLORS[(j + 2) % len(COLORS)], label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(_("FLOPs per byte communicated"))
+    ax.set_ylabel(_("attainable FLOP/s per device"))
+    ax.set_title(_t(title))
+    ax.grid(True, color="0.9")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return fig

@@ -90,6 +90,7 @@ ZYGOTE_MODULES = (
     "namedaxes.exercises.gradient_averaging",
     "namedaxes.exercises.compiler_sharding",
     "namedaxes.exercises.large_models",
+    "namedaxes.exercises.training_at_scale",
     "jax.experimental.multihost_utils",
     "jaxlib.mlir.dialects.mhlo",
     "scipy.linalg.cython_blas",

@@ -156,3 +156,28 @@ def test_plot_expert_load_stacks_the_dropped_tokens_on_the_kept_ones():
     (ax,) = fig.axes
     heights = [p.get_height() for p in ax.patches]
     assert heights == [3, 3, 0, 2]
+
+
+def test_plot_loss_curves_draws_both_runs_labelled():
+    fig = plots.plot_loss_curves([3.0, 2.0, 1.5], [3.0, 2.1, 1.4], title="runs", first_label="one", second_label="two")
+    (ax,) = fig.axes
+    assert [line.get_label() for line in ax.lines] == ["one", "two"]
+    assert ax.lines[1].get_ydata().tolist() == [3.0, 2.1, 1.4] and ax.get_title() == "runs"
+
+
+def test_plot_layout_memory_stacks_optimizer_state_on_parameters():
+    fig = plots.plot_layout_memory(["(1, 1, 1)", "(1, 8, 1)"], [2048, 256], [4096, 512], title="memory")
+    (ax,) = fig.axes
+    tops = sorted(round(p.get_y() + p.get_height(), 6) for p in ax.patches)
+    assert tops == [0.25, 0.75, 2.0, 6.0]  # KiB: parameters, then parameters + optimizer state
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["(1, 1, 1)", "(1, 8, 1)"]
+
+
+def test_plot_roofline_draws_each_roof_and_each_point():
+    chips = {"chip": (100.0, 10.0)}
+    fig = plots.plot_roofline(chips, {((8, 1, 1), 16): (2.0, 20.0), ((8, 1, 1), 64): (50.0, 100.0)}, title="roof")
+    (ax,) = fig.axes
+    roof = ax.lines[0]
+    assert np.allclose(roof.get_ydata(), np.minimum(100.0, roof.get_xdata() * 10.0))
+    labels = [line.get_label() for line in ax.lines]
+    assert "(8, 1, 1), batch 16" in labels and "(8, 1, 1), batch 64" in labels

@@ -1,0 +1,624 @@
+"""Exercises of notebook 10 (`10_training_at_scale`): one transformer on all the axes, and what a layout costs.
+
+The notebook trains `namedaxes.transformer` on a mesh (DATA_PARALLEL, FSDP, MODEL_PARALLEL) of Explicit
+axes. Each exercise asks for something the notebook did not show verbatim:
+
+1. `swiglu_block(x, gate, up, down, mesh)`: the notebook's MLP had one matrix before its activation; a
+   SwiGLU block (Shazeer, 2020) has two, `silu(x @ gate) * (x @ up)`, then `down`. The answer gathers
+   the FSDP shards of its three matrices and keeps the hidden columns split over MODEL_PARALLEL (Megatron),
+   so its compiled program performs exactly an all_gather over FSDP and one psum over MODEL_PARALLEL.
+2. `step_costs(config, layout, batch)`: the cost model, as formulas: per-device bytes of parameters and
+   Adam state, the bytes each kind of collective moves per step, and the matmul FLOPs per device. The
+   notebook measured these on the compiled step; the answer predicts them for any size and layout. Judged
+   against the reference formulas (which the tests prove equal to the compiled program's figures).
+3. `choose_layout(config, batch, budget)`: the layout (data, fsdp, tensor) of 8 devices whose parameters
+   and Adam state fit `budget` bytes per device and that moves the fewest bytes per step.
+
+Grading contract (`namedaxes.grading.programs`): exercise 1 exports the answer on three meshes (values,
+layouts, and a structure case: the reference's collectives and nothing else, and no larger array on a
+device than twice the reference's); exercises 2 and 3 record plain numbers on sizes the notebook does not
+show, compared with the reference's (no program runs: they are formulas).
+
+Student-facing strings: every message is a template in `TEXT` (whole sentences, named fields), every hint
+a full string in its `exercise(...)`.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+import re
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from namedaxes import DATA_PARALLEL, FSDP, MODEL_PARALLEL
+from namedaxes.checking import exercises_for, expect_array, explained, fail, progress_of, same_values, show_values
+from namedaxes.grading import Case, programs
+from namedaxes.i18n import Messages
+from namedaxes.judging import work_of
+from namedaxes.meshes import abstract_on as _on
+from namedaxes.meshes import describe as _mesh_name
+from namedaxes.meshes import with_mesh as _bound
+from namedaxes.transformer import BATCH, RULES, Config, layout_mesh, shapes
+
+__all__ = [
+    "swiglu_block",
+    "step_costs",
+    "choose_layout",
+    "COST_KEYS",
+    "LAYOUTS",
+    "TEXT",
+    "progress",
+]
+exercise = exercises_for(__name__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
+
+COST_KEYS = ("state_bytes", "gather_bytes", "grad_reduce_bytes", "tensor_reduce_bytes", "flops")
+LAYOUTS = tuple(s for s in itertools.product((1, 2, 4, 8), repeat=3) if math.prod(s) == 8)  # (data, fsdp, tensor)
+
+# ---------------------------------------------------------------- every student-facing string
+TEXT = {
+    "in_specs": (
+        '`{name}` failed with JAX\'s error "{first}". The inputs are already placed: give `jax.shard_map` '
+        "the specs they were placed with (the exercise states them), and use the `mesh` argument."
+    ),
+    "explicit": (
+        '`{name}` failed with JAX\'s error "{first}". On Explicit axes a matmul whose summed dimension is '
+        "split differently on its two sides is refused: gather the weight's FSDP shards first "
+        "(`jax.reshard`), and name the layout of a result summed over split columns (`out_sharding=`)."
+    ),
+    "result_type": "`{name}` should return a `jax.Array`, but it returned a `{type}` {where}.",
+    "shape": "`{name}` should return shape {want} {where}, but it returned shape {got}.",
+    "values": "`{name}` has the wrong values {where}: expected {want}, got {got}. {hint}",
+    "where_mesh": "(mesh {mesh}, {shapes})",
+    "layout": "`{name}` returns the right shape {where}, but laid out as {got}; the exercise asks for {want}.",
+    "layout_replicated": "P() (replicated: the same whole array on every device)",
+    "seen_nothing": "no collective at all",
+    "seen_join": ", ",
+    # 1. swiglu_block
+    "swiglu_gathers_tensor": (
+        "`{name}` returns the right values, but its compiled program on {mesh} performs {seen}: what is split "
+        "over '{tensor}' (the hidden columns, or the weights' tensor split) is gathered, so every device "
+        "computes every column. Keep `gate` and `up` split by columns and `down` by rows over MODEL_PARALLEL; "
+        "gather only their FSDP shards."
+    ),
+    "swiglu_missing": (
+        "`{name}` returns the right values, but its compiled program on {mesh} has no {want}: {seen}. {why}"
+    ),
+    "swiglu_no_gather_why": (
+        "The weights are stored split over FSDP: gather those shards before the matmuls (`jax.reshard`, or "
+        "`lax.all_gather` inside `jax.shard_map`)."
+    ),
+    "swiglu_no_psum_why": (
+        "Each device holds some hidden columns, so its `down` matmul gives a partial sum: one psum over "
+        "MODEL_PARALLEL adds them (`out_sharding=` on Explicit axes, `lax.psum` in `jax.shard_map`)."
+    ),
+    "swiglu_other": (
+        "`{name}` returns the right values, but its compiled program on {mesh} also performs {seen}. The "
+        "exercise allows {allowed} only."
+    ),
+    "swiglu_shard_map": (
+        "`{name}` returns the right values, but it is written per device with `jax.shard_map` (over {axes}). "
+        "This exercise is the compiler's half, like the notebook's model: shardings only (`jax.reshard`, "
+        "`out_sharding=`), and the compiler writes the collectives."
+    ),
+    "swiglu_swapped": (
+        "That is `silu(x @ up) * (x @ gate)`: the activation belongs to the gate, `silu(x @ gate) * (x @ up)`."
+    ),
+    "swiglu_no_gate": "That is `silu(x @ up) @ down` without the gate: multiply by `x @ up` element by element.",
+    "swiglu_partial": (
+        "That is one device's partial sum: only its own hidden columns were multiplied by `down`. Add the "
+        "partial sums over MODEL_PARALLEL."
+    ),
+    "swiglu_generic": "Compare with one device: `(silu(x @ gate) * (x @ up)) @ down` on the whole matrices.",
+    # 2. step_costs
+    "costs_type": ("`{name}` should return a dict with the keys {keys}, each a number; it returned {got} for {case}."),
+    "costs_value": "`{name}` predicts {key} = {got} for {case}, but the cost model gives {want}. {hint}",
+    "costs_case": "the config {config}, layout (data, fsdp, tensor) = {layout}, batch {batch}",
+    "costs_no_adam": (
+        "That is the parameters alone: Adam keeps two moments per parameter, stored like it, so a device "
+        "holds three times its parameters' bytes."
+    ),
+    "costs_whole": (
+        "That is the whole model's figure, not one device's: divide each array by the devices its layout "
+        "splits it over (the axes of its rule in `RULES`)."
+    ),
+    "costs_axis_one": (
+        "An axis of size 1 splits nothing and moves nothing: no device sends anything over it, so that "
+        "collective's bytes are 0."
+    ),
+    "costs_tensor_ignored": (
+        "Each device gathers (or reduces) only its own MODEL_PARALLEL part of a weight: divide the arrays "
+        "split over MODEL_PARALLEL by the tensor size."
+    ),
+    "costs_global_batch": ("That counts the whole batch: each device works on batch / (data * fsdp) sequences."),
+    "costs_generic": "Compare with the notebook's measurement of the same figure for its config and layouts.",
+    # 3. choose_layout
+    "layout_type": (
+        "`{name}` should return a tuple of three ints (data, fsdp, tensor) whose product is 8; it returned "
+        "{got} for {case}."
+    ),
+    "layout_invalid": ("`{name}` chose {got} for {case}, which this model cannot use: {why}"),
+    "layout_heads": "the heads ({heads}) do not split evenly over tensor = {tensor}.",
+    "layout_batch": "the batch ({batch}) does not split evenly over data * fsdp = {shards}.",
+    "layout_width": "d_model ({d}) and the vocabulary ({v}) do not split evenly over fsdp = {fsdp}.",
+    "layout_over_budget": (
+        "`{name}` chose {got} for {case}: each device then holds {need} bytes of parameters and Adam "
+        "state, over the budget of {budget}. Shard the state further (a larger fsdp or tensor size)."
+    ),
+    "layout_not_cheapest": (
+        "`{name}` chose {got} for {case}: it fits, but it moves {moved} bytes per step and device, while "
+        "{better} fits too and moves {least}. Add up the three collectives' bytes of each layout that fits."
+    ),
+    "layout_case": "the config {config}, batch {batch}, budget {budget} bytes",
+}
+TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
+
+
+_say = TEXT.say  # a template of this module's TEXT, in the kernel's language, filled in
+
+
+_fmt = functools.partial(show_values, dtype=float, threshold=12)  # an array in a message
+
+
+def _f32(values) -> np.ndarray:
+    return np.asarray(values, np.float32)
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err)
+    return (text.splitlines()[0] if text else type(err).__name__)[:260]
+
+
+def _rules(name: str):
+    def rule(err: BaseException) -> str | None:
+        text, first = str(err), _first_line(err)
+        if isinstance(err, ValueError) and "does not match the specs of the input" in text:
+            return _say("in_specs", name=name, first=first)
+        if type(err).__name__ == "ShardingTypeError":
+            return _say("explicit", name=name, first=first)
+        return None
+
+    return (rule,)
+
+
+# ---------------------------------------------------------------- 1. swiglu_block
+# each case: the layout (data, fsdp, tensor) and the sizes (batch, seq, d_model, hidden)
+_SWIGLU_CASES = [((2, 2, 2), (8, 4, 16, 32)), ((1, 2, 4), (4, 3, 8, 16)), ((4, 2, 1), (8, 2, 8, 8))]
+_WEIGHT_SPECS = {"gate": P(FSDP, MODEL_PARALLEL), "up": P(FSDP, MODEL_PARALLEL), "down": P(MODEL_PARALLEL, FSDP)}
+
+
+_MANUAL = re.compile(r"manual_axes\s*=\s*\{([^}]*)\}")  # a shard_map region's axes in the lowered module
+
+
+def _swiglu_inputs(sizes, seed: int = 0):
+    b, t, d, f = sizes
+    r = np.random.default_rng(70 + b + d + seed)
+    x = _f32(r.normal(size=(b, t, d)))
+    gate, up = (_f32(r.normal(size=(d, f)) / np.sqrt(d)) for _ in range(2))
+    return x, gate, up, _f32(r.normal(size=(f, d)) / np.sqrt(f))
+
+
+def _silu(a):
+    return a / (1.0 + np.exp(-a))
+
+
+def _swiglu_np(x, gate, up, down, variant: str = "right", tensor: int = 1) -> np.ndarray:
+    x, gate, up, down = (np.asarray(a, np.float64) for a in (x, gate, up, down))
+    if variant == "swapped":
+        return (_silu(x @ up) * (x @ gate)) @ down
+    if variant == "no_gate":
+        return _silu(x @ up) @ down
+    hidden = _silu(x @ gate) * (x @ up)
+    if variant == "partial":
+        cols = gate.shape[1] // tensor
+        return hidden[..., :cols] @ down[:cols]
+    return hidden @ down
+
+
+def _swiglu_placed(mesh, x, gate, up, down):
+    on = lambda spec: NamedSharding(mesh, spec)  # noqa: E731
+    weights = [jax.device_put(w, on(_WEIGHT_SPECS[k])) for k, w in zip(("gate", "up", "down"), (gate, up, down))]
+    return (jax.device_put(x, on(P(BATCH))), *weights)
+
+
+def _run(name: str, program: Callable, mesh, *args):
+    """`jax.jit(program)` lowered, compiled for `args` and run: (its result, the compiled program, the axes
+    its `shard_map` regions are written per device over, read from the lowered module as the grader reads
+    them)."""
+    with explained(name, rules=_rules(name)), jax.set_mesh(mesh):
+        lowered = jax.jit(program).lower(*args)
+        compiled = lowered.compile()
+        manual = sorted({a for body in _MANUAL.findall(lowered.as_text()) for a in re.findall(r'"([^"]+)"', body)})
+        return compiled(*args), compiled, manual
+
+
+def _moved(compiled, mesh) -> list[str]:
+    names = tuple(mesh.axis_names)
+    work = work_of(compiled, names, tuple(mesh.shape[a] for a in names), mesh.size)
+    return sorted(d for d, _ in work.moved)
+
+
+def _layout(out) -> tuple:
+    entries = list(out.sharding.spec) if hasattr(out.sharding, "spec") else []
+    entries = [tuple(e) if isinstance(e, list) else e for e in entries]
+    return tuple(entries + [None] * (out.ndim - len(entries)))
+
+
+def _spec_text(entries: tuple) -> str:
+    if all(e is None for e in entries):
+        return _say("layout_replicated")
+    return "P(" + ", ".join("None" if e is None else repr(e) for e in entries) + ")"
+
+
+def _expect_swiglu_result(name, out, mesh, x, weights, where) -> None:
+    if not isinstance(out, jax.Array):
+        fail(_say("result_type", name=name, type=type(out).__name__, where=where))
+    expect_array(name, out, dtype=jnp.float32)
+    if tuple(out.shape) != x.shape:
+        fail(_say("shape", name=name, want=x.shape, got=tuple(out.shape), where=where))
+    want = _swiglu_np(x, *weights)
+    got = np.asarray(out, np.float64)
+    if not same_values(got, want, 1e-4):
+        tensor = mesh.shape[MODEL_PARALLEL]
+        wrongs = [
+            (_swiglu_np(x, *weights, "swapped"), "swiglu_swapped"),
+            (_swiglu_np(x, *weights, "no_gate"), "swiglu_no_gate"),
+            (_swiglu_np(x, *weights, "partial", tensor), "swiglu_partial"),
+        ]
+        hint = next((_say(k) for v, k in wrongs if same_values(got, v, 1e-4)), _say("swiglu_generic"))
+        fail(_say("values", name=name, where=where, want=_fmt(want.ravel()), got=_fmt(got.ravel()), hint=hint))
+    present = [a for a in BATCH if mesh.shape[a] > 1]
+    want_layout = ((present[0] if len(present) == 1 else tuple(present)) if present else None, None, None)
+    got_layout = tuple(
+        None if e is None else (e if isinstance(e, str) else tuple(a for a in e if mesh.shape[a] > 1) or None)
+        for e in _layout(out)
+    )
+    got_layout = tuple(e[0] if isinstance(e, tuple) and len(e) == 1 else e for e in got_layout)
+    if got_layout != want_layout:
+        fail(_say("layout", name=name, where=where, got=_spec_text(_layout(out)), want=_spec_text(want_layout)))
+
+
+def _expect_swiglu_collectives(name, compiled, mesh) -> None:
+    seen, mesh_name = _moved(compiled, mesh), _mesh_name(mesh)
+    listed = _say("seen_join").join(seen) or _say("seen_nothing")
+    gathered = [d for d in seen if d.startswith("all_gather") and MODEL_PARALLEL in d]
+    if gathered:
+        fail(
+            _say(
+                "swiglu_gathers_tensor",
+                name=name,
+                mesh=mesh_name,
+                seen=_say("seen_join").join(gathered),
+                tensor=MODEL_PARALLEL,
+            )
+        )
+    need = {f"all_gather over '{FSDP}'": "swiglu_no_gather_why", f"psum over '{MODEL_PARALLEL}'": "swiglu_no_psum_why"}
+    for want, why in need.items():
+        if want not in seen:
+            fail(_say("swiglu_missing", name=name, mesh=mesh_name, want=want, seen=listed, why=_say(why)))
+    others = [d for d in seen if d not in need]
+    if others:
+        allowed = _say("seen_join").join(need)
+        fail(_say("swiglu_other", name=name, mesh=mesh_name, seen=_say("seen_join").join(others), allowed=allowed))
+
+
+def _check_swiglu_block(fn: Callable) -> None:
+    name = "swiglu_block"
+    for layout, sizes in _SWIGLU_CASES:
+        mesh = layout_mesh(*layout)
+        x, *weights = _swiglu_inputs(sizes)
+        where = _say("where_mesh", mesh=_mesh_name(mesh), shapes=f"x {x.shape}, gate {weights[0].shape}")
+        out, compiled, manual = _run(name, _bound(fn, mesh), mesh, *_swiglu_placed(mesh, x, *weights))
+        _expect_swiglu_result(name, out, mesh, x, weights, where)
+        if manual:
+            fail(_say("swiglu_shard_map", name=name, axes=", ".join(repr(a) for a in manual)))
+        if layout == _SWIGLU_CASES[0][0]:
+            first = compiled, mesh
+    _expect_swiglu_collectives(name, *first)
+
+
+def _swiglu_abstract(mesh, sizes):
+    b, t, d, f = sizes
+    return (
+        _on(mesh, (b, t, d), P(BATCH)),
+        _on(mesh, (d, f), _WEIGHT_SPECS["gate"]),
+        _on(mesh, (d, f), _WEIGHT_SPECS["up"]),
+        _on(mesh, (f, d), _WEIGHT_SPECS["down"]),
+    )
+
+
+def _observe_swiglu_block(fn: Callable) -> dict:
+    """Exported programs of `fn(x, gate, up, down, mesh)` on three layouts of (DATA_PARALLEL, FSDP,
+    MODEL_PARALLEL), and a structure case on 2 x 2 x 2: the reference's collectives and nothing else, no
+    array on a device more than twice the reference's largest."""
+    cases = {}
+    for layout, sizes in _SWIGLU_CASES:
+        mesh = layout_mesh(*layout)
+        key = "x".join(map(str, layout))
+        context = functools.partial(jax.set_mesh, mesh)  # a PartitionSpec in the answer names this mesh's axes
+        cases[key] = Case(_bound(fn, mesh), *_swiglu_abstract(mesh, sizes), rtol=1e-4, atol=1e-4, context=context)
+    layout, sizes = _SWIGLU_CASES[0]
+    mesh = layout_mesh(*layout)
+    cases["structure"] = Case(
+        _bound(fn, mesh),
+        *_swiglu_abstract(mesh, sizes),
+        context=functools.partial(jax.set_mesh, mesh),
+        values=False,
+        only_collectives=True,
+        work={"largest_bytes": 2.0},
+    )
+    return programs(cases)
+
+
+swiglu_block = exercise(
+    "swiglu_block",
+    _check_swiglu_block,
+    hints=[
+        "Section 2's MLP had `up` and `down`; a SwiGLU block has one more matrix before `down`. Which "
+        "dimension of `gate` may stay split over MODEL_PARALLEL so that `silu(x @ gate) * (x @ up)` needs "
+        "no communication?",
+        "Gather only the FSDP shards: `jax.reshard` each weight to a spec that names MODEL_PARALLEL where it "
+        "was stored and no FSDP (columns for `gate` and `up`, rows for `down`). Then `x @ gate` and `x @ up` "
+        "are split by columns, as section 2's `GATHERED` rules split `up`.",
+        "The `down` matmul sums over the split columns, and on Explicit axes JAX asks you to name its result's "
+        "layout (`out_sharding=` of `jnp.einsum` or `jnp.matmul`): the layout the exercise wants makes the "
+        "compiler add the partial sums with one psum over MODEL_PARALLEL.",
+    ],
+    observe=_observe_swiglu_block,
+)
+
+
+# ---------------------------------------------------------------- 2. step_costs
+def _split(spec, layout: tuple, axes=(DATA_PARALLEL, FSDP, MODEL_PARALLEL)) -> int:
+    """How many pieces a rule's PartitionSpec cuts an array into on `layout`, over `axes` only."""
+    sizes = dict(zip((DATA_PARALLEL, FSDP, MODEL_PARALLEL), layout))
+    named = [a for e in spec if e is not None for a in ((e,) if isinstance(e, str) else e)]
+    return math.prod(sizes[a] for a in named if a in axes)
+
+
+def _reference_costs(config: Config, layout: tuple, batch: int) -> dict:
+    """The cost model (bytes are float32, 4 each), per device and per training step."""
+    data, fsdp, tensor = layout
+    sizes = {name: math.prod(shape) for name, shape in shapes(config).items()}
+    stored = sum(n // _split(RULES[name], layout) for name, n in sizes.items())
+    used = {name: n // _split(RULES[name], layout, (MODEL_PARALLEL,)) for name, n in sizes.items()}
+    gathered = sum(n for name, n in used.items() if FSDP in str(RULES[name]))
+    tokens = batch // (data * fsdp) * config.seq
+    d, layers = config.d_model, config.layers
+    matmul = sum(used[name] for name in ("qkv", "out", "up", "down", "unembed"))
+    attention = 2 * 2 * layers * tokens * config.seq * d // tensor  # scores and weighted values, forward
+    return {
+        "state_bytes": 3 * 4 * stored,
+        "gather_bytes": 4 * gathered if fsdp > 1 else 0,
+        "grad_reduce_bytes": 4 * sum(used.values()) if data * fsdp > 1 else 0,
+        "tensor_reduce_bytes": 4 * 4 * layers * tokens * d if tensor > 1 else 0,
+        "flops": 3 * (2 * tokens * matmul + attention),
+    }
+
+
+_COST_CASES = [  # what the visible check compares, on the notebook's model
+    (Config(), (2, 2, 2), 16),
+    (Config(), (8, 1, 1), 16),
+    (Config(), (1, 2, 4), 16),
+    (Config(d_model=64, heads=8, layers=3, seq=16), (4, 2, 1), 32),
+]
+_HIDDEN_COSTS = [  # what the hidden test records: sizes the notebook does not show
+    (Config(vocab=64, d_model=48, heads=6, layers=4, seq=24), (2, 2, 2), 24),
+    (Config(vocab=40, d_model=64, heads=4, layers=1, seq=8), (1, 8, 1), 64),
+    (Config(vocab=32, d_model=96, heads=12, layers=2, seq=12), (2, 1, 4), 8),
+    (Config(vocab=48, d_model=40, heads=2, layers=3, seq=20), (4, 1, 2), 12),
+]
+
+
+def _case_text(config: Config, layout: tuple, batch: int) -> str:
+    return _say("costs_case", config=repr(config), layout=layout, batch=batch)
+
+
+def _costs_wrongs(config: Config, layout: tuple, batch: int, key: str) -> list:
+    """The usual mistakes' values of `key`."""
+    right = _reference_costs(config, layout, batch)
+    whole = _reference_costs(config, (1, 1, 1), batch)
+    no_tensor = _reference_costs(config, (layout[0], layout[1], 1), batch)
+    wrongs = [(right["state_bytes"] / 3, "costs_no_adam")] if key == "state_bytes" else []
+    wrongs += [(whole[key], "costs_whole")]
+    if key in ("gather_bytes", "grad_reduce_bytes"):
+        wrongs += [(no_tensor[key] or 4 * sum(math.prod(s) for s in shapes(config).values()), "costs_tensor_ignored")]
+    if key in ("tensor_reduce_bytes", "flops"):
+        wrongs += [(_reference_costs(config, layout, batch * layout[0] * layout[1])[key], "costs_global_batch")]
+    return wrongs
+
+
+def _number(value) -> float | None:
+    try:
+        return float(value) if not isinstance(value, bool) else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _check_step_costs(fn: Callable) -> None:
+    name = "step_costs"
+    for config, layout, batch in _COST_CASES:
+        case = _case_text(config, layout, batch)
+        with explained(name):
+            got = fn(config, layout, batch)
+        numbers = {k: _number(got.get(k)) for k in COST_KEYS} if isinstance(got, dict) else {}
+        if not numbers or any(v is None for v in numbers.values()):
+            shown = repr(got)[:120]
+            fail(_say("costs_type", name=name, keys=", ".join(COST_KEYS), got=shown, case=case))
+        want = _reference_costs(config, layout, batch)
+        for key in COST_KEYS:
+            if not math.isclose(numbers[key], want[key], rel_tol=1e-6, abs_tol=0.5):
+                wrong = [k for v, k in _costs_wrongs(config, layout, batch, key) if math.isclose(numbers[key], v)]
+                if want[key] == 0:
+                    wrong = ["costs_axis_one"]
+                hint = _say(wrong[0]) if wrong else _say("costs_generic")
+                fail(
+                    _say(
+                        "costs_value",
+                        name=name,
+                        key=key,
+                        got=f"{numbers[key]:,.0f}",
+                        want=f"{want[key]:,}",
+                        case=case,
+                        hint=hint,
+                    )
+                )
+
+
+def _observe_step_costs(fn: Callable) -> dict:
+    """The answer's five figures for each hidden (config, layout, batch): plain numbers, compared with the
+    reference's (no program: a formula is judged by its values)."""
+    out = {}
+    for i, (config, layout, batch) in enumerate(_HIDDEN_COSTS):
+        got = fn(config, layout, batch)
+        for key in COST_KEYS:
+            value = _number(got.get(key)) if isinstance(got, dict) else None
+            out[f"case{i}_{key}"] = value
+    return out
+
+
+step_costs = exercise(
+    "step_costs",
+    _check_step_costs,
+    hints=[
+        "Section 3 read five figures from the compiled step. For each, which arrays does it count, and by which "
+        "axes of the layout is each of them divided on one device?",
+        "An array's bytes on one device: 4 × its size / the sizes of the axes named in its rule (`RULES`). "
+        "The state is the parameters and Adam's two moments. An FSDP gather brings a device its MODEL_PARALLEL "
+        "part of each weight split over FSDP, whole; the gradient all-reduce moves that part of every parameter.",
+        "Over MODEL_PARALLEL each layer all-reduces 4 activations of (batch / (data · fsdp), seq, d_model): two "
+        "forward (attention's out, the MLP's down), two backward (their inputs' gradients). FLOPs: 3 × (2 × "
+        "tokens × the matmul weights one device uses + attention's 4 × layers × tokens × seq × d_model / tensor). "
+        "An axis of size 1 moves nothing.",
+    ],
+    observe=_observe_step_costs,
+)
+
+
+# ---------------------------------------------------------------- 3. choose_layout
+def _usable(config: Config, layout: tuple, batch: int) -> str | None:
+    """Why this model cannot use `layout` (a message key and its fields), or None."""
+    data, fsdp, tensor = layout
+    if config.heads % tensor:
+        return _say("layout_heads", heads=config.heads, tensor=tensor)
+    if batch % (data * fsdp):
+        return _say("layout_batch", batch=batch, shards=data * fsdp)
+    if config.d_model % fsdp or config.vocab % fsdp:
+        return _say("layout_width", d=config.d_model, v=config.vocab, fsdp=fsdp)
+    return None
+
+
+def _moved_bytes(costs: dict) -> int:
+    return costs["gather_bytes"] + costs["grad_reduce_bytes"] + costs["tensor_reduce_bytes"]
+
+
+def reference_layout(config: Config, batch: int, budget: int):
+    """The usable layout that fits `budget` and moves the fewest bytes (the first such in `LAYOUTS`)."""
+    best = None
+    for layout in LAYOUTS:
+        costs = _reference_costs(config, layout, batch)
+        if _usable(config, layout, batch) or costs["state_bytes"] > budget:
+            continue
+        if best is None or _moved_bytes(costs) < _moved_bytes(_reference_costs(config, best, batch)):
+            best = layout
+    return best
+
+
+_LAYOUT_CASES = [  # (config, batch, budget): the visible check's
+    (Config(), 16, 10**6),
+    (Config(), 16, 60_000),
+    (Config(d_model=64, heads=8, layers=4), 64, 700_000),
+    (Config(d_model=64, heads=8, layers=4), 8, 700_000),
+]
+_HIDDEN_LAYOUTS = [
+    (Config(vocab=64, d_model=48, heads=6, layers=4, seq=24), 48, 250_000),
+    (Config(vocab=64, d_model=96, heads=12, layers=2, seq=16), 16, 400_000),
+    (Config(vocab=32, d_model=64, heads=4, layers=6, seq=8), 128, 10**7),
+    (Config(vocab=32, d_model=128, heads=8, layers=2, seq=32), 8, 700_000),
+]
+
+
+def _as_layout(got) -> tuple | None:
+    try:
+        layout = tuple(int(v) for v in got)
+    except (TypeError, ValueError):
+        return None
+    if len(layout) != 3 or math.prod(layout) != 8 or any(v < 1 for v in layout):
+        return None
+    return layout
+
+
+def _check_choose_layout(fn: Callable) -> None:
+    name = "choose_layout"
+    for config, batch, budget in _LAYOUT_CASES:
+        case = _say("layout_case", config=repr(config), batch=batch, budget=f"{budget:,}")
+        with explained(name):
+            got = fn(config, batch, budget)
+        layout = _as_layout(got)
+        if layout is None:
+            fail(_say("layout_type", name=name, got=repr(got)[:80], case=case))
+        why = _usable(config, layout, batch)
+        if why:
+            fail(_say("layout_invalid", name=name, got=layout, case=case, why=why))
+        costs = _reference_costs(config, layout, batch)
+        if costs["state_bytes"] > budget:
+            fail(
+                _say(
+                    "layout_over_budget",
+                    name=name,
+                    got=layout,
+                    case=case,
+                    need=f"{costs['state_bytes']:,}",
+                    budget=f"{budget:,}",
+                )
+            )
+        best = reference_layout(config, batch, budget)
+        least = _moved_bytes(_reference_costs(config, best, batch))
+        if _moved_bytes(costs) > least:
+            fail(
+                _say(
+                    "layout_not_cheapest",
+                    name=name,
+                    got=layout,
+                    case=case,
+                    moved=f"{_moved_bytes(costs):,}",
+                    better=best,
+                    least=f"{least:,}",
+                )
+            )
+
+
+def _observe_choose_layout(fn: Callable) -> dict:
+    """For each hidden (config, batch, budget): whether the chosen layout is usable and fits, and the bytes it
+    moves (any layout that ties with the cheapest scores)."""
+    out = {}
+    for i, (config, batch, budget) in enumerate(_HIDDEN_LAYOUTS):
+        layout = _as_layout(fn(config, batch, budget))
+        fits = layout is not None and not _usable(config, layout, batch)
+        costs = _reference_costs(config, layout, batch) if fits else {}
+        fits = fits and costs["state_bytes"] <= budget
+        out[f"case{i}_fits"] = bool(fits)
+        out[f"case{i}_moved"] = _moved_bytes(costs) if fits else -1
+    return out
+
+
+choose_layout = exercise(
+    "choose_layout",
+    _check_choose_layout,
+    hints=[
+        "Sections 3 and 4 compared the layouts' communication and memory. What must a layout satisfy "
+        "before its communication matters, and what do you compare among those that do?",
+        "Loop over `LAYOUTS` (every (data, fsdp, tensor) of 8 devices). Skip those the model cannot use (heads, "
+        "batch, d_model and vocabulary must divide) and those whose state_bytes exceed the budget.",
+        "Among the rest, keep the layout whose gather, gradient and tensor bytes add up to the least; "
+        "your `step_costs` gives them.",
+    ],
+    observe=_observe_choose_layout,
+)
