@@ -198,22 +198,22 @@ collect: venv
 return-feedback: venv
 	@$(HANDIN) return-feedback $(COLLECT_OPTS) $(ASSIGNMENT)
 
-# The course as a website (site/build_site.py): every solved notebook executed on 8 simulated devices
+# The course as a website (website/build_site.py): every solved notebook executed on 8 simulated devices
 # (cached in build/site-cache/ by content hash, so an unchanged notebook never runs again), pages
 # composed from the student notebooks with those outputs, rendered by Sphinx + myst-nb +
-# sphinx-book-theme from the site's own venv .venv-site (site/requirements.txt; the course's locks
+# sphinx-book-theme from the site's own venv .venv-site (website/requirements.txt; the course's locks
 # stay as they are). English in build/site/, Chinese in build/site/zh/. Repository of the Colab
-# links: site/settings.py, or NAMEDAXES_SITE_REPOSITORY=https://github.com/OWNER/NAME.
+# links: website/settings.py, or NAMEDAXES_SITE_REPOSITORY=https://github.com/OWNER/NAME.
 site: venv site-venv fonts
-	@$(BIN)/python site/build_site.py --sphinx $(VENV_SITE)/bin/python -j $(JOBS)
+	@$(BIN)/python -m website.build_site --sphinx $(VENV_SITE)/bin/python -j $(JOBS)
 
 site-venv:
 	@$(call check_python,PYTHON)
-	@$(PYTHON) site/install_site_venv.py $(VENV_SITE)
+	@$(PYTHON) -m website.install_site_venv $(VENV_SITE)
 
-# Maintainers: after changing site/requirements.in (needs the registry).
+# Maintainers: after changing website/requirements.in (needs the registry).
 site-lock: site-venv
-	$(VENV_SITE)/bin/python site/lock_site_requirements.py
+	$(VENV_SITE)/bin/python -m website.lock_site_requirements
 
 # Debian's Chromium for the browser tests (tests/browser); Playwright drives it and never downloads a browser.
 CHROMIUM ?= /usr/bin/chromium

@@ -36,10 +36,10 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+from courseinfo.course import COURSE_ID
 from hub import accounts as hub_accounts
 from hub import server
 from hub.deployment import ROOT, Deployment
-from tools.course import COURSE_ID
 
 AID, COURSE = "02_scaled_sum", COURSE_ID
 SPAWN_DEADLINE = 600  # s for one student's whole loop

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tools.course import COURSES, edition_of  # the two editions' courses: namedaxes, namedaxes-zh
+from courseinfo.course import COURSES, edition_of  # the two editions' courses: namedaxes, namedaxes-zh
 
 ROOT = Path(__file__).resolve().parents[1]
 # Unix account names that the hub creates: lower-case, as useradd's default NAME_REGEX wants.

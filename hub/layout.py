@@ -49,13 +49,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from courseinfo.course import COURSES, built_course, edition_folder, edition_of
+from courseinfo.course import SOLUTIONS as _SOLUTIONS
 from hub.deployment import ROOT, Deployment
-from tools.course import COURSES, built_course, edition_folder, edition_of
-from tools.course import SOLUTIONS as _SOLUTIONS
 
 # top-level entries of the checkout that students' servers must read (everything else is closed)
 OPEN = (".venv", "namedaxes", "autograder", "jupyter", "hub", "tools")
-# each course's build (copied into the hub) and the solutions it is built from (tools.course)
+# each course's build (copied into the hub) and the solutions it is built from (courseinfo.course)
 BUILT_COURSE = {course: built_course(edition_of(course)) for course in COURSES}
 SOLUTIONS = {course: edition_folder(_SOLUTIONS, edition_of(course)) for course in COURSES}
 EXCHANGE_MODES = {"": 0o755, "outbound": 0o755, "inbound": 0o3733, "feedback": 0o711}

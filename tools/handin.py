@@ -52,7 +52,7 @@ import sys
 from pathlib import Path
 
 from autograder.intake import handin as intake
-from tools.course import EDITIONS, NOTEBOOKS, ROOT, SOLUTIONS, built_course, course_id
+from courseinfo.course import EDITIONS, NOTEBOOKS, ROOT, SOLUTIONS, built_course, course_id
 
 COURSE = built_course()
 SHARED_CONFIG = ROOT / "jupyter" / "nbgrader" / "nbgrader_config.py"

@@ -3,7 +3,7 @@
 # JUPYTER_CONFIG_PATH. Student-only settings are in ../nbgrader_config.py.
 import os
 
-from tools.course import COURSE_ID
+from courseinfo.course import COURSE_ID
 
 c = get_config()  # noqa: F821
 

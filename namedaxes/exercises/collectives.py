@@ -54,7 +54,7 @@ from namedaxes.checking import (
     unbound_axis_name,
 )
 from namedaxes.exercises.shard_map import TEXT as shard_map_text
-from namedaxes.exercises.shard_map import _judge, expect_own_shard
+from namedaxes.exercises.shard_map import expect_own_shard, judge_region
 from namedaxes.grading import Case, programs
 from namedaxes.i18n import Messages
 from namedaxes.judging import Work, exported_work, work_excess
@@ -435,10 +435,10 @@ def _judged(
     rules=_COMMON_RULES,
     facts=None,
 ) -> None:
-    """The grader's judging steps on visible inputs (`shard_map._judge`): a per-device region over `axis`
+    """The grader's judging steps on visible inputs (`shard_map.judge_region`): a per-device region over `axis`
     that takes each input split as `ins` says (the reference's `in_specs`), a collective over `axis` that
     reaches the result, and each collective of `needs` ("psum_scatter over 'devices'") reaching it."""
-    got = _judge(
+    got = judge_region(
         name,
         fn,
         mesh,

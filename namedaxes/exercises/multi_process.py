@@ -65,7 +65,7 @@ from namedaxes.checking import (
     unbound_axis_name,
 )
 from namedaxes.exercises.shard_map import TEXT as shard_map_text
-from namedaxes.exercises.shard_map import _judge
+from namedaxes.exercises.shard_map import judge_region
 from namedaxes.grading import Case, programs, spec
 from namedaxes.i18n import Messages
 from namedaxes.meshes import axis_list as _mesh_axes
@@ -399,7 +399,7 @@ def _examined_as(fn: Callable, mesh, placed: list, processes: int):
 def _judged(name: str, fn: Callable, mesh, placed: list, processes: int, axis: str, ins: tuple, why: str) -> None:
     """The grader's judging steps on the kernel's last case, traced as process 0 of `processes`
     (`_examined_as`, examined once): a `jax.shard_map` at all, a collective over `axis` at all (this notebook's
-    own words for those), then (`shard_map._judge`) a per-device region over `axis` that takes each input
+    own words for those), then (`shard_map.judge_region`) a per-device region over `axis` that takes each input
     split as `ins` says (the reference's `in_specs`) and reaches the results, and a collective over `axis`
     that reaches the results."""
     facts = _examined_as(fn, mesh, placed, processes)
@@ -407,7 +407,7 @@ def _judged(name: str, fn: Callable, mesh, placed: list, processes: int, axis: s
         fail(TEXT["no_shard_map"].format(name=name))
     if not any(d.endswith(f" over '{axis}'") for d in facts.present):
         fail(TEXT["no_collective"].format(name=name, axis=axis, why=why))
-    _judge(
+    judge_region(
         name,
         fn,
         mesh,

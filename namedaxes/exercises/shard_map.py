@@ -375,7 +375,7 @@ TEXT = {
     "migration_mean": "That is the mean over devices: keep `weighted_total`'s `lax.psum`.",
     "migration_first": "That is only device 0's term: the psum over DEVICES is missing.",
     "migration_why": "Keep `weighted_total` (with its `lax.psum`) as the per-device function of `jax.shard_map`.",
-    # the grader's judging steps, on the visible inputs (`_judge`)
+    # the grader's judging steps, on the visible inputs (`judge_region`)
     "not_own_shard": (
         "`{name}` returns the right {what}, but no `jax.shard_map` over {axes} in it gives each device only "
         "its own shard of the inputs ({want}); read from the exported program, it has {got}. The grader runs "
@@ -448,7 +448,7 @@ def expect_own_shard(name: str, got, region: tuple, what: str) -> None:
     fail(_say("not_own_shard", name=name, what=what, axes=_axes_words(axes), want=_inputs_words(ins), got=seen))
 
 
-def _judge(
+def judge_region(
     name: str,
     fn: Callable,
     mesh,
@@ -466,7 +466,8 @@ def _judge(
     must take each input split over at least the mesh axes of `region[1]` (the reference's `in_specs`),
     and some collective over `axis` must reach the result. Returns what was read (`Examined`).
     `context`: where the answer is traced (notebook 06: as a process of a cluster), else `_explained`;
-    `facts`: what `examined` already read of this very program (then nothing is compiled again)."""
+    `facts`: what `examined` already read of this very program (then nothing is compiled again).
+    Public: the collectives and multi_process exercises judge their regions with it too."""
     got = facts
     if got is None:
         with context if context is not None else _explained(name, mesh, shard_map_allowed=shard_map_allowed):
@@ -623,7 +624,7 @@ def _check_sharded_scaled_sum(fn: Callable) -> None:
                 hint = _say("scaled_by_hand") if same_values(moved, got, 1e-4, dtype=float) else _say("scaled_other")
             fail(_say("scaled_wrong", name=name, got=_fmt(got), where=where, want=_fmt(want), hint=hint))
     k, x = _SCALED_SUM_CASES[-1]  # the smallest mesh: the same verdict, the cheapest compiles
-    _judge(
+    judge_region(
         name,
         fn,
         line_mesh(k),
@@ -736,7 +737,7 @@ def _check_replica_totals(fn: Callable) -> None:
     shape, x_np = _REPLICA_CASES[-1]  # the smallest mesh: the same verdict, the cheapest compiles
     mesh = grid_mesh(shape)
     x = _placed(_f32(x_np), mesh, P(DATA_SHARDS, MODEL_REPLICAS))
-    got = _judge(
+    got = judge_region(
         name,
         fn,
         mesh,
@@ -1062,7 +1063,7 @@ def _check_weighted_total_shard_map(fn: Callable) -> None:
                 hint = _migration_value_hint(got, w, x, k) if i == 0 else ""
                 fail(_say("migration_wrong", name=label, where=where, want=_fmt(want), got=_fmt(got), hint=hint))
     k, w, x = _WEIGHTED_CASES[-1]  # the smallest mesh: the same verdict, the cheapest compiles
-    _judge(
+    judge_region(
         name,
         fn,
         line_mesh(k),
