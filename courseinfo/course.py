@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions"  # the hand-written, solved notebooks: the one source
 NOTEBOOKS = ROOT / "notebooks"  # the student release, generated from SOLUTIONS
 BUILD = ROOT / "build"
+EXCHANGE = BUILD / "exchange"  # nbgrader's exchange on one machine (EXCHANGE=dir or a hub's replaces it)
 
 COURSE_ID = "namedaxes"  # the English nbgrader course
 EDITIONS = ("zh",)  # languages besides English, each its own nbgrader course

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from hub import accounts as hub_accounts
+from hub import handin as hub_handin
 from hub import layout, server
 from hub.deployment import Deployment
 
@@ -117,20 +118,10 @@ def as_user(
 
 
 def handin(dep: Deployment, course: str, *args: str) -> str:
-    """tools.handin as the course's grader (what `make ... HUB=1` runs)."""
-    proc = as_user(
-        dep.graders[course],
-        [
-            str(HUB_VENV / "bin" / "python"),
-            "-m",
-            "tools.handin",
-            "--course",
-            str(dep.course_dir(course)),
-            "--exchange",
-            str(dep.exchange),
-            *args,
-        ],
-        cwd=ROOT,
+    """tools.handin as the course's grader (hub/handin.py `command`: what `make ... HUB=1` runs)."""
+    argv, env = hub_handin.command(dep, course, *args)
+    proc = subprocess.run(
+        argv, env=env, cwd=ROOT, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120
     )
     assert proc.returncode == 0, (
         f"handin {' '.join(args)} as {dep.graders[course]} failed:\n{proc.stdout}\n{proc.stderr}"
