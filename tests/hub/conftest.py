@@ -15,7 +15,6 @@ import os
 import pwd
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -47,17 +46,9 @@ def requirements() -> str:
 
 
 def built_courses() -> None:
-    """build/course and build/zh/course, which the hub's courses are copied from."""
-    py = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").exists() else sys.executable
-    if layout.stale_build("namedaxes"):  # missing, or older than solutions/ (as `make hub` checks)
-        subprocess.run([py, "-m", "tools.generate_notebooks", "--check"], cwd=ROOT, capture_output=True)
-    if layout.stale_build("namedaxes-zh"):
-        subprocess.run(
-            [py, "-m", "tools.handin", "--course", "build/zh/course", "layout", "--edition", "zh"],
-            cwd=ROOT,
-            capture_output=True,
-        )
-    for course in ("namedaxes", "namedaxes-zh"):
+    """build/course and build/zh/course, which the hub's courses are copied from (rebuilt as `make hub` does)."""
+    layout.build_courses()
+    for course in layout.BUILT_COURSE:
         why = layout.stale_build(course)
         assert not why, f"{layout.BUILT_COURSE[course]} could not be rebuilt: {why}"
 
