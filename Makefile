@@ -127,18 +127,21 @@ lint: venv ## ruff check and ruff format --check (pyproject.toml's [tool.ruff]);
 format: venv ## ruff's safe fixes (imports sorted, ...) and ruff format, in place (maintainers)
 	$(BIN)/ruff check --fix-only . && $(BIN)/ruff format .
 
-# Each notebook runs once on .venv: the solved ones of both editions by tests/notebooks/test_solved_notebooks.py
-# (the website's cached executions), the English student notebooks under nbval; the Chinese student notebooks have
-# the English code cell for cell (tests/namedaxes/test_i18n.py), so they run on the newest JAX line only.
+# Each notebook runs once per JAX line. On .venv: the solved ones of both editions (tests/notebooks/
+# test_solved_notebooks.py, the website's cached executions) and the English student notebooks under nbval. On the
+# newest line (test-newest): the English solved notebooks and the student notebooks of both editions. An edition
+# has the English code cell for cell (tests/namedaxes/test_i18n.py) and only its words differ, which no JAX release
+# changes, so the Chinese solved notebooks run on .venv only and the Chinese student ones on the newest line only.
 test: lint venv site-venv system-deps browser-deps hub-test-deps check-notebooks ## what CI runs: every test on .venv, then make test-newest
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile $(NBVAL) tests $(wildcard notebooks/*.ipynb); status=$$?; \
 	  $(MAKE) --no-print-directory test-newest || status=1; exit $$status
 
-test-newest: ## every notebook (both editions) and the tests marked `newest` on the newest JAX line (.venv-newest)
-	@$(if $(NEWEST_PYTHON),$(MAKE) --no-print-directory venv-newest && $(VENV_NEWEST)/bin/python -c 'import sys, jax; \
-	  print(f"Notebooks on the newest JAX: jax {jax.__version__}, Python {sys.version.split()[0]}")' && \
-	  $(VENV_NEWEST)/bin/python -m pytest -q -n $(JOBS) --dist loadfile $(NBVAL) -m newest tests solutions notebooks,echo "NOTE: no Python >= 3.12 found (on PATH or under \
-	  pyenv): the notebooks were NOT run on the newest JAX. Install Python 3.12 or 3.13, or set NEWEST_PYTHON=/path/to/python3.X.")
+test-newest: ## the notebooks (above) and the tests marked `newest` on the newest JAX line (.venv-newest)
+	@$(if $(NEWEST_PYTHON),$(NEWEST_RUN),echo "NOTE: no Python >= 3.12 found (on PATH or under pyenv): the notebooks \
+	  were NOT run on the newest JAX. Install Python 3.12 or 3.13, or set NEWEST_PYTHON=/path/to/python3.X.")
+NEWEST_RUN = $(MAKE) --no-print-directory venv-newest && $(VENV_NEWEST)/bin/python -c 'import sys, jax; \
+  print(f"Notebooks on the newest JAX: jax {jax.__version__}, Python {sys.version.split()[0]}")' && \
+  $(VENV_NEWEST)/bin/python -m pytest -q -n $(JOBS) --dist loadfile $(NBVAL) -m newest tests $(wildcard solutions/*.ipynb) notebooks
 
 test-fast: venv ## the unit tests only (marker `unit`), in parallel: under a minute
 	$(BIN)/python -m pytest -q -n $(JOBS) -m unit tests
