@@ -127,11 +127,11 @@ lint: venv ## ruff check and ruff format --check (pyproject.toml's [tool.ruff]);
 format: venv ## ruff's safe fixes (imports sorted, ...) and ruff format, in place (maintainers)
 	$(BIN)/ruff check --fix-only . && $(BIN)/ruff format .
 
-# Each notebook runs once per JAX line. On .venv: the solved ones of both editions (tests/notebooks/
+# Each notebook's code runs once per JAX line. On .venv: the solved notebooks of both editions (tests/notebooks/
 # test_solved_notebooks.py, the website's cached executions) and the English student notebooks under nbval. On the
-# newest line (test-newest): the English solved notebooks and the student notebooks of both editions. An edition
-# has the English code cell for cell (tests/namedaxes/test_i18n.py) and only its words differ, which no JAX release
-# changes, so the Chinese solved notebooks run on .venv only and the Chinese student ones on the newest line only.
+# newest line (test-newest): the English solved notebooks and the other editions' student notebooks. An edition has
+# the English code cell for cell (tests/namedaxes/test_i18n.py) and only its words differ, which no JAX release
+# changes: so every code runs on both lines, and every notebook of every edition at least once.
 test: lint venv site-venv system-deps browser-deps hub-test-deps check-notebooks ## what CI runs: every test on .venv, then make test-newest
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile $(NBVAL) tests $(wildcard notebooks/*.ipynb); status=$$?; \
 	  $(MAKE) --no-print-directory test-newest || status=1; exit $$status
@@ -141,7 +141,7 @@ test-newest: ## the notebooks (above) and the tests marked `newest` on the newes
 	  were NOT run on the newest JAX. Install Python 3.12 or 3.13, or set NEWEST_PYTHON=/path/to/python3.X.")
 NEWEST_RUN = $(MAKE) --no-print-directory venv-newest && $(VENV_NEWEST)/bin/python -c 'import sys, jax; \
   print(f"Notebooks on the newest JAX: jax {jax.__version__}, Python {sys.version.split()[0]}")' && \
-  $(VENV_NEWEST)/bin/python -m pytest -q -n $(JOBS) --dist loadfile $(NBVAL) -m newest tests $(wildcard solutions/*.ipynb) notebooks
+  $(VENV_NEWEST)/bin/python -m pytest -q -n $(JOBS) --dist loadfile $(NBVAL) -m newest tests $(wildcard solutions/*.ipynb notebooks/*/*.ipynb)
 
 test-fast: venv ## the unit tests only (marker `unit`), in parallel: under a minute
 	$(BIN)/python -m pytest -q -n $(JOBS) -m unit tests
