@@ -13,7 +13,8 @@ test-fast` runs `-m unit`. The exercise matrices are a kind of their own, `exerc
 compile a JAX program for every answer on several meshes, most of the in-process tests' time,
 so `make test-fast` leaves them out. `newest` adds the tests that `make test-newest` runs again
 on the newest JAX line (`NEWEST`: the lock check, the exercises whose behaviour a Python or JAX
-release changed, every notebook).
+release changed, the notebooks: the Makefile passes the English solved ones and the other editions' student
+ones, since an edition's code is the English code cell for cell; see its `test` target).
 
 One compile cache per run: JAX's persistent compilation cache in a folder made empty for the run and
 removed after it (`pytest_configure`, tools/compile_cache.py), shared by every process the run starts,

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import nbformat
 
-from namedaxes.nbgrader_metadata import nbgrader_cell
+from courseinfo.nbgrader_metadata import nbgrader_cell
 
 from .course.classroom import grade_command, make_course, release_notebook, typed_solution, write_class
 from .course.discovery import repo_root

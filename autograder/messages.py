@@ -34,12 +34,7 @@ import threading
 
 __all__ = ["TEXT", "LANGUAGES", "text", "translate", "speaking", "current", "submission_language", "validate_language"]
 
-try:  # the course's runtime decides which languages exist
-    from namedaxes.i18n import LANGUAGES as _LANGS
-
-    LANGUAGES: tuple[str, ...] = tuple(_LANGS)
-except ImportError:  # helper package without i18n: English only is still right
-    LANGUAGES = ("en", "zh")
+from courseinfo.course import LANGUAGES  # the course decides which languages exist
 
 TEXT: dict[str, str] = {
     # ---- the feedback page (autograder/publish/feedback.py)

@@ -36,10 +36,10 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+from courseinfo.course import COURSE_ID
 from hub import accounts as hub_accounts
-from hub import server
+from hub import layout, server
 from hub.deployment import ROOT, Deployment
-from tools.course import COURSE_ID
 
 AID, COURSE = "02_scaled_sum", COURSE_ID
 SPAWN_DEADLINE = 600  # s for one student's whole loop
@@ -211,6 +211,11 @@ def main(argv=None) -> int:
     parser.add_argument("--students", type=int, default=20)
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args(argv)
+    try:
+        layout.build_courses()  # its hub's courses are copied from build/course and build/zh/course
+    except layout.LayoutError as err:
+        print(f"hub layout: {err}", file=sys.stderr)
+        return 1
     return run(args.students, args.keep)
 
 

@@ -1,7 +1,7 @@
 """The deployment's names and folders: the one place they are written (`Deployment`).
 
 Every other module of hub/ and the hub's own configuration (jupyterhub_config.py) read them from
-here; the Makefile passes only HUB_DIR, PORT, HUB_IP and the optional names below as environment
+here; the Makefile passes HUB_DIR, PORT, HUB_IP and the optional names below, when given, as environment
 variables (NAMEDAXES_HUB_*).
 
     HUB_DIR/                 0711 root     (default: hub-data/ in the checkout; git-ignored)
@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tools.course import COURSES, edition_of  # the two editions' courses: namedaxes, namedaxes-zh
+from courseinfo.course import COURSES, edition_of  # the two editions' courses: namedaxes, namedaxes-zh
 
 ROOT = Path(__file__).resolve().parents[1]
 # Unix account names that the hub creates: lower-case, as useradd's default NAME_REGEX wants.

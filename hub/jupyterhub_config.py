@@ -33,8 +33,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from courseinfo.course import course_id
 from hub.deployment import ROOT, Deployment
-from tools.course import course_id
 
 c = get_config()  # noqa: F821
 dep = Deployment.from_env()

@@ -49,13 +49,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from courseinfo.course import COURSES, built_course, edition_folder, edition_of
+from courseinfo.course import SOLUTIONS as _SOLUTIONS
 from hub.deployment import ROOT, Deployment
-from tools.course import COURSES, built_course, edition_folder, edition_of
-from tools.course import SOLUTIONS as _SOLUTIONS
 
 # top-level entries of the checkout that students' servers must read (everything else is closed)
 OPEN = (".venv", "namedaxes", "autograder", "jupyter", "hub", "tools")
-# each course's build (copied into the hub) and the solutions it is built from (tools.course)
+# each course's build (copied into the hub) and the solutions it is built from (courseinfo.course)
 BUILT_COURSE = {course: built_course(edition_of(course)) for course in COURSES}
 SOLUTIONS = {course: edition_folder(_SOLUTIONS, edition_of(course)) for course in COURSES}
 EXCHANGE_MODES = {"": 0o755, "outbound": 0o755, "inbound": 0o3733, "feedback": 0o711}
@@ -135,7 +135,7 @@ def stale_build(course: str) -> list[str]:
 
     The hub copies its courses from these builds, and a build left by an older checkout (a notebook reworked
     since) once gave the hub an old source: `make grade` then refused it ("the reference solution does not
-    run cleanly"). The Makefile rebuilds whatever this names before `make hub`, `make bench-hub` and the tests."""
+    run cleanly"). `build_courses` rebuilds whatever this names before `make hub` and `make bench-hub` start."""
     built, solutions = BUILT_COURSE[course], SOLUTIONS[course]
     if not (built / "gradebook.db").is_file():
         return [f"{built.relative_to(ROOT)} is not laid out"]
@@ -161,7 +161,7 @@ def lay_out_courses(dep: Deployment) -> list[str]:
         built, dest = built_course(edition_of(course)), dep.course_dir(course)
         if not (built / "gradebook.db").is_file():
             raise LayoutError(
-                f"{built} is not laid out (the Makefile's `hub` target does it first: "
+                f"{built} is not laid out (`make hub` does it first, build_courses: "
                 f"`make notebooks`, or python -m tools.handin layout --edition zh)"
             )
         if not dest.is_dir():
@@ -315,6 +315,23 @@ def own(dep: Deployment) -> list[str]:
     return [f"hub courses owned by their graders again ({', '.join(dep.graders.values())})"]
 
 
+def build_courses() -> None:
+    """Rebuild build/course and build/zh/course, which the hub's courses are copied from, when solutions/ changed
+    since they were built (never a leftover of an older checkout): `make hub` and `make bench-hub` start here."""
+    from tools import handin
+
+    for course, built in BUILT_COURSE.items():
+        why = stale_build(course)
+        print(
+            "\n".join(f"hub layout: out of date, rebuilding: {line}" for line in why) or "hub layout: build/ is current"
+        )
+        if why:
+            try:
+                handin.lay_out(built, edition_of(course))
+            except handin.HandinError as err:
+                raise LayoutError(str(err)) from err
+
+
 def main(argv=None) -> int:
     argv = argv or sys.argv[1:] or ["apply"]
     cmd = argv[0]
@@ -324,6 +341,13 @@ def main(argv=None) -> int:
             "\n".join(f"hub layout: out of date, rebuilding: {line}" for line in why) or "hub layout: build/ is current"
         )
         return 1 if why else 0
+    if cmd == "build":
+        try:
+            build_courses()
+        except LayoutError as err:
+            print(f"hub layout: {err}", file=sys.stderr)
+            return 1
+        return 0
     dep = Deployment.from_env()
     try:
         lines = {"apply": apply, "own": own, "restore": restore_checkout}[cmd](dep)

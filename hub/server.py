@@ -40,6 +40,7 @@ from pathlib import Path
 from hub import accounts as hub_accounts
 from hub import layout
 from hub.deployment import ROOT, Deployment
+from hub.handin import command as handin_command
 from tools import nbgrader_zh
 
 START_TARGET = 60  # s: the login page, once installed, on 2 cores (measured, not enforced)
@@ -107,35 +108,9 @@ def install_proxy(dep: Deployment) -> None:
 
 
 def run_handin(dep: Deployment, course: str, *args: str) -> subprocess.CompletedProcess:
-    """`python -m tools.handin --course <course> --exchange <exchange> ARGS...` as that course's grader
-    (runuser, the deployment's venv, a minimal environment), its output captured."""
-    grader = dep.graders[course]
-    return subprocess.run(
-        [
-            shutil.which("runuser") or "/usr/sbin/runuser",
-            "-u",
-            grader,
-            "--",
-            str(dep.venv / "bin" / "python"),
-            "-m",
-            "tools.handin",
-            "--course",
-            str(dep.course_dir(course)),
-            "--exchange",
-            str(dep.exchange),
-            *args,
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        env={
-            "PATH": f"{dep.venv / 'bin'}:/usr/bin:/bin",
-            "HOME": str(dep.home(grader)),
-            "LANG": "C.UTF-8",
-            "PYTHONDONTWRITEBYTECODE": "1",
-        },
-    )
+    """tools/handin.py ARGS as that course's grader (hub/handin.py `command`), its output captured."""
+    argv, env = handin_command(dep, course, *args)
+    return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env)
 
 
 def _import_roster(dep: Deployment, roster: Path) -> None:
@@ -316,6 +291,7 @@ def main(argv=None) -> int:
     dep = Deployment.from_env()
     try:
         if args.cmd == "start":
+            layout.build_courses()  # the hub's courses are copied from build/course and build/zh/course
             start(dep, args.roster.absolute() if args.roster else None, args.timeout)
         else:
             for line in (stop if args.cmd == "stop" else clean)(dep):

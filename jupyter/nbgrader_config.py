@@ -7,7 +7,7 @@
 # The Assignment List then lists only alice's submissions and fetches only her feedback.
 import os
 
-from tools.course import COURSES  # the course ids: namedaxes, namedaxes-zh
+from courseinfo.course import COURSES  # the course ids: namedaxes, namedaxes-zh
 
 c = get_config()  # noqa: F821
 

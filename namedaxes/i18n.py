@@ -47,9 +47,10 @@ import sys
 import warnings
 from pathlib import Path
 
+from courseinfo.course import LANGUAGES
+
 __all__ = ["LANGUAGES", "language", "set_language", "gettext", "detect_language", "catalog_path"]
 
-LANGUAGES = ("en", "zh")
 DOMAIN = "namedaxes"
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 ENV = "NAMEDAXES_LANG"

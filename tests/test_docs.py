@@ -115,3 +115,16 @@ def test_files_the_docs_examples_write_into_the_checkout_are_ignored_by_git():
     for path in sorted(written):
         ignored = subprocess.run(["git", "check-ignore", "-q", "--no-index", path], cwd=ROOT).returncode == 0
         assert ignored, f"the docs' examples write {path} into the checkout, and git does not ignore it"
+
+
+def test_make_help_lists_every_target_from_its_own_comment():
+    """`make help` is generated from the targets' `##` comments: every target has one, and help shows them all."""
+    import subprocess
+
+    make = (ROOT / "Makefile").read_text()
+    phony = {name for line in re.findall(r"^\.PHONY: (.*)$", make, re.M) for name in line.split()}
+    targets = set(re.findall(r"^([a-z][a-z-]*):", make, re.M))
+    assert phony == targets, f"targets and .PHONY differ: {sorted(phony ^ targets)}"
+    out = subprocess.run(["make", "--no-print-directory", "help"], cwd=ROOT, capture_output=True, text=True).stdout
+    listed = set(re.findall(r"^make ([a-z-]+)  ", out, re.M))
+    assert listed == targets, f"targets without a `##` comment: {sorted(targets - listed)}"

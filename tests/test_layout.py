@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "tests"
 SPANNING = {"browser", "notebooks", "helpers"}  # whole-product tests, and the helpers (no tests)
-TOP_LEVEL = {"test_docs.py", "test_layout.py"}  # the repository as a whole
+TOP_LEVEL = {"test_docs.py", "test_layout.py", "test_package_boundaries.py"}  # the repository as a whole
 
 
 def _test_files():

@@ -26,7 +26,7 @@ from autograder.publish.report import write_report
 from autograder.publish.similarity import write_similarity
 from autograder.reasons import Kind, Verdict, Words, phrase
 from autograder.records import CellResult, Late, make_row
-from namedaxes.nbgrader_metadata import nbgrader_cell
+from courseinfo.nbgrader_metadata import nbgrader_cell
 
 AID = "04_gradient_averaging"
 WAYS = (

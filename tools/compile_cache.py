@@ -1,7 +1,7 @@
 """One JAX persistent compilation cache shared by the processes that compile the same programs.
 
 Used where many kernels run the same code: the test run (conftest.py: the workers and every kernel they
-start) and the solved notebooks' executions for the website (site/execute_notebooks.py: the Chinese
+start) and the solved notebooks' executions for the website (website/execute_notebooks.py: the Chinese
 edition's code is the English code). The cache lives in a fresh temporary folder, named in the
 environment that the processes started meanwhile inherit, and is removed afterwards, so nothing is
 reused across runs. Compiling from it gives the same executable, so no output changes.

@@ -7,6 +7,8 @@
 #   tools/find_python.sh --exact 3.12    Python 3.12 only
 #   tools/find_python.sh --supported     the supported versions, one a line
 #   tools/find_python.sh --version PY    PY's major.minor (exit 1 if PY does not run)
+#   tools/find_python.sh --check VAR PY  nothing if PY runs and has a lock; else why not, for the make
+#                                        variable VAR that named it (PYTHON, NEWEST_PYTHON), and exit 1
 #
 # Supported = a lock exists for it: requirements/pyXY.txt (made by `make lock`), the one list.
 # Looked at, in this order: python3.X and python3 on PATH, then pyenv's versions/3.X.*/bin/python3.X
@@ -47,6 +49,20 @@ newest_from() {  # newest supported version >= $1 that is found
     return 1
 }
 
+check() {  # $1: the make variable, $2: its value
+    list=$(supported | tr '\n' ' ' | sed 's/ $//')
+    if [ -z "$2" ]; then
+        echo "No supported Python found: looked on PATH and under pyenv for Python $list. Install one, or set $1=/path/to/python3.X." >&2; return 1
+    fi
+    v=$(version_of "$2") || v=""
+    if [ -z "$v" ]; then
+        echo "$1=$2 does not run (not found, or a pyenv shim of a Python pyenv has not selected). Set $1=/path/to/python3.X, one of Python $list." >&2; return 1
+    fi
+    if [ ! -f "$here/requirements/py$(echo "$v" | tr -d .).txt" ]; then
+        echo "Python $v ($1=$2) is not supported: this course has a tested lock for Python $list only (requirements/pyXY.txt). Set $1=/path/to/python3.X for one of those." >&2; return 1
+    fi
+}
+
 case "${1:-}" in
     "")          newest_from 3.0 ;;
     --min)       newest_from "$2" ;;
@@ -54,5 +70,6 @@ case "${1:-}" in
     --exact)     find_exact "$2" ;;
     --supported) supported ;;
     --version)   version_of "$2" ;;
-    *)           echo "usage: $0 [--min 3.X | --prefer 3.X | --exact 3.X | --supported | --version PY]" >&2; exit 2 ;;
+    --check)     check "$2" "${3:-}" ;;
+    *)           echo "usage: $0 [--min 3.X | --prefer 3.X | --exact 3.X | --supported | --version PY | --check VAR PY]" >&2; exit 2 ;;
 esac

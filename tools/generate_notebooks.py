@@ -23,7 +23,7 @@ Steps, all deterministic:
    English source and `notebooks/zh/<id>.ipynb` from the English release just built, each with
    its markdown, student-facing code comments (nbgrader's `# YOUR CODE HERE` in the release's answer
    cells too), test-cell docstrings and the labels its code prints
-   (`namedaxes.labels`: the string literals of `print(...)`, `assert` messages and printed loop
+   (`courseinfo.labels`: the string literals of `print(...)`, `assert` messages and printed loop
    labels) translated from `locale/zh/notebooks/<id>.po` (tools/translate.py cuts the prose into
    the same units; an untranslated or fuzzy unit stays English) and
    `metadata.namedaxes.language = "zh"`. A cell nbgrader has locked carries a
@@ -56,11 +56,11 @@ from pathlib import Path
 
 import nbformat
 
-from namedaxes import labels as code_labels
+from courseinfo import labels as code_labels
+from courseinfo.course import COURSE_ID, EDITIONS, NOTEBOOKS, ROOT, SOLUTIONS, built_course, notebook_ids
+from courseinfo.nbgrader_metadata import nbgrader_cell
 from namedaxes.i18n import setup_cell_language, translator
-from namedaxes.nbgrader_metadata import nbgrader_cell
 from tools import translate  # the prose units and the catalogs
-from tools.course import COURSE_ID, EDITIONS, NOTEBOOKS, ROOT, SOLUTIONS, built_course, notebook_ids
 
 COURSE = built_course()
 RAISES = "raises-exception"

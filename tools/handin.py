@@ -5,8 +5,12 @@
     python -m tools.handin collect [ID ...]           # exchange inbound/ -> course submitted/ (newest per student)
     python -m tools.handin return-feedback [ID ...]   # collect, then course feedback/ -> exchange feedback/
     collect, return-feedback: --student-user FORMAT (default {student}) --class-user NAME --max-files N --max-bytes N
-    python -m tools.handin --course build/zh/course layout --edition zh   # the Chinese edition's course folder
-    options: --course DIR (default build/course)  --exchange DIR (default: nbgrader config, build/exchange)
+    python -m tools.handin --edition zh layout        # the Chinese edition's course folder, build/zh/course
+    python -m tools.handin grade|export [OPTIONS]     # `python -m autograder grade|export` on this course
+    options: --edition zh (the Chinese edition's course, build/zh/course)  --course DIR (default build/course)
+             --exchange DIR (default: nbgrader config, build/exchange)
+    roster and release lay the course out first when it has no nbgrader_config.py; release always lays
+    out the built course (build/course: `generate_notebooks --check`, which stops when notebooks/ is stale).
 
 Design
 - Every step is nbgrader's own (NbGraderAPI: release_assignment, collect, release_feedback, the
@@ -48,13 +52,13 @@ import filecmp
 import os
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 from autograder.intake import handin as intake
-from tools.course import EDITIONS, NOTEBOOKS, ROOT, SOLUTIONS, built_course, course_id
+from courseinfo.course import EDITIONS, NOTEBOOKS, ROOT, SOLUTIONS, built_course, course_id
 
-COURSE = built_course()
 SHARED_CONFIG = ROOT / "jupyter" / "nbgrader" / "nbgrader_config.py"
 ROSTER_COLUMNS = ("id", "first_name", "last_name", "email")
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$")
@@ -360,14 +364,35 @@ def return_feedback(
     return lines
 
 
+def lay_out(course: Path, edition: str) -> None:
+    """Lay out an edition's course folder: English by the notebook generator (`--check`: it rebuilds
+    build/course and stops when notebooks/ is out of date), another edition by `layout_edition`."""
+    if not edition:
+        if subprocess.run([sys.executable, "-m", "tools.generate_notebooks", "--check"], cwd=ROOT).returncode:
+            raise HandinError("notebooks/ is out of date: `make notebooks`, commit, then run this again")
+        return
+    for line in layout_edition(course, edition, []):
+        print(line)
+
+
+ROSTER_USAGE = "usage: make roster ROSTER=students.csv  (columns: id,first_name,last_name,email)"
+AUTOGRADER = ("grade", "export")  # `python -m autograder` commands, run on the course this resolves
+
+
 # ------------------------------------------------------------------ command line
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--course", type=Path, default=COURSE, help="nbgrader course folder (default build/course)")
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False
+    )
+    parser.add_argument("--edition", default="", choices=["", "en", *EDITIONS], help="an edition's course")
+    parser.add_argument("--course", type=Path, default=None, help="nbgrader course folder (default build/course)")
     parser.add_argument("--exchange", type=Path, default=None, help="exchange folder (default: nbgrader config)")
     sub = parser.add_subparsers(dest="command", required=True)
     r = sub.add_parser("roster", help="import students into the gradebook")
-    r.add_argument("csv", type=Path)
+    r.add_argument("csv", type=str)
+    for name in AUTOGRADER:
+        sub.add_parser(name, help=f"python -m autograder {name} on this course", add_help=False)
     for name in ("release", "collect", "return-feedback"):
         p = sub.add_parser(name)
         p.add_argument("ids", nargs="*", help="assignment ids (default: all)")
@@ -398,19 +423,35 @@ def main(argv=None) -> int:
                 help=f"bytes per hand-in (default {intake.Limits.max_bytes})",
             )
     lay = sub.add_parser("layout", help="lay out an edition's nbgrader course (from solutions/LANG, notebooks/LANG)")
-    lay.add_argument("--edition", required=True, choices=EDITIONS)
+    lay.add_argument("--edition", dest="layout_edition", default=None, choices=EDITIONS)
     lay.add_argument("ids", nargs="*", help="assignment ids (default: all)")
-    args = parser.parse_args(argv)
-    course = args.course.resolve()
+    args, rest = parser.parse_known_args(argv)
+    if args.command not in AUTOGRADER and rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    edition = "" if args.edition == "en" else args.edition
+    course = (args.course or built_course(edition)).resolve()
     exchange = args.exchange.resolve() if args.exchange else None
     try:
-        if args.command == "roster":
-            n = import_roster(course, args.csv)
-            print(f"{n} student(s) from {args.csv} are in {course / 'gradebook.db'}")
-            return 0
+        if args.command in AUTOGRADER:
+            from autograder.__main__ import main as autograder
+
+            return autograder([args.command, "--course", str(course), *rest])
         if args.command == "layout":
-            for line in layout_edition(course, args.edition, args.ids):
-                print(line)
+            if args.layout_edition or edition:
+                for line in layout_edition(course, args.layout_edition or edition, args.ids):
+                    print(line)
+            else:
+                lay_out(course, "")
+            return 0
+        if args.command == "roster" and not args.csv:
+            raise HandinError(ROSTER_USAGE)
+        if args.command == "release" and course == built_course(edition).resolve():
+            lay_out(course, edition)  # the release is what solutions/ generates
+        elif args.command in ("roster", "release") and not (course / "nbgrader_config.py").is_file():
+            lay_out(course, edition)
+        if args.command == "roster":
+            n = import_roster(course, Path(args.csv))
+            print(f"{n} student(s) from {args.csv} are in {course / 'gradebook.db'}")
             return 0
         step = {"release": release, "collect": collect, "return-feedback": return_feedback}[args.command]
         extra = {}

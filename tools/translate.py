@@ -19,7 +19,7 @@ Catalogs (`locale/zh/`), one per notebook plus one for the helper package:
   not; so is a test cell's one-line docstring (msgctxt `<cell id>#docstring`: what the cell checks),
   and so is every label the code shows a student (msgctxt `<cell id>#output`): the string literals
   of `print(...)` calls, of `assert` messages and of the collections a loop prints its labels from,
-  as `namedaxes.labels` defines them (f-strings as written, their `{fields}` included: fields are
+  as `courseinfo.labels` defines them (f-strings as written, their `{fields}` included: fields are
   code and stay exactly). Code itself is never translated.
 - `namedaxes.po`: every module-level `TEXT = {...}` table of `namedaxes/` and `autograder/`, every
   `hints=[...]` of an `exercise(...)`, every `gettext("...")`/`_("...")` call there, and the literal
@@ -47,7 +47,7 @@ the edition reads as one voice:
   no Latin sentence end before a full-width one (`."。`, `.。`), no doubled full stop;
 - one English, one rendering: the same msgid translated differently in two places (two catalogs,
   or two cells of one) is an error that names both places;
-- a code label (`#output`): it must still fit its literal (`namedaxes.labels.translation_problems`:
+- a code label (`#output`): it must still fit its literal (`courseinfo.labels.translation_problems`:
   the same f-string fields and escapes, no quote or line break that ends the literal), it writes
   the colon before a value as a Latin `:` (print puts a space after it: no space after a
   full-width colon), and it keeps no English word but the code its notebook uses (`pmap`,
@@ -77,9 +77,9 @@ from babel.messages.catalog import Catalog
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po, unescape, write_po
 
-from namedaxes import labels as code_labels  # which literals of a code cell a student sees
-from namedaxes.nbgrader_metadata import nbgrader_cell
-from tools.course import EDITIONS, ROOT, SOLUTIONS, notebook_ids
+from courseinfo import labels as code_labels  # which literals of a code cell a student sees
+from courseinfo.course import EDITIONS, ROOT, SOLUTIONS, notebook_ids
+from courseinfo.nbgrader_metadata import nbgrader_cell
 
 LOCALE = ROOT / "locale"
 DOMAIN = "namedaxes"
@@ -87,7 +87,7 @@ PACKAGES = ("namedaxes", "autograder")
 PROJECT = "JAX named axes course"
 # Fixed header dates: the files change only when their entries do.
 STAMP = dt.datetime(2026, 12, 1, 0, 0, tzinfo=dt.UTC)
-PLOT_KEYWORDS = code_labels.PLOT_KEYWORDS  # the figure labels of plot_* calls (namedaxes.labels)
+PLOT_KEYWORDS = code_labels.PLOT_KEYWORDS  # the figure labels of plot_* calls (courseinfo.labels)
 
 
 def po_path(lang: str, name: str) -> Path:
@@ -301,9 +301,9 @@ def docstring_context(cell_id: str) -> str:
     return f"{cell_id}#docstring"
 
 
-# ================================================================== code labels (namedaxes.labels)
+# ================================================================== code labels (courseinfo.labels)
 def output_units(source: str) -> list[str]:
-    """The text of each label a code cell shows a student (`namedaxes.labels.labels`), in source order."""
+    """The text of each label a code cell shows a student (`courseinfo.labels.labels`), in source order."""
     return [label.text for label in code_labels.labels(source)]
 
 

@@ -47,8 +47,8 @@ from pathlib import Path
 
 import nbformat
 
-from namedaxes.nbgrader_metadata import nbgrader_cell
-from tools.course import EDITIONS, NOTEBOOKS
+from courseinfo.course import EDITIONS, NOTEBOOKS
+from courseinfo.nbgrader_metadata import nbgrader_cell
 
 RELEASE = NOTEBOOKS
 BASE_DIR = ".release"

@@ -12,7 +12,7 @@ the reference (its reference run, its observations), whichever edition a course 
 
 An edition is attached only when `edition_problem` finds its cells the reference's: same number,
 types, cell ids and nbgrader metadata, and code cells with the same Python tokens (comments
-aside, and the words of the labels the code prints: `namedaxes.labels.canonical`, the rule the
+aside, and the words of the labels the code prints: `courseinfo.labels.canonical`, the rule the
 generator translates them by). A course folder whose edition does not match stops grading (GraderError); a repository
 edition that does not match is recorded in `SourceNotebook.edition_problems`, and submissions in
 that language are refused (status error) rather than graded on mixed cells.
@@ -25,7 +25,7 @@ import io
 import tokenize
 from pathlib import Path
 
-from namedaxes.nbgrader_metadata import nbgrader_dict
+from courseinfo.nbgrader_metadata import nbgrader_dict
 
 from ..messages import LANGUAGES, submission_language
 from ..records import GraderError
@@ -127,8 +127,8 @@ def attach_editions(source: SourceNotebook, course_edition: tuple[str, Path] | N
 def code_tokens(code: str) -> list[tuple[int, str]] | str:
     """The Python tokens of a cell without comments, blank lines and a leading docstring (the code as Python runs it);
     the source itself when it is not Python that tokenize reads (IPython magics). An edition translates the
-    labels the code prints: their words are left out (`namedaxes.labels.canonical`), their f-string fields kept."""
-    from namedaxes.labels import canonical
+    labels the code prints: their words are left out (`courseinfo.labels.canonical`), their f-string fields kept."""
+    from courseinfo.labels import canonical
 
     code = canonical(code)
     try:

@@ -34,7 +34,7 @@ import nbformat
 from nbformat import NotebookNode
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from namedaxes.nbgrader_metadata import nbgrader_cell
+from courseinfo.nbgrader_metadata import nbgrader_cell
 
 from ..limits import MAX_ADDED_CELLS, MAX_NOTEBOOK_BYTES, MAX_NOTEBOOK_VALUES
 

@@ -25,7 +25,7 @@ import re
 import threading
 from dataclasses import replace
 
-from namedaxes.nbgrader_metadata import nbgrader_cell
+from courseinfo.nbgrader_metadata import nbgrader_cell
 
 from .. import records
 from ..course.notebooks import SourceNotebook

@@ -108,7 +108,7 @@ def default_course(out: Path) -> Path | None:
 
 def course_info(course: Path | None, assignments: list[str]) -> CourseInfo:
     """Titles and exercise names for `assignments` from the course's source notebooks."""
-    from namedaxes.nbgrader_metadata import nbgrader_cell
+    from courseinfo.nbgrader_metadata import nbgrader_cell
 
     from ..course.notebooks import cell_source
 

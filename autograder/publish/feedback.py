@@ -35,7 +35,7 @@ import re
 from nbformat import NotebookNode
 from nbformat.v4 import new_markdown_cell, new_notebook
 
-from namedaxes.nbgrader_metadata import nbgrader_cell
+from courseinfo.nbgrader_metadata import nbgrader_cell
 
 from ..messages import current, speaking, text
 from ..records import CellResult, Row

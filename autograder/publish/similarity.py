@@ -43,7 +43,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from namedaxes.nbgrader_metadata import nbgrader_cell
+from courseinfo.nbgrader_metadata import nbgrader_cell
 
 from ..course.notebooks import SourceNotebook, UnreadableNotebook, cell_source, read_submission
 from ..intake.placement import Intake

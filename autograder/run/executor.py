@@ -48,7 +48,7 @@ from collections.abc import Callable
 from nbformat import NotebookNode
 from nbformat import v4 as nbv4
 
-from namedaxes.nbgrader_metadata import nbgrader_cell
+from courseinfo.nbgrader_metadata import nbgrader_cell
 
 from ..limits import (
     MAX_MESSAGE_BYTES,

@@ -47,7 +47,7 @@ from ..course.discovery import package_dir, repo_root
 from ..course.notebooks import SourceNotebook
 from ..judge.compare import load_observations
 from ..records import GraderError
-from ..sandbox.build import grading_xla_flags
+from ..sandbox.build import KERNEL_PACKAGES, grading_xla_flags
 
 __all__ = [
     "CACHE_FORMAT",
@@ -99,7 +99,7 @@ def reference_key(source: SourceNotebook) -> str:
     """Hash of everything that shapes the reference results (see the module docstring)."""
     h = hashlib.sha256(CACHE_FORMAT.encode())
     h.update(source.raw)
-    for name in ("namedaxes", "autograder"):
+    for name in (*KERNEL_PACKAGES, "autograder"):
         pkg = package_dir(name) if name != "autograder" else repo_root() / "autograder"
         if pkg is not None:
             for f in sorted(pkg.rglob("*.py")):

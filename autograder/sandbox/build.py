@@ -26,6 +26,11 @@ __all__ = ["build_sandbox", "mpl_cache", "compile_bytecode", "warn", "GRADING_XL
 GRADING_XLA_FLAGS = ("--xla_cpu_multi_thread_eigen=false", "intra_op_parallelism_threads=1")
 
 
+# The course's packages a student kernel imports: the kernel package and the ground floor it stands on
+# (courseinfo: the language list). Each is shown to the kernel read-only, nothing else of the checkout.
+KERNEL_PACKAGES = ("courseinfo", "namedaxes")
+
+
 def grading_xla_flags(current: str) -> str:
     flags = current.split()
     named = {f.split("=", 1)[0] for f in flags}
@@ -50,11 +55,12 @@ def build_sandbox(
     protection is probed here; missing ones are printed loudly now and listed
     in the summary and results.json by the caller (`sandbox.protections()`).
     """
-    exposed = [sys.prefix, sys.base_prefix]  # the Python the kernel runs, and namedaxes
-    pkg = package_dir("namedaxes")
-    if pkg is not None:
-        exposed.append(str(pkg))
-        compile_bytecode(pkg)  # kernels import it read-only: without this, each compiles it again
+    exposed = [sys.prefix, sys.base_prefix]  # the Python the kernel runs, and the course's kernel packages
+    for name in KERNEL_PACKAGES:
+        pkg = package_dir(name)
+        if pkg is not None:
+            exposed.append(str(pkg))
+            compile_bytecode(pkg)  # kernels import it read-only: without this, each compiles it again
     compile_bytecode(Path(__file__).resolve().parents[1])  # the scorers' own modules (autograder)
     exposed.append(str(xla_root))  # read-only, search-only (xla_cache.py)
     # Nothing else is bound; these stay hidden even if an exposed folder happens to contain them.

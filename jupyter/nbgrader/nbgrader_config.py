@@ -3,7 +3,7 @@
 # JUPYTER_CONFIG_PATH. Student-only settings are in ../nbgrader_config.py.
 import os
 
-from tools.course import COURSE_ID
+from courseinfo.course import COURSE_ID, EXCHANGE
 
 c = get_config()  # noqa: F821
 
@@ -11,5 +11,4 @@ c.CourseDirectory.course_id = COURSE_ID
 # The exchange (release -> fetch -> submit -> collect -> feedback) is a folder every student and
 # the instructor can reach: build/exchange on one machine, or whatever `EXCHANGE=dir` (the
 # environment variable NAMEDAXES_EXCHANGE) names, e.g. a shared folder on a JupyterHub.
-_repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-c.Exchange.root = os.environ.get("NAMEDAXES_EXCHANGE") or os.path.join(_repo, "build", "exchange")
+c.Exchange.root = os.environ.get("NAMEDAXES_EXCHANGE") or str(EXCHANGE)

@@ -271,7 +271,7 @@ def test_every_grader_text_is_used_and_its_translation_keeps_the_fields():
 
 
 def test_an_edition_whose_labels_are_translated_has_the_same_code():
-    """The Chinese edition translates the labels its code prints (namedaxes.labels); the grader still finds every
+    """The Chinese edition translates the labels its code prints (courseinfo.labels); the grader still finds every
     notebook's cells the English source's, and a label whose f-string field changed is other code."""
     for path in sorted((REPO / "solutions").glob("*.ipynb")):
         english = nbformat.read(path, as_version=4)

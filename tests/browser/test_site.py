@@ -28,10 +28,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from website import settings
+from website.site_text import TEXT
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "site"))
-import settings  # noqa: E402  (site/ is not a package)
-from site_text import TEXT  # noqa: E402
 
 SITE = settings.OUT
 CJK_FONTS = re.compile(r"WenQuanYi|Noto Sans CJK|Noto Sans SC|Source Han|PingFang|Hiragino|YaHei|Droid Sans Fallback")
@@ -312,7 +312,7 @@ def test_chinese_text_gets_a_cjk_font_and_search_finds_pages(built_site, site_ur
 @pytest.mark.parametrize("term", ["集合通信", "设备", "轴名称"])
 def test_chinese_search_finds_chinese_terms_on_the_pages_that_use_them(built_site, site_url, browser, term):
     """A Chinese word alone, with no Latin text around it, finds the pages whose text uses it (jieba segments
-    the index, site/conf.py; the search used to find Chinese only between Latin words)."""
+    the index, website/conf.py; the search used to find Chinese only between Latin words)."""
 
     def article(path: Path) -> str:  # the page's own text, not the navigation every page repeats
         raw = path.read_text(encoding="utf-8")

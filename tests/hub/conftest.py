@@ -15,13 +15,13 @@ import os
 import pwd
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
 from hub import accounts as hub_accounts
+from hub import handin as hub_handin
 from hub import layout, server
 from hub.deployment import Deployment
 
@@ -46,17 +46,9 @@ def requirements() -> str:
 
 
 def built_courses() -> None:
-    """build/course and build/zh/course, which the hub's courses are copied from."""
-    py = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").exists() else sys.executable
-    if layout.stale_build("namedaxes"):  # missing, or older than solutions/ (as `make hub` checks)
-        subprocess.run([py, "-m", "tools.generate_notebooks", "--check"], cwd=ROOT, capture_output=True)
-    if layout.stale_build("namedaxes-zh"):
-        subprocess.run(
-            [py, "-m", "tools.handin", "--course", "build/zh/course", "layout", "--edition", "zh"],
-            cwd=ROOT,
-            capture_output=True,
-        )
-    for course in ("namedaxes", "namedaxes-zh"):
+    """build/course and build/zh/course, which the hub's courses are copied from (rebuilt as `make hub` does)."""
+    layout.build_courses()
+    for course in layout.BUILT_COURSE:
         why = layout.stale_build(course)
         assert not why, f"{layout.BUILT_COURSE[course]} could not be rebuilt: {why}"
 
@@ -117,20 +109,10 @@ def as_user(
 
 
 def handin(dep: Deployment, course: str, *args: str) -> str:
-    """tools.handin as the course's grader (what `make ... HUB=1` runs)."""
-    proc = as_user(
-        dep.graders[course],
-        [
-            str(HUB_VENV / "bin" / "python"),
-            "-m",
-            "tools.handin",
-            "--course",
-            str(dep.course_dir(course)),
-            "--exchange",
-            str(dep.exchange),
-            *args,
-        ],
-        cwd=ROOT,
+    """tools.handin as the course's grader (hub/handin.py `command`: what `make ... HUB=1` runs)."""
+    argv, env = hub_handin.command(dep, course, *args)
+    proc = subprocess.run(
+        argv, env=env, cwd=ROOT, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120
     )
     assert proc.returncode == 0, (
         f"handin {' '.join(args)} as {dep.graders[course]} failed:\n{proc.stdout}\n{proc.stderr}"

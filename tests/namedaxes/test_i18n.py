@@ -17,7 +17,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from namedaxes import checking, i18n, labels, plots
+from courseinfo import labels
+from namedaxes import checking, i18n, plots
 from tools import generate_notebooks as gen
 from tools import translate
 

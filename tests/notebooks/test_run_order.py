@@ -17,6 +17,7 @@ import nbformat
 import pytest
 from jupyter_client.manager import start_new_kernel
 
+from courseinfo.course import LANGUAGES
 from namedaxes import i18n
 from namedaxes.checking import TEXT
 from namedaxes.checking.rendering import render_failure
@@ -47,7 +48,7 @@ def _run(kc, code: str) -> tuple[str, str]:
     return reply["content"]["status"], "\n".join(errors)
 
 
-@pytest.mark.parametrize("edition", ["en", "zh"])
+@pytest.mark.parametrize("edition", LANGUAGES)
 def test_a_test_cell_run_out_of_order_or_after_a_restart_says_what_to_run_first(edition, monkeypatch):
     path = ROOT / "notebooks" / (f"zh/{AID}.ipynb" if edition == "zh" else f"{AID}.ipynb")
     nb = nbformat.read(path, as_version=4)

@@ -1,6 +1,6 @@
 """Every solved notebook, both editions, runs top to bottom on 8 simulated devices, each speaking its language.
 
-The executions are the website's (site/execute_notebooks.py: a fresh kernel of this venv per
+The executions are the website's (website/execute_notebooks.py: a fresh kernel of this venv per
 notebook, in the notebook's folder, no `NAMEDAXES_LANG`, so the set-up cell decides the language
 as in a student's kernel; cached in build/site-cache/ under the hash of the notebook, the
 namedaxes package, the lock and the Python). They replace nbval on solutions/: nbval ran the same
@@ -19,16 +19,14 @@ while the English edition shows no Chinese at all.
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from website import execute_notebooks, settings
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "site"))
-import execute_notebooks  # noqa: E402  (site/ is not a package)
-import settings  # noqa: E402
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 PASSED = "\u2713"  # the first character of a passed check's line (namedaxes.checking)

@@ -13,6 +13,8 @@ import nbformat
 import pytest
 from nbgrader.validator import Validator
 
+from courseinfo import course
+
 ROOT = Path(__file__).resolve().parents[2]
 AID = "02_scaled_sum"
 SOURCE = ROOT / "solutions" / f"{AID}.ipynb"
@@ -188,7 +190,7 @@ def test_in_a_real_kernel_a_plain_cell_stopped_by_a_stub_shows_one_line(tmp_path
 
 
 # ================================================================== every notebook, both editions
-EDITIONS = ("", "zh")  # "" is English: solutions/, notebooks/; "zh": solutions/zh/, notebooks/zh/
+EDITIONS = ("", *course.EDITIONS)  # "" is English: solutions/, notebooks/; "zh": solutions/zh/, notebooks/zh/
 ALL_IDS = sorted(p.stem for p in (ROOT / "solutions").glob("*.ipynb"))
 
 
@@ -225,7 +227,7 @@ def _checksums_only() -> Validator:
     return validator
 
 
-@pytest.mark.parametrize("edition", EDITIONS, ids=["en", "zh"])
+@pytest.mark.parametrize("edition", EDITIONS, ids=course.LANGUAGES)
 def test_validate_finds_no_changed_cell_in_any_untouched_or_solved_notebook(tmp_path, edition):
     validator = _checksums_only()
     seen = []

@@ -66,8 +66,9 @@ def test_the_released_notebooks_have_no_knock_on_errors():
 def test_the_chinese_editions_figure_code_says_what_its_figures_say():
     """Issue 35: a plot call's title=, note= and *_label= are written in Chinese in the Chinese edition's code,
     as the figure draws them (namedaxes.po), not in English next to a Chinese figure."""
-    from namedaxes import i18n, labels
-    from tools.course import ROOT
+    from courseinfo import labels
+    from courseinfo.course import ROOT
+    from namedaxes import i18n
 
     zh = i18n.translator("zh")
     checked = 0

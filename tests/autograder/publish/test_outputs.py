@@ -44,4 +44,4 @@ def test_summary_lists_only_handed_in_assignments_and_the_report(tmp_path, capsy
 def test_make_grade_does_not_echo_its_command_line():
     """The instructor sees the grader's progress and summary, not a screenful of options."""
     recipe = (ROOT / "Makefile").read_text().split("\ngrade: ", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
-    assert recipe and recipe[0].startswith("\t@$(BIN)/python -m autograder grade"), recipe[:1]
+    assert recipe and recipe[0].startswith("\t@$(HANDIN) grade"), recipe[:1]  # tools/handin.py: autograder grade

@@ -19,6 +19,7 @@ from sandbox_helpers import FLOOD, REPO, MiB, need
 from autograder.run.kernel import Kernel
 from autograder.run.worker import Config, Worker
 from autograder.run.zygote import Zygote, ZygoteError
+from autograder.sandbox.build import KERNEL_PACKAGES
 from autograder.sandbox.launch import Sandbox
 
 
@@ -36,7 +37,7 @@ def shown(tmp_path_factory) -> Path:
 def sandbox(tmp_path_factory, shown) -> Sandbox:
     sb = Sandbox(
         python=sys.executable,
-        exposed=[sys.prefix, sys.base_prefix, str(REPO / "namedaxes"), str(shown)],
+        exposed=[sys.prefix, sys.base_prefix, *(str(REPO / name) for name in KERNEL_PACKAGES), str(shown)],
         memory_bytes=512 * MiB,
         disk_bytes=16 * MiB,
         tmp_bytes=16 * MiB,

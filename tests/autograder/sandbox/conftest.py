@@ -10,13 +10,14 @@ import pytest
 from sandbox_helpers import REPO, MiB, workdir
 
 from autograder.sandbox import workcopy
+from autograder.sandbox.build import KERNEL_PACKAGES
 from autograder.sandbox.launch import Sandbox
 
 
 @pytest.fixture(scope="session")
 def sandbox(tmp_path_factory) -> Sandbox:
     base = tmp_path_factory.mktemp("sandbox-base")
-    exposed = [sys.prefix, sys.base_prefix, str(REPO / "namedaxes")]
+    exposed = [sys.prefix, sys.base_prefix, *(str(REPO / name) for name in KERNEL_PACKAGES)]
     sb = Sandbox(
         python=sys.executable,
         exposed=exposed,

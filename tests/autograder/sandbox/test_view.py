@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 from sandbox_helpers import REPO, fill_code, run
 
+from autograder.sandbox.build import KERNEL_PACKAGES
+
 
 def test_view_shows_only_the_allow_list(sandbox, copies):
     w = copies()
@@ -58,7 +60,7 @@ def test_view_shows_only_the_allow_list(sandbox, copies):
     firsts = {Path(p).parts[1] for p in (sys.prefix, sys.base_prefix, REPO, w)}
     assert extra <= firsts, extra
     # of the repository, only what is exposed (the venv if it lives there, the helper package)
-    expected_repo = {"namedaxes"} | (
+    expected_repo = set(KERNEL_PACKAGES) | (
         {Path(sys.prefix).relative_to(REPO).parts[0]} if Path(sys.prefix).is_relative_to(REPO) else set()
     )
     assert set(res["repo"]) == expected_repo
@@ -81,7 +83,7 @@ def test_view_shows_only_the_allow_list(sandbox, copies):
     assert len(res["procs"]) <= 3, res["procs"]  # its own pid namespace: bwrap's init and itself
     assert res["fds"] == [0, 1, 2, 3], res["fds"]  # 3: listdir's own; no descriptor of the host leaks
     # its /tmp is its own: only the folders leading to what is bound there (e.g. its working copy)
-    bound = [w, REPO / "namedaxes", Path(sys.prefix), Path(sys.base_prefix)]
+    bound = [w, *(REPO / name for name in KERNEL_PACKAGES), Path(sys.prefix), Path(sys.base_prefix)]
     assert set(res["host_tmp"]) == {p.relative_to("/tmp").parts[0] for p in bound if p.is_relative_to("/tmp")}
 
 

@@ -1,7 +1,8 @@
 """The course's constants: its nbgrader course ids, its editions, its notebooks and its folders.
 
-Design: the one place these are written. tools/, hub/, the Makefile's Python calls and the tests
-read them from here instead of spelling `namedaxes-zh` or `build/zh/course` again. English is the
+Design: the one place these are written, the language list included. The kernel package (its
+i18n), the grader, tools/, hub/, the website, the Makefile's Python calls and the tests read them
+from here instead of spelling `namedaxes-zh`, `build/zh/course` or `("en", "zh")` again. English is the
 course itself (course id `namedaxes`, folders solutions/, notebooks/, build/course); every other
 language in EDITIONS is an edition with the same layout one folder down (solutions/zh/,
 notebooks/zh/, build/zh/course) and the course id `namedaxes-<lang>`. Plain data and pure
@@ -16,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions"  # the hand-written, solved notebooks: the one source
 NOTEBOOKS = ROOT / "notebooks"  # the student release, generated from SOLUTIONS
 BUILD = ROOT / "build"
+EXCHANGE = BUILD / "exchange"  # nbgrader's exchange on one machine (EXCHANGE=dir or a hub's replaces it)
 
 COURSE_ID = "namedaxes"  # the English nbgrader course
 EDITIONS = ("zh",)  # languages besides English, each its own nbgrader course

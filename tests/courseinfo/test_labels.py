@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from namedaxes import labels
+from courseinfo import labels
 
 CELL = """%matplotlib inline
 x = f(1)  # a comment

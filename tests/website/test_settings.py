@@ -1,14 +1,8 @@
-"""site/settings.py: what `make site` says about the repository its Colab buttons open."""
+"""website/settings.py: what `make site` says about the repository its Colab buttons open."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "site"))
-
-import settings  # noqa: E402  (site/ is not a package)
+from website import settings
 
 
 def test_the_note_names_the_repository_the_branch_where_it_was_set_and_how_to_change_it(monkeypatch):
@@ -18,7 +12,7 @@ def test_the_note_names_the_repository_the_branch_where_it_was_set_and_how_to_ch
     note = settings.colab_note()
     assert note == (
         "Colab buttons open the notebooks of https://github.com/namedaxes/jax-named-axes-course at branch main "
-        "(the default in site/settings.py); a fork sets its own: make site "
+        "(the default in website/settings.py); a fork sets its own: make site "
         "NAMEDAXES_SITE_REPOSITORY=https://github.com/OWNER/NAME [NAMEDAXES_SITE_BRANCH=BRANCH]"
     )
     assert settings.colab_note("namedaxes/jax-named-axes-course") == note, "this checkout is the one the site opens"

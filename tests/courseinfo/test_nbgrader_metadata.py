@@ -1,4 +1,4 @@
-"""`namedaxes.nbgrader_metadata`: one reader of nbgrader's cell metadata, for trusted and hostile notebooks."""
+"""`courseinfo.nbgrader_metadata`: one reader of nbgrader's cell metadata, for trusted and hostile notebooks."""
 
 import ast
 from pathlib import Path
@@ -6,7 +6,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from namedaxes.nbgrader_metadata import NbgraderCell, nbgrader_cell, nbgrader_dict
+from courseinfo.nbgrader_metadata import NbgraderCell, nbgrader_cell, nbgrader_dict
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -71,10 +71,10 @@ def test_no_other_module_rereads_nbgrader_metadata():
         "tools/generate_notebooks.py",  # rewrites nbgrader's checksums in the dict itself
     }
     found = []
-    for folder in ("namedaxes", "autograder", "tools", "site", "hub"):
+    for folder in ("courseinfo", "namedaxes", "autograder", "tools", "website", "hub"):
         for path in sorted((ROOT / folder).rglob("*.py")):
             rel = path.relative_to(ROOT).as_posix()
-            if rel in allowed or rel == "namedaxes/nbgrader_metadata.py":
+            if rel in allowed or rel == "courseinfo/nbgrader_metadata.py":
                 continue
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 if (

@@ -1,6 +1,6 @@
 """`make site`: build the course's static website into build/site/ (English) and build/site/zh/.
 
-    .venv/bin/python site/build_site.py [--sphinx .venv-site/bin/python] [-j JOBS]
+    .venv/bin/python -m website.build_site [--sphinx .venv-site/bin/python] [-j JOBS]
 
 Design, the pipeline in four steps, each in its own file:
 1. execute_notebooks.py runs every solved notebook of both editions on 8 simulated devices, in
@@ -9,13 +9,13 @@ Design, the pipeline in four steps, each in its own file:
 2. compose_pages.py makes each notebook page from the student release and those outputs;
 3. landing_pages.py writes the landing page and the syllabus from the notebooks;
 4. Sphinx (myst-nb, sphinx-book-theme: conf.py) renders both editions, at the same time, in the
-   site's own venv (.venv-site, site/requirements.txt), so the course's lock and Colab's stay as
+   site's own venv (.venv-site, website/requirements.txt), so the course's lock and Colab's stay as
    they are.
 
 Reuse: step 1 runs no kernel for an unchanged notebook; steps 2-3 rewrite a source only when its
 text changed, so Sphinx's incremental build re-renders only those pages; and when nothing that
 goes into the site changed since the last build (the stamp build/site-cache/site-key: the page
-sources, site/ and the site's lock), Sphinx does not start at all. A change in site/ (templates,
+sources, website/ and the site's lock), Sphinx does not start at all. A change in website/ (templates,
 style, configuration, texts) rebuilds both editions from scratch. A cold build on 2 cores is
 dominated by step 1 (two notebooks at a time).
 """
@@ -31,11 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import compose_pages
-import execute_notebooks
-import landing_pages
-import settings
+from website import compose_pages, execute_notebooks, landing_pages, settings
 
 STAMP = settings.CACHE / "site-key"
 

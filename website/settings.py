@@ -1,6 +1,6 @@
 """The site's settings: the one place that names the repository, its branch, the editions and the folders.
 
-Design: every other module of site/ reads these constants; nothing else spells the repository URL.
+Design: every other module of website/ reads these constants; nothing else spells the repository URL.
 The "Open in Colab" links open the student notebooks (notebooks/, notebooks/zh/) of REPOSITORY at
 BRANCH, so a fork publishes a site whose buttons open the fork: set `NAMEDAXES_SITE_REPOSITORY`
 (and `NAMEDAXES_SITE_BRANCH`) for `make site`, or change the defaults here. Only github.com
@@ -13,24 +13,28 @@ import os
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from courseinfo.course import BUILD, LANGUAGES, NOTEBOOKS, ROOT, SOLUTIONS, edition_folder, notebook_ids
+
+__all__ = ["ROOT", "BUILD", "SOLUTIONS", "RELEASE", "EDITIONS", "notebook_ids", "folder", "colab_url"]
 
 DEFAULT_REPOSITORY = "https://github.com/namedaxes/jax-named-axes-course"
 REPOSITORY = os.environ.get("NAMEDAXES_SITE_REPOSITORY") or DEFAULT_REPOSITORY
 BRANCH = os.environ.get("NAMEDAXES_SITE_BRANCH") or "main"
 COLAB = "https://colab.research.google.com/github"
 
-# Editions: (code, Sphinx language, subfolder of the site). English is the site's root, Chinese in zh/.
-EDITIONS = {"en": ("en", ""), "zh": ("zh_CN", "zh")}
+# Sphinx's name of a language where it is not the course's (courseinfo.course.LANGUAGES).
+_SPHINX_LANGUAGE = {"zh": "zh_CN"}
+# Editions: code -> (Sphinx language, subfolder of the site). English is the site's root, Chinese in zh/.
+EDITIONS = {
+    lang: (_SPHINX_LANGUAGE.get(lang, lang), edition_folder(Path(), lang).as_posix().strip(".")) for lang in LANGUAGES
+}
 
-SOLUTIONS = ROOT / "solutions"  # the solved sources (executed for the pages' outputs)
-RELEASE = ROOT / "notebooks"  # the student notebooks (the pages' cells)
-BUILD = ROOT / "build"
+RELEASE = NOTEBOOKS  # the student notebooks (the pages' cells); SOLUTIONS: the solved sources (executed)
 CACHE = BUILD / "site-cache"  # executed notebooks, keyed by the hash of what they depend on
 SOURCES = BUILD / "site-src"  # the generated Sphinx sources, one folder per edition
 DOCTREES = BUILD / "site-doctrees"  # Sphinx's incremental-build state, one folder per edition
 OUT = BUILD / "site"  # the site: English at the root, the Chinese edition in zh/
-SITE = ROOT / "site"  # this folder: conf.py, templates, static files
+SITE = Path(__file__).resolve().parent  # this folder: conf.py, templates, static files
 
 
 def github_path() -> str:
@@ -64,7 +68,7 @@ def colab_note(checkout: str | None = None) -> str:
     where = (
         "set by NAMEDAXES_SITE_REPOSITORY"
         if os.environ.get("NAMEDAXES_SITE_REPOSITORY")
-        else "the default in site/settings.py"
+        else "the default in website/settings.py"
     )
     note = (
         f"Colab buttons open the notebooks of https://github.com/{github_path()} at branch {BRANCH} ({where}); "
@@ -79,15 +83,9 @@ def colab_note(checkout: str | None = None) -> str:
     return note
 
 
-def notebook_ids() -> list[str]:
-    """Every course notebook, by its solution's file name (NN_topic), in order."""
-    return sorted(p.stem for p in SOLUTIONS.glob("[0-9][0-9]_*.ipynb"))
-
-
 def folder(base: Path, edition: str) -> Path:
     """`base` for English, `base/zh` for the Chinese edition (the repository's layout)."""
-    sub = EDITIONS[edition][1]
-    return base / sub if sub else base
+    return edition_folder(base, edition)
 
 
 def colab_url(edition: str, notebook_id: str) -> str:

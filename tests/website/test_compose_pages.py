@@ -10,20 +10,16 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 from packaging.requirements import Requirement
 
+from website import compose_pages, execute_notebooks, landing_pages, settings
+from website.compose_pages import Kind
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "site"))
-import compose_pages  # noqa: E402  (site/ is not a package)
-import execute_notebooks  # noqa: E402
-import landing_pages  # noqa: E402
-import settings  # noqa: E402
-from compose_pages import Kind  # noqa: E402
 
 IDS = settings.notebook_ids()
 
@@ -120,8 +116,8 @@ def _pins(path: Path) -> dict[str, str]:
 
 
 def test_the_site_lock_holds_the_direct_pins_and_is_what_the_site_venv_has():
-    direct, lock = _pins(ROOT / "site" / "requirements.in"), _pins(ROOT / "site" / "requirements.txt")
-    assert {name: lock.get(name) for name in direct} == direct, "site/requirements.txt is stale: `make site-lock`"
+    direct, lock = _pins(settings.SITE / "requirements.in"), _pins(settings.SITE / "requirements.txt")
+    assert {name: lock.get(name) for name in direct} == direct, "website/requirements.txt is stale: `make site-lock`"
     assert {"sphinx", "myst-nb", "sphinx-book-theme", "sphinx-mathjax-offline"} <= set(direct)
     assert not {"jax", "jaxlib", "nbgrader"} & set(lock), "the site's venv renders; it runs no course code"
     python = ROOT / ".venv-site" / "bin" / "python"
@@ -135,7 +131,7 @@ def test_the_site_lock_holds_the_direct_pins_and_is_what_the_site_venv_has():
     ).stdout
     installed = {re.sub(r"[-_.]+", "-", n).lower(): v for n, _, v in (ln.partition("==") for ln in out.split())}
     wrong = {n: (v, installed.get(n)) for n, v in lock.items() if installed.get(n) != v}
-    assert not wrong, f".venv-site differs from site/requirements.txt (locked, installed): {wrong}"
+    assert not wrong, f".venv-site differs from website/requirements.txt (locked, installed): {wrong}"
 
 
 def test_the_execution_cache_is_keyed_by_the_notebook_and_its_dependencies(tmp_path):
@@ -168,9 +164,6 @@ def test_a_solved_notebook_that_raises_stops_the_build_naming_the_cell(tmp_path)
 def test_a_figures_text_alternative_is_its_title_as_the_figure_shows_it():
     """The figure's title in the page's language (the plots translate it when drawn); a plot without a title
     uses the site's own words for it; a cell without a plot_* call gets none."""
-    sys.path.insert(0, str(ROOT / "site"))
-    import compose_pages
-
     from namedaxes import i18n
 
     source = "plot_device_values(a, b, title=\"lax.psum over 'devices': every device ends with the total\")"

@@ -1,17 +1,15 @@
-"""tools/ is a package and tools/course.py the one place for the course's ids, editions and folders.
+"""courseinfo/course.py is the one place for the course's ids, editions, languages and folders.
 
 The tools run as modules (`python -m tools.NAME`) from any folder, since the course package installs
-`tools` (the hub's graders may pass the checkout's root but not list it); none of them edits
-sys.path; the course ids are spelled only in tools/course.py (the Python of tools/, hub/ and
-jupyter/ reads them from there), and the Makefile's own spellings agree with it, as do the site's
-settings (site/settings.py, which Sphinx also imports, in the site's own venv without the course
-package).
+`tools` (the hub's graders may pass the checkout's root but not list it); neither they nor the
+website edit sys.path; the course ids are spelled only in courseinfo/course.py (the Python of tools/,
+hub/ and jupyter/ reads them from there), and the website's settings (website/settings.py, which
+Sphinx also imports, in the site's own venv without the course package) take its editions and folders.
 """
 
 from __future__ import annotations
 
 import ast
-import importlib.util
 import re
 import subprocess
 import sys
@@ -19,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from tools import course
+from courseinfo import course
 
 ROOT = Path(__file__).resolve().parents[2]
-READERS = ("tools", "hub", "jupyter")  # the Python that must read the ids from tools.course
+READERS = ("tools", "hub", "jupyter", "website", "autograder", "namedaxes")  # read the ids from courseinfo.course
 
 
 def _python_files(*folders: str) -> list[Path]:
@@ -48,9 +46,9 @@ def test_an_unknown_edition_or_course_is_an_error(bad):
         course.edition_of("namedaxes-fr")
 
 
-def test_no_tool_edits_sys_path():
+def test_no_tool_or_website_module_edits_sys_path():
     edits = []
-    for path in _python_files("tools"):
+    for path in _python_files("tools", "website", "courseinfo"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (
                 isinstance(node, ast.Attribute)
@@ -59,28 +57,29 @@ def test_no_tool_edits_sys_path():
                 and node.value.id == "sys"
             ):
                 edits.append(f"{path.relative_to(ROOT)}:{node.lineno}")
-    assert not edits, f"tools/ reads or edits sys.path (import tools.X instead): {edits}"
+    assert not edits, f"reads or edits sys.path (import tools.X, website.X instead): {edits}"
 
 
 def test_only_tools_course_spells_the_course_ids():
     spelled = []
     for path in _python_files(*READERS):
-        if path == ROOT / "tools" / "course.py":
+        if path == ROOT / "courseinfo" / "course.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and node.value in course.COURSES[1:]:
                 spelled.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}")
-    assert not spelled, f"course ids spelled outside tools/course.py (use tools.course): {spelled}"
+    assert not spelled, f"course ids spelled outside courseinfo/course.py (use courseinfo.course): {spelled}"
 
 
-def test_the_makefile_agrees_with_tools_course():
+def test_the_makefile_spells_no_course_fact():
+    """The Makefile passes the variables it was given (EDITION, HUB, COURSE, ...) to the Python it runs, which
+    resolves them from courseinfo.course: no course id, edition folder or built course in the Makefile."""
     make = (ROOT / "Makefile").read_text()
-    zh = course.built_course("zh").relative_to(ROOT).as_posix()
-    en = course.built_course().relative_to(ROOT).as_posix()
-    assert f"COURSE ?= $(if $(ZH),{zh},{en})" in make
-    assert f"NAMEDAXES_COURSE_ID={course.course_id('zh')}" in make
-    assert f"/courses/{course.COURSE_ID}$(if $(ZH),-zh)" in make
-    by_path = re.findall(r"python\S*\"? \S*tools/\w+\.py", make)
+    facts = [*course.COURSES[1:], "build/course", "build/zh", "notebooks/zh", "solutions/zh", "build/exchange"]
+    spelled = [fact for fact in facts if fact in make]
+    assert not spelled, f"the Makefile spells what courseinfo/course.py says: {spelled}"
+    assert "EDITION" in make and "--edition" not in make, "EDITION reaches the tools as an option of $(call opts,...)"
+    by_path = re.findall(r"python\S*\"? \S*(?:tools|website)/\w+\.py", make)
     assert not by_path, f"the Makefile runs tools by path (use python -m tools.NAME): {by_path}"
 
 
@@ -93,11 +92,15 @@ def test_a_tool_runs_as_a_module_from_another_folder(tmp_path):
 
 
 def test_the_site_has_the_same_editions_notebooks_and_folders():
-    spec = importlib.util.spec_from_file_location("site_settings", ROOT / "site" / "settings.py")
-    settings = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(settings)
-    assert tuple(settings.EDITIONS) == course.LANGUAGES
-    assert settings.notebook_ids() == course.notebook_ids()
-    assert (settings.SOLUTIONS, settings.RELEASE) == (course.SOLUTIONS, course.NOTEBOOKS)
+    """In the site's own venv, as Sphinx imports it (conf.py): from the checkout's root, without the course package."""
+    site_python = ROOT / ".venv-site" / "bin" / "python"
+    python = str(site_python) if site_python.exists() else sys.executable
+    code = "from website import settings as s; print(list(s.EDITIONS), s.notebook_ids(), s.SOLUTIONS, s.RELEASE)"
+    out = subprocess.run([python, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert (
+        out.split("\n")[0] == f"{list(course.LANGUAGES)} {course.notebook_ids()} {course.SOLUTIONS} {course.NOTEBOOKS}"
+    )
+    from website import settings
+
     for lang in course.LANGUAGES:
         assert settings.folder(course.NOTEBOOKS, lang) == course.edition_folder(course.NOTEBOOKS, lang)

@@ -14,18 +14,14 @@ from __future__ import annotations
 
 import ast
 import re
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 import nbformat
 
-from namedaxes.nbgrader_metadata import nbgrader_cell
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import settings
-from compose_pages import write_if_changed
-from site_text import text
+from courseinfo.nbgrader_metadata import nbgrader_cell
+from website import settings
+from website.compose_pages import write_if_changed
+from website.site_text import text
 
 
 @dataclass(frozen=True)

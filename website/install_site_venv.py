@@ -1,6 +1,6 @@
-"""`make site-venv`: the site's own venv, .venv-site, with site/requirements.txt installed, once.
+"""`make site-venv`: the site's own venv, .venv-site, with website/requirements.txt installed, once.
 
-    PYTHON site/install_site_venv.py VENV
+    PYTHON -m website.install_site_venv VENV
 
 Design: Sphinx, myst-nb and the book theme go into a venv of their own instead of the course's
 lock (requirements.txt, requirements/pyXY.txt, colab.txt): the course's venv is what students,
@@ -21,9 +21,9 @@ import sys
 import time
 from pathlib import Path
 
+from tools import install_venv  # run as a module from the checkout's root: importable without the course package
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))  # run by a Python without the course package: the checkout
-from tools import install_venv  # noqa: E402
 
 LOCK = HERE / "requirements.txt"
 STAMP = ".installed"
@@ -49,8 +49,8 @@ def main(argv: list[str]) -> int:
     started = time.monotonic()
     n = len(install_venv.pinned_names(LOCK))
     print(
-        f"Installing the site's packages into {venv}/ (first run, or site/requirements.txt changed): Python {py}, "
-        f"{n} packages pinned in site/requirements.txt (Sphinx, myst-nb, sphinx-book-theme, MathJax).",
+        f"Installing the site's packages into {venv}/ (first run, or website/requirements.txt changed): Python {py}, "
+        f"{n} packages pinned in website/requirements.txt (Sphinx, myst-nb, sphinx-book-theme, MathJax).",
         flush=True,
     )
     if not (venv / "bin" / "python").exists():

@@ -1,6 +1,6 @@
 """Sphinx configuration of the course site, one file for both editions.
 
-Design: build_site.py runs `sphinx-build -c site/` once per edition, on the sources it generated
+Design: build_site.py runs `sphinx-build -c website/` once per edition, on the sources it generated
 in build/site-src/<edition>/, with `NAMEDAXES_SITE_EDITION` = en or zh; this file turns that into
 Sphinx's language, the site title and the search language. English is built into build/site/,
 Chinese into build/site/zh/, so every page has its counterpart at the same path one folder down
@@ -20,12 +20,10 @@ import importlib.util
 import os
 import re
 import shutil
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import settings
-from site_text import text
+from website import settings
+from website.site_text import text
 
 EDITION = os.environ.get("NAMEDAXES_SITE_EDITION", "en")
 if EDITION not in settings.EDITIONS:
@@ -82,7 +80,7 @@ def _search_words(lang: str) -> Path:
     return path
 
 
-if EDITION == "zh":  # segmented by jieba (site/requirements.in), with the course's own terms
+if EDITION == "zh":  # segmented by jieba (website/requirements.in), with the course's own terms
     html_search_options = {"dict": str(_search_words("zh"))}
 
 # MathJax 3 from the site itself: tex-chtml.js and what it loads (fonts, TeX extensions).
@@ -94,7 +92,7 @@ def _mathjax_source() -> Path:
     spec = importlib.util.find_spec("sphinx-mathjax-offline")
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError(
-            "the sphinx-mathjax-offline package is not installed (`make site-venv` installs site/requirements.txt)"
+            "the sphinx-mathjax-offline package is not installed (`make site-venv` installs website/requirements.txt)"
         )
     return Path(next(iter(spec.submodule_search_locations))) / "static" / "mathjax"
 

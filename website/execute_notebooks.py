@@ -1,6 +1,6 @@
 """Execute every solved notebook, both editions, on 8 simulated devices, once per content.
 
-    .venv/bin/python site/execute_notebooks.py [-j JOBS]     (build_site.py calls `execute`)
+    .venv/bin/python -m website.execute_notebooks [-j JOBS]     (build_site.py calls `execute`)
 
 Design: the pages show what the solved notebook prints *today*, so each solution
 (solutions/NN_x.ipynb, solutions/zh/NN_x.ipynb) runs top to bottom in a fresh kernel of the
@@ -47,9 +47,7 @@ from pathlib import Path
 import nbformat
 
 from tools import compile_cache
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import settings  # site/ is not a package
+from website import settings
 
 DEVICE_FLAG = "--xla_force_host_platform_device_count=8"
 CELL_TIMEOUT_S = 300

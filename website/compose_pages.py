@@ -41,11 +41,9 @@ from pathlib import Path
 
 import nbformat
 
-from namedaxes.nbgrader_metadata import nbgrader_cell
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import settings
-from site_text import TEXT, text
+from courseinfo.nbgrader_metadata import nbgrader_cell
+from website import settings
+from website.site_text import TEXT, text
 
 RAISES = "raises-exception"
 

@@ -1,0 +1,182 @@
+"""Each package holds one kind of knowledge, and imports only the packages below it.
+
+tests/autograder/test_layering.py guards the grader's stages inside autograder/; this test guards the
+boundaries BETWEEN the course's packages. Static and cheap (each module's `ast`, no import): every
+`import` at the top of a module or inside a function is an edge. The floors, lowest first:
+
+    courseinfo/  what a course is: ids, editions, languages, nbgrader metadata, labels   the standard library
+    namedaxes/   what a student's kernel runs                                          courseinfo
+    autograder/  the grader                                                            courseinfo, namedaxes
+    tools/       the maintenance, instructor and student commands                     the three above
+    website/     `make site`                                                          courseinfo, namedaxes, tools
+    hub/         a class on JupyterHub                                                courseinfo, tools
+
+Two rules more: the scorer's judging module (namedaxes/judging.py, which the grader's trusted process
+imports) imports only the standard library, NumPy and JAX; and no exercise module (one per notebook)
+imports another notebook's private names, so what notebooks share is public and said to be.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("courseinfo", "namedaxes", "autograder", "tools", "website", "hub")
+ALLOWED = {
+    "courseinfo": set(),
+    "namedaxes": {"courseinfo"},
+    "autograder": {"courseinfo", "namedaxes"},
+    "tools": {"courseinfo", "namedaxes", "autograder"},
+    "website": {"courseinfo", "namedaxes", "tools"},
+    "hub": {"courseinfo", "tools"},
+}
+JUDGING_MAY_IMPORT = {"numpy", "jax", "jaxlib"}
+EXERCISES = "namedaxes.exercises"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _python_files(package: str) -> list[Path]:
+    return sorted((ROOT / package).rglob("*.py"))
+
+
+def _imports(path: Path, module: str | None = None) -> list[tuple[int, str, list[str]]]:
+    """(line, absolute module, names imported from it) of every import in the module at `path` (named `module`)."""
+    module = module or _module_name(path)
+    is_package = path.name == "__init__.py"
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name, []) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            target = node.module or ""
+            if node.level:
+                base = module.split(".") if is_package else module.split(".")[:-1]
+                base = base[: len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            found.append((node.lineno, target, [alias.name for alias in node.names]))
+    return found
+
+
+def _where(path: Path, line: int) -> str:
+    return f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name}:{line}"
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_a_package_imports_only_the_floors_below_it(package):
+    wrong = []
+    for path in _python_files(package):
+        for line, target, _ in _imports(path):
+            top = target.split(".")[0]
+            if top in PACKAGES and top != package and top not in ALLOWED[package]:
+                wrong.append(f"{_where(path, line)} imports {target}")
+    assert not wrong, f"{package}/ may import only {sorted(ALLOWED[package]) or 'the standard library'}: {wrong}"
+
+
+def test_the_ground_floor_imports_only_the_standard_library():
+    """courseinfo is read by the website's Sphinx, in a venv without the course's packages, and by the kernel."""
+    outside = [
+        f"{_where(path, line)} imports {target}"
+        for path in _python_files("courseinfo")
+        for line, target, _ in _imports(path)
+        if target and target.split(".")[0] not in sys.stdlib_module_names and target.split(".")[0] != "courseinfo"
+    ]
+    assert not outside, outside
+
+
+def test_the_scorers_judging_module_imports_only_the_standard_library_numpy_and_jax():
+    path = ROOT / "namedaxes" / "judging.py"
+    outside = [
+        f"{_where(path, line)} imports {target}"
+        for line, target, _ in _imports(path)
+        if target.split(".")[0] not in sys.stdlib_module_names | JUDGING_MAY_IMPORT
+    ]
+    assert not outside, f"the grader imports namedaxes/judging.py in its trusted process: {outside}"
+
+
+def _notebook_module(target: str) -> str | None:
+    """The exercise module (one notebook's) that `target` is, or None."""
+    parts = target.split(".")
+    return ".".join(parts[:3]) if target.startswith(EXERCISES + ".") and len(parts) >= 3 else None
+
+
+def _private_uses(path: Path, me: str, module: str | None = None) -> list[str]:
+    """Where the exercise module at `path` (named `module`, of the notebook `me`) uses a private name of another
+    notebook's module."""
+    found = []
+    aliases: dict[str, str] = {}  # a name this module binds to another notebook's module
+    for line, target, names in _imports(path, module or me):
+        if names and target == EXERCISES:
+            aliases.update({n: f"{EXERCISES}.{n}" for n in names})
+        other = _notebook_module(target)
+        if other is None or other == me:
+            continue
+        found += [f"{_where(path, line)}: {target}.{n}" for n in names if n.startswith("_")]
+        if not names:
+            aliases[target.split(".")[-1]] = other
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+            and isinstance(node.value, ast.Name)
+            and aliases.get(node.value.id, me) != me
+        ):
+            found.append(f"{_where(path, node.lineno)}: {aliases[node.value.id]}.{node.attr}")
+    return found
+
+
+def _notebook_of(path: Path) -> str:
+    """The notebook a file of namedaxes/exercises/ belongs to: its module, or the package it is part of (the
+    modules of one notebook's package share its privates)."""
+    name = _module_name(path)
+    return _notebook_module(name) or name
+
+
+def test_no_exercise_module_uses_another_notebooks_private_names():
+    """`from namedaxes.exercises.shard_map import _x` or `shard_map._x` in another notebook's module: what two
+    notebooks share is public, in namedaxes/checking/ (regions.py: the region judging of 05, 06 and 07), so a
+    change to one notebook's privates stays in it."""
+    found = [
+        use
+        for path in _python_files("namedaxes/exercises")
+        for use in _private_uses(path, _notebook_of(path), _module_name(path))
+    ]
+    assert not found, found
+
+
+def test_the_rules_see_real_edges(tmp_path):
+    """The walker finds the edges the rules are about (else every test above would pass on nothing)."""
+    region_users = {
+        _notebook_of(path)
+        for path in _python_files("namedaxes/exercises")
+        for _, target, _ in _imports(path)
+        if target == "namedaxes.checking.regions"
+    }
+    assert len(region_users) >= 3, "shard_map, collectives and multi_process share the core's region judging"
+    inside = ROOT / "namedaxes" / "exercises" / "collectives" / "ring.py"
+    assert any(t == f"{EXERCISES}.collectives.running" for _, t, _ in _imports(inside))  # a package's own privates
+    assert _private_uses(inside, _notebook_of(inside), _module_name(inside)) == []
+    assert any(t.startswith("courseinfo") for p in _python_files("namedaxes") for _, t, _ in _imports(p))
+    planted = tmp_path / "probe.py"
+    planted.write_text(
+        "from .shard_map import _judge, judge_region\nfrom . import collectives\nfrom ..checking import fail\n"
+        "from .probe import _mine\ncollectives._expect(1)\n"
+    )
+    assert [t for _, t, _ in _imports(planted, f"{EXERCISES}.probe")][-2:] == [
+        "namedaxes.checking",
+        f"{EXERCISES}.probe",
+    ]
+    assert _private_uses(planted, f"{EXERCISES}.probe") == [
+        "probe.py:1: namedaxes.exercises.shard_map._judge",
+        "probe.py:5: namedaxes.exercises.collectives._expect",
+    ]

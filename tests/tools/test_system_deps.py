@@ -1,0 +1,53 @@
+"""tools/system_deps.py: one table of the system packages the course needs, one installer for all of them."""
+
+from __future__ import annotations
+
+import pytest
+
+from tools import system_deps
+from tools.system_deps import Need
+
+
+def _need(present: bool, required: bool = False) -> Need:
+    return Need("thing", "debian-thing", "what it is for", lambda: present, "what is lost", required=required)
+
+
+def test_every_row_says_what_which_package_why_and_what_is_lost():
+    rows = [need for group in system_deps.NEEDS.values() for need in group]
+    assert {"fonts-wqy-microhei", "bubblewrap", "libseccomp2", "chromium", "nodejs npm"} <= {n.package for n in rows}
+    assert all(n.what and n.package and n.why and n.without for n in rows)
+    assert [n.required for n in system_deps.NEEDS["hub"]] == [True], "the hub cannot start without Node.js"
+
+
+def test_a_present_package_costs_nothing(monkeypatch, capsys):
+    monkeypatch.setattr(system_deps, "_apt_install", lambda packages: pytest.fail("apt-get ran"))
+    assert system_deps.install(_need(present=True))
+    assert capsys.readouterr().out == ""
+
+
+def test_a_dry_run_says_what_it_would_install_and_installs_nothing(monkeypatch, capsys):
+    monkeypatch.setattr(system_deps, "_apt_install", lambda packages: pytest.fail("apt-get ran"))
+    assert system_deps.install(_need(present=False), dry_run=True)
+    assert capsys.readouterr().out == "would install Debian's debian-thing (what it is for)\n"
+
+
+def test_an_impossible_install_warns_loudly_or_stops_when_required(monkeypatch, capsys):
+    tried = []
+    monkeypatch.setattr(system_deps, "_apt_install", lambda packages: tried.append(packages) or False)
+    monkeypatch.setattr(system_deps.os, "geteuid", lambda: 1000)
+    assert system_deps.install(_need(present=False))
+    out = capsys.readouterr().out
+    assert "Installing Debian's thing (what it is for)..." in out
+    assert "WARNING: could not install thing (not root: apt-get needs root): what is lost" in out
+    assert not system_deps.install(_need(present=False, required=True))
+    err = capsys.readouterr().err
+    assert "could not install thing with apt-get (not root: apt-get needs root): what is lost" in err
+    assert tried == [["debian-thing"], ["debian-thing"]]
+
+
+def test_the_hub_needs_root_and_its_tests_skip_without(monkeypatch, capsys):
+    monkeypatch.setattr(system_deps.os, "geteuid", lambda: 1000)
+    assert system_deps.main(["hub"]) == 1
+    assert "make hub needs root" in capsys.readouterr().err
+    assert system_deps.main(["hub-test"]) == 0
+    assert "NOTE: not root: the JupyterHub tests (real Unix accounts) will be skipped" in capsys.readouterr().out
