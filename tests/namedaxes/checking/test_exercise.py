@@ -73,7 +73,17 @@ def test_nothing_in_namedaxes_inspects_the_callers_frame():
     assert not found, found
 
 
+def _makers(notebook) -> list:
+    """The modules of a notebook that make its exercises: the module itself, or its package's modules."""
+    if not hasattr(notebook, "__path__"):
+        return [notebook]
+    subs = [importlib.import_module(f"{notebook.__name__}.{i.name}") for i in pkgutil.iter_modules(notebook.__path__)]
+    return [m for m in subs if "exercise" in vars(m)]
+
+
 def test_every_exercise_module_binds_itself_explicitly():
+    """Each notebook's exercises name the notebook (a module, or a package whose modules each make their
+    exercises with `exercises_for(__package__)`), and its TEXT is a Messages table."""
     for info in pkgutil.iter_modules(namedaxes.exercises.__path__):
         mod = importlib.import_module(f"namedaxes.exercises.{info.name}")
         exercises = [v for v in vars(mod).values() if isinstance(v, Exercise)]
@@ -81,7 +91,9 @@ def test_every_exercise_module_binds_itself_explicitly():
             continue
         assert all(ex.module == mod.__name__ for ex in exercises), mod.__name__
         assert isinstance(mod.TEXT, namedaxes.i18n.Messages), f"{mod.__name__}.TEXT is not a Messages table"
-        assert mod.exercise.keywords == {"module": mod.__name__}, mod.__name__
+        makers = _makers(mod)
+        assert makers, mod.__name__
+        assert all(m.exercise.keywords == {"module": mod.__name__} for m in makers), mod.__name__
 
 
 def test_a_stub_answer_is_not_attempted_and_progress_says_not_started(module, capsys):
