@@ -153,7 +153,7 @@ STOP_GRACE: Annotated[float, Cap("s", "run/pool.py", "a worker's time to kill it
 MAX_ATTEMPTS: Annotated[
     int, Cap("tries", "run/pool.py", "a lost task (worker died or hung) is tried this often, then an error row")
 ] = 2
-REFERENCE_BUDGET: Annotated[float, Cap("s", "run/pool.py", "a reference run, before its worker counts as hung")] = (
+REFERENCE_BUDGET: Annotated[float, Cap("s", "run/batch.py", "a reference run, before its worker counts as hung")] = (
     1800.0
 )
 # ---- intake: intake/placement.py and intake/handin.py

@@ -43,6 +43,7 @@ from ..course.notebooks import SourceNotebook, UnreadableNotebook, build_graded,
 from ..judge.score import error_text, make_row, prepare_scorer, score_run, scorer_stats, submission_status, zero_cells
 from ..limits import MAX_ADDED_CELLS, NOTEBOOK_OUTPUT_CHARS
 from ..messages import speaking, submission_language
+from ..publish.pages import FeedbackPages
 from ..publish.words import say
 from ..reasons import Phrase, phrase
 from ..records import InternalError, KernelGone, KernelStarted, ReferenceRun, Row, Task, TaskDone
@@ -79,16 +80,8 @@ class Worker:
         self.warm = None
         self.zygote = None  # this worker's slot (run/zygote.py), started by prestart() where the sandbox allows
         self.no_slot = False  # its zygote failed: kernels start the plain way
-        self._writer = None
+        self.pages = FeedbackPages()  # the feedback pages and executed notebooks this worker writes (publish/)
         self.cpu0 = 0.0  # this process's CPU when the current task began (timings)
-
-    @property
-    def writer(self):
-        if self._writer is None:
-            from ..publish.feedback import FeedbackWriter
-
-            self._writer = FeedbackWriter()
-        return self._writer
 
     def _kernel(self, workdir: Path | None = None, label: str = "k0"):
         from .kernel import Kernel
@@ -296,25 +289,8 @@ class Worker:
 
     def write_outputs(self, task: Task, source: SourceNotebook, graded, row: Row, edition=None) -> None:
         """`edition`: the source edition the graded notebook's prose came from (its markdown is the instructor's)."""
-        import nbformat
-
-        from ..publish.inert import make_inert
-
-        if graded is not None:  # formgrader renders it in the instructor's browser: nothing may run there
-            graded = make_inert(graded, edition if edition is not None else source)
-        if task.autograded_path and graded is not None:
-            path = Path(task.autograded_path)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            nbformat.write(graded, str(path))
-        if self.cfg.feedback and task.feedback_paths:
-            try:
-                page = self.writer.html(graded, f"{task.assignment}", row, row.cells)
-            except Exception:  # noqa: BLE001 - the verdict without the notebook, rather than no page
-                page = self.writer.html(None, f"{task.assignment}", row, row.cells)
-            for p in task.feedback_paths:
-                p = Path(p)
-                p.parent.mkdir(parents=True, exist_ok=True)
-                p.write_text(page, encoding="utf-8")
+        pages = task.feedback_paths if self.cfg.feedback else ()
+        self.pages.hand_in(row, graded, edition if edition is not None else source, task.autograded_path, pages)
 
     def reference(self, task: Task, source: SourceNotebook) -> ReferenceRun:
         """Run the solution notebook: its observations; then (if wanted) fill the students' XLA cache."""
@@ -458,7 +434,7 @@ def worker_main(wid: int, conn, cfg: Config) -> None:
     worker.prestart()
     if cfg.feedback:
         try:  # load nbconvert's templates while the kernel boots
-            worker.writer.html(None, "", make_row(Task(0, "grade", ""), None, "ok", ""), ())
+            worker.pages.writer.html(None, "", make_row(Task(0, "grade", ""), None, "ok", ""), ())
         except Exception:  # noqa: BLE001 - a real export will report the problem
             pass
     try:
