@@ -50,7 +50,7 @@ from ..records import InternalError, KernelGone, KernelStarted, ReferenceRun, Ro
 from ..sandbox import workcopy
 from ..sandbox.launch import Sandbox
 from ..sandbox.xla_cache import REFERENCE_CACHE, keep_reference_cache, reference_xla_prelude, xla_prelude
-from .executor import cell_label, run_notebook
+from .executor import NotebookLimits, cell_label, run_notebook
 from .references import load_references
 
 __all__ = ["Config", "Worker", "worker_main"]
@@ -241,16 +241,19 @@ class Worker:
             workdir = kernel.workdir
             t_run = time.monotonic()
             try:
+                limits = NotebookLimits(
+                    self.cfg.timeout,
+                    budget=task.budget or None,
+                    budget_label=task.budget_label or budget_label(task),
+                    max_output_chars=self.cfg.max_output_chars,
+                )
                 run = run_notebook(
                     graded,
                     tests,
                     kernel,
                     lambda n: self._kernel(workdir, label=f"r{n}"),
-                    self.cfg.timeout,
+                    limits,
                     prelude=language_prelude(lang) + xla_prelude(task.xla_dir),
-                    budget=task.budget or None,
-                    budget_label=task.budget_label or budget_label(task),
-                    max_output_chars=self.cfg.max_output_chars,
                 )
             finally:
                 self.release(workdir, task.prestart)
@@ -304,7 +307,7 @@ class Worker:
                 tests,
                 kernel,
                 lambda n: self._kernel(workdir, label=f"r{n}"),
-                self.cfg.timeout,
+                NotebookLimits(self.cfg.timeout),
                 prelude=language_prelude("en"),
             )
         finally:
@@ -342,7 +345,7 @@ class Worker:
                 {},
                 kernel,
                 lambda n: self._kernel(workdir, label=f"c{n}"),
-                self.cfg.timeout,
+                NotebookLimits(self.cfg.timeout),
                 prelude=prelude,
             )
             keep_reference_cache(workdir, Path(task.xla_dir))

@@ -87,7 +87,7 @@ def test_a_kernel_that_never_starts_gives_an_error_row(source, tmp_path):
     from autograder.judge.score import submission_status
     from autograder.publish.words import say
     from autograder.reasons import Kind
-    from autograder.run.executor import run_notebook
+    from autograder.run.executor import NotebookLimits, run_notebook
     from autograder.run.kernel import Kernel
     from autograder.sandbox.launch import Sandbox
 
@@ -99,7 +99,7 @@ def test_a_kernel_that_never_starts_gives_an_error_row(source, tmp_path):
         made.append(n)
         return Kernel(tmp_path / "work", sandbox, label=f"k{n}").start()
 
-    run = run_notebook(graded, {}, None, new_kernel, cell_timeout=5, start_timeout=20)
+    run = run_notebook(graded, {}, None, new_kernel, NotebookLimits(5, start_timeout=20))
     assert made == [0, 1]  # one retry, then give up
     assert run.start_error and all(o.status == "not_run" for o in run.outcomes.values())
     status, reason = submission_status(run, MergeReport(), [], str(tmp_path))
@@ -110,7 +110,7 @@ def test_a_kernel_that_never_starts_gives_an_error_row(source, tmp_path):
 def test_a_kernel_that_floods_its_log_and_dies_gives_a_bounded_start_error(source, tmp_path):
     """The log is the kernel's to write: only its tail is read, and the reason quoting it is capped."""
     from autograder.limits import KERNEL_LOG_TAIL_BYTES, START_ERROR_CHARS
-    from autograder.run.executor import run_notebook
+    from autograder.run.executor import NotebookLimits, run_notebook
     from autograder.run.kernel import Kernel
     from autograder.sandbox.launch import Sandbox
 
@@ -125,7 +125,7 @@ def test_a_kernel_that_floods_its_log_and_dies_gives_a_bounded_start_error(sourc
         kernels.append(Kernel(tmp_path / "work", sandbox, label=f"k{n}"))
         return kernels[-1].start()
 
-    run = run_notebook(graded, {}, None, new_kernel, cell_timeout=5, start_timeout=20)
+    run = run_notebook(graded, {}, None, new_kernel, NotebookLimits(5, start_timeout=20))
     assert kernels and kernels[-1].log_path.stat().st_size >= 20_000_000, "the flood reached the log"
     assert "exit code 3" in run.start_error and len(run.start_error) <= START_ERROR_CHARS
     assert run.start_error.endswith("…") and "x" * 100 in run.start_error
