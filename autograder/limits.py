@@ -121,10 +121,10 @@ MAX_ARRAYS: Annotated[int, Cap("arrays", "judge/compare.py", "arrays in one reco
 MAX_CASES: Annotated[int, Cap("cases", "judge/programs.py", "exported programs in one observation")] = 64
 MAX_COMPILED: Annotated[int, Cap("programs", "judge/compiling.py", "compiled programs the judge keeps in memory")] = 512
 MAX_ECHO_ITEMS: Annotated[
-    int, Cap("items", "judge/programs.py", "student-controlled names (axes, calls, paths) one reason echoes")
+    int, Cap("items", "judge/differences.py", "student-controlled names (axes, calls, paths) one reason echoes")
 ] = 6
 MAX_ECHO_CHARS: Annotated[
-    int, Cap("characters", "judge/programs.py", "one student-controlled name echoed in a reason")
+    int, Cap("characters", "judge/differences.py", "one student-controlled name echoed in a reason")
 ] = 48
 MAX_ERROR_CHARS: Annotated[int, Cap("characters", "judge/programs.py", "a compile error's text echoed in a reason")] = (
     160
