@@ -96,6 +96,23 @@ def _grade_parser(sub) -> None:
         metavar="ID",
         help="grade only this assignment, e.g. 02_scaled_sum (repeatable)",
     )
+    _limit_arguments(g)
+    g.add_argument(
+        "--cache", type=_path, default=None, help="reference observation cache (default: build/autograder/references)"
+    )
+    g.add_argument("--no-isolation", action="store_true", help="do not use bubblewrap (NOT for real submissions)")
+    g.add_argument("--no-gradebook", action="store_true", help="do not write nbgrader's gradebook")
+    g.add_argument(
+        "--course-gradebook",
+        action="store_true",
+        help="with --submissions: also write the scores into COURSE/gradebook.db (formgrader shows them)",
+    )
+    g.add_argument("--no-feedback", action="store_true", help="do not write feedback HTML")
+    g.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
+
+
+def _limit_arguments(g) -> None:
+    """The grade command's workers, timeouts, budgets and caps."""
     g.add_argument("-j", "--jobs", type=int, default=0, help="parallel workers (default: number of cores)")
     g.add_argument("--timeout", type=float, default=30.0, help="seconds per cell before it is stopped (default 30)")
     g.add_argument(
@@ -130,18 +147,6 @@ def _grade_parser(sub) -> None:
     g.add_argument(
         "--cpu-seconds", type=int, default=0, help="CPU-time limit per kernel (default max(600, 30*timeout))"
     )
-    g.add_argument(
-        "--cache", type=_path, default=None, help="reference observation cache (default: build/autograder/references)"
-    )
-    g.add_argument("--no-isolation", action="store_true", help="do not use bubblewrap (NOT for real submissions)")
-    g.add_argument("--no-gradebook", action="store_true", help="do not write nbgrader's gradebook")
-    g.add_argument(
-        "--course-gradebook",
-        action="store_true",
-        help="with --submissions: also write the scores into COURSE/gradebook.db (formgrader shows them)",
-    )
-    g.add_argument("--no-feedback", action="store_true", help="do not write feedback HTML")
-    g.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
 
 
 def _options(parser, args) -> Options:

@@ -225,11 +225,7 @@ class Worker:
             graded, merge = build_graded(source, student_nb, max_added_cells=self.cfg.max_added_cells, language=lang)
         except Exception as err:  # noqa: BLE001 - whatever a hostile file does to the merge: unreadable
             return self.unreadable(task, source, err, t0)
-        tests = {}
-        for i, cell in enumerate(graded.cells):
-            meta = nbgrader_cell(cell)
-            if meta.is_test and meta.grade_id:
-                tests[i] = meta.grade_id
+        tests = _test_cells(graded)
         from . import kernel as kernel_mod
 
         kernel_cpu, compiled = kernel_mod.CPU_SECONDS[0], scorer_stats()
@@ -274,9 +270,7 @@ class Worker:
             scorer_wait=t_score - t_wait,
             score=time.monotonic() - t_score,
         )
-        for k, v in scorer_stats().items():  # the scorer's work for this notebook (prepare included)
-            if v - compiled.get(k, 0) > 0:
-                stages[k if k.startswith("scorer") else "compile_" + k] = v - compiled.get(k, 0)
+        stages.update(_scorer_stages(compiled))
         stages["kernel_cpu"] = kernel_mod.CPU_SECONDS[0] - kernel_cpu  # its kernels' CPU (cgroups)
         status, reason = submission_status(run, merge, cells, str(workdir))
         row = make_row(task, source, status, reason, cells, lang, observe_log=tuple(run.observe_log))
@@ -351,6 +345,25 @@ class Worker:
             keep_reference_cache(workdir, Path(task.xla_dir))
         finally:
             self.release(workdir, task.prestart)
+
+
+def _test_cells(graded) -> dict[int, str]:
+    """Cell index -> grade id of the graded notebook's test cells."""
+    tests = {}
+    for i, cell in enumerate(graded.cells):
+        meta = nbgrader_cell(cell)
+        if meta.is_test and meta.grade_id:
+            tests[i] = meta.grade_id
+    return tests
+
+
+def _scorer_stages(before: dict) -> dict[str, float]:
+    """The scorer's work for this notebook (prepare included): what `scorer_stats` grew by since `before`."""
+    stages = {}
+    for k, v in scorer_stats().items():
+        if v - before.get(k, 0) > 0:
+            stages[k if k.startswith("scorer") else "compile_" + k] = v - before.get(k, 0)
+    return stages
 
 
 def budget_label(task: Task) -> Phrase | None:
