@@ -47,7 +47,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from nbformat import NotebookNode
-from nbformat import v4 as nbv4
 
 from namedaxes.nbgrader_metadata import nbgrader_cell
 
@@ -60,9 +59,9 @@ from ..limits import (
     SNAPSHOT_TIMEOUT,
     START_ERROR_CHARS,
 )
-from ..publish.words import say
 from ..reasons import Phrase, phrase
 from ..records import CellOutcome, RunResult
+from .cell_endings import append_error_output, cell_label, death_reason, mark_rest, post_mortem
 from .cell_outputs import CellRun
 from .kernel import Kernel, KernelStartError
 from .namespace_guard import GUARD_CODE, split_hidden
@@ -90,20 +89,6 @@ RESTORE_CODE = (
     "(lambda snap, ns: (ns.clear(), ns.update(snap)))("
     "__import__('sys').__dict__['_autograder_snapshots'].pop({gid!r}), get_ipython().user_ns)"
 )
-
-
-def cell_label(nb: NotebookNode, index: int) -> Phrase:
-    """Which cell, as data ("cell 'axis_sum'", "the cell you added after cell 4 (#1 ...)")."""
-    cell = nb.cells[index]
-    meta = cell.get("metadata", {})
-    gid = nbgrader_cell(cell).grade_id
-    if gid:
-        return phrase("cell_grade_id", grade_id=gid)
-    if (meta.get("autograder") or {}).get("student_added"):
-        added = [i for i, c in enumerate(nb.cells) if (c.metadata.get("autograder") or {}).get("student_added")]
-        return phrase("cell_added", index=index, n=added.index(index) + 1)
-    cid = cell.get("id")
-    return phrase("cell_id", cell_id=cid) if cid else phrase("cell_number", number=index + 1)
 
 
 # ---------------------------------------------------------------- the run
@@ -178,7 +163,7 @@ def run_notebook(
     `prelude` is trusted code run silently in every kernel before the first cell.
 
     What happened (the outcomes' texts, the events) is data (`reasons.Phrase`); only the error output
-    appended to a failed cell of `nb` is words (`_append_error_output`).
+    appended to a failed cell of `nb` is words (`cell_endings.append_error_output`).
     """
     return _NotebookRun(nb, tests, new_kernel, limits, prelude, guard).run(first_kernel)
 
@@ -217,7 +202,7 @@ class _NotebookRun:
         return [j for j, h in self.steps[:p] if not h]
 
     def out_of_time(self, rest: list[int]) -> None:
-        _mark_rest(self.result, rest, phrase("budget_ran_out", what=self.what))
+        mark_rest(self.result, rest, phrase("budget_ran_out", what=self.what))
         self.result.events.append(("timeout", phrase("ran_out_of", what=self.what, n=len(rest))))
 
     def log(self, gid: str, when: str, names: list[str]) -> None:
@@ -267,7 +252,7 @@ class _NotebookRun:
         finally:
             if self.kernel is not None:
                 self.kernel.kill()
-                hit = _post_mortem(self.kernel)  # a limit hit that did not kill it (disk, processes)
+                hit = post_mortem(self.kernel)  # a limit hit that did not kill it (disk, processes)
                 if hit is not None and not any(s == hit.status for s, _ in result.events):
                     result.events.append((hit.status, hit.reason))
         result.seconds = time.monotonic() - self.t0
@@ -384,17 +369,17 @@ class _NotebookRun:
             if code is not None and code > 128 and kernel.sandbox.isolate:
                 code = 128 - code  # bwrap reports a child killed by signal N as exit 128+N
             kernel.kill()
-            hit = _post_mortem(kernel)
+            hit = post_mortem(kernel)
             if hit is not None:
                 result.outcomes[i] = CellOutcome("died", "LimitReached", hit.reason, run.seconds)
                 result.events.append((hit.status, phrase("limit_restarted", label=label, reason=hit.reason)))
             else:
-                why = _death_reason(code)
+                why = death_reason(code)
                 result.outcomes[i] = CellOutcome(
                     "died", "DeadKernelError", phrase("this_cell_died", why=why), run.seconds
                 )
                 result.events.append(("kernel_died", phrase("cell_died", label=label, why=why)))
-        _append_error_output(self.nb.cells[i], result.outcomes[i])
+        append_error_output(self.nb.cells[i], result.outcomes[i])
         self.fatal.add(i)
         kernel.kill()
         self.kernel = None
@@ -403,7 +388,7 @@ class _NotebookRun:
         """A fresh kernel with the earlier cells replayed, to go on after step `pos`; False: the rest is not run."""
         result = self.result
         if result.restarts >= MAX_RESTARTS:
-            _mark_rest(result, self.rest(pos + 1), phrase("too_many_restarts"))
+            mark_rest(result, self.rest(pos + 1), phrase("too_many_restarts"))
             return False
         if self.left() <= 0:
             self.out_of_time(self.rest(pos + 1))
@@ -412,7 +397,7 @@ class _NotebookRun:
         t_restart = time.monotonic()
         self.kernel = self.start(result.restarts, None)
         if self.kernel is None:
-            _mark_rest(result, self.rest(pos + 1), phrase("not_restarted"))
+            mark_rest(result, self.rest(pos + 1), phrase("not_restarted"))
             result.events.append(("kernel_died", phrase("not_restarted_because", error=result.start_error)))
             return False
         replayed = _replay(
@@ -432,7 +417,7 @@ class _NotebookRun:
             if replayed == "budget":
                 self.out_of_time(self.rest(pos + 1))
                 return False
-            _mark_rest(result, self.rest(pos + 1), phrase("replay_failed_rest"))
+            mark_rest(result, self.rest(pos + 1), phrase("replay_failed_rest"))
             result.events.append(("kernel_died", phrase("replay_failed", label=label)))
             return False
         result.stages["restarts"] = result.stages.get("restarts", 0.0) + time.monotonic() - t_restart
@@ -441,46 +426,6 @@ class _NotebookRun:
 
 def _bounded(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
-
-
-def _post_mortem(kernel: Kernel):
-    """The sandbox's verdict on why a kernel died (a LimitHit with .status and .reason), or None."""
-    ask = getattr(kernel, "post_mortem", None)
-    if ask is None:
-        return None
-    try:
-        return ask()
-    except Exception:  # noqa: BLE001 - no verdict is better than a crashed worker
-        return None
-
-
-def _death_reason(returncode: int | None) -> Phrase | str:
-    if returncode is None:
-        return ""
-    if returncode < 0:
-        try:
-            name = __import__("signal").Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        key = {"SIGXCPU": "died_cpu", "SIGSEGV": "died_segv", "SIGKILL": "died_killed", "SIGXFSZ": "died_fsize"}.get(
-            name
-        )
-        return phrase(key) if key else phrase("died_signal", signal=name)
-    return phrase("died_exit", code=returncode)
-
-
-def _append_error_output(cell: NotebookNode, outcome: CellOutcome) -> None:
-    """The graded notebook shows why the grader ended the cell: that output is a published text, so its
-    words are `publish.words.say`'s, in the current language (the worker's `speaking(lang)`)."""
-    said = say(outcome.evalue)
-    cell.outputs = list(cell.get("outputs", [])) + [
-        nbv4.new_output("error", ename=outcome.ename, evalue=said, traceback=[f"{outcome.ename}: {said}"])
-    ]
-
-
-def _mark_rest(result: RunResult, indices: list[int], why: Phrase) -> None:
-    for j in indices:
-        result.outcomes[j] = CellOutcome("not_run", "NotRun", phrase("not_run_because", why=why))
 
 
 def _replay(

@@ -50,7 +50,8 @@ from ..records import InternalError, KernelGone, KernelStarted, ReferenceRun, Ro
 from ..sandbox import workcopy
 from ..sandbox.launch import Sandbox
 from ..sandbox.xla_cache import REFERENCE_CACHE, keep_reference_cache, reference_xla_prelude, xla_prelude
-from .executor import NotebookLimits, cell_label, run_notebook
+from .cell_endings import cell_label
+from .executor import NotebookLimits, run_notebook
 from .references import load_references
 
 __all__ = ["Config", "Worker", "worker_main"]
