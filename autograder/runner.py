@@ -54,6 +54,8 @@ __all__ = ["Options", "GraderError", "grade", "repo_root", "CSV_COLUMNS", "resol
 
 
 def grade(opts: Options) -> int:
+    """Grade the batch `opts` asks for; the exit status (0, 3: a reference solution, 4: an internal error).
+    Each step is a function below (`run` is run/batch.py's `run_all`, `publish` publish/batch.py's)."""
     started = time.monotonic()
     _environment()
     batch = resolve(opts)
