@@ -65,12 +65,7 @@ def _export(args) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m autograder", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    _export_parser(sub)
+def _grade_parser(sub) -> None:
     g = sub.add_parser(
         "grade",
         help="autograde submissions against the reference solutions",
@@ -101,6 +96,23 @@ def main(argv: list[str] | None = None) -> int:
         metavar="ID",
         help="grade only this assignment, e.g. 02_scaled_sum (repeatable)",
     )
+    _limit_arguments(g)
+    g.add_argument(
+        "--cache", type=_path, default=None, help="reference observation cache (default: build/autograder/references)"
+    )
+    g.add_argument("--no-isolation", action="store_true", help="do not use bubblewrap (NOT for real submissions)")
+    g.add_argument("--no-gradebook", action="store_true", help="do not write nbgrader's gradebook")
+    g.add_argument(
+        "--course-gradebook",
+        action="store_true",
+        help="with --submissions: also write the scores into COURSE/gradebook.db (formgrader shows them)",
+    )
+    g.add_argument("--no-feedback", action="store_true", help="do not write feedback HTML")
+    g.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
+
+
+def _limit_arguments(g) -> None:
+    """The grade command's workers, timeouts, budgets and caps."""
     g.add_argument("-j", "--jobs", type=int, default=0, help="parallel workers (default: number of cores)")
     g.add_argument("--timeout", type=float, default=30.0, help="seconds per cell before it is stopped (default 30)")
     g.add_argument(
@@ -135,21 +147,10 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument(
         "--cpu-seconds", type=int, default=0, help="CPU-time limit per kernel (default max(600, 30*timeout))"
     )
-    g.add_argument(
-        "--cache", type=_path, default=None, help="reference observation cache (default: build/autograder/references)"
-    )
-    g.add_argument("--no-isolation", action="store_true", help="do not use bubblewrap (NOT for real submissions)")
-    g.add_argument("--no-gradebook", action="store_true", help="do not write nbgrader's gradebook")
-    g.add_argument(
-        "--course-gradebook",
-        action="store_true",
-        help="with --submissions: also write the scores into COURSE/gradebook.db (formgrader shows them)",
-    )
-    g.add_argument("--no-feedback", action="store_true", help="do not write feedback HTML")
-    g.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
-    args = parser.parse_args(argv)
-    if args.command == "export":
-        return _export(args)
+
+
+def _options(parser, args) -> Options:
+    """The grade command's arguments, checked, as the pipeline's `Options`."""
     if args.jobs < 0 or args.timeout <= 0:
         parser.error("--jobs must be >= 0 and --timeout > 0")
     if (
@@ -159,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         or args.max_output_chars < 0
     ):
         parser.error("the budgets must be > 0 and the caps >= 0")
-    opts = Options(
+    return Options(
         course=args.course or repo_root() / "build" / "course",
         submissions=args.submissions,
         out=args.out,
@@ -180,6 +181,19 @@ def main(argv: list[str] | None = None) -> int:
         feedback=not args.no_feedback,
         quiet=args.quiet,
     )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m autograder", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    _export_parser(sub)
+    _grade_parser(sub)
+    args = parser.parse_args(argv)
+    if args.command == "export":
+        return _export(args)
+    opts = _options(parser, args)
     try:
         return grade(opts)
     except GraderError as err:

@@ -121,10 +121,10 @@ MAX_ARRAYS: Annotated[int, Cap("arrays", "judge/compare.py", "arrays in one reco
 MAX_CASES: Annotated[int, Cap("cases", "judge/programs.py", "exported programs in one observation")] = 64
 MAX_COMPILED: Annotated[int, Cap("programs", "judge/compiling.py", "compiled programs the judge keeps in memory")] = 512
 MAX_ECHO_ITEMS: Annotated[
-    int, Cap("items", "judge/programs.py", "student-controlled names (axes, calls, paths) one reason echoes")
+    int, Cap("items", "judge/differences.py", "student-controlled names (axes, calls, paths) one reason echoes")
 ] = 6
 MAX_ECHO_CHARS: Annotated[
-    int, Cap("characters", "judge/programs.py", "one student-controlled name echoed in a reason")
+    int, Cap("characters", "judge/differences.py", "one student-controlled name echoed in a reason")
 ] = 48
 MAX_ERROR_CHARS: Annotated[int, Cap("characters", "judge/programs.py", "a compile error's text echoed in a reason")] = (
     160
@@ -153,7 +153,7 @@ STOP_GRACE: Annotated[float, Cap("s", "run/pool.py", "a worker's time to kill it
 MAX_ATTEMPTS: Annotated[
     int, Cap("tries", "run/pool.py", "a lost task (worker died or hung) is tried this often, then an error row")
 ] = 2
-REFERENCE_BUDGET: Annotated[float, Cap("s", "run/pool.py", "a reference run, before its worker counts as hung")] = (
+REFERENCE_BUDGET: Annotated[float, Cap("s", "run/batch.py", "a reference run, before its worker counts as hung")] = (
     1800.0
 )
 # ---- intake: intake/placement.py and intake/handin.py

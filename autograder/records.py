@@ -1,5 +1,8 @@
 """The records passed between the grader's parts, typed once.
 
+- `Options`: what the command line asked for; `Batch`: the same resolved once at the edge
+  (`runner.resolve`) into one frozen record of the batch's paths and settings, passed whole to
+  every step (never loose paths, never computed twice); `BatchResults`: what the run step gave back.
 - `Task`: one unit of work for a worker (run a reference solution, or grade
   one student's notebook for one assignment).
 - `CellOutcome`, `RunResult`: what running one notebook produced (run/executor.py makes them,
@@ -42,6 +45,8 @@ from .reasons import Phrase, Reason
 __all__ = [
     "GraderError",
     "Options",
+    "Batch",
+    "BatchResults",
     "Task",
     "CellOutcome",
     "RunResult",
@@ -89,6 +94,48 @@ class Options:
     submission_budget: float = SUBMISSION_BUDGET  # wall-clock seconds per student, over all their notebooks
     max_added_cells: int = MAX_ADDED_CELLS  # cells a student may add to a notebook; further ones are dropped
     max_output_chars: int = NOTEBOOK_OUTPUT_CHARS  # output kept per notebook; further output is dropped
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One grading run's paths and settings, resolved once (`runner.resolve`) and passed whole."""
+
+    opts: Options
+    course: Path  # the nbgrader course folder
+    out: Path  # grades.csv, results.json, report.html, feedback/ (COURSE/grades by default)
+    cache: Path  # the reference observations (build/autograder/references by default)
+    xla_root: Path  # the assignments' XLA compilation caches (beside the reference cache)
+    submissions: Path | None  # a folder (or .zip) of submissions; None: the course's submitted/
+    autograded_root: Path  # the executed notebooks, autograded/<student>/<assignment>/
+    nbgrader_feedback_root: Path | None  # course mode: nbgrader's feedback/ folder gets the page too
+    gradebooks: tuple[tuple[str, Path | None], ...]  # (database URL, submitted/ for timestamps) to write
+    jobs: int  # worker processes
+    work_root: Path | None = None  # this run's private folder (working copies, logs); set once it is made
+
+    @property
+    def whole_class(self) -> bool:
+        """Every student and assignment (a --student/--assignment run keeps the other rows)."""
+        return not (self.opts.students or self.opts.assignments)
+
+    @property
+    def every_student(self) -> bool:
+        """Every student of the assignments graded (a --student run keeps the other rows)."""
+        return not self.opts.students
+
+    def feedback_page(self, student: str, assignment: str) -> Path:
+        """Where the grader's feedback page of one hand-in goes."""
+        return self.out / "feedback" / student / f"{assignment}.html"
+
+
+@dataclass
+class BatchResults:
+    """What the run step gave back: the graded rows, internal errors (the grader's own English), how long
+    each reference run took, and the problems of reference solutions that do not run cleanly."""
+
+    rows: list[Row] = field(default_factory=list)
+    internal: list[str] = field(default_factory=list)
+    ref_seconds: dict[str, float] = field(default_factory=dict)
+    ref_problems: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass

@@ -1,17 +1,21 @@
 """Grade a class: find the work, run it in the pool, write every output.
 
-`grade(opts)` is the whole pipeline, one package per stage (each imports only the ones before it,
-tests/autograder/test_layering.py):
+`grade(opts)` is the whole pipeline, read top to bottom as its steps: `resolve` (the command line's
+options into one frozen `Batch` of paths and settings), `find` (the assignments), `place` (whose
+hand-ins there are), `isolate` (the sandbox), `run` (references and grading on the pool), `judge` (the
+rows that need no kernel), `publish` (every file) and `report` (what went wrong, the exit status).
+One package per stage (each imports only the ones before it, tests/autograder/test_layering.py):
 
 - course/: the assignments (source notebooks, editions; discovery.py);
 - intake/: who submitted which notebook (placement.py);
 - sandbox/: what student kernels see and their limits (build.py for this run, launch.py per kernel);
-- run/: reference runs and grading on N worker processes (pool.py, worker.py; the longest expected
+- run/: reference runs and grading on N worker processes (batch.py, pool.py, worker.py; the longest expected
   notebooks first, order.py), one notebook cell by
   cell in a kernel (executor.py, kernel.py), the reference cache (references.py);
 - judge/: observations -> verdicts -> points (score.py, compare.py, programs.py with exported.py,
   compiling.py and hidden_inputs.py, scorer_process.py);
-- publish/: what is written (outputs.py, feedback.py, gradebook.py, report.py).
+- publish/: every file written (batch.py the publish step, pages.py each hand-in's pages, outputs.py,
+  feedback.py, gradebook.py, report.py).
 
 Whatever happens to single submissions (and even after a grader bug in the
 pool), `grade` writes `grades.csv`, `results.json` and `report.html`, with a
@@ -20,39 +24,71 @@ grader); a broken reference solution turns only its assignment's rows into
 `error` rows (exit status 3). Ctrl-C or SIGTERM stops the pool at once and
 writes nothing (a partial class must not replace a previous complete one).
 
-The records passed between them are in records.py, every cap in limits.py.
+The records passed between them are in records.py (`Batch`, `BatchResults`), every cap in limits.py.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 from .course.deadlines import LatePolicy, load_policy
 from .course.discovery import discover_sources, repo_root
-from .intake.placement import handed_in_times, place_course, place_submissions
-from .publish.outputs import merge_previous, missing_reason, summary, write_outputs
-from .records import CSV_COLUMNS, GraderError, Options, Row, make_row, zero_cells
-from .run.pool import run_all
+from .intake.placement import Intake, handed_in_times, place_course, place_submissions
+from .publish.batch import print_problems, publish
+from .publish.outputs import missing_reason
+from .records import CSV_COLUMNS, Batch, BatchResults, GraderError, Options, Row, make_row, zero_cells
+from .run.batch import run_all
 from .sandbox import workcopy
 from .sandbox.build import build_sandbox, grading_xla_flags, warn
-from .sandbox.protections import as_json
 
-__all__ = ["Options", "GraderError", "grade", "repo_root", "CSV_COLUMNS"]
+__all__ = ["Options", "GraderError", "grade", "repo_root", "CSV_COLUMNS", "resolve"]
 
 
 def grade(opts: Options) -> int:
-    t_start = time.monotonic()
+    """Grade the batch `opts` asks for; the exit status (0, 3: a reference solution, 4: an internal error).
+    Each step is a function below (`run` is run/batch.py's `run_all`, `publish` publish/batch.py's)."""
+    started = time.monotonic()
+    _environment()
+    batch = resolve(opts)
+    sources, policy = find(batch)
+    intake = place(batch, sources, policy)
+    try:
+        with _workspace(batch) as batch:
+            results, sandbox = BatchResults(), None
+            try:
+                sandbox = isolate(batch)
+                results = run_all(batch, sources, intake, sandbox)
+            except (KeyboardInterrupt, GraderError):
+                raise
+            except Exception:  # noqa: BLE001 - a grader bug: still a grades.csv (error rows) and a report
+                results.internal.append("the grading pool failed:\n" + traceback.format_exc())
+            results.rows += judge(sources, intake, results)
+            publish(batch, sources, intake, policy, results, sandbox, started)
+            return report(sources, results)
+    finally:
+        intake.close()
+
+
+def _environment() -> None:
+    """The grading XLA flags (kernels, references and scorers inherit them), and this Python's bin on PATH
+    (nbgrader's gradebook runs `alembic` from PATH)."""
     os.environ["XLA_FLAGS"] = grading_xla_flags(os.environ.get("XLA_FLAGS", ""))
-    bindir = os.path.dirname(sys.executable)  # nbgrader's gradebook runs `alembic` from PATH
+    bindir = os.path.dirname(sys.executable)
     if bindir not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+
+
+def resolve(opts: Options) -> Batch:
+    """The options resolved once into the batch's paths and settings (nothing is written yet)."""
     course = Path(opts.course).resolve()
     if opts.submissions is None and not (course / "submitted").is_dir():
         raise GraderError(
@@ -60,132 +96,69 @@ def grade(opts: Options) -> int:
         )
     out = Path(opts.out).resolve() if opts.out else course / "grades"
     cache = Path(opts.cache).resolve() if opts.cache else repo_root() / "build" / "autograder" / "references"
-    sources = discover_sources(course, opts.assignments)
-    notebooks = {s.file_name: aid for aid, s in sources.items()}
-    if len(notebooks) != len(sources):
-        raise GraderError("two assignments use the same notebook file name")
-    policy = load_policy(course, sources)  # a malformed deadlines.toml stops here, before anything is written
-
-    if opts.submissions is not None:
-        sub = Path(opts.submissions).resolve()
-        if not sub.exists():
-            raise GraderError(f"submissions not found: {sub}")
-        intake = place_submissions(sub, notebooks, opts.students or None)
-        db_url = f"sqlite:///{out / 'gradebook.db'}"
-        autograded_root = out / "autograded"
-        nbgrader_feedback_root = None
+    submissions = Path(opts.submissions).resolve() if opts.submissions is not None else None
+    if submissions is None:
+        # course mode: nbgrader's submission timestamps too (formgrader shows a submission as graded
+        # only when they match)
+        gradebooks = ((f"sqlite:///{course / 'gradebook.db'}", course / "submitted"),)
     else:
-        intake = place_course(course, notebooks, opts.students or None)
-        db_url = f"sqlite:///{course / 'gradebook.db'}"
-        autograded_root = course / "autograded"
-        nbgrader_feedback_root = course / "feedback"
-    if policy is not None and opts.submissions is None:
-        mark_late(intake, policy, sources, course)
-    missing_students = sorted(set(opts.students) - intake.students - {u.student for u in intake.conflicts})
+        gradebooks = ((f"sqlite:///{out / 'gradebook.db'}", None),)
+        if opts.course_gradebook:  # --course-gradebook: the course's gradebook as well
+            gradebooks += ((f"sqlite:///{course / 'gradebook.db'}", None),)
+    return Batch(
+        opts=opts,
+        course=course,
+        out=out,
+        cache=cache,
+        xla_root=cache.parent / "xla-cache",
+        submissions=submissions,
+        autograded_root=(course if submissions is None else out) / "autograded",
+        nbgrader_feedback_root=course / "feedback" if submissions is None else None,
+        gradebooks=gradebooks,
+        jobs=opts.jobs or os.cpu_count() or 1,
+    )
+
+
+def find(batch: Batch) -> tuple[dict, LatePolicy | None]:
+    """The assignments to grade and the course's late policy (a malformed deadlines.toml stops here,
+    before anything is written)."""
+    sources = discover_sources(batch.course, batch.opts.assignments)
+    if len({s.file_name for s in sources.values()}) != len(sources):
+        raise GraderError("two assignments use the same notebook file name")
+    return sources, load_policy(batch.course, sources)
+
+
+def place(batch: Batch, sources: dict, policy: LatePolicy | None) -> Intake:
+    """Who handed in which notebook (and how late, in course mode)."""
+    notebooks = {s.file_name: aid for aid, s in sources.items()}
+    students = batch.opts.students or None
+    if batch.submissions is not None:
+        if not batch.submissions.exists():
+            raise GraderError(f"submissions not found: {batch.submissions}")
+        intake = place_submissions(batch.submissions, notebooks, students)
+    else:
+        intake = place_course(batch.course, notebooks, students)
+        if policy is not None:
+            mark_late(intake, policy, sources, batch.course)
+    missing_students = sorted(set(batch.opts.students) - intake.students - {u.student for u in intake.conflicts})
     if missing_students:
         intake.close()
         raise GraderError(f"no submission folder for student(s): {', '.join(missing_students)}")
+    return intake
 
-    out.mkdir(parents=True, exist_ok=True)
-    xla_root = cache.parent / "xla-cache"
-    xla_root.mkdir(parents=True, exist_ok=True)
+
+@contextlib.contextmanager
+def _workspace(batch: Batch) -> Iterator[Batch]:
+    """The output and cache folders, and this run's private work folder (removed at the end); SIGTERM
+    stops the batch like Ctrl-C meanwhile."""
+    batch.out.mkdir(parents=True, exist_ok=True)
+    batch.xla_root.mkdir(parents=True, exist_ok=True)
     work_root = Path(tempfile.mkdtemp(prefix="agr-"))
-    jobs = opts.jobs or os.cpu_count() or 1
-    previous_term = signal.signal(signal.SIGTERM, _terminate)  # SIGTERM stops the batch like Ctrl-C
-    rows: list[Row] = []
-    internal: list[str] = []
-    ref_seconds: dict[str, float] = {}
-    ref_problems: dict[str, list[str]] = {}
-    sandbox = None
+    previous_term = signal.signal(signal.SIGTERM, _terminate)
     try:
-        try:
-            sandbox, why = build_sandbox(opts, course, out, cache, work_root, xla_root)
-            if why:
-                warn(
-                    f"WARNING: student code will run WITHOUT isolation: {why}.\n"
-                    f"Kernels still get CPU-time, memory and file-size limits, but can read and write what "
-                    f"this user can and reach the network. Install bubblewrap (Debian: apt-get install "
-                    f"bubblewrap) and make sure it may create namespaces here."
-                )
-            rows, internal, ref_seconds, ref_problems = run_all(
-                opts,
-                sources,
-                intake,
-                out,
-                cache,
-                xla_root,
-                work_root,
-                sandbox,
-                jobs,
-                autograded_root,
-                nbgrader_feedback_root,
-            )
-        except (KeyboardInterrupt, GraderError):
-            raise
-        except Exception:  # noqa: BLE001 - a grader bug: still a grades.csv (error rows) and a report
-            internal.append("the grading pool failed:\n" + traceback.format_exc())
-        graded = {(r.student, r.assignment) for r in rows}
-        for (student, aid), placed in sorted(intake.placed.items()):
-            if (student, aid) not in graded:  # only after a grader bug: never a silent gap
-                rows.append(
-                    make_row(
-                        student,
-                        aid,
-                        placed.origin,
-                        sources[aid],
-                        "error",
-                        "internal grader error (see the grader's output); regrade this student",
-                        zero_cells(sources[aid], "internal grader error"),
-                    )
-                )
-        rows += not_submitted_rows(opts, sources, intake, out)
-        all_rows = merge_previous(out, rows, opts, intake)
-        write_outputs(out, all_rows, rows, as_json(sandbox.protections()) if sandbox is not None else None)
-        if not opts.students:  # the whole class (of some assignments: the others' sections are kept)
-            try:
-                from .publish.similarity import write_similarity
-
-                write_similarity(out, sources, intake)
-            except Exception as err:  # noqa: BLE001 - it reports, it never decides a score
-                internal.append(f"writing the similarity report {out / 'similarity.html'} failed: {err}")
-        try:
-            from .publish.report import write_report
-
-            write_report(out, course=course)  # the course names the report and its exercises
-        except Exception as err:  # noqa: BLE001 - grades.csv is written; say why the report is not
-            internal.append(f"writing the class report {out / 'report.html'} failed: {err}")
-        if opts.gradebook:
-            # course mode: nbgrader's submission timestamps too (formgrader shows a submission as
-            # graded only when they match); --course-gradebook: the course's gradebook as well
-            dbs = [(db_url, course / "submitted" if opts.submissions is None else None)]
-            if opts.submissions is not None and opts.course_gradebook:
-                dbs.append((f"sqlite:///{course / 'gradebook.db'}", None))
-            for url, submitted in dbs:
-                try:
-                    write_db(url, sources, rows, submitted, policy)
-                except Exception as err:  # noqa: BLE001
-                    internal.append(f"writing the gradebook {url} failed: {err}")
-        wall = time.monotonic() - t_start
-        if sandbox is not None:
-            summary(out, sources, intake, rows, wall, sandbox, jobs, opts.quiet, ref_seconds)
-        if ref_problems:
-            for aid, problems in sorted(ref_problems.items()):
-                sys.stderr.write(
-                    f"\nautograder: error: the reference solution of {aid} ({sources[aid].path}) "
-                    f"does not run cleanly; its rows have status 'error'. Fix it first:\n  - "
-                    + "\n  - ".join(problems)
-                    + "\n"
-                )
-        if internal:
-            sys.stderr.write("\nINTERNAL GRADER ERRORS (affected rows have status 'error'):\n")
-            for msg in internal:
-                sys.stderr.write(msg.rstrip() + "\n")
-        if ref_problems:
-            return 3
-        return 4 if internal else 0
+        yield replace(batch, work_root=work_root)
     finally:
         signal.signal(signal.SIGTERM, previous_term)
-        intake.close()
         workcopy.remove_tree(work_root)
 
 
@@ -193,27 +166,50 @@ def _terminate(signum, frame):
     raise KeyboardInterrupt
 
 
-def not_submitted_rows(opts: Options, sources, intake, out: Path) -> list[Row]:
+def isolate(batch: Batch):
+    """The sandbox of this run's kernels (loudly said when student code will run without isolation)."""
+    sandbox, why = build_sandbox(batch)
+    if why:
+        warn(
+            f"WARNING: student code will run WITHOUT isolation: {why}.\n"
+            f"Kernels still get CPU-time, memory and file-size limits, but can read and write what "
+            f"this user can and reach the network. Install bubblewrap (Debian: apt-get install "
+            f"bubblewrap) and make sure it may create namespaces here."
+        )
+    return sandbox
+
+
+def judge(sources: dict, intake: Intake, results: BatchResults) -> list[Row]:
+    """The rows that need no kernel: a placed notebook the run gave no row (only after a grader bug: never
+    a silent gap), notebooks not handed in, unplaceable files, conflicting ids."""
+    rows = []
+    graded = {(r.student, r.assignment) for r in results.rows}
+    for (student, aid), placed in sorted(intake.placed.items()):
+        if (student, aid) not in graded:
+            reason = "internal grader error (see the grader's output); regrade this student"
+            cells = zero_cells(sources[aid], "internal grader error")
+            rows.append(make_row(student, aid, placed.origin, sources[aid], "error", reason, cells))
+    return rows + not_submitted_rows(sources, intake)
+
+
+def report(sources: dict, results: BatchResults) -> int:
+    """What went wrong, on stderr; the exit status (3: a reference solution, 4: an internal error, 0)."""
+    print_problems(sources, results)
+    if results.ref_problems:
+        return 3
+    return 4 if results.internal else 0
+
+
+def not_submitted_rows(sources: dict, intake: Intake) -> list[Row]:
     """Rows that need no kernel: missing notebooks, unplaceable files, conflicting ids."""
     rows = []
-    writer = None
     for student in sorted(intake.students):
         for aid, source in sources.items():
             if (student, aid) in intake.placed:
                 continue
             cells = zero_cells(source, "no notebook submitted")
             reason = missing_reason(intake, student, aid, source.file_name)
-            row = make_row(student, aid, "", source, "missing", reason, cells)
-            rows.append(row)
-            if opts.feedback:
-                if writer is None:
-                    from .publish.feedback import FeedbackWriter
-
-                    writer = FeedbackWriter()
-                page = writer.html(None, aid, row, cells)
-                p = out / "feedback" / student / f"{aid}.html"
-                p.parent.mkdir(parents=True, exist_ok=True)
-                p.write_text(page, encoding="utf-8")
+            rows.append(make_row(student, aid, "", source, "missing", reason, cells))
     for u in intake.unplaced:
         rows.append(make_row(u.student, "", u.origin, None, "unplaceable", f"{u.origin}: {u.reason}"))
     for u in intake.conflicts:
@@ -221,7 +217,7 @@ def not_submitted_rows(opts: Options, sources, intake, out: Path) -> list[Row]:
     return rows
 
 
-def mark_late(intake, policy: LatePolicy, sources, course: Path) -> None:
+def mark_late(intake: Intake, policy: LatePolicy, sources: dict, course: Path) -> None:
     """Each collected hand-in's lateness (course mode: the times collect validated; a folder of
     submissions has none, so nothing there is judged late)."""
     times = handed_in_times(course, intake.placed)
@@ -229,9 +225,3 @@ def mark_late(intake, policy: LatePolicy, sources, course: Path) -> None:
         late = policy.late(placed.student, placed.assignment, times.get(key), sources[placed.assignment].max_score)
         if late is not None:
             intake.placed[key] = replace(placed, late=late)
-
-
-def write_db(db_url, sources, rows, submitted=None, policy=None):
-    from .publish.gradebook import write_gradebook
-
-    return write_gradebook(db_url, sources, rows, submitted, policy)

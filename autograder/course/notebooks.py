@@ -289,17 +289,43 @@ def build_graded(
     same cells and code as the source by discovery), so the prose is the student's; else English.
     """
     report = MergeReport()
-    by_gid, by_id = source.cell_index()
+    by_gid, _ = source.cell_index()
     base = source.editions.get(language, source.nb)
-    src_cells = base.cells
     answer_index = {by_gid[g]: g for g in source.answer_ids}
+    chosen, added = _match_student_cells(source, base.cells, student, max_added_cells, report)
+    out = new_notebook(metadata=copy.deepcopy(base.metadata))
+    used_ids: set[str] = {c.get("id") for c in base.cells if c.get("id")}
+    out.cells += _added_cells(added.get(-1, []), used_ids)
+    for i, src in enumerate(base.cells):
+        cell = copy.deepcopy(src)
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+        gid = answer_index.get(i)
+        if gid is not None:
+            if gid in chosen:
+                cell.source = defuse_markers(cell_source(chosen[gid]))
+                report.answers_found.append(gid)
+            else:
+                cell.source = source.stubs.get(gid, "raise NotImplementedError()")
+                report.answers_missing.append(gid)
+        out.cells.append(cell)
+        out.cells += _added_cells(added.get(i, []), used_ids)
+    return out, report
 
+
+def _match_student_cells(
+    source: SourceNotebook, src_cells: list, student: NotebookNode | None, max_added_cells: int, report: MergeReport
+) -> tuple[dict[str, dict], dict[int, list[dict]]]:
+    """The student's answer for each answer cell (grade id -> their cell), and the cells they added, by the
+    index of the source cell they follow (-1: before the first; never before the locked set-up cells)."""
+    by_gid, by_id = source.cell_index()
+    answer_index = {by_gid[g]: g for g in source.answer_ids}
     first_graded = min([by_gid[g] for g in source.answer_ids] + [t.index for t in source.test_cells] + [len(src_cells)])
     floor = -1
     for i in range(first_graded):
         if src_cells[i].cell_type == "code" and nbgrader_cell(src_cells[i]).locked:
             floor = i
-
     chosen: dict[str, dict] = {}
     added: dict[int, list[dict]] = {}
     seen: set[int] = set()
@@ -330,39 +356,24 @@ def build_graded(
             added.setdefault(max(anchor, floor), []).append(cell)
             report.added_cells += 1
         # any other cell a student added (raw, unknown types) is ignored
+    return chosen, added
 
-    out = new_notebook(metadata=copy.deepcopy(base.metadata))
-    used_ids: set[str] = {c.get("id") for c in src_cells if c.get("id")}
 
-    def add_student_cells(key: int) -> None:
-        for cell in added.get(key, []):
-            text = defuse_markers(cell_source(cell))
-            new = new_code_cell(text) if cell.get("cell_type") == "code" else new_markdown_cell(text)
-            cid = cell.get("id")
-            if not (isinstance(cid, str) and _CELL_ID.fullmatch(cid) and cid not in used_ids):
-                n = len(used_ids)
-                while f"student-added-{n}" in used_ids:
-                    n += 1
-                cid = f"student-added-{n}"
-            new.id = cid
-            used_ids.add(new.id)
-            new.metadata = {"autograder": {"student_added": True}}
-            out.cells.append(new)
-
-    add_student_cells(-1)
-    for i, src in enumerate(src_cells):
-        cell = copy.deepcopy(src)
-        if cell.cell_type == "code":
-            cell.outputs = []
-            cell.execution_count = None
-        gid = answer_index.get(i)
-        if gid is not None:
-            if gid in chosen:
-                cell.source = defuse_markers(cell_source(chosen[gid]))
-                report.answers_found.append(gid)
-            else:
-                cell.source = source.stubs.get(gid, "raise NotImplementedError()")
-                report.answers_missing.append(gid)
-        out.cells.append(cell)
-        add_student_cells(i)
-    return out, report
+def _added_cells(cells: list[dict], used_ids: set[str]) -> list:
+    """The student's added cells as fresh cells of the graded notebook: their text defused, marked
+    `student_added`, each with a valid id no other cell has (`used_ids` grows)."""
+    made = []
+    for cell in cells:
+        text = defuse_markers(cell_source(cell))
+        new = new_code_cell(text) if cell.get("cell_type") == "code" else new_markdown_cell(text)
+        cid = cell.get("id")
+        if not (isinstance(cid, str) and _CELL_ID.fullmatch(cid) and cid not in used_ids):
+            n = len(used_ids)
+            while f"student-added-{n}" in used_ids:
+                n += 1
+            cid = f"student-added-{n}"
+        new.id = cid
+        used_ids.add(new.id)
+        new.metadata = {"autograder": {"student_added": True}}
+        made.append(new)
+    return made

@@ -38,13 +38,12 @@ from namedaxes.judging import (
     group_axes,
     hlo_collectives,
     placed_layout,
-    text_mesh,
     work_of,
 )
 
 from ..limits import MAX_COMPILED
 from ..reasons import phrase as say
-from .exported import Layout, Rejected, entry_layouts, fingerprint, mesh_of, program_regions, signature
+from .exported import Layout, Program, Rejected
 
 __all__ = ["Compiled", "COMPILE_STATS", "compiled_for"]
 
@@ -71,21 +70,21 @@ COMPILE_STATS: dict[str, float] = {}
 
 
 def compiled_for(
-    exp, names: tuple[str, ...], sizes: tuple[int, ...], feed: tuple | None = None, kind: str = "student"
+    program: Program, names: tuple[str, ...], sizes: tuple[int, ...], feed: tuple | None = None, kind: str = "student"
 ) -> Compiled:
-    """Compiled for the grader's devices; identical programs (e.g. a student's that equals the
-    reference's up to source locations) are compiled once per process.
+    """`program` (read once, exported.Program) compiled for the grader's devices; identical programs (e.g. a
+    student's that equals the reference's up to source locations) are compiled once per process.
 
     `feed`: the input layouts to run it with (the reference's, for a student's program: each device
     is handed only the shard the reference's layout gives it); None: the program's own."""
     if feed is None:  # the key names the layouts it runs with: a student's program identical to the
-        feed = entry_layouts(exp)  # reference's, fed the reference's layouts, reuses the reference's compile
-    key = fingerprint(exp) + repr((names, sizes, feed))
+        feed = program.entry_layouts  # reference's, fed the reference's layouts, reuses the reference's compile
+    key = program.fingerprint + repr((names, sizes, feed))
     if key not in _COMPILED:
         if len(_COMPILED) >= MAX_COMPILED:
             _COMPILED.pop(next(iter(_COMPILED)))
         t0 = time.monotonic()
-        _COMPILED[key] = _compile_fresh(exp, names, sizes, feed)
+        _COMPILED[key] = _compile_fresh(program, names, sizes, feed)
         COMPILE_STATS[kind] = COMPILE_STATS.get(kind, 0) + 1
         COMPILE_STATS[kind + "_s"] = COMPILE_STATS.get(kind + "_s", 0.0) + time.monotonic() - t0
     return _COMPILED[key]
@@ -99,26 +98,13 @@ def _pspec(layout: Layout | None):
     return P(*[None if not axes else axes[0] if len(axes) == 1 else tuple(axes) for axes in layout])
 
 
-def _compile_fresh(exp, names: tuple[str, ...], sizes: tuple[int, ...], feed: tuple | None = None) -> Compiled:
+def _compile_fresh(program: Program, names: tuple[str, ...], sizes: tuple[int, ...], feed: tuple) -> Compiled:
     import jax
-    from jax.sharding import Mesh
 
-    devices = jax.devices()
-    if exp.nr_devices > len(devices):
-        raise Rejected(say("program_needs_devices", n=exp.nr_devices))
-    from jax.sharding import NamedSharding
-
-    own = mesh_of(exp)
-    if own is not None:
-        mesh = Mesh(np.array(devices[: exp.nr_devices]).reshape(own[1]), own[0], axis_types=own[2])
-    else:
-        text = text_mesh(exp) or (("_grader",), (exp.nr_devices,))
-        mesh = Mesh(np.array(devices[: exp.nr_devices]).reshape(text[1]), text[0])
-    entry_in = entry_layouts(exp)
-    if feed is None:
-        feed = entry_in
+    exp = program.exp
+    mesh = _mesh(program)
     # unstated: replicated (the program's own slicing, e.g. pmap's or shard_map's, is then local work)
-    shardings = [NamedSharding(mesh, _pspec(layout)) for layout in feed]
+    shardings = [_sharding(mesh, layout) for layout in feed]
     args = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s) for a, s in zip(exp.in_avals, shardings)]
 
     def flat_call(*leaves):
@@ -127,27 +113,49 @@ def _compile_fresh(exp, names: tuple[str, ...], sizes: tuple[int, ...], feed: tu
 
     compiled = jax.jit(flat_call).lower(*args).compile(dict(COMPILER_OPTIONS))
     text = compiled.as_text()
-    found = hlo_collectives(text, exp.nr_devices)
     communication, axes, pairs = set(), set(), set()
-    for op, reducer, groups in found:
+    for op, reducer, groups in hlo_collectives(text, exp.nr_devices):
         for axis in group_axes(groups, names, sizes):
             communication.add(describe_collective(op, reducer, axis))
             axes.add(axis)
             pairs.add((describe_collective(op, reducer, axis), axis))
+    mesh_names, mesh_shape = tuple(mesh.axis_names), tuple(mesh.devices.shape)
     out_layouts = tuple(
-        placed_layout(sh, aval.shape, tuple(mesh.axis_names), tuple(mesh.devices.shape))
+        placed_layout(sh, aval.shape, mesh_names, mesh_shape)
         for sh, aval in zip(jax.tree_util.tree_leaves(compiled.output_shardings), exp.out_avals)
     )
     return Compiled(
         compiled,
         shardings,
-        signature(exp),
+        program.signature,
         sorted(communication),
         sorted(axes),
-        own[:2] if own else None,
+        program.mesh[:2] if program.mesh else None,
         tuple(sorted(pairs)),
-        entry_in,
-        program_regions(exp),
+        program.entry_layouts,
+        program.regions,
         out_layouts,
-        work_of(compiled, tuple(mesh.axis_names), tuple(mesh.devices.shape), exp.nr_devices, text=text),
+        work_of(compiled, mesh_names, mesh_shape, exp.nr_devices, text=text),
     )
+
+
+def _mesh(program: Program):
+    """The mesh it runs on: its shardings' (with their axis types), else the module's `sdy.mesh`, else one
+    axis over its devices. A program that needs more devices than the grader has is `Rejected`."""
+    import jax
+    from jax.sharding import Mesh
+
+    devices = jax.devices()
+    if program.nr_devices > len(devices):
+        raise Rejected(say("program_needs_devices", n=program.nr_devices))
+    mine = np.array(devices[: program.nr_devices])
+    if program.mesh is not None:
+        return Mesh(mine.reshape(program.mesh[1]), program.mesh[0], axis_types=program.mesh[2])
+    names, shape = program.module_mesh or (("_grader",), (program.nr_devices,))
+    return Mesh(mine.reshape(shape), names)
+
+
+def _sharding(mesh, layout: Layout | None):
+    from jax.sharding import NamedSharding
+
+    return NamedSharding(mesh, _pspec(layout))

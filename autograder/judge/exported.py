@@ -13,6 +13,9 @@ to write, so every byte of it is hostile data; here it is only ever *data*:
 - its layouts, its mesh and its per-device regions (`pmap`'s or `shard_map`'s, read from the module's
   `sdy.manual_computation`s) are read by the grader from the exported module, never from what the
   kernel says about itself;
+- `read_program` reads the bytes once into one `Program` (the program, its module text, mesh, stated
+  input layouts, signature, per-device regions, custom calls, effects and fingerprint); the judge and the
+  compiler read its fields and never ask about the program again;
 - `fingerprint` is what decides a program's behaviour (its module without source locations, its signature
   and every other field of the export but its name, e.g. which inputs the module keeps): a student's
   program equal to the reference's is the reference's own, and the compile cache never runs one program
@@ -24,10 +27,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from namedaxes.judging import module_text, norm_layout, regions
+from namedaxes.judging import module_text, norm_layout, regions, text_mesh
 
 from ..reasons import Phrase
 from ..reasons import phrase as say
@@ -41,6 +46,8 @@ __all__ = [
     "summary",
     "Rejected",
     "Layout",
+    "Program",
+    "read_program",
     "load_program",
     "module_text",
     "custom_calls",
@@ -208,10 +215,56 @@ _NOT_BEHAVIOUR = frozenset({"fun_name", "mlir_module_serialized", "_get_vjp"})
 def fingerprint(exp) -> str:
     """What decides a program's behaviour: its module without source locations, its signature and every
     field of the exported program but `_NOT_BEHAVIOUR` (fail closed: a field JAX adds is covered)."""
+    return _fingerprint(exp, module_text(exp), signature(exp))
+
+
+def _fingerprint(exp, text: str, sig: dict) -> str:
     import dataclasses
 
-    text = _LOC_RE.sub("", module_text(exp))
-    h = hashlib.sha256(text.encode())
+    h = hashlib.sha256(_LOC_RE.sub("", text).encode())
     fields = [(f.name, getattr(exp, f.name)) for f in dataclasses.fields(exp) if f.name not in _NOT_BEHAVIOUR]
-    h.update(repr((signature(exp), fields)).encode())
+    h.update(repr((sig, fields)).encode())
     return h.hexdigest()
+
+
+# ---------------------------------------------------------------- the program, read once
+@dataclass(frozen=True)
+class Program:
+    """One exported program read once (`Program.of`): the judge and the compiler read these fields."""
+
+    exp: Any  # the deserialized `jax.export.Exported`
+    text: str  # its module's text (`module_text`)
+    mesh: tuple | None  # (names, sizes, axis types) of its shardings' mesh (`mesh_of`), or None
+    module_mesh: tuple | None  # (names, sizes) of the module's `sdy.mesh` of the device count, or None
+    entry_layouts: tuple  # the layout its signature states for each input (None: unstated)
+    signature: dict  # what it takes and gives (`signature`)
+    regions: tuple  # where each per-device region takes and gives its values (`program_regions`)
+    custom_calls: frozenset  # the target of every custom call (`custom_calls`)
+    effects: bool  # it has ordered or unordered effects
+    fingerprint: str  # what decides its behaviour (`fingerprint`)
+
+    @classmethod
+    def of(cls, exp) -> Program:
+        text = module_text(exp)
+        sig = signature(exp)
+        return cls(
+            exp=exp,
+            text=text,
+            mesh=mesh_of(exp),
+            module_mesh=text_mesh(exp),
+            entry_layouts=entry_layouts(exp),
+            signature=sig,
+            regions=regions(text),
+            custom_calls=frozenset(custom_calls(exp)),
+            effects=bool(exp.ordered_effects or exp.unordered_effects),
+            fingerprint=_fingerprint(exp, text, sig),
+        )
+
+    @property
+    def nr_devices(self) -> int:
+        return self.exp.nr_devices
+
+
+def read_program(blob: bytes) -> Program:
+    """The `Program` of recorded bytes; `Rejected` (unreadable) if they are none."""
+    return Program.of(load_program(blob))

@@ -28,7 +28,8 @@ Submissions that are missing are counted, not averaged in as zeros. Links to
 report stays in OUT.
 
 The jobs, a module each: `class_results` parses the two files once into records,
-`course_info` reads the course's names for things, `report_figures` draws the histograms, and
+`course_info` reads the course's names for things, `report_figures` draws the histograms,
+`report_html` holds the page's pieces (stylesheet, escaping, code spans, links), and
 this module lays out the page.
 
 Threat model: student ids, reasons and failure messages come from
@@ -41,21 +42,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from collections import Counter, OrderedDict
 from pathlib import Path
-from urllib.parse import quote
 
 from .class_results import MISSING, ClassResults, Row, load
 from .course_info import CourseInfo, course_info, default_course
 from .inert import CSP_META
 from .report_figures import MIME as FIGURE_MIME
 from .report_figures import exercise_figure, score_counts, total_figure
-from .report_html import e as _e
+from .report_html import CSS, failure_key, inline_code
+from .report_html import escape as _e
 from .report_html import exercise_name as _exercise_name
-from .report_html import inline_code
+from .report_html import feedback_href as _feedback_href
+from .report_html import feedback_link as _feedback_link
 from .report_html import shorten as _shorten
+from .report_html import student_list as _students
 from .report_map import misconception_section
 
 __all__ = [
@@ -98,63 +100,6 @@ def _protections_section(results: ClassResults) -> list[str]:
         f"<h2>Sandbox: {len(missing)} of {n} protections missing</h2>",
         f"<p>Student code ran without these protections on the grading machine:</p><ul>{items}</ul>",
     ]
-
-
-# ---------------------------------------------------------------- failure messages
-_NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
-
-
-def failure_key(reason: str) -> str:
-    """Group failure messages that differ only in numbers (each student's values differ)."""
-    first = " ".join(reason.strip().split())
-    return _NUMBER.sub("#", first)[:400]
-
-
-CSS = """
-:root { color-scheme: light dark; --fg: #1d1d1f; --bg: #ffffff; --muted: #6e6e73; --line: #d2d2d7;
-        --warn: #b3261e; --card: #f5f5f7; }
-@media (prefers-color-scheme: dark) {
-  :root { --fg: #f5f5f7; --bg: #1d1d1f; --muted: #a1a1a6; --line: #424245; --warn: #ff8a80; --card: #2c2c2e; }
-}
-body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg); background: var(--bg);
-       max-width: 1100px; margin: 2em auto; padding: 0 1em; }
-h1 { font-size: 1.6em; margin-bottom: .2em; } h2 { margin-top: 2em; border-bottom: 1px solid var(--line); }
-h3 { margin-top: 1.5em; }
-.muted { color: var(--muted); } .warn { color: var(--warn); font-weight: 600; }
-table { border-collapse: collapse; margin: .6em 0 1.2em; width: 100%; }
-th, td { border-bottom: 1px solid var(--line); padding: .3em .6em; text-align: left; vertical-align: top; }
-th { font-weight: 600; } td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
-figure { margin: .5em 0 1em; } figure img { max-width: 100%; border-radius: 6px; background: #fff; }
-.cards { display: flex; gap: 1em; flex-wrap: wrap; margin: 1em 0; }
-.card { background: var(--card); border-radius: 8px; padding: .6em 1em; min-width: 9em; }
-.card b { display: block; font-size: 1.5em; }
-code, .msg { font-family: ui-monospace, "SFMono-Regular", Menlo, monospace; font-size: .88em; }
-.msg { white-space: pre-wrap; word-break: break-word; }
-.gid { color: var(--muted); font-size: .8em; }
-td.missing { color: var(--muted); } td.full { font-weight: 600; }
-table.students td, table.students th { white-space: nowrap; }
-"""
-
-
-# ---------------------------------------------------------------- HTML helpers
-def _feedback_href(out: Path | None, student: str, aid: str) -> str:
-    if out is None or not aid:
-        return ""
-    rel = Path("feedback") / student / f"{aid}.html"
-    if not (out / rel).is_file():
-        return ""
-    return "/".join(quote(part) for part in rel.parts)
-
-
-def _feedback_link(out: Path | None, student: str, aid: str) -> str:
-    href = _feedback_href(out, student, aid)
-    return f' <a href="{_e(href)}">feedback</a>' if href else ""
-
-
-def _students(names: list[str], limit: int = 8) -> str:
-    names = sorted(set(names))
-    shown = ", ".join(_e(n) for n in names[:limit])
-    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 def _exercise_stats(cells: list[dict]) -> dict:

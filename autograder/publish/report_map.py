@@ -28,7 +28,8 @@ from .class_results import MISSING, ClassResults
 from .course_hints import Hint, addressing, hints_of
 from .course_info import CourseInfo
 from .misconceptions import NOT_MISCONCEPTIONS
-from .report_html import both, e, exercise_name, inline_code, shorten
+from .report_html import both, exercise_name, inline_code, shorten
+from .report_html import escape as e
 
 __all__ = ["misconception_section", "MAP_GROUPS", "SITE_ENV", "section_href"]
 

@@ -34,7 +34,7 @@ graded notebook and on the feedback page all come from executions that ran
 before the kernel had seen any hidden line. After a kernel restart the replay
 takes the snapshots again at each test cell's place.
 
-Budgets: `budget` seconds of wall clock for the whole notebook (kernel starts
+Budgets (`NotebookLimits`): `budget` seconds of wall clock for the whole notebook (kernel starts
 and replays included): a cell's timeout is cut to what is left, and once it is
 spent the remaining cells are not run (status `timeout`). `max_output_chars`
 caps the output kept over the whole notebook (status `too_much_output`).
@@ -44,9 +44,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from nbformat import NotebookNode
-from nbformat import v4 as nbv4
 
 from courseinfo.nbgrader_metadata import nbgrader_cell
 
@@ -59,9 +59,9 @@ from ..limits import (
     SNAPSHOT_TIMEOUT,
     START_ERROR_CHARS,
 )
-from ..publish.words import say
 from ..reasons import Phrase, phrase
 from ..records import CellOutcome, RunResult
+from .cell_endings import append_error_output, cell_label, death_reason, mark_rest, post_mortem
 from .cell_outputs import CellRun
 from .kernel import Kernel, KernelStartError
 from .namespace_guard import GUARD_CODE, split_hidden
@@ -71,6 +71,7 @@ __all__ = [
     "CellOutcome",
     "RunResult",
     "run_notebook",
+    "NotebookLimits",
     "cell_label",
     "SNAPSHOT_CODE",
     "RESTORE_CODE",
@@ -88,20 +89,6 @@ RESTORE_CODE = (
     "(lambda snap, ns: (ns.clear(), ns.update(snap)))("
     "__import__('sys').__dict__['_autograder_snapshots'].pop({gid!r}), get_ipython().user_ns)"
 )
-
-
-def cell_label(nb: NotebookNode, index: int) -> Phrase:
-    """Which cell, as data ("cell 'axis_sum'", "the cell you added after cell 4 (#1 ...)")."""
-    cell = nb.cells[index]
-    meta = cell.get("metadata", {})
-    gid = nbgrader_cell(cell).grade_id
-    if gid:
-        return phrase("cell_grade_id", grade_id=gid)
-    if (meta.get("autograder") or {}).get("student_added"):
-        added = [i for i, c in enumerate(nb.cells) if (c.metadata.get("autograder") or {}).get("student_added")]
-        return phrase("cell_added", index=index, n=added.index(index) + 1)
-    cid = cell.get("id")
-    return phrase("cell_id", cell_id=cid) if cid else phrase("cell_number", number=index + 1)
 
 
 # ---------------------------------------------------------------- the run
@@ -143,18 +130,30 @@ def _execute_hidden(kernel: Kernel, gid: str, hidden: str, timeout: float) -> Ce
     return run
 
 
+@dataclass(frozen=True)
+class NotebookLimits:
+    """How long a notebook's run may take and how much output it keeps.
+
+    `cell_timeout`: seconds per cell; `start_timeout`: seconds for a kernel to start (and run the
+    prelude); `budget`: wall-clock seconds for the whole run (None: no budget), `budget_label` what it is,
+    as a phrase (default: "the notebook's time budget of N s"); `max_output_chars`: output kept over the
+    whole notebook."""
+
+    cell_timeout: float
+    start_timeout: float = 90.0
+    budget: float | None = None
+    budget_label: Phrase | None = None
+    max_output_chars: int = NOTEBOOK_OUTPUT_CHARS
+
+
 def run_notebook(
     nb: NotebookNode,
     tests: dict[int, str],
     first_kernel: Kernel | None,
     new_kernel: Callable[[int], Kernel],
-    cell_timeout: float,
-    start_timeout: float = 90.0,
-    guard: bool = True,
+    limits: NotebookLimits,
     prelude: str = "",
-    budget: float | None = None,
-    max_output_chars: int = NOTEBOOK_OUTPUT_CHARS,
-    budget_label: Phrase | None = None,
+    guard: bool = True,
 ) -> RunResult:
     """Execute the code cells of `nb` in place (outputs written into the cells).
 
@@ -162,35 +161,64 @@ def run_notebook(
     already started (warm) kernel, or None to start one with `new_kernel(0)`;
     `new_kernel(n)` starts the n-th replacement kernel in the same working copy.
     `prelude` is trusted code run silently in every kernel before the first cell.
-    `budget`: wall-clock seconds for the whole run (None: no budget); `budget_label` says
-    what it is, as a phrase (default: "the notebook's time budget of N s").
 
     What happened (the outcomes' texts, the events) is data (`reasons.Phrase`); only the error output
-    appended to a failed cell of `nb` is words (`_append_error_output`).
+    appended to a failed cell of `nb` is words (`cell_endings.append_error_output`).
     """
-    t0 = time.monotonic()
-    deadline = t0 + budget if budget else float("inf")
-    result = RunResult()
-    code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
-    guard_after = guard_index(nb) if guard else None
-    fatal: set[int] = set()
-    kernel = first_kernel
-    chars_left = max_output_chars
-    capped = False
-    what: Phrase | str = budget_label or (phrase("budget_notebook", seconds=budget) if budget else "")
+    return _NotebookRun(nb, tests, new_kernel, limits, prelude, guard).run(first_kernel)
 
-    def left() -> float:
-        return deadline - time.monotonic()
 
-    def start(n: int, warm: Kernel | None) -> Kernel | None:
-        k = warm
+class _NotebookRun:
+    """One notebook's run: every code cell in order (a test cell: its visible part), then the hidden parts
+    (module docstring), a fresh kernel and a replay after a kernel is lost."""
+
+    def __init__(self, nb, tests, new_kernel, limits: NotebookLimits, prelude: str, guard: bool):
+        self.nb, self.tests, self.new_kernel, self.limits, self.prelude = nb, tests, new_kernel, limits, prelude
+        self.t0 = time.monotonic()
+        self.deadline = self.t0 + limits.budget if limits.budget else float("inf")
+        self.result = RunResult()
+        self.code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+        self.guard_after = guard_index(nb) if guard else None
+        self.fatal: set[int] = set()
+        self.kernel: Kernel | None = None
+        self.chars_left = limits.max_output_chars
+        self.capped = False
+        budget = limits.budget
+        self.what: Phrase | str = limits.budget_label or (phrase("budget_notebook", seconds=budget) if budget else "")
+        self.hidden_of = {i: split_hidden(nb.cells[i].source)[1] for i in self.code_cells if i in tests}
+        self.steps = [(i, False) for i in self.code_cells] + [
+            (i, True) for i in self.code_cells if self.hidden_of.get(i)
+        ]
+        self.visible_seconds: dict[int, float] = {}
+
+    # ------------------------------------------------------------ helpers
+    def left(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def rest(self, p: int) -> list[int]:
+        return list(dict.fromkeys(j for j, _ in self.steps[p:]))
+
+    def done_cells(self, p: int) -> list[int]:
+        return [j for j, h in self.steps[:p] if not h]
+
+    def out_of_time(self, rest: list[int]) -> None:
+        mark_rest(self.result, rest, phrase("budget_ran_out", what=self.what))
+        self.result.events.append(("timeout", phrase("ran_out_of", what=self.what, n=len(rest))))
+
+    def log(self, gid: str, when: str, names: list[str]) -> None:
+        if names:
+            self.result.observe_log.append(f"{gid}: {when}: {logged_names(names)}")
+
+    def start(self, n: int, warm: Kernel | None) -> Kernel | None:
+        """A ready kernel with the prelude run (two tries), or None (`start_error` says why)."""
+        k, start_timeout = warm, self.limits.start_timeout
         for attempt in range(2):
             try:
                 if k is None:
-                    k = new_kernel(n * 2 + attempt)
-                k.wait_ready(max(1.0, min(start_timeout, left())))
-                if prelude:
-                    run = k.execute(prelude, start_timeout, store_history=False)
+                    k = self.new_kernel(n * 2 + attempt)
+                k.wait_ready(max(1.0, min(start_timeout, self.left())))
+                if self.prelude:
+                    run = k.execute(self.prelude, start_timeout, store_history=False)
                     if run.status != "ok":
                         raise RuntimeError(f"the grader's prelude failed: {run.ename}: {run.evalue}")
                 return k
@@ -198,233 +226,206 @@ def run_notebook(
                 if k is not None:
                     k.kill()
                 k = None
-                result.start_error = _bounded(str(err), START_ERROR_CHARS)  # it quotes the kernel's log
+                self.result.start_error = _bounded(str(err), START_ERROR_CHARS)  # it quotes the kernel's log
         return None
 
-    def out_of_time(rest: list[int]) -> None:
-        _mark_rest(result, rest, phrase("budget_ran_out", what=what))
-        result.events.append(("timeout", phrase("ran_out_of", what=what, n=len(rest))))
-
-    def log(gid: str, when: str, names: list[str]) -> None:
-        if names:
-            result.observe_log.append(f"{gid}: {when}: {logged_names(names)}")
-
-    kernel = start(0, kernel)
-    result.stages["start"] = time.monotonic() - t0
-    if kernel is None:
-        if left() <= 0:  # the budget ran out while the kernel was starting
-            out_of_time(code_cells)
-            result.start_error = ""
-        else:
-            for i in code_cells:
-                result.outcomes[i] = CellOutcome("not_run")
-        result.seconds = time.monotonic() - t0
+    # ------------------------------------------------------------ the run
+    def run(self, first_kernel: Kernel | None) -> RunResult:
+        result = self.result
+        self.kernel = self.start(0, first_kernel)
+        result.stages["start"] = time.monotonic() - self.t0
+        if self.kernel is None:
+            if self.left() <= 0:  # the budget ran out while the kernel was starting
+                self.out_of_time(self.code_cells)
+                result.start_error = ""
+            else:
+                for i in self.code_cells:
+                    result.outcomes[i] = CellOutcome("not_run")
+            result.seconds = time.monotonic() - self.t0
+            return result
+        pos: int | None = 0
+        try:
+            if self.guard_after == -1:
+                _install_guard(self.kernel, self.limits.cell_timeout)
+            while pos is not None and pos < len(self.steps):
+                pos = self.step(pos)
+        finally:
+            if self.kernel is not None:
+                self.kernel.kill()
+                hit = post_mortem(self.kernel)  # a limit hit that did not kill it (disk, processes)
+                if hit is not None and not any(s == hit.status for s, _ in result.events):
+                    result.events.append((hit.status, hit.reason))
+        result.seconds = time.monotonic() - self.t0
         return result
 
-    # every code cell in order (a test cell: its visible part), then the hidden parts (module docstring)
-    hidden_of = {i: split_hidden(nb.cells[i].source)[1] for i in code_cells if i in tests}
-    steps = [(i, False) for i in code_cells] + [(i, True) for i in code_cells if hidden_of.get(i)]
-    visible_seconds: dict[int, float] = {}
-
-    def rest(p: int) -> list[int]:
-        return list(dict.fromkeys(j for j, _ in steps[p:]))
-
-    def done_cells(p: int) -> list[int]:
-        return [j for j, h in steps[:p] if not h]
-
-    pos = 0
-    try:
-        if guard_after == -1:
-            _install_guard(kernel, cell_timeout)
-        while pos < len(steps):
-            i, hidden_step = steps[pos]
-            cell = nb.cells[i]
-            gid = tests.get(i)
-            if hidden_step and (result.outcomes.get(i) is None or result.outcomes[i].status != "ok"):
-                pos += 1  # its visible part failed: the hidden part does not run
-                continue
-            if left() <= 0:
-                out_of_time(rest(pos))
-                break
-            limit = min(cell_timeout, left())
-            cut = limit < cell_timeout  # this cell's timeout is the rest of the budget
-            label = cell_label(nb, i)
-            t_step = time.monotonic()
-            if hidden_step:
-                limit = min(max(0.1, cell_timeout - visible_seconds.get(i, 0.0)), left())
-                cut = limit < cell_timeout - visible_seconds.get(i, 0.0)
-                log(gid, "found before the hidden part ran", clear_all_observations(kernel.observe_dir))
-                run = _execute_hidden(kernel, gid, hidden_of[i], limit)
-                run.seconds += visible_seconds.get(i, 0.0)
-            else:
-                if gid is not None:
-                    log(gid, "found before the cell ran", clear_all_observations(kernel.observe_dir))
-                notebook_cap = chars_left < MAX_OUTPUT_CHARS  # the notebook's cap binds before the cell's
-                source = split_hidden(cell.source)[0] if hidden_of.get(i) else cell.source
-                snap = {"snapshot": SNAPSHOT_CODE.format(gid=gid)} if hidden_of.get(i) else None
-                run = kernel.execute(source, limit, max_chars=chars_left, user_expressions=snap)
-                cell.outputs = run.outputs
-                cell.execution_count = run.execution_count
-                chars_left = max(0, chars_left - run.output_chars)
-                if run.truncated and run.status != "oversized":
-                    if notebook_cap or chars_left == 0:
-                        if not capped:
-                            capped = True
-                            result.events.append(
-                                (
-                                    "too_much_output",
-                                    phrase("output_notebook_cap", label=label, limit=max_output_chars),
-                                )
-                            )
-                    else:
-                        result.events.append(
-                            (
-                                "too_much_output",
-                                phrase("output_cell_cap", label=label, limit=MAX_OUTPUT_CHARS, outputs=MAX_OUTPUTS),
-                            )
-                        )
-            if gid is not None and hidden_of.get(i) and not hidden_step:
-                log(gid, "written by the visible part", clear_all_observations(kernel.observe_dir))
-                if run.status == "ok":  # (its user expression took the snapshot)
-                    visible_seconds[i] = run.seconds
-            elif gid is not None:
-                got = harvest_observations(kernel.observe_dir, gid)
-                if got is not None:
-                    result.observations[gid] = got
-                own = {gid + ARRAYS_SUFFIX, gid + VALUES_SUFFIX}
-                log(
-                    gid,
-                    "beside the cell's own results",
-                    [n for n in clear_all_observations(kernel.observe_dir) if n not in own],
-                )
-            stage = "hidden" if hidden_step else "cells"
-            result.stages[stage] = result.stages.get(stage, 0.0) + time.monotonic() - t_step
-            how = phrase("stopped_budget", what=what) if cut else phrase("ran_longer", seconds=cell_timeout)
-            if run.status in ("ok", "error"):
-                said = phrase("hidden_part_failed") if hidden_step and run.status == "error" else run.evalue
-                result.outcomes[i] = CellOutcome(run.status, run.ename, said, run.seconds)
-                if i == guard_after and not hidden_step:
-                    _install_guard(kernel, cell_timeout)
-                pos += 1
-                continue
-            if run.status == "timeout":
-                result.outcomes[i] = CellOutcome(
-                    "timeout", "TimeoutError", phrase("this_cell_interrupted", how=how), run.seconds
-                )
-                result.events.append(("timeout", phrase("cell_interrupted", label=label, how=how)))
-                fatal.add(i)
-                pos += 1
-                continue
-            # hung (killed after a timeout), oversized or died: a new kernel, replay, go on
-            if run.status == "hung":
-                result.outcomes[i] = CellOutcome(
-                    "timeout", "TimeoutError", phrase("this_cell_hung", how=how), run.seconds
-                )
-                result.events.append(("timeout", phrase("cell_hung", label=label, how=how)))
-            elif run.status == "oversized":
-                mib = MAX_MESSAGE_BYTES // 2**20
-                result.outcomes[i] = CellOutcome(
-                    "error", "OutputTooLarge", phrase("this_cell_oversized", mib=mib), run.seconds
-                )
-                result.events.append(("too_much_output", phrase("cell_oversized", label=label, mib=mib)))
-            else:
-                code = kernel.proc.returncode if kernel.proc is not None else None
-                if code is not None and code > 128 and kernel.sandbox.isolate:
-                    code = 128 - code  # bwrap reports a child killed by signal N as exit 128+N
-                kernel.kill()
-                hit = _post_mortem(kernel)
-                if hit is not None:
-                    result.outcomes[i] = CellOutcome("died", "LimitReached", hit.reason, run.seconds)
-                    result.events.append((hit.status, phrase("limit_restarted", label=label, reason=hit.reason)))
-                else:
-                    why = _death_reason(code)
-                    result.outcomes[i] = CellOutcome(
-                        "died", "DeadKernelError", phrase("this_cell_died", why=why), run.seconds
-                    )
-                    result.events.append(("kernel_died", phrase("cell_died", label=label, why=why)))
-            _append_error_output(cell, result.outcomes[i])
-            fatal.add(i)
-            kernel.kill()
-            kernel = None
-            if result.restarts >= MAX_RESTARTS:
-                _mark_rest(result, rest(pos + 1), phrase("too_many_restarts"))
-                break
-            if left() <= 0:
-                out_of_time(rest(pos + 1))
-                break
-            result.restarts += 1
-            t_restart = time.monotonic()
-            kernel = start(result.restarts, None)
-            if kernel is None:
-                _mark_rest(result, rest(pos + 1), phrase("not_restarted"))
-                result.events.append(("kernel_died", phrase("not_restarted_because", error=result.start_error)))
-                break
-            replayed = _replay(
-                kernel, nb, done_cells(pos), tests, fatal, cell_timeout, guard_after, deadline, snapshots=hidden_of
+    def step(self, pos: int) -> int | None:
+        """Run step `pos` (a cell's visible part, or a test cell's hidden part): the next step, or None."""
+        i, hidden_step = self.steps[pos]
+        outcome = self.result.outcomes.get(i)
+        if hidden_step and (outcome is None or outcome.status != "ok"):
+            return pos + 1  # its visible part failed: the hidden part does not run
+        if self.left() <= 0:
+            self.out_of_time(self.rest(pos))
+            return None
+        timeout = self.limits.cell_timeout
+        label = cell_label(self.nb, i)
+        t_step = time.monotonic()
+        if hidden_step:
+            full = timeout - self.visible_seconds.get(i, 0.0)
+            limit = min(max(0.1, full), self.left())
+            cut = limit < full  # this cell's timeout is the rest of the budget
+            run = self.hidden(i, limit)
+        else:
+            limit = min(timeout, self.left())
+            cut = limit < timeout
+            run = self.visible(i, label, limit)
+        self.harvest(i, hidden_step, run)
+        stage = "hidden" if hidden_step else "cells"
+        self.result.stages[stage] = self.result.stages.get(stage, 0.0) + time.monotonic() - t_step
+        how = phrase("stopped_budget", what=self.what) if cut else phrase("ran_longer", seconds=timeout)
+        if run.status in ("ok", "error"):
+            said = phrase("hidden_part_failed") if hidden_step and run.status == "error" else run.evalue
+            self.result.outcomes[i] = CellOutcome(run.status, run.ename, said, run.seconds)
+            if i == self.guard_after and not hidden_step:
+                _install_guard(self.kernel, timeout)
+            return pos + 1
+        if run.status == "timeout":
+            self.result.outcomes[i] = CellOutcome(
+                "timeout", "TimeoutError", phrase("this_cell_interrupted", how=how), run.seconds
             )
-            if replayed != "ok":
-                kernel.kill()
-                kernel = None
-                if replayed == "budget":
-                    out_of_time(rest(pos + 1))
-                    break
-                _mark_rest(result, rest(pos + 1), phrase("replay_failed_rest"))
-                result.events.append(("kernel_died", phrase("replay_failed", label=label)))
-                break
-            result.stages["restarts"] = result.stages.get("restarts", 0.0) + time.monotonic() - t_restart
-            pos += 1
-    finally:
-        if kernel is not None:
+            self.result.events.append(("timeout", phrase("cell_interrupted", label=label, how=how)))
+            self.fatal.add(i)
+            return pos + 1
+        self.lost(i, run, label, how)  # hung (killed after a timeout), oversized or died
+        return pos + 1 if self.restart(pos, label) else None
+
+    def hidden(self, i: int, limit: float) -> CellRun:
+        """A test cell's hidden part, in the namespace its visible part left (nothing it prints is kept)."""
+        gid = self.tests.get(i)
+        self.log(gid, "found before the hidden part ran", clear_all_observations(self.kernel.observe_dir))
+        run = _execute_hidden(self.kernel, gid, self.hidden_of[i], limit)
+        run.seconds += self.visible_seconds.get(i, 0.0)
+        return run
+
+    def visible(self, i: int, label: Phrase, limit: float) -> CellRun:
+        """A cell (a test cell: its visible part, then its namespace snapshot), its outputs into the notebook
+        up to the cell's and the notebook's caps."""
+        cell, gid = self.nb.cells[i], self.tests.get(i)
+        if gid is not None:
+            self.log(gid, "found before the cell ran", clear_all_observations(self.kernel.observe_dir))
+        notebook_cap = self.chars_left < MAX_OUTPUT_CHARS  # the notebook's cap binds before the cell's
+        source = split_hidden(cell.source)[0] if self.hidden_of.get(i) else cell.source
+        snap = {"snapshot": SNAPSHOT_CODE.format(gid=gid)} if self.hidden_of.get(i) else None
+        run = self.kernel.execute(source, limit, max_chars=self.chars_left, user_expressions=snap)
+        cell.outputs = run.outputs
+        cell.execution_count = run.execution_count
+        self.chars_left = max(0, self.chars_left - run.output_chars)
+        if run.truncated and run.status != "oversized":
+            if notebook_cap or self.chars_left == 0:
+                if not self.capped:
+                    self.capped = True
+                    limit_chars = self.limits.max_output_chars
+                    said = phrase("output_notebook_cap", label=label, limit=limit_chars)
+                    self.result.events.append(("too_much_output", said))
+            else:
+                said = phrase("output_cell_cap", label=label, limit=MAX_OUTPUT_CHARS, outputs=MAX_OUTPUTS)
+                self.result.events.append(("too_much_output", said))
+        return run
+
+    def harvest(self, i: int, hidden_step: bool, run: CellRun) -> None:
+        """After a test cell's part: its observations (after the hidden part, or a cell without one), and
+        what else was in the observation folder, logged; the folder emptied."""
+        gid = self.tests.get(i)
+        if gid is None:
+            return
+        observe_dir = self.kernel.observe_dir
+        if self.hidden_of.get(i) and not hidden_step:
+            self.log(gid, "written by the visible part", clear_all_observations(observe_dir))
+            if run.status == "ok":  # (its user expression took the snapshot)
+                self.visible_seconds[i] = run.seconds
+            return
+        got = harvest_observations(observe_dir, gid)
+        if got is not None:
+            self.result.observations[gid] = got
+        own = {gid + ARRAYS_SUFFIX, gid + VALUES_SUFFIX}
+        beside = [n for n in clear_all_observations(observe_dir) if n not in own]
+        self.log(gid, "beside the cell's own results", beside)
+
+    def lost(self, i: int, run: CellRun, label: Phrase, how: Phrase) -> None:
+        """A cell that hung, sent an oversized message or whose kernel died: its outcome and event (a limit the
+        sandbox names, where one was hit), its error output, and the kernel killed."""
+        result, kernel = self.result, self.kernel
+        if run.status == "hung":
+            result.outcomes[i] = CellOutcome("timeout", "TimeoutError", phrase("this_cell_hung", how=how), run.seconds)
+            result.events.append(("timeout", phrase("cell_hung", label=label, how=how)))
+        elif run.status == "oversized":
+            mib = MAX_MESSAGE_BYTES // 2**20
+            result.outcomes[i] = CellOutcome(
+                "error", "OutputTooLarge", phrase("this_cell_oversized", mib=mib), run.seconds
+            )
+            result.events.append(("too_much_output", phrase("cell_oversized", label=label, mib=mib)))
+        else:
+            code = kernel.proc.returncode if kernel.proc is not None else None
+            if code is not None and code > 128 and kernel.sandbox.isolate:
+                code = 128 - code  # bwrap reports a child killed by signal N as exit 128+N
             kernel.kill()
-            hit = _post_mortem(kernel)  # a limit hit that did not kill it (disk, processes)
-            if hit is not None and not any(s == hit.status for s, _ in result.events):
-                result.events.append((hit.status, hit.reason))
-    result.seconds = time.monotonic() - t0
-    return result
+            hit = post_mortem(kernel)
+            if hit is not None:
+                result.outcomes[i] = CellOutcome("died", "LimitReached", hit.reason, run.seconds)
+                result.events.append((hit.status, phrase("limit_restarted", label=label, reason=hit.reason)))
+            else:
+                why = death_reason(code)
+                result.outcomes[i] = CellOutcome(
+                    "died", "DeadKernelError", phrase("this_cell_died", why=why), run.seconds
+                )
+                result.events.append(("kernel_died", phrase("cell_died", label=label, why=why)))
+        append_error_output(self.nb.cells[i], result.outcomes[i])
+        self.fatal.add(i)
+        kernel.kill()
+        self.kernel = None
+
+    def restart(self, pos: int, label: Phrase) -> bool:
+        """A fresh kernel with the earlier cells replayed, to go on after step `pos`; False: the rest is not run."""
+        result = self.result
+        if result.restarts >= MAX_RESTARTS:
+            mark_rest(result, self.rest(pos + 1), phrase("too_many_restarts"))
+            return False
+        if self.left() <= 0:
+            self.out_of_time(self.rest(pos + 1))
+            return False
+        result.restarts += 1
+        t_restart = time.monotonic()
+        self.kernel = self.start(result.restarts, None)
+        if self.kernel is None:
+            mark_rest(result, self.rest(pos + 1), phrase("not_restarted"))
+            result.events.append(("kernel_died", phrase("not_restarted_because", error=result.start_error)))
+            return False
+        replayed = _replay(
+            self.kernel,
+            self.nb,
+            self.done_cells(pos),
+            self.tests,
+            self.fatal,
+            self.limits.cell_timeout,
+            self.guard_after,
+            self.deadline,
+            snapshots=self.hidden_of,
+        )
+        if replayed != "ok":
+            self.kernel.kill()
+            self.kernel = None
+            if replayed == "budget":
+                self.out_of_time(self.rest(pos + 1))
+                return False
+            mark_rest(result, self.rest(pos + 1), phrase("replay_failed_rest"))
+            result.events.append(("kernel_died", phrase("replay_failed", label=label)))
+            return False
+        result.stages["restarts"] = result.stages.get("restarts", 0.0) + time.monotonic() - t_restart
+        return True
 
 
 def _bounded(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
-
-
-def _post_mortem(kernel: Kernel):
-    """The sandbox's verdict on why a kernel died (a LimitHit with .status and .reason), or None."""
-    ask = getattr(kernel, "post_mortem", None)
-    if ask is None:
-        return None
-    try:
-        return ask()
-    except Exception:  # noqa: BLE001 - no verdict is better than a crashed worker
-        return None
-
-
-def _death_reason(returncode: int | None) -> Phrase | str:
-    if returncode is None:
-        return ""
-    if returncode < 0:
-        try:
-            name = __import__("signal").Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        key = {"SIGXCPU": "died_cpu", "SIGSEGV": "died_segv", "SIGKILL": "died_killed", "SIGXFSZ": "died_fsize"}.get(
-            name
-        )
-        return phrase(key) if key else phrase("died_signal", signal=name)
-    return phrase("died_exit", code=returncode)
-
-
-def _append_error_output(cell: NotebookNode, outcome: CellOutcome) -> None:
-    """The graded notebook shows why the grader ended the cell: that output is a published text, so its
-    words are `publish.words.say`'s, in the current language (the worker's `speaking(lang)`)."""
-    said = say(outcome.evalue)
-    cell.outputs = list(cell.get("outputs", [])) + [
-        nbv4.new_output("error", ename=outcome.ename, evalue=said, traceback=[f"{outcome.ename}: {said}"])
-    ]
-
-
-def _mark_rest(result: RunResult, indices: list[int], why: Phrase) -> None:
-    for j in indices:
-        result.outcomes[j] = CellOutcome("not_run", "NotRun", phrase("not_run_because", why=why))
 
 
 def _replay(

@@ -1,4 +1,4 @@
-"""The worker pool: reference runs first, then grading, on N worker processes.
+"""The worker pool: tasks on N worker processes, one at a time each, the main loop owning every deadline.
 
 Threat model: a submission may make the grading *worker* die (a grader bug
 hit by hostile input, the OOM killer) or hang (a kernel message loop that
@@ -32,23 +32,8 @@ No queue shared between processes: a worker that dies cannot take a lock or a
 half-written message down with it (the old `mp.Queue` reader could die holding
 its lock and stall every other worker).
 
-Time budgets (`run_all`): each notebook gets `notebook_budget` seconds (the
-worker stops running further cells when it is spent: status `timeout`), each
-student's submission `submission_budget` seconds over all their notebooks,
-charged with the time each finished notebook took (a notebook starts with
-what is left after its finished and running siblings, waits while siblings
-still run and too little is left, and is not run once nothing is left:
-status `timeout`). The worker enforces the budgets cooperatively; the main
-loop's deadline (budget + margin) is the backstop that does not depend on
-the worker's cooperation.
-
-Every run makes a fresh run secret (`references.new_run_secret`, in memory only): it seeds the
-hidden inputs of this run's scorers, so no two runs judge on the same hidden inputs.
-
-Two runs at once: the reference observations and the XLA cache of an
-assignment are computed under an exclusive lock (`fcntl.flock` on
-`CACHE/<assignment>.lock`); a second run waits for it, then finds them cached.
-Both are published by atomic renames (references.py, xla_cache.py).
+`run_all` (run/batch.py) is what one grading batch asks of the pool: its tasks, their budgets, their
+references and caches.
 """
 
 from __future__ import annotations
@@ -57,27 +42,17 @@ import collections
 import multiprocessing as mp
 import os
 import signal
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait as wait_any
-from pathlib import Path
 
-from ..judge.score import make_row, zero_cells
-from ..limits import HANG_MARGIN, MAX_ATTEMPTS, REFERENCE_BUDGET, STOP_GRACE
-from ..publish.outputs import Progress
-from ..publish.words import say
+from ..limits import HANG_MARGIN, MAX_ATTEMPTS, STOP_GRACE
 from ..reasons import Phrase, phrase
-from ..records import InternalError, KernelGone, KernelStarted, ReferenceRun, Row, Task, TaskDone
-from ..sandbox.build import mpl_cache
-from ..sandbox.xla_cache import protect_published, publish_xla_cache, remove_protected
-from .order import LongestFirst
+from ..records import KernelGone, KernelStarted, Task, TaskDone
 from .reference_lock import ReferenceLock
-from .references import load_references, new_run_secret, reference_key, save_references
-from .worker import Config, worker_main
 
-__all__ = ["Pool", "run_all", "HANG_MARGIN", "STOP_GRACE", "ReferenceLock"]
+__all__ = ["Pool", "HANG_MARGIN", "STOP_GRACE", "ReferenceLock"]
 
 
 # why a task was lost (as data: it becomes a row's reason; the grader's log says it in English)
@@ -280,221 +255,3 @@ class Pool:
             s.proc.join(timeout=max(0.05, deadline - time.monotonic()))
         for s in slots:
             self._kill(s)
-
-
-def run_all(opts, sources, intake, out, cache, xla_root, work_root, sandbox, jobs, autograded_root, nbfeedback_root):
-    """Reference tasks (where not cached), then grading tasks, on `jobs` workers.
-
-    Returns (rows, internal errors, reference seconds, reference problems by assignment).
-    The XLA compilation cache the reference run fills is offered (read-only,
-    unlistable) to the student kernels only when they run as an unprivileged
-    user in the sandbox; otherwise a kernel could read the compiled solution.
-    """
-    log_dir = work_root / "logs"
-    log_dir.mkdir()
-    use_xla = sandbox.isolate and sandbox.userns
-    protect_published(xla_root)  # whatever is there: never listable from a kernel
-    keys = {aid: reference_key(src)[:16] for aid, src in sources.items()}
-    ref_dirs = {aid: cache / f"{aid}-{keys[aid]}" for aid in sources}
-    xla_dirs = {aid: xla_root / f"{aid}-{keys[aid]}" for aid in sources}
-    rows: list[Row] = []
-    internal: list[str] = []
-    ref_seconds: dict[str, float] = {}
-    ref_problems: dict[str, list[str]] = {}
-    placed = sorted(intake.placed.items())
-    wanted = {aid for (_, aid), _ in placed}
-
-    def cached(aid: str) -> bool:
-        return load_references(ref_dirs[aid], sources[aid]) is not None and (
-            not use_xla or (xla_dirs[aid] / ".complete").exists()
-        )
-
-    locks: dict[str, ReferenceLock] = {}
-    need_ref = []
-    for aid in sorted(wanted):  # sorted: two runs never wait for each other in a cycle
-        if cached(aid):
-            continue
-        lock = ReferenceLock(cache, aid)
-        lock.acquire(quiet=opts.quiet)
-        if cached(aid):  # another run computed it while we waited
-            lock.release()
-            continue
-        locks[aid] = lock
-        need_ref.append(aid)
-
-    seq = 0
-    ref_tasks, grade_tasks = [], {aid: [] for aid in sources}
-    notebook_budget = float(opts.notebook_budget)
-    for aid in need_ref:
-        tmp = ""
-        if use_xla:
-            tmp = xla_dirs[aid].with_name(xla_dirs[aid].name + ".tmp")
-            remove_protected(tmp)
-            tmp.mkdir(parents=True)
-            os.chmod(tmp, 0o300)  # the worker copies the reference kernel's entries in by name; nobody lists
-        # the trusted reference is not held to the students' budget; this is only the hang backstop
-        ref_tasks.append(Task(seq, "reference", aid, xla_dir=str(tmp), budget=max(REFERENCE_BUDGET, notebook_budget)))
-        seq += 1
-    for (student, aid), p in placed:
-        src = sources[aid]
-        fb = [str(out / "feedback" / student / f"{aid}.html")]
-        if nbfeedback_root is not None:
-            fb.append(str(nbfeedback_root / student / aid / f"{src.notebook_name}.html"))
-        grade_tasks[aid].append(
-            Task(
-                seq,
-                "grade",
-                aid,
-                student,
-                str(p.path),
-                p.origin,
-                str(ref_dirs[aid]),
-                str(autograded_root / student / aid / src.file_name),
-                tuple(fb),
-                budget=notebook_budget,
-                late=p.late,
-            )
-        )
-        seq += 1
-    n_grade = sum(len(v) for v in grade_tasks.values())
-    if not ref_tasks and not n_grade:
-        return rows, internal, ref_seconds, ref_problems
-
-    cfg = Config(
-        sources=sources,
-        sandbox=sandbox,
-        timeout=opts.timeout,
-        work_root=work_root,
-        log_dir=log_dir,
-        feedback=opts.feedback,
-        mpl_cache=mpl_cache(cache.parent),
-        max_added_cells=opts.max_added_cells,
-        max_output_chars=opts.max_output_chars,
-        run_secret=new_run_secret(),
-        zygote=not sandbox.fork_why(),
-    )
-    order = LongestFirst(sources)  # the longest expected notebooks first: the shortest make the tail
-    pool = Pool(min(jobs, len(ref_tasks) + n_grade), worker_main, (cfg,), budget=lambda t: t.budget, rank=order.rank)
-    progress = Progress(n_grade, opts.quiet)
-    waiting = {aid: list(ts) for aid, ts in grade_tasks.items()}
-    submission_budget = float(opts.submission_budget)
-
-    def release(aid: str) -> None:
-        for t in waiting.pop(aid, []):
-            t.xla_dir = str(xla_dirs[aid]) if use_xla and (xla_dirs[aid] / ".complete").exists() else ""
-            pool.submit(t)
-
-    def not_graded(task: Task, status: str, reason: Phrase, cell_reason: Phrase) -> None:
-        source = sources[task.assignment]
-        row = make_row(task, source, status, reason, zero_cells(source, cell_reason))
-        _write_feedback(cfg, task, row)
-        rows.append(row)
-        progress.update(status)
-
-    spent: dict[str, float] = collections.defaultdict(float)  # seconds each student's finished notebooks took
-    reserved: dict[int, tuple[str, float]] = {}  # in flight: seq -> (student, budget)
-
-    def admit(t: Task) -> str:
-        """Right before a grading task goes to a worker: give it its budget from its student's.
-
-        A notebook gets the notebook budget, or what is left of the submission budget after the
-        student's finished notebooks (their real time) and the budgets of those still running.
-        When siblings still run and too little is left, it waits for them (other students go
-        first); when nothing is left, it is answered here, not run."""
-        if t.kind != "grade" or t.seq in reserved:  # references; a retried task keeps its budget
-            return "send"
-        free = submission_budget - spent[t.student]
-        if free <= 0:
-            not_graded(
-                t, "timeout", phrase("budget_spent_elsewhere", seconds=submission_budget), phrase("budget_used_up")
-            )
-            return "drop"
-        running = sum(b for who, b in reserved.values() if who == t.student)
-        if running and free - running < min(notebook_budget, free):
-            return "defer"
-        left = free - running
-        t.budget = min(notebook_budget, left)
-        # the worker says what the budget is (worker.budget_label); its words come when publishing
-        t.budget_of_submission = 0.0 if left >= notebook_budget else submission_budget
-        reserved[t.seq] = (t.student, t.budget)
-        return "send"
-
-    def settle(task: Task, seconds: float) -> None:
-        who, budget = reserved.pop(task.seq, (task.student, 0.0))
-        spent[who] += min(budget, seconds)
-
-    pool.admit = admit
-    pool.later = lambda: sum(len(ts) for ts in waiting.values())
-
-    def on_done(task: Task, res: Row | ReferenceRun | InternalError) -> None:
-        if task.kind == "reference":
-            try:
-                if isinstance(res, InternalError):
-                    ref_problems[task.assignment] = [f"running it failed inside the grader:\n{res.detail}"]
-                elif res.problems:
-                    ref_problems[task.assignment] = res.problems
-                else:
-                    save_references(ref_dirs[task.assignment], sources[task.assignment], res.observations)
-                    if task.xla_dir:
-                        publish_xla_cache(Path(task.xla_dir), xla_dirs[task.assignment])
-                    ref_seconds[task.assignment] = res.seconds
-            finally:
-                if task.assignment in locks:
-                    locks.pop(task.assignment).release()
-            if task.assignment in ref_problems:
-                for t in waiting.pop(task.assignment, []):
-                    not_graded(
-                        t, "error", phrase("no_reference", assignment=task.assignment), phrase("no_reference_cell")
-                    )
-            else:
-                release(task.assignment)
-            return
-        if isinstance(res, InternalError):
-            settle(task, task.budget)
-            internal.append(f"{task.student} / {task.assignment}:\n{res.detail}")
-            not_graded(task, "error", phrase("internal_error"), phrase("internal_error_cell"))
-        else:
-            settle(task, float(res.seconds if res.seconds is not None else task.budget))
-            order.finished(task, res.seconds)
-            rows.append(res)
-            progress.update(res.status)
-
-    def on_lost(task: Task, why: Phrase) -> None:
-        said = say(why, "en")  # the grader's own log and the reference's problems: the instructor's English
-        if task.kind == "reference":
-            on_done(task, InternalError(said + " (twice)"))
-            return
-        settle(task, task.budget)
-        internal.append(f"{task.student} / {task.assignment}: {said} (twice)")
-        not_graded(task, "error", phrase("lost_twice", why=why), phrase("not_graded_because", why=why))
-
-    for t in ref_tasks:
-        pool.submit(t)
-    if need_ref and not opts.quiet:
-        sys.stderr.write(f"running the reference solution of {len(need_ref)} assignment(s): {', '.join(need_ref)}\n")
-    for aid in sources:
-        if aid not in need_ref:
-            release(aid)
-    interrupted = True
-    try:
-        pool.run(on_done, on_lost)
-        interrupted = False
-    finally:
-        pool.close(interrupted=interrupted)
-        for lock in locks.values():
-            lock.release()
-    progress.show(final=True)
-    return rows, internal, ref_seconds, ref_problems
-
-
-def _write_feedback(cfg: Config, task: Task, row: Row) -> None:
-    """The feedback page of a notebook that was not run (no worker involved)."""
-    if not cfg.feedback or not task.feedback_paths:
-        return
-    from ..publish.feedback import FeedbackWriter
-
-    page = FeedbackWriter().html(None, task.assignment, row, row.cells)
-    for p in task.feedback_paths:
-        p = Path(p)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(page, encoding="utf-8")

@@ -43,13 +43,15 @@ from ..course.notebooks import SourceNotebook, UnreadableNotebook, build_graded,
 from ..judge.score import error_text, make_row, prepare_scorer, score_run, scorer_stats, submission_status, zero_cells
 from ..limits import MAX_ADDED_CELLS, NOTEBOOK_OUTPUT_CHARS
 from ..messages import speaking, submission_language
+from ..publish.pages import FeedbackPages
 from ..publish.words import say
 from ..reasons import Phrase, phrase
 from ..records import InternalError, KernelGone, KernelStarted, ReferenceRun, Row, Task, TaskDone
 from ..sandbox import workcopy
 from ..sandbox.launch import Sandbox
 from ..sandbox.xla_cache import REFERENCE_CACHE, keep_reference_cache, reference_xla_prelude, xla_prelude
-from .executor import cell_label, run_notebook
+from .cell_endings import cell_label
+from .executor import NotebookLimits, run_notebook
 from .references import load_references
 
 __all__ = ["Config", "Worker", "worker_main"]
@@ -79,16 +81,8 @@ class Worker:
         self.warm = None
         self.zygote = None  # this worker's slot (run/zygote.py), started by prestart() where the sandbox allows
         self.no_slot = False  # its zygote failed: kernels start the plain way
-        self._writer = None
+        self.pages = FeedbackPages()  # the feedback pages and executed notebooks this worker writes (publish/)
         self.cpu0 = 0.0  # this process's CPU when the current task began (timings)
-
-    @property
-    def writer(self):
-        if self._writer is None:
-            from ..publish.feedback import FeedbackWriter
-
-            self._writer = FeedbackWriter()
-        return self._writer
 
     def _kernel(self, workdir: Path | None = None, label: str = "k0"):
         from .kernel import Kernel
@@ -232,11 +226,7 @@ class Worker:
             graded, merge = build_graded(source, student_nb, max_added_cells=self.cfg.max_added_cells, language=lang)
         except Exception as err:  # noqa: BLE001 - whatever a hostile file does to the merge: unreadable
             return self.unreadable(task, source, err, t0)
-        tests = {}
-        for i, cell in enumerate(graded.cells):
-            meta = nbgrader_cell(cell)
-            if meta.is_test and meta.grade_id:
-                tests[i] = meta.grade_id
+        tests = _test_cells(graded)
         from . import kernel as kernel_mod
 
         kernel_cpu, compiled = kernel_mod.CPU_SECONDS[0], scorer_stats()
@@ -248,16 +238,19 @@ class Worker:
             workdir = kernel.workdir
             t_run = time.monotonic()
             try:
+                limits = NotebookLimits(
+                    self.cfg.timeout,
+                    budget=task.budget or None,
+                    budget_label=task.budget_label or budget_label(task),
+                    max_output_chars=self.cfg.max_output_chars,
+                )
                 run = run_notebook(
                     graded,
                     tests,
                     kernel,
                     lambda n: self._kernel(workdir, label=f"r{n}"),
-                    self.cfg.timeout,
+                    limits,
                     prelude=language_prelude(lang) + xla_prelude(task.xla_dir),
-                    budget=task.budget or None,
-                    budget_label=task.budget_label or budget_label(task),
-                    max_output_chars=self.cfg.max_output_chars,
                 )
             finally:
                 self.release(workdir, task.prestart)
@@ -278,9 +271,7 @@ class Worker:
             scorer_wait=t_score - t_wait,
             score=time.monotonic() - t_score,
         )
-        for k, v in scorer_stats().items():  # the scorer's work for this notebook (prepare included)
-            if v - compiled.get(k, 0) > 0:
-                stages[k if k.startswith("scorer") else "compile_" + k] = v - compiled.get(k, 0)
+        stages.update(_scorer_stages(compiled))
         stages["kernel_cpu"] = kernel_mod.CPU_SECONDS[0] - kernel_cpu  # its kernels' CPU (cgroups)
         status, reason = submission_status(run, merge, cells, str(workdir))
         row = make_row(task, source, status, reason, cells, lang, observe_log=tuple(run.observe_log))
@@ -296,25 +287,8 @@ class Worker:
 
     def write_outputs(self, task: Task, source: SourceNotebook, graded, row: Row, edition=None) -> None:
         """`edition`: the source edition the graded notebook's prose came from (its markdown is the instructor's)."""
-        import nbformat
-
-        from ..publish.inert import make_inert
-
-        if graded is not None:  # formgrader renders it in the instructor's browser: nothing may run there
-            graded = make_inert(graded, edition if edition is not None else source)
-        if task.autograded_path and graded is not None:
-            path = Path(task.autograded_path)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            nbformat.write(graded, str(path))
-        if self.cfg.feedback and task.feedback_paths:
-            try:
-                page = self.writer.html(graded, f"{task.assignment}", row, row.cells)
-            except Exception:  # noqa: BLE001 - the verdict without the notebook, rather than no page
-                page = self.writer.html(None, f"{task.assignment}", row, row.cells)
-            for p in task.feedback_paths:
-                p = Path(p)
-                p.parent.mkdir(parents=True, exist_ok=True)
-                p.write_text(page, encoding="utf-8")
+        pages = task.feedback_paths if self.cfg.feedback else ()
+        self.pages.hand_in(row, graded, edition if edition is not None else source, task.autograded_path, pages)
 
     def reference(self, task: Task, source: SourceNotebook) -> ReferenceRun:
         """Run the solution notebook: its observations; then (if wanted) fill the students' XLA cache."""
@@ -328,7 +302,7 @@ class Worker:
                 tests,
                 kernel,
                 lambda n: self._kernel(workdir, label=f"r{n}"),
-                self.cfg.timeout,
+                NotebookLimits(self.cfg.timeout),
                 prelude=language_prelude("en"),
             )
         finally:
@@ -366,12 +340,31 @@ class Worker:
                 {},
                 kernel,
                 lambda n: self._kernel(workdir, label=f"c{n}"),
-                self.cfg.timeout,
+                NotebookLimits(self.cfg.timeout),
                 prelude=prelude,
             )
             keep_reference_cache(workdir, Path(task.xla_dir))
         finally:
             self.release(workdir, task.prestart)
+
+
+def _test_cells(graded) -> dict[int, str]:
+    """Cell index -> grade id of the graded notebook's test cells."""
+    tests = {}
+    for i, cell in enumerate(graded.cells):
+        meta = nbgrader_cell(cell)
+        if meta.is_test and meta.grade_id:
+            tests[i] = meta.grade_id
+    return tests
+
+
+def _scorer_stages(before: dict) -> dict[str, float]:
+    """The scorer's work for this notebook (prepare included): what `scorer_stats` grew by since `before`."""
+    stages = {}
+    for k, v in scorer_stats().items():
+        if v - before.get(k, 0) > 0:
+            stages[k if k.startswith("scorer") else "compile_" + k] = v - before.get(k, 0)
+    return stages
 
 
 def budget_label(task: Task) -> Phrase | None:
@@ -458,7 +451,7 @@ def worker_main(wid: int, conn, cfg: Config) -> None:
     worker.prestart()
     if cfg.feedback:
         try:  # load nbconvert's templates while the kernel boots
-            worker.writer.html(None, "", make_row(Task(0, "grade", ""), None, "ok", ""), ())
+            worker.pages.writer.html(None, "", make_row(Task(0, "grade", ""), None, "ok", ""), ())
         except Exception:  # noqa: BLE001 - a real export will report the problem
             pass
     try:

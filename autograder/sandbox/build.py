@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from ..course.discovery import package_dir, repo_root
-from ..records import Options
+from ..records import Batch
 from .cgroups import sweep_stale
 from .launch import Sandbox
 
@@ -43,9 +43,7 @@ def warn(msg: str) -> None:
     sys.stderr.flush()
 
 
-def build_sandbox(
-    opts: Options, course: Path, out: Path, cache: Path, work_root: Path, xla_root: Path
-) -> tuple[Sandbox, str]:
+def build_sandbox(batch: Batch) -> tuple[Sandbox, str]:
     """The Sandbox for this run, and why isolation is unavailable ('' if it works).
 
     The view is an allow-list (see view.py): the kernel is shown the Python
@@ -55,6 +53,7 @@ def build_sandbox(
     protection is probed here; missing ones are printed loudly now and listed
     in the summary and results.json by the caller (`sandbox.protections()`).
     """
+    opts = batch.opts
     exposed = [sys.prefix, sys.base_prefix]  # the Python the kernel runs, and the course's kernel packages
     for name in KERNEL_PACKAGES:
         pkg = package_dir(name)
@@ -62,9 +61,9 @@ def build_sandbox(
             exposed.append(str(pkg))
             compile_bytecode(pkg)  # kernels import it read-only: without this, each compiles it again
     compile_bytecode(Path(__file__).resolve().parents[1])  # the scorers' own modules (autograder)
-    exposed.append(str(xla_root))  # read-only, search-only (xla_cache.py)
+    exposed.append(str(batch.xla_root))  # read-only, search-only (xla_cache.py)
     # Nothing else is bound; these stay hidden even if an exposed folder happens to contain them.
-    hidden = [str(course), str(out), str(cache), str(work_root), str(repo_root() / "solutions")]
+    hidden = [str(batch.course), str(batch.out), str(batch.cache), str(batch.work_root), str(repo_root() / "solutions")]
     if opts.submissions is not None:
         hidden.append(str(opts.submissions if opts.submissions.is_dir() else opts.submissions.parent))
     cpu = opts.cpu_seconds or int(max(600, 30 * opts.timeout))
@@ -76,7 +75,7 @@ def build_sandbox(
         cpu_seconds=cpu,
         memory_bytes=opts.memory_mb * 2**20,
     )
-    sandbox.setup(work_root)
+    sandbox.setup(batch.work_root)
     if sandbox.cgroups is not None:
         sweep_stale(sandbox.cgroups)  # groups left by a grader that was killed
     missing = [p for p in sandbox.protections() if not p.available]

@@ -11,7 +11,7 @@ parts, one module each: the view (bubblewrap, an *allow-list*, nothing of the ho
 view.py), the identity (a dedicated uid when the grader is root, else a user namespace:
 identity.py), the system-call filter (seccomp.py), and the limits (rlimits.py, with cgroups.py and
 workcopy.py). `setup()` finds out what works here and `protections()` lists each protection as
-available or missing with the reason, for the grader's summary and report.
+available or missing with the reason, for the grader's summary and report (protections.py).
 """
 
 from __future__ import annotations
@@ -36,12 +36,12 @@ from ..limits import (
     WORKCOPY_BYTES,
     WORKCOPY_FILES,
 )
-from . import mounts, seccomp, workcopy
+from . import mounts, workcopy
 from .cgroups import CgroupSupport, KernelCgroup, LimitHit, detect
-from .identity import DEDICATED_UID, STUDENT, USERNS_UID
-from .protections import Protection
+from .identity import DEDICATED_UID, STUDENT
+from .protections import Protection, in_force
 from .rlimits import before_exec, kernel_rlimits, prlimit_prefix
-from .view import View, bwrap_args, bwrap_options, real_path
+from .view import View, bwrap_args, real_path
 
 __all__ = ["Sandbox", "Launch", "KERNEL_ARGS", "KERNEL_APP_ARGS", "ZYGOTE_MODULES", "WORK_SUBDIRS"]
 
@@ -386,135 +386,4 @@ class Sandbox:
     # ------------------------------------------------------------ what is in force
     def protections(self) -> list[Protection]:
         """Each protection of this sandbox: in force, or missing and why (for the summary and report)."""
-        mib = lambda n: f"{n / 2**20:g} MiB"  # noqa: E731
-        w = self.why
-        iso = self.isolate
-        out = [
-            Protection(
-                "allow_list_view",
-                "allow-list view of the file system",
-                iso,
-                "bubblewrap: only the Python environment and course package (read-only), a generated "
-                "/etc, its own working copy, private /tmp and /dev/shm"
-                if iso
-                else w.get("allow_list_view", "no sandbox") + "; the kernel sees every file the grader's user can read",
-            ),
-            Protection(
-                "dedicated_uid",
-                "kernel runs as its own unprivileged user",
-                iso and self.dedicated,
-                f"host uid {self.uid}, gid {self.gid}, no groups, no capabilities, no_new_privs"
-                if iso and self.dedicated
-                else w.get("dedicated_uid", "no sandbox")
-                + (
-                    f"; kernels run as the grader's user (uid {os.geteuid()}) mapped to uid "
-                    f"{USERNS_UID} in a user namespace, so only the allow-list view protects its files"
-                    if iso and self.userns
-                    else "; kernels run with the grader's user and its permissions"
-                ),
-            ),
-            Protection(
-                "network_off",
-                "no network",
-                iso,
-                "own network namespace (loopback only)" if iso else "the kernel can reach the network",
-            ),
-            Protection(
-                "private_tmp",
-                "private, size-limited /tmp and /dev/shm",
-                iso,
-                f"tmpfs /tmp {mib(self.tmp_bytes)}, /dev/shm {mib(self.shm_bytes)}"
-                + (
-                    f", at most {self.tmp_files} and {self.shm_files} files"
-                    if self.quota
-                    else " (no file-count cap: the grader is not root, bubblewrap makes them)"
-                )
-                if iso
-                else "the kernel uses the host's /tmp and /dev/shm",
-            ),
-        ]
-        cg = self.cgroups
-        mem = cg is not None and cg.memory is not None
-        out.append(
-            Protection(
-                "memory_cgroup",
-                "memory limit counting shared memory and tmpfs",
-                mem,
-                f"{mib(self.memory_bytes)} per kernel, {cg.describe('memory')}"
-                if mem
-                else w.get("memory_cgroup", "cgroups were not set up")
-                + f"; fallback: RLIMIT_DATA {mib(self.memory_bytes)}, which does not count shared mappings or "
-                f"files in /tmp, /dev/shm and the working copy",
-            )
-        )
-        pids = cg is not None and cg.pids is not None
-        if pids:
-            detail = f"pids.max {self.pids_max} per kernel (processes and threads), {cg.describe('pids')}"
-        elif self.owner is not None:
-            detail = (
-                w.get("pids_cgroup", "cgroups were not set up") + f"; fallback: RLIMIT_NPROC "
-                f"{self.pids_max} for uid {self.uid}, shared by all kernels running at once"
-            )
-        else:
-            detail = (
-                w.get("pids_cgroup", "cgroups were not set up") + "; no process limit (RLIMIT_NPROC "
-                "would count the grader's own user)"
-            )
-        out.append(Protection("process_limit", "limit on processes and threads", pids, detail))
-        out.append(
-            Protection(
-                "disk_quota",
-                "disk and file-count quota per working copy",
-                self.quota,
-                f"own tmpfs per working copy: {mib(self.disk_bytes)}, {self.max_files} files"
-                if self.quota
-                else w.get("disk_quota", "not set up") + f"; fallback: RLIMIT_FSIZE {mib(self.file_bytes)} per file, "
-                f"working copies share the host disk",
-            )
-        )
-        out.append(Protection("cpu_time", "CPU-time limit", True, f"RLIMIT_CPU {self.cpu_seconds} s per kernel"))
-        bpf, why_not = seccomp.kernel_filter()
-        seccomp_on = iso and bpf is not None and "--seccomp" in bwrap_options()
-        allow_list = seccomp_on and not why_not
-        how = []
-        if allow_list:
-            how.append("the seccomp allow-list refuses unshare, setns, clone with namespace flags and clone3")
-        elif seccomp_on:
-            how.append("a seccomp filter refuses unshare/clone with CLONE_NEWUSER and clone3")
-        if iso and self.userns and not self.dedicated and "--disable-userns" in bwrap_options():
-            how.append("bwrap --disable-userns")
-        out.append(
-            Protection(
-                "no_new_namespaces",
-                "kernel cannot create user namespaces",
-                bool(how),
-                "; ".join(how)
-                if how
-                else "not enforced: the kernel may create user namespaces where the host allows unprivileged ones "
-                "(more kernel attack surface; it still sees only its view)",
-            )
-        )
-        if allow_list:
-            detail = (
-                f"seccomp allow-list at least as strict as Docker's default profile (libseccomp "
-                f"{seccomp.libseccomp_version()}): keyrings, io_uring, bpf, perf events, userfaultfd, ptrace, "
-                f"mount, namespaces, kexec, modules and the rest fail with EPERM; foreign ABIs with ENOSYS"
-            )
-        elif not iso:
-            detail = "no sandbox, so no seccomp filter: the kernel may make every system call"
-        elif "--seccomp" not in bwrap_options():
-            detail = "this bubblewrap has no --seccomp option: the kernel may make every system call"
-        else:
-            detail = (
-                why_not + "; the kernel may use keyrings (shared by every kernel of the same uid, across "
-                "runs), io_uring, bpf and the rest of Docker's refused calls"
-            )
-        out.append(
-            Protection(
-                "syscall_filter",
-                "system calls limited (keyrings, io_uring, bpf, ptrace, mount, ...)",
-                allow_list,
-                detail,
-            )
-        )
-        return out
+        return in_force(self)

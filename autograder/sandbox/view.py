@@ -135,8 +135,24 @@ def bwrap_args(view: View, workdir: Path, fds: list[int] | None = None) -> list[
         "--new-session",
     ]
     args += capability_args(view.dedicated, view.userns)
-    # the system: /usr, and the merged-/usr links (or the real folders on older layouts)
-    args += ["--ro-bind", "/usr", "/usr"]
+    args += _system_args(view)
+    if fds is not None:
+        args += _generated_args(view, work, fds, opts)
+    for name in ETC_FROM_HOST:
+        src = f"/etc/{name}"
+        if os.path.exists(src):
+            args += ["--ro-bind", src, src]
+    args += _allow_list_args(view, work)
+    args += ["--chdir", work, "--"]
+    if view.dedicated:
+        args += setpriv_args(view.uid, view.gid)
+    return args
+
+
+def _system_args(view: View) -> list[str]:
+    """/usr and the merged-/usr links (or the real folders on older layouts), /proc, /dev, a private /tmp
+    and /dev/shm, and an empty /etc."""
+    args = ["--ro-bind", "/usr", "/usr"]
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(top):
             args += ["--symlink", os.readlink(top), top]
@@ -149,25 +165,29 @@ def bwrap_args(view: View, workdir: Path, fds: list[int] | None = None) -> list[
     else:
         args += ["--perms", "1777", "--size", str(view.tmp_bytes), "--tmpfs", "/tmp"]
         args += ["--perms", "1777", "--size", str(view.shm_bytes), "--tmpfs", "/dev/shm"]
-    args += ["--perms", "0755", "--dir", "/etc"]
-    # /etc: generated (no secrets) plus a few harmless host files
-    if fds is not None:
-        for name, data in etc_files(view, Path(work)).items():
-            fd = memfd(f"agr-etc-{name}", data, fds)
-            args += ["--perms", "0644", "--ro-bind-data", str(fd), f"/etc/{name}"]
-        bpf, _ = kernel_filter()
-        if bpf is not None and "--seccomp" in opts:
-            args += ["--seccomp", str(memfd("agr-seccomp", bpf, fds))]
-        for path in PROC_MASKED:  # an empty read-only file or folder over each (as Docker does)
-            if os.path.isdir(path):
-                args += ["--tmpfs", path, "--remount-ro", path]
-            elif os.path.exists(path):
-                args += ["--perms", "0444", "--ro-bind-data", str(memfd("agr-mask", b"", fds)), path]
-    for name in ETC_FROM_HOST:
-        src = f"/etc/{name}"
-        if os.path.exists(src):
-            args += ["--ro-bind", src, src]
-    # the allow-list: Python, the course package, caches (read-only), then the working copy
+    return args + ["--perms", "0755", "--dir", "/etc"]
+
+
+def _generated_args(view: View, work: str, fds: list[int], opts) -> list[str]:
+    """/etc generated (no secrets), the seccomp filter, and the masked /proc paths: memfds appended to `fds`."""
+    args = []
+    for name, data in etc_files(view, Path(work)).items():
+        fd = memfd(f"agr-etc-{name}", data, fds)
+        args += ["--perms", "0644", "--ro-bind-data", str(fd), f"/etc/{name}"]
+    bpf, _ = kernel_filter()
+    if bpf is not None and "--seccomp" in opts:
+        args += ["--seccomp", str(memfd("agr-seccomp", bpf, fds))]
+    for path in PROC_MASKED:  # an empty read-only file or folder over each (as Docker does)
+        if os.path.isdir(path):
+            args += ["--tmpfs", path, "--remount-ro", path]
+        elif os.path.exists(path):
+            args += ["--perms", "0444", "--ro-bind-data", str(memfd("agr-mask", b"", fds)), path]
+    return args
+
+
+def _allow_list_args(view: View, work: str) -> list[str]:
+    """The allow-list: Python, the course package, caches (read-only), then the working copy (the one host
+    folder it may write); the hidden folders inside them made to look empty."""
     needed = [
         sys.prefix,
         sys.base_prefix,
@@ -177,7 +197,8 @@ def bwrap_args(view: View, workdir: Path, fds: list[int] | None = None) -> list[
     ro = sorted({real_path(p) for p in [*view.exposed, *needed] if os.path.isdir(p)}, key=lambda p: (p.count("/"), p))
     ro = [p for p in ro if p != "/" and not any(p == q or p.startswith(q + "/") for q in ("/usr",))]
     ro = [p for p in SYS_FROM_HOST if os.path.isdir(p)] + ro
-    rw = [work]  # the one host folder it may write
+    rw = [work]
+    args = []
     made = {"/", "/usr", "/tmp", "/dev", "/etc", "/proc"}  # parents bwrap would make are 0700: make them
     covered: list[str] = []
     for dest in ro + rw:
@@ -188,10 +209,7 @@ def bwrap_args(view: View, workdir: Path, fds: list[int] | None = None) -> list[
         for d in reversed(chain):
             args += ["--perms", "0755", "--dir", d]
             made.add(d)
-        if dest in rw:
-            args += ["--bind", dest, dest]
-        else:
-            args += ["--ro-bind", dest, dest]
+        args += ["--bind" if dest in rw else "--ro-bind", dest, dest]
         covered.append(dest)
     for path in sorted({real_path(p) for p in view.hidden}):
         if any(path.startswith(q + "/") for q in ro) and path not in rw and not work.startswith(path + "/"):
@@ -199,7 +217,4 @@ def bwrap_args(view: View, workdir: Path, fds: list[int] | None = None) -> list[
                 args += ["--tmpfs", path, "--remount-ro", path]
             elif os.path.exists(path):
                 args += ["--ro-bind", "/dev/null", path]
-    args += ["--chdir", work, "--"]
-    if view.dedicated:
-        args += setpriv_args(view.uid, view.gid)
     return args

@@ -15,6 +15,11 @@ at the top of a module or inside a function, is an edge. The packages and what e
 
 And no module imports itself through others (no import circle, lazy imports included). A second,
 real test imports every module, so a moved or renamed module cannot hide behind a lazy import.
+
+The writer writes: publish/ is every file written, so outside it no module makes a page or a published
+file itself. Other stages reach publish/ only through the modules that write (`pages`: a hand-in's pages
+and executed notebook; `batch`: the batch's files; `lms`: an LMS export) or say things (`words`,
+`outputs`' progress and reasons), and none calls `nbformat.write`.
 """
 
 from __future__ import annotations
@@ -138,6 +143,44 @@ def test_the_checker_sees_the_edges_it_must_forbid():
     node = ast.parse("from ..run import pool").body[0]
     assert _resolve("autograder.judge.score", False, node) == "autograder.run"
     assert "run" not in ALLOWED["judge"]
+
+
+# what a module outside publish/ may import of it: the writers, and what says things
+PUBLISH_ENTRIES = {"batch", "pages", "lms", "words", "outputs"}
+
+
+def _calls(module: str) -> set[str]:
+    """Dotted names of the calls in `module` (`nbformat.write`, `Path.write_text`, ...)."""
+    found = set()
+    for node in ast.walk(ast.parse(MODULES[module].read_text(encoding="utf-8"))):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+        ):
+            found.add(f"{node.func.value.id}.{node.func.attr}")
+    return found
+
+
+def test_only_publish_writes_published_files():
+    bad = []
+    for module, targets in EDGES.items():
+        if _stage(module) == "publish":
+            continue
+        for target in sorted(targets):
+            parts = target.split(".")
+            if len(parts) > 2 and parts[1] == "publish" and parts[2] not in PUBLISH_ENTRIES:
+                bad.append(f"{module} imports {target} (a page or file maker of publish/)")
+        if "nbformat.write" in _calls(module):
+            bad.append(f"{module} writes a notebook (nbformat.write): that is publish/pages.py's job")
+    assert not bad, "files written outside publish/:\n  " + "\n  ".join(bad)
+
+
+def test_the_writer_check_sees_what_it_must_forbid():
+    """Not vacuous: it sees the workers' way to publish, and an edge it must refuse would be one."""
+    assert "autograder.publish.pages" in EDGES["autograder.run.worker"]
+    assert "nbformat.write" in _calls("autograder.publish.pages")
+    assert "feedback" not in PUBLISH_ENTRIES and "inert" not in PUBLISH_ENTRIES
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))

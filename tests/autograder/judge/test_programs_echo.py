@@ -12,7 +12,7 @@ import pytest
 from jax import lax
 from judge_helpers import judge_observations, said
 
-from autograder.judge import compare, exported, programs
+from autograder.judge import compare, differences, exported, programs
 from autograder.publish.words import say
 from namedaxes import DEVICES
 from namedaxes.exercises import scaled_sum as q
@@ -30,10 +30,10 @@ def reference():
 
 
 def test_echo_is_bounded_in_count_and_length():
-    text = say(programs._echo([LONG] * 1000), "en")
-    assert len(text) < (programs.MAX_ECHO_CHARS + 2) * programs.MAX_ECHO_ITEMS + 40
-    assert text.count("…") == programs.MAX_ECHO_ITEMS and "994 more" in text
-    assert programs._cut("a\x1b[31mb\nc") == "a?[31mb?c"  # no terminal escapes, one line
+    text = say(differences.echo([LONG] * 1000), "en")
+    assert len(text) < (differences.MAX_ECHO_CHARS + 2) * differences.MAX_ECHO_ITEMS + 40
+    assert text.count("…") == differences.MAX_ECHO_ITEMS and "994 more" in text
+    assert differences.cut("a\x1b[31mb\nc") == "a?[31mb?c"  # no terminal escapes, one line
 
 
 def test_a_student_pytree_key_is_not_echoed_whole(reference):

@@ -9,12 +9,7 @@ from autograder.judge.score import error_text
 from autograder.publish.words import say
 from autograder.reasons import Kind, Phrase, phrase
 from autograder.records import CellOutcome, RunResult
-from autograder.run.executor import (
-    _append_error_output,
-    _death_reason,
-    _mark_rest,
-    cell_label,
-)
+from autograder.run.cell_endings import append_error_output, cell_label, death_reason, mark_rest
 
 
 def _notebook():
@@ -46,14 +41,13 @@ def test_a_cell_is_named_by_a_phrase():
 
 
 def test_why_a_kernel_died_is_a_phrase_and_reads_as_before():
-    assert _death_reason(None) == ""
-    assert _death_reason(-11) == phrase("died_segv") and _death_reason(3) == phrase("died_exit", code=3)
-    assert _death_reason(-10) == phrase("died_signal", signal="SIGUSR1")
+    assert death_reason(None) == ""
+    assert death_reason(-11) == phrase("died_segv") and death_reason(3) == phrase("died_exit", code=3)
+    assert death_reason(-10) == phrase("died_signal", signal="SIGUSR1")
     assert (
-        say(phrase("this_cell_died", why=_death_reason(-11)), "en")
-        == "the kernel died in this cell: segmentation fault"
+        say(phrase("this_cell_died", why=death_reason(-11)), "en") == "the kernel died in this cell: segmentation fault"
     )
-    assert say(phrase("this_cell_died", why=_death_reason(None)), "en") == "the kernel died in this cell"
+    assert say(phrase("this_cell_died", why=death_reason(None)), "en") == "the kernel died in this cell"
 
 
 def test_a_cell_the_grader_ended_keeps_its_phrase_and_its_reason_reads_as_before():
@@ -65,7 +59,7 @@ def test_a_cell_the_grader_ended_keeps_its_phrase_and_its_reason_reads_as_before
     )
     assert say(error_text("ValueError", "bad {0}"), "en") == "ValueError: bad {0}"  # the kernel's words: literal
     result = RunResult()
-    _mark_rest(result, [4, 5], phrase("too_many_restarts"))
+    mark_rest(result, [4, 5], phrase("too_many_restarts"))
     assert {o.evalue.kind for o in result.outcomes.values()} == {Kind.NOT_RUN_BECAUSE}
     assert say(error_text("NotRun", result.outcomes[4].evalue), "en") == "NotRun: not run: too many kernel restarts"
 
@@ -76,7 +70,7 @@ def test_the_graded_notebook_shows_the_words_in_the_current_language():
     cell = nbv4.new_code_cell("while True: pass")
     outcome = CellOutcome("timeout", "TimeoutError", phrase("this_cell_hung", how=phrase("ran_longer", seconds=5.0)))
     with speaking("zh"):
-        _append_error_output(cell, outcome)
+        append_error_output(cell, outcome)
     shown = cell.outputs[-1]
     assert shown.ename == "TimeoutError" and shown.evalue == say(outcome.evalue, "zh") != say(outcome.evalue, "en")
     assert shown.traceback == [f"TimeoutError: {shown.evalue}"]
@@ -87,7 +81,7 @@ def test_a_kernel_that_never_starts_gives_an_error_row(source, tmp_path):
     from autograder.judge.score import submission_status
     from autograder.publish.words import say
     from autograder.reasons import Kind
-    from autograder.run.executor import run_notebook
+    from autograder.run.executor import NotebookLimits, run_notebook
     from autograder.run.kernel import Kernel
     from autograder.sandbox.launch import Sandbox
 
@@ -99,7 +93,7 @@ def test_a_kernel_that_never_starts_gives_an_error_row(source, tmp_path):
         made.append(n)
         return Kernel(tmp_path / "work", sandbox, label=f"k{n}").start()
 
-    run = run_notebook(graded, {}, None, new_kernel, cell_timeout=5, start_timeout=20)
+    run = run_notebook(graded, {}, None, new_kernel, NotebookLimits(5, start_timeout=20))
     assert made == [0, 1]  # one retry, then give up
     assert run.start_error and all(o.status == "not_run" for o in run.outcomes.values())
     status, reason = submission_status(run, MergeReport(), [], str(tmp_path))
@@ -110,7 +104,7 @@ def test_a_kernel_that_never_starts_gives_an_error_row(source, tmp_path):
 def test_a_kernel_that_floods_its_log_and_dies_gives_a_bounded_start_error(source, tmp_path):
     """The log is the kernel's to write: only its tail is read, and the reason quoting it is capped."""
     from autograder.limits import KERNEL_LOG_TAIL_BYTES, START_ERROR_CHARS
-    from autograder.run.executor import run_notebook
+    from autograder.run.executor import NotebookLimits, run_notebook
     from autograder.run.kernel import Kernel
     from autograder.sandbox.launch import Sandbox
 
@@ -125,7 +119,7 @@ def test_a_kernel_that_floods_its_log_and_dies_gives_a_bounded_start_error(sourc
         kernels.append(Kernel(tmp_path / "work", sandbox, label=f"k{n}"))
         return kernels[-1].start()
 
-    run = run_notebook(graded, {}, None, new_kernel, cell_timeout=5, start_timeout=20)
+    run = run_notebook(graded, {}, None, new_kernel, NotebookLimits(5, start_timeout=20))
     assert kernels and kernels[-1].log_path.stat().st_size >= 20_000_000, "the flood reached the log"
     assert "exit code 3" in run.start_error and len(run.start_error) <= START_ERROR_CHARS
     assert run.start_error.endswith("…") and "x" * 100 in run.start_error
