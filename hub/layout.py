@@ -20,7 +20,8 @@ Design
   (source, release, gradebook), made once (a gradebook with grades is never overwritten), 0700
   and owned by the course's grader: the formgrader service runs as that account; students
   cannot read the source, the submissions or the gradebook.
-- The checkout: a student's server runs the course venv, imports the course package and reads
+- The checkout: a student's server runs the course venv, imports the course packages (courseinfo, the
+  ground floor every other package and the jupyter configs read, and namedaxes) and reads
   the course's jupyter config from it, and the formgrader services (as the graders) load
   formgrader's guard `autograder.formgrader.guard` and its collect `autograder.formgrader.collect`
   (no secret: the grader's secrets are made per grading run), so those stay readable (`OPEN`);
@@ -54,7 +55,7 @@ from courseinfo.course import SOLUTIONS as _SOLUTIONS
 from hub.deployment import ROOT, Deployment
 
 # top-level entries of the checkout that students' servers must read (everything else is closed)
-OPEN = (".venv", "namedaxes", "autograder", "jupyter", "hub", "tools")
+OPEN = (".venv", "courseinfo", "namedaxes", "autograder", "jupyter", "hub", "tools")
 # each course's build (copied into the hub) and the solutions it is built from (courseinfo.course)
 BUILT_COURSE = {course: built_course(edition_of(course)) for course in COURSES}
 SOLUTIONS = {course: edition_folder(_SOLUTIONS, edition_of(course)) for course in COURSES}

@@ -7,8 +7,9 @@ in the judge's order: type, shape, layout, values, communication, work). This mo
 differences a **group key** from their kinds and non-numeric fields: which collective was expected and
 which was performed, which layout was seen, which property. Values that differ *and* a `pmean` where a
 `psum` was expected is one misconception; values that differ with no collective at all is another.
-Numbers (sizes, ratios, hidden-input values) are left out of the key, so "computes 4.5× the FLOPs" and
-"computes 8× the FLOPs" are one group. The labels are the differences' sentences in English and
+Numbers (sizes, ratios, hidden-input values) and where a difference was seen (the hidden case, the output)
+are left out of the key, so "computes 4.5× the FLOPs" and "computes 8× the FLOPs" are one group, and
+values that differ on four hidden cases are one difference. The labels are the differences' sentences in English and
 Chinese (`words.say`), their numbers and case names left out; `property` is the first one's.
 
 Grouping reads these records, never the words: `publish/report.py` draws the map from results.json's
@@ -38,18 +39,27 @@ NOT_MISCONCEPTIONS = {
 _DROPPED = "…"
 KEY_DIFFERENCES = 4  # the differences a group key is made of (a verdict's first ones: the most basic)
 LABELLED = 2  # of which the label says
+WHERE_FIELDS = ("case", "key")  # where a difference was seen (which hidden case or output), not what it is
 
 
 def _differences(reason: Reason) -> tuple[Phrase, ...]:
-    if isinstance(reason, Verdict):
-        return () if reason.passed else reason.differences[:KEY_DIFFERENCES]
-    return (reason,) if isinstance(reason, Phrase) else ()
+    """The verdict's first `KEY_DIFFERENCES` *distinct* differences: the same mistake seen on several hidden
+    cases (or outputs) is one difference, so a later one of another kind (the collective) still counts."""
+    if isinstance(reason, Phrase):
+        return (reason,)
+    if not isinstance(reason, Verdict) or reason.passed:
+        return ()
+    distinct: dict[str, Phrase] = {}
+    for d in reason.differences:
+        distinct.setdefault(_key(d), d)
+    return tuple(distinct.values())[:KEY_DIFFERENCES]
 
 
 def _key(value) -> str:
-    """A field's part of the group key: text and nested phrases as they are, numbers left out."""
+    """A field's part of the group key: text and nested phrases as they are, numbers and where it was seen
+    (`WHERE_FIELDS`: the hidden case, the output) left out."""
     if isinstance(value, Phrase):
-        inner = ",".join(f"{n}={_key(v)}" for n, v in value.fields if n != "case")
+        inner = ",".join(f"{n}={_key(v)}" for n, v in value.fields if n not in WHERE_FIELDS)
         return f"{value.kind.value}({inner})"
     if isinstance(value, Words):
         return "+".join(_key(p) for p in value.parts)
@@ -60,7 +70,8 @@ def _key(value) -> str:
 
 def _without_numbers(value):
     if isinstance(value, Phrase):
-        return replace(value, fields=tuple((n, _without_numbers(v)) for n, v in value.fields), case="")
+        fields = tuple((n, _DROPPED if n in WHERE_FIELDS else _without_numbers(v)) for n, v in value.fields)
+        return replace(value, fields=fields, case="")
     if isinstance(value, Words):
         return Words(tuple(_without_numbers(p) for p in value.parts), value.sep)
     if isinstance(value, int | float):

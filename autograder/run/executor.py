@@ -34,6 +34,13 @@ graded notebook and on the feedback page all come from executions that ran
 before the kernel had seen any hidden line. After a kernel restart the replay
 takes the snapshots again at each test cell's place.
 
+A test cell whose visible check failed scores 0 whatever its hidden part records (judge/score.py); its
+hidden part still runs, in a last pass of its own after every other hidden part (`FINDING`), so that the
+judge can say *what* went wrong on the hidden inputs: the class's misconception map groups those findings.
+That pass can cost nothing: the cell keeps its outcome, a hidden part that times out or kills its kernel
+ends the pass (no restart, no replay, no cell marked), and a limit the kernel hits during it is not the
+submission's (the sandbox's verdict is taken before the pass begins).
+
 Budgets (`NotebookLimits`): `budget` seconds of wall clock for the whole notebook (kernel starts
 and replays included): a cell's timeout is cut to what is left, and once it is
 spent the remaining cells are not run (status `timeout`). `max_output_chars`
@@ -102,6 +109,9 @@ def guard_index(nb: NotebookNode) -> int:
         if cell.cell_type == "code" and meta.locked_flag:
             last = i
     return last
+
+
+VISIBLE, HIDDEN, FINDING = "visible", "hidden", "finding"  # the three passes over a notebook's code cells
 
 
 def _install_guard(kernel: Kernel, timeout: float) -> None:
@@ -186,9 +196,11 @@ class _NotebookRun:
         budget = limits.budget
         self.what: Phrase | str = limits.budget_label or (phrase("budget_notebook", seconds=budget) if budget else "")
         self.hidden_of = {i: split_hidden(nb.cells[i].source)[1] for i in self.code_cells if i in tests}
-        self.steps = [(i, False) for i in self.code_cells] + [
-            (i, True) for i in self.code_cells if self.hidden_of.get(i)
-        ]
+        with_hidden = [i for i in self.code_cells if self.hidden_of.get(i)]
+        self.steps = [(i, VISIBLE) for i in self.code_cells] + [(i, HIDDEN) for i in with_hidden]
+        self.steps += [(i, FINDING) for i in with_hidden]
+        self.before_findings: object = None  # the sandbox's verdict when the FINDING pass began (else unset)
+        self.findings_began = False
         self.visible_seconds: dict[int, float] = {}
 
     # ------------------------------------------------------------ helpers
@@ -196,10 +208,10 @@ class _NotebookRun:
         return self.deadline - time.monotonic()
 
     def rest(self, p: int) -> list[int]:
-        return list(dict.fromkeys(j for j, _ in self.steps[p:]))
+        return list(dict.fromkeys(j for j, kind in self.steps[p:] if kind != FINDING))
 
     def done_cells(self, p: int) -> list[int]:
-        return [j for j, h in self.steps[:p] if not h]
+        return [j for j, kind in self.steps[:p] if kind == VISIBLE]
 
     def out_of_time(self, rest: list[int]) -> None:
         mark_rest(self.result, rest, phrase("budget_ran_out", what=self.what))
@@ -252,7 +264,8 @@ class _NotebookRun:
         finally:
             if self.kernel is not None:
                 self.kernel.kill()
-                hit = post_mortem(self.kernel)  # a limit hit that did not kill it (disk, processes)
+                # a limit hit that did not kill it (disk, processes); not one of the FINDING pass
+                hit = self.before_findings if self.findings_began else post_mortem(self.kernel)
                 if hit is not None and not any(s == hit.status for s, _ in result.events):
                     result.events.append((hit.status, hit.reason))
         result.seconds = time.monotonic() - self.t0
@@ -260,10 +273,14 @@ class _NotebookRun:
 
     def step(self, pos: int) -> int | None:
         """Run step `pos` (a cell's visible part, or a test cell's hidden part): the next step, or None."""
-        i, hidden_step = self.steps[pos]
+        i, kind = self.steps[pos]
         outcome = self.result.outcomes.get(i)
+        if kind == FINDING:
+            failed = outcome is not None and outcome.status == "error" and i not in self.fatal
+            return self.finding(pos, i) if failed else pos + 1
+        hidden_step = kind == HIDDEN
         if hidden_step and (outcome is None or outcome.status != "ok"):
-            return pos + 1  # its visible part failed: the hidden part does not run
+            return pos + 1  # its visible part failed: its hidden part runs in the FINDING pass
         if self.left() <= 0:
             self.out_of_time(self.rest(pos))
             return None
@@ -298,6 +315,21 @@ class _NotebookRun:
             return pos + 1
         self.lost(i, run, label, how)  # hung (killed after a timeout), oversized or died
         return pos + 1 if self.restart(pos, label) else None
+
+    def finding(self, pos: int, i: int) -> int | None:
+        """The hidden part of test cell `i`, whose visible check failed, for the judge's finding only: its
+        observations are harvested, its outcome is kept; out of time, a timeout or a lost kernel end the pass."""
+        if not self.findings_began:
+            self.findings_began, self.before_findings = True, post_mortem(self.kernel)
+        if self.left() <= 0:
+            return None
+        t_step = time.monotonic()
+        self.visible_seconds.setdefault(i, 0.0)
+        run = self.hidden(i, min(self.limits.cell_timeout, self.left()))
+        if run.status in ("ok", "error"):
+            self.harvest(i, True, run)
+        self.result.stages["findings"] = self.result.stages.get("findings", 0.0) + time.monotonic() - t_step
+        return pos + 1 if run.status in ("ok", "error") else None
 
     def hidden(self, i: int, limit: float) -> CellRun:
         """A test cell's hidden part, in the namespace its visible part left (nothing it prints is kept)."""
@@ -343,6 +375,8 @@ class _NotebookRun:
             self.log(gid, "written by the visible part", clear_all_observations(observe_dir))
             if run.status == "ok":  # (its user expression took the snapshot)
                 self.visible_seconds[i] = run.seconds
+            elif run.status == "error":  # a failed part evaluates no user expression: for the FINDING pass
+                _snapshot(self.kernel, gid)
             return
         got = harvest_observations(observe_dir, gid)
         if got is not None:

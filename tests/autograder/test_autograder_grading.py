@@ -236,3 +236,23 @@ def test_results_and_summary_say_which_protections_were_in_force(graded_class):
     ), keys
     in_force = sum(1 for p in data["protections"] if p["available"])
     assert f"protections: {in_force} of {len(keys)} in force" in graded_class.stdout
+
+
+def test_a_failed_visible_check_still_gets_the_judges_finding_for_the_map(graded_class):
+    """A cell whose visible check failed stays at 0 with the message the student saw; its hidden part still
+    runs (after every other hidden part, so it can cost nothing), and the judge's verdict on the hidden inputs
+    is the cell's `finding`, which the class's misconception map groups (issue 39)."""
+    rows = {(r["student"], r["assignment"]): r for r in graded_class.results}
+
+    def cells(student, aid):
+        return {c["grade_id"]: c for c in rows[(student, aid)]["cells"]}
+
+    total = cells("mistake_pmean_for_psum", "02_scaled_sum")["scaled_sum_total"]
+    assert total["points"] == 0 and not total["passed"] and "mean over devices" in total["reason"]
+    assert total["finding"]["key"] == "values_differ()"  # the same on every hidden case: one difference
+    ring = cells("honest_wrong_09", "09_large_models")["causal_ring_attention_ring"]
+    assert ring["points"] == 0 and "seen=all_gather over 'sequence_axis'" in ring["finding"]["key"]
+    assert "all_gather" in ring["finding"]["en"] and ring["finding"]["zh"]
+    assert all(c["passed"] and "finding" not in c for c in cells("correct", "02_scaled_sum").values())
+    unanswered = cells("unanswered", "02_scaled_sum")["scaled_sum_total"]
+    assert unanswered["points"] == 0 and "not written yet" in unanswered["reason"]

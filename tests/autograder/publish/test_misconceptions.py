@@ -83,12 +83,23 @@ def test_a_finding_is_data_whose_key_leaves_numbers_out():
     assert finding(Verdict(True)) is None and finding("NameError: q") is None
 
 
+def test_the_same_difference_on_several_hidden_cases_is_one_and_a_later_kind_still_counts():
+    """The judge says "values differ" once per hidden case before it says which collective was performed: the
+    key keeps one "values differ" (wherever it was seen) and the collective, so two students whose answers
+    differ on other cases but make the same mistake are one group."""
+    on = [phrase(Kind.VALUES_DIFFER, key=f"k{k}_shape3_float32") for k in (2, 4, 8, 16)]
+    comm = phrase(Kind.COMM_MISSING, missing=Words(("psum",)), seen="pmean")
+    a, b = finding(Verdict(False, (*on, comm))), finding(Verdict(False, (*on[2:], comm)))
+    assert a["key"] == b["key"] == "values_differ()|comm_missing(missing=psum,seen=pmean)"
+    assert "k2_shape3" not in a["en"] and "performs pmean" in a["en"]
+
+
 def test_results_json_keeps_each_failed_cells_finding(page):
     _, results = page
     cells = {r["student"]: r["cells"] for r in results["rows"]}
     assert cells["s0"][0]["finding"]["kind"] == "values_differ" and "finding" not in cells["s0"][1]
     assert cells["s0"][0]["finding"]["en"] == (
-        "scaled_sum(x): values differ; communication: expected psum (read from the compiled program), "
+        "…: values differ; communication: expected psum (read from the compiled program), "
         "but it performs pmean"
     )
 

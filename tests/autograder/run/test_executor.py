@@ -124,3 +124,48 @@ def test_a_kernel_that_floods_its_log_and_dies_gives_a_bounded_start_error(sourc
     assert "exit code 3" in run.start_error and len(run.start_error) <= START_ERROR_CHARS
     assert run.start_error.endswith("…") and "x" * 100 in run.start_error
     assert len(kernels[-1].log_tail()) == KERNEL_LOG_TAIL_BYTES
+
+
+def _test_cell(gid: str, visible: str, hidden: str):
+    meta = {"grade": True, "grade_id": gid, "points": 1, "solution": False, "locked": True, "schema_version": 3}
+    source = f"{visible}\n### BEGIN HIDDEN TESTS\n{hidden}\n### END HIDDEN TESTS"
+    return nbv4.new_code_cell(source, metadata={"nbgrader": meta})
+
+
+def test_a_failed_visible_check_still_records_for_the_judge_and_that_pass_costs_nothing(tmp_path):
+    """The FINDING pass (issue 39): the hidden part of a test cell whose visible check failed runs after every
+    other hidden part, in the namespace the visible part left; its observations are harvested for the judge's
+    finding, the cell keeps its failed outcome, and a hidden part that never ends there stops the pass with no
+    event and no cell marked, while every other cell keeps what it earned."""
+    import json
+    import sys
+
+    from autograder.run.executor import NotebookLimits, run_notebook
+    from autograder.run.kernel import Kernel
+    from autograder.sandbox.launch import Sandbox
+
+    nb = nbv4.new_notebook(
+        cells=[
+            nbv4.new_code_cell("from namedaxes.grading import record\nanswer = 41"),
+            _test_cell("wrong", 'assert answer == 42, "the visible check failed"', 'record("wrong", {"seen": answer})'),
+            _test_cell("right", "answer = answer + 1", 'record("right", {"seen": answer})'),
+            _test_cell("stuck", "assert False", 'record("stuck", {"seen": 0})\nwhile True:\n    pass'),
+            _test_cell("after", "x = 1", 'record("after", {"seen": x})'),
+        ]
+    )
+    tests = {1: "wrong", 2: "right", 3: "stuck", 4: "after"}
+    sandbox = Sandbox(isolate=False, python=sys.executable)
+    run = run_notebook(
+        nb,
+        tests,
+        None,
+        lambda n: Kernel(tmp_path / "w", sandbox, label=f"k{n}").start(),
+        NotebookLimits(3, start_timeout=60),
+    )
+    assert [run.outcomes[i].status for i in (1, 2, 3, 4)] == ["error", "ok", "error", "ok"]
+    assert "the visible check failed" in str(run.outcomes[1].evalue)  # what the student saw, kept
+    assert set(run.observations) == {"wrong", "right", "after"}  # "stuck" never finished its hidden part
+    seen = {gid: json.loads(values)["seen"] for gid, (_, values) in run.observations.items()}
+    assert seen == {"wrong": 41, "right": 42, "after": 1}  # "wrong": the namespace its visible part left
+    assert run.events == [] and run.restarts == 0
+    assert "findings" in run.stages
