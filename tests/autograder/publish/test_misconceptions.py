@@ -99,8 +99,7 @@ def test_results_json_keeps_each_failed_cells_finding(page):
     cells = {r["student"]: r["cells"] for r in results["rows"]}
     assert cells["s0"][0]["finding"]["kind"] == "values_differ" and "finding" not in cells["s0"][1]
     assert cells["s0"][0]["finding"]["en"] == (
-        "…: values differ; communication: expected psum (read from the compiled program), "
-        "but it performs pmean"
+        "…: values differ; communication: expected psum (read from the compiled program), but it performs pmean"
     )
 
 
