@@ -11,6 +11,7 @@ Notebooks keep calling `jax.make_mesh` themselves: that is what they teach.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 
@@ -55,6 +56,20 @@ def abstract_on(mesh, shape, pspec, dtype=jnp.float32):
 def with_mesh(fn: Callable, mesh) -> Callable:
     """`fn(*args, mesh)` with the mesh fixed: the program a case exports (the mesh is not an input)."""
     return lambda *args: fn(*args, mesh)
+
+
+@functools.cache
+def _cached_program(fn: Callable, mesh):
+    return jax.jit(lambda *args: fn(*args, mesh))
+
+
+def program(fn: Callable, mesh) -> Callable:
+    """An answer `fn(*args, mesh)` as a program of arrays only: `jax.jit` of it with the mesh fixed (cached per
+    answer and mesh, so a check's cases compile it once)."""
+    try:
+        return _cached_program(fn, mesh)
+    except TypeError:  # an unhashable callable: compile it without the cache
+        return jax.jit(lambda *args: fn(*args, mesh))
 
 
 def describe(mesh) -> str:

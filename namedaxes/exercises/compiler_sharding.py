@@ -77,6 +77,7 @@ from namedaxes.judging import Work, exported_work, work_excess, work_of
 from namedaxes.meshes import abstract_on as _on
 from namedaxes.meshes import describe as _mesh_name
 from namedaxes.meshes import grid_mesh, line_mesh
+from namedaxes.meshes import program as _program
 from namedaxes.meshes import with_mesh as _bound
 
 __all__ = [
@@ -364,19 +365,6 @@ def _rules(name: str):
         return None
 
     return (rule,)
-
-
-@functools.cache
-def _cached_program(fn: Callable, mesh):
-    return jax.jit(lambda *args: fn(*args, mesh))
-
-
-def _program(fn: Callable, mesh) -> Callable:
-    """The answer as a program of arrays only: `jax.jit` of `fn(*args, mesh)` (cached per answer and mesh)."""
-    try:
-        return _cached_program(fn, mesh)
-    except TypeError:  # an unhashable callable: compile it without the cache
-        return jax.jit(lambda *args: fn(*args, mesh))
 
 
 def _run(name: str, fn: Callable, mesh, *args):

@@ -21,6 +21,7 @@ from namedaxes.checking import (
 )
 from namedaxes.checking.regions import expect_own_shard, judge_regions
 from namedaxes.grading import Case, programs
+from namedaxes.meshes import program as _program
 from namedaxes.meshes import with_mesh as _bound
 
 from .text import _say
@@ -102,19 +103,6 @@ def _explained(name: str, mesh=None, rules=_COMMON_RULES):
     """
     bound = [functools.partial(rule, name=name, mesh=mesh) for rule in (*rules, _rule_axis_names)]
     return explained(name, rules=[lambda err, rule=rule: rule(err) for rule in bound])
-
-
-@functools.cache
-def _cached_program(fn: Callable, mesh):
-    return jax.jit(lambda *args: fn(*args, mesh))
-
-
-def _program(fn: Callable, mesh) -> Callable:
-    """The answer as a program of arrays only: `jax.jit` of `fn(*args, mesh)` (cached per answer and mesh)."""
-    try:
-        return _cached_program(fn, mesh)
-    except TypeError:  # an unhashable callable: compile it without the cache
-        return jax.jit(lambda *args: fn(*args, mesh))
 
 
 def _run(name: str, fn: Callable, mesh, *args, rules=_COMMON_RULES):

@@ -8,12 +8,12 @@ message must say), and `observe` of wrong answers does not match.
 """
 
 import re
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from exercise_text import unused_text
 from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
@@ -851,9 +851,7 @@ def test_fsdp_step_observations_reject_wrong_answers():
 
 # ---------------------------------------------------------------- the module's contract
 def test_every_student_facing_string_is_used_and_hints_are_ladders():
-    package = Path(q.__file__).parent  # the notebook's package: its TEXT in text.py, its checks beside it
-    body = "".join(p.read_text(encoding="utf-8") for p in sorted(package.glob("*.py")) if p.name != "text.py")
-    unused = [key for key in q.TEXT if not re.search(rf"_say\(\s*\"{key}\"", body)]
+    unused = unused_text(q)
     assert not unused, f"TEXT entries nothing uses: {unused}"
     for exercise in (q.median_centered, q.sum_scatter_columns, q.ring_all_reduce, q.fsdp_step):
         assert 2 <= len(exercise._hints) <= 3, exercise.name

@@ -7,13 +7,11 @@ rejected with the specific message that helps (the regex names what the message
 must say), and `observe` of wrong answers does not match.
 """
 
-import re
-from pathlib import Path
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from exercise_text import unused_text
 from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
@@ -698,9 +696,7 @@ def test_collective_matmul_rows_observations_reject_wrong_answers():
 
 # ---------------------------------------------------------------- the module's contract
 def test_every_student_facing_string_is_used_and_hints_are_ladders():
-    source = Path(q.__file__).read_text(encoding="utf-8")
-    body = source[source.index("_say = TEXT.say") :]
-    unused = [key for key in q.TEXT if not re.search(rf"_say\(\s*\"{key}\"", body)]
+    unused = unused_text(q)
     assert not unused, f"TEXT entries nothing uses: {unused}"
     for exercise in (q.one_all_reduce_mlp, q.feature_correlation, q.collective_matmul_rows):
         assert len(exercise._hints) == 3, exercise.name
