@@ -109,11 +109,12 @@ site-venv: ## the website's own venv .venv-site/ (Sphinx, myst-nb, sphinx-book-t
 site-lock: site-venv ## re-resolve website/requirements.txt from website/requirements.in (maintainers)
 	$(VENV_SITE)/bin/python -m website.lock_site_requirements
 
-notebooks: venv ## regenerate notebooks/ and the Chinese editions (solutions/, notebooks/ one folder down) from solutions/
-	$(BIN)/python -m tools.generate_notebooks
+notebooks: venv ## regenerate notebooks/, the Chinese editions and the visible checks' tables from solutions/
+	$(BIN)/python -m tools.generate_notebooks && $(BIN)/python -m tools.answer_tables
 
-check-notebooks: venv ## fail when notebooks/, the editions or the catalogs are not what solutions/ generates
-	$(BIN)/python -m tools.translate check --sync && $(BIN)/python -m tools.generate_notebooks --check
+check-notebooks: venv ## fail when notebooks/, the editions, the catalogs or the tables are not what solutions/ generates
+	$(BIN)/python -m tools.translate check --sync && $(BIN)/python -m tools.generate_notebooks --check \
+	  && $(BIN)/python -m tools.answer_tables --check
 
 catalogs: venv ## merge English changes into locale/zh/*.po and compile them (translators: docs/translators.md)
 	$(BIN)/python -m tools.translate update && $(BIN)/python -m tools.translate compile

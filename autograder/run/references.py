@@ -95,6 +95,9 @@ def _environment() -> list[str]:
     return [f"accelerators={platform}:{n}"] + [f"{k}={env[k]}" for k in names]
 
 
+CODE_AND_DATA = (".py", ".json")  # what of a package shapes a result: its code, and its checks' tables
+
+
 def reference_key(source: SourceNotebook) -> str:
     """Hash of everything that shapes the reference results (see the module docstring)."""
     h = hashlib.sha256(CACHE_FORMAT.encode())
@@ -102,7 +105,7 @@ def reference_key(source: SourceNotebook) -> str:
     for name in (*KERNEL_PACKAGES, "autograder"):
         pkg = package_dir(name) if name != "autograder" else repo_root() / "autograder"
         if pkg is not None:
-            for f in sorted(pkg.rglob("*.py")):
+            for f in sorted(f for f in pkg.rglob("*") if f.suffix in CODE_AND_DATA):
                 h.update(f"{name}/{f.relative_to(pkg)}".encode())
                 h.update(f.read_bytes())
     for dist in ("jax", "jaxlib", "numpy", "flatbuffers"):

@@ -5,8 +5,8 @@ The file was written from the results.json of the grader *before* verdicts becam
 the commit before `records.Verdict`), which graded the fixture class's notebooks 01 and 03 (every
 student, so missing rows too; `--assignment 01_axis_names --assignment 03_nested_axes`).
 `test_fixture_scores_and_status` checks the specs; this checks each of those rows against what the
-previous code gave. Fixture students added to the class since (notebook 09's `honest_wrong_09`, `tamper_09`
-and `equivalent_09`) hand in neither notebook: their rows of 01 and 03 are `missing`, with the same scores
+previous code gave. Fixture students added to the class since (notebooks 09's and 10's `honest_wrong_NN`,
+`tamper_NN` and `equivalent_NN`) hand in neither notebook: their rows of 01 and 03 are `missing`, with the same scores
 as every such student's (those of the `*_08` students). Regenerate it only when a change is meant to change a
 grade, and say so in the commit:
 

@@ -1,4 +1,4 @@
-"""The tamper corpus: for every graded test cell of notebooks 01-09, a wrong answer plus tampering.
+"""The tamper corpus: for every graded test cell of notebooks 01-10, a wrong answer plus tampering.
 
 Per notebook there are two fixture students with the same wrong answers:
 
@@ -44,6 +44,7 @@ A03, A04, A05, A06 = "03_nested_axes", "04_gradient_averaging", "05_shard_map", 
 A07 = "07_collectives"
 A08 = "08_compiler_sharding"
 A09 = "09_large_models"
+A10 = "10_training_at_scale"
 TECHNIQUES = ("patched_observe", "code_swap", "forged_record", "visible_files", "thread_files", "symlink")
 
 # notebook -> answer cell grade_id -> wrong answer (plausible mistakes, each fails its visible check)
@@ -191,6 +192,17 @@ WRONG = {
         "        return jax.nn.softmax(scores, axis=1) @ values\n"
         "    spec = P(SEQUENCE)\n"
         "    return jax.shard_map(local, mesh=mesh, in_specs=(spec, spec, spec), out_specs=spec)(q, k, v)\n",
+    },
+    A10: {
+        "swiglu_block_answer": "def swiglu_block(x, gate, up, down, mesh):\n"  # right values: everything gathered
+        "    gate, up, down = (jax.reshard(w, P()) for w in (gate, up, down))\n"
+        "    return (jax.nn.silu(x @ gate) * (x @ up)) @ down\n",
+        "step_costs_answer": "def step_costs(config, layout, batch):\n"  # the whole model's figures, layout ignored
+        "    n = sum(int(np.prod(s)) for s in tm.shapes(config).values())\n"
+        "    return {'state_bytes': 12 * n, 'gather_bytes': 4 * n, 'grad_reduce_bytes': 4 * n,\n"
+        "            'tensor_reduce_bytes': 0, 'flops': 6 * batch * config.seq * n}\n",
+        "choose_layout_answer": "def choose_layout(config, batch, budget):\n"  # the least memory, whatever it moves
+        "    return (1, 8, 1)\n",
     },
 }
 
@@ -391,6 +403,37 @@ EQUIVALENT = {
         "    spec = P(SEQUENCE)\n"
         "    return jax.shard_map(local, mesh=mesh, in_specs=(spec, spec, spec), out_specs=spec)(q, k, v)\n",
     },
+    A10: {
+        "swiglu_block_answer": "def swiglu_block(x, gate, up, down, mesh):\n"  # the hidden layout named, one reshard
+        "    cols, rows = P(None, MODEL_PARALLEL), P(MODEL_PARALLEL, None)\n"
+        "    gate, up, down = jax.reshard((gate, up, down), (cols, cols, rows))\n"
+        "    g = jnp.einsum('btd,df->btf', x, gate, out_sharding=P(BATCH, None, MODEL_PARALLEL))\n"
+        "    u = jnp.einsum('btd,df->btf', x, up, out_sharding=P(BATCH, None, MODEL_PARALLEL))\n"
+        "    return jnp.einsum('btf,fd->btd', jax.nn.silu(g) * u, down, out_sharding=P(BATCH))\n",
+        "step_costs_answer": "def step_costs(config, layout, batch):\n"  # parameter by parameter, in floats
+        "    data, fsdp, tensor = layout\n"
+        "    d, f = config.d_model, config.mlp * config.d_model\n"
+        "    matrices = config.layers * (4 * d * d + 2 * d * f) / tensor\n"
+        "    tables = 2 * config.vocab * d + config.seq * d\n"
+        "    norms = (2 * config.layers + 1) * d\n"
+        "    tokens = batch / (data * fsdp) * config.seq\n"
+        "    attention = 4 * config.layers * tokens * config.seq * d / tensor\n"
+        "    flops = 3 * (2 * tokens * (matrices + d * config.vocab) + attention)\n"
+        "    return {'state_bytes': 12 * ((matrices + tables) / fsdp + norms),\n"
+        "            'gather_bytes': 4 * (matrices + tables) * (fsdp > 1),\n"
+        "            'grad_reduce_bytes': 4 * (matrices + tables + norms) * (data * fsdp > 1),\n"
+        "            'tensor_reduce_bytes': 16 * config.layers * tokens * d * (tensor > 1), 'flops': flops}\n",
+        "choose_layout_answer": "def choose_layout(config, batch, budget):\n"  # the last of ties, as a list
+        "    fitting = []\n"
+        "    for data, fsdp, tensor in LAYOUTS:\n"
+        "        if config.heads % tensor or batch % (data * fsdp) or config.d_model % fsdp or config.vocab % fsdp:\n"
+        "            continue\n"
+        "        c = step_costs(config, (data, fsdp, tensor), batch)\n"
+        "        if c['state_bytes'] <= budget:\n"
+        "            moved = c['gather_bytes'] + c['grad_reduce_bytes'] + c['tensor_reduce_bytes']\n"
+        "            fitting.append((moved, [-data, -fsdp, -tensor]))\n"
+        "    return [-v for v in min(fitting)[1]]\n",
+    },
 }
 
 # notebook -> test cell grade_id -> (the `q.<name>` exercise its test cell uses, techniques)
@@ -445,6 +488,11 @@ CELLS = {
         "pipeline_loss_gpipe": ("pipeline_loss", ("code_swap", "symlink")),
         "moe_layer_all_to_all": ("moe_layer", ("patched_observe", "forged_record")),
         "causal_ring_attention_ring": ("causal_ring_attention", ("thread_files", "visible_files")),
+    },
+    A10: {
+        "swiglu_block_megatron": ("swiglu_block", ("code_swap", "symlink")),
+        "step_costs_formulas": ("step_costs", ("patched_observe", "forged_record")),
+        "choose_layout_budget": ("choose_layout", ("thread_files", "visible_files")),
     },
 }
 

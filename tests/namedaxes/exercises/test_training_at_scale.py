@@ -8,6 +8,7 @@ batch counted on one device, a layout over the budget, ...) are rejected with th
 the grader rejects them too.
 """
 
+import inspect
 import math
 
 import jax
@@ -243,7 +244,8 @@ def test_step_costs_accepts_equivalent_answers(answer):
 
 def test_step_costs_observations_of_equivalent_answers_match():
     reference = observe(q.step_costs, ref_step_costs)
-    assert len(reference) == len(q._HIDDEN_COSTS) * len(q.COST_KEYS)
+    assert set(reference) == set(q.COST_KEYS)
+    assert all(v.shape == (q._HIDDEN_COST_CASES,) and np.isfinite(v).all() for v in reference.values())
     for answer in COSTS_EQUIVALENT.values():
         assert observations_match(reference, observe(q.step_costs, answer))
 
@@ -307,7 +309,7 @@ def test_the_cost_model_is_the_compiled_step(layout):
         state = jax.jit(tm.adam_init)(params)
         window = jax.ShapeDtypeStruct((batch, config.seq + 1), jnp.int32, sharding=NamedSharding(mesh, P(BATCH)))
         compiled = jax.jit(tm.train_step).lower(params, state, window).compile()
-    want = q._reference_costs(config, layout, batch)
+    want = ref_step_costs(config, layout, batch)
     shards = layout[0] * layout[1]
     args = compiled.memory_analysis().argument_size_in_bytes
     assert args == want["state_bytes"] + 4 * batch * (config.seq + 1) // shards + 4
@@ -353,13 +355,64 @@ def _last_of_ties(config, batch, budget):
 LAYOUT_EQUIVALENT = {"the last of the ties, as a list": _last_of_ties}
 
 
-def test_the_visible_and_hidden_layout_cases_have_ties_and_budgets_that_bind():
-    """Some case has two cheapest layouts (so the equivalent answer differs from the reference), and in
-    some the budget rules out the cheapest layout of all."""
-    cases = q._LAYOUT_CASES + q._HIDDEN_LAYOUTS
+def test_the_visible_layout_cases_have_ties_and_budgets_that_bind():
+    """Some visible case has two cheapest layouts (so the equivalent answer differs from the reference and
+    passes), and in some the budget rules out the cheapest layout of all."""
+    cases = q._LAYOUT_CASES
     assert any(tuple(_last_of_ties(*c)) != ref_choose_layout(*c) for c in cases)
     assert any(ref_choose_layout(*c) != ref_choose_layout(c[0], c[1], 10**12) for c in cases)
     assert all(ref_choose_layout(*c) is not None for c in cases)
+
+
+def _fitting(config, batch, budget) -> list[tuple[int, tuple]]:
+    """(bytes moved, layout) of every usable layout that fits, cheapest first."""
+    fitting = []
+    for layout in q.LAYOUTS:
+        costs = ref_step_costs(config, layout, batch)
+        if not q._usable(config, layout, batch) and costs["state_bytes"] <= budget:
+            fitting.append((q._moved_bytes(costs), layout))
+    return sorted(fitting)
+
+
+def test_each_hidden_layout_case_has_one_cheapest_layout_that_fits():
+    """The grader compares the layout chosen with the solution's, so no hidden case may have a tie; and the
+    cases are not all won by pure data parallelism: some budgets bind, and some are won with fsdp > 1."""
+    for case in q._HIDDEN_LAYOUTS:
+        fitting = _fitting(*case)
+        assert fitting and (len(fitting) == 1 or fitting[0][0] < fitting[1][0]), (case, fitting[:2])
+    assert sum(ref_choose_layout(*c) != ref_choose_layout(c[0], c[1], 10**12) for c in q._HIDDEN_LAYOUTS) >= 3
+    assert sum(ref_choose_layout(*c)[1] > 1 for c in q._HIDDEN_LAYOUTS) >= 2
+    assert len({ref_choose_layout(*c) for c in q._HIDDEN_LAYOUTS}) >= 4
+
+
+def test_the_hidden_cost_cases_are_usable_and_varied():
+    cases = q._hidden_cost_cases()
+    assert cases == q._hidden_cost_cases() and len(cases) == q._HIDDEN_COST_CASES  # the same in every run
+    assert all(q._usable(*case) is None for case in cases)
+    assert len({layout for _, layout, _ in cases}) >= 6 and len({c for c, _, _ in cases}) == len(cases)
+
+
+def test_the_kernel_holds_figures_of_the_visible_cases_only():
+    """The exercise module ships the visible cases' figures as data, computed by the solution notebook's
+    answers (tools.answer_tables; `make check-notebooks` fails on drift): no function of the kernel package
+    computes a cost, so no answer can call one, and the hidden cases' figures are nowhere in it."""
+    from tools.answer_tables import TABLES, render
+
+    (table,) = [t for t in TABLES if t.module == q.__name__]
+    assert table.path.read_text(encoding="utf-8") == render(table)
+    figures = q._figures()
+    assert len(figures["step_costs"]) == len(q._COST_CASES) and len(figures["choose_layout"]) == len(q._LAYOUT_CASES)
+    hidden = {ref_step_costs(*case)["flops"] for case in q._hidden_cost_cases()}
+    assert not hidden & {f["want"]["flops"] for f in figures["step_costs"]}
+    config, layout, batch = q._hidden_cost_cases()[0]
+    want = ref_step_costs(config, layout, batch)
+    for name, obj in vars(q).items():  # an answer that calls any function of the module gets no figure
+        if inspect.isfunction(obj) and obj.__module__ == q.__name__:
+            try:
+                got = obj(config, layout, batch)
+            except Exception:  # noqa: BLE001 - most of them take other arguments: that is the point
+                continue
+            assert not (isinstance(got, dict) and want["flops"] in got.values()), name
 
 
 @pytest.mark.parametrize(
@@ -402,6 +455,32 @@ LAYOUT_WRONG = {
 @pytest.mark.parametrize("answer, match", LAYOUT_WRONG.values(), ids=LAYOUT_WRONG.keys())
 def test_choose_layout_rejects(answer, match):
     assert_check_fails(q.choose_layout.check, answer, match=match)
+
+
+def _visible_figures_looked_up(config, layout, batch):
+    """An attack: the visible cases' figures read from the module's own table, a guess elsewhere."""
+    for (c, lay, b), table in zip(q._COST_CASES, q._figures()["step_costs"]):
+        if (c, lay, b) == (config, layout, batch):
+            return dict(table["want"])
+    return ref_step_costs(config, (1, 1, 1), batch)
+
+
+def _visible_layouts_looked_up(config, batch, budget):
+    for case, table in zip(q._LAYOUT_CASES, q._figures()["choose_layout"]):
+        if case == (config, batch, budget):
+            return tuple(table["best"])
+    return (8, 1, 1)
+
+
+def test_a_lookup_of_the_visible_cases_passes_the_check_and_scores_nothing():
+    """The visible figures are data a kernel can read: an answer that looks them up passes the visible check
+    (it was shown those very figures), and the grader, on cases no table holds, gives it nothing."""
+    for exercise, looked_up, reference in (
+        (q.step_costs, _visible_figures_looked_up, ref_step_costs),
+        (q.choose_layout, _visible_layouts_looked_up, ref_choose_layout),
+    ):
+        assert_check_passes(exercise.check, looked_up)
+        assert not judge_observations(observe(exercise, reference), observe(exercise, looked_up)).passed
 
 
 # ---------------------------------------------------------------- the model and the module's contract
