@@ -15,11 +15,12 @@ The loss, `loss_fn(params, window)`, in four steps:
    same `transformer.block` runs inside with its FSDP gathers and tensor all-reduces (`batch=FSDP`: the
    batch axis left to name). In it, `gpipe` runs notebook 09's schedule as one `lax.fori_loop` of
    m + k - 1 steps (k stages, m microbatches): stage 0 takes microbatch t, every stage applies its layers,
-   the last stage computes the loss of the microbatch that leaves it (t - (k - 1)), and `lax.ppermute`
-   hands the activations on to the next stage. Every device runs the same program (SPMD), so a stage also
-   computes in the steps where its result is not used (the bubble) and the loss on every stage: `jnp.where`
-   keeps what counts;
-4. the last stage's losses, summed over STAGES and DATA_PARALLEL (`lax.psum` of a scalar) and averaged.
+   the last stage keeps the microbatch that leaves it (t - (k - 1)), and `lax.ppermute` hands the
+   activations on to the next stage. After the loop the last stage computes the loss of all it kept (the
+   head once, not in every step: the loop's body stays one block of layers, which also compiles faster).
+   Every device runs the same program (SPMD), so a stage also computes in the steps where its result is
+   not used (the bubble), and every stage computes a loss: `jnp.where` keeps the last stage's;
+4. that loss, summed over STAGES and DATA_PARALLEL (`lax.psum` of a scalar) and averaged over the groups.
 
 Why DATA_PARALLEL is manual too: with only STAGES manual, jax 0.10 gathers the batch-split activations the
 loop saves for its backward pass over the data axes (correct values, every group's activations on every
@@ -87,24 +88,25 @@ def place(tree: dict, mesh) -> dict:
 
 def gpipe(params: dict, micro, targets):
     """One device's part (inside `shard_map`, manual over STAGES and DATA_PARALLEL): its stage's layers applied
-    to its share of the microbatches `micro` (m, b, seq, d_model) as they pass; the mean loss of those that
-    leave the last stage, the same on every device."""
+    to its share of the microbatches `micro` (m, b, seq, d_model) as they pass; the mean loss of what leaves
+    the last stage against `targets` (m, b, seq), the same on every device."""
     k, stage, m = lax.axis_size(STAGES), lax.axis_index(STAGES), micro.shape[0]
-    micro = jax.reshard(micro, P(None, FSDP))  # a data group's share, split over FSDP as the layers' results are
+    # a data group's share, split over FSDP as the layers' results are
+    micro, targets = jax.reshard(micro, P(None, FSDP)), jax.reshard(targets, P(None, FSDP))
 
     def step(t, carry):
-        state, total = carry
+        state, outputs = carry
         state = jnp.where(stage == 0, micro[jnp.minimum(t, m - 1)], state)  # stage 0 takes microbatch t
         for layer in range(params["qkv"].shape[0]):  # this stage's layers
             state = block(params, layer, state, batch=FSDP)
-        loss = cross_entropy(logits_of(params, state), targets[jnp.maximum(t - (k - 1), 0)])
-        total = total + jnp.where((stage == k - 1) & (t >= k - 1), loss, 0.0)  # microbatch t - (k - 1) leaves
-        return lax.ppermute(state, STAGES, [(s, s + 1) for s in range(k - 1)]), total
+        leaving = jnp.maximum(t - (k - 1), 0)  # what leaves the last stage (before step k - 1: slot 0, rewritten)
+        outputs = lax.dynamic_update_index_in_dim(outputs, state, leaving, 0)
+        return lax.ppermute(state, STAGES, [(s, s + 1) for s in range(k - 1)]), outputs
 
-    state = lax.pcast(jnp.zeros_like(micro[0]), STAGES, to="varying")  # varying from the start (notebook 09)
-    total = lax.pcast(jnp.zeros((), micro.dtype), (STAGES, DATA_PARALLEL), to="varying")
-    _, total = lax.fori_loop(0, m + k - 1, step, (state, total))
-    return lax.psum(total, (STAGES, DATA_PARALLEL)) / (m * lax.axis_size(DATA_PARALLEL))
+    start = lax.pcast((jnp.zeros_like(micro[0]), jnp.zeros_like(micro)), STAGES, to="varying")  # as in notebook 09
+    _, outputs = lax.fori_loop(0, m + k - 1, step, start)
+    loss = jnp.where(stage == k - 1, cross_entropy(logits_of(params, outputs), targets), 0.0)  # the last stage's
+    return lax.psum(loss, (STAGES, DATA_PARALLEL)) / lax.axis_size(DATA_PARALLEL)
 
 
 def _split(x, microbatches: int):
