@@ -1,4 +1,4 @@
-"""Notebook 10's model: a small decoder-only transformer over characters, its Adam and its sharding rules.
+"""Notebook 10's model: a small decoder-only transformer over characters, its optimizer and its sharding rules.
 
 One source for the notebook (which shows this code and trains it), its exercises' checks and their tests.
 Plain JAX, so that every sharding stays visible: the parameters are a dict of stacked arrays (one leading
@@ -10,6 +10,11 @@ step run on one device (a 1 x 1 x 1 mesh) and on 8 (2 x 2 x 2, or any other layo
 The forward pass works on Explicit axes: before a matrix is used, `jax.reshard` gathers its FSDP shards
 (the all-gather), and the two matmuls that sum over split heads or MLP columns name their result's layout
 (`out_sharding=`), which is the all-reduce over MODEL_PARALLEL.
+
+The optimizer is Optax's Adam (`OPTIMIZER`): its state holds a step count and two moments per parameter,
+each made by `jnp.zeros_like` of the parameter, so stored with the parameter's sharding; its update is
+element by element, so each shard is updated where it is stored, and the state needs no rules of its own.
+`pipeline.py` runs the same layers in pipeline stages.
 
 The corpus is the opening of Lewis Carroll's *Alice's Adventures in Wonderland* (1865, public domain),
 lower-cased.
@@ -23,6 +28,7 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -42,9 +48,12 @@ __all__ = [
     "init_params",
     "shapes",
     "forward",
+    "embed",
+    "block",
+    "logits_of",
+    "cross_entropy",
     "loss_fn",
-    "adam_init",
-    "adam_update",
+    "OPTIMIZER",
     "train_step",
     "place",
     "sample",
@@ -177,64 +186,77 @@ def _norm(x, scale):
     return (x - mean) * jax.lax.rsqrt(var + 1e-5) * scale
 
 
-def _attention(h, qkv_w, out_w):
+def _attention(h, qkv_w, out_w, batch):
     """Causal multi-head attention; heads split as the weights are (MODEL_PARALLEL), summed back into d_model."""
     q, k, v = jnp.einsum("btd,dshk->sbthk", h, qkv_w)  # one matmul: one all-reduce of its input's gradient
     scores = jnp.einsum("bqhk,bthk->bhqt", q, k) / np.sqrt(q.shape[-1])
     seq = h.shape[1]
     scores = jnp.where(jnp.tril(jnp.ones((seq, seq), bool)), scores, -1e9)
     o = jnp.einsum("bhqt,bthk->bqhk", jax.nn.softmax(scores, axis=-1), v)
-    return jnp.einsum("bqhk,hkd->bqd", o, out_w, out_sharding=P(BATCH))  # the all-reduce over MODEL_PARALLEL
+    return jnp.einsum("bqhk,hkd->bqd", o, out_w, out_sharding=P(batch))  # the all-reduce over MODEL_PARALLEL
 
 
-def _mlp(h, up_w, down_w):
+def _mlp(h, up_w, down_w, batch):
     u = jax.nn.gelu(h @ up_w)  # (batch, seq, mlp * d_model), columns split over MODEL_PARALLEL
-    return jnp.einsum("btf,fd->btd", u, down_w, out_sharding=P(BATCH))  # the all-reduce over MODEL_PARALLEL
+    return jnp.einsum("btf,fd->btd", u, down_w, out_sharding=P(batch))  # the all-reduce over MODEL_PARALLEL
+
+
+def _use(params: dict, name: str):
+    """A matrix as a matmul uses it: its FSDP shards gathered (the all-gather), its tensor split kept."""
+    return jax.reshard(params[name], GATHERED[name])
+
+
+def embed(params: dict, tokens):
+    """The residual stream (batch, seq, d_model) of `tokens` (batch, seq) placed P(BATCH)."""
+    x = _use(params, "embed").at[tokens].get(out_sharding=P(BATCH))
+    return x + _use(params, "pos")[: tokens.shape[1]]
+
+
+def block(params: dict, layer: int, x, batch=BATCH):
+    """Layer `layer` of the stacked parameters: attention, then the MLP, each added to the residual stream.
+    `batch`: the Explicit mesh axes that split `x`'s batch (inside a `shard_map` manual over DATA_PARALLEL,
+    only FSDP is left)."""
+    qkv = jax.reshard(params["qkv"][layer], GATHERED["qkv"])
+    out = jax.reshard(params["out"][layer], GATHERED["out"])
+    x = x + _attention(_norm(x, params["norm1"][layer]), qkv, out, batch)
+    up = jax.reshard(params["up"][layer], GATHERED["up"])
+    down = jax.reshard(params["down"][layer], GATHERED["down"])
+    return x + _mlp(_norm(x, params["norm2"][layer]), up, down, batch)
+
+
+def logits_of(params: dict, x):
+    """The next character's logits (..., vocab) of the residual stream `x` after the last layer."""
+    return _norm(x, params["final_norm"]) @ _use(params, "unembed")
+
+
+def cross_entropy(logits, targets):
+    """Mean cross-entropy of `targets` (ints) under `logits` (one more dimension, the vocabulary)."""
+    logp = jax.nn.log_softmax(logits, axis=-1)
+    return -jnp.mean(jnp.take_along_axis(logp, targets[..., None], axis=-1))
 
 
 def forward(params: dict, tokens):
     """Logits (batch, seq, vocab) of `tokens` (batch, seq) placed P(BATCH)."""
-    use = lambda name: jax.reshard(params[name], GATHERED[name])  # noqa: E731 - the FSDP all-gather
-    x = use("embed").at[tokens].get(out_sharding=P(BATCH)) + use("pos")[: tokens.shape[1]]
+    x = embed(params, tokens)
     for layer in range(params["qkv"].shape[0]):
-        qkv = jax.reshard(params["qkv"][layer], GATHERED["qkv"])
-        out = jax.reshard(params["out"][layer], GATHERED["out"])
-        x = x + _attention(_norm(x, params["norm1"][layer]), qkv, out)
-        up = jax.reshard(params["up"][layer], GATHERED["up"])
-        down = jax.reshard(params["down"][layer], GATHERED["down"])
-        x = x + _mlp(_norm(x, params["norm2"][layer]), up, down)
-    return _norm(x, params["final_norm"]) @ use("unembed")
+        x = block(params, layer, x)
+    return logits_of(params, x)
 
 
 def loss_fn(params: dict, window):
     """Mean cross-entropy of predicting each next character of `window` (batch, seq + 1)."""
-    logits = forward(params, window[:, :-1])
-    logp = jax.nn.log_softmax(logits, axis=-1)
-    return -jnp.mean(jnp.take_along_axis(logp, window[:, 1:, None], axis=-1))
+    return cross_entropy(forward(params, window[:, :-1]), window[:, 1:])
 
 
-def adam_init(params: dict) -> dict:
-    """Adam's state: the step count and two moments per parameter, stored like the parameter."""
-    zeros = {name: jnp.zeros_like(a) for name, a in params.items()}
-    return {"count": jnp.zeros((), jnp.int32), "mu": zeros, "nu": dict(zeros)}
-
-
-def adam_update(grads, state, params, lr=3e-3, b1=0.9, b2=0.99, eps=1e-8):
-    """One Adam step (Kingma and Ba, 2015), element by element: each shard updates where it is stored."""
-    count = state["count"] + 1
-    mu = jax.tree.map(lambda m, g: b1 * m + (1 - b1) * g, state["mu"], grads)
-    nu = jax.tree.map(lambda v, g: b2 * v + (1 - b2) * g * g, state["nu"], grads)
-    t = count.astype(jnp.float32)
-    fix1, fix2 = 1 - b1**t, 1 - b2**t
-    new = jax.tree.map(lambda p, m, v: p - lr * (m / fix1) / (jnp.sqrt(v / fix2) + eps), params, mu, nu)
-    return new, {"count": count, "mu": mu, "nu": nu}
+OPTIMIZER = optax.adam(3e-3, b1=0.9, b2=0.99, eps=1e-8)  # Kingma and Ba, 2015
 
 
 def train_step(params, state, window):
-    """Loss, gradients (laid out like the parameters), one Adam update: (params, state, loss)."""
+    """Loss, gradients (laid out like the parameters), one Adam update: (params, state, loss). Adam works
+    element by element, so each shard of a parameter and of its two moments is updated where it is stored."""
     loss, grads = jax.value_and_grad(loss_fn)(params, window)
-    params, state = adam_update(grads, state, params)
-    return params, state, loss
+    updates, state = OPTIMIZER.update(grads, state, params)
+    return optax.apply_updates(params, updates), state, loss
 
 
 def sample(params, prompt: str, n: int, mesh, config: Config) -> str:

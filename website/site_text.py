@@ -41,6 +41,7 @@ TEXT: dict[str, dict[str, str]] = {
         "two JAX processes. The compiler's half: `jax.shard_map` over named meshes, shardings and "
         "`jit`. How large models are split: pipeline stages, experts and long sequences (ring attention). "
         "A capstone puts it together: a small transformer trained on data, FSDP and tensor axes at once, "
+        "and with its layers in pipeline stages, "
         "with a cost model and a roofline that predict what each layout costs before it runs. "
         "The [syllabus](syllabus.md) lists every notebook with its goals and exercises.",
         "zh": "手动的一半：`pmap` 下的轴名称、`lax.psum`、`lax.pmean`、`lax.pmax` 与 `lax.axis_index`；"
@@ -48,6 +49,7 @@ TEXT: dict[str, dict[str, str]] = {
         "`ppermute`、`all_to_all`）；跨两个 JAX 进程的全局数组。编译器的一半：命名网格上的 `jax.shard_map`、"
         "分片与 `jit`。大模型如何切分：流水线阶段、专家与长序列（环形注意力）。"
         "最后的综合项目把这些结合起来：在数据、FSDP 与张量三个轴上同时训练一个小型 Transformer，"
+        "也把它的层切成流水线阶段来训练，"
         "并用成本模型和屋顶线模型在运行之前预测每种布局的代价。"
         "[课程大纲](syllabus.md)列出了每个笔记本的学习目标和练习。",
     },

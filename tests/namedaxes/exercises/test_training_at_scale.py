@@ -306,7 +306,7 @@ def test_the_cost_model_is_the_compiled_step(layout):
     mesh = tm.layout_mesh(*layout)
     params = tm.place(tm.init_params(config), mesh)
     with jax.set_mesh(mesh):
-        state = jax.jit(tm.adam_init)(params)
+        state = jax.jit(tm.OPTIMIZER.init)(params)
         window = jax.ShapeDtypeStruct((batch, config.seq + 1), jnp.int32, sharding=NamedSharding(mesh, P(BATCH)))
         compiled = jax.jit(tm.train_step).lower(params, state, window).compile()
     want = ref_step_costs(config, layout, batch)
@@ -492,7 +492,7 @@ def test_the_sharded_step_equals_the_one_device_step():
         mesh = tm.layout_mesh(*layout)
         params = tm.place(tm.init_params(config), mesh)
         with jax.set_mesh(mesh):
-            state = jax.jit(tm.adam_init)(params)
+            state = jax.jit(tm.OPTIMIZER.init)(params)
             step, losses = jax.jit(tm.train_step), []
             for w in windows:
                 params, state, loss = step(params, state, jax.device_put(w, NamedSharding(mesh, P(BATCH))))
