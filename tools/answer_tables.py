@@ -26,6 +26,7 @@ from pathlib import Path
 import nbformat
 
 from courseinfo.course import SOLUTIONS
+from courseinfo.nbgrader_metadata import nbgrader_cell
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ TABLES = (Table("10_training_at_scale", "namedaxes.exercises.training_at_scale",
 def solution_answers(notebook: str, names: tuple[str, ...]) -> dict:
     """The solution notebook's functions `names`, defined by its `imports` cell and their answer cells."""
     nb = nbformat.read(SOLUTIONS / f"{notebook}.ipynb", as_version=4)
-    by_id = {c.metadata.get("nbgrader", {}).get("grade_id"): c.source for c in nb.cells if c.cell_type == "code"}
+    by_id = {nbgrader_cell(c).grade_id: c.source for c in nb.cells if c.cell_type == "code"}
     namespace: dict = {"__name__": f"solution_{notebook}"}
     for grade_id in ("imports", *(f"{name}_answer" for name in names)):
         exec(compile(by_id[grade_id], f"{notebook}:{grade_id}", "exec"), namespace)  # the instructor's own code
