@@ -24,6 +24,8 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 BUDGET_S = 15.0
+# the capstone trains a transformer three ways and compiles it for five layouts: its issue (38) allows 30 s
+BUDGETS_S = {"10_training_at_scale": 30.0}
 
 
 def run_all(nb, cwd: Path, allow_errors: bool = False) -> float:
@@ -47,7 +49,7 @@ def main() -> int:
 
     floor = run_all(new_notebook(cells=[new_code_cell("import jax\njax.devices()")]), ROOT)
     print(f"floor (fresh kernel + import jax): {floor:5.1f} s")
-    print(f"{'notebook':28} {'solved':>8} {'student':>8}   (budget {BUDGET_S:.0f} s solved)")
+    print(f"{'notebook':28} {'solved':>8} {'student':>8}   (budget {BUDGET_S:.0f} s solved, unless named in BUDGETS_S)")
     over = []
     for source in sorted((ROOT / "solutions").glob("*.ipynb")):
         solved = statistics.median(run_all(nbformat.read(source, 4), source.parent) for _ in range(args.repeat))
@@ -55,7 +57,7 @@ def main() -> int:
         student = (
             run_all(nbformat.read(release, 4), release.parent, allow_errors=True) if release.exists() else float("nan")
         )
-        flag = "  OVER BUDGET" if solved > BUDGET_S else ""
+        flag = "  OVER BUDGET" if solved > BUDGETS_S.get(source.stem, BUDGET_S) else ""
         over += [source.stem] if flag else []
         print(f"{source.stem:28} {solved:7.1f}s {student:7.1f}s{flag}", flush=True)
 
