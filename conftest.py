@@ -133,11 +133,10 @@ def pytest_collection_modifyitems(config, items):
 # Chromium and real accounts: mostly waiting) last, both workers waiting at once at the end. Longest first:
 # the first file that needs the graded class starts grading it at once, in its own processes, while the other
 # worker takes the browser and hub tests, which wait beside the grader's kernels rather than beside each other;
-# then the exercise matrices (long files) before the notebooks (nbval's are short, so make test-newest, whose
-# files are of those two kinds, ends on short ones); the other files that need the class just before the unit
-# files (by then it is graded: none waits for it); the many short unit files last, so both workers finish
-# together. Only files move: a file's tests keep their order.
-RUN_FIRST = ("browser", "hub", "exercises", "notebooks", "grader", "unit")  # by the first kind of each file
+# the other files that need it come just before the unit files (by then it is graded: none waits for it), and
+# the many short unit files come last, so both workers finish together. Only files move: a file's tests keep
+# their order.
+RUN_FIRST = ("browser", "hub", "notebooks", "grader", "exercises", "unit")  # by the first kind of each file
 GRADED_CLASS = "graded_class"
 
 
