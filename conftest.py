@@ -122,35 +122,6 @@ def pytest_collection_modifyitems(config, items):
             continue
         for kind in kinds_of(relative):
             item.add_marker(kind)
-    items[:] = in_run_order(items)
-
-
-# ---------------------------------------------------------------- the order the files run in
-# `make test` shares whole files out between its 2 workers (`--dist loadfile`), in the order of `items`;
-# pytest-xdist would re-sort them by how many tests each holds (`pytest_configure` turns that off), which put
-# the class the grader grades for the tests (tests/autograder/conftest.py, `graded_class`: one grader run, the
-# longest single wait of the suite) after the exercise matrices, and every browser and hub test (servers,
-# Chromium and real accounts: mostly waiting) last, both workers waiting at once at the end. Longest first:
-# the first file that needs the graded class starts grading it at once, in its own processes, while the other
-# worker takes the browser and hub tests, which wait beside the grader's kernels rather than beside each other;
-# the other files that need it come just before the unit files (by then it is graded: none waits for it), and
-# the many short unit files come last, so both workers finish together. Only files move: a file's tests keep
-# their order.
-RUN_FIRST = ("browser", "hub", "notebooks", "grader", "exercises", "unit")  # by the first kind of each file
-GRADED_CLASS = "graded_class"
-
-
-def in_run_order(items: list) -> list:
-    """`items` with whole files in the order above (a stable sort: files of one rank stay as collected)."""
-    rank: dict = {}
-    graded = list(dict.fromkeys(item.path for item in items if GRADED_CLASS in getattr(item, "fixturenames", ())))
-    for item in items:
-        if item.path not in rank:
-            kinds = [m.name for m in item.iter_markers() if m.name in RUN_FIRST]
-            rank[item.path] = 1 + min((RUN_FIRST.index(k) for k in kinds), default=len(RUN_FIRST) - 1)
-    for i, path in enumerate(graded):  # the first starts the grader at once; the others come before the unit files
-        rank[path] = 0 if i == 0 else RUN_FIRST.index("unit") + 0.5
-    return sorted(items, key=lambda item: rank[item.path])
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -179,8 +150,6 @@ _compile_cache = contextlib.ExitStack()
 
 
 def pytest_configure(config):
-    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist: keep `in_run_order`'s order of the files
-        config.option.loadscopereorder = False
     _compile_cache.enter_context(compile_cache.shared("namedaxes-tests-jax-cache-"))
     config.addinivalue_line("filterwarnings", f"ignore:{compile_cache.HALF_WRITTEN}:UserWarning")
     if "jax" in sys.modules:  # imported before this hook ran (tests/conftest.py): set it in this process too
