@@ -29,6 +29,8 @@ lc    = $(subst _,-,$(subst A,a,$(subst B,b,$(subst C,c,$(subst D,d,$(subst E,e,
 opts  = $(foreach v,$(1),$(if $($(v)),--$(call lc,$(v))="$($(v))"))
 flags = $(foreach v,$(1),$(if $($(v)),--$(call lc,$(v))))
 NBVAL := --nbval --nbval-current-env --nbval-cell-timeout=120
+# Targets made side by side print their output whole, each when it is done (GNU make 4's --output-sync).
+SYNC := $(if $(filter output-sync,$(.FEATURES)),--output-sync=target)
 # The system packages (tools/system_deps.py, its table NEEDS): run before any venv exists.
 SYSTEM_DEPS = $(or $(PYTHON),python3) -m tools.system_deps $(call flags,DRY_RUN)
 # The formgrader's jupyter config path, one for `make formgrader` and the hub's formgrader services
@@ -43,8 +45,8 @@ HANDIN = $(if $(HUB),$(HUB_ENV) $(BIN)/python -m hub.handin,$(BIN)/python -m too
 
 .PHONY: help venv venv-newest lock fonts system-deps browser-deps lab update-work formgrader roster release collect
 .PHONY: return-feedback grade export site site-venv site-lock notebooks check-notebooks catalogs check-catalogs
-.PHONY: lint format test test-newest test-fast bench bench-grade hub-deps hub-test-deps hub hub-stop hub-clean
-.PHONY: bench-hub clean
+.PHONY: lint format test test-newest test-fast bench bench-grade hub-deps hub-test-deps test-deps hub hub-stop
+.PHONY: hub-clean bench-hub clean
 
 help: ## this list (each target's own `##` comment)
 	@awk -F ':.*## ' '/^## /{print substr($$0, 4)} /^[a-z-]+:.*## /{printf "make %-16s %s\n", $$1, $$2}' Makefile
@@ -133,7 +135,9 @@ format: venv ## ruff's safe fixes (imports sorted, ...) and ruff format, in plac
 # newest line (test-newest): the English solved notebooks and the other editions' student notebooks. An edition has
 # the English code cell for cell (tests/namedaxes/test_i18n.py) and only its words differ, which no JAX release
 # changes: so every code runs on both lines, and every notebook of every edition at least once.
-test: lint venv site-venv system-deps browser-deps hub-test-deps check-notebooks ## what CI runs: every test on .venv, then make test-newest
+test: ## what CI runs: its set-up side by side (venvs, system packages, lint, drift), all tests on .venv, test-newest
+	@echo "make test: the set-up side by side (venvs, system packages, lint, drift checks), each output whole when done"
+	@$(MAKE) --no-print-directory -j4 $(SYNC) lint check-notebooks site-venv test-deps $(if $(NEWEST_PYTHON),venv-newest)
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile $(NBVAL) tests $(wildcard notebooks/*.ipynb); status=$$?; \
 	  $(MAKE) --no-print-directory test-newest || status=1; exit $$status
 
@@ -163,6 +167,9 @@ hub-deps: ## root, and Debian's nodejs and npm (the hub's proxy): installed when
 
 hub-test-deps: ## as root, what the hub tests need (tests/hub); otherwise a note (they skip and say why)
 	@$(SYSTEM_DEPS) hub-test
+
+test-deps: ## what make test needs of the system (system-deps, browser-deps, hub-test-deps), in one apt-get call
+	@$(SYSTEM_DEPS) fonts grading browser hub-test
 
 hub: venv hub-deps ## a real JupyterHub for a class on this machine (root): PORT=8000, ROSTER=students.csv
 	@$(HUB_ENV) $(BIN)/python -m hub.server start $(call opts,ROSTER)

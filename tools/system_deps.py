@@ -5,7 +5,9 @@
 Design: every package the course takes from the system is a row of `NEEDS`: what it is for, the Debian
 package (or, for the browser tests' axe-core, the npm lock it is installed from), why, how to tell it is
 there, and what happens without it. A row that is present costs nothing (the check only); a missing one
-is installed with apt-get (apt-get update first when the package lists are stale) and its line says so;
+is installed with apt-get (apt-get update first when the package lists are stale) and its line says so:
+every missing Debian package of the groups asked for in one apt-get call (`make test` asks for all its
+groups at once), then each alone if that call fails, so that a package apt-get cannot have costs no other;
 where that is impossible (no root, no apt-get, no network), the course still runs without it and a loud
 WARNING says what is lost, except for rows marked `required` (the hub cannot start without its proxy's
 Node.js), which stop with an error. Runs with any Python 3 (the standard library only), before a venv exists.
@@ -19,7 +21,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -121,20 +123,9 @@ def _npm_install(lock_folder: str) -> bool:
         return False
 
 
-def install(need: Need, dry_run: bool = False) -> bool:
-    """Make `need` present; False when it is still missing (after a warning, or an error when required)."""
+def _installed(need: Need) -> bool:
+    """Is `need` there now (after an install)? Else a WARNING says what is lost, or an error when required."""
     if need.present():
-        return True
-    how = "npm ci" if need.package.startswith("npm:") else "Debian's"
-    if dry_run:
-        print(f"would install {how} {need.package.removeprefix('npm:')} ({need.why})")
-        return True
-    print(f"Installing {'' if need.package.startswith('npm:') else how + ' '}{need.what} ({need.why})...", flush=True)
-    if need.package.startswith("npm:"):
-        ok = _npm_install(need.package.removeprefix("npm:"))
-    else:
-        ok = _apt_install(need.package.split())
-    if ok and need.present():
         return True
     root = "" if os.geteuid() == 0 else " (not root: apt-get needs root)"
     if need.required:
@@ -144,12 +135,35 @@ def install(need: Need, dry_run: bool = False) -> bool:
     return not need.required
 
 
+def install(needs: Sequence[Need], dry_run: bool = False) -> bool:
+    """Make every one of `needs` present: the missing Debian packages in one apt-get call (one package
+    download and one dpkg run however many groups asked), then the npm locks. False when a required
+    one is still missing (the others only warn)."""
+    missing = [need for need in needs if not need.present()]
+    for need in missing:
+        how = "npm ci" if need.package.startswith("npm:") else "Debian's"
+        if dry_run:
+            print(f"would install {how} {need.package.removeprefix('npm:')} ({need.why})")
+        else:
+            print(f"Installing {'' if how == 'npm ci' else how + ' '}{need.what} ({need.why})...", flush=True)
+    if dry_run or not missing:
+        return True
+    debian = [need for need in missing if not need.package.startswith("npm:")]
+    if debian and not _apt_install([p for need in debian for p in need.package.split()]) and len(debian) > 1:
+        for need in debian:  # one package apt-get cannot have must not cost the others
+            _apt_install(need.package.split())
+    for need in missing:
+        if need.package.startswith("npm:"):
+            _npm_install(need.package.removeprefix("npm:"))
+    return all([_installed(need) for need in missing])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dry-run", action="store_true", help="say what is missing and would be installed")
     parser.add_argument("groups", nargs="+", choices=[*NEEDS, "hub-test"])
     args = parser.parse_args(argv)
-    ok = True
+    needs: list[Need] = []
     for group in args.groups:
         if group == "hub-test" and os.geteuid() != 0:  # make test: the hub's tests need root and skip without it
             print("NOTE: not root: the JupyterHub tests (real Unix accounts) will be skipped; CI runs them as root")
@@ -157,8 +171,10 @@ def main(argv: list[str] | None = None) -> int:
         if group in ("hub", "hub-test") and os.geteuid() != 0:
             print(NOT_ROOT_HUB, file=sys.stderr)
             return 1
-        ok = all([install(need, args.dry_run) for need in NEEDS["hub" if group == "hub-test" else group]]) and ok
-    return 0 if ok else 1
+        needs += [need for need in NEEDS["hub" if group == "hub-test" else group] if need not in needs]
+    # the Debian packages first: an npm lock is installed with the npm that the hub's row may bring
+    needs.sort(key=lambda need: need.package.startswith("npm:"))
+    return 0 if install(needs, args.dry_run) else 1
 
 
 if __name__ == "__main__":
