@@ -71,6 +71,11 @@ class Need:
     without: str  # what is lost without it (the WARNING), or why the command stops (required)
     required: bool = False
 
+    @property
+    def npm_lock(self) -> str | None:
+        """The folder of the npm lock it is installed from, or None for a Debian package."""
+        return self.package.removeprefix("npm:") if self.package.startswith("npm:") else None
+
 
 NEEDS: dict[str, tuple[Need, ...]] = {
     "fonts": (
@@ -137,24 +142,24 @@ def _installed(need: Need) -> bool:
 
 def install(needs: Sequence[Need], dry_run: bool = False) -> bool:
     """Make every one of `needs` present: the missing Debian packages in one apt-get call (one package
-    download and one dpkg run however many groups asked), then the npm locks. False when a required
-    one is still missing (the others only warn)."""
+    download and one dpkg run however many groups asked), then the npm locks (with the npm a Debian
+    row may just have brought). False when a required one is still missing (the others only warn)."""
     missing = [need for need in needs if not need.present()]
     for need in missing:
-        how = "npm ci" if need.package.startswith("npm:") else "Debian's"
+        how = "npm ci" if need.npm_lock else "Debian's"
         if dry_run:
-            print(f"would install {how} {need.package.removeprefix('npm:')} ({need.why})")
+            print(f"would install {how} {need.npm_lock or need.package} ({need.why})")
         else:
-            print(f"Installing {'' if how == 'npm ci' else how + ' '}{need.what} ({need.why})...", flush=True)
+            print(f"Installing {'' if need.npm_lock else how + ' '}{need.what} ({need.why})...", flush=True)
     if dry_run or not missing:
         return True
-    debian = [need for need in missing if not need.package.startswith("npm:")]
+    debian = [need for need in missing if not need.npm_lock]
     if debian and not _apt_install([p for need in debian for p in need.package.split()]) and len(debian) > 1:
         for need in debian:  # one package apt-get cannot have must not cost the others
             _apt_install(need.package.split())
     for need in missing:
-        if need.package.startswith("npm:"):
-            _npm_install(need.package.removeprefix("npm:"))
+        if need.npm_lock:
+            _npm_install(need.npm_lock)
     return all([_installed(need) for need in missing])
 
 
@@ -172,8 +177,6 @@ def main(argv: list[str] | None = None) -> int:
             print(NOT_ROOT_HUB, file=sys.stderr)
             return 1
         needs += [need for need in NEEDS["hub" if group == "hub-test" else group] if need not in needs]
-    # the Debian packages first: an npm lock is installed with the npm that the hub's row may bring
-    needs.sort(key=lambda need: need.package.startswith("npm:"))
     return 0 if install(needs, args.dry_run) else 1
 
 

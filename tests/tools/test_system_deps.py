@@ -88,12 +88,21 @@ def test_a_package_apt_get_cannot_have_costs_no_other(monkeypatch, capsys):
     assert "WARNING: could not install missing" in capsys.readouterr().out
 
 
-def test_the_groups_of_make_test_are_one_install_with_the_npm_locks_last(monkeypatch):
+def test_the_groups_of_make_test_are_one_install(monkeypatch):
     asked = []
     monkeypatch.setattr(system_deps, "install", lambda needs, dry_run: asked.append(list(needs)) or True)
     monkeypatch.setattr(system_deps.os, "geteuid", lambda: 0)
     assert system_deps.main(["fonts", "grading", "browser", "hub-test"]) == 0
-    [needs] = asked
-    expected = [*system_deps.NEEDS["fonts"], *system_deps.NEEDS["grading"], *system_deps.NEEDS["browser"]]
-    assert set(needs) == set(expected) | set(system_deps.NEEDS["hub"])
-    assert [n.package.startswith("npm:") for n in needs] == sorted(n.package.startswith("npm:") for n in needs)
+    groups = ("fonts", "grading", "browser", "hub")
+    assert asked == [[need for group in groups for need in system_deps.NEEDS[group]]]
+
+
+def test_an_npm_lock_is_installed_after_the_debian_packages_that_bring_npm(monkeypatch):
+    apt = Apt(available={"nodejs", "npm"})
+    ran = []
+    monkeypatch.setattr(system_deps, "_apt_install", lambda packages: ran.append("apt") or apt(packages))
+    monkeypatch.setattr(system_deps, "_npm_install", lambda folder: ran.append(f"npm ci {folder}") or True)
+    lock = Need("axe", "npm:tests/browser/axe", "for the test", lambda: "npm ci tests/browser/axe" in ran, "no axe")
+    assert system_deps.install([lock, apt.need("nodejs"), apt.need("npm")])
+    assert ran == ["apt", "npm ci tests/browser/axe"]
+    assert apt.calls == [["nodejs", "npm"]]
