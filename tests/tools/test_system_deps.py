@@ -8,8 +8,8 @@ from tools import system_deps
 from tools.system_deps import Need
 
 
-def _need(present: bool, required: bool = False, package: str = "debian-thing") -> Need:
-    return Need("thing", package, "what it is for", lambda: present, "what is lost", required=required)
+def _need(present: bool, required: bool = False) -> Need:
+    return Need("thing", "debian-thing", "what it is for", lambda: present, "what is lost", required=required)
 
 
 class Apt:
