@@ -59,6 +59,7 @@ __all__ = [
     "WORK_FACTS",
     "work_excess",
     "exported_work",
+    "moved_of",
 ]
 
 RTOL = 1e-5  # autograder.judge.compare.RTOL
@@ -205,14 +206,26 @@ def _reducers(text: str) -> dict[str, str]:
 
 
 def _collective_lines(text: str, n_devices: int) -> list[tuple[str, str, list[list[int]], str]]:
-    """(op, reducer or '', device groups, its line) of every collective in an optimized HLO module's text."""
+    """(op, reducer or '', device groups, its line) of every collective in an optimized HLO module's text.
+
+    A TPU's asynchronous collective fusions copy a collective's instruction into each computation that
+    continues it (the same `channel_id` and device groups on up to seven lines of notebook 10's step compiled
+    for v5e 2x4): a line whose op, channel and groups were met already is the same collective, not another.
+    (The channel alone is not enough: that TPU program's two ppermutes, one each way, share channel 1.)"""
     reducers = _reducers(text)
-    found = []
+    found, channels = [], set()
     for line in text.splitlines():
         m = _OP_RE.search(line)
         if not m or "-done(" in line:
             continue
         op = m.group(1)
+        channel = re.search(r"\bchannel_id=(\d+)", line)
+        if channel:
+            pairs = re.search(r"(?:replica_groups|source_target_pairs)=(\S+?)(?:,\s\w+=|$)", line)
+            key = (op, channel.group(1), pairs.group(1) if pairs else "")
+            if key in channels:
+                continue
+            channels.add(key)
         reducer = ""
         apply = re.search(r"to_apply=%?([\w.\-]+)", line)
         if apply:
@@ -363,14 +376,32 @@ def work_of(compiled, names: tuple, sizes: tuple, n_devices: int, text: str | No
         peak -= int(mem.alias_size_in_bytes)
     except Exception:  # noqa: BLE001 - a backend without memory analysis: the largest array stands for it
         peak = 0
+    return Work(flops, max(peak, 0), _largest_array(text), moved_of(text, names, sizes, n_devices), _overlap(text))
+
+
+def _result_bytes(line: str) -> int:
+    """The bytes a collective's instruction delivers to one device. A `collective-permute-start`'s type is a
+    tuple (its operand, its result, then the transfer's bookkeeping, `u32[]`s): its result is the second entry
+    (a TPU runs its ppermutes so; the CPU backend's are synchronous)."""
+    typed = _INSTRUCTION_RE.match(line)
+    if not typed:
+        return 0
+    sizes = _array_bytes(typed.group(1))
+    if typed.group(2) == "collective-permute-start" and len(sizes) >= 2:
+        return sizes[1]
+    return sum(sizes)
+
+
+def moved_of(text: str, names: tuple, sizes: tuple, n_devices: int) -> tuple:
+    """(description, bytes) of each kind of collective in an optimized HLO module's text: the bytes its
+    results hold on one device, summed (`Work.moved`)."""
     moved: dict[str, int] = {}
     for op, reducer, groups, line in _collective_lines(text, n_devices):
-        typed = _INSTRUCTION_RE.match(line)
-        size = sum(_array_bytes(typed.group(1))) if typed else 0
+        size = _result_bytes(line)
         for axis in group_axes(groups, names, sizes):
             desc = describe_collective(op, reducer, axis)
             moved[desc] = moved.get(desc, 0) + size
-    return Work(flops, max(peak, 0), _largest_array(text), tuple(sorted(moved.items())), _overlap(text))
+    return tuple(sorted(moved.items()))
 
 
 def work_excess(got: Work, want: Work, limits: dict) -> tuple[str, float, float] | None:
