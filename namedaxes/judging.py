@@ -60,6 +60,7 @@ __all__ = [
     "work_excess",
     "exported_work",
     "moved_of",
+    "largest_array",
 ]
 
 RTOL = 1e-5  # autograder.judge.compare.RTOL
@@ -292,7 +293,7 @@ def _array_bytes(type_text: str) -> list[int]:
     ]
 
 
-def _largest_array(text: str) -> int:
+def largest_array(text: str) -> int:
     """The bytes of the largest array an instruction of an optimized HLO module's text materializes: every
     computation but the fused ones and reducers (`calls=`, `to_apply=`), whose values live in registers;
     parameters (what the device is handed: the inputs as the caller lays them out), tuples and their elements
@@ -376,7 +377,7 @@ def work_of(compiled, names: tuple, sizes: tuple, n_devices: int, text: str | No
         peak -= int(mem.alias_size_in_bytes)
     except Exception:  # noqa: BLE001 - a backend without memory analysis: the largest array stands for it
         peak = 0
-    return Work(flops, max(peak, 0), _largest_array(text), moved_of(text, names, sizes, n_devices), _overlap(text))
+    return Work(flops, max(peak, 0), largest_array(text), moved_of(text, names, sizes, n_devices), _overlap(text))
 
 
 def _result_bytes(line: str) -> int:

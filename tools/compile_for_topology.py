@@ -34,8 +34,8 @@ from jax.sharding import PartitionSpec as P
 from namedaxes import DATA_PARALLEL, FSDP, MODEL_PARALLEL, STAGES
 from namedaxes import pipeline as pp
 from namedaxes import transformer as tm
-from namedaxes.judging import _largest_array, describe_collective, group_axes, hlo_collectives, moved_of
-from tools.measure_step import _entry_ops, layouts
+from namedaxes.judging import describe_collective, group_axes, hlo_collectives, largest_array, moved_of
+from tools.measure_step import entry_ops, layouts
 
 REPO = Path(__file__).resolve().parents[1]
 RECORDED = REPO / "namedaxes" / "recorded"
@@ -121,7 +121,7 @@ def read_facts(text: str, mesh_shape: dict) -> dict:
     return {
         "collectives": dict(sorted(counts.items())),
         "moved_bytes": dict(moved_of(text, names, sizes, n_devices)),
-        "largest_bytes": _largest_array(text),
+        "largest_bytes": largest_array(text),
         "dtypes_moved": sorted(set(_moved_dtypes(text))),
     }
 
@@ -135,7 +135,7 @@ def compiler_facts(compiled) -> dict:
         "flops": float(cost.get("flops", 0.0)),
         "argument_bytes": int(memory.argument_size_in_bytes),
         "temp_bytes": int(memory.temp_size_in_bytes),
-        "entry_ops": _entry_ops(compiled.as_text()),
+        "entry_ops": entry_ops(compiled.as_text()),
     }
 
 

@@ -125,7 +125,7 @@ def layouts(config: tm.Config, batch: int, n_devices: int) -> list[tuple[int, in
     return found
 
 
-def _entry_ops(hlo_text: str) -> int:
+def entry_ops(hlo_text: str) -> int:
     """Operations of the compiled entry computation, less parameters, tuples and constants: each is a launch."""
     entry = hlo_text.split("ENTRY", 1)[-1].split("\n}", 1)[0]
     skip = ("parameter(", "get-tuple-element(", "tuple(", "constant(", "bitcast(")
@@ -181,7 +181,7 @@ def measure_step(name: str, config: tm.Config, batch: int, layout, repeats: int)
         "argument_bytes": int(memory.argument_size_in_bytes),
         "output_bytes": int(memory.output_size_in_bytes),
         "temp_bytes": int(memory.temp_size_in_bytes),
-        "entry_ops": _entry_ops(compiled.as_text()),
+        "entry_ops": entry_ops(compiled.as_text()),
         "compile_s": compile_s,
     }
 

@@ -33,7 +33,7 @@ ENTRY %main (a: f32[4]) -> (f32[4], f32[4]) {
   ROOT %t = (f32[4]{0}, f32[4]{0}) tuple(%f, %d)
 }
 """
-    assert measure_step._entry_ops(text) == 2  # the fusion and the dot; not the parameter, constant or tuple
+    assert measure_step.entry_ops(text) == 2  # the fusion and the dot; not the parameter, constant or tuple
 
 
 def test_the_recorded_tpu_table_says_where_and_how_it_was_measured():
