@@ -35,6 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from courseinfo.course import course_id
 from hub.deployment import ROOT, Deployment
+from tools import compile_cache
 
 c = get_config()  # noqa: F821
 dep = Deployment.from_env()
@@ -116,6 +117,12 @@ c.Spawner.environment = {
     "XLA_FLAGS": os.environ.get("XLA_FLAGS", "--xla_force_host_platform_device_count=8"),
     "PYTHONDONTWRITEBYTECODE": "1",
 }
+# Each student's own JAX compilation cache, in their home (mode 0700, so no one else's kernels read or plant
+# entries; JAX makes the folder as the student): a notebook run again compiles little. Never shared.
+_CACHE = compile_cache.environment("{home}/.cache/namedaxes-jax", environ={})
+c.Spawner.environment.update(
+    {key: (lambda spawner, v=value: v.format(home=dep.home(spawner.user.name))) for key, value in _CACHE.items()}
+)
 
 
 def _home_is_ours(spawner):

@@ -1,4 +1,4 @@
-"""One JAX persistent compilation cache shared by the processes that compile the same programs.
+"""JAX's persistent compilation cache: one shared by the processes of a test run, and a student's own.
 
 Used where many kernels run the same code: the test run (conftest.py: the workers and every kernel they
 start) and the solved notebooks' executions for the website (website/execute_notebooks.py: the Chinese
@@ -10,6 +10,11 @@ JAX writes an entry in place: a process that reads one half-written warns and co
 itself, which is what it would have done without the cache. That warning is turned off in the
 processes given this environment, since a kernel would print it into a notebook's outputs (and the
 website's pages). The grader's sandboxed kernels never get any of this (`Sandbox.blocked_env`).
+
+A student's own cache (`private`): the programs a student's notebooks compile are kept between sessions,
+so a notebook run again compiles little (about 40 % of a Run-All is XLA compiling 65-105 small programs).
+JAX's documentation warns never to share one between users: a cache entry is trusted code. So each student's
+is a folder only they can read (mode 0700): `make lab`'s in the work folder, the hub's in the student's home.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import os
 import tempfile
 from collections.abc import Iterator, Mapping
 
-__all__ = ["HALF_WRITTEN", "environment", "shared", "configure_loaded_jax"]
+__all__ = ["HALF_WRITTEN", "environment", "shared", "private", "configure_loaded_jax"]
 
 HALF_WRITTEN = "Error reading persistent compilation cache entry"
 
@@ -68,3 +73,12 @@ def shared(prefix: str) -> Iterator[None]:
                     os.environ.pop(key, None)
                 else:
                     os.environ[key] = value
+
+
+def private(folder: str | os.PathLike, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The variables that give a student's kernels their own cache in `folder`, made (mode 0700) if missing.
+    A folder that exists with more open permissions is closed to the owner (another user's kernels could
+    otherwise plant entries in it)."""
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    os.chmod(folder, 0o700)
+    return environment(os.fspath(folder), environ)

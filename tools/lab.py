@@ -33,6 +33,7 @@ import sys
 from pathlib import Path
 
 from courseinfo.course import EDITIONS, EXCHANGE, NOTEBOOKS, ROOT, built_course, course_id, edition_folder
+from tools import compile_cache
 
 JUPYTER = ROOT / "jupyter"
 NBGRADER_ZH = ROOT / "build" / "jupyter-zh"  # nbgrader's lab extension in Chinese (tools/nbgrader_zh.py)
@@ -79,6 +80,7 @@ def lab(args) -> int:
         **({"NAMEDAXES_EXCHANGE": str(Path(args.exchange).absolute())} if args.exchange else {}),
         **({"JUPYTERHUB_USER": args.student} if args.student else {}),
         **({"NAMEDAXES_COURSE_ID": course_id(args.edition)} if args.edition else {}),
+        **compile_cache.private(work / ".jax-cache"),  # this workspace's own compiled programs, kept
     }
     jupyter = [str(Path(sys.executable).parent / "jupyter"), "lab", f"--notebook-dir={opened}", "--no-browser"]
     _serve(args, "JupyterLab", "/lab", jupyter, env, ROOT)

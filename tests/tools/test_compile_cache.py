@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
+from types import SimpleNamespace
 
 from tools import compile_cache
 
@@ -51,3 +53,39 @@ def test_a_process_whose_jax_is_loaded_gets_the_same_options(monkeypatch, tmp_pa
     finally:
         for name, value in before.items():
             jax.config.update(name, value)
+
+
+def test_a_students_own_cache_is_closed_to_everyone_else(tmp_path):
+    folder = tmp_path / "work" / ".jax-cache"
+    env = compile_cache.private(folder, environ={})
+    assert env["JAX_COMPILATION_CACHE_DIR"] == str(folder)
+    assert env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] == "0"  # every program kept, not only slow ones
+    assert folder.is_dir() and stat.S_IMODE(folder.stat().st_mode) == 0o700
+    folder.chmod(0o777)  # a folder someone opened: closed again, another user could plant entries
+    compile_cache.private(folder, environ={})
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+
+
+def test_the_hubs_students_each_get_a_cache_in_their_own_home(monkeypatch, tmp_path):
+    """hub/jupyterhub_config.py, loaded as JupyterHub loads it: the server of each student names a cache in
+    that student's home (mode 0700, hub/accounts.py), never a shared one."""
+    from traitlets.config import Config
+
+    from hub.deployment import ROOT
+
+    monkeypatch.setenv("NAMEDAXES_HUB_DIR", str(tmp_path))
+    config = Config()
+    source = (ROOT / "hub" / "jupyterhub_config.py").read_text(encoding="utf-8")
+    exec(
+        compile(source, "jupyterhub_config.py", "exec"),
+        {"get_config": lambda: config, "__file__": str(ROOT / "hub" / "jupyterhub_config.py")},
+    )
+    environment = config.Spawner.environment
+    folders = {
+        name: environment["JAX_COMPILATION_CACHE_DIR"](SimpleNamespace(user=SimpleNamespace(name=name), name=""))
+        for name in ("ada", "bob")
+    }
+    assert folders == {name: f"{tmp_path}/home/{name}/.cache/namedaxes-jax" for name in ("ada", "bob")}
+    assert (
+        environment["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"](SimpleNamespace(user=SimpleNamespace(name="a"))) == "0"
+    )
