@@ -81,3 +81,58 @@ def test_count_accelerators_reads_device_files_without_starting_jax(monkeypatch)
     assert count_accelerators() == ("gpu", 1)
     fake.clear()
     assert count_accelerators() == (None, 0)
+
+
+def test_chips_found_are_named_and_not_used_unless_asked():
+    """A one-chip TPU machine (Colab's): the course simulates 8 CPU devices, where its checks are proven, and
+    says what it found and how to use it instead."""
+    res = _run("""
+        import namedaxes.devices as d
+        d.count_accelerators = lambda: ("tpu", 1)
+        d.probe_devices = lambda: (_ for _ in ()).throw(AssertionError("no probe without the opt-in"))
+        devs = d.setup_devices()
+        print("COUNT", len(devs), devs[0].platform)
+    """)
+    assert res.returncode == 0, res.stderr
+    assert "COUNT 8 cpu" in res.stdout
+    assert "1 TPU chip(s) found, not used: the course's checks are proven on simulated CPU devices" in res.stdout
+    assert "NAMEDAXES_DEVICES=accelerators" in res.stdout
+
+
+def test_the_opt_in_asks_jax_and_falls_back_when_it_sees_too_few():
+    """A TPU v3-8 is 4 chips but 8 JAX devices: the device count is JAX's, not the chips'."""
+    res = _run(
+        """
+        import namedaxes.devices as d
+        d.count_accelerators = lambda: ("tpu", 4)
+        d.probe_devices = lambda: ("tpu", 4)
+        devs = d.setup_devices()
+        print("COUNT", len(devs), devs[0].platform)
+    """,
+        NAMEDAXES_DEVICES="accelerators",
+    )
+    assert res.returncode == 0, res.stderr
+    assert "COUNT 8 cpu" in res.stdout and "4 TPU(s) found, fewer than 8; simulated on the CPU" in res.stdout
+
+
+def test_the_opt_in_uses_eight_devices_jax_reports_at_the_highest_precision():
+    res = _run(
+        """
+        import namedaxes.devices as d
+        d.count_accelerators = lambda: ("gpu", 8)
+        d.probe_devices = lambda: ("gpu", 8)
+        devs = d.setup_devices(accelerators=True)
+        import jax
+        print("COUNT", len(devs), jax.config.jax_default_matmul_precision)
+    """,
+        XLA_FLAGS="--xla_force_host_platform_device_count=8",  # the 8 "accelerators" this machine has
+    )
+    assert res.returncode == 0, res.stderr
+    assert "COUNT 8 highest" in res.stdout and "8 GPUs found" in res.stdout
+
+
+def test_the_probe_is_jaxs_own_answer_from_a_child_process():
+    import namedaxes.devices as d
+
+    assert d.probe_devices() == ("cpu", 1)  # the child gets no XLA_FLAGS: one CPU device, as JAX says
+    assert jax.device_count() == N_DEVICES  # and this process's JAX is untouched
