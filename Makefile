@@ -146,7 +146,8 @@ test-newest: ## the notebooks (above) and the tests marked `newest` on the newes
 	  were NOT run on the newest JAX. Install Python 3.12 or 3.13, or set NEWEST_PYTHON=/path/to/python3.X.")
 NEWEST_RUN = $(MAKE) --no-print-directory venv-newest && $(VENV_NEWEST)/bin/python -c 'import sys, jax; \
   print(f"Notebooks on the newest JAX: jax {jax.__version__}, Python {sys.version.split()[0]}")' && \
-  $(VENV_NEWEST)/bin/python -m pytest -q -n $(JOBS) --dist loadfile $(NBVAL) -m newest tests $(wildcard solutions/*.ipynb notebooks/*/*.ipynb)
+  IPYTHONDIR=$(CURDIR)/tests/notebooks/ipython $(VENV_NEWEST)/bin/python -m pytest -q -n $(JOBS) --dist loadfile \
+  $(NBVAL) -m newest tests $(wildcard solutions/*.ipynb notebooks/*/*.ipynb)
 
 test-fast: venv ## the unit tests only (marker `unit`), in parallel: under a minute
 	$(BIN)/python -m pytest -q -n $(JOBS) -m unit tests

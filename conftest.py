@@ -68,6 +68,7 @@ KINDS = (
     ("tests/namedaxes/test_tpu_cpu_parity.py", ("exercises",)),  # notebook 10's step compiled on the CPU
     ("tests/notebooks/test_solved_notebooks.py", ("notebooks",)),  # every solved notebook, both editions
     ("tests/notebooks/test_run_order.py", ("notebooks",)),  # the course kernel started, restarted, run out of order
+    ("tests/notebooks/test_deprecations.py", ("notebooks",)),  # kernels with make test-newest's IPython profile
     ("solutions/", ("notebooks",)),
     ("notebooks/", ("notebooks",)),
 )
@@ -79,6 +80,7 @@ NEWEST = (
     "tests/namedaxes/exercises/test_training_at_scale.py",
     "tests/namedaxes/test_judging.py",  # the judge's compile options and shortcuts, on each JAX line
     "tests/namedaxes/test_pipeline.py",  # jax 0.10 and 0.12 partition the pipeline's saved activations differently
+    "tests/notebooks/test_deprecations.py",  # the profile that fails a notebook on a deprecated API, on each line
     "solutions/",
     "notebooks/",
 )

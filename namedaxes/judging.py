@@ -206,27 +206,50 @@ def _reducers(text: str) -> dict[str, str]:
     return out
 
 
+def _fusion_bodies(text: str) -> set[str]:
+    """The computations a `fusion` instruction calls (their instructions run inside that one kernel)."""
+    bodies = set()
+    for line in text.splitlines():
+        if re.search(r"\sfusion\(", line):
+            bodies.update(re.findall(r"calls=%?([\w.\-]+)", line))
+    return bodies
+
+
+def _clone_key(op: str, line: str) -> tuple | None:
+    """What a copy of one collective shares with the others: its op, channel, result type and device groups."""
+    channel = re.search(r"\bchannel_id=(\d+)", line)
+    typed = _INSTRUCTION_RE.match(line)
+    groups = re.search(r"(?:replica_groups|source_target_pairs)=(.*?)(?:, [a-z_]+=|$)", line)
+    if not channel or not typed:
+        return None
+    shape = re.sub(r"\{[^{}]*\}", "", typed.group(1))  # the element types and dimensions, not the tiling
+    return op, channel.group(1), shape, groups.group(1) if groups else ""
+
+
 def _collective_lines(text: str, n_devices: int) -> list[tuple[str, str, list[list[int]], str]]:
     """(op, reducer or '', device groups, its line) of every collective in an optimized HLO module's text.
 
-    A TPU's asynchronous collective fusions copy a collective's instruction into each computation that
-    continues it (the same `channel_id` and device groups on up to seven lines of notebook 10's step compiled
-    for v5e 2x4): a line whose op, channel and groups were met already is the same collective, not another.
-    (The channel alone is not enough: that TPU program's two ppermutes, one each way, share channel 1.)"""
-    reducers = _reducers(text)
-    found, channels = [], set()
+    A TPU's asynchronous collective fusions put a collective inside fusions, and copy it into each fusion
+    that continues it (one all-gather on up to seven lines of notebook 10's step compiled for v5e 2x4): inside
+    fusion bodies, a line with the op, channel, result type and device groups of one met already is that
+    collective again. Elsewhere every line is its own collective (the CPU backend gives distinct collectives
+    the same channel, so the channel alone tells nothing there)."""
+    reducers, fused = _reducers(text), _fusion_bodies(text)
+    found, seen, current = [], set(), None
     for line in text.splitlines():
+        head = re.match(r"^\s*(?:ENTRY\s+)?%?([\w.\-]+)\s*\(.*\)\s*->.*\{\s*$", line)
+        if head:
+            current = head.group(1)
+            continue
         m = _OP_RE.search(line)
         if not m or "-done(" in line:
             continue
         op = m.group(1)
-        channel = re.search(r"\bchannel_id=(\d+)", line)
-        if channel:
-            pairs = re.search(r"(?:replica_groups|source_target_pairs)=(\S+?)(?:,\s\w+=|$)", line)
-            key = (op, channel.group(1), pairs.group(1) if pairs else "")
-            if key in channels:
+        if current in fused:
+            key = _clone_key(op, line)
+            if key in seen:
                 continue
-            channels.add(key)
+            seen.add(key)
         reducer = ""
         apply = re.search(r"to_apply=%?([\w.\-]+)", line)
         if apply:
