@@ -1,11 +1,13 @@
-"""Time Run-All of every notebook, and the whole nbval suite as `make test` runs it.
+"""Time Run-All of every notebook, with a student's compilation cache cold and warm, and the whole nbval suite.
 
-    python -m tools.bench_notebooks [--skip-suite]
+    python -m tools.bench_notebooks [--skip-suite] [--skip-cache]
 
 Per notebook: a fresh kernel executes the solved source notebook top to bottom
 (what a student's Run-All costs, kernel start included), then the student
 release (exercises unanswered, errors allowed). The floor for comparison is a
-notebook that only imports jax.
+notebook that only imports jax. Then every solved notebook twice with a student's own
+compilation cache (one folder for the kernels run one after another, as `make lab` and the hub give a
+student theirs: `tools.compile_cache.private`): cold (empty) and warm (the same cache, the second Run-All).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook
+
+from tools import compile_cache
 
 ROOT = Path(__file__).resolve().parents[1]
 BUDGET_S = 15.0
@@ -41,10 +45,23 @@ def run_all(nb, cwd: Path, allow_errors: bool = False) -> float:
     return time.perf_counter() - start
 
 
+def cold_and_warm() -> None:
+    """Run-All of every solved notebook with a student's cache: first empty, then as the first run left it."""
+    sources = sorted((ROOT / "solutions").glob("*.ipynb"))
+    with compile_cache.shared("student-cache-"):  # fresh and empty, as a student's first run finds theirs
+        times = {run: [run_all(nbformat.read(s, 4), s.parent) for s in sources] for run in ("cold", "warm")}
+    print(f"{'notebook':28} {'cold':>8} {'warm':>8}   (a student's own compilation cache)")
+    for i, source in enumerate(sources):
+        print(f"{source.stem:28} {times['cold'][i]:7.1f}s {times['warm'][i]:7.1f}s")
+    cold, warm = sum(times["cold"]), sum(times["warm"])
+    print(f"{'all':28} {cold:7.1f}s {warm:7.1f}s   warm is {100 * (1 - warm / cold):.0f} % faster", flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--skip-suite", action="store_true", help="only the per-notebook times")
     parser.add_argument("--repeat", type=int, default=1, help="runs per notebook (median is printed)")
+    parser.add_argument("--skip-cache", action="store_true", help="no cold and warm runs with a student's cache")
     args = parser.parse_args()
 
     floor = run_all(new_notebook(cells=[new_code_cell("import jax\njax.devices()")]), ROOT)
@@ -61,6 +78,8 @@ def main() -> int:
         over += [source.stem] if flag else []
         print(f"{source.stem:28} {solved:7.1f}s {student:7.1f}s{flag}", flush=True)
 
+    if not args.skip_cache:
+        cold_and_warm()
     if not args.skip_suite:
         jobs = os.cpu_count() or 2
         cmd = [

@@ -1,6 +1,6 @@
 """Run every solved notebook on this machine as a student's Run-All would, and record what happened.
 
-    python -m tools.run_notebooks_here [--out FILE] [--edition en|zh] [NOTEBOOK ...]
+    python -m tools.run_notebooks_here [--out FILE] [--edition en|zh] [--cache DIR] [NOTEBOOK ...]
 
 For a machine where Jupyter cannot run (the project's TPU machine admits no sockets, so no kernel): each
 notebook's code cells run in order in a fresh Python process of their own (one process at a time, since a
@@ -8,6 +8,8 @@ TPU admits one), in one namespace, with matplotlib drawing off screen. The recor
 every cell ran, the first cell that failed and its error's last line, the device line `setup_devices()`
 printed, and the wall time; with its provenance (the machine's accelerator as JAX reports it, JAX's version,
 the date, the command). The course's documentation quotes the recorded table (docs/students.md).
+With `--cache DIR`, the notebooks share a student's own JAX compilation cache in DIR (`compile_cache.private`):
+run twice, the second run shows what a warm cache saves.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from tools import compile_cache
 
 REPO = Path(__file__).resolve().parents[1]
 LIMIT_S = 600  # one notebook, at most
@@ -45,11 +49,12 @@ def code_cells(path: Path) -> list[tuple[int, str]]:
     return [(i, "".join(c["source"])) for i, c in enumerate(notebook["cells"]) if c["cell_type"] == "code"]
 
 
-def run_one(path: Path, scratch: Path) -> dict:
+def run_one(path: Path, scratch: Path, cache: Path | None = None) -> dict:
     """One notebook in a fresh process: its result, first failing cell, device line and time."""
     cells = scratch / (path.stem + ".cells.json")
     cells.write_text(json.dumps(code_cells(path)), encoding="utf-8")
     env = dict(os.environ, MPLBACKEND="Agg", PYTHONUNBUFFERED="1")
+    env |= compile_cache.private(cache, env) if cache else {}
     start = time.perf_counter()
     try:
         done = subprocess.run(
@@ -92,13 +97,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("notebooks", nargs="*", type=Path, help="notebooks to run (default: every solved notebook)")
     parser.add_argument("--edition", default="en", choices=("en", "zh"))
     parser.add_argument("--out", type=Path, help="where the record goes (default: print it)")
+    parser.add_argument("--cache", type=Path, help="a compilation cache for the notebooks (a student's own)")
     args = parser.parse_args(argv)
     folder = REPO / "solutions" if args.edition == "en" else REPO / "solutions" / "zh"
     paths = args.notebooks or sorted(folder.glob("[0-9][0-9]_*.ipynb"))
     scratch = Path(os.environ.get("TMPDIR", "/tmp"))
     record = {"provenance": provenance(argv), "notebooks": []}
     for path in paths:
-        row = run_one(path.resolve(), scratch)
+        row = run_one(path.resolve(), scratch, args.cache)
         record["notebooks"].append(row)
         print(json.dumps(row, ensure_ascii=False), flush=True)
     text = json.dumps(record, indent=1, ensure_ascii=False) + "\n"
