@@ -17,18 +17,24 @@ verbatim:
    causal attention ran on one device; here both at once: each device's queries against the key blocks
    that travel the ring, masked by *global* positions.
 
-What each check looks at, in order: the answer runs (JAX's errors become messages that name the fix),
-type and dtype, shape, layout (the result's sharding), values against NumPy (with a diagnosis of the
-usual mistakes), then how the work was done: the collectives of the program the grader compiles
-(`namedaxes.judging.work_of`, read from its optimized HLO): which kinds, over which axis. Gathering the stages'
-parameters (the whole model on every device), the experts' weights or the sequence's keys and values is
-refused by name.
+What each check looks at, in order: the answer runs (JAX's errors become messages that name the fix: a
+mesh of the notebook used for the `mesh` argument, say), type and dtype, shape, layout (the result's
+sharding), values against NumPy (with a diagnosis of the usual mistakes, a device count read from a
+notebook global among them), then how the work was done, read from the optimized per-device program
+compiled as the grader compiles it (`namedaxes.judging.work_of`, `COMPILER_OPTIONS`): its collectives
+(which kinds, over which axis; gathering the stages' parameters, the experts' weights or the sequence's
+keys and values is refused by name), and each device's share of the work on every mesh: the largest
+array it materializes and its FLOPs, each within a stated factor of the reference's (`_PIPE_WORK`,
+`_MOE_WORK`, `_RING_WORK`). Where the excess has a known cause the message names it from the program's
+schedule (`namedaxes.judging.collective_sends`): the whole batch sent at once (no microbatches), every
+stage's `w` or every expert's weights on every device, the whole sequence's keys assembled.
 
 Grading contract (`namedaxes.grading.programs`): `observe` exports each answer with its mesh fixed on
-abstract inputs for three meshes (values compared with the reference's on the grader's own inputs, and the
-results' layouts), exercise 1 adds its derivative along a drawn direction on 8 devices (`jax.jvp`), and
-each exercise a structure case (`only_collectives`): the reference's collectives over the exercise's axis
-and nothing else.
+abstract inputs for three meshes (values compared with the reference's on the grader's own inputs, the
+results' layouts, and each device's work: `Case(work=...)` with the same factors as the visible check),
+exercise 1 adds its derivative along a drawn direction on 8 devices (`jax.jvp`), and each exercise a
+structure case (`only_collectives`): the reference's collectives over the exercise's axis and nothing
+else.
 
 Student-facing strings: every message is a template in `TEXT` (whole sentences, named fields), every hint
 a full string in its `exercise(...)`.
