@@ -55,6 +55,7 @@ from jax.sharding import PartitionSpec as P
 
 from namedaxes import EXPERTS, SEQUENCE, STAGES
 from namedaxes.checking import exercises_for, expect_array, explained, fail, progress_of, same_values, show_values
+from namedaxes.checking.compiled import compiled_once
 from namedaxes.grading import Case, programs
 from namedaxes.i18n import Messages
 from namedaxes.judging import COMPILER_OPTIONS, Work, collective_sends, work_excess, work_of
@@ -357,7 +358,7 @@ def _run(name: str, program: Callable, *args, mesh=None):
     """`jax.jit(program)` compiled for `args` as the grader compiles (`COMPILER_OPTIONS`) and run: (its
     result, what one device does in it, `_Ran`)."""
     with explained(name, rules=_rules(name)):
-        compiled = jax.jit(program).lower(*args).compile(dict(COMPILER_OPTIONS))
+        compiled = compiled_once(jax.jit(program).lower(*args), COMPILER_OPTIONS)
         out = compiled(*args)
     names = tuple(mesh.axis_names)
     sizes = tuple(mesh.shape[a] for a in names)
@@ -602,7 +603,7 @@ def _pipe_why(fact: str, run: _Ran) -> str:
 def _expect_pipeline_gradient(name, program, args, mesh, host, where) -> None:
     params, x, y = host
     with explained(name, rules=_rules(name)), jax.set_mesh(mesh):  # a zero gradient is made on the mesh
-        grads = jax.jit(jax.grad(program))(*args)
+        grads = compiled_once(jax.jit(jax.grad(program)).lower(*args), COMPILER_OPTIONS)(*args)
     want = jax.grad(_sequential_loss)(params, x, y)
     for leaf in ("w", "b"):
         got = grads[leaf] if isinstance(grads, dict) and leaf in grads else None
