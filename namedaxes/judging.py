@@ -61,6 +61,8 @@ __all__ = [
     "exported_work",
     "moved_of",
     "largest_array",
+    "Sends",
+    "collective_sends",
 ]
 
 RTOL = 1e-5  # autograder.judge.compare.RTOL
@@ -426,6 +428,80 @@ def moved_of(text: str, names: tuple, sizes: tuple, n_devices: int) -> tuple:
             desc = describe_collective(op, reducer, axis)
             moved[desc] = moved.get(desc, 0) + size
     return tuple(sorted(moved.items()))
+
+
+@dataclass(frozen=True)
+class Sends:
+    """How one device runs one kind of collective (`collective_sends`): `runs`, the times it runs in one
+    call of the program (a loop's body counted as often as its known trip count says; 0 where a loop's
+    count is unknown), and `largest`, the bytes the largest single instance of it delivers to the device."""
+
+    runs: int
+    largest: int
+
+
+def _trip_counts(text: str) -> tuple[dict[str, list[tuple[str, int]]], str | None]:
+    """computation name -> the computations it runs and how often per run of it (a `while` body: its
+    `known_trip_count`, -1 when unknown; anything else it calls: once), and the entry computation's name."""
+    calls: dict[str, list[tuple[str, int]]] = {}
+    current, entry = None, None
+    for line in text.splitlines():
+        head = re.match(r"^\s*(ENTRY\s+)?%?([\w.\-]+)\s*\(.*\)\s*->.*\{\s*$", line)
+        if head:
+            current = head.group(2)
+            calls[current] = []
+            entry = current if head.group(1) else entry
+            continue
+        if current is None:
+            continue
+        body = re.search(r"\bbody=%?([\w.\-]+)", line)
+        if body and " while(" in line:
+            trips = re.search(r'"known_trip_count":\{"n":"(\d+)"\}', line)
+            calls[current].append((body.group(1), int(trips.group(1)) if trips else -1))
+            continue
+        for callee in re.findall(r"(?:calls|to_apply|true_computation|false_computation)=%?([\w.\-]+)", line):
+            calls[current].append((callee, 1))
+        for group in re.findall(r"branch_computations=\{([^}]*)\}", line):
+            calls[current].extend((c.strip().lstrip("%"), 1) for c in group.split(",") if c.strip())
+    return calls, entry
+
+
+def collective_sends(text: str, names: tuple, sizes: tuple, n_devices: int) -> dict[str, Sends]:
+    """Each kind of collective of an optimized HLO module ("ppermute over 'stage_axis'") with how often one
+    call of the program runs it and the bytes its largest instance delivers (`Sends`): the schedule of a
+    pipeline (m + k - 2 ppermutes of one microbatch each) or of a ring (k - 1 sends of one block), read from
+    the program. A loop whose trip count XLA does not know counts its body's collectives 0 times."""
+    calls, entry = _trip_counts(text)
+    runs: dict[str, int] = {}
+
+    def visit(name: str, times: int, depth: int = 0) -> None:
+        if depth > 32 or name not in calls:
+            return
+        runs[name] = runs.get(name, 0) + times
+        for callee, n in calls[name]:
+            visit(callee, times * max(n, 0), depth + 1)
+
+    if entry is not None:
+        visit(entry, 1)
+    out: dict[str, list[int]] = {}
+    reducers, current = _reducers(text), None
+    for line in text.splitlines():
+        head = re.match(r"^\s*(?:ENTRY\s+)?%?([\w.\-]+)\s*\(.*\)\s*->.*\{\s*$", line)
+        if head:
+            current = head.group(1)
+            continue
+        m = _OP_RE.search(line)
+        if current is None or not m or "-done(" in line:
+            continue
+        apply = re.search(r"to_apply=%?([\w.\-]+)", line)
+        reducer = reducers.get(apply.group(1), "") if apply else ""
+        typed = _INSTRUCTION_RE.match(line)
+        size = sum(_array_bytes(typed.group(1))) if typed else 0
+        for axis in group_axes(_groups(line, n_devices), names, sizes):
+            seen = out.setdefault(describe_collective(m.group(1), reducer, axis), [0, 0])
+            seen[0] += runs.get(current, 0)
+            seen[1] = max(seen[1], size)
+    return {desc: Sends(r, b) for desc, (r, b) in sorted(out.items())}
 
 
 def work_excess(got: Work, want: Work, limits: dict) -> tuple[str, float, float] | None:

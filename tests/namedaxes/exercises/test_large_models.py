@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from exercise_text import NAMED, unused_text
 from jax import lax
-from jax.sharding import NamedSharding
+from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 from judge_helpers import (
     agreement_test,
@@ -24,8 +24,9 @@ from judge_helpers import (
     observe,
 )
 
-from namedaxes import EXPERTS, SEQUENCE, STAGES
+from namedaxes import EXPERTS, SEQUENCE, STAGES, judging
 from namedaxes.exercises import large_models as q
+from namedaxes.meshes import with_mesh
 
 M = q.MICROBATCHES
 
@@ -38,6 +39,22 @@ def _why_not(student: dict, reference: dict) -> str:
 
 def _not_written(*args):
     raise NotImplementedError()
+
+
+def _notebook_mesh(k: int, axis: str):
+    """A mesh the notebook made (`stage_mesh` of 4 devices, `expert_mesh`, `seq_mesh` of 8), used by mistake."""
+    return jax.make_mesh((k,), (axis,), axis_types=(AxisType.Explicit,), devices=jax.devices()[:k])
+
+
+def _reference_work(answer, shapes, placed, mesh_of) -> dict:
+    """(FLOPs, largest array) of one device of `answer`'s program on each mesh, compiled as the grader compiles."""
+    out = {}
+    for shape in shapes:
+        mesh = mesh_of(shape[0])
+        compiled = jax.jit(with_mesh(answer, mesh)).lower(*placed(mesh, *shape)).compile(dict(judging.COMPILER_OPTIONS))
+        work = judging.work_of(compiled, tuple(mesh.axis_names), (shape[0],), shape[0])
+        out[shape[0]] = (work.flops, work.largest_bytes)
+    return out
 
 
 # ---------------------------------------------------------------- 1. pipeline_loss
@@ -196,12 +213,101 @@ def _no_broadcast(params, x, y, mesh):
     )
 
 
+def _no_microbatches(w, b, x, y, k):
+    """The whole batch through the stages one after another: each device idles (k - 1)/k of the time."""
+    stage = lax.axis_index(STAGES)
+    state = x
+    for s in range(k):
+        state = jnp.tanh(state @ w[0] + b[0])
+        if s < k - 1:
+            state = lax.ppermute(state, STAGES, _next_stage(k))
+    return lax.psum(jnp.where(stage == k - 1, jnp.sum((state - y) ** 2), 0.0), STAGES) / y.size
+
+
+def _weights_around_a_ring(w, b, x, y, k):
+    """Every stage's weights collected around a ppermute ring, then the whole model run on every device."""
+    i = lax.axis_index(STAGES)
+    ring = [(s, (s + 1) % k) for s in range(k)]
+    every_w, every_b = lax.pcast((jnp.zeros((k, *w.shape[1:])), jnp.zeros((k, *b.shape[1:]))), (STAGES,), to="varying")
+    held_w, held_b = w[0], b[0]
+    for s in range(k):
+        every_w = lax.dynamic_update_index_in_dim(every_w, held_w, (i - s) % k, 0)
+        every_b = lax.dynamic_update_index_in_dim(every_b, held_b, (i - s) % k, 0)
+        if s < k - 1:
+            held_w, held_b = lax.ppermute((held_w, held_b), STAGES, ring)
+    h = x
+    for s in range(k):
+        h = jnp.tanh(h @ every_w[s] + every_b[s])
+    return lax.psum(jnp.mean((h - y) ** 2), STAGES) / k
+
+
+def _gathered_activations(w, b, x, y, k):
+    """Each stage's output all_gathered for everyone, the next stage taking it from there."""
+    h = x
+    for s in range(k):
+        h = lax.all_gather(jnp.tanh(h @ w[0] + b[0]), STAGES)[s]
+    return lax.psum(jnp.mean((h - y) ** 2), STAGES) / k
+
+
+def _targets_not_delayed(w, b, x, y, k):
+    """The outputs that leave the last stage in step t compared with microbatch t's targets (clamped)."""
+    stage = lax.axis_index(STAGES)
+    xs, ys = x.reshape(M, -1, x.shape[1]), y.reshape(M, -1, y.shape[1])
+    state, loss = jnp.zeros_like(xs[0]), 0.0
+    for t in range(M + k - 1):
+        if t < M:
+            state = jnp.where(stage == 0, xs[t], state)
+        state = jnp.tanh(state @ w[0] + b[0])
+        if t >= k - 1:
+            loss = loss + jnp.where(stage == k - 1, jnp.sum((state - ys[min(t, M - 1)]) ** 2), 0.0)
+        if t < M + k - 2:
+            state = lax.ppermute(state, STAGES, _next_stage(k))
+    return lax.psum(loss, STAGES) / y.size
+
+
+def _notebook_stage_mesh(params, x, y, mesh):
+    return ref_pipeline_loss(params, x, y, _notebook_mesh(4, STAGES))
+
+
+def _notebook_k(params, x, y, mesh):
+    """The notebook's global `k` (4) for the number of stages."""
+    body = lambda w, b, x, y: _gpipe(w, b, x, y, 4)  # noqa: E731
+    return jax.shard_map(body, mesh=mesh, in_specs=(P(STAGES), P(STAGES), P(), P()), out_specs=P())(
+        params["w"], params["b"], x, y
+    )
+
+
 PIPE_WRONG = {
     "unanswered": (_not_written, r"`pipeline_loss` is not written yet"),
+    "no microbatches": (
+        _pipeline(_no_microbatches),
+        rf"(?s)right values, but on 8 {STAGES} one device computes 2\.7× the reference's FLOPs.*allows 1\.5×.*"
+        r"ppermutes each send 192 bytes, the whole batch's activations \(7 of them\).*idles \(k - 1\)/k.*"
+        r"m \+ k - 2 = 10 ppermutes of 48 bytes each",
+    ),
+    "every stage's weights around a ppermute ring": (
+        _pipeline(_weights_around_a_ring),
+        rf"(?s)right values, but on 8 {STAGES} one device materializes an array of 1152 bytes: 24\.0× the "
+        r"reference's largest \(48 bytes.*allows 5×\)\. Every device holds all of `w` \(1152 bytes\)",
+    ),
+    "activations gathered": (
+        _pipeline(_gathered_activations),
+        rf"(?s)performs all_gather over '{STAGES}': every stage collects the activations of every other stage",
+    ),
+    "targets not delayed": (_pipeline(_targets_not_delayed), r"(?s)wrong values.*another microbatch's targets"),
+    "the notebook's stage_mesh": (
+        _notebook_stage_mesh,
+        r"(?s)failed with JAX's error.*runs on another mesh.*Use the `mesh` argument.*`stage_mesh`",
+    ),
+    "the notebook's k": (
+        _notebook_k,
+        r"(?s)wrong values \(mesh 8 .*right values on 4 devices but not on 8.*global of the notebook such as "
+        r"`k` \(= 4\).*`mesh\.shape\[STAGES\]`",
+    ),
     "the whole model on every device": (
         _whole_model,
-        rf"(?s)right values, but its compiled program on 8 {STAGES} performs all_gather over '{STAGES}'.*"
-        r"every device holds the whole model",
+        rf"(?s)right values, but its compiled program on 8 {STAGES} performs all_gather over '{STAGES}': the "
+        r"stages' parameters are gathered, so every device holds the whole model",
     ),
     "the whole model inside shard_map": (_whole_model_shard_map, r"(?s)all_gather over .*holds the whole model"),
     "the schedule one step short": (_pipeline(_one_step_short), r"(?s)wrong values.*without the last microbatch"),
@@ -230,6 +336,33 @@ def test_pipeline_loss_observations_reject_wrong_answers():
     assert "values differ" not in reason and f"expected ppermute over '{STAGES}'" in reason, reason
     reason = _why_not(observe(q.pipeline_loss, _stopped_gradient), reference)
     assert "derivative: " in reason, reason
+    reason = _why_not(observe(q.pipeline_loss, PIPE_WRONG["no microbatches"][0]), reference)
+    assert "values differ" not in reason and "k8: work: one device computes 2.7× the reference's FLOPs" in reason
+    reason = _why_not(
+        observe(q.pipeline_loss, PIPE_WRONG["every stage's weights around a ppermute ring"][0]), reference
+    )
+    assert "values differ" not in reason and "k8: work: one device computes" in reason, reason
+
+
+def test_pipeline_reference_work_is_the_stated_one():
+    """The figures the visible check compares with are the reference's, compiled as the grader compiles."""
+    placed = lambda mesh, k, n, d: q._pipe_placed(mesh, *q._pipe_inputs(k, n, d))  # noqa: E731
+    measured = _reference_work(ref_pipeline_loss, q._PIPE_SHAPES, placed, q.stage_mesh)
+    assert measured == {k: (w.flops, w.largest_bytes) for k, w in q._PIPE_REFERENCE.items()}
+
+
+def test_pipeline_schedule_is_read_from_the_program():
+    """GPipe's m + k - 2 ppermutes of one microbatch each, counted through a `fori_loop`'s trip count too."""
+    for answer, runs in (
+        (ref_pipeline_loss, M + 8 - 2),
+        (PIPE_EQUIVALENT["fori_loop with an output buffer"], M + 8 - 1),
+    ):
+        mesh = q.stage_mesh(8)
+        args = q._pipe_placed(mesh, *q._pipe_inputs(8, 8, 6))
+        text = jax.jit(with_mesh(answer, mesh)).lower(*args).compile().as_text()
+        sends = judging.collective_sends(text, (STAGES,), (8,), 8)
+        assert sends[f"ppermute over '{STAGES}'"] == judging.Sends(runs, 2 * 6 * 4)
+        assert sends[f"psum over '{STAGES}'"] == judging.Sends(1, 4)
 
 
 # ---------------------------------------------------------------- 2. moe_layer
@@ -313,8 +446,35 @@ def _every_expert_everywhere(x, router, w, mesh):
     return jax.shard_map(local, mesh=mesh, in_specs=(P(EXPERTS), P(), P()), out_specs=P(EXPERTS))(x, router, whole)
 
 
+def _experts_by_all_to_all(x, router, w, k):
+    """Every expert's weights copied to every device by an all_to_all; the tokens never move."""
+    dispatch, gate = route(x, router, k, q.CAPACITY)
+    every = lax.all_to_all(jnp.broadcast_to(w, (k, *w.shape[1:])), EXPERTS, 0, 0, tiled=True)
+    out = jnp.einsum("te,etf->tf", dispatch.sum(-1), jax.nn.relu(jnp.einsum("td,edf->etf", x, every)))
+    return out * gate[:, None]
+
+
+def _notebook_expert_mesh(x, router, w, mesh):
+    return ref_moe_layer(x, router, w, _notebook_mesh(8, EXPERTS))
+
+
 MOE_WRONG = {
     "unanswered": (_not_written, r"`moe_layer` is not written yet"),
+    "every expert's weights by all_to_all": (
+        _moe(_experts_by_all_to_all),
+        rf"(?s)right values, but on 8 {EXPERTS} one device materializes an array of 768 bytes: 2\.0× the "
+        r"reference's largest \(384 bytes.*allows 1\.5×\)\. Its all_to_all brings every device all of `w` "
+        r"\(512 bytes\)",
+    ),
+    "the notebook's expert_mesh": (
+        _notebook_expert_mesh,
+        r"(?s)failed with JAX's error.*runs on another mesh.*Use the `mesh` argument.*`expert_mesh`",
+    ),
+    "the notebook's n_experts": (
+        _moe(lambda x, router, w, k: _moe_local(x, router, w, 8)),
+        r"(?s)wrong values \(mesh 4 .*right values on 8 devices but not on 4.*`n_experts` \(= 8\).*"
+        r"`mesh\.shape\[EXPERTS\]`",
+    ),
     "every expert on every device": (
         _every_expert_everywhere,
         rf"(?s)right values, but its compiled program on 8 {EXPERTS} performs all_gather over '{EXPERTS}'.*"
@@ -342,6 +502,16 @@ def test_moe_layer_observations_reject_wrong_answers():
     assert "values differ" in _why_not(observe(q.moe_layer, MOE_WRONG["no capacity"][0]), reference)
     reason = _why_not(observe(q.moe_layer, _every_expert_everywhere), reference)
     assert f"over '{EXPERTS}' takes its input 3 whole on every device" in reason, reason
+    reason = _why_not(observe(q.moe_layer, MOE_WRONG["every expert's weights by all_to_all"][0]), reference)
+    assert "values differ" not in reason and "k8: memory: one device materializes an array of 2× the size" in reason, (
+        reason
+    )
+
+
+def test_moe_reference_work_is_the_stated_one():
+    placed = lambda mesh, k, t, d: q._moe_placed(mesh, *q._moe_inputs(k, t, d))  # noqa: E731
+    measured = _reference_work(ref_moe_layer, q._MOE_SHAPES, placed, q.expert_mesh)
+    assert measured == {k: (w.flops, w.largest_bytes) for k, w in q._MOE_REFERENCE.items()}
 
 
 def test_moe_routes_drop_tokens_on_every_mesh():
@@ -465,8 +635,72 @@ def _gathered_sequence(qb, kb, vb, n):
     return jax.nn.softmax(scores, axis=1) @ values
 
 
+def _collected_ring(qb, kb, vb, n):
+    """A ppermute ring that first collects every key and value block, then does one softmax."""
+    b, h = qb.shape
+    i = lax.axis_index(SEQUENCE)
+    keys, values = lax.pcast((jnp.zeros((n * b, h)), jnp.zeros((n * b, h))), (SEQUENCE,), to="varying")
+    for s in range(n):
+        keys = lax.dynamic_update_slice_in_dim(keys, kb, ((i - s) % n) * b, 0)
+        values = lax.dynamic_update_slice_in_dim(values, vb, ((i - s) % n) * b, 0)
+        if s < n - 1:
+            kb, vb = lax.ppermute((kb, vb), SEQUENCE, [(a, (a + 1) % n) for a in range(n)])
+    rows = i * b + jnp.arange(b)
+    scores = jnp.where(jnp.arange(n * b)[None, :] <= rows[:, None], qb @ keys.T / np.sqrt(h), -jnp.inf)
+    return jax.nn.softmax(scores, axis=1) @ values
+
+
+def _ring_backwards(qb, kb, vb, n):
+    """The blocks sent to the previous device, the mask still assuming they come from it."""
+    b, h = qb.shape
+    i = lax.axis_index(SEQUENCE)
+    rows = i * b + jnp.arange(b)
+    m, total, acc = jnp.full((b,), -jnp.inf), jnp.zeros((b,)), jnp.zeros((b, h))
+    for s in range(n):
+        cols = ((i - s) % n) * b + jnp.arange(b)
+        scores = jnp.where(cols[None, :] <= rows[:, None], qb @ kb.T / np.sqrt(h), -jnp.inf)
+        m_new = jnp.maximum(m, scores.max(1))
+        p, fix = jnp.exp(scores - m_new[:, None]), jnp.exp(m - m_new)
+        total, acc, m = total * fix + p.sum(1), acc * fix[:, None] + p @ vb, m_new
+        if s < n - 1:
+            kb, vb = lax.ppermute((kb, vb), SEQUENCE, [(a, (a - 1) % n) for a in range(n)])
+    return acc / total[:, None]
+
+
+def _strict_mask(qb, kb, vb, n):
+    """Keys strictly before the query (key < query): the first query of a block sees none of its own block."""
+    b, h = qb.shape
+    i = lax.axis_index(SEQUENCE)
+    rows = i * b + jnp.arange(b)
+    m, total, acc = jnp.full((b,), -jnp.inf), jnp.zeros((b,)), jnp.zeros((b, h))
+    for s in range(n):
+        cols = ((i - s) % n) * b + jnp.arange(b)
+        scores = jnp.where(cols[None, :] < rows[:, None], qb @ kb.T / np.sqrt(h), -jnp.inf)
+        m_new = jnp.maximum(m, scores.max(1))
+        p, fix = jnp.exp(scores - m_new[:, None]), jnp.exp(m - m_new)
+        total, acc, m = total * fix + p.sum(1), acc * fix[:, None] + p @ vb, m_new
+        if s < n - 1:
+            kb, vb = lax.ppermute((kb, vb), SEQUENCE, [(a, (a + 1) % n) for a in range(n)])
+    return acc / total[:, None]
+
+
+def _notebook_seq_mesh(q_, k_, v_, mesh):
+    return ref_causal_ring_attention(q_, k_, v_, _notebook_mesh(8, SEQUENCE))
+
+
 RING_WRONG = {
     "unanswered": (_not_written, r"`causal_ring_attention` is not written yet"),
+    "a ppermute ring that collects every block": (
+        _ring(_collected_ring),
+        rf"(?s)right values, but on 8 {SEQUENCE} one device materializes an array of 384 bytes: 8\.0× the "
+        r"reference's largest \(48 bytes.*allows 1\.5×\)\. Every device assembles the whole sequence's keys",
+    ),
+    "blocks sent the other way": (_ring(_ring_backwards), r"(?s)wrong values.*travel the ring the other way"),
+    "a strict causal mask": (_ring(_strict_mask), r"(?s)wrong values.*strict mask \(key < query\).*NaN"),
+    "the notebook's seq_mesh": (
+        _notebook_seq_mesh,
+        r"(?s)failed with JAX's error.*runs on another mesh.*Use the `mesh` argument.*`seq_mesh`",
+    ),
     "an all_gather of the sequence": (
         _ring(_gathered_sequence),
         rf"(?s)right values, but its compiled program on 8 {SEQUENCE} performs all_gather over '{SEQUENCE}'.*"
@@ -496,6 +730,20 @@ def test_causal_ring_attention_observations_reject_wrong_answers():
     assert "values differ" in _why_not(observe(q.causal_ring_attention, short), reference)
     reason = _why_not(observe(q.causal_ring_attention, RING_WRONG["an all_gather of the sequence"][0]), reference)
     assert f"all_gather over '{SEQUENCE}'" in reason, reason
+    reason = _why_not(
+        observe(q.causal_ring_attention, RING_WRONG["a ppermute ring that collects every block"][0]), reference
+    )
+    assert "values differ" not in reason and "k8: memory: one device materializes an array of 8× the size" in reason, (
+        reason
+    )
+
+
+def test_ring_reference_work_is_the_stated_one():
+    placed = lambda mesh, k, b, h: [  # noqa: E731
+        jax.device_put(a, NamedSharding(mesh, P(SEQUENCE))) for a in q._ring_inputs(k, b, h)
+    ]
+    measured = _reference_work(ref_causal_ring_attention, q._RING_SHAPES, placed, q.sequence_mesh)
+    assert measured == {k: (w.flops, w.largest_bytes) for k, w in q._RING_REFERENCE.items()}
 
 
 # ---------------------------------------------------------------- the module's contract
