@@ -49,7 +49,7 @@ from jax.sharding import PartitionSpec as P
 
 from namedaxes import FSDP, MODEL_PARALLEL
 from namedaxes.checking import exercises_for, expect_array, explained, fail, progress_of, same_values, show_values
-from namedaxes.grading import Case, programs, rng
+from namedaxes.grading import FORMULA_KEY, Case, hidden_cases, programs
 from namedaxes.i18n import Messages
 from namedaxes.judging import work_of
 from namedaxes.meshes import abstract_on as _on
@@ -393,7 +393,6 @@ _COST_CASES = [  # what the visible check compares, on the notebook's model
     (Config(), (1, 2, 4), 16),
     (Config(d_model=64, heads=8, layers=3, seq=16), (4, 2, 1), 32),
 ]
-_HIDDEN_COST_CASES = 16  # drawn by `_hidden_cost_cases`: sizes, layouts and batches the notebook does not show
 
 
 @functools.cache
@@ -438,28 +437,6 @@ def expected_figures(step_costs: Callable, choose_layout: Callable) -> dict:
     return {"step_costs": costs, "choose_layout": layouts}
 
 
-def _hidden_cost_cases() -> list[tuple[Config, tuple, int]]:
-    """The hidden test's cases, drawn the same in every run: a model of random sizes, a layout it can use and a
-    batch that splits over it."""
-    r = rng("step_costs_formulas")
-    cases = []
-    while len(cases) < _HIDDEN_COST_CASES:
-        heads = int(r.choice([2, 4, 6, 8, 12, 16]))
-        config = Config(
-            vocab=8 * int(r.randint(2, 13)),
-            d_model=heads * int(r.choice([4, 6, 8, 16])),
-            heads=heads,
-            layers=int(r.randint(1, 7)),
-            seq=int(r.choice([8, 12, 16, 20, 24, 32])),
-            mlp=int(r.randint(2, 5)),
-        )
-        layout = LAYOUTS[int(r.randint(len(LAYOUTS)))]
-        batch = layout[0] * layout[1] * int(r.randint(1, 7))
-        if not _usable(config, layout, batch):
-            cases.append((config, layout, batch))
-    return cases
-
-
 def _case_text(config: Config, layout: tuple, batch: int) -> str:
     return _say("costs_case", config=repr(config), layout=layout, batch=batch)
 
@@ -497,12 +474,19 @@ def _check_step_costs(fn: Callable) -> None:
         _expect_figures(name, got, _case_text(config, layout, batch), table)
 
 
-def _observe_step_costs(fn: Callable) -> dict:
-    """The answer's five figures on the hidden cases, one array per figure (NaN where it gave no number),
-    compared with the solution's by the grader: a formula is judged by its values, and nothing in the kernel
-    knows the right ones."""
-    figures = [_numbers(fn(config, layout, batch)) for config, layout, batch in _hidden_cost_cases()]
+def _cost_observation(fn: Callable, cases) -> dict:
+    """`fn`'s five figures on `cases`, one array per figure (NaN where it gave no number)."""
+    figures = [_numbers(fn(config, layout, batch)) for config, layout, batch in cases]
     return {key: np.array([np.nan if f[key] is None else f[key] for f in figures], np.float64) for key in COST_KEYS}
+
+
+def _observe_step_costs(fn: Callable) -> dict:
+    """The answer's five figures on the hidden cases the grader drew for this run (`draw_hidden_cases`), one
+    array per figure, compared with the solution's figures on the same cases, which the grader computes: a
+    formula is judged by its values, and nothing in the kernel knows the right ones. Outside the grader
+    (no drawn cases) the visible cases stand in."""
+    cases = _hidden_cases("step_costs", _cost_case) or _COST_CASES
+    return {**_cost_observation(fn, cases), FORMULA_KEY: _formula("step_costs", ("step_costs",))}
 
 
 step_costs = exercise(
@@ -545,16 +529,6 @@ _LAYOUT_CASES = [  # (config, batch, budget): the visible check's (some have tie
     (Config(), 16, 60_000),
     (Config(d_model=64, heads=8, layers=4), 64, 700_000),
     (Config(d_model=64, heads=8, layers=4), 8, 700_000),
-]
-_HIDDEN_LAYOUTS = [  # the hidden test's: each has one cheapest layout that fits (the tests prove it)
-    (Config(vocab=40, d_model=32, heads=4, layers=4, seq=16, mlp=2), 8, 266_000),
-    (Config(vocab=24, d_model=96, heads=6, layers=5, seq=32, mlp=2), 24, 11_635_000),
-    (Config(vocab=88, d_model=128, heads=8, layers=6, seq=12, mlp=2), 64, 3_949_000),
-    (Config(vocab=56, d_model=32, heads=8, layers=5, seq=24, mlp=4), 24, 453_000),
-    (Config(vocab=32, d_model=128, heads=16, layers=1, seq=16, mlp=3), 64, 1_068_000),
-    (Config(vocab=96, d_model=48, heads=12, layers=1, seq=16, mlp=2), 8, 155_000),
-    (Config(vocab=88, d_model=16, heads=2, layers=1, seq=8, mlp=2), 8, 24_000),
-    (Config(vocab=96, d_model=64, heads=4, layers=1, seq=24, mlp=2), 8, 239_000),
 ]
 
 
@@ -603,11 +577,17 @@ def _check_choose_layout(fn: Callable) -> None:
         _expect_layout(name, got, case, config, batch, budget, table)
 
 
+def _layout_observation(fn: Callable, cases) -> dict:
+    """The layout `fn` chose for each (config, batch, budget) of `cases` (0, 0, 0 where it is not one)."""
+    return {"layouts": np.array([_as_layout(fn(*case)) or (0, 0, 0) for case in cases], np.int64).reshape(-1, 3)}
+
+
 def _observe_choose_layout(fn: Callable) -> dict:
-    """The layout chosen for each hidden (config, batch, budget) (0, 0, 0 where it is not one), compared with
-    the solution's: each hidden case has one cheapest layout that fits, so a right answer chooses it."""
-    chosen = [_as_layout(fn(config, batch, budget)) or (0, 0, 0) for config, batch, budget in _HIDDEN_LAYOUTS]
-    return {"layouts": np.array(chosen, np.int64)}
+    """The layout chosen for each hidden (config, batch, budget) the grader drew for this run, compared with
+    the solution's choice, which the grader computes: each drawn case has one cheapest layout that fits, so a
+    right answer chooses it. Outside the grader the visible cases stand in."""
+    cases = _hidden_cases("choose_layout", _layout_case) or _LAYOUT_CASES
+    return {**_layout_observation(fn, cases), FORMULA_KEY: _formula("choose_layout", ("step_costs", "choose_layout"))}
 
 
 choose_layout = exercise(
@@ -623,3 +603,138 @@ choose_layout = exercise(
     ],
     observe=_observe_choose_layout,
 )
+
+
+# ---------------------------------------------------------------- the hidden cases, drawn by the grader
+# The kernel package lists no hidden case: the grader draws them for each run from its secret
+# (`autograder.judge.formulas`, with this distribution and the solution notebook's own answers), hands them
+# to the kernel (`namedaxes.grading.hidden_cases`) and computes the solution's observation on them itself.
+HIDDEN_COST_CASES = 16
+HIDDEN_LAYOUT_CASES = 8
+_LAYOUT_WANTS = ((True, True), (True, True), (True, False)) + ((False, False),) * 5  # (budget binds, fsdp > 1)
+_MAX_DRAWS = 2000
+
+
+def _formula(exercise: str, answers: tuple) -> dict:
+    """What the grader reads from the reference's observation: where the cases and the answers come from."""
+    return {"module": __name__, "exercise": exercise, "answers": list(answers)}
+
+
+def _config_of(fields) -> Config:
+    names = ("vocab", "d_model", "heads", "layers", "seq", "mlp")
+    if not isinstance(fields, dict) or set(fields) != set(names) or not all(type(fields[n]) is int for n in names):
+        raise ValueError("not a config")
+    return Config(**{n: fields[n] for n in names})
+
+
+def _cost_case(case: dict) -> tuple:
+    layout = tuple(int(v) for v in case["layout"])
+    return _config_of(case["config"]), layout, int(case["batch"])
+
+
+def _layout_case(case: dict) -> tuple:
+    return _config_of(case["config"]), int(case["batch"]), int(case["budget"])
+
+
+def _hidden_cases(exercise: str, parse: Callable) -> list | None:
+    """This run's hidden cases of `exercise`, parsed; None outside the grader (or if they were tampered with:
+    the grader judges on the cases it drew, so other cases score nothing)."""
+    raw = hidden_cases(f"{__name__}:{exercise}")
+    try:
+        return [parse(case) for case in raw] if raw else None
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _config_fields(config: Config) -> dict:
+    return {n: getattr(config, n) for n in ("vocab", "d_model", "heads", "layers", "seq", "mlp")}
+
+
+def _draw_config(r: np.random.Generator) -> Config:
+    heads = int(r.choice([2, 4, 6, 8, 12, 16]))
+    return Config(
+        vocab=8 * int(r.integers(2, 13)),
+        d_model=heads * int(r.choice([4, 6, 8, 16])),
+        heads=heads,
+        layers=int(r.integers(1, 7)),
+        seq=int(r.choice([8, 12, 16, 20, 24, 32])),
+        mlp=int(r.integers(2, 5)),
+    )
+
+
+def _draw_cost_cases(r: np.random.Generator) -> list[dict]:
+    """Models of random sizes, each with a layout it can use and a batch that splits over it."""
+    cases = []
+    while len(cases) < HIDDEN_COST_CASES:
+        config = _draw_config(r)
+        layout = LAYOUTS[int(r.integers(len(LAYOUTS)))]
+        batch = layout[0] * layout[1] * int(r.integers(1, 7))
+        if not _usable(config, layout, batch):
+            cases.append({"config": _config_fields(config), "layout": list(layout), "batch": batch})
+    return cases
+
+
+def _round_budget(low: int, high: int) -> int:
+    """A round budget in [low, high): `low` rounded up to 3 significant figures where that stays below `high`."""
+    step = 10 ** max(0, len(str(int(low))) - 3)
+    budget = -(-int(low) // step) * step
+    return budget if budget < high else int(low)
+
+
+def _draw_layout_case(r: np.random.Generator, step_costs: Callable):
+    """A model, a batch and a budget whose cheapest fitting layout is unique: (the case, that layout, whether
+    the budget binds), or None."""
+    config, batch = _draw_config(r), int(r.choice([4, 8, 12, 16, 24, 32, 48, 64]))
+    figures = []
+    for layout in LAYOUTS:
+        if not _usable(config, layout, batch):
+            costs = step_costs(config, layout, batch)
+            figures.append((int(costs["state_bytes"]), int(_moved_bytes(costs)), layout))
+    states = sorted({state for state, _, _ in figures})
+    i = int(r.integers(len(states)))
+    budget = _round_budget(states[i], states[i + 1] if i + 1 < len(states) else 2 * states[i])
+    fitting = sorted((moved, layout) for state, moved, layout in figures if state <= budget)
+    if len(fitting) > 1 and fitting[0][0] == fitting[1][0]:
+        return None
+    case = {"config": _config_fields(config), "batch": batch, "budget": budget}
+    return case, fitting[0][1], fitting[0][0] > min(moved for _, moved, _ in figures)
+
+
+def _draw_layout_cases(r: np.random.Generator, step_costs: Callable) -> list[dict]:
+    """Eight budget cases, each with one cheapest layout that fits (so any right answer chooses it): in at
+    least three the budget rules out the cheapest layout of all, at least two are won with fsdp > 1, and the
+    first four are won by four different layouts."""
+    cases, winners = [], set()
+    for i, (binds, sharded) in enumerate(_LAYOUT_WANTS):
+        for _ in range(_MAX_DRAWS):
+            drawn = _draw_layout_case(r, step_costs)
+            if drawn is None:
+                continue
+            case, winner, bound = drawn
+            if (binds and not bound) or (sharded and winner[1] == 1) or (i < 4 and winner in winners):
+                continue
+            cases.append(case)
+            winners.add(winner)
+            break
+        else:
+            raise RuntimeError("no hidden layout case could be drawn")
+    return cases
+
+
+def draw_hidden_cases(exercise: str, r: np.random.Generator, answers: dict) -> list[dict]:
+    """The grader's draw of a run's hidden cases of `exercise` (JSON), from `r` (seeded by the run's secret);
+    `answers` are the solution notebook's functions (the layout cases need its cost model)."""
+    if exercise == "step_costs":
+        return _draw_cost_cases(r)
+    if exercise == "choose_layout":
+        return _draw_layout_cases(r, answers["step_costs"])
+    raise KeyError(exercise)
+
+
+def observation_on(exercise: str, cases: list[dict], answers: dict) -> dict:
+    """What a right answer records on `cases` (the grader passes the solution notebook's `answers`)."""
+    if exercise == "step_costs":
+        return _cost_observation(answers["step_costs"], [_cost_case(c) for c in cases])
+    if exercise == "choose_layout":
+        return _layout_observation(answers["choose_layout"], [_layout_case(c) for c in cases])
+    raise KeyError(exercise)
