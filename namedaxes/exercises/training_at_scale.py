@@ -76,8 +76,9 @@ LAYOUTS = tuple(s for s in itertools.product((1, 2, 4, 8), repeat=3) if math.pro
 # ---------------------------------------------------------------- every student-facing string
 TEXT = {
     "in_specs": (
-        '`{name}` failed with JAX\'s error "{first}". The inputs are already placed: give `jax.shard_map` '
-        "the specs they were placed with (the exercise states them), and use the `mesh` argument."
+        '`{name}` failed with JAX\'s error "{first}": the specs given to `jax.shard_map` are not the ones '
+        "the inputs were placed with. This exercise needs no `jax.shard_map` at all: it is the compiler's half, "
+        "written with shardings only (`jax.reshard`, `out_sharding=`) on the `mesh` argument."
     ),
     "explicit": (
         '`{name}` failed with JAX\'s error "{first}". On Explicit axes a matmul whose summed dimension is '
@@ -139,6 +140,24 @@ TEXT = {
     "costs_whole": (
         "That is the whole model's figure, not one device's: divide each array by the devices its layout "
         "splits it over (the axes of its rule in `RULES`)."
+    ),
+    "costs_whole_flops": (
+        "That is the whole step's FLOPs on one device, not one device's share: each device computes only its "
+        "`batch / (data * fsdp)` sequences, and of the matrices split over MODEL_PARALLEL only its "
+        "`1 / tensor` part (the FSDP shards are gathered, so FSDP does not divide the FLOPs)."
+    ),
+    "costs_zero_gather": (
+        "0 would mean no FSDP all-gather, but fsdp = {size} here: before its matmuls each device gathers the "
+        "FSDP shards of every weight it uses, whole (its own MODEL_PARALLEL part of it)."
+    ),
+    "costs_zero_grad": (
+        "0 would mean no gradient all-reduce, but data * fsdp = {size} here: each device all-reduces the "
+        "gradients of every parameter it uses (its own MODEL_PARALLEL part of each) with the other batch shards."
+    ),
+    "costs_zero_tensor": (
+        "0 would mean no all-reduce over MODEL_PARALLEL, but tensor = {size} here: each layer adds the partial "
+        "sums of its split matrices, 4 activations of shape `(batch / (data * fsdp), seq, d_model)` per layer "
+        "and step."
     ),
     "costs_axis_one": (
         "An axis of size 1 splits nothing and moves nothing: no device sends anything over it, so that "
@@ -419,8 +438,9 @@ def expected_figures(step_costs: Callable, choose_layout: Callable) -> dict:
         no_tensor = step_costs(config, (layout[0], layout[1], 1), batch)
         wide = step_costs(config, layout, batch * layout[0] * layout[1])
         every_parameter = 4 * sum(math.prod(s) for s in shapes(config).values())
-        mistakes = {key: [[whole[key], "costs_whole"]] for key in COST_KEYS}
-        mistakes["state_bytes"].insert(0, [right["state_bytes"] / 3, "costs_no_adam"])
+        mistakes = {key: [] for key in COST_KEYS}  # a 0 of a collective is the zero rule's (`_ZERO`), not these
+        mistakes["state_bytes"] += [[right["state_bytes"] / 3, "costs_no_adam"], [whole["state_bytes"], "costs_whole"]]
+        mistakes["flops"].append([whole["flops"], "costs_whole_flops"])
         for key in ("gather_bytes", "grad_reduce_bytes"):
             mistakes[key].append([no_tensor[key] or every_parameter, "costs_tensor_ignored"])
         for key in ("tensor_reduce_bytes", "flops"):
@@ -453,15 +473,33 @@ def _numbers(got) -> dict:
     return {k: _number(got.get(k)) for k in COST_KEYS} if isinstance(got, dict) else dict.fromkeys(COST_KEYS)
 
 
-def _expect_figures(name: str, got, case: str, table: dict) -> None:
+_ZERO = {  # a collective's figure: the message for a 0 where it moves bytes, and the size that makes it move
+    "gather_bytes": ("costs_zero_gather", lambda data, fsdp, tensor: fsdp),
+    "grad_reduce_bytes": ("costs_zero_grad", lambda data, fsdp, tensor: data * fsdp),
+    "tensor_reduce_bytes": ("costs_zero_tensor", lambda data, fsdp, tensor: tensor),
+}
+
+
+def _figure_hint(key: str, got: float, want, layout: tuple, table: dict) -> str:
+    """Why `got` is not `want`, said only where the cause is known: an axis of size 1, a 0 where the axis
+    moves bytes, or one of the usual mistakes' values; otherwise the generic advice."""
+    if want == 0:
+        return _say("costs_axis_one")
+    if got == 0 and key in _ZERO:
+        text_key, size = _ZERO[key]
+        return _say(text_key, size=size(*layout))
+    wrong = [k for v, k in table["mistakes"][key] if v and math.isclose(got, v)]
+    return _say(wrong[0]) if wrong else _say("costs_generic")
+
+
+def _expect_figures(name: str, got, case: str, table: dict, layout: tuple) -> None:
     numbers = _numbers(got)
     if any(v is None for v in numbers.values()):
         fail(_say("costs_type", name=name, keys=", ".join(COST_KEYS), got=repr(got)[:120], case=case))
     for key in COST_KEYS:
         want = table["want"][key]
         if not math.isclose(numbers[key], want, rel_tol=1e-6, abs_tol=0.5):
-            wrong = [k for v, k in table["mistakes"][key] if math.isclose(numbers[key], v)]
-            hint = _say("costs_axis_one") if want == 0 else _say(wrong[0]) if wrong else _say("costs_generic")
+            hint = _figure_hint(key, numbers[key], want, layout, table)
             got_text, want_text = f"{numbers[key]:,.0f}", f"{want:,}"
             fail(_say("costs_value", name=name, key=key, got=got_text, want=want_text, case=case, hint=hint))
 
@@ -471,7 +509,7 @@ def _check_step_costs(fn: Callable) -> None:
     for (config, layout, batch), table in zip(_COST_CASES, _figures()["step_costs"]):
         with explained(name):
             got = fn(config, layout, batch)
-        _expect_figures(name, got, _case_text(config, layout, batch), table)
+        _expect_figures(name, got, _case_text(config, layout, batch), table, layout)
 
 
 def _cost_observation(fn: Callable, cases) -> dict:

@@ -12,6 +12,7 @@ import inspect
 import json
 import math
 import os
+import re
 from types import SimpleNamespace
 
 import jax
@@ -83,6 +84,16 @@ def _swiglu_shard_map(x, gate, up, down, mesh):
         return lax.psum(hidden @ down, MODEL_PARALLEL)
 
     specs = (P(BATCH), P(FSDP, MODEL_PARALLEL), P(FSDP, MODEL_PARALLEL), P(MODEL_PARALLEL, FSDP))
+    return jax.shard_map(local, mesh=mesh, in_specs=specs, out_specs=P(BATCH))(x, gate, up, down)
+
+
+def _swiglu_shard_map_specs_wrong(x, gate, up, down, mesh):
+    """shard_map given the gathered layouts as its in_specs, not the ones the inputs were placed with."""
+
+    def local(x, gate, up, down):
+        return lax.psum((jax.nn.silu(x @ gate) * (x @ up)) @ down, MODEL_PARALLEL)
+
+    specs = (P(BATCH), P(None, MODEL_PARALLEL), P(None, MODEL_PARALLEL), P(MODEL_PARALLEL, None))
     return jax.shard_map(local, mesh=mesh, in_specs=specs, out_specs=P(BATCH))(x, gate, up, down)
 
 
@@ -181,6 +192,11 @@ SWIGLU_WRONG = {
         _swiglu_shard_map,
         rf"(?s)right values, but it is written per device with `jax.shard_map` \(over '{DATA_PARALLEL}', "
         rf"'{FSDP}', '{MODEL_PARALLEL}'\).*shardings only",
+    ),
+    "shard_map's in_specs not the placed ones": (
+        _swiglu_shard_map_specs_wrong,
+        r"(?s)failed with JAX's error.*not the ones the inputs were placed with\. This exercise needs no "
+        r"`jax\.shard_map` at all.*`jax\.reshard`, `out_sharding=`\) on the `mesh` argument",
     ),
     "gate and up swapped": (_swapped, r"(?s)wrong values.*the activation belongs to the gate"),
     "no gate": (_no_gate, r"(?s)wrong values.*without the gate"),
@@ -309,6 +325,22 @@ COSTS_WRONG = {
     "the layout ignored": (_layout_ignored, r"(?s)predicts state_bytes .*not one device's"),
     "a gather over an axis of size 1": (_gathered_anyway, r"(?s)predicts gather_bytes .*An axis of size 1"),
     "the whole batch on every device": (_global_batch, r"(?s)predicts tensor_reduce_bytes .*counts the whole batch"),
+    "the FSDP gathers forgotten": (
+        _changed(gather_bytes=lambda *a: 0),
+        r"(?s)predicts gather_bytes = 0 .*gives 61,440\. 0 would mean no FSDP all-gather, but fsdp = 2 here",
+    ),
+    "the gradient all-reduce forgotten": (
+        _changed(grad_reduce_bytes=lambda *a: 0),
+        r"(?s)predicts grad_reduce_bytes = 0 .*0 would mean no gradient all-reduce, but data \* fsdp = 4 here",
+    ),
+    "the tensor all-reduces forgotten": (
+        _changed(tensor_reduce_bytes=lambda *a: 0),
+        r"(?s)predicts tensor_reduce_bytes = 0 .*0 would mean no all-reduce over MODEL_PARALLEL, but tensor = 2",
+    ),
+    "the whole step's FLOPs on one device": (
+        _changed(flops=lambda c, config, layout, batch: ref_step_costs(config, (1, 1, 1), batch)["flops"]),
+        r"(?s)predicts flops .*whole step's FLOPs on one device.*FSDP does not divide the FLOPs",
+    ),
     "the FLOPs of the forward pass only": (
         _changed(flops=lambda c, *a: c["flops"] / 3),
         r"(?s)predicts flops .*Compare with the notebook's measurement",
@@ -319,6 +351,41 @@ COSTS_WRONG = {
 @pytest.mark.parametrize("answer, match", COSTS_WRONG.values(), ids=COSTS_WRONG.keys())
 def test_step_costs_rejects(answer, match):
     assert_check_fails(q.step_costs.check, answer, match=match)
+
+
+def _failure(check, answer) -> str:
+    with pytest.raises(AssertionError) as err:
+        check(answer)
+    return str(err.value)
+
+
+@pytest.mark.parametrize("forgotten", ["gather_bytes", "grad_reduce_bytes", "tensor_reduce_bytes"])
+def test_a_collective_counted_as_zero_is_never_called_the_whole_models_figure(forgotten):
+    """A 0 where a collective moves bytes equals the one-device figure (one device sends nothing), but that
+    is not why it is wrong: the message names the axis that moves the bytes, never the whole model."""
+    said = _failure(q.step_costs.check, _changed(**{forgotten: lambda *a: 0}))
+    assert f"predicts {forgotten} = 0" in said and "0 would mean no" in said
+    assert "whole model" not in said and "An axis of size 1" not in said
+
+
+@pytest.mark.parametrize(
+    "answer, chinese",
+    [
+        (_changed(gather_bytes=lambda *a: 0), "fsdp = 2"),
+        (_changed(tensor_reduce_bytes=lambda *a: 0), "tensor = 2"),
+        (_changed(flops=lambda c, config, layout, batch: ref_step_costs(config, (1, 1, 1), batch)["flops"]), "FLOPs"),
+    ],
+)
+def test_the_new_messages_speak_chinese(answer, chinese):
+    from namedaxes import i18n
+
+    try:
+        i18n.set_language("zh")
+        said = _failure(q.step_costs.check, answer)
+    finally:
+        i18n.set_language(None)
+    assert chinese in said and re.search(r"[\u4e00-\u9fff]{6}", said), said
+    assert "0 would mean" not in said and "whole step" not in said and "整个模型的数字" not in said
 
 
 @pytest.mark.parametrize("layout", [(1, 1, 1), (2, 2, 2), (8, 1, 1), (1, 8, 1), (2, 1, 4), (4, 1, 2)])
