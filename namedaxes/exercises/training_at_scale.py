@@ -17,15 +17,20 @@ axes. Each exercise asks for something the notebook did not show verbatim:
 Grading contract (`namedaxes.grading.programs`): exercise 1 exports the answer on three meshes (values,
 layouts, and a structure case: the reference's collectives and nothing else, and no larger array on a
 device than twice the reference's). Exercises 2 and 3 are formulas, judged by their values: the hidden
-test records plain numbers (16 drawn cost cases; the layouts chosen for 8 budget cases, each with one
-cheapest layout that fits, so any right answer chooses it) and the grader compares them with the solution
-notebook's run of the same cells.
+test records plain numbers (the five figures on 16 cost cases; the layouts chosen for 8 budget cases, each
+with one cheapest layout that fits, so any right answer chooses it) on the cases the grader drew for the
+run, and the grader compares them with the solution's figures on the same cases, which it computes itself.
 
 Threat model of the formula exercises: an answer must not be able to call the right formula, so the
 kernel package holds none. The visible checks compare with `training_at_scale.json`, the visible cases'
 figures (and the usual mistakes' values, for the hints) computed by the solution notebook's answers
-(`tools.answer_tables`, checked for drift by `make check-notebooks`); the hidden cases' figures are
-nowhere a kernel can read. A lookup table of the visible cases passes the visible check and scores 0.
+(`tools.answer_tables`, checked for drift by `make check-notebooks`). A lookup table of the visible cases
+passes the visible check and scores 0. Nor does the package list the hidden cases: this module only
+describes how they are drawn (`draw_hidden_cases`, with a cost model passed in); the grader draws them from
+the run's secret (`autograder.judge.formulas`), hands them to the kernel (`namedaxes.grading.hidden_cases`),
+and computes the solution's observation on them (`observation_on`). A table of right figures, filled once
+and circulated, holds no figure of a fresh run's cases; a kernel that swaps the cases scores 0, because the
+grader judges on the cases it drew. Outside the grader the visible cases stand in.
 
 Student-facing strings: every message is a template in `TEXT` (whole sentences, named fields), every hint
 a full string in its `exercise(...)`.

@@ -33,6 +33,7 @@ from judge_helpers import (
     observations_match,
     observe,
 )
+from tamper_specs import old_hidden_cost_cases, old_hidden_layouts
 
 from autograder.judge import score
 from autograder.judge.compare import normalize
@@ -41,7 +42,7 @@ from courseinfo.course import SOLUTIONS
 from namedaxes import DATA_PARALLEL, FSDP, MODEL_PARALLEL
 from namedaxes import transformer as tm
 from namedaxes.exercises import training_at_scale as q
-from namedaxes.grading import FORMULA_KEY, HIDDEN_CASES_ENV, OBSERVE_DIR_ENV, record, rng
+from namedaxes.grading import FORMULA_KEY, HIDDEN_CASES_ENV, OBSERVE_DIR_ENV, record
 from namedaxes.judging import work_of
 from namedaxes.transformer import BATCH, RULES, Config
 
@@ -616,38 +617,6 @@ def test_choose_layout_rejects(answer, match):
     assert_check_fails(q.choose_layout.check, answer, match=match)
 
 
-def _old_hidden_cost_cases():
-    """The hidden cost cases of before issue 46: drawn the same in every run, from the grade id."""
-    r, cases = rng("step_costs_formulas"), []
-    while len(cases) < 16:
-        heads = int(r.choice([2, 4, 6, 8, 12, 16]))
-        config = Config(
-            vocab=8 * int(r.randint(2, 13)),
-            d_model=heads * int(r.choice([4, 6, 8, 16])),
-            heads=heads,
-            layers=int(r.randint(1, 7)),
-            seq=int(r.choice([8, 12, 16, 20, 24, 32])),
-            mlp=int(r.randint(2, 5)),
-        )
-        layout = q.LAYOUTS[int(r.randint(len(q.LAYOUTS)))]
-        batch = layout[0] * layout[1] * int(r.randint(1, 7))
-        if not q._usable(config, layout, batch):
-            cases.append((config, layout, batch))
-    return cases
-
-
-OLD_HIDDEN_LAYOUTS = [  # the hidden layout cases of before issue 46, a literal list in the kernel's package
-    (Config(vocab=40, d_model=32, heads=4, layers=4, seq=16, mlp=2), 8, 266_000),
-    (Config(vocab=24, d_model=96, heads=6, layers=5, seq=32, mlp=2), 24, 11_635_000),
-    (Config(vocab=88, d_model=128, heads=8, layers=6, seq=12, mlp=2), 64, 3_949_000),
-    (Config(vocab=56, d_model=32, heads=8, layers=5, seq=24, mlp=4), 24, 453_000),
-    (Config(vocab=32, d_model=128, heads=16, layers=1, seq=16, mlp=3), 64, 1_068_000),
-    (Config(vocab=96, d_model=48, heads=12, layers=1, seq=16, mlp=2), 8, 155_000),
-    (Config(vocab=88, d_model=16, heads=2, layers=1, seq=8, mlp=2), 8, 24_000),
-    (Config(vocab=96, d_model=64, heads=4, layers=1, seq=24, mlp=2), 8, 239_000),
-]
-
-
 def _circulated(exercise: str, cases: list):
     """An attack: a table of right figures, filled once from a right answer on `cases` and then circulated
     (the answer is a lookup; a case it does not hold gets the one-device figures, or pure data parallelism)."""
@@ -662,7 +631,7 @@ def test_a_circulated_table_of_right_figures_scores_nothing(kernel_env, tmp_path
     """A table of right figures made from a right answer on the visible cases and on the old fixed hidden
     cases passes the visible check (it holds those very figures) and scores 0 on the cases the grader draws;
     so does a table of a past run's drawn cases in a fresh run. An honest right answer scores full marks."""
-    for exercise, old in (("step_costs", _old_hidden_cost_cases()), ("choose_layout", OLD_HIDDEN_LAYOUTS)):
+    for exercise, old in (("step_costs", old_hidden_cost_cases()), ("choose_layout", old_hidden_layouts())):
         visible = q._COST_CASES if exercise == "step_costs" else q._LAYOUT_CASES
         table = _circulated(exercise, [*visible, *old])
         assert_check_passes(getattr(q, exercise).check, table)
