@@ -67,10 +67,14 @@ def is_formula_observation(observation) -> bool:
 
 def solution_answers(nb, names) -> dict:
     """The solution notebook's functions `names`, defined by its `imports` cell and their answer cells."""
-    by_id = {nbgrader_cell(c).grade_id: c.source for c in nb.cells if c.cell_type == "code"}
+    wanted = {"imports", *(f"{name}_answer" for name in names)}
+    cells = [(nbgrader_cell(c).grade_id, c.source) for c in nb.cells if c.cell_type == "code"]
+    cells = [(grade_id, text) for grade_id, text in cells if grade_id in wanted]  # in the notebook's order
+    if {grade_id for grade_id, _ in cells} != wanted:
+        raise LookupError(f"the solution notebook has no cell {sorted(wanted - {g for g, _ in cells})}")
     namespace: dict = {"__name__": "solution_answers"}
-    for grade_id in ("imports", *(f"{name}_answer" for name in names)):
-        exec(compile(by_id[grade_id], f"solution:{grade_id}", "exec"), namespace)  # the instructor's own code
+    for grade_id, text in cells:
+        exec(compile(text, f"solution:{grade_id}", "exec"), namespace)  # the instructor's own code
     return {name: namespace[name] for name in names}
 
 
