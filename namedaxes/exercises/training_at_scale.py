@@ -100,21 +100,22 @@ TEXT = {
     "seen_join": ", ",
     # 1. swiglu_block
     "swiglu_gathers_tensor": (
-        "`{name}` returns the right values, but its compiled program on {mesh} performs {seen}: what is split "
-        "over '{tensor}' (the hidden columns, or the weights' tensor split) is gathered, so every device "
-        "computes every column. Keep `gate` and `up` split by columns and `down` by rows over MODEL_PARALLEL; "
-        "gather only their FSDP shards."
+        "`{name}` returns the right values, but its compiled program on {mesh} performs {seen}: something split "
+        "over '{tensor}' (the weights' tensor split, or the hidden columns computed with it) is gathered, which "
+        "the Megatron split never needs. Keep `gate` and `up` split by columns and `down` by rows over "
+        "MODEL_PARALLEL; gather only their FSDP shards."
     ),
     "swiglu_missing": (
         "`{name}` returns the right values, but its compiled program on {mesh} has no {want}: {seen}. {why}"
     ),
     "swiglu_no_gather_why": (
-        "The weights are stored split over FSDP: gather those shards before the matmuls (`jax.reshard`, or "
-        "`lax.all_gather` inside `jax.shard_map`)."
+        "The weights are stored split over FSDP: gather those shards before the matmuls, with `jax.reshard` to a "
+        "spec that names MODEL_PARALLEL where the weight was stored and no FSDP."
     ),
     "swiglu_no_psum_why": (
         "Each device holds some hidden columns, so its `down` matmul gives a partial sum: one psum over "
-        "MODEL_PARALLEL adds them (`out_sharding=` on Explicit axes, `lax.psum` in `jax.shard_map`)."
+        "MODEL_PARALLEL adds them, which the compiler writes when the matmul names its result's layout "
+        "(`out_sharding=P(BATCH)`)."
     ),
     "swiglu_other": (
         "`{name}` returns the right values, but its compiled program on {mesh} also performs {seen}. The "

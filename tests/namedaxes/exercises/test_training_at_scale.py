@@ -98,6 +98,15 @@ def _swiglu_shard_map_specs_wrong(x, gate, up, down, mesh):
     return jax.shard_map(local, mesh=mesh, in_specs=specs, out_specs=P(BATCH))(x, gate, up, down)
 
 
+def _swiglu_no_gather(x, gate, up, down, mesh):
+    """The weights never gathered: `x` split over FSDP along d_model, the partial sums added over FSDP."""
+    x = jax.reshard(x, P(DATA_PARALLEL, None, FSDP))
+    g = jnp.einsum("btd,df->btf", x, gate, out_sharding=P(DATA_PARALLEL, None, MODEL_PARALLEL))
+    u = jnp.einsum("btd,df->btf", x, up, out_sharding=P(DATA_PARALLEL, None, MODEL_PARALLEL))
+    out = jnp.einsum("btf,fd->btd", jax.nn.silu(g) * u, down, out_sharding=P(DATA_PARALLEL, None, FSDP))
+    return jax.reshard(out, P(BATCH))
+
+
 def _swiglu_sigmoid(x, gate, up, down, mesh):
     """silu written out, the matmuls as einsums, `down` gathered last."""
     g = jnp.einsum("btd,df->btf", x, jax.reshard(gate, P(None, MODEL_PARALLEL)))
@@ -187,7 +196,7 @@ SWIGLU_WRONG = {
     "every weight gathered whole": (
         _everything_gathered,
         rf"(?s)right values, but its compiled program on 2 {DATA_PARALLEL} x 2 {FSDP} x 2 {MODEL_PARALLEL} "
-        rf"performs all_gather over '{MODEL_PARALLEL}'.*every device computes every column",
+        rf"performs all_gather over '{MODEL_PARALLEL}'.*the Megatron split never needs",
     ),
     "written per device with shard_map": (
         _swiglu_shard_map,
@@ -198,6 +207,12 @@ SWIGLU_WRONG = {
         _swiglu_shard_map_specs_wrong,
         r"(?s)failed with JAX's error.*not the ones the inputs were placed with\. This exercise needs no "
         r"`jax\.shard_map` at all.*`jax\.reshard`, `out_sharding=`\) on the `mesh` argument",
+    ),
+    "the weights never gathered": (
+        _swiglu_no_gather,
+        rf"(?s)right values, but its compiled program on .* has no all_gather over '{FSDP}': .*psum over "
+        rf"'{FSDP}'.*gather those shards before the matmuls, with `jax\.reshard` to a spec that names "
+        r"MODEL_PARALLEL where the weight was stored and no FSDP\.$",
     ),
     "gate and up swapped": (_swapped, r"(?s)wrong values.*the activation belongs to the gate"),
     "no gate": (_no_gate, r"(?s)wrong values.*without the gate"),
