@@ -53,6 +53,9 @@ __all__ = [
     "PROGRAMS_FORMAT",
     "pmapped",
     "spec",
+    "hidden_cases",
+    "HIDDEN_CASES_ENV",
+    "FORMULA_KEY",
 ]
 
 OBSERVE_DIR_ENV = "NAMEDAXES_OBSERVE_DIR"
@@ -74,6 +77,8 @@ _dict = dict
 _ndarray = _np.ndarray
 _crc32 = _zlib.crc32
 _RandomState = _np.random.RandomState
+_loads = _json.loads
+_list = list
 
 
 def rng(grade_id: str, salt: int = 0) -> _np.random.RandomState:
@@ -239,3 +244,27 @@ def programs(cases: dict, **values) -> dict:
     out[PROGRAMS_KEY] = {"format": PROGRAMS_FORMAT, "cases": meta}
     out.update(values)
     return out
+
+
+# ---------------------------------------------------------------- formula exercises' hidden cases
+HIDDEN_CASES_ENV = "NAMEDAXES_HIDDEN_CASES"  # set by the grader's prelude: {"<module>:<exercise>": [case, ...]}
+FORMULA_KEY = "formula"  # JSON value of a formula exercise's observation: {"module", "exercise", "answers"}
+_MAX_CASES_CHARS = 1 << 20
+
+
+def hidden_cases(key: str) -> list | None:
+    """The hidden cases the grader drew for the formula exercise `key` ("<module>:<exercise>") from this
+    run's secret, or None outside the grader (a student's JupyterLab, nbval, the reference run).
+
+    A formula runs only in a kernel, so the grader hands the kernel the cases themselves (its trusted
+    prelude sets `NAMEDAXES_HIDDEN_CASES`), drawn afresh every run: no table made before the run holds
+    their figures. The grader never trusts what a kernel echoes of them: it computes the reference's
+    figures on the cases it drew (`autograder.judge.formulas`)."""
+    text = _environ_get(HIDDEN_CASES_ENV)
+    if not text or len(text) > _MAX_CASES_CHARS:
+        return None
+    try:
+        cases = _loads(text).get(key)
+    except (ValueError, AttributeError):
+        return None
+    return _list(cases) if _isinstance(cases, _list) else None

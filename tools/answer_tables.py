@@ -6,12 +6,14 @@
 Why a table: an exercise whose answer is a formula (notebook 10's cost model and layout choice) is
 judged by its values, and the student's kernel must hold no function that computes the right ones, or an
 answer could call it. So the kernel package ships only the visible cases' expected figures, as data
-(`<exercise module>.json`), and the hidden cases are judged against the solution notebook's run.
+(`<exercise module>.json`).
 
 One source of truth: the figures come from the answer cells of `solutions/<id>.ipynb` (run here after
 the notebook's `imports` cell, never its set-up cell: no devices are needed), passed to the exercise
 module's `expected_figures`. `make check-notebooks` (and so `make test`) fails on drift, and the solved
-notebook's own visible checks (nbval) prove the solution agrees with what was written.
+notebook's own visible checks (nbval) prove the solution agrees with what was written. The hidden cases are
+in no table: the grader draws them for each run and runs the same answer cells on them
+(`autograder.judge.formulas`).
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ from pathlib import Path
 
 import nbformat
 
+from autograder.judge.formulas import solution_answers as answers_of
 from courseinfo.course import SOLUTIONS
-from courseinfo.nbgrader_metadata import nbgrader_cell
 
 
 @dataclass(frozen=True)
@@ -46,13 +48,9 @@ TABLES = (Table("10_training_at_scale", "namedaxes.exercises.training_at_scale",
 
 
 def solution_answers(notebook: str, names: tuple[str, ...]) -> dict:
-    """The solution notebook's functions `names`, defined by its `imports` cell and their answer cells."""
-    nb = nbformat.read(SOLUTIONS / f"{notebook}.ipynb", as_version=4)
-    by_id = {nbgrader_cell(c).grade_id: c.source for c in nb.cells if c.cell_type == "code"}
-    namespace: dict = {"__name__": f"solution_{notebook}"}
-    for grade_id in ("imports", *(f"{name}_answer" for name in names)):
-        exec(compile(by_id[grade_id], f"{notebook}:{grade_id}", "exec"), namespace)  # the instructor's own code
-    return {name: namespace[name] for name in names}
+    """The solution notebook's functions `names`, defined by its `imports` cell and their answer cells (run
+    as the grader runs them to compute the reference's figures on a run's hidden cases)."""
+    return answers_of(nbformat.read(SOLUTIONS / f"{notebook}.ipynb", as_version=4), names)
 
 
 def render(table: Table) -> str:

@@ -118,9 +118,11 @@ def close_scorers() -> None:
 atexit.register(close_scorers)
 
 
-def _verdict(gid: str, refs, got) -> Verdict:
+def _verdict(gid: str, refs, got, formulas=None) -> Verdict:
     from .exported import is_program_observation
 
+    if formulas is not None and gid in formulas.expected:  # a formula: the reference's figures on this run's cases
+        return compare(formulas.expected[gid], load_observations(*got))
     if is_program_observation(refs[gid]):
         pairs, secret = getattr(refs, "pairs", None), getattr(refs, "secret", b"")
         if not pairs or not secret:
@@ -166,6 +168,9 @@ def score_run(
     source: SourceNotebook, nb, run: RunResult, refs: dict[str, dict], workdir: str
 ) -> tuple[CellResult, ...]:
     """Per test cell: its points, and (as data) why."""
+    from .formulas import formula_run
+
+    formulas = formula_run(source, refs)
     index = {}
     for i, cell in enumerate(nb.cells):
         gid = nbgrader_cell(cell).grade_id
@@ -182,7 +187,7 @@ def score_run(
         visible_failed = outcome is not None and outcome.status == "error"
         if got is not None:
             try:
-                verdict = _verdict(gid, refs, got)
+                verdict = _verdict(gid, refs, got, formulas)
                 # a failed visible check keeps the cell at 0 (the student saw it fail): the verdict only says
                 # what went wrong, for the class's misconception map
                 passed = verdict.passed and not visible_failed

@@ -40,6 +40,7 @@ from pathlib import Path
 from courseinfo.nbgrader_metadata import nbgrader_cell
 
 from ..course.notebooks import SourceNotebook, UnreadableNotebook, build_graded, read_submission, shared_cache_run
+from ..judge.formulas import formula_prelude
 from ..judge.score import error_text, make_row, prepare_scorer, score_run, scorer_stats, submission_status, zero_cells
 from ..limits import MAX_ADDED_CELLS, NOTEBOOK_OUTPUT_CHARS
 from ..messages import speaking, submission_language
@@ -250,7 +251,7 @@ class Worker:
                     kernel,
                     lambda n: self._kernel(workdir, label=f"r{n}"),
                     limits,
-                    prelude=language_prelude(lang) + xla_prelude(task.xla_dir),
+                    prelude=language_prelude(lang) + xla_prelude(task.xla_dir) + formula_prelude(source, refs),
                 )
             finally:
                 self.release(workdir, task.prestart)

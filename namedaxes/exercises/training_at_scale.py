@@ -17,15 +17,20 @@ axes. Each exercise asks for something the notebook did not show verbatim:
 Grading contract (`namedaxes.grading.programs`): exercise 1 exports the answer on three meshes (values,
 layouts, and a structure case: the reference's collectives and nothing else, and no larger array on a
 device than twice the reference's). Exercises 2 and 3 are formulas, judged by their values: the hidden
-test records plain numbers (16 drawn cost cases; the layouts chosen for 8 budget cases, each with one
-cheapest layout that fits, so any right answer chooses it) and the grader compares them with the solution
-notebook's run of the same cells.
+test records plain numbers (the five figures on 16 cost cases; the layouts chosen for 8 budget cases, each
+with one cheapest layout that fits, so any right answer chooses it) on the cases the grader drew for the
+run, and the grader compares them with the solution's figures on the same cases, which it computes itself.
 
 Threat model of the formula exercises: an answer must not be able to call the right formula, so the
 kernel package holds none. The visible checks compare with `training_at_scale.json`, the visible cases'
 figures (and the usual mistakes' values, for the hints) computed by the solution notebook's answers
-(`tools.answer_tables`, checked for drift by `make check-notebooks`); the hidden cases' figures are
-nowhere a kernel can read. A lookup table of the visible cases passes the visible check and scores 0.
+(`tools.answer_tables`, checked for drift by `make check-notebooks`). A lookup table of the visible cases
+passes the visible check and scores 0. Nor does the package list the hidden cases: this module only
+describes how they are drawn (`draw_hidden_cases`, with a cost model passed in); the grader draws them from
+the run's secret (`autograder.judge.formulas`), hands them to the kernel (`namedaxes.grading.hidden_cases`),
+and computes the solution's observation on them (`observation_on`). A table of right figures, filled once
+and circulated, holds no figure of a fresh run's cases; a kernel that swaps the cases scores 0, because the
+grader judges on the cases it drew. Outside the grader the visible cases stand in.
 
 Student-facing strings: every message is a template in `TEXT` (whole sentences, named fields), every hint
 a full string in its `exercise(...)`.
@@ -49,7 +54,7 @@ from jax.sharding import PartitionSpec as P
 
 from namedaxes import FSDP, MODEL_PARALLEL
 from namedaxes.checking import exercises_for, expect_array, explained, fail, progress_of, same_values, show_values
-from namedaxes.grading import Case, programs, rng
+from namedaxes.grading import FORMULA_KEY, Case, hidden_cases, programs
 from namedaxes.i18n import Messages
 from namedaxes.judging import work_of
 from namedaxes.meshes import abstract_on as _on
@@ -76,8 +81,9 @@ LAYOUTS = tuple(s for s in itertools.product((1, 2, 4, 8), repeat=3) if math.pro
 # ---------------------------------------------------------------- every student-facing string
 TEXT = {
     "in_specs": (
-        '`{name}` failed with JAX\'s error "{first}". The inputs are already placed: give `jax.shard_map` '
-        "the specs they were placed with (the exercise states them), and use the `mesh` argument."
+        '`{name}` failed with JAX\'s error "{first}": the specs given to `jax.shard_map` are not the ones '
+        "the inputs were placed with. This exercise needs no `jax.shard_map` at all: it is the compiler's half, "
+        "written with shardings only (`jax.reshard`, `out_sharding=`) on the `mesh` argument."
     ),
     "explicit": (
         '`{name}` failed with JAX\'s error "{first}". On Explicit axes a matmul whose summed dimension is '
@@ -94,21 +100,22 @@ TEXT = {
     "seen_join": ", ",
     # 1. swiglu_block
     "swiglu_gathers_tensor": (
-        "`{name}` returns the right values, but its compiled program on {mesh} performs {seen}: what is split "
-        "over '{tensor}' (the hidden columns, or the weights' tensor split) is gathered, so every device "
-        "computes every column. Keep `gate` and `up` split by columns and `down` by rows over MODEL_PARALLEL; "
-        "gather only their FSDP shards."
+        "`{name}` returns the right values, but its compiled program on {mesh} performs {seen}: something split "
+        "over '{tensor}' (the weights' tensor split, or the hidden columns computed with it) is gathered, which "
+        "the Megatron split never needs. Keep `gate` and `up` split by columns and `down` by rows over "
+        "MODEL_PARALLEL; gather only their FSDP shards."
     ),
     "swiglu_missing": (
         "`{name}` returns the right values, but its compiled program on {mesh} has no {want}: {seen}. {why}"
     ),
     "swiglu_no_gather_why": (
-        "The weights are stored split over FSDP: gather those shards before the matmuls (`jax.reshard`, or "
-        "`lax.all_gather` inside `jax.shard_map`)."
+        "The weights are stored split over FSDP: gather those shards before the matmuls, with `jax.reshard` to a "
+        "spec that names MODEL_PARALLEL where the weight was stored and no FSDP."
     ),
     "swiglu_no_psum_why": (
         "Each device holds some hidden columns, so its `down` matmul gives a partial sum: one psum over "
-        "MODEL_PARALLEL adds them (`out_sharding=` on Explicit axes, `lax.psum` in `jax.shard_map`)."
+        "MODEL_PARALLEL adds them, which the compiler writes when the matmul names its result's layout "
+        "(`out_sharding=P(BATCH)`)."
     ),
     "swiglu_other": (
         "`{name}` returns the right values, but its compiled program on {mesh} also performs {seen}. The "
@@ -139,6 +146,24 @@ TEXT = {
     "costs_whole": (
         "That is the whole model's figure, not one device's: divide each array by the devices its layout "
         "splits it over (the axes of its rule in `RULES`)."
+    ),
+    "costs_whole_flops": (
+        "That is the whole step's FLOPs on one device, not one device's share: each device computes only its "
+        "`batch / (data * fsdp)` sequences, and of the matrices split over MODEL_PARALLEL only its "
+        "`1 / tensor` part (the FSDP shards are gathered, so FSDP does not divide the FLOPs)."
+    ),
+    "costs_zero_gather": (
+        "0 would mean no FSDP all-gather, but fsdp = {size} here: before its matmuls each device gathers the "
+        "FSDP shards of every weight it uses, whole (its own MODEL_PARALLEL part of it)."
+    ),
+    "costs_zero_grad": (
+        "0 would mean no gradient all-reduce, but data * fsdp = {size} here: each device all-reduces the "
+        "gradients of every parameter it uses (its own MODEL_PARALLEL part of each) with the other batch shards."
+    ),
+    "costs_zero_tensor": (
+        "0 would mean no all-reduce over MODEL_PARALLEL, but tensor = {size} here: each layer adds the partial "
+        "sums of its split matrices, 4 activations of shape `(batch / (data * fsdp), seq, d_model)` per layer "
+        "and step."
     ),
     "costs_axis_one": (
         "An axis of size 1 splits nothing and moves nothing: no device sends anything over it, so that "
@@ -393,7 +418,6 @@ _COST_CASES = [  # what the visible check compares, on the notebook's model
     (Config(), (1, 2, 4), 16),
     (Config(d_model=64, heads=8, layers=3, seq=16), (4, 2, 1), 32),
 ]
-_HIDDEN_COST_CASES = 16  # drawn by `_hidden_cost_cases`: sizes, layouts and batches the notebook does not show
 
 
 @functools.cache
@@ -420,8 +444,9 @@ def expected_figures(step_costs: Callable, choose_layout: Callable) -> dict:
         no_tensor = step_costs(config, (layout[0], layout[1], 1), batch)
         wide = step_costs(config, layout, batch * layout[0] * layout[1])
         every_parameter = 4 * sum(math.prod(s) for s in shapes(config).values())
-        mistakes = {key: [[whole[key], "costs_whole"]] for key in COST_KEYS}
-        mistakes["state_bytes"].insert(0, [right["state_bytes"] / 3, "costs_no_adam"])
+        mistakes = {key: [] for key in COST_KEYS}  # a 0 of a collective is the zero rule's (`_ZERO`), not these
+        mistakes["state_bytes"] += [[right["state_bytes"] / 3, "costs_no_adam"], [whole["state_bytes"], "costs_whole"]]
+        mistakes["flops"].append([whole["flops"], "costs_whole_flops"])
         for key in ("gather_bytes", "grad_reduce_bytes"):
             mistakes[key].append([no_tensor[key] or every_parameter, "costs_tensor_ignored"])
         for key in ("tensor_reduce_bytes", "flops"):
@@ -436,28 +461,6 @@ def expected_figures(step_costs: Callable, choose_layout: Callable) -> dict:
                 fitting[_layout_key(layout)] = [figures["state_bytes"], _moved_bytes(figures)]
         layouts.append({"usable": fitting, "best": list(choose_layout(config, batch, budget))})
     return {"step_costs": costs, "choose_layout": layouts}
-
-
-def _hidden_cost_cases() -> list[tuple[Config, tuple, int]]:
-    """The hidden test's cases, drawn the same in every run: a model of random sizes, a layout it can use and a
-    batch that splits over it."""
-    r = rng("step_costs_formulas")
-    cases = []
-    while len(cases) < _HIDDEN_COST_CASES:
-        heads = int(r.choice([2, 4, 6, 8, 12, 16]))
-        config = Config(
-            vocab=8 * int(r.randint(2, 13)),
-            d_model=heads * int(r.choice([4, 6, 8, 16])),
-            heads=heads,
-            layers=int(r.randint(1, 7)),
-            seq=int(r.choice([8, 12, 16, 20, 24, 32])),
-            mlp=int(r.randint(2, 5)),
-        )
-        layout = LAYOUTS[int(r.randint(len(LAYOUTS)))]
-        batch = layout[0] * layout[1] * int(r.randint(1, 7))
-        if not _usable(config, layout, batch):
-            cases.append((config, layout, batch))
-    return cases
 
 
 def _case_text(config: Config, layout: tuple, batch: int) -> str:
@@ -476,15 +479,33 @@ def _numbers(got) -> dict:
     return {k: _number(got.get(k)) for k in COST_KEYS} if isinstance(got, dict) else dict.fromkeys(COST_KEYS)
 
 
-def _expect_figures(name: str, got, case: str, table: dict) -> None:
+_ZERO = {  # a collective's figure: the message for a 0 where it moves bytes, and the size that makes it move
+    "gather_bytes": ("costs_zero_gather", lambda data, fsdp, tensor: fsdp),
+    "grad_reduce_bytes": ("costs_zero_grad", lambda data, fsdp, tensor: data * fsdp),
+    "tensor_reduce_bytes": ("costs_zero_tensor", lambda data, fsdp, tensor: tensor),
+}
+
+
+def _figure_hint(key: str, got: float, want, layout: tuple, table: dict) -> str:
+    """Why `got` is not `want`, said only where the cause is known: an axis of size 1, a 0 where the axis
+    moves bytes, or one of the usual mistakes' values; otherwise the generic advice."""
+    if want == 0:
+        return _say("costs_axis_one")
+    if got == 0 and key in _ZERO:
+        text_key, size = _ZERO[key]
+        return _say(text_key, size=size(*layout))
+    wrong = [k for v, k in table["mistakes"][key] if v and math.isclose(got, v)]
+    return _say(wrong[0]) if wrong else _say("costs_generic")
+
+
+def _expect_figures(name: str, got, case: str, table: dict, layout: tuple) -> None:
     numbers = _numbers(got)
     if any(v is None for v in numbers.values()):
         fail(_say("costs_type", name=name, keys=", ".join(COST_KEYS), got=repr(got)[:120], case=case))
     for key in COST_KEYS:
         want = table["want"][key]
         if not math.isclose(numbers[key], want, rel_tol=1e-6, abs_tol=0.5):
-            wrong = [k for v, k in table["mistakes"][key] if math.isclose(numbers[key], v)]
-            hint = _say("costs_axis_one") if want == 0 else _say(wrong[0]) if wrong else _say("costs_generic")
+            hint = _figure_hint(key, numbers[key], want, layout, table)
             got_text, want_text = f"{numbers[key]:,.0f}", f"{want:,}"
             fail(_say("costs_value", name=name, key=key, got=got_text, want=want_text, case=case, hint=hint))
 
@@ -494,15 +515,22 @@ def _check_step_costs(fn: Callable) -> None:
     for (config, layout, batch), table in zip(_COST_CASES, _figures()["step_costs"]):
         with explained(name):
             got = fn(config, layout, batch)
-        _expect_figures(name, got, _case_text(config, layout, batch), table)
+        _expect_figures(name, got, _case_text(config, layout, batch), table, layout)
+
+
+def _cost_observation(fn: Callable, cases) -> dict:
+    """`fn`'s five figures on `cases`, one array per figure (NaN where it gave no number)."""
+    figures = [_numbers(fn(config, layout, batch)) for config, layout, batch in cases]
+    return {key: np.array([np.nan if f[key] is None else f[key] for f in figures], np.float64) for key in COST_KEYS}
 
 
 def _observe_step_costs(fn: Callable) -> dict:
-    """The answer's five figures on the hidden cases, one array per figure (NaN where it gave no number),
-    compared with the solution's by the grader: a formula is judged by its values, and nothing in the kernel
-    knows the right ones."""
-    figures = [_numbers(fn(config, layout, batch)) for config, layout, batch in _hidden_cost_cases()]
-    return {key: np.array([np.nan if f[key] is None else f[key] for f in figures], np.float64) for key in COST_KEYS}
+    """The answer's five figures on the hidden cases the grader drew for this run (`draw_hidden_cases`), one
+    array per figure, compared with the solution's figures on the same cases, which the grader computes: a
+    formula is judged by its values, and nothing in the kernel knows the right ones. Outside the grader
+    (no drawn cases) the visible cases stand in."""
+    cases = _hidden_cases("step_costs", _cost_case) or _COST_CASES
+    return {**_cost_observation(fn, cases), FORMULA_KEY: _formula("step_costs", ("step_costs",))}
 
 
 step_costs = exercise(
@@ -545,16 +573,6 @@ _LAYOUT_CASES = [  # (config, batch, budget): the visible check's (some have tie
     (Config(), 16, 60_000),
     (Config(d_model=64, heads=8, layers=4), 64, 700_000),
     (Config(d_model=64, heads=8, layers=4), 8, 700_000),
-]
-_HIDDEN_LAYOUTS = [  # the hidden test's: each has one cheapest layout that fits (the tests prove it)
-    (Config(vocab=40, d_model=32, heads=4, layers=4, seq=16, mlp=2), 8, 266_000),
-    (Config(vocab=24, d_model=96, heads=6, layers=5, seq=32, mlp=2), 24, 11_635_000),
-    (Config(vocab=88, d_model=128, heads=8, layers=6, seq=12, mlp=2), 64, 3_949_000),
-    (Config(vocab=56, d_model=32, heads=8, layers=5, seq=24, mlp=4), 24, 453_000),
-    (Config(vocab=32, d_model=128, heads=16, layers=1, seq=16, mlp=3), 64, 1_068_000),
-    (Config(vocab=96, d_model=48, heads=12, layers=1, seq=16, mlp=2), 8, 155_000),
-    (Config(vocab=88, d_model=16, heads=2, layers=1, seq=8, mlp=2), 8, 24_000),
-    (Config(vocab=96, d_model=64, heads=4, layers=1, seq=24, mlp=2), 8, 239_000),
 ]
 
 
@@ -603,11 +621,17 @@ def _check_choose_layout(fn: Callable) -> None:
         _expect_layout(name, got, case, config, batch, budget, table)
 
 
+def _layout_observation(fn: Callable, cases) -> dict:
+    """The layout `fn` chose for each (config, batch, budget) of `cases` (0, 0, 0 where it is not one)."""
+    return {"layouts": np.array([_as_layout(fn(*case)) or (0, 0, 0) for case in cases], np.int64).reshape(-1, 3)}
+
+
 def _observe_choose_layout(fn: Callable) -> dict:
-    """The layout chosen for each hidden (config, batch, budget) (0, 0, 0 where it is not one), compared with
-    the solution's: each hidden case has one cheapest layout that fits, so a right answer chooses it."""
-    chosen = [_as_layout(fn(config, batch, budget)) or (0, 0, 0) for config, batch, budget in _HIDDEN_LAYOUTS]
-    return {"layouts": np.array(chosen, np.int64)}
+    """The layout chosen for each hidden (config, batch, budget) the grader drew for this run, compared with
+    the solution's choice, which the grader computes: each drawn case has one cheapest layout that fits, so a
+    right answer chooses it. Outside the grader the visible cases stand in."""
+    cases = _hidden_cases("choose_layout", _layout_case) or _LAYOUT_CASES
+    return {**_layout_observation(fn, cases), FORMULA_KEY: _formula("choose_layout", ("step_costs", "choose_layout"))}
 
 
 choose_layout = exercise(
@@ -623,3 +647,138 @@ choose_layout = exercise(
     ],
     observe=_observe_choose_layout,
 )
+
+
+# ---------------------------------------------------------------- the hidden cases, drawn by the grader
+# The kernel package lists no hidden case: the grader draws them for each run from its secret
+# (`autograder.judge.formulas`, with this distribution and the solution notebook's own answers), hands them
+# to the kernel (`namedaxes.grading.hidden_cases`) and computes the solution's observation on them itself.
+HIDDEN_COST_CASES = 16
+HIDDEN_LAYOUT_CASES = 8
+_LAYOUT_WANTS = ((True, True), (True, True), (True, False)) + ((False, False),) * 5  # (budget binds, fsdp > 1)
+_MAX_DRAWS = 2000
+
+
+def _formula(exercise: str, answers: tuple) -> dict:
+    """What the grader reads from the reference's observation: where the cases and the answers come from."""
+    return {"module": __name__, "exercise": exercise, "answers": list(answers)}
+
+
+def _config_of(fields) -> Config:
+    names = ("vocab", "d_model", "heads", "layers", "seq", "mlp")
+    if not isinstance(fields, dict) or set(fields) != set(names) or not all(type(fields[n]) is int for n in names):
+        raise ValueError("not a config")
+    return Config(**{n: fields[n] for n in names})
+
+
+def _cost_case(case: dict) -> tuple:
+    layout = tuple(int(v) for v in case["layout"])
+    return _config_of(case["config"]), layout, int(case["batch"])
+
+
+def _layout_case(case: dict) -> tuple:
+    return _config_of(case["config"]), int(case["batch"]), int(case["budget"])
+
+
+def _hidden_cases(exercise: str, parse: Callable) -> list | None:
+    """This run's hidden cases of `exercise`, parsed; None outside the grader (or if they were tampered with:
+    the grader judges on the cases it drew, so other cases score nothing)."""
+    raw = hidden_cases(f"{__name__}:{exercise}")
+    try:
+        return [parse(case) for case in raw] if raw else None
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _config_fields(config: Config) -> dict:
+    return {n: getattr(config, n) for n in ("vocab", "d_model", "heads", "layers", "seq", "mlp")}
+
+
+def _draw_config(r: np.random.Generator) -> Config:
+    heads = int(r.choice([2, 4, 6, 8, 12, 16]))
+    return Config(
+        vocab=8 * int(r.integers(2, 13)),
+        d_model=heads * int(r.choice([4, 6, 8, 16])),
+        heads=heads,
+        layers=int(r.integers(1, 7)),
+        seq=int(r.choice([8, 12, 16, 20, 24, 32])),
+        mlp=int(r.integers(2, 5)),
+    )
+
+
+def _draw_cost_cases(r: np.random.Generator) -> list[dict]:
+    """Models of random sizes, each with a layout it can use and a batch that splits over it."""
+    cases = []
+    while len(cases) < HIDDEN_COST_CASES:
+        config = _draw_config(r)
+        layout = LAYOUTS[int(r.integers(len(LAYOUTS)))]
+        batch = layout[0] * layout[1] * int(r.integers(1, 7))
+        if not _usable(config, layout, batch):
+            cases.append({"config": _config_fields(config), "layout": list(layout), "batch": batch})
+    return cases
+
+
+def _round_budget(low: int, high: int) -> int:
+    """A round budget in [low, high): `low` rounded up to 3 significant figures where that stays below `high`."""
+    step = 10 ** max(0, len(str(int(low))) - 3)
+    budget = -(-int(low) // step) * step
+    return budget if budget < high else int(low)
+
+
+def _draw_layout_case(r: np.random.Generator, step_costs: Callable):
+    """A model, a batch and a budget whose cheapest fitting layout is unique: (the case, that layout, whether
+    the budget binds), or None."""
+    config, batch = _draw_config(r), int(r.choice([4, 8, 12, 16, 24, 32, 48, 64]))
+    figures = []
+    for layout in LAYOUTS:
+        if not _usable(config, layout, batch):
+            costs = step_costs(config, layout, batch)
+            figures.append((int(costs["state_bytes"]), int(_moved_bytes(costs)), layout))
+    states = sorted({state for state, _, _ in figures})
+    i = int(r.integers(len(states)))
+    budget = _round_budget(states[i], states[i + 1] if i + 1 < len(states) else 2 * states[i])
+    fitting = sorted((moved, layout) for state, moved, layout in figures if state <= budget)
+    if len(fitting) > 1 and fitting[0][0] == fitting[1][0]:
+        return None
+    case = {"config": _config_fields(config), "batch": batch, "budget": budget}
+    return case, fitting[0][1], fitting[0][0] > min(moved for _, moved, _ in figures)
+
+
+def _draw_layout_cases(r: np.random.Generator, step_costs: Callable) -> list[dict]:
+    """Eight budget cases, each with one cheapest layout that fits (so any right answer chooses it): in at
+    least three the budget rules out the cheapest layout of all, at least two are won with fsdp > 1, and the
+    first four are won by four different layouts."""
+    cases, winners = [], set()
+    for i, (binds, sharded) in enumerate(_LAYOUT_WANTS):
+        for _ in range(_MAX_DRAWS):
+            drawn = _draw_layout_case(r, step_costs)
+            if drawn is None:
+                continue
+            case, winner, bound = drawn
+            if (binds and not bound) or (sharded and winner[1] == 1) or (i < 4 and winner in winners):
+                continue
+            cases.append(case)
+            winners.add(winner)
+            break
+        else:
+            raise RuntimeError("no hidden layout case could be drawn")
+    return cases
+
+
+def draw_hidden_cases(exercise: str, r: np.random.Generator, answers: dict) -> list[dict]:
+    """The grader's draw of a run's hidden cases of `exercise` (JSON), from `r` (seeded by the run's secret);
+    `answers` are the solution notebook's functions (the layout cases need its cost model)."""
+    if exercise == "step_costs":
+        return _draw_cost_cases(r)
+    if exercise == "choose_layout":
+        return _draw_layout_cases(r, answers["step_costs"])
+    raise KeyError(exercise)
+
+
+def observation_on(exercise: str, cases: list[dict], answers: dict) -> dict:
+    """What a right answer records on `cases` (the grader passes the solution notebook's `answers`)."""
+    if exercise == "step_costs":
+        return _cost_observation(answers["step_costs"], [_cost_case(c) for c in cases])
+    if exercise == "choose_layout":
+        return _layout_observation(answers["choose_layout"], [_layout_case(c) for c in cases])
+    raise KeyError(exercise)

@@ -114,3 +114,29 @@ def test_the_hidden_half_of_a_test_cell_never_reaches_a_feedback_page(graded_cla
         c for c in graded_class.result("attack_print_hidden_source")["cells"] if c["grade_id"] == "scaled_mean_value"
     ][0]
     assert not cell["passed"] and re.match(specs.HIDDEN_ERROR_REASON, cell["reason"]), cell
+
+
+def test_a_circulated_table_of_right_figures_scores_nothing_in_a_graded_class(graded_class):
+    """Issue 46: notebook 10's formula answers replaced by a table of right figures (the solution's, on the
+    visible cases and on the old fixed hidden cases). The visible checks pass, since the table holds their
+    figures; the grader draws this run's cases from its secret, hands them to the kernel and computes the
+    solution's figures on them, so both formula cells score 0, for their values. The honest right answers
+    of the class (`equivalent_10`, the solution) keep every point (test_autograder_grading)."""
+    import tamper_specs
+
+    result = graded_class.result("circulated_10", tamper_specs.A10)
+    cells = {c["grade_id"]: c for c in result["cells"]}
+    assert cells["swiglu_block_megatron"]["passed"]
+    for gid in ("step_costs_formulas", "choose_layout_budget"):
+        assert not cells[gid]["passed"] and float(cells[gid]["points"]) == 0, cells[gid]
+        assert "values differ" in cells[gid]["reason"], cells[gid]  # the visible check passed: the judge's word
+    import json
+
+    nb = json.loads(
+        (graded_class.out / "autograded" / "circulated_10" / tamper_specs.A10 / f"{tamper_specs.A10}.ipynb").read_text(
+            encoding="utf-8"
+        )
+    )
+    printed = json.dumps([c.get("outputs", []) for c in nb["cells"]], ensure_ascii=False)
+    for name in ("step_costs", "choose_layout"):  # their visible checks passed in the graded notebook
+        assert f"✓ `{name}` passes the visible checks." in printed, name

@@ -648,3 +648,75 @@ def point_links_at(ref_folder: str) -> None:
     for spec in SPECS:
         if spec.student.startswith("tamper_"):
             spec.answers.update(_answers(spec.assignment, True, ref_folder))
+
+
+# ---------------------------------------------------------------- issue 46: a circulated table of right figures
+def old_hidden_cost_cases() -> list:
+    """Notebook 10's hidden cost cases of before issue 46: drawn the same in every run, from the grade id."""
+    from namedaxes.exercises.training_at_scale import LAYOUTS, _usable
+    from namedaxes.grading import rng
+    from namedaxes.transformer import Config
+
+    r, cases = rng("step_costs_formulas"), []
+    while len(cases) < 16:
+        heads = int(r.choice([2, 4, 6, 8, 12, 16]))
+        config = Config(
+            vocab=8 * int(r.randint(2, 13)),
+            d_model=heads * int(r.choice([4, 6, 8, 16])),
+            heads=heads,
+            layers=int(r.randint(1, 7)),
+            seq=int(r.choice([8, 12, 16, 20, 24, 32])),
+            mlp=int(r.randint(2, 5)),
+        )
+        layout = LAYOUTS[int(r.randint(len(LAYOUTS)))]
+        batch = layout[0] * layout[1] * int(r.randint(1, 7))
+        if not _usable(config, layout, batch):
+            cases.append((config, layout, batch))
+    return cases
+
+
+def old_hidden_layouts() -> list:
+    """Notebook 10's hidden layout cases of before issue 46, a literal list in the kernel's package."""
+    from namedaxes.transformer import Config
+
+    return [
+        (Config(vocab=40, d_model=32, heads=4, layers=4, seq=16, mlp=2), 8, 266_000),
+        (Config(vocab=24, d_model=96, heads=6, layers=5, seq=32, mlp=2), 24, 11_635_000),
+        (Config(vocab=88, d_model=128, heads=8, layers=6, seq=12, mlp=2), 64, 3_949_000),
+        (Config(vocab=56, d_model=32, heads=8, layers=5, seq=24, mlp=4), 24, 453_000),
+        (Config(vocab=32, d_model=128, heads=16, layers=1, seq=16, mlp=3), 64, 1_068_000),
+        (Config(vocab=96, d_model=48, heads=12, layers=1, seq=16, mlp=2), 8, 155_000),
+        (Config(vocab=88, d_model=16, heads=2, layers=1, seq=8, mlp=2), 8, 24_000),
+        (Config(vocab=96, d_model=64, heads=4, layers=1, seq=24, mlp=2), 8, 239_000),
+    ]
+
+
+def circulated_answers() -> dict[str, str]:
+    """Answer cells that hold no formula, only a table of right figures filled once from the solution on
+    the visible cases and on the old fixed hidden cases, then circulated (any other case: zeros, or pure
+    data parallelism). They pass the visible checks; the grader's cases of a run are in no table."""
+    from namedaxes.exercises import training_at_scale as q
+    from tools.answer_tables import solution_answers
+
+    right = solution_answers(A10, ("step_costs", "choose_layout"))
+    costs = {repr(c): right["step_costs"](*c) for c in [*q._COST_CASES, *old_hidden_cost_cases()]}
+    chosen = {repr(c): tuple(right["choose_layout"](*c)) for c in [*q._LAYOUT_CASES, *old_hidden_layouts()]}
+    return {
+        "step_costs_answer": f"_FIGURES = {costs!r}\n\n"
+        "def step_costs(config, layout, batch):\n"
+        "    zeros = dict.fromkeys(COST_KEYS, 0)\n"
+        "    return dict(_FIGURES.get(repr((config, tuple(layout), batch)), zeros))\n",
+        "choose_layout_answer": f"_CHOSEN = {chosen!r}\n\n"
+        "def choose_layout(config, batch, budget):\n"
+        "    return _CHOSEN.get(repr((config, batch, budget)), (8, 1, 1))\n",
+    }
+
+
+CIRCULATED = specs.Spec(
+    "circulated_10",
+    "ok",
+    {"swiglu_block_megatron"},
+    assignment=A10,
+    answers={"swiglu_block_answer": "{solution}", **circulated_answers()},
+)
+SPECS.append(CIRCULATED)

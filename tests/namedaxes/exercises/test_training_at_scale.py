@@ -9,10 +9,15 @@ the grader rejects them too.
 """
 
 import inspect
+import json
 import math
+import os
+import re
+from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
+import nbformat
 import numpy as np
 import pytest
 from exercise_text import NAMED, unused_text
@@ -28,16 +33,36 @@ from judge_helpers import (
     observations_match,
     observe,
 )
+from tamper_specs import old_hidden_cost_cases, old_hidden_layouts
 
+from autograder.judge import score
+from autograder.judge.compare import normalize
+from autograder.judge.formulas import formula_run
+from courseinfo.course import SOLUTIONS
 from namedaxes import DATA_PARALLEL, FSDP, MODEL_PARALLEL
 from namedaxes import transformer as tm
 from namedaxes.exercises import training_at_scale as q
+from namedaxes.grading import FORMULA_KEY, HIDDEN_CASES_ENV, OBSERVE_DIR_ENV, record
 from namedaxes.judging import work_of
 from namedaxes.transformer import BATCH, RULES, Config
 
 
 def _not_written(*args):
     raise NotImplementedError()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _a_grading_run():
+    """Every observation in this file is made as the grader's kernel makes it: with one run's drawn cases
+    handed in (`namedaxes.grading.hidden_cases`), so the matrices and the one-judge test judge the formula
+    exercises on cases with one right layout each, as the grader does."""
+    before = os.environ.get(HIDDEN_CASES_ENV)
+    os.environ[HIDDEN_CASES_ENV] = json.dumps(_run(b"the matrices' run".ljust(32, b"."))[1].cases)
+    yield
+    if before is None:
+        os.environ.pop(HIDDEN_CASES_ENV, None)
+    else:
+        os.environ[HIDDEN_CASES_ENV] = before
 
 
 # ---------------------------------------------------------------- 1. swiglu_block
@@ -61,6 +86,25 @@ def _swiglu_shard_map(x, gate, up, down, mesh):
 
     specs = (P(BATCH), P(FSDP, MODEL_PARALLEL), P(FSDP, MODEL_PARALLEL), P(MODEL_PARALLEL, FSDP))
     return jax.shard_map(local, mesh=mesh, in_specs=specs, out_specs=P(BATCH))(x, gate, up, down)
+
+
+def _swiglu_shard_map_specs_wrong(x, gate, up, down, mesh):
+    """shard_map given the gathered layouts as its in_specs, not the ones the inputs were placed with."""
+
+    def local(x, gate, up, down):
+        return lax.psum((jax.nn.silu(x @ gate) * (x @ up)) @ down, MODEL_PARALLEL)
+
+    specs = (P(BATCH), P(None, MODEL_PARALLEL), P(None, MODEL_PARALLEL), P(MODEL_PARALLEL, None))
+    return jax.shard_map(local, mesh=mesh, in_specs=specs, out_specs=P(BATCH))(x, gate, up, down)
+
+
+def _swiglu_no_gather(x, gate, up, down, mesh):
+    """The weights never gathered: `x` split over FSDP along d_model, the partial sums added over FSDP."""
+    x = jax.reshard(x, P(DATA_PARALLEL, None, FSDP))
+    g = jnp.einsum("btd,df->btf", x, gate, out_sharding=P(DATA_PARALLEL, None, MODEL_PARALLEL))
+    u = jnp.einsum("btd,df->btf", x, up, out_sharding=P(DATA_PARALLEL, None, MODEL_PARALLEL))
+    out = jnp.einsum("btf,fd->btd", jax.nn.silu(g) * u, down, out_sharding=P(DATA_PARALLEL, None, FSDP))
+    return jax.reshard(out, P(BATCH))
 
 
 def _swiglu_sigmoid(x, gate, up, down, mesh):
@@ -152,12 +196,23 @@ SWIGLU_WRONG = {
     "every weight gathered whole": (
         _everything_gathered,
         rf"(?s)right values, but its compiled program on 2 {DATA_PARALLEL} x 2 {FSDP} x 2 {MODEL_PARALLEL} "
-        rf"performs all_gather over '{MODEL_PARALLEL}'.*every device computes every column",
+        rf"performs all_gather over '{MODEL_PARALLEL}'.*the Megatron split never needs",
     ),
     "written per device with shard_map": (
         _swiglu_shard_map,
         rf"(?s)right values, but it is written per device with `jax.shard_map` \(over '{DATA_PARALLEL}', "
         rf"'{FSDP}', '{MODEL_PARALLEL}'\).*shardings only",
+    ),
+    "shard_map's in_specs not the placed ones": (
+        _swiglu_shard_map_specs_wrong,
+        r"(?s)failed with JAX's error.*not the ones the inputs were placed with\. This exercise needs no "
+        r"`jax\.shard_map` at all.*`jax\.reshard`, `out_sharding=`\) on the `mesh` argument",
+    ),
+    "the weights never gathered": (
+        _swiglu_no_gather,
+        rf"(?s)right values, but its compiled program on .* has no all_gather over '{FSDP}': .*psum over "
+        rf"'{FSDP}'.*gather those shards before the matmuls, with `jax\.reshard` to a spec that names "
+        r"MODEL_PARALLEL where the weight was stored and no FSDP\.$",
     ),
     "gate and up swapped": (_swapped, r"(?s)wrong values.*the activation belongs to the gate"),
     "no gate": (_no_gate, r"(?s)wrong values.*without the gate"),
@@ -244,8 +299,9 @@ def test_step_costs_accepts_equivalent_answers(answer):
 
 def test_step_costs_observations_of_equivalent_answers_match():
     reference = observe(q.step_costs, ref_step_costs)
-    assert set(reference) == set(q.COST_KEYS)
-    assert all(v.shape == (q._HIDDEN_COST_CASES,) and np.isfinite(v).all() for v in reference.values())
+    assert set(reference) == {*q.COST_KEYS, FORMULA_KEY}
+    figures = [reference[k] for k in q.COST_KEYS]
+    assert all(v.shape == (q.HIDDEN_COST_CASES,) and np.isfinite(v).all() for v in figures)
     for answer in COSTS_EQUIVALENT.values():
         assert observations_match(reference, observe(q.step_costs, answer))
 
@@ -285,6 +341,22 @@ COSTS_WRONG = {
     "the layout ignored": (_layout_ignored, r"(?s)predicts state_bytes .*not one device's"),
     "a gather over an axis of size 1": (_gathered_anyway, r"(?s)predicts gather_bytes .*An axis of size 1"),
     "the whole batch on every device": (_global_batch, r"(?s)predicts tensor_reduce_bytes .*counts the whole batch"),
+    "the FSDP gathers forgotten": (
+        _changed(gather_bytes=lambda *a: 0),
+        r"(?s)predicts gather_bytes = 0 .*gives 61,440\. 0 would mean no FSDP all-gather, but fsdp = 2 here",
+    ),
+    "the gradient all-reduce forgotten": (
+        _changed(grad_reduce_bytes=lambda *a: 0),
+        r"(?s)predicts grad_reduce_bytes = 0 .*0 would mean no gradient all-reduce, but data \* fsdp = 4 here",
+    ),
+    "the tensor all-reduces forgotten": (
+        _changed(tensor_reduce_bytes=lambda *a: 0),
+        r"(?s)predicts tensor_reduce_bytes = 0 .*0 would mean no all-reduce over MODEL_PARALLEL, but tensor = 2",
+    ),
+    "the whole step's FLOPs on one device": (
+        _changed(flops=lambda c, config, layout, batch: ref_step_costs(config, (1, 1, 1), batch)["flops"]),
+        r"(?s)predicts flops .*whole step's FLOPs on one device.*FSDP does not divide the FLOPs",
+    ),
     "the FLOPs of the forward pass only": (
         _changed(flops=lambda c, *a: c["flops"] / 3),
         r"(?s)predicts flops .*Compare with the notebook's measurement",
@@ -295,6 +367,41 @@ COSTS_WRONG = {
 @pytest.mark.parametrize("answer, match", COSTS_WRONG.values(), ids=COSTS_WRONG.keys())
 def test_step_costs_rejects(answer, match):
     assert_check_fails(q.step_costs.check, answer, match=match)
+
+
+def _failure(check, answer) -> str:
+    with pytest.raises(AssertionError) as err:
+        check(answer)
+    return str(err.value)
+
+
+@pytest.mark.parametrize("forgotten", ["gather_bytes", "grad_reduce_bytes", "tensor_reduce_bytes"])
+def test_a_collective_counted_as_zero_is_never_called_the_whole_models_figure(forgotten):
+    """A 0 where a collective moves bytes equals the one-device figure (one device sends nothing), but that
+    is not why it is wrong: the message names the axis that moves the bytes, never the whole model."""
+    said = _failure(q.step_costs.check, _changed(**{forgotten: lambda *a: 0}))
+    assert f"predicts {forgotten} = 0" in said and "0 would mean no" in said
+    assert "whole model" not in said and "An axis of size 1" not in said
+
+
+@pytest.mark.parametrize(
+    "answer, chinese",
+    [
+        (_changed(gather_bytes=lambda *a: 0), "fsdp = 2"),
+        (_changed(tensor_reduce_bytes=lambda *a: 0), "tensor = 2"),
+        (_changed(flops=lambda c, config, layout, batch: ref_step_costs(config, (1, 1, 1), batch)["flops"]), "FLOPs"),
+    ],
+)
+def test_the_new_messages_speak_chinese(answer, chinese):
+    from namedaxes import i18n
+
+    try:
+        i18n.set_language("zh")
+        said = _failure(q.step_costs.check, answer)
+    finally:
+        i18n.set_language(None)
+    assert chinese in said and re.search(r"[\u4e00-\u9fff]{6}", said), said
+    assert "0 would mean" not in said and "whole step" not in said and "整个模型的数字" not in said
 
 
 @pytest.mark.parametrize("layout", [(1, 1, 1), (2, 2, 2), (8, 1, 1), (1, 8, 1), (2, 1, 4), (4, 1, 2)])
@@ -374,37 +481,97 @@ def _fitting(config, batch, budget) -> list[tuple[int, tuple]]:
     return sorted(fitting)
 
 
-def test_each_hidden_layout_case_has_one_cheapest_layout_that_fits():
+# ---------------------------------------------------------------- the hidden cases: drawn by the grader per run
+SECRETS = [bytes([i]) * 32 for i in range(1, 13)]
+GRADE_IDS = {"step_costs": "step_costs_formulas", "choose_layout": "choose_layout_budget"}
+REFERENCES = {"step_costs": ref_step_costs, "choose_layout": ref_choose_layout}
+
+
+class _References(dict):
+    """What the worker's `References` give the judge: grade_id -> the cached reference observation, and the
+    run's secret."""
+
+    def __init__(self, loaded: dict, secret: bytes):
+        super().__init__(loaded)
+        self.secret, self.pairs = secret, {}
+
+
+def _solution():
+    raw = (SOLUTIONS / "10_training_at_scale.ipynb").read_bytes()
+    return SimpleNamespace(raw=raw, nb=nbformat.reads(raw.decode("utf-8"), as_version=4))
+
+
+def _run(secret: bytes):
+    """One grading run's formula cases and reference observations, as the grader draws them (the cached
+    reference observations are the reference run's: the visible cases, and the exercise they name)."""
+    loaded = {gid: normalize(getattr(q, ex).observe(REFERENCES[ex])) for ex, gid in GRADE_IDS.items()}
+    refs = _References(loaded, secret)
+    return refs, formula_run(_solution(), refs)
+
+
+def _drawn(secret: bytes, exercise: str) -> list:
+    """The parsed hidden cases of `exercise` in the run of `secret`."""
+    parse = q._cost_case if exercise == "step_costs" else q._layout_case
+    return [parse(case) for case in _run(secret)[1].cases[f"{q.__name__}:{exercise}"]]
+
+
+def _graded(secret: bytes, exercise: str, answer, monkeypatch, tmp_path):
+    """The grader's verdict on `answer`'s hidden test in the run of `secret`: the kernel is handed the cases
+    by the grader's prelude, records with `record`, and the judge compares with its own reference figures."""
+    refs, run = _run(secret)
+    exec(run.prelude(), {})  # the trusted prelude, as the kernel runs it (monkeypatch restores the variable)
+    monkeypatch.setenv(OBSERVE_DIR_ENV, str(tmp_path))
+    gid = GRADE_IDS[exercise]
+    record(gid, getattr(q, exercise).observe(answer))
+    got = tuple((tmp_path / (gid + suffix)).read_bytes() for suffix in (".npz", ".json"))
+    return score._verdict(gid, refs, got, run)
+
+
+@pytest.fixture
+def kernel_env(monkeypatch):
+    monkeypatch.setenv(HIDDEN_CASES_ENV, "")  # restored after the test: the prelude sets it in this process
+    return monkeypatch
+
+
+def test_each_drawn_layout_case_has_one_cheapest_layout_that_fits():
     """The grader compares the layout chosen with the solution's, so no hidden case may have a tie; and the
-    cases are not all won by pure data parallelism: some budgets bind, and some are won with fsdp > 1."""
-    for case in q._HIDDEN_LAYOUTS:
-        fitting = _fitting(*case)
-        assert fitting and (len(fitting) == 1 or fitting[0][0] < fitting[1][0]), (case, fitting[:2])
-    assert sum(ref_choose_layout(*c) != ref_choose_layout(c[0], c[1], 10**12) for c in q._HIDDEN_LAYOUTS) >= 3
-    assert sum(ref_choose_layout(*c)[1] > 1 for c in q._HIDDEN_LAYOUTS) >= 2
-    assert len({ref_choose_layout(*c) for c in q._HIDDEN_LAYOUTS}) >= 4
+    cases are not all won by pure data parallelism: some budgets bind, and some are won with fsdp > 1. Every
+    draw, whatever the secret."""
+    for secret in SECRETS:
+        cases = _drawn(secret, "choose_layout")
+        assert len(cases) == q.HIDDEN_LAYOUT_CASES
+        for case in cases:
+            fitting = _fitting(*case)
+            assert fitting and (len(fitting) == 1 or fitting[0][0] < fitting[1][0]), (case, fitting[:2])
+            assert case[0].d_model % case[0].heads == 0 and case[0].vocab % 8 == 0
+        assert sum(ref_choose_layout(*c) != ref_choose_layout(c[0], c[1], 10**12) for c in cases) >= 3
+        assert sum(ref_choose_layout(*c)[1] > 1 for c in cases) >= 2
+        assert len({ref_choose_layout(*c) for c in cases}) >= 4
 
 
-def test_the_hidden_cost_cases_are_usable_and_varied():
-    cases = q._hidden_cost_cases()
-    assert cases == q._hidden_cost_cases() and len(cases) == q._HIDDEN_COST_CASES  # the same in every run
-    assert all(q._usable(*case) is None for case in cases)
-    assert len({layout for _, layout, _ in cases}) >= 6 and len({c for c, _, _ in cases}) == len(cases)
+def test_the_drawn_cost_cases_are_usable_varied_and_fresh_every_run():
+    runs = [_drawn(secret, "step_costs") for secret in SECRETS[:4]]
+    assert runs[0] == _drawn(SECRETS[0], "step_costs")  # one run: the same cases for every student
+    for cases in runs:
+        assert len(cases) == q.HIDDEN_COST_CASES and all(q._usable(*case) is None for case in cases)
+        assert len({layout for _, layout, _ in cases}) >= 6 and len({c for c, _, _ in cases}) == len(cases)
+    assert not set(map(repr, runs[0])) & set(map(repr, runs[1]))  # another run: other cases
+    assert _drawn(SECRETS[0], "choose_layout") != _drawn(SECRETS[1], "choose_layout")
 
 
 def test_the_kernel_holds_figures_of_the_visible_cases_only():
     """The exercise module ships the visible cases' figures as data, computed by the solution notebook's
     answers (tools.answer_tables; `make check-notebooks` fails on drift): no function of the kernel package
-    computes a cost, so no answer can call one, and the hidden cases' figures are nowhere in it."""
+    computes a cost, so no answer can call one, and it lists no hidden case."""
     from tools.answer_tables import TABLES, render
 
     (table,) = [t for t in TABLES if t.module == q.__name__]
     assert table.path.read_text(encoding="utf-8") == render(table)
     figures = q._figures()
     assert len(figures["step_costs"]) == len(q._COST_CASES) and len(figures["choose_layout"]) == len(q._LAYOUT_CASES)
-    hidden = {ref_step_costs(*case)["flops"] for case in q._hidden_cost_cases()}
-    assert not hidden & {f["want"]["flops"] for f in figures["step_costs"]}
-    config, layout, batch = q._hidden_cost_cases()[0]
+    drawn = _drawn(SECRETS[0], "step_costs")
+    assert not {ref_step_costs(*case)["flops"] for case in drawn} & {f["want"]["flops"] for f in figures["step_costs"]}
+    config, layout, batch = drawn[0]
     want = ref_step_costs(config, layout, batch)
     for name, obj in vars(q).items():  # an answer that calls any function of the module gets no figure
         if inspect.isfunction(obj) and obj.__module__ == q.__name__:
@@ -413,6 +580,14 @@ def test_the_kernel_holds_figures_of_the_visible_cases_only():
             except Exception:  # noqa: BLE001 - most of them take other arguments: that is the point
                 continue
             assert not (isinstance(got, dict) and want["flops"] in got.values()), name
+    for name, value in vars(q).items():  # no list of cases: lists of a few tuples are the visible ones
+        if (
+            isinstance(value, list | tuple)
+            and value
+            and isinstance(value[0], tuple)
+            and isinstance(value[0][0], Config)
+        ):
+            assert name in ("_COST_CASES", "_LAYOUT_CASES"), name
 
 
 @pytest.mark.parametrize(
@@ -457,30 +632,56 @@ def test_choose_layout_rejects(answer, match):
     assert_check_fails(q.choose_layout.check, answer, match=match)
 
 
-def _visible_figures_looked_up(config, layout, batch):
-    """An attack: the visible cases' figures read from the module's own table, a guess elsewhere."""
-    for (c, lay, b), table in zip(q._COST_CASES, q._figures()["step_costs"]):
-        if (c, lay, b) == (config, layout, batch):
-            return dict(table["want"])
-    return ref_step_costs(config, (1, 1, 1), batch)
+def _circulated(exercise: str, cases: list):
+    """An attack: a table of right figures, filled once from a right answer on `cases` and then circulated
+    (the answer is a lookup; a case it does not hold gets the one-device figures, or pure data parallelism)."""
+    right = REFERENCES[exercise]
+    table = {repr(case): right(*case) for case in cases}
+    if exercise == "step_costs":
+        return lambda config, layout, batch: table.get(repr((config, layout, batch)), right(config, (1, 1, 1), batch))
+    return lambda config, batch, budget: table.get(repr((config, batch, budget)), (8, 1, 1))
 
 
-def _visible_layouts_looked_up(config, batch, budget):
-    for case, table in zip(q._LAYOUT_CASES, q._figures()["choose_layout"]):
-        if case == (config, batch, budget):
-            return tuple(table["best"])
-    return (8, 1, 1)
+def test_a_circulated_table_of_right_figures_scores_nothing(kernel_env, tmp_path):
+    """A table of right figures made from a right answer on the visible cases and on the old fixed hidden
+    cases passes the visible check (it holds those very figures) and scores 0 on the cases the grader draws;
+    so does a table of a past run's drawn cases in a fresh run. An honest right answer scores full marks."""
+    for exercise, old in (("step_costs", old_hidden_cost_cases()), ("choose_layout", old_hidden_layouts())):
+        visible = q._COST_CASES if exercise == "step_costs" else q._LAYOUT_CASES
+        table = _circulated(exercise, [*visible, *old])
+        assert_check_passes(getattr(q, exercise).check, table)
+        assert not _graded(SECRETS[0], exercise, table, kernel_env, tmp_path).passed, exercise
+        last_run = _circulated(exercise, _drawn(SECRETS[0], exercise))
+        assert _graded(SECRETS[0], exercise, last_run, kernel_env, tmp_path).passed
+        assert not _graded(SECRETS[1], exercise, last_run, kernel_env, tmp_path).passed, exercise
+        for answer in (
+            REFERENCES[exercise],
+            *(COSTS_EQUIVALENT if exercise == "step_costs" else LAYOUT_EQUIVALENT).values(),
+        ):
+            assert _graded(SECRETS[1], exercise, answer, kernel_env, tmp_path).passed, (exercise, answer)
 
 
-def test_a_lookup_of_the_visible_cases_passes_the_check_and_scores_nothing():
-    """The visible figures are data a kernel can read: an answer that looks them up passes the visible check
-    (it was shown those very figures), and the grader, on cases no table holds, gives it nothing."""
-    for exercise, looked_up, reference in (
-        (q.step_costs, _visible_figures_looked_up, ref_step_costs),
-        (q.choose_layout, _visible_layouts_looked_up, ref_choose_layout),
-    ):
-        assert_check_passes(exercise.check, looked_up)
-        assert not judge_observations(observe(exercise, reference), observe(exercise, looked_up)).passed
+def test_cases_a_kernel_swaps_in_score_nothing(kernel_env, tmp_path):
+    """The judge computes the reference's figures on the cases it drew, never on the ones a kernel echoes: a
+    kernel that replaces the prelude's cases with the visible ones (whose figures it has) scores 0."""
+    refs, run = _run(SECRETS[2])
+    exec(run.prelude(), {})
+    swapped = {key: [] for key in run.cases}  # the kernel's observe then falls back to the visible cases
+    kernel_env.setenv(HIDDEN_CASES_ENV, json.dumps(swapped))
+    kernel_env.setenv(OBSERVE_DIR_ENV, str(tmp_path))
+    record("step_costs_formulas", q.step_costs.observe(ref_step_costs))
+    got = tuple((tmp_path / f"step_costs_formulas{suffix}").read_bytes() for suffix in (".npz", ".json"))
+    assert not score._verdict("step_costs_formulas", refs, got, run).passed
+
+
+def test_the_prelude_hands_the_kernel_the_drawn_cases_and_no_figure(kernel_env):
+    refs, run = _run(SECRETS[3])
+    exec(run.prelude(), {})
+    handed = json.loads(os.environ[HIDDEN_CASES_ENV])
+    assert handed == run.cases and set(handed) == {f"{q.__name__}:{ex}" for ex in GRADE_IDS}
+    assert not set(handed[f"{q.__name__}:step_costs"][0]) - {"config", "layout", "batch"}
+    assert not set(handed[f"{q.__name__}:choose_layout"][0]) - {"config", "batch", "budget"}
+    assert q._hidden_cases("step_costs", q._cost_case) == _drawn(SECRETS[3], "step_costs")
 
 
 # ---------------------------------------------------------------- the model and the module's contract
