@@ -21,6 +21,8 @@ lengthen anyone's limit.
 
 from __future__ import annotations
 
+import math
+
 from ..limits import CELL_TIME_MULTIPLE, REFERENCE_RETRY_FACTOR
 from ..records import ReferenceTimes, TimeLimits
 
@@ -33,11 +35,12 @@ def time_limits(
     times: ReferenceTimes | None, cell_floor: float, notebook_floor: float, multiple: float = CELL_TIME_MULTIPLE
 ) -> TimeLimits:
     """The limits of an assignment whose reference took `times`: `multiple` x those, never below the floors
-    (`multiple` 0, or no times: the floors exactly). A notebook's budget is never below its cell limit."""
+    (`multiple` 0, or no times: the floors exactly), in whole seconds. A notebook's budget is never below its cell
+    limit."""
     if times is None or multiple <= 0:
         return TimeLimits(cell_floor, notebook_floor)
-    cell = max(cell_floor, multiple * times.slowest_cell)
-    notebook = max(notebook_floor, multiple * times.whole, cell)
+    cell = max(cell_floor, math.ceil(multiple * times.slowest_cell))  # whole seconds: "ran longer than 39 s"
+    notebook = max(notebook_floor, math.ceil(multiple * times.whole), cell)
     return TimeLimits(cell, notebook, times, multiple)
 
 
