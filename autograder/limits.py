@@ -37,7 +37,13 @@ _GiB = 2**30
 
 # ---- one run (records.Options; the command line's defaults)
 CELL_TIMEOUT: Annotated[
-    float, Cap("s", "records.py", "wall time of one cell (Options.timeout); past it the cell is interrupted")
+    float,
+    Cap(
+        "s",
+        "records.py",
+        "wall time of one cell at least (Options.timeout; more where the reference needs more, CELL_TIME_MULTIPLE); "
+        "past its limit the cell is interrupted",
+    ),
 ] = 30.0
 CELL_TIME_MULTIPLE: Annotated[
     float,
@@ -58,7 +64,13 @@ REFERENCE_RETRY_FACTOR: Annotated[
     ),
 ] = 4.0
 NOTEBOOK_BUDGET: Annotated[
-    float, Cap("s", "records.py", "wall time of one notebook, all cells and restarts; the rest is not run")
+    float,
+    Cap(
+        "s",
+        "records.py",
+        "wall time of one notebook at least (more where the reference needs more), all cells and restarts; "
+        "the rest is not run",
+    ),
 ] = 300.0
 SUBMISSION_BUDGET: Annotated[
     float, Cap("s", "records.py", "wall time of one student's notebooks together (the pool splits it)")
