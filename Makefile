@@ -94,8 +94,8 @@ collect: venv ## the students' hand-ins into the course (refuses links, oversize
 return-feedback: venv ## collect, then the feedback pages back to the students through the exchange
 	@$(HANDIN) return-feedback $(call opts,STUDENT_USER CLASS_USER MAX_FILES MAX_BYTES) $(ASSIGNMENT)
 
-grade: venv system-deps ## autograde a class: SUBMISSIONS=dir OUT=dir [STUDENT=id] [ASSIGNMENT=id] [COURSE_GRADEBOOK=1]
-	@$(HANDIN) grade -j $(JOBS) $(call opts,SUBMISSIONS OUT STUDENT ASSIGNMENT) $(call flags,COURSE_GRADEBOOK)
+grade: venv system-deps ## autograde a class: SUBMISSIONS=dir OUT=dir [STUDENT=id] [ASSIGNMENT=id] [COURSE_GRADEBOOK=1] [CELL_TIMEOUT=s] [TIMEOUT_MULTIPLE=m]
+	@$(HANDIN) grade -j $(JOBS) $(call opts,SUBMISSIONS OUT STUDENT ASSIGNMENT CELL_TIMEOUT TIMEOUT_MULTIPLE) $(call flags,COURSE_GRADEBOOK)
 
 export: venv ## the graded class as the file the LMS imports: LMS=canvas|moodle|csv -> OUT/lms-LMS.csv
 	@$(HANDIN) export $(call opts,LMS OUT)

@@ -57,6 +57,7 @@ KINDS = (
     ("tests/autograder/run/test_order.py", ("unit",)),  # the pool's choice of the next task, no worker started
     ("tests/autograder/run/test_observations.py", ("unit",)),  # an observation folder made here
     ("tests/autograder/run/test_cell_outputs.py", ("unit",)),  # what is kept of a cell's outputs, in memory
+    ("tests/autograder/run/test_time_limits.py", ("unit",)),  # limits from a reference's times, in memory
     ("tests/autograder/test_records.py", ("unit",)),  # rows made and parsed, in memory
     ("tests/autograder/test_reasons.py", ("unit",)),  # kinds, phrases and verdicts, in memory
     ("tests/autograder/judge/test_programs.py", ("exercises",)),  # the judge's layout points, answer by answer

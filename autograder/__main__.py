@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from .course.discovery import repo_root
+from .limits import CELL_TIME_MULTIPLE, CELL_TIMEOUT, REFERENCE_RETRY_FACTOR
 from .records import GraderError, Options
 from .runner import grade
 
@@ -114,7 +115,24 @@ def _grade_parser(sub) -> None:
 def _limit_arguments(g) -> None:
     """The grade command's workers, timeouts, budgets and caps."""
     g.add_argument("-j", "--jobs", type=int, default=0, help="parallel workers (default: number of cores)")
-    g.add_argument("--timeout", type=float, default=30.0, help="seconds per cell before it is stopped (default 30)")
+    g.add_argument(
+        "--timeout",
+        "--cell-timeout",
+        type=float,
+        default=CELL_TIMEOUT,
+        metavar="S",
+        help=f"seconds per cell at least (default {CELL_TIMEOUT:g}); a cell gets more where the reference solution "
+        "needed more on this machine (--timeout-multiple); the reference's own first run gets S, a second one "
+        f"{REFERENCE_RETRY_FACTOR:g}x S",
+    )
+    g.add_argument(
+        "--timeout-multiple",
+        type=float,
+        default=CELL_TIME_MULTIPLE,
+        metavar="M",
+        help=f"a cell's limit is M times the reference's slowest cell, a notebook's budget M times its whole run, "
+        f"never below --timeout and --notebook-budget (default {CELL_TIME_MULTIPLE:g}; 0: exactly those)",
+    )
     g.add_argument(
         "--notebook-budget",
         type=float,
@@ -151,8 +169,8 @@ def _limit_arguments(g) -> None:
 
 def _options(parser, args) -> Options:
     """The grade command's arguments, checked, as the pipeline's `Options`."""
-    if args.jobs < 0 or args.timeout <= 0:
-        parser.error("--jobs must be >= 0 and --timeout > 0")
+    if args.jobs < 0 or args.timeout <= 0 or args.timeout_multiple < 0:
+        parser.error("--jobs must be >= 0, --timeout > 0 and --timeout-multiple >= 0")
     if (
         args.notebook_budget <= 0
         or args.submission_budget <= 0
@@ -168,6 +186,7 @@ def _options(parser, args) -> Options:
         assignments=args.assignment,
         jobs=args.jobs,
         timeout=args.timeout,
+        timeout_multiple=args.timeout_multiple,
         cache=args.cache,
         isolate=not args.no_isolation,
         memory_mb=args.memory_mb,

@@ -9,7 +9,7 @@ enforced, what it bounds and what happens past it; `TABLE` is read from these de
 changing or adding a limit is one statement.
 
 Defaults only: the command line overrides the per-run ones (`python -m autograder grade --help`:
-`--timeout`, `--memory-mb`, `--cpu-seconds`, `--notebook-budget`, `--submission-budget`,
+`--timeout`, `--timeout-multiple`, `--memory-mb`, `--cpu-seconds`, `--notebook-budget`, `--submission-budget`,
 `--max-added-cells`, `--max-output-chars`), formgrader's collect its intake ones
 (`c.HardenedCollect.max_files`, ...). Tolerances (`judge/compare.py` RTOL, ATOL) are rules of
 judging, not caps, and are not here.
@@ -37,10 +37,40 @@ _GiB = 2**30
 
 # ---- one run (records.Options; the command line's defaults)
 CELL_TIMEOUT: Annotated[
-    float, Cap("s", "records.py", "wall time of one cell (Options.timeout); past it the cell is interrupted")
+    float,
+    Cap(
+        "s",
+        "records.py",
+        "wall time of one cell at least (Options.timeout; more where the reference needs more, CELL_TIME_MULTIPLE); "
+        "past its limit the cell is interrupted",
+    ),
 ] = 30.0
+CELL_TIME_MULTIPLE: Annotated[
+    float,
+    Cap(
+        "times",
+        "run/time_limits.py",
+        "a graded cell's limit: this many times the reference's slowest cell on this machine, never below "
+        "CELL_TIMEOUT (the notebook's budget likewise, from its whole run); --timeout-multiple, 0: no scaling",
+    ),
+] = 5.0
+REFERENCE_RETRY_FACTOR: Annotated[
+    float,
+    Cap(
+        "times",
+        "run/time_limits.py",
+        "a reference run that timed out (or lost its kernel) runs once more with this many times its cell "
+        "limit; then its assignment is refused",
+    ),
+] = 4.0
 NOTEBOOK_BUDGET: Annotated[
-    float, Cap("s", "records.py", "wall time of one notebook, all cells and restarts; the rest is not run")
+    float,
+    Cap(
+        "s",
+        "records.py",
+        "wall time of one notebook at least (more where the reference needs more), all cells and restarts; "
+        "the rest is not run",
+    ),
 ] = 300.0
 SUBMISSION_BUDGET: Annotated[
     float, Cap("s", "records.py", "wall time of one student's notebooks together (the pool splits it)")

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .limits import (
+    CELL_TIME_MULTIPLE,
     CELL_TIMEOUT,
     KERNEL_MEMORY_MB,
     MAX_ADDED_CELLS,
@@ -54,6 +55,8 @@ __all__ = [
     "KernelGone",
     "TaskDone",
     "ReferenceRun",
+    "ReferenceTimes",
+    "TimeLimits",
     "InternalError",
     "CellResult",
     "Late",
@@ -81,7 +84,8 @@ class Options:
     students: list[str] = field(default_factory=list)
     assignments: list[str] = field(default_factory=list)
     jobs: int = 0
-    timeout: float = CELL_TIMEOUT
+    timeout: float = CELL_TIMEOUT  # a cell's limit at least (run/time_limits.py: more where the reference needs more)
+    timeout_multiple: float = CELL_TIME_MULTIPLE  # limits follow the reference's times x this (0: fixed limits)
     cache: Path | None = None
     isolate: bool = True
     memory_mb: int = KERNEL_MEMORY_MB
@@ -136,6 +140,8 @@ class BatchResults:
     internal: list[str] = field(default_factory=list)
     ref_seconds: dict[str, float] = field(default_factory=dict)
     ref_problems: dict[str, list[str]] = field(default_factory=dict)
+    ref_retried: dict[str, str] = field(default_factory=dict)  # why a reference ran twice (the instructor's English)
+    time_limits: dict[str, TimeLimits] = field(default_factory=dict)  # each graded assignment's (run/time_limits.py)
 
 
 @dataclass
@@ -155,6 +161,7 @@ class Task:
     budget_of_submission: float = 0.0  # > 0: the budget is what was left of this submission budget (seconds)
     prestart: bool = True  # another task may follow on this worker: boot its next kernel meanwhile (pool)
     late: Late | None = None  # the hand-in's lateness under the course's deadlines (course/deadlines.py)
+    cell_timeout: float = 0.0  # seconds per cell (run/time_limits.py; 0: the run's --timeout)
 
 
 @dataclass
@@ -204,6 +211,53 @@ class ReferenceRun:
     problems: list[str]
     observations: dict[str, tuple[bytes | None, bytes | None]]
     seconds: float
+    times: ReferenceTimes | None = None  # its slowest cell and whole run (run/time_limits.py)
+    retry: bool = False  # its problems are the machine's (a cell out of time, a kernel lost): worth a second run
+
+
+@dataclass(frozen=True)
+class ReferenceTimes:
+    """What the reference's run took on this machine (seconds): its slowest cell (a test cell's visible and
+    hidden parts together) and the whole run, kernel start included."""
+
+    slowest_cell: float
+    whole: float
+
+    def as_json(self) -> dict:
+        return {"slowest_cell": round(self.slowest_cell, 3), "whole": round(self.whole, 3)}
+
+    @classmethod
+    def from_json(cls, data) -> ReferenceTimes | None:
+        """The times of an authenticated meta.json (None: none recorded, or not numbers)."""
+        if not isinstance(data, dict):
+            return None
+        try:
+            slowest, whole = float(data["slowest_cell"]), float(data["whole"])
+        except (KeyError, TypeError, ValueError):
+            return None
+        if not (0 <= slowest < float("inf") and 0 <= whole < float("inf")):
+            return None
+        return cls(slowest, whole)
+
+
+@dataclass(frozen=True)
+class TimeLimits:
+    """One assignment's limits for its students' notebooks (seconds), and what they came from."""
+
+    cell: float
+    notebook: float
+    times: ReferenceTimes | None = None  # the reference's times they follow (None: the floors alone)
+    multiple: float = 0.0
+
+    def describe(self) -> str:
+        """The instructor's English (the run's summary, results.json, the class report)."""
+        said = f"{self.cell:.0f} s per cell, {self.notebook:.0f} s per notebook"
+        if self.times is None or self.multiple <= 0:
+            return said + " (the fixed limits)"
+        return (
+            f"{said} (at least the floors; {self.multiple:g}x the reference's slowest cell, "
+            f"{self.times.slowest_cell:.1f} s, and its whole run, {self.times.whole:.1f} s, on this machine)"
+        )
 
 
 @dataclass(frozen=True)

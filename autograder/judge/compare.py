@@ -15,7 +15,10 @@ key and which property failed: shape, dtype, values, axes); its words are writte
 (`autograder/publish/words.py`). What a difference says is a fact about the *property* that
 failed (a missing key, shape and dtype, "values differ", the axes); never a number computed on the inputs (neither the
 reference's values nor how far the student's are from them): the reference's values were
-computed on hidden inputs, and a distance printed run after run is an oracle for them.
+computed on hidden inputs, and a distance printed run after run is an oracle for them. Nor does it quote
+what the program recorded where it recorded the wrong kind of value: it says which kind came (`kind_of`: "a
+string of 12 characters"), and a recorded axis name only when it is a short identifier (`axis_name`). A verdict's
+words are the judge's, and the class's misconception map shows them under the judge's name.
 
 Every key of the reference must be present in the student's observations;
 extra keys are ignored. Exercise tests judge two `observe(...)` results with
@@ -123,9 +126,33 @@ def _fmt_shape(a: np.ndarray) -> Phrase:
     return phrase("shape_dtype", shape=str(tuple(a.shape)), dtype=a.dtype.name)
 
 
-def _short(value: Any, n: int = 60) -> str:
-    text = json.dumps(value, sort_keys=True, default=str)
-    return text if len(text) <= n else text[: n - 1] + "…"
+def kind_of(value: Any) -> Phrase:
+    """What kind of value a program recorded, never its text: the words of a verdict are the judge's, and the
+    class's misconception map shows them under the judge's name (a recorded string is described by its length)."""
+    if value is None:
+        return phrase("value_none")
+    if isinstance(value, bool):
+        return phrase("value_bool")
+    if isinstance(value, (int, float)):
+        return phrase("value_number")
+    if isinstance(value, str):
+        return phrase("value_text", n=len(value))
+    if isinstance(value, list):
+        return phrase("value_list", n=len(value))
+    if isinstance(value, dict):
+        return phrase("value_mapping", n=len(value))
+    return phrase("value_other")
+
+
+NAME_CHARS = 24  # a recorded axis name is shown when it is an identifier this short (no sentence, no markup)
+
+
+def axis_name(name: Any) -> str | Phrase:
+    """A recorded axis name for a verdict: itself, quoted, when it is a short identifier (every mesh axis name
+    of the course is one), else what kind of text it is (`kind_of`): a name cannot carry a sentence."""
+    if isinstance(name, str) and name.isidentifier() and name.isascii() and len(name) <= NAME_CHARS:
+        return repr(name)
+    return phrase("value_name", n=len(name)) if isinstance(name, str) else kind_of(name)
 
 
 def _compare_arrays(
@@ -161,14 +188,13 @@ def _json_equal(want: Any, got: Any) -> bool:
 
 def _compare_axes(want: Any, got: Any) -> Phrase | None:
     if not isinstance(got, list) or not all(isinstance(a, str) for a in got):
-        return phrase("axes_not_names", key=AXES_KEY, got=_short(got))
+        return phrase("axes_not_names", key=AXES_KEY, got=kind_of(got))
     wanted = [a for a in (want if isinstance(want, list) else [want])]
     missing = [a for a in wanted if a not in got]
     if not missing:
         return None
-    cut = lambda a: repr(a) if len(repr(a)) <= 40 else repr(a)[:39] + "…"  # noqa: E731 - student-recorded names
     more = (phrase("and_more", n=len(got) - MAX_ECHO_ITEMS),) if len(got) > MAX_ECHO_ITEMS else ()
-    found = Words((", ".join(cut(a) for a in got[:MAX_ECHO_ITEMS]), *more)) if got else None
+    found = Words((Words(tuple(axis_name(a) for a in got[:MAX_ECHO_ITEMS]), ", "), *more)) if got else None
     seen = phrase("axes_seen", axes=found) if found else phrase("axes_none")
     return phrase("axes_missing", key=AXES_KEY, axes=", ".join(repr(a) for a in missing), seen=seen)
 
@@ -189,7 +215,7 @@ def compare(reference: dict, observed: dict, tolerances: dict | None = None) -> 
         got = observed[key]
         if isinstance(want, np.ndarray):
             if not isinstance(got, np.ndarray):
-                diffs.append(phrase("expected_array", key=key, got=_short(got)))
+                diffs.append(phrase("expected_array", key=key, got=kind_of(got)))
                 continue
             rtol, atol = tolerances.get(key, (None, None))
             d = _compare_arrays(key, want, got, RTOL if rtol is None else rtol, ATOL if atol is None else atol)

@@ -9,6 +9,8 @@ names; see the echo rule below.
 
 from __future__ import annotations
 
+import re
+
 from namedaxes.judging import region_difference, split_axes, work_excess
 
 from ..limits import MAX_ECHO_CHARS, MAX_ECHO_ITEMS
@@ -20,6 +22,9 @@ from .exported import Layout
 __all__ = [
     "cut",
     "echo",
+    "name",
+    "names",
+    "mesh_names",
     "describe_layout",
     "input_names",
     "layout_difference",
@@ -31,12 +36,42 @@ __all__ = [
 # Feedback echoes student-controlled names (custom calls, mesh axis names, pytree paths, shapes of a
 # recorded signature, error texts): at most MAX_ECHO_ITEMS of them, each at most MAX_ECHO_CHARS long,
 # printable. Nothing computed on hidden inputs is ever echoed: a program that fails while it runs on
-# them is reported by its error's type alone (`program_failed_hidden`).
+# them is reported by its error's type alone (`program_failed_hidden`). A verdict's words are the judge's
+# (the class's misconception map shows them under its name), so a name the program chose is shown only
+# when it is one token of program text (`name`: an identifier, a quoted one, a path like ['w'][0]); any
+# other is said by its length ("a name of 57 characters"): no sentence, no markup of the student's.
 
 
 def cut(text, n: int = MAX_ECHO_CHARS) -> str:
     text = "".join(ch if ch.isprintable() else "?" for ch in str(text))
     return text if len(text) <= n else text[: n - 1] + "…"
+
+
+_NAME = re.compile(r"[\w\[\]()'\".:=+*/-]+", re.ASCII)
+
+
+def name(text) -> str | Phrase:
+    """A name the program chose (a mesh axis, a pytree path, a custom call), for a verdict: itself when it is
+    one token of program text no longer than MAX_ECHO_CHARS, else what it is ("a name of 57 characters")."""
+    text = str(text)
+    if len(text) <= MAX_ECHO_CHARS and _NAME.fullmatch(text):
+        return text
+    return say("value_name", n=len(text))
+
+
+def names(items, sep: str = ", ") -> Words:
+    """Names the program chose, each as `name` says it, at most MAX_ECHO_ITEMS of them."""
+    items = list(items)
+    more = (say("and_more", n=len(items) - MAX_ECHO_ITEMS),) if len(items) > MAX_ECHO_ITEMS else ()
+    return Words((Words(tuple(name(i) for i in items[:MAX_ECHO_ITEMS]), sep), *more))
+
+
+def mesh_names(axes) -> Words:
+    """A program's mesh, (names, types), as `'devices': Explicit, ...`, each part as `name` says it."""
+    pairs = list(zip(*axes))
+    more = (say("and_more", n=len(pairs) - MAX_ECHO_ITEMS),) if len(pairs) > MAX_ECHO_ITEMS else ()
+    shown = tuple(Words((name(repr(n)), ": ", name(k))) for n, k in pairs[:MAX_ECHO_ITEMS])
+    return Words((Words(shown, ", "), *more))
 
 
 def echo(items, n: int = MAX_ECHO_CHARS, sep: str = ", ") -> Words:
@@ -52,7 +87,7 @@ def describe_layout(layout: Layout | None) -> Phrase:
     if layout is None:
         return say("layout_unstated")
     parts = tuple(
-        say("layout_dim", dim=d, axes=echo((repr(a) for a in axes), sep=" x "))
+        say("layout_dim", dim=d, axes=names((repr(a) for a in axes), sep=" x "))
         for d, axes in enumerate(layout[:MAX_ECHO_ITEMS])
         if axes
     )
@@ -65,13 +100,13 @@ def input_names(exp) -> list[Words]:
     import jax
 
     leaves = jax.tree_util.tree_unflatten(exp.in_tree, list(range(exp.in_tree.num_leaves)))
-    names = []
+    found = []
     for path, _ in jax.tree_util.tree_flatten_with_path(leaves)[0]:
         keys = path[1:] if path and getattr(path[0], "idx", None) == 0 else path  # drop the (args, kwargs) level
         first = getattr(keys[0], "idx", None) if keys else None
         rest = jax.tree_util.keystr(tuple(keys[1:])) if keys else ""
-        names.append(Words((say("layout_input_name", n=(first or 0) + 1), rest)))
-    return names
+        found.append(Words((say("layout_input_name", n=(first or 0) + 1), name(rest) if rest else "")))
+    return found
 
 
 _WORK_KINDS = {
@@ -160,12 +195,12 @@ def signature_difference(want: dict, got: dict) -> Phrase:
     if want["devices"] != got["devices"]:
         return say("sig_devices", got=got["devices"], want=want["devices"])
     if want["per_device_over"] != got["per_device_over"]:
-        seen = echo(repr(a) for a in got["per_device_over"]) if got["per_device_over"] else say("sig_global_view")
+        seen = names(repr(a) for a in got["per_device_over"]) if got["per_device_over"] else say("sig_global_view")
         return say(
             "sig_per_device", got=seen, want=", ".join(repr(a) for a in want["per_device_over"]) or say("sig_no_axis")
         )
     if want["in_tree"] != got["in_tree"] or want["in"] != got["in"]:
         return say("sig_takes", got=echo(got["in"]), want=", ".join(want["in"]))
     if want["out_tree"] != got["out_tree"]:
-        return say("sig_structure", got=echo(got["out_tree"]), want=", ".join(want["out_tree"]))
+        return say("sig_structure", got=names(got["out_tree"]), want=", ".join(want["out_tree"]))
     return say("sig_returns", got=echo(got["out"]), want=", ".join(want["out"]))

@@ -61,6 +61,8 @@ from .differences import (
     describe_layout,
     echo,
     layout_difference,
+    mesh_names,
+    names,
     signature_difference,
     signature_matches,
     work_difference,
@@ -440,7 +442,7 @@ def _admission(case: _Case, program: Program) -> Phrase | None:
         raise Rejected(say("side_effects"))
     bad = sorted(program.custom_calls - ALLOWED_CUSTOM_CALLS)
     if bad:
-        raise Rejected(say("host_calls", calls=echo(bad)))
+        raise Rejected(say("host_calls", calls=names(bad)))
     ref = case.ref.compiled
     sig, want_sig = program.signature, ref.signature
     if signature_matches(want_sig, sig):
@@ -452,7 +454,7 @@ def _admission(case: _Case, program: Program) -> Phrase | None:
         return say(
             "wrong_mesh",
             case=case.name,
-            got=echo(f"{n!r}: {k}" for n, k in zip(*own[:2])),
+            got=mesh_names(own[:2]),
             want=echo(f"{n!r}: {k}" for n, k in zip(*ref.mesh_axes)),
         )
     return None

@@ -18,7 +18,7 @@ from ..course.deadlines import LatePolicy
 from ..intake.placement import Intake
 from ..records import Batch, BatchResults
 from ..sandbox.protections import as_json
-from .outputs import merge_previous, summary, write_outputs
+from .outputs import merge_previous, reference_notes, summary, write_outputs
 from .pages import FeedbackPages
 
 __all__ = ["publish", "print_problems"]
@@ -37,7 +37,9 @@ def publish(
     failures after grades.csv go to `results.internal`."""
     FeedbackPages().write_missing(batch, results.rows)
     all_rows = merge_previous(batch.out, results.rows, batch.opts, intake)
-    write_outputs(batch.out, all_rows, results.rows, as_json(sandbox.protections()) if sandbox is not None else None)
+    notes = reference_notes(results)
+    protections = as_json(sandbox.protections()) if sandbox is not None else None
+    write_outputs(batch.out, all_rows, results.rows, protections, notes)
     if batch.every_student:  # pairs need the class; other assignments' sections are kept (similarity.py)
         try:
             from .similarity import write_similarity
@@ -64,6 +66,7 @@ def publish(
             batch.jobs,
             batch.opts.quiet,
             results.ref_seconds,
+            notes,
         )
 
 

@@ -36,6 +36,7 @@ class ClassResults:
     rows: list[Row]
     source: str = ""
     protections: list[dict] = field(default_factory=list)  # results.json "protections" (protections.as_json)
+    references: dict[str, dict] = field(default_factory=dict)  # results.json "references" (outputs.reference_notes)
 
     @property
     def assignments(self) -> list[str]:
@@ -90,6 +91,7 @@ def load(out: Path) -> ClassResults:
         ]  # undo the ' guard
     cells: dict[tuple[str, str], list[dict]] = {}
     protections: list[dict] = []
+    references: dict[str, dict] = {}
     results = out / "results.json"
     if results.is_file():
         data = json.loads(results.read_text(encoding="utf-8"))
@@ -97,6 +99,8 @@ def load(out: Path) -> ClassResults:
             cells[(str(r.get("student", "")), str(r.get("assignment", "")))] = list(r.get("cells") or [])
         if isinstance(data, dict) and isinstance(data.get("protections"), list):
             protections = [p for p in data["protections"] if isinstance(p, dict)]
+        if isinstance(data, dict) and isinstance(data.get("references"), dict):
+            references = {str(k): v for k, v in data["references"].items() if isinstance(v, dict)}
     for row in rows:
         row.cells = cells.get((row.student, row.assignment), [])
-    return ClassResults(rows=rows, source=str(out), protections=protections)
+    return ClassResults(rows=rows, source=str(out), protections=protections, references=references)

@@ -7,10 +7,12 @@ in the judge's order: type, shape, layout, values, communication, work). This mo
 differences a **group key** from their kinds and non-numeric fields: which collective was expected and
 which was performed, which layout was seen, which property. Values that differ *and* a `pmean` where a
 `psum` was expected is one misconception; values that differ with no collective at all is another.
-Numbers (sizes, ratios, hidden-input values) and where a difference was seen (the hidden case, the output)
-are left out of the key, so "computes 4.5× the FLOPs" and "computes 8× the FLOPs" are one group, and
-values that differ on four hidden cases are one difference. The labels are the differences' sentences in English and
-Chinese (`words.say`), their numbers and case names left out; `property` is the first one's.
+Numbers (sizes, ratios, hidden-input values), where a difference was seen (the hidden case, the output) and
+the text an error carried (`QUOTED_FIELDS`: the map shows only the judge's words; what a program recorded is
+never quoted, judge/compare.py says its kind) are left out of the key, so "computes 4.5× the FLOPs" and
+"computes 8× the FLOPs" are one group, and values that differ on four hidden cases are one difference. The
+labels are the differences' sentences in English and Chinese (`words.say`), their numbers and case names left
+out; `property` is the first one's.
 
 Grouping reads these records, never the words: `publish/report.py` draws the map from results.json's
 `finding` of each cell. Findings that say the cell was not answered or could not run are kept (the
@@ -40,6 +42,9 @@ _DROPPED = "…"
 KEY_DIFFERENCES = 4  # the differences a group key is made of (a verdict's first ones: the most basic)
 LABELLED = 2  # of which the label says
 WHERE_FIELDS = ("case", "key")  # where a difference was seen (which hidden case or output), not what it is
+# text an error carried (a compile error's first line may quote names the program chose): the student's feedback
+# shows it, the map does not (it shows only the judge's words); left out like the numbers
+QUOTED_FIELDS = ("error",)
 
 
 def _differences(reason: Reason) -> tuple[Phrase, ...]:
@@ -59,7 +64,7 @@ def _key(value) -> str:
     """A field's part of the group key: text and nested phrases as they are, numbers and where it was seen
     (`WHERE_FIELDS`: the hidden case, the output) left out."""
     if isinstance(value, Phrase):
-        inner = ",".join(f"{n}={_key(v)}" for n, v in value.fields if n not in WHERE_FIELDS)
+        inner = ",".join(f"{n}={_key(v)}" for n, v in value.fields if n not in WHERE_FIELDS + QUOTED_FIELDS)
         return f"{value.kind.value}({inner})"
     if isinstance(value, Words):
         return "+".join(_key(p) for p in value.parts)
@@ -70,7 +75,9 @@ def _key(value) -> str:
 
 def _without_numbers(value):
     if isinstance(value, Phrase):
-        fields = tuple((n, _DROPPED if n in WHERE_FIELDS else _without_numbers(v)) for n, v in value.fields)
+        fields = tuple(
+            (n, _DROPPED if n in WHERE_FIELDS + QUOTED_FIELDS else _without_numbers(v)) for n, v in value.fields
+        )
         return replace(value, fields=fields, case="")
     if isinstance(value, Words):
         return Words(tuple(_without_numbers(p) for p in value.parts), value.sep)

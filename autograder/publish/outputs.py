@@ -167,9 +167,16 @@ def _late_cells(late: dict | None) -> list[str]:
     return [_fmt(late["penalty"]), late["handed_in"], late["due"]]
 
 
-def write_outputs(out: Path, all_rows: list[dict], rows: list[Row], protections: list[dict] | None = None) -> None:
-    """grades.csv, results.json (`all_rows`: the published rows of `merge_previous`, and the protections
-    in force: protections.as_json) and timings.json (this run's `rows`)."""
+def write_outputs(
+    out: Path,
+    all_rows: list[dict],
+    rows: list[Row],
+    protections: list[dict] | None = None,
+    references: dict[str, dict] | None = None,
+) -> None:
+    """grades.csv, results.json (`all_rows`: the published rows of `merge_previous`, the protections
+    in force: protections.as_json, and this run's `references`: `reference_notes`) and timings.json (this run's
+    `rows`)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CSV_COLUMNS)
@@ -189,6 +196,8 @@ def write_outputs(out: Path, all_rows: list[dict], rows: list[Row], protections:
     results = {"columns": CSV_COLUMNS, "rows": all_rows}
     if protections is not None:
         results["protections"] = protections
+    if references:
+        results["references"] = references
     atomic_write(out / "results.json", json.dumps(results, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
     timings = [
         {
@@ -211,7 +220,19 @@ def atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def summary(out, sources, intake, rows, wall, sandbox, jobs, quiet, ref_seconds) -> None:
+def reference_notes(results) -> dict[str, dict]:
+    """Per assignment graded in this run (`BatchResults`): its time limits and, where its reference ran twice,
+    why (the instructor's English; results.json's "references", the class report's time limits)."""
+    notes: dict[str, dict] = {}
+    for aid, limits in sorted(results.time_limits.items()):
+        notes[aid] = {"cell_timeout": round(limits.cell, 1), "notebook_budget": round(limits.notebook, 1)}
+        notes[aid]["limits"] = limits.describe()
+    for aid, why in sorted(results.ref_retried.items()):
+        notes.setdefault(aid, {})["retried"] = why
+    return notes
+
+
+def summary(out, sources, intake, rows, wall, sandbox, jobs, quiet, ref_seconds, notes=None) -> None:
     if quiet:
         return
     graded = [r for r in rows if r.status not in ("missing", "unplaceable", "conflict")]
@@ -223,6 +244,11 @@ def summary(out, sources, intake, rows, wall, sandbox, jobs, quiet, ref_seconds)
     lines += summary_lines(sandbox.protections())
     if ref_seconds:
         lines.append("reference runs: " + ", ".join(f"{a} {s:.1f} s" for a, s in sorted(ref_seconds.items())))
+    for aid, note in sorted((notes or {}).items()):
+        if note.get("retried"):
+            lines.append(f"reference of {aid} retried: {note['retried']}")
+        if note.get("limits"):
+            lines.append(f"time limits of {aid}: {note['limits']}")
     absent = []
     for aid, src in sources.items():  # only what was handed in: "missing" rows are no hand-in
         rs = [r for r in rows if r.assignment == aid and r.status != "missing"]

@@ -82,6 +82,20 @@ NO_SUBMISSION_REASON = "no notebook submitted"
 TOP_FAILURES = 5
 
 
+def _time_limits_section(results: ClassResults) -> list[str]:
+    """The time limits each assignment was graded with (they follow its reference's run on this machine),
+    and any reference run that ran twice because its first ran out of time: the grader's own words."""
+    items = []
+    for aid, note in sorted(results.references.items()):
+        said = f"{_e(aid)}: {_e(str(note.get('limits', '')))}" if note.get("limits") else _e(aid)
+        if note.get("retried"):
+            said += f"; <strong>its reference solution ran twice</strong>: {_e(str(note['retried']))}"
+        items.append(f"<li>{said}</li>")
+    if not items:
+        return []
+    return [f'<p class="muted">Time limits of this run:</p><ul class="muted">{"".join(items)}</ul>']
+
+
 def _protections_section(results: ClassResults) -> list[str]:
     """Which safeguards were in force while student code ran; a missing one is said loudly."""
     if not results.protections:
@@ -346,6 +360,7 @@ def render(
     parts.extend(attention)
     parts.extend(_similarity_line(out))
     parts.extend(_protections_section(results))
+    parts.extend(_time_limits_section(results))
     parts.extend(misconception_section(results, info, site))
     parts.extend(_students_section(results, with_work, out))
     parts.extend(_late_section(results, out))

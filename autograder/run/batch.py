@@ -17,6 +17,12 @@ status `timeout`). The worker enforces the budgets cooperatively; the main
 loop's deadline (budget + margin) is the backstop that does not depend on
 the worker's cooperation.
 
+Time limits (time_limits.py): an assignment's students get a cell limit and a notebook budget that
+follow what its reference's run took on this machine (measured when it ran, kept with its cached
+observations), never below `--timeout` and `--notebook-budget`. A reference run that ran out of time or
+lost its kernel is run once more with a longer cell limit before its assignment is refused; the summary
+and the class report say so (`BatchResults.ref_retried`), and give every assignment's limits.
+
 Every run makes a fresh run secret (`references.new_run_secret`, in memory only): it seeds the
 hidden inputs of this run's scorers, so no two runs judge on the same hidden inputs.
 
@@ -40,13 +46,14 @@ from ..publish.outputs import Progress
 from ..publish.pages import FeedbackPages
 from ..publish.words import say
 from ..reasons import Phrase, phrase
-from ..records import Batch, BatchResults, InternalError, ReferenceRun, Row, Task
+from ..records import Batch, BatchResults, InternalError, ReferenceRun, ReferenceTimes, Row, Task, TimeLimits
 from ..sandbox.build import mpl_cache
 from ..sandbox.xla_cache import protect_published, publish_xla_cache, remove_protected
 from .order import LongestFirst
 from .pool import Pool
 from .reference_lock import ReferenceLock
 from .references import load_references, new_run_secret, reference_key, save_references
+from .time_limits import retry_timeout, time_limits
 from .worker import Config, worker_main
 
 __all__ = ["run_all"]
@@ -72,6 +79,11 @@ class _Caches:
     def xla_ready(self, aid: str) -> bool:
         return self.use_xla and (self.xla_dirs[aid] / ".complete").exists()
 
+    def times(self, aid: str, source) -> ReferenceTimes | None:
+        """What the cached reference's run took (None: not recorded)."""
+        refs = load_references(self.ref_dirs[aid], source)
+        return refs.times if refs is not None else None
+
     def cached(self, aid: str, source) -> bool:
         return load_references(self.ref_dirs[aid], source) is not None and (not self.use_xla or self.xla_ready(aid))
 
@@ -88,7 +100,7 @@ def run_all(batch: Batch, sources: dict, intake, sandbox) -> BatchResults:
     caches = _Caches.of(batch, sources, sandbox)
     placed = sorted(intake.placed.items())
     locks = _lock_references(batch, sources, {aid for (_, aid), _ in placed}, caches)
-    ref_tasks = _reference_tasks(locks, caches, float(batch.opts.notebook_budget))
+    ref_tasks = _reference_tasks(locks, caches, batch.opts)
     grade_tasks = _grade_tasks(batch, sources, placed, caches, len(ref_tasks))
     results = BatchResults()
     if not ref_tasks and not any(grade_tasks.values()):
@@ -113,8 +125,9 @@ def _lock_references(batch: Batch, sources: dict, wanted: set[str], caches: _Cac
     return locks
 
 
-def _reference_tasks(need_ref, caches: _Caches, notebook_budget: float) -> list[Task]:
-    """One task per reference to compute (with the staging folder of its XLA cache, where wanted)."""
+def _reference_tasks(need_ref, caches: _Caches, opts) -> list[Task]:
+    """One task per reference to compute (with the staging folder of its XLA cache, where wanted); its
+    first run has the floor `--timeout` per cell (time_limits.py)."""
     tasks = []
     for seq, aid in enumerate(need_ref):
         tmp = ""
@@ -124,7 +137,8 @@ def _reference_tasks(need_ref, caches: _Caches, notebook_budget: float) -> list[
             tmp.mkdir(parents=True)
             os.chmod(tmp, 0o300)  # the worker copies the reference kernel's entries in by name; nobody lists
         # the trusted reference is not held to the students' budget; this is only the hang backstop
-        tasks.append(Task(seq, "reference", aid, xla_dir=str(tmp), budget=max(REFERENCE_BUDGET, notebook_budget)))
+        budget = max(REFERENCE_BUDGET, float(opts.notebook_budget))
+        tasks.append(Task(seq, "reference", aid, xla_dir=str(tmp), budget=budget, cell_timeout=float(opts.timeout)))
     return tasks
 
 
@@ -179,6 +193,7 @@ class _Grading:
         self.notebook_budget = float(opts.notebook_budget)
         self.submission_budget = float(opts.submission_budget)
         self.pages = FeedbackPages()
+        self.limits: dict[str, TimeLimits] = results.time_limits  # each released assignment's (time_limits.py)
         self.waiting: dict[str, list[Task]] = {}
         self.spent: dict[str, float] = collections.defaultdict(float)  # seconds each student's finished notebooks took
         self.reserved: dict[int, tuple[str, float]] = {}  # in flight: seq -> (student, budget)
@@ -212,9 +227,19 @@ class _Grading:
                 lock.release()
         self.progress.show(final=True)
 
-    def release(self, aid: str) -> None:
-        """The assignment's references are there: its grading tasks go to the pool."""
-        for t in self.waiting.pop(aid, []):
+    def release(self, aid: str, times: ReferenceTimes | None = None) -> None:
+        """The assignment's references are there: its time limits follow what they took (`times`, else the
+        cached ones'), and its grading tasks go to the pool."""
+        tasks = self.waiting.pop(aid, [])
+        if not tasks:
+            return
+        if times is None:
+            times = self.caches.times(aid, self.sources[aid])
+        opts = self.batch.opts
+        limits = time_limits(times, float(opts.timeout), self.notebook_budget, float(opts.timeout_multiple))
+        self.limits[aid] = limits
+        for t in tasks:
+            t.cell_timeout, t.budget = limits.cell, limits.notebook
             t.xla_dir = str(self.caches.xla_dirs[aid]) if self.caches.xla_ready(aid) else ""
             self.pool.submit(t)
 
@@ -230,24 +255,26 @@ class _Grading:
     def admit(self, t: Task) -> str:
         """Right before a grading task goes to a worker: give it its budget from its student's.
 
-        A notebook gets the notebook budget, or what is left of the submission budget after the
-        student's finished notebooks (their real time) and the budgets of those still running.
+        A notebook gets its assignment's notebook budget (time_limits.py), or what is left of the
+        submission budget after the student's finished notebooks (their real time) and the budgets of
+        those still running.
         When siblings still run and too little is left, it waits for them (other students go
         first); when nothing is left, it is answered here, not run."""
         if t.kind != "grade" or t.seq in self.reserved:  # references; a retried task keeps its budget
             return "send"
+        notebook_budget = self.limits[t.assignment].notebook
         free = self.submission_budget - self.spent[t.student]
         if free <= 0:
             spent = phrase("budget_spent_elsewhere", seconds=self.submission_budget)
             self.not_graded(t, "timeout", spent, phrase("budget_used_up"))
             return "drop"
         running = sum(b for who, b in self.reserved.values() if who == t.student)
-        if running and free - running < min(self.notebook_budget, free):
+        if running and free - running < min(notebook_budget, free):
             return "defer"
         left = free - running
-        t.budget = min(self.notebook_budget, left)
+        t.budget = min(notebook_budget, left)
         # the worker says what the budget is (worker.budget_label); its words come when publishing
-        t.budget_of_submission = 0.0 if left >= self.notebook_budget else self.submission_budget
+        t.budget_of_submission = 0.0 if left >= notebook_budget else self.submission_budget
         self.reserved[t.seq] = (t.student, t.budget)
         return "send"
 
@@ -272,13 +299,16 @@ class _Grading:
         """A reference run ended: its observations and XLA cache published, or its problems kept; then its
         assignment's grading tasks go to the pool, or are answered `error` (no reference)."""
         aid, problems = task.assignment, self.results.ref_problems
+        if isinstance(res, ReferenceRun) and res.problems and res.retry and aid not in self.results.ref_retried:
+            self.retry_reference(task, res)
+            return
         try:
             if isinstance(res, InternalError):
                 problems[aid] = [f"running it failed inside the grader:\n{res.detail}"]
             elif res.problems:
                 problems[aid] = res.problems
             else:
-                save_references(self.caches.ref_dirs[aid], self.sources[aid], res.observations)
+                save_references(self.caches.ref_dirs[aid], self.sources[aid], res.observations, res.times)
                 if task.xla_dir:
                     publish_xla_cache(Path(task.xla_dir), self.caches.xla_dirs[aid])
                 self.results.ref_seconds[aid] = res.seconds
@@ -289,7 +319,18 @@ class _Grading:
             for t in self.waiting.pop(aid, []):
                 self.not_graded(t, "error", phrase("no_reference", assignment=aid), phrase("no_reference_cell"))
         else:
-            self.release(aid)
+            self.release(aid, res.times)
+
+    def retry_reference(self, task: Task, res: ReferenceRun) -> None:
+        """A reference that ran out of time or lost its kernel (a busy machine) runs once more, first in
+        line, with a longer cell limit; its lock is kept meanwhile. The report says so."""
+        first = task.cell_timeout or float(self.batch.opts.timeout)
+        task.cell_timeout = retry_timeout(first)
+        self.results.ref_retried[task.assignment] = (
+            f"its first run ({res.seconds:.1f} s) failed with {first:g} s per cell ({'; '.join(res.problems)[:300]}); "
+            f"it ran again with {task.cell_timeout:g} s per cell"
+        )
+        self.pool.submit(task, front=True)
 
     def on_lost(self, task: Task, why: Phrase) -> None:
         said = say(why, "en")  # the grader's own log and the reference's problems: the instructor's English

@@ -46,7 +46,7 @@ from pathlib import Path
 from ..course.discovery import package_dir, repo_root
 from ..course.notebooks import SourceNotebook
 from ..judge.compare import load_observations
-from ..records import GraderError
+from ..records import GraderError, ReferenceTimes
 from ..sandbox.build import KERNEL_PACKAGES, grading_xla_flags
 
 __all__ = [
@@ -74,13 +74,15 @@ class ReferenceCacheError(GraderError):
 
 
 class References(dict):
-    """grade_id -> loaded observation, plus the recorded bytes (`pairs`) and this run's `secret`
-    (the run secret that seeds the hidden inputs, never the cache key)."""
+    """grade_id -> loaded observation, plus the recorded bytes (`pairs`), this run's `secret`
+    (the run secret that seeds the hidden inputs, never the cache key) and what the reference's run
+    took on this machine (`times`, run/time_limits.py; None where none was recorded)."""
 
-    def __init__(self, loaded: dict, pairs: dict, secret: bytes):
+    def __init__(self, loaded: dict, pairs: dict, secret: bytes, times: ReferenceTimes | None = None):
         super().__init__(loaded)
         self.pairs = pairs
         self.secret = secret
+        self.times = times
 
 
 def _environment() -> list[str]:
@@ -226,11 +228,14 @@ def load_references(folder: Path, source: SourceNotebook, run_secret: bytes | No
     secret = run_secret if run_secret is not None else new_run_secret()
     if hmac.compare_digest(secret, key):
         raise ValueError("the run secret must not be the cache key")
-    return References(loaded, pairs, secret)
+    return References(loaded, pairs, secret, ReferenceTimes.from_json(info.get("times")))
 
 
-def save_references(folder: Path, source: SourceNotebook, observations: dict) -> None:
-    """Write the reference run's observations with their hashes (atomically); empty ones are an error."""
+def save_references(
+    folder: Path, source: SourceNotebook, observations: dict, times: ReferenceTimes | None = None
+) -> None:
+    """Write the reference run's observations with their hashes, and what its run took (`times`, in the
+    authenticated meta.json: the time limits follow it), atomically; empty observations are an error."""
     missing = [gid for gid in source.test_ids() if not any(observations.get(gid) or ())]
     if missing:
         raise ReferenceCacheError(
@@ -255,6 +260,8 @@ def save_references(folder: Path, source: SourceNotebook, observations: dict) ->
         "files": files,
         "format": CACHE_FORMAT,
     }
+    if times is not None:
+        info["times"] = times.as_json()
     info["mac"] = _mac(secret, info)
     (tmp / "meta.json").write_text(json.dumps(info, indent=1, sort_keys=True))
     if folder.is_symlink():

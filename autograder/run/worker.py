@@ -47,13 +47,14 @@ from ..messages import speaking, submission_language
 from ..publish.pages import FeedbackPages
 from ..publish.words import say
 from ..reasons import Phrase, phrase
-from ..records import InternalError, KernelGone, KernelStarted, ReferenceRun, Row, Task, TaskDone
+from ..records import InternalError, KernelGone, KernelStarted, ReferenceRun, ReferenceTimes, Row, Task, TaskDone
 from ..sandbox import workcopy
 from ..sandbox.launch import Sandbox
 from ..sandbox.xla_cache import REFERENCE_CACHE, keep_reference_cache, reference_xla_prelude, xla_prelude
 from .cell_endings import cell_label
 from .executor import NotebookLimits, run_notebook
 from .references import load_references
+from .time_limits import slowest, worth_retrying
 
 __all__ = ["Config", "Worker", "worker_main"]
 
@@ -240,7 +241,7 @@ class Worker:
             t_run = time.monotonic()
             try:
                 limits = NotebookLimits(
-                    self.cfg.timeout,
+                    task.cell_timeout or self.cfg.timeout,
                     budget=task.budget or None,
                     budget_label=task.budget_label or budget_label(task),
                     max_output_chars=self.cfg.max_output_chars,
@@ -292,8 +293,10 @@ class Worker:
         self.pages.hand_in(row, graded, edition if edition is not None else source, task.autograded_path, pages)
 
     def reference(self, task: Task, source: SourceNotebook) -> ReferenceRun:
-        """Run the solution notebook: its observations; then (if wanted) fill the students' XLA cache."""
+        """Run the solution notebook: its observations and what its cells took (the students' time limits
+        follow them, time_limits.py); then, if it ran cleanly and it is wanted, fill the students' XLA cache."""
         nb = copy.deepcopy(source.nb)
+        timeout = task.cell_timeout or self.cfg.timeout
         tests = {t.index: t.grade_id for t in source.test_cells}
         kernel = self.take_kernel(task.prestart)
         workdir = kernel.workdir
@@ -303,13 +306,27 @@ class Worker:
                 tests,
                 kernel,
                 lambda n: self._kernel(workdir, label=f"r{n}"),
-                NotebookLimits(self.cfg.timeout),
+                NotebookLimits(timeout),
                 prelude=language_prelude("en"),
             )
         finally:
             self.release(workdir, task.prestart)
-        if task.xla_dir:
-            self.fill_xla_cache(task, source)
+        problems = self.reference_problems(source, nb, run)
+        if task.xla_dir and not problems:
+            self.fill_xla_cache(task, source, timeout)
+        statuses = [o.status for o in run.outcomes.values()]
+        return ReferenceRun(
+            task.assignment,
+            problems,
+            run.observations,
+            run.seconds,
+            times=ReferenceTimes(slowest(run.outcomes), run.seconds),
+            retry=bool(problems) and worth_retrying(statuses, run.start_error),
+        )
+
+    @staticmethod
+    def reference_problems(source: SourceNotebook, nb, run) -> list[str]:
+        """What makes a reference run unusable, in the instructor's English (empty: none)."""
         problems = []
         if run.start_error:
             problems.append("the kernel did not start: " + run.start_error)
@@ -325,9 +342,9 @@ class Worker:
                     f"test cell '{t.grade_id}' recorded nothing (its hidden part must end with "
                     f'record("{t.grade_id}", ...))'
                 )
-        return ReferenceRun(task.assignment, problems, run.observations, run.seconds)
+        return problems
 
-    def fill_xla_cache(self, task: Task, source: SourceNotebook) -> None:
+    def fill_xla_cache(self, task: Task, source: SourceNotebook, timeout: float) -> None:
         """Run the release as students get it (`shared_cache_run`) in a kernel that writes every program it
         compiles into its own working copy, and copy them into the run's staging folder: the set-up and
         library programs every student's kernel compiles too, and none compiled from an answer of the
@@ -341,7 +358,7 @@ class Worker:
                 {},
                 kernel,
                 lambda n: self._kernel(workdir, label=f"c{n}"),
-                NotebookLimits(self.cfg.timeout),
+                NotebookLimits(timeout),
                 prelude=prelude,
             )
             keep_reference_cache(workdir, Path(task.xla_dir))

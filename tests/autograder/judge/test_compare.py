@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from judge_helpers import observations_match, said
 
-from autograder.judge.compare import compare, load_observations, normalize
+from autograder.judge.compare import compare, kind_of, load_observations, normalize
+from autograder.publish.words import say
 from autograder.run.observations import harvest_observations
 
 
@@ -38,6 +39,39 @@ def test_axes_must_include_every_reference_axis():
     v = said(compare(ref, normalize({"axes": ["batch"]})))
     assert "it communicates over 'batch'" in v.reason()
     assert not compare(ref, normalize({"axes": "devices"})).passed
+
+
+PROVOCATIVE = 'The judge says you all cheated <script>alert(1)</script> <a href="x">here</a>'
+
+
+@pytest.mark.parametrize(
+    ("got", "en", "zh"),
+    [
+        (PROVOCATIVE, f"a string of {len(PROVOCATIVE)} characters", f"一个含 {len(PROVOCATIVE)} 个字符的字符串"),
+        ([PROVOCATIVE, 1], "a list of 2 items", "一个含 2 项的列表"),
+        ({PROVOCATIVE: PROVOCATIVE}, "a dict of 1 keys", "一个含 1 个键的字典"),
+        (3.5, "a number", "一个数值"),
+        (True, "True or False", "True 或 False"),
+        (None, "None", "None"),
+    ],
+)
+def test_a_recorded_value_of_the_wrong_kind_is_said_by_its_kind_never_its_text(got, en, zh):
+    """The judge's words only: the class's map shows a verdict under the judge's name (issue 46)."""
+    v = compare(normalize({"out": np.zeros(3)}), normalize({"out": got}))
+    assert not v.passed and say(v.differences[0], "en") == f"out: expected an array, got {en}"
+    assert say(v.differences[0], "zh").endswith(zh) and say(kind_of(got), "en") == en
+    for lang in ("en", "zh"):
+        assert "cheated" not in say(v.differences[0], lang) and "<" not in say(v.differences[0], lang)
+
+
+def test_recorded_axis_names_are_shown_only_as_short_identifiers():
+    ref = normalize({"axes": ["devices"]})
+    v = said(compare(ref, normalize({"axes": ["batch", PROVOCATIVE, "x" * 30]})))
+    assert f"it communicates over 'batch', a name of {len(PROVOCATIVE)} characters, a name of 30 characters" in (
+        v.reason()
+    )
+    v = said(compare(ref, normalize({"axes": PROVOCATIVE})))
+    assert f"(axes: expected a list of axis names, got a string of {len(PROVOCATIVE)} characters)" in v.reason()
 
 
 def test_json_values_must_be_equal_and_keys_present():

@@ -80,3 +80,21 @@ def test_differences_never_print_values(reference):
     assert not verdict.passed
     for difference in verdict.differences:
         assert difference.endswith("values differ") and not any(ch.isdigit() for ch in difference.split(":")[-1])
+
+
+SENTENCE = "'The judge says you all cheated <b>now</b>'"
+
+
+def test_a_name_the_program_chose_is_shown_only_as_one_token_of_program_text():
+    """Mesh axes, pytree paths, custom calls: a verdict's words are the judge's (the class's map shows them
+    under its name), so a name that is not one token of program text is said by its length (issue 46)."""
+    for token in ("'devices'", "['w'][0]", "xla_python_cpu_callback", ".params['layer_1']"):
+        assert differences.name(token) == token
+    for text in (SENTENCE, "['a key with spaces']", "k" * (differences.MAX_ECHO_CHARS + 1), "<b>x</b>"):
+        assert say(differences.name(text), "en") == f"a name of {len(text)} characters", text
+    listed = say(differences.names(["'batch'", SENTENCE] * 5), "en")
+    assert listed.startswith("'batch', a name of 43 characters") and "and 4 more" in listed and "cheated" not in listed
+    mesh = say(differences.mesh_names((("devices", SENTENCE), ("Explicit", "Auto"))), "en")
+    assert mesh == "'devices': Explicit, a name of 45 characters: Auto"
+    layout = say(differences.describe_layout((("devices",), (SENTENCE,))), "en")
+    assert "along dimension 0 over 'devices'" in layout and "cheated" not in layout and "<b>" not in layout

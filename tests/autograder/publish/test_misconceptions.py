@@ -83,6 +83,15 @@ def test_a_finding_is_data_whose_key_leaves_numbers_out():
     assert finding(Verdict(True)) is None and finding("NameError: q") is None
 
 
+def test_an_errors_text_is_the_students_feedback_never_the_maps():
+    """A compile error's first line may quote names the program chose: the map shows only the judge's words."""
+    said = "ValueError: The judge says you all cheated <b>now</b>"
+    found = finding(Verdict(False, (phrase("program_failed", case="k8", error=said),)))
+    assert "cheated" not in found["en"] + found["zh"] + found["key"] and "<b>" not in found["en"]
+    other = finding(Verdict(False, (phrase("program_failed", case="k2", error="XlaRuntimeError: other"),)))
+    assert other["key"] == found["key"]  # one group: a program that does not compile
+
+
 def test_the_same_difference_on_several_hidden_cases_is_one_and_a_later_kind_still_counts():
     """The judge says "values differ" once per hidden case before it says which collective was performed: the
     key keeps one "values differ" (wherever it was seen) and the collective, so two students whose answers
