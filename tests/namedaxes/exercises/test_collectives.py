@@ -912,4 +912,5 @@ def test_sum_scatter_columns_work_is_judged_against_the_references_largest_array
         observe(q.sum_scatter_columns, ref_sum_scatter_columns), observe(q.sum_scatter_columns, cheat)
     ).reason(limit=8)
     for k, ratio in ((8, 8), (4, 4), (2, 2)):
-        assert re.search(rf"k{k}: memory: one device materializes an array of {ratio}× the size of the reference's largest", reason), reason
+        said = rf"k{k}: memory: one device materializes an array of {ratio}× the size of the reference's largest"
+        assert re.search(said, reason), reason
