@@ -234,6 +234,13 @@ TEXT = {
         "device, not data parallelism. Keep each device on its own examples and combine only their "
         "sums (a few numbers) with `lax.psum` over DATA_PARALLEL."
     ),
+    "dp_whole_batch": (
+        "`{name}` returns the right parameters with a psum over DATA_PARALLEL, but one device computes "
+        "{ratio}× the reference's FLOPs on {k} devices ({got} against {want}, read from the compiled per-device "
+        "program; at most {factor}× is allowed): every device holds all of the batch and computes the whole "
+        "batch's step. Keep each device on its own examples and combine only their sums (a few numbers) with "
+        "`lax.psum` over DATA_PARALLEL."
+    ),
     "jit_writes_collectives": (
         "`{name}` returns the right parameters, but it writes its own collectives ({seen}). In this "
         "exercise the compiler does the communication: no `shard_map` and no `lax.psum`/`lax.pmean`, "

@@ -6,6 +6,8 @@ answer matches the reference's under the autograder's comparison rules, and
 `observe` of a wrong answer does not.
 """
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -566,7 +568,29 @@ def _ascend(params, local_batch):
     return jax.tree.map(lambda p, n: 2 * p - n, params, new)
 
 
+def _whole_batch_by_psum(params, local_batch):
+    """Everything on every device through the allowed collective (issue 46): each device places its block in
+    a zero array of the whole batch's shape at its own index, a psum adds them (every device now holds the
+    whole batch), and every device computes the whole batch's step."""
+    k, i = lax.axis_size(DATA_PARALLEL), lax.axis_index(DATA_PARALLEL)
+
+    def everyone(a):
+        return lax.psum(jnp.zeros((k, *a.shape), a.dtype).at[i].set(a), DATA_PARALLEL).reshape(-1)
+
+    whole = jax.tree.map(everyone, local_batch)
+
+    def loss(p):
+        return jnp.sum(whole["weight"] * _error(p, whole) ** 2) / jnp.sum(whole["weight"])
+
+    return sgd_update(params, jax.grad(loss)(params))
+
+
 DP_WRONG = {
+    "the whole batch on every device (psum of one-hot blocks)": (
+        _dp_with(_whole_batch_by_psum),
+        r"(?s)right parameters with a psum over DATA_PARALLEL, but one device computes 6\.\d× the reference's "
+        r"FLOPs on 8 devices \(\d+ against 139.*at most 1\.5×.*every device holds all of the batch",
+    ),
     "unanswered": (_not_written, r"`dp_train_step` is not written yet"),
     "pmean of the local weighted losses (devices counted equally)": (
         _dp_with(_pmean_of_local_losses),
@@ -633,14 +657,15 @@ def test_dp_train_step_observations_reject_wrong_answers():
 
 
 def test_dp_train_step_structure_case_alone_rejects_the_gathering_answer():
-    """The hidden structure case (values off) is what refuses right numbers computed by gathering."""
+    """The hidden structure case (values off) refuses right numbers computed by gathering; the value cases'
+    work (issue 46: the whole batch's FLOPs on every device) refuses them too, never their values."""
     reference = observe(q.dp_train_step, ref_dp_train_step)
     gathered = observe(q.dp_train_step, DP_WRONG["all_gather the batch (ignores the structure)"][0])
     verdict = judge_observations(reference, gathered)
     assert not verdict.passed
-    assert verdict.differences and all(
-        d.startswith("communication") and "all_gather" in d for d in verdict.differences
-    ), verdict.differences  # values were right
+    differences = verdict.differences
+    assert any(d.startswith("communication") and "all_gather" in d for d in differences), differences
+    assert all(("communication" in d and "all_gather" in d) or ": work: " in d for d in differences), differences
 
 
 # ---------------------------------------------------------------- 4. jit_train_step (the same weighted step)
@@ -933,3 +958,21 @@ test_the_visible_check_and_the_grader_agree = agreement_test(
         ),
     }
 )
+
+
+def test_dp_train_step_work_is_judged_against_the_references_flops():
+    """The visible check's reference FLOPs are the reference program's, measured as the grader measures them;
+    the grader refuses the whole batch on every device for its FLOPs on every mesh."""
+    from namedaxes import judging
+    from namedaxes.exercises.shard_map import training
+
+    k, n = training._OBSERVED_TRAINING[0]
+    program = jax.jit(lambda p, b: ref_dp_train_step(p, b, q.line_mesh(k, DATA_PARALLEL)))
+    measured = judging.exported_work(jax.export.export(program)(*training._training_args(n))).flops
+    assert training._DP_REFERENCE_FLOPS * 0.9 <= measured <= training._DP_REFERENCE_FLOPS * 1.1, measured
+    cheat = DP_WRONG["the whole batch on every device (psum of one-hot blocks)"][0]
+    reason = judge_observations(observe(q.dp_train_step, ref_dp_train_step), observe(q.dp_train_step, cheat)).reason(
+        limit=8
+    )
+    for case in ("k8_n64", "k4_n12", "k2_n10"):  # 6.3x, 4.4x, 2.5x on jax 0.10.2
+        assert re.search(rf"{case}: work: one device computes \d(\.\d)?× the reference's FLOPs", reason), reason
