@@ -234,6 +234,12 @@ TEXT = {
         "device, not data parallelism. Keep each device on its own examples and combine only their "
         "sums (a few numbers) with `lax.psum` over DATA_PARALLEL."
     ),
+    "scaled_whole": (
+        "`{name}` returns the right totals with a psum over DEVICES, but one device computes {ratio}× the "
+        "reference's FLOPs on {k} devices ({got} against {want}, read from the compiled per-device program; at "
+        "most {factor}× is allowed): every device holds all of `x` and adds up every row. Each device adds up "
+        "its own rows only, and `lax.psum` over DEVICES adds those partial totals (a few numbers)."
+    ),
     "dp_whole_batch": (
         "`{name}` returns the right parameters with a psum over DATA_PARALLEL, but one device computes "
         "{ratio}× the reference's FLOPs on {k} devices ({got} against {want}, read from the compiled per-device "

@@ -147,7 +147,21 @@ def _rows_dropped(x, mesh):
     )
 
 
+def _whole_x_by_psum(block):
+    """Everything on every device through the allowed collective (issue 46): each device places its block in
+    a zero array at its own index, a psum adds them (every device now holds all of x), and every device adds
+    up every row."""
+    k, i = lax.axis_size(DEVICES), lax.axis_index(DEVICES)
+    whole = lax.psum(jnp.zeros((k, *block.shape), block.dtype).at[i].set(block), DEVICES)
+    return jnp.sum(whole.reshape(-1, block.shape[-1]) * 2.0, axis=0)
+
+
 SCALED_SUM_WRONG = {
+    "all of x on every device (psum of one-hot blocks)": (
+        _scaled_sum_with(_whole_x_by_psum),
+        r"(?s)right totals with a psum over DEVICES, but one device computes 11\.\d× the reference's FLOPs "
+        r"on 8 devices \(\d+ against 14.*at most 2\.5×.*every device holds all of `x`",
+    ),
     "unanswered": (_not_written, r"`sharded_scaled_sum` is not written yet"),
     "rows not padded (section 2's cell per column)": (
         lambda x, mesh: jax.shard_map(
@@ -976,3 +990,21 @@ def test_dp_train_step_work_is_judged_against_the_references_flops():
     )
     for case in ("k8_n64", "k4_n12", "k2_n10"):  # 6.3x, 4.4x, 2.5x on jax 0.10.2
         assert re.search(rf"{case}: work: one device computes \d(\.\d)?× the reference's FLOPs", reason), reason
+
+
+def test_sharded_scaled_sum_work_is_judged_against_the_references_flops():
+    """The visible check's reference FLOPs are the reference program's on every mesh, measured as the grader
+    measures them; the grader refuses all of x on every device for its FLOPs on every mesh."""
+    from namedaxes import judging
+    from namedaxes.exercises.shard_map import scaled
+
+    for k, x in scaled._SCALED_SUM_CASES:
+        program = jax.jit(lambda v, k=k: ref_sharded_scaled_sum(v, q.line_mesh(k)))
+        measured = judging.exported_work(jax.export.export(program)(x)).flops
+        want = scaled._SCALED_REFERENCE_FLOPS[k]
+        assert want * 0.9 <= measured <= want * 1.1, (k, measured)
+    cheat = SCALED_SUM_WRONG["all of x on every device (psum of one-hot blocks)"][0]
+    reference = observe(q.sharded_scaled_sum, ref_sharded_scaled_sum)
+    reason = judge_observations(reference, observe(q.sharded_scaled_sum, cheat)).reason(limit=8)
+    for case in ("out_k8_16x3", "out_k4_10x5", "out_k2_7x2"):  # 11.8x, 6.5x, 4x on jax 0.10.2
+        assert re.search(rf"{case}: work: one device computes \d+(\.\d)?× the reference's FLOPs", reason), reason
