@@ -234,6 +234,13 @@ TEXT = {
         "device, not data parallelism. Keep each device on its own examples and combine only their "
         "sums (a few numbers) with `lax.psum` over DATA_PARALLEL."
     ),
+    "replica_whole_row": (
+        "`{name}` returns the right totals with a psum over MODEL_REPLICAS, but one device computes {ratio}× "
+        "the reference's FLOPs on the {mesh} mesh ({got} against {want}, read from the compiled per-device "
+        "program; at most {factor}× is allowed): every device holds all of its row's blocks and adds up the "
+        "whole row. Each device adds up its own block's part of each row, and `lax.psum` over MODEL_REPLICAS "
+        "adds those partial totals."
+    ),
     "scaled_whole": (
         "`{name}` returns the right totals with a psum over DEVICES, but one device computes {ratio}× the "
         "reference's FLOPs on {k} devices ({got} against {want}, read from the compiled per-device program; at "

@@ -30,6 +30,7 @@ from namedaxes import DATA_PARALLEL, DATA_SHARDS, DEVICES, MODEL_REPLICAS
 from namedaxes.exercises import shard_map as q
 from namedaxes.exercises.shard_map import LEARNING_RATE, loss_fn, sgd_step, weighted_total
 from namedaxes.grading import Case, programs, spec
+from namedaxes.meshes import grid_mesh
 
 
 def _matches(student: dict, reference: dict) -> bool:
@@ -345,7 +346,21 @@ def _whole_rows(x, mesh):
     )(x)
 
 
+def _whole_row_by_psum(block):
+    """Everything on every device through the allowed collective (issue 46): each device places its block in a
+    zero array at its own index along MODEL_REPLICAS, a psum over MODEL_REPLICAS adds them (every device now
+    holds all of its row's blocks), and every device adds up the whole row."""
+    k, i = lax.axis_size(MODEL_REPLICAS), lax.axis_index(MODEL_REPLICAS)
+    every = lax.psum(jnp.zeros((k, *block.shape), block.dtype).at[i].set(block), MODEL_REPLICAS)
+    return jnp.sum(jnp.concatenate(list(every), axis=1), axis=1)
+
+
 REPLICA_WRONG = {
+    "all of a row's blocks on every device (psum of one-hot blocks)": (
+        _replica_with(_whole_row_by_psum, P(DATA_SHARDS)),
+        r"(?s)right totals with a psum over MODEL_REPLICAS, but one device computes 12\.\d× the reference's "
+        r"FLOPs on the 2 x 4 mesh \(\d+ against 4.*at most 3×.*every device holds all of its row's blocks",
+    ),
     "unanswered": (_not_written, r"`replica_totals` is not written yet"),
     "section 3's psum_over for the other axis": (
         _replica_with(lambda b: lax.psum(b, MODEL_REPLICAS), P(DATA_SHARDS, None)),
@@ -1007,4 +1022,23 @@ def test_sharded_scaled_sum_work_is_judged_against_the_references_flops():
     reference = observe(q.sharded_scaled_sum, ref_sharded_scaled_sum)
     reason = judge_observations(reference, observe(q.sharded_scaled_sum, cheat)).reason(limit=8)
     for case in ("out_k8_16x3", "out_k4_10x5", "out_k2_7x2"):  # 11.8x, 6.5x, 4x on jax 0.10.2
+        assert re.search(rf"{case}: work: one device computes \d+(\.\d)?× the reference's FLOPs", reason), reason
+
+
+def test_replica_totals_work_is_judged_against_the_references_flops():
+    """The visible check's reference FLOPs are the reference program's on the 2 x 4 mesh, measured as the grader
+    measures them; the grader refuses a row's blocks on every device for its FLOPs on every mesh."""
+    from namedaxes import judging
+    from namedaxes.exercises.shard_map import replicas
+
+    shape, x_np = replicas._REPLICA_CASES[0]
+    mesh = grid_mesh(shape)
+    x = jax.device_put(x_np, NamedSharding(mesh, P(DATA_SHARDS, MODEL_REPLICAS)))
+    program = jax.jit(lambda v: ref_replica_totals(v, mesh))
+    measured = judging.exported_work(jax.export.export(program)(x)).flops
+    assert replicas._REPLICA_REFERENCE_FLOPS * 0.9 <= measured <= replicas._REPLICA_REFERENCE_FLOPS * 1.1, measured
+    cheat = REPLICA_WRONG["all of a row's blocks on every device (psum of one-hot blocks)"][0]
+    reference = observe(q.replica_totals, ref_replica_totals)
+    reason = judge_observations(reference, observe(q.replica_totals, cheat)).reason(limit=8)
+    for case in ("out_2x4_4x8", "out_4x2_4x2", "out_2x2_2x4"):  # 12.5x, 25x, 12.5x on jax 0.10.2
         assert re.search(rf"{case}: work: one device computes \d+(\.\d)?× the reference's FLOPs", reason), reason
