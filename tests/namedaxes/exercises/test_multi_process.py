@@ -285,6 +285,20 @@ METRICS_RIGHT = {
 }
 
 
+def metrics_whole_by_psum(errors, mesh):
+    """Everything on every device through the allowed collective (issue 46): each device places its rows in a
+    zero array of the whole shape at its own index, a psum adds them (every device now holds all of errors),
+    and every device computes every metric on all of it."""
+
+    def per_device(block):
+        k, i = lax.axis_size(DEVICES), lax.axis_index(DEVICES)
+        whole = lax.psum(jnp.zeros((k, *block.shape), block.dtype).at[i].set(block), DEVICES)
+        shares = whole.reshape(jax.process_count(), -1).sum(axis=1)
+        return {"total": jnp.sum(whole), "mean": jnp.mean(whole), "per_process": shares}
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=P(DEVICES), out_specs=P())(errors)
+
+
 def _metrics_whole_errors(errors, mesh):
     """Every device takes all of errors (replicated in_specs), computes every metric alone and divides
     the psum of each by the device count: the right values, but no device works on its own rows."""
@@ -315,6 +329,11 @@ METRICS_WRONG = {
         _metrics_dead_region,
         r"(?s)right values, but the `jax\.shard_map` over 'devices' in it that gives each device its own shard "
         r"\(input 1 split over 'devices' along dimension 0\) does not reach the result",
+    ),
+    "all of errors on every device (psum of one-hot blocks)": (
+        metrics_whole_by_psum,
+        r"(?s)right metrics, but one device computes 4\.\d× the reference's FLOPs on 8 devices \(\d+ against 29.*"
+        r"at most 2×.*every device holds all of `errors`",
     ),
     "whole errors on every device": (
         _metrics_whole_errors,
@@ -765,4 +784,20 @@ def test_masked_step_work_is_judged_against_the_references_flops(step_reference)
     cheat = STEP_WRONG["the whole batch on every device (psum of one-hot blocks)"][0]
     reason = judge_observations(step_reference, observe(q.masked_step, cheat)).reason(limit=8)
     for name in ("2x2_rows3", "2x4_rows3", "2x4_rows5"):  # 4.9x, 9.4x, 7.3x on jax 0.10.2
+        assert re.search(rf"{name}: work: one device computes \d(\.\d)?× the reference's FLOPs", reason), reason
+
+
+def test_global_metrics_work_is_judged_against_the_references_flops(metrics_reference):
+    """The visible check's reference FLOPs are the reference program's, measured as the grader measures them;
+    the grader refuses all of errors on every device for its FLOPs on every case."""
+    from namedaxes import judging
+    from namedaxes.exercises.multi_process import metrics
+
+    case = metrics._metrics_case(metrics_ref, *metrics._METRICS_GRADED[-1])
+    with case.context():
+        measured = judging.exported_work(jax.export.export(jax.jit(case.fn))(*case.args)).flops
+    assert metrics._METRICS_REFERENCE_FLOPS * 0.9 <= measured <= metrics._METRICS_REFERENCE_FLOPS * 1.1, measured
+    cheat = METRICS_WRONG["all of errors on every device (psum of one-hot blocks)"][0]
+    reason = judge_observations(metrics_reference, observe(q.global_metrics, cheat)).reason(limit=8)
+    for name in ("2x2_rows2_cols3", "2x4_rows1_cols3", "4x2_rows3_cols0", "2x4_rows5_cols0"):  # 3.1x to 4.7x
         assert re.search(rf"{name}: work: one device computes \d(\.\d)?× the reference's FLOPs", reason), reason
