@@ -234,6 +234,12 @@ TEXT = {
         "device, not data parallelism. Keep each device on its own examples and combine only their "
         "sums (a few numbers) with `lax.psum` over DATA_PARALLEL."
     ),
+    "migration_whole": (
+        "`{name}` returns the right total and columns, but one device's largest array is {ratio}× the "
+        "reference's on {k} devices ({got} bytes against {want}, read from the compiled per-device program; at "
+        "most {factor}× is allowed): every device holds all of the weighted columns. As under `pmap`, each "
+        "device weights its own column only, and `lax.psum` over DEVICES adds them up."
+    ),
     "replica_whole_row": (
         "`{name}` returns the right totals with a psum over MODEL_REPLICAS, but one device computes {ratio}× "
         "the reference's FLOPs on the {mesh} mesh ({got} against {want}, read from the compiled per-device "

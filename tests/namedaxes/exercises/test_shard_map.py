@@ -878,7 +878,21 @@ def test_weighted_total_observations_of_equivalent_answers_match():
         assert _matches(observe(q.weighted_total_shard_map, answer), reference)
 
 
+def _every_column_by_psum(w, xb):
+    """Everything on every device through the allowed collective (issue 46): each device places its column in a
+    zero array at its own index, a psum adds them (every device now holds every column), and every device
+    weights and adds up all of them."""
+    k, i = lax.axis_size(DEVICES), lax.axis_index(DEVICES)
+    every = lax.psum(jnp.zeros((k, *xb.shape), xb.dtype).at[i].set(xb), DEVICES)
+    return jnp.sum(w[None, :, None] * every, axis=(0, 2)), w[:, None] * xb
+
+
 WEIGHTED_WRONG = {
+    "every column on every device (psum of one-hot columns)": (
+        _weighted_with(_every_column_by_psum),
+        r"(?s)right total and columns, but one device's largest array is 8\.0× the reference's on 8 devices "
+        r"\(96 bytes against 12.*at most 1\.5×.*every device holds all of the weighted columns",
+    ),
     "unanswered": (_not_written, r"`weighted_total_shard_map` is not written yet"),
     "the total only (out_axes=None, as before)": (
         _weighted_with(lambda w, xb: weighted_total(w, xb[:, 0])[0], out_specs=P()),
@@ -1042,3 +1056,21 @@ def test_replica_totals_work_is_judged_against_the_references_flops():
     reason = judge_observations(reference, observe(q.replica_totals, cheat)).reason(limit=8)
     for case in ("out_2x4_4x8", "out_4x2_4x2", "out_2x2_2x4"):  # 12.5x, 25x, 12.5x on jax 0.10.2
         assert re.search(rf"{case}: work: one device computes \d+(\.\d)?× the reference's FLOPs", reason), reason
+
+
+def test_weighted_total_shard_map_work_is_judged_against_the_references_largest_array():
+    """The visible check's reference largest arrays are the reference program's on every mesh, measured as the
+    grader measures them; the grader refuses every column on every device on every mesh."""
+    from namedaxes import judging
+    from namedaxes.exercises.shard_map import migration
+
+    for k, w, x in migration._WEIGHTED_CASES:
+        program = jax.jit(lambda a, b, k=k: ref_weighted_total_shard_map(a, b, q.line_mesh(k)))
+        measured = judging.exported_work(jax.export.export(program)(w, x)).largest_bytes
+        assert measured == migration._WEIGHTED_REFERENCE_LARGEST[k], (k, measured)
+    cheat = WEIGHTED_WRONG["every column on every device (psum of one-hot columns)"][0]
+    reference = observe(q.weighted_total_shard_map, ref_weighted_total_shard_map)
+    reason = judge_observations(reference, observe(q.weighted_total_shard_map, cheat)).reason(limit=8)
+    for case, ratio in (("out_k8_d3", 8), ("out_k4_d2", 4), ("out_k2_d3", 2)):
+        said = rf"{case}: memory: one device materializes an array of {ratio}× the size of the reference's largest"
+        assert re.search(said, reason), reason
