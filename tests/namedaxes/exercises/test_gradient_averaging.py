@@ -403,7 +403,9 @@ def test_update_step_work_is_judged_against_the_references_flops():
 
     program = jax.jit(pmapped(step_ref, 8, DATA_PARALLEL, in_axes=(None, 0)))
     measured = judging.exported_work(jax.export.export(program)(*q._abstract_case(8, 2))).flops
-    assert q._STEP_REFERENCE_FLOPS * 0.9 <= measured <= q._STEP_REFERENCE_FLOPS * 1.1, measured
+    # XLA's cost analysis of this small step differs between JAX lines (37 on jax 0.10.2, 47 on 0.12.0.1); the
+    # judged factor, 2.5, leaves room for that, and the whole batch on every device costs 7x
+    assert q._STEP_REFERENCE_FLOPS * 0.9 <= measured <= q._STEP_REFERENCE_FLOPS * 1.3, measured
     reference = observe(q.parallel_update_step, step_ref)
     reason = judge_observations(reference, observe(q.parallel_update_step, step_whole_batch_gathered)).reason(limit=8)
     for case in ("k8", "k4"):  # 7x and 3.4x on jax 0.10.2
