@@ -70,6 +70,7 @@ from namedaxes.checking import (
 )
 from namedaxes.grading import Case, pmapped, programs, spec
 from namedaxes.i18n import Messages
+from namedaxes.judging import Work, exported_work, work_excess
 
 __all__ = [
     "loss_fn",
@@ -97,6 +98,15 @@ GRADE_IDS = {
 
 # (devices, examples per device, trailing shape of x and y) of the hidden observations
 _OBSERVED_SHAPES = ((2, 5, ()), (4, 3, (1,)), (8, 2, ()))
+# How parallel_update_step's work is split (the grader's `Case(work=...)` on every mesh, the visible check on 8
+# devices): one device's FLOPs, read from the compiled per-device program, at most `_STEP_FLOPS_FACTOR` times the
+# reference's (37 on 8 devices with 2 examples each, measured from the solution notebook's program on jax
+# 0.10.2; 47 on jax 0.12.0.1, far below the factor; a test keeps it between 0.9x and 1.3x). All of the batch on
+# every device (an all_gather of the shards or a psum of one-hot-placed ones), then the whole batch's gradient,
+# costs 7x (8 devices), 3.4x (4) and 1.8x (2: within the factor there, refused on 4 and 8); the equivalent
+# answers 1.49x at most (an all_gather of the losses and gradients, 8 devices).
+_STEP_FLOPS_FACTOR = 2.5
+_STEP_REFERENCE_FLOPS = 37.0
 # (devices, examples per device, steps) of the hidden train observations
 _OBSERVED_TRAIN = ((2, 4, 6), (4, 3, 9), (8, 2, 5))
 
@@ -207,6 +217,13 @@ TEXT = {
     "step_loss_summed": ("That is {k} times the full-batch loss: the device losses were summed, not averaged."),
     "step_loss_other": "Average the devices' losses of the incoming `params` over DATA_PARALLEL.",
     "step_no_average": "The gradients are not averaged: lax.pmean over '{axis}' is missing.",
+    "step_whole_batch": (
+        "`{name}` returns the right step with a collective over '{axis}', but one device computes {ratio}× the "
+        "reference's FLOPs on {k} devices ({got} against {want}, read from the compiled per-device program; at "
+        "most {factor}× is allowed): every device holds all of the batch and computes the whole batch's "
+        "gradient. Each device differentiates on its own shard only; `lax.pmean` averages the few numbers "
+        "that come out (the loss and the gradients)."
+    ),
     # 4. train
     "train_call": "`train(params, sharded_batch, {steps})` ({k} devices, starting from {start})",
     "train_not_pair": "{call} should return a pair `(final_params, losses)`, but it returned a `{type}`{length}",
@@ -394,14 +411,14 @@ def _abstract_case(k: int, per: int, trailing=()):
     )
 
 
-def _per_device_programs(fn: Callable, local: bool = False) -> dict:
+def _per_device_programs(fn: Callable, local: bool = False, work: dict | None = None) -> dict:
     """`fn(params, local_batch)` under `pmap(..., in_axes=(None, 0))` (params replicated), exported: the
     grader compares every device's outputs and reads the collectives' axes from the compiled program.
     `local`: also `fn` itself on one device's batch, with no axis bound (a local function must run there,
     as the notebook runs it: a collective, even one whose result is unused, fails to export, as it fails
-    the visible check's direct calls)."""
+    the visible check's direct calls). `work`: how each pmapped case's work is judged (`Case(work=...)`)."""
     cases = {
-        f"k{k}": Case(pmapped(fn, k, DATA_PARALLEL, in_axes=(None, 0)), *_abstract_case(k, per, trailing))
+        f"k{k}": Case(pmapped(fn, k, DATA_PARALLEL, in_axes=(None, 0)), *_abstract_case(k, per, trailing), work=work)
         for k, per, trailing in _OBSERVED_SHAPES
     }
     if local:
@@ -412,6 +429,11 @@ def _per_device_programs(fn: Callable, local: bool = False) -> dict:
 
 def _local_programs(fn: Callable) -> dict:
     return _per_device_programs(fn, local=True)
+
+
+def _step_programs(fn: Callable) -> dict:
+    """parallel_update_step's programs: each device's share of the work judged (`_STEP_FLOPS_FACTOR`)."""
+    return _per_device_programs(fn, work={"flops": _STEP_FLOPS_FACTOR})
 
 
 loss_fn = exercise(
@@ -583,6 +605,30 @@ def _expect_averages(fn: Callable, params, sharded) -> None:
     with _explained("parallel_update_step"):
         facts = examined(jax.pmap(fn, axis_name=DATA_PARALLEL, in_axes=(None, 0)), params, sharded)
     expect_communication("parallel_update_step", facts, DATA_PARALLEL, hint=_say("step_no_average", axis=DATA_PARALLEL))
+    _expect_step_work(fn)
+
+
+def _expect_step_work(fn: Callable) -> None:
+    """Each device differentiates on its own shard: one device's FLOPs (the grader's 8-device program) at most
+    `_STEP_FLOPS_FACTOR` times the reference's."""
+    name, k = "parallel_update_step", 8
+    with _explained(name):
+        program = pmapped(fn, k, DATA_PARALLEL, in_axes=(None, 0))
+        work = exported_work(jax.export.export(jax.jit(program))(*_abstract_case(k, 2)))
+    excess = work_excess(work, Work(_STEP_REFERENCE_FLOPS, 0, 0), {"flops": _STEP_FLOPS_FACTOR})
+    if excess is not None:
+        fail(
+            _say(
+                "step_whole_batch",
+                name=name,
+                axis=DATA_PARALLEL,
+                ratio=f"{excess[1]:.1f}",
+                k=k,
+                got=f"{work.flops:g}",
+                want=f"{_STEP_REFERENCE_FLOPS:g}",
+                factor=f"{_STEP_FLOPS_FACTOR:g}",
+            )
+        )
 
 
 parallel_update_step = exercise(
@@ -598,7 +644,7 @@ parallel_update_step = exercise(
         "gradients together, leaf by leaf (Pitfall 2): `p - model.LEARNING_RATE * g` for each. Return "
         "`(new_params, averaged_loss)`.",
     ],
-    observe=_per_device_programs,
+    observe=_step_programs,
 )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import jax
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
@@ -15,6 +16,7 @@ from namedaxes.checking import (
     fail,
     same_values,
 )
+from namedaxes.judging import Work, exported_work, work_excess
 from namedaxes.meshes import abstract_on as _on
 from namedaxes.meshes import line_mesh
 from namedaxes.meshes import placed as _placed
@@ -23,6 +25,7 @@ from .running import (
     _examined,
     _expect_float32,
     _expect_uses,
+    _explained,
     _judged,
     _observe_programs,
     _rule_divisible,
@@ -44,6 +47,13 @@ def _scatter_case(k: int) -> np.ndarray:
 
 
 _SCATTER_MESHES = (8, 4, 2)
+# How the work is split (the grader's `Case(work=...)` on every case, the visible check on the first): the
+# largest array one device materializes, read from the compiled per-device program, at most
+# `_SCATTER_LARGEST_FACTOR` times the reference's (its own block, 3 x 8 float32, on every mesh; a test keeps
+# it true). Adding k copies of the whole block side by side, so that the scatter hands every device all the
+# column sums, costs 8x (8 devices), 4x (4) and 2x (2); the equivalent answers 1x.
+_SCATTER_LARGEST_FACTOR = 1.5
+_SCATTER_REFERENCE_LARGEST = 4 * ROWS * COLUMNS
 
 
 def _own_columns(blocks: np.ndarray) -> np.ndarray:
@@ -128,6 +138,30 @@ def _check_sum_scatter_columns(fn: Callable) -> None:
         rules=_SCATTER_RULES,
         facts=facts,
     )
+    _expect_scatter_work(name, fn, _SCATTER_MESHES[0])
+
+
+def _expect_scatter_work(name: str, fn: Callable, k: int) -> None:
+    """No device holds every column sum: the largest array one device materializes (read from the compiled
+    per-device program the grader compiles) is at most `_SCATTER_LARGEST_FACTOR` times the reference's."""
+    mesh = line_mesh(k)
+    x = _placed(_scatter_case(k), mesh, P(DEVICES))
+    with _explained(name, mesh, _SCATTER_RULES):
+        work = exported_work(jax.export.export(jax.jit(lambda a: fn(a, mesh)))(x))
+    want = _SCATTER_REFERENCE_LARGEST
+    excess = work_excess(work, Work(0.0, 0, want), {"largest_bytes": _SCATTER_LARGEST_FACTOR})
+    if excess is not None:
+        fail(
+            _say(
+                "scatter_whole",
+                name=name,
+                ratio=f"{excess[1]:.1f}",
+                k=k,
+                got=work.largest_bytes,
+                want=want,
+                factor=f"{_SCATTER_LARGEST_FACTOR:g}",
+            )
+        )
 
 
 def _observe_sum_scatter_columns(fn: Callable) -> dict:
@@ -136,7 +170,8 @@ def _observe_sum_scatter_columns(fn: Callable) -> dict:
     for k in _SCATTER_MESHES:
         mesh = line_mesh(k)
         cases[f"k{k}"] = (mesh, [_on(mesh, (k * ROWS, COLUMNS), P(DEVICES))])
-    return _observe_programs(fn, cases, structure="k8", only=True)
+    work = {"largest_bytes": _SCATTER_LARGEST_FACTOR}
+    return _observe_programs(fn, cases, structure="k8", only=True, work=work)
 
 
 sum_scatter_columns = exercise(

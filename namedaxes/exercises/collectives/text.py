@@ -151,6 +151,13 @@ TEXT = {
         "Use `lax.psum_scatter` over DEVICES: each device receives only its own columns of the total "
         "and moves half the bytes of a psum (section 3)."
     ),
+    "scatter_whole": (
+        "`{name}` returns the right columns with the right collective, but one device's largest array is "
+        "{ratio}× the reference's on {k} devices ({got} bytes against {want}, read from the compiled per-device "
+        "program; at most {factor}× is allowed): every device holds all of the column sums, so the scatter "
+        "did the work of a psum. Scatter your own block as it is: each device then receives only its "
+        "columns of the total."
+    ),
     # 3. ring_all_reduce
     "ring_one_copy": (
         " That is one copy of the total. ppermute's result is typed varying, so the result keeps one "

@@ -17,6 +17,7 @@ from namedaxes.checking import (
     same_values,
 )
 from namedaxes.grading import Case, programs, spec
+from namedaxes.judging import Work, exported_work, work_excess
 from namedaxes.meshes import line_mesh
 
 from .running import (
@@ -132,24 +133,65 @@ def _check_global_metrics(fn: Callable) -> None:
     where = TEXT["on_mesh_workers"].format(k=k, p=p, n=k // p, what=TEXT["case_metrics"].format(shape=errors.shape))
     for (got,) in per_process:
         _expect_metrics(name, got, errors, k, p, where)
+    _expect_metrics_work(name, fn)
 
 
 # (processes, local devices, errors shape in rows per device x columns) of the graded programs
 _METRICS_GRADED = ((2, 2, 2, 3), (2, 4, 1, 3), (4, 2, 3, 0), (2, 4, 5, 0))
+# How the work is split (the grader's `Case(work=...)` on every case, the visible check on the last): one
+# device's FLOPs, read from the compiled per-device program, at most `_METRICS_FLOPS_FACTOR` times the
+# reference's (29 on 2 x 4 devices with 5 rows each, measured from the solution notebook's program on jax 0.10.2;
+# a test keeps it within 10 %). Every device's rows summed to every device by a psum of one-hot-placed blocks,
+# then every metric on all of errors, costs 3.1x, 3.3x, 2.5x and 4.7x on the four cases; the equivalent answers
+# 1.59x at most (per_process summed outside `jax.shard_map`, on the whole array).
+_METRICS_FLOPS_FACTOR = 2.0
+_METRICS_REFERENCE_FLOPS = 29.0
+
+
+def _metrics_case(fn: Callable, processes: int, local: int, per: int, cols: int) -> Case:
+    """`fn(errors, mesh)` traced as process 0 of `processes` x `local` devices, errors placed P(DEVICES); each
+    device's FLOPs judged."""
+    k = processes * local
+    mesh = line_mesh(k, DEVICES)
+    shape = (k * per, cols) if cols else (k * per,)
+    errors = spec(shape, jnp.float32, sharding=NamedSharding(mesh, P(DEVICES)))
+    return Case(
+        lambda e: fn(e, mesh),
+        errors,
+        context=_as_process(0, processes, local),
+        work={"flops": _METRICS_FLOPS_FACTOR},
+    )
+
+
+def _expect_metrics_work(name: str, fn: Callable) -> None:
+    """Each device sums its own rows: one device's FLOPs (the grader's program on 2 x 4 devices, 5 rows each)
+    at most `_METRICS_FLOPS_FACTOR` times the reference's."""
+    processes, local, per, cols = _METRICS_GRADED[-1]
+    case = _metrics_case(fn, processes, local, per, cols)
+    with _explained(name, line_mesh(processes * local, DEVICES)), case.context():
+        work = exported_work(jax.export.export(jax.jit(case.fn))(*case.args))
+    excess = work_excess(work, Work(_METRICS_REFERENCE_FLOPS, 0, 0), {"flops": _METRICS_FLOPS_FACTOR})
+    if excess is not None:
+        fail(
+            TEXT["metrics_whole"].format(
+                name=name,
+                ratio=f"{excess[1]:.1f}",
+                k=processes * local,
+                got=f"{work.flops:g}",
+                want=f"{_METRICS_REFERENCE_FLOPS:g}",
+                factor=f"{_METRICS_FLOPS_FACTOR:g}",
+            )
+        )
 
 
 def _observe_global_metrics(fn: Callable) -> dict:
     """Graded: `fn(errors, mesh)` with its mesh (k devices, axis DEVICES) bound, traced as process 0 of
-    clusters of 2 x 2, 2 x 4 and 4 x 2 devices and exported; errors placed P(DEVICES)."""
-    cases = {}
-    for processes, local, per, cols in _METRICS_GRADED:
-        k = processes * local
-        mesh = line_mesh(k, DEVICES)
-        shape = (k * per, cols) if cols else (k * per,)
-        errors = spec(shape, jnp.float32, sharding=NamedSharding(mesh, P(DEVICES)))
-        cases[f"{processes}x{local}_rows{per}_cols{cols}"] = Case(
-            lambda e, mesh=mesh: fn(e, mesh), errors, context=_as_process(0, processes, local)
-        )
+    clusters of 2 x 2, 2 x 4 and 4 x 2 devices and exported; errors placed P(DEVICES); one device's FLOPs
+    judged against the reference's (`_METRICS_FLOPS_FACTOR`)."""
+    cases = {
+        f"{processes}x{local}_rows{per}_cols{cols}": _metrics_case(fn, processes, local, per, cols)
+        for processes, local, per, cols in _METRICS_GRADED
+    }
     return programs(cases)
 
 

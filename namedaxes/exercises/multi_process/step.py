@@ -17,6 +17,7 @@ from namedaxes.checking import (
     same_values,
 )
 from namedaxes.grading import Case, programs, spec
+from namedaxes.judging import Work, exported_work, work_excess
 from namedaxes.meshes import line_mesh
 
 from .running import (
@@ -176,26 +177,70 @@ def _check_masked_step(fn: Callable) -> None:
     where = TEXT["on_mesh_workers"].format(k=k, p=p, n=k // p, what=_step_what(batch, k))
     for (got,) in per_process:
         _expect_step(name, got, params, batch, k, p, where)
+    _expect_step_work(name, fn)
+
+
+# How the work is split (the grader's `Case(work=...)` on every case, the visible check on 2 x 4 devices): one
+# device's FLOPs, read from the compiled per-device program, at most `_STEP_FLOPS_FACTOR` times the reference's
+# (59 on 2 processes x 4 devices with 3 rows each, measured from the solution notebook's program on jax 0.10.2; a
+# test keeps it within 10 %). Every device's rows summed to every device by a psum of one-hot-placed blocks, then
+# the whole batch's gradient, costs 4.9x (2 x 2), 9.4x (2 x 4, 3 rows) and 7.3x (2 x 4, 5 rows); equivalent
+# answers 1.0x.
+_STEP_FLOPS_FACTOR = 1.5
+_STEP_REFERENCE_FLOPS = 59.0
+_STEP_CASES = ((2, 2, 3), (2, 4, 3), (2, 4, 5))  # (processes, devices per process, rows per device)
+
+
+def _step_case(fn: Callable, processes: int, local: int, per: int) -> Case:
+    """`fn(params, batch, mesh)` traced as process 0 of `processes` x `local` devices: params placed P(),
+    the batch (x, y float32, mask bool) placed P(DATA_PARALLEL); each device's FLOPs judged."""
+    k = processes * local
+    mesh = line_mesh(k, DATA_PARALLEL)
+    replicated, split = NamedSharding(mesh, P()), NamedSharding(mesh, P(DATA_PARALLEL))
+    params = {key: spec((), jnp.float32, sharding=replicated) for key in PARAM_NAMES}
+    batch = {
+        "x": spec((k * per,), jnp.float32, sharding=split),
+        "y": spec((k * per,), jnp.float32, sharding=split),
+        "mask": spec((k * per,), jnp.bool_, sharding=split),
+    }
+    return Case(
+        lambda prm, b: fn(prm, b, mesh),
+        params,
+        batch,
+        context=_as_process(0, processes, local),
+        work={"flops": _STEP_FLOPS_FACTOR},
+    )
+
+
+def _expect_step_work(name: str, fn: Callable) -> None:
+    """Each device differentiates its own rows: one device's FLOPs (the grader's program on 2 x 4 devices)
+    at most `_STEP_FLOPS_FACTOR` times the reference's."""
+    processes, local, per = _STEP_CASES[1]
+    case = _step_case(fn, processes, local, per)
+    with _explained(name, line_mesh(processes * local, DATA_PARALLEL)), case.context():
+        work = exported_work(jax.export.export(jax.jit(case.fn))(*case.args))
+    excess = work_excess(work, Work(_STEP_REFERENCE_FLOPS, 0, 0), {"flops": _STEP_FLOPS_FACTOR})
+    if excess is not None:
+        fail(
+            TEXT["step_whole_batch"].format(
+                name=name,
+                ratio=f"{excess[1]:.1f}",
+                k=processes * local,
+                got=f"{work.flops:g}",
+                want=f"{_STEP_REFERENCE_FLOPS:g}",
+                factor=f"{_STEP_FLOPS_FACTOR:g}",
+            )
+        )
 
 
 def _observe_masked_step(fn: Callable) -> dict:
     """Graded: `fn(params, batch, mesh)` with its mesh (k devices, axis DATA_PARALLEL) bound, traced as
     process 0 of clusters of 2 x 2 and 2 x 4 devices and exported; params placed P(), the batch
-    (x, y float32, mask bool: the grader draws which rows are real) placed P(DATA_PARALLEL)."""
-    cases = {}
-    for processes, local, per in ((2, 2, 3), (2, 4, 3), (2, 4, 5)):
-        k = processes * local
-        mesh = line_mesh(k, DATA_PARALLEL)
-        replicated, split = NamedSharding(mesh, P()), NamedSharding(mesh, P(DATA_PARALLEL))
-        params = {key: spec((), jnp.float32, sharding=replicated) for key in PARAM_NAMES}
-        batch = {
-            "x": spec((k * per,), jnp.float32, sharding=split),
-            "y": spec((k * per,), jnp.float32, sharding=split),
-            "mask": spec((k * per,), jnp.bool_, sharding=split),
-        }
-        cases[f"{processes}x{local}_rows{per}"] = Case(
-            lambda prm, b, mesh=mesh: fn(prm, b, mesh), params, batch, context=_as_process(0, processes, local)
-        )
+    (x, y float32, mask bool: the grader draws which rows are real) placed P(DATA_PARALLEL); one device's FLOPs
+    judged against the reference's (`_STEP_FLOPS_FACTOR`)."""
+    cases = {
+        f"{processes}x{local}_rows{per}": _step_case(fn, processes, local, per) for processes, local, per in _STEP_CASES
+    }
     return programs(cases)
 
 

@@ -178,6 +178,19 @@ TEXT = {
         "The devices' gradients and real-row counts are combined with `lax.psum(..., DATA_PARALLEL)` "
         "inside `jax.shard_map`."
     ),
+    "metrics_whole": (
+        "`{name}` returns the right metrics, but one device computes {ratio}× the reference's FLOPs on {k} "
+        "devices ({got} against {want}, read from the compiled per-device program; at most {factor}× is "
+        "allowed): every device holds all of `errors` and computes every metric on it. Each device sums its "
+        "own rows only; `lax.psum` over DEVICES adds the sums and the counts (a few numbers)."
+    ),
+    "step_whole_batch": (
+        "`{name}` returns the right step with a psum over DATA_PARALLEL, but one device computes {ratio}× the "
+        "reference's FLOPs on {k} devices ({got} against {want}, read from the compiled per-device program; at "
+        "most {factor}× is allowed): every device holds all of the batch and computes the whole batch's "
+        "gradient. Each device differentiates its own rows' sum only; `lax.psum` adds the gradients and the "
+        "real-row counts (a few numbers)."
+    ),
     "case_metrics": "errors of shape {shape}",
     "case_step": "{rows} rows, {real} real: {counts} real rows per device",
 }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -17,6 +18,7 @@ from namedaxes.checking import (
 )
 from namedaxes.checking.regions import judge_regions
 from namedaxes.grading import Case, programs, spec
+from namedaxes.judging import Work, exported_work, work_excess
 from namedaxes.meshes import line_mesh
 from namedaxes.meshes import with_mesh as _bound
 
@@ -33,6 +35,13 @@ _WEIGHTED_CASES = [
     (4, _f32([2.0, -1.0]), _f32(np.arange(8).reshape(2, 4) / 4.0 - 1.0)),
     (2, _f32([0.5, 1.0, -2.0]), _f32([[3.0, -1.0], [0.5, 2.0], [1.0, 1.0]])),
 ]
+# How the work is split (the grader's `Case(work=...)` and the visible check alike, on every mesh): the largest
+# array one device materializes, read from the compiled per-device program, at most `_WEIGHTED_LARGEST_FACTOR`
+# times the reference's (bytes per mesh size, measured from the solution notebook's program on jax 0.10.2; a test
+# keeps them true). Every column summed to every device by a psum of one-hot-placed columns costs 8x (8 devices),
+# 4x (4) and 2x (2); the equivalent answers 1x.
+_WEIGHTED_LARGEST_FACTOR = 1.5
+_WEIGHTED_REFERENCE_LARGEST = {8: 12, 4: 8, 2: 12}
 
 
 def _migration_shape_hint(i: int, got: tuple, d: int, k: int) -> str:
@@ -93,14 +102,43 @@ def _check_weighted_total_shard_map(fn: Callable) -> None:
         why=_say("migration_why"),
         context=_explained(name, mesh),
     )
+    for k, w, x in _WEIGHTED_CASES:  # how the work is split, once the values and the psum are right
+        _expect_weighted_work(name, fn, k, w.shape, x.shape)
+
+
+def _expect_weighted_work(name: str, fn: Callable, k: int, w_shape, x_shape) -> None:
+    """Each device holds its own column: the largest array one device materializes (the program the grader
+    compiles) at most `_WEIGHTED_LARGEST_FACTOR` times the reference's."""
+    mesh = line_mesh(k)
+    args = (spec(w_shape, jnp.float32), spec(x_shape, jnp.float32))
+    with _explained(name, mesh):
+        work = exported_work(jax.export.export(jax.jit(_bound(fn, mesh)))(*args))
+    want = _WEIGHTED_REFERENCE_LARGEST[k]
+    excess = work_excess(work, Work(0.0, 0, want), {"largest_bytes": _WEIGHTED_LARGEST_FACTOR})
+    if excess is not None:
+        fail(
+            _say(
+                "migration_whole",
+                name=name,
+                ratio=f"{excess[1]:.1f}",
+                k=k,
+                got=work.largest_bytes,
+                want=want,
+                factor=f"{_WEIGHTED_LARGEST_FACTOR:g}",
+            )
+        )
 
 
 def _observe_weighted_total_shard_map(fn: Callable) -> dict:
-    """Exported programs of `fn(w, x, mesh)` on 8, 4 and 2 devices (the grader draws w and x)."""
+    """Exported programs of `fn(w, x, mesh)` on 8, 4 and 2 devices (the grader draws w and x and judges the
+    largest array one device materializes against the reference's, `_WEIGHTED_LARGEST_FACTOR`)."""
     return programs(
         {
             f"out_k{k}_d{w.shape[0]}": Case(
-                _bound(fn, line_mesh(k)), spec(w.shape, jnp.float32), spec(x.shape, jnp.float32)
+                _bound(fn, line_mesh(k)),
+                spec(w.shape, jnp.float32),
+                spec(x.shape, jnp.float32),
+                work={"largest_bytes": _WEIGHTED_LARGEST_FACTOR},
             )
             for k, w, x in _WEIGHTED_CASES
         }

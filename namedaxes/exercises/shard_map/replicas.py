@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import NamedSharding
@@ -20,6 +21,7 @@ from namedaxes.checking import (
 )
 from namedaxes.checking.regions import judge_regions
 from namedaxes.grading import Case, programs, spec
+from namedaxes.judging import Work, exported_work, work_excess
 from namedaxes.meshes import grid_mesh
 from namedaxes.meshes import placed as _placed
 from namedaxes.meshes import with_mesh as _bound
@@ -41,6 +43,14 @@ _REPLICA_CASES = [
     ((4, 2), np.arange(8, dtype=np.float32).reshape(4, 2) - 3.0),
     ((2, 2), np.asarray([[1.0, 2.0, 10.0, 20.0], [3.0, 4.0, 30.0, 40.0]], np.float32)),
 ]
+# How the work is split (the grader's `Case(work=...)` on every mesh, the visible check on the 2 x 4 mesh): one
+# device's FLOPs, read from the compiled per-device program, at most `_REPLICA_FLOPS_FACTOR` times the
+# reference's (4 on the 2 x 4 mesh, measured from the solution notebook's program on jax 0.10.2; a test keeps it
+# within 10 %). A row's blocks summed to each of its devices by a psum of one-hot-placed blocks, then the whole
+# row added up on each, costs 12.5x (2 x 4), 25x (4 x 2) and 12.5x (2 x 2); the equivalent answers 1.5x at most
+# (the blocks psummed, then their columns added). The counts are tiny, hence the wide factor.
+_REPLICA_FLOPS_FACTOR = 3.0
+_REPLICA_REFERENCE_FLOPS = 4.0
 
 
 def _replica_shape_hint(got: tuple, x_shape: tuple, mesh_shape: tuple) -> str:
@@ -116,19 +126,44 @@ def _check_replica_totals(fn: Callable) -> None:
     extra = [c for c in got.present if c.endswith(f" over '{DATA_SHARDS}'")]
     if extra:  # a surplus collective counts against, used or not (as the grader counts it)
         fail(_say("replica_extra_axis", name=name, axis=DATA_SHARDS, seen=checking_text["list_sep"].join(extra)))
+    _expect_replica_work(name, fn)
+
+
+def _expect_replica_work(name: str, fn: Callable) -> None:
+    """Each device adds up its own block's rows: one device's FLOPs (the grader's program on the 2 x 4 mesh)
+    at most `_REPLICA_FLOPS_FACTOR` times the reference's."""
+    shape, x_np = _REPLICA_CASES[0]
+    mesh = grid_mesh(shape)
+    placed = spec(x_np.shape, jnp.float32, sharding=NamedSharding(mesh, P(DATA_SHARDS, MODEL_REPLICAS)))
+    with _explained(name, mesh):
+        work = exported_work(jax.export.export(jax.jit(_bound(fn, mesh)))(placed))
+    excess = work_excess(work, Work(_REPLICA_REFERENCE_FLOPS, 0, 0), {"flops": _REPLICA_FLOPS_FACTOR})
+    if excess is not None:
+        fail(
+            _say(
+                "replica_whole_row",
+                name=name,
+                ratio=f"{excess[1]:.1f}",
+                mesh=f"{shape[0]} x {shape[1]}",
+                got=f"{work.flops:g}",
+                want=f"{_REPLICA_REFERENCE_FLOPS:g}",
+                factor=f"{_REPLICA_FLOPS_FACTOR:g}",
+            )
+        )
 
 
 def _observe_replica_totals(fn: Callable) -> dict:
     """Exported programs of `fn(x, mesh)`, x placed P(DATA_SHARDS, MODEL_REPLICAS) on three meshes.
 
     The grader requires the reference's communication (a psum over MODEL_REPLICAS) and nothing over
-    DATA_SHARDS (`only_axes`): the rows stay on their data shard."""
+    DATA_SHARDS (`only_axes`): the rows stay on their data shard; one device's FLOPs are judged against the
+    reference's (`_REPLICA_FLOPS_FACTOR`)."""
     cases = {}
     for shape, x_np in _REPLICA_CASES:
         mesh = grid_mesh(shape)
         placed = spec(x_np.shape, jnp.float32, sharding=NamedSharding(mesh, P(DATA_SHARDS, MODEL_REPLICAS)))
         cases[f"out_{shape[0]}x{shape[1]}_{x_np.shape[0]}x{x_np.shape[1]}"] = Case(
-            _bound(fn, mesh), placed, only_axes=True
+            _bound(fn, mesh), placed, only_axes=True, work={"flops": _REPLICA_FLOPS_FACTOR}
         )
     return programs(cases)
 

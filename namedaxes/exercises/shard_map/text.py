@@ -234,6 +234,32 @@ TEXT = {
         "device, not data parallelism. Keep each device on its own examples and combine only their "
         "sums (a few numbers) with `lax.psum` over DATA_PARALLEL."
     ),
+    "migration_whole": (
+        "`{name}` returns the right total and columns, but one device's largest array is {ratio}× the "
+        "reference's on {k} devices ({got} bytes against {want}, read from the compiled per-device program; at "
+        "most {factor}× is allowed): every device holds all of the weighted columns. As under `pmap`, each "
+        "device weights its own column only, and `lax.psum` over DEVICES adds them up."
+    ),
+    "replica_whole_row": (
+        "`{name}` returns the right totals with a psum over MODEL_REPLICAS, but one device computes {ratio}× "
+        "the reference's FLOPs on the {mesh} mesh ({got} against {want}, read from the compiled per-device "
+        "program; at most {factor}× is allowed): every device holds all of its row's blocks and adds up the "
+        "whole row. Each device adds up its own block's part of each row, and `lax.psum` over MODEL_REPLICAS "
+        "adds those partial totals."
+    ),
+    "scaled_whole": (
+        "`{name}` returns the right totals with a psum over DEVICES, but one device computes {ratio}× the "
+        "reference's FLOPs on {k} devices ({got} against {want}, read from the compiled per-device program; at "
+        "most {factor}× is allowed): every device holds all of `x` and adds up every row. Each device adds up "
+        "its own rows only, and `lax.psum` over DEVICES adds those partial totals (a few numbers)."
+    ),
+    "dp_whole_batch": (
+        "`{name}` returns the right parameters with a psum over DATA_PARALLEL, but one device computes "
+        "{ratio}× the reference's FLOPs on {k} devices ({got} against {want}, read from the compiled per-device "
+        "program; at most {factor}× is allowed): every device holds all of the batch and computes the whole "
+        "batch's step. Keep each device on its own examples and combine only their sums (a few numbers) with "
+        "`lax.psum` over DATA_PARALLEL."
+    ),
     "jit_writes_collectives": (
         "`{name}` returns the right parameters, but it writes its own collectives ({seen}). In this "
         "exercise the compiler does the communication: no `shard_map` and no `lax.psum`/`lax.pmean`, "

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -21,6 +22,7 @@ from namedaxes.checking import (
     same_values,
 )
 from namedaxes.grading import Case, programs, spec
+from namedaxes.judging import Work, exported_work, work_excess
 from namedaxes.meshes import line_mesh
 from namedaxes.meshes import with_mesh as _bound
 
@@ -156,6 +158,39 @@ def _check_dp_train_step(fn: Callable) -> None:
     if moves:
         fail(_say("dp_gathers", name=name, seen=checking_text["list_sep"].join(moves)))
     expect_communication(name, facts, DATA_PARALLEL, "psum", hint=_say("dp_why"))
+    _expect_dp_work(name, fn)
+
+
+# How the work is split (the grader's `Case(work=...)` on every value case, the visible check on 8 devices):
+# one device's FLOPs, read from the compiled per-device program, at most `_DP_FLOPS_FACTOR` times the
+# reference's (139 on 8 devices and 64 examples, measured from the solution notebook's program on jax 0.10.2; a
+# test keeps it within 10 %). Every device's examples summed to every device by a psum of one-hot-placed blocks,
+# then the whole batch's step on each, costs 6.3x (8 devices), 4.4x (4) and 2.5x (2); equivalent answers 1.07x
+# at most.
+_DP_FLOPS_FACTOR = 1.5
+_DP_REFERENCE_FLOPS = 139.0
+
+
+def _expect_dp_work(name: str, fn: Callable) -> None:
+    """Each device computes on its own examples: one device's FLOPs (the program the grader compiles, on the
+    8-device case) at most `_DP_FLOPS_FACTOR` times the reference's."""
+    k, n = _OBSERVED_TRAINING[0]
+    mesh = line_mesh(k, DATA_PARALLEL)
+    with _explained(name, mesh):
+        work = exported_work(jax.export.export(jax.jit(_bound(fn, mesh)))(*_training_args(n)))
+    excess = work_excess(work, Work(_DP_REFERENCE_FLOPS, 0, 0), {"flops": _DP_FLOPS_FACTOR})
+    if excess is not None:
+        fail(
+            _say(
+                "dp_whole_batch",
+                name=name,
+                ratio=f"{excess[1]:.1f}",
+                k=k,
+                got=f"{work.flops:g}",
+                want=f"{_DP_REFERENCE_FLOPS:g}",
+                factor=f"{_DP_FLOPS_FACTOR:g}",
+            )
+        )
 
 
 # (devices, examples) of the hidden training observations: the visible shapes, and 2 devices
@@ -174,8 +209,9 @@ def _observe_training(fn: Callable, *, structure: bool) -> dict:
     """Exported programs of one step `fn(params, batch, mesh)` on 8, 4 and 2 devices (the grader draws
     params and batch; the new params are compared with the reference step's). With `structure`, one
     more case grades only the communication: the reference's collectives and no other."""
+    work = {"flops": _DP_FLOPS_FACTOR} if structure else None  # dp_train_step: each device's share judged
     cases = {
-        f"k{k}_n{n}": Case(_bound(fn, line_mesh(k, DATA_PARALLEL)), *_training_args(n), draw=_TRAINING_DRAW)
+        f"k{k}_n{n}": Case(_bound(fn, line_mesh(k, DATA_PARALLEL)), *_training_args(n), draw=_TRAINING_DRAW, work=work)
         for k, n in _OBSERVED_TRAINING
     }
     if structure:

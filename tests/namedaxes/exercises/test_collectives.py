@@ -301,7 +301,26 @@ def _dead_scatter_beside_psum(x, mesh):
     return jax.shard_map(body, mesh=mesh, in_specs=P(DEVICES), out_specs=P(None, DEVICES))(x)
 
 
+def _scatter_of_copies(x, mesh):
+    """Everything on every device through the allowed collective (issue 46): k copies of the block side by
+    side, scattered, hand every device all the column sums; it keeps its own columns of them."""
+
+    def body(block):
+        k, i = lax.axis_size(DEVICES), lax.axis_index(DEVICES)
+        every_sum = lax.psum_scatter(jnp.tile(block, (1, k)), DEVICES, scatter_dimension=1, tiled=True)
+        width = block.shape[1] // k
+        return _unit(lax.dynamic_slice_in_dim(every_sum, i * width, width, axis=1))
+
+    return jax.shard_map(body, mesh=mesh, in_specs=P(DEVICES), out_specs=P(None, DEVICES))(x)
+
+
 SCATTER_WRONG = {
+    "every column sum on every device (k copies scattered)": (
+        _scatter_of_copies,
+        r"(?s)right columns with the right collective, but one device's largest array is 8\.0× the "
+        r"reference's on 8 devices \(768 bytes against 96.*at most 1\.5×.*every device holds all of the "
+        r"column sums",
+    ),
     # issue 16: read the grader's way, a psum_scatter that does not reach the result counts for nothing
     "a dead psum_scatter beside a psum": (
         _dead_scatter_beside_psum,
@@ -405,6 +424,12 @@ def test_sum_scatter_columns_observations_reject_wrong_answers():
     )
     reason = _why_not(observe(q.sum_scatter_columns, SCATTER_WRONG["psum, then the own columns"][0]), reference)
     assert f"expected psum_scatter over '{DEVICES}'" in reason and "values differ" not in reason
+    # every column sum on every device: judged on the largest array one device holds (issue 46)
+    reason = _why_not(
+        observe(q.sum_scatter_columns, SCATTER_WRONG["every column sum on every device (k copies scattered)"][0]),
+        reference,
+    )
+    assert "largest" in reason and "values differ" not in reason, reason
     # the columns stay split: a replicated result is wrong on layout before anything else (issue 16)
     reason = _why_not(observe(q.sum_scatter_columns, SCATTER_WRONG["psum, replicated"][0]), reference)
     assert (
@@ -869,3 +894,23 @@ test_the_visible_check_and_the_grader_agree = agreement_test(
         "fsdp_step": (q.fsdp_step, *matrix_rows(ref_fsdp_step, FSDP_EQUIVALENT, FSDP_WRONG)),
     }
 )
+
+
+def test_sum_scatter_columns_work_is_judged_against_the_references_largest_array():
+    """The visible check's reference largest array is the reference program's, measured as the grader measures
+    it on every mesh; the grader refuses every column sum on every device for its largest array on every mesh."""
+    from namedaxes import judging
+    from namedaxes.exercises.collectives import scatter
+
+    for k in scatter._SCATTER_MESHES:
+        mesh = line_mesh(k)
+        x = jax.device_put(scatter._scatter_case(k), NamedSharding(mesh, P(DEVICES)))
+        program = jax.jit(lambda v, mesh=mesh: ref_sum_scatter_columns(v, mesh))
+        assert judging.exported_work(jax.export.export(program)(x)).largest_bytes == scatter._SCATTER_REFERENCE_LARGEST
+    cheat = SCATTER_WRONG["every column sum on every device (k copies scattered)"][0]
+    reason = judge_observations(
+        observe(q.sum_scatter_columns, ref_sum_scatter_columns), observe(q.sum_scatter_columns, cheat)
+    ).reason(limit=8)
+    for k, ratio in ((8, 8), (4, 4), (2, 2)):
+        said = rf"k{k}: memory: one device materializes an array of {ratio}× the size of the reference's largest"
+        assert re.search(said, reason), reason

@@ -10,6 +10,7 @@ rejected with the message that helps (the regex names what it must say), and
 their observations do not match.
 """
 
+import re
 import types
 
 import jax
@@ -284,6 +285,20 @@ METRICS_RIGHT = {
 }
 
 
+def metrics_whole_by_psum(errors, mesh):
+    """Everything on every device through the allowed collective (issue 46): each device places its rows in a
+    zero array of the whole shape at its own index, a psum adds them (every device now holds all of errors),
+    and every device computes every metric on all of it."""
+
+    def per_device(block):
+        k, i = lax.axis_size(DEVICES), lax.axis_index(DEVICES)
+        whole = lax.psum(jnp.zeros((k, *block.shape), block.dtype).at[i].set(block), DEVICES)
+        shares = whole.reshape(jax.process_count(), -1).sum(axis=1)
+        return {"total": jnp.sum(whole), "mean": jnp.mean(whole), "per_process": shares}
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=P(DEVICES), out_specs=P())(errors)
+
+
 def _metrics_whole_errors(errors, mesh):
     """Every device takes all of errors (replicated in_specs), computes every metric alone and divides
     the psum of each by the device count: the right values, but no device works on its own rows."""
@@ -314,6 +329,11 @@ METRICS_WRONG = {
         _metrics_dead_region,
         r"(?s)right values, but the `jax\.shard_map` over 'devices' in it that gives each device its own shard "
         r"\(input 1 split over 'devices' along dimension 0\) does not reach the result",
+    ),
+    "all of errors on every device (psum of one-hot blocks)": (
+        metrics_whole_by_psum,
+        r"(?s)right metrics, but one device computes 4\.\d× the reference's FLOPs on 8 devices \(\d+ against 29.*"
+        r"at most 2×.*every device holds all of `errors`",
     ),
     "whole errors on every device": (
         _metrics_whole_errors,
@@ -565,7 +585,33 @@ STEP_RIGHT = {
     "pmean times k": step_pmean_times_k,
     "as notebook source": _as_notebook_function(masked_step_ref),
 }
+
+
+def _whole_batch_by_psum(params, local_batch):
+    """Everything on every device through the allowed collective (issue 46): each device places its rows in a
+    zero array of the whole batch's shape at its own index, a psum adds them (every device now holds the whole
+    batch), and every device computes the whole batch's masked step."""
+    k, i = lax.axis_size(DATA_PARALLEL), lax.axis_index(DATA_PARALLEL)
+
+    def everyone(a):
+        return lax.psum(jnp.zeros((k, *a.shape), a.dtype).at[i].set(a), DATA_PARALLEL).reshape(-1)
+
+    whole = jax.tree.map(everyone, local_batch)
+    return _update(params, jax.grad(lambda p: _sse(p, whole) / jnp.sum(whole["mask"]))(params))
+
+
+def step_whole_batch(params, batch, mesh):
+    return jax.shard_map(_whole_batch_by_psum, mesh=mesh, in_specs=(P(), P(DATA_PARALLEL)), out_specs=P())(
+        params, batch
+    )
+
+
 STEP_WRONG = {
+    "the whole batch on every device (psum of one-hot blocks)": (
+        step_whole_batch,
+        r"(?s)right step with a psum over DATA_PARALLEL, but one device computes 9\.\d× the reference's FLOPs "
+        r"on 8 devices \(\d+ against 59.*at most 1\.5×.*every device holds all of the batch",
+    ),
     # issue 11's checker gaps: hard-coded device counts, the process's device count
     "psum(...) / 8": (
         _step_map(
@@ -724,3 +770,34 @@ test_the_visible_check_and_the_grader_agree = agreement_test(
         "masked_step": (q.masked_step, *matrix_rows(masked_step_ref, STEP_RIGHT, STEP_WRONG)),
     }
 )
+
+
+def test_masked_step_work_is_judged_against_the_references_flops(step_reference):
+    """The visible check's reference FLOPs are the reference program's, measured as the grader measures them;
+    the grader refuses the whole batch on every device for its FLOPs on every case."""
+    from namedaxes import judging
+
+    case = step._step_case(masked_step_ref, *step._STEP_CASES[1])
+    with case.context():
+        measured = judging.exported_work(jax.export.export(jax.jit(case.fn))(*case.args)).flops
+    assert step._STEP_REFERENCE_FLOPS * 0.9 <= measured <= step._STEP_REFERENCE_FLOPS * 1.1, measured
+    cheat = STEP_WRONG["the whole batch on every device (psum of one-hot blocks)"][0]
+    reason = judge_observations(step_reference, observe(q.masked_step, cheat)).reason(limit=8)
+    for name in ("2x2_rows3", "2x4_rows3", "2x4_rows5"):  # 4.9x, 9.4x, 7.3x on jax 0.10.2
+        assert re.search(rf"{name}: work: one device computes \d(\.\d)?× the reference's FLOPs", reason), reason
+
+
+def test_global_metrics_work_is_judged_against_the_references_flops(metrics_reference):
+    """The visible check's reference FLOPs are the reference program's, measured as the grader measures them;
+    the grader refuses all of errors on every device for its FLOPs on every case."""
+    from namedaxes import judging
+    from namedaxes.exercises.multi_process import metrics
+
+    case = metrics._metrics_case(metrics_ref, *metrics._METRICS_GRADED[-1])
+    with case.context():
+        measured = judging.exported_work(jax.export.export(jax.jit(case.fn))(*case.args)).flops
+    assert metrics._METRICS_REFERENCE_FLOPS * 0.9 <= measured <= metrics._METRICS_REFERENCE_FLOPS * 1.1, measured
+    cheat = METRICS_WRONG["all of errors on every device (psum of one-hot blocks)"][0]
+    reason = judge_observations(metrics_reference, observe(q.global_metrics, cheat)).reason(limit=8)
+    for name in ("2x2_rows2_cols3", "2x4_rows1_cols3", "4x2_rows3_cols0", "2x4_rows5_cols0"):  # 3.1x to 4.7x
+        assert re.search(rf"{name}: work: one device computes \d(\.\d)?× the reference's FLOPs", reason), reason

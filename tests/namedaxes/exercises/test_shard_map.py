@@ -6,6 +6,8 @@ answer matches the reference's under the autograder's comparison rules, and
 `observe` of a wrong answer does not.
 """
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -28,6 +30,7 @@ from namedaxes import DATA_PARALLEL, DATA_SHARDS, DEVICES, MODEL_REPLICAS
 from namedaxes.exercises import shard_map as q
 from namedaxes.exercises.shard_map import LEARNING_RATE, loss_fn, sgd_step, weighted_total
 from namedaxes.grading import Case, programs, spec
+from namedaxes.meshes import grid_mesh
 
 
 def _matches(student: dict, reference: dict) -> bool:
@@ -145,7 +148,21 @@ def _rows_dropped(x, mesh):
     )
 
 
+def _whole_x_by_psum(block):
+    """Everything on every device through the allowed collective (issue 46): each device places its block in
+    a zero array at its own index, a psum adds them (every device now holds all of x), and every device adds
+    up every row."""
+    k, i = lax.axis_size(DEVICES), lax.axis_index(DEVICES)
+    whole = lax.psum(jnp.zeros((k, *block.shape), block.dtype).at[i].set(block), DEVICES)
+    return jnp.sum(whole.reshape(-1, block.shape[-1]) * 2.0, axis=0)
+
+
 SCALED_SUM_WRONG = {
+    "all of x on every device (psum of one-hot blocks)": (
+        _scaled_sum_with(_whole_x_by_psum),
+        r"(?s)right totals with a psum over DEVICES, but one device computes 11\.\d× the reference's FLOPs "
+        r"on 8 devices \(\d+ against 14.*at most 2\.5×.*every device holds all of `x`",
+    ),
     "unanswered": (_not_written, r"`sharded_scaled_sum` is not written yet"),
     "rows not padded (section 2's cell per column)": (
         lambda x, mesh: jax.shard_map(
@@ -329,7 +346,21 @@ def _whole_rows(x, mesh):
     )(x)
 
 
+def _whole_row_by_psum(block):
+    """Everything on every device through the allowed collective (issue 46): each device places its block in a
+    zero array at its own index along MODEL_REPLICAS, a psum over MODEL_REPLICAS adds them (every device now
+    holds all of its row's blocks), and every device adds up the whole row."""
+    k, i = lax.axis_size(MODEL_REPLICAS), lax.axis_index(MODEL_REPLICAS)
+    every = lax.psum(jnp.zeros((k, *block.shape), block.dtype).at[i].set(block), MODEL_REPLICAS)
+    return jnp.sum(jnp.concatenate(list(every), axis=1), axis=1)
+
+
 REPLICA_WRONG = {
+    "all of a row's blocks on every device (psum of one-hot blocks)": (
+        _replica_with(_whole_row_by_psum, P(DATA_SHARDS)),
+        r"(?s)right totals with a psum over MODEL_REPLICAS, but one device computes 12\.\d× the reference's "
+        r"FLOPs on the 2 x 4 mesh \(\d+ against 4.*at most 3×.*every device holds all of its row's blocks",
+    ),
     "unanswered": (_not_written, r"`replica_totals` is not written yet"),
     "section 3's psum_over for the other axis": (
         _replica_with(lambda b: lax.psum(b, MODEL_REPLICAS), P(DATA_SHARDS, None)),
@@ -566,7 +597,29 @@ def _ascend(params, local_batch):
     return jax.tree.map(lambda p, n: 2 * p - n, params, new)
 
 
+def _whole_batch_by_psum(params, local_batch):
+    """Everything on every device through the allowed collective (issue 46): each device places its block in
+    a zero array of the whole batch's shape at its own index, a psum adds them (every device now holds the
+    whole batch), and every device computes the whole batch's step."""
+    k, i = lax.axis_size(DATA_PARALLEL), lax.axis_index(DATA_PARALLEL)
+
+    def everyone(a):
+        return lax.psum(jnp.zeros((k, *a.shape), a.dtype).at[i].set(a), DATA_PARALLEL).reshape(-1)
+
+    whole = jax.tree.map(everyone, local_batch)
+
+    def loss(p):
+        return jnp.sum(whole["weight"] * _error(p, whole) ** 2) / jnp.sum(whole["weight"])
+
+    return sgd_update(params, jax.grad(loss)(params))
+
+
 DP_WRONG = {
+    "the whole batch on every device (psum of one-hot blocks)": (
+        _dp_with(_whole_batch_by_psum),
+        r"(?s)right parameters with a psum over DATA_PARALLEL, but one device computes 6\.\d× the reference's "
+        r"FLOPs on 8 devices \(\d+ against 139.*at most 1\.5×.*every device holds all of the batch",
+    ),
     "unanswered": (_not_written, r"`dp_train_step` is not written yet"),
     "pmean of the local weighted losses (devices counted equally)": (
         _dp_with(_pmean_of_local_losses),
@@ -633,14 +686,15 @@ def test_dp_train_step_observations_reject_wrong_answers():
 
 
 def test_dp_train_step_structure_case_alone_rejects_the_gathering_answer():
-    """The hidden structure case (values off) is what refuses right numbers computed by gathering."""
+    """The hidden structure case (values off) refuses right numbers computed by gathering; the value cases'
+    work (issue 46: the whole batch's FLOPs on every device) refuses them too, never their values."""
     reference = observe(q.dp_train_step, ref_dp_train_step)
     gathered = observe(q.dp_train_step, DP_WRONG["all_gather the batch (ignores the structure)"][0])
     verdict = judge_observations(reference, gathered)
     assert not verdict.passed
-    assert verdict.differences and all(
-        d.startswith("communication") and "all_gather" in d for d in verdict.differences
-    ), verdict.differences  # values were right
+    differences = verdict.differences
+    assert any(d.startswith("communication") and "all_gather" in d for d in differences), differences
+    assert all(("communication" in d and "all_gather" in d) or ": work: " in d for d in differences), differences
 
 
 # ---------------------------------------------------------------- 4. jit_train_step (the same weighted step)
@@ -824,7 +878,21 @@ def test_weighted_total_observations_of_equivalent_answers_match():
         assert _matches(observe(q.weighted_total_shard_map, answer), reference)
 
 
+def _every_column_by_psum(w, xb):
+    """Everything on every device through the allowed collective (issue 46): each device places its column in a
+    zero array at its own index, a psum adds them (every device now holds every column), and every device
+    weights and adds up all of them."""
+    k, i = lax.axis_size(DEVICES), lax.axis_index(DEVICES)
+    every = lax.psum(jnp.zeros((k, *xb.shape), xb.dtype).at[i].set(xb), DEVICES)
+    return jnp.sum(w[None, :, None] * every, axis=(0, 2)), w[:, None] * xb
+
+
 WEIGHTED_WRONG = {
+    "every column on every device (psum of one-hot columns)": (
+        _weighted_with(_every_column_by_psum),
+        r"(?s)right total and columns, but one device's largest array is 8\.0× the reference's on 8 devices "
+        r"\(96 bytes against 12.*at most 1\.5×.*every device holds all of the weighted columns",
+    ),
     "unanswered": (_not_written, r"`weighted_total_shard_map` is not written yet"),
     "the total only (out_axes=None, as before)": (
         _weighted_with(lambda w, xb: weighted_total(w, xb[:, 0])[0], out_specs=P()),
@@ -933,3 +1001,76 @@ test_the_visible_check_and_the_grader_agree = agreement_test(
         ),
     }
 )
+
+
+def test_dp_train_step_work_is_judged_against_the_references_flops():
+    """The visible check's reference FLOPs are the reference program's, measured as the grader measures them;
+    the grader refuses the whole batch on every device for its FLOPs on every mesh."""
+    from namedaxes import judging
+    from namedaxes.exercises.shard_map import training
+
+    k, n = training._OBSERVED_TRAINING[0]
+    program = jax.jit(lambda p, b: ref_dp_train_step(p, b, q.line_mesh(k, DATA_PARALLEL)))
+    measured = judging.exported_work(jax.export.export(program)(*training._training_args(n))).flops
+    assert training._DP_REFERENCE_FLOPS * 0.9 <= measured <= training._DP_REFERENCE_FLOPS * 1.1, measured
+    cheat = DP_WRONG["the whole batch on every device (psum of one-hot blocks)"][0]
+    reason = judge_observations(observe(q.dp_train_step, ref_dp_train_step), observe(q.dp_train_step, cheat)).reason(
+        limit=8
+    )
+    for case in ("k8_n64", "k4_n12", "k2_n10"):  # 6.3x, 4.4x, 2.5x on jax 0.10.2
+        assert re.search(rf"{case}: work: one device computes \d(\.\d)?× the reference's FLOPs", reason), reason
+
+
+def test_sharded_scaled_sum_work_is_judged_against_the_references_flops():
+    """The visible check's reference FLOPs are the reference program's on every mesh, measured as the grader
+    measures them; the grader refuses all of x on every device for its FLOPs on every mesh."""
+    from namedaxes import judging
+    from namedaxes.exercises.shard_map import scaled
+
+    for k, x in scaled._SCALED_SUM_CASES:
+        program = jax.jit(lambda v, k=k: ref_sharded_scaled_sum(v, q.line_mesh(k)))
+        measured = judging.exported_work(jax.export.export(program)(x)).flops
+        want = scaled._SCALED_REFERENCE_FLOPS[k]
+        assert want * 0.9 <= measured <= want * 1.1, (k, measured)
+    cheat = SCALED_SUM_WRONG["all of x on every device (psum of one-hot blocks)"][0]
+    reference = observe(q.sharded_scaled_sum, ref_sharded_scaled_sum)
+    reason = judge_observations(reference, observe(q.sharded_scaled_sum, cheat)).reason(limit=8)
+    for case in ("out_k8_16x3", "out_k4_10x5", "out_k2_7x2"):  # 11.8x, 6.5x, 4x on jax 0.10.2
+        assert re.search(rf"{case}: work: one device computes \d+(\.\d)?× the reference's FLOPs", reason), reason
+
+
+def test_replica_totals_work_is_judged_against_the_references_flops():
+    """The visible check's reference FLOPs are the reference program's on the 2 x 4 mesh, measured as the grader
+    measures them; the grader refuses a row's blocks on every device for its FLOPs on every mesh."""
+    from namedaxes import judging
+    from namedaxes.exercises.shard_map import replicas
+
+    shape, x_np = replicas._REPLICA_CASES[0]
+    mesh = grid_mesh(shape)
+    x = jax.device_put(x_np, NamedSharding(mesh, P(DATA_SHARDS, MODEL_REPLICAS)))
+    program = jax.jit(lambda v: ref_replica_totals(v, mesh))
+    measured = judging.exported_work(jax.export.export(program)(x)).flops
+    assert replicas._REPLICA_REFERENCE_FLOPS * 0.9 <= measured <= replicas._REPLICA_REFERENCE_FLOPS * 1.1, measured
+    cheat = REPLICA_WRONG["all of a row's blocks on every device (psum of one-hot blocks)"][0]
+    reference = observe(q.replica_totals, ref_replica_totals)
+    reason = judge_observations(reference, observe(q.replica_totals, cheat)).reason(limit=8)
+    for case in ("out_2x4_4x8", "out_4x2_4x2", "out_2x2_2x4"):  # 12.5x, 25x, 12.5x on jax 0.10.2
+        assert re.search(rf"{case}: work: one device computes \d+(\.\d)?× the reference's FLOPs", reason), reason
+
+
+def test_weighted_total_shard_map_work_is_judged_against_the_references_largest_array():
+    """The visible check's reference largest arrays are the reference program's on every mesh, measured as the
+    grader measures them; the grader refuses every column on every device on every mesh."""
+    from namedaxes import judging
+    from namedaxes.exercises.shard_map import migration
+
+    for k, w, x in migration._WEIGHTED_CASES:
+        program = jax.jit(lambda a, b, k=k: ref_weighted_total_shard_map(a, b, q.line_mesh(k)))
+        measured = judging.exported_work(jax.export.export(program)(w, x)).largest_bytes
+        assert measured == migration._WEIGHTED_REFERENCE_LARGEST[k], (k, measured)
+    cheat = WEIGHTED_WRONG["every column on every device (psum of one-hot columns)"][0]
+    reference = observe(q.weighted_total_shard_map, ref_weighted_total_shard_map)
+    reason = judge_observations(reference, observe(q.weighted_total_shard_map, cheat)).reason(limit=8)
+    for case, ratio in (("out_k8_d3", 8), ("out_k4_d2", 4), ("out_k2_d3", 2)):
+        said = rf"{case}: memory: one device materializes an array of {ratio}× the size of the reference's largest"
+        assert re.search(said, reason), reason
