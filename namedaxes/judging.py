@@ -212,10 +212,18 @@ def _collective_lines(text: str, n_devices: int) -> list[tuple[str, str, list[li
     A TPU's asynchronous collective fusions copy a collective's instruction into each computation that
     continues it (the same `channel_id` and device groups on up to seven lines of notebook 10's step compiled
     for v5e 2x4): a line whose op, channel and groups were met already is the same collective, not another.
-    (The channel alone is not enough: that TPU program's two ppermutes, one each way, share channel 1.)"""
+    (The channel alone is not enough: that TPU program's two ppermutes, one each way, share channel 1.)
+    Only a line in another computation is such a copy: the CPU backend gives every collective of a
+    `shard_map` channel 1, and two lines of one computation are two collectives (notebook 11's ZeRO step
+    gathers two matrices over the same devices, each an all-gather of its own)."""
     reducers = _reducers(text)
-    found, channels = [], set()
+    found, channels = [], {}
+    computation = ""
     for line in text.splitlines():
+        head = re.match(r"^\s*(?:ENTRY\s+)?%?([\w.\-]+)\s*\(.*\)\s*->.*\{\s*$", line)
+        if head:
+            computation = head.group(1)
+            continue
         m = _OP_RE.search(line)
         if not m or "-done(" in line:
             continue
@@ -224,9 +232,8 @@ def _collective_lines(text: str, n_devices: int) -> list[tuple[str, str, list[li
         if channel:
             pairs = re.search(r"(?:replica_groups|source_target_pairs)=(\S+?)(?:,\s\w+=|$)", line)
             key = (op, channel.group(1), pairs.group(1) if pairs else "")
-            if key in channels:
+            if channels.setdefault(key, computation) != computation:
                 continue
-            channels.add(key)
         reducer = ""
         apply = re.search(r"to_apply=%?([\w.\-]+)", line)
         if apply:
