@@ -54,9 +54,7 @@ SPEC_KEYS = ("params", "grads", "opt_state")
 
 TEXT = {
     "result_tuple": "`{name}` should return {want}; it returned {got}.",
-    "dtype": (
-        "`{name}` returns {what} as {got}: {why}"
-    ),
+    "dtype": ("`{name}` returns {what} as {got}: {why}"),
     "dtype_master": "mixed precision keeps the master weights in float32 (bf16 would round Adam's small updates away).",
     "dtype_state": "Adam's moments stay in float32: they are sums of many small gradients.",
     "dtype_loss": "report the loss in float32.",
@@ -108,7 +106,9 @@ TEXT = {
         "`zero_specs({stage})` gives a step that performs {seen}; ZeRO stage {stage} performs {want}."
     ),
     # 3. accumulate_grads
-    "acc_type": "`{name}` should return a dict of gradients with the keys {keys}, each a `jax.Array`; it returned {got}.",
+    "acc_type": (
+        "`{name}` should return a dict of gradients with the keys {keys}, each a `jax.Array`; it returned {got}."
+    ),
     "acc_values": (
         "`{name}` has the wrong values for m = {m}: `{key}` should be the mean gradient over the microbatches, "
         "{want}, but it is {got}. {hint}"
@@ -221,7 +221,11 @@ def _check_mixed_train_step(fn: Callable) -> None:
         g, w = np.asarray(got_leaves[key], np.float64), np.asarray(w, np.float64)
         if g.shape != w.shape or not np.allclose(g, w, rtol=1e-3, atol=1e-5):
             diff = float(np.max(np.abs(g - w))) if g.shape == w.shape else float("inf")
-            fail(_say("mixed_values", name=name, mesh=_MIXED_LAYOUT, what=key, diff=f"{diff:.2e}", hint=_say("mixed_hint")))
+            fail(
+                _say(
+                    "mixed_values", name=name, mesh=_MIXED_LAYOUT, what=key, diff=f"{diff:.2e}", hint=_say("mixed_hint")
+                )
+            )
 
 
 def _mixed_case(fn, config, layout, batch, **kwargs) -> Case:
@@ -334,7 +338,9 @@ def _check_zero_specs(fn: Callable) -> None:
             compiled = jax.jit(zr.zero_step(specs, mesh)).lower(*args).compile()
         kinds = _kinds(compiled, mesh)
         if kinds != _WANT_COLLECTIVES[stage]:
-            fail(_say("specs_collectives", stage=stage, seen=", ".join(kinds), want=", ".join(_WANT_COLLECTIVES[stage])))
+            fail(
+                _say("specs_collectives", stage=stage, seen=", ".join(kinds), want=", ".join(_WANT_COLLECTIVES[stage]))
+            )
 
 
 def _zero_case(fn, stage: int, d: int, hidden: int, batch: int) -> Case:
@@ -422,13 +428,23 @@ def _check_accumulate_grads(fn: Callable) -> None:
             compiled = jax.jit(fn).lower(*args).compile()
             out = compiled(*args)
             want = jax.jit(zr.accumulate_naive)(*args)
-        if not isinstance(out, dict) or set(out) != set(want) or not all(isinstance(v, jax.Array) for v in out.values()):
+        if (
+            not isinstance(out, dict)
+            or set(out) != set(want)
+            or not all(isinstance(v, jax.Array) for v in out.values())
+        ):
             fail(_say("acc_type", name=name, keys="'w1', 'w2'", got=repr(type(out).__name__)))
         for key in want:
             got, w = np.asarray(out[key], np.float64), np.asarray(want[key], np.float64)
             if got.shape != w.shape or not np.allclose(got, w, rtol=1e-4, atol=1e-6):
-                hint = _say("acc_sum_hint") if got.shape == w.shape and np.allclose(got, m * w, 1e-4, 1e-6) else _say("acc_generic")
-                fail(_say("acc_values", name=name, m=m, key=key, want=_fmt(w.ravel()), got=_fmt(got.ravel()), hint=hint))
+                hint = (
+                    _say("acc_sum_hint")
+                    if got.shape == w.shape and np.allclose(got, m * w, 1e-4, 1e-6)
+                    else _say("acc_generic")
+                )
+                fail(
+                    _say("acc_values", name=name, m=m, key=key, want=_fmt(w.ravel()), got=_fmt(got.ravel()), hint=hint)
+                )
             spec = tuple(getattr(out[key].sharding, "spec", ()))
             if any(e is not None for e in spec):
                 fail(_say("acc_layout", name=name, key=key, got=repr(out[key].sharding.spec), m=m))
