@@ -77,6 +77,7 @@ NEWEST = (
     "tests/namedaxes/exercises/test_compiler_sharding.py",
     "tests/namedaxes/exercises/test_large_models.py",
     "tests/namedaxes/exercises/test_training_at_scale.py",
+    "tests/namedaxes/exercises/test_step_anatomy.py",
     "tests/namedaxes/test_judging.py",  # the judge's compile options and shortcuts, on each JAX line
     "tests/namedaxes/test_pipeline.py",  # jax 0.10 and 0.12 partition the pipeline's saved activations differently
     "solutions/",

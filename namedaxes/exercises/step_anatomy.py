@@ -295,18 +295,26 @@ _WHY = {
 }
 
 
+def _entries(spec) -> tuple:
+    """A spec's entries without its trailing `None`s: `P(ZERO, None)` is `P(ZERO)`, `P(None)` is `P()`."""
+    entries = list(spec)
+    while entries and entries[-1] is None:
+        entries.pop()
+    return tuple(entries)
+
+
 def _specs_of(name_stage: int, got) -> dict:
     if not isinstance(got, dict) or set(got) != set(SPEC_KEYS):
         fail(_say("specs_type", stage=name_stage, got=repr(got)[:120]))
     for key in SPEC_KEYS:
         spec = got[key]
-        if not isinstance(spec, P) or tuple(spec) not in ((), (zr.ZERO,)):
+        if not isinstance(spec, P) or _entries(spec) not in ((), (zr.ZERO,)):
             fail(_say("specs_value", stage=name_stage, key=key, got=repr(spec)[:80]))
     return got
 
 
 def _split(spec) -> bool:
-    return tuple(spec) == (zr.ZERO,)
+    return _entries(spec) == (zr.ZERO,)
 
 
 def _zero_inputs(mesh, specs, d=32, hidden=64, batch=64):
