@@ -129,6 +129,11 @@ TEXT = {
         "(`lax.scan` or `lax.fori_loop`): once per microbatch. Accumulate the unreduced gradients in the loop "
         "and reduce once after it."
     ),
+    "acc_shard_map": (
+        "`{name}` returns the right mean gradient, but it is written per device with `jax.shard_map` (over {axes}). "
+        "This exercise is the Explicit-axes half: mark the parameters `P(reduced={{ZERO}})` with `jax.reshard` and "
+        "reduce the sum with `jax.reshard(total, P())`; the compiler writes the all-reduce."
+    ),
     "acc_no_reduction": (
         "`{name}` returns the right values, but its compiled program reduces nothing over ZERO for m = {m}."
     ),
@@ -412,6 +417,9 @@ def _acc_inputs(mesh, m, d=32, hidden=64, batch=16, seed=2):
     return params, *(jax.device_put(a, NamedSharding(mesh, P(None, zr.ZERO))) for a in (xs, ys))
 
 
+_MANUAL = re.compile(r"manual_axes\s*=\s*\{([^}]*)\}")  # a shard_map region's axes in the lowered module
+
+
 def _loop_bodies(text: str) -> set[str]:
     return set(re.findall(r"\bbody=%?([\w.\-]+)", text))
 
@@ -433,7 +441,8 @@ def _check_accumulate_grads(fn: Callable) -> None:
     for m in (1, 4, 8):
         args = _acc_inputs(mesh, m)
         with explained(name), jax.set_mesh(mesh):
-            compiled = jax.jit(fn).lower(*args).compile()
+            lowered = jax.jit(fn).lower(*args)
+            compiled = lowered.compile()
             out = compiled(*args)
             want = jax.jit(zr.accumulate_naive)(*args)
         if (
@@ -456,6 +465,9 @@ def _check_accumulate_grads(fn: Callable) -> None:
             spec = tuple(getattr(out[key].sharding, "spec", ()))
             if any(e is not None for e in spec):
                 fail(_say("acc_layout", name=name, key=key, got=repr(out[key].sharding.spec), m=m))
+        manual = sorted({a for body in _MANUAL.findall(lowered.as_text()) for a in re.findall(r'"([^"]+)"', body)})
+        if manual:
+            fail(_say("acc_shard_map", name=name, axes=", ".join(repr(a) for a in manual)))
         text = compiled.as_text()
         if _reduces_in_loop(text):
             fail(_say("acc_in_loop", name=name))
