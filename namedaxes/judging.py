@@ -213,9 +213,9 @@ def _collective_lines(text: str, n_devices: int) -> list[tuple[str, str, list[li
     continues it (the same `channel_id` and device groups on up to seven lines of notebook 10's step compiled
     for v5e 2x4): a line whose op, channel and groups were met already is the same collective, not another.
     (The channel alone is not enough: that TPU program's two ppermutes, one each way, share channel 1.)
-    Only a line in another computation is such a copy: the CPU backend gives every collective of a
-    `shard_map` channel 1, and two lines of one computation are two collectives (notebook 11's ZeRO step
-    gathers two matrices over the same devices, each an all-gather of its own)."""
+    A copy sits in another computation, or repeats the same operands: the CPU backend gives every collective
+    of a `shard_map` channel 1, and two lines of one computation with other operands are two collectives
+    (notebook 11's ZeRO step gathers two matrices over the same devices, each an all-gather of its own)."""
     reducers = _reducers(text)
     found, channels = [], {}
     computation = ""
@@ -232,8 +232,12 @@ def _collective_lines(text: str, n_devices: int) -> list[tuple[str, str, list[li
         if channel:
             pairs = re.search(r"(?:replica_groups|source_target_pairs)=(\S+?)(?:,\s\w+=|$)", line)
             key = (op, channel.group(1), pairs.group(1) if pairs else "")
-            if channels.setdefault(key, computation) != computation:
+            operands = re.search(rf"{re.escape(op)}\(([^)]*)\)", line)
+            here = (computation, operands.group(1) if operands else "")
+            seen = channels.setdefault(key, [])
+            if any(where != here[0] or args == here[1] for where, args in seen):
                 continue
+            seen.append(here)
         reducer = ""
         apply = re.search(r"to_apply=%?([\w.\-]+)", line)
         if apply:

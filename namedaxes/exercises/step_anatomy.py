@@ -273,10 +273,10 @@ mixed_train_step = exercise(
     hints=[
         "Which arrays must stay float32 (the ones the step returns), and which can be bfloat16 (the ones the "
         "forward and backward passes multiply)?",
-        "Inside the loss, cast a copy of the parameters: `jax.tree.map(lambda a: a.astype(jnp.bfloat16), params)`, "
-        "run `tm.forward` on it, and cast the logits to float32 before `tm.cross_entropy`.",
+        "Inside the loss, cast a bf16 copy of every parameter (`jax.tree.map` with `.astype`), run `tm.forward` on "
+        "the copy, and cast the logits to float32 before `tm.cross_entropy`.",
         "Differentiate that loss with respect to the float32 `params` (`jax.value_and_grad`): the cast's gradient "
-        "is float32. Then `tm.OPTIMIZER.update(grads, state, params)` and `optax.apply_updates`, as `tm.train_step`.",
+        "is float32. The rest is `tm.train_step`'s: Adam's update of the float32 parameters and state.",
     ],
     observe=_observe_mixed_train_step,
 )
