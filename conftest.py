@@ -79,6 +79,7 @@ NEWEST = (
     "tests/namedaxes/exercises/test_compiler_sharding.py",
     "tests/namedaxes/exercises/test_large_models.py",
     "tests/namedaxes/exercises/test_training_at_scale.py",
+    "tests/namedaxes/exercises/test_step_anatomy.py",
     "tests/namedaxes/test_judging.py",  # the judge's compile options and shortcuts, on each JAX line
     "tests/namedaxes/test_pipeline.py",  # jax 0.10 and 0.12 partition the pipeline's saved activations differently
     "tests/notebooks/test_deprecations.py",  # the profile that fails a notebook on a deprecated API, on each line

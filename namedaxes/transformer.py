@@ -189,7 +189,7 @@ def _norm(x, scale):
 def _attention(h, qkv_w, out_w, batch):
     """Causal multi-head attention; heads split as the weights are (MODEL_PARALLEL), summed back into d_model."""
     q, k, v = jnp.einsum("btd,dshk->sbthk", h, qkv_w)  # one matmul: one all-reduce of its input's gradient
-    scores = jnp.einsum("bqhk,bthk->bhqt", q, k) / np.sqrt(q.shape[-1])
+    scores = jnp.einsum("bqhk,bthk->bhqt", q, k) / math.sqrt(q.shape[-1])  # a Python float: keeps bf16 bf16
     seq = h.shape[1]
     scores = jnp.where(jnp.tril(jnp.ones((seq, seq), bool)), scores, -1e9)
     o = jnp.einsum("bhqt,bthk->bqhk", jax.nn.softmax(scores, axis=-1), v)
