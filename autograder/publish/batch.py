@@ -18,7 +18,7 @@ from ..course.deadlines import LatePolicy
 from ..intake.placement import Intake
 from ..records import Batch, BatchResults
 from ..sandbox.protections import as_json
-from .outputs import merge_previous, reference_notes, summary, write_outputs
+from .outputs import merge_previous, merge_previous_notes, reference_notes, summary, write_outputs
 from .pages import FeedbackPages
 
 __all__ = ["publish", "print_problems"]
@@ -39,7 +39,7 @@ def publish(
     all_rows = merge_previous(batch.out, results.rows, batch.opts, intake)
     notes = reference_notes(results)
     protections = as_json(sandbox.protections()) if sandbox is not None else None
-    write_outputs(batch.out, all_rows, results.rows, protections, notes)
+    write_outputs(batch.out, all_rows, results.rows, protections, merge_previous_notes(batch.out, notes, batch.opts))
     if batch.every_student:  # pairs need the class; other assignments' sections are kept (similarity.py)
         try:
             from .similarity import write_similarity

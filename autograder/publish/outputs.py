@@ -36,6 +36,7 @@ __all__ = [
     "summary",
     "csv_cell",
     "csv_value",
+    "merge_previous_notes",
 ]
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -218,6 +219,21 @@ def atomic_write(path: Path, text: str) -> None:
     tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
+
+
+def merge_previous_notes(out: Path, notes: dict[str, dict], opts: Options) -> dict[str, dict]:
+    """`notes` (`reference_notes`), and for --student/--assignment runs the previous results.json's notes of the
+    assignments this run did not grade, as `merge_previous` keeps their rows: a partial regrade publishes the
+    class's limits whole."""
+    if not (opts.students or opts.assignments):
+        return notes
+    try:
+        old = json.loads((out / "results.json").read_text(encoding="utf-8")).get("references", {})
+    except (OSError, ValueError, AttributeError):
+        old = {}
+    old = old if isinstance(old, dict) else {}
+    kept = {str(a): n for a, n in old.items() if isinstance(n, dict) and a not in notes}
+    return dict(sorted((kept | notes).items()))
 
 
 def reference_notes(results) -> dict[str, dict]:

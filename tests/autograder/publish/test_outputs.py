@@ -45,3 +45,21 @@ def test_make_grade_does_not_echo_its_command_line():
     """The instructor sees the grader's progress and summary, not a screenful of options."""
     recipe = (ROOT / "Makefile").read_text().split("\ngrade: ", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
     assert recipe and recipe[0].startswith("\t@$(HANDIN) grade"), recipe[:1]  # tools/handin.py: autograder grade
+
+
+def test_a_partial_regrade_keeps_the_other_assignments_limits(tmp_path):
+    """results.json's "references" of a --student run: this run's notes, and the previous run's for the
+    assignments it did not grade, so a regrade of a few students publishes the class's limits unchanged."""
+    import json
+
+    from autograder.publish.outputs import merge_previous_notes
+    from autograder.records import Options
+
+    previous = {"01": {"cell_timeout": 30, "limits": "a"}, "02": {"cell_timeout": 39, "limits": "b"}}
+    (tmp_path / "results.json").write_text(json.dumps({"rows": [], "references": previous}))
+    now = {"02": {"cell_timeout": 41, "limits": "c"}}
+    partial = Options(course=tmp_path, students=["ada"])
+    assert merge_previous_notes(tmp_path, now, partial) == {"01": previous["01"], "02": now["02"]}
+    assert merge_previous_notes(tmp_path, now, Options(course=tmp_path)) == now  # a whole run: its own only
+    (tmp_path / "results.json").write_text("[not an object]")
+    assert merge_previous_notes(tmp_path, now, partial) == now
