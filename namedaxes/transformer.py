@@ -23,7 +23,10 @@ lower-cased.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import json
 import math
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -57,6 +60,11 @@ __all__ = [
     "train_step",
     "place",
     "sample",
+    "LAYER_NAMES",
+    "forward_scanned",
+    "loss_scanned",
+    "train_step_scanned",
+    "recorded",
 ]
 
 CORPUS = (
@@ -268,3 +276,39 @@ def sample(params, prompt: str, n: int, mesh, config: Config) -> str:
         window = np.pad(window, (config.seq - len(window), 0))[None]  # a full window: one compiled shape
         ids.append(int(step(params, jax.device_put(window, NamedSharding(mesh, P())))))
     return decode(ids)
+
+
+LAYER_NAMES = ("norm1", "qkv", "out", "norm2", "up", "down")  # the stacked parameters, one slice per layer
+RECORDED = Path(__file__).parent / "recorded"  # measurements on real accelerators, each with its provenance
+
+
+def forward_scanned(params: dict, tokens, policy=None):
+    """`forward` with its layers under `lax.scan` (one compiled layer, run `layers` times) and, when `policy`
+    is given (e.g. `jax.checkpoint_policies.nothing_saveable`), each layer under `jax.checkpoint`: the
+    backward pass recomputes what the policy does not let the forward pass save."""
+
+    def layer(x, layer_params):
+        return block({name: a[None] for name, a in layer_params.items()}, 0, x), None
+
+    if policy is not None:
+        layer = jax.checkpoint(layer, policy=policy)
+    x, _ = jax.lax.scan(layer, embed(params, tokens), {name: params[name] for name in LAYER_NAMES})
+    return logits_of(params, x)
+
+
+def loss_scanned(params: dict, window, policy=None):
+    """`loss_fn` of `forward_scanned`."""
+    return cross_entropy(forward_scanned(params, window[:, :-1], policy), window[:, 1:])
+
+
+def train_step_scanned(params, state, window, policy=None):
+    """`train_step` of `loss_scanned`: the same update, the layers scanned (and rematerialized under `policy`)."""
+    loss, grads = jax.value_and_grad(functools.partial(loss_scanned, policy=policy))(params, window)
+    updates, state = OPTIMIZER.update(grads, state, params)
+    return optax.apply_updates(params, updates), state, loss
+
+
+def recorded(name: str) -> dict:
+    """A measurement recorded on a real accelerator (`namedaxes/recorded/NAME.json`): its provenance (chip,
+    JAX version, date, command) and its figures."""
+    return json.loads((RECORDED / f"{name}.json").read_text(encoding="utf-8"))
