@@ -67,6 +67,7 @@ KINDS = (
     ("tests/namedaxes/exercises/", ("exercises",)),  # each exercise's matrices, and the one judge over them
     ("tests/namedaxes/test_pipeline.py", ("exercises",)),  # the pipelined step compiled on several meshes
     ("tests/namedaxes/test_tpu_cpu_parity.py", ("exercises",)),  # notebook 10's step compiled on the CPU
+    ("tests/namedaxes/test_transformer_scanned.py", ("exercises",)),  # the scanned and remat steps compiled
     ("tests/notebooks/test_solved_notebooks.py", ("notebooks",)),  # every solved notebook, both editions
     ("tests/notebooks/test_run_order.py", ("notebooks",)),  # the course kernel started, restarted, run out of order
     ("tests/notebooks/test_deprecations.py", ("notebooks",)),  # kernels with make test-newest's IPython profile
