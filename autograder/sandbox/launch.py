@@ -91,6 +91,7 @@ ZYGOTE_MODULES = (
     "namedaxes.exercises.compiler_sharding",
     "namedaxes.exercises.large_models",
     "namedaxes.exercises.training_at_scale",
+    "namedaxes.exercises.step_anatomy",
     "jax.experimental.multihost_utils",
     "jaxlib.mlir.dialects.mhlo",
     "scipy.linalg.cython_blas",
