@@ -87,6 +87,8 @@ _COLLECTIVE_OPS = (
 # `%name = <shape, possibly a tuple with spaces> all-reduce(...)`: the op is the first word followed by `(`
 # after the `=` that is not inside the result shape.
 _OP_RE = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*.*?\s(" + "|".join(_COLLECTIVE_OPS) + r")(?:-start)?\(")
+# A computation's first line, `[ENTRY ]%name (params) -> type {`: group 1 is "ENTRY " for the entry computation.
+_HEAD_RE = re.compile(r"^\s*(ENTRY\s+)?%?([\w.\-]+)\s*\(.*\)\s*->.*\{\s*$")
 _REDUCER_NAMES = {"add": "psum", "maximum": "pmax", "minimum": "pmin", "multiply": "pprod", "and": "pand", "or": "por"}
 _KIND_NAMES = {
     "all-gather": "all_gather",
@@ -198,9 +200,9 @@ def _reducers(text: str) -> dict[str, str]:
     """computation name -> the op of its ROOT instruction (add, maximum, ...)."""
     out, current = {}, None
     for line in text.splitlines():
-        head = re.match(r"^\s*(?:ENTRY\s+)?%?([\w.\-]+)\s*\(.*\)\s*->.*\{\s*$", line)
+        head = _HEAD_RE.match(line)
         if head:
-            current = head.group(1)
+            current = head.group(2)
             continue
         root = re.match(r"^\s*ROOT\s+%?[\w.\-]+\s*=\s*\S+\s+([\w\-]+)\(", line)
         if root and current:
@@ -239,9 +241,9 @@ def _collective_lines(text: str, n_devices: int) -> list[tuple[str, str, list[li
     reducers, fused = _reducers(text), _fusion_bodies(text)
     found, seen, current = [], set(), None
     for line in text.splitlines():
-        head = re.match(r"^\s*(?:ENTRY\s+)?%?([\w.\-]+)\s*\(.*\)\s*->.*\{\s*$", line)
+        head = _HEAD_RE.match(line)
         if head:
-            current = head.group(1)
+            current = head.group(2)
             continue
         m = _OP_RE.search(line)
         if not m or "-done(" in line:
@@ -326,9 +328,9 @@ def largest_array(text: str) -> int:
     inlined = set(re.findall(r"(?:calls|to_apply)=%?([\w.\-]+)", text))
     largest, skip = 0, False
     for line in text.splitlines():
-        head = re.match(r"^\s*(?:ENTRY\s+)?%?([\w.\-]+)\s*\(.*\)\s*->.*\{\s*$", line)
+        head = _HEAD_RE.match(line)
         if head:
-            skip = head.group(1) in inlined
+            skip = head.group(2) in inlined
             continue
         m = None if skip else _INSTRUCTION_RE.match(line)
         if m and m.group(2) not in ("parameter", "get-tuple-element", "tuple", "bitcast"):
@@ -343,7 +345,7 @@ def _overlap(text: str) -> int:
     bodies: dict[str, list[tuple[str, str]]] = {}
     current, entry = None, None
     for line in text.splitlines():
-        head = re.match(r"^\s*(ENTRY\s+)?%?([\w.\-]+)\s*\(.*\)\s*->.*\{\s*$", line)
+        head = _HEAD_RE.match(line)
         if head:
             current = head.group(2)
             bodies[current] = []
@@ -446,7 +448,7 @@ def _trip_counts(text: str) -> tuple[dict[str, list[tuple[str, int]]], str | Non
     calls: dict[str, list[tuple[str, int]]] = {}
     current, entry = None, None
     for line in text.splitlines():
-        head = re.match(r"^\s*(ENTRY\s+)?%?([\w.\-]+)\s*\(.*\)\s*->.*\{\s*$", line)
+        head = _HEAD_RE.match(line)
         if head:
             current = head.group(2)
             calls[current] = []
@@ -486,9 +488,9 @@ def collective_sends(text: str, names: tuple, sizes: tuple, n_devices: int) -> d
     out: dict[str, list[int]] = {}
     reducers, current = _reducers(text), None
     for line in text.splitlines():
-        head = re.match(r"^\s*(?:ENTRY\s+)?%?([\w.\-]+)\s*\(.*\)\s*->.*\{\s*$", line)
+        head = _HEAD_RE.match(line)
         if head:
-            current = head.group(1)
+            current = head.group(2)
             continue
         m = _OP_RE.search(line)
         if current is None or not m or "-done(" in line:
