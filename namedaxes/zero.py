@@ -152,8 +152,8 @@ def place(params: dict, mesh, specs: dict, optimizer=OPTIMIZER) -> tuple:
 def accumulate_naive(w: dict, xs, ys):
     """The mean gradient of `mlp_loss` over `m` microbatches (xs, ys: (m, batch, d), the batch split over
     ZERO), each microbatch's gradient reduced as it is made: m reductions of the whole gradient."""
-    total = None
-    for i in range(xs.shape[0]):
-        grads = jax.grad(mlp_loss)(w, xs[i], ys[i])
-        total = grads if total is None else jax.tree.map(jnp.add, total, grads)
-    return jax.tree.map(lambda g: g / xs.shape[0], total)
+    summed = None
+    for k in range(xs.shape[0]):
+        one = jax.grad(mlp_loss)(w, xs[k], ys[k])
+        summed = one if summed is None else jax.tree.map(jnp.add, summed, one)
+    return jax.tree.map(lambda g: g / xs.shape[0], summed)
