@@ -161,9 +161,7 @@ def start(dep: Deployment, roster: Path | None, timeout: float = START_TIMEOUT) 
         say("a hub of this deployment is running: restarting it")
         stop(dep)
     install_proxy(dep)
-    layout._mkdir(dep.hub_dir, 0o711)
-    layout._mkdir(dep.state, 0o700)
-    layout._mkdir(dep.homes, 0o711)
+    layout.make_roots(dep)  # before the accounts: their homes go in it
     for line in hub_accounts.sync(dep, roster):
         say(line)
     for line in layout.apply(dep):
