@@ -50,11 +50,13 @@ KINDS = (
     ("tests/autograder/publish/test_similarity.py", ("unit",)),  # winnowing a class of notebooks made here
     ("tests/autograder/course/", ("unit",)),  # merging a submission into the graded notebook, in memory
     ("tests/autograder/intake/test_placement.py", ("unit",)),  # placing files made here
+    ("tests/autograder/sandbox/test_syscalls.py", ("unit",)),  # the system-call table, read as data
     ("tests/autograder/judge/test_compare.py", ("unit",)),  # comparing and loading observations
     ("tests/autograder/judge/test_hidden_inputs.py", ("unit",)),  # drawing the secret inputs, numpy only
     ("tests/autograder/judge/test_exported.py", ("unit",)),  # reading programs exported here, in memory
     ("tests/autograder/run/test_namespace_guard.py", ("unit",)),  # splitting a test cell
     ("tests/autograder/run/test_order.py", ("unit",)),  # the pool's choice of the next task, no worker started
+    ("tests/autograder/run/test_batch.py", ("unit",)),  # a batch's tasks, budgets and results, no worker started
     ("tests/autograder/run/test_observations.py", ("unit",)),  # an observation folder made here
     ("tests/autograder/run/test_cell_outputs.py", ("unit",)),  # what is kept of a cell's outputs, in memory
     ("tests/autograder/run/test_time_limits.py", ("unit",)),  # limits from a reference's times, in memory

@@ -1,4 +1,9 @@
-"""`check`: every catalog complete and in sync, one rendering of each English text (tools/translate/verify.py)."""
+"""`check`: every catalog complete and in sync, one rendering of each English text (tools/translate/verify.py).
+
+The catalog-completeness test is parametrized per catalog: a catalog the translators have finished passes, an
+unfinished one fails and says what is missing (nothing here is xfail: `make test` is red until every catalog
+is complete, as issue 12 asks).
+"""
 
 from __future__ import annotations
 
