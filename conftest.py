@@ -42,7 +42,7 @@ KINDS = (
     ("tests/hub/", ("hub",)),
     ("tests/browser/test_hub.py", ("hub", "browser")),
     ("tests/browser/", ("browser",)),
-    ("tests/autograder/intake/test_handin.py", ("unit",)),  # collect's refusals, on files made here
+    ("tests/autograder/intake/test_inbound.py", ("unit",)),  # collect's refusals, on files made here
     ("tests/autograder/publish/test_report.py", ("unit",)),  # the report page from records
     ("tests/autograder/publish/test_gradebook.py", ("unit",)),  # a gradebook.db of no rows
     ("tests/autograder/publish/test_lms.py", ("unit",)),  # an LMS export of a grades.csv made here

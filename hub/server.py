@@ -40,7 +40,7 @@ from pathlib import Path
 from hub import accounts as hub_accounts
 from hub import layout
 from hub.deployment import ROOT, Deployment
-from hub.handin import command as handin_command
+from hub.instructor import command as handin_command
 from tools import nbgrader_zh
 
 START_TARGET = 60  # s: the login page, once installed, on 2 cores (measured, not enforced)
@@ -108,7 +108,7 @@ def install_proxy(dep: Deployment) -> None:
 
 
 def run_handin(dep: Deployment, course: str, *args: str) -> subprocess.CompletedProcess:
-    """tools/handin.py ARGS as that course's grader (hub/handin.py `command`), its output captured."""
+    """tools/handin.py ARGS as that course's grader (hub/instructor.py `command`), its output captured."""
     argv, env = handin_command(dep, course, *args)
     return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env)
 

@@ -26,7 +26,7 @@ Design
   it were about the new one (it says "regrade first").
 - collect never lets nbgrader read the exchange's inbound/ (every student may write there, and
   nbgrader's copy follows links, has no bound, stops at one bad name and trusts the name's
-  student id): autograder/intake/handin.py copies what may be taken (regular files only, bounded, owned by
+  student id): autograder/intake/inbound.py copies what may be taken (regular files only, bounded, owned by
   the named student's Unix user, dated in the past) into a private staging exchange, reports every
   refused hand-in by name, and nbgrader's own collect runs on that copy (its warnings printed).
   formgrader's Collect button runs the same intake (autograder/formgrader/collect.py).
@@ -56,7 +56,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autograder.intake import handin as intake
+from autograder.intake import inbound as intake
 from courseinfo.course import EDITIONS, NOTEBOOKS, ROOT, SOLUTIONS, built_course, course_id
 
 SHARED_CONFIG = ROOT / "jupyter" / "nbgrader" / "nbgrader_config.py"
@@ -252,7 +252,7 @@ def collect(
     student_user: str = "{student}",
     class_user: str | None = None,
 ) -> list[str]:
-    """nbgrader's collect, from a staging copy that autograder/intake/handin.py made of what may be taken (its
+    """nbgrader's collect, from a staging copy that autograder/intake/inbound.py made of what may be taken (its
     docstring)."""
     import tempfile
 

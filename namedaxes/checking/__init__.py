@@ -42,7 +42,7 @@ mistakes). One job per module:
       progress = progress_of(__name__)     # q.progress()
       TEXT = Messages({...})               # its sentences, in the kernel's language
 
-- `verdicts`: the registry of exercises and their last `Verdict` (passed, failed, not
+- `registry`: the registry of exercises and their `LastCheck` (passed, failed, not
   attempted); `progress_list`: `progress(module)` (exposed as `q.progress()` in each
   notebook) lists which exercises pass, are wrong, are not started, changed since their
   check, or were not checked yet.

@@ -7,9 +7,9 @@ import re
 from collections.abc import Callable
 
 from . import notebook
+from .registry import FAILED, NOT_ATTEMPTED, LastCheck, exercises, last
 from .rendering import BOLD, GREEN, RED, color
 from .text import TEXT
-from .verdicts import FAILED, NOT_ATTEMPTED, Verdict, exercises, last
 
 __all__ = ["progress", "progress_of", "progress_rows"]
 
@@ -33,7 +33,7 @@ def progress_rows(module: str) -> list[tuple[str, str, str]]:
     since its check ran), "unchecked" (some check never ran).
     """
     namespace = notebook.user_namespace()
-    groups: dict[str, list[Verdict | None]] = {}
+    groups: dict[str, list[LastCheck | None]] = {}
     for ex in exercises(module):
         groups.setdefault(ex.name, []).append(last(ex))
     rows = []

@@ -20,9 +20,9 @@ import re
 from ..kernel_start import HANDLED, MARK
 from .explaining import _user_frames
 from .notebook import ipython
+from .registry import NOT_ATTEMPTED, LastCheck, exercises, record
 from .rendering import render_failure
 from .text import TEXT
-from .verdicts import NOT_ATTEMPTED, Verdict, exercises, record
 
 __all__ = ["undefined_answer", "run_order_message", "install_stub_handler", "show_error"]
 
@@ -36,7 +36,7 @@ def undefined_answer(value: BaseException) -> str | None:
         return None
     message = TEXT["not_defined_yet"].format(name=name)
     for ex in found:
-        record(ex, Verdict(NOT_ATTEMPTED, message))
+        record(ex, LastCheck(NOT_ATTEMPTED, message))
     return message
 
 

@@ -1,7 +1,7 @@
 """The instructor's commands on the hub's courses (`make release|collect|return-feedback|grade|export HUB=1`).
 
-    python -m hub.handin [--edition zh] release|collect|return-feedback [ARGS...]   as the course's grader
-    python -m hub.handin [--edition zh] grade|export [ARGS...]                      as root, then own
+    python -m hub.instructor [--edition zh] release|collect|return-feedback [ARGS...]   as the course's grader
+    python -m hub.instructor [--edition zh] grade|export [ARGS...]                      as root, then own
 
 Design: `command` is the one spelling of "the hand-in tool as the course's grader": tools/handin.py run
 by the course's grader account (runuser) with the deployment's venv, the hub's course folder and exchange,

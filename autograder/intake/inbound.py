@@ -1,6 +1,6 @@
 """Hand-in intake: the exchange's inbound/ -> a private staging copy that nbgrader's collect may read.
 
-    stage(inbound, staging_inbound, assignment, Limits(), student_user="{student}") -> Intake
+    stage(inbound, staging_inbound, assignment, Limits(), student_user="{student}") -> Staged
 
 Used by both ways an instructor collects: `make collect` (tools/handin.py collect) and formgrader's
 Collect button (autograder/formgrader/collect.py, an nbgrader exchange collect class). Both then run
@@ -37,7 +37,7 @@ Design
   `class_user`): a one-machine class (`make lab STUDENT=...`), where every student is that user.
   That user is trusted (the instructor, or all students at once), and no other user can make a
   file it owns; but such a hand-in proves only that no other OS user planted it, not which
-  student made it, and `Intake.notes` says so for every student collected that way.
+  student made it, and `Staged.notes` says so for every student collected that way.
 - Timestamps: the folder name's must parse (nbgrader's parse_utc), must not be later than now
   (plus `Limits.future_slack_s` for clocks that differ a little) and must equal the hand-in's
   timestamp.txt, which nbgrader later compares collected hand-ins by. A timestamp is the
@@ -45,7 +45,7 @@ Design
   than the hand-in's last change either: the newest inode change time (ctime) of its folder and
   files, which no unprivileged call can set (utime sets only atime and mtime). A hand-in whose
   files changed more than `Limits.change_slack_s` after its stated time is staged under the time of
-  that change (folder name and timestamp.txt), and `Intake.notes` says so: a back-dated
+  that change (folder name and timestamp.txt), and `Staged.notes` says so: a back-dated
   hand-in, or one edited after it was handed in, counts from when its content was last changed.
 - Names a student chose (folders, files) are reported through `printable`, never raw.
 - Per student only the newest acceptable hand-in is copied: the newest is read first, and an
@@ -107,7 +107,10 @@ class HandIn:
 
 
 @dataclass
-class Intake:
+class Staged:
+    """What one `stage` did: the hand-ins copied into staging, the refused ones and why, and notes for the
+    instructor (the class's `placement.Intake` is another thing: the notebooks found for grading)."""
+
     staged: list[HandIn] = field(default_factory=list)
     refused: list[Refusal] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -372,12 +375,12 @@ def stage(
     student_user: str = "{student}",
     now: datetime | None = None,
     class_user: str | None = None,
-) -> Intake:
+) -> Staged:
     """Copy the newest acceptable hand-in of each student of `assignment` from `inbound` into `staging`."""
     now = now or datetime.now(UTC)
     owners = Owners(student_user, class_user)
     latest = now + timedelta(seconds=limits.future_slack_s)
-    intake = Intake()
+    intake = Staged()
     inbound_fd = os.open(inbound, _DIR)
     try:
         candidates: dict[str, list[tuple[datetime, str]]] = {}

@@ -1,4 +1,4 @@
-"""What the checks of a kernel have said so far: every `Exercise` by module, and its last verdict.
+"""What the checks of a kernel have said so far: every `Exercise` by module, and its last check.
 
 `progress()` reads these; `Exercise.check` writes them. Module state lives in mutated containers,
 never rebound (the autograder's guard restores module globals between cells).
@@ -9,13 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["Verdict", "PASSED", "FAILED", "NOT_ATTEMPTED", "Registered", "register", "record", "exercises", "last"]
+__all__ = ["LastCheck", "PASSED", "FAILED", "NOT_ATTEMPTED", "Registered", "register", "record", "exercises", "last"]
 
 PASSED, FAILED, NOT_ATTEMPTED = "passed", "failed", "not_attempted"
 
 
 @dataclass(frozen=True)
-class Verdict:
+class LastCheck:
     """The last check of one `Exercise`: `status` (PASSED, FAILED: wrong or crashed, NOT_ATTEMPTED: still
     the stub), the message it showed (`why`, empty when it passed) and the answer it checked."""
 
@@ -33,7 +33,7 @@ class Registered(Protocol):
 
 
 _REGISTRY: dict[str, dict[tuple, Registered]] = {}  # exercise module -> its exercises, in order
-_RESULTS: dict[tuple, Verdict] = {}  # an exercise's key -> its last verdict
+_RESULTS: dict[tuple, LastCheck] = {}  # an exercise's key -> its last check
 
 
 def register(exercise: Registered) -> None:
@@ -41,9 +41,9 @@ def register(exercise: Registered) -> None:
     _REGISTRY.setdefault(exercise.module, {})[exercise.key] = exercise
 
 
-def record(exercise: Registered, verdict: Verdict) -> None:
+def record(exercise: Registered, check: LastCheck) -> None:
     """What the last check of `exercise` said."""
-    _RESULTS[exercise.key] = verdict
+    _RESULTS[exercise.key] = check
 
 
 def exercises(module: str | None = None) -> list[Registered]:
@@ -52,6 +52,6 @@ def exercises(module: str | None = None) -> list[Registered]:
     return [ex for by_key in chosen for ex in by_key.values()]
 
 
-def last(exercise: Registered) -> Verdict | None:
-    """The last verdict of `exercise` (None: never checked)."""
+def last(exercise: Registered) -> LastCheck | None:
+    """The last check of `exercise` (None: never checked)."""
     return _RESULTS.get(exercise.key)

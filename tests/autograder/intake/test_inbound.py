@@ -1,4 +1,4 @@
-"""Attacks on `make collect` (tools/handin.py collect, autograder/intake/handin.py): hostile hand-ins in the
+"""Attacks on `make collect` (tools/handin.py collect, autograder/intake/inbound.py): hostile hand-ins in the
 exchange's inbound/.
 
 On a JupyterHub every student is a Unix user who may create folders in inbound/ (nbgrader's mode
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.intake import handin as intake
+from autograder.intake import inbound as intake
 from tools import handin
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -611,7 +611,7 @@ def test_formgrader_collect_runs_the_intake_refuses_by_name_and_collects_the_res
         f"[WARNING] REFUSED {evil.name}: {evil.name}/{NB} is a symbolic link: only regular files are collected" in log
     ), log
     assert f"[WARNING] REFUSED {garbage.name}: timestamp 'not-a-time' cannot be read (ParserError)" in log, log
-    assert f"[INFO] Hand-in intake of '{AID}': 1 may be collected, 2 refused (autograder.intake.handin)" in log
+    assert f"[INFO] Hand-in intake of '{AID}': 1 may be collected, 2 refused (autograder.intake.inbound)" in log
     assert f"[INFO] Collecting submission: {ALICE} {AID}" in log, log
     assert "cheating attempt" not in log, "nbgrader's owner check is not run on the staging copy"
     assert collected(course, ALICE) == f'{{"answer": "{ALICE} at {stamp(EARLIER)}"}}'
