@@ -62,6 +62,7 @@ KINDS = (
     ("tests/autograder/run/test_time_limits.py", ("unit",)),  # limits from a reference's times, in memory
     ("tests/autograder/test_records.py", ("unit",)),  # rows made and parsed, in memory
     ("tests/autograder/test_reasons.py", ("unit",)),  # kinds, phrases and verdicts, in memory
+    ("tests/autograder/test_bench.py", ("unit",)),  # the benchmark's class, made in memory
     ("tests/autograder/judge/test_programs.py", ("exercises",)),  # the judge's layout points, answer by answer
     ("tests/autograder/", ("grader",)),
     ("tests/notebooks/test_validate.py", ("grader",)),  # nbgrader's Validator runs kernels
