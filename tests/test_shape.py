@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import collections
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,7 +82,8 @@ def test_no_function_is_over_80_lines():
     assert not long, long
 
 
-def _edges(module: str) -> set[tuple[str, bool]]:
+@functools.cache
+def _edges(module: str) -> frozenset[tuple[str, bool]]:
     """(imported product module, lazy: inside a function or class) of every import of `module`."""
     is_package = MODULES[module].name == "__init__.py"
     top = {id(node) for node in TREES[module].body}
@@ -98,9 +100,10 @@ def _edges(module: str) -> set[tuple[str, bool]]:
                 base = ".".join(parts + ([node.module] if node.module else []))
             targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
         found |= {(t, id(node) not in top) for t in targets if t in MODULES and t != module}
-    return found
+    return frozenset(found)
 
 
+@functools.cache
 def _circles(lazy: bool) -> list[frozenset[str]]:
     """The import circles (strongly connected modules), following lazy imports too when `lazy`."""
     graph = {m: {t for t, is_lazy in _edges(m) if lazy or not is_lazy} for m in MODULES}
