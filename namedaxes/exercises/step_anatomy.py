@@ -39,9 +39,9 @@ from jax.sharding import PartitionSpec as P
 from namedaxes import transformer as tm
 from namedaxes import zero as zr
 from namedaxes.checking import exercises_for, explained, fail, progress_of, show_values
+from namedaxes.checking.compiled import compiled_once
 from namedaxes.grading import Case, programs
 from namedaxes.i18n import Messages
-from namedaxes.checking.compiled import compiled_once
 from namedaxes.judging import COMPILER_OPTIONS, work_of
 from namedaxes.meshes import abstract_on as _on
 
