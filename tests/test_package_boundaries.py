@@ -11,8 +11,9 @@ boundaries BETWEEN the course's packages. Static and cheap (each module's `ast`,
     website/     `make site`                                                          courseinfo, namedaxes, tools
     hub/         a class on JupyterHub                                                courseinfo, tools
 
-Two rules more: the scorer's judging module (namedaxes/judging.py, which the grader's trusted process
-imports) imports only the standard library, NumPy and JAX; and no exercise module (one per notebook)
+Rules more: the scorer's judging package (namedaxes/judging/, which the grader's trusted process imports)
+imports only the standard library, NumPy and JAX, and reaches into JAX's privates only through its adapter
+(jax_private.py; the grader's readers of programs use it too); and no exercise module (one per notebook)
 imports another notebook's private names, so what notebooks share is public and said to be.
 """
 
@@ -34,7 +35,17 @@ ALLOWED = {
     "website": {"courseinfo", "namedaxes", "tools"},
     "hub": {"courseinfo", "tools"},
 }
+JUDGING = "namedaxes.judging"
 JUDGING_MAY_IMPORT = {"numpy", "jax", "jaxlib"}
+JAX_ADAPTER = "namedaxes/judging/jax_private.py"
+EXPORTED_PRIVATES = {"_in_named_shardings", "_out_named_shardings"}
+# Reaches into JAX's privates that are not the judge's, and why each is where it is.
+JAX_PRIVATE_ELSEWHERE = {
+    "namedaxes/devices.py": "whether a backend started (xla_bridge): the device count can still be set",
+    "namedaxes/multiprocess/worker.py": "gloo's TCP collectives on the loopback address (a JAX-internal factory)",
+    "namedaxes/checking/compiled.py": "the fingerprint of a lowered program (its compile memo)",
+    "tools/bench_checks.py": "counting XLA compiles in a benchmark",
+}
 EXERCISES = "namedaxes.exercises"
 
 
@@ -93,14 +104,48 @@ def test_the_ground_floor_imports_only_the_standard_library():
     assert not outside, outside
 
 
-def test_the_scorers_judging_module_imports_only_the_standard_library_numpy_and_jax():
-    path = ROOT / "namedaxes" / "judging.py"
+def test_the_scorers_judging_package_imports_only_the_standard_library_numpy_and_jax():
+    files = _python_files("namedaxes/judging")
     outside = [
         f"{_where(path, line)} imports {target}"
+        for path in files
         for line, target, _ in _imports(path)
         if target.split(".")[0] not in sys.stdlib_module_names | JUDGING_MAY_IMPORT
+        and not (target + ".").startswith(JUDGING + ".")
     ]
-    assert not outside, f"the grader imports namedaxes/judging.py in its trusted process: {outside}"
+    assert not outside, f"the grader imports namedaxes.judging in its trusted process: {outside}"
+    seen = {t for path in files for _, t, _ in _imports(path)}
+    assert {"numpy", "namedaxes.judging.hlo", "jax._src.lib.mlir"} <= seen, "the walker sees the package's imports"
+
+
+def _private_jax(path: Path) -> list[str]:
+    """Where the module at `path` reaches into JAX's privates: an import of `jax._src`, or a private
+    attribute of an exported program (`exp._in_named_shardings`)."""
+    found = [f"{_where(path, line)} imports {t}" for line, t, _ in _imports(path) if t.startswith("jax._src")]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Attribute) and node.attr in EXPORTED_PRIVATES:
+            found.append(f"{_where(path, node.lineno)} reads .{node.attr}")
+    return found
+
+
+def test_the_judge_reaches_into_jax_only_through_its_adapter():
+    """namedaxes/judging/jax_private.py holds every reach of the judge (the visible checks' and the grader's)
+    into JAX's private modules and attributes; the few others are listed with why they are not the judge's."""
+    reaches = {
+        path.relative_to(ROOT).as_posix(): found
+        for package in PACKAGES
+        for path in _python_files(package)
+        if (found := _private_jax(path))
+    }
+    assert JAX_ADAPTER in reaches, "the walker sees the adapter's reaches"
+    unlisted = {
+        where: found for where, found in reaches.items() if where != JAX_ADAPTER and where not in JAX_PRIVATE_ELSEWHERE
+    }
+    assert not unlisted, (
+        f"reach JAX's privates through {JAX_ADAPTER}, or list the module in JAX_PRIVATE_ELSEWHERE: {unlisted}"
+    )
+    gone = sorted(set(JAX_PRIVATE_ELSEWHERE) - set(reaches))
+    assert not gone, f"JAX_PRIVATE_ELSEWHERE lists modules that no longer reach JAX's privates: {gone}"
 
 
 def _notebook_module(target: str) -> str | None:
