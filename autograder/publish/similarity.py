@@ -25,12 +25,14 @@ student's code is compared with every other student's in three steps:
    a ring of three copies in a class of ten keeps its evidence.
 
 A pair's **score** is symmetric: the smaller of its two shares (the share of A's distinctive k-grams
-that B has, and of B's that A has). An answer padded with many variants shares little of its own with
-an honest classmate's short answer, so it never lists that classmate at 100 %; the page shows both
-shares, so it is plain which answer contains which. Pairs at or above `SHOWN_AT` are listed, highest
-first, with both answers side by side; three or more students linked by listed pairs are named as a
-group. Measured on the fixture classes of tests/helpers/similarity_specs.py (docs/instructors.md gives
-the figures and the comparison with Dolos and copydetect).
+that B has, and of B's that A has). Variants padded after a `return` are gone before comparing; an
+answer padded with variants that do run holds only a small share of itself in common with a
+classmate's short answer, so the pair's score stays low, and the page shows both shares, so it is plain
+which answer contains which. Pairs at or above `SHOWN_AT` are listed, highest first, with both answers
+side by side (similarity.json keeps the highest `SIMILARITY_PAIRS_KEPT` and counts the others); three
+or more students linked by listed pairs are named as a group. Chosen by measurement on the fixture
+classes of tests/helpers/similarity_specs.py against the old report, Dolos and copydetect
+(docs/instructors.md gives the figures).
 
 A batch of some assignments (`--assignment`) rewrites their sections and keeps the others' from the
 last similarity.json, which stores the answers it shows; a batch of some students writes nothing (a
@@ -40,7 +42,8 @@ Threat model: the answers are student text. Each is read through `read_submissio
 followed), cut at `SIMILARITY_ANSWER_CHARS`, parsed by `ast.parse` only (never compiled or run; a tree
 too deep for the parser or for the rewriting, which stops at `_MAX_DEPTH`, falls back to tokens), and
 shown only as escaped text in a page with the grader's CSP (`inert`). A class of n answers costs n
-parses and at most n²/2 intersections of bounded sets.
+parses and at most n²/2 intersections of bounded sets (pairs whose sizes alone rule them out are
+skipped); a class of 500 on notebook 04 takes 2-5 s on 2 busy cores (`make bench`).
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ from courseinfo.nbgrader_metadata import nbgrader_cell
 
 from ..course.notebooks import SourceNotebook, UnreadableNotebook, cell_source, read_submission
 from ..intake.placement import Intake
-from ..limits import SIMILARITY_ANSWER_CHARS, SIMILARITY_KEPT_BYTES, SIMILARITY_PAIRS_SHOWN
+from ..limits import SIMILARITY_ANSWER_CHARS, SIMILARITY_KEPT_BYTES, SIMILARITY_PAIRS_KEPT, SIMILARITY_PAIRS_SHOWN
 from .inert import CSP_META, html_text
 from .outputs import atomic_write
 
@@ -104,8 +107,9 @@ class ExerciseSimilarity:
     grade_id: str
     answers: int  # students whose answer cell was read
     too_short: int  # answers with fewer than MIN_KGRAMS distinctive k-grams left
-    pairs: tuple[Pair, ...]  # at or above SHOWN_AT, highest first
-    groups: tuple[tuple[str, ...], ...] = ()  # three or more students linked by listed pairs
+    listed: int  # pairs at or above SHOWN_AT
+    pairs: tuple[Pair, ...]  # the highest SIMILARITY_PAIRS_KEPT of them, highest first
+    groups: tuple[tuple[str, ...], ...]  # three or more students linked by listed pairs
 
 
 # ---------------------------------------------------------------- what an answer says, spelling removed
@@ -151,32 +155,33 @@ def _truth(node: ast.AST) -> bool | None:
     return None
 
 
-def _bound(tree: ast.AST) -> set[str]:
-    """Every name the code binds: the student's own, whatever the course calls its own names."""
-    names: set[str] = set()
+def _names(tree: ast.AST) -> tuple[set[str], set[str]]:
+    """(every name the code binds: the student's own, whatever the course calls its names; every name it reads)."""
+    bound: set[str] = set()
+    used: set[str] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            names.add(node.id)
+        if isinstance(node, ast.Name):
+            (used if isinstance(node.ctx, ast.Load) else bound).add(node.id)
         elif isinstance(node, ast.arg):
-            names.add(node.arg)
+            bound.add(node.arg)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.add(node.name)
+            bound.add(node.name)
         elif isinstance(node, ast.alias):
-            names.add(node.asname or node.name.split(".")[0])
+            bound.add(node.asname or node.name.split(".")[0])
         elif isinstance(node, ast.ExceptHandler) and node.name:
-            names.add(node.name)
+            bound.add(node.name)
         elif isinstance(node, ast.Global | ast.Nonlocal):
-            names.update(node.names)
-    return names
+            bound.update(node.names)
+    return bound, used
 
 
 class _Canonical(ast.NodeTransformer):
     """Rewrites a parsed answer into what it does: no-ops and dead code dropped, the student's names `V`."""
 
     def __init__(self, known: set[str], keep: set[str], tree: ast.AST, bound_own: bool = True):
-        self.known = known - _bound(tree) if bound_own else known
+        bound, self.used = _names(tree)
+        self.known = known - bound if bound_own else known
         self.keep = keep
-        self.used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
         self.depth = 0
 
     def _name(self, name: str) -> str:
@@ -427,7 +432,10 @@ def compare_class(source: SourceNotebook, by_gid: dict[str, dict[str, str]]) -> 
     for gid, answers in by_gid.items():
         stub = source.stubs.get(gid, "")
         pairs, short = compare(answers, course | common_kgrams([stub], known), known, _module_names(stub))
-        results.append(ExerciseSimilarity(source.assignment, gid, len(answers), short, tuple(pairs), _groups(pairs)))
+        kept = tuple(pairs[:SIMILARITY_PAIRS_KEPT])
+        results.append(
+            ExerciseSimilarity(source.assignment, gid, len(answers), short, len(pairs), kept, _groups(pairs))
+        )
         shown[(source.assignment, gid)] = {s: answers[s] for p in pairs[:SIMILARITY_PAIRS_SHOWN] for s in (p.a, p.b)}
     return results, shown
 
@@ -470,9 +478,9 @@ def _page(results: list[ExerciseSimilarity], shown: dict) -> str:
         parts.append(f'<h2 id="{e(r.assignment)}-{e(r.grade_id)}">{e(r.assignment)}: <code>{e(r.grade_id)}</code></h2>')
         parts.append(
             f'<p class="muted">{r.answers} answer(s) read; {r.too_short} too short to compare; '
-            f"{len(r.pairs)} pair(s) at or above {SHOWN_AT:.0%}.<br>"
+            f"{r.listed} pair(s) at or above {SHOWN_AT:.0%}.<br>"
             f'<span lang="zh-CN">读取 {r.answers} 份答案；{r.too_short} 份太短，无法比较；'
-            f"{len(r.pairs)} 对达到或超过 {SHOWN_AT:.0%}。</span></p>"
+            f"{r.listed} 对达到或超过 {SHOWN_AT:.0%}。</span></p>"
         )
         for group in r.groups:
             linked = _both(f"{len(group)} students linked by the pairs below", f"由下列各对相连的 {len(group)} 名学生")
@@ -523,9 +531,8 @@ def _kept(out: Path, graded: set[str]) -> tuple[list[ExerciseSimilarity], dict]:
                 for p in d["pairs"]
             )
             groups = tuple(tuple(str(s) for s in g) for g in d["groups"])
-            r = ExerciseSimilarity(
-                str(d["assignment"]), str(d["grade_id"]), int(d["answers"]), int(d["too_short"]), pairs, groups
-            )
+            counts = int(d["answers"]), int(d["too_short"]), int(d["listed"])
+            r = ExerciseSimilarity(str(d["assignment"]), str(d["grade_id"]), *counts, pairs, groups)
             code = {str(k): str(v) for k, v in d["shown"].items()}
             if not all(s in code for p in pairs[:SIMILARITY_PAIRS_SHOWN] for s in (p.a, p.b)):
                 return [], {}

@@ -259,3 +259,17 @@ def test_what_everyone_writes_comes_from_the_course_not_the_class():
     ring = {f"s{i}": LOOP for i in range(6)} | {f"h{i}": SCAN for i in range(4)}
     pairs, _ = compare(ring, common, known, {"train"})
     assert len(pairs) == 15 + 6
+
+
+def test_a_class_that_writes_one_way_alike_is_one_group_and_a_bounded_file(monkeypatch, tmp_path):
+    """Six students with one answer: 15 pairs listed, one group; similarity.json keeps the highest
+    SIMILARITY_PAIRS_KEPT (2 here) and counts the rest, and the class report's line counts them all."""
+    import autograder.publish.similarity as similarity
+    from autograder.publish.report import _similarity_line
+
+    monkeypatch.setattr(similarity, "SIMILARITY_PAIRS_KEPT", 2)
+    klass = {f"s{i}": LOOP for i in range(6)} | {"cy": SCAN}
+    data, page = _report(tmp_path, SimilarityClass("one way", AID, "train_answer", klass))
+    assert data["listed"] == 15 and len(data["pairs"]) == 2
+    assert data["groups"] == [[f"s{i}" for i in range(6)]]
+    assert "15 pair(s) at or above" in page and "15 pair(s) of answers unusually alike" in _similarity_line(tmp_path)[0]
