@@ -56,6 +56,7 @@ import json
 import keyword
 import re
 import tokenize
+import warnings
 from dataclasses import asdict, dataclass
 from itertools import combinations
 from pathlib import Path
@@ -173,6 +174,14 @@ def _names(tree: ast.AST) -> tuple[set[str], set[str]]:
         elif isinstance(node, ast.Global | ast.Nonlocal):
             bound.update(node.names)
     return bound, used
+
+
+def _parse(code: str) -> ast.Module:
+    """The syntax tree of a cell, IPython's `%`/`!` lines read as `pass`; the parser's warnings about the
+    student's code (an invalid escape, `is` with a literal) are not the grader's to print."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(_SHELL.sub(lambda m: m.group(1) + "pass", code))
 
 
 class _Canonical(ast.NodeTransformer):
@@ -313,7 +322,7 @@ def canonical_tokens(code: str, known: set[str], keep: set[str] = frozenset(), b
     the code binds them, with `bound_own`); the top-level definitions named in `keep` stay even when unused."""
     code = code[:SIMILARITY_ANSWER_CHARS]
     try:
-        tree = ast.parse(_SHELL.sub(lambda m: m.group(1) + "pass", code))
+        tree = _parse(code)
         text = ast.unparse(_Canonical(known, set(keep), tree, bound_own).visit(tree))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return _tokens(code, known)
@@ -331,7 +340,7 @@ def kgrams(tokens: list[str]) -> set[int]:
 def _module_names(code: str) -> set[str]:
     """The names a code cell gives the notebook: its imports, and what it defines or assigns at top level."""
     try:
-        tree = ast.parse(_SHELL.sub(lambda m: m.group(1) + "pass", code))
+        tree = _parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return set()
     names: set[str] = set()

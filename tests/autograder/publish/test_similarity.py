@@ -273,3 +273,14 @@ def test_a_class_that_writes_one_way_alike_is_one_group_and_a_bounded_file(monke
     assert data["listed"] == 15 and len(data["pairs"]) == 2
     assert data["groups"] == [[f"s{i}" for i in range(6)]]
     assert "15 pair(s) at or above" in page and "15 pair(s) of answers unusually alike" in _similarity_line(tmp_path)[0]
+
+
+def test_the_parsers_warnings_about_a_students_code_are_not_printed():
+    """`"\\d"` and `x is 1` make Python's parser warn; the answer is still parsed (its no-op `+ 0` is gone)."""
+    import warnings
+
+    code = 'def f(x):\n    return (x + 0) is 1 or "\\d"\n'
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tokens = canonical_tokens(code, set(), {"f"})
+    assert tokens == ["def", "V", "(", "V", ")", ":", ";", "return", "V", "is", "N", "or", "S", ";"]
