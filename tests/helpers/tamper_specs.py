@@ -204,6 +204,14 @@ WRONG = {
         "            'tensor_reduce_bytes': 0, 'flops': 6 * batch * config.seq * n}\n",
         "choose_layout_answer": "def choose_layout(config, batch, budget):\n"  # the least memory, whatever it moves
         "    return (1, 8, 1)\n",
+        "step_time_answer": "def step_time(config, layout, batch, chip):\n"  # results' bytes, launches added
+        "    c = step_costs(config, layout, batch)\n"
+        "    hbm = tm.hbm_bytes(config, batch, c['state_bytes'] // 12, layout)\n"
+        "    terms = {'compute': c['flops'] / chip['flops_per_s'], 'memory': hbm / chip['hbm_bytes_per_s'],\n"
+        "             'launches': chip['launches'] * chip['seconds_per_launch'],\n"
+        "             'communication': (c['gather_bytes'] + c['grad_reduce_bytes'] + c['tensor_reduce_bytes'])\n"
+        "             / chip['link_bytes_per_s']}\n"
+        "    return {**terms, 'total': sum(terms.values()), 'bound': max(terms, key=terms.get)}\n",
     },
     A11: {
         "mixed_train_step_answer": "def mixed_train_step(params, state, window):\n"  # float32 throughout
@@ -445,6 +453,25 @@ EQUIVALENT = {
         "            moved = c['gather_bytes'] + c['grad_reduce_bytes'] + c['tensor_reduce_bytes']\n"
         "            fitting.append((moved, [-data, -fsdp, -tensor]))\n"
         "    return [-v for v in min(fitting)[1]]\n",
+        "step_time_answer": "def step_time(config, layout, batch, chip):\n"  # a loop of ring factors, in µs first
+        "    data, fsdp, tensor = layout\n"
+        "    c = step_costs(config, layout, batch)\n"
+        "    rings = [(c['gather_bytes'], fsdp, 1), (c['grad_reduce_bytes'], data * fsdp, 2),\n"
+        "             (c['tensor_reduce_bytes'], tensor, 2)]\n"
+        "    sent = sum(b * k * (n - 1) / n for b, n, k in rings)\n"
+        "    hbm = tm.hbm_bytes(config, batch, c['state_bytes'] / 12, layout)\n"
+        "    us = {'compute': 1e6 * c['flops'] / chip['flops_per_s'], 'memory': 1e6 * hbm / chip['hbm_bytes_per_s'],\n"
+        "          'launches': 1e6 * chip['seconds_per_launch'] * chip['launches'],\n"
+        "          'communication': 1e6 * sent / chip['link_bytes_per_s']}\n"
+        "    floor = max(us['compute'] + us['memory'], us['launches'])\n"
+        "    if us['communication'] > floor:\n"
+        "        bound = 'communication'\n"
+        "    elif us['launches'] > us['compute'] + us['memory']:\n"
+        "        bound = 'launches'\n"
+        "    else:\n"
+        "        bound = 'compute' if us['compute'] > us['memory'] else 'memory'\n"
+        "    seconds = {k: v / 1e6 for k, v in us.items()}\n"
+        "    return {**seconds, 'total': (floor + us['communication']) / 1e6, 'bound': bound}\n",
     },
     A11: {
         "mixed_train_step_answer": "def mixed_train_step(params, state, window):\n"  # a dict comprehension, asarray
@@ -526,6 +553,7 @@ CELLS = {
         "swiglu_block_megatron": ("swiglu_block", ("code_swap", "symlink")),
         "step_costs_formulas": ("step_costs", ("patched_observe", "forged_record")),
         "choose_layout_budget": ("choose_layout", ("thread_files", "visible_files")),
+        "step_time_model": ("step_time", ("patched_observe", "symlink")),
     },
     A11: {
         "mixed_train_step_bf16": ("mixed_train_step", ("code_swap", "symlink")),
@@ -731,14 +759,17 @@ def old_hidden_layouts() -> list:
 
 def circulated_answers() -> dict[str, str]:
     """Answer cells that hold no formula, only a table of right figures filled once from the solution on
-    the visible cases and on the old fixed hidden cases, then circulated (any other case: zeros, or pure
-    data parallelism). They pass the visible checks; the grader's cases of a run are in no table."""
+    the visible cases and on the old fixed hidden cases (step_time never had any: its visible cases only),
+    then circulated (any other case: zeros, or pure data parallelism). They pass the visible checks; the
+    grader's cases of a run are in no table."""
     from namedaxes.exercises import training_at_scale as q
+    from namedaxes.exercises import training_time
     from tools.answer_tables import solution_answers
 
-    right = solution_answers(A10, ("step_costs", "choose_layout"))
+    right = solution_answers(A10, ("step_costs", "choose_layout", "step_time"))
     costs = {repr(c): right["step_costs"](*c) for c in [*q._COST_CASES, *old_hidden_cost_cases()]}
     chosen = {repr(c): tuple(right["choose_layout"](*c)) for c in [*q._LAYOUT_CASES, *old_hidden_layouts()]}
+    times = {repr((*c[:3], sorted(c[3].items()))): right["step_time"](*c) for c in training_time._TIME_CASES}
     return {
         "step_costs_answer": f"_FIGURES = {costs!r}\n\n"
         "def step_costs(config, layout, batch):\n"
@@ -747,6 +778,11 @@ def circulated_answers() -> dict[str, str]:
         "choose_layout_answer": f"_CHOSEN = {chosen!r}\n\n"
         "def choose_layout(config, batch, budget):\n"
         "    return _CHOSEN.get(repr((config, batch, budget)), (8, 1, 1))\n",
+        "step_time_answer": f"_TIMES = {times!r}\n\n"
+        "def step_time(config, layout, batch, chip):\n"
+        "    zeros = {'compute': 0.0, 'memory': 0.0, 'launches': 0.0, 'communication': 0.0, 'total': 0.0}\n"
+        "    key = repr((config, tuple(layout), batch, sorted(chip.items())))\n"
+        "    return dict(_TIMES.get(key, {**zeros, 'bound': 'compute'}))\n",
     }
 
 

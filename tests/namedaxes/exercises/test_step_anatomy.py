@@ -290,6 +290,10 @@ ACC_WRONG = {
         zr.accumulate_naive,
         r"(?s)right mean gradient, but for m = 4 its compiled program reduces 4\.0 gradients' worth of bytes",
     ),
+    "a reduction per microbatch, in a lax.scan": (
+        _acc_reduce_in_scan,
+        r"(?s)right mean gradient, but its compiled program reduces inside a loop's body.*4\.0 gradients' worth",
+    ),
     "the sum for the mean": (_acc_sum, r"(?s)wrong values for m = 4.*That is the sum over the microbatches"),
     "the result left split": (_acc_split, r"(?s)returns `w1` laid out as P\('fsdp_axis', None\) for m = 1"),
     "written per device with shard_map": (
