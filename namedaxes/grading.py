@@ -168,12 +168,12 @@ def _jax_export():
     return jax.export.export, jax.jit
 
 
-_EXPORT, _JIT = _jax_export()
+EXPORT, JIT = _jax_export()
 
 
 def _export(fn, args) -> bytes:
-    jitted = fn if hasattr(fn, "trace") and hasattr(fn, "lower") else _JIT(fn)
-    return bytes(_EXPORT(jitted)(*args).serialize())
+    jitted = fn if hasattr(fn, "trace") and hasattr(fn, "lower") else JIT(fn)
+    return bytes(EXPORT(jitted)(*args).serialize())
 
 
 def pmapped(fn, k: int, axis_name: str, **kwargs):

@@ -199,6 +199,67 @@ def test_no_exercise_module_uses_another_notebooks_private_names():
     assert not found, found
 
 
+def _module_of(target: str, names: list[str]) -> list[str]:
+    """The product modules an import names: `from a.b import c` is module a.b.c where that is one, else a.b."""
+    found = {f"{target}.{n}" for n in names if f"{target}.{n}" in _MODULES} | (
+        {target} if target in _MODULES else set()
+    )
+    return sorted(found)
+
+
+_MODULES = {_module_name(p) for package in PACKAGES for p in _python_files(package)}
+
+
+def _underscore_imports(path: Path, module: str | None = None) -> list[str]:
+    """`from <a product module> import _name` in the module at `path`: a private name taken across files."""
+    return [
+        f"{_where(path, line)}: {target}.{name}"
+        for line, target, names in _imports(path, module)
+        if target.split(".")[0] in PACKAGES
+        for name in names
+        if name.startswith("_") and not name.startswith("__")
+    ]
+
+
+def test_no_module_imports_another_modules_private_name():
+    """What a module shares is public, even with its siblings: a package's face (its `__init__`, its `__all__`)
+    draws the line for the outside, and an underscore marks what no other file uses."""
+    found = [use for package in PACKAGES for path in _python_files(package) for use in _underscore_imports(path)]
+    assert not found, found
+
+
+def test_no_notebooks_package_imports_another_notebooks():
+    """A notebook's checks (namedaxes/exercises/<topic>/) import no other notebook's package: what two notebooks
+    share lives in namedaxes/checking/ (or the core beside it), said to be shared."""
+    found = []
+    for path in _python_files("namedaxes/exercises"):
+        me = _notebook_of(path)
+        for line, target, names in _imports(path):
+            for other in {_notebook_module(m) for m in _module_of(target, names)} - {None, me}:
+                found.append(f"{_where(path, line)} imports {other}")
+    assert not found, found
+
+
+def test_every_notebooks_checks_are_a_package_with_its_face():
+    """One shape: each notebook's checks a package, its `__init__` the `q.` face (an `__all__` of names it
+    holds), its sentences in `text.py`, what its exercises share in `running.py`."""
+    folder = ROOT / "namedaxes" / "exercises"
+    loose = sorted(p.name for p in folder.glob("*.py") if p.name != "__init__.py")
+    assert not loose, f"a notebook's checks are a package, not one file: {loose}"
+    packages = sorted(p for p in folder.iterdir() if (p / "__init__.py").is_file())
+    assert len(packages) >= 10
+    for package in packages:
+        face = ast.parse((package / "__init__.py").read_text(encoding="utf-8"))
+        names = [
+            n
+            for n in face.body
+            if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in n.targets)
+        ]
+        assert names, f"{package.name}/__init__.py has no __all__"
+        assert (package / "text.py").is_file(), f"{package.name}/ has no text.py"
+        assert (package / "running.py").is_file(), f"{package.name}/ has no running.py (what its exercises share)"
+
+
 def test_the_rules_see_real_edges(tmp_path):
     """The walker finds the edges the rules are about (else every test above would pass on nothing)."""
     region_users = {
@@ -225,3 +286,9 @@ def test_the_rules_see_real_edges(tmp_path):
         "probe.py:1: namedaxes.exercises.shard_map._judge",
         "probe.py:5: namedaxes.exercises.collectives._expect",
     ]
+    assert _underscore_imports(planted, f"{EXERCISES}.probe") == [
+        "probe.py:1: namedaxes.exercises.shard_map._judge",
+        "probe.py:4: namedaxes.exercises.probe._mine",
+    ]
+    sibling = ROOT / "namedaxes" / "exercises" / "shard_map" / "scaled.py"
+    assert any(t == f"{EXERCISES}.shard_map.running" for _, t, _ in _imports(sibling))  # a sibling's names, public

@@ -83,9 +83,9 @@ def _makers(notebook) -> list:
 
 def test_every_exercise_module_binds_itself_explicitly():
     """Each notebook's exercises name the notebook (a module, or a package whose modules each make their
-    exercises with `exercises_for(__package__)`), and its TEXT is a Messages table. A module may make one
-    exercise of a notebook module with that module's name (`training_time` for `training_at_scale`): the
-    notebook module then shows it on its face (`q.step_time`), so its progress list and hints name it."""
+    exercises with `exercises_for(__package__)`), and its TEXT is a Messages table. A module that made an exercise of
+    another notebook module would have to show it on that module's face (`q.`), so its progress list and
+    hints name it."""
     for info in pkgutil.iter_modules(namedaxes.exercises.__path__):
         mod = importlib.import_module(f"namedaxes.exercises.{info.name}")
         exercises = [v for v in vars(mod).values() if isinstance(v, Exercise)]

@@ -18,7 +18,7 @@ than compute + memory, else the larger of compute and memory. The answer builds 
 `step_costs` (exercise 2).
 
 A formula exercise, judged like `step_costs` (the threat model is `training_at_scale`'s docstring): this
-module holds no formula of the answer. The visible check compares with `training_time.json`, the visible
+module holds no formula of the answer. The visible check compares with `time_answers.json`, the visible
 cases' figures and the usual mistakes' values computed by the solution notebook's answers
 (`tools.answer_tables`; `make check-notebooks` fails on drift). The hidden test records the five times (in
 nanoseconds, so that the judge's absolute tolerance of 1e-5 is 10 femtoseconds and only its relative one,
@@ -27,10 +27,6 @@ layouts, batches and chips of random sizes, four bound by each term, every compa
 bound clear by 20 %, so no rounding changes it); the grader compares them with the solution's figures on
 the same cases, which it computes itself (`observation_on`). The visible check allows the same relative
 1e-5.
-
-`training_at_scale` imports this module at its end, to put `step_time` on the notebook's `q.` face (its
-progress list and hints too: the exercise is made for that module); so this module reads
-`training_at_scale`'s helpers only when a function runs (`_scale`), never when it is imported.
 """
 
 from __future__ import annotations
@@ -46,13 +42,13 @@ import numpy as np
 from namedaxes import transformer as tm
 from namedaxes.checking import exercises_for, explained, fail
 from namedaxes.grading import FORMULA_KEY, hidden_cases
-from namedaxes.i18n import Messages
 from namedaxes.transformer import Config
 
-__all__ = ["step_time", "expected_figures", "TIME_KEYS", "BOUNDS", "CHIP_KEYS", "TEXT"]
+from .cases import LAYOUTS, config_fields, cost_case, usable
+from .text import say
 
-NOTEBOOK_MODULE = "namedaxes.exercises.training_at_scale"  # the notebook's `q`: this exercise is one of its own
-exercise = exercises_for(NOTEBOOK_MODULE)
+exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+
 
 TIME_KEYS = ("compute", "memory", "launches", "communication", "total")  # seconds
 BOUNDS = ("compute", "memory", "launches", "communication")
@@ -60,86 +56,8 @@ CHIP_KEYS = ("flops_per_s", "hbm_bytes_per_s", "link_bytes_per_s", "seconds_per_
 RTOL = 1e-5  # every time, relative (the judge's own tolerance)
 _ATOL_S = 1e-14  # the judge's absolute tolerance, 1e-5 ns, in seconds
 _NS = 1e9  # the hidden test records nanoseconds
+ANSWERS = Path(__file__).with_name("time_answers.json")  # the visible cases' figures, from the solution's answers
 
-# ---------------------------------------------------------------- every student-facing string
-TEXT = {
-    "time_type": (
-        '`{name}` should return a dict of the keys {keys} (each a number of seconds) and "bound"; it '
-        "returned {got} for {case}."
-    ),
-    "time_missing": (
-        '`{name}` should give a number of seconds under each of the keys {keys}; under "{key}" it gives {got} '
-        "for {case}."
-    ),
-    "time_bound_word": (
-        "`{name}` gives the bound {got} for {case}: it should be the name of the term that bounds the step, one "
-        "of {bounds}."
-    ),
-    "time_case": "the config {config}, layout (data, fsdp, tensor) = {layout}, batch {batch}, chip {chip}",
-    "time_value": "`{name}` gives {key} = {got} s for {case}, but the time model gives {want} s. {hint}",
-    "time_compute": (
-        "compute is the FLOPs of one device's step (your `step_costs`' \"flops\") over the chip's "
-        "`flops_per_s`; if your `step_costs` does not pass its own check yet, start there."
-    ),
-    "time_compute_batch": (
-        "That is the whole batch's FLOPs on one device: each device computes only its own share of the batch, "
-        "which your `step_costs` gives for this layout."
-    ),
-    "time_memory": (
-        "memory is `tm.hbm_bytes(config, batch, params, layout)` over the chip's `hbm_bytes_per_s`, with "
-        "`params` the parameters one device stores: its `state_bytes` / 12 (each parameter is stored with "
-        "Adam's two moments, 4 bytes each)."
-    ),
-    "time_memory_batch": (
-        "That counts the whole batch's tokens on one device: pass the layout to `tm.hbm_bytes`, which divides "
-        "the batch by data · fsdp and the heads by tensor."
-    ),
-    "time_memory_params": (
-        "That counts Adam's traffic for every parameter of the model: each device updates only the parameters "
-        "it stores, its `state_bytes` / 12."
-    ),
-    "time_launches": (
-        'launches is the compiled step\'s count, `chip["launches"]`, times the seconds one launch costs, '
-        '`chip["seconds_per_launch"]`.'
-    ),
-    "time_communication": (
-        "communication is the bytes one device sends, in one direction, over `link_bytes_per_s`. In a ring an "
-        "all-gather over n devices sends (n − 1)/n of its result and an all-reduce 2 (n − 1)/n: n is fsdp for "
-        "the gathers, data · fsdp for the gradients, tensor for the activations."
-    ),
-    "time_no_ring": (
-        "That is the collectives' results over the link: in a ring a device sends (n − 1)/n of an all-gather's "
-        "result and 2 (n − 1)/n of an all-reduce's (a reduce-scatter, then an all-gather)."
-    ),
-    "time_both_directions": (
-        "That is twice the time: `link_bytes_per_s` is the bandwidth in one direction, and the bytes a device "
-        "sends go out in that direction while as many come in on the other. Count the bytes sent once."
-    ),
-    "time_total": (
-        "The total is max(compute + memory, launches) + communication: compute and memory run one after the "
-        "other, the launches are a floor, and communication is added (the model overlaps nothing)."
-    ),
-    "time_total_added": (
-        "That adds the launches to the other terms: they are a floor, not a time of their own. Take "
-        "max(compute + memory, launches), then add communication."
-    ),
-    "time_total_no_communication": (
-        "That leaves communication out of the total, as if it overlapped everything: the model overlaps nothing, "
-        "so communication is added to max(compute + memory, launches)."
-    ),
-    "time_total_not_summed": (
-        "That keeps compute and memory apart: the matmuls and the element-wise work run one after the other, "
-        "so their times add before they are compared with the launches."
-    ),
-    "time_bound": (
-        "`{name}` says the step is bound by {got} for {case}, but the time model says {want}: compute + memory "
-        "take {on_chip} s, the launches {launches} s and communication {communication} s. The bound is the "
-        "larger part of the total: communication where it is longer than max(compute + memory, launches); "
-        "else the launches where they are longer than compute + memory; else the larger of compute and memory."
-    ),
-}
-TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
-_say = TEXT.say
 
 _V5E = {"flops_per_s": 147e12, "hbm_bytes_per_s": 649e9, "link_bytes_per_s": 200e9, "seconds_per_launch": 3.3e-6}
 _WIDE = Config(vocab=256, d_model=1024, heads=8, layers=4, seq=512, mlp=4)  # 51 M parameters, as measured on a v5e
@@ -151,19 +69,11 @@ _TIME_CASES = [  # what the visible check compares: one case bound by each term
 ]
 
 
-def _scale():
-    """Notebook 10's exercise module (its layouts, its cost cases' parsing), read when first needed: it
-    imports this module at its end."""
-    from namedaxes.exercises import training_at_scale
-
-    return training_at_scale
-
-
 @functools.cache
 def _figures() -> dict:
-    """The visible cases' figures (`training_time.json`, written by `tools.answer_tables` from the solution
+    """The visible cases' figures (`ANSWERS`, written by `tools.answer_tables` from the solution
     notebook's answers and checked for drift by `make check-notebooks`)."""
-    return json.loads(Path(__file__).with_suffix(".json").read_text(encoding="utf-8"))
+    return json.loads(ANSWERS.read_text(encoding="utf-8"))
 
 
 def expected_figures(step_costs: Callable, step_time: Callable) -> dict:
@@ -206,7 +116,7 @@ def _chip_text(chip: dict) -> str:
 
 
 def _case_text(config: Config, layout: tuple, batch: int, chip: dict) -> str:
-    return _say("time_case", config=repr(config), layout=layout, batch=batch, chip=_chip_text(chip))
+    return say("time_case", config=repr(config), layout=layout, batch=batch, chip=_chip_text(chip))
 
 
 def _number(value) -> float | None:
@@ -242,26 +152,26 @@ _GENERIC = {  # what each time is, where the mistake is not a known one
 def _expect_times(name: str, got, case: str, table: dict) -> None:
     keys = ", ".join(TIME_KEYS)
     if not isinstance(got, dict):
-        fail(_say("time_type", name=name, keys=keys, got=repr(got)[:120], case=case))
+        fail(say("time_type", name=name, keys=keys, got=repr(got)[:120], case=case))
     times = _times(got)
     for key in TIME_KEYS:
         if times[key] is None:
-            fail(_say("time_missing", name=name, keys=keys, key=key, got=repr(got.get(key))[:80], case=case))
+            fail(say("time_missing", name=name, keys=keys, key=key, got=repr(got.get(key))[:80], case=case))
     if times["bound"] is None:
         bounds = ", ".join(f'"{b}"' for b in BOUNDS)
-        fail(_say("time_bound_word", name=name, got=repr(got.get("bound"))[:80], case=case, bounds=bounds))
+        fail(say("time_bound_word", name=name, got=repr(got.get("bound"))[:80], case=case, bounds=bounds))
     want = table["want"]
     for key in TIME_KEYS:
         if not _close(times[key], want[key]):
             known = [k for v, k in table["mistakes"][key] if _close(times[key], v)]
-            hint = _say(known[0] if known else _GENERIC[key])
+            hint = say(known[0] if known else _GENERIC[key])
             got_text, want_text = f"{times[key]:.4g}", f"{want[key]:.4g}"
-            fail(_say("time_value", name=name, key=key, got=got_text, want=want_text, case=case, hint=hint))
+            fail(say("time_value", name=name, key=key, got=got_text, want=want_text, case=case, hint=hint))
     if times["bound"] != want["bound"]:
         on_chip = f"{want['compute'] + want['memory']:.4g}"
         launches, communication = f"{want['launches']:.4g}", f"{want['communication']:.4g}"
         fail(
-            _say(
+            say(
                 "time_bound",
                 name=name,
                 got=f'"{times["bound"]}"',
@@ -296,7 +206,7 @@ def _observe_step_time(fn: Callable) -> dict:
     compared with the solution's on the same cases, which the grader computes. Outside the grader (no drawn
     cases) the visible cases stand in."""
     cases = _hidden_cases() or _TIME_CASES
-    formula = {"module": __name__, "exercise": "step_time", "answers": ["step_costs", "step_time"]}
+    formula = {"module": __package__, "exercise": "step_time", "answers": ["step_costs", "step_time"]}
     return {**_time_observation(fn, cases), FORMULA_KEY: formula}
 
 
@@ -328,7 +238,7 @@ _MAX_DRAWS = 5000
 
 
 def _time_case(case: dict) -> tuple:
-    config, layout, batch = _scale()._cost_case(case)
+    config, layout, batch = cost_case(case)
     chip = case["chip"]
     if not isinstance(chip, dict) or set(chip) != set(CHIP_KEYS):
         raise ValueError("not a chip")
@@ -338,7 +248,7 @@ def _time_case(case: dict) -> tuple:
 def _hidden_cases() -> list | None:
     """This run's hidden cases, parsed; None outside the grader (or if they were tampered with: the grader
     judges on the cases it drew, so other cases score nothing)."""
-    raw = hidden_cases(f"{__name__}:step_time")
+    raw = hidden_cases(f"{__package__}:step_time")  # the notebook's package, as the grader keys them
     try:
         return [_time_case(case) for case in raw] if raw else None
     except (KeyError, TypeError, ValueError):
@@ -385,17 +295,17 @@ def _clear(terms: dict) -> bool:
 
 def _draw_time_cases(r: np.random.Generator, step_time: Callable) -> list[dict]:
     """Sixteen cases, four bound by each term (in turn), every bound clear (`_clear`)."""
-    scale, cases = _scale(), []
+    cases = []
     for i in range(HIDDEN_TIME_CASES):
         wanted = BOUNDS[i % len(BOUNDS)]
         for _ in range(_MAX_DRAWS):
-            config, layout = _draw_config(r), scale.LAYOUTS[int(r.integers(len(scale.LAYOUTS)))]
+            config, layout = _draw_config(r), LAYOUTS[int(r.integers(len(LAYOUTS)))]
             batch, chip = layout[0] * layout[1] * int(r.integers(1, 17)), _draw_chip(r)
-            if scale._usable(config, layout, batch):
+            if usable(config, layout, batch):
                 continue
             terms = step_time(config, layout, batch, dict(chip))
             if terms["bound"] == wanted and _clear(terms):
-                fields = scale._config_fields(config)
+                fields = config_fields(config)
                 cases.append({"config": fields, "layout": list(layout), "batch": batch, "chip": chip})
                 break
         else:
@@ -403,7 +313,7 @@ def _draw_time_cases(r: np.random.Generator, step_time: Callable) -> list[dict]:
     return cases
 
 
-def draw_hidden_cases(exercise: str, r: np.random.Generator, answers: dict) -> list[dict]:
+def draw_time_cases(exercise: str, r: np.random.Generator, answers: dict) -> list[dict]:
     """The grader's draw of a run's hidden cases (JSON) from `r` (seeded by the run's secret); `answers` are
     the solution notebook's functions (its `step_time` sorts the cases by what bounds them)."""
     if exercise == "step_time":
@@ -411,7 +321,7 @@ def draw_hidden_cases(exercise: str, r: np.random.Generator, answers: dict) -> l
     raise KeyError(exercise)
 
 
-def observation_on(exercise: str, cases: list[dict], answers: dict) -> dict:
+def time_observation_on(exercise: str, cases: list[dict], answers: dict) -> dict:
     """What a right answer records on `cases` (the grader passes the solution notebook's `answers`)."""
     if exercise == "step_time":
         return _time_observation(answers["step_time"], [_time_case(c) for c in cases])

@@ -1,4 +1,4 @@
-"""Notebook 10's exercise 4 (`namedaxes.exercises.training_time`): `step_time`, a step's time in four terms,
+"""Notebook 10's exercise 4 (`namedaxes.exercises.training_at_scale.timing`): `step_time`, a step's time in four terms,
 proven both ways.
 
 The reference answer and equivalent right answers pass the visible check and match the reference's
@@ -36,11 +36,11 @@ from courseinfo.course import SOLUTIONS
 from namedaxes import FSDP, MODEL_PARALLEL
 from namedaxes import transformer as tm
 from namedaxes.exercises import training_at_scale as q
-from namedaxes.exercises import training_time as t
+from namedaxes.exercises.training_at_scale import timing as t
 from namedaxes.grading import FORMULA_KEY, HIDDEN_CASES_ENV, OBSERVE_DIR_ENV, record
 from namedaxes.transformer import RULES, Config
 
-from .test_training_at_scale import ref_step_costs
+from ..test_training_at_scale import ref_step_costs
 
 GID = "step_time_model"
 SECRETS = [bytes([100 + i]) * 32 for i in range(8)]  # not test_training_at_scale's: a run is drawn once per secret
@@ -92,7 +92,7 @@ def _run(secret: bytes):
 
 
 def _drawn(secret: bytes) -> list:
-    return [t._time_case(case) for case in _run(secret)[1].cases[f"{t.__name__}:step_time"]]
+    return [t._time_case(case) for case in _run(secret)[1].cases[f"{t.__package__}:step_time"]]
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -419,7 +419,7 @@ def test_cases_a_kernel_swaps_in_score_nothing(kernel_env, tmp_path):
 def test_the_prelude_hands_the_kernel_the_drawn_cases_and_no_figure(kernel_env):
     refs, run = _run(SECRETS[3])
     exec(run.prelude(), {})
-    handed = json.loads(os.environ[HIDDEN_CASES_ENV])[f"{t.__name__}:step_time"]
+    handed = json.loads(os.environ[HIDDEN_CASES_ENV])[f"{t.__package__}:step_time"]
     assert all(
         set(case) == {"config", "layout", "batch", "chip"} and set(case["chip"]) == set(t.CHIP_KEYS) for case in handed
     )
@@ -439,7 +439,7 @@ def test_the_solution_notebook_answers_as_the_reference_here():
 def test_the_notebook_shows_the_exercise_on_its_face():
     """`q.step_time` is the exercise, one of notebook 10's (its progress list, its hints' `q.step_time`), and
     the memory-traffic model it builds on is the package's (the notebook prints its source)."""
-    from namedaxes.checking.verdicts import exercises
+    from namedaxes.checking.registry import exercises
 
     assert q.step_time is t.step_time and q.step_time._attr() == "step_time"
     assert "step_time" in [e.name for e in exercises(q.__name__)]
@@ -447,7 +447,8 @@ def test_the_notebook_shows_the_exercise_on_its_face():
 
 
 def test_every_student_facing_string_is_used_and_hints_are_ladders():
-    assert not unused_text(t, NAMED), unused_text(t, NAMED)
+    unused = [key for key in unused_text(q, NAMED) if key.startswith("time_")]  # exercise 4's sentences
+    assert not unused, unused
     assert len(q.step_time._hints) == 3
 
 
