@@ -39,8 +39,8 @@ def show_values(
     array = np.asarray(value, dtype=dtype)
     if scalar_as_number and array.ndim == 0:
         return show_number(array)
-    width = 10**6 if one_line else None
-    return np.array2string(array, precision=4, threshold=threshold, separator=separator, max_line_width=width)
+    text = np.array2string(array, precision=4, threshold=threshold, separator=separator)
+    return " ".join(text.split()) if one_line else text
 
 
 def show_number(value: Any) -> str:

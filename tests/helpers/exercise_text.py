@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-SAID = r"\bsay\(\s*\"{key}\""  # a key used as `say("key", ...)` (or `TEXT.say("key", ...)`)
+SAID = r"\bsay(?:\(\s*|,\s*)\"{key}\""  # `say("key", ...)`, `TEXT.say("key", ...)`, or `say, "key"` handed on
 NAMED = r"[\"']{key}[\"']"  # a key named anywhere (through a table of rules, say)
 
 

@@ -59,7 +59,7 @@ def test_layouts_in_words():
 
 def test_a_forged_recording_over_replicated_inputs_scores_zero():
     reference = q02.scaled_sum.observe(scaled_sum_ref)
-    forged = _forged(reference, q02._program_cases(scaled_sum_ref))
+    forged = _forged(reference, q02.running._program_cases(scaled_sum_ref))
     verdict = judge_observations(reference, forged)
     assert not verdict.passed
     assert len(verdict.differences) == 7

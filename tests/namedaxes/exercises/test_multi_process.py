@@ -710,12 +710,12 @@ def test_masked_step_hidden_test_rejects(step_reference, name):
 
 def test_masked_step_on_two_processes_equals_numpy_and_one_process():
     (k, p, params, batch), (k8, p8, params8, batch8) = step._step_cases()
-    (two,), (also_two,) = running._cluster().run(
-        running._global_job, masked_step_ref, [(DATA_PARALLEL, [(False, params8), (True, batch8)])]
+    (two,), (also_two,) = running.cluster().run(
+        running.global_job, masked_step_ref, [(DATA_PARALLEL, [(False, params8), (True, batch8)])]
     )
     mask = batch8["mask"]
     want = model.sgd_step_np(params8, {"x": batch8["x"][mask], "y": batch8["y"][mask]})
-    one, _, _ = running._kernel_run(masked_step_ref, 8, DATA_PARALLEL, [(False, params8), (True, batch8)], 1)
+    one, _, _ = running.kernel_run(masked_step_ref, 8, DATA_PARALLEL, [(False, params8), (True, batch8)], 1)
     for key in ("w", "b"):
         assert two[key] == also_two[key]
         np.testing.assert_allclose(two[key], want[key], rtol=1e-5)
@@ -726,7 +726,7 @@ def test_masked_step_on_two_processes_equals_numpy_and_one_process():
 def test_as_process_answers_for_another_process_and_restores():
     before = (jax.process_index(), jax.process_count(), jax.local_device_count())
     everything = jax.devices()
-    with running._AsProcess(1, 2, 2):
+    with running.AsProcess(1, 2, 2):
         assert (jax.process_index(), jax.process_count(), jax.local_device_count(), jax.device_count()) == (1, 2, 2, 4)
         assert jax.local_devices() == everything[2:4] and jax.devices() == everything[:4]
     assert (jax.process_index(), jax.process_count(), jax.local_device_count()) == before
@@ -746,7 +746,7 @@ def test_to_global_and_read_back_in_the_workers():
         x = m.to_global(mine, mesh, DEVICES)
         return x.shape, x.is_fully_addressable, m.read_back({"x": 2 * x, "other": "kept"})
 
-    for shape, addressable, back in running._cluster().run(job):
+    for shape, addressable, back in running.cluster().run(job):
         assert shape == (8,) and not addressable
         np.testing.assert_array_equal(back["x"], 2 * np.arange(8.0))
         assert back["other"] == "kept"

@@ -8,10 +8,12 @@ batch counted on one device, a layout over the budget, ...) are rejected with th
 the grader rejects them too.
 """
 
+import importlib
 import inspect
 import json
 import math
 import os
+import pkgutil
 import re
 from types import SimpleNamespace
 
@@ -565,7 +567,7 @@ def test_the_kernel_holds_figures_of_the_visible_cases_only():
     computes a cost, so no answer can call one, and it lists no hidden case."""
     from tools.answer_tables import TABLES, render
 
-    (table,) = [t for t in TABLES if t.module == q.__name__]
+    (table,) = [t for t in TABLES if t.module == q.cases.__name__]
     assert table.path.read_text(encoding="utf-8") == render(table)
     figures = q.cases.visible_figures()
     assert len(figures["step_costs"]) == len(q.cases.COST_CASES) and len(figures["choose_layout"]) == len(
@@ -575,21 +577,25 @@ def test_the_kernel_holds_figures_of_the_visible_cases_only():
     assert not {ref_step_costs(*case)["flops"] for case in drawn} & {f["want"]["flops"] for f in figures["step_costs"]}
     config, layout, batch = drawn[0]
     want = ref_step_costs(config, layout, batch)
-    for name, obj in vars(q).items():  # an answer that calls any function of the module gets no figure
-        if inspect.isfunction(obj) and obj.__module__ == q.__name__:
-            try:
-                got = obj(config, layout, batch)
-            except Exception:  # noqa: BLE001 - most of them take other arguments: that is the point
-                continue
-            assert not (isinstance(got, dict) and want["flops"] in got.values()), name
-    for name, value in vars(q).items():  # no list of cases: lists of a few tuples are the visible ones
+    modules = [importlib.import_module(f"{q.__name__}.{m.name}") for m in pkgutil.iter_modules(q.__path__)]
+    functions = [
+        (n, o) for m in modules for n, o in vars(m).items() if inspect.isfunction(o) and o.__module__ == m.__name__
+    ]
+    assert len(functions) > 20  # the package's own functions, every module of it
+    for name, obj in functions:  # an answer that calls any function of the package gets no figure
+        try:
+            got = obj(config, layout, batch)
+        except Exception:  # noqa: BLE001 - most of them take other arguments: that is the point
+            continue
+        assert not (isinstance(got, dict) and want["flops"] in got.values()), name
+    for name, value in [(n, v) for m in modules for n, v in vars(m).items()]:  # no list of cases: a few are visible
         if (
             isinstance(value, list | tuple)
             and value
             and isinstance(value[0], tuple)
             and isinstance(value[0][0], Config)
         ):
-            assert name in ("_COST_CASES", "_LAYOUT_CASES"), name
+            assert name in ("COST_CASES", "LAYOUT_CASES", "_TIME_CASES"), name
 
 
 @pytest.mark.parametrize(

@@ -350,7 +350,7 @@ def test_each_run_draws_four_clear_cases_of_each_bound_fresh():
     assert runs[0] == _drawn(SECRETS[0])
     for cases in runs:
         assert len(cases) == t.HIDDEN_TIME_CASES
-        assert all(q._usable(config, layout, batch) is None for config, layout, batch, _ in cases)
+        assert all(q.cases.usable(config, layout, batch) is None for config, layout, batch, _ in cases)
         times = [ref_step_time(*case) for case in cases]
         assert sorted(x["bound"] for x in times) == sorted(t.BOUNDS * 4)
         assert all(t._clear(x) for x in times)
