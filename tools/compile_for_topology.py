@@ -48,7 +48,9 @@ from jax.sharding import PartitionSpec as P
 from namedaxes import DATA_PARALLEL, FSDP, MODEL_PARALLEL, STAGES
 from namedaxes.judging import (
     COMPILER_OPTIONS,
-    _overlap,  # the reader of `Work.overlap`, on a text
+    _overlap,  # the readers of `Work.overlap` and `Work.sent_bytes`, on a text
+    _runs,
+    _sent_bytes,
     collective_sends,
     describe_collective,
     group_axes,
@@ -168,18 +170,20 @@ def read_facts(text: str, mesh_shape: dict) -> dict:
 
 
 # ---------------------------------------------------------------- every notebook's reference programs
-REFERENCE_FACTS = ("collectives", "moved_bytes", "largest_bytes", "dtypes_moved", "sends", "overlap")
+REFERENCE_FACTS = ("collectives", "moved_bytes", "largest_bytes", "dtypes_moved", "sends", "sent_bytes", "overlap")
 
 
 def reference_facts(text: str, mesh_shape: dict) -> dict:
     """What the course's readers find in the optimized HLO of a reference program (`read_facts`), and what the
-    judges read of its schedule: each kind of collective's runs and largest instance (`collective_sends`), and the
+    judges read of its schedule: each kind of collective's runs and largest instance (`collective_sends`), the
+    bytes all its collectives deliver in one call, loops counted as often as they run (`Work.sent_bytes`), and the
     matmuls scheduled before the last collective-permute (`Work.overlap`, the collective matmul's judge)."""
     names, sizes = tuple(mesh_shape), tuple(mesh_shape.values())
     n_devices = int(np.prod(sizes))
     sends = collective_sends(text, names, sizes, n_devices)
     return read_facts(text, mesh_shape) | {
         "sends": {kind: [s.runs, s.largest] for kind, s in sends.items()},
+        "sent_bytes": _sent_bytes(text, n_devices, _runs(text)),
         "overlap": _overlap(text),
     }
 

@@ -1,4 +1,4 @@
-"""The tamper corpus: for every graded test cell of notebooks 01-10, a wrong answer plus tampering.
+"""The tamper corpus: for every graded test cell of notebooks 01-11, a wrong answer plus tampering.
 
 Per notebook there are two fixture students with the same wrong answers:
 
@@ -45,6 +45,7 @@ A07 = "07_collectives"
 A08 = "08_compiler_sharding"
 A09 = "09_large_models"
 A10 = "10_training_at_scale"
+A11 = "11_step_anatomy"
 TECHNIQUES = ("patched_observe", "code_swap", "forged_record", "visible_files", "thread_files", "symlink")
 
 # notebook -> answer cell grade_id -> wrong answer (plausible mistakes, each fails its visible check)
@@ -203,6 +204,17 @@ WRONG = {
         "            'tensor_reduce_bytes': 0, 'flops': 6 * batch * config.seq * n}\n",
         "choose_layout_answer": "def choose_layout(config, batch, budget):\n"  # the least memory, whatever it moves
         "    return (1, 8, 1)\n",
+    },
+    A11: {
+        "mixed_train_step_answer": "def mixed_train_step(params, state, window):\n"  # float32 throughout
+        "    return tm.train_step(params, state, window)\n",
+        "zero_specs_answer": "def zero_specs(stage):\n"  # the gradients never split: stages 2 and 3 all-reduce
+        "    return {'params': P(ZERO) if stage >= 3 else P(), 'grads': P(), 'opt_state': P(ZERO)}\n",
+        "accumulate_grads_answer": "def accumulate_grads(params, xs, ys):\n"  # one reduction per microbatch, in a scan
+        "    def body(total, xy):\n"
+        "        return jax.tree.map(jnp.add, total, jax.grad(zr.mlp_loss)(params, *xy)), None\n"
+        "    total, _ = lax.scan(body, jax.tree.map(jnp.zeros_like, params), (xs, ys))\n"
+        "    return jax.tree.map(lambda g: g / xs.shape[0], total)\n",
     },
 }
 
@@ -434,6 +446,27 @@ EQUIVALENT = {
         "            fitting.append((moved, [-data, -fsdp, -tensor]))\n"
         "    return [-v for v in min(fitting)[1]]\n",
     },
+    A11: {
+        "mixed_train_step_answer": "def mixed_train_step(params, state, window):\n"  # a dict comprehension, asarray
+        "    def loss_of(p):\n"
+        "        p = {k: v.astype(jnp.bfloat16) for k, v in p.items()}\n"
+        "        logits = jnp.asarray(tm.forward(p, window[:, :-1]), jnp.float32)\n"
+        "        return tm.cross_entropy(logits, window[:, 1:])\n"
+        "    loss, grads = jax.value_and_grad(loss_of)(params)\n"
+        "    updates, state = tm.OPTIMIZER.update(grads, state, params)\n"
+        "    return optax.apply_updates(params, updates), state, loss\n",
+        "zero_specs_answer": "def zero_specs(stage):\n"  # a table, trailing Nones
+        "    table = {1: (P(), P(None), P(ZERO, None)), 2: (P(None, None), P(ZERO, None), P(ZERO, None)),\n"
+        "             3: (P(ZERO, None), P(ZERO, None), P(ZERO, None))}\n"
+        "    return dict(zip(('params', 'grads', 'opt_state'), table[stage]))\n",
+        "accumulate_grads_answer": "def accumulate_grads(params, xs, ys):\n"  # unreduced gradients added in a scan
+        "    used = jax.tree.map(lambda a: jax.reshard(a, P(reduced={ZERO})), params)\n"
+        "    first = jax.grad(zr.mlp_loss)(used, xs[0], ys[0])\n"
+        "    def body(total, xy):\n"
+        "        return jax.tree.map(jnp.add, total, jax.grad(zr.mlp_loss)(used, *xy)), None\n"
+        "    total, _ = lax.scan(body, first, (xs[1:], ys[1:]))\n"
+        "    return jax.tree.map(lambda g: jax.reshard(g, P()) / xs.shape[0], total)\n",
+    },
 }
 
 # notebook -> test cell grade_id -> (the `q.<name>` exercise its test cell uses, techniques)
@@ -493,6 +526,11 @@ CELLS = {
         "swiglu_block_megatron": ("swiglu_block", ("code_swap", "symlink")),
         "step_costs_formulas": ("step_costs", ("patched_observe", "forged_record")),
         "choose_layout_budget": ("choose_layout", ("thread_files", "visible_files")),
+    },
+    A11: {
+        "mixed_train_step_bf16": ("mixed_train_step", ("code_swap", "symlink")),
+        "zero_specs_stages": ("zero_specs", ("patched_observe", "forged_record")),
+        "accumulate_grads_once": ("accumulate_grads", ("thread_files", "visible_files")),
     },
 }
 

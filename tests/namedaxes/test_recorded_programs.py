@@ -170,11 +170,13 @@ def _differences(cpu: dict, tpu: dict, judged: dict) -> dict[str, str]:
     - `kinds`: the collectives, by kind and mesh axis (what the grader judges a program's communication by);
     - `runs`: how often one call runs each kind (`collective_sends`). Fewer on the TPU where XLA combined
       several collectives of a kind into one (it moves the same bytes);
-    - `bytes`: the bytes each kind delivers to a device (`moved_of`), and its largest instance where it runs
-      as often. Half on the TPU where it moves bfloat16 and the CPU float32 (a TPU gathers float32 weights in
-      bfloat16 for a matmul at the default precision). Tile padding is in the layouts, never in the readers'
-      bytes: only the compiler's peak memory pays it, which is not compared (`peak_bytes`, `flops` and
-      `largest_bytes` follow the compiler's own choices: recorded, not compared);
+    - `bytes`: the bytes each kind delivers to a device (`moved_of`), its largest instance where it runs as
+      often, and the bytes all collectives deliver in one call, loops counted as often as they run
+      (`Work.sent_bytes`, a judged fact). Where the TPU moves bfloat16 and the CPU only float32 (a TPU gathers
+      float32 weights in bfloat16 for a matmul at the default precision), between half and all of the CPU's.
+      Tile padding is in the layouts, never in the readers' bytes: only the compiler's peak memory pays it,
+      which is not compared (`peak_bytes`, `flops` and `largest_bytes` follow the compiler's own choices:
+      recorded, not compared);
     - `overlap`: where the case judges the schedule (`Case(work={"overlap": ...})`), whether matmuls run while
       blocks travel (`Work.overlap` > 0)."""
     found = {}
@@ -182,14 +184,19 @@ def _differences(cpu: dict, tpu: dict, judged: dict) -> dict[str, str]:
     if set(tpu["collectives"]) != kinds:
         found["kinds"] = f"{sorted(tpu['collectives'])} on the TPU, {sorted(kinds)} on the CPU"
     bf16 = "bf16" in tpu["dtypes_moved"] and "bf16" not in cpu["dtypes_moved"]
+
+    def same(tpu_bytes: int, cpu_bytes: int) -> bool:
+        return tpu_bytes == cpu_bytes or (bf16 and cpu_bytes / 2 <= tpu_bytes < cpu_bytes)
+
     for kind in sorted(kinds & set(tpu["collectives"])):
         (runs, largest), (tpu_runs, tpu_largest) = cpu["sends"][kind], tpu["sends"][kind]
         moved, tpu_moved = cpu["moved_bytes"][kind], tpu["moved_bytes"][kind]
-        same_bytes = tpu_moved == moved or (bf16 and 2 * tpu_moved == moved)
-        if tpu_runs != runs and not (tpu_runs < runs and same_bytes):
+        if tpu_runs != runs and not (tpu_runs < runs and same(tpu_moved, moved)):
             found["runs"] = f"{kind}: runs {tpu_runs} times on the TPU, {runs} on the CPU"
-        if not same_bytes or (tpu_runs == runs and tpu_largest not in (largest, largest // 2 if bf16 else largest)):
+        if not same(tpu_moved, moved) or (tpu_runs == runs and not same(tpu_largest, largest)):
             found["bytes"] = f"{kind}: {tpu_moved} bytes (largest {tpu_largest}) on the TPU, {moved} ({largest})"
+    if not same(tpu["sent_bytes"], cpu["sent_bytes"]):
+        found["sent_bytes"] = f"{tpu['sent_bytes']} bytes sent per call on the TPU, {cpu['sent_bytes']} on the CPU"
     if "overlap" in judged.get("work", {}) and (tpu["overlap"] > 0) != (cpu["overlap"] > 0):
         found["overlap"] = f"{tpu['overlap']} matmuls before the last send on the TPU, {cpu['overlap']} on the CPU"
     return found
