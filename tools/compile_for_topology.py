@@ -33,7 +33,6 @@ import datetime
 import gzip
 import json
 import lzma
-import os
 import re
 import sys
 import time
@@ -272,11 +271,11 @@ def _compiler_options(devices: list) -> tuple[dict | None, str]:
 def references_main(exports: Path, topologies: list, out: Path, argv: list[str], jobs: int = 1) -> int:
     """`--references`: compile the exported reference programs for each topology; write its record and texts."""
     exported = json.loads((exports / "manifest.json").read_text(encoding="utf-8"))["provenance"]
-    if None in topologies:  # --attached: the grader's own devices, as its scorer sets them up
-        from autograder.sandbox.build import grading_xla_flags
+    if None in topologies:
         from namedaxes.devices import setup_devices
 
-        os.environ["XLA_FLAGS"] = grading_xla_flags(os.environ.get("XLA_FLAGS", ""))
+        # --attached: the grader's own 8 CPU devices, as its scorer sets them up (the grader's XLA flags set
+        # only its threads, not what it compiles: left out, so this needs nothing the TPU's run does not)
         setup_devices(quiet=True)
     for name in topologies:
         devices = topology_devices(name)

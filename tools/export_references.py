@@ -19,7 +19,8 @@ for the CPU: the input of `python -m tools.compile_for_topology --references` on
 Output:
 - OUT/exports.npz (`tpu/<program id>`: the TPU's export; `cpu/<program id>`: the grader's own, which
   `compile_for_topology --references --attached` compiles; a program id is `<notebook>/<test cell>/<case>`) and
-  OUT/manifest.json (the program ids, how they were exported): what the TPU machine compiles (`carry` OUT);
+  OUT/manifest.json (the program ids, how they were exported), and OUT/pylib (a copy of `flatbuffers`, which
+  deserializing needs): what the TPU machine compiles (`carry` OUT);
 - RECORD/references-cpu.json (per program: the reading mesh, what the readers find, the compiler's FLOPs and
   peak bytes, what the case's grading judges) and RECORD/references-hlo-cpu.json.xz (every optimized HLO text):
   what tests/namedaxes/test_recorded_programs.py compares a TPU's programs with.
@@ -31,6 +32,7 @@ import argparse
 import datetime
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -110,6 +112,16 @@ def cpu_facts(blob: bytes) -> tuple[dict, str]:
     return cft.program_record(program, compiled.compiled, text, seconds), text
 
 
+def carry_flatbuffers(out: Path) -> None:
+    """A copy of the `flatbuffers` package (pure Python, 0.3 MiB) in OUT/pylib: `jax.export.deserialize` needs it,
+    and a TPU machine without network may not have it (the command then puts OUT/pylib on PYTHONPATH)."""
+    import flatbuffers
+
+    target = out / "pylib" / "flatbuffers"
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(Path(flatbuffers.__file__).parent, target, ignore=shutil.ignore_patterns("__pycache__"))
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -161,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     manifest = {"provenance": provenance, "programs": sorted(programs)}
     (args.out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     cft.write_references(args.record, "cpu", {"provenance": provenance, "programs": programs}, texts)
+    carry_flatbuffers(args.out)
     size = (args.out / "exports.npz").stat().st_size
     print(f"{len(programs)} programs; exports {size / 2**20:.1f} MiB; {provenance['total_s']} s", flush=True)
     return 0
