@@ -422,13 +422,16 @@ def work_of(compiled, names: tuple, sizes: tuple, n_devices: int, text: str | No
 def _result_bytes(line: str) -> int:
     """The bytes a collective's instruction delivers to one device. A `collective-permute-start`'s type is a
     tuple (its operand, its result, then the transfer's bookkeeping, `u32[]`s): its result is the second entry
-    (a TPU runs its ppermutes so; the CPU backend's are synchronous)."""
+    (a TPU runs its ppermutes so; the CPU backend's are synchronous). An `all-gather-start`'s is (its operands,
+    its results): the second half."""
     typed = _INSTRUCTION_RE.match(line)
     if not typed:
         return 0
     sizes = _array_bytes(typed.group(1))
     if typed.group(2) == "collective-permute-start" and len(sizes) >= 2:
         return sizes[1]
+    if typed.group(2) == "all-gather-start" and len(sizes) >= 2 and len(sizes) % 2 == 0:
+        return sum(sizes[len(sizes) // 2 :])
     return sum(sizes)
 
 
@@ -460,28 +463,141 @@ _MAX_RUNS = 1 << 40
 
 def _trip_counts(text: str) -> tuple[dict[str, list[tuple[str, int]]], str | None]:
     """computation name -> the computations it runs and how often per run of it (a `while` body: its
-    `known_trip_count`, -1 when unknown; anything else it calls: once), and the entry computation's name."""
+    `known_trip_count`, else the count its condition and counter state (`_loop_trips`: a TPU's text does not
+    print XLA's), -1 when unknown; anything else it calls: once), and the entry computation's name."""
     calls: dict[str, list[tuple[str, int]]] = {}
+    code: dict[str, dict[str, str]] = {}  # computation -> instruction name -> its line (`_loop_trips`)
+    roots: dict[str, str] = {}
+    loops: list[tuple[str, int, str]] = []  # (computation, position in its calls, the while's line)
     current, entry = None, None
     for line in text.splitlines():
         head = _HEAD_RE.match(line)
         if head:
             current = head.group(2)
-            calls[current] = []
+            calls[current], code[current] = [], {}
             entry = current if head.group(1) else entry
             continue
         if current is None:
             continue
+        named = _NAME_RE.match(line)
+        if named:
+            code[current][named.group(2)] = line
+            if named.group(1):
+                roots[current] = named.group(2)
         body = re.search(r"\bbody=%?([\w.\-]+)", line)
         if body and " while(" in line:
             trips = re.search(r'"known_trip_count":\{"n":"(\d+)"\}', line)
+            if not trips:
+                loops.append((current, len(calls[current]), line))
             calls[current].append((body.group(1), int(trips.group(1)) if trips else -1))
             continue
         for callee in re.findall(r"(?:calls|to_apply|true_computation|false_computation)=%?([\w.\-]+)", line):
             calls[current].append((callee, 1))
         for group in re.findall(r"branch_computations=\{([^}]*)\}", line):
             calls[current].extend((c.strip().lstrip("%"), 1) for c in group.split(",") if c.strip())
+    for caller, i, line in loops:
+        calls[caller][i] = (calls[caller][i][0], _loop_trips(code, roots, caller, line))
     return calls, entry
+
+
+# `[ROOT ]%name = ...`: group 1 is "ROOT" for a computation's result, group 2 the instruction's name
+_NAME_RE = re.compile(r"^\s*(ROOT\s+)?%?([\w.\-]+)\s*=")
+_VALUE_MOVES = ("copy", "bitcast", "convert")  # an instruction that hands its one operand's value on
+
+
+def _operation(line: str) -> tuple[str, list[str]]:
+    """An instruction's op and the names of its operands."""
+    m = _INSTRUCTION_RE.match(line)
+    if not m:
+        return "", []
+    depth, args = 0, ""
+    for ch in line[m.end() :]:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            if depth == 0:
+                break
+            depth -= 1
+        args += ch
+    return m.group(2), re.findall(r"%([\w.\-]+)", args)
+
+
+def _origin(code: dict[str, str], name: str) -> tuple[str, str, list[str]]:
+    """(name, op, operands) of the instruction whose value `name` is, through copies, bitcasts and converts."""
+    for _ in range(16):
+        op, args = _operation(code.get(name, ""))
+        if op not in _VALUE_MOVES or len(args) != 1:
+            return name, op, args
+        name = args[0]
+    return name, "", []
+
+
+def _constant(code: dict[str, str], name: str) -> int | None:
+    name, op, _ = _origin(code, name)
+    m = re.search(r"\sconstant\((-?\d+)\)", code.get(name, "")) if op == "constant" else None
+    return int(m.group(1)) if m else None
+
+
+def _counter(code: dict[str, str], name: str) -> int | None:
+    """The tuple index of the computation's parameter that `name` is an element of, or None."""
+    name, op, args = _origin(code, name)
+    if op != "get-tuple-element" or len(args) != 1 or _operation(code.get(args[0], ""))[0] != "parameter":
+        return None
+    m = re.search(r"\bindex=(\d+)", code[name])
+    return int(m.group(1)) if m else None
+
+
+def _binary(code: dict, roots: dict, comp: str, name: str, op: str) -> tuple[list[str], str] | None:
+    """The two operands (names in `comp`) and the line of `op` that `name` is, itself or a fusion whose result
+    is that op of two of its parameters (the CPU backend wraps a loop's compare and add so)."""
+    name, found, args = _origin(code[comp], name)
+    line = code[comp].get(name, "")
+    if found == op and len(args) == 2:
+        return args, line
+    called = re.search(r"\bcalls=%?([\w.\-]+)", line) if found == "fusion" else None
+    inner = code.get(called.group(1), {}) if called else {}
+    root = inner.get(roots.get(called.group(1), "")) if called else None
+    if root is None or _operation(root)[0] != op:
+        return None
+    picked = []
+    for param in _operation(root)[1]:
+        m = re.search(r"\sparameter\((\d+)\)", inner.get(param, ""))
+        if not m or int(m.group(1)) >= len(args):
+            return None
+        picked.append(args[int(m.group(1))])
+    return (picked, root) if len(picked) == 2 else None
+
+
+def _loop_trips(code: dict, roots: dict, caller: str, line: str) -> int:
+    """How often a `while` runs, read from its computations where XLA's `known_trip_count` is not printed: a
+    counter (an element of the loop's state) that starts at a constant, goes up by a constant step in the body,
+    and is compared less-than with a constant in the condition. -1 when the loop is not of that form."""
+    cond, body = re.search(r"\bcondition=%?([\w.\-]+)", line), re.search(r"\bbody=%?([\w.\-]+)", line)
+    state = _operation(line)[1]
+    if not cond or not body or cond.group(1) not in code or body.group(1) not in code or len(state) != 1:
+        return -1
+    cond, body = cond.group(1), body.group(1)
+    compare = _binary(code, roots, cond, roots.get(cond, ""), "compare")
+    direction = re.search(r"\bdirection=(\w+)", compare[1]) if compare else None
+    if not direction or direction.group(1) not in ("LT", "GT"):
+        return -1
+    counter, bound = compare[0] if direction.group(1) == "LT" else compare[0][::-1]
+    index, limit = _counter(code[cond], counter), _constant(code[cond], bound)
+    _, op, init = _origin(code[caller], state[0])
+    _, body_op, result = _origin(code[body], roots.get(body, ""))
+    if index is None or limit is None or op != "tuple" or body_op != "tuple" or index >= min(len(init), len(result)):
+        return -1
+    start = _constant(code[caller], init[index])
+    step = _binary(code, roots, body, result[index], "add")
+    if start is None or step is None:
+        return -1
+    (a, b), _ = step
+    if _counter(code[body], b) == index:
+        a, b = b, a
+    stride = _constant(code[body], b)
+    if _counter(code[body], a) != index or not stride or stride < 0:
+        return -1
+    return max(0, -(-(limit - start) // stride))
 
 
 def _runs(text: str, unknown: int = _UNKNOWN_TRIPS) -> dict[str, int]:
