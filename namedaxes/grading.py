@@ -171,12 +171,12 @@ def _jax_export():
     return jax.export.export, jax.jit
 
 
-_EXPORT, _JIT = _jax_export()
+EXPORT, JIT = _jax_export()
 
 
 def _export(fn, args, platforms: tuple[str, ...] | None = None) -> bytes:
-    jitted = fn if hasattr(fn, "trace") and hasattr(fn, "lower") else _JIT(fn)
-    exporter = _EXPORT(jitted) if platforms is None else _EXPORT(jitted, platforms=platforms)
+    jitted = fn if hasattr(fn, "trace") and hasattr(fn, "lower") else JIT(fn)
+    exporter = EXPORT(jitted) if platforms is None else EXPORT(jitted, platforms=platforms)
     return bytes(exporter(*args).serialize())
 
 

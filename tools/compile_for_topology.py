@@ -47,9 +47,6 @@ from jax.sharding import PartitionSpec as P
 from namedaxes import DATA_PARALLEL, FSDP, MODEL_PARALLEL, STAGES
 from namedaxes.judging import (
     COMPILER_OPTIONS,
-    _overlap,  # the readers of `Work.overlap` and `Work.sent_bytes`, on a text
-    _runs,
-    _sent_bytes,
     collective_sends,
     describe_collective,
     group_axes,
@@ -58,6 +55,8 @@ from namedaxes.judging import (
     moved_of,
     work_of,
 )
+from namedaxes.judging.runs import runs_of, sent_bytes  # the readers of `Work.sent_bytes` and `Work.overlap`
+from namedaxes.judging.work import overlap_of
 
 REPO = Path(__file__).resolve().parents[1]
 RECORDED = REPO / "namedaxes" / "recorded"
@@ -182,8 +181,8 @@ def reference_facts(text: str, mesh_shape: dict) -> dict:
     sends = collective_sends(text, names, sizes, n_devices)
     return read_facts(text, mesh_shape) | {
         "sends": {kind: [s.runs, s.largest] for kind, s in sends.items()},
-        "sent_bytes": _sent_bytes(text, n_devices, _runs(text)),
-        "overlap": _overlap(text),
+        "sent_bytes": sent_bytes(text, n_devices, runs_of(text)),
+        "overlap": overlap_of(text),
     }
 
 

@@ -46,7 +46,7 @@ import sys
 from collections import Counter, OrderedDict
 from pathlib import Path
 
-from .class_results import MISSING, ClassResults, Row, load
+from .class_results import MISSING, ClassResults, ClassRow, load
 from .course_info import CourseInfo, course_info, default_course
 from .inert import CSP_META
 from .report_figures import MIME as FIGURE_MIME
@@ -137,7 +137,7 @@ def _exercise_stats(cells: list[dict]) -> dict:
     }
 
 
-def _graded(results: ClassResults, aid: str) -> list[Row]:
+def _graded(results: ClassResults, aid: str) -> list[ClassRow]:
     return results.graded(aid)
 
 
@@ -164,7 +164,7 @@ def _attention_section(results: ClassResults, out: Path | None) -> list[str]:
     return parts
 
 
-def _student_cell(row: Row | None, out: Path | None) -> str:
+def _student_cell(row: ClassRow | None, out: Path | None) -> str:
     if row is None or row.status == MISSING:
         return '<td class="missing">missing</td>'
     score = f"{row.score:g}/{row.max_score:g}"

@@ -21,9 +21,9 @@ from ..i18n import gettext
 from .course_devices import expect_course_devices
 from .explaining import explained, translate
 from .failures import CheckFailed, NotAttempted
+from .registry import FAILED, NOT_ATTEMPTED, PASSED, LastCheck, record, register
 from .rendering import GREEN, color
 from .text import TEXT
-from .verdicts import FAILED, NOT_ATTEMPTED, PASSED, Verdict, record, register
 
 __all__ = ["Exercise", "exercises_for"]
 
@@ -42,7 +42,7 @@ class Exercise:
     `check` runs the module's check inside `explained(name)`, so crashes the module
     does not translate itself still read as feedback; then, once the hidden test's first program
     exports (`_expect_recordable`), `judge(answer)` if given (the grader's judging steps that need an
-    exportable program: layout, communication that matters); it records its verdict for
+    exportable program: layout, communication that matters); it records its last check for
     `progress`. Several `Exercise` objects may share a `name` (one per test cell of an
     exercise): the exercise passes when all of them do.
     """
@@ -89,15 +89,15 @@ class Exercise:
                     self._judge(*answer)
         except CheckFailed as err:
             kind = NotAttempted if isinstance(err, NotAttempted) else CheckFailed
-            record(self, Verdict(NOT_ATTEMPTED if kind is NotAttempted else FAILED, str(err), answer))
+            record(self, LastCheck(NOT_ATTEMPTED if kind is NotAttempted else FAILED, str(err), answer))
             # A fresh exception without the checker's internal frames; IPython shows only its message.
             failure = kind(str(err))
             failure.hint_line = TEXT["hint_line"].format(attr=self._attr()) if self._hints else ""
             raise failure from None
         except BaseException as err:
-            record(self, Verdict(FAILED, f"{type(err).__name__}: {err}", answer))
+            record(self, LastCheck(FAILED, f"{type(err).__name__}: {err}", answer))
             raise
-        record(self, Verdict(PASSED, "", answer))
+        record(self, LastCheck(PASSED, "", answer))
         _say(color(GREEN, TEXT["passed"].format(name=self.name)))
 
     def _expect_recordable(self, answer: tuple) -> None:
