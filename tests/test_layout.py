@@ -29,6 +29,7 @@ COVERED_BY = {
     "autograder/run/kernel.py": "tests/autograder/run/test_executor.py",  # one kernel, cell by cell
     "hub/layout.py": "tests/hub/test_isolation.py",  # the hub's folders, laid out for real
     "hub/server.py": "tests/browser/test_hub.py",  # the hub started, used and cleaned
+    "tools/compile_for_topology.py": "tests/namedaxes/test_recorded_programs.py",  # its records, read again
 }
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .hlo import ARRAY_RE, HEAD_RE, collectives_where, describe_collective, group_axes, result_bytes
+from .loop_trips import NAME_RE, loop_trips
 
 __all__ = ["Sends", "collective_sends", "UNKNOWN_TRIPS", "runs_of", "sent_bytes", "loop_dot_flops"]
 
@@ -31,27 +32,40 @@ _MAX_RUNS = 1 << 40
 
 def _trip_counts(text: str) -> tuple[dict[str, list[tuple[str, int]]], str | None]:
     """computation name -> the computations it runs and how often per run of it (a `while` body: its
-    `known_trip_count`, -1 when unknown; anything else it calls: once), and the entry computation's name."""
+    `known_trip_count`, else the count its condition and counter state (`loop_trips.loop_trips`: a TPU's text
+    does not print XLA's), -1 when unknown; anything else it calls: once), and the entry computation's name."""
     calls: dict[str, list[tuple[str, int]]] = {}
+    code: dict[str, dict[str, str]] = {}  # computation -> instruction name -> its line (`loop_trips`)
+    roots: dict[str, str] = {}
+    loops: list[tuple[str, int, str]] = []  # (computation, position in its calls, the while's line)
     current, entry = None, None
     for line in text.splitlines():
         head = HEAD_RE.match(line)
         if head:
             current = head.group(2)
-            calls[current] = []
+            calls[current], code[current] = [], {}
             entry = current if head.group(1) else entry
             continue
         if current is None:
             continue
+        named = NAME_RE.match(line)
+        if named:
+            code[current][named.group(2)] = line
+            if named.group(1):
+                roots[current] = named.group(2)
         body = re.search(r"\bbody=%?([\w.\-]+)", line)
         if body and " while(" in line:
             trips = re.search(r'"known_trip_count":\{"n":"(\d+)"\}', line)
+            if not trips:
+                loops.append((current, len(calls[current]), line))
             calls[current].append((body.group(1), int(trips.group(1)) if trips else -1))
             continue
         for callee in re.findall(r"(?:calls|to_apply|true_computation|false_computation)=%?([\w.\-]+)", line):
             calls[current].append((callee, 1))
         for group in re.findall(r"branch_computations=\{([^}]*)\}", line):
             calls[current].extend((c.strip().lstrip("%"), 1) for c in group.split(",") if c.strip())
+    for caller, i, line in loops:
+        calls[caller][i] = (calls[caller][i][0], loop_trips(code, roots, caller, line))
     return calls, entry
 
 
@@ -81,9 +95,15 @@ def runs_of(text: str, unknown: int = UNKNOWN_TRIPS) -> dict[str, int]:
 
 def sent_bytes(text: str, n_devices: int, runs: dict[str, int]) -> int:
     """The bytes every collective of an optimized HLO module delivers to one device in one call of the
-    program, each counted as often as its computation runs (`Work.sent_bytes`)."""
+    program, each counted as often as its computation runs (`Work.sent_bytes`). A collective whose every group is
+    one device (a psum over an axis of size 1, which the CPU backend keeps and a TPU's compiler drops) sends
+    nothing."""
     lines = collectives_where(text, n_devices)
-    return sum(result_bytes(line) * runs.get(where, 0) for _, _, _, line, where in lines)
+    return sum(
+        result_bytes(line) * runs.get(where, 0)
+        for _, _, groups, line, where in lines
+        if any(len(set(group)) > 1 for group in groups)
+    )
 
 
 _DOT_RE = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*(\S+)\s+dot\(%?([\w.\-]+)")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from .hlo import HEAD_RE, INSTRUCTION_RE, array_bytes, collective_lines, describe_collective, group_axes, result_bytes
 from .runs import loop_dot_flops, runs_of, sent_bytes
 
-__all__ = ["WORK_FACTS", "Work", "largest_array", "work_of", "moved_of", "work_excess"]
+__all__ = ["WORK_FACTS", "Work", "largest_array", "work_of", "moved_of", "work_excess", "overlap_of"]
 
 WORK_FACTS = ("flops", "peak_bytes", "largest_bytes", "sent_bytes", "overlap")  # what `Case(work=...)` may judge
 _LOOP_OVERLAP = 1 << 20  # `Work.overlap` of a loop whose every step both sends and multiplies
@@ -36,7 +36,7 @@ class Work:
     peak_bytes: int
     largest_bytes: int
     moved: tuple = ()
-    overlap: int = 0  # matmuls scheduled before the last `ppermute` (`_overlap`): the schedule, where it matters
+    overlap: int = 0  # matmuls scheduled before the last `ppermute` (`overlap_of`): the schedule, where it matters
     sent_bytes: int = 0  # the bytes every collective delivers to the device in one call, as often as it runs
 
 
@@ -58,7 +58,7 @@ def largest_array(text: str) -> int:
     return largest
 
 
-def _overlap(text: str) -> int:
+def overlap_of(text: str) -> int:
     """Matmuls (a `dot`, or a fusion or call that holds one) the optimized module's entry computation runs,
     in its scheduled order, before its last collective-permute; `_LOOP_OVERLAP` when a loop's body holds
     both a collective-permute and a matmul."""
@@ -127,7 +127,7 @@ def work_of(compiled, names: tuple, sizes: tuple, n_devices: int, text: str | No
     runs = runs_of(text)
     flops += loop_dot_flops(text, runs)
     moved = moved_of(text, names, sizes, n_devices)
-    return Work(flops, max(peak, 0), largest_array(text), moved, _overlap(text), sent_bytes(text, n_devices, runs))
+    return Work(flops, max(peak, 0), largest_array(text), moved, overlap_of(text), sent_bytes(text, n_devices, runs))
 
 
 def moved_of(text: str, names: tuple, sizes: tuple, n_devices: int) -> tuple:
