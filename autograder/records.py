@@ -29,6 +29,7 @@ into a sentence, never formatted as templates (`messages.text`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -64,7 +65,9 @@ __all__ = [
     "make_row",
     "zero_cells",
     "CSV_COLUMNS",
+    "Status",
     "STATUSES",
+    "NOT_HANDED_IN",
 ]
 
 CSV_COLUMNS = ["student", "assignment", "score", "max_score", "status", "reason", "late_penalty", "handed_in", "due"]
@@ -355,7 +358,7 @@ class Row:
     origin: str
     score: float
     max_score: float
-    status: str  # STATUSES
+    status: Status
     reason: Reason
     cells: tuple[CellResult, ...] = ()
     language: str = ""  # the submission's language (validated; reasons and feedback are in it); "": none read (English)
@@ -382,7 +385,7 @@ class Row:
             origin=str(data.get("origin", "")),
             score=float(data.get("score", 0.0)),
             max_score=float(data.get("max_score", 0.0)),
-            status=str(data.get("status", "")),
+            status=Status(str(data.get("status", ""))),
             reason=str(data.get("reason", "")),
             cells=tuple(CellResult.from_json(c) for c in (cells if isinstance(cells, list) else [])),
             language=str(data.get("language", "")),
@@ -401,7 +404,7 @@ def make_row(
     assignment: str,
     origin: str,
     source: _Graded | None,
-    status: str,
+    status: Status,
     reason: Reason,
     cells: tuple[CellResult, ...] = (),
     language: str = "",
@@ -420,7 +423,7 @@ def make_row(
         origin=origin,
         score=round(earned - late.penalty, 6) if late is not None else earned,
         max_score=source.max_score if source is not None else 0.0,
-        status=status,
+        status=Status(status),
         reason=reason,
         cells=tuple(cells),
         language=language,
@@ -429,19 +432,40 @@ def make_row(
     )
 
 
+class Status(StrEnum):
+    """A row's status (grades.csv, results.json, the report; `STATUSES` says what each means). A `str`, so a
+    file writes its value and a value read back compares equal; made from text only at an edge
+    (`Row.from_json`, the report's `class_results`), where anything else is a ValueError."""
+
+    OK = "ok"
+    TIMEOUT = "timeout"
+    KERNEL_DIED = "kernel_died"
+    TOO_MUCH_OUTPUT = "too_much_output"
+    TOO_MANY_CELLS = "too_many_cells"
+    MEMORY = "memory"
+    PROCESSES = "processes"
+    DISK = "disk"
+    ERROR = "error"
+    UNREADABLE = "unreadable"
+    MISSING = "missing"
+    UNPLACEABLE = "unplaceable"
+    CONFLICT = "conflict"
+
+
 # What a row's status means (grades.csv, report). The first problem of a run decides it.
 STATUSES = {
-    "ok": "graded (whatever the score)",
-    "timeout": "a cell ran past its timeout, or the notebook / submission past its time budget",
-    "kernel_died": "the kernel died (and was restarted)",
-    "too_much_output": "too much output (in one message, one cell or the notebook); the rest was dropped",
-    "too_many_cells": "more added cells than allowed; the further ones were dropped",
-    "memory": "the memory limit was reached",
-    "processes": "the process limit was reached",
-    "disk": "the working copy's disk quota was reached",
-    "error": "not graded: an internal grader error, or no clean reference solution",
-    "unreadable": "the file is not a readable notebook",
-    "missing": "no notebook submitted",
-    "unplaceable": "a file that could not be matched to a student and assignment",
-    "conflict": "two submission folders name the same student id; neither was graded",
+    Status.OK: "graded (whatever the score)",
+    Status.TIMEOUT: "a cell ran past its timeout, or the notebook / submission past its time budget",
+    Status.KERNEL_DIED: "the kernel died (and was restarted)",
+    Status.TOO_MUCH_OUTPUT: "too much output (in one message, one cell or the notebook); the rest was dropped",
+    Status.TOO_MANY_CELLS: "more added cells than allowed; the further ones were dropped",
+    Status.MEMORY: "the memory limit was reached",
+    Status.PROCESSES: "the process limit was reached",
+    Status.DISK: "the working copy's disk quota was reached",
+    Status.ERROR: "not graded: an internal grader error, or no clean reference solution",
+    Status.UNREADABLE: "the file is not a readable notebook",
+    Status.MISSING: "no notebook submitted",
+    Status.UNPLACEABLE: "a file that could not be matched to a student and assignment",
+    Status.CONFLICT: "two submission folders name the same student id; neither was graded",
 }
+NOT_HANDED_IN = frozenset({Status.MISSING, Status.UNPLACEABLE, Status.CONFLICT})  # rows of no graded notebook

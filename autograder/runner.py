@@ -45,7 +45,7 @@ from .course.discovery import discover_sources, repo_root
 from .intake.placement import Intake, handed_in_times, place_course, place_submissions
 from .publish.batch import print_problems, publish
 from .publish.outputs import missing_reason
-from .records import CSV_COLUMNS, Batch, BatchResults, GraderError, Options, Row, make_row, zero_cells
+from .records import CSV_COLUMNS, Batch, BatchResults, GraderError, Options, Row, Status, make_row, zero_cells
 from .run.batch import run_all
 from .sandbox import workcopy
 from .sandbox.build import build_sandbox, grading_xla_flags, warn
@@ -189,7 +189,7 @@ def complete(sources: dict, intake: Intake, results: BatchResults) -> list[Row]:
         if (student, aid) not in graded:
             reason = "internal grader error (see the grader's output); regrade this student"
             cells = zero_cells(sources[aid], "internal grader error")
-            rows.append(make_row(student, aid, placed.origin, sources[aid], "error", reason, cells))
+            rows.append(make_row(student, aid, placed.origin, sources[aid], Status.ERROR, reason, cells))
     return rows + not_submitted_rows(sources, intake)
 
 
@@ -210,11 +210,11 @@ def not_submitted_rows(sources: dict, intake: Intake) -> list[Row]:
                 continue
             cells = zero_cells(source, "no notebook submitted")
             reason = missing_reason(intake, student, aid, source.file_name)
-            rows.append(make_row(student, aid, "", source, "missing", reason, cells))
+            rows.append(make_row(student, aid, "", source, Status.MISSING, reason, cells))
     for u in intake.unplaced:
-        rows.append(make_row(u.student, "", u.origin, None, "unplaceable", f"{u.origin}: {u.reason}"))
+        rows.append(make_row(u.student, "", u.origin, None, Status.UNPLACEABLE, f"{u.origin}: {u.reason}"))
     for u in intake.conflicts:
-        rows.append(make_row(u.student, "", u.origin, None, "conflict", f"{u.origin}: {u.reason}"))
+        rows.append(make_row(u.student, "", u.origin, None, Status.CONFLICT, f"{u.origin}: {u.reason}"))
     return rows
 
 

@@ -25,7 +25,7 @@ from autograder.publish.outputs import public, write_outputs
 from autograder.publish.report import write_report
 from autograder.publish.similarity import write_similarity
 from autograder.reasons import Kind, Verdict, Words, phrase
-from autograder.records import CellResult, Late, make_row
+from autograder.records import CellResult, Late, Status, make_row
 from courseinfo.nbgrader_metadata import nbgrader_cell
 
 AID = "04_gradient_averaging"
@@ -65,7 +65,7 @@ def _class(folder: Path, n: int, source: SourceNotebook) -> tuple[Intake, list]:
             )
             for i, t in enumerate(source.test_cells)
         )
-        rows.append(make_row(student, AID, path.name, source, "ok", "", cells, late=late if k % 10 == 9 else None))
+        rows.append(make_row(student, AID, path.name, source, Status.OK, "", cells, late=late if k % 10 == 9 else None))
     return intake, rows
 
 

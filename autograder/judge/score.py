@@ -31,7 +31,7 @@ from .. import records
 from ..course.notebooks import SourceNotebook
 from ..limits import SCORER_TIMEOUT
 from ..reasons import Phrase, Reason, Verdict, Words, phrase
-from ..records import CellResult, Row, RunResult, Task
+from ..records import CellResult, Row, RunResult, Status, Task
 from .compare import compare, load_observations
 from .scorer_process import ScorerReferenceError
 
@@ -210,12 +210,12 @@ def score_run(
     return tuple(cells)
 
 
-def submission_status(run: RunResult, merge, cells, workdir: str) -> tuple[str, Reason]:
+def submission_status(run: RunResult, merge, cells, workdir: str) -> tuple[Status, Reason]:
     """The row's status and reason: the first event (timeout, died, ...) decides the status."""
     parts: list[Reason] = []
-    status = "ok"
+    status = Status.OK
     if run.start_error and all(o.status == "not_run" for o in run.outcomes.values()):
-        return "error", scrubbed(phrase("kernel_not_started", error=one_line(run.start_error, 374)), workdir)
+        return Status.ERROR, scrubbed(phrase("kernel_not_started", error=one_line(run.start_error, 374)), workdir)
     if run.events:
         status = run.events[0][0]
         seen = []
@@ -232,7 +232,7 @@ def submission_status(run: RunResult, merge, cells, workdir: str) -> tuple[str, 
 
 
 def make_row(
-    task: Task, source: SourceNotebook | None, status: str, reason: Reason, cells, language: str = "", observe_log=()
+    task: Task, source: SourceNotebook | None, status: Status, reason: Reason, cells, language: str = "", observe_log=()
 ) -> Row:
     """The row of a task (records.make_row, the one place rows are made)."""
     return records.make_row(

@@ -12,9 +12,11 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..records import Status
+
 __all__ = ["ClassRow", "ClassResults", "load", "MISSING"]
 
-MISSING = "missing"  # the status of a row whose student handed nothing in (autograder.runner)
+MISSING = Status.MISSING  # the status of a row whose student handed nothing in (autograder.runner)
 
 
 @dataclass
@@ -25,7 +27,7 @@ class ClassRow:
     assignment: str
     score: float
     max_score: float
-    status: str
+    status: Status
     reason: str
     cells: list[dict] = field(default_factory=list)
     late_penalty: float | None = None  # points taken off for a late hand-in (None: on time, or no due date)
@@ -60,6 +62,13 @@ def _float(text, what: str) -> float:
         raise ValueError(f"{what}: {text!r} is not a number") from None
 
 
+def _status(text, what: str) -> Status:
+    try:
+        return Status(text)
+    except ValueError:
+        raise ValueError(f"{what}: {text!r} is no status of the grader's") from None
+
+
 def load(out: Path) -> ClassResults:
     """Rows of OUT/grades.csv, each with its test cells from OUT/results.json (if present)."""
     out = Path(out)
@@ -81,7 +90,7 @@ def load(out: Path) -> ClassResults:
                 assignment=r["assignment"],
                 score=_float(r["score"], f"{grades} score of {r['student']}"),
                 max_score=_float(r["max_score"], f"{grades} max_score of {r['student']}"),
-                status=r["status"],
+                status=_status(r["status"], f"{grades} status of {r['student']}"),
                 reason=r["reason"] or "",
                 late_penalty=_float(r["late_penalty"], f"{grades} late_penalty of {r['student']}")
                 if r.get("late_penalty")

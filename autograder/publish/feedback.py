@@ -38,7 +38,7 @@ from nbformat.v4 import new_markdown_cell, new_notebook
 from courseinfo.nbgrader_metadata import nbgrader_cell
 
 from ..messages import current, speaking, text
-from ..records import CellResult, Row
+from ..records import CellResult, Row, Status
 from .inert import CSP_META, make_inert, md_text, md_text_with_code
 from .words import say, say_late
 
@@ -235,7 +235,7 @@ class FeedbackWriter:
             "",
             f"> **{text('page_student')}** {md_text(row.student)} &nbsp; **{score}**",
         ]
-        if row.status != "ok":
+        if row.status != Status.OK:
             lines += [">", f"> **{text('page_status', status=md_text(row.status))}** {md_text(say(row.reason))}"]
         if row.late is not None:
             lines += [">", f"> {md_text(say_late(row.late))}"]

@@ -28,7 +28,7 @@ from pathlib import Path
 from ..course.deadlines import LatePolicy
 from ..course.notebooks import SourceNotebook
 from ..intake.placement import handed_in_times
-from ..records import Row
+from ..records import Row, Status
 
 __all__ = ["write_gradebook", "alembic_head"]
 
@@ -127,7 +127,7 @@ def write_gradebook(
         times = handed_in_times(submitted.parent, {(r.student, r.assignment) for r in rows}) if submitted else {}
         known = {s.id for s in gb.students}
         for row in rows:
-            if row.status in ("missing", "unplaceable") or row.assignment not in sources:
+            if row.status in (Status.MISSING, Status.UNPLACEABLE) or row.assignment not in sources:
                 continue
             source = sources[row.assignment]
             sid = row.student

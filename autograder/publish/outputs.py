@@ -22,7 +22,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ..intake.placement import Intake
-from ..records import CSV_COLUMNS, CellResult, Options, Row
+from ..records import CSV_COLUMNS, NOT_HANDED_IN, CellResult, Options, Row, Status
 from ..sandbox.protections import summary_lines
 from .misconceptions import finding
 from .words import say
@@ -60,7 +60,7 @@ class Progress:
         self.tty = sys.stderr.isatty()
         self._last = 0.0
 
-    def update(self, status: str) -> None:
+    def update(self, status: Status) -> None:
         self.done += 1
         self.counts[status] = self.counts.get(status, 0) + 1
         self.show()
@@ -149,7 +149,7 @@ def merge_previous(out: Path, rows: list[Row], opts: Options, intake: Intake) ->
         in_assign = (
             assignments is None
             or r["assignment"] in assignments
-            or (r["status"] in ("unplaceable", "conflict") and students is not None)
+            or (r["status"] in (Status.UNPLACEABLE, Status.CONFLICT) and students is not None)
         )
         return in_students and in_assign
 
@@ -251,7 +251,7 @@ def reference_notes(results) -> dict[str, dict]:
 def summary(out, sources, intake, rows, wall, sandbox, jobs, quiet, ref_seconds, notes=None) -> None:
     if quiet:
         return
-    graded = [r for r in rows if r.status not in ("missing", "unplaceable", "conflict")]
+    graded = [r for r in rows if r.status not in NOT_HANDED_IN]
     lines = [
         "",
         f"autograder: {len(intake.students)} student(s), {len(graded)} submission(s) graded "
@@ -267,12 +267,12 @@ def summary(out, sources, intake, rows, wall, sandbox, jobs, quiet, ref_seconds,
             lines.append(f"time limits of {aid}: {note['limits']}")
     absent = []
     for aid, src in sources.items():  # only what was handed in: "missing" rows are no hand-in
-        rs = [r for r in rows if r.assignment == aid and r.status != "missing"]
+        rs = [r for r in rows if r.assignment == aid and r.status != Status.MISSING]
         if not rs:
             absent += [aid] if any(r.assignment == aid for r in rows) else []
             continue
         mean = sum(r.score for r in rs) / len(rs)
-        missing = sum(1 for r in rows if r.assignment == aid and r.status == "missing")
+        missing = sum(1 for r in rows if r.assignment == aid and r.status == Status.MISSING)
         lines.append(
             f"  {aid:<28} mean {mean:5.2f} / {src.max_score:g}  over {len(rs)} hand-in(s)"
             + (f", {missing} student(s) without one" if missing else "")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..records import Batch, Row
+from ..records import Batch, Row, Status
 
 __all__ = ["FeedbackPages", "write_page"]
 
@@ -75,5 +75,5 @@ class FeedbackPages:
         if not batch.opts.feedback:
             return
         for row in rows:
-            if row.status == "missing":
+            if row.status == Status.MISSING:
                 self.write([batch.feedback_page(row.student, row.assignment)], row.assignment, row)

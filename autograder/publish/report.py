@@ -46,6 +46,7 @@ import sys
 from collections import Counter, OrderedDict
 from pathlib import Path
 
+from ..records import Status
 from .class_results import MISSING, ClassResults, ClassRow, load
 from .course_info import CourseInfo, course_info, default_course
 from .inert import CSP_META
@@ -76,8 +77,8 @@ __all__ = [
 ]
 
 # Statuses a submission can end with (autograder.runner); the ones that need a look come first.
-ATTENTION_ORDER = ("timeout", "kernel_died", "error", "unreadable", "unplaceable")
-GRADED = "ok"
+ATTENTION_ORDER = (Status.TIMEOUT, Status.KERNEL_DIED, Status.ERROR, Status.UNREADABLE, Status.UNPLACEABLE)
+GRADED = Status.OK
 NO_SUBMISSION_REASON = "no notebook submitted"
 TOP_FAILURES = 5
 

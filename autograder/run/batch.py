@@ -46,7 +46,7 @@ from ..publish.outputs import Progress
 from ..publish.pages import FeedbackPages
 from ..publish.words import say
 from ..reasons import Phrase, phrase
-from ..records import Batch, BatchResults, InternalError, ReferenceRun, ReferenceTimes, Row, Task, TimeLimits
+from ..records import Batch, BatchResults, InternalError, ReferenceRun, ReferenceTimes, Row, Status, Task, TimeLimits
 from ..sandbox.build import mpl_cache
 from ..sandbox.xla_cache import protect_published, publish_xla_cache, remove_protected
 from .order import LongestFirst
@@ -243,7 +243,7 @@ class _Grading:
             t.xla_dir = str(self.caches.xla_dirs[aid]) if self.caches.xla_ready(aid) else ""
             self.pool.submit(t)
 
-    def not_graded(self, task: Task, status: str, reason: Phrase, cell_reason: Phrase) -> None:
+    def not_graded(self, task: Task, status: Status, reason: Phrase, cell_reason: Phrase) -> None:
         """A notebook answered without running it: its row, and its feedback page."""
         source = self.sources[task.assignment]
         row = make_row(task, source, status, reason, zero_cells(source, cell_reason))
@@ -266,7 +266,7 @@ class _Grading:
         free = self.submission_budget - self.spent[t.student]
         if free <= 0:
             spent = phrase("budget_spent_elsewhere", seconds=self.submission_budget)
-            self.not_graded(t, "timeout", spent, phrase("budget_used_up"))
+            self.not_graded(t, Status.TIMEOUT, spent, phrase("budget_used_up"))
             return "drop"
         running = sum(b for who, b in self.reserved.values() if who == t.student)
         if running and free - running < min(notebook_budget, free):
@@ -288,7 +288,7 @@ class _Grading:
         elif isinstance(res, InternalError):
             self.settle(task, task.budget)
             self.results.internal.append(f"{task.student} / {task.assignment}:\n{res.detail}")
-            self.not_graded(task, "error", phrase("internal_error"), phrase("internal_error_cell"))
+            self.not_graded(task, Status.ERROR, phrase("internal_error"), phrase("internal_error_cell"))
         else:
             self.settle(task, float(res.seconds if res.seconds is not None else task.budget))
             self.order.finished(task, res.seconds)
@@ -317,7 +317,7 @@ class _Grading:
                 self.locks.pop(aid).release()
         if aid in problems:
             for t in self.waiting.pop(aid, []):
-                self.not_graded(t, "error", phrase("no_reference", assignment=aid), phrase("no_reference_cell"))
+                self.not_graded(t, Status.ERROR, phrase("no_reference", assignment=aid), phrase("no_reference_cell"))
         else:
             self.release(aid, res.times)
 
@@ -339,4 +339,4 @@ class _Grading:
             return
         self.settle(task, task.budget)
         self.results.internal.append(f"{task.student} / {task.assignment}: {said} (twice)")
-        self.not_graded(task, "error", phrase("lost_twice", why=why), phrase("not_graded_because", why=why))
+        self.not_graded(task, Status.ERROR, phrase("lost_twice", why=why), phrase("not_graded_because", why=why))

@@ -67,7 +67,7 @@ from ..limits import (
     START_ERROR_CHARS,
 )
 from ..reasons import Phrase, phrase
-from ..records import CellOutcome, RunResult
+from ..records import CellOutcome, RunResult, Status
 from .cell_endings import append_error_output, cell_label, death_reason, mark_rest, post_mortem
 from .cell_outputs import CellRun
 from .kernel import Kernel, KernelStartError
@@ -215,7 +215,7 @@ class _NotebookRun:
 
     def out_of_time(self, rest: list[int]) -> None:
         mark_rest(self.result, rest, phrase("budget_ran_out", what=self.what))
-        self.result.events.append(("timeout", phrase("ran_out_of", what=self.what, n=len(rest))))
+        self.result.events.append((Status.TIMEOUT, phrase("ran_out_of", what=self.what, n=len(rest))))
 
     def log(self, gid: str, when: str, names: list[str]) -> None:
         if names:
@@ -310,7 +310,7 @@ class _NotebookRun:
             self.result.outcomes[i] = CellOutcome(
                 "timeout", "TimeoutError", phrase("this_cell_interrupted", how=how), run.seconds
             )
-            self.result.events.append(("timeout", phrase("cell_interrupted", label=label, how=how)))
+            self.result.events.append((Status.TIMEOUT, phrase("cell_interrupted", label=label, how=how)))
             self.fatal.add(i)
             return pos + 1
         self.lost(i, run, label, how)  # hung (killed after a timeout), oversized or died
@@ -358,10 +358,10 @@ class _NotebookRun:
                     self.capped = True
                     limit_chars = self.limits.max_output_chars
                     said = phrase("output_notebook_cap", label=label, limit=limit_chars)
-                    self.result.events.append(("too_much_output", said))
+                    self.result.events.append((Status.TOO_MUCH_OUTPUT, said))
             else:
                 said = phrase("output_cell_cap", label=label, limit=MAX_OUTPUT_CHARS, outputs=MAX_OUTPUTS)
-                self.result.events.append(("too_much_output", said))
+                self.result.events.append((Status.TOO_MUCH_OUTPUT, said))
         return run
 
     def harvest(self, i: int, hidden_step: bool, run: CellRun) -> None:
@@ -391,13 +391,13 @@ class _NotebookRun:
         result, kernel = self.result, self.kernel
         if run.status == "hung":
             result.outcomes[i] = CellOutcome("timeout", "TimeoutError", phrase("this_cell_hung", how=how), run.seconds)
-            result.events.append(("timeout", phrase("cell_hung", label=label, how=how)))
+            result.events.append((Status.TIMEOUT, phrase("cell_hung", label=label, how=how)))
         elif run.status == "oversized":
             mib = MAX_MESSAGE_BYTES // 2**20
             result.outcomes[i] = CellOutcome(
                 "error", "OutputTooLarge", phrase("this_cell_oversized", mib=mib), run.seconds
             )
-            result.events.append(("too_much_output", phrase("cell_oversized", label=label, mib=mib)))
+            result.events.append((Status.TOO_MUCH_OUTPUT, phrase("cell_oversized", label=label, mib=mib)))
         else:
             code = kernel.proc.returncode if kernel.proc is not None else None
             if code is not None and code > 128 and kernel.sandbox.isolate:
@@ -412,7 +412,7 @@ class _NotebookRun:
                 result.outcomes[i] = CellOutcome(
                     "died", "DeadKernelError", phrase("this_cell_died", why=why), run.seconds
                 )
-                result.events.append(("kernel_died", phrase("cell_died", label=label, why=why)))
+                result.events.append((Status.KERNEL_DIED, phrase("cell_died", label=label, why=why)))
         append_error_output(self.nb.cells[i], result.outcomes[i])
         self.fatal.add(i)
         kernel.kill()
@@ -432,7 +432,7 @@ class _NotebookRun:
         self.kernel = self.start(result.restarts, None)
         if self.kernel is None:
             mark_rest(result, self.rest(pos + 1), phrase("not_restarted"))
-            result.events.append(("kernel_died", phrase("not_restarted_because", error=result.start_error)))
+            result.events.append((Status.KERNEL_DIED, phrase("not_restarted_because", error=result.start_error)))
             return False
         replayed = _replay(
             self.kernel,
@@ -452,7 +452,7 @@ class _NotebookRun:
                 self.out_of_time(self.rest(pos + 1))
                 return False
             mark_rest(result, self.rest(pos + 1), phrase("replay_failed_rest"))
-            result.events.append(("kernel_died", phrase("replay_failed", label=label)))
+            result.events.append((Status.KERNEL_DIED, phrase("replay_failed", label=label)))
             return False
         result.stages["restarts"] = result.stages.get("restarts", 0.0) + time.monotonic() - t_restart
         return True

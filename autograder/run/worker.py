@@ -47,7 +47,17 @@ from ..messages import speaking, submission_language
 from ..publish.pages import FeedbackPages
 from ..publish.words import say
 from ..reasons import Phrase, phrase
-from ..records import InternalError, KernelGone, KernelStarted, ReferenceRun, ReferenceTimes, Row, Task, TaskDone
+from ..records import (
+    InternalError,
+    KernelGone,
+    KernelStarted,
+    ReferenceRun,
+    ReferenceTimes,
+    Row,
+    Status,
+    Task,
+    TaskDone,
+)
 from ..sandbox import workcopy
 from ..sandbox.launch import Sandbox
 from ..sandbox.xla_cache import REFERENCE_CACHE, keep_reference_cache, reference_xla_prelude, xla_prelude
@@ -202,7 +212,7 @@ class Worker:
                 row = make_row(
                     task,
                     source,
-                    "error",
+                    Status.ERROR,
                     phrase(
                         "edition_mismatch", lang=lang, assignment=task.assignment, problem=source.edition_problems[lang]
                     ),
@@ -217,7 +227,7 @@ class Worker:
     def unreadable(self, task: Task, source: SourceNotebook, err: BaseException, t0: float) -> Row:
         why = str(err) if isinstance(err, UnreadableNotebook) else unreadable_reason(err)
         row = make_row(
-            task, source, "unreadable", f"{task.origin}: {why}", zero_cells(source, phrase("notebook_unreadable"))
+            task, source, Status.UNREADABLE, f"{task.origin}: {why}", zero_cells(source, phrase("notebook_unreadable"))
         )
         self.write_outputs(task, source, None, row)
         return row.timed(seconds=time.monotonic() - t0)
@@ -262,7 +272,7 @@ class Worker:
                 prep.join()  # before anything else uses the scorer (one thread at a time)
         if merge.dropped_cells:
             run.events.append(
-                ("too_many_cells", phrase("cells_dropped", n=merge.dropped_cells, limit=self.cfg.max_added_cells))
+                (Status.TOO_MANY_CELLS, phrase("cells_dropped", n=merge.dropped_cells, limit=self.cfg.max_added_cells))
             )
         t_score = time.monotonic()
         cells = score_run(source, graded, run, refs, str(workdir))
@@ -469,7 +479,7 @@ def worker_main(wid: int, conn, cfg: WorkerConfig) -> None:
     worker.prestart()
     if cfg.feedback:
         try:  # load nbconvert's templates while the kernel boots
-            worker.pages.writer.html(None, "", make_row(Task(0, "grade", ""), None, "ok", ""), ())
+            worker.pages.writer.html(None, "", make_row(Task(0, "grade", ""), None, Status.OK, ""), ())
         except Exception:  # noqa: BLE001 - a real export will report the problem
             pass
     try:

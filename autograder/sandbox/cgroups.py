@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..reasons import Phrase, phrase
+from ..records import Status
 
 __all__ = ["CgroupSupport", "KernelCgroup", "LimitHit", "detect", "sweep_stale", "LIMIT_MESSAGES", "limit_message"]
 
@@ -65,10 +66,10 @@ _COUNTER = itertools.count(1)
 
 # What a student reads when a limit ended (part of) their run: the kind of its sentence (reasons.Kind, a key
 # of autograder.messages.TEXT); {limit} is a field, the words come when publishing (autograder.publish.words).
-LIMIT_MESSAGES = {"memory": "limit_memory", "processes": "limit_processes", "disk": "limit_disk"}
+LIMIT_MESSAGES = {Status.MEMORY: "limit_memory", Status.PROCESSES: "limit_processes", Status.DISK: "limit_disk"}
 
 
-def limit_message(status: str, limit: str | int) -> Phrase:
+def limit_message(status: Status, limit: str | int) -> Phrase:
     return phrase(LIMIT_MESSAGES[status], limit=limit)
 
 
@@ -76,7 +77,7 @@ def limit_message(status: str, limit: str | int) -> Phrase:
 class LimitHit:
     """A limit a kernel ran into: `status` is the row status, `reason` what the student reads, as data."""
 
-    status: str  # memory | processes | disk
+    status: Status  # MEMORY | PROCESSES | DISK
     reason: Phrase
 
 
@@ -340,10 +341,10 @@ class KernelCgroup:
             else:
                 hit = _counter(_read(path / "memory.events"), "oom_kill") > 0
             if hit:
-                verdict = LimitHit("memory", limit_message("memory", _mib(self.memory_bytes)))
+                verdict = LimitHit(Status.MEMORY, limit_message(Status.MEMORY, _mib(self.memory_bytes)))
         pids = self.groups.get("pids")
         if verdict is None and pids is not None and _counter(_read(pids[1] / "pids.events"), "max") > 0:
-            verdict = LimitHit("processes", limit_message("processes", self.pids_max))
+            verdict = LimitHit(Status.PROCESSES, limit_message(Status.PROCESSES, self.pids_max))
         return verdict
 
     def cpu_seconds(self) -> float:

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..limits import WORKCOPY_BYTES, WORKCOPY_FILES
+from ..records import Status
 from .cgroups import LimitHit, limit_message
 from .mounts import MS_NODEV, MS_NOEXEC, MS_NOSUID, is_quota_mount, mount_tmpfs, scratch_of, unmount, work_root
 
@@ -215,7 +216,7 @@ def full(path: Path, quota: Quota | None) -> LimitHit | None:
     free = st.f_bavail * st.f_frsize
     if free < min(1 << 20, quota.bytes // 50) or st.f_favail < 8:
         size = f"{quota.bytes / 2**20:g} MiB, at most {quota.files} files"
-        return LimitHit("disk", limit_message("disk", size))
+        return LimitHit(Status.DISK, limit_message(Status.DISK, size))
     return None
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from autograder.reasons import phrase
-from autograder.records import CellResult, Row, make_row, zero_cells
+from autograder.records import STATUSES, CellResult, Row, Status, make_row, zero_cells
 
 
 class _Test:
@@ -51,3 +51,14 @@ def test_a_previous_results_row_is_parsed_at_the_edge():
     assert row.cells == (CellResult("a_test", 1.0, 1.0, True, ""),) and row.language == "zh"
     with pytest.raises(ValueError):
         Row.from_json({"score": "lots"})
+
+
+def test_a_rows_status_is_one_of_the_graders_and_reads_as_its_text():
+    """`Status` is the closed set (each said in `STATUSES`); a row always holds one, whether made from a member or
+    from its text, and it writes and compares as its text (grades.csv, results.json, the report)."""
+    assert set(STATUSES) == set(Status) and all(STATUSES.values())
+    row = make_row("ann", "01_x", "", _Source(), "timeout", "", ())
+    assert row.status is Status.TIMEOUT and row.status == "timeout" and f"{row.status}" == "timeout"
+    assert Row.from_json({"student": "ann", "status": "missing"}).status is Status.MISSING
+    with pytest.raises(ValueError):
+        Row.from_json({"student": "ann", "status": "graded-by-me"})  # a previous results.json is parsed at the edge
