@@ -8,9 +8,9 @@
 - `CellOutcome`, `RunResult`: what running one notebook produced (run/executor.py makes them,
   judge/score.py reads them): each cell's ending, the observation bytes each test cell recorded,
   the kernel's events (time-outs, deaths, limits, output caps: phrases, not words).
-- `KernelStarted`, `KernelGone`, `TaskDone`: the messages a worker sends the pool over its pipe;
-  `ReferenceRun` and `InternalError`: what a reference task, or a task that failed inside the
-  grader, gives back (a graded notebook gives back its `Row`).
+- `ReferenceRun` and `InternalError`: what a reference task, or a task that failed inside the
+  grader, gives back (a graded notebook gives back its `Row`). The messages a worker sends the pool over
+  its pipe are the pool's own (run/pipe.py).
 - Reasons (what the judge found, what happened while a notebook ran) are `reasons.py`'s phrases and
   verdicts: data, no words.
 - `Late`: how late a hand-in was and what it cost (course/deadlines.py makes it, `make_row` applies it).
@@ -19,7 +19,9 @@
   the gradebook, the feedback page and the class report are made from. Made in one place
   (`make_row`).
 
-All are frozen dataclasses, parsed once at an edge (`from_json`: the scorer's pipe, a previous
+All are frozen dataclasses but three, each marked `mutable` where it is declared, since a stage fills it as it
+goes: `Task` (its budget set when it goes to a worker), `RunResult` (filled cell by cell), `BatchResults`
+(filled as tasks end). They are parsed once at an edge (`from_json`: the scorer's pipe, a previous
 results.json) and passed as types; they cross the pool's pipe pickled (trusted: the grader's own
 processes). Threat model: a phrase's literal fields may hold student-controlled text (names, error
 texts); they are bounded where they are made and again when parsed, and are only ever inserted
@@ -52,9 +54,6 @@ __all__ = [
     "Task",
     "CellOutcome",
     "RunResult",
-    "KernelStarted",
-    "KernelGone",
-    "TaskDone",
     "ReferenceRun",
     "ReferenceTimes",
     "TimeLimits",
@@ -77,7 +76,7 @@ class GraderError(Exception):
     """A problem with the grader's inputs or set-up (not with a submission): exit non-zero."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Options:
     """What `python -m autograder grade` was asked to do."""
 
@@ -134,7 +133,7 @@ class Batch:
         return self.out / "feedback" / student / f"{assignment}.html"
 
 
-@dataclass
+@dataclass  # mutable: the run step fills it as tasks end (run/batch.py)
 class BatchResults:
     """What the run step gave back: the graded rows, internal errors (the grader's own English), how long
     each reference run took, and the problems of reference solutions that do not run cleanly."""
@@ -147,7 +146,7 @@ class BatchResults:
     time_limits: dict[str, TimeLimits] = field(default_factory=dict)  # each graded assignment's (run/time_limits.py)
 
 
-@dataclass
+@dataclass  # mutable: the batch sets its budget, cell limit and cache when it goes to a worker
 class Task:
     seq: int
     kind: str  # grade | reference
@@ -167,7 +166,7 @@ class Task:
     cell_timeout: float = 0.0  # seconds per cell (run/time_limits.py; 0: the run's --timeout)
 
 
-@dataclass
+@dataclass(frozen=True)
 class CellOutcome:
     """How one cell ended. `evalue`: what the kernel's error said (literal text), or, where the grader
     ended the cell (timeout, kernel death, a limit, not run, a hidden part's error), a `Phrase`."""
@@ -178,7 +177,7 @@ class CellOutcome:
     seconds: float = 0.0
 
 
-@dataclass
+@dataclass  # mutable: the executor fills it cell by cell (run/executor.py)
 class RunResult:
     outcomes: dict[int, CellOutcome] = field(default_factory=dict)
     observations: dict[str, tuple[bytes | None, bytes | None]] = field(default_factory=dict)
@@ -193,20 +192,6 @@ class RunResult:
 
 
 @dataclass(frozen=True)
-class KernelStarted:
-    """worker -> pool: a kernel of this worker runs as process `pid` (its process group is killed with it)."""
-
-    pid: int
-
-
-@dataclass(frozen=True)
-class KernelGone:
-    """worker -> pool: the worker killed its kernel `pid` itself."""
-
-    pid: int
-
-
-@dataclass
 class ReferenceRun:
     """What running a reference solution gave: its observations, or the problems that make it unusable."""
 
@@ -268,14 +253,6 @@ class InternalError:
     """A task that failed inside the grader (a grader bug, or a worker lost twice): `detail` says how."""
 
     detail: str
-
-
-@dataclass(frozen=True)
-class TaskDone:
-    """worker -> pool: task `seq` is finished; `result` is its Row (grade), ReferenceRun or InternalError."""
-
-    seq: int
-    result: Row | ReferenceRun | InternalError
 
 
 class _Graded(Protocol):

@@ -10,7 +10,7 @@ running, or corrupt a cache.
 The scheduler shape (`Pool`): one duplex pipe per worker, and the main loop
 owns every deadline. The main process sends a worker one task at a time; the
 worker answers `KernelStarted(pid)` for each kernel it starts (`KernelGone(pid)`
-when it killed it) and `TaskDone(seq, result)` at the end (records.py). The main loop waits
+when it killed it) and `TaskDone(seq, result)` at the end (pipe.py). The main loop waits
 on all pipes and all process sentinels at once (`connection.wait`), so:
 
 - a worker that dies is seen at once (its sentinel fires; its pipe hits EOF);
@@ -49,7 +49,8 @@ from multiprocessing.connection import wait as wait_any
 
 from ..limits import HANG_MARGIN, MAX_ATTEMPTS, STOP_GRACE
 from ..reasons import Phrase, phrase
-from ..records import KernelGone, KernelStarted, Task, TaskDone
+from ..records import Task
+from .pipe import KernelGone, KernelStarted, TaskDone
 from .reference_lock import ReferenceLock
 
 __all__ = ["Pool", "HANG_MARGIN", "STOP_GRACE", "ReferenceLock"]

@@ -49,20 +49,18 @@ from ..publish.words import say
 from ..reasons import Phrase, phrase
 from ..records import (
     InternalError,
-    KernelGone,
-    KernelStarted,
     ReferenceRun,
     ReferenceTimes,
     Row,
     Status,
     Task,
-    TaskDone,
 )
 from ..sandbox import workcopy
 from ..sandbox.launch import Sandbox
 from ..sandbox.xla_cache import REFERENCE_CACHE, keep_reference_cache, reference_xla_prelude, xla_prelude
 from .cell_endings import cell_label
 from .executor import NotebookLimits, run_notebook
+from .pipe import KernelGone, KernelStarted, TaskDone
 from .references import load_references
 from .time_limits import slowest, worth_retrying
 

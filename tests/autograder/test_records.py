@@ -62,3 +62,13 @@ def test_a_rows_status_is_one_of_the_graders_and_reads_as_its_text():
     assert Row.from_json({"student": "ann", "status": "missing"}).status is Status.MISSING
     with pytest.raises(ValueError):
         Row.from_json({"student": "ann", "status": "graded-by-me"})  # a previous results.json is parsed at the edge
+
+
+def test_records_are_frozen_but_the_three_a_stage_fills_as_it_goes():
+    import dataclasses
+
+    from autograder import records
+
+    classes = [obj for obj in vars(records).values() if isinstance(obj, type) and dataclasses.is_dataclass(obj)]
+    mutable = {cls.__name__ for cls in classes if not cls.__dataclass_params__.frozen}
+    assert len(classes) >= 12 and mutable == {"Task", "RunResult", "BatchResults"}, mutable

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from autograder.publish.words import say
 from autograder.reasons import phrase
-from autograder.records import KernelStarted, Task, TaskDone
+from autograder.records import Task
+from autograder.run.pipe import KernelStarted, TaskDone
 from autograder.run.pool import LOST_DIED, Pool, ReferenceLock, lost_hung
 
 BUDGET, MARGIN = 0.5, 0.5
