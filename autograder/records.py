@@ -2,7 +2,8 @@
 
 - `Options`: what the command line asked for; `Batch`: the same resolved once at the edge
   (`runner.resolve`) into one frozen record of the batch's paths and settings, passed whole to
-  every step (never loose paths, never computed twice); `BatchResults`: what the run step gave back.
+  every step (never loose paths, never computed twice); `BatchResults`: what the run step gave back;
+  `Graded`: the batch, what was found for it and what its run gave, whole, for publishing.
 - `Task`: one unit of work for a worker (run a reference solution, or grade
   one student's notebook for one assignment).
 - `CellOutcome`, `RunResult`: what running one notebook produced (run/executor.py makes them,
@@ -51,6 +52,7 @@ __all__ = [
     "Options",
     "Batch",
     "BatchResults",
+    "Graded",
     "Task",
     "CellOutcome",
     "RunResult",
@@ -144,6 +146,23 @@ class BatchResults:
     ref_problems: dict[str, list[str]] = field(default_factory=dict)
     ref_retried: dict[str, str] = field(default_factory=dict)  # why a reference ran twice (the instructor's English)
     time_limits: dict[str, TimeLimits] = field(default_factory=dict)  # each graded assignment's (run/time_limits.py)
+
+
+@dataclass(frozen=True)
+class Graded:
+    """One batch, graded, whole: what publishing takes (publish/batch.py) and the exit status is made from. The
+    batch, what was found for it (its assignments, whose hand-ins, the course's deadlines), the sandbox its
+    kernels ran in (None where it was never set up), what the run gave back, and when grading started (its
+    `time.monotonic()`, for the summary's wall time). Types of later stages are named, not imported: the
+    shared records import nothing of the grader."""
+
+    batch: Batch
+    sources: dict  # assignment id -> course.notebooks.SourceNotebook
+    intake: Any  # intake.placement.Intake: whose hand-ins there are
+    policy: Any  # course.deadlines.LatePolicy, or None: no due dates
+    sandbox: Any  # sandbox.launch.Sandbox, or None: grading stopped before it was set up
+    results: BatchResults
+    started: float
 
 
 @dataclass  # mutable: the batch sets its budget, cell limit and cache when it goes to a worker

@@ -3,7 +3,8 @@
 `grade(opts)` is the whole pipeline, read top to bottom as its steps: `resolve` (the command line's
 options into one frozen `Batch` of paths and settings), `find` (the assignments), `place` (whose
 hand-ins there are), `isolate` (the sandbox), `run` (references and grading on the pool), `complete` (the
-rows that need no kernel), `publish` (every file) and `report` (what went wrong, the exit status).
+rows that need no kernel), `publish` (every file) and `report` (what went wrong, the exit status), the
+last two taking the batch graded, whole (`records.Graded`).
 One package per stage (each imports only the ones before it, tests/autograder/test_layering.py):
 
 - course/: the assignments (source notebooks, editions; discovery.py);
@@ -45,7 +46,7 @@ from .course.discovery import discover_sources, repo_root
 from .intake.placement import Intake, handed_in_times, place_course, place_submissions
 from .publish.batch import print_problems, publish
 from .publish.outputs import missing_reason
-from .records import CSV_COLUMNS, Batch, BatchResults, GraderError, Options, Row, Status, make_row, zero_cells
+from .records import CSV_COLUMNS, Batch, BatchResults, Graded, GraderError, Options, Row, Status, make_row, zero_cells
 from .run.batch import run_all
 from .sandbox import workcopy
 from .sandbox.build import build_sandbox, grading_xla_flags, warn
@@ -72,8 +73,9 @@ def grade(opts: Options) -> int:
             except Exception:  # noqa: BLE001 - a grader bug: still a grades.csv (error rows) and a report
                 results.internal.append("the grading pool failed:\n" + traceback.format_exc())
             results.rows += complete(sources, intake, results)
-            publish(batch, sources, intake, policy, results, sandbox, started)
-            return report(sources, results)
+            graded = Graded(batch, sources, intake, policy, sandbox, results, started)
+            publish(graded)
+            return report(graded)
     finally:
         intake.close()
 
@@ -193,12 +195,12 @@ def complete(sources: dict, intake: Intake, results: BatchResults) -> list[Row]:
     return rows + not_submitted_rows(sources, intake)
 
 
-def report(sources: dict, results: BatchResults) -> int:
+def report(graded: Graded) -> int:
     """What went wrong, on stderr; the exit status (3: a reference solution, 4: an internal error, 0)."""
-    print_problems(sources, results)
-    if results.ref_problems:
+    print_problems(graded)
+    if graded.results.ref_problems:
         return 3
-    return 4 if results.internal else 0
+    return 4 if graded.results.internal else 0
 
 
 def not_submitted_rows(sources: dict, intake: Intake) -> list[Row]:

@@ -12,11 +12,8 @@ written does not take them down. Nothing here decides a score.
 from __future__ import annotations
 
 import sys
-import time
 
-from ..course.deadlines import LatePolicy
-from ..intake.placement import Intake
-from ..records import Batch, BatchResults
+from ..records import Graded
 from ..sandbox.protections import as_json
 from .outputs import merge_previous, merge_previous_notes, reference_notes, summary, write_outputs
 from .pages import FeedbackPages
@@ -24,27 +21,19 @@ from .pages import FeedbackPages
 __all__ = ["publish", "print_problems"]
 
 
-def publish(
-    batch: Batch,
-    sources: dict,
-    intake: Intake,
-    policy: LatePolicy | None,
-    results: BatchResults,
-    sandbox,
-    started: float,
-) -> None:
-    """Write every file of the batch (`started`: its `time.monotonic()` at the start, for the summary);
-    failures after grades.csv go to `results.internal`."""
+def publish(graded: Graded) -> None:
+    """Write every file of the batch; failures after grades.csv go to its results' `internal`."""
+    batch, results = graded.batch, graded.results
     FeedbackPages().write_missing(batch, results.rows)
-    all_rows = merge_previous(batch.out, results.rows, batch.opts, intake)
+    all_rows = merge_previous(batch.out, results.rows, batch.opts, graded.intake)
     notes = reference_notes(results)
-    protections = as_json(sandbox.protections()) if sandbox is not None else None
+    protections = as_json(graded.sandbox.protections()) if graded.sandbox is not None else None
     write_outputs(batch.out, all_rows, results.rows, protections, merge_previous_notes(batch.out, notes, batch.opts))
     if batch.every_student:  # pairs need the class; other assignments' sections are kept (similarity.py)
         try:
             from .similarity import write_similarity
 
-            write_similarity(batch.out, sources, intake)
+            write_similarity(batch.out, graded.sources, graded.intake)
         except Exception as err:  # noqa: BLE001 - it reports, it never decides a score
             results.internal.append(f"writing the similarity report {batch.out / 'similarity.html'} failed: {err}")
     try:
@@ -54,36 +43,27 @@ def publish(
     except Exception as err:  # noqa: BLE001 - grades.csv is written; say why the report is not
         results.internal.append(f"writing the class report {batch.out / 'report.html'} failed: {err}")
     if batch.opts.gradebook:
-        write_gradebooks(batch, sources, results, policy)
-    if sandbox is not None:
-        summary(
-            batch.out,
-            sources,
-            intake,
-            results.rows,
-            time.monotonic() - started,
-            sandbox,
-            batch.jobs,
-            batch.opts.quiet,
-            results.ref_seconds,
-            notes,
-        )
+        write_gradebooks(graded)
+    if graded.sandbox is not None:
+        summary(graded, notes)
 
 
-def write_gradebooks(batch: Batch, sources: dict, results: BatchResults, policy: LatePolicy | None) -> None:
+def write_gradebooks(graded: Graded) -> None:
     """The scores into each of the batch's gradebooks (course mode: nbgrader's submission timestamps too,
     as formgrader shows a submission as graded only when they match)."""
     from .gradebook import write_gradebook
 
-    for url, submitted in batch.gradebooks:
+    results = graded.results
+    for url, submitted in graded.batch.gradebooks:
         try:
-            write_gradebook(url, sources, results.rows, submitted, policy)
+            write_gradebook(url, graded.sources, results.rows, submitted, graded.policy)
         except Exception as err:  # noqa: BLE001
             results.internal.append(f"writing the gradebook {url} failed: {err}")
 
 
-def print_problems(sources: dict, results: BatchResults) -> None:
+def print_problems(graded: Graded) -> None:
     """The instructor's report on stderr: reference solutions that do not run cleanly, internal errors."""
+    sources, results = graded.sources, graded.results
     for aid, problems in sorted(results.ref_problems.items()):
         sys.stderr.write(
             f"\nautograder: error: the reference solution of {aid} ({sources[aid].path}) "

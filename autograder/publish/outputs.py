@@ -22,7 +22,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ..intake.placement import Intake
-from ..records import CSV_COLUMNS, NOT_HANDED_IN, CellResult, Options, Row, Status
+from ..records import CSV_COLUMNS, NOT_HANDED_IN, CellResult, Graded, Options, Row, Status
 from ..sandbox.protections import summary_lines
 from .misconceptions import finding
 from .words import say
@@ -248,16 +248,21 @@ def reference_notes(results) -> dict[str, dict]:
     return notes
 
 
-def summary(out, sources, intake, rows, wall, sandbox, jobs, quiet, ref_seconds, notes=None) -> None:
-    if quiet:
+def summary(graded: Graded, notes: dict[str, dict] | None = None) -> None:
+    """What a batch did, on stdout: students and hand-ins graded and how fast, the protections in force, the
+    reference runs, each assignment's mean, the statuses, what could not be placed, and what was written."""
+    batch, intake, sources, rows = graded.batch, graded.intake, graded.sources, graded.results.rows
+    if batch.opts.quiet:
         return
-    graded = [r for r in rows if r.status not in NOT_HANDED_IN]
+    out, jobs, ref_seconds, wall = batch.out, batch.jobs, graded.results.ref_seconds, time.monotonic() - graded.started
+    handed_in = [r for r in rows if r.status not in NOT_HANDED_IN]
+    per = f" ({wall / len(handed_in):.2f} s per submission)" if handed_in else ""
     lines = [
         "",
-        f"autograder: {len(intake.students)} student(s), {len(graded)} submission(s) graded "
-        f"in {wall:.1f} s with {jobs} worker(s)" + (f" ({wall / len(graded):.2f} s per submission)" if graded else ""),
+        f"autograder: {len(intake.students)} student(s), {len(handed_in)} submission(s) graded "
+        f"in {wall:.1f} s with {jobs} worker(s)" + per,
     ]
-    lines += summary_lines(sandbox.protections())
+    lines += summary_lines(graded.sandbox.protections())
     if ref_seconds:
         lines.append("reference runs: " + ", ".join(f"{a} {s:.1f} s" for a, s in sorted(ref_seconds.items())))
     for aid, note in sorted((notes or {}).items()):

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
 from autograder.intake.placement import Intake
 from autograder.publish.outputs import summary
-from autograder.records import Row
+from autograder.records import Batch, BatchResults, Graded, Options, Row
 from autograder.sandbox.protections import Protection
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -33,7 +34,9 @@ def test_summary_lists_only_handed_in_assignments_and_the_report(tmp_path, capsy
         _row("bo", "03_nested_axes", "missing", 0.0),
     ]
     (tmp_path / "report.html").write_text("<html></html>")
-    summary(tmp_path, sources, Intake(students={"ann", "bo"}), rows, 3.0, _Sandbox(), 2, False, {})
+    batch = Batch(Options(course=tmp_path), tmp_path, tmp_path, tmp_path, tmp_path, None, tmp_path, None, (), 2)
+    results = BatchResults(rows=rows)
+    summary(Graded(batch, sources, Intake(students={"ann", "bo"}), None, _Sandbox(), results, time.monotonic()), {})
     out = capsys.readouterr().out.splitlines()
     means = [ln for ln in out if " mean " in ln]
     assert means == [f"  {'02_scaled_sum':<28} mean  7.00 / 7  over 1 hand-in(s), 1 student(s) without one"]
