@@ -152,8 +152,9 @@ NEWEST_RUN = $(MAKE) --no-print-directory venv-newest && $(VENV_NEWEST)/bin/pyth
 test-fast: venv ## the unit tests only (marker `unit`), in parallel: under a minute
 	$(BIN)/python -m pytest -q -n $(JOBS) -m unit tests
 
-bench: venv ## time Run-All of every notebook and of the whole suite
-	$(BIN)/python -m tools.bench_notebooks && $(BIN)/python -m tools.bench_checks && $(BIN)/python -m tools.bench_report
+bench: venv ## time Run-All of every notebook and of the whole suite, make test-fast and make release's notebook check
+	$(BIN)/python -m tools.bench_notebooks && $(BIN)/python -m tools.bench_checks && $(BIN)/python -m tools.bench_report \
+	  && $(BIN)/python -m tools.bench_make
 
 bench-grade: venv system-deps ## time make grade against plain nbgrader autograde on a generated class (STUDENTS=n)
 	$(BIN)/python -m autograder.bench $(call opts,STUDENTS)

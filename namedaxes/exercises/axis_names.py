@@ -40,7 +40,7 @@ from namedaxes.checking import (
 from namedaxes.grading import Case, pmapped, programs, rng, spec
 from namedaxes.i18n import Messages
 
-__all__ = ["rank_weighted_sum", "last_device_value", "center", "progress"]
+__all__ = ["rank_weighted_sum", "last_device_value", "center", "progress", "known_mistakes"]
 exercise = exercises_for(__name__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
 progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
 
@@ -183,6 +183,27 @@ def _wrong_values(name: str, out, want, how: str, diagnosis: str) -> None:
 
 
 # ---------------------------------------------------------------- 1. rank_weighted_sum
+def _weighted_mistakes(xs: np.ndarray) -> list[tuple]:
+    """The usual mistakes' results on `x` (k devices' rows): each device's own term, the plain total, positions
+    counted from 1, all positions times the device's own `x`."""
+    k = xs.shape[0]
+    ranks = np.arange(k).reshape((k,) + (1,) * (xs.ndim - 1))
+    return [
+        (ranks * xs, "weighted_own_term", {"axis": DEVICES}),
+        (np.broadcast_to(xs.sum(axis=0), xs.shape), "weighted_no_weights", {}),
+        (np.broadcast_to(((ranks + 1) * xs).sum(axis=0), xs.shape), "weighted_from_one", {}),
+        (ranks.sum() * xs, "weighted_ranks_summed", {}),
+    ]
+
+
+def _diagnosis(got, mistakes: list[tuple], otherwise: str) -> str:
+    """The sentence of the first known mistake (`(values, key, fields)`) whose values `got` has, else `otherwise`."""
+    for values, key, fields in mistakes:
+        if same_values(got, values):
+            return TEXT[key].format(**fields)
+    return otherwise
+
+
 def _check_rank_weighted_sum(fn) -> None:
     name = "rank_weighted_sum"
     r = rng("rank_weighted_sum_check")
@@ -195,17 +216,7 @@ def _check_rank_weighted_sum(fn) -> None:
         want = np.broadcast_to((ranks * xs).sum(axis=0), xs.shape)
         if same_values(got, want):
             continue
-        if same_values(got, ranks * xs):
-            diagnosis = TEXT["weighted_own_term"].format(axis=DEVICES)
-        elif same_values(got, np.broadcast_to(xs.sum(axis=0), xs.shape)):
-            diagnosis = TEXT["weighted_no_weights"]
-        elif same_values(got, np.broadcast_to(((ranks + 1) * xs).sum(axis=0), xs.shape)):
-            diagnosis = TEXT["weighted_from_one"]
-        elif same_values(got, ranks.sum() * xs):
-            diagnosis = TEXT["weighted_ranks_summed"]
-        else:
-            diagnosis = TEXT["weighted_other"]
-        _wrong_values(name, out, want, how, diagnosis)
+        _wrong_values(name, out, want, how, _diagnosis(got, _weighted_mistakes(xs), TEXT["weighted_other"]))
 
 
 def _cases(fn, how_sizes, per_shape, draw=None) -> dict:
@@ -236,6 +247,7 @@ rank_weighted_sum = exercise(
         "the whole sum. No cast is needed: an int32 position times a float32 `x` is float32.",
     ],
     observe=_observe_rank_weighted_sum,
+    mistakes={"weighted_own_term": 2, "weighted_no_weights": 2, "weighted_from_one": 3, "weighted_ranks_summed": 3},
 )
 
 
@@ -257,6 +269,22 @@ def _not_the_axis_size(fn, k: int) -> str:
     return TEXT["last_fixed"].format(k=k)
 
 
+def _last_mistakes(xs: np.ndarray) -> list[tuple]:
+    """The usual mistakes' results on `x` (k devices' rows): each device's own `x`, the total, the first device's,
+    zeros (no device matched), another device's, the last device's `x` on the last device only."""
+    k = xs.shape[0]
+    shared_by_last = np.zeros_like(xs)
+    shared_by_last[-1] = xs[-1]
+    return [
+        (xs, "last_own", {"axis": DEVICES}),
+        (np.broadcast_to(xs.sum(axis=0), xs.shape), "last_total", {}),
+        (np.broadcast_to(xs[0], xs.shape), "last_first", {"last": k - 1}),
+        (np.zeros_like(xs), "last_nobody", {"last": k - 1}),
+        *((np.broadcast_to(xs[j], xs.shape), "last_other_device", {"j": j, "last": k - 1}) for j in range(1, k - 1)),
+        (shared_by_last, "last_not_shared", {"axis": DEVICES}),
+    ]
+
+
 def _check_last_device_value(fn) -> None:
     name = "last_device_value"
     r = rng("last_device_value_check")
@@ -268,23 +296,10 @@ def _check_last_device_value(fn) -> None:
         want = np.broadcast_to(xs[-1], xs.shape)
         if same_values(got, want):
             continue
-        if same_values(got, xs):
-            diagnosis = TEXT["last_own"].format(axis=DEVICES)
-        elif same_values(got, np.broadcast_to(xs.sum(axis=0), xs.shape)):
-            diagnosis = TEXT["last_total"]
-        elif same_values(got, np.broadcast_to(xs[0], xs.shape)):
-            diagnosis = TEXT["last_first"].format(last=k - 1)
-        elif same_values(got, np.zeros_like(xs)):
-            diagnosis = TEXT["last_nobody"].format(last=k - 1) + (_not_the_axis_size(fn, k) if k != 8 else "")
-        elif any(same_values(got, np.broadcast_to(xs[j], xs.shape)) for j in range(1, k - 1)):
-            j = next(j for j in range(1, k - 1) if same_values(got, np.broadcast_to(xs[j], xs.shape)))
-            diagnosis = TEXT["last_other_device"].format(j=j, last=k - 1) + (
-                _not_the_axis_size(fn, k) if k != 8 else ""
-            )
-        elif same_values(got[-1], xs[-1]) and same_values(got[:-1], np.zeros_like(xs[:-1])):
-            diagnosis = TEXT["last_not_shared"].format(axis=DEVICES)
-        else:
-            diagnosis = TEXT["last_other"].format(last=k - 1)
+        found = next((m for m in _last_mistakes(xs) if same_values(got, m[0])), None)
+        diagnosis = TEXT[found[1]].format(**found[2]) if found else TEXT["last_other"].format(last=k - 1)
+        if found and found[1] in ("last_nobody", "last_other_device") and k != 8:
+            diagnosis += _not_the_axis_size(fn, k)
         _wrong_values(name, out, want, how, diagnosis)
 
 
@@ -304,12 +319,37 @@ last_device_value = exercise(
         "DEVICES. The last position is `lax.psum(1, DEVICES) - 1`, never a fixed 7.",
     ],
     observe=_observe_last_device_value,
+    mistakes={
+        "last_own": 2,
+        "last_total": 2,
+        "last_first": 3,
+        "last_nobody": 3,
+        "last_other_device": 3,
+        "last_not_shared": 2,
+    },
 )
 
 
 # ---------------------------------------------------------------- 3. center
 def _normal(r, shape) -> jax.Array:
     return jnp.asarray(r.normal(size=shape) * 2.0 + 1.0, jnp.float32)
+
+
+def _center_mistakes(x: np.ndarray) -> list[tuple]:
+    """The usual mistakes' results on `x` (k devices' blocks): one mean per column of a block (`jnp.mean(x,
+    axis=0)` on blocks of 2 dimensions or more), each device's own mean, a mean per position, the total."""
+    k = x.shape[0]
+    flat = x.reshape(k, -1)
+    found = []
+    if x.ndim > 2:
+        found.append((x - x.mean(axis=tuple(range(x.ndim - 1))), "center_first_axis", {"block": str(x.shape[1:])}))
+    return [
+        *found,
+        (x - flat.mean(axis=1).reshape((k,) + (1,) * (x.ndim - 1)), "center_local", {"axis": DEVICES}),
+        (x - x.mean(axis=0), "center_per_position", {}),
+        (x - x.sum(), "center_total", {}),
+        (x - k * x.mean(), "center_total", {}),
+    ]
 
 
 def _check_center(fn) -> None:
@@ -330,20 +370,8 @@ def _check_center(fn) -> None:
         want = x - x.mean()
         if same_values(out, want):
             continue
-        flat = x.reshape(k, -1)
-        if x.ndim > 2 and same_values(out, x - x.mean(axis=tuple(range(x.ndim - 1)))):
-            diagnosis = TEXT["center_first_axis"].format(block=tuple(x.shape[1:]))
-        elif same_values(out, x - flat.mean(axis=1).reshape((k,) + (1,) * (x.ndim - 1))):
-            diagnosis = TEXT["center_local"].format(axis=DEVICES)
-        elif same_values(out, x - x.mean(axis=0)):
-            diagnosis = TEXT["center_per_position"]
-        elif same_values(out, x - x.sum()) or same_values(out, x - k * x.mean()):
-            diagnosis = TEXT["center_total"]
-        elif how == "vmap" or k != 8:
-            diagnosis = TEXT["center_hard_coded"]
-        else:
-            diagnosis = TEXT["center_other"].format(axis=DEVICES)
-        _wrong_values(name, out, want, how, diagnosis)
+        otherwise = TEXT["center_hard_coded"] if how == "vmap" or k != 8 else TEXT["center_other"].format(axis=DEVICES)
+        _wrong_values(name, out, want, how, _diagnosis(np.asarray(out), _center_mistakes(np.asarray(x)), otherwise))
     # any collective over DEVICES (pmean, psum, all_gather) that reaches the result, read from the compiled
     # program the grader's way (`namedaxes.judging.examine`): the hidden values cell accepts them all too
     with explained(name):
@@ -370,4 +398,16 @@ center = exercise(
         "vmapped entries; `vmap(axis_name=DEVICES)` binds the same name as `pmap`.",
     ],
     observe=_observe_center,
+    mistakes={"center_first_axis": 3, "center_local": 2, "center_per_position": 3, "center_total": 3},
 )
+
+
+# ---------------------------------------------------------------- the grader's side of the diagnoses
+_MISTAKES = {"rank_weighted_sum": _weighted_mistakes, "last_device_value": _last_mistakes, "center": _center_mistakes}
+
+
+def known_mistakes(exercise: str, case: str, inputs: list) -> list[tuple]:
+    """The known mistakes' results `(values, key, fields)` on one graded case's inputs (`x`, the k devices'
+    or examples' rows, whatever the case): what the grader's judge compares a wrong program's values with,
+    on its hidden inputs, to name the mistake as the check names it (`autograder/judge/mistakes.py`)."""
+    return _MISTAKES[exercise](np.asarray(inputs[0], np.float64))

@@ -75,6 +75,7 @@ __all__ = [
     "sequence_mesh",
     "TEXT",
     "progress",
+    "known_mistakes",
 ]
 exercise = exercises_for(__name__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
 progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
@@ -449,8 +450,8 @@ def _fail_rows(name: str, where: str, want, got, hint: str) -> None:
 
 
 def _diagnosed(got, wrongs: list) -> str:
-    """The hint of the first known mistake (`(values, key)`) whose values `got` has."""
-    return next((_say(key) for values, key in wrongs if same_values(got, values, 1e-4)), "")
+    """The hint of the first known mistake (`(values, key, fields)`) whose values `got` has."""
+    return next((_say(key, **fields) for values, key, fields in wrongs if same_values(got, values, 1e-4)), "")
 
 
 # ---------------------------------------------------------------- 1. pipeline_loss
@@ -478,7 +479,7 @@ def _pipe_wrongs(params, x, y) -> list:
     out = _pipe_outputs(params, x)
     err = (out - y64) ** 2
     micro = np.array_split(err, MICROBATCHES)
-    wrongs = [(sum(m.sum() for m in micro[:-i]) / err.size, "pipe_short") for i in (1, 2, 3)]
+    wrongs = [(sum(m.sum() for m in micro[:-i]) / err.size, "pipe_short", {}) for i in (1, 2, 3)]
     outs, ys = np.array_split(out, MICROBATCHES), np.array_split(y64, MICROBATCHES)
     k, m = params["w"].shape[0], MICROBATCHES
     for shift in range(-(m + k), m + k):
@@ -486,8 +487,8 @@ def _pipe_wrongs(params, x, y) -> list:
             order = [index(j) for j in range(m)]
             if order != list(range(m)):
                 shifted = sum(((o - ys[i]) ** 2).sum() for o, i in zip(outs, order)) / err.size
-                wrongs.append((shifted, "pipe_targets"))
-    return [*wrongs, (err.sum(), "pipe_sum")]
+                wrongs.append((shifted, "pipe_targets", {}))
+    return [*wrongs, (err.sum(), "pipe_sum", {})]
 
 
 def _sequential_loss(params, x, y):
@@ -662,6 +663,7 @@ pipeline_loss = exercise(
         "`y.size` makes it a mean. `jax.grad` needs nothing more.",
     ],
     observe=_observe_pipeline_loss,
+    mistakes={"pipe_short": 2, "pipe_targets": 2, "pipe_sum": 3},
 )
 
 
@@ -702,6 +704,15 @@ _MOE_WORK = {"flops": 2.0, "largest_bytes": 1.5}
 _MOE_REFERENCE = {8: Work(4582.0, 0, 384), 4: Work(2636.0, 0, 192), 2: Work(1126.0, 0, 96)}
 
 
+def _moe_wrongs(x, router, w, k: int) -> list:
+    """The usual mistakes' outputs: no token dropped, the gate not applied, the capacity counted over all tokens."""
+    return [
+        (_moe_np(x, router, w, k, capacity=None), "moe_no_capacity", {}),
+        (_moe_np(x, router, w, k, gated=False), "moe_no_gate", {}),
+        (_moe_np(x, router, w, k, per_device=False), "moe_global_capacity", {}),
+    ]
+
+
 def _moe_case(fn: Callable, k: int, t: int, d: int) -> tuple:
     """The answer run on `k` experts: (its outputs, the right ones, the inputs on the host, `_Ran`, where)."""
     name, mesh = "moe_layer", expert_mesh(k)
@@ -722,12 +733,9 @@ def _check_moe_layer(fn: Callable) -> None:
     for k, t, d in _MOE_SHAPES:
         got, want, (x, router, w), run, where = _moe_case(fn, k, t, d)
         if not same_values(got, want, 1e-4):
-            wrongs = [
-                (_moe_np(x, router, w, k, capacity=None), "moe_no_capacity"),
-                (_moe_np(x, router, w, k, gated=False), "moe_no_gate"),
-                (_moe_np(x, router, w, k, per_device=False), "moe_global_capacity"),
-            ]
-            hint = _diagnosed(got, wrongs) or _global_count(name, k, "EXPERTS", lambda c: _moe_right_on(fn, c))
+            hint = _diagnosed(got, _moe_wrongs(x, router, w, k)) or _global_count(
+                name, k, "EXPERTS", lambda c: _moe_right_on(fn, c)
+            )
             _fail_rows(name, where, want, got, hint or _say("moe_generic"))
         ran.append(run)
     rules = {
@@ -790,6 +798,7 @@ moe_layer = exercise(
         "back) * gate[:, None]`: a dropped token's row of `dispatch` is all zeros, so its output is 0.",
     ],
     observe=_observe_moe_layer,
+    mistakes={"moe_no_capacity": 2, "moe_no_gate": 3, "moe_global_capacity": 2},
 )
 
 
@@ -829,12 +838,16 @@ def _ring_wrongs(q, k, v, blocks: int) -> list:
         actual, assumed = (own + s) % blocks, (own - s) % blocks
         for c in range(b):
             held[pos, actual * b + c] = assumed * b + c <= pos
+    with np.errstate(invalid="ignore", divide="ignore"):  # the strict mask leaves position 0 no key: NaN
+        strict = _attention_np(q, k, v, pos[None, :] < pos[:, None])
+    strict[pos % b == 0] = np.nan  # a ring whose step 0 masks a block's first query entirely: NaN there
     return [
-        (_attention_np(q, k, v, np.ones((n, n), bool)), "ring_no_mask"),
-        (_attention_np(q, k, v, held), "ring_direction"),
-        (_attention_np(q, k, v, local), "ring_local_mask"),
-        (per_block, "ring_per_block"),
-        (_attention_np(q, k, v, short), "ring_short"),
+        (_attention_np(q, k, v, np.ones((n, n), bool)), "ring_no_mask", {}),
+        (_attention_np(q, k, v, held), "ring_direction", {}),
+        (_attention_np(q, k, v, local), "ring_local_mask", {}),
+        (per_block, "ring_per_block", {}),
+        (_attention_np(q, k, v, short), "ring_short", {}),
+        (strict, "ring_strict_mask", {}),
     ]
 
 
@@ -942,4 +955,31 @@ causal_ring_attention = exercise(
         "after the k steps.",
     ],
     observe=_observe_causal_ring_attention,
+    mistakes={
+        "ring_no_mask": 2,
+        "ring_direction": 2,
+        "ring_local_mask": 2,
+        "ring_per_block": 3,
+        "ring_short": 3,
+        "ring_strict_mask": 2,
+    },
 )
+
+
+# ---------------------------------------------------------------- the grader's side of the diagnoses
+def known_mistakes(exercise: str, case: str, inputs: list) -> list[tuple]:
+    """The known mistakes' results `(values, key, fields)` on one graded case's inputs (its arguments' leaves in
+    order: `b, w, x, y` for `pipeline_loss`, `x, router, w` for `moe_layer`, `q, k, v` for the ring; case `k8`
+    is 8 devices): what the grader's judge compares a wrong program's values with, on its hidden inputs, to
+    name the mistake as the check names it (`autograder/judge/mistakes.py`). The derivative case has none."""
+    if not re.fullmatch(r"k\d+", case):
+        return []
+    k, leaves = int(case[1:]), [np.asarray(a, np.float64) for a in inputs]
+    if exercise == "pipeline_loss":
+        b, w, x, y = leaves
+        return _pipe_wrongs({"w": w, "b": b}, x, y)
+    if exercise == "moe_layer":
+        return _moe_wrongs(*leaves, k)
+    if exercise == "causal_ring_attention":
+        return _ring_wrongs(*leaves, k)
+    return []
