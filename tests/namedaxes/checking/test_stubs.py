@@ -130,4 +130,4 @@ def test_the_run_order_words_are_in_chinese_for_a_chinese_kernel():
         message = stubs.run_order_message(err.value)
     finally:
         i18n.set_language(None)
-    assert message.startswith("这个内核里没有定义 `q`") and "`import ... as q`" in message
+    assert message.startswith("这个内核里没有定义 `q`") and "`from namedaxes.exercises import ... as q`" in message
