@@ -84,7 +84,8 @@ def test_a_hand_in_on_time_only_by_its_extension_says_so_and_costs_nothing(tmp_p
         "no points off."
     )
     assert say_late(late, "zh") == (
-        "延期后按时提交，截止时间延至 2026-12-12 23:59 UTC+01:00（本作业的截止时间 2026-12-10 23:59 UTC+01:00 延期 2 天）："
+        "延期后按时提交，截止时间延至 2026-12-12 23:59 UTC+01:00"
+        "（本作业的截止时间 2026-12-10 23:59 UTC+01:00 延期 2 天）："
         "提交于 2026-12-11 23:59 UTC+01:00，比本作业的截止时间晚 1 天；不扣分。"
     )
 
@@ -177,7 +178,8 @@ def test_the_late_sentence_is_said_in_the_students_language(tmp_path):
     )
     assert say_late(late, "zh") == (
         "逾期提交：提交于 2026-12-12 02:04 UTC+01:00，比截止时间 2026-12-10 23:59 UTC+01:00 晚 1 天 2 小时 5 分钟。"
-        "课程规则：宽限 15 分钟之后，每逾期一天（不足一天按一天计）扣满分的 10 %，最多扣 25 %：2 天 × 7 分的 10 % = 扣 1.4 分。"
+        "课程规则：宽限 15 分钟之后，每逾期一天（不足一天按一天计）扣满分的 10 %，最多扣 25 %："
+        "2 天 × 7 分的 10 % = 扣 1.4 分。"
     )
     poor = make_row(
         "ann", AIDS[0], "", type("S", (), {"max_score": 7.0}), "ok", "", (CellResult("a", 1.0, 7.0, False),), late=late
