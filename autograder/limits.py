@@ -219,6 +219,14 @@ SIMILARITY_ANSWER_CHARS: Annotated[
 SIMILARITY_PAIRS_SHOWN: Annotated[
     int, Cap("pairs", "publish/similarity.py", "pairs shown side by side per exercise; the others: counted")
 ] = 50
+SIMILARITY_PAIRS_KEPT: Annotated[
+    int,
+    Cap(
+        "pairs",
+        "publish/similarity.py",
+        "listed pairs per exercise kept in similarity.json, highest first; more: counted",
+    ),
+] = 2_000
 SIMILARITY_KEPT_BYTES: Annotated[
     int,
     Cap(

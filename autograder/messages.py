@@ -154,6 +154,9 @@ TEXT: dict[str, str] = {
     "from the compiled per-device program); this exercise allows {factor}×",
     "work_peak": "{case}: memory: one device needs {ratio}× the reference's peak memory ({got} against {want} "
     "bytes, read from the compiled per-device program); this exercise allows {factor}×",
+    "work_sent": "{case}: communication: one device receives {ratio}× the reference's bytes through its "
+    "collectives in one call ({got} against {want} bytes, each collective counted as often as it runs, read from "
+    "the compiled per-device program); this exercise allows {factor}×",
     "work_overlap": "{case}: schedule: the compiled program runs {got} of its matmuls before its last ppermute, "
     "the reference {want} (read from the optimized program's order): the blocks travel first and the products "
     "come after, where the exercise interleaves them",

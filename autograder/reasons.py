@@ -69,6 +69,7 @@ class Kind(StrEnum):
     WORK_PEAK = "work_peak"
     WORK_LARGEST = "work_largest"
     WORK_OVERLAP = "work_overlap"
+    WORK_SENT = "work_sent"
     LAYOUT_INPUT = "layout_input"
     LAYOUT_REGION_INPUT = "layout_region_input"
     LAYOUT_REGIONS = "layout_regions"
@@ -214,6 +215,7 @@ _PROPERTY = {
     Kind.WORK_PEAK: Property.WORK,
     Kind.WORK_LARGEST: Property.WORK,
     Kind.WORK_OVERLAP: Property.WORK,
+    Kind.WORK_SENT: Property.WORK,
     Kind.SCORER_TIMEOUT: Property.GRADER,
     Kind.SCORER_DIED: Property.GRADER,
     Kind.SCORER_FAILED: Property.GRADER,

@@ -238,6 +238,11 @@ def _collective_lines(text: str, n_devices: int) -> list[tuple[str, str, list[li
     fusion bodies, a line with the op, channel, result type and device groups of one met already is that
     collective again. Elsewhere every line is its own collective (the CPU backend gives distinct collectives
     the same channel, so the channel alone tells nothing there)."""
+    return [found[:4] for found in _collectives_where(text, n_devices)]
+
+
+def _collectives_where(text: str, n_devices: int) -> list[tuple[str, str, list[list[int]], str, str]]:
+    """`_collective_lines` with the computation each collective's line is in, last."""
     reducers, fused = _reducers(text), _fusion_bodies(text)
     found, seen, current = [], set(), None
     for line in text.splitlines():
@@ -258,7 +263,7 @@ def _collective_lines(text: str, n_devices: int) -> list[tuple[str, str, list[li
         apply = re.search(r"to_apply=%?([\w.\-]+)", line)
         if apply:
             reducer = reducers.get(apply.group(1), "")
-        found.append((op, reducer, _groups(line, n_devices), line))
+        found.append((op, reducer, _groups(line, n_devices), line, current or ""))
     return found
 
 
@@ -295,7 +300,7 @@ _DTYPE_BYTES = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16
 _DTYPE_BYTES.update({"s64": 8, "u64": 8, "f64": 8, "c64": 8, "c128": 16})
 _ARRAY_RE = re.compile(r"\b(" + "|".join(_DTYPE_BYTES) + r")\[([\d,]*)\]")
 _INSTRUCTION_RE = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*(.*?)\s([\w\-]+)\(")
-WORK_FACTS = ("flops", "peak_bytes", "largest_bytes", "overlap")  # the facts a case may judge (`Case(work=...)`)
+WORK_FACTS = ("flops", "peak_bytes", "largest_bytes", "sent_bytes", "overlap")  # what `Case(work=...)` may judge
 _LOOP_OVERLAP = 1 << 20  # `Work.overlap` of a loop whose every step both sends and multiplies
 
 
@@ -304,13 +309,17 @@ class Work:
     """What one device computes and holds in a compiled program (see above). `moved`: (description,
     bytes) of each kind of collective, the bytes its results hold on one device, summed. `overlap`: how
     many matmuls the optimized program's schedule runs before its last collective-permute (a loop whose body
-    does both counts as overlapping throughout): a collective matmul multiplies while its blocks travel."""
+    does both counts as overlapping throughout): a collective matmul multiplies while its blocks travel.
+    `flops` and `sent_bytes` count a loop's body as often as the loop runs (`_runs`): XLA's cost analysis
+    counts it once, so a schedule written as a `fori_loop` would otherwise look k times cheaper than the
+    same schedule unrolled."""
 
     flops: float
     peak_bytes: int
     largest_bytes: int
     moved: tuple = ()
     overlap: int = 0  # matmuls scheduled before the last `ppermute` (`_overlap`): the schedule, where it matters
+    sent_bytes: int = 0  # the bytes every collective delivers to the device in one call, as often as it runs
 
 
 def _array_bytes(type_text: str) -> list[int]:
@@ -404,7 +413,10 @@ def work_of(compiled, names: tuple, sizes: tuple, n_devices: int, text: str | No
         peak -= int(mem.alias_size_in_bytes)
     except Exception:  # noqa: BLE001 - a backend without memory analysis: the largest array stands for it
         peak = 0
-    return Work(flops, max(peak, 0), largest_array(text), moved_of(text, names, sizes, n_devices), _overlap(text))
+    runs = _runs(text)
+    flops += _loop_dot_flops(text, runs)
+    moved = moved_of(text, names, sizes, n_devices)
+    return Work(flops, max(peak, 0), largest_array(text), moved, _overlap(text), _sent_bytes(text, n_devices, runs))
 
 
 def _result_bytes(line: str) -> int:
@@ -442,6 +454,10 @@ class Sends:
     largest: int
 
 
+_UNKNOWN_TRIPS = 1 << 10  # how often `Work` counts a loop's body whose trip count XLA does not know
+_MAX_RUNS = 1 << 40
+
+
 def _trip_counts(text: str) -> tuple[dict[str, list[tuple[str, int]]], str | None]:
     """computation name -> the computations it runs and how often per run of it (a `while` body: its
     `known_trip_count`, -1 when unknown; anything else it calls: once), and the entry computation's name."""
@@ -468,41 +484,84 @@ def _trip_counts(text: str) -> tuple[dict[str, list[tuple[str, int]]], str | Non
     return calls, entry
 
 
+def _runs(text: str, unknown: int = _UNKNOWN_TRIPS) -> dict[str, int]:
+    """computation name -> how often one call of the program runs it: the entry once, a loop's body its
+    known trip count times per run of the loop (`unknown` times where XLA does not know it), anything else
+    once per run of its caller. Summed over callers with memory, so a program whose computations share
+    callees costs one pass, whatever its shape (the text is a student's program: bounded work)."""
+    calls, entry = _trip_counts(text)
+    callers: dict[str, list[tuple[str, int]]] = {}
+    for caller, callees in calls.items():
+        for callee, n in callees:
+            callers.setdefault(callee, []).append((caller, unknown if n < 0 else n))
+    memo: dict[str, int] = {}
+
+    def runs(name: str, depth: int = 0) -> int:
+        if name == entry:
+            return 1
+        if name in memo or depth > 64:
+            return memo.get(name, 0)
+        memo[name] = 0  # a cycle (none in valid HLO) adds nothing
+        memo[name] = min(sum(runs(c, depth + 1) * n for c, n in callers.get(name, [])), _MAX_RUNS)
+        return memo[name]
+
+    return {name: runs(name) for name in calls}
+
+
+def _sent_bytes(text: str, n_devices: int, runs: dict[str, int]) -> int:
+    """The bytes every collective of an optimized HLO module delivers to one device in one call of the
+    program, each counted as often as its computation runs (`Work.sent_bytes`)."""
+    lines = _collectives_where(text, n_devices)
+    return sum(_result_bytes(line) * runs.get(where, 0) for _, _, _, line, where in lines)
+
+
+_DOT_RE = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*(\S+)\s+dot\(%?([\w.\-]+)")
+_TYPE_RE = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*(\w+\[[\d,]*\])")
+
+
+def _loop_dot_flops(text: str, runs: dict[str, int]) -> float:
+    """The FLOPs of the matmuls (`dot`) in computations that run more than once per call, beyond their
+    first run: what XLA's cost analysis, which counts a loop's body once, leaves out. 2 x the result's
+    elements x the left operand's contracted elements per `dot`."""
+    extra, current, types = 0.0, None, {}
+    for line in text.splitlines():
+        head = _HEAD_RE.match(line)
+        if head:
+            current, types = head.group(2), {}
+            continue
+        typed = _TYPE_RE.match(line)
+        if typed:
+            types[typed.group(1)] = typed.group(2)
+        dot = _DOT_RE.match(line)
+        if not dot or runs.get(current, 0) <= 1:
+            continue
+        lhs = _shape(types.get(dot.group(2), ""))
+        contracted = re.search(r"lhs_contracting_dims=\{([\d,]*)\}", line)
+        dims = [int(d) for d in contracted.group(1).split(",") if d] if contracted else []
+        k = int(np.prod([lhs[d] for d in dims if d < len(lhs)] or [1]))
+        extra += 2.0 * int(np.prod(_shape(dot.group(1)) or [1])) * k * (runs[current] - 1)
+    return extra
+
+
+def _shape(type_text: str) -> list[int]:
+    """The dimensions of the first array type in `type_text` ("f32[16,8]{1,0}" -> [16, 8])."""
+    m = _ARRAY_RE.search(type_text)
+    return [int(d) for d in m.group(2).split(",") if d] if m else []
+
+
 def collective_sends(text: str, names: tuple, sizes: tuple, n_devices: int) -> dict[str, Sends]:
     """Each kind of collective of an optimized HLO module ("ppermute over 'stage_axis'") with how often one
     call of the program runs it and the bytes its largest instance delivers (`Sends`): the schedule of a
     pipeline (m + k - 2 ppermutes of one microbatch each) or of a ring (k - 1 sends of one block), read from
-    the program. A loop whose trip count XLA does not know counts its body's collectives 0 times."""
-    calls, entry = _trip_counts(text)
-    runs: dict[str, int] = {}
-
-    def visit(name: str, times: int, depth: int = 0) -> None:
-        if depth > 32 or name not in calls:
-            return
-        runs[name] = runs.get(name, 0) + times
-        for callee, n in calls[name]:
-            visit(callee, times * max(n, 0), depth + 1)
-
-    if entry is not None:
-        visit(entry, 1)
+    the program. A loop whose trip count XLA does not know counts its body's collectives 0 times here
+    (`Work.sent_bytes` counts them `_UNKNOWN_TRIPS` times)."""
+    runs = _runs(text, unknown=0)
     out: dict[str, list[int]] = {}
-    reducers, current = _reducers(text), None
-    for line in text.splitlines():
-        head = _HEAD_RE.match(line)
-        if head:
-            current = head.group(2)
-            continue
-        m = _OP_RE.search(line)
-        if current is None or not m or "-done(" in line:
-            continue
-        apply = re.search(r"to_apply=%?([\w.\-]+)", line)
-        reducer = reducers.get(apply.group(1), "") if apply else ""
-        typed = _INSTRUCTION_RE.match(line)
-        size = sum(_array_bytes(typed.group(1))) if typed else 0
-        for axis in group_axes(_groups(line, n_devices), names, sizes):
-            seen = out.setdefault(describe_collective(m.group(1), reducer, axis), [0, 0])
-            seen[0] += runs.get(current, 0)
-            seen[1] = max(seen[1], size)
+    for op, reducer, groups, line, where in _collectives_where(text, n_devices):
+        for axis in group_axes(groups, names, sizes):
+            seen = out.setdefault(describe_collective(op, reducer, axis), [0, 0])
+            seen[0] += runs.get(where, 0)
+            seen[1] = max(seen[1], _result_bytes(line))
     return {desc: Sends(r, b) for desc, (r, b) in sorted(out.items())}
 
 

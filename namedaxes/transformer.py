@@ -65,6 +65,7 @@ __all__ = [
     "loss_scanned",
     "train_step_scanned",
     "recorded",
+    "hbm_bytes",
 ]
 
 CORPUS = (
@@ -312,3 +313,16 @@ def recorded(name: str) -> dict:
     """A measurement recorded on a real accelerator (`namedaxes/recorded/NAME.json`): its provenance (chip,
     JAX version, date, command) and its figures."""
     return json.loads((RECORDED / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def hbm_bytes(config: Config, batch: int, params: int, layout: tuple = (1, 1, 1)) -> int:
+    """Bytes one device's step moves through HBM outside the matmuls: layer norms, softmax, Adam.
+
+    Per token and layer, the forward pass reads and writes the two layer norms' inputs and outputs (d_model
+    wide) and the softmax's scores and probabilities (the device's heads × seq each); the backward pass reads
+    them again and writes their gradients. Adam reads a parameter, its gradient and two moments and writes
+    three of them back: 7 floats for each of the `params` parameters the device stores."""
+    data, fsdp, tensor = layout
+    tokens = batch * config.seq // (data * fsdp)  # one device's share of the batch
+    floats = 10 * config.d_model + 5 * config.heads // tensor * config.seq  # per token and layer
+    return 4 * tokens * config.layers * floats + 4 * 7 * params

@@ -3,7 +3,7 @@
     python -m tools.answer_tables            # write them
     python -m tools.answer_tables --check    # fail if one differs from what the solutions compute
 
-Why a table: an exercise whose answer is a formula (notebook 10's cost model and layout choice) is
+Why a table: an exercise whose answer is a formula (notebook 10's cost model, layout choice and time model) is
 judged by its values, and the student's kernel must hold no function that computes the right ones, or an
 answer could call it. So the kernel package ships only the visible cases' expected figures, as data
 (`<exercise module>.json`).
@@ -44,7 +44,10 @@ class Table:
         return Path(importlib.import_module(self.module).__file__).with_suffix(".json")
 
 
-TABLES = (Table("10_training_at_scale", "namedaxes.exercises.training_at_scale", ("step_costs", "choose_layout")),)
+TABLES = (
+    Table("10_training_at_scale", "namedaxes.exercises.training_at_scale", ("step_costs", "choose_layout")),
+    Table("10_training_at_scale", "namedaxes.exercises.training_time", ("step_costs", "step_time")),
+)
 
 
 def solution_answers(notebook: str, names: tuple[str, ...]) -> dict:

@@ -2,8 +2,8 @@
 
     python -m tools.doc_images [NAME ...]   # after the browser tests that take them (TAKEN_BY); default: all
 
-The docs show what the tests saw on real pages: the class report of a class graded for real, the similarity
-report, the course website. A screenshot is never drawn or edited by hand; the test that takes it names it.
+The docs show what the tests saw on real pages: the class report of a class graded for real, the course
+website. A screenshot is never drawn or edited by hand; the test that takes it names it.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ DOCS = ROOT / "docs" / "images"
 # docs/images/<name> <- build/screenshots/<name>, taken by
 TAKEN_BY = {
     "class-report-misconception-map.png": "tests/browser/test_instructor_loop.py",
-    "similarity-report.png": "tests/browser/test_instructor_loop.py",
     "site-landing-en.png": "tests/browser/test_site.py",
     "site-notebook-en.png": "tests/browser/test_site.py",
     "site-notebook-zh.png": "tests/browser/test_site.py",

@@ -114,6 +114,7 @@ _WORK_KINDS = {
     "peak_bytes": "work_peak",
     "largest_bytes": "work_largest",
     "overlap": "work_overlap",
+    "sent_bytes": "work_sent",
 }
 
 

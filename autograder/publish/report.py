@@ -225,7 +225,7 @@ def _similarity_line(out: Path | None) -> list[str]:
     """A link to similarity.html (publish/similarity.py), with how many pairs it lists."""
     try:
         data = json.loads((out / "similarity.json").read_text(encoding="utf-8")) if out is not None else None
-        pairs = sum(len(r["pairs"]) for r in data)
+        pairs = sum(int(r["listed"]) for r in data)
     except (OSError, ValueError, TypeError, KeyError):
         return []
     return [

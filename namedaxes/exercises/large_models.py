@@ -148,6 +148,11 @@ TEXT = {
         "`{name}` returns the right values, but on {mesh} one device computes {ratio}× the reference's FLOPs "
         "({got} against {want}, read from the compiled per-device program; the exercise allows {factor}×). {why}"
     ),
+    "work_sent": (
+        "`{name}` returns the right values, but on {mesh} one device receives {got} bytes through its "
+        "collectives in one call: {ratio}× the reference's {want} (each collective counted as often as it runs, "
+        "read from the compiled per-device program; the exercise allows {factor}×). {why}"
+    ),
     # 1. pipeline_loss
     "pipe_whole_model": (
         "`{name}` returns the right values, but its compiled program on {mesh} performs {seen}: the stages' "
@@ -368,12 +373,15 @@ def _run(name: str, program: Callable, *args, mesh=None):
     return out, _Ran(mesh.size, mesh, work, collective_sends(text, names, sizes, mesh.size), text)
 
 
+_WORK_KEYS = (("largest_bytes", "work_largest"), ("flops", "work_flops"), ("sent_bytes", "work_sent"))
+
+
 def _expect_work(name: str, ran: list, reference: dict, limits: dict, why: Callable) -> None:
     """Each device's share of the work on every mesh (the grader's `Case(work=...)`): the largest array one
     device materializes and its FLOPs, each at most `limits[fact]` times the reference's (`reference[k]`);
     `why(fact, ran)` says what the excess means."""
     for run in ran:
-        for fact, key in (("largest_bytes", "work_largest"), ("flops", "work_flops")):
+        for fact, key in _WORK_KEYS:
             if fact not in limits:
                 continue
             excess = work_excess(run.work, reference[run.k], {fact: limits[fact]})
@@ -513,8 +521,12 @@ def _pipe_placed(mesh, params, x, y):
 # device 24x, 10x and 8x on 8, 4 and 2 stages), and its FLOPs, at most `_PIPE_WORK["flops"]` times the
 # reference's (the whole batch through the stages one after another, no microbatches: 2.7x and 2.0x on 8 and
 # 4 stages). The reference's, per mesh, measured from the solution notebook's program (a test keeps them true).
-_PIPE_WORK = {"flops": 1.5, "largest_bytes": 5.0}
-_PIPE_REFERENCE = {8: Work(1928.0, 0, 48), 4: Work(950.0, 0, 40), 2: Work(264.0, 0, 16)}
+_PIPE_WORK = {"flops": 1.5, "largest_bytes": 5.0, "sent_bytes": 1.5}
+_PIPE_REFERENCE = {
+    8: Work(1928.0, 0, 48, sent_bytes=484),
+    4: Work(950.0, 0, 40, sent_bytes=244),
+    2: Work(264.0, 0, 16, sent_bytes=68),
+}
 # The notebook's globals that an answer may read the number of devices from instead of its mesh: (name, value).
 _COUNT_GLOBALS = {"pipeline_loss": ("k", 4), "moe_layer": ("n_experts", 8), "causal_ring_attention": ("n_blocks", 8)}
 
@@ -585,7 +597,7 @@ def _check_pipeline_loss(fn: Callable) -> None:
 def _pipe_why(fact: str, run: _Ran) -> str:
     """What a pipeline's excess work means: the whole model held, or the whole batch sent at once."""
     k, n, d = next(s for s in _PIPE_SHAPES if s[0] == run.k)
-    if fact == "largest_bytes":
+    if fact == "largest_bytes":  # FLOPs or bytes sent: the schedule's sends say which
         whole = k * d * d * 4
         return _say("pipe_holds_w", whole=whole) if run.work.largest_bytes >= whole else _say("pipe_large")
     sent = run.sends.get(f"ppermute over '{STAGES}'")
@@ -701,7 +713,11 @@ def _moe_np(x, router, w, k: int, capacity=CAPACITY, gated: bool = True, per_dev
 # and 2 experts), and its FLOPs, at most `_MOE_WORK["flops"]` times the reference's. The reference's, per
 # mesh, measured from the solution notebook's program (a test keeps them true).
 _MOE_WORK = {"flops": 2.0, "largest_bytes": 1.5}
-_MOE_REFERENCE = {8: Work(4582.0, 0, 384), 4: Work(2636.0, 0, 192), 2: Work(1126.0, 0, 96)}
+_MOE_REFERENCE = {
+    8: Work(4582.0, 0, 384, sent_bytes=512),
+    4: Work(2636.0, 0, 192, sent_bytes=320),
+    2: Work(1126.0, 0, 96, sent_bytes=128),
+}
 
 
 def _moe_wrongs(x, router, w, k: int) -> list:
@@ -857,7 +873,11 @@ def _ring_wrongs(q, k, v, blocks: int) -> list:
 # FLOPs, at most `_RING_WORK["flops"]` times the reference's. The reference's, per mesh, measured from the
 # solution notebook's program (a test keeps them true).
 _RING_WORK = {"flops": 2.0, "largest_bytes": 1.5}
-_RING_REFERENCE = {8: Work(2492.0, 0, 48), 4: Work(2495.0, 0, 96), 2: Work(1362.0, 0, 100)}
+_RING_REFERENCE = {
+    8: Work(2492.0, 0, 48, sent_bytes=672),
+    4: Work(2495.0, 0, 96, sent_bytes=576),
+    2: Work(1362.0, 0, 100, sent_bytes=160),
+}
 
 
 def _ring_case(fn: Callable, k: int, b: int, h: int) -> tuple:

@@ -13,6 +13,8 @@ axes. Each exercise asks for something the notebook did not show verbatim:
    tests prove the solution's formulas equal the compiled program's figures).
 3. `choose_layout(config, batch, budget)`: the layout (data, fsdp, tensor) of 8 devices whose parameters
    and Adam state fit `budget` bytes per device and that moves the fewest bytes per step.
+4. `step_time(config, layout, batch, chip)`: a step's time in four terms on any chip; its own module,
+   `training_time`, imported at the end of this one (`q.step_time`).
 
 Grading contract (`namedaxes.grading.programs`): exercise 1 exports the answer on three meshes (values,
 layouts, and a structure case: the reference's collectives and nothing else, and no larger array on a
@@ -66,6 +68,7 @@ __all__ = [
     "swiglu_block",
     "step_costs",
     "choose_layout",
+    "step_time",
     "expected_figures",
     "COST_KEYS",
     "LAYOUTS",
@@ -782,3 +785,7 @@ def observation_on(exercise: str, cases: list[dict], answers: dict) -> dict:
     if exercise == "choose_layout":
         return _layout_observation(answers["choose_layout"], [_layout_case(c) for c in cases])
     raise KeyError(exercise)
+
+
+# ---------------------------------------------------------------- 4. step_time: its own module, on this face (`q.`)
+from namedaxes.exercises.training_time import step_time  # noqa: E402 - after this module's own exercises

@@ -120,14 +120,14 @@ def test_a_circulated_table_of_right_figures_scores_nothing_in_a_graded_class(gr
     """Issue 46: notebook 10's formula answers replaced by a table of right figures (the solution's, on the
     visible cases and on the old fixed hidden cases). The visible checks pass, since the table holds their
     figures; the grader draws this run's cases from its secret, hands them to the kernel and computes the
-    solution's figures on them, so both formula cells score 0, for their values. The honest right answers
+    solution's figures on them, so the three formula cells score 0, for their values. The honest right answers
     of the class (`equivalent_10`, the solution) keep every point (test_autograder_grading)."""
     import tamper_specs
 
     result = graded_class.result("circulated_10", tamper_specs.A10)
     cells = {c["grade_id"]: c for c in result["cells"]}
     assert cells["swiglu_block_megatron"]["passed"]
-    for gid in ("step_costs_formulas", "choose_layout_budget"):
+    for gid in ("step_costs_formulas", "choose_layout_budget", "step_time_model"):
         assert not cells[gid]["passed"] and float(cells[gid]["points"]) == 0, cells[gid]
         assert "values differ" in cells[gid]["reason"], cells[gid]  # the visible check passed: the judge's word
     import json
@@ -138,5 +138,5 @@ def test_a_circulated_table_of_right_figures_scores_nothing_in_a_graded_class(gr
         )
     )
     printed = json.dumps([c.get("outputs", []) for c in nb["cells"]], ensure_ascii=False)
-    for name in ("step_costs", "choose_layout"):  # their visible checks passed in the graded notebook
+    for name in ("step_costs", "choose_layout", "step_time"):  # their visible checks passed in the graded notebook
         assert f"✓ `{name}` passes the visible checks." in printed, name

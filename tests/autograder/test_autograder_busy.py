@@ -6,7 +6,7 @@ what the reference's own run took on this machine, and a reference that runs out
 more with a longer limit (autograder/run/time_limits.py). Here a fresh reference cache makes the
 reference run under the load too (the case that failed), with the grader's default limits (no
 override: an instructor on a busy machine types nothing special). Two hand-ins: the solution's answers
-typed into the release (8 of 8) and the release untouched (0); both rows must be `ok`.
+typed into the release (10 of 10) and the release untouched (0); both rows must be `ok`.
 
 The load: one CPU-burning process per core (at least 2), started before the grading and killed after it.
 """
@@ -30,7 +30,7 @@ from autograder.course.classroom import grade_command, make_course, release_note
 
 REPO = Path(__file__).resolve().parents[2]
 AID = "10_training_at_scale"
-MAX_POINTS = 8.0  # notebook 10's test cells' points, from its source (checked below)
+MAX_POINTS = 10.0  # notebook 10's test cells' points, from its source (checked below)
 
 
 def _burn() -> None:

@@ -2,7 +2,7 @@
 
 `test_fixture_scores_and_status` already asserts every corpus student's exact
 pass set (empty: 0 points). Here: the corpus covers every graded test cell of
-notebooks 01-06 and 08-10 with at least one technique, tampering changes nothing against
+notebooks 01-06 and 08-11 with at least one technique, tampering changes nothing against
 the honest wrong answer, the hidden part really ran (the scorer judged what it
 recorded), the reference cache the symlink attack pointed at is intact, and a
 damaged reference cache stops grading loudly.
@@ -20,7 +20,7 @@ import pytest
 import tamper_specs as ts
 from autograder_harness import grade_cmd
 
-NOTEBOOKS = [specs.A01, specs.A02, ts.A03, ts.A04, ts.A05, ts.A06, ts.A08, ts.A09, ts.A10]
+NOTEBOOKS = [specs.A01, specs.A02, ts.A03, ts.A04, ts.A05, ts.A06, ts.A08, ts.A09, ts.A10, ts.A11]
 
 
 def _graded_cells(assignment: str) -> set[str]:

@@ -5,8 +5,9 @@ From the class report: the misconception map's groups (two different mistakes of
 each under the visible check's words, with the hint the exercise names, one click away, and the students' ids
 on click), the late and extension lines, the link to the similarity report and its one pair, then a student's
 feedback page from the report's table, whose long message shows its first sentences and the rest on one click.
-axe-core checks the report and the similarity report. The screenshots (build/screenshots/) are the docs' own
-(`python -m tools.doc_images` copies them into docs/images/).
+axe-core checks the report and the similarity report. Screenshots in build/screenshots/: the report's map and
+late lines (the docs' own: `python -m tools.doc_images` copies it into docs/images/), the similarity report,
+and the feedback page.
 
 The class is graded once per test run, shared with tests/autograder/test_autograder_instructor_class.py.
 """
@@ -82,7 +83,7 @@ def test_the_map_the_pairs_the_late_lines_and_a_whole_message(browser, out, scre
     assert len(pairs) == 1 and pairs[0].startswith("dee & eve"), pairs
     assert page.locator("pre", has_text="mine_is_last = position == final_position").count() == 1
     assert page.locator("pre", has_text="is_last = idx == last_idx").count() == 1
-    page.screenshot(path=str(screenshots / "similarity-report.png"), full_page=True)
+    page.screenshot(path=str(screenshots / "instructor-loop-similarity.png"), full_page=True)
     assert not (found := serious_violations(page)), f"axe-core on the similarity view: {found}"
 
     # a feedback page, from the report's table: the whole message, its rest one click away
@@ -101,7 +102,7 @@ def test_the_map_the_pairs_the_late_lines_and_a_whole_message(browser, out, scre
     assert "lax.psum(1, DEVICES) is the size of the axis wherever it runs. On device 0: expected [" in whole
     assert whole.endswith("got [0., 0., 0., 0., 0.].")
     assert "…" not in message.inner_text()
-    page.screenshot(path=str(screenshots / "feedback-whole-message.png"))
+    page.screenshot(path=str(screenshots / "instructor-loop-feedback.png"))
     for student, line in (
         ("cy", "Late hand-in: handed in 2026-12-12 13:00 UTC+01:00"),
         ("dee", "On time with an extension to 2026-12-13 23:59 UTC+01:00"),

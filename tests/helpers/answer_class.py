@@ -62,20 +62,21 @@ REFERENCE = """def train(params, sharded_batch, steps):
 """
 
 
-def source() -> SourceNotebook:
-    return SourceNotebook.load(AID, repo_root() / "solutions" / f"{AID}.ipynb")
+def source(assignment: str = AID) -> SourceNotebook:
+    return SourceNotebook.load(assignment, repo_root() / "solutions" / f"{assignment}.ipynb")
 
 
-def hand_ins(folder: Path, answers: dict[str, str]) -> Intake:
-    """Each student's notebook (the solution with their `train` answer) in `folder`, placed as the grader places it."""
-    src = source()
+def hand_ins(folder: Path, answers: dict[str, str], assignment: str = AID, grade_id: str = "train_answer") -> Intake:
+    """Each student's notebook (the solution with their answer in the cell `grade_id`, by default 04's `train`)
+    in `folder`, placed as the grader places it."""
+    src = source(assignment)
     intake = Intake(students=set(answers))
     for student, code in answers.items():
         nb = nbformat.reads(src.raw.decode(), as_version=4)
         for cell in nb.cells:
-            if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "train_answer":
+            if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == grade_id:
                 cell.source = code
         path = folder / f"{student}.ipynb"
         nbformat.write(nb, path)
-        intake.placed[(student, AID)] = Placed(student, AID, path, path.name)
+        intake.placed[(student, assignment)] = Placed(student, assignment, path, path.name)
     return intake

@@ -1,4 +1,4 @@
-"""The tamper corpus: for every graded test cell of notebooks 01-10, a wrong answer plus tampering.
+"""The tamper corpus: for every graded test cell of notebooks 01-11, a wrong answer plus tampering.
 
 Per notebook there are two fixture students with the same wrong answers:
 
@@ -45,6 +45,7 @@ A07 = "07_collectives"
 A08 = "08_compiler_sharding"
 A09 = "09_large_models"
 A10 = "10_training_at_scale"
+A11 = "11_step_anatomy"
 TECHNIQUES = ("patched_observe", "code_swap", "forged_record", "visible_files", "thread_files", "symlink")
 
 # notebook -> answer cell grade_id -> wrong answer (plausible mistakes, each fails its visible check)
@@ -203,6 +204,25 @@ WRONG = {
         "            'tensor_reduce_bytes': 0, 'flops': 6 * batch * config.seq * n}\n",
         "choose_layout_answer": "def choose_layout(config, batch, budget):\n"  # the least memory, whatever it moves
         "    return (1, 8, 1)\n",
+        "step_time_answer": "def step_time(config, layout, batch, chip):\n"  # results' bytes, launches added
+        "    c = step_costs(config, layout, batch)\n"
+        "    hbm = tm.hbm_bytes(config, batch, c['state_bytes'] // 12, layout)\n"
+        "    terms = {'compute': c['flops'] / chip['flops_per_s'], 'memory': hbm / chip['hbm_bytes_per_s'],\n"
+        "             'launches': chip['launches'] * chip['seconds_per_launch'],\n"
+        "             'communication': (c['gather_bytes'] + c['grad_reduce_bytes'] + c['tensor_reduce_bytes'])\n"
+        "             / chip['link_bytes_per_s']}\n"
+        "    return {**terms, 'total': sum(terms.values()), 'bound': max(terms, key=terms.get)}\n",
+    },
+    A11: {
+        "mixed_train_step_answer": "def mixed_train_step(params, state, window):\n"  # float32 throughout
+        "    return tm.train_step(params, state, window)\n",
+        "zero_specs_answer": "def zero_specs(stage):\n"  # the gradients never split: stages 2 and 3 all-reduce
+        "    return {'params': P(ZERO) if stage >= 3 else P(), 'grads': P(), 'opt_state': P(ZERO)}\n",
+        "accumulate_grads_answer": "def accumulate_grads(params, xs, ys):\n"  # one reduction per microbatch, in a scan
+        "    def body(total, xy):\n"
+        "        return jax.tree.map(jnp.add, total, jax.grad(zr.mlp_loss)(params, *xy)), None\n"
+        "    total, _ = lax.scan(body, jax.tree.map(jnp.zeros_like, params), (xs, ys))\n"
+        "    return jax.tree.map(lambda g: g / xs.shape[0], total)\n",
     },
 }
 
@@ -433,6 +453,46 @@ EQUIVALENT = {
         "            moved = c['gather_bytes'] + c['grad_reduce_bytes'] + c['tensor_reduce_bytes']\n"
         "            fitting.append((moved, [-data, -fsdp, -tensor]))\n"
         "    return [-v for v in min(fitting)[1]]\n",
+        "step_time_answer": "def step_time(config, layout, batch, chip):\n"  # a loop of ring factors, in µs first
+        "    data, fsdp, tensor = layout\n"
+        "    c = step_costs(config, layout, batch)\n"
+        "    rings = [(c['gather_bytes'], fsdp, 1), (c['grad_reduce_bytes'], data * fsdp, 2),\n"
+        "             (c['tensor_reduce_bytes'], tensor, 2)]\n"
+        "    sent = sum(b * k * (n - 1) / n for b, n, k in rings)\n"
+        "    hbm = tm.hbm_bytes(config, batch, c['state_bytes'] / 12, layout)\n"
+        "    us = {'compute': 1e6 * c['flops'] / chip['flops_per_s'], 'memory': 1e6 * hbm / chip['hbm_bytes_per_s'],\n"
+        "          'launches': 1e6 * chip['seconds_per_launch'] * chip['launches'],\n"
+        "          'communication': 1e6 * sent / chip['link_bytes_per_s']}\n"
+        "    floor = max(us['compute'] + us['memory'], us['launches'])\n"
+        "    if us['communication'] > floor:\n"
+        "        bound = 'communication'\n"
+        "    elif us['launches'] > us['compute'] + us['memory']:\n"
+        "        bound = 'launches'\n"
+        "    else:\n"
+        "        bound = 'compute' if us['compute'] > us['memory'] else 'memory'\n"
+        "    seconds = {k: v / 1e6 for k, v in us.items()}\n"
+        "    return {**seconds, 'total': (floor + us['communication']) / 1e6, 'bound': bound}\n",
+    },
+    A11: {
+        "mixed_train_step_answer": "def mixed_train_step(params, state, window):\n"  # a dict comprehension, asarray
+        "    def loss_of(p):\n"
+        "        p = {k: v.astype(jnp.bfloat16) for k, v in p.items()}\n"
+        "        logits = jnp.asarray(tm.forward(p, window[:, :-1]), jnp.float32)\n"
+        "        return tm.cross_entropy(logits, window[:, 1:])\n"
+        "    loss, grads = jax.value_and_grad(loss_of)(params)\n"
+        "    updates, state = tm.OPTIMIZER.update(grads, state, params)\n"
+        "    return optax.apply_updates(params, updates), state, loss\n",
+        "zero_specs_answer": "def zero_specs(stage):\n"  # a table, trailing Nones
+        "    table = {1: (P(), P(None), P(ZERO, None)), 2: (P(None, None), P(ZERO, None), P(ZERO, None)),\n"
+        "             3: (P(ZERO, None), P(ZERO, None), P(ZERO, None))}\n"
+        "    return dict(zip(('params', 'grads', 'opt_state'), table[stage]))\n",
+        "accumulate_grads_answer": "def accumulate_grads(params, xs, ys):\n"  # unreduced gradients added in a scan
+        "    used = jax.tree.map(lambda a: jax.reshard(a, P(reduced={ZERO})), params)\n"
+        "    first = jax.grad(zr.mlp_loss)(used, xs[0], ys[0])\n"
+        "    def body(total, xy):\n"
+        "        return jax.tree.map(jnp.add, total, jax.grad(zr.mlp_loss)(used, *xy)), None\n"
+        "    total, _ = lax.scan(body, first, (xs[1:], ys[1:]))\n"
+        "    return jax.tree.map(lambda g: jax.reshard(g, P()) / xs.shape[0], total)\n",
     },
 }
 
@@ -493,6 +553,12 @@ CELLS = {
         "swiglu_block_megatron": ("swiglu_block", ("code_swap", "symlink")),
         "step_costs_formulas": ("step_costs", ("patched_observe", "forged_record")),
         "choose_layout_budget": ("choose_layout", ("thread_files", "visible_files")),
+        "step_time_model": ("step_time", ("patched_observe", "symlink")),
+    },
+    A11: {
+        "mixed_train_step_bf16": ("mixed_train_step", ("code_swap", "symlink")),
+        "zero_specs_stages": ("zero_specs", ("patched_observe", "forged_record")),
+        "accumulate_grads_once": ("accumulate_grads", ("thread_files", "visible_files")),
     },
 }
 
@@ -693,14 +759,17 @@ def old_hidden_layouts() -> list:
 
 def circulated_answers() -> dict[str, str]:
     """Answer cells that hold no formula, only a table of right figures filled once from the solution on
-    the visible cases and on the old fixed hidden cases, then circulated (any other case: zeros, or pure
-    data parallelism). They pass the visible checks; the grader's cases of a run are in no table."""
+    the visible cases and on the old fixed hidden cases (step_time never had any: its visible cases only),
+    then circulated (any other case: zeros, or pure data parallelism). They pass the visible checks; the
+    grader's cases of a run are in no table."""
     from namedaxes.exercises import training_at_scale as q
+    from namedaxes.exercises import training_time
     from tools.answer_tables import solution_answers
 
-    right = solution_answers(A10, ("step_costs", "choose_layout"))
+    right = solution_answers(A10, ("step_costs", "choose_layout", "step_time"))
     costs = {repr(c): right["step_costs"](*c) for c in [*q._COST_CASES, *old_hidden_cost_cases()]}
     chosen = {repr(c): tuple(right["choose_layout"](*c)) for c in [*q._LAYOUT_CASES, *old_hidden_layouts()]}
+    times = {repr((*c[:3], sorted(c[3].items()))): right["step_time"](*c) for c in training_time._TIME_CASES}
     return {
         "step_costs_answer": f"_FIGURES = {costs!r}\n\n"
         "def step_costs(config, layout, batch):\n"
@@ -709,6 +778,11 @@ def circulated_answers() -> dict[str, str]:
         "choose_layout_answer": f"_CHOSEN = {chosen!r}\n\n"
         "def choose_layout(config, batch, budget):\n"
         "    return _CHOSEN.get(repr((config, batch, budget)), (8, 1, 1))\n",
+        "step_time_answer": f"_TIMES = {times!r}\n\n"
+        "def step_time(config, layout, batch, chip):\n"
+        "    zeros = {'compute': 0.0, 'memory': 0.0, 'launches': 0.0, 'communication': 0.0, 'total': 0.0}\n"
+        "    key = repr((config, tuple(layout), batch, sorted(chip.items())))\n"
+        "    return dict(_TIMES.get(key, {**zeros, 'bound': 'compute'}))\n",
     }
 
 

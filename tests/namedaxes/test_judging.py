@@ -3,6 +3,7 @@ without a variant (the shortcuts the judge takes must give what the slow path gi
 
 from __future__ import annotations
 
+import functools
 from types import SimpleNamespace
 
 import jax
@@ -177,3 +178,66 @@ def test_a_module_whose_calls_never_end_is_followed_a_bounded_way_and_proves_not
     `_MAX_HOPS` hops, and no region is taken as returned (a region it cannot follow is left to the variant)."""
     facts = judging.region_facts(SimpleNamespace(nr_devices=1), (), (), text=_CALL_CYCLE)
     assert facts == judging.RegionFacts({}, frozenset())
+
+
+# ---------------------------------------------------------------- a loop's body, counted as often as it runs
+_RING = [(i, (i + 1) % 8) for i in range(8)]
+
+
+def _step(x):
+    return lax.ppermute(jnp.tanh(x @ x), "d", _RING)
+
+
+def _unknown_count(x):
+    n = (x[0, 0] > -100).astype(jnp.int32) * 7  # 7, but known only when the program runs
+    return lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, _step(c[1])), (0, x))[1]
+
+
+_LOOPS = {
+    "unrolled": lambda x: functools.reduce(lambda x, _: _step(x), range(7), x),
+    "fori_loop": lambda x: lax.fori_loop(0, 7, lambda i, x: _step(x), x),
+    "scan": lambda x: lax.scan(lambda x, _: (_step(x), None), x, None, length=7)[0],
+    "while_loop": lambda x: lax.while_loop(lambda c: c[0] < 7, lambda c: (c[0] + 1, _step(c[1])), (0, x))[1],
+}
+
+
+def _loop_work(mesh, body) -> judging.Work:
+    x = jax.device_put(jnp.ones((8 * 16, 16)), NamedSharding(mesh, P("d")))
+    program = jax.jit(jax.shard_map(body, mesh=mesh, in_specs=P("d"), out_specs=P("d")))
+    compiled = program.lower(x).compile(dict(judging.COMPILER_OPTIONS))
+    return judging.work_of(compiled, ("d",), (8,), 8)
+
+
+@pytest.mark.parametrize("loop", list(_LOOPS))
+def test_a_loops_body_counts_as_often_as_it_runs(mesh, loop):
+    """Seven steps of a (16, 16) matmul and a ppermute of its (16, 16) result, however written: XLA's cost
+    analysis counts a loop's body once; the judge's FLOPs and bytes sent count it seven times."""
+    work = _loop_work(mesh, _LOOPS[loop])
+    assert work.sent_bytes == 7 * 16 * 16 * 4
+    assert 7 * 2 * 16**3 <= work.flops < 7 * 2 * 16**3 + 64  # the matmuls, and a loop counter's adds
+
+
+def test_a_loop_whose_trip_count_is_unknown_counts_as_many_runs(mesh):
+    """Attack: a loop whose count only the running program knows hides nothing: the judge counts its body
+    `_UNKNOWN_TRIPS` times, so work judged within a factor of the reference's is refused."""
+    work = _loop_work(mesh, _unknown_count)
+    assert work.sent_bytes == judging._UNKNOWN_TRIPS * 16 * 16 * 4
+    assert work.flops >= judging._UNKNOWN_TRIPS * 2 * 16**3
+
+
+def test_a_call_graph_that_shares_callees_is_counted_in_one_pass():
+    """Attack: computations that each call the next twice, 40 deep: 2^40 paths, counted by memory in one pass
+    per computation (and capped), not by walking every path."""
+    lines = ["HloModule m", ""]
+    for i in range(40):
+        lines += [
+            f"c{i} (p: f32[]) -> f32[] {{",
+            f"  a = f32[] call(p), to_apply=c{i + 1}",
+            f"  ROOT b = f32[] call(a), to_apply=c{i + 1}",
+            "}",
+            "",
+        ]
+    lines += ["c40 (p: f32[]) -> f32[] {", "  ROOT r = f32[] add(p, p)", "}", ""]
+    lines += ["ENTRY main (p: f32[]) -> f32[] {", "  ROOT r = f32[] call(p), to_apply=c0", "}"]
+    runs = judging._runs("\n".join(lines))
+    assert runs["c0"] == 1 and runs["c1"] == 2 and runs["c40"] == 2**40

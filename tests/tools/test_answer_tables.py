@@ -21,7 +21,7 @@ class _TableAt(answer_tables.Table):
 
 
 def test_a_stale_table_is_refused_and_rewritten(tmp_path, monkeypatch, capsys):
-    (real,) = answer_tables.TABLES
+    real = answer_tables.TABLES[0]
     table = _TableAt(real.notebook, real.module, real.answers, at=tmp_path / "table.json")
     monkeypatch.setattr(answer_tables, "TABLES", (table,))
     table.path.write_text(real.path.read_text(encoding="utf-8").replace("8", "9"), encoding="utf-8")
@@ -31,9 +31,13 @@ def test_a_stale_table_is_refused_and_rewritten(tmp_path, monkeypatch, capsys):
     assert table.path.read_text(encoding="utf-8") == real.path.read_text(encoding="utf-8")
 
 
-def test_the_table_comes_from_the_solution_notebooks_answers():
-    (table,) = answer_tables.TABLES
-    answers = answer_tables.solution_answers(table.notebook, table.answers)
-    figures = json.loads(table.path.read_text(encoding="utf-8"))
-    config, layout, batch = importlib.import_module(table.module)._COST_CASES[0]
+def test_the_tables_come_from_the_solution_notebooks_answers():
+    costs, times = answer_tables.TABLES
+    answers = answer_tables.solution_answers(costs.notebook, (*costs.answers, *times.answers))
+    figures = json.loads(costs.path.read_text(encoding="utf-8"))
+    config, layout, batch = importlib.import_module(costs.module)._COST_CASES[0]
     assert figures["step_costs"][0]["want"] == answers["step_costs"](config, layout, batch)
+    figures = json.loads(times.path.read_text(encoding="utf-8"))
+    config, layout, batch, chip = importlib.import_module(times.module)._TIME_CASES[0]
+    assert figures["step_time"][0]["want"] == answers["step_time"](config, layout, batch, dict(chip))
+    assert costs.path.name == "training_at_scale.json" and times.path.name == "training_time.json"

@@ -1,15 +1,38 @@
 """The similarity report (autograder/publish/similarity.py) on a generated class of notebook 04's `train`:
 one copied pair (renamed names, new comments), honest answers written differently, and three students
-who hand in the reference solution's way word for word (the one way many are right alike)."""
+who hand in the reference solution's way word for word (the one way many are right alike); then on the
+fixture classes of similarity_specs.py: each way a copy slipped past the old report (issue 48) is listed,
+and no pair of honest answers of any notebook is."""
 
 from __future__ import annotations
 
 import json
+import time
+from collections import defaultdict
 
 import pytest
 from answer_class import AID, COPY, INDEXED, LOOP, REFERENCE, SCAN, hand_ins, source
+from similarity_specs import (
+    EVASIONS,
+    FILLER,
+    PADDED,
+    PARENTHESISED,
+    SimilarityClass,
+    honest_classes,
+    notebook,
+    wrong_copy_class,
+)
 
-from autograder.publish.similarity import SHOWN_AT, write_similarity
+from autograder.publish.similarity import (
+    SHOWN_AT,
+    canonical_tokens,
+    common_kgrams,
+    compare,
+    compare_class,
+    kgrams,
+    vocabulary,
+    write_similarity,
+)
 
 CLASS = {"ann": LOOP, "ben": COPY, "cy": SCAN, "dee": INDEXED + "# </pre><script>alert(1)</script>\n"}
 CLASS |= {"eve": REFERENCE, "fay": REFERENCE, "gus": REFERENCE}
@@ -82,3 +105,182 @@ def test_a_linked_previous_file_is_never_followed(tmp_path):
     (tmp_path / "out" / "similarity.json").symlink_to(secret)
     write_similarity(tmp_path / "out", {AID: source()}, hand_ins(tmp_path, CLASS))
     assert {r["assignment"] for r in json.loads((tmp_path / "out" / "similarity.json").read_text())} == {AID}
+
+
+# ---------------------------------------------------------------- the evasions of issue 48, and honest classes
+def _report(tmp, klass: SimilarityClass) -> tuple[dict, str]:
+    intake = hand_ins(tmp, klass.answers, klass.assignment, klass.grade_id)
+    write_similarity(tmp, {klass.assignment: source(klass.assignment)}, intake)
+    data = {r["grade_id"]: r for r in json.loads((tmp / "similarity.json").read_text())}
+    return data[klass.grade_id], (tmp / "similarity.html").read_text()
+
+
+@pytest.fixture(scope="module")
+def evasions(tmp_path_factory):
+    return _report(tmp_path_factory.mktemp("evasions"), EVASIONS)
+
+
+def test_every_copy_of_the_class_of_ten_is_listed_and_no_other_pair(evasions):
+    """The parenthesised copy (ann, ben), the filler copy (dee, fay) and the ring of three (gus, hal, ivy):
+    listed at 100 %. jo's answer, padded after its `return` with a scan and an indexed loop, is listed
+    beside neither cy's scan nor dee's indexed loop (the old report listed jo & cy at 100 %)."""
+    data, _ = evasions
+    listed = {frozenset((p["a"], p["b"])): p for p in data["pairs"]}
+    assert set(listed) == set(EVASIONS.copies), sorted(map(sorted, listed))
+    assert all(p["score"] == 1.0 and p["a_share"] == p["b_share"] == 1.0 for p in listed.values())
+    assert data["groups"] == [["gus", "hal", "ivy"]]  # the ring, as one group
+    assert data["answers"] == 10 and data["too_short"] == 1  # eve: the reference's way
+
+
+def test_the_page_names_the_ring_and_both_shares_of_each_pair(evasions):
+    _, page = evasions
+    assert "gus, hal, ivy (3 students linked by the pairs below" in page
+    assert "100% of ann's distinctive code is in ben's answer; 100% of ben's is in ann's." in page
+    assert "(history).append((loss))" in page and 'lang="zh-CN"' in page
+
+
+def test_the_renamed_copy_of_a_distinctive_wrong_answer_is_listed(tmp_path):
+    """Notebook 09: kim's ring attention masked on block-local positions (14 lines, mostly the notebook's own
+    code) and lea's renamed copy are listed; the reference's way (twice) and the stub are too short."""
+    data, _ = _report(tmp_path, wrong_copy_class())
+    assert [(p["a"], p["b"], p["score"]) for p in data["pairs"]] == [("kim", "lea", 1.0)]
+    assert data["too_short"] == 3
+
+
+def test_no_pair_of_honest_answers_is_listed_in_any_notebook():
+    """Every answer cell of notebooks 01-11, with every answer the other tests hold for it (references,
+    stubs, the tamper corpus's wrong and equivalent answers, the exercise tests' own functions): none
+    of their pairs is listed (the figure docs/instructors.md gives)."""
+    by_assignment: dict[str, list[SimilarityClass]] = defaultdict(list)
+    for klass in honest_classes():
+        by_assignment[klass.assignment].append(klass)
+    assert len(by_assignment) >= 11
+    pairs = 0
+    for assignment, classes in by_assignment.items():
+        results, _ = compare_class(notebook(assignment), {k.grade_id: k.answers for k in classes})
+        for klass, r in zip(classes, results, strict=True):
+            pairs += len(klass.honest_pairs())
+            assert not r.pairs, (klass.name, r.pairs)
+    assert pairs >= 900
+
+
+def _known(assignment: str = AID) -> set[str]:
+    return vocabulary(notebook(assignment))
+
+
+NOISY = '''def train(params, sharded_batch, steps):
+    """my answer"""
+    pass
+    h: list = []
+    h = h
+    def unused(x):
+        return x
+    if False:
+        h = None
+    for s in range(+steps - 0):
+        params, l = p_update_step(params, sharded_batch) if True else None
+        h.append(--l ** 1)
+    h.append(p_update_step(params, sharded_batch)[1])
+    return params, jnp.stack(h) if (True and True) else 1
+'''
+PLAIN = """def train(params, sharded_batch, steps):
+    h = []
+    for s in range(steps):
+        params, l = p_update_step(params, sharded_batch)
+        h.append(l)
+    h.append(p_update_step(params, sharded_batch)[1])
+    return params, jnp.stack(h)
+"""
+
+
+def test_parentheses_filler_and_dead_code_change_nothing():
+    known = _known()
+    assert canonical_tokens(PARENTHESISED, known) == canonical_tokens(LOOP, known)
+    assert canonical_tokens(FILLER, known) == canonical_tokens(INDEXED, known)
+    runs = PADDED[: PADDED.index("    def body(carry")]  # what runs: the fori_loop answer
+    assert canonical_tokens(PADDED, known, {"train"}) == canonical_tokens(runs, known, {"train"})
+    assert canonical_tokens(NOISY, known, {"train"}) == canonical_tokens(PLAIN, known, {"train"})
+    assert canonical_tokens(PLAIN, known, {"train"}) != canonical_tokens(PLAIN, known)  # an unused def: gone
+
+
+def test_names_the_course_gives_stay_and_the_students_own_do_not():
+    """`lax.pmean` stays unlike `lax.psum`, keyword arguments stay; a notebook's name the answer binds for
+    itself (09 assigns `to_next` at top level) is the student's own, like any other."""
+    known = _known("09_large_models")
+    assert "to_next" in known and "SEQUENCE" in known
+    f = {"f"}  # the exercise's function
+    a = canonical_tokens(
+        "def f(x):\n    to_next = 1\n    return lax.psum(x + to_next, SEQUENCE, tiled=True)\n", known, f
+    )
+    b = canonical_tokens("def f(y):\n    nxt = 1\n    return lax.psum(y + nxt, SEQUENCE, tiled=True)\n", known, f)
+    assert a == b and "SEQUENCE" in a and "tiled" in a and "to_next" not in a
+    assert canonical_tokens("lax.pmean(x, SEQUENCE)", known) != canonical_tokens("lax.psum(x, SEQUENCE)", known)
+    assert "to_next" in canonical_tokens("def f(x):\n    return x + to_next\n", known, f)  # used as the course's
+
+
+def test_a_pair_is_scored_by_its_smaller_share():
+    """An answer that holds a classmate's whole answer and as much again of its own is not listed beside it
+    (the old score, the smaller answer's share, said 100 %); a copy with a line added is, with both shares."""
+    known = _known()
+    extra = "    check = [p_update_step(params, sharded_batch)[0] for _ in range(steps)]\n"
+    grown = LOOP.replace("    return", extra * 6 + "    return")
+    pairs, short = compare({"ann": LOOP, "big": grown}, set(), known, {"train"})
+    assert pairs == [] and short == 0
+    copied = LOOP.replace("    return", "    print(len(history))\n    return")
+    [p] = compare({"ann": LOOP, "ben": copied}, set(), known, {"train"})[0]
+    assert p.a_share > p.b_share >= SHOWN_AT and p.score == p.b_share  # ben's added line is not in ann's
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "x = " + "a + " * 5000 + "a",  # too deep for the parser: its tokens are compared
+        "x = " + "-" * 19000 + "a",  # the parser runs out of memory: tokens
+        "x = " + "(" * 150 + "a" + ")" * 150,
+        "def f(x):\n" + "".join("    " * (i + 1) + "if x:\n" for i in range(90)) + "    " * 91 + "pass\n",
+        "%%time\n!rm -rf /\nimport os\nos.system('x')\n",  # magics read as `pass`; nothing runs
+        "def f(:\n    return",  # not Python
+        "\x00\ufeff" * 15000,
+    ],
+)
+def test_hostile_answers_are_read_within_bounds(hostile):
+    known = _known()
+    start = time.perf_counter()
+    grams = kgrams(canonical_tokens(hostile, known))
+    assert time.perf_counter() - start < 2.0 and len(grams) <= 20_000
+
+
+def test_what_everyone_writes_comes_from_the_course_not_the_class():
+    """The reference's k-grams are common; a way the class shares is not, however many hold it: six
+    students with one answer are 15 pairs, four with another 6 more."""
+    known = _known()
+    common = common_kgrams([REFERENCE], known)
+    assert kgrams(canonical_tokens(REFERENCE, known, {"train"})) <= common
+    ring = {f"s{i}": LOOP for i in range(6)} | {f"h{i}": SCAN for i in range(4)}
+    pairs, _ = compare(ring, common, known, {"train"})
+    assert len(pairs) == 15 + 6
+
+
+def test_a_class_that_writes_one_way_alike_is_one_group_and_a_bounded_file(monkeypatch, tmp_path):
+    """Six students with one answer: 15 pairs listed, one group; similarity.json keeps the highest
+    SIMILARITY_PAIRS_KEPT (2 here) and counts the rest, and the class report's line counts them all."""
+    import autograder.publish.similarity as similarity
+    from autograder.publish.report import _similarity_line
+
+    monkeypatch.setattr(similarity, "SIMILARITY_PAIRS_KEPT", 2)
+    klass = {f"s{i}": LOOP for i in range(6)} | {"cy": SCAN}
+    data, page = _report(tmp_path, SimilarityClass("one way", AID, "train_answer", klass))
+    assert data["listed"] == 15 and len(data["pairs"]) == 2
+    assert data["groups"] == [[f"s{i}" for i in range(6)]]
+    assert "15 pair(s) at or above" in page and "15 pair(s) of answers unusually alike" in _similarity_line(tmp_path)[0]
+
+
+def test_the_parsers_warnings_about_a_students_code_are_not_printed():
+    """`"\\d"` and `x is 1` make Python's parser warn; the answer is still parsed (its no-op `+ 0` is gone)."""
+    import warnings
+
+    code = 'def f(x):\n    return (x + 0) is 1 or "\\d"\n'
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tokens = canonical_tokens(code, set(), {"f"})
+    assert tokens == ["def", "V", "(", "V", ")", ":", ";", "return", "V", "is", "N", "or", "S", ";"]

@@ -5,8 +5,8 @@ For each exercise: the reference answer (the solution notebook's) and equivalent
 visible check and match the reference's observations under the grader's judge; the natural wrong answers
 (a float32 step, bf16 master weights, float16 matmuls; a stage's array kept whole or split one stage too
 early; a reduction per microbatch, the sum for the mean) are rejected with the message that helps, and the
-grader rejects them too. One wrong answer is the visible check's alone, said where it is tested: a reduction
-inside a `lax.scan` body, which a compiled program's text shows once whatever the loop's trip count.
+grader rejects them too, a reduction inside a `lax.scan` body among them: the judge counts a loop's body as
+often as it runs.
 """
 
 import jax
@@ -290,6 +290,10 @@ ACC_WRONG = {
         zr.accumulate_naive,
         r"(?s)right mean gradient, but for m = 4 its compiled program reduces 4\.0 gradients' worth of bytes",
     ),
+    "a reduction per microbatch, in a lax.scan": (
+        _acc_reduce_in_scan,
+        r"(?s)right mean gradient, but its compiled program reduces inside a loop's body.*4\.0 gradients' worth",
+    ),
     "the sum for the mean": (_acc_sum, r"(?s)wrong values for m = 4.*That is the sum over the microbatches"),
     "the result left split": (_acc_split, r"(?s)returns `w1` laid out as P\('fsdp_axis', None\) for m = 1"),
     "written per device with shard_map": (
@@ -309,15 +313,16 @@ def test_accumulate_grads_rejects(answer, match):
     assert_check_fails(q.accumulate_grads.check, answer, match=match)
 
 
-def test_a_reduction_inside_a_scan_is_the_visible_checks_alone():
-    """The visible check refuses it; the grader cannot count a loop's trips in the program's text (its peak
-    memory is the reference's or less), so it is not in the one-judge matrix: a known limit, said in the
-    notebook's *How it is graded* line."""
-    assert_check_fails(q.accumulate_grads.check, _acc_reduce_in_scan, match=r"reduces inside a loop's body")
+def test_a_reduction_inside_a_scan_is_refused_by_both():
+    """The program's text shows the scan's one all-reduce once; the judge counts it as often as the loop
+    runs (`Work.sent_bytes`), in the visible check and in the grader alike."""
+    assert_check_fails(
+        q.accumulate_grads.check, _acc_reduce_in_scan, match=r"reduces inside a loop's body.*4\.0 gradients' worth"
+    )
     said = judge_observations(
         observe(q.accumulate_grads, ref_accumulate_grads), observe(q.accumulate_grads, _acc_reduce_in_scan)
     )
-    assert said.passed
+    assert not said.passed and "m2: communication: one device receives 2× the reference's bytes" in said.reason()
 
 
 def test_one_reduction_whatever_m_against_m_reductions():
