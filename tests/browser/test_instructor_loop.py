@@ -1,4 +1,4 @@
-"""The instructor's loop in Chromium, on a class graded for real (tests/helpers/instructor_class.py: five students
+"""The instructor's loop in Chromium, on a class graded for real (tests/helpers/instructor_class.py: four students
 on notebook 01 with known mistakes, one copied answer, one late hand-in and one extension).
 
 From the class report: the misconception map's groups (two different mistakes of one exercise are two groups,
@@ -57,7 +57,7 @@ def test_the_map_the_pairs_the_late_lines_and_a_whole_message(browser, out, scre
     assert not target.is_visible(), "the exercise's hints start folded"
     said["cy"].locator("a[href^='#hint-']").click()
     assert target.is_visible() and target.locator("code").first.inner_text() == "lax.axis_index(DEVICES) * x"
-    for gid, who in (("last_device_value_values", "ada"), ("center_pmap_and_vmap", "eve")):
+    for gid, who in (("last_device_value_values", "ben"), ("center_pmap_and_vmap", "eve")):
         one = _group_rows(page, gid)
         assert one.count() == 1 and one.first.locator(".ids").text_content() == who, gid
     assert "every device returned zeros" in _group_rows(page, "last_device_value_values").first.inner_text().lower()
@@ -88,13 +88,13 @@ def test_the_map_the_pairs_the_late_lines_and_a_whole_message(browser, out, scre
 
     # a feedback page, from the report's table: the whole message, its rest one click away
     page.go_back()
-    page.locator("table.students tr", has_text="ada").get_by_role("link", name="3/5").click()
+    page.locator("table.students tr", has_text="ben").get_by_role("link", name="2/5").click()
     page.wait_for_load_state("load")
     banner = page.locator("table").first
     message = banner.locator("tr", has_text="last_device_value").locator("td").nth(2)
     assert message.inner_text().startswith("last_device_value(x) returned the wrong values")
     rest = message.locator("details")
-    why = rest.locator("code", has_text="jax.device_count()")  # ada's own code, named in the rest of the message
+    why = rest.locator("code", has_text="jax.device_count()")  # ben's own code, named in the rest of the message
     assert rest.evaluate("d => d.open") is False and not why.is_visible()
     rest.locator("summary").click()
     assert rest.evaluate("d => d.open") is True and why.is_visible()
