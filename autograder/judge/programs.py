@@ -28,7 +28,10 @@ only ever *data*. The judge's steps, one module each:
 - outputs and communication are compared with the reference program's on the
   same inputs (`autograder.judge.compare` rules: allclose values, every collective
   of the reference present); each difference is said as a phrase (`autograder.judge.differences`,
-  which bounds every student-controlled name it echoes).
+  which bounds every student-controlled name it echoes);
+- values that differ are named where they are a known mistake of the exercise (`autograder.judge.mistakes`:
+  the results of the usual mistakes its visible check diagnoses, computed on the same hidden inputs by the
+  exercise module the reference names), so the class's map groups different mistakes apart.
 
 Nothing computed on hidden inputs is ever echoed: a program that fails while it runs on them is
 reported by its error's type alone (`program_failed_hidden`).
