@@ -195,9 +195,10 @@ def _template_regex(template: str) -> re.Pattern:
 
 def named_mistakes(exercise, message: str) -> set[str]:
     """The known mistakes of `exercise` (`Exercise.mistakes`) whose sentence the check's `message` says."""
-    import sys
+    import importlib
 
-    text = sys.modules[exercise.module].TEXT
+    module = importlib.import_module(exercise.module)  # a notebook's package keeps its TEXT in the package
+    text = getattr(module, "TEXT", None) or importlib.import_module(exercise.module.rsplit(".", 1)[0]).TEXT
     return {key for key in exercise.mistakes if _template_regex(text.english(key)).search(message or "")}
 
 
