@@ -39,8 +39,8 @@ FORMGRADER_CONFIG_PATH ?= $(CURDIR)/jupyter/formgrader:$(CURDIR)/jupyter/nbgrade
 # The hub's deployment (hub/deployment.py, Deployment.from_env; its defaults: hub-data/, port 8000, 127.0.0.1).
 HUB_ENV = env FORMGRADER_CONFIG_PATH="$(FORMGRADER_CONFIG_PATH)" $(if $(PORT),NAMEDAXES_HUB_PORT="$(PORT)") \
   $(foreach v,HUB_DIR HUB_IP HUB_GROUP HUB_INSTRUCTOR HUB_VENV,$(if $($(v)),NAMEDAXES_$(v)="$($(v))"))
-# nbgrader's hand-in loop on the local course (tools/handin.py), or with HUB=1 the hub's, as its grader (hub/handin.py).
-HANDIN = $(if $(HUB),$(HUB_ENV) $(BIN)/python -m hub.handin,$(BIN)/python -m tools.handin $(call opts,COURSE EXCHANGE)) \
+# nbgrader's hand-in loop on the local course (tools/handin.py), or with HUB=1 the hub's, as its grader (hub/instructor.py).
+HANDIN = $(if $(HUB),$(HUB_ENV) $(BIN)/python -m hub.instructor,$(BIN)/python -m tools.handin $(call opts,COURSE EXCHANGE)) \
   $(call opts,EDITION)
 
 .PHONY: help venv venv-newest lock fonts system-deps browser-deps lab update-work formgrader roster release collect
@@ -85,7 +85,7 @@ roster: venv ## students into the gradebook: ROSTER=students.csv (id,first_name,
 release: venv ## the assignments to the exchange (ASSIGNMENT=id; refuses when notebooks/ is stale)
 	@$(HANDIN) release $(ASSIGNMENT)
 
-# collect and return-feedback (which collects first) take only what autograder/intake/handin.py accepts: regular
+# collect and return-feedback (which collects first) take only what autograder/intake/inbound.py accepts: regular
 # files owned by the student's Unix user (STUDENT_USER=FORMAT, default {student}; CLASS_USER=name: on one machine
 # the OS user every `make lab STUDENT=...` runs as), at most MAX_FILES files and MAX_BYTES bytes per hand-in.
 collect: venv ## the students' hand-ins into the course (refuses links, oversized and misowned hand-ins)

@@ -42,7 +42,7 @@ KINDS = (
     ("tests/hub/", ("hub",)),
     ("tests/browser/test_hub.py", ("hub", "browser")),
     ("tests/browser/", ("browser",)),
-    ("tests/autograder/intake/test_handin.py", ("unit",)),  # collect's refusals, on files made here
+    ("tests/autograder/intake/test_inbound.py", ("unit",)),  # collect's refusals, on files made here
     ("tests/autograder/publish/test_report.py", ("unit",)),  # the report page from records
     ("tests/autograder/publish/test_gradebook.py", ("unit",)),  # a gradebook.db of no rows
     ("tests/autograder/publish/test_lms.py", ("unit",)),  # an LMS export of a grades.csv made here
@@ -50,17 +50,20 @@ KINDS = (
     ("tests/autograder/publish/test_similarity.py", ("unit",)),  # winnowing a class of notebooks made here
     ("tests/autograder/course/", ("unit",)),  # merging a submission into the graded notebook, in memory
     ("tests/autograder/intake/test_placement.py", ("unit",)),  # placing files made here
+    ("tests/autograder/sandbox/test_syscalls.py", ("unit",)),  # the system-call table, read as data
     ("tests/autograder/judge/test_compare.py", ("unit",)),  # comparing and loading observations
     ("tests/autograder/judge/test_hidden_inputs.py", ("unit",)),  # drawing the secret inputs, numpy only
     ("tests/autograder/judge/test_mistakes.py", ("unit",)),  # known mistakes' results, numpy only
     ("tests/autograder/judge/test_exported.py", ("unit",)),  # reading programs exported here, in memory
     ("tests/autograder/run/test_namespace_guard.py", ("unit",)),  # splitting a test cell
     ("tests/autograder/run/test_order.py", ("unit",)),  # the pool's choice of the next task, no worker started
+    ("tests/autograder/run/test_batch.py", ("unit",)),  # a batch's tasks, budgets and results, no worker started
     ("tests/autograder/run/test_observations.py", ("unit",)),  # an observation folder made here
     ("tests/autograder/run/test_cell_outputs.py", ("unit",)),  # what is kept of a cell's outputs, in memory
     ("tests/autograder/run/test_time_limits.py", ("unit",)),  # limits from a reference's times, in memory
     ("tests/autograder/test_records.py", ("unit",)),  # rows made and parsed, in memory
     ("tests/autograder/test_reasons.py", ("unit",)),  # kinds, phrases and verdicts, in memory
+    ("tests/autograder/test_bench.py", ("unit",)),  # the benchmark's class, made in memory
     ("tests/autograder/judge/test_programs.py", ("exercises",)),  # the judge's layout points, answer by answer
     ("tests/autograder/", ("grader",)),
     ("tests/notebooks/test_validate.py", ("grader",)),  # nbgrader's Validator runs kernels

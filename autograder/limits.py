@@ -197,18 +197,18 @@ MAX_ATTEMPTS: Annotated[
 REFERENCE_BUDGET: Annotated[float, Cap("s", "run/batch.py", "a reference run, before its worker counts as hung")] = (
     1800.0
 )
-# ---- intake: intake/placement.py and intake/handin.py
+# ---- intake: intake/placement.py and intake/inbound.py
 MAX_ZIP_BYTES: Annotated[int, Cap("bytes", "intake/placement.py", "a submitted zip, inflated")] = 2 * _GiB
 MAX_ZIP_MEMBERS: Annotated[int, Cap("members", "intake/placement.py", "entries of a submitted zip")] = 20000
 HANDIN_MAX_FILES: Annotated[
-    int, Cap("files", "intake/handin.py", "files and folders in one hand-in; more: refused")
+    int, Cap("files", "intake/inbound.py", "files and folders in one hand-in; more: refused")
 ] = 200
-HANDIN_MAX_BYTES: Annotated[int, Cap("bytes", "intake/handin.py", "bytes of one hand-in; more: refused")] = 64 * _MiB
+HANDIN_MAX_BYTES: Annotated[int, Cap("bytes", "intake/inbound.py", "bytes of one hand-in; more: refused")] = 64 * _MiB
 HANDIN_MAX_DEPTH: Annotated[
-    int, Cap("folders", "intake/handin.py", "folders inside a hand-in folder; deeper: refused")
+    int, Cap("folders", "intake/inbound.py", "folders inside a hand-in folder; deeper: refused")
 ] = 8
 HANDIN_FUTURE_SLACK: Annotated[
-    float, Cap("s", "intake/handin.py", "a hand-in dated later than now + this is refused")
+    float, Cap("s", "intake/inbound.py", "a hand-in dated later than now + this is refused")
 ] = 300.0
 POLICY_MAX_BYTES: Annotated[
     int, Cap("bytes", "course/deadlines.py", "bytes of deadlines.toml or extensions.csv; more: a clear error")
@@ -239,12 +239,12 @@ HANDIN_CHANGE_SLACK: Annotated[
     float,
     Cap(
         "s",
-        "intake/handin.py",
+        "intake/inbound.py",
         "a hand-in whose files changed later than its stated time + this counts from that change",
     ),
 ] = 300.0
 HANDIN_MAX_TRIES: Annotated[
-    int, Cap("hand-ins", "intake/handin.py", "a student's hand-ins read, newest first, before giving up")
+    int, Cap("hand-ins", "intake/inbound.py", "a student's hand-ins read, newest first, before giving up")
 ] = 10
 
 

@@ -35,6 +35,7 @@ import threading
 __all__ = ["TEXT", "LANGUAGES", "text", "translate", "speaking", "current", "submission_language", "validate_language"]
 
 from courseinfo.course import LANGUAGES  # the course decides which languages exist
+from namedaxes import i18n  # the catalogs (namedaxes/locale/): the grader has none of its own
 
 TEXT: dict[str, str] = {
     # ---- the feedback page (autograder/publish/feedback.py)
@@ -257,10 +258,6 @@ def translate(message: str, lang: str) -> str:
     """`message` (an English msgid) in `lang`, through namedaxes.i18n; the English text when untranslated."""
     lang = validate_language(lang)
     if lang == "en":
-        return message
-    try:
-        from namedaxes import i18n
-    except ImportError:
         return message
     with _lock:  # namedaxes' language is process-wide: set, look up, restore
         previous = i18n.language()

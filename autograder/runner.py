@@ -2,7 +2,7 @@
 
 `grade(opts)` is the whole pipeline, read top to bottom as its steps: `resolve` (the command line's
 options into one frozen `Batch` of paths and settings), `find` (the assignments), `place` (whose
-hand-ins there are), `isolate` (the sandbox), `run` (references and grading on the pool), `judge` (the
+hand-ins there are), `isolate` (the sandbox), `run` (references and grading on the pool), `complete` (the
 rows that need no kernel), `publish` (every file) and `report` (what went wrong, the exit status).
 One package per stage (each imports only the ones before it, tests/autograder/test_layering.py):
 
@@ -71,7 +71,7 @@ def grade(opts: Options) -> int:
                 raise
             except Exception:  # noqa: BLE001 - a grader bug: still a grades.csv (error rows) and a report
                 results.internal.append("the grading pool failed:\n" + traceback.format_exc())
-            results.rows += judge(sources, intake, results)
+            results.rows += complete(sources, intake, results)
             publish(batch, sources, intake, policy, results, sandbox, started)
             return report(sources, results)
     finally:
@@ -179,9 +179,10 @@ def isolate(batch: Batch):
     return sandbox
 
 
-def judge(sources: dict, intake: Intake, results: BatchResults) -> list[Row]:
-    """The rows that need no kernel: a placed notebook the run gave no row (only after a grader bug: never
-    a silent gap), notebooks not handed in, unplaceable files, conflicting ids."""
+def complete(sources: dict, intake: Intake, results: BatchResults) -> list[Row]:
+    """The rows that need no kernel, so every hand-in and every missing one has its row: a placed notebook
+    the run gave no row (only after a grader bug: never a silent gap), notebooks not handed in, unplaceable
+    files, conflicting ids."""
     rows = []
     graded = {(r.student, r.assignment) for r in results.rows}
     for (student, aid), placed in sorted(intake.placed.items()):

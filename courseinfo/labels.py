@@ -4,7 +4,7 @@ An edition in another language (the Chinese one, tools/generate_notebooks.py) tr
 literals and nothing else of the code, so `print("loss before the step:", loss)` prints a Chinese
 label in the Chinese notebook while every name, number and call stays the English source's. Three
 parties must agree on which literals those are, so the rule lives here, in one place:
-tools/translate.py extracts them into the notebook catalogs (msgctxt `<cell id>#output`),
+tools/translate/ extracts them into the notebook catalogs (msgctxt `<cell id>#output`),
 tools/generate_notebooks.py renders them, and both it and the grader (autograder/discovery.py)
 compare an edition's code with the English source's through `canonical` (the labels' words
 aside, their `{fields}` kept: an f-string's fields are code).
@@ -47,6 +47,9 @@ from dataclasses import dataclass
 __all__ = [
     "Label",
     "labels",
+    "parse_cell",
+    "other_strings",
+    "ESCAPE",
     "render",
     "canonical",
     "fields",
@@ -58,7 +61,7 @@ __all__ = [
 
 _WORD = re.compile(r"[A-Za-z]{2,}")
 _PREFIX = re.compile(r"[rRbBuUfF]{0,2}")
-_ESCAPE = re.compile(r"\\(?:N\{[^}]*\}|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|[0-7]{1,3}|.)", re.S)
+ESCAPE = re.compile(r"\\(?:N\{[^}]*\}|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|[0-7]{1,3}|.)", re.S)
 
 
 @dataclass(frozen=True)
@@ -253,7 +256,7 @@ def _loop_label_nodes(tree: ast.Module) -> Iterator[ast.expr]:
 
 
 # ------------------------------------------------------------------ the labels of a cell
-def _parse_cell(source: str) -> tuple[str, ast.Module, list[int]] | None:
+def parse_cell(source: str) -> tuple[str, ast.Module, list[int]] | None:
     """(the source with its strings' places kept, its tree, its line starts), or None if it is not Python."""
     masked = _masked(source)
     try:
@@ -265,7 +268,7 @@ def _parse_cell(source: str) -> tuple[str, ast.Module, list[int]] | None:
 def labels(source: str, words: bool = True) -> list[Label]:
     """Every label of a code cell, in source order (empty when the cell is not Python). `words=False`: every
     literal in a label's place, words or not (a translated label has no Latin word left)."""
-    parsed = _parse_cell(source)
+    parsed = parse_cell(source)
     if parsed is None:
         return []
     masked, tree, starts = parsed
@@ -285,9 +288,27 @@ def labels(source: str, words: bool = True) -> list[Label]:
     return [found[k] for k in sorted(found)]
 
 
+def other_strings(source: str) -> list[str]:
+    """The string literals of a code cell that are neither labels nor its leading docstring (dict keys, the
+    names of the HLO ops a cell compares with), in source order; [] when the cell is not Python."""
+    parsed = parse_cell(source)
+    if parsed is None:
+        return []
+    masked, tree, starts = parsed
+    spans = [(label.start, label.end) for label in labels(source)]
+    docstring = tree.body[0].value if tree.body and isinstance(tree.body[0], ast.Expr) else None
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node is not docstring:
+            at = _offset(masked, starts, node.lineno, node.col_offset)
+            if not any(a <= at < b for a, b in spans):
+                found.append((at, node.value))
+    return [text for _, text in sorted(found)]
+
+
 # ------------------------------------------------------------------ figure labels
 # The keyword arguments of a `plot_*` call (namedaxes.plots) that a figure shows as text. They are not
-# labels of the notebook catalogs: namedaxes.po holds them (tools/translate.py extracts them from the
+# labels of the notebook catalogs: namedaxes.po holds them (tools/translate/ extracts them from the
 # solutions), and the figure translates them when it is drawn. An edition writes them translated in its
 # code too (`render_figures`), so the code a student reads says what the figure says.
 PLOT_KEYWORDS = (
@@ -306,7 +327,7 @@ PLOT_KEYWORDS = (
 
 def figure_labels(source: str, words: bool = True) -> list[Label]:
     """The `str` literals of a cell's `plot_*(..., title="...")` calls (PLOT_KEYWORDS), in source order."""
-    parsed = _parse_cell(source)
+    parsed = parse_cell(source)
     if parsed is None:
         return []
     masked, tree, starts = parsed
@@ -399,7 +420,7 @@ def translation_problems(
             f"{sorted((want - got).elements())}, extra {sorted((got - want).elements())}"
         )
     outside = (lambda t: _without_fields(t)) if is_f else (lambda t: t)
-    want, got = Counter(_ESCAPE.findall(outside(english))), Counter(_ESCAPE.findall(outside(translation)))
+    want, got = Counter(ESCAPE.findall(outside(english))), Counter(ESCAPE.findall(outside(translation)))
     if want != got:
         problems.append(
             f"the escapes differ (keep {sorted(want.elements())} exactly, add none): {sorted(got.elements())}"

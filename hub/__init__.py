@@ -5,6 +5,7 @@ One file per job:
     accounts.py            roster -> Unix accounts (students, the instructor, one grader per course), passwords
     layout.py              the folders and their permissions: homes, the exchange, the hub's courses, the checkout
     server.py              start / stop / clean (`make hub`, `make hub-stop`, `make hub-clean`)
+    instructor.py          the instructor's commands on the hub's courses (`make release|collect|... HUB=1`)
     jupyterhub_config.py   the hub: PAM logins, LocalProcessSpawner, nbgrader's groups and roles, formgrader services
     singleuser/            jupyter config for the students' servers (nbgrader in JupyterHub mode; private_submit.py)
     templates/             the hub's home page: the two courses, each its own server

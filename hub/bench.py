@@ -73,7 +73,7 @@ def _pids(match) -> list[int]:
     return out
 
 
-class Student(threading.Thread):
+class SimulatedStudent(threading.Thread):
     def __init__(self, dep: Deployment, name: str, password: str, t0: float):
         super().__init__(daemon=True)
         self.dep, self.name, self.password, self.t0 = dep, name, password, t0
@@ -156,7 +156,7 @@ def run(n: int, keep: bool) -> int:
         with dep.passwords_file.open() as fh:
             passwords = {r["user"]: r["password"] for r in csv.DictReader(fh)}
         t0 = time.monotonic()
-        students = [Student(dep, s, passwords[s], t0) for s in names]
+        students = [SimulatedStudent(dep, s, passwords[s], t0) for s in names]
         for s in students:
             s.start()
         for s in students:

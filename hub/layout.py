@@ -293,15 +293,20 @@ def restore_checkout(dep: Deployment) -> list[str]:
     return [f"checkout {ROOT} and the way to its Python: permissions restored ({len(saved)} entries)"]
 
 
+def make_roots(dep: Deployment) -> None:
+    """The hub's own folders: its root (0711), its state (0700, root's only) and the students' homes (0711)."""
+    _mkdir(dep.hub_dir, 0o711)
+    _mkdir(dep.state, 0o700)
+    _mkdir(dep.homes, 0o711)
+
+
 def apply(dep: Deployment) -> list[str]:
     if os.geteuid() != 0:
         raise LayoutError("laying out the hub's folders needs root (chown to the course accounts)")
     bad = problems(dep)
     if bad:
         raise LayoutError("\n".join(bad))
-    _mkdir(dep.hub_dir, 0o711)
-    _mkdir(dep.state, 0o700)
-    _mkdir(dep.homes, 0o711)
+    make_roots(dep)
     lay_out_exchange(dep)
     lines = lay_out_courses(dep)
     lines += close_checkout(dep)

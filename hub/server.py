@@ -40,7 +40,7 @@ from pathlib import Path
 from hub import accounts as hub_accounts
 from hub import layout
 from hub.deployment import ROOT, Deployment
-from hub.handin import command as handin_command
+from hub.instructor import command as handin_command
 from tools import nbgrader_zh
 
 START_TARGET = 60  # s: the login page, once installed, on 2 cores (measured, not enforced)
@@ -108,7 +108,7 @@ def install_proxy(dep: Deployment) -> None:
 
 
 def run_handin(dep: Deployment, course: str, *args: str) -> subprocess.CompletedProcess:
-    """tools/handin.py ARGS as that course's grader (hub/handin.py `command`), its output captured."""
+    """tools/handin.py ARGS as that course's grader (hub/instructor.py `command`), its output captured."""
     argv, env = handin_command(dep, course, *args)
     return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env)
 
@@ -161,9 +161,7 @@ def start(dep: Deployment, roster: Path | None, timeout: float = START_TIMEOUT) 
         say("a hub of this deployment is running: restarting it")
         stop(dep)
     install_proxy(dep)
-    layout._mkdir(dep.hub_dir, 0o711)
-    layout._mkdir(dep.state, 0o700)
-    layout._mkdir(dep.homes, 0o711)
+    layout.make_roots(dep)  # before the accounts: their homes go in it
     for line in hub_accounts.sync(dep, roster):
         say(line)
     for line in layout.apply(dep):

@@ -44,6 +44,8 @@ __all__ = [
     "rng",
     "programs",
     "one_case",
+    "export_also_for",
+    "PLATFORMS_PREFIX",
     "Case",
     "OBSERVE_DIR_ENV",
     "ARRAYS_SUFFIX",
@@ -61,6 +63,7 @@ __all__ = [
 
 OBSERVE_DIR_ENV = "NAMEDAXES_OBSERVE_DIR"
 PROGRAM_PREFIX = "program:"  # array key of one case's serialized program (uint8 bytes)
+PLATFORMS_PREFIX = "platforms:"  # a tool's second export of a case, for other platforms (`export_also_for`)
 PROGRAMS_KEY = "programs"  # JSON key: {"format": ..., "cases": {case: {"draw": ..., "rtol": ...}}}
 PROGRAMS_FORMAT = "namedaxes-exported-1"
 # in the programs' metadata: {"module", "exercise"} whose `known_mistakes` the judge asks which known mistake a
@@ -172,12 +175,13 @@ def _jax_export():
     return jax.export.export, jax.jit
 
 
-_EXPORT, _JIT = _jax_export()
+EXPORT, JIT = _jax_export()
 
 
-def _export(fn, args) -> bytes:
-    jitted = fn if hasattr(fn, "trace") and hasattr(fn, "lower") else _JIT(fn)
-    return bytes(_EXPORT(jitted)(*args).serialize())
+def _export(fn, args, platforms: tuple[str, ...] | None = None) -> bytes:
+    jitted = fn if hasattr(fn, "trace") and hasattr(fn, "lower") else JIT(fn)
+    exporter = EXPORT(jitted) if platforms is None else EXPORT(jitted, platforms=platforms)
+    return bytes(exporter(*args).serialize())
 
 
 def pmapped(fn, k: int, axis_name: str, **kwargs):
@@ -213,6 +217,38 @@ class one_case:
         return False
 
 
+_ALSO_FOR: list = []  # (platforms, precision) of `export_also_for`: a tool's run; empty in every grader kernel
+
+
+def export_also_for(platforms: tuple[str, ...] | None, precision: str | None = None) -> None:
+    """Tools only: from now on `programs` also exports every case for `platforms` (`jax.export`'s `platforms`,
+    e.g. `("tpu",)`: lowering for a TPU needs no TPU), under `"platforms:<case>"`, beside the grader's own
+    `"program:<case>"`, which is exported as always. `precision`: the default matmul precision that export is
+    traced at (`jax.default_matmul_precision`; the course sets `"highest"` where it runs on real accelerators,
+    `namedaxes.devices`). `None` stops it.
+
+    `tools/export_references.py` sets it in its run of the solution notebooks, so that the reference programs
+    can be compiled for TPU topologies elsewhere (`tools/compile_for_topology.py --references`). The grader
+    never sets it and reads no such key (its judge reads only `"program:<case>"`)."""
+    _ALSO_FOR.clear()
+    if platforms:
+        _ALSO_FOR.append((tuple(_str(p) for p in platforms), precision))
+
+
+def _exported_for(case: Case, platforms: tuple[str, ...], precision: str | None) -> bytes:
+    """`case`'s program exported for `platforms` at `precision` (`export_also_for`), in its context as the
+    grader's export is."""
+    import contextlib
+
+    import jax
+
+    with jax.default_matmul_precision(precision) if precision else contextlib.nullcontext():
+        if case.context is None:
+            return _export(case.fn, case.args, platforms)
+        with case.context():
+            return _export(case.fn, case.args, platforms)
+
+
 def programs(cases: dict, **values) -> dict:
     """Export every case (name -> `Case`): the observation a hidden test records.
 
@@ -231,6 +267,8 @@ def programs(cases: dict, **values) -> dict:
         else:
             blob = _export(case.fn, case.args)
         out[PROGRAM_PREFIX + _str(name)] = _np.frombuffer(blob, dtype=_np.uint8)
+        if _ALSO_FOR:
+            out[PLATFORMS_PREFIX + _str(name)] = _np.frombuffer(_exported_for(case, *_ALSO_FOR[0]), dtype=_np.uint8)
         entry = {"draw": case.draw, "values": bool(case.values)}
         if case.only_axes:
             entry["only_axes"] = True

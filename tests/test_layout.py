@@ -1,10 +1,14 @@
 """The tests mirror the code: tests/<package>/<subpackage>/test_<module>.py, with a few folders of their own.
 
 A test of `autograder/judge/programs.py` is `tests/autograder/judge/test_programs.py`; what spans the product
-has its own folder (`SPANNING`). Every folder of tests/ is a package (`tests.autograder.judge.test_programs`),
-so two test files may share a name in different folders; therefore tests/ itself must never be on
-sys.path, or `tests/namedaxes/` would be imported as `namedaxes` (by a subprocess that inherits the path,
-for one). The shared helpers are in tests/helpers/, on pytest's `pythonpath` (pyproject.toml).
+has its own folder (`SPANNING`). A module of 250 lines or more has a test file named after it (or after the
+package it is part of: `tests/namedaxes/exercises/test_shard_map.py` for `namedaxes/exercises/shard_map/`), or
+is listed in `COVERED_BY` with the test that covers it.
+
+Every folder of tests/ is a package (`tests.autograder.judge.test_programs`), so two test files may share a
+name in different folders; therefore tests/ itself must never be on sys.path, or `tests/namedaxes/` would be
+imported as `namedaxes` (by a subprocess that inherits the path, for one). The shared helpers are in
+tests/helpers/, on pytest's `pythonpath` (pyproject.toml).
 """
 
 from __future__ import annotations
@@ -15,7 +19,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "tests"
 SPANNING = {"browser", "notebooks", "helpers"}  # whole-product tests, and the helpers (no tests)
-TOP_LEVEL = {"test_docs.py", "test_layout.py", "test_package_boundaries.py"}  # the repository as a whole
+TOP_LEVEL = {"test_docs.py", "test_layout.py", "test_package_boundaries.py", "test_shape.py"}  # the repository
+PRODUCT = ("courseinfo", "namedaxes", "autograder", "tools", "website", "hub")
+BIG = 250  # lines: a module this long has a test file of its own
+# A big module whose test is named otherwise -> that test (the reason in a word).
+COVERED_BY = {
+    "namedaxes/transformer.py": "tests/namedaxes/test_transformer_scanned.py",  # and notebook 10's exercises
+    "autograder/messages.py": "tests/autograder/publish/test_words.py",  # the grader's words are said there
+    "autograder/run/kernel.py": "tests/autograder/run/test_executor.py",  # one kernel, cell by cell
+    "hub/layout.py": "tests/hub/test_isolation.py",  # the hub's folders, laid out for real
+    "hub/server.py": "tests/browser/test_hub.py",  # the hub started, used and cleaned
+    "tools/compile_for_topology.py": "tests/namedaxes/test_recorded_programs.py",  # its records, read again
+}
 
 
 def _test_files():
@@ -49,3 +64,33 @@ def test_every_test_folder_is_a_package_but_the_helpers():
 def test_tests_itself_is_not_on_the_import_path():
     on_path = [p for p in sys.path if Path(p or ".").resolve() == TESTS]
     assert not on_path, f"tests/ is on sys.path ({on_path}): tests/namedaxes/ would shadow the namedaxes package"
+
+
+def _named_tests(module: Path) -> list[Path]:
+    """The test files that may bear `module`'s name: after itself, or after the package it is part of."""
+    relative = module.relative_to(ROOT)
+    own = relative.parent.name if module.name == "__init__.py" else relative.stem
+    folder = (
+        TESTS.joinpath(*relative.parts[:-1]) if module.name != "__init__.py" else TESTS.joinpath(*relative.parts[:-2])
+    )
+    found = [folder / f"test_{own}.py"]
+    if module.name != "__init__.py" and (module.parent / "__init__.py").is_file() and len(relative.parts) > 2:
+        found.append(TESTS.joinpath(*relative.parts[:-2]) / f"test_{relative.parts[-2]}.py")
+    return found
+
+
+def test_every_big_module_has_a_test_named_after_it_or_says_which_test_covers_it():
+    untested = []
+    for package in PRODUCT:
+        for module in sorted((ROOT / package).rglob("*.py")):
+            if len(module.read_text(encoding="utf-8").splitlines()) < BIG:
+                continue
+            key = module.relative_to(ROOT).as_posix()
+            if not any(t.is_file() for t in _named_tests(module)) and key not in COVERED_BY:
+                untested.append(f"{key} (no {_named_tests(module)[0].relative_to(ROOT)})")
+    assert not untested, (
+        f"modules of {BIG}+ lines with no test of their own (write one, or list it in COVERED_BY):\n"
+        + "\n".join(untested)
+    )
+    listed = [f"{m} -> {t}" for m, t in COVERED_BY.items() if not (ROOT / m).is_file() or not (ROOT / t).is_file()]
+    assert not listed, f"COVERED_BY names what is not there: {listed}"

@@ -11,8 +11,9 @@ boundaries BETWEEN the course's packages. Static and cheap (each module's `ast`,
     website/     `make site`                                                          courseinfo, namedaxes, tools
     hub/         a class on JupyterHub                                                courseinfo, tools
 
-Two rules more: the scorer's judging module (namedaxes/judging.py, which the grader's trusted process
-imports) imports only the standard library, NumPy and JAX; and no exercise module (one per notebook)
+Rules more: the scorer's judging package (namedaxes/judging/, which the grader's trusted process imports)
+imports only the standard library, NumPy and JAX, and reaches into JAX's privates only through its adapter
+(jax_private.py; the grader's readers of programs use it too); and no exercise module (one per notebook)
 imports another notebook's private names, so what notebooks share is public and said to be.
 """
 
@@ -34,7 +35,17 @@ ALLOWED = {
     "website": {"courseinfo", "namedaxes", "tools"},
     "hub": {"courseinfo", "tools"},
 }
+JUDGING = "namedaxes.judging"
 JUDGING_MAY_IMPORT = {"numpy", "jax", "jaxlib"}
+JAX_ADAPTER = "namedaxes/judging/jax_private.py"
+EXPORTED_PRIVATES = {"_in_named_shardings", "_out_named_shardings"}
+# Reaches into JAX's privates that are not the judge's, and why each is where it is.
+JAX_PRIVATE_ELSEWHERE = {
+    "namedaxes/devices.py": "whether a backend started (xla_bridge): the device count can still be set",
+    "namedaxes/multiprocess/worker.py": "gloo's TCP collectives on the loopback address (a JAX-internal factory)",
+    "namedaxes/checking/compiled.py": "the fingerprint of a lowered program (its compile memo)",
+    "tools/bench_checks.py": "counting XLA compiles in a benchmark",
+}
 EXERCISES = "namedaxes.exercises"
 
 
@@ -93,14 +104,48 @@ def test_the_ground_floor_imports_only_the_standard_library():
     assert not outside, outside
 
 
-def test_the_scorers_judging_module_imports_only_the_standard_library_numpy_and_jax():
-    path = ROOT / "namedaxes" / "judging.py"
+def test_the_scorers_judging_package_imports_only_the_standard_library_numpy_and_jax():
+    files = _python_files("namedaxes/judging")
     outside = [
         f"{_where(path, line)} imports {target}"
+        for path in files
         for line, target, _ in _imports(path)
         if target.split(".")[0] not in sys.stdlib_module_names | JUDGING_MAY_IMPORT
+        and not (target + ".").startswith(JUDGING + ".")
     ]
-    assert not outside, f"the grader imports namedaxes/judging.py in its trusted process: {outside}"
+    assert not outside, f"the grader imports namedaxes.judging in its trusted process: {outside}"
+    seen = {t for path in files for _, t, _ in _imports(path)}
+    assert {"numpy", "namedaxes.judging.hlo", "jax._src.lib.mlir"} <= seen, "the walker sees the package's imports"
+
+
+def _private_jax(path: Path) -> list[str]:
+    """Where the module at `path` reaches into JAX's privates: an import of `jax._src`, or a private
+    attribute of an exported program (`exp._in_named_shardings`)."""
+    found = [f"{_where(path, line)} imports {t}" for line, t, _ in _imports(path) if t.startswith("jax._src")]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Attribute) and node.attr in EXPORTED_PRIVATES:
+            found.append(f"{_where(path, node.lineno)} reads .{node.attr}")
+    return found
+
+
+def test_the_judge_reaches_into_jax_only_through_its_adapter():
+    """namedaxes/judging/jax_private.py holds every reach of the judge (the visible checks' and the grader's)
+    into JAX's private modules and attributes; the few others are listed with why they are not the judge's."""
+    reaches = {
+        path.relative_to(ROOT).as_posix(): found
+        for package in PACKAGES
+        for path in _python_files(package)
+        if (found := _private_jax(path))
+    }
+    assert JAX_ADAPTER in reaches, "the walker sees the adapter's reaches"
+    unlisted = {
+        where: found for where, found in reaches.items() if where != JAX_ADAPTER and where not in JAX_PRIVATE_ELSEWHERE
+    }
+    assert not unlisted, (
+        f"reach JAX's privates through {JAX_ADAPTER}, or list the module in JAX_PRIVATE_ELSEWHERE: {unlisted}"
+    )
+    gone = sorted(set(JAX_PRIVATE_ELSEWHERE) - set(reaches))
+    assert not gone, f"JAX_PRIVATE_ELSEWHERE lists modules that no longer reach JAX's privates: {gone}"
 
 
 def _notebook_module(target: str) -> str | None:
@@ -154,6 +199,67 @@ def test_no_exercise_module_uses_another_notebooks_private_names():
     assert not found, found
 
 
+def _module_of(target: str, names: list[str]) -> list[str]:
+    """The product modules an import names: `from a.b import c` is module a.b.c where that is one, else a.b."""
+    found = {f"{target}.{n}" for n in names if f"{target}.{n}" in _MODULES} | (
+        {target} if target in _MODULES else set()
+    )
+    return sorted(found)
+
+
+_MODULES = {_module_name(p) for package in PACKAGES for p in _python_files(package)}
+
+
+def _underscore_imports(path: Path, module: str | None = None) -> list[str]:
+    """`from <a product module> import _name` in the module at `path`: a private name taken across files."""
+    return [
+        f"{_where(path, line)}: {target}.{name}"
+        for line, target, names in _imports(path, module)
+        if target.split(".")[0] in PACKAGES
+        for name in names
+        if name.startswith("_") and not name.startswith("__")
+    ]
+
+
+def test_no_module_imports_another_modules_private_name():
+    """What a module shares is public, even with its siblings: a package's face (its `__init__`, its `__all__`)
+    draws the line for the outside, and an underscore marks what no other file uses."""
+    found = [use for package in PACKAGES for path in _python_files(package) for use in _underscore_imports(path)]
+    assert not found, found
+
+
+def test_no_notebooks_package_imports_another_notebooks():
+    """A notebook's checks (namedaxes/exercises/<topic>/) import no other notebook's package: what two notebooks
+    share lives in namedaxes/checking/ (or the core beside it), said to be shared."""
+    found = []
+    for path in _python_files("namedaxes/exercises"):
+        me = _notebook_of(path)
+        for line, target, names in _imports(path):
+            for other in {_notebook_module(m) for m in _module_of(target, names)} - {None, me}:
+                found.append(f"{_where(path, line)} imports {other}")
+    assert not found, found
+
+
+def test_every_notebooks_checks_are_a_package_with_its_face():
+    """One shape: each notebook's checks a package, its `__init__` the `q.` face (an `__all__` of names it
+    holds), its sentences in `text.py`, what its exercises share in `running.py`."""
+    folder = ROOT / "namedaxes" / "exercises"
+    loose = sorted(p.name for p in folder.glob("*.py") if p.name != "__init__.py")
+    assert not loose, f"a notebook's checks are a package, not one file: {loose}"
+    packages = sorted(p for p in folder.iterdir() if (p / "__init__.py").is_file())
+    assert len(packages) >= 10
+    for package in packages:
+        face = ast.parse((package / "__init__.py").read_text(encoding="utf-8"))
+        names = [
+            n
+            for n in face.body
+            if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in n.targets)
+        ]
+        assert names, f"{package.name}/__init__.py has no __all__"
+        assert (package / "text.py").is_file(), f"{package.name}/ has no text.py"
+        assert (package / "running.py").is_file(), f"{package.name}/ has no running.py (what its exercises share)"
+
+
 def test_the_rules_see_real_edges(tmp_path):
     """The walker finds the edges the rules are about (else every test above would pass on nothing)."""
     region_users = {
@@ -180,3 +286,9 @@ def test_the_rules_see_real_edges(tmp_path):
         "probe.py:1: namedaxes.exercises.shard_map._judge",
         "probe.py:5: namedaxes.exercises.collectives._expect",
     ]
+    assert _underscore_imports(planted, f"{EXERCISES}.probe") == [
+        "probe.py:1: namedaxes.exercises.shard_map._judge",
+        "probe.py:4: namedaxes.exercises.probe._mine",
+    ]
+    sibling = ROOT / "namedaxes" / "exercises" / "shard_map" / "scaled.py"
+    assert any(t == f"{EXERCISES}.shard_map.running" for _, t, _ in _imports(sibling))  # a sibling's names, public

@@ -6,7 +6,7 @@
 Why a table: an exercise whose answer is a formula (notebook 10's cost model, layout choice and time model) is
 judged by its values, and the student's kernel must hold no function that computes the right ones, or an
 answer could call it. So the kernel package ships only the visible cases' expected figures, as data
-(`<exercise module>.json`).
+(the `ANSWERS` file each table's module names, beside it).
 
 One source of truth: the figures come from the answer cells of `solutions/<id>.ipynb` (run here after
 the notebook's `imports` cell, never its set-up cell: no devices are needed), passed to the exercise
@@ -41,12 +41,12 @@ class Table:
 
     @property
     def path(self) -> Path:
-        return Path(importlib.import_module(self.module).__file__).with_suffix(".json")
+        return Path(importlib.import_module(self.module).ANSWERS)
 
 
 TABLES = (
-    Table("10_training_at_scale", "namedaxes.exercises.training_at_scale", ("step_costs", "choose_layout")),
-    Table("10_training_at_scale", "namedaxes.exercises.training_time", ("step_costs", "step_time")),
+    Table("10_training_at_scale", "namedaxes.exercises.training_at_scale.cases", ("step_costs", "choose_layout")),
+    Table("10_training_at_scale", "namedaxes.exercises.training_at_scale.timing", ("step_costs", "step_time")),
 )
 
 

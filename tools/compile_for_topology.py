@@ -1,7 +1,9 @@
 """Compile the course's programs for a TPU topology without its chips, and record what the compiler made.
 
-    python -m tools.compile_for_topology [--topology v5e:2x4] [--out DIR]
+    python -m tools.compile_for_topology [--topology v5e:2x4 ...] [--out DIR]
     python -m tools.compile_for_topology --attached      # the devices JAX has (a smoke run on 8 CPU devices)
+    python -m tools.compile_for_topology --references build/topology-exports --topology v5e:2x4 --topology v3:2x2
+    python -m tools.compile_for_topology --resummarize   # read the recorded texts again with today's readers
 
 A deviceless ahead-of-time compile (`jax.experimental.topologies`): the programs are lowered and compiled for
 the topology's devices, and nothing executes, so one chip (or none, where libtpu is installed) compiles for
@@ -12,17 +14,28 @@ FLOPs and memory, and the operations' count. CI has no TPU: the course's tests r
 to check that the judges' HLO readers read a TPU's programs as they read the CPU backend's, and notebook 10
 shows where the two backends' programs differ.
 
-Output: DIR/compile-<topology>.json (the summary with its provenance) and DIR/hlo-<topology>/<program>.hlo.gz.
+`--references DIR`: instead, every notebook's reference programs, as tools/export_references.py exported them
+for a TPU into DIR, each compiled the way the grader compiles a reference (`autograder.judge.compiling.
+compile_exported`: the program's mesh over the topology's devices, fed the reference's input layouts, with
+`COMPILER_OPTIONS` where the backend takes them) and read by the course's readers (`reference_facts`); with
+`--attached`, the grader's own CPU exports on the 8 CPU devices, as the grader's scorer sets them up. It needs
+JAX, NumPy and flatbuffers only (no Optax), and `--jobs N` compiles N programs at a time.
+
+Output: DIR/compile-<topology>.json (the summary with its provenance) and DIR/hlo-<topology>/<program>.hlo.gz;
+with `--references`, DIR/references-<topology>.json and DIR/references-hlo-<topology>.json.xz (every text).
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import datetime
 import gzip
 import json
+import lzma
 import re
 import sys
+import time
 from pathlib import Path
 
 import jax
@@ -32,14 +45,34 @@ from jax.sharding import AxisType, Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import DATA_PARALLEL, FSDP, MODEL_PARALLEL, STAGES
-from namedaxes import pipeline as pp
-from namedaxes import transformer as tm
-from namedaxes.judging import describe_collective, group_axes, hlo_collectives, largest_array, moved_of
-from tools.measure_step import entry_ops, layouts
+from namedaxes.judging import (
+    COMPILER_OPTIONS,
+    collective_sends,
+    describe_collective,
+    group_axes,
+    hlo_collectives,
+    largest_array,
+    moved_of,
+    work_of,
+)
+from namedaxes.judging.runs import runs_of, sent_bytes  # the readers of `Work.sent_bytes` and `Work.overlap`
+from namedaxes.judging.work import overlap_of
 
 REPO = Path(__file__).resolve().parents[1]
 RECORDED = REPO / "namedaxes" / "recorded"
 BATCH = 16  # notebook 10's batch
+
+
+def command(module: str, argv: list[str]) -> str:
+    """The command line a record says it was made by, with no path of the machine that made it: a folder in the
+    repository relative to it, one outside as its option's name (`--out /tmp/x` is `--out OUT`)."""
+    words = []
+    for i, word in enumerate(argv):
+        flag, path = argv[i - 1] if i else "", Path(word)
+        if flag.startswith("--") and path.is_absolute():
+            word = str(path.relative_to(REPO)) if path.is_relative_to(REPO) else flag[2:].upper()
+        words.append(word)
+    return " ".join(["python -m", module, *words])
 
 
 def topology_devices(name: str | None) -> list:
@@ -65,6 +98,8 @@ def _abstract(shapes: dict, mesh: Mesh, rules: dict) -> dict:
 
 def _abstract_state(params: dict, mesh: Mesh, rules: dict):
     """Adam's state as abstract values: each moment laid out like its parameter, the count replicated."""
+    from namedaxes import transformer as tm
+
     state = jax.eval_shape(tm.OPTIMIZER.init, {k: jax.ShapeDtypeStruct(v.shape, v.dtype) for k, v in params.items()})
 
     def placed(path, leaf):
@@ -77,6 +112,8 @@ def _abstract_state(params: dict, mesh: Mesh, rules: dict):
 
 
 def compile_step(mesh: Mesh, rules: dict, step, batch_spec) -> object:
+    from namedaxes import transformer as tm
+
     config = tm.Config()
     params = _abstract(tm.shapes(config), mesh, rules)
     window = jax.ShapeDtypeStruct((BATCH, config.seq + 1), jnp.int32, sharding=NamedSharding(mesh, batch_spec))
@@ -87,6 +124,10 @@ def compile_step(mesh: Mesh, rules: dict, step, batch_spec) -> object:
 
 def programs(devices: list) -> dict:
     """Every program recorded: name -> (compiled, mesh)."""
+    from namedaxes import pipeline as pp
+    from namedaxes import transformer as tm
+    from tools.measure_step import layouts
+
     out = {}
     for layout in layouts(tm.Config(), BATCH, 8):
         mesh = explicit_mesh(devices, layout, (DATA_PARALLEL, FSDP, MODEL_PARALLEL))
@@ -126,8 +167,146 @@ def read_facts(text: str, mesh_shape: dict) -> dict:
     }
 
 
+# ---------------------------------------------------------------- every notebook's reference programs
+REFERENCE_FACTS = ("collectives", "moved_bytes", "largest_bytes", "dtypes_moved", "sends", "sent_bytes", "overlap")
+
+
+def reference_facts(text: str, mesh_shape: dict) -> dict:
+    """What the course's readers find in the optimized HLO of a reference program (`read_facts`), and what the
+    judges read of its schedule: each kind of collective's runs and largest instance (`collective_sends`), the
+    bytes all its collectives deliver in one call, loops counted as often as they run (`Work.sent_bytes`), and the
+    matmuls scheduled before the last collective-permute (`Work.overlap`, the collective matmul's judge)."""
+    names, sizes = tuple(mesh_shape), tuple(mesh_shape.values())
+    n_devices = int(np.prod(sizes))
+    sends = collective_sends(text, names, sizes, n_devices)
+    return read_facts(text, mesh_shape) | {
+        "sends": {kind: [s.runs, s.largest] for kind, s in sends.items()},
+        "sent_bytes": sent_bytes(text, n_devices, runs_of(text)),
+        "overlap": overlap_of(text),
+    }
+
+
+def reading_mesh(program) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """The mesh the grader reads a reference program's collectives on (`autograder.judge.programs.Judge`):
+    its shardings' mesh, else its module's, else one axis `devices` over its devices."""
+    mesh = program.mesh or program.module_mesh or (("devices",), (program.nr_devices,))
+    return tuple(mesh[0]), tuple(int(n) for n in mesh[1])
+
+
+def program_record(program, compiled, text: str, seconds: float) -> dict:
+    """One compiled reference program's record: its reading mesh, what the readers find in its text
+    (`reference_facts`), the compiler's FLOPs and peak bytes (`work_of`) and the compile's seconds."""
+    names, sizes = reading_mesh(program)
+    work = work_of(compiled, names, sizes, program.nr_devices, text=text)
+    mesh = dict(zip(names, sizes))
+    return {"mesh": mesh, **reference_facts(text, mesh), "flops": work.flops, "peak_bytes": work.peak_bytes} | {
+        "compile_s": round(seconds, 3)
+    }
+
+
+def write_references(folder: Path, label: str, record: dict, texts: dict[str, str]) -> None:
+    """folder/references-<label>.json (the record) and folder/references-hlo-<label>.json.xz (the texts)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"references-{label}.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    body = json.dumps(dict(sorted(texts.items())), indent=0).encode()
+    (folder / f"references-hlo-{label}.json.xz").write_bytes(lzma.compress(body, preset=9 | lzma.PRESET_EXTREME))
+
+
+def reference_texts(folder: Path, label: str) -> dict[str, str]:
+    """The optimized HLO texts of references-<label>.json's programs (program id -> text)."""
+    return json.loads(lzma.decompress((folder / f"references-hlo-{label}.json.xz").read_bytes()))
+
+
+def compile_references(
+    exports: Path, devices: list, options: dict | None, jobs: int = 1
+) -> tuple[dict, dict[str, str]]:
+    """Every exported reference program of `exports` (tools/export_references.py) compiled as the grader compiles
+    it, for `devices` (nothing runs), `jobs` at a time (threads: XLA compiles without the GIL):
+    (program id -> its record or {"error": ...}, program id -> HLO text)."""
+    manifest = json.loads((exports / "manifest.json").read_text(encoding="utf-8"))
+    platform = devices[0].platform  # each program's export for it: the TPU's, or the grader's own (--attached)
+    with np.load(exports / "exports.npz", allow_pickle=False) as blobs:
+        exported = {pid: blobs[f"{platform}/{pid}"].tobytes() for pid in manifest["programs"]}
+    with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
+        done = dict(zip(exported, pool.map(lambda blob: _compile_one(blob, devices, options), exported.values())))
+    programs = {pid: record for pid, (record, _) in done.items()}
+    texts = {pid: text for pid, (_, text) in done.items() if text is not None}
+    return programs, texts
+
+
+def _compile_one(blob: bytes, devices: list, options: dict | None) -> tuple[dict, str | None]:
+    """One exported reference program compiled for `devices`: (its record, its HLO text), or ({"error"}, None)."""
+    from autograder.judge.compiling import compile_exported
+    from autograder.judge.exported import read_program
+
+    t0 = time.monotonic()
+    try:
+        program = read_program(blob)
+        compiled, _, _ = compile_exported(program, program.entry_layouts, devices, options)
+        text = compiled.as_text()
+    except Exception as err:  # noqa: BLE001 - recorded: the test says which program did not compile
+        return {"error": f"{type(err).__name__}: {str(err)[:400]}"}, None
+    return program_record(program, compiled, text, time.monotonic() - t0), text
+
+
+def _compiler_options(devices: list) -> tuple[dict | None, str]:
+    """`COMPILER_OPTIONS` (None) if this backend's compiler takes them, else none ({}); and which were used.
+    Asked of a one-device program compiled (never run) with them and, if that fails, without them."""
+    probe = jax.jit(lambda x: x + 1).lower(
+        jax.ShapeDtypeStruct((8,), jnp.float32, sharding=jax.sharding.SingleDeviceSharding(devices[0]))
+    )
+    try:
+        probe.compile(dict(COMPILER_OPTIONS))
+        return None, "namedaxes.judging.COMPILER_OPTIONS"
+    except Exception as refused:  # noqa: BLE001 - a backend that refuses them compiles with its defaults
+        why = f"{type(refused).__name__}: {str(refused)[:200]}"
+    try:
+        probe.compile()
+    except Exception:  # noqa: BLE001 - the probe fails either way: the options are not the reason
+        return None, f"namedaxes.judging.COMPILER_OPTIONS (a probe compile failed with and without them: {why})"
+    return {}, f"the backend's defaults (it refused COMPILER_OPTIONS: {why})"
+
+
+def references_main(exports: Path, topologies: list, out: Path, argv: list[str], jobs: int = 1) -> int:
+    """`--references`: compile the exported reference programs for each topology; write its record and texts."""
+    exported = json.loads((exports / "manifest.json").read_text(encoding="utf-8"))["provenance"]
+    if None in topologies:
+        from namedaxes.devices import setup_devices
+
+        # --attached: the grader's own 8 CPU devices, as its scorer sets them up (the grader's XLA flags set
+        # only its threads, not what it compiles: left out, so this needs nothing the TPU's run does not)
+        setup_devices(quiet=True)
+    for name in topologies:
+        devices = topology_devices(name)
+        label = (name or f"attached-{devices[0].platform}").replace(":", "-")
+        options, used = _compiler_options(devices)
+        t0 = time.monotonic()
+        programs, texts = compile_references(exports, devices, options, jobs)
+        for pid, facts in programs.items():
+            print(pid, facts.get("error") or f"{facts['compile_s']:.2f} s {json.dumps(facts['collectives'])}")
+        provenance = {
+            "topology": name or "attached",
+            "platform": devices[0].platform,
+            "device_kind": devices[0].device_kind,
+            "devices": len(devices),
+            "jax": jax.__version__,
+            "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d"),
+            "command": command("tools.compile_for_topology", argv),
+            "compiler_options": used,
+            "compile_s": round(time.monotonic() - t0, 1),
+            "jobs": jobs,
+            "exported": {k: exported[k] for k in ("jax", "date", "export_platforms", "export_precision")},
+        }
+        write_references(out, label, {"provenance": provenance, "programs": programs}, texts)
+        failed = sum("error" in p for p in programs.values())
+        print(f"{label}: {len(programs)} programs, {failed} not compiled, {provenance['compile_s']} s", flush=True)
+    return 0
+
+
 def compiler_facts(compiled) -> dict:
     """What the compiler says of the program: FLOPs, argument and temporary bytes, operations."""
+    from tools.measure_step import entry_ops
+
     cost = compiled.cost_analysis()
     cost = cost[0] if isinstance(cost, (list, tuple)) else cost
     memory = compiled.memory_analysis()
@@ -146,7 +325,7 @@ def hlo_text(folder: Path, label: str, program: str) -> str:
 
 def resummarize(folder: Path) -> int:
     """Read every recorded program's text again with today's readers: the record's reader facts follow the
-    readers (the compiler's facts stay as recorded). `--check`: fail instead when they differ."""
+    readers (the compiler's facts stay as recorded). The count of programs read differently."""
     stale = 0
     for path in sorted(folder.glob("compile-*.json")):
         record = json.loads(path.read_text(encoding="utf-8"))
@@ -156,21 +335,46 @@ def resummarize(folder: Path) -> int:
             stale += fresh != facts
             record["programs"][program] = fresh
         path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    for path in sorted(folder.glob("references-*.json")):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        texts = reference_texts(folder, path.stem.removeprefix("references-"))
+        for pid, facts in record["programs"].items():
+            if "error" in facts:
+                continue
+            fresh = facts | reference_facts(texts[pid], facts["mesh"])
+            stale += fresh != facts
+            record["programs"][pid] = fresh
+        path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     return stale
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--topology", default="v5e:2x4", help="a TPU topology name (jax.experimental.topologies)")
+    parser.add_argument(
+        "--topology", action="append", help="a TPU topology name (jax.experimental.topologies); repeat for more"
+    )
     parser.add_argument("--attached", action="store_true", help="compile for the devices JAX has instead")
     parser.add_argument("--out", type=Path, default=RECORDED, help="the folder the record goes to")
     parser.add_argument("--resummarize", action="store_true", help="only read the recorded programs again (no compile)")
+    parser.add_argument(
+        "--references", type=Path, help="compile the reference programs exported here (tools/export_references.py)"
+    )
+    parser.add_argument("--jobs", type=int, default=1, help="--references: programs compiled at a time (threads)")
     args = parser.parse_args(argv)
     if args.resummarize:
         print(f"{resummarize(args.out)} program(s) read differently now")
         return 0
-    name = None if args.attached else args.topology
+    names = [None] if args.attached else args.topology or ["v5e:2x4"]
+    if args.references is not None:
+        return references_main(args.references, names, args.out, argv, args.jobs)
+    for name in names:
+        record_steps(name, args.out, argv)
+    return 0
+
+
+def record_steps(name: str | None, out: Path, argv: list[str]) -> None:
+    """Notebook 10's steps compiled for the topology `name` (None: the devices JAX has), recorded in `out`."""
     devices = topology_devices(name)
     label = (name or f"attached-{devices[0].platform}").replace(":", "-")
     record = {
@@ -180,11 +384,11 @@ def main(argv: list[str] | None = None) -> int:
             "devices": len(devices),
             "jax": jax.__version__,
             "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d"),
-            "command": "python -m tools.compile_for_topology " + " ".join(argv),
+            "command": command("tools.compile_for_topology", argv),
         },
         "programs": {},
     }
-    hlo_dir = args.out / f"hlo-{label}"
+    hlo_dir = out / f"hlo-{label}"
     hlo_dir.mkdir(parents=True, exist_ok=True)
     for program, (compiled, mesh) in programs(devices).items():
         shape = dict(zip(mesh.axis_names, (int(n) for n in mesh.devices.shape)))
@@ -193,8 +397,7 @@ def main(argv: list[str] | None = None) -> int:
         with gzip.open(hlo_dir / f"{program}.hlo.gz", "wt", encoding="utf-8", compresslevel=9) as fh:
             fh.write(text)
         print(program, json.dumps(record["programs"][program])[:300], flush=True)
-    (args.out / f"compile-{label}.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    return 0
+    (out / f"compile-{label}.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ Steps, all deterministic:
    its markdown, student-facing code comments (nbgrader's `# YOUR CODE HERE` in the release's answer
    cells too), test-cell docstrings and the labels its code prints
    (`courseinfo.labels`: the string literals of `print(...)`, `assert` messages and printed loop
-   labels) translated from `locale/zh/notebooks/<id>.po` (tools/translate.py cuts the prose into
+   labels) translated from `locale/zh/notebooks/<id>.po` (tools/translate/ cuts the prose into
    the same units; an untranslated or fuzzy unit stays English) and
    `metadata.namedaxes.language = "zh"`. A cell nbgrader has locked carries a
    checksum of its source (the release's `nbgrader.checksum`); nbgrader's Validate reports a cell

@@ -26,7 +26,7 @@ Design
   it were about the new one (it says "regrade first").
 - collect never lets nbgrader read the exchange's inbound/ (every student may write there, and
   nbgrader's copy follows links, has no bound, stops at one bad name and trusts the name's
-  student id): autograder/intake/handin.py copies what may be taken (regular files only, bounded, owned by
+  student id): autograder/intake/inbound.py copies what may be taken (regular files only, bounded, owned by
   the named student's Unix user, dated in the past) into a private staging exchange, reports every
   refused hand-in by name, and nbgrader's own collect runs on that copy (its warnings printed).
   formgrader's Collect button runs the same intake (autograder/formgrader/collect.py).
@@ -56,7 +56,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autograder.intake import handin as intake
+from autograder.intake import inbound as intake
 from courseinfo.course import EDITIONS, NOTEBOOKS, ROOT, SOLUTIONS, built_course, course_id
 
 SHARED_CONFIG = ROOT / "jupyter" / "nbgrader" / "nbgrader_config.py"
@@ -252,7 +252,7 @@ def collect(
     student_user: str = "{student}",
     class_user: str | None = None,
 ) -> list[str]:
-    """nbgrader's collect, from a staging copy that autograder/intake/handin.py made of what may be taken (its
+    """nbgrader's collect, from a staging copy that autograder/intake/inbound.py made of what may be taken (its
     docstring)."""
     import tempfile
 
@@ -388,8 +388,8 @@ AUTOGRADER = ("grade", "export")  # `python -m autograder` commands, run on the 
 
 
 # ------------------------------------------------------------------ command line
-def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+def _parser() -> argparse.ArgumentParser:
+    """The command line: one sub-command per step (the module docstring)."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False
     )
@@ -405,40 +405,49 @@ def main(argv=None) -> int:
         p = sub.add_parser(name)
         p.add_argument("ids", nargs="*", help="assignment ids (default: all)")
         if name != "release":  # return-feedback collects first
-            p.add_argument(
-                "--student-user",
-                default="{student}",
-                metavar="FORMAT",
-                help="the Unix user of student ID, who must own their hand-ins (default: {student})",
-            )
-            p.add_argument(
-                "--class-user",
-                default=None,
-                metavar="NAME",
-                help="for ids that are no Unix user (one machine): the OS user they all run as "
-                "(default: the user running this)",
-            )
-            p.add_argument(
-                "--max-files",
-                type=int,
-                default=intake.Limits.max_files,
-                help=f"files and folders per hand-in (default {intake.Limits.max_files})",
-            )
-            p.add_argument(
-                "--max-bytes",
-                type=int,
-                default=intake.Limits.max_bytes,
-                help=f"bytes per hand-in (default {intake.Limits.max_bytes})",
-            )
+            _intake_options(p)
     lay = sub.add_parser("layout", help="lay out an edition's nbgrader course (from solutions/LANG, notebooks/LANG)")
     lay.add_argument("--edition", dest="layout_edition", default=None, choices=EDITIONS)
     lay.add_argument("ids", nargs="*", help="assignment ids (default: all)")
-    args, rest = parser.parse_known_args(argv)
+    return parser
+
+
+def _intake_options(p: argparse.ArgumentParser) -> None:
+    """What collect takes from inbound/: whose hand-ins (owners) and how much (autograder.intake.inbound)."""
+    p.add_argument(
+        "--student-user",
+        default="{student}",
+        metavar="FORMAT",
+        help="the Unix user of student ID, who must own their hand-ins (default: {student})",
+    )
+    p.add_argument(
+        "--class-user",
+        default=None,
+        metavar="NAME",
+        help="for ids that are no Unix user (one machine): the OS user they all run as "
+        "(default: the user running this)",
+    )
+    p.add_argument(
+        "--max-files",
+        type=int,
+        default=intake.Limits.max_files,
+        help=f"files and folders per hand-in (default {intake.Limits.max_files})",
+    )
+    p.add_argument(
+        "--max-bytes",
+        type=int,
+        default=intake.Limits.max_bytes,
+        help=f"bytes per hand-in (default {intake.Limits.max_bytes})",
+    )
+
+
+def main(argv=None) -> int:
+    parser = _parser()
+    args, rest = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
     if args.command not in AUTOGRADER and rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     edition = "" if args.edition == "en" else args.edition
     course = (args.course or built_course(edition)).resolve()
-    exchange = args.exchange.resolve() if args.exchange else None
     try:
         if args.command in AUTOGRADER:
             from autograder.__main__ import main as autograder
@@ -451,30 +460,31 @@ def main(argv=None) -> int:
             else:
                 lay_out(course, "")
             return 0
-        if args.command == "roster" and not args.csv:
-            raise HandinError(ROSTER_USAGE)
-        if args.command == "release" and course == built_course(edition).resolve():
-            lay_out(course, edition)  # the release is what solutions/ generates
-        elif args.command in ("roster", "release") and not (course / "nbgrader_config.py").is_file():
-            lay_out(course, edition)
-        if args.command == "roster":
-            n = import_roster(course, Path(args.csv))
-            print(f"{n} student(s) from {args.csv} are in {course / 'gradebook.db'}")
-            return 0
-        step = {"release": release, "collect": collect, "return-feedback": return_feedback}[args.command]
-        extra = {}
-        if args.command != "release":
-            extra = {
-                "student_user": args.student_user,
-                "class_user": args.class_user,
-                "limits": intake.Limits(max_files=args.max_files, max_bytes=args.max_bytes),
-            }
-        for line in step(course, exchange, args.ids, **extra):
+        for line in _step(args, course, edition):
             print(line)
         return 0
     except HandinError as err:
         sys.stderr.write(f"handin: error: {err}\n")
         return 1
+
+
+def _step(args: argparse.Namespace, course: Path, edition: str) -> list[str]:
+    """roster, release, collect or return-feedback on `course` (laid out first where it must be): what it says."""
+    if args.command == "roster" and not args.csv:
+        raise HandinError(ROSTER_USAGE)
+    if args.command == "release" and course == built_course(edition).resolve():
+        lay_out(course, edition)  # the release is what solutions/ generates
+    elif args.command in ("roster", "release") and not (course / "nbgrader_config.py").is_file():
+        lay_out(course, edition)
+    if args.command == "roster":
+        n = import_roster(course, Path(args.csv))
+        return [f"{n} student(s) from {args.csv} are in {course / 'gradebook.db'}"]
+    exchange = args.exchange.resolve() if args.exchange else None
+    if args.command == "release":
+        return release(course, exchange, args.ids)
+    limits = intake.Limits(max_files=args.max_files, max_bytes=args.max_bytes)
+    step = {"collect": collect, "return-feedback": return_feedback}[args.command]
+    return step(course, exchange, args.ids, student_user=args.student_user, class_user=args.class_user, limits=limits)
 
 
 if __name__ == "__main__":

@@ -102,7 +102,7 @@ def installed_count(site_packages: Path, names: list[str]) -> int:
     return sum(1 for n in names if _dist_name(n) in present)
 
 
-class Progress(threading.Thread):
+class InstallProgress(threading.Thread):
     """While pip installs (its silent minutes), one line every `every` seconds: how many packages are in place."""
 
     def __init__(self, site_packages: Path, names: list[str], every: float = 15.0, out=None):
@@ -190,7 +190,7 @@ def pip(venv: Path, *args: str, locked: list[str] | None = None) -> int | None:
             print("  " + (line.rstrip()[:150] + " ..." if len(line) > 150 else line.rstrip()), flush=True)
             if line.startswith("Installing collected") and progress is None:
                 names = [n.strip() for n in line.split(":", 1)[1].split(",") if n.strip()]
-                progress = Progress(site_packages(venv), names)
+                progress = InstallProgress(site_packages(venv), names)
                 progress.start()
             elif progress is not None:
                 progress.stop()

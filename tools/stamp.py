@@ -30,7 +30,7 @@ __all__ = ["Stamp", "notebooks_stamp", "edition_stamp"]
 # what the notebook generator reads besides solutions/ and the catalogs: its own code and what it imports
 GENERATOR_CODE = (
     "tools/generate_notebooks.py",
-    "tools/translate.py",
+    "tools/translate/*.py",
     "tools/handin.py",
     "courseinfo/*.py",
     "namedaxes/i18n.py",

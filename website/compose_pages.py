@@ -48,7 +48,7 @@ from website.site_text import TEXT, text
 RAISES = "raises-exception"
 
 
-class Kind(enum.Enum):
+class CellKind(enum.Enum):
     ANSWER = "site-answer"
     CHECK = "site-check"
     USES_ANSWER = "site-uses-answer"
@@ -62,7 +62,7 @@ class Page:
     edition: str
     notebook_id: str
     path: Path  # the page's source under build/site-src/<edition>/notebooks/
-    kinds: dict[str, Kind]  # cell id -> kind, for the code cells
+    kinds: dict[str, CellKind]  # cell id -> kind, for the code cells
     figures: int  # images among the shown outputs
 
 
@@ -86,19 +86,19 @@ def _reports_on_checks(source: str) -> bool:
     return False
 
 
-def classify(release_cell, solved_cell) -> Kind:
+def classify(release_cell, solved_cell) -> CellKind:
     meta = nbgrader_cell(release_cell)
     if meta.solution:
-        return Kind.ANSWER
+        return CellKind.ANSWER
     if meta.grade:
-        return Kind.CHECK
+        return CellKind.CHECK
     if (RAISES in _tags(release_cell) and RAISES not in _tags(solved_cell)) or _reports_on_checks(release_cell.source):
-        return Kind.USES_ANSWER
-    return Kind.DEMO
+        return CellKind.USES_ANSWER
+    return CellKind.DEMO
 
 
-def _label(kind: Kind, edition: str) -> dict:
-    key = {Kind.ANSWER: "answer_label", Kind.CHECK: "check_label", Kind.USES_ANSWER: "solved_label"}[kind]
+def _label(kind: CellKind, edition: str) -> dict:
+    key = {CellKind.ANSWER: "answer_label", CellKind.CHECK: "check_label", CellKind.USES_ANSWER: "solved_label"}[kind]
     words = text(key, edition)
     return nbformat.v4.new_output(
         "display_data",
@@ -186,7 +186,7 @@ def launch_cell(edition: str, notebook_id: str):
     )  # 4 backticks: the note holds a code fence
 
 
-def compose(edition: str, notebook_id: str, executed: Path) -> tuple[nbformat.NotebookNode, dict[str, Kind], int]:
+def compose(edition: str, notebook_id: str, executed: Path) -> tuple[nbformat.NotebookNode, dict[str, CellKind], int]:
     """The page notebook of `notebook_id` in `edition` from its release and its executed solution."""
     release_path = settings.folder(settings.RELEASE, edition) / f"{notebook_id}.ipynb"
     release = nbformat.read(release_path, as_version=4)
@@ -204,16 +204,16 @@ def compose(edition: str, notebook_id: str, executed: Path) -> tuple[nbformat.No
             kind = kinds[cell.id] = classify(cell, solved[cell.id])
             shown = (
                 []
-                if kind in (Kind.ANSWER, Kind.CHECK)
+                if kind in (CellKind.ANSWER, CellKind.CHECK)
                 else _machine_paths_removed(copy.deepcopy(solved[cell.id].get("outputs", [])))
             )
             figures += _figures(shown)
             title = figure_title(solved[cell.id].source, edition) if _figures(shown) else None
             if title:  # the figure's text alternative, in the page's language (myst-nb: the image's alt)
                 page_cell.metadata["mystnb"] = {"image": {"alt": text("figure_alt", edition, title=title)}}
-            page_cell.outputs = ([] if kind is Kind.DEMO else [_label(kind, edition)]) + shown
+            page_cell.outputs = ([] if kind is CellKind.DEMO else [_label(kind, edition)]) + shown
             page_cell.execution_count = None
-            if kind is not Kind.DEMO:
+            if kind is not CellKind.DEMO:
                 page_cell.metadata["tags"] = [kind.value]
         cells.append(page_cell)
         if len(cells) == 1:

@@ -31,7 +31,7 @@ and the gradebook all show, each time in the due date's time zone.
 
 Threat model: these files are the instructor's, not a student's; they are still read with a
 bound (`POLICY_MAX_BYTES`). The time a hand-in was made is not taken from the student: it is
-the timestamp `intake/handin.py` validated when the hand-in was collected (never in the future,
+the timestamp `intake/inbound.py` validated when the hand-in was collected (never in the future,
 never earlier than the last change of the hand-in's files), which nbgrader's collect keeps in
 submitted/<student>/<assignment>/timestamp.txt (`intake.placement.handed_in_times`).
 """

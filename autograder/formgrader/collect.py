@@ -1,4 +1,4 @@
-"""formgrader's Collect button, through the same hand-in intake as `make collect` (autograder.intake.handin).
+"""formgrader's Collect button, through the same hand-in intake as `make collect` (autograder.intake.inbound).
 
 Threat model: formgrader's Manage Assignments page has a Collect button per assignment. It posts
 to `/formgrader/api/assignment/<assignment>/collect`, whose handler calls
@@ -6,14 +6,14 @@ to `/formgrader/api/assignment/<assignment>/collect`, whose handler calls
 nbgrader's `nbgrader.exchange.default.collect.ExchangeCollect` unless configured) as the
 formgrader's user: the course's grader account on the hub, often root under `make formgrader`.
 nbgrader's own class reads the exchange's inbound/, which every student may write (see
-autograder.intake.handin for what a student can put there): it follows links (a hand-in whose notebook
+autograder.intake.inbound for what a student can put there): it follows links (a hand-in whose notebook
 links to the instructor's source notebook is collected as the solution), copies without bound,
 stops the whole class at one folder name it cannot parse and only logs an owner mismatch.
 
 Design: `HardenedCollect` is that exchange class, configured for formgrader in
 jupyter/formgrader/nbgrader_config.py (`c.ExchangeFactory.collect`; on the formgrader's
 JUPYTER_CONFIG_PATH for `make formgrader` and for the hub's formgrader services). Before nbgrader
-looks for hand-ins it runs `autograder.intake.handin.stage` on the real inbound/ into a private staging
+looks for hand-ins it runs `autograder.intake.inbound.stage` on the real inbound/ into a private staging
 exchange (mode 0700, in the course folder, removed when collect ends, whatever happens), logs every
 refused hand-in by name with its reason as a WARNING (formgrader shows the captured log in its
 Collect dialog, as text; the names a student chose through `intake.printable`, so that none forges
@@ -37,13 +37,13 @@ from pathlib import Path
 from nbgrader.exchange.default.collect import ExchangeCollect
 from traitlets import Int, Unicode
 
-from ..intake import handin as intake
+from ..intake import inbound as intake
 
 __all__ = ["HardenedCollect"]
 
 
 class HardenedCollect(ExchangeCollect):
-    """nbgrader's collect from a staging copy of what autograder.intake.handin accepts (see the module docstring)."""
+    """nbgrader's collect from a staging copy of what autograder.intake.inbound accepts (see the module docstring)."""
 
     student_user = Unicode(
         "{student}",
@@ -76,7 +76,7 @@ class HardenedCollect(ExchangeCollect):
         if self.before_duedate:
             self.fail(
                 "ExchangeCollect.before_duedate is not supported by this course's collect: it stages only "
-                "each student's newest acceptable hand-in (autograder.intake.handin)"
+                "each student's newest acceptable hand-in (autograder.intake.inbound)"
             )
         inbound = Path(self.root) / course_id / "inbound"
         if not inbound.is_dir():
@@ -98,7 +98,7 @@ class HardenedCollect(ExchangeCollect):
         except OSError as err:  # inbound/ itself cannot be opened or listed
             self.fail(f"cannot read {inbound}: {err.strerror or err}")
         self.log.info(
-            "Hand-in intake of '%s': %d may be collected, %d refused (autograder.intake.handin)",
+            "Hand-in intake of '%s': %d may be collected, %d refused (autograder.intake.inbound)",
             assignment,
             len(taken.staged),
             len(taken.refused),

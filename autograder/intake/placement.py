@@ -43,7 +43,7 @@ from pathlib import Path, PurePosixPath
 
 from ..limits import MAX_ZIP_BYTES, MAX_ZIP_MEMBERS
 from ..records import Late
-from .handin import Refused, parse_time
+from .inbound import Refused, parse_time
 
 __all__ = [
     "Placed",
@@ -338,7 +338,7 @@ def place_course(course: Path, notebooks: dict[str, str], students: list[str] | 
 
 def handed_in_times(course: Path, keys) -> dict[tuple[str, str], datetime]:
     """When each collected hand-in (student, assignment) was made: the timestamp.txt nbgrader's collect
-    kept in submitted/<student>/<assignment>/, which `handin.stage` validated. Read without following a
+    kept in submitted/<student>/<assignment>/, which `inbound.stage` validated. Read without following a
     link and with a bound; a hand-in without a readable one is left out (it is never judged late)."""
     times = {}
     for student, assignment in keys:

@@ -45,7 +45,7 @@ from ..limits import MAX_COMPILED
 from ..reasons import phrase as say
 from .exported import Layout, Program, Rejected
 
-__all__ = ["Compiled", "COMPILE_STATS", "compiled_for"]
+__all__ = ["Compiled", "COMPILE_STATS", "compiled_for", "compile_exported"]
 
 
 @dataclass
@@ -98,11 +98,15 @@ def _pspec(layout: Layout | None):
     return P(*[None if not axes else axes[0] if len(axes) == 1 else tuple(axes) for axes in layout])
 
 
-def _compile_fresh(program: Program, names: tuple[str, ...], sizes: tuple[int, ...], feed: tuple) -> Compiled:
+def compile_exported(program: Program, feed: tuple, devices: list | None = None, options: dict | None = None):
+    """`program` compiled, never run, fed the layouts `feed`: the grader's compile (the `jax.stages.Compiled`,
+    the input shardings and the mesh). `devices`: the grader's (`jax.devices()`) unless given (tools/
+    compile_for_topology.py gives a TPU topology's compile-only devices); `options`: `COMPILER_OPTIONS` unless
+    given."""
     import jax
 
     exp = program.exp
-    mesh = _mesh(program)
+    mesh = _mesh(program, devices)
     # unstated: replicated (the program's own slicing, e.g. pmap's or shard_map's, is then local work)
     shardings = [_sharding(mesh, layout) for layout in feed]
     args = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s) for a, s in zip(exp.in_avals, shardings)]
@@ -111,7 +115,15 @@ def _compile_fresh(program: Program, names: tuple[str, ...], sizes: tuple[int, .
         args, kwargs = jax.tree_util.tree_unflatten(exp.in_tree, leaves)
         return exp.call(*args, **kwargs)
 
-    compiled = jax.jit(flat_call).lower(*args).compile(dict(COMPILER_OPTIONS))
+    compiled = jax.jit(flat_call).lower(*args).compile(dict(COMPILER_OPTIONS if options is None else options))
+    return compiled, shardings, mesh
+
+
+def _compile_fresh(program: Program, names: tuple[str, ...], sizes: tuple[int, ...], feed: tuple) -> Compiled:
+    import jax
+
+    exp = program.exp
+    compiled, shardings, mesh = compile_exported(program, feed)
     text = compiled.as_text()
     communication, axes, pairs = set(), set(), set()
     for op, reducer, groups in hlo_collectives(text, exp.nr_devices):
@@ -139,13 +151,14 @@ def _compile_fresh(program: Program, names: tuple[str, ...], sizes: tuple[int, .
     )
 
 
-def _mesh(program: Program):
+def _mesh(program: Program, devices: list | None = None):
     """The mesh it runs on: its shardings' (with their axis types), else the module's `sdy.mesh`, else one
-    axis over its devices. A program that needs more devices than the grader has is `Rejected`."""
+    axis over its devices (`devices`, the grader's unless given). A program that needs more devices than the
+    grader has is `Rejected`."""
     import jax
     from jax.sharding import Mesh
 
-    devices = jax.devices()
+    devices = jax.devices() if devices is None else list(devices)
     if program.nr_devices > len(devices):
         raise Rejected(say("program_needs_devices", n=program.nr_devices))
     mine = np.array(devices[: program.nr_devices])

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from namedaxes.judging import module_text, norm_layout, regions, text_mesh
+from namedaxes.judging import jax_private, module_text, norm_layout, regions, text_mesh
 
 from ..reasons import Phrase
 from ..reasons import phrase as say
@@ -118,9 +118,7 @@ def custom_calls(exp) -> set[str]:
     """The target of every custom call of the module, nested regions and private functions included, read
     from the parsed module (its `call_target_name` attribute): a target MLIR prints quoted (`@"a.b-c"`) is
     read like any other. A custom call whose target cannot be read is named `?` (never allowed)."""
-    from jax._src.interpreters import mlir
-    from jax._src.lib.mlir import ir
-
+    ir = jax_private.ir()
     found: set[str] = set()
 
     def visit(op):
@@ -131,14 +129,14 @@ def custom_calls(exp) -> set[str]:
                 found.add("?")
         return ir.WalkResult.ADVANCE
 
-    with mlir.make_ir_context(), ir.Location.unknown():
+    with jax_private.ir_context(), ir.Location.unknown():
         ir.Module.parse(module_text(exp)).operation.walk(visit, ir.WalkOrder.PRE_ORDER)
     return found
 
 
 def mesh_of(exp):
     """(names, sizes, axis types) of the abstract mesh of a program's shardings, or None."""
-    for s in tuple(exp._in_named_shardings) + tuple(exp._out_named_shardings):
+    for s in jax_private.in_shardings(exp) + jax_private.out_shardings(exp):
         mesh = getattr(s, "mesh", None)
         if mesh is not None and mesh.axis_names and int(np.prod(mesh.axis_sizes)) == exp.nr_devices:
             return tuple(mesh.axis_names), tuple(mesh.axis_sizes), tuple(mesh.axis_types)
@@ -178,7 +176,7 @@ def entry_layouts(exp) -> tuple:
     """The layout the program's signature states for each input (None: unstated)."""
     return tuple(
         spec_layout(s) if s is not None and getattr(s, "mesh", None) is not None and s.mesh.axis_names else None
-        for s in exp._in_named_shardings
+        for s in jax_private.in_shardings(exp)
     )
 
 

@@ -12,13 +12,15 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Row", "ClassResults", "load", "MISSING"]
+__all__ = ["ClassRow", "ClassResults", "load", "MISSING"]
 
 MISSING = "missing"  # the status of a row whose student handed nothing in (autograder.runner)
 
 
 @dataclass
-class Row:
+class ClassRow:
+    """One row of grades.csv as the class report reads it (the grader's own row is `records.Row`)."""
+
     student: str
     assignment: str
     score: float
@@ -34,7 +36,7 @@ class Row:
 
 @dataclass
 class ClassResults:
-    rows: list[Row]
+    rows: list[ClassRow]
     source: str = ""
     protections: list[dict] = field(default_factory=list)  # results.json "protections" (protections.as_json)
     references: dict[str, dict] = field(default_factory=dict)  # results.json "references" (outputs.reference_notes)
@@ -47,7 +49,7 @@ class ClassResults:
     def students(self) -> list[str]:
         return sorted({r.student for r in self.rows})
 
-    def graded(self, assignment: str) -> list[Row]:
+    def graded(self, assignment: str) -> list[ClassRow]:
         """The rows of `assignment` with a hand-in (missing ones are counted apart, never averaged in)."""
         return [r for r in self.rows if r.assignment == assignment and r.status != MISSING]
 
@@ -75,7 +77,7 @@ def load(out: Path) -> ClassResults:
         if missing_cols:
             raise ValueError(f"{grades}: missing column(s) {sorted(missing_cols)}")
         rows = [
-            Row(
+            ClassRow(
                 student=r["student"],
                 assignment=r["assignment"],
                 score=_float(r["score"], f"{grades} score of {r['student']}"),

@@ -47,7 +47,7 @@ from collections import Counter, OrderedDict
 from pathlib import Path
 
 from ..records import Late
-from .class_results import MISSING, ClassResults, Row, load
+from .class_results import MISSING, ClassResults, ClassRow, load
 from .course_info import CourseInfo, course_info, default_course
 from .inert import CSP_META
 from .report_figures import MIME as FIGURE_MIME
@@ -139,7 +139,7 @@ def _exercise_stats(cells: list[dict]) -> dict:
     }
 
 
-def _graded(results: ClassResults, aid: str) -> list[Row]:
+def _graded(results: ClassResults, aid: str) -> list[ClassRow]:
     return results.graded(aid)
 
 
@@ -166,7 +166,7 @@ def _attention_section(results: ClassResults, out: Path | None) -> list[str]:
     return parts
 
 
-def _student_cell(row: Row | None, out: Path | None) -> str:
+def _student_cell(row: ClassRow | None, out: Path | None) -> str:
     if row is None or row.status == MISSING:
         return '<td class="missing">missing</td>'
     score = f"{row.score:g}/{row.max_score:g}"
@@ -214,7 +214,7 @@ def _late_section(results: ClassResults, out: Path | None) -> list[str]:
     return parts
 
 
-def _late_line(row: Row, late: Late | None) -> str:
+def _late_line(row: ClassRow, late: Late | None) -> str:
     """A row's late line in English (the report's language), from results.json's record; else its times."""
     if late is not None:
         return say_late(late, "en")

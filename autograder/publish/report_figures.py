@@ -17,7 +17,7 @@ import base64
 from collections import Counter, OrderedDict
 from xml.sax.saxutils import escape
 
-from .class_results import Row
+from .class_results import ClassRow
 
 __all__ = ["score_counts", "total_figure", "exercise_figure", "histogram_svg", "MIME", "BAR", "ZERO"]
 
@@ -106,7 +106,7 @@ def _svg(width: float, height: float, label: str, parts: list[str]) -> str:
     return base64.b64encode(doc.encode("utf-8")).decode("ascii")
 
 
-def total_figure(aid: str, rows: list[Row]) -> str:
+def total_figure(aid: str, rows: list[ClassRow]) -> str:
     maximum = max(r.max_score for r in rows)
     title = f"{aid}: total score ({len(rows)} graded)"
     pairs = score_counts([r.score for r in rows], maximum)

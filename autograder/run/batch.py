@@ -54,7 +54,7 @@ from .pool import Pool
 from .reference_lock import ReferenceLock
 from .references import load_references, new_run_secret, reference_key, save_references
 from .time_limits import retry_timeout, time_limits
-from .worker import Config, worker_main
+from .worker import WorkerConfig, worker_main
 
 __all__ = ["run_all"]
 
@@ -176,7 +176,7 @@ class _Grading:
     def __init__(self, batch: Batch, sources: dict, sandbox, caches: _Caches, locks: dict, results: BatchResults):
         opts = batch.opts
         self.batch, self.sources, self.caches, self.locks, self.results = batch, sources, caches, locks, results
-        self.cfg = Config(
+        self.cfg = WorkerConfig(
             sources=sources,
             sandbox=sandbox,
             timeout=opts.timeout,

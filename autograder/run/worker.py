@@ -56,11 +56,11 @@ from .executor import NotebookLimits, run_notebook
 from .references import load_references
 from .time_limits import slowest, worth_retrying
 
-__all__ = ["Config", "Worker", "worker_main"]
+__all__ = ["WorkerConfig", "Worker", "worker_main"]
 
 
 @dataclass
-class Config:
+class WorkerConfig:
     sources: dict
     sandbox: Sandbox
     timeout: float
@@ -75,7 +75,7 @@ class Config:
 
 
 class Worker:
-    def __init__(self, wid: int, cfg: Config):
+    def __init__(self, wid: int, cfg: WorkerConfig):
         self.wid = wid
         self.cfg = cfg
         self.n = 0
@@ -440,7 +440,7 @@ def _peak_rss_kb() -> int:
     return 0
 
 
-def worker_main(wid: int, conn, cfg: Config) -> None:
+def worker_main(wid: int, conn, cfg: WorkerConfig) -> None:
     """Serve tasks from the pipe `conn` until it sends None (or closes)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process decides when to stop
     os.setpgid(0, 0)  # so the main process can kill us with our helpers

@@ -33,7 +33,8 @@ granted (the kernel has no capabilities). `clone3` fails with ENOSYS, as in
 Docker, because a classic BPF filter cannot read its flags (they are behind a
 pointer): glibc then falls back to `clone`, whose flags the filter checks.
 
-What must keep working, and does (tests/autograder/sandbox/test_seccomp.py): Python and
+What must keep working, and does (tests/autograder/sandbox/test_seccomp.py; the table itself, every name a real
+system call: test_syscalls.py): Python and
 its threads, JAX/XLA's thread pools, the Jupyter kernel's zmq sockets (TCP on
 loopback, epoll, eventfd), `subprocess`, and gloo's TCP collectives between
 two processes (notebook 06's multi-process exercises).
@@ -386,5 +387,5 @@ ALLOWED_ON = {"x86_64": ("arch_prctl", "modify_ldt")}
 
 # Allowed only with these arguments (Docker's conditional rules).
 AF_VSOCK = 40
-PERSONALITIES = (0x0, 0x8, 0x20000, 0x20008, 0xFFFFFFFF)  # PER_LINUX, +UNAME26, +ADDR_NO_RANDOMIZE, query
+PERSONALITIES = (0x0, 0x8, 0x20000, 0x20008, 0xFFFFFFFF)  # PER_LINUX, PER_LINUX32, UNAME26, both, query
 CLONE_NAMESPACES = 0x7E020000  # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET

@@ -4,7 +4,7 @@
 # Autograde, Generate Feedback and Release Feedback routes with a message (use `make grade` and
 # `make return-feedback`) and runs nothing: nbgrader's own autograde would run student notebooks outside
 # the sandbox, as the formgrader's user, and overwrite the sandboxed grader's scores in the gradebook.
-# nbgrader_config.py next to this file makes formgrader's Collect take hand-ins through autograder/intake/handin.py.
+# nbgrader_config.py next to this file makes formgrader's Collect take hand-ins through autograder/intake/inbound.py.
 c = get_config()  # noqa: F821
 
 c.ServerApp.jpserver_extensions.update({"autograder.formgrader.guard": True})

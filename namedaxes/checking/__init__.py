@@ -27,10 +27,11 @@ mistakes). One job per module:
   calls: `NotAttempted`), a collective over an axis name nothing binds, a traced value
   turned into NumPy, and any other error raised in the student's own code (quoted with
   its cell line). Exercise modules add only rules of their own.
-- `values`: type, shape, dtype and value checks (`expect_array`, `expect_close`, ...).
+- `values`: type, shape, dtype and value checks (`expect_array`, `expect_close`, ...), and what every
+  notebook's messages show of a value (`show_values`, `show_number`, `first_line`; `f32` for its inputs).
 - `traced`: communication read from the jaxpr (`collectives`, `expect_collective`).
-- `compiled`: communication and layouts read from the compiled program, as the grader
-  judges them (`examined`, `expect_communication`, `expect_regions`, ...).
+- `compiled`: communication, layouts and one device's work read from the compiled program, as the
+  grader judges them (`examined`, `expect_communication`, `expect_regions`, `expect_work_within`, ...).
 - `regions`: the grader's region and communication steps for answers that are per-device
   functions, shared by notebooks 05, 06 and 07 (`expect_own_shard`, `judge_regions`).
 - `proving`: pitfall cells (`show_error`) and checks proven both ways (`assert_check_*`).
@@ -42,7 +43,7 @@ mistakes). One job per module:
       progress = progress_of(__name__)     # q.progress()
       TEXT = Messages({...})               # its sentences, in the kernel's language
 
-- `verdicts`: the registry of exercises and their last `Verdict` (passed, failed, not
+- `registry`: the registry of exercises and their `LastCheck` (passed, failed, not
   attempted); `progress_list`: `progress(module)` (exposed as `q.progress()` in each
   notebook) lists which exercises pass, are wrong, are not started, changed since their
   check, or were not checked yet.
@@ -69,6 +70,7 @@ from .compiled import (
     expect_output_layouts,
     expect_reaching_collective,
     expect_regions,
+    expect_work_within,
     reaching_communication,
 )
 from .exercise import Exercise, exercises_for
@@ -79,7 +81,16 @@ from .proving import assert_check_fails, assert_check_passes, show_error
 from .stubs import install_stub_handler
 from .text import NOT_WRITTEN_YET, TEXT
 from .traced import collective_axes, collectives, expect_collective, expect_no_collective
-from .values import expect_array, expect_close, expect_replicated, same_values, show_values
+from .values import (
+    expect_array,
+    expect_close,
+    expect_replicated,
+    f32,
+    first_line,
+    same_values,
+    show_number,
+    show_values,
+)
 
 __all__ = [
     "CheckFailed",
@@ -100,11 +111,15 @@ __all__ = [
     "expect_regions",
     "expect_output_layouts",
     "describe_layout",
+    "expect_work_within",
     "show_error",
     "assert_check_fails",
     "assert_check_passes",
     "fail",
     "show_values",
+    "show_number",
+    "f32",
+    "first_line",
     "same_values",
     "NOT_WRITTEN_YET",
     "not_written_yet",

@@ -14,11 +14,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .explaining import _quoted
-from .failures import _fail
+from .explaining import quoted_names
+from .failures import fail, fail_paragraph
 from .text import TEXT
 
 __all__ = [
+    "expect_work_within",
     "reaching_communication",
     "expect_reaching_collective",
     "examined",
@@ -43,7 +44,7 @@ def examined(fn: Callable, *args, rtol: float | None = None, atol: float | None 
     it reaches the outputs, its per-device regions and where its results live)."""
     import jax
 
-    from ..grading import _EXPORT, _JIT
+    from ..grading import EXPORT, JIT
     from ..judging import examine
 
     leaves, tree = jax.tree_util.tree_flatten(args)
@@ -57,7 +58,7 @@ def examined(fn: Callable, *args, rtol: float | None = None, atol: float | None 
         )
         for v in leaves
     ]
-    exp = _EXPORT(_JIT(fn))(*jax.tree_util.tree_unflatten(tree, abstract))
+    exp = EXPORT(JIT(fn))(*jax.tree_util.tree_unflatten(tree, abstract))
     return examine(exp, [np.asarray(v) for v in leaves], rtol=rtol, atol=atol)
 
 
@@ -85,10 +86,10 @@ def expect_communication(
         seen = TEXT["list_sep"].join(facts.present)
         want = f"`{primitive}`" if primitive else TEXT["a_collective"]
         template = TEXT["collective_missing"] if seen else TEXT["collective_missing_none"]  # whole sentences
-        _fail(template.format(name=name, axis=axis_name, want=want, seen=seen, hint=hint))
+        fail_paragraph(template.format(name=name, axis=axis_name, want=want, seen=seen, hint=hint))
     if reaching and not any(wanted(d) for d in facts.matters):
         dead = next(d for d in facts.present if wanted(d))
-        _fail(TEXT["collective_unused"].format(name=name, collective=dead, hint=hint))
+        fail_paragraph(TEXT["collective_unused"].format(name=name, collective=dead, hint=hint))
 
 
 def expect_regions(name: str, facts, want: tuple, hint: str = "") -> None:
@@ -101,19 +102,19 @@ def expect_regions(name: str, facts, want: tuple, hint: str = "") -> None:
         return
     found = region_difference(want, facts.regions)  # not None: some wanted region has no live counterpart
     if region_difference(want, facts.regions + facts.dead_regions) is None:  # only dead regions match
-        _fail(
+        fail_paragraph(
             TEXT["layout_region_dead"].format(
                 name=name,
-                axes=_quoted(want[0][0]),
+                axes=quoted_names(want[0][0]),
                 hint=hint,
                 want=TEXT["list_sep"].join(describe_layout(i) for i in want[0][1]),
             )
         )
     if found.kind == "input":
-        _fail(
+        fail_paragraph(
             TEXT["layout_region_input"].format(
                 name=name,
-                axes=_quoted(found.axes),
+                axes=quoted_names(found.axes),
                 n=found.n,
                 got=describe_layout(found.got),
                 want=describe_layout(found.want),
@@ -121,9 +122,9 @@ def expect_regions(name: str, facts, want: tuple, hint: str = "") -> None:
             )
         )
     axes, ins = want[0][0], want[0][1]
-    _fail(
+    fail_paragraph(
         TEXT["layout_no_region"].format(
-            name=name, axes=_quoted(axes), hint=hint, want=TEXT["list_sep"].join(describe_layout(i) for i in ins)
+            name=name, axes=quoted_names(axes), hint=hint, want=TEXT["list_sep"].join(describe_layout(i) for i in ins)
         )
     )
 
@@ -133,7 +134,7 @@ def expect_output_layouts(name: str, facts, want: tuple, hint: str = "") -> None
     step: split or replicated, over which mesh axes)."""
     for n, (w, g) in enumerate(zip(want, facts.out_layouts)):
         if tuple(w) != tuple(g):
-            _fail(
+            fail_paragraph(
                 TEXT["layout_output"].format(
                     name=name, n=n + 1, got=describe_layout(g), want=describe_layout(w), hint=hint
                 )
@@ -144,7 +145,7 @@ def expect_reaching_collective(name: str, fn: Callable, *args, collective: str, 
     """`jax.jit(fn)(*args)` performs `collective` (a description such as "psum over 'devices'") and its
     result reaches the outputs (`reaching_communication`)."""
     if collective not in reaching_communication(fn, *args):
-        _fail(TEXT["collective_unused"].format(name=name, collective=collective, hint=hint))
+        fail_paragraph(TEXT["collective_unused"].format(name=name, collective=collective, hint=hint))
 
 
 # ---------------------------------------------------------------- one compile per program (issue 46)
@@ -187,3 +188,22 @@ def compiled_once(lowered, options: dict | None = None):
         while len(_COMPILED) > COMPILED_MEMO:
             _COMPILED.popitem(last=False)
     return compiled
+
+
+def expect_work_within(
+    work, fact: str, want: float, factor: float, say: Callable[..., str], key: str, **fields
+) -> None:
+    """One device's `fact` of `work` (a fact of `namedaxes.judging.WORK_FACTS`, read from the compiled program as
+    the grader reads it) at most `factor` times the reference's `want`; else a failure with the message
+    `say(key, **fields)`, to which this adds `ratio`, `got`, `want` and `factor` (FLOPs as `1.5e+04`, bytes
+    as they are): the answer does more than its share of the work on one device."""
+    import dataclasses
+
+    from ..judging import Work, work_excess
+
+    excess = work_excess(work, dataclasses.replace(Work(0.0, 0, 0), **{fact: want}), {fact: factor})
+    if excess is None:
+        return
+    shown = (lambda value: f"{value:g}") if fact == "flops" else (lambda value: value)
+    got = shown(getattr(work, fact))
+    fail(say(key, ratio=f"{excess[1]:.1f}", got=got, want=shown(want), factor=f"{factor:g}", **fields))

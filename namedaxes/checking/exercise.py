@@ -10,9 +10,9 @@ and makes each exercise with `exercise("scaled_sum", _check_scaled_sum, hints=[.
 
 Known mistakes: an exercise whose check diagnoses a wrong answer's values by the results of the usual
 mistakes names them, each with the hint that addresses it: `mistakes={"weighted_from_one": 3, ...}` (keys
-of its module's `TEXT`, the very sentence the check adds). Its module then has
-`known_mistakes(exercise, case, inputs)`: those mistakes' results on one graded case's inputs, as
-`(values, key, fields)`. The check and the grader's judge both call it (the judge on its hidden inputs,
+of its module's `TEXT`, the very sentence the check adds). Its module (a notebook's package, whose
+`__init__` re-exports it) then has `known_mistakes(exercise, case, inputs)`: those mistakes' results on
+one graded case's inputs, as `(values, key, fields)`. The check and the grader's judge both call it (the judge on its hidden inputs,
 `autograder/judge/mistakes.py`), so the class's misconception map says what the check said.
 Nothing inspects the caller's frame: the module an exercise belongs to (its progress list, its
 `q.<attr>` in hints) is the one it names.
@@ -29,9 +29,9 @@ from ..i18n import gettext
 from .course_devices import expect_course_devices
 from .explaining import explained, translate
 from .failures import CheckFailed, NotAttempted
+from .registry import FAILED, NOT_ATTEMPTED, PASSED, LastCheck, record, register
 from .rendering import GREEN, color
 from .text import TEXT
-from .verdicts import FAILED, NOT_ATTEMPTED, PASSED, Verdict, record, register
 
 __all__ = ["Exercise", "exercises_for"]
 
@@ -50,7 +50,7 @@ class Exercise:
     `check` runs the module's check inside `explained(name)`, so crashes the module
     does not translate itself still read as feedback; then, once the hidden test's first program
     exports (`_expect_recordable`), `judge(answer)` if given (the grader's judging steps that need an
-    exportable program: layout, communication that matters); it records its verdict for
+    exportable program: layout, communication that matters); it records its last check for
     `progress`. Several `Exercise` objects may share a `name` (one per test cell of an
     exercise): the exercise passes when all of them do.
     """
@@ -99,15 +99,15 @@ class Exercise:
                     self._judge(*answer)
         except CheckFailed as err:
             kind = NotAttempted if isinstance(err, NotAttempted) else CheckFailed
-            record(self, Verdict(NOT_ATTEMPTED if kind is NotAttempted else FAILED, str(err), answer))
+            record(self, LastCheck(NOT_ATTEMPTED if kind is NotAttempted else FAILED, str(err), answer))
             # A fresh exception without the checker's internal frames; IPython shows only its message.
             failure = kind(str(err))
             failure.hint_line = TEXT["hint_line"].format(attr=self._attr()) if self._hints else ""
             raise failure from None
         except BaseException as err:
-            record(self, Verdict(FAILED, f"{type(err).__name__}: {err}", answer))
+            record(self, LastCheck(FAILED, f"{type(err).__name__}: {err}", answer))
             raise
-        record(self, Verdict(PASSED, "", answer))
+        record(self, LastCheck(PASSED, "", answer))
         _say(color(GREEN, TEXT["passed"].format(name=self.name)))
 
     def _expect_recordable(self, answer: tuple) -> None:

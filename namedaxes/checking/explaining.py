@@ -57,7 +57,7 @@ def _is_cell_file(filename: str) -> bool:
     return "ipykernel_" in filename or filename.startswith("<ipython-input")
 
 
-def _user_frames(tb) -> list:
+def user_frames(tb) -> list:
     """The traceback's frames in notebook cells (the student's code), outermost first."""
     frames = []
     while tb is not None:
@@ -80,7 +80,7 @@ def _axis_constants() -> dict[str, str]:
     return {v: k for k, v in vars(axes).items() if k.isupper() and isinstance(v, str)}
 
 
-def _quoted(names: Iterable[str]) -> str:
+def quoted_names(names: Iterable[str]) -> str:
     return TEXT["and"].join(f"'{n}'" for n in names)
 
 
@@ -93,7 +93,7 @@ def _unbound_message(name: str, err: NameError, axis: str, run: str | None, bind
         else:
             fix = TEXT["fix_axes"].format(consts=TEXT["and"].join(f"`{consts.get(b, b)}` ('{b}')" for b in binds))
     # nothing to compare with: no "binds only" sentence
-    binds_only = TEXT["binds_only"].format(run=run or TEXT["the_check"], bound=_quoted(binds)) if binds else ""
+    binds_only = TEXT["binds_only"].format(run=run or TEXT["the_check"], bound=quoted_names(binds)) if binds else ""
     text = TEXT["unbound_axis"].format(name=name, jax_error=jax_error, axis=axis, binds_only=binds_only, fix=fix or "")
     return text.strip()
 
@@ -119,7 +119,7 @@ def translate(
         message = rule(err)
         if message:
             return message
-    frames = _user_frames(err.__traceback__)
+    frames = user_frames(err.__traceback__)
     if not_started(err) and isinstance(err, NotImplementedError):
         callee = frames[-1].tb_frame.f_code.co_name if frames else None
         return not_written_yet(name, callee=callee if callee not in (None, "<module>") else None)

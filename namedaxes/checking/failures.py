@@ -20,7 +20,7 @@ from typing import NoReturn
 
 from .rendering import render_failure
 
-__all__ = ["CheckFailed", "NotAttempted", "fail"]
+__all__ = ["CheckFailed", "NotAttempted", "fail", "fail_paragraph"]
 
 
 class CheckFailed(AssertionError):
@@ -51,7 +51,7 @@ _FULL_STOP_IN_QUOTE = re.compile(r"[.](?=[\"”']?[。，；：！？])")
 
 
 def fail(msg: str, *, kind: type[CheckFailed] = CheckFailed) -> NoReturn:
-    """Raise `CheckFailed` with `msg` as given (see `_fail` for the reflowing variant), with one rule of
+    """Raise `CheckFailed` with `msg` as given (see `fail_paragraph` for the reflowing variant), with one rule of
     composition: a sentence appended to another starts with a space in English (" That is ..."), but
     full-width punctuation carries its own space, so a space after it (。 这是 ...) is dropped; and a quoted
     English text (JAX's error) that ends with a full stop, quoted in a Chinese sentence, loses that stop
@@ -59,6 +59,6 @@ def fail(msg: str, *, kind: type[CheckFailed] = CheckFailed) -> NoReturn:
     raise kind(_FULL_STOP_IN_QUOTE.sub("", _SPACE_AFTER_FULL_WIDTH.sub("", msg)))
 
 
-def _fail(msg: str, *, kind: type[CheckFailed] = CheckFailed) -> NoReturn:
+def fail_paragraph(msg: str, *, kind: type[CheckFailed] = CheckFailed) -> NoReturn:
     """Raise with the message as one paragraph (source indentation removed)."""
     fail(" ".join(line.strip() for line in msg.strip().splitlines() if line.strip()), kind=kind)

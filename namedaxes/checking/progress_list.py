@@ -4,12 +4,13 @@ or were not checked yet (`q.progress()` in each notebook, made by `progress_of(_
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable
 
 from . import notebook
+from .registry import FAILED, NOT_ATTEMPTED, LastCheck, exercises, last
 from .rendering import BOLD, GREEN, RED, color
 from .text import TEXT
-from .verdicts import FAILED, NOT_ATTEMPTED, Verdict, exercises, last
 
 __all__ = ["progress", "progress_of", "progress_rows"]
 
@@ -25,6 +26,13 @@ def _changed_since_check(answer: tuple, namespace: dict | None) -> bool:
     return False
 
 
+def _in_notebook_order(module: str, found: list) -> list:
+    """`found` (exercises of `module`) in the order of the notebook's face, its `__all__`: a notebook's package
+    imports its exercise modules in whatever order, so the order they registered in is not the notebook's."""
+    face = list(getattr(sys.modules.get(module), "__all__", ()))
+    return sorted(found, key=lambda ex: face.index(ex.name) if ex.name in face else len(face))
+
+
 def progress_rows(module: str) -> list[tuple[str, str, str]]:
     """(exercise name, status, detail) for each exercise of `module`, in notebook order.
 
@@ -33,8 +41,8 @@ def progress_rows(module: str) -> list[tuple[str, str, str]]:
     since its check ran), "unchecked" (some check never ran).
     """
     namespace = notebook.user_namespace()
-    groups: dict[str, list[Verdict | None]] = {}
-    for ex in exercises(module):
+    groups: dict[str, list[LastCheck | None]] = {}
+    for ex in _in_notebook_order(module, exercises(module)):
         groups.setdefault(ex.name, []).append(last(ex))
     rows = []
     for name, results in groups.items():

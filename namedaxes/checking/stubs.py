@@ -18,11 +18,11 @@ from __future__ import annotations
 import re
 
 from ..kernel_start import HANDLED, MARK
-from .explaining import _user_frames
+from .explaining import user_frames
 from .notebook import ipython
+from .registry import NOT_ATTEMPTED, LastCheck, exercises, record
 from .rendering import render_failure
 from .text import TEXT
-from .verdicts import NOT_ATTEMPTED, Verdict, exercises, record
 
 __all__ = ["undefined_answer", "run_order_message", "install_stub_handler", "show_error"]
 
@@ -32,11 +32,11 @@ def undefined_answer(value: BaseException) -> str | None:
     not run), else None; every check of that exercise is then recorded as not attempted."""
     name = getattr(value, "name", None) if type(value) is NameError else None
     found = [ex for ex in exercises() if name and ex.name == name]
-    if not found or not _user_frames(value.__traceback__):
+    if not found or not user_frames(value.__traceback__):
         return None
     message = TEXT["not_defined_yet"].format(name=name)
     for ex in found:
-        record(ex, Verdict(NOT_ATTEMPTED, message))
+        record(ex, LastCheck(NOT_ATTEMPTED, message))
     return message
 
 
@@ -44,7 +44,7 @@ def run_order_message(value: BaseException) -> str | None:
     """One line for `NameError: name 'X' is not defined` raised by a cell's own top-level code: run the
     cells above first (for `q`: the import cell). A name missing inside a function is left to Python."""
     name = getattr(value, "name", None) if type(value) is NameError else None
-    frames = _user_frames(value.__traceback__) if name else []
+    frames = user_frames(value.__traceback__) if name else []
     if not frames or frames[-1].tb_frame.f_code.co_name != "<module>" or frames[-1].tb_next is not None:
         return None
     return TEXT["q_not_defined"] if name == "q" else TEXT["run_cells_above"].format(name=name)
@@ -61,7 +61,7 @@ def _stub_message(value: BaseException) -> str | None:
         return TEXT["uses_unwritten"].format(name=shipped[-1]) if shipped else None
     if not isinstance(value, NotImplementedError) or str(value):
         return None  # a library's NotImplementedError: keep its traceback
-    frames = _user_frames(value.__traceback__)
+    frames = user_frames(value.__traceback__)
     if not frames:
         return None
     where = frames[-1].tb_frame.f_code.co_name

@@ -1,7 +1,7 @@
 """Every sentence a student can read from the exercise core, in one table (translate here, nowhere else).
 
 The table is a `Messages` table (`namedaxes.i18n`): a lookup comes back in the kernel's language, and
-`tools/translate.py` extracts its English templates into `locale/zh/namedaxes.po`. The modules of
+`tools/translate/` extracts its English templates into `locale/zh/namedaxes.po`. The modules of
 `namedaxes.checking` only pick templates and fill in their fields.
 """
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from .failures import _fail
+from .failures import fail_paragraph
 from .text import TEXT
 
 __all__ = ["collectives", "collective_axes", "expect_collective", "expect_no_collective"]
@@ -68,14 +68,14 @@ def expect_collective(
         seen = TEXT["list_sep"].join(TEXT["over"].format(primitive=p, axes=axes) for p, axes in sorted(found))
         want = TEXT["or"].join(f"`{p}`" for p in primitives) if primitives else TEXT["a_collective"]
         template = TEXT["collective_missing"] if seen else TEXT["collective_missing_none"]  # whole sentences
-        _fail(template.format(name=name, axis=axis_name, want=want, seen=seen, hint=hint))
+        fail_paragraph(template.format(name=name, axis=axis_name, want=want, seen=seen, hint=hint))
 
 
 def expect_no_collective(name: str, fn: Callable, *args, axis_name: str, axis_env, hint: str = "") -> None:
     """`fn` performs no collective over `axis_name`."""
     found = [(p, axes) for p, axes in collectives(fn, *args, axis_env=axis_env) if axis_name in axes]
     if found:
-        _fail(
+        fail_paragraph(
             TEXT["collective_unwanted"].format(
                 name=name, axis=axis_name, found=TEXT["list_sep"].join(p for p, _ in found), hint=hint
             )

@@ -6,19 +6,58 @@ from typing import Any
 
 import numpy as np
 
-from .failures import _fail
+from .failures import fail_paragraph
 from .text import TEXT
 
-__all__ = ["show_values", "same_values", "expect_array", "expect_close", "expect_replicated"]
+__all__ = [
+    "show_values",
+    "show_number",
+    "f32",
+    "first_line",
+    "same_values",
+    "expect_array",
+    "expect_close",
+    "expect_replicated",
+]
 
 
-def show_values(value: Any, *, dtype: Any = None, threshold: int = 16) -> str:
+def show_values(
+    value: Any,
+    *,
+    dtype: Any = None,
+    threshold: int = 16,
+    separator: str = ", ",
+    one_line: bool = False,
+    scalar_as_number: bool = False,
+) -> str:
     """`value` for a message: 4 decimals, arrays of more than `threshold` entries summarised, entries
-    separated by ", ".
+    separated by `separator`; `one_line`: never broken into lines (the message is wrapped when shown);
+    `scalar_as_number`: a single number as `show_number` writes it (`8`, not `8.`).
 
     `dtype` (e.g. `float`) converts first, so integers print as `1.` like the floats beside them.
     """
-    return np.array2string(np.asarray(value, dtype=dtype), precision=4, threshold=threshold, separator=", ")
+    array = np.asarray(value, dtype=dtype)
+    if scalar_as_number and array.ndim == 0:
+        return show_number(array)
+    width = 10**6 if one_line else None
+    return np.array2string(array, precision=4, threshold=threshold, separator=separator, max_line_width=width)
+
+
+def show_number(value: Any) -> str:
+    """One number for a message, to 6 significant digits (`1.5`, `0.333333`, `1e+06`)."""
+    return f"{float(value):g}"
+
+
+def f32(values: Any) -> np.ndarray:
+    """`values` as a float32 NumPy array (the checks' inputs and expected values)."""
+    return np.asarray(values, np.float32)
+
+
+def first_line(err: BaseException, limit: int = 260) -> str:
+    """The first line of an error's message for a message of the checks (its type when it says nothing),
+    at most `limit` characters."""
+    text = str(err)
+    return (text.splitlines()[0] if text else type(err).__name__)[:limit]
 
 
 def same_values(a: Any, b: Any, tol: float = 1e-5, *, dtype: Any = None) -> bool:
@@ -35,13 +74,13 @@ def expect_array(name: str, value: Any, *, shape: tuple | None = None, dtype: An
     import jax
 
     if isinstance(value, np.ndarray) and not isinstance(value, jax.Array):
-        _fail(TEXT["numpy_array"].format(name=name))
+        fail_paragraph(TEXT["numpy_array"].format(name=name))
     if not isinstance(value, jax.Array):
-        _fail(TEXT["not_an_array"].format(name=name, type=type(value).__name__, value=f"{value!r:.80}"))
+        fail_paragraph(TEXT["not_an_array"].format(name=name, type=type(value).__name__, value=f"{value!r:.80}"))
     if shape is not None and tuple(value.shape) != tuple(shape):
-        _fail(TEXT["wrong_shape"].format(name=name, want=tuple(shape), got=tuple(value.shape)))
+        fail_paragraph(TEXT["wrong_shape"].format(name=name, want=tuple(shape), got=tuple(value.shape)))
     if dtype is not None and np.dtype(value.dtype) != np.dtype(dtype):
-        _fail(TEXT["wrong_dtype"].format(name=name, want=np.dtype(dtype).name, got=np.dtype(value.dtype).name))
+        fail_paragraph(TEXT["wrong_dtype"].format(name=name, want=np.dtype(dtype).name, got=np.dtype(value.dtype).name))
 
 
 def expect_close(
@@ -50,11 +89,11 @@ def expect_close(
     """Values of `value` equal `expected` within tolerance (shapes must already match)."""
     got, want = np.asarray(value), np.asarray(expected)
     if got.shape != want.shape:
-        _fail(TEXT["wrong_shape"].format(name=name, want=want.shape, got=got.shape))
+        fail_paragraph(TEXT["wrong_shape"].format(name=name, want=want.shape, got=got.shape))
     if not np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True):
         bad = np.argwhere(~np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True))
         where = tuple(int(i) for i in bad[0]) if bad.size else ()
-        _fail(
+        fail_paragraph(
             TEXT["wrong_values"].format(
                 name=name,
                 want=np.array2string(want, precision=4, threshold=16),
@@ -72,4 +111,4 @@ def expect_replicated(name: str, value: Any, *, axis_name: str, hint: str = "") 
         return
     if not all(np.allclose(got[i], got[0], rtol=1e-5, atol=1e-5, equal_nan=True) for i in range(1, got.shape[0])):
         per_device = np.array2string(got, precision=4, threshold=16)
-        _fail(TEXT["not_replicated"].format(name=name, values=per_device, axis=axis_name, hint=hint))
+        fail_paragraph(TEXT["not_replicated"].format(name=name, values=per_device, axis=axis_name, hint=hint))

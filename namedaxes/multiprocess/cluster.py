@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 
 from .errors import WorkerError, WorkerTimeout
-from .output import _main_thread_stack, filter_noise
+from .output import filter_noise, main_thread_stack
 from .payload import pack
 from .processes import free_port
 from .shipping import ship
@@ -396,7 +396,7 @@ class Cluster:
         offsets = self._err_offsets
         text = filter_noise(self._read(i, "stderr")[offsets[i] if i < len(offsets) else 0 :])
         if where:
-            text = _main_thread_stack(text)
+            text = main_thread_stack(text)
         return "\n".join(text.splitlines()[-lines:])
 
     def _tail_text(self, i: int, *, where: bool = False) -> str:

@@ -21,7 +21,7 @@ def filter_noise(text: str) -> str:
     return "\n".join(line for line in text.splitlines() if not _NOISE.search(line))
 
 
-def _main_thread_stack(text: str) -> str:
+def main_thread_stack(text: str) -> str:
     """From a faulthandler dump, keep the job's thread: drop the other threads' stacks."""
     blocks = re.split(r"\n(?=Thread 0x|Current thread 0x)", text)
     dumps = [b for b in blocks if b.startswith(("Thread 0x", "Current thread 0x"))]

@@ -24,7 +24,7 @@ def run_cell(source: str, number: int = 1) -> dict:
 
 
 def fresh_module(name: str, monkeypatch) -> dict:
-    monkeypatch.setitem(checking.verdicts._REGISTRY, name, {})
+    monkeypatch.setitem(checking.registry._REGISTRY, name, {})
     return {
         "a": Exercise("a", lambda f: expect_close("a", f(1.0), 2.0), module=name),
         "a_structure": Exercise("a", lambda f: None, module=name),

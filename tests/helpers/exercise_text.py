@@ -1,7 +1,7 @@
 """The contract of a notebook's sentences, for its exercise tests: every entry of its `TEXT` is used by a check.
 
-A notebook's checks are one module (its `TEXT` table first, the checks after `_say = TEXT.say`) or a package
-(its `TEXT` in text.py, its checks in the other modules); `unused_text` reads the checks' source as text.
+A notebook's checks are a package (its `TEXT` in text.py, its checks in the other modules); `unused_text`
+reads the checks' source as text.
 """
 
 from __future__ import annotations
@@ -9,16 +9,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-SAID = r"_say\(\s*\"{key}\""  # a key used as `_say("key", ...)`
+SAID = r"\bsay\(\s*\"{key}\""  # a key used as `say("key", ...)` (or `TEXT.say("key", ...)`)
 NAMED = r"[\"']{key}[\"']"  # a key named anywhere (through a table of rules, say)
 
 
 def _checks_source(q) -> str:
-    path = Path(q.__file__)
-    if path.name == "__init__.py":
-        return "".join(p.read_text(encoding="utf-8") for p in sorted(path.parent.glob("*.py")) if p.name != "text.py")
-    source = path.read_text(encoding="utf-8")
-    return source[source.index("_say = TEXT.say") :]
+    folder = Path(q.__file__).parent
+    return "".join(p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.py")) if p.name != "text.py")
 
 
 def unused_text(q, used: str = SAID) -> list[str]:

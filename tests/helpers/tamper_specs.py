@@ -719,7 +719,8 @@ def point_links_at(ref_folder: str) -> None:
 # ---------------------------------------------------------------- issue 46: a circulated table of right figures
 def old_hidden_cost_cases() -> list:
     """Notebook 10's hidden cost cases of before issue 46: drawn the same in every run, from the grade id."""
-    from namedaxes.exercises.training_at_scale import LAYOUTS, _usable
+    from namedaxes.exercises.training_at_scale.cases import LAYOUTS
+    from namedaxes.exercises.training_at_scale.cases import usable as _usable
     from namedaxes.grading import rng
     from namedaxes.transformer import Config
 
@@ -763,12 +764,12 @@ def circulated_answers() -> dict[str, str]:
     then circulated (any other case: zeros, or pure data parallelism). They pass the visible checks; the
     grader's cases of a run are in no table."""
     from namedaxes.exercises import training_at_scale as q
-    from namedaxes.exercises import training_time
+    from namedaxes.exercises.training_at_scale import timing as training_time
     from tools.answer_tables import solution_answers
 
     right = solution_answers(A10, ("step_costs", "choose_layout", "step_time"))
-    costs = {repr(c): right["step_costs"](*c) for c in [*q._COST_CASES, *old_hidden_cost_cases()]}
-    chosen = {repr(c): tuple(right["choose_layout"](*c)) for c in [*q._LAYOUT_CASES, *old_hidden_layouts()]}
+    costs = {repr(c): right["step_costs"](*c) for c in [*q.cases.COST_CASES, *old_hidden_cost_cases()]}
+    chosen = {repr(c): tuple(right["choose_layout"](*c)) for c in [*q.cases.LAYOUT_CASES, *old_hidden_layouts()]}
     times = {repr((*c[:3], sorted(c[3].items()))): right["step_time"](*c) for c in training_time._TIME_CASES}
     return {
         "step_costs_answer": f"_FIGURES = {costs!r}\n\n"

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from hub import accounts as hub_accounts
-from hub import handin as hub_handin
+from hub import instructor as hub_handin
 from hub import layout, server
 from hub.deployment import Deployment
 
@@ -109,7 +109,7 @@ def as_user(
 
 
 def handin(dep: Deployment, course: str, *args: str) -> str:
-    """tools.handin as the course's grader (hub/handin.py `command`: what `make ... HUB=1` runs)."""
+    """tools.handin as the course's grader (hub/instructor.py `command`: what `make ... HUB=1` runs)."""
     argv, env = hub_handin.command(dep, course, *args)
     proc = subprocess.run(
         argv, env=env, cwd=ROOT, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120

@@ -35,3 +35,22 @@ def test_record_is_not_fooled_by_rebinding_numpy(tmp_path, monkeypatch):
     monkeypatch.setattr(np, "savez", lambda *a, **k: None)  # what a student's answer cell could do
     grading.record("t", {"out": jnp.ones(2)})
     assert np.load(tmp_path / "t.npz")["out"].tolist() == [1.0, 1.0]
+
+
+def test_a_tool_can_export_each_case_for_a_tpu_as_well_and_the_graders_export_stays():
+    """`export_also_for` (tools/export_references.py): each case is exported a second time, for the platforms
+    and at the matmul precision given, beside the grader's own export, which it leaves as it is."""
+    import jax
+
+    case = {"k": grading.Case(lambda a, b: a @ b, *(grading.spec((4, 4), jnp.float32),) * 2)}
+    plain = grading.programs(case)
+    try:
+        grading.export_also_for(("tpu",), "highest")
+        both = grading.programs(case)
+    finally:
+        grading.export_also_for(None)
+    assert sorted(k for k in both if k.startswith(("program:", "platforms:"))) == ["platforms:k", "program:k"]
+    assert both["program:k"].tobytes() == plain["program:k"].tobytes()
+    tpu = jax.export.deserialize(bytearray(both["platforms:k"].tobytes()))
+    assert tpu.platforms == ("tpu",) and "precision = [HIGHEST, HIGHEST]" in tpu.mlir_module()
+    assert "platforms:k" not in grading.programs(case)  # `None` stopped it

@@ -16,6 +16,8 @@ from jax.sharding import PartitionSpec as P
 
 from namedaxes import judging
 from namedaxes.grading import pmapped
+from namedaxes.judging import compiled_run, module_texts
+from namedaxes.judging import runs as loop_runs
 
 
 def _exported(fn, *args):
@@ -44,8 +46,8 @@ def test_module_text_is_the_modules_own_text_made_once(monkeypatch, split, colum
     calls = []
     made = type(exp).mlir_module
     monkeypatch.setattr(type(exp), "mlir_module", lambda self: calls.append(1) or made(self))
-    monkeypatch.setattr(judging, "_TEXTS", type(judging._TEXTS)())
-    monkeypatch.setattr(judging, "_TEXT_CHARS", [0])
+    monkeypatch.setattr(module_texts, "_TEXTS", type(module_texts._TEXTS)())
+    monkeypatch.setattr(module_texts, "_TEXT_CHARS", [0])
     assert judging.module_text(exp) == want
     assert judging.module_text(exp) == want
     again = jax.export.deserialize(exp.serialize())  # another object, the same module: the same entry
@@ -56,17 +58,18 @@ def test_module_text_is_the_modules_own_text_made_once(monkeypatch, split, colum
 def test_module_text_memo_is_bounded_in_characters(monkeypatch, split, column_sum):
     programs = [_exported(lambda x, k=k: column_sum(x) * float(k), split) for k in range(4)]
     size = len(programs[0].mlir_module())
-    monkeypatch.setattr(judging, "_TEXTS", type(judging._TEXTS)())
-    monkeypatch.setattr(judging, "_TEXT_CHARS", [0])
-    monkeypatch.setattr(judging, "TEXT_MEMO_CHARS", 2 * size + size // 2)
+    monkeypatch.setattr(module_texts, "_TEXTS", type(module_texts._TEXTS)())
+    monkeypatch.setattr(module_texts, "_TEXT_CHARS", [0])
+    monkeypatch.setattr(module_texts, "TEXT_MEMO_CHARS", 2 * size + size // 2)
     for exp in programs:
         assert judging.module_text(exp) == exp.mlir_module()
-    assert len(judging._TEXTS) == 2  # the two most recent; the others were let go
-    assert judging._TEXT_CHARS[0] == sum(len(t) for t in judging._TEXTS.values()) <= judging.TEXT_MEMO_CHARS
-    monkeypatch.setattr(judging, "TEXT_MEMO_CHARS", size // 2)  # a text larger than the bound is not kept
+    assert len(module_texts._TEXTS) == 2  # the two most recent; the others were let go
+    kept = sum(len(t) for t in module_texts._TEXTS.values())
+    assert module_texts._TEXT_CHARS[0] == kept <= module_texts.TEXT_MEMO_CHARS
+    monkeypatch.setattr(module_texts, "TEXT_MEMO_CHARS", size // 2)  # a text larger than the bound is not kept
     other = _exported(lambda x: column_sum(x) * 7.0, split)
     assert judging.module_text(other) == other.mlir_module()
-    assert len(judging._TEXTS) == 2
+    assert len(module_texts._TEXTS) == 2
 
 
 # ---------------------------------------------------------------- COMPILER_OPTIONS
@@ -118,9 +121,9 @@ def _facts(fn, arg):
 
 def _variant_reaches(exp, names, sizes, values) -> bool:
     """The slow path: the region's results changed, the program run again, the outputs compared."""
-    base, _ = judging._run_exported(exp, values, names, sizes)
+    base, _ = compiled_run.run_exported(exp, values, names, sizes)
     variant = judging.perturbed(exp, None, names, sizes, 2.5, region=0)
-    return variant is None or judging.changed(base, judging._run_exported(variant, values, names, sizes)[0])
+    return variant is None or judging.changed(base, compiled_run.run_exported(variant, values, names, sizes)[0])
 
 
 _PMAP = jax.ShapeDtypeStruct((8, 3), jnp.float32)  # one row a device
@@ -221,8 +224,8 @@ def test_a_loop_whose_trip_count_is_unknown_counts_as_many_runs(mesh):
     """Attack: a loop whose count only the running program knows hides nothing: the judge counts its body
     `_UNKNOWN_TRIPS` times, so work judged within a factor of the reference's is refused."""
     work = _loop_work(mesh, _unknown_count)
-    assert work.sent_bytes == judging._UNKNOWN_TRIPS * 16 * 16 * 4
-    assert work.flops >= judging._UNKNOWN_TRIPS * 2 * 16**3
+    assert work.sent_bytes == loop_runs.UNKNOWN_TRIPS * 16 * 16 * 4
+    assert work.flops >= loop_runs.UNKNOWN_TRIPS * 2 * 16**3
 
 
 def test_a_call_graph_that_shares_callees_is_counted_in_one_pass():
@@ -239,5 +242,5 @@ def test_a_call_graph_that_shares_callees_is_counted_in_one_pass():
         ]
     lines += ["c40 (p: f32[]) -> f32[] {", "  ROOT r = f32[] add(p, p)", "}", ""]
     lines += ["ENTRY main (p: f32[]) -> f32[] {", "  ROOT r = f32[] call(p), to_apply=c0", "}"]
-    runs = judging._runs("\n".join(lines))
+    runs = loop_runs.runs_of("\n".join(lines))
     assert runs["c0"] == 1 and runs["c1"] == 2 and runs["c40"] == 2**40

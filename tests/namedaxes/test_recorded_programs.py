@@ -2,20 +2,24 @@
 project's TPU v5e machine by `python -m tools.compile_for_topology`; CI has no TPU, so it reads the recorded
 texts). A TPU's program differs from the CPU backend's: asynchronous collective fusions copy one collective
 into several computations, ppermutes are `collective-permute-start`/`-done` pairs, gathers run in bfloat16,
-and XLA combines all-reduces differently. The readers must still count each collective once, over the
-right mesh axis, with the bytes it delivers: what the design of notebook 10's step says it does."""
+XLA combines all-reduces differently, and a loop's text does not say its trip count. The readers must still
+count each collective once, over the right mesh axis, with the bytes it delivers, as often as it runs: what
+the design of notebook 10's step says it does, and what they read in the same reference program compiled for
+the CPU, for every exercise of every notebook (references-<topology>.json against references-cpu.json)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 
 import pytest
 
-from namedaxes import DATA_PARALLEL, FSDP, MODEL_PARALLEL, STAGES
+from courseinfo.course import notebook_ids
+from namedaxes import DATA_PARALLEL, FSDP, MODEL_PARALLEL, STAGES, judging
 from namedaxes import pipeline as pp
 from namedaxes import transformer as tm
-from namedaxes.judging import describe_collective, moved_of
+from namedaxes.judging import collective_sends, describe_collective, moved_of
 from tools import compile_for_topology as cft
 
 RECORDED = cft.RECORDED
@@ -116,3 +120,205 @@ def test_collectives_outside_fusions_count_line_by_line_whatever_their_channel()
         ]
     )
     assert dict(moved_of(text, ("a", "b"), (2, 4), 8)) == {"psum over 'a'": 2 * 16, "psum over 'b'": 2 * 16}
+
+
+# ---------------------------------------------------------------- every notebook's reference programs
+# tools/export_references.py recorded each exercise's reference programs as the grader compiles them for its
+# 8 CPU devices (references-cpu.json and the texts in references-hlo-cpu.json.xz); `compile_for_topology
+# --references` compiled the same programs, exported for a TPU, for a topology's chips (references-<topology>).
+CPU = "cpu"
+
+
+def _reference_labels() -> list[str]:
+    """Every topology the reference programs are recorded for (references-<label>.json), the CPU's aside."""
+    labels = (p.stem.removeprefix("references-") for p in RECORDED.glob("references-*.json"))
+    return sorted(label for label in labels if label != CPU)
+
+
+@functools.cache
+def _references(label: str) -> tuple[dict, dict[str, str]]:
+    """(record, texts) of references-<label>: read once per test process."""
+    record = json.loads((RECORDED / f"references-{label}.json").read_text(encoding="utf-8"))
+    return record, cft.reference_texts(RECORDED, label)
+
+
+@functools.cache
+def _read(label: str, pid: str) -> dict:
+    """What today's readers find in the recorded text of program `pid` compiled for `label`: read once per test
+    process (the CPU's is compared with every topology's)."""
+    record, texts = _references(label)
+    return cft.reference_facts(texts[pid], record["programs"][pid]["mesh"])
+
+
+def _reference_programs():
+    programs = sorted(_references(CPU)[0]["programs"])
+    for label in _reference_labels():
+        for pid in programs:
+            yield pytest.param(label, pid, id=f"{label}-{pid}")
+
+
+# Where a topology's program legitimately differs from the CPU's in a way the general rules below do not cover,
+# program by program: (topology label, program id) -> {fact: why}; a fact is one `_differences` names. An entry
+# must still differ: one that no longer does fails, so the table says only what is true.
+TPU_DIFFERENCES: dict[tuple[str, str], dict[str, str]] = {}
+
+
+def _differences(cpu: dict, tpu: dict, judged: dict) -> dict[str, str]:
+    """fact -> how the readers' reading of a TPU's program differs from their reading of the CPU's, beyond what a
+    TPU's program differs in by design:
+
+    - `kinds`: the collectives, by kind and mesh axis (what the grader judges a program's communication by);
+    - `runs`: how often one call runs each kind (`collective_sends`). Fewer on the TPU where XLA combined
+      several collectives of a kind into one (it moves the same bytes);
+    - `bytes`: the bytes each kind delivers to a device (`moved_of`), its largest instance where it runs as
+      often, and the bytes all collectives deliver in one call, loops counted as often as they run
+      (`Work.sent_bytes`, a judged fact). Where the TPU moves bfloat16 and the CPU only float32 (a TPU gathers
+      float32 weights in bfloat16 for a matmul at the default precision), between half and all of the CPU's.
+      Tile padding is in the layouts, never in the readers' bytes: only the compiler's peak memory pays it,
+      which is not compared (`peak_bytes`, `flops` and `largest_bytes` follow the compiler's own choices:
+      recorded, not compared);
+    - `overlap`: where the case judges the schedule (`Case(work={"overlap": ...})`), whether matmuls run while
+      blocks travel (`Work.overlap` > 0)."""
+    found = {}
+    kinds = set(cpu["collectives"])
+    if set(tpu["collectives"]) != kinds:
+        found["kinds"] = f"{sorted(tpu['collectives'])} on the TPU, {sorted(kinds)} on the CPU"
+    bf16 = "bf16" in tpu["dtypes_moved"] and "bf16" not in cpu["dtypes_moved"]
+
+    def same(tpu_bytes: int, cpu_bytes: int) -> bool:
+        return tpu_bytes == cpu_bytes or (bf16 and cpu_bytes / 2 <= tpu_bytes < cpu_bytes)
+
+    for kind in sorted(kinds & set(tpu["collectives"])):
+        (runs, largest), (tpu_runs, tpu_largest) = cpu["sends"][kind], tpu["sends"][kind]
+        moved, tpu_moved = cpu["moved_bytes"][kind], tpu["moved_bytes"][kind]
+        if tpu_runs != runs and not (tpu_runs < runs and same(tpu_moved, moved)):
+            found["runs"] = f"{kind}: runs {tpu_runs} times on the TPU, {runs} on the CPU"
+        if not same(tpu_moved, moved) or (tpu_runs == runs and not same(tpu_largest, largest)):
+            found["bytes"] = f"{kind}: {tpu_moved} bytes (largest {tpu_largest}) on the TPU, {moved} ({largest})"
+    if not same(tpu["sent_bytes"], cpu["sent_bytes"]):
+        found["sent_bytes"] = f"{tpu['sent_bytes']} bytes sent per call on the TPU, {cpu['sent_bytes']} on the CPU"
+    if "overlap" in judged.get("work", {}) and (tpu["overlap"] > 0) != (cpu["overlap"] > 0):
+        found["overlap"] = f"{tpu['overlap']} matmuls before the last send on the TPU, {cpu['overlap']} on the CPU"
+    return found
+
+
+@pytest.mark.parametrize(("label", "pid"), list(_reference_programs()))
+def test_the_readers_read_a_reference_program_on_a_tpu_as_on_the_cpu(label, pid):
+    """Every reference program of every notebook, compiled for the topology: the readers find what they find in
+    it compiled for the CPU (today's readers, on both recorded texts), up to `_differences`' general rules and
+    the program's own entries in `TPU_DIFFERENCES`."""
+    cpu_record, record = _references(CPU)[0], _references(label)[0]
+    recorded = record["programs"].get(pid)
+    assert recorded is not None and "error" not in recorded, recorded  # compiled for the topology
+    assert recorded["mesh"] == cpu_record["programs"][pid]["mesh"]
+    found = _differences(_read(CPU, pid), _read(label, pid), cpu_record["programs"][pid]["judged"])
+    known = TPU_DIFFERENCES.get((label, pid), {})
+    assert {fact: why for fact, why in found.items() if fact not in known} == {}
+    assert sorted(set(known) - set(found)) == []  # each documented difference still holds
+
+
+def test_the_reference_programs_are_recorded_for_the_cpu():
+    """The CPU's record holds every notebook's programs, each read from its text (the recorded facts are today's
+    readers' reading: `--resummarize`)."""
+    record, texts = _references(CPU)
+    assert sorted({pid.split("/")[0] for pid in record["programs"]}) == notebook_ids()
+    assert set(texts) == set(record["programs"])
+    assert record["provenance"]["platform"] == CPU
+
+
+@pytest.mark.parametrize("label", [CPU, *_reference_labels()])
+def test_a_reference_record_names_no_path_of_the_machine_that_made_it(label):
+    words = _references(label)[0]["provenance"]["command"].split()
+    assert words[:2] == ["python", "-m"] and not [w for w in words if w.startswith("/")]
+    assert cft.command("m", ["--out", "/tmp/x", "--references", str(cft.REPO / "build" / "e")]) == (
+        "python -m m --out OUT --references build/e"
+    )
+
+
+@pytest.mark.parametrize("label", [CPU, *_reference_labels()])
+def test_the_recorded_reference_facts_are_what_the_readers_read_today(label):
+    """The reader facts in references-*.json follow the readers (`--resummarize` rewrites them)."""
+    record = _references(label)[0]
+    for pid, facts in record["programs"].items():
+        if "error" not in facts:
+            assert {k: facts[k] for k in cft.REFERENCE_FACTS} == _read(label, pid), pid
+
+
+def test_resummarize_reads_the_reference_programs_again(tmp_path):
+    """`--resummarize` rewrites a reference record's reader facts from its texts, and counts what it changed."""
+    record, texts = _references(CPU)
+    few = sorted(record["programs"])[:2]
+    stale = {pid: record["programs"][pid] | {"overlap": -1} for pid in few}
+    cft.write_references(tmp_path, "x", {"provenance": {}, "programs": stale}, {pid: texts[pid] for pid in few})
+    assert cft.resummarize(tmp_path) == 2
+    assert cft.resummarize(tmp_path) == 0
+    assert json.loads((tmp_path / "references-x.json").read_text())["programs"] == {
+        p: record["programs"][p] for p in few
+    }
+
+
+def test_a_tpu_loop_without_a_printed_trip_count_counts_its_trips():
+    """A TPU's text prints its own backend config on a `while`, not XLA's `known_trip_count`: the readers read
+    the count from the loop itself (a counter from a constant, stepped by a constant, compared less-than with a
+    constant). The recorded v5e pipelined step sends one microbatch each way per step of its two scans (m + k - 1
+    steps), as the same step compiled for the CPU does."""
+    text = cft.hlo_text(RECORDED, "v5e-2x4", "pipeline_step_2_4_1_1")
+    assert '"known_trip_count"' not in text
+    names, sizes = (STAGES, DATA_PARALLEL, FSDP, MODEL_PARALLEL), (2, 4, 1, 1)
+    sends = collective_sends(text, names, sizes, 8)[describe_collective("collective-permute", "", STAGES)]
+    config, micro = tm.Config(), 16 // 4 // pp.MICROBATCHES
+    assert (sends.runs, sends.largest) == (2 * (pp.MICROBATCHES + 2 - 1), 4 * micro * config.seq * config.d_model)
+
+
+_LOOP = """%add (x: s32[], y: s32[]) -> s32[] {{
+  ROOT %s = s32[] add(%x, %y)
+}}
+%cond (p: (s32[], f32[4])) -> pred[] {{
+  %p = (s32[], f32[4]) parameter(0)
+  %c = s32[] get-tuple-element(%p), index=0
+  %n = s32[] constant({limit})
+  ROOT %lt = pred[] compare({compared}), direction={direction}
+}}
+%body (q: (s32[], f32[4])) -> (s32[], f32[4]) {{
+  %q = (s32[], f32[4]) parameter(0)
+  %i = s32[] get-tuple-element(%q), index=0
+  %j = s32[] copy(%i)
+  %x = f32[4] get-tuple-element(%q), index=1
+  %cp = f32[4] collective-permute(%x), channel_id=1, source_target_pairs={{{{0,1}},{{1,0}}}}
+  %one = s32[] constant({step})
+  %next = s32[] add(%j, %one)
+  ROOT %t = (s32[], f32[4]) tuple(%next, %cp)
+}}
+ENTRY %main (a: f32[4]) -> (s32[], f32[4]) {{
+  %a = f32[4] parameter(0)
+  %zero = s32[] constant({start})
+  %z = s32[] copy(%zero)
+  %init = (s32[], f32[4]) tuple(%z, %a)
+  ROOT %w = (s32[], f32[4]) while(%init), condition=%cond, body=%body
+}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("start", "limit", "step", "compared", "direction", "runs"),
+    [
+        (0, 5, 1, "%c, %n", "LT", 5),
+        (2, 9, 3, "%c, %n", "LT", 3),  # 2, 5, 8
+        (0, 5, 1, "%n, %c", "GT", 5),
+        (7, 5, 1, "%c, %n", "LT", 0),
+        (0, 5, 1, "%c, %n", "NE", 0),  # not of the form read: unknown, counted 0 times
+    ],
+)
+def test_a_loops_trip_count_is_read_from_its_counter(start, limit, step, compared, direction, runs):
+    text = _LOOP.format(start=start, limit=limit, step=step, compared=compared, direction=direction)
+    assert collective_sends(text, ("d",), (2,), 2) == {"ppermute over 'd'": judging.Sends(runs, 16)}
+
+
+def test_an_asynchronous_all_gather_counts_its_result_once():
+    """`all-gather-start`'s type is (its operand, its result): the result is what it delivers."""
+    line = (
+        "  %ags = (f32[4,8]{1,0}, f32[8,8]{1,0}) all-gather-start(%p), channel_id=3, replica_groups={{0,1}}, "
+        "dimensions={0}, use_global_device_ids=true"
+    )
+    done = "  %agd = f32[8,8]{1,0} all-gather-done(%ags)"
+    assert moved_of(line + "\n" + done, ("d",), (2,), 2) == (("all_gather over 'd'", 4 * 64),)

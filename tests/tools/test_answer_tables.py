@@ -35,9 +35,9 @@ def test_the_tables_come_from_the_solution_notebooks_answers():
     costs, times = answer_tables.TABLES
     answers = answer_tables.solution_answers(costs.notebook, (*costs.answers, *times.answers))
     figures = json.loads(costs.path.read_text(encoding="utf-8"))
-    config, layout, batch = importlib.import_module(costs.module)._COST_CASES[0]
+    config, layout, batch = importlib.import_module(costs.module).COST_CASES[0]
     assert figures["step_costs"][0]["want"] == answers["step_costs"](config, layout, batch)
     figures = json.loads(times.path.read_text(encoding="utf-8"))
     config, layout, batch, chip = importlib.import_module(times.module)._TIME_CASES[0]
     assert figures["step_time"][0]["want"] == answers["step_time"](config, layout, batch, dict(chip))
-    assert costs.path.name == "training_at_scale.json" and times.path.name == "training_time.json"
+    assert costs.path.name == "answers.json" and times.path.name == "time_answers.json"

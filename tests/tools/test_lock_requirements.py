@@ -233,14 +233,14 @@ def test_a_venv_of_another_python_is_made_again(monkeypatch, tmp_path, capsys):
 
 
 def test_the_install_step_reports_how_many_packages_are_in_place(tmp_path):
-    """pip's "Installing collected packages" step is minutes of silence: install_venv.Progress counts the
+    """pip's "Installing collected packages" step is minutes of silence: install_venv.InstallProgress counts the
     .dist-info folders pip writes as each package lands, under the names pip prints."""
     import io
 
     site = tmp_path / "lib" / "site-packages"
     site.mkdir(parents=True)
     names = ["websocket-client", "PyYAML", "jax", "zope.interface"]
-    progress = install_venv.Progress(site, names, out=io.StringIO())
+    progress = install_venv.InstallProgress(site, names, out=io.StringIO())
     assert progress.line().startswith("  installing: 0 of 4 packages in place (")
     for folder in (
         "websocket_client-1.9.2.dist-info",

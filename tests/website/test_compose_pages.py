@@ -17,7 +17,7 @@ import pytest
 from packaging.requirements import Requirement
 
 from website import compose_pages, execute_notebooks, landing_pages, settings
-from website.compose_pages import Kind
+from website.compose_pages import CellKind
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,25 +62,30 @@ def test_pages_have_the_students_cells_and_the_solved_outputs_where_they_belong(
         labels = [out for out in shown.outputs if "text/html" in out.get("data", {})]
         meta = cell.metadata.get("nbgrader", {})
         if meta.get("solution"):
-            assert kind is Kind.ANSWER and "raise NotImplementedError()" in cell.source
+            assert kind is CellKind.ANSWER and "raise NotImplementedError()" in cell.source
         elif meta.get("grade"):
-            assert kind is Kind.CHECK
-        if kind in (Kind.ANSWER, Kind.CHECK):
+            assert kind is CellKind.CHECK
+        if kind in (CellKind.ANSWER, CellKind.CHECK):
             assert texts == "" and len(labels) == 1, f"{cell.id}: {kind} shows the solved run's output"
         else:
             assert texts == f"output of {cell.id} in x.py\n", f"{cell.id}: the solved output (machine path cut)"
-            assert len(labels) == (kind is Kind.USES_ANSWER)
-        if "raises-exception" in cell.metadata.get("tags", []) and kind not in (Kind.ANSWER, Kind.CHECK):
-            assert kind is Kind.USES_ANSWER, f"{cell.id} runs an answer but is shown as a demonstration"
-    assert {Kind.ANSWER, Kind.CHECK, Kind.DEMO} <= seen, f"{notebook_id}: an exercise notebook without {seen}"
+            assert len(labels) == (kind is CellKind.USES_ANSWER)
+        if "raises-exception" in cell.metadata.get("tags", []) and kind not in (CellKind.ANSWER, CellKind.CHECK):
+            assert kind is CellKind.USES_ANSWER, f"{cell.id} runs an answer but is shown as a demonstration"
+    assert {CellKind.ANSWER, CellKind.CHECK, CellKind.DEMO} <= seen, (
+        f"{notebook_id}: an exercise notebook without {seen}"
+    )
 
 
 def test_the_progress_cell_is_labelled_as_the_solved_run():
     assert (
         compose_pages.classify(nbformat.v4.new_code_cell("q.progress()"), nbformat.v4.new_code_cell(""))
-        is Kind.USES_ANSWER
+        is CellKind.USES_ANSWER
     )
-    assert compose_pages.classify(nbformat.v4.new_code_cell("progress = 3"), nbformat.v4.new_code_cell("")) is Kind.DEMO
+    assert (
+        compose_pages.classify(nbformat.v4.new_code_cell("progress = 3"), nbformat.v4.new_code_cell(""))
+        is CellKind.DEMO
+    )
 
 
 @pytest.mark.parametrize("edition", list(settings.EDITIONS))

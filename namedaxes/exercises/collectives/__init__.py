@@ -8,7 +8,7 @@ checks build meshes with `jax.make_mesh` (Explicit axes) over the first 8, 4 and
 answer with the mesh closed over, a function of arrays only.
 
 What each check looks at, in order: the answer runs (its crashes become
-actionable messages: `_explained`), type and dtype (`expect_array`), shape,
+actionable messages: `explained_here`), type and dtype (`expect_array`), shape,
 values against a NumPy reference, then the communication it performs, read
 from its jaxpr (`collectives`; `axis_index` and `pvary`/`pcast` move no data
 and do not count). Each exercise names the collective it is about, and its

@@ -12,27 +12,29 @@ from jax.sharding import PartitionSpec as P
 from namedaxes import DATA_PARALLEL
 from namedaxes.checking import (
     exercises_for,
+    expect_work_within,
+    f32,
     fail,
+    first_line,
     same_values,
+    show_values,
 )
-from namedaxes.judging import Work, exported_work, work_excess
+from namedaxes.judging import exported_work
 from namedaxes.meshes import abstract_on as _on
 from namedaxes.meshes import line_mesh
 from namedaxes.meshes import placed as _placed
 
 from .running import (
-    _COMMON_RULES,
-    _examined,
-    _expect_float32,
-    _expect_uses,
-    _explained,
-    _f32,
-    _first_line,
-    _judged,
-    _observe_programs,
-    _run,
+    COMMON_RULES,
+    examined_here,
+    expect_float32,
+    expect_uses,
+    explained_here,
+    judged,
+    observe_programs,
+    run_answer,
 )
-from .text import _fmt, _say
+from .text import say
 
 exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
 
@@ -70,10 +72,10 @@ _FSDP_REFERENCE_FLOPS = 68.0
 
 def _fsdp_visible(k: int, n: int):
     r = np.random.RandomState(70 + k)
-    w = _f32(np.linspace(-1.0, 1.0, FEATURES))
+    w = f32(np.linspace(-1.0, 1.0, FEATURES))
     x = r.normal(size=(n, FEATURES))
     y = x @ np.arange(1.0, FEATURES + 1) / FEATURES + 0.1 * r.normal(size=n)
-    return w, {"x": _f32(x), "y": _f32(y)}
+    return w, {"x": f32(x), "y": f32(y)}
 
 
 def _fsdp_placed(mesh, w, batch):
@@ -87,10 +89,10 @@ def _fsdp_rules():
             "dot_general requires contracting dimensions" in text or "Incompatible shapes for broadcasting" in text
         ):
             k = mesh.devices.size if mesh is not None else 1
-            return _say("not_gathered", name=name, first=_first_line(err), shard=FEATURES // k, d=FEATURES)
+            return say("not_gathered", name=name, first=first_line(err), shard=FEATURES // k, d=FEATURES)
         return None
 
-    return (not_gathered,) + _COMMON_RULES
+    return (not_gathered,) + COMMON_RULES
 
 
 _FSDP_RULES = _fsdp_rules()
@@ -99,13 +101,13 @@ _FSDP_RULES = _fsdp_rules()
 def _fsdp_diagnosis(got, ref, old, k, batch) -> str:
     step, ref_step = got - old, ref - old
     if same_values(step, k * ref_step, 1e-4):
-        return _say("fsdp_k_times", k=k)
+        return say("fsdp_k_times", k=k)
     if same_values(step, ref_step / k, 1e-4):
-        return _say("fsdp_k_small", k=k)
+        return say("fsdp_k_small", k=k)
     if same_values(got, old, 1e-6):
-        return _say("fsdp_unchanged")
+        return say("fsdp_unchanged")
     if same_values(step, -ref_step, 1e-4):
-        return _say("fsdp_sign")
+        return say("fsdp_sign")
     x, y = np.asarray(batch["x"], np.float64), np.asarray(batch["y"], np.float64)
     shard = FEATURES // k
     local = np.empty_like(old)
@@ -116,8 +118,8 @@ def _fsdp_diagnosis(got, ref, old, k, batch) -> str:
             old[i * shard : (i + 1) * shard] - LEARNING_RATE * grad[i * shard : (i + 1) * shard]
         )
     if same_values(got, local, 1e-4):
-        return _say("fsdp_local")
-    return _say("fsdp_generic")
+        return say("fsdp_local")
+    return say("fsdp_generic")
 
 
 def _check_fsdp_step(fn: Callable) -> None:
@@ -125,32 +127,41 @@ def _check_fsdp_step(fn: Callable) -> None:
     for k, n in _FSDP_CASES:
         mesh = line_mesh(k, DATA_PARALLEL)
         w, batch = _fsdp_visible(k, n)
-        where = _say("where_mesh", k=k, what=_say("what_fsdp", features=FEATURES, n=n))
-        out = _run(name, fn, mesh, *_fsdp_placed(mesh, w, batch), rules=_FSDP_RULES)
-        _expect_float32(name, out, where)
+        where = say("where_mesh", k=k, what=say("what_fsdp", features=FEATURES, n=n))
+        out = run_answer(name, fn, mesh, *_fsdp_placed(mesh, w, batch), rules=_FSDP_RULES)
+        expect_float32(name, out, where)
         if tuple(out.shape) != (FEATURES,):
-            hint = _say("fsdp_whole_w") if tuple(out.shape) == (k * FEATURES,) else ""
-            fail(_say("shape", name=name, want=(FEATURES,), got=tuple(out.shape), where=where, hint=hint))
+            hint = say("fsdp_whole_w") if tuple(out.shape) == (k * FEATURES,) else ""
+            fail(say("shape", name=name, want=(FEATURES,), got=tuple(out.shape), where=where, hint=hint))
         got = np.asarray(out, np.float64)
         ref = _sgd_step_np(w, batch)
         if not same_values(got, ref, 1e-4):
             hint = _fsdp_diagnosis(got, ref, np.asarray(w, np.float64), k, batch)
-            fail(_say("fsdp_update", name=name, got=_fmt(got), want=_fmt(ref), where=where, hint=hint))
+            fail(
+                say(
+                    "fsdp_update",
+                    name=name,
+                    got=show_values(got, dtype=float),
+                    want=show_values(ref, dtype=float),
+                    where=where,
+                    hint=hint,
+                )
+            )
     k, n = _FSDP_CASES[-1]  # the grader's reading, on the smallest mesh
     mesh = line_mesh(k, DATA_PARALLEL)
     split = ((DATA_PARALLEL,),)
     placed = _fsdp_placed(mesh, *_fsdp_visible(k, n))
-    facts = _examined(name, fn, mesh, *placed, ins=(split, split, split), axis=DATA_PARALLEL, rules=_FSDP_RULES)
-    _expect_uses(name, facts, "all_gather", DATA_PARALLEL, why=_say("fsdp_why_gather"))
-    _expect_uses(name, facts, "psum_scatter", DATA_PARALLEL, why=_say("fsdp_why_scatter"))
-    _judged(
+    facts = examined_here(name, fn, mesh, *placed, ins=(split, split, split), axis=DATA_PARALLEL, rules=_FSDP_RULES)
+    expect_uses(name, facts, "all_gather", DATA_PARALLEL, why=say("fsdp_why_gather"))
+    expect_uses(name, facts, "psum_scatter", DATA_PARALLEL, why=say("fsdp_why_scatter"))
+    judged(
         name,
         fn,
         mesh,
         *placed,
         ins=(split, split, split),
         axis=DATA_PARALLEL,
-        why=_say("fsdp_why_scatter"),
+        why=say("fsdp_why_scatter"),
         needs=(f"all_gather over '{DATA_PARALLEL}'", f"psum_scatter over '{DATA_PARALLEL}'"),
         rules=_FSDP_RULES,
         facts=facts,
@@ -158,21 +169,11 @@ def _check_fsdp_step(fn: Callable) -> None:
     k, n = _FSDP_CASES[0]  # how the work is split, on the largest mesh (where a whole batch costs most)
     mesh = line_mesh(k, DATA_PARALLEL)
     placed = _fsdp_placed(mesh, *_fsdp_visible(k, n))
-    with _explained(name, mesh, _FSDP_RULES):
+    with explained_here(name, mesh, _FSDP_RULES):
         work = exported_work(jax.export.export(jax.jit(lambda *a: fn(*a, mesh)))(*placed))
-    excess = work_excess(work, Work(_FSDP_REFERENCE_FLOPS, 0, 0), {"flops": _FSDP_FLOPS_FACTOR})
-    if excess is not None:
-        fail(
-            _say(
-                "fsdp_whole_batch",
-                name=name,
-                ratio=f"{excess[1]:.1f}",
-                k=k,
-                got=f"{work.flops:g}",
-                want=f"{_FSDP_REFERENCE_FLOPS:g}",
-                factor=f"{_FSDP_FLOPS_FACTOR:g}",
-            )
-        )
+    expect_work_within(
+        work, "flops", _FSDP_REFERENCE_FLOPS, _FSDP_FLOPS_FACTOR, say, "fsdp_whole_batch", name=name, k=k
+    )
 
 
 def _observe_fsdp_step(fn: Callable) -> dict:
@@ -183,7 +184,7 @@ def _observe_fsdp_step(fn: Callable) -> dict:
         mesh = line_mesh(k, DATA_PARALLEL)
         batch = {"x": _on(mesh, (n, FEATURES), P(DATA_PARALLEL)), "y": _on(mesh, (n,), P(DATA_PARALLEL))}
         cases[f"k{k}_n{n}"] = (mesh, [_on(mesh, (FEATURES,), P(DATA_PARALLEL)), batch])
-    return _observe_programs(fn, cases, structure="k8_n16", only=True, work={"flops": _FSDP_FLOPS_FACTOR})
+    return observe_programs(fn, cases, structure="k8_n16", only=True, work={"flops": _FSDP_FLOPS_FACTOR})
 
 
 fsdp_step = exercise(

@@ -10,15 +10,17 @@ from jax.sharding import PartitionSpec as P
 from namedaxes import DEVICES
 from namedaxes.checking import (
     exercises_for,
+    f32,
     fail,
     same_values,
+    show_values,
 )
 from namedaxes.meshes import abstract_on as _on
 from namedaxes.meshes import line_mesh
 from namedaxes.meshes import placed as _placed
 
-from .running import _examined, _expect_float32, _expect_uses, _f32, _judged, _observe_programs, _run
-from .text import _fmt, _say
+from .running import examined_here, expect_float32, expect_uses, judged, observe_programs, run_answer
+from .text import say
 
 exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
 
@@ -28,7 +30,7 @@ exercise = exercises_for(__package__)  # this notebook's exercises: exercise(nam
 _MEDIAN_CASES = [
     (
         8,
-        _f32(
+        f32(
             np.array(
                 [
                     3,
@@ -69,7 +71,7 @@ _MEDIAN_CASES = [
     ),
     (
         4,
-        _f32(
+        f32(
             np.array(
                 [
                     2.5,
@@ -114,7 +116,7 @@ _MEDIAN_CASES = [
     ),
     (
         2,
-        _f32(
+        f32(
             [[1.0, 10.0, 2.0], [4.0, 3.0, -8.0], [0.5, 2.0, 6.0], [-1.0, 7.0, 3.0], [2.0, -2.0, 1.0], [9.0, 0.0, -3.0]]
         ),
     ),
@@ -123,26 +125,26 @@ _MEDIAN_CASES = [
 
 def _median_where(k, x) -> str:
     rows, cols = x.shape
-    return _say("where_mesh", k=k, what=_say("what_blocks", shape=x.shape, rows=rows // k, cols=cols))
+    return say("where_mesh", k=k, what=say("what_blocks", shape=x.shape, rows=rows // k, cols=cols))
 
 
 def _median_mean_or_medians(name: str, fn: Callable, rows: int) -> str:
     """x minus the column means, seen on blocks of `rows` rows: with 2 rows a device, the mean of the devices'
     own medians is the column mean too, so a mesh with longer blocks tells the two mistakes apart."""
     if rows > 2:
-        return _say("median_mean")
+        return say("median_mean")
     for k, x_np in _MEDIAN_CASES:
         values = np.asarray(x_np, np.float64)
         n, m = values.shape
         if n // k <= 2:
             continue
         mesh = line_mesh(k)
-        got = np.asarray(_run(name, fn, mesh, _placed(x_np, mesh, P(DEVICES))), np.float64)
+        got = np.asarray(run_answer(name, fn, mesh, _placed(x_np, mesh, P(DEVICES))), np.float64)
         medians = np.median(values.reshape(k, -1, m), axis=1).mean(axis=0)
         if got.shape == values.shape and same_values(got, values - medians, 1e-4):
-            return _say("median_mean_of_medians", k=k, rows=n // k)
+            return say("median_mean_of_medians", k=k, rows=n // k)
         break
-    return _say("median_mean")
+    return say("median_mean")
 
 
 def _check_median_centered(fn: Callable) -> None:
@@ -151,43 +153,52 @@ def _check_median_centered(fn: Callable) -> None:
         mesh = line_mesh(k)
         x = _placed(x_np, mesh, P(DEVICES))
         where = _median_where(k, x_np)
-        out = _run(name, fn, mesh, x)
-        _expect_float32(name, out, where)
+        out = run_answer(name, fn, mesh, x)
+        expect_float32(name, out, where)
         values = np.asarray(x_np, np.float64)
         want = values - np.median(values, axis=0)
         n, m = values.shape
         if tuple(out.shape) != (n, m):
-            hint = _say("median_whole_vector", n=n, k=k) if tuple(out.shape) == (k * n, m) else ""
-            fail(_say("shape", name=name, want=(n, m), got=tuple(out.shape), where=where, hint=hint))
+            hint = say("median_whole_vector", n=n, k=k) if tuple(out.shape) == (k * n, m) else ""
+            fail(say("shape", name=name, want=(n, m), got=tuple(out.shape), where=where, hint=hint))
         got = np.asarray(out, np.float64)
         if not same_values(got, want, 1e-4):
             local = np.concatenate([b - np.median(b, axis=0) for b in values.reshape(k, -1, m)])
             if same_values(got, local, 1e-4):
-                hint = _say("median_local")
+                hint = say("median_local")
             elif same_values(got, values - np.median(values), 1e-4):
-                hint = _say("median_all_values")
+                hint = say("median_all_values")
             elif same_values(got, values - values.mean(axis=0), 1e-4):
                 hint = _median_mean_or_medians(name, fn, values.shape[0] // k)
             elif same_values(got, -want, 1e-4):
-                hint = _say("median_sign")
+                hint = say("median_sign")
             else:
-                doubled = np.asarray(_run(name, fn, mesh, _placed(x_np * 2.0, mesh, P(DEVICES))), np.float64)
+                doubled = np.asarray(run_answer(name, fn, mesh, _placed(x_np * 2.0, mesh, P(DEVICES))), np.float64)
                 # "by hand" only when the result does not follow x at all (x doubled: the answer doubles)
                 fixed = same_values(doubled, got, 1e-4) and not same_values(got, np.zeros_like(got), 1e-6)
-                hint = _say("median_generic") if fixed else _say("median_other")
-            fail(_say("values", name=name, where=where, want=_fmt(want), got=_fmt(got), hint=hint))
+                hint = say("median_generic") if fixed else say("median_other")
+            fail(
+                say(
+                    "values",
+                    name=name,
+                    where=where,
+                    want=show_values(want, dtype=float),
+                    got=show_values(got, dtype=float),
+                    hint=hint,
+                )
+            )
     k, x_np = _MEDIAN_CASES[-1]  # the grader's reading, on the smallest mesh (the cheapest compiles)
     mesh = line_mesh(k)
-    facts = _examined(name, fn, mesh, _placed(x_np, mesh, P(DEVICES)), ins=(((DEVICES,),),), axis=DEVICES)
-    _expect_uses(name, facts, "all_gather", DEVICES, why=_say("median_why"))
-    _judged(
+    facts = examined_here(name, fn, mesh, _placed(x_np, mesh, P(DEVICES)), ins=(((DEVICES,),),), axis=DEVICES)
+    expect_uses(name, facts, "all_gather", DEVICES, why=say("median_why"))
+    judged(
         name,
         fn,
         mesh,
         _placed(x_np, mesh, P(DEVICES)),
         ins=(((DEVICES,),),),
         axis=DEVICES,
-        why=_say("median_why"),
+        why=say("median_why"),
         needs=(f"all_gather over '{DEVICES}'",),
         facts=facts,
     )
@@ -200,7 +211,7 @@ def _observe_median_centered(fn: Callable) -> dict:
         mesh = line_mesh(k)
         cases[f"k{k}_{x.shape[0]}x{x.shape[1]}"] = (mesh, [_on(mesh, x.shape, P(DEVICES))])
     # where the centred matrix lives is left open: split like x, or replicated
-    return _observe_programs(fn, cases, structure="k8_16x2", out_layout=False)
+    return observe_programs(fn, cases, structure="k8_16x2", out_layout=False)
 
 
 median_centered = exercise(

@@ -12,23 +12,24 @@ from namedaxes.checking import (
     exercises_for,
     fail,
     same_values,
+    show_values,
 )
 from namedaxes.meshes import abstract_on as _on
 from namedaxes.meshes import line_mesh
 from namedaxes.meshes import placed as _placed
 
 from .running import (
-    _COMMON_RULES,
-    _examined,
-    _expect_float32,
-    _expect_uses,
-    _judged,
-    _observe_programs,
-    _rule_permutation,
-    _run,
-    _seen,
+    COMMON_RULES,
+    examined_here,
+    expect_float32,
+    expect_uses,
+    judged,
+    observe_programs,
+    rule_permutation,
+    run_answer,
+    seen_words,
 )
-from .text import _fmt, _say
+from .text import say
 
 exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
 
@@ -52,7 +53,7 @@ def _ring_counts(fn: Callable, k: int, n: int) -> np.ndarray | None:
     """
     mesh = line_mesh(k)
     x = np.repeat(10.0 ** np.arange(k), n).astype(np.float32)
-    got = np.asarray(_run("ring_all_reduce", fn, mesh, _placed(x, mesh, P(DEVICES))), np.float64)
+    got = np.asarray(run_answer("ring_all_reduce", fn, mesh, _placed(x, mesh, P(DEVICES))), np.float64)
     if got.shape != (k * n,):
         return None
     per_device = got.reshape(k, n)[:, 0]
@@ -73,16 +74,16 @@ def _ring_diagnosis(counts: np.ndarray, k: int) -> str:
     per_device = counts.sum(axis=1)
     own = counts[np.arange(k), np.arange(k)]
     if len(set(per_device.tolist())) > 1:
-        return _say("ring_uneven")
+        return say("ring_uneven")
     if counts.max() <= 1 and per_device[0] < k:
-        return _say("ring_missing", m=int(per_device[0]), k=k)
+        return say("ring_missing", m=int(per_device[0]), k=k)
     if (own == 2).all() and (per_device == k + 1).all():
-        return _say("ring_own_twice")
+        return say("ring_own_twice")
     if (counts == counts[0, 0]).all() and counts[0, 0] > 1:
-        return _say("ring_uniform", times=int(counts[0, 0]))
+        return say("ring_uniform", times=int(counts[0, 0]))
     if counts.max() > 1:
-        return _say("ring_repeated")
-    return _say("ring_generic")
+        return say("ring_repeated")
+    return say("ring_generic")
 
 
 def _ring_failure(fn: Callable, k: int, where: str, want, got) -> str:
@@ -92,26 +93,26 @@ def _ring_failure(fn: Callable, k: int, where: str, want, got) -> str:
         ratio = got_np / want_np
         factor = float(ratio.flat[0])
         if 1e-6 < abs(factor) < 1 - 1e-4 and np.allclose(ratio, factor, rtol=1e-4, atol=1e-6):
-            return _say(
+            return say(
                 "values",
                 name="ring_all_reduce",
                 where=where,
-                want=_fmt(want),
-                got=_fmt(got),
-                hint=_say("ring_divided", divisor=f"{1 / factor:.4g}"),
+                want=show_values(want, dtype=float),
+                got=show_values(got, dtype=float),
+                hint=say("ring_divided", divisor=f"{1 / factor:.4g}"),
             )
     for devices in (k, 4) if k > 4 else (k,):  # counts above 9 cannot be read on 8 devices
         counts = _ring_counts(fn, devices, 8)
         if counts is not None:
             if (counts == 1).all():
-                return _say("ring_right_on", name="ring_all_reduce", good=devices, k=k)
+                return say("ring_right_on", name="ring_all_reduce", good=devices, k=k)
             wrong = [
-                _say("ring_counts_device", i=i, counts=list(map(int, row)))
+                say("ring_counts_device", i=i, counts=list(map(int, row)))
                 for i, row in enumerate(counts)
                 if (row != 1).any()
             ]
-            report = "; ".join(wrong[:3]) + (_say("ring_and_more", more=len(wrong) - 3) if len(wrong) > 3 else "")
-            return _say(
+            report = "; ".join(wrong[:3]) + (say("ring_and_more", more=len(wrong) - 3) if len(wrong) > 3 else "")
+            return say(
                 "ring_counts",
                 name="ring_all_reduce",
                 devices=devices,
@@ -119,47 +120,52 @@ def _ring_failure(fn: Callable, k: int, where: str, want, got) -> str:
                 report=report,
                 hint=_ring_diagnosis(counts, devices),
             )
-    return _say(
-        "values", name="ring_all_reduce", where=where, want=_fmt(want), got=_fmt(got), hint=_say("ring_generic")
+    return say(
+        "values",
+        name="ring_all_reduce",
+        where=where,
+        want=show_values(want, dtype=float),
+        got=show_values(got, dtype=float),
+        hint=say("ring_generic"),
     )
 
 
 def _check_ring_all_reduce(fn: Callable) -> None:
     name = "ring_all_reduce"
-    rules = (_rule_permutation,) + _COMMON_RULES
+    rules = (rule_permutation,) + COMMON_RULES
     for k, n in _RING_CASES:
         mesh = line_mesh(k)
         x_np = _ring_input(k, n)
-        where = _say("where_mesh", k=k, what=_say("what_ring", n=n, x=_fmt(x_np)))
-        out = _run(name, fn, mesh, _placed(x_np, mesh, P(DEVICES)), rules=rules)
-        _expect_float32(name, out, where)
+        where = say("where_mesh", k=k, what=say("what_ring", n=n, x=show_values(x_np, dtype=float)))
+        out = run_answer(name, fn, mesh, _placed(x_np, mesh, P(DEVICES)), rules=rules)
+        expect_float32(name, out, where)
         want = _psum_reference(x_np, k)
         if tuple(out.shape) != want.shape:
-            hint = _say("ring_one_copy") if tuple(out.shape) == (n,) else ""
-            fail(_say("shape", name=name, want=want.shape, got=tuple(out.shape), where=where, hint=hint))
+            hint = say("ring_one_copy") if tuple(out.shape) == (n,) else ""
+            fail(say("shape", name=name, want=want.shape, got=tuple(out.shape), where=where, hint=hint))
         got = np.asarray(out, np.float64)
         if not same_values(got, want, 1e-4):
             fail(_ring_failure(fn, k, where, want, got))
     k, n = _RING_CASES[-1]
     mesh = line_mesh(k)
     x = _placed(_ring_input(k, n), mesh, P(DEVICES))
-    facts = _examined(name, fn, mesh, x, ins=(((DEVICES,),),), axis=DEVICES, rules=rules)
+    facts = examined_here(name, fn, mesh, x, ins=(((DEVICES,),),), axis=DEVICES, rules=rules)
     # what the compiled program performs (the grader's surplus test: present is enough to count against)
     forbidden = [d for d in facts.present if d.endswith(f" over '{DEVICES}'") and not d.startswith("ppermute ")]
     if forbidden:
-        fail(_say("ring_forbidden", name=name, seen=_seen(forbidden)))
-    _expect_uses(name, facts, "ppermute", DEVICES, why=_say("ring_why"))
+        fail(say("ring_forbidden", name=name, seen=seen_words(forbidden)))
+    expect_uses(name, facts, "ppermute", DEVICES, why=say("ring_why"))
     # Read the grader's way on the smallest mesh: one ring step compiles in a fraction of the 8-device
     # program's time, and a ppermute that does not reach the result (discarded, multiplied by zero, beside
     # a total computed outside shard_map) does not reach it on 2 devices either.
-    _judged(
+    judged(
         name,
         fn,
         mesh,
         _placed(_ring_input(k, n), mesh, P(DEVICES)),
         ins=(((DEVICES,),),),
         axis=DEVICES,
-        why=_say("ring_why"),
+        why=say("ring_why"),
         needs=(f"ppermute over '{DEVICES}'",),
         rules=rules,
         facts=facts,
@@ -172,7 +178,7 @@ def _observe_ring_all_reduce(fn: Callable) -> dict:
     for k, n in _RING_CASES:
         mesh = line_mesh(k)
         cases[f"k{k}_n{n}"] = (mesh, [_on(mesh, (k * n,), P(DEVICES))])
-    return _observe_programs(fn, cases, structure="k8_n8", only=True)
+    return observe_programs(fn, cases, structure="k8_n8", only=True)
 
 
 ring_all_reduce = exercise(

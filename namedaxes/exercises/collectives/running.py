@@ -16,6 +16,7 @@ from namedaxes.checking import (
     expect_array,
     explained,
     fail,
+    first_line,
     regions,
     unbound_axis_name,
 )
@@ -24,77 +25,69 @@ from namedaxes.grading import Case, programs
 from namedaxes.meshes import program as _program
 from namedaxes.meshes import with_mesh as _bound
 
-from .text import _say
-
-
-def _f32(values) -> jax.Array:
-    return jnp.asarray(values, jnp.float32)
-
+from .text import say
 
 # ---------------------------------------------------------------- running answers
-def _first_line(err: BaseException) -> str:
-    text = str(err)
-    return (text.splitlines()[0] if text else type(err).__name__)[:240]
 
 
-def _rule_varying(err, name, mesh):
+def rule_varying(err, name, mesh):
     text = str(err)
     if isinstance(err, ValueError) and "out_specs" in text and ("replicat" in text or "varying" in text):
-        return _say("varying_output", name=name, first=_first_line(err))
+        return say("varying_output", name=name, first=first_line(err))
     return None
 
 
-def _rule_divisible(err, name, mesh, extra=""):
+def rule_divisible(err, name, mesh, extra=""):
     text = str(err)
     if isinstance(err, ValueError) and "must be divisible by shard_count" in text:
-        return _say("not_divisible", name=name, first=_first_line(err), extra=extra)
+        return say("not_divisible", name=name, first=first_line(err), extra=extra)
     if isinstance(err, ValueError) and "must match shard count" in text:
-        return _say("not_shard_count", name=name, first=_first_line(err))
+        return say("not_shard_count", name=name, first=first_line(err))
     if isinstance(err, ValueError) and "scatter_dimension" in text and "non-negative" in text:
-        return _say("negative_scatter_dimension", name=name)
+        return say("negative_scatter_dimension", name=name)
     return None
 
 
-def _rule_permutation(err, name, mesh):
+def rule_permutation(err, name, mesh):
     text = str(err)
     if isinstance(err, ValueError) and "sources and destinations must be unique" in text:
-        return _say("not_a_permutation", name=name, first=_first_line(err))
+        return say("not_a_permutation", name=name, first=first_line(err))
     if isinstance(err, IndexError) and mesh is not None and "index out of range" in text:
         k = mesh.devices.size
-        return _say("bad_device_index", name=name, k=k, last=k - 1)
+        return say("bad_device_index", name=name, k=k, last=k - 1)
     return None
 
 
-def _rule_in_specs(err, name, mesh):
+def rule_in_specs(err, name, mesh):
     text = str(err)
     if isinstance(err, ValueError) and "does not match the specs of the input" in text:
-        return _say("in_specs", name=name, first=_first_line(err))
+        return say("in_specs", name=name, first=first_line(err))
     if isinstance(err, ValueError) and "out_specs entry which is too long" in text:
-        return _say("out_specs_too_long", name=name, first=_first_line(err))
+        return say("out_specs_too_long", name=name, first=first_line(err))
     return None
 
 
-def _rule_global_sharding(err, name, mesh):
+def rule_global_sharding(err, name, mesh):
     # jax raises its own ShardingTypeError (not exported under jax.errors on these versions)
     if type(err).__name__ == "ShardingTypeError":
-        return _say("global_sharding", name=name, first=_first_line(err))
+        return say("global_sharding", name=name, first=first_line(err))
     return None
 
 
-_COMMON_RULES = (_rule_varying, _rule_divisible, _rule_in_specs, _rule_global_sharding)
+COMMON_RULES = (rule_varying, rule_divisible, rule_in_specs, rule_global_sharding)
 
 
 def _rule_axis_names(err, name, mesh):
-    axes = _say("mesh_axes", axes=tuple(mesh.axis_names)) if mesh is not None else ""
+    axes = say("mesh_axes", axes=tuple(mesh.axis_names)) if mesh is not None else ""
     if type(err) is AssertionError and not str(err):
-        return _say("empty_assertion", name=name, axes=axes)
+        return say("empty_assertion", name=name, axes=axes)
     axis = unbound_axis_name(err)
     if axis is not None:
-        return _say("unbound", name=name, axis=axis, first=_first_line(err), axes=axes)
+        return say("unbound", name=name, axis=axis, first=first_line(err), axes=axes)
     return None
 
 
-def _explained(name: str, mesh=None, rules=_COMMON_RULES):
+def explained_here(name: str, mesh=None, rules=COMMON_RULES):
     """Run an answer; its crashes become `CheckFailed` messages (`checking.explained`).
 
     `rules` are this notebook's own translations, each `rule(err, name, mesh) -> message | None`,
@@ -105,23 +98,23 @@ def _explained(name: str, mesh=None, rules=_COMMON_RULES):
     return explained(name, rules=[lambda err, rule=rule: rule(err) for rule in bound])
 
 
-def _run(name: str, fn: Callable, mesh, *args, rules=_COMMON_RULES):
-    with _explained(name, mesh, rules):
+def run_answer(name: str, fn: Callable, mesh, *args, rules=COMMON_RULES):
+    with explained_here(name, mesh, rules):
         return _program(fn, mesh)(*args)
 
 
-def _examined(name: str, fn: Callable, mesh, *args, ins: tuple, axis: str, rules=_COMMON_RULES):
+def examined_here(name: str, fn: Callable, mesh, *args, ins: tuple, axis: str, rules=COMMON_RULES):
     """`fn(*args, mesh)` exported, compiled and examined once, the grader's way (`namedaxes.judging.examine`):
     the collectives of its optimized program (`present`, named as "all_gather over 'devices'"), those that
     reach the results (`matters`) and its live per-device regions; every step of the check reads these.
     Layout first, as the grader judges: a live region over `axis` taking each input split as `ins` says."""
-    with _explained(name, mesh, rules):
+    with explained_here(name, mesh, rules):
         facts = examined(lambda *a: fn(*a, mesh), *args)
     expect_own_shard(name, facts, ((axis,), ins), regions.TEXT["values_word"])
     return facts
 
 
-def _judged(
+def judged(
     name: str,
     fn: Callable,
     mesh,
@@ -130,7 +123,7 @@ def _judged(
     axis: str,
     why: str,
     needs: tuple = (),
-    rules=_COMMON_RULES,
+    rules=COMMON_RULES,
     facts=None,
 ) -> None:
     """The grader's judging steps on visible inputs (`checking.regions.judge_regions`): a per-device region over `axis`
@@ -145,7 +138,7 @@ def _judged(
         what=regions.TEXT["values_word"],
         axis=axis,
         why=why,
-        context=_explained(name, mesh, rules),
+        context=explained_here(name, mesh, rules),
         facts=facts,
     )
     for collective in needs:
@@ -153,26 +146,26 @@ def _judged(
             fail(checking_text["collective_unused"].format(name=name, collective=collective, hint=why))
 
 
-def _expect_uses(name: str, facts, primitive: str, axis: str, why: str) -> None:
-    """The compiled program performs `primitive` over `axis` (present; `_judged` asks that it matters), else
+def expect_uses(name: str, facts, primitive: str, axis: str, why: str) -> None:
+    """The compiled program performs `primitive` over `axis` (present; `judged` asks that it matters), else
     the answer is told what it performs instead and why the exercise asks for it (`why`, in words)."""
     if f"{primitive} over '{axis}'" not in facts.present:
-        fail(_say("right_values_no_collective", name=name, seen=_seen(facts.present), axis=axis, why=why))
+        fail(say("right_values_no_collective", name=name, seen=seen_words(facts.present), axis=axis, why=why))
 
 
-def _seen(descriptions) -> str:
+def seen_words(descriptions) -> str:
     """Collectives read from the compiled program ("psum over 'devices'"), in words."""
-    return _say("seen_join").join(sorted(descriptions)) or _say("no_collective_at_all")
+    return say("seen_join").join(sorted(descriptions)) or say("no_collective_at_all")
 
 
-def _expect_float32(name: str, out, where: str) -> None:
+def expect_float32(name: str, out, where: str) -> None:
     if not isinstance(out, jax.Array):
-        fail(_say("result_type", name=name, type=type(out).__name__, where=where))
+        fail(say("result_type", name=name, type=type(out).__name__, where=where))
     expect_array(name, out, dtype=jnp.float32)
 
 
 # ---------------------------------------------------------------- graded observations
-def _observe_programs(
+def observe_programs(
     fn: Callable, cases: dict, *, structure: str, only: bool = False, out_layout: bool = True, work=None
 ) -> dict:
     """The hidden observation of one test cell: exported programs of `fn` (`namedaxes.grading.programs`).

@@ -13,28 +13,30 @@ from jax.sharding import PartitionSpec as P
 from namedaxes import DEVICES
 from namedaxes.checking import (
     exercises_for,
+    expect_work_within,
     fail,
     same_values,
+    show_values,
 )
-from namedaxes.judging import Work, exported_work, work_excess
+from namedaxes.judging import exported_work
 from namedaxes.meshes import abstract_on as _on
 from namedaxes.meshes import line_mesh
 from namedaxes.meshes import placed as _placed
 
 from .running import (
-    _examined,
-    _expect_float32,
-    _expect_uses,
-    _explained,
-    _judged,
-    _observe_programs,
-    _rule_divisible,
-    _rule_global_sharding,
-    _rule_in_specs,
-    _rule_varying,
-    _run,
+    examined_here,
+    expect_float32,
+    expect_uses,
+    explained_here,
+    judged,
+    observe_programs,
+    rule_divisible,
+    rule_global_sharding,
+    rule_in_specs,
+    rule_varying,
+    run_answer,
 )
-from .text import _fmt, _say
+from .text import say
 
 exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
 
@@ -65,9 +67,9 @@ def _own_columns(blocks: np.ndarray) -> np.ndarray:
 def _scatter_rules():
     def divisible(err, name, mesh):
         k = mesh.devices.size if mesh is not None else "k"
-        return _rule_divisible(err, name, mesh, extra=_say("scatter_rows_hint", rows=ROWS, k=k))
+        return rule_divisible(err, name, mesh, extra=say("scatter_rows_hint", rows=ROWS, k=k))
 
-    return (_rule_varying, divisible, _rule_in_specs, _rule_global_sharding)
+    return (rule_varying, divisible, rule_in_specs, rule_global_sharding)
 
 
 _SCATTER_RULES = _scatter_rules()
@@ -87,15 +89,15 @@ def _scatter_hint(got: np.ndarray, blocks: np.ndarray) -> str:
     with np.errstate(divide="ignore", invalid="ignore"):
         row_lengths = np.concatenate([c / np.sqrt((c**2).sum(axis=1, keepdims=True)) for c in chunks], axis=1)
     if same_values(got, total, 1e-4):
-        return _say("scatter_not_normalized", rows=ROWS)
+        return say("scatter_not_normalized", rows=ROWS)
     if same_values(got, sum(_unit_columns(b) for b in blocks), 1e-4):
-        return _say("scatter_normalized_first")
+        return say("scatter_normalized_first")
     undefined = np.isnan(row_lengths)  # a row of zeros within a device's columns has no direction
     if np.array_equal(np.isnan(got), undefined) and same_values(got[~undefined], row_lengths[~undefined], 1e-4):
-        return _say("scatter_row_lengths", rows=ROWS)
+        return say("scatter_row_lengths", rows=ROWS)
     if any(same_values(got, _unit_columns(b), 1e-4) for b in (blocks[0], _own_columns(blocks))):
-        return _say("scatter_block")
-    return _say("scatter_generic")
+        return say("scatter_block")
+    return say("scatter_generic")
 
 
 def _check_sum_scatter_columns(fn: Callable) -> None:
@@ -104,36 +106,45 @@ def _check_sum_scatter_columns(fn: Callable) -> None:
         mesh = line_mesh(k)
         x_np = _scatter_case(k)
         x = _placed(x_np, mesh, P(DEVICES))
-        where = _say("where_mesh", k=k, what=_say("what_blocks", shape=x_np.shape, rows=ROWS, cols=COLUMNS))
-        out = _run(name, fn, mesh, x, rules=_SCATTER_RULES)
-        _expect_float32(name, out, where)
+        where = say("where_mesh", k=k, what=say("what_blocks", shape=x_np.shape, rows=ROWS, cols=COLUMNS))
+        out = run_answer(name, fn, mesh, x, rules=_SCATTER_RULES)
+        expect_float32(name, out, where)
         blocks = np.asarray(x_np, np.float64).reshape(k, ROWS, COLUMNS)
         want = _unit_columns(blocks.sum(axis=0))
         got_shape = tuple(out.shape)
         if got_shape != want.shape:
             if got_shape == (ROWS, k * COLUMNS) or got_shape == (k * ROWS, COLUMNS):
-                hint = _say("scatter_copies")
+                hint = say("scatter_copies")
             elif got_shape == (k * ROWS, COLUMNS // k):
-                hint = _say("scatter_row_chunks")
+                hint = say("scatter_row_chunks")
             else:
                 hint = ""
-            fail(_say("shape", name=name, want=want.shape, got=got_shape, where=where, hint=hint))
+            fail(say("shape", name=name, want=want.shape, got=got_shape, where=where, hint=hint))
         got = np.asarray(out, np.float64)
         if not same_values(got, want, 1e-4):
             hint = _scatter_hint(got, blocks)
-            fail(_say("values", name=name, where=where, want=_fmt(want), got=_fmt(got), hint=hint))
+            fail(
+                say(
+                    "values",
+                    name=name,
+                    where=where,
+                    want=show_values(want, dtype=float),
+                    got=show_values(got, dtype=float),
+                    hint=hint,
+                )
+            )
     mesh = line_mesh(_SCATTER_MESHES[-1])  # the grader's reading, on the smallest mesh
     x = _placed(_scatter_case(_SCATTER_MESHES[-1]), mesh, P(DEVICES))
-    facts = _examined(name, fn, mesh, x, ins=(((DEVICES,),),), axis=DEVICES, rules=_SCATTER_RULES)
-    _expect_uses(name, facts, "psum_scatter", DEVICES, why=_say("scatter_why"))
-    _judged(
+    facts = examined_here(name, fn, mesh, x, ins=(((DEVICES,),),), axis=DEVICES, rules=_SCATTER_RULES)
+    expect_uses(name, facts, "psum_scatter", DEVICES, why=say("scatter_why"))
+    judged(
         name,
         fn,
         mesh,
         x,
         ins=(((DEVICES,),),),
         axis=DEVICES,
-        why=_say("scatter_why"),
+        why=say("scatter_why"),
         needs=(f"psum_scatter over '{DEVICES}'",),
         rules=_SCATTER_RULES,
         facts=facts,
@@ -146,22 +157,10 @@ def _expect_scatter_work(name: str, fn: Callable, k: int) -> None:
     per-device program the grader compiles) is at most `_SCATTER_LARGEST_FACTOR` times the reference's."""
     mesh = line_mesh(k)
     x = _placed(_scatter_case(k), mesh, P(DEVICES))
-    with _explained(name, mesh, _SCATTER_RULES):
+    with explained_here(name, mesh, _SCATTER_RULES):
         work = exported_work(jax.export.export(jax.jit(lambda a: fn(a, mesh)))(x))
     want = _SCATTER_REFERENCE_LARGEST
-    excess = work_excess(work, Work(0.0, 0, want), {"largest_bytes": _SCATTER_LARGEST_FACTOR})
-    if excess is not None:
-        fail(
-            _say(
-                "scatter_whole",
-                name=name,
-                ratio=f"{excess[1]:.1f}",
-                k=k,
-                got=work.largest_bytes,
-                want=want,
-                factor=f"{_SCATTER_LARGEST_FACTOR:g}",
-            )
-        )
+    expect_work_within(work, "largest_bytes", want, _SCATTER_LARGEST_FACTOR, say, "scatter_whole", name=name, k=k)
 
 
 def _observe_sum_scatter_columns(fn: Callable) -> dict:
@@ -171,7 +170,7 @@ def _observe_sum_scatter_columns(fn: Callable) -> dict:
         mesh = line_mesh(k)
         cases[f"k{k}"] = (mesh, [_on(mesh, (k * ROWS, COLUMNS), P(DEVICES))])
     work = {"largest_bytes": _SCATTER_LARGEST_FACTOR}
-    return _observe_programs(fn, cases, structure="k8", only=True, work=work)
+    return observe_programs(fn, cases, structure="k8", only=True, work=work)
 
 
 sum_scatter_columns = exercise(

@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-
-from namedaxes.checking import (
-    show_values,
-)
 from namedaxes.i18n import Messages
 
 # ---------------------------------------------------------------- every student-facing string
@@ -247,7 +242,4 @@ TEXT = {
 TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
 
-_say = TEXT.say  # a template of this module's TEXT, in the kernel's language, filled in
-
-
-_fmt = functools.partial(show_values, dtype=float)  # an array in a message
+say = TEXT.say  # a template of this module's TEXT, in the kernel's language, filled in

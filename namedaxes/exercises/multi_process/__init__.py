@@ -22,7 +22,7 @@ results read back with `jax.experimental.multihost_utils.process_allgather`.
 
 How the checks run an answer (visible): first in this kernel, on meshes of 4
 and 8 of its devices while `jax.process_index()` / `process_count()` /
-`local_device_count()` answer as process 0 of a smaller cluster (`_AsProcess`,
+`local_device_count()` answer as process 0 of a smaller cluster (`AsProcess`,
 e.g. 2 processes x 2 devices), so a hard-coded device or process count fails
 at once; then in both worker processes on the mesh spanning them. Each check
 compares with NumPy (float64) and, on a mismatch, names the plausible mistake

@@ -13,25 +13,26 @@ from jax.sharding import PartitionSpec as P
 from namedaxes import DEVICES
 from namedaxes.checking import (
     exercises_for,
+    expect_work_within,
     fail,
     same_values,
+    show_values,
 )
 from namedaxes.grading import Case, programs, spec
-from namedaxes.judging import Work, exported_work, work_excess
+from namedaxes.judging import exported_work
 from namedaxes.meshes import line_mesh
 
 from .running import (
     METRIC_KEYS,
     N_GLOBAL,
     NUM_PROCESSES,
-    _as_process,
-    _cluster,
-    _explained,
-    _fmt,
-    _global_job,
-    _judged,
-    _kernel_run,
-    _kind,
+    as_process,
+    cluster,
+    explained_here,
+    global_job,
+    judged,
+    kernel_run,
+    kind_of,
 )
 from .text import TEXT
 
@@ -89,12 +90,12 @@ def _metric_hint(key: str, got, errors: np.ndarray, k: int, p: int) -> str:
 
 def _expect_metrics(name: str, got, errors: np.ndarray, k: int, p: int, where: str) -> None:
     if not isinstance(got, dict) or set(map(str, got)) != set(METRIC_KEYS):
-        fail(TEXT["not_dict"].format(name=name, keys=list(METRIC_KEYS), kind=_kind(got), where=where))
+        fail(TEXT["not_dict"].format(name=name, keys=list(METRIC_KEYS), kind=kind_of(got), where=where))
     want = _metrics_want(errors, p)
     for key in METRIC_KEYS:
         value = np.asarray(got[key]) if isinstance(got[key], (np.ndarray, np.generic, jax.Array, float, int)) else None
         if value is None:
-            fail(TEXT["not_dict"].format(name=name, keys=list(METRIC_KEYS), kind=_kind(got[key]), where=where))
+            fail(TEXT["not_dict"].format(name=name, keys=list(METRIC_KEYS), kind=kind_of(got[key]), where=where))
         if value.shape != np.shape(want[key]):
             hint = TEXT["per_process_shape"].format(p=p) if key == "per_process" else ""
             fail(
@@ -109,8 +110,8 @@ def _expect_metrics(name: str, got, errors: np.ndarray, k: int, p: int, where: s
                     where=where,
                     name=name,
                     key=key,
-                    got=_fmt(got[key]),
-                    want=_fmt(want[key]),
+                    got=show_values(got[key], dtype=float),
+                    want=show_values(want[key], dtype=float),
                     hint=_metric_hint(key, got[key], errors, k, p),
                 )
             )
@@ -123,13 +124,13 @@ def _check_global_metrics(fn: Callable) -> None:
     cases = _metrics_cases()
     for k, p, errors in cases[:-1]:
         where = TEXT["on_mesh_kernel"].format(k=k, p=p, n=k // p, what=TEXT["case_metrics"].format(shape=errors.shape))
-        with _explained(name, line_mesh(k, DEVICES)):
-            got, mesh, placed = _kernel_run(fn, k, DEVICES, [(True, errors)], p)
+        with explained_here(name, line_mesh(k, DEVICES)):
+            got, mesh, placed = kernel_run(fn, k, DEVICES, [(True, errors)], p)
         _expect_metrics(name, got, errors, k, p, where)
-    with _explained(name, mesh):
-        _judged(name, fn, mesh, placed, p, DEVICES, (((DEVICES,),),), TEXT["metric_why"])
+    with explained_here(name, mesh):
+        judged(name, fn, mesh, placed, p, DEVICES, (((DEVICES,),),), TEXT["metric_why"])
         k, p, errors = cases[-1]
-        per_process = _cluster().run(_global_job, fn, [(DEVICES, [(True, errors)])])
+        per_process = cluster().run(global_job, fn, [(DEVICES, [(True, errors)])])
     where = TEXT["on_mesh_workers"].format(k=k, p=p, n=k // p, what=TEXT["case_metrics"].format(shape=errors.shape))
     for (got,) in per_process:
         _expect_metrics(name, got, errors, k, p, where)
@@ -158,7 +159,7 @@ def _metrics_case(fn: Callable, processes: int, local: int, per: int, cols: int)
     return Case(
         lambda e: fn(e, mesh),
         errors,
-        context=_as_process(0, processes, local),
+        context=as_process(0, processes, local),
         work={"flops": _METRICS_FLOPS_FACTOR},
     )
 
@@ -168,20 +169,18 @@ def _expect_metrics_work(name: str, fn: Callable) -> None:
     at most `_METRICS_FLOPS_FACTOR` times the reference's."""
     processes, local, per, cols = _METRICS_GRADED[-1]
     case = _metrics_case(fn, processes, local, per, cols)
-    with _explained(name, line_mesh(processes * local, DEVICES)), case.context():
+    with explained_here(name, line_mesh(processes * local, DEVICES)), case.context():
         work = exported_work(jax.export.export(jax.jit(case.fn))(*case.args))
-    excess = work_excess(work, Work(_METRICS_REFERENCE_FLOPS, 0, 0), {"flops": _METRICS_FLOPS_FACTOR})
-    if excess is not None:
-        fail(
-            TEXT["metrics_whole"].format(
-                name=name,
-                ratio=f"{excess[1]:.1f}",
-                k=processes * local,
-                got=f"{work.flops:g}",
-                want=f"{_METRICS_REFERENCE_FLOPS:g}",
-                factor=f"{_METRICS_FLOPS_FACTOR:g}",
-            )
-        )
+    expect_work_within(
+        work,
+        "flops",
+        _METRICS_REFERENCE_FLOPS,
+        _METRICS_FLOPS_FACTOR,
+        TEXT.say,
+        "metrics_whole",
+        name=name,
+        k=processes * local,
+    )
 
 
 def _observe_global_metrics(fn: Callable) -> dict:

@@ -13,6 +13,7 @@ from namedaxes.checking import (
     exercises_for,
     fail,
     same_values,
+    show_values,
 )
 from namedaxes.grading import Case, programs, spec
 
@@ -20,13 +21,12 @@ from .running import (
     LOCAL_DEVICES,
     N_GLOBAL,
     NUM_PROCESSES,
-    _as_process,
-    _AsProcess,
-    _cluster,
-    _explained,
-    _fmt,
-    _kind,
-    _share,
+    AsProcess,
+    as_process,
+    cluster,
+    explained_here,
+    kind_of,
+    share,
 )
 from .text import TEXT
 
@@ -64,7 +64,7 @@ def _expect_rows(name: str, got, batch, rows: slice, who: str, processes: int, l
     want = TEXT["rows_range"].format(start=rows.start, stop=rows.stop - 1)
     if isinstance(batch, dict):
         if not isinstance(got, dict) or set(got) != set(batch):
-            fail(TEXT["rows_dict_keys"].format(where=who, name=name, kind=_kind(got)))
+            fail(TEXT["rows_dict_keys"].format(where=who, name=name, kind=kind_of(got)))
         for key in sorted(batch):
             _expect_rows(
                 name, got[key], batch[key], rows, TEXT["rows_key"].format(where=who, key=key), processes, local
@@ -98,7 +98,11 @@ def _expect_rows(name: str, got, batch, rows: slice, who: str, processes: int, l
         seen = _describe_rows(got, batch)
         fail(
             TEXT["rows_values"].format(
-                where=who, name=name, seen=seen or _fmt(got), want=want, extra=TEXT["rows_start"] if seen else ""
+                where=who,
+                name=name,
+                seen=seen or show_values(got, dtype=float),
+                want=want,
+                extra=TEXT["rows_start"] if seen else "",
             )
         )
 
@@ -138,17 +142,17 @@ def _check_local_rows(fn: Callable) -> None:
         fail(TEXT["not_callable"].format(name=name, type=type(fn).__name__))
     batches = _visible_batches()
     n_here = jax.local_device_count()
-    with _explained(name):
+    with explained_here(name):
         for index, processes, local in _LOCAL_ROWS_AS:
             who = TEXT["as_process"].format(i=index, p=processes, n=local)
             for batch in batches:
-                with _AsProcess(index, processes, local):
+                with AsProcess(index, processes, local):
                     got = _as_numpy(_call_local_rows(fn, batch))
-                _expect_rows(name, got, batch, _share(_rows_of(batch), processes, index), who, processes, local)
+                _expect_rows(name, got, batch, share(_rows_of(batch), processes, index), who, processes, local)
         here = [_as_numpy(_call_local_rows(fn, b)) for b in batches]
         for batch, got in zip(batches, here):
             _expect_rows(name, got, batch, slice(0, _rows_of(batch)), TEXT["in_kernel"].format(n=n_here), 1, n_here)
-        there = _cluster().run(_local_rows_job, fn, batches)
+        there = cluster().run(_local_rows_job, fn, batches)
     for i in range(NUM_PROCESSES):
         who = TEXT["in_worker"].format(i=i, p=NUM_PROCESSES, n=LOCAL_DEVICES)
         for batch, got in zip(batches, there[i]):
@@ -156,7 +160,7 @@ def _check_local_rows(fn: Callable) -> None:
                 name,
                 _as_numpy(got),
                 batch,
-                _share(_rows_of(batch), NUM_PROCESSES, i),
+                share(_rows_of(batch), NUM_PROCESSES, i),
                 who,
                 NUM_PROCESSES,
                 LOCAL_DEVICES,
@@ -188,7 +192,7 @@ def _observe_local_rows(fn: Callable) -> dict:
                 lambda *a: fn(*a),
                 batch,
                 draw={"kind": "normal", "low": 0, "high": 9},  # fresh: no trace cache
-                context=_as_process(index, processes, local),
+                context=as_process(index, processes, local),
             )
     return programs(cases)
 

@@ -18,7 +18,6 @@ from namedaxes.checking import (
     fail,
     not_written_yet,
     regions,
-    show_values,
     unbound_axis_name,
 )
 from namedaxes.checking.regions import judge_regions
@@ -42,11 +41,11 @@ GRADE_IDS = {
 
 
 # ---------------------------------------------------------------- running answers
-def _cluster() -> multiprocess.Cluster:
+def cluster() -> multiprocess.Cluster:
     return multiprocess.get_cluster(NUM_PROCESSES, LOCAL_DEVICES)
 
 
-class _AsProcess:
+class AsProcess:
     """While active, `jax.process_index()` / `process_count()` / `local_device_count()` /
     `local_devices()` / `device_count()` / `devices()` answer as process `index` of a cluster of
     `processes` x `local` devices (its devices: the first `processes * local` of this kernel's).
@@ -102,7 +101,7 @@ def _rules(name: str, mesh=None):
     return (rule,)
 
 
-def _explained(name: str, mesh=None):
+def explained_here(name: str, mesh=None):
     return explained(name, rules=_rules(name, mesh))
 
 
@@ -127,12 +126,12 @@ def read_back(tree):
     return jax.tree.map(one, tree)
 
 
-def _share(n_rows: int, processes: int, index: int) -> slice:
+def share(n_rows: int, processes: int, index: int) -> slice:
     per = n_rows // processes
     return slice(index * per, (index + 1) * per)
 
 
-def _global_job(fn: Callable, cases: list) -> list:
+def global_job(fn: Callable, cases: list) -> list:
     """In every worker: per case, the mesh over all devices, global arrays from this process's share
     of each argument (`to_global`), `fn(*args, mesh)`, the result read back (`read_back`)."""
     p, i = jax.process_count(), jax.process_index()
@@ -141,17 +140,17 @@ def _global_job(fn: Callable, cases: list) -> list:
         mesh = line_mesh(jax.device_count(), axis)
         placed = []
         for split, tree in args:
-            mine = jax.tree.map(lambda a: np.asarray(a)[_share(np.shape(a)[0], p, i)], tree) if split else tree
+            mine = jax.tree.map(lambda a: np.asarray(a)[share(np.shape(a)[0], p, i)], tree) if split else tree
             placed.append(to_global(mine, mesh, axis if split else None))
         out.append(read_back(jax.jit(lambda *a: fn(*a, mesh))(*placed)))  # noqa: B023 - run in this iteration
     return out
 
 
-def _kernel_run(fn: Callable, k: int, axis: str, args: list, processes: int):
+def kernel_run(fn: Callable, k: int, axis: str, args: list, processes: int):
     """`fn(*args, mesh)` on a mesh of `k` of this kernel's devices, as process 0 of `processes`."""
     mesh = line_mesh(k, axis)
     placed = [jax.device_put(tree, NamedSharding(mesh, P(axis) if split else P())) for split, tree in args]
-    with _AsProcess(0, processes, k // processes):
+    with AsProcess(0, processes, k // processes):
         result = jax.jit(lambda *a: fn(*a, mesh))(*placed)
     return jax.tree.map(lambda v: np.asarray(v) if isinstance(v, jax.Array) else v, result), mesh, placed
 
@@ -160,11 +159,11 @@ def _examined_as(fn: Callable, mesh, placed: list, processes: int):
     """`fn(*placed, mesh)` exported as process 0 of `processes` and examined the grader's way
     (`namedaxes.judging.examine`: regions and communication read from the compiled program, each kept only
     where it reaches the results)."""
-    with _AsProcess(0, processes, mesh.size // processes):
+    with AsProcess(0, processes, mesh.size // processes):
         return examined(lambda *a: fn(*a, mesh), *placed)
 
 
-def _judged(name: str, fn: Callable, mesh, placed: list, processes: int, axis: str, ins: tuple, why: str) -> None:
+def judged(name: str, fn: Callable, mesh, placed: list, processes: int, axis: str, ins: tuple, why: str) -> None:
     """The grader's judging steps on the kernel's last case, traced as process 0 of `processes`
     (`_examined_as`, examined once): a `jax.shard_map` at all, a collective over `axis` at all (this notebook's
     own words for those), then (`checking.regions.judge_regions`) a per-device region over `axis` that takes each input
@@ -188,17 +187,13 @@ def _judged(name: str, fn: Callable, mesh, placed: list, processes: int, axis: s
     )
 
 
-def _kind(value) -> str:
+def kind_of(value) -> str:
     if isinstance(value, dict):
         return TEXT["a_dict"].format(keys=sorted(map(str, value)))
     return TEXT["a_type"].format(type=type(value).__name__)
 
 
-def _fmt(value) -> str:
-    return show_values(np.asarray(value, dtype=float), dtype=float)
-
-
-def _as_process(index: int, processes: int, local: int) -> Callable[[], _AsProcess]:
+def as_process(index: int, processes: int, local: int) -> Callable[[], AsProcess]:
     """A `Case(context=...)`: the answer is traced and exported as process `index` of a cluster of
     `processes` x `local` devices."""
-    return lambda: _AsProcess(index, processes, local)
+    return lambda: AsProcess(index, processes, local)

@@ -13,11 +13,13 @@ from jax.sharding import PartitionSpec as P
 from namedaxes import DATA_PARALLEL, model
 from namedaxes.checking import (
     exercises_for,
+    expect_work_within,
     fail,
     same_values,
+    show_values,
 )
 from namedaxes.grading import Case, programs, spec
-from namedaxes.judging import Work, exported_work, work_excess
+from namedaxes.judging import exported_work
 from namedaxes.meshes import line_mesh
 
 from .running import (
@@ -25,14 +27,13 @@ from .running import (
     N_GLOBAL,
     NUM_PROCESSES,
     PARAM_NAMES,
-    _as_process,
-    _cluster,
-    _explained,
-    _fmt,
-    _global_job,
-    _judged,
-    _kernel_run,
-    _kind,
+    as_process,
+    cluster,
+    explained_here,
+    global_job,
+    judged,
+    kernel_run,
+    kind_of,
 )
 from .text import TEXT
 
@@ -118,10 +119,10 @@ def _step_candidates(params, batch, k: int, p: int) -> list[tuple[dict, str]]:
 
 def _expect_step(name: str, got, params, batch, k: int, p: int, where: str) -> None:
     if not isinstance(got, dict) or set(map(str, got)) != set(PARAM_NAMES):
-        fail(TEXT["not_dict"].format(name=name, keys=list(PARAM_NAMES), kind=_kind(got), where=where))
+        fail(TEXT["not_dict"].format(name=name, keys=list(PARAM_NAMES), kind=kind_of(got), where=where))
     for key in PARAM_NAMES:
         if not isinstance(got[key], (np.ndarray, np.generic, jax.Array, float)):
-            fail(TEXT["not_dict"].format(name=name, keys=list(PARAM_NAMES), kind=_kind(got[key]), where=where))
+            fail(TEXT["not_dict"].format(name=name, keys=list(PARAM_NAMES), kind=kind_of(got[key]), where=where))
         if np.shape(got[key]) != ():
             fail(TEXT["leaf_shape"].format(name=name, key=key, want=(), where=where, got=np.shape(got[key]), hint=""))
     mask = np.asarray(batch["mask"])
@@ -139,7 +140,7 @@ def _expect_step(name: str, got, params, batch, k: int, p: int, where: str) -> N
     key = next(key for key in PARAM_NAMES if not same_values(got[key], want[key], 1e-4, dtype=float))
     fail(
         TEXT["step_values"].format(
-            where=where, name=name, key=key, got=_fmt(got[key]), want=f"{want[key]:.6g}", hint=hint
+            where=where, name=name, key=key, got=show_values(got[key], dtype=float), want=f"{want[key]:.6g}", hint=hint
         )
     )
 
@@ -157,12 +158,12 @@ def _check_masked_step(fn: Callable) -> None:
         fail(TEXT["not_callable"].format(name=name, type=type(fn).__name__))
     (k, p, params, batch), workers = _step_cases()
     where = TEXT["on_mesh_kernel"].format(k=k, p=p, n=k // p, what=_step_what(batch, k))
-    with _explained(name, line_mesh(k, DATA_PARALLEL)):
-        got, mesh, placed = _kernel_run(fn, k, DATA_PARALLEL, [(False, params), (True, batch)], p)
+    with explained_here(name, line_mesh(k, DATA_PARALLEL)):
+        got, mesh, placed = kernel_run(fn, k, DATA_PARALLEL, [(False, params), (True, batch)], p)
     _expect_step(name, got, params, batch, k, p, where)
-    with _explained(name, mesh):
+    with explained_here(name, mesh):
         # params replicated (P()), x, y and mask split over DATA_PARALLEL
-        _judged(
+        judged(
             name,
             fn,
             mesh,
@@ -173,7 +174,7 @@ def _check_masked_step(fn: Callable) -> None:
             TEXT["step_why"],
         )
         k, p, params, batch = workers
-        per_process = _cluster().run(_global_job, fn, [(DATA_PARALLEL, [(False, params), (True, batch)])])
+        per_process = cluster().run(global_job, fn, [(DATA_PARALLEL, [(False, params), (True, batch)])])
     where = TEXT["on_mesh_workers"].format(k=k, p=p, n=k // p, what=_step_what(batch, k))
     for (got,) in per_process:
         _expect_step(name, got, params, batch, k, p, where)
@@ -207,7 +208,7 @@ def _step_case(fn: Callable, processes: int, local: int, per: int) -> Case:
         lambda prm, b: fn(prm, b, mesh),
         params,
         batch,
-        context=_as_process(0, processes, local),
+        context=as_process(0, processes, local),
         work={"flops": _STEP_FLOPS_FACTOR},
     )
 
@@ -217,20 +218,18 @@ def _expect_step_work(name: str, fn: Callable) -> None:
     at most `_STEP_FLOPS_FACTOR` times the reference's."""
     processes, local, per = _STEP_CASES[1]
     case = _step_case(fn, processes, local, per)
-    with _explained(name, line_mesh(processes * local, DATA_PARALLEL)), case.context():
+    with explained_here(name, line_mesh(processes * local, DATA_PARALLEL)), case.context():
         work = exported_work(jax.export.export(jax.jit(case.fn))(*case.args))
-    excess = work_excess(work, Work(_STEP_REFERENCE_FLOPS, 0, 0), {"flops": _STEP_FLOPS_FACTOR})
-    if excess is not None:
-        fail(
-            TEXT["step_whole_batch"].format(
-                name=name,
-                ratio=f"{excess[1]:.1f}",
-                k=processes * local,
-                got=f"{work.flops:g}",
-                want=f"{_STEP_REFERENCE_FLOPS:g}",
-                factor=f"{_STEP_FLOPS_FACTOR:g}",
-            )
-        )
+    expect_work_within(
+        work,
+        "flops",
+        _STEP_REFERENCE_FLOPS,
+        _STEP_FLOPS_FACTOR,
+        TEXT.say,
+        "step_whole_batch",
+        name=name,
+        k=processes * local,
+    )
 
 
 def _observe_masked_step(fn: Callable) -> dict:

@@ -18,8 +18,17 @@ from namedaxes.checking import (
 )
 from namedaxes.grading import Case, programs, rng, spec
 
-from .running import _UNIFORM, _explained_run, _grid_words, _run, _seen_descs, _uniform, _values_failure, grid_mesh
-from .text import _say
+from .running import (
+    UNIFORM,
+    explained_run,
+    grid_mesh,
+    grid_words,
+    run_answer,
+    seen_descriptions,
+    uniform,
+    values_failure,
+)
+from .text import say
 
 exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
 
@@ -36,14 +45,14 @@ def _row_normalize_wrong(xs: np.ndarray, grid, k: int) -> list[tuple[np.ndarray,
 
     words = dict(d=DATA_SHARDS, m=MODEL_REPLICAS)
     wrong = [
-        (xs / xs.sum(axis=0, keepdims=True), _say("rn_elementwise_column", **words)),
-        (by(partial), _say("rn_local_block", **words)),
-        ((blocks / blocks.sum(axis=1, keepdims=True)).reshape(xs.shape), _say("rn_elementwise_row", **words)),
-        (xs / xs.sum(), _say("rn_whole_array")),
-        (by(partial.sum(axis=0, keepdims=True)), _say("rn_partials_wrong_axis", **words)),
-        (by(partial.mean(axis=1, keepdims=True)), _say("rn_partials_mean", n=n_cols, **words)),
-        (by(partial.mean(axis=0, keepdims=True)), _say("rn_partials_mean_wrong_axis", **words)),
-        (by(partial.mean(axis=(0, 1), keepdims=True)), _say("rn_partials_mean_both", **words)),
+        (xs / xs.sum(axis=0, keepdims=True), say("rn_elementwise_column", **words)),
+        (by(partial), say("rn_local_block", **words)),
+        ((blocks / blocks.sum(axis=1, keepdims=True)).reshape(xs.shape), say("rn_elementwise_row", **words)),
+        (xs / xs.sum(), say("rn_whole_array")),
+        (by(partial.sum(axis=0, keepdims=True)), say("rn_partials_wrong_axis", **words)),
+        (by(partial.mean(axis=1, keepdims=True)), say("rn_partials_mean", n=n_cols, **words)),
+        (by(partial.mean(axis=0, keepdims=True)), say("rn_partials_mean_wrong_axis", **words)),
+        (by(partial.mean(axis=(0, 1), keepdims=True)), say("rn_partials_mean_both", **words)),
     ]
     return wrong
 
@@ -55,41 +64,41 @@ def _check_row_normalize(fn) -> None:
     for grid, k in ((GRID_SHAPE, 3), ((2, 2), 1), ((4, 2), 2)):
         mesh = grid_mesh(grid)
         n_rows, n_cols = grid
-        x = _uniform(r, (n_rows, n_cols * k))
-        where = _say("on_mesh", grid=_grid_words(grid), shape=tuple(x.shape))
-        out = _run(name, lambda: jax.jit(lambda a: fn(a, mesh))(x), where, fix="fix_row_normalize")  # noqa: B023 - run in this iteration
+        x = uniform(r, (n_rows, n_cols * k))
+        where = say("on_mesh", grid=grid_words(grid), shape=tuple(x.shape))
+        out = run_answer(name, lambda: jax.jit(lambda a: fn(a, mesh))(x), where, fix="fix_row_normalize")  # noqa: B023 - run in this iteration
         if not isinstance(out, jax.Array):
-            fail(_say("not_jax_array", label=label, type=type(out).__name__, value=f"{out!r:.80}"))
+            fail(say("not_jax_array", label=label, type=type(out).__name__, value=f"{out!r:.80}"))
         if tuple(out.shape) != tuple(x.shape):
             fail(
-                _say(
+                say(
                     "global_shape",
                     label=label,
                     want=tuple(x.shape),
                     got=tuple(out.shape),
                     where=where,
-                    hint=_say("row_normalize_shape_hint"),
+                    hint=say("row_normalize_shape_hint"),
                 )
             )
         if np.dtype(out.dtype) != np.float32:
-            fail(_say("dtype", label=label, want="float32", got=np.dtype(out.dtype).name))
+            fail(say("dtype", label=label, want="float32", got=np.dtype(out.dtype).name))
         xs = np.asarray(x, dtype=np.float64)
         want = xs / xs.sum(axis=1, keepdims=True)
         if same_values(out, want):
             continue
         diagnosis = next((words for value, words in _row_normalize_wrong(xs, grid, k) if same_values(out, value)), "")
-        _values_failure(label, out, want, where, _say("row_normalize_expected", diagnosis=diagnosis).strip())
+        values_failure(label, out, want, where, say("row_normalize_expected", diagnosis=diagnosis).strip())
     # the grader's steps, on these inputs: communication read from the compiled program (present, then
     # reaching the result), the per-device program's input split as the exercise's, the result's layout
-    with _explained_run(name, where, "fix_row_normalize"):
+    with explained_run(name, where, "fix_row_normalize"):
         facts = examined(lambda a: fn(a, mesh), x)
     over_model = [d for d in facts.present if d.endswith(f" over '{MODEL_REPLICAS}'")]
     if not over_model:
-        fail(_say("rn_no_collective", name=name, seen=_seen_descs(facts.present), m=MODEL_REPLICAS))
-    expect_communication(name, facts, MODEL_REPLICAS, hint=_say("rn_layout_hint"))
+        fail(say("rn_no_collective", name=name, seen=seen_descriptions(facts.present), m=MODEL_REPLICAS))
+    expect_communication(name, facts, MODEL_REPLICAS, hint=say("rn_layout_hint"))
     block = ((DATA_SHARDS,), (MODEL_REPLICAS,))
-    expect_regions(name, facts, ((tuple(sorted(GRID_AXES)), (block,)),), hint=_say("rn_layout_hint"))
-    expect_output_layouts(name, facts, (block,), hint=_say("rn_layout_hint"))
+    expect_regions(name, facts, ((tuple(sorted(GRID_AXES)), (block,)),), hint=say("rn_layout_hint"))
+    expect_output_layouts(name, facts, (block,), hint=say("rn_layout_hint"))
 
 
 def _observe_row_normalize(fn) -> dict:
@@ -98,7 +107,7 @@ def _observe_row_normalize(fn) -> dict:
     for grid, k in ((GRID_SHAPE, 3), ((4, 2), 2), ((2, 2), 2), ((1, 4), 1)):
         mesh = grid_mesh(grid)
         cases[f"{grid[0]}x{grid[1]}_k{k}"] = Case(
-            lambda x, mesh=mesh: fn(x, mesh), spec((grid[0], grid[1] * k), jnp.float32), draw=_UNIFORM
+            lambda x, mesh=mesh: fn(x, mesh), spec((grid[0], grid[1] * k), jnp.float32), draw=UNIFORM
         )
     return programs(cases)
 

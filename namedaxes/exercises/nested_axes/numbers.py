@@ -13,8 +13,8 @@ from namedaxes.checking import (
 )
 from namedaxes.grading import rng
 
-from .running import _describe, _expect_grid_array, _grid_words, _observe_on_grids, _run, _values_failure, grid_map
-from .text import _say
+from .running import describe, expect_grid_array, grid_map, grid_words, observe_on_grids, run_answer, values_failure
+from .text import say
 
 exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
 
@@ -25,10 +25,10 @@ def _check_device_numbers(fn) -> None:
     r = rng("device_numbers_check")
     for grid in (GRID_SHAPE, (4, 2), (2, 2), (1, 4)):
         x = jnp.asarray(r.normal(size=grid), jnp.float32)
-        where = _say("on_grid", grid=_grid_words(grid))
-        out = _run(name, lambda: grid_map(fn)(x), where)  # noqa: B023 - run in this iteration
+        where = say("on_grid", grid=grid_words(grid))
+        out = run_answer(name, lambda: grid_map(fn)(x), where)  # noqa: B023 - run in this iteration
         if not isinstance(out, (tuple, list)) or len(out) != 2:
-            fail(_say("not_a_tuple", name=name, n=2, what=_say("two_scalars"), got=_describe(out)))
+            fail(say("not_a_tuple", name=name, n=2, what=say("two_scalars"), got=describe(out)))
         rows, cols = np.indices(grid)
         n_rows, n_cols = grid
         row_major, column_major = rows * n_cols + cols, cols * n_rows + rows
@@ -38,34 +38,34 @@ def _check_device_numbers(fn) -> None:
         )
         for k, ((what, want, other, other_order), got) in enumerate(zip(parts, out)):
             label = f"{name}(x)[{k}]"
-            _expect_grid_array(label, got, grid, (), jnp.int32)
+            expect_grid_array(label, got, grid, (), jnp.int32)
             if same_values(got, want):
                 continue
             if same_values(got, other):
-                diagnosis = _say("numbers_swapped", other=_say(other_order))
+                diagnosis = say("numbers_swapped", other=say(other_order))
             elif k == 0 and same_values(got, rows * 4 + cols) or k == 1 and same_values(got, cols * 2 + rows):
-                diagnosis = _say("numbers_hard_coded")
+                diagnosis = say("numbers_hard_coded")
             elif k == 0 and same_values(got, rows * n_rows + cols):
-                diagnosis = _say(
-                    "numbers_wrong_length", order=_say("order_row_major"), line=_say("line_row"), axis=MODEL_REPLICAS
+                diagnosis = say(
+                    "numbers_wrong_length", order=say("order_row_major"), line=say("line_row"), axis=MODEL_REPLICAS
                 )
             elif k == 1 and same_values(got, cols * n_cols + rows):
-                diagnosis = _say(
-                    "numbers_wrong_length", order=_say("order_column_major"), line=_say("line_column"), axis=DATA_SHARDS
+                diagnosis = say(
+                    "numbers_wrong_length", order=say("order_column_major"), line=say("line_column"), axis=DATA_SHARDS
                 )
             elif same_values(got, rows) and n_rows > 1:
-                diagnosis = _say("numbers_one_axis", axis=DATA_SHARDS)
+                diagnosis = say("numbers_one_axis", axis=DATA_SHARDS)
             elif same_values(got, cols):
-                diagnosis = _say("numbers_one_axis", axis=MODEL_REPLICAS)
+                diagnosis = say("numbers_one_axis", axis=MODEL_REPLICAS)
             elif same_values(got, want + 1):
-                diagnosis = _say("numbers_one_based")
+                diagnosis = say("numbers_one_based")
             else:
-                diagnosis = _say("numbers_generic")
-            _values_failure(label, got, want, where, _say("numbers_part", k=k, what=_say(what), diagnosis=diagnosis))
+                diagnosis = say("numbers_generic")
+            values_failure(label, got, want, where, say("numbers_part", k=k, what=say(what), diagnosis=diagnosis))
 
 
 def _observe_device_numbers(fn) -> dict:
-    return _observe_on_grids(
+    return observe_on_grids(
         fn, ((GRID_SHAPE, ()), ((4, 2), ()), ((2, 2), (3,)), ((1, 4), ()), ((2, 1), (2,))), {"kind": "normal"}
     )
 

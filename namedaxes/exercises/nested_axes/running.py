@@ -15,10 +15,12 @@ from namedaxes.checking import TEXT as checking_text  # the list separator of th
 from namedaxes.checking import (
     explained,
     fail,
+    first_line,
+    show_values,
 )
 from namedaxes.grading import Case, programs, spec
 
-from .text import _first_line, _fmt, _say
+from .text import say
 
 # ---------------------------------------------------------------- shared helpers
 FEATURES, EXAMPLES = 8, 16  # tp_dp_step: w has FEATURES entries, a batch EXAMPLES examples
@@ -34,8 +36,8 @@ def grid_mesh(shape=GRID_SHAPE):
     return meshes.grid_mesh(shape, GRID_AXES, AxisType.Auto)
 
 
-def _grid_words(shape) -> str:
-    return _say("grid_words", rows=shape[0], cols=shape[1], d=DATA_SHARDS, m=MODEL_REPLICAS)
+def grid_words(shape) -> str:
+    return say("grid_words", rows=shape[0], cols=shape[1], d=DATA_SHARDS, m=MODEL_REPLICAS)
 
 
 def _grid_rules(name: str, where: str, fix: str | None, mesh_shape=None):
@@ -43,23 +45,23 @@ def _grid_rules(name: str, where: str, fix: str | None, mesh_shape=None):
 
     def rule(err: BaseException) -> str | None:
         text = str(err)
-        first = _first_line(err)
+        first = first_line(err)
         if isinstance(err, ValueError) and "context mesh" in text:
-            return _say("nested_pmap", name=name, where=where, first=first)
+            return say("nested_pmap", name=name, where=where, first=first)
         if (
             fix == "fix_tp_dp_step"
             and isinstance(err, ValueError)
             and "out_specs" in text
             and ("varying" in text or "replicat" in text)
         ):
-            return _say("still_varying", name=name, where=where, first=first)
+            return say("still_varying", name=name, where=where, first=first)
         if (
             fix == "fix_tp_dp_step"
             and isinstance(err, TypeError)
             and ("dot_general requires contracting dimensions" in text or "Incompatible shapes" in text)
         ):
             rows, cols = mesh_shape
-            return _say(
+            return say(
                 "block_shapes",
                 name=name,
                 where=where,
@@ -68,38 +70,38 @@ def _grid_rules(name: str, where: str, fix: str | None, mesh_shape=None):
                 w_block=(FEATURES // cols,),
             )
         if fix is not None and isinstance(err, ValueError) and ("specs" in text or "shard_map" in text):
-            return _say("shard_map_specs", name=name, where=where, first=first, fix=_say(fix))
+            return say("shard_map_specs", name=name, where=where, first=first, fix=say(fix))
         return None
 
     return (rule,)
 
 
-def _run(name: str, call, where: str, *, fix: str | None = None, mesh_shape=None):
+def run_answer(name: str, call, where: str, *, fix: str | None = None, mesh_shape=None):
     """Run `call()`; crashes become readable messages (`checking.explained` plus this notebook's rules)."""
     with explained(
         name,
-        run=_say("the_check_runs", name=name, where=where),
+        run=say("the_check_runs", name=name, where=where),
         binds=GRID_AXES,
         rules=_grid_rules(name, where, fix, mesh_shape),
     ):
         return call()
 
 
-def _describe(out) -> str:
+def describe(out) -> str:
     if isinstance(out, (tuple, list)):
-        return _say("tuple_of", kind=type(out).__name__, n=len(out))
+        return say("tuple_of", kind=type(out).__name__, n=len(out))
     if isinstance(out, jax.Array):
-        return _say("single_array", shape=tuple(out.shape))
-    return _say("a_type", type=type(out).__name__)
+        return say("single_array", shape=tuple(out.shape))
+    return say("a_type", type=type(out).__name__)
 
 
-def _expect_grid_array(label: str, value, grid: tuple, per_device: tuple, dtype) -> None:
+def expect_grid_array(label: str, value, grid: tuple, per_device: tuple, dtype) -> None:
     """`value` is the stacked output of the grid: shape grid + per_device, dtype `dtype`."""
     if not isinstance(value, jax.Array):
-        fail(_say("not_jax_array", label=label, type=type(value).__name__, value=f"{value!r:.80}"))
+        fail(say("not_jax_array", label=label, type=type(value).__name__, value=f"{value!r:.80}"))
     if tuple(value.shape[:2]) != tuple(grid) or tuple(value.shape[2:]) != tuple(per_device):
         fail(
-            _say(
+            say(
                 "per_device_shape",
                 label=label,
                 want=tuple(per_device),
@@ -109,42 +111,51 @@ def _expect_grid_array(label: str, value, grid: tuple, per_device: tuple, dtype)
             )
         )
     if np.dtype(value.dtype) != np.dtype(dtype):
-        fail(_say("dtype", label=label, want=np.dtype(dtype).name, got=np.dtype(value.dtype).name))
+        fail(say("dtype", label=label, want=np.dtype(dtype).name, got=np.dtype(value.dtype).name))
 
 
-def _values_failure(label: str, got, want, where: str, hint: str) -> None:
-    fail(_say("values", label=label, where=where, want=_fmt(want), got=_fmt(got), hint=hint))
+def values_failure(label: str, got, want, where: str, hint: str) -> None:
+    fail(
+        say(
+            "values",
+            label=label,
+            where=where,
+            want=show_values(want, one_line=True),
+            got=show_values(got, one_line=True),
+            hint=hint,
+        )
+    )
 
 
-def _uniform(r, shape) -> jax.Array:
+def uniform(r, shape) -> jax.Array:
     return jnp.asarray(r.uniform(0.5, 2.0, size=shape), jnp.float32)
 
 
-_UNIFORM = {"kind": "uniform", "low": 0.5, "high": 2.0}  # the same values, drawn by the grader
+UNIFORM = {"kind": "uniform", "low": 0.5, "high": 2.0}  # the same values, drawn by the grader
 
 
-def _explained_run(name: str, where: str, fix: str, mesh_shape=None):
-    """`explained` as `_run` uses it, for a step that exports and examines the answer's program."""
+def explained_run(name: str, where: str, fix: str, mesh_shape=None):
+    """`explained` as `run_answer` uses it, for a step that exports and examines the answer's program."""
     return explained(
         name,
-        run=_say("the_check_runs", name=name, where=where),
+        run=say("the_check_runs", name=name, where=where),
         binds=GRID_AXES,
         rules=_grid_rules(name, where, fix, mesh_shape),
     )
 
 
-def _seen_descs(descs) -> str:
+def seen_descriptions(descs) -> str:
     """Collectives as the compiled program names them ("psum over 'model_replicas'"), or none at all."""
-    return checking_text["list_sep"].join(descs) or _say("no_collective_at_all")
+    return checking_text["list_sep"].join(descs) or say("no_collective_at_all")
 
 
 def _seen(found) -> str:
     return checking_text["list_sep"].join(
-        _say("collective_over", primitive=p, axes=axes) for p, axes in sorted(found)
-    ) or _say("no_collective_at_all")
+        say("collective_over", primitive=p, axes=axes) for p, axes in sorted(found)
+    ) or say("no_collective_at_all")
 
 
-def _on_devices(fn, grid):
+def on_devices(fn, grid):
     """The per-device `fn` on a real grid of devices: `shard_map` over `grid_mesh(grid)`, one cell per device.
 
     What the grader runs (the visible checks use `grid_map`): here both axes are devices, so the
@@ -158,10 +169,10 @@ def _on_devices(fn, grid):
     return jax.shard_map(per_block, mesh=grid_mesh(grid), in_specs=block_spec, out_specs=block_spec, check_vma=False)
 
 
-def _observe_on_grids(fn, cases, draw) -> dict:
+def observe_on_grids(fn, cases, draw) -> dict:
     """Exported programs: `fn` once per device of each grid, x of shape (*grid, *per_device) drawn by the grader."""
     out = {}
     for grid, per_device in cases:
         tag = f"{grid[0]}x{grid[1]}_{'x'.join(map(str, per_device)) or 'scalar'}"
-        out[tag] = Case(_on_devices(fn, grid), spec((*grid, *per_device), jnp.float32), draw=draw)
+        out[tag] = Case(on_devices(fn, grid), spec((*grid, *per_device), jnp.float32), draw=draw)
     return programs(out)

@@ -16,18 +16,18 @@ from namedaxes.checking import (
 from namedaxes.grading import rng
 
 from .running import (
-    _UNIFORM,
-    _describe,
-    _expect_grid_array,
-    _grid_words,
-    _observe_on_grids,
-    _on_devices,
-    _run,
-    _uniform,
-    _values_failure,
+    UNIFORM,
+    describe,
+    expect_grid_array,
     grid_map,
+    grid_words,
+    observe_on_grids,
+    on_devices,
+    run_answer,
+    uniform,
+    values_failure,
 )
-from .text import _say
+from .text import say
 
 exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
 
@@ -53,16 +53,16 @@ def _grid_part(x, axes) -> np.ndarray:
 def _neither_hint(got, x) -> str | None:
     """What a wrong "neither" part is: the whole grid, or the row and the column both subtracted from it."""
     if same_values(got, _grid_part(x, (0, 1))):
-        return _say("grid_sums_neither_all")
+        return say("grid_sums_neither_all")
     if same_values(got, _grid_part(x, None) - np.asarray(x, np.float64)):
-        return _say("grid_sums_neither_twice")
+        return say("grid_sums_neither_twice")
     return None
 
 
 def _axes_words(axes) -> str:
     if axes == (0, 1):
-        return _say("axes_both")
-    return _say("axes_one", axis=GRID_AXES[axes[0]])
+        return say("axes_both")
+    return say("axes_one", axis=GRID_AXES[axes[0]])
 
 
 def _grid_reductions(x: np.ndarray) -> list[tuple[str, str | None, bool, np.ndarray]]:
@@ -73,7 +73,7 @@ def _grid_reductions(x: np.ndarray) -> list[tuple[str, str | None, bool, np.ndar
     for axes in ((0,), (1,), (0, 1)):
         found.append(
             (
-                _say("seen_sum", axes=_axes_words(axes)),
+                say("seen_sum", axes=_axes_words(axes)),
                 _GROUP_OF_AXES[axes],
                 False,
                 full(x.sum(axis=axes, keepdims=True)),
@@ -81,47 +81,47 @@ def _grid_reductions(x: np.ndarray) -> list[tuple[str, str | None, bool, np.ndar
         )
         found.append(
             (
-                _say("seen_mean", axes=_axes_words(axes)),
+                say("seen_mean", axes=_axes_words(axes)),
                 _GROUP_OF_AXES[axes],
                 True,
                 full(x.mean(axis=axes, keepdims=True)),
             )
         )
-    found.append((_say("seen_nothing"), None, False, x))
+    found.append((say("seen_nothing"), None, False, x))
     return found
 
 
 def _group_words(group: str) -> str:
-    return _say(group, d=DATA_SHARDS, m=MODEL_REPLICAS)
+    return say(group, d=DATA_SHARDS, m=MODEL_REPLICAS)
 
 
 def _check_grid_sums(fn) -> None:
     name = "grid_sums"
     r = rng("grid_sums_check")
     for grid, per_device in ((GRID_SHAPE, (3,)), ((4, 2), ()), ((2, 2), (2,))):
-        x = _uniform(r, (*grid, *per_device))
-        where = _say("on_grid", grid=_grid_words(grid))
-        out = _run(name, lambda: grid_map(fn)(x), where)  # noqa: B023 - run in this iteration
+        x = uniform(r, (*grid, *per_device))
+        where = say("on_grid", grid=grid_words(grid))
+        out = run_answer(name, lambda: grid_map(fn)(x), where)  # noqa: B023 - run in this iteration
         if not isinstance(out, (tuple, list)) or len(out) != 3:
             fail(
-                _say(
+                say(
                     "not_a_tuple",
                     name=name,
                     n=3,
-                    what=_say("three_arrays", parts=_say("parts_list")),
-                    got=_describe(out),
+                    what=say("three_arrays", parts=say("parts_list")),
+                    got=describe(out),
                 )
             )
         options = _grid_reductions(x)
         for k, ((want_key, group, axes), got) in enumerate(zip(_GRID_SUMS_PARTS, out)):
             label = f"{name}(x)[{k}]"
-            _expect_grid_array(label, got, grid, per_device, jnp.float32)
+            expect_grid_array(label, got, grid, per_device, jnp.float32)
             want = _grid_part(x, axes)
             if same_values(got, want):
                 continue
             neither = _neither_hint(got, x) if axes is None else None
             if neither is not None:
-                _values_failure(label, got, want, where, neither)
+                values_failure(label, got, want, where, neither)
             seen = next(
                 (
                     (words, seen_group, is_mean)
@@ -131,38 +131,38 @@ def _check_grid_sums(fn) -> None:
                 None,
             )
             if seen is not None and seen[1] is None:
-                fail(_say("grid_sums_unreduced", label=label, want=_say(want_key), where=where))
+                fail(say("grid_sums_unreduced", label=label, want=say(want_key), where=where))
             if seen is not None:
                 words, seen_group, is_mean = seen
-                advice = _say("advice_mean") if is_mean and seen_group == group else _say("advice_part")
+                advice = say("advice_mean") if is_mean and seen_group == group else say("advice_part")
                 fail(
-                    _say(
+                    say(
                         "grid_sums_seen",
                         label=label,
-                        want=_say(want_key),
+                        want=say(want_key),
                         where=where,
                         seen=words,
                         group=_group_words(seen_group),
                         advice=advice,
                     )
                 )
-            _values_failure(
-                label, got, want, where, _say("grid_sums_generic", want=_say(want_key), group=_group_words(group))
+            values_failure(
+                label, got, want, where, say("grid_sums_generic", want=say(want_key), group=_group_words(group))
             )
     # Structure (a guard: under pmap-over-vmap the values above cannot be right without both axes), read the
-    # grader's way from the program it runs (`_on_devices`: both axes are devices there): a collective over
+    # grader's way from the program it runs (`on_devices`: both axes are devices there): a collective over
     # each axis that reaches the results (`namedaxes.judging.examine`).
-    probe = _uniform(rng("grid_sums_check"), (*GRID_SHAPE, 3))
-    facts = _run(
-        name, lambda: examined(_on_devices(fn, GRID_SHAPE), probe), _say("on_grid", grid=_grid_words(GRID_SHAPE))
+    probe = uniform(rng("grid_sums_check"), (*GRID_SHAPE, 3))
+    facts = run_answer(
+        name, lambda: examined(on_devices(fn, GRID_SHAPE), probe), say("on_grid", grid=grid_words(GRID_SHAPE))
     )
     for axis, constant in zip(GRID_AXES, ("DATA_SHARDS", "MODEL_REPLICAS")):
-        expect_communication(name, facts, axis, hint=_say("grid_sums_structure", constant=constant))
+        expect_communication(name, facts, axis, hint=say("grid_sums_structure", constant=constant))
 
 
 def _observe_grid_sums(fn) -> dict:
-    return _observe_on_grids(
-        fn, ((GRID_SHAPE, (3,)), (GRID_SHAPE, ()), ((4, 2), (2,)), ((2, 2), (2, 3)), ((1, 4), (5,))), _UNIFORM
+    return observe_on_grids(
+        fn, ((GRID_SHAPE, (3,)), (GRID_SHAPE, ()), ((4, 2), (2,)), ((2, 2), (2, 3)), ((1, 4), (5,))), UNIFORM
     )
 
 

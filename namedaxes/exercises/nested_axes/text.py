@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from namedaxes.i18n import Messages
 
 # ---------------------------------------------------------------- every student-facing string
@@ -251,17 +249,4 @@ TEXT = {
 TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
 
-_say = TEXT.say  # a template of this module's TEXT, in the kernel's language, filled in
-
-
-def _fmt(value) -> str:
-    """An array on one line (the message is wrapped when shown)."""
-    array = np.asarray(value)
-    array = array if np.issubdtype(array.dtype, np.integer) else array.astype(float)
-    text = np.array2string(array, precision=4, threshold=16, separator=", ", max_line_width=10**6)
-    return " ".join(text.split())
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err)
-    return (text.splitlines()[0] if text else type(err).__name__)[:240]
+say = TEXT.say  # a template of this module's TEXT, in the kernel's language, filled in

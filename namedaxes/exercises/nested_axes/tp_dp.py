@@ -13,15 +13,17 @@ from namedaxes.checking import (
     expect_communication,
     expect_output_layouts,
     expect_regions,
+    expect_work_within,
     fail,
     same_values,
+    show_values,
 )
 from namedaxes.grading import Case, programs, spec
-from namedaxes.judging import Work, exported_work, work_excess
+from namedaxes.judging import exported_work
 from namedaxes.model import LEARNING_RATE
 
-from .running import EXAMPLES, FEATURES, _explained_run, _grid_words, _run, _seen_descs, grid_mesh
-from .text import _fmt, _say
+from .running import EXAMPLES, FEATURES, explained_run, grid_mesh, grid_words, run_answer, seen_descriptions
+from .text import say
 
 exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
 
@@ -73,34 +75,34 @@ def _tp_partial_products_step(w, batch, grid) -> np.ndarray:
 
 def _tp_diagnosis(got, w, batch, grid, passed_on) -> str:
     if passed_on is not None:
-        return _say("tp_right_on", good=_grid_words(passed_on))
+        return say("tp_right_on", good=grid_words(passed_on))
     old = np.asarray(w, np.float64)
     ref = tp_dp_step_np(w, batch)
     step, ref_step = got - old, ref - old
     n_rows, n_cols = grid
     if same_values(got, old, 1e-7):
-        return _say("tp_unchanged")
+        return say("tp_unchanged")
     if same_values(step, -ref_step, 1e-4):
-        return _say("tp_sign")
+        return say("tp_sign")
     if same_values(step, n_rows * ref_step, 1e-4):
-        return _say("tp_data_sum", k=n_rows)
+        return say("tp_data_sum", k=n_rows)
     if same_values(step, n_cols * ref_step, 1e-4):
-        return _say("tp_model_sum", k=n_cols)
+        return say("tp_model_sum", k=n_cols)
     if same_values(step, ref_step / n_rows, 1e-4):
-        return _say("tp_data_small", k=n_rows)
+        return say("tp_data_small", k=n_rows)
     x, y = (np.asarray(batch[key], np.float64) for key in ("x", "y"))
     if same_values(got, old - LEARNING_RATE * 2.0 * x.T @ (x @ old / n_cols - y) / x.shape[0], 1e-4):
-        return _say("tp_predictions_averaged")
+        return say("tp_predictions_averaged")
     if same_values(got, _tp_partial_products_step(w, batch, grid), 1e-4):
-        return _say("tp_partial_products")
+        return say("tp_partial_products")
     ft = FEATURES // n_cols
     mixed = np.tile(ref_step.reshape(n_cols, ft).mean(axis=0), n_cols)
     if same_values(step, mixed, 1e-4):
-        return _say("tp_mixed_shards")
+        return say("tp_mixed_shards")
     first = {"x": np.asarray(batch["x"])[: EXAMPLES // n_rows], "y": np.asarray(batch["y"])[: EXAMPLES // n_rows]}
     if same_values(got, tp_dp_step_np(w, first), 1e-4):
-        return _say("tp_local_examples")
-    return _say("tp_generic")
+        return say("tp_local_examples")
+    return say("tp_generic")
 
 
 def _check_tp_dp_step(fn) -> None:
@@ -110,8 +112,8 @@ def _check_tp_dp_step(fn) -> None:
     for seed, grid in enumerate(_TP_MESHES):
         mesh = grid_mesh(grid)
         w, batch = _tp_inputs(grid, seed)
-        where = _say("on_mesh_step", grid=_grid_words(grid), features=FEATURES, examples=EXAMPLES)
-        out = _run(
+        where = say("on_mesh_step", grid=grid_words(grid), features=FEATURES, examples=EXAMPLES)
+        out = run_answer(
             name,
             lambda: jax.jit(lambda w_, b_: fn(w_, b_, mesh))(w, batch),  # noqa: B023 - run in this iteration
             where,
@@ -119,55 +121,55 @@ def _check_tp_dp_step(fn) -> None:
             mesh_shape=grid,
         )
         if not isinstance(out, jax.Array):
-            fail(_say("not_jax_array", label=label, type=type(out).__name__, value=f"{out!r:.80}"))
+            fail(say("not_jax_array", label=label, type=type(out).__name__, value=f"{out!r:.80}"))
         if tuple(out.shape) != (FEATURES,):
             fail(
-                _say(
+                say(
                     "global_shape",
                     label=label,
                     want=(FEATURES,),
                     got=tuple(out.shape),
                     where=where,
-                    hint=_say("tp_shape_hint"),
+                    hint=say("tp_shape_hint"),
                 )
             )
         if np.dtype(out.dtype) != np.float32:
-            fail(_say("dtype", label=label, want="float32", got=np.dtype(out.dtype).name))
+            fail(say("dtype", label=label, want="float32", got=np.dtype(out.dtype).name))
         got = np.asarray(out, np.float64)
         want = tp_dp_step_np(w, batch)
         if not same_values(got, want, 1e-5):
             fail(
-                _say(
+                say(
                     "tp_update",
                     name=name,
-                    got=_fmt(got),
-                    want=_fmt(want),
+                    got=show_values(got, one_line=True),
+                    want=show_values(want, one_line=True),
                     where=where,
                     hint=_tp_diagnosis(got, w, batch, grid, passed_on),
                 )
             )
         passed_on = passed_on or grid
         if facts is None:  # the grader's steps, on the first mesh's inputs (see row_normalize)
-            with _explained_run(name, where, "fix_tp_dp_step", grid):
+            with explained_run(name, where, "fix_tp_dp_step", grid):
                 facts = examined(lambda w_, x_, y_: fn(w_, {"x": x_, "y": y_}, mesh), w, batch["x"], batch["y"])  # noqa: B023 - run in this iteration
     over_model = [d for d in facts.present if d.endswith(f" over '{MODEL_REPLICAS}'")]
     if f"psum over '{MODEL_REPLICAS}'" not in over_model:
         fail(
-            _say(
+            say(
                 "tp_gathers" if over_model else "tp_needs_psum_model",
                 name=name,
-                seen=_seen_descs(over_model),
+                seen=seen_descriptions(over_model),
                 m=MODEL_REPLICAS,
             )
         )
     over_data = [d for d in facts.present if d.endswith(f" over '{DATA_SHARDS}'")]
     if f"psum over '{DATA_SHARDS}'" not in over_data:
-        fail(_say("tp_needs_data", name=name, seen=_seen_descs(over_data), d=DATA_SHARDS))
-    expect_communication(name, facts, MODEL_REPLICAS, "psum", hint=_say("tp_layout_hint"))
-    expect_communication(name, facts, DATA_SHARDS, "psum", hint=_say("tp_layout_hint"))
+        fail(say("tp_needs_data", name=name, seen=seen_descriptions(over_data), d=DATA_SHARDS))
+    expect_communication(name, facts, MODEL_REPLICAS, "psum", hint=say("tp_layout_hint"))
+    expect_communication(name, facts, DATA_SHARDS, "psum", hint=say("tp_layout_hint"))
     specs = (((MODEL_REPLICAS,),), ((DATA_SHARDS,), (MODEL_REPLICAS,)), ((DATA_SHARDS,),))
-    expect_regions(name, facts, ((tuple(sorted(GRID_AXES)), specs),), hint=_say("tp_layout_hint"))
-    expect_output_layouts(name, facts, (((MODEL_REPLICAS,),),), hint=_say("tp_layout_hint"))
+    expect_regions(name, facts, ((tuple(sorted(GRID_AXES)), specs),), hint=say("tp_layout_hint"))
+    expect_output_layouts(name, facts, (((MODEL_REPLICAS,),),), hint=say("tp_layout_hint"))
     _expect_tp_work(name, fn)
 
 
@@ -184,26 +186,21 @@ def _expect_tp_work(name: str, fn) -> None:
     compiled per-device program, as the grader reads it) is at most `_TP_LARGEST_FACTOR` times the
     reference's."""
     mesh = grid_mesh(_TP_WORK_GRID)
-    where = _say(
-        "on_mesh_step", grid=_grid_words(_TP_WORK_GRID), features=_TP_WORK_FEATURES, examples=_TP_WORK_EXAMPLES
-    )
-    with _explained_run(name, where, "fix_tp_dp_step", _TP_WORK_GRID):
+    where = say("on_mesh_step", grid=grid_words(_TP_WORK_GRID), features=_TP_WORK_FEATURES, examples=_TP_WORK_EXAMPLES)
+    with explained_run(name, where, "fix_tp_dp_step", _TP_WORK_GRID):
         program = jax.jit(lambda w_, x_, y_: fn(w_, {"x": x_, "y": y_}, mesh))
         work = exported_work(jax.export.export(program)(*_tp_work_args()))
-    excess = work_excess(work, Work(0.0, 0, _TP_REFERENCE_LARGEST), {"largest_bytes": _TP_LARGEST_FACTOR})
-    if excess is not None:
-        fail(
-            _say(
-                "tp_holds_w",
-                name=name,
-                got=work.largest_bytes,
-                ratio=f"{excess[1]:.1f}",
-                want=_TP_REFERENCE_LARGEST,
-                features=_TP_WORK_FEATURES,
-                examples=_TP_WORK_EXAMPLES,
-                factor=f"{_TP_LARGEST_FACTOR:g}",
-            )
-        )
+    expect_work_within(
+        work,
+        "largest_bytes",
+        _TP_REFERENCE_LARGEST,
+        _TP_LARGEST_FACTOR,
+        say,
+        "tp_holds_w",
+        name=name,
+        features=_TP_WORK_FEATURES,
+        examples=_TP_WORK_EXAMPLES,
+    )
 
 
 def _observe_tp_dp_step(fn) -> dict:

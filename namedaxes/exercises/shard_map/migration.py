@@ -12,18 +12,21 @@ from namedaxes import DEVICES
 from namedaxes.checking import (
     exercises_for,
     expect_array,
+    expect_work_within,
+    f32,
     fail,
     regions,
     same_values,
+    show_values,
 )
 from namedaxes.checking.regions import judge_regions
 from namedaxes.grading import Case, programs, spec
-from namedaxes.judging import Work, exported_work, work_excess
+from namedaxes.judging import exported_work
 from namedaxes.meshes import line_mesh
 from namedaxes.meshes import with_mesh as _bound
 
-from .running import _call, _explained, _f32, _weighted_total_pmap
-from .text import _fmt, _say
+from .running import call_answer, explained_here, weighted_total_pmap
+from .text import say
 
 exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
 
@@ -31,9 +34,9 @@ exercise = exercises_for(__package__)  # this notebook's exercises: exercise(nam
 # Visible inputs (w of shape (d,), x of shape (d, k): pmap maps over axis 1); the hidden
 # observations use random values of the same shapes.
 _WEIGHTED_CASES = [
-    (8, _f32([1.0, 0.5, -1.0]), _f32(np.arange(24).reshape(3, 8))),
-    (4, _f32([2.0, -1.0]), _f32(np.arange(8).reshape(2, 4) / 4.0 - 1.0)),
-    (2, _f32([0.5, 1.0, -2.0]), _f32([[3.0, -1.0], [0.5, 2.0], [1.0, 1.0]])),
+    (8, f32([1.0, 0.5, -1.0]), f32(np.arange(24).reshape(3, 8))),
+    (4, f32([2.0, -1.0]), f32(np.arange(8).reshape(2, 4) / 4.0 - 1.0)),
+    (2, f32([0.5, 1.0, -2.0]), f32([[3.0, -1.0], [0.5, 2.0], [1.0, 1.0]])),
 ]
 # How the work is split (the grader's `Case(work=...)` and the visible check alike, on every mesh): the largest
 # array one device materializes, read from the compiled per-device program, at most `_WEIGHTED_LARGEST_FACTOR`
@@ -47,11 +50,11 @@ _WEIGHTED_REFERENCE_LARGEST = {8: 12, 4: 8, 2: 12}
 def _migration_shape_hint(i: int, got: tuple, d: int, k: int) -> str:
     """What a wrong shape of the total (`i` 0) or of the weighted columns (`i` 1) is."""
     if i == 0 and got in ((d, 1), (d, d)):
-        return _say("migration_block_axis")
+        return say("migration_block_axis")
     if i == 0 and got in ((d, k), (k * d,), (k, d)):
-        return _say("migration_per_device")
+        return say("migration_per_device")
     if i == 1 and got == (k * d,):
-        return _say("migration_columns_dim0")
+        return say("migration_columns_dim0")
     return ""
 
 
@@ -59,9 +62,9 @@ def _migration_value_hint(got, w, x, k: int) -> str:
     """What a wrong total is: the mean over devices, or device 0's term only."""
     want = np.asarray(w, np.float64)[:, None] * np.asarray(x, np.float64)  # the weighted columns
     if same_values(got, want.sum(axis=1) / k, 1e-4, dtype=float):
-        return _say("migration_mean")
+        return say("migration_mean")
     if same_values(got, want[:, 0], 1e-4, dtype=float):
-        return _say("migration_first")
+        return say("migration_first")
     return ""
 
 
@@ -69,25 +72,34 @@ def _check_weighted_total_shard_map(fn: Callable) -> None:
     name = "weighted_total_shard_map"
     for k, w, x in _WEIGHTED_CASES:
         mesh = line_mesh(k)
-        where = _say("migration_where", k=k, w_shape=tuple(w.shape), x_shape=tuple(x.shape))
-        with _explained(name, mesh):
-            out = _call(fn, w, x, mesh)
+        where = say("migration_where", k=k, w_shape=tuple(w.shape), x_shape=tuple(x.shape))
+        with explained_here(name, mesh):
+            out = call_answer(fn, w, x, mesh)
         if not isinstance(out, (tuple, list)) or len(out) != 2:
             kind = (
-                _say("migration_kind", type=type(out).__name__, n=len(out))
+                say("migration_kind", type=type(out).__name__, n=len(out))
                 if isinstance(out, (tuple, list))
-                else (_say("step_kind_type", type=type(out).__name__))
+                else (say("step_kind_type", type=type(out).__name__))
             )
-            fail(_say("migration_pair", name=name, where=where, kind=kind))
-        for i, (got, want) in enumerate(zip(out, _weighted_total_pmap()(w, x))):
+            fail(say("migration_pair", name=name, where=where, kind=kind))
+        for i, (got, want) in enumerate(zip(out, weighted_total_pmap()(w, x))):
             label, want = f"{name}(w, x, mesh)[{i}]", np.asarray(want)
             expect_array(label, got, dtype=jnp.float32)
             if tuple(got.shape) != want.shape:
                 hint = _migration_shape_hint(i, tuple(got.shape), want.shape[0], k)
-                fail(_say("migration_shape", name=label, want=want.shape, where=where, got=tuple(got.shape), hint=hint))
+                fail(say("migration_shape", name=label, want=want.shape, where=where, got=tuple(got.shape), hint=hint))
             if not same_values(got, want, 1e-4, dtype=float):
                 hint = _migration_value_hint(got, w, x, k) if i == 0 else ""
-                fail(_say("migration_wrong", name=label, where=where, want=_fmt(want), got=_fmt(got), hint=hint))
+                fail(
+                    say(
+                        "migration_wrong",
+                        name=label,
+                        where=where,
+                        want=show_values(want, separator=" "),
+                        got=show_values(got, separator=" "),
+                        hint=hint,
+                    )
+                )
     k, w, x = _WEIGHTED_CASES[-1]  # the smallest mesh: the same verdict, the cheapest compiles
     mesh = line_mesh(k)
     judge_regions(
@@ -99,8 +111,8 @@ def _check_weighted_total_shard_map(fn: Callable) -> None:
         region=((DEVICES,), ((), ((), (DEVICES,)))),
         what=regions.TEXT["values_word"],
         axis=DEVICES,
-        why=_say("migration_why"),
-        context=_explained(name, mesh),
+        why=say("migration_why"),
+        context=explained_here(name, mesh),
     )
     for k, w, x in _WEIGHTED_CASES:  # how the work is split, once the values and the psum are right
         _expect_weighted_work(name, fn, k, w.shape, x.shape)
@@ -111,22 +123,10 @@ def _expect_weighted_work(name: str, fn: Callable, k: int, w_shape, x_shape) -> 
     compiles) at most `_WEIGHTED_LARGEST_FACTOR` times the reference's."""
     mesh = line_mesh(k)
     args = (spec(w_shape, jnp.float32), spec(x_shape, jnp.float32))
-    with _explained(name, mesh):
+    with explained_here(name, mesh):
         work = exported_work(jax.export.export(jax.jit(_bound(fn, mesh)))(*args))
     want = _WEIGHTED_REFERENCE_LARGEST[k]
-    excess = work_excess(work, Work(0.0, 0, want), {"largest_bytes": _WEIGHTED_LARGEST_FACTOR})
-    if excess is not None:
-        fail(
-            _say(
-                "migration_whole",
-                name=name,
-                ratio=f"{excess[1]:.1f}",
-                k=k,
-                got=work.largest_bytes,
-                want=want,
-                factor=f"{_WEIGHTED_LARGEST_FACTOR:g}",
-            )
-        )
+    expect_work_within(work, "largest_bytes", want, _WEIGHTED_LARGEST_FACTOR, say, "migration_whole", name=name, k=k)
 
 
 def _observe_weighted_total_shard_map(fn: Callable) -> dict:

@@ -15,19 +15,22 @@ from namedaxes.checking import TEXT as checking_text  # the list separator of th
 from namedaxes.checking import (
     exercises_for,
     expect_array,
+    expect_work_within,
+    f32,
     fail,
     regions,
     same_values,
+    show_values,
 )
 from namedaxes.checking.regions import judge_regions
 from namedaxes.grading import Case, programs, spec
-from namedaxes.judging import Work, exported_work, work_excess
+from namedaxes.judging import exported_work
 from namedaxes.meshes import grid_mesh
 from namedaxes.meshes import placed as _placed
 from namedaxes.meshes import with_mesh as _bound
 
-from .running import _call, _explained, _f32
-from .text import _fmt, _say
+from .running import call_answer, explained_here
+from .text import say
 
 exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
 
@@ -63,7 +66,7 @@ def _replica_shape_hint(got: tuple, x_shape: tuple, mesh_shape: tuple) -> str:
         (rows // n_data,): "replica_shape_block",
         (rows // n_data, cols): "replica_shape_data_sum",
     }
-    return _say(known[got], cols=n_rep) if got in known else ""
+    return say(known[got], cols=n_rep) if got in known else ""
 
 
 def _replica_hint(got: np.ndarray, x_np: np.ndarray, mesh_shape: tuple) -> str:
@@ -74,44 +77,44 @@ def _replica_hint(got: np.ndarray, x_np: np.ndarray, mesh_shape: tuple) -> str:
     own = x64[:, : x64.shape[1] // n_rep].sum(axis=1)  # the first replica's block, as `out_specs` keeps it
     over_both = np.tile(x64.sum(axis=1).reshape(n_data, rows // n_data).sum(axis=0), n_data)
     if same_values(got, x64.sum(axis=1) / n_rep, 1e-4, dtype=float):
-        return _say("replica_pmean", k=n_rep)
+        return say("replica_pmean", k=n_rep)
     if same_values(got, own, 1e-4, dtype=float):
-        return _say("replica_own_block")
+        return say("replica_own_block")
     if same_values(got, over_both, 1e-4, dtype=float):
-        return _say("replica_over_both")
-    return _say("replica_row_partners")
+        return say("replica_over_both")
+    return say("replica_row_partners")
 
 
 def _check_replica_totals(fn: Callable) -> None:
     name = "replica_totals"
     for shape, x_np in _REPLICA_CASES:
         mesh = grid_mesh(shape)
-        x = _placed(_f32(x_np), mesh, P(DATA_SHARDS, MODEL_REPLICAS))
+        x = _placed(f32(x_np), mesh, P(DATA_SHARDS, MODEL_REPLICAS))
         n_data, n_rep = shape
-        where = _say("replica_where", rows=n_data, cols=n_rep, shape=x_np.shape)
-        with _explained(name, mesh):
-            out = _call(fn, x, mesh)
+        where = say("replica_where", rows=n_data, cols=n_rep, shape=x_np.shape)
+        with explained_here(name, mesh):
+            out = call_answer(fn, x, mesh)
         expect_array(name, out, dtype=jnp.float32)
         want = _replica_totals_reference(x_np.astype(np.float64))
         got_shape = tuple(out.shape)
         if got_shape != want.shape:
             hint = _replica_shape_hint(got_shape, x_np.shape, shape)
-            fail(_say("replica_shape", name=name, want=want.shape, where=where, got=got_shape, hint=hint))
+            fail(say("replica_shape", name=name, want=want.shape, where=where, got=got_shape, hint=hint))
         got = np.asarray(out, np.float64)
         if not same_values(got, want, 1e-4, dtype=float):
             fail(
-                _say(
+                say(
                     "values",
                     name=name,
                     where=where,
-                    want=_fmt(want),
-                    got=_fmt(got),
+                    want=show_values(want, separator=" "),
+                    got=show_values(got, separator=" "),
                     hint=_replica_hint(got, x_np, shape),
                 )
             )
     shape, x_np = _REPLICA_CASES[-1]  # the smallest mesh: the same verdict, the cheapest compiles
     mesh = grid_mesh(shape)
-    x = _placed(_f32(x_np), mesh, P(DATA_SHARDS, MODEL_REPLICAS))
+    x = _placed(f32(x_np), mesh, P(DATA_SHARDS, MODEL_REPLICAS))
     got = judge_regions(
         name,
         fn,
@@ -120,12 +123,12 @@ def _check_replica_totals(fn: Callable) -> None:
         region=(tuple(sorted((DATA_SHARDS, MODEL_REPLICAS))), (((DATA_SHARDS,), (MODEL_REPLICAS,)),)),
         what=regions.TEXT["values_word"],
         axis=MODEL_REPLICAS,
-        why=_say("replica_why"),
-        context=_explained(name, mesh),
+        why=say("replica_why"),
+        context=explained_here(name, mesh),
     )
     extra = [c for c in got.present if c.endswith(f" over '{DATA_SHARDS}'")]
     if extra:  # a surplus collective counts against, used or not (as the grader counts it)
-        fail(_say("replica_extra_axis", name=name, axis=DATA_SHARDS, seen=checking_text["list_sep"].join(extra)))
+        fail(say("replica_extra_axis", name=name, axis=DATA_SHARDS, seen=checking_text["list_sep"].join(extra)))
     _expect_replica_work(name, fn)
 
 
@@ -135,21 +138,18 @@ def _expect_replica_work(name: str, fn: Callable) -> None:
     shape, x_np = _REPLICA_CASES[0]
     mesh = grid_mesh(shape)
     placed = spec(x_np.shape, jnp.float32, sharding=NamedSharding(mesh, P(DATA_SHARDS, MODEL_REPLICAS)))
-    with _explained(name, mesh):
+    with explained_here(name, mesh):
         work = exported_work(jax.export.export(jax.jit(_bound(fn, mesh)))(placed))
-    excess = work_excess(work, Work(_REPLICA_REFERENCE_FLOPS, 0, 0), {"flops": _REPLICA_FLOPS_FACTOR})
-    if excess is not None:
-        fail(
-            _say(
-                "replica_whole_row",
-                name=name,
-                ratio=f"{excess[1]:.1f}",
-                mesh=f"{shape[0]} x {shape[1]}",
-                got=f"{work.flops:g}",
-                want=f"{_REPLICA_REFERENCE_FLOPS:g}",
-                factor=f"{_REPLICA_FLOPS_FACTOR:g}",
-            )
-        )
+    expect_work_within(
+        work,
+        "flops",
+        _REPLICA_REFERENCE_FLOPS,
+        _REPLICA_FLOPS_FACTOR,
+        say,
+        "replica_whole_row",
+        name=name,
+        mesh=f"{shape[0]} x {shape[1]}",
+    )
 
 
 def _observe_replica_totals(fn: Callable) -> dict:

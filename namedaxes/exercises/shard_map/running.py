@@ -8,7 +8,6 @@ import functools
 from collections.abc import Callable
 
 import jax
-import jax.numpy as jnp
 
 from namedaxes import DEVICES, model
 from namedaxes.checking import (
@@ -16,13 +15,13 @@ from namedaxes.checking import (
     unbound_axis_name,
 )
 
-from .text import _say
+from .text import say
 
 LEARNING_RATE = model.LEARNING_RATE  # the course's reference model: namedaxes.model
 # Primitives that name an axis without moving data between devices.
 # Collectives that reduce (what the weighted step's sums need); anything else moves whole blocks.
 # what an all-reduce is called once compiled (`namedaxes.judging.describe_collective`): a pmean is a psum there
-_COMPILED_REDUCTIONS = {"psum", "pmax", "pmin", "pprod", "pand", "por"}
+COMPILED_REDUCTIONS = {"psum", "pmax", "pmin", "pprod", "pand", "por"}
 
 
 # ---------------------------------------------------------------- meshes and the reference model
@@ -38,21 +37,21 @@ def weighted_total(w, x_col):
 
 
 @functools.cache
-def _weighted_total_pmap():
+def weighted_total_pmap():
     return jax.pmap(weighted_total, axis_name=DEVICES, in_axes=(None, 1), out_axes=(None, 1))
 
 
 # ---------------------------------------------------------------- running answers
 def _shard_map_rules(name: str, mesh=None, *, shard_map_allowed: bool = True):
     """This notebook's own translations (shard_map, meshes, specs); `checking.translate` does the rest."""
-    axes = _say("mesh_axes", axes=tuple(mesh.axis_names)) if mesh is not None else ""
+    axes = say("mesh_axes", axes=tuple(mesh.axis_names)) if mesh is not None else ""
 
     def rule(err: BaseException) -> str | None:
         if type(err) is AssertionError and not str(err):
-            return _say("empty_assertion", name=name, axes=axes)
+            return say("empty_assertion", name=name, axes=axes)
         axis = unbound_axis_name(err)
         if axis is not None:
-            return _say("unbound", name=name, axis=axis, first=str(err).splitlines()[0], axes=axes)
+            return say("unbound", name=name, axis=axis, first=str(err).splitlines()[0], axes=axes)
         if isinstance(err, ValueError):
             return _value_error_message(name, str(err), axes, shard_map_allowed)
         return None
@@ -60,7 +59,7 @@ def _shard_map_rules(name: str, mesh=None, *, shard_map_allowed: bool = True):
     return (rule,)
 
 
-def _explained(name: str, mesh=None, *, shard_map_allowed: bool = True):
+def explained_here(name: str, mesh=None, *, shard_map_allowed: bool = True):
     """Run an answer; crashes become readable messages (`checking.explained` plus this notebook's rules)."""
     return explained(name, rules=_shard_map_rules(name, mesh, shard_map_allowed=shard_map_allowed))
 
@@ -69,21 +68,21 @@ def _value_error_message(name: str, text: str, axes: str, shard_map_allowed: boo
     """The message for a shard_map/mesh `ValueError` of `name`, or None for the core to translate."""
     first = (text.splitlines()[0] if text else "ValueError")[:300]
     if "set_mesh" in text and "can only be used outside" in text:
-        return _say("set_mesh_in_jit" if shard_map_allowed else "set_mesh_in_jit_no_shard_map", name=name)
+        return say("set_mesh_in_jit" if shard_map_allowed else "set_mesh_in_jit_no_shard_map", name=name)
     if "PartitionSpec when you are not under a mesh context" in text:
-        return _say("spec_without_mesh", name=name, first=first)
+        return say("spec_without_mesh", name=name, first=first)
     if "Length of device assignment" in text and "size of the mesh" in text:
-        return _say("mixed_devices", name=name, first=first)
+        return say("mixed_devices", name=name, first=first)
     if "does not match the specs of the input" in text:
-        return _say("spec_mismatch", name=name, first=first)
+        return say("spec_mismatch", name=name, first=first)
     if "out_specs" in text and ("replicat" in text or "varying" in text):
-        return _say("varying_output", name=name, first=first[:200])
+        return say("varying_output", name=name, first=first[:200])
     if "evenly divide" in text:
-        return _say("not_divisible", name=name, first=first, axes=axes)
+        return say("not_divisible", name=name, first=first, axes=axes)
     if "out_specs entry which is too long" in text:
-        return _say("out_specs_too_long", name=name, first=first)
+        return say("out_specs_too_long", name=name, first=first)
     if "out_specs" in text or "in_specs" in text:
-        return _say("specs", name=name, first=first)
+        return say("specs", name=name, first=first)
     return None
 
 
@@ -100,10 +99,6 @@ def _compiled(fn: Callable, n_args: int):
         return jax.jit(fn, static_argnums=(n_args - 1,))
 
 
-def _call(fn: Callable, *args):
+def call_answer(fn: Callable, *args):
     """Run the answer `fn(*args, mesh)` compiled (the mesh is the last argument)."""
     return _compiled(fn, len(args))(*args)
-
-
-def _f32(values) -> jax.Array:
-    return jnp.asarray(values, jnp.float32)

@@ -12,17 +12,20 @@ from namedaxes import DEVICES
 from namedaxes.checking import (
     exercises_for,
     expect_array,
+    expect_work_within,
+    f32,
     fail,
     same_values,
+    show_values,
 )
 from namedaxes.checking.regions import judge_regions
 from namedaxes.grading import Case, programs, spec
-from namedaxes.judging import Work, exported_work, work_excess
+from namedaxes.judging import exported_work
 from namedaxes.meshes import line_mesh
 from namedaxes.meshes import with_mesh as _bound
 
-from .running import _call, _explained, _f32
-from .text import _fmt, _say
+from .running import call_answer, explained_here
+from .text import say
 
 exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
 
@@ -31,9 +34,9 @@ exercise = exercises_for(__package__)  # this notebook's exercises: exercise(nam
 # column counts differ from the block heights, so a sum over the wrong axis shows in the shape).
 # The hidden observations use random values of the same shapes, so the compiled answers are reused.
 _SCALED_SUM_CASES = [  # the rows of the last two do not divide by the devices: padded with zero rows first
-    (8, _f32(np.arange(48).reshape(16, 3))),
-    (4, _f32(np.arange(50).reshape(10, 5) * 0.5 - 9.0)),
-    (2, _f32([[1.0, -2.0], [3.0, 0.5], [4.0, 1.5], [-1.0, 2.0], [0.25, 0.0], [2.0, -3.0], [1.5, 5.0]])),
+    (8, f32(np.arange(48).reshape(16, 3))),
+    (4, f32(np.arange(50).reshape(10, 5) * 0.5 - 9.0)),
+    (2, f32([[1.0, -2.0], [3.0, 0.5], [4.0, 1.5], [-1.0, 2.0], [0.25, 0.0], [2.0, -3.0], [1.5, 5.0]])),
 ]
 # How the work is split (the grader's `Case(work=...)` and the visible check alike, on every mesh): one device's
 # FLOPs, read from the compiled per-device program, at most `_SCALED_FLOPS_FACTOR` times the reference's
@@ -49,12 +52,12 @@ def _check_sharded_scaled_sum(fn: Callable) -> None:
     for k, x in _SCALED_SUM_CASES:
         mesh = line_mesh(k)
         rows, m = x.shape
-        where = _say("where_line", k=k, what=_say("scaled_x", shape=(rows, m)))
-        with _explained(name, mesh):
-            out = _call(fn, x, mesh)
+        where = say("where_line", k=k, what=say("scaled_x", shape=(rows, m)))
+        with explained_here(name, mesh):
+            out = call_answer(fn, x, mesh)
         expect_array(name, out, dtype=jnp.float32)
         if 1 < len(out.sharding.device_set) != k:  # padded rows divide by another mesh's devices too
-            fail(_say("other_mesh", name=name, n=len(out.sharding.device_set), k=k, where=where))
+            fail(say("other_mesh", name=name, n=len(out.sharding.device_set), k=k, where=where))
         block = -(-rows // k)  # rows per device, x padded with zero rows to a multiple of k
         xs = np.asarray(x, np.float64)
         want = 2.0 * xs.sum(axis=0)
@@ -62,32 +65,41 @@ def _check_sharded_scaled_sum(fn: Callable) -> None:
         if got_shape != (m,):
             hint = ""
             if got_shape == ():
-                hint = _say("scaled_shape_scalar")
+                hint = say("scaled_shape_scalar")
             elif got_shape == (block, m):
-                hint = _say("scaled_shape_block", got=got_shape)
+                hint = say("scaled_shape_block", got=got_shape)
             elif got_shape == (block,):
-                hint = _say("scaled_shape_row_totals", got=got_shape)
+                hint = say("scaled_shape_row_totals", got=got_shape)
             elif got_shape in ((k * m,), (k, m)):
-                hint = _say("scaled_shape_per_device", k=k)
-            fail(_say("scaled_shape", name=name, want=(m,), m=m, got=got_shape, where=where, hint=hint))
+                hint = say("scaled_shape_per_device", k=k)
+            fail(say("scaled_shape", name=name, want=(m,), m=m, got=got_shape, where=where, hint=hint))
         got = np.asarray(out, np.float64)
         if not same_values(got, want, 1e-4, dtype=float):
             first = 2.0 * xs[:block].sum(axis=0)
             kept = rows - rows % k
             if same_values(got, want / 2, 1e-4, dtype=float):
-                hint = _say("scaled_plain_sum")
+                hint = say("scaled_plain_sum")
             elif kept < rows and same_values(got, 2.0 * xs[:kept].sum(axis=0), 1e-4, dtype=float):
-                hint = _say("scaled_rows_dropped", kept=kept, dropped=rows - kept)
+                hint = say("scaled_rows_dropped", kept=kept, dropped=rows - kept)
             elif same_values(got, first, 1e-4, dtype=float):
-                hint = _say("scaled_first_share")
+                hint = say("scaled_first_share")
             elif same_values(got, want / k, 1e-4, dtype=float):
-                hint = _say("scaled_mean")
+                hint = say("scaled_mean")
             else:
-                with _explained(name, mesh):
-                    moved = np.asarray(_call(fn, _f32(np.asarray(x) + 1.0), mesh), np.float64)
+                with explained_here(name, mesh):
+                    moved = np.asarray(call_answer(fn, f32(np.asarray(x) + 1.0), mesh), np.float64)
                 # "by hand" only when the result does not follow x at all
-                hint = _say("scaled_by_hand") if same_values(moved, got, 1e-4, dtype=float) else _say("scaled_other")
-            fail(_say("scaled_wrong", name=name, got=_fmt(got), where=where, want=_fmt(want), hint=hint))
+                hint = say("scaled_by_hand") if same_values(moved, got, 1e-4, dtype=float) else say("scaled_other")
+            fail(
+                say(
+                    "scaled_wrong",
+                    name=name,
+                    got=show_values(got, separator=" "),
+                    where=where,
+                    want=show_values(want, separator=" "),
+                    hint=hint,
+                )
+            )
     k, x = _SCALED_SUM_CASES[-1]  # the smallest mesh: the same verdict, the cheapest compiles
     mesh = line_mesh(k)
     judge_regions(
@@ -96,10 +108,10 @@ def _check_sharded_scaled_sum(fn: Callable) -> None:
         mesh,
         x,
         region=((DEVICES,), (((DEVICES,),),)),
-        what=_say("total"),
+        what=say("total"),
         axis=DEVICES,
-        why=_say("scaled_why"),
-        context=_explained(name, mesh),
+        why=say("scaled_why"),
+        context=explained_here(name, mesh),
     )
     for k, x in _SCALED_SUM_CASES:  # how the work is split, once the values and the psum are right
         _expect_scaled_work(name, fn, k, x.shape)
@@ -109,22 +121,10 @@ def _expect_scaled_work(name: str, fn: Callable, k: int, shape) -> None:
     """Each device adds up its own rows: one device's FLOPs (the program the grader compiles) at most
     `_SCALED_FLOPS_FACTOR` times the reference's."""
     mesh = line_mesh(k)
-    with _explained(name, mesh):
+    with explained_here(name, mesh):
         work = exported_work(jax.export.export(jax.jit(_bound(fn, mesh)))(spec(shape, jnp.float32)))
     want = _SCALED_REFERENCE_FLOPS[k]
-    excess = work_excess(work, Work(want, 0, 0), {"flops": _SCALED_FLOPS_FACTOR})
-    if excess is not None:
-        fail(
-            _say(
-                "scaled_whole",
-                name=name,
-                ratio=f"{excess[1]:.1f}",
-                k=k,
-                got=f"{work.flops:g}",
-                want=f"{want:g}",
-                factor=f"{_SCALED_FLOPS_FACTOR:g}",
-            )
-        )
+    expect_work_within(work, "flops", want, _SCALED_FLOPS_FACTOR, say, "scaled_whole", name=name, k=k)
 
 
 def _observe_sharded_scaled_sum(fn: Callable) -> dict:

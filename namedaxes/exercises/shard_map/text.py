@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from namedaxes.i18n import Messages
 
 # ---------------------------------------------------------------- every student-facing string
@@ -306,12 +304,4 @@ TEXT = {
 TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
 
-_say = TEXT.say  # a template of this module's TEXT, in the kernel's language, filled in
-
-
-def _fmt(value) -> str:
-    return np.array2string(np.asarray(value), precision=4, threshold=16)
-
-
-def _num(value) -> str:
-    return f"{float(value):.6g}"
+say = TEXT.say  # a template of this module's TEXT, in the kernel's language, filled in

@@ -55,7 +55,7 @@ def test_formgraders_collect_button_runs_the_courses_hardened_collect(monkeypatc
     """formgrader's Collect route calls NbGraderAPI.collect, which runs ExchangeFactory.collect; the hub's
     formgrader services (hub/formgrader before FORMGRADER_CONFIG_PATH, as hub/jupyterhub_config.py sets
     it) and `make formgrader` (FORMGRADER_CONFIG_PATH alone) load nbgrader's configuration the way formgrader
-    does, and it names autograder.formgrader.collect (its attack fixtures: tests/autograder/intake/test_handin.py,
+    does, and it names autograder.formgrader.collect (its attack fixtures: tests/autograder/intake/test_inbound.py,
     tests/browser/test_formgrader.py)."""
     from nbgrader.apps import NbGrader, NbGraderAPI
     from nbgrader.server_extensions.formgrader import apihandlers

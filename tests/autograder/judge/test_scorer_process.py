@@ -260,13 +260,13 @@ def test_guard_restores_code_defaults_closures_and_stays_registered():
     ip.run_cell(
         "def other(x, k=2):\n    return 42\n"
         "mine.__code__ = other.__code__\nmine.__defaults__ = (5,)\n"
-        "q._observe_scaled_sum.__code__ = other.__code__\n"
+        "q.totals._observe_scaled_sum.__code__ = other.__code__\n"
         "ip = get_ipython()\n"
         "for n in ('pre_run_cell', 'pre_execute'):\n"
         "    for cb in list(ip.events.callbacks[n]):\n        ip.events.unregister(n, cb)\n"
         "    ip.events.callbacks[n].clear()\n"
     )
-    ip.run_cell("result = (mine(1), q._observe_scaled_sum.__code__.co_name)")
+    ip.run_cell("result = (mine(1), q.totals._observe_scaled_sum.__code__.co_name)")
     assert ip.user_ns["result"] == (2, "_observe_scaled_sum")
 
 

@@ -233,7 +233,7 @@ def test_report_is_one_self_contained_page_with_a_histogram_per_assignment_and_e
 
 
 def test_a_histogram_draws_one_bar_per_score_as_tall_as_its_count_with_names_as_text():
-    rows = [class_results.Row(f"s{i}", "a1", score, 3, "ok", "") for i, score in enumerate((0, 3, 3, 2))]
+    rows = [class_results.ClassRow(f"s{i}", "a1", score, 3, "ok", "") for i, score in enumerate((0, 3, 3, 2))]
     svg = _svg(base64.b64decode(report_figures.total_figure("a<b>&c", rows)))
     bars = [e for e in svg.iter(f"{SVG}rect") if e.get("class") == "bar"]
     assert [e.find(f"{SVG}title").text for e in bars] == ["0: 1", "1: 0", "2: 1", "3: 2"]

@@ -17,7 +17,7 @@ import pytest
 from sandbox_helpers import FLOOD, REPO, MiB, need
 
 from autograder.run.kernel import Kernel
-from autograder.run.worker import Config, Worker
+from autograder.run.worker import Worker, WorkerConfig
 from autograder.run.zygote import Zygote, ZygoteError
 from autograder.sandbox.build import KERNEL_PACKAGES
 from autograder.sandbox.launch import Sandbox
@@ -215,7 +215,7 @@ def test_the_zygote_is_out_of_its_kernels_reach(zygote, sandbox, tmp_path):
 
 @pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGSTOP"])
 def test_a_kernel_that_kills_or_stops_its_zygote_costs_the_next_kernel_nothing(sandbox, tmp_path, signal_name):
-    cfg = Config({}, sandbox, 30.0, tmp_path / "work", tmp_path, False, None, zygote=True)
+    cfg = WorkerConfig({}, sandbox, 30.0, tmp_path / "work", tmp_path, False, None, zygote=True)
     (tmp_path / "work").mkdir()
     worker = Worker(0, cfg)
     try:

@@ -22,7 +22,7 @@ from namedaxes.checking import (
     expect_close,
     progress,
     progress_rows,
-    verdicts,
+    registry,
 )
 
 PACKAGE = Path(namedaxes.__file__).parent
@@ -41,7 +41,7 @@ def _stub(name: str, number: int):
 @pytest.fixture
 def module(monkeypatch):
     name = "tests.fake_exercises_not_attempted"
-    monkeypatch.setitem(verdicts._REGISTRY, name, {})
+    monkeypatch.setitem(registry._REGISTRY, name, {})
     monkeypatch.setenv("NO_COLOR", "1")
     return name
 
@@ -50,7 +50,7 @@ def test_exercises_for_binds_the_module_it_is_given(module):
     exercise = exercises_for(module)
     twice = exercise("twice", lambda f: expect_close("twice", f(1.0), 2.0), hints=["multiply"])
     assert isinstance(twice, Exercise) and twice.module == module
-    assert [ex.name for ex in verdicts._REGISTRY[module].values()] == ["twice"]
+    assert [ex.name for ex in registry._REGISTRY[module].values()] == ["twice"]
 
 
 def test_an_exercise_must_name_its_module():
@@ -83,9 +83,9 @@ def _makers(notebook) -> list:
 
 def test_every_exercise_module_binds_itself_explicitly():
     """Each notebook's exercises name the notebook (a module, or a package whose modules each make their
-    exercises with `exercises_for(__package__)`), and its TEXT is a Messages table. A module may make one
-    exercise of a notebook module with that module's name (`training_time` for `training_at_scale`): the
-    notebook module then shows it on its face (`q.step_time`), so its progress list and hints name it."""
+    exercises with `exercises_for(__package__)`), and its TEXT is a Messages table. A module that made an exercise of
+    another notebook module would have to show it on that module's face (`q.`), so its progress list and
+    hints name it."""
     for info in pkgutil.iter_modules(namedaxes.exercises.__path__):
         mod = importlib.import_module(f"namedaxes.exercises.{info.name}")
         exercises = [v for v in vars(mod).values() if isinstance(v, Exercise)]
@@ -162,11 +162,11 @@ def test_exercise_check_hint_and_observe(capsys):
 def test_reimporting_a_module_replaces_its_exercises(monkeypatch):
     module = "tests.fake_exercises_reimport"
     fresh_module(module, monkeypatch)
-    registry = checking.verdicts._REGISTRY[module]
+    registry = checking.registry._REGISTRY[module]
     before = list(registry)
     for old in list(registry.values()):  # the same exercises defined again (same name, same check)
         Exercise(old.name, old._check, module=module)
-    assert list(checking.verdicts._REGISTRY[module]) == before
+    assert list(checking.registry._REGISTRY[module]) == before
 
 
 # ---------------------------------------------------------------- known mistakes (issue 48)
@@ -198,7 +198,7 @@ def test_observe_names_the_exercise_whose_mistakes_the_judge_may_ask_about(monke
     from namedaxes.grading import MISTAKES_KEY, PROGRAMS_KEY
 
     module = "namedaxes.exercises.fake_mistakes"
-    monkeypatch.setitem(checking.verdicts._REGISTRY, module, {})
+    monkeypatch.setitem(checking.registry._REGISTRY, module, {})
     made = Exercise(
         "f", lambda fn: None, observe=lambda fn: {PROGRAMS_KEY: {"format": "x"}}, module=module, mistakes={"m": 1}
     )

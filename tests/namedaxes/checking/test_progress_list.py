@@ -79,3 +79,18 @@ def test_every_exercise_module_has_progress():
         assert {name for name, _, _ in progress_rows(notebook.__name__)} == {
             ex.name for ex in vars(notebook).values() if isinstance(ex, Exercise)
         }
+
+
+def test_progress_lists_a_packages_exercises_in_the_order_of_its_face(monkeypatch):
+    """A notebook's package imports its exercise modules in any order (ruff sorts them), so they register in
+    that order; the progress list follows the face's `__all__`, the notebook's order."""
+    import sys
+    import types
+
+    module = "tests.fake_exercises_face"
+    ex = fresh_module(module, monkeypatch)
+    face = types.ModuleType(module)
+    face.__all__ = ["c", "a", "b", "progress"]
+    monkeypatch.setitem(sys.modules, module, face)
+    assert [name for name, _, _ in progress_rows(module)] == ["c", "a", "b"]
+    del ex

@@ -10,8 +10,8 @@ from namedaxes.checking import (
     TEXT,
     exercises_for,
     progress_rows,
+    registry,
     stubs,
-    verdicts,
 )
 
 
@@ -23,7 +23,7 @@ def _run_cell(source: str, number: int, namespace: dict) -> None:
 
 def test_a_test_cell_run_before_its_answer_cell_is_not_attempted(monkeypatch):
     module = "tests.fake_exercises_undefined"
-    monkeypatch.setitem(verdicts._REGISTRY, module, {})
+    monkeypatch.setitem(registry._REGISTRY, module, {})
     exercise = exercises_for(module)
     q = {"scaled": exercise("scaled", lambda f: None), "other": exercise("other", lambda f: None)}
     with pytest.raises(NameError) as err:
@@ -36,7 +36,7 @@ def test_a_test_cell_run_before_its_answer_cell_is_not_attempted(monkeypatch):
 
 def test_other_name_errors_keep_their_traceback(monkeypatch):
     module = "tests.fake_exercises_undefined_other"
-    monkeypatch.setitem(verdicts._REGISTRY, module, {})
+    monkeypatch.setitem(registry._REGISTRY, module, {})
     exercises_for(module)("scaled", lambda f: None)
     with pytest.raises(NameError) as err:
         _run_cell("print(not_an_exercise)\n", 42, {})

@@ -212,11 +212,11 @@ def test_one_all_reduce_mlp_work_is_judged_against_the_references_flops():
     them; the grader refuses the whole hidden layer for its FLOPs, saying by how much."""
     from namedaxes import judging
 
-    for k, n, d, h, f in q._MLP_SHAPES:
+    for k, n, d, h, f in q.mlp._MLP_SHAPES:
         mesh = q.auto_line_mesh(k)
-        args = [jax.device_put(a, NamedSharding(mesh, P())) for a in q._mlp_inputs(k, n, d, h, f)]
-        compiled = q._compiled("one_all_reduce_mlp", ref_one_all_reduce_mlp, mesh, *args)
-        assert judging.work_of(compiled, (M,), (k,), k).flops == q._MLP_REFERENCE_FLOPS[k]
+        args = [jax.device_put(a, NamedSharding(mesh, P())) for a in q.mlp._mlp_inputs(k, n, d, h, f)]
+        compiled = q.running.compiled_answer("one_all_reduce_mlp", ref_one_all_reduce_mlp, mesh, *args)
+        assert judging.work_of(compiled, (M,), (k,), k).flops == q.mlp._MLP_REFERENCE_FLOPS[k]
     reference = observe(q.one_all_reduce_mlp, ref_one_all_reduce_mlp)
     reason = _why_not(observe(q.one_all_reduce_mlp, _whole_hidden), reference)
     assert "k8: work: one device computes 4.5× the reference's FLOPs (936 against 208" in reason, reason
@@ -421,11 +421,14 @@ def test_feature_correlation_work_is_judged_against_the_references_largest_array
     them (the layout probe included); the grader refuses x gathered whole for its memory, saying by how much."""
     from namedaxes import judging
 
-    for shape, n, d in q._CORR_SHAPES:
+    for shape, n, d in q.correlation._CORR_SHAPES:
         mesh = q.explicit_grid_mesh(shape)
         x = jax.ShapeDtypeStruct((n, d), jnp.float32, sharding=NamedSharding(mesh, P(D, M)))
-        program = jax.jit(q._with_layout(ref_feature_correlation, mesh, q._CORR_LAYOUT))
-        assert judging.exported_work(jax.export.export(program)(x)).largest_bytes == q._CORR_REFERENCE_LARGEST[shape]
+        program = jax.jit(q.correlation._with_layout(ref_feature_correlation, mesh, q.correlation._CORR_LAYOUT))
+        assert (
+            judging.exported_work(jax.export.export(program)(x)).largest_bytes
+            == q.correlation._CORR_REFERENCE_LARGEST[shape]
+        )
     reference = observe(q.feature_correlation, ref_feature_correlation)
     reason = _why_not(observe(q.feature_correlation, _whole_then_reshard), reference)
     assert "mesh2x4: memory: one device materializes an array of 2.7× the size of the reference's largest" in (
@@ -670,14 +673,17 @@ def test_collective_matmul_rows_schedule_is_judged_against_the_references():
     overlaps."""
     from namedaxes import judging
 
-    k, r, d, c = q._CM_SHAPES[0]
+    k, r, d, c = q.collective_matmul._CM_SHAPES[0]
     mesh = q.explicit_line_mesh(k)
     x = jax.device_put(np.ones((k * r, d), np.float32), NamedSharding(mesh, P(M, None)))
     w = jax.device_put(np.ones((d, k * c), np.float32), NamedSharding(mesh, P(None, M)))
-    for answer, overlap in ((ref_collective_matmul_rows, q._CM_REFERENCE_OVERLAP), (_ring(_sends_first), 0)):
-        exp = jax.export.export(q._program(answer, mesh))(x, w)
+    for answer, overlap in (
+        (ref_collective_matmul_rows, q.collective_matmul._CM_REFERENCE_OVERLAP),
+        (_ring(_sends_first), 0),
+    ):
+        exp = jax.export.export(q.running._program(answer, mesh))(x, w)
         assert judging.exported_work(exp).overlap == overlap
-    assert judging.exported_work(jax.export.export(q._program(_ring(_fori_left), mesh))(x, w)).overlap > 7
+    assert judging.exported_work(jax.export.export(q.running._program(_ring(_fori_left), mesh))(x, w)).overlap > 7
     reference = observe(q.collective_matmul_rows, ref_collective_matmul_rows)
     reason = _why_not(observe(q.collective_matmul_rows, _ring(_sends_first)), reference)
     assert "k8: schedule: the compiled program runs 0 of its matmuls before its last ppermute, the reference 7" in (

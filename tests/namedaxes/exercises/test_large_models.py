@@ -172,7 +172,7 @@ def test_pipeline_loss_observations_of_equivalent_answers_match():
 def _whole_model(params, x, y, mesh):
     """Every device gathers every stage's parameters and runs the model sequentially."""
     whole = jax.tree.map(lambda a: jax.reshard(a, NamedSharding(mesh, P())), params)
-    return q._sequential_loss(whole, x, y)
+    return q.gpipe._sequential_loss(whole, x, y)
 
 
 def _whole_model_shard_map(params, x, y, mesh):
@@ -364,9 +364,9 @@ def test_pipeline_loss_observations_reject_wrong_answers():
 
 def test_pipeline_reference_work_is_the_stated_one():
     """The figures the visible check compares with are the reference's, compiled as the grader compiles."""
-    placed = lambda mesh, k, n, d: q._pipe_placed(mesh, *q._pipe_inputs(k, n, d))  # noqa: E731
-    measured = _reference_work(ref_pipeline_loss, q._PIPE_SHAPES, placed, q.stage_mesh)
-    assert measured == {k: (w.flops, w.largest_bytes, w.sent_bytes) for k, w in q._PIPE_REFERENCE.items()}
+    placed = lambda mesh, k, n, d: q.gpipe._pipe_placed(mesh, *q.gpipe._pipe_inputs(k, n, d))  # noqa: E731
+    measured = _reference_work(ref_pipeline_loss, q.gpipe._PIPE_SHAPES, placed, q.stage_mesh)
+    assert measured == {k: (w.flops, w.largest_bytes, w.sent_bytes) for k, w in q.gpipe._PIPE_REFERENCE.items()}
 
 
 def test_pipeline_schedule_is_read_from_the_program():
@@ -376,7 +376,7 @@ def test_pipeline_schedule_is_read_from_the_program():
         (PIPE_EQUIVALENT["fori_loop with an output buffer"], M + 8 - 1),
     ):
         mesh = q.stage_mesh(8)
-        args = q._pipe_placed(mesh, *q._pipe_inputs(8, 8, 6))
+        args = q.gpipe._pipe_placed(mesh, *q.gpipe._pipe_inputs(8, 8, 6))
         text = jax.jit(with_mesh(answer, mesh)).lower(*args).compile().as_text()
         sends = judging.collective_sends(text, (STAGES,), (8,), 8)
         assert sends[f"ppermute over '{STAGES}'"] == judging.Sends(runs, 2 * 6 * 4)
@@ -527,16 +527,16 @@ def test_moe_layer_observations_reject_wrong_answers():
 
 
 def test_moe_reference_work_is_the_stated_one():
-    placed = lambda mesh, k, t, d: q._moe_placed(mesh, *q._moe_inputs(k, t, d))  # noqa: E731
-    measured = _reference_work(ref_moe_layer, q._MOE_SHAPES, placed, q.expert_mesh)
-    assert measured == {k: (w.flops, w.largest_bytes, w.sent_bytes) for k, w in q._MOE_REFERENCE.items()}
+    placed = lambda mesh, k, t, d: q.experts._moe_placed(mesh, *q.experts._moe_inputs(k, t, d))  # noqa: E731
+    measured = _reference_work(ref_moe_layer, q.experts._MOE_SHAPES, placed, q.expert_mesh)
+    assert measured == {k: (w.flops, w.largest_bytes, w.sent_bytes) for k, w in q.experts._MOE_REFERENCE.items()}
 
 
 def test_moe_routes_drop_tokens_on_every_mesh():
     """The check's inputs exercise the capacity: some token of every mesh is dropped."""
-    for k, t, d in q._MOE_SHAPES:
-        x, router, w = q._moe_inputs(k, t, d)
-        assert not np.allclose(q._moe_np(x, router, w, k), q._moe_np(x, router, w, k, capacity=None))
+    for k, t, d in q.experts._MOE_SHAPES:
+        x, router, w = q.experts._moe_inputs(k, t, d)
+        assert not np.allclose(q.experts._moe_np(x, router, w, k), q.experts._moe_np(x, router, w, k, capacity=None))
 
 
 # ---------------------------------------------------------------- 3. causal_ring_attention
@@ -758,10 +758,12 @@ def test_causal_ring_attention_observations_reject_wrong_answers():
 
 def test_ring_reference_work_is_the_stated_one():
     placed = lambda mesh, k, b, h: [  # noqa: E731
-        jax.device_put(a, NamedSharding(mesh, P(SEQUENCE))) for a in q._ring_inputs(k, b, h)
+        jax.device_put(a, NamedSharding(mesh, P(SEQUENCE))) for a in q.ring_attention._ring_inputs(k, b, h)
     ]
-    measured = _reference_work(ref_causal_ring_attention, q._RING_SHAPES, placed, q.sequence_mesh)
-    assert measured == {k: (w.flops, w.largest_bytes, w.sent_bytes) for k, w in q._RING_REFERENCE.items()}
+    measured = _reference_work(ref_causal_ring_attention, q.ring_attention._RING_SHAPES, placed, q.sequence_mesh)
+    assert measured == {
+        k: (w.flops, w.largest_bytes, w.sent_bytes) for k, w in q.ring_attention._RING_REFERENCE.items()
+    }
 
 
 # ---------------------------------------------------------------- the module's contract

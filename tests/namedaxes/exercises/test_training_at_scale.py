@@ -450,7 +450,7 @@ def _last_of_ties(config, batch, budget):
     """The cheapest fitting layout, the last of several that tie, as a list."""
     fitting = []
     for layout in q.LAYOUTS:
-        if q._usable(config, layout, batch):
+        if q.cases.usable(config, layout, batch):
             continue
         costs = ref_step_costs(config, layout, batch)
         if costs["state_bytes"] <= budget:
@@ -465,7 +465,7 @@ LAYOUT_EQUIVALENT = {"the last of the ties, as a list": _last_of_ties}
 def test_the_visible_layout_cases_have_ties_and_budgets_that_bind():
     """Some visible case has two cheapest layouts (so the equivalent answer differs from the reference and
     passes), and in some the budget rules out the cheapest layout of all."""
-    cases = q._LAYOUT_CASES
+    cases = q.cases.LAYOUT_CASES
     assert any(tuple(_last_of_ties(*c)) != ref_choose_layout(*c) for c in cases)
     assert any(ref_choose_layout(*c) != ref_choose_layout(c[0], c[1], 10**12) for c in cases)
     assert all(ref_choose_layout(*c) is not None for c in cases)
@@ -476,8 +476,8 @@ def _fitting(config, batch, budget) -> list[tuple[int, tuple]]:
     fitting = []
     for layout in q.LAYOUTS:
         costs = ref_step_costs(config, layout, batch)
-        if not q._usable(config, layout, batch) and costs["state_bytes"] <= budget:
-            fitting.append((q._moved_bytes(costs), layout))
+        if not q.cases.usable(config, layout, batch) and costs["state_bytes"] <= budget:
+            fitting.append((q.cases.moved_bytes(costs), layout))
     return sorted(fitting)
 
 
@@ -511,7 +511,7 @@ def _run(secret: bytes):
 
 def _drawn(secret: bytes, exercise: str) -> list:
     """The parsed hidden cases of `exercise` in the run of `secret`."""
-    parse = q._cost_case if exercise == "step_costs" else q._layout_case
+    parse = q.cases.cost_case if exercise == "step_costs" else q.cases.layout_case
     return [parse(case) for case in _run(secret)[1].cases[f"{q.__name__}:{exercise}"]]
 
 
@@ -553,7 +553,7 @@ def test_the_drawn_cost_cases_are_usable_varied_and_fresh_every_run():
     runs = [_drawn(secret, "step_costs") for secret in SECRETS[:4]]
     assert runs[0] == _drawn(SECRETS[0], "step_costs")  # one run: the same cases for every student
     for cases in runs:
-        assert len(cases) == q.HIDDEN_COST_CASES and all(q._usable(*case) is None for case in cases)
+        assert len(cases) == q.HIDDEN_COST_CASES and all(q.cases.usable(*case) is None for case in cases)
         assert len({layout for _, layout, _ in cases}) >= 6 and len({c for c, _, _ in cases}) == len(cases)
     assert not set(map(repr, runs[0])) & set(map(repr, runs[1]))  # another run: other cases
     assert _drawn(SECRETS[0], "choose_layout") != _drawn(SECRETS[1], "choose_layout")
@@ -567,8 +567,10 @@ def test_the_kernel_holds_figures_of_the_visible_cases_only():
 
     (table,) = [t for t in TABLES if t.module == q.__name__]
     assert table.path.read_text(encoding="utf-8") == render(table)
-    figures = q._figures()
-    assert len(figures["step_costs"]) == len(q._COST_CASES) and len(figures["choose_layout"]) == len(q._LAYOUT_CASES)
+    figures = q.cases.visible_figures()
+    assert len(figures["step_costs"]) == len(q.cases.COST_CASES) and len(figures["choose_layout"]) == len(
+        q.cases.LAYOUT_CASES
+    )
     drawn = _drawn(SECRETS[0], "step_costs")
     assert not {ref_step_costs(*case)["flops"] for case in drawn} & {f["want"]["flops"] for f in figures["step_costs"]}
     config, layout, batch = drawn[0]
@@ -605,7 +607,7 @@ def test_choose_layout_observations_of_equivalent_answers_match():
 
 def _least_memory(config, batch, budget):
     """The layout with the least state, whatever it moves."""
-    usable = [layout for layout in q.LAYOUTS if not q._usable(config, layout, batch)]
+    usable = [layout for layout in q.LAYOUTS if not q.cases.usable(config, layout, batch)]
     return min(usable, key=lambda layout: ref_step_costs(config, layout, batch)["state_bytes"])
 
 
@@ -647,7 +649,7 @@ def test_a_circulated_table_of_right_figures_scores_nothing(kernel_env, tmp_path
     cases passes the visible check (it holds those very figures) and scores 0 on the cases the grader draws;
     so does a table of a past run's drawn cases in a fresh run. An honest right answer scores full marks."""
     for exercise, old in (("step_costs", old_hidden_cost_cases()), ("choose_layout", old_hidden_layouts())):
-        visible = q._COST_CASES if exercise == "step_costs" else q._LAYOUT_CASES
+        visible = q.cases.COST_CASES if exercise == "step_costs" else q.cases.LAYOUT_CASES
         table = _circulated(exercise, [*visible, *old])
         assert_check_passes(getattr(q, exercise).check, table)
         assert not _graded(SECRETS[0], exercise, table, kernel_env, tmp_path).passed, exercise
@@ -681,7 +683,7 @@ def test_the_prelude_hands_the_kernel_the_drawn_cases_and_no_figure(kernel_env):
     assert handed == run.cases and set(handed) == {f"{q.__name__}:{ex}" for ex in GRADE_IDS}
     assert not set(handed[f"{q.__name__}:step_costs"][0]) - {"config", "layout", "batch"}
     assert not set(handed[f"{q.__name__}:choose_layout"][0]) - {"config", "batch", "budget"}
-    assert q._hidden_cases("step_costs", q._cost_case) == _drawn(SECRETS[3], "step_costs")
+    assert q.cases.hidden_cases_of("step_costs", q.cases.cost_case) == _drawn(SECRETS[3], "step_costs")
 
 
 # ---------------------------------------------------------------- the model and the module's contract

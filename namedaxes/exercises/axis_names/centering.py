@@ -1,0 +1,89 @@
+"""Exercise 3: `center`."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from namedaxes import DEVICES
+from namedaxes.checking import examined, exercises_for, expect_communication, explained, same_values
+from namedaxes.grading import programs, rng
+
+from .running import diagnosis, expect_per_device, program_cases, run_answer, wrong_values
+from .text import TEXT
+
+exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+
+
+# ---------------------------------------------------------------- 3. center
+def _normal(r, shape) -> jax.Array:
+    return jnp.asarray(r.normal(size=shape) * 2.0 + 1.0, jnp.float32)
+
+
+def center_mistakes(x: np.ndarray) -> list[tuple]:
+    """The usual mistakes' results on `x` (k devices' blocks): one mean per column of a block (`jnp.mean(x,
+    axis=0)` on blocks of 2 dimensions or more), each device's own mean, a mean per position, the total (the
+    check's diagnoses, and the grader's)."""
+    k = x.shape[0]
+    flat = x.reshape(k, -1)
+    found = []
+    if x.ndim > 2:
+        found.append((x - x.mean(axis=tuple(range(x.ndim - 1))), "center_first_axis", {"block": str(x.shape[1:])}))
+    return [
+        *found,
+        (x - flat.mean(axis=1).reshape((k,) + (1,) * (x.ndim - 1)), "center_local", {"axis": DEVICES}),
+        (x - x.mean(axis=0), "center_per_position", {}),
+        (x - x.sum(), "center_total", {}),
+        (x - k * x.mean(), "center_total", {}),
+    ]
+
+
+def _check_center(fn) -> None:
+    name = "center"
+    r = rng("center_check")
+    # per-device blocks of one and two dimensions, and scalars: at least as varied as the hidden cases
+    cases = (
+        ("pmap", _normal(r, (8, 3))),
+        ("pmap", _normal(r, (4, 3))),
+        ("vmap", _normal(r, (5, 3))),
+        ("pmap", _normal(r, (4, 2, 3))),
+        ("pmap", _normal(r, (2,))),
+    )
+    for how, x in cases:
+        k = x.shape[0]
+        out = run_answer(name, fn, x, how)
+        expect_per_device(name, out, k, x.shape[1:], jnp.float32, how)
+        want = x - x.mean()
+        if same_values(out, want):
+            continue
+        otherwise = TEXT["center_hard_coded"] if how == "vmap" or k != 8 else TEXT["center_other"].format(axis=DEVICES)
+        wrong_values(name, out, want, how, diagnosis(np.asarray(out), center_mistakes(np.asarray(x)), otherwise))
+    # any collective over DEVICES (pmean, psum, all_gather) that reaches the result, read from the compiled
+    # program the grader's way (`namedaxes.judging.examine`): the hidden values cell accepts them all too
+    with explained(name):
+        facts = examined(jax.pmap(fn, axis_name=DEVICES), cases[0][1])
+    expect_communication(name, facts, DEVICES, hint=TEXT["center_structure"])
+
+
+def _observe_center(fn) -> dict:
+    sizes = [(how, k, shape) for k, shape in ((2, (4,)), (4, ()), (8, (2, 3))) for how in ("pmap", "vmap")]
+    return programs(program_cases(fn, sizes, (), draw={"kind": "normal", "mean": 1.0, "scale": 2.0}))
+
+
+center = exercise(
+    "center",
+    _check_center,
+    hints=[
+        "The mean asked for is one number for all the values of all devices. Which part of it can one "
+        "device compute alone, and what does it then need from the others?",
+        "`jnp.mean(x)` averages this device's own values. Every device holds as many values as the "
+        "others, so the mean of everything is the mean of those per-device means across the axis: "
+        'the collective of `batch_mean` in section "The same function under vmap".',
+        "Average first on the device (`jnp.mean` with no axis), then across DEVICES with `lax.pmean`, and "
+        "subtract that from `x`. Don't divide a `psum` by 8: the check also maps over 4 devices and over 5 "
+        "vmapped entries; `vmap(axis_name=DEVICES)` binds the same name as `pmap`.",
+    ],
+    observe=_observe_center,
+    mistakes={"center_first_axis": 3, "center_local": 2, "center_per_position": 3, "center_total": 3},
+)

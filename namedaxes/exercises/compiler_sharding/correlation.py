@@ -1,0 +1,142 @@
+"""Exercise 2: `feature_correlation`, a layout the compiler keeps small."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from namedaxes import DATA_PARALLEL, MODEL_PARALLEL
+from namedaxes.checking import exercises_for, expect_work_within, explained, f32, fail, same_values, show_values
+from namedaxes.grading import Case, programs
+from namedaxes.judging import exported_work
+from namedaxes.meshes import abstract_on as _on
+from namedaxes.meshes import describe as _mesh_name
+
+from .running import expect_float32, expect_layout, explicit_grid_mesh, rules, run_answer
+from .text import say
+
+exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+
+# ---------------------------------------------------------------- 2. feature_correlation
+# (mesh shape, n examples, d features): n divides by the first mesh axis, d by the second.
+_CORR_SHAPES = [((2, 4), 6, 8), ((4, 2), 8, 4), ((2, 2), 4, 6)]
+_CORR_LAYOUT = (MODEL_PARALLEL, None)
+
+
+# The work judged (the grader's `Case(work=...)` and the visible check alike): the largest array one device
+# materializes, read from the compiled per-device program, at most `_CORR_LARGEST_FACTOR` times the
+# reference's (bytes per mesh shape, measured from the solution notebook's program; a test keeps them true).
+# Gathering x whole and resharding the one-device result costs 2.7x (2 x 4), 4x (4 x 2) and 2x (2 x 2).
+_CORR_LARGEST_FACTOR = 1.5
+_CORR_REFERENCE_LARGEST = {(2, 4): 96, (4, 2): 32, (2, 2): 72}
+
+
+def _corr_input(shape, n, d, seed: int = 0):
+    r = np.random.default_rng(20 + shape[0] * 3 + shape[1] + seed)
+    return f32(r.normal(size=(n, d)) * np.arange(1, d + 1) + np.arange(d))
+
+
+def _check_feature_correlation(fn: Callable) -> None:
+    name = "feature_correlation"
+    for shape, n, d in _CORR_SHAPES:
+        mesh = explicit_grid_mesh(shape)
+        host = _corr_input(shape, n, d)
+        x = jax.device_put(host, NamedSharding(mesh, P(DATA_PARALLEL, MODEL_PARALLEL)))
+        where = say("where_mesh", mesh=_mesh_name(mesh), what=say("what_shapes", shapes=f"x {host.shape}"))
+        out = run_answer(name, fn, mesh, x)
+        expect_float32(name, out, where)
+        if tuple(out.shape) != (d, d):
+            fail(say("shape", name=name, want=(d, d), got=tuple(out.shape), where=where, hint=""))
+        expect_layout(name, out, _CORR_LAYOUT, where, say("corr_layout_hint"))
+        x64 = np.asarray(host, np.float64)
+        want = np.corrcoef(x64, rowvar=False)
+        got = np.asarray(out, np.float64)
+        if not same_values(got, want, 1e-4):
+            centred = x64 - x64.mean(axis=0)
+            if same_values(got, centred.T @ centred / n, 1e-4):
+                hint = say("corr_covariance")
+            elif same_values(
+                got, x64.T @ x64 / n / np.outer(np.sqrt((x64**2).mean(0)), np.sqrt((x64**2).mean(0))), 1e-4
+            ):
+                hint = say("corr_not_centred")
+            elif got[0, 0] != 0 and same_values(got, want * got[0, 0], 1e-4):
+                hint = say("corr_scaled", ratio=f"{got[0, 0]:.4g}")
+            else:
+                hint = say("corr_generic")
+            fail(
+                say(
+                    "values",
+                    name=name,
+                    where=where,
+                    want=show_values(want, dtype=float, threshold=12),
+                    got=show_values(got, dtype=float, threshold=12),
+                    hint=hint,
+                )
+            )
+    for shape, n, d in _CORR_SHAPES:  # how the work is split, once the values are right on every mesh
+        _expect_corr_work(name, fn, shape, n, d)
+
+
+def _expect_corr_work(name: str, fn: Callable, shape, n: int, d: int) -> None:
+    """No device gathers the examples: the largest array one device materializes (read from the compiled
+    per-device program the grader compiles, the layout probe included) is at most `_CORR_LARGEST_FACTOR`
+    times the reference's."""
+    mesh = explicit_grid_mesh(shape)
+    x = jax.ShapeDtypeStruct((n, d), jnp.float32, sharding=NamedSharding(mesh, P(DATA_PARALLEL, MODEL_PARALLEL)))
+    with explained(name, rules=rules(name)):
+        work = exported_work(jax.export.export(jax.jit(_with_layout(fn, mesh, _CORR_LAYOUT)))(x))
+    want = _CORR_REFERENCE_LARGEST[tuple(shape)]
+    expect_work_within(
+        work, "largest_bytes", want, _CORR_LARGEST_FACTOR, say, "corr_gathers", name=name, mesh=_mesh_name(mesh)
+    )
+
+
+def _with_layout(fn: Callable, mesh, layout) -> Callable:
+    """`fn(x, mesh)` followed by an identity `shard_map` with `in_specs=P(*layout)`: on an Explicit mesh
+    JAX refuses to trace it unless the result is laid out so."""
+
+    def program(x):
+        out = fn(x, mesh)
+        return jax.shard_map(lambda block: block, mesh=mesh, in_specs=P(*layout), out_specs=P(*layout))(out)
+
+    return program
+
+
+def _observe_feature_correlation(fn: Callable) -> dict:
+    """Exported programs of `fn(x, mesh)` (x placed P(DATA_PARALLEL, MODEL_PARALLEL)) on three Explicit
+    meshes, each ending in the layout probe (`_with_layout`); the grader draws x, compares values and judges
+    the largest array one device materializes against the reference's (`_CORR_LARGEST_FACTOR`)."""
+    cases = {}
+    for shape, n, d in _CORR_SHAPES:
+        mesh = explicit_grid_mesh(shape)
+        cases[f"mesh{shape[0]}x{shape[1]}"] = Case(
+            _with_layout(fn, mesh, _CORR_LAYOUT),
+            _on(mesh, (n, d), P(DATA_PARALLEL, MODEL_PARALLEL)),
+            rtol=1e-4,
+            atol=1e-4,
+            work={"largest_bytes": _CORR_LARGEST_FACTOR},
+        )
+    return programs(cases)
+
+
+feature_correlation = exercise(
+    "feature_correlation",
+    _check_feature_correlation,
+    hints=[
+        "Run `jax.jit(feature_correlation_one_device)(x_grid)` and read the first error: which operation "
+        "does explicit mode refuse, and which of section 3's two fixes answers that kind of refusal?",
+        "The product `centred.T @ centred` sums over the examples, which both operands split over "
+        "DATA_PARALLEL: write it with `jnp.matmul` and an `out_sharding=` that names the layout the "
+        "exercise asks for, on the `mesh` argument. `jnp.diagonal` of a split matrix is refused too, but "
+        "the variances need no matrix: each is the mean of a centred column squared.",
+        "`jnp.outer(std, std)` would split both of its dimensions over MODEL_PARALLEL. Divide twice "
+        "instead: by `std[:, None]` (rows, split like the result's) and by a copy of `std` resharded to "
+        "`P()` (whole on every device), indexed `[None, :]`.",
+    ],
+    observe=_observe_feature_correlation,
+)

@@ -1,0 +1,174 @@
+"""Exercise 1: `one_all_reduce_mlp`, tensor parallelism with one all-reduce."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from namedaxes import MODEL_PARALLEL
+from namedaxes.checking import exercises_for, expect_work_within, f32, fail, same_values, show_values
+from namedaxes.grading import Case, programs
+from namedaxes.judging import work_of
+from namedaxes.meshes import abstract_on as _on
+from namedaxes.meshes import describe as _mesh_name
+from namedaxes.meshes import with_mesh as _bound
+
+from .running import (
+    auto_line_mesh,
+    compiled_answer,
+    count_collectives,
+    expect_float32,
+    expect_layout,
+    run_answer,
+    seen_hlo,
+    seen_jaxpr,
+    written_collectives,
+)
+from .text import say
+
+exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+
+# ---------------------------------------------------------------- 1. one_all_reduce_mlp
+# (devices, n examples, features in, hidden features, features out); hidden divides by the devices.
+_MLP_SHAPES = [(8, 4, 6, 16, 5), (4, 6, 5, 8, 3), (2, 3, 4, 6, 2)]
+
+
+# The work judged (the grader's `Case(work=...)` and the visible check alike): one device's FLOPs, read from
+# the compiled per-device program (XLA's cost analysis), at most `_MLP_FLOPS_FACTOR` times the reference's.
+# The reference's, per device count, measured from the solution notebook's program (a test keeps them true):
+# computing the whole hidden layer on every device costs 4.5x (8 devices), 2.75x (4) and 1.6x (2).
+_MLP_FLOPS_FACTOR = 1.5
+_MLP_REFERENCE_FLOPS = {8: 208.0, 4: 226.0, 2: 127.0}
+
+
+def _mlp_inputs(k, n, d, h, f, seed: int = 0):
+    r = np.random.default_rng(10 + k + seed)
+    return (
+        f32(r.normal(size=(n, d))),
+        f32(r.normal(size=(d, h)) / np.sqrt(d)),
+        f32(r.normal(size=(h, f)) / np.sqrt(h)),
+    )
+
+
+def _mlp_np(x, w1, w2):
+    x, w1, w2 = (np.asarray(a, np.float64) for a in (x, w1, w2))
+    return np.maximum(x @ w1, 0.0) @ w2
+
+
+def _check_one_all_reduce_mlp(fn: Callable) -> None:
+    name = "one_all_reduce_mlp"
+    works = []
+    for k, n, d, h, f in _MLP_SHAPES:
+        mesh = auto_line_mesh(k)
+        host = _mlp_inputs(k, n, d, h, f)
+        args = [jax.device_put(a, NamedSharding(mesh, P())) for a in host]
+        where = say(
+            "where_mesh",
+            mesh=_mesh_name(mesh),
+            what=say("what_shapes", shapes=", ".join(f"{v} {a.shape}" for v, a in zip(("x", "w1", "w2"), host))),
+        )
+        out = run_answer(name, fn, mesh, *args)
+        expect_float32(name, out, where)
+        if tuple(out.shape) != (n, f):
+            fail(say("shape", name=name, want=(n, f), got=tuple(out.shape), where=where, hint=""))
+        if not out.sharding.is_fully_replicated:
+            expect_layout(name, out, (), where, say("mlp_not_replicated"))
+        want = _mlp_np(*host)
+        got = np.asarray(out, np.float64)
+        if not same_values(got, want, 1e-4):
+            x64, w1_64, w2_64 = (np.asarray(a, np.float64) for a in host)
+            if same_values(got, np.maximum(x64 @ w1_64 @ w2_64, 0.0), 1e-4):
+                hint = say("mlp_relu_order")
+            elif same_values(got, x64 @ w1_64 @ w2_64, 1e-4):
+                hint = say("mlp_no_relu")
+            elif same_values(got, np.maximum(want, 0.0), 1e-4):
+                hint = say("mlp_relu_twice")
+            else:
+                hint = say("mlp_generic")
+            fail(
+                say(
+                    "values",
+                    name=name,
+                    where=where,
+                    want=show_values(want, dtype=float, threshold=12),
+                    got=show_values(got, dtype=float, threshold=12),
+                    hint=hint,
+                )
+            )
+        written = written_collectives(name, fn, mesh, *args)
+        if written:
+            fail(say("mlp_wrote_collectives", name=name, seen=seen_jaxpr(written)))
+        compiled = compiled_answer(name, fn, mesh, *args)
+        counts = count_collectives(compiled.as_text())
+        if not any(counts.values()):
+            fail(say("mlp_no_communication", name=name))
+        if counts["all-gather"]:
+            fail(say("mlp_gathers", name=name, seen=seen_hlo(counts)))
+        if counts["all-reduce"] != 1 or sum(counts.values()) != 1:
+            fail(say("mlp_wrong_count", name=name, seen=seen_hlo(counts)))
+        works.append((k, mesh, work_of(compiled, (MODEL_PARALLEL,), (k,), k)))
+    # how the work is split, once the communication is right on every mesh
+    for k, mesh, work in works:
+        expect_work_within(
+            work,
+            "flops",
+            _MLP_REFERENCE_FLOPS[k],
+            _MLP_FLOPS_FACTOR,
+            say,
+            "mlp_whole_hidden",
+            name=name,
+            mesh=_mesh_name(mesh),
+            k=k,
+        )
+
+
+def _observe_one_all_reduce_mlp(fn: Callable) -> dict:
+    """Exported programs of `fn(x, w1, w2, mesh)`, inputs replicated on Auto meshes of 8, 4 and 2 devices.
+
+    The reference is a global-view program (no per-device code); the `structure` case requires its
+    all-reduce over MODEL_PARALLEL and rejects any other collective (`only_collectives`)."""
+    cases = {}
+    for k, n, d, h, f in _MLP_SHAPES:
+        mesh = auto_line_mesh(k)
+        cases[f"k{k}"] = Case(
+            _bound(fn, mesh),
+            _on(mesh, (n, d), P()),
+            _on(mesh, (d, h), P()),
+            _on(mesh, (h, f), P()),
+            rtol=1e-4,
+            atol=1e-4,
+            work={"flops": _MLP_FLOPS_FACTOR},
+        )
+    k, n, d, h, f = _MLP_SHAPES[0]
+    mesh = auto_line_mesh(k)
+    cases["structure"] = Case(
+        _bound(fn, mesh),
+        _on(mesh, (n, d), P()),
+        _on(mesh, (d, h), P()),
+        _on(mesh, (h, f), P()),
+        values=False,
+        only_collectives=True,
+    )
+    return programs(cases)
+
+
+one_all_reduce_mlp = exercise(
+    "one_all_reduce_mlp",
+    _check_one_all_reduce_mlp,
+    hints=[
+        "Section 2 showed which layouts of `x @ w` need no communication and which need an all-reduce. "
+        "If the first matmul is to need none, which dimension of `relu(x @ w1)` can be split? And what "
+        "does that make the second matmul need?",
+        "Split the hidden activation along its features: `jax.lax.with_sharding_constraint(h, "
+        "NamedSharding(mesh, P(None, MODEL_PARALLEL)))`. Each device then needs only its columns of `w1` "
+        "and its rows of `w2`, and the second product is a sum of partial products: one all-reduce.",
+        "Ask for the replicated result at the end (`with_sharding_constraint(y, NamedSharding(mesh, P()))`) "
+        "and print `count_collectives(jax.jit(...).lower(x, w1, w2).compile().as_text())` to see what "
+        "the compiler chose. Splitting h by rows instead makes it gather.",
+    ],
+    observe=_observe_one_all_reduce_mlp,
+)

@@ -1,0 +1,122 @@
+"""Exercises 1 and 2: `loss_fn` and `compute_gradients`, per device."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import numpy as np
+
+from namedaxes.checking import exercises_for, fail, same_values
+
+from .running import (
+    PARAM_NAMES,
+    as_batch,
+    as_params,
+    expect_param_dict,
+    expect_scalar,
+    explained_here,
+    local_programs,
+    ref_grads,
+    ref_loss,
+)
+from .text import pair, say
+
+exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+
+
+# ---------------------------------------------------------------- exercise 1: loss_fn
+def _visible_loss_cases():
+    x = np.array([0.0, 1.0, 2.0])
+    yield {"w": 2.0, "b": 0.5}, {"x": x, "y": 2 * x + 0.5}  # perfect fit: loss 0
+    yield {"w": 1.0, "b": 0.0}, {"x": x, "y": 2 * x + 0.5}  # errors -0.5, -1.5, -2.5
+    x2 = np.array([[-1.0], [0.5], [1.5], [3.0]])  # a trailing feature axis
+    yield {"w": -0.5, "b": 1.0}, {"x": x2, "y": np.array([[0.0], [2.0], [1.0], [-1.0]])}
+
+
+def _diagnose_loss(params, batch, got: float, want: float) -> str:
+    x, y = np.asarray(batch["x"], float), np.asarray(batch["y"], float)
+    err = params["w"] * x + params["b"] - y
+    if same_values(got, np.sum(err**2), 1e-4, dtype=float):
+        return say("loss_sum")
+    if same_values(got, np.mean(np.abs(err)), 1e-4, dtype=float):
+        return say("loss_abs")
+    if same_values(got, np.mean(err), 1e-4, dtype=float) or same_values(got, -np.mean(err), 1e-4, dtype=float):
+        return say("loss_mean_error")
+    if same_values(got, np.sqrt(want), 1e-4, dtype=float):
+        return say("loss_root")
+    if same_values(got, want / 2, 1e-4, dtype=float):
+        return say("loss_half")
+    return say("loss_other")
+
+
+def _check_loss_fn(fn: Callable) -> None:
+    name = "loss_fn"
+    for p, b in _visible_loss_cases():
+        params, batch = as_params(p["w"], p["b"]), as_batch(b["x"], b["y"])
+        with explained_here(name, local=True):
+            out = fn(params, batch)
+        where = say("loss_where", params=p, shape=np.shape(b["x"]))
+        if isinstance(out, jax.Array) and out.shape != ():
+            fail(say("loss_not_scalar", where=where, got=tuple(out.shape)))
+        expect_scalar(say("the_loss"), out)
+        want = ref_loss(p, b)
+        if not same_values(out, want, dtype=float):
+            fail(
+                say(
+                    "loss_value",
+                    where=where,
+                    want=f"{want:.6g}",
+                    got=f"{float(out):.6g}",
+                    hint=_diagnose_loss(p, b, float(out), want),
+                )
+            )
+
+
+loss_fn = exercise(
+    "loss_fn",
+    _check_loss_fn,
+    hints=[
+        "The loss is one number per batch: how far the line's predictions are from `y`, each miss "
+        "squared, averaged over the examples. Which `jnp` function averages over the examples?",
+        "Predict with `params['w'] * local_batch['x'] + params['b']`, subtract `local_batch['y']`, square "
+        "element by element, then average with `jnp.mean`: the result has shape `()`.",
+        "Use `jnp`, not `np`: `jax.grad` must differentiate `loss_fn` in the next exercise. At the starting "
+        "`params`, `loss_fn(params, batch)` is 1.25.",
+    ],
+    observe=local_programs,
+)
+
+
+# ---------------------------------------------------------------- exercise 2: compute_gradients
+def _check_compute_gradients(fn: Callable) -> None:
+    name = "compute_gradients"
+    compiled = jax.jit(fn)  # one compilation per shape instead of op-by-op dispatch: same results, faster
+    for p, b in _visible_loss_cases():
+        params, batch = as_params(p["w"], p["b"]), as_batch(b["x"], b["y"])
+        with explained_here(name, local=True):
+            out = compiled(params, batch)
+        hint = ""
+        if isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], dict):
+            hint = say("grads_value_and_grad")
+        expect_param_dict(name, out, say("the_gradients"), hint=hint)
+        want = ref_grads(p, b)
+        got = {k: float(out[k]) for k in PARAM_NAMES}
+        if not all(same_values(got[k], want[k], dtype=float) for k in PARAM_NAMES):
+            fail(say("grads_value", params=p, shape=np.shape(b["x"]), want=pair(want), got=pair(got)))
+
+
+compute_gradients = exercise(
+    "compute_gradients",
+    _check_compute_gradients,
+    hints=[
+        "The cell above differentiates `scaled_area` with respect to its second argument. Which function "
+        "do you differentiate here, and which of its arguments holds the parameters?",
+        "`params` is `loss_fn`'s first argument: what does `argnums` default to? Differentiating with "
+        "respect to `local_batch` would give a dict with the batch's keys 'x' and 'y'. Call the new "
+        "function with both arguments.",
+        "Don't derive the gradient by hand. At the starting `params` on the full `batch` you should get "
+        "about -2.0 for 'w' and -1.0 for 'b'.",
+    ],
+    observe=local_programs,
+)

@@ -1,0 +1,203 @@
+"""Exercise 3: `parallel_update_step`, the averaged SGD step."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import numpy as np
+
+from namedaxes import DATA_PARALLEL
+from namedaxes.checking import (
+    examined,
+    exercises_for,
+    expect_communication,
+    expect_work_within,
+    fail,
+    same_values,
+    show_values,
+)
+from namedaxes.grading import pmapped
+from namedaxes.judging import exported_work
+
+from .running import (
+    LEARNING_RATE,
+    PARAM_NAMES,
+    STEP_FLOPS_FACTOR,
+    STEP_REFERENCE_FLOPS,
+    abstract_case,
+    as_batch,
+    as_params,
+    expect_param_dict,
+    expect_scalar,
+    explained_here,
+    ref_grads,
+    ref_loss,
+    ref_step,
+    step_programs,
+    type_name,
+    whole_batch,
+)
+from .text import pair, say
+
+exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+
+
+# ---------------------------------------------------------------- exercise 3: parallel_update_step
+def _visible_step_cases():
+    x = np.linspace(-1.5, 1.5, 12)
+    yield {"w": 1.0, "b": 0.0}, {"x": x.reshape(4, 3), "y": (2 * x + 0.5).reshape(4, 3)}
+    x2 = np.array([-2.0, -1.0, 0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0])
+    y2 = np.array([-3.0, -1.0, 1.0, 0.0, 2.0, 2.0, 5.0, 4.0, 7.0, 8.0])
+    yield {"w": 0.5, "b": 1.0}, {"x": x2.reshape(2, 5), "y": y2.reshape(2, 5)}
+
+
+def _run_step(fn: Callable, params, sharded):
+    """Every device's copy of both results (default out_axes=0: nothing hidden)."""
+    with explained_here("parallel_update_step"):
+        return jax.pmap(fn, axis_name=DATA_PARALLEL, in_axes=(None, 0))(params, sharded)
+
+
+def _diagnose_step(p, b, got) -> str:
+    """A hint for replicated, well-shaped, but wrong new `params`."""
+    k = np.shape(b["x"])[0]
+    g = ref_grads(p, whole_batch(b))
+    if same_values([got[n] for n in PARAM_NAMES], [g[n] for n in PARAM_NAMES], 1e-4, dtype=float):
+        return say("step_averaged_grads")
+    if same_values([got[n] for n in PARAM_NAMES], [p[n] for n in PARAM_NAMES], 1e-4, dtype=float):
+        return say("step_unchanged")
+    moved = np.array([p[n] - got[n] for n in PARAM_NAMES])
+    grad = np.array([g[n] for n in PARAM_NAMES])
+    if (np.abs(grad) > 1e-3).all():
+        rate = moved / grad
+        if np.allclose(rate, rate[0], rtol=1e-3, atol=1e-6):
+            r = float(rate[0])
+            if np.isclose(r, -LEARNING_RATE, rtol=1e-3):
+                return say("step_up")
+            if np.isclose(r, LEARNING_RATE * k, rtol=1e-3):
+                return say("step_summed", k=k)
+            return say("step_rate", ratio=f"{r / LEARNING_RATE:.3g}", k=k)
+    return say("step_other")
+
+
+def _diagnose_loss_of_step(p, b, got: float) -> str:
+    k = np.shape(b["x"])[0]
+    full = whole_batch(b)
+    if same_values(got, ref_loss(ref_step(p, b), full), 1e-4, dtype=float):
+        return say("step_loss_after")
+    if same_values(got, k * ref_loss(p, full), 1e-4, dtype=float):
+        return say("step_loss_summed", k=k)
+    return say("step_loss_other")
+
+
+def _check_parallel_update_step(fn: Callable) -> None:
+    name = "parallel_update_step"
+    for p, b in _visible_step_cases():
+        params, sharded = as_params(p["w"], p["b"]), as_batch(b["x"], b["y"])
+        k, per = np.shape(b["x"])[:2]
+        where = say("step_where", name=name, k=k, per=per)
+        out = _run_step(fn, params, sharded)
+        # type, then pytree structure / shape / dtype: pmap stacks one copy per device
+        if not (isinstance(out, (tuple, list)) and len(out) == 2):
+            hint = say("step_only_params") if isinstance(out, dict) else ""
+            fail(say("step_not_pair", name=name, type=type_name(out), where=where, hint=hint))
+        new, loss = out
+        expect_param_dict(name, new, say("step_the_new_params"), shape=None, hint=say("step_new_params_hint"))
+        for n in PARAM_NAMES:
+            if tuple(new[n].shape[1:]) != ():
+                fail(say("step_param_shape", name=name, key=n, shape=tuple(new[n].shape[1:]), where=where))
+        expect_scalar(f"`{name}(...)[1]`", loss, shape=None)
+        if tuple(loss.shape[1:]) != ():
+            fail(say("step_loss_shape", name=name, shape=tuple(loss.shape[1:]), where=where))
+        # value: every device holds the same new parameters ...
+        got = {n: np.asarray(new[n], float) for n in PARAM_NAMES}
+        if not all(np.allclose(got[n], got[n][0], rtol=1e-5, atol=1e-6) for n in PARAM_NAMES):
+            fail(
+                say(
+                    "step_params_differ",
+                    name=name,
+                    where=where,
+                    w=show_values(got["w"], dtype=float),
+                    b=show_values(got["b"], dtype=float),
+                    axis=DATA_PARALLEL,
+                )
+            )
+        # ... and they are one SGD step with the full-batch (= averaged) gradient
+        want = ref_step(p, b)
+        first = {n: float(got[n][0]) for n in PARAM_NAMES}
+        if not all(same_values(first[n], want[n], dtype=float) for n in PARAM_NAMES):
+            fail(
+                say(
+                    "step_params_value",
+                    name=name,
+                    where=where,
+                    start=p,
+                    want=pair(want),
+                    got=pair(first),
+                    hint=_diagnose_step(p, b, first),
+                )
+            )
+        # the loss: the same on every device, the full-batch loss of the incoming params
+        losses = np.asarray(loss, float)
+        if not np.allclose(losses, losses[0], rtol=1e-5, atol=1e-6):
+            fail(say("step_loss_differs", name=name, where=where, losses=show_values(losses, dtype=float)))
+        want_loss = ref_loss(p, whole_batch(b))
+        if not same_values(losses[0], want_loss, dtype=float):
+            fail(
+                say(
+                    "step_loss_value",
+                    name=name,
+                    where=where,
+                    start=p,
+                    want=f"{want_loss:.6g}",
+                    got=f"{losses[0]:.6g}",
+                    hint=_diagnose_loss_of_step(p, b, float(losses[0])),
+                )
+            )
+    # structure: the averaging really is a collective over DATA_PARALLEL, read the grader's way
+    _expect_averages(fn, params, sharded)
+
+
+def _expect_averages(fn: Callable, params, sharded) -> None:
+    """The compiled step (under the check's pmap) communicates over DATA_PARALLEL, and that reaches its results."""
+    with explained_here("parallel_update_step"):
+        facts = examined(jax.pmap(fn, axis_name=DATA_PARALLEL, in_axes=(None, 0)), params, sharded)
+    expect_communication("parallel_update_step", facts, DATA_PARALLEL, hint=say("step_no_average", axis=DATA_PARALLEL))
+    _expect_step_work(fn)
+
+
+def _expect_step_work(fn: Callable) -> None:
+    """Each device differentiates on its own shard: one device's FLOPs (the grader's 8-device program) at most
+    `STEP_FLOPS_FACTOR` times the reference's."""
+    name, k = "parallel_update_step", 8
+    with explained_here(name):
+        program = pmapped(fn, k, DATA_PARALLEL, in_axes=(None, 0))
+        work = exported_work(jax.export.export(jax.jit(program))(*abstract_case(k, 2)))
+    expect_work_within(
+        work,
+        "flops",
+        STEP_REFERENCE_FLOPS,
+        STEP_FLOPS_FACTOR,
+        say,
+        "step_whole_batch",
+        name=name,
+        axis=DATA_PARALLEL,
+        k=k,
+    )
+
+
+parallel_update_step = exercise(
+    "parallel_update_step",
+    _check_parallel_update_step,
+    hints=[
+        "Each device knows only its own shard. Which two numbers does it compute there, and what must "
+        "happen to each of them before every device can use it as the whole batch's?",
+        "Both are per-device results on a shard of the same size as every other: which collective of "
+        "notebook 02 turns such results into the whole batch's, the same on every device? One call "
+        "takes a dict, or a tuple of a number and a dict, at once.",
+        "For the step, `jax.tree.map` with a two-argument function walks `params` and the averaged "
+        "gradients together, leaf by leaf (Pitfall 2): `p - model.LEARNING_RATE * g` for each. Return "
+        "`(new_params, averaged_loss)`.",
+    ],
+    observe=step_programs,
+)

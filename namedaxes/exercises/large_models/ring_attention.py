@@ -1,0 +1,201 @@
+"""Exercise 3: `causal_ring_attention`, keys and values passed around SEQUENCE."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from namedaxes import SEQUENCE
+from namedaxes.checking import exercises_for, f32, fail, same_values
+from namedaxes.grading import Case, programs
+from namedaxes.judging import Work
+from namedaxes.meshes import abstract_on as _on
+from namedaxes.meshes import describe as _mesh_name
+from namedaxes.meshes import with_mesh as _bound
+
+from .gpipe import global_count
+from .running import (
+    Ran,
+    diagnosed,
+    expect_collectives,
+    expect_float32,
+    expect_layout,
+    expect_work,
+    fail_rows,
+    run_answer,
+    sequence_mesh,
+)
+from .text import say
+
+exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+
+# ---------------------------------------------------------------- 3. causal_ring_attention
+# (devices, positions per block, features)
+_RING_SHAPES = [(8, 3, 4), (4, 4, 6), (2, 5, 4)]
+
+
+def _ring_inputs(k, b, h, seed: int = 0):
+    r = np.random.default_rng(60 + k + seed)
+    return tuple(f32(r.normal(size=(k * b, h))) for _ in range(3))
+
+
+def _attention_np(q, k, v, allowed) -> np.ndarray:
+    q, k, v = (np.asarray(a, np.float64) for a in (q, k, v))
+    scores = np.where(allowed, q @ k.T / np.sqrt(q.shape[1]), -np.inf)
+    p = np.exp(scores - scores.max(1, keepdims=True))
+    return (p / p.sum(1, keepdims=True)) @ v
+
+
+def ring_wrongs(q, k, v, blocks: int) -> list:
+    n = q.shape[0]
+    b = n // blocks
+    pos = np.arange(n)
+    causal = pos[None, :] <= pos[:, None]
+    local = (pos % b)[None, :] <= (pos % b)[:, None]
+    short = causal & ~(pos[None, :] // b == (pos[:, None] // b + 1) % blocks)
+    per_block = np.zeros((n, q.shape[1]))
+    for j in range(blocks):
+        cols = slice(j * b, (j + 1) * b)
+        seen = causal[:, cols].any(1)
+        part = _attention_np(q[seen], k[cols], v[cols], causal[seen][:, cols])
+        per_block[seen] += part
+    own = pos // b  # the device that holds each query
+    held = np.zeros((n, n), bool)  # the blocks travel i -> i - 1, the mask assumes i -> i + 1
+    for s in range(blocks):
+        actual, assumed = (own + s) % blocks, (own - s) % blocks
+        for c in range(b):
+            held[pos, actual * b + c] = assumed * b + c <= pos
+    with np.errstate(invalid="ignore", divide="ignore"):  # the strict mask leaves position 0 no key: NaN
+        strict = _attention_np(q, k, v, pos[None, :] < pos[:, None])
+    strict[pos % b == 0] = np.nan  # a ring whose step 0 masks a block's first query entirely: NaN there
+    return [
+        (_attention_np(q, k, v, np.ones((n, n), bool)), "ring_no_mask", {}),
+        (_attention_np(q, k, v, held), "ring_direction", {}),
+        (_attention_np(q, k, v, local), "ring_local_mask", {}),
+        (per_block, "ring_per_block", {}),
+        (_attention_np(q, k, v, short), "ring_short", {}),
+        (strict, "ring_strict_mask", {}),
+    ]
+
+
+# The work judged (the grader's `Case(work=...)` on every mesh and the visible check alike): the largest array
+# one device materializes, at most `_RING_WORK["largest_bytes"]` times the reference's (a ring that first
+# collects every key and value block, then does one softmax: 8x, 4x and 2x on 8, 4 and 2 devices), and its
+# FLOPs, at most `_RING_WORK["flops"]` times the reference's. The reference's, per mesh, measured from the
+# solution notebook's program (a test keeps them true).
+_RING_WORK = {"flops": 2.0, "largest_bytes": 1.5}
+_RING_REFERENCE = {
+    8: Work(2492.0, 0, 48, sent_bytes=672),
+    4: Work(2495.0, 0, 96, sent_bytes=576),
+    2: Work(1362.0, 0, 100, sent_bytes=160),
+}
+
+
+def _ring_case(fn: Callable, k: int, b: int, h: int) -> tuple:
+    """The answer run on `k` devices: (its outputs, the right ones, the inputs on the host, `Ran`, where)."""
+    name, mesh = "causal_ring_attention", sequence_mesh(k)
+    q, kk, v = _ring_inputs(k, b, h)
+    args = [jax.device_put(a, NamedSharding(mesh, P(SEQUENCE))) for a in (q, kk, v)]
+    where = say("where_mesh", mesh=_mesh_name(mesh), shapes=f"q, k, v {q.shape}")
+    out, ran = run_answer(name, _bound(fn, mesh), *args, mesh=mesh)
+    expect_float32(name, out, where)
+    if tuple(out.shape) != q.shape:
+        fail(say("shape", name=name, want=q.shape, got=tuple(out.shape), where=where))
+    expect_layout(name, out, (SEQUENCE,), where)
+    pos = np.arange(q.shape[0])
+    return np.asarray(out, np.float64), _attention_np(q, kk, v, pos[None, :] <= pos[:, None]), (q, kk, v), ran, where
+
+
+def _check_causal_ring_attention(fn: Callable) -> None:
+    name = "causal_ring_attention"
+    ran = []
+    for k, b, h in _RING_SHAPES:
+        got, want, (q, kk, v), run, where = _ring_case(fn, k, b, h)
+        if not same_values(got, want, 1e-4):
+            hint = _ring_nan(got, q, kk, v, k) or diagnosed(got, ring_wrongs(q, kk, v, k))
+            hint = hint or global_count(name, k, "SEQUENCE", lambda c: _ring_right_on(fn, c))
+            fail_rows(name, where, want, got, hint or say("ring_generic"))
+        ran.append(run)
+    rules = {
+        "refused": "all_gather",
+        "refused_key": "ring_gathers",
+        "need": f"ppermute over '{SEQUENCE}'",
+        "why": say("ring_no_ppermute_why"),
+        "allowed": (f"ppermute over '{SEQUENCE}'",),
+    }
+    expect_collectives(name, ran[0], rules)
+    expect_work(name, ran, _RING_REFERENCE, _RING_WORK, _ring_why)
+
+
+def _ring_right_on(fn: Callable, count: int) -> bool:
+    got, want, *_ = _ring_case(fn, *next(s for s in _RING_SHAPES if s[0] == count))
+    return same_values(got, want, 1e-4)
+
+
+def _ring_nan(got, q, k, v, blocks: int) -> str:
+    """The hint for NaN rows: the strict mask's (NaN exactly where a block's first query sees no key of its own
+    block, the strict mask's values elsewhere), else a fully masked block met while the maximum was -inf."""
+    nan = np.isnan(got).any(axis=1)
+    if not nan.any():
+        return ""
+    n = q.shape[0]
+    pos = np.arange(n)
+    starts = pos % (n // blocks) == 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        strict = _attention_np(q, k, v, pos[None, :] < pos[:, None])
+    if np.array_equal(nan, starts) and same_values(got[~nan], strict[~nan], 1e-4):
+        return say("ring_strict_mask")
+    return say("ring_nan")
+
+
+def _ring_why(fact: str, run: Ran) -> str:
+    """What a ring's excess work means: the whole sequence's keys or values on every device, or more."""
+    k, b, h = next(s for s in _RING_SHAPES if s[0] == run.k)
+    if fact == "flops":
+        return say("ring_flops")
+    whole = k * b * h * 4
+    return say("ring_holds_all", whole=whole) if run.work.largest_bytes >= whole else say("ring_large")
+
+
+def _observe_causal_ring_attention(fn: Callable) -> dict:
+    """Exported programs of `fn(q, k, v, mesh)` (each P(SEQUENCE)) on 8, 4 and 2 devices, and a structure
+    case: the reference's ppermute over SEQUENCE and nothing else."""
+    cases = {}
+    for k, b, h in _RING_SHAPES:
+        mesh = sequence_mesh(k)
+        blocks = [_on(mesh, (k * b, h), P(SEQUENCE)) for _ in range(3)]
+        cases[f"k{k}"] = Case(_bound(fn, mesh), *blocks, rtol=1e-4, atol=1e-4, work=_RING_WORK)
+    k, b, h = _RING_SHAPES[0]
+    mesh = sequence_mesh(k)
+    blocks = [_on(mesh, (k * b, h), P(SEQUENCE)) for _ in range(3)]
+    cases["structure"] = Case(_bound(fn, mesh), *blocks, values=False, only_collectives=True)
+    return programs(cases)
+
+
+causal_ring_attention = exercise(
+    "causal_ring_attention",
+    _check_causal_ring_attention,
+    hints=[
+        "Section 3 showed the ring without a mask, and the causal mask on one device. At ring step s, which "
+        "device's key block does device i hold, and at which global positions do its keys sit?",
+        "With the ring i -> i + 1, in step s device i holds block j = (i - s) mod k. Its queries sit at "
+        "i * block + arange(block), the keys at j * block + arange(block); mask scores where key > query "
+        "with -inf before the online-softmax update.",
+        "Step 0 is the device's own block, whose diagonal is never masked, so the running maximum is finite "
+        "from then on: later blocks that are all masked add exp(-inf) = 0. Divide by the running sum once, "
+        "after the k steps.",
+    ],
+    observe=_observe_causal_ring_attention,
+    mistakes={
+        "ring_no_mask": 2,
+        "ring_direction": 2,
+        "ring_local_mask": 2,
+        "ring_per_block": 3,
+        "ring_short": 3,
+        "ring_strict_mask": 2,
+    },
+)

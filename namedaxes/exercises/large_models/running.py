@@ -1,0 +1,204 @@
+"""What notebook 09's checks share: its meshes, how an answer runs, and the work, layouts and collectives its
+compiled program must show."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import AxisType
+
+from namedaxes import EXPERTS, SEQUENCE, STAGES
+from namedaxes.checking import expect_array, explained, fail, first_line, same_values, show_values
+from namedaxes.checking.compiled import compiled_once
+from namedaxes.judging import COMPILER_OPTIONS, Work, collective_sends, work_excess, work_of
+from namedaxes.meshes import describe as _mesh_name
+from namedaxes.meshes import line_mesh
+
+from .text import say
+
+MICROBATCHES = 4  # exercise 1: the batch is split into this many microbatches
+CAPACITY = 2  # exercise 2: how many tokens of one device each expert takes, at most
+
+
+# ---------------------------------------------------------------- meshes
+def stage_mesh(k: int):
+    """A 1-D Explicit mesh of the first `k` devices, axis STAGES (one pipeline stage per device)."""
+    return line_mesh(k, STAGES, AxisType.Explicit)
+
+
+def expert_mesh(k: int):
+    """A 1-D Explicit mesh of the first `k` devices, axis EXPERTS (one expert per device)."""
+    return line_mesh(k, EXPERTS, AxisType.Explicit)
+
+
+def sequence_mesh(k: int):
+    """A 1-D Explicit mesh of the first `k` devices, axis SEQUENCE (one block of the sequence per device)."""
+    return line_mesh(k, SEQUENCE, AxisType.Explicit)
+
+
+# ---------------------------------------------------------------- running answers
+
+
+# The mesh each exercise's section of the notebook made, which an answer may use by mistake for its `mesh`.
+_MESH_GLOBALS = {"pipeline_loss": "stage_mesh", "moe_layer": "expert_mesh", "causal_ring_attention": "seq_mesh"}
+_OTHER_MESH = (
+    "Received incompatible devices for jitted computation",
+    "not evenly divisible by the corresponding mesh axis",
+    "should match the mesh passed to shard_map",
+)
+
+
+def answer_rules(name: str):
+    def rule(err: BaseException) -> str | None:
+        text, first = str(err), first_line(err)
+        if isinstance(err, ValueError) and any(s in text for s in _OTHER_MESH):
+            return say("mesh_global", name=name, first=first, mesh_global=_MESH_GLOBALS.get(name, "mesh_8"))
+        if isinstance(err, ValueError) and "does not match the specs of the input" in text:
+            return say("in_specs", name=name, first=first)
+        if isinstance(err, ValueError) and "out_specs" in text and ("replicat" in text or "varying" in text):
+            return say("varying_output", name=name, first=first)
+        if isinstance(err, ValueError) and "ppermute" in text and ("unique" in text or "range" in text):
+            return say("ring_size", name=name, first=first)
+        if isinstance(err, TypeError) and "carry" in text and "to='varying'" in text:
+            return say("carry_varying", name=name, first=first)
+        if isinstance(err, NameError) and "unbound axis name" in text:
+            axis = re.search(r"unbound axis name: ([\w.]+)", text)
+            return say("unbound", name=name, axis=axis.group(1) if axis else "?", first=first)
+        return None
+
+    return (rule,)
+
+
+@dataclass(frozen=True)
+class Ran:
+    """One mesh's run of an answer, read the grader's way from the optimized per-device program: its `Work`
+    (`namedaxes.judging.work_of`) and how often it runs each kind of collective, of which largest size
+    (`namedaxes.judging.collective_sends`)."""
+
+    k: int
+    mesh: object
+    work: Work
+    sends: dict
+    text: str = field(default="", repr=False)  # the optimized HLO module
+
+    @property
+    def moved(self) -> list[str]:
+        """The kinds of collective it performs: "ppermute over 'stage_axis'"."""
+        return sorted(d for d, _ in self.work.moved)
+
+
+def run_answer(name: str, program: Callable, *args, mesh=None):
+    """`jax.jit(program)` compiled for `args` as the grader compiles (`COMPILER_OPTIONS`) and run: (its
+    result, what one device does in it, `Ran`)."""
+    with explained(name, rules=answer_rules(name)):
+        compiled = compiled_once(jax.jit(program).lower(*args), COMPILER_OPTIONS)
+        out = compiled(*args)
+    names = tuple(mesh.axis_names)
+    sizes = tuple(mesh.shape[a] for a in names)
+    text = compiled.as_text()
+    work = work_of(compiled, names, sizes, mesh.size, text=text)
+    return out, Ran(mesh.size, mesh, work, collective_sends(text, names, sizes, mesh.size), text)
+
+
+_WORK_KEYS = (("largest_bytes", "work_largest"), ("flops", "work_flops"), ("sent_bytes", "work_sent"))
+
+
+def expect_work(name: str, ran: list, reference: dict, limits: dict, why: Callable) -> None:
+    """Each device's share of the work on every mesh (the grader's `Case(work=...)`): the largest array one
+    device materializes and its FLOPs, each at most `limits[fact]` times the reference's (`reference[k]`);
+    `why(fact, ran)` says what the excess means."""
+    for run in ran:
+        for fact, key in _WORK_KEYS:
+            if fact not in limits:
+                continue
+            excess = work_excess(run.work, reference[run.k], {fact: limits[fact]})
+            if excess is None:
+                continue
+            got, want = getattr(run.work, fact), getattr(reference[run.k], fact)
+            fail(
+                say(
+                    key,
+                    name=name,
+                    mesh=_mesh_name(run.mesh),
+                    got=f"{got:g}",
+                    want=f"{want:g}",
+                    ratio=f"{excess[1]:.1f}",
+                    factor=f"{excess[2]:g}",
+                    why=why(fact, run),
+                )
+            )
+
+
+def expect_float32(name: str, out, where: str) -> None:
+    if not isinstance(out, jax.Array):
+        fail(say("result_type", name=name, type=type(out).__name__, where=where))
+    expect_array(name, out, dtype=jnp.float32)
+
+
+def _layout(out) -> tuple:
+    """The result's PartitionSpec as a tuple padded with Nones: P(a) == P(a, None)."""
+    entries = list(out.sharding.spec) if hasattr(out.sharding, "spec") else []
+    return tuple(entries + [None] * (out.ndim - len(entries)))
+
+
+def _spec_text(entries: tuple) -> str:
+    if all(e is None for e in entries):
+        return say("layout_replicated")
+    return "P(" + ", ".join("None" if e is None else repr(e) for e in entries) + ")"
+
+
+def expect_layout(name: str, out, want: tuple, where: str) -> None:
+    got, want = _layout(out), tuple(want) + (None,) * (out.ndim - len(want))
+    if got != want:
+        fail(say("layout", name=name, where=where, got=_spec_text(got), want=_spec_text(want)))
+
+
+def expect_collectives(name: str, ran: Ran, rules: dict) -> None:
+    """The compiled program's collectives: none that `rules["refused"]` names (gathers), one `rules["need"]`,
+    nothing outside `rules["allowed"]`."""
+    seen, mesh = ran.moved, ran.mesh
+    listed = say("seen_join").join(seen) or say("seen_nothing")
+    refused = [d for d in seen if d.startswith(rules["refused"])]
+    if refused:
+        fail(say(rules["refused_key"], name=name, mesh=_mesh_name(mesh), seen=say("seen_join").join(refused)))
+    if rules["need"] not in seen:
+        fail(say("no_collective", name=name, mesh=_mesh_name(mesh), want=rules["need"], seen=listed, why=rules["why"]))
+    others = [d for d in seen if d not in rules["allowed"]]
+    if others:
+        allowed = say("seen_join").join(rules["allowed"])
+        fail(
+            say(
+                "other_collectives",
+                name=name,
+                mesh=_mesh_name(mesh),
+                seen=say("seen_join").join(others),
+                allowed=allowed,
+            )
+        )
+
+
+def fail_rows(name: str, where: str, want, got, hint: str) -> None:
+    """A wrong matrix, shown by its first row that differs (a corner of a long array may all be right)."""
+    bad = ~np.all(np.isclose(got, want, rtol=1e-4, atol=1e-4), axis=1)
+    row = int(np.argmax(bad))
+    fail(
+        say(
+            "values_row",
+            name=name,
+            where=where,
+            row=row,
+            want=show_values(want[row], dtype=float, threshold=12),
+            got=show_values(got[row], dtype=float, threshold=12),
+            hint=hint,
+        )
+    )
+
+
+def diagnosed(got, wrongs: list) -> str:
+    """The hint of the first known mistake (`(values, key, fields)`) whose values `got` has."""
+    return next((say(key, **fields) for values, key, fields in wrongs if same_values(got, values, 1e-4)), "")

@@ -1,0 +1,85 @@
+"""Exercise 3: `global_max_share`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from namedaxes.checking import exercises_for, expect_close, same_values, show_values
+
+from .running import AXIS_ENV, expect_per_device, observe_outputs, run_answer
+from .text import TEXT
+
+exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+
+
+# ---------------------------------------------------------------- exercise 3: global_max_share
+def _visible_signed_inputs():
+    return [
+        jnp.asarray([1.0, -2.0, 4.0, -8.0], jnp.float32),
+        jnp.asarray([3.0, 1.5], jnp.float32),
+        jnp.asarray([[1.0, -4.0, 2.0], [2.0, 1.0, -8.0], [-4.0, 2.0, 1.0]], jnp.float32),
+    ]
+
+
+def _returns_collective(fn: Callable, x0, primitive: str) -> bool:
+    """The value `fn` returns is the result of `primitive` itself (e.g. an outer `lax.pmax`)."""
+    closed = jax.make_jaxpr(fn, axis_env=AXIS_ENV)(x0)
+    made_by = {id(v): eqn.primitive.name for eqn in closed.jaxpr.eqns for v in eqn.outvars}
+    return any(made_by.get(id(v)) == primitive for v in closed.jaxpr.outvars)
+
+
+def _check_global_max_share(fn: Callable) -> None:
+    name = "global_max_share"
+    for x in _visible_signed_inputs():
+        out = run_answer(name, fn, x)
+        expect_per_device(name, out, x)
+        xs = np.asarray(x, np.float64)
+        sizes = np.abs(xs)
+        want = xs / sizes.max(axis=0)
+        got = np.asarray(out, np.float64)
+        k = x.shape[0]
+        if same_values(got, np.ones_like(want), dtype=float):
+            hint = TEXT["share_max_of_shares" if _returns_collective(fn, x[0], "pmax") else "share_ones"]
+        elif same_values(got, np.broadcast_to(sizes.max(axis=0), got.shape), dtype=float):
+            hint = TEXT["share_is_max"]
+        elif same_values(got, xs / xs.max(axis=0), dtype=float) and (xs < 0).any():
+            hint = TEXT["share_signed_max"]
+        elif same_values(got, np.abs(want), dtype=float) and (xs < 0).any():
+            hint = TEXT["share_lost_sign"]
+        elif same_values(got, xs / sizes.max(), dtype=float) and xs.ndim > 1:
+            hint = TEXT["share_global_max"]
+        elif got.ndim and np.allclose(got, got[:1]) and not np.allclose(want, want[:1]):
+            hint = TEXT["share_replicated"]
+        else:
+            hint = ""
+        expect_close(
+            name,
+            out,
+            want,
+            rtol=1e-4,
+            atol=1e-5,
+            hint=TEXT["where"].format(k=k, x=show_values(x, separator=" ", scalar_as_number=True)) + hint,
+        )
+
+
+def _observe_global_max_share(fn: Callable) -> dict:
+    return observe_outputs(fn, "global_max_share_value", float16=False)  # signed inputs, as the check
+
+
+global_max_share = exercise(
+    "global_max_share",
+    _check_global_max_share,
+    hints=[
+        "Each device keeps its own `x`. What does it need to learn from the others, and how do you "
+        "compare the sizes of two numbers when one of them may be negative?",
+        "A size regardless of sign is local work on each device, done before any collective. Which "
+        "collective of section 5 then gives every device the largest one (entry by entry for vectors)?",
+        "Divide this device's own, signed `x` by `lax.pmax(jnp.abs(x), axis_name=DEVICES)`, and stop "
+        "there: reducing the quotient again would give every device the same number.",
+    ],
+    observe=_observe_global_max_share,
+)

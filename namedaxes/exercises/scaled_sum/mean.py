@@ -1,0 +1,152 @@
+"""Exercise 2: `scaled_mean`, over padded inputs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from namedaxes import DEVICES
+from namedaxes.checking import exercises_for, expect_close, expect_replicated, fail, same_values, show_values
+from namedaxes.grading import Case, pmapped, programs, spec
+
+from .running import DEVICE_COUNTS, run_answer
+from .text import TEXT
+
+exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+
+# ---------------------------------------------------------------- exercise 2: scaled_mean
+NAN = float("nan")
+
+
+def _visible_padded_inputs():
+    """Shards of unequal size, padded with NaN: the mean of means is wrong on each, one device is empty."""
+    return [
+        jnp.asarray([[1.0, 2.0, 3.0], [4.0, NAN, NAN], [0.0, 2.0, NAN], [3.0, 3.0, 3.0]], jnp.float32),
+        jnp.asarray(
+            [[1.0, 5.0], [2.0, NAN], [0.5, 1.5], [4.0, NAN], [NAN, NAN], [3.0, 1.0], [6.0, NAN], [2.5, 2.5]],
+            jnp.float32,
+        ),
+        jnp.asarray([[0.5, -1.0, NAN], [2.0, NAN, NAN]], jnp.float16),
+    ]
+
+
+def _expect_one_number_per_device(name: str, out, x) -> None:
+    """A scalar per device, in the dtype of `x`."""
+    if not isinstance(out, jax.Array):
+        fail(TEXT["not_an_array"].format(name=name, type=type(out).__name__, value=f"{out!r:.80}"))
+    x = np.asarray(x)
+    if tuple(out.shape) != x.shape[:1]:
+        fail(TEXT["mean_shape"].format(k=x.shape[0], shape=tuple(out.shape), got_shape=tuple(out.shape[1:])))
+    if np.dtype(out.dtype) != x.dtype:
+        fail(TEXT["wrong_dtype"].format(name=name, dtype=x.dtype.name, got=np.dtype(out.dtype).name))
+
+
+def _diagnose_mean(xs, got: float, want: float) -> str:
+    """A hint for a replicated, well-shaped, but wrong `scaled_mean` result (`xs`: float64, NaN padded)."""
+    k, m = xs.shape
+    values = ~np.isnan(xs)
+    total = 2.0 * np.nansum(xs)
+    per_device = [2.0 * xs[i][values[i]].mean() if values[i].any() else NAN for i in range(k)]
+    if np.isnan(got):
+        return TEXT["mean_nan"]
+    if same_values(got, total, dtype=float):
+        return TEXT["mean_is_total"]
+    if same_values(got, np.mean(per_device), dtype=float):
+        return TEXT["mean_of_means"]
+    if same_values(got, total / (k * m), dtype=float):
+        return TEXT["mean_counts_missing"]
+    if same_values(got, want / 2, dtype=float):
+        return TEXT["mean_unscaled"]
+    return TEXT["by_hand"]
+
+
+def _check_scaled_mean(fn: Callable) -> None:
+    name = "scaled_mean"
+    for x in _visible_padded_inputs():
+        out = run_answer(name, fn, x)
+        _expect_one_number_per_device(name, out, x)
+        xs = np.asarray(x, np.float64)
+        k, n = x.shape[0], int((~np.isnan(xs)).sum())
+        want = 2.0 * np.nansum(xs) / n
+        expect_replicated(
+            name,
+            out,
+            axis_name=DEVICES,
+            hint=TEXT["mean_expected"].format(
+                k=k,
+                x=show_values(x, separator=" ", scalar_as_number=True),
+                want=show_values(want, separator=" ", scalar_as_number=True),
+                n=n,
+            ),
+        )
+        got = float(np.asarray(out, float)[0])
+        tol = 1e-3 if x.dtype == np.float16 else 1e-5
+        if not same_values(got, want, tol, dtype=float):
+            expect_close(
+                name,
+                out,
+                np.full(out.shape, want),
+                rtol=tol,
+                atol=tol,
+                hint=TEXT["where"].format(k=k, x=show_values(x, separator=" ", scalar_as_number=True))
+                + _diagnose_mean(xs, got, want),
+            )
+
+
+def _padded(fn: Callable, m: int) -> Callable:
+    """`fn` on one device's row of `m` values of which only the first `n` are kept, the rest NaN.
+
+    The grader draws `x` and `n` (0 to m values per device; the first device always keeps one, so the
+    mean is defined): the padding is built inside the graded program, from the grader's own inputs.
+    """
+
+    def on_padded(x, n):
+        first = (jax.lax.axis_index(DEVICES) == 0).astype(n.dtype)
+        keep = jnp.arange(m) < jnp.maximum(n, first)
+        return fn(jnp.where(keep, x, jnp.nan))
+
+    return on_padded
+
+
+def _observe_scaled_mean(fn: Callable) -> dict:
+    """Values on 2, 4 and 8 devices with 3 or 5 slots per device, each device keeping 0 to all of them,
+    and one float16 case (the dtype must be kept, as the visible check requires)."""
+    cases = {}
+    for k in DEVICE_COUNTS:
+        for m in (3, 5):
+            cases[f"k{k}_slots{m}"] = Case(
+                pmapped(_padded(fn, m), k, DEVICES),
+                spec((k, m), jnp.float32),
+                spec((k,), jnp.int32),
+                draw={"kind": "normal", "low": 0, "high": m + 1},
+            )
+    # float16 in, float16 out, as the visible check's float16 case (quarters are exact in float16; the
+    # tolerance is the visible check's for float16)
+    cases["k4_slots3_float16"] = Case(
+        pmapped(_padded(fn, 3), 4, DEVICES),
+        spec((4, 3), jnp.float16),
+        spec((4,), jnp.int32),
+        draw={"kind": "quarters", "low": 0, "high": 4},
+        rtol=1e-3,
+        atol=1e-3,
+    )
+    return programs(cases)
+
+
+scaled_mean = exercise(
+    "scaled_mean",
+    _check_scaled_mean,
+    hints=[
+        "Try it by hand with two devices: one holds 1 value, the other 3. Is the mean of all 4 values the mean "
+        "of the two devices' means?",
+        "A mean is a sum divided by a count. Each device knows its own sum (`jnp.nansum`) and its own count "
+        "(`jnp.sum(~jnp.isnan(x))`); a collective gives every device the sums and counts of all devices "
+        "(section 2).",
+        "Divide the psum of the sums by the psum of the counts, and do not forget the factor 2.0. The result "
+        "is one number, the same on every device; cast the count to `x.dtype` to keep float16.",
+    ],
+    observe=_observe_scaled_mean,
+)

@@ -1,0 +1,158 @@
+"""Exercise 1: `scaled_sum` and `scaled_sum_uses_psum`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from namedaxes import DEVICES
+from namedaxes.checking import (
+    examined,
+    exercises_for,
+    expect_close,
+    expect_communication,
+    expect_replicated,
+    fail,
+    same_values,
+    show_values,
+)
+from namedaxes.grading import Case, pmapped, programs, spec
+
+from .running import expect_per_device, explained_here, observe_outputs, run_answer, visible_inputs
+from .text import TEXT
+
+exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+
+
+# ---------------------------------------------------------------- exercise 1: scaled_sum
+def _diagnose_sum(fn: Callable, x, got, want) -> str:
+    """A hint for a replicated, well-shaped, but wrong `scaled_sum` result (true for what `fn` did)."""
+    x_in = x
+    x, got, k = np.asarray(x, float), np.asarray(got, float)[0], x.shape[0]
+    if same_values(got, want / 2, dtype=float):
+        return TEXT["sum_plain"]
+    if same_values(got, want / k, dtype=float):
+        return TEXT["sum_is_mean"]
+    if same_values(got, 2.0 * x.max(axis=0), dtype=float):
+        return TEXT["sum_is_max"]
+    moved = np.asarray(run_answer("scaled_sum", fn, x_in + 1), float)[0]
+    if same_values(moved, got, dtype=float):  # the same number whatever `x` holds: written by hand
+        return TEXT["by_hand"]
+    # the same factor on `x` and on `x + 1` (on every entry of both): a wrong scale, nothing else
+    want, want_moved = np.asarray(want, float), (x + 1).sum(axis=0) * 2.0
+    if np.all(np.abs(want) > 1e-6) and np.all(np.abs(want_moved) > 1e-6):
+        ratios = np.concatenate([np.ravel(got / want), np.ravel(moved / want_moved)])
+        if abs(ratios[0]) > 1e-6 and np.allclose(ratios, ratios[0], rtol=1e-4, atol=1e-6):
+            return TEXT["sum_factor"].format(factor=float(ratios[0]))
+    return TEXT["sum_other"]
+
+
+def _check_scaled_sum(fn: Callable) -> None:
+    for x in visible_inputs():
+        out = run_answer("scaled_sum", fn, x)
+        expect_per_device("scaled_sum", out, x)
+        want = np.asarray(x, np.float64).sum(axis=0) * 2.0
+        k = x.shape[0]
+        expect_replicated(
+            "scaled_sum",
+            out,
+            axis_name=DEVICES,
+            hint=TEXT["sum_expected"].format(
+                k=k,
+                x=show_values(x, separator=" ", scalar_as_number=True),
+                want=show_values(want, separator=" ", scalar_as_number=True),
+            ),
+        )
+        expect_close(
+            "scaled_sum",
+            out,
+            np.broadcast_to(want, out.shape),
+            rtol=1e-3,
+            atol=1e-3,
+            hint=TEXT["where"].format(k=k, x=show_values(x, separator=" ", scalar_as_number=True))
+            + _diagnose_sum(fn, x, out, want),
+        )
+
+
+def _growth(fn: Callable) -> Callable:
+    """`fn`, divided by what it returns under `vmap` over 2 entries that all hold 1.0 (inside the same program).
+
+    Run under `pmap` over 8 devices, a total (`psum`, whatever its scale) gives sum(x) / 2 and a mean
+    (`pmean`, i.e. a psum divided by the device count) sum(x) / 8: the ratio tells a psum from a pmean
+    without depending on the factor 2.0, so this point is about psum and only psum.
+    """
+
+    def grown(x):
+        over_two = jax.vmap(fn, axis_name=DEVICES)(jnp.ones((2,) + x.shape, x.dtype))[0]
+        return fn(x) / over_two
+
+    return grown
+
+
+def _check_scaled_sum_uses_psum(fn: Callable) -> None:
+    """The grader's steps on the visible inputs: the compiled program's own psum over DEVICES (read from
+    the optimized HLO, as the hidden structure case reads it), a total that grows with the device count
+    (`_growth`), and that psum reaching the result (changed inside the program, the result must change)."""
+    with explained_here("scaled_sum"):
+        facts = examined(jax.pmap(fn, axis_name=DEVICES), jnp.arange(8, dtype=jnp.float32))
+    expect_communication("scaled_sum", facts, DEVICES, "psum", hint=TEXT["use_psum"], reaching=False)
+    with explained_here("scaled_sum"):
+        big = np.asarray(run_answer("scaled_sum", fn, jnp.ones(8, jnp.float32)), float)[0]
+        small = np.asarray(run_answer("scaled_sum", fn, jnp.ones(2, jnp.float32)), float)[0]
+    if same_values(big, 4 * small, dtype=float) and not same_values(small, 0.0, dtype=float):
+        expect_communication("scaled_sum", facts, DEVICES, "psum", hint=TEXT["use_psum"])
+        return
+    key = "psum_is_mean" if same_values(big, small, dtype=float) else "psum_not_total"
+    fail(
+        TEXT[key].format(
+            big=show_values(big, separator=" ", scalar_as_number=True),
+            small=show_values(small, separator=" ", scalar_as_number=True),
+        )
+    )
+
+
+def _observe_scaled_sum(fn: Callable) -> dict:
+    return observe_outputs(fn, "scaled_sum_total")
+
+
+def _observe_scaled_sum_uses_psum(fn: Callable) -> dict:
+    """The total must be a psum over DEVICES: the compiled program's own psum (structure case: an all_gather
+    summed does not count), and a result that grows with the device count like a total (`_growth`: a pmean
+    does not), on 4 and 8 devices."""
+    cases = {
+        f"k{k}_{label}_growth": Case(pmapped(_growth(fn), k, DEVICES), spec((k,) + shape, jnp.float32))
+        for k in (4, 8)
+        for label, shape in (("scalar", ()), ("vector", (3,)))
+    }
+    cases["k8_vector_psum"] = Case(pmapped(fn, 8, DEVICES), spec((8, 3), jnp.float32), values=False)
+    return programs(cases)
+
+
+scaled_sum = exercise(
+    "scaled_sum",
+    _check_scaled_sum,
+    hints=[
+        "Inside the function `x` is one device's value. First scale it by 2.0: that part is local work.",
+        "Then add the scaled values of all devices together with a collective over the axis "
+        "that `pmap` named DEVICES: section 2 does it in `device_total`.",
+        "`jnp.sum` only adds up this device's own entries. The total over devices comes from `lax.psum`, "
+        "and it is already the same on every device: return it as it is.",
+    ],
+    observe=_observe_scaled_sum,
+)
+scaled_sum_uses_psum = exercise(
+    "scaled_sum",
+    _check_scaled_sum_uses_psum,
+    hints=[
+        "The total must come from `lax.psum` over DEVICES: `jnp.sum` only sees one device's value.",
+        "This check reads your compiled function: it needs a `psum` over DEVICES whose result reaches what you "
+        "return. A psum over another name, one whose result is thrown away, or a total computed without a "
+        "collective, fails it.",
+        "It also runs your function over 8 and over 2 devices: a total grows with the number of devices, a mean "
+        "(`lax.pmean`, a psum divided by the device count) does not.",
+    ],
+    observe=_observe_scaled_sum_uses_psum,
+)

@@ -1,0 +1,47 @@
+"""Exercises of notebook 11 (`11_step_anatomy`): what a training step holds and moves.
+
+1. `mixed_train_step(params, state, window)`: notebook 10's transformer step with its matmuls in bfloat16
+   and its master weights and Adam state in float32 (mixed precision). Judged on the output dtypes, on
+   the dtypes of the matmuls the program asks for (the lowered program: the CPU backend computes a bf16
+   matmul in float32 internally, a TPU in bf16) and on values within a stated tolerance (rtol 1e-3,
+   atol 1e-5) of the reference mixed step: a float32 step differs from it by bf16's rounding of every
+   gradient, far more than the tolerance.
+2. `zero_specs(stage)`: ZeRO's stages 1, 2 and 3 as three `PartitionSpec`s (parameters, gradients,
+   optimizer state) over ZERO. `namedaxes.zero.zero_step` builds the step the specs describe; the check
+   and the grader judge that step: each device's stored bytes (input layouts, peak memory within 1.25x
+   of the reference's) and its collectives (only the reference's kinds: a reduce-scatter of the
+   gradients from stage 2 on).
+3. `accumulate_grads(params, xs, ys)`: the mean gradient of `namedaxes.zero.mlp_loss` over m
+   microbatches, the batch split over ZERO, with one reduction whatever m is (gradients left unreduced:
+   `P(reduced=...)` / `P(unreduced=...)`, or `lax.pcast(..., to='varying')` and one `psum` under
+   `shard_map`). The check and the grader count the reductions alike: the bytes the collectives deliver
+   to one device in one call (`Work.sent_bytes`, a loop's body counted as often as it runs, so a reduction
+   inside a `lax.scan` counts m times), within 1.5x of one gradient's; the grader also judges values and
+   peak memory (within 1.5x of the reference's: m reduced gradients kept alive cost m times the memory).
+
+Grading contract (`namedaxes.grading.programs`): every observation is exported programs, judged outside
+the kernel on the grader's own inputs.
+"""
+
+from __future__ import annotations
+
+from namedaxes.checking import progress_of
+
+from .accumulation import accumulate_grads
+from .mixed import CHECK_CONFIG, dot_dtypes, mixed_train_step
+from .running import SPEC_KEYS, STAGES
+from .text import TEXT
+from .zero_state import zero_specs
+
+__all__ = [
+    "mixed_train_step",
+    "zero_specs",
+    "accumulate_grads",
+    "STAGES",
+    "SPEC_KEYS",
+    "TEXT",
+    "CHECK_CONFIG",
+    "dot_dtypes",
+    "progress",
+]
+progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass

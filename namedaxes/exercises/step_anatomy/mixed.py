@@ -1,0 +1,161 @@
+"""Exercise 1: `mixed_train_step`, bf16 matmuls with float32 parameters."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from namedaxes import transformer as tm
+from namedaxes.checking import exercises_for, explained, fail
+from namedaxes.checking.compiled import compiled_once
+from namedaxes.grading import Case, programs
+from namedaxes.judging import COMPILER_OPTIONS
+from namedaxes.meshes import abstract_on as _on
+
+from .text import say
+
+exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+
+# ---------------------------------------------------------------- 1. mixed_train_step
+CHECK_CONFIG = tm.Config(vocab=32, d_model=16, heads=2, layers=1, seq=8)  # small: a fast compile
+_MIXED_LAYOUT = (2, 4, 1)
+_MIXED_BATCH = 8
+_DOT_RE = re.compile(r"stablehlo\.dot_general[^\n]*?:\s*\(tensor<([^>]*)>,\s*tensor<([^>]*)>\)")
+
+
+def _to_bf16(tree):
+    return jax.tree.map(lambda a: a.astype(jnp.bfloat16), tree)
+
+
+def _reference_mixed(params, state, window):
+    """The solution's step (the values the check compares with)."""
+
+    def loss(p):
+        logits = tm.forward(_to_bf16(p), window[:, :-1])
+        return tm.cross_entropy(logits.astype(jnp.float32), window[:, 1:])
+
+    value, grads = jax.value_and_grad(loss)(params)
+    updates, state = tm.OPTIMIZER.update(grads, state, params)
+    return optax.apply_updates(params, updates), state, value
+
+
+def _mixed_inputs(config, layout, batch, seed=0):
+    mesh = tm.layout_mesh(*layout)
+    params = tm.place(tm.init_params(config, seed), mesh)
+    with jax.set_mesh(mesh):
+        state = jax.jit(tm.OPTIMIZER.init)(params)
+    window = jax.device_put(tm.batches(config, batch, 1, seed)[0], NamedSharding(mesh, P(tm.BATCH)))
+    return mesh, params, state, window
+
+
+def dot_dtypes(lowered_text: str) -> list[str]:
+    """The element types of every matmul's operands in a lowered (StableHLO) module: what the program asks
+    for, before a backend's own choices (the CPU computes a bf16 matmul in float32)."""
+    return [t.split("x")[-1] for pair in _DOT_RE.findall(lowered_text) for t in pair]
+
+
+def _expect_mixed_outputs(name, out, params) -> None:
+    if not (isinstance(out, tuple) and len(out) == 3):
+        fail(say("result_tuple", name=name, want="(params, state, loss)", got=type(out).__name__))
+    new_params, state, loss = out
+    for key, a in new_params.items():
+        if a.dtype != jnp.float32:
+            fail(say("dtype", name=name, what=f"params['{key}']", got=a.dtype, why=say("dtype_master")))
+    for a in jax.tree.leaves(state[0].mu) + jax.tree.leaves(state[0].nu):
+        if a.dtype != jnp.float32:
+            fail(say("dtype", name=name, what="Adam's moments", got=a.dtype, why=say("dtype_state")))
+    if jnp.asarray(loss).dtype != jnp.float32:
+        fail(say("dtype", name=name, what="the loss", got=jnp.asarray(loss).dtype, why=say("dtype_loss")))
+
+
+@functools.cache
+def _mixed_expected():
+    """The check's inputs and the reference step's results on them (computed once per kernel)."""
+    mesh, params, state, window = _mixed_inputs(CHECK_CONFIG, _MIXED_LAYOUT, _MIXED_BATCH)
+    with jax.set_mesh(mesh):
+        want = jax.jit(_reference_mixed).lower(params, state, window).compile(COMPILER_OPTIONS)(params, state, window)
+    return mesh, params, state, window, want
+
+
+def _check_mixed_train_step(fn: Callable) -> None:
+    name = "mixed_train_step"
+    mesh, params, state, window, want = _mixed_expected()
+    with explained(name), jax.set_mesh(mesh):
+        lowered = jax.jit(fn).lower(params, state, window)
+        out = compiled_once(lowered, COMPILER_OPTIONS)(params, state, window)  # as the grader compiles
+    _expect_mixed_outputs(name, out, params)
+    dots = dot_dtypes(lowered.as_text())
+    others = sorted({d for d in dots if d not in ("bf16", "f32")})
+    if others:
+        fail(say("mixed_other_dtype", name=name, dtype=others[0]))
+    fp32 = sum(1 for i in range(0, len(dots), 2) if "f32" in dots[i : i + 2])
+    if fp32:
+        fail(say("mixed_fp32_dots", name=name, count=fp32, total=len(dots) // 2))
+    got_leaves = {"loss": out[2], **{f"params['{k}']": v for k, v in out[0].items()}}
+    got_leaves.update({f"mu['{k}']": v for k, v in out[1][0].mu.items()})
+    want_leaves = {"loss": want[2], **{f"params['{k}']": v for k, v in want[0].items()}}
+    want_leaves.update({f"mu['{k}']": v for k, v in want[1][0].mu.items()})
+    for key, w in want_leaves.items():
+        g, w = np.asarray(got_leaves[key], np.float64), np.asarray(w, np.float64)
+        if g.shape != w.shape or not np.allclose(g, w, rtol=1e-3, atol=1e-5):
+            diff = float(np.max(np.abs(g - w))) if g.shape == w.shape else float("inf")
+            fail(
+                say("mixed_values", name=name, mesh=_MIXED_LAYOUT, what=key, diff=f"{diff:.2e}", hint=say("mixed_hint"))
+            )
+
+
+def _mixed_case(fn, config, layout, batch, **kwargs) -> Case:
+    mesh = tm.layout_mesh(*layout)
+    shapes = tm.shapes(config)
+    params = {k: _on(mesh, shapes[k], tm.RULES[k]) for k in shapes}
+    window = _on(mesh, (batch, config.seq + 1), P(tm.BATCH), jnp.int32)
+
+    def step(params, window):  # Adam's state made inside: its moments start at zero, as in training
+        new_params, state, loss = fn(params, tm.OPTIMIZER.init(params), window)
+        return new_params, state[0].mu, state[0].nu, loss  # plain dicts: an exported tree names no Optax type
+
+    return Case(
+        step,
+        params,
+        window,
+        draw={"kind": "normal", "scale": 0.5, "high": 27},
+        rtol=1e-3,
+        atol=1e-5,
+        context=functools.partial(jax.set_mesh, mesh),
+        **kwargs,
+    )
+
+
+def _observe_mixed_train_step(fn: Callable) -> dict:
+    """Exported steps on two layouts of a hidden model size (values within rtol 1e-3, atol 1e-5 of the
+    reference's; the largest array on a device at most twice the reference's)."""
+    config = tm.Config(vocab=32, d_model=16, heads=4, layers=1, seq=8)
+    return programs(
+        {
+            "2x4x1": _mixed_case(fn, config, (2, 4, 1), 8, work={"largest_bytes": 2.0}),
+            "1x2x4": _mixed_case(fn, config, (1, 2, 4), 4),
+        }
+    )
+
+
+mixed_train_step = exercise(
+    "mixed_train_step",
+    _check_mixed_train_step,
+    hints=[
+        "Which arrays must stay float32 (the ones the step returns), and which can be bfloat16 (the ones the "
+        "forward and backward passes multiply)?",
+        "Inside the loss, cast a bf16 copy of every parameter (`jax.tree.map` with `.astype`), run `tm.forward` on "
+        "the copy, and cast the logits to float32 before `tm.cross_entropy`.",
+        "Differentiate that loss with respect to the float32 `params` (`jax.value_and_grad`): the cast's gradient "
+        "is float32. The rest is `tm.train_step`'s: Adam's update of the float32 parameters and state.",
+    ],
+    observe=_observe_mixed_train_step,
+)

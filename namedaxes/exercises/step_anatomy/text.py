@@ -1,0 +1,94 @@
+"""Every student-facing sentence of notebook 11's checks (the exercises' hints are in each `exercise(...)`)."""
+
+from __future__ import annotations
+
+from namedaxes.i18n import Messages
+
+TEXT = {
+    "result_tuple": "`{name}` should return {want}; it returned {got}.",
+    "dtype": ("`{name}` returns {what} as {got}: {why}"),
+    "dtype_master": "mixed precision keeps the master weights in float32 (bf16 would round Adam's small updates away).",
+    "dtype_state": "Adam's moments stay in float32: they are sums of many small gradients.",
+    "dtype_loss": "report the loss in float32.",
+    "mixed_fp32_dots": (
+        "`{name}` returns float32 results, but {count} of its {total} matmuls multiply float32 arrays: cast "
+        "the parameters to bfloat16 before the forward pass (`a.astype(jnp.bfloat16)`), so that every matmul "
+        "runs in bf16."
+    ),
+    "mixed_other_dtype": (
+        "`{name}` multiplies {dtype} arrays: the exercise asks for bfloat16 (bf16: float32's exponent, 8 bits "
+        "of mantissa), which needs no loss scaling."
+    ),
+    "mixed_values": (
+        "`{name}` has the wrong values (mesh {mesh}): {what} differs from the mixed-precision reference by up to "
+        "{diff} (allowed: rtol 1e-3, atol 1e-5). {hint}"
+    ),
+    "mixed_hint": (
+        "Compute the loss of the bf16 copy, take its gradient with respect to the float32 parameters "
+        "(the cast's gradient casts back), and let Adam update the float32 parameters and state."
+    ),
+    # 2. zero_specs
+    "specs_type": (
+        "`zero_specs({stage})` should return a dict with the keys 'params', 'grads' and 'opt_state', each a "
+        "`PartitionSpec`; it returned {got}."
+    ),
+    "specs_value": (
+        "`zero_specs({stage})['{key}']` is {got}: each array is either whole on every device, `P()`, or split "
+        "by rows over ZERO, `P(ZERO)`."
+    ),
+    "specs_stored": (
+        "`zero_specs({stage})` stores {key} {got} on each device, but ZeRO stage {stage} stores them {want}. {why}"
+    ),
+    "stored_whole": "whole",
+    "stored_split": "split (1/{n} of the rows)",
+    "why_opt_state": (
+        "Every stage splits the optimizer state: Adam's two moments are 8 of the 12 bytes a parameter "
+        "costs, the first thing worth splitting."
+    ),
+    "why_grads_1": (
+        "Stage 1 keeps the gradients whole: they are all-reduced, and each device then takes the rows it updates."
+    ),
+    "why_grads_2": (
+        "From stage 2 on the gradients are split too: each device keeps only the rows it updates, so they are "
+        "reduce-scattered (half an all-reduce's bytes) and never held whole after the step."
+    ),
+    "why_params_12": "Stages 1 and 2 keep the parameters whole: the updated rows are all-gathered after the update.",
+    "why_params_3": "Stage 3 stores the parameters split as well, and gathers them before the forward pass.",
+    "specs_collectives": (
+        "`zero_specs({stage})` gives a step that performs {seen}; ZeRO stage {stage} performs {want}."
+    ),
+    # 3. accumulate_grads
+    "acc_type": (
+        "`{name}` should return a dict of gradients with the keys {keys}, each a `jax.Array`; it returned {got}."
+    ),
+    "acc_values": (
+        "`{name}` has the wrong values for m = {m}: `{key}` should be the mean gradient over the microbatches, "
+        "{want}, but it is {got}. {hint}"
+    ),
+    "acc_sum_hint": "That is the sum over the microbatches: divide by m.",
+    "acc_generic": "Compare with `zr.accumulate_naive` on the same inputs.",
+    "acc_layout": (
+        "`{name}` returns `{key}` laid out as {got} for m = {m}: the mean gradient should be whole on every "
+        "device (`P()`), reduced once at the end."
+    ),
+    "acc_count": (
+        "`{name}` returns the right mean gradient, but for m = {m} its compiled program reduces {count} "
+        "gradients' worth of bytes ({moved:,} bytes of collectives on each device, each counted as often as "
+        "it runs; a gradient is {grad:,}). Leave each microbatch's gradient unreduced, add them, and reduce once."
+    ),
+    "acc_in_loop": (
+        "`{name}` returns the right mean gradient, but its compiled program reduces inside a loop's body "
+        "(`lax.scan` or `lax.fori_loop`): once per microbatch, {count} gradients' worth of bytes for m = {m}. "
+        "Accumulate the unreduced gradients in the loop and reduce once after it."
+    ),
+    "acc_shard_map": (
+        "`{name}` returns the right mean gradient, but it is written per device with `jax.shard_map` (over {axes}). "
+        "This exercise is the Explicit-axes half: mark the parameters `P(reduced={{ZERO}})` with `jax.reshard` and "
+        "reduce the sum with `jax.reshard(total, P())`; the compiler writes the all-reduce."
+    ),
+    "acc_no_reduction": (
+        "`{name}` returns the right values, but its compiled program reduces nothing over ZERO for m = {m}."
+    ),
+}
+TEXT = Messages(TEXT)
+say = TEXT.say

@@ -1,0 +1,201 @@
+"""Every student-facing sentence of notebook 10's checks (the exercises' hints are in each `exercise(...)`)."""
+
+from __future__ import annotations
+
+from namedaxes.i18n import Messages
+
+# ---------------------------------------------------------------- every student-facing string
+TEXT = {
+    "in_specs": (
+        '`{name}` failed with JAX\'s error "{first}": the specs given to `jax.shard_map` are not the ones '
+        "the inputs were placed with. This exercise needs no `jax.shard_map` at all: it is the compiler's half, "
+        "written with shardings only (`jax.reshard`, `out_sharding=`) on the `mesh` argument."
+    ),
+    "explicit": (
+        '`{name}` failed with JAX\'s error "{first}". On Explicit axes a matmul whose summed dimension is '
+        "split differently on its two sides is refused: gather the weight's FSDP shards first "
+        "(`jax.reshard`), and name the layout of a result summed over split columns (`out_sharding=`)."
+    ),
+    "result_type": "`{name}` should return a `jax.Array`, but it returned a `{type}` {where}.",
+    "shape": "`{name}` should return shape {want} {where}, but it returned shape {got}.",
+    "values": "`{name}` has the wrong values {where}: expected {want}, got {got}. {hint}",
+    "where_mesh": "(mesh {mesh}, {shapes})",
+    "layout": "`{name}` returns the right shape {where}, but laid out as {got}; the exercise asks for {want}.",
+    "layout_replicated": "P() (replicated: the same whole array on every device)",
+    "seen_nothing": "no collective at all",
+    "seen_join": ", ",
+    # 1. swiglu_block
+    "swiglu_gathers_tensor": (
+        "`{name}` returns the right values, but its compiled program on {mesh} performs {seen}: something split "
+        "over '{tensor}' (the weights' tensor split, or the hidden columns computed with it) is gathered, which "
+        "the Megatron split never needs. Keep `gate` and `up` split by columns and `down` by rows over "
+        "MODEL_PARALLEL; gather only their FSDP shards."
+    ),
+    "swiglu_missing": (
+        "`{name}` returns the right values, but its compiled program on {mesh} has no {want}: {seen}. {why}"
+    ),
+    "swiglu_no_gather_why": (
+        "The weights are stored split over FSDP: gather those shards before the matmuls, with `jax.reshard` to a "
+        "spec that names MODEL_PARALLEL where the weight was stored and no FSDP."
+    ),
+    "swiglu_no_psum_why": (
+        "Each device holds some hidden columns, so its `down` matmul gives a partial sum: one psum over "
+        "MODEL_PARALLEL adds them, which the compiler writes when the matmul names its result's layout "
+        "(`out_sharding=P(BATCH)`)."
+    ),
+    "swiglu_other": (
+        "`{name}` returns the right values, but its compiled program on {mesh} also performs {seen}. The "
+        "exercise allows {allowed} only."
+    ),
+    "swiglu_shard_map": (
+        "`{name}` returns the right values, but it is written per device with `jax.shard_map` (over {axes}). "
+        "This exercise is the compiler's half, like the notebook's model: shardings only (`jax.reshard`, "
+        "`out_sharding=`), and the compiler writes the collectives."
+    ),
+    "swiglu_swapped": (
+        "That is `silu(x @ up) * (x @ gate)`: the activation belongs to the gate, `silu(x @ gate) * (x @ up)`."
+    ),
+    "swiglu_no_gate": "That is `silu(x @ up) @ down` without the gate: multiply by `x @ up` element by element.",
+    "swiglu_partial": (
+        "That is one device's partial sum: only its own hidden columns were multiplied by `down`. Add the "
+        "partial sums over MODEL_PARALLEL."
+    ),
+    "swiglu_generic": "Compare with one device: `(silu(x @ gate) * (x @ up)) @ down` on the whole matrices.",
+    # 2. step_costs
+    "costs_type": ("`{name}` should return a dict with the keys {keys}, each a number; it returned {got} for {case}."),
+    "costs_value": "`{name}` predicts {key} = {got} for {case}, but the cost model gives {want}. {hint}",
+    "costs_case": "the config {config}, layout (data, fsdp, tensor) = {layout}, batch {batch}",
+    "costs_no_adam": (
+        "That is the parameters alone: Adam keeps two moments per parameter, stored like it, so a device "
+        "holds three times its parameters' bytes."
+    ),
+    "costs_whole": (
+        "That is the whole model's figure, not one device's: divide each array by the devices its layout "
+        "splits it over (the axes of its rule in `RULES`)."
+    ),
+    "costs_whole_flops": (
+        "That is the whole step's FLOPs on one device, not one device's share: each device computes only its "
+        "`batch / (data * fsdp)` sequences, and of the matrices split over MODEL_PARALLEL only its "
+        "`1 / tensor` part (the FSDP shards are gathered, so FSDP does not divide the FLOPs)."
+    ),
+    "costs_zero_gather": (
+        "0 would mean no FSDP all-gather, but fsdp = {size} here: before its matmuls each device gathers the "
+        "FSDP shards of every weight it uses, whole (its own MODEL_PARALLEL part of it)."
+    ),
+    "costs_zero_grad": (
+        "0 would mean no gradient all-reduce, but data * fsdp = {size} here: each device all-reduces the "
+        "gradients of every parameter it uses (its own MODEL_PARALLEL part of each) with the other batch shards."
+    ),
+    "costs_zero_tensor": (
+        "0 would mean no all-reduce over MODEL_PARALLEL, but tensor = {size} here: each layer adds the partial "
+        "sums of its split matrices, 4 activations of shape `(batch / (data * fsdp), seq, d_model)` per layer "
+        "and step."
+    ),
+    "costs_axis_one": (
+        "An axis of size 1 splits nothing and moves nothing: no device sends anything over it, so that "
+        "collective's bytes are 0."
+    ),
+    "costs_tensor_ignored": (
+        "Each device gathers (or reduces) only its own MODEL_PARALLEL part of a weight: divide the arrays "
+        "split over MODEL_PARALLEL by the tensor size."
+    ),
+    "costs_global_batch": ("That counts the whole batch: each device works on batch / (data * fsdp) sequences."),
+    "costs_generic": "Compare with the notebook's measurement of the same figure for its config and layouts.",
+    # 3. choose_layout
+    "layout_type": (
+        "`{name}` should return a tuple of three ints (data, fsdp, tensor) whose product is 8; it returned "
+        "{got} for {case}."
+    ),
+    "layout_invalid": ("`{name}` chose {got} for {case}, which this model cannot use: {why}"),
+    "layout_heads": "the heads ({heads}) do not split evenly over tensor = {tensor}.",
+    "layout_batch": "the batch ({batch}) does not split evenly over data * fsdp = {shards}.",
+    "layout_width": "d_model ({d}) and the vocabulary ({v}) do not split evenly over fsdp = {fsdp}.",
+    "layout_over_budget": (
+        "`{name}` chose {got} for {case}: each device then holds {need} bytes of parameters and Adam "
+        "state, over the budget of {budget}. Shard the state further (a larger fsdp or tensor size)."
+    ),
+    "layout_not_cheapest": (
+        "`{name}` chose {got} for {case}: it fits, but it moves {moved} bytes per step and device, while "
+        "{better} fits too and moves {least}. Add up the three collectives' bytes of each layout that fits."
+    ),
+    "layout_case": "the config {config}, batch {batch}, budget {budget} bytes",
+    # exercise 4, step_time (timing.py)
+    "time_type": (
+        '`{name}` should return a dict of the keys {keys} (each a number of seconds) and "bound"; it '
+        "returned {got} for {case}."
+    ),
+    "time_missing": (
+        '`{name}` should give a number of seconds under each of the keys {keys}; under "{key}" it gives {got} '
+        "for {case}."
+    ),
+    "time_bound_word": (
+        "`{name}` gives the bound {got} for {case}: it should be the name of the term that bounds the step, one "
+        "of {bounds}."
+    ),
+    "time_case": "the config {config}, layout (data, fsdp, tensor) = {layout}, batch {batch}, chip {chip}",
+    "time_value": "`{name}` gives {key} = {got} s for {case}, but the time model gives {want} s. {hint}",
+    "time_compute": (
+        "compute is the FLOPs of one device's step (your `step_costs`' \"flops\") over the chip's "
+        "`flops_per_s`; if your `step_costs` does not pass its own check yet, start there."
+    ),
+    "time_compute_batch": (
+        "That is the whole batch's FLOPs on one device: each device computes only its own share of the batch, "
+        "which your `step_costs` gives for this layout."
+    ),
+    "time_memory": (
+        "memory is `tm.hbm_bytes(config, batch, params, layout)` over the chip's `hbm_bytes_per_s`, with "
+        "`params` the parameters one device stores: its `state_bytes` / 12 (each parameter is stored with "
+        "Adam's two moments, 4 bytes each)."
+    ),
+    "time_memory_batch": (
+        "That counts the whole batch's tokens on one device: pass the layout to `tm.hbm_bytes`, which divides "
+        "the batch by data · fsdp and the heads by tensor."
+    ),
+    "time_memory_params": (
+        "That counts Adam's traffic for every parameter of the model: each device updates only the parameters "
+        "it stores, its `state_bytes` / 12."
+    ),
+    "time_launches": (
+        'launches is the compiled step\'s count, `chip["launches"]`, times the seconds one launch costs, '
+        '`chip["seconds_per_launch"]`.'
+    ),
+    "time_communication": (
+        "communication is the bytes one device sends, in one direction, over `link_bytes_per_s`. In a ring an "
+        "all-gather over n devices sends (n − 1)/n of its result and an all-reduce 2 (n − 1)/n: n is fsdp for "
+        "the gathers, data · fsdp for the gradients, tensor for the activations."
+    ),
+    "time_no_ring": (
+        "That is the collectives' results over the link: in a ring a device sends (n − 1)/n of an all-gather's "
+        "result and 2 (n − 1)/n of an all-reduce's (a reduce-scatter, then an all-gather)."
+    ),
+    "time_both_directions": (
+        "That is twice the time: `link_bytes_per_s` is the bandwidth in one direction, and the bytes a device "
+        "sends go out in that direction while as many come in on the other. Count the bytes sent once."
+    ),
+    "time_total": (
+        "The total is max(compute + memory, launches) + communication: compute and memory run one after the "
+        "other, the launches are a floor, and communication is added (the model overlaps nothing)."
+    ),
+    "time_total_added": (
+        "That adds the launches to the other terms: they are a floor, not a time of their own. Take "
+        "max(compute + memory, launches), then add communication."
+    ),
+    "time_total_no_communication": (
+        "That leaves communication out of the total, as if it overlapped everything: the model overlaps nothing, "
+        "so communication is added to max(compute + memory, launches)."
+    ),
+    "time_total_not_summed": (
+        "That keeps compute and memory apart: the matmuls and the element-wise work run one after the other, "
+        "so their times add before they are compared with the launches."
+    ),
+    "time_bound": (
+        "`{name}` says the step is bound by {got} for {case}, but the time model says {want}: compute + memory "
+        "take {on_chip} s, the launches {launches} s and communication {communication} s. The bound is the "
+        "larger part of the total: communication where it is longer than max(compute + memory, launches); "
+        "else the launches where they are longer than compute + memory; else the larger of compute and memory."
+    ),
+}
+TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
+
+
+say = TEXT.say  # a template of this module's TEXT, in the kernel's language, filled in

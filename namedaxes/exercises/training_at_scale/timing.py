@@ -1,0 +1,328 @@
+"""Exercise 4 of notebook 10 (`10_training_at_scale`): `step_time(config, layout, batch, chip)`, a training
+step's time in four terms.
+
+The notebook's time model (section 4, "A step's time, in four terms"), each term derived there:
+
+- compute: the step's matmul FLOPs (`step_costs`' "flops", one device's share) over the chip's peak;
+- memory: the bytes one device's step moves through HBM outside its matmuls
+  (`namedaxes.transformer.hbm_bytes`, with the parameters the device stores) over the HBM bandwidth;
+- launches: the compiled step's launch count times the seconds one launch costs (a count read from a
+  compile, not a formula, so the chip's dict gives it);
+- communication: the bytes one device sends in one direction over the link's bandwidth in one direction,
+  with a ring's factors on `step_costs`' results: (n − 1)/n of an all-gather's, 2 (n − 1)/n of an
+  all-reduce's (n: fsdp for the gathers, data · fsdp for the gradients, tensor for the activations);
+
+total = max(compute + memory, launches) + communication, and the bound is the larger part of that sum:
+communication where it is longer than max(compute + memory, launches), else launches where they are longer
+than compute + memory, else the larger of compute and memory. The answer builds on the student's own
+`step_costs` (exercise 2).
+
+A formula exercise, judged like `step_costs` (the threat model is `training_at_scale`'s docstring): this
+module holds no formula of the answer. The visible check compares with `time_answers.json`, the visible
+cases' figures and the usual mistakes' values computed by the solution notebook's answers
+(`tools.answer_tables`; `make check-notebooks` fails on drift). The hidden test records the five times (in
+nanoseconds, so that the judge's absolute tolerance of 1e-5 is 10 femtoseconds and only its relative one,
+1e-5, matters) and the bound on the cases the grader draws for the run (`draw_hidden_cases`: 16 models,
+layouts, batches and chips of random sizes, four bound by each term, every comparison that decides the
+bound clear by 20 %, so no rounding changes it); the grader compares them with the solution's figures on
+the same cases, which it computes itself (`observation_on`). The visible check allows the same relative
+1e-5.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from namedaxes import transformer as tm
+from namedaxes.checking import exercises_for, explained, fail
+from namedaxes.grading import FORMULA_KEY, hidden_cases
+from namedaxes.transformer import Config
+
+from .cases import LAYOUTS, config_fields, cost_case, usable
+from .text import say
+
+exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+
+
+TIME_KEYS = ("compute", "memory", "launches", "communication", "total")  # seconds
+BOUNDS = ("compute", "memory", "launches", "communication")
+CHIP_KEYS = ("flops_per_s", "hbm_bytes_per_s", "link_bytes_per_s", "seconds_per_launch", "launches")
+RTOL = 1e-5  # every time, relative (the judge's own tolerance)
+_ATOL_S = 1e-14  # the judge's absolute tolerance, 1e-5 ns, in seconds
+_NS = 1e9  # the hidden test records nanoseconds
+ANSWERS = Path(__file__).with_name("time_answers.json")  # the visible cases' figures, from the solution's answers
+
+
+_V5E = {"flops_per_s": 147e12, "hbm_bytes_per_s": 649e9, "link_bytes_per_s": 200e9, "seconds_per_launch": 3.3e-6}
+_WIDE = Config(vocab=256, d_model=1024, heads=8, layers=4, seq=512, mlp=4)  # 51 M parameters, as measured on a v5e
+_TIME_CASES = [  # what the visible check compares: one case bound by each term
+    (Config(), (8, 1, 1), 4096, {**_V5E, "launches": 189}),
+    (_WIDE, (8, 1, 1), 64, {**_V5E, "launches": 400}),
+    (Config(vocab=64, d_model=128, heads=16, layers=4, seq=256, mlp=4), (2, 2, 2), 512, {**_V5E, "launches": 300}),
+    (_WIDE, (1, 8, 1), 8, {**_V5E, "link_bytes_per_s": 12.5e9, "launches": 400}),
+]
+
+
+@functools.cache
+def _figures() -> dict:
+    """The visible cases' figures (`ANSWERS`, written by `tools.answer_tables` from the solution
+    notebook's answers and checked for drift by `make check-notebooks`)."""
+    return json.loads(ANSWERS.read_text(encoding="utf-8"))
+
+
+def expected_figures(step_costs: Callable, step_time: Callable) -> dict:
+    """What the visible check compares with, computed by a reference's `step_costs` and `step_time`
+    (`tools.answer_tables` passes the solution notebook's): for each visible case, the five times and the
+    bound, and the values of the usual mistakes, each with the message key that explains it. Each mistake is
+    the reference's answer on other arguments, or its terms put together wrongly."""
+    cases = []
+    for config, layout, batch, chip in _TIME_CASES:
+        right = step_time(config, layout, batch, dict(chip))
+        costs = step_costs(config, layout, batch)
+        whole = step_time(config, layout, batch * layout[0] * layout[1], dict(chip))  # the whole batch, each
+        every_parameter = sum(math.prod(s) for s in tm.shapes(config).values())
+        c, m, n, w = (right[k] for k in ("compute", "memory", "launches", "communication"))
+        results = costs["gather_bytes"] + costs["grad_reduce_bytes"] + costs["tensor_reduce_bytes"]
+        mistakes = {key: [] for key in TIME_KEYS}
+        mistakes["compute"].append([whole["compute"], "time_compute_batch"])
+        mistakes["memory"] += [
+            [whole["memory"], "time_memory_batch"],
+            [tm.hbm_bytes(config, batch, costs["state_bytes"] // 12) / chip["hbm_bytes_per_s"], "time_memory_batch"],
+            [tm.hbm_bytes(config, batch, every_parameter, layout) / chip["hbm_bytes_per_s"], "time_memory_params"],
+        ]
+        mistakes["communication"] += [
+            [results / chip["link_bytes_per_s"], "time_no_ring"],
+            [2 * w, "time_both_directions"],
+        ]
+        mistakes["total"] += [
+            [c + m + n + w, "time_total_added"],
+            [max(c + m, n), "time_total_no_communication"],
+            [max(c + m, n, w), "time_total_no_communication"],  # the same where communication is not the largest
+            [max(c, m, n) + w, "time_total_not_summed"],
+        ]
+        cases.append({"want": {k: right[k] for k in (*TIME_KEYS, "bound")}, "mistakes": mistakes})
+    return {"step_time": cases}
+
+
+# ---------------------------------------------------------------- the visible check
+def _chip_text(chip: dict) -> str:
+    return "{" + ", ".join(f"{k}: {chip[k]:g}" for k in CHIP_KEYS) + "}"
+
+
+def _case_text(config: Config, layout: tuple, batch: int, chip: dict) -> str:
+    return say("time_case", config=repr(config), layout=layout, batch=batch, chip=_chip_text(chip))
+
+
+def _number(value) -> float | None:
+    try:
+        return float(value) if not isinstance(value, bool) else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _times(got) -> dict:
+    """The answer's five times as floats (a key missing or not a number: None) and its bound (None: not one of
+    `BOUNDS`)."""
+    if not isinstance(got, dict):
+        return dict.fromkeys((*TIME_KEYS, "bound"))
+    bound = got.get("bound")
+    times = {k: _number(got.get(k)) for k in TIME_KEYS}
+    return {**times, "bound": bound if isinstance(bound, str) and bound in BOUNDS else None}
+
+
+def _close(got: float, want: float) -> bool:
+    return math.isclose(got, want, rel_tol=RTOL, abs_tol=_ATOL_S)
+
+
+_GENERIC = {  # what each time is, where the mistake is not a known one
+    "compute": "time_compute",
+    "memory": "time_memory",
+    "launches": "time_launches",
+    "communication": "time_communication",
+    "total": "time_total",
+}
+
+
+def _expect_times(name: str, got, case: str, table: dict) -> None:
+    keys = ", ".join(TIME_KEYS)
+    if not isinstance(got, dict):
+        fail(say("time_type", name=name, keys=keys, got=repr(got)[:120], case=case))
+    times = _times(got)
+    for key in TIME_KEYS:
+        if times[key] is None:
+            fail(say("time_missing", name=name, keys=keys, key=key, got=repr(got.get(key))[:80], case=case))
+    if times["bound"] is None:
+        bounds = ", ".join(f'"{b}"' for b in BOUNDS)
+        fail(say("time_bound_word", name=name, got=repr(got.get("bound"))[:80], case=case, bounds=bounds))
+    want = table["want"]
+    for key in TIME_KEYS:
+        if not _close(times[key], want[key]):
+            known = [k for v, k in table["mistakes"][key] if _close(times[key], v)]
+            hint = say(known[0] if known else _GENERIC[key])
+            got_text, want_text = f"{times[key]:.4g}", f"{want[key]:.4g}"
+            fail(say("time_value", name=name, key=key, got=got_text, want=want_text, case=case, hint=hint))
+    if times["bound"] != want["bound"]:
+        on_chip = f"{want['compute'] + want['memory']:.4g}"
+        launches, communication = f"{want['launches']:.4g}", f"{want['communication']:.4g}"
+        fail(
+            say(
+                "time_bound",
+                name=name,
+                got=f'"{times["bound"]}"',
+                want=f'"{want["bound"]}"',
+                case=case,
+                on_chip=on_chip,
+                launches=launches,
+                communication=communication,
+            )
+        )
+
+
+def _check_step_time(fn: Callable) -> None:
+    name = "step_time"
+    for (config, layout, batch, chip), table in zip(_TIME_CASES, _figures()["step_time"]):
+        with explained(name):
+            got = fn(config, layout, batch, dict(chip))
+        _expect_times(name, got, _case_text(config, layout, batch, chip), table)
+
+
+def _time_observation(fn: Callable, cases) -> dict:
+    """`fn`'s five times on `cases`, in nanoseconds, one array per time (NaN where it gave no number), and its
+    bounds (their index in `BOUNDS`, -1 where it gave none of them)."""
+    rows = [_times(fn(config, layout, batch, dict(chip))) for config, layout, batch, chip in cases]
+    out = {key: np.array([np.nan if r[key] is None else r[key] * _NS for r in rows], np.float64) for key in TIME_KEYS}
+    out["bound"] = np.array([BOUNDS.index(r["bound"]) if r["bound"] else -1 for r in rows], np.int64)
+    return out
+
+
+def _observe_step_time(fn: Callable) -> dict:
+    """The answer's times and bounds on the hidden cases the grader drew for this run (`draw_hidden_cases`),
+    compared with the solution's on the same cases, which the grader computes. Outside the grader (no drawn
+    cases) the visible cases stand in."""
+    cases = _hidden_cases() or _TIME_CASES
+    formula = {"module": __package__, "exercise": "step_time", "answers": ["step_costs", "step_time"]}
+    return {**_time_observation(fn, cases), FORMULA_KEY: formula}
+
+
+step_time = exercise(
+    "step_time",
+    _check_step_time,
+    hints=[
+        "Section 4 gave a step's time in four terms. Which figure of your `step_costs` (or of `tm.hbm_bytes`) "
+        "does each term divide, and by which roof of `chip`? Then how do the four terms make the total?",
+        "compute: flops / flops_per_s. memory: `tm.hbm_bytes(config, batch, state_bytes // 12, layout)` / "
+        "hbm_bytes_per_s. launches: launches × seconds_per_launch. communication: the bytes sent in one "
+        "direction, (fsdp − 1)/fsdp of the gathers + 2 (n − 1)/n of the gradients (n = data · fsdp) + "
+        "2 (tensor − 1)/tensor of the activations, over link_bytes_per_s (the roofline cell's `at_batch`).",
+        'total = max(compute + memory, launches) + communication. bound: "communication" where it is longer '
+        'than max(compute + memory, launches); else "launches" where they are longer than compute + memory; '
+        'else whichever of "compute" and "memory" is longer.',
+    ],
+    observe=_observe_step_time,
+)
+
+
+# ---------------------------------------------------------------- the hidden cases, drawn by the grader
+# This module lists no hidden case: the grader draws them for each run from its secret
+# (`autograder.judge.formulas`, with this distribution and the solution notebook's answers), hands them to
+# the kernel (`namedaxes.grading.hidden_cases`) and computes the solution's observation on them itself.
+HIDDEN_TIME_CASES = 16  # four bound by each term
+MARGIN = 1.2  # each comparison that decides the bound is clear by at least this factor
+_MAX_DRAWS = 5000
+
+
+def _time_case(case: dict) -> tuple:
+    config, layout, batch = cost_case(case)
+    chip = case["chip"]
+    if not isinstance(chip, dict) or set(chip) != set(CHIP_KEYS):
+        raise ValueError("not a chip")
+    return config, layout, batch, {k: (int(chip[k]) if k == "launches" else float(chip[k])) for k in CHIP_KEYS}
+
+
+def _hidden_cases() -> list | None:
+    """This run's hidden cases, parsed; None outside the grader (or if they were tampered with: the grader
+    judges on the cases it drew, so other cases score nothing)."""
+    raw = hidden_cases(f"{__package__}:step_time")  # the notebook's package, as the grader keys them
+    try:
+        return [_time_case(case) for case in raw] if raw else None
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _draw_config(r: np.random.Generator) -> Config:
+    """A model from the notebook's size to some 100 M parameters."""
+    heads = int(r.choice([2, 4, 8, 16]))
+    return Config(
+        vocab=8 * int(r.integers(4, 65)),
+        d_model=heads * int(r.choice([8, 16, 32, 64, 128])),
+        heads=heads,
+        layers=int(r.integers(1, 13)),
+        seq=int(r.choice([16, 32, 64, 128, 256, 512])),
+        mlp=int(r.integers(2, 5)),
+    )
+
+
+def _rounded(x: float) -> float:
+    return float(f"{x:.3g}")
+
+
+def _draw_chip(r: np.random.Generator) -> dict:
+    """Roofs around today's chips', each drawn on its own: peaks of 3 to 2,000 TFLOP/s, memories of 0.1 to
+    5 TB/s, links of 3 to 500 GB/s in one direction, 0.5 to 10 µs a launch, 30 to 3,000 launches."""
+    return {
+        "flops_per_s": _rounded(10 ** r.uniform(12.5, 15.3)),
+        "hbm_bytes_per_s": _rounded(10 ** r.uniform(11, 12.7)),
+        "link_bytes_per_s": _rounded(10 ** r.uniform(9.5, 11.7)),
+        "seconds_per_launch": _rounded(10 ** r.uniform(-6.3, -5)),
+        "launches": int(10 ** r.uniform(1.5, 3.5)),
+    }
+
+
+def _clear(terms: dict) -> bool:
+    """Is every comparison that decides the bound clear by `MARGIN`? (compute against memory, their sum
+    against the launches, the larger against communication)"""
+    on_chip = terms["compute"] + terms["memory"]
+    pairs = ((terms["compute"], terms["memory"]), (on_chip, terms["launches"]))
+    pairs += ((max(on_chip, terms["launches"]), terms["communication"]),)
+    return all(max(a, b) >= MARGIN * min(a, b) for a, b in pairs)
+
+
+def _draw_time_cases(r: np.random.Generator, step_time: Callable) -> list[dict]:
+    """Sixteen cases, four bound by each term (in turn), every bound clear (`_clear`)."""
+    cases = []
+    for i in range(HIDDEN_TIME_CASES):
+        wanted = BOUNDS[i % len(BOUNDS)]
+        for _ in range(_MAX_DRAWS):
+            config, layout = _draw_config(r), LAYOUTS[int(r.integers(len(LAYOUTS)))]
+            batch, chip = layout[0] * layout[1] * int(r.integers(1, 17)), _draw_chip(r)
+            if usable(config, layout, batch):
+                continue
+            terms = step_time(config, layout, batch, dict(chip))
+            if terms["bound"] == wanted and _clear(terms):
+                fields = config_fields(config)
+                cases.append({"config": fields, "layout": list(layout), "batch": batch, "chip": chip})
+                break
+        else:
+            raise RuntimeError("no hidden step_time case could be drawn")
+    return cases
+
+
+def draw_time_cases(exercise: str, r: np.random.Generator, answers: dict) -> list[dict]:
+    """The grader's draw of a run's hidden cases (JSON) from `r` (seeded by the run's secret); `answers` are
+    the solution notebook's functions (its `step_time` sorts the cases by what bounds them)."""
+    if exercise == "step_time":
+        return _draw_time_cases(r, answers["step_time"])
+    raise KeyError(exercise)
+
+
+def time_observation_on(exercise: str, cases: list[dict], answers: dict) -> dict:
+    """What a right answer records on `cases` (the grader passes the solution notebook's `answers`)."""
+    if exercise == "step_time":
+        return _time_observation(answers["step_time"], [_time_case(c) for c in cases])
+    raise KeyError(exercise)

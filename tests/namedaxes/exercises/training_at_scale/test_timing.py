@@ -1,0 +1,458 @@
+"""Notebook 10's exercise 4 (`namedaxes.exercises.training_at_scale.timing`): `step_time`, a step's time in four terms,
+proven both ways.
+
+The reference answer and equivalent right answers pass the visible check and match the reference's
+observation under the grader's judge; the natural wrong answers (the ring factors left out, both directions
+counted, the launches added instead of a floor, communication left out or overlapped, compute and memory
+not added, the whole batch or the whole model counted on one device, a bound that ignores communication)
+are rejected with the message that names the term and the mistake, and the grader rejects them too, on the
+cases it draws for a run. No compile: these tests take milliseconds.
+"""
+
+import inspect
+import json
+import math
+import os
+import re
+from types import SimpleNamespace
+
+import nbformat
+import numpy as np
+import pytest
+from exercise_text import NAMED, unused_text
+from judge_helpers import (
+    agreement_test,
+    assert_check_fails,
+    assert_check_passes,
+    matrix_rows,
+    observations_match,
+    observe,
+)
+
+from autograder.judge import score
+from autograder.judge.compare import normalize
+from autograder.judge.formulas import formula_run
+from courseinfo.course import SOLUTIONS
+from namedaxes import FSDP, MODEL_PARALLEL
+from namedaxes import transformer as tm
+from namedaxes.exercises import training_at_scale as q
+from namedaxes.exercises.training_at_scale import timing as t
+from namedaxes.grading import FORMULA_KEY, HIDDEN_CASES_ENV, OBSERVE_DIR_ENV, record
+from namedaxes.transformer import RULES, Config
+
+from ..test_training_at_scale import ref_step_costs
+
+GID = "step_time_model"
+SECRETS = [bytes([100 + i]) * 32 for i in range(8)]  # not test_training_at_scale's: a run is drawn once per secret
+
+
+def ref_step_time(config, layout, batch, chip):
+    """The solution notebook's time model."""
+    data, fsdp, tensor = layout
+    n = data * fsdp
+    costs = ref_step_costs(config, layout, batch)
+    sent = (
+        (fsdp - 1) / fsdp * costs["gather_bytes"]
+        + 2 * (n - 1) / n * costs["grad_reduce_bytes"]
+        + 2 * (tensor - 1) / tensor * costs["tensor_reduce_bytes"]
+    )
+    hbm = tm.hbm_bytes(config, batch, costs["state_bytes"] // 12, layout)
+    terms = {
+        "compute": costs["flops"] / chip["flops_per_s"],
+        "memory": hbm / chip["hbm_bytes_per_s"],
+        "launches": chip["launches"] * chip["seconds_per_launch"],
+        "communication": sent / chip["link_bytes_per_s"],
+    }
+    on_chip = terms["compute"] + terms["memory"]
+    bound = "launches" if terms["launches"] > on_chip else max(("compute", "memory"), key=terms.get)
+    if terms["communication"] > max(on_chip, terms["launches"]):
+        bound = "communication"
+    return {**terms, "total": max(on_chip, terms["launches"]) + terms["communication"], "bound": bound}
+
+
+# ---------------------------------------------------------------- one grading run, as the grader makes it
+class _References(dict):
+    """What the worker's `References` give the judge: grade_id -> the cached reference observation, and the
+    run's secret."""
+
+    def __init__(self, loaded: dict, secret: bytes):
+        super().__init__(loaded)
+        self.secret, self.pairs = secret, {}
+
+
+def _solution():
+    raw = (SOLUTIONS / "10_training_at_scale.ipynb").read_bytes()
+    return SimpleNamespace(raw=raw, nb=nbformat.reads(raw.decode("utf-8"), as_version=4))
+
+
+def _run(secret: bytes):
+    """One grading run's step_time cases and reference observation, drawn as the grader draws them."""
+    refs = _References({GID: normalize(q.step_time.observe(ref_step_time))}, secret)
+    return refs, formula_run(_solution(), refs)
+
+
+def _drawn(secret: bytes) -> list:
+    return [t._time_case(case) for case in _run(secret)[1].cases[f"{t.__package__}:step_time"]]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _a_grading_run():
+    """Every observation in this file is made as the grader's kernel makes it: with one run's drawn cases
+    handed in, so the matrices and the one-judge test judge on the grader's kind of cases."""
+    before = os.environ.get(HIDDEN_CASES_ENV)
+    os.environ[HIDDEN_CASES_ENV] = json.dumps(_run(b"step_time's matrices".ljust(32, b"."))[1].cases)
+    yield
+    if before is None:
+        os.environ.pop(HIDDEN_CASES_ENV, None)
+    else:
+        os.environ[HIDDEN_CASES_ENV] = before
+
+
+@pytest.fixture
+def kernel_env(monkeypatch):
+    monkeypatch.setenv(HIDDEN_CASES_ENV, "")  # restored after the test: the prelude sets it in this process
+    return monkeypatch
+
+
+def _graded(secret: bytes, answer, monkeypatch, tmp_path):
+    """The grader's verdict on `answer`'s hidden test in the run of `secret`: the kernel is handed the cases
+    by the prelude, records with `record`, and the judge compares with its own reference figures."""
+    refs, run = _run(secret)
+    exec(run.prelude(), {})  # the trusted prelude, as the kernel runs it (monkeypatch restores the variable)
+    monkeypatch.setenv(OBSERVE_DIR_ENV, str(tmp_path))
+    record(GID, q.step_time.observe(answer))
+    got = tuple((tmp_path / (GID + suffix)).read_bytes() for suffix in (".npz", ".json"))
+    return score._verdict(GID, refs, got, run)
+
+
+# ---------------------------------------------------------------- RIGHT and EQUIVALENT
+def _time_by_hand(config, layout, batch, chip):
+    """The parameters a device stores counted from the rules, each collective's sent bytes from a table of
+    ring factors, NumPy numbers, and the bound from the parts of the sum."""
+    data, fsdp, tensor = layout
+    sizes = {FSDP: fsdp, MODEL_PARALLEL: tensor}
+    stored = 0
+    for name, shape in tm.shapes(config).items():
+        axes = [a for e in RULES[name] if e is not None for a in ((e,) if isinstance(e, str) else e)]
+        stored += math.prod(shape) // math.prod(sizes.get(a, 1) for a in axes)
+    costs = ref_step_costs(config, layout, batch)
+    ring = {"gather_bytes": (fsdp, 1), "grad_reduce_bytes": (data * fsdp, 2), "tensor_reduce_bytes": (tensor, 2)}
+    sent = sum(np.float64(costs[k]) * twice * (n - 1) / n for k, (n, twice) in ring.items())
+    compute = np.float64(costs["flops"]) / chip["flops_per_s"]
+    memory = np.float64(tm.hbm_bytes(config, batch, stored, layout)) / chip["hbm_bytes_per_s"]
+    launches = np.float64(chip["seconds_per_launch"]) * chip["launches"]
+    communication = sent / chip["link_bytes_per_s"]
+    parts = {"on chip": max(compute + memory, launches), "communication": communication}
+    if parts["communication"] > parts["on chip"]:
+        bound = "communication"
+    elif launches > compute + memory:
+        bound = "launches"
+    else:
+        bound = "compute" if compute >= memory else "memory"
+    total = parts["on chip"] + parts["communication"]
+    return {"bound": bound, "total": total, "compute": compute, "memory": memory, "launches": launches,
+            "communication": communication}  # fmt: skip
+
+
+def _time_in_microseconds(config, layout, batch, chip):
+    """Every term in microseconds first, then in seconds; the bound the largest of the total's parts."""
+    us = {k: v * 1e6 for k, v in ref_step_time(config, layout, batch, chip).items() if k != "bound"}
+    terms = {k: us[k] / 1e6 for k in ("compute", "memory", "launches", "communication")}
+    on_chip = max(us["compute"] + us["memory"], us["launches"])
+    parts = [(us["communication"], "communication"), (on_chip, None)]
+    bound = max(parts)[1] or ("launches" if us["launches"] > us["compute"] + us["memory"] else None)
+    bound = bound or max(("compute", "memory"), key=us.get)
+    return {**terms, "total": (on_chip + us["communication"]) / 1e6, "bound": bound}
+
+
+TIME_EQUIVALENT = {
+    "counted by hand, in NumPy numbers": _time_by_hand,
+    "in microseconds first": _time_in_microseconds,
+}
+
+
+@pytest.mark.parametrize(
+    "answer", [ref_step_time, *TIME_EQUIVALENT.values()], ids=["reference", *TIME_EQUIVALENT.keys()]
+)
+def test_step_time_accepts_equivalent_answers(answer):
+    assert_check_passes(q.step_time.check, answer)
+
+
+def test_step_time_observations_of_equivalent_answers_match():
+    reference = observe(q.step_time, ref_step_time)
+    assert set(reference) == {*t.TIME_KEYS, "bound", FORMULA_KEY}
+    assert all(reference[k].shape == (t.HIDDEN_TIME_CASES,) and np.isfinite(reference[k]).all() for k in t.TIME_KEYS)
+    assert sorted(reference["bound"]) == sorted(list(range(len(t.BOUNDS))) * 4)
+    for answer in TIME_EQUIVALENT.values():
+        assert observations_match(reference, observe(q.step_time, answer))
+
+
+# ---------------------------------------------------------------- WRONG, each with its message
+def _not_written(*args):
+    raise NotImplementedError()
+
+
+def _changed(**changes):
+    def answer(config, layout, batch, chip):
+        times = ref_step_time(config, layout, batch, chip)
+        return {**times, **{key: change(times, config, layout, batch, chip) for key, change in changes.items()}}
+
+    return answer
+
+
+def _no_ring(times, config, layout, batch, chip):
+    costs = ref_step_costs(config, layout, batch)
+    return (costs["gather_bytes"] + costs["grad_reduce_bytes"] + costs["tensor_reduce_bytes"]) / chip[
+        "link_bytes_per_s"
+    ]
+
+
+def _gradient_ring_over_data(times, config, layout, batch, chip):
+    """The gradients' ring over DATA_PARALLEL alone, as if FSDP's devices did not take part."""
+    data, fsdp, tensor = layout
+    costs = ref_step_costs(config, layout, batch)
+    sent = (fsdp - 1) / fsdp * costs["gather_bytes"] + 2 * (data - 1) / data * costs["grad_reduce_bytes"]
+    return (sent + 2 * (tensor - 1) / tensor * costs["tensor_reduce_bytes"]) / chip["link_bytes_per_s"]
+
+
+def _memory_of(batch_of, params_of):
+    def memory(times, config, layout, batch, chip):
+        params = params_of(config, layout, batch)
+        return tm.hbm_bytes(config, batch_of(layout, batch), params, layout) / chip["hbm_bytes_per_s"]
+
+    return memory
+
+
+def _stored(config, layout, batch):
+    return ref_step_costs(config, layout, batch)["state_bytes"] // 12
+
+
+def _every_parameter(config, layout, batch):
+    return sum(math.prod(s) for s in tm.shapes(config).values())
+
+
+def _whole_batch(layout, batch):
+    return batch * layout[0] * layout[1]
+
+
+def _global_flops(times, config, layout, batch, chip):
+    return ref_step_costs(config, layout, _whole_batch(layout, batch))["flops"] / chip["flops_per_s"]
+
+
+def _bound_without_communication(times, *args):
+    on_chip = times["compute"] + times["memory"]
+    return "launches" if times["launches"] > on_chip else max(("compute", "memory"), key=times.get)
+
+
+def _launches_added(times, *args):
+    return times["compute"] + times["memory"] + times["launches"] + times["communication"]
+
+
+TIME_WRONG = {
+    "unanswered": (_not_written, r"`step_time` is not written yet"),
+    "a tuple, not a dict": (
+        lambda *a: tuple(ref_step_time(*a).values()),
+        r"(?s)should return a dict of the keys compute, memory, launches, communication, total",
+    ),
+    "the total left out": (
+        lambda *a: {k: v for k, v in ref_step_time(*a).items() if k != "total"},
+        r"(?s)should give a number of seconds under each of the keys .*under \"total\" it gives None",
+    ),
+    "the bound in other words": (
+        _changed(bound=lambda times, *a: times["bound"] + "-bound"),
+        r"(?s)gives the bound 'launches-bound' .*one of \"compute\", \"memory\", \"launches\", \"communication\"",
+    ),
+    "the ring factors left out": (
+        _changed(communication=_no_ring),
+        r"(?s)gives communication = 5\.562e-07 s .*gives 9\.73\de-07 s\. That is the collectives' results over",
+    ),
+    "both directions counted": (
+        _changed(communication=lambda times, *a: 2 * times["communication"]),
+        r"(?s)gives communication = .*That is twice the time: `link_bytes_per_s` is the bandwidth in one",
+    ),
+    "the gradients' ring over data alone": (
+        _changed(communication=_gradient_ring_over_data),
+        r"(?s)gives communication = .*\(2, 2, 2\), batch 512.*In a ring an all-gather over n devices sends",
+    ),
+    "the whole batch's memory traffic": (
+        _changed(memory=_memory_of(_whole_batch, _stored)),
+        r"(?s)gives memory = .*counts the whole batch's tokens on one device: pass the layout",
+    ),
+    "Adam on every parameter": (
+        _changed(memory=_memory_of(lambda layout, batch: batch, _every_parameter)),
+        r"(?s)gives memory = .*\(2, 2, 2\).*Adam's traffic for every parameter of the model",
+    ),
+    "the whole batch's FLOPs": (
+        _changed(compute=_global_flops),
+        r"(?s)gives compute = .*the whole batch's FLOPs on one device",
+    ),
+    "the launches per launch": (
+        _changed(launches=lambda times, config, layout, batch, chip: chip["seconds_per_launch"]),
+        r"(?s)gives launches = 3\.3e-06 s .*`chip\[\"launches\"\]`, times the seconds one launch costs",
+    ),
+    "the launches added": (
+        _changed(total=_launches_added),
+        r"(?s)gives total = .*That adds the launches to the other terms: they are a floor",
+    ),
+    "communication left out of the total": (
+        _changed(total=lambda times, *a: max(times["compute"] + times["memory"], times["launches"])),
+        r"(?s)gives total = .*That leaves communication out of the total",
+    ),
+    "communication overlapped": (
+        _changed(total=lambda x, *a: max(x["compute"] + x["memory"], x["launches"], x["communication"])),
+        r"(?s)gives total = .*as if it overlapped everything",
+    ),
+    "compute and memory not added": (
+        _changed(total=lambda x, *a: max(x["compute"], x["memory"], x["launches"]) + x["communication"]),
+        r"(?s)gives total = .*batch 64.*That keeps compute and memory apart",
+    ),
+    "a bound that ignores communication": (
+        _changed(bound=_bound_without_communication),
+        r"(?s)says the step is bound by \"compute\" .*\(1, 8, 1\), batch 8.*the time model says \"communication\": "
+        r"compute \+ memory take 0\.00181 s, the launches 0\.00132 s and communication 0\.04316 s",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("answer, match", TIME_WRONG.values(), ids=TIME_WRONG.keys())
+def test_step_time_rejects(answer, match):
+    assert_check_fails(q.step_time.check, answer, match=match)
+
+
+def test_the_visible_cases_are_bound_by_each_term_clearly():
+    """One visible case per term, each bound clearly: a wrong bound rule fails the visible check as it fails
+    the grader's, whatever term it misplaces."""
+    bounds = [ref_step_time(config, layout, batch, chip)["bound"] for config, layout, batch, chip in t._TIME_CASES]
+    assert sorted(bounds) == sorted(t.BOUNDS)
+    assert all(t._clear(ref_step_time(*case)) for case in t._TIME_CASES)
+
+
+def test_the_messages_speak_chinese():
+    from namedaxes import i18n
+
+    try:
+        i18n.set_language("zh")
+        with pytest.raises(AssertionError) as err:
+            q.step_time.check(_changed(communication=lambda times, *a: 2 * times["communication"]))
+    finally:
+        i18n.set_language(None)
+    said = str(err.value)
+    assert "communication" in said and "`link_bytes_per_s`" in said and re.search(r"[\u4e00-\u9fff]{6}", said), said
+    assert "twice the time" not in said
+
+
+# ---------------------------------------------------------------- the hidden cases: drawn by the grader per run
+def test_each_run_draws_four_clear_cases_of_each_bound_fresh():
+    """Sixteen usable cases, four bound by each term, every comparison that decides the bound clear by 20 %
+    (no rounding of a right answer changes it); the same cases for every student of a run, other cases in
+    another run."""
+    runs = [_drawn(secret) for secret in SECRETS[:4]]
+    assert runs[0] == _drawn(SECRETS[0])
+    for cases in runs:
+        assert len(cases) == t.HIDDEN_TIME_CASES
+        assert all(q._usable(config, layout, batch) is None for config, layout, batch, _ in cases)
+        times = [ref_step_time(*case) for case in cases]
+        assert sorted(x["bound"] for x in times) == sorted(t.BOUNDS * 4)
+        assert all(t._clear(x) for x in times)
+        assert len({layout for _, layout, _, _ in cases}) >= 5 and len({repr(c) for c, _, _, _ in cases}) == 16
+    assert not set(map(repr, runs[0])) & set(map(repr, runs[1]))
+
+
+def test_the_kernel_holds_no_time_model():
+    """The module ships the visible cases' figures as data, computed by the solution notebook's answers
+    (`make check-notebooks` fails on drift): none of its functions gives a drawn case's times, and it lists
+    no hidden case."""
+    from tools.answer_tables import TABLES, render
+
+    (table,) = [x for x in TABLES if x.module == t.__name__]
+    assert table.path.read_text(encoding="utf-8") == render(table)
+    figures = t._figures()["step_time"]
+    assert len(figures) == len(t._TIME_CASES)
+    case = _drawn(SECRETS[0])[0]
+    want = ref_step_time(*case)
+    assert want["total"] not in {f["want"]["total"] for f in figures}
+    for module in (t, q):
+        for name, obj in vars(module).items():
+            if inspect.isfunction(obj) and obj.__module__ == module.__name__:
+                try:
+                    got = obj(*case)
+                except Exception:  # noqa: BLE001 - most of them take other arguments: that is the point
+                    continue
+                assert not (isinstance(got, dict) and want["total"] in got.values()), name
+    cases = [v for v in vars(t).values() if isinstance(v, list) and v and isinstance(v[0], tuple)]
+    assert cases == [t._TIME_CASES]
+
+
+def test_a_circulated_table_of_right_figures_scores_nothing(kernel_env, tmp_path):
+    """A table of the right figures on the visible cases passes the visible check and scores 0 on the cases
+    the grader draws; a table of a past run's cases scores 0 in a fresh run. Honest right answers score."""
+
+    def circulated(cases):
+        table = {repr(case[:3]) + repr(sorted(case[3].items())): ref_step_time(*case) for case in cases}
+        one_device = {"compute": 0.0, "memory": 0.0, "launches": 0.0, "communication": 0.0, "total": 0.0}
+        return lambda *case: table.get(
+            repr(case[:3]) + repr(sorted(case[3].items())), {**one_device, "bound": "compute"}
+        )
+
+    visible = circulated(t._TIME_CASES)
+    assert_check_passes(q.step_time.check, visible)
+    assert not _graded(SECRETS[0], visible, kernel_env, tmp_path).passed
+    last_run = circulated(_drawn(SECRETS[0]))
+    assert _graded(SECRETS[0], last_run, kernel_env, tmp_path).passed
+    assert not _graded(SECRETS[1], last_run, kernel_env, tmp_path).passed
+    for answer in (ref_step_time, *TIME_EQUIVALENT.values()):
+        assert _graded(SECRETS[1], answer, kernel_env, tmp_path).passed, answer
+
+
+def test_cases_a_kernel_swaps_in_score_nothing(kernel_env, tmp_path):
+    """The judge computes the reference's figures on the cases it drew: a kernel that empties the prelude's
+    cases (its observe then falls back to the visible ones) scores 0."""
+    refs, run = _run(SECRETS[2])
+    exec(run.prelude(), {})
+    kernel_env.setenv(HIDDEN_CASES_ENV, json.dumps({key: [] for key in run.cases}))
+    kernel_env.setenv(OBSERVE_DIR_ENV, str(tmp_path))
+    record(GID, q.step_time.observe(ref_step_time))
+    got = tuple((tmp_path / f"{GID}{suffix}").read_bytes() for suffix in (".npz", ".json"))
+    assert not score._verdict(GID, refs, got, run).passed
+
+
+def test_the_prelude_hands_the_kernel_the_drawn_cases_and_no_figure(kernel_env):
+    refs, run = _run(SECRETS[3])
+    exec(run.prelude(), {})
+    handed = json.loads(os.environ[HIDDEN_CASES_ENV])[f"{t.__package__}:step_time"]
+    assert all(
+        set(case) == {"config", "layout", "batch", "chip"} and set(case["chip"]) == set(t.CHIP_KEYS) for case in handed
+    )
+    assert t._hidden_cases() == _drawn(SECRETS[3])
+
+
+def test_the_solution_notebook_answers_as_the_reference_here():
+    """The grader's reference is the solution notebook's own answer cell; the matrices use `ref_step_time`:
+    they agree on a run's cases."""
+    from tools.answer_tables import solution_answers
+
+    solution = solution_answers("10_training_at_scale", ("step_costs", "step_time"))["step_time"]
+    for case in _drawn(SECRETS[4]) + t._TIME_CASES:
+        assert solution(*case) == ref_step_time(*case)
+
+
+def test_the_notebook_shows_the_exercise_on_its_face():
+    """`q.step_time` is the exercise, one of notebook 10's (its progress list, its hints' `q.step_time`), and
+    the memory-traffic model it builds on is the package's (the notebook prints its source)."""
+    from namedaxes.checking.registry import exercises
+
+    assert q.step_time is t.step_time and q.step_time._attr() == "step_time"
+    assert "step_time" in [e.name for e in exercises(q.__name__)]
+    assert tm.hbm_bytes(Config(), 16, 27_808) == 4 * 16 * 32 * 2 * (10 * 32 + 5 * 4 * 32) + 4 * 7 * 27_808
+
+
+def test_every_student_facing_string_is_used_and_hints_are_ladders():
+    unused = [key for key in unused_text(q, NAMED) if key.startswith("time_")]  # exercise 4's sentences
+    assert not unused, unused
+    assert len(q.step_time._hints) == 3
+
+
+# ---------------------------------------------------------------- one judge (issue 16)
+test_the_visible_check_and_the_grader_agree = agreement_test(
+    {"step_time": (q.step_time, *matrix_rows(ref_step_time, TIME_EQUIVALENT, TIME_WRONG))}
+)
