@@ -149,17 +149,30 @@ def _mesh_groups(mesh_text: str, axes_text: str, iota: str | None = None, listed
     return ids.reshape(-1, int(np.prod([sizes[i] for i in inner]))).tolist()
 
 
+_LANE_OPS = ("add", "maximum", "minimum", "multiply")
+
+
 def reducers(text: str) -> dict[str, str]:
-    """computation name -> the op of its ROOT instruction (add, maximum, ...)."""
-    out, current = {}, None
+    """computation name -> the op of its ROOT instruction (add, maximum, ...). A reducer of packed lanes (a TPU
+    all-reduces float16 values two to a 32-bit word: its reducer unpacks each word's halves with
+    `bitcast-convert`, applies one op to each, and packs the results with `or`) is that op, not the packing."""
+    out, current, ops = {}, None, {}
     for line in text.splitlines():
         head = HEAD_RE.match(line)
         if head:
             current = head.group(2)
+            ops[current] = set()
             continue
+        typed = INSTRUCTION_RE.match(line)
+        if typed and current:
+            ops[current].add(typed.group(2))
         root = re.match(r"^\s*ROOT\s+%?[\w.\-]+\s*=\s*\S+\s+([\w\-]+)\(", line)
         if root and current:
             out[current] = root.group(1)
+    for name, op in out.items():
+        lanes = ops.get(name, set()) & set(_LANE_OPS)
+        if op == "or" and "bitcast-convert" in ops.get(name, ()) and len(lanes) == 1:
+            out[name] = lanes.pop()
     return out
 
 
@@ -194,9 +207,36 @@ def collective_lines(text: str, n_devices: int) -> list[tuple[str, str, list[lis
     return [found[:4] for found in collectives_where(text, n_devices)]
 
 
+def _sliced_roots(text: str) -> dict[str, tuple[str, str]]:
+    """computation name -> (the instruction its ROOT `dynamic-slice` slices, the slice's type)."""
+    out, current = {}, None
+    for line in text.splitlines():
+        head = HEAD_RE.match(line)
+        if head:
+            current = head.group(2)
+            continue
+        root = re.match(r"^\s*ROOT\s+%?[\w.\-]+\s*=\s*(.*?)\s+dynamic-slice\(%?([\w.\-]+)", line)
+        if root and current:
+            out[current] = (root.group(2), root.group(1))
+    return out
+
+
+def _reduce_scattered(line: str, sliced: tuple[str, str] | None) -> str:
+    """An all-reduce that a fusion's ROOT `dynamic-slice` slices (a TPU's `all-reduce-scatter` fusion: one
+    collective that delivers each device its slice of the sum) written as the reduce-scatter it runs: its op
+    `reduce-scatter`, its type the slice's. Any other line as it is."""
+    name = re.match(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=", line)
+    if sliced is None or not name or name.group(1) != sliced[0] or " all-reduce(" not in line:
+        return line
+    typed = INSTRUCTION_RE.match(line)
+    return line[: typed.start(1)] + sliced[1] + " reduce-scatter(" + line[typed.end(2) + 1 :]
+
+
 def collectives_where(text: str, n_devices: int) -> list[tuple[str, str, list[list[int]], str, str]]:
-    """`collective_lines` with the computation each collective's line is in, last."""
-    applied, fused = reducers(text), _fusion_bodies(text)
+    """`collective_lines` with the computation each collective's line is in, last. An all-reduce inside a fusion
+    whose result is the all-reduce's `dynamic-slice` (a TPU's `all-reduce-scatter` fusion) is the reduce-scatter
+    it runs (`_reduce_scattered`)."""
+    applied, fused, sliced = reducers(text), _fusion_bodies(text), _sliced_roots(text)
     found, seen, current = [], set(), None
     for line in text.splitlines():
         head = HEAD_RE.match(line)
@@ -206,6 +246,9 @@ def collectives_where(text: str, n_devices: int) -> list[tuple[str, str, list[li
         m = OP_RE.search(line)
         if not m or "-done(" in line:
             continue
+        if current in fused:
+            line = _reduce_scattered(line, sliced.get(current))
+            m = OP_RE.search(line)
         op = m.group(1)
         if current in fused:
             key = _clone_key(op, line)

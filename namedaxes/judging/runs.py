@@ -95,9 +95,15 @@ def runs_of(text: str, unknown: int = UNKNOWN_TRIPS) -> dict[str, int]:
 
 def sent_bytes(text: str, n_devices: int, runs: dict[str, int]) -> int:
     """The bytes every collective of an optimized HLO module delivers to one device in one call of the
-    program, each counted as often as its computation runs (`Work.sent_bytes`)."""
+    program, each counted as often as its computation runs (`Work.sent_bytes`). A collective whose every group is
+    one device (a psum over an axis of size 1, which the CPU backend keeps and a TPU's compiler drops) sends
+    nothing."""
     lines = collectives_where(text, n_devices)
-    return sum(result_bytes(line) * runs.get(where, 0) for _, _, _, line, where in lines)
+    return sum(
+        result_bytes(line) * runs.get(where, 0)
+        for _, _, groups, line, where in lines
+        if any(len(set(group)) > 1 for group in groups)
+    )
 
 
 _DOT_RE = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*(\S+)\s+dot\(%?([\w.\-]+)")

@@ -244,3 +244,87 @@ def test_a_call_graph_that_shares_callees_is_counted_in_one_pass():
     lines += ["ENTRY main (p: f32[]) -> f32[] {", "  ROOT r = f32[] call(p), to_apply=c0", "}"]
     runs = loop_runs.runs_of("\n".join(lines))
     assert runs["c0"] == 1 and runs["c1"] == 2 and runs["c40"] == 2**40
+
+
+# ---------------------------------------------------------------- what a TPU's compiler writes (issue 51)
+_PACKED_F16_SUM = """%packed (a: u32[], b: u32[]) -> u32[] {
+  %a = u32[] parameter(0)
+  %b = u32[] parameter(1)
+  %c = u32[] constant(16)
+  %ha = u32[] shift-right-logical(%a, %c)
+  %hb = u32[] shift-right-logical(%b, %c)
+  %ua = u16[] convert(%ha)
+  %ub = u16[] convert(%hb)
+  %fa = f16[] bitcast-convert(%ua)
+  %fb = f16[] bitcast-convert(%ub)
+  %s = f16[] add(%fa, %fb)
+  %us = u16[] bitcast-convert(%s)
+  %ws = u32[] convert(%us)
+  %hi = u32[] shift-left(%ws, %c)
+  ROOT %or = u32[] or(%hi, %hi)
+}
+%bools (x: pred[], y: pred[]) -> pred[] {
+  %x = pred[] parameter(0)
+  %y = pred[] parameter(1)
+  ROOT %o = pred[] or(%x, %y)
+}
+ENTRY %main (p: u32[1,128], q: pred[4]) -> u32[1,128] {
+  %p = u32[1,128]{1,0} parameter(0)
+  %q = pred[4]{0} parameter(1)
+  %any = pred[4]{0} all-reduce(%q), channel_id=2, replica_groups={{0,1}}, to_apply=%bools
+  ROOT %ar = u32[1,128]{1,0} all-reduce(%p), channel_id=1, replica_groups={{0,1}}, to_apply=%packed
+}
+"""
+
+
+def test_a_sum_of_float16_lanes_packed_in_words_is_a_psum():
+    """A TPU all-reduces float16 values two to a 32-bit word: its reducer adds the unpacked halves and packs them
+    with `or`. That is a psum (of the packed words' bytes); a reducer that only ors booleans stays a por."""
+    assert dict(judging.moved_of(_PACKED_F16_SUM, ("d",), (2,), 2)) == {"psum over 'd'": 512, "por over 'd'": 4}
+
+
+def test_an_all_reduce_scatter_fusion_is_a_reduce_scatter_of_its_slice():
+    """A TPU's `all-reduce-scatter` fusion (an all-reduce whose result the fusion's ROOT dynamic-slices: one
+    collective that delivers each device its slice of the sum) is a psum_scatter delivering the slice; an
+    all-reduce whose result is sliced outside a fusion stays the all-reduce it is."""
+    text = """%sum (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %s = f32[] add(%x, %y)
+}
+%all-reduce-scatter (input: f32[16,4]) -> f32[8,4] {
+  %input = f32[16,4]{1,0} parameter(0)
+  %ar = f32[16,4]{1,0:T(8,128)} all-reduce(%input), channel_id=3, replica_groups={{0,1}}, to_apply=%sum
+  %i = u32[] partition-id()
+  %z = u32[] constant(0)
+  ROOT %ds = f32[8,4]{1,0:T(8,128)} dynamic-slice(%ar, %i, %z), dynamic_slice_sizes={8,4}
+}
+ENTRY %main (p: f32[16,4]) -> (f32[8,4], f32[8,4]) {
+  %p = f32[16,4]{1,0} parameter(0)
+  %f = f32[8,4]{1,0} fusion(%p), kind=kCustom, calls=%all-reduce-scatter
+  %whole = f32[16,4]{1,0} all-reduce(%p), channel_id=4, replica_groups={{0,1}}, to_apply=%sum
+  %i = u32[] partition-id()
+  %z = u32[] constant(0)
+  %mine = f32[8,4]{1,0} dynamic-slice(%whole, %i, %z), dynamic_slice_sizes={8,4}
+  ROOT %t = (f32[8,4]{1,0}, f32[8,4]{1,0}) tuple(%f, %mine)
+}
+"""
+    assert dict(judging.moved_of(text, ("d",), (2,), 2)) == {"psum_scatter over 'd'": 128, "psum over 'd'": 256}
+    assert loop_runs.sent_bytes(text, 2, loop_runs.runs_of(text)) == 128 + 256
+
+
+def test_a_collective_of_each_device_with_itself_sends_nothing():
+    """A psum over an axis of size 1 (groups of one device: the CPU backend keeps it, a TPU's compiler drops it)
+    delivers nothing; the psum over the other axis delivers its result."""
+    text = """%sum (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %s = f32[] add(%x, %y)
+}
+ENTRY %main (p: f32[5]) -> f32[5] {
+  %p = f32[5]{0} parameter(0)
+  %a = f32[5]{0} all-reduce(%p), channel_id=1, replica_groups={{0,1,2,3}}, to_apply=%sum
+  ROOT %b = f32[5]{0} all-reduce(%a), channel_id=1, replica_groups={{0},{1},{2},{3}}, to_apply=%sum
+}
+"""
+    assert loop_runs.sent_bytes(text, 4, loop_runs.runs_of(text)) == 20
