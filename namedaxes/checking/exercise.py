@@ -12,8 +12,9 @@ Known mistakes: an exercise whose check diagnoses a wrong answer's values by the
 mistakes names them, each with the hint that addresses it: `mistakes={"weighted_from_one": 3, ...}` (keys
 of its module's `TEXT`, the very sentence the check adds). Its module (a notebook's package, whose
 `__init__` re-exports it) then has `known_mistakes(exercise, case, inputs)`: those mistakes' results on
-one graded case's inputs, as `(values, key, fields)`. The check and the grader's judge both call it (the judge on its hidden inputs,
-`autograder/judge/mistakes.py`), so the class's misconception map says what the check said.
+one graded case's inputs, as `(values, key, fields)`. The check and the grader's judge both call it (the
+judge on its hidden inputs, `autograder/judge/mistakes.py`), so the class's misconception map says what the
+check said.
 Nothing inspects the caller's frame: the module an exercise belongs to (its progress list, its
 `q.<attr>` in hints) is the one it names.
 """
