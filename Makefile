@@ -149,11 +149,12 @@ NEWEST_RUN = $(MAKE) --no-print-directory venv-newest && $(VENV_NEWEST)/bin/pyth
   IPYTHONDIR=$(CURDIR)/tests/notebooks/ipython $(VENV_NEWEST)/bin/python -m pytest -q -n $(JOBS) --dist loadfile \
   $(NBVAL) -m newest tests $(wildcard solutions/*.ipynb notebooks/*/*.ipynb)
 
-test-fast: venv ## the unit tests only (marker `unit`), in parallel: under a minute
+test-fast: venv ## the unit tests only (marker `unit`), in parallel: 1.5-2 min on 2 busy cores, less idle (make bench)
 	$(BIN)/python -m pytest -q -n $(JOBS) -m unit tests
 
-bench: venv ## time Run-All of every notebook and of the whole suite
-	$(BIN)/python -m tools.bench_notebooks && $(BIN)/python -m tools.bench_checks && $(BIN)/python -m tools.bench_report
+bench: venv ## time Run-All of every notebook and of the whole suite, make test-fast and make release's notebook check
+	$(BIN)/python -m tools.bench_notebooks && $(BIN)/python -m tools.bench_checks && $(BIN)/python -m tools.bench_report \
+	  && $(BIN)/python -m tools.bench_make
 
 bench-grade: venv system-deps ## time make grade against plain nbgrader autograde on a generated class (STUDENTS=n)
 	$(BIN)/python -m autograder.bench $(call opts,STUDENTS)

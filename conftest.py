@@ -53,6 +53,7 @@ KINDS = (
     ("tests/autograder/sandbox/test_syscalls.py", ("unit",)),  # the system-call table, read as data
     ("tests/autograder/judge/test_compare.py", ("unit",)),  # comparing and loading observations
     ("tests/autograder/judge/test_hidden_inputs.py", ("unit",)),  # drawing the secret inputs, numpy only
+    ("tests/autograder/judge/test_mistakes.py", ("unit",)),  # known mistakes' results, numpy only
     ("tests/autograder/judge/test_exported.py", ("unit",)),  # reading programs exported here, in memory
     ("tests/autograder/run/test_namespace_guard.py", ("unit",)),  # splitting a test cell
     ("tests/autograder/run/test_order.py", ("unit",)),  # the pool's choice of the next task, no worker started

@@ -159,6 +159,17 @@ MAX_ECHO_CHARS: Annotated[
 MAX_ERROR_CHARS: Annotated[int, Cap("characters", "judge/programs.py", "a compile error's text echoed in a reason")] = (
     160
 )
+MAX_MISTAKE_RESULTS: Annotated[
+    int, Cap("results", "judge/mistakes.py", "known mistakes' results one case's values are compared with")
+] = 256
+MAX_MISTAKE_FIELDS: Annotated[int, Cap("fields", "judge/mistakes.py", "of a known mistake's sentence")] = 6
+MAX_MISTAKE_FIELD_CHARS: Annotated[
+    int, Cap("characters", "judge/mistakes.py", "one text field of a known mistake's sentence")
+] = 80
+CELL_MESSAGE_CHARS: Annotated[
+    int,
+    Cap("characters", "judge/score.py", "a cell's error message kept as its reason (the feedback page shows it whole)"),
+] = 4000
 KERNEL_LOG_TAIL_BYTES: Annotated[
     int, Cap("bytes", "run/kernel.py", "the end of a kernel's log read into a start error (never the whole log)")
 ] = 600

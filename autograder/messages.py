@@ -48,13 +48,25 @@ TEXT: dict[str, str] = {
     "page_table_points": "points",
     "page_table_result": "result",
     "page_passed": "passed",
-    "page_late": "Late hand-in: handed in {handed_in}, {late} after the due date {due}: {penalty} point(s) off "
-    "({days} started day(s) late).",
-    "page_late_extended": "Late hand-in: handed in {handed_in}, {late} after your extended due date {due}: "
-    "{penalty} point(s) off ({days} started day(s) late).",
-    "page_late_grace": "Late hand-in: handed in {handed_in}, {late} after the due date {due}, within the grace "
-    "period: no points off.",
-    "late_duration": "{days} d {hours} h {minutes} min",
+    "page_more": "the rest of the message",
+    "page_late": "Late hand-in: handed in {handed_in}, {late} after the due date {due}. {rule}",
+    "page_late_extended": "Late hand-in: handed in {handed_in}, {late} after your due date {due} (the "
+    "assignment's {course_due}, extended by {extension}). {rule}",
+    "page_on_time_extended": "On time with an extension to {due} (the assignment's due date {course_due}, "
+    "extended by {extension}): handed in {handed_in}, {late} after the assignment's due date; no points off.",
+    "late_rule": "{head}: {days} started day(s) × {percent} of {max_score} point(s) = {penalty} point(s) off.",
+    "late_rule_capped": "{head}: {days} started day(s) late, capped at {cap} of {max_score} point(s) = {penalty} "
+    "point(s) off.",
+    "late_rule_head": "The course's rule: {percent} of the maximum per started day late, at most {cap}",
+    "late_rule_head_grace": "The course's rule: after a grace of {minutes} min, {percent} of the maximum per "
+    "started day late, at most {cap}",
+    "late_rule_grace": "That is within the course's grace of {minutes} min: no points off.",
+    "late_rule_no_penalty": "The course takes no points off for late hand-ins.",
+    "late_rule_lowered": "{rule} Only the {earned} point(s) earned were taken off: a score never goes below 0.",
+    "duration_days": "{n} d",
+    "duration_hours": "{n} h",
+    "duration_minutes": "{n} min",
+    "duration_seconds": "{n} s",
     "page_below": "Everything below the line comes from the submission; text that the submission wrote "
     "is shown as typed.",
     "verdict_head": "Autograder, exercise `{exercise}`: {points}.",
@@ -177,6 +189,8 @@ TEXT: dict[str, str] = {
     "shape_dtype": "shape {shape} and dtype {dtype}",
     "expected_got": "{key}: expected {want}, got {got}",
     "values_differ": "{key}: values differ",
+    # the known mistake's sentence is the exercise module's own (its TEXT, as the visible check says it)
+    "known_mistake": "{key}: values differ. {diagnosis}",
     "axes_not_names": "{key}: expected a list of axis names, got {got}",
     "axes_seen": "it communicates over {axes}",
     "axes_none": "it performs no collective",

@@ -24,7 +24,11 @@ from typing import Any
 
 from .limits import MAX_ECHO_CHARS
 
-__all__ = ["Kind", "Property", "Phrase", "Words", "Field", "phrase", "Verdict", "Reason"]
+__all__ = ["Kind", "Property", "Phrase", "Words", "Field", "phrase", "Verdict", "Reason", "MISTAKE_ARG"]
+
+# a known mistake's sentence field, as a field of its finding (`known_mistake`: judge/mistakes.py makes it,
+# publish/words.py puts it into the exercise's sentence)
+MISTAKE_ARG = "arg_"
 
 
 class Kind(StrEnum):
@@ -87,6 +91,7 @@ class Kind(StrEnum):
     SHAPE_DTYPE = "shape_dtype"
     EXPECTED_GOT = "expected_got"
     VALUES_DIFFER = "values_differ"
+    KNOWN_MISTAKE = "known_mistake"
     AXES_NOT_NAMES = "axes_not_names"
     AXES_SEEN = "axes_seen"
     AXES_NONE = "axes_none"
@@ -200,6 +205,7 @@ _PROPERTY = {
     Kind.LAYOUT_REGION_DEAD: Property.LAYOUT,
     Kind.LAYOUT_OUTPUT: Property.LAYOUT,
     Kind.VALUES_DIFFER: Property.VALUES,
+    Kind.KNOWN_MISTAKE: Property.VALUES,
     Kind.AXES_NOT_NAMES: Property.COMMUNICATION,
     Kind.AXES_MISSING: Property.COMMUNICATION,
     Kind.COMM_MISSING: Property.COMMUNICATION,

@@ -14,7 +14,8 @@
   its pipe are the pool's own (run/pipe.py).
 - Reasons (what the judge found, what happened while a notebook ran) are `reasons.py`'s phrases and
   verdicts: data, no words.
-- `Late`: how late a hand-in was and what it cost (course/deadlines.py makes it, `make_row` applies it).
+- `Late`: how late a hand-in was and what it cost, by which rule, or that an extension made it on time
+  (course/deadlines.py makes it, `make_row` applies it).
 - `CellResult`: the result for one graded test cell (its reason a `Reason`: data or literal text).
 - `Row`: one student x assignment result; what `grades.csv`, `results.json`,
   the gradebook, the feedback page and the class report are made from. Made in one place
@@ -71,7 +72,18 @@ __all__ = [
     "NOT_HANDED_IN",
 ]
 
-CSV_COLUMNS = ["student", "assignment", "score", "max_score", "status", "reason", "late_penalty", "handed_in", "due"]
+CSV_COLUMNS = [
+    "student",
+    "assignment",
+    "score",
+    "max_score",
+    "status",
+    "reason",
+    "late_penalty",
+    "handed_in",
+    "due",
+    "late",
+]
 
 
 class GraderError(Exception):
@@ -313,16 +325,32 @@ class CellResult:
 
 @dataclass(frozen=True)
 class Late:
-    """A hand-in made after its due date (extensions included): when, how late, and the penalty.
-    `penalty` is in points; `make_row` lowers it to what the row earned, so a score never goes below 0."""
+    """A hand-in made after its due date (extensions included), or on time only thanks to an extension: when,
+    the due date that applied, how late, and the penalty with the course's rule that gave it. Times are in the
+    due date's time zone. `penalty` is in points; `make_row` lowers it to what the row earned, so a score never
+    goes below 0 (`rule_penalty` stays what the rule gave)."""
 
-    handed_in: str  # ISO 8601, the validated hand-in time
+    handed_in: str  # ISO 8601, the validated hand-in time, in the due date's time zone
     due: str  # ISO 8601, the student's due date (with any extension)
-    seconds: float  # how late
-    days: int  # started days late past the grace (0: within the grace, no penalty)
+    seconds: float  # how late (0 or less: on time, with an extension)
+    days: int  # started days late past the grace (0: on time, or within the grace: no penalty)
     fraction: float  # of the assignment's maximum
     penalty: float  # points taken off
     extended: bool = False  # the due date includes an extension
+    course_due: str = ""  # ISO 8601, the assignment's own due date ("" when no extension applies)
+    per_day: float = 0.0  # the course's rule: a fraction of the maximum per started day late ...
+    cap: float = 1.0  # ... at most this fraction ...
+    grace_minutes: float = 0.0  # ... after this grace
+    max_score: float = 0.0  # the assignment's maximum, which the fractions are of
+
+    @property
+    def on_time(self) -> bool:
+        """Handed in by the due date: only the extension made it so (there is no line for other hand-ins)."""
+        return self.seconds <= 0
+
+    @property
+    def rule_penalty(self) -> float:
+        return round(self.fraction * self.max_score, 6)
 
     @classmethod
     def from_json(cls, data: Any) -> Late | None:
@@ -338,6 +366,11 @@ class Late:
                 float(data["fraction"]),
                 float(data["penalty"]),
                 data.get("extended") is True,
+                str(data.get("course_due", ""))[:40],
+                float(data.get("per_day", 0.0)),
+                float(data.get("cap", 1.0)),
+                float(data.get("grace_minutes", 0.0)),
+                float(data.get("max_score", 0.0)),
             )
         except (KeyError, TypeError, ValueError):
             return None

@@ -58,6 +58,7 @@ __all__ = [
     "hidden_cases",
     "HIDDEN_CASES_ENV",
     "FORMULA_KEY",
+    "MISTAKES_KEY",
 ]
 
 OBSERVE_DIR_ENV = "NAMEDAXES_OBSERVE_DIR"
@@ -65,6 +66,9 @@ PROGRAM_PREFIX = "program:"  # array key of one case's serialized program (uint8
 PLATFORMS_PREFIX = "platforms:"  # a tool's second export of a case, for other platforms (`export_also_for`)
 PROGRAMS_KEY = "programs"  # JSON key: {"format": ..., "cases": {case: {"draw": ..., "rtol": ...}}}
 PROGRAMS_FORMAT = "namedaxes-exported-1"
+# in the programs' metadata: {"module", "exercise"} whose `known_mistakes` the judge asks which known mistake a
+# wrong program's values are (`namedaxes.checking.Exercise.observe` adds it; only the reference's counts)
+MISTAKES_KEY = "mistakes"
 ARRAYS_SUFFIX = ".npz"
 VALUES_SUFFIX = ".json"
 

@@ -61,6 +61,7 @@ from courseinfo.course import COURSE_ID, EDITIONS, NOTEBOOKS, ROOT, SOLUTIONS, b
 from courseinfo.nbgrader_metadata import nbgrader_cell
 from namedaxes.i18n import setup_cell_language, translator
 from tools import translate  # the prose units and the catalogs
+from tools.stamp import notebooks_stamp
 
 COURSE = built_course()
 RAISES = "raises-exception"
@@ -373,9 +374,12 @@ def main(argv=None) -> int:
         for p in folder.glob("*.ipynb")
         if p.stem not in notebook_ids(SOLUTIONS)
     )
+    stamp = notebooks_stamp() if not args.ids else None  # the whole course: what `make release` asks about
     if args.check:
         differ = _edition_problems(editions)
         if drift or stale or differ:
+            if stamp is not None:
+                stamp.remove()
             if drift or stale:
                 print("notebooks/ or an edition is out of date with solutions/ and locale/:", ", ".join(drift + stale))
             for problem in differ:
@@ -386,6 +390,8 @@ def main(argv=None) -> int:
             f"notebooks/ matches solutions/ ({len(generated)} notebooks; editions {', '.join(EDITIONS)}: "
             f"{len(editions)} notebooks, code identical)"
         )
+        if stamp is not None:
+            stamp.write()
     else:
         for name in stale:
             (NOTEBOOKS / name).unlink() if "/" not in name else (ROOT / name).unlink()

@@ -366,13 +366,21 @@ def return_feedback(
 
 def lay_out(course: Path, edition: str) -> None:
     """Lay out an edition's course folder: English by the notebook generator (`--check`: it rebuilds
-    build/course and stops when notebooks/ is out of date), another edition by `layout_edition`."""
+    build/course and stops when notebooks/ is out of date), another edition by `layout_edition`. Either is
+    skipped when its content stamp (tools/stamp.py) says nothing changed since it last passed: no input, no
+    generated file, not the course's own source/ and release/ (the gradebook there)."""
+    from tools.stamp import edition_stamp, notebooks_stamp
+
+    stamp = edition_stamp(course, edition) if edition else notebooks_stamp()
+    if (course / "gradebook.db").is_file() and stamp.fresh():
+        return
     if not edition:
         if subprocess.run([sys.executable, "-m", "tools.generate_notebooks", "--check"], cwd=ROOT).returncode:
             raise HandinError("notebooks/ is out of date: `make notebooks`, commit, then run this again")
-        return
+        return  # the check writes the stamp when it passes
     for line in layout_edition(course, edition, []):
         print(line)
+    stamp.write()
 
 
 ROSTER_USAGE = "usage: make roster ROSTER=students.csv  (columns: id,first_name,last_name,email)"

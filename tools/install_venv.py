@@ -7,7 +7,9 @@ one per supported Python; no lock means unsupported, a clear error). A stamp fil
 records the interpreter version and the SHA-256 of the lock and of pyproject.toml; when it
 matches, this exits at once without starting pip, so every later `make lab` or `make test`
 starts in well under a second. Otherwise it says what it installs (Python version, lock,
-package count, the direct pins), streams one numbered line per locked package as pip collects
+package count, the direct pins) and installs the lock as it is (`--no-deps`: the lock pins every
+dependency, so pip has nothing to resolve), then proves it complete with `pip check`; on the way it
+streams one numbered line per locked package as pip collects
 it (never a number past the lock's count: `Collected`), then,
 during pip's long silent install step, a line every 15 s with how many packages are in place
 (their .dist-info folders), installs the course package editable, and says how long it took. A
@@ -155,10 +157,20 @@ class Collected:
         return len(self.seen)
 
 
-def pip(venv: Path, *args: str, locked: list[str] | None = None) -> int:
+def pip(venv: Path, *args: str, locked: list[str] | None = None) -> int | None:
     """Run the venv's pip; given the `locked` requirements, one line per locked package it fetches
-    (returns their count)."""
+    (returns their count). `pip check`: None (and why, on stderr) when the venv's packages are inconsistent."""
     cmd = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check", *args]
+    if args[:1] == ("check",):  # what pip check finds: the lock misses a dependency, or two pins disagree
+        found = subprocess.run(cmd, capture_output=True, text=True)
+        if found.returncode:
+            print(
+                f"{venv}/ is incomplete: the lock does not hold every dependency its packages need (pip check):\n"
+                f"{found.stdout.strip()}\nMaintainers: `make lock` re-resolves it.",
+                file=sys.stderr,
+            )
+            return None
+        return 0
     if locked is None:
         subprocess.run(cmd + ["-q"], check=True)
         return 0
@@ -226,8 +238,13 @@ def main(argv: list[str]) -> int:
     )
     if not (venv / "bin" / "python").exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    fetched = pip(venv, "install", "-r", str(lock), locked=pinned_names(lock))
+    # the lock pins every package, dependencies included: pip installs the list as it is, with no resolving (which
+    # printed pip's "looking at multiple versions of jsonschema[format-nongpl]" note for a lock with nothing to
+    # choose), and `pip check` then proves the list complete and consistent
+    fetched = pip(venv, "install", "--no-deps", "-r", str(lock), locked=pinned_names(lock))
     pip(venv, "install", "--no-deps", "-e", str(ROOT))
+    if pip(venv, "check") is None:
+        return 1
     stamp.write_text(want)
     took = time.monotonic() - started
     print(

@@ -14,7 +14,8 @@ courseinfo.course) and starts JupyterLab through tools/serve.py, replacing itsel
   (JUPYTERHUB_USER, see jupyter/nbgrader_config.py) and nothing is seeded. EDITION=zh opens LAB_DIR/zh/,
   JupyterLab's menus in Chinese (jupyter/zh) and nbgrader's buttons in Chinese (a translated copy of the
   installed extension in build/jupyter-zh, tools/nbgrader_zh.py); with STUDENT=ID it is the Chinese
-  nbgrader course. nbgrader's Validate button and Assignment List are on (formgrader off).
+  nbgrader course. nbgrader's Validate button and Assignment List are on (formgrader off). Each edition keeps
+  its own JupyterLab layout (open tabs: `workspaces_dir`).
 - update-work: merges a newer release into the workspace (notebooks/, or with STUDENT=ID the exchange's
   release), both editions; answers kept, every changed notebook backed up first (tools/workspace.py).
 - formgrader: nbgrader's formgrader on a course folder (build/course, build/zh/course with EDITION=zh)
@@ -42,6 +43,14 @@ NBGRADER_ZH = ROOT / "build" / "jupyter-zh"  # nbgrader's lab extension in Chine
 def _workspace(args) -> Path:
     """LAB_DIR as given (relative to the checkout's root, where make runs): work/, work-ID/ with --student."""
     return Path(args.lab_dir or (f"work-{args.student}" if args.student else "work"))
+
+
+def workspaces_dir(work: Path, edition: str) -> Path:
+    """Where JupyterLab keeps this lab's layout (its open tabs, JUPYTERLAB_WORKSPACES_DIR): one folder per
+    workspace and edition, so `make lab EDITION=zh` never reopens the English lab's tabs (their paths are
+    the English folder's) nor another student's. Under the folder the environment names, where one is named."""
+    named = os.environ.get("JUPYTERLAB_WORKSPACES_DIR")
+    return (Path(named) if named else work / ".jupyterlab-workspaces") / (edition or "en")
 
 
 def _serve(args, what: str, path: str, command: list[str], env: dict[str, str], cwd: Path) -> None:
@@ -77,6 +86,7 @@ def lab(args) -> int:
         "JUPYTER_CONFIG_PATH": os.pathsep.join(map(str, config)),
         "JUPYTER_PATH": os.pathsep.join(map(str, [*([NBGRADER_ZH] if zh else []), JUPYTER / "data"])),
         "NAMEDAXES_WORK": str(opened.absolute()),
+        "JUPYTERLAB_WORKSPACES_DIR": str(workspaces_dir(work, args.edition).absolute()),
         **({"NAMEDAXES_EXCHANGE": str(Path(args.exchange).absolute())} if args.exchange else {}),
         **({"JUPYTERHUB_USER": args.student} if args.student else {}),
         **({"NAMEDAXES_COURSE_ID": course_id(args.edition)} if args.edition else {}),

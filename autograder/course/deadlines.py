@@ -1,7 +1,7 @@
 """The course's deadlines: a due date per assignment, extensions per student, and the late policy.
 
     policy = load_policy(course, assignment_ids)     # None when the course has no deadlines.toml
-    late = policy.late(student, assignment, handed_in, max_score)   # a records.Late, or None
+    late = policy.late(student, assignment, handed_in, max_score)   # a records.Late (or on time by an extension)
 
 Two files of the course folder, both the instructor's (nbgrader's course folder, next to
 `nbgrader_config.py`):
@@ -24,8 +24,10 @@ Design: the policy is a fact about the course, read once at the start of a batch
 record. A malformed file is a `GraderError` that names the file and the line, raised before any
 notebook is run or any file written, so a typo never costs a graded batch. The policy is
 applied in `records.make_row` (the one place rows are made): the score is the points earned
-minus the penalty, never below zero, and the row keeps the `Late` record that says why, which
-grades.csv, results.json, the feedback page, the report and the gradebook all show.
+minus the penalty, never below zero, and the row keeps the `Late` record that says why (the hand-in
+time, the due date with any extension applied, the delay, and the course's rule that gave the penalty;
+or that an extension made it on time), which grades.csv, results.json, the feedback page, the report
+and the gradebook all show, each time in the due date's time zone.
 
 Threat model: these files are the instructor's, not a student's; they are still read with a
 bound (`POLICY_MAX_BYTES`). The time a hand-in was made is not taken from the student: it is
@@ -74,21 +76,30 @@ class LatePolicy:
         return due + extra
 
     def late(self, student: str, assignment: str, handed_in: datetime | None, max_score: float) -> Late | None:
-        """The lateness of a hand-in: None when there is no due date or no hand-in time, or when it is on time."""
-        due = self.due_for(student, assignment)
-        if due is None or handed_in is None or handed_in <= due:
+        """What a hand-in's line says (`Late`): late (after the student's due date: how late, and the penalty by
+        the course's rule), or on time only thanks to an extension (after the assignment's own due date, by
+        the student's). None when there is no due date or no hand-in time, or it was on time by the
+        assignment's own due date. Both times are written in the due date's time zone."""
+        course_due, due = self.due.get(assignment), self.due_for(student, assignment)
+        if course_due is None or due is None or handed_in is None or handed_in <= course_due:
             return None
         seconds = (handed_in - due).total_seconds()
-        days = 0 if seconds <= self.grace.total_seconds() else math.ceil(seconds / _DAY)
+        days = 0 if seconds <= self.grace.total_seconds() else math.ceil(seconds / _DAY)  # 0: on time, or in grace
         fraction = min(self.cap, days * self.per_day)
+        extended = due != course_due
         return Late(
-            handed_in=handed_in.isoformat(timespec="seconds"),
+            handed_in=handed_in.astimezone(due.tzinfo).isoformat(timespec="seconds"),
             due=due.isoformat(timespec="seconds"),
             seconds=round(seconds, 3),
             days=days,
             fraction=round(fraction, 6),
             penalty=round(fraction * max_score, 6),
-            extended=due != self.due[assignment],
+            extended=extended,
+            course_due=course_due.isoformat(timespec="seconds") if extended else "",
+            per_day=self.per_day,
+            cap=self.cap,
+            grace_minutes=round(self.grace.total_seconds() / 60, 3),
+            max_score=max_score,
         )
 
 

@@ -28,7 +28,10 @@ only ever *data*. The judge's steps, one module each:
 - outputs and communication are compared with the reference program's on the
   same inputs (`autograder.judge.compare` rules: allclose values, every collective
   of the reference present); each difference is said as a phrase (`autograder.judge.differences`,
-  which bounds every student-controlled name it echoes).
+  which bounds every student-controlled name it echoes);
+- values that differ are named where they are a known mistake of the exercise (`autograder.judge.mistakes`:
+  the results of the usual mistakes its visible check diagnoses, computed on the same hidden inputs by the
+  exercise module the reference names), so the class's map groups different mistakes apart.
 
 Nothing computed on hidden inputs is ever echoed: a program that fails while it runs on them is
 reported by its error's type alone (`program_failed_hidden`).
@@ -52,7 +55,7 @@ import numpy as np
 from namedaxes.judging import changed, perturbed, proven_regions, region_facts, region_takes
 
 from ..limits import MAX_CASES, MAX_ERROR_CHARS
-from ..reasons import Phrase, Verdict, Words
+from ..reasons import Kind, Phrase, Verdict, Words
 from ..reasons import phrase as say
 from .compare import compare, load_observations
 from .compiling import Compiled, compiled_for
@@ -76,7 +79,8 @@ from .exported import (
     is_program_observation,
     read_program,
 )
-from .hidden_inputs import hidden_outputs, hidden_rng, perturb_factor
+from .hidden_inputs import hidden_inputs, hidden_outputs, hidden_rng, perturb_factor
+from .mistakes import diagnose, mistake_source
 
 __all__ = ["Judge", "describe_layout"]
 
@@ -154,6 +158,7 @@ class _Tally:
     got_comm: set[str] = field(default_factory=set)
     got_axes: set[str] = field(default_factory=set)
     verified: set[str] = field(default_factory=set)  # collectives shown to reach the results (`_matters`)
+    mistakes: dict[str, Phrase] = field(default_factory=dict)  # "<case><path>" -> the known mistake its values are
 
     @classmethod
     def of(cls, ref: _Reference) -> _Tally:
@@ -181,7 +186,9 @@ class _Tally:
                 self.got[key] = out[path]
 
     def verdict(self) -> Verdict:
-        diffs = self.diffs + list(compare(self.want, self.got, tolerances=self.tolerances).differences)
+        compared = compare(self.want, self.got, tolerances=self.tolerances).differences
+        named = [self.mistakes.get(str(d.get("key")), d) if d.kind is Kind.VALUES_DIFFER else d for d in compared]
+        diffs = self.diffs + _merged(named)
         if not self.unreadable:
             diffs += self.communication()
         return Verdict(not diffs, tuple(diffs))
@@ -316,6 +323,7 @@ class Judge:
                 return
         if case.values:
             tally.values(case.name, case.entry, ref.outputs.get(seed_key, {}), student.out)
+            self._known_mistake(case, ref, student, tally)
 
     def _run(self, case: _Case, blob, tally: _Tally) -> _Student | None:
         """The student's program of the case read, checked, compiled with the reference's input layouts and
@@ -353,6 +361,22 @@ class Judge:
             tally.lost(say("program_failed", case=case.name, error=cut(said, MAX_ERROR_CHARS)))
             return None
         return _Student(program, compiled, out)
+
+    @staticmethod
+    def _known_mistake(case: _Case, ref: _Reference, student: _Student, tally: _Tally) -> None:
+        """Which known mistake of the exercise the case's wrong values are (`mistakes.diagnose`: the reference
+        names the exercise module that lists them), kept to name them in the verdict."""
+        source = mistake_source(ref.meta)
+        want = ref.outputs.get((case.grade_id, case.name), {})
+        if source is None or not student.out or not case.changed(want, student.out):
+            return
+        try:
+            inputs = hidden_inputs(student.program.exp, case.entry["draw"], case.seed())
+            found = diagnose(source, case.name, inputs, student.out, case.entry.get("rtol"), case.entry.get("atol"))
+        except Exception:  # noqa: BLE001 - the exercise's list failed on these values: the values just differ
+            found = None
+        if found is not None:
+            tally.mistakes[str(found.get("key"))] = found
 
     def _communication(self, case: _Case, student: _Student, identical: bool, tally: _Tally) -> set[str]:
         """Count the student's collectives of the case: one the reference has (or, for value cells, over one of
@@ -424,6 +448,29 @@ class Judge:
                 return axes
             used.add(hit)
         return None
+
+
+def _merged(diffs: list[Phrase]) -> list[Phrase]:
+    """The same known mistake seen on several cases said once, its cases listed ("pmap_2, pmap_8: ...")."""
+    out: list[Phrase] = []
+    for d in diffs:
+        same = next(
+            (
+                i
+                for i, o in enumerate(out)
+                if d.kind is o.kind is Kind.KNOWN_MISTAKE
+                and [f for f in o.fields if f[0] != "key"] == [f for f in d.fields if f[0] != "key"]
+            ),
+            None,
+        )
+        if same is None:
+            out.append(d)
+            continue
+        keys = f"{out[same].get('key')}, {d.get('key')}"
+        out[same] = replace(
+            out[same], fields=tuple(("key", keys) if n == "key" else (n, v) for n, v in out[same].fields)
+        )
+    return out
 
 
 def _reference_key(reference: dict) -> str:

@@ -29,7 +29,7 @@ from courseinfo.nbgrader_metadata import nbgrader_cell
 
 from .. import records
 from ..course.notebooks import SourceNotebook
-from ..limits import SCORER_TIMEOUT
+from ..limits import CELL_MESSAGE_CHARS, SCORER_TIMEOUT
 from ..reasons import Phrase, Reason, Verdict, Words, phrase
 from ..records import CellResult, Row, RunResult, Status, Task
 from .compare import compare, load_observations
@@ -143,7 +143,7 @@ def error_text(ename: str, evalue: str | Phrase) -> Reason:
         return Words((ename, evalue), ": ")
     if ename == "NotImplementedError" and not evalue.strip():
         return phrase("not_answered")
-    return one_line(f"{ename}: {evalue}" if evalue.strip() else ename)
+    return one_line(f"{ename}: {evalue}" if evalue.strip() else ename, CELL_MESSAGE_CHARS)
 
 
 def scrubbed(reason, workdir: str | None):

@@ -7,9 +7,10 @@ cell records is therefore treated as hostile *data*: serialized `jax.export`
 programs (see `autograder/judge/programs.py`). This module runs them in a separate
 Python process that
 
-- was started by the grader, imports only jax, numpy and the grader's own
-  modules, and never executes a notebook cell (so nothing the student defined
-  or patched exists in it);
+- was started by the grader, imports only jax, numpy, the grader's own
+  modules and the course's (`namedaxes`: the judging readers, and the exercise module a reference names
+  for its known mistakes, `mistakes.py`), and never executes a notebook cell (so nothing the student
+  defined or patched exists in it);
 - learns the secret seed of the hidden inputs from the grader over its pipe (the
   kernel never sees it, so no output can be precomputed);
 - runs under resource limits (address space for data, no core files, no file

@@ -33,6 +33,7 @@ class ClassRow:
     late_penalty: float | None = None  # points taken off for a late hand-in (None: on time, or no due date)
     handed_in: str = ""  # of a late hand-in: when (ISO 8601)
     due: str = ""  # and its due date
+    late: dict | None = None  # results.json's record of a late hand-in, or one on time by an extension
 
 
 @dataclass
@@ -101,6 +102,7 @@ def load(out: Path) -> ClassResults:
             for r in ({k: csv_value(v or "") for k, v in raw.items()} for raw in reader)
         ]  # undo the ' guard
     cells: dict[tuple[str, str], list[dict]] = {}
+    late: dict[tuple[str, str], dict] = {}
     protections: list[dict] = []
     references: dict[str, dict] = {}
     results = out / "results.json"
@@ -108,10 +110,13 @@ def load(out: Path) -> ClassResults:
         data = json.loads(results.read_text(encoding="utf-8"))
         for r in data.get("rows", []) if isinstance(data, dict) else []:
             cells[(str(r.get("student", "")), str(r.get("assignment", "")))] = list(r.get("cells") or [])
+            if isinstance(r.get("late"), dict):
+                late[(str(r.get("student", "")), str(r.get("assignment", "")))] = r["late"]
         if isinstance(data, dict) and isinstance(data.get("protections"), list):
             protections = [p for p in data["protections"] if isinstance(p, dict)]
         if isinstance(data, dict) and isinstance(data.get("references"), dict):
             references = {str(k): v for k, v in data["references"].items() if isinstance(v, dict)}
     for row in rows:
         row.cells = cells.get((row.student, row.assignment), [])
+        row.late = late.get((row.student, row.assignment))
     return ClassResults(rows=rows, source=str(out), protections=protections, references=references)

@@ -17,9 +17,11 @@ what it shows was produced by the student's code. So:
   message itself says "not written yet"; the instructor's report keeps the name, wrong or not started).
 
 The grader's own words are the only formatted text in the page: a banner with
-the score, and a verdict after each test cell. Student markdown and outputs can
-only appear as literal text (a fenced block labelled as the submission's text,
-or an output area), so a student's "**Score: 7 / 7**" is visibly not the banner.
+the score, and a verdict after each test cell. A test's message is shown whole: its first sentences, the
+rest one click away (`<details>`, which needs no script), never cut inside a word; `code` in it shows as
+code, and its *emphasis* as emphasis where the words are the judge's, as the plain word where a kernel
+raised them. Student markdown and outputs can only appear as literal text (a fenced block labelled as the
+submission's text, or an output area), so a student's "**Score: 7 / 7**" is visibly not the banner.
 
 Hidden test regions are removed with nbgrader's own `ClearHiddenTests`; error
 tracebacks (in test cells they would quote hidden lines; everywhere they show the
@@ -94,6 +96,35 @@ def exercise_names(nb: NotebookNode | None, grade_ids: list[str]) -> dict[str, t
         counts[ex] = counts.get(ex, 0) + 1
         names[gid] = (ex, counts[ex])
     return {gid: (ex, k, counts[ex]) for gid, (ex, k) in names.items()}
+
+
+SHOWN_CHARS = 280  # of a message, shown at once: its whole sentences up to this long (at least the first one)
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!e\.g\.)(?<!i\.e\.)\s+(?=\S)|(?<=[。！？])")
+
+
+def sentences_cut(message: str, limit: int = SHOWN_CHARS) -> tuple[str, str]:
+    """(what is shown at once, the rest): `message` cut after its last whole sentence within `limit`
+    characters (after its first sentence if that alone is longer), never inside a sentence; ("", "") parts
+    stripped. A message within `limit`: (message, "")."""
+    message = " ".join(str(message).split())
+    if len(message) <= limit:
+        return message, ""
+    ends = [m.end() for m in _SENTENCE_END.finditer(message)]
+    within = [e for e in ends if e <= limit]
+    cut = within[-1] if within else (ends[0] if ends else len(message))
+    return message[:cut].rstrip(), message[cut:].strip()
+
+
+def whole_message(c: CellResult) -> str:
+    """A cell's reason as the page shows it, whole: its first sentences, the rest a click away (a `<details>`,
+    no script). The judge's words (a verdict) keep their *emphasis*; a message a kernel raised shows the words
+    plainly (`md_text_with_code`)."""
+    judge = not isinstance(c.reason, str)
+    head, rest = sentences_cut(shown_reason(say(c.reason)))
+    shown = md_text_with_code(head, emphasis=judge)
+    if not rest:
+        return shown
+    return f"{shown} <details><summary>{text('page_more')}</summary>{md_text_with_code(rest, emphasis=judge)}</details>"
 
 
 def _points(c: CellResult) -> str:
@@ -222,9 +253,7 @@ class FeedbackWriter:
             else text("verdict_head_part", exercise=exercise, k=k, n=n, points=_points(c))
         )
         head = f"> **{'✔' if c.passed else '✘'} {head}**"
-        return head + (
-            f" {text('verdict_passed')}" if c.passed else f" {md_text_with_code(shown_reason(say(c.reason)))}"
-        )
+        return head + (f" {text('verdict_passed')}" if c.passed else f" {whole_message(c)}")
 
     @staticmethod
     def _banner(title: str, row: Row, cells, names: dict | None = None) -> str:
@@ -246,7 +275,7 @@ class FeedbackWriter:
                 "|---|---|---|",
             ]
             for c in cells:
-                result = text("page_passed") if c.passed else md_text_with_code(shown_reason(say(c.reason)))
+                result = text("page_passed") if c.passed else whole_message(c)
                 exercise, k, n = names.get(c.grade_id, (c.grade_id, 1, 1))
                 name = f"`{exercise}`" if n == 1 else text("page_table_part", exercise=exercise, k=k, n=n)
                 lines.append(f"| {name} | {c.points:g} / {c.max_points:g} | {result} |")

@@ -98,7 +98,8 @@ def _record_late(gb, sub, row: Row, source: SourceNotebook, policy: LatePolicy |
     extension = policy.due_for(row.student, source.assignment) - policy.due[source.assignment]
     sub.extension = extension if extension else None
     notebook = gb.find_submission_notebook(source.notebook_name, source.assignment, row.student)
-    notebook.late_submission_penalty = row.late.penalty if row.late is not None else None
+    late = row.late if row.late is not None and not row.late.on_time else None  # on time by an extension: none
+    notebook.late_submission_penalty = late.penalty if late is not None else None
 
 
 def write_gradebook(

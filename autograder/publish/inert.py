@@ -66,6 +66,7 @@ __all__ = [
     "inert_outputs",
     "md_text",
     "md_text_with_code",
+    "EMPHASIS",
     "html_text",
     "text_block",
     "csp_meta",
@@ -127,13 +128,20 @@ def md_text(text) -> str:
     return " ".join(str(text).split()).translate(_MD_TABLE)
 
 
-def md_text_with_code(text) -> str:
+EMPHASIS = re.compile(r"(?<![*\w\\])\*([^\W_](?:[\w' -]*[^\W_])?)\*(?![*\w])")  # *global*, *a few words*
+
+
+def md_text_with_code(text, emphasis: bool = False) -> str:
     """Like `md_text`, but a `code span` in the text (the grader's and the checks' words mark names and
-    code with backticks) shows as code instead of raw backticks.
+    code with backticks) shows as code instead of raw backticks, and an *emphasis* (the checks' words stress a
+    word so) shows without its asterisks: as emphasis when `emphasis` (words only the judge or the course
+    wrote), else as the plain word (a message a kernel raised: it may have been written to look like the
+    grader's).
 
     A code span's content is literal in CommonMark (no emphasis, no link, no HTML: the renderer escapes
     it), so it is safe as it is; a piece that could still break out of its table cell (a `|`) or is
-    empty, and an unpaired backtick, are shown escaped as plain text.
+    empty, and an unpaired backtick, are shown escaped as plain text. An emphasis's words are escaped like
+    any other text, between the two asterisks that make it one.
     """
     parts = " ".join(str(text).split()).split("`")
     if len(parts) % 2 == 0:  # an odd number of backticks: the last one has no partner
@@ -142,8 +150,18 @@ def md_text_with_code(text) -> str:
     for i, part in enumerate(parts):
         if i % 2 and part.strip() and "|" not in part:
             out.append(f"`{part}`")
+        elif i % 2:
+            out.append(f"`{part}`".translate(_MD_TABLE))
         else:
-            out.append((f"`{part}`" if i % 2 else part).translate(_MD_TABLE))  # md_text, spaces kept
+            pieces = EMPHASIS.split(part)  # text, emphasized, text, ...
+            out.append(
+                "".join(
+                    (f"*{p.translate(_MD_TABLE)}*" if emphasis else p.translate(_MD_TABLE))
+                    if j % 2
+                    else p.translate(_MD_TABLE)
+                    for j, p in enumerate(pieces)
+                )
+            )  # md_text, spaces kept
     return "".join(out)
 
 

@@ -101,7 +101,7 @@ def table(results: ClassResults, students: list[Student], fmt: str) -> list[list
     else:
         rows = [["student", "first_name", "last_name", "email", "lms_user_id", *assignments, "total", "max_total"]]
         for s in everyone:
-            total = sum(v for v in cells(s) if isinstance(v, float))
+            total = sum((v for v in cells(s) if isinstance(v, float)), 0.0)
             rows.append(
                 [s.id, s.first_name, s.last_name, s.email, s.lms_user_id, *cells(s), total, sum(maxima.values())]
             )
@@ -112,7 +112,7 @@ def _csv(rows: list[list[str | float]]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     for row in rows:
-        w.writerow([f"{v:g}" if isinstance(v, float) else csv_cell(v) for v in row])
+        w.writerow([f"{v:g}" if isinstance(v, int | float) else csv_cell(v) for v in row])  # numbers are numbers
     return buf.getvalue()
 
 

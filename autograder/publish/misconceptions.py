@@ -12,7 +12,9 @@ the text an error carried (`QUOTED_FIELDS`: the map shows only the judge's words
 never quoted, judge/compare.py says its kind) are left out of the key, so "computes 4.5× the FLOPs" and
 "computes 8× the FLOPs" are one group, and values that differ on four hidden cases are one difference. The
 labels are the differences' sentences in English and Chinese (`words.say`), their numbers and case names left
-out; `property` is the first one's.
+out; `property` is the first one's. A difference that is a known mistake of the exercise (`known_mistake`,
+judge/mistakes.py: the values are what that mistake gives, as the visible check found) is its own group, its
+label the check's own sentence for it, and `mistake` names it (its exercise names the hint that addresses it).
 
 Grouping reads these records, never the words: `publish/report.py` draws the map from results.json's
 `finding` of each cell. Findings that say the cell was not answered or could not run are kept (the
@@ -94,10 +96,14 @@ def finding(reason: Reason) -> dict | None:
         return None
     labels = [_without_numbers(d) for d in found[:LABELLED]]
     prop = found[0].failed
-    return {
+    out = {
         "property": prop.value if prop is not None else "",
         "kind": found[0].kind.value,
         "key": "|".join(_key(d) for d in found),
         "en": "; ".join(say(d, "en").removeprefix(": ") for d in labels),
         "zh": "；".join(say(d, "zh").removeprefix(": ").removeprefix("：") for d in labels),
     }
+    mistake = next((str(d.get("mistake")) for d in found if d.kind is Kind.KNOWN_MISTAKE), "")
+    if mistake:  # the known mistake the visible check names too: its exercise names the hint for it
+        out["mistake"] = mistake
+    return out

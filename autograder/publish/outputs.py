@@ -3,9 +3,11 @@
 Threat model: ids, reasons and origins in the rows come from student folder
 and file names and from what their code raised. A spreadsheet opening
 `grades.csv` would run a cell that starts with `=`, `+`, `-`, `@`, a tab or a
-carriage return as a formula, so every such text cell is written with a
-leading `'` (`csv_cell`; OWASP's CSV-injection advice); `csv_value` undoes
-it for readers of the file. Numbers are written as numbers. Every file is
+carriage return as a formula, and some read one whose first visible character is one of those after
+leading white space (a no-break or ideographic space too) or in another form (fullwidth `＝`, small `﹢`:
+what Unicode's NFKC maps to `=` and `+`); so every such text cell is written with a leading `'`
+(`csv_cell`; OWASP's CSV-injection advice), in grades.csv and every LMS export; `csv_value` undoes it
+for readers of the file. Numbers are written as numbers. Every file is
 written to a temporary name and renamed into place, so a reader (or a second
 run) never sees half a file.
 """
@@ -18,14 +20,16 @@ import json
 import os
 import sys
 import time
+import unicodedata
 from dataclasses import asdict
+from datetime import datetime
 from pathlib import Path
 
 from ..intake.placement import Intake
 from ..records import CSV_COLUMNS, NOT_HANDED_IN, CellResult, Graded, Options, Row, Status
 from ..sandbox.protections import summary_lines
 from .misconceptions import finding
-from .words import say
+from .words import say, say_late
 
 __all__ = [
     "Progress",
@@ -39,17 +43,31 @@ __all__ = [
     "merge_previous_notes",
 ]
 
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+FORMULA_START = ("=", "+", "-", "@")
+CONTROL_START = ("\t", "\r", "\n")
+
+
+def _formula_like(text: str) -> bool:
+    """Would some spreadsheet read `text` as a formula? Its NFKC form (fullwidth `＝`, small `﹢` and the like
+    become `=` and `+`) with the leading white space removed (spaces, tabs, no-break and ideographic spaces,
+    which spreadsheets trim) starts with `= + - @`, or the text starts with a tab or a line break."""
+    return text.startswith(CONTROL_START) or unicodedata.normalize("NFKC", text).lstrip().startswith(FORMULA_START)
+
+
+def _quoted(text: str) -> bool:
+    return _formula_like(text) or text.startswith("'")  # a leading ' of the text's own is kept by one more
 
 
 def csv_cell(text: str) -> str:
-    """A text cell that no spreadsheet runs as a formula."""
-    return "'" + text if text.startswith(FORMULA_START) else text
+    """A text cell that no spreadsheet runs as a formula: one that could be read as one (`_formula_like`) is
+    written with a leading `'`, which spreadsheets take as "this is text" (and so is one that starts with `'`
+    itself, so that `csv_value` gives back every text as it was)."""
+    return "'" + text if _quoted(text) else text
 
 
 def csv_value(text: str) -> str:
     """The text of a cell written by `csv_cell`."""
-    return text[1:] if text.startswith("'") and text[1:].startswith(FORMULA_START) else text
+    return text[1:] if text.startswith("'") and _quoted(text[1:]) else text
 
 
 class Progress:
@@ -112,8 +130,8 @@ def public(row: Row) -> dict:
         out["language"] = row.language
     if row.observe_log:
         out["observe_log"] = list(row.observe_log)
-    if row.late is not None:
-        out["late"] = asdict(row.late)
+    if row.late is not None:  # the record, and the line the feedback page says, in the row's language
+        out["late"] = {**asdict(row.late), "says": say_late(row.late, lang)}
     return out
 
 
@@ -161,11 +179,25 @@ def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
+def _in_zone(iso: str, of: str) -> str:
+    """`iso` in the time zone of `of` (both ISO 8601 with an offset): one row, one zone."""
+    try:
+        return datetime.fromisoformat(iso).astimezone(datetime.fromisoformat(of).tzinfo).isoformat(timespec="seconds")
+    except (TypeError, ValueError):
+        return iso
+
+
 def _late_cells(late: dict | None) -> list[str]:
-    """grades.csv's late_penalty, handed_in and due: empty for a hand-in on time (or without a due date)."""
+    """grades.csv's late_penalty, handed_in and due (both in the due date's time zone) and late (the line the
+    feedback page says): empty for a hand-in on time without an extension's help (or without a due date)."""
     if not late:
-        return ["", "", ""]
-    return [_fmt(late["penalty"]), late["handed_in"], late["due"]]
+        return ["", "", "", ""]
+    return [
+        _fmt(late["penalty"]),
+        _in_zone(late["handed_in"], late["due"]),
+        late["due"],
+        csv_cell(late.get("says", "")),
+    ]
 
 
 def write_outputs(
@@ -248,6 +280,33 @@ def reference_notes(results) -> dict[str, dict]:
     return notes
 
 
+SUMMARY_NAMES = 10  # hand-ins named per line of the summary; the others counted
+
+
+def late_summary(rows: list[Row]) -> list[str]:
+    """The summary's lines about late hand-ins (each with its points off) and hand-ins on time by an extension."""
+    late = sorted(
+        (r for r in rows if r.late is not None and not r.late.on_time), key=lambda r: (r.student, r.assignment)
+    )
+    extended = sorted(
+        (r for r in rows if r.late is not None and r.late.on_time), key=lambda r: (r.student, r.assignment)
+    )
+    lines = []
+    for what, some, said in (
+        ("late hand-ins", late, lambda r: f"{r.student} {r.assignment} -{r.late.penalty:g}"),
+        ("on time with an extension", extended, lambda r: f"{r.student} {r.assignment}"),
+    ):
+        if some:
+            names = ", ".join(said(r) for r in some[:SUMMARY_NAMES])
+            more = f" and {len(some) - SUMMARY_NAMES} more" if len(some) > SUMMARY_NAMES else ""
+            lines.append(f"{what}: {len(some)} ({names}{more})")
+    if lines:
+        lines.append(
+            "  each one's line (hand-in time, due date, delay, rule): grades.csv's late column, the feedback page"
+        )
+    return lines
+
+
 def summary(graded: Graded, notes: dict[str, dict] | None = None) -> None:
     """What a batch did, on stdout: students and hand-ins graded and how fast, the protections in force, the
     reference runs, each assignment's mean, the statuses, what could not be placed, and what was written."""
@@ -284,6 +343,7 @@ def summary(graded: Graded, notes: dict[str, dict] | None = None) -> None:
         )
     if absent:
         lines.append(f"  not handed in by anyone: {', '.join(absent)}")
+    lines += late_summary(rows)
     counts: dict[str, int] = {}
     for r in rows:
         counts[r.status] = counts.get(r.status, 0) + 1

@@ -46,7 +46,7 @@ import sys
 from collections import Counter, OrderedDict
 from pathlib import Path
 
-from ..records import Status
+from ..records import Late, Status
 from .class_results import MISSING, ClassResults, ClassRow, load
 from .course_info import CourseInfo, course_info, default_course
 from .inert import CSP_META
@@ -60,6 +60,7 @@ from .report_html import feedback_link as _feedback_link
 from .report_html import shorten as _shorten
 from .report_html import student_list as _students
 from .report_map import misconception_section
+from .words import say_late
 
 __all__ = [
     "load",
@@ -172,7 +173,10 @@ def _student_cell(row: ClassRow | None, out: Path | None) -> str:
     href = _feedback_href(out, row.student, row.assignment)
     shown = f'<a href="{_e(href)}">{score}</a>' if href else score
     status = "" if row.status == GRADED else f' <span class="warn">{_e(row.status)}</span>'
-    if row.late_penalty is not None:
+    late = Late.from_json(row.late)
+    if late is not None and late.on_time:
+        status += ' <span class="muted">on time by an extension</span>'
+    elif row.late_penalty is not None:
         status += f' <span class="warn">late &minus;{row.late_penalty:g}</span>'
     full = (
         ' class="num full"'
@@ -183,25 +187,38 @@ def _student_cell(row: ClassRow | None, out: Path | None) -> str:
 
 
 def _late_section(results: ClassResults, out: Path | None) -> list[str]:
-    """The hand-ins made after their due date (course/deadlines.py), with the penalty each cost."""
-    late = sorted((r for r in results.rows if r.late_penalty is not None), key=lambda r: (r.assignment, r.student))
-    if not late:
+    """The hand-ins made after their due date (course/deadlines.py) and those on time only by an extension, each
+    with its line: when, the due date with the extension applied, how late, the rule and the points off."""
+    rows = [r for r in results.rows if r.late_penalty is not None or r.late is not None]
+    rows.sort(key=lambda r: (r.assignment, r.student))
+    if not rows:
         return []
+    records = {id(r): Late.from_json(r.late) for r in rows}
+    late = sum(1 for r in rows if records[id(r)] is None or not records[id(r)].on_time)
     parts = [
-        '<h2 id="late">Late hand-ins</h2>',
-        f'<p class="muted">{len(late)} hand-in(s) after their due date (extensions included); the score is '
-        "after the penalty. Due dates and the policy: the course's deadlines.toml and extensions.csv.</p>",
-        "<table><tr><th>student</th><th>assignment</th><th>handed in</th><th>due</th>"
-        '<th class="num">penalty</th><th class="num">score</th></tr>',
+        '<h2 id="late">Late hand-ins and extensions</h2>',
+        f'<p class="muted">{late} hand-in(s) after their due date (extensions included), '
+        f"{len(rows) - late} on time only by an extension; the score is after the penalty. Due dates and the "
+        "policy: the course's deadlines.toml and extensions.csv. Times in the due date's time zone.</p>",
+        '<table><tr><th>student</th><th>assignment</th><th>what happened</th><th class="num">penalty</th>'
+        '<th class="num">score</th></tr>',
     ]
-    for r in late:
+    for r in rows:
+        penalty = f"&minus;{r.late_penalty:g}" if r.late_penalty else "0"
         parts.append(
-            f"<tr><td>{_e(r.student)}</td><td>{_e(r.assignment)}</td><td>{_e(r.handed_in)}</td>"
-            f'<td>{_e(r.due)}</td><td class="num">&minus;{r.late_penalty:g}</td>'
+            f"<tr><td>{_e(r.student)}</td><td>{_e(r.assignment)}</td><td>{_e(_late_line(r, records[id(r)]))}</td>"
+            f'<td class="num">{penalty}</td>'
             f'<td class="num">{r.score:g}/{r.max_score:g}{_feedback_link(out, r.student, r.assignment)}</td></tr>'
         )
     parts.append("</table>")
     return parts
+
+
+def _late_line(row: ClassRow, late: Late | None) -> str:
+    """A row's late line in English (the report's language), from results.json's record; else its times."""
+    if late is not None:
+        return say_late(late, "en")
+    return f"handed in {row.handed_in}, due {row.due}"
 
 
 def _similarity_line(out: Path | None) -> list[str]:

@@ -14,11 +14,12 @@ from pathlib import Path
 from urllib.parse import quote
 
 from .course_info import CourseInfo
-from .inert import html_text
+from .inert import EMPHASIS, html_text
 
 __all__ = [
     "CSS",
     "both",
+    "course_markup",
     "escape",
     "exercise_name",
     "failure_key",
@@ -82,6 +83,17 @@ def inline_code(text) -> str:
     if len(parts) % 2 == 0:  # odd number of backticks: the last one is literal
         parts[-2:] = [parts[-2] + "`" + parts[-1]]
     return "".join(f"<code>{escape(p)}</code>" if i % 2 else escape(p) for i, p in enumerate(parts))
+
+
+def course_markup(text) -> str:
+    """The judge's or the course's words (never a student's) as HTML: `code` spans as <code>, *emphasis* as
+    <em>, everything escaped first (an asterisk between spaces, as in `j * block`, stays an asterisk)."""
+    parts = str(text).split("`")
+    if len(parts) % 2 == 0:  # odd number of backticks: the last one is literal
+        parts[-2:] = [parts[-2] + "`" + parts[-1]]
+    return "".join(
+        f"<code>{escape(p)}</code>" if i % 2 else EMPHASIS.sub(r"<em>\1</em>", escape(p)) for i, p in enumerate(parts)
+    )
 
 
 def feedback_href(out: Path | None, student: str, aid: str) -> str:

@@ -2,12 +2,13 @@
 
     misconception_section(results, info, site="") -> the map's HTML parts ([] when nothing was found)
 
-Each failed cell's `finding` (misconceptions.py: the judge's verdict data, numbers left out) is a group
-key; the students who lost points on an exercise are grouped by it, largest first. The class-level
-summary names the three largest groups of the class to revisit first. Each group says, in English and
-Chinese, what the judge found, who (ids on click), the hint that addresses it (course_hints.py: the
-exercise's own hint, linked to the exercise's hints listed below its table) and the section that teaches
-the exercise: linked to the course website's page for that notebook, scrolled to that heading (a URL text
+Each failed cell's `finding` (misconceptions.py: the judge's verdict data, numbers left out; a known mistake
+of the exercise, named as its visible check names it, is a finding of its own) is a group key; the students
+who lost points on an exercise are grouped by it, largest first. The class-level summary names the three
+largest groups of the class to revisit first. Each group says, in English and Chinese, what the judge found,
+who (ids on click), the hint that addresses it (course_hints.py: the exercise's own hint, the one it names for
+a known mistake, linked to the exercise's hints listed below its table) and the section that teaches the
+exercise: linked to the course website's page for that notebook, scrolled to that heading (a URL text
 fragment, which needs no knowledge of the site generator's ids), when the site's address is known
 (`--site`, or NAMEDAXES_SITE_URL). Findings that say a cell was not answered or could not run are shown
 per exercise but are never among the three to revisit (`NOT_MISCONCEPTIONS`).
@@ -25,10 +26,10 @@ import os
 from urllib.parse import quote
 
 from .class_results import MISSING, ClassResults
-from .course_hints import Hint, addressing, hints_of
+from .course_hints import Hint, addressing, hints_of, mistakes_of
 from .course_info import CourseInfo
 from .misconceptions import NOT_MISCONCEPTIONS
-from .report_html import both, exercise_name, inline_code, shorten
+from .report_html import both, course_markup, exercise_name, inline_code, shorten
 from .report_html import escape as e
 
 __all__ = ["misconception_section", "MAP_GROUPS", "SITE_ENV", "section_href"]
@@ -66,19 +67,20 @@ def _groups(results: ClassResults) -> dict[tuple[str, str], dict[str, dict]]:
     return groups
 
 
-def _hints(info: CourseInfo, aid: str, gid: str) -> tuple[Hint, ...]:
-    name = info.checks.get(aid, {}).get(gid, "")
-    return hints_of(info.modules.get(aid, "")).get(name, ()) if name else ()
+def _hints(info: CourseInfo, aid: str, gid: str) -> tuple[tuple[Hint, ...], dict[str, int]]:
+    """The exercise's hints, and the hint it names for each of its known mistakes."""
+    name, module = info.checks.get(aid, {}).get(gid, ""), info.modules.get(aid, "")
+    return (hints_of(module).get(name, ()), mistakes_of(module).get(name, {})) if name else ((), {})
 
 
 def _hint_id(aid: str, gid: str, number: int) -> str:
     return f"hint-{aid}-{gid}-{number}"
 
 
-def _hint_cell(found: dict, hints: tuple[Hint, ...], aid: str, gid: str) -> str:
+def _hint_cell(found: dict, hints: tuple[tuple[Hint, ...], dict[str, int]], aid: str, gid: str) -> str:
     if found.get("kind") in NOT_MISCONCEPTIONS:
         return ""
-    hint = addressing(found, hints)
+    hint = addressing(found, *hints)
     if hint is None:
         return '<span class="muted">' + both("no hint", "没有提示") + "</span>"
     label = both(f"hint {hint.number} of {hint.of}", f"提示 {hint.number}/{hint.of}")
@@ -89,8 +91,8 @@ def _group_row(found: dict, students: list[str], of: int, where: str, hint: str)
     ids = ", ".join(e(s) for s in sorted(students))
     return (
         f'<tr><td class="num">{len(students)} of {of}</td><td>{where}</td>'
-        f'<td class="msg">{inline_code(shorten(str(found.get("en", ""))))}<br>'
-        f'<span lang="zh-CN">{inline_code(shorten(str(found.get("zh", ""))))}</span>'
+        f'<td class="msg">{course_markup(shorten(str(found.get("en", ""))))}<br>'
+        f'<span lang="zh-CN">{course_markup(shorten(str(found.get("zh", ""))))}</span>'
         f'<details><summary>{both("students", "学生")}</summary><span class="ids">{ids}</span></details></td>'
         f"<td>{hint}</td></tr>"
     )
@@ -121,8 +123,8 @@ def _hint_list(hints: tuple[Hint, ...], aid: str, gid: str) -> list[str]:
     if not hints:
         return []
     items = "".join(
-        f'<li id="{e(_hint_id(aid, gid, h.number))}">{inline_code(h.en)}<br>'
-        f'<span lang="zh-CN">{inline_code(h.zh)}</span></li>'
+        f'<li id="{e(_hint_id(aid, gid, h.number))}">{course_markup(h.en)}<br>'
+        f'<span lang="zh-CN">{course_markup(h.zh)}</span></li>'
         for h in hints
     )
     return [
@@ -149,7 +151,7 @@ def _summary(groups: dict, results: ClassResults, info: CourseInfo) -> list[str]
 
 def _exercise_map(aid: str, gid: str, by_key: dict, results: ClassResults, info: CourseInfo, site: str) -> list[str]:
     ranked = sorted(by_key.values(), key=lambda g: (-len(g["students"]), g["finding"]["key"]))
-    hints = _hints(info, aid, gid)
+    hints, declared = _hints(info, aid, gid)
     parts = [
         f"<h3>{e(aid)}: {exercise_name(info, aid, gid)}</h3>",
         *_taught(info, aid, gid, site),
@@ -157,7 +159,7 @@ def _exercise_map(aid: str, gid: str, by_key: dict, results: ClassResults, info:
     ]
     of = len(results.graded(aid))
     for g in ranked[:MAP_GROUPS]:
-        hint = _hint_cell(g["finding"], hints, aid, gid)
+        hint = _hint_cell(g["finding"], (hints, declared), aid, gid)
         parts.append(_group_row(g["finding"], g["students"], of, e(g["finding"].get("property")), hint))
     if len(ranked) > MAP_GROUPS:
         more = len(ranked) - MAP_GROUPS
@@ -178,9 +180,11 @@ def misconception_section(results: ClassResults, info: CourseInfo, site: str | N
     parts = [
         '<h2 id="misconceptions">Misconception map <span lang="zh-CN">/ 错误概念分布</span></h2>',
         '<p class="muted">The students who lost points, grouped by the first thing the judge found wrong '
-        "(the property, the collective, the layout: the judge's data, not its wording; numbers left out). "
-        'Three to revisit in class first:<br><span lang="zh-CN">失分的学生按评分器发现的第一个问题分组'
-        "（性质、集合通信操作、布局：依据评分器的数据而非措辞，数字略去）。课上最先要讲的三个：</span></p>",
+        "(the property, the collective, the layout, or the known mistake whose values the program computes, "
+        "in the words the exercise's visible check gives it: the judge's data, not its wording; numbers left "
+        'out). Three to revisit in class first:<br><span lang="zh-CN">失分的学生按评分器发现的第一个问题分组'
+        "（性质、集合通信操作、布局，或程序算出的数值所对应的已知错误，用练习的可见检查给出的说法：依据评分器的数据而非"
+        "措辞，数字略去）。课上最先要讲的三个：</span></p>",
         *_summary(groups, results, info),
     ]
     for (aid, gid), by_key in sorted(groups.items()):

@@ -25,11 +25,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..messages import TEXT, text
-from ..reasons import Field, Kind, Phrase, Reason, Verdict, Words
+from ..messages import TEXT, current, text, translate
+from ..reasons import MISTAKE_ARG, Field, Kind, Phrase, Reason, Verdict, Words
 from ..records import Late
+from .course_hints import mistake_text
 
-__all__ = ["say", "say_late", "SHOWN", "NUMBERS"]
+__all__ = ["say", "say_late", "duration", "SHOWN", "NUMBERS"]
 
 SHOWN = 2  # findings a verdict shows; the others are counted ("; and 2 more")
 
@@ -64,6 +65,8 @@ def say(reason: Reason | Field, lang: str | None = None, shown: int = SHOWN) -> 
     if isinstance(reason, Verdict):
         return _verdict(reason, lang, shown)
     if isinstance(reason, Phrase):
+        if reason.kind is Kind.KNOWN_MISTAKE:
+            return _known_mistake(reason, lang)
         fields = {name: _field(reason.kind, name, value, lang) for name, value in reason.fields}
         if "{case}" in TEXT[reason.kind.value]:
             return text(reason.kind.value, lang, case=reason.case, **fields)
@@ -81,6 +84,25 @@ def _field(kind: Kind, name: str, value: Field, lang: str | None) -> str:
     return say(value, lang)
 
 
+def _known_mistake(found: Phrase, lang: str | None) -> str:
+    """'<key>: values differ. <the exercise's sentence for this mistake>': the sentence its visible check says,
+    from the exercise module's TEXT (`course_hints.mistake_text`), in `lang` through the course's catalog, its
+    fields put in once; plain "values differ" when the module has no such sentence."""
+    key = say(found.get("key"), lang)
+    english = mistake_text(str(found.get("module")), str(found.get("mistake")))
+    args = {n.removeprefix(MISTAKE_ARG): say(v, lang) for n, v in found.fields if n.startswith(MISTAKE_ARG)}
+    diagnosis = ""
+    for template in (translate(english, lang or current()), english) if english else ():
+        try:
+            diagnosis = template.format(**args)
+            break
+        except (KeyError, IndexError, ValueError):
+            continue
+    if not diagnosis:
+        return text("values_differ", lang, key=key)
+    return text("known_mistake", lang, key=key, diagnosis=diagnosis)
+
+
 def _verdict(verdict: Verdict, lang: str | None, limit: int) -> str:
     if verdict.passed:
         return ""
@@ -93,22 +115,73 @@ def _verdict(verdict: Verdict, lang: str | None, limit: int) -> str:
 
 
 def _moment(iso: str, tz) -> str:
-    return datetime.fromisoformat(iso).astimezone(tz).isoformat(" ", "minutes")
+    """A time in the zone `tz`, the zone named: "2026-12-12 13:00 UTC+01:00" (its seconds where it has some)."""
+    moment = datetime.fromisoformat(iso).astimezone(tz)
+    shown = f"{moment:%Y-%m-%d %H:%M:%S}" if moment.second else f"{moment:%Y-%m-%d %H:%M}"
+    return f"{shown} {moment.tzname() or ''}".rstrip()
+
+
+def duration(seconds: float, lang: str | None = None) -> str:
+    """A delay in words: "45 s" under a minute, "12 min 5 s" under an hour, else "1 d 13 h 1 min" (parts
+    that are 0 left out)."""
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return text("duration_seconds", lang, n=seconds)
+    minutes = seconds // 60
+    if minutes < 60:
+        parts = [("duration_minutes", minutes), ("duration_seconds", seconds % 60)]
+    else:
+        parts = [
+            ("duration_days", minutes // 1440),
+            ("duration_hours", minutes // 60 % 24),
+            ("duration_minutes", minutes % 60),
+        ]
+    return " ".join(text(key, lang, n=n) for key, n in parts if n)
+
+
+def _percent(fraction: float) -> str:
+    return f"{round(fraction * 100, 4):g} %"
+
+
+def _rule(late: Late, lang: str | None) -> str:
+    """The course's rule and what it gave this hand-in: the days, the rate, the cap, the points off."""
+    if late.days == 0:
+        return text("late_rule_grace", lang, minutes=f"{late.grace_minutes:g}")
+    if late.per_day <= 0:
+        return text("late_rule_no_penalty", lang)
+    percent, cap = _percent(late.per_day), _percent(late.cap)
+    if late.grace_minutes:
+        head = text("late_rule_head_grace", lang, minutes=f"{late.grace_minutes:g}", percent=percent, cap=cap)
+    else:
+        head = text("late_rule_head", lang, percent=percent, cap=cap)
+    capped = late.days * late.per_day > late.cap + 1e-9
+    said = text(
+        "late_rule_capped" if capped else "late_rule",
+        lang,
+        head=head,
+        percent=percent,
+        cap=cap,
+        days=late.days,
+        max_score=f"{late.max_score:g}",
+        penalty=f"{late.rule_penalty:g}",
+    )
+    if late.penalty < late.rule_penalty - 1e-9:
+        said = text("late_rule_lowered", lang, rule=said, earned=f"{late.penalty:g}")
+    return said
 
 
 def say_late(late: Late, lang: str | None = None) -> str:
-    """A late hand-in as one sentence: when, how late, after which due date, and the points off. Times are
-    written in the due date's time zone (the course's)."""
+    """A late hand-in (or one on time only thanks to an extension) as sentences: when it was handed in, the due
+    date with any extension applied, how late, and the course's rule that gave the points off. Every time is
+    written in the due date's time zone (the course's), the zone named."""
     tz = datetime.fromisoformat(late.due).tzinfo
-    minutes = int(late.seconds // 60)
-    duration = text("late_duration", lang, days=minutes // 1440, hours=minutes // 60 % 24, minutes=minutes % 60)
-    key = "page_late_grace" if late.days == 0 else "page_late_extended" if late.extended else "page_late"
-    return text(
-        key,
-        lang,
-        handed_in=_moment(late.handed_in, tz),
-        late=duration,
-        due=_moment(late.due, tz),
-        penalty=f"{late.penalty:g}",
-        days=late.days,
-    )
+    fields = {"handed_in": _moment(late.handed_in, tz), "due": _moment(late.due, tz)}
+    if late.extended and late.course_due:
+        course_due = datetime.fromisoformat(late.course_due)
+        extension = (datetime.fromisoformat(late.due) - course_due).total_seconds()
+        fields |= {"course_due": _moment(late.course_due, tz), "extension": duration(extension, lang)}
+        if late.on_time:
+            after = (datetime.fromisoformat(late.handed_in) - course_due).total_seconds()
+            return text("page_on_time_extended", lang, late=duration(after, lang), **fields)
+        return text("page_late_extended", lang, late=duration(late.seconds, lang), rule=_rule(late, lang), **fields)
+    return text("page_late", lang, late=duration(late.seconds, lang), rule=_rule(late, lang), **fields)

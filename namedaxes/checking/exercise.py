@@ -7,6 +7,14 @@ An exercise module binds itself explicitly, at its top:
     TEXT = Messages({...})                 # its sentences, in the kernel's language
 
 and makes each exercise with `exercise("scaled_sum", _check_scaled_sum, hints=[...], observe=...)`.
+
+Known mistakes: an exercise whose check diagnoses a wrong answer's values by the results of the usual
+mistakes names them, each with the hint that addresses it: `mistakes={"weighted_from_one": 3, ...}` (keys
+of its module's `TEXT`, the very sentence the check adds). Its module (a notebook's package, whose
+`__init__` re-exports it) then has `known_mistakes(exercise, case, inputs)`: those mistakes' results on
+one graded case's inputs, as `(values, key, fields)`. The check and the grader's judge both call it (the
+judge on its hidden inputs, `autograder/judge/mistakes.py`), so the class's misconception map says what the
+check said.
 Nothing inspects the caller's frame: the module an exercise belongs to (its progress list, its
 `q.<attr>` in hints) is the one it names.
 """
@@ -17,6 +25,7 @@ import functools
 import sys
 from collections.abc import Callable, Iterable
 
+from ..grading import MISTAKES_KEY, PROGRAMS_KEY
 from ..i18n import gettext
 from .course_devices import expect_course_devices
 from .explaining import explained, translate
@@ -56,6 +65,7 @@ class Exercise:
         *,
         module: str,
         judge: Callable | None = None,
+        mistakes: dict[str, int] | None = None,
     ):
         self.name = name
         self.module = module  # the exercise module it belongs to (its progress list, its `q.<attr>`)
@@ -63,6 +73,7 @@ class Exercise:
         self._judge = judge  # the grader's steps on the answer's program, once it is known to export
         self._hints = list(hints)
         self._observe = observe
+        self.mistakes = dict(mistakes or {})  # a known mistake (a key of the module's TEXT) -> its hint's number
         self._shown = 0
         # Keyed by what the exercise is, so re-importing the module replaces it rather than adding a copy.
         code = getattr(check, "__code__", None)
@@ -130,7 +141,11 @@ class Exercise:
     def observe(self, *answer) -> dict:
         if self._observe is None:
             raise NotImplementedError(f"{self.name} has no observe()")
-        return self._observe(*answer)
+        found = self._observe(*answer)
+        meta = found.get(PROGRAMS_KEY) if self.mistakes and isinstance(found, dict) else None
+        if isinstance(meta, dict):  # the judge may ask this module which known mistake wrong values are
+            found[PROGRAMS_KEY] = {**meta, MISTAKES_KEY: {"module": self.module, "exercise": self.name}}
+        return found
 
     def __repr__(self) -> str:
         return f"<Exercise {self.name}: .check(...), .hint()>"

@@ -28,8 +28,9 @@ TEXT = Messages(
         ),
         "q_not_defined": (
             "`q` (the exercise checks) is not defined in this kernel: the notebook's import cell near the top "
-            "(the one that ends with `import ... as q`) has not run since the kernel started or restarted. "
-            "Run the cells above first (Run ▸ Run All Above Selected Cell), then this cell again."
+            "(the one with the line `from namedaxes.exercises import ... as q`) has not run since the kernel "
+            "started or restarted. Run the cells above first (Run ▸ Run All Above Selected Cell), then this cell "
+            "again."
         ),
         "run_cells_above": (
             "`{name}` is not defined in this kernel: the cell that defines it has not run since the kernel "

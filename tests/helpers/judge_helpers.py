@@ -13,6 +13,7 @@ process too: no student code runs in it), everything else by `autograder.judge.c
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -22,7 +23,7 @@ from autograder.judge.compare import compare, normalize
 from autograder.judge.exported import is_program_observation
 from autograder.judge.programs import Judge
 from autograder.publish.words import SHOWN, say
-from autograder.reasons import Verdict
+from autograder.reasons import Kind, Verdict
 from namedaxes.checking import CheckFailed, proving
 
 __all__ = [
@@ -36,6 +37,8 @@ __all__ = [
     "assert_check_fails",
     "observe",
     "agreement_test",
+    "named_mistakes",
+    "judged_mistakes",
     "matrix_rows",
 ]
 
@@ -184,30 +187,58 @@ def observe(exercise, answer) -> dict:
     return what
 
 
+def _template_regex(template: str) -> re.Pattern:
+    """A sentence template as a pattern its filled-in text matches (each `{field}` any text)."""
+    parts = re.split(r"\{[a-z_]+\}", template)
+    return re.compile(".*?".join(re.escape(p) for p in parts), re.S)
+
+
+def named_mistakes(exercise, message: str) -> set[str]:
+    """The known mistakes of `exercise` (`Exercise.mistakes`) whose sentence the check's `message` says."""
+    import importlib
+
+    module = importlib.import_module(exercise.module)  # a notebook's package keeps its TEXT in the package
+    text = getattr(module, "TEXT", None) or importlib.import_module(exercise.module.rsplit(".", 1)[0]).TEXT
+    return {key for key in exercise.mistakes if _template_regex(text.english(key)).search(message or "")}
+
+
+def judged_mistakes(verdict: Verdict) -> set[str]:
+    """The known mistakes the judge named in `verdict` (`known_mistake` findings)."""
+    return {str(d.get("mistake")) for d in verdict.differences if d.kind is Kind.KNOWN_MISTAKE}
+
+
 def agreement_test(matrices: dict) -> Callable:
     """The one-judge test of a file's exercises (issue 16): every RIGHT / EQUIVALENT and WRONG answer goes
-    through the visible check (`Exercise.check`, as in the student's kernel) and through the grader's
-    path (the hidden test's `observe`, judged against the reference's programs by the grader's judge);
-    both must say the same, pass or fail.
+        through the visible check (`Exercise.check`, as in the student's kernel) and through the grader's
+        path (the hidden test's `observe`, judged against the reference's programs by the grader's judge);
+        both must say the same, pass or fail. Where the exercise names known mistakes (`Exercise.mistakes`, issue
+        48), the check's is one the judge names too (the judge names each case's: the second-to-last device is
+    "another device" on 8 devices and the first on 2), and neither names one alone: the class's misconception
+    map groups by what the judge names.
 
-    `matrices`: name -> (exercise, reference, RIGHT answers, WRONG (answer, message) pairs). Bind the
-    result to a module-level name that starts with `test_`, after the matrices' own tests."""
+        `matrices`: name -> (exercise, reference, RIGHT answers, WRONG (answer, message) pairs). Bind the
+        result to a module-level name that starts with `test_`, after the matrices' own tests."""
     cases = [(name, "right", i) for name, (_, _, right, _) in matrices.items() for i in range(len(right))]
     cases += [(name, "wrong", i) for name, (_, _, _, wrong) in matrices.items() for i in range(len(wrong))]
 
-    def graded(exercise, reference, answer) -> bool:
+    def graded(exercise, reference, answer) -> Verdict | None:
         try:
             observed = observe(exercise, answer)
         except Exception:  # noqa: BLE001 - the hidden test raises: 0 points
-            return False
-        return judge_observations(observe(exercise, reference), observed).passed
+            return None
+        return judge_observations(observe(exercise, reference), observed).verdict
 
     @pytest.mark.parametrize("name, kind, index", cases, ids=[f"{n}-{k}{i}" for n, k, i in cases])
     def test_the_visible_check_and_the_grader_agree(name, kind, index):
         exercise, reference, right, wrong = matrices[name]
         answer = right[index] if kind == "right" else wrong[index][0]
-        passed, graded_passed = visible(exercise.check, answer) is None, graded(exercise, reference, answer)
+        message = visible(exercise.check, answer)
+        verdict = graded(exercise, reference, answer)
+        passed, graded_passed = message is None, verdict is not None and verdict.passed
         assert passed == graded_passed == (kind == "right"), (passed, graded_passed)
+        if verdict is not None and exercise.mistakes:  # the check names the mistake of its first wrong case
+            named, judged = named_mistakes(exercise, message), judged_mistakes(verdict)
+            assert named <= judged and bool(named) == bool(judged), (message, verdict)
 
     return test_the_visible_check_and_the_grader_agree
 

@@ -184,10 +184,31 @@ def test_a_changed_lock_reinstalls_and_says_what_and_how_long(monkeypatch, tmp_p
     assert install_venv.main([str(venv)]) == 0
     out = capsys.readouterr().out
     lock = install_venv.lock_for(install_venv.version())
-    assert calls[0] == ("install", "-r", str(lock)) and calls[1][:3] == ("install", "--no-deps", "-e")
+    # the lock as it is (every dependency pinned: nothing for pip to resolve, so no "looking at multiple versions"
+    # note), the course package, then pip check proves the lock complete
+    assert calls == [
+        ("install", "--no-deps", "-r", str(lock)),
+        ("install", "--no-deps", "-e", str(install_venv.ROOT)),
+        ("check",),
+    ]
     assert f"Python {install_venv.version()}" in out and lock.name in out and "jax==" in out
     assert re.search(r"Installed into .* in \d+ s .*: 7 of the \d+ locked packages fetched now", out)
     assert (venv / install_venv.STAMP).read_text() == install_venv.key(lock)
+
+
+def test_a_lock_that_misses_a_dependency_is_refused_by_pip_check(monkeypatch, tmp_path, capsys):
+    """Installed with --no-deps, the lock must pin every dependency itself: `pip check` says so, or the venv is not
+    stamped as installed (the next run tries again) and the maintainer is told to `make lock`."""
+    venv = _fake_venv(tmp_path, "python 3.0.0\nold-lock 0000\n")
+    monkeypatch.setattr(install_venv, "pip", lambda venv, *args, **k: None if args == ("check",) else 7)
+    assert install_venv.main([str(venv)]) == 1
+    assert (venv / install_venv.STAMP).read_text() == "python 3.0.0\nold-lock 0000\n"  # not stamped: tried again
+    fake = install_venv.subprocess.CompletedProcess([], 1, stdout="jupyter-events 0.12.1 requires rfc3339-validator")
+    monkeypatch.undo()
+    monkeypatch.setattr(install_venv.subprocess, "run", lambda *a, **k: fake)
+    assert install_venv.pip(venv, "check") is None
+    err = capsys.readouterr().err
+    assert "requires rfc3339-validator" in err and "`make lock` re-resolves it" in err
 
 
 def test_a_venv_of_another_python_is_made_again(monkeypatch, tmp_path, capsys):

@@ -22,6 +22,7 @@ from namedaxes.checking import progress_of
 
 from .centering import center
 from .last_device import MACHINE_COUNT, last_device_value
+from .mistakes import known_mistakes
 from .text import TEXT
 from .weighted import rank_weighted_sum
 
@@ -32,5 +33,6 @@ __all__ = [
     "TEXT",
     "MACHINE_COUNT",
     "progress",
+    "known_mistakes",
 ]
 progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass

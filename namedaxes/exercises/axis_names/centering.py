@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from namedaxes import DEVICES
 from namedaxes.checking import examined, exercises_for, expect_communication, explained, same_values
 from namedaxes.grading import programs, rng
 
-from .running import expect_per_device, program_cases, run_answer, wrong_values
+from .running import diagnosis, expect_per_device, program_cases, run_answer, wrong_values
 from .text import TEXT
 
 exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
@@ -18,6 +19,24 @@ exercise = exercises_for(__package__)  # this notebook's exercises: exercise(nam
 # ---------------------------------------------------------------- 3. center
 def _normal(r, shape) -> jax.Array:
     return jnp.asarray(r.normal(size=shape) * 2.0 + 1.0, jnp.float32)
+
+
+def center_mistakes(x: np.ndarray) -> list[tuple]:
+    """The usual mistakes' results on `x` (k devices' blocks): one mean per column of a block (`jnp.mean(x,
+    axis=0)` on blocks of 2 dimensions or more), each device's own mean, a mean per position, the total (the
+    check's diagnoses, and the grader's)."""
+    k = x.shape[0]
+    flat = x.reshape(k, -1)
+    found = []
+    if x.ndim > 2:
+        found.append((x - x.mean(axis=tuple(range(x.ndim - 1))), "center_first_axis", {"block": str(x.shape[1:])}))
+    return [
+        *found,
+        (x - flat.mean(axis=1).reshape((k,) + (1,) * (x.ndim - 1)), "center_local", {"axis": DEVICES}),
+        (x - x.mean(axis=0), "center_per_position", {}),
+        (x - x.sum(), "center_total", {}),
+        (x - k * x.mean(), "center_total", {}),
+    ]
 
 
 def _check_center(fn) -> None:
@@ -38,20 +57,8 @@ def _check_center(fn) -> None:
         want = x - x.mean()
         if same_values(out, want):
             continue
-        flat = x.reshape(k, -1)
-        if x.ndim > 2 and same_values(out, x - x.mean(axis=tuple(range(x.ndim - 1)))):
-            diagnosis = TEXT["center_first_axis"].format(block=tuple(x.shape[1:]))
-        elif same_values(out, x - flat.mean(axis=1).reshape((k,) + (1,) * (x.ndim - 1))):
-            diagnosis = TEXT["center_local"].format(axis=DEVICES)
-        elif same_values(out, x - x.mean(axis=0)):
-            diagnosis = TEXT["center_per_position"]
-        elif same_values(out, x - x.sum()) or same_values(out, x - k * x.mean()):
-            diagnosis = TEXT["center_total"]
-        elif how == "vmap" or k != 8:
-            diagnosis = TEXT["center_hard_coded"]
-        else:
-            diagnosis = TEXT["center_other"].format(axis=DEVICES)
-        wrong_values(name, out, want, how, diagnosis)
+        otherwise = TEXT["center_hard_coded"] if how == "vmap" or k != 8 else TEXT["center_other"].format(axis=DEVICES)
+        wrong_values(name, out, want, how, diagnosis(np.asarray(out), center_mistakes(np.asarray(x)), otherwise))
     # any collective over DEVICES (pmean, psum, all_gather) that reaches the result, read from the compiled
     # program the grader's way (`namedaxes.judging.examine`): the hidden values cell accepts them all too
     with explained(name):
@@ -78,4 +85,5 @@ center = exercise(
         "vmapped entries; `vmap(axis_name=DEVICES)` binds the same name as `pmap`.",
     ],
     observe=_observe_center,
+    mistakes={"center_first_axis": 3, "center_local": 2, "center_per_position": 3, "center_total": 3},
 )

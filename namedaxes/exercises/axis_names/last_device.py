@@ -35,6 +35,23 @@ def _not_the_axis_size(fn, k: int) -> str:
     return TEXT["last_fixed"].format(k=k)
 
 
+def last_mistakes(xs: np.ndarray) -> list[tuple]:
+    """The usual mistakes' results on `x` (k devices' rows): each device's own `x`, the total, the first device's,
+    zeros (no device matched), another device's, the last device's `x` on the last device only (the check's
+    diagnoses, and the grader's)."""
+    k = xs.shape[0]
+    shared_by_last = np.zeros_like(xs)
+    shared_by_last[-1] = xs[-1]
+    return [
+        (xs, "last_own", {"axis": DEVICES}),
+        (np.broadcast_to(xs.sum(axis=0), xs.shape), "last_total", {}),
+        (np.broadcast_to(xs[0], xs.shape), "last_first", {"last": k - 1}),
+        (np.zeros_like(xs), "last_nobody", {"last": k - 1}),
+        *((np.broadcast_to(xs[j], xs.shape), "last_other_device", {"j": j, "last": k - 1}) for j in range(1, k - 1)),
+        (shared_by_last, "last_not_shared", {"axis": DEVICES}),
+    ]
+
+
 def _check_last_device_value(fn) -> None:
     name = "last_device_value"
     r = rng("last_device_value_check")
@@ -46,24 +63,11 @@ def _check_last_device_value(fn) -> None:
         want = np.broadcast_to(xs[-1], xs.shape)
         if same_values(got, want):
             continue
-        if same_values(got, xs):
-            diagnosis = TEXT["last_own"].format(axis=DEVICES)
-        elif same_values(got, np.broadcast_to(xs.sum(axis=0), xs.shape)):
-            diagnosis = TEXT["last_total"]
-        elif same_values(got, np.broadcast_to(xs[0], xs.shape)):
-            diagnosis = TEXT["last_first"].format(last=k - 1)
-        elif same_values(got, np.zeros_like(xs)):
-            diagnosis = TEXT["last_nobody"].format(last=k - 1) + (_not_the_axis_size(fn, k) if k != 8 else "")
-        elif any(same_values(got, np.broadcast_to(xs[j], xs.shape)) for j in range(1, k - 1)):
-            j = next(j for j in range(1, k - 1) if same_values(got, np.broadcast_to(xs[j], xs.shape)))
-            diagnosis = TEXT["last_other_device"].format(j=j, last=k - 1) + (
-                _not_the_axis_size(fn, k) if k != 8 else ""
-            )
-        elif same_values(got[-1], xs[-1]) and same_values(got[:-1], np.zeros_like(xs[:-1])):
-            diagnosis = TEXT["last_not_shared"].format(axis=DEVICES)
-        else:
-            diagnosis = TEXT["last_other"].format(last=k - 1)
-        wrong_values(name, out, want, how, diagnosis)
+        found = next((m for m in last_mistakes(xs) if same_values(got, m[0])), None)
+        said = TEXT[found[1]].format(**found[2]) if found else TEXT["last_other"].format(last=k - 1)
+        if found and found[1] in ("last_nobody", "last_other_device") and k != 8:
+            said += _not_the_axis_size(fn, k)
+        wrong_values(name, out, want, how, said)
 
 
 def _observe_last_device_value(fn) -> dict:
@@ -84,4 +88,12 @@ last_device_value = exercise(
         "DEVICES. The last position is `lax.psum(1, DEVICES) - 1`, never a fixed 7.",
     ],
     observe=_observe_last_device_value,
+    mistakes={
+        "last_own": 2,
+        "last_total": 2,
+        "last_first": 3,
+        "last_nobody": 3,
+        "last_other_device": 3,
+        "last_not_shared": 2,
+    },
 )

@@ -78,3 +78,11 @@ def program_cases(fn, how_sizes, per_shape, draw=None) -> dict:
             draw={**(draw or {"kind": "normal"}), "share": f"x{k}"},
         )  # pmap_k, vmap_k: same x
     return cases
+
+
+def diagnosis(got, mistakes: list[tuple], otherwise: str) -> str:
+    """The sentence of the first known mistake (`(values, key, fields)`) whose values `got` has, else `otherwise`."""
+    for values, key, fields in mistakes:
+        if same_values(got, values):
+            return TEXT[key].format(**fields)
+    return otherwise

@@ -9,13 +9,26 @@ from namedaxes import DEVICES
 from namedaxes.checking import exercises_for, same_values
 from namedaxes.grading import programs, rng
 
-from .running import expect_per_device, program_cases, run_answer, wrong_values
+from .running import diagnosis, expect_per_device, program_cases, run_answer, wrong_values
 from .text import TEXT
 
 exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
 
 
 # ---------------------------------------------------------------- 1. rank_weighted_sum
+def weighted_mistakes(xs: np.ndarray) -> list[tuple]:
+    """The usual mistakes' results on `x` (k devices' rows): each device's own term, the plain total, positions
+    counted from 1, all positions times the device's own `x` (the check's diagnoses, and the grader's)."""
+    k = xs.shape[0]
+    ranks = np.arange(k).reshape((k,) + (1,) * (xs.ndim - 1))
+    return [
+        (ranks * xs, "weighted_own_term", {"axis": DEVICES}),
+        (np.broadcast_to(xs.sum(axis=0), xs.shape), "weighted_no_weights", {}),
+        (np.broadcast_to(((ranks + 1) * xs).sum(axis=0), xs.shape), "weighted_from_one", {}),
+        (ranks.sum() * xs, "weighted_ranks_summed", {}),
+    ]
+
+
 def _check_rank_weighted_sum(fn) -> None:
     name = "rank_weighted_sum"
     r = rng("rank_weighted_sum_check")
@@ -28,17 +41,7 @@ def _check_rank_weighted_sum(fn) -> None:
         want = np.broadcast_to((ranks * xs).sum(axis=0), xs.shape)
         if same_values(got, want):
             continue
-        if same_values(got, ranks * xs):
-            diagnosis = TEXT["weighted_own_term"].format(axis=DEVICES)
-        elif same_values(got, np.broadcast_to(xs.sum(axis=0), xs.shape)):
-            diagnosis = TEXT["weighted_no_weights"]
-        elif same_values(got, np.broadcast_to(((ranks + 1) * xs).sum(axis=0), xs.shape)):
-            diagnosis = TEXT["weighted_from_one"]
-        elif same_values(got, ranks.sum() * xs):
-            diagnosis = TEXT["weighted_ranks_summed"]
-        else:
-            diagnosis = TEXT["weighted_other"]
-        wrong_values(name, out, want, how, diagnosis)
+        wrong_values(name, out, want, how, diagnosis(got, weighted_mistakes(xs), TEXT["weighted_other"]))
 
 
 def _observe_rank_weighted_sum(fn) -> dict:
@@ -58,4 +61,5 @@ rank_weighted_sum = exercise(
         "the whole sum. No cast is needed: an int32 position times a float32 `x` is float32.",
     ],
     observe=_observe_rank_weighted_sum,
+    mistakes={"weighted_own_term": 2, "weighted_no_weights": 2, "weighted_from_one": 3, "weighted_ranks_summed": 3},
 )

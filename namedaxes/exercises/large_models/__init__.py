@@ -46,6 +46,7 @@ from namedaxes.checking import progress_of
 
 from .experts import moe_layer
 from .gpipe import pipeline_loss
+from .mistakes import known_mistakes
 from .ring_attention import causal_ring_attention
 from .running import CAPACITY, MICROBATCHES, expert_mesh, sequence_mesh, stage_mesh
 from .text import TEXT
@@ -61,5 +62,6 @@ __all__ = [
     "sequence_mesh",
     "TEXT",
     "progress",
+    "known_mistakes",
 ]
 progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass

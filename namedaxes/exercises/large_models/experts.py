@@ -89,18 +89,24 @@ def _moe_case(fn: Callable, k: int, t: int, d: int) -> tuple:
     return np.asarray(out, np.float64), _moe_np(x, router, w, k), (x, router, w), ran, where
 
 
+def moe_wrongs(x, router, w, k: int) -> list:
+    """The usual mistakes' outputs: no token dropped, the gate not applied, the capacity counted over all tokens."""
+    return [
+        (_moe_np(x, router, w, k, capacity=None), "moe_no_capacity", {}),
+        (_moe_np(x, router, w, k, gated=False), "moe_no_gate", {}),
+        (_moe_np(x, router, w, k, per_device=False), "moe_global_capacity", {}),
+    ]
+
+
 def _check_moe_layer(fn: Callable) -> None:
     name = "moe_layer"
     ran = []
     for k, t, d in _MOE_SHAPES:
         got, want, (x, router, w), run, where = _moe_case(fn, k, t, d)
         if not same_values(got, want, 1e-4):
-            wrongs = [
-                (_moe_np(x, router, w, k, capacity=None), "moe_no_capacity"),
-                (_moe_np(x, router, w, k, gated=False), "moe_no_gate"),
-                (_moe_np(x, router, w, k, per_device=False), "moe_global_capacity"),
-            ]
-            hint = diagnosed(got, wrongs) or global_count(name, k, "EXPERTS", lambda c: _moe_right_on(fn, c))
+            hint = diagnosed(got, moe_wrongs(x, router, w, k)) or global_count(
+                name, k, "EXPERTS", lambda c: _moe_right_on(fn, c)
+            )
             fail_rows(name, where, want, got, hint or say("moe_generic"))
         ran.append(run)
     rules = {
@@ -163,4 +169,5 @@ moe_layer = exercise(
         "back) * gate[:, None]`: a dropped token's row of `dispatch` is all zeros, so its output is 0.",
     ],
     observe=_observe_moe_layer,
+    mistakes={"moe_no_capacity": 2, "moe_no_gate": 3, "moe_global_capacity": 2},
 )

@@ -54,14 +54,14 @@ def _pipe_outputs(params, x) -> np.ndarray:
     return h
 
 
-def _pipe_wrongs(params, x, y) -> list:
+def pipe_wrongs(params, x, y) -> list:
     """The usual mistakes' losses: the last microbatches missing, the sum for the mean, or each microbatch's
     outputs compared with another microbatch's targets (the last stage's delay of k - 1 steps missed)."""
     y64 = np.asarray(y, np.float64)
     out = _pipe_outputs(params, x)
     err = (out - y64) ** 2
     micro = np.array_split(err, MICROBATCHES)
-    wrongs = [(sum(m.sum() for m in micro[:-i]) / err.size, "pipe_short") for i in (1, 2, 3)]
+    wrongs = [(sum(m.sum() for m in micro[:-i]) / err.size, "pipe_short", {}) for i in (1, 2, 3)]
     outs, ys = np.array_split(out, MICROBATCHES), np.array_split(y64, MICROBATCHES)
     k, m = params["w"].shape[0], MICROBATCHES
     for shift in range(-(m + k), m + k):
@@ -69,8 +69,8 @@ def _pipe_wrongs(params, x, y) -> list:
             order = [index(j) for j in range(m)]
             if order != list(range(m)):
                 shifted = sum(((o - ys[i]) ** 2).sum() for o, i in zip(outs, order)) / err.size
-                wrongs.append((shifted, "pipe_targets"))
-    return [*wrongs, (err.sum(), "pipe_sum")]
+                wrongs.append((shifted, "pipe_targets", {}))
+    return [*wrongs, (err.sum(), "pipe_sum", {})]
 
 
 def _sequential_loss(params, x, y):
@@ -150,7 +150,7 @@ def _check_pipeline_loss(fn: Callable) -> None:
     for k, n, d in _PIPE_SHAPES:
         out, want, host, args, program, run, where = _pipe_case(fn, k, n, d)
         if not same_values(np.asarray(out, np.float64), want, 1e-4):
-            hint = diagnosed(np.asarray(out, np.float64), _pipe_wrongs(*host))
+            hint = diagnosed(np.asarray(out, np.float64), pipe_wrongs(*host))
             hint = hint or global_count(name, k, "STAGES", lambda c: _pipe_right_on(fn, c)) or say("pipe_generic")
             fail(
                 say(
@@ -268,4 +268,5 @@ pipeline_loss = exercise(
         "`y.size` makes it a mean. `jax.grad` needs nothing more.",
     ],
     observe=_observe_pipeline_loss,
+    mistakes={"pipe_short": 2, "pipe_targets": 2, "pipe_sum": 3},
 )

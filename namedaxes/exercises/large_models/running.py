@@ -200,5 +200,5 @@ def fail_rows(name: str, where: str, want, got, hint: str) -> None:
 
 
 def diagnosed(got, wrongs: list) -> str:
-    """The hint of the first known mistake (`(values, key)`) whose values `got` has."""
-    return next((say(key) for values, key in wrongs if same_values(got, values, 1e-4)), "")
+    """The hint of the first known mistake (`(values, key, fields)`) whose values `got` has."""
+    return next((say(key, **fields) for values, key, fields in wrongs if same_values(got, values, 1e-4)), "")

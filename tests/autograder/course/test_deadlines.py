@@ -59,11 +59,66 @@ def test_the_penalty_is_per_started_day_after_the_grace_and_capped(tmp_path, lat
 def test_an_extension_moves_one_students_due_date(tmp_path):
     course = course_with(tmp_path, extensions="student,assignment,days\nann,01_axis_names,2\nbob,*,0.5\n")
     policy = load_policy(course, AIDS)
-    assert policy.late("ann", AIDS[0], DUE + timedelta(days=1), 7.0) is None
     assert policy.late("ann", AIDS[1], datetime(2026, 12, 18, tzinfo=UTC), 7.0).extended is False
     late = policy.late("bob", AIDS[0], DUE + timedelta(days=1), 7.0)
     assert (late.days, late.extended, late.due) == (1, True, "2026-12-11T11:59:00+01:00")
+    assert late.course_due == "2026-12-10T23:59:00+01:00" and not late.on_time
     assert policy.late("cy", AIDS[0], DUE + timedelta(days=1), 7.0).days == 1
+
+
+def test_a_hand_in_on_time_only_by_its_extension_says_so_and_costs_nothing(tmp_path):
+    """Issue 48: the student who used an extension lost nothing, and no page, row or report said why."""
+    course = course_with(tmp_path, extensions="student,assignment,days\nann,01_axis_names,2\n")
+    policy = load_policy(course, AIDS)
+    assert policy.late("ann", AIDS[0], DUE - timedelta(hours=1), 7.0) is None  # on time: the extension not used
+    late = policy.late("ann", AIDS[0], DUE + timedelta(days=1), 7.0)
+    assert (late.on_time, late.days, late.penalty, late.extended) == (True, 0, 0.0, True)
+    assert (late.handed_in, late.due, late.course_due) == (
+        "2026-12-11T23:59:00+01:00",  # in the due date's time zone, whatever zone the hand-in time came in
+        "2026-12-12T23:59:00+01:00",
+        "2026-12-10T23:59:00+01:00",
+    )
+    assert say_late(late, "en") == (
+        "On time with an extension to 2026-12-12 23:59 UTC+01:00 (the assignment's due date 2026-12-10 23:59 "
+        "UTC+01:00, extended by 2 d): handed in 2026-12-11 23:59 UTC+01:00, 1 d after the assignment's due date; "
+        "no points off."
+    )
+    assert say_late(late, "zh") == (
+        "延期后按时提交，截止时间延至 2026-12-12 23:59 UTC+01:00"
+        "（本作业的截止时间 2026-12-10 23:59 UTC+01:00 延期 2 天）："
+        "提交于 2026-12-11 23:59 UTC+01:00，比本作业的截止时间晚 1 天；不扣分。"
+    )
+
+
+@pytest.mark.parametrize(
+    ("late_by", "policy", "said"),
+    [
+        (  # issue 48: "0 d 0 h 0 min after the due date: 0.9 point(s) off"
+            timedelta(seconds=30),
+            POLICY.replace("grace_minutes = 15", "grace_minutes = 0"),
+            "Late hand-in: handed in 2026-12-10 23:59:30 UTC+01:00, 30 s after the due date 2026-12-10 23:59 "
+            "UTC+01:00. The course's rule: 10 % of the maximum per started day late, at most 25 %: 1 started day(s) "
+            "× 10 % of 7 point(s) = 0.7 point(s) off.",
+        ),
+        (
+            timedelta(minutes=14),
+            POLICY,
+            "Late hand-in: handed in 2026-12-11 00:13 UTC+01:00, 14 min after the due date 2026-12-10 23:59 "
+            "UTC+01:00. That is within the course's grace of 15 min: no points off.",
+        ),
+        (
+            timedelta(days=9),
+            POLICY,
+            "Late hand-in: handed in 2026-12-19 23:59 UTC+01:00, 9 d after the due date 2026-12-10 23:59 UTC+01:00. "
+            "The course's rule: after a grace of 15 min, 10 % of the maximum per started day late, at most 25 %: 9 "
+            "started day(s) late, capped at 25 % of 7 point(s) = 1.75 point(s) off.",
+        ),
+    ],
+)
+def test_the_late_line_says_when_how_late_and_the_rule(tmp_path, late_by, policy, said):
+    late = load_policy(course_with(tmp_path, policy), AIDS).late("ann", AIDS[0], DUE + late_by, 7.0)
+    assert say_late(late, "en") == said
+    assert "0 d 0 h 0 min" not in said
 
 
 @pytest.mark.parametrize(
@@ -117,10 +172,19 @@ def test_the_late_sentence_is_said_in_the_students_language(tmp_path):
     policy = load_policy(course_with(tmp_path), AIDS)
     late = policy.late("ann", AIDS[0], DUE + timedelta(days=1, hours=2, minutes=5), 7.0)
     assert say_late(late, "en") == (
-        "Late hand-in: handed in 2026-12-12 02:04+01:00, 1 d 2 h 5 min after the due date 2026-12-10 23:59+01:00: "
-        "1.4 point(s) off (2 started day(s) late)."
+        "Late hand-in: handed in 2026-12-12 02:04 UTC+01:00, 1 d 2 h 5 min after the due date 2026-12-10 23:59 "
+        "UTC+01:00. The course's rule: after a grace of 15 min, 10 % of the maximum per started day late, at most "
+        "25 %: 2 started day(s) × 10 % of 7 point(s) = 1.4 point(s) off."
     )
     assert say_late(late, "zh") == (
-        "逾期提交：提交于 2026-12-12 02:04+01:00，比截止时间 2026-12-10 23:59+01:00 晚 1 天 2 小时 5 分钟："
-        "扣 1.4 分（逾期 2 天，不足一天按一天计）。"
+        "逾期提交：提交于 2026-12-12 02:04 UTC+01:00，比截止时间 2026-12-10 23:59 UTC+01:00 晚 1 天 2 小时 5 分钟。"
+        "课程规则：宽限 15 分钟之后，每逾期一天（不足一天按一天计）扣满分的 10 %，最多扣 25 %："
+        "2 天 × 7 分的 10 % = 扣 1.4 分。"
     )
+    poor = make_row(
+        "ann", AIDS[0], "", type("S", (), {"max_score": 7.0}), "ok", "", (CellResult("a", 1.0, 7.0, False),), late=late
+    )
+    assert say_late(poor.late, "en").endswith(
+        "= 1.4 point(s) off. Only the 1 point(s) earned were taken off: a score never goes below 0."
+    )
+    assert say_late(poor.late, "zh").endswith("= 扣 1.4 分。只扣了所得的 1 分：分数不会低于 0。")

@@ -21,6 +21,7 @@ from namedaxes import DATA_PARALLEL, DATA_SHARDS, DEVICES, MODEL_REPLICAS, gradi
 from namedaxes.exercises import collectives as q07
 from namedaxes.exercises import nested_axes as q03
 from namedaxes.exercises import scaled_sum as q02
+from namedaxes.exercises.scaled_sum import running as scaled_sum_running
 
 D, M = DATA_SHARDS, MODEL_REPLICAS
 SPLIT_0 = "split along dimension 0 over 'devices'"
@@ -59,7 +60,7 @@ def test_layouts_in_words():
 
 def test_a_forged_recording_over_replicated_inputs_scores_zero():
     reference = q02.scaled_sum.observe(scaled_sum_ref)
-    forged = _forged(reference, q02.running._program_cases(scaled_sum_ref))
+    forged = _forged(reference, scaled_sum_running._program_cases(scaled_sum_ref))
     verdict = judge_observations(reference, forged)
     assert not verdict.passed
     assert len(verdict.differences) == 7

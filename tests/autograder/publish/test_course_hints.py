@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from autograder.publish.course_hints import Hint, addressing, hints_of
+from autograder.publish.course_hints import Hint, addressing, hints_of, mistake_text, mistakes_of
 from namedaxes.exercises import scaled_sum as q_scaled_sum
 
 
@@ -53,3 +53,26 @@ def test_the_hint_that_shows_the_findings_names_addresses_it(key, number):
 
 def test_no_hints_no_choice():
     assert addressing({"key": "comm_missing(missing=psum,seen=pmean)"}, ()) is None
+
+
+def test_a_known_mistake_is_addressed_by_the_hint_its_exercise_names():
+    """Issue 48: the exercise names the hint for each of its known mistakes (`exercise(..., mistakes={...})`),
+    read from the module's source like the hints; a number outside the hints falls back to the names' choice."""
+    from namedaxes.exercises import axis_names, large_models
+
+    assert mistakes_of("axis_names")["rank_weighted_sum"] == axis_names.rank_weighted_sum.mistakes
+    assert mistakes_of("large_models")["causal_ring_attention"] == large_models.causal_ring_attention.mistakes
+    assert "scaled_sum" not in mistakes_of("scaled_sum") and mistakes_of("no_such_module") == {}
+    declared = {"pmean_twice": 2, "out_of_range": 9}
+    found = {"key": "known_mistake(module=m,mistake=pmean_twice)", "mistake": "pmean_twice"}
+    assert addressing(found, HINTS, declared).number == 2
+    assert addressing({**found, "mistake": "out_of_range"}, HINTS, declared).number == 1
+    assert addressing(found, HINTS).number == 1  # no declaration: the names' choice (none here: the first)
+
+
+def test_a_known_mistakes_sentence_is_the_checks_own_and_only_a_listed_mistakes():
+    from namedaxes.exercises import large_models
+
+    assert mistake_text("large_models", "ring_local_mask") == large_models.TEXT.english("ring_local_mask")
+    assert mistake_text("large_models", "ring_holds_all") == ""  # a sentence of TEXT, but no known mistake
+    assert mistake_text("no_such_module", "ring_local_mask") == mistake_text("../x", "y") == ""

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from autograder.course.notebooks import SourceNotebook
-from autograder.publish.feedback import FeedbackWriter, exercise_names, shown_reason
+from autograder.publish.feedback import FeedbackWriter, exercise_names, sentences_cut, shown_reason, whole_message
 from autograder.records import make_row, zero_cells
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -104,3 +104,54 @@ def test_the_page_is_nbconverts_page_without_its_reparse():
     assert "&lt;img src=x&gt;" in ours, "the printed tag stays text"
     assert str(soup) == str(BeautifulSoup(nbconvert, "html.parser"))
     assert feedback.accessible('<img alt="a" src="x">') == '<img alt="a" src="x">'
+
+
+# ---------------------------------------------------------------- whole messages (issue 48)
+RING = (  # 09's visible check on a ring masked by positions inside each block, as the kernel raised it
+    "CheckFailed: `causal_ring_attention` returned wrong values (mesh 8 sequence_axis: x (24, 4)): row 3 "
+    "expected [0.1, 0.2], got [0.3, 0.4]. That is a mask by positions inside each block: every block was masked "
+    "as if it were the device's own. Compare *global* positions: block j's keys start at j * block, and at ring "
+    "step s the device holds another device's block."
+)
+
+
+def test_a_message_is_cut_after_a_sentence_never_inside_one():
+    head, rest = sentences_cut(shown_reason(RING))
+    assert head == (
+        "`causal_ring_attention` returned wrong values (mesh 8 sequence_axis: x (24, 4)): row 3 expected [0.1, 0.2], "
+        "got [0.3, 0.4]. That is a mask by positions inside each block: every block was masked as if it were the "
+        "device's own."
+    )
+    assert rest.startswith("Compare *global* positions") and rest.endswith("another device's block.")
+    assert sentences_cut("short. message.") == ("short. message.", "")
+    one = "a" * 400 + " b. Then more."
+    assert sentences_cut(one) == ("a" * 400 + " b.", "Then more.")  # a long first sentence is kept whole
+    assert sentences_cut("word " * 100) == (("word " * 100).strip(), "")  # no sentence end: whole
+    assert sentences_cut("e.g. " + "x" * 300 + ". Next.")[0].startswith("e.g. x")  # "e.g." ends no sentence
+    zh = "这是第一句。" * 60 + "最后一句。"
+    assert sentences_cut(zh)[0].endswith("。") and sentences_cut(zh)[1].endswith("最后一句。")
+
+
+def test_the_page_shows_a_whole_message_the_rest_one_click_away_and_no_raw_emphasis():
+    source = SourceNotebook.load(AID, ROOT / "solutions" / f"{AID}.ipynb")
+    cells = zero_cells(source, RING)
+    page = FeedbackWriter().html(
+        source.nb, AID, make_row("ann", AID, "", source, "ok", "", cells), cells, source=source
+    )
+    shown = _text(page)
+    graders = " ".join(_text(q) for q in re.findall(r"(?s)<blockquote>.*?</blockquote>|<table.*?</table>", page))
+    assert "at ring step s the device holds another device's block." in graders and "…" not in graders
+    assert page.count("<details><summary>the rest of the message</summary>Compare global positions:") == 2 * len(cells)
+    assert "*global*" not in shown and "<em>global</em>" not in page, "a kernel's *emphasis*: the plain word"
+    assert "<script" not in page.split("</head>")[1]
+
+
+def test_the_judges_words_keep_their_emphasis():
+    from autograder.reasons import Verdict, phrase
+    from autograder.records import CellResult
+
+    judged = Verdict(False, (phrase("known_mistake", key="k8", module="large_models", mistake="ring_local_mask"),))
+    said = whole_message(CellResult("ring", 0.0, 3.0, False, judged))
+    assert "*global*" in said and "\\*global\\*" not in said  # markdown emphasis: <em> once rendered
+    kernel = whole_message(CellResult("ring", 0.0, 3.0, False, RING))
+    assert "Compare global positions" in kernel and "*" not in kernel.replace("\\*", "")

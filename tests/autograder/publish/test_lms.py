@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import unicodedata
 
 import pytest
 
@@ -81,3 +82,33 @@ def test_the_command_line_writes_into_out_and_refuses_an_unknown_format(graded, 
         main(["export", "--lms", "blackboard", "--course", str(course)])
     assert main(["export", "--lms", "csv", "--course", str(course / "nowhere")]) == 1
     assert "run `make grade" in capsys.readouterr().err
+
+
+def test_every_export_quotes_an_id_or_name_a_spreadsheet_could_read_as_a_formula(tmp_path):
+    """Issue 48: ids beginning with a space, a no-break or ideographic space, or a fullwidth or small `=`/`+`
+    were written unquoted (the plain `=1+1` was quoted): in every format, every such text cell starts with `'`."""
+    from nbgrader.api import Gradebook
+
+    from autograder.publish.outputs import csv_value
+
+    ids = [" =1+1", "\u00a0=HYPERLINK(1)", "\u3000+1", "\uff1dSUM(1)", "\ufe62cmd", "\ufe6bx", "-2"]
+    course, out = tmp_path / "course", tmp_path / "course" / "grades"
+    out.mkdir(parents=True)
+    lines = ["student,assignment,score,max_score,status,reason,late_penalty,handed_in,due"]
+    lines += [f'"{sid}",01_axis_names,3,7,ok,,,,' for sid in ids]
+    (out / "grades.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    db = f"sqlite:///{course / 'gradebook.db'}"
+    write_gradebook(db, {}, [])
+    with Gradebook(db) as gb:
+        gb.update_or_create_student("ann", first_name="\uff1dcmd()", last_name="\u3000@x", email="+a@x.org")
+    for fmt in ("canvas", "moodle", "csv"):
+        rows = read(write_export(out, fmt, course))
+        cells = [cell for row in rows[1:] for cell in row]
+        risky = [c for c in cells if unicodedata.normalize("NFKC", csv_value(c)).lstrip()[:1] in ("=", "+", "-", "@")]
+        assert {csv_value(c) for c in risky} >= set(ids), fmt  # every id is there ...
+        assert all(c.startswith("'") for c in risky), (fmt, [c for c in risky if not c.startswith("'")])  # quoted
+        names = {"canvas": ["\u3000@x, \uff1dcmd()"], "moodle": ["+a@x.org", "\uff1dcmd()", "\u3000@x"]}
+        names["csv"] = names["moodle"]
+        assert set(names[fmt]) <= {csv_value(c) for c in risky}, fmt  # ... and the roster's names and emails
+    # the roster's student with no grade: 01 left empty, a total of 0 (an int total once crashed the export)
+    assert (rows[1][0], rows[1][-3:]) == ("ann", ["", "0", "7"]), rows[1]

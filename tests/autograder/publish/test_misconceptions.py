@@ -157,3 +157,54 @@ def test_the_section_that_teaches_it_links_the_course_site_at_its_heading(course
 def test_the_maps_words_are_in_both_languages(course_page):
     for zh in ("错误概念分布", "失分的学生", "对应的提示", "本练习的提示", "学生"):
         assert zh in course_page, zh
+
+
+# ---------------------------------------------------------------- known mistakes (issue 48)
+def known(mistake: str, **args):
+    """What the judge says of values that are a known mistake's on every case (judge/mistakes.py)."""
+    fields = {f"arg_{k}": v for k, v in args.items()}
+    return Verdict(
+        False, (phrase(Kind.KNOWN_MISTAKE, key="pmap_2, pmap_8", module="axis_names", mistake=mistake, **fields),)
+    )
+
+
+def test_two_mistakes_of_one_exercise_are_two_groups_under_the_checks_words_with_their_hints(tmp_path):
+    """The issue's complaint: a missing gate and a ring masked by local positions both read "values differ" and
+    linked hint 1. Now each known mistake is a group of its own, labelled with the sentence the exercise's
+    visible check says for it, and linked to the hint the exercise names for it (01's rank_weighted_sum: the
+    plain total, hint 2; positions counted from 1, hint 3); the same mistake on other device counts is one
+    group (numbers left out: last_device_value's first device, on 8 or 2 devices)."""
+    aid, rank, last = "01_axis_names", "rank_weighted_sum_values", "last_device_value_values"
+
+    class Five:
+        max_score = 5.0
+
+    def hand_in(student, gid, verdict):
+        return make_row(student, aid, "", Five, "ok", "", (CellResult(gid, 0.0, 1.0, False, verdict),))
+
+    rows = [hand_in("ann", rank, known("weighted_no_weights")), hand_in("bob", rank, known("weighted_no_weights"))]
+    rows += [hand_in("cy", rank, known("weighted_from_one")), hand_in("dee", last, known("last_first", last=7))]
+    rows += [hand_in("eve", last, known("last_first", last=1))]
+    plain, first = finding(known("weighted_no_weights")), finding(known("weighted_from_one"))
+    assert plain["key"] == "known_mistake(module=axis_names,mistake=weighted_no_weights)" != first["key"]
+    assert (plain["mistake"], plain["property"]) == ("weighted_no_weights", "values")
+    assert plain["en"] == (
+        "…: values differ. That is the plain total of x over the devices: weight device i's `x` by its position i."
+    )
+    assert plain["zh"] == "…：值不同。这是 x 在各设备上的普通总和：要用设备 i 的位置 i 给它的 `x` 加权。"
+    assert finding(known("last_first", last=7))["key"] == finding(known("last_first", last=1))["key"]
+    write_outputs(tmp_path, [public(r) for r in rows], rows)
+    html = report.render(class_results.load(tmp_path), tmp_path, info=course_info(None, [aid]))
+
+    def groups(gid: str) -> list[str]:
+        table = html[html.index(f"<h3>{aid}", html.index('id="misconceptions"')) :]
+        table = table[table.index(f'class="gid">{gid}') :]
+        return [r for r in table[: table.index("</table>")].split("<tr>") if "of 5</td>" in r]
+
+    plain_row, first_row = groups(rank)
+    assert "2 of 5" in plain_row and "ann, bob" in plain_row and f'href="#hint-{aid}-{rank}-2"' in plain_row
+    assert "weight device i&#x27;s <code>x</code> by its position i" in plain_row
+    assert "1 of 5" in first_row and "cy" in first_row and f'href="#hint-{aid}-{rank}-3"' in first_row
+    assert "positions along the axis start at 0" in first_row
+    (one,) = groups(last)  # one group whatever the device count the mistake was seen on
+    assert "dee, eve" in one and "position …" in one and f'href="#hint-{aid}-{last}-3"' in one

@@ -66,3 +66,75 @@ def test_a_partial_regrade_keeps_the_other_assignments_limits(tmp_path):
     assert merge_previous_notes(tmp_path, now, Options(course=tmp_path)) == now  # a whole run: its own only
     (tmp_path / "results.json").write_text("[not an object]")
     assert merge_previous_notes(tmp_path, now, partial) == now
+
+
+# ---------------------------------------------------------------- spreadsheet cells (issue 48)
+LOOKALIKES = [
+    "=1+1",
+    " =1+1",  # a space first: spreadsheets trim it
+    "\u00a0=HYPERLINK(1)",  # a no-break space
+    "\u3000+1",  # an ideographic space
+    "\u2003@SUM(1)",  # an em space
+    "\uff1dSUM(1)",  # a fullwidth =, which NFKC makes =
+    "\ufe62cmd",  # a small +
+    "\ufe63x",  # a small -
+    "\uff20x",  # a fullwidth @
+    "\ufe6bx",  # a small @
+    "\t=1",
+    "\r=1",
+    "-",
+    "'=1",  # a leading ' of the text's own: one more keeps it
+]
+
+
+def test_a_cell_a_spreadsheet_could_read_as_a_formula_is_quoted_and_reads_back_as_it_was():
+    from autograder.publish.outputs import csv_cell, csv_value
+
+    for text in LOOKALIKES:
+        assert csv_cell(text) == "'" + text and csv_value(csv_cell(text)) == text, repr(text)
+    for text in ("alice", "a=b", "张伟", "1+1", "", " alice", "x-y"):
+        assert csv_cell(text) == text and csv_value(text) == text, repr(text)
+
+
+def test_grades_csv_quotes_every_lookalike_id_and_writes_one_time_zone_with_the_late_line(tmp_path):
+    import csv
+
+    from autograder.course.deadlines import LatePolicy, parse_due
+    from autograder.publish.outputs import public, write_outputs
+    from autograder.records import make_row
+
+    class Source:
+        max_score = 7.0
+
+    due = parse_due("2026-12-10T23:59:00+01:00")
+    policy = LatePolicy({"a": due}, per_day=0.1, cap=0.5)
+    late = policy.late("x", "a", parse_due("2026-12-12T12:00:00+00:00"), 7.0)  # handed in, in UTC
+    ids = [sid for sid in LOOKALIKES if "\t" not in sid and "\r" not in sid]  # intake refuses control characters
+    rows = [make_row(sid, "a", "", Source, "ok", "", ()) for sid in ids]
+    rows.append(make_row("late", "a", "", Source, "ok", "", (), late=late))
+    write_outputs(tmp_path, [public(r) for r in rows], rows)
+    with open(tmp_path / "grades.csv", newline="", encoding="utf-8") as fh:
+        written = list(csv.DictReader(fh))
+    assert [r["student"] for r in written[:-1]] == ["'" + sid for sid in ids] and len(ids) == len(LOOKALIKES) - 2
+    last = written[-1]
+    assert (last["handed_in"], last["due"]) == ("2026-12-12T13:00:00+01:00", "2026-12-10T23:59:00+01:00")
+    assert last["late"].startswith("Late hand-in: handed in 2026-12-12 13:00 UTC+01:00, 1 d 13 h 1 min after the due")
+    assert last["late_penalty"] == "0"  # 2 started days x 10 % of 7, lowered to the 0 points earned
+
+
+def test_the_summary_names_the_late_hand_ins_and_those_on_time_by_an_extension(tmp_path, capsys):
+    from dataclasses import replace
+
+    from autograder.records import Late
+
+    late = Late("2026-12-12T13:00:00+01:00", "2026-12-10T23:59:00+01:00", 1.0, 2, 0.2, 1.0)
+    extended = replace(late, seconds=-3600.0, days=0, fraction=0.0, penalty=0.0, extended=True)
+    rows = [
+        _row("ann", "01_axis_names", "ok", 4.0),
+        replace(_row("bo", "01_axis_names", "ok", 6.0), late=late),
+        replace(_row("cy", "01_axis_names", "ok", 7.0), late=extended),
+    ]
+    summary(tmp_path, {"01_axis_names": SimpleNamespace(max_score=7.0)}, Intake(), rows, 1.0, _Sandbox(), 2, False, {})
+    out = capsys.readouterr().out.splitlines()
+    assert "late hand-ins: 1 (bo 01_axis_names -1)" in out
+    assert "on time with an extension: 1 (cy 01_axis_names)" in out

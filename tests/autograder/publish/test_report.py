@@ -479,3 +479,37 @@ def test_missing_sandbox_protections_are_said_loudly_and_all_in_force_quietly(tm
     assert "<h2>Sandbox: 1 of 2 protections missing</h2>" in page
     assert "<li><b>dedicated uid</b>: not root: &lt;b&gt;kernels run as you&lt;/b&gt;</li>" in page
     assert rows, "the class has rows"
+
+
+def test_the_late_section_says_what_happened_to_each_late_or_extended_hand_in(tmp_path):
+    """Issue 48: the report's late lines say when, the due date with the extension, how late and the rule; a
+    hand-in on time only by its extension is listed too (it cost nothing, and says why)."""
+    from datetime import timedelta
+
+    from autograder.course.deadlines import LatePolicy, parse_due
+    from autograder.publish.outputs import public, write_outputs
+    from autograder.records import CellResult, make_row
+
+    class Source:
+        max_score = 5.0
+
+    due = parse_due("2026-12-10T23:59:00+01:00")
+    policy = LatePolicy({"01": due}, per_day=0.1, cap=0.5, extensions={("dee", "01"): timedelta(days=3)})
+    handed_in = parse_due("2026-12-12T12:00:00+00:00")
+    full = (CellResult("t", 5.0, 5.0, True),)
+    rows = [
+        make_row(s, "01", "", Source, "ok", "", full, late=policy.late(s, "01", handed_in, 5.0)) for s in ("cy", "dee")
+    ]
+    write_outputs(tmp_path, [public(r) for r in rows], rows)
+    html = report.render(class_results.load(tmp_path), tmp_path)
+    section = html[html.index('<h2 id="late">') :]
+    section = section[: section.index("</table>")]
+    assert "1 hand-in(s) after their due date (extensions included), 1 on time only by an extension" in section
+    assert (
+        "Late hand-in: handed in 2026-12-12 13:00 UTC+01:00, 1 d 13 h 1 min after the due date 2026-12-10 23:59 "
+        "UTC+01:00. The course&#x27;s rule: 10 % of the maximum per started day late, at most 50 %: 2 started "
+        "day(s) × 10 % of 5 point(s) = 1 point(s) off." in section
+    )
+    assert "On time with an extension to 2026-12-13 23:59 UTC+01:00" in section
+    students = html[html.index('id="students"') :]
+    assert "late &minus;1" in students and "on time by an extension" in students

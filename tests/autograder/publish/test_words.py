@@ -88,3 +88,23 @@ def test_a_run_time_phrase_is_said_in_chinese_from_the_catalog():
     assert (
         "100,000" in say(p["capped"], "zh") and "18" in say(p["budget"], "zh") and "（6 秒）" in say(p["budget"], "zh")
     )
+
+
+def test_a_known_mistake_says_the_exercises_own_sentence_for_it_in_the_readers_language():
+    """The visible check's words for the mistake (the exercise module's TEXT, through the course's catalog), its
+    fields put in once; a module or mistake without such a sentence reads as plain "values differ"."""
+    found = phrase(
+        "known_mistake", key="pmap_2, pmap_5", module="axis_names", mistake="last_first", arg_last=4, arg_j="{0}"
+    )
+    assert say(found, "en") == (
+        "pmap_2, pmap_5: values differ. That is the `x` of the first device (position 0). The last device is at "
+        "position 4 here: `lax.psum(1, DEVICES) - 1`."
+    )
+    assert say(found, "zh").startswith("pmap_2, pmap_5：值不同。") and "4" in say(found, "zh")
+    ring = phrase("known_mistake", key="k8", module="large_models", mistake="ring_local_mask")
+    assert "Compare *global* positions" in say(ring, "en")
+    for module, mistake in (("axis_names", "no_such_mistake"), ("../etc", "last_first"), ("scaled_sum", "center")):
+        odd = phrase("known_mistake", key="k8", module=module, mistake=mistake)
+        assert say(odd, "en") == "k8: values differ" and say(odd, "zh") == "k8：值不同"
+    missing_field = phrase("known_mistake", key="k8", module="axis_names", mistake="last_first")  # no arg_last
+    assert say(missing_field, "en") == "k8: values differ"

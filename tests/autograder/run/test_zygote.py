@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from sandbox_helpers import FLOOD, REPO, MiB, need
 
+from autograder.run import zygote as zygote_module
 from autograder.run.kernel import Kernel
 from autograder.run.worker import Worker, WorkerConfig
 from autograder.run.zygote import Zygote, ZygoteError
@@ -256,10 +257,13 @@ def test_a_fork_request_to_a_dead_zygote_is_an_error_not_a_hang(zygote, sandbox,
         Kernel(zygote.workdir, sandbox, label="k0", log_dir=tmp_path, zygote=zygote).start()
 
 
-def test_a_zygote_whose_imports_start_a_jax_backend_refuses_to_fork(sandbox, tmp_path):
-    """A backend's threads do not survive a fork, and the notebook's set-up cell must choose the device count."""
+def test_a_zygote_whose_imports_start_a_jax_backend_refuses_to_fork(sandbox, tmp_path, monkeypatch):
+    """A backend's threads do not survive a fork, and the notebook's set-up cell must choose the device count.
+    No module of the course starts one when imported (each notebook's set-up cell does), so the zygote's own
+    code is made to start one before it reports: what an import that did would leave."""
+    monkeypatch.setattr(zygote_module, "_CODE", zygote_module._CODE + "\nimport jax\njax.devices()\n")
     with pytest.raises(ZygoteError, match="started a JAX backend"):
-        Zygote(sandbox, tmp_path / "z0", tmp_path, modules=("jax", "namedaxes.exercises.collectives")).start()
+        Zygote(sandbox, tmp_path / "z0", tmp_path, modules=("jax",)).start()
     assert not (tmp_path / "z0").exists()
 
 

@@ -167,3 +167,41 @@ def test_reimporting_a_module_replaces_its_exercises(monkeypatch):
     for old in list(registry.values()):  # the same exercises defined again (same name, same check)
         Exercise(old.name, old._check, module=module)
     assert list(checking.registry._REGISTRY[module]) == before
+
+
+# ---------------------------------------------------------------- known mistakes (issue 48)
+def _exercises_with_mistakes() -> list:
+    import sys
+
+    found = []
+    for info in pkgutil.walk_packages(namedaxes.exercises.__path__, "namedaxes.exercises."):
+        module = importlib.import_module(info.name)
+        found += [v for v in vars(module).values() if isinstance(v, Exercise) and v.mistakes and v.module == info.name]
+    assert {e.module for e in found} >= {"namedaxes.exercises.axis_names", "namedaxes.exercises.large_models"}
+    return [(e, sys.modules[e.module]) for e in found]
+
+
+def test_every_known_mistake_is_a_sentence_of_its_modules_text_with_a_hint_and_a_results_list():
+    """What the misconception map and the judge rely on: each declared mistake has the check's sentence (a key
+    of the module's TEXT, the exercise's module or its package's text.py), a hint number of the exercise's
+    hints, and the module lists the mistakes' results (`known_mistakes(exercise, case, inputs)`)."""
+    for exercise, module in _exercises_with_mistakes():
+        package = module.__name__.rsplit(".", 1)[0] if not hasattr(module, "TEXT") else module.__name__
+        text = importlib.import_module(package).TEXT
+        for key, number in exercise.mistakes.items():
+            assert key in text, (exercise.name, key)
+            assert 1 <= number <= len(exercise._hints), (exercise.name, key, number)
+        assert callable(getattr(module, "known_mistakes", None)), module.__name__
+
+
+def test_observe_names_the_exercise_whose_mistakes_the_judge_may_ask_about(monkeypatch):
+    from namedaxes.grading import MISTAKES_KEY, PROGRAMS_KEY
+
+    module = "namedaxes.exercises.fake_mistakes"
+    monkeypatch.setitem(checking.registry._REGISTRY, module, {})
+    made = Exercise(
+        "f", lambda fn: None, observe=lambda fn: {PROGRAMS_KEY: {"format": "x"}}, module=module, mistakes={"m": 1}
+    )
+    plain = Exercise("g", lambda fn: None, observe=lambda fn: {PROGRAMS_KEY: {"format": "x"}}, module=module)
+    assert made.observe(None)[PROGRAMS_KEY] == {"format": "x", MISTAKES_KEY: {"module": module, "exercise": "f"}}
+    assert plain.observe(None)[PROGRAMS_KEY] == {"format": "x"}

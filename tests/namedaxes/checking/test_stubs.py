@@ -82,6 +82,27 @@ def test_a_name_a_cell_cannot_find_says_which_cell_to_run_first():
         _run_cell('"""`scaled_sum` sums x * 2.0."""\nq.scaled_sum.check(scaled_sum)\n', 43, {})
     assert stubs.run_order_message(err.value) == TEXT["q_not_defined"]
     assert "import ... as q" in TEXT["q_not_defined"] and "Run All Above Selected Cell" in TEXT["q_not_defined"]
+
+
+def test_the_import_line_the_message_names_is_in_every_notebooks_import_cell():
+    """ "the one with the line `from namedaxes.exercises import ... as q`" (issue 48: it said "the one that ends
+    with `import ... as q`", which 09's and 10's import cells do not): true of every notebook and edition."""
+    import re
+    from pathlib import Path
+
+    import nbformat
+
+    from courseinfo.nbgrader_metadata import nbgrader_cell
+
+    assert "`from namedaxes.exercises import ... as q`" in TEXT.english("q_not_defined")
+    root = Path(__file__).resolve().parents[3]
+    notebooks = sorted((root / "solutions").glob("**/*.ipynb")) + sorted((root / "notebooks").glob("**/*.ipynb"))
+    assert len(notebooks) >= 40, notebooks
+    for path in notebooks:
+        cells = [c for c in nbformat.read(path, as_version=4).cells if nbgrader_cell(c).grade_id == "imports"]
+        assert len(cells) == 1 and re.search(r"^from namedaxes\.exercises import \w+ as q$", cells[0].source, re.M), (
+            path
+        )
     with pytest.raises(NameError) as err:
         _run_cell("x = jnp.arange(3)\n", 44, {})
     assert stubs.run_order_message(err.value) == TEXT["run_cells_above"].format(name="jnp")
@@ -109,4 +130,4 @@ def test_the_run_order_words_are_in_chinese_for_a_chinese_kernel():
         message = stubs.run_order_message(err.value)
     finally:
         i18n.set_language(None)
-    assert message.startswith("这个内核里没有定义 `q`") and "`import ... as q`" in message
+    assert message.startswith("这个内核里没有定义 `q`") and "`from namedaxes.exercises import ... as q`" in message
