@@ -19,6 +19,12 @@ class _Sandbox:
         return [Protection("network_off", "no network", True, "a network namespace")]
 
 
+def _graded(out: Path, sources: dict, intake: Intake, rows: list) -> Graded:
+    """A batch into `out` (2 workers, not quiet) graded into `rows`, for the summary."""
+    batch = Batch(Options(course=out), out, out, out, out, None, out, None, (), 2)
+    return Graded(batch, sources, intake, None, _Sandbox(), BatchResults(rows=rows), time.monotonic())
+
+
 def _row(student, aid, status, score):
     return Row(student, aid, "", score, 7.0, status, "")
 
@@ -34,9 +40,7 @@ def test_summary_lists_only_handed_in_assignments_and_the_report(tmp_path, capsy
         _row("bo", "03_nested_axes", "missing", 0.0),
     ]
     (tmp_path / "report.html").write_text("<html></html>")
-    batch = Batch(Options(course=tmp_path), tmp_path, tmp_path, tmp_path, tmp_path, None, tmp_path, None, (), 2)
-    results = BatchResults(rows=rows)
-    summary(Graded(batch, sources, Intake(students={"ann", "bo"}), None, _Sandbox(), results, time.monotonic()), {})
+    summary(_graded(tmp_path, sources, Intake(students={"ann", "bo"}), rows), {})
     out = capsys.readouterr().out.splitlines()
     means = [ln for ln in out if " mean " in ln]
     assert means == [f"  {'02_scaled_sum':<28} mean  7.00 / 7  over 1 hand-in(s), 1 student(s) without one"]
@@ -134,7 +138,7 @@ def test_the_summary_names_the_late_hand_ins_and_those_on_time_by_an_extension(t
         replace(_row("bo", "01_axis_names", "ok", 6.0), late=late),
         replace(_row("cy", "01_axis_names", "ok", 7.0), late=extended),
     ]
-    summary(tmp_path, {"01_axis_names": SimpleNamespace(max_score=7.0)}, Intake(), rows, 1.0, _Sandbox(), 2, False, {})
+    summary(_graded(tmp_path, {"01_axis_names": SimpleNamespace(max_score=7.0)}, Intake(), rows), {})
     out = capsys.readouterr().out.splitlines()
     assert "late hand-ins: 1 (bo 01_axis_names -1)" in out
     assert "on time with an extension: 1 (cy 01_axis_names)" in out
