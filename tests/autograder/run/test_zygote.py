@@ -262,8 +262,12 @@ def test_a_zygote_whose_imports_start_a_jax_backend_refuses_to_fork(sandbox, tmp
     No module of the course starts one when imported (each notebook's set-up cell does), so the zygote's own
     code is made to start one before it reports: what an import that did would leave."""
     monkeypatch.setattr(zygote_module, "_CODE", zygote_module._CODE + "\nimport jax\njax.devices()\n")
-    with pytest.raises(ZygoteError, match="started a JAX backend"):
-        Zygote(sandbox, tmp_path / "z0", tmp_path, modules=("jax",)).start()
+    zygote = Zygote(sandbox, tmp_path / "z0", tmp_path, modules=("jax",))
+    try:
+        with pytest.raises(ZygoteError, match="started a JAX backend"):
+            zygote.start()
+    finally:
+        zygote.close()  # had it started after all, its slot would stay mounted
     assert not (tmp_path / "z0").exists()
 
 
