@@ -16,6 +16,8 @@ from namedaxes.checking import exercises_for, explained, fail, show_values
 from namedaxes.checking.compiled import compiled_once
 from namedaxes.grading import Case, programs
 from namedaxes.judging import COMPILER_OPTIONS, work_of
+from namedaxes.judging.hlo import collectives_where
+from namedaxes.judging.runs import runs_of
 from namedaxes.meshes import abstract_on as _on
 
 from .text import say
@@ -40,19 +42,11 @@ def _acc_inputs(mesh, m, d=32, hidden=64, batch=16, seed=2):
 _MANUAL = re.compile(r"manual_axes\s*=\s*\{([^}]*)\}")  # a shard_map region's axes in the lowered module
 
 
-def _loop_bodies(text: str) -> set[str]:
-    return set(re.findall(r"\bbody=%?([\w.\-]+)", text))
-
-
-def _reduces_in_loop(text: str) -> bool:
-    bodies, current = _loop_bodies(text), None
-    for line in text.splitlines():
-        head = re.match(r"^\s*%?([\w.\-]+)\s*\(.*\)\s*->.*\{\s*$", line)
-        if head:
-            current = head.group(1)
-        elif current in bodies and ("all-reduce(" in line or "all-reduce-start(" in line):
-            return True
-    return False
+def _reduces_in_loop(text: str, n_devices: int) -> bool:
+    """Does an all-reduce of the optimized module run more than once per call (in a loop's body, through
+    whatever the body calls), as the judge counts runs (`namedaxes.judging.runs.runs_of`)?"""
+    runs = runs_of(text)
+    return any(op == "all-reduce" and runs.get(where, 0) > 1 for op, *_, where in collectives_where(text, n_devices))
 
 
 @functools.cache
@@ -111,7 +105,7 @@ def _check_accumulate_grads(fn: Callable) -> None:
             fail(say("acc_no_reduction", name=name, m=m))
         if sent > _ACC_SENT_FACTOR * grad:  # the grader's `Case(work={"sent_bytes": ...})`, one gradient's bytes
             count = round(sent / grad, 1)
-            key = "acc_in_loop" if _reduces_in_loop(text) else "acc_count"
+            key = "acc_in_loop" if _reduces_in_loop(text, mesh.size) else "acc_count"
             fail(say(key, name=name, m=m, count=count, moved=sent, grad=grad))
 
 
