@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import pytest
 
@@ -246,3 +247,27 @@ def agreement_test(matrices: dict) -> Callable:
 def matrix_rows(reference, equivalent: dict, wrong: dict) -> tuple:
     """(reference, RIGHT answers: the reference and every EQUIVALENT one, WRONG (answer, message) pairs)."""
     return reference, [reference, *(a for a in equivalent.values() if a is not reference)], list(wrong.values())
+
+
+# ---------------------------------------------------------------- formula exercises: one grading run's draw
+class FormulaReferences(dict):
+    """What the worker's `References` give the judge: grade_id -> the cached reference observation, and the
+    run's secret (what `autograder.judge.formulas.formula_run` reads)."""
+
+    def __init__(self, loaded: dict, secret: bytes):
+        super().__init__(loaded)
+        self.secret, self.pairs = secret, {}
+
+
+def formula_run_of(notebook: str, loaded: dict, secret: bytes):
+    """(the references, this run's formula cases and reference observations) for the solution `notebook`,
+    drawn as the grader draws them from `secret`."""
+    import nbformat
+
+    from autograder.judge.formulas import formula_run
+    from courseinfo.course import SOLUTIONS
+
+    raw = (SOLUTIONS / f"{notebook}.ipynb").read_bytes()
+    source = SimpleNamespace(raw=raw, nb=nbformat.reads(raw.decode("utf-8"), as_version=4))
+    refs = FormulaReferences(loaded, secret)
+    return refs, formula_run(source, refs)

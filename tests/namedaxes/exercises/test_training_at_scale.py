@@ -15,11 +15,9 @@ import math
 import os
 import pkgutil
 import re
-from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
-import nbformat
 import numpy as np
 import pytest
 from exercise_text import NAMED, unused_text
@@ -30,6 +28,7 @@ from judge_helpers import (
     agreement_test,
     assert_check_fails,
     assert_check_passes,
+    formula_run_of,
     judge_observations,
     matrix_rows,
     observations_match,
@@ -39,8 +38,6 @@ from tamper_specs import old_hidden_cost_cases, old_hidden_layouts
 
 from autograder.judge import score
 from autograder.judge.compare import normalize
-from autograder.judge.formulas import formula_run
-from courseinfo.course import SOLUTIONS
 from namedaxes import DATA_PARALLEL, FSDP, MODEL_PARALLEL
 from namedaxes import transformer as tm
 from namedaxes.exercises import training_at_scale as q
@@ -489,26 +486,11 @@ GRADE_IDS = {"step_costs": "step_costs_formulas", "choose_layout": "choose_layou
 REFERENCES = {"step_costs": ref_step_costs, "choose_layout": ref_choose_layout}
 
 
-class _References(dict):
-    """What the worker's `References` give the judge: grade_id -> the cached reference observation, and the
-    run's secret."""
-
-    def __init__(self, loaded: dict, secret: bytes):
-        super().__init__(loaded)
-        self.secret, self.pairs = secret, {}
-
-
-def _solution():
-    raw = (SOLUTIONS / "10_training_at_scale.ipynb").read_bytes()
-    return SimpleNamespace(raw=raw, nb=nbformat.reads(raw.decode("utf-8"), as_version=4))
-
-
 def _run(secret: bytes):
     """One grading run's formula cases and reference observations, as the grader draws them (the cached
     reference observations are the reference run's: the visible cases, and the exercise they name)."""
     loaded = {gid: normalize(getattr(q, ex).observe(REFERENCES[ex])) for ex, gid in GRADE_IDS.items()}
-    refs = _References(loaded, secret)
-    return refs, formula_run(_solution(), refs)
+    return formula_run_of("10_training_at_scale", loaded, secret)
 
 
 def _drawn(secret: bytes, exercise: str) -> list:

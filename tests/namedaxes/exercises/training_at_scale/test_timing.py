@@ -14,9 +14,7 @@ import json
 import math
 import os
 import re
-from types import SimpleNamespace
 
-import nbformat
 import numpy as np
 import pytest
 from exercise_text import NAMED, unused_text
@@ -24,6 +22,7 @@ from judge_helpers import (
     agreement_test,
     assert_check_fails,
     assert_check_passes,
+    formula_run_of,
     matrix_rows,
     observations_match,
     observe,
@@ -31,8 +30,6 @@ from judge_helpers import (
 
 from autograder.judge import score
 from autograder.judge.compare import normalize
-from autograder.judge.formulas import formula_run
-from courseinfo.course import SOLUTIONS
 from namedaxes import FSDP, MODEL_PARALLEL
 from namedaxes import transformer as tm
 from namedaxes.exercises import training_at_scale as q
@@ -71,24 +68,9 @@ def ref_step_time(config, layout, batch, chip):
 
 
 # ---------------------------------------------------------------- one grading run, as the grader makes it
-class _References(dict):
-    """What the worker's `References` give the judge: grade_id -> the cached reference observation, and the
-    run's secret."""
-
-    def __init__(self, loaded: dict, secret: bytes):
-        super().__init__(loaded)
-        self.secret, self.pairs = secret, {}
-
-
-def _solution():
-    raw = (SOLUTIONS / "10_training_at_scale.ipynb").read_bytes()
-    return SimpleNamespace(raw=raw, nb=nbformat.reads(raw.decode("utf-8"), as_version=4))
-
-
 def _run(secret: bytes):
     """One grading run's step_time cases and reference observation, drawn as the grader draws them."""
-    refs = _References({GID: normalize(q.step_time.observe(ref_step_time))}, secret)
-    return refs, formula_run(_solution(), refs)
+    return formula_run_of("10_training_at_scale", {GID: normalize(q.step_time.observe(ref_step_time))}, secret)
 
 
 def _drawn(secret: bytes) -> list:
