@@ -34,6 +34,9 @@ graded notebook and on the feedback page all come from executions that ran
 before the kernel had seen any hidden line. After a kernel restart the replay
 takes the snapshots again at each test cell's place.
 
+In every kernel the grader runs, a visible check only makes sure the answer exports and leaves the judging to
+the judge (worker.kernel_prelude, `namedaxes.grading.judged_outside`): the judge decides each test cell outside
+the kernel, so a visible part fails only where the answer does not run or export.
 A test cell whose visible check failed scores 0 whatever its hidden part records (judge/score.py); its
 hidden part still runs, in a last pass of its own after every other hidden part (`FINDING`), so that the
 judge can say *what* went wrong on the hidden inputs: the class's misconception map groups those findings.

@@ -129,7 +129,7 @@ def test_a_circulated_table_of_right_figures_scores_nothing_in_a_graded_class(gr
     assert cells["swiglu_block_megatron"]["passed"]
     for gid in ("step_costs_formulas", "choose_layout_budget", "step_time_model"):
         assert not cells[gid]["passed"] and float(cells[gid]["points"]) == 0, cells[gid]
-        assert "values differ" in cells[gid]["reason"], cells[gid]  # the visible check passed: the judge's word
+        assert "values differ" in cells[gid]["reason"], cells[gid]  # the judge's word
     import json
 
     nb = json.loads(
@@ -138,5 +138,5 @@ def test_a_circulated_table_of_right_figures_scores_nothing_in_a_graded_class(gr
         )
     )
     printed = json.dumps([c.get("outputs", []) for c in nb["cells"]], ensure_ascii=False)
-    for name in ("step_costs", "choose_layout", "step_time"):  # their visible checks passed in the graded notebook
-        assert f"✓ `{name}` passes the visible checks." in printed, name
+    for name in ("step_costs", "choose_layout", "step_time"):  # they ran and exported: the judge decided the rest
+        assert f"• `{name}` runs and exports." in printed, name

@@ -122,16 +122,17 @@ def test_the_feedback_pages_and_the_report_say_what_happened(graded):
 
 
 def test_a_feedback_page_shows_the_whole_message(graded):
-    """ben's visible check said why at length (his code's `jax.device_count()`): nothing cut, the first
-    sentences shown, the rest behind one click."""
+    """The judge names ben's known mistake on each hidden case, at length: nothing cut, the first sentences
+    shown, the rest behind one click (a graded kernel's visible check leaves the judging to the judge)."""
     page = (graded["out"] / "feedback" / "ben" / f"{AID}.html").read_text(encoding="utf-8")
     table = page[page.index("<table>") : page.index("</table>")]
     table = table[table.index("<code>last_device_value</code>") :]
     assert "…" not in _text(table)
     shown, rest = table.split("<details><summary>the rest of the message</summary>")
     assert _text(shown).rstrip().endswith("Every device returned zeros: no device matched the position you picked.")
-    assert "<code>jax.device_count()</code> counts the machine's devices (8 here)" in rest
-    assert "<code>lax.psum(1, DEVICES)</code> is the size of the axis wherever it runs." in rest
+    assert "Positions along the axis run from 0 to 1 here: the last device is at position 1" in rest
+    assert "one less than the size of the axis (<code>lax.psum(1, DEVICES) - 1</code>)" in rest
+    assert _text(rest).rstrip().endswith("and 1 more)")
 
 
 def test_nbgraders_gradebook_has_the_due_date_the_extension_and_the_penalty(graded):

@@ -5,7 +5,7 @@ What an instructor acts on (issue 48), on one class graded in course mode (`pyth
 
     ben   rank_weighted_sum: the plain total, `psum(x)`              (known mistake weighted_no_weights)
           last_device_value: the machine's `jax.device_count() - 1` for the last position (known mistake
-          last_nobody, and the visible check's longest message: it says why, from ben's code)
+          last_nobody: the judge's longest message, the mistake named on each hidden case)
     cy    rank_weighted_sum: positions counted from 1, 2 days late   (known mistake weighted_from_one)
     dee   every answer right, last_device_value written her own long way; after the due date, within her
           3-day extension
