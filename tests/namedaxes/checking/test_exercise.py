@@ -141,6 +141,43 @@ def test_a_library_not_implemented_error_is_a_crash_not_a_stub(module):
     assert progress_rows(module)[0][:2] == ("f", "failed")
 
 
+def test_in_a_graded_kernel_a_check_only_exports_and_leaves_the_values_to_the_judge(module, monkeypatch, capsys):
+    """The grader's kernel prelude sets NAMEDAXES_JUDGED_OUTSIDE (issue 46): a wrong answer is not judged in
+    the kernel (the judge decides it outside, on hidden inputs), an unwritten one is still "not written yet", one
+    that crashes while exporting still fails with its message, and the progress list says who judges."""
+    ran = []
+
+    def rules(f):
+        ran.append(f)
+        expect_close("twice", f(1.0), 2.0)
+
+    exercise = exercises_for(module)
+    twice = exercise("twice", rules, observe=lambda f: {"out": np.asarray(f(3.0))})
+    with pytest.raises(CheckFailed):  # a student's own notebook: the check judges
+        twice.check(lambda x: x)
+    monkeypatch.setenv("NAMEDAXES_JUDGED_OUTSIDE", "1")
+    ran.clear()
+    twice.check(lambda x: x)  # wrong, but only its export runs here
+    assert ran == [] and "• `twice` runs and exports." in capsys.readouterr().out
+    assert progress_rows(module) == [("twice", "judged", "")]
+    progress(module)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "1 of 1 exercises run and export; the grader judges them on hidden inputs"
+    assert out[1] == "  • twice: judged by the grader, on hidden inputs"
+    with pytest.raises(NotAttempted, match="`twice` is not written yet"):
+        twice.check(_stub("twice", 33))
+
+    def crashes(x):
+        raise ValueError("no such axis")
+
+    with pytest.raises(ValueError, match="no such axis"):
+        twice.check(crashes)
+    assert progress_rows(module)[0][:2] == ("twice", "failed") and ran == []
+    monkeypatch.setenv("NAMEDAXES_JUDGED_OUTSIDE", "0")  # only the prelude's "1" means a graded kernel
+    with pytest.raises(CheckFailed):
+        twice.check(lambda x: x)
+
+
 def test_exercise_check_hint_and_observe(capsys):
     ex = Exercise(
         "twice",
