@@ -69,6 +69,7 @@ KINDS = (
     ("tests/notebooks/test_validate.py", ("grader",)),  # nbgrader's Validator runs kernels
     ("tests/tools/test_handin.py", ("grader",)),  # nbgrader's hand-in loop: release, collect, grade
     ("tests/namedaxes/exercises/", ("exercises",)),  # each exercise's matrices, and the one judge over them
+    ("tests/tools/test_judged_table_observed.py", ("exercises",)),  # 01's observations, compiled as the judge does
     ("tests/namedaxes/test_pipeline.py", ("exercises",)),  # the pipelined step compiled on several meshes
     ("tests/namedaxes/test_tpu_cpu_parity.py", ("exercises",)),  # notebook 10's step compiled on the CPU
     ("tests/namedaxes/test_transformer_scanned.py", ("exercises",)),  # the scanned and remat steps compiled

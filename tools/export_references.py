@@ -58,11 +58,12 @@ CELL_TIMEOUT_S = 600
 _NOT_JUDGED = ("draw", "rtol", "atol")  # a case's entry: how its inputs are drawn and compared, not its program
 
 
-def run_reference(notebook: str, observe: Path, precision: str) -> float:
+def run_reference(notebook: str, observe: Path, precision: str, platforms: tuple[str, ...] = PLATFORMS) -> float:
     """Run `solutions/<notebook>.ipynb` as the grader's reference run does, its programs also exported for
-    `PLATFORMS`; its observations land in `observe`. The seconds it took."""
+    `platforms` (none: only the grader's own export); its observations land in `observe`. The seconds it took."""
     nb = nbformat.read(SOLUTIONS / f"{notebook}.ipynb", as_version=4)
-    nb.cells.insert(0, new_code_cell(EXPORT_CELL.format(platforms=PLATFORMS, precision=precision or None)))
+    if platforms:
+        nb.cells.insert(0, new_code_cell(EXPORT_CELL.format(platforms=platforms, precision=precision or None)))
     env = dict(os.environ)
     env.update(
         {

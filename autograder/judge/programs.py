@@ -82,7 +82,7 @@ from .exported import (
 from .hidden_inputs import hidden_inputs, hidden_outputs, hidden_rng, perturb_factor
 from .mistakes import diagnose, mistake_source
 
-__all__ = ["Judge", "describe_layout"]
+__all__ = ["Judge", "Required", "describe_layout"]
 
 
 # ---------------------------------------------------------------- the records
@@ -172,6 +172,16 @@ class _Tally:
             axes.update(ref.programs[case].compiled.axes)
         return cls(cases, exact, comm, axes)
 
+    @property
+    def only_axes(self) -> bool:
+        """Communication over an axis the reference does not use loses the cell."""
+        return any(entry.get("only_axes") for entry in self.cases.values())
+
+    @property
+    def only_collectives(self) -> bool:
+        """A collective the reference does not perform loses the cell."""
+        return any(entry.get("only_collectives") for entry in self.cases.values())
+
     def lost(self, finding: Phrase, unreadable: bool = False) -> None:
         """A case that earns nothing: what was found (and whether its communication is unknown now)."""
         self.diffs.append(finding)
@@ -205,12 +215,29 @@ class _Tally:
             seen = ", ".join(sorted(self.got_comm)) if self.got_comm else say("no_comm")
             diffs.append(say("comm_missing", missing=Words(tuple(missing), ", "), seen=seen))
         extra = sorted(self.got_axes - self.ref_axes)
-        if extra and any(entry.get("only_axes") for entry in self.cases.values()):
+        if extra and self.only_axes:
             diffs.append(say("comm_extra_axes", axes=", ".join(repr(a) for a in extra)))
         surplus = sorted(self.got_comm - self.ref_comm)
-        if surplus and any(entry.get("only_collectives") for entry in self.cases.values()):
+        if surplus and self.only_collectives:
             diffs.append(say("comm_surplus", ops=", ".join(surplus)))
         return diffs
+
+
+@dataclass(frozen=True)
+class Required:
+    """What the judge requires of one test cell, read from its reference observation (`Judge.required`): each
+    case's entry (its draw, tolerances, `values`, `out_layout`, `work`...) and the reference's program compiled
+    as the judge compiles it (`programs`: `program`, `compiled`, the mesh's `names` and `shape`), and the
+    cell's communication as `_Tally.communication` judges it: a structure cell (`structure`) needs the
+    reference's `collectives` themselves, a value cell real communication over its `axes`."""
+
+    cases: dict
+    programs: dict
+    structure: bool
+    collectives: tuple[str, ...]
+    axes: tuple[str, ...]
+    only_axes: bool
+    only_collectives: bool
 
 
 # ---------------------------------------------------------------- the judge
@@ -290,6 +317,21 @@ class Judge:
                 out[f"{case}{path}"] = value
         out["axes"], out["communication"] = sorted(axes), sorted(comm)
         return out
+
+    def required(self, reference: dict) -> Required:
+        """What the judge requires of a test cell whose (trusted) reference observation is `reference`: the
+        table of what each exercise judges (`tools/judged_table.py`) reads it."""
+        ref = self._reference(reference, _reference_key(reference))
+        tally = _Tally.of(ref)
+        return Required(
+            dict(ref.meta["cases"]),
+            dict(ref.programs),
+            tally.exact,
+            tuple(sorted(tally.ref_comm)),
+            tuple(sorted(tally.ref_axes)),
+            tally.only_axes,
+            tally.only_collectives,
+        )
 
     def judge_observations(self, grade_id: str, reference: dict, observed: dict, key: str | None = None) -> Verdict:
         """`judge` on loaded observations (dicts as `compare.load_observations` returns them): each case's
