@@ -71,7 +71,7 @@ class RefFacts:
 
     mesh: str  # "8", "2×4": the mesh it runs on
     on_mesh: bool = False  # its inputs carry a mesh's shardings: the answer itself decides where results live
-    layouts: tuple[str, ...] = ()  # where its results live, as PartitionSpecs
+    layouts: tuple[str, ...] = ()  # where its results live, as PartitionSpecs ("scalar": a 0-d result)
     regions: tuple[str, ...] = ()  # the mesh axes of each of its per-device regions ("'devices'")
     work: dict = field(default_factory=dict)  # fact of `WORK_FACTS` -> its figure
     sends: tuple[str, ...] = ()  # its schedule: "ppermute over 'stages' 10× ≤ 48 B" (`collective_sends`)
@@ -167,7 +167,12 @@ def reference_facts(ref_case) -> RefFacts:
     return RefFacts(
         mesh="×".join(str(n) for n in shape) if len(shape) > 1 else str(shape[0] if shape else 1),
         on_mesh=ref_case.program.mesh is not None,
-        layouts=tuple(dict.fromkeys(_spec(layout) for layout in compiled.out_layouts)),
+        layouts=tuple(
+            dict.fromkeys(
+                _spec(layout) if len(aval.shape) else "scalar"
+                for layout, aval in zip(compiled.out_layouts, ref_case.program.exp.out_avals, strict=False)
+            )
+        ),
         regions=tuple(dict.fromkeys(", ".join(repr(a) for a in region[0]) for region in compiled.regions)),
         work={f: getattr(compiled.work, f) for f in WORK_FACTS} if compiled.work is not None else {},
         sends=tuple(f"{desc} {n.runs}× ≤ {_number(n.largest)} B" for desc, n in sends.items() if n.runs),
@@ -450,11 +455,11 @@ SAID = {
         "averaging",
     ),
     "only these collectives or axes": ("only", "nothing else", "no other"),
-    "result layout": ("layout", "split", "sharding", "whole on every device", "replicated", "out_specs"),
+    "result layout": ("layout", "split", "sharding", "whole on every device", "replicated", "out_specs", "out_axes"),
     "per-device region": ("shard_map", "per-device", "pmap", "each device's share"),
     "flops": ("flop",),
     "peak_bytes": ("peak",),
-    "largest_bytes": ("largest array",),
+    "largest_bytes": ("largest array", "reference's largest"),
     "sent_bytes": ("bytes",),
     "overlap": ("schedule", "overlap", "interleav"),
     "formula cases": ("secret", "drawn", "draws", "random"),
@@ -476,9 +481,9 @@ def judged_properties(cell: CellJudged) -> list[str]:
         found.append("communication")
     if cell.only_axes or cell.only_collectives:
         found.append("only these collectives or axes")
-    if any(c.out_layout and c.ref.on_mesh for c in cell.cases):
+    if any(c.out_layout and c.ref.on_mesh and set(c.ref.layouts) - {"scalar"} for c in cell.cases):
         found.append("result layout")
-    if any(c.ref.regions for c in cell.cases):
+    if any(c.ref.regions and c.ref.on_mesh for c in cell.cases):
         found.append("per-device region")
     found += list(dict.fromkeys(f for c in cell.cases for f in c.work))
     return found
