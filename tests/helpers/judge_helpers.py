@@ -40,6 +40,7 @@ __all__ = [
     "agreement_test",
     "named_mistakes",
     "judged_mistakes",
+    "compared_values",
     "matrix_rows",
 ]
 
@@ -208,6 +209,11 @@ def judged_mistakes(verdict: Verdict) -> set[str]:
     return {str(d.get("mistake")) for d in verdict.differences if d.kind is Kind.KNOWN_MISTAKE}
 
 
+def compared_values(verdict: Verdict) -> bool:
+    """Did the judge compare the program's values (a `values_differ` or `known_mistake` finding)?"""
+    return any(d.kind in (Kind.VALUES_DIFFER, Kind.KNOWN_MISTAKE) for d in verdict.differences)
+
+
 def agreement_test(matrices: dict) -> Callable:
     """The one-judge test of a file's exercises (issue 16): every RIGHT / EQUIVALENT and WRONG answer goes
         through the visible check (`Exercise.check`, as in the student's kernel) and through the grader's
@@ -215,7 +221,9 @@ def agreement_test(matrices: dict) -> Callable:
         both must say the same, pass or fail. Where the exercise names known mistakes (`Exercise.mistakes`, issue
         48), the check's is one the judge names too (the judge names each case's: the second-to-last device is
     "another device" on 8 devices and the first on 2), and neither names one alone: the class's misconception
-    map groups by what the judge names.
+    map groups by what the judge names. Where the judge compared no values (a program refused for its layout
+    or its devices before it ran: the values of weights it never takes), its finding is that, and it names
+    no mistake of values.
 
         `matrices`: name -> (exercise, reference, RIGHT answers, WRONG (answer, message) pairs). Bind the
         result to a module-level name that starts with `test_`, after the matrices' own tests."""
@@ -237,7 +245,8 @@ def agreement_test(matrices: dict) -> Callable:
         verdict = graded(exercise, reference, answer)
         passed, graded_passed = message is None, verdict is not None and verdict.passed
         assert passed == graded_passed == (kind == "right"), (passed, graded_passed)
-        if verdict is not None and exercise.mistakes:  # the check names the mistake of its first wrong case
+        if verdict is not None and exercise.mistakes and compared_values(verdict):
+            # the check names the mistake of its first wrong case; the judge, of each case whose values it compared
             named, judged = named_mistakes(exercise, message), judged_mistakes(verdict)
             assert named <= judged and bool(named) == bool(judged), (message, verdict)
 
