@@ -18,8 +18,8 @@ from namedaxes.checking import (
     expect_work_within,
     f32,
     fail,
-    regions,
     known_mistake,
+    regions,
     same_values,
     show_values,
 )

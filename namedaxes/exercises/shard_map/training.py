@@ -230,7 +230,6 @@ def _observe_dp_train_step(fn: Callable) -> dict:
     return _observe_training(fn, structure=True)
 
 
-
 dp_train_step = exercise(
     "dp_train_step",
     _check_dp_train_step,
