@@ -93,8 +93,8 @@ def _matches(values, outputs: dict, rtol: float, atol: float) -> tuple[str, ...]
 def diagnose(source, case: str, inputs: list, outputs: dict, rtol=None, atol=None) -> dict[str, tuple[Phrase, ...]]:
     """For each output path whose values (one case, on the hidden `inputs`) are a known mistake's results, keyed
     like the values it replaces (`<case><path>`): the findings of the mistakes that give them, in the list's
-    order, each once (several where mistakes coincide on these inputs: over 2 devices the mean is half the
-    total; `named` decides). {} when none is, the case has more than `MAX_MISTAKE_OUTPUTS` outputs, or the
+    order, each mistake once (with the fields it is first listed with), several where mistakes coincide on
+    these inputs (over 2 devices the mean is half the total: `named` decides). {} when none is, the case has more than `MAX_MISTAKE_OUTPUTS` outputs, or the
     module has no such list."""
     if source is None or not 1 <= len(outputs) <= MAX_MISTAKE_OUTPUTS:
         return {}
@@ -108,26 +108,21 @@ def diagnose(source, case: str, inputs: list, outputs: dict, rtol=None, atol=Non
         if not _NAME.fullmatch(str(key)):
             continue
         for path in _matches(values, outputs, rtol, atol):
-            one = phrase("known_mistake", key=f"{case}{path}", module=short, mistake=str(key), **_fields(fields))
-            if all(_what(one) != _what(seen) for seen in found.get(path, ())):
+            if all(str(key) != seen.get("mistake") for seen in found.get(path, ())):  # listed twice: the first's
+                one = phrase("known_mistake", key=f"{case}{path}", module=short, mistake=str(key), **_fields(fields))
                 found[path] = (*found.get(path, ()), one)
     return {f"{case}{path}": found[path] for path in found}
-
-
-def _what(found: Phrase) -> tuple:
-    """Which mistake a finding says (its mistake and sentence fields), wherever it was seen."""
-    return tuple(f for f in found.fields if f[0] != "key")
 
 
 def named(candidates: dict[str, tuple[Phrase, ...]]) -> dict[str, Phrase]:
     """The known mistake each output's values are (`<case><path>` -> finding), from `diagnose`'s findings of
     one test cell's cases: the one mistake that gives them; where several coincide, the one of those that
-    another output or case names alone (a mean taken over 2, 4 and 8 devices is named on all three); none when
-    that does not decide (the values just differ there)."""
-    alone = {_what(found[0]) for found in candidates.values() if len(found) == 1}
+    another output or case names alone (a mean taken over 2, 4 and 8 devices is named on all three), with the
+    fields of this case; none when that does not decide (the values just differ there)."""
+    alone = {found[0].get("mistake") for found in candidates.values() if len(found) == 1}
     out = {}
     for key, found in candidates.items():
-        decided = [f for f in found if len(found) == 1 or _what(f) in alone]
-        if len({_what(f) for f in decided}) == 1:
+        decided = [f for f in found if len(found) == 1 or f.get("mistake") in alone]
+        if len(decided) == 1:
             out[key] = decided[0]
     return out

@@ -87,7 +87,8 @@ def fake_step(monkeypatch):
         return [
             ({"[0]['b']": B + x, "[0]['w']": W + x}, "step_summed", {"k": 4}),
             ({"[1]": 4 * x}, "loss_summed", {}),
-            ({"[1]": 4 * x}, "loss_summed", {"k": 2}),  # the same values, another mistake: named where it decides
+            ({"[1]": 4 * x}, "loss_summed", {"k": 2}),  # the same mistake listed twice: said once, as first listed
+            ({"[1]": 4 * x}, "loss_doubled_twice", {}),  # the same values, another mistake
             ({"[1]": 2 * x, "[2]": x}, "too_many", {}),  # a path the program does not have: never these values
         ]
 
@@ -103,7 +104,10 @@ def test_a_mistake_of_several_outputs_names_each_output_it_covers(fake_step):
     assert {f.get("mistake") for (f,) in found.values()} == {"step_summed"}
     assert named(found)["k4[0]['w']"].get("arg_k") == 4
     both = diagnose(STEP, "k4", [x], {**out, "[1]": 4 * x})  # the loss summed too: two mistakes, two outputs
-    assert [f.get("mistake") for f in both["k4[1]"]] == ["loss_summed", "loss_summed"]
+    assert [(f.get("mistake"), f.get("arg_k")) for f in both["k4[1]"]] == [
+        ("loss_summed", ""),
+        ("loss_doubled_twice", ""),
+    ]
     assert "k4[1]" not in named(both)  # two candidates, and no other output names one alone
     too_many = {f"[{i}]": x for i in range(9)}
     assert diagnose(STEP, "k4", [x], too_many) == {}  # more outputs than a mistake is compared with
