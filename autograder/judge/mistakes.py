@@ -94,8 +94,8 @@ def diagnose(source, case: str, inputs: list, outputs: dict, rtol=None, atol=Non
     """For each output path whose values (one case, on the hidden `inputs`) are a known mistake's results, keyed
     like the values it replaces (`<case><path>`): the findings of the mistakes that give them, in the list's
     order, each mistake once (with the fields it is first listed with), several where mistakes coincide on
-    these inputs (over 2 devices the mean is half the total: `named` decides). {} when none is, the case has more than `MAX_MISTAKE_OUTPUTS` outputs, or the
-    module has no such list."""
+    these inputs (over 2 devices the mean is half the total: `named` decides). {} when none is, the case has
+    more than `MAX_MISTAKE_OUTPUTS` outputs, or the module has no such list."""
     if source is None or not 1 <= len(outputs) <= MAX_MISTAKE_OUTPUTS:
         return {}
     module = importlib.import_module(source[0])
