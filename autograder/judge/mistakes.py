@@ -12,7 +12,9 @@ and the hint that addresses it. The exercise module that names its mistakes (`Ex
 `known_mistakes(exercise, case, inputs)`: the mistakes' results `(values, key, fields)` on one case's inputs,
 the NumPy code its check uses. `values` is one array where the case has one output, or `{path: array}` for
 some outputs of a case with several (a training step's new parameters, not its loss; at most
-`MAX_MISTAKE_OUTPUTS`): a mistake there names the outputs it covers. Here the program's outputs on the hidden
+`MAX_MISTAKE_OUTPUTS`): a mistake there names the outputs it covers. A key None lists another answer's values
+that are no known mistake (a divisor written by hand where it equals one): never named, they only keep a
+mistake whose values coincide with them on a case from being named there by that case alone. Here the program's outputs on the hidden
 inputs are compared with them, with the case's tolerance; the mistake that matches an output is its finding
 `known_mistake` (the case and output's key, the module, the mistake's key in its `TEXT`, and the sentence's
 fields as `arg_<name>`), in place of "values differ". Where two mistakes give the same values on one case
@@ -105,11 +107,12 @@ def diagnose(source, case: str, inputs: list, outputs: dict, rtol=None, atol=Non
     rtol, atol = (1e-5 if rtol is None else rtol), (1e-5 if atol is None else atol)
     short, found = source[0].removeprefix(MODULES), {}
     for values, key, fields in list(listed(source[1], case, inputs))[:MAX_MISTAKE_RESULTS]:
-        if not _NAME.fullmatch(str(key)):
+        mistake = "" if key is None else str(key)  # None: another answer's values, no known mistake (`named`)
+        if mistake and not _NAME.fullmatch(mistake):
             continue
         for path in _matches(values, outputs, rtol, atol):
-            if all(str(key) != seen.get("mistake") for seen in found.get(path, ())):  # listed twice: the first's
-                one = phrase("known_mistake", key=f"{case}{path}", module=short, mistake=str(key), **_fields(fields))
+            if all(mistake != seen.get("mistake") for seen in found.get(path, ())):  # listed twice: the first's
+                one = phrase("known_mistake", key=f"{case}{path}", module=short, mistake=mistake, **_fields(fields))
                 found[path] = (*found.get(path, ()), one)
     return {f"{case}{path}": found[path] for path in found}
 
@@ -118,11 +121,13 @@ def named(candidates: dict[str, tuple[Phrase, ...]]) -> dict[str, Phrase]:
     """The known mistake each output's values are (`<case><path>` -> finding), from `diagnose`'s findings of
     one test cell's cases: the one mistake that gives them; where several coincide, the one of those that
     another output or case names alone (a mean taken over 2, 4 and 8 devices is named on all three), with the
-    fields of this case; none when that does not decide (the values just differ there)."""
-    alone = {found[0].get("mistake") for found in candidates.values() if len(found) == 1}
+    fields of this case; none when that does not decide (the values just differ there). Values the list gives
+    as another answer's (key None: a divisor written by hand, a sum the check names in its own words) are never
+    named, and keep a mistake they coincide with from being named unless another case names it alone."""
+    alone = {found[0].get("mistake") for found in candidates.values() if len(found) == 1} - {""}
     out = {}
     for key, found in candidates.items():
-        decided = [f for f in found if len(found) == 1 or f.get("mistake") in alone]
+        decided = [f for f in found if f.get("mistake") and (len(found) == 1 or f.get("mistake") in alone)]
         if len(decided) == 1:
             out[key] = decided[0]
     return out

@@ -78,8 +78,10 @@ def _same_results(a: Any, b: Any, tol: float) -> bool:
 
 def known_mistake(got: Any, mistakes, tol: float = 1e-5) -> tuple[str, dict] | None:
     """`(key, fields)` of the first known mistake `(values, key, fields)` whose values `got` has (within `tol`,
-    as floats, NaN where NaN is); None when it has none's. A mistake of several results gives them as a dict,
-    and `got` is then a dict with those keys (a training step's new parameters): all of them must agree.
+    as floats, NaN where NaN is); None when it has none's, or the first it has is another answer's (key None:
+    values that are no known mistake, listed so that the grader does not name a mistake they coincide with). A
+    mistake of several results gives them as a dict, and `got` is then a dict with those keys (a training
+    step's new parameters): all of them must agree.
 
     An exercise lists its mistakes' results in one function that its check and the grader's judge both call
     (the judge on its hidden inputs, `autograder/judge/mistakes.py`): the check names the mistake with the
@@ -90,7 +92,7 @@ def known_mistake(got: Any, mistakes, tol: float = 1e-5) -> tuple[str, dict] | N
         else:
             same = not isinstance(got, dict) and _same_results(got, values, tol)
         if same:
-            return key, dict(fields)
+            return None if key is None else (key, dict(fields))
     return None
 
 

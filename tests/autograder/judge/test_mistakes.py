@@ -90,6 +90,8 @@ def fake_step(monkeypatch):
             ({"[1]": 4 * x}, "loss_summed", {"k": 2}),  # the same mistake listed twice: said once, as first listed
             ({"[1]": 4 * x}, "loss_doubled_twice", {}),  # the same values, another mistake
             ({"[1]": 2 * x, "[2]": x}, "too_many", {}),  # a path the program does not have: never these values
+            ({"[1]": 3 * x}, None, {}),  # another answer's values (a factor written by hand): never named
+            ({"[1]": 3 * x + (x > 2)}, "loss_tripled", {}),  # the same values where x <= 2
         ]
 
     module.known_mistakes = known_mistakes
@@ -131,3 +133,20 @@ def test_coinciding_mistakes_are_decided_by_the_cells_other_cases():
         "k8": "sum_is_mean",
     }
     assert named({"k2": found["k2"]}) == {}
+
+
+def test_another_answers_values_are_never_named_and_keep_a_coinciding_mistake_from_being_named(fake_step):
+    """Values listed with the key None are another answer's (a divisor written by hand): where a mistake's
+    values are the same, the mistake is named only if another case names it alone."""
+    out = {"[0]['b']": B, "[0]['w']": W}
+    small, large = np.float32(1.5), np.float32(3.0)
+    found = diagnose(STEP, "k2", [small], {**out, "[1]": 3 * small})
+    assert [f.get("mistake") for f in found["k2[1]"]] == ["", "loss_tripled"]
+    assert named(found) == {}
+    alone = diagnose(STEP, "k8", [large], {**out, "[1]": 3 * large + 1})
+    assert [f.get("mistake") for f in alone["k8[1]"]] == ["loss_tripled"]
+    assert {key: f.get("mistake") for key, f in named({**found, **alone}).items()} == {
+        "k2[1]": "loss_tripled",
+        "k8[1]": "loss_tripled",
+    }
+    assert named(diagnose(STEP, "k8", [large], {**out, "[1]": 3 * large})) == {}  # another answer's, alone

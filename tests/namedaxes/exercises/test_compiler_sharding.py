@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from exercise_text import unused_text
+from exercise_text import NAMED, unused_text
 from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
@@ -702,7 +702,7 @@ def test_collective_matmul_rows_observations_reject_wrong_answers():
 
 # ---------------------------------------------------------------- the module's contract
 def test_every_student_facing_string_is_used_and_hints_are_ladders():
-    unused = unused_text(q)
+    unused = unused_text(q, NAMED)  # the known mistakes are named in their lists (`mlp_mistakes`, ...)
     assert not unused, f"TEXT entries nothing uses: {unused}"
     for exercise in (q.one_all_reduce_mlp, q.feature_correlation, q.collective_matmul_rows):
         assert len(exercise._hints) == 3, exercise.name
