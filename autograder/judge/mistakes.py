@@ -12,15 +12,15 @@ and the hint that addresses it. The exercise module that names its mistakes (`Ex
 `known_mistakes(exercise, case, inputs)`: the mistakes' results `(values, key, fields)` on one case's inputs,
 the NumPy code its check uses. `values` is one array where the case has one output, or `{path: array}` for
 some outputs of a case with several (a training step's new parameters, not its loss; at most
-`MAX_MISTAKE_OUTPUTS`): a mistake there names the outputs it covers. A key None lists another answer's values
-that are no known mistake (a divisor written by hand where it equals one): never named, they only keep a
-mistake whose values coincide with them on a case from being named there by that case alone. Here the program's outputs on the hidden
+`MAX_MISTAKE_OUTPUTS`): a mistake there names the outputs it covers. Here the program's outputs on the hidden
 inputs are compared with them, with the case's tolerance; the mistake that matches an output is its finding
 `known_mistake` (the case and output's key, the module, the mistake's key in its `TEXT`, and the sentence's
 fields as `arg_<name>`), in place of "values differ". Where two mistakes give the same values on one case
 (over 2 devices the mean is half the total), the one another case of the cell names alone is taken, else
-neither (`named`). Its words are the module's own sentence, in the reader's language, written when
-publishing (`publish/words.py`).
+neither (`named`). A key None lists another answer's values that are no known mistake (a divisor written by
+hand, where it equals one): never named, they keep a mistake whose values they are from being named on that
+case alone. Its words are the module's own sentence, in the reader's language, written when publishing
+(`publish/words.py`).
 
 Which module: the **reference**'s observation names it (`namedaxes.grading.MISTAKES_KEY`; the reference is
 the instructor's run, authenticated by the reference cache), only a module of `namedaxes.exercises`, imported
