@@ -143,7 +143,7 @@ TEXT = {
     ),
     "step_mean_of_means": (
         "That averages each device's own mean gradient with equal weight (`lax.pmean`), but the devices "
-        "hold different numbers of real rows ({counts}). Add up the squared-error gradients and the real "
+        "hold different numbers of real rows. Add up the squared-error gradients and the real "
         "rows over all devices (`lax.psum`), then divide."
     ),
     "step_fixed_count": (
@@ -160,7 +160,7 @@ TEXT = {
     ),
     "step_summed": (
         "The step is much too large: the summed gradients were not divided by the number of real rows "
-        "of the whole batch ({count})."
+        "of the whole batch."
     ),
     "step_k_times": (
         "The step is {k} times too large. The gradient of a replicated parameter (in_specs `P()`) is "
