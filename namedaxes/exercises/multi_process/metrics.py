@@ -62,8 +62,8 @@ def _number(value: float) -> int | float:
 
 
 def metric_mistakes(errors: np.ndarray, k: int, p: int) -> dict[str, list[tuple]]:
-    """The usual mistakes' results for each metric on `errors` (`k` devices of `p` processes): per-device sums
-    or each process's mean for `per_process`, or every entry the total; for `total` and `mean`, a device count
+    """The usual mistakes' results for each metric on `errors` (`k` devices of `p` processes): each process's
+    mean for `per_process`, or every entry the total (per-device sums have another shape: the check says so); for `total` and `mean`, a device count
     written as 8 or taken from one process, the mean of the devices' sums, the mean for the total, the total
     divided by the devices, the total over the rows only, one device's block (the check's diagnoses, and the
     grader's)."""
@@ -71,8 +71,7 @@ def metric_mistakes(errors: np.ndarray, k: int, p: int) -> dict[str, list[tuple]
     n = k // p
     want = _metrics_want(e, p)
     first = e.reshape(k, -1)[0]
-    per_process = [(e.reshape(k, -1).sum(axis=1), "per_process_per_device", {})] if k == p else []
-    per_process.append((e.reshape(p, -1).mean(axis=1), "per_process_means", {}))
+    per_process = [(e.reshape(p, -1).mean(axis=1), "per_process_means", {})]
     if p > 1:
         per_process.append((np.full(p, e.sum()), "per_process_total", {}))
     found = {"per_process": per_process}
@@ -226,7 +225,6 @@ global_metrics = exercise(
     ],
     observe=_observe_global_metrics,
     mistakes={
-        "per_process_per_device": 2,
         "per_process_means": 3,
         "per_process_total": 3,
         "metric_fixed_count": 2,

@@ -115,10 +115,6 @@ TEXT = {
         " `per_process` has one entry per process, `jax.process_count()` of them ({p} here): not one per "
         "device, and not a number written by hand."
     ),
-    "per_process_per_device": (
-        "Those are per-device sums. Process i owns the devices at mesh positions i * n to (i + 1) * n - 1 "
-        "(n = jax.local_device_count()): add up the sums of each process's devices."
-    ),
     "per_process_means": (
         "Those are the means of each process's rows: entry i is their sum (the rows of the devices process i "
         "owns, added up)."
