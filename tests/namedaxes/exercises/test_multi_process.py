@@ -642,6 +642,10 @@ STEP_WRONG = {
         r".*different numbers of real rows\.",
     ),
     "padding counted (notebook 05's step)": (_step_map(_no_mask), r"(?s)counts the padding rows too"),
+    "padding counted, the mask read": (  # issue 48: every input in its program, so the judge runs it
+        _step_map(lambda p, b: _no_mask(p, {"x": b["x"], "y": b["y"] + 0.0 * b["mask"]})),
+        r"(?s)counts the padding rows too",
+    ),
     "divided by all rows": (
         _divided(lambda b: lax.psum(b["mask"].size, DATA_PARALLEL)),
         r"(?s)divides by all 12 rows of the batch, padding included",
@@ -663,6 +667,12 @@ STEP_WRONG = {
     "wrong sign": (_step_map(_sign), "moved the wrong way"),
     "unchanged": (
         _step_map(lambda p, b: jax.tree.map(lambda v: v + 0 * lax.psum(jnp.sum(b["mask"]), DATA_PARALLEL), p)),
+        "did not change",
+    ),
+    "unchanged, every input read": (
+        _step_map(
+            lambda p, b: jax.tree.map(lambda v, g: v + 0.0 * lax.psum(g, DATA_PARALLEL), p, _local_sum_grads(p, b))
+        ),
         "did not change",
     ),
     "no shard_map": (_step_under_jit, r"(?s)right values, but without `jax\.shard_map`"),
