@@ -63,10 +63,10 @@ def _number(value: float) -> int | float:
 
 def metric_mistakes(errors: np.ndarray, k: int, p: int) -> dict[str, list[tuple]]:
     """The usual mistakes' results for each metric on `errors` (`k` devices of `p` processes): each process's
-    mean for `per_process`, or every entry the total (per-device sums have another shape: the check says so); for `total` and `mean`, a device count
-    written as 8 or taken from one process, the mean of the devices' sums, the mean for the total, the total
-    divided by the devices, the total over the rows only, one device's block (the check's diagnoses, and the
-    grader's)."""
+    mean for `per_process`, or every entry the total (per-device sums have another shape: the check says so);
+    for `total` and `mean`, a device count written as 8 or taken from one process, the mean of the devices'
+    sums, the mean for the total, the total divided by the devices, the total over the rows only, one device's
+    block (the check's diagnoses, and the grader's)."""
     e = np.asarray(errors, float)
     n = k // p
     want = _metrics_want(e, p)
