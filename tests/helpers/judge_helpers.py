@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -22,10 +23,12 @@ import pytest
 
 from autograder.judge.compare import compare, normalize
 from autograder.judge.exported import is_program_observation
+from autograder.judge.formulas import is_formula_observation, named_figures
 from autograder.judge.programs import Judge
 from autograder.publish.words import SHOWN, say
 from autograder.reasons import Kind, Verdict
 from namedaxes.checking import CheckFailed, proving
+from namedaxes.grading import FORMULA_KEY
 
 __all__ = [
     "judge_observations",
@@ -42,6 +45,7 @@ __all__ = [
     "judged_mistakes",
     "compared_values",
     "matrix_rows",
+    "judging_formulas_of",
 ]
 
 _TEST_SECRET = b"observations_match: exercise tests only"
@@ -92,7 +96,35 @@ def _judged(reference: dict, observed: dict, grade_id: str) -> Said:
     reference, observed = normalize(reference), normalize(observed)
     if is_program_observation(reference):
         return Said(_judge().judge_observations(grade_id, reference, observed))
-    return Said(compare(reference, observed))
+    verdict = compare(reference, observed)
+    marker = reference.get(FORMULA_KEY) if is_formula_observation(reference) else None
+    module, listed = _FORMULA_MISTAKES.get(
+        f"{marker.get('module')}:{marker.get('exercise')}" if marker else "", ("", {})
+    )
+    return Said(named_figures(verdict, reference, observed, listed, module) if listed else verdict)
+
+
+# ---------------------------------------------------------------- formula exercises: one grading run's mistakes
+_FORMULA_MISTAKES: dict = {}  # "<module>:<exercise>" -> (module, its mistakes' figures on the run's cases)
+
+
+@contextmanager
+def judging_formulas_of(refs: dict, run):
+    """Within: formula observations are judged as the grader judges them in the run `run` (`formula_run_of`),
+    a wrong figure named where it is one of the usual mistakes on the run's cases. The observations must be made
+    on those cases (the kernel handed them, `namedaxes.grading.HIDDEN_CASES_ENV`)."""
+    added = {}
+    for gid, (module, listed) in run.mistakes.items():
+        marker = refs[gid][FORMULA_KEY]
+        added[f"{marker['module']}:{marker['exercise']}"] = (module, listed)
+    _FORMULA_MISTAKES.update(added)
+    _VERDICTS.clear()
+    try:
+        yield
+    finally:
+        for key in added:
+            _FORMULA_MISTAKES.pop(key, None)
+        _VERDICTS.clear()
 
 
 def derived(observation: dict, grade_id: str = "test") -> dict:
