@@ -9,7 +9,7 @@ import numpy as np
 from .normalize import row_normalize_mistakes
 from .numbers import numbers_mistakes
 from .sums import neither_mistakes
-from .tp_dp import _TP_WORK_GRID, tp_mistakes
+from .tp_dp import tp_case_grid, tp_mistakes
 
 
 def known_mistakes(exercise: str, case: str, inputs: list) -> list[tuple]:
@@ -23,10 +23,10 @@ def known_mistakes(exercise: str, case: str, inputs: list) -> list[tuple]:
     if exercise == "device_numbers":
         parts = numbers_mistakes(np.shape(inputs[0])[:2])
         return [({f"[{k}]": v}, key, f) for k, part in enumerate(parts) for v, key, f in part]
-    mesh = re.fullmatch(r"(\d+)x(\d+)(?:_k(\d+))?", case)
-    if exercise == "row_normalize" and mesh and mesh[3]:
+    mesh = re.fullmatch(r"(\d+)x(\d+)_k(\d+)", case)
+    if exercise == "row_normalize" and mesh:
         return row_normalize_mistakes(inputs[0], (int(mesh[1]), int(mesh[2])), int(mesh[3]))
-    if exercise == "tp_dp_step" and (mesh or case == "work"):
+    if exercise == "tp_dp_step" and (grid := tp_case_grid(case)):
         w, x, y = inputs
-        return tp_mistakes(w, {"x": x, "y": y}, (int(mesh[1]), int(mesh[2])) if mesh else _TP_WORK_GRID)
+        return tp_mistakes(w, {"x": x, "y": y}, grid)
     return []

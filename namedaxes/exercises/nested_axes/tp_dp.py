@@ -207,6 +207,14 @@ def _expect_tp_work(name: str, fn) -> None:
     )
 
 
+def tp_case_grid(case: str) -> tuple | None:
+    """The grid of a graded case of `_observe_tp_dp_step` ("2x4", "work"), None for one that judges no values."""
+    if case == "work":
+        return _TP_WORK_GRID
+    rows, _, cols = case.partition("x")
+    return (int(rows), int(cols)) if rows.isdigit() and cols.isdigit() else None
+
+
 def _observe_tp_dp_step(fn) -> dict:
     """Programs of `fn(w, batch, mesh)` on 2 x 4, 4 x 2 and 2 x 2 meshes (plain inputs, drawn by the grader),
     plus the 2 x 4 one again as a structure case: the reference's psums over both axes are required."""
