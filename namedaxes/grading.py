@@ -59,6 +59,8 @@ __all__ = [
     "HIDDEN_CASES_ENV",
     "FORMULA_KEY",
     "MISTAKES_KEY",
+    "JUDGED_OUTSIDE_ENV",
+    "judged_outside",
 ]
 
 OBSERVE_DIR_ENV = "NAMEDAXES_OBSERVE_DIR"
@@ -286,6 +288,18 @@ def programs(cases: dict, **values) -> dict:
     out[PROGRAMS_KEY] = {"format": PROGRAMS_FORMAT, "cases": meta}
     out.update(values)
     return out
+
+
+# ---------------------------------------------------------------- the grader's own runs
+JUDGED_OUTSIDE_ENV = "NAMEDAXES_JUDGED_OUTSIDE"  # set by the grader's prelude in every kernel it runs
+
+
+def judged_outside() -> bool:
+    """True in a kernel the grader runs: there a visible check leaves the judging to the grader's judge,
+    which decides every test cell outside the kernel on hidden inputs (`Exercise.check`).
+
+    Only the kernel's own feedback depends on it: a kernel that sets it elsewhere skips its own checks."""
+    return _environ_get(JUDGED_OUTSIDE_ENV) == "1"
 
 
 # ---------------------------------------------------------------- formula exercises' hidden cases

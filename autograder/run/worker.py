@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from courseinfo.nbgrader_metadata import nbgrader_cell
+from namedaxes.grading import JUDGED_OUTSIDE_ENV
 
 from ..course.notebooks import SourceNotebook, UnreadableNotebook, build_graded, read_submission, shared_cache_run
 from ..judge.formulas import formula_prelude
@@ -260,7 +261,7 @@ class Worker:
                     kernel,
                     lambda n: self._kernel(workdir, label=f"r{n}"),
                     limits,
-                    prelude=language_prelude(lang) + xla_prelude(task.xla_dir) + formula_prelude(source, refs),
+                    prelude=kernel_prelude(lang) + xla_prelude(task.xla_dir) + formula_prelude(source, refs),
                 )
             finally:
                 self.release(workdir, task.prestart)
@@ -315,7 +316,7 @@ class Worker:
                 kernel,
                 lambda n: self._kernel(workdir, label=f"r{n}"),
                 NotebookLimits(timeout),
-                prelude=language_prelude("en"),
+                prelude=kernel_prelude("en"),
             )
         finally:
             self.release(workdir, task.prestart)
@@ -359,7 +360,7 @@ class Worker:
         solution, so a kernel that counts its cache hits learns nothing about the solution."""
         kernel = self.take_kernel(task.prestart)
         workdir = kernel.workdir
-        prelude = language_prelude("en") + reference_xla_prelude(str(workdir / REFERENCE_CACHE))
+        prelude = kernel_prelude("en") + reference_xla_prelude(str(workdir / REFERENCE_CACHE))
         try:
             run_notebook(
                 shared_cache_run(source),
@@ -400,13 +401,17 @@ def budget_label(task: Task) -> Phrase | None:
     return phrase("budget_left", total=task.budget_of_submission, left=max(0.0, task.budget))
 
 
-def language_prelude(lang: str) -> str:
-    """Trusted code run before the first cell: the kernel's namedaxes messages in `lang` (validated).
-
-    Always set, English too: the grader's working folders must not pick a language by their path."""
+def kernel_prelude(lang: str) -> str:
+    """Trusted code run before the first cell of every kernel the grader runs (references, the cache run and
+    the students'): the kernel's namedaxes messages in `lang` (validated; always set, English too: the
+    grader's working folders must not pick a language by their path), and the visible checks leave the
+    judging to the judge (`namedaxes.grading.judged_outside`): in a graded kernel a check only makes sure
+    the answer exports, since the judge decides every test cell outside the kernel, on hidden inputs, and
+    a check run there again would cost most of the kernel's CPU and could never add a point."""
     from ..messages import validate_language
 
-    return f"import os as _o\n_o.environ['NAMEDAXES_LANG'] = {validate_language(lang)!r}\ndel _o\n"
+    env = {"NAMEDAXES_LANG": validate_language(lang), JUDGED_OUTSIDE_ENV: "1"}
+    return f"import os as _o\n_o.environ.update({env!r})\ndel _o\n"
 
 
 def unreadable_reason(err: BaseException) -> str:

@@ -25,12 +25,12 @@ import functools
 import sys
 from collections.abc import Callable, Iterable
 
-from ..grading import MISTAKES_KEY, PROGRAMS_KEY
+from ..grading import MISTAKES_KEY, PROGRAMS_KEY, judged_outside
 from ..i18n import gettext
 from .course_devices import expect_course_devices
 from .explaining import explained, translate
 from .failures import CheckFailed, NotAttempted
-from .registry import FAILED, NOT_ATTEMPTED, PASSED, LastCheck, record, register
+from .registry import FAILED, JUDGED, NOT_ATTEMPTED, PASSED, LastCheck, record, register
 from .rendering import GREEN, color
 from .text import TEXT
 
@@ -54,6 +54,13 @@ class Exercise:
     exportable program: layout, communication that matters); it records its last check for
     `progress`. Several `Exercise` objects may share a `name` (one per test cell of an
     exercise): the exercise passes when all of them do.
+
+    In a kernel the grader runs (`namedaxes.grading.judged_outside()`), `check` only makes sure the answer
+    exports (so an unwritten or crashing answer still reads as its message) and leaves the rest to the
+    grader's judge: the judge decides every test cell outside the kernel, on hidden inputs, and runs the
+    same judgement as this check (each exercise's tests prove the two agree: `agreement_test`). A check run
+    there again would only cost the class's grading time (most of a graded kernel's CPU) and could never
+    add a point, since nothing a kernel says is a fact the grade may rest on.
     """
 
     def __init__(
@@ -90,14 +97,13 @@ class Exercise:
 
     def check(self, *answer) -> None:
         __tracebackhide__ = True  # pytest: report the caller's line
+        judged = judged_outside()
         try:
             expect_course_devices()
-            with explained(self.name):
-                self._check(*answer)
-            self._expect_recordable(answer)
-            if self._judge is not None:
-                with explained(self.name):
-                    self._judge(*answer)
+            if judged:
+                self._exports(answer)
+            else:
+                self._check_here(answer)
         except CheckFailed as err:
             kind = NotAttempted if isinstance(err, NotAttempted) else CheckFailed
             record(self, LastCheck(NOT_ATTEMPTED if kind is NotAttempted else FAILED, str(err), answer))
@@ -108,8 +114,29 @@ class Exercise:
         except BaseException as err:
             record(self, LastCheck(FAILED, f"{type(err).__name__}: {err}", answer))
             raise
-        record(self, LastCheck(PASSED, "", answer))
-        _say(color(GREEN, TEXT["passed"].format(name=self.name)))
+        record(self, LastCheck(JUDGED if judged else PASSED, "", answer))
+        _say(
+            TEXT["judged_outside"].format(name=self.name)
+            if judged
+            else color(GREEN, TEXT["passed"].format(name=self.name))
+        )
+
+    def _check_here(self, answer: tuple) -> None:
+        """The visible check itself: the module's rules, the export, the judge's steps on the exported program."""
+        with explained(self.name):
+            self._check(*answer)
+        self._expect_recordable(answer)
+        if self._judge is not None:
+            with explained(self.name):
+                self._judge(*answer)
+
+    def _exports(self, answer: tuple) -> None:
+        """While grading: the hidden test's first program exports (an unwritten answer raises `NotAttempted`,
+        a crash its message); what it computes is the judge's to say."""
+        from ..grading import one_case
+
+        with one_case(), explained(self.name):
+            self._observe(*answer)
 
     def _expect_recordable(self, answer: tuple) -> None:
         """The grader judges the program the hidden test exports: an answer that passes here but cannot be

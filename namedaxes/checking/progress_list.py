@@ -1,5 +1,6 @@
 """The notebook's progress: which exercises pass, are wrong, are not started, changed since their check,
-or were not checked yet (`q.progress()` in each notebook, made by `progress_of(__name__)`)."""
+were not checked yet, or (in a kernel the grader runs) are left to the grader's judge (`q.progress()` in
+each notebook, made by `progress_of(__name__)`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import sys
 from collections.abc import Callable
 
 from . import notebook
-from .registry import FAILED, NOT_ATTEMPTED, LastCheck, exercises, last
+from .registry import FAILED, JUDGED, NOT_ATTEMPTED, LastCheck, exercises, last
 from .rendering import BOLD, GREEN, RED, color
 from .text import TEXT
 
@@ -38,7 +39,8 @@ def progress_rows(module: str) -> list[tuple[str, str, str]]:
 
     Status: "passed" (every check of it passed), "failed" (wrong or crashed; detail: the first message),
     "not_attempted" (still the stub, or not defined yet; detail: the message), "changed" (redefined
-    since its check ran), "unchecked" (some check never ran).
+    since its check ran), "unchecked" (some check never ran), "judged" (while grading: it exports, and the
+    grader's judge decides it).
     """
     namespace = notebook.user_namespace()
     groups: dict[str, list[LastCheck | None]] = {}
@@ -54,6 +56,8 @@ def progress_rows(module: str) -> list[tuple[str, str, str]]:
             rows.append((name, "not_attempted", not_attempted[0].why))
         elif any(r is None for r in results):
             rows.append((name, "unchecked", ""))
+        elif any(r.status == JUDGED for r in results):
+            rows.append((name, "judged", ""))
         elif any(_changed_since_check(r.answer, namespace) for r in results):
             rows.append((name, "changed", ""))
         else:
@@ -71,7 +75,9 @@ def progress(module: str) -> None:
     """Print which exercises of the notebook (exercise module `module`) pass their visible checks."""
     rows = progress_rows(module)
     passed = sum(status == "passed" for _, status, _ in rows)
-    lines = [color(BOLD, TEXT["progress_title"].format(passed=passed, total=len(rows)))]
+    judged = sum(status == "judged" for _, status, _ in rows)
+    title = TEXT["progress_title_judged"].format(judged=judged, total=len(rows)) if judged else None
+    lines = [color(BOLD, title or TEXT["progress_title"].format(passed=passed, total=len(rows)))]
     for name, status, why in rows:
         if status == "passed":
             lines.append(color(GREEN, "  " + TEXT["progress_pass"].format(name=name)))
@@ -81,6 +87,8 @@ def progress(module: str) -> None:
             lines.append("  " + TEXT["progress_not_attempted"].format(name=name))
         elif status == "changed":
             lines.append("  " + TEXT["progress_changed"].format(name=name))
+        elif status == "judged":
+            lines.append("  " + TEXT["progress_judged"].format(name=name))
         else:
             lines.append("  " + TEXT["progress_unchecked"].format(name=name))
     if rows and passed == len(rows):

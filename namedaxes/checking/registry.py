@@ -9,15 +9,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["LastCheck", "PASSED", "FAILED", "NOT_ATTEMPTED", "Registered", "register", "record", "exercises", "last"]
+__all__ = [
+    "LastCheck",
+    "PASSED",
+    "FAILED",
+    "NOT_ATTEMPTED",
+    "JUDGED",
+    "Registered",
+    "register",
+    "record",
+    "exercises",
+    "last",
+]
 
 PASSED, FAILED, NOT_ATTEMPTED = "passed", "failed", "not_attempted"
+JUDGED = "judged"  # while grading: the answer exports, and the grader's judge decides the rest
 
 
 @dataclass(frozen=True)
 class LastCheck:
     """The last check of one `Exercise`: `status` (PASSED, FAILED: wrong or crashed, NOT_ATTEMPTED: still
-    the stub), the message it showed (`why`, empty when it passed) and the answer it checked."""
+    the stub, JUDGED: exported while grading, the grader judges it), the message it showed (`why`, empty
+    when it passed) and the answer it checked."""
 
     status: str
     why: str = ""

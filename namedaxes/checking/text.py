@@ -57,6 +57,10 @@ TEXT = Messages(
         "raised_in_your_code": "`{name}` raised {error} at line {line} of its cell: `{code}`.",
         "raised": "`{name}` raised {error}.",
         "passed": "✓ `{name}` passes the visible checks.",
+        "judged_outside": (
+            "• `{name}` runs and exports. While your work is graded, the grader's judge decides this cell outside "
+            "your notebook, on hidden inputs, with the same rules as the visible checks."
+        ),
         "failed_mark": "✗ ",
         "hint_line": "Stuck? Run `q.{attr}.hint()` for a hint.",
         "need_devices": (
@@ -68,11 +72,15 @@ TEXT = Messages(
         "hint": "Hint {i}/{n} for `{name}`{more}: {text}",
         "hint_more": " (run hint() again for another)",
         "progress_title": "{passed} of {total} exercises pass",
+        "progress_title_judged": (
+            "{judged} of {total} exercises run and export; the grader judges them on hidden inputs"
+        ),
         "progress_pass": "✓ {name}",
         "progress_fail": "✗ {name}: {why}",
         "progress_not_attempted": "• {name}: not started yet; write its answer cell, run it, then its test cell",
         "progress_changed": "• {name}: changed since its test cell ran; run that cell again",
         "progress_unchecked": "• {name}: not checked yet; run its test cell",
+        "progress_judged": "• {name}: judged by the grader, on hidden inputs",
         "progress_done": "All exercises pass their visible checks. The hidden tests run when your work is graded.",
         # the generic checks (expect_*)
         "numpy_array": "`{name}` is a NumPy array; expected a `jax.Array` (compute it with jax/jnp/lax).",

@@ -248,8 +248,9 @@ SPECS: list[Spec] = [
         NO_SUM,
         answers=_wrong_sum("return jnp.sum(x * 2.0)"),
         cell_reasons={
-            "scaled_sum_total": "CheckFailed: .*different values on different devices",
-            "scaled_sum_uses_psum": "CheckFailed: .*no collective",
+            # the judge's words (a graded kernel leaves the judging to it): the shape, then the missing psum
+            "scaled_sum_total": r"the program returns float32\[2\], expected float32\[2, 3\]",
+            "scaled_sum_uses_psum": "communication: expected .*psum.*but it performs no communication at all",
         },
     ),
     Spec(
