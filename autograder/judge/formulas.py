@@ -133,8 +133,12 @@ def named_figures(verdict: Verdict, expected: dict, observed: dict, listed: dict
 
 
 def _mistake_of(want, got, per_case) -> str | None:
-    """The first mistake whose value every differing case's figure is (None: none is, or the shapes differ)."""
-    want, got = np.asarray(want, np.float64), np.asarray(got, np.float64)
+    """The first mistake whose value every differing case's figure is (None: none is, the shapes differ, or what
+    was recorded is no array of numbers)."""
+    try:
+        want, got = np.asarray(want, np.float64), np.asarray(got, np.float64)
+    except (TypeError, ValueError):
+        return None
     if want.ndim != 1 or got.shape != want.shape or len(per_case or ()) != len(want):
         return None
     differ = [i for i in range(len(want)) if not np.isclose(got[i], want[i], rtol=RTOL, atol=ATOL)]

@@ -91,3 +91,8 @@ def test_a_wrong_figure_is_named_only_where_every_wrong_case_is_that_mistakes():
     assert named([5.0, 20.0, 60.0]) == [("values_differ", "")]  # half, then twice: no one mistake
     assert named([0.0, 20.0, 30.0]) == [("values_differ", "")]  # a 0 is no mistake's value
     assert named([10.0, 20.0, 30.0]) == []
+    assert [kind for kind, _ in named([5.0, 10.0])] == ["expected_got"]  # another shape: said as such
+    text = {"flops": np.array(["a", "b", "c"])}  # recorded, but no numbers: never named, never a crash
+    assert [d.kind.value for d in named_figures(compare(want, text), want, text, listed, "m").differences] == [
+        d.kind.value for d in compare(want, text).differences
+    ]
