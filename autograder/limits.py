@@ -163,6 +163,9 @@ MAX_MISTAKE_RESULTS: Annotated[
     int, Cap("results", "judge/mistakes.py", "known mistakes' results one case's values are compared with")
 ] = 256
 MAX_MISTAKE_FIELDS: Annotated[int, Cap("fields", "judge/mistakes.py", "of a known mistake's sentence")] = 6
+MAX_MISTAKE_OUTPUTS: Annotated[
+    int, Cap("outputs", "judge/mistakes.py", "of one case whose values a known mistake's results are compared with")
+] = 8
 MAX_MISTAKE_FIELD_CHARS: Annotated[
     int, Cap("characters", "judge/mistakes.py", "one text field of a known mistake's sentence")
 ] = 80

@@ -32,14 +32,25 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+import numpy as np
 
 from courseinfo.nbgrader_metadata import nbgrader_cell
 from namedaxes.grading import FORMULA_KEY, HIDDEN_CASES_ENV
 
+from ..reasons import Kind, Verdict, phrase
+from .compare import ATOL, RTOL, compare
 from .hidden_inputs import hidden_rng
 
-__all__ = ["FormulaRun", "formula_run", "formula_prelude", "solution_answers", "is_formula_observation"]
+__all__ = [
+    "FormulaRun",
+    "formula_run",
+    "formula_prelude",
+    "solution_answers",
+    "is_formula_observation",
+    "named_figures",
+]
 
 _MODULES = "namedaxes.exercises."  # the only modules a reference may name
 _RUNS: dict = {}  # (secret, source digest) -> FormulaRun
@@ -51,6 +62,13 @@ class FormulaRun:
 
     cases: dict = field(default_factory=dict)  # "<module>:<exercise>" -> [case, ...] (JSON), what the kernel gets
     expected: dict = field(default_factory=dict)  # grade_id -> the reference's observation on those cases
+    mistakes: dict = field(default_factory=dict)  # grade_id -> (module, the usual mistakes' figures on them)
+
+    def verdict(self, gid: str, observed: dict) -> Verdict:
+        """The student's figures compared with the reference's on this run's cases, a wrong figure named where
+        it is one of the usual mistakes (`named_figures`)."""
+        module, listed = self.mistakes.get(gid, ("", {}))
+        return named_figures(compare(self.expected[gid], observed), self.expected[gid], observed, listed, module)
 
     def prelude(self) -> str:
         """Trusted code for the kernel, before its first cell: the cases, in the environment."""
@@ -84,14 +102,54 @@ def _draw(source, refs, secret: bytes) -> FormulaRun:
         return FormulaRun()
     names = sorted({str(n) for marker in marked.values() for n in marker.get("answers", ())})
     answers = solution_answers(source.nb, names)
-    cases, expected = {}, {}
+    cases, expected, mistakes = {}, {}, {}
     for gid, marker in sorted(marked.items()):
         module = importlib.import_module(str(marker["module"]))
         exercise = str(marker["exercise"])
         drawn = module.draw_hidden_cases(exercise, hidden_rng(secret, gid, "formula cases"), answers)
         cases[f"{module.__name__}:{exercise}"] = drawn
         expected[gid] = module.observation_on(exercise, drawn, answers)
-    return FormulaRun(cases, expected)
+        if callable(getattr(module, "mistakes_on", None)):
+            mistakes[gid] = (module.__name__.removeprefix(_MODULES), module.mistakes_on(exercise, drawn, answers))
+    return FormulaRun(cases, expected, mistakes)
+
+
+def named_figures(verdict: Verdict, expected: dict, observed: dict, listed: dict, module: str) -> Verdict:
+    """`verdict` with each wrong figure named where it is one of the usual mistakes: `listed` gives, for each
+    figure, one list of `(value, message key)` pairs per case (`mistakes_on`, computed here by the solution's
+    answers on this run's cases). A figure is a mistake's when on every case where it differs from the
+    reference's it is that mistake's value there (within the comparison's tolerance; a 0 is the check's own
+    rule, not a mistake's); the first such mistake, in the list's order, is the finding `known_mistake` (the
+    figure's key, the module, the mistake's key in its `TEXT`) in place of "values differ", said in the check's
+    words when publishing. Nothing computed on the hidden cases is echoed: only the key of a course sentence."""
+    if verdict.passed or not listed:
+        return verdict
+    out = []
+    for d in verdict.differences:
+        key = str(d.get("key")) if d.kind is Kind.VALUES_DIFFER else ""
+        mistake = _mistake_of(expected.get(key), observed.get(key), listed.get(key)) if key in listed else None
+        out.append(phrase("known_mistake", key=key, module=module, mistake=mistake) if mistake else d)
+    return replace(verdict, differences=tuple(out))
+
+
+def _mistake_of(want, got, per_case) -> str | None:
+    """The first mistake whose value every differing case's figure is (None: none is, the shapes differ, or what
+    was recorded is no array of numbers)."""
+    try:
+        want, got = np.asarray(want, np.float64), np.asarray(got, np.float64)
+    except (TypeError, ValueError):
+        return None
+    if want.ndim != 1 or got.shape != want.shape or len(per_case or ()) != len(want):
+        return None
+    differ = [i for i in range(len(want)) if not np.isclose(got[i], want[i], rtol=RTOL, atol=ATOL)]
+    order = list(dict.fromkeys(k for case in per_case for _, k in case))
+    for mistake in order:
+        if differ and all(
+            any(k == mistake and v and np.isclose(got[i], v, rtol=RTOL, atol=ATOL) for v, k in per_case[i])
+            for i in differ
+        ):
+            return str(mistake)
+    return None
 
 
 def formula_run(source, refs) -> FormulaRun:

@@ -80,7 +80,7 @@ from .exported import (
     read_program,
 )
 from .hidden_inputs import hidden_inputs, hidden_outputs, hidden_rng, perturb_factor
-from .mistakes import diagnose, mistake_source
+from .mistakes import diagnose, mistake_source, named
 
 __all__ = ["Judge", "Required", "describe_layout"]
 
@@ -158,7 +158,7 @@ class _Tally:
     got_comm: set[str] = field(default_factory=set)
     got_axes: set[str] = field(default_factory=set)
     verified: set[str] = field(default_factory=set)  # collectives shown to reach the results (`_matters`)
-    mistakes: dict[str, Phrase] = field(default_factory=dict)  # "<case><path>" -> the known mistake its values are
+    mistakes: dict[str, tuple[Phrase, ...]] = field(default_factory=dict)  # "<case><path>" -> mistakes its values are
 
     @classmethod
     def of(cls, ref: _Reference) -> _Tally:
@@ -197,8 +197,10 @@ class _Tally:
 
     def verdict(self) -> Verdict:
         compared = compare(self.want, self.got, tolerances=self.tolerances).differences
-        named = [self.mistakes.get(str(d.get("key")), d) if d.kind is Kind.VALUES_DIFFER else d for d in compared]
-        diffs = self.diffs + _merged(named)
+        differ = {str(d.get("key")) for d in compared if d.kind is Kind.VALUES_DIFFER}
+        mistakes = named({key: found for key, found in self.mistakes.items() if key in differ})
+        found = [mistakes.get(str(d.get("key")), d) if d.kind is Kind.VALUES_DIFFER else d for d in compared]
+        diffs = self.diffs + _merged(found)
         if not self.unreadable:
             diffs += self.communication()
         return Verdict(not diffs, tuple(diffs))
@@ -416,9 +418,8 @@ class Judge:
             inputs = hidden_inputs(student.program.exp, case.entry["draw"], case.seed())
             found = diagnose(source, case.name, inputs, student.out, case.entry.get("rtol"), case.entry.get("atol"))
         except Exception:  # noqa: BLE001 - the exercise's list failed on these values: the values just differ
-            found = None
-        if found is not None:
-            tally.mistakes[str(found.get("key"))] = found
+            found = {}
+        tally.mistakes.update(found)
 
     def _communication(self, case: _Case, student: _Student, identical: bool, tally: _Tally) -> set[str]:
         """Count the student's collectives of the case: one the reference has (or, for value cells, over one of

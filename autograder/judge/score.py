@@ -122,7 +122,7 @@ def _verdict(gid: str, refs, got, formulas=None) -> Verdict:
     from .exported import is_program_observation
 
     if formulas is not None and gid in formulas.expected:  # a formula: the reference's figures on this run's cases
-        return compare(formulas.expected[gid], load_observations(*got))
+        return formulas.verdict(gid, load_observations(*got))
     if is_program_observation(refs[gid]):
         pairs, secret = getattr(refs, "pairs", None), getattr(refs, "secret", b"")
         if not pairs or not secret:

@@ -40,9 +40,12 @@ the kernel, so a visible part fails only where the answer does not run or export
 A test cell whose visible check failed scores 0 whatever its hidden part records (judge/score.py); its
 hidden part still runs, in a last pass of its own after every other hidden part (`FINDING`), so that the
 judge can say *what* went wrong on the hidden inputs: the class's misconception map groups those findings.
-That pass can cost nothing: the cell keeps its outcome, a hidden part that times out or kills its kernel
-ends the pass (no restart, no replay, no cell marked), and a limit the kernel hits during it is not the
-submission's (the sandbox's verdict is taken before the pass begins).
+An answer the visible part found not written yet (`NotAttempted`, the usual unanswered cell) has nothing for
+the judge: its hidden part is not run again (a kernel that names its error so gains nothing: the cell is 0
+all the same, and its map entry says "not written yet"). That pass can cost nothing: the cell keeps its
+outcome, a hidden part that times out or kills its kernel ends the pass (no restart, no replay, no cell
+marked), and a limit the kernel hits during it is not the submission's (the sandbox's verdict is taken
+before the pass begins).
 
 Budgets (`NotebookLimits`): `budget` seconds of wall clock for the whole notebook (kernel starts
 and replays included): a cell's timeout is cut to what is left, and once it is
@@ -114,6 +117,7 @@ def guard_index(nb: NotebookNode) -> int:
     return last
 
 
+NOT_STARTED = "NotAttempted"  # the error a visible check raises for an answer that is still its stub
 VISIBLE, HIDDEN, FINDING = "visible", "hidden", "finding"  # the three passes over a notebook's code cells
 
 
@@ -280,7 +284,7 @@ class _NotebookRun:
         outcome = self.result.outcomes.get(i)
         if kind == FINDING:
             failed = outcome is not None and outcome.status == "error" and i not in self.fatal
-            return self.finding(pos, i) if failed else pos + 1
+            return self.finding(pos, i) if failed and outcome.ename != NOT_STARTED else pos + 1
         hidden_step = kind == HIDDEN
         if hidden_step and (outcome is None or outcome.status != "ok"):
             return pos + 1  # its visible part failed: its hidden part runs in the FINDING pass

@@ -15,6 +15,7 @@ __all__ = [
     "f32",
     "first_line",
     "same_values",
+    "known_mistake",
     "expect_array",
     "expect_close",
     "expect_replicated",
@@ -67,6 +68,32 @@ def same_values(a: Any, b: Any, tol: float = 1e-5, *, dtype: Any = None) -> bool
     """
     a, b = np.asarray(a, dtype=dtype), np.asarray(b, dtype=dtype)
     return a.shape == b.shape and bool(np.allclose(a, b, rtol=tol, atol=tol))
+
+
+def _same_results(a: Any, b: Any, tol: float) -> bool:
+    """`same_values` as floats, NaN where NaN is: the comparison the grader's judge makes of a known mistake."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return a.shape == b.shape and bool(np.allclose(a, b, rtol=tol, atol=tol, equal_nan=True))
+
+
+def known_mistake(got: Any, mistakes, tol: float = 1e-5) -> tuple[str, dict] | None:
+    """`(key, fields)` of the first known mistake `(values, key, fields)` whose values `got` has (within `tol`,
+    as floats, NaN where NaN is); None when it has none's, or the first it has is another answer's (key None:
+    values that are no known mistake, listed so that the grader does not name a mistake they coincide with). A
+    mistake of several results gives them as a dict, and `got` is then a dict with those keys (a training
+    step's new parameters): all of them must agree.
+
+    An exercise lists its mistakes' results in one function that its check and the grader's judge both call
+    (the judge on its hidden inputs, `autograder/judge/mistakes.py`): the check names the mistake with the
+    sentence `TEXT[key]` holds, and the class's misconception map with the same sentence."""
+    for values, key, fields in mistakes:
+        if isinstance(values, dict):
+            same = isinstance(got, dict) and all(k in got and _same_results(got[k], v, tol) for k, v in values.items())
+        else:
+            same = not isinstance(got, dict) and _same_results(got, values, tol)
+        if same:
+            return None if key is None else (key, dict(fields))
+    return None
 
 
 def expect_array(name: str, value: Any, *, shape: tuple | None = None, dtype: Any = None) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -22,10 +23,12 @@ import pytest
 
 from autograder.judge.compare import compare, normalize
 from autograder.judge.exported import is_program_observation
+from autograder.judge.formulas import is_formula_observation, named_figures
 from autograder.judge.programs import Judge
 from autograder.publish.words import SHOWN, say
 from autograder.reasons import Kind, Verdict
 from namedaxes.checking import CheckFailed, proving
+from namedaxes.grading import FORMULA_KEY
 
 __all__ = [
     "judge_observations",
@@ -40,7 +43,9 @@ __all__ = [
     "agreement_test",
     "named_mistakes",
     "judged_mistakes",
+    "compared_values",
     "matrix_rows",
+    "judging_formulas_of",
 ]
 
 _TEST_SECRET = b"observations_match: exercise tests only"
@@ -91,7 +96,35 @@ def _judged(reference: dict, observed: dict, grade_id: str) -> Said:
     reference, observed = normalize(reference), normalize(observed)
     if is_program_observation(reference):
         return Said(_judge().judge_observations(grade_id, reference, observed))
-    return Said(compare(reference, observed))
+    verdict = compare(reference, observed)
+    marker = reference.get(FORMULA_KEY) if is_formula_observation(reference) else None
+    module, listed = _FORMULA_MISTAKES.get(
+        f"{marker.get('module')}:{marker.get('exercise')}" if marker else "", ("", {})
+    )
+    return Said(named_figures(verdict, reference, observed, listed, module) if listed else verdict)
+
+
+# ---------------------------------------------------------------- formula exercises: one grading run's mistakes
+_FORMULA_MISTAKES: dict = {}  # "<module>:<exercise>" -> (module, its mistakes' figures on the run's cases)
+
+
+@contextmanager
+def judging_formulas_of(refs: dict, run):
+    """Within: formula observations are judged as the grader judges them in the run `run` (`formula_run_of`),
+    a wrong figure named where it is one of the usual mistakes on the run's cases. The observations must be made
+    on those cases (the kernel handed them, `namedaxes.grading.HIDDEN_CASES_ENV`)."""
+    added = {}
+    for gid, (module, listed) in run.mistakes.items():
+        marker = refs[gid][FORMULA_KEY]
+        added[f"{marker['module']}:{marker['exercise']}"] = (module, listed)
+    _FORMULA_MISTAKES.update(added)
+    _VERDICTS.clear()
+    try:
+        yield
+    finally:
+        for key in added:
+            _FORMULA_MISTAKES.pop(key, None)
+        _VERDICTS.clear()
 
 
 def derived(observation: dict, grade_id: str = "test") -> dict:
@@ -208,6 +241,11 @@ def judged_mistakes(verdict: Verdict) -> set[str]:
     return {str(d.get("mistake")) for d in verdict.differences if d.kind is Kind.KNOWN_MISTAKE}
 
 
+def compared_values(verdict: Verdict) -> bool:
+    """Did the judge compare the program's values (a `values_differ` or `known_mistake` finding)?"""
+    return any(d.kind in (Kind.VALUES_DIFFER, Kind.KNOWN_MISTAKE) for d in verdict.differences)
+
+
 def agreement_test(matrices: dict) -> Callable:
     """The one-judge test of a file's exercises (issue 16): every RIGHT / EQUIVALENT and WRONG answer goes
         through the visible check (`Exercise.check`, as in the student's kernel) and through the grader's
@@ -215,7 +253,9 @@ def agreement_test(matrices: dict) -> Callable:
         both must say the same, pass or fail. Where the exercise names known mistakes (`Exercise.mistakes`, issue
         48), the check's is one the judge names too (the judge names each case's: the second-to-last device is
     "another device" on 8 devices and the first on 2), and neither names one alone: the class's misconception
-    map groups by what the judge names.
+    map groups by what the judge names. Where the judge compared no values (a program refused for its layout
+    or its devices before it ran: the values of weights it never takes), its finding is that, and it names
+    no mistake of values.
 
         `matrices`: name -> (exercise, reference, RIGHT answers, WRONG (answer, message) pairs). Bind the
         result to a module-level name that starts with `test_`, after the matrices' own tests."""
@@ -237,7 +277,8 @@ def agreement_test(matrices: dict) -> Callable:
         verdict = graded(exercise, reference, answer)
         passed, graded_passed = message is None, verdict is not None and verdict.passed
         assert passed == graded_passed == (kind == "right"), (passed, graded_passed)
-        if verdict is not None and exercise.mistakes:  # the check names the mistake of its first wrong case
+        if verdict is not None and exercise.mistakes and compared_values(verdict):
+            # the check names the mistake of its first wrong case; the judge, of each case whose values it compared
             named, judged = named_mistakes(exercise, message), judged_mistakes(verdict)
             assert named <= judged and bool(named) == bool(judged), (message, verdict)
 

@@ -36,6 +36,7 @@ from namedaxes.checking import progress_of
 
 from .fsdp import LEARNING_RATE, fsdp_step, loss_fn, sgd_step
 from .median import median_centered
+from .mistakes import known_mistakes
 from .ring import ring_all_reduce
 from .scatter import COLUMNS, ROWS, sum_scatter_columns
 from .text import TEXT
@@ -52,5 +53,6 @@ __all__ = [
     "COLUMNS",
     "TEXT",
     "progress",
+    "known_mistakes",
 ]
 progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass

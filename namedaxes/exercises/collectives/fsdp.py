@@ -16,6 +16,7 @@ from namedaxes.checking import (
     f32,
     fail,
     first_line,
+    known_mistake,
     same_values,
     show_values,
 )
@@ -98,28 +99,30 @@ def _fsdp_rules():
 _FSDP_RULES = _fsdp_rules()
 
 
-def _fsdp_diagnosis(got, ref, old, k, batch) -> str:
-    step, ref_step = got - old, ref - old
-    if same_values(step, k * ref_step, 1e-4):
-        return say("fsdp_k_times", k=k)
-    if same_values(step, ref_step / k, 1e-4):
-        return say("fsdp_k_small", k=k)
-    if same_values(got, old, 1e-6):
-        return say("fsdp_unchanged")
-    if same_values(step, -ref_step, 1e-4):
-        return say("fsdp_sign")
+def fsdp_mistakes(w, batch, k: int) -> list[tuple]:
+    """The usual mistakes' new w on `w` and `batch` (split over `k` devices): the step `k` times too large (the
+    gradients summed) or too small, no step, a step up the gradient, each device's shard updated with its own
+    examples' gradient only (the check's diagnoses, and the grader's)."""
+    old = np.asarray(w, np.float64)
     x, y = np.asarray(batch["x"], np.float64), np.asarray(batch["y"], np.float64)
-    shard = FEATURES // k
+    ref_step = _sgd_step_np(old, {"x": x, "y": y}) - old
+    shard, rows = len(old) // k, x.shape[0] // k
     local = np.empty_like(old)
     for i in range(k):  # device i's shard updated with the gradient of device i's examples only
-        rows = slice(i * x.shape[0] // k, (i + 1) * x.shape[0] // k)
-        grad = 2.0 * x[rows].T @ (x[rows] @ old - y[rows]) / (x.shape[0] // k)
-        local[i * shard : (i + 1) * shard] = (
-            old[i * shard : (i + 1) * shard] - LEARNING_RATE * grad[i * shard : (i + 1) * shard]
-        )
-    if same_values(got, local, 1e-4):
-        return say("fsdp_local")
-    return say("fsdp_generic")
+        mine, own = slice(i * rows, (i + 1) * rows), slice(i * shard, (i + 1) * shard)
+        local[own] = old[own] - LEARNING_RATE * (2.0 * x[mine].T @ (x[mine] @ old - y[mine]) / rows)[own]
+    return [
+        (old + k * ref_step, "fsdp_k_times", {"k": k}),
+        (old + ref_step / k, "fsdp_k_small", {"k": k}),
+        (old, "fsdp_unchanged", {}),
+        (old - ref_step, "fsdp_sign", {}),
+        (local, "fsdp_local", {}),
+    ]
+
+
+def _fsdp_diagnosis(got, w, k: int, batch) -> str:
+    found = known_mistake(got, fsdp_mistakes(w, batch, k), 1e-4)
+    return say("fsdp_generic") if found is None else say(found[0], **found[1])
 
 
 def _check_fsdp_step(fn: Callable) -> None:
@@ -136,7 +139,7 @@ def _check_fsdp_step(fn: Callable) -> None:
         got = np.asarray(out, np.float64)
         ref = _sgd_step_np(w, batch)
         if not same_values(got, ref, 1e-4):
-            hint = _fsdp_diagnosis(got, ref, np.asarray(w, np.float64), k, batch)
+            hint = _fsdp_diagnosis(got, w, k, batch)
             fail(
                 say(
                     "fsdp_update",
@@ -201,4 +204,5 @@ fsdp_step = exercise(
         "The new shard is still different on every device: `out_specs=P(DATA_PARALLEL)`.",
     ],
     observe=_observe_fsdp_step,
+    mistakes={"fsdp_k_times": 3, "fsdp_k_small": 3, "fsdp_unchanged": 2, "fsdp_sign": 2, "fsdp_local": 1},
 )

@@ -12,6 +12,7 @@ from namedaxes.checking import (
     exercises_for,
     f32,
     fail,
+    known_mistake,
     same_values,
     show_values,
 )
@@ -128,23 +129,40 @@ def _median_where(k, x) -> str:
     return say("where_mesh", k=k, what=say("what_blocks", shape=x.shape, rows=rows // k, cols=cols))
 
 
-def _median_mean_or_medians(name: str, fn: Callable, rows: int) -> str:
-    """x minus the column means, seen on blocks of `rows` rows: with 2 rows a device, the mean of the devices'
-    own medians is the column mean too, so a mesh with longer blocks tells the two mistakes apart."""
-    if rows > 2:
-        return say("median_mean")
-    for k, x_np in _MEDIAN_CASES:
-        values = np.asarray(x_np, np.float64)
-        n, m = values.shape
-        if n // k <= 2:
-            continue
-        mesh = line_mesh(k)
-        got = np.asarray(run_answer(name, fn, mesh, _placed(x_np, mesh, P(DEVICES))), np.float64)
-        medians = np.median(values.reshape(k, -1, m), axis=1).mean(axis=0)
-        if got.shape == values.shape and same_values(got, values - medians, 1e-4):
-            return say("median_mean_of_medians", k=k, rows=n // k)
-        break
-    return say("median_mean")
+def _telling_case() -> tuple[int, int]:
+    """(devices, rows each) of the first mesh whose blocks are longer than 2 rows: there the mean of the devices'
+    own medians is not the column mean (with 2 rows a device, a median and a mean agree)."""
+    return next((k, x.shape[0] // k) for k, x in _MEDIAN_CASES if x.shape[0] // k > 2)
+
+
+def median_mistakes(x, k: int) -> list[tuple]:
+    """The usual mistakes' results on `x` (its rows split over `k` devices): each block centred on its own
+    medians, one median of all of x, the column means, the mean of the devices' own column medians, the median
+    minus x (the check's diagnoses, and the grader's). With 2 rows a device the column means and the mean of
+    the medians are the same values: the check, and the grader's other meshes, tell them apart."""
+    values = np.asarray(x, np.float64)
+    n, m = values.shape
+    blocks = values.reshape(k, -1, m)
+    medians = np.median(blocks, axis=1).mean(axis=0)
+    telling_k, telling_rows = _telling_case()
+    return [
+        (np.concatenate([b - np.median(b, axis=0) for b in blocks]), "median_local", {}),
+        (values - np.median(values), "median_all_values", {}),
+        (values - values.mean(axis=0), "median_mean", {}),
+        (values - medians, "median_mean_of_medians", {"k": telling_k, "rows": telling_rows}),
+        (np.median(values, axis=0) - values, "median_sign", {}),
+    ]
+
+
+def _median_mean_or_medians(name: str, fn: Callable) -> str:
+    """x minus the column means, seen on blocks of 2 rows: there the mean of the devices' own medians is the
+    column mean too, so the mesh with longer blocks (`_telling_case`) tells the two mistakes apart."""
+    k = _telling_case()[0]
+    x_np = next(x for kk, x in _MEDIAN_CASES if kk == k)
+    mesh = line_mesh(k)
+    got = np.asarray(run_answer(name, fn, mesh, _placed(x_np, mesh, P(DEVICES))), np.float64)
+    key, fields = known_mistake(got, median_mistakes(x_np, k), 1e-4) or ("median_mean", {})
+    return say(key, **fields) if key == "median_mean_of_medians" else say("median_mean")
 
 
 def _check_median_centered(fn: Callable) -> None:
@@ -163,15 +181,11 @@ def _check_median_centered(fn: Callable) -> None:
             fail(say("shape", name=name, want=(n, m), got=tuple(out.shape), where=where, hint=hint))
         got = np.asarray(out, np.float64)
         if not same_values(got, want, 1e-4):
-            local = np.concatenate([b - np.median(b, axis=0) for b in values.reshape(k, -1, m)])
-            if same_values(got, local, 1e-4):
-                hint = say("median_local")
-            elif same_values(got, values - np.median(values), 1e-4):
-                hint = say("median_all_values")
-            elif same_values(got, values - values.mean(axis=0), 1e-4):
-                hint = _median_mean_or_medians(name, fn, values.shape[0] // k)
-            elif same_values(got, -want, 1e-4):
-                hint = say("median_sign")
+            found = known_mistake(got, median_mistakes(values, k), 1e-4)
+            if found is not None and found[0] == "median_mean" and n // k <= 2:
+                hint = _median_mean_or_medians(name, fn)
+            elif found is not None:
+                hint = say(found[0], **found[1])
             else:
                 doubled = np.asarray(run_answer(name, fn, mesh, _placed(x_np * 2.0, mesh, P(DEVICES))), np.float64)
                 # "by hand" only when the result does not follow x at all (x doubled: the answer doubles)
@@ -228,4 +242,11 @@ median_centered = exercise(
         "to device, and all_gather's output is typed varying anyway.",
     ],
     observe=_observe_median_centered,
+    mistakes={
+        "median_local": 1,
+        "median_all_values": 2,
+        "median_mean": 2,
+        "median_mean_of_medians": 1,
+        "median_sign": 3,
+    },
 )

@@ -11,6 +11,7 @@ from namedaxes import DEVICES
 from namedaxes.checking import (
     exercises_for,
     fail,
+    known_mistake,
     same_values,
     show_values,
 )
@@ -70,15 +71,43 @@ def _ring_counts(fn: Callable, k: int, n: int) -> np.ndarray | None:
     return digits if np.array_equal(rebuilt, np.round(per_device)) else None
 
 
+_MOST_ROUNDS = 8  # the rounds of the ring a step count written as a number can make on the course's meshes
+
+
+def ring_patterns(k: int) -> list[tuple]:
+    """The usual mistakes as the blocks each device adds on a ring of `k`: `(counts, key, fields)`, where
+    `counts[i, j]` is how often device i adds block j. The total divided by `k` or by 2, the ring short of
+    steps (each device adds its own block and the m - 1 before it, or after it), the own block twice (k
+    steps), every block added the same number of times (rounds of the ring) (the check's diagnoses, on its
+    counts, and the grader's, on values: `ring_mistakes`)."""
+    ones, eye = np.ones((k, k)), np.eye(k)
+    found = [(ones / d, "ring_divided", {"divisor": d}) for d in dict.fromkeys((k, 2))]
+    for m in range(1, k):
+        for way in (1, -1):
+            counts = sum(np.roll(eye, way * s, axis=1) for s in range(m))
+            found.append((counts, "ring_missing", {"m": m, "k": k}))
+    found.append((ones + eye, "ring_own_twice", {}))
+    found += [(times * ones, "ring_uniform", {"times": times}) for times in range(2, _MOST_ROUNDS + 1)]
+    return found
+
+
+def ring_mistakes(x, k: int) -> list[tuple]:
+    """The usual mistakes' results on `x` (k blocks, one per device, side by side): `ring_patterns` applied to
+    the blocks, one block per device as the answer returns them."""
+    blocks = np.asarray(x, np.float64).reshape(k, -1)
+    return [((counts @ blocks).reshape(-1), key, fields) for counts, key, fields in ring_patterns(k)]
+
+
 def _ring_diagnosis(counts: np.ndarray, k: int) -> str:
+    """What the blocks each device added (`counts`) are: one of `ring_patterns`, else what they show."""
+    listed = next(((key, f) for c, key, f in ring_patterns(k) if np.array_equal(counts, c)), None)
+    if listed is not None:
+        return say(listed[0], **listed[1])
     per_device = counts.sum(axis=1)
-    own = counts[np.arange(k), np.arange(k)]
     if len(set(per_device.tolist())) > 1:
         return say("ring_uneven")
     if counts.max() <= 1 and per_device[0] < k:
         return say("ring_missing", m=int(per_device[0]), k=k)
-    if (own == 2).all() and (per_device == k + 1).all():
-        return say("ring_own_twice")
     if (counts == counts[0, 0]).all() and counts[0, 0] > 1:
         return say("ring_uniform", times=int(counts[0, 0]))
     if counts.max() > 1:
@@ -86,21 +115,24 @@ def _ring_diagnosis(counts: np.ndarray, k: int) -> str:
     return say("ring_generic")
 
 
-def _ring_failure(fn: Callable, k: int, where: str, want, got) -> str:
-    """The message for wrong ring values: which blocks each device added, where that can be read."""
+def _ring_failure(fn: Callable, k: int, where: str, want, got, x) -> str:
+    """The message for wrong ring values: the total divided (a known mistake of the values, else any factor);
+    else which blocks each device added, where that can be read (`_ring_diagnosis`); else the known mistake
+    the values are."""
+
+    def values(hint: str) -> str:
+        want_, got_ = show_values(want, dtype=float), show_values(got, dtype=float)
+        return say("values", name="ring_all_reduce", where=where, want=want_, got=got_, hint=hint)
+
     want_np, got_np = np.asarray(want, np.float64), np.asarray(got, np.float64)
+    found = known_mistake(got_np, ring_mistakes(x, k), 1e-4)
+    if found is not None and found[0] == "ring_divided":
+        return values(say(found[0], **found[1]))
     if np.all(np.abs(want_np) > 1e-6):
         ratio = got_np / want_np
         factor = float(ratio.flat[0])
         if 1e-6 < abs(factor) < 1 - 1e-4 and np.allclose(ratio, factor, rtol=1e-4, atol=1e-6):
-            return say(
-                "values",
-                name="ring_all_reduce",
-                where=where,
-                want=show_values(want, dtype=float),
-                got=show_values(got, dtype=float),
-                hint=say("ring_divided", divisor=f"{1 / factor:.4g}"),
-            )
+            return values(say("ring_divided", divisor=f"{1 / factor:.4g}"))
     for devices in (k, 4) if k > 4 else (k,):  # counts above 9 cannot be read on 8 devices
         counts = _ring_counts(fn, devices, 8)
         if counts is not None:
@@ -120,14 +152,7 @@ def _ring_failure(fn: Callable, k: int, where: str, want, got) -> str:
                 report=report,
                 hint=_ring_diagnosis(counts, devices),
             )
-    return say(
-        "values",
-        name="ring_all_reduce",
-        where=where,
-        want=show_values(want, dtype=float),
-        got=show_values(got, dtype=float),
-        hint=say("ring_generic"),
-    )
+    return values(say("ring_generic") if found is None else say(found[0], **found[1]))
 
 
 def _check_ring_all_reduce(fn: Callable) -> None:
@@ -145,7 +170,7 @@ def _check_ring_all_reduce(fn: Callable) -> None:
             fail(say("shape", name=name, want=want.shape, got=tuple(out.shape), where=where, hint=hint))
         got = np.asarray(out, np.float64)
         if not same_values(got, want, 1e-4):
-            fail(_ring_failure(fn, k, where, want, got))
+            fail(_ring_failure(fn, k, where, want, got, x_np))
     k, n = _RING_CASES[-1]
     mesh = line_mesh(k)
     x = _placed(_ring_input(k, n), mesh, P(DEVICES))
@@ -194,4 +219,5 @@ ring_all_reduce = exercise(
         "block per device with `out_specs=P(DEVICES)`, as `psum_in_one` is mapped in the exercise text.",
     ],
     observe=_observe_ring_all_reduce,
+    mistakes={"ring_divided": 2, "ring_missing": 1, "ring_own_twice": 1, "ring_uniform": 2},
 )

@@ -15,6 +15,7 @@ from namedaxes.checking import (
     exercises_for,
     expect_work_within,
     fail,
+    known_mistake,
     same_values,
     show_values,
 )
@@ -81,23 +82,29 @@ def _unit_columns(m: np.ndarray) -> np.ndarray:
         return m / np.sqrt((m**2).sum(axis=0))
 
 
-def _scatter_hint(got: np.ndarray, blocks: np.ndarray) -> str:
-    """What wrong unit columns are: the total left as it is, blocks normalized before adding, rows of each
-    device's columns normalized, or a device's own block."""
+def scatter_mistakes(blocks: np.ndarray) -> list[tuple]:
+    """The usual mistakes' results on the devices' `blocks` (k x rows x columns): the total not normalized, each
+    block normalized before the adding, the rows of each device's columns normalized (NaN where such a row is
+    zeros), a device's own block normalized (the first device's, or each its own columns) (the check's
+    diagnoses, and the grader's)."""
+    rows = blocks.shape[1]
     total = blocks.sum(axis=0)
     chunks = np.split(total, blocks.shape[0], axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         row_lengths = np.concatenate([c / np.sqrt((c**2).sum(axis=1, keepdims=True)) for c in chunks], axis=1)
-    if same_values(got, total, 1e-4):
-        return say("scatter_not_normalized", rows=ROWS)
-    if same_values(got, sum(_unit_columns(b) for b in blocks), 1e-4):
-        return say("scatter_normalized_first")
-    undefined = np.isnan(row_lengths)  # a row of zeros within a device's columns has no direction
-    if np.array_equal(np.isnan(got), undefined) and same_values(got[~undefined], row_lengths[~undefined], 1e-4):
-        return say("scatter_row_lengths", rows=ROWS)
-    if any(same_values(got, _unit_columns(b), 1e-4) for b in (blocks[0], _own_columns(blocks))):
-        return say("scatter_block")
-    return say("scatter_generic")
+    return [
+        (total, "scatter_not_normalized", {"rows": rows}),
+        (sum(_unit_columns(b) for b in blocks), "scatter_normalized_first", {}),
+        (row_lengths, "scatter_row_lengths", {"rows": rows}),
+        (_unit_columns(blocks[0]), "scatter_block", {}),
+        (_unit_columns(_own_columns(blocks)), "scatter_block", {}),
+    ]
+
+
+def _scatter_hint(got: np.ndarray, blocks: np.ndarray) -> str:
+    """What wrong unit columns are (`scatter_mistakes`), else how to compare them."""
+    found = known_mistake(got, scatter_mistakes(blocks), 1e-4)
+    return say("scatter_generic") if found is None else say(found[0], **found[1])
 
 
 def _check_sum_scatter_columns(fn: Callable) -> None:
@@ -188,4 +195,5 @@ sum_scatter_columns = exercise(
         "split over DEVICES.",
     ],
     observe=_observe_sum_scatter_columns,
+    mistakes={"scatter_not_normalized": 3, "scatter_normalized_first": 2, "scatter_row_lengths": 3, "scatter_block": 2},
 )

@@ -54,6 +54,7 @@ from namedaxes.checking import progress_of
 
 from .collective_matmul import collective_matmul_rows
 from .correlation import feature_correlation
+from .mistakes import known_mistakes
 from .mlp import one_all_reduce_mlp
 from .running import HLO_COLLECTIVES, auto_line_mesh, count_collectives, explicit_grid_mesh, explicit_line_mesh
 from .text import TEXT
@@ -69,5 +70,6 @@ __all__ = [
     "HLO_COLLECTIVES",
     "TEXT",
     "progress",
+    "known_mistakes",
 ]
 progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass

@@ -11,7 +11,16 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import DATA_PARALLEL, MODEL_PARALLEL
-from namedaxes.checking import exercises_for, expect_work_within, explained, f32, fail, same_values, show_values
+from namedaxes.checking import (
+    exercises_for,
+    expect_work_within,
+    explained,
+    f32,
+    fail,
+    known_mistake,
+    same_values,
+    show_values,
+)
 from namedaxes.grading import Case, programs
 from namedaxes.judging import exported_work
 from namedaxes.meshes import abstract_on as _on
@@ -41,6 +50,19 @@ def _corr_input(shape, n, d, seed: int = 0):
     return f32(r.normal(size=(n, d)) * np.arange(1, d + 1) + np.arange(d))
 
 
+def corr_mistakes(x) -> list[tuple]:
+    """The usual mistakes' results on `x` (examples x features): the covariance, the correlation of the
+    features not centred (the check's diagnoses, and the grader's)."""
+    x64 = np.asarray(x, np.float64)
+    n = x64.shape[0]
+    centred = x64 - x64.mean(axis=0)
+    norms = np.sqrt((x64**2).mean(axis=0))
+    return [
+        (centred.T @ centred / n, "corr_covariance", {}),
+        (x64.T @ x64 / n / np.outer(norms, norms), "corr_not_centred", {}),
+    ]
+
+
 def _check_feature_correlation(fn: Callable) -> None:
     name = "feature_correlation"
     for shape, n, d in _CORR_SHAPES:
@@ -57,13 +79,9 @@ def _check_feature_correlation(fn: Callable) -> None:
         want = np.corrcoef(x64, rowvar=False)
         got = np.asarray(out, np.float64)
         if not same_values(got, want, 1e-4):
-            centred = x64 - x64.mean(axis=0)
-            if same_values(got, centred.T @ centred / n, 1e-4):
-                hint = say("corr_covariance")
-            elif same_values(
-                got, x64.T @ x64 / n / np.outer(np.sqrt((x64**2).mean(0)), np.sqrt((x64**2).mean(0))), 1e-4
-            ):
-                hint = say("corr_not_centred")
+            found = known_mistake(got, corr_mistakes(x64), 1e-4)
+            if found is not None:
+                hint = say(found[0], **found[1])
             elif got[0, 0] != 0 and same_values(got, want * got[0, 0], 1e-4):
                 hint = say("corr_scaled", ratio=f"{got[0, 0]:.4g}")
             else:
@@ -139,4 +157,5 @@ feature_correlation = exercise(
         "`P()` (whole on every device), indexed `[None, :]`.",
     ],
     observe=_observe_feature_correlation,
+    mistakes={"corr_covariance": 2, "corr_not_centred": 2},
 )

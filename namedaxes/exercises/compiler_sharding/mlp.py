@@ -10,7 +10,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import MODEL_PARALLEL
-from namedaxes.checking import exercises_for, expect_work_within, f32, fail, same_values, show_values
+from namedaxes.checking import exercises_for, expect_work_within, f32, fail, known_mistake, same_values, show_values
 from namedaxes.grading import Case, programs
 from namedaxes.judging import work_of
 from namedaxes.meshes import abstract_on as _on
@@ -59,6 +59,17 @@ def _mlp_np(x, w1, w2):
     return np.maximum(x @ w1, 0.0) @ w2
 
 
+def mlp_mistakes(x, w1, w2) -> list[tuple]:
+    """The usual mistakes' results: the ReLU after both matmuls, no ReLU, a ReLU on the result too (the check's
+    diagnoses, and the grader's)."""
+    x, w1, w2 = (np.asarray(a, np.float64) for a in (x, w1, w2))
+    return [
+        (np.maximum(x @ w1 @ w2, 0.0), "mlp_relu_order", {}),
+        (x @ w1 @ w2, "mlp_no_relu", {}),
+        (np.maximum(_mlp_np(x, w1, w2), 0.0), "mlp_relu_twice", {}),
+    ]
+
+
 def _check_one_all_reduce_mlp(fn: Callable) -> None:
     name = "one_all_reduce_mlp"
     works = []
@@ -80,15 +91,8 @@ def _check_one_all_reduce_mlp(fn: Callable) -> None:
         want = _mlp_np(*host)
         got = np.asarray(out, np.float64)
         if not same_values(got, want, 1e-4):
-            x64, w1_64, w2_64 = (np.asarray(a, np.float64) for a in host)
-            if same_values(got, np.maximum(x64 @ w1_64 @ w2_64, 0.0), 1e-4):
-                hint = say("mlp_relu_order")
-            elif same_values(got, x64 @ w1_64 @ w2_64, 1e-4):
-                hint = say("mlp_no_relu")
-            elif same_values(got, np.maximum(want, 0.0), 1e-4):
-                hint = say("mlp_relu_twice")
-            else:
-                hint = say("mlp_generic")
+            key, fields = known_mistake(got, mlp_mistakes(*host), 1e-4) or ("mlp_generic", {})
+            hint = say(key, **fields)
             fail(
                 say(
                     "values",
@@ -171,4 +175,5 @@ one_all_reduce_mlp = exercise(
         "the compiler chose. Splitting h by rows instead makes it gather.",
     ],
     observe=_observe_one_all_reduce_mlp,
+    mistakes={"mlp_relu_order": 1, "mlp_no_relu": 1, "mlp_relu_twice": 1},
 )

@@ -52,6 +52,7 @@ from __future__ import annotations
 from namedaxes.checking import progress_of
 
 from .losses import compute_gradients, loss_fn
+from .mistakes import known_mistakes
 from .running import BATCH_NAMES, GRADE_IDS, LEARNING_RATE, PARAM_NAMES
 from .text import TEXT
 from .train_loop import train
@@ -68,5 +69,6 @@ __all__ = [
     "PARAM_NAMES",
     "BATCH_NAMES",
     "progress",
+    "known_mistakes",
 ]
 progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass

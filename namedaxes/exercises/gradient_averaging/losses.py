@@ -7,7 +7,7 @@ from collections.abc import Callable
 import jax
 import numpy as np
 
-from namedaxes.checking import exercises_for, fail, same_values
+from namedaxes.checking import exercises_for, fail, known_mistake, same_values
 
 from .running import (
     PARAM_NAMES,
@@ -34,20 +34,26 @@ def _visible_loss_cases():
     yield {"w": -0.5, "b": 1.0}, {"x": x2, "y": np.array([[0.0], [2.0], [1.0], [-1.0]])}
 
 
-def _diagnose_loss(params, batch, got: float, want: float) -> str:
+def loss_mistakes(params, batch) -> list[tuple]:
+    """The usual mistakes' losses on one device's `batch`: the sum of the squared errors, the mean absolute
+    error, the mean error (either sign), the root of the mean squared error, half of it (the check's
+    diagnoses, and the grader's)."""
     x, y = np.asarray(batch["x"], float), np.asarray(batch["y"], float)
-    err = params["w"] * x + params["b"] - y
-    if same_values(got, np.sum(err**2), 1e-4, dtype=float):
-        return say("loss_sum")
-    if same_values(got, np.mean(np.abs(err)), 1e-4, dtype=float):
-        return say("loss_abs")
-    if same_values(got, np.mean(err), 1e-4, dtype=float) or same_values(got, -np.mean(err), 1e-4, dtype=float):
-        return say("loss_mean_error")
-    if same_values(got, np.sqrt(want), 1e-4, dtype=float):
-        return say("loss_root")
-    if same_values(got, want / 2, 1e-4, dtype=float):
-        return say("loss_half")
-    return say("loss_other")
+    err = float(params["w"]) * x + float(params["b"]) - y
+    want = float(np.mean(err**2))
+    return [
+        (np.sum(err**2), "loss_sum", {}),
+        (np.mean(np.abs(err)), "loss_abs", {}),
+        (np.mean(err), "loss_mean_error", {}),
+        (-np.mean(err), "loss_mean_error", {}),
+        (np.sqrt(want), "loss_root", {}),
+        (want / 2, "loss_half", {}),
+    ]
+
+
+def _diagnose_loss(params, batch, got: float) -> str:
+    found = known_mistake(got, loss_mistakes(params, batch), 1e-4)
+    return say("loss_other") if found is None else say(found[0], **found[1])
 
 
 def _check_loss_fn(fn: Callable) -> None:
@@ -68,7 +74,7 @@ def _check_loss_fn(fn: Callable) -> None:
                     where=where,
                     want=f"{want:.6g}",
                     got=f"{float(out):.6g}",
-                    hint=_diagnose_loss(p, b, float(out), want),
+                    hint=_diagnose_loss(p, b, float(out)),
                 )
             )
 
@@ -85,6 +91,7 @@ loss_fn = exercise(
         "`params`, `loss_fn(params, batch)` is 1.25.",
     ],
     observe=local_programs,
+    mistakes={"loss_sum": 2, "loss_abs": 2, "loss_mean_error": 2, "loss_root": 2, "loss_half": 2},
 )
 
 

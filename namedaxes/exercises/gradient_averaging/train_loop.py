@@ -14,6 +14,7 @@ from namedaxes.checking import (
     expect_communication,
     expect_regions,
     fail,
+    known_mistake,
     same_values,
     show_values,
 )
@@ -47,6 +48,12 @@ def _visible_train_case():
 _JUDGED_TRAIN_STEPS = 2  # steps of the program `_judge_train` examines
 
 
+def train_mistakes(p, b, steps: int) -> list[tuple]:
+    """The usual mistakes' final parameters (`{'w', 'b'}`) on the sharded batch `b`: one step too few, one too
+    many, a single step (the check's diagnoses, and the grader's)."""
+    return [(ref_train(p, b, n)[0], "train_steps_off", {"n": n}) for n in (steps - 1, steps + 1, 1) if n != steps]
+
+
 def _check_train(fn: Callable) -> None:
     name = "train"
     p, b, steps = _visible_train_case()
@@ -75,12 +82,8 @@ def _check_train(fn: Callable) -> None:
     ref_params, ref_losses = ref_train(p, b, steps)
     got = {n: float(new[n]) for n in PARAM_NAMES}
     if not all(same_values(got[n], ref_params[n], dtype=float) for n in PARAM_NAMES):
-        done = [
-            s
-            for s in (steps - 1, steps + 1, 1)
-            if all(same_values(got[n], ref_train(p, b, s)[0][n], dtype=float) for n in PARAM_NAMES)
-        ]
-        more = say("train_steps_off", n=done[0]) if done else say("train_apply_step")
+        found = known_mistake(got, train_mistakes(p, b, steps))
+        more = say("train_apply_step") if found is None else say(found[0], **found[1])
         fail(say("train_params", call=call, want=pair(ref_params), got=pair(got), more=more))
     got_losses = np.asarray(losses, float)
     if not same_values(got_losses, ref_losses, dtype=float):
@@ -160,4 +163,5 @@ train = exercise(
     ],
     observe=_observe_train,
     judge=_judge_train,
+    mistakes={"train_steps_off": 2},
 )

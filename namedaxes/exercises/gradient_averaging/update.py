@@ -14,6 +14,7 @@ from namedaxes.checking import (
     expect_communication,
     expect_work_within,
     fail,
+    known_mistake,
     same_values,
     show_values,
 )
@@ -58,36 +59,49 @@ def _run_step(fn: Callable, params, sharded):
         return jax.pmap(fn, axis_name=DATA_PARALLEL, in_axes=(None, 0))(params, sharded)
 
 
-def _diagnose_step(p, b, got) -> str:
-    """A hint for replicated, well-shaped, but wrong new `params`."""
+def step_mistakes(p, b) -> list[tuple]:
+    """The usual mistakes' new parameters (`{'w', 'b'}`) on the sharded batch `b` (k devices): the averaged
+    gradients returned, the parameters unchanged, a step up the gradient, the gradients summed over the k
+    devices (the check's diagnoses, and the grader's)."""
     k = np.shape(b["x"])[0]
     g = ref_grads(p, whole_batch(b))
-    if same_values([got[n] for n in PARAM_NAMES], [g[n] for n in PARAM_NAMES], 1e-4, dtype=float):
-        return say("step_averaged_grads")
-    if same_values([got[n] for n in PARAM_NAMES], [p[n] for n in PARAM_NAMES], 1e-4, dtype=float):
-        return say("step_unchanged")
+    return [
+        ({n: g[n] for n in PARAM_NAMES}, "step_averaged_grads", {}),
+        ({n: float(p[n]) for n in PARAM_NAMES}, "step_unchanged", {}),
+        ({n: p[n] + LEARNING_RATE * g[n] for n in PARAM_NAMES}, "step_up", {}),
+        ({n: p[n] - LEARNING_RATE * k * g[n] for n in PARAM_NAMES}, "step_summed", {"k": k}),
+    ]
+
+
+def step_loss_mistakes(p, b) -> list[tuple]:
+    """The usual mistakes' losses on the sharded batch `b`: the loss after the step, the devices' losses summed
+    (the check's diagnoses, and the grader's)."""
+    k, full = np.shape(b["x"])[0], whole_batch(b)
+    return [
+        (ref_loss(ref_step(p, b), full), "step_loss_after", {}),
+        (k * ref_loss(p, full), "step_loss_summed", {"k": k}),
+    ]
+
+
+def _diagnose_step(p, b, got) -> str:
+    """A hint for replicated, well-shaped, but wrong new `params`."""
+    found = known_mistake(got, step_mistakes(p, b), 1e-4)
+    if found is not None:
+        return say(found[0], **found[1])
+    k = np.shape(b["x"])[0]
+    g = ref_grads(p, whole_batch(b))
     moved = np.array([p[n] - got[n] for n in PARAM_NAMES])
     grad = np.array([g[n] for n in PARAM_NAMES])
     if (np.abs(grad) > 1e-3).all():
         rate = moved / grad
         if np.allclose(rate, rate[0], rtol=1e-3, atol=1e-6):
-            r = float(rate[0])
-            if np.isclose(r, -LEARNING_RATE, rtol=1e-3):
-                return say("step_up")
-            if np.isclose(r, LEARNING_RATE * k, rtol=1e-3):
-                return say("step_summed", k=k)
-            return say("step_rate", ratio=f"{r / LEARNING_RATE:.3g}", k=k)
+            return say("step_rate", ratio=f"{float(rate[0]) / LEARNING_RATE:.3g}", k=k)
     return say("step_other")
 
 
 def _diagnose_loss_of_step(p, b, got: float) -> str:
-    k = np.shape(b["x"])[0]
-    full = whole_batch(b)
-    if same_values(got, ref_loss(ref_step(p, b), full), 1e-4, dtype=float):
-        return say("step_loss_after")
-    if same_values(got, k * ref_loss(p, full), 1e-4, dtype=float):
-        return say("step_loss_summed", k=k)
-    return say("step_loss_other")
+    found = known_mistake(got, step_loss_mistakes(p, b), 1e-4)
+    return say("step_loss_other") if found is None else say(found[0], **found[1])
 
 
 def _check_parallel_update_step(fn: Callable) -> None:
@@ -200,4 +214,12 @@ parallel_update_step = exercise(
         "`(new_params, averaged_loss)`.",
     ],
     observe=step_programs,
+    mistakes={
+        "step_averaged_grads": 3,
+        "step_unchanged": 3,
+        "step_up": 3,
+        "step_summed": 2,
+        "step_loss_after": 1,
+        "step_loss_summed": 2,
+    },
 )

@@ -47,6 +47,7 @@ from namedaxes.checking import progress_of
 from namedaxes.meshes import line_mesh
 
 from .metrics import global_metrics
+from .mistakes import known_mistakes
 from .rows import local_rows
 from .running import GRADE_IDS, LEARNING_RATE, LOCAL_DEVICES, NUM_PROCESSES, read_back, to_global
 from .step import masked_step
@@ -65,5 +66,6 @@ __all__ = [
     "to_global",
     "read_back",
     "progress",
+    "known_mistakes",
 ]
 progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass

@@ -15,6 +15,7 @@ from namedaxes.checking import (
     exercises_for,
     expect_work_within,
     fail,
+    known_mistake,
     same_values,
     show_values,
 )
@@ -55,37 +56,51 @@ def _metrics_want(errors: np.ndarray, p: int) -> dict:
     return {"total": e.sum(), "mean": e.mean(), "per_process": e.reshape(p, -1).sum(axis=1)}
 
 
-def _metric_hint(key: str, got, errors: np.ndarray, k: int, p: int) -> str:
+def _number(value: float) -> int | float:
+    """A ratio of device counts as the sentence shows it: 2, not 2.0."""
+    return int(value) if float(value).is_integer() else float(value)
+
+
+def metric_mistakes(errors: np.ndarray, k: int, p: int) -> dict[str, list[tuple]]:
+    """The usual mistakes' results for each metric on `errors` (`k` devices of `p` processes): each process's
+    mean for `per_process`, or every entry the total (per-device sums have another shape: the check says so);
+    for `total` and `mean`, a device count written as 8 or taken from one process, the mean of the devices'
+    sums, the mean for the total, the total divided by the devices, the total over the rows only, one device's
+    block (the check's diagnoses, and the grader's)."""
     e = np.asarray(errors, float)
     n = k // p
     want = _metrics_want(e, p)
-    if key == "per_process":
-        if np.shape(got) == (k,) and same_values(got, e.reshape(k, -1).sum(axis=1), dtype=float):
-            return TEXT["per_process_per_device"]
-        if np.shape(got) == (p,) and same_values(got, e.reshape(p, -1).mean(axis=1), dtype=float):
-            return TEXT["per_process_means"]
-        if np.shape(got) == (p,) and p > 1 and same_values(got, np.full(p, e.sum()), dtype=float):
-            return TEXT["per_process_total"]
-        return TEXT["per_process_generic"]
-    right = want[key]
-    # a sum multiplied by a count (total = pmean * c) is off by c / k, a sum divided by one (mean = psum / c) by k / c
-    fixed, local = (8 / k, n / k) if key == "total" else (k / 8, k / n)
-    if k != 8 and same_values(got, right * fixed, dtype=float):
-        return TEXT["metric_fixed_count"].format(ratio=f"{fixed:g}", k=k)
-    if n != k and same_values(got, right * local, dtype=float):
-        return TEXT["metric_local_count"].format(n=n, k=k)
-    if key == "mean" and same_values(got, e.sum() / k, dtype=float):
-        return TEXT["metric_mean_of_sums"].format(rows=e.size // k, size=e.size)
-    if key == "total" and same_values(got, e.mean(), dtype=float):
-        return TEXT["metric_mean_for_total"]
-    if key == "total" and same_values(got, right / k, dtype=float):
-        return TEXT["metric_pmean_total"].format(k=k)
-    if key == "mean" and e.ndim > 1 and same_values(got, e.sum() / e.shape[0], dtype=float):
-        return TEXT["metric_rows_count"].format(rows=e.shape[0], shape=e.shape, size=e.size)
     first = e.reshape(k, -1)[0]
-    if same_values(got, first.sum(), dtype=float) or same_values(got, first.mean(), dtype=float):
-        return TEXT["metric_one_device"]
-    return TEXT["metric_generic"]
+    per_process = [(e.reshape(p, -1).mean(axis=1), "per_process_means", {})]
+    if p > 1:
+        per_process.append((np.full(p, e.sum()), "per_process_total", {}))
+    found = {"per_process": per_process}
+    for key in ("total", "mean"):
+        right = want[key]
+        # a sum multiplied by a count (total = pmean * c) is off by c / k, a sum divided by one (mean = psum / c)
+        # by k / c
+        fixed, local = (8 / k, n / k) if key == "total" else (k / 8, k / n)
+        listed = [(right * fixed, "metric_fixed_count", {"ratio": _number(fixed), "k": k})] if k != 8 else []
+        if n != k:
+            listed.append((right * local, "metric_local_count", {"n": n, "k": k}))
+        if key == "mean":
+            listed.append((e.sum() / k, "metric_mean_of_sums", {"rows": e.size // k, "size": e.size}))
+        else:
+            listed += [(e.mean(), "metric_mean_for_total", {}), (right / k, "metric_pmean_total", {"k": k})]
+        if key == "mean" and e.ndim > 1:
+            listed.append(
+                (e.sum() / e.shape[0], "metric_rows_count", {"rows": e.shape[0], "shape": e.shape, "size": e.size})
+            )
+        listed += [(first.sum(), "metric_one_device", {}), (first.mean(), "metric_one_device", {})]
+        found[key] = listed
+    return found
+
+
+def _metric_hint(key: str, got, errors: np.ndarray, k: int, p: int) -> str:
+    found = known_mistake(got, metric_mistakes(errors, k, p)[key])
+    if found is not None:
+        return TEXT[found[0]].format(**found[1])
+    return TEXT["per_process_generic" if key == "per_process" else "metric_generic"]
 
 
 def _expect_metrics(name: str, got, errors: np.ndarray, k: int, p: int, where: str) -> None:
@@ -209,4 +224,15 @@ global_metrics = exercise(
         "`jax.nn.one_hot(process, jax.process_count()) * block_sum`), then `lax.psum` those vectors.",
     ],
     observe=_observe_global_metrics,
+    mistakes={
+        "per_process_means": 3,
+        "per_process_total": 3,
+        "metric_fixed_count": 2,
+        "metric_local_count": 2,
+        "metric_mean_of_sums": 2,
+        "metric_mean_for_total": 2,
+        "metric_pmean_total": 2,
+        "metric_rows_count": 2,
+        "metric_one_device": 1,
+    },
 )

@@ -15,6 +15,7 @@ from namedaxes.checking import (
     exercises_for,
     expect_work_within,
     fail,
+    known_mistake,
     same_values,
     show_values,
 )
@@ -70,14 +71,18 @@ def _np_step(params, x, y, grads_scale=1.0) -> dict:
     return {k: float(params[k]) - LEARNING_RATE * grads_scale * g[k] for k in PARAM_NAMES}
 
 
-def _step_candidates(params, batch, k: int, p: int) -> list[tuple[dict, str]]:
-    """What plausible wrong steps return on this case, each with the message that explains it."""
-    x, y, mask = np.asarray(batch["x"], float), np.asarray(batch["y"], float), np.asarray(batch["mask"])
+def step_mistakes(params, batch, k: int, p: int) -> list[tuple]:
+    """The usual mistakes' new parameters (`{'w', 'b'}`) on `batch` (`k` devices of `p` processes): the padding
+    rows counted; the devices' own mean gradients averaged, or their sum divided by 8 or by one process's
+    devices (where every device holds a real row); the summed gradient divided by all rows, by 8, by one
+    process's devices, or not at all; `k` times the step, no step, a step up the gradient (the check's
+    diagnoses, and the grader's)."""
+    x, y, mask = np.asarray(batch["x"], float), np.asarray(batch["y"], float), np.asarray(batch["mask"], bool)
     per = x.size // k
     real = int(mask.sum())
     n = k // p
     counts = [int(mask[d * per : (d + 1) * per].sum()) for d in range(k)]
-    out = [(_np_step(params, x, y), TEXT["step_no_mask"])]
+    out = [(_np_step(params, x, y), "step_no_mask", {})]
     means = [
         model.gradients_np(
             params,
@@ -91,30 +96,28 @@ def _step_candidates(params, batch, k: int, p: int) -> list[tuple[dict, str]]:
     ]
     if len(means) == k:
         sum_of_means = {key: sum(m[key] for m in means) for key in PARAM_NAMES}
-        for divisor, text in (
-            (k, TEXT["step_mean_of_means"].format(counts=", ".join(map(str, counts)))),
-            (8, TEXT["step_fixed_count"].format(k=k)),
-            (n, TEXT["step_local_count"].format(n=n)),
+        for divisor, key, fields in (
+            (k, "step_mean_of_means", {}),
+            (8, "step_fixed_count", {"k": k}),
+            (n, "step_local_count", {"n": n}),
         ):
-            out.append(
-                ({key: float(params[key]) - LEARNING_RATE * sum_of_means[key] / divisor for key in PARAM_NAMES}, text)
-            )
+            new = {name: float(params[name]) - LEARNING_RATE * sum_of_means[name] / divisor for name in PARAM_NAMES}
+            out.append((new, key, fields))
     true = model.gradients_np(params, {"x": x[mask], "y": y[mask]})
     summed = {key: true[key] * real for key in PARAM_NAMES}
 
     def with_grads(g):
         return {key: float(params[key]) - LEARNING_RATE * g[key] for key in PARAM_NAMES}
 
-    out += [
-        (with_grads({key: summed[key] / x.size for key in PARAM_NAMES}), TEXT["step_all_rows"].format(rows=x.size)),
-        (with_grads({key: summed[key] / 8 for key in PARAM_NAMES}), TEXT["step_fixed_count"].format(k=k)),
-        (with_grads({key: summed[key] / n for key in PARAM_NAMES}), TEXT["step_local_count"].format(n=n)),
-        (with_grads(summed), TEXT["step_summed"].format(count=real)),
-        (with_grads({key: true[key] * k for key in PARAM_NAMES}), TEXT["step_k_times"].format(k=k)),
-        ({key: float(params[key]) for key in PARAM_NAMES}, TEXT["step_unchanged"]),
-        (with_grads({key: -true[key] for key in PARAM_NAMES}), TEXT["step_sign"]),
+    return out + [
+        (with_grads({key: summed[key] / x.size for key in PARAM_NAMES}), "step_all_rows", {"rows": x.size}),
+        (with_grads({key: summed[key] / 8 for key in PARAM_NAMES}), "step_fixed_count", {"k": k}),
+        (with_grads({key: summed[key] / n for key in PARAM_NAMES}), "step_local_count", {"n": n}),
+        (with_grads(summed), "step_summed", {}),
+        (with_grads({key: true[key] * k for key in PARAM_NAMES}), "step_k_times", {"k": k}),
+        ({key: float(params[key]) for key in PARAM_NAMES}, "step_unchanged", {}),
+        (with_grads({key: -true[key] for key in PARAM_NAMES}), "step_sign", {}),
     ]
-    return out
 
 
 def _expect_step(name: str, got, params, batch, k: int, p: int, where: str) -> None:
@@ -129,14 +132,8 @@ def _expect_step(name: str, got, params, batch, k: int, p: int, where: str) -> N
     want = _np_step(params, np.asarray(batch["x"], float)[mask], np.asarray(batch["y"], float)[mask])
     if all(same_values(got[key], want[key], 1e-4, dtype=float) for key in PARAM_NAMES):
         return
-    hint = next(
-        (
-            text
-            for values, text in _step_candidates(params, batch, k, p)
-            if all(same_values(got[key], values[key], 1e-4, dtype=float) for key in PARAM_NAMES)
-        ),
-        TEXT["step_generic"],
-    )
+    found = known_mistake({key: got[key] for key in PARAM_NAMES}, step_mistakes(params, batch, k, p), 1e-4)
+    hint = TEXT["step_generic"] if found is None else TEXT[found[0]].format(**found[1])
     key = next(key for key in PARAM_NAMES if not same_values(got[key], want[key], 1e-4, dtype=float))
     fail(
         TEXT["step_values"].format(
@@ -258,4 +255,15 @@ masked_step = exercise(
         "`out_specs=P()`.",
     ],
     observe=_observe_masked_step,
+    mistakes={
+        "step_no_mask": 1,
+        "step_mean_of_means": 3,
+        "step_fixed_count": 2,
+        "step_local_count": 2,
+        "step_all_rows": 1,
+        "step_summed": 2,
+        "step_k_times": 2,
+        "step_unchanged": 3,
+        "step_sign": 3,
+    },
 )

@@ -115,10 +115,6 @@ TEXT = {
         " `per_process` has one entry per process, `jax.process_count()` of them ({p} here): not one per "
         "device, and not a number written by hand."
     ),
-    "per_process_per_device": (
-        "Those are per-device sums. Process i owns the devices at mesh positions i * n to (i + 1) * n - 1 "
-        "(n = jax.local_device_count()): add up the sums of each process's devices."
-    ),
     "per_process_means": (
         "Those are the means of each process's rows: entry i is their sum (the rows of the devices process i "
         "owns, added up)."
@@ -143,7 +139,7 @@ TEXT = {
     ),
     "step_mean_of_means": (
         "That averages each device's own mean gradient with equal weight (`lax.pmean`), but the devices "
-        "hold different numbers of real rows ({counts}). Add up the squared-error gradients and the real "
+        "hold different numbers of real rows. Add up the squared-error gradients and the real "
         "rows over all devices (`lax.psum`), then divide."
     ),
     "step_fixed_count": (
@@ -160,7 +156,7 @@ TEXT = {
     ),
     "step_summed": (
         "The step is much too large: the summed gradients were not divided by the number of real rows "
-        "of the whole batch ({count})."
+        "of the whole batch."
     ),
     "step_k_times": (
         "The step is {k} times too large. The gradient of a replicated parameter (in_specs `P()`) is "

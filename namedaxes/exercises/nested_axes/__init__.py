@@ -49,6 +49,7 @@ from __future__ import annotations
 from namedaxes.checking import progress_of
 from namedaxes.model import LEARNING_RATE
 
+from .mistakes import known_mistakes
 from .normalize import row_normalize
 from .numbers import device_numbers
 from .running import grid_map, grid_mesh
@@ -69,5 +70,6 @@ __all__ = [
     "EXAMPLES",
     "TEXT",
     "progress",
+    "known_mistakes",
 ]
 progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass

@@ -14,6 +14,7 @@ from namedaxes.checking import (
     expect_output_layouts,
     expect_regions,
     fail,
+    known_mistake,
     same_values,
 )
 from namedaxes.grading import Case, programs, rng, spec
@@ -34,8 +35,12 @@ exercise = exercises_for(__package__)  # this notebook's exercises: exercise(nam
 
 
 # ---------------------------------------------------------------- 3. row_normalize
-def _row_normalize_wrong(xs: np.ndarray, grid, k: int) -> list[tuple[np.ndarray, str]]:
-    """Values of the plausible wrong answers on `xs`, each with its diagnosis."""
+def row_normalize_mistakes(xs: np.ndarray, grid, k: int) -> list[tuple]:
+    """The usual mistakes' results on `xs` (on a `grid` mesh, `k` columns a device): divided by each column's
+    sum, by each device's own part of the row, by a sum over the model axis element by element, by the whole
+    array's sum, by the partial sums added over the wrong axis or averaged (over either axis or both) (the
+    check's diagnoses, and the grader's)."""
+    xs = np.asarray(xs, np.float64)
     n_rows, n_cols = grid
     blocks = xs.reshape(n_rows, n_cols, k)
     partial = blocks.sum(axis=2, keepdims=True)  # each device's part of its row's sum
@@ -43,18 +48,17 @@ def _row_normalize_wrong(xs: np.ndarray, grid, k: int) -> list[tuple[np.ndarray,
     def by(denominator):  # divide each block by a per-device value
         return (blocks / np.broadcast_to(denominator, partial.shape)).reshape(xs.shape)
 
-    words = dict(d=DATA_SHARDS, m=MODEL_REPLICAS)
-    wrong = [
-        (xs / xs.sum(axis=0, keepdims=True), say("rn_elementwise_column", **words)),
-        (by(partial), say("rn_local_block", **words)),
-        ((blocks / blocks.sum(axis=1, keepdims=True)).reshape(xs.shape), say("rn_elementwise_row", **words)),
-        (xs / xs.sum(), say("rn_whole_array")),
-        (by(partial.sum(axis=0, keepdims=True)), say("rn_partials_wrong_axis", **words)),
-        (by(partial.mean(axis=1, keepdims=True)), say("rn_partials_mean", n=n_cols, **words)),
-        (by(partial.mean(axis=0, keepdims=True)), say("rn_partials_mean_wrong_axis", **words)),
-        (by(partial.mean(axis=(0, 1), keepdims=True)), say("rn_partials_mean_both", **words)),
+    words = {"d": DATA_SHARDS, "m": MODEL_REPLICAS}
+    return [
+        (xs / xs.sum(axis=0, keepdims=True), "rn_elementwise_column", words),
+        (by(partial), "rn_local_block", words),
+        ((blocks / blocks.sum(axis=1, keepdims=True)).reshape(xs.shape), "rn_elementwise_row", words),
+        (xs / xs.sum(), "rn_whole_array", {}),
+        (by(partial.sum(axis=0, keepdims=True)), "rn_partials_wrong_axis", words),
+        (by(partial.mean(axis=1, keepdims=True)), "rn_partials_mean", {"n": n_cols, **words}),
+        (by(partial.mean(axis=0, keepdims=True)), "rn_partials_mean_wrong_axis", words),
+        (by(partial.mean(axis=(0, 1), keepdims=True)), "rn_partials_mean_both", words),
     ]
-    return wrong
 
 
 def _check_row_normalize(fn) -> None:
@@ -86,7 +90,8 @@ def _check_row_normalize(fn) -> None:
         want = xs / xs.sum(axis=1, keepdims=True)
         if same_values(out, want):
             continue
-        diagnosis = next((words for value, words in _row_normalize_wrong(xs, grid, k) if same_values(out, value)), "")
+        key, fields = known_mistake(out, row_normalize_mistakes(xs, grid, k)) or ("", {})
+        diagnosis = say(key, **fields) if key else ""
         values_failure(label, out, want, where, say("row_normalize_expected", diagnosis=diagnosis).strip())
     # the grader's steps, on these inputs: communication read from the compiled program (present, then
     # reaching the result), the per-device program's input split as the exercise's, the result's layout
@@ -125,4 +130,14 @@ row_normalize = exercise(
         'input and output, and call the result on `x`: section "Form (b)" shows the pattern.',
     ],
     observe=_observe_row_normalize,
+    mistakes={
+        "rn_elementwise_column": 2,
+        "rn_local_block": 2,
+        "rn_elementwise_row": 2,
+        "rn_whole_array": 2,
+        "rn_partials_wrong_axis": 2,
+        "rn_partials_mean": 3,
+        "rn_partials_mean_wrong_axis": 3,
+        "rn_partials_mean_both": 3,
+    },
 )

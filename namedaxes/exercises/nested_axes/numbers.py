@@ -9,6 +9,7 @@ from namedaxes import DATA_SHARDS, GRID_SHAPE, MODEL_REPLICAS
 from namedaxes.checking import (
     exercises_for,
     fail,
+    known_mistake,
     same_values,
 )
 from namedaxes.grading import rng
@@ -20,6 +21,33 @@ exercise = exercises_for(__package__)  # this notebook's exercises: exercise(nam
 
 
 # ---------------------------------------------------------------- 2. device_numbers
+def numbers_mistakes(grid) -> list[list[tuple]]:
+    """The usual mistakes' numbers on a `grid`, for each part (row-major, column-major): the other order, a 2 x 4
+    grid's lengths written as numbers, the length of the wrong axis, the position along one axis only, numbers
+    counted from 1 (the check's diagnoses, and the grader's)."""
+    rows, cols = np.indices(grid)
+    n_rows, n_cols = grid
+    row_major, column_major = rows * n_cols + cols, cols * n_rows + rows
+    one_axis = [(rows, "numbers_one_axis", {"axis": DATA_SHARDS})] if n_rows > 1 else []
+    one_axis.append((cols, "numbers_one_axis", {"axis": MODEL_REPLICAS}))
+    return [
+        [
+            (column_major, "numbers_swapped_column", {}),
+            (rows * 4 + cols, "numbers_hard_coded", {}),
+            (rows * n_rows + cols, "numbers_wrong_length_row", {"axis": MODEL_REPLICAS}),
+            *one_axis,
+            (row_major + 1, "numbers_one_based", {}),
+        ],
+        [
+            (row_major, "numbers_swapped_row", {}),
+            (cols * 2 + rows, "numbers_hard_coded", {}),
+            (cols * n_cols + rows, "numbers_wrong_length_column", {"axis": DATA_SHARDS}),
+            *one_axis,
+            (column_major + 1, "numbers_one_based", {}),
+        ],
+    ]
+
+
 def _check_device_numbers(fn) -> None:
     name = "device_numbers"
     r = rng("device_numbers_check")
@@ -31,36 +59,14 @@ def _check_device_numbers(fn) -> None:
             fail(say("not_a_tuple", name=name, n=2, what=say("two_scalars"), got=describe(out)))
         rows, cols = np.indices(grid)
         n_rows, n_cols = grid
-        row_major, column_major = rows * n_cols + cols, cols * n_rows + rows
-        parts = (
-            ("number_row_major", row_major, column_major, "order_column_major"),
-            ("number_column_major", column_major, row_major, "order_row_major"),
-        )
-        for k, ((what, want, other, other_order), got) in enumerate(zip(parts, out)):
+        wanted = (("number_row_major", rows * n_cols + cols), ("number_column_major", cols * n_rows + rows))
+        for k, ((what, want), got, mistakes) in enumerate(zip(wanted, out, numbers_mistakes(grid))):
             label = f"{name}(x)[{k}]"
             expect_grid_array(label, got, grid, (), jnp.int32)
             if same_values(got, want):
                 continue
-            if same_values(got, other):
-                diagnosis = say("numbers_swapped", other=say(other_order))
-            elif k == 0 and same_values(got, rows * 4 + cols) or k == 1 and same_values(got, cols * 2 + rows):
-                diagnosis = say("numbers_hard_coded")
-            elif k == 0 and same_values(got, rows * n_rows + cols):
-                diagnosis = say(
-                    "numbers_wrong_length", order=say("order_row_major"), line=say("line_row"), axis=MODEL_REPLICAS
-                )
-            elif k == 1 and same_values(got, cols * n_cols + rows):
-                diagnosis = say(
-                    "numbers_wrong_length", order=say("order_column_major"), line=say("line_column"), axis=DATA_SHARDS
-                )
-            elif same_values(got, rows) and n_rows > 1:
-                diagnosis = say("numbers_one_axis", axis=DATA_SHARDS)
-            elif same_values(got, cols):
-                diagnosis = say("numbers_one_axis", axis=MODEL_REPLICAS)
-            elif same_values(got, want + 1):
-                diagnosis = say("numbers_one_based")
-            else:
-                diagnosis = say("numbers_generic")
+            key, fields = known_mistake(got, mistakes) or ("numbers_generic", {})
+            diagnosis = say(key, **fields)
             values_failure(label, got, want, where, say("numbers_part", k=k, what=say(what), diagnosis=diagnosis))
 
 
@@ -83,4 +89,13 @@ device_numbers = exercise(
         "counts slowest. Try both orders on the grid and compare with `device_ids`.",
     ],
     observe=_observe_device_numbers,
+    mistakes={
+        "numbers_swapped_row": 3,
+        "numbers_swapped_column": 3,
+        "numbers_hard_coded": 2,
+        "numbers_wrong_length_row": 1,
+        "numbers_wrong_length_column": 1,
+        "numbers_one_axis": 1,
+        "numbers_one_based": 1,
+    },
 )

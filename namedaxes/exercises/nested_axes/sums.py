@@ -11,6 +11,7 @@ from namedaxes.checking import (
     exercises_for,
     expect_communication,
     fail,
+    known_mistake,
     same_values,
 )
 from namedaxes.grading import rng
@@ -50,13 +51,17 @@ def _grid_part(x, axes) -> np.ndarray:
     return np.broadcast_to(x.sum(axis=axes, keepdims=True), x.shape)
 
 
-def _neither_hint(got, x) -> str | None:
-    """What a wrong "neither" part is: the whole grid, or the row and the column both subtracted from it."""
-    if same_values(got, _grid_part(x, (0, 1))):
-        return say("grid_sums_neither_all")
-    if same_values(got, _grid_part(x, None) - np.asarray(x, np.float64)):
-        return say("grid_sums_neither_twice")
-    return None
+def neither_mistakes(x) -> list[tuple]:
+    """The usual mistakes' third part ("neither") on the grid `x`: the sum over the whole grid, or the row and
+    the column both subtracted from it without adding x back (the check's diagnoses, and the grader's); then the
+    one-collective reductions the check names in its own words (`_grid_reductions`, but the whole grid's sum,
+    the first mistake), as other answers: on a grid of one row the whole grid is the row."""
+    others = [(v, None, {}) for _, group, mean, v in _grid_reductions(x) if mean or group != "group_all"]
+    return [
+        (_grid_part(x, (0, 1)), "grid_sums_neither_all", {}),
+        (_grid_part(x, None) - np.asarray(x, np.float64), "grid_sums_neither_twice", {}),
+        *others,
+    ]
 
 
 def _axes_words(axes) -> str:
@@ -119,9 +124,9 @@ def _check_grid_sums(fn) -> None:
             want = _grid_part(x, axes)
             if same_values(got, want):
                 continue
-            neither = _neither_hint(got, x) if axes is None else None
+            neither = known_mistake(got, neither_mistakes(x)) if axes is None else None
             if neither is not None:
-                values_failure(label, got, want, where, neither)
+                values_failure(label, got, want, where, say(neither[0], **neither[1]))
             seen = next(
                 (
                     (words, seen_group, is_mean)
@@ -181,4 +186,5 @@ grid_sums = exercise(
         "whole grid) and take away this device's row and its column: which value did you take away twice?",
     ],
     observe=_observe_grid_sums,
+    mistakes={"grid_sums_neither_all": 3, "grid_sums_neither_twice": 3},
 )

@@ -97,20 +97,20 @@ TEXT = {
     "number_row_major": "the row-major number (rows one after the other: row * row length + column)",
     "number_column_major": "the column-major number (columns one after the other: column * column length + row)",
     "numbers_part": "Part {k} is {what}. {diagnosis}",
-    "numbers_swapped": "These are the numbers of the other order: the {other} ones.",
-    "order_row_major": "row-major",
-    "order_column_major": "column-major",
+    "numbers_swapped_row": "These are the numbers of the other order: the row-major ones.",
+    "numbers_swapped_column": "These are the numbers of the other order: the column-major ones.",
     "numbers_hard_coded": (
         "They are right on a 2 x 4 grid only: the length of a row or a column was written as a "
         "number. The checks use grids of other shapes; ask the named axes."
     ),
-    "numbers_wrong_length": (
-        "They multiply by the length of the wrong axis: in the {order} order, a whole "
-        "{line} comes before this device's own {line}, and a {line} is as long as "
-        "'{axis}'."
+    "numbers_wrong_length_row": (
+        "They multiply by the length of the wrong axis: in the row-major order, a whole row comes before this "
+        "device's own row, and a row is as long as '{axis}'."
     ),
-    "line_row": "row",
-    "line_column": "column",
+    "numbers_wrong_length_column": (
+        "They multiply by the length of the wrong axis: in the column-major order, a whole column comes before "
+        "this device's own column, and a column is as long as '{axis}'."
+    ),
     "numbers_one_axis": "That is the position along '{axis}' only; the number needs both positions.",
     "numbers_one_based": (
         "Each number is 1 too large: devices are numbered from 0, as `lax.axis_index` counts, so the "

@@ -15,6 +15,7 @@ from namedaxes.checking import (
     expect_regions,
     expect_work_within,
     fail,
+    known_mistake,
     same_values,
     show_values,
 )
@@ -57,11 +58,10 @@ def _tp_inputs(grid, seed: int):
     return f32(w), {"x": f32(x), "y": f32(y)}
 
 
-def _tp_partial_products_step(w, batch, grid) -> np.ndarray:
+def _tp_partial_products_step(w, x, y, grid) -> np.ndarray:
     """What device (i, j) computes when it predicts with its own partial product only, averaged over i."""
     n_rows, n_cols = grid
-    x, y, w = (np.asarray(a, np.float64) for a in (batch["x"], batch["y"], w))
-    ex, ft = EXAMPLES // n_rows, FEATURES // n_cols
+    ex, ft = x.shape[0] // n_rows, len(w) // n_cols
     new = w.copy()
     for j in range(n_cols):
         cols = slice(j * ft, (j + 1) * ft)
@@ -73,36 +73,40 @@ def _tp_partial_products_step(w, batch, grid) -> np.ndarray:
     return new
 
 
+def tp_mistakes(w, batch, grid) -> list[tuple]:
+    """The usual mistakes' new w on `w` and `batch` (on a `grid` of data shards x model shards): w unchanged,
+    a step up the gradient, the data shards' gradients added (the step `n_rows` times too large), the
+    prediction counted once per model shard (`n_cols` times), the data shards averaged twice, the partial
+    products averaged, each device predicting with its own partial product, the gradients averaged over the
+    model axis too, the first data shard's examples only (the check's diagnoses, and the grader's). The data
+    shards' sum divided by 2, a number written by hand (right on 2 x 4, twice the step on 4 x 2, where the
+    prediction counted once per model shard gives the same values), is no known mistake of the values: the
+    check says it is right on another mesh."""
+    x, y, old = (np.asarray(a, np.float64) for a in (batch["x"], batch["y"], w))
+    n_rows, n_cols = grid
+    ref_step = tp_dp_step_np(old, {"x": x, "y": y}) - old
+    rows = x.shape[0] // n_rows
+    mixed = np.tile(ref_step.reshape(n_cols, -1).mean(axis=0), n_cols)
+    averaged = old - LEARNING_RATE * 2.0 * x.T @ (x @ old / n_cols - y) / x.shape[0]
+    return [
+        (old, "tp_unchanged", {}),
+        (old - ref_step, "tp_sign", {}),
+        (old + n_rows / 2 * ref_step, None, {}),  # the data shards' sum divided by 2, written by hand (`tp_right_on`)
+        (old + n_rows * ref_step, "tp_data_sum", {"k": n_rows}),
+        (old + n_cols * ref_step, "tp_model_sum", {"k": n_cols}),
+        (old + ref_step / n_rows, "tp_data_small", {"k": n_rows}),
+        (averaged, "tp_predictions_averaged", {}),
+        (_tp_partial_products_step(old, x, y, grid), "tp_partial_products", {}),
+        (old + mixed, "tp_mixed_shards", {}),
+        (tp_dp_step_np(old, {"x": x[:rows], "y": y[:rows]}), "tp_local_examples", {}),
+    ]
+
+
 def _tp_diagnosis(got, w, batch, grid, passed_on) -> str:
     if passed_on is not None:
         return say("tp_right_on", good=grid_words(passed_on))
-    old = np.asarray(w, np.float64)
-    ref = tp_dp_step_np(w, batch)
-    step, ref_step = got - old, ref - old
-    n_rows, n_cols = grid
-    if same_values(got, old, 1e-7):
-        return say("tp_unchanged")
-    if same_values(step, -ref_step, 1e-4):
-        return say("tp_sign")
-    if same_values(step, n_rows * ref_step, 1e-4):
-        return say("tp_data_sum", k=n_rows)
-    if same_values(step, n_cols * ref_step, 1e-4):
-        return say("tp_model_sum", k=n_cols)
-    if same_values(step, ref_step / n_rows, 1e-4):
-        return say("tp_data_small", k=n_rows)
-    x, y = (np.asarray(batch[key], np.float64) for key in ("x", "y"))
-    if same_values(got, old - LEARNING_RATE * 2.0 * x.T @ (x @ old / n_cols - y) / x.shape[0], 1e-4):
-        return say("tp_predictions_averaged")
-    if same_values(got, _tp_partial_products_step(w, batch, grid), 1e-4):
-        return say("tp_partial_products")
-    ft = FEATURES // n_cols
-    mixed = np.tile(ref_step.reshape(n_cols, ft).mean(axis=0), n_cols)
-    if same_values(step, mixed, 1e-4):
-        return say("tp_mixed_shards")
-    first = {"x": np.asarray(batch["x"])[: EXAMPLES // n_rows], "y": np.asarray(batch["y"])[: EXAMPLES // n_rows]}
-    if same_values(got, tp_dp_step_np(w, first), 1e-4):
-        return say("tp_local_examples")
-    return say("tp_generic")
+    found = known_mistake(got, tp_mistakes(w, batch, grid), 1e-4)
+    return say("tp_generic") if found is None else say(found[0], **found[1])
 
 
 def _check_tp_dp_step(fn) -> None:
@@ -203,6 +207,14 @@ def _expect_tp_work(name: str, fn) -> None:
     )
 
 
+def tp_case_grid(case: str) -> tuple | None:
+    """The grid of a graded case of `_observe_tp_dp_step` ("2x4", "work"), None for one that judges no values."""
+    if case == "work":
+        return _TP_WORK_GRID
+    rows, _, cols = case.partition("x")
+    return (int(rows), int(cols)) if rows.isdigit() and cols.isdigit() else None
+
+
 def _observe_tp_dp_step(fn) -> dict:
     """Programs of `fn(w, batch, mesh)` on 2 x 4, 4 x 2 and 2 x 2 meshes (plain inputs, drawn by the grader),
     plus the 2 x 4 one again as a structure case: the reference's psums over both axes are required."""
@@ -233,4 +245,15 @@ tp_dp_step = exercise(
         "times it from the shard. The new w stays split like the old one.",
     ],
     observe=_observe_tp_dp_step,
+    mistakes={
+        "tp_unchanged": 3,
+        "tp_sign": 3,
+        "tp_data_sum": 3,
+        "tp_model_sum": 2,
+        "tp_data_small": 3,
+        "tp_predictions_averaged": 2,
+        "tp_partial_products": 2,
+        "tp_mixed_shards": 3,
+        "tp_local_examples": 3,
+    },
 )

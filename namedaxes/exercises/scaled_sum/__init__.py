@@ -29,6 +29,7 @@ from namedaxes.checking import progress_of
 
 from .max_share import global_max_share
 from .mean import NAN, scaled_mean
+from .mistakes import known_mistakes
 from .running import AXIS_ENV, DEVICE_COUNTS
 from .text import TEXT
 from .totals import scaled_sum, scaled_sum_uses_psum
@@ -43,5 +44,6 @@ __all__ = [
     "TEXT",
     "NAN",
     "progress",
+    "known_mistakes",
 ]
 progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from namedaxes.checking import exercises_for, expect_close, same_values, show_values
+from namedaxes.checking import exercises_for, expect_close, known_mistake, same_values, show_values
 
 from .running import AXIS_ENV, expect_per_device, observe_outputs, run_answer
 from .text import TEXT
@@ -32,6 +32,23 @@ def _returns_collective(fn: Callable, x0, primitive: str) -> bool:
     return any(made_by.get(id(v)) == primitive for v in closed.jaxpr.outvars)
 
 
+def share_mistakes(x) -> list[tuple]:
+    """The usual mistakes' results on `x` (k devices' signed values), one per device as `pmap` returns them: the
+    largest magnitude itself, `x` divided by the largest *value* or its signs lost (where some entry is
+    negative), and divided by the largest magnitude of all vectors (where each device holds a vector). Every
+    entry 1 is told apart by the program, not its values (the check's own words), so it is not listed (the
+    check's diagnoses, and the grader's)."""
+    xs = np.asarray(x, np.float64)
+    sizes = np.abs(xs)
+    want = xs / sizes.max(axis=0)
+    found = [(np.broadcast_to(sizes.max(axis=0), xs.shape), "share_is_max", {})]
+    if (xs < 0).any():
+        found += [(xs / xs.max(axis=0), "share_signed_max", {}), (np.abs(want), "share_lost_sign", {})]
+    if xs.ndim > 1:
+        found.append((xs / sizes.max(), "share_global_max", {}))
+    return found
+
+
 def _check_global_max_share(fn: Callable) -> None:
     name = "global_max_share"
     for x in _visible_signed_inputs():
@@ -44,14 +61,8 @@ def _check_global_max_share(fn: Callable) -> None:
         k = x.shape[0]
         if same_values(got, np.ones_like(want), dtype=float):
             hint = TEXT["share_max_of_shares" if _returns_collective(fn, x[0], "pmax") else "share_ones"]
-        elif same_values(got, np.broadcast_to(sizes.max(axis=0), got.shape), dtype=float):
-            hint = TEXT["share_is_max"]
-        elif same_values(got, xs / xs.max(axis=0), dtype=float) and (xs < 0).any():
-            hint = TEXT["share_signed_max"]
-        elif same_values(got, np.abs(want), dtype=float) and (xs < 0).any():
-            hint = TEXT["share_lost_sign"]
-        elif same_values(got, xs / sizes.max(), dtype=float) and xs.ndim > 1:
-            hint = TEXT["share_global_max"]
+        elif (found := known_mistake(got, share_mistakes(xs))) is not None:
+            hint = TEXT[found[0]].format(**found[1])
         elif got.ndim and np.allclose(got, got[:1]) and not np.allclose(want, want[:1]):
             hint = TEXT["share_replicated"]
         else:
@@ -82,4 +93,5 @@ global_max_share = exercise(
         "there: reducing the quotient again would give every device the same number.",
     ],
     observe=_observe_global_max_share,
+    mistakes={"share_is_max": 3, "share_signed_max": 1, "share_lost_sign": 3, "share_global_max": 2},
 )

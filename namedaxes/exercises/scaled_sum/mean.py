@@ -9,7 +9,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from namedaxes import DEVICES
-from namedaxes.checking import exercises_for, expect_close, expect_replicated, fail, same_values, show_values
+from namedaxes.checking import (
+    exercises_for,
+    expect_close,
+    expect_replicated,
+    fail,
+    known_mistake,
+    same_values,
+    show_values,
+)
 from namedaxes.grading import Case, pmapped, programs, spec
 
 from .running import DEVICE_COUNTS, run_answer
@@ -44,23 +52,35 @@ def _expect_one_number_per_device(name: str, out, x) -> None:
         fail(TEXT["wrong_dtype"].format(name=name, dtype=x.dtype.name, got=np.dtype(out.dtype).name))
 
 
-def _diagnose_mean(xs, got: float, want: float) -> str:
-    """A hint for a replicated, well-shaped, but wrong `scaled_mean` result (`xs`: float64, NaN padded)."""
+def mean_mistakes(xs) -> list[tuple]:
+    """The usual mistakes' results on `xs` (k devices' slots, float64, NaN where a device has no value), one
+    number per device as `pmap` returns them: NaN (a missing value summed), the total, the mean of the devices'
+    means, the empty slots counted, the factor 2.0 left out (the check's diagnoses, and the grader's)."""
+    xs = np.asarray(xs, np.float64)
     k, m = xs.shape
     values = ~np.isnan(xs)
     total = 2.0 * np.nansum(xs)
-    per_device = [2.0 * xs[i][values[i]].mean() if values[i].any() else NAN for i in range(k)]
-    if np.isnan(got):
-        return TEXT["mean_nan"]
-    if same_values(got, total, dtype=float):
-        return TEXT["mean_is_total"]
-    if same_values(got, np.mean(per_device), dtype=float):
-        return TEXT["mean_of_means"]
-    if same_values(got, total / (k * m), dtype=float):
-        return TEXT["mean_counts_missing"]
-    if same_values(got, want / 2, dtype=float):
-        return TEXT["mean_unscaled"]
-    return TEXT["by_hand"]
+    means = [2.0 * xs[i][values[i]].mean() for i in range(k) if values[i].any()]
+    found = [(np.full(k, NAN), "mean_nan", {}), (np.full(k, total), "mean_is_total", {})]
+    if len(means) == k:  # a device with no value makes the mean of means NaN: said above
+        found.append((np.full(k, np.mean(means)), "mean_of_means", {}))
+    found.append((np.full(k, total / (k * m)), "mean_counts_missing", {}))
+    found.append((np.full(k, total / values.sum() / 2), "mean_unscaled", {}))
+    return found
+
+
+def padded_slots(x, n) -> np.ndarray:
+    """The slots the graded program builds from the grader's `x` and `n` (`_padded`), in float64: device i keeps
+    its first `n[i]` values (the first device at least one), the rest NaN."""
+    x, n = np.asarray(x, np.float64), np.asarray(n).copy()
+    n[0] = max(int(n[0]), 1)
+    return np.where(np.arange(x.shape[1]) < n[:, None], x, NAN)
+
+
+def _diagnose_mean(xs, got) -> str:
+    """A hint for a replicated, well-shaped, but wrong `scaled_mean` result (`xs`: float64, NaN padded)."""
+    found = known_mistake(np.asarray(got, np.float64), mean_mistakes(xs))
+    return TEXT["by_hand"] if found is None else TEXT[found[0]].format(**found[1])
 
 
 def _check_scaled_mean(fn: Callable) -> None:
@@ -92,7 +112,7 @@ def _check_scaled_mean(fn: Callable) -> None:
                 rtol=tol,
                 atol=tol,
                 hint=TEXT["where"].format(k=k, x=show_values(x, separator=" ", scalar_as_number=True))
-                + _diagnose_mean(xs, got, want),
+                + _diagnose_mean(xs, out),
             )
 
 
@@ -149,4 +169,5 @@ scaled_mean = exercise(
         "is one number, the same on every device; cast the count to `x.dtype` to keep float16.",
     ],
     observe=_observe_scaled_mean,
+    mistakes={"mean_nan": 2, "mean_is_total": 3, "mean_of_means": 1, "mean_counts_missing": 2, "mean_unscaled": 3},
 )

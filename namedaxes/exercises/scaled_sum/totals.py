@@ -16,6 +16,7 @@ from namedaxes.checking import (
     expect_communication,
     expect_replicated,
     fail,
+    known_mistake,
     same_values,
     show_values,
 )
@@ -28,16 +29,27 @@ exercise = exercises_for(__package__)  # this notebook's exercises: exercise(nam
 
 
 # ---------------------------------------------------------------- exercise 1: scaled_sum
+def sum_mistakes(x) -> list[tuple]:
+    """The usual mistakes' results on `x` (k devices' values), one per device as `pmap` returns them: the plain
+    sum (no factor 2.0), the mean over devices (`lax.pmean`), the largest (`lax.pmax`) (the check's
+    diagnoses, and the grader's)."""
+    x = np.asarray(x, np.float64)
+    k = x.shape[0]
+    total = np.broadcast_to(x.sum(axis=0), x.shape)
+    return [
+        (total, "sum_plain", {}),
+        (2.0 * total / k, "sum_is_mean", {}),
+        (np.broadcast_to(2.0 * x.max(axis=0), x.shape), "sum_is_max", {}),
+    ]
+
+
 def _diagnose_sum(fn: Callable, x, got, want) -> str:
     """A hint for a replicated, well-shaped, but wrong `scaled_sum` result (true for what `fn` did)."""
+    found = known_mistake(np.asarray(got, float), sum_mistakes(x))
+    if found is not None:
+        return TEXT[found[0]].format(**found[1])
     x_in = x
-    x, got, k = np.asarray(x, float), np.asarray(got, float)[0], x.shape[0]
-    if same_values(got, want / 2, dtype=float):
-        return TEXT["sum_plain"]
-    if same_values(got, want / k, dtype=float):
-        return TEXT["sum_is_mean"]
-    if same_values(got, 2.0 * x.max(axis=0), dtype=float):
-        return TEXT["sum_is_max"]
+    x, got = np.asarray(x, float), np.asarray(got, float)[0]
     moved = np.asarray(run_answer("scaled_sum", fn, x_in + 1), float)[0]
     if same_values(moved, got, dtype=float):  # the same number whatever `x` holds: written by hand
         return TEXT["by_hand"]
@@ -142,6 +154,7 @@ scaled_sum = exercise(
         "and it is already the same on every device: return it as it is.",
     ],
     observe=_observe_scaled_sum,
+    mistakes={"sum_plain": 1, "sum_is_mean": 3, "sum_is_max": 3},
 )
 scaled_sum_uses_psum = exercise(
     "scaled_sum",

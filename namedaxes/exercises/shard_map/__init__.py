@@ -54,6 +54,7 @@ from namedaxes.checking import progress_of
 from namedaxes.meshes import grid_mesh, line_mesh
 
 from .migration import weighted_total_shard_map
+from .mistakes import known_mistakes
 from .replicas import replica_totals
 from .running import LEARNING_RATE, loss_fn, sgd_step, weighted_total
 from .scaled import sharded_scaled_sum
@@ -74,5 +75,6 @@ __all__ = [
     "LEARNING_RATE",
     "TEXT",
     "progress",
+    "known_mistakes",
 ]
 progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass

@@ -15,6 +15,7 @@ from namedaxes.checking import (
     expect_work_within,
     f32,
     fail,
+    known_mistake,
     regions,
     same_values,
     show_values,
@@ -58,14 +59,17 @@ def _migration_shape_hint(i: int, got: tuple, d: int, k: int) -> str:
     return ""
 
 
+def migration_mistakes(w, x, k: int) -> list[tuple]:
+    """The usual mistakes' totals (the first result) on `w` and `x` (its columns split over `k` devices): the
+    mean over the devices, device 0's term only (the check's diagnoses, and the grader's)."""
+    want = np.asarray(w, np.float64)[:, None] * np.asarray(x, np.float64)  # the weighted columns
+    return [(want.sum(axis=1) / k, "migration_mean", {}), (want[:, 0], "migration_first", {})]
+
+
 def _migration_value_hint(got, w, x, k: int) -> str:
     """What a wrong total is: the mean over devices, or device 0's term only."""
-    want = np.asarray(w, np.float64)[:, None] * np.asarray(x, np.float64)  # the weighted columns
-    if same_values(got, want.sum(axis=1) / k, 1e-4, dtype=float):
-        return say("migration_mean")
-    if same_values(got, want[:, 0], 1e-4, dtype=float):
-        return say("migration_first")
-    return ""
+    found = known_mistake(got, migration_mistakes(w, x, k), 1e-4)
+    return "" if found is None else say(found[0], **found[1])
 
 
 def _check_weighted_total_shard_map(fn: Callable) -> None:
@@ -160,4 +164,5 @@ weighted_total_shard_map = exercise(
         "(w can stay as it is), and use the `mesh` argument.",
     ],
     observe=_observe_weighted_total_shard_map,
+    mistakes={"migration_mean": 2, "migration_first": 2},
 )

@@ -18,6 +18,7 @@ from namedaxes.checking import (
     expect_work_within,
     f32,
     fail,
+    known_mistake,
     regions,
     same_values,
     show_values,
@@ -69,20 +70,26 @@ def _replica_shape_hint(got: tuple, x_shape: tuple, mesh_shape: tuple) -> str:
     return say(known[got], cols=n_rep) if got in known else ""
 
 
+def replica_mistakes(x, mesh_shape: tuple) -> list[tuple]:
+    """The usual mistakes' row totals on `x` (placed on the `mesh_shape` grid): the totals divided by the
+    replicas (`lax.pmean`), the totals of each device's own block (the first replica's, as `out_specs` keeps
+    it), the totals over the whole mesh (the check's diagnoses, and the grader's)."""
+    n_data, n_rep = mesh_shape
+    x64 = np.asarray(x, np.float64)
+    rows = x64.shape[0]
+    own = x64[:, : x64.shape[1] // n_rep].sum(axis=1)
+    over_both = np.tile(x64.sum(axis=1).reshape(n_data, rows // n_data).sum(axis=0), n_data)
+    return [
+        (x64.sum(axis=1) / n_rep, "replica_pmean", {"k": n_rep}),
+        (own, "replica_own_block", {}),
+        (over_both, "replica_over_both", {}),
+    ]
+
+
 def _replica_hint(got: np.ndarray, x_np: np.ndarray, mesh_shape: tuple) -> str:
     """What wrong row totals are: those of each device's own block, or the totals over the whole mesh."""
-    n_data, n_rep = mesh_shape
-    x64 = x_np.astype(np.float64)
-    rows = x64.shape[0]
-    own = x64[:, : x64.shape[1] // n_rep].sum(axis=1)  # the first replica's block, as `out_specs` keeps it
-    over_both = np.tile(x64.sum(axis=1).reshape(n_data, rows // n_data).sum(axis=0), n_data)
-    if same_values(got, x64.sum(axis=1) / n_rep, 1e-4, dtype=float):
-        return say("replica_pmean", k=n_rep)
-    if same_values(got, own, 1e-4, dtype=float):
-        return say("replica_own_block")
-    if same_values(got, over_both, 1e-4, dtype=float):
-        return say("replica_over_both")
-    return say("replica_row_partners")
+    found = known_mistake(got, replica_mistakes(x_np, mesh_shape), 1e-4)
+    return say("replica_row_partners") if found is None else say(found[0], **found[1])
 
 
 def _check_replica_totals(fn: Callable) -> None:
@@ -182,4 +189,5 @@ replica_totals = exercise(
         "`out_specs=P(DATA_SHARDS)`. `x` is already placed, so no `device_put`.",
     ],
     observe=_observe_replica_totals,
+    mistakes={"replica_pmean": 3, "replica_own_block": 2, "replica_over_both": 3},
 )

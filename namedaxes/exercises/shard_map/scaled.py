@@ -15,6 +15,7 @@ from namedaxes.checking import (
     expect_work_within,
     f32,
     fail,
+    known_mistake,
     same_values,
     show_values,
 )
@@ -47,6 +48,19 @@ _SCALED_FLOPS_FACTOR = 2.5
 _SCALED_REFERENCE_FLOPS = {8: 14.0, 4: 32.0, 2: 18.0}
 
 
+def scaled_mistakes(x, k: int) -> list[tuple]:
+    """The usual mistakes' column totals on `x` (its rows split over `k` devices): the plain totals (no factor
+    2.0), the totals of the rows that divide evenly (where some do not), the first device's share, the mean of
+    the devices' shares (the check's diagnoses, and the grader's)."""
+    xs = np.asarray(x, np.float64)
+    rows = xs.shape[0]
+    want, block, kept = 2.0 * xs.sum(axis=0), -(-rows // k), rows - rows % k
+    found = [(want / 2, "scaled_plain_sum", {})]
+    if kept < rows:
+        found.append((2.0 * xs[:kept].sum(axis=0), "scaled_rows_dropped", {"kept": kept, "dropped": rows - kept}))
+    return found + [(2.0 * xs[:block].sum(axis=0), "scaled_first_share", {}), (want / k, "scaled_mean", {})]
+
+
 def _check_sharded_scaled_sum(fn: Callable) -> None:
     name = "sharded_scaled_sum"
     for k, x in _SCALED_SUM_CASES:
@@ -75,16 +89,9 @@ def _check_sharded_scaled_sum(fn: Callable) -> None:
             fail(say("scaled_shape", name=name, want=(m,), m=m, got=got_shape, where=where, hint=hint))
         got = np.asarray(out, np.float64)
         if not same_values(got, want, 1e-4, dtype=float):
-            first = 2.0 * xs[:block].sum(axis=0)
-            kept = rows - rows % k
-            if same_values(got, want / 2, 1e-4, dtype=float):
-                hint = say("scaled_plain_sum")
-            elif kept < rows and same_values(got, 2.0 * xs[:kept].sum(axis=0), 1e-4, dtype=float):
-                hint = say("scaled_rows_dropped", kept=kept, dropped=rows - kept)
-            elif same_values(got, first, 1e-4, dtype=float):
-                hint = say("scaled_first_share")
-            elif same_values(got, want / k, 1e-4, dtype=float):
-                hint = say("scaled_mean")
+            found = known_mistake(got, scaled_mistakes(x, k), 1e-4)
+            if found is not None:
+                hint = say(found[0], **found[1])
             else:
                 with explained_here(name, mesh):
                     moved = np.asarray(call_answer(fn, f32(np.asarray(x) + 1.0), mesh), np.float64)
@@ -156,4 +163,5 @@ sharded_scaled_sum = exercise(
         "`jax.device_put` on the `mesh` argument, not on the notebook's `mesh` (Pitfall 1).",
     ],
     observe=_observe_sharded_scaled_sum,
+    mistakes={"scaled_plain_sum": 3, "scaled_rows_dropped": 3, "scaled_first_share": 2, "scaled_mean": 2},
 )

@@ -195,7 +195,7 @@ TEXT = {
     ),
     "step_devices_equal": (
         "That is the mean of the devices' own weighted-mean steps: every device counted equally, "
-        "although their weights add up to different totals ({totals}). A `pmean` of the local losses "
+        "although their weights add up to different totals. A `pmean` of the local losses "
         "or gradients is only right for equal shards. Add up each device's weighted sums across "
         "devices instead (`lax.psum` of the numerator and of the weights, then divide)."
     ),
@@ -211,7 +211,7 @@ TEXT = {
     ),
     "step_divided_by_examples": (
         "That divides the weighted sum by the number of examples ({n}, padding included), but the weighted "
-        "mean divides by the sum of the weights ({total}): `lax.psum(jnp.sum(weight), DATA_PARALLEL)`."
+        "mean divides by the sum of the weights: `lax.psum(jnp.sum(weight), DATA_PARALLEL)`."
     ),
     "step_unchanged": "The parameters did not change: subtract LEARNING_RATE * gradient from each one.",
     "step_100x": "The step is 100 times too large: the learning rate is LEARNING_RATE, 0.01.",

@@ -21,6 +21,7 @@ from namedaxes.checking import (
     expect_work_within,
     f32,
     fail,
+    known_mistake,
     same_values,
     show_number,
     show_values,
@@ -83,37 +84,44 @@ def _expect_params(name: str, out, where: str) -> None:
             fail(say("step_not_scalar", name=name, key=key, shape=tuple(value.shape), where=where, hint=hint))
 
 
-def _diagnose_step(params: dict, batch, k: int, got: dict, ref: dict) -> str:
+def _weighted_step(old: dict, x, y, weight) -> dict:
+    """One SGD step on the weighted loss sum(weight * error²) / sum(weight), in float64 (closed form)."""
+    err = old["w"] * x + old["b"] - y
+    total = weight.sum()
+    grads = {"w": 2.0 * np.sum(weight * err * x) / total, "b": 2.0 * np.sum(weight * err) / total}
+    return {key: old[key] - LEARNING_RATE * grads[key] for key in old}
+
+
+def step_mistakes(params: dict, batch, k: int) -> list[tuple]:
+    """The usual mistakes' new parameters (`{'w', 'b'}`) on `batch` split over `k` devices (any positive weights):
+    the unweighted step, the mean of the devices' own weighted steps (every device counted equally), the step
+    `k` times too large or too small, the weighted sum divided by the number of examples, no step, 100 times
+    the step, a step up the gradient (the check's diagnoses, and the grader's)."""
     old = _floats(params)
-    weight = np.asarray(batch["weight"], float)
+    x, y, weight = (np.asarray(batch[key], np.float64) for key in ("x", "y", "weight"))
+    n = len(weight)
+    ref = _weighted_step(old, x, y, weight)
 
-    def same_step(other: dict, factor: float = 1.0) -> bool:
-        return all(same_values(got[key] - old[key], factor * (other[key] - old[key]), 1e-4, dtype=float) for key in old)
+    def scaled(factor: float) -> dict:
+        return {key: old[key] + factor * (ref[key] - old[key]) for key in old}
 
-    unweighted = model.sgd_step_np(old, {key: np.asarray(batch[key], float) for key in ("x", "y")})
-    blocks = [slice(i * len(weight) // k, (i + 1) * len(weight) // k) for i in range(k)]
-    local = [
-        model.gradients_np(old, _repeated({key: np.asarray(batch[key])[s] for key in ("x", "y")}, weight[s]))
-        for s in blocks
+    blocks = [slice(i * n // k, (i + 1) * n // k) for i in range(k)]
+    local = [_weighted_step(old, x[s], y[s], weight[s]) for s in blocks]
+    return [
+        (_weighted_step(old, x, y, np.ones_like(weight)), "step_unweighted", {}),
+        ({key: float(np.mean([step[key] for step in local])) for key in old}, "step_devices_equal", {}),
+        (scaled(k), "step_k_times", {"k": k}),
+        (scaled(1.0 / k), "step_k_small", {"k": k}),
+        (scaled(weight.sum() / n), "step_divided_by_examples", {"n": n}),
+        (dict(old), "step_unchanged", {}),
+        (scaled(100.0), "step_100x", {}),
+        (scaled(-1.0), "step_ascent", {}),
     ]
-    equal = {key: old[key] - LEARNING_RATE * float(np.mean([g[key] for g in local])) for key in old}
-    if same_step(unweighted):
-        return say("step_unweighted")
-    if same_step(equal):
-        return say("step_devices_equal", totals=show_values([weight[s].sum() for s in blocks], separator=" "))
-    if same_step(ref, k):
-        return say("step_k_times", k=k)
-    if same_step(ref, 1.0 / k):
-        return say("step_k_small", k=k)
-    if same_step(ref, weight.sum() / len(weight)):
-        return say("step_divided_by_examples", n=len(weight), total=f"{weight.sum():g}")
-    if all(same_values(got[key], old[key], 1e-4, dtype=float) for key in old):
-        return say("step_unchanged")
-    if same_step(ref, 100.0):
-        return say("step_100x")
-    if same_step(ref, -1.0):
-        return say("step_ascent")
-    return say("step_other")
+
+
+def _diagnose_step(params: dict, batch, k: int, got: dict) -> str:
+    found = known_mistake(got, step_mistakes(params, batch, k), 1e-4)
+    return say("step_other") if found is None else say(found[0], **found[1])
 
 
 def _check_weighted_step(name: str, fn: Callable, k: int, params, batch, *, shard_map_allowed: bool) -> None:
@@ -137,7 +145,7 @@ def _check_weighted_step(name: str, fn: Callable, k: int, params, batch, *, shar
             where=where,
             want_w=show_number(ref["w"]),
             want_b=show_number(ref["b"]),
-            hint=_diagnose_step(params, batch, k, got, ref),
+            hint=_diagnose_step(params, batch, k, got),
         )
     )
 
@@ -239,6 +247,16 @@ dp_train_step = exercise(
         "`P(DATA_PARALLEL)` first, and update with `sgd_update`.",
     ],
     observe=_observe_dp_train_step,
+    mistakes={
+        "step_unweighted": 1,
+        "step_devices_equal": 3,
+        "step_k_times": 2,
+        "step_k_small": 2,
+        "step_divided_by_examples": 1,
+        "step_unchanged": 3,
+        "step_100x": 3,
+        "step_ascent": 3,
+    },
 )
 
 
@@ -279,4 +297,14 @@ jit_train_step = exercise(
         "the all-reduce itself (section 5).",
     ],
     observe=_observe_jit_train_step,
+    mistakes={  # hint 2: the weighted loss of the whole batch, and the step
+        "step_unweighted": 2,
+        "step_devices_equal": 2,
+        "step_k_times": 2,
+        "step_k_small": 2,
+        "step_divided_by_examples": 2,
+        "step_unchanged": 2,
+        "step_100x": 2,
+        "step_ascent": 2,
+    },
 )

@@ -29,9 +29,10 @@ figures (and the usual mistakes' values, for the hints) computed by the solution
 passes the visible check and scores 0. Nor does the package list the hidden cases: this module only
 describes how they are drawn (`draw_hidden_cases`, with a cost model passed in); the grader draws them from
 the run's secret (`autograder.judge.formulas`), hands them to the kernel (`namedaxes.grading.hidden_cases`),
-and computes the solution's observation on them (`observation_on`). A table of right figures, filled once
-and circulated, holds no figure of a fresh run's cases; a kernel that swaps the cases scores 0, because the
-grader judges on the cases it drew. Outside the grader the visible cases stand in.
+and computes the solution's observation on them (`observation_on`), and the usual mistakes' figures
+(`mistakes_on`: a wrong figure that is one of them is named as the check names it). A table of right
+figures, filled once and circulated, holds no figure of a fresh run's cases; a kernel that swaps the cases
+scores 0, because the grader judges on the cases it drew. Outside the grader the visible cases stand in.
 
 Student-facing strings: every message is a template in `TEXT` (whole sentences, named fields), every hint
 a full string in its `exercise(...)`.
@@ -44,7 +45,7 @@ from namedaxes.checking import progress_of
 from .cases import COST_KEYS, LAYOUTS, expected_figures
 from .choice import choose_layout
 from .costs import step_costs
-from .hidden import HIDDEN_COST_CASES, HIDDEN_LAYOUT_CASES, draw_hidden_cases, observation_on
+from .hidden import HIDDEN_COST_CASES, HIDDEN_LAYOUT_CASES, draw_hidden_cases, mistakes_on, observation_on
 from .swiglu import swiglu_block
 from .text import TEXT
 from .timing import step_time
@@ -62,6 +63,7 @@ __all__ = [
     "HIDDEN_LAYOUT_CASES",
     "draw_hidden_cases",
     "observation_on",
+    "mistakes_on",
     "progress",
 ]
 progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass

@@ -41,6 +41,27 @@ def layout_key(layout: tuple) -> str:
     return ",".join(map(str, layout))
 
 
+def cost_mistakes(step_costs: Callable, config: Config, layout: tuple, batch: int) -> dict:
+    """The usual mistakes' figures on one case, computed by a reference's `step_costs` (the solution notebook's):
+    for each figure, `[value, message key]` pairs: the state without Adam's moments, or on one device; the
+    FLOPs of one device holding everything; the tensor axis ignored in the gathers and gradients; the global
+    batch on every device (what the visible check's table lists, and what the grader names on its hidden
+    cases: `hidden.mistakes_on`)."""
+    right = step_costs(config, layout, batch)
+    whole = step_costs(config, (1, 1, 1), batch)
+    no_tensor = step_costs(config, (layout[0], layout[1], 1), batch)
+    wide = step_costs(config, layout, batch * layout[0] * layout[1])
+    every_parameter = 4 * sum(math.prod(s) for s in shapes(config).values())
+    mistakes = {key: [] for key in COST_KEYS}  # a 0 of a collective is the zero rule's (`_ZERO`), not these
+    mistakes["state_bytes"] += [[right["state_bytes"] / 3, "costs_no_adam"], [whole["state_bytes"], "costs_whole"]]
+    mistakes["flops"].append([whole["flops"], "costs_whole_flops"])
+    for key in ("gather_bytes", "grad_reduce_bytes"):
+        mistakes[key].append([no_tensor[key] or every_parameter, "costs_tensor_ignored"])
+    for key in ("tensor_reduce_bytes", "flops"):
+        mistakes[key].append([wide[key], "costs_global_batch"])
+    return mistakes
+
+
 def expected_figures(step_costs: Callable, choose_layout: Callable) -> dict:
     """What the visible checks compare with, computed by a reference's `step_costs` and `choose_layout`
     (`tools.answer_tables` passes the solution notebook's): for each visible cost case, the five figures and
@@ -49,18 +70,9 @@ def expected_figures(step_costs: Callable, choose_layout: Callable) -> dict:
     costs = []
     for config, layout, batch in COST_CASES:
         right = step_costs(config, layout, batch)
-        whole = step_costs(config, (1, 1, 1), batch)
-        no_tensor = step_costs(config, (layout[0], layout[1], 1), batch)
-        wide = step_costs(config, layout, batch * layout[0] * layout[1])
-        every_parameter = 4 * sum(math.prod(s) for s in shapes(config).values())
-        mistakes = {key: [] for key in COST_KEYS}  # a 0 of a collective is the zero rule's (`_ZERO`), not these
-        mistakes["state_bytes"] += [[right["state_bytes"] / 3, "costs_no_adam"], [whole["state_bytes"], "costs_whole"]]
-        mistakes["flops"].append([whole["flops"], "costs_whole_flops"])
-        for key in ("gather_bytes", "grad_reduce_bytes"):
-            mistakes[key].append([no_tensor[key] or every_parameter, "costs_tensor_ignored"])
-        for key in ("tensor_reduce_bytes", "flops"):
-            mistakes[key].append([wide[key], "costs_global_batch"])
-        costs.append({"want": {k: right[k] for k in COST_KEYS}, "mistakes": mistakes})
+        costs.append(
+            {"want": {k: right[k] for k in COST_KEYS}, "mistakes": cost_mistakes(step_costs, config, layout, batch)}
+        )
     layouts = []
     for config, batch, budget in LAYOUT_CASES:
         fitting = {}

@@ -102,4 +102,11 @@ step_costs = exercise(
         "An axis of size 1 moves nothing.",
     ],
     observe=_observe_step_costs,
+    mistakes={
+        "costs_no_adam": 2,
+        "costs_whole": 2,
+        "costs_whole_flops": 3,
+        "costs_tensor_ignored": 2,
+        "costs_global_batch": 3,
+    },
 )

@@ -8,10 +8,10 @@ import numpy as np
 
 from namedaxes.transformer import Config
 
-from .cases import LAYOUTS, config_fields, cost_case, layout_case, moved_bytes, usable
+from .cases import COST_KEYS, LAYOUTS, config_fields, cost_case, cost_mistakes, layout_case, moved_bytes, usable
 from .choice import layout_observation
 from .costs import cost_observation
-from .timing import draw_time_cases, time_observation_on
+from .timing import draw_time_cases, time_mistakes_on, time_observation_on
 
 # ---------------------------------------------------------------- the hidden cases, drawn by the grader
 # The kernel package lists no hidden case: the grader draws them for each run from its secret
@@ -111,3 +111,16 @@ def observation_on(exercise: str, cases: list[dict], answers: dict) -> dict:
     if exercise == "choose_layout":
         return layout_observation(answers["choose_layout"], [layout_case(c) for c in cases])
     return time_observation_on(exercise, cases, answers)
+
+
+def mistakes_on(exercise: str, cases: list[dict], answers: dict) -> dict:
+    """The usual mistakes' figures on `cases`, in the units the observation records: for each figure, one list
+    of `(value, message key)` pairs per case, computed by the solution notebook's `answers` as the visible
+    checks' tables are (`cost_mistakes`, `time_mistakes`); the grader names a wrong figure by them
+    (`autograder.judge.formulas`). A layout choice has none."""
+    if exercise == "step_costs":
+        tables = [cost_mistakes(answers["step_costs"], *cost_case(c)) for c in cases]
+        return {key: [[(v, k) for v, k in table[key]] for table in tables] for key in COST_KEYS}
+    if exercise == "choose_layout":
+        return {}
+    return time_mistakes_on(exercise, cases, answers)

@@ -84,30 +84,40 @@ def expected_figures(step_costs: Callable, step_time: Callable) -> dict:
     cases = []
     for config, layout, batch, chip in _TIME_CASES:
         right = step_time(config, layout, batch, dict(chip))
-        costs = step_costs(config, layout, batch)
-        whole = step_time(config, layout, batch * layout[0] * layout[1], dict(chip))  # the whole batch, each
-        every_parameter = sum(math.prod(s) for s in tm.shapes(config).values())
-        c, m, n, w = (right[k] for k in ("compute", "memory", "launches", "communication"))
-        results = costs["gather_bytes"] + costs["grad_reduce_bytes"] + costs["tensor_reduce_bytes"]
-        mistakes = {key: [] for key in TIME_KEYS}
-        mistakes["compute"].append([whole["compute"], "time_compute_batch"])
-        mistakes["memory"] += [
-            [whole["memory"], "time_memory_batch"],
-            [tm.hbm_bytes(config, batch, costs["state_bytes"] // 12) / chip["hbm_bytes_per_s"], "time_memory_batch"],
-            [tm.hbm_bytes(config, batch, every_parameter, layout) / chip["hbm_bytes_per_s"], "time_memory_params"],
-        ]
-        mistakes["communication"] += [
-            [results / chip["link_bytes_per_s"], "time_no_ring"],
-            [2 * w, "time_both_directions"],
-        ]
-        mistakes["total"] += [
-            [c + m + n + w, "time_total_added"],
-            [max(c + m, n), "time_total_no_communication"],
-            [max(c + m, n, w), "time_total_no_communication"],  # the same where communication is not the largest
-            [max(c, m, n) + w, "time_total_not_summed"],
-        ]
+        mistakes = time_mistakes(step_costs, step_time, config, layout, batch, chip)
         cases.append({"want": {k: right[k] for k in (*TIME_KEYS, "bound")}, "mistakes": mistakes})
     return {"step_time": cases}
+
+
+def time_mistakes(step_costs: Callable, step_time: Callable, config: Config, layout: tuple, batch: int, chip) -> dict:
+    """The usual mistakes' times (seconds) on one case, computed by a reference's `step_costs` and `step_time`
+    (the solution notebook's): for each time, `[value, message key]` pairs (what the visible check's table
+    lists, and what the grader names on its hidden cases: `mistakes_on`). Each mistake is the reference's
+    answer on other arguments, or its terms put together wrongly."""
+    right = step_time(config, layout, batch, dict(chip))
+    costs = step_costs(config, layout, batch)
+    whole = step_time(config, layout, batch * layout[0] * layout[1], dict(chip))  # the whole batch, each
+    every_parameter = sum(math.prod(s) for s in tm.shapes(config).values())
+    c, m, n, w = (right[k] for k in ("compute", "memory", "launches", "communication"))
+    results = costs["gather_bytes"] + costs["grad_reduce_bytes"] + costs["tensor_reduce_bytes"]
+    mistakes = {key: [] for key in TIME_KEYS}
+    mistakes["compute"].append([whole["compute"], "time_compute_batch"])
+    mistakes["memory"] += [
+        [whole["memory"], "time_memory_batch"],
+        [tm.hbm_bytes(config, batch, costs["state_bytes"] // 12) / chip["hbm_bytes_per_s"], "time_memory_batch"],
+        [tm.hbm_bytes(config, batch, every_parameter, layout) / chip["hbm_bytes_per_s"], "time_memory_params"],
+    ]
+    mistakes["communication"] += [
+        [results / chip["link_bytes_per_s"], "time_no_ring"],
+        [2 * w, "time_both_directions"],
+    ]
+    mistakes["total"] += [
+        [c + m + n + w, "time_total_added"],
+        [max(c + m, n), "time_total_no_communication"],
+        [max(c + m, n, w), "time_total_no_communication"],  # the same where communication is not the largest
+        [max(c, m, n) + w, "time_total_not_summed"],
+    ]
+    return mistakes
 
 
 # ---------------------------------------------------------------- the visible check
@@ -225,6 +235,16 @@ step_time = exercise(
         'else whichever of "compute" and "memory" is longer.',
     ],
     observe=_observe_step_time,
+    mistakes={
+        "time_compute_batch": 2,
+        "time_memory_batch": 2,
+        "time_memory_params": 2,
+        "time_no_ring": 2,
+        "time_both_directions": 2,
+        "time_total_added": 3,
+        "time_total_no_communication": 3,
+        "time_total_not_summed": 3,
+    },
 )
 
 
@@ -319,6 +339,15 @@ def draw_time_cases(exercise: str, r: np.random.Generator, answers: dict) -> lis
     if exercise == "step_time":
         return _draw_time_cases(r, answers["step_time"])
     raise KeyError(exercise)
+
+
+def time_mistakes_on(exercise: str, cases: list[dict], answers: dict) -> dict:
+    """The usual mistakes' times on `cases` in the observation's unit (nanoseconds): for each time, one list of
+    `(value, message key)` pairs per case (`time_mistakes`, with the solution notebook's `answers`)."""
+    if exercise != "step_time":
+        raise KeyError(exercise)
+    tables = [time_mistakes(answers["step_costs"], answers["step_time"], *_time_case(c)) for c in cases]
+    return {key: [[(v * _NS, k) for v, k in table[key]] for table in tables] for key in TIME_KEYS}
 
 
 def time_observation_on(exercise: str, cases: list[dict], answers: dict) -> dict:

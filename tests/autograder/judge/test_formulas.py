@@ -68,3 +68,31 @@ def test_the_solutions_answers_run_after_its_imports_in_the_notebooks_order():
     assert answers["double"](5) == 8 and answers["half"](5) == 2
     with pytest.raises(LookupError, match="triple_answer"):
         solution_answers(nb, ["triple"])
+
+
+def test_a_wrong_figure_is_named_only_where_every_wrong_case_is_that_mistakes():
+    """`named_figures`: a figure is a mistake's when on every case where it differs from the reference's it is
+    that mistake's value there (a right case says nothing; a 0 is the check's own rule, never a mistake's)."""
+    import numpy as np
+
+    from autograder.judge.compare import compare
+    from autograder.judge.formulas import named_figures
+
+    want = {"flops": np.array([10.0, 20.0, 30.0])}
+    listed = {"flops": [[(5.0, "half"), (0.0, "none")], [(10.0, "half")], [(15.0, "half"), (60.0, "twice")]]}
+
+    def named(got):
+        observed = {"flops": np.asarray(got, np.float64)}
+        found = named_figures(compare(want, observed), want, observed, listed, "m")
+        return [(d.kind.value, d.get("mistake")) for d in found.differences]
+
+    assert named([5.0, 10.0, 15.0]) == [("known_mistake", "half")]
+    assert named([10.0, 10.0, 15.0]) == [("known_mistake", "half")]  # right on the first case: still half
+    assert named([5.0, 20.0, 60.0]) == [("values_differ", "")]  # half, then twice: no one mistake
+    assert named([0.0, 20.0, 30.0]) == [("values_differ", "")]  # a 0 is no mistake's value
+    assert named([10.0, 20.0, 30.0]) == []
+    assert [kind for kind, _ in named([5.0, 10.0])] == ["expected_got"]  # another shape: said as such
+    text = {"flops": np.array(["a", "b", "c"])}  # recorded, but no numbers: never named, never a crash
+    assert [d.kind.value for d in named_figures(compare(want, text), want, text, listed, "m").differences] == [
+        d.kind.value for d in compare(want, text).differences
+    ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from autograder.judge.mistakes import diagnose, mistake_source
+from autograder.judge.mistakes import diagnose, mistake_source, named
 from autograder.reasons import Kind
 from namedaxes.grading import MISTAKES_KEY
 
@@ -31,31 +31,122 @@ def test_only_a_module_of_the_course_and_an_exercise_name_are_taken(named):
     assert mistake_source({"format": "namedaxes-exported-1"}) is None
 
 
+def _one(found: dict):
+    """The one finding `diagnose` gave (one output, one mistake)."""
+    ((key, (finding,)),) = found.items()
+    assert finding.get("key") == key
+    return finding
+
+
 def test_the_values_of_a_known_mistake_are_named_with_their_case_and_fields():
     assert mistake_source({MISTAKES_KEY: {"module": AXIS_NAMES[0], "exercise": AXIS_NAMES[1]}}) == AXIS_NAMES
     plain_total = np.broadcast_to(X.sum(axis=0), X.shape)
-    found = diagnose(AXIS_NAMES, "pmap_4", [X], {"": plain_total})
+    found = _one(diagnose(AXIS_NAMES, "pmap_4", [X], {"": plain_total}))
     assert found.kind is Kind.KNOWN_MISTAKE
     assert found.fields == (("key", "pmap_4"), ("module", "axis_names"), ("mistake", "weighted_no_weights"))
-    own = diagnose(AXIS_NAMES, "vmap_4", [X], {"": RANKS * X})
+    own = _one(diagnose(AXIS_NAMES, "vmap_4", [X], {"": RANKS * X}))
     assert own.get("mistake") == "weighted_own_term" and own.get("arg_axis") == "devices"
     last = diagnose(("namedaxes.exercises.axis_names", "last_device_value"), "pmap_4", [X], {"": np.zeros_like(X)})
-    assert (last.get("mistake"), last.get("arg_last")) == ("last_nobody", 3)
+    assert (_one(last).get("mistake"), _one(last).get("arg_last")) == ("last_nobody", 3)
 
 
 def test_values_no_known_mistake_gives_are_not_named():
     right = np.broadcast_to((RANKS * X).sum(axis=0), X.shape)
-    assert diagnose(AXIS_NAMES, "pmap_4", [X], {"": right}) is None
-    assert diagnose(AXIS_NAMES, "pmap_4", [X], {"": np.ones_like(X)}) is None
-    assert diagnose(AXIS_NAMES, "pmap_4", [X], {"": np.ones((3, 2))}) is None  # another shape
+    assert diagnose(AXIS_NAMES, "pmap_4", [X], {"": right}) == {}
+    assert diagnose(AXIS_NAMES, "pmap_4", [X], {"": np.ones_like(X)}) == {}
+    assert diagnose(AXIS_NAMES, "pmap_4", [X], {"": np.ones((3, 2))}) == {}  # another shape
     two = {"[0]": RANKS * X, "[1]": RANKS * X}
-    assert diagnose(AXIS_NAMES, "pmap_4", [X], two) is None  # several results: not one exercise's values
-    assert diagnose(None, "pmap_4", [X], {"": RANKS * X}) is None
-    no_list = ("namedaxes.exercises.scaled_sum", "scaled_sum")  # a module that lists no mistakes
-    assert diagnose(no_list, "pmap_4", [X], {"": RANKS * X}) is None
+    assert diagnose(AXIS_NAMES, "pmap_4", [X], two) == {}  # one result listed, two outputs: not these values
+    assert diagnose(None, "pmap_4", [X], {"": RANKS * X}) == {}
+    no_list = ("namedaxes.exercises.step_anatomy", "zero_state")  # a module that lists no mistakes
+    assert diagnose(no_list, "pmap_4", [X], {"": RANKS * X}) == {}
 
 
 def test_the_cases_tolerance_decides_what_is_the_mistakes_values():
     near = RANKS * X * (1 + 3e-5)
-    assert diagnose(AXIS_NAMES, "pmap_4", [X], {"": near}) is None  # the default: 1e-5
-    assert diagnose(AXIS_NAMES, "pmap_4", [X], {"": near}, rtol=1e-4, atol=1e-4).get("mistake") == "weighted_own_term"
+    assert diagnose(AXIS_NAMES, "pmap_4", [X], {"": near}) == {}  # the default: 1e-5
+    found = diagnose(AXIS_NAMES, "pmap_4", [X], {"": near}, rtol=1e-4, atol=1e-4)
+    assert _one(found).get("mistake") == "weighted_own_term"
+
+
+# ---------------------------------------------------------------- several outputs, coinciding mistakes
+STEP = ("namedaxes.exercises.fake_step", "step")
+W, B = np.float32(0.5), np.float32(-1.0)
+
+
+@pytest.fixture
+def fake_step(monkeypatch):
+    """A module whose step returns `{'b', 'w'}` and a loss: its mistakes name the parameters only, or the loss."""
+    import sys
+    import types
+
+    module = types.ModuleType(STEP[0])
+
+    def known_mistakes(exercise, case, inputs):
+        (x,) = inputs
+        return [
+            ({"[0]['b']": B + x, "[0]['w']": W + x}, "step_summed", {"k": 4}),
+            ({"[1]": 4 * x}, "loss_summed", {}),
+            ({"[1]": 4 * x}, "loss_summed", {"k": 2}),  # the same mistake listed twice: said once, as first listed
+            ({"[1]": 4 * x}, "loss_doubled_twice", {}),  # the same values, another mistake
+            ({"[1]": 2 * x, "[2]": x}, "too_many", {}),  # a path the program does not have: never these values
+            ({"[1]": 3 * x}, None, {}),  # another answer's values (a factor written by hand): never named
+            ({"[1]": 3 * x + (x > 2)}, "loss_tripled", {}),  # the same values where x <= 2
+        ]
+
+    module.known_mistakes = known_mistakes
+    monkeypatch.setitem(sys.modules, STEP[0], module)
+
+
+def test_a_mistake_of_several_outputs_names_each_output_it_covers(fake_step):
+    x = np.float32(1.5)
+    out = {"[0]['b']": B + x, "[0]['w']": W + x, "[1]": np.float32(0.0)}
+    found = diagnose(STEP, "k4", [x], out)
+    assert set(found) == {"k4[0]['b']", "k4[0]['w']"}
+    assert {f.get("mistake") for (f,) in found.values()} == {"step_summed"}
+    assert named(found)["k4[0]['w']"].get("arg_k") == 4
+    both = diagnose(STEP, "k4", [x], {**out, "[1]": 4 * x})  # the loss summed too: two mistakes, two outputs
+    assert [(f.get("mistake"), f.get("arg_k")) for f in both["k4[1]"]] == [
+        ("loss_summed", ""),
+        ("loss_doubled_twice", ""),
+    ]
+    assert "k4[1]" not in named(both)  # two candidates, and no other output names one alone
+    too_many = {f"[{i}]": x for i in range(9)}
+    assert diagnose(STEP, "k4", [x], too_many) == {}  # more outputs than a mistake is compared with
+
+
+def test_coinciding_mistakes_are_decided_by_the_cells_other_cases():
+    """Over 2 devices a mean is half the total: those values are both mistakes' results; the mean over 4 and 8
+    devices names one alone, so the case of 2 is that mistake too. Nothing decides: neither is named."""
+    from namedaxes.exercises import scaled_sum
+
+    source = ("namedaxes.exercises.scaled_sum", "scaled_sum")
+    assert scaled_sum.known_mistakes("scaled_sum", "k2", [X[:2, 0]])  # the module lists the mistakes
+    found = {}
+    for k in (2, 4, 8):
+        x = np.arange(k, dtype=np.float32)
+        found.update(diagnose(source, f"k{k}", [x], {"": np.full(k, 2.0 * x.sum() / k, np.float32)}))
+    assert [f.get("mistake") for f in found["k2"]] == ["sum_plain", "sum_is_mean"]
+    assert {key: f.get("mistake") for key, f in named(found).items()} == {
+        "k2": "sum_is_mean",
+        "k4": "sum_is_mean",
+        "k8": "sum_is_mean",
+    }
+    assert named({"k2": found["k2"]}) == {}
+
+
+def test_another_answers_values_are_never_named_and_keep_a_coinciding_mistake_from_being_named(fake_step):
+    """Values listed with the key None are another answer's (a divisor written by hand): where a mistake's
+    values are the same, the mistake is named only if another case names it alone."""
+    out = {"[0]['b']": B, "[0]['w']": W}
+    small, large = np.float32(1.5), np.float32(3.0)
+    found = diagnose(STEP, "k2", [small], {**out, "[1]": 3 * small})
+    assert [f.get("mistake") for f in found["k2[1]"]] == ["", "loss_tripled"]
+    assert named(found) == {}
+    alone = diagnose(STEP, "k8", [large], {**out, "[1]": 3 * large + 1})
+    assert [f.get("mistake") for f in alone["k8[1]"]] == ["loss_tripled"]
+    assert {key: f.get("mistake") for key, f in named({**found, **alone}).items()} == {
+        "k2[1]": "loss_tripled",
+        "k8[1]": "loss_tripled",
+    }
+    assert named(diagnose(STEP, "k8", [large], {**out, "[1]": 3 * large})) == {}  # another answer's, alone

@@ -148,12 +148,17 @@ def test_a_failed_visible_check_still_records_for_the_judge_and_that_pass_costs_
         cells=[
             nbv4.new_code_cell("from namedaxes.grading import record\nanswer = 41"),
             _test_cell("wrong", 'assert answer == 42, "the visible check failed"', 'record("wrong", {"seen": answer})'),
+            _test_cell(
+                "unwritten",
+                "class NotAttempted(Exception):\n    pass\nraise NotAttempted('not written yet')",
+                'record("unwritten", {"seen": 1})',
+            ),
             _test_cell("right", "answer = answer + 1", 'record("right", {"seen": answer})'),
             _test_cell("stuck", "assert False", 'record("stuck", {"seen": 0})\nwhile True:\n    pass'),
             _test_cell("after", "x = 1", 'record("after", {"seen": x})'),
         ]
     )
-    tests = {1: "wrong", 2: "right", 3: "stuck", 4: "after"}
+    tests = {1: "wrong", 2: "unwritten", 3: "right", 4: "stuck", 5: "after"}
     sandbox = Sandbox(isolate=False, python=sys.executable)
     run = run_notebook(
         nb,
@@ -162,9 +167,11 @@ def test_a_failed_visible_check_still_records_for_the_judge_and_that_pass_costs_
         lambda n: Kernel(tmp_path / "w", sandbox, label=f"k{n}").start(),
         NotebookLimits(3, start_timeout=60),
     )
-    assert [run.outcomes[i].status for i in (1, 2, 3, 4)] == ["error", "ok", "error", "ok"]
+    assert [run.outcomes[i].status for i in (1, 2, 3, 4, 5)] == ["error", "error", "ok", "error", "ok"]
     assert "the visible check failed" in str(run.outcomes[1].evalue)  # what the student saw, kept
-    assert set(run.observations) == {"wrong", "right", "after"}  # "stuck" never finished its hidden part
+    assert run.outcomes[2].ename == "NotAttempted"
+    # "stuck" never finished its hidden part; "unwritten" (not started) had nothing for the judge: not run again
+    assert set(run.observations) == {"wrong", "right", "after"}
     seen = {gid: json.loads(values)["seen"] for gid, (_, values) in run.observations.items()}
     assert seen == {"wrong": 41, "right": 42, "after": 1}  # "wrong": the namespace its visible part left
     assert run.events == [] and run.restarts == 0

@@ -214,7 +214,9 @@ def _exercises_with_mistakes() -> list:
     for info in pkgutil.walk_packages(namedaxes.exercises.__path__, "namedaxes.exercises."):
         module = importlib.import_module(info.name)
         found += [v for v in vars(module).values() if isinstance(v, Exercise) and v.mistakes and v.module == info.name]
-    assert {e.module for e in found} >= {"namedaxes.exercises.axis_names", "namedaxes.exercises.large_models"}
+    named = {"axis_names", "scaled_sum", "nested_axes", "gradient_averaging", "shard_map", "multi_process"}
+    named |= {"collectives", "compiler_sharding", "large_models", "training_at_scale"}
+    assert {e.module for e in found} == {f"namedaxes.exercises.{m}" for m in named}
     return [(e, sys.modules[e.module]) for e in found]
 
 
@@ -222,13 +224,19 @@ def test_every_known_mistake_is_a_sentence_of_its_modules_text_with_a_hint_and_a
     """What the misconception map and the judge rely on: each declared mistake has the check's sentence (a key
     of the module's TEXT, the exercise's module or its package's text.py), a hint number of the exercise's
     hints, and the module lists the mistakes' results (`known_mistakes(exercise, case, inputs)`)."""
+    from autograder.publish.course_hints import mistakes_of
+
     for exercise, module in _exercises_with_mistakes():
         package = module.__name__.rsplit(".", 1)[0] if not hasattr(module, "TEXT") else module.__name__
         text = importlib.import_module(package).TEXT
         for key, number in exercise.mistakes.items():
             assert key in text, (exercise.name, key)
             assert 1 <= number <= len(exercise._hints), (exercise.name, key, number)
-        assert callable(getattr(module, "known_mistakes", None)), module.__name__
+        # the results' list: the programs' judge asks `known_mistakes`, the formulas' `mistakes_on` (the grader's
+        # solution answers compute a formula's mistakes on the run's cases)
+        assert callable(getattr(module, "known_mistakes", None) or getattr(module, "mistakes_on", None)), module
+        # the map reads the declaration from the source (a dict written out): the same as the exercise's
+        assert mistakes_of(module.__name__.rsplit(".", 1)[1])[exercise.name] == exercise.mistakes, exercise.name
 
 
 def test_observe_names_the_exercise_whose_mistakes_the_judge_may_ask_about(monkeypatch):

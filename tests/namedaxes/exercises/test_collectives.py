@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from exercise_text import unused_text
+from exercise_text import NAMED, unused_text
 from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
@@ -23,7 +23,9 @@ from judge_helpers import (
     assert_check_passes,
     derived,
     judge_observations,
+    judged_mistakes,
     matrix_rows,
+    named_mistakes,
     observations_match,
     observe,
 )
@@ -850,6 +852,10 @@ FSDP_WRONG = {
         r"(?s)the wrong way",
     ),
     "no update": (lambda w, batch, mesh: w, r"(?s)w did not change"),
+    "the step computed, then dropped": (  # issue 48: a program the judge runs, and names as the check does
+        _fsdp(lambda ws, lb, k: ws + 0.0 * _reference_step(ws, lb, k)),
+        r"(?s)w did not change",
+    ),
     "one jitted step, no shard_map": (
         lambda w, batch, mesh: w - LEARNING_RATE * jax.grad(loss_fn)(w, batch),
         r"(?s)right values, but no `jax\.shard_map` over 'data_parallel_axis' in it gives each device only its "
@@ -876,7 +882,7 @@ def test_fsdp_step_observations_reject_wrong_answers():
 
 # ---------------------------------------------------------------- the module's contract
 def test_every_student_facing_string_is_used_and_hints_are_ladders():
-    unused = unused_text(q)
+    unused = unused_text(q, NAMED)  # the known mistakes are named in their lists (`median_mistakes`, ...)
     assert not unused, f"TEXT entries nothing uses: {unused}"
     for exercise in (q.median_centered, q.sum_scatter_columns, q.ring_all_reduce, q.fsdp_step):
         assert 2 <= len(exercise._hints) <= 3, exercise.name
@@ -914,3 +920,49 @@ def test_sum_scatter_columns_work_is_judged_against_the_references_largest_array
     for k, ratio in ((8, 8), (4, 4), (2, 2)):
         said = rf"k{k}: memory: one device materializes an array of {ratio}× the size of the reference's largest"
         assert re.search(said, reason), reason
+
+
+# ---------------------------------------------------------------- the class's map (issue 48)
+def test_two_different_mistakes_of_fsdp_step_are_two_groups_in_the_class_map(tmp_path):
+    """A generated class of four on fsdp_step, judged by the grader's judge on its hidden inputs (the matrices'
+    programs): two students sum the gradients, one steps on its own examples only, one is right. The map shows
+    two groups, each under the sentence the visible check gave for that mistake and the hint the exercise names
+    for it (issue 48: "two different bugs in one exercise must be two groups")."""
+    from autograder.publish import class_results, report
+    from autograder.publish.course_info import course_info
+    from autograder.publish.outputs import public, write_outputs
+    from autograder.records import CellResult, make_row
+
+    aid, gid = "07_collectives", "fsdp_step_update"
+    answers = {
+        "ann": FSDP_WRONG["sum, not mean"][0],
+        "bo": FSDP_WRONG["grad through all_gather, not divided"][0],
+        "cy": FSDP_WRONG["local gradients only"][0],
+        "dee": ref_fsdp_step,
+    }
+    said = {}
+    for student, answer in answers.items():
+        said[student] = judge_observations(observe(q.fsdp_step, ref_fsdp_step), observe(q.fsdp_step, answer))
+        assert said[student].passed == (student == "dee")
+    for student, mistake in (("ann", "fsdp_k_times"), ("bo", "fsdp_k_times"), ("cy", "fsdp_local")):
+        message = assert_check_fails(q.fsdp_step.check, answers[student])  # the check's own sentence for it
+        assert named_mistakes(q.fsdp_step, message) == judged_mistakes(said[student].verdict) == {mistake}
+
+    class Source:
+        max_score = 3.0
+
+    rows = [
+        make_row(s, aid, "", Source, "ok", "", (CellResult(gid, 3.0 * v.passed, 3.0, v.passed, v.verdict),))
+        for s, v in said.items()
+    ]
+    write_outputs(tmp_path, [public(r) for r in rows], rows)
+    html = report.render(class_results.load(tmp_path), tmp_path, info=course_info(None, [aid]))
+    table = html[html.index(f"<h3>{aid}", html.index('id="misconceptions"')) :]
+    table = table[table.index(f'class="gid">{gid}') :]
+    groups = [r for r in table[: table.index("</table>")].split("<tr>") if " of 4</td>" in r]
+    assert len(groups) == 2, "two mistakes, two groups"
+    summed, local = sorted(groups, key=lambda g: "ann" not in g)
+    assert "2 of 4" in summed and "ann, bo" in summed and "times too large" in summed
+    assert f'href="#hint-{aid}-{gid}-{q.fsdp_step.mistakes["fsdp_k_times"]}"' in summed
+    assert "1 of 4" in local and "cy" in local and "own examples only" in local
+    assert f'href="#hint-{aid}-{gid}-{q.fsdp_step.mistakes["fsdp_local"]}"' in local

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from exercise_text import unused_text
+from exercise_text import NAMED, unused_text
 from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
@@ -618,8 +618,19 @@ def _global_k(xb, wb, k):
     return out
 
 
+def _cm_added(xb, wb, k):
+    """Every step's product added into one block, then that block on every row block (issue 48)."""
+    to_right = [(i, (i + 1) % k) for i in range(k)]
+    acc = xb @ wb
+    for _ in range(k - 1):
+        xb = lax.ppermute(xb, M, perm=to_right)
+        acc = acc + xb @ wb
+    return jnp.tile(acc, (k, 1))
+
+
 CM_WRONG = {
     "unanswered": (_not_written, r"`collective_matmul_rows` is not written yet"),
+    "the products added, not placed": (_ring(_cm_added), r"(?s)has the wrong values.*The blocks were added up"),
     # issue 34: the visible check reads the compiled program's collectives as the grader does
     "w's blocks travel, the result resharded": (
         _w_travels_then_reshard,
@@ -702,7 +713,7 @@ def test_collective_matmul_rows_observations_reject_wrong_answers():
 
 # ---------------------------------------------------------------- the module's contract
 def test_every_student_facing_string_is_used_and_hints_are_ladders():
-    unused = unused_text(q)
+    unused = unused_text(q, NAMED)  # the known mistakes are named in their lists (`mlp_mistakes`, ...)
     assert not unused, f"TEXT entries nothing uses: {unused}"
     for exercise in (q.one_all_reduce_mlp, q.feature_correlation, q.collective_matmul_rows):
         assert len(exercise._hints) == 3, exercise.name

@@ -214,6 +214,10 @@ DEVICE_NUMBERS_WRONG = [
         r"`device_numbers\(x\)\[0\]` has the wrong values on a 2 x 4 grid.*Part 0 is the row-major number.*"
         r"These are the numbers of the other order: the column-major ones",
     ),
+    (  # issue 48: the second part's order the other way (a sentence of its own, named by the judge too)
+        lambda x: (lax.axis_index((D, M)), lax.axis_index((D, M))),
+        r"`device_numbers\(x\)\[1\]` has the wrong values on a 2 x 4 grid.*the other order: the row-major ones",
+    ),
     (
         _numbers(lambda i, j: i * 4 + j, lambda i, j: j * 2 + i),
         r"\[0\]` has the wrong values on a 4 x 2 grid.*right on a 2 x 4 grid only.*ask the named axes",

@@ -30,6 +30,7 @@ from judge_helpers import (
     assert_check_passes,
     formula_run_of,
     judge_observations,
+    judging_formulas_of,
     matrix_rows,
     observations_match,
     observe,
@@ -56,8 +57,10 @@ def _a_grading_run():
     handed in (`namedaxes.grading.hidden_cases`), so the matrices and the one-judge test judge the formula
     exercises on cases with one right layout each, as the grader does."""
     before = os.environ.get(HIDDEN_CASES_ENV)
-    os.environ[HIDDEN_CASES_ENV] = json.dumps(_run(b"the matrices' run".ljust(32, b"."))[1].cases)
-    yield
+    refs, run = _run(b"the matrices' run".ljust(32, b"."))
+    os.environ[HIDDEN_CASES_ENV] = json.dumps(run.cases)
+    with judging_formulas_of(refs, run):  # a wrong figure is named as the grader names it in that run
+        yield
     if before is None:
         os.environ.pop(HIDDEN_CASES_ENV, None)
     else:
@@ -649,6 +652,24 @@ def test_a_circulated_table_of_right_figures_scores_nothing(kernel_env, tmp_path
             *(COSTS_EQUIVALENT if exercise == "step_costs" else LAYOUT_EQUIVALENT).values(),
         ):
             assert _graded(SECRETS[1], exercise, answer, kernel_env, tmp_path).passed, (exercise, answer)
+
+
+def test_the_grader_names_a_wrong_figure_by_the_usual_mistake_it_is(kernel_env, tmp_path):
+    """Issue 48, for a formula: the grader's solution answers compute the usual mistakes' figures on the cases
+    it drew (`mistakes_on`), and a figure that is one of them on every case where it is wrong is named as the
+    visible check names it, with that sentence in both languages; the other wrong figure just differs."""
+    from autograder.publish.words import say
+
+    answer = COSTS_WRONG["parameters without Adam's moments"][0]
+    verdict = _graded(SECRETS[3], "step_costs", answer, kernel_env, tmp_path)
+    named = [d for d in verdict.differences if d.kind.value == "known_mistake"]
+    assert [(d.get("key"), d.get("module"), d.get("mistake")) for d in named] == [
+        ("state_bytes", "training_at_scale", "costs_no_adam")
+    ]
+    assert q.TEXT.english("costs_no_adam") in say(named[0], "en")
+    assert say(named[0], "zh") != say(named[0], "en")
+    plain = _graded(SECRETS[3], "step_costs", lambda *a: dict.fromkeys(q.COST_KEYS, 1), kernel_env, tmp_path)
+    assert not plain.passed and all(d.kind.value == "values_differ" for d in plain.differences)
 
 
 def test_cases_a_kernel_swaps_in_score_nothing(kernel_env, tmp_path):
