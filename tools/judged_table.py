@@ -49,11 +49,20 @@ from courseinfo.course import SOLUTIONS, notebook_ids
 from namedaxes.grading import FORMULA_KEY, PROGRAMS_KEY
 
 __all__ = [
+    "RefFacts",
     "CaseJudged",
     "CellJudged",
+    "COLUMNS",
+    "reference_facts",
+    "case_judged",
+    "program_cell",
+    "formula_cell",
     "judged_cells",
+    "row",
     "render",
+    "judged_properties",
     "statement_gaps",
+    "statement_report",
     "graded_paragraphs",
     "exercise_statement",
     "main",
@@ -238,9 +247,22 @@ def _mistake_keys(observation: dict, required, grade_id: str, secret: bytes) -> 
     return tuple(keys)
 
 
-def _formula(grade_id: str, expected: dict, drawn: dict, marker: dict) -> tuple[str, tuple[str, ...], int]:
-    key = f"{marker['module']}:{marker['exercise']}"
-    return str(marker["exercise"]), tuple(sorted(expected.get(grade_id, {}))), len(drawn.get(key, ()))
+def formula_cell(notebook: str, test, marker: dict, run) -> CellJudged:
+    """A formula test cell: `marker` its reference's `FORMULA_KEY` value, `run` a `formulas.FormulaRun` (this
+    table's draw of the hidden cases, the reference's figures on them and the usual mistakes' figures)."""
+    gid = test.grade_id
+    drawn = run.cases.get(f"{marker['module']}:{marker['exercise']}", ())
+    _, listed = run.mistakes.get(gid, ("", {}))
+    mistakes = dict.fromkeys(str(k) for per_case in listed.values() for case in per_case for _, k in case)
+    return CellJudged(
+        notebook,
+        gid,
+        test.points,
+        mistakes=tuple(mistakes),
+        formula=str(marker["exercise"]),
+        formula_keys=tuple(sorted(run.expected.get(gid, {}))),
+        formula_cases=len(drawn),
+    )
 
 
 def judged_cells(notebook: str, observations: dict, secret: bytes | None = None) -> list[CellJudged]:
@@ -266,8 +288,7 @@ def judged_cells(notebook: str, observations: dict, secret: bytes | None = None)
         elif is_formula_observation(obs):
             if formulas is None:
                 formulas = formula_run(source, References(observations, {}, secret))
-            exercise, keys, n = _formula(gid, formulas.expected, formulas.cases, obs[FORMULA_KEY])
-            cells.append(CellJudged(notebook, gid, test.points, formula=exercise, formula_keys=keys, formula_cases=n))
+            cells.append(formula_cell(notebook, test, obs[FORMULA_KEY], formulas))
         else:
             cells.append(CellJudged(notebook, gid, test.points, other=tuple(sorted(obs))))
     return cells
@@ -403,7 +424,8 @@ def row(cell: CellJudged) -> list[str]:
     """One test cell's row, in `COLUMNS`' order."""
     head = [cell.notebook[:2], f"`{cell.grade_id}` ({_number(cell.points)})"]
     if cell.formula:
-        return head + [_NONE, "yes (the figures)", _NONE, _NONE, _NONE, _NONE, _formula_text(cell), _NONE]
+        named = ", ".join(f"`{m}`" for m in cell.mistakes) or _NONE
+        return head + [_NONE, "yes (the figures)", _NONE, _NONE, _NONE, _NONE, _formula_text(cell), named]
     if not cell.cases:
         return head + [_NONE, "compared directly: " + ", ".join(cell.other), _NONE, _NONE, _NONE, _NONE, _NONE, _NONE]
     return head + [

@@ -6,6 +6,7 @@ records (its cases' entries), the reference's facts given (test_judged_table_obs
 from __future__ import annotations
 
 from autograder.course.notebooks import TestCell as GradedCell
+from autograder.judge.formulas import FormulaRun
 from autograder.judge.programs import Required
 from tools import judged_table as jt
 
@@ -68,14 +69,19 @@ def test_a_row_says_each_judged_property_of_the_metadata():
     assert table.startswith("| notebook | test cell (points) |") and "| 09 | `pipeline_loss_gpipe` (3) |" in table
 
 
-def test_a_formula_cell_says_its_drawn_cases():
-    cell = jt.CellJudged("10_training_at_scale", "step_costs_formulas", 3.0, formula="step_costs", formula_cases=16)
-    cell = jt.CellJudged(**{**cell.__dict__, "formula_keys": ("flops", "state_bytes")})
-    said = jt.row(cell)[jt.COLUMNS.index("formula cases")]
-    assert (
-        said
-        == "`step_costs`: 16 cases drawn from the run's secret; `flops`, `state_bytes` compared (rtol 1e-5, atol 1e-5)"
+def test_a_formula_cell_says_its_drawn_cases_and_named_mistakes():
+    marker = {"module": "namedaxes.exercises.training_at_scale", "exercise": "step_costs", "answers": ["step_costs"]}
+    run = FormulaRun(  # a run's draw: two cases, the reference's figures, the usual mistakes' figures per case
+        cases={"namedaxes.exercises.training_at_scale:step_costs": [{"batch": 4}, {"batch": 8}]},
+        expected={"step_costs_formulas": {"flops": [1.0, 2.0], "state_bytes": [3.0, 4.0]}},
+        mistakes={"step_costs_formulas": ("training_at_scale", {"flops": [[(2.0, "costs_whole")], [(4.0, "other")]]})},
     )
+    cell = jt.formula_cell("10_training_at_scale", GradedCell("step_costs_formulas", 3.0, 28), marker, run)
+    row = dict(zip(jt.COLUMNS, jt.row(cell), strict=True))
+    assert row["formula cases"] == (
+        "`step_costs`: 2 cases drawn from the run's secret; `flops`, `state_bytes` compared (rtol 1e-5, atol 1e-5)"
+    )
+    assert row["known mistakes named"] == "`costs_whole`, `other`" and row["cases, by mesh"] == "—"
     assert jt.judged_properties(cell) == ["formula cases"]
 
 
