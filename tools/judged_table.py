@@ -42,8 +42,11 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 from courseinfo.course import SOLUTIONS, notebook_ids
 from namedaxes.grading import FORMULA_KEY, PROGRAMS_KEY
@@ -69,6 +72,10 @@ __all__ = [
 ]
 
 _GRADED = "How it is graded"
+# Seeds the hidden inputs and formula cases this table draws, so that two runs print the same table (which known
+# mistakes a case lists can depend on its inputs). The grader draws its own from each run's secret.
+TABLE_SECRET = b"tools.judged_table: a fixed secret of its own"
+_MISTAKE_KEY = re.compile(r"[a-z_][a-z0-9_]{0,63}")  # a key the judge names (`autograder.judge.mistakes`)
 _NONE = "—"
 _BYTES = ("peak_bytes", "largest_bytes", "sent_bytes")
 
@@ -219,31 +226,56 @@ def program_cell(notebook: str, test, required, facts: dict, mistakes: tuple[str
     )
 
 
+def _output_shapes(exp) -> dict:
+    """Each output of an exported program by its path (`jax.tree_util.keystr`, as `hidden_outputs` keys it)."""
+    import jax
+
+    tree = jax.tree_util.tree_unflatten(exp.out_tree, list(range(len(exp.out_avals))))
+    leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
+    return {jax.tree_util.keystr(path): tuple(exp.out_avals[i].shape) for path, i in leaves}
+
+
+def _nameable(values, shapes: dict) -> bool:
+    """Can the judge name a mistake whose results are `values` on a case with these outputs (`mistakes._matches`:
+    one array for a case with one output, or {path: array} for some of its outputs, shaped as they are)?"""
+    from autograder.limits import MAX_MISTAKE_OUTPUTS
+
+    if not isinstance(values, Mapping):
+        return len(shapes) == 1 and next(iter(shapes.values())) == np.shape(values)
+    return 0 < len(values) <= MAX_MISTAKE_OUTPUTS and all(shapes.get(p) == np.shape(v) for p, v in values.items())
+
+
 def _mistake_keys(observation: dict, required, grade_id: str, secret: bytes) -> tuple[str, ...]:
-    """The keys of the known mistakes the judge may name for this cell: what the exercise module lists on each
-    diagnosable case's hidden inputs (`autograder.judge.mistakes`)."""
+    """The keys of the known mistakes the judge may name for this cell: those the exercise module lists on a value
+    case's hidden inputs with results shaped like that case's outputs, as `autograder.judge.mistakes.diagnose`
+    asks it (a key None, another answer's values, is never named)."""
     import importlib
 
     from autograder.judge.hidden_inputs import hidden_inputs, hidden_rng
     from autograder.judge.mistakes import mistake_source
-    from autograder.limits import MAX_MISTAKE_RESULTS
+    from autograder.limits import MAX_MISTAKE_OUTPUTS, MAX_MISTAKE_RESULTS
 
     source = mistake_source(observation.get(PROGRAMS_KEY))
-    if source is None:
+    listed = getattr(importlib.import_module(source[0]), "known_mistakes", None) if source else None
+    if not callable(listed):
         return ()
-    listed = getattr(importlib.import_module(source[0]), "known_mistakes", None)
     keys: dict[str, None] = {}
     for name, entry in required.cases.items():
         exp = required.programs[name].program.exp
-        if not entry.get("values", True) or len(exp.out_avals) != 1 or not callable(listed):
-            continue  # the judge diagnoses only a value case with one output
+        shapes = _output_shapes(exp)
+        if not entry.get("values", True) or not 1 <= len(shapes) <= MAX_MISTAKE_OUTPUTS:
+            continue  # the judge diagnoses only a value case of at most MAX_MISTAKE_OUTPUTS outputs
         draw = entry["draw"]
         inputs = hidden_inputs(exp, draw, hidden_rng(secret, grade_id, str(draw.get("share", name))))
         try:
             found = list(listed(source[1], name, inputs))[:MAX_MISTAKE_RESULTS]
         except Exception:  # noqa: BLE001 - the judge skips a case its module cannot diagnose
             continue
-        keys.update((str(key), None) for _, key, _ in found)
+        keys.update(
+            (str(key), None)
+            for values, key, _ in found
+            if _MISTAKE_KEY.fullmatch(str(key)) and _nameable(values, shapes)
+        )
     return tuple(keys)
 
 
@@ -265,16 +297,16 @@ def formula_cell(notebook: str, test, marker: dict, run) -> CellJudged:
     )
 
 
-def judged_cells(notebook: str, observations: dict, secret: bytes | None = None) -> list[CellJudged]:
+def judged_cells(notebook: str, observations: dict, secret: bytes = TABLE_SECRET) -> list[CellJudged]:
     """What the judge checks for each test cell of `notebook`, from its reference observations (grade id ->
-    observation), in the notebook's order."""
+    observation), in the notebook's order. `secret` seeds the hidden inputs the known mistakes are listed on and
+    the formula cases drawn (`TABLE_SECRET`: the same table every run)."""
     from autograder.course.notebooks import SourceNotebook
     from autograder.judge.exported import is_program_observation
     from autograder.judge.formulas import formula_run, is_formula_observation
     from autograder.judge.programs import Judge
-    from autograder.run.references import References, new_run_secret
+    from autograder.run.references import References
 
-    secret = secret or new_run_secret()
     source = SourceNotebook.load(notebook, SOLUTIONS / f"{notebook}.ipynb")
     judge = Judge(secret)
     formulas = None
