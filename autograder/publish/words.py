@@ -107,7 +107,7 @@ def _verdict(verdict: Verdict, lang: str | None, limit: int) -> str:
     if verdict.passed:
         return ""
     diffs = verdict.differences
-    shown = "; ".join(say(d, lang) for d in diffs[:limit])
+    shown = "; ".join(say(d, lang).rstrip(".。") for d in diffs[:limit])  # "…at position 1; pmap_5: …", not ".;"
     more = text("and_more", lang, n=len(diffs) - limit) if len(diffs) > limit else ""
     if not verdict.on_hidden_inputs:
         return f"{shown}{more}"

@@ -27,6 +27,14 @@ def test_a_verdict_reads_as_the_feedback_always_said_it():
     assert say(Verdict(True), "en") == ""
 
 
+def test_a_difference_that_ends_a_sentence_is_joined_to_the_next_without_its_full_stop():
+    last = phrase("known_mistake", key="pmap_2", module="axis_names", mistake="last_nobody", arg_last=1)
+    both = Verdict(False, (last, phrase("values_differ", key="pmap_5")))
+    said = say(both, "en")
+    assert ".;" not in said and "; pmap_5: values differ)" in said, said
+    assert "。；" not in say(both, "zh") and ".;" not in say(both, "zh")
+
+
 def test_a_case_is_named_ahead_unless_the_sentence_names_it():
     assert say(phrase("sig_devices", case="k8", got=4, want=8), "en") == "k8: the program runs on 4 devices, expected 8"
     assert say(phrase("no_program", case="k8"), "en") == "k8: no program was recorded"
