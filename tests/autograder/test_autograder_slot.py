@@ -4,7 +4,8 @@ so the honest classmate's kernel is forked in the very slot the attacker's kerne
 The attacker hands in right answers and one added cell, run before any answer: it tries to mark the
 slot's roots (a default ACL that makes every later folder read-only, a `user.*` note, the root's mode
 and times), floods /tmp and /dev/shm with empty files, and counts the shared XLA cache's hits while
-its check compiles the solution's exact text and an equivalent form. Two parse bombs go in beside it
+its check compiles the solution's exact text and an equivalent form (a graded kernel's checks only export;
+the attacker turns them back on, as any kernel may: they decide nothing). Two parse bombs go in beside it
 (one just past MAX_NOTEBOOK_VALUES, one just under it, both ~50 MiB, the largest file read). Each row
 is asserted exactly, the honest classmate's full marks, and the grader's peak memory for the bombs.
 """
@@ -40,6 +41,7 @@ seen = {"acl": setx(root, "system.posix_acl_default", read_only), "note": setx(r
 seen["flood"] = dict(zip(("/tmp", "/dev/shm"), flood(["/tmp/flood", "/dev/shm/flood"])))
 hits = []
 monitoring.register_event_listener(lambda event, **kw: hits.append(event))
+os.environ.pop("NAMEDAXES_JUDGED_OUTSIDE", None)  # a graded kernel's checks only export: turned back on, they compile
 def cache_hits(candidate):
     before = hits.count("/jax/compilation_cache/cache_hits")
     q.scaled_mean.check(candidate)
