@@ -132,10 +132,19 @@ class Exercise:
 
     def _exports(self, answer: tuple) -> None:
         """While grading: the hidden test's first program exports (an unwritten answer raises `NotAttempted`,
-        a crash its message); what it computes is the judge's to say."""
+        a crash its message); what it computes is the judge's to say. Without `observe` nothing is judged
+        outside: the check runs here."""
+        if self._observe is None:
+            self._check_here(answer)
+            return
+        with explained(self.name):
+            self._observe_first_case(answer)
+
+    def _observe_first_case(self, answer: tuple) -> None:
+        """The hidden test's export of the answer, on its first case only (`grading.one_case`)."""
         from ..grading import one_case
 
-        with one_case(), explained(self.name):
+        with one_case():
             self._observe(*answer)
 
     def _expect_recordable(self, answer: tuple) -> None:
@@ -143,11 +152,8 @@ class Exercise:
         exported (a traced value turned into a Python number, say) would get 0 there, so it fails here."""
         if self._observe is None:
             return
-        from ..grading import one_case
-
         try:
-            with one_case():
-                self._observe(*answer)
+            self._observe_first_case(answer)
         except CheckFailed:
             raise
         except Exception as err:  # noqa: BLE001 - translated for the student

@@ -76,8 +76,11 @@ def progress(module: str) -> None:
     rows = progress_rows(module)
     passed = sum(status == "passed" for _, status, _ in rows)
     judged = sum(status == "judged" for _, status, _ in rows)
-    title = TEXT["progress_title_judged"].format(judged=judged, total=len(rows)) if judged else None
-    lines = [color(BOLD, title or TEXT["progress_title"].format(passed=passed, total=len(rows)))]
+    if judged:
+        title = TEXT["progress_title_judged"].format(judged=judged, total=len(rows))
+    else:
+        title = TEXT["progress_title"].format(passed=passed, total=len(rows))
+    lines = [color(BOLD, title)]
     for name, status, why in rows:
         if status == "passed":
             lines.append(color(GREEN, "  " + TEXT["progress_pass"].format(name=name)))
