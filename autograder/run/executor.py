@@ -40,12 +40,11 @@ the kernel, so a visible part fails only where the answer does not run or export
 A test cell whose visible check failed scores 0 whatever its hidden part records (judge/score.py); its
 hidden part still runs, in a last pass of its own after every other hidden part (`FINDING`), so that the
 judge can say *what* went wrong on the hidden inputs: the class's misconception map groups those findings.
-An answer the visible part found not written yet (`NotAttempted`, the usual unanswered cell) has nothing for
-the judge: its hidden part is not run again (a kernel that names its error so gains nothing: the cell is 0
-all the same, and its map entry says "not written yet"). That pass can cost nothing: the cell keeps its
-outcome, a hidden part that times out or kills its kernel ends the pass (no restart, no replay, no cell
-marked), and a limit the kernel hits during it is not the submission's (the sandbox's verdict is taken
-before the pass begins).
+An answer its visible part found not written yet (`NotAttempted`) has nothing for the judge: its hidden part
+is not run again (a kernel naming its error so gains nothing: the cell is 0 all the same). That pass can
+cost nothing: the cell keeps its outcome, a hidden part that times out or kills its kernel ends the pass (no
+restart, no replay, no cell marked), and a limit the kernel hits during it is not the submission's (the
+sandbox's verdict is taken before the pass begins).
 
 Budgets (`NotebookLimits`): `budget` seconds of wall clock for the whole notebook (kernel starts
 and replays included): a cell's timeout is cut to what is left, and once it is

@@ -38,7 +38,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from courseinfo.nbgrader_metadata import nbgrader_cell
-from namedaxes.grading import JUDGED_OUTSIDE_ENV
 
 from ..course.notebooks import SourceNotebook, UnreadableNotebook, build_graded, read_submission, shared_cache_run
 from ..judge.formulas import formula_prelude
@@ -61,6 +60,7 @@ from ..sandbox.launch import Sandbox
 from ..sandbox.xla_cache import REFERENCE_CACHE, keep_reference_cache, reference_xla_prelude, xla_prelude
 from .cell_endings import cell_label
 from .executor import NotebookLimits, run_notebook
+from .kernel_prelude import kernel_prelude
 from .pipe import KernelGone, KernelStarted, TaskDone
 from .references import load_references
 from .time_limits import slowest, worth_retrying
@@ -399,19 +399,6 @@ def budget_label(task: Task) -> Phrase | None:
     if task.budget_of_submission <= 0:
         return None
     return phrase("budget_left", total=task.budget_of_submission, left=max(0.0, task.budget))
-
-
-def kernel_prelude(lang: str) -> str:
-    """Trusted code run before the first cell of every kernel the grader runs (references, the cache run and
-    the students'): the kernel's namedaxes messages in `lang` (validated; always set, English too: the
-    grader's working folders must not pick a language by their path), and the visible checks leave the
-    judging to the judge (`namedaxes.grading.judged_outside`): in a graded kernel a check only makes sure
-    the answer exports, since the judge decides every test cell outside the kernel, on hidden inputs, and
-    a check run there again would cost most of the kernel's CPU and could never add a point."""
-    from ..messages import validate_language
-
-    env = {"NAMEDAXES_LANG": validate_language(lang), JUDGED_OUTSIDE_ENV: "1"}
-    return f"import os as _o\n_o.environ.update({env!r})\ndel _o\n"
 
 
 def unreadable_reason(err: BaseException) -> str:
