@@ -2,20 +2,22 @@
 
 An answer that still raises `NotImplementedError` ("not written yet", naming the unwritten function it
 calls: a `NotAttempted`), a collective over an axis name nothing binds, a traced value turned into
-NumPy, and any other error raised in the student's own code (quoted with its cell line). Exercise
-modules add only rules of their own (`rules=`).
+NumPy, an operation JAX cannot apply to an `unreduced` array (divided before its reduction), and any
+other error raised in the student's own code (quoted with its cell line). Exercise modules add only
+rules of their own (`rules=`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import linecache
+import re
 from collections.abc import Callable, Iterable
 
 from .failures import CheckFailed, NotAttempted
 from .text import TEXT
 
-__all__ = ["not_written_yet", "not_started", "unbound_axis_name", "translate", "explained"]
+__all__ = ["not_written_yet", "not_started", "unbound_axis_name", "unreduced_operation", "translate", "explained"]
 
 
 def not_started(err: BaseException) -> bool:
@@ -49,6 +51,14 @@ def unbound_axis_name(err: BaseException) -> str | None:
     if not isinstance(err, NameError) or "unbound axis name" not in text:
         return None
     return text.split("unbound axis name:")[-1].split(".")[0].strip()
+
+
+def unreduced_operation(err: BaseException) -> str | None:
+    """The operation in JAX's "unreduced rule for div is not implemented" `NotImplementedError` (an operation
+    applied to an `unreduced` array, one partial sum per device, that JAX cannot apply to partial sums), else
+    None."""
+    found = re.search(r"unreduced rule for (\w+) is not implemented", str(err))
+    return found.group(1) if isinstance(err, NotImplementedError) and found else None
 
 
 # ---------------------------------------------------------------- error translation (one place for every notebook)
@@ -119,6 +129,10 @@ def translate(
         message = rule(err)
         if message:
             return message
+    op = unreduced_operation(err)
+    if op is not None:
+        said = str(err).strip().splitlines()[0].split(". Please file")[0]  # JAX's own words, not its request
+        return TEXT["unreduced_op"].format(name=name, op=op, jax_error=said[:200])
     frames = user_frames(err.__traceback__)
     if not_started(err) and isinstance(err, NotImplementedError):
         callee = frames[-1].tb_frame.f_code.co_name if frames else None

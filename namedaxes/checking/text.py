@@ -54,6 +54,12 @@ TEXT = Messages(
             "`float(...)`, `.item()`) inside `jax.grad`, `jax.jit`, `jax.pmap` or `lax.scan`, where "
             "values are abstract. Compute with `jnp` and keep JAX arrays. JAX said: {jax_error}"
         ),
+        "unreduced_op": (
+            '`{name}` failed with JAX\'s error "{jax_error}": `{op}` was applied to an `unreduced` array (one '
+            "partial sum per device, not yet added up), and JAX cannot apply it to partial sums. Reduce first, "
+            "then apply it: `jax.reshard(total, P())` adds the partial sums up (one all-reduce), and dividing by "
+            "the number of microbatches, say, comes after it."
+        ),
         "raised_in_your_code": "`{name}` raised {error} at line {line} of its cell: `{code}`.",
         "raised": "`{name}` raised {error}.",
         "passed": "✓ `{name}` passes the visible checks.",

@@ -170,6 +170,14 @@ TEXT = {
         "optimized program's schedule): the x blocks travel first and the products come after. Multiply "
         "the block a device holds, then pass it on: each step's partial matmul between two sends."
     ),
+    "cm_w_travels": (
+        "`{name}` returns the right values with `lax.ppermute` only, but its compiled program on {mesh} runs "
+        "{got} of its matmuls before the last `ppermute` where the reference runs {want} (read from the "
+        "optimized program's schedule): its ppermutes carry w's blocks, or products made from them, and the "
+        "blocks of w travel before the products are made. Here w stays and x's blocks travel: multiply the x "
+        "block a device holds by its own w block, place the product at that x block's rows, then pass the x "
+        "block on, each step's partial matmul between two sends."
+    ),
     "cm_gathers": (
         "`{name}` returns the right values, but it uses {seen}: that is the all-gather version. Move the x "
         "blocks with `lax.ppermute` around the ring instead, multiplying the block a device holds while "

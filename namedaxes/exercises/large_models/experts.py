@@ -126,12 +126,19 @@ def _moe_right_on(fn: Callable, count: int) -> bool:
 
 
 def _moe_why(fact: str, run: Ran) -> str:
-    """What an expert layer's excess work means: every expert's weights on every device, or more."""
-    k, _, d = next(s for s in _MOE_SHAPES if s[0] == run.k)
+    """What an expert layer's excess work means, from what its all_to_alls carry (arguments x, router, w: 0, 1,
+    2): the experts' weights sent without the tokens, every device's tokens sent to every expert, or more."""
+    k, t, d = next(s for s in _MOE_SHAPES if s[0] == run.k)
     if fact == "flops":
         return say("moe_flops")
-    sent, whole = run.sends.get(f"all_to_all over '{EXPERTS}'"), k * d * d * 4
-    return say("moe_holds_w", whole=whole) if sent is not None and sent.largest >= whole else say("moe_large")
+    sent = run.sends.get(f"all_to_all over '{EXPERTS}'")
+    largest = 0 if sent is None else sent.largest
+    carried = run.carried_by("all_to_all")
+    if largest >= k * d * d * 4 and any(2 in c and 0 not in c for c in carried):
+        return say("moe_holds_w", whole=k * d * d * 4)
+    if largest >= k * t * d * 4 and any(0 in c for c in carried):
+        return say("moe_tokens_everywhere", whole=k * t * d * 4)
+    return say("moe_large")
 
 
 def _moe_placed(mesh, x, router, w):

@@ -153,12 +153,17 @@ def _ring_nan(got, q, k, v, blocks: int) -> str:
 
 
 def _ring_why(fact: str, run: Ran) -> str:
-    """What a ring's excess work means: the whole sequence's keys or values on every device, or more."""
+    """What a ring's excess work means, from what its ppermutes carry: the whole sequence's keys or values on
+    every device where they travel, a whole sequence's worth of queries or their results where those do."""
     k, b, h = next(s for s in _RING_SHAPES if s[0] == run.k)
     if fact == "flops":
         return say("ring_flops")
     whole = k * b * h * 4
-    return say("ring_holds_all", whole=whole) if run.work.largest_bytes >= whole else say("ring_large")
+    if run.work.largest_bytes < whole:
+        return say("ring_large")
+    if any(0 in c for c in run.carried_by("ppermute")):  # arguments q, k, v: the queries (or their results) travel
+        return say("ring_holds_queries", whole=whole)
+    return say("ring_holds_all", whole=whole)
 
 
 def _observe_causal_ring_attention(fn: Callable) -> dict:

@@ -15,6 +15,7 @@ from jax.sharding import AxisType
 from namedaxes import EXPERTS, SEQUENCE, STAGES
 from namedaxes.checking import expect_array, explained, fail, first_line, same_values, show_values
 from namedaxes.checking.compiled import compiled_once
+from namedaxes.checking.sources import carried
 from namedaxes.judging import COMPILER_OPTIONS, Work, collective_sends, work_excess, work_of
 from namedaxes.meshes import describe as _mesh_name
 from namedaxes.meshes import line_mesh
@@ -85,11 +86,18 @@ class Ran:
     work: Work
     sends: dict
     text: str = field(default="", repr=False)  # the optimized HLO module
+    program: Callable | None = field(default=None, repr=False)  # the answer on this mesh, and its arguments:
+    args: tuple = field(default=(), repr=False)  # what its collectives carry (`carried_by`)
 
     @property
     def moved(self) -> list[str]:
         """The kinds of collective it performs: "ppermute over 'stage_axis'"."""
         return sorted(d for d, _ in self.work.moved)
+
+    def carried_by(self, primitive: str) -> list[frozenset[int]]:
+        """For each `primitive` ("all_to_all", "ppermute") of the answer's traced program, the positions of the
+        arguments it carries data from (`namedaxes.checking.sources.carried`)."""
+        return carried(self.program, *self.args, primitive=primitive)
 
 
 def run_answer(name: str, program: Callable, *args, mesh=None):
@@ -102,7 +110,7 @@ def run_answer(name: str, program: Callable, *args, mesh=None):
     sizes = tuple(mesh.shape[a] for a in names)
     text = compiled.as_text()
     work = work_of(compiled, names, sizes, mesh.size, text=text)
-    return out, Ran(mesh.size, mesh, work, collective_sends(text, names, sizes, mesh.size), text)
+    return out, Ran(mesh.size, mesh, work, collective_sends(text, names, sizes, mesh.size), text, program, args)
 
 
 _WORK_KEYS = (("largest_bytes", "work_largest"), ("flops", "work_flops"), ("sent_bytes", "work_sent"))

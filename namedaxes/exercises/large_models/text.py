@@ -143,6 +143,11 @@ TEXT = {
         "tokens stay. Keep each expert's weights on its device; send the tokens to their expert and back with "
         "`lax.all_to_all`."
     ),
+    "moe_tokens_everywhere": (
+        "Its all_to_all brings every device the tokens of every device ({whole} bytes): the tokens travel, but "
+        "each one to every expert, not only to its own. Route first: send each expert only the tokens it takes "
+        "(at most CAPACITY of each device), and its outputs back with the same `lax.all_to_all`."
+    ),
     "moe_large": (
         "Every device holds or computes every expert's part. Keep each expert on its device and send it only "
         "the tokens it takes (at most CAPACITY of each device)."
@@ -178,6 +183,12 @@ TEXT = {
     "ring_holds_all": (
         "Every device assembles the whole sequence's keys or values ({whole} bytes each): fold each block into "
         "the online softmax as it passes, and keep none of the blocks already seen."
+    ),
+    "ring_holds_queries": (
+        "The queries travel the ring, but every device holds an array the size of the whole sequence's ({whole} "
+        "bytes): the queries, or the partial results, of every block. Let each query block carry its own running "
+        "maximum, sum and output, fold the device's keys and values into them as it passes, and keep nothing of "
+        "the blocks already seen."
     ),
     "ring_large": "A device should hold one block of keys and values, and one block of scores, at a time.",
     "ring_flops": "Each device should score its queries against each block of keys once.",

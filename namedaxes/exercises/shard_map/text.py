@@ -263,6 +263,12 @@ TEXT = {
         "exercise the compiler does the communication: no `shard_map` and no `lax.psum`/`lax.pmean`, "
         "just `jax.jit` of a one-device step on the weighted loss, applied to sharded arrays."
     ),
+    "jit_gathers_batch": (
+        "`{name}` returns the right parameters, but its compiled program has no all-reduce: the batch was "
+        "placed split, then made whole again inside the step ({seen}, laid out with `P()` by a `jax.reshard` or "
+        "`jax.device_put`), so every device computes the whole batch's step. Leave the batch split inside the "
+        "jitted step: the compiler then sums each device's own examples and inserts the all-reduce itself."
+    ),
     "jit_no_all_reduce": (
         "`{name}` returns the right parameters, but its compiled program has no all-reduce: everything "
         "ran without communication, so the batch was not split over the mesh. Place it with "

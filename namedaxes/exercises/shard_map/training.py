@@ -26,6 +26,7 @@ from namedaxes.checking import (
     show_number,
     show_values,
 )
+from namedaxes.checking.sources import made_whole
 from namedaxes.grading import Case, programs, spec
 from namedaxes.judging import exported_work
 from namedaxes.meshes import line_mesh
@@ -273,7 +274,10 @@ def _check_jit_train_step(fn: Callable) -> None:
     # the compiler's all-reduce: a global-view program has no collective of its own to perturb, so the
     # judge (and the grader) count what the optimized program performs (`namedaxes.judging.examine`)
     if f"psum over '{DATA_PARALLEL}'" not in facts.matters:
-        fail(say("jit_no_all_reduce", name=name))
+        with explained_here(name, shard_map_allowed=False):  # the split batch made whole again inside the step
+            whole = sorted(set(made_whole(lambda p, b: fn(p, b, mesh), params, batch)))
+        seen = checking_text["list_sep"].join(whole)
+        fail(say("jit_gathers_batch", name=name, seen=seen) if whole else say("jit_no_all_reduce", name=name))
 
 
 def _observe_jit_train_step(fn: Callable) -> dict:

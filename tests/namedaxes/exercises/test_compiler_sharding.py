@@ -25,6 +25,7 @@ from judge_helpers import (
     observations_match,
     observe,
 )
+from spoken import failure_in, says
 
 from namedaxes import DATA_PARALLEL, MODEL_PARALLEL
 from namedaxes.exercises import compiler_sharding as q
@@ -628,7 +629,30 @@ def _cm_added(xb, wb, k):
     return jnp.tile(acc, (k, 1))
 
 
+def _w_sent_first(xb, wb, k):
+    """w's blocks sent around the ring first (each device collects all of w), one matmul of its x block by all
+    of w, then each product block passed on to the device whose columns it is (issue 56): x never travels."""
+    i, r, c = lax.axis_index(M), xb.shape[0], wb.shape[1]
+    blocks = [wb]
+    for _ in range(k - 1):
+        blocks.append(lax.ppermute(blocks[-1], M, perm=[(j, (j + 1) % k) for j in range(k)]))
+    products = xb @ jnp.concatenate(blocks, axis=1)  # block s: the columns of device (i - s) mod k
+    out = lax.pcast(jnp.zeros((k * r, c), xb.dtype), (M,), to="varying")
+    for s in range(k):
+        part = products[:, s * c : (s + 1) * c]
+        for _ in range(s):
+            part = lax.ppermute(part, M, perm=[(j, (j - 1) % k) for j in range(k)])
+        out = lax.dynamic_update_slice_in_dim(out, part, ((i + s) % k) * r, axis=0)
+    return out
+
+
 CM_WRONG = {
+    "w's blocks sent first, one matmul, the products passed on": (
+        _ring(_w_sent_first),
+        r"(?s)right values with `lax\.ppermute` only, but its compiled program on 8 model_parallel_axis runs 1 of "
+        r"its matmuls before the last `ppermute` where the reference runs 7.*its ppermutes carry w's blocks.*"
+        r"Here w stays and x's blocks travel",
+    ),
     "unanswered": (_not_written, r"`collective_matmul_rows` is not written yet"),
     "the products added, not placed": (_ring(_cm_added), r"(?s)has the wrong values.*The blocks were added up"),
     # issue 34: the visible check reads the compiled program's collectives as the grader does
@@ -676,6 +700,19 @@ CM_WRONG = {
 @pytest.mark.parametrize("answer, match", CM_WRONG.values(), ids=CM_WRONG.keys())
 def test_collective_matmul_rows_rejects(answer, match):
     assert_check_fails(q.collective_matmul_rows.check, answer, match=match)
+
+
+def test_the_schedule_is_explained_by_what_the_ring_carries_in_both_languages():
+    """Issue 56: sends before the products are named by the blocks that travel: w's here, x's where they do."""
+    for lang in ("en", "zh"):
+        said = failure_in(
+            lang,
+            q.collective_matmul_rows.check,
+            CM_WRONG["w's blocks sent first, one matmul, the products passed on"][0],
+        )
+        assert says(said, q.TEXT, "cm_w_travels", lang) and not says(said, q.TEXT, "cm_not_interleaved", lang)
+    said = failure_in("en", q.collective_matmul_rows.check, _ring(_sends_first))
+    assert says(said, q.TEXT, "cm_not_interleaved", "en") and not says(said, q.TEXT, "cm_w_travels", "en")
 
 
 def test_collective_matmul_rows_schedule_is_judged_against_the_references():

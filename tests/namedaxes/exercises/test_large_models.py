@@ -23,6 +23,7 @@ from judge_helpers import (
     observations_match,
     observe,
 )
+from spoken import failure_in, says
 
 from namedaxes import EXPERTS, SEQUENCE, STAGES, judging
 from namedaxes.exercises import large_models as q
@@ -472,6 +473,15 @@ def _experts_by_all_to_all(x, router, w, k):
     return out * gate[:, None]
 
 
+def _tokens_to_every_expert(x, router, w, k):
+    """Every device's tokens sent to every expert (all of them, routed or not), every output sent back: the
+    tokens travel, the weights stay, but each device computes every token (issue 56)."""
+    dispatch, gate = route(x, router, k, q.CAPACITY)
+    every = lax.all_to_all(jnp.broadcast_to(x, (k, *x.shape)), EXPERTS, 0, 0, tiled=True)
+    back = lax.all_to_all(jax.nn.relu(every @ w[0]), EXPERTS, 0, 0, tiled=True).reshape(k, x.shape[0], -1)
+    return jnp.einsum("te,etf->tf", dispatch.sum(-1), back) * gate[:, None]
+
+
 def _notebook_expert_mesh(x, router, w, mesh):
     return ref_moe_layer(x, router, w, _notebook_mesh(8, EXPERTS))
 
@@ -483,6 +493,12 @@ MOE_WRONG = {
         rf"(?s)right values, but on 8 {EXPERTS} one device materializes an array of 768 bytes: 2\.0× the "
         r"reference's largest \(384 bytes.*allows 1\.5×\)\. Its all_to_all brings every device all of `w` "
         r"\(512 bytes\)",
+    ),
+    "every token sent to every expert": (
+        _moe(_tokens_to_every_expert),
+        rf"(?s)right values, but on 8 {EXPERTS} one device materializes an array of 768 bytes: 2\.0× the "
+        r"reference's largest.*Its all_to_all brings every device the tokens of every device \(768 bytes\): the "
+        r"tokens travel, but each one to every expert",
     ),
     "the notebook's expert_mesh": (
         _notebook_expert_mesh,
@@ -668,6 +684,35 @@ def _collected_ring(qb, kb, vb, n):
     return jax.nn.softmax(scores, axis=1) @ values
 
 
+def _queries_and_partials_everywhere(qb, kb, vb, n):
+    """The queries travel the ring; every device keeps every query block's partial results against its own
+    keys and values, then a second ring adds up those whole buffers: nothing of the keys is assembled
+    (issue 56)."""
+    b, h = qb.shape
+    i = lax.axis_index(SEQUENCE)
+    cols, ring = i * b + jnp.arange(b), [(a, (a + 1) % n) for a in range(n)]
+    mx, tot, acc = lax.pcast(
+        (jnp.full((n, b), -jnp.inf), jnp.zeros((n, b)), jnp.zeros((n, b, h))), (SEQUENCE,), to="varying"
+    )
+    for s in range(n):
+        owner = (i - s) % n
+        scores = jnp.where(cols[None, :] <= (owner * b + jnp.arange(b))[:, None], qb @ kb.T / np.sqrt(h), -jnp.inf)
+        m = scores.max(1)
+        p = jnp.exp(scores - jnp.where(jnp.isinf(m), 0.0, m)[:, None])
+        mx, tot, acc = mx.at[owner].set(m), tot.at[owner].set(p.sum(1)), acc.at[owner].set(p @ vb)
+        if s < n - 1:
+            qb = lax.ppermute(qb, SEQUENCE, ring)
+    passing = (mx, tot, acc)
+    for _ in range(n - 1):
+        passing = lax.ppermute(passing, SEQUENCE, ring)
+        top = jnp.maximum(mx, passing[0])
+        shift = jnp.where(jnp.isinf(top), 0.0, top)
+        mine, theirs = jnp.exp(mx - shift), jnp.exp(passing[0] - shift)
+        tot, acc = tot * mine + passing[1] * theirs, acc * mine[..., None] + passing[2] * theirs[..., None]
+        mx = top
+    return acc[i] / tot[i][:, None]
+
+
 def _ring_backwards(qb, kb, vb, n):
     """The blocks sent to the previous device, the mask still assuming they come from it."""
     b, h = qb.shape
@@ -712,6 +757,12 @@ RING_WRONG = {
         _ring(_collected_ring),
         rf"(?s)right values, but on 8 {SEQUENCE} one device materializes an array of 384 bytes: 8\.0× the "
         r"reference's largest \(48 bytes.*allows 1\.5×\)\. Every device assembles the whole sequence's keys",
+    ),
+    "the queries ringed, every block's partial results kept": (
+        _ring(_queries_and_partials_everywhere),
+        rf"(?s)right values, but on 8 {SEQUENCE} one device materializes an array of 384 bytes: 8\.0× the "
+        r"reference's largest.*The queries travel the ring, but every device holds an array the size of the whole "
+        r"sequence's \(384 bytes\)",
     ),
     "blocks sent the other way": (_ring(_ring_backwards), r"(?s)wrong values.*travel the ring the other way"),
     "a strict causal mask": (_ring(_strict_mask), r"(?s)wrong values.*strict mask \(key < query\).*NaN"),
@@ -764,6 +815,33 @@ def test_ring_reference_work_is_the_stated_one():
     assert measured == {
         k: (w.flops, w.largest_bytes, w.sent_bytes) for k, w in q.ring_attention._RING_REFERENCE.items()
     }
+
+
+@pytest.mark.parametrize(
+    "exercise, answer, key, avoided",
+    [
+        (q.moe_layer, MOE_WRONG["every token sent to every expert"][0], "moe_tokens_everywhere", "moe_holds_w"),
+        (q.moe_layer, MOE_WRONG["every expert's weights by all_to_all"][0], "moe_holds_w", "moe_tokens_everywhere"),
+        (
+            q.causal_ring_attention,
+            RING_WRONG["the queries ringed, every block's partial results kept"][0],
+            "ring_holds_queries",
+            "ring_holds_all",
+        ),
+        (
+            q.causal_ring_attention,
+            RING_WRONG["a ppermute ring that collects every block"][0],
+            "ring_holds_all",
+            "ring_holds_queries",
+        ),
+    ],
+    ids=["moe: the tokens travel", "moe: the weights travel", "ring: the queries travel", "ring: the keys travel"],
+)
+def test_the_excess_is_named_by_what_travels_in_both_languages(exercise, answer, key, avoided):
+    """Issue 56: which array travels decides the sentence, not the largest array's size alone."""
+    for lang in ("en", "zh"):
+        said = failure_in(lang, exercise.check, answer)
+        assert says(said, q.TEXT, key, lang) and not says(said, q.TEXT, avoided, lang), said
 
 
 # ---------------------------------------------------------------- the module's contract

@@ -25,6 +25,7 @@ from judge_helpers import (
     observations_match,
     observe,
 )
+from spoken import failure_in, says
 
 from namedaxes import DATA_PARALLEL, DATA_SHARDS, DEVICES, MODEL_REPLICAS
 from namedaxes.exercises import shard_map as q
@@ -765,7 +766,23 @@ def _bare_spec_reshard(params, batch, mesh):
     return jax.jit(_weighted_global_step)(jax.reshard(params, P()), jax.reshard(batch, P(DATA_PARALLEL)))
 
 
+def _split_then_whole(params, batch, mesh):
+    """The batch placed split, then made whole again inside the jitted step (issue 56): the compiled program
+    has no collective at all, yet the batch was placed."""
+
+    @jax.jit
+    def step(params, batch):
+        return _weighted_global_step(params, jax.reshard(batch, NamedSharding(mesh, P())))
+
+    return step(_place(params, mesh, P()), _place(batch, mesh, P(DATA_PARALLEL)))
+
+
 JIT_WRONG = {
+    "placed split, resharded whole inside the step": (
+        _split_then_whole,
+        r"(?s)compiled program has no all-reduce: the batch was placed split, then made whole again inside the "
+        rf"step \(float32\[64@{DATA_PARALLEL}\], laid out with `P\(\)` by a `jax\.reshard`.*Leave the batch split",
+    ),
     "unanswered": (_not_written, r"`jit_train_step` is not written yet"),
     "nothing placed": (
         lambda params, batch, mesh: jax.jit(_weighted_global_step)(params, batch),
@@ -796,6 +813,15 @@ def test_jit_train_step_rejects(answer, match):
     message = assert_check_fails(q.jit_train_step.check, answer, match=match)
     if answer in (_set_mesh_reshard, _bare_spec_reshard):
         assert "pass `mesh=mesh` to `jax.shard_map`" not in message and "shard_map` instead" not in message
+
+
+def test_a_batch_made_whole_again_is_named_in_both_languages():
+    """Issue 56: the reshard that undid the placement is named, never "place it split" (it was)."""
+    for lang in ("en", "zh"):
+        said = failure_in(lang, q.jit_train_step.check, _split_then_whole)
+        assert says(said, q.TEXT, "jit_gathers_batch", lang) and not says(said, q.TEXT, "jit_no_all_reduce", lang)
+    said = failure_in("en", q.jit_train_step.check, JIT_WRONG["nothing placed"][0])
+    assert says(said, q.TEXT, "jit_no_all_reduce", "en"), said
 
 
 def test_jit_train_step_hints_before_the_last_write_no_code_of_the_answer():

@@ -27,6 +27,7 @@ from judge_helpers import (
     observations_match,
     observe,
 )
+from spoken import failure_in, says
 
 from namedaxes import transformer as tm
 from namedaxes import zero as zr
@@ -284,7 +285,27 @@ def _acc_reduce_in_scan(params, xs, ys):
     return jax.tree.map(lambda g: g / xs.shape[0], total)
 
 
+def _acc_divided_unreduced(divide):
+    """The mean taken before the reduction: the unreduced total divided by m (`/` or `jnp.divide`), then
+    resharded. JAX has no rule for dividing partial sums (issue 56)."""
+
+    def answer(params, xs, ys):
+        used = jax.tree.map(lambda a: jax.reshard(a, P(reduced={ZERO})), params)
+        total = jax.grad(zr.mlp_loss)(used, xs[0], ys[0])
+        for i in range(1, xs.shape[0]):
+            total = jax.tree.map(jnp.add, total, jax.grad(zr.mlp_loss)(used, xs[i], ys[i]))
+        return jax.tree.map(lambda g: jax.reshard(divide(g, xs.shape[0]), P()), total)
+
+    return answer
+
+
+_UNREDUCED_DIV = (
+    r"(?s)`accumulate_grads` failed with JAX's error \"unreduced rule for div is not implemented\": `div` was "
+    r"applied to an `unreduced` array.*`jax\.reshard\(total, P\(\)\)` adds the partial sums up.*comes after it"
+)
 ACC_WRONG = {
+    "the unreduced total divided before the reshard": (_acc_divided_unreduced(lambda g, m: g / m), _UNREDUCED_DIV),
+    "jnp.divide before the reshard": (_acc_divided_unreduced(jnp.divide), _UNREDUCED_DIV),
     "unanswered": (_not_written, r"`accumulate_grads` is not written yet"),
     "a reduction per microbatch": (
         zr.accumulate_naive,
@@ -301,6 +322,17 @@ ACC_WRONG = {
         r"(?s)right mean gradient, but it is written per device with `jax.shard_map` \(over 'fsdp_axis'\)",
     ),
 }
+
+
+def test_dividing_before_the_reshard_is_said_in_both_languages():
+    """Issue 56: JAX's `NotImplementedError` for an unreduced division names the exercise and the fix, in the
+    kernel's language."""
+    from namedaxes.checking import TEXT
+
+    answer = ACC_WRONG["jnp.divide before the reshard"][0]
+    for lang in ("en", "zh"):
+        said = failure_in(lang, q.accumulate_grads.check, answer)
+        assert says(said, TEXT, "unreduced_op", lang) and "Please file" not in said, said
 
 
 @pytest.mark.parametrize("answer", [ref_accumulate_grads, *ACC_EQUIVALENT.values()], ids=["reference", *ACC_EQUIVALENT])
