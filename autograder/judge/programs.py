@@ -159,6 +159,8 @@ class _Tally:
     got_axes: set[str] = field(default_factory=set)
     verified: set[str] = field(default_factory=set)  # collectives shown to reach the results (`_matters`)
     mistakes: dict[str, tuple[Phrase, ...]] = field(default_factory=dict)  # "<case><path>" -> mistakes its values are
+    read_comm: set[str] = field(default_factory=set)  # the reference's collectives of the cases whose were counted
+    read_axes: set[str] = field(default_factory=set)  # and their axes
 
     @classmethod
     def of(cls, ref: _Reference) -> _Tally:
@@ -202,24 +204,26 @@ class _Tally:
         found = [mistakes.get(str(d.get("key")), d) if d.kind is Kind.VALUES_DIFFER else d for d in compared]
         diffs = self.diffs + _merged(found)
         if not self.unreadable:
-            diffs += self.communication()
+            diffs += self.communication(self.ref_comm, self.ref_axes)
+        elif self.read_comm:  # some cases' communication is unknown: what the others lack is said first
+            diffs = self.communication(self.read_comm, self.read_axes)[:1] + diffs
         return Verdict(not diffs, tuple(diffs))
 
-    def communication(self) -> list[Phrase]:
+    def communication(self, ref_comm: set[str], ref_axes: set[str]) -> list[Phrase]:
         """Structure cells need the reference's collectives themselves (a psum, not an all_gather);
         value cells only need real communication over the reference's axes (any equivalent collective)."""
         diffs = []
         if self.exact:
-            missing = sorted(self.ref_comm - self.got_comm)
+            missing = sorted(ref_comm - self.got_comm)
         else:
-            missing = [say("comm_over", axis=a) for a in sorted(self.ref_axes - self.got_axes)]
+            missing = [say("comm_over", axis=a) for a in sorted(ref_axes - self.got_axes)]
         if missing:
             seen = ", ".join(sorted(self.got_comm)) if self.got_comm else say("no_comm")
             diffs.append(say("comm_missing", missing=Words(tuple(missing), ", "), seen=seen))
-        extra = sorted(self.got_axes - self.ref_axes)
+        extra = sorted(self.got_axes - ref_axes)
         if extra and self.only_axes:
             diffs.append(say("comm_extra_axes", axes=", ".join(repr(a) for a in extra)))
-        surplus = sorted(self.got_comm - self.ref_comm)
+        surplus = sorted(self.got_comm - ref_comm)
         if surplus and self.only_collectives:
             diffs.append(say("comm_surplus", ops=", ".join(surplus)))
         return diffs
@@ -359,6 +363,8 @@ class Judge:
             return
         identical = student.program.fingerprint == case.ref.program.fingerprint  # the reference's own: trusted
         shown = self._communication(case, student, identical, tally)
+        tally.read_comm.update(case.ref.compiled.communication)
+        tally.read_axes.update(case.ref.compiled.axes)
         if case.ref.compiled.regions and not identical:
             dead = self._dead_region(case, student, shown)
             if dead is not None:

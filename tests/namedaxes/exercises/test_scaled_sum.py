@@ -10,10 +10,19 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
-from judge_helpers import agreement_test, assert_check_fails, assert_check_passes, derived, observations_match, observe
+from judge_helpers import (
+    agreement_test,
+    assert_check_fails,
+    assert_check_passes,
+    derived,
+    judge_observations,
+    observations_match,
+    observe,
+)
+from spoken import failure_in, says
 
 from namedaxes import DEVICES
-from namedaxes.checking import CheckFailed
+from namedaxes.checking import TEXT, CheckFailed
 from namedaxes.exercises import scaled_sum as q
 
 
@@ -119,7 +128,21 @@ def test_scaled_sum_all_gather_gets_the_values_but_not_the_psum_point(scaled_sum
     assert not _matches(observe(q.scaled_sum_uses_psum, gathered), scaled_sum_reference_obs["structure"])
 
 
+def _ppermute_ring(x):
+    """The total added up around a ring of `ppermute`s (k - 1 sends): the right total, no psum (issue 56)."""
+    k = lax.axis_size(DEVICES)
+    total = held = 2.0 * x
+    for _ in range(k - 1):
+        held = lax.ppermute(held, DEVICES, [(i, (i + 1) % k) for i in range(k)])
+        total = total + held
+    return total
+
+
 USES_PSUM_WRONG = {
+    "a ppermute ring": (
+        _ppermute_ring,
+        r"should communicate over 'devices' with `psum`, but it performs ppermute over 'devices'",
+    ),
     "no collective": (
         lambda x: x * 2.0,
         r"should communicate over 'devices' with `psum`, but it performs no collective",
@@ -194,6 +217,22 @@ def test_scaled_sum_uses_psum_is_about_psum_only(scaled_sum_reference_obs):
         assert_check_passes(q.scaled_sum_uses_psum.check, unscaled)
         assert _matches(observe(q.scaled_sum_uses_psum, unscaled), scaled_sum_reference_obs["structure"])
         assert_check_fails(q.scaled_sum.check, unscaled, match=r"plain sum of `x`|mean over devices")
+
+
+def test_a_ppermute_ring_is_told_it_has_no_psum_by_both_judges(scaled_sum_reference_obs):
+    """Issue 56: the grader's first finding for a ppermute ring is the missing psum (its growth cases' per-device
+    regions also differ: the vmapped ring takes a constant whole), as the visible check says, in both languages."""
+    from autograder.publish.words import say
+
+    verdict = judge_observations(scaled_sum_reference_obs["structure"], observe(q.scaled_sum_uses_psum, _ppermute_ring))
+    first = verdict.verdict.differences[0]
+    assert not verdict.passed and first.kind.value == "comm_missing", verdict.differences
+    english, chinese = say(first, "en"), say(first, "zh")
+    assert "expected psum over 'devices'" in english and "ppermute over 'devices'" in english, english
+    assert chinese != english and "psum" in chinese and "ppermute" in chinese, chinese
+    for lang in ("en", "zh"):
+        said = failure_in(lang, q.scaled_sum_uses_psum.check, _ppermute_ring)
+        assert "ppermute over 'devices'" in said and says(said, TEXT, "collective_missing", lang), said
 
 
 @pytest.fixture(scope="module")
