@@ -33,8 +33,9 @@ LAZY_CIRCLES = {
 ROLES = {
     "text": "a package's sentences, its TEXT table (every notebook's checks, namedaxes.checking, the launcher)",
     "running": "how a notebook's checks run an answer (each notebook's package)",
-    "mistakes": "known mistakes: a notebook's (the results of its checks' usual mistakes, `known_mistakes`) and the "
-    "judge's naming of a wrong program's values by them (autograder/judge/)",
+    "mistakes": "known mistakes: a notebook's (the results of its checks' usual mistakes, `known_mistakes`, or what "
+    "a program shows in its text, `program_mistakes`) and the judge's naming of a wrong program's values by them "
+    "(autograder/judge/)",
     "bench": "the benchmark of its package (`make bench-grade`, `make bench-hub`)",
     "batch": "a grading batch's step in its stage: run/ runs it, publish/ writes it",
     "worker": "one worker process of its package's pool (the grader's pool, the multi-process launcher)",

@@ -28,6 +28,10 @@ here in the clean scorer process (the checkout's own code, as `formulas.py` impo
 observation says about it is never read. Nothing computed on hidden inputs is echoed: a mistake's key and
 its fields (names of the exercise, small numbers such as a device count) are the course's, and say only which
 known wrong computation the values are, as the visible check says of its own inputs.
+
+A mistake the program shows in its own text (a matmul of float32 arrays where the exercise asks for bf16) is
+named the same way, by the module's `program_mistakes(exercise, case, text)` on the student's exported module
+(`diagnose_program`): it stands for all of that case's wrong values, said once.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ from namedaxes.grading import MISTAKES_KEY
 from ..limits import MAX_MISTAKE_FIELD_CHARS, MAX_MISTAKE_FIELDS, MAX_MISTAKE_OUTPUTS, MAX_MISTAKE_RESULTS
 from ..reasons import MISTAKE_ARG, Phrase, phrase
 
-__all__ = ["mistake_source", "diagnose", "named", "MODULES"]
+__all__ = ["mistake_source", "diagnose", "diagnose_program", "named", "MODULES"]
 
 MODULES = "namedaxes.exercises."  # the only modules a reference may name
 _NAME = re.compile(r"[a-z_][a-z0-9_]{0,63}")
@@ -115,6 +119,25 @@ def diagnose(source, case: str, inputs: list, outputs: dict, rtol=None, atol=Non
                 one = phrase("known_mistake", key=f"{case}{path}", module=short, mistake=mistake, **_fields(fields))
                 found[path] = (*found.get(path, ()), one)
     return {f"{case}{path}": found[path] for path in found}
+
+
+def diagnose_program(source, case: str, text: str) -> Phrase | None:
+    """The known mistake a wrong program shows in its own text (its matmuls' element types, say), as the visible
+    check reads it from the program it compiles: the exercise module's `program_mistakes(exercise, case, text)`
+    (`(key, fields)` pairs, the first taken), a `known_mistake` finding keyed by the case; None when the module
+    lists none. `text` is the student's exported module: the fields are read from the program, never from
+    values computed on hidden inputs."""
+    if source is None:
+        return None
+    listed = getattr(importlib.import_module(source[0]), "program_mistakes", None)
+    if not callable(listed):
+        return None
+    for key, fields in list(listed(source[1], case, text))[:MAX_MISTAKE_RESULTS]:
+        if _NAME.fullmatch(str(key)):
+            return phrase(
+                "known_mistake", key=case, module=source[0].removeprefix(MODULES), mistake=str(key), **_fields(fields)
+            )
+    return None
 
 
 def named(candidates: dict[str, tuple[Phrase, ...]]) -> dict[str, Phrase]:

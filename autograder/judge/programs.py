@@ -31,7 +31,9 @@ only ever *data*. The judge's steps, one module each:
   which bounds every student-controlled name it echoes);
 - values that differ are named where they are a known mistake of the exercise (`autograder.judge.mistakes`:
   the results of the usual mistakes its visible check diagnoses, computed on the same hidden inputs by the
-  exercise module the reference names), so the class's map groups different mistakes apart.
+  exercise module the reference names), so the class's map groups different mistakes apart; a case whose
+  program shows a known mistake in its own text (float32 matmuls where bf16 is asked) is said by it once;
+- a cell some of whose cases could not be read says first what the others' communication lacks.
 
 Nothing computed on hidden inputs is ever echoed: a program that fails while it runs on them is
 reported by its error's type alone (`program_failed_hidden`).
@@ -52,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from namedaxes.judging import changed, perturbed, proven_regions, region_facts, region_takes
+from namedaxes.judging import changed, module_text, perturbed, proven_regions, region_facts, region_takes
 
 from ..limits import MAX_CASES, MAX_ERROR_CHARS
 from ..reasons import Kind, Phrase, Verdict, Words
@@ -80,7 +82,7 @@ from .exported import (
     read_program,
 )
 from .hidden_inputs import hidden_inputs, hidden_outputs, hidden_rng, perturb_factor
-from .mistakes import diagnose, mistake_source, named
+from .mistakes import diagnose, diagnose_program, mistake_source, named
 
 __all__ = ["Judge", "Required", "describe_layout"]
 
@@ -159,6 +161,7 @@ class _Tally:
     got_axes: set[str] = field(default_factory=set)
     verified: set[str] = field(default_factory=set)  # collectives shown to reach the results (`_matters`)
     mistakes: dict[str, tuple[Phrase, ...]] = field(default_factory=dict)  # "<case><path>" -> mistakes its values are
+    shown: dict[str, Phrase] = field(default_factory=dict)  # case -> the known mistake its program's text shows
     read_comm: set[str] = field(default_factory=set)  # the reference's collectives of the cases whose were counted
     read_axes: set[str] = field(default_factory=set)  # and their axes
 
@@ -202,6 +205,9 @@ class _Tally:
         differ = {str(d.get("key")) for d in compared if d.kind is Kind.VALUES_DIFFER}
         mistakes = named({key: found for key, found in self.mistakes.items() if key in differ})
         found = [mistakes.get(str(d.get("key")), d) if d.kind is Kind.VALUES_DIFFER else d for d in compared]
+        shown = {c: p for c, p in self.shown.items() if any(_of_case(k, c) for k in differ)}
+        if shown:  # a case whose program shows a known mistake: that finding for all its wrong values, said once
+            found = [*shown.values(), *(d for d in found if not any(_of_case(str(d.get("key")), c) for c in shown))]
         diffs = self.diffs + _merged(found)
         if not self.unreadable:
             diffs += self.communication(self.ref_comm, self.ref_axes)
@@ -426,6 +432,12 @@ class Judge:
         except Exception:  # noqa: BLE001 - the exercise's list failed on these values: the values just differ
             found = {}
         tally.mistakes.update(found)
+        try:
+            shown = diagnose_program(source, case.name, module_text(student.program.exp))
+        except Exception:  # noqa: BLE001 - the exercise's reading failed on this program: the values just differ
+            shown = None
+        if shown is not None:
+            tally.shown[case.name] = shown
 
     def _communication(self, case: _Case, student: _Student, identical: bool, tally: _Tally) -> set[str]:
         """Count the student's collectives of the case: one the reference has (or, for value cells, over one of
@@ -497,6 +509,11 @@ class Judge:
                 return axes
             used.add(hit)
         return None
+
+
+def _of_case(key: str, case: str) -> bool:
+    """Is `key` (`<case><path>`) one of `case`'s outputs?"""
+    return key.startswith(case) and not key[len(case) : len(case) + 1].isalnum()
 
 
 def _merged(diffs: list[Phrase]) -> list[Phrase]:

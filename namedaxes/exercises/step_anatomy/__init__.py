@@ -28,6 +28,7 @@ from __future__ import annotations
 from namedaxes.checking import progress_of
 
 from .accumulation import accumulate_grads
+from .mistakes import program_mistakes
 from .mixed import CHECK_CONFIG, dot_dtypes, mixed_train_step
 from .running import SPEC_KEYS, STAGES
 from .text import TEXT
@@ -43,5 +44,6 @@ __all__ = [
     "CHECK_CONFIG",
     "dot_dtypes",
     "progress",
+    "program_mistakes",
 ]
 progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass

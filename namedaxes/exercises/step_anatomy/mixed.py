@@ -62,6 +62,19 @@ def dot_dtypes(lowered_text: str) -> list[str]:
     return [t.split("x")[-1] for pair in _DOT_RE.findall(lowered_text) for t in pair]
 
 
+def matmul_mistake(name: str, text: str) -> tuple[str, dict] | None:
+    """What a program's matmuls say of its precision, from its StableHLO `text` (`dot_dtypes`): a matmul of
+    another type than bf16 or float32, or matmuls with a float32 operand; `(key of TEXT, fields)`, None when
+    every matmul is bf16. The visible check reads the program it compiles, the grader's judge the one a
+    student exported (`program_mistakes`), so both say the same."""
+    dots = dot_dtypes(text)
+    others = sorted({d for d in dots if d not in ("bf16", "f32")})
+    if others:
+        return "mixed_other_dtype", {"name": name, "dtype": others[0]}
+    fp32 = sum(1 for i in range(0, len(dots), 2) if "f32" in dots[i : i + 2])
+    return ("mixed_fp32_dots", {"name": name, "count": fp32, "total": len(dots) // 2}) if fp32 else None
+
+
 def _expect_mixed_outputs(name, out, params) -> None:
     if not (isinstance(out, tuple) and len(out) == 3):
         fail(say("result_tuple", name=name, want="(params, state, loss)", got=type(out).__name__))
@@ -92,13 +105,9 @@ def _check_mixed_train_step(fn: Callable) -> None:
         lowered = jax.jit(fn).lower(params, state, window)
         out = compiled_once(lowered, COMPILER_OPTIONS)(params, state, window)  # as the grader compiles
     _expect_mixed_outputs(name, out, params)
-    dots = dot_dtypes(lowered.as_text())
-    others = sorted({d for d in dots if d not in ("bf16", "f32")})
-    if others:
-        fail(say("mixed_other_dtype", name=name, dtype=others[0]))
-    fp32 = sum(1 for i in range(0, len(dots), 2) if "f32" in dots[i : i + 2])
-    if fp32:
-        fail(say("mixed_fp32_dots", name=name, count=fp32, total=len(dots) // 2))
+    found = matmul_mistake(name, lowered.as_text())
+    if found is not None:
+        fail(say(found[0], **found[1]))
     got_leaves = {"loss": out[2], **{f"params['{k}']": v for k, v in out[0].items()}}
     got_leaves.update({f"mu['{k}']": v for k, v in out[1][0].mu.items()})
     want_leaves = {"loss": want[2], **{f"params['{k}']": v for k, v in want[0].items()}}
@@ -158,4 +167,5 @@ mixed_train_step = exercise(
         "is float32. The rest is `tm.train_step`'s: Adam's update of the float32 parameters and state.",
     ],
     observe=_observe_mixed_train_step,
+    mistakes={"mixed_fp32_dots": 2, "mixed_other_dtype": 2},
 )

@@ -58,13 +58,14 @@ def test_no_hints_no_choice():
 def test_a_known_mistake_is_addressed_by_the_hint_its_exercise_names():
     """Issue 48: the exercise names the hint for each of its known mistakes (`exercise(..., mistakes={...})`),
     read from the module's source like the hints; a number outside the hints falls back to the names' choice."""
-    from namedaxes.exercises import axis_names, large_models, scaled_sum
+    from namedaxes.exercises import axis_names, large_models, scaled_sum, step_anatomy
 
     assert mistakes_of("axis_names")["rank_weighted_sum"] == axis_names.rank_weighted_sum.mistakes
     assert mistakes_of("large_models")["causal_ring_attention"] == large_models.causal_ring_attention.mistakes
     # two exercises of one name (scaled_sum's values and its psum): the one that names mistakes
     assert mistakes_of("scaled_sum")["scaled_sum"] == scaled_sum.scaled_sum.mistakes != {}
-    assert mistakes_of("step_anatomy") == {} and mistakes_of("no_such_module") == {}
+    assert mistakes_of("step_anatomy") == {"mixed_train_step": step_anatomy.mixed_train_step.mistakes}
+    assert mistakes_of("multi_process_none") == {} and mistakes_of("no_such_module") == {}
     declared = {"pmean_twice": 2, "out_of_range": 9}
     found = {"key": "known_mistake(module=m,mistake=pmean_twice)", "mistake": "pmean_twice"}
     assert addressing(found, HINTS, declared).number == 2

@@ -215,7 +215,7 @@ def _exercises_with_mistakes() -> list:
         module = importlib.import_module(info.name)
         found += [v for v in vars(module).values() if isinstance(v, Exercise) and v.mistakes and v.module == info.name]
     named = {"axis_names", "scaled_sum", "nested_axes", "gradient_averaging", "shard_map", "multi_process"}
-    named |= {"collectives", "compiler_sharding", "large_models", "training_at_scale"}
+    named |= {"collectives", "compiler_sharding", "large_models", "training_at_scale", "step_anatomy"}
     assert {e.module for e in found} == {f"namedaxes.exercises.{m}" for m in named}
     return [(e, sys.modules[e.module]) for e in found]
 
@@ -232,9 +232,11 @@ def test_every_known_mistake_is_a_sentence_of_its_modules_text_with_a_hint_and_a
         for key, number in exercise.mistakes.items():
             assert key in text, (exercise.name, key)
             assert 1 <= number <= len(exercise._hints), (exercise.name, key, number)
-        # the results' list: the programs' judge asks `known_mistakes`, the formulas' `mistakes_on` (the grader's
-        # solution answers compute a formula's mistakes on the run's cases)
-        assert callable(getattr(module, "known_mistakes", None) or getattr(module, "mistakes_on", None)), module
+        # the results' list: the programs' judge asks `known_mistakes` (or `program_mistakes`: what a program shows
+        # in its own text), the formulas' `mistakes_on` (the grader's solution answers compute a formula's mistakes
+        # on the run's cases)
+        listed = ("known_mistakes", "program_mistakes", "mistakes_on")
+        assert any(callable(getattr(module, n, None)) for n in listed), module
         # the map reads the declaration from the source (a dict written out): the same as the exercise's
         assert mistakes_of(module.__name__.rsplit(".", 1)[1])[exercise.name] == exercise.mistakes, exercise.name
 

@@ -9,6 +9,8 @@ grader rejects them too, a reduction inside a `lax.scan` body among them: the ju
 often as it runs.
 """
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -103,6 +105,28 @@ def test_mixed_train_step_accepts_equivalent_answers(answer):
 @pytest.mark.parametrize("answer, match", MIXED_WRONG.values(), ids=MIXED_WRONG.keys())
 def test_mixed_train_step_rejects(answer, match):
     assert_check_fails(q.mixed_train_step.check, answer, match=match)
+
+
+@pytest.mark.parametrize(
+    "wrong, key", [("the float32 step", "mixed_fp32_dots"), ("float16 matmuls", "mixed_other_dtype")]
+)
+def test_the_grader_says_what_the_programs_matmuls_multiply_in_both_languages(wrong, key):
+    """Issue 56: where the visible check names the matmuls' types ("21 of its 21 matmuls multiply float32
+    arrays"), the grader's finding is that sentence, read from the exported program, once for all the case's
+    leaves, not "values differ" on each of them; in both languages."""
+    from autograder.publish.words import say
+
+    verdict = judge_observations(
+        observe(q.mixed_train_step, ref_mixed_train_step), observe(q.mixed_train_step, MIXED_WRONG[wrong][0])
+    )
+    [found] = verdict.verdict.differences
+    assert found.kind.value == "known_mistake" and found.get("mistake") == key, verdict.differences
+    assert found.get("key") == "2x4x1, 1x2x4" or found.get("key") == "1x2x4, 2x4x1", found
+    english, chinese = say(found, "en"), say(found, "zh")
+    assert says(english, q.TEXT, key, "en") and says(chinese, q.TEXT, key, "zh"), (english, chinese)
+    if key == "mixed_fp32_dots":
+        assert re.search(r"but (\d+) of its \1 matmuls multiply float32 arrays", english), english
+        assert "values differ" not in english.split(": values differ.")[1], english
 
 
 def test_mixed_train_step_grader_tells_float32_from_bf16_by_values():

@@ -1,0 +1,16 @@
+"""The grader's side of the checks' diagnoses: the known mistakes a wrong program shows in its own text."""
+
+from __future__ import annotations
+
+from .mixed import matmul_mistake
+
+
+def program_mistakes(exercise: str, case: str, text: str) -> list[tuple[str, dict]]:
+    """The known mistakes `(key, fields)` a graded case's program shows in its StableHLO `text`, as the
+    exercise's visible check reads them from the program it compiles: `mixed_train_step`'s matmuls in float32
+    or another type than bf16. What the grader's judge says of that case's values in place of "values differ"
+    (`autograder/judge/mistakes.py`); [] for the other exercises and cases."""
+    if exercise != "mixed_train_step":
+        return []
+    found = matmul_mistake(exercise, text)
+    return [found] if found is not None else []
