@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from autograder.judge.mistakes import diagnose, mistake_source, named
+from autograder.judge.mistakes import diagnose, diagnose_program, mistake_source, named
 from autograder.reasons import Kind
 from namedaxes.grading import MISTAKES_KEY
 
@@ -150,3 +150,23 @@ def test_another_answers_values_are_never_named_and_keep_a_coinciding_mistake_fr
         "k8[1]": "loss_tripled",
     }
     assert named(diagnose(STEP, "k8", [large], {**out, "[1]": 3 * large})) == {}  # another answer's, alone
+
+
+def _dot(a: str, b: str) -> str:
+    return (
+        f"%2 = stablehlo.dot_general %0, %1, contracting_dims = [1] x [0] : (tensor<8x16x{a}>, tensor<16x4x{b}>) -> t\n"
+    )
+
+
+def test_a_mistake_the_program_shows_in_its_text_is_named_for_the_case():
+    """Issue 56: `program_mistakes` reads the student's exported module (here, notebook 11's matmuls), the
+    finding keyed by the case alone: it stands for all that case's wrong leaves."""
+    mixed = ("namedaxes.exercises.step_anatomy", "mixed_train_step")
+    found = diagnose_program(mixed, "2x4x1", _dot("f32", "f32") * 3 + _dot("bf16", "bf16"))
+    assert found.kind.value == "known_mistake" and found.get("key") == "2x4x1", found
+    assert (found.get("mistake"), found.get("arg_count"), found.get("arg_total")) == ("mixed_fp32_dots", 3, 4)
+    assert diagnose_program(mixed, "2x4x1", _dot("f16", "f16")).get("mistake") == "mixed_other_dtype"
+    assert diagnose_program(mixed, "2x4x1", _dot("bf16", "bf16")) is None
+    assert diagnose_program(("namedaxes.exercises.step_anatomy", "zero_specs"), "stage1", _dot("f32", "f32")) is None
+    assert diagnose_program(None, "2x4x1", _dot("f32", "f32")) is None
+    assert diagnose_program(AXIS_NAMES, "pmap_4", _dot("f32", "f32")) is None  # a module with no such reading
