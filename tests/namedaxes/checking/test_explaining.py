@@ -101,3 +101,17 @@ def test_a_modules_own_rules_come_first():
 def test_traced_values_turned_into_numpy_get_one_message():
     with pytest.raises(CheckFailed, match=r"`f` turns a traced value into a NumPy array"), explained("f"):
         jax.jit(lambda x: float(x))(1.0)
+
+
+def test_an_operation_on_an_unreduced_array_names_the_exercise_and_the_reduction_first():
+    """Issue 56: JAX's `NotImplementedError` for a division of partial sums (`g / m` before the reshard) names
+    the answer and says to reduce first, without JAX's request to file an issue; in notebook code too, where
+    the student's line would otherwise be quoted with JAX's raw words."""
+    err = NotImplementedError(
+        "unreduced rule for div is not implemented. Please file an issue at https://github.com/jax-ml/jax/issues"
+    )
+    said = translate(err, "accumulate_grads")
+    assert said.startswith('`accumulate_grads` failed with JAX\'s error "unreduced rule for div is not implemented"')
+    assert "`div` was applied to an `unreduced` array" in said and "jax.reshard(total, P())" in said
+    assert "Please file" not in said
+    assert translate(NotImplementedError("something else"), "f") is None  # a library's own, outside the cell
