@@ -162,7 +162,7 @@ class _Tally:
     verified: set[str] = field(default_factory=set)  # collectives shown to reach the results (`_matters`)
     mistakes: dict[str, tuple[Phrase, ...]] = field(default_factory=dict)  # "<case><path>" -> mistakes its values are
     shown: dict[str, Phrase] = field(default_factory=dict)  # case -> the known mistake its program's text shows
-    read_comm: set[str] = field(default_factory=set)  # the reference's collectives of the cases whose were counted
+    read_comm: set[str] = field(default_factory=set)  # the reference's collectives of the cases read and counted
     read_axes: set[str] = field(default_factory=set)  # and their axes
 
     @classmethod
