@@ -64,8 +64,12 @@ def _through(eqn, got: list, primitive: str, seen: dict) -> list[frozenset[int]]
         _flow(_inner(params["cond_jaxpr"]), got[:cn] + carry, primitive, seen)
         return carry
     if eqn.primitive.name == "scan":
-        nc, ncarry = params["num_consts"], params["num_carry"]
-        body, consts, xs = _inner(params["jaxpr"]), got[:nc], got[nc + ncarry :]
+        body, counts = _inner(params["jaxpr"]), _scan_counts(params)
+        if counts is None:  # a layout of a scan's parameters this reading does not know: everything from everything
+            _flow(body, [_union(got)] * len(body.invars), primitive, seen)
+            return [_union(got)] * n_out
+        nc, ncarry = counts
+        consts, xs = got[:nc], got[nc + ncarry :]
         carry = _fixpoint(body, consts, got[nc : nc + ncarry], primitive, seen, xs)
         return carry + _flow(body, consts + carry + xs, primitive, seen)[ncarry:]
     if eqn.primitive.name == "cond":
@@ -75,6 +79,18 @@ def _through(eqn, got: list, primitive: str, seen: dict) -> list[frozenset[int]]
     if len(inner) == 1 and len(inner[0].outvars) == n_out:
         return _flow(inner[0], got, primitive, seen)
     return [_union(got)] * n_out
+
+
+def _scan_counts(params: dict) -> tuple[int, int] | None:
+    """(constants, carried values) of a scan's inputs: `num_consts` and `num_carry` on jax 0.10, the first two
+    parts of `ft_in` (a flat tree of constants, carry and scanned inputs) on the newest line."""
+    if "num_consts" in params:
+        return params["num_consts"], params["num_carry"]
+    try:
+        consts, carry, _ = params["ft_in"].unpack()
+        return len(consts), len(carry)
+    except (KeyError, AttributeError, TypeError, ValueError):
+        return None
 
 
 def _fixpoint(body: Jaxpr, consts: list, carry: list, primitive: str, seen: dict, xs: list = ()) -> list:
