@@ -54,11 +54,15 @@ def unbound_axis_name(err: BaseException) -> str | None:
 
 
 def unreduced_operation(err: BaseException) -> str | None:
-    """The operation in JAX's "unreduced rule for div is not implemented" `NotImplementedError` (an operation
-    applied to an `unreduced` array, one partial sum per device, that JAX cannot apply to partial sums), else
-    None."""
+    """The operation JAX refused to apply to an `unreduced` array (one partial sum per device), else None: its
+    `NotImplementedError` "unreduced rule for div is not implemented" (jax 0.10), or its `ValueError`
+    "Denominator should be reduced along the same axes numerator is unreduced on" (the newest line)."""
     found = re.search(r"unreduced rule for (\w+) is not implemented", str(err))
-    return found.group(1) if isinstance(err, NotImplementedError) and found else None
+    if isinstance(err, NotImplementedError) and found:
+        return found.group(1)
+    if isinstance(err, ValueError) and "should be reduced along the same axes numerator is unreduced on" in str(err):
+        return "div"
+    return None
 
 
 # ---------------------------------------------------------------- error translation (one place for every notebook)
@@ -131,7 +135,7 @@ def translate(
             return message
     op = unreduced_operation(err)
     if op is not None:
-        said = str(err).strip().splitlines()[0].split(". Please file")[0]  # JAX's own words, not its request
+        said = str(err).strip().splitlines()[0].split(". ")[0]  # JAX's first sentence: no request, no types
         return TEXT["unreduced_op"].format(name=name, op=op, jax_error=said[:200])
     frames = user_frames(err.__traceback__)
     if not_started(err) and isinstance(err, NotImplementedError):

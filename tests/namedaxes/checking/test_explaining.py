@@ -114,4 +114,11 @@ def test_an_operation_on_an_unreduced_array_names_the_exercise_and_the_reduction
     assert said.startswith('`accumulate_grads` failed with JAX\'s error "unreduced rule for div is not implemented"')
     assert "`div` was applied to an `unreduced` array" in said and "jax.reshard(total, P())" in said
     assert "Please file" not in said
+    newest = ValueError(
+        "Denominator should be reduced along the same axes numerator is unreduced on. Got "
+        "x=ShapedArray(float32[32,64]{U:fsdp_axis}), y=ShapedArray(float32[])"
+    )  # the newest JAX line's words for the same division
+    said = translate(newest, "accumulate_grads")
+    assert said.startswith("`accumulate_grads` failed with JAX's error \"Denominator should be reduced along the same")
+    assert "`div` was applied to an `unreduced` array" in said and "ShapedArray" not in said
     assert translate(NotImplementedError("something else"), "f") is None  # a library's own, outside the cell
