@@ -51,12 +51,8 @@ from __future__ import annotations
 import ast
 import builtins
 import hashlib
-import io
 import json
 import keyword
-import re
-import tokenize
-import warnings
 from dataclasses import asdict, dataclass
 from itertools import combinations
 from pathlib import Path
@@ -66,6 +62,7 @@ from courseinfo.nbgrader_metadata import nbgrader_cell
 from ..course.notebooks import SourceNotebook, UnreadableNotebook, cell_source, read_submission
 from ..intake.placement import Intake
 from ..limits import SIMILARITY_ANSWER_CHARS, SIMILARITY_KEPT_BYTES, SIMILARITY_PAIRS_KEPT, SIMILARITY_PAIRS_SHOWN
+from .canonical import canonical_tokens, parse
 from .inert import CSP_META, html_text
 from .outputs import atomic_write
 
@@ -84,12 +81,6 @@ __all__ = [
 K = 8  # tokens per k-gram
 MIN_KGRAMS = 20  # distinctive k-grams an answer needs to be paired (one line of code has about 15)
 SHOWN_AT = 0.65  # the pair's score from which it is listed
-OWN = "V"  # what every name of the student's own becomes
-_MAX_DEPTH = 200  # syntax-tree depth the rewriting follows; deeper: the tokens are compared instead
-_WORDS = re.compile(r"[A-Za-z_]\w*|\d+(?:\.\d*)?|\S")
-_SHELL = re.compile(r"^([ \t]*)[%!].*$", re.MULTILINE)  # IPython's %magic and !shell lines
-_SKIPPED = {tokenize.COMMENT, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
-_ENDS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 
 
 @dataclass(frozen=True)
@@ -113,222 +104,6 @@ class ExerciseSimilarity:
     groups: tuple[tuple[str, ...], ...]  # three or more students linked by listed pairs
 
 
-# ---------------------------------------------------------------- what an answer says, spelling removed
-def _raw_tokens(code: str) -> list[tuple[int, str]]:
-    try:
-        return [(t.type, t.string) for t in tokenize.generate_tokens(io.StringIO(code).readline)]
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        return [(tokenize.OP, w) for w in _WORDS.findall(code)]
-
-
-def _tokens(code: str, known: set[str] | None) -> list[str]:
-    """The code's tokens with comments and layout dropped, numbers `N`, strings `S`; with `known`, every
-    name outside it (and not after a dot) becomes OWN (the fallback for a cell that does not parse)."""
-    out: list[str] = []
-    after_dot = False
-    for kind, text in _raw_tokens(code):
-        name = tokenize.tok_name.get(kind, "")
-        if kind in _SKIPPED or name in ("FSTRING_MIDDLE", "FSTRING_END"):
-            continue
-        if kind == tokenize.NEWLINE:
-            token = ";"
-        elif kind == tokenize.NUMBER or (kind == tokenize.OP and text[:1].isdigit()):
-            token = "N"
-        elif kind == tokenize.STRING or name == "FSTRING_START":
-            token = "S"
-        elif kind == tokenize.NAME or (kind == tokenize.OP and (text[:1].isalpha() or text[:1] == "_")):
-            token = text if (known is None or after_dot or text in known) else OWN
-        else:
-            token = text
-        out.append(token)
-        after_dot = text == "."
-    return out
-
-
-def _is(node: ast.AST, value: float) -> bool:
-    return isinstance(node, ast.Constant) and type(node.value) in (int, float) and node.value == value
-
-
-def _truth(node: ast.AST) -> bool | None:
-    """The truth of a constant test (`if True:`, `while 0:`); None when it is not a constant."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, int | float | str | bytes | bool | type(None)):
-        return bool(node.value)
-    return None
-
-
-def _names(tree: ast.AST) -> tuple[set[str], set[str]]:
-    """(every name the code binds: the student's own, whatever the course calls its names; every name it reads)."""
-    bound: set[str] = set()
-    used: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            (used if isinstance(node.ctx, ast.Load) else bound).add(node.id)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            bound.add(node.name)
-        elif isinstance(node, ast.alias):
-            bound.add(node.asname or node.name.split(".")[0])
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            bound.add(node.name)
-        elif isinstance(node, ast.Global | ast.Nonlocal):
-            bound.update(node.names)
-    return bound, used
-
-
-def _parse(code: str) -> ast.Module:
-    """The syntax tree of a cell, IPython's `%`/`!` lines read as `pass`; the parser's warnings about the
-    student's code (an invalid escape, `is` with a literal) are not the grader's to print."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return ast.parse(_SHELL.sub(lambda m: m.group(1) + "pass", code))
-
-
-class _Canonical(ast.NodeTransformer):
-    """Rewrites a parsed answer into what it does: no-ops and dead code dropped, the student's names `V`."""
-
-    def __init__(self, known: set[str], keep: set[str], tree: ast.AST, bound_own: bool = True):
-        bound, self.used = _names(tree)
-        self.known = known - bound if bound_own else known
-        self.keep = keep
-        self.depth = 0
-
-    def _name(self, name: str) -> str:
-        return name if name in self.known else OWN
-
-    def _idle(self, stmt: ast.stmt) -> bool:
-        """A statement that does nothing: `pass`, a bare name or constant, `x = x`, an unused definition."""
-        if isinstance(stmt, ast.Pass):
-            return True
-        if isinstance(stmt, ast.Expr):
-            return isinstance(stmt.value, ast.Constant | ast.Name)
-        if isinstance(stmt, ast.Assign):
-            target, value = stmt.targets[0], stmt.value
-            same = isinstance(target, ast.Name) and isinstance(value, ast.Name) and target.id == value.id
-            return len(stmt.targets) == 1 and same
-        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            return stmt.name not in self.used and stmt.name not in self.keep
-        return False
-
-    def _block(self, body: list[ast.stmt]) -> list[ast.stmt]:
-        """A statement list without its idle statements and without what can never run."""
-        out: list[ast.stmt] = []
-        for stmt in body:
-            truth = _truth(stmt.test) if isinstance(stmt, ast.If | ast.While) else None
-            if self._idle(stmt) or (isinstance(stmt, ast.While) and truth is False):
-                continue
-            if isinstance(stmt, ast.If) and truth is not None:
-                out.extend(self._block(stmt.body if truth else stmt.orelse))
-            else:
-                out.append(stmt)
-            if out and isinstance(out[-1], _ENDS):
-                break
-        return out
-
-    def generic_visit(self, node: ast.AST) -> ast.AST:
-        self.depth += 1
-        if self.depth > _MAX_DEPTH:
-            raise RecursionError("answer nested too deeply to rewrite")
-        for name, value in ast.iter_fields(node):
-            if isinstance(value, list):
-                if value and all(isinstance(v, ast.stmt) for v in value):
-                    value = self._block(value)
-                    kept = [w for w in (self.visit(v) for v in value) if w is not None]
-                    setattr(node, name, kept or [ast.Pass()])
-                else:
-                    setattr(node, name, [self.visit(v) if isinstance(v, ast.AST) else v for v in value])
-            elif isinstance(value, ast.AST):
-                setattr(node, name, self.visit(value))
-        self.depth -= 1
-        return node
-
-    def visit_Name(self, node: ast.Name) -> ast.AST:
-        node.id = self._name(node.id)
-        return node
-
-    def visit_arg(self, node: ast.arg) -> ast.AST:
-        node.arg, node.annotation = OWN, None
-        return node
-
-    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
-        node.name, node.returns = OWN, None
-        return self.generic_visit(node)
-
-    visit_AsyncFunctionDef = visit_FunctionDef
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
-        node.name = OWN
-        return self.generic_visit(node)
-
-    def visit_alias(self, node: ast.alias) -> ast.AST:
-        if node.asname is not None:
-            node.asname = OWN
-        return node
-
-    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> ast.AST:
-        node.name = OWN if node.name else None
-        return self.generic_visit(node)
-
-    def visit_Global(self, node: ast.Global | ast.Nonlocal) -> ast.AST:
-        node.names = [OWN for _ in node.names]
-        return node
-
-    visit_Nonlocal = visit_Global
-
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST | None:
-        node = self.generic_visit(node)
-        if node.value is None:
-            return None  # a bare annotation does nothing
-        return ast.Assign(targets=[node.target], value=node.value, lineno=node.lineno)
-
-    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
-        node = self.generic_visit(node)
-        if isinstance(node.op, ast.Add | ast.Sub) and _is(node.right, 0):
-            return node.left
-        if isinstance(node.op, ast.Add) and _is(node.left, 0):
-            return node.right
-        if isinstance(node.op, ast.Mult | ast.Div | ast.Pow) and _is(node.right, 1):
-            return node.left
-        if isinstance(node.op, ast.Mult) and _is(node.left, 1):
-            return node.right
-        return node
-
-    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
-        node = self.generic_visit(node)
-        if isinstance(node.op, ast.UAdd):
-            return node.operand
-        inner = node.operand
-        if isinstance(inner, ast.UnaryOp) and type(inner.op) is type(node.op):
-            return inner.operand  # --x, ~~x, not not x
-        return node
-
-    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
-        node = self.generic_visit(node)
-        neutral = isinstance(node.op, ast.And)  # `and True`, `or False`
-        values = [v for v in node.values if not (isinstance(v, ast.Constant) and v.value is neutral)]
-        if len(values) <= 1:
-            return values[0] if values else node.values[-1]
-        node.values = values
-        return node
-
-    def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
-        node = self.generic_visit(node)
-        truth = _truth(node.test)
-        return node if truth is None else (node.body if truth else node.orelse)
-
-
-def canonical_tokens(code: str, known: set[str], keep: set[str] = frozenset(), bound_own: bool = True) -> list[str]:
-    """The tokens of what `code` does (module docstring, step 1): the course's names in `known` stay (unless
-    the code binds them, with `bound_own`); the top-level definitions named in `keep` stay even when unused."""
-    code = code[:SIMILARITY_ANSWER_CHARS]
-    try:
-        tree = _parse(code)
-        text = ast.unparse(_Canonical(known, set(keep), tree, bound_own).visit(tree))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return _tokens(code, known)
-    return _tokens(text, None)
-
-
 def kgrams(tokens: list[str]) -> set[int]:
     """Every run of K consecutive tokens, hashed."""
     return {
@@ -340,7 +115,7 @@ def kgrams(tokens: list[str]) -> set[int]:
 def _module_names(code: str) -> set[str]:
     """The names a code cell gives the notebook: its imports, and what it defines or assigns at top level."""
     try:
-        tree = _parse(code)
+        tree = parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return set()
     names: set[str] = set()
@@ -404,13 +179,10 @@ def compare(
     paired = sorted(s for s, grams in prints.items() if len(grams) >= MIN_KGRAMS)
     pairs = []
     for a, b in combinations(paired, 2):
-        small, large = sorted((len(prints[a]), len(prints[b])))
-        if small < SHOWN_AT * large:
-            continue  # even if all of the smaller were in the larger, the larger's share is too low
         shared = len(prints[a] & prints[b])
         a_share, b_share = shared / len(prints[a]), shared / len(prints[b])
-        if min(a_share, b_share) >= SHOWN_AT:
-            pairs.append(Pair(a, b, round(min(a_share, b_share), 3), shared, round(a_share, 3), round(b_share, 3)))
+        if max(a_share, b_share) >= SHOWN_AT:  # the shorter answer's share: how much of it the other contains
+            pairs.append(Pair(a, b, round(max(a_share, b_share), 3), shared, round(a_share, 3), round(b_share, 3)))
     pairs.sort(key=lambda p: (-p.score, -p.shared, p.a, p.b))
     return pairs, len(prints) - len(paired)
 
