@@ -328,6 +328,13 @@ class _Canonical(ast.NodeTransformer):
             return inner.operand  # --x, ~~x, not not x
         return node
 
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        node = self.generic_visit(node)
+        f = node.func
+        if isinstance(f, ast.Name) and f.id == "range" and len(node.args) == 2 and _is(node.args[0], 0):
+            node.args = node.args[1:]  # range(0, n) is range(n), once `0 + 0` is 0
+        return node
+
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
         node = self.generic_visit(node)
         swap = len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq | ast.NotEq)

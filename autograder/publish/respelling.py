@@ -4,11 +4,13 @@
 
 - `jax.lax.f` is `lax.f`, `jax.numpy.f` is `jnp.f`;
 - `a.sum()` is `jnp.sum(a)`, for the array reductions (`REDUCTIONS`) called on anything but a module;
+  `jnp.array(xs)` and `jnp.asarray(xs)` are `jnp.stack(xs)`; `xs += [x]` is `xs.append(x)`;
 - `range(0, n)` is `range(n)`; `i = a` then `while i < b:` ending in `i += 1` (no `continue`, `i` set nowhere
   else in the loop) is `for i in range(a, b):`;
 - a temporary of a function, assigned once and read once, in the statement right after (padding passed
   over), is put back where it is read: `t = f(x); g(t)` is `g(f(x))`, `r = f(x); return r` is `return f(x)`
-  (not a name of the exercise's, `keep`; not declared `global`; not read inside a lambda, comprehension or
+  (a temporary the `return` right after reads may be bound elsewhere too: nothing reads this binding later;
+  not a name of the exercise's, `keep`; not declared `global`; not read inside a lambda, comprehension or
   definition; not where the answer reads its namespace by name, canonical._dynamic).
 
 It rewrites spellings only: what runs stays (the order of evaluation moves a statement down at most), so a
@@ -26,13 +28,23 @@ __all__ = ["REDUCTIONS", "respell"]
 # array reductions a student writes either as `jnp.f(a)` or as `a.f()`
 REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "any", "all", "argmax", "argmin", "std", "var"})
 _MODULES = frozenset({"jnp", "np", "numpy", "lax", "jax", "math", "optax"})  # `M.sum(a)`: a module's function
+_STACKS = frozenset({"array", "asarray"})  # `jnp.array(xs)` of a list is `jnp.stack(xs)`
 _ALIASES = {"lax": "lax", "numpy": "jnp"}  # jax.<attr> -> the name the course imports it as
 _SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.FunctionDef)
 _SCOPES += (ast.AsyncFunctionDef, ast.ClassDef)
 
 
 class _Calls(ast.NodeTransformer):
-    """The expression-level spellings: `jax.lax`, `a.sum()`, `range(0, n)`."""
+    """The expression-level spellings: `jax.lax`, `a.sum()`, `range(0, n)`, `jnp.array(xs)`, `xs += [x]`."""
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
+        node = self.generic_visit(node)
+        one = isinstance(node.value, ast.List) and len(node.value.elts) == 1
+        if isinstance(node.op, ast.Add) and one and isinstance(node.target, ast.Name):
+            target = ast.Name(node.target.id, ast.Load())
+            call = ast.Call(ast.Attribute(target, "append", ast.Load()), [node.value.elts[0]], [])
+            return ast.Expr(call, lineno=node.lineno)
+        return node
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         node = self.generic_visit(node)
@@ -49,6 +61,8 @@ class _Calls(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call) -> ast.AST:
         node = self.generic_visit(node)
         f = node.func
+        if isinstance(f, ast.Attribute) and f.attr in _STACKS and isinstance(f.value, ast.Name) and f.value.id == "jnp":
+            f.attr = "stack"  # of a list of equal arrays: one array either way
         on_module = isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in _MODULES
         if isinstance(f, ast.Attribute) and f.attr in REDUCTIONS and not on_module:
             jnp = ast.Attribute(ast.Name("jnp", ast.Load()), f.attr, ast.Load())
@@ -59,18 +73,15 @@ class _Calls(ast.NodeTransformer):
         return node
 
 
-def _counts(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[Counter, Counter]:
-    """(how often each name is read, how often it is bound) in the function's own scope; a name also read in a
-    scope nested in it (a closure, a comprehension) or declared global there counts as bound twice (never a
-    temporary)."""
-    reads, writes = Counter(), Counter()
+def _counts(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[Counter, Counter, set[str]]:
+    """(how often each name is read, how often it is bound) in the function's own scope, and the names that are
+    never a temporary: read in a scope nested in it (a closure, a comprehension) or declared global there."""
+    reads, writes, pinned = Counter(), Counter(), set()
     todo = [*fn.body]
     while todo:
         node = todo.pop()
         if isinstance(node, _SCOPES):
-            for inner in ast.walk(node):
-                if isinstance(inner, ast.Name):
-                    writes[inner.id] += 2
+            pinned |= {inner.id for inner in ast.walk(node) if isinstance(inner, ast.Name)}
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                 writes[node.name] += 1
             continue
@@ -79,12 +90,12 @@ def _counts(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[Counter, Counte
         elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
             reads[node.target.id] += 1
         elif isinstance(node, ast.Global | ast.Nonlocal):
-            writes.update(dict.fromkeys(node.names, 2))
+            pinned.update(node.names)
         todo.extend(ast.iter_child_nodes(node))
     for arg in ast.walk(fn.args):
         if isinstance(arg, ast.arg):
             writes[arg.arg] += 1
-    return reads, writes
+    return reads, writes, pinned
 
 
 def _loop(first: ast.stmt, second: ast.stmt) -> ast.For | None:
@@ -128,19 +139,21 @@ def _loop(first: ast.stmt, second: ast.stmt) -> ast.For | None:
     )
 
 
-def _read_once_in(stmt: ast.stmt, name: str) -> ast.Name | None:
-    """The one read of `name` in `stmt`, outside any nested scope (None: it is not there, or only inside one)."""
+def _reads_in(stmt: ast.stmt, name: str) -> list[ast.Name] | None:
+    """The reads of `name` in `stmt` outside any nested scope (None: it is read inside one, or `stmt` is one)."""
     if isinstance(stmt, _SCOPES):
         return None
-    todo = list(ast.iter_child_nodes(stmt))
+    found, todo = [], list(ast.iter_child_nodes(stmt))
     while todo:
         node = todo.pop()
         if isinstance(node, _SCOPES):
+            if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node)):
+                return None
             continue
         if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):
-            return node
+            found.append(node)
         todo.extend(ast.iter_child_nodes(node))
-    return None
+    return found
 
 
 class _Put(ast.NodeTransformer):
@@ -152,7 +165,7 @@ class _Put(ast.NodeTransformer):
 
 
 def _block(
-    block: list[ast.stmt], counts: tuple[Counter, Counter] | None, keep: set[str], idle: Callable[[ast.stmt], bool]
+    block: list[ast.stmt], counts: tuple[Counter, Counter, set[str]] | None, keep: set[str], idle: Callable
 ) -> list[ast.stmt]:
     """The block's `while` loops as `for`, and (in a function: `counts`, its names' reads and bindings) its
     temporaries put back where they are read."""
@@ -165,18 +178,20 @@ def _block(
         i += 1
     if counts is None:
         return out
-    reads, writes = counts
+    reads, writes, pinned = counts
     for i in range(len(out) - 2, -1, -1):
         stmt = out[i]
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
             continue
         t = stmt.targets[0].id
-        if reads[t] != 1 or writes[t] != 1 or t in keep:
-            continue
         after = next((j for j in range(i + 1, len(out)) if not idle(out[j])), None)
-        use = None if after is None else _read_once_in(out[after], t)
-        if use is not None:
-            out[after] = _Put(use, stmt.value).visit(out[after])
+        if t in keep or t in pinned or after is None:
+            continue
+        uses = _reads_in(out[after], t)
+        # read once in all the function, or read once by the `return` right after (nothing reads it later)
+        once = reads[t] == 1 and writes[t] == 1 or isinstance(out[after], ast.Return)
+        if uses is not None and len(uses) == 1 and once:
+            out[after] = _Put(uses[0], stmt.value).visit(out[after])
             del out[i]
     return out
 
@@ -189,7 +204,7 @@ def respell(
     read is looked for in the statement after it."""
     tree = _Calls().visit(tree)
 
-    def visit(node: ast.AST, counts: tuple[Counter, Counter] | None) -> None:
+    def visit(node: ast.AST, counts: tuple[Counter, Counter, set[str]] | None) -> None:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             counts = None if dynamic else _counts(node)
         elif isinstance(node, ast.ClassDef):

@@ -3,36 +3,33 @@
 It reports; it never changes a score. Per answer cell (an nbgrader solution cell of the source), every
 student's code is compared with every other student's in three steps:
 
-1. **The program, not its spelling** (Python's `ast`, nothing executed): the code is parsed and written
-   back from its syntax tree, so parentheses that change nothing, comments, docstrings, layout and type
-   annotations are gone, and so are the no-ops a copier pads with: `x + 0`, `x - 0`, `x * 1`, `x / 1`,
-   `x ** 1`, `+x`, `--x`, `pass`, a bare name or constant as a statement, `x = x`, `if True:`/`if False:`,
-   `a if True else b`, `and True`, code after a `return`, `raise`, `break` or `continue` in its block,
-   and a function or class defined but never used (the exercise's own function stays). Every name the
-   answer binds (parameters, assignments, loop variables, its functions) becomes `V`, and so does any
-   name the course does not give; the course's names used as given (`lax`, `jnp`, `DEVICES`, a helper of
-   the notebook), keywords, built-ins, attributes (`.psum`) and keyword arguments (`tiled=`) stay, so
-   `lax.pmean` stays unlike `lax.psum`. Numbers become `N`, strings `S`. A cell that does not parse
-   (a syntax error, IPython's `%`/`!` lines are read as `pass` first) is compared by its tokens instead.
+1. **The program, not its spelling** (canonical.py; Python's `ast`, nothing executed): comments, layout,
+   parentheses, docstrings and annotations are gone; one spelling for what is written several ways
+   (`jax.lax.f`/`lax.f`, `a.sum()`/`jnp.sum(a)`, `for`/`while`, a temporary or not, `b + a`/`a + b`);
+   padding (debugging prints, idle stores, `pass`) and only what provably never runs are removed (a
+   `while 0:`'s `else:` runs and stays; a function reachable through `globals()`, a decorator or
+   `getattr` stays); the student's own names become `V`, numbers `N`, strings `S`.
 2. **Every run of `K` tokens** is hashed (BLAKE2b); an answer is the set of its k-grams. Winnowing (the
    MOSS way of keeping a fingerprint database small) would throw evidence away, and an answer is bounded
    (`SIMILARITY_ANSWER_CHARS`), so every k-gram is kept: any shared run of `K` tokens counts.
-3. **What everyone writes is not evidence**, and it is taken from the course, never from the class: the
-   k-grams of the released stub, of the reference solution and of the notebook's other code cells (its
-   demonstrations, which students adapt) are removed. An answer with fewer than `MIN_KGRAMS` left is too
-   short to tell copying from the one way of being right (a one-line `lax.psum(x, DEVICES)`, or the
-   reference's way word for word): it is counted, never paired. No share of the class is removed, so
-   a ring of three copies in a class of ten keeps its evidence.
+3. **What everyone writes is not evidence**: the k-grams of the released stub, of the reference solution
+   and of the notebook's other code cells (its demonstrations, which students adapt) are removed, and so
+   are the class's **common ways** (`common_ways`): a program that `COMMON_WAY` or more students hand in
+   alike (a natural class of plain loops writes a few such programs: issue 58) is named as a common way to
+   write it, with its size and its students, and its k-grams are not evidence for any other pair. An
+   answer with fewer than `MIN_KGRAMS` left is too short to tell copying from the one way of being right
+   (a one-line `lax.psum(x, DEVICES)`, or the reference's way word for word): it is counted, never paired.
+   A ring of three copies in a class of ten keeps its evidence.
 
-A pair's **score** is symmetric: the smaller of its two shares (the share of A's distinctive k-grams
-that B has, and of B's that A has). Variants padded after a `return` are gone before comparing; an
-answer padded with variants that do run holds only a small share of itself in common with a
-classmate's short answer, so the pair's score stays low, and the page shows both shares, so it is plain
-which answer contains which. Pairs at or above `SHOWN_AT` are listed, highest first, with both answers
-side by side (similarity.json keeps the highest `SIMILARITY_PAIRS_KEPT` and counts the others); three
-or more students linked by listed pairs are named as a group. Chosen by measurement on the fixture
-classes of tests/helpers/similarity_specs.py against the old report, Dolos and copydetect
-(docs/instructors.md gives the figures).
+A pair's **score** is the share of the shorter answer that the other contains (the larger of the two
+shares: of A's distinctive k-grams that B has, and of B's that A has), on at least `MIN_KGRAMS` shared
+k-grams: lines a copier adds to a copy cannot dilute it (issue 58: five debugging lines hid 70 of 74
+copies from the old score, the smaller share). The page shows both shares, so it is plain which answer
+contains which. Pairs at or above `SHOWN_AT` are listed, highest first, with both answers side by side
+(similarity.json keeps the highest `SIMILARITY_PAIRS_KEPT` and counts the others); three or more
+students linked by listed pairs are named as a group. Chosen by measurement on the fixture classes of
+tests/helpers/similarity_specs.py and the copier's edits of tests/helpers/similarity_edits.py against
+the old report, Dolos and copydetect (docs/instructors.md gives the figures).
 
 A batch of some assignments (`--assignment`) rewrites their sections and keeps the others' from the
 last similarity.json, which stores the answers it shows; a batch of some students writes nothing (a
@@ -42,8 +39,7 @@ Threat model: the answers are student text. Each is read through `read_submissio
 followed), cut at `SIMILARITY_ANSWER_CHARS`, parsed by `ast.parse` only (never compiled or run; a tree
 too deep for the parser or for the rewriting, which stops at `_MAX_DEPTH`, falls back to tokens), and
 shown only as escaped text in a page with the grader's CSP (`inert`). A class of n answers costs n
-parses and at most n²/2 intersections of bounded sets (pairs whose sizes alone rule them out are
-skipped); a class of 500 on notebook 04 takes 2-5 s on 2 busy cores (`make bench`).
+parses and at most n²/2 intersections of bounded sets.
 """
 
 from __future__ import annotations
@@ -56,6 +52,7 @@ import keyword
 from dataclasses import asdict, dataclass
 from itertools import combinations
 from pathlib import Path
+from typing import NamedTuple
 
 from courseinfo.nbgrader_metadata import nbgrader_cell
 
@@ -73,6 +70,8 @@ __all__ = [
     "kgrams",
     "common_kgrams",
     "compare",
+    "common_ways",
+    "Comparison",
     "compare_class",
     "similarity",
     "write_similarity",
@@ -80,7 +79,8 @@ __all__ = [
 
 K = 8  # tokens per k-gram
 MIN_KGRAMS = 20  # distinctive k-grams an answer needs to be paired (one line of code has about 15)
-SHOWN_AT = 0.65  # the pair's score from which it is listed
+SHOWN_AT = 0.85  # the pair's score from which it is listed
+COMMON_WAY = 4  # students handing in one program from which it is a common way to write it, not a copy
 
 
 @dataclass(frozen=True)
@@ -102,6 +102,7 @@ class ExerciseSimilarity:
     listed: int  # pairs at or above SHOWN_AT
     pairs: tuple[Pair, ...]  # the highest SIMILARITY_PAIRS_KEPT of them, highest first
     groups: tuple[tuple[str, ...], ...]  # three or more students linked by listed pairs
+    ways: tuple[tuple[str, ...], ...] = ()  # common ways to write it: COMMON_WAY or more students, one program
 
 
 def kgrams(tokens: list[str]) -> set[int]:
@@ -170,21 +171,40 @@ def common_kgrams(base: list[str], known: set[str]) -> set[int]:
     return grams
 
 
-def compare(
-    answers: dict[str, str], ignored: set[int], known: set[str], keep: set[str] = frozenset()
-) -> tuple[list[Pair], int]:
-    """(pairs at or above SHOWN_AT, highest first; how many answers were too short to pair). `ignored`: the
-    k-grams of what everyone may write (`common_kgrams`); `keep`: the names the stub defines."""
+class Comparison(NamedTuple):
+    pairs: list[Pair]  # at or above SHOWN_AT, highest first
+    too_short: int  # answers with fewer than MIN_KGRAMS distinctive k-grams left (common ways' members aside)
+    ways: tuple[tuple[str, ...], ...]  # the class's common ways: COMMON_WAY or more students with one program
+
+
+def common_ways(prints: dict[str, set[int]]) -> tuple[tuple[str, ...], ...]:
+    """The students of each program that COMMON_WAY or more hand in alike (their distinctive k-grams equal)."""
+    alike: dict[frozenset[int], list[str]] = {}
+    for student, grams in prints.items():
+        if len(grams) >= MIN_KGRAMS:
+            alike.setdefault(frozenset(grams), []).append(student)
+    return tuple(sorted(tuple(sorted(g)) for g in alike.values() if len(g) >= COMMON_WAY))
+
+
+def compare(answers: dict[str, str], ignored: set[int], known: set[str], keep: set[str] = frozenset()) -> Comparison:
+    """The answers' listed pairs, how many were too short to pair, and the class's common ways. `ignored`: the
+    k-grams of what everyone may write (`common_kgrams`); `keep`: the names the stub defines. A common way's
+    k-grams are not evidence either: only what is rarer than the class's common ways is called similar."""
     prints = {s: kgrams(canonical_tokens(code, known, keep)) - ignored for s, code in answers.items()}
+    ways = common_ways(prints)
+    usual = set().union(*(prints[way[0]] for way in ways))
+    members = {s for way in ways for s in way}
+    prints = {s: grams - usual for s, grams in prints.items() if s not in members}
     paired = sorted(s for s, grams in prints.items() if len(grams) >= MIN_KGRAMS)
     pairs = []
     for a, b in combinations(paired, 2):
         shared = len(prints[a] & prints[b])
         a_share, b_share = shared / len(prints[a]), shared / len(prints[b])
-        if max(a_share, b_share) >= SHOWN_AT:  # the shorter answer's share: how much of it the other contains
+        # the shorter answer's share (how much of it the other contains), on as much evidence as one answer needs
+        if max(a_share, b_share) >= SHOWN_AT and shared >= MIN_KGRAMS:
             pairs.append(Pair(a, b, round(max(a_share, b_share), 3), shared, round(a_share, 3), round(b_share, 3)))
     pairs.sort(key=lambda p: (-p.score, -p.shared, p.a, p.b))
-    return pairs, len(prints) - len(paired)
+    return Comparison(pairs, len(prints) - len(paired), ways)
 
 
 def _answers(intake: Intake, source: SourceNotebook) -> dict[str, dict[str, str]]:
@@ -212,11 +232,10 @@ def compare_class(source: SourceNotebook, by_gid: dict[str, dict[str, str]]) -> 
     results, shown = [], {}
     for gid, answers in by_gid.items():
         stub = source.stubs.get(gid, "")
-        pairs, short = compare(answers, course | common_kgrams([stub], known), known, _module_names(stub))
+        pairs, short, ways = compare(answers, course | common_kgrams([stub], known), known, _module_names(stub))
         kept = tuple(pairs[:SIMILARITY_PAIRS_KEPT])
-        results.append(
-            ExerciseSimilarity(source.assignment, gid, len(answers), short, len(pairs), kept, _groups(pairs))
-        )
+        counts = (len(answers), short, len(pairs))
+        results.append(ExerciseSimilarity(source.assignment, gid, *counts, kept, _groups(pairs), ways))
         shown[(source.assignment, gid)] = {s: answers[s] for p in pairs[:SIMILARITY_PAIRS_SHOWN] for s in (p.a, p.b)}
     return results, shown
 
@@ -242,18 +261,23 @@ def _page(results: list[ExerciseSimilarity], shown: dict) -> str:
         "pre{white-space:pre-wrap;margin:0;font-size:90%}.muted{color:#555}</style></head><body>",
         f"<h1>{_both('Similar hand-ins', '相似的提交')}</h1>",
         '<p class="muted">Answers compared exercise by exercise as programs: parsed, with comments, layout, '
-        "redundant parentheses, no-op arithmetic (<code>+ 0</code>, <code>* 1</code>) and code that never runs "
-        "removed, and the students' own names made alike; then every run of "
-        f"{K} tokens compared. What the released notebook and the reference solution contain is not evidence "
-        "and is removed first; nothing is removed for being common in the class. A pair's score is the "
-        "smaller of its two shares (how much of each answer's distinctive code the other has), so a long "
-        "answer padded with variants does not make a short honest one look copied. A high score is a reason "
-        "to read both answers, not a finding. Scores are not changed by this page.<br>"
+        "redundant parentheses, no-op arithmetic (<code>+ 0</code>, <code>* 1</code>), debugging prints, idle lines "
+        "and code that never runs removed, one spelling for what can be written several ways (<code>a.sum()</code> "
+        "and <code>jnp.sum(a)</code>, a loop as <code>for</code> or <code>while</code>, a temporary or not), and the "
+        f"students' own names made alike; then every run of {K} tokens compared. What the released notebook and "
+        "the reference solution contain is not evidence and is removed first, and so is a common way to write it: "
+        f"a program {COMMON_WAY} or more students hand in alike is named as such, not as a copy. A pair's score is "
+        "the share of the shorter answer that the other contains, so lines added to a copy do not hide it; both "
+        "shares are shown. A high score is a reason to read both answers, not a finding. Scores are not changed by "
+        "this page.<br>"
         '<span lang="zh-CN">按练习逐题把答案当作程序比较：先解析代码，去掉注释、排版、多余的括号、无作用的运算'
-        "（<code>+ 0</code>、<code>* 1</code>）和永远不会执行的代码，并把学生自己起的名字统一；再比较每段连续的 "
-        f"{K} 个记号。发布的笔记本和参考答案里已有的内容不算证据，先行去除；不会因为全班常见而去除任何内容。"
-        "一对答案的分数取两个比例中较小的一个（每份答案的独特代码有多少出现在另一份中），因此塞满各种写法的长答案"
-        "不会让诚实的短答案显得像抄袭。分数高只说明值得把两份答案都读一遍，并非结论。本页不改动任何分数。</span></p>",
+        "（<code>+ 0</code>、<code>* 1</code>）、调试输出、空转的语句和永远不会执行的代码，把同一程序的不同写法统一"
+        "（<code>a.sum()</code> 与 <code>jnp.sum(a)</code>、<code>for</code> 与 <code>while</code> 循环、"
+        "是否使用临时变量），"
+        f"并把学生自己起的名字统一；再比较每段连续的 {K} 个记号。发布的笔记本和参考答案里已有的内容不算证据，先行去除；"
+        f"常见写法也不算：{COMMON_WAY} 名或更多学生提交的同一个程序会被标为常见写法，而不是抄袭。一对答案的分数是较短的"
+        "答案有多少包含在另一份中，因此在抄来的答案里添加代码无法掩盖抄袭；两个比例都会显示。分数高只说明值得把两份答案"
+        "都读一遍，并非结论。本页不改动任何分数。</span></p>",
     ]
     for r in results:
         parts.append(f'<h2 id="{e(r.assignment)}-{e(r.grade_id)}">{e(r.assignment)}: <code>{e(r.grade_id)}</code></h2>')
@@ -263,6 +287,12 @@ def _page(results: list[ExerciseSimilarity], shown: dict) -> str:
             f'<span lang="zh-CN">读取 {r.answers} 份答案；{r.too_short} 份太短，无法比较；'
             f"{r.listed} 对达到或超过 {SHOWN_AT:.0%}。</span></p>"
         )
+        for way in r.ways:
+            said = _both(
+                f"a common way to write it: {len(way)} students handed in this one program",
+                f"一种常见写法：{len(way)} 名学生提交了同一个程序",
+            )
+            parts.append(f"<p>{said} ({e(', '.join(way))})</p>")
         for group in r.groups:
             linked = _both(f"{len(group)} students linked by the pairs below", f"由下列各对相连的 {len(group)} 名学生")
             parts.append(f"<p>{_both('Group', '小组')}: {e(', '.join(group))} ({linked})</p>")
@@ -312,8 +342,9 @@ def _kept(out: Path, graded: set[str]) -> tuple[list[ExerciseSimilarity], dict]:
                 for p in d["pairs"]
             )
             groups = tuple(tuple(str(s) for s in g) for g in d["groups"])
+            ways = tuple(tuple(str(s) for s in w) for w in d.get("ways", ()))
             counts = int(d["answers"]), int(d["too_short"]), int(d["listed"])
-            r = ExerciseSimilarity(str(d["assignment"]), str(d["grade_id"]), *counts, pairs, groups)
+            r = ExerciseSimilarity(str(d["assignment"]), str(d["grade_id"]), *counts, pairs, groups, ways)
             code = {str(k): str(v) for k, v in d["shown"].items()}
             if not all(s in code for p in pairs[:SIMILARITY_PAIRS_SHOWN] for s in (p.a, p.b)):
                 return [], {}

@@ -96,7 +96,8 @@ class _Method(ast.NodeTransformer):
             return ast.Call(ast.Attribute(node.args[0], f.attr, ast.Load()), node.args[1:], node.keywords)
         if not (isinstance(f.value, ast.Name) and f.value.id in MODULES):  # a.sum() -> jnp.sum(a)
             self.changed = True
-            return ast.Call(ast.Attribute(ast.Name("jnp", ast.Load()), f.attr, ast.Load()), [f.value, *node.args], node.keywords)
+            jnp = ast.Attribute(ast.Name("jnp", ast.Load()), f.attr, ast.Load())
+            return ast.Call(jnp, [f.value, *node.args], node.keywords)
         return node
 
 
@@ -152,7 +153,7 @@ def hoist(tree: ast.Module) -> bool:
 def return_temp(tree: ast.Module) -> bool:
     changed = False
     for _, _, block in list(_bodies(tree)):
-        for i, stmt in enumerate(list(block)):
+        for stmt in list(block):
             if isinstance(stmt, ast.Return) and stmt.value is not None and not isinstance(stmt.value, ast.Name):
                 at = block.index(stmt)
                 block[at : at + 1] = [
