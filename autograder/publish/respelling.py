@@ -73,6 +73,20 @@ class _Calls(ast.NodeTransformer):
         return node
 
 
+def _free(scope: ast.AST) -> set[str]:
+    """The names a nested scope reads and does not bind itself (what it may read of the enclosing function's),
+    and those it declares global or nonlocal."""
+    reads, binds = set(), set()
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Name):
+            (reads if isinstance(node.ctx, ast.Load) else binds).add(node.id)
+        elif isinstance(node, ast.arg):
+            binds.add(node.arg)
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            reads.update(node.names)
+    return reads - binds | {n for g in ast.walk(scope) if isinstance(g, ast.Global | ast.Nonlocal) for n in g.names}
+
+
 def _counts(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[Counter, Counter, set[str]]:
     """(how often each name is read, how often it is bound) in the function's own scope, and the names that are
     never a temporary: read in a scope nested in it (a closure, a comprehension) or declared global there."""
@@ -81,7 +95,7 @@ def _counts(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[Counter, Counte
     while todo:
         node = todo.pop()
         if isinstance(node, _SCOPES):
-            pinned |= {inner.id for inner in ast.walk(node) if isinstance(inner, ast.Name)}
+            pinned |= _free(node)
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                 writes[node.name] += 1
             continue

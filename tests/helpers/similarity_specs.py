@@ -386,3 +386,30 @@ NATURAL_LOOPS = (
 NATURAL = SimilarityClass(
     "natural class", A04, "train_answer", {f"s{i:02d}": code for i, code in enumerate(NATURAL_LOOPS, 1)}
 )
+
+
+# ---------------------------------------------------------------- notebook 04: live code hidden as dead (issue 58)
+def _indented(code: str, by: str) -> str:
+    return "".join(by + line if line.strip() else line for line in code.splitlines(keepends=True))
+
+
+_RING_BODY = RING.split("\n", 1)[1]  # the copied answer's body, indented for `def train`
+# each a copy of RING (gus's answer) with its body where the old normaliser took it for code that never runs
+HIDDEN = {
+    # a `while` whose test is false never runs its body, but always its `else:`
+    "while_else": "def train(params, sharded_batch, steps):\n    while 0:\n        pass\n    else:\n"
+    + _indented(_RING_BODY, "    "),
+    # a helper never read as a plain name, reached through the module's namespace
+    "globals": "def train_impl(params, sharded_batch, steps):\n"
+    + _RING_BODY
+    + "def train(params, sharded_batch, steps):\n"
+    + "    return globals()['train' + '_impl'](params, sharded_batch, steps)\n",
+    # a helper a decorator registers, called through the registry
+    "registry": "_impl = []\n@_impl.append\ndef helper(params, sharded_batch, steps):\n"
+    + _RING_BODY
+    + "def train(params, sharded_batch, steps):\n    return _impl[0](params, sharded_batch, steps)\n",
+    # a helper fetched by getattr on a class
+    "getattr": "class Impl:\n    @staticmethod\n    def run(params, sharded_batch, steps):\n"
+    + _indented(_RING_BODY, "    ")
+    + "def train(params, sharded_batch, steps):\n    return getattr(Impl, 'ru' + 'n')(params, sharded_batch, steps)\n",
+}

@@ -12,9 +12,12 @@ from collections import defaultdict
 
 import pytest
 from answer_class import AID, COPY, INDEXED, LOOP, REFERENCE, SCAN, hand_ins, source
+from similarity_edits import EDITS, context, corpus
+from similarity_edits import table as edit_table
 from similarity_specs import (
     EVASIONS,
     FILLER,
+    HIDDEN,
     NATURAL,
     PADDED,
     PARENTHESISED,
@@ -319,3 +322,26 @@ def test_the_parsers_warnings_about_a_students_code_are_not_printed():
         warnings.simplefilter("error")
         tokens = canonical_tokens(code, set(), {"f"})
     assert tokens == ["def", "V", "(", "V", ")", ":", ";", "return", "V", "is", "N", "or", "S", ";"]
+
+
+@pytest.mark.parametrize("construct", sorted(HIDDEN))
+def test_a_copy_hidden_in_live_code_the_old_normaliser_dropped_is_listed(construct):
+    """Issue 58: the copied body in the `else:` of `while 0:`, in a helper called through `globals()`, in one a
+    decorator registers, or fetched by `getattr`: the old normaliser dropped each as dead (74 of 74 copies
+    missed). Each runs, so each stays, and the copy is listed beside the answer it copies (gus's, in the class
+    of ten without gus's ring), at 100 %; no honest classmate is pulled in."""
+    klass = {s: code for s, code in EVASIONS.answers.items() if s not in ("hal", "ivy")} | {"zed": HIDDEN[construct]}
+    ignored, known, keep = context(EVASIONS.assignment, EVASIONS.grade_id)
+    pairs = compare(klass, ignored, known, keep).pairs
+    assert [(p.a, p.b, p.score) for p in pairs if "zed" in (p.a, p.b)] == [("gus", "zed", 1.0)], pairs
+
+
+def test_single_edits_leave_nine_in_ten_of_the_corpus_copies_listed():
+    """Issue 58: of the copies of the project's corpora (each listed unedited), one ordinary edit hid many
+    (five debugging lines 70/74, commutative swaps 21/42, `lax.f` -> `jax.lax.f` 34/57, ...). Each edit of
+    similarity_edits.py now leaves at least 90 % listed (the table docs/instructors.md gives)."""
+    assert len(corpus()) >= 70
+    table = edit_table()
+    assert set(table) == set(EDITS)
+    for edit, (listed, copies) in table.items():
+        assert copies >= 8 and listed >= 0.9 * copies, (edit, listed, copies)
