@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from ..limits import POLICY_MAX_BYTES
+from ..limits import POLICY_MAX_BYTES, POLICY_MAX_DAYS
 from ..records import GraderError, Late
 
 __all__ = ["LatePolicy", "load_policy", "parse_due", "POLICY_FILE", "EXTENSIONS_FILE"]
@@ -54,8 +54,6 @@ __all__ = ["LatePolicy", "load_policy", "parse_due", "POLICY_FILE", "EXTENSIONS_
 POLICY_FILE = "deadlines.toml"
 EXTENSIONS_FILE = "extensions.csv"
 _DAY = 86400.0
-MAX_DAYS = 3650  # an extension, or the grace, is at most ten years: a larger number is a typo, and `inf`,
-# `nan` or 1e300 would not even make a time (timedelta raises OverflowError or ValueError)
 
 
 @dataclass(frozen=True)
@@ -173,11 +171,10 @@ def _policy_file(path: Path, assignments: set[str]) -> LatePolicy:
             f"(known: grace_minutes, penalty_per_day, max_penalty)"
         )
     grace = late.get("grace_minutes", 0)
-    if isinstance(grace, bool) or not isinstance(grace, int | float) or not 0 <= grace <= MAX_DAYS * 1440:
+    if isinstance(grace, bool) or not isinstance(grace, int | float) or not 0 <= grace <= POLICY_MAX_DAYS * 1440:
         where = f"{path}:{_line_of(text, 'grace_minutes')}"
-        raise GraderError(
-            f"{where}: grace_minutes = {grace!r}: write minutes, from 0 to {MAX_DAYS * 1440} ({MAX_DAYS} days)"
-        )
+        most = POLICY_MAX_DAYS * 1440
+        raise GraderError(f"{where}: grace_minutes = {grace!r}: write minutes, from 0 to {most} ({POLICY_MAX_DAYS} days)")
     return LatePolicy(
         due=due,
         grace=timedelta(minutes=grace),
@@ -208,8 +205,8 @@ def _extensions(path: Path, assignments: set[str], due: dict[str, datetime]) -> 
             value = float(days)
         except ValueError:
             raise GraderError(f"{path}:{number}: days {days!r} is not a number") from None
-        if not 0 <= value <= MAX_DAYS or math.isnan(value):
-            raise GraderError(f"{path}:{number}: days {days!r} must be between 0 and {MAX_DAYS}")
+        if not 0 <= value <= POLICY_MAX_DAYS or math.isnan(value):
+            raise GraderError(f"{path}:{number}: days {days!r} must be between 0 and {POLICY_MAX_DAYS}")
         _fits(f"{path}:{number}: days {days}", due, aid, timedelta(days=value))
         if (student, aid) in out:
             raise GraderError(f"{path}:{number}: a second extension for {student} and {aid}")
