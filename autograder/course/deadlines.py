@@ -173,8 +173,8 @@ def _policy_file(path: Path, assignments: set[str]) -> LatePolicy:
     grace = late.get("grace_minutes", 0)
     if isinstance(grace, bool) or not isinstance(grace, int | float) or not 0 <= grace <= POLICY_MAX_DAYS * 1440:
         where = f"{path}:{_line_of(text, 'grace_minutes')}"
-        most = POLICY_MAX_DAYS * 1440
-        raise GraderError(f"{where}: grace_minutes = {grace!r}: write minutes, from 0 to {most} ({POLICY_MAX_DAYS} days)")
+        most = f"{POLICY_MAX_DAYS * 1440} ({POLICY_MAX_DAYS} days)"
+        raise GraderError(f"{where}: grace_minutes = {grace!r}: write minutes, from 0 to {most}")
     return LatePolicy(
         due=due,
         grace=timedelta(minutes=grace),
