@@ -7,11 +7,13 @@
   `jnp.array(xs)` and `jnp.asarray(xs)` are `jnp.stack(xs)`; `xs += [x]` is `xs.append(x)`;
 - `range(0, n)` is `range(n)`; `i = a` then `while i < b:` ending in `i += 1` (no `continue`, `i` set nowhere
   else in the loop) is `for i in range(a, b):`;
-- a temporary of a function, assigned once and read once, in the statement right after (padding passed
-  over), is put back where it is read: `t = f(x); g(t)` is `g(f(x))`, `r = f(x); return r` is `return f(x)`
-  (a temporary the `return` right after reads may be bound elsewhere too: nothing reads this binding later;
-  not a name of the exercise's, `keep`; not declared `global`; not read inside a lambda, comprehension or
-  definition; not where the answer reads its namespace by name, canonical._dynamic).
+- a call's result (or a part of one: `f(x)[1]`) named by a temporary, assigned once and read once, in the
+  statement right after (padding passed over), is put back where it is read: `t = f(x); g(t)` is `g(f(x))`;
+  and whatever value `return t` right after names: `r = a + b; return r` is `return a + b` (nothing reads
+  that binding later, whatever else binds the name). A temporary of another kind stays: it is how the
+  student split the work up. Never put back: a name of the exercise's (`keep`), one declared `global`, one
+  read inside a lambda, comprehension or definition, or any where the answer reads its namespace by name
+  (canonical._dynamic).
 
 It rewrites spellings only: what runs stays (the order of evaluation moves a statement down at most), so a
 copy is never hidden by it; it only makes two spellings of one program compare alike.
@@ -170,6 +172,13 @@ def _reads_in(stmt: ast.stmt, name: str) -> list[ast.Name] | None:
     return found
 
 
+def _called(value: ast.expr) -> bool:
+    """A call's result, or a part of one (`f(x)[1]`, `f(x).T`)."""
+    while isinstance(value, ast.Subscript | ast.Attribute):
+        value = value.value
+    return isinstance(value, ast.Call)
+
+
 class _Put(ast.NodeTransformer):
     def __init__(self, target: ast.Name, value: ast.expr):
         self.target, self.value = target, value
@@ -201,9 +210,12 @@ def _block(
         after = next((j for j in range(i + 1, len(out)) if not idle(out[j])), None)
         if t in keep or t in pinned or after is None:
             continue
-        uses = _reads_in(out[after], t)
-        # read once in all the function, or read once by the `return` right after (nothing reads it later)
-        once = reads[t] == 1 and writes[t] == 1 or isinstance(out[after], ast.Return)
+        nxt = out[after]
+        uses = _reads_in(nxt, t)
+        # a call hoisted out of the next statement, or a value only named by the `return` right after (then
+        # nothing reads this binding later, whatever else binds the name); read once in all the function
+        returned = isinstance(nxt, ast.Return) and isinstance(nxt.value, ast.Name) and nxt.value.id == t
+        once = returned or (reads[t] == 1 and writes[t] == 1 and _called(stmt.value))
         if uses is not None and len(uses) == 1 and once:
             out[after] = _Put(uses[0], stmt.value).visit(out[after])
             del out[i]
