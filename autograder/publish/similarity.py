@@ -39,7 +39,9 @@ Threat model: the answers are student text. Each is read through `read_submissio
 followed), cut at `SIMILARITY_ANSWER_CHARS`, parsed by `ast.parse` only (never compiled or run; a tree
 too deep for the parser or for the rewriting, which stops at `_MAX_DEPTH`, falls back to tokens), and
 shown only as escaped text in a page with the grader's CSP (`inert`). A class of n answers costs n
-parses and at most n²/2 intersections of bounded sets.
+parses and at most n²/2 intersections of bounded sets: 500 answers to notebook 04's `train` took 0.7 s of
+CPU, 300 distinct answers of the full `SIMILARITY_ANSWER_CHARS` each 33 s (issue 58, on this project's
+2-core machine).
 """
 
 from __future__ import annotations
