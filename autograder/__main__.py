@@ -58,11 +58,11 @@ def _export(args) -> int:
     course = args.course or repo_root() / "build" / "course"
     out = args.out or course / "grades"
     try:
-        target = write_export(out, args.lms, course, args.output)
+        export = write_export(out, args.lms, course, args.output)
     except (OSError, ValueError) as err:
         sys.stderr.write(f"autograder: error: {err}\n")
         return 1
-    print(f"wrote {target} ({args.lms})")
+    print(f"wrote {export.path} ({args.lms})", *export.note(), sep="\n")
     return 0
 
 

@@ -216,6 +216,9 @@ HANDIN_FUTURE_SLACK: Annotated[
 POLICY_MAX_BYTES: Annotated[
     int, Cap("bytes", "course/deadlines.py", "bytes of deadlines.toml or extensions.csv; more: a clear error")
 ] = _MiB
+POLICY_MAX_DAYS: Annotated[
+    int, Cap("days", "course/deadlines.py", "an extension or the grace (inf, nan, 1e300: a typo); more: a clear error")
+] = 3650
 SIMILARITY_ANSWER_CHARS: Annotated[
     int, Cap("characters", "publish/similarity.py", "of one answer cell compared and shown; the rest: ignored")
 ] = 20_000

@@ -27,6 +27,7 @@ COVERED_BY = {
     "namedaxes/transformer.py": "tests/namedaxes/test_transformer_scanned.py",  # and notebook 10's exercises
     "autograder/messages.py": "tests/autograder/publish/test_words.py",  # the grader's words are said there
     "autograder/run/kernel.py": "tests/autograder/run/test_executor.py",  # one kernel, cell by cell
+    "autograder/publish/canonical.py": "tests/autograder/publish/test_similarity.py",  # the report's first step
     "hub/layout.py": "tests/hub/test_isolation.py",  # the hub's folders, laid out for real
     "hub/server.py": "tests/browser/test_hub.py",  # the hub started, used and cleaned
     "tools/compile_for_topology.py": "tests/namedaxes/test_recorded_programs.py",  # its records, read again

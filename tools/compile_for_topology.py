@@ -22,7 +22,9 @@ compile_exported`: the program's mesh over the topology's devices, fed the refer
 JAX, NumPy and flatbuffers only (no Optax), and `--jobs N` compiles N programs at a time.
 
 Output: DIR/compile-<topology>.json (the summary with its provenance) and DIR/hlo-<topology>/<program>.hlo.gz;
-with `--references`, DIR/references-<topology>.json and DIR/references-hlo-<topology>.json.xz (every text).
+with `--references`, DIR/references-<topology>.json and DIR/references-hlo-<topology>.json.xz (every text), DIR
+being solutions/recorded/ unless `--out` says otherwise: the reference programs show the solutions' methods, so
+they live with the solutions, out of the `namedaxes` package a student and a graded kernel can read.
 """
 
 from __future__ import annotations
@@ -59,7 +61,10 @@ from namedaxes.judging.runs import runs_of, sent_bytes  # the readers of `Work.s
 from namedaxes.judging.work import overlap_of
 
 REPO = Path(__file__).resolve().parents[1]
-RECORDED = REPO / "namedaxes" / "recorded"
+RECORDED = REPO / "namedaxes" / "recorded"  # the course's own programs: the package (and its students) read these
+# every exercise's reference programs (HLO texts and the facts read from them) show a solution's method: they live
+# where the solutions do, closed to students on the hub (hub/layout.py) and hidden from graded kernels
+REFERENCES = REPO / "solutions" / "recorded"
 BATCH = 16  # notebook 10's batch
 
 
@@ -355,7 +360,9 @@ def main(argv: list[str] | None = None) -> int:
         "--topology", action="append", help="a TPU topology name (jax.experimental.topologies); repeat for more"
     )
     parser.add_argument("--attached", action="store_true", help="compile for the devices JAX has instead")
-    parser.add_argument("--out", type=Path, default=RECORDED, help="the folder the record goes to")
+    parser.add_argument(
+        "--out", type=Path, help="the folder the record goes to (default: namedaxes/recorded, solutions/recorded)"
+    )
     parser.add_argument("--resummarize", action="store_true", help="only read the recorded programs again (no compile)")
     parser.add_argument(
         "--references", type=Path, help="compile the reference programs exported here (tools/export_references.py)"
@@ -363,13 +370,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="--references: programs compiled at a time (threads)")
     args = parser.parse_args(argv)
     if args.resummarize:
-        print(f"{resummarize(args.out)} program(s) read differently now")
+        stale = sum(resummarize(folder) for folder in ([args.out] if args.out else [RECORDED, REFERENCES]))
+        print(f"{stale} program(s) read differently now")
         return 0
     names = [None] if args.attached else args.topology or ["v5e:2x4"]
     if args.references is not None:
-        return references_main(args.references, names, args.out, argv, args.jobs)
+        return references_main(args.references, names, args.out or REFERENCES, argv, args.jobs)
     for name in names:
-        record_steps(name, args.out, argv)
+        record_steps(name, args.out or RECORDED, argv)
     return 0
 
 

@@ -1,7 +1,7 @@
 """Export every notebook's reference programs for a TPU, with what the course's readers find in them compiled
 for the CPU: the input of `python -m tools.compile_for_topology --references` on a machine with libtpu.
 
-    python -m tools.export_references [--out build/topology-exports] [--record namedaxes/recorded]
+    python -m tools.export_references [--out build/topology-exports] [--record solutions/recorded]
 
 1. Each solution notebook runs top to bottom in a fresh kernel, as the grader's reference run runs it: its
    hidden test parts included, in the environment the grader gives a kernel (`NAMEDAXES_OBSERVE_DIR`, English
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=OUT, help="the exports' folder (what the TPU machine compiles)")
-    parser.add_argument("--record", type=Path, default=cft.RECORDED, help="the folder of the CPU's record")
+    parser.add_argument("--record", type=Path, default=cft.REFERENCES, help="the folder of the CPU's record")
     parser.add_argument(
         "--precision", default=PRECISION, help="matmul precision of the TPU export ('default': JAX's own)"
     )

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from ..limits import POLICY_MAX_BYTES
+from ..limits import POLICY_MAX_BYTES, POLICY_MAX_DAYS
 from ..records import GraderError, Late
 
 __all__ = ["LatePolicy", "load_policy", "parse_due", "POLICY_FILE", "EXTENSIONS_FILE"]
@@ -171,9 +171,10 @@ def _policy_file(path: Path, assignments: set[str]) -> LatePolicy:
             f"(known: grace_minutes, penalty_per_day, max_penalty)"
         )
     grace = late.get("grace_minutes", 0)
-    if isinstance(grace, bool) or not isinstance(grace, int | float) or grace < 0:
+    if isinstance(grace, bool) or not isinstance(grace, int | float) or not 0 <= grace <= POLICY_MAX_DAYS * 1440:
         where = f"{path}:{_line_of(text, 'grace_minutes')}"
-        raise GraderError(f"{where}: grace_minutes = {grace!r}: write minutes, 0 or more")
+        most = f"{POLICY_MAX_DAYS * 1440} ({POLICY_MAX_DAYS} days)"
+        raise GraderError(f"{where}: grace_minutes = {grace!r}: write minutes, from 0 to {most}")
     return LatePolicy(
         due=due,
         grace=timedelta(minutes=grace),
@@ -182,8 +183,9 @@ def _policy_file(path: Path, assignments: set[str]) -> LatePolicy:
     )
 
 
-def _extensions(path: Path, assignments: set[str]) -> dict[tuple[str, str], timedelta]:
-    """`student,assignment,days` lines (a header line first); every problem names its line."""
+def _extensions(path: Path, assignments: set[str], due: dict[str, datetime]) -> dict[tuple[str, str], timedelta]:
+    """`student,assignment,days` lines (a header line first); every problem names its line, an extension that
+    would move a due date (`due`) past the calendar's end too."""
     rows = csv.reader(io.StringIO(_read(path)))
     header = [h.strip().lower() for h in next(rows, [])]
     if header != ["student", "assignment", "days"]:
@@ -203,12 +205,26 @@ def _extensions(path: Path, assignments: set[str]) -> dict[tuple[str, str], time
             value = float(days)
         except ValueError:
             raise GraderError(f"{path}:{number}: days {days!r} is not a number") from None
-        if not 0 <= value <= 3650 or math.isnan(value):
-            raise GraderError(f"{path}:{number}: days {days!r} must be between 0 and 3650")
+        if not 0 <= value <= POLICY_MAX_DAYS or math.isnan(value):
+            raise GraderError(f"{path}:{number}: days {days!r} must be between 0 and {POLICY_MAX_DAYS}")
+        _fits(f"{path}:{number}: days {days}", due, aid, timedelta(days=value))
         if (student, aid) in out:
             raise GraderError(f"{path}:{number}: a second extension for {student} and {aid}")
         out[(student, aid)] = timedelta(days=value)
     return out
+
+
+def _fits(where: str, due: dict[str, datetime], aid: str, extra: timedelta) -> None:
+    """A GraderError saying `where` when `extra` moves a due date (`aid`'s, or every one for *) past the last
+    date a datetime holds: the lateness of a hand-in could not be computed (OverflowError at grading)."""
+    for one in sorted(due) if aid == "*" else [a for a in [aid] if a in due]:
+        try:
+            due[one] + extra
+        except OverflowError:
+            raise GraderError(
+                f"{where}: this extension moves {one}'s due date {due[one].isoformat()} past the calendar's last "
+                f"day (9999-12-31): write an earlier due date or a shorter extension"
+            ) from None
 
 
 def load_policy(course: Path, assignments) -> LatePolicy | None:
@@ -222,5 +238,6 @@ def load_policy(course: Path, assignments) -> LatePolicy | None:
         return None
     policy = _policy_file(path, known)
     if extensions.is_file():
-        policy = LatePolicy(policy.due, policy.grace, policy.per_day, policy.cap, _extensions(extensions, known))
+        extended = _extensions(extensions, known, policy.due)
+        policy = LatePolicy(policy.due, policy.grace, policy.per_day, policy.cap, extended)
     return policy

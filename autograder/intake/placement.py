@@ -22,8 +22,11 @@ cells. So an id is exact:
   empty, `.` or `..` (a zip named `...zip`), containing a path separator
   (`/`, `\\`) or a control / format character (C0, C1, bidirectional
   overrides, zero-width marks);
-- two entries whose ids are equal after NFC *and case folding* (`José` in NFC
-  and NFD, `Ann` and `ann`, `bob/` and `bob.zip`) are a conflict: both get a
+- a name an LMS export reserves for a row of its own (`Points Possible`, Canvas's
+  row of maxima: `RESERVED_IDS`) is rejected the same way;
+- two entries whose ids are equal after NFC, *case folding and trimming the
+  spaces around them* (`José` in NFC and NFD, `Ann` and `ann`, `alice` and
+  `alice `, `bob/` and `bob.zip`) are a conflict: both get a
   `conflict` entry and neither is graded, so nobody is graded as someone else
   and no output folder is shared (case-insensitive file systems included).
 """
@@ -115,9 +118,14 @@ def student_id(name: str) -> str:
     return unicodedata.normalize("NFC", name)
 
 
+# rows an LMS gradebook export writes itself: a student of that name would be a second such row (casefolded)
+RESERVED_IDS = ("points possible",)
+
+
 def id_key(sid: str) -> str:
-    """Ids with the same key name the same student (NFC, then case folded, then NFC again)."""
-    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", sid).casefold())
+    """Ids with the same key name the same student (NFC, then case folded, then NFC again, spaces around trimmed:
+    an LMS trims them, so `alice` and `alice ` would be one student there and two here)."""
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", sid).casefold()).strip()
 
 
 def printable(name: str) -> str:
@@ -142,6 +150,8 @@ def id_problem(sid: str) -> str:
             return f"the name contains a control or format character (U+{ord(c):04X})"
     if len(sid.encode("utf-8", "surrogatepass")) > 200:
         return "the name is longer than 200 bytes"
+    if id_key(sid) in RESERVED_IDS:
+        return f"{sid.strip()!r} is the name of a row the LMS exports write themselves (Canvas's row of maxima)"
     return ""
 
 
@@ -384,10 +394,9 @@ def _checked_ids(intake: Intake, entries: list[tuple[Path, str, str]], students:
                 Unplaced(
                     sid,
                     origin,
-                    f"the folders {names} name the same student (they "
-                    f"differ only in "
-                    f"Unicode normalization or letter case): neither is "
-                    f"graded; rename one and grade again",
+                    f"the folders {names} name the same student (they differ only in Unicode "
+                    f"normalization, letter case or spaces around the name): neither is graded; "
+                    f"rename one and grade again",
                 )
             )
 

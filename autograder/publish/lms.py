@@ -21,6 +21,9 @@ The formats, as each LMS documents its grade import:
 
 Threat model: student ids can come from folder names a student chose (`--submissions`); every text
 cell goes through `outputs.csv_cell`, so no spreadsheet runs it as a formula. Numbers are numbers.
+An entry the grader refused (no usable id: empty, `Points Possible`, ...; or ids that collide, graded for
+no one) gets no row: an LMS would read it as a student, or as its own row of maxima. `left_out` says which,
+and why; `make export` prints it.
 """
 
 from __future__ import annotations
@@ -30,10 +33,12 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..intake.placement import id_problem
+from ..records import Status
 from .class_results import MISSING, ClassResults, load
 from .outputs import atomic_write, csv_cell
 
-__all__ = ["FORMATS", "Student", "roster", "table", "write_export"]
+__all__ = ["FORMATS", "Student", "roster", "table", "left_out", "write_export", "Export"]
 
 FORMATS = ("canvas", "moodle", "csv")
 
@@ -80,13 +85,30 @@ def _scores(results: ClassResults) -> tuple[list[str], dict[str, float], dict[tu
     return assignments, maxima, scores
 
 
+def left_out(results: ClassResults, students: list[Student]) -> dict[str, str]:
+    """The ids no export row is written for, each with why: an id the grader refuses (`id_problem`: the empty id
+    of a refused entry, `Points Possible`, ...), and an id the roster lacks whose every entry was refused
+    (unplaceable, or a conflict such as `alice` beside `alice `: graded for no one, so it has no score)."""
+    roster_ids = {s.id for s in students}
+    refused = (Status.UNPLACEABLE, Status.CONFLICT)
+    out = {}
+    for sid in sorted(roster_ids | set(results.students)):
+        rows = [r for r in results.rows if r.student == sid]
+        if problem := id_problem(sid):
+            out[sid] = problem
+        elif sid not in roster_ids and rows and all(r.status in refused for r in rows):
+            out[sid] = f"not graded: {rows[0].status}"
+    return out
+
+
 def table(results: ClassResults, students: list[Student], fmt: str) -> list[list[str | float]]:
-    """The export's rows (header first) in format `fmt`."""
+    """The export's rows (header first) in format `fmt`; none for the ids `left_out` names."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown LMS format {fmt!r} (known: {', '.join(FORMATS)})")
     assignments, maxima, scores = _scores(results)
-    known = {s.id for s in students}
-    everyone = list(students) + [Student(sid) for sid in results.students if sid not in known]
+    known, skipped = {s.id for s in students}, left_out(results, students)
+    everyone = [s for s in students if s.id not in skipped]
+    everyone += [Student(sid) for sid in results.students if sid not in known and sid not in skipped]
 
     def cells(s: Student) -> list[str | float]:
         return [scores.get((s.id, a), "") for a in assignments]
@@ -116,7 +138,22 @@ def _csv(rows: list[list[str | float]]) -> str:
     return buf.getvalue()
 
 
-def write_export(out: Path, fmt: str, course: Path, output: Path | None = None) -> Path:
+@dataclass(frozen=True)
+class Export:
+    """An export written: the file, and the ids given no row (`left_out`: id -> why)."""
+
+    path: Path
+    left_out: dict[str, str]
+
+    def note(self) -> list[str]:
+        """What `make export` says of the ids left out (nothing when none was)."""
+        if not self.left_out:
+            return []
+        head = f"left out of the export ({len(self.left_out)}; see grades.csv and the grading summary):"
+        return [head, *(f"  {sid!r}: {why}" for sid, why in self.left_out.items())]
+
+
+def write_export(out: Path, fmt: str, course: Path, output: Path | None = None) -> Export:
     """OUT/lms-<fmt>.csv (or `output`) from OUT/grades.csv and the roster of COURSE/gradebook.db (else OUT's)."""
     results = load(out)
     db = Path(course) / "gradebook.db"
@@ -124,4 +161,4 @@ def write_export(out: Path, fmt: str, course: Path, output: Path | None = None) 
     target = Path(output) if output else Path(out) / f"lms-{fmt}.csv"
     # UTF-8 with a byte-order mark: Excel and both LMSs then read names such as 张伟 right
     atomic_write(target, "\ufeff" + _csv(table(results, students, fmt)))
-    return target
+    return Export(target, left_out(results, students))

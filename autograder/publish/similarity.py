@@ -3,36 +3,33 @@
 It reports; it never changes a score. Per answer cell (an nbgrader solution cell of the source), every
 student's code is compared with every other student's in three steps:
 
-1. **The program, not its spelling** (Python's `ast`, nothing executed): the code is parsed and written
-   back from its syntax tree, so parentheses that change nothing, comments, docstrings, layout and type
-   annotations are gone, and so are the no-ops a copier pads with: `x + 0`, `x - 0`, `x * 1`, `x / 1`,
-   `x ** 1`, `+x`, `--x`, `pass`, a bare name or constant as a statement, `x = x`, `if True:`/`if False:`,
-   `a if True else b`, `and True`, code after a `return`, `raise`, `break` or `continue` in its block,
-   and a function or class defined but never used (the exercise's own function stays). Every name the
-   answer binds (parameters, assignments, loop variables, its functions) becomes `V`, and so does any
-   name the course does not give; the course's names used as given (`lax`, `jnp`, `DEVICES`, a helper of
-   the notebook), keywords, built-ins, attributes (`.psum`) and keyword arguments (`tiled=`) stay, so
-   `lax.pmean` stays unlike `lax.psum`. Numbers become `N`, strings `S`. A cell that does not parse
-   (a syntax error, IPython's `%`/`!` lines are read as `pass` first) is compared by its tokens instead.
+1. **The program, not its spelling** (canonical.py; Python's `ast`, nothing executed): comments, layout,
+   parentheses, docstrings and annotations are gone; one spelling for what is written several ways
+   (`jax.lax.f`/`lax.f`, `a.sum()`/`jnp.sum(a)`, `for`/`while`, a temporary or not, `b + a`/`a + b`);
+   padding (debugging prints, idle stores, `pass`) and only what provably never runs are removed (a
+   `while 0:`'s `else:` runs and stays; a function reachable through `globals()`, a decorator or
+   `getattr` stays); the student's own names become `V`, numbers `N`, strings `S`.
 2. **Every run of `K` tokens** is hashed (BLAKE2b); an answer is the set of its k-grams. Winnowing (the
    MOSS way of keeping a fingerprint database small) would throw evidence away, and an answer is bounded
    (`SIMILARITY_ANSWER_CHARS`), so every k-gram is kept: any shared run of `K` tokens counts.
-3. **What everyone writes is not evidence**, and it is taken from the course, never from the class: the
-   k-grams of the released stub, of the reference solution and of the notebook's other code cells (its
-   demonstrations, which students adapt) are removed. An answer with fewer than `MIN_KGRAMS` left is too
-   short to tell copying from the one way of being right (a one-line `lax.psum(x, DEVICES)`, or the
-   reference's way word for word): it is counted, never paired. No share of the class is removed, so
-   a ring of three copies in a class of ten keeps its evidence.
+3. **What everyone writes is not evidence**: the k-grams of the released stub, of the reference solution
+   and of the notebook's other code cells (its demonstrations, which students adapt) are removed, and so
+   are the class's **common ways** (`common_ways`): a program that `COMMON_WAY` or more students hand in
+   alike (a natural class of plain loops writes a few such programs: issue 58) is named as a common way to
+   write it, with its size and its students, and its k-grams are not evidence for any other pair. An
+   answer with fewer than `MIN_KGRAMS` left is too short to tell copying from the one way of being right
+   (a one-line `lax.psum(x, DEVICES)`, or the reference's way word for word): it is counted, never paired.
+   A ring of three copies in a class of ten keeps its evidence.
 
-A pair's **score** is symmetric: the smaller of its two shares (the share of A's distinctive k-grams
-that B has, and of B's that A has). Variants padded after a `return` are gone before comparing; an
-answer padded with variants that do run holds only a small share of itself in common with a
-classmate's short answer, so the pair's score stays low, and the page shows both shares, so it is plain
-which answer contains which. Pairs at or above `SHOWN_AT` are listed, highest first, with both answers
-side by side (similarity.json keeps the highest `SIMILARITY_PAIRS_KEPT` and counts the others); three
-or more students linked by listed pairs are named as a group. Chosen by measurement on the fixture
-classes of tests/helpers/similarity_specs.py against the old report, Dolos and copydetect
-(docs/instructors.md gives the figures).
+A pair's **score** is the share of the shorter answer that the other contains (the larger of the two
+shares: of A's distinctive k-grams that B has, and of B's that A has), on at least `MIN_KGRAMS` shared
+k-grams: lines a copier adds to a copy cannot dilute it (issue 58: five debugging lines hid 70 of 74
+copies from the old score, the smaller share). The page shows both shares, so it is plain which answer
+contains which. Pairs at or above `SHOWN_AT` are listed, highest first, with both answers side by side
+(similarity.json keeps the highest `SIMILARITY_PAIRS_KEPT` and counts the others); three or more
+students linked by listed pairs are named as a group. Chosen by measurement on the fixture classes of
+tests/helpers/similarity_specs.py and the copier's edits of tests/helpers/similarity_edits.py against
+the old report, Dolos and copydetect (docs/instructors.md gives the figures).
 
 A batch of some assignments (`--assignment`) rewrites their sections and keeps the others' from the
 last similarity.json, which stores the answers it shows; a batch of some students writes nothing (a
@@ -42,8 +39,9 @@ Threat model: the answers are student text. Each is read through `read_submissio
 followed), cut at `SIMILARITY_ANSWER_CHARS`, parsed by `ast.parse` only (never compiled or run; a tree
 too deep for the parser or for the rewriting, which stops at `_MAX_DEPTH`, falls back to tokens), and
 shown only as escaped text in a page with the grader's CSP (`inert`). A class of n answers costs n
-parses and at most n²/2 intersections of bounded sets (pairs whose sizes alone rule them out are
-skipped); a class of 500 on notebook 04 takes 2-5 s on 2 busy cores (`make bench`).
+parses and at most n²/2 intersections of bounded sets: 500 answers to notebook 04's `train` took 0.7 s of
+CPU, 300 distinct answers of the full `SIMILARITY_ANSWER_CHARS` each 33 s (issue 58, on this project's
+2-core machine).
 """
 
 from __future__ import annotations
@@ -51,21 +49,19 @@ from __future__ import annotations
 import ast
 import builtins
 import hashlib
-import io
 import json
 import keyword
-import re
-import tokenize
-import warnings
 from dataclasses import asdict, dataclass
 from itertools import combinations
 from pathlib import Path
+from typing import NamedTuple
 
 from courseinfo.nbgrader_metadata import nbgrader_cell
 
 from ..course.notebooks import SourceNotebook, UnreadableNotebook, cell_source, read_submission
 from ..intake.placement import Intake
 from ..limits import SIMILARITY_ANSWER_CHARS, SIMILARITY_KEPT_BYTES, SIMILARITY_PAIRS_KEPT, SIMILARITY_PAIRS_SHOWN
+from .canonical import canonical_tokens, parse
 from .inert import CSP_META, html_text
 from .outputs import atomic_write
 
@@ -76,6 +72,8 @@ __all__ = [
     "kgrams",
     "common_kgrams",
     "compare",
+    "common_ways",
+    "Comparison",
     "compare_class",
     "similarity",
     "write_similarity",
@@ -83,13 +81,8 @@ __all__ = [
 
 K = 8  # tokens per k-gram
 MIN_KGRAMS = 20  # distinctive k-grams an answer needs to be paired (one line of code has about 15)
-SHOWN_AT = 0.65  # the pair's score from which it is listed
-OWN = "V"  # what every name of the student's own becomes
-_MAX_DEPTH = 200  # syntax-tree depth the rewriting follows; deeper: the tokens are compared instead
-_WORDS = re.compile(r"[A-Za-z_]\w*|\d+(?:\.\d*)?|\S")
-_SHELL = re.compile(r"^([ \t]*)[%!].*$", re.MULTILINE)  # IPython's %magic and !shell lines
-_SKIPPED = {tokenize.COMMENT, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
-_ENDS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+SHOWN_AT = 0.85  # the pair's score from which it is listed
+COMMON_WAY = 4  # students handing in one program from which it is a common way to write it, not a copy
 
 
 @dataclass(frozen=True)
@@ -111,222 +104,7 @@ class ExerciseSimilarity:
     listed: int  # pairs at or above SHOWN_AT
     pairs: tuple[Pair, ...]  # the highest SIMILARITY_PAIRS_KEPT of them, highest first
     groups: tuple[tuple[str, ...], ...]  # three or more students linked by listed pairs
-
-
-# ---------------------------------------------------------------- what an answer says, spelling removed
-def _raw_tokens(code: str) -> list[tuple[int, str]]:
-    try:
-        return [(t.type, t.string) for t in tokenize.generate_tokens(io.StringIO(code).readline)]
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        return [(tokenize.OP, w) for w in _WORDS.findall(code)]
-
-
-def _tokens(code: str, known: set[str] | None) -> list[str]:
-    """The code's tokens with comments and layout dropped, numbers `N`, strings `S`; with `known`, every
-    name outside it (and not after a dot) becomes OWN (the fallback for a cell that does not parse)."""
-    out: list[str] = []
-    after_dot = False
-    for kind, text in _raw_tokens(code):
-        name = tokenize.tok_name.get(kind, "")
-        if kind in _SKIPPED or name in ("FSTRING_MIDDLE", "FSTRING_END"):
-            continue
-        if kind == tokenize.NEWLINE:
-            token = ";"
-        elif kind == tokenize.NUMBER or (kind == tokenize.OP and text[:1].isdigit()):
-            token = "N"
-        elif kind == tokenize.STRING or name == "FSTRING_START":
-            token = "S"
-        elif kind == tokenize.NAME or (kind == tokenize.OP and (text[:1].isalpha() or text[:1] == "_")):
-            token = text if (known is None or after_dot or text in known) else OWN
-        else:
-            token = text
-        out.append(token)
-        after_dot = text == "."
-    return out
-
-
-def _is(node: ast.AST, value: float) -> bool:
-    return isinstance(node, ast.Constant) and type(node.value) in (int, float) and node.value == value
-
-
-def _truth(node: ast.AST) -> bool | None:
-    """The truth of a constant test (`if True:`, `while 0:`); None when it is not a constant."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, int | float | str | bytes | bool | type(None)):
-        return bool(node.value)
-    return None
-
-
-def _names(tree: ast.AST) -> tuple[set[str], set[str]]:
-    """(every name the code binds: the student's own, whatever the course calls its names; every name it reads)."""
-    bound: set[str] = set()
-    used: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            (used if isinstance(node.ctx, ast.Load) else bound).add(node.id)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            bound.add(node.name)
-        elif isinstance(node, ast.alias):
-            bound.add(node.asname or node.name.split(".")[0])
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            bound.add(node.name)
-        elif isinstance(node, ast.Global | ast.Nonlocal):
-            bound.update(node.names)
-    return bound, used
-
-
-def _parse(code: str) -> ast.Module:
-    """The syntax tree of a cell, IPython's `%`/`!` lines read as `pass`; the parser's warnings about the
-    student's code (an invalid escape, `is` with a literal) are not the grader's to print."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return ast.parse(_SHELL.sub(lambda m: m.group(1) + "pass", code))
-
-
-class _Canonical(ast.NodeTransformer):
-    """Rewrites a parsed answer into what it does: no-ops and dead code dropped, the student's names `V`."""
-
-    def __init__(self, known: set[str], keep: set[str], tree: ast.AST, bound_own: bool = True):
-        bound, self.used = _names(tree)
-        self.known = known - bound if bound_own else known
-        self.keep = keep
-        self.depth = 0
-
-    def _name(self, name: str) -> str:
-        return name if name in self.known else OWN
-
-    def _idle(self, stmt: ast.stmt) -> bool:
-        """A statement that does nothing: `pass`, a bare name or constant, `x = x`, an unused definition."""
-        if isinstance(stmt, ast.Pass):
-            return True
-        if isinstance(stmt, ast.Expr):
-            return isinstance(stmt.value, ast.Constant | ast.Name)
-        if isinstance(stmt, ast.Assign):
-            target, value = stmt.targets[0], stmt.value
-            same = isinstance(target, ast.Name) and isinstance(value, ast.Name) and target.id == value.id
-            return len(stmt.targets) == 1 and same
-        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            return stmt.name not in self.used and stmt.name not in self.keep
-        return False
-
-    def _block(self, body: list[ast.stmt]) -> list[ast.stmt]:
-        """A statement list without its idle statements and without what can never run."""
-        out: list[ast.stmt] = []
-        for stmt in body:
-            truth = _truth(stmt.test) if isinstance(stmt, ast.If | ast.While) else None
-            if self._idle(stmt) or (isinstance(stmt, ast.While) and truth is False):
-                continue
-            if isinstance(stmt, ast.If) and truth is not None:
-                out.extend(self._block(stmt.body if truth else stmt.orelse))
-            else:
-                out.append(stmt)
-            if out and isinstance(out[-1], _ENDS):
-                break
-        return out
-
-    def generic_visit(self, node: ast.AST) -> ast.AST:
-        self.depth += 1
-        if self.depth > _MAX_DEPTH:
-            raise RecursionError("answer nested too deeply to rewrite")
-        for name, value in ast.iter_fields(node):
-            if isinstance(value, list):
-                if value and all(isinstance(v, ast.stmt) for v in value):
-                    value = self._block(value)
-                    kept = [w for w in (self.visit(v) for v in value) if w is not None]
-                    setattr(node, name, kept or [ast.Pass()])
-                else:
-                    setattr(node, name, [self.visit(v) if isinstance(v, ast.AST) else v for v in value])
-            elif isinstance(value, ast.AST):
-                setattr(node, name, self.visit(value))
-        self.depth -= 1
-        return node
-
-    def visit_Name(self, node: ast.Name) -> ast.AST:
-        node.id = self._name(node.id)
-        return node
-
-    def visit_arg(self, node: ast.arg) -> ast.AST:
-        node.arg, node.annotation = OWN, None
-        return node
-
-    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
-        node.name, node.returns = OWN, None
-        return self.generic_visit(node)
-
-    visit_AsyncFunctionDef = visit_FunctionDef
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
-        node.name = OWN
-        return self.generic_visit(node)
-
-    def visit_alias(self, node: ast.alias) -> ast.AST:
-        if node.asname is not None:
-            node.asname = OWN
-        return node
-
-    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> ast.AST:
-        node.name = OWN if node.name else None
-        return self.generic_visit(node)
-
-    def visit_Global(self, node: ast.Global | ast.Nonlocal) -> ast.AST:
-        node.names = [OWN for _ in node.names]
-        return node
-
-    visit_Nonlocal = visit_Global
-
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST | None:
-        node = self.generic_visit(node)
-        if node.value is None:
-            return None  # a bare annotation does nothing
-        return ast.Assign(targets=[node.target], value=node.value, lineno=node.lineno)
-
-    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
-        node = self.generic_visit(node)
-        if isinstance(node.op, ast.Add | ast.Sub) and _is(node.right, 0):
-            return node.left
-        if isinstance(node.op, ast.Add) and _is(node.left, 0):
-            return node.right
-        if isinstance(node.op, ast.Mult | ast.Div | ast.Pow) and _is(node.right, 1):
-            return node.left
-        if isinstance(node.op, ast.Mult) and _is(node.left, 1):
-            return node.right
-        return node
-
-    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
-        node = self.generic_visit(node)
-        if isinstance(node.op, ast.UAdd):
-            return node.operand
-        inner = node.operand
-        if isinstance(inner, ast.UnaryOp) and type(inner.op) is type(node.op):
-            return inner.operand  # --x, ~~x, not not x
-        return node
-
-    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
-        node = self.generic_visit(node)
-        neutral = isinstance(node.op, ast.And)  # `and True`, `or False`
-        values = [v for v in node.values if not (isinstance(v, ast.Constant) and v.value is neutral)]
-        if len(values) <= 1:
-            return values[0] if values else node.values[-1]
-        node.values = values
-        return node
-
-    def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
-        node = self.generic_visit(node)
-        truth = _truth(node.test)
-        return node if truth is None else (node.body if truth else node.orelse)
-
-
-def canonical_tokens(code: str, known: set[str], keep: set[str] = frozenset(), bound_own: bool = True) -> list[str]:
-    """The tokens of what `code` does (module docstring, step 1): the course's names in `known` stay (unless
-    the code binds them, with `bound_own`); the top-level definitions named in `keep` stay even when unused."""
-    code = code[:SIMILARITY_ANSWER_CHARS]
-    try:
-        tree = _parse(code)
-        text = ast.unparse(_Canonical(known, set(keep), tree, bound_own).visit(tree))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return _tokens(code, known)
-    return _tokens(text, None)
+    ways: tuple[tuple[str, ...], ...] = ()  # common ways to write it: COMMON_WAY or more students, one program
 
 
 def kgrams(tokens: list[str]) -> set[int]:
@@ -340,7 +118,7 @@ def kgrams(tokens: list[str]) -> set[int]:
 def _module_names(code: str) -> set[str]:
     """The names a code cell gives the notebook: its imports, and what it defines or assigns at top level."""
     try:
-        tree = _parse(code)
+        tree = parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return set()
     names: set[str] = set()
@@ -395,24 +173,40 @@ def common_kgrams(base: list[str], known: set[str]) -> set[int]:
     return grams
 
 
-def compare(
-    answers: dict[str, str], ignored: set[int], known: set[str], keep: set[str] = frozenset()
-) -> tuple[list[Pair], int]:
-    """(pairs at or above SHOWN_AT, highest first; how many answers were too short to pair). `ignored`: the
-    k-grams of what everyone may write (`common_kgrams`); `keep`: the names the stub defines."""
+class Comparison(NamedTuple):
+    pairs: list[Pair]  # at or above SHOWN_AT, highest first
+    too_short: int  # answers with fewer than MIN_KGRAMS distinctive k-grams left (common ways' members aside)
+    ways: tuple[tuple[str, ...], ...]  # the class's common ways: COMMON_WAY or more students with one program
+
+
+def common_ways(prints: dict[str, set[int]]) -> tuple[tuple[str, ...], ...]:
+    """The students of each program that COMMON_WAY or more hand in alike (their distinctive k-grams equal)."""
+    alike: dict[frozenset[int], list[str]] = {}
+    for student, grams in prints.items():
+        if len(grams) >= MIN_KGRAMS:
+            alike.setdefault(frozenset(grams), []).append(student)
+    return tuple(sorted(tuple(sorted(g)) for g in alike.values() if len(g) >= COMMON_WAY))
+
+
+def compare(answers: dict[str, str], ignored: set[int], known: set[str], keep: set[str] = frozenset()) -> Comparison:
+    """The answers' listed pairs, how many were too short to pair, and the class's common ways. `ignored`: the
+    k-grams of what everyone may write (`common_kgrams`); `keep`: the names the stub defines. A common way's
+    k-grams are not evidence either: only what is rarer than the class's common ways is called similar."""
     prints = {s: kgrams(canonical_tokens(code, known, keep)) - ignored for s, code in answers.items()}
+    ways = common_ways(prints)
+    usual = set().union(*(prints[way[0]] for way in ways))
+    members = {s for way in ways for s in way}
+    prints = {s: grams - usual for s, grams in prints.items() if s not in members}
     paired = sorted(s for s, grams in prints.items() if len(grams) >= MIN_KGRAMS)
     pairs = []
     for a, b in combinations(paired, 2):
-        small, large = sorted((len(prints[a]), len(prints[b])))
-        if small < SHOWN_AT * large:
-            continue  # even if all of the smaller were in the larger, the larger's share is too low
         shared = len(prints[a] & prints[b])
         a_share, b_share = shared / len(prints[a]), shared / len(prints[b])
-        if min(a_share, b_share) >= SHOWN_AT:
-            pairs.append(Pair(a, b, round(min(a_share, b_share), 3), shared, round(a_share, 3), round(b_share, 3)))
+        # the shorter answer's share (how much of it the other contains), on as much evidence as one answer needs
+        if max(a_share, b_share) >= SHOWN_AT and shared >= MIN_KGRAMS:
+            pairs.append(Pair(a, b, round(max(a_share, b_share), 3), shared, round(a_share, 3), round(b_share, 3)))
     pairs.sort(key=lambda p: (-p.score, -p.shared, p.a, p.b))
-    return pairs, len(prints) - len(paired)
+    return Comparison(pairs, len(prints) - len(paired), ways)
 
 
 def _answers(intake: Intake, source: SourceNotebook) -> dict[str, dict[str, str]]:
@@ -440,11 +234,10 @@ def compare_class(source: SourceNotebook, by_gid: dict[str, dict[str, str]]) -> 
     results, shown = [], {}
     for gid, answers in by_gid.items():
         stub = source.stubs.get(gid, "")
-        pairs, short = compare(answers, course | common_kgrams([stub], known), known, _module_names(stub))
+        pairs, short, ways = compare(answers, course | common_kgrams([stub], known), known, _module_names(stub))
         kept = tuple(pairs[:SIMILARITY_PAIRS_KEPT])
-        results.append(
-            ExerciseSimilarity(source.assignment, gid, len(answers), short, len(pairs), kept, _groups(pairs))
-        )
+        counts = (len(answers), short, len(pairs))
+        results.append(ExerciseSimilarity(source.assignment, gid, *counts, kept, _groups(pairs), ways))
         shown[(source.assignment, gid)] = {s: answers[s] for p in pairs[:SIMILARITY_PAIRS_SHOWN] for s in (p.a, p.b)}
     return results, shown
 
@@ -470,18 +263,23 @@ def _page(results: list[ExerciseSimilarity], shown: dict) -> str:
         "pre{white-space:pre-wrap;margin:0;font-size:90%}.muted{color:#555}</style></head><body>",
         f"<h1>{_both('Similar hand-ins', '相似的提交')}</h1>",
         '<p class="muted">Answers compared exercise by exercise as programs: parsed, with comments, layout, '
-        "redundant parentheses, no-op arithmetic (<code>+ 0</code>, <code>* 1</code>) and code that never runs "
-        "removed, and the students' own names made alike; then every run of "
-        f"{K} tokens compared. What the released notebook and the reference solution contain is not evidence "
-        "and is removed first; nothing is removed for being common in the class. A pair's score is the "
-        "smaller of its two shares (how much of each answer's distinctive code the other has), so a long "
-        "answer padded with variants does not make a short honest one look copied. A high score is a reason "
-        "to read both answers, not a finding. Scores are not changed by this page.<br>"
+        "redundant parentheses, no-op arithmetic (<code>+ 0</code>, <code>* 1</code>), debugging prints, idle lines "
+        "and code that never runs removed, one spelling for what can be written several ways (<code>a.sum()</code> "
+        "and <code>jnp.sum(a)</code>, a loop as <code>for</code> or <code>while</code>, a temporary or not), and the "
+        f"students' own names made alike; then every run of {K} tokens compared. What the released notebook and "
+        "the reference solution contain is not evidence and is removed first, and so is a common way to write it: "
+        f"a program {COMMON_WAY} or more students hand in alike is named as such, not as a copy. A pair's score is "
+        "the share of the shorter answer that the other contains, so lines added to a copy do not hide it; both "
+        "shares are shown. A high score is a reason to read both answers, not a finding. Scores are not changed by "
+        "this page.<br>"
         '<span lang="zh-CN">按练习逐题把答案当作程序比较：先解析代码，去掉注释、排版、多余的括号、无作用的运算'
-        "（<code>+ 0</code>、<code>* 1</code>）和永远不会执行的代码，并把学生自己起的名字统一；再比较每段连续的 "
-        f"{K} 个记号。发布的笔记本和参考答案里已有的内容不算证据，先行去除；不会因为全班常见而去除任何内容。"
-        "一对答案的分数取两个比例中较小的一个（每份答案的独特代码有多少出现在另一份中），因此塞满各种写法的长答案"
-        "不会让诚实的短答案显得像抄袭。分数高只说明值得把两份答案都读一遍，并非结论。本页不改动任何分数。</span></p>",
+        "（<code>+ 0</code>、<code>* 1</code>）、调试输出、空转的语句和永远不会执行的代码，把同一程序的不同写法统一"
+        "（<code>a.sum()</code> 与 <code>jnp.sum(a)</code>、<code>for</code> 与 <code>while</code> 循环、"
+        "是否使用临时变量），"
+        f"并把学生自己起的名字统一；再比较每段连续的 {K} 个记号。发布的笔记本和参考答案里已有的内容不算证据，先行去除；"
+        f"常见写法也不算：{COMMON_WAY} 名或更多学生提交的同一个程序会被标为常见写法，而不是抄袭。一对答案的分数是较短的"
+        "答案有多少包含在另一份中，因此在抄来的答案里添加代码无法掩盖抄袭；两个比例都会显示。分数高只说明值得把两份答案"
+        "都读一遍，并非结论。本页不改动任何分数。</span></p>",
     ]
     for r in results:
         parts.append(f'<h2 id="{e(r.assignment)}-{e(r.grade_id)}">{e(r.assignment)}: <code>{e(r.grade_id)}</code></h2>')
@@ -491,6 +289,12 @@ def _page(results: list[ExerciseSimilarity], shown: dict) -> str:
             f'<span lang="zh-CN">读取 {r.answers} 份答案；{r.too_short} 份太短，无法比较；'
             f"{r.listed} 对达到或超过 {SHOWN_AT:.0%}。</span></p>"
         )
+        for way in r.ways:
+            said = _both(
+                f"a common way to write it: {len(way)} students handed in this one program",
+                f"一种常见写法：{len(way)} 名学生提交了同一个程序",
+            )
+            parts.append(f"<p>{said} ({e(', '.join(way))})</p>")
         for group in r.groups:
             linked = _both(f"{len(group)} students linked by the pairs below", f"由下列各对相连的 {len(group)} 名学生")
             parts.append(f"<p>{_both('Group', '小组')}: {e(', '.join(group))} ({linked})</p>")
@@ -540,8 +344,9 @@ def _kept(out: Path, graded: set[str]) -> tuple[list[ExerciseSimilarity], dict]:
                 for p in d["pairs"]
             )
             groups = tuple(tuple(str(s) for s in g) for g in d["groups"])
+            ways = tuple(tuple(str(s) for s in w) for w in d.get("ways", ()))
             counts = int(d["answers"]), int(d["too_short"]), int(d["listed"])
-            r = ExerciseSimilarity(str(d["assignment"]), str(d["grade_id"]), *counts, pairs, groups)
+            r = ExerciseSimilarity(str(d["assignment"]), str(d["grade_id"]), *counts, pairs, groups, ways)
             code = {str(k): str(v) for k, v in d["shown"].items()}
             if not all(s in code for p in pairs[:SIMILARITY_PAIRS_SHOWN] for s in (p.a, p.b)):
                 return [], {}

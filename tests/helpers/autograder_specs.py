@@ -629,7 +629,10 @@ def notebook_for(spec: Spec, source_nb, context: dict) -> bytes:
 NFC_NAME = "Zoë Conflict"
 NFD_NAME = "Zoe\u0308 Conflict"
 INTAKE = {
-    NFC_NAME: ("conflict", r"name the same student .*Unicode normalization or letter case.*neither is graded"),
+    NFC_NAME: (
+        "conflict",
+        r"name the same student .*Unicode normalization, letter case or spaces around the name.*neither is graded",
+    ),
     NFD_NAME: ("conflict", r"name the same student"),
     "Twin": ("conflict", r"^class/Twin: the folders 'Twin' and 'twin' name the same student"),
     "twin": ("conflict", r"name the same student"),

@@ -14,6 +14,8 @@ and must not be listed. The answers are code as a student would type it, never r
   another hands in that answer renamed and re-commented. Both are mostly the course's code, so little
   is left once that is removed, and the old report listed no pair: it kept a name the notebook also
   uses (`to_next`) as the course's when one student bound it, and the renamed copy's own name not.
+- `NATURAL`: a natural class of twelve plain-loop answers to notebook 04's `train`, written apart: the
+  plain loop is one program after renaming, and the old report listed 6 of its 66 pairs (issue 58).
 - `honest_classes()`: for every answer cell of notebooks 01-11, the answers the other tests already hold,
   each written apart from the others: the reference solution (twice: many students write the notebook's
   way), the untouched stub (twice), the plausible wrong answer and the equivalent right answer of the
@@ -264,3 +266,150 @@ def honest_classes() -> list[SimilarityClass]:
                     answers[name] = code
             classes.append(SimilarityClass(f"honest {assignment} {gid}", assignment, gid, answers))
     return classes
+
+
+# ---------------------------------------------------------------- notebook 04: a natural class (issue 58)
+# Twelve plain-loop answers to `train`, each written apart, as twelve students would: after renaming, the
+# plain loop is a handful of programs, and several students write each one. None of their pairs is a copy.
+NATURAL_LOOPS = (
+    """def train(params, sharded_batch, steps):
+    losses = []
+    for _ in range(steps):
+        params, loss = p_update_step(params, sharded_batch)
+        losses.append(loss)
+    _, loss = p_update_step(params, sharded_batch)
+    losses.append(loss)
+    return params, jnp.stack(losses)
+""",
+    """def train(params, sharded_batch, steps):
+    # record the loss of every step
+    history = []
+    for i in range(steps):
+        params, l = p_update_step(params, sharded_batch)
+        history.append(l)
+    # loss after the last update
+    _, l = p_update_step(params, sharded_batch)
+    history.append(l)
+    return params, jnp.stack(history)
+""",
+    """def train(params, sharded_batch, steps):
+    out = []
+    for step in range(steps):
+        params, loss = p_update_step(params, sharded_batch)
+        out.append(loss)
+    out.append(p_update_step(params, sharded_batch)[1])
+    return params, jnp.stack(out)
+""",
+    """def train(params, sharded_batch, steps):
+    losses = []
+    for _ in range(steps):
+        params, loss = p_update_step(params, sharded_batch)
+        losses.append(loss)
+    final_loss = p_update_step(params, sharded_batch)[1]
+    losses.append(final_loss)
+    return params, jnp.array(losses)
+""",
+    """def train(params, sharded_batch, steps):
+    all_losses = []
+    for s in range(steps):
+        new_params, loss = p_update_step(params, sharded_batch)
+        all_losses.append(loss)
+        params = new_params
+    _, last_loss = p_update_step(params, sharded_batch)
+    all_losses.append(last_loss)
+    return params, jnp.stack(all_losses)
+""",
+    """def train(params, sharded_batch, steps):
+    losses = []
+    for _ in range(steps + 1):
+        new_params, loss = p_update_step(params, sharded_batch)
+        losses.append(loss)
+        if len(losses) <= steps:
+            params = new_params
+    return params, jnp.stack(losses)
+""",
+    """def train(params, sharded_batch, steps):
+    p = params
+    ls = []
+    for i in range(steps):
+        p, l = p_update_step(p, sharded_batch)
+        ls.append(l)
+    _, l = p_update_step(p, sharded_batch)
+    ls.append(l)
+    return p, jnp.stack(ls)
+""",
+    """def train(params, sharded_batch, steps):
+    loss_list = []
+    step = 0
+    while step < steps:
+        params, loss = p_update_step(params, sharded_batch)
+        loss_list.append(loss)
+        step += 1
+    _, loss = p_update_step(params, sharded_batch)
+    loss_list.append(loss)
+    return params, jnp.stack(loss_list)
+""",
+    """def train(params, sharded_batch, steps):
+    losses = []
+    for _ in range(steps):
+        params, loss = p_update_step(params, sharded_batch)
+        losses.append(loss)
+    losses.append(p_update_step(params, sharded_batch)[1])
+    return params, jnp.asarray(losses)
+""",
+    """def train(params, sharded_batch, steps):
+    recorded = []
+    for k in range(steps):
+        params, current = p_update_step(params, sharded_batch)
+        recorded.append(current)
+    _, current = p_update_step(params, sharded_batch)
+    recorded.append(current)
+    return params, jnp.stack(recorded)
+""",
+    """def train(params, sharded_batch, steps):
+    losses = []
+    for _ in range(steps):
+        params, loss = p_update_step(params, sharded_batch)
+        losses += [loss]
+    losses += [p_update_step(params, sharded_batch)[1]]
+    return params, jnp.stack(losses)
+""",
+    """def train(params, sharded_batch, steps):
+    vals = []
+    for i in range(steps):
+        params, v = p_update_step(params, sharded_batch)
+        vals.append(v)
+    vals.append(p_update_step(params, sharded_batch)[1])
+    return params, jnp.array(vals)
+""",
+)
+NATURAL = SimilarityClass(
+    "natural class", A04, "train_answer", {f"s{i:02d}": code for i, code in enumerate(NATURAL_LOOPS, 1)}
+)
+
+
+# ---------------------------------------------------------------- notebook 04: live code hidden as dead (issue 58)
+def _indented(code: str, by: str) -> str:
+    return "".join(by + line if line.strip() else line for line in code.splitlines(keepends=True))
+
+
+_RING_BODY = RING.split("\n", 1)[1]  # the copied answer's body, indented for `def train`
+# each a copy of RING (gus's answer) with its body where the old normaliser took it for code that never runs
+HIDDEN = {
+    # a `while` whose test is false never runs its body, but always its `else:`
+    "while_else": "def train(params, sharded_batch, steps):\n    while 0:\n        pass\n    else:\n"
+    + _indented(_RING_BODY, "    "),
+    # a helper never read as a plain name, reached through the module's namespace
+    "globals": "def train_impl(params, sharded_batch, steps):\n"
+    + _RING_BODY
+    + "def train(params, sharded_batch, steps):\n"
+    + "    return globals()['train' + '_impl'](params, sharded_batch, steps)\n",
+    # a helper a decorator registers, called through the registry
+    "registry": "_impl = []\n@_impl.append\ndef helper(params, sharded_batch, steps):\n"
+    + _RING_BODY
+    + "def train(params, sharded_batch, steps):\n    return _impl[0](params, sharded_batch, steps)\n",
+    # a helper fetched by getattr on a class
+    "getattr": "class Impl:\n    @staticmethod\n    def run(params, sharded_batch, steps):\n"
+    + _indented(_RING_BODY, "    ")
+    + "def train(params, sharded_batch, steps):\n    return getattr(Impl, 'ru' + 'n')(params, sharded_batch, steps)\n",
+}

@@ -19,10 +19,13 @@ process, only the deployment's accounts and permissions.
 from __future__ import annotations
 
 import importlib.util
+import json
 import stat
 from pathlib import Path
 
 import pytest
+
+from hub import layout
 
 _spec = importlib.util.spec_from_file_location("hub_conftest", Path(__file__).with_name("conftest.py"))
 _hub = importlib.util.module_from_spec(_spec)
@@ -259,6 +262,8 @@ def test_a_student_cannot_read_the_hub_course(hub, where):
     "rel",
     [
         "solutions/02_scaled_sum.ipynb",
+        "solutions/recorded/references-hlo-cpu.json.xz",  # every reference program's HLO (issue 58)
+        "solutions/recorded/references-cpu.json",
         "build/course/gradebook.db",
         "build/course/source/02_scaled_sum/02_scaled_sum.ipynb",
         "tests/tools/test_handin.py",
@@ -270,6 +275,20 @@ def test_a_student_cannot_read_the_course_source_in_the_checkout(hub, rel):
     path = ROOT / rel  # .git: a folder in a clone, a file in a worktree
     assert path.exists()
     assert attempt(BEN, "list" if path.is_dir() else "read", path) == "EACCES"
+
+
+def test_a_student_finds_no_reference_program_in_what_the_checkout_lets_them_read(hub):
+    """Issue 58: the reference programs were in namedaxes/recorded/, which the hub keeps readable. Ben searches
+    every file of every folder the checkout leaves open to him (decompressing): none holds one (the virtual
+    environment aside: it is the installed packages). Where they are now, solutions/recorded/, he cannot list."""
+    from reference_programs import SEARCH, marks
+
+    roots = [str(ROOT / name) for name in layout.OPEN if (ROOT / name).is_dir() and name != ".venv"]
+    proc = as_user(BEN, [str(HUB_VENV / "bin" / "python"), "-c", SEARCH, json.dumps(marks()), *roots])
+    seen = json.loads(proc.stdout)
+    assert seen["files"] > 100 and seen["found"] == [], proc.stderr
+    proc = as_user(BEN, [str(HUB_VENV / "bin" / "python"), "-c", SEARCH, "[]", str(ROOT / "solutions" / "recorded")])
+    assert json.loads(proc.stdout) == {"files": 0, "found": [], "refused": [str(ROOT / "solutions" / "recorded")]}
 
 
 def test_a_student_cannot_list_the_checkout_but_runs_the_course_venv(hub):

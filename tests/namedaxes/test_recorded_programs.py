@@ -132,22 +132,23 @@ def test_collectives_outside_fusions_count_line_by_line_whatever_their_channel()
 
 # ---------------------------------------------------------------- every notebook's reference programs
 # tools/export_references.py recorded each exercise's reference programs as the grader compiles them for its
-# 8 CPU devices (references-cpu.json and the texts in references-hlo-cpu.json.xz); `compile_for_topology
-# --references` compiled the same programs, exported for a TPU, for a topology's chips (references-<topology>).
+# 8 CPU devices (solutions/recorded/: references-cpu.json and the texts in references-hlo-cpu.json.xz);
+# `compile_for_topology --references` compiled the same programs, exported for a TPU, for a topology's chips
+# (references-<topology>).
 CPU = "cpu"
 
 
 def _reference_labels() -> list[str]:
     """Every topology the reference programs are recorded for (references-<label>.json), the CPU's aside."""
-    labels = (p.stem.removeprefix("references-") for p in RECORDED.glob("references-*.json"))
+    labels = (p.stem.removeprefix("references-") for p in cft.REFERENCES.glob("references-*.json"))
     return sorted(label for label in labels if label != CPU)
 
 
 @functools.cache
 def _references(label: str) -> tuple[dict, dict[str, str]]:
     """(record, texts) of references-<label>: read once per test process."""
-    record = json.loads((RECORDED / f"references-{label}.json").read_text(encoding="utf-8"))
-    return record, cft.reference_texts(RECORDED, label)
+    record = json.loads((cft.REFERENCES / f"references-{label}.json").read_text(encoding="utf-8"))
+    return record, cft.reference_texts(cft.REFERENCES, label)
 
 
 @functools.cache
@@ -422,3 +423,31 @@ def test_an_asynchronous_all_gather_counts_its_result_once():
     )
     done = "  %agd = f32[8,8]{1,0} all-gather-done(%ags)"
     assert moved_of(line + "\n" + done, ("d",), (2,), 2) == (("all_gather over 'd'", 4 * 64),)
+
+
+def test_no_reference_program_is_in_what_students_and_graded_kernels_read():
+    """The reference programs (their texts and the facts read from them) show each solution's method: they are
+    recorded in solutions/recorded/, and nothing in the packages a student's server and a graded kernel read
+    (`namedaxes`, `courseinfo`) holds one, compressed or not (issue 58: they were in namedaxes/recorded/)."""
+    import subprocess
+    import sys
+
+    from reference_programs import SEARCH, marks
+
+    assert cft.REFERENCES.parts[-2:] == ("solutions", "recorded")
+    roots = [str(cft.REPO / name) for name in ("namedaxes", "courseinfo")]
+    proc = subprocess.run(
+        [sys.executable, "-c", SEARCH, json.dumps(marks()), *roots], capture_output=True, text=True, check=True
+    )
+    seen = json.loads(proc.stdout)
+    assert seen["files"] > 50 and seen["refused"] == []
+    assert seen["found"] == []
+    control = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", SEARCH, json.dumps(marks()), str(cft.REFERENCES)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    assert {m for _, m in control["found"]} == set(marks())  # the search finds them where they are

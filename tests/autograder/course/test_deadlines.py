@@ -133,6 +133,30 @@ def test_the_late_line_says_when_how_late_and_the_rule(tmp_path, late_by, policy
         ),
         (POLICY.replace("0.25", "25"), None, r"deadlines.toml:8: \[late\] max_penalty = 25: write a fraction"),
         (POLICY.replace("grace_minutes = 15", "grace_minutes = -5"), None, r"deadlines.toml:6: grace_minutes = -5"),
+        # numbers no time is made of (issue 58: OverflowError / ValueError at load before)
+        *(
+            (
+                POLICY.replace("grace_minutes = 15", f"grace_minutes = {bad}"),
+                None,
+                rf"deadlines.toml:6: grace_minutes = {said}: write minutes, from 0 to 5256000 \(3650 days\)",
+            )
+            for bad, said in (("inf", "inf"), ("nan", "nan"), ("-inf", "-inf"), ("1e300", "1e\\+300"))
+        ),
+        (POLICY.replace("0.1", "nan"), None, r"deadlines.toml:7: \[late\] penalty_per_day = nan: write a fraction"),
+        (POLICY.replace("0.25", "inf"), None, r"deadlines.toml:8: \[late\] max_penalty = inf: write a fraction"),
+        # a due date the extension moves past the calendar's end (issue 58: OverflowError in mark_late before)
+        (
+            POLICY.replace("2026-12-10T23:59:00+01:00", "9999-12-31T23:59:00+01:00"),
+            "student,assignment,days\nann,02_scaled_sum,1\nbob,01_axis_names,0.5\n",
+            r"extensions.csv:3: days 0.5: this extension moves 01_axis_names's due date "
+            r"9999-12-31T23:59:00\+01:00 past the calendar's last day \(9999-12-31\)",
+        ),
+        (
+            POLICY.replace("2026-12-10T23:59:00+01:00", "9999-12-31T23:59:00+01:00"),
+            "student,assignment,days\nann,*,2\n",
+            r"extensions.csv:2: days 2: this extension moves 01_axis_names's due date",
+        ),
+        (POLICY, "student,assignment,days\nann,*,inf\n", r"extensions.csv:2: days 'inf' must be between 0 and 3650"),
         (POLICY + "penalty_per_hour = 1\n", None, r"unknown key\(s\) penalty_per_hour"),
         ("[due\n", None, r"deadlines.toml: .*line 1"),
         (POLICY, "student,assignment,days\nann,01_axis_names,two\n", r"extensions.csv:2: days 'two' is not a number"),
@@ -145,6 +169,14 @@ def test_the_late_line_says_when_how_late_and_the_rule(tmp_path, late_by, policy
 def test_a_malformed_file_is_an_error_that_names_its_line(tmp_path, policy, extensions, message):
     with pytest.raises(GraderError, match=message):
         load_policy(course_with(tmp_path, policy, extensions), AIDS)
+
+
+def test_a_due_date_at_the_calendars_end_without_an_extension_is_graded(tmp_path):
+    """9999-12-31 is a due date like any other (nothing is late by it); only an extension past it is refused."""
+    policy = POLICY.replace("2026-12-10T23:59:00+01:00", "9999-12-31T23:59:00+01:00")
+    loaded = load_policy(course_with(tmp_path, policy, "student,assignment,days\nann,02_scaled_sum,3\n"), AIDS)
+    assert loaded.late("ann", "01_axis_names", DUE + timedelta(days=3), 10) is None
+    assert loaded.due_for("ann", "02_scaled_sum") == datetime(2026, 12, 20, 22, 59, tzinfo=UTC)
 
 
 def test_extensions_without_due_dates_are_an_error(tmp_path):

@@ -98,3 +98,27 @@ def test_placement_of_a_course_folder_and_links(tmp_path):
         reasons = {u.origin: u.reason for u in intake.unplaced}
         assert "does not match the assignment folder" in reasons[f"submitted/ann/{specs.A02}/mine.ipynb"]
         assert "symbolic link" in reasons["submitted/bob/02_scaled_sum.ipynb"]
+
+
+def test_a_reserved_name_is_refused_and_ids_equal_but_for_spaces_collide(tmp_path):
+    """Issue 58: `Points Possible` was graded and became a second maxima row in the Canvas export; `alice` and
+    `alice ` were two students. Now the first is refused with its reason, the two are a conflict naming both
+    folders (neither graded, nothing merged), and a lone id with no twin is graded as before."""
+    root = tmp_path / "class"
+    for name in ("Points Possible", "points possible ", "alice", "alice ", " bob"):
+        _write(root / name / "02_scaled_sum.ipynb")
+    with place_submissions(root, NOTEBOOKS) as intake:
+        assert sorted(intake.placed) == [(" bob", specs.A02)]
+        reasons = sorted(u.reason for u in intake.unplaced)
+        assert reasons == [
+            "not a usable student id: 'Points Possible' is the name of a row the LMS exports write themselves "
+            "(Canvas's row of maxima); not graded",
+            "not a usable student id: 'points possible' is the name of a row the LMS exports write themselves "
+            "(Canvas's row of maxima); not graded",
+        ]
+        assert sorted(u.student for u in intake.conflicts) == ["alice", "alice "]
+        said = {u.reason for u in intake.conflicts}
+        assert said == {
+            "the folders 'alice' and 'alice ' name the same student (they differ only in Unicode normalization, "
+            "letter case or spaces around the name): neither is graded; rename one and grade again"
+        }

@@ -49,7 +49,7 @@ def read(path) -> list[list[str]]:
 
 def test_canvas_has_its_identity_columns_points_possible_and_one_column_per_assignment(graded):
     course, out = graded
-    rows = read(write_export(out, "canvas", course))
+    rows = read(write_export(out, "canvas", course).path)
     assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "01_axis_names", "02_scaled_sum"]
     assert rows[1] == ["    Points Possible", "", "", "", "", "7", "6"]
     assert rows[2] == ["Liddell, Alice", "901", "alice", "alice", "", "7", "4.5"]  # after the late penalty
@@ -61,7 +61,7 @@ def test_canvas_has_its_identity_columns_points_possible_and_one_column_per_assi
 
 def test_moodle_has_its_identity_columns(graded):
     course, out = graded
-    rows = read(write_export(out, "moodle", course))
+    rows = read(write_export(out, "moodle", course).path)
     assert rows[0] == ["ID number", "Email address", "First name", "Last name", "01_axis_names", "02_scaled_sum"]
     assert rows[1] == ["alice", "a@x.org", "Alice", "Liddell", "7", "4.5"]
     assert rows[2] == ["bob", "b@x.org", "伟", "张", "5", ""]
@@ -69,7 +69,7 @@ def test_moodle_has_its_identity_columns(graded):
 
 def test_plain_csv_has_totals(graded):
     course, out = graded
-    rows = read(write_export(out, "csv", course))
+    rows = read(write_export(out, "csv", course).path)
     assert rows[0][-4:] == ["01_axis_names", "02_scaled_sum", "total", "max_total"]
     assert rows[1] == ["alice", "Alice", "Liddell", "a@x.org", "901", "7", "4.5", "11.5", "13"]
 
@@ -102,7 +102,7 @@ def test_every_export_quotes_an_id_or_name_a_spreadsheet_could_read_as_a_formula
     with Gradebook(db) as gb:
         gb.update_or_create_student("ann", first_name="\uff1dcmd()", last_name="\u3000@x", email="+a@x.org")
     for fmt in ("canvas", "moodle", "csv"):
-        rows = read(write_export(out, fmt, course))
+        rows = read(write_export(out, fmt, course).path)
         cells = [cell for row in rows[1:] for cell in row]
         risky = [c for c in cells if unicodedata.normalize("NFKC", csv_value(c)).lstrip()[:1] in ("=", "+", "-", "@")]
         assert {csv_value(c) for c in risky} >= set(ids), fmt  # every id is there ...
@@ -112,3 +112,38 @@ def test_every_export_quotes_an_id_or_name_a_spreadsheet_could_read_as_a_formula
         assert set(names[fmt]) <= {csv_value(c) for c in risky}, fmt  # ... and the roster's names and emails
     # the roster's student with no grade: 01 left empty, a total of 0 (an int total once crashed the export)
     assert (rows[1][0], rows[1][-3:]) == ("ann", ["", "0", "7"]), rows[1]
+
+
+def test_refused_entries_get_no_row_and_the_export_says_which(graded, capsys):
+    """Issue 58: a refused entry (empty id) was a row with an empty id and score in every export, and ids that
+    collide (`carol` beside `carol `) two rows; none gets a row now, and `make export` names each and why."""
+    course, out = graded
+    refused = [
+        ',,0,0,unplaceable,"class/Points Possible: not a usable student id: ...; not graded",,,',
+        "carol,,0,0,conflict,\"class/carol: the folders 'carol' and 'carol ' name the same student\",,,",
+        "\"carol \",,0,0,conflict,\"class/carol : the folders 'carol' and 'carol ' name the same student\",,,",
+    ]
+    (out / "grades.csv").write_text(GRADES + "\n".join(refused) + "\n")
+    for fmt, ids in (("canvas", 2), ("moodle", 0), ("csv", 0)):
+        rows = read(write_export(out, fmt, course).path)
+        assert [row[ids] for row in rows[1 + (fmt == "canvas") :]] == ["alice", "bob", "'=HYPERLINK(1)"], fmt
+    assert main(["export", "--lms", "canvas", "--course", str(course)]) == 0
+    said = capsys.readouterr().out.splitlines()
+    assert said[1:] == [
+        "left out of the export (3; see grades.csv and the grading summary):",
+        "  '': the name is empty or blank",
+        "  'carol': not graded: conflict",
+        "  'carol ': not graded: conflict",
+    ]
+
+
+def test_a_roster_student_named_points_possible_gets_no_second_maxima_row(graded):
+    from nbgrader.api import Gradebook
+
+    course, out = graded
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        gb.update_or_create_student("Points Possible")
+    export = write_export(out, "canvas", course)
+    rows = read(export.path)
+    assert [r[0] for r in rows].count("    Points Possible") == 1 and "Points Possible" not in [r[2] for r in rows]
+    assert list(export.left_out) == ["Points Possible"]

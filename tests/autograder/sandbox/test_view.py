@@ -11,6 +11,7 @@ no cgroup); on such a machine the protections report must say the same (test_pro
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import sys
@@ -173,3 +174,29 @@ def test_tmp_and_shm_are_size_limited(sandbox, copies, where):
     assert code == 0, err
     assert res[0] == "ENOSPC" and 14 <= res[1] <= 16, res  # 16 MiB and not a byte more
     assert verdict is None
+
+
+def test_a_graded_kernel_finds_no_reference_program(sandbox, copies):
+    """Issue 58: every reference program's optimized HLO (with its `op_name`s: the solution's method) was in
+    namedaxes/recorded/, which graded kernels read. The attacker searches every file it can read under the
+    course packages bound into it (decompressing) and tries both places the records were and are: it finds
+    none. Control: the measurements the notebooks read (namedaxes/recorded/compile-*.json) stay readable."""
+    from reference_programs import SEARCH, marks
+
+    w = copies()
+    old, new = REPO / "namedaxes" / "recorded", REPO / "solutions" / "recorded"
+    probe = f"""
+        import json, os, subprocess, sys
+        tried = {{p: os.path.exists(p) for p in ({str(old / "references-hlo-cpu.json.xz")!r},
+                                                 {str(new / "references-hlo-cpu.json.xz")!r}, {str(new)!r})}}
+        roots = {[str(REPO / name) for name in KERNEL_PACKAGES]!r}
+        search = subprocess.run([sys.executable, "-c", {SEARCH!r}, {json.dumps(marks())!r}, *roots],
+                                capture_output=True, text=True)
+        control = open({str(old / "compile-v5e-2x4.json")!r}).read(20)
+        print(json.dumps({{"tried": tried, "search": json.loads(search.stdout), "control": control}}))
+    """
+    code, res, _, err = run(sandbox, w, probe, timeout=120)
+    assert code == 0, err
+    assert res["tried"] == dict.fromkeys(res["tried"], False)
+    assert res["search"]["found"] == [] and res["search"]["files"] > 50
+    assert res["control"].startswith("{")
