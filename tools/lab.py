@@ -90,7 +90,7 @@ def lab(args) -> int:
         **({"NAMEDAXES_EXCHANGE": str(Path(args.exchange).absolute())} if args.exchange else {}),
         **({"JUPYTERHUB_USER": args.student} if args.student else {}),
         **({"NAMEDAXES_COURSE_ID": course_id(args.edition)} if args.edition else {}),
-        **compile_cache.private(work / ".jax-cache"),  # this workspace's own compiled programs, kept
+        **compile_cache.private(compile_cache.for_workspace(work)),  # its own compiled programs, outside work/
     }
     jupyter = [str(Path(sys.executable).parent / "jupyter"), "lab", f"--notebook-dir={opened}", "--no-browser"]
     _serve(args, "JupyterLab", "/lab", jupyter, env, ROOT)

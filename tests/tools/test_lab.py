@@ -29,3 +29,23 @@ def test_each_edition_has_its_own_jupyterlab_workspaces(monkeypatch, tmp_path, n
     chinese = _environment(monkeypatch, tmp_path, "--edition", "zh")["JUPYTERLAB_WORKSPACES_DIR"]
     base = tmp_path / named if named else tmp_path / "work" / ".jupyterlab-workspaces"
     assert (english, chinese) == (str(base / "en"), str(base / "zh"))
+
+
+@pytest.mark.parametrize("relative", [False, True])
+def test_the_students_compile_cache_lives_outside_the_course_folder(monkeypatch, tmp_path, relative):
+    """Issue 61: JAX's cache was `work/.jax-cache`, relative, so each kernel (it runs in the notebook's folder)
+    made a `work` folder beside the notebook, shown in the file browser and handed in by Submit. Now it is
+    absolute, under the user's cache directory, mode 0700, and nothing appears in the workspace."""
+    import os
+    import stat
+    from pathlib import Path
+
+    monkeypatch.setenv("XDG_CACHE_HOME", "cache" if relative else str(tmp_path / "cache"))
+    env = _environment(monkeypatch, tmp_path, "--student", "ann")
+    folder = Path(env["JAX_COMPILATION_CACHE_DIR"])
+    assert folder.is_absolute() and folder.parent == tmp_path / "cache" / "namedaxes-jax"
+    assert folder.name.startswith("work-") and stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert stat.S_IMODE(folder.parent.stat().st_mode) == 0o700
+    assert not any(p.name in (".jax-cache", "work") for p in (tmp_path / "work").rglob("*"))
+    other = _environment(monkeypatch, tmp_path / "work")  # another workspace's cache is another folder
+    assert other["JAX_COMPILATION_CACHE_DIR"] != str(folder) and os.path.isdir(other["JAX_COMPILATION_CACHE_DIR"])
