@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import os
 
-__all__ = ["cell_timeout", "NBGRADER_CELL_TIMEOUT", "HEADROOM"]
+__all__ = ["cell_timeout", "timeout_reply", "NBGRADER_CELL_TIMEOUT", "HEADROOM"]
 
 NBGRADER_CELL_TIMEOUT = 30  # nbgrader's own default (Execute.timeout)
 HEADROOM = 2  # a load that rises while Validate runs
@@ -34,3 +34,15 @@ def cell_timeout(load: float | None = None, cores: int | None = None) -> int:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     busy = max(1.0, load / max(1, cores))
     return math.ceil(NBGRADER_CELL_TIMEOUT * HEADROOM * busy)
+
+
+def timeout_reply(limit: int) -> dict:
+    """nbgrader's `Execute.error_on_timeout`: the reply nbclient makes up when a cell runs out of time. Its
+    error name is the kernel's (KeyboardInterrupt, said by namedaxes.kernel_start in the notebook's language),
+    so nbgrader adds it only where the kernel said nothing: then this line, instead of nbgrader's
+    "CellTimeoutError: No reply from kernel before timeout" after the kernel's own sentence."""
+    return {
+        "ename": "KeyboardInterrupt",
+        "evalue": "",
+        "traceback": [f"The machine is busy; the cell ran past Validate's limit of {limit} s on this machine now."],
+    }

@@ -39,7 +39,6 @@ def lab_like_environment(monkeypatch):
 def _lab_config():
     """The config Validate's server extension loads at each press (nbgrader's own loader, `make lab`'s paths)."""
     from jupyter_core.paths import jupyter_config_path
-
     from traitlets.config import Config
 
     full = Config()
@@ -85,8 +84,10 @@ def test_validate_passes_a_right_notebook_on_a_busy_machine(tmp_path):
             os.kill(p.pid, signal.SIGKILL)
             p.join(5)
     seconds = time.monotonic() - t0
-    sys.stderr.write(f"\nValidate of notebook 02 beside {len(burners)} burners: {seconds:.1f} s, "
-                     f"cell limit {config.Execute.timeout} s\n")
+    sys.stderr.write(
+        f"\nValidate of notebook 02 beside {len(burners)} burners: {seconds:.1f} s, "
+        f"cell limit {config.Execute.timeout} s\n"
+    )
     assert alive, "the burners stopped before Validate ended: the machine was not kept busy"
     assert result == {}, result
 
@@ -95,7 +96,12 @@ def test_a_cell_past_validates_limit_says_the_machine_is_busy_in_one_sentence(tm
     """The limit made tiny (2 s) and a graded cell that sleeps 20 s: the dialog's error is the one sentence."""
     nb = new_notebook(cells=[new_code_cell("import time\ntime.sleep(20)")])
     nb.cells[0].metadata["nbgrader"] = {
-        "grade": True, "grade_id": "slow", "locked": True, "points": 1, "schema_version": 3, "solution": False
+        "grade": True,
+        "grade_id": "slow",
+        "locked": True,
+        "points": 1,
+        "schema_version": 3,
+        "solution": False,
     }
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     path = tmp_path / "slow.ipynb"
