@@ -186,6 +186,10 @@ TEXT: dict[str, str] = {
     "sig_takes": "the program takes {got}, expected {want}",
     "sig_structure": "the program returns a different structure: {got}, expected {want}",
     "sig_returns": "the program returns {got}, expected {want}",
+    "sig_takes_dtypes": "the program takes {changed} of its {total} inputs as {got}, expected {want} (their shapes "
+    "are right)",
+    "sig_returns_dtypes": "the program returns {changed} of its {total} results as {got}, expected {want} (their "
+    "shapes are right)",
     "shape_dtype": "shape {shape} and dtype {dtype}",
     "expected_got": "{key}: expected {want}, got {got}",
     "values_differ": "{key}: values differ",
