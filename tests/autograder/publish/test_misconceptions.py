@@ -154,6 +154,21 @@ def test_the_section_that_teaches_it_links_the_course_site_at_its_heading(course
     assert section_href("javascript:alert(1)", AID, heading) == "" and section_href("", AID, heading) == ""
 
 
+def test_the_chinese_line_names_the_chinese_editions_section_and_links_its_page(course_page):
+    """Issue 61: the report's Chinese line named the English section title; now the Chinese edition's heading
+    above the same test cell, linked to the Chinese site's page."""
+    import html
+
+    info = course_info(None, [AID])
+    english, chinese = info.sections[AID]["scaled_sum_total"], info.sections_zh[AID]["scaled_sum_total"]
+    assert chinese and chinese != english and any("\u4e00" <= ch <= "\u9fff" for ch in chinese)
+    href = section_href("https://course.example/site/zh/", AID, chinese)
+    assert href.startswith("https://course.example/site/zh/notebooks/02_scaled_sum.html#:~:text=")
+    assert f'href="{html.escape(href)}"' in course_page
+    zh_lines = [part.split("一节。")[0] for part in course_page.split("讲解见")[1:]]
+    assert zh_lines and not any(h in html.unescape(z) for z in zh_lines for h in info.sections[AID].values() if h)
+
+
 def test_the_maps_words_are_in_both_languages(course_page):
     for zh in ("错误概念分布", "失分的学生", "对应的提示", "本练习的提示", "学生"):
         assert zh in course_page, zh
