@@ -49,3 +49,28 @@ def test_the_students_compile_cache_lives_outside_the_course_folder(monkeypatch,
     assert not any(p.name in (".jax-cache", "work") for p in (tmp_path / "work").rglob("*"))
     other = _environment(monkeypatch, tmp_path / "work")  # another workspace's cache is another folder
     assert other["JAX_COMPILATION_CACHE_DIR"] != str(folder) and os.path.isdir(other["JAX_COMPILATION_CACHE_DIR"])
+
+
+def test_a_labs_first_start_opens_notebook_01_not_the_stock_launcher(tmp_path):
+    opened, layouts = tmp_path / "work", tmp_path / "work" / ".jupyterlab-workspaces" / "en"
+    opened.mkdir()
+    assert lab.first_page(opened, layouts) == "/lab"  # a class's folder: no 01 in it (the Assignment List)
+    (opened / lab.FIRST_NOTEBOOK).write_text("{}")
+    assert lab.first_page(opened, layouts) == "/lab/tree/01_axis_names.ipynb"
+    layouts.mkdir(parents=True)
+    (layouts / "default-37a8.jupyterlab-workspace").write_text("{}")  # the lab as the student left it
+    assert lab.first_page(opened, layouts) == "/lab"
+
+
+def test_no_list_of_skipped_language_servers_comes_before_the_url():
+    """jupyter_lsp searched for about 20 language servers and listed the missing ones after the server's
+    start-up lines; the lab's and formgrader's configs turn the search off."""
+    from traitlets.config import Config
+
+    from tools import serve
+
+    for folder in (lab.JUPYTER, lab.JUPYTER / "formgrader"):
+        c = Config()
+        exec((folder / "jupyter_server_config.py").read_text(), {"get_config": lambda c=c: c})
+        assert c.LanguageServerManager.autodetect is False, folder
+    assert serve.LATE_LINES == ()
