@@ -52,6 +52,8 @@ TEXT: dict[str, str] = {
     "page_late": "Late hand-in: handed in {handed_in}, {late} after the due date {due}. {rule}",
     "page_late_extended": "Late hand-in: handed in {handed_in}, {late} after your due date {due} (the "
     "assignment's {course_due}, extended by {extension}). {rule}",
+    "report_late_extended": "Late hand-in: handed in {handed_in}, {late} after the student's due date {due} (the "
+    "assignment's {course_due}, extended by {extension}). {rule}",
     "page_on_time_extended": "On time with an extension to {due} (the assignment's due date {course_due}, "
     "extended by {extension}): handed in {handed_in}, {late} after the assignment's due date; no points off.",
     "late_rule": "{head}: {days} started day(s) × {percent} of {max_score} point(s) = {penalty} point(s) off.",

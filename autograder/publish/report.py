@@ -217,7 +217,7 @@ def _late_section(results: ClassResults, out: Path | None) -> list[str]:
 def _late_line(row: ClassRow, late: Late | None) -> str:
     """A row's late line in English (the report's language), from results.json's record; else its times."""
     if late is not None:
-        return say_late(late, "en")
+        return say_late(late, "en", instructor=True)
     return f"handed in {row.handed_in}, due {row.due}"
 
 
