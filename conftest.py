@@ -64,9 +64,12 @@ KINDS = (
     ("tests/autograder/test_records.py", ("unit",)),  # rows made and parsed, in memory
     ("tests/autograder/test_reasons.py", ("unit",)),  # kinds, phrases and verdicts, in memory
     ("tests/autograder/test_bench.py", ("unit",)),  # the benchmark's class, made in memory
+    ("tests/autograder/test_one_assignment.py", ("unit",)),  # a batch's first steps: nothing graded
+    ("tests/autograder/run/test_reference_lock.py", ("unit",)),  # a lock file made here
     ("tests/autograder/judge/test_programs.py", ("exercises",)),  # the judge's layout points, answer by answer
     ("tests/autograder/", ("grader",)),
     ("tests/notebooks/test_validate.py", ("grader",)),  # nbgrader's Validator runs kernels
+    ("tests/notebooks/test_validate_busy.py", ("grader",)),  # Validate's kernels beside CPU burners
     ("tests/tools/test_handin.py", ("grader",)),  # nbgrader's hand-in loop: release, collect, grade
     ("tests/namedaxes/exercises/", ("exercises",)),  # each exercise's matrices, and the one judge over them
     ("tests/tools/test_judged_table_observed.py", ("exercises",)),  # 01's observations, compiled as the judge does

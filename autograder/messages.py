@@ -52,6 +52,8 @@ TEXT: dict[str, str] = {
     "page_late": "Late hand-in: handed in {handed_in}, {late} after the due date {due}. {rule}",
     "page_late_extended": "Late hand-in: handed in {handed_in}, {late} after your due date {due} (the "
     "assignment's {course_due}, extended by {extension}). {rule}",
+    "report_late_extended": "Late hand-in: handed in {handed_in}, {late} after the student's due date {due} (the "
+    "assignment's {course_due}, extended by {extension}). {rule}",
     "page_on_time_extended": "On time with an extension to {due} (the assignment's due date {course_due}, "
     "extended by {extension}): handed in {handed_in}, {late} after the assignment's due date; no points off.",
     "late_rule": "{head}: {days} started day(s) × {percent} of {max_score} point(s) = {penalty} point(s) off.",
@@ -186,6 +188,10 @@ TEXT: dict[str, str] = {
     "sig_takes": "the program takes {got}, expected {want}",
     "sig_structure": "the program returns a different structure: {got}, expected {want}",
     "sig_returns": "the program returns {got}, expected {want}",
+    "sig_takes_dtypes": "the program takes {changed} of its {total} inputs as {got}, expected {want} (their shapes "
+    "are right)",
+    "sig_returns_dtypes": "the program returns {changed} of its {total} results as {got}, expected {want} (their "
+    "shapes are right)",
     "shape_dtype": "shape {shape} and dtype {dtype}",
     "expected_got": "{key}: expected {want}, got {got}",
     "values_differ": "{key}: values differ",

@@ -88,6 +88,8 @@ class Kind(StrEnum):
     SIG_TAKES = "sig_takes"
     SIG_STRUCTURE = "sig_structure"
     SIG_RETURNS = "sig_returns"
+    SIG_TAKES_DTYPES = "sig_takes_dtypes"
+    SIG_RETURNS_DTYPES = "sig_returns_dtypes"
     SHAPE_DTYPE = "shape_dtype"
     EXPECTED_GOT = "expected_got"
     VALUES_DIFFER = "values_differ"
@@ -199,6 +201,8 @@ _PROPERTY = {
     Kind.SIG_TAKES: Property.SIGNATURE,
     Kind.SIG_STRUCTURE: Property.SIGNATURE,
     Kind.SIG_RETURNS: Property.SIGNATURE,
+    Kind.SIG_TAKES_DTYPES: Property.SIGNATURE,
+    Kind.SIG_RETURNS_DTYPES: Property.SIGNATURE,
     Kind.LAYOUT_INPUT: Property.LAYOUT,
     Kind.LAYOUT_REGION_INPUT: Property.LAYOUT,
     Kind.LAYOUT_REGIONS: Property.LAYOUT,

@@ -42,7 +42,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .course.deadlines import LatePolicy, load_policy
-from .course.discovery import discover_sources, repo_root
+from .course.discovery import course_assignments, discover_sources, repo_root
 from .intake.placement import Intake, handed_in_times, place_course, place_submissions
 from .publish.batch import print_problems, publish
 from .publish.outputs import missing_reason
@@ -62,6 +62,7 @@ def grade(opts: Options) -> int:
     batch = resolve(opts)
     sources, policy = find(batch)
     intake = place(batch, sources, policy)
+    sources = handed_in_sources(batch, sources, intake)
     try:
         with _workspace(batch) as batch:
             results, sandbox = BatchResults(), None
@@ -127,7 +128,8 @@ def find(batch: Batch) -> tuple[dict, LatePolicy | None]:
     sources = discover_sources(batch.course, batch.opts.assignments)
     if len({s.file_name for s in sources.values()}) != len(sources):
         raise GraderError("two assignments use the same notebook file name")
-    return sources, load_policy(batch.course, sources)
+    # deadlines.toml names any of the course's assignments; those not graded in this run are ignored
+    return sources, load_policy(batch.course, {*sources, *course_assignments(batch.course)})
 
 
 def place(batch: Batch, sources: dict, policy: LatePolicy | None) -> Intake:
@@ -147,6 +149,19 @@ def place(batch: Batch, sources: dict, policy: LatePolicy | None) -> Intake:
         intake.close()
         raise GraderError(f"no submission folder for student(s): {', '.join(missing_students)}")
     return intake
+
+
+def handed_in_sources(batch: Batch, sources: dict, intake: Intake) -> dict:
+    """A folder of submissions graded without ASSIGNMENT=: only the assignments someone handed in (a notebook
+    placed, or a file recognisably meant for one), so a folder holding notebook 10 gets no `missing` rows
+    (and no reference runs) for the other assignments. A course folder, or one naming assignments: all."""
+    if batch.submissions is None or batch.opts.assignments:
+        return sources
+    seen = {p.assignment for p in intake.placed.values()} | {u.assignment for u in intake.unplaced}
+    kept = {aid: source for aid, source in sources.items() if aid in seen}
+    if kept and len(kept) < len(sources) and not batch.opts.quiet:
+        print(f"grading the assignment(s) handed in: {', '.join(kept)} (ASSIGNMENT=... chooses)", flush=True)
+    return kept or sources
 
 
 @contextlib.contextmanager

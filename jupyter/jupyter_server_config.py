@@ -35,3 +35,7 @@ c.ServerApp.port_retries = 0  # a busy port is an error, never a silent move to 
 # Containers and Colab-like machines run as root; the server only listens on localhost.
 c.ServerApp.allow_root = True
 c.ServerApp.ip = "localhost"
+
+# No search for language servers (the course installs none): jupyter_lsp's list of about 20 skipped ones
+# would come before the URL that `make lab` prints last.
+c.LanguageServerManager.autodetect = False

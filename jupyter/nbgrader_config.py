@@ -8,6 +8,7 @@
 import os
 
 from courseinfo.course import COURSES  # the course ids: namedaxes, namedaxes-zh
+from courseinfo.validate_limit import cell_timeout, timeout_reply
 
 c = get_config()  # noqa: F821
 
@@ -28,3 +29,7 @@ _work = os.environ.get("NAMEDAXES_WORK", "").strip()
 if _work:
     c.Exchange.cache = os.path.join(_work, ".nbgrader_cache")
     c.Exchange.assignment_dir = _work
+# Validate's per-cell limit follows the machine's load (nbgrader reads this file at each press of Validate):
+# nbgrader's fixed 30 s failed right notebooks on a busy machine. Why and how: courseinfo/validate_limit.py.
+c.Execute.timeout = cell_timeout()
+c.Execute.error_on_timeout = timeout_reply(c.Execute.timeout)

@@ -14,17 +14,20 @@ website's pages). The grader's sandboxed kernels never get any of this (`Sandbox
 A student's own cache (`private`): the programs a student's notebooks compile are kept between sessions,
 so a notebook run again compiles little (about 40 % of a Run-All is XLA compiling 65-105 small programs).
 JAX's documentation warns never to share one between users: a cache entry is trusted code. So each student's
-is a folder only they can read (mode 0700): `make lab`'s in the work folder, the hub's in the student's home.
+is a folder only they can read (mode 0700), outside the course's folders so that the file browser never shows
+it and Submit never hands it in: `make lab`'s under the user's cache directory (`for_workspace`: one per
+workspace, $XDG_CACHE_HOME/namedaxes-jax/, default ~/.cache), the hub's in the student's home.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import tempfile
 from collections.abc import Iterator, Mapping
 
-__all__ = ["HALF_WRITTEN", "environment", "shared", "private", "configure_loaded_jax"]
+__all__ = ["HALF_WRITTEN", "environment", "shared", "private", "for_workspace", "configure_loaded_jax"]
 
 HALF_WRITTEN = "Error reading persistent compilation cache entry"
 
@@ -82,3 +85,15 @@ def private(folder: str | os.PathLike, environ: Mapping[str, str] = os.environ) 
     os.makedirs(folder, mode=0o700, exist_ok=True)
     os.chmod(folder, 0o700)
     return environment(os.fspath(folder), environ)
+
+
+def for_workspace(workspace: str | os.PathLike, environ: Mapping[str, str] = os.environ) -> str:
+    """The absolute folder of the cache of the `make lab` workspace `workspace`: under the user's cache
+    directory ($XDG_CACHE_HOME, default ~/.cache), named after the workspace and its absolute path (two
+    checkouts' work/ never share one). Never relative: a kernel runs in the notebook's folder."""
+    where = os.path.abspath(workspace)
+    base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    key = hashlib.sha256(where.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    parent = os.path.join(os.path.abspath(base), "namedaxes-jax")
+    os.makedirs(parent, mode=0o700, exist_ok=True)
+    return os.path.join(parent, f"{os.path.basename(where)}-{key}")

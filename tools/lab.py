@@ -90,11 +90,21 @@ def lab(args) -> int:
         **({"NAMEDAXES_EXCHANGE": str(Path(args.exchange).absolute())} if args.exchange else {}),
         **({"JUPYTERHUB_USER": args.student} if args.student else {}),
         **({"NAMEDAXES_COURSE_ID": course_id(args.edition)} if args.edition else {}),
-        **compile_cache.private(work / ".jax-cache"),  # this workspace's own compiled programs, kept
+        **compile_cache.private(compile_cache.for_workspace(work)),  # its own compiled programs, outside work/
     }
     jupyter = [str(Path(sys.executable).parent / "jupyter"), "lab", f"--notebook-dir={opened}", "--no-browser"]
-    _serve(args, "JupyterLab", "/lab", jupyter, env, ROOT)
+    _serve(args, "JupyterLab", first_page(opened, workspaces_dir(work, args.edition)), jupyter, env, ROOT)
     return 1
+
+
+FIRST_NOTEBOOK = "01_axis_names.ipynb"
+
+
+def first_page(opened: Path, layouts: Path) -> str:
+    """The page the URL opens: notebook 01 on a lab's first start (no layout kept yet, 01 in the folder),
+    rather than JupyterLab's stock Launcher; afterwards the lab as the student left it."""
+    fresh = not layouts.is_dir() or not any(layouts.iterdir())
+    return f"/lab/tree/{FIRST_NOTEBOOK}" if fresh and (opened / FIRST_NOTEBOOK).is_file() else "/lab"
 
 
 def update_work(args) -> int:

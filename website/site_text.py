@@ -110,7 +110,7 @@ TEXT: dict[str, dict[str, str]] = {
         "`setup_devices()`, then gives JAX 8 devices: Colab's accelerators when it has 8, otherwise "
         "8 simulated CPU devices, and it says which.",
         "zh": "Colab 用它自己的 Python 运行这个笔记本。先在最上方添加一个单元格，每次会话运行一次，"
-        "然后选择 *Runtime ▸ Restart session*：\n\n"
+        "然后选择 *代码执行程序 ▸ 重启会话*（Colab 的英文界面：*Runtime ▸ Restart session*）：\n\n"
         "```\n!git clone -q {repository} course\n"
         "!pip install -q -r course/requirements/colab.txt -e course\n```\n\n"
         "它会安装课程的辅助包和固定版本的 JAX。之后笔记本自己的设置单元格 `setup_devices()` 为 JAX "

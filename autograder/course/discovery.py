@@ -49,8 +49,13 @@ def package_dir(name: str) -> Path | None:
     return Path(list(spec.submodule_search_locations)[0])
 
 
-def discover_sources(course: Path, only: list[str]) -> dict[str, SourceNotebook]:
-    """Source notebooks: <course>/source/<id>/<id>.ipynb, else the repository's solutions/<id>.ipynb."""
+def course_assignments(course: Path) -> list[str]:
+    """Every assignment of the course, graded in this run or not (what its deadlines.toml may name)."""
+    return list(_source_paths(course))
+
+
+def _source_paths(course: Path) -> dict[str, Path]:
+    """<course>/source/<id>/<id>.ipynb, else the repository's solutions/<id>.ipynb, by assignment id."""
     found: dict[str, Path] = {}
     source_dir = course / "source"
     if source_dir.is_dir():
@@ -63,6 +68,13 @@ def discover_sources(course: Path, only: list[str]) -> dict[str, SourceNotebook]
     if not found:
         for nb in sorted((repo_root() / "solutions").glob("*.ipynb")):
             found[nb.stem] = nb
+    return found
+
+
+def discover_sources(course: Path, only: list[str]) -> dict[str, SourceNotebook]:
+    """Source notebooks: <course>/source/<id>/<id>.ipynb, else the repository's solutions/<id>.ipynb."""
+    source_dir = course / "source"
+    found = _source_paths(course)
     if only:
         unknown = sorted(set(only) - set(found))
         if unknown:

@@ -47,6 +47,9 @@ Design
   files changed more than `Limits.change_slack_s` after its stated time is staged under the time of
   that change (folder name and timestamp.txt), and `Staged.notes` says so: a back-dated
   hand-in, or one edited after it was handed in, counts from when its content was last changed.
+- A compile cache in a hand-in (a folder named in `CACHE_FOLDERS`, or one holding only such folders: an older
+  `make lab` put JAX's cache in the notebook's folder) is left out unread, counted in no bound, and
+  `Staged.notes` says so: it is never graded, and refusing a hand-in for it would punish a tool's mistake.
 - Names a student chose (folders, files) are reported through `printable`, never raw.
 - Per student only the newest acceptable hand-in is copied: the newest is read first, and an
   older one only when the newer is refused, at most `Limits.max_tries` of them (a student's
@@ -78,6 +81,8 @@ STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$")
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _CHUNK = 1 << 20
+# Folders that are a program's cache, never a student's work: left out of a hand-in (collect) and of grading (placement)
+CACHE_FOLDERS = frozenset({".jax-cache", "jax-cache", "__pycache__", ".cache"})
 
 
 @dataclass(frozen=True)
@@ -104,6 +109,7 @@ class HandIn:
     files: int
     bytes: int
     stated: datetime | None = None  # the stated time, where the files changed later (None: it is `timestamp`)
+    caches: tuple[str, ...] = ()  # compile cache folders left out (their paths in the hand-in)
 
 
 @dataclass
@@ -126,6 +132,7 @@ class _Budget:
     files: int = 0
     bytes: int = 0
     changed_ns: int = 0  # the newest inode change time seen (st_ctime_ns)
+    caches: list[str] = field(default_factory=list)  # compile cache folders left out
 
     def saw(self, st: os.stat_result) -> None:
         self.changed_ns = max(self.changed_ns, st.st_ctime_ns)
@@ -289,10 +296,37 @@ def _copy_file(fd: int, st: os.stat_result, dest: Path, rel: str, budget: _Budge
     budget.bytes = budget.limits.max_bytes - room
 
 
+def _is_dir(dfd: int, name: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.stat(name, dir_fd=dfd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def is_cache(dfd: int, name: str) -> bool:
+    """A folder (never followed) that is a compile cache: named so, or holding nothing but such folders."""
+    if not _is_dir(dfd, name):
+        return False
+    if name in CACHE_FOLDERS:
+        return True
+    try:
+        fd = os.open(name, _DIR, dir_fd=dfd)
+    except OSError:
+        return False
+    try:
+        inside = os.listdir(fd)
+        return bool(inside) and all(n in CACHE_FOLDERS and _is_dir(fd, n) for n in inside)
+    finally:
+        os.close(fd)
+
+
 def _copy_dir(dfd: int, dest: Path, rel: str, depth: int, uid: int, budget: _Budget) -> None:
     os.mkdir(dest, 0o755)
     for name in sorted(os.listdir(dfd)):
         child = f"{rel}/{name}"
+        if is_cache(dfd, name):
+            budget.caches.append(child.split("/", 1)[1])
+            continue
         budget.files += 1
         if budget.files > budget.limits.max_files:
             raise Refused(f"the hand-in has more than {budget.limits.max_files} files and folders")
@@ -348,10 +382,11 @@ def _take(
             raise Refused(f"its timestamp.txt says {text[:60]!r}, its folder name {ts.isoformat(' ')}")
     owners.taken(student, st.st_uid)
     changed = datetime.fromtimestamp(budget.changed_ns / 1e9, UTC)
+    caches = tuple(budget.caches)
     if (changed - ts).total_seconds() <= limits.change_slack_s:
-        return HandIn(entry, student, ts, budget.files, budget.bytes)
+        return HandIn(entry, student, ts, budget.files, budget.bytes, caches=caches)
     staged = _restamp(dest, entry, changed)
-    return HandIn(staged.name, student, changed, budget.files, budget.bytes, stated=ts)
+    return HandIn(staged.name, student, changed, budget.files, budget.bytes, stated=ts, caches=caches)
 
 
 def _restamp(dest: Path, entry: str, changed: datetime) -> Path:
@@ -438,6 +473,8 @@ def stage(
                     intake.staged.append(taken)
                     if taken.stated is not None:
                         intake.notes.append(_restamped(taken, entry))
+                    if taken.caches:
+                        intake.notes.append(_cache_left_out(taken))
                     break
                 except Refused as why:
                     intake.refused.append(Refusal(entry, str(why)))
@@ -452,3 +489,8 @@ def _restamped(taken: HandIn, entry: str) -> str:
         f"{printable(entry)}: stated {taken.stated.isoformat(' ', 'seconds')}, but its files last changed "
         f"{taken.timestamp.isoformat(' ', 'seconds')}: collected as handed in then"
     )
+
+
+def _cache_left_out(taken: HandIn) -> str:
+    folders = ", ".join(printable(c) for c in taken.caches)
+    return f"{printable(taken.student)}: a compile cache in the hand-in ({folders}) was left out: it is never graded"

@@ -46,7 +46,7 @@ from pathlib import Path, PurePosixPath
 
 from ..limits import MAX_ZIP_BYTES, MAX_ZIP_MEMBERS
 from ..records import Late
-from .inbound import Refused, parse_time
+from .inbound import CACHE_FOLDERS, Refused, parse_time
 
 __all__ = [
     "Placed",
@@ -99,6 +99,7 @@ class Intake:
     empty: set[str] = field(default_factory=set)  # students whose folder held nothing
     conflicts: list[Unplaced] = field(default_factory=list)  # entries naming the same student: none graded
     clutter: int = 0
+    caches: list[str] = field(default_factory=list)  # compile cache folders found in hand-ins: not graded
     tmpdirs: list[tempfile.TemporaryDirectory] = field(default_factory=list)
 
     def close(self) -> None:
@@ -252,7 +253,9 @@ class _Placer:
             if stat.S_ISLNK(st.st_mode):
                 self.unplaced(student, origin, "symbolic link: submit the notebook file itself")
             elif stat.S_ISDIR(st.st_mode):
-                if depth == 0 and entry.name in self.assignments:
+                if _is_cache(entry):
+                    self.intake.caches.append(f"{label}/{printable(entry.name)}")
+                elif depth == 0 and entry.name in self.assignments:
                     self._walk(student, entry, origin, depth + 1, hint=entry.name)
                 elif depth == 0 and _visible_count(entry) == 0:
                     self.intake.clutter += 1
@@ -264,6 +267,15 @@ class _Placer:
                 self.place(student, entry, origin, hint)
             else:
                 self.unplaced(student, origin, "not a regular file")
+
+
+def _is_cache(folder: Path) -> bool:
+    """A compile cache (inbound.CACHE_FOLDERS), or a folder holding only such folders (older `make lab`s
+    wrote work/.jax-cache next to the notebook): never a student's work."""
+    if folder.name in CACHE_FOLDERS:
+        return True
+    inside = _visible(folder)
+    return bool(inside) and all(e.name in CACHE_FOLDERS and e.is_dir() and not e.is_symlink() for e in inside)
 
 
 def _visible_count(folder: Path) -> int:

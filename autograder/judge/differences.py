@@ -201,7 +201,30 @@ def signature_difference(want: dict, got: dict) -> Phrase:
             "sig_per_device", got=seen, want=", ".join(repr(a) for a in want["per_device_over"]) or say("sig_no_axis")
         )
     if want["in_tree"] != got["in_tree"] or want["in"] != got["in"]:
-        return say("sig_takes", got=echo(got["in"]), want=", ".join(want["in"]))
+        same_tree = want["in_tree"] == got["in_tree"]
+        return (same_tree and _dtypes_only("sig_takes_dtypes", got["in"], want["in"])) or say(
+            "sig_takes", got=echo(got["in"]), want=echo(want["in"])
+        )
     if want["out_tree"] != got["out_tree"]:
         return say("sig_structure", got=names(got["out_tree"]), want=", ".join(want["out_tree"]))
-    return say("sig_returns", got=echo(got["out"]), want=", ".join(want["out"]))
+    return _dtypes_only("sig_returns_dtypes", got["out"], want["out"]) or say(
+        "sig_returns", got=echo(got["out"]), want=echo(want["out"])
+    )
+
+
+_AVAL = re.compile(r"([A-Za-z0-9_]+)(\[.*\])")  # "bfloat16[1, 64, 16]": dtype, shape
+
+
+def _dtypes_only(kind: str, got: list, want: list) -> Phrase | None:
+    """Where only dtypes differ (same count, same shapes: bf16 master weights), a summary instead of two lists
+    of every array: how many of them, which dtypes they have and which they should have."""
+    if len(got) != len(want):
+        return None
+    pairs = [(_AVAL.fullmatch(str(g)), _AVAL.fullmatch(str(w))) for g, w in zip(got, want)]
+    if not all(g and w and g.group(2) == w.group(2) for g, w in pairs):
+        return None
+    changed = [(g.group(1), w.group(1)) for g, w in pairs if g.group(1) != w.group(1)]
+    if not changed:
+        return None
+    seen, expected = sorted({g for g, _ in changed}), sorted({w for _, w in changed})
+    return say(kind, changed=len(changed), total=len(got), got=names(seen, " / "), want=names(expected, " / "))

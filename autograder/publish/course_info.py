@@ -26,6 +26,7 @@ class CourseInfo:
     titles: dict[str, str] = field(default_factory=dict)  # assignment -> first heading
     exercises: dict[str, dict[str, str]] = field(default_factory=dict)  # assignment -> grade_id -> docstring
     sections: dict[str, dict[str, str]] = field(default_factory=dict)  # assignment -> grade_id -> heading above it
+    sections_zh: dict[str, dict[str, str]] = field(default_factory=dict)  # the same, the Chinese edition's headings
     checks: dict[str, dict[str, str]] = field(default_factory=dict)  # assignment -> grade_id -> `q.<name>.check`
     modules: dict[str, str] = field(default_factory=dict)  # assignment -> its exercise module (`... import <m> as q`)
     folder: str = ""
@@ -139,4 +140,24 @@ def course_info(course: Path | None, assignments: list[str]) -> CourseInfo:
         info.exercises[aid] = names
         info.sections[aid] = sections
         info.checks[aid] = checks
+        info.sections_zh[aid] = _edition_sections(aid)
     return info
+
+
+def _edition_sections(aid: str) -> dict[str, str]:
+    """grade_id -> the section heading above its test cell in the Chinese edition (solutions/zh/, the same
+    grade ids), so the report's Chinese line names the section as a Chinese reader finds it."""
+    from courseinfo.nbgrader_metadata import nbgrader_cell
+
+    try:
+        nb = json.loads((repo_root() / "solutions" / "zh" / f"{aid}.ipynb").read_text(encoding="utf-8"))
+        cells = nb["cells"] if isinstance(nb.get("cells"), list) else []
+    except (OSError, ValueError, AttributeError, KeyError):
+        return {}
+    found, heading = {}, ""
+    for cell in cells:
+        meta = nbgrader_cell(cell)
+        if meta.is_test and meta.grade_id:
+            found[meta.grade_id] = heading
+        heading = _section([cell]) or heading
+    return found

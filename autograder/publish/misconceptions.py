@@ -10,7 +10,11 @@ which was performed, which layout was seen, which property. Values that differ *
 Numbers (sizes, ratios, hidden-input values), where a difference was seen (the hidden case, the output) and
 the text an error carried (`QUOTED_FIELDS`: the map shows only the judge's words; what a program recorded is
 never quoted, judge/compare.py says its kind) are left out of the key, so "computes 4.5× the FLOPs" and
-"computes 8× the FLOPs" are one group, and values that differ on four hidden cases are one difference. The
+"computes 8× the FLOPs" are one group, and values that differ on four hidden cases are one difference; a
+layout's input or result number and dimension are the program's structure, not a measurement, and stay
+(`STRUCTURE_FIELDS`: "takes input 2['w1'] whole", "split along dimension 0 over 'fsdp_axis'"). A program's
+cost is one difference however many ways it shows (`WORK_KINDS`: a reduction per microbatch costs bytes on
+one case and peak memory on another: one group with the one whose reduction sits in a `lax.scan`). The
 labels are the differences' sentences in English and Chinese (`words.say`), their numbers and case names left
 out; `property` is the first one's. A difference that is a known mistake of the exercise (`known_mistake`,
 judge/mistakes.py: the values are what that mistake gives, as the visible check found) is its own group, its
@@ -47,6 +51,13 @@ WHERE_FIELDS = ("case", "key")  # where a difference was seen (which hidden case
 # text an error carried (a compile error's first line may quote names the program chose): the student's feedback
 # shows it, the map does not (it shows only the judge's words); left out like the numbers
 QUOTED_FIELDS = ("error",)
+# numbers that say where in the program's structure, not what was measured: the layout phrases' input or result
+# number and dimension ("takes input 2['w1'] whole", "split along dimension 0"), kept in the key and the label
+STRUCTURE_FIELDS = ("n", "dim")
+STRUCTURE_KINDS = frozenset(k for k in Kind if k.value.startswith("layout_"))
+# what one device computes, holds or receives: a program's cost shows first where it is largest (its bytes sent on
+# one hidden case, its peak memory on another), so only a verdict's first such difference is part of its key
+WORK_KINDS = frozenset({Kind.WORK_FLOPS, Kind.WORK_PEAK, Kind.WORK_SENT, Kind.WORK_OVERLAP, Kind.WORK_LARGEST})
 
 
 def _differences(reason: Reason) -> tuple[Phrase, ...]:
@@ -58,15 +69,25 @@ def _differences(reason: Reason) -> tuple[Phrase, ...]:
         return ()
     distinct: dict[str, Phrase] = {}
     for d in reason.differences:
+        if d.kind in WORK_KINDS and any(seen.kind in WORK_KINDS for seen in distinct.values()):
+            continue  # the same program's cost, seen again on another case: one misconception
         distinct.setdefault(_key(d), d)
     return tuple(distinct.values())[:KEY_DIFFERENCES]
 
 
+def _structural(phrase: Phrase, field: str, value) -> bool:
+    return phrase.kind in STRUCTURE_KINDS and field in STRUCTURE_FIELDS and isinstance(value, int)
+
+
 def _key(value) -> str:
-    """A field's part of the group key: text and nested phrases as they are, numbers and where it was seen
-    (`WHERE_FIELDS`: the hidden case, the output) left out."""
+    """A field's part of the group key: text and nested phrases as they are, numbers (but `STRUCTURE_FIELDS`)
+    and where it was seen (`WHERE_FIELDS`: the hidden case, the output) left out."""
     if isinstance(value, Phrase):
-        inner = ",".join(f"{n}={_key(v)}" for n, v in value.fields if n not in WHERE_FIELDS + QUOTED_FIELDS)
+        inner = ",".join(
+            f"{n}={v if _structural(value, n, v) else _key(v)}"
+            for n, v in value.fields
+            if n not in WHERE_FIELDS + QUOTED_FIELDS
+        )
         return f"{value.kind.value}({inner})"
     if isinstance(value, Words):
         return "+".join(_key(p) for p in value.parts)
@@ -78,7 +99,15 @@ def _key(value) -> str:
 def _without_numbers(value):
     if isinstance(value, Phrase):
         fields = tuple(
-            (n, _DROPPED if n in WHERE_FIELDS + QUOTED_FIELDS else _without_numbers(v)) for n, v in value.fields
+            (
+                n,
+                v
+                if _structural(value, n, v)
+                else _DROPPED
+                if n in WHERE_FIELDS + QUOTED_FIELDS
+                else _without_numbers(v),
+            )
+            for n, v in value.fields
         )
         return replace(value, fields=fields, case="")
     if isinstance(value, Words):

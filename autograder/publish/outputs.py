@@ -360,6 +360,9 @@ def summary(graded: Graded, notes: dict[str, dict] | None = None) -> None:
             lines.append(f"  {u.origin}: {u.reason}")
     if intake.clutter:
         lines.append(f"ignored {intake.clutter} editor/OS clutter file(s) (.ipynb_checkpoints, .DS_Store, ...)")
+    if intake.caches:
+        shown = ", ".join(intake.caches[:3]) + (" ..." if len(intake.caches) > 3 else "")
+        lines.append(f"ignored {len(intake.caches)} compile cache folder(s) in hand-ins, never graded: {shown}")
     lines.append(f"wrote {out / 'grades.csv'}, {out / 'results.json'}, {out / 'feedback'}/")
     if (out / "report.html").is_file():
         lines.append(f"class report: {out / 'report.html'}")

@@ -217,19 +217,28 @@ def _late_section(results: ClassResults, out: Path | None) -> list[str]:
 def _late_line(row: ClassRow, late: Late | None) -> str:
     """A row's late line in English (the report's language), from results.json's record; else its times."""
     if late is not None:
-        return say_late(late, "en")
+        return say_late(late, "en", instructor=True)
     return f"handed in {row.handed_in}, due {row.due}"
 
 
 def _similarity_line(out: Path | None) -> list[str]:
-    """A link to similarity.html (publish/similarity.py), with how many pairs it lists."""
+    """A link to similarity.html (publish/similarity.py), with how many pairs it lists and how many answers it
+    did not compare (too short once the course's own code is taken out: the one way of being right, or the
+    reference's way word for word), so that "0 pairs" of a class written the reference's way says so."""
     try:
         data = json.loads((out / "similarity.json").read_text(encoding="utf-8")) if out is not None else None
         pairs = sum(int(r["listed"]) for r in data)
+        answers, short = sum(int(r["answers"]) for r in data), sum(int(r["too_short"]) for r in data)
     except (OSError, ValueError, TypeError, KeyError):
         return []
+    unread = (
+        f"; {short} of the {answers} answers were not compared (too short once the course's own code is taken "
+        "out: the reference's way, or the one way of being right)"
+        if short
+        else ""
+    )
     return [
-        f"<p>Similar hand-ins: {pairs} pair(s) of answers unusually alike "
+        f"<p>Similar hand-ins: {pairs} pair(s) of answers unusually alike{unread} "
         '(<a href="similarity.html">similarity.html</a>; it reports, it changes no score).</p>'
     ]
 

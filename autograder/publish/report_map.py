@@ -113,9 +113,12 @@ def _taught(info: CourseInfo, aid: str, gid: str, site: str) -> list[str]:
         return []
     href = section_href(site, aid, taught)
     name = f'<a href="{e(href)}">{inline_code(taught)}</a>' if href else inline_code(taught)
+    taught_zh = info.sections_zh.get(aid, {}).get(gid, "") or taught  # the Chinese edition's heading
+    href_zh = section_href(f"{site.strip().rstrip('/')}/zh/", aid, taught_zh) if taught_zh != taught else href
+    name_zh = f'<a href="{e(href_zh)}">{inline_code(taught_zh)}</a>' if href_zh else inline_code(taught_zh)
     return [
         f'<p class="muted">Taught in the section &ldquo;{name}&rdquo; of {e(aid)}. '
-        f'<span lang="zh-CN">讲解见 {e(aid)} 的&ldquo;{name}&rdquo;一节。</span></p>'
+        f'<span lang="zh-CN">讲解见 {e(aid)} 的&ldquo;{name_zh}&rdquo;一节。</span></p>'
     ]
 
 

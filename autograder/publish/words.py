@@ -170,10 +170,11 @@ def _rule(late: Late, lang: str | None) -> str:
     return said
 
 
-def say_late(late: Late, lang: str | None = None) -> str:
+def say_late(late: Late, lang: str | None = None, instructor: bool = False) -> str:
     """A late hand-in (or one on time only thanks to an extension) as sentences: when it was handed in, the due
     date with any extension applied, how late, and the course's rule that gave the points off. Every time is
-    written in the due date's time zone (the course's), the zone named."""
+    written in the due date's time zone (the course's), the zone named. The student's page says "your due
+    date", the instructor's report (`instructor`) "the student's"."""
     tz = datetime.fromisoformat(late.due).tzinfo
     fields = {"handed_in": _moment(late.handed_in, tz), "due": _moment(late.due, tz)}
     if late.extended and late.course_due:
@@ -183,5 +184,6 @@ def say_late(late: Late, lang: str | None = None) -> str:
         if late.on_time:
             after = (datetime.fromisoformat(late.handed_in) - course_due).total_seconds()
             return text("page_on_time_extended", lang, late=duration(after, lang), **fields)
-        return text("page_late_extended", lang, late=duration(late.seconds, lang), rule=_rule(late, lang), **fields)
+        key = "report_late_extended" if instructor else "page_late_extended"
+        return text(key, lang, late=duration(late.seconds, lang), rule=_rule(late, lang), **fields)
     return text("page_late", lang, late=duration(late.seconds, lang), rule=_rule(late, lang), **fields)

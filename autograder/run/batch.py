@@ -327,8 +327,8 @@ class _Grading:
         first = task.cell_timeout or float(self.batch.opts.timeout)
         task.cell_timeout = retry_timeout(first)
         self.results.ref_retried[task.assignment] = (
-            f"its first run ({res.seconds:.1f} s) failed with {first:g} s per cell ({'; '.join(res.problems)[:300]}); "
-            f"it ran again with {task.cell_timeout:g} s per cell"
+            f"its first run ({res.seconds:.1f} s) failed with {first:g} s per cell "
+            f"({clipped('; '.join(res.problems))}); it ran again with {task.cell_timeout:g} s per cell"
         )
         self.pool.submit(task, front=True)
 
@@ -340,3 +340,11 @@ class _Grading:
         self.settle(task, task.budget)
         self.results.internal.append(f"{task.student} / {task.assignment}: {said} (twice)")
         self.not_graded(task, Status.ERROR, phrase("lost_twice", why=why), phrase("not_graded_because", why=why))
+
+
+def clipped(text: str, limit: int = 300) -> str:
+    """`text` in at most `limit` characters and "…", cut where a word ends (never in the middle of one)."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip(" ,;:") + " …"

@@ -8,3 +8,7 @@
 c = get_config()  # noqa: F821
 
 c.ServerApp.jpserver_extensions.update({"autograder.formgrader.guard": True})
+
+# No search for language servers (the course installs none): jupyter_lsp's list of about 20 skipped ones
+# would come before the URL that `make lab` prints last.
+c.LanguageServerManager.autodetect = False

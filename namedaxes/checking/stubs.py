@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from ..kernel_start import HANDLED, MARK
+from ..kernel_start import HANDLED, MARK, cell_seconds
 from .explaining import user_frames
 from .notebook import ipython
 from .registry import NOT_ATTEMPTED, LastCheck, exercises, record
@@ -50,6 +50,14 @@ def run_order_message(value: BaseException) -> str | None:
     return TEXT["q_not_defined"] if name == "q" else TEXT["run_cells_above"].format(name=name)
 
 
+def _busy(value: BaseException) -> str | None:
+    """One sentence for Validate's per-cell limit (the only KeyboardInterrupt this handler is given:
+    `kernel_start`): the machine is busy, and how long the cell took."""
+    if not isinstance(value, KeyboardInterrupt):
+        return None
+    return TEXT["validate_busy"].format(seconds=round(cell_seconds()))
+
+
 def _stub_message(value: BaseException) -> str | None:
     """One line for a cell stopped by a stub's bare `raise NotImplementedError()`, else None.
 
@@ -70,7 +78,7 @@ def _stub_message(value: BaseException) -> str | None:
 
 def show_error(shell, etype, value, tb, tb_offset=None):
     """IPython custom exception handler for HANDLED (see the module docstring)."""
-    message = _stub_message(value) or undefined_answer(value) or run_order_message(value)
+    message = _stub_message(value) or undefined_answer(value) or run_order_message(value) or _busy(value)
     if message is None:
         shell.showtraceback((etype, value, tb), tb_offset=tb_offset)  # anything else: IPython's own display
     else:  # the error output: ename/evalue unchanged, these lines as its traceback

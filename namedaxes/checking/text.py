@@ -38,6 +38,10 @@ TEXT = Messages(
             "above first (Run ▸ Run All Above Selected Cell), then this cell again; if you did, check the "
             "spelling of `{name}`."
         ),
+        "validate_busy": (
+            "The machine is busy; the cell took {seconds} s, longer than Validate allows it on this machine now, "
+            "so press Validate again when the machine is quieter (your answer was not judged wrong)."
+        ),
         "uses_unwritten": "This cell runs `{name}`, which is not written yet: replace `raise NotImplementedError()` "
         "in its cell with your code, run that cell, then this one again.",
         "unbound_axis": (

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import autograder_specs as specs
+import machine
 import nbformat
 import pytest
 from autograder_harness import read_csv, start_grading
@@ -68,7 +69,9 @@ def test_notebook_and_submission_budgets_stop_many_slow_cells(course, tmp_path):
         "--timeout-multiple",
         "0",  # these exact limits: not more where the reference needs more on this machine (run/time_limits.py)
     )
-    stdout, stderr = proc.communicate(timeout=300)
+    stdout, stderr = machine.communicate(
+        proc, quiet_s=300, what="the command of notebook and submission budgets stop many slow cells"
+    )
     assert proc.returncode == 0, stderr[-3000:]
     rows = {r["assignment"]: r for r in read_csv(tmp_path / "out" / "grades.csv")}
     # the pool picks which of the two goes first (run/order.py): that one gets the notebook budget, the
@@ -96,7 +99,9 @@ def test_a_submission_budget_is_charged_with_the_time_notebooks_took(course, tmp
     proc = _grade(
         course, sub, tmp_path / "out", tmp_path / "tmp", "--notebook-budget", "120", "--submission-budget", "120"
     )
-    stdout, stderr = proc.communicate(timeout=300)
+    stdout, stderr = machine.communicate(
+        proc, quiet_s=300, what="the command of a submission budget is charged with the time notebooks took"
+    )
     assert proc.returncode == 0, stderr[-3000:]
     rows = {r["assignment"]: r for r in read_csv(tmp_path / "out" / "grades.csv")}
     for aid in (specs.A01, specs.A02):

@@ -17,11 +17,11 @@ import json
 import multiprocessing
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
+import machine
 import nbformat
 import pytest
 from autograder_harness import read_csv
@@ -71,12 +71,13 @@ def busy_grade(tmp_path_factory):
         p.start()
     t0 = time.monotonic()
     try:
-        proc = subprocess.run(
+        proc = machine.run(
             cmd,
             cwd=REPO,
             capture_output=True,
             text=True,
-            timeout=1200,
+            quiet_s=1200,
+            what="grading beside the busy loops",
             env={**os.environ, "TMPDIR": str(root / "tmp")},
         )
         alive = all(p.is_alive() for p in burners)
@@ -144,8 +145,14 @@ def retried_grade(tmp_path_factory):
     )
     (root / "tmp").mkdir()
     cmd = grade_command(course, submissions=klass, out=root / "out", cache=root / "cache", timeout=FLOOR)
-    proc = subprocess.run(
-        cmd, cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "TMPDIR": str(root / "tmp")}
+    proc = machine.run(
+        cmd,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        quiet_s=600,
+        what="grading with a retried reference",
+        env={**os.environ, "TMPDIR": str(root / "tmp")},
     )
     return proc, root / "out"
 

@@ -8,6 +8,7 @@ the class the same. Independent of the shared fixture class (its own cache).
 from __future__ import annotations
 
 import autograder_specs as specs
+import machine
 import nbformat
 from autograder_harness import CELL_TIMEOUT, read_csv, start_grading
 
@@ -40,7 +41,10 @@ def test_two_runs_at_once_compute_the_reference_once_and_agree(tmp_path):
             timeout=CELL_TIMEOUT,
         )
         procs.append(start_grading(cmd, tmp_path))
-    results = [p.communicate(timeout=600) for p in procs]
+    results = [
+        machine.communicate(p, quiet_s=600, what="the command of two runs at once compute the reference once and agree")
+        for p in procs
+    ]
     for p, (_, err) in zip(procs, results):
         assert p.returncode == 0, err[-3000:]
     computed = [err for _, err in results if "running the reference solution" in err]

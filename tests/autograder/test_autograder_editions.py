@@ -19,9 +19,9 @@ from __future__ import annotations
 import copy
 import json
 import os
-import subprocess
 
 import autograder_specs as specs
+import machine
 import nbformat
 import pytest
 from autograder_harness import REPO, grade_cmd, read_csv
@@ -115,12 +115,13 @@ def graded(tmp_path_factory):
         (sub / student / f"{A02}.ipynb").write_text(text, encoding="utf-8")
     out = root / "out"
     cache = REPO / "build" / "autograder" / "references"
-    proc = subprocess.run(
+    proc = machine.run(
         grade_cmd(course, sub, out, cache, "--no-gradebook"),
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=900,
+        quiet_s=900,
+        what="grading the class",
         env={**os.environ, "NAMEDAXES_LANG": "zh"},
     )
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 import sys
 
 import autograder_specs as specs
+import machine
 import pytest
 from autograder_harness import CELL_TIMEOUT, grade_cmd, read_csv
 
@@ -143,7 +143,14 @@ def test_regrading_gives_identical_results(graded_class, tmp_path):
     cmd = grade_cmd(graded_class.course, graded_class.submissions, out, graded_class.cache)
     for s in students:
         cmd += ["--student", s]
-    proc = subprocess.run(cmd, cwd=specs.REPO, capture_output=True, text=True, timeout=600)
+    proc = machine.run(
+        cmd,
+        cwd=specs.REPO,
+        capture_output=True,
+        text=True,
+        quiet_s=600,
+        what="the command of regrading gives identical results",
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     if "running the reference solution" in proc.stderr:  # only if namedaxes changed meanwhile
         assert sorted(_reference_dirs(graded_class.course)) != graded_class.reference_dirs
@@ -153,20 +160,22 @@ def test_regrading_gives_identical_results(graded_class, tmp_path):
 
 def test_bad_arguments_exit_non_zero(graded_class, tmp_path):
     base = [sys.executable, "-m", "autograder", "grade", "--course", str(graded_class.course)]
-    proc = subprocess.run(
+    proc = machine.run(
         base + ["--submissions", str(tmp_path / "nope"), "--out", str(tmp_path / "o")],
         cwd=specs.REPO,
         capture_output=True,
         text=True,
-        timeout=120,
+        quiet_s=120,
+        what="the command of bad arguments exit non zero",
     )
     assert proc.returncode == 1 and "submissions not found" in proc.stderr
-    proc = subprocess.run(
+    proc = machine.run(
         base + ["--submissions", str(graded_class.submissions), "--out", str(tmp_path / "o"), "--student", "nobody"],
         cwd=specs.REPO,
         capture_output=True,
         text=True,
-        timeout=120,
+        quiet_s=120,
+        what="the command of bad arguments exit non zero",
     )
     assert proc.returncode == 1 and "nobody" in proc.stderr
 
@@ -182,13 +191,14 @@ def test_course_folder_mode_feeds_nbgrader_export(graded_class, tmp_path):
     (course / "nbgrader_config.py").write_text("c = get_config()  # noqa: F821\nc.CourseDirectory.course_id = 'test'\n")
     bindir = str(specs.Path(sys.executable).parent)
     env = {**__import__("os").environ, "PATH": bindir + ":" + __import__("os").environ["PATH"]}
-    subprocess.run(
+    machine.run(
         [f"{bindir}/nbgrader", "generate_assignment", specs.A02, "--log-level=ERROR"],
         cwd=course,
         env=env,
         check=True,
         capture_output=True,
-        timeout=300,
+        quiet_s=300,
+        what="the command of course folder mode feeds nbgrader export",
     )
     source_nb = nbformat.read(specs.REPO / "solutions" / f"{specs.A02}.ipynb", as_version=4)
     chosen = {
@@ -201,12 +211,13 @@ def test_course_folder_mode_feeds_nbgrader_export(graded_class, tmp_path):
         folder.mkdir(parents=True)
         (folder / f"{specs.A02}.ipynb").write_bytes(specs.notebook_for(spec, source_nb, {}))
         (folder / "timestamp.txt").write_text("2025-01-01 00:00:00")
-    proc = subprocess.run(
+    proc = machine.run(
         grade_command(course, cache=graded_class.cache, timeout=CELL_TIMEOUT),
         cwd=specs.REPO,
         capture_output=True,
         text=True,
-        timeout=600,
+        quiet_s=600,
+        what="the command of course folder mode feeds nbgrader export",
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = {r["student"]: r for r in read_csv(course / "grades" / "grades.csv")}
@@ -216,13 +227,14 @@ def test_course_folder_mode_feeds_nbgrader_export(graded_class, tmp_path):
     for student in chosen:
         assert (course / "autograded" / student / specs.A02 / f"{specs.A02}.ipynb").exists()
         assert (course / "feedback" / student / specs.A02 / f"{specs.A02}.html").exists()
-    subprocess.run(
+    machine.run(
         [f"{bindir}/nbgrader", "export", "--log-level=ERROR"],
         cwd=course,
         env=env,
         check=True,
         capture_output=True,
-        timeout=300,
+        quiet_s=300,
+        what="the command of course folder mode feeds nbgrader export",
     )
     exported = {r["student_id"]: float(r["score"]) for r in read_csv(course / "grades.csv")}
     assert exported == want

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
+import machine
 import nbformat
 import pytest
 from autograder_harness import read_csv
@@ -87,8 +87,14 @@ def graded(tmp_path_factory):
     )
     (root / "tmp").mkdir()
     cmd = grade_command(course, submissions=klass, out=root / "out", cache=root / "cache", timeout=30)
-    proc = subprocess.run(
-        cmd, cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "TMPDIR": str(root / "tmp")}
+    proc = machine.run(
+        cmd,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        quiet_s=600,
+        what="grading the class",
+        env={**os.environ, "TMPDIR": str(root / "tmp")},
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return root / "out"

@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 
 import autograder_specs as specs
+import machine
 import nbformat
 import pytest
 from autograder_harness import read_csv, start_grading
@@ -98,7 +99,7 @@ def graded(tmp_path_factory) -> Path:
         (sub / student / f"{specs.A02}.ipynb").write_bytes(data)
     cmd = grade_command(course, submissions=sub, out=root / "out", cache=root / "cache" / "references", jobs=1)
     proc = start_grading(cmd, root / "tmp")
-    _, stderr = proc.communicate(timeout=600)
+    _, stderr = machine.communicate(proc, quiet_s=600, what="grading the class")
     assert proc.returncode == 0, stderr[-3000:]
     return root / "out"
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 
 import autograder_specs as specs
+import machine
 import nbformat
 import pytest
 import tamper_specs as ts
@@ -88,12 +88,13 @@ def test_a_damaged_reference_cache_stops_grading_loudly(graded_class, tmp_path):
     sub = tmp_path / "class" / "correct"
     sub.mkdir(parents=True)
     shutil.copy(graded_class.submissions / "correct" / f"{specs.A02}.ipynb", sub)
-    proc = subprocess.run(
+    proc = machine.run(
         grade_cmd(graded_class.course, tmp_path / "class", tmp_path / "out", cache, "--assignment", specs.A02),
         cwd=specs.REPO,
         capture_output=True,
         text=True,
-        timeout=300,
+        quiet_s=300,
+        what="the command of a damaged reference cache stops grading loudly",
     )
     assert proc.returncode != 0
     assert "damaged" in proc.stderr and victim.rsplit(".", 1)[0] in proc.stderr, proc.stderr[-2000:]

@@ -151,6 +151,7 @@ class MakeServer:
             if "Use Control-C to stop this server" in ln or "Skipped non-installed server" in ln
         ]
         assert startup and max(startup) < at, f"the URL is not after the start-up lines:\n{self.log()}"
+        assert not any("Skipped non-installed server" in ln for ln in lines), "jupyter_lsp's list is back (issue 61)"
 
     def request(self, path: str, data: dict | None = None, timeout: float = 10) -> tuple[int, bytes]:
         body = urllib.parse.urlencode(data).encode() if data is not None else None

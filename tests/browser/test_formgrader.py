@@ -38,7 +38,6 @@ import json
 import os
 import pwd
 import shutil
-import subprocess
 import sys
 import urllib.error
 import urllib.request
@@ -47,6 +46,7 @@ from pathlib import Path
 
 import autograder_specs as specs
 import inert_payloads as P
+import machine
 
 from autograder.course.classroom import grade_command
 
@@ -137,12 +137,13 @@ def _plain_course(tmp: Path) -> Path:
     """A copy of build/course (laid out by `make notebooks`): configuration, gradebook, source/, release/."""
     built = ROOT / "build" / "course"
     if not (built / "nbgrader_config.py").is_file():
-        subprocess.run(
+        machine.run(
             [sys.executable, "-m", "tools.generate_notebooks", "--check"],
             cwd=ROOT,
             check=True,
             capture_output=True,
-            timeout=600,
+            quiet_s=600,
+            what="building the plain course",
         )
     course = tmp / "course"
     course.mkdir()
@@ -264,12 +265,13 @@ def _formgrader_cannot_autograde_or_publish(
 
 
 def _grade(course: Path) -> None:
-    run = subprocess.run(
+    run = machine.run(
         grade_command(course, "--assignment", A02, "-q", timeout=30),
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=600,
+        quiet_s=600,
+        what="grading",
     )
     assert run.returncode == 0, run.stderr[-3000:]
     assert (course / "grades" / "report.html").is_file(), "the grader writes the class report itself"

@@ -28,6 +28,7 @@ import threading
 import time
 from pathlib import Path
 
+import machine
 import nbformat
 import pytest
 
@@ -52,13 +53,14 @@ def _port() -> int:
 
 
 def _make(*args: str) -> str:
-    proc = subprocess.run(
+    proc = machine.run(
         ["make", "--no-print-directory", *args],
         cwd=ROOT,
         env=ENV,
         capture_output=True,
         text=True,
-        timeout=300,
+        quiet_s=300,
+        what="a make command",
         stdin=subprocess.DEVNULL,
     )
     assert proc.returncode == 0, f"make {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"

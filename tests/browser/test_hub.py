@@ -28,6 +28,7 @@ import time
 import urllib.parse
 from pathlib import Path
 
+import machine
 import nbformat
 import pytest
 
@@ -203,13 +204,14 @@ def _row(page, list_id):
 
 
 def _make(*args):
-    proc = subprocess.run(
+    proc = machine.run(
         ["make", "--no-print-directory", *args],
         cwd=ROOT,
         env=ENV,
         capture_output=True,
         text=True,
-        timeout=900,
+        quiet_s=900,
+        what="a make command",
         stdin=subprocess.DEVNULL,
     )
     assert proc.returncode == 0, (

@@ -60,7 +60,7 @@ def test_make_lab_runs_notebook_02_in_chromium(browser, make_server, screenshots
         assert (work / NOTEBOOK.name).read_bytes() == original, "make lab seeds the workspace with the release"
         started = time.monotonic() - t0
         assert server.request("/formgrader")[0] == 404, "formgrader is for instructors: off in `make lab`"
-        server.url_last("/lab")
+        server.url_last("/lab/tree/01_axis_names.ipynb")  # a first start opens notebook 01, not the Launcher
 
         def validate():  # what the Validate button asks the server (the button saves first; we must not)
             try:

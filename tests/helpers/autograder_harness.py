@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import autograder_specs as specs
+import machine
 import tamper_specs
 
 from autograder.course.classroom import grade_command, make_course
@@ -144,12 +145,13 @@ def build_and_grade(root: Path) -> dict:
     t0 = time.monotonic()
     tmp = root / "tmp"  # the grader's working copies: must all be gone afterwards
     tmp.mkdir()
-    proc = subprocess.run(
+    proc = machine.run(
         grade_cmd(course, sub, out, cache, "--max-output-chars", str(specs.MAX_OUTPUT_CHARS)),
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=900,
+        quiet_s=900,
+        what="building and grading the course",
         env={**os.environ, "TMPDIR": str(tmp)},
     )
     refs = sorted(f"{aid}-{reference_key(src)[:16]}" for aid, src in discover_sources(course, []).items())

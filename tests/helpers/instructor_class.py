@@ -32,6 +32,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import machine
 import nbformat
 
 from autograder.course.classroom import grade_command, release_notebook, typed_solution
@@ -141,8 +142,13 @@ def graded_class(tmp_path_factory) -> dict:
             course = build(root)
             # the grader's own reference cache, as `make grade` and the fixture class use it: notebook 01's
             # reference runs once per test run
-            proc = subprocess.run(
-                grade_command(course, timeout=CELL_TIMEOUT), cwd=REPO, capture_output=True, text=True, timeout=900
+            proc = machine.run(
+                grade_command(course, timeout=CELL_TIMEOUT),
+                cwd=REPO,
+                capture_output=True,
+                text=True,
+                quiet_s=900,
+                what="grading the instructor's class",
             )
             info = {"course": str(course), "out": str(course / "grades"), "returncode": proc.returncode}
             marker.write_text(json.dumps({**info, "stdout": proc.stdout, "stderr": proc.stderr[-6000:]}))

@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import machine
 import pytest
 
 from tools import handin
@@ -254,7 +255,6 @@ def test_the_chinese_course_loop_collect_grade_return(tmp_path, editions):
     uses them), collect, `python -m autograder grade --course` on the Chinese course, return feedback:
     full marks for the right answers, the page and the row in Chinese, scored against the English source."""
     import json
-    import subprocess
 
     import nbformat
     from nbgrader.exchange.default import ExchangeFetchAssignment, ExchangeFetchFeedback, ExchangeSubmit
@@ -287,12 +287,13 @@ def test_the_chinese_course_loop_collect_grade_return(tmp_path, editions):
     _as_student(ExchangeSubmit, config).start()
     line = handin.collect(course, exchange, [])[0]
     assert "1 new or newer hand-in(s) (li)" in line
-    proc = subprocess.run(
+    proc = machine.run(
         [sys.executable, "-m", "autograder", "grade", "--course", str(course), "-j", "2", "--timeout", "30", "-q"],
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=600,
+        quiet_s=600,
+        what="the command of the chinese course loop collect grade return",
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     row = json.loads((course / "grades" / "results.json").read_text())["rows"][0]

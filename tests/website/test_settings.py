@@ -38,3 +38,11 @@ def test_a_repository_set_for_make_site_is_named_as_set_there(monkeypatch):
         "(set by NAMEDAXES_SITE_REPOSITORY)"
     )
     assert "WARNING" not in note
+
+
+def test_the_chinese_colab_note_names_colabs_chinese_menu():
+    """Issue 61: the Chinese note named Colab's English menu only; Colab in Chinese says 代码执行程序 ▸ 重启会话."""
+    from website.site_text import TEXT
+
+    zh = TEXT["colab_note"]["zh"]
+    assert "*代码执行程序 ▸ 重启会话*" in zh and "Runtime ▸ Restart session" in zh

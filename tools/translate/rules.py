@@ -67,9 +67,10 @@ class Term:
     note: str = ""
     avoid: tuple[str, ...] = ()
     optional: bool = False  # the English word is also something else (a verb): only `avoid` is checked
+    case: bool = False  # matched in its own case only (ZeRO, never "zero")
 
     def pattern(self) -> re.Pattern:
-        return re.compile(rf"(?<![\w-]){re.escape(self.en)}(s|es)?(?![\w-])", re.IGNORECASE)
+        return re.compile(rf"(?<![\w-]){re.escape(self.en)}(s|es)?(?![\w-])", 0 if self.case else re.IGNORECASE)
 
 
 def glossary_path(lang: str) -> Path:
@@ -78,7 +79,8 @@ def glossary_path(lang: str) -> Path:
 
 def glossary(lang: str) -> list[Term]:
     """The glossary's rows. Columns: English, Chinese ("a / b": either), note, and optionally a fourth
-    column of rules: `avoid: w1, w2` (words a translation of this term must not use) and/or `optional`."""
+    column of rules: `avoid: w1, w2` (words a translation of this term must not use), `optional` and/or `case`
+    (the English matched in its own case only: ZeRO is no "zero")."""
     path = glossary_path(lang)
     if not path.exists():
         return []
@@ -87,12 +89,14 @@ def glossary(lang: str) -> list[Term]:
         if not line.strip() or line.startswith("#"):
             continue
         cols = line.split("\t") + ["", "", ""]
-        avoid, optional = (), False
+        avoid, optional, case = (), False, False
         for rule in (r.strip() for r in cols[3].split(";")):
             if rule.startswith("avoid:"):
                 avoid = tuple(w.strip() for w in rule[len("avoid:") :].split(",") if w.strip())
             elif rule == "optional":
                 optional = True
+            elif rule == "case":
+                case = True
         terms.append(
             Term(
                 cols[0].strip(),
@@ -100,6 +104,7 @@ def glossary(lang: str) -> list[Term]:
                 cols[2].strip(),
                 avoid,
                 optional,
+                case,
             )
         )
     return terms

@@ -105,6 +105,7 @@ def _check_accumulate_grads(fn: Callable) -> None:
             fail(say("acc_no_reduction", name=name, m=m))
         if sent > _ACC_SENT_FACTOR * grad:  # the grader's `Case(work={"sent_bytes": ...})`, one gradient's bytes
             count = round(sent / grad, 1)
+            count = int(count) if count == int(count) else count  # "4 gradients' worth", not 4.0
             key = "acc_in_loop" if _reduces_in_loop(text, mesh.size) else "acc_count"
             fail(say(key, name=name, m=m, count=count, moved=sent, grad=grad))
 

@@ -138,7 +138,8 @@ zero_specs = exercise(
         "of the three.",
         "In which order? The optimizer state is the largest (two moments per parameter), then the gradients, "
         "then the parameters, which the forward pass needs whole.",
-        "Stage 1: `opt_state` `P(ZERO)`; stage 2: `grads` too; stage 3: `params` too. The rest stays `P()`.",
+        "From some stage s on, a key is split, before it whole: `P(ZERO) if stage >= s else P()`. Hint 2's order "
+        "gives each key its s; the optimizer state's is 1.",
     ],
     observe=_observe_zero_specs,
 )

@@ -66,6 +66,16 @@ def test_an_extension_moves_one_students_due_date(tmp_path):
     assert policy.late("cy", AIDS[0], DUE + timedelta(days=1), 7.0).days == 1
 
 
+def test_the_instructors_report_says_the_students_due_date_the_page_says_yours(tmp_path):
+    """Issue 61: the class report (the instructor's) said "after your due date" of a student's extension."""
+    course = course_with(tmp_path, extensions="student,assignment,days\nbob,*,0.5\n")
+    late = load_policy(course, AIDS).late("bob", AIDS[0], DUE + timedelta(days=1), 7.0)
+    assert "after your due date 2026-12-11 11:59 UTC+01:00" in say_late(late, "en")
+    report = say_late(late, "en", instructor=True)
+    assert "after the student's due date 2026-12-11 11:59 UTC+01:00" in report and "your" not in report
+    assert "比该学生的截止时间" in say_late(late, "zh", instructor=True)
+
+
 def test_a_hand_in_on_time_only_by_its_extension_says_so_and_costs_nothing(tmp_path):
     """Issue 48: the student who used an extension lost nothing, and no page, row or report said why."""
     course = course_with(tmp_path, extensions="student,assignment,days\nann,01_axis_names,2\n")

@@ -668,3 +668,27 @@ def test_a_name_with_control_characters_cannot_forge_a_line_of_the_collect_log(c
     lines = collect(course, inbound)
     assert lines[1].startswith(f"  REFUSED {shown}: timestamp 'x\\n[INFO] Collecting"), lines
     assert all(line.isprintable() for line in lines), lines
+
+
+def test_a_compile_cache_in_a_hand_in_is_left_out_with_a_note_never_refused(course, inbound):
+    """Submit of a notebook folder where an older `make lab` kept JAX's cache (work/.jax-cache): the notebook
+    is collected, the cache is not (unread, counted in no bound: 300 entries under a 200-file limit), and the
+    log says so in one note."""
+    handed = hand_in(inbound, ALICE, LATER)
+    cache = handed / "work" / ".jax-cache"
+    cache.mkdir(parents=True)
+    for i in range(300):
+        (cache / f"jit_f-{i:03d}-cache").write_bytes(b"x")
+    (handed / "__pycache__").mkdir()
+    chown_tree(handed, ALICE)
+    lines = collect(course, inbound, limits=intake.Limits(**BACKDATED, max_files=200))
+    assert lines == [
+        f"{AID}: 1 new or newer hand-in(s) ({ALICE}); 1 collected in all",
+        f"{ALICE}: a compile cache in the hand-in (__pycache__, work) was left out: it is never graded",
+    ]
+    assert collected(course, ALICE) == f'{{"answer": "{ALICE} at {stamp(LATER)}"}}'
+    assert sorted(p.name for p in (course / "submitted" / ALICE / AID).iterdir()) == [
+        NB,
+        "submission_secret.txt",
+        "timestamp.txt",
+    ]

@@ -122,3 +122,20 @@ def test_a_reserved_name_is_refused_and_ids_equal_but_for_spaces_collide(tmp_pat
             "the folders 'alice' and 'alice ' name the same student (they differ only in Unicode normalization, "
             "letter case or spaces around the name): neither is graded; rename one and grade again"
         }
+
+
+def test_a_compile_cache_in_a_hand_in_is_ignored_never_an_unplaceable_row(tmp_path):
+    """An older `make lab` put JAX's cache in the notebook's folder (work/.jax-cache) and Submit handed it in:
+    the notebook is graded, the cache is counted for the summary's note, and nothing is unplaceable."""
+    course = tmp_path / "course"
+    handed = course / "submitted" / "ann" / specs.A02
+    _write(handed / "02_scaled_sum.ipynb")
+    for i in range(3):
+        _write(handed / "work" / ".jax-cache" / f"jit_f-{i}-cache", b"x")
+    _write(handed / ".jax-cache" / "jit_g-cache", b"x")
+    _write(course / "submitted" / "bob" / specs.A02 / "work" / "notes.txt")  # a real folder: still reported
+    with place_course(course, NOTEBOOKS) as intake:
+        assert sorted(intake.placed) == [("ann", specs.A02)]
+        assert [u.origin for u in intake.unplaced] == [f"submitted/bob/{specs.A02}/work"]
+        assert intake.caches == [f"submitted/ann/{specs.A02}/.jax-cache", f"submitted/ann/{specs.A02}/work"]
+        assert "ann" not in intake.empty

@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import machine
 import numpy as np
 import pytest
 from judge_helpers import said
@@ -64,7 +64,15 @@ KERNEL = textwrap.dedent("""
 def recorded(tmp_path_factory) -> dict:
     folder = tmp_path_factory.mktemp("observations")
     env = {**os.environ, "NAMEDAXES_OBSERVE_DIR": str(folder)}
-    subprocess.run([sys.executable, "-c", KERNEL], env=env, cwd=REPO, check=True, timeout=300, capture_output=True)
+    machine.run(
+        [sys.executable, "-c", KERNEL],
+        env=env,
+        cwd=REPO,
+        check=True,
+        quiet_s=300,
+        what="grading for the record",
+        capture_output=True,
+    )
     return {
         p.stem: ((folder / f"{p.stem}.npz").read_bytes(), (folder / f"{p.stem}.json").read_bytes())
         for p in folder.glob("*.json")

@@ -154,6 +154,21 @@ def test_the_section_that_teaches_it_links_the_course_site_at_its_heading(course
     assert section_href("javascript:alert(1)", AID, heading) == "" and section_href("", AID, heading) == ""
 
 
+def test_the_chinese_line_names_the_chinese_editions_section_and_links_its_page(course_page):
+    """Issue 61: the report's Chinese line named the English section title; now the Chinese edition's heading
+    above the same test cell, linked to the Chinese site's page."""
+    import html
+
+    info = course_info(None, [AID])
+    english, chinese = info.sections[AID]["scaled_sum_total"], info.sections_zh[AID]["scaled_sum_total"]
+    assert chinese and chinese != english and any("\u4e00" <= ch <= "\u9fff" for ch in chinese)
+    href = section_href("https://course.example/site/zh/", AID, chinese)
+    assert href.startswith("https://course.example/site/zh/notebooks/02_scaled_sum.html#:~:text=")
+    assert f'href="{html.escape(href)}"' in course_page
+    zh_lines = [part.split("一节。")[0] for part in course_page.split("讲解见")[1:]]
+    assert zh_lines and not any(h in html.unescape(z) for z in zh_lines for h in info.sections[AID].values() if h)
+
+
 def test_the_maps_words_are_in_both_languages(course_page):
     for zh in ("错误概念分布", "失分的学生", "对应的提示", "本练习的提示", "学生"):
         assert zh in course_page, zh
@@ -208,3 +223,67 @@ def test_two_mistakes_of_one_exercise_are_two_groups_under_the_checks_words_with
     assert "positions along the axis start at 0" in first_row
     (one,) = groups(last)  # one group whatever the device count the mistake was seen on
     assert "dee, eve" in one and "position …" in one and f'href="#hint-{aid}-{last}-3"' in one
+
+
+# ---------------------------------------------------------------- notebook 11's findings (issue 61)
+def _sent(case: str, ratio: float):
+    return phrase(Kind.WORK_SENT, case=case, ratio=ratio, factor=1.5, got=ratio * 16384, want=16384)
+
+
+def _peak(case: str, ratio: float):
+    return phrase(Kind.WORK_PEAK, case=case, ratio=ratio, factor=1.5, got=ratio * 96544, want=96544)
+
+
+def test_a_reduction_per_microbatch_is_one_group_whichever_cost_shows_on_the_later_case():
+    """`accumulate_grads` reducing once per microbatch: the Python loop's program costs bytes on m = 2 and peak
+    memory on m = 8, the `lax.scan`'s costs bytes on both. One misconception, so one group, under the first."""
+    loop = finding(Verdict(False, (_sent("m2", 2.0), _peak("m8", 2.9))))
+    scan = finding(Verdict(False, (_sent("m2", 2.0), _sent("m8", 8.0))))
+    assert loop["key"] == scan["key"] == "work_sent(ratio=#,factor=#,got=#,want=#)"
+    assert "peak memory" not in loop["en"] and loop["en"].startswith("communication: one device receives …×")
+
+
+def test_a_layouts_input_number_and_dimension_are_shown_with_its_axis():
+    """`zero_specs` keeping the optimizer state whole: the map says which input and which dimension (the
+    program's structure, no hidden number), and the axis; another dimension is another group."""
+    from autograder.judge.differences import describe_layout
+
+    def whole(dim: int):
+        name = Words((phrase(Kind.LAYOUT_INPUT_NAME, n=2), "['w1']"))
+        split = describe_layout(((), ("fsdp_axis",)) if dim else (("fsdp_axis",),))
+        return Verdict(
+            False, (phrase(Kind.LAYOUT_INPUT, case="stage1", input=name, got=describe_layout(((),)), want=split),)
+        )
+
+    found = finding(whole(0))
+    assert found["en"] == (
+        "layout: the program takes input 2['w1'] whole on every device (replicated); the exercise's takes it "
+        "split along dimension 0 over 'fsdp_axis'"
+    )
+    assert "'fsdp_axis'" in found["zh"] and "第 0 维" in found["zh"]
+    assert finding(whole(1))["key"] != found["key"]
+
+
+def test_results_that_differ_only_in_dtype_are_summarised_not_listed():
+    """bf16 master weights: 30 of 31 results bfloat16 where the reference's are float32. The feedback used to
+    list every result's dtype and shape twice (about 1,000 characters); now one clause, and the map's label."""
+    from autograder.judge.differences import signature_difference
+    from autograder.publish.words import say
+
+    shapes = [f"[{i}, 16]" for i in range(30)] + ["[]"]
+    want = {"devices": 8, "per_device_over": (), "in_tree": "t", "in": [], "out_tree": "o"}
+    want["out"] = [f"float32{s}" for s in shapes]
+    got = {**want, "out": [f"bfloat16{s}" for s in shapes[:30]] + ["float32[]"]}
+    said = say(signature_difference(want, got), "en")
+    assert said == "the program returns 30 of its 31 results as bfloat16, expected float32 (their shapes are right)"
+    assert (
+        say(signature_difference(want, got), "zh")
+        == "程序以 bfloat16 返回其 31 个结果中的 30 个，期望的是 float32（它们的形状正确）"
+    )
+    found = finding(Verdict(False, (signature_difference(want, got),)))
+    assert (
+        found["en"] == "the program returns … of its … results as bfloat16, expected float32 (their shapes are right)"
+    )
+    other = {**got, "out": [f"bfloat16[{i}, 8]" for i in range(31)]}  # other shapes too: both lists, each bounded
+    listed = say(signature_difference(want, other), "en")
+    assert listed.count("float32[") <= 6 and "and 25 more" in listed and len(listed) < 400

@@ -513,3 +513,17 @@ def test_the_late_section_says_what_happened_to_each_late_or_extended_hand_in(tm
     assert "On time with an extension to 2026-12-13 23:59 UTC+01:00" in section
     students = html[html.index('id="students"') :]
     assert "late &minus;1" in students and "on time by an extension" in students
+
+
+def test_the_similarity_line_says_how_many_answers_were_not_compared(tmp_path):
+    """Issue 61: "0 pair(s) unusually alike" of a class whose answers were mostly not compared (written the
+    reference's way, too short to tell copying from being right): the line says how many."""
+    from autograder.publish.report import _similarity_line
+
+    rows = [{"answers": 20, "too_short": 17, "listed": 0}, {"answers": 20, "too_short": 3, "listed": 0}]
+    (tmp_path / "similarity.json").write_text(json.dumps(rows))
+    line = _similarity_line(tmp_path)[0]
+    assert "0 pair(s) of answers unusually alike; 20 of the 40 answers were not compared (too short" in line
+    rows = [{"answers": 20, "too_short": 0, "listed": 2}]
+    (tmp_path / "similarity.json").write_text(json.dumps(rows))
+    assert "2 pair(s) of answers unusually alike (<a" in _similarity_line(tmp_path)[0]

@@ -99,6 +99,38 @@ def test_glossary_enforces_the_issue_19_terms(msgid, msgstr, problem):
 
 
 @pytest.mark.parametrize(
+    "msgid, msgstr, problem",
+    [
+        ("These idle stage-steps are the bubble.", "这些空闲的“阶段 × 步”就是气泡。", "not '阶段 × 步'"),
+        ("These idle stage-steps are the bubble.", "这些空闲的阶段-步就是气泡。", None),
+        ("hands the activations on", "把激活传下去", "not used"),
+        ("hands the activations on", "把激活值传下去", None),
+        ("the activation belongs to the gate", "激活函数属于 gate", None),
+        ("the lowered program", "降级后的程序", "not '降级'"),
+        ("the lowered program", "下降后的程序", None),
+        ("(lowering is quick)", "（lowering 很快）", "not 'lowering'"),
+        ("its gradient returns **unreduced**", "它的梯度返回时是 **unreduced**", "not 'unreduced'"),
+        ("its gradient returns **unreduced**", "它的梯度返回时是**未归约**的", None),
+        ("marked **reduced**", "标记为 **reduced**", "not 'reduced'"),
+        ("marked **reduced**, `P(reduced={ZERO})`", "标记为**已归约**，`P(reduced={ZERO})`", None),
+        ("mixed precision keeps master weights", "混合精度保留主权重", None),
+        ("mixed precision keeps master weights", "混合精度保留 master 权重", "'master weights' is '主权重'"),
+        ("ZeRO stage 2", "ZeRO 阶段 2", None),
+        ("pad with zeros", "补零", None),  # ZeRO is matched in its own case only: zeros are no ZeRO
+        ("gradient accumulation", "梯度累加", "'gradient accumulation' is '梯度累积'"),
+        ("Read a profile", "阅读一个性能剖析", None),
+        ("the Hugging Face playbook", "Hugging Face 的 playbook", "'playbook' is '手册'"),
+        ("the Hugging Face *Ultra-Scale Playbook*", "Hugging Face 的 *Ultra-Scale Playbook* 手册", None),
+    ],
+)
+def test_glossary_enforces_one_term_per_idea_across_09_to_11(msgid, msgstr, problem):
+    """Issue 61: the terms 09-11 rendered two ways (阶段 × 步 and 阶段-步, 激活 and 激活值, 降级 for "lowered", bold
+    English **reduced**), now each one way, and the catalog check enforces it."""
+    problems = translate.glossary_problems(msgid, msgstr, translate.glossary("zh"))
+    assert (problems == []) if problem is None else any(problem in p for p in problems), problems
+
+
+@pytest.mark.parametrize(
     "msgstr, problem",
     [
         ("它失败了。 请检查。", "a space after full-width punctuation"),
