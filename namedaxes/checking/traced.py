@@ -16,6 +16,7 @@ __all__ = [
     "expect_no_collective",
     "ppermutes_out_of_mesh_order",
     "expect_ppermute_in_mesh_order",
+    "shard_map_axes",
 ]
 
 
@@ -137,3 +138,18 @@ def expect_ppermute_in_mesh_order(name: str, fn: Callable, *args) -> None:
         named, order = found[0]
         key = "ppermute_order_refused" if ppermute_order_refused() else "ppermute_order_silent"
         fail_paragraph(TEXT[key].format(name=name, named=named, order=order, version=jax.__version__))
+
+
+def shard_map_axes(fn: Callable, *args) -> list[str]:
+    """The mesh axes that a `shard_map` of `fn(*args)` maps by hand, sorted: the program's own per-device code,
+    read from the jaxpr. Not from the lowered module: from jax 0.12.1, JAX lowers arithmetic on reduced and
+    unreduced arrays (Explicit axes, no shard_map written) through manual computations of its own, whose
+    `manual_axes` the lowered text shows for a program with no per-device code at all."""
+    import jax
+
+    axes = set()
+    for eqn in _walk_eqns(jax.make_jaxpr(fn)(*args).jaxpr):
+        if eqn.primitive.name == "shard_map":
+            manual = eqn.params.get("newly_manual_axes") or eqn.params["mesh"].axis_names
+            axes.update(str(a) for a in manual)
+    return sorted(axes)
