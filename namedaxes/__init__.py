@@ -1,6 +1,10 @@
 """Helpers for the JAX named-axes course: device setup, student checks, plots."""
 
-from .axes import (
+from .jax_line import require_supported_jax
+
+require_supported_jax()  # a JAX older than the course's oldest line stops here, in one sentence (jax_line.py)
+
+from .axes import (  # noqa: E402 - after the JAX version is known to be one the course teaches
     BATCH,
     DATA_PARALLEL,
     DATA_SHARDS,
@@ -15,7 +19,7 @@ from .axes import (
     SEQUENCE,
     STAGES,
 )
-from .devices import DeviceSetupError, setup_devices
+from .devices import DeviceSetupError, setup_devices  # noqa: E402 - as above
 
 __all__ = [
     "setup_devices",

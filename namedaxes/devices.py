@@ -154,6 +154,10 @@ def setup_devices(n: int = N_DEVICES, *, quiet: bool = False, accelerators: bool
         accelerators = os.environ.get(OPT_IN, "").strip().lower() == "accelerators"
     import jax
 
+    from .jax_line import pin_flags
+
+    pin_flags()  # the random draws and programs the course records, whatever this line's flags say (jax_line.py)
+
     if _backends_initialised():
         devices = jax.devices()
         if len(devices) < n:

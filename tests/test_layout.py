@@ -21,11 +21,12 @@ TESTS = ROOT / "tests"
 SPANNING = {"browser", "notebooks", "helpers"}  # whole-product tests, and the helpers (no tests)
 TOP_LEVEL = {
     "test_docs.py",
+    "test_forbidden_apis.py",
     "test_layout.py",
     "test_package_boundaries.py",
     "test_shape.py",
     "test_busy_machine.py",
-}  # the repository
+}  # the repository as a whole
 PRODUCT = ("courseinfo", "namedaxes", "autograder", "tools", "website", "hub")
 BIG = 250  # lines: a module this long has a test file of its own
 # A big module whose test is named otherwise -> that test (the reason in a word).

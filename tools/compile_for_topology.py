@@ -257,9 +257,9 @@ def _compile_one(blob: bytes, devices: list, options: dict | None) -> tuple[dict
 def _compiler_options(devices: list) -> tuple[dict | None, str]:
     """`COMPILER_OPTIONS` (None) if this backend's compiler takes them, else none ({}); and which were used.
     Asked of a one-device program compiled (never run) with them and, if that fails, without them."""
-    probe = jax.jit(lambda x: x + 1).lower(
-        jax.ShapeDtypeStruct((8,), jnp.float32, sharding=jax.sharding.SingleDeviceSharding(devices[0]))
-    )
+    # one device as a one-device mesh: SingleDeviceSharding is deprecated in jax 0.12.1, NamedSharding is on every line
+    one_device = NamedSharding(Mesh(np.array(devices[:1]), ("one",)), P())
+    probe = jax.jit(lambda x: x + 1).lower(jax.ShapeDtypeStruct((8,), jnp.float32, sharding=one_device))
     try:
         probe.compile(dict(COMPILER_OPTIONS))
         return None, "namedaxes.judging.COMPILER_OPTIONS"

@@ -80,7 +80,14 @@ from .progress_list import progress, progress_of, progress_rows
 from .proving import assert_check_fails, assert_check_passes, show_error
 from .stubs import install_stub_handler
 from .text import NOT_WRITTEN_YET, TEXT
-from .traced import collective_axes, collectives, expect_collective, expect_no_collective
+from .traced import (
+    collective_axes,
+    collectives,
+    expect_collective,
+    expect_no_collective,
+    expect_ppermute_in_mesh_order,
+    ppermutes_out_of_mesh_order,
+)
 from .values import (
     expect_array,
     expect_close,
@@ -105,6 +112,8 @@ __all__ = [
     "collective_axes",
     "expect_collective",
     "expect_no_collective",
+    "expect_ppermute_in_mesh_order",
+    "ppermutes_out_of_mesh_order",
     "reaching_communication",
     "expect_reaching_collective",
     "examined",

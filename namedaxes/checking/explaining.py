@@ -112,6 +112,21 @@ def _unbound_message(name: str, err: NameError, axis: str, run: str | None, bind
     return text.strip()
 
 
+def _refused_by_this_line(err: BaseException, name: str) -> str | None:
+    """An answer that jax 0.10.2 ran and this line refuses (tests/namedaxes/exercises/test_divergent_answers.py):
+    a partial sum returned under `out_specs=P(..., unreduced=...)` unmarked, a ppermute over axes named out of
+    the mesh's order (which the checks read from the traced program first, where they can)."""
+    import jax
+
+    text = str(err)
+    first = (text.strip().splitlines() or [""])[0][:300]
+    if isinstance(err, ValueError) and "should be equal to the unreduced present on the out_aval" in text:
+        return TEXT["unreduced_unmarked"].format(name=name, version=jax.__version__, jax_error=first)
+    if isinstance(err, RuntimeError) and "same order as the axis_names declared on the mesh" in text:
+        return TEXT["ppermute_order_raised"].format(name=name, version=jax.__version__)
+    return None
+
+
 def translate(
     err: BaseException,
     name: str,
@@ -156,6 +171,9 @@ def translate(
         ),
     ):
         return TEXT["traced_to_numpy"].format(name=name, jax_error=str(err).strip().splitlines()[0])
+    line_refused = _refused_by_this_line(err, name)
+    if line_refused is not None:
+        return line_refused
     if frames:
         first = (str(err).strip().splitlines() or [""])[0][:300]
         error = f"`{type(err).__name__}: {first}`" if first else f"`{type(err).__name__}`"

@@ -104,6 +104,29 @@ TEXT = Messages(
             "`{name}` returned different values on different devices: {values}. Every device should "
             "hold the same result: a collective such as `lax.psum` over '{axis}' is missing. {hint}"
         ),
+        "ppermute_order_silent": (
+            "`{name}` calls `lax.ppermute` over the axes {named}, named out of the mesh's order {order}. "
+            "jax {version} runs it without an error but numbers the devices in the mesh's order, so the "
+            "permutation it performs is not the one you wrote (on a 2 x 4 mesh, a shift by one of [0, ..., 7] "
+            "gives [7, 6, 0, 1, 2, 3, 4, 5], not [7, 0, 1, 2, 3, 4, 5, 6]); from jax 0.11.1 JAX refuses this "
+            "call. Name the axes in the mesh's order, {order}, and number the devices that way."
+        ),
+        "ppermute_order_refused": (
+            "`{name}` calls `lax.ppermute` over the axes {named}, named out of the mesh's order {order}: "
+            "jax {version} refuses to run it (jax 0.10.2 ran it silently in the mesh's order, a permutation "
+            "other than the one written). Name the axes in the mesh's order, {order}, and number the devices "
+            "that way."
+        ),
+        "ppermute_order_raised": (
+            "`{name}` calls `lax.ppermute` over several axes named out of the mesh's order: jax {version} "
+            "refuses to run it (jax 0.10.2 ran it silently in the mesh's order, a permutation other than the "
+            "one written). Name the axes in the order the mesh declares them, and number the devices that way."
+        ),
+        "unreduced_unmarked": (
+            "`{name}` returns a value under `out_specs=P(..., unreduced=...)` that is not typed unreduced, and "
+            "jax {version} refuses it (`{jax_error}`; jax 0.10.2 accepted it). Mark each partial sum you return "
+            "that way with `lax.pcast(value, axis, to='unreduced')` first."
+        ),
         "collective_missing": "`{name}` should communicate over '{axis}' with {want}, but it performs {seen}. {hint}",
         "collective_missing_none": (
             "`{name}` should communicate over '{axis}' with {want}, but it performs no collective at all. {hint}"

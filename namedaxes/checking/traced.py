@@ -9,7 +9,15 @@ from collections.abc import Callable, Iterable
 from .failures import fail_paragraph
 from .text import TEXT
 
-__all__ = ["collectives", "collective_axes", "expect_collective", "expect_no_collective"]
+__all__ = [
+    "collectives",
+    "collective_axes",
+    "expect_collective",
+    "expect_no_collective",
+    "ppermutes_out_of_mesh_order",
+    "expect_ppermute_in_mesh_order",
+    "shard_map_axes",
+]
 
 
 _COLLECTIVE_PARAM_KEYS = ("axes", "axis_name")
@@ -80,3 +88,68 @@ def expect_no_collective(name: str, fn: Callable, *args, axis_name: str, axis_en
                 name=name, axis=axis_name, found=TEXT["list_sep"].join(p for p, _ in found), hint=hint
             )
         )
+
+
+def _ppermute_orders(jaxpr, mesh_axes: tuple) -> Iterable[tuple[tuple, tuple]]:
+    """(axes named, the mesh's order of them) of each ppermute over several axes inside `jaxpr`; `mesh_axes` is
+    the axis order of the innermost enclosing shard_map's mesh."""
+    for eqn in jaxpr.eqns:
+        inner_axes = mesh_axes
+        if "mesh" in eqn.params and hasattr(eqn.params["mesh"], "axis_names"):
+            inner_axes = tuple(eqn.params["mesh"].axis_names)
+        if eqn.primitive.name == "ppermute":
+            named = eqn.params.get("axis_name")
+            named = tuple(named) if isinstance(named, (tuple, list)) else (named,)
+            if len(named) > 1 and all(a in inner_axes for a in named):
+                yield named, tuple(a for a in inner_axes if a in named)
+        for param in eqn.params.values():
+            for sub in param if isinstance(param, (tuple, list)) else (param,):
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    yield from _ppermute_orders(inner, inner_axes)
+
+
+def ppermutes_out_of_mesh_order(fn: Callable, *args) -> list[tuple[tuple, tuple]]:
+    """Each ppermute of `fn(*args)` over several mesh axes named out of the mesh's order: (axes as named, the
+    mesh's order). Read from the jaxpr, which every supported JAX line traces alike: jax 0.10.2 then runs such a
+    ppermute in the mesh's order (a permutation other than the one written, silently), from 0.11.1 JAX refuses
+    it when it lowers the program."""
+    import jax
+
+    closed = jax.make_jaxpr(fn)(*args)
+    return [(named, order) for named, order in _ppermute_orders(closed.jaxpr, ()) if named != order]
+
+
+def ppermute_order_refused() -> bool:
+    """Does this JAX refuse a ppermute over axes named out of the mesh's order (0.11.1 on), or run it silently in
+    the mesh's order (0.10.2)?"""
+    import jax
+
+    return bool(getattr(jax.config, "jax_raise_on_ppermute_sort_diff", False))
+
+
+def expect_ppermute_in_mesh_order(name: str, fn: Callable, *args) -> None:
+    """Every ppermute of `fn(*args)` over several axes names them in the mesh's order; else one message on
+    every line, which says what this line does with it."""
+    found = ppermutes_out_of_mesh_order(fn, *args)
+    if found:
+        import jax
+
+        named, order = found[0]
+        key = "ppermute_order_refused" if ppermute_order_refused() else "ppermute_order_silent"
+        fail_paragraph(TEXT[key].format(name=name, named=named, order=order, version=jax.__version__))
+
+
+def shard_map_axes(fn: Callable, *args) -> list[str]:
+    """The mesh axes that a `shard_map` of `fn(*args)` maps by hand, sorted: the program's own per-device code,
+    read from the jaxpr. Not from the lowered module: from jax 0.12.1, JAX lowers arithmetic on reduced and
+    unreduced arrays (Explicit axes, no shard_map written) through manual computations of its own, whose
+    `manual_axes` the lowered text shows for a program with no per-device code at all."""
+    import jax
+
+    axes = set()
+    for eqn in _walk_eqns(jax.make_jaxpr(fn)(*args).jaxpr):
+        if eqn.primitive.name == "shard_map":
+            manual = eqn.params.get("newly_manual_axes") or eqn.params["mesh"].axis_names
+            axes.update(str(a) for a in manual)
+    return sorted(axes)

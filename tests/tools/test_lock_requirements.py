@@ -114,17 +114,19 @@ def test_pyproject_accepts_exactly_the_supported_pythons():
     assert not re.search(r"^dependencies\s*=", text, re.M), "the pins live in requirements.txt only"
 
 
-def test_colab_gets_only_the_runtime_pins_of_python_312():
+def test_colab_gets_only_the_runtime_pins_of_its_python():
+    colab_py = lock_requirements.COLAB_PYTHON
+    assert colab_py == "3.13", "Colab's runtimes are Python 3.13 since 2026-08-25 (docs/students.md)"
     lines = [
         ln
         for ln in (ROOT / "requirements" / "colab.txt").read_text().splitlines()
         if ln.strip() and not ln.startswith("#")
     ]
-    assert lines == lock_requirements.runtime_pins("3.12"), "colab.txt is stale: run `make lock`"
+    assert lines == lock_requirements.runtime_pins(colab_py), "colab.txt is stale: run `make lock`"
     colab = {_norm(Requirement(ln).name): str(Requirement(ln).specifier)[2:] for ln in lines}
-    assert colab["jax"] == _lock("3.12")["jax"] and "matplotlib" in colab
+    assert colab["jax"] == _lock(colab_py)["jax"] and "matplotlib" in colab
     assert not TOOLING & set(colab), "Colab must not get JupyterLab, nbgrader, pytest, Playwright or ruff"
-    assert all(_lock("3.12")[name] == version for name, version in colab.items())
+    assert all(_lock(colab_py)[name] == version for name, version in colab.items())
 
 
 @pytest.mark.parametrize("py", SUPPORTED)

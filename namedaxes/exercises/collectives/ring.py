@@ -10,6 +10,7 @@ from jax.sharding import PartitionSpec as P
 from namedaxes import DEVICES
 from namedaxes.checking import (
     exercises_for,
+    expect_ppermute_in_mesh_order,
     fail,
     known_mistake,
     same_values,
@@ -18,12 +19,14 @@ from namedaxes.checking import (
 from namedaxes.meshes import abstract_on as _on
 from namedaxes.meshes import line_mesh
 from namedaxes.meshes import placed as _placed
+from namedaxes.meshes import program as _program
 
 from .running import (
     COMMON_RULES,
     examined_here,
     expect_float32,
     expect_uses,
+    explained_here,
     judged,
     observe_programs,
     rule_permutation,
@@ -158,6 +161,11 @@ def _ring_failure(fn: Callable, k: int, where: str, want, got, x) -> str:
 def _check_ring_all_reduce(fn: Callable) -> None:
     name = "ring_all_reduce"
     rules = (rule_permutation,) + COMMON_RULES
+    k, n = _RING_CASES[0]
+    with explained_here(name, line_mesh(k), rules):  # read from the traced program: one verdict on every JAX line
+        expect_ppermute_in_mesh_order(
+            name, _program(fn, line_mesh(k)), _placed(_ring_input(k, n), line_mesh(k), P(DEVICES))
+        )
     for k, n in _RING_CASES:
         mesh = line_mesh(k)
         x_np = _ring_input(k, n)

@@ -369,6 +369,16 @@ def test_accumulate_grads_rejects(answer, match):
     assert_check_fails(q.accumulate_grads.check, answer, match=match)
 
 
+# What the grader says of a reduction per microbatch, by JAX line. jax 0.12.1 lowers arithmetic on reduced and
+# unreduced arrays through manual computations of its own, which an exported module shows as per-device regions
+# like a shard_map's: the reference's program then has regions over ZERO and the global-view answer none, and the
+# judge refuses it for that before it counts bytes (issue 59: one verdict, but not yet the message that helps).
+SCAN_GRADED = {
+    "0.10": "m2: communication: one device receives 2× the reference's bytes",
+    "0.12": "m2: the program is written per device over no axis (a global-view program), expected 'fsdp_axis'",
+}
+
+
 def test_a_reduction_inside_a_scan_is_refused_by_both():
     """The program's text shows the scan's one all-reduce once; the judge counts it as often as the loop
     runs (`Work.sent_bytes`), in the visible check and in the grader alike."""
@@ -378,7 +388,7 @@ def test_a_reduction_inside_a_scan_is_refused_by_both():
     said = judge_observations(
         observe(q.accumulate_grads, ref_accumulate_grads), observe(q.accumulate_grads, _acc_reduce_in_scan)
     )
-    assert not said.passed and "m2: communication: one device receives 2× the reference's bytes" in said.reason()
+    assert not said.passed and SCAN_GRADED[".".join(jax.__version__.split(".")[:2])] in said.reason()
 
 
 def test_one_reduction_whatever_m_against_m_reductions():
