@@ -10,6 +10,7 @@ from jax.sharding import PartitionSpec as P
 from namedaxes import DEVICES
 from namedaxes.checking import (
     exercises_for,
+    expect_output_layouts,
     f32,
     fail,
     known_mistake,
@@ -216,16 +217,18 @@ def _check_median_centered(fn: Callable) -> None:
         needs=(f"all_gather over '{DEVICES}'",),
         facts=facts,
     )
+    # the result split over DEVICES, as the statement asks (the grader's `out_layout`): each device its own rows
+    expect_output_layouts(name, facts, (((DEVICES,),),), hint=say("median_layout_hint"))
 
 
 def _observe_median_centered(fn: Callable) -> dict:
-    """Programs on 8, 4 and 2 devices, x placed P(DEVICES) (rows split); the reference's all_gather is required."""
+    """Programs on 8, 4 and 2 devices, x placed P(DEVICES) (rows split); the reference's all_gather is required,
+    and the result split over DEVICES like x (each device returns its own rows, centred)."""
     cases = {}
     for k, x in _MEDIAN_CASES:
         mesh = line_mesh(k)
         cases[f"k{k}_{x.shape[0]}x{x.shape[1]}"] = (mesh, [_on(mesh, x.shape, P(DEVICES))])
-    # where the centred matrix lives is left open: split like x, or replicated
-    return observe_programs(fn, cases, structure="k8_16x2", out_layout=False)
+    return observe_programs(fn, cases, structure="k8_16x2")
 
 
 median_centered = exercise(

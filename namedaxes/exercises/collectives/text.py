@@ -112,6 +112,11 @@ TEXT = {
         "The column medians need every row on every device: gather the blocks with `lax.all_gather` "
         "over DEVICES inside `jax.shard_map`."
     ),
+    "median_layout_hint": (
+        "Each device centres its own rows and returns them: `out_specs=P(DEVICES)`, so that the result is "
+        "split over DEVICES like x. Centring every row on every device and returning the whole matrix "
+        "repeats the others' work."
+    ),
     # 2. sum_scatter_columns
     "scatter_rows_hint": (
         " Here each device's block has {rows} rows, which cannot be cut into {k} equal chunks; the "

@@ -187,6 +187,13 @@ TEXT = {
         "`{name}` returns the right values, but it performs {seen} over '{axis}'. Build it from "
         "`lax.ppermute` steps inside `jax.shard_map`."
     ),
+    "cm_whole_product": (
+        "`{name}` returns the right values, but one device of its compiled program on {mesh} computes {got} "
+        "FLOPs, {ratio}× the reference's {want} (read from the optimized per-device program, each instruction as "
+        "often as it runs; at most {factor}× is allowed): each device computes more than its own columns of the "
+        "product, as a ring of w's blocks inside the ring of x's does. Keep w's block where it is: each device "
+        "multiplies the x blocks that reach it by its own w block, k partial matmuls in all."
+    ),
 }
 TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 

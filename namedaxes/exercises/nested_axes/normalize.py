@@ -13,11 +13,13 @@ from namedaxes.checking import (
     expect_communication,
     expect_output_layouts,
     expect_regions,
+    expect_work_within,
     fail,
     known_mistake,
     same_values,
 )
 from namedaxes.grading import Case, programs, rng, spec
+from namedaxes.judging import exported_work
 
 from .running import (
     UNIFORM,
@@ -32,6 +34,15 @@ from .running import (
 from .text import say
 
 exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+
+# How the work is split (the grader's `Case(work=...)` on its work case, the visible check alike): the largest array
+# one device materializes, read from the compiled per-device program, at most `_RN_LARGEST_FACTOR` times the
+# reference's, its own block of x (`_RN_WORK_K` float32 numbers; a test keeps it true). The work case has long
+# blocks, so that a block outweighs the small tables a compiled program holds. No device ever holds a whole row:
+# gathering a row's blocks over MODEL_REPLICAS to sum it whole costs 4x on the 2 x 4 grid.
+_RN_LARGEST_FACTOR = 1.5
+_RN_WORK_K = 16
+_RN_REFERENCE_LARGEST = 4 * _RN_WORK_K
 
 
 # ---------------------------------------------------------------- 3. row_normalize
@@ -104,16 +115,48 @@ def _check_row_normalize(fn) -> None:
     block = ((DATA_SHARDS,), (MODEL_REPLICAS,))
     expect_regions(name, facts, ((tuple(sorted(GRID_AXES)), (block,)),), hint=say("rn_layout_hint"))
     expect_output_layouts(name, facts, (block,), hint=say("rn_layout_hint"))
+    _expect_row_normalize_work(name, fn)
+
+
+def _expect_row_normalize_work(name: str, fn) -> None:
+    """No device holds a whole row: the largest array one device of the work case materializes (read from the
+    compiled per-device program, as the grader reads it) is at most `_RN_LARGEST_FACTOR` times its own block."""
+    grid, k = GRID_SHAPE, _RN_WORK_K
+    mesh = grid_mesh(grid)
+    x = spec((grid[0], grid[1] * k), jnp.float32)
+    where = say("on_mesh", grid=grid_words(grid), shape=tuple(x.shape))
+    with explained_run(name, where, "fix_row_normalize"):
+        work = exported_work(jax.export.export(jax.jit(lambda a: fn(a, mesh)))(x))
+    expect_work_within(
+        work,
+        "largest_bytes",
+        _RN_REFERENCE_LARGEST,
+        _RN_LARGEST_FACTOR,
+        say,
+        "rn_whole_row",
+        name=name,
+        k=k,
+        m=MODEL_REPLICAS,
+    )
 
 
 def _observe_row_normalize(fn) -> dict:
-    """Exported programs of `fn(x, mesh)` for four meshes (the grader draws x, reads the psum's axes)."""
+    """Exported programs of `fn(x, mesh)` for four meshes (the grader draws x, reads the psum's axes), and the
+    work case on the 2 x 4 grid with long blocks (the largest array one device holds)."""
     cases = {}
     for grid, k in ((GRID_SHAPE, 3), ((4, 2), 2), ((2, 2), 2), ((1, 4), 1)):
         mesh = grid_mesh(grid)
         cases[f"{grid[0]}x{grid[1]}_k{k}"] = Case(
             lambda x, mesh=mesh: fn(x, mesh), spec((grid[0], grid[1] * k), jnp.float32), draw=UNIFORM
         )
+    grid, k = GRID_SHAPE, _RN_WORK_K  # the work case: long blocks (see `_RN_LARGEST_FACTOR`)
+    mesh = grid_mesh(grid)
+    cases[f"{grid[0]}x{grid[1]}_k{k}"] = Case(
+        lambda x: fn(x, mesh),
+        spec((grid[0], grid[1] * k), jnp.float32),
+        draw=UNIFORM,
+        work={"largest_bytes": _RN_LARGEST_FACTOR},
+    )
     return programs(cases)
 
 

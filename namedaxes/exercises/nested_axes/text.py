@@ -235,6 +235,13 @@ TEXT = {
         "model shard must average their data shards' gradients with `lax.pmean` over DATA_SHARDS "
         "(a psum divided by the number of data shards), as the exercise's step does."
     ),
+    "rn_whole_row": (
+        "`{name}` returns the right values with the right collectives, but one device materializes an "
+        "array of {got} bytes, {ratio}× its own block of x ({want} bytes: one row of {k} float32 numbers; read "
+        "from the compiled per-device program on a 2 x 4 grid, where at most {factor}× is allowed): a device "
+        "gathers its row's blocks (or another whole array). No device ever holds a whole row: each adds up its "
+        "own part of the row and a `lax.psum` over '{m}' adds the partial sums."
+    ),
     "rn_layout_hint": (
         "Split x with `in_specs=P(DATA_SHARDS, MODEL_REPLICAS)` and put the blocks back with the "
         "same `out_specs`: each device holds only its own block of x, and so does the result."

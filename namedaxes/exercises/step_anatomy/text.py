@@ -72,14 +72,23 @@ TEXT = {
         "device (`P()`), reduced once at the end."
     ),
     "acc_count": (
-        "`{name}` returns the right mean gradient, but for m = {m} its compiled program reduces {count} "
-        "gradients' worth of bytes ({moved:,} bytes of collectives on each device, each counted as often as "
-        "it runs; a gradient is {grad:,}). Leave each microbatch's gradient unreduced, add them, and reduce once."
+        "`{name}` returns the right mean gradient, but for m = {m} its program reduces {count} gradients' worth "
+        "over ZERO ({moved:,} bytes of reduced results on each device, read from the types of its values, each "
+        "counted as often as it runs; a gradient is {grad:,}): each gradient comes back whole, so each is reduced "
+        "as it is made, however a compiler later merges the all-reduces. Leave each microbatch's gradient "
+        "unreduced, add them, and reduce once."
     ),
     "acc_in_loop": (
-        "`{name}` returns the right mean gradient, but its compiled program reduces inside a loop's body "
-        "(`lax.scan` or `lax.fori_loop`): once per microbatch, {count} gradients' worth of bytes for m = {m}. "
-        "Accumulate the unreduced gradients in the loop and reduce once after it."
+        "`{name}` returns the right mean gradient, but its program reduces inside a loop's body "
+        "(`lax.scan` or `lax.fori_loop`): once per microbatch, {count} gradients' worth for m = {m}, read from the "
+        "types of its values. Accumulate the unreduced gradients in the loop and reduce once after it."
+    ),
+    "acc_one_batch": (
+        "`{name}` returns the right mean gradient with one reduction, but one device materializes an array of "
+        "{got} bytes, {ratio}× the reference's largest ({want} bytes: one microbatch's hidden activations; read "
+        "from the compiled per-device program for m = {m} microbatches of {batch} examples, d = {d}, hidden = "
+        "{hidden}, where at most {factor}× is allowed): the microbatches are run as one batch, and every "
+        "microbatch's activations are held at once. Take one microbatch's gradient at a time and add them."
     ),
     "acc_shard_map": (
         "`{name}` returns the right mean gradient, but it is written per device with `jax.shard_map` (over {axes}). "
@@ -87,7 +96,8 @@ TEXT = {
         "reduce the sum with `jax.reshard(total, P())`; the compiler writes the all-reduce."
     ),
     "acc_no_reduction": (
-        "`{name}` returns the right values, but its compiled program reduces nothing over ZERO for m = {m}."
+        "`{name}` returns the right values, but its program reduces nothing over ZERO for m = {m}: no gradient "
+        "is reduced, and no value of it is typed unreduced and then resharded whole."
     ),
 }
 TEXT = Messages(TEXT)

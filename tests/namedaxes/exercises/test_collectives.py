@@ -108,7 +108,6 @@ MEDIAN_EQUIVALENT = {
     "check_vma=False": _mapped(
         lambda b: b - jnp.median(lax.all_gather(b, DEVICES, tiled=True), axis=0), check_vma=False
     ),
-    "invarying gather, replicated result": _mapped(_replicated_centred, out_specs=P()),
     "transposed gather": _mapped(lambda b: b - jnp.median(lax.all_gather(b.T, DEVICES, axis=1, tiled=True), axis=1)),
 }
 
@@ -185,6 +184,13 @@ MEDIAN_WRONG = {
         _mapped(lambda b: b - jnp.median(lax.all_gather(b, DEVICES, tiled=True), axis=0) + 0.5),
         r"(?s)wrong values.*That is not x minus the medians of its columns",
     ),
+    # issue 56: every row centred on every device, the result whole on every device, where the statement splits
+    # it over DEVICES (each device centring its own rows)
+    "every row centred on every device, replicated result": (
+        _mapped(_replicated_centred, out_specs=P()),
+        r"(?s)`median_centered`.*its result 1 is whole on every device \(replicated\) once compiled, where the "
+        r"exercise's is split along dimension 0 over 'devices'.*Each device centres its own rows",
+    ),
 }
 
 
@@ -221,6 +227,11 @@ def test_median_centered_observations_reject_wrong_answers():
     assert "global-view program" in _why_not(observe(q.median_centered, _jit_median), reference)
     shape = _why_not(observe(q.median_centered, MEDIAN_WRONG["whole matrix from every device"][0]), reference)
     assert "returns float32[128, 2], expected float32[16, 2]" in shape
+    # issue 56: the result's layout is judged (each device returns its own rows)
+    replicated = MEDIAN_WRONG["every row centred on every device, replicated result"][0]
+    assert "layout: result 1 is whole on every device (replicated)" in _why_not(
+        observe(q.median_centered, replicated), reference
+    )
 
 
 def test_median_centered_first_hint_is_a_question_without_code():

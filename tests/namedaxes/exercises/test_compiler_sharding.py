@@ -646,6 +646,23 @@ def _w_sent_first(xb, wb, k):
     return out
 
 
+def _cm_nested(xb, wb, k):
+    """Issue 56: every device computes the whole product (a ring of w's blocks inside the ring of x's), then keeps
+    its own columns: the right values, interleaved, only ppermutes, but k times each device's share of the FLOPs."""
+    rows, cols, i = xb.shape[0], wb.shape[1], lax.axis_index(M)
+    ring = [(j, (j + 1) % k) for j in range(k)]
+    whole = jnp.zeros((k * rows, k * cols), xb.dtype)
+    for s in range(k):
+        wk = wb
+        for u in range(k):
+            whole = lax.dynamic_update_slice(whole, xb @ wk, (((i - s) % k) * rows, ((i - u) % k) * cols))
+            if u < k - 1:
+                wk = lax.ppermute(wk, M, perm=ring)
+        if s < k - 1:
+            xb = lax.ppermute(xb, M, perm=ring)
+    return lax.dynamic_slice_in_dim(whole, i * cols, cols, axis=1)
+
+
 CM_WRONG = {
     "w's blocks sent first, one matmul, the products passed on": (
         _ring(_w_sent_first),
@@ -694,6 +711,11 @@ CM_WRONG = {
         r"still zero.*k products and k - 1 sends",
     ),
     "no shard_map": (lambda x, w, mesh: x @ w, r"(?s)illegally sharded result"),
+    "every device computes the whole product": (
+        _ring(_cm_nested),
+        r"`collective_matmul_rows` returns the right values, but one device of its compiled program on 8 "
+        r"model_parallel_axis computes 3221 FLOPs, 6\.1× the reference's 527.*more than its own columns",
+    ),
 }
 
 
@@ -737,6 +759,23 @@ def test_collective_matmul_rows_schedule_is_judged_against_the_references():
     assert "k8: schedule: the compiled program runs 0 of its matmuls before its last ppermute, the reference 7" in (
         reason
     ), reason
+
+
+def test_collective_matmul_rows_share_is_judged_against_the_references():
+    """Issue 56: the visible check's reference FLOPs are the reference program's, read as the grader reads them;
+    the grader refuses every device computing the whole product, on every mesh."""
+    from namedaxes import judging
+
+    k, r, d, c = q.collective_matmul._CM_SHAPES[0]
+    mesh = q.explicit_line_mesh(k)
+    x = jax.ShapeDtypeStruct((k * r, d), jnp.float32, sharding=NamedSharding(mesh, P(M, None)))
+    w = jax.ShapeDtypeStruct((d, k * c), jnp.float32, sharding=NamedSharding(mesh, P(None, M)))
+    exp = jax.export.export(q.running._program(ref_collective_matmul_rows, mesh))(x, w)
+    assert judging.exported_work(exp).flops == q.collective_matmul._CM_REFERENCE_FLOPS
+    reference = observe(q.collective_matmul_rows, ref_collective_matmul_rows)
+    reason = _why_not(observe(q.collective_matmul_rows, _ring(_cm_nested)), reference)
+    for case, ratio in (("k8", "6.1"), ("k4", "3.6"), ("k2", "2")):
+        assert f"{case}: work: one device computes {ratio}× the reference's FLOPs" in reason, reason
 
 
 def test_collective_matmul_rows_observations_reject_wrong_answers():

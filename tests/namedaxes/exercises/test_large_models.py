@@ -289,6 +289,25 @@ def _notebook_k(params, x, y, mesh):
     )
 
 
+def _textbook_padded_scan(w, b, x, y, k):
+    """Issue 56: GPipe as JAX's shard_map pipeline example writes it: a `lax.scan` over the microbatches padded with
+    k - 1 zero ones, a cyclic ppermute ring, every step's output stacked, one loss on the last stage's outputs.
+    Right values; its stacked outputs are (m + k - 1) microbatches, 11x the reference's largest on 8 stages (the
+    statement says the bound does not admit them)."""
+    stage = lax.axis_index(STAGES)
+    xs, ys = x.reshape(M, -1, x.shape[1]), y.reshape(M, -1, y.shape[1])
+    padded = jnp.concatenate([xs, jnp.zeros((k - 1, *xs.shape[1:]), xs.dtype)])
+    ring = [(i, (i + 1) % k) for i in range(k)]
+
+    def step(state, feed):
+        out = jnp.tanh(jnp.where(stage == 0, feed, state) @ w[0] + b[0])
+        return lax.ppermute(out, STAGES, ring), out
+
+    _, outs = lax.scan(step, lax.pcast(jnp.zeros_like(xs[0]), (STAGES,), to="varying"), padded)
+    mine = jnp.where(stage == k - 1, jnp.sum((outs[k - 1 :] - ys) ** 2), 0.0)
+    return lax.psum(mine, STAGES) / y.size
+
+
 PIPE_WRONG = {
     "unanswered": (_not_written, r"`pipeline_loss` is not written yet"),
     "no microbatches": (
@@ -330,6 +349,11 @@ PIPE_WRONG = {
     "the schedule one step short": (_pipeline(_one_step_short), r"(?s)wrong values.*without the last microbatch"),
     "every stage's outputs scored": (_pipeline(_unmasked), r"(?s)wrong values.*Compare with the sequential model"),
     "the sum, not the mean": (_pipeline(_summed), r"(?s)wrong values.*sum of the squared errors"),
+    "every step's output stacked, bubbles included": (
+        _pipeline(_textbook_padded_scan),
+        r"`pipeline_loss` returns the right values, but on 8 stage_axis one device materializes an array of 528 "
+        r"bytes: 11\.0× the reference's largest \(48 bytes",
+    ),
     "gradient stopped": (_stopped_gradient, r"(?s)right loss, but its gradient .*differs from the sequential"),
     "a loop carry not cast to varying": (
         _pipeline(_carry_not_cast),

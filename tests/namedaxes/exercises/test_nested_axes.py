@@ -325,7 +325,6 @@ ROW_NORMALIZE_RIGHT = [
     _row_normalize_placed_and_jitted,
     _shard_mapped(lambda b: b / lax.psum(jnp.sum(b), M)),  # a block is one row
     _shard_mapped(lambda b: b / (lax.pmean(b.sum(axis=1, keepdims=True), M) * lax.axis_size(M))),
-    _shard_mapped(lambda b: b / lax.all_gather(b, M, axis=1, tiled=True).sum(axis=1, keepdims=True)),
 ]
 
 ROW_NORMALIZE_WRONG = [
@@ -406,7 +405,19 @@ def _row_normalize_dead_psum(x, mesh):
     )(x)
 
 
+# Issue 56: right values, but each row's blocks gathered over MODEL_REPLICAS and the whole row summed on every
+# device ("No device ever holds a whole row"): 4x the reference's largest array on the 2 x 4 work case.
+_row_normalize_gathers_row = _shard_mapped(
+    lambda b: b / lax.all_gather(b, M, axis=1, tiled=True).sum(axis=1, keepdims=True)
+)
+ROW_NORMALIZE_WHOLE_ROW = (
+    r"`row_normalize` returns the right values with the right collectives, but one device materializes an array "
+    r"of 256 bytes, 4\.0× its own block of x \(64 bytes: one row of 16 float32 numbers.*No device ever holds a "
+    r"whole row"
+)
+
 ROW_NORMALIZE_WRONG += [
+    (_row_normalize_gathers_row, ROW_NORMALIZE_WHOLE_ROW),
     (
         _row_normalize_whole_rows,
         r"`row_normalize` gives the right results here, but its per-device program over 'data_shards' and "
@@ -449,6 +460,23 @@ def test_row_normalize_observe_is_stable_and_discriminating():
         assert not observations_match(reference, observe(q.row_normalize, answer))
     # Right values without shard_map: a one-device, global-view program, with no psum.
     assert not observations_match(reference, observe(q.row_normalize, no_collective))
+
+
+def test_row_normalize_work_is_judged_against_its_own_block():
+    """Issue 56: the visible check's reference size is the reference program's, measured as the grader measures
+    it; the grader refuses the answer that gathers each row's blocks, with its figure."""
+    from namedaxes import judging
+    from namedaxes.exercises.nested_axes import normalize
+
+    mesh = q.grid_mesh(GRID_SHAPE)
+    x = jax.ShapeDtypeStruct((GRID_SHAPE[0], GRID_SHAPE[1] * normalize._RN_WORK_K), jnp.float32)
+    work = judging.exported_work(jax.export.export(jax.jit(lambda a: row_normalize_ref(a, mesh)))(x))
+    assert work.largest_bytes == normalize._RN_REFERENCE_LARGEST
+    reference = observe(q.row_normalize, row_normalize_ref)
+    verdict = judge_observations(reference, observe(q.row_normalize, _row_normalize_gathers_row))
+    reason = verdict.reason(limit=8)
+    assert not verdict.passed and "2x4_k16: memory: one device materializes an array of 4× the size" in reason, reason
+    assert "(256 against 64 bytes" in reason and "this exercise allows 1.5×" in reason, reason
 
 
 # ---------------------------------------------------------------- tp_dp_step

@@ -9,6 +9,7 @@ grader rejects them too, a reduction inside a `lax.scan` body among them: the ju
 often as it runs.
 """
 
+import functools
 import re
 
 import jax
@@ -327,17 +328,37 @@ _UNREDUCED_DIV = (
     r"(?s)`accumulate_grads` failed with JAX's error \"[^\"]*unreduced[^\"]*\": `div` was applied to an "
     r"`unreduced` array.*`jax\.reshard\(total, P\(\)\)` adds the partial sums up.*comes after it"
 )
+
+
+def _acc_one_batch(params, xs, ys, typed: bool = False):
+    """Issue 56: all microbatches concatenated into one batch (each device's own examples, no communication) and
+    one gradient taken: the right mean and one reduction, but no microbatch is accumulated. `typed`: the
+    parameters marked reduced, so that even the types show one unreduced gradient reduced once."""
+    m, batch, d = xs.shape
+    flat = lambda a: lax.reshape(a.transpose(1, 0, 2), (m * batch, d), out_sharding=P(ZERO))  # noqa: E731
+    if not typed:
+        return jax.grad(zr.mlp_loss)(params, flat(xs), flat(ys))
+    used = jax.tree.map(lambda a: jax.reshard(a, P(reduced={ZERO})), params)
+    return jax.tree.map(lambda g: jax.reshard(g, P()), jax.grad(zr.mlp_loss)(used, flat(xs), flat(ys)))
+
+
+ACC_ONE_BATCH = (
+    r"(?s)right mean gradient with one reduction, but one device materializes an array of 524288 bytes, 8\.0× the "
+    r"reference's largest \(65536 bytes: one microbatch's hidden activations.*the microbatches are run as one batch"
+)
+
 ACC_WRONG = {
     "the unreduced total divided before the reshard": (_acc_divided_unreduced(lambda g, m: g / m), _UNREDUCED_DIV),
     "jnp.divide before the reshard": (_acc_divided_unreduced(jnp.divide), _UNREDUCED_DIV),
     "unanswered": (_not_written, r"`accumulate_grads` is not written yet"),
     "a reduction per microbatch": (
         zr.accumulate_naive,
-        r"(?s)right mean gradient, but for m = 4 its compiled program reduces 4 gradients' worth of bytes",
+        r"(?s)right mean gradient, but for m = 4 its program reduces 4 gradients' worth over ZERO.*read from the "
+        r"types of its values",
     ),
     "a reduction per microbatch, in a lax.scan": (
         _acc_reduce_in_scan,
-        r"(?s)right mean gradient, but its compiled program reduces inside a loop's body.*4 gradients' worth",
+        r"(?s)right mean gradient, but its program reduces inside a loop's body.*4 gradients' worth",
     ),
     "the sum for the mean": (_acc_sum, r"(?s)wrong values for m = 4.*That is the sum over the microbatches"),
     "the result left split": (_acc_split, r"(?s)returns `w1` laid out as P\('fsdp_axis', None\) for m = 1"),
@@ -345,6 +366,8 @@ ACC_WRONG = {
         _acc_shard_map,
         r"(?s)right mean gradient, but it is written per device with `jax.shard_map` \(over 'fsdp_axis'\)",
     ),
+    "one batch, one gradient": (_acc_one_batch, ACC_ONE_BATCH),
+    "one batch, one unreduced gradient": (functools.partial(_acc_one_batch, typed=True), ACC_ONE_BATCH),
 }
 
 
@@ -404,6 +427,57 @@ def test_one_reduction_whatever_m_against_m_reductions():
                 moved = dict(work_of(compiled, (ZERO,), (8,), 8).moved)[f"psum over '{ZERO}'"]
                 counts[name, m] = moved / (4 * 4096)
     assert counts == {("naive", 1): 1, ("naive", 4): 4, ("naive", 8): 8} | {("unreduced", m): 1 for m in (1, 4, 8)}
+
+
+def test_the_reductions_are_counted_from_the_types():
+    """Issue 56: the visible check counts the reductions the program's types make, not the all-reduces one
+    backend's compiler keeps (XLA on a TPU v5e merges the naive loop's m all-reduces into one): m gradients' worth
+    for the naive loop, in a scan or not, one for the unreduced sum, in a scan or not, and one for one batch."""
+    from namedaxes.exercises.step_anatomy import accumulation as acc
+    from namedaxes.exercises.step_anatomy.typed import typed_reductions
+
+    mesh = zr.zero_mesh()
+    grad = 4 * 2 * 32 * 64
+    got = {}
+    with jax.set_mesh(mesh):
+        for m in (1, 4):
+            args = acc._acc_inputs(mesh, m)
+            for name, fn in (
+                ("naive", zr.accumulate_naive),
+                ("naive scan", _acc_reduce_in_scan),
+                ("unreduced", ref_accumulate_grads),
+                ("unreduced scan", _acc_scan),
+                ("one batch", _acc_one_batch),
+            ):
+                found = typed_reductions(jax.make_jaxpr(fn)(*args), ZERO, loop_runs=m)
+                got[name, m] = (round(found.nbytes / grad, 1), found.in_loop, found.unreduced)
+    assert got == {
+        **{("naive", m): (m, False, False) for m in (1, 4)},
+        ("naive scan", 1): (1, False, False),
+        ("naive scan", 4): (4, True, False),
+        **{("unreduced", m): (1, False, True) for m in (1, 4)},
+        ("unreduced scan", 1): (1, False, True),
+        ("unreduced scan", 4): (1, True, True),  # the loss's mean, a scalar, is reduced in the body
+        **{("one batch", m): (1, False, False) for m in (1, 4)},
+    }, got
+
+
+def test_one_batch_is_refused_by_both_for_its_largest_array():
+    """Issue 56: the work case's reference figure is the reference program's, measured as the grader measures it;
+    the grader refuses one batch and one gradient (8x the reference's largest array)."""
+    from namedaxes.exercises.step_anatomy import accumulation as acc
+    from namedaxes.judging import exported_work
+
+    mesh = zr.zero_mesh()
+    with jax.set_mesh(mesh):
+        for fn in (ref_accumulate_grads, _acc_scan, zr.accumulate_naive):
+            work = exported_work(jax.export.export(jax.jit(fn))(*acc._acc_work_args(mesh)))
+            assert work.largest_bytes == acc._ACC_REFERENCE_LARGEST, fn
+    reference = observe(q.accumulate_grads, ref_accumulate_grads)
+    said = judge_observations(reference, observe(q.accumulate_grads, _acc_one_batch))
+    reason = said.reason(limit=8)
+    assert not said.passed and "m8_work: memory: one device materializes an array of 8× the size" in reason, reason
+    assert "(524,288 against 65,536 bytes" in reason, reason
 
 
 def test_accumulate_grads_grader_rejects_a_reduction_per_microbatch():
