@@ -12,19 +12,17 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from .hlo import ARRAY_RE, HEAD_RE, INSTRUCTION_RE
+from .hlo import ARRAY_RE, HEAD_RE, INSTRUCTION_RE, NAME_RE
 
 __all__ = ["Instruction", "Module", "parse_module", "own_flops", "elements"]
 
-_NAME_RE = re.compile(r"^\s*(ROOT\s+)?%?([\w.\-]+)\s*=")
-_ELEMENTWISE = frozenset(
-    "add subtract multiply divide remainder maximum minimum and or xor not negate abs sign floor ceil "
-    "round-nearest-afz round-nearest-even shift-left shift-right-arithmetic shift-right-logical is-finite "
-    "popcnt count-leading-zeros clz real imag complex compare clamp select convert reduce-precision".split()
-)
-_TRANSCENDENTAL = frozenset(
-    "acosh erf exponential log logistic power sqrt cbrt rsqrt tanh sine cosine exponential-minus-one "
-    "log-plus-one atan2 tan".split()
+_ELEMENTWISE = frozenset(  # one FLOP per element of the result (transcendental operations: none, XLA counts apart)
+    (
+        *("add", "subtract", "multiply", "divide", "remainder", "maximum", "minimum", "and", "or", "xor", "not"),
+        *("negate", "abs", "sign", "floor", "ceil", "round-nearest-afz", "round-nearest-even", "shift-left"),
+        *("shift-right-arithmetic", "shift-right-logical", "is-finite", "popcnt", "count-leading-zeros", "clz"),
+        *("real", "imag", "complex", "compare", "clamp", "select", "convert", "reduce-precision"),
+    )
 )
 _CALLS_RE = re.compile(
     r"\b(calls|to_apply|body|condition|true_computation|false_computation|select|scatter)=%?([\w.\-]+)"
@@ -77,7 +75,7 @@ def _operands(line: str, start: int) -> tuple[str, ...]:
 
 
 def _instruction(line: str) -> Instruction | None:
-    named, typed = _NAME_RE.match(line), INSTRUCTION_RE.match(line)
+    named, typed = NAME_RE.match(line), INSTRUCTION_RE.match(line)
     if not named or not typed:
         return None
     calls: dict[str, list[str]] = {}
@@ -168,7 +166,7 @@ def _convolution(ins: Instruction, types: dict) -> float:
     fma = (lhs[lhs_l.index("f")] // int(groups.group(1) if groups else 1)) * out[out_l.index("f")]
     fma *= lhs[lhs_l.index("b")] // int(batches.group(1) if batches else 1)
     spatial = [c for c in lhs_l if c.isdigit()]
-    for i, (c, w) in enumerate(zip(spatial, _window(ins.line) or [None] * len(spatial))):
+    for c, w in zip(spatial, _window(ins.line) or [None] * len(spatial)):
         fma *= _positions(lhs[lhs_l.index(c)], rhs[rhs_l.index(c)], out[out_l.index(c)], w)
     return 2.0 * fma
 
@@ -177,9 +175,9 @@ def _positions(inp: int, kernel: int, out: int, w: dict | None) -> int:
     """The (kernel point, output point) pairs of one spatial dimension that read an input element."""
     if w is None:
         return 1
-    if inp == out and kernel == out and inp == w["base"] and w["dilation"] == 1 and max(1, inp - 1) == w["stride"]:
-        if w["low"] == 0 and w["high"] == 0:
-            return inp
+    same = inp == out and kernel == out and inp == w["base"] and w["dilation"] == 1
+    if same and max(1, inp - 1) == w["stride"] and w["low"] == 0 and w["high"] == 0:
+        return inp
     count = 0
     for k in range(kernel):
         for o in range(out):
@@ -200,9 +198,9 @@ def _reduce_window(ins: Instruction, types: dict, reducer: float) -> float:
     if len(reduced) == 1 and len(padded) == 1 and not ins.type.startswith("("):
         i = window.index(reduced[0])
         w = reduced[0]
-        if w["low"] and w["low"] == w["high"] and w["size"] == 2 * w["low"] + 1 and i < len(dims):
-            if w["low"] == dims[i] - 1:
-                count = out // dims[i] + dims[i] - 1
+        centred = w["low"] and w["low"] == w["high"] and w["size"] == 2 * w["low"] + 1
+        if centred and i < len(dims) and w["low"] == dims[i] - 1:  # a reduce broadcast back along one dimension
+            count = out // dims[i] + dims[i] - 1
     return count * reducer
 
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import re
 
-from .hlo import INSTRUCTION_RE
+import numpy as np
 
-__all__ = ["NAME_RE", "loop_trips"]
+from .hlo import INSTRUCTION_RE, device_groups
 
-# `[ROOT ]%name = ...`: group 1 is "ROOT" for a computation's result, group 2 the instruction's name
-NAME_RE = re.compile(r"^\s*(ROOT\s+)?%?([\w.\-]+)\s*=")
+__all__ = ["loop_trips", "simulated_trips", "branch_taken"]
+
 _VALUE_MOVES = ("copy", "bitcast", "convert")  # an instruction that hands its one operand's value on
 
 
@@ -145,7 +145,20 @@ _BINARY = {
 _COMPARE = {"LT": "__lt__", "LE": "__le__", "GT": "__gt__", "GE": "__ge__", "EQ": "__eq__", "NE": "__ne__"}
 
 
-class _Budget(Exception):
+def _partly_known(op: str, values: list, dtype):
+    """What an operation of some unknown operands still fixes: false and anything is false, true or anything is
+    true, a select of two equal values is that value. None otherwise."""
+    known = [v for v in values if v is not None]
+    if op == "and" and dtype == np.bool_ and any(not v for v in known):
+        return dtype.type(False)
+    if op == "or" and dtype == np.bool_ and any(bool(v) for v in known):
+        return dtype.type(True)
+    if op == "select" and len(values) == 3 and values[1] is not None and values[1] == values[2]:
+        return dtype.type(values[1])
+    return None
+
+
+class _OverBudget(Exception):
     """The simulation went over `_MAX_STEPS`: the count is unknown."""
 
 
@@ -169,7 +182,7 @@ class _Control:
             return memo[name]
         self.steps += 1
         if self.steps > _MAX_STEPS:
-            raise _Budget
+            raise _OverBudget
         ins = self.code.get(comp, {}).get(name)
         memo[name] = _UNKNOWN
         memo[name] = None if ins is None else self._evaluate(comp, ins, params, memo)
@@ -180,8 +193,6 @@ class _Control:
         return None if root is None else self.value(comp, root.name, dict(enumerate(args)), {})
 
     def _evaluate(self, comp: str, ins, params: dict, memo: dict):
-        import numpy as np
-
         op = ins.op
         args = lambda: [self.value(comp, a, params, memo) for a in ins.operands]  # noqa: E731
         if op == "parameter":
@@ -210,18 +221,22 @@ class _Control:
             m = re.search(r"\sconstant\(\{?\s*([^)}]*?)\s*\}?\)", ins.line)
             text = m.group(1) if m else ""
             try:
-                return dtype.type(text == "true") if dtype == np.bool_ else dtype.type(float(text) if "." in text or "e" in text else int(text))
+                return (
+                    dtype.type(text == "true")
+                    if dtype == np.bool_
+                    else dtype.type(float(text) if "." in text or "e" in text else int(text))
+                )
             except ValueError:
                 return None
         values = args()
-        if any(v is None or isinstance(v, tuple) for v in values):
+        if any(isinstance(v, tuple) for v in values):
             return None
+        if any(v is None for v in values):
+            return _partly_known(op, values, dtype)
         with np.errstate(all="ignore"):
             return self._arithmetic(ins, op, values, dtype)
 
     def _arithmetic(self, ins, op: str, values: list, dtype):
-        import numpy as np
-
         if op in ("copy", "bitcast", "reshape", "broadcast", "convert") and len(values) == 1:
             return dtype.type(values[0])
         if op in _BINARY and len(values) == 2:
@@ -235,7 +250,9 @@ class _Control:
             return dtype.type(values[0] / values[1] if op == "divide" else np.fmod(values[0], values[1]))
         if op == "compare" and len(values) == 2:
             d = re.search(r"\bdirection=(\w+)", ins.line)
-            return np.bool_(getattr(values[0], _COMPARE[d.group(1)])(values[1])) if d and d.group(1) in _COMPARE else None
+            return (
+                np.bool_(getattr(values[0], _COMPARE[d.group(1)])(values[1])) if d and d.group(1) in _COMPARE else None
+            )
         if op == "select" and len(values) == 3:
             return dtype.type(values[1] if values[0] else values[2])
         if op == "clamp" and len(values) == 3:
@@ -249,10 +266,13 @@ class _Control:
     def _psum(self, ins, value, dtype):
         """A reduction over devices of a value every device holds (it follows from constants): its reducer
         applied over one group's size."""
-        groups = re.search(r"replica_groups=\{\{([\d,]*)\}", ins.line)
+        try:
+            groups = device_groups(ins.line, 0)  # 0: "all devices" (no groups written) is unknown here
+        except ValueError:
+            return None
         reducer = (ins.calls.get("to_apply") or [None])[0]
         root = self.module.root(reducer) if reducer else None
-        size = len([g for g in groups.group(1).split(",") if g]) if groups else 0
+        size = len(groups[0]) if groups and all(len(g) == len(groups[0]) for g in groups) else 0
         if not size or root is None or root.op not in ("add", "maximum", "minimum", "multiply", "and", "or"):
             return None
         if root.op == "add":
@@ -262,25 +282,37 @@ class _Control:
         return dtype.type(value)
 
 
-def simulated_trips(module, caller: str, ins) -> int:
+def simulated_trips(module, caller: str, ins) -> tuple[int, bool]:
     """How often the `while` `ins` (in `caller`) runs, its control run on the constants it follows from (see
-    above); -1 when its count depends on anything else, or it runs longer than `_MAX_SIMULATED` times."""
+    above), and whether that is exact: where a test depends on the program's data but the loop's own limit
+    (a counter's bound, `and`ed with that test) stops it, the count is at most that limit (False). (-1, False)
+    when nothing the program fixes stops it within `_MAX_SIMULATED` runs."""
     control = _Control(module)
     cond, body = ins.calls.get("condition", [None])[0], ins.calls.get("body", [None])[0]
     if not cond or not body or len(ins.operands) != 1:
-        return -1
+        return -1, False
+    exact = True
     try:
         state = control.value(caller, ins.operands[0], None, {})
         for trips in range(_MAX_SIMULATED + 1):
             go = control.call(cond, [state])
-            if go is None or isinstance(go, tuple):
-                return -1
-            if not go:
-                return trips
-            state = control.call(body, [state])
-    except (_Budget, RecursionError):
-        return -1
-    return -1
+            if isinstance(go, tuple):
+                return -1, False
+            if go is not None and not go:
+                return trips, exact
+            exact = exact and go is not None
+            state, before = control.call(body, [state]), state
+            if go is None and _same(state, before):
+                return -1, False  # nothing it fixes changes: no limit of its own
+    except (_OverBudget, RecursionError):
+        return -1, False
+    return -1, False
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return (a is None and b is None) or (a is not None and b is not None and bool(a == b))
 
 
 def branch_taken(module, comp: str, ins, n_branches: int) -> int | None:
@@ -291,7 +323,7 @@ def branch_taken(module, comp: str, ins, n_branches: int) -> int | None:
         return None
     try:
         picked = _Control(module).value(comp, ins.operands[0], None, {})
-    except (_Budget, RecursionError):
+    except (_OverBudget, RecursionError):
         return None
     if picked is None or isinstance(picked, tuple):
         return None
@@ -299,4 +331,3 @@ def branch_taken(module, comp: str, ins, n_branches: int) -> int | None:
         return 0 if bool(picked) else 1
     index = int(picked)
     return index if 0 <= index < n_branches else n_branches - 1
-

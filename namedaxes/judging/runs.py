@@ -7,8 +7,9 @@ the branch the program fixes (a constant predicate or index) and otherwise one b
 are its costliest branch's, fact by fact, never the sum. A loop's trip count is the one XLA printed
 (`known_trip_count`), else the one its counter's pattern states (`loop_trips.loop_trips`), else the one its
 control computes from constants (`loop_trips.simulated_trips`: a quadratic condition, a bound from a psum of
-constants). A loop whose count only its data decide is counted `UNKNOWN_TRIPS` times (`Totals.uncounted`
-says how many such loops there are).
+constants), or else at most the limit of its own that stops it whatever its data (a counter's bound `and`ed
+with a test of its data: `Totals.bounded`). A loop whose count only its data decide is counted `UNKNOWN_TRIPS`
+times (`Totals.uncounted` says how many such loops there are).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ class Totals:
     sent_bytes: int
     runs: dict = field(default_factory=dict)
     uncounted: int = 0
+    bounded: int = 0  # loops counted by their own limit, which their data may cut short
 
 
 UNKNOWN_TRIPS = 1 << 10  # how often `Work` counts a loop's body whose trip count only its data decide
@@ -62,19 +64,23 @@ _MAX_RUNS = 1 << 40
 _TRIPS_RE = re.compile(r'"known_trip_count":\{"n":"(\d+)"\}')
 
 
-def trip_counts(module: Module) -> dict[tuple[str, str], int]:
-    """(computation, while instruction) -> its trip count (see above), -1 where only its data decide it."""
+def trip_counts(module: Module) -> tuple[dict[tuple[str, str], int], int]:
+    """(computation, while instruction) -> its trip count (see above), -1 where only its data decide it; and how
+    many counts are the loop's own limit where its data may stop it sooner (`loop_trips.simulated_trips`)."""
     code = {c: {i.name: i.line for i in ins} for c, ins in module.computations.items()}
     roots = {c: r.name for c in module.computations if (r := module.root(c)) is not None}
-    out = {}
+    out, bounded = {}, 0
     for comp, instructions in module.computations.items():
         for ins in instructions:
             if ins.op != "while":
                 continue
             known = _TRIPS_RE.search(ins.line)
             trips = int(known.group(1)) if known else loop_trips(code, roots, comp, ins.line)
-            out[(comp, ins.name)] = trips if trips >= 0 else simulated_trips(module, comp, ins)
-    return out
+            if trips < 0:
+                trips, exact = simulated_trips(module, comp, ins)
+                bounded += trips >= 0 and not exact
+            out[(comp, ins.name)] = trips
+    return out, bounded
 
 
 def _callees(module: Module, comp: str, ins: Instruction, trips: dict, unknown: int) -> list[tuple[str, int]]:
@@ -97,7 +103,7 @@ def runs_of(text: str, unknown: int = UNKNOWN_TRIPS) -> dict[str, int]:
     conditional runs (at most that often), anything else once per run of its caller. Summed over callers with
     memory, so a program whose computations share callees costs one pass, whatever its shape."""
     module = parse_module(text)
-    trips = trip_counts(module)
+    trips, _ = trip_counts(module)
     callers: dict[str, list[tuple[str, int]]] = {}
     for comp, instructions in module.computations.items():
         for ins in instructions:
@@ -142,7 +148,7 @@ def program_totals(
     """What one call of an optimized HLO module does on one device (`Totals`; see above), each computation
     evaluated once (with memory: a program whose computations share callees costs one pass)."""
     module = parse_module(text)
-    trips = trip_counts(module)
+    trips, bounded = trip_counts(module)
     sends = _collective_facts(text, n_devices, names, sizes)
     memo: dict[tuple[str, bool], dict] = {}
 
@@ -154,7 +160,9 @@ def program_totals(
         out: dict = {}
         types = module.types(comp)
         for ins in module.computations.get(comp, []):
-            out["flops"] = out.get("flops", 0.0) + own_flops(ins, types, lambda c: total(c, xla, depth + 1).get("flops", 0.0))
+            out["flops"] = out.get("flops", 0.0) + own_flops(
+                ins, types, lambda c: total(c, xla, depth + 1).get("flops", 0.0)
+            )
             sent, kinds = sends.get((comp, ins.name), (0, ()))
             out["bytes"] = out.get("bytes", 0.0) + sent
             for kind in kinds:
@@ -167,7 +175,7 @@ def program_totals(
     true, xla = total(entry, False), total(entry, True)
     runs = {k[1]: int(v) for k, v in true.items() if isinstance(k, tuple)}
     uncounted = sum(1 for n in trips.values() if n < 0)
-    return Totals(true.get("flops", 0.0), xla.get("flops", 0.0), int(true.get("bytes", 0)), runs, uncounted)
+    return Totals(true.get("flops", 0.0), xla.get("flops", 0.0), int(true.get("bytes", 0)), runs, uncounted, bounded)
 
 
 def _called(module: Module, comp: str, ins: Instruction, trips: dict, unknown: int, xla: bool, total) -> dict:

@@ -1,10 +1,10 @@
 """The work of one device.
 
 What one device does and holds, read from the optimized per-device program (SPMD partitioning has already
-split it): its FLOPs (every instruction as often as it runs, counted as XLA's cost analysis counts one run), its peak memory (XLA's memory analysis: arguments, results and
-temporaries), the largest array one of its instructions materializes (outside fusions, which materialize
-only their results) and the bytes each kind of collective delivers to it. An exercise that says how the
-work is split ("each device computes only its share", "no device holds all of `w`") judges these against
+split it): its FLOPs (every instruction as often as it runs, each run counted as XLA's cost analysis counts
+it), its peak memory (XLA's memory analysis: arguments, results and temporaries), the largest array one of
+its instructions materializes (outside fusions, which materialize only their results) and the bytes each kind
+of collective delivers to it. An exercise that says how the work is split ("each device computes only its share", "no device holds all of `w`") judges these against
 the reference's, within a stated factor (`work_excess`).
 """
 
@@ -132,9 +132,7 @@ def work_of(compiled, names: tuple, sizes: tuple, n_devices: int, text: str | No
     # conditional's not-taken branch taken out): a program without loops or fixed branches reads XLA's figure
     flops += totals.flops - totals.xla_style
     moved = moved_of(text, names, sizes, n_devices)
-    return Work(
-        flops, max(peak, 0), largest_array(text), moved, overlap_of(text), totals.sent_bytes, totals.uncounted
-    )
+    return Work(flops, max(peak, 0), largest_array(text), moved, overlap_of(text), totals.sent_bytes, totals.uncounted)
 
 
 def moved_of(text: str, names: tuple, sizes: tuple, n_devices: int) -> tuple:
