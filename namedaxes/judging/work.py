@@ -4,8 +4,9 @@ What one device does and holds, read from the optimized per-device program (SPMD
 split it): its FLOPs (every instruction as often as it runs, each run counted as XLA's cost analysis counts
 it), its peak memory (XLA's memory analysis: arguments, results and temporaries), the largest array one of
 its instructions materializes (outside fusions, which materialize only their results) and the bytes each kind
-of collective delivers to it. An exercise that says how the work is split ("each device computes only its share", "no device holds all of `w`") judges these against
-the reference's, within a stated factor (`work_excess`).
+of collective delivers to it. An exercise that says how the work is split ("each device computes only its
+share", "no device holds all of `w`") judges these against the reference's, within a stated factor
+(`work_excess`).
 """
 
 from __future__ import annotations
