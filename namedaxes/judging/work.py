@@ -42,6 +42,7 @@ class Work:
     overlap: int = 0  # matmuls scheduled before the last `ppermute` (`overlap_of`): the schedule, where it matters
     sent_bytes: int = 0  # the bytes every collective delivers to the device in one call, as often as it runs
     uncounted: int = 0  # loops whose trip count only the program's data decide
+    bounded: int = 0  # loops counted as often as a limit of their own lets them run (their data may stop them sooner)
 
 
 def largest_array(text: str) -> int:
@@ -133,7 +134,8 @@ def work_of(compiled, names: tuple, sizes: tuple, n_devices: int, text: str | No
     # conditional's not-taken branch taken out): a program without loops or fixed branches reads XLA's figure
     flops += totals.flops - totals.xla_style
     moved = moved_of(text, names, sizes, n_devices)
-    return Work(flops, max(peak, 0), largest_array(text), moved, overlap_of(text), totals.sent_bytes, totals.uncounted)
+    facts = (max(peak, 0), largest_array(text), moved, overlap_of(text), totals.sent_bytes)
+    return Work(flops, *facts, totals.uncounted, totals.bounded)
 
 
 def moved_of(text: str, names: tuple, sizes: tuple, n_devices: int) -> tuple:
