@@ -295,6 +295,30 @@ def test_sharded_scaled_sum_work_hidden_in_a_loop_is_refused_with_its_true_figur
     assert "3.2× the reference's FLOPs (103 against 32" in verdict.reason()
 
 
+def _whole_x_summed_until_its_data_say_stop(block):
+    """The same in a `while_loop` whose test also reads the data (the rows it adds stay finite): only the loop's
+    own limit (every block) fixes how often it runs, so it is counted at that limit, and the grader says so."""
+    every = lax.all_gather(block, DEVICES)
+
+    def go(c):
+        return jnp.logical_and(c[0] < every.shape[0], jnp.all(jnp.isfinite(c[1])))
+
+    def step(c):
+        return c[0] + 1, c[1] + 2.0 * jnp.sum(every[c[0]], axis=0)
+
+    return lax.while_loop(go, step, (0, jnp.zeros(block.shape[1:], block.dtype)))[1]
+
+
+def test_sharded_scaled_sum_work_in_a_loop_its_data_may_stop_is_counted_at_its_limit():
+    reference = observe(q.sharded_scaled_sum, ref_sharded_scaled_sum)
+    answer = _scaled_sum_with(_whole_x_summed_until_its_data_say_stop, check_vma=False)
+    verdict = judge_observations(reference, observe(q.sharded_scaled_sum, answer))
+    assert not verdict.passed
+    assert "the reference's FLOPs" in verdict.reason(limit=20)
+    assert "how its loops were counted: 1 as often as a limit of their own" in verdict.reason(limit=20)
+    assert_check_fails(q.sharded_scaled_sum.check, answer, match=r"(?s)one device computes \d+\.\d× the reference's")
+
+
 def test_sharded_scaled_sum_first_hint_is_a_question_without_code():
     first = q.sharded_scaled_sum._hints[0]
     assert first.rstrip().endswith("?") and "`" not in first and "psum" not in first and "axis=" not in first
