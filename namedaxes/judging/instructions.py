@@ -49,6 +49,7 @@ class Module:
 
     computations: dict[str, list[Instruction]]
     entry: str | None
+    control: object = None  # the evaluator of its loops' control (`loop_trips`), made once
 
     def types(self, computation: str) -> dict[str, str]:
         return {i.name: i.type for i in self.computations.get(computation, [])}

@@ -127,7 +127,7 @@ def loop_trips(code: dict, roots: dict, caller: str, line: str) -> int:
 
 _UNKNOWN = None
 _MAX_SIMULATED = 1 << 17  # loop runs simulated at most (a student's program: bounded work)
-_MAX_STEPS = 1 << 22  # instructions evaluated at most, over all runs
+_MAX_STEPS = 1 << 17  # instructions evaluated at most, over all of one program's loops and conditionals
 _NUMPY = {"pred": "bool", "s8": "int8", "s16": "int16", "s32": "int32", "s64": "int64", "u8": "uint8"}
 _NUMPY.update({"u16": "uint16", "u32": "uint32", "u64": "uint64", "f16": "float16", "bf16": "float32"})
 _NUMPY.update({"f32": "float32", "f64": "float64"})
@@ -158,6 +158,18 @@ def _partly_known(op: str, values: list, dtype):
     return None
 
 
+def _constant_of(ins, dtype):
+    """The value of a scalar `constant` instruction, None for anything else."""
+    m = re.search(r"\sconstant\(\{?\s*([^)}]*?)\s*\}?\)", ins.line) if ins.op == "constant" and dtype else None
+    text = m.group(1) if m else ""
+    try:
+        if dtype == np.bool_:
+            return dtype.type(text == "true") if text in ("true", "false") else None
+        return dtype.type(float(text) if "." in text or "e" in text or "n" in text else int(text)) if m else None
+    except ValueError:
+        return None
+
+
 class _OverBudget(Exception):
     """The simulation went over `_MAX_STEPS`: the count is unknown."""
 
@@ -168,6 +180,8 @@ class _Control:
     def __init__(self, module):
         self.module, self.steps = module, 0
         self.code = {c: {i.name: i for i in ins} for c, ins in module.computations.items()}
+        self.roots = {c: i.name for c, ins in module.computations.items() for i in ins if i.root}
+        self.static: dict[int, tuple] = {}  # id(instruction) -> what its line fixes (`_static`), read once
         self.sites: dict[str, list] = {}  # computation -> (caller, instruction) of each call or fusion of it
         for c, instructions in module.computations.items():
             for i in instructions:
@@ -189,52 +203,50 @@ class _Control:
         return memo[name]
 
     def call(self, comp: str, args: list):
-        root = self.module.root(comp)
-        return None if root is None else self.value(comp, root.name, dict(enumerate(args)), {})
+        root = self.roots.get(comp)
+        return None if root is None else self.value(comp, root, dict(enumerate(args)), {})
+
+    def _static(self, ins) -> tuple:
+        """(parameter number or tuple index, the scalar's dtype or None, a constant's value) of `ins`'s line."""
+        found = self.static.get(id(ins))
+        if found is None:
+            number = re.search(r"\s(?:parameter\(|.*\bindex=)(\d+)", ins.line)
+            kind = _SCALAR_TYPE.match(ins.type)
+            dtype = np.dtype(_NUMPY[kind.group(1)]) if kind and kind.group(1) in _NUMPY else None
+            found = self.static[id(ins)] = (int(number.group(1)) if number else None, dtype, _constant_of(ins, dtype))
+        return found
 
     def _evaluate(self, comp: str, ins, params: dict, memo: dict):
         op = ins.op
+        number, dtype, constant = self._static(ins)
         args = lambda: [self.value(comp, a, params, memo) for a in ins.operands]  # noqa: E731
         if op == "parameter":
-            m = re.search(r"\sparameter\((\d+)\)", ins.line)
-            if m and params is None:
+            if number is not None and params is None:
                 sites = self.sites.get(comp, [])
-                if len(sites) != 1 or int(m.group(1)) >= len(sites[0][1].operands):
+                if len(sites) != 1 or number >= len(sites[0][1].operands):
                     return None
                 caller, site = sites[0]
-                return self.value(caller, site.operands[int(m.group(1))], None, {})
-            return params.get(int(m.group(1))) if m else None
+                return self.value(caller, site.operands[number], None, {})
+            return params.get(number) if number is not None else None
         if op == "tuple":
             return tuple(args())
         if op == "get-tuple-element":
-            whole, index = args(), re.search(r"\bindex=(\d+)", ins.line)
+            whole = args()
             t = whole[0] if whole else None
-            return t[int(index.group(1))] if isinstance(t, tuple) and index and int(index.group(1)) < len(t) else None
+            return t[number] if isinstance(t, tuple) and number is not None and number < len(t) else None
         if op in ("fusion", "call"):
             callee = (ins.calls.get("calls") or ins.calls.get("to_apply") or [None])[0]
             return self.call(callee, args()) if callee else None
-        kind = _SCALAR_TYPE.match(ins.type)
-        if not kind or kind.group(1) not in _NUMPY:
+        if dtype is None:
             return None  # an array, a tuple of arrays, a token: not the loop's control
-        dtype = np.dtype(_NUMPY[kind.group(1)])
         if op == "constant":
-            m = re.search(r"\sconstant\(\{?\s*([^)}]*?)\s*\}?\)", ins.line)
-            text = m.group(1) if m else ""
-            try:
-                return (
-                    dtype.type(text == "true")
-                    if dtype == np.bool_
-                    else dtype.type(float(text) if "." in text or "e" in text else int(text))
-                )
-            except ValueError:
-                return None
+            return constant
         values = args()
         if any(isinstance(v, tuple) for v in values):
             return None
         if any(v is None for v in values):
             return _partly_known(op, values, dtype)
-        with np.errstate(all="ignore"):
-            return self._arithmetic(ins, op, values, dtype)
+        return self._arithmetic(ins, op, values, dtype)
 
     def _arithmetic(self, ins, op: str, values: list, dtype):
         if op in ("copy", "bitcast", "reshape", "broadcast", "convert") and len(values) == 1:
@@ -282,15 +294,27 @@ class _Control:
         return dtype.type(value)
 
 
+def _control_of(module) -> _Control:
+    """The module's one evaluator: its step budget (`_MAX_STEPS`) holds for the whole program."""
+    if not isinstance(getattr(module, "control", None), _Control):
+        module.control = _Control(module)
+    return module.control
+
+
 def simulated_trips(module, caller: str, ins) -> tuple[int, bool]:
     """How often the `while` `ins` (in `caller`) runs, its control run on the constants it follows from (see
     above), and whether that is exact: where a test depends on the program's data but the loop's own limit
     (a counter's bound, `and`ed with that test) stops it, the count is at most that limit (False). (-1, False)
     when nothing the program fixes stops it within `_MAX_SIMULATED` runs."""
-    control = _Control(module)
+    control = _control_of(module)
     cond, body = ins.calls.get("condition", [None])[0], ins.calls.get("body", [None])[0]
     if not cond or not body or len(ins.operands) != 1:
         return -1, False
+    with np.errstate(all="ignore"):
+        return _simulate(control, caller, ins, cond, body)
+
+
+def _simulate(control, caller: str, ins, cond: str, body: str) -> tuple[int, bool]:
     exact = True
     try:
         state = control.value(caller, ins.operands[0], None, {})
@@ -322,7 +346,8 @@ def branch_taken(module, comp: str, ins, n_branches: int) -> int | None:
     if not ins.operands or not n_branches:
         return None
     try:
-        picked = _Control(module).value(comp, ins.operands[0], None, {})
+        with np.errstate(all="ignore"):
+            picked = _control_of(module).value(comp, ins.operands[0], None, {})
     except (_OverBudget, RecursionError):
         return None
     if picked is None or isinstance(picked, tuple):

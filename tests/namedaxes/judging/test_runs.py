@@ -121,3 +121,14 @@ def test_a_loop_only_its_data_stop_is_uncounted_and_one_with_a_limit_counts_its_
     limited = runs.program_totals(_text(mesh, _until_converged_within), 8)
     assert (limited.uncounted, limited.bounded) == (0, 1)
     assert limited.sent_bytes == 4 * 4 + 30 * 4 * 4  # the total's psum, then one psum per run, 30 at most
+
+
+def test_running_a_loops_control_is_bounded_work():
+    """Attack: a loop whose control takes 44,722 runs to finish costs the judge a bounded number of steps
+    (`loop_trips._MAX_STEPS` for the whole program): past it the count is unknown, never guessed low."""
+    go = lambda c: c[0] * c[0] < 2_000_000_000  # noqa: E731
+    long = lambda x: lax.while_loop(go, lambda c: (c[0] + 1, c[1] * 1.0001), (0, x))[1]  # noqa: E731
+    text = jax.jit(long).lower(jnp.ones(4)).compile(dict(judging.COMPILER_OPTIONS)).as_text()
+    totals = runs.program_totals(text, 1)
+    assert (totals.uncounted, totals.bounded) == (1, 0)
+    assert totals.flops >= runs.UNKNOWN_TRIPS * 4
