@@ -132,3 +132,33 @@ def test_running_a_loops_control_is_bounded_work():
     totals = runs.program_totals(text, 1)
     assert (totals.uncounted, totals.bounded) == (1, 0)
     assert totals.flops >= runs.UNKNOWN_TRIPS * 4
+
+
+_SWITCH = """%sum (x: f32[], y: f32[]) -> f32[] {{
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %s = f32[] add(%x, %y)
+}}
+%b0 (p: f32[4]) -> f32[4] {{
+  %p = f32[4] parameter(0)
+  ROOT %r = f32[4] all-reduce(%p), channel_id=1, replica_groups={{{{0,1}}}}, to_apply=%sum
+}}
+%b1 (p: f32[4]) -> f32[4] {{
+  %p = f32[4] parameter(0)
+  ROOT %r = f32[4] multiply(%p, %p)
+}}
+ENTRY %main (a: f32[4]) -> f32[4] {{
+  %a = f32[4] parameter(0)
+  %i = s32[] constant({index})
+  %j = s32[] copy(%i)
+  ROOT %c = f32[4] conditional(%j, %a, %a), branch_computations={{%b0, %b1}}
+}}
+"""
+
+
+@pytest.mark.parametrize(("index", "sent", "flops"), [(0, 16, 4), (1, 0, 4), (7, 0, 4), (-1, 0, 4)])
+def test_a_constant_index_runs_its_branch_and_one_out_of_range_the_last(index, sent, flops):
+    """XLA runs the last branch for an index out of range; the all-reduce's 4 FLOPs (XLA counts one per
+    element) and the multiply's 4 are alike, so only the bytes tell the branches apart."""
+    totals = runs.program_totals(_SWITCH.format(index=index), 2)
+    assert (totals.sent_bytes, totals.flops) == (sent, flops)
