@@ -160,6 +160,8 @@ TEXT: dict[str, str] = {
     "work_sent": "{case}: communication: one device receives {ratio}× the reference's bytes through its "
     "collectives in one call ({got} against {want} bytes, each collective counted as often as it runs, read from "
     "the compiled per-device program); this exercise allows {factor}×",
+    "work_loops": "{case}: how its loops were counted: {bounded} as often as a limit of their own lets them run "
+    "(their data may stop them sooner), {uncounted} whose runs only their data decide {unknown} times each",
     "work_overlap": "{case}: schedule: the compiled program runs {got} of its matmuls before its last ppermute, "
     "the reference {want} (read from the optimized program's order): the blocks travel first and the products "
     "come after, where the exercise interleaves them",

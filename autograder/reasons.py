@@ -70,6 +70,7 @@ class Kind(StrEnum):
     WORK_LARGEST = "work_largest"
     WORK_OVERLAP = "work_overlap"
     WORK_SENT = "work_sent"
+    WORK_LOOPS = "work_loops"
     LAYOUT_INPUT = "layout_input"
     LAYOUT_REGION_INPUT = "layout_region_input"
     LAYOUT_REGIONS = "layout_regions"
@@ -220,6 +221,7 @@ _PROPERTY = {
     Kind.WORK_LARGEST: Property.WORK,
     Kind.WORK_OVERLAP: Property.WORK,
     Kind.WORK_SENT: Property.WORK,
+    Kind.WORK_LOOPS: Property.WORK,
     Kind.SCORER_TIMEOUT: Property.GRADER,
     Kind.SCORER_DIED: Property.GRADER,
     Kind.SCORER_FAILED: Property.GRADER,

@@ -57,7 +57,7 @@ from namedaxes.judging import (
     moved_of,
     work_of,
 )
-from namedaxes.judging.runs import runs_of, sent_bytes  # the readers of `Work.sent_bytes` and `Work.overlap`
+from namedaxes.judging.runs import sent_bytes  # the readers of `Work.sent_bytes` and `Work.overlap`
 from namedaxes.judging.work import overlap_of
 
 REPO = Path(__file__).resolve().parents[1]
@@ -186,7 +186,7 @@ def reference_facts(text: str, mesh_shape: dict) -> dict:
     sends = collective_sends(text, names, sizes, n_devices)
     return read_facts(text, mesh_shape) | {
         "sends": {kind: [s.runs, s.largest] for kind, s in sends.items()},
-        "sent_bytes": sent_bytes(text, n_devices, runs_of(text)),
+        "sent_bytes": sent_bytes(text, n_devices),
         "overlap": overlap_of(text),
     }
 

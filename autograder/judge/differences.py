@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from namedaxes.judging import region_difference, split_axes, work_excess
+from namedaxes.judging.runs import UNKNOWN_TRIPS
 
 from ..limits import MAX_ECHO_CHARS, MAX_ECHO_ITEMS
 from ..reasons import Phrase, Words
@@ -118,23 +119,31 @@ _WORK_KINDS = {
 }
 
 
-def work_difference(case: str, got: Compiled, want: Compiled, limits: dict) -> Phrase | None:
+def work_difference(case: str, got: Compiled, want: Compiled, limits: dict) -> list[Phrase]:
     """Does one device of `got` compute or hold more than the case's factor times the reference's
-    (`namedaxes.judging.work_excess`: FLOPs, peak memory, largest array of the optimized per-device program)?"""
+    (`namedaxes.judging.work_excess`: FLOPs, peak memory, largest array of the optimized per-device program)?
+    What it exceeds, and where that is what its loops did, how they were counted (`work_loops`): a loop that
+    only a limit of its own stops counts that limit, one whose runs only its data decide `UNKNOWN_TRIPS`."""
     if not limits or got.work is None or want.work is None:
-        return None
+        return []
     excess = work_excess(got.work, want.work, limits)
     if excess is None:
-        return None
+        return []
     fact, ratio, factor = excess
-    return say(
-        _WORK_KINDS[fact],
-        case=case,
-        ratio=round(ratio, 1),
-        factor=factor,
-        got=getattr(got.work, fact),
-        want=getattr(want.work, fact),
-    )
+    found = [
+        say(
+            _WORK_KINDS[fact],
+            case=case,
+            ratio=round(ratio, 1),
+            factor=factor,
+            got=getattr(got.work, fact),
+            want=getattr(want.work, fact),
+        )
+    ]
+    if fact in ("flops", "sent_bytes") and (got.work.bounded or got.work.uncounted):
+        loops = {"bounded": got.work.bounded, "uncounted": got.work.uncounted, "unknown": UNKNOWN_TRIPS}
+        found.append(say("work_loops", case=case, **loops))
+    return found
 
 
 def layout_difference(case: str, ref_exp, want: Compiled, got: Compiled, out_layout: bool) -> Phrase | None:

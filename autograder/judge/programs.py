@@ -401,9 +401,7 @@ class Judge:
             if layout:
                 tally.lost(layout, unreadable=True)  # its communication was not read: say nothing about it
                 return None
-            heavier = work_difference(case.name, compiled, ref.compiled, case.entry.get("work") or {})
-            if heavier is not None:
-                tally.diffs.append(heavier)
+            tally.diffs.extend(work_difference(case.name, compiled, ref.compiled, case.entry.get("work") or {}))
             try:
                 out = case.outputs(program, compiled) if case.values else {}
             except Exception as err:  # noqa: BLE001 - it ran on hidden inputs: its words are not shown

@@ -18,7 +18,9 @@ A package along its steps, each module importing only those above it:
 
     module_texts.py  an exported module's text, made once (the memo)
     hlo.py           reading an optimized HLO module: collectives, device groups, mesh axes
-    runs.py          how often each computation runs (loops), and the bytes, FLOPs and sends that follow
+    instructions.py  its computations and instructions, and each instruction's FLOPs as XLA counts them
+    loop_trips.py    how often a loop runs and which branch a conditional runs, where the program fixes it
+    runs.py          how often each computation runs, and the FLOPs, bytes and sends that follow
     work.py          the work of one device: FLOPs, memory, largest array, bytes moved, the schedule
     jax_private.py   the adapter: every reach into JAX's private modules and attributes
     stablehlo.py     reading an exported module parsed into MLIR: collectives, per-device regions

@@ -1,11 +1,12 @@
 """The work of one device.
 
 What one device does and holds, read from the optimized per-device program (SPMD partitioning has already
-split it): its FLOPs (XLA's cost analysis), its peak memory (XLA's memory analysis: arguments, results and
-temporaries), the largest array one of its instructions materializes (outside fusions, which materialize
-only their results) and the bytes each kind of collective delivers to it. An exercise that says how the
-work is split ("each device computes only its share", "no device holds all of `w`") judges these against
-the reference's, within a stated factor (`work_excess`).
+split it): its FLOPs (every instruction as often as it runs, each run counted as XLA's cost analysis counts
+it), its peak memory (XLA's memory analysis: arguments, results and temporaries), the largest array one of
+its instructions materializes (outside fusions, which materialize only their results) and the bytes each kind
+of collective delivers to it. An exercise that says how the work is split ("each device computes only its
+share", "no device holds all of `w`") judges these against the reference's, within a stated factor
+(`work_excess`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from .hlo import HEAD_RE, INSTRUCTION_RE, array_bytes, collective_lines, describe_collective, group_axes, result_bytes
-from .runs import loop_dot_flops, runs_of, sent_bytes
+from .runs import program_totals
 
 __all__ = ["WORK_FACTS", "Work", "largest_array", "work_of", "moved_of", "work_excess", "overlap_of"]
 
@@ -28,9 +29,11 @@ class Work:
     bytes) of each kind of collective, the bytes its results hold on one device, summed. `overlap`: how
     many matmuls the optimized program's schedule runs before its last collective-permute (a loop whose body
     does both counts as overlapping throughout): a collective matmul multiplies while its blocks travel.
-    `flops` and `sent_bytes` count a loop's body as often as the loop runs (`runs_of`): XLA's cost analysis
-    counts it once, so a schedule written as a `fori_loop` would otherwise look k times cheaper than the
-    same schedule unrolled."""
+    `flops` and `sent_bytes` count every instruction as often as its computation runs (`runs.program_totals`:
+    a loop's body as often as the loop runs, its condition once more, a conditional's fixed branch or else its
+    costliest): XLA's cost analysis counts a loop's body once, so a schedule written as a `fori_loop` would
+    otherwise look k times cheaper than the same schedule unrolled. `uncounted`: the loops whose trip count
+    only the program's data decide (each counted `runs.UNKNOWN_TRIPS` times)."""
 
     flops: float
     peak_bytes: int
@@ -38,6 +41,8 @@ class Work:
     moved: tuple = ()
     overlap: int = 0  # matmuls scheduled before the last `ppermute` (`overlap_of`): the schedule, where it matters
     sent_bytes: int = 0  # the bytes every collective delivers to the device in one call, as often as it runs
+    uncounted: int = 0  # loops whose trip count only the program's data decide
+    bounded: int = 0  # loops counted as often as a limit of their own lets them run (their data may stop them sooner)
 
 
 def largest_array(text: str) -> int:
@@ -124,10 +129,13 @@ def work_of(compiled, names: tuple, sizes: tuple, n_devices: int, text: str | No
         peak -= int(mem.alias_size_in_bytes)
     except Exception:  # noqa: BLE001 - a backend without memory analysis: the largest array stands for it
         peak = 0
-    runs = runs_of(text)
-    flops += loop_dot_flops(text, runs)
+    totals = program_totals(text, n_devices)
+    # XLA's figure, each instruction's FLOPs added again for every run beyond the one XLA counted (and a
+    # conditional's not-taken branch taken out): a program without loops or fixed branches reads XLA's figure
+    flops += totals.flops - totals.xla_style
     moved = moved_of(text, names, sizes, n_devices)
-    return Work(flops, max(peak, 0), largest_array(text), moved, overlap_of(text), sent_bytes(text, n_devices, runs))
+    facts = (max(peak, 0), largest_array(text), moved, overlap_of(text), totals.sent_bytes)
+    return Work(flops, *facts, totals.uncounted, totals.bounded)
 
 
 def moved_of(text: str, names: tuple, sizes: tuple, n_devices: int) -> tuple:

@@ -310,7 +310,7 @@ ENTRY %main (p: f32[16,4]) -> (f32[8,4], f32[8,4]) {
 }
 """
     assert dict(judging.moved_of(text, ("d",), (2,), 2)) == {"psum_scatter over 'd'": 128, "psum over 'd'": 256}
-    assert loop_runs.sent_bytes(text, 2, loop_runs.runs_of(text)) == 128 + 256
+    assert loop_runs.sent_bytes(text, 2) == 128 + 256
 
 
 def test_a_collective_of_each_device_with_itself_sends_nothing():
@@ -327,4 +327,4 @@ ENTRY %main (p: f32[5]) -> f32[5] {
   ROOT %b = f32[5]{0} all-reduce(%a), channel_id=1, replica_groups={{0},{1},{2},{3}}, to_apply=%sum
 }
 """
-    assert loop_runs.sent_bytes(text, 4, loop_runs.runs_of(text)) == 20
+    assert loop_runs.sent_bytes(text, 4) == 20

@@ -407,7 +407,7 @@ ENTRY %main (a: f32[4]) -> (s32[], f32[4]) {{
         (2, 9, 3, "%c, %n", "LT", 3),  # 2, 5, 8
         (0, 5, 1, "%n, %c", "GT", 5),
         (7, 5, 1, "%c, %n", "LT", 0),
-        (0, 5, 1, "%c, %n", "NE", 0),  # not of the form read: unknown, counted 0 times
+        (0, 5, 1, "%c, %n", "NE", 5),  # not of the form read: its control run on its constants (simulated_trips)
     ],
 )
 def test_a_loops_trip_count_is_read_from_its_counter(start, limit, step, compared, direction, runs):

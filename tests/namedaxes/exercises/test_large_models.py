@@ -150,8 +150,32 @@ def _carry_not_cast(w, b, x, y, k):
     return lax.psum(jnp.where(stage == k - 1, jnp.sum(out), 0.0), STAGES) / y.size
 
 
+def _cond_stages(w, b, x, y, k):
+    """Issue 56: the reference's schedule in a `fori_loop` whose step runs the stage on the next microbatch or on
+    what arrived, chosen by `lax.cond` (one branch runs per step: the judge counts the costliest, not both)."""
+    stage = lax.axis_index(STAGES)
+    xs, ys = x.reshape(M, -1, x.shape[1]), y.reshape(M, -1, y.shape[1])
+
+    def run(z):
+        return jnp.tanh(z @ w[0] + b[0])
+
+    def step(t, carry):
+        state, loss = carry
+        first = jnp.logical_and(stage == 0, t < M)
+        state = lax.cond(first, lambda: run(xs[jnp.minimum(t, M - 1)]), lambda: run(state))
+        j = t - (k - 1)
+        mine = jnp.sum((state - ys[jnp.clip(j, 0, M - 1)]) ** 2)
+        loss = loss + jnp.where(jnp.logical_and(stage == k - 1, j >= 0), mine, 0.0)
+        return lax.ppermute(state, STAGES, _next_stage(k)), loss
+
+    init = lax.pcast((jnp.zeros_like(xs[0]), jnp.zeros((), x.dtype)), (STAGES,), to="varying")
+    _, loss = lax.fori_loop(0, M + k - 1, step, init)
+    return lax.psum(loss, STAGES) / y.size
+
+
 PIPE_EQUIVALENT = {
     "fori_loop with an output buffer": _pipeline(_scan_stages),
+    "fori_loop whose step is a lax.cond": _pipeline(_cond_stages),
     "outputs rotated back to stage 0": _rotated_last_stage,
 }
 

@@ -158,7 +158,20 @@ def _whole_x_by_psum(block):
     return jnp.sum(whole.reshape(-1, block.shape[-1]) * 2.0, axis=0)
 
 
+def _whole_x_summed_in_a_loop(block):
+    """Issue 56: every device gathers all of x and adds it up block by block in a `fori_loop` (XLA's cost analysis
+    counts a loop's body once: the judge counts it as often as it runs)."""
+    every = lax.all_gather(block, DEVICES)
+    zeros = jnp.zeros(block.shape[1:], block.dtype)
+    return lax.fori_loop(0, every.shape[0], lambda i, acc: acc + 2.0 * jnp.sum(every[i], axis=0), zeros)
+
+
 SCALED_SUM_WRONG = {
+    "all of x on every device, added up in a fori_loop": (
+        _scaled_sum_with(_whole_x_summed_in_a_loop, check_vma=False),
+        r"(?s)right totals with a psum over DEVICES, but one device computes 8\.2× the reference's FLOPs "
+        r"on 8 devices \(115 against 14.*at most 2\.5×.*every device holds all of `x`",
+    ),
     "all of x on every device (psum of one-hot blocks)": (
         _scaled_sum_with(_whole_x_by_psum),
         r"(?s)right totals with a psum over DEVICES, but one device computes 11\.\d× the reference's FLOPs "
@@ -269,6 +282,42 @@ def test_sharded_scaled_sum_observations_reject_wrong_answers():
         assert not _matches(observe(q.sharded_scaled_sum, answer), reference)
     no_collective = observe(q.sharded_scaled_sum, _global_sum)  # the compiler's all-reduce, no shard_map
     assert "global-view program" in judge_observations(reference, no_collective).reason()
+
+
+def test_sharded_scaled_sum_work_hidden_in_a_loop_is_refused_with_its_true_figures():
+    """Issue 56: the loop's body counted as often as it runs (115, 103 and 33 FLOPs against the reference's 14, 32
+    and 18; XLA's cost analysis read 16, 27 and 17, and the answer scored full points): the grader refuses it on
+    the meshes where it exceeds 2.5x, with the figures the visible check reads."""
+    reference = observe(q.sharded_scaled_sum, ref_sharded_scaled_sum)
+    answer = SCALED_SUM_WRONG["all of x on every device, added up in a fori_loop"][0]
+    verdict = judge_observations(reference, observe(q.sharded_scaled_sum, answer))
+    assert not verdict.passed
+    assert "8.2× the reference's FLOPs (115 against 14" in verdict.reason()
+    assert "3.2× the reference's FLOPs (103 against 32" in verdict.reason()
+
+
+def _whole_x_summed_until_its_data_say_stop(block):
+    """The same in a `while_loop` whose test also reads the data (the rows it adds stay finite): only the loop's
+    own limit (every block) fixes how often it runs, so it is counted at that limit, and the grader says so."""
+    every = lax.all_gather(block, DEVICES)
+
+    def go(c):
+        return jnp.logical_and(c[0] < every.shape[0], jnp.all(jnp.isfinite(c[1])))
+
+    def step(c):
+        return c[0] + 1, c[1] + 2.0 * jnp.sum(every[c[0]], axis=0)
+
+    return lax.while_loop(go, step, (0, jnp.zeros(block.shape[1:], block.dtype)))[1]
+
+
+def test_sharded_scaled_sum_work_in_a_loop_its_data_may_stop_is_counted_at_its_limit():
+    reference = observe(q.sharded_scaled_sum, ref_sharded_scaled_sum)
+    answer = _scaled_sum_with(_whole_x_summed_until_its_data_say_stop, check_vma=False)
+    verdict = judge_observations(reference, observe(q.sharded_scaled_sum, answer))
+    assert not verdict.passed
+    assert "the reference's FLOPs" in verdict.reason(limit=20)
+    assert "how its loops were counted: 1 as often as a limit of their own" in verdict.reason(limit=20)
+    assert_check_fails(q.sharded_scaled_sum.check, answer, match=r"(?s)one device computes \d+\.\d× the reference's")
 
 
 def test_sharded_scaled_sum_first_hint_is_a_question_without_code():
