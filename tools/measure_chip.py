@@ -108,8 +108,7 @@ def step_rows(repeats: int, out: Path, prov: dict) -> list[dict]:
         for batch in batches:
             rows.append(measure_step(name, config, batch, (1, 1, 1), repeats))
             print(json.dumps(rows[-1]), flush=True)
-            out.write_text(json.dumps({"provenance": prov, "rows": rows}, indent=1) + "
-", encoding="utf-8")
+            out.write_text(json.dumps({"provenance": prov, "rows": rows}, indent=1) + "\n", encoding="utf-8")
     return rows
 
 
