@@ -26,8 +26,15 @@ from jax.sharding import PartitionSpec as P
 from namedaxes import DATA_PARALLEL, FSDP, MODEL_PARALLEL
 from namedaxes import transformer as tm
 from namedaxes import zero as zr
-from tools.compile_for_topology import RECORDED, command, compile_step, compiler_facts, explicit_mesh, read_facts
-from tools.compile_for_topology import topology_devices
+from tools.compile_for_topology import (
+    RECORDED,
+    command,
+    compile_step,
+    compiler_facts,
+    explicit_mesh,
+    read_facts,
+    topology_devices,
+)
 
 TOPOLOGY = "v5e:2x4"
 STEP_LAYOUTS = ((8, 1, 1), (1, 8, 1), (2, 4, 1))
@@ -51,7 +58,10 @@ def _zero_program(devices, stage: int, d: int, hidden: int, batch: int):
     mesh = explicit_mesh(devices, (8,), (zr.ZERO,))
     specs = ZERO_STAGES[stage]
     shapes = {"w1": (d, hidden), "w2": (hidden, d)}
-    params = {k: jax.ShapeDtypeStruct(s, jnp.float32, sharding=NamedSharding(mesh, specs["params"])) for k, s in shapes.items()}
+    params = {
+        k: jax.ShapeDtypeStruct(s, jnp.float32, sharding=NamedSharding(mesh, specs["params"]))
+        for k, s in shapes.items()
+    }
     state = jax.eval_shape(zr.OPTIMIZER.init, {k: jax.ShapeDtypeStruct(s, jnp.float32) for k, s in shapes.items()})
     state = jax.tree.map(
         lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=NamedSharding(mesh, s)),

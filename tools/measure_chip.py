@@ -23,7 +23,6 @@ Run it where only one program holds the chip.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import statistics
 import sys

@@ -84,7 +84,12 @@ _WIDE = Config(vocab=256, d_model=1024, heads=8, layers=4, seq=512, mlp=4)  # 51
 _TIME_CASES = [  # what the visible check compares: one case bound by each term
     (Config(), (8, 1, 1), 128, dict(_V5E)),
     (_WIDE, (2, 2, 2), 64, {**_V5E, "link_bytes_per_s": 400e9, "wraparound": True}),
-    (Config(vocab=64, d_model=128, heads=16, layers=4, seq=256, mlp=4), (2, 2, 2), 512, {**_V5E, "wraparound": True, "seconds_per_call": 0.01}),
+    (
+        Config(vocab=64, d_model=128, heads=16, layers=4, seq=256, mlp=4),
+        (2, 2, 2),
+        512,
+        {**_V5E, "wraparound": True, "seconds_per_call": 0.01},
+    ),
     (_WIDE, (1, 8, 1), 8, {**_V5E, "link_bytes_per_s": 12.5e9}),
 ]
 
