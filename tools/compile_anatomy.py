@@ -4,10 +4,11 @@
 
 The programs: notebook 10's step in float32 (`tm.train_step`) and in mixed precision (the solution of
 notebook 11's exercise 1) on three layouts of the eight devices, and the ZeRO stages 0 to 3 of
-`namedaxes.zero` for the notebook's MLP (32 x 64) and for a wider one (1024 x 4096). For each, the record
-keeps the optimized per-device HLO text (gzip, `hlo-v5e-2x4/`) and what the course's readers find in it
-(`tools.compile_for_topology.read_facts`: collectives, bytes delivered per kind, element types moved) with the
-compiler's memory (arguments, temporaries: a device's peak is about their sum). Nothing executes.
+`namedaxes.zero` for the notebook's MLP (32 x 64) and for a wider one (1024 x 4096), and notebook 11's naive
+gradient accumulation (`zr.accumulate_naive`, unrolled, and the same loop as a `lax.scan`) for m = 4 and 8.
+For each, the record keeps the optimized per-device HLO text (gzip, `hlo-v5e-2x4/`) and what the course's
+readers find in it (`tools.compile_for_topology.read_facts`: collectives, bytes delivered per kind, element
+types moved) with the compiler's memory (arguments, temporaries: a device's peak is about their sum). Nothing executes.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from jax.sharding import PartitionSpec as P
 from namedaxes import DATA_PARALLEL, FSDP, MODEL_PARALLEL
 from namedaxes import transformer as tm
 from namedaxes import zero as zr
+from namedaxes.judging.runs import runs_of, sent_bytes
 from tools.compile_for_topology import (
     RECORDED,
     command,
@@ -73,9 +75,31 @@ def _zero_program(devices, stage: int, d: int, hidden: int, batch: int):
         return jax.jit(zr.zero_step(specs, mesh)).lower(params, state, data, data).compile(), mesh
 
 
+def _accumulate_scanned(w: dict, xs, ys):
+    """`zr.accumulate_naive` as a `lax.scan`: each microbatch's gradient reduced as it is made."""
+
+    def body(total, xy):
+        return jax.tree.map(jnp.add, total, jax.grad(zr.mlp_loss)(w, *xy)), None
+
+    total, _ = jax.lax.scan(body, jax.tree.map(jnp.zeros_like, w), (xs, ys))
+    return jax.tree.map(lambda g: g / xs.shape[0], total)
+
+
+def _accumulate_program(devices, accumulate, m: int):
+    mesh = explicit_mesh(devices, (8,), (zr.ZERO,))
+    shapes = {"w1": (32, 64), "w2": (64, 32)}
+    w = {k: jax.ShapeDtypeStruct(s, jnp.float32, sharding=NamedSharding(mesh, P())) for k, s in shapes.items()}
+    data = jax.ShapeDtypeStruct((m, 16, 32), jnp.float32, sharding=NamedSharding(mesh, P(None, zr.ZERO)))
+    with jax.set_mesh(mesh):
+        return jax.jit(accumulate).lower(w, data, data).compile(), mesh
+
+
 def programs(devices: list) -> dict:
     """Every program recorded: name -> (compiled, mesh)."""
     out = {}
+    for m in (4, 8):
+        out[f"accumulate_naive_{m}"] = _accumulate_program(devices, zr.accumulate_naive, m)
+        out[f"accumulate_scan_{m}"] = _accumulate_program(devices, _accumulate_scanned, m)
     for layout in STEP_LAYOUTS:
         mesh = explicit_mesh(devices, layout, (DATA_PARALLEL, FSDP, MODEL_PARALLEL))
         suffix = "_".join(map(str, layout))
@@ -109,6 +133,7 @@ def record_anatomy(out: Path = RECORDED, argv: list[str] | None = None) -> dict:
         memory = compiled.memory_analysis()
         facts = {"mesh": shape} | read_facts(text, shape) | compiler_facts(compiled)
         facts["output_bytes"] = int(memory.output_size_in_bytes)
+        facts["delivered_bytes"] = sent_bytes(text, len(devices), runs_of(text))  # loops counted as they run
         record["programs"][program] = facts
         with gzip.open(hlo_dir / f"{program}.hlo.gz", "wt", encoding="utf-8", compresslevel=9) as fh:
             fh.write(text)
