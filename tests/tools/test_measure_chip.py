@@ -51,6 +51,17 @@ def test_the_v5e_compile_of_notebook_11s_programs_says_what_the_notebook_says():
     assert programs["train_step_f32_1_8_1"]["moved_bytes"][gathers] == 92_160
     for stage in range(4):
         assert f"zero_{stage}_small" in programs and f"zero_{stage}_wide" in programs
+    wide = "psum_scatter over 'fsdp_axis'"
+    assert programs["zero_2_wide"]["moved_bytes"][wide] == 1024 * 4096 * 4 * 2 // 8  # stage 2 reduce-scatters
+
+
+def test_the_v5e_compile_reduces_a_naive_accumulation_once():
+    """Notebook 11: on the TPU the naive loop, unrolled or scanned, delivers one gradient (16,384 bytes) for
+    m = 4 and 8; the CPU delivers m of them."""
+    programs = tm.recorded("compile-v5e-2x4-anatomy")["programs"]
+    for m in (4, 8):
+        for form in ("naive", "scan"):
+            assert programs[f"accumulate_{form}_{m}"]["delivered_bytes"] == 16_384
 
 
 def test_the_schedule_reader_finds_what_hides_and_what_cannot():
