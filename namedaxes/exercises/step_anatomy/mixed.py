@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from jax.extend import core as jcore
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -62,6 +63,27 @@ def dot_dtypes(lowered_text: str) -> list[str]:
     return [t.split("x")[-1] for pair in _DOT_RE.findall(lowered_text) for t in pair]
 
 
+def softmax_dtypes(fn: Callable, args: tuple, vocab: int) -> set[str]:
+    """The element types the step's largest-logit reductions run in (`reduce_max` over a last axis of `vocab`:
+    the loss's log-softmax), read from its jaxpr, nested ones included."""
+    found: set[str] = set()
+
+    def walk(jaxpr) -> None:
+        for eqn in jaxpr.eqns:
+            aval = getattr(eqn.invars[0], "aval", None) if eqn.invars else None
+            if eqn.primitive.name == "reduce_max" and aval is not None and aval.ndim == 3 and aval.shape[-1] == vocab:
+                found.add(str(aval.dtype))
+            for value in eqn.params.values():
+                for sub in value if isinstance(value, (tuple, list)) else (value,):
+                    if isinstance(sub, jcore.ClosedJaxpr):
+                        walk(sub.jaxpr)
+                    elif isinstance(sub, jcore.Jaxpr):
+                        walk(sub)
+
+    walk(jax.make_jaxpr(fn)(*args).jaxpr)
+    return found
+
+
 def _expect_mixed_outputs(name, out, params) -> None:
     if not (isinstance(out, tuple) and len(out) == 3):
         fail(say("result_tuple", name=name, want="(params, state, loss)", got=type(out).__name__))
@@ -99,6 +121,9 @@ def _check_mixed_train_step(fn: Callable) -> None:
     fp32 = sum(1 for i in range(0, len(dots), 2) if "f32" in dots[i : i + 2])
     if fp32:
         fail(say("mixed_fp32_dots", name=name, count=fp32, total=len(dots) // 2))
+    with jax.set_mesh(mesh):
+        if "bfloat16" in softmax_dtypes(fn, (params, state, window), CHECK_CONFIG.vocab):
+            fail(say("mixed_logits_bf16", name=name))
     got_leaves = {"loss": out[2], **{f"params['{k}']": v for k, v in out[0].items()}}
     got_leaves.update({f"mu['{k}']": v for k, v in out[1][0].mu.items()})
     want_leaves = {"loss": want[2], **{f"params['{k}']": v for k, v in want[0].items()}}
