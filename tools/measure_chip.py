@@ -10,12 +10,11 @@ Three records, each one JSON file with a `provenance` block (chip, JAX version, 
   trip), the call's return alone with nothing queued (`call_us`: the host's dispatch), and calls back to
   back, each fed the last one's outputs, only the last waited for (`pipelined_us`: the steady state of a
   training loop, where the host dispatches step t + 1 while the device runs step t).
-- `steps-<chip>.json` (with `--table`): notebook 10's step for model sizes from d_model 32 to 2048 and batches
+- `steps-table-<chip>.json` (with `--table`): notebook 10's step for model sizes from d_model 32 to 2048 and batches
   from 8 to 4096 on one chip (`tools.measure_step.measure_step`, each row with the host's dispatch of
   that step, `call_us`).
-- `compile-v5e-2x4-anatomy.json` and `hlo-v5e-2x4/<program>.hlo.gz`: notebook 11's mixed-precision step and
-  ZeRO stages compiled for a TPU v5e 2 x 4 slice without its chips (`jax.experimental.topologies`): the
-  collectives (kind, element type, bytes) read from the optimized program, and its memory.
+- with `--compile`, `tools.compile_anatomy`'s record: notebook 11's programs compiled for a TPU v5e 2 x 4 slice
+  without its chips (`jax.experimental.topologies`).
 
 Run it where only one program holds the chip.
 """
