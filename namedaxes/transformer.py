@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import gzip
 import json
 import math
 from pathlib import Path
@@ -65,6 +66,7 @@ __all__ = [
     "loss_scanned",
     "train_step_scanned",
     "recorded",
+    "recorded_hlo",
     "hbm_bytes",
 ]
 
@@ -307,6 +309,12 @@ def train_step_scanned(params, state, window, policy=None):
     loss, grads = jax.value_and_grad(functools.partial(loss_scanned, policy=policy))(params, window)
     updates, state = OPTIMIZER.update(grads, state, params)
     return optax.apply_updates(params, updates), state, loss
+
+
+def recorded_hlo(label: str, program: str) -> str:
+    """A program's optimized HLO text as compiled for a TPU topology (`namedaxes/recorded/hlo-LABEL/`)."""
+    with gzip.open(RECORDED / f"hlo-{label}" / f"{program}.hlo.gz", "rt", encoding="utf-8") as fh:
+        return fh.read()
 
 
 def recorded(name: str) -> dict:

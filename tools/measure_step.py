@@ -6,8 +6,9 @@ What it measures, on whatever JAX finds (a TPU, a GPU, or the CPU when nothing e
 
 - **The chip's own roofs**, so that the time model's terms are read off this chip and not off a data sheet:
   a bfloat16 and a float32 matrix product (FLOP/s), an element-wise pass over a large array (HBM bytes
-  read plus written per second), and the fixed cost of one small operation that XLA cannot fuse away
-  (a chain of dependent small matrix products, timed per product).
+  read plus written per second), and a chain of dependent small matrix products timed per product
+  (`small_op_us`, kept for the record's history: XLA fuses such a chain, 200 products into 102 operations,
+  so it is no operation's cost).
 - **The course's step** (`namedaxes.transformer.train_step`, Optax's Adam included) for several model sizes,
   from the notebook's own `Config()` up to a configuration of over 50 M parameters, at several batches, on
   every layout (data, fsdp, tensor) whose product is the number of devices present and which the model's
@@ -15,8 +16,10 @@ What it measures, on whatever JAX finds (a TPU, a GPU, or the CPU when nothing e
   each fed the last one's parameters, only the last waited for: `step_us`), and the median and best time of a
   step waited for on its own (`synced_us`, which adds the host's round trip), the compiled program's FLOPs
   and "bytes accessed" (`cost_analysis`), its memory (`memory_analysis`: arguments, outputs, temporaries),
-  the number of operations in its entry computation (each a kernel launch on an accelerator), and the
-  compile time.
+  the number of operations in its entry computation, the host's dispatch of one call (`call_us`: the call's
+  return, nothing queued) and the arrays the call takes, and the compile time. A small step's time is the
+  host's dispatch, not its operations (a profile on a v5e ran the notebook's 178 in about 40 µs):
+  `tools.measure_chip` measures dispatch against the arrays a call takes.
 
 The record is one JSON file (default `namedaxes/recorded/steps-<chip>.json`): a `provenance` block (chip,
 platform, device count, JAX and jaxlib versions, the date, the command line) and the rows. The notebook and
@@ -100,7 +103,8 @@ def _memory_gbytes_per_s(repeats: int) -> float:
 
 
 def _small_op_us(repeats: int, chain: int = 200) -> float:
-    """One small operation's fixed cost: a chain of `chain` dependent 128 x 128 products, timed per product."""
+    """A chain of `chain` dependent 128 x 128 products, timed per product (XLA fuses the chain: not one
+    operation's cost)."""
 
     def chained(x, w):
         for _ in range(chain):
@@ -163,6 +167,12 @@ def measure_step(name: str, config: tm.Config, batch: int, layout, repeats: int)
     compiled, args, compile_s = compiled_step(config, batch, layout)
     timing = _time(lambda p, s, w: compiled(p, s, w), *args, repeats=repeats)
     chained = _chained_us(compiled, args, repeats)
+    calls = []  # the host's dispatch: the call's return, nothing queued
+    for _ in range(repeats):
+        start = time.perf_counter()
+        out = compiled(*args)
+        calls.append((time.perf_counter() - start) * 1e6)
+        jax.block_until_ready(out)
     cost = compiled.cost_analysis()
     cost = cost[0] if isinstance(cost, (list, tuple)) else cost
     memory = compiled.memory_analysis()
@@ -176,6 +186,8 @@ def measure_step(name: str, config: tm.Config, batch: int, layout, repeats: int)
         "step_us": chained,
         "synced_us": timing.median_us,
         "synced_best_us": timing.best_us,
+        "call_us": statistics.median(calls),
+        "arguments": len(jax.tree.leaves(args)),
         "flops": float(cost.get("flops", 0.0)),
         "bytes_accessed": float(cost.get("bytes accessed", 0.0)),
         "argument_bytes": int(memory.argument_size_in_bytes),

@@ -204,11 +204,11 @@ WRONG = {
         "            'tensor_reduce_bytes': 0, 'flops': 6 * batch * config.seq * n}\n",
         "choose_layout_answer": "def choose_layout(config, batch, budget):\n"  # the least memory, whatever it moves
         "    return (1, 8, 1)\n",
-        "step_time_answer": "def step_time(config, layout, batch, chip):\n"  # results' bytes, launches added
+        "step_time_answer": "def step_time(config, layout, batch, chip):\n"  # results' bytes, dispatch added
         "    c = step_costs(config, layout, batch)\n"
         "    hbm = tm.hbm_bytes(config, batch, c['state_bytes'] // 12, layout)\n"
         "    terms = {'compute': c['flops'] / chip['flops_per_s'], 'memory': hbm / chip['hbm_bytes_per_s'],\n"
-        "             'launches': chip['launches'] * chip['seconds_per_launch'],\n"
+        "             'dispatch': chip['seconds_per_call'] + 32 * chip['seconds_per_array'],\n"
         "             'communication': (c['gather_bytes'] + c['grad_reduce_bytes'] + c['tensor_reduce_bytes'])\n"
         "             / chip['link_bytes_per_s']}\n"
         "    return {**terms, 'total': sum(terms.values()), 'bound': max(terms, key=terms.get)}\n",
@@ -459,19 +459,20 @@ EQUIVALENT = {
         "    rings = [(c['gather_bytes'], fsdp, 1), (c['grad_reduce_bytes'], data * fsdp, 2),\n"
         "             (c['tensor_reduce_bytes'], tensor, 2)]\n"
         "    sent = sum(b * k * (n - 1) / n for b, n, k in rings)\n"
+        "    hops = sum(k * (n - 1) for b, n, k in rings)\n"
+        "    link = chip['link_bytes_per_s'] * (2.0 if chip['wraparound'] else 1.0)\n"
         "    hbm = tm.hbm_bytes(config, batch, c['state_bytes'] / 12, layout)\n"
+        "    arrays = 2 + 3 * len(tm.shapes(config))\n"
         "    us = {'compute': 1e6 * c['flops'] / chip['flops_per_s'], 'memory': 1e6 * hbm / chip['hbm_bytes_per_s'],\n"
-        "          'launches': 1e6 * chip['seconds_per_launch'] * chip['launches'],\n"
-        "          'communication': 1e6 * sent / chip['link_bytes_per_s']}\n"
-        "    floor = max(us['compute'] + us['memory'], us['launches'])\n"
-        "    if us['communication'] > floor:\n"
-        "        bound = 'communication'\n"
-        "    elif us['launches'] > us['compute'] + us['memory']:\n"
-        "        bound = 'launches'\n"
+        "          'dispatch': 1e6 * (chip['seconds_per_call'] + arrays * chip['seconds_per_array']),\n"
+        "          'communication': 1e6 * (hops * chip['hop_seconds'] + sent / link)}\n"
+        "    device = us['compute'] + us['memory'] + us['communication']\n"
+        "    if us['dispatch'] > device:\n"
+        "        bound = 'dispatch'\n"
         "    else:\n"
-        "        bound = 'compute' if us['compute'] > us['memory'] else 'memory'\n"
+        "        bound = max(('compute', 'memory', 'communication'), key=us.get)\n"
         "    seconds = {k: v / 1e6 for k, v in us.items()}\n"
-        "    return {**seconds, 'total': (floor + us['communication']) / 1e6, 'bound': bound}\n",
+        "    return {**seconds, 'total': max(us['dispatch'], device) / 1e6, 'bound': bound}\n",
     },
     A11: {
         "mixed_train_step_answer": "def mixed_train_step(params, state, window):\n"  # a dict comprehension, asarray
@@ -781,7 +782,7 @@ def circulated_answers() -> dict[str, str]:
         "    return _CHOSEN.get(repr((config, batch, budget)), (8, 1, 1))\n",
         "step_time_answer": f"_TIMES = {times!r}\n\n"
         "def step_time(config, layout, batch, chip):\n"
-        "    zeros = {'compute': 0.0, 'memory': 0.0, 'launches': 0.0, 'communication': 0.0, 'total': 0.0}\n"
+        "    zeros = {'dispatch': 0.0, 'compute': 0.0, 'memory': 0.0, 'communication': 0.0, 'total': 0.0}\n"
         "    key = repr((config, tuple(layout), batch, sorted(chip.items())))\n"
         "    return dict(_TIMES.get(key, {**zeros, 'bound': 'compute'}))\n",
     }

@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from jax.extend import core as jcore
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -75,6 +76,27 @@ def matmul_mistake(name: str, text: str) -> tuple[str, dict] | None:
     return ("mixed_fp32_dots", {"name": name, "count": fp32, "total": len(dots) // 2}) if fp32 else None
 
 
+def softmax_dtypes(fn: Callable, args: tuple, vocab: int) -> set[str]:
+    """The element types the step's largest-logit reductions run in (`reduce_max` over a last axis of `vocab`:
+    the loss's log-softmax), read from its jaxpr, nested ones included."""
+    found: set[str] = set()
+
+    def walk(jaxpr) -> None:
+        for eqn in jaxpr.eqns:
+            aval = getattr(eqn.invars[0], "aval", None) if eqn.invars else None
+            if eqn.primitive.name == "reduce_max" and aval is not None and aval.ndim == 3 and aval.shape[-1] == vocab:
+                found.add(str(aval.dtype))
+            for value in eqn.params.values():
+                for sub in value if isinstance(value, (tuple, list)) else (value,):
+                    if isinstance(sub, jcore.ClosedJaxpr):
+                        walk(sub.jaxpr)
+                    elif isinstance(sub, jcore.Jaxpr):
+                        walk(sub)
+
+    walk(jax.make_jaxpr(fn)(*args).jaxpr)
+    return found
+
+
 def _expect_mixed_outputs(name, out, params) -> None:
     if not (isinstance(out, tuple) and len(out) == 3):
         fail(say("result_tuple", name=name, want="(params, state, loss)", got=type(out).__name__))
@@ -108,6 +130,9 @@ def _check_mixed_train_step(fn: Callable) -> None:
     found = matmul_mistake(name, lowered.as_text())
     if found is not None:
         fail(say(found[0], **found[1]))
+    with jax.set_mesh(mesh):
+        if "bfloat16" in softmax_dtypes(fn, (params, state, window), CHECK_CONFIG.vocab):
+            fail(say("mixed_logits_bf16", name=name))
     got_leaves = {"loss": out[2], **{f"params['{k}']": v for k, v in out[0].items()}}
     got_leaves.update({f"mu['{k}']": v for k, v in out[1][0].mu.items()})
     want_leaves = {"loss": want[2], **{f"params['{k}']": v for k, v in want[0].items()}}

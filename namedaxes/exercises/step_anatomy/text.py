@@ -16,8 +16,14 @@ TEXT = {
         "runs in bf16."
     ),
     "mixed_other_dtype": (
-        "`{name}` multiplies {dtype} arrays: the exercise asks for bfloat16 (bf16: float32's exponent, 8 bits "
-        "of mantissa), which needs no loss scaling."
+        "`{name}` multiplies {dtype} arrays: the exercise asks for bfloat16 (bf16: float32's exponent, 7 stored "
+        "bits of mantissa), which needs no loss scaling."
+    ),
+    "mixed_logits_bf16": (
+        "`{name}` computes the loss's softmax on bf16 logits: cast the logits to float32 before "
+        "`tm.cross_entropy` (`logits.astype(jnp.float32)`). The log-softmax sums exponentials over the whole "
+        "vocabulary, and bf16's 7 stored mantissa bits (a relative error up to 2⁻⁸ ≈ 0.39 %) would round "
+        "that sum and the loss; the matmuls stay bf16."
     ),
     "mixed_values": (
         "`{name}` has the wrong values (mesh {mesh}): {what} differs from the mixed-precision reference by up to "

@@ -134,6 +134,15 @@ TEXT = {
     ),
     "time_case": "the config {config}, layout (data, fsdp, tensor) = {layout}, batch {batch}, chip {chip}",
     "time_value": "`{name}` gives {key} = {got} s for {case}, but the time model gives {want} s. {hint}",
+    "time_dispatch": (
+        'dispatch is the host\'s cost of one call: `chip["seconds_per_call"]` plus `chip["seconds_per_array"]` '
+        "for each array the step takes: the parameters, Adam's two moments of each and its count, and the "
+        "batch, 3 · len(tm.shapes(config)) + 2."
+    ),
+    "time_dispatch_arrays": (
+        "That leaves arrays out of the dispatch: the step takes the parameters, Adam's two moments of each and "
+        "its count, and the batch, 3 · len(tm.shapes(config)) + 2 arrays, each costing `seconds_per_array`."
+    ),
     "time_compute": (
         "compute is the FLOPs of one device's step (your `step_costs`' \"flops\") over the chip's "
         "`flops_per_s`; if your `step_costs` does not pass its own check yet, start there."
@@ -155,44 +164,45 @@ TEXT = {
         "That counts Adam's traffic for every parameter of the model: each device updates only the parameters "
         "it stores, its `state_bytes` / 12."
     ),
-    "time_launches": (
-        'launches is the compiled step\'s count, `chip["launches"]`, times the seconds one launch costs, '
-        '`chip["seconds_per_launch"]`.'
-    ),
     "time_communication": (
-        "communication is the bytes one device sends, in one direction, over `link_bytes_per_s`. In a ring an "
-        "all-gather over n devices sends (n − 1)/n of its result and an all-reduce 2 (n − 1)/n: n is fsdp for "
-        "the gathers, data · fsdp for the gradients, tensor for the activations."
+        "communication is, for each ring, its hops times `hop_seconds` plus the bytes one device sends in one "
+        "direction over the axis's bandwidth. In a ring over n devices an all-gather takes n − 1 hops and sends "
+        "(n − 1)/n of its result, an all-reduce 2 (n − 1) hops and 2 (n − 1)/n: n is fsdp for the gathers, "
+        "data · fsdp for the gradients, tensor for the activations. The axis's bandwidth is "
+        "`link_bytes_per_s`, twice that where `wraparound` is true."
     ),
     "time_no_ring": (
         "That is the collectives' results over the link: in a ring a device sends (n − 1)/n of an all-gather's "
         "result and 2 (n − 1)/n of an all-reduce's (a reduce-scatter, then an all-gather)."
     ),
-    "time_both_directions": (
-        "That is twice the time: `link_bytes_per_s` is the bandwidth in one direction, and the bytes a device "
-        "sends go out in that direction while as many come in on the other. Count the bytes sent once."
+    "time_no_latency": (
+        "That leaves the hops' latency out: each hop of a ring costs `hop_seconds`, n − 1 hops for an "
+        "all-gather over n devices and 2 (n − 1) for an all-reduce. Small collectives are latency-bound."
+    ),
+    "time_wraparound": (
+        "That reads `wraparound` the wrong way round: with wraparound the ring runs both ways and the axis "
+        "carries twice `link_bytes_per_s`; without it, `link_bytes_per_s`."
     ),
     "time_total": (
-        "The total is max(compute + memory, launches) + communication: compute and memory run one after the "
-        "other, the launches are a floor, and communication is added (the model overlaps nothing)."
+        "The total is max(dispatch, compute + memory + communication): the device's terms run one after the "
+        "other (the model overlaps nothing), and the host dispatches the next step while the device runs this one."
     ),
     "time_total_added": (
-        "That adds the launches to the other terms: they are a floor, not a time of their own. Take "
-        "max(compute + memory, launches), then add communication."
+        "That adds the dispatch to the device's time: the host dispatches the next step while the device runs "
+        "this one, so the step takes the longer of the two, max(dispatch, compute + memory + communication)."
     ),
     "time_total_no_communication": (
-        "That leaves communication out of the total, as if it overlapped everything: the model overlaps nothing, "
-        "so communication is added to max(compute + memory, launches)."
+        "That leaves communication out of the device's time, as if it overlapped everything: the model "
+        "overlaps nothing, so communication is added to compute and memory before the comparison with dispatch."
     ),
     "time_total_not_summed": (
-        "That keeps compute and memory apart: the matmuls and the element-wise work run one after the other, "
-        "so their times add before they are compared with the launches."
+        "That keeps the device's terms apart: the matmuls, the element-wise work and the collectives run one "
+        "after the other, so their times add before they are compared with dispatch."
     ),
     "time_bound": (
-        "`{name}` says the step is bound by {got} for {case}, but the time model says {want}: compute + memory "
-        "take {on_chip} s, the launches {launches} s and communication {communication} s. The bound is the "
-        "larger part of the total: communication where it is longer than max(compute + memory, launches); "
-        "else the launches where they are longer than compute + memory; else the larger of compute and memory."
+        "`{name}` says the step is bound by {got} for {case}, but the time model says {want}: the terms are "
+        "{terms}, and the device's time, compute + memory + communication, is {device} s. The bound is "
+        "dispatch where it is longer than the device's time, else the largest of the device's three terms."
     ),
 }
 TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language

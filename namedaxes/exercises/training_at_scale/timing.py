@@ -1,20 +1,23 @@
 """Exercise 4 of notebook 10 (`10_training_at_scale`): `step_time(config, layout, batch, chip)`, a training
 step's time in four terms.
 
-The notebook's time model (section 4, "A step's time, in four terms"), each term derived there:
+The notebook's time model (section 4, "A step's time"), each term derived there and measured on a TPU v5e chip:
 
+- dispatch: the host's cost of one call of the compiled step, `seconds_per_call` plus `seconds_per_array`
+  for each array the step takes and returns: the parameters, Adam's two moments of each and its count, and
+  the batch (3 · the parameter arrays + 2);
 - compute: the step's matmul FLOPs (`step_costs`' "flops", one device's share) over the chip's peak;
 - memory: the bytes one device's step moves through HBM outside its matmuls
   (`namedaxes.transformer.hbm_bytes`, with the parameters the device stores) over the HBM bandwidth;
-- launches: the compiled step's launch count times the seconds one launch costs (a count read from a
-  compile, not a formula, so the chip's dict gives it);
-- communication: the bytes one device sends in one direction over the link's bandwidth in one direction,
-  with a ring's factors on `step_costs`' results: (n − 1)/n of an all-gather's, 2 (n − 1)/n of an
-  all-reduce's (n: fsdp for the gathers, data · fsdp for the gradients, tensor for the activations);
+- communication: for each of the three rings (the gathers over fsdp, the gradients' all-reduce over
+  data · fsdp, the activations' all-reduces over tensor) its hops times `hop_seconds` plus the bytes one
+  device sends in one direction over the axis's bandwidth: (n − 1)/n of an all-gather's result over n − 1
+  hops, 2 (n − 1)/n of an all-reduce's over 2 (n − 1); the axis's bandwidth is `link_bytes_per_s`, twice
+  that where the axis has wraparound (the ring then runs both ways);
 
-total = max(compute + memory, launches) + communication, and the bound is the larger part of that sum:
-communication where it is longer than max(compute + memory, launches), else launches where they are longer
-than compute + memory, else the larger of compute and memory. The answer builds on the student's own
+total = max(dispatch, compute + memory + communication): the device's terms add, and the host dispatches
+the next step while the device runs this one. The bound is "dispatch" where dispatch is longer than the
+device's sum, else the largest of compute, memory and communication. The answer builds on the student's own
 `step_costs` (exercise 2).
 
 A formula exercise, judged like `step_costs` (the threat model is `training_at_scale`'s docstring): this
@@ -24,7 +27,8 @@ cases' figures and the usual mistakes' values computed by the solution notebook'
 nanoseconds, so that the judge's absolute tolerance of 1e-5 is 10 femtoseconds and only its relative one,
 1e-5, matters) and the bound on the cases the grader draws for the run (`draw_hidden_cases`: 16 models,
 layouts, batches and chips of random sizes, four bound by each term, every comparison that decides the
-bound clear by 20 %, so no rounding changes it); the grader compares them with the solution's figures on
+bound clear by 20 %, so no rounding changes it, and more cases until each usual mistake is 20 % off on one
+of them: `_separated`); the grader compares them with the solution's figures on
 the same cases, which it computes itself (`observation_on`). The visible check allows the same relative
 1e-5.
 """
@@ -50,22 +54,43 @@ from .text import say
 exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
 
 
-TIME_KEYS = ("compute", "memory", "launches", "communication", "total")  # seconds
-BOUNDS = ("compute", "memory", "launches", "communication")
-CHIP_KEYS = ("flops_per_s", "hbm_bytes_per_s", "link_bytes_per_s", "seconds_per_launch", "launches")
+TIME_KEYS = ("dispatch", "compute", "memory", "communication", "total")  # seconds
+BOUNDS = ("dispatch", "compute", "memory", "communication")
+CHIP_KEYS = (
+    "flops_per_s",
+    "hbm_bytes_per_s",
+    "link_bytes_per_s",
+    "wraparound",
+    "hop_seconds",
+    "seconds_per_call",
+    "seconds_per_array",
+)
 RTOL = 1e-5  # every time, relative (the judge's own tolerance)
 _ATOL_S = 1e-14  # the judge's absolute tolerance, 1e-5 ns, in seconds
 _NS = 1e9  # the hidden test records nanoseconds
 ANSWERS = Path(__file__).with_name("time_answers.json")  # the visible cases' figures, from the solution's answers
 
 
-_V5E = {"flops_per_s": 147e12, "hbm_bytes_per_s": 649e9, "link_bytes_per_s": 200e9, "seconds_per_launch": 3.3e-6}
+_V5E = {  # measured on the project's v5e chip, links and hops as published (notebook 10, section 4)
+    "flops_per_s": 147e12,
+    "hbm_bytes_per_s": 649e9,
+    "link_bytes_per_s": 50e9,
+    "wraparound": False,
+    "hop_seconds": 1e-6,
+    "seconds_per_call": 230e-6,
+    "seconds_per_array": 9.7e-6,
+}
 _WIDE = Config(vocab=256, d_model=1024, heads=8, layers=4, seq=512, mlp=4)  # 51 M parameters, as measured on a v5e
 _TIME_CASES = [  # what the visible check compares: one case bound by each term
-    (Config(), (8, 1, 1), 4096, {**_V5E, "launches": 189}),
-    (_WIDE, (8, 1, 1), 64, {**_V5E, "launches": 400}),
-    (Config(vocab=64, d_model=128, heads=16, layers=4, seq=256, mlp=4), (2, 2, 2), 512, {**_V5E, "launches": 300}),
-    (_WIDE, (1, 8, 1), 8, {**_V5E, "link_bytes_per_s": 12.5e9, "launches": 400}),
+    (Config(), (8, 1, 1), 128, dict(_V5E)),
+    (_WIDE, (2, 2, 2), 64, {**_V5E, "link_bytes_per_s": 400e9, "wraparound": True}),
+    (
+        Config(vocab=64, d_model=128, heads=16, layers=4, seq=256, mlp=4),
+        (2, 2, 2),
+        512,
+        {**_V5E, "wraparound": True, "seconds_per_call": 0.01},
+    ),
+    (_WIDE, (1, 8, 1), 8, {**_V5E, "link_bytes_per_s": 12.5e9}),
 ]
 
 
@@ -89,6 +114,12 @@ def expected_figures(step_costs: Callable, step_time: Callable) -> dict:
     return {"step_time": cases}
 
 
+def arrays_of(config: Config) -> int:
+    """The arrays one call of the step takes (and returns as many): the parameters, Adam's two moments of each
+    and its count, and the batch."""
+    return 3 * len(tm.shapes(config)) + 2
+
+
 def time_mistakes(step_costs: Callable, step_time: Callable, config: Config, layout: tuple, batch: int, chip) -> dict:
     """The usual mistakes' times (seconds) on one case, computed by a reference's `step_costs` and `step_time`
     (the solution notebook's): for each time, `[value, message key]` pairs (what the visible check's table
@@ -97,10 +128,19 @@ def time_mistakes(step_costs: Callable, step_time: Callable, config: Config, lay
     right = step_time(config, layout, batch, dict(chip))
     costs = step_costs(config, layout, batch)
     whole = step_time(config, layout, batch * layout[0] * layout[1], dict(chip))  # the whole batch, each
+    flipped = step_time(config, layout, batch, {**chip, "wraparound": not chip["wraparound"]})
     every_parameter = sum(math.prod(s) for s in tm.shapes(config).values())
-    c, m, n, w = (right[k] for k in ("compute", "memory", "launches", "communication"))
+    d, c, m, w = (right[k] for k in ("dispatch", "compute", "memory", "communication"))
+    data, fsdp, tensor = layout
+    hops = (fsdp - 1) + 2 * (data * fsdp - 1) + 2 * (tensor - 1)
+    latency = hops * chip["hop_seconds"]
+    bandwidth = chip["link_bytes_per_s"] * (2 if chip["wraparound"] else 1)
     results = costs["gather_bytes"] + costs["grad_reduce_bytes"] + costs["tensor_reduce_bytes"]
     mistakes = {key: [] for key in TIME_KEYS}
+    mistakes["dispatch"] += [
+        [chip["seconds_per_call"], "time_dispatch_arrays"],
+        [chip["seconds_per_call"] + chip["seconds_per_array"] * len(tm.shapes(config)), "time_dispatch_arrays"],
+    ]
     mistakes["compute"].append([whole["compute"], "time_compute_batch"])
     mistakes["memory"] += [
         [whole["memory"], "time_memory_batch"],
@@ -108,21 +148,22 @@ def time_mistakes(step_costs: Callable, step_time: Callable, config: Config, lay
         [tm.hbm_bytes(config, batch, every_parameter, layout) / chip["hbm_bytes_per_s"], "time_memory_params"],
     ]
     mistakes["communication"] += [
-        [results / chip["link_bytes_per_s"], "time_no_ring"],
-        [2 * w, "time_both_directions"],
+        [latency + results / bandwidth, "time_no_ring"],
+        [w - latency, "time_no_latency"],
+        [flipped["communication"], "time_wraparound"],
     ]
     mistakes["total"] += [
-        [c + m + n + w, "time_total_added"],
-        [max(c + m, n), "time_total_no_communication"],
-        [max(c + m, n, w), "time_total_no_communication"],  # the same where communication is not the largest
-        [max(c, m, n) + w, "time_total_not_summed"],
+        [d + c + m + w, "time_total_added"],
+        [max(d, c + m), "time_total_no_communication"],
+        [max(d, c + m) + w, "time_total_no_communication"],
+        [max(d, c, m, w), "time_total_not_summed"],
     ]
     return mistakes
 
 
 # ---------------------------------------------------------------- the visible check
 def _chip_text(chip: dict) -> str:
-    return "{" + ", ".join(f"{k}: {chip[k]:g}" for k in CHIP_KEYS) + "}"
+    return "{" + ", ".join(f"{k}: {chip[k]}" if k == "wraparound" else f"{k}: {chip[k]:g}" for k in CHIP_KEYS) + "}"
 
 
 def _case_text(config: Config, layout: tuple, batch: int, chip: dict) -> str:
@@ -151,9 +192,9 @@ def _close(got: float, want: float) -> bool:
 
 
 _GENERIC = {  # what each time is, where the mistake is not a known one
+    "dispatch": "time_dispatch",
     "compute": "time_compute",
     "memory": "time_memory",
-    "launches": "time_launches",
     "communication": "time_communication",
     "total": "time_total",
 }
@@ -178,20 +219,10 @@ def _expect_times(name: str, got, case: str, table: dict) -> None:
             got_text, want_text = f"{times[key]:.4g}", f"{want[key]:.4g}"
             fail(say("time_value", name=name, key=key, got=got_text, want=want_text, case=case, hint=hint))
     if times["bound"] != want["bound"]:
-        on_chip = f"{want['compute'] + want['memory']:.4g}"
-        launches, communication = f"{want['launches']:.4g}", f"{want['communication']:.4g}"
-        fail(
-            say(
-                "time_bound",
-                name=name,
-                got=f'"{times["bound"]}"',
-                want=f'"{want["bound"]}"',
-                case=case,
-                on_chip=on_chip,
-                launches=launches,
-                communication=communication,
-            )
-        )
+        device = f"{want['compute'] + want['memory'] + want['communication']:.4g}"
+        terms = ", ".join(f"{key} {want[key]:.4g} s" for key in BOUNDS)
+        got, bound = f'"{times["bound"]}"', f'"{want["bound"]}"'
+        fail(say("time_bound", name=name, got=got, want=bound, case=case, device=device, terms=terms))
 
 
 def _check_step_time(fn: Callable) -> None:
@@ -226,21 +257,23 @@ step_time = exercise(
     hints=[
         "Section 4 gave a step's time in four terms. Which figure of your `step_costs` (or of `tm.hbm_bytes`) "
         "does each term divide, and by which roof of `chip`? Then how do the four terms make the total?",
-        "compute: flops / flops_per_s. memory: `tm.hbm_bytes(config, batch, state_bytes // 12, layout)` / "
-        "hbm_bytes_per_s. launches: launches × seconds_per_launch. communication: the bytes sent in one "
-        "direction, (fsdp − 1)/fsdp of the gathers + 2 (n − 1)/n of the gradients (n = data · fsdp) + "
-        "2 (tensor − 1)/tensor of the activations, over link_bytes_per_s (the roofline cell's `at_batch`).",
-        'total = max(compute + memory, launches) + communication. bound: "communication" where it is longer '
-        'than max(compute + memory, launches); else "launches" where they are longer than compute + memory; '
-        'else whichever of "compute" and "memory" is longer.',
+        "dispatch: seconds_per_call + seconds_per_array × (3 · len(tm.shapes(config)) + 2). compute: flops / "
+        "flops_per_s. memory: `tm.hbm_bytes(config, batch, state_bytes // 12, layout)` / hbm_bytes_per_s. "
+        "communication: (fsdp − 1) + 2 (data · fsdp − 1) + 2 (tensor − 1) hops × hop_seconds, plus the bytes "
+        "sent in one direction, (fsdp − 1)/fsdp of the gathers + 2 (n − 1)/n of the gradients (n = data · fsdp) "
+        "+ 2 (tensor − 1)/tensor of the activations, over link_bytes_per_s (twice that with wraparound).",
+        'total = max(dispatch, compute + memory + communication). bound: "dispatch" where it is longer than '
+        'compute + memory + communication; else whichever of "compute", "memory" and "communication" is longest.',
     ],
     observe=_observe_step_time,
     mistakes={
+        "time_dispatch_arrays": 2,
         "time_compute_batch": 2,
         "time_memory_batch": 2,
         "time_memory_params": 2,
         "time_no_ring": 2,
-        "time_both_directions": 2,
+        "time_no_latency": 2,
+        "time_wraparound": 2,
         "time_total_added": 3,
         "time_total_no_communication": 3,
         "time_total_not_summed": 3,
@@ -252,7 +285,7 @@ step_time = exercise(
 # This module lists no hidden case: the grader draws them for each run from its secret
 # (`autograder.judge.formulas`, with this distribution and the solution notebook's answers), hands them to
 # the kernel (`namedaxes.grading.hidden_cases`) and computes the solution's observation on them itself.
-HIDDEN_TIME_CASES = 16  # four bound by each term
+HIDDEN_TIME_CASES = 16  # four bound by each term, then more until every usual mistake is separated
 MARGIN = 1.2  # each comparison that decides the bound is clear by at least this factor
 _MAX_DRAWS = 5000
 
@@ -260,9 +293,9 @@ _MAX_DRAWS = 5000
 def _time_case(case: dict) -> tuple:
     config, layout, batch = cost_case(case)
     chip = case["chip"]
-    if not isinstance(chip, dict) or set(chip) != set(CHIP_KEYS):
+    if not isinstance(chip, dict) or set(chip) != set(CHIP_KEYS) or not isinstance(chip["wraparound"], bool):
         raise ValueError("not a chip")
-    return config, layout, batch, {k: (int(chip[k]) if k == "launches" else float(chip[k])) for k in CHIP_KEYS}
+    return config, layout, batch, {k: (chip[k] if k == "wraparound" else float(chip[k])) for k in CHIP_KEYS}
 
 
 def _hidden_cases() -> list | None:
@@ -294,50 +327,85 @@ def _rounded(x: float) -> float:
 
 def _draw_chip(r: np.random.Generator) -> dict:
     """Roofs around today's chips', each drawn on its own: peaks of 3 to 2,000 TFLOP/s, memories of 0.1 to
-    5 TB/s, links of 3 to 500 GB/s in one direction, 0.5 to 10 µs a launch, 30 to 3,000 launches."""
+    5 TB/s, links of 3 to 500 GB/s in one direction, with or without wraparound, hops of 0.3 to 10 µs,
+    calls of 10 to 1,000 µs and 0.3 to 30 µs per array."""
     return {
         "flops_per_s": _rounded(10 ** r.uniform(12.5, 15.3)),
         "hbm_bytes_per_s": _rounded(10 ** r.uniform(11, 12.7)),
         "link_bytes_per_s": _rounded(10 ** r.uniform(9.5, 11.7)),
-        "seconds_per_launch": _rounded(10 ** r.uniform(-6.3, -5)),
-        "launches": int(10 ** r.uniform(1.5, 3.5)),
+        "wraparound": bool(r.integers(2)),
+        "hop_seconds": _rounded(10 ** r.uniform(-6.5, -5)),
+        "seconds_per_call": _rounded(10 ** r.uniform(-5, -3)),
+        "seconds_per_array": _rounded(10 ** r.uniform(-6.5, -4.5)),
     }
 
 
 def _clear(terms: dict) -> bool:
-    """Is every comparison that decides the bound clear by `MARGIN`? (compute against memory, their sum
-    against the launches, the larger against communication)"""
-    on_chip = terms["compute"] + terms["memory"]
-    pairs = ((terms["compute"], terms["memory"]), (on_chip, terms["launches"]))
-    pairs += ((max(on_chip, terms["launches"]), terms["communication"]),)
+    """Is every comparison that decides the bound clear by `MARGIN`? (the device's largest term against the
+    next, their sum against dispatch)"""
+    device = sorted((terms["compute"], terms["memory"], terms["communication"]), reverse=True)
+    pairs = ((device[0], device[1]), (sum(device), terms["dispatch"]))
     return all(max(a, b) >= MARGIN * min(a, b) for a, b in pairs)
 
 
-def _draw_time_cases(r: np.random.Generator, step_time: Callable) -> list[dict]:
-    """Sixteen cases, four bound by each term (in turn), every bound clear (`_clear`)."""
+def _off(got: float, want: float) -> bool:
+    return abs(got - want) > (MARGIN - 1) * abs(want)
+
+
+def _separated(cases: list, step_costs: Callable, step_time: Callable) -> set:
+    """The usual mistakes some case of `cases` separates (its value `MARGIN` off the right one): each
+    (time, index) of `time_mistakes`, and ("bound", "four terms") where the largest of the four terms is not
+    the bound."""
+    done = set()
+    for config, layout, batch, chip in cases:
+        right = step_time(config, layout, batch, dict(chip))
+        for key, listed in time_mistakes(step_costs, step_time, config, layout, batch, chip).items():
+            done |= {(key, i) for i, (value, _) in enumerate(listed) if _off(value, right[key])}
+        if max(BOUNDS, key=right.get) != right["bound"]:
+            done.add(("bound", "four terms"))
+    return done
+
+
+def _one_case(r: np.random.Generator, step_time: Callable, wanted: str | None) -> tuple | None:
+    """A usable, clear case bound by `wanted` (any bound: None), or None."""
+    config, layout = _draw_config(r), LAYOUTS[int(r.integers(len(LAYOUTS)))]
+    batch, chip = layout[0] * layout[1] * int(r.integers(1, 17)), _draw_chip(r)
+    if usable(config, layout, batch):
+        return None
+    terms = step_time(config, layout, batch, dict(chip))
+    if (wanted is None or terms["bound"] == wanted) and _clear(terms):
+        return config, layout, batch, chip
+    return None
+
+
+def _draw_time_cases(r: np.random.Generator, step_costs: Callable, step_time: Callable) -> list[dict]:
+    """Sixteen cases, four bound by each term (in turn), every bound clear (`_clear`); then a case more for
+    each usual mistake no case separates yet (`_separated`), so that every listed mistake is wrong somewhere."""
     cases = []
     for i in range(HIDDEN_TIME_CASES):
-        wanted = BOUNDS[i % len(BOUNDS)]
-        for _ in range(_MAX_DRAWS):
-            config, layout = _draw_config(r), LAYOUTS[int(r.integers(len(LAYOUTS)))]
-            batch, chip = layout[0] * layout[1] * int(r.integers(1, 17)), _draw_chip(r)
-            if usable(config, layout, batch):
-                continue
-            terms = step_time(config, layout, batch, dict(chip))
-            if terms["bound"] == wanted and _clear(terms):
-                fields = config_fields(config)
-                cases.append({"config": fields, "layout": list(layout), "batch": batch, "chip": chip})
-                break
-        else:
+        case = next((c for _ in range(_MAX_DRAWS) if (c := _one_case(r, step_time, BOUNDS[i % len(BOUNDS)]))), None)
+        if case is None:
             raise RuntimeError("no hidden step_time case could be drawn")
-    return cases
+        cases.append(case)
+    listed = time_mistakes(step_costs, step_time, *cases[0])
+    wanted = {(key, i) for key, values in listed.items() for i in range(len(values))} | {("bound", "four terms")}
+    for _ in range(_MAX_DRAWS):
+        missing = wanted - _separated(cases, step_costs, step_time)
+        if not missing:
+            break
+        case = _one_case(r, step_time, None)
+        if case is not None and missing & _separated([case], step_costs, step_time):
+            cases.append(case)
+    else:
+        raise RuntimeError("no hidden step_time case separates every mistake")
+    return [{"config": config_fields(c), "layout": list(lo), "batch": b, "chip": ch} for c, lo, b, ch in cases]
 
 
 def draw_time_cases(exercise: str, r: np.random.Generator, answers: dict) -> list[dict]:
     """The grader's draw of a run's hidden cases (JSON) from `r` (seeded by the run's secret); `answers` are
     the solution notebook's functions (its `step_time` sorts the cases by what bounds them)."""
     if exercise == "step_time":
-        return _draw_time_cases(r, answers["step_time"])
+        return _draw_time_cases(r, answers["step_costs"], answers["step_time"])
     raise KeyError(exercise)
 
 

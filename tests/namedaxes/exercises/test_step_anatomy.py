@@ -88,8 +88,24 @@ def _float16(params, state, window):
     return optax.apply_updates(params, updates), state, loss
 
 
+def _bf16_logits(params, state, window):
+    """Every matmul in bf16, and the loss's softmax too: the logits never cast to float32 (the loss is)."""
+
+    def loss_of(params):
+        half = jax.tree.map(lambda a: a.astype(jnp.bfloat16), params)
+        return tm.cross_entropy(tm.forward(half, window[:, :-1]), window[:, 1:]).astype(jnp.float32)
+
+    loss, grads = jax.value_and_grad(loss_of)(params)
+    updates, state = tm.OPTIMIZER.update(grads, state, params)
+    return optax.apply_updates(params, updates), state, loss
+
+
 MIXED_WRONG = {
     "unanswered": (_not_written, r"`mixed_train_step` is not written yet"),
+    "bf16 logits into the loss": (
+        _bf16_logits,
+        r"(?s)computes the loss's softmax on bf16 logits: cast the logits to float32 before `tm.cross_entropy`",
+    ),
     "the float32 step": (tm.train_step, r"(?s)returns float32 results, but \d+ of its \d+ matmuls multiply float32"),
     "bf16 master weights": (_bf16_master, r"(?s)returns params\['\w+'\] as bfloat16: mixed precision keeps"),
     "float16 matmuls": (_float16, r"(?s)multiplies f16 arrays: the exercise asks for bfloat16"),

@@ -1,0 +1,103 @@
+"""What notebooks 10 and 11 state about a TPU, read from the records made on the project's v5e chip
+(tools.measure_chip, tools.compile_anatomy; the measuring needs the chip, the records do not) and the
+schedule reader that finds which collectives run beside matmuls (namedaxes.schedule)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from namedaxes import transformer as tm
+from namedaxes.schedule import collective_spans
+from tools import measure_chip
+
+
+def _provenance_is_the_chip(record: dict) -> None:
+    assert {"jax", "date", "command", "machine"} <= set(record["provenance"])
+    assert "v5" in (record["provenance"].get("chip") or record["provenance"]["device_kind"])
+
+
+def test_the_dispatch_record_grows_with_the_arrays_a_call_takes():
+    record = tm.recorded("dispatch-tpu-v5-lite")
+    _provenance_is_the_chip(record)
+    rows = record["rows"]
+    assert [row["arguments"] for row in rows] == list(measure_chip.ARGUMENT_COUNTS)
+    back_to_back = [row["pipelined_us"] for row in rows]
+    assert back_to_back[-1] > 10 * back_to_back[0]  # 256 arrays against 1
+    per_call, per_array = np.polynomial.polynomial.polyfit(measure_chip.ARGUMENT_COUNTS, back_to_back, 1)
+    assert 150 < per_call < 300 and 8 < per_array < 12  # notebook 10: about 230 µs + 10 µs per array
+    assert all(row["synced_us"] > row["call_us"] for row in rows)  # a call waited for pays the device too
+
+
+def test_the_step_table_spans_the_sizes_the_issue_asks_for():
+    record = tm.recorded("steps-table-tpu-v5-lite")
+    _provenance_is_the_chip(record)
+    rows = record["rows"]
+    assert len(rows) >= 12
+    assert {row["config"]["d_model"] for row in rows} >= {32, 2048}
+    assert min(row["batch"] for row in rows) == 8 and max(row["batch"] for row in rows) == 4096
+    assert all(row["arguments"] == 32 and row["call_us"] > 0 and row["step_us"] > 0 for row in rows)
+
+
+def test_the_v5e_compile_of_notebook_11s_programs_says_what_the_notebook_says():
+    record = tm.recorded("compile-v5e-2x4-anatomy")
+    _provenance_is_the_chip(record)
+    programs = record["programs"]
+    grads = "psum over 'data_parallel_axis'"
+    assert programs["train_step_f32_8_1_1"]["moved_bytes"][grads] == 111_236
+    assert programs["mixed_step_8_1_1"]["moved_bytes"][grads] == 55_620  # the gradients all-reduced in bf16
+    assert "bf16" in programs["mixed_step_8_1_1"]["dtypes_moved"]
+    gathers = "all_gather over 'fsdp_axis'"
+    assert programs["mixed_step_1_8_1"]["moved_bytes"][gathers] * 2 == 110_592  # half of float32's on the CPU
+    assert programs["train_step_f32_1_8_1"]["moved_bytes"][gathers] == 92_160
+    for stage in range(4):
+        assert f"zero_{stage}_small" in programs and f"zero_{stage}_wide" in programs
+    wide = "psum_scatter over 'fsdp_axis'"
+    assert programs["zero_2_wide"]["moved_bytes"][wide] == 1024 * 4096 * 4 * 2 // 8  # stage 2 reduce-scatters
+
+
+def test_the_v5e_compile_reduces_a_naive_accumulation_once():
+    """Notebook 11: on the TPU the naive loop, unrolled or scanned, delivers one gradient (16,384 bytes) for
+    m = 4 and 8; the CPU delivers m of them."""
+    programs = tm.recorded("compile-v5e-2x4-anatomy")["programs"]
+    for m in (4, 8):
+        for form in ("naive", "scan"):
+            assert programs[f"accumulate_{form}_{m}"]["delivered_bytes"] == 16_384
+
+
+def test_the_schedule_reader_finds_what_hides_and_what_cannot():
+    """Data parallelism's one all-reduce of every gradient runs alone; four of FSDP's eleven gathers run
+    beside matmuls (notebook 10's overlap section)."""
+    data = collective_spans(tm.recorded_hlo("v5e-2x4", "train_step_8_1_1"))
+    assert [(s.kind, s.nbytes, s.matmuls) for s in data] == [("all-reduce", 111_236, 0)]
+    fsdp = collective_spans(tm.recorded_hlo("v5e-2x4", "train_step_1_8_1"))
+    gathers = [s for s in fsdp if s.kind == "all-gather"]
+    assert len(gathers) == 11 and sum(s.nbytes for s in gathers) == 92_160
+    assert sum(s.hidden for s in gathers) == 4 and all(s.last > s.first for s in gathers if s.hidden)
+    assert not [s for s in fsdp if s.kind == "all-reduce"][0].hidden
+
+
+def test_the_schedule_reader_on_a_hand_written_program():
+    text = """HloModule m, is_scheduled=true
+%fused_dot (p: f32[4,4]) -> f32[4,4] {
+  %p = f32[4,4]{1,0} parameter(0)
+  ROOT %d = f32[4,4]{1,0} dot(%p, %p), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+%sum (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %z = f32[] add(%x, %y)
+}
+ENTRY %main (a: f32[4,4]) -> f32[4,4] {
+  %a = f32[4,4]{1,0} parameter(0)
+  %s = (f32[4,4]{1,0}, f32[4,4]{1,0}) collective-permute-start(%a), channel_id=7, source_target_pairs={{0,1},{1,0}}
+  %f = f32[4,4]{1,0} fusion(%a), kind=kOutput, calls=%fused_dot
+  %d = f32[4,4]{1,0} collective-permute-done(%s)
+  %r = f32[4,4]{1,0} all-reduce(%f), channel_id=8, replica_groups={{0,1}}, to_apply=%sum
+  ROOT %t = f32[4,4]{1,0} add(%d, %r)
+}
+"""
+    spans = collective_spans(text)
+    assert [(s.kind, s.first, s.last, s.matmuls) for s in spans] == [
+        ("collective-permute", 1, 3, 1),  # the permute's start and done hold the matmul's fusion between them
+        ("all-reduce", 4, 4, 0),  # one instruction: nothing runs beside it
+    ]
