@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .judging.hlo import HEAD_RE, INSTRUCTION_RE, array_bytes
+from .judging.hlo import array_bytes, computation_lines
 
 __all__ = ["Span", "collective_spans"]
 
@@ -42,22 +42,6 @@ class Span:
         return self.matmuls > 0
 
 
-def _bodies(text: str) -> tuple[dict[str, list[tuple[str, str]]], str | None]:
-    bodies: dict[str, list[tuple[str, str]]] = {}
-    current = entry = None
-    for line in text.splitlines():
-        head = HEAD_RE.match(line)
-        if head:
-            current = head.group(2)
-            bodies[current] = []
-            entry = current if head.group(1) else entry
-            continue
-        m = INSTRUCTION_RE.match(line) if current else None
-        if m:
-            bodies[current].append((m.group(2), line))
-    return bodies, entry
-
-
 def _collective(op: str, line: str) -> tuple[str, str, str, int] | None:
     """(channel, kind, dtype, bytes) of a collective instruction line, or None."""
     kind = next((k for k in _KINDS if op == k or op == f"{k}-start"), None)
@@ -79,7 +63,7 @@ def _operand(line: str, op: str) -> str:
 
 def collective_spans(text: str) -> list[Span]:
     """The entry computation's collectives, each with its span and the matmuls inside it (module docstring)."""
-    bodies, entry = _bodies(text)
+    bodies, entry = computation_lines(text)
     memo: dict[str, tuple[bool, frozenset]] = {}
 
     def holds(name: str, depth: int = 0) -> tuple[bool, frozenset]:

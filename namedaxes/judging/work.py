@@ -14,7 +14,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .hlo import HEAD_RE, INSTRUCTION_RE, array_bytes, collective_lines, describe_collective, group_axes, result_bytes
+from .hlo import (
+    HEAD_RE,
+    INSTRUCTION_RE,
+    array_bytes,
+    collective_lines,
+    computation_lines,
+    describe_collective,
+    group_axes,
+    result_bytes,
+)
 from .runs import program_totals
 
 __all__ = ["WORK_FACTS", "Work", "largest_array", "work_of", "moved_of", "work_excess", "overlap_of"]
@@ -67,18 +76,7 @@ def overlap_of(text: str) -> int:
     """Matmuls (a `dot`, or a fusion or call that holds one) the optimized module's entry computation runs,
     in its scheduled order, before its last collective-permute; `_LOOP_OVERLAP` when a loop's body holds
     both a collective-permute and a matmul."""
-    bodies: dict[str, list[tuple[str, str]]] = {}
-    current, entry = None, None
-    for line in text.splitlines():
-        head = HEAD_RE.match(line)
-        if head:
-            current = head.group(2)
-            bodies[current] = []
-            entry = current if head.group(1) else entry
-            continue
-        m = INSTRUCTION_RE.match(line) if current else None
-        if m:
-            bodies[current].append((m.group(2), line))
+    bodies, entry = computation_lines(text)
     memo: dict[str, tuple[bool, bool]] = {}
 
     def holds(name: str, depth: int = 0) -> tuple[bool, bool]:
