@@ -152,16 +152,27 @@ def place(batch: Batch, sources: dict, policy: LatePolicy | None) -> Intake:
 
 
 def handed_in_sources(batch: Batch, sources: dict, intake: Intake) -> dict:
-    """A folder of submissions graded without ASSIGNMENT=: only the assignments someone handed in (a notebook
-    placed, or a file recognisably meant for one), so a folder holding notebook 10 gets no `missing` rows
-    (and no reference runs) for the other assignments. A course folder, or one naming assignments: all."""
+    """A folder of submissions graded without ASSIGNMENT=: only the assignments someone in the folder handed
+    in (a notebook placed, or a file recognisably meant for one), so a folder holding notebook 10 gets no
+    `missing` rows (and no reference runs) for the other assignments. Regrading some students (STUDENT=)
+    keeps the assignments the whole folder has, so their rows are those of the class's run. A course folder,
+    or one naming assignments: all."""
     if batch.submissions is None or batch.opts.assignments:
         return sources
-    seen = {p.assignment for p in intake.placed.values()} | {u.assignment for u in intake.unplaced}
+    if batch.opts.students:
+        notebooks = {s.file_name: aid for aid, s in sources.items()}
+        with place_submissions(batch.submissions, notebooks, None) as whole:
+            seen = _assignments_of(whole)
+    else:
+        seen = _assignments_of(intake)
     kept = {aid: source for aid, source in sources.items() if aid in seen}
     if kept and len(kept) < len(sources) and not batch.opts.quiet:
         print(f"grading the assignment(s) handed in: {', '.join(kept)} (ASSIGNMENT=... chooses)", flush=True)
     return kept or sources
+
+
+def _assignments_of(intake: Intake) -> set[str]:
+    return {p.assignment for p in intake.placed.values()} | {u.assignment for u in intake.unplaced}
 
 
 @contextlib.contextmanager

@@ -68,3 +68,23 @@ def test_a_folder_holding_one_notebook_grades_it_without_missing_rows_for_the_re
         assert runner.handed_in_sources(named, sources, intake) is sources  # ASSIGNMENT= is taken as said
     finally:
         intake.close()
+
+
+def test_regrading_some_students_keeps_the_assignments_the_whole_folder_has(tmp_path):
+    """STUDENT= regrades some students into a class's output: the assignments come from the whole folder, so a
+    regraded student who handed in only 02 still gets the class run's `missing` row for 10 (found in CI: a
+    regrade had dropped them)."""
+    folder = tmp_path / "class"
+    for student, assignment in (("ann", A02), ("bob", A10)):
+        (folder / student).mkdir(parents=True)
+        (folder / student / f"{assignment}.ipynb").write_text("{}")
+    course = _course(tmp_path, docs_deadlines())
+    whole = runner.resolve(Options(course=course, submissions=folder))
+    some = runner.resolve(Options(course=course, submissions=folder, students=["ann"]))
+    sources, policy = runner.find(whole)
+    for batch in (whole, some):
+        intake = runner.place(batch, sources, policy)
+        try:
+            assert sorted(runner.handed_in_sources(batch, sources, intake)) == [A02, A10]
+        finally:
+            intake.close()

@@ -113,6 +113,7 @@ def test_a_task_lost_twice_is_a_row_reason_as_data_said_in_the_readers_language(
 
 INTERRUPTED = textwrap.dedent("""
     import json, sys, time
+    sys.path.insert(0, "tests/helpers")  # pytest's `pythonpath`, for the test module's own imports
     from tests.autograder.run.test_pool import fake_worker
     from autograder.run.pool import Pool
     from autograder.records import Task
