@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import os
 
-__all__ = ["cell_timeout", "timeout_reply", "NBGRADER_CELL_TIMEOUT", "HEADROOM"]
+__all__ = ["busy_factor", "cell_timeout", "timeout_reply", "NBGRADER_CELL_TIMEOUT", "HEADROOM"]
 
 NBGRADER_CELL_TIMEOUT = 30  # nbgrader's own default (Execute.timeout)
 HEADROOM = 2  # a load that rises while Validate runs
@@ -25,6 +25,13 @@ HEADROOM = 2  # a load that rises while Validate runs
 
 def cell_timeout(load: float | None = None, cores: int | None = None) -> int:
     """Seconds a cell may run under Validate on a machine with this 1-minute `load` average and `cores`."""
+    return math.ceil(NBGRADER_CELL_TIMEOUT * HEADROOM * busy_factor(load, cores))
+
+
+def busy_factor(load: float | None = None, cores: int | None = None) -> float:
+    """The programs waiting for each core: the 1-minute `load` average (read now when None) over the `cores`
+    this process may use, at least 1. A fixed limit times this holds on a busy machine (the course's several
+    processes' jobs, namedaxes.multiprocess, follow it too)."""
     if load is None:
         try:
             load = os.getloadavg()[0]
@@ -32,8 +39,7 @@ def cell_timeout(load: float | None = None, cores: int | None = None) -> int:
             load = 0.0
     if not cores:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    busy = max(1.0, load / max(1, cores))
-    return math.ceil(NBGRADER_CELL_TIMEOUT * HEADROOM * busy)
+    return max(1.0, load / max(1, cores))
 
 
 def timeout_reply(limit: int) -> dict:

