@@ -64,7 +64,7 @@ KINDS = (
     ("tests/autograder/test_records.py", ("unit",)),  # rows made and parsed, in memory
     ("tests/autograder/test_reasons.py", ("unit",)),  # kinds, phrases and verdicts, in memory
     ("tests/autograder/test_bench.py", ("unit",)),  # the benchmark's class, made in memory
-    ("tests/autograder/test_one_assignment.py", ("unit",)),  # a batch's first steps: nothing graded
+    ("tests/autograder/test_runner.py", ("unit",)),  # a batch's first steps: nothing graded
     ("tests/autograder/run/test_reference_lock.py", ("unit",)),  # a lock file made here
     ("tests/autograder/judge/test_programs.py", ("exercises",)),  # the judge's layout points, answer by answer
     ("tests/autograder/", ("grader",)),

@@ -1,6 +1,7 @@
-"""Grading one assignment (issue 61): `make grade ASSIGNMENT=<id>` with the docs' deadlines.toml, which names
-other assignments too (their due dates are ignored for the run, a name no assignment has is still an error),
-and a folder of submissions holding one notebook, graded without `missing` rows for the rest. Nothing runs a
+"""The runner's first steps (autograder/runner.py), nothing graded: grading one assignment (issue 61) with the
+docs' deadlines.toml, which names other assignments too (their due dates are ignored for the run, a name no
+assignment has is still an error); a folder of submissions holding one notebook, graded without `missing`
+rows for the rest; and a regrade of some students keeping the whole folder's assignments. Nothing runs a
 kernel: these are the batch's first steps (runner.find, runner.place, runner.handed_in_sources)."""
 
 from __future__ import annotations
