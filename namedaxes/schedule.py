@@ -17,7 +17,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .judging.hlo import array_bytes, computation_lines
+from .judging.hlo import array_bytes
+from .judging.instructions import parse_module
 
 __all__ = ["Span", "collective_spans"]
 
@@ -63,7 +64,8 @@ def _operand(line: str, op: str) -> str:
 
 def collective_spans(text: str) -> list[Span]:
     """The entry computation's collectives, each with its span and the matmuls inside it (module docstring)."""
-    bodies, entry = computation_lines(text)
+    module = parse_module(text)
+    bodies, entry = module.computations, module.entry
     memo: dict[str, tuple[bool, frozenset]] = {}
 
     def holds(name: str, depth: int = 0) -> tuple[bool, frozenset]:
@@ -72,7 +74,7 @@ def collective_spans(text: str) -> list[Span]:
             return memo.get(name, (False, frozenset()))
         memo[name] = (False, frozenset())
         dot, channels = False, set()
-        for op, line in bodies[name]:
+        for op, line in ((i.op, i.line) for i in bodies[name]):
             dot = dot or op in ("dot", "convolution")
             found = _collective(op, line)
             channels |= {found[0]} if found else set()
@@ -84,12 +86,12 @@ def collective_spans(text: str) -> list[Span]:
 
     facts: dict[str, tuple[str, str, int]] = {}
     for body in bodies.values():
-        for op, line in body:
+        for op, line in ((i.op, i.line) for i in body):
             found = _collective(op, line)
             if found and found[0] not in facts:
                 facts[found[0]] = found[1:]
     order, named = [], {}
-    for op, line in bodies.get(entry, []):
+    for op, line in ((i.op, i.line) for i in bodies.get(entry, [])):
         dot = op in ("dot", "convolution")
         found = _collective(op, line)
         channels = {found[0]} if found else set()

@@ -23,7 +23,6 @@ __all__ = [
     "NAME_RE",
     "ARRAY_RE",
     "array_bytes",
-    "computation_lines",
     "result_bytes",
     "collective_lines",
     "collectives_where",
@@ -61,24 +60,6 @@ ARRAY_RE = re.compile(r"\b(" + "|".join(_DTYPE_BYTES) + r")\[([\d,]*)\]")
 # `[ROOT ]%name = ...`: group 1 is "ROOT" for a computation's result, group 2 the instruction's name
 NAME_RE = re.compile(r"^\s*(ROOT\s+)?%?([\w.\-]+)\s*=")
 INSTRUCTION_RE = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*(.*?)\s([\w\-]+)\(")
-
-
-def computation_lines(text: str) -> tuple[dict[str, list[tuple[str, str]]], str | None]:
-    """Each computation of an optimized module's text -> its instructions as (op, line), in the scheduled
-    order; and the entry computation's name."""
-    bodies: dict[str, list[tuple[str, str]]] = {}
-    current = entry = None
-    for line in text.splitlines():
-        head = HEAD_RE.match(line)
-        if head:
-            current = head.group(2)
-            bodies[current] = []
-            entry = current if head.group(1) else entry
-            continue
-        m = INSTRUCTION_RE.match(line) if current else None
-        if m:
-            bodies[current].append((m.group(2), line))
-    return bodies, entry
 
 
 def array_bytes(type_text: str) -> list[int]:

@@ -19,11 +19,11 @@ from .hlo import (
     INSTRUCTION_RE,
     array_bytes,
     collective_lines,
-    computation_lines,
     describe_collective,
     group_axes,
     result_bytes,
 )
+from .instructions import parse_module
 from .runs import program_totals
 
 __all__ = ["WORK_FACTS", "Work", "largest_array", "work_of", "moved_of", "work_excess", "overlap_of"]
@@ -76,7 +76,8 @@ def overlap_of(text: str) -> int:
     """Matmuls (a `dot`, or a fusion or call that holds one) the optimized module's entry computation runs,
     in its scheduled order, before its last collective-permute; `_LOOP_OVERLAP` when a loop's body holds
     both a collective-permute and a matmul."""
-    bodies, entry = computation_lines(text)
+    module = parse_module(text)
+    bodies, entry = module.computations, module.entry
     memo: dict[str, tuple[bool, bool]] = {}
 
     def holds(name: str, depth: int = 0) -> tuple[bool, bool]:
@@ -85,7 +86,7 @@ def overlap_of(text: str) -> int:
             return memo.get(name, (False, False))
         memo[name] = (False, False)
         dot = send = False
-        for op, line in bodies[name]:
+        for op, line in ((i.op, i.line) for i in bodies[name]):
             dot = dot or op in ("dot", "convolution")
             send = send or op.startswith("collective-permute")
             for callee in re.findall(r"(?:calls|to_apply|body|condition)=%?([\w.\-]+)", line):
@@ -95,7 +96,7 @@ def overlap_of(text: str) -> int:
         return memo[name]
 
     order = []
-    for op, line in bodies.get(entry, []):
+    for op, line in ((i.op, i.line) for i in bodies.get(entry, [])):
         if op.startswith("collective-permute") and not op.endswith("-done"):
             order.append("send")
             continue
