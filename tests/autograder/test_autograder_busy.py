@@ -21,10 +21,9 @@ import sys
 import time
 from pathlib import Path
 
-import machine
 import nbformat
 import pytest
-from autograder_harness import read_csv
+from autograder_harness import read_csv, run_grading
 
 from autograder.course.classroom import grade_command, make_course, release_notebook, typed_solution, write_class
 
@@ -71,15 +70,7 @@ def busy_grade(tmp_path_factory):
         p.start()
     t0 = time.monotonic()
     try:
-        proc = machine.run(
-            cmd,
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            quiet_s=1200,
-            what="grading beside the busy loops",
-            env={**os.environ, "TMPDIR": str(root / "tmp")},
-        )
+        proc = run_grading(cmd, root / "tmp", quiet_s=1200, what="grading beside the busy loops")
         alive = all(p.is_alive() for p in burners)
     finally:
         for p in burners:
@@ -145,15 +136,7 @@ def retried_grade(tmp_path_factory):
     )
     (root / "tmp").mkdir()
     cmd = grade_command(course, submissions=klass, out=root / "out", cache=root / "cache", timeout=FLOOR)
-    proc = machine.run(
-        cmd,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        quiet_s=600,
-        what="grading with a retried reference",
-        env={**os.environ, "TMPDIR": str(root / "tmp")},
-    )
+    proc = run_grading(cmd, root / "tmp", quiet_s=600, what="grading with a retried reference")
     return proc, root / "out"
 
 

@@ -13,13 +13,11 @@ provocative sentence and HTML. The honest row must be full marks, `ok`, with no 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
-import machine
 import nbformat
 import pytest
-from autograder_harness import read_csv
+from autograder_harness import read_csv, run_grading
 
 from autograder.course.classroom import grade_command, make_course, typed_solution, write_class
 
@@ -87,15 +85,7 @@ def graded(tmp_path_factory):
     )
     (root / "tmp").mkdir()
     cmd = grade_command(course, submissions=klass, out=root / "out", cache=root / "cache", timeout=30)
-    proc = machine.run(
-        cmd,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        quiet_s=600,
-        what="grading the class",
-        env={**os.environ, "TMPDIR": str(root / "tmp")},
-    )
+    proc = run_grading(cmd, root / "tmp", quiet_s=600, what="grading the class")
     assert proc.returncode == 0, proc.stderr[-3000:]
     return root / "out"
 

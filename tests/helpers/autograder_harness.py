@@ -70,6 +70,20 @@ def start_grading(cmd: list[str], tmp: Path) -> subprocess.Popen:
     )
 
 
+def run_grading(cmd: list[str], tmp: Path, *, quiet_s: float, what: str) -> subprocess.CompletedProcess:
+    """`cmd` (a grade_command) run to its end from the repository, its output captured, its working copies in
+    `tmp`, within `machine.limit(quiet_s)` (a busy machine's limit says so when it runs out)."""
+    return machine.run(
+        cmd,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        quiet_s=quiet_s,
+        what=what,
+        env={**os.environ, "TMPDIR": str(tmp)},
+    )
+
+
 def read_csv(path: Path) -> list[dict]:
     """The rows of a CSV file the grader wrote, with its formula neutralization undone."""
     from autograder.publish.outputs import csv_value
@@ -145,14 +159,11 @@ def build_and_grade(root: Path) -> dict:
     t0 = time.monotonic()
     tmp = root / "tmp"  # the grader's working copies: must all be gone afterwards
     tmp.mkdir()
-    proc = machine.run(
+    proc = run_grading(
         grade_cmd(course, sub, out, cache, "--max-output-chars", str(specs.MAX_OUTPUT_CHARS)),
-        cwd=REPO,
-        capture_output=True,
-        text=True,
+        tmp,
         quiet_s=900,
         what="building and grading the course",
-        env={**os.environ, "TMPDIR": str(tmp)},
     )
     refs = sorted(f"{aid}-{reference_key(src)[:16]}" for aid, src in discover_sources(course, []).items())
     return {
