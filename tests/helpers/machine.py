@@ -18,6 +18,8 @@ import subprocess
 
 import pytest
 
+from courseinfo import validate_limit
+
 __all__ = ["busy_factor", "limit", "too_busy", "run", "communicate"]
 
 
@@ -33,8 +35,10 @@ def _load() -> float:
 
 
 def busy_factor() -> float:
-    """How many programs wait for each core now (the 1-minute load average over the cores), at least 1."""
-    return max(1.0, _load() / _cores())
+    """How many programs wait for each core now (the 1-minute load average over the cores), at least 1: the
+    product's own measure (`courseinfo.validate_limit.busy_factor`, which Validate and the course's processes
+    follow)."""
+    return validate_limit.busy_factor(_load(), _cores())
 
 
 def limit(quiet_s: float) -> float:
