@@ -144,12 +144,10 @@ test: ## what CI runs: its set-up side by side (venvs, system packages, lint, dr
 test-newest: ## the notebooks (above) and the tests marked `newest` on the newest JAX line (.venv-newest)
 	@$(if $(NEWEST_PYTHON),$(NEWEST_RUN),echo "NOTE: no Python >= 3.12 found (on PATH or under pyenv): the notebooks \
 	  were NOT run on the newest JAX. Install Python 3.12 or 3.13, or set NEWEST_PYTHON=/path/to/python3.X.")
-# Notebook 06 is left out on the newest line: jax 0.12.1's process_allgather hangs in its two-process cluster
-# (conftest.py's NEWEST says so too; issue 59 stays open on it).
 NEWEST_RUN = $(MAKE) --no-print-directory venv-newest && $(VENV_NEWEST)/bin/python -c 'import sys, jax; \
   print(f"Notebooks on the newest JAX: jax {jax.__version__}, Python {sys.version.split()[0]}")' && \
   IPYTHONDIR=$(CURDIR)/tests/notebooks/ipython $(VENV_NEWEST)/bin/python -m pytest -q -n $(JOBS) --dist loadfile \
-  $(NBVAL) -m newest tests $(filter-out %06_multi_process.ipynb,$(wildcard solutions/*.ipynb notebooks/*/*.ipynb))
+  $(NBVAL) -m newest tests $(wildcard solutions/*.ipynb notebooks/*/*.ipynb)
 
 test-fast: venv ## the unit tests only (marker `unit`), in parallel: 1.5-2 min on 2 busy cores, less idle (make bench)
 	$(BIN)/python -m pytest -q -n $(JOBS) -m unit tests

@@ -16,6 +16,7 @@ import types
 import jax
 import numpy as np
 from jax import lax
+from jax.sharding import PartitionSpec as P
 
 from namedaxes import DEVICES
 from namedaxes import multiprocess as mp
@@ -36,6 +37,17 @@ def process_view():
 
 def scaled_total(x):
     return lax.psum(x * SCALE, DEVICES)
+
+
+def block_total(block, mesh):
+    """Every device's rows summed over the cluster: a `lax.psum` across the processes in `jax.shard_map` (the
+    collective of notebook 06's answers), for `namedaxes.exercises.multi_process.running.global_job`."""
+    return jax.shard_map(lambda b: lax.psum(b.sum(), DEVICES), mesh=mesh, in_specs=P(DEVICES), out_specs=P())(block)
+
+
+def compilation_cache_settings():
+    """This process's JAX persistent compilation cache: (on at all, its folder)."""
+    return jax.config.jax_enable_compilation_cache, jax.config.jax_compilation_cache_dir
 
 
 def on_devices(fn, global_x):
