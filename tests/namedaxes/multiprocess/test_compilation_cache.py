@@ -22,17 +22,17 @@ from namedaxes.exercises.multi_process.running import global_job
 JOB_SECONDS = 60  # a job takes well under a second; a hung one fails the test instead of hanging it
 
 
-@pytest.fixture
-def cluster_beside_a_cache(tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def cluster_beside_a_cache(tmp_path_factory):
     """A cluster started from an environment that names a persistent compilation cache, every program kept."""
-    folder = tmp_path / "jax-cache"
-    folder.mkdir()
-    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(folder))
-    monkeypatch.setenv("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
-    monkeypatch.setenv("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
-    monkeypatch.setenv("JAX_ENABLE_COMPILATION_CACHE", "true")
-    with mp.Cluster(num_processes=2, local_devices=4) as cluster:
-        yield cluster, folder
+    folder = tmp_path_factory.mktemp("jax-cache")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("JAX_COMPILATION_CACHE_DIR", str(folder))
+        env.setenv("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+        env.setenv("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+        env.setenv("JAX_ENABLE_COMPILATION_CACHE", "true")
+        with mp.Cluster(num_processes=2, local_devices=4) as cluster:
+            yield cluster, folder
 
 
 def test_the_workers_run_without_the_persistent_compilation_cache(cluster_beside_a_cache):
