@@ -1,0 +1,58 @@
+"""Loops whose trip count only their data decide, counted by running them on the hidden inputs (issue 56).
+
+Used by the judge (`autograder.judge.programs`) inside the clean scorer process, for a case that judges FLOPs or
+bytes sent. A compiled program whose work reads a loop the program does not count (a quadratic condition on a
+value of its data, a bound from a psum of its data, "until converged": `Work.uncounted`) is counted again: its
+counted variant (`namedaxes.judging.loop_counters.counted`: every loop carries how often its body ran and how
+often it was entered, per device) is compiled with the reference's input layouts and run on the case's hidden
+inputs, and each loop of the judged program is counted as often as it ran on the busiest device
+(`measured_trips`, `Work.measured`). Where that cannot be done (no loop the rewrite reaches, a variant that fails
+to compile or run) the work stays as read, `UNKNOWN_TRIPS` runs for each such loop, and the finding says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from namedaxes.judging.loop_counters import counted
+from namedaxes.judging.measured_trips import measured_trips
+from namedaxes.judging.work import recounted
+
+from .compiling import Compiled
+
+__all__ = ["COUNTED_FACTS", "loops_run", "reference_loops_run"]
+
+COUNTED_FACTS = ("flops", "sent_bytes")  # the work facts a loop's runs change
+_MAX_REFERENCES = 64  # references' counted work kept (a batch judges each reference case again and again)
+_REFERENCES: dict = {}
+
+
+def reference_loops_run(case) -> Compiled:
+    """`loops_run` of the case's reference program, once per reference, grade id and case (its hidden inputs)."""
+    key = (case.ref.program.fingerprint, case.grade_id, case.name, case.secret)
+    if key not in _REFERENCES:
+        if len(_REFERENCES) >= _MAX_REFERENCES:
+            _REFERENCES.pop(next(iter(_REFERENCES)))
+        _REFERENCES[key] = loops_run(case, case.ref.program, case.ref.compiled)
+    return _REFERENCES[key]
+
+
+def loops_run(case, program, compiled: Compiled) -> Compiled:
+    """`compiled` with its work's loops whose count only their data decide counted by running the program on the
+    case's hidden inputs (see above); `compiled` itself where there are none or the case judges neither fact."""
+    limits = case.entry.get("work") or {}
+    work = compiled.work
+    if work is None or not work.uncounted or not any(f in limits for f in COUNTED_FACTS):
+        return compiled
+    try:
+        found = counted(program.exp)
+        if found is None:
+            return compiled
+        variant, run = case.compile_variant(found.exp)
+        out = case.outputs(variant, run)
+        counts = [out[f"[{i}]"] for i in range(found.first, found.first + 2 * found.loops)]
+        text = compiled.compiled.as_text()
+        trips = measured_trips(text, run.compiled.as_text(), counts)
+    except Exception:  # noqa: BLE001 - a variant that fails: its loops stay counted UNKNOWN_TRIPS times, said
+        return compiled
+    return replace(compiled, work=recounted(work, text, program.nr_devices, trips))

@@ -1,0 +1,113 @@
+"""Loops whose trip count only their data decide, counted by running them on the inputs (issue 56:
+`loop_counters.counted`, `measured_trips`, `work.recounted`): the three forms the issue lists counted exactly,
+per device, nested loops multiplied, and a loop the program fixes keeping its static count."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from namedaxes.judging import compiled_run
+from namedaxes.judging.loop_counters import counted
+from namedaxes.judging.measured_trips import measured_trips
+from namedaxes.judging.work import recounted, work_of
+
+
+def _quadratic(x):
+    """i * i < n, n a value of the data (40,000 on these inputs): 200 trips, a psum in each."""
+    n = jnp.int32(x[0, 0])
+    body = lambda c: (c[0] + 1, c[1] + lax.psum(c[1], "d") / 8)  # noqa: E731
+    return lax.while_loop(lambda c: c[0] * c[0] < n, body, (0, x[0]))[1][None]
+
+
+def _psum_bound(x):
+    """The bound is a psum over 'd' of a test of the data (8 on these inputs): 8 trips, a psum in each."""
+    n = lax.psum(jnp.int32(x[0, 0] > 0), "d")
+    body = lambda c: (c[0] + 1, c[1] + lax.psum(c[1], "d") / 8)  # noqa: E731
+    return lax.while_loop(lambda c: c[0] < n, body, (0, x[0]))[1][None]
+
+
+def _until_converged(x):
+    """Halve the distance to the psum of the data until it is under 1/16: 5 trips from a distance of 1."""
+    target = lax.psum(x[0], "d") / 8
+    step = lambda c: (c[0] + 1, c[1] + 0.5 * (target - c[1]))  # noqa: E731
+    return lax.while_loop(lambda c: jnp.max(jnp.abs(target - c[1])) >= 1 / 16, step, (0, target - 1.0))[1][None]
+
+
+def _nested(x):
+    """An outer loop of 3 data-decided trips, each entering an inner loop of 4 + the device's index trips."""
+    n, m = jnp.int32(x[0, 1]), jnp.int32(x[0, 2]) + lax.axis_index("d")
+    inner = lambda v: lax.while_loop(lambda c: c[0] < m, lambda c: (c[0] + 1, c[1] * 1.5), (0, v))[1]  # noqa: E731
+    return lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, inner(c[1])), (0, x[0]))[1][None]
+
+
+def _fixed_and_free(x):
+    """A fori_loop of 6 (the program fixes it) and a loop of 8 whose bound is a psum of the data."""
+    a = lax.fori_loop(0, 6, lambda i, v: v * 1.5, x[0])
+    n = lax.psum(jnp.int32(x[0, 0] > 0), "d")
+    return lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] + a), (0, x[0]))[1][None]
+
+
+_INPUTS = np.tile(np.float32([40000.0, 3.0, 4.0, 1.0]), (8, 1))
+
+
+def _judged(body):
+    """(the program's work as read, as counted by running its counted variant on `_INPUTS`, its trips)."""
+    mesh = jax.make_mesh((8,), ("d",))
+    spec = jax.ShapeDtypeStruct((8, 4), jnp.float32, sharding=NamedSharding(mesh, P("d")))
+    exp = jax.export.export(jax.jit(jax.shard_map(body, mesh=mesh, in_specs=P("d"), out_specs=P("d"))))(spec)
+    names, sizes = compiled_run.mesh_of(exp)
+    compiled, _ = compiled_run.compile_exported(exp, names, sizes)
+    found = counted(exp)
+    out, variant = compiled_run.run_exported(found.exp, [_INPUTS], names, sizes)
+    counts = [out[f"[{i}]"] for i in range(found.first, found.first + 2 * found.loops)]
+    trips = measured_trips(compiled.as_text(), variant.as_text(), counts)
+    work = work_of(compiled, names, sizes, 8)
+    return work, recounted(work, compiled.as_text(), 8, trips), trips
+
+
+_BLOCK = 4 * 4  # the bytes of the f32[4] each psum delivers
+
+
+@pytest.mark.parametrize(
+    ("body", "trips", "sent"),
+    [
+        (_quadratic, 200, 200 * _BLOCK),
+        (_psum_bound, 8, 8 * _BLOCK + 4),  # and the s32 psum that makes the bound
+        (_until_converged, 5, _BLOCK),  # the psum before the loop
+    ],
+    ids=["quadratic condition: 200", "bound from a traced psum: 8", "until converged: 5"],
+)
+def test_a_loop_only_its_data_decide_is_counted_as_often_as_it_ran(body, trips, sent):
+    """Before: each counted `UNKNOWN_TRIPS` (1,024) times; now as often as it ran, and said so."""
+    read, work, _ = _judged(body)
+    assert (read.uncounted, work.uncounted, work.measured) == (1, 0, (trips,))
+    assert work.sent_bytes == sent
+    assert read.flops > work.flops
+
+
+def test_each_run_of_the_body_and_one_more_test_are_counted():
+    """The FLOPs a loop adds are its body's per run and its condition's once more: 200 against 8 runs differ by
+    192 runs of each (the same f32[4] body in both, the quadratic condition two FLOPs more)."""
+    _, quad, _ = _judged(_quadratic)
+    _, bound, _ = _judged(_psum_bound)
+    assert quad.sent_bytes - bound.sent_bytes == 192 * _BLOCK - 4
+
+
+def test_nested_loops_multiply_and_each_device_counts_its_own():
+    """The inner loop runs 4 + i times per entry on device i: 11 on the busiest; the outer 3 times."""
+    _, work, trips = _judged(_nested)
+    assert sorted(trips.values()) == [3.0, 11.0]
+    assert sorted(work.measured) == [3.0, 11.0]
+
+
+def test_a_loop_the_program_fixes_keeps_its_static_count():
+    """Only the loop of 8 is measured; the fori_loop of 6 keeps the count its program states."""
+    read, work, _ = _judged(_fixed_and_free)
+    assert (read.uncounted, work.uncounted, work.measured) == (1, 0, (8,))
+    assert read.bounded == work.bounded == 0
