@@ -6,17 +6,16 @@ value of its data, a bound from a psum of its data, "until converged": `Work.unc
 counted variant (`namedaxes.judging.loop_counters.counted`: every loop carries how often its body ran and how
 often it was entered, per device) is compiled with the reference's input layouts and run on the case's hidden
 inputs, and each loop of the judged program is counted as often as it ran on the busiest device
-(`measured_trips`, `Work.measured`). Where that cannot be done (no loop the rewrite reaches, a variant that fails
-to compile or run) the work stays as read, `UNKNOWN_TRIPS` runs for each such loop, and the finding says so.
+(`namedaxes.judging.counted_run.counted_work`, the visible checks' step too). Where that cannot be done (no loop
+the rewrite reaches, a variant that fails to compile or run) the work stays as read, `UNKNOWN_TRIPS` runs for each
+such loop, and the finding says so.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from namedaxes.judging.loop_counters import counted
-from namedaxes.judging.measured_trips import measured_trips
-from namedaxes.judging.work import recounted
+from namedaxes.judging.counted_run import counted_work
 
 from .compiling import Compiled
 
@@ -44,15 +43,10 @@ def loops_run(case, program, compiled: Compiled) -> Compiled:
     work = compiled.work
     if work is None or not work.uncounted or not any(f in limits for f in COUNTED_FACTS):
         return compiled
-    try:
-        found = counted(program.exp)
-        if found is None:
-            return compiled
-        variant, run = case.compile_variant(found.exp)
-        out = case.outputs(variant, run)
-        counts = [out[f"[{i}]"] for i in range(found.first, found.first + 2 * found.loops)]
-        text = compiled.compiled.as_text()
-        trips = measured_trips(text, run.compiled.as_text(), counts)
-    except Exception:  # noqa: BLE001 - a variant that fails: its loops stay counted UNKNOWN_TRIPS times, said
-        return compiled
-    return replace(compiled, work=recounted(work, text, program.nr_devices, trips))
+
+    def run(variant_exp) -> tuple[dict, str]:
+        variant, ran = case.compile_variant(variant_exp)
+        return case.outputs(variant, ran), ran.compiled.as_text()
+
+    text = compiled.compiled.as_text()
+    return replace(compiled, work=counted_work(work, text, program.nr_devices, program.exp, run))

@@ -6,7 +6,9 @@ often the loop was entered; here those counts are matched with the loops of the 
 A loop of the judged program and a loop of the variant are the same loop when their `while` instructions come
 from the same operation of the module: the same op name (its name stack) and the same innermost source position
 (the module's locations, which the rewrite keeps). Several loops of one origin (a helper called twice) are one
-group, and each of them is counted as often as the group's busiest: never fewer times than it runs. A loop's
+group, and each of them is counted as often as the group's busiest: never fewer times than it runs; a group with
+a loop the variant does not count (one the rewrite cannot reach, given the origin of a counted one by a hostile
+module) is not measured at all. A loop's
 trips are its body's runs divided by the times it was entered, on the device where that is largest: nested loops
 multiply (an inner loop's trips per entry, times the runs of the outer loop's body that enter it).
 """
@@ -90,10 +92,12 @@ def measured_trips(text: str, counted_text: str, counts: list) -> dict[tuple[str
     loop k, its body's runs at 2 k and its entries at 2 k + 1). A loop with no counted loop of its origin is
     left out (its count stays unknown)."""
     by_origin: dict[tuple, float] = {}
+    uncounted = set()  # origins of a loop the variant does not count: no loop of theirs is measured
     for origin, tag in loop_origins(counted_text).values():
-        if tag is None or 2 * tag + 1 >= len(counts):
-            continue
-        trips = _per_entry(counts[2 * tag], counts[2 * tag + 1])
-        if trips >= 0:
+        trips = -1.0 if tag is None or 2 * tag + 1 >= len(counts) else _per_entry(counts[2 * tag], counts[2 * tag + 1])
+        if trips < 0:
+            uncounted.add(origin)
+        else:
             by_origin[origin] = max(by_origin.get(origin, 0.0), trips)
-    return {key: by_origin[origin] for key, (origin, _) in loop_origins(text).items() if origin in by_origin}
+    measured = {o: t for o, t in by_origin.items() if o not in uncounted}
+    return {key: measured[origin] for key, (origin, _) in loop_origins(text).items() if origin in measured}

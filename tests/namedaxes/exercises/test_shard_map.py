@@ -350,15 +350,18 @@ def test_sharded_scaled_sum_work_in_a_loop_only_its_data_decide_is_counted_by_ru
     for figures, trips in (("2.9× the reference's FLOPs (52 against 18", 2), ("4.2×", 4), ("9.3×", 8)):
         assert figures in said and _BY_RUNNING.format(trips) in said
     assert "1024 times" not in said
+    # the visible check counts the loop by running it too (it read 1025.3x, 14,354 against 14, before)
+    assert_check_fails(q.sharded_scaled_sum.check, answer, match=r"9\.3× the reference's FLOPs on 8 devices \(130 ")
 
 
 def test_sharded_scaled_sum_honest_answer_with_a_loop_only_its_data_decide_is_accepted():
     """Issue 56: the guard loop runs 0 times on the hidden inputs; counted 1,024 times it read 968.4x the
-    reference's FLOPs (17,431 against 18) and the answer was refused."""
+    reference's FLOPs (17,431 against 18 on 2 devices) and the answer was refused by both judges."""
     reference = observe(q.sharded_scaled_sum, ref_sharded_scaled_sum)
     answer = _scaled_sum_with(_own_rows_then_a_guard_until_finite, check_vma=False)
     verdict = judge_observations(reference, observe(q.sharded_scaled_sum, answer))
     assert verdict.passed, verdict.reason(limit=20)
+    assert_check_passes(q.sharded_scaled_sum.check, answer)  # before: refused at 1903.3x (26,646 against 14)
 
 
 def test_sharded_scaled_sum_first_hint_is_a_question_without_code():

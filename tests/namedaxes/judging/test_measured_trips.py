@@ -111,3 +111,58 @@ def test_a_loop_the_program_fixes_keeps_its_static_count():
     read, work, _ = _judged(_fixed_and_free)
     assert (read.uncounted, work.uncounted, work.measured) == (1, 0, (8,))
     assert read.bounded == work.bounded == 0
+
+
+_LOOPS = """HloModule m
+FileNames
+1 "answer.py"
+FunctionNames
+1 "f"
+FileLocations
+1 {{file_name_id=1 function_name_id=1 line=3 end_line=3 column=4 end_column=9}}
+2 {{file_name_id=1 function_name_id=1 line=7 end_line=7 column=4 end_column=9}}
+StackFrames
+1 {{file_location_id=1 parent_frame_id=1}}
+2 {{file_location_id=2 parent_frame_id=1}}
+
+%c (p: (s32[])) -> pred[] {{
+  %p = (s32[]) parameter(0)
+  ROOT %t = pred[] constant(true)
+}}
+%b (p: (s32[])) -> (s32[]) {{
+  ROOT %p = (s32[]) parameter(0)
+}}
+ENTRY %main (a: (s32[])) -> (s32[]) {{
+  %a = (s32[]) parameter(0)
+  %w1 = (s32[]) while(%a), condition=%c, body=%b,{first} metadata={{op_name="jit(g)/call_exported/w" stack_frame_id=1}}
+  ROOT %w2 = (s32[]) while(%w1), condition=%c, body=%b,{second} metadata={{{meta}}}
+}}
+"""
+
+
+def _loops(first: str = "", second: str = "", frame: int = 2) -> str:
+    tag = ' frontend_attributes={{namedaxes_loop="{}"}},'
+    return _LOOPS.format(
+        first=tag.format(first) if first else "",
+        second=tag.format(second) if second else "",
+        meta=f'op_name="call_exported/w" stack_frame_id={frame}',
+    )
+
+
+_COUNTS = [np.array([40, 8]), np.array([2, 2]), np.array([3, 5]), np.array([1, 1])]  # per device: 20 and 4, 3 and 5
+
+
+@pytest.mark.parametrize(
+    ("counted_text", "want"),
+    [
+        (_loops("0", "1"), {"w1": 20.0, "w2": 5.0}),  # each its own origin: the busiest device's runs per entry
+        (_loops("0", "1", frame=1), {"w1": 20.0, "w2": 20.0}),  # one origin: each counted as the busiest of both
+        (_loops("0", "", frame=1), {}),  # a loop of that origin the variant does not count: none measured
+        (_loops("0", ""), {"w1": 20.0}),  # an uncounted loop of another origin leaves this one measured
+    ],
+    ids=["apart", "one origin", "attack: an uncounted loop given a counted one's origin", "uncounted elsewhere"],
+)
+def test_loops_are_matched_by_origin_and_never_counted_low(counted_text, want):
+    judged = _loops(frame=1) if counted_text in (_loops("0", "1", frame=1), _loops("0", "", frame=1)) else _loops()
+    got = measured_trips(judged, counted_text, _COUNTS)
+    assert {name: trips for (_, name), trips in got.items()} == want
