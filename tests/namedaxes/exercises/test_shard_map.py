@@ -364,6 +364,68 @@ def test_sharded_scaled_sum_honest_answer_with_a_loop_only_its_data_decide_is_ac
     assert_check_passes(q.sharded_scaled_sum.check, answer)  # before: refused at 1903.3x (26,646 against 14)
 
 
+def _total_then(loop):
+    """The reference's total, then `loop(total, block)` (its result kept alive by adding 0 times it)."""
+
+    def body(block):
+        total = lax.psum(jnp.sum(block * 2.0, axis=0), DEVICES)
+        return total + 0.0 * loop(total, block)
+
+    return _scaled_sum_with(body, check_vma=False)
+
+
+def _finite(block):
+    return jnp.int32(jnp.all(jnp.isfinite(block)))
+
+
+_DATA_DECIDED = {  # the issue's three forms, each a loop only the data decide: (answer, its runs on 2 / 8 devices)
+    "quadratic condition (i * i < 40,000 times a test of the data)": (
+        _total_then(
+            lambda t, b: lax.while_loop(
+                lambda c: c[0] * c[0] < 40000 * _finite(b), lambda c: (c[0] + 1, c[1] + 0.0 * c[1]), (0, t)
+            )[1]
+        ),
+        (200, 200),
+    ),
+    "bound from a traced psum (of a test of the data)": (
+        _total_then(
+            lambda t, b: lax.while_loop(
+                lambda c: c[0] < lax.psum(_finite(b), DEVICES), lambda c: (c[0] + 1, c[1] + 0.0 * c[1]), (0, t)
+            )[1]
+        ),
+        (2, 8),
+    ),
+    "until converged (halving the distance from 1 to under 1/16)": (
+        _total_then(
+            lambda t, b: lax.while_loop(
+                lambda c: jnp.max(jnp.abs(t - c)) >= 1 / 16, lambda c: c + 0.5 * (t - c), t - 1.0
+            )
+        ),
+        (5, 5),
+    ),
+}
+
+
+@pytest.mark.parametrize("form", list(_DATA_DECIDED))
+def test_the_judge_counts_each_loop_only_its_data_decide_as_often_as_it_ran(monkeypatch, form):
+    """Issue 56, on the grader's path: the work the judge compares (`work_difference`) counts each loop as often
+    as it ran on the hidden inputs, on 2 and on 8 devices (before: 1,024 times each, said as such)."""
+    import autograder.judge.programs as judge_programs
+
+    seen = {}
+    real = judge_programs.work_difference
+
+    def spy(case, got, want, limits):
+        seen[case] = got.work.measured, got.work.uncounted
+        return real(case, got, want, limits)
+
+    monkeypatch.setattr(judge_programs, "work_difference", spy)
+    answer, (on_2, on_8) = _DATA_DECIDED[form]
+    reference = observe(q.sharded_scaled_sum, ref_sharded_scaled_sum)
+    judge_observations(reference, observe(q.sharded_scaled_sum, answer), grade_id=form)
+    assert (seen["out_k2_7x2"], seen["out_k8_16x3"]) == (((on_2,), 0), ((on_8,), 0))
+
+
 def test_sharded_scaled_sum_first_hint_is_a_question_without_code():
     first = q.sharded_scaled_sum._hints[0]
     assert first.rstrip().endswith("?") and "`" not in first and "psum" not in first and "axis=" not in first
