@@ -22,7 +22,6 @@ __all__ = [
     "module_to_bytecode",
     "in_shardings",
     "out_shardings",
-    "inline_functions",
     "with_more_outputs",
 ]
 
@@ -63,15 +62,6 @@ def in_shardings(exp) -> tuple[Any, ...]:
 def out_shardings(exp) -> tuple[Any, ...]:
     """The shardings an exported program's signature states for its outputs (None where it states none)."""
     return tuple(exp._out_named_shardings)
-
-
-def inline_functions(module, context) -> None:
-    """Every call of the module's private functions replaced by the function's body (MLIR's `inline` pass, as
-    JAX's MLIR bindings ship it: `jax._src.lib.mlir.passmanager`)."""
-    from jax._src.lib.mlir import passmanager
-
-    with context:
-        passmanager.PassManager.parse("builtin.module(inline)").run(module.operation)
 
 
 def with_more_outputs(exp, blob: bytes, shapes: list) -> Any:

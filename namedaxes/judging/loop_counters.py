@@ -2,9 +2,10 @@
 loop whose trip count only its data decide (a quadratic condition on a value of the data, a bound from a psum of
 the data, "until converged") by running it on the hidden inputs.
 
-Every `stablehlo.while` of the module (its functions inlined first) carries two more values: how often its body
+Every `stablehlo.while` of the module carries two more values: how often its body
 ran and how often the loop was entered, each of them `int32` and added up over every run of the loops, branches
-and per-device regions around it, and the module returns them as extra outputs. A loop inside a per-device region
+and per-device regions around it and of every call of the function it sits in (a function's results
+carry its loops' counters out), and the module returns them as extra outputs. A loop inside a per-device region
 (`sdy.manual_computation`: `shard_map`, `pmap`) counts on each device: its counters leave the region as one
 element per device. Each counted loop is tagged (`TAG`, a frontend attribute that XLA keeps on the compiled
 `while`), so the compiled variant says which of its loops each pair of outputs counts (`runs.measured_trips`
@@ -41,10 +42,11 @@ class Counted:
 
 
 class _Threads:
-    """The rewrite's state: the next loop's number, the module's meshes (name -> axis sizes)."""
+    """The rewrite's state: the next loop's number, the module's meshes (name -> axis sizes), its functions (name
+    -> operation) and the counters each function counted hands out ((slot, type), in order)."""
 
-    def __init__(self, meshes: dict):
-        self.loops, self.meshes = 0, meshes
+    def __init__(self, meshes: dict, functions: dict):
+        self.loops, self.meshes, self.functions, self.counted = 0, meshes, functions, {}
 
     def scalar(self):
         ir = jax_private.ir()
@@ -99,7 +101,51 @@ def _thread(block, state: _Threads) -> list:
             out += _branches(op, state)
         elif name == "sdy.manual_computation":
             out += _region(op, state)
+        elif name in ("func.call", "call"):
+            out += _call(op, state)
+    return _merged(block, out)
+
+
+def _merged(block, pairs: list) -> list:
+    """One value per slot: a loop counted twice in the block (a function called twice) adds its counts up."""
+    hlo, ir = jax_private.hlo(), jax_private.ir()
+    by_slot: dict = {}
+    for slot, value in pairs:
+        by_slot.setdefault(slot, []).append(value)
+    if all(len(v) == 1 for v in by_slot.values()):
+        return pairs
+    end = _terminator(block)
+    out = []
+    for slot, values in by_slot.items():
+        total = values[0]
+        with ir.InsertionPoint(end), getattr(end, "operation", end).location:
+            for value in values[1:]:
+                total = hlo.add(total, value)
+        out.append((slot, total))
     return out
+
+
+def _call(op, state: _Threads) -> list:
+    """A function's loops counted once in its body: every call of it hands their counters out."""
+    op = getattr(op, "operation", op)
+    callee = str(op.attributes["callee"]).lstrip("@") if "callee" in op.attributes else ""
+    if callee not in state.counted:
+        func = state.functions.get(callee)
+        state.counted[callee] = []  # while it is counted (a cycle, which valid modules lack, counts nothing)
+        if func is None or not func.regions or not func.regions[0].blocks:
+            return []
+        body = func.regions[0].blocks[0]
+        found = _thread(body, state)
+        if found:
+            _extend_terminator(body, [v for _, v in found])
+            _retype(func, [v.type for _, v in found])
+        state.counted[callee] = [(s, v.type) for s, v in found]
+    slots = state.counted[callee]
+    if not slots:
+        return []
+    n = len(op.results)
+    new = _rebuilt(op, list(op.operands), [r.type for r in op.results] + [t for _, t in slots])
+    return [(s, r) for (s, _), r in zip(slots, list(new.results)[n:])]
 
 
 def _while(op, state: _Threads) -> list:
@@ -196,14 +242,14 @@ def counted(exp) -> Counted | None:
     text = module_text(exp)
     if "stablehlo.while" not in text:
         return None
-    with jax_private.ir_context() as context, ir.Location.unknown():
+    with jax_private.ir_context(), ir.Location.unknown():
         module = ir.Module.parse(text)
-        jax_private.inline_functions(module, context)
-        main = [op for op in module.body.operations if _symbol(op) == "main"]
-        if not main:
+        functions = {_symbol(op): getattr(op, "operation", op) for op in module.body.operations if _symbol(op)}
+        main = functions.get("main")
+        if main is None:
             return None
-        main = getattr(main[0], "operation", main[0])
-        state = _Threads(_meshes(text))
+        state = _Threads(_meshes(text), functions)
+        state.counted["main"] = []  # main is never called
         slots = _thread(main.regions[0].blocks[0], state)
         if not state.loops:
             return None

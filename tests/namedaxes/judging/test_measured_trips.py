@@ -13,6 +13,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes.judging import compiled_run
+from namedaxes.judging.counted_run import counted_work
 from namedaxes.judging.loop_counters import counted
 from namedaxes.judging.measured_trips import measured_trips
 from namedaxes.judging.work import recounted, work_of
@@ -51,6 +52,17 @@ def _fixed_and_free(x):
     a = lax.fori_loop(0, 6, lambda i, v: v * 1.5, x[0])
     n = lax.psum(jnp.int32(x[0, 0] > 0), "d")
     return lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] + a), (0, x[0]))[1][None]
+
+
+@jax.jit
+def _doubled_until(v, n):
+    """A function of its own (the module calls it): doubles v n times, n a value of the data."""
+    return lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] * 2.0), (0, v))[1]
+
+
+def _one_function_called_twice(x):
+    """Its loop runs 3 times at one call and 4 at the other: 7 runs in 2 entries."""
+    return (_doubled_until(x[0], jnp.int32(x[0, 1])) + _doubled_until(x[0], jnp.int32(x[0, 2])))[None]
 
 
 _INPUTS = np.tile(np.float32([40000.0, 3.0, 4.0, 1.0]), (8, 1))
@@ -166,3 +178,28 @@ def test_loops_are_matched_by_origin_and_never_counted_low(counted_text, want):
     judged = _loops(frame=1) if counted_text in (_loops("0", "1", frame=1), _loops("0", "", frame=1)) else _loops()
     got = measured_trips(judged, counted_text, _COUNTS)
     assert {name: trips for (_, name), trips in got.items()} == want
+
+
+def test_a_loop_in_a_function_called_twice_counts_both_calls():
+    """The function's loop carries its counters out through the function's results at each call: 7 runs in 2
+    entries, 3.5 per entry for each of the two loops the compiled program inlines, 7 in all."""
+    read, work, _ = _judged(_one_function_called_twice)
+    assert (read.uncounted, work.uncounted, work.measured) == (2, 0, (3.5, 3.5))
+
+
+def test_a_pmap_program_counts_each_device():
+    """pmap's per-device function is a function of the module: device i runs its loop 3 + i times."""
+    per_device = lambda v: lax.while_loop(  # noqa: E731
+        lambda c: c[0] < jnp.int32(v[1]) + lax.axis_index("i"), lambda c: (c[0] + 1, c[1] * 1.5), (0, v)
+    )[1]
+    exp = jax.export.export(jax.jit(jax.pmap(per_device, axis_name="i")))(jax.ShapeDtypeStruct((8, 4), jnp.float32))
+    names, sizes = compiled_run.mesh_of(exp)
+    compiled, _ = compiled_run.compile_exported(exp, names, sizes)
+    text = compiled.as_text()
+    work = work_of(compiled, names, sizes, 8, text=text)
+
+    def run(variant):
+        out, ran = compiled_run.run_exported(variant, [_INPUTS], names, sizes)
+        return out, ran.as_text()
+
+    assert counted_work(work, text, 8, exp, run).measured == (10,)
