@@ -11,7 +11,9 @@ element per device. Each counted loop is tagged (`TAG`, a frontend attribute tha
 `while`), so the compiled variant says which of its loops each pair of outputs counts (`runs.measured_trips`
 matches them with the judged program's loops).
 
-Nothing else of the program changes. A loop the rewrite cannot reach (inside a region other than a loop, a branch
+Nothing else of the program changes but this: a counted loop stops after `MAX_TRIPS` runs of its body per entry,
+so the judge's run ends even where the program's would not (its count then reads at most what it runs, and far
+more than any exercise's reference). A loop the rewrite cannot reach (inside a region other than a loop, a branch
 or a per-device region; a per-device region inside another) keeps no counters and stays unmeasured. A module is
 hostile data: the walk is bounded (`_MAX_LOOPS`).
 """
@@ -24,9 +26,10 @@ from dataclasses import dataclass
 from . import jax_private
 from .module_texts import module_text
 
-__all__ = ["TAG", "Counted", "counted"]
+__all__ = ["TAG", "MAX_TRIPS", "Counted", "counted"]
 
 TAG = "namedaxes_loop"  # the frontend attribute naming a counted loop in the compiled variant
+MAX_TRIPS = 1 << 20  # a counted loop stops after this many runs of its body per entry (the judge's time bounded)
 _MAX_LOOPS = 256  # loops counted in one program at most (the rest stay unmeasured)
 
 
@@ -165,6 +168,7 @@ def _while(op, state: _Threads) -> list:
     with ir.InsertionPoint(_terminator(body)), op.location:
         more = [hlo.add(args[0], _filled(scalar, 1))] + [hlo.add(a, v) for a, (_, v) in zip(args[1:], inner)]
     _extend_terminator(body, more)
+    _capped(cond, list(cond.arguments)[-len(types)], op.location)
     n = len(op.results)
     tag = {"mhlo.frontend_attributes": ir.DictAttr.get({TAG: ir.StringAttr.get(str(k))})}
     new = _rebuilt(op, list(op.operands) + zeros, [r.type for r in op.results] + types, tag)
@@ -172,6 +176,21 @@ def _while(op, state: _Threads) -> list:
         entered = _filled(scalar, 1)
     results = list(new.results)[n:]
     return [(2 * k, results[0]), (2 * k + 1, entered)] + [(s, r) for (s, _), r in zip(inner, results[1:])]
+
+
+def _capped(cond, runs, location) -> None:
+    """The loop's test `and`ed with `runs < MAX_TRIPS`: a loop that would run longer stops there, and its count
+    reads `MAX_TRIPS`, at most what it runs (the judge's own time is bounded; the program itself, run for its
+    values, is not)."""
+    ir, hlo = jax_private.ir(), jax_private.hlo()
+    end = getattr(_terminator(cond), "operation", _terminator(cond))
+    with ir.InsertionPoint(end), location:
+        limit = _filled(ir.RankedTensorType(runs.type), MAX_TRIPS)
+        below = hlo.compare(
+            runs, limit, hlo.ComparisonDirectionAttr.get("LT"), compare_type=hlo.ComparisonTypeAttr.get("SIGNED")
+        )
+        go = hlo.and_(end.operands[0], below)
+    _rebuilt(end, [go], [])
 
 
 def _branches(op, state: _Threads) -> list:

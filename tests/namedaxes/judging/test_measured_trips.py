@@ -14,7 +14,7 @@ from jax.sharding import PartitionSpec as P
 
 from namedaxes.judging import compiled_run
 from namedaxes.judging.counted_run import counted_work
-from namedaxes.judging.loop_counters import counted
+from namedaxes.judging.loop_counters import MAX_TRIPS, counted
 from namedaxes.judging.measured_trips import measured_trips
 from namedaxes.judging.work import recounted, work_of
 
@@ -203,3 +203,16 @@ def test_a_pmap_program_counts_each_device():
         return out, ran.as_text()
 
     assert counted_work(work, text, 8, exp, run).measured == (10,)
+
+
+def test_a_loop_that_never_stops_is_counted_at_the_judges_own_limit():
+    """Attack: a loop whose data never stop it would hold the judge forever: the counted variant stops each loop
+    after `MAX_TRIPS` runs of its body per entry, and the loop counts that many (at most what it runs, and far
+    beyond any reference's work)."""
+
+    def forever(x):
+        go = lambda c: jnp.all(jnp.isfinite(c[1]))  # noqa: E731
+        return lax.while_loop(go, lambda c: (c[0] + 1, c[1] * 1.0 + 0.0 * c[0]), (0, x[0]))[1][None]
+
+    _, work, _ = _judged(forever)
+    assert work.measured == (MAX_TRIPS,)
