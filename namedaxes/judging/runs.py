@@ -234,7 +234,8 @@ def collective_sends(text: str, names: tuple, sizes: tuple, n_devices: int) -> d
     call of the program runs it (`program_totals`: a conditional's costliest branch) and the bytes its largest
     instance delivers (`Sends`): the schedule of a pipeline (m + k - 2 ppermutes of one microbatch each) or of a
     ring (k - 1 sends of one block), read from the program. A loop whose trip count only its data decide counts
-    its body's collectives 0 times here (`Work.sent_bytes` counts them `UNKNOWN_TRIPS` times)."""
+    its body's collectives 0 times here (`Work.sent_bytes` counts them as often as the loop ran where the judge
+    ran it to count it, `measured`, else `UNKNOWN_TRIPS` times)."""
     runs = program_totals(text, n_devices, names, sizes, unknown=0).runs
     largest: dict[str, int] = {}
     for op, reducer, groups, line, _ in collectives_where(text, n_devices):
