@@ -162,6 +162,9 @@ TEXT: dict[str, str] = {
     "the compiled per-device program); this exercise allows {factor}×",
     "work_loops": "{case}: how its loops were counted: {bounded} as often as a limit of their own lets them run "
     "(their data may stop them sooner), {uncounted} whose runs only their data decide {unknown} times each",
+    "work_loops_run": "{case}: how its loops were counted: {measured} whose runs only their data decide, by running "
+    "the program on the hidden inputs: {trips} runs of its body each time it is entered, on the device that runs "
+    "it most",
     "work_overlap": "{case}: schedule: the compiled program runs {got} of its matmuls before its last ppermute, "
     "the reference {want} (read from the optimized program's order): the blocks travel first and the products "
     "come after, where the exercise interleaves them",

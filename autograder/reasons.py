@@ -71,6 +71,7 @@ class Kind(StrEnum):
     WORK_OVERLAP = "work_overlap"
     WORK_SENT = "work_sent"
     WORK_LOOPS = "work_loops"
+    WORK_LOOPS_RUN = "work_loops_run"
     LAYOUT_INPUT = "layout_input"
     LAYOUT_REGION_INPUT = "layout_region_input"
     LAYOUT_REGIONS = "layout_regions"

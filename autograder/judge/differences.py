@@ -123,7 +123,8 @@ def work_difference(case: str, got: Compiled, want: Compiled, limits: dict) -> l
     """Does one device of `got` compute or hold more than the case's factor times the reference's
     (`namedaxes.judging.work_excess`: FLOPs, peak memory, largest array of the optimized per-device program)?
     What it exceeds, and where that is what its loops did, how they were counted (`work_loops`): a loop that
-    only a limit of its own stops counts that limit, one whose runs only its data decide `UNKNOWN_TRIPS`."""
+    only a limit of its own stops counts that limit, one whose runs only its data decide as often as it ran on the
+    hidden inputs (`work_loops_run`), else `UNKNOWN_TRIPS`."""
     if not limits or got.work is None or want.work is None:
         return []
     excess = work_excess(got.work, want.work, limits)
@@ -143,6 +144,9 @@ def work_difference(case: str, got: Compiled, want: Compiled, limits: dict) -> l
     if fact in ("flops", "sent_bytes") and (got.work.bounded or got.work.uncounted):
         loops = {"bounded": got.work.bounded, "uncounted": got.work.uncounted, "unknown": UNKNOWN_TRIPS}
         found.append(say("work_loops", case=case, **loops))
+    if fact in ("flops", "sent_bytes") and got.work.measured:
+        trips = ", ".join(f"{t:g}" for t in got.work.measured)
+        found.append(say("work_loops_run", case=case, measured=len(got.work.measured), trips=trips))
     return found
 
 

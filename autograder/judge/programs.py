@@ -82,6 +82,7 @@ from .exported import (
     read_program,
 )
 from .hidden_inputs import hidden_inputs, hidden_outputs, hidden_rng, perturb_factor
+from .loop_runs import loops_run, reference_loops_run
 from .mistakes import diagnose, diagnose_program, mistake_source, named
 
 __all__ = ["Judge", "Required", "describe_layout"]
@@ -401,7 +402,8 @@ class Judge:
             if layout:
                 tally.lost(layout, unreadable=True)  # its communication was not read: say nothing about it
                 return None
-            tally.diffs.extend(work_difference(case.name, compiled, ref.compiled, case.entry.get("work") or {}))
+            got, want = loops_run(case, program, compiled), reference_loops_run(case)  # data-decided loops run
+            tally.diffs.extend(work_difference(case.name, got, want, case.entry.get("work") or {}))
             try:
                 out = case.outputs(program, compiled) if case.values else {}
             except Exception as err:  # noqa: BLE001 - it ran on hidden inputs: its words are not shown

@@ -25,8 +25,11 @@ A package along its steps, each module importing only those above it:
     jax_private.py   the adapter: every reach into JAX's private modules and attributes
     stablehlo.py     reading an exported module parsed into MLIR: collectives, per-device regions
     variants.py      a variant whose collectives of one kind send other data (`perturbed`)
+    loop_counters.py a variant whose loops count their own runs, per device (`counted`)
+    measured_trips.py  those counts matched with the judged program's loops
     matters.py       the regions proven to matter, and whether two runs' outputs differ (`changed`)
-    compiled_run.py  an exported program compiled and run as the grader does (`mesh_of`, `exported_work`)
+    compiled_run.py  an exported program compiled and run as the grader does (`mesh_of`)
+    counted_run.py   its work, loops only its data count counted by running it (`counted_work`, `exported_work`)
     layouts.py       where values live: layouts, per-device regions, and how two programs' regions differ
     examined.py      one program examined the grader's way (`examine`)
 
@@ -36,7 +39,8 @@ each other are public in their own module and not repeated here.
 
 from __future__ import annotations
 
-from .compiled_run import COMPILER_OPTIONS, exported_work, mesh_of, text_mesh
+from .compiled_run import COMPILER_OPTIONS, mesh_of, text_mesh
+from .counted_run import exported_work
 from .examined import Examined, communication_that_matters, examine
 from .hlo import describe_collective, group_axes, hlo_collectives
 from .layouts import (

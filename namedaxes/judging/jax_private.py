@@ -15,7 +15,15 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ir", "hlo", "ir_context", "module_to_bytecode", "in_shardings", "out_shardings"]
+__all__ = [
+    "ir",
+    "hlo",
+    "ir_context",
+    "module_to_bytecode",
+    "in_shardings",
+    "out_shardings",
+    "with_more_outputs",
+]
 
 
 def ir():
@@ -54,3 +62,23 @@ def in_shardings(exp) -> tuple[Any, ...]:
 def out_shardings(exp) -> tuple[Any, ...]:
     """The shardings an exported program's signature states for its outputs (None where it states none)."""
     return tuple(exp._out_named_shardings)
+
+
+def with_more_outputs(exp, blob: bytes, shapes: list) -> Any:
+    """`exp` with the module `blob`, whose main function returns `int32` arrays of `shapes` after its own
+    results: the outputs a flat tuple, the new ones with no stated sharding (`Exported`'s private fields)."""
+    import dataclasses
+
+    import jax
+    import numpy as np
+
+    more = tuple(jax.core.ShapedArray(s, np.int32) for s in shapes)
+    outs = len(exp.out_avals) + len(more)
+    return dataclasses.replace(
+        exp,
+        mlir_module_serialized=blob,
+        out_avals=tuple(exp.out_avals) + more,
+        out_tree=jax.tree_util.tree_structure(tuple(range(outs))),
+        _out_named_shardings=tuple(exp._out_named_shardings) + (None,) * len(more),
+        out_shardings_hlo=tuple(exp.out_shardings_hlo) + (None,) * len(more),
+    )

@@ -8,8 +8,10 @@ are its costliest branch's, fact by fact, never the sum. A loop's trip count is 
 (`known_trip_count`), else the one its counter's pattern states (`loop_trips.loop_trips`), else the one its
 control computes from constants (`loop_trips.simulated_trips`: a quadratic condition, a bound from a psum of
 constants), or else at most the limit of its own that stops it whatever its data (a counter's bound `and`ed
-with a test of its data: `Totals.bounded`). A loop whose count only its data decide is counted `UNKNOWN_TRIPS`
-times (`Totals.uncounted` says how many such loops there are).
+with a test of its data: `Totals.bounded`). A loop whose count only its data decide is counted as often as it
+ran on the hidden inputs where the judge ran it so (`measured`: `measured_trips`, its trips per entry on the
+busiest device; `Totals.measured` lists them), else `UNKNOWN_TRIPS` times (`Totals.uncounted` says how many such
+loops there are).
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ class Totals:
     runs: dict = field(default_factory=dict)
     uncounted: int = 0
     bounded: int = 0  # loops counted by their own limit, which their data may cut short
+    measured: tuple = ()  # each loop counted by running it on the hidden inputs: its trips per entry
 
 
 UNKNOWN_TRIPS = 1 << 10  # how often `Work` counts a loop's body whose trip count only its data decide
@@ -64,12 +67,13 @@ _MAX_RUNS = 1 << 40
 _TRIPS_RE = re.compile(r'"known_trip_count":\{"n":"(\d+)"\}')
 
 
-def trip_counts(module: Module) -> tuple[dict[tuple[str, str], int], int]:
-    """(computation, while instruction) -> its trip count (see above), -1 where only its data decide it; and how
-    many counts are the loop's own limit where its data may stop it sooner (`loop_trips.simulated_trips`)."""
+def trip_counts(module: Module, measured: dict | None = None) -> tuple[dict[tuple[str, str], float], int, tuple]:
+    """(computation, while instruction) -> its trip count (see above), `measured`'s where only its data decide it
+    and it was measured, else -1; how many counts are the loop's own limit where its data may stop it sooner
+    (`loop_trips.simulated_trips`); and the measured counts used (`Totals.measured`)."""
     code = {c: {i.name: i.line for i in ins} for c, ins in module.computations.items()}
     roots = {c: r.name for c in module.computations if (r := module.root(c)) is not None}
-    out, bounded = {}, 0
+    out, bounded, ran = {}, 0, []
     for comp, instructions in module.computations.items():
         for ins in instructions:
             if ins.op != "while":
@@ -79,8 +83,11 @@ def trip_counts(module: Module) -> tuple[dict[tuple[str, str], int], int]:
             if trips < 0:
                 trips, exact = simulated_trips(module, comp, ins)
                 bounded += trips >= 0 and not exact
+            if trips < 0 and measured and (comp, ins.name) in measured:
+                trips = measured[(comp, ins.name)]
+                ran.append(round(trips, 2))
             out[(comp, ins.name)] = trips
-    return out, bounded
+    return out, bounded, tuple(ran)
 
 
 def _callees(module: Module, comp: str, ins: Instruction, trips: dict, unknown: int) -> list[tuple[str, int]]:
@@ -103,7 +110,7 @@ def runs_of(text: str, unknown: int = UNKNOWN_TRIPS) -> dict[str, int]:
     conditional runs (at most that often), anything else once per run of its caller. Summed over callers with
     memory, so a program whose computations share callees costs one pass, whatever its shape."""
     module = parse_module(text)
-    trips, _ = trip_counts(module)
+    trips, _, _ = trip_counts(module)
     callers: dict[str, list[tuple[str, int]]] = {}
     for comp, instructions in module.computations.items():
         for ins in instructions:
@@ -143,12 +150,19 @@ def _merge(into: dict, add: dict, times: float) -> None:
 
 
 def program_totals(
-    text: str, n_devices: int, names: tuple = (), sizes: tuple = (), unknown: int = UNKNOWN_TRIPS
+    text: str,
+    n_devices: int,
+    names: tuple = (),
+    sizes: tuple = (),
+    unknown: int = UNKNOWN_TRIPS,
+    measured: dict | None = None,
 ) -> Totals:
     """What one call of an optimized HLO module does on one device (`Totals`; see above), each computation
-    evaluated once (with memory: a program whose computations share callees costs one pass)."""
+    evaluated once (with memory: a program whose computations share callees costs one pass). `measured`:
+    (computation, while) -> trips per entry of the loops whose count only their data decide, run on the hidden
+    inputs (`measured_trips`)."""
     module = parse_module(text)
-    trips, bounded = trip_counts(module)
+    trips, bounded, ran = trip_counts(module, measured)
     sends = _collective_facts(text, n_devices, names, sizes)
     memo: dict[tuple[str, bool], dict] = {}
 
@@ -173,9 +187,10 @@ def program_totals(
 
     entry = module.entry or ""
     true, xla = total(entry, False), total(entry, True)
-    runs = {k[1]: int(v) for k, v in true.items() if isinstance(k, tuple)}
+    runs = {k[1]: int(round(v)) for k, v in true.items() if isinstance(k, tuple)}
     uncounted = sum(1 for n in trips.values() if n < 0)
-    return Totals(true.get("flops", 0.0), xla.get("flops", 0.0), int(true.get("bytes", 0)), runs, uncounted, bounded)
+    flops, xla_flops, sent = true.get("flops", 0.0), xla.get("flops", 0.0), int(round(true.get("bytes", 0)))
+    return Totals(flops, xla_flops, sent, runs, uncounted, bounded, ran)
 
 
 def _called(module: Module, comp: str, ins: Instruction, trips: dict, unknown: int, xla: bool, total) -> dict:
@@ -219,7 +234,8 @@ def collective_sends(text: str, names: tuple, sizes: tuple, n_devices: int) -> d
     call of the program runs it (`program_totals`: a conditional's costliest branch) and the bytes its largest
     instance delivers (`Sends`): the schedule of a pipeline (m + k - 2 ppermutes of one microbatch each) or of a
     ring (k - 1 sends of one block), read from the program. A loop whose trip count only its data decide counts
-    its body's collectives 0 times here (`Work.sent_bytes` counts them `UNKNOWN_TRIPS` times)."""
+    its body's collectives 0 times here (`Work.sent_bytes` counts them as often as the loop ran where the judge
+    ran it to count it, `measured`, else `UNKNOWN_TRIPS` times)."""
     runs = program_totals(text, n_devices, names, sizes, unknown=0).runs
     largest: dict[str, int] = {}
     for op, reducer, groups, line, _ in collectives_where(text, n_devices):

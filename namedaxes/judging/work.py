@@ -12,7 +12,7 @@ share", "no device holds all of `w`") judges these against the reference's, with
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .hlo import (
     HEAD_RE,
@@ -26,7 +26,7 @@ from .hlo import (
 from .instructions import parse_module
 from .runs import program_totals
 
-__all__ = ["WORK_FACTS", "Work", "largest_array", "work_of", "moved_of", "work_excess", "overlap_of"]
+__all__ = ["WORK_FACTS", "Work", "largest_array", "work_of", "recounted", "moved_of", "work_excess", "overlap_of"]
 
 WORK_FACTS = ("flops", "peak_bytes", "largest_bytes", "sent_bytes", "overlap")  # what `Case(work=...)` may judge
 _LOOP_OVERLAP = 1 << 20  # `Work.overlap` of a loop whose every step both sends and multiplies
@@ -42,7 +42,8 @@ class Work:
     a loop's body as often as the loop runs, its condition once more, a conditional's fixed branch or else its
     costliest): XLA's cost analysis counts a loop's body once, so a schedule written as a `fori_loop` would
     otherwise look k times cheaper than the same schedule unrolled. `uncounted`: the loops whose trip count
-    only the program's data decide (each counted `runs.UNKNOWN_TRIPS` times)."""
+    only the program's data decide and that were not run to count them (each counted `runs.UNKNOWN_TRIPS` times);
+    `measured`: those counted by running the program on the hidden inputs (`measured_trips`)."""
 
     flops: float
     peak_bytes: int
@@ -50,8 +51,9 @@ class Work:
     moved: tuple = ()
     overlap: int = 0  # matmuls scheduled before the last `ppermute` (`overlap_of`): the schedule, where it matters
     sent_bytes: int = 0  # the bytes every collective delivers to the device in one call, as often as it runs
-    uncounted: int = 0  # loops whose trip count only the program's data decide
+    uncounted: int = 0  # loops whose trip count only the program's data decide, not measured
     bounded: int = 0  # loops counted as often as a limit of their own lets them run (their data may stop them sooner)
+    measured: tuple = ()  # loops counted by running them on the hidden inputs: each one's trips per entry
 
 
 def largest_array(text: str) -> int:
@@ -112,8 +114,11 @@ def overlap_of(text: str) -> int:
     return order[:last].count("dot")
 
 
-def work_of(compiled, names: tuple, sizes: tuple, n_devices: int, text: str | None = None) -> Work:
-    """The `Work` of one device of a compiled program (`jax.stages.Compiled`), from its optimized HLO."""
+def work_of(
+    compiled, names: tuple, sizes: tuple, n_devices: int, text: str | None = None, measured: dict | None = None
+) -> Work:
+    """The `Work` of one device of a compiled program (`jax.stages.Compiled`), from its optimized HLO; `measured`:
+    the trips of its loops whose count only their data decide, run on the hidden inputs (`measured_trips`)."""
     text = compiled.as_text() if text is None else text
     try:
         cost = compiled.cost_analysis()
@@ -128,13 +133,22 @@ def work_of(compiled, names: tuple, sizes: tuple, n_devices: int, text: str | No
         peak -= int(mem.alias_size_in_bytes)
     except Exception:  # noqa: BLE001 - a backend without memory analysis: the largest array stands for it
         peak = 0
-    totals = program_totals(text, n_devices)
+    totals = program_totals(text, n_devices, measured=measured)
     # XLA's figure, each instruction's FLOPs added again for every run beyond the one XLA counted (and a
     # conditional's not-taken branch taken out): a program without loops or fixed branches reads XLA's figure
     flops += totals.flops - totals.xla_style
     moved = moved_of(text, names, sizes, n_devices)
     facts = (max(peak, 0), largest_array(text), moved, overlap_of(text), totals.sent_bytes)
-    return Work(flops, *facts, totals.uncounted, totals.bounded)
+    return Work(flops, *facts, totals.uncounted, totals.bounded, totals.measured)
+
+
+def recounted(work: Work, text: str, n_devices: int, measured: dict) -> Work:
+    """`work` (`work_of` of the optimized HLO `text`) with its loops whose count only their data decide counted
+    as often as they ran (`measured`: `measured_trips`) instead of `runs.UNKNOWN_TRIPS` times: FLOPs and bytes
+    sent, the loops left uncounted, the measured ones."""
+    before, after = program_totals(text, n_devices), program_totals(text, n_devices, measured=measured)
+    flops = work.flops + after.flops - before.flops
+    return replace(work, flops=flops, sent_bytes=after.sent_bytes, uncounted=after.uncounted, measured=after.measured)
 
 
 def moved_of(text: str, names: tuple, sizes: tuple, n_devices: int) -> tuple:

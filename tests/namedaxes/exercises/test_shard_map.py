@@ -320,6 +320,112 @@ def test_sharded_scaled_sum_work_in_a_loop_its_data_may_stop_is_counted_at_its_l
     assert_check_fails(q.sharded_scaled_sum.check, answer, match=r"(?s)one device computes \d+\.\d× the reference's")
 
 
+def _whole_x_summed_until_a_psum_of_its_data(block):
+    """Every device gathers all of x and adds it up in a `while_loop` whose bound is a psum of a test of the data
+    (k on any finite x): only its data decide how often it runs."""
+    every = lax.all_gather(block, DEVICES)
+    n = lax.psum(jnp.int32(jnp.all(jnp.isfinite(block))), DEVICES)
+    step = lambda c: (c[0] + 1, c[1] + 2.0 * jnp.sum(every[c[0]], axis=0))  # noqa: E731
+    return lax.while_loop(lambda c: c[0] < n, step, (0, jnp.zeros(block.shape[1:], block.dtype)))[1]
+
+
+def _own_rows_then_a_guard_until_finite(block):
+    """The reference's sum and psum, then a loop that repairs the total while it is not finite (never, here)."""
+    total = lax.psum(jnp.sum(block * 2.0, axis=0), DEVICES)
+    return lax.while_loop(lambda t: jnp.any(~jnp.isfinite(t)), jnp.nan_to_num, total)
+
+
+_BY_RUNNING = "by running the program on the hidden inputs: {} runs of its body each time it is entered"
+
+
+def test_sharded_scaled_sum_work_in_a_loop_only_its_data_decide_is_counted_by_running_it():
+    """Issue 56: the loop whose bound is a psum of the data was counted 1,024 times (15,382 FLOPs against 18 on 2
+    devices, 854.6x); now as often as it ran on the hidden inputs (2, 4 and 8 times: 52, 136 and 130 FLOPs against
+    18, 32 and 14), refused on every mesh with its true figures, and the finding says how it was counted."""
+    reference = observe(q.sharded_scaled_sum, ref_sharded_scaled_sum)
+    answer = _scaled_sum_with(_whole_x_summed_until_a_psum_of_its_data, check_vma=False)
+    verdict = judge_observations(reference, observe(q.sharded_scaled_sum, answer))
+    assert not verdict.passed
+    said = verdict.reason(limit=20)
+    for figures, trips in (("2.9× the reference's FLOPs (52 against 18", 2), ("4.2×", 4), ("9.3×", 8)):
+        assert figures in said and _BY_RUNNING.format(trips) in said
+    assert "1024 times" not in said
+    # the visible check counts the loop by running it too (it read 1025.3x, 14,354 against 14, before)
+    assert_check_fails(q.sharded_scaled_sum.check, answer, match=r"9\.3× the reference's FLOPs on 8 devices \(130 ")
+
+
+def test_sharded_scaled_sum_honest_answer_with_a_loop_only_its_data_decide_is_accepted():
+    """Issue 56: the guard loop runs 0 times on the hidden inputs; counted 1,024 times it read 968.4x the
+    reference's FLOPs (17,431 against 18 on 2 devices) and the answer was refused by both judges."""
+    reference = observe(q.sharded_scaled_sum, ref_sharded_scaled_sum)
+    answer = _scaled_sum_with(_own_rows_then_a_guard_until_finite, check_vma=False)
+    verdict = judge_observations(reference, observe(q.sharded_scaled_sum, answer))
+    assert verdict.passed, verdict.reason(limit=20)
+    assert_check_passes(q.sharded_scaled_sum.check, answer)  # before: refused at 1903.3x (26,646 against 14)
+
+
+def _total_then(loop):
+    """The reference's total, then `loop(total, block)` (its result kept alive by adding 0 times it)."""
+
+    def body(block):
+        total = lax.psum(jnp.sum(block * 2.0, axis=0), DEVICES)
+        return total + 0.0 * loop(total, block)
+
+    return _scaled_sum_with(body, check_vma=False)
+
+
+def _finite(block):
+    return jnp.int32(jnp.all(jnp.isfinite(block)))
+
+
+_DATA_DECIDED = {  # the issue's three forms, each a loop only the data decide: (answer, its runs on 2 / 8 devices)
+    "quadratic condition (i * i < 40,000 times a test of the data)": (
+        _total_then(
+            lambda t, b: lax.while_loop(
+                lambda c: c[0] * c[0] < 40000 * _finite(b), lambda c: (c[0] + 1, c[1] + 0.0 * c[1]), (0, t)
+            )[1]
+        ),
+        (200, 200),
+    ),
+    "bound from a traced psum (of a test of the data)": (
+        _total_then(
+            lambda t, b: lax.while_loop(
+                lambda c: c[0] < lax.psum(_finite(b), DEVICES), lambda c: (c[0] + 1, c[1] + 0.0 * c[1]), (0, t)
+            )[1]
+        ),
+        (2, 8),
+    ),
+    "until converged (halving the distance from 1 to under 1/16)": (
+        _total_then(
+            lambda t, b: lax.while_loop(
+                lambda c: jnp.max(jnp.abs(t - c)) >= 1 / 16, lambda c: c + 0.5 * (t - c), t - 1.0
+            )
+        ),
+        (5, 5),
+    ),
+}
+
+
+@pytest.mark.parametrize("form", list(_DATA_DECIDED))
+def test_the_judge_counts_each_loop_only_its_data_decide_as_often_as_it_ran(monkeypatch, form):
+    """Issue 56, on the grader's path: the work the judge compares (`work_difference`) counts each loop as often
+    as it ran on the hidden inputs, on 2 and on 8 devices (before: 1,024 times each, said as such)."""
+    import autograder.judge.programs as judge_programs
+
+    seen = {}
+    real = judge_programs.work_difference
+
+    def spy(case, got, want, limits):
+        seen[case] = got.work.measured, got.work.uncounted
+        return real(case, got, want, limits)
+
+    monkeypatch.setattr(judge_programs, "work_difference", spy)
+    answer, (on_2, on_8) = _DATA_DECIDED[form]
+    reference = observe(q.sharded_scaled_sum, ref_sharded_scaled_sum)
+    judge_observations(reference, observe(q.sharded_scaled_sum, answer), grade_id=form)
+    assert (seen["out_k2_7x2"], seen["out_k8_16x3"]) == (((on_2,), 0), ((on_8,), 0))
+
+
 def test_sharded_scaled_sum_first_hint_is_a_question_without_code():
     first = q.sharded_scaled_sum._hints[0]
     assert first.rstrip().endswith("?") and "`" not in first and "psum" not in first and "axis=" not in first

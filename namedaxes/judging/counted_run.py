@@ -1,0 +1,74 @@
+"""A program's work with its loops whose trip count only their data decide counted by running it (issue 56): the
+one step the grader (on its hidden inputs, `autograder.judge.loop_runs`) and the visible checks (on inputs drawn
+the way the grader draws them by default, `exported_work`) share.
+
+Its counted variant (`loop_counters.counted`: every loop carries how often its body ran and how often it was
+entered, per device) is compiled and run as the program is, and each loop the program does not count is counted
+as often as it ran on the busiest device (`measured_trips`, `work.recounted`). Where that cannot be done (no loop
+the rewrite reaches, a variant that fails to compile or run), the work stays as read: `UNKNOWN_TRIPS` runs for
+each such loop, said by `Work.uncounted`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .compiled_run import compile_exported, mesh_of, run_exported
+from .loop_counters import counted
+from .measured_trips import measured_trips
+from .work import Work, recounted, work_of
+
+__all__ = ["counted_work", "exported_work", "drawn_inputs"]
+
+
+def counted_work(work: Work, text: str, n_devices: int, exp, run: Callable) -> Work:
+    """`work` (of `exp`, whose optimized HLO is `text`) with its loops whose count only their data decide counted
+    as often as they ran: `run(variant)` compiles and runs an exported program as the program was, on the same
+    inputs, and returns (its outputs by pytree path, its optimized HLO). `work` itself where there is no such
+    loop or the variant cannot be made or run."""
+    if not work.uncounted:
+        return work
+    try:
+        found = counted(exp)
+        if found is None:
+            return work
+        out, variant_text = run(found.exp)
+        counts = [out[f"[{i}]"] for i in range(found.first, found.first + 2 * found.loops)]
+    except Exception:  # noqa: BLE001 - a variant that fails: its loops stay counted UNKNOWN_TRIPS times, said
+        return work
+    return recounted(work, text, n_devices, measured_trips(text, variant_text, counts))
+
+
+def drawn_inputs(exp, seed: int = 0) -> list[np.ndarray]:
+    """Inputs for `exp` drawn as the grader draws them unless an exercise says otherwise (standard normal floats,
+    integers from 0 to 9, booleans), from a public seed: what the visible checks run a loop on to count it."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for aval in exp.in_avals:
+        shape, dtype = tuple(aval.shape), np.dtype(aval.dtype)
+        if dtype == np.bool_:
+            out.append(rng.integers(0, 2, size=shape).astype(bool))
+        elif dtype.kind in "iu":
+            out.append(rng.integers(0, 10, size=shape).astype(dtype))
+        else:
+            out.append(np.asarray(rng.normal(size=shape)).astype(dtype))
+    return out
+
+
+def exported_work(exp) -> Work:
+    """The `Work` of one device of an exported program compiled as the grader compiles it (`compiled_run`), its
+    loops whose count only their data decide counted by running it on `drawn_inputs` (for the visible checks: the
+    facts the grader reads, on the same compile, the grader running the loops on its hidden inputs)."""
+    names, sizes = mesh_of(exp)
+    compiled, _ = compile_exported(exp, names, sizes)
+    text = compiled.as_text()
+    work = work_of(compiled, names, sizes, exp.nr_devices, text=text)
+    inputs = drawn_inputs(exp)
+
+    def run(variant) -> tuple[dict, str]:
+        out, ran = run_exported(variant, inputs, names, sizes)
+        return out, ran.as_text()
+
+    return counted_work(work, text, exp.nr_devices, exp, run)
