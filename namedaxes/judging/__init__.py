@@ -26,8 +26,9 @@ A package along its steps, each module importing only those above it:
     stablehlo.py     reading an exported module parsed into MLIR: collectives, per-device regions
     variants.py      a variant whose collectives of one kind send other data (`perturbed`)
     matters.py       the regions proven to matter, and whether two runs' outputs differ (`changed`)
-    compiled_run.py  an exported program compiled and run as the grader does (`mesh_of`, `exported_work`)
     layouts.py       where values live: layouts, per-device regions, and how two programs' regions differ
+    compiled_run.py  the judge's one compile: an exported program's mesh (`mesh_of`), compiled as the grader
+                     compiles it (`compile_exported`) and run (`exported_work`, the grader's scorer)
     examined.py      one program examined the grader's way (`examine`)
 
 What this face exports (`__all__`) is the judge's whole public surface; the names its modules share with
@@ -36,7 +37,18 @@ each other are public in their own module and not repeated here.
 
 from __future__ import annotations
 
-from .compiled_run import COMPILER_OPTIONS, exported_work, mesh_of, text_mesh
+from .compiled_run import (
+    COMPILER_OPTIONS,
+    FALLBACK_AXIS,
+    compile_exported,
+    device_mesh,
+    exported_work,
+    mesh_of,
+    signature_mesh,
+    spec_layout,
+    stated_layouts,
+    text_mesh,
+)
 from .examined import Examined, communication_that_matters, examine
 from .hlo import describe_collective, group_axes, hlo_collectives
 from .layouts import (
@@ -62,7 +74,13 @@ __all__ = [
     "perturbed",
     "changed",
     "mesh_of",
+    "signature_mesh",
     "text_mesh",
+    "device_mesh",
+    "FALLBACK_AXIS",
+    "spec_layout",
+    "stated_layouts",
+    "compile_exported",
     "communication_that_matters",
     "RTOL",
     "ATOL",
