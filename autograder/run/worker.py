@@ -41,19 +41,21 @@ from courseinfo.nbgrader_metadata import nbgrader_cell
 
 from ..course.notebooks import SourceNotebook, UnreadableNotebook, build_graded, read_submission, shared_cache_run
 from ..judge.formulas import formula_prelude
-from ..judge.score import error_text, make_row, prepare_scorer, score_run, scorer_stats, submission_status, zero_cells
+from ..judge.score import error_text, prepare_scorer, score_run, scorer_stats, submission_status, task_row
 from ..limits import MAX_ADDED_CELLS, NOTEBOOK_OUTPUT_CHARS
 from ..messages import speaking, submission_language
 from ..publish.pages import FeedbackPages
 from ..publish.words import say
 from ..reasons import Phrase, phrase
 from ..records import (
+    CellEnd,
     InternalError,
     ReferenceRun,
     ReferenceTimes,
     Row,
     Status,
     Task,
+    zero_cells,
 )
 from ..sandbox import workcopy
 from ..sandbox.launch import Sandbox
@@ -208,7 +210,7 @@ class Worker:
             return self.unreadable(task, source, err, t0)
         with speaking(lang):  # the feedback page and the graded notebook in the student's language
             if lang in source.edition_problems:
-                row = make_row(
+                row = task_row(
                     task,
                     source,
                     Status.ERROR,
@@ -225,7 +227,7 @@ class Worker:
 
     def unreadable(self, task: Task, source: SourceNotebook, err: BaseException, t0: float) -> Row:
         why = str(err) if isinstance(err, UnreadableNotebook) else unreadable_reason(err)
-        row = make_row(
+        row = task_row(
             task, source, Status.UNREADABLE, f"{task.origin}: {why}", zero_cells(source, phrase("notebook_unreadable"))
         )
         self.write_outputs(task, source, None, row)
@@ -285,7 +287,7 @@ class Worker:
         stages.update(_scorer_stages(compiled))
         stages["kernel_cpu"] = kernel_mod.CPU_SECONDS[0] - kernel_cpu  # its kernels' CPU (cgroups)
         status, reason = submission_status(run, merge, cells, str(workdir))
-        row = make_row(task, source, status, reason, cells, lang, observe_log=tuple(run.observe_log))
+        row = task_row(task, source, status, reason, cells, lang, observe_log=tuple(run.observe_log))
         t_write = time.monotonic()
         self.write_outputs(task, source, graded, row, source.editions.get(lang))
         stages["write"] = time.monotonic() - t_write
@@ -340,7 +342,7 @@ class Worker:
         if run.start_error:
             problems.append("the kernel did not start: " + run.start_error)
         for i, outcome in sorted(run.outcomes.items()):
-            if outcome.status != "ok":
+            if outcome.status != CellEnd.OK:
                 problems.append(  # the instructor's (English)
                     f"{say(cell_label(nb, i), 'en')}: {outcome.status}: "
                     f"{say(error_text(outcome.ename, outcome.evalue), 'en')}"
@@ -469,7 +471,7 @@ def worker_main(wid: int, conn, cfg: WorkerConfig) -> None:
     worker.prestart()
     if cfg.feedback:
         try:  # load nbconvert's templates while the kernel boots
-            worker.pages.writer.html(None, "", make_row(Task(0, "grade", ""), None, Status.OK, ""), ())
+            worker.pages.writer.html(None, "", task_row(Task(0, "grade", ""), None, Status.OK, ""), ())
         except Exception:  # noqa: BLE001 - a real export will report the problem
             pass
     try:
