@@ -38,9 +38,8 @@ LONG_FILES = {
 MAX_CLASS_LINES = 250
 # Classes over `MAX_CLASS_LINES`, at most as long as listed.
 LONG_CLASSES = {
-    "autograder.run.worker.Worker": 290,  # one worker process: its tasks, kernels, references and scoring
     "autograder.run.kernel.Kernel": 308,  # one sandboxed kernel: start, execute, interrupt, restart
-    "autograder.run.executor._NotebookRun": 278,  # one notebook run cell by cell
+    "autograder.run.executor._NotebookRun": 277,  # one notebook run cell by cell
     "autograder.sandbox.launch.Sandbox": 264,  # what one kernel may see and do
     "autograder.judge.programs.Judge": 254,  # the judge of exported programs
     "namedaxes.multiprocess.cluster.Cluster": 356,  # the multi-process launcher's cluster
