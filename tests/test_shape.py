@@ -13,6 +13,8 @@ tools, website, hub):
   means the same kind of thing in each place it is used (every notebook's package has its `text.py`); the same
   for public top-level functions, but the roles in `FUNCTION_ROLES` and the names still to rename in
   `SHARED_FUNCTIONS` (a list that only shrinks);
+- the judge's plumbing has one home, namedaxes/judging/: no module of the grader compiles a program, makes a
+  mesh or writes the tolerance itself (`compile_exported`, `mesh_of`, `RTOL`/`ATOL`);
 - tools/ reach the grader only through its faces: a stage package's `FACE` (autograder/faces.py) and the
   records every stage shares (`GRADER_SHARED`); a face's names are the names its modules define.
 """
@@ -345,3 +347,22 @@ def test_each_face_names_what_its_modules_define():
             if name not in defined or f"{package}.{name}" in MODULES:  # a submodule's name would shadow it
                 wrong.append(f"{package}: {name} -> {module}")
     assert faces >= 6 and not wrong, wrong
+
+
+def test_the_judges_plumbing_lives_in_namedaxes_judging():
+    """One compile, one mesh reading, one tolerance: the grader imports them from namedaxes.judging."""
+    found = []
+    for module, tree in TREES.items():
+        if module.split(".")[0] != "autograder":
+            continue
+        for node in ast.walk(tree):
+            call = node.func if isinstance(node, ast.Call) else None
+            if isinstance(call, ast.Attribute) and call.attr == "compile" and getattr(call.value, "id", "") != "re":
+                found.append(f"{_relative(module)}:{node.lineno} compiles (namedaxes.judging.compile_exported)")
+            if isinstance(call, ast.Name) and call.id == "Mesh":
+                found.append(f"{_relative(module)}:{node.lineno} makes a mesh (namedaxes.judging.device_mesh)")
+            if isinstance(node, ast.Constant) and node.value == 1e-5:
+                found.append(f"{_relative(module)}:{node.lineno} writes the tolerance (namedaxes.judging.RTOL/ATOL)")
+    assert not found, found
+    judge = _edges("autograder.judge.compiling") | _edges("autograder.judge.compare")
+    assert ("namedaxes.judging", False) in judge  # the rule sees the grader's imports of the judge's plumbing
