@@ -113,7 +113,6 @@ SHARED_FUNCTIONS = frozenset(
         "show_error",
         "solution_answers",
         "stage_mesh",
-        "summary",
         "text",
         "train_step",
         "translate",

@@ -25,7 +25,6 @@ to write, so every byte of it is hostile data; here it is only ever *data*:
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -41,7 +40,6 @@ __all__ = [
     "PROGRAMS_FORMAT",
     "ALLOWED_CUSTOM_CALLS",
     "is_program_observation",
-    "summary",
     "Rejected",
     "Layout",
     "Program",
@@ -79,12 +77,6 @@ def is_program_observation(observations: dict) -> bool:
     """Does this (reference) observation grade exported programs?"""
     meta = observations.get(PROGRAMS_KEY)
     return isinstance(meta, dict) and meta.get("format") == PROGRAMS_FORMAT
-
-
-def summary(observations: dict) -> str:
-    """One line about an observation (for logs)."""
-    meta = observations.get(PROGRAMS_KEY) or {}
-    return json.dumps({"cases": sorted(meta.get("cases") or {})})
 
 
 class Rejected(Exception):
