@@ -11,7 +11,7 @@ changing or adding a limit is one statement.
 Defaults only: the command line overrides the per-run ones (`python -m autograder grade --help`:
 `--timeout`, `--timeout-multiple`, `--memory-mb`, `--cpu-seconds`, `--notebook-budget`, `--submission-budget`,
 `--max-added-cells`, `--max-output-chars`), formgrader's collect its intake ones
-(`c.HardenedCollect.max_files`, ...). Tolerances (`judge/compare.py` RTOL, ATOL) are rules of
+(`c.HardenedCollect.max_files`, ...). Tolerances (`namedaxes.judging` RTOL, ATOL) are rules of
 judging, not caps, and are not here.
 """
 

@@ -4,9 +4,8 @@
   (`runner.resolve`) into one frozen record of the batch's paths and settings, passed whole to
   every step (never loose paths, never computed twice); `BatchResults`: what the run step gave back;
   `Graded`: the batch, what was found for it and what its run gave, whole, for publishing.
-- `Task`: one unit of work for a worker (run a reference solution, or grade
-  one student's notebook for one assignment).
-- `CellOutcome`, `RunResult`: what running one notebook produced (run/executor.py makes them,
+- `Task`: one unit of work for a worker (run a reference solution, or grade one student's notebook).
+- `CellOutcome` (its `CellEnd`), `RunResult`: what running one notebook produced (run/executor.py makes them,
   judge/score.py reads them): each cell's ending, the observation bytes each test cell recorded,
   the kernel's events (time-outs, deaths, limits, output caps: phrases, not words).
 - `ReferenceRun` and `InternalError`: what a reference task, or a task that failed inside the
@@ -17,9 +16,8 @@
 - `Late`: how late a hand-in was and what it cost, by which rule, or that an extension made it on time
   (course/deadlines.py makes it, `make_row` applies it).
 - `CellResult`: the result for one graded test cell (its reason a `Reason`: data or literal text).
-- `Row`: one student x assignment result; what `grades.csv`, `results.json`,
-  the gradebook, the feedback page and the class report are made from. Made in one place
-  (`make_row`).
+- `Row`: one student x assignment result; what `grades.csv`, `results.json`, the gradebook, the feedback
+  page and the class report are made from. Made in one place (`make_row`).
 
 All are frozen dataclasses but three, each marked `mutable` where it is declared, since a stage fills it as it
 goes: `Task` (its budget set when it goes to a worker), `RunResult` (filled cell by cell), `BatchResults`
@@ -64,6 +62,7 @@ __all__ = [
     "CellResult",
     "Late",
     "Row",
+    "CellEnd",
     "make_row",
     "zero_cells",
     "CSV_COLUMNS",
@@ -133,11 +132,6 @@ class Batch:
     work_root: Path | None = None  # this run's private folder (working copies, logs); set once it is made
 
     @property
-    def whole_class(self) -> bool:
-        """Every student and assignment (a --student/--assignment run keeps the other rows)."""
-        return not (self.opts.students or self.opts.assignments)
-
-    @property
     def every_student(self) -> bool:
         """Every student of the assignments graded (a --student run keeps the other rows)."""
         return not self.opts.students
@@ -162,7 +156,7 @@ class BatchResults:
 
 @dataclass(frozen=True)
 class Graded:
-    """One batch, graded, whole: what publishing takes (publish/batch.py) and the exit status is made from. The
+    """One batch, graded, whole: what publishing takes (publish/publishing.py) and the exit status is made from. The
     batch, what was found for it (its assignments, whose hand-ins, the course's deadlines), the sandbox its
     kernels ran in (None where it was never set up), what the run gave back, and when grading started (its
     `time.monotonic()`, for the summary's wall time). Types of later stages are named, not imported: the
@@ -197,12 +191,18 @@ class Task:
     cell_timeout: float = 0.0  # seconds per cell (run/time_limits.py; 0: the run's --timeout)
 
 
+class CellEnd(StrEnum):
+    """How a cell ended (`CellOutcome.status`; a `str`): not a row's `Status`, nor what the kernel said."""
+
+    OK, ERROR, TIMEOUT, DIED, NOT_RUN = "ok", "error", "timeout", "died", "not_run"
+
+
 @dataclass(frozen=True)
 class CellOutcome:
     """How one cell ended. `evalue`: what the kernel's error said (literal text), or, where the grader
     ended the cell (timeout, kernel death, a limit, not run, a hidden part's error), a `Phrase`."""
 
-    status: str  # ok | error | timeout | died | not_run
+    status: CellEnd
     ename: str = ""
     evalue: str | Phrase = ""
     seconds: float = 0.0

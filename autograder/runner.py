@@ -44,8 +44,8 @@ from pathlib import Path
 from .course.deadlines import LatePolicy, load_policy
 from .course.discovery import course_assignments, discover_sources, repo_root
 from .intake.placement import Intake, handed_in_times, place_course, place_submissions
-from .publish.batch import print_problems, publish
 from .publish.outputs import missing_reason
+from .publish.publishing import print_problems, publish
 from .records import CSV_COLUMNS, Batch, BatchResults, Graded, GraderError, Options, Row, Status, make_row, zero_cells
 from .run.batch import run_all
 from .sandbox import workcopy
@@ -56,7 +56,7 @@ __all__ = ["Options", "GraderError", "grade", "repo_root", "CSV_COLUMNS", "resol
 
 def grade(opts: Options) -> int:
     """Grade the batch `opts` asks for; the exit status (0, 3: a reference solution, 4: an internal error).
-    Each step is a function below (`run` is run/batch.py's `run_all`, `publish` publish/batch.py's)."""
+    Each step is a function below (`run` is run/batch.py's `run_all`, `publish` publish/publishing.py's)."""
     started = time.monotonic()
     _environment()
     batch = resolve(opts)

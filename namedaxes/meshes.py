@@ -22,10 +22,19 @@ from jax.sharding import NamedSharding
 from .axes import DATA_SHARDS, DEVICES, MODEL_REPLICAS
 from .grading import spec
 
-__all__ = ["mesh_of", "line_mesh", "grid_mesh", "placed", "abstract_on", "with_mesh", "describe", "axis_list"]
+__all__ = [
+    "first_devices_mesh",
+    "line_mesh",
+    "grid_mesh",
+    "placed",
+    "abstract_on",
+    "with_mesh",
+    "describe",
+    "axis_list",
+]
 
 
-def mesh_of(shape: Sequence[int], names: Sequence[str], axis_type=None):
+def first_devices_mesh(shape: Sequence[int], names: Sequence[str], axis_type=None):
     """A mesh of `shape` with axes `names` over the first `prod(shape)` devices."""
     shape, names = tuple(shape), tuple(names)
     kwargs = {} if axis_type is None else {"axis_types": (axis_type,) * len(shape)}
@@ -34,13 +43,13 @@ def mesh_of(shape: Sequence[int], names: Sequence[str], axis_type=None):
 
 def line_mesh(k: int, name: str = DEVICES, axis_type=None):
     """A 1-D mesh over the first `k` devices (Explicit axis type, as `jax.make_mesh` makes it, by default)."""
-    return mesh_of((k,), (name,), axis_type)
+    return first_devices_mesh((k,), (name,), axis_type)
 
 
 def grid_mesh(shape: Sequence[int] = (2, 4), names: Sequence[str] = (DATA_SHARDS, MODEL_REPLICAS), axis_type=None):
     """A 2-D mesh, (DATA_SHARDS, MODEL_REPLICAS) unless `names` says otherwise, over the first rows x columns
     devices."""
-    return mesh_of(shape, names, axis_type)
+    return first_devices_mesh(shape, names, axis_type)
 
 
 def placed(x, mesh, pspec):

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.judge.formulas import solution_answers as answers_of
+from autograder.judge import solution_answers as answers_of
 from courseinfo.course import SOLUTIONS
 
 

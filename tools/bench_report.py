@@ -18,12 +18,9 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.course.discovery import repo_root
-from autograder.course.notebooks import SourceNotebook
-from autograder.intake.placement import Intake, Placed
-from autograder.publish.outputs import public, write_outputs
-from autograder.publish.report import write_report
-from autograder.publish.similarity import write_similarity
+from autograder.course import SourceNotebook, repo_root
+from autograder.intake import Intake, Placed
+from autograder.publish import public, write_outputs, write_report, write_similarity
 from autograder.reasons import Kind, Verdict, Words, phrase
 from autograder.records import CellResult, Late, Status, make_row
 from courseinfo.nbgrader_metadata import nbgrader_cell

@@ -15,8 +15,8 @@ to check that the judges' HLO readers read a TPU's programs as they read the CPU
 shows where the two backends' programs differ.
 
 `--references DIR`: instead, every notebook's reference programs, as tools/export_references.py exported them
-for a TPU into DIR, each compiled the way the grader compiles a reference (`autograder.judge.compiling.
-compile_exported`: the program's mesh over the topology's devices, fed the reference's input layouts, with
+for a TPU into DIR, each compiled the way the grader compiles a reference (`namedaxes.judging.compile_exported`,
+the judge's one compile: the program's mesh over the topology's devices, fed the reference's input layouts, with
 `COMPILER_OPTIONS` where the backend takes them) and read by the course's readers (`reference_facts`); with
 `--attached`, the grader's own CPU exports on the 8 CPU devices, as the grader's scorer sets them up. It needs
 JAX, NumPy and flatbuffers only (no Optax), and `--jobs N` compiles N programs at a time.
@@ -50,7 +50,9 @@ from namedaxes import DATA_PARALLEL, FSDP, MODEL_PARALLEL, STAGES
 from namedaxes.judging import (
     COMPILER_OPTIONS,
     collective_sends,
+    compile_exported,
     describe_collective,
+    device_mesh,
     group_axes,
     hlo_collectives,
     largest_array,
@@ -193,9 +195,9 @@ def reference_facts(text: str, mesh_shape: dict) -> dict:
 
 def reading_mesh(program) -> tuple[tuple[str, ...], tuple[int, ...]]:
     """The mesh the grader reads a reference program's collectives on (`autograder.judge.programs.Judge`):
-    its shardings' mesh, else its module's, else one axis `devices` over its devices."""
-    mesh = program.mesh or program.module_mesh or (("devices",), (program.nr_devices,))
-    return tuple(mesh[0]), tuple(int(n) for n in mesh[1])
+    `namedaxes.judging.mesh_of`, its shardings' mesh, else its module's, else one axis over its devices."""
+    names, sizes, _ = program.run_mesh
+    return tuple(names), tuple(int(n) for n in sizes)
 
 
 def program_record(program, compiled, text: str, seconds: float) -> dict:
@@ -241,13 +243,13 @@ def compile_references(
 
 def _compile_one(blob: bytes, devices: list, options: dict | None) -> tuple[dict, str | None]:
     """One exported reference program compiled for `devices`: (its record, its HLO text), or ({"error"}, None)."""
-    from autograder.judge.compiling import compile_exported
-    from autograder.judge.exported import read_program
+    from autograder.judge import read_program
 
     t0 = time.monotonic()
     try:
         program = read_program(blob)
-        compiled, _, _ = compile_exported(program, program.entry_layouts, devices, options)
+        mesh = device_mesh(program.exp, devices)
+        compiled, _, _ = compile_exported(program.exp, program.entry_layouts, mesh, options)
         text = compiled.as_text()
     except Exception as err:  # noqa: BLE001 - recorded: the test says which program did not compile
         return {"error": f"{type(err).__name__}: {str(err)[:400]}"}, None

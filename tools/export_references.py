@@ -43,9 +43,9 @@ import numpy as np
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell
 
-from autograder.course.notebooks import SourceNotebook
-from autograder.judge.compare import load_observations
-from autograder.sandbox.build import grading_xla_flags
+from autograder.course import SourceNotebook
+from autograder.judge import load_observations
+from autograder.sandbox import grading_xla_flags
 from courseinfo.course import BUILD, SOLUTIONS, notebook_ids
 from namedaxes.grading import ARRAYS_SUFFIX, PLATFORMS_PREFIX, PROGRAM_PREFIX, PROGRAMS_KEY, VALUES_SUFFIX
 from tools import compile_for_topology as cft
@@ -101,8 +101,7 @@ def observations(notebook: str, observe: Path) -> dict[str, dict]:
 
 def cpu_facts(blob: bytes) -> tuple[dict, str]:
     """A reference program as the grader compiles it, and what the readers find in it: (facts, HLO text)."""
-    from autograder.judge.compiling import compiled_for
-    from autograder.judge.exported import read_program
+    from autograder.judge import compiled_for, read_program
 
     program = read_program(blob)
     names, sizes = cft.reading_mesh(program)

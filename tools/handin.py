@@ -56,7 +56,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autograder.intake import inbound as intake
+from autograder import intake
 from courseinfo.course import EDITIONS, NOTEBOOKS, ROOT, SOLUTIONS, built_course, course_id
 
 SHARED_CONFIG = ROOT / "jupyter" / "nbgrader" / "nbgrader_config.py"
@@ -128,7 +128,7 @@ def layout_edition(
     from `solutions/<lang>/` and `notebooks/<lang>/`."""
     import nbformat
 
-    from autograder.course.discovery import edition_problem
+    from autograder.course import edition_problem
 
     if lang not in EDITIONS:
         raise HandinError(f"unknown edition {lang!r} (known: {', '.join(EDITIONS)})")

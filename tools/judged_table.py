@@ -144,13 +144,13 @@ def run_observations(notebook: str, save: Path | None = None) -> tuple[dict, flo
 def read_observations(root: Path, notebook: str) -> dict:
     """grade id -> observation of `notebook` from `root/<notebook>/` (`--save`), else from the grader's reference
     cache `root/<notebook>-<key>/` of this checkout (verified as the grader verifies it)."""
-    from autograder.course.notebooks import SourceNotebook
+    from autograder.course import SourceNotebook
     from tools.export_references import observations
 
     saved = root / notebook
     if saved.is_dir():
         return observations(notebook, saved)
-    from autograder.run.references import load_references, reference_key
+    from autograder.run import load_references, reference_key
 
     source = SourceNotebook.load(notebook, SOLUTIONS / f"{notebook}.ipynb")
     folder = root / f"{notebook}-{reference_key(source)[:16]}"
@@ -251,8 +251,7 @@ def _mistake_keys(observation: dict, required, grade_id: str, secret: bytes) -> 
     asks it (a key None, another answer's values, is never named)."""
     import importlib
 
-    from autograder.judge.hidden_inputs import hidden_inputs, hidden_rng
-    from autograder.judge.mistakes import mistake_source
+    from autograder.judge import draw_inputs, hidden_rng, mistake_source
     from autograder.limits import MAX_MISTAKE_OUTPUTS, MAX_MISTAKE_RESULTS
 
     source = mistake_source(observation.get(PROGRAMS_KEY))
@@ -266,7 +265,7 @@ def _mistake_keys(observation: dict, required, grade_id: str, secret: bytes) -> 
         if not entry.get("values", True) or not 1 <= len(shapes) <= MAX_MISTAKE_OUTPUTS:
             continue  # the judge diagnoses only a value case of at most MAX_MISTAKE_OUTPUTS outputs
         draw = entry["draw"]
-        inputs = hidden_inputs(exp, draw, hidden_rng(secret, grade_id, str(draw.get("share", name))))
+        inputs = draw_inputs(exp, draw, hidden_rng(secret, grade_id, str(draw.get("share", name))))
         try:
             found = list(listed(source[1], name, inputs))[:MAX_MISTAKE_RESULTS]
         except Exception:  # noqa: BLE001 - the judge skips a case its module cannot diagnose
@@ -301,11 +300,9 @@ def judged_cells(notebook: str, observations: dict, secret: bytes = TABLE_SECRET
     """What the judge checks for each test cell of `notebook`, from its reference observations (grade id ->
     observation), in the notebook's order. `secret` seeds the hidden inputs the known mistakes are listed on and
     the formula cases drawn (`TABLE_SECRET`: the same table every run)."""
-    from autograder.course.notebooks import SourceNotebook
-    from autograder.judge.exported import is_program_observation
-    from autograder.judge.formulas import formula_run, is_formula_observation
-    from autograder.judge.programs import Judge
-    from autograder.run.references import References
+    from autograder.course import SourceNotebook
+    from autograder.judge import Judge, formula_run, is_formula_observation, is_program_observation
+    from autograder.run import References
 
     source = SourceNotebook.load(notebook, SOLUTIONS / f"{notebook}.ipynb")
     judge = Judge(secret)
@@ -384,7 +381,7 @@ def _cases_text(cell: CellJudged) -> str:
 
 
 def _tolerance(case: CaseJudged) -> str:
-    from autograder.judge.compare import ATOL, RTOL
+    from namedaxes.judging import ATOL, RTOL
 
     rtol = RTOL if case.rtol is None else case.rtol
     atol = ATOL if case.atol is None else case.atol
@@ -443,7 +440,7 @@ def _schedule(cell: CellJudged) -> str:
 
 
 def _formula_text(cell: CellJudged) -> str:
-    from autograder.judge.compare import ATOL, RTOL
+    from namedaxes.judging import ATOL, RTOL
 
     keys = ", ".join(f"`{k}`" for k in cell.formula_keys)
     return (
@@ -615,7 +612,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--save", type=Path, help="keep the observations of the run in DIR/<notebook>/")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    from autograder.sandbox.build import grading_xla_flags
+    from autograder.sandbox import grading_xla_flags
 
     os.environ["XLA_FLAGS"] = grading_xla_flags(os.environ.get("XLA_FLAGS", ""))  # as the grader compiles
     started = time.monotonic()

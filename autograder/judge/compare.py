@@ -4,7 +4,8 @@ Observations are what `namedaxes.grading.record` saved: a dict whose array
 values went to `<grade_id>.npz` and whose other (JSON) values went to
 `<grade_id>.json`. The rules (docs/maintainers.md):
 
-- arrays: same shape and dtype, values `allclose(rtol=1e-5, atol=1e-5, equal_nan=True)`
+- arrays: same shape and dtype, values `allclose(rtol=RTOL, atol=ATOL, equal_nan=True)` (the judge's one
+  tolerance, `namedaxes.judging.RTOL`/`ATOL`: 1e-5 each)
   (exact equality for booleans and strings);
 - the key `axes`: a list of axis names; the student's list must contain every
   name in the reference's (extra axes are fine);
@@ -34,13 +35,13 @@ from typing import Any
 
 import numpy as np
 
+from namedaxes.judging import ATOL, RTOL
+
 from ..limits import MAX_ARRAYS, MAX_ECHO_ITEMS, MAX_OBSERVATION_BYTES
 from ..reasons import Phrase, Property, Verdict, Words, phrase
 
 __all__ = ["RTOL", "ATOL", "AXES_KEY", "normalize", "load_observations", "compare", "MAX_OBSERVATION_BYTES"]
 
-RTOL = 1e-5
-ATOL = 1e-5
 AXES_KEY = "axes"
 
 

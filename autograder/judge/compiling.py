@@ -8,8 +8,9 @@ program is hostile data (`autograder.judge.exported` read it); here it is compil
   with the reference's layout (`feed`), so each device is handed only the shard the reference's
   layout gives it, and where each result lives once compiled is read from the compiled program
   (`out_layouts`: split or replicated, over which axes), never from what the kernel says;
-- it is compiled with `namedaxes.judging.COMPILER_OPTIONS` (LLVM's level 0, without its expensive
-  passes: less compile time, the same optimized HLO), as the visible checks compile it;
+- it is compiled by `namedaxes.judging.compile_exported`, the judge's one compile, as the visible checks
+  compile it (`COMPILER_OPTIONS`: LLVM's level 0, without its expensive passes: less compile time, the same
+  optimized HLO); what is the grader's here is its policy: the layouts it is fed, the device count, the cache;
 - what one device computes and holds (`work`: FLOPs, peak memory, largest array, bytes each collective
   delivers) is read from the same optimized per-device program, once per program;
 - its communication is read from the *optimized* HLO (`compiled.as_text()`): a collective whose
@@ -29,12 +30,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from namedaxes.judging import (
-    COMPILER_OPTIONS,
     Work,
+    compile_exported,
     describe_collective,
+    device_mesh,
     group_axes,
     hlo_collectives,
     placed_layout,
@@ -43,9 +43,9 @@ from namedaxes.judging import (
 
 from ..limits import MAX_COMPILED
 from ..reasons import phrase as say
-from .exported import Layout, Program, Rejected
+from .exported import Program, Rejected
 
-__all__ = ["Compiled", "COMPILE_STATS", "compiled_for", "compile_exported"]
+__all__ = ["Compiled", "COMPILE_STATS", "compiled_for"]
 
 
 @dataclass
@@ -90,40 +90,11 @@ def compiled_for(
     return _COMPILED[key]
 
 
-def _pspec(layout: Layout | None):
-    from jax.sharding import PartitionSpec as P
-
-    if not layout:
-        return P()
-    return P(*[None if not axes else axes[0] if len(axes) == 1 else tuple(axes) for axes in layout])
-
-
-def compile_exported(program: Program, feed: tuple, devices: list | None = None, options: dict | None = None):
-    """`program` compiled, never run, fed the layouts `feed`: the grader's compile (the `jax.stages.Compiled`,
-    the input shardings and the mesh). `devices`: the grader's (`jax.devices()`) unless given (tools/
-    compile_for_topology.py gives a TPU topology's compile-only devices); `options`: `COMPILER_OPTIONS` unless
-    given."""
-    import jax
-
-    exp = program.exp
-    mesh = _mesh(program, devices)
-    # unstated: replicated (the program's own slicing, e.g. pmap's or shard_map's, is then local work)
-    shardings = [_sharding(mesh, layout) for layout in feed]
-    args = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s) for a, s in zip(exp.in_avals, shardings)]
-
-    def flat_call(*leaves):
-        args, kwargs = jax.tree_util.tree_unflatten(exp.in_tree, leaves)
-        return exp.call(*args, **kwargs)
-
-    compiled = jax.jit(flat_call).lower(*args).compile(dict(COMPILER_OPTIONS if options is None else options))
-    return compiled, shardings, mesh
-
-
 def _compile_fresh(program: Program, names: tuple[str, ...], sizes: tuple[int, ...], feed: tuple) -> Compiled:
     import jax
 
     exp = program.exp
-    compiled, shardings, mesh = compile_exported(program, feed)
+    compiled, shardings, mesh = compile_exported(exp, feed, _mesh(program))
     text = compiled.as_text()
     communication, axes, pairs = set(), set(), set()
     for op, reducer, groups in hlo_collectives(text, exp.nr_devices):
@@ -151,24 +122,12 @@ def _compile_fresh(program: Program, names: tuple[str, ...], sizes: tuple[int, .
     )
 
 
-def _mesh(program: Program, devices: list | None = None):
-    """The mesh it runs on: its shardings' (with their axis types), else the module's `sdy.mesh`, else one
-    axis over its devices (`devices`, the grader's unless given). A program that needs more devices than the
-    grader has is `Rejected`."""
+def _mesh(program: Program):
+    """The mesh it runs on (`namedaxes.judging.device_mesh`: its shardings', else the module's `sdy.mesh`, else
+    one axis over its devices) over the grader's devices. A program that needs more devices than the grader
+    has is `Rejected`."""
     import jax
-    from jax.sharding import Mesh
 
-    devices = jax.devices() if devices is None else list(devices)
-    if program.nr_devices > len(devices):
+    if program.nr_devices > len(jax.devices()):
         raise Rejected(say("program_needs_devices", n=program.nr_devices))
-    mine = np.array(devices[: program.nr_devices])
-    if program.mesh is not None:
-        return Mesh(mine.reshape(program.mesh[1]), program.mesh[0], axis_types=program.mesh[2])
-    names, shape = program.module_mesh or (("_grader",), (program.nr_devices,))
-    return Mesh(mine.reshape(shape), names)
-
-
-def _sharding(mesh, layout: Layout | None):
-    from jax.sharding import NamedSharding
-
-    return NamedSharding(mesh, _pspec(layout))
+    return device_mesh(program.exp)

@@ -25,14 +25,11 @@ to write, so every byte of it is hostile data; here it is only ever *data*:
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from namedaxes.judging import jax_private, module_text, norm_layout, regions, text_mesh
+from namedaxes.judging import jax_private, mesh_of, module_text, regions, signature_mesh, stated_layouts
 
 from ..reasons import Phrase
 from ..reasons import phrase as say
@@ -43,7 +40,6 @@ __all__ = [
     "PROGRAMS_FORMAT",
     "ALLOWED_CUSTOM_CALLS",
     "is_program_observation",
-    "summary",
     "Rejected",
     "Layout",
     "Program",
@@ -51,11 +47,8 @@ __all__ = [
     "load_program",
     "module_text",
     "custom_calls",
-    "mesh_of",
     "manual_axes",
     "program_regions",
-    "spec_layout",
-    "entry_layouts",
     "signature",
     "fingerprint",
 ]
@@ -84,12 +77,6 @@ def is_program_observation(observations: dict) -> bool:
     """Does this (reference) observation grade exported programs?"""
     meta = observations.get(PROGRAMS_KEY)
     return isinstance(meta, dict) and meta.get("format") == PROGRAMS_FORMAT
-
-
-def summary(observations: dict) -> str:
-    """One line about an observation (for logs)."""
-    meta = observations.get(PROGRAMS_KEY) or {}
-    return json.dumps({"cases": sorted(meta.get("cases") or {})})
 
 
 class Rejected(Exception):
@@ -134,15 +121,6 @@ def custom_calls(exp) -> set[str]:
     return found
 
 
-def mesh_of(exp):
-    """(names, sizes, axis types) of the abstract mesh of a program's shardings, or None."""
-    for s in jax_private.in_shardings(exp) + jax_private.out_shardings(exp):
-        mesh = getattr(s, "mesh", None)
-        if mesh is not None and mesh.axis_names and int(np.prod(mesh.axis_sizes)) == exp.nr_devices:
-            return tuple(mesh.axis_names), tuple(mesh.axis_sizes), tuple(mesh.axis_types)
-    return None
-
-
 def manual_axes(exp) -> list[str]:
     """Axes some `shard_map`/`pmap` region of the module is written per device over (sorted)."""
     found = set()
@@ -162,22 +140,6 @@ Layout = tuple
 def program_regions(exp) -> tuple:
     """`namedaxes.judging.regions` of the module: where each per-device region takes and gives its values."""
     return regions(module_text(exp))
-
-
-def spec_layout(sharding) -> Layout | None:
-    """The layout a (Named) sharding of the export's signature states; None: left to the compiler."""
-    spec = getattr(sharding, "spec", None)
-    if sharding is None or spec is None:
-        return None
-    return norm_layout(() if d is None else (d,) if isinstance(d, str) else tuple(d) for d in spec)
-
-
-def entry_layouts(exp) -> tuple:
-    """The layout the program's signature states for each input (None: unstated)."""
-    return tuple(
-        spec_layout(s) if s is not None and getattr(s, "mesh", None) is not None and s.mesh.axis_names else None
-        for s in jax_private.in_shardings(exp)
-    )
 
 
 # ---------------------------------------------------------------- signature
@@ -232,9 +194,9 @@ class Program:
 
     exp: Any  # the deserialized `jax.export.Exported`
     text: str  # its module's text (`module_text`)
-    mesh: tuple | None  # (names, sizes, axis types) of its shardings' mesh (`mesh_of`), or None
-    module_mesh: tuple | None  # (names, sizes) of the module's `sdy.mesh` of the device count, or None
-    entry_layouts: tuple  # the layout its signature states for each input (None: unstated)
+    mesh: tuple | None  # (names, sizes, axis types) of its shardings' mesh (`signature_mesh`), or None
+    run_mesh: tuple  # (names, sizes, axis types or None) of the mesh it runs on (`namedaxes.judging.mesh_of`)
+    entry_layouts: tuple  # the layout its signature states for each input (None: unstated; `stated_layouts`)
     signature: dict  # what it takes and gives (`signature`)
     regions: tuple  # where each per-device region takes and gives its values (`program_regions`)
     custom_calls: frozenset  # the target of every custom call (`custom_calls`)
@@ -248,9 +210,9 @@ class Program:
         return cls(
             exp=exp,
             text=text,
-            mesh=mesh_of(exp),
-            module_mesh=text_mesh(exp),
-            entry_layouts=entry_layouts(exp),
+            mesh=signature_mesh(exp),
+            run_mesh=mesh_of(exp),
+            entry_layouts=stated_layouts(exp),
             signature=sig,
             regions=regions(text),
             custom_calls=frozenset(custom_calls(exp)),

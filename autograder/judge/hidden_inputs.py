@@ -16,7 +16,7 @@ import numpy as np
 
 from .compiling import Compiled
 
-__all__ = ["perturb_factor", "hidden_rng", "hidden_inputs", "hidden_outputs"]
+__all__ = ["perturb_factor", "hidden_rng", "draw_inputs", "hidden_outputs"]
 
 
 def perturb_factor(secret: bytes, grade_id: str, case: str) -> float:
@@ -46,7 +46,7 @@ def _draw(aval, draw: dict, r: np.random.Generator) -> np.ndarray:
     return np.asarray(values).astype(dtype)
 
 
-def hidden_inputs(exp, draw: dict, r: np.random.Generator) -> list[np.ndarray]:
+def draw_inputs(exp, draw: dict, r: np.random.Generator) -> list[np.ndarray]:
     """The program's inputs (its arguments' leaves, in order) drawn from `r` as `draw` says: what
     `hidden_outputs` feeds it, drawn from a generator seeded the same way."""
     return [_draw(a, draw, r) for a in exp.in_avals]
@@ -57,7 +57,7 @@ def hidden_outputs(prog: Compiled, exp, draw: dict, r: np.random.Generator) -> d
     input placed with the layout the program was compiled for."""
     import jax
 
-    leaves = [jax.device_put(a, s) for a, s in zip(hidden_inputs(exp, draw, r), prog.in_shardings)]
+    leaves = [jax.device_put(a, s) for a, s in zip(draw_inputs(exp, draw, r), prog.in_shardings)]
     out = prog.compiled(*leaves)
     flat, _ = jax.tree_util.tree_flatten_with_path(out)
     return {jax.tree_util.keystr(path): np.asarray(v) for path, v in flat}

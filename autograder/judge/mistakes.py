@@ -43,6 +43,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from namedaxes.grading import MISTAKES_KEY
+from namedaxes.judging import ATOL, RTOL
 
 from ..limits import MAX_MISTAKE_FIELD_CHARS, MAX_MISTAKE_FIELDS, MAX_MISTAKE_OUTPUTS, MAX_MISTAKE_RESULTS
 from ..reasons import MISTAKE_ARG, Phrase, phrase
@@ -108,7 +109,7 @@ def diagnose(source, case: str, inputs: list, outputs: dict, rtol=None, atol=Non
     listed = getattr(module, "known_mistakes", None)
     if not callable(listed):
         return {}
-    rtol, atol = (1e-5 if rtol is None else rtol), (1e-5 if atol is None else atol)
+    rtol, atol = (RTOL if rtol is None else rtol), (ATOL if atol is None else atol)
     short, found = source[0].removeprefix(MODULES), {}
     for values, key, fields in list(listed(source[1], case, inputs))[:MAX_MISTAKE_RESULTS]:
         mistake = "" if key is None else str(key)  # None: another answer's values, no known mistake (`named`)

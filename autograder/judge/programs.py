@@ -81,7 +81,7 @@ from .exported import (
     is_program_observation,
     read_program,
 )
-from .hidden_inputs import hidden_inputs, hidden_outputs, hidden_rng, perturb_factor
+from .hidden_inputs import draw_inputs, hidden_outputs, hidden_rng, perturb_factor
 from .loop_runs import loops_run, reference_loops_run
 from .mistakes import diagnose, diagnose_program, mistake_source, named
 
@@ -273,8 +273,7 @@ class Judge:
                 if blob is None or not np.asarray(blob).size:
                     raise ValueError(f"the reference program of case {case!r} is missing or empty")
                 program = read_program(np.asarray(blob, np.uint8).tobytes())
-                mesh = program.mesh or program.module_mesh or (("devices",), (program.nr_devices,))
-                names, shape = mesh[:2]
+                names, shape = program.run_mesh[:2]
                 ref.programs[case] = _RefCase(
                     program, compiled_for(program, names, shape, kind="reference"), names, shape
                 )
@@ -427,7 +426,7 @@ class Judge:
         if source is None or not student.out or not case.changed(want, student.out):
             return
         try:
-            inputs = hidden_inputs(student.program.exp, case.entry["draw"], case.seed())
+            inputs = draw_inputs(student.program.exp, case.entry["draw"], case.seed())
             found = diagnose(source, case.name, inputs, student.out, case.entry.get("rtol"), case.entry.get("atol"))
         except Exception:  # noqa: BLE001 - the exercise's list failed on these values: the values just differ
             found = {}

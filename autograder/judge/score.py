@@ -31,7 +31,7 @@ from .. import records
 from ..course.notebooks import SourceNotebook
 from ..limits import CELL_MESSAGE_CHARS, SCORER_TIMEOUT
 from ..reasons import Phrase, Reason, Verdict, Words, phrase
-from ..records import CellResult, Row, RunResult, Status, Task
+from ..records import CellEnd, CellResult, Row, RunResult, Status, Task
 from .compare import compare, load_observations
 from .scorer_process import ScorerReferenceError
 
@@ -40,8 +40,7 @@ __all__ = [
     "error_text",
     "score_run",
     "submission_status",
-    "make_row",
-    "zero_cells",
+    "task_row",
     "scorer_for",
     "close_scorers",
     "scrub_text",
@@ -159,11 +158,6 @@ def scrubbed(reason, workdir: str | None):
     return reason
 
 
-def zero_cells(source: SourceNotebook, reason: Reason) -> tuple[CellResult, ...]:
-    """Every test cell of the assignment at 0 points, for the same reason."""
-    return records.zero_cells(source, reason)
-
-
 def score_run(
     source: SourceNotebook, nb, run: RunResult, refs: dict[str, dict], workdir: str
 ) -> tuple[CellResult, ...]:
@@ -181,10 +175,10 @@ def score_run(
         gid = test.grade_id
         i = index.get(gid)
         outcome = run.outcomes.get(i) if i is not None else None
-        error = error_text(outcome.ename, outcome.evalue) if outcome and outcome.status != "ok" else ""
+        error = error_text(outcome.ename, outcome.evalue) if outcome and outcome.status != CellEnd.OK else ""
         passed, reason, judged = False, "", ""
         got = run.observations.get(gid)
-        visible_failed = outcome is not None and outcome.status == "error"
+        visible_failed = outcome is not None and outcome.status == CellEnd.ERROR
         if got is not None:
             try:
                 verdict = _verdict(gid, refs, got, formulas)
@@ -199,7 +193,7 @@ def score_run(
                 reason = error if visible_failed else phrase("results_unreadable")
         elif outcome is None:
             reason = phrase("cell_not_run")
-        elif outcome.status == "ok":
+        elif outcome.status == CellEnd.OK:
             reason = phrase("nothing_recorded")
         else:
             reason = error
@@ -214,7 +208,7 @@ def submission_status(run: RunResult, merge, cells, workdir: str) -> tuple[Statu
     """The row's status and reason: the first event (timeout, died, ...) decides the status."""
     parts: list[Reason] = []
     status = Status.OK
-    if run.start_error and all(o.status == "not_run" for o in run.outcomes.values()):
+    if run.start_error and all(o.status == CellEnd.NOT_RUN for o in run.outcomes.values()):
         return Status.ERROR, scrubbed(phrase("kernel_not_started", error=one_line(run.start_error, 374)), workdir)
     if run.events:
         status = run.events[0][0]
@@ -231,7 +225,7 @@ def submission_status(run: RunResult, merge, cells, workdir: str) -> tuple[Statu
     return status, scrubbed(Words(tuple(parts), "; "), workdir)
 
 
-def make_row(
+def task_row(
     task: Task, source: SourceNotebook | None, status: Status, reason: Reason, cells, language: str = "", observe_log=()
 ) -> Row:
     """The row of a task (records.make_row, the one place rows are made)."""

@@ -69,7 +69,6 @@ __all__ = [
     "EMPHASIS",
     "html_text",
     "text_block",
-    "csp_meta",
 ]
 
 # Content-Security-Policy for every page the grader writes (feedback HTML, report.html):
@@ -105,11 +104,6 @@ _NBGRADER_KEYS = {
 _MD_PUNCT = {c: "\\" + c for c in "!#$()*+-./:=?@[\\]^_`{|}~"}
 _MD_PUNCT.update({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"})
 _MD_TABLE = str.maketrans(_MD_PUNCT)
-
-
-def csp_meta() -> str:
-    """The `<meta http-equiv>` tag carrying `CSP` (put it first in `<head>`)."""
-    return CSP_META
 
 
 def html_text(text) -> str:

@@ -40,13 +40,24 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..judge.score import make_row, zero_cells
+from ..judge.score import task_row
 from ..limits import REFERENCE_BUDGET
 from ..publish.outputs import Progress
 from ..publish.pages import FeedbackPages
 from ..publish.words import say
 from ..reasons import Phrase, phrase
-from ..records import Batch, BatchResults, InternalError, ReferenceRun, ReferenceTimes, Row, Status, Task, TimeLimits
+from ..records import (
+    Batch,
+    BatchResults,
+    InternalError,
+    ReferenceRun,
+    ReferenceTimes,
+    Row,
+    Status,
+    Task,
+    TimeLimits,
+    zero_cells,
+)
 from ..sandbox.build import mpl_cache
 from ..sandbox.xla_cache import protect_published, publish_xla_cache, remove_protected
 from .order import LongestFirst
@@ -246,7 +257,7 @@ class _Grading:
     def not_graded(self, task: Task, status: Status, reason: Phrase, cell_reason: Phrase) -> None:
         """A notebook answered without running it: its row, and its feedback page."""
         source = self.sources[task.assignment]
-        row = make_row(task, source, status, reason, zero_cells(source, cell_reason))
+        row = task_row(task, source, status, reason, zero_cells(source, cell_reason))
         if self.cfg.feedback:
             self.pages.write(task.feedback_paths, task.assignment, row)
         self.results.rows.append(row)

@@ -17,7 +17,7 @@ from courseinfo.nbgrader_metadata import nbgrader_cell
 
 from ..publish.words import say
 from ..reasons import Phrase, phrase
-from ..records import CellOutcome, RunResult
+from ..records import CellEnd, CellOutcome, RunResult
 from .kernel import Kernel
 
 __all__ = ["cell_label", "post_mortem", "death_reason", "append_error_output", "mark_rest"]
@@ -74,4 +74,4 @@ def append_error_output(cell: NotebookNode, outcome: CellOutcome) -> None:
 
 def mark_rest(result: RunResult, indices: list[int], why: Phrase) -> None:
     for j in indices:
-        result.outcomes[j] = CellOutcome("not_run", "NotRun", phrase("not_run_because", why=why))
+        result.outcomes[j] = CellOutcome(CellEnd.NOT_RUN, "NotRun", phrase("not_run_because", why=why))

@@ -72,7 +72,7 @@ from ..limits import (
     START_ERROR_CHARS,
 )
 from ..reasons import Phrase, phrase
-from ..records import CellOutcome, RunResult, Status
+from ..records import CellEnd, CellOutcome, RunResult, Status
 from .cell_endings import append_error_output, cell_label, death_reason, mark_rest, post_mortem
 from .cell_outputs import CellRun
 from .kernel import Kernel, KernelStartError
@@ -258,7 +258,7 @@ class _NotebookRun:
                 result.start_error = ""
             else:
                 for i in self.code_cells:
-                    result.outcomes[i] = CellOutcome("not_run")
+                    result.outcomes[i] = CellOutcome(CellEnd.NOT_RUN)
             result.seconds = time.monotonic() - self.t0
             return result
         pos: int | None = 0
@@ -282,10 +282,10 @@ class _NotebookRun:
         i, kind = self.steps[pos]
         outcome = self.result.outcomes.get(i)
         if kind == FINDING:
-            failed = outcome is not None and outcome.status == "error" and i not in self.fatal
+            failed = outcome is not None and outcome.status == CellEnd.ERROR and i not in self.fatal
             return self.finding(pos, i) if failed and outcome.ename != NOT_STARTED else pos + 1
         hidden_step = kind == HIDDEN
-        if hidden_step and (outcome is None or outcome.status != "ok"):
+        if hidden_step and (outcome is None or outcome.status != CellEnd.OK):
             return pos + 1  # its visible part failed: its hidden part runs in the FINDING pass
         if self.left() <= 0:
             self.out_of_time(self.rest(pos))
@@ -308,13 +308,13 @@ class _NotebookRun:
         how = phrase("stopped_budget", what=self.what) if cut else phrase("ran_longer", seconds=timeout)
         if run.status in ("ok", "error"):
             said = phrase("hidden_part_failed") if hidden_step and run.status == "error" else run.evalue
-            self.result.outcomes[i] = CellOutcome(run.status, run.ename, said, run.seconds)
+            self.result.outcomes[i] = CellOutcome(CellEnd(run.status), run.ename, said, run.seconds)
             if i == self.guard_after and not hidden_step:
                 _install_guard(self.kernel, timeout)
             return pos + 1
         if run.status == "timeout":
             self.result.outcomes[i] = CellOutcome(
-                "timeout", "TimeoutError", phrase("this_cell_interrupted", how=how), run.seconds
+                CellEnd.TIMEOUT, "TimeoutError", phrase("this_cell_interrupted", how=how), run.seconds
             )
             self.result.events.append((Status.TIMEOUT, phrase("cell_interrupted", label=label, how=how)))
             self.fatal.add(i)
@@ -396,13 +396,13 @@ class _NotebookRun:
         sandbox names, where one was hit), its error output, and the kernel killed."""
         result, kernel = self.result, self.kernel
         if run.status == "hung":
-            result.outcomes[i] = CellOutcome("timeout", "TimeoutError", phrase("this_cell_hung", how=how), run.seconds)
+            said = phrase("this_cell_hung", how=how)
+            result.outcomes[i] = CellOutcome(CellEnd.TIMEOUT, "TimeoutError", said, run.seconds)
             result.events.append((Status.TIMEOUT, phrase("cell_hung", label=label, how=how)))
         elif run.status == "oversized":
             mib = MAX_MESSAGE_BYTES // 2**20
-            result.outcomes[i] = CellOutcome(
-                "error", "OutputTooLarge", phrase("this_cell_oversized", mib=mib), run.seconds
-            )
+            said = phrase("this_cell_oversized", mib=mib)
+            result.outcomes[i] = CellOutcome(CellEnd.ERROR, "OutputTooLarge", said, run.seconds)
             result.events.append((Status.TOO_MUCH_OUTPUT, phrase("cell_oversized", label=label, mib=mib)))
         else:
             code = kernel.proc.returncode if kernel.proc is not None else None
@@ -411,13 +411,12 @@ class _NotebookRun:
             kernel.kill()
             hit = post_mortem(kernel)
             if hit is not None:
-                result.outcomes[i] = CellOutcome("died", "LimitReached", hit.reason, run.seconds)
+                result.outcomes[i] = CellOutcome(CellEnd.DIED, "LimitReached", hit.reason, run.seconds)
                 result.events.append((hit.status, phrase("limit_restarted", label=label, reason=hit.reason)))
             else:
                 why = death_reason(code)
-                result.outcomes[i] = CellOutcome(
-                    "died", "DeadKernelError", phrase("this_cell_died", why=why), run.seconds
-                )
+                said = phrase("this_cell_died", why=why)
+                result.outcomes[i] = CellOutcome(CellEnd.DIED, "DeadKernelError", said, run.seconds)
                 result.events.append((Status.KERNEL_DIED, phrase("cell_died", label=label, why=why)))
         append_error_output(self.nb.cells[i], result.outcomes[i])
         self.fatal.add(i)

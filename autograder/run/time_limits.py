@@ -24,11 +24,15 @@ from __future__ import annotations
 import math
 
 from ..limits import CELL_TIME_MULTIPLE, REFERENCE_RETRY_FACTOR
-from ..records import ReferenceTimes, TimeLimits
+from ..records import CellEnd, ReferenceTimes, TimeLimits
 
 __all__ = ["time_limits", "retry_timeout", "worth_retrying", "slowest", "RETRYABLE"]
 
-RETRYABLE = ("timeout", "died", "not_run")  # how a reference cell ends when the machine, not the solution, failed
+RETRYABLE = (
+    CellEnd.TIMEOUT,
+    CellEnd.DIED,
+    CellEnd.NOT_RUN,
+)  # how a reference cell ends when the machine, not the solution, failed
 
 
 def time_limits(

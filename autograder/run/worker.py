@@ -1,10 +1,8 @@
-"""A worker process: keeps a warm sandboxed kernel, grades one task at a time.
+"""A worker process: keeps a warm sandboxed kernel (`KernelSupply`, kernel_supply.py), grades one task at a time.
 
-Where the sandbox allows (`Sandbox.fork_why()`), the warm thing is a zygote in the worker's own slot
-(zygote.py): each task's kernel is forked from it after the slot is emptied, about 1.4 s of CPU less
-per notebook; a zygote that fails is closed, that kernel starts the plain way and a fresh zygote
-serves the next task. The run that fills the students' XLA cache (the release as students get it, never
-the solution) writes it into its own working copy, and the worker copies the entries out before the
+Where the sandbox allows, its kernels are forked from a zygote in the worker's own slot, about 1.4 s of CPU
+less per notebook (kernel_supply.py). The run that fills the students' XLA cache (the release as students get
+it, never the solution) writes it into its own working copy, and the worker copies the entries out before the
 copy is emptied, so references run in the slot too.
 
 For a grading task it rebuilds the notebook from the source (test and locked
@@ -30,7 +28,6 @@ from __future__ import annotations
 import copy
 import ctypes
 import os
-import shutil
 import signal
 import time
 import traceback
@@ -41,26 +38,28 @@ from courseinfo.nbgrader_metadata import nbgrader_cell
 
 from ..course.notebooks import SourceNotebook, UnreadableNotebook, build_graded, read_submission, shared_cache_run
 from ..judge.formulas import formula_prelude
-from ..judge.score import error_text, make_row, prepare_scorer, score_run, scorer_stats, submission_status, zero_cells
+from ..judge.score import error_text, prepare_scorer, score_run, scorer_stats, submission_status, task_row
 from ..limits import MAX_ADDED_CELLS, NOTEBOOK_OUTPUT_CHARS
 from ..messages import speaking, submission_language
 from ..publish.pages import FeedbackPages
 from ..publish.words import say
 from ..reasons import Phrase, phrase
 from ..records import (
+    CellEnd,
     InternalError,
     ReferenceRun,
     ReferenceTimes,
     Row,
     Status,
     Task,
+    zero_cells,
 )
-from ..sandbox import workcopy
 from ..sandbox.launch import Sandbox
 from ..sandbox.xla_cache import REFERENCE_CACHE, keep_reference_cache, reference_xla_prelude, xla_prelude
 from .cell_endings import cell_label
 from .executor import NotebookLimits, run_notebook
 from .kernel_prelude import kernel_prelude
+from .kernel_supply import KernelSupply
 from .pipe import KernelGone, KernelStarted, TaskDone
 from .references import load_references
 from .time_limits import slowest, worth_retrying
@@ -87,104 +86,16 @@ class Worker:
     def __init__(self, wid: int, cfg: WorkerConfig):
         self.wid = wid
         self.cfg = cfg
-        self.n = 0
+        self.kernels = KernelSupply(wid, cfg)  # its warm kernel, or its slot's zygote that forks them
         self.refs: dict[str, dict] = {}
-        self.warm = None
-        self.zygote = None  # this worker's slot (run/zygote.py), started by prestart() where the sandbox allows
-        self.no_slot = False  # its zygote failed: kernels start the plain way
         self.pages = FeedbackPages()  # the feedback pages and executed notebooks this worker writes (publish/)
         self.cpu0 = 0.0  # this process's CPU when the current task began (timings)
 
-    def _kernel(self, workdir: Path | None = None, label: str = "k0"):
-        from .kernel import Kernel
-
-        if self.zygote is not None and (workdir is None or workdir == self.zygote.workdir):
-            kernel = self._forked(workdir is None, label)
-            if kernel is not None:
-                return kernel
-        if workdir is None:
-            workdir = self._fresh_workdir()
-        return Kernel(workdir, self.cfg.sandbox, label=label, log_dir=self.cfg.log_dir).start()
-
-    def _forked(self, fresh: bool, label: str):
-        """A kernel forked in this worker's slot (emptied first for a new task), or None when the zygote
-        cannot fork any more (it is closed and later kernels start the plain way)."""
-        from .kernel import Kernel, KernelStartError
-        from .zygote import ZygoteError
-
-        try:
-            if fresh:
-                self.zygote.reset(self.cfg.mpl_cache)
-            return Kernel(
-                self.zygote.workdir, self.cfg.sandbox, label=label, log_dir=self.cfg.log_dir, zygote=self.zygote
-            ).start()
-        except (ZygoteError, KernelStartError, OSError):
-            self.zygote.close()
-            self.zygote = None
-            return None
-
-    def _fresh_workdir(self) -> Path:
-        self.n += 1
-        workdir = self.cfg.work_root / f"w{self.wid}-{self.n}"
-        workdir.mkdir(parents=True)
-        if self.cfg.mpl_cache is not None:
-            try:  # another run may be replacing the shared copy
-                shutil.copytree(self.cfg.mpl_cache, workdir / ".matplotlib")
-            except OSError:
-                workcopy.remove(workdir / ".matplotlib")
-        return workdir
-
     def prestart(self) -> None:
-        """Pay a kernel's start-up before the next task: the slot's zygote where there is one, else a kernel."""
-        if self.zygote is not None:
-            return
-        if self.cfg.zygote and not self.no_slot:
-            from .zygote import Zygote, ZygoteError
-
-            try:
-                self.zygote = Zygote(self.cfg.sandbox, self.cfg.work_root / f"z{self.wid}", self.cfg.log_dir).start()
-                return
-            except ZygoteError:
-                self.no_slot = True  # kernels start the plain way in this worker
-        try:
-            self.warm = self._kernel()
-        except Exception:  # noqa: BLE001 - a failed prestart just means a cold start later
-            self.warm = None
-
-    def take_kernel(self, prestart: bool = True):
-        """The warm kernel (or a fresh one); boots the next one meanwhile unless no task may follow.
-        A slot holds one kernel at a time: its next kernel is forked when this one is released."""
-        kernel, self.warm = self.warm, None
-        if kernel is None:
-            kernel = self._kernel()
-        if prestart and self.zygote is None:
-            self.prestart()
-        return kernel
-
-    def release(self, workdir: Path, prestart: bool = False) -> None:
-        """Remove a working copy once its kernel is dead; a slot's is emptied (and kept mounted) instead,
-        and with `prestart` the next task's kernel is forked there at once (it boots while this task is
-        scored and written)."""
-        if self.zygote is not None and workdir == self.zygote.workdir:
-            if self.warm is None and prestart:
-                self.warm = self._forked(True, "k0")
-            else:
-                try:
-                    self.zygote.reset(self.cfg.mpl_cache)
-                except Exception:  # noqa: BLE001 - the next fork resets it again, or the slot is closed
-                    pass
-            return
-        workcopy.remove_with_scratch(workdir)
+        self.kernels.prestart()
 
     def close(self) -> None:
-        if self.warm is not None:
-            self.warm.kill()
-            if self.warm.zygote is None:  # a slot's kernel goes with its zygote's slot below
-                workcopy.remove_with_scratch(self.warm.workdir)  # unmounts its quota tmpfs and scratch
-            self.warm = None
-        if self.zygote is not None:
-            self.zygote.close()  # its sandbox, any kernel in it, and the slot's mounts
-            self.zygote = None
+        self.kernels.close()
 
     def _references(self, task: Task) -> dict:
         if task.assignment not in self.refs:
@@ -208,7 +119,7 @@ class Worker:
             return self.unreadable(task, source, err, t0)
         with speaking(lang):  # the feedback page and the graded notebook in the student's language
             if lang in source.edition_problems:
-                row = make_row(
+                row = task_row(
                     task,
                     source,
                     Status.ERROR,
@@ -225,7 +136,7 @@ class Worker:
 
     def unreadable(self, task: Task, source: SourceNotebook, err: BaseException, t0: float) -> Row:
         why = str(err) if isinstance(err, UnreadableNotebook) else unreadable_reason(err)
-        row = make_row(
+        row = task_row(
             task, source, Status.UNREADABLE, f"{task.origin}: {why}", zero_cells(source, phrase("notebook_unreadable"))
         )
         self.write_outputs(task, source, None, row)
@@ -245,7 +156,7 @@ class Worker:
         # (once per worker and assignment: later tasks find them compiled and the thread ends at once)
         prep = prepare_scorer(refs)
         try:
-            kernel = self.take_kernel(task.prestart)
+            kernel = self.kernels.take_kernel(task.prestart)
             workdir = kernel.workdir
             t_run = time.monotonic()
             try:
@@ -259,12 +170,12 @@ class Worker:
                     graded,
                     tests,
                     kernel,
-                    lambda n: self._kernel(workdir, label=f"r{n}"),
+                    lambda n: self.kernels.kernel(workdir, label=f"r{n}"),
                     limits,
                     prelude=kernel_prelude(lang) + xla_prelude(task.xla_dir) + formula_prelude(source, refs),
                 )
             finally:
-                self.release(workdir, task.prestart)
+                self.kernels.release(workdir, task.prestart)
         finally:
             t_wait = time.monotonic()
             if prep is not None:
@@ -285,7 +196,7 @@ class Worker:
         stages.update(_scorer_stages(compiled))
         stages["kernel_cpu"] = kernel_mod.CPU_SECONDS[0] - kernel_cpu  # its kernels' CPU (cgroups)
         status, reason = submission_status(run, merge, cells, str(workdir))
-        row = make_row(task, source, status, reason, cells, lang, observe_log=tuple(run.observe_log))
+        row = task_row(task, source, status, reason, cells, lang, observe_log=tuple(run.observe_log))
         t_write = time.monotonic()
         self.write_outputs(task, source, graded, row, source.editions.get(lang))
         stages["write"] = time.monotonic() - t_write
@@ -307,19 +218,19 @@ class Worker:
         nb = copy.deepcopy(source.nb)
         timeout = task.cell_timeout or self.cfg.timeout
         tests = {t.index: t.grade_id for t in source.test_cells}
-        kernel = self.take_kernel(task.prestart)
+        kernel = self.kernels.take_kernel(task.prestart)
         workdir = kernel.workdir
         try:
             run = run_notebook(
                 nb,
                 tests,
                 kernel,
-                lambda n: self._kernel(workdir, label=f"r{n}"),
+                lambda n: self.kernels.kernel(workdir, label=f"r{n}"),
                 NotebookLimits(timeout),
                 prelude=kernel_prelude("en"),
             )
         finally:
-            self.release(workdir, task.prestart)
+            self.kernels.release(workdir, task.prestart)
         problems = self.reference_problems(source, nb, run)
         if task.xla_dir and not problems:
             self.fill_xla_cache(task, source, timeout)
@@ -340,7 +251,7 @@ class Worker:
         if run.start_error:
             problems.append("the kernel did not start: " + run.start_error)
         for i, outcome in sorted(run.outcomes.items()):
-            if outcome.status != "ok":
+            if outcome.status != CellEnd.OK:
                 problems.append(  # the instructor's (English)
                     f"{say(cell_label(nb, i), 'en')}: {outcome.status}: "
                     f"{say(error_text(outcome.ename, outcome.evalue), 'en')}"
@@ -358,7 +269,7 @@ class Worker:
         compiles into its own working copy, and copy them into the run's staging folder: the set-up and
         library programs every student's kernel compiles too, and none compiled from an answer of the
         solution, so a kernel that counts its cache hits learns nothing about the solution."""
-        kernel = self.take_kernel(task.prestart)
+        kernel = self.kernels.take_kernel(task.prestart)
         workdir = kernel.workdir
         prelude = kernel_prelude("en") + reference_xla_prelude(str(workdir / REFERENCE_CACHE))
         try:
@@ -366,13 +277,13 @@ class Worker:
                 shared_cache_run(source),
                 {},
                 kernel,
-                lambda n: self._kernel(workdir, label=f"c{n}"),
+                lambda n: self.kernels.kernel(workdir, label=f"c{n}"),
                 NotebookLimits(timeout),
                 prelude=prelude,
             )
             keep_reference_cache(workdir, Path(task.xla_dir))
         finally:
-            self.release(workdir, task.prestart)
+            self.kernels.release(workdir, task.prestart)
 
 
 def _test_cells(graded) -> dict[int, str]:
@@ -469,7 +380,7 @@ def worker_main(wid: int, conn, cfg: WorkerConfig) -> None:
     worker.prestart()
     if cfg.feedback:
         try:  # load nbconvert's templates while the kernel boots
-            worker.pages.writer.html(None, "", make_row(Task(0, "grade", ""), None, Status.OK, ""), ())
+            worker.pages.writer.html(None, "", task_row(Task(0, "grade", ""), None, Status.OK, ""), ())
         except Exception:  # noqa: BLE001 - a real export will report the problem
             pass
     try:

@@ -28,9 +28,10 @@ A package along its steps, each module importing only those above it:
     loop_counters.py a variant whose loops count their own runs, per device (`counted`)
     measured_trips.py  those counts matched with the judged program's loops
     matters.py       the regions proven to matter, and whether two runs' outputs differ (`changed`)
-    compiled_run.py  an exported program compiled and run as the grader does (`mesh_of`)
-    counted_run.py   its work, loops only its data count counted by running it (`counted_work`, `exported_work`)
     layouts.py       where values live: layouts, per-device regions, and how two programs' regions differ
+    compiled_run.py  the judge's one compile: an exported program's mesh (`mesh_of`), compiled as the grader
+                     compiles it (`compile_exported`) and run (`run_exported`, the grader's scorer)
+    counted_run.py   its work, loops only its data count counted by running it (`counted_work`, `exported_work`)
     examined.py      one program examined the grader's way (`examine`)
 
 What this face exports (`__all__`) is the judge's whole public surface; the names its modules share with
@@ -39,7 +40,17 @@ each other are public in their own module and not repeated here.
 
 from __future__ import annotations
 
-from .compiled_run import COMPILER_OPTIONS, mesh_of, text_mesh
+from .compiled_run import (
+    COMPILER_OPTIONS,
+    FALLBACK_AXIS,
+    compile_exported,
+    device_mesh,
+    mesh_of,
+    signature_mesh,
+    spec_layout,
+    stated_layouts,
+    text_mesh,
+)
 from .counted_run import exported_work
 from .examined import Examined, communication_that_matters, examine
 from .hlo import describe_collective, group_axes, hlo_collectives
@@ -66,7 +77,13 @@ __all__ = [
     "perturbed",
     "changed",
     "mesh_of",
+    "signature_mesh",
     "text_mesh",
+    "device_mesh",
+    "FALLBACK_AXIS",
+    "spec_layout",
+    "stated_layouts",
+    "compile_exported",
     "communication_that_matters",
     "RTOL",
     "ATOL",

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .compiled_run import compile_exported, mesh_of, run_exported
+from .compiled_run import compile_exported, run_exported
 from .loop_counters import counted
 from .measured_trips import measured_trips
 from .work import Work, recounted, work_of
@@ -61,14 +61,13 @@ def exported_work(exp) -> Work:
     """The `Work` of one device of an exported program compiled as the grader compiles it (`compiled_run`), its
     loops whose count only their data decide counted by running it on `drawn_inputs` (for the visible checks: the
     facts the grader reads, on the same compile, the grader running the loops on its hidden inputs)."""
-    names, sizes = mesh_of(exp)
-    compiled, _ = compile_exported(exp, names, sizes)
+    compiled, _, mesh = compile_exported(exp)
     text = compiled.as_text()
-    work = work_of(compiled, names, sizes, exp.nr_devices, text=text)
+    work = work_of(compiled, tuple(mesh.axis_names), tuple(mesh.devices.shape), exp.nr_devices, text=text)
     inputs = drawn_inputs(exp)
 
     def run(variant) -> tuple[dict, str]:
-        out, ran = run_exported(variant, inputs, names, sizes)
+        out, ran = run_exported(variant, inputs, mesh)
         return out, ran.as_text()
 
     return counted_work(work, text, exp.nr_devices, exp, run)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .compiled_run import mesh_of, run_exported
+from .compiled_run import device_mesh, run_exported
 from .hlo import describe_collective, group_axes, hlo_collectives
 from .layouts import placed_layout, region_takes, regions
 from .matters import changed, proven_regions, region_facts
@@ -63,14 +63,15 @@ def examine(exp, values: list, factor: float = 2.5, rtol: float | None = None, a
     unstated ones replicated), read as the grader reads a student's program: see `Examined`."""
     import jax
 
-    names, sizes = mesh_of(exp)
+    mesh = device_mesh(exp)  # a variant runs on its program's mesh
+    names, sizes = tuple(mesh.axis_names), tuple(mesh.devices.shape)
     text = module_text(exp)
-    base, compiled = run_exported(exp, values, names, sizes)
+    base, compiled = run_exported(exp, values, mesh)
 
     def reaches(variant) -> bool:
         if variant is exp:
             return False  # its collectives of that kind send no data made from an input
-        return variant is None or changed(base, run_exported(variant, values, names, sizes)[0], rtol, atol)
+        return variant is None or changed(base, run_exported(variant, values, mesh)[0], rtol, atol)
 
     present, kept = set(), set()
     for op, reducer, groups in hlo_collectives(compiled.as_text(), exp.nr_devices):

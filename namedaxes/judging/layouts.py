@@ -3,8 +3,8 @@
 A value's layout: per array dimension, the mesh axes it is split over (() = not split), trailing unsplit
 dimensions dropped, so `()` is "replicated on every device". Read from the exported module (where each
 per-device region takes and gives its values) and from the compiled program (where the results live):
-never from what a kernel says about itself. (Moved here from autograder/programs.py: the visible checks
-read layouts the same way.)
+never from what a kernel says about itself. The grader (judge/exported.py, programs.py) and the visible checks
+read layouts the same way, here.
 """
 
 from __future__ import annotations

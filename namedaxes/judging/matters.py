@@ -20,8 +20,10 @@ from .stablehlo import outermost_region, returned_regions, stablehlo_collective,
 
 __all__ = ["RTOL", "ATOL", "RegionFacts", "region_facts", "proven_regions", "changed"]
 
-RTOL = 1e-5  # autograder.judge.compare.RTOL
-ATOL = 1e-5  # autograder.judge.compare.ATOL
+# The judge's one tolerance: two values agree within `allclose(rtol=RTOL, atol=ATOL)`, in the visible checks and
+# in the grader (autograder.judge.compare imports it from here).
+RTOL = 1e-5
+ATOL = 1e-5
 
 
 @dataclass(frozen=True)

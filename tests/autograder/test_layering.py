@@ -3,7 +3,7 @@
 Static and cheap (the source's `ast`, no import of JAX): every `import` of an `autograder` module,
 at the top of a module or inside a function, is an edge. The packages and what each may import:
 
-    records, reasons, limits, messages  (shared, top of autograder/)  nothing of the grader
+    records, reasons, limits, messages, faces  (shared, top of autograder/)  nothing of the grader
     course/    the assignments: source notebooks, editions            shared
     intake/    which hand-ins there are, and whose                    shared
     sandbox/   what a student kernel may see and do                   shared, course
@@ -18,7 +18,7 @@ real test imports every module, so a moved or renamed module cannot hide behind 
 
 The writer writes: publish/ is every file written, so outside it no module makes a page or a published
 file itself. Other stages reach publish/ only through the modules that write (`pages`: a hand-in's pages
-and executed notebook; `batch`: the batch's files; `lms`: an LMS export) or say things (`words`,
+and executed notebook; `publishing`: the batch's files; `lms`: an LMS export) or say things (`words`,
 `outputs`' progress and reasons), and none calls `nbformat.write`.
 """
 
@@ -32,7 +32,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PKG = ROOT / "autograder"
-SHARED = {"records", "reasons", "limits", "messages"}
+SHARED = {"records", "reasons", "limits", "messages", "faces"}
 PIPELINE = {"runner", "__main__", "bench"}
 ALLOWED = {
     "shared": set(),
@@ -146,7 +146,7 @@ def test_the_checker_sees_the_edges_it_must_forbid():
 
 
 # what a module outside publish/ may import of it: the writers, and what says things
-PUBLISH_ENTRIES = {"batch", "pages", "lms", "words", "outputs"}
+PUBLISH_ENTRIES = {"publishing", "pages", "lms", "words", "outputs"}
 
 
 def _calls(module: str) -> set[str]:

@@ -115,15 +115,16 @@ def test_a_program_examined_with_the_judges_options_gives_the_plain_compiles_val
 # ---------------------------------------------------------------- regions shown live without a variant
 def _facts(fn, arg):
     exp = _exported(fn, arg)
-    names, sizes = judging.mesh_of(exp)
+    names, sizes, _ = judging.mesh_of(exp)
     return exp, names, sizes, judging.region_facts(exp, names, sizes)
 
 
 def _variant_reaches(exp, names, sizes, values) -> bool:
     """The slow path: the region's results changed, the program run again, the outputs compared."""
-    base, _ = compiled_run.run_exported(exp, values, names, sizes)
+    mesh = judging.device_mesh(exp)
+    base, _ = compiled_run.run_exported(exp, values, mesh)
     variant = judging.perturbed(exp, None, names, sizes, 2.5, region=0)
-    return variant is None or judging.changed(base, compiled_run.run_exported(variant, values, names, sizes)[0])
+    return variant is None or judging.changed(base, compiled_run.run_exported(variant, values, mesh)[0])
 
 
 _PMAP = jax.ShapeDtypeStruct((8, 3), jnp.float32)  # one row a device

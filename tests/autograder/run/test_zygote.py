@@ -221,30 +221,30 @@ def test_a_kernel_that_kills_or_stops_its_zygote_costs_the_next_kernel_nothing(s
     worker = Worker(0, cfg)
     try:
         worker.prestart()
-        assert worker.zygote is not None
-        spoilt = worker.zygote
-        first = worker.take_kernel()
+        assert worker.kernels.zygote is not None
+        spoilt = worker.kernels.zygote
+        first = worker.kernels.take_kernel()
         assert first.zygote is spoilt
         first.wait_ready()
         first.execute(f"import os, signal; os.kill(os.getppid(), signal.{signal_name})", timeout=20)
         first.kill()
-        worker.release(first.workdir)
-        second = worker.take_kernel()  # that slot is closed: a plain kernel, and a fresh zygote for what follows
+        worker.kernels.release(first.workdir)
+        second = worker.kernels.take_kernel()  # that slot is closed: a plain kernel, a fresh zygote for what follows
         try:
-            assert second.zygote is None and worker.zygote is not spoilt and not spoilt.alive()
+            assert second.zygote is None and worker.kernels.zygote is not spoilt and not spoilt.alive()
             second.wait_ready()
             assert run_json(second, "import json; print(json.dumps({'answer': 6 * 7}))") == {"answer": 42}
         finally:
             second.kill()
-            worker.release(second.workdir)
-        third = worker.take_kernel()
+            worker.kernels.release(second.workdir)
+        third = worker.kernels.take_kernel()
         try:
-            assert third.zygote is worker.zygote is not None
+            assert third.zygote is worker.kernels.zygote is not None
             third.wait_ready()
             assert run_json(third, "import json; print(json.dumps({'answer': 6 * 7}))") == {"answer": 42}
         finally:
             third.kill()
-            worker.release(third.workdir)
+            worker.kernels.release(third.workdir)
     finally:
         worker.close()
     assert not (tmp_path / "work" / "z0").exists()
