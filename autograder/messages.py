@@ -162,9 +162,14 @@ TEXT: dict[str, str] = {
     "the compiled per-device program); this exercise allows {factor}×",
     "work_loops": "{case}: how its loops were counted: {bounded} as often as a limit of their own lets them run "
     "(their data may stop them sooner), {uncounted} whose runs only their data decide {unknown} times each",
-    "work_loops_run": "{case}: how its loops were counted: {measured} whose runs only their data decide, by running "
-    "the program on the hidden inputs: {trips} runs of its body each time it is entered, on the device that runs "
-    "it most",
+    "work_loops_run": "{case}: how its loops were counted: by running the program on the hidden inputs, as often "
+    "as each ran on the device that runs it most; the figures are not shown because they depend on the hidden "
+    "inputs (the visible check shows them on its own inputs)",
+    "work_flops_run": "{case}: work: one device computes more than {factor}× the reference's FLOPs (read from the "
+    "compiled per-device program), which this exercise does not allow",
+    "work_sent_run": "{case}: communication: one device receives more than {factor}× the reference's bytes through "
+    "its collectives in one call (each collective counted as often as it runs, read from the compiled per-device "
+    "program), which this exercise does not allow",
     "work_overlap": "{case}: schedule: the compiled program runs {got} of its matmuls before its last ppermute, "
     "the reference {want} (read from the optimized program's order): the blocks travel first and the products "
     "come after, where the exercise interleaves them",

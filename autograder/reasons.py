@@ -72,6 +72,8 @@ class Kind(StrEnum):
     WORK_SENT = "work_sent"
     WORK_LOOPS = "work_loops"
     WORK_LOOPS_RUN = "work_loops_run"
+    WORK_FLOPS_RUN = "work_flops_run"
+    WORK_SENT_RUN = "work_sent_run"
     LAYOUT_INPUT = "layout_input"
     LAYOUT_REGION_INPUT = "layout_region_input"
     LAYOUT_REGIONS = "layout_regions"
@@ -223,6 +225,9 @@ _PROPERTY = {
     Kind.WORK_OVERLAP: Property.WORK,
     Kind.WORK_SENT: Property.WORK,
     Kind.WORK_LOOPS: Property.WORK,
+    Kind.WORK_LOOPS_RUN: Property.WORK,
+    Kind.WORK_FLOPS_RUN: Property.WORK,
+    Kind.WORK_SENT_RUN: Property.WORK,
     Kind.SCORER_TIMEOUT: Property.GRADER,
     Kind.SCORER_DIED: Property.GRADER,
     Kind.SCORER_FAILED: Property.GRADER,

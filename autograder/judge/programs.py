@@ -1,9 +1,8 @@
 """Judge exported programs: run them on the grader's own inputs, read their real communication.
 
-Runs only inside the clean scorer process (`autograder/judge/scorer_process.py`), which never
-executes student code. Threat model: a recorded observation is whatever the
-student's kernel chose to write, so every byte of it is hostile data. Here it is
-only ever *data*. The judge's steps, one module each:
+Runs only inside the clean scorer process (`autograder/judge/scorer_process.py`), which never executes student
+code. Threat model: a recorded observation is whatever the student's kernel chose to write, so every byte of it
+is hostile data. Here it is only ever *data*. The judge's steps, one module each:
 
 - reading (`autograder.judge.exported`): a case's program is deserialized once into one
   `exported.Program` (text, mesh, layouts, signature, regions, custom calls, fingerprint) whose

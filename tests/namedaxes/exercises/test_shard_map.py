@@ -335,21 +335,23 @@ def _own_rows_then_a_guard_until_finite(block):
     return lax.while_loop(lambda t: jnp.any(~jnp.isfinite(t)), jnp.nan_to_num, total)
 
 
-_BY_RUNNING = "by running the program on the hidden inputs: {} runs of its body each time it is entered"
+_BY_RUNNING = "how its loops were counted: by running the program on the hidden inputs"
 
 
 def test_sharded_scaled_sum_work_in_a_loop_only_its_data_decide_is_counted_by_running_it():
     """Issue 56: the loop whose bound is a psum of the data was counted 1,024 times (15,382 FLOPs against 18 on 2
     devices, 854.6x); now as often as it ran on the hidden inputs (2, 4 and 8 times: 52, 136 and 130 FLOPs against
-    18, 32 and 14), refused on every mesh with its true figures, and the finding says how it was counted."""
+    18, 32 and 14), refused on every mesh, and the finding says how it was counted. Its figures are the hidden
+    inputs', so the grader does not say them (the visible check says its own, on its public inputs)."""
     reference = observe(q.sharded_scaled_sum, ref_sharded_scaled_sum)
     answer = _scaled_sum_with(_whole_x_summed_until_a_psum_of_its_data, check_vma=False)
     verdict = judge_observations(reference, observe(q.sharded_scaled_sum, answer))
     assert not verdict.passed
     said = verdict.reason(limit=20)
-    for figures, trips in (("2.9× the reference's FLOPs (52 against 18", 2), ("4.2×", 4), ("9.3×", 8)):
-        assert figures in said and _BY_RUNNING.format(trips) in said
-    assert "1024 times" not in said
+    assert said.count("one device computes more than 2.5× the reference's FLOPs") == 3, said
+    assert said.count(_BY_RUNNING) == 3, said
+    for figure in ("1024 times", "2.9×", "4.2×", "9.3×", " 52 ", " 136 ", " 130 "):
+        assert figure not in said, said
     # the visible check counts the loop by running it too (it read 1025.3x, 14,354 against 14, before)
     assert_check_fails(q.sharded_scaled_sum.check, answer, match=r"9\.3× the reference's FLOPs on 8 devices \(130 ")
 

@@ -73,10 +73,10 @@ def _judged(body):
     mesh = jax.make_mesh((8,), ("d",))
     spec = jax.ShapeDtypeStruct((8, 4), jnp.float32, sharding=NamedSharding(mesh, P("d")))
     exp = jax.export.export(jax.jit(jax.shard_map(body, mesh=mesh, in_specs=P("d"), out_specs=P("d"))))(spec)
-    names, sizes = compiled_run.mesh_of(exp)
-    compiled, _ = compiled_run.compile_exported(exp, names, sizes)
+    compiled, _, mesh = compiled_run.compile_exported(exp)
+    names, sizes = tuple(mesh.axis_names), tuple(mesh.devices.shape)
     found = counted(exp)
-    out, variant = compiled_run.run_exported(found.exp, [_INPUTS], names, sizes)
+    out, variant = compiled_run.run_exported(found.exp, [_INPUTS], mesh)
     counts = [out[f"[{i}]"] for i in range(found.first, found.first + 2 * found.loops)]
     trips = measured_trips(compiled.as_text(), variant.as_text(), counts)
     work = work_of(compiled, names, sizes, 8)
@@ -193,13 +193,13 @@ def test_a_pmap_program_counts_each_device():
         lambda c: c[0] < jnp.int32(v[1]) + lax.axis_index("i"), lambda c: (c[0] + 1, c[1] * 1.5), (0, v)
     )[1]
     exp = jax.export.export(jax.jit(jax.pmap(per_device, axis_name="i")))(jax.ShapeDtypeStruct((8, 4), jnp.float32))
-    names, sizes = compiled_run.mesh_of(exp)
-    compiled, _ = compiled_run.compile_exported(exp, names, sizes)
+    compiled, _, mesh = compiled_run.compile_exported(exp)
+    names, sizes = tuple(mesh.axis_names), tuple(mesh.devices.shape)
     text = compiled.as_text()
     work = work_of(compiled, names, sizes, 8, text=text)
 
     def run(variant):
-        out, ran = compiled_run.run_exported(variant, [_INPUTS], names, sizes)
+        out, ran = compiled_run.run_exported(variant, [_INPUTS], mesh)
         return out, ran.as_text()
 
     assert counted_work(work, text, 8, exp, run).measured == (10,)
