@@ -91,12 +91,6 @@ class Worker:
         self.pages = FeedbackPages()  # the feedback pages and executed notebooks this worker writes (publish/)
         self.cpu0 = 0.0  # this process's CPU when the current task began (timings)
 
-    def prestart(self) -> None:
-        self.kernels.prestart()
-
-    def close(self) -> None:
-        self.kernels.close()
-
     def _references(self, task: Task) -> dict:
         if task.assignment not in self.refs:
             refs = load_references(Path(task.ref_dir), self.cfg.sources[task.assignment], self.cfg.run_secret)
@@ -361,7 +355,7 @@ def worker_main(wid: int, conn, cfg: WorkerConfig) -> None:
     worker = Worker(wid, cfg)
 
     def stop(*_):
-        worker.close()
+        worker.kernels.close()
         kernel_mod.kill_all()
         os._exit(1)
 
@@ -377,7 +371,7 @@ def worker_main(wid: int, conn, cfg: WorkerConfig) -> None:
 
     kernel_mod.on_kernel_start = lambda pid: tell(KernelStarted(pid))
     kernel_mod.on_kernel_gone = lambda pid: tell(KernelGone(pid))
-    worker.prestart()
+    worker.kernels.prestart()
     if cfg.feedback:
         try:  # load nbconvert's templates while the kernel boots
             worker.pages.writer.html(None, "", task_row(Task(0, "grade", ""), None, Status.OK, ""), ())
@@ -400,4 +394,4 @@ def worker_main(wid: int, conn, cfg: WorkerConfig) -> None:
                 res = res.timed(grader_peak_kb=_peak_rss_kb())
             tell(TaskDone(task.seq, res))
     finally:
-        worker.close()
+        worker.kernels.close()

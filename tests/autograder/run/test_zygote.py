@@ -220,7 +220,7 @@ def test_a_kernel_that_kills_or_stops_its_zygote_costs_the_next_kernel_nothing(s
     (tmp_path / "work").mkdir()
     worker = Worker(0, cfg)
     try:
-        worker.prestart()
+        worker.kernels.prestart()
         assert worker.kernels.zygote is not None
         spoilt = worker.kernels.zygote
         first = worker.kernels.take_kernel()
@@ -246,7 +246,7 @@ def test_a_kernel_that_kills_or_stops_its_zygote_costs_the_next_kernel_nothing(s
             third.kill()
             worker.kernels.release(third.workdir)
     finally:
-        worker.close()
+        worker.kernels.close()
     assert not (tmp_path / "work" / "z0").exists()
 
 
