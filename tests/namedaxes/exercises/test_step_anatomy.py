@@ -35,6 +35,7 @@ from spoken import failure_in, says
 from namedaxes import transformer as tm
 from namedaxes import zero as zr
 from namedaxes.exercises import step_anatomy as q
+from namedaxes.exercises.step_anatomy.zero_state import PEAK_FACTOR
 from namedaxes.judging import work_of
 
 ZERO = zr.ZERO
@@ -237,13 +238,16 @@ def _compiled_stage(specs, d=32, hidden=64, batch=64):
 
 def test_every_zero_stage_computes_the_same_step_and_moves_what_it_should():
     """Stored bytes per device (arguments) and bytes each collective delivers, against the cost model; the
-    updated parameters equal plain data parallelism's. The MLP: 4,096 parameters, 8 devices, batch 64."""
-    p, data = 4096, 2 * 8 * 32 * 4
+    updated parameters equal plain data parallelism's. The MLP: 4,096 parameters, 8 devices, batch 64 in
+    `zr.MICROBATCHES` = 2 microbatches: stage 1 reduce-scatters the added-up gradient once, stages 2 and 3 each
+    microbatch's; stage 3's gathers of one weight, in both passes and both microbatches, are one on the CPU."""
+    p, data, m = 4096, 2 * 8 * 32 * 4, zr.MICROBATCHES
+    rs = 4 * p // 8
     want = {
         0: (12 * p + 4 + data, {"psum": 4 * p + 4}),
-        1: (4 * p + 8 * p // 8 + 4 + data, {"psum": 4 * p + 4, "all_gather": 4 * p}),
-        2: (4 * p + 8 * p // 8 + 4 + data, {"psum": 4, "psum_scatter": 4 * p // 8, "all_gather": 4 * p}),
-        3: (12 * p // 8 + 4 + data, {"psum": 4, "psum_scatter": 4 * p // 8, "all_gather": 4 * p}),
+        1: (4 * p + 8 * p // 8 + 4 + data, {"psum": 4, "psum_scatter": rs, "all_gather": 4 * p}),
+        2: (4 * p + 8 * p // 8 + 4 + data, {"psum": 4, "psum_scatter": m * rs, "all_gather": 4 * p}),
+        3: (12 * p // 8 + 4 + data, {"psum": 4, "psum_scatter": m * rs, "all_gather": 4 * p}),
     }
     results = {}
     for stage, (stored, moved) in want.items():
@@ -256,6 +260,28 @@ def test_every_zero_stage_computes_the_same_step_and_moves_what_it_should():
     for stage in (1, 2, 3):
         for k in results[0]:
             np.testing.assert_allclose(results[stage][k], results[0][k], rtol=1e-5, atol=1e-6)
+
+
+def test_zero_stage_3_gathers_each_layer_in_both_passes():
+    """The lowered stage 3 (what JAX asks the compiler for): per microbatch, `w1` and `w2` gathered for the forward
+    pass and `w2` again for the backward pass (`w1`'s gradient needs only the inputs), never a weight kept."""
+    specs = ref_zero_specs(3)
+    mesh = zr.zero_mesh()
+    with jax.set_mesh(mesh):
+        params, state = zr.place(zr.mlp_params(), mesh, specs)
+        data = [jax.device_put(a, NamedSharding(mesh, P(ZERO))) for a in zr.regression_data((64,))]
+        text = jax.jit(zr.zero_step(specs, mesh)).lower(params, state, *data).as_text()
+    gathered = re.findall(r"stablehlo\.all_gather.*?-> tensor<(\d+x\d+)xf32>", text)
+    assert gathered == ["32x64", "64x32", "64x32"] * zr.MICROBATCHES
+
+
+def test_zero_stage_1_peaks_above_stage_2_by_more_than_the_grader_allows():
+    """Stage 1 adds up whole gradients, stage 2 rows: what keeps the two apart for the grader (`PEAK_FACTOR`)."""
+    peaks = {}
+    for stage in (1, 2):
+        compiled, _ = _compiled_stage(ref_zero_specs(stage), 48, 96, 32)  # the graded size
+        peaks[stage] = work_of(compiled, (ZERO,), (8,), 8).peak_bytes
+    assert peaks[1] > PEAK_FACTOR * peaks[2], peaks
 
 
 def test_zero_specs_grader_rejects_a_stage_that_keeps_gradients_whole():
