@@ -8,7 +8,9 @@ notebook 11's exercise 1) on three layouts of the eight devices, and the ZeRO st
 gradient accumulation (`zr.accumulate_naive`, unrolled, and the same loop as a `lax.scan`) for m = 4 and 8.
 For each, the record keeps the optimized per-device HLO text (gzip, `hlo-v5e-2x4/`) and what the course's
 readers find in it (`tools.compile_for_topology.read_facts`: collectives, bytes delivered per kind, element
-types moved) with the compiler's memory (arguments, temporaries: a device's peak is about their sum). Nothing executes.
+types moved; `namedaxes.judging.hlo.each_collective`: each collective's kind, element types and bytes) with the
+compiler's memory (arguments, temporaries; `memory_facts`: the judge's peak, their sum with the results, and the
+compiler's own peak, which a deviceless TPU compile reports where its temporaries read 0). Nothing executes.
 """
 
 from __future__ import annotations
