@@ -240,21 +240,25 @@ def test_every_zero_stage_computes_the_same_step_and_moves_what_it_should():
     """Stored bytes per device (arguments) and bytes each collective delivers, against the cost model; the
     updated parameters equal plain data parallelism's. The MLP: 4,096 parameters, 8 devices, batch 64 in
     `zr.MICROBATCHES` = 2 microbatches: stage 1 reduce-scatters the added-up gradient once, stages 2 and 3 each
-    microbatch's; stage 3's gathers of one weight, in both passes and both microbatches, are one on the CPU."""
+    microbatch's; stage 3 gathers each weight once for both microbatches' forward passes, and `w2` again in each
+    backward pass (jax 0.12's CPU) or not (jax 0.10.2's keeps the forward pass's)."""
     p, data, m = 4096, 2 * 8 * 32 * 4, zr.MICROBATCHES
-    rs = 4 * p // 8
+    rs, w2 = 4 * p // 8, 4 * 64 * 32
     want = {
         0: (12 * p + 4 + data, {"psum": 4 * p + 4}),
         1: (4 * p + 8 * p // 8 + 4 + data, {"psum": 4, "psum_scatter": rs, "all_gather": 4 * p}),
         2: (4 * p + 8 * p // 8 + 4 + data, {"psum": 4, "psum_scatter": m * rs, "all_gather": 4 * p}),
         3: (12 * p // 8 + 4 + data, {"psum": 4, "psum_scatter": m * rs, "all_gather": 4 * p}),
     }
+    regathered = 4 * p + m * w2  # stage 3 with `w2` gathered again in each backward pass
     results = {}
     for stage, (stored, moved) in want.items():
         specs = zr.STAGE_SPECS_DP if stage == 0 else ref_zero_specs(stage)
         compiled, (params, _, _) = _compiled_stage(specs)
         assert compiled.memory_analysis().argument_size_in_bytes == stored, stage
         got = {d.split(" over ")[0]: b for d, b in work_of(compiled, (ZERO,), (8,), 8).moved}
+        if stage == 3 and got.get("all_gather") == regathered:
+            moved = {**moved, "all_gather": regathered}
         assert got == moved, (stage, got)
         results[stage] = {k: np.asarray(v) for k, v in params.items()}
     for stage in (1, 2, 3):
