@@ -5,14 +5,18 @@ stage 1 the optimizer's state, stage 2 the gradients as well, stage 3 the parame
 three `PartitionSpec`s over one mesh axis (`ZERO`, here FSDP): `{"params": ..., "grads": ..., "opt_state":
 ...}`, each `P()` (every device holds the whole array) or `P(ZERO)` (rows split). `zero_step(specs)` is the
 step those specs describe, written per device with `jax.shard_map` so that each collective is the one the
-stage needs:
+stage needs. Each device's share of the batch runs as `MICROBATCHES` microbatches whose gradients the step
+adds up before its one update, as a step too large for memory does; that is where stage 2 differs from stage 1:
 
-- parameters stored split are gathered before the forward pass (`lax.all_gather`);
-- each device's gradient (of its share of the batch) is local until it is reduced: summed whole
-  (`lax.psum`, an all-reduce) where gradients are kept whole, or summed and split at once
-  (`lax.psum_scatter`, a reduce-scatter, half an all-reduce's bytes) where they are kept split;
-- Adam (Optax) updates the parameters where its state lives: a device whose state is split updates its rows;
-- updated rows are gathered again where the parameters are stored whole.
+- stage 0 adds up each device's whole gradient and all-reduces it once (`lax.psum`);
+- stage 1 adds up whole gradients too, then reduce-scatters the sum once (`lax.psum_scatter`): each device
+  gets the summed rows its optimizer state updates, with half an all-reduce's bytes;
+- stage 2 reduce-scatters each microbatch's gradient in the backward pass as soon as it is made (a custom
+  VJP), and adds up rows: the whole gradient never outlives its microbatch;
+- stage 3 gathers each layer's parameters where the layer uses them (`lax.all_gather`), and again in the
+  backward pass (remat: matmul results kept, gathered weights not); a gather's gradient is a reduce-scatter;
+- Adam (Optax) updates the parameters where its state lives: a device whose state is split updates its rows,
+  and updated rows are gathered again where the parameters are stored whole.
 
 On the CPU backend the same step on Explicit axes (gradients of a gathered weight resharded to the split
 layout, or left unreduced and resharded) compiles to an all-reduce and a slice, never a reduce-scatter;
@@ -29,6 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from jax import lax
+from jax.ad_checkpoint import checkpoint_name
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -42,6 +47,7 @@ __all__ = [
     "mlp_params",
     "mlp_loss",
     "regression_data",
+    "MICROBATCHES",
     "zero_step",
     "state_specs",
     "place",
@@ -51,6 +57,7 @@ __all__ = [
 ZERO = FSDP  # the one mesh axis ZeRO splits over: the batch's, and the state's
 STAGE_SPECS_DP = {"params": P(), "grads": P(), "opt_state": P()}  # plain data parallelism: nothing split
 OPTIMIZER = optax.adam(1e-2)
+MICROBATCHES = 2  # each device's share of the batch, in microbatches: where stage 2's gradients differ from 1's
 
 
 def zero_mesh(n: int = 8):
@@ -104,20 +111,78 @@ def state_specs(state, spec) -> object:
     return jax.tree.map(lambda a: P() if np.ndim(a) == 0 else spec, state)
 
 
-def zero_step(specs: dict, mesh, loss=mlp_loss, optimizer=OPTIMIZER):
+def _held(rows, whole):
+    """`whole` in the forward pass; in the backward pass its gradient reduce-scattered over ZERO to the
+    gradient of this device's `rows` (stage 2: each gradient reduced as the backward pass makes it)."""
+    return whole
+
+
+def _held_fwd(rows, whole):
+    return whole, None
+
+
+def _held_bwd(_, ct):
+    return lax.psum_scatter(ct, ZERO, scatter_dimension=0, tiled=True), None
+
+
+_held = jax.custom_vjp(_held)
+_held.defvjp(_held_fwd, _held_bwd)
+
+GATHERED = "zero_gathered"  # the name of a stage-3 layer's gathered parameter: never saved for the backward pass
+
+
+def _gathered(rows):
+    """A parameter gathered where a layer uses it, named so that remat gathers it again in the backward pass."""
+    return checkpoint_name(lax.all_gather(rows, ZERO, axis=0, tiled=True), GATHERED)
+
+
+def _one_grad(loss, params, layout: tuple, n: int):
+    """`(x, y) -> (loss, gradient)` of one microbatch, the gradient this device's own sum where the step keeps
+    gradients whole, already reduce-scattered to this device's rows where it splits them."""
+    p_split, g_split, _ = layout
+    if p_split and g_split:  # stage 3: each layer's parameters gathered when used, in both passes, never kept
+        keep = jax.checkpoint_policies.dots_with_no_batch_dims_saveable  # matmul results kept; gathers redone
+        per_layer = jax.checkpoint(lambda rows, x, y: loss(jax.tree.map(_gathered, rows), x, y), policy=keep)
+        return lambda x, y: jax.value_and_grad(per_layer)(params, x, y)  # a gather's gradient: a reduce-scatter
+    whole = jax.tree.map(lambda a: _to(a, p_split, False, n), params)
+    if g_split:  # stage 2: each gradient reduce-scattered in the backward pass, as soon as it is made
+        rows = jax.tree.map(lambda a: _to(a, p_split, True, n), params)
+        held = lambda r, x, y: loss(jax.tree.map(_held, r, whole), x, y)  # noqa: E731
+        return lambda x, y: jax.value_and_grad(held)(rows, x, y)
+    return lambda x, y: jax.value_and_grad(loss)(whole, x, y)  # stages 0 and 1: this device's own gradient
+
+
+def _grads(loss, params, x, y, layout: tuple, n: int, m: int):
+    """(this device's mean loss, the mean gradient over ZERO and `m` microbatches): rows where the step splits
+    the gradients or the optimizer state, else whole. `layout`: whether parameters, gradients and optimizer
+    state are split. Whole gradients are added up whole over the microbatches and reduced once, after the last
+    (all-reduced, or reduce-scattered to the optimizer state's rows); split ones are reduce-scattered in each
+    microbatch's backward pass and added up as rows."""
+    _, g_split, s_split = layout
+    one = _one_grad(loss, params, layout, n)
+    xs, ys = (a.reshape(m, a.shape[0] // m, *a.shape[1:]) for a in (x, y))
+    value, grads = one(xs[0], ys[0])
+    for k in range(1, m):
+        more, more_grads = one(xs[k], ys[k])
+        value, grads = value + more, jax.tree.map(jnp.add, grads, more_grads)
+    if not g_split and s_split:  # stage 1: the whole gradient reduce-scattered to the optimizer state's rows
+        grads = jax.tree.map(lambda g: lax.psum_scatter(g, ZERO, scatter_dimension=0, tiled=True), grads)
+    elif not g_split:  # stage 0: all-reduced
+        grads = jax.tree.map(lambda g: lax.psum(g, ZERO), grads)
+    return value / m, jax.tree.map(lambda g: g / (n * m), grads)
+
+
+def zero_step(specs: dict, mesh, loss=mlp_loss, optimizer=OPTIMIZER, microbatches: int = MICROBATCHES):
     """The data-parallel Adam step whose parameters, gradients and optimizer state are laid out as `specs`
-    over ZERO: `step(params, state, x, y) -> (params, state, loss)`, the batch split over ZERO."""
+    over ZERO: `step(params, state, x, y) -> (params, state, loss)`, the batch split over ZERO, each device's
+    share in `microbatches` whose gradients the step adds up before its one update."""
     n = mesh.shape[ZERO]
-    p_split, g_split, s_split = (_split(specs[k]) for k in ("params", "grads", "opt_state"))
+    layout = tuple(_split(specs[k]) for k in ("params", "grads", "opt_state"))
+    p_split, g_split, s_split = layout
 
     def local(params, state, x, y):
-        whole = jax.tree.map(lambda a: _to(a, p_split, False, n), params)
-        value, grads = jax.value_and_grad(loss)(whole, x, y)  # this device's gradient, of its share of the batch
-        if g_split:
-            grads = jax.tree.map(lambda g: lax.psum_scatter(g, ZERO, scatter_dimension=0, tiled=True) / n, grads)
-        else:
-            grads = jax.tree.map(lambda g: lax.psum(g, ZERO) / n, grads)
-        grads = jax.tree.map(lambda g: _to(g, g_split, s_split, n), grads)
+        value, grads = _grads(loss, params, x, y, layout, n, microbatches)
+        grads = jax.tree.map(lambda g: _to(g, g_split or s_split, s_split, n), grads)
         mine = jax.tree.map(lambda a: _to(a, p_split, s_split, n), params)
         updates, state = optimizer.update(grads, state, mine)
         mine = optax.apply_updates(mine, updates)

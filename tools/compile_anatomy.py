@@ -8,7 +8,9 @@ notebook 11's exercise 1) on three layouts of the eight devices, and the ZeRO st
 gradient accumulation (`zr.accumulate_naive`, unrolled, and the same loop as a `lax.scan`) for m = 4 and 8.
 For each, the record keeps the optimized per-device HLO text (gzip, `hlo-v5e-2x4/`) and what the course's
 readers find in it (`tools.compile_for_topology.read_facts`: collectives, bytes delivered per kind, element
-types moved) with the compiler's memory (arguments, temporaries: a device's peak is about their sum). Nothing executes.
+types moved; `namedaxes.judging.hlo.each_collective`: each collective's kind, element types and bytes) with the
+compiler's memory (arguments, temporaries; `memory_facts`: the judge's peak, their sum with the results, and the
+compiler's own peak, which a deviceless TPU compile reports where its temporaries read 0). Nothing executes.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from jax.sharding import PartitionSpec as P
 from namedaxes import DATA_PARALLEL, FSDP, MODEL_PARALLEL
 from namedaxes import transformer as tm
 from namedaxes import zero as zr
-from namedaxes.judging.runs import runs_of, sent_bytes
+from namedaxes.judging.hlo import each_collective
+from namedaxes.judging.runs import sent_bytes
 from tools.compile_for_topology import (
     RECORDED,
     command,
@@ -100,6 +103,18 @@ def _accumulate_program(devices, accumulate, m: int):
         return jax.jit(accumulate).lower(w, data, data).compile(), mesh
 
 
+def memory_facts(compiled) -> dict:
+    """One device's memory as the compiler plans it: the judge's peak (arguments, results and temporaries, less
+    what results alias: `namedaxes.judging.work`), and the compiler's own peak where it reports one."""
+    memory = compiled.memory_analysis()
+    peak = memory.argument_size_in_bytes + memory.output_size_in_bytes + memory.temp_size_in_bytes
+    facts = {"output_bytes": int(memory.output_size_in_bytes), "peak_bytes": int(peak - memory.alias_size_in_bytes)}
+    compiler_peak = getattr(memory, "peak_memory_in_bytes", None)
+    if compiler_peak is not None:
+        facts["compiler_peak_bytes"] = int(compiler_peak)
+    return facts
+
+
 def programs(devices: list) -> dict:
     """Every program recorded: name -> (compiled, mesh)."""
     out = {}
@@ -136,10 +151,9 @@ def record_anatomy(out: Path = RECORDED, argv: list[str] | None = None) -> dict:
     for program, (compiled, mesh) in programs(devices).items():
         shape = dict(zip(mesh.axis_names, (int(n) for n in mesh.devices.shape)))
         text = compiled.as_text()
-        memory = compiled.memory_analysis()
-        facts = {"mesh": shape} | read_facts(text, shape) | compiler_facts(compiled)
-        facts["output_bytes"] = int(memory.output_size_in_bytes)
-        facts["delivered_bytes"] = sent_bytes(text, len(devices), runs_of(text))  # loops counted as they run
+        facts = {"mesh": shape} | read_facts(text, shape) | compiler_facts(compiled) | memory_facts(compiled)
+        facts["each_collective"] = each_collective(text, tuple(shape), tuple(shape.values()))
+        facts["delivered_bytes"] = sent_bytes(text, len(devices))  # loops counted as they run
         record["programs"][program] = facts
         with gzip.open(hlo_dir / f"{program}.hlo.gz", "wt", encoding="utf-8", compresslevel=9) as fh:
             fh.write(text)

@@ -9,6 +9,7 @@ too (`HEAD_RE`, `OP_RE`, `INSTRUCTION_RE`, `ARRAY_RE`, `collective_lines`, `coll
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -286,3 +287,16 @@ def group_axes(groups: list[list[int]], names: tuple[str, ...], shape: tuple[int
 def describe_collective(op: str, reducer: str, axis: str) -> str:
     name = _REDUCER_NAMES.get(reducer, f"all-reduce ({reducer})") if op == "all-reduce" else _KIND_NAMES.get(op, op)
     return f"{name} over '{axis}'"
+
+
+def each_collective(text: str, names: tuple[str, ...], sizes: tuple[int, ...]) -> list[tuple[str, str, int]]:
+    """Each collective of an optimized HLO module's text, in the text's order, as `collectives_where` finds it
+    (a TPU's copies in its asynchronous fusions counted once): (kind over its mesh axis, its result's element
+    types joined by '+', the bytes it delivers to one device, `result_bytes`)."""
+    found = []
+    for op, reducer, groups, line, _ in collectives_where(text, math.prod(sizes)):
+        typed = INSTRUCTION_RE.match(line)
+        dtypes = "+".join(dict.fromkeys(re.findall(r"([a-z]+\d*)\[", typed.group(1)))) if typed else ""
+        for axis in group_axes(groups, names, sizes):
+            found.append((describe_collective(op, reducer, axis), dtypes, result_bytes(line)))
+    return found

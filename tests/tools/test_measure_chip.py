@@ -4,6 +4,8 @@ schedule reader that finds which collectives run beside matmuls (namedaxes.sched
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 
 from namedaxes import transformer as tm
@@ -52,7 +54,28 @@ def test_the_v5e_compile_of_notebook_11s_programs_says_what_the_notebook_says():
     for stage in range(4):
         assert f"zero_{stage}_small" in programs and f"zero_{stage}_wide" in programs
     wide = "psum_scatter over 'fsdp_axis'"
-    assert programs["zero_2_wide"]["moved_bytes"][wide] == 1024 * 4096 * 4 * 2 // 8  # stage 2 reduce-scatters
+    for stage in (1, 2):  # both reduce-scatter, once: XLA for TPU adds stage 2's microbatches before reducing
+        assert programs[f"zero_{stage}_wide"]["moved_bytes"][wide] == 1024 * 4096 * 4 * 2 // 8
+    assert programs["zero_1_small"]["compiler_peak_bytes"] == programs["zero_2_small"]["compiler_peak_bytes"]
+    peaks = [programs[f"zero_{stage}_small"]["compiler_peak_bytes"] for stage in range(4)]
+    assert peaks == sorted(peaks, reverse=True)
+    kinds = {(kind.split(" over ")[0], dtype) for kind, dtype, _ in programs["zero_3_small"]["each_collective"]}
+    assert ("all_gather", "bf16") in kinds  # stage 3 gathers its float32 shards in bf16 for the matmuls
+    mixed = programs["mixed_step_8_1_1"]["each_collective"]
+    assert sorted((dtype, size) for _, dtype, size in mixed) == [("bf16", 55_616), ("f32", 4)]
+
+
+def test_each_recorded_collective_adds_up_to_the_readers_totals():
+    """`each_collective` (kind, element types, bytes of each collective) of every program of the v5e record says
+    what the readers' totals say: as many of each kind, the same bytes per kind, the same element types."""
+    for name, facts in tm.recorded("compile-v5e-2x4-anatomy")["programs"].items():
+        listed = facts["each_collective"]
+        assert dict(Counter(kind for kind, _, _ in listed)) == facts["collectives"], name
+        summed = Counter()
+        for kind, _, nbytes in listed:
+            summed[kind] += nbytes
+        assert dict(summed) == facts["moved_bytes"], name
+        assert sorted({t for _, types, _ in listed for t in types.split("+")}) == facts["dtypes_moved"], name
 
 
 def test_the_v5e_compile_reduces_a_naive_accumulation_once():

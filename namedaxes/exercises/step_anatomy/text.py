@@ -52,14 +52,18 @@ TEXT = {
         "costs, the first thing worth splitting."
     ),
     "why_grads_1": (
-        "Stage 1 keeps the gradients whole: they are all-reduced, and each device then takes the rows it updates."
+        "Stage 1 keeps the gradients whole: each device adds up its microbatches' gradients whole, and one "
+        "reduce-scatter after the last gives it the sum of the rows it updates."
     ),
     "why_grads_2": (
-        "From stage 2 on the gradients are split too: each device keeps only the rows it updates, so they are "
-        "reduce-scattered (half an all-reduce's bytes) and never held whole after the step."
+        "From stage 2 on the gradients are split too: each microbatch's gradient is reduce-scattered in the "
+        "backward pass as soon as it is made, so a device adds up only the rows it updates."
     ),
     "why_params_12": "Stages 1 and 2 keep the parameters whole: the updated rows are all-gathered after the update.",
-    "why_params_3": "Stage 3 stores the parameters split as well, and gathers them before the forward pass.",
+    "why_params_3": (
+        "Stage 3 stores the parameters split as well, and gathers each layer's where the layer uses them, in the "
+        "forward pass and again in the backward pass."
+    ),
     "specs_collectives": (
         "`zero_specs({stage})` gives a step that performs {seen}; ZeRO stage {stage} performs {want}."
     ),

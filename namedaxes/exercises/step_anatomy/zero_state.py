@@ -27,11 +27,15 @@ _SPLIT = {  # which arrays each stage splits (the stored bytes the check compare
     2: {"params": False, "grads": True, "opt_state": True},
     3: {"params": True, "grads": True, "opt_state": True},
 }
-_WANT_COLLECTIVES = {
-    1: ("all_gather", "psum"),
+_WANT_COLLECTIVES = {  # the loss's psum beside each stage's reduce-scatter and all-gather
+    1: ("all_gather", "psum", "psum_scatter"),
     2: ("all_gather", "psum", "psum_scatter"),
     3: ("all_gather", "psum", "psum_scatter"),
 }
+# One device's peak memory may be at most this times the reference's: the stages' layouts of the parameters and the
+# optimizer state are the programs' signatures, the gradients' only their peak (stage 1's whole gradient, added up
+# over the microbatches, holds 1.16x stage 2's at the graded size; the same specs give the same program)
+PEAK_FACTOR = 1.1
 _WHY = {
     "opt_state": {1: "why_opt_state", 2: "why_opt_state", 3: "why_opt_state"},
     "grads": {1: "why_grads_1", 2: "why_grads_2", 3: "why_grads_2"},
@@ -120,13 +124,13 @@ def _zero_case(fn, stage: int, d: int, hidden: int, batch: int) -> Case:
         atol=1e-5,
         only_collectives=True,
         context=functools.partial(jax.set_mesh, mesh),
-        work={"peak_bytes": 1.25},
+        work={"peak_bytes": PEAK_FACTOR},
     )
 
 
 def _observe_zero_specs(fn: Callable) -> dict:
     """The step each stage's specs give, exported for an MLP of a size the notebook does not show: values,
-    input and output layouts, the reference's collectives only, and peak memory within 1.25x."""
+    input and output layouts, the reference's collectives only, and peak memory within `PEAK_FACTOR`."""
     return programs({f"stage{stage}": _zero_case(fn, stage, 48, 96, 32) for stage in STAGES})
 
 
