@@ -1,0 +1,131 @@
+"""What a program compiled for a TPU moves through its memory (HBM), tile by tile: a reader of an optimized HLO text.
+
+A TPU stores an array in tiles over its two minor-most dimensions (in its layout's order, `minor_to_major`):
+8 × 128 elements of 32 bits (a vector register's sublanes × lanes; bf16 packs two rows into each, 16 × 128),
+and pads each dimension up to a whole number of tiles. An array (4096, 32) laid out with its 32 as the minor
+dimension takes 4096 × 128 places: four times its bytes. XLA writes each array's tiling into its layout, after
+the colon: `f32[4096,32]{0,1:T(8,128)}` is tiled 8 × 128 with the 4096 minor (no padding), `{1,0:T(8,128)}`
+with the 32 minor (padded 4 ×). `S(1)` marks an array the compiler placed in the core's on-chip memory (VMEM),
+not HBM. Sources: Google Cloud, *Cloud TPU performance guide* ("Padding", "Tensor dimensions": XLA rounds the
+sizes of tensors stored in HBM up to tiles of 8 × 128, which costs memory and time); OpenXLA, *Tiled layout*
+(the `T(...)` notation).
+
+`hbm_traffic` adds, for each operation of the entry computation (a fusion, a copy, a matmul: one pass over
+HBM each), the tiled bytes of the arrays it reads and writes in HBM, and the same arrays' own bytes
+(untiled). Notebook 10's time model reads the step's memory term with it: on narrow models (d_model, seq or a
+head's width under 128) most of the bytes moved are padding.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from .judging.hlo import _DTYPE_BYTES
+from .judging.instructions import own_flops, parse_module
+
+__all__ = ["Pass", "Traffic", "tiled_bytes", "passes", "hbm_traffic"]
+
+_ARRAY_RE = re.compile(r"\b(" + "|".join(_DTYPE_BYTES) + r")\[([\d,]*)\](\{[^}]*\})?")
+_TILE_RE = re.compile(r"T\(([\d,]+)\)")
+_MEMORY_SPACE_RE = re.compile(r"S\((\d+)\)")
+# instructions that move nothing through HBM themselves: names, views, and the second half of an asynchronous
+# copy or slice (its first half, `copy-start`, reads the operand; the result lands in on-chip memory)
+_NO_PASS = frozenset(
+    {"parameter", "get-tuple-element", "tuple", "constant", "bitcast", "copy-done", "slice-done", "after-all"}
+)
+
+_SLICES = frozenset({"slice", "slice-start", "dynamic-slice"})  # each reads its slice, not its whole operand
+
+
+def _slice_arrays(op: str, type_text: str) -> list[tuple[int, int, bool]]:
+    """A slice's arrays: it reads from HBM as many bytes as its slice holds, and writes the slice where it lands
+    (a `slice-start`'s type is (its operand), its slice, its bookkeeping)."""
+    arrays = tiled_bytes(type_text)
+    result = arrays[1] if op == "slice-start" and len(arrays) > 1 else arrays[0]
+    read = (result[0], result[1], True)
+    return [read] if op == "slice-start" else [read, result]
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One operation of a compiled program: its matmul FLOPs and the bytes it reads and writes in HBM."""
+
+    name: str
+    flops: float
+    tiled: int
+    logical: int
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """Bytes a program's operations read and write in HBM: as tiled (padded) and as the arrays' own sizes."""
+
+    tiled: int
+    logical: int
+
+
+def tiled_bytes(type_text: str) -> list[tuple[int, int, bool]]:
+    """Each array of an HLO type: (its bytes as tiled, its own bytes, whether it lives in HBM). An array with no
+    layout, or no tiles in it, counts its own bytes."""
+    found = []
+    for dtype, dims_text, layout in _ARRAY_RE.findall(type_text):
+        dims = [int(d) for d in dims_text.split(",") if d]
+        own = _DTYPE_BYTES[dtype] * math.prod(dims)
+        order, _, rest = layout.strip("{}").partition(":")
+        space = _MEMORY_SPACE_RE.search(rest)
+        in_hbm = space is None or space.group(1) == "0"
+        tile = _TILE_RE.match(rest)
+        minor_first = [dims[int(i)] for i in order.split(",") if i] if order else dims[::-1]
+        if tile and len(minor_first) == len(dims):
+            for i, size in enumerate(int(t) for t in reversed(tile.group(1).split(","))):
+                if i < len(minor_first):
+                    minor_first[i] = -(-minor_first[i] // size) * size
+            found.append((_DTYPE_BYTES[dtype] * math.prod(minor_first), own, in_hbm))
+        else:
+            found.append((own, own, in_hbm))
+    return found
+
+
+def _arrays(ins, types: dict) -> list[tuple[int, int, bool]]:
+    """The arrays one operation reads and writes (`tiled_bytes` of each)."""
+    if ins.op in _SLICES:
+        return _slice_arrays(ins.op, ins.type)
+    arrays = [] if ins.op == "copy-start" else tiled_bytes(ins.type)
+    for name in ins.operands:
+        arrays += tiled_bytes(types.get(name, ""))
+    return arrays
+
+
+def _matmul_flops(module, ins, types: dict, depth: int = 0) -> float:
+    """The FLOPs of the matmuls (`dot`, `convolution`) one instruction runs, in it or in what it calls."""
+    flops = own_flops(ins, types, lambda _: 0.0) if ins.op in ("dot", "convolution") else 0.0
+    for callee in (c for called in ins.calls.values() for c in called):
+        body = module.computations.get(callee, [])
+        inner = module.types(callee)
+        flops += sum(_matmul_flops(module, i, inner, depth + 1) for i in body) if depth < 8 else 0.0
+    return flops
+
+
+def passes(text: str) -> list[Pass]:
+    """Each operation of the entry computation that makes a pass over HBM (`_NO_PASS` make none): its matmul
+    FLOPs and the bytes of its results and operands that live in HBM. An asynchronous `copy-start` counts its
+    operand (read from HBM), not its result (on chip); a slice the part it reads."""
+    module = parse_module(text)
+    instructions = module.computations.get(module.entry, [])
+    types = {i.name: i.type for i in instructions}
+    found = []
+    for ins in instructions:
+        if ins.op in _NO_PASS:
+            continue
+        arrays = [a for a in _arrays(ins, types) if a[2]]
+        tiled, logical = sum(a[0] for a in arrays), sum(a[1] for a in arrays)
+        found.append(Pass(ins.name, _matmul_flops(module, ins, types), tiled, logical))
+    return found
+
+
+def hbm_traffic(text: str) -> Traffic:
+    """What the entry computation's operations read and write in HBM, tiled and untiled (`passes`)."""
+    found = passes(text)
+    return Traffic(sum(p.tiled for p in found), sum(p.logical for p in found))
