@@ -54,8 +54,9 @@ class Pass:
 
     name: str
     flops: float
-    tiled: int
-    logical: int
+    tiled: int  # bytes read and written in HBM, tiled
+    logical: int  # the same arrays' own bytes
+    on_chip: int = 0  # bytes read and written in the core's on-chip memory (VMEM), tiled
 
 
 @dataclass(frozen=True)
@@ -109,8 +110,8 @@ def _matmul_flops(module, ins, types: dict, depth: int = 0) -> float:
 
 
 def passes(text: str) -> list[Pass]:
-    """Each operation of the entry computation that makes a pass over HBM (`_NO_PASS` make none): its matmul
-    FLOPs and the bytes of its results and operands that live in HBM. An asynchronous `copy-start` counts its
+    """Each operation of the entry computation that makes a pass over memory (`_NO_PASS` make none): its matmul
+    FLOPs and the tiled bytes of its results and operands in HBM and on chip. An asynchronous `copy-start` counts its
     operand (read from HBM), not its result (on chip); a slice the part it reads."""
     module = parse_module(text)
     instructions = module.computations.get(module.entry, [])
@@ -119,9 +120,10 @@ def passes(text: str) -> list[Pass]:
     for ins in instructions:
         if ins.op in _NO_PASS:
             continue
-        arrays = [a for a in _arrays(ins, types) if a[2]]
-        tiled, logical = sum(a[0] for a in arrays), sum(a[1] for a in arrays)
-        found.append(Pass(ins.name, _matmul_flops(module, ins, types), tiled, logical))
+        arrays = _arrays(ins, types)
+        tiled, logical = sum(a[0] for a in arrays if a[2]), sum(a[1] for a in arrays if a[2])
+        on_chip = sum(a[0] for a in arrays if not a[2])
+        found.append(Pass(ins.name, _matmul_flops(module, ins, types), tiled, logical, on_chip))
     return found
 
 
