@@ -10,10 +10,13 @@ not HBM. Sources: Google Cloud, *Cloud TPU performance guide* ("Padding", "Tenso
 sizes of tensors stored in HBM up to tiles of 8 × 128, which costs memory and time); OpenXLA, *Tiled layout*
 (the `T(...)` notation).
 
-`hbm_traffic` adds, for each operation of the entry computation (a fusion, a copy, a matmul: one pass over
-HBM each), the tiled bytes of the arrays it reads and writes in HBM, and the same arrays' own bytes
-(untiled). Notebook 10's time model reads the step's memory term with it: on narrow models (d_model, seq or a
-head's width under 128) most of the bytes moved are padding.
+`passes` lists, for each operation of the entry computation (a fusion, a copy, a matmul: one pass over memory
+each), its matmul FLOPs, as counted and as the matrix unit runs them, and the tiled bytes of the arrays it reads
+and writes in HBM and on chip; `hbm_traffic` adds up their HBM bytes, tiled and as the arrays' own. The matrix
+unit (MXU) of a v5e multiplies an (8, 128) block by a (128, 128) one (Austin et al., *How to Scale Your Model*,
+2025, its chapter on TPUs): a contraction over 32 takes a whole pass of 128. Notebook 10's time model reads a
+step's terms with it: on narrow models (d_model, seq or a head's width under 128) most of the bytes moved are
+padding.
 """
 
 from __future__ import annotations
@@ -23,11 +26,12 @@ import re
 from dataclasses import dataclass
 
 from .judging.hlo import _DTYPE_BYTES
-from .judging.instructions import own_flops, parse_module
+from .judging.instructions import elements, own_flops, parse_module
 
 __all__ = ["Pass", "Traffic", "tiled_bytes", "passes", "hbm_traffic"]
 
 _ARRAY_RE = re.compile(r"\b(" + "|".join(_DTYPE_BYTES) + r")\[([\d,]*)\](\{[^}]*\})?")
+MXU = 128  # the matrix unit's side on v5e (and v4, v5p): it multiplies (8, 128) by (128, 128) blocks
 _TILE_RE = re.compile(r"T\(([\d,]+)\)")
 _MEMORY_SPACE_RE = re.compile(r"S\((\d+)\)")
 # instructions that move nothing through HBM themselves: names, views, and the second half of an asynchronous
@@ -57,6 +61,7 @@ class Pass:
     tiled: int  # bytes read and written in HBM, tiled
     logical: int  # the same arrays' own bytes
     on_chip: int = 0  # bytes read and written in the core's on-chip memory (VMEM), tiled
+    mxu_flops: float = 0.0  # the matmuls' FLOPs as the 128 x 128 matrix unit runs them, padding included
 
 
 @dataclass(frozen=True)
@@ -99,14 +104,28 @@ def _arrays(ins, types: dict) -> list[tuple[int, int, bool]]:
     return arrays
 
 
-def _matmul_flops(module, ins, types: dict, depth: int = 0) -> float:
-    """The FLOPs of the matmuls (`dot`, `convolution`) one instruction runs, in it or in what it calls."""
+def _mxu_flops(ins, flops: float) -> float:
+    """A matmul's FLOPs as the matrix unit runs them: its contraction padded to whole passes of `MXU` and its
+    result to whole tiles (the matrix unit multiplies (8, 128) by (128, 128) blocks)."""
+    tiled, own, _ = (tiled_bytes(ins.type) or [(1, 1, True)])[0]
+    out = elements(ins.type)
+    if not flops or not out or not own:
+        return flops
+    contraction = flops / (2 * out)
+    return 2 * out * (tiled / own) * math.ceil(contraction / MXU) * MXU
+
+
+def _matmul_flops(module, ins, types: dict, depth: int = 0) -> tuple[float, float]:
+    """The FLOPs of the matmuls (`dot`, `convolution`) one instruction runs, in it or in what it calls: as counted,
+    and as the matrix unit runs them (`_mxu_flops`)."""
     flops = own_flops(ins, types, lambda _: 0.0) if ins.op in ("dot", "convolution") else 0.0
+    mxu = _mxu_flops(ins, flops)
     for callee in (c for called in ins.calls.values() for c in called):
-        body = module.computations.get(callee, [])
         inner = module.types(callee)
-        flops += sum(_matmul_flops(module, i, inner, depth + 1) for i in body) if depth < 8 else 0.0
-    return flops
+        for i in module.computations.get(callee, []) if depth < 8 else []:
+            f, m = _matmul_flops(module, i, inner, depth + 1)
+            flops, mxu = flops + f, mxu + m
+    return flops, mxu
 
 
 def passes(text: str) -> list[Pass]:
@@ -123,7 +142,8 @@ def passes(text: str) -> list[Pass]:
         arrays = _arrays(ins, types)
         tiled, logical = sum(a[0] for a in arrays if a[2]), sum(a[1] for a in arrays if a[2])
         on_chip = sum(a[0] for a in arrays if not a[2])
-        found.append(Pass(ins.name, _matmul_flops(module, ins, types), tiled, logical, on_chip))
+        flops, mxu = _matmul_flops(module, ins, types)
+        found.append(Pass(ins.name, flops, tiled, logical, on_chip, mxu))
     return found
 
 

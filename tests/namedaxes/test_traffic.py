@@ -38,5 +38,7 @@ ENTRY %main (a: f32[256,32], b: f32[1024,32]) -> f32[256,128] {
         ("f", 2.0 * 256 * 32 * 128, 2 * tile),  # the matmul reads a and writes its result
         ("g", 0.0, 2 * tile),  # the add reads f and writes g; e is on chip
     ]
+    # the matrix unit runs the contraction over 32 as a whole pass of 128: four times the FLOPs counted
+    assert [p.mxu_flops for p in found] == [0.0, 4 * 2.0 * 256 * 32 * 128, 0.0]
     traffic = hbm_traffic(text)
     assert traffic.tiled == 5 * tile and traffic.logical == 256 * 32 * 4 * 2 + 256 * 128 * 4 * 3
