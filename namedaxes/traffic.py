@@ -25,12 +25,12 @@ import math
 import re
 from dataclasses import dataclass
 
-from .judging.hlo import _DTYPE_BYTES
+from .judging.hlo import DTYPE_BYTES
 from .judging.instructions import elements, own_flops, parse_module
 
 __all__ = ["Pass", "Traffic", "tiled_bytes", "passes", "hbm_traffic"]
 
-_ARRAY_RE = re.compile(r"\b(" + "|".join(_DTYPE_BYTES) + r")\[([\d,]*)\](\{[^}]*\})?")
+_ARRAY_RE = re.compile(r"\b(" + "|".join(DTYPE_BYTES) + r")\[([\d,]*)\](\{[^}]*\})?")
 MXU = 128  # the matrix unit's side on v5e (and v4, v5p): it multiplies (8, 128) by (128, 128) blocks
 _TILE_RE = re.compile(r"T\(([\d,]+)\)")
 _MEMORY_SPACE_RE = re.compile(r"S\((\d+)\)")
@@ -78,7 +78,7 @@ def tiled_bytes(type_text: str) -> list[tuple[int, int, bool]]:
     found = []
     for dtype, dims_text, layout in _ARRAY_RE.findall(type_text):
         dims = [int(d) for d in dims_text.split(",") if d]
-        own = _DTYPE_BYTES[dtype] * math.prod(dims)
+        own = DTYPE_BYTES[dtype] * math.prod(dims)
         order, _, rest = layout.strip("{}").partition(":")
         space = _MEMORY_SPACE_RE.search(rest)
         in_hbm = space is None or space.group(1) == "0"
@@ -88,7 +88,7 @@ def tiled_bytes(type_text: str) -> list[tuple[int, int, bool]]:
             for i, size in enumerate(int(t) for t in reversed(tile.group(1).split(","))):
                 if i < len(minor_first):
                     minor_first[i] = -(-minor_first[i] // size) * size
-            found.append((_DTYPE_BYTES[dtype] * math.prod(minor_first), own, in_hbm))
+            found.append((DTYPE_BYTES[dtype] * math.prod(minor_first), own, in_hbm))
         else:
             found.append((own, own, in_hbm))
     return found
