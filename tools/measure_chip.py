@@ -15,6 +15,14 @@ Three records, each one JSON file with a `provenance` block (chip, JAX version, 
   that step, `call_us`).
 - with `--compile`, `tools.compile_anatomy`'s record: notebook 11's programs compiled for a TPU v5e 2 x 4 slice
   without its chips (`jax.experimental.topologies`).
+- with `--onchip`, `onchip-<chip>.json`: the on-chip memory's (VMEM's) pass rate, an element-wise pass over an array
+  that a compiled `fori_loop` keeps on chip (its layout says `S(1)`), bytes read plus written per second.
+- with `--passes`, `passes-<chip>.json`: each row of `steps-table-<chip>.json` and `steps-heldout-<chip>.json`
+  compiled again, its operations read by `namedaxes.traffic.passes` ([FLOPs, FLOPs as the matrix unit runs them,
+  tiled bytes in HBM, tiled bytes on chip] each): the terms of notebook 10's time model.
+
+The records of 2026-12-06 for `--onchip`, `--passes` and the held-out rows (`HELD_OUT`, timed by
+`tools.measure_step.measure_step`) were made by the same calls run inline on the chip, before these options existed.
 
 Run it where only one program holds the chip.
 """
@@ -23,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
 import time
@@ -32,7 +41,8 @@ import jax
 import jax.numpy as jnp
 
 from namedaxes import transformer as tm
-from tools.measure_step import RECORDED, measure_step, provenance
+from namedaxes.traffic import passes
+from tools.measure_step import RECORDED, compiled_step, measure_step, provenance
 
 ARGUMENT_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 TABLE = [  # (name, config, batches): d_model 32 to 2048, batches 8 to 4096, sizes the notebook states
@@ -44,6 +54,22 @@ TABLE = [  # (name, config, batches): d_model 32 to 2048, batches 8 to 4096, siz
     ("d1024", tm.Config(d_model=1024, heads=8, layers=4, seq=512), (8, 32)),
     ("d2048", tm.Config(d_model=2048, heads=16, layers=4, seq=512), (8, 16)),
 ]
+
+HELD_OUT = [  # sizes and batches the table does not have, to check notebook 10's time model on
+    ("d32s64", tm.Config(d_model=32, heads=4, layers=2, seq=64), (1024,)),
+    ("d32s128", tm.Config(d_model=32, heads=2, layers=2, seq=128), (256,)),
+    ("d64s32", tm.Config(d_model=64, heads=4, layers=2, seq=32), (2048,)),
+    ("d64s128", tm.Config(d_model=64, heads=2, layers=3, seq=128), (256,)),
+    ("d96s64", tm.Config(d_model=96, heads=4, layers=2, seq=64), (512,)),
+    ("d128s64", tm.Config(d_model=128, heads=8, layers=2, seq=64), (1024,)),
+    ("d128s256", tm.Config(d_model=128, heads=4, layers=2, seq=256), (64,)),
+    ("d192s128", tm.Config(d_model=192, heads=4, layers=3, seq=128), (128,)),
+    ("d256s64", tm.Config(d_model=256, heads=8, layers=2, seq=64), (512,)),
+    ("d48s48", tm.Config(d_model=48, heads=4, layers=2, seq=48), (2048,)),
+    ("d384s192", tm.Config(d_model=384, heads=6, layers=3, seq=192), (64,)),
+    ("d32s32", tm.Config(), (128, 2048)),
+]
+ONCHIP_MIB = (0.004, 1, 4, 16, 64)
 
 
 def _median_us(fn, repeats: int) -> float:
@@ -110,6 +136,49 @@ def step_rows(repeats: int, out: Path, prov: dict) -> list[dict]:
     return rows
 
 
+def _best_us(compiled, x, calls: int = 5) -> float:
+    """The best wall time of `calls` calls of `compiled(x)`, each waited for."""
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        jax.block_until_ready(compiled(x))
+        times.append((time.perf_counter() - start) * 1e6)
+    return min(times)
+
+
+def onchip_rows(iterations: int = 2000) -> list[dict]:
+    """The on-chip memory's pass rate: `x * 1.0001 + 1e-7` over x of `mib` MiB in a compiled `fori_loop` of
+    `iterations` steps, the best of 5 calls; the layouts the loop gives x (`S(1)`: on chip)."""
+    rows = []
+    for mib in ONCHIP_MIB:
+        n = int(mib * (1 << 20) / 4) // 1024 * 1024 or 1024
+        x = jnp.ones((n // 128, 128), jnp.float32)
+        step = jax.jit(lambda y: jax.lax.fori_loop(0, iterations, lambda i, z: z * 1.0001 + 1e-7, y))
+        compiled = step.lower(x).compile()
+        layouts = sorted(set(re.findall(rf"f32\[{n // 128},128\]\{{[^}}]*\}}", compiled.as_text())))
+        jax.block_until_ready(compiled(x))
+        per = _best_us(compiled, x) / iterations
+        rows.append({"mib": mib, "bytes": 4 * n, "iter_us": per, "gbytes_per_s_rw": 8 * n / per / 1e3})
+        rows[-1]["layouts"] = layouts[:4]
+    return rows
+
+
+def passes_of(sizes: list) -> dict:
+    """Each (name, config, batches) step compiled on this chip, its operations read by `namedaxes.traffic`."""
+    found = {}
+    for name, config, batches in sizes:
+        for batch in batches:
+            compiled, _, _ = compiled_step(config, batch, (1, 1, 1))
+            ops = passes(compiled.as_text())
+            found[f"{name}-b{batch}"] = [[round(p.flops), round(p.mxu_flops), p.tiled, p.on_chip] for p in ops]
+    return found
+
+
+def _write(path: Path, record: dict, compact: bool = False) -> None:
+    text = json.dumps(record, separators=(",", ":")) if compact else json.dumps(record, indent=1)
+    path.write_text(text + "\n", encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -117,6 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--table", action="store_true", help="also notebook 10's step at TABLE's sizes")
     parser.add_argument("--compile", action="store_true", help="also notebook 11's programs for v5e 2x4")
+    parser.add_argument("--onchip", action="store_true", help="also the on-chip memory's pass rate")
+    parser.add_argument("--heldout", action="store_true", help="also the step at HELD_OUT's sizes")
+    parser.add_argument("--passes", action="store_true", help="also every table row's compiled operations")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     prov = provenance(argv) | {"command": "python -m tools.measure_chip " + " ".join(argv)}
@@ -129,6 +201,14 @@ def main(argv: list[str] | None = None) -> int:
         record_anatomy(args.out, argv)
     if args.table:
         step_rows(args.repeats, args.out / f"steps-table-{chip}.json", prov)
+    if args.onchip:
+        _write(args.out / f"onchip-{chip}.json", {"provenance": prov, "rows": onchip_rows()})
+    if args.heldout:
+        rows = [measure_step(n, c, b, (1, 1, 1), args.repeats) for n, c, batches in HELD_OUT for b in batches]
+        _write(args.out / f"steps-heldout-{chip}.json", {"provenance": prov, "rows": rows})
+    if args.passes:
+        programs = passes_of(TABLE + HELD_OUT)
+        _write(args.out / f"passes-{chip}.json", {"provenance": prov, "programs": programs}, compact=True)
     return 0
 
 

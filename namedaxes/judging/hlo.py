@@ -57,6 +57,7 @@ _KIND_NAMES = {
 
 _DTYPE_BYTES = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s32": 4, "u32": 4, "f32": 4}
 _DTYPE_BYTES.update({"s64": 8, "u64": 8, "f64": 8, "c64": 8, "c128": 16})
+DTYPE_BYTES = _DTYPE_BYTES  # bytes per element of each HLO element type (namedaxes.traffic reads it too)
 ARRAY_RE = re.compile(r"\b(" + "|".join(_DTYPE_BYTES) + r")\[([\d,]*)\]")
 # `[ROOT ]%name = ...`: group 1 is "ROOT" for a computation's result, group 2 the instruction's name
 NAME_RE = re.compile(r"^\s*(ROOT\s+)?%?([\w.\-]+)\s*=")

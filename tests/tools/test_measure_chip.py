@@ -124,3 +124,38 @@ ENTRY %main (a: f32[4,4]) -> f32[4,4] {
         ("collective-permute", 1, 3, 1),  # the permute's start and done hold the matmul's fusion between them
         ("all-reduce", 4, 4, 0),  # one instruction: nothing runs beside it
     ]
+
+
+def test_the_held_out_steps_are_sizes_the_table_never_recorded():
+    """Notebook 10 checks its time model on 13 steps besides the table's 17: other sizes and batches."""
+    held = tm.recorded("steps-heldout-tpu-v5-lite")
+    _provenance_is_the_chip(held)
+    table = tm.recorded("steps-table-tpu-v5-lite")["rows"]
+    seen = {(tuple(sorted(row["config"].items())), row["batch"]) for row in table}
+    rows = held["rows"]
+    assert len(rows) == 13 and not seen & {(tuple(sorted(row["config"].items())), row["batch"]) for row in rows}
+    assert all(row["arguments"] == 32 and row["step_us"] > 0 for row in rows)
+
+
+def test_every_recorded_step_has_its_compiled_operations():
+    """Each step's program as the chip compiled it, read by namedaxes.traffic: [FLOPs, FLOPs as the matrix unit
+    runs them, tiled bytes in HBM, tiled bytes on chip] per operation; the padding only adds."""
+    record = tm.recorded("passes-tpu-v5-lite")
+    _provenance_is_the_chip(record)
+    programs = record["programs"]
+    for name in ("steps-table-tpu-v5-lite", "steps-heldout-tpu-v5-lite"):
+        for row in tm.recorded(name)["rows"]:
+            operations = programs[f"{row['size']}-b{row['batch']}"]
+            assert operations and all(len(op) == 4 and op[1] >= op[0] >= 0 and min(op[2:]) >= 0 for op in operations)
+            assert 0.8 < sum(op[0] for op in operations) / row["flops"] <= 1.0  # the matmuls: most of cost_analysis'
+    narrow = programs["d32-b4096"]
+    assert sum(op[1] for op in narrow) > 5 * sum(op[0] for op in narrow)  # heads of width 8, d_model 32
+
+
+def test_the_on_chip_memory_is_measured_on_chip():
+    """The on-chip pass rate notebook 10 uses: the compiled loop keeps its array in memory space 1 (VMEM)."""
+    record = tm.recorded("onchip-tpu-v5-lite")
+    _provenance_is_the_chip(record)
+    rows = record["rows"]
+    assert all(any("S(1)" in layout for layout in row["layouts"]) for row in rows)
+    assert 4_000 < max(row["gbytes_per_s_rw"] for row in rows) < 8_000  # about 9 times HBM's 649 GB/s
