@@ -116,6 +116,7 @@ _WORK_KINDS = {
     "largest_bytes": "work_largest",
     "overlap": "work_overlap",
     "sent_bytes": "work_sent",
+    "arithmetic_flops": "work_arithmetic",
 }
 
 

@@ -46,14 +46,14 @@ NUMBERS = {
     (Kind.WORKER_HUNG, "seconds"): "{:.0f}",
     **{
         (kind, name): "{:g}"
-        for kind in (Kind.WORK_FLOPS, Kind.WORK_PEAK, Kind.WORK_LARGEST, Kind.WORK_SENT)
+        for kind in (Kind.WORK_FLOPS, Kind.WORK_ARITHMETIC, Kind.WORK_PEAK, Kind.WORK_LARGEST, Kind.WORK_SENT)
         for name in ("ratio", "factor")
     },
     (Kind.WORK_OVERLAP, "got"): "{:.0f}",
     (Kind.WORK_OVERLAP, "want"): "{:.0f}",
     **{
         (kind, name): "{:,.0f}"
-        for kind in (Kind.WORK_FLOPS, Kind.WORK_PEAK, Kind.WORK_LARGEST, Kind.WORK_SENT)
+        for kind in (Kind.WORK_FLOPS, Kind.WORK_ARITHMETIC, Kind.WORK_PEAK, Kind.WORK_LARGEST, Kind.WORK_SENT)
         for name in ("got", "want")
     },
 }

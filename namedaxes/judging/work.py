@@ -28,7 +28,14 @@ from .runs import program_totals
 
 __all__ = ["WORK_FACTS", "Work", "largest_array", "work_of", "moved_of", "work_excess", "overlap_of"]
 
-WORK_FACTS = ("flops", "peak_bytes", "largest_bytes", "sent_bytes", "overlap")  # what `Case(work=...)` may judge
+WORK_FACTS = (
+    "flops",
+    "peak_bytes",
+    "largest_bytes",
+    "sent_bytes",
+    "overlap",
+    "arithmetic_flops",
+)  # what `Case(work=...)` may judge
 _LOOP_OVERLAP = 1 << 20  # `Work.overlap` of a loop whose every step both sends and multiplies
 
 
@@ -42,7 +49,11 @@ class Work:
     a loop's body as often as the loop runs, its condition once more, a conditional's fixed branch or else its
     costliest): XLA's cost analysis counts a loop's body once, so a schedule written as a `fori_loop` would
     otherwise look k times cheaper than the same schedule unrolled. `uncounted`: the loops whose trip count
-    only the program's data decide (each counted `runs.UNKNOWN_TRIPS` times)."""
+    only the program's data decide (each counted `runs.UNKNOWN_TRIPS` times). `arithmetic_flops`: the FLOPs of the
+    elementwise arithmetic on floating-point numbers alone (`instructions.arithmetic_flops`: add, subtract,
+    multiply, ..., one per element of each result, fusions' insides included; comparisons, selections, a sort's
+    comparator and a reducer not), for a statement whose share is an elementwise step beside a costlier one every device
+    does whole (each device centres its own rows; every device sorts every row to find the medians)."""
 
     flops: float
     peak_bytes: int
@@ -52,6 +63,7 @@ class Work:
     sent_bytes: int = 0  # the bytes every collective delivers to the device in one call, as often as it runs
     uncounted: int = 0  # loops whose trip count only the program's data decide
     bounded: int = 0  # loops counted as often as a limit of their own lets them run (their data may stop them sooner)
+    arithmetic_flops: float = 0.0  # the FLOPs of elementwise arithmetic on floats alone, each as often as it runs
 
 
 def largest_array(text: str) -> int:
@@ -134,7 +146,7 @@ def work_of(compiled, names: tuple, sizes: tuple, n_devices: int, text: str | No
     flops += totals.flops - totals.xla_style
     moved = moved_of(text, names, sizes, n_devices)
     facts = (max(peak, 0), largest_array(text), moved, overlap_of(text), totals.sent_bytes)
-    return Work(flops, *facts, totals.uncounted, totals.bounded)
+    return Work(flops, *facts, totals.uncounted, totals.bounded, totals.arithmetic)
 
 
 def moved_of(text: str, names: tuple, sizes: tuple, n_devices: int) -> tuple:
