@@ -38,6 +38,7 @@ from namedaxes.judging import (
     group_axes,
     hlo_collectives,
     placed_layout,
+    with_reductions,
     work_of,
 )
 
@@ -147,7 +148,8 @@ def _compile_fresh(program: Program, names: tuple[str, ...], sizes: tuple[int, .
         program.entry_layouts,
         program.regions,
         out_layouts,
-        work_of(compiled, mesh_names, mesh_shape, exp.nr_devices, text=text),
+        # the reductions from the program's types (the same on every backend), the rest from the compile
+        with_reductions(work_of(compiled, mesh_names, mesh_shape, exp.nr_devices, text=text), exp, names, sizes),
     )
 
 

@@ -117,6 +117,7 @@ _WORK_KINDS = {
     "overlap": "work_overlap",
     "sent_bytes": "work_sent",
     "arithmetic_flops": "work_arithmetic",
+    "reduced_bytes": "work_reduced",
 }
 
 

@@ -24,6 +24,7 @@ A package along its steps, each module importing only those above it:
     work.py          the work of one device: FLOPs, memory, largest array, bytes moved, the schedule
     jax_private.py   the adapter: every reach into JAX's private modules and attributes
     stablehlo.py     reading an exported module parsed into MLIR: collectives, per-device regions
+    typed.py         the reductions an exported module's types make, the same on every backend
     variants.py      a variant whose collectives of one kind send other data (`perturbed`)
     matters.py       the regions proven to matter, and whether two runs' outputs differ (`changed`)
     compiled_run.py  an exported program compiled and run as the grader does (`mesh_of`, `exported_work`)
@@ -36,7 +37,7 @@ each other are public in their own module and not repeated here.
 
 from __future__ import annotations
 
-from .compiled_run import COMPILER_OPTIONS, exported_work, mesh_of, text_mesh
+from .compiled_run import COMPILER_OPTIONS, exported_work, mesh_of, text_mesh, with_reductions
 from .examined import Examined, communication_that_matters, examine
 from .hlo import describe_collective, group_axes, hlo_collectives
 from .layouts import (
@@ -52,6 +53,7 @@ from .layouts import (
 from .matters import ATOL, RTOL, RegionFacts, changed, proven_regions, region_facts
 from .module_texts import TEXT_MEMO_CHARS, module_text
 from .runs import Sends, collective_sends
+from .typed import Reductions, exported_reductions
 from .variants import perturbed
 from .work import WORK_FACTS, Work, largest_array, moved_of, work_excess, work_of
 
@@ -87,6 +89,9 @@ __all__ = [
     "WORK_FACTS",
     "work_excess",
     "exported_work",
+    "with_reductions",
+    "Reductions",
+    "exported_reductions",
     "moved_of",
     "largest_array",
     "Sends",

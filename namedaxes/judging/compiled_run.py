@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
@@ -11,9 +12,18 @@ import numpy as np
 
 from . import jax_private
 from .module_texts import module_text
+from .typed import exported_reductions
 from .work import Work, work_of
 
-__all__ = ["COMPILER_OPTIONS", "mesh_of", "text_mesh", "compile_exported", "exported_work", "run_exported"]
+__all__ = [
+    "COMPILER_OPTIONS",
+    "mesh_of",
+    "text_mesh",
+    "compile_exported",
+    "exported_work",
+    "with_reductions",
+    "run_exported",
+]
 
 # How the judge compiles a program (here and in `autograder.judge.compiling`). Its programs are small and
 # run on a few inputs, so compiling is what costs: machine code made by LLVM at level 0 without its
@@ -70,7 +80,13 @@ def exported_work(exp) -> Work:
     checks: the same facts the grader reads, on the same compile)."""
     names, sizes = mesh_of(exp)
     compiled, _ = compile_exported(exp, names, sizes)
-    return work_of(compiled, names, sizes, exp.nr_devices)
+    return with_reductions(work_of(compiled, names, sizes, exp.nr_devices), exp, names, sizes)
+
+
+def with_reductions(work: Work, exp, names: tuple, sizes: tuple) -> Work:
+    """`work` with the reductions the exported program's types make (`Work.reduced_bytes`): read from its
+    module, not from the compile."""
+    return dataclasses.replace(work, reduced_bytes=exported_reductions(exp, names, sizes).nbytes)
 
 
 def run_exported(exp, values: list, names, sizes) -> tuple[dict, Any]:

@@ -413,14 +413,14 @@ def test_accumulate_grads_rejects(answer, match):
 # like a shard_map's: the reference's program then has regions over ZERO and the global-view answer none, and the
 # judge refuses it for that before it counts bytes (issue 59: one verdict, but not yet the message that helps).
 SCAN_GRADED = {
-    "0.10": "m2: communication: one device receives 2× the reference's bytes",
+    "0.10": "m2: communication: its types reduce 2× the reference's bytes over the mesh (32,768 against 16,384 bytes",
     "0.12": "m2: the program is written per device over no axis (a global-view program), expected 'fsdp_axis'",
 }
 
 
 def test_a_reduction_inside_a_scan_is_refused_by_both():
-    """The program's text shows the scan's one all-reduce once; the judge counts it as often as the loop
-    runs (`Work.sent_bytes`), in the visible check and in the grader alike."""
+    """The program's text shows the scan's one reduction once; the judge counts it as often as the loop runs,
+    from the exported program's types (`Work.reduced_bytes`), in the visible check and in the grader alike."""
     assert_check_fails(
         q.accumulate_grads.check, _acc_reduce_in_scan, match=r"reduces inside a loop's body.*4 gradients' worth"
     )
@@ -446,11 +446,12 @@ def test_one_reduction_whatever_m_against_m_reductions():
 
 
 def test_the_reductions_are_counted_from_the_types():
-    """Issue 56: the visible check counts the reductions the program's types make, not the all-reduces one
-    backend's compiler keeps (XLA on a TPU v5e merges the naive loop's m all-reduces into one): m gradients' worth
-    for the naive loop, in a scan or not, one for the unreduced sum, in a scan or not, and one for one batch."""
+    """Issue 56: the visible check and the grader count the reductions the exported program's types make
+    (`judging.exported_reductions`, `Work.reduced_bytes`), not the all-reduces one backend's compiler keeps (XLA on
+    a TPU v5e merges the naive loop's m all-reduces into one): m gradients' worth for the naive loop, in a scan or
+    not, one for the unreduced sum, in a scan or not, and one for one batch."""
     from namedaxes.exercises.step_anatomy import accumulation as acc
-    from namedaxes.exercises.step_anatomy.typed import typed_reductions
+    from namedaxes.judging import exported_reductions
 
     mesh = zr.zero_mesh()
     grad = 4 * 2 * 32 * 64
@@ -465,16 +466,15 @@ def test_the_reductions_are_counted_from_the_types():
                 ("unreduced scan", _acc_scan),
                 ("one batch", _acc_one_batch),
             ):
-                found = typed_reductions(jax.make_jaxpr(fn)(*args), ZERO, loop_runs=m)
-                got[name, m] = (round(found.nbytes / grad, 1), found.in_loop, found.unreduced)
+                found = exported_reductions(jax.export.export(jax.jit(fn))(*args), (ZERO,), (8,))
+                got[name, m] = (round(found.nbytes / grad, 1), found.in_loop, found.unreduced, found.uncounted)
     assert got == {
-        **{("naive", m): (m, False, False) for m in (1, 4)},
-        ("naive scan", 1): (1, False, False),
-        ("naive scan", 4): (4, True, False),
-        **{("unreduced", m): (1, False, True) for m in (1, 4)},
-        ("unreduced scan", 1): (1, False, True),
-        ("unreduced scan", 4): (1, True, True),  # the loss's mean, a scalar, is reduced in the body
-        **{("one batch", m): (1, False, False) for m in (1, 4)},
+        **{("naive", m): (m, False, False, 0) for m in (1, 4)},
+        **{("naive scan", m): (m, True, False, 0) for m in (1, 4)},
+        **{("unreduced", m): (1, False, True, 0) for m in (1, 4)},
+        ("unreduced scan", 1): (1, False, True, 0),
+        ("unreduced scan", 4): (1, False, True, 0),  # the scan's body adds unreduced gradients: no reduction in it
+        **{("one batch", m): (1, False, False, 0) for m in (1, 4)},
     }, got
 
 
@@ -503,6 +503,37 @@ ONE_BATCH_GRADED = {
     "0.10": ("m8_work: memory: one device materializes an array of 8× the size", "(524,288 against 65,536 bytes"),
     "0.12": ("m8_work: the program is written per device over no axis (a global-view program), expected 'fsdp_axis'",),
 }
+
+
+# What the grader says of the sum for the mean (issue 61), by JAX line: on 0.12 the global-view answer is refused for
+# its missing per-device regions first (SCAN_GRADED says why), before its values are compared.
+SUM_GRADED = {
+    "0.10": (
+        "m8_work['w2']: values differ. That is the sum over the microbatches: divide by m",
+        "这是微批次上的和：请除以 m",
+    ),
+    "0.12": ("the program is written per device over no axis (a global-view program)",),
+}
+
+
+def test_the_sum_for_the_mean_is_named_by_both_in_both_languages():
+    """Issue 61: summing the microbatches' gradients without dividing by m is a known mistake: the visible check
+    and the grader's judge both name it (`accumulation.accumulate_mistakes`), in English and in Chinese, where
+    the grader said only "values differ" on every case."""
+    from autograder.publish import words
+
+    for lang in ("en", "zh"):
+        said = failure_in(lang, q.accumulate_grads.check, _acc_sum)
+        assert says(said, q.TEXT, "acc_sum_hint", lang), said
+    verdict = judge_observations(
+        observe(q.accumulate_grads, ref_accumulate_grads), observe(q.accumulate_grads, _acc_sum)
+    )
+    reason = verdict.reason(limit=8)
+    assert not verdict.passed, reason
+    english, *chinese = SUM_GRADED[".".join(jax.__version__.split(".")[:2])]
+    assert english in reason, reason
+    zh = words.say(verdict.verdict, "zh", shown=8)
+    assert all(piece in zh for piece in chinese), zh
 
 
 def test_accumulate_grads_grader_rejects_a_reduction_per_microbatch():
