@@ -77,7 +77,7 @@ _GRADED = "How it is graded"
 TABLE_SECRET = b"tools.judged_table: a fixed secret of its own"
 _MISTAKE_KEY = re.compile(r"[a-z_][a-z0-9_]{0,63}")  # a key the judge names (`autograder.judge.mistakes`)
 _NONE = "—"
-_BYTES = ("peak_bytes", "largest_bytes", "sent_bytes")
+_BYTES = ("peak_bytes", "largest_bytes", "sent_bytes", "reduced_bytes")
 
 
 # ---------------------------------------------------------------- the records
@@ -515,6 +515,8 @@ SAID = {
     "peak_bytes": ("peak",),
     "largest_bytes": ("largest array", "reference's largest"),
     "sent_bytes": ("bytes",),
+    "arithmetic_flops": ("arithmetic", "its own rows", "own share"),
+    "reduced_bytes": ("reduction", "reduces", "reduced once"),
     "overlap": ("schedule", "overlap", "interleav"),
     "formula cases": ("secret", "drawn", "draws", "random"),
 }

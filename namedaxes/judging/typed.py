@@ -40,12 +40,11 @@ _REDUCING = ("stablehlo.all_reduce", "stablehlo.reduce_scatter")
 @dataclass(frozen=True)
 class Reductions:
     """The reductions a program's types make over its mesh's axes: `nbytes`, the bytes of their results, each
-    counted as often as it runs; `in_loop`, whether one runs in a loop's body; `unreduced`, whether any value is
-    typed unreduced; `uncounted`, loops whose trip count the module does not fix (each `UNKNOWN_TRIPS` times)."""
+    counted as often as it runs; `in_loop`, whether one runs in a loop's body; `uncounted`, loops whose trip
+    count the module does not fix (each counted `UNKNOWN_TRIPS` times)."""
 
     nbytes: int = 0
     in_loop: bool = False
-    unreduced: bool = False
     uncounted: int = 0
 
 
@@ -91,7 +90,7 @@ class _Reader:
             if op.operation.name == "func.func":
                 self.funcs[ir.StringAttr(op.operation.attributes["sym_name"]).value] = op.operation
         self.types: dict = {}  # value -> (split dims, partial axes)
-        self.nbytes, self.in_loop, self.unreduced, self.uncounted, self.ops = 0, False, False, 0, 0
+        self.nbytes, self.in_loop, self.uncounted, self.ops = 0, False, 0, 0
 
     def type_of(self, value):
         return self.types.get(value, ((), frozenset()))
@@ -130,7 +129,6 @@ class _Reader:
             dims, unreduced = typed if typed is not None else ((), frozenset())
             if partial - unreduced:
                 self.reduce(op.results[0], runs, in_loop)
-            self.unreduced = self.unreduced or bool(unreduced)
             self.types[op.results[0]] = (dims, unreduced)
             return
         if name == "func.call":
@@ -271,7 +269,7 @@ def typed_reductions(text: str, names: tuple, sizes: tuple) -> Reductions:
             found = _sharding(str(attrs[i])) if attrs is not None and i < len(attrs) else None
             args.append(found if found is not None else ((), frozenset()))
         reader.func(main, args, 1, False, 0)
-        return Reductions(reader.nbytes, reader.in_loop, reader.unreduced, reader.uncounted)
+        return Reductions(reader.nbytes, reader.in_loop, reader.uncounted)
 
 
 def exported_reductions(exp, names: tuple, sizes: tuple) -> Reductions:

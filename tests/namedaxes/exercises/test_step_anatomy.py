@@ -467,14 +467,13 @@ def test_the_reductions_are_counted_from_the_types():
                 ("one batch", _acc_one_batch),
             ):
                 found = exported_reductions(jax.export.export(jax.jit(fn))(*args), (ZERO,), (8,))
-                got[name, m] = (round(found.nbytes / grad, 1), found.in_loop, found.unreduced, found.uncounted)
-    assert got == {
-        **{("naive", m): (m, False, False, 0) for m in (1, 4)},
-        **{("naive scan", m): (m, True, False, 0) for m in (1, 4)},
-        **{("unreduced", m): (1, False, True, 0) for m in (1, 4)},
-        ("unreduced scan", 1): (1, False, True, 0),
-        ("unreduced scan", 4): (1, False, True, 0),  # the scan's body adds unreduced gradients: no reduction in it
-        **{("one batch", m): (1, False, False, 0) for m in (1, 4)},
+                got[name, m] = (round(found.nbytes / grad, 1), found.in_loop, found.uncounted)
+    assert got == {  # one count on both JAX lines (0.12 lowers unreduced arithmetic through regions of its own)
+        **{("naive", m): (m, False, 0) for m in (1, 4)},
+        **{("naive scan", m): (m, True, 0) for m in (1, 4)},
+        **{("unreduced", m): (1, False, 0) for m in (1, 4)},
+        **{("unreduced scan", m): (1, False, 0) for m in (1, 4)},  # the body adds unreduced gradients: no reduction
+        **{("one batch", m): (1, False, 0) for m in (1, 4)},
     }, got
 
 
@@ -505,17 +504,6 @@ ONE_BATCH_GRADED = {
 }
 
 
-# What the grader says of the sum for the mean (issue 61), by JAX line: on 0.12 the global-view answer is refused for
-# its missing per-device regions first (SCAN_GRADED says why), before its values are compared.
-SUM_GRADED = {
-    "0.10": (
-        "m8_work['w2']: values differ. That is the sum over the microbatches: divide by m",
-        "这是微批次上的和：请除以 m",
-    ),
-    "0.12": ("the program is written per device over no axis (a global-view program)",),
-}
-
-
 def test_the_sum_for_the_mean_is_named_by_both_in_both_languages():
     """Issue 61: summing the microbatches' gradients without dividing by m is a known mistake: the visible check
     and the grader's judge both name it (`accumulation.accumulate_mistakes`), in English and in Chinese, where
@@ -530,10 +518,8 @@ def test_the_sum_for_the_mean_is_named_by_both_in_both_languages():
     )
     reason = verdict.reason(limit=8)
     assert not verdict.passed, reason
-    english, *chinese = SUM_GRADED[".".join(jax.__version__.split(".")[:2])]
-    assert english in reason, reason
-    zh = words.say(verdict.verdict, "zh", shown=8)
-    assert all(piece in zh for piece in chinese), zh
+    assert "m8_work['w2']: values differ. That is the sum over the microbatches: divide by m" in reason, reason
+    assert "这是微批次上的和：请除以 m" in words.say(verdict.verdict, "zh", shown=8)
 
 
 def test_accumulate_grads_grader_rejects_a_reduction_per_microbatch():
