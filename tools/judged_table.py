@@ -175,9 +175,11 @@ def _spec(layout) -> str:
 def reference_facts(ref_case) -> RefFacts:
     """The facts of one case's reference program (`Required.programs`: its program, compiled as the judge compiles
     it, and its mesh)."""
+    from autograder.judge.compiling import judged_work
     from namedaxes.judging import WORK_FACTS, collective_sends
 
-    compiled, shape = ref_case.compiled, tuple(ref_case.shape)
+    shape = tuple(ref_case.shape)  # every fact read, the reductions of the types too (`judged_work`)
+    compiled = judged_work(ref_case.compiled, ref_case.program, tuple(ref_case.names), shape, {"reduced_bytes": 1})
     text = compiled.compiled.as_text()
     sends = collective_sends(text, tuple(ref_case.names), shape, ref_case.program.exp.nr_devices)
     return RefFacts(

@@ -60,7 +60,7 @@ from ..limits import MAX_CASES, MAX_ERROR_CHARS
 from ..reasons import Kind, Phrase, Verdict, Words
 from ..reasons import phrase as say
 from .compare import compare, load_observations
-from .compiling import Compiled, compiled_for
+from .compiling import Compiled, compiled_for, judged_work
 from .differences import (
     cut,
     describe_layout,
@@ -401,7 +401,10 @@ class Judge:
             if layout:
                 tally.lost(layout, unreadable=True)  # its communication was not read: say nothing about it
                 return None
-            tally.diffs.extend(work_difference(case.name, compiled, ref.compiled, case.entry.get("work") or {}))
+            limits = case.entry.get("work") or {}
+            mine = judged_work(compiled, program, ref.names, ref.shape, limits)
+            theirs = judged_work(ref.compiled, ref.program, ref.names, ref.shape, limits)
+            tally.diffs.extend(work_difference(case.name, mine, theirs, limits))
             try:
                 out = case.outputs(program, compiled) if case.values else {}
             except Exception as err:  # noqa: BLE001 - it ran on hidden inputs: its words are not shown
