@@ -527,7 +527,16 @@ def test_accumulate_grads_grader_rejects_a_reduction_per_microbatch():
     for answer in ACC_EQUIVALENT.values():
         assert observations_match(reference, observe(q.accumulate_grads, answer))
     naive = judge_observations(reference, observe(q.accumulate_grads, zr.accumulate_naive))
-    assert not naive.passed and "values differ" not in naive.reason(limit=8), naive.reason(limit=8)
+    reason = naive.reason(limit=8)
+    assert not naive.passed and "values differ" not in reason, reason
+    # issue 56: counted from the exported program's types, whatever a backend's compiler merges (a TPU's: one)
+    assert NAIVE_GRADED[".".join(jax.__version__.split(".")[:2])] in reason, reason
+
+
+NAIVE_GRADED = {  # SCAN_GRADED says why 0.12 refuses the global-view answer first
+    "0.10": "m2: communication: its types reduce 2× the reference's bytes over the mesh (32,768 against 16,384 bytes",
+    "0.12": "m2: the program is written per device over no axis (a global-view program), expected 'fsdp_axis'",
+}
 
 
 # ---------------------------------------------------------------- the module's contract
