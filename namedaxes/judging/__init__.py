@@ -37,7 +37,7 @@ each other are public in their own module and not repeated here.
 
 from __future__ import annotations
 
-from .compiled_run import COMPILER_OPTIONS, exported_work, mesh_of, text_mesh, with_reductions
+from .compiled_run import COMPILER_OPTIONS, UNREADABLE_REDUCTIONS, exported_work, mesh_of, text_mesh, with_reductions
 from .examined import Examined, communication_that_matters, examine
 from .hlo import describe_collective, group_axes, hlo_collectives
 from .layouts import (
@@ -90,6 +90,7 @@ __all__ = [
     "work_excess",
     "exported_work",
     "with_reductions",
+    "UNREADABLE_REDUCTIONS",
     "Reductions",
     "exported_reductions",
     "moved_of",
