@@ -155,6 +155,12 @@ TEXT: dict[str, str] = {
     "compiled program)",
     "work_flops": "{case}: work: one device computes {ratio}× the reference's FLOPs ({got} against {want}, read "
     "from the compiled per-device program); this exercise allows {factor}×",
+    "work_arithmetic": "{case}: work: one device does {ratio}× the reference's arithmetic on numbers ({got} against "
+    "{want} additions, subtractions, multiplications and the like, read from the compiled per-device program); this "
+    "exercise allows {factor}×: it computes more than its own share",
+    "work_reduced": "{case}: communication: its types reduce {ratio}× the reference's bytes over the mesh ({got} "
+    "against {want} bytes, each reduction counted as often as it runs, read from the exported program's types: the "
+    "same on every backend); this exercise allows {factor}×",
     "work_peak": "{case}: memory: one device needs {ratio}× the reference's peak memory ({got} against {want} "
     "bytes, read from the compiled per-device program); this exercise allows {factor}×",
     "work_sent": "{case}: communication: one device receives {ratio}× the reference's bytes through its "

@@ -66,6 +66,8 @@ class Kind(StrEnum):
     COMM_EXTRA_AXES = "comm_extra_axes"
     COMM_SURPLUS = "comm_surplus"
     WORK_FLOPS = "work_flops"
+    WORK_ARITHMETIC = "work_arithmetic"
+    WORK_REDUCED = "work_reduced"
     WORK_PEAK = "work_peak"
     WORK_LARGEST = "work_largest"
     WORK_OVERLAP = "work_overlap"
@@ -220,6 +222,8 @@ _PROPERTY = {
     Kind.COMM_EXTRA_AXES: Property.COMMUNICATION,
     Kind.COMM_SURPLUS: Property.COMMUNICATION,
     Kind.WORK_FLOPS: Property.WORK,
+    Kind.WORK_ARITHMETIC: Property.WORK,
+    Kind.WORK_REDUCED: Property.WORK,
     Kind.WORK_PEAK: Property.WORK,
     Kind.WORK_LARGEST: Property.WORK,
     Kind.WORK_OVERLAP: Property.WORK,

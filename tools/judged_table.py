@@ -77,7 +77,7 @@ _GRADED = "How it is graded"
 TABLE_SECRET = b"tools.judged_table: a fixed secret of its own"
 _MISTAKE_KEY = re.compile(r"[a-z_][a-z0-9_]{0,63}")  # a key the judge names (`autograder.judge.mistakes`)
 _NONE = "—"
-_BYTES = ("peak_bytes", "largest_bytes", "sent_bytes")
+_BYTES = ("peak_bytes", "largest_bytes", "sent_bytes", "reduced_bytes")
 
 
 # ---------------------------------------------------------------- the records
@@ -175,9 +175,11 @@ def _spec(layout) -> str:
 def reference_facts(ref_case) -> RefFacts:
     """The facts of one case's reference program (`Required.programs`: its program, compiled as the judge compiles
     it, and its mesh)."""
+    from autograder.judge.compiling import judged_work
     from namedaxes.judging import WORK_FACTS, collective_sends
 
-    compiled, shape = ref_case.compiled, tuple(ref_case.shape)
+    shape = tuple(ref_case.shape)  # every fact read, the reductions of the types too (`judged_work`)
+    compiled = judged_work(ref_case.compiled, ref_case.program, tuple(ref_case.names), shape, {"reduced_bytes": 1})
     text = compiled.compiled.as_text()
     sends = collective_sends(text, tuple(ref_case.names), shape, ref_case.program.exp.nr_devices)
     return RefFacts(
@@ -512,6 +514,8 @@ SAID = {
     "peak_bytes": ("peak",),
     "largest_bytes": ("largest array", "reference's largest"),
     "sent_bytes": ("bytes",),
+    "arithmetic_flops": ("arithmetic", "its own rows", "own share"),
+    "reduced_bytes": ("reduction", "reduces", "reduced once"),
     "overlap": ("schedule", "overlap", "interleav"),
     "formula cases": ("secret", "drawn", "draws", "random"),
 }

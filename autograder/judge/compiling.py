@@ -26,6 +26,7 @@ source locations), fed the reference's layouts, reuses the reference's compile.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +39,7 @@ from namedaxes.judging import (
     group_axes,
     hlo_collectives,
     placed_layout,
+    with_reductions,
     work_of,
 )
 
@@ -45,7 +47,7 @@ from ..limits import MAX_COMPILED
 from ..reasons import phrase as say
 from .exported import Program, Rejected
 
-__all__ = ["Compiled", "COMPILE_STATS", "compiled_for"]
+__all__ = ["Compiled", "COMPILE_STATS", "compiled_for", "judged_work"]
 
 
 @dataclass
@@ -120,6 +122,14 @@ def _compile_fresh(program: Program, names: tuple[str, ...], sizes: tuple[int, .
         out_layouts,
         work_of(compiled, mesh_names, mesh_shape, exp.nr_devices, text=text),
     )
+
+
+def judged_work(compiled: Compiled, program: Program, names: tuple, sizes: tuple, limits: dict) -> Compiled:
+    """`compiled` with the reductions its program's types make (`Work.reduced_bytes`: read from the exported
+    module, the same on every backend), where the case's work `limits` judge them; as it is otherwise."""
+    if "reduced_bytes" not in limits or compiled.work is None:
+        return compiled
+    return dataclasses.replace(compiled, work=with_reductions(compiled.work, program.exp, names, sizes))
 
 
 def _mesh(program: Program):

@@ -116,6 +116,8 @@ _WORK_KINDS = {
     "largest_bytes": "work_largest",
     "overlap": "work_overlap",
     "sent_bytes": "work_sent",
+    "arithmetic_flops": "work_arithmetic",
+    "reduced_bytes": "work_reduced",
 }
 # The same facts where a loop was counted by running it on the hidden inputs: its figures are theirs, so unsaid.
 _RUN_KINDS = {"flops": "work_flops_run", "sent_bytes": "work_sent_run"}

@@ -59,7 +59,7 @@ from ..limits import MAX_CASES, MAX_ERROR_CHARS
 from ..reasons import Kind, Phrase, Verdict, Words
 from ..reasons import phrase as say
 from .compare import compare, load_observations
-from .compiling import Compiled, compiled_for
+from .compiling import Compiled, compiled_for, judged_work
 from .differences import (
     cut,
     describe_layout,
@@ -400,8 +400,10 @@ class Judge:
             if layout:
                 tally.lost(layout, unreadable=True)  # its communication was not read: say nothing about it
                 return None
-            got, want = loops_run(case, program, compiled), reference_loops_run(case)  # data-decided loops run
-            tally.diffs.extend(work_difference(case.name, got, want, case.entry.get("work") or {}))
+            limits = case.entry.get("work") or {}  # data-decided loops run; the types' reductions read
+            got = judged_work(loops_run(case, program, compiled), program, ref.names, ref.shape, limits)
+            want = judged_work(reference_loops_run(case), ref.program, ref.names, ref.shape, limits)
+            tally.diffs.extend(work_difference(case.name, got, want, limits))
             try:
                 out = case.outputs(program, compiled) if case.values else {}
             except Exception as err:  # noqa: BLE001 - it ran on hidden inputs: its words are not shown

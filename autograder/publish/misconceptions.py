@@ -57,7 +57,12 @@ STRUCTURE_FIELDS = ("n", "dim")
 STRUCTURE_KINDS = frozenset(k for k in Kind if k.value.startswith("layout_"))
 # what one device computes, holds or receives: a program's cost shows first where it is largest (its bytes sent on
 # one hidden case, its peak memory on another), so only a verdict's first such difference is part of its key
-WORK_KINDS = frozenset({Kind.WORK_FLOPS, Kind.WORK_PEAK, Kind.WORK_SENT, Kind.WORK_OVERLAP, Kind.WORK_LARGEST})
+WORK_KINDS = frozenset(
+    {
+        *(Kind.WORK_FLOPS, Kind.WORK_ARITHMETIC, Kind.WORK_REDUCED, Kind.WORK_PEAK, Kind.WORK_SENT),
+        *(Kind.WORK_OVERLAP, Kind.WORK_LARGEST),
+    }
+)
 
 
 def _differences(reason: Reason) -> tuple[Phrase, ...]:

@@ -34,6 +34,11 @@ __all__ = ["say", "say_late", "duration", "SHOWN", "NUMBERS"]
 
 SHOWN = 2  # findings a verdict shows; the others are counted ("; and 2 more")
 
+# the work findings whose figures are numbers: the ratios as they are, the figures with thousands separators
+WORK_FIGURES = (
+    *(Kind.WORK_FLOPS, Kind.WORK_ARITHMETIC, Kind.WORK_REDUCED),
+    *(Kind.WORK_PEAK, Kind.WORK_LARGEST, Kind.WORK_SENT),
+)
 # how a phrase's number field is written, by (kind, field); any other number: str()
 NUMBERS = {
     (Kind.BUDGET_NOTEBOOK, "seconds"): "{:g}",
@@ -44,18 +49,10 @@ NUMBERS = {
     (Kind.OUTPUT_CELL_CAP, "limit"): "{:,}",
     (Kind.BUDGET_SPENT_ELSEWHERE, "seconds"): "{:g}",
     (Kind.WORKER_HUNG, "seconds"): "{:.0f}",
-    **{
-        (kind, name): "{:g}"
-        for kind in (Kind.WORK_FLOPS, Kind.WORK_PEAK, Kind.WORK_LARGEST, Kind.WORK_SENT)
-        for name in ("ratio", "factor")
-    },
+    **{(kind, name): "{:g}" for kind in WORK_FIGURES for name in ("ratio", "factor")},
     (Kind.WORK_OVERLAP, "got"): "{:.0f}",
     (Kind.WORK_OVERLAP, "want"): "{:.0f}",
-    **{
-        (kind, name): "{:,.0f}"
-        for kind in (Kind.WORK_FLOPS, Kind.WORK_PEAK, Kind.WORK_LARGEST, Kind.WORK_SENT)
-        for name in ("got", "want")
-    },
+    **{(kind, name): "{:,.0f}" for kind in WORK_FIGURES for name in ("got", "want")},
 }
 
 

@@ -204,6 +204,6 @@ def expect_work_within(
     excess = work_excess(work, dataclasses.replace(Work(0.0, 0, 0), **{fact: want}), {fact: factor})
     if excess is None:
         return
-    shown = (lambda value: f"{value:g}") if fact == "flops" else (lambda value: value)
+    shown = (lambda value: f"{value:g}") if fact in ("flops", "arithmetic_flops") else (lambda value: value)
     got = shown(getattr(work, fact))
     fail(say(key, ratio=f"{excess[1]:.1f}", got=got, want=shown(want), factor=f"{factor:g}", **fields))

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 from .hlo import ARRAY_RE, HEAD_RE, INSTRUCTION_RE, NAME_RE
 
-__all__ = ["Instruction", "Module", "parse_module", "own_flops", "elements"]
+__all__ = ["Instruction", "Module", "parse_module", "own_flops", "elements", "ELEMENTWISE", "arithmetic_flops"]
 
-_ELEMENTWISE = frozenset(  # one FLOP per element of the result (transcendental operations: none, XLA counts apart)
+ELEMENTWISE = frozenset(  # one FLOP per element of the result (transcendental operations: none, XLA counts apart)
     (
         *("add", "subtract", "multiply", "divide", "remainder", "maximum", "minimum", "and", "or", "xor", "not"),
         *("negate", "abs", "sign", "floor", "ceil", "round-nearest-afz", "round-nearest-even", "shift-left"),
@@ -24,6 +24,22 @@ _ELEMENTWISE = frozenset(  # one FLOP per element of the result (transcendental 
         *("real", "imag", "complex", "compare", "clamp", "select", "convert", "reduce-precision"),
     )
 )
+# The arithmetic on the data (`arithmetic_flops`): of the elementwise operations those that compute new numbers,
+# not the ones that test, pick, convert or combine bits (compare, select, convert, and, ...).
+_ARITHMETIC = frozenset(
+    ("add", "subtract", "multiply", "divide", "remainder", "maximum", "minimum", "negate", "abs", "clamp")
+)
+_FLOAT_RESULT_RE = re.compile(r"^\(?(bf16|f16|f32|f64|f8\w*)\[")
+
+
+def arithmetic_flops(ins: Instruction) -> float:
+    """The FLOPs of `ins` if it is elementwise arithmetic on floating-point numbers (`_ARITHMETIC`, a float
+    result): one per element of its result; else 0."""
+    if ins.op not in _ARITHMETIC or not _FLOAT_RESULT_RE.match(ins.type):
+        return 0.0
+    return float(elements(ins.type))
+
+
 _CALLS_RE = re.compile(
     r"\b(calls|to_apply|body|condition|true_computation|false_computation|select|scatter)=%?([\w.\-]+)"
 )
@@ -210,7 +226,7 @@ def own_flops(ins: Instruction, types: dict, flops_of) -> float:
     its computation's instructions, by name; `flops_of(name)`: the FLOPs of one run of a computation (a
     reducer's, applied per element)."""
     op = ins.op
-    if op in _ELEMENTWISE:
+    if op in ELEMENTWISE:
         return float(elements(ins.type))
     if op in ("dot", "scaled-dot"):
         return _dot(ins, types)

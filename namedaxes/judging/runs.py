@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 
 from .hlo import collectives_where, describe_collective, group_axes, result_bytes
-from .instructions import Instruction, Module, own_flops, parse_module
+from .instructions import Instruction, Module, arithmetic_flops, own_flops, parse_module
 from .loop_trips import branch_taken, loop_trips, simulated_trips
 
 __all__ = [
@@ -60,6 +60,7 @@ class Totals:
     uncounted: int = 0
     bounded: int = 0  # loops counted by their own limit, which their data may cut short
     measured: tuple = ()  # each loop counted by running it on the hidden inputs: its trips per entry
+    arithmetic: float = 0.0  # the FLOPs of elementwise arithmetic on floats alone (`Work.arithmetic_flops`)
 
 
 UNKNOWN_TRIPS = 1 << 10  # how often `Work` counts a loop's body whose trip count only its data decide
@@ -177,6 +178,8 @@ def program_totals(
             out["flops"] = out.get("flops", 0.0) + own_flops(
                 ins, types, lambda c: total(c, xla, depth + 1).get("flops", 0.0)
             )
+            # a reducer's or a sort's comparator is not reached here: its FLOPs are its caller's own
+            out["arithmetic"] = out.get("arithmetic", 0.0) + arithmetic_flops(ins)
             sent, kinds = sends.get((comp, ins.name), (0, ()))
             out["bytes"] = out.get("bytes", 0.0) + sent
             for kind in kinds:
@@ -190,7 +193,7 @@ def program_totals(
     runs = {k[1]: int(round(v)) for k, v in true.items() if isinstance(k, tuple)}
     uncounted = sum(1 for n in trips.values() if n < 0)
     flops, xla_flops, sent = true.get("flops", 0.0), xla.get("flops", 0.0), int(round(true.get("bytes", 0)))
-    return Totals(flops, xla_flops, sent, runs, uncounted, bounded, ran)
+    return Totals(flops, xla_flops, sent, runs, uncounted, bounded, ran, true.get("arithmetic", 0.0))
 
 
 def _called(module: Module, comp: str, ins: Instruction, trips: dict, unknown: int, xla: bool, total) -> dict:

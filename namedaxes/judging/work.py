@@ -28,7 +28,8 @@ from .runs import program_totals
 
 __all__ = ["WORK_FACTS", "Work", "largest_array", "work_of", "recounted", "moved_of", "work_excess", "overlap_of"]
 
-WORK_FACTS = ("flops", "peak_bytes", "largest_bytes", "sent_bytes", "overlap")  # what `Case(work=...)` may judge
+# what `Case(work=...)` may judge
+WORK_FACTS = ("flops", "peak_bytes", "largest_bytes", "sent_bytes", "overlap", "arithmetic_flops", "reduced_bytes")
 _LOOP_OVERLAP = 1 << 20  # `Work.overlap` of a loop whose every step both sends and multiplies
 
 
@@ -43,7 +44,15 @@ class Work:
     costliest): XLA's cost analysis counts a loop's body once, so a schedule written as a `fori_loop` would
     otherwise look k times cheaper than the same schedule unrolled. `uncounted`: the loops whose trip count
     only the program's data decide and that were not run to count them (each counted `runs.UNKNOWN_TRIPS` times);
-    `measured`: those counted by running the program on the hidden inputs (`measured_trips`)."""
+    `measured`: those counted by running the program on the hidden inputs (`measured_trips`). `arithmetic_flops`:
+    the FLOPs of the elementwise arithmetic on floating-point numbers alone (`instructions.arithmetic_flops`: add,
+    subtract, multiply, ..., one per element of each result, fusions' insides included; comparisons, selections,
+    a sort's comparator and a reducer not), for a statement whose share is an elementwise step beside a costlier
+    one every device does whole (each device centres its own rows; every device sorts every row to find the
+    medians).
+    `reduced_bytes`: the bytes the exported program's types reduce over the mesh's axes, each reduction as often
+    as it runs (`typed.typed_reductions`): the same wherever the program is compiled, where `sent_bytes` is what
+    one backend's compiler kept (XLA on a TPU merges a loop's m all-reduces into one)."""
 
     flops: float
     peak_bytes: int
@@ -54,6 +63,8 @@ class Work:
     uncounted: int = 0  # loops whose trip count only the program's data decide, not measured
     bounded: int = 0  # loops counted as often as a limit of their own lets them run (their data may stop them sooner)
     measured: tuple = ()  # loops counted by running them on the hidden inputs: each one's trips per entry
+    arithmetic_flops: float = 0.0  # the FLOPs of elementwise arithmetic on floats alone, each as often as it runs
+    reduced_bytes: int = 0  # the bytes the program's types reduce, as often as they run (`typed.typed_reductions`)
 
 
 def largest_array(text: str) -> int:
@@ -139,7 +150,7 @@ def work_of(
     flops += totals.flops - totals.xla_style
     moved = moved_of(text, names, sizes, n_devices)
     facts = (max(peak, 0), largest_array(text), moved, overlap_of(text), totals.sent_bytes)
-    return Work(flops, *facts, totals.uncounted, totals.bounded, totals.measured)
+    return Work(flops, *facts, totals.uncounted, totals.bounded, totals.measured, totals.arithmetic)
 
 
 def recounted(work: Work, text: str, n_devices: int, measured: dict) -> Work:
@@ -148,7 +159,14 @@ def recounted(work: Work, text: str, n_devices: int, measured: dict) -> Work:
     sent, the loops left uncounted, the measured ones."""
     before, after = program_totals(text, n_devices), program_totals(text, n_devices, measured=measured)
     flops = work.flops + after.flops - before.flops
-    return replace(work, flops=flops, sent_bytes=after.sent_bytes, uncounted=after.uncounted, measured=after.measured)
+    return replace(
+        work,
+        flops=flops,
+        sent_bytes=after.sent_bytes,
+        uncounted=after.uncounted,
+        measured=after.measured,
+        arithmetic_flops=after.arithmetic,
+    )
 
 
 def moved_of(text: str, names: tuple, sizes: tuple, n_devices: int) -> tuple:

@@ -4,29 +4,53 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import DEVICES
 from namedaxes.checking import (
     exercises_for,
     expect_output_layouts,
+    expect_work_within,
     f32,
     fail,
     known_mistake,
     same_values,
     show_values,
 )
+from namedaxes.judging import exported_work
 from namedaxes.meshes import abstract_on as _on
 from namedaxes.meshes import line_mesh
 from namedaxes.meshes import placed as _placed
 
-from .running import examined_here, expect_float32, expect_uses, judged, observe_programs, run_answer
+from .running import (
+    examined_here,
+    expect_float32,
+    expect_uses,
+    explained_here,
+    judged,
+    observe_programs,
+    run_answer,
+)
 from .text import say
 
 exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
 
 # ---------------------------------------------------------------- 1. median_centered
+# How the work is split (the grader's `Case(work=...)` on its work case, the visible check alike): each device
+# centres its own rows. Every device sorts every row to find the medians (the statement's way), and that costs
+# far more than the centring, so the FLOPs of the whole program cannot tell one device's share of the centring
+# from all of it; its arithmetic on numbers can (`Work.arithmetic_flops`: additions, subtractions,
+# multiplications, ..., not a sort's comparisons). On the work case (8 devices, 32 rows of 4 each) the reference
+# subtracts the medians from its own 32 x 4 block and takes the 4 medians' midpoints (2 FLOPs each): 136 FLOPs
+# (a test keeps it true); centring all 256 rows and keeping its own, 1,032.
+_MEDIAN_WORK_K, _MEDIAN_WORK_SHAPE = 8, (256, 4)
+_MEDIAN_ARITHMETIC_FACTOR = 2.0
+_MEDIAN_REFERENCE_ARITHMETIC = (_MEDIAN_WORK_SHAPE[0] // _MEDIAN_WORK_K + 2) * _MEDIAN_WORK_SHAPE[1]
+
 # (devices, x): rows split over DEVICES (blocks of 2, 3 and 3 rows). The hidden observations use
 # random values of the same shapes.
 _MEDIAN_CASES = [
@@ -219,15 +243,33 @@ def _check_median_centered(fn: Callable) -> None:
     )
     # the result split over DEVICES, as the statement asks (the grader's `out_layout`): each device its own rows
     expect_output_layouts(name, facts, (((DEVICES,),),), hint=say("median_layout_hint"))
+    _expect_median_work(name, fn)
+
+
+def _expect_median_work(name: str, fn: Callable) -> None:
+    """Each device centres its own rows: the arithmetic one device of the work case does (read from the compiled
+    per-device program, as the grader reads it) is at most `_MEDIAN_ARITHMETIC_FACTOR` times the reference's."""
+    k, shape = _MEDIAN_WORK_K, _MEDIAN_WORK_SHAPE
+    mesh = line_mesh(k)
+    x = jax.ShapeDtypeStruct(shape, jnp.float32, sharding=NamedSharding(mesh, P(DEVICES)))
+    with explained_here(name, mesh):
+        work = exported_work(jax.export.export(jax.jit(lambda a: fn(a, mesh)))(x))
+    want, factor = _MEDIAN_REFERENCE_ARITHMETIC, _MEDIAN_ARITHMETIC_FACTOR
+    expect_work_within(work, "arithmetic_flops", want, factor, say, "median_all_rows", name=name, k=k, shape=shape)
 
 
 def _observe_median_centered(fn: Callable) -> dict:
     """Programs on 8, 4 and 2 devices, x placed P(DEVICES) (rows split); the reference's all_gather is required,
-    and the result split over DEVICES like x (each device returns its own rows, centred)."""
+    and the result split over DEVICES like x (each device returns its own rows, centred); and the work case
+    (`_MEDIAN_WORK_SHAPE`): each device's arithmetic within `_MEDIAN_ARITHMETIC_FACTOR` of the reference's."""
     cases = {}
     for k, x in _MEDIAN_CASES:
         mesh = line_mesh(k)
         cases[f"k{k}_{x.shape[0]}x{x.shape[1]}"] = (mesh, [_on(mesh, x.shape, P(DEVICES))])
+    k, (rows, cols) = _MEDIAN_WORK_K, _MEDIAN_WORK_SHAPE
+    mesh = line_mesh(k)
+    work = {"arithmetic_flops": _MEDIAN_ARITHMETIC_FACTOR}
+    cases[f"k{k}_{rows}x{cols}"] = (mesh, [_on(mesh, (rows, cols), P(DEVICES))], work)
     return observe_programs(fn, cases, structure="k8_16x2")
 
 

@@ -170,17 +170,17 @@ def observe_programs(
 ) -> dict:
     """The hidden observation of one test cell: exported programs of `fn` (`namedaxes.grading.programs`).
 
-    `cases` maps a name to (mesh, abstract inputs). The grader draws the inputs itself and compares
-    each program's outputs with the reference's. The extra case `collectives` (the `structure` case
-    again, with `values=False`) makes the grader require every collective the reference performs, by
-    kind and axis, read from the optimized HLO: `ppermute`, not a `psum`; a `psum_scatter`, not a `psum`
-    and a slice. With `only`, that case also rejects every collective the reference does not perform
-    (a `psum` beside the required `ppermute`). `work` (`Case(work=...)`) judges how each value case's work
-    is split against the reference's.
+    `cases` maps a name to (mesh, abstract inputs), or (mesh, abstract inputs, work) for a case that judges its
+    own work. The grader draws the inputs itself and compares each program's outputs with the reference's.
+    The extra case `collectives` (the `structure` case again, with `values=False`) makes the grader require
+    every collective the reference performs, by kind and axis, read from the optimized HLO: `ppermute`, not a
+    `psum`; a `psum_scatter`, not a `psum` and a slice. With `only`, that case also rejects every collective
+    the reference does not perform (a `psum` beside the required `ppermute`). `work` (`Case(work=...)`) judges
+    how each value case's work is split against the reference's.
     """
-    graded = {
-        name: Case(_bound(fn, mesh), *inputs, out_layout=out_layout, work=work)
-        for name, (mesh, inputs) in cases.items()
+    graded = {  # a case (mesh, inputs, work) judges its own work
+        name: Case(_bound(fn, case[0]), *case[1], out_layout=out_layout, work=case[2] if len(case) > 2 else work)
+        for name, case in cases.items()
     }
     mesh, inputs = cases[structure]
     graded["collectives"] = Case(_bound(fn, mesh), *inputs, values=False, only_collectives=only, out_layout=out_layout)

@@ -117,6 +117,13 @@ TEXT = {
         "split over DEVICES like x. Centring every row on every device and returning the whole matrix "
         "repeats the others' work."
     ),
+    "median_all_rows": (
+        "`{name}` returns the right values, split over DEVICES, but one device does {ratio}× the reference's "
+        "arithmetic on numbers ({got} against {want} additions, subtractions and multiplications; read from the "
+        "compiled per-device program on a mesh of {k} devices, x of shape {shape}, where at most {factor}× is "
+        "allowed): every device centres every row, then keeps its own. Each device centres its own rows: "
+        "subtract the column medians from the device's own block, not from the gathered matrix."
+    ),
     # 2. sum_scatter_columns
     "scatter_rows_hint": (
         " Here each device's block has {rows} rows, which cannot be cut into {k} equal chunks; the "

@@ -14,10 +14,11 @@
 3. `accumulate_grads(params, xs, ys)`: the mean gradient of `namedaxes.zero.mlp_loss` over m
    microbatches, the batch split over ZERO, with one reduction whatever m is (gradients left unreduced:
    `P(reduced=...)` / `P(unreduced=...)`, or `lax.pcast(..., to='varying')` and one `psum` under
-   `shard_map`). The check and the grader count the reductions alike: the bytes the collectives deliver
-   to one device in one call (`Work.sent_bytes`, a loop's body counted as often as it runs, so a reduction
-   inside a `lax.scan` counts m times), within 1.5x of one gradient's; the grader also judges values and
-   peak memory (within 1.5x of the reference's: m reduced gradients kept alive cost m times the memory).
+   `shard_map`). The check and the grader count the reductions alike, from the exported program's types
+   (`Work.reduced_bytes`: the same on every backend, where XLA on a TPU merges a loop's m all-reduces into
+   one; a loop's body counted as often as it runs, so a reduction inside a `lax.scan` counts m times), within
+   1.5x of one gradient's; they judge values (the sum for the mean named), the largest array one device holds
+   (one microbatch's activations, not m) and, in the grader, peak memory (within 1.5x of the reference's).
 
 Grading contract (`namedaxes.grading.programs`): every observation is exported programs, judged outside
 the kernel on the grader's own inputs.
@@ -28,7 +29,7 @@ from __future__ import annotations
 from namedaxes.checking import progress_of
 
 from .accumulation import accumulate_grads
-from .mistakes import program_mistakes
+from .mistakes import known_mistakes, program_mistakes
 from .mixed import CHECK_CONFIG, dot_dtypes, mixed_train_step
 from .running import SPEC_KEYS, STAGES
 from .text import TEXT
@@ -45,5 +46,6 @@ __all__ = [
     "dot_dtypes",
     "progress",
     "program_mistakes",
+    "known_mistakes",
 ]
 progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass

@@ -11,15 +11,14 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import zero as zr
-from namedaxes.checking import exercises_for, expect_work_within, explained, fail, show_values
+from namedaxes.checking import exercises_for, expect_work_within, explained, fail, known_mistake, show_values
 from namedaxes.checking.compiled import compiled_once
 from namedaxes.checking.traced import shard_map_axes
 from namedaxes.grading import Case, programs
-from namedaxes.judging import COMPILER_OPTIONS, exported_work
+from namedaxes.judging import COMPILER_OPTIONS, exported_reductions, exported_work
 from namedaxes.meshes import abstract_on as _on
 
 from .text import say
-from .typed import typed_reductions
 
 exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
 
@@ -27,12 +26,12 @@ exercise = exercises_for(__package__)  # this notebook's exercises: exercise(nam
 _ACC_SIZES = (32, 64, 16)  # d, hidden, microbatch size (split over 8 devices)
 
 
-# The reductions: the bytes one device receives through collectives in one call (`Work.sent_bytes`, the grader's,
-# read from the program it compiles for the CPU), at most this many times the reference's (one gradient's,
-# reduced once): a reduction per microbatch is m times it. The visible check counts the reductions the program's
-# types make (`typed.typed_reductions`), the same on every backend: XLA on a TPU v5e merges the m all-reduces of
-# the naive loop into one, and a count read from that compiled program would pass it.
-_ACC_SENT_FACTOR = 1.5
+# The reductions: the bytes the program's types reduce over ZERO in one call (`Work.reduced_bytes`, read from the
+# exported program's types by `judging.exported_reductions`: the grader's figure and the visible check's), at most
+# this many times the reference's (one gradient's, reduced once): a reduction per microbatch is m times it. The
+# types are the same wherever the program is compiled: XLA on a TPU v5e merges the m all-reduces of the naive loop
+# into one, so the bytes its compiled program sends (`Work.sent_bytes`) would pass it, where its types do not.
+_ACC_REDUCED_FACTOR = 1.5
 
 # Microbatches really accumulated (the grader's `Case(work=...)` on its work case, the visible check alike): the
 # largest array one device materializes, read from the compiled per-device program, at most `_ACC_LARGEST_FACTOR`
@@ -59,6 +58,26 @@ def _acc_expected(m: int) -> tuple:
         return args, jax.jit(zr.accumulate_naive)(*args)
 
 
+def _mean_gradient(w1, w2, xs, ys) -> dict:
+    """The mean over the microbatches of `zr.mlp_loss`'s gradient, in NumPy (float64), by output path."""
+    w1, w2 = np.asarray(w1, np.float64), np.asarray(w2, np.float64)
+    total = {"w1": np.zeros_like(w1), "w2": np.zeros_like(w2)}
+    for x, y in zip(np.asarray(xs, np.float64), np.asarray(ys, np.float64)):
+        h = np.tanh(x @ w1)
+        d_out = 2.0 * (h @ w2 - y) / y.size  # the derivative of the mean of the squares
+        total["w2"] += h.T @ d_out
+        total["w1"] += x.T @ ((d_out @ w2.T) * (1.0 - h * h))
+    return {f"['{k}']": v / len(xs) for k, v in total.items()}
+
+
+def accumulate_mistakes(w1, w2, xs, ys) -> list[tuple]:
+    """The usual mistakes' results on one case's inputs (the parameters' leaves `w1`, `w2`, then `xs`, `ys`), by
+    output path: the microbatches' gradients summed, not averaged (m times the mean). The check's diagnosis,
+    and the grader's (`mistakes.known_mistakes`)."""
+    m = len(xs)
+    return [({path: m * g for path, g in _mean_gradient(w1, w2, xs, ys).items()}, "acc_sum_hint", {})]
+
+
 def _check_accumulate_grads(fn: Callable) -> None:
     name = "accumulate_grads"
     mesh = zr.zero_mesh()
@@ -77,11 +96,9 @@ def _check_accumulate_grads(fn: Callable) -> None:
         for key in want:
             got, w = np.asarray(out[key], np.float64), np.asarray(want[key], np.float64)
             if got.shape != w.shape or not np.allclose(got, w, rtol=1e-4, atol=1e-6):
-                hint = (
-                    say("acc_sum_hint")
-                    if got.shape == w.shape and np.allclose(got, m * w, 1e-4, 1e-6)
-                    else say("acc_generic")
-                )
+                mine = {f"['{k}']": np.asarray(v, np.float64) for k, v in out.items()}
+                found = known_mistake(mine, accumulate_mistakes(args[0]["w1"], args[0]["w2"], *args[1:]), 1e-4)
+                hint = say(found[0], **found[1]) if found is not None else say("acc_generic")
                 fail(
                     say(
                         "acc_values",
@@ -105,13 +122,15 @@ def _check_accumulate_grads(fn: Callable) -> None:
 
 
 def _expect_one_reduction(name: str, fn: Callable, args: tuple, m: int, grad: int) -> None:
-    """One gradient's worth reduced over ZERO, counted from the program's types (`typed.typed_reductions`: the
-    same on every backend), each reduction as often as it runs; none inside a loop's body."""
-    with explained(name), jax.set_mesh(zr.zero_mesh()):
-        found = typed_reductions(jax.make_jaxpr(fn)(*args), zr.ZERO, loop_runs=m)
+    """One gradient's worth reduced over ZERO, counted from the exported program's types (the grader's
+    `Work.reduced_bytes`: the same on every backend), each reduction as often as it runs; none inside a loop."""
+    mesh = zr.zero_mesh()
+    with explained(name), jax.set_mesh(mesh):
+        exp = jax.export.export(jax.jit(fn))(*args)
+    found = exported_reductions(exp, tuple(mesh.axis_names), tuple(mesh.axis_sizes))
     if found.nbytes == 0:
         fail(say("acc_no_reduction", name=name, m=m))
-    if found.nbytes > _ACC_SENT_FACTOR * grad:  # the grader's `Case(work={"sent_bytes": ...})`
+    if found.nbytes > _ACC_REDUCED_FACTOR * grad:  # the grader's `Case(work={"reduced_bytes": ...})`
         key = "acc_in_loop" if found.in_loop else "acc_count"
         count = round(found.nbytes / grad, 1)
         count = int(count) if count == int(count) else count  # "4 gradients' worth", not 4.0
@@ -147,11 +166,11 @@ def _acc_case(fn, m: int, **kwargs) -> Case:
 
 
 def _observe_accumulate_grads(fn: Callable) -> dict:
-    """Exported for m = 2 and m = 8 microbatches: values, the result whole on every device, the bytes its
-    collectives deliver (each as often as it runs) within `_ACC_SENT_FACTOR` of the reference's, and (m = 8)
+    """Exported for m = 2 and m = 8 microbatches: values, the result whole on every device, the bytes its types
+    reduce (each reduction as often as it runs) within `_ACC_REDUCED_FACTOR` of the reference's, and (m = 8)
     peak memory within 1.5x of the reference's; and the work case (`_ACC_WORK_SIZES`): the largest array one
     device holds within `_ACC_LARGEST_FACTOR` of the reference's, one microbatch's activations."""
-    sent = {"sent_bytes": _ACC_SENT_FACTOR}
+    sent = {"reduced_bytes": _ACC_REDUCED_FACTOR}
     mesh = zr.zero_mesh()
     cases = {"m2": _acc_case(fn, 2, work=sent), "m8": _acc_case(fn, 8, work={"peak_bytes": 1.5, **sent})}
     cases["m8_work"] = Case(
@@ -178,4 +197,5 @@ accumulate_grads = exercise(
         "all-reduce. Divide by m.",
     ],
     observe=_observe_accumulate_grads,
+    mistakes={"acc_sum_hint": 3},
 )

@@ -64,7 +64,10 @@ def test_a_known_mistake_is_addressed_by_the_hint_its_exercise_names():
     assert mistakes_of("large_models")["causal_ring_attention"] == large_models.causal_ring_attention.mistakes
     # two exercises of one name (scaled_sum's values and its psum): the one that names mistakes
     assert mistakes_of("scaled_sum")["scaled_sum"] == scaled_sum.scaled_sum.mistakes != {}
-    assert mistakes_of("step_anatomy") == {"mixed_train_step": step_anatomy.mixed_train_step.mistakes}
+    assert mistakes_of("step_anatomy") == {
+        "mixed_train_step": step_anatomy.mixed_train_step.mistakes,
+        "accumulate_grads": step_anatomy.accumulate_grads.mistakes,  # issue 61: the sum for the mean
+    }
     assert mistakes_of("multi_process_none") == {} and mistakes_of("no_such_module") == {}
     declared = {"pmean_twice": 2, "out_of_range": 9}
     found = {"key": "known_mistake(module=m,mistake=pmean_twice)", "mistake": "pmean_twice"}

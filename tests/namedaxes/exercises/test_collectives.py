@@ -29,7 +29,9 @@ from judge_helpers import (
     observations_match,
     observe,
 )
+from spoken import failure_in, says
 
+from autograder.publish import words
 from namedaxes import DATA_PARALLEL, DEVICES
 from namedaxes.exercises import collectives as q
 from namedaxes.exercises.collectives import LEARNING_RATE, fsdp, loss_fn
@@ -95,6 +97,14 @@ def _whole_centred(block):
     return gathered - jnp.median(gathered, axis=0)
 
 
+def _all_rows_then_own(block):
+    """Issue 56: every row centred on every device, then the device's own rows sliced out (right values, the
+    result split over DEVICES, but each device centres every row)."""
+    gathered = lax.all_gather(block, DEVICES, tiled=True)
+    centred = gathered - jnp.median(gathered, axis=0)
+    return lax.dynamic_slice_in_dim(centred, lax.axis_index(DEVICES) * block.shape[0], block.shape[0])
+
+
 def _replicated_centred(block):
     gathered = lax.all_gather(block, DEVICES, tiled=True, to="invarying")
     return gathered - jnp.median(gathered, axis=0)
@@ -109,6 +119,10 @@ MEDIAN_EQUIVALENT = {
         lambda b: b - jnp.median(lax.all_gather(b, DEVICES, tiled=True), axis=0), check_vma=False
     ),
     "transposed gather": _mapped(lambda b: b - jnp.median(lax.all_gather(b.T, DEVICES, axis=1, tiled=True), axis=1)),
+    "jnp.nanmedian": _mapped(lambda b: b - jnp.nanmedian(lax.all_gather(b, DEVICES, tiled=True), axis=0)),
+    "jnp.quantile at one half": _mapped(
+        lambda b: b - jnp.quantile(lax.all_gather(b, DEVICES, tiled=True), 0.5, axis=0)
+    ),
 }
 
 
@@ -131,6 +145,12 @@ def test_median_centered_observations_of_equivalent_answers_match():
     for answer in MEDIAN_EQUIVALENT.values():
         assert _matches(observe(q.median_centered, answer), reference)
 
+
+MEDIAN_ALL_ROWS = (
+    r"(?s)`median_centered` returns the right values, split over DEVICES, but one device does 7\.6× the reference's "
+    r"arithmetic on numbers \(1032 against 136 additions.*mesh of 8 devices, x of shape \(256, 4\), where at most "
+    r"2× is allowed\).*Each device centres its own rows"
+)
 
 MEDIAN_WRONG = {
     "unanswered": (_not_written, r"`median_centered` is not written yet"),
@@ -191,6 +211,9 @@ MEDIAN_WRONG = {
         r"(?s)`median_centered`.*its result 1 is whole on every device \(replicated\) once compiled, where the "
         r"exercise's is split along dimension 0 over 'devices'.*Each device centres its own rows",
     ),
+    # issue 56: every row centred on every device, then each device's own rows sliced out: the right values and
+    # layout, but 7.6x the reference's arithmetic on the work case (the statement: each device centres its own rows)
+    "every row centred on every device, own rows sliced": (_mapped(_all_rows_then_own), MEDIAN_ALL_ROWS),
 }
 
 
@@ -232,6 +255,35 @@ def test_median_centered_observations_reject_wrong_answers():
     assert "layout: result 1 is whole on every device (replicated)" in _why_not(
         observe(q.median_centered, replicated), reference
     )
+
+
+def test_median_centered_work_is_judged_against_its_own_rows():
+    """Issue 56: the visible check's reference figure is the reference program's arithmetic on the work case,
+    measured as the grader measures it; the grader refuses every row centred on every device with its figure."""
+    from namedaxes import judging
+    from namedaxes.exercises.collectives import median
+
+    mesh = line_mesh(median._MEDIAN_WORK_K)
+    x = jax.ShapeDtypeStruct(median._MEDIAN_WORK_SHAPE, jnp.float32, sharding=NamedSharding(mesh, P(DEVICES)))
+    work = judging.exported_work(jax.export.export(jax.jit(lambda a: ref_median_centered(a, mesh)))(x))
+    assert work.arithmetic_flops == median._MEDIAN_REFERENCE_ARITHMETIC == 136
+    reference = observe(q.median_centered, ref_median_centered)
+    cheat = MEDIAN_WRONG["every row centred on every device, own rows sliced"][0]
+    verdict = judge_observations(reference, observe(q.median_centered, cheat))
+    reason = verdict.reason(limit=8)
+    assert not verdict.passed and "k8_256x4: work: one device does 7.6× the reference's arithmetic" in reason, reason
+    assert "(1,032 against 136 additions" in reason and "this exercise allows 2×" in reason, reason
+    assert "values differ" not in reason and "layout" not in reason, reason
+    zh = words.say(verdict.verdict, "zh", shown=8)
+    assert "k8_256x4：计算量：一个设备做的数值运算是参考答案的 7.6×" in zh, zh
+
+
+def test_median_centered_all_rows_is_said_in_both_languages():
+    """Issue 56: the visible check says what to fix in the kernel's language."""
+    cheat = MEDIAN_WRONG["every row centred on every device, own rows sliced"][0]
+    for lang in ("en", "zh"):
+        said = failure_in(lang, q.median_centered.check, cheat)
+        assert says(said, q.TEXT, "median_all_rows", lang), said
 
 
 def test_median_centered_first_hint_is_a_question_without_code():

@@ -443,14 +443,14 @@ def test_accumulate_grads_rejects(answer, match):
 # like a shard_map's: the reference's program then has regions over ZERO and the global-view answer none, and the
 # judge refuses it for that before it counts bytes (issue 59: one verdict, but not yet the message that helps).
 SCAN_GRADED = {
-    "0.10": "m2: communication: one device receives 2× the reference's bytes",
+    "0.10": "m2: communication: its types reduce 2× the reference's bytes over the mesh (32,768 against 16,384 bytes",
     "0.12": "m2: the program is written per device over no axis (a global-view program), expected 'fsdp_axis'",
 }
 
 
 def test_a_reduction_inside_a_scan_is_refused_by_both():
-    """The program's text shows the scan's one all-reduce once; the judge counts it as often as the loop
-    runs (`Work.sent_bytes`), in the visible check and in the grader alike."""
+    """The program's text shows the scan's one reduction once; the judge counts it as often as the loop runs,
+    from the exported program's types (`Work.reduced_bytes`), in the visible check and in the grader alike."""
     assert_check_fails(
         q.accumulate_grads.check, _acc_reduce_in_scan, match=r"reduces inside a loop's body.*4 gradients' worth"
     )
@@ -476,11 +476,12 @@ def test_one_reduction_whatever_m_against_m_reductions():
 
 
 def test_the_reductions_are_counted_from_the_types():
-    """Issue 56: the visible check counts the reductions the program's types make, not the all-reduces one
-    backend's compiler keeps (XLA on a TPU v5e merges the naive loop's m all-reduces into one): m gradients' worth
-    for the naive loop, in a scan or not, one for the unreduced sum, in a scan or not, and one for one batch."""
+    """Issue 56: the visible check and the grader count the reductions the exported program's types make
+    (`judging.exported_reductions`, `Work.reduced_bytes`), not the all-reduces one backend's compiler keeps (XLA on
+    a TPU v5e merges the naive loop's m all-reduces into one): m gradients' worth for the naive loop, in a scan or
+    not, one for the unreduced sum, in a scan or not, and one for one batch."""
     from namedaxes.exercises.step_anatomy import accumulation as acc
-    from namedaxes.exercises.step_anatomy.typed import typed_reductions
+    from namedaxes.judging import exported_reductions
 
     mesh = zr.zero_mesh()
     grad = 4 * 2 * 32 * 64
@@ -495,16 +496,14 @@ def test_the_reductions_are_counted_from_the_types():
                 ("unreduced scan", _acc_scan),
                 ("one batch", _acc_one_batch),
             ):
-                found = typed_reductions(jax.make_jaxpr(fn)(*args), ZERO, loop_runs=m)
-                got[name, m] = (round(found.nbytes / grad, 1), found.in_loop, found.unreduced)
-    assert got == {
-        **{("naive", m): (m, False, False) for m in (1, 4)},
-        ("naive scan", 1): (1, False, False),
-        ("naive scan", 4): (4, True, False),
-        **{("unreduced", m): (1, False, True) for m in (1, 4)},
-        ("unreduced scan", 1): (1, False, True),
-        ("unreduced scan", 4): (1, True, True),  # the loss's mean, a scalar, is reduced in the body
-        **{("one batch", m): (1, False, False) for m in (1, 4)},
+                found = exported_reductions(jax.export.export(jax.jit(fn))(*args), (ZERO,), (8,))
+                got[name, m] = (round(found.nbytes / grad, 1), found.in_loop, found.uncounted)
+    assert got == {  # one count on both JAX lines (0.12 lowers unreduced arithmetic through regions of its own)
+        **{("naive", m): (m, False, 0) for m in (1, 4)},
+        **{("naive scan", m): (m, True, 0) for m in (1, 4)},
+        **{("unreduced", m): (1, False, 0) for m in (1, 4)},
+        **{("unreduced scan", m): (1, False, 0) for m in (1, 4)},  # the body adds unreduced gradients: no reduction
+        **{("one batch", m): (1, False, 0) for m in (1, 4)},
     }, got
 
 
@@ -535,12 +534,39 @@ ONE_BATCH_GRADED = {
 }
 
 
+def test_the_sum_for_the_mean_is_named_by_both_in_both_languages():
+    """Issue 61: summing the microbatches' gradients without dividing by m is a known mistake: the visible check
+    and the grader's judge both name it (`accumulation.accumulate_mistakes`), in English and in Chinese, where
+    the grader said only "values differ" on every case."""
+    from autograder.publish import words
+
+    for lang in ("en", "zh"):
+        said = failure_in(lang, q.accumulate_grads.check, _acc_sum)
+        assert says(said, q.TEXT, "acc_sum_hint", lang), said
+    verdict = judge_observations(
+        observe(q.accumulate_grads, ref_accumulate_grads), observe(q.accumulate_grads, _acc_sum)
+    )
+    reason = verdict.reason(limit=8)
+    assert not verdict.passed, reason
+    assert "m8_work['w2']: values differ. That is the sum over the microbatches: divide by m" in reason, reason
+    assert "这是微批次上的和：请除以 m" in words.say(verdict.verdict, "zh", shown=8)
+
+
 def test_accumulate_grads_grader_rejects_a_reduction_per_microbatch():
     reference = observe(q.accumulate_grads, ref_accumulate_grads)
     for answer in ACC_EQUIVALENT.values():
         assert observations_match(reference, observe(q.accumulate_grads, answer))
     naive = judge_observations(reference, observe(q.accumulate_grads, zr.accumulate_naive))
-    assert not naive.passed and "values differ" not in naive.reason(limit=8), naive.reason(limit=8)
+    reason = naive.reason(limit=8)
+    assert not naive.passed and "values differ" not in reason, reason
+    # issue 56: counted from the exported program's types, whatever a backend's compiler merges (a TPU's: one)
+    assert NAIVE_GRADED[".".join(jax.__version__.split(".")[:2])] in reason, reason
+
+
+NAIVE_GRADED = {  # SCAN_GRADED says why 0.12 refuses the global-view answer first
+    "0.10": "m2: communication: its types reduce 2× the reference's bytes over the mesh (32,768 against 16,384 bytes",
+    "0.12": "m2: the program is written per device over no axis (a global-view program), expected 'fsdp_axis'",
+}
 
 
 # ---------------------------------------------------------------- the module's contract

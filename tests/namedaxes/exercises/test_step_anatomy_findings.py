@@ -52,5 +52,5 @@ def test_the_optimizer_state_kept_whole_names_the_input_the_dimension_and_the_ax
 def test_a_reduction_per_microbatch_is_one_misconception_in_a_loop_or_a_scan(references):
     loop = _judged(references, "accumulate", q.accumulate_grads, zr.accumulate_naive)[1]
     scan = _judged(references, "accumulate", q.accumulate_grads, answers._acc_reduce_in_scan)[1]
-    assert loop["key"] == scan["key"] and loop["kind"] == "work_sent"
+    assert loop["key"] == scan["key"] and loop["kind"] == "work_reduced"
     assert jax.device_count() == 8

@@ -1,0 +1,92 @@
+"""The reductions an exported module's types make (issue 56, `namedaxes.judging.typed`): read before any compiler
+runs, so the same on every backend; each as often as it runs (a counted loop's trips, an unknown loop
+`UNKNOWN_TRIPS` times, a conditional's costliest branch), the figure `Work.reduced_bytes` the grader judges."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import pytest
+from jax import lax
+from jax.sharding import AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from namedaxes import judging
+from namedaxes.judging import UNREADABLE_REDUCTIONS, Work, exported_reductions, runs, with_reductions
+
+_ROW = 4 * 4  # the bytes of the f32[1, 4] every psum below reduces (one row a device)
+
+
+@pytest.fixture(scope="module")
+def mesh():
+    return jax.make_mesh((8,), ("d",))
+
+
+def _exported(mesh, body):
+    x = jax.ShapeDtypeStruct((8, 4), jnp.float32, sharding=NamedSharding(mesh, P("d")))
+    program = jax.shard_map(body, mesh=mesh, in_specs=P("d"), out_specs=P("d"), check_vma=False)
+    return jax.export.export(jax.jit(program))(x)
+
+
+def _read(mesh, body) -> judging.Reductions:
+    return exported_reductions(_exported(mesh, body), ("d",), (8,))
+
+
+def test_a_counted_loop_reduces_as_often_as_it_runs(mesh):
+    found = _read(mesh, lambda b: lax.fori_loop(0, 5, lambda i, acc: acc + lax.psum(b, "d"), b))
+    assert (found.nbytes, found.in_loop, found.uncounted) == (5 * _ROW, True, 0)
+
+
+def test_a_loop_only_its_data_stop_is_counted_its_limit_and_said(mesh):
+    def body(b):
+        return lax.while_loop(lambda c: c[1] < c[0].sum(), lambda c: (lax.psum(c[0], "d"), c[1] + 1.0), (b, 0.0))[0]
+
+    found = _read(mesh, body)
+    assert (found.nbytes, found.uncounted) == (runs.UNKNOWN_TRIPS * _ROW, 1)
+
+
+def test_a_conditional_counts_its_costliest_branch_never_the_sum(mesh):
+    def body(b):
+        return lax.cond(b.sum() > 0, lambda v: lax.psum(v, "d"), lambda v: lax.psum(lax.psum(v, "d"), "d"), b)
+
+    assert _read(mesh, body).nbytes == 2 * _ROW
+
+
+def test_a_contraction_over_a_split_dimension_is_a_reduction_unless_typed_unreduced():
+    """On Explicit axes: a sum over the split dimension reduces (its result whole); gradients typed unreduced are
+    not reduced until they are resharded whole: two of them added, then resharded, reduce once."""
+    mesh = jax.make_mesh((8,), ("d",), axis_types=(AxisType.Explicit,))
+    x = jax.ShapeDtypeStruct((8, 4), jnp.float32, sharding=NamedSharding(mesh, P("d")))
+    w = jax.ShapeDtypeStruct((4, 4), jnp.float32, sharding=NamedSharding(mesh, P()))
+
+    def whole(x, w):
+        return jnp.sum(x, axis=0) @ w
+
+    def grad(x, w):
+        return jax.grad(lambda v: jnp.sum(jnp.tanh(x @ v)))(w)
+
+    def twice(x, w):
+        return grad(x, w) + grad(2.0 * x, w)
+
+    def once(x, w):
+        used = jax.reshard(w, P(reduced={"d"}))
+        return jax.reshard(grad(x, used) + grad(2.0 * x, used), P())
+
+    found = {}
+    with jax.set_mesh(mesh):
+        for f in (whole, twice, once):
+            found[f.__name__] = exported_reductions(jax.export.export(jax.jit(f))(x, w), ("d",), (8,)).nbytes
+    assert found == {"whole": 4 * 4, "twice": 2 * 4 * 4 * 4, "once": 4 * 4 * 4}, found
+
+
+def test_a_module_it_cannot_read_reduces_more_than_any_case_allows(mesh, monkeypatch):
+    from namedaxes.judging import compiled_run
+
+    def unreadable(*_):
+        raise ValueError("module too large to read its reductions")
+
+    monkeypatch.setattr(compiled_run, "exported_reductions", unreadable)
+    work = with_reductions(Work(0.0, 0, 0), _exported(mesh, lambda b: b), ("d",), (8,))
+    assert work == dataclasses.replace(Work(0.0, 0, 0), reduced_bytes=UNREADABLE_REDUCTIONS)
