@@ -10,15 +10,13 @@ is hostile data. Here it is only ever *data*. The judge's steps, one module each
   callbacks), it must have no effects, and its signature must equal the reference program's;
 - its inputs are drawn from a secret seed the kernel never sees, with the distribution the
   **reference** observation names (`autograder.judge.hidden_inputs`);
-- it is run the way the **reference** lays out its inputs (issue 16): the grader
-  feeds every input with the reference's layout (`autograder.judge.compiling`), requires the layouts the
-  program's signature states to be the reference's, requires each per-device
-  region of the reference (`pmap`'s or `shard_map`'s, read from the module's
-  `sdy.manual_computation`s) to have a counterpart that splits each input over
-  at least the same mesh axes (so no device is handed more than its shard), and
-  requires every result to live where the reference's lives once compiled
-  (split or replicated, over which axes; `out_layout=False` in the reference's
-  case leaves that open). A layout difference is reported as such, before values;
+- it is run the way the **reference** lays out its inputs (issue 16): the grader feeds every input with the
+  reference's layout (`autograder.judge.compiling`), requires the layouts the program's signature states to be
+  the reference's, requires each per-device region of the reference (`pmap`'s or `shard_map`'s, read from the
+  module's `sdy.manual_computation`s) to have a counterpart that splits each input over at least the same mesh
+  axes (so no device is handed more than its shard), and requires every result to live where the reference's
+  lives once compiled (split or replicated, over which axes; `out_layout=False` in the reference's case leaves
+  that open). A layout difference is reported as such, before values;
 - it is compiled for the grader's devices and its communication is read from the *optimized* HLO
   (`autograder.judge.compiling`); a collective earns a point only if what it sends reaches the results
   (`namedaxes.judging.perturbed`: its operands made again from shifted inputs inside the program, the
