@@ -33,7 +33,7 @@ MAX_FUNCTION_LINES = 80
 MAX_PREFERRED_FILE_LINES = 500
 # Files over `MAX_PREFERRED_FILE_LINES`, at most as long as listed (cut them along their sections when they grow).
 LONG_FILES = {
-    "autograder/judge/programs.py": 571,  # the judge of exported programs: its class is the next to split
+    "autograder/judge/programs.py": 569,  # the judge of exported programs: its class is the next to split
     "tools/judged_table.py": 650,  # the judged table of every notebook's exercises (docs, the class report)
     "namedaxes/plots.py": 631,  # the course's figures, one function each
 }

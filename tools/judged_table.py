@@ -175,7 +175,7 @@ def _spec(layout) -> str:
 def reference_facts(ref_case) -> RefFacts:
     """The facts of one case's reference program (`Required.programs`: its program, compiled as the judge compiles
     it, and its mesh)."""
-    from autograder.judge.compiling import judged_work
+    from autograder.judge import judged_work
     from namedaxes.judging import WORK_FACTS, collective_sends
 
     shape = tuple(ref_case.shape)  # every fact read, the reductions of the types too (`judged_work`)

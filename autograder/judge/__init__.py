@@ -8,6 +8,7 @@ from ..faces import face
 FACE = {
     "load_observations": "compare",
     "compiled_for": "compiling",
+    "judged_work": "compiling",
     "read_program": "exported",
     "is_program_observation": "exported",
     "solution_answers": "formulas",

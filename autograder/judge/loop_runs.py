@@ -17,9 +17,9 @@ from dataclasses import replace
 
 from namedaxes.judging.counted_run import counted_work
 
-from .compiling import Compiled
+from .compiling import Compiled, judged_work
 
-__all__ = ["COUNTED_FACTS", "loops_run", "reference_loops_run"]
+__all__ = ["COUNTED_FACTS", "judged_pair", "loops_run", "reference_loops_run"]
 
 COUNTED_FACTS = ("flops", "sent_bytes")  # the work facts a loop's runs change
 _MAX_REFERENCES = 64  # references' counted work kept (a batch judges each reference case again and again)
@@ -50,3 +50,13 @@ def loops_run(case, program, compiled: Compiled) -> Compiled:
 
     text = compiled.compiled.as_text()
     return replace(compiled, work=counted_work(work, text, program.nr_devices, program.exp, run))
+
+
+def judged_pair(case, program, compiled: Compiled) -> tuple[Compiled, Compiled]:
+    """(the program's, the reference's) compiled work as the case judges it: loops only their data decide counted
+    by running them on the hidden inputs (`loops_run`), the reductions the types make read where the case judges
+    them (`compiling.judged_work`)."""
+    ref, limits = case.ref, case.entry.get("work") or {}
+    got = judged_work(loops_run(case, program, compiled), program, ref.names, ref.shape, limits)
+    want = judged_work(reference_loops_run(case), ref.program, ref.names, ref.shape, limits)
+    return got, want

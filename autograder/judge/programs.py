@@ -57,7 +57,7 @@ from ..limits import MAX_CASES, MAX_ERROR_CHARS
 from ..reasons import Kind, Phrase, Verdict, Words
 from ..reasons import phrase as say
 from .compare import compare, load_observations
-from .compiling import Compiled, compiled_for, judged_work
+from .compiling import Compiled, compiled_for
 from .differences import (
     cut,
     describe_layout,
@@ -79,7 +79,7 @@ from .exported import (
     read_program,
 )
 from .hidden_inputs import draw_inputs, hidden_outputs, hidden_rng, perturb_factor
-from .loop_runs import loops_run, reference_loops_run
+from .loop_runs import judged_pair
 from .mistakes import diagnose, diagnose_program, mistake_source, named
 
 __all__ = ["Judge", "Required", "describe_layout"]
@@ -398,10 +398,8 @@ class Judge:
             if layout:
                 tally.lost(layout, unreadable=True)  # its communication was not read: say nothing about it
                 return None
-            limits = case.entry.get("work") or {}  # data-decided loops run; the types' reductions read
-            got = judged_work(loops_run(case, program, compiled), program, ref.names, ref.shape, limits)
-            want = judged_work(reference_loops_run(case), ref.program, ref.names, ref.shape, limits)
-            tally.diffs.extend(work_difference(case.name, got, want, limits))
+            got, want = judged_pair(case, program, compiled)  # data-decided loops run, the types' reductions read
+            tally.diffs.extend(work_difference(case.name, got, want, case.entry.get("work") or {}))
             try:
                 out = case.outputs(program, compiled) if case.values else {}
             except Exception as err:  # noqa: BLE001 - it ran on hidden inputs: its words are not shown

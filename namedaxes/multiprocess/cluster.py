@@ -65,12 +65,22 @@ serve({job_dir!r}, process_id={process_id})
 _LIVE: set = set()  # clusters with workers that may still run: killed at exit, even if forgotten
 
 
-class Cluster:
-    """`num_processes` JAX processes on this machine, `local_devices` CPU devices each.
+def _without_compilation_cache(env: dict) -> None:
+    """The workers compile every program themselves: JAX's persistent compilation cache stays off in them,
+    whatever cache this process's environment names (a test run's shared one, a student's own:
+    tools/compile_cache.py). On jax 0.12.1 (not 0.10.2) a program with a collective across the processes (a
+    `lax.psum` in `jax.shard_map`) that process 0 loads from the cache never finishes: only process 0 writes
+    entries and process 1's cache key differs, so process 0 runs the loaded executable, process 1 the one it
+    compiled, and both wait in the all-reduce forever (issue 59: notebook 06's second answer compiling to the same
+    program; tests/namedaxes/multiprocess/test_compilation_cache.py). No upstream report found; related:
+    openxla/xla#18286 (executables loaded from the cache on processes other than 0)."""
+    env["JAX_ENABLE_COMPILATION_CACHE"] = "false"
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
 
-    Use as a context manager (`with Cluster() as cluster: ...`) or call
-    `start()` and `close()`; `close()` also runs when Python exits.
-    """
+
+class Cluster:
+    """`num_processes` JAX processes on this machine, `local_devices` CPU devices each. Use as a context manager
+    (`with Cluster() as cluster: ...`) or call `start()` and `close()`; `close()` also runs when Python exits."""
 
     def __init__(
         self,
@@ -131,16 +141,7 @@ class Cluster:
         ]
         env["XLA_FLAGS"] = " ".join(flags)
         env["JAX_PLATFORMS"] = "cpu"
-        # The workers compile every program themselves: JAX's persistent compilation cache stays off in them,
-        # whatever cache this process's environment names (a test run's shared one, a student's own:
-        # tools/compile_cache.py). On jax 0.12.1 (not 0.10.2) a program with a collective across the processes
-        # (a `lax.psum` in `jax.shard_map`) that process 0 loads from the cache never finishes: only process 0
-        # writes entries and process 1's cache key differs, so process 0 runs the loaded executable, process 1
-        # the one it compiled, and both wait in the all-reduce forever (issue 59: notebook 06's second answer
-        # compiling to the same program; tests/namedaxes/multiprocess/test_compilation_cache.py). No upstream
-        # report found; related: openxla/xla#18286 (executables loaded from the cache on processes other than 0).
-        env["JAX_ENABLE_COMPILATION_CACHE"] = "false"
-        env.pop("JAX_COMPILATION_CACHE_DIR", None)
+        _without_compilation_cache(env)
         env["PYTHONUNBUFFERED"] = "1"
         # The workers import what this process can: this package and the user's folders
         # on sys.path (the notebook's folder, a test folder), not the interpreter's own.
