@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from namedaxes.judging import jax_private, module_text, norm_layout, regions, text_mesh
+from namedaxes.judging import jax_private, module_text, norm_layout, regions, text_mesh, written_text
 
 from ..reasons import Phrase
 from ..reasons import phrase as say
@@ -144,9 +144,10 @@ def mesh_of(exp):
 
 
 def manual_axes(exp) -> list[str]:
-    """Axes some `shard_map`/`pmap` region of the module is written per device over (sorted)."""
+    """Axes some `shard_map`/`pmap` region of the module is written per device over (sorted); not the regions
+    JAX's lowering makes itself for reduced/unreduced arithmetic (`namedaxes.judging.lowered`, issue 59)."""
     found = set()
-    for body in re.findall(r"manual_axes\s*=\s*\{([^}]*)\}", module_text(exp)):
+    for body in re.findall(r"manual_axes\s*=\s*\{([^}]*)\}", written_text(module_text(exp))):
         found.update(re.findall(r'"([^"]+)"', body))
     return sorted(found)
 

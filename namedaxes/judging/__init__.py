@@ -27,6 +27,7 @@ A package along its steps, each module importing only those above it:
     variants.py      a variant whose collectives of one kind send other data (`perturbed`)
     matters.py       the regions proven to matter, and whether two runs' outputs differ (`changed`)
     compiled_run.py  an exported program compiled and run as the grader does (`mesh_of`, `exported_work`)
+    lowered.py       the per-device regions the author wrote, not those JAX makes for reduced arithmetic
     layouts.py       where values live: layouts, per-device regions, and how two programs' regions differ
     examined.py      one program examined the grader's way (`examine`)
 
@@ -49,6 +50,7 @@ from .layouts import (
     sdy_layouts,
     split_axes,
 )
+from .lowered import written_text
 from .matters import ATOL, RTOL, RegionFacts, changed, proven_regions, region_facts
 from .module_texts import TEXT_MEMO_CHARS, module_text
 from .runs import Sends, collective_sends
@@ -56,6 +58,7 @@ from .variants import perturbed
 from .work import WORK_FACTS, Work, largest_array, moved_of, work_excess, work_of
 
 __all__ = [
+    "written_text",
     "hlo_collectives",
     "group_axes",
     "describe_collective",
