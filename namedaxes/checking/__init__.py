@@ -39,9 +39,10 @@ mistakes). One job per module:
 - `exercise`: `Exercise` (check, hints, observe, judge). **Explicit binding**: an exercise
   module states what it is at its top, nothing inspects the caller's frame:
 
-      exercise = exercises_for(__name__)   # its Exercise maker: exercise("name", check, hints=[...])
-      progress = progress_of(__name__)     # q.progress()
-      TEXT = Messages({...})               # its sentences, in the kernel's language
+      exercise = exercises_for(__package__, text)   # its Exercise maker: exercise("name", check, observe=...)
+
+  its words (`TEXT`, `HINTS`, `MISTAKE_HINTS`) being data in its package's `text.py`, and `q.progress()` the
+  package face's (`namedaxes.exercises.lazy_face`).
 
 - `registry`: the registry of exercises and their `LastCheck` (passed, failed, not
   attempted); `progress_list`: `progress(module)` (exposed as `q.progress()` in each

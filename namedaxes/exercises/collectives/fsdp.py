@@ -25,6 +25,7 @@ from namedaxes.meshes import abstract_on as _on
 from namedaxes.meshes import line_mesh
 from namedaxes.meshes import placed as _placed
 
+from . import text
 from .running import (
     COMMON_RULES,
     examined_here,
@@ -37,7 +38,7 @@ from .running import (
 )
 from .text import say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 LEARNING_RATE = 0.1
 
@@ -193,16 +194,5 @@ def _observe_fsdp_step(fn: Callable) -> dict:
 fsdp_step = exercise(
     "fsdp_step",
     _check_fsdp_step,
-    hints=[
-        "Three collectives' worth of thinking, two collectives in the code: what must a device have "
-        "before it can evaluate `loss_fn` on its examples, and which part of the gradient does it need "
-        "afterwards to update its own shard?",
-        "Inside `jax.shard_map(..., in_specs=(P(DATA_PARALLEL), P(DATA_PARALLEL)))`: gather the shards "
-        "into the full w (tiled), take `jax.grad(loss_fn)` on the local examples, reduce-scatter that "
-        "gradient (tiled) so each device keeps its shard's part, and update the shard.",
-        "psum_scatter adds the devices' gradients; one SGD step on the whole batch uses their mean. "
-        "The new shard is still different on every device: `out_specs=P(DATA_PARALLEL)`.",
-    ],
     observe=_observe_fsdp_step,
-    mistakes={"fsdp_k_times": 3, "fsdp_k_small": 3, "fsdp_unchanged": 2, "fsdp_sign": 2, "fsdp_local": 1},
 )

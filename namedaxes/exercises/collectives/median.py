@@ -21,10 +21,11 @@ from namedaxes.meshes import abstract_on as _on
 from namedaxes.meshes import line_mesh
 from namedaxes.meshes import placed as _placed
 
+from . import text
 from .running import examined_here, expect_float32, expect_uses, judged, observe_programs, run_answer
 from .text import say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 1. median_centered
 # (devices, x): rows split over DEVICES (blocks of 2, 3 and 3 rows). The hidden observations use
@@ -234,22 +235,5 @@ def _observe_median_centered(fn: Callable) -> dict:
 median_centered = exercise(
     "median_centered",
     _check_median_centered,
-    hints=[
-        "A median cannot be assembled from per-device partial results the way a sum can. Which values "
-        "does the median of one column depend on, and where do they live when the rows are split?",
-        "Give every device every row (section 2's collective, tiled, so that the blocks stack back into "
-        "the matrix), then take one median per column and subtract it from the device's own rows: "
-        "which `axis` of `jnp.median` is 'per column'?",
-        "`block - jnp.median(lax.all_gather(block, DEVICES, tiled=True), axis=0)` inside "
-        "`jax.shard_map(..., in_specs=P(DEVICES), out_specs=P(DEVICES))`: the result differs from device "
-        "to device, and all_gather's output is typed varying anyway.",
-    ],
     observe=_observe_median_centered,
-    mistakes={
-        "median_local": 1,
-        "median_all_values": 2,
-        "median_mean": 2,
-        "median_mean_of_medians": 1,
-        "median_sign": 3,
-    },
 )

@@ -21,6 +21,7 @@ from namedaxes.meshes import line_mesh
 from namedaxes.meshes import placed as _placed
 from namedaxes.meshes import program as _program
 
+from . import text
 from .running import (
     COMMON_RULES,
     examined_here,
@@ -35,7 +36,7 @@ from .running import (
 )
 from .text import say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 3. ring_all_reduce
 _RING_CASES = ((8, 8), (4, 8), (2, 6))  # (devices, block length); block lengths divisible by k
@@ -217,15 +218,5 @@ def _observe_ring_all_reduce(fn: Callable) -> dict:
 ring_all_reduce = exercise(
     "ring_all_reduce",
     _check_ring_all_reduce,
-    hints=[
-        "One `ppermute` moves every device's block one place round the ring. How many such moves "
-        "until every device has seen every other device's block once?",
-        "Keep two values per device: the running total, and the block that is travelling. Each step, "
-        "pass the travelling block on to the next device and add what arrives to the total. The "
-        "number of steps comes from the `mesh` argument (`mesh.shape[DEVICES]`), so a Python loop works.",
-        "Every device ends with the same values, but ppermute's output is typed varying: keep one "
-        "block per device with `out_specs=P(DEVICES)`, as `psum_in_one` is mapped in the exercise text.",
-    ],
     observe=_observe_ring_all_reduce,
-    mistakes={"ring_divided": 2, "ring_missing": 1, "ring_own_twice": 1, "ring_uniform": 2},
 )

@@ -24,6 +24,7 @@ from namedaxes.meshes import abstract_on as _on
 from namedaxes.meshes import line_mesh
 from namedaxes.meshes import placed as _placed
 
+from . import text
 from .running import (
     examined_here,
     expect_float32,
@@ -39,7 +40,7 @@ from .running import (
 )
 from .text import say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 2. sum_scatter_columns
 ROWS, COLUMNS = 3, 8  # each device's block of x is ROWS x COLUMNS
@@ -183,17 +184,5 @@ def _observe_sum_scatter_columns(fn: Callable) -> dict:
 sum_scatter_columns = exercise(
     "sum_scatter_columns",
     _check_sum_scatter_columns,
-    hints=[
-        "Section 3 scattered dimension 0 of a vector. Here the rows cannot be cut into one chunk per "
-        "device (3 rows, up to 8 devices), but the 8 columns can: which argument of `psum_scatter` "
-        "picks the dimension?",
-        "With `tiled=True` and the column dimension scattered, each device keeps a block of shape "
-        "(3, 8 / k): the sum over devices of its columns only. Those columns are whole (all 3 rows), so "
-        "each one's length needs nothing from another device.",
-        "Divide the scattered block by `jnp.sqrt(jnp.sum(block ** 2, axis=0))`. `out_specs` names, for each "
-        "dimension of the result, the mesh axis that splits it: dimension 0 is whole and dimension 1 is "
-        "split over DEVICES.",
-    ],
     observe=_observe_sum_scatter_columns,
-    mistakes={"scatter_not_normalized": 3, "scatter_normalized_first": 2, "scatter_row_lengths": 3, "scatter_block": 2},
 )

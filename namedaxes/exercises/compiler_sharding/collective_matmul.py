@@ -19,6 +19,7 @@ from namedaxes.meshes import describe as _mesh_name
 from namedaxes.meshes import program as _program
 from namedaxes.meshes import with_mesh as _bound
 
+from . import text
 from .running import (
     expect_float32,
     expect_layout,
@@ -30,7 +31,7 @@ from .running import (
 )
 from .text import say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 3. collective_matmul_rows
 # (devices, rows of x per device, features, columns of w per device)
@@ -187,17 +188,5 @@ def _observe_collective_matmul_rows(fn: Callable) -> dict:
 collective_matmul_rows = exercise(
     "collective_matmul_rows",
     _check_collective_matmul_rows,
-    hints=[
-        "Device i holds rows block i of x and column block i of w. Which blocks of the result can it "
-        "compute with the x block it holds now, and which x block will it hold after one step of the ring?",
-        "In step s (s = 0 .. k - 1) device i holds the x block of device j = (i - s) mod k, and "
-        "`x_block @ w_block` is rows block j of its columns of the result. Start from zeros of shape "
-        "(k * rows, columns) and place each product with `lax.dynamic_update_slice_in_dim(out, part, j * "
-        "rows, axis=0)`.",
-        "Pass the x block on with `lax.ppermute(x_block, MODEL_PARALLEL, perm=[(i, (i + 1) % k) ...])` "
-        "after each product except the last (k - 1 sends). The result's columns stay split: "
-        "`out_specs=P(None, MODEL_PARALLEL)`.",
-    ],
     observe=_observe_collective_matmul_rows,
-    mistakes={"cm_added": 2},
 )

@@ -26,10 +26,11 @@ from namedaxes.judging import exported_work
 from namedaxes.meshes import abstract_on as _on
 from namedaxes.meshes import describe as _mesh_name
 
+from . import text
 from .running import expect_float32, expect_layout, explicit_grid_mesh, rules, run_answer
 from .text import say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 2. feature_correlation
 # (mesh shape, n examples, d features): n divides by the first mesh axis, d by the second.
@@ -145,17 +146,5 @@ def _observe_feature_correlation(fn: Callable) -> dict:
 feature_correlation = exercise(
     "feature_correlation",
     _check_feature_correlation,
-    hints=[
-        "Run `jax.jit(feature_correlation_one_device)(x_grid)` and read the first error: which operation "
-        "does explicit mode refuse, and which of section 3's two fixes answers that kind of refusal?",
-        "The product `centred.T @ centred` sums over the examples, which both operands split over "
-        "DATA_PARALLEL: write it with `jnp.matmul` and an `out_sharding=` that names the layout the "
-        "exercise asks for, on the `mesh` argument. `jnp.diagonal` of a split matrix is refused too, but "
-        "the variances need no matrix: each is the mean of a centred column squared.",
-        "`jnp.outer(std, std)` would split both of its dimensions over MODEL_PARALLEL. Divide twice "
-        "instead: by `std[:, None]` (rows, split like the result's) and by a copy of `std` resharded to "
-        "`P()` (whole on every device), indexed `[None, :]`.",
-    ],
     observe=_observe_feature_correlation,
-    mistakes={"corr_covariance": 2, "corr_not_centred": 2},
 )

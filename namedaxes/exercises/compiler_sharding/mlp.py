@@ -17,6 +17,7 @@ from namedaxes.meshes import abstract_on as _on
 from namedaxes.meshes import describe as _mesh_name
 from namedaxes.meshes import with_mesh as _bound
 
+from . import text
 from .running import (
     auto_line_mesh,
     compiled_answer,
@@ -30,7 +31,7 @@ from .running import (
 )
 from .text import say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 1. one_all_reduce_mlp
 # (devices, n examples, features in, hidden features, features out); hidden divides by the devices.
@@ -163,17 +164,5 @@ def _observe_one_all_reduce_mlp(fn: Callable) -> dict:
 one_all_reduce_mlp = exercise(
     "one_all_reduce_mlp",
     _check_one_all_reduce_mlp,
-    hints=[
-        "Section 2 showed which layouts of `x @ w` need no communication and which need an all-reduce. "
-        "If the first matmul is to need none, which dimension of `relu(x @ w1)` can be split? And what "
-        "does that make the second matmul need?",
-        "Split the hidden activation along its features: `jax.lax.with_sharding_constraint(h, "
-        "NamedSharding(mesh, P(None, MODEL_PARALLEL)))`. Each device then needs only its columns of `w1` "
-        "and its rows of `w2`, and the second product is a sum of partial products: one all-reduce.",
-        "Ask for the replicated result at the end (`with_sharding_constraint(y, NamedSharding(mesh, P()))`) "
-        "and print `count_collectives(jax.jit(...).lower(x, w1, w2).compile().as_text())` to see what "
-        "the compiler chose. Splitting h by rows instead makes it gather.",
-    ],
     observe=_observe_one_all_reduce_mlp,
-    mistakes={"mlp_relu_order": 1, "mlp_no_relu": 1, "mlp_relu_twice": 1},
 )

@@ -20,6 +20,7 @@ from namedaxes.checking import (
 )
 from namedaxes.grading import Case, programs
 
+from . import text
 from .running import (
     PARAM_NAMES,
     abstract_case,
@@ -33,7 +34,7 @@ from .running import (
 )
 from .text import pair, say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # (devices, examples per device, steps) of the hidden train observations
 _OBSERVED_TRAIN = ((2, 4, 6), (4, 3, 9), (8, 2, 5))
@@ -151,17 +152,6 @@ def _observe_train(fn: Callable) -> dict:
 train = exercise(
     "train",
     _check_train,
-    hints=[
-        "What does one call of `p_update_step` hand back, and whose loss is that: the parameters it "
-        "was given, or the ones it returns? Then: which call could tell you the loss of `final_params`?",
-        "Carry the parameters from step to step and record each step's loss: a Python loop that "
-        "`jnp.stack`s the recorded losses works (a `pmap` step does not stall, see the note above), and "
-        "so does `lax.scan` with the parameters as its carry. The last entry needs one more full-batch "
-        "loss, at the final parameters.",
-        "`p_update_step(final_params, sharded_batch)` returns the loss of `final_params` as its second "
-        "item (drop its new parameters); `jnp.append(losses, last_loss)` gives shape `(steps + 1,)`.",
-    ],
     observe=_observe_train,
     judge=_judge_train,
-    mistakes={"train_steps_off": 2},
 )

@@ -21,6 +21,7 @@ from namedaxes.checking import (
 from namedaxes.grading import pmapped
 from namedaxes.judging import exported_work
 
+from . import text
 from .running import (
     LEARNING_RATE,
     PARAM_NAMES,
@@ -41,7 +42,7 @@ from .running import (
 )
 from .text import pair, say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 # ---------------------------------------------------------------- exercise 3: parallel_update_step
@@ -203,23 +204,5 @@ def _expect_step_work(fn: Callable) -> None:
 parallel_update_step = exercise(
     "parallel_update_step",
     _check_parallel_update_step,
-    hints=[
-        "Each device knows only its own shard. Which two numbers does it compute there, and what must "
-        "happen to each of them before every device can use it as the whole batch's?",
-        "Both are per-device results on a shard of the same size as every other: which collective of "
-        "notebook 02 turns such results into the whole batch's, the same on every device? One call "
-        "takes a dict, or a tuple of a number and a dict, at once.",
-        "For the step, `jax.tree.map` with a two-argument function walks `params` and the averaged "
-        "gradients together, leaf by leaf (Pitfall 2): `p - model.LEARNING_RATE * g` for each. Return "
-        "`(new_params, averaged_loss)`.",
-    ],
     observe=step_programs,
-    mistakes={
-        "step_averaged_grads": 3,
-        "step_unchanged": 3,
-        "step_up": 3,
-        "step_summed": 2,
-        "step_loss_after": 1,
-        "step_loss_summed": 2,
-    },
 )

@@ -18,6 +18,7 @@ from namedaxes.meshes import abstract_on as _on
 from namedaxes.meshes import describe as _mesh_name
 from namedaxes.meshes import with_mesh as _bound
 
+from . import text
 from .gpipe import global_count
 from .running import (
     CAPACITY,
@@ -33,7 +34,7 @@ from .running import (
 )
 from .text import say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 2. moe_layer
 # (experts = devices, tokens per device, features)
@@ -177,15 +178,5 @@ def _observe_moe_layer(fn: Callable) -> dict:
 moe_layer = exercise(
     "moe_layer",
     _check_moe_layer,
-    hints=[
-        "Section 2's `dispatch_to_experts` brought each expert its tokens. What does the expert send back, "
-        "to whom, and which collective undoes an `all_to_all`?",
-        "Inside `jax.shard_map` (in_specs `P(EXPERTS)`, `P()`, `P(EXPERTS)`): route with `route(x, router, k, "
-        "CAPACITY)`, send `einsum('tec,td->ecd', dispatch, x)` with `lax.all_to_all(..., EXPERTS, 0, 0, "
-        "tiled=True)` and apply `relu(received @ w[0])`.",
-        "Send the expert's outputs back with the same `all_to_all`, then `einsum('tec,ecd->td', dispatch, "
-        "back) * gate[:, None]`: a dropped token's row of `dispatch` is all zeros, so its output is 0.",
-    ],
     observe=_observe_moe_layer,
-    mistakes={"moe_no_capacity": 2, "moe_no_gate": 3, "moe_global_capacity": 2},
 )

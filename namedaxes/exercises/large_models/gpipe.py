@@ -20,6 +20,7 @@ from namedaxes.meshes import abstract_on as _on
 from namedaxes.meshes import describe as _mesh_name
 from namedaxes.meshes import with_mesh as _bound
 
+from . import text
 from .running import (
     MICROBATCHES,
     Ran,
@@ -34,7 +35,7 @@ from .running import (
 )
 from .text import say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 1. pipeline_loss
 # (stages, batch, features): the batch divides by MICROBATCHES.
@@ -257,16 +258,5 @@ def _observe_pipeline_loss(fn: Callable) -> dict:
 pipeline_loss = exercise(
     "pipeline_loss",
     _check_pipeline_loss,
-    hints=[
-        "Start from section 1's `gpipe_forward`: what changes when a stage adds its bias, when the schedule "
-        "starts from the whole batch `x`, and when the answer is a loss rather than the last stage's outputs?",
-        "Inside `jax.shard_map` (in_specs `P(STAGES)` for both parameters, `P()` for x and y) split x and y "
-        "into MICROBATCHES with `reshape`. In step t (t = 0 .. m + k - 2) stage 0 takes microbatch t, "
-        "every stage applies `tanh(state @ w + b)`, and the last stage holds microbatch t - (k - 1).",
-        "Add up only the last stage's squared errors (`jnp.where` on `lax.axis_index(STAGES)`); one collective "
-        "over STAGES then makes the loss the same on every device, as `out_specs=P()` asks, and dividing by "
-        "`y.size` makes it a mean. `jax.grad` needs nothing more.",
-    ],
     observe=_observe_pipeline_loss,
-    mistakes={"pipe_short": 2, "pipe_targets": 2, "pipe_sum": 3},
 )

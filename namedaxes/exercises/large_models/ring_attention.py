@@ -18,6 +18,7 @@ from namedaxes.meshes import abstract_on as _on
 from namedaxes.meshes import describe as _mesh_name
 from namedaxes.meshes import with_mesh as _bound
 
+from . import text
 from .gpipe import global_count
 from .running import (
     Ran,
@@ -32,7 +33,7 @@ from .running import (
 )
 from .text import say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 3. causal_ring_attention
 # (devices, positions per block, features)
@@ -194,23 +195,5 @@ def _observe_causal_ring_attention(fn: Callable) -> dict:
 causal_ring_attention = exercise(
     "causal_ring_attention",
     _check_causal_ring_attention,
-    hints=[
-        "Section 3 showed the ring without a mask, and the causal mask on one device. At ring step s, which "
-        "device's key block does device i hold, and at which global positions do its keys sit?",
-        "With the ring i -> i + 1, in step s device i holds block j = (i - s) mod k. Its queries sit at "
-        "i * block + arange(block), the keys at j * block + arange(block); mask scores where key > query "
-        "with -inf before the online-softmax update.",
-        "Step 0 is the device's own block, whose diagonal is never masked, so the running maximum is finite "
-        "from then on: later blocks that are all masked add exp(-inf) = 0. Divide by the running sum once, "
-        "after the k steps.",
-    ],
     observe=_observe_causal_ring_attention,
-    mistakes={
-        "ring_no_mask": 2,
-        "ring_direction": 2,
-        "ring_local_mask": 2,
-        "ring_per_block": 3,
-        "ring_short": 3,
-        "ring_strict_mask": 2,
-    },
 )

@@ -23,6 +23,7 @@ from namedaxes.grading import Case, programs, spec
 from namedaxes.judging import exported_work
 from namedaxes.meshes import line_mesh
 
+from . import text
 from .running import (
     METRIC_KEYS,
     N_GLOBAL,
@@ -37,7 +38,7 @@ from .running import (
 )
 from .text import TEXT
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 # ---------------------------------------------------------------- exercise 2: global_metrics
@@ -212,27 +213,5 @@ def _observe_global_metrics(fn: Callable) -> dict:
 global_metrics = exercise(
     "global_metrics",
     _check_global_metrics,
-    hints=[
-        "Inside `jax.shard_map(..., mesh=mesh, in_specs=P(DEVICES), out_specs=P())` each device sees only "
-        "its own block of rows, and the result must be the same on every device. Which numbers can a "
-        "device compute alone, and which need every device?",
-        "A device's block gives its own sum and its own number of entries; `lax.psum` over DEVICES adds "
-        "them up over every device of every process, so `total / count` is the mean and no count is "
-        "written by hand. For `per_process`: the device at mesh position `d` belongs to process "
-        "`d // jax.local_device_count()`.",
-        "Put a device's sum at its process's entry of a vector of `jax.process_count()` zeros (e.g. "
-        "`jax.nn.one_hot(process, jax.process_count()) * block_sum`), then `lax.psum` those vectors.",
-    ],
     observe=_observe_global_metrics,
-    mistakes={
-        "per_process_means": 3,
-        "per_process_total": 3,
-        "metric_fixed_count": 2,
-        "metric_local_count": 2,
-        "metric_mean_of_sums": 2,
-        "metric_mean_for_total": 2,
-        "metric_pmean_total": 2,
-        "metric_rows_count": 2,
-        "metric_one_device": 1,
-    },
 )

@@ -23,6 +23,7 @@ from namedaxes.grading import Case, programs, spec
 from namedaxes.judging import exported_work
 from namedaxes.meshes import line_mesh
 
+from . import text
 from .running import (
     LEARNING_RATE,
     N_GLOBAL,
@@ -38,7 +39,7 @@ from .running import (
 )
 from .text import TEXT
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 # ---------------------------------------------------------------- exercise 3: masked_step
@@ -243,27 +244,5 @@ def _observe_masked_step(fn: Callable) -> dict:
 masked_step = exercise(
     "masked_step",
     _check_masked_step,
-    hints=[
-        "The mean squared error over the real rows is (sum of the real rows' squared errors) / (number of "
-        "real rows), both over the whole global batch. Which of the two can one device compute alone?",
-        "Per device: the gradient of its own *sum* of masked squared errors, taken on its own copy of the "
-        "parameters (`lax.pcast(..., to='varying')`, as in notebook 05), and its number of real rows. Add "
-        "both up over DATA_PARALLEL with `lax.psum`, then divide.",
-        "A `lax.pmean` of each device's own mean is not the same: the devices hold different numbers of "
-        "real rows. `jnp.where(mask, err ** 2, 0.0)` zeroes the padding rows' errors; the update is the "
-        "SGD step of notebook 04, inside `jax.shard_map` with `in_specs=(P(), P(DATA_PARALLEL))` and "
-        "`out_specs=P()`.",
-    ],
     observe=_observe_masked_step,
-    mistakes={
-        "step_no_mask": 1,
-        "step_mean_of_means": 3,
-        "step_fixed_count": 2,
-        "step_local_count": 2,
-        "step_all_rows": 1,
-        "step_summed": 2,
-        "step_k_times": 2,
-        "step_unchanged": 3,
-        "step_sign": 3,
-    },
 )

@@ -23,10 +23,11 @@ from namedaxes.grading import Case, programs, spec
 from namedaxes.judging import exported_work
 from namedaxes.model import LEARNING_RATE
 
+from . import text
 from .running import EXAMPLES, FEATURES, explained_run, grid_mesh, grid_words, run_answer, seen_descriptions
 from .text import say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # tp_dp_step's work case: a wide w and few examples, so that all of w is the largest array a device could hold
 # (a device of the 2 x 4 grid holds 1/4 of w, 64 entries, and a 2 x 64 block of x). The grader
@@ -233,27 +234,5 @@ def _observe_tp_dp_step(fn) -> dict:
 tp_dp_step = exercise(
     "tp_dp_step",
     _check_tp_dp_step,
-    hints=[
-        "Draw the blocks first: which part of w, which examples and which features of x does device "
-        "(i, j) hold? Then ask what it is missing to predict its examples, and what it is missing to "
-        "update its part of w.",
-        "A device's product of its x block with its part of w is only a partial prediction: the devices of "
-        "its row hold the other features, and their partial products add up to the prediction. The "
-        "gradient formula then needs only the device's own blocks, but it covers only its data shard.",
-        "The copies of a model shard (the devices of a column) must take the same step: combine their "
-        "gradients over the axis along which they differ, as an average, then subtract LEARNING_RATE "
-        "times it from the shard. The new w stays split like the old one.",
-    ],
     observe=_observe_tp_dp_step,
-    mistakes={
-        "tp_unchanged": 3,
-        "tp_sign": 3,
-        "tp_data_sum": 3,
-        "tp_model_sum": 2,
-        "tp_data_small": 3,
-        "tp_predictions_averaged": 2,
-        "tp_partial_products": 2,
-        "tp_mixed_shards": 3,
-        "tp_local_examples": 3,
-    },
 )

@@ -26,10 +26,11 @@ from namedaxes.judging import exported_work
 from namedaxes.meshes import line_mesh
 from namedaxes.meshes import with_mesh as _bound
 
+from . import text
 from .running import call_answer, explained_here, weighted_total_pmap
 from .text import say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 5. weighted_total_shard_map
 # Visible inputs (w of shape (d,), x of shape (d, k): pmap maps over axis 1); the hidden
@@ -152,17 +153,5 @@ def _observe_weighted_total_shard_map(fn: Callable) -> dict:
 weighted_total_shard_map = exercise(
     "weighted_total_shard_map",
     _check_weighted_total_shard_map,
-    hints=[
-        "This pmap splits x along axis 1, not axis 0, so the table's first rows do not apply word for "
-        "word. A PartitionSpec lists, dimension by dimension, the mesh axis that splits it: which spec "
-        "says 'dimension 0 whole, dimension 1 split over DEVICES'?",
-        "With `in_specs=(P(), P(None, DEVICES))` each device's block of x has shape (d, 1), where pmap "
-        "handed `weighted_total` a column of shape (d,): pass `x_block[:, 0]` on.",
-        "`out_axes=(None, 1)` translates to `out_specs=(P(), P(None, DEVICES))`: the total once, and the "
-        "columns side by side along dimension 1, each device handing back its column as shape (d, 1) "
-        "(`col[:, None]`). On an Explicit mesh, place x with `NamedSharding(mesh, P(None, DEVICES))` first "
-        "(w can stay as it is), and use the `mesh` argument.",
-    ],
     observe=_observe_weighted_total_shard_map,
-    mistakes={"migration_mean": 2, "migration_first": 2},
 )

@@ -30,10 +30,11 @@ from namedaxes.meshes import grid_mesh
 from namedaxes.meshes import placed as _placed
 from namedaxes.meshes import with_mesh as _bound
 
+from . import text
 from .running import call_answer, explained_here
 from .text import say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 # ---------------------------------------------------------------- 2. replica_totals
@@ -178,16 +179,5 @@ def _observe_replica_totals(fn: Callable) -> dict:
 replica_totals = exercise(
     "replica_totals",
     _check_replica_totals,
-    hints=[
-        "x arrives already placed with P(DATA_SHARDS, MODEL_REPLICAS): inside "
-        "`jax.shard_map(..., in_specs=P(DATA_SHARDS, MODEL_REPLICAS))` each device sees one block.",
-        "A row's total needs two sums: over the columns a device holds (local work, no communication), "
-        "then over the devices of its mesh row, which hold the row's other columns (a `psum` over "
-        "MODEL_REPLICAS).",
-        "`lax.psum(jnp.sum(block, axis=1), MODEL_REPLICAS)`: one number per row the device holds. The result "
-        "has one dimension and still differs between data shards, but no longer between replicas: "
-        "`out_specs=P(DATA_SHARDS)`. `x` is already placed, so no `device_put`.",
-    ],
     observe=_observe_replica_totals,
-    mistakes={"replica_pmean": 3, "replica_own_block": 2, "replica_over_both": 3},
 )

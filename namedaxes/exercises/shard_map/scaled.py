@@ -25,10 +25,11 @@ from namedaxes.judging import exported_work
 from namedaxes.meshes import line_mesh
 from namedaxes.meshes import with_mesh as _bound
 
+from . import text
 from .running import call_answer, explained_here
 from .text import say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 1. sharded_scaled_sum
 # Visible inputs (rows split over DEVICES: blocks of 2, 2 and 3 rows on 8, 4 and 2 devices; the
@@ -150,18 +151,5 @@ def _observe_sharded_scaled_sum(fn: Callable) -> dict:
 sharded_scaled_sum = exercise(
     "sharded_scaled_sum",
     _check_sharded_scaled_sum,
-    hints=[
-        "Before any code: when the rows of x are split over DEVICES, what does one device's block look "
-        "like, which part of the column totals can that device compute alone, and what does it need "
-        "from the others?",
-        "A device holds some rows of every column, so it can add up its own rows column by column; "
-        "adding those partial totals of all devices is section 2's collective. The result is the same "
-        "on every device, whatever its shape: which `out_specs` promises that?",
-        "Per block: `2.0 * jnp.sum(block, axis=0)`, then `lax.psum` over DEVICES, with "
-        "`in_specs=P(DEVICES)` and `out_specs=P()`. When the rows do not divide by the devices, first add "
-        "zero rows: `jnp.pad(x, ((0, -x.shape[0] % k), (0, 0)))`. Build the `NamedSharding` for "
-        "`jax.device_put` on the `mesh` argument, not on the notebook's `mesh` (Pitfall 1).",
-    ],
     observe=_observe_sharded_scaled_sum,
-    mistakes={"scaled_plain_sum": 3, "scaled_rows_dropped": 3, "scaled_first_share": 2, "scaled_mean": 2},
 )

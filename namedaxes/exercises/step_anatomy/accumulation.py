@@ -18,10 +18,11 @@ from namedaxes.grading import Case, programs
 from namedaxes.judging import COMPILER_OPTIONS, exported_work
 from namedaxes.meshes import abstract_on as _on
 
+from . import text
 from .text import say
 from .typed import typed_reductions
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 3. accumulate_grads
 _ACC_SIZES = (32, 64, 16)  # d, hidden, microbatch size (split over 8 devices)
@@ -168,14 +169,5 @@ def _observe_accumulate_grads(fn: Callable) -> dict:
 accumulate_grads = exercise(
     "accumulate_grads",
     _check_accumulate_grads,
-    hints=[
-        "`zr.accumulate_naive` reduces each microbatch's gradient as soon as it is made: m reductions. Where "
-        "does JAX put that reduction, and how do you tell it to wait?",
-        "The gradient of a replicated parameter is reduced because the parameter is replicated. Mark the "
-        "parameters `reduced` over ZERO (`jax.reshard(w, P(reduced={ZERO}))`): their gradients come back "
-        "`unreduced`, one partial sum per device, with no communication.",
-        "Add the m unreduced gradients (the first one starts the sum), then `jax.reshard(total, P())`: one "
-        "all-reduce. Divide by m.",
-    ],
     observe=_observe_accumulate_grads,
 )

@@ -16,10 +16,11 @@ from namedaxes.grading import Case, programs
 from namedaxes.judging import COMPILER_OPTIONS, work_of
 from namedaxes.meshes import abstract_on as _on
 
+from . import text
 from .running import SPEC_KEYS, STAGES
 from .text import say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 2. zero_specs
 _SPLIT = {  # which arrays each stage splits (the stored bytes the check compares)
@@ -133,13 +134,5 @@ def _observe_zero_specs(fn: Callable) -> dict:
 zero_specs = exercise(
     "zero_specs",
     _check_zero_specs,
-    hints=[
-        "Start from plain data parallelism, `zr.STAGE_SPECS_DP`: everything whole. Each stage splits one more "
-        "of the three.",
-        "In which order? The optimizer state is the largest (two moments per parameter), then the gradients, "
-        "then the parameters, which the forward pass needs whole.",
-        "From some stage s on, a key is split, before it whole: `P(ZERO) if stage >= s else P()`. Hint 2's order "
-        "gives each key its s; the optimizer state's is 1.",
-    ],
     observe=_observe_zero_specs,
 )

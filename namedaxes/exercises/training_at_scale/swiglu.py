@@ -21,10 +21,11 @@ from namedaxes.meshes import describe as _mesh_name
 from namedaxes.meshes import with_mesh as _bound
 from namedaxes.transformer import BATCH, layout_mesh
 
+from . import text
 from .running import rules
 from .text import say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 1. swiglu_block
 # each case: the layout (data, fsdp, tensor) and the sizes (batch, seq, d_model, hidden)
@@ -207,16 +208,5 @@ def _observe_swiglu_block(fn: Callable) -> dict:
 swiglu_block = exercise(
     "swiglu_block",
     _check_swiglu_block,
-    hints=[
-        "Section 2's MLP had `up` and `down`; a SwiGLU block has one more matrix before `down`. Which "
-        "dimension of `gate` may stay split over MODEL_PARALLEL so that `silu(x @ gate) * (x @ up)` needs "
-        "no communication?",
-        "Gather only the FSDP shards: `jax.reshard` each weight to a spec that names MODEL_PARALLEL where it "
-        "was stored and no FSDP (columns for `gate` and `up`, rows for `down`). Then `x @ gate` and `x @ up` "
-        "are split by columns, as section 2's `GATHERED` rules split `up`.",
-        "The `down` matmul sums over the split columns, and on Explicit axes JAX asks you to name its result's "
-        "layout (`out_sharding=` of `jnp.einsum` or `jnp.matmul`): the layout the exercise wants makes the "
-        "compiler add the partial sums with one psum over MODEL_PARALLEL.",
-    ],
     observe=_observe_swiglu_block,
 )
