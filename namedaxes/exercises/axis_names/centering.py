@@ -72,8 +72,4 @@ def _observe_center(fn) -> dict:
     return programs(program_cases(fn, sizes, (), draw={"kind": "normal", "mean": 1.0, "scale": 2.0}))
 
 
-center = exercise(
-    "center",
-    _check_center,
-    observe=_observe_center,
-)
+center = exercise("center", _check_center, observe=_observe_center)

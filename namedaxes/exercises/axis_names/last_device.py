@@ -77,8 +77,4 @@ def _observe_last_device_value(fn) -> dict:
     )
 
 
-last_device_value = exercise(
-    "last_device_value",
-    _check_last_device_value,
-    observe=_observe_last_device_value,
-)
+last_device_value = exercise("last_device_value", _check_last_device_value, observe=_observe_last_device_value)

@@ -1,5 +1,4 @@
-"""Every word a student reads from notebook 01's checks: its sentences (`TEXT`), each exercise's hints (`HINTS`) and
-the hint of each known mistake (`MISTAKE_HINTS`), as data (English; translated when shown). Imports without JAX."""
+"""The words of notebook 01's checks as data: sentences (TEXT), hints (HINTS), known mistakes' hints (MISTAKE_HINTS)."""
 
 from __future__ import annotations
 
@@ -88,7 +87,6 @@ TEXT = {
 }
 TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
-# Each exercise's hints, in the order `q.<exercise>.hint()` shows them (English; translated when shown).
 HINTS = {
     "center": [
         "The mean asked for is one number for all the values of all devices. Which part of it can one "
@@ -116,8 +114,6 @@ HINTS = {
         "the whole sum. No cast is needed: an int32 position times a float32 `x` is float32.",
     ],
 }
-# The hint (its number in HINTS) that addresses each known mistake of an exercise: a key of TEXT, the
-# sentence its check adds to a wrong answer's message.
 MISTAKE_HINTS = {
     "center": {"center_first_axis": 3, "center_local": 2, "center_per_position": 3, "center_total": 3},
     "last_device_value": {

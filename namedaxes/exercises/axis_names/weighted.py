@@ -51,8 +51,4 @@ def _observe_rank_weighted_sum(fn) -> dict:
     )
 
 
-rank_weighted_sum = exercise(
-    "rank_weighted_sum",
-    _check_rank_weighted_sum,
-    observe=_observe_rank_weighted_sum,
-)
+rank_weighted_sum = exercise("rank_weighted_sum", _check_rank_weighted_sum, observe=_observe_rank_weighted_sum)

@@ -7,23 +7,22 @@ from collections.abc import Callable
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
-from namedaxes import DEVICES
+from namedaxes import DEVICES, meshes
 from namedaxes.checking import (
     exercises_for,
+    expect_float32,
     expect_output_layouts,
     f32,
     fail,
-    known_mistake,
+    fail_values,
     same_values,
-    show_values,
+    which_mistake,
 )
-from namedaxes.meshes import abstract_on as _on
-from namedaxes.meshes import line_mesh
-from namedaxes.meshes import placed as _placed
+from namedaxes.meshes import abstract_on, line_mesh
 
 from . import text
-from .running import examined_here, expect_float32, expect_uses, judged, observe_programs, run_answer
-from .text import say
+from .running import examined_here, expect_uses, judged, observe_programs, run_answer
+from .text import TEXT, say
 
 exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
@@ -162,8 +161,8 @@ def _median_mean_or_medians(name: str, fn: Callable) -> str:
     k = _telling_case()[0]
     x_np = next(x for kk, x in _MEDIAN_CASES if kk == k)
     mesh = line_mesh(k)
-    got = np.asarray(run_answer(name, fn, mesh, _placed(x_np, mesh, P(DEVICES))), np.float64)
-    key, fields = known_mistake(got, median_mistakes(x_np, k), 1e-4) or ("median_mean", {})
+    got = np.asarray(run_answer(name, fn, mesh, meshes.placed(x_np, mesh, P(DEVICES))), np.float64)
+    key, fields = which_mistake(got, median_mistakes(x_np, k), 1e-4) or ("median_mean", {})
     return say(key, **fields) if key == "median_mean_of_medians" else say("median_mean")
 
 
@@ -171,10 +170,10 @@ def _check_median_centered(fn: Callable) -> None:
     name = "median_centered"
     for k, x_np in _MEDIAN_CASES:
         mesh = line_mesh(k)
-        x = _placed(x_np, mesh, P(DEVICES))
+        x = meshes.placed(x_np, mesh, P(DEVICES))
         where = _median_where(k, x_np)
         out = run_answer(name, fn, mesh, x)
-        expect_float32(name, out, where)
+        expect_float32(name, out, TEXT, where=where)
         values = np.asarray(x_np, np.float64)
         want = values - np.median(values, axis=0)
         n, m = values.shape
@@ -183,35 +182,28 @@ def _check_median_centered(fn: Callable) -> None:
             fail(say("shape", name=name, want=(n, m), got=tuple(out.shape), where=where, hint=hint))
         got = np.asarray(out, np.float64)
         if not same_values(got, want, 1e-4):
-            found = known_mistake(got, median_mistakes(values, k), 1e-4)
+            found = which_mistake(got, median_mistakes(values, k), 1e-4)
             if found is not None and found[0] == "median_mean" and n // k <= 2:
                 hint = _median_mean_or_medians(name, fn)
             elif found is not None:
                 hint = say(found[0], **found[1])
             else:
-                doubled = np.asarray(run_answer(name, fn, mesh, _placed(x_np * 2.0, mesh, P(DEVICES))), np.float64)
+                doubled = np.asarray(
+                    run_answer(name, fn, mesh, meshes.placed(x_np * 2.0, mesh, P(DEVICES))), np.float64
+                )
                 # "by hand" only when the result does not follow x at all (x doubled: the answer doubles)
                 fixed = same_values(doubled, got, 1e-4) and not same_values(got, np.zeros_like(got), 1e-6)
                 hint = say("median_generic") if fixed else say("median_other")
-            fail(
-                say(
-                    "values",
-                    name=name,
-                    where=where,
-                    want=show_values(want, dtype=float),
-                    got=show_values(got, dtype=float),
-                    hint=hint,
-                )
-            )
+            fail_values(say, "values", want, got, dtype=float, name=name, where=where, hint=hint)
     k, x_np = _MEDIAN_CASES[-1]  # the grader's reading, on the smallest mesh (the cheapest compiles)
     mesh = line_mesh(k)
-    facts = examined_here(name, fn, mesh, _placed(x_np, mesh, P(DEVICES)), ins=(((DEVICES,),),), axis=DEVICES)
+    facts = examined_here(name, fn, mesh, meshes.placed(x_np, mesh, P(DEVICES)), ins=(((DEVICES,),),), axis=DEVICES)
     expect_uses(name, facts, "all_gather", DEVICES, why=say("median_why"))
     judged(
         name,
         fn,
         mesh,
-        _placed(x_np, mesh, P(DEVICES)),
+        meshes.placed(x_np, mesh, P(DEVICES)),
         ins=(((DEVICES,),),),
         axis=DEVICES,
         why=say("median_why"),
@@ -228,12 +220,8 @@ def _observe_median_centered(fn: Callable) -> dict:
     cases = {}
     for k, x in _MEDIAN_CASES:
         mesh = line_mesh(k)
-        cases[f"k{k}_{x.shape[0]}x{x.shape[1]}"] = (mesh, [_on(mesh, x.shape, P(DEVICES))])
+        cases[f"k{k}_{x.shape[0]}x{x.shape[1]}"] = (mesh, [abstract_on(mesh, x.shape, P(DEVICES))])
     return observe_programs(fn, cases, structure="k8_16x2")
 
 
-median_centered = exercise(
-    "median_centered",
-    _check_median_centered,
-    observe=_observe_median_centered,
-)
+median_centered = exercise("median_centered", _check_median_centered, observe=_observe_median_centered)

@@ -1,5 +1,4 @@
-"""Every word a student reads from notebook 07's checks: its sentences (`TEXT`), each exercise's hints (`HINTS`) and
-the hint of each known mistake (`MISTAKE_HINTS`), as data (English; translated when shown). Imports without JAX."""
+"""The words of notebook 07's checks as data: sentences (TEXT), hints (HINTS), known mistakes' hints (MISTAKE_HINTS)."""
 
 from __future__ import annotations
 
@@ -250,7 +249,6 @@ TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
 say = TEXT.say  # a template of this module's TEXT, in the kernel's language, filled in
 
-# Each exercise's hints, in the order `q.<exercise>.hint()` shows them (English; translated when shown).
 HINTS = {
     "fsdp_step": [
         "Three collectives' worth of thinking, two collectives in the code: what must a device have "
@@ -293,8 +291,6 @@ HINTS = {
         "split over DEVICES.",
     ],
 }
-# The hint (its number in HINTS) that addresses each known mistake of an exercise: a key of TEXT, the
-# sentence its check adds to a wrong answer's message.
 MISTAKE_HINTS = {
     "fsdp_step": {"fsdp_k_times": 3, "fsdp_k_small": 3, "fsdp_unchanged": 2, "fsdp_sign": 2, "fsdp_local": 1},
     "median_centered": {

@@ -1,5 +1,4 @@
-"""Every word a student reads from notebook 08's checks: its sentences (`TEXT`), each exercise's hints (`HINTS`) and
-the hint of each known mistake (`MISTAKE_HINTS`), as data (English; translated when shown). Imports without JAX."""
+"""The words of notebook 08's checks as data: sentences (TEXT), hints (HINTS), known mistakes' hints (MISTAKE_HINTS)."""
 
 from __future__ import annotations
 
@@ -201,7 +200,6 @@ TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
 say = TEXT.say  # a template of this module's TEXT, in the kernel's language, filled in
 
-# Each exercise's hints, in the order `q.<exercise>.hint()` shows them (English; translated when shown).
 HINTS = {
     "collective_matmul_rows": [
         "Device i holds rows block i of x and column block i of w. Which blocks of the result can it "
@@ -237,8 +235,6 @@ HINTS = {
         "the compiler chose. Splitting h by rows instead makes it gather.",
     ],
 }
-# The hint (its number in HINTS) that addresses each known mistake of an exercise: a key of TEXT, the
-# sentence its check adds to a wrong answer's message.
 MISTAKE_HINTS = {
     "collective_matmul_rows": {"cm_added": 2},
     "feature_correlation": {"corr_covariance": 2, "corr_not_centred": 2},

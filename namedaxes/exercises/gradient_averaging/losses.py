@@ -7,7 +7,7 @@ from collections.abc import Callable
 import jax
 import numpy as np
 
-from namedaxes.checking import exercises_for, fail, known_mistake, same_values
+from namedaxes.checking import exercises_for, fail, mistake_sentence, same_values
 
 from . import text
 from .running import (
@@ -53,8 +53,7 @@ def loss_mistakes(params, batch) -> list[tuple]:
 
 
 def _diagnose_loss(params, batch, got: float) -> str:
-    found = known_mistake(got, loss_mistakes(params, batch), 1e-4)
-    return say("loss_other") if found is None else say(found[0], **found[1])
+    return mistake_sentence(say, got, loss_mistakes(params, batch), 1e-4, otherwise=say("loss_other"))
 
 
 def _check_loss_fn(fn: Callable) -> None:
@@ -80,11 +79,7 @@ def _check_loss_fn(fn: Callable) -> None:
             )
 
 
-loss_fn = exercise(
-    "loss_fn",
-    _check_loss_fn,
-    observe=local_programs,
-)
+loss_fn = exercise("loss_fn", _check_loss_fn, observe=local_programs)
 
 
 # ---------------------------------------------------------------- exercise 2: compute_gradients
@@ -105,8 +100,4 @@ def _check_compute_gradients(fn: Callable) -> None:
             fail(say("grads_value", params=p, shape=np.shape(b["x"]), want=pair(want), got=pair(got)))
 
 
-compute_gradients = exercise(
-    "compute_gradients",
-    _check_compute_gradients,
-    observe=local_programs,
-)
+compute_gradients = exercise("compute_gradients", _check_compute_gradients, observe=local_programs)

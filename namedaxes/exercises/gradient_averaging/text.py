@@ -1,5 +1,4 @@
-"""Every word a student reads from notebook 04's checks: its sentences (`TEXT`), each exercise's hints (`HINTS`) and
-the hint of each known mistake (`MISTAKE_HINTS`), as data (English; translated when shown). Imports without JAX."""
+"""The words of notebook 04's checks as data: sentences (TEXT), hints (HINTS), known mistakes' hints (MISTAKE_HINTS)."""
 
 from __future__ import annotations
 
@@ -173,7 +172,6 @@ def pair(values: dict) -> str:
     return say("pair_value", w=f"{values['w']:.6g}", b=f"{values['b']:.6g}")
 
 
-# Each exercise's hints, in the order `q.<exercise>.hint()` shows them (English; translated when shown).
 HINTS = {
     "loss_fn": [
         "The loss is one number per batch: how far the line's predictions are from `y`, each miss "
@@ -213,8 +211,6 @@ HINTS = {
         "`(new_params, averaged_loss)`.",
     ],
 }
-# The hint (its number in HINTS) that addresses each known mistake of an exercise: a key of TEXT, the
-# sentence its check adds to a wrong answer's message.
 MISTAKE_HINTS = {
     "loss_fn": {"loss_sum": 2, "loss_abs": 2, "loss_mean_error": 2, "loss_root": 2, "loss_half": 2},
     "train": {"train_steps_off": 2},

@@ -14,7 +14,7 @@ from namedaxes.checking import (
     expect_communication,
     expect_regions,
     fail,
-    known_mistake,
+    mistake_sentence,
     same_values,
     show_values,
 )
@@ -83,8 +83,7 @@ def _check_train(fn: Callable) -> None:
     ref_params, ref_losses = ref_train(p, b, steps)
     got = {n: float(new[n]) for n in PARAM_NAMES}
     if not all(same_values(got[n], ref_params[n], dtype=float) for n in PARAM_NAMES):
-        found = known_mistake(got, train_mistakes(p, b, steps))
-        more = say("train_apply_step") if found is None else say(found[0], **found[1])
+        more = mistake_sentence(say, got, train_mistakes(p, b, steps), otherwise=say("train_apply_step"))
         fail(say("train_params", call=call, want=pair(ref_params), got=pair(got), more=more))
     got_losses = np.asarray(losses, float)
     if not same_values(got_losses, ref_losses, dtype=float):
@@ -149,9 +148,4 @@ def _observe_train(fn: Callable) -> dict:
     )
 
 
-train = exercise(
-    "train",
-    _check_train,
-    observe=_observe_train,
-    judge=_judge_train,
-)
+train = exercise("train", _check_train, observe=_observe_train, judge=_judge_train)

@@ -14,9 +14,10 @@ from namedaxes.checking import (
     expect_communication,
     expect_work_within,
     fail,
-    known_mistake,
+    mistake_sentence,
     same_values,
     show_values,
+    which_mistake,
 )
 from namedaxes.grading import pmapped
 from namedaxes.judging import exported_work
@@ -86,7 +87,7 @@ def step_loss_mistakes(p, b) -> list[tuple]:
 
 def _diagnose_step(p, b, got) -> str:
     """A hint for replicated, well-shaped, but wrong new `params`."""
-    found = known_mistake(got, step_mistakes(p, b), 1e-4)
+    found = which_mistake(got, step_mistakes(p, b), 1e-4)
     if found is not None:
         return say(found[0], **found[1])
     k = np.shape(b["x"])[0]
@@ -101,8 +102,7 @@ def _diagnose_step(p, b, got) -> str:
 
 
 def _diagnose_loss_of_step(p, b, got: float) -> str:
-    found = known_mistake(got, step_loss_mistakes(p, b), 1e-4)
-    return say("step_loss_other") if found is None else say(found[0], **found[1])
+    return mistake_sentence(say, got, step_loss_mistakes(p, b), 1e-4, otherwise=say("step_loss_other"))
 
 
 def _check_parallel_update_step(fn: Callable) -> None:
@@ -201,8 +201,4 @@ def _expect_step_work(fn: Callable) -> None:
     )
 
 
-parallel_update_step = exercise(
-    "parallel_update_step",
-    _check_parallel_update_step,
-    observe=step_programs,
-)
+parallel_update_step = exercise("parallel_update_step", _check_parallel_update_step, observe=step_programs)

@@ -1,5 +1,4 @@
-"""Every word a student reads from notebook 09's checks: its sentences (`TEXT`), each exercise's hints (`HINTS`) and
-the hint of each known mistake (`MISTAKE_HINTS`), as data (English; translated when shown). Imports without JAX."""
+"""The words of notebook 09's checks as data: sentences (TEXT), hints (HINTS), known mistakes' hints (MISTAKE_HINTS)."""
 
 from __future__ import annotations
 
@@ -215,7 +214,6 @@ TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
 say = TEXT.say  # a template of this module's TEXT, in the kernel's language, filled in
 
-# Each exercise's hints, in the order `q.<exercise>.hint()` shows them (English; translated when shown).
 HINTS = {
     "moe_layer": [
         "Section 2's `dispatch_to_experts` brought each expert its tokens. What does the expert send back, "
@@ -247,8 +245,6 @@ HINTS = {
         "after the k steps.",
     ],
 }
-# The hint (its number in HINTS) that addresses each known mistake of an exercise: a key of TEXT, the
-# sentence its check adds to a wrong answer's message.
 MISTAKE_HINTS = {
     "moe_layer": {"moe_no_capacity": 2, "moe_no_gate": 3, "moe_global_capacity": 2},
     "pipeline_loss": {"pipe_short": 2, "pipe_targets": 2, "pipe_sum": 3},

@@ -15,9 +15,9 @@ from namedaxes.checking import (
     exercises_for,
     expect_work_within,
     fail,
-    known_mistake,
+    fail_values,
     same_values,
-    show_values,
+    which_mistake,
 )
 from namedaxes.grading import Case, programs, spec
 from namedaxes.judging import exported_work
@@ -98,7 +98,7 @@ def metric_mistakes(errors: np.ndarray, k: int, p: int) -> dict[str, list[tuple]
 
 
 def _metric_hint(key: str, got, errors: np.ndarray, k: int, p: int) -> str:
-    found = known_mistake(got, metric_mistakes(errors, k, p)[key])
+    found = which_mistake(got, metric_mistakes(errors, k, p)[key])
     if found is not None:
         return TEXT[found[0]].format(**found[1])
     return TEXT["per_process_generic" if key == "per_process" else "metric_generic"]
@@ -121,15 +121,16 @@ def _expect_metrics(name: str, got, errors: np.ndarray, k: int, p: int, where: s
             )
     for key in METRIC_KEYS:
         if not same_values(got[key], want[key], 1e-4, dtype=float):
-            fail(
-                TEXT["metric_values"].format(
-                    where=where,
-                    name=name,
-                    key=key,
-                    got=show_values(got[key], dtype=float),
-                    want=show_values(want[key], dtype=float),
-                    hint=_metric_hint(key, got[key], errors, k, p),
-                )
+            fail_values(
+                TEXT.say,
+                "metric_values",
+                want[key],
+                got[key],
+                dtype=float,
+                where=where,
+                name=name,
+                key=key,
+                hint=_metric_hint(key, got[key], errors, k, p),
             )
 
 
@@ -210,8 +211,4 @@ def _observe_global_metrics(fn: Callable) -> dict:
     return programs(cases)
 
 
-global_metrics = exercise(
-    "global_metrics",
-    _check_global_metrics,
-    observe=_observe_global_metrics,
-)
+global_metrics = exercise("global_metrics", _check_global_metrics, observe=_observe_global_metrics)

@@ -198,8 +198,4 @@ def _observe_local_rows(fn: Callable) -> dict:
     return programs(cases)
 
 
-local_rows = exercise(
-    "local_rows",
-    _check_local_rows,
-    observe=_observe_local_rows,
-)
+local_rows = exercise("local_rows", _check_local_rows, observe=_observe_local_rows)

@@ -15,7 +15,7 @@ from namedaxes.checking import (
     exercises_for,
     expect_work_within,
     fail,
-    known_mistake,
+    mistake_sentence,
     same_values,
     show_values,
 )
@@ -133,8 +133,13 @@ def _expect_step(name: str, got, params, batch, k: int, p: int, where: str) -> N
     want = _np_step(params, np.asarray(batch["x"], float)[mask], np.asarray(batch["y"], float)[mask])
     if all(same_values(got[key], want[key], 1e-4, dtype=float) for key in PARAM_NAMES):
         return
-    found = known_mistake({key: got[key] for key in PARAM_NAMES}, step_mistakes(params, batch, k, p), 1e-4)
-    hint = TEXT["step_generic"] if found is None else TEXT[found[0]].format(**found[1])
+    hint = mistake_sentence(
+        TEXT.say,
+        {key: got[key] for key in PARAM_NAMES},
+        step_mistakes(params, batch, k, p),
+        1e-4,
+        otherwise=TEXT["step_generic"],
+    )
     key = next(key for key in PARAM_NAMES if not same_values(got[key], want[key], 1e-4, dtype=float))
     fail(
         TEXT["step_values"].format(
@@ -241,8 +246,4 @@ def _observe_masked_step(fn: Callable) -> dict:
     return programs(cases)
 
 
-masked_step = exercise(
-    "masked_step",
-    _check_masked_step,
-    observe=_observe_masked_step,
-)
+masked_step = exercise("masked_step", _check_masked_step, observe=_observe_masked_step)

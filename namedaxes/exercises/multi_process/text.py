@@ -1,5 +1,4 @@
-"""Every word a student reads from multi_process's checks: its sentences (`TEXT`), each exercise's hints (`HINTS`) and
-the hint of each known mistake (`MISTAKE_HINTS`), as data (English; translated when shown). Imports without JAX."""
+"""The words of notebook 06's checks as data: sentences (TEXT), hints (HINTS), known mistakes' hints (MISTAKE_HINTS)."""
 
 from __future__ import annotations
 
@@ -193,7 +192,6 @@ TEXT = {
 }
 TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
-# Each exercise's hints, in the order `q.<exercise>.hint()` shows them (English; translated when shown).
 HINTS = {
     "global_metrics": [
         "Inside `jax.shard_map(..., mesh=mesh, in_specs=P(DEVICES), out_specs=P())` each device sees only "
@@ -227,8 +225,6 @@ HINTS = {
         "`out_specs=P()`.",
     ],
 }
-# The hint (its number in HINTS) that addresses each known mistake of an exercise: a key of TEXT, the
-# sentence its check adds to a wrong answer's message.
 MISTAKE_HINTS = {
     "global_metrics": {
         "per_process_means": 3,

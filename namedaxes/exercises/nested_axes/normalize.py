@@ -15,8 +15,8 @@ from namedaxes.checking import (
     expect_regions,
     expect_work_within,
     fail,
-    known_mistake,
     same_values,
+    which_mistake,
 )
 from namedaxes.grading import Case, programs, rng, spec
 from namedaxes.judging import exported_work
@@ -102,7 +102,7 @@ def _check_row_normalize(fn) -> None:
         want = xs / xs.sum(axis=1, keepdims=True)
         if same_values(out, want):
             continue
-        key, fields = known_mistake(out, row_normalize_mistakes(xs, grid, k)) or ("", {})
+        key, fields = which_mistake(out, row_normalize_mistakes(xs, grid, k)) or ("", {})
         diagnosis = say(key, **fields) if key else ""
         values_failure(label, out, want, where, say("row_normalize_expected", diagnosis=diagnosis).strip())
     # the grader's steps, on these inputs: communication read from the compiled program (present, then
@@ -161,8 +161,4 @@ def _observe_row_normalize(fn) -> dict:
     return programs(cases)
 
 
-row_normalize = exercise(
-    "row_normalize",
-    _check_row_normalize,
-    observe=_observe_row_normalize,
-)
+row_normalize = exercise("row_normalize", _check_row_normalize, observe=_observe_row_normalize)

@@ -9,7 +9,7 @@ from namedaxes import DATA_SHARDS, GRID_SHAPE, MODEL_REPLICAS
 from namedaxes.checking import (
     exercises_for,
     fail,
-    known_mistake,
+    mistake_sentence,
     same_values,
 )
 from namedaxes.grading import rng
@@ -66,8 +66,7 @@ def _check_device_numbers(fn) -> None:
             expect_grid_array(label, got, grid, (), jnp.int32)
             if same_values(got, want):
                 continue
-            key, fields = known_mistake(got, mistakes) or ("numbers_generic", {})
-            diagnosis = say(key, **fields)
+            diagnosis = mistake_sentence(say, got, mistakes, otherwise=say("numbers_generic"))
             values_failure(label, got, want, where, say("numbers_part", k=k, what=say(what), diagnosis=diagnosis))
 
 
@@ -77,8 +76,4 @@ def _observe_device_numbers(fn) -> dict:
     )
 
 
-device_numbers = exercise(
-    "device_numbers",
-    _check_device_numbers,
-    observe=_observe_device_numbers,
-)
+device_numbers = exercise("device_numbers", _check_device_numbers, observe=_observe_device_numbers)

@@ -11,8 +11,8 @@ from namedaxes.checking import (
     exercises_for,
     expect_communication,
     fail,
-    known_mistake,
     same_values,
+    which_mistake,
 )
 from namedaxes.grading import rng
 
@@ -125,7 +125,7 @@ def _check_grid_sums(fn) -> None:
             want = _grid_part(x, axes)
             if same_values(got, want):
                 continue
-            neither = known_mistake(got, neither_mistakes(x)) if axes is None else None
+            neither = which_mistake(got, neither_mistakes(x)) if axes is None else None
             if neither is not None:
                 values_failure(label, got, want, where, say(neither[0], **neither[1]))
             seen = next(
@@ -172,8 +172,4 @@ def _observe_grid_sums(fn) -> dict:
     )
 
 
-grid_sums = exercise(
-    "grid_sums",
-    _check_grid_sums,
-    observe=_observe_grid_sums,
-)
+grid_sums = exercise("grid_sums", _check_grid_sums, observe=_observe_grid_sums)

@@ -1,5 +1,4 @@
-"""Every word a student reads from nested_axes's checks: its sentences (`TEXT`), each exercise's hints (`HINTS`) and
-the hint of each known mistake (`MISTAKE_HINTS`), as data (English; translated when shown). Imports without JAX."""
+"""The words of notebook 03's checks as data: sentences (TEXT), hints (HINTS), known mistakes' hints (MISTAKE_HINTS)."""
 
 from __future__ import annotations
 
@@ -259,7 +258,6 @@ TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
 say = TEXT.say  # a template of this module's TEXT, in the kernel's language, filled in
 
-# Each exercise's hints, in the order `q.<exercise>.hint()` shows them (English; translated when shown).
 HINTS = {
     "row_normalize": [
         "Inside `jax.shard_map(..., in_specs=P(DATA_SHARDS, MODEL_REPLICAS))` each device sees a block of "
@@ -302,8 +300,6 @@ HINTS = {
         "times it from the shard. The new w stays split like the old one.",
     ],
 }
-# The hint (its number in HINTS) that addresses each known mistake of an exercise: a key of TEXT, the
-# sentence its check adds to a wrong answer's message.
 MISTAKE_HINTS = {
     "row_normalize": {
         "rn_elementwise_column": 2,

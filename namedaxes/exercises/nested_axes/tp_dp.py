@@ -15,9 +15,9 @@ from namedaxes.checking import (
     expect_regions,
     expect_work_within,
     fail,
-    known_mistake,
+    fail_values,
+    mistake_sentence,
     same_values,
-    show_values,
 )
 from namedaxes.grading import Case, programs, spec
 from namedaxes.judging import exported_work
@@ -106,8 +106,7 @@ def tp_mistakes(w, batch, grid) -> list[tuple]:
 def _tp_diagnosis(got, w, batch, grid, passed_on) -> str:
     if passed_on is not None:
         return say("tp_right_on", good=grid_words(passed_on))
-    found = known_mistake(got, tp_mistakes(w, batch, grid), 1e-4)
-    return say("tp_generic") if found is None else say(found[0], **found[1])
+    return mistake_sentence(say, got, tp_mistakes(w, batch, grid), 1e-4, otherwise=say("tp_generic"))
 
 
 def _check_tp_dp_step(fn) -> None:
@@ -143,15 +142,15 @@ def _check_tp_dp_step(fn) -> None:
         got = np.asarray(out, np.float64)
         want = tp_dp_step_np(w, batch)
         if not same_values(got, want, 1e-5):
-            fail(
-                say(
-                    "tp_update",
-                    name=name,
-                    got=show_values(got, one_line=True),
-                    want=show_values(want, one_line=True),
-                    where=where,
-                    hint=_tp_diagnosis(got, w, batch, grid, passed_on),
-                )
+            fail_values(
+                say,
+                "tp_update",
+                want,
+                got,
+                one_line=True,
+                name=name,
+                where=where,
+                hint=_tp_diagnosis(got, w, batch, grid, passed_on),
             )
         passed_on = passed_on or grid
         if facts is None:  # the grader's steps, on the first mesh's inputs (see row_normalize)
@@ -231,8 +230,4 @@ def _observe_tp_dp_step(fn) -> dict:
     return programs(cases)
 
 
-tp_dp_step = exercise(
-    "tp_dp_step",
-    _check_tp_dp_step,
-    observe=_observe_tp_dp_step,
-)
+tp_dp_step = exercise("tp_dp_step", _check_tp_dp_step, observe=_observe_tp_dp_step)

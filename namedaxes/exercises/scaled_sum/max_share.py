@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from namedaxes.checking import exercises_for, expect_close, known_mistake, same_values, show_values
+from namedaxes.checking import exercises_for, expect_close, same_values, show_values, which_mistake
 
 from . import text
 from .running import AXIS_ENV, expect_per_device, observe_outputs, run_answer
@@ -62,7 +62,7 @@ def _check_global_max_share(fn: Callable) -> None:
         k = x.shape[0]
         if same_values(got, np.ones_like(want), dtype=float):
             hint = TEXT["share_max_of_shares" if _returns_collective(fn, x[0], "pmax") else "share_ones"]
-        elif (found := known_mistake(got, share_mistakes(xs))) is not None:
+        elif (found := which_mistake(got, share_mistakes(xs))) is not None:
             hint = TEXT[found[0]].format(**found[1])
         elif got.ndim and np.allclose(got, got[:1]) and not np.allclose(want, want[:1]):
             hint = TEXT["share_replicated"]
@@ -82,8 +82,4 @@ def _observe_global_max_share(fn: Callable) -> dict:
     return observe_outputs(fn, "global_max_share_value", float16=False)  # signed inputs, as the check
 
 
-global_max_share = exercise(
-    "global_max_share",
-    _check_global_max_share,
-    observe=_observe_global_max_share,
-)
+global_max_share = exercise("global_max_share", _check_global_max_share, observe=_observe_global_max_share)

@@ -14,7 +14,7 @@ from namedaxes.checking import (
     expect_close,
     expect_replicated,
     fail,
-    known_mistake,
+    mistake_sentence,
     same_values,
     show_values,
 )
@@ -80,8 +80,7 @@ def padded_slots(x, n) -> np.ndarray:
 
 def _diagnose_mean(xs, got) -> str:
     """A hint for a replicated, well-shaped, but wrong `scaled_mean` result (`xs`: float64, NaN padded)."""
-    found = known_mistake(np.asarray(got, np.float64), mean_mistakes(xs))
-    return TEXT["by_hand"] if found is None else TEXT[found[0]].format(**found[1])
+    return mistake_sentence(TEXT.say, np.asarray(got, np.float64), mean_mistakes(xs), otherwise=TEXT["by_hand"])
 
 
 def _check_scaled_mean(fn: Callable) -> None:
@@ -157,8 +156,4 @@ def _observe_scaled_mean(fn: Callable) -> dict:
     return programs(cases)
 
 
-scaled_mean = exercise(
-    "scaled_mean",
-    _check_scaled_mean,
-    observe=_observe_scaled_mean,
-)
+scaled_mean = exercise("scaled_mean", _check_scaled_mean, observe=_observe_scaled_mean)

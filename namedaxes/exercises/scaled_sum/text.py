@@ -1,5 +1,4 @@
-"""Every word a student reads from notebook 02's checks: its sentences (`TEXT`), each exercise's hints (`HINTS`) and
-the hint of each known mistake (`MISTAKE_HINTS`), as data (English; translated when shown). Imports without JAX."""
+"""The words of notebook 02's checks as data: sentences (TEXT), hints (HINTS), known mistakes' hints (MISTAKE_HINTS)."""
 
 from __future__ import annotations
 
@@ -105,7 +104,6 @@ TEXT = {
 }
 TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
-# Each exercise's hints, in the order `q.<exercise>.hint()` shows them (English; translated when shown).
 HINTS = {
     "global_max_share": [
         "Each device keeps its own `x`. What does it need to learn from the others, and how do you "
@@ -140,8 +138,6 @@ HINTS = {
         "(`lax.pmean`, a psum divided by the device count) does not.",
     ],
 }
-# The hint (its number in HINTS) that addresses each known mistake of an exercise: a key of TEXT, the
-# sentence its check adds to a wrong answer's message.
 MISTAKE_HINTS = {
     "global_max_share": {"share_is_max": 3, "share_signed_max": 1, "share_lost_sign": 3, "share_global_max": 2},
     "scaled_mean": {

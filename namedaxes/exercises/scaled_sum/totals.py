@@ -16,9 +16,9 @@ from namedaxes.checking import (
     expect_communication,
     expect_replicated,
     fail,
-    known_mistake,
     same_values,
     show_values,
+    which_mistake,
 )
 from namedaxes.grading import Case, pmapped, programs, spec
 
@@ -46,7 +46,7 @@ def sum_mistakes(x) -> list[tuple]:
 
 def _diagnose_sum(fn: Callable, x, got, want) -> str:
     """A hint for a replicated, well-shaped, but wrong `scaled_sum` result (true for what `fn` did)."""
-    found = known_mistake(np.asarray(got, float), sum_mistakes(x))
+    found = which_mistake(np.asarray(got, float), sum_mistakes(x))
     if found is not None:
         return TEXT[found[0]].format(**found[1])
     x_in = x
@@ -144,11 +144,7 @@ def _observe_scaled_sum_uses_psum(fn: Callable) -> dict:
     return programs(cases)
 
 
-scaled_sum = exercise(
-    "scaled_sum",
-    _check_scaled_sum,
-    observe=_observe_scaled_sum,
-)
+scaled_sum = exercise("scaled_sum", _check_scaled_sum, observe=_observe_scaled_sum)
 scaled_sum_uses_psum = exercise(
     "scaled_sum",
     _check_scaled_sum_uses_psum,

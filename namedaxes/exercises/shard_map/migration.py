@@ -15,16 +15,15 @@ from namedaxes.checking import (
     expect_work_within,
     f32,
     fail,
-    known_mistake,
+    fail_values,
+    mistake_sentence,
     regions,
     same_values,
-    show_values,
 )
 from namedaxes.checking.regions import judge_regions
 from namedaxes.grading import Case, programs, spec
 from namedaxes.judging import exported_work
-from namedaxes.meshes import line_mesh
-from namedaxes.meshes import with_mesh as _bound
+from namedaxes.meshes import line_mesh, with_mesh
 
 from . import text
 from .running import call_answer, explained_here, weighted_total_pmap
@@ -69,8 +68,7 @@ def migration_mistakes(w, x, k: int) -> list[tuple]:
 
 def _migration_value_hint(got, w, x, k: int) -> str:
     """What a wrong total is: the mean over devices, or device 0's term only."""
-    found = known_mistake(got, migration_mistakes(w, x, k), 1e-4)
-    return "" if found is None else say(found[0], **found[1])
+    return mistake_sentence(say, got, migration_mistakes(w, x, k), 1e-4)
 
 
 def _check_weighted_total_shard_map(fn: Callable) -> None:
@@ -95,16 +93,7 @@ def _check_weighted_total_shard_map(fn: Callable) -> None:
                 fail(say("migration_shape", name=label, want=want.shape, where=where, got=tuple(got.shape), hint=hint))
             if not same_values(got, want, 1e-4, dtype=float):
                 hint = _migration_value_hint(got, w, x, k) if i == 0 else ""
-                fail(
-                    say(
-                        "migration_wrong",
-                        name=label,
-                        where=where,
-                        want=show_values(want, separator=" "),
-                        got=show_values(got, separator=" "),
-                        hint=hint,
-                    )
-                )
+                fail_values(say, "migration_wrong", want, got, separator=" ", name=label, where=where, hint=hint)
     k, w, x = _WEIGHTED_CASES[-1]  # the smallest mesh: the same verdict, the cheapest compiles
     mesh = line_mesh(k)
     judge_regions(
@@ -129,7 +118,7 @@ def _expect_weighted_work(name: str, fn: Callable, k: int, w_shape, x_shape) -> 
     mesh = line_mesh(k)
     args = (spec(w_shape, jnp.float32), spec(x_shape, jnp.float32))
     with explained_here(name, mesh):
-        work = exported_work(jax.export.export(jax.jit(_bound(fn, mesh)))(*args))
+        work = exported_work(jax.export.export(jax.jit(with_mesh(fn, mesh)))(*args))
     want = _WEIGHTED_REFERENCE_LARGEST[k]
     expect_work_within(work, "largest_bytes", want, _WEIGHTED_LARGEST_FACTOR, say, "migration_whole", name=name, k=k)
 
@@ -140,7 +129,7 @@ def _observe_weighted_total_shard_map(fn: Callable) -> dict:
     return programs(
         {
             f"out_k{k}_d{w.shape[0]}": Case(
-                _bound(fn, line_mesh(k)),
+                with_mesh(fn, line_mesh(k)),
                 spec(w.shape, jnp.float32),
                 spec(x.shape, jnp.float32),
                 work={"largest_bytes": _WEIGHTED_LARGEST_FACTOR},

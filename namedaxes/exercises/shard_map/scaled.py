@@ -15,15 +15,14 @@ from namedaxes.checking import (
     expect_work_within,
     f32,
     fail,
-    known_mistake,
+    fail_values,
     same_values,
-    show_values,
+    which_mistake,
 )
 from namedaxes.checking.regions import judge_regions
 from namedaxes.grading import Case, programs, spec
 from namedaxes.judging import exported_work
-from namedaxes.meshes import line_mesh
-from namedaxes.meshes import with_mesh as _bound
+from namedaxes.meshes import line_mesh, with_mesh
 
 from . import text
 from .running import call_answer, explained_here
@@ -90,7 +89,7 @@ def _check_sharded_scaled_sum(fn: Callable) -> None:
             fail(say("scaled_shape", name=name, want=(m,), m=m, got=got_shape, where=where, hint=hint))
         got = np.asarray(out, np.float64)
         if not same_values(got, want, 1e-4, dtype=float):
-            found = known_mistake(got, scaled_mistakes(x, k), 1e-4)
+            found = which_mistake(got, scaled_mistakes(x, k), 1e-4)
             if found is not None:
                 hint = say(found[0], **found[1])
             else:
@@ -98,16 +97,7 @@ def _check_sharded_scaled_sum(fn: Callable) -> None:
                     moved = np.asarray(call_answer(fn, f32(np.asarray(x) + 1.0), mesh), np.float64)
                 # "by hand" only when the result does not follow x at all
                 hint = say("scaled_by_hand") if same_values(moved, got, 1e-4, dtype=float) else say("scaled_other")
-            fail(
-                say(
-                    "scaled_wrong",
-                    name=name,
-                    got=show_values(got, separator=" "),
-                    where=where,
-                    want=show_values(want, separator=" "),
-                    hint=hint,
-                )
-            )
+            fail_values(say, "scaled_wrong", want, got, separator=" ", name=name, where=where, hint=hint)
     k, x = _SCALED_SUM_CASES[-1]  # the smallest mesh: the same verdict, the cheapest compiles
     mesh = line_mesh(k)
     judge_regions(
@@ -130,7 +120,7 @@ def _expect_scaled_work(name: str, fn: Callable, k: int, shape) -> None:
     `_SCALED_FLOPS_FACTOR` times the reference's."""
     mesh = line_mesh(k)
     with explained_here(name, mesh):
-        work = exported_work(jax.export.export(jax.jit(_bound(fn, mesh)))(spec(shape, jnp.float32)))
+        work = exported_work(jax.export.export(jax.jit(with_mesh(fn, mesh)))(spec(shape, jnp.float32)))
     want = _SCALED_REFERENCE_FLOPS[k]
     expect_work_within(work, "flops", want, _SCALED_FLOPS_FACTOR, say, "scaled_whole", name=name, k=k)
 
@@ -141,15 +131,11 @@ def _observe_sharded_scaled_sum(fn: Callable) -> dict:
     return programs(
         {
             f"out_k{k}_{x.shape[0]}x{x.shape[1]}": Case(
-                _bound(fn, line_mesh(k)), spec(x.shape, jnp.float32), work={"flops": _SCALED_FLOPS_FACTOR}
+                with_mesh(fn, line_mesh(k)), spec(x.shape, jnp.float32), work={"flops": _SCALED_FLOPS_FACTOR}
             )
             for k, x in _SCALED_SUM_CASES
         }
     )
 
 
-sharded_scaled_sum = exercise(
-    "sharded_scaled_sum",
-    _check_sharded_scaled_sum,
-    observe=_observe_sharded_scaled_sum,
-)
+sharded_scaled_sum = exercise("sharded_scaled_sum", _check_sharded_scaled_sum, observe=_observe_sharded_scaled_sum)

@@ -1,5 +1,4 @@
-"""Every word a student reads from shard_map's checks: its sentences (`TEXT`), each exercise's hints (`HINTS`) and
-the hint of each known mistake (`MISTAKE_HINTS`), as data (English; translated when shown). Imports without JAX."""
+"""The words of notebook 05's checks as data: sentences (TEXT), hints (HINTS), known mistakes' hints (MISTAKE_HINTS)."""
 
 from __future__ import annotations
 
@@ -313,7 +312,6 @@ TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
 say = TEXT.say  # a template of this module's TEXT, in the kernel's language, filled in
 
-# Each exercise's hints, in the order `q.<exercise>.hint()` shows them (English; translated when shown).
 HINTS = {
     "weighted_total_shard_map": [
         "This pmap splits x along axis 1, not axis 0, so the table's first rows do not apply word for "
@@ -373,8 +371,6 @@ HINTS = {
         "the all-reduce itself (section 5).",
     ],
 }
-# The hint (its number in HINTS) that addresses each known mistake of an exercise: a key of TEXT, the
-# sentence its check adds to a wrong answer's message.
 MISTAKE_HINTS = {
     "weighted_total_shard_map": {"migration_mean": 2, "migration_first": 2},
     "replica_totals": {"replica_pmean": 3, "replica_own_block": 2, "replica_over_both": 3},

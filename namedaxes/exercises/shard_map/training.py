@@ -21,7 +21,7 @@ from namedaxes.checking import (
     expect_work_within,
     f32,
     fail,
-    known_mistake,
+    mistake_sentence,
     same_values,
     show_number,
     show_values,
@@ -29,8 +29,7 @@ from namedaxes.checking import (
 from namedaxes.checking.sources import made_whole
 from namedaxes.grading import Case, programs, spec
 from namedaxes.judging import exported_work
-from namedaxes.meshes import line_mesh
-from namedaxes.meshes import with_mesh as _bound
+from namedaxes.meshes import line_mesh, with_mesh
 
 from . import text
 from .running import COMPILED_REDUCTIONS, LEARNING_RATE, call_answer, explained_here
@@ -122,8 +121,7 @@ def step_mistakes(params: dict, batch, k: int) -> list[tuple]:
 
 
 def _diagnose_step(params: dict, batch, k: int, got: dict) -> str:
-    found = known_mistake(got, step_mistakes(params, batch, k), 1e-4)
-    return say("step_other") if found is None else say(found[0], **found[1])
+    return mistake_sentence(say, got, step_mistakes(params, batch, k), 1e-4, otherwise=say("step_other"))
 
 
 def _check_weighted_step(name: str, fn: Callable, k: int, params, batch, *, shard_map_allowed: bool) -> None:
@@ -191,7 +189,7 @@ def _expect_dp_work(name: str, fn: Callable) -> None:
     k, n = _OBSERVED_TRAINING[0]
     mesh = line_mesh(k, DATA_PARALLEL)
     with explained_here(name, mesh):
-        work = exported_work(jax.export.export(jax.jit(_bound(fn, mesh)))(*_training_args(n)))
+        work = exported_work(jax.export.export(jax.jit(with_mesh(fn, mesh)))(*_training_args(n)))
     expect_work_within(work, "flops", _DP_REFERENCE_FLOPS, _DP_FLOPS_FACTOR, say, "dp_whole_batch", name=name, k=k)
 
 
@@ -213,13 +211,15 @@ def _observe_training(fn: Callable, *, structure: bool) -> dict:
     more case grades only the communication: the reference's collectives and no other."""
     work = {"flops": _DP_FLOPS_FACTOR} if structure else None  # dp_train_step: each device's share judged
     cases = {
-        f"k{k}_n{n}": Case(_bound(fn, line_mesh(k, DATA_PARALLEL)), *_training_args(n), draw=_TRAINING_DRAW, work=work)
+        f"k{k}_n{n}": Case(
+            with_mesh(fn, line_mesh(k, DATA_PARALLEL)), *_training_args(n), draw=_TRAINING_DRAW, work=work
+        )
         for k, n in _OBSERVED_TRAINING
     }
     if structure:
         k, n = _OBSERVED_TRAINING[0]
         cases["structure"] = Case(
-            _bound(fn, line_mesh(k, DATA_PARALLEL)),
+            with_mesh(fn, line_mesh(k, DATA_PARALLEL)),
             *_training_args(n),
             draw=_TRAINING_DRAW,
             values=False,
@@ -232,11 +232,7 @@ def _observe_dp_train_step(fn: Callable) -> dict:
     return _observe_training(fn, structure=True)
 
 
-dp_train_step = exercise(
-    "dp_train_step",
-    _check_dp_train_step,
-    observe=_observe_dp_train_step,
-)
+dp_train_step = exercise("dp_train_step", _check_dp_train_step, observe=_observe_dp_train_step)
 
 
 def _check_jit_train_step(fn: Callable) -> None:
@@ -264,8 +260,4 @@ def _observe_jit_train_step(fn: Callable) -> dict:
     return _observe_training(fn, structure=False)
 
 
-jit_train_step = exercise(
-    "jit_train_step",
-    _check_jit_train_step,
-    observe=_observe_jit_train_step,
-)
+jit_train_step = exercise("jit_train_step", _check_jit_train_step, observe=_observe_jit_train_step)

@@ -11,12 +11,12 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import zero as zr
-from namedaxes.checking import exercises_for, expect_work_within, explained, fail, show_values
+from namedaxes.checking import exercises_for, expect_work_within, explained, fail, fail_values
 from namedaxes.checking.compiled import compiled_once
 from namedaxes.checking.traced import shard_map_axes
 from namedaxes.grading import Case, programs
 from namedaxes.judging import COMPILER_OPTIONS, exported_work
-from namedaxes.meshes import abstract_on as _on
+from namedaxes.meshes import abstract_on
 
 from . import text
 from .text import say
@@ -83,16 +83,17 @@ def _check_accumulate_grads(fn: Callable) -> None:
                     if got.shape == w.shape and np.allclose(got, m * w, 1e-4, 1e-6)
                     else say("acc_generic")
                 )
-                fail(
-                    say(
-                        "acc_values",
-                        name=name,
-                        m=m,
-                        key=key,
-                        want=show_values(w.ravel(), dtype=float, threshold=8),
-                        got=show_values(got.ravel(), dtype=float, threshold=8),
-                        hint=hint,
-                    )
+                fail_values(
+                    say,
+                    "acc_values",
+                    w.ravel(),
+                    got.ravel(),
+                    dtype=float,
+                    threshold=8,
+                    name=name,
+                    m=m,
+                    key=key,
+                    hint=hint,
                 )
             spec = tuple(getattr(out[key].sharding, "spec", ()))
             if any(e is not None for e in spec):
@@ -121,8 +122,8 @@ def _expect_one_reduction(name: str, fn: Callable, args: tuple, m: int, grad: in
 
 def _acc_work_args(mesh) -> tuple:
     d, hidden, batch = _ACC_WORK_SIZES
-    params = {"w1": _on(mesh, (d, hidden), P()), "w2": _on(mesh, (hidden, d), P())}
-    return params, *(_on(mesh, (_ACC_WORK_M, batch, d), P(None, zr.ZERO)) for _ in range(2))
+    params = {"w1": abstract_on(mesh, (d, hidden), P()), "w2": abstract_on(mesh, (hidden, d), P())}
+    return params, *(abstract_on(mesh, (_ACC_WORK_M, batch, d), P(None, zr.ZERO)) for _ in range(2))
 
 
 def _expect_accumulated(name: str, fn: Callable) -> None:
@@ -142,8 +143,8 @@ def _expect_accumulated(name: str, fn: Callable) -> None:
 def _acc_case(fn, m: int, **kwargs) -> Case:
     mesh = zr.zero_mesh()
     d, hidden, batch = _ACC_SIZES
-    params = {"w1": _on(mesh, (d, hidden), P()), "w2": _on(mesh, (hidden, d), P())}
-    xs, ys = (_on(mesh, (m, batch, d), P(None, zr.ZERO)) for _ in range(2))
+    params = {"w1": abstract_on(mesh, (d, hidden), P()), "w2": abstract_on(mesh, (hidden, d), P())}
+    xs, ys = (abstract_on(mesh, (m, batch, d), P(None, zr.ZERO)) for _ in range(2))
     return Case(fn, params, xs, ys, rtol=1e-4, atol=1e-6, context=functools.partial(jax.set_mesh, mesh), **kwargs)
 
 
@@ -166,8 +167,4 @@ def _observe_accumulate_grads(fn: Callable) -> dict:
     return programs(cases)
 
 
-accumulate_grads = exercise(
-    "accumulate_grads",
-    _check_accumulate_grads,
-    observe=_observe_accumulate_grads,
-)
+accumulate_grads = exercise("accumulate_grads", _check_accumulate_grads, observe=_observe_accumulate_grads)

@@ -19,7 +19,7 @@ from namedaxes.checking import exercises_for, explained, fail
 from namedaxes.checking.compiled import compiled_once
 from namedaxes.grading import Case, programs
 from namedaxes.judging import COMPILER_OPTIONS
-from namedaxes.meshes import abstract_on as _on
+from namedaxes.meshes import abstract_on
 
 from . import text
 from .text import say
@@ -150,8 +150,8 @@ def _check_mixed_train_step(fn: Callable) -> None:
 def _mixed_case(fn, config, layout, batch, **kwargs) -> Case:
     mesh = tm.layout_mesh(*layout)
     shapes = tm.shapes(config)
-    params = {k: _on(mesh, shapes[k], tm.RULES[k]) for k in shapes}
-    window = _on(mesh, (batch, config.seq + 1), P(tm.BATCH), jnp.int32)
+    params = {k: abstract_on(mesh, shapes[k], tm.RULES[k]) for k in shapes}
+    window = abstract_on(mesh, (batch, config.seq + 1), P(tm.BATCH), jnp.int32)
 
     def step(params, window):  # Adam's state made inside: its moments start at zero, as in training
         new_params, state, loss = fn(params, tm.OPTIMIZER.init(params), window)
@@ -181,8 +181,4 @@ def _observe_mixed_train_step(fn: Callable) -> dict:
     )
 
 
-mixed_train_step = exercise(
-    "mixed_train_step",
-    _check_mixed_train_step,
-    observe=_observe_mixed_train_step,
-)
+mixed_train_step = exercise("mixed_train_step", _check_mixed_train_step, observe=_observe_mixed_train_step)

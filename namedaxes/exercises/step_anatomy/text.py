@@ -1,5 +1,4 @@
-"""Every word a student reads from notebook 11's checks: its sentences (`TEXT`), each exercise's hints (`HINTS`) and
-the hint of each known mistake (`MISTAKE_HINTS`), as data (English; translated when shown). Imports without JAX."""
+"""The words of notebook 11's checks as data: sentences (TEXT), hints (HINTS), known mistakes' hints (MISTAKE_HINTS)."""
 
 from __future__ import annotations
 
@@ -110,7 +109,6 @@ TEXT = {
 TEXT = Messages(TEXT)
 say = TEXT.say
 
-# Each exercise's hints, in the order `q.<exercise>.hint()` shows them (English; translated when shown).
 HINTS = {
     "accumulate_grads": [
         "`zr.accumulate_naive` reduces each microbatch's gradient as soon as it is made: m reductions. Where "
@@ -138,8 +136,6 @@ HINTS = {
         "gives each key its s; the optimizer state's is 1.",
     ],
 }
-# The hint (its number in HINTS) that addresses each known mistake of an exercise: a key of TEXT, the
-# sentence its check adds to a wrong answer's message.
 MISTAKE_HINTS = {
     "mixed_train_step": {"mixed_fp32_dots": 2, "mixed_other_dtype": 2},
 }

@@ -14,7 +14,7 @@ from namedaxes.checking import exercises_for, explained, fail
 from namedaxes.checking.compiled import compiled_once
 from namedaxes.grading import Case, programs
 from namedaxes.judging import COMPILER_OPTIONS, work_of
-from namedaxes.meshes import abstract_on as _on
+from namedaxes.meshes import abstract_on
 
 from . import text
 from .running import SPEC_KEYS, STAGES
@@ -98,9 +98,9 @@ def _zero_case(fn, stage: int, d: int, hidden: int, batch: int) -> Case:
     mesh = zr.zero_mesh()
     specs = fn(stage)
     shapes = {"w1": (d, hidden), "w2": (hidden, d)}
-    params = {k: _on(mesh, s, specs["params"]) for k, s in shapes.items()}
-    moments = {k: _on(mesh, s, specs["opt_state"]) for k, s in shapes.items()}
-    x, y = (_on(mesh, (batch, d), P(zr.ZERO)) for _ in range(2))
+    params = {k: abstract_on(mesh, s, specs["params"]) for k, s in shapes.items()}
+    moments = {k: abstract_on(mesh, s, specs["opt_state"]) for k, s in shapes.items()}
+    x, y = (abstract_on(mesh, (batch, d), P(zr.ZERO)) for _ in range(2))
     step = zr.zero_step(specs, mesh)
 
     def exported(params, mu, nu, x, y):  # Adam's state as plain dicts: an exported tree names no Optax type
@@ -131,8 +131,4 @@ def _observe_zero_specs(fn: Callable) -> dict:
     return programs({f"stage{stage}": _zero_case(fn, stage, 48, 96, 32) for stage in STAGES})
 
 
-zero_specs = exercise(
-    "zero_specs",
-    _check_zero_specs,
-    observe=_observe_zero_specs,
-)
+zero_specs = exercise("zero_specs", _check_zero_specs, observe=_observe_zero_specs)

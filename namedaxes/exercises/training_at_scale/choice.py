@@ -76,8 +76,4 @@ def _observe_choose_layout(fn: Callable) -> dict:
     return {**layout_observation(fn, cases), FORMULA_KEY: formula("choose_layout", ("step_costs", "choose_layout"))}
 
 
-choose_layout = exercise(
-    "choose_layout",
-    _check_choose_layout,
-    observe=_observe_choose_layout,
-)
+choose_layout = exercise("choose_layout", _check_choose_layout, observe=_observe_choose_layout)

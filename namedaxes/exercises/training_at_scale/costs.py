@@ -88,8 +88,4 @@ def _observe_step_costs(fn: Callable) -> dict:
     return {**cost_observation(fn, cases), FORMULA_KEY: formula("step_costs", ("step_costs",))}
 
 
-step_costs = exercise(
-    "step_costs",
-    _check_step_costs,
-    observe=_observe_step_costs,
-)
+step_costs = exercise("step_costs", _check_step_costs, observe=_observe_step_costs)

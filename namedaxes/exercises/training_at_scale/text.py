@@ -1,5 +1,4 @@
-"""Every word a student reads from notebook 10's checks: its sentences (`TEXT`), each exercise's hints (`HINTS`) and
-the hint of each known mistake (`MISTAKE_HINTS`), as data (English; translated when shown). Imports without JAX."""
+"""The words of notebook 10's checks as data: sentences (TEXT), hints (HINTS), known mistakes' hints (MISTAKE_HINTS)."""
 
 from __future__ import annotations
 
@@ -211,7 +210,6 @@ TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
 say = TEXT.say  # a template of this module's TEXT, in the kernel's language, filled in
 
-# Each exercise's hints, in the order `q.<exercise>.hint()` shows them (English; translated when shown).
 HINTS = {
     "choose_layout": [
         "Sections 3 and 4 compared the layouts' communication and memory. What must a layout satisfy "
@@ -255,8 +253,6 @@ HINTS = {
         'compute + memory + communication; else whichever of "compute", "memory" and "communication" is longest.',
     ],
 }
-# The hint (its number in HINTS) that addresses each known mistake of an exercise: a key of TEXT, the
-# sentence its check adds to a wrong answer's message.
 MISTAKE_HINTS = {
     "step_costs": {
         "costs_no_adam": 2,

@@ -252,11 +252,7 @@ def _observe_step_time(fn: Callable) -> dict:
     return {**_time_observation(fn, cases), FORMULA_KEY: formula}
 
 
-step_time = exercise(
-    "step_time",
-    _check_step_time,
-    observe=_observe_step_time,
-)
+step_time = exercise("step_time", _check_step_time, observe=_observe_step_time)
 
 
 # ---------------------------------------------------------------- the hidden cases, drawn by the grader
