@@ -171,3 +171,16 @@ def test_the_door_opens_onto_a_notebook_package_and_its_modules():
     door = namedaxes.exercises.exercise_module
     assert door("namedaxes.exercises.axis_names").__name__ == "namedaxes.exercises.axis_names"
     assert callable(door("namedaxes.exercises.training_at_scale.cases").expected_figures)
+
+
+def test_the_wing_imports_public_names_under_their_own_names():
+    """A public name is read as itself (`with_mesh`, not `_bound`): no `import name as _alias` in the wing."""
+    aliased = [
+        f"{path.relative_to(ROOT)}:{node.lineno} {alias.name} as {alias.asname}"
+        for path in sorted(WING.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+        if alias.asname and alias.asname.startswith("_") and not alias.name.startswith("_")
+    ]
+    assert not aliased, aliased
