@@ -162,7 +162,6 @@ TEXT = {
         "MODEL_REPLICAS."
     ),
     "no_collective_at_all": "no collective at all",
-    "collective_over": "{primitive} over {axes}",
     # 4. tp_dp_step
     "tp_shape_hint": (
         "Return only the new w, one entry per feature: its shards stay split over MODEL_REPLICAS "
