@@ -214,9 +214,8 @@ class Messages(dict):
     """A table of English templates (a module's `TEXT`) whose lookups come back translated.
 
     `table[key]` is `gettext(english)` in the current language; iterating, `.items()` and
-    `.values()` give the English (what tests and the catalog tool read). Wrap a table once:
-    `TEXT = Messages({...})`; `namedaxes.checking.Exercise` wraps the `TEXT` of the module that
-    creates it, so exercise modules need no change.
+    `.values()` give the English (what tests and the catalog tool read). Wrap a table once, where it is
+    written (every exercise package's `text.py`: `TEXT = {...}` then `TEXT = Messages(TEXT)`).
     """
 
     def __getitem__(self, key):

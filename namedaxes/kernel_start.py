@@ -41,10 +41,10 @@ def _cell_started(*_info) -> None:
     _started[0] = time.monotonic()
 
 
-def _show_error(shell, etype, value, tb, tb_offset=None):
-    from .checking.stubs import show_error
+def _handle_cell_error(shell, etype, value, tb, tb_offset=None):
+    from .checking.stubs import handle_cell_error
 
-    return show_error(shell, etype, value, tb, tb_offset)
+    return handle_cell_error(shell, etype, value, tb, tb_offset)
 
 
 def load_ipython_extension(shell) -> None:
@@ -52,5 +52,5 @@ def load_ipython_extension(shell) -> None:
         return  # someone else's handler: leave it alone
     if validating():
         shell.events.register("pre_run_cell", _cell_started)
-    shell.set_custom_exc(HANDLED + ((KeyboardInterrupt,) if validating() else ()), _show_error)
+    shell.set_custom_exc(HANDLED + ((KeyboardInterrupt,) if validating() else ()), _handle_cell_error)
     setattr(shell, MARK, True)

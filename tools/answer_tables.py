@@ -19,7 +19,6 @@ in no table: the grader draws them for each run and runs the same answer cells o
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ import nbformat
 
 from autograder.judge import solution_answers as answers_of
 from courseinfo.course import SOLUTIONS
+from namedaxes.exercises import exercise_module
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class Table:
 
     @property
     def path(self) -> Path:
-        return Path(importlib.import_module(self.module).ANSWERS)
+        return Path(exercise_module(self.module).ANSWERS)
 
 
 TABLES = (
@@ -58,7 +58,7 @@ def solution_answers(notebook: str, names: tuple[str, ...]) -> dict:
 
 def render(table: Table) -> str:
     answers = solution_answers(table.notebook, table.answers)
-    figures = importlib.import_module(table.module).expected_figures(*(answers[n] for n in table.answers))
+    figures = exercise_module(table.module).expected_figures(*(answers[n] for n in table.answers))
     return json.dumps(figures, indent=1, sort_keys=True) + "\n"
 
 

@@ -251,13 +251,12 @@ def _mistake_keys(observation: dict, required, grade_id: str, secret: bytes) -> 
     """The keys of the known mistakes the judge may name for this cell: those the exercise module lists on a value
     case's hidden inputs with results shaped like that case's outputs, as `autograder.judge.mistakes.diagnose`
     asks it (a key None, another answer's values, is never named)."""
-    import importlib
-
     from autograder.judge import draw_inputs, hidden_rng, mistake_source
     from autograder.limits import MAX_MISTAKE_OUTPUTS, MAX_MISTAKE_RESULTS
+    from namedaxes.exercises import exercise_module
 
     source = mistake_source(observation.get(PROGRAMS_KEY))
-    listed = getattr(importlib.import_module(source[0]), "known_mistakes", None) if source else None
+    listed = getattr(exercise_module(source[0]), "known_mistakes", None) if source else None
     if not callable(listed):
         return ()
     keys: dict[str, None] = {}

@@ -30,13 +30,13 @@ cells named), run here in the worker as `tools.answer_tables` runs them, never a
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from courseinfo.nbgrader_metadata import nbgrader_cell
+from namedaxes.exercises import exercise_module
 from namedaxes.grading import FORMULA_KEY, HIDDEN_CASES_ENV
 
 from ..reasons import Kind, Verdict, phrase
@@ -104,7 +104,7 @@ def _draw(source, refs, secret: bytes) -> FormulaRun:
     answers = solution_answers(source.nb, names)
     cases, expected, mistakes = {}, {}, {}
     for gid, marker in sorted(marked.items()):
-        module = importlib.import_module(str(marker["module"]))
+        module = exercise_module(str(marker["module"]))
         exercise = str(marker["exercise"])
         drawn = module.draw_hidden_cases(exercise, hidden_rng(secret, gid, "formula cases"), answers)
         cases[f"{module.__name__}:{exercise}"] = drawn

@@ -36,12 +36,12 @@ named the same way, by the module's `program_mistakes(exercise, case, text)` on 
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Mapping
 
 import numpy as np
 
+from namedaxes.exercises import exercise_module
 from namedaxes.grading import MISTAKES_KEY
 from namedaxes.judging import ATOL, RTOL
 
@@ -105,7 +105,7 @@ def diagnose(source, case: str, inputs: list, outputs: dict, rtol=None, atol=Non
     more than `MAX_MISTAKE_OUTPUTS` outputs, or the module has no such list."""
     if source is None or not 1 <= len(outputs) <= MAX_MISTAKE_OUTPUTS:
         return {}
-    module = importlib.import_module(source[0])
+    module = exercise_module(source[0])
     listed = getattr(module, "known_mistakes", None)
     if not callable(listed):
         return {}
@@ -130,7 +130,7 @@ def diagnose_program(source, case: str, text: str) -> Phrase | None:
     values computed on hidden inputs."""
     if source is None:
         return None
-    listed = getattr(importlib.import_module(source[0]), "program_mistakes", None)
+    listed = getattr(exercise_module(source[0]), "program_mistakes", None)
     if not callable(listed):
         return None
     for key, fields in list(listed(source[1], case, text))[:MAX_MISTAKE_RESULTS]:

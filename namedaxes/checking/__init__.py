@@ -7,9 +7,9 @@ started yet (still the stub) raises its subclass `NotAttempted`. Checks go
 type -> shape/dtype -> value, so the first message a student meets is about the
 most basic problem.
 
-Design, shared by every notebook (each `namedaxes/exercises/<topic>.py` only states
-its own rules: inputs, expected values, hints and the diagnoses of its typical
-mistakes). One job per module:
+Design, shared by every notebook (each notebook's package `namedaxes/exercises/<topic>/` only states
+its own rules: inputs, expected values and the diagnoses of its typical mistakes, its words in its
+`text.py`). One job per module:
 
 - `text`: every student-facing sentence of the core, in one `Messages` table (`TEXT`),
   so it can be translated without touching the logic.
@@ -27,8 +27,10 @@ mistakes). One job per module:
   calls: `NotAttempted`), a collective over an axis name nothing binds, a traced value
   turned into NumPy, and any other error raised in the student's own code (quoted with
   its cell line). Exercise modules add only rules of their own.
-- `values`: type, shape, dtype and value checks (`expect_array`, `expect_close`, ...), and what every
-  notebook's messages show of a value (`show_values`, `show_number`, `first_line`; `f32` for its inputs).
+- `values`: type, shape, dtype, layout and value checks (`expect_array`, `expect_float32`, `expect_layout`,
+  `expect_close`, ...), what every notebook's messages show of a value (`show_values`, `show_number`,
+  `first_line`, `spec_text`; `f32` for its inputs), and the exercises' idiom for wrong values: the known
+  mistake they are (`which_mistake`, `mistake_sentence`) and the failure that shows them (`fail_values`).
 - `traced`: communication read from the jaxpr (`collectives`, `expect_collective`).
 - `compiled`: communication, layouts and one device's work read from the compiled program, as the
   grader judges them (`examined`, `expect_communication`, `expect_regions`, `expect_work_within`, ...).
@@ -39,9 +41,10 @@ mistakes). One job per module:
 - `exercise`: `Exercise` (check, hints, observe, judge). **Explicit binding**: an exercise
   module states what it is at its top, nothing inspects the caller's frame:
 
-      exercise = exercises_for(__name__)   # its Exercise maker: exercise("name", check, hints=[...])
-      progress = progress_of(__name__)     # q.progress()
-      TEXT = Messages({...})               # its sentences, in the kernel's language
+      exercise = exercises_for(__package__, text)   # its Exercise maker: exercise("name", check, observe=...)
+
+  its words (`TEXT`, `HINTS`, `MISTAKE_HINTS`) being data in its package's `text.py`, and `q.progress()` the
+  package face's (`namedaxes.exercises.lazy_face`).
 
 - `registry`: the registry of exercises and their `LastCheck` (passed, failed, not
   attempted); `progress_list`: `progress(module)` (exposed as `q.progress()` in each
@@ -91,13 +94,19 @@ from .traced import (
 from .values import (
     expect_array,
     expect_close,
+    expect_float32,
+    expect_layout,
     expect_replicated,
     f32,
+    fail_values,
     first_line,
-    known_mistake,
+    mistake_sentence,
+    result_layout,
     same_values,
     show_number,
     show_values,
+    spec_text,
+    which_mistake,
 )
 
 __all__ = [
@@ -106,8 +115,12 @@ __all__ = [
     "Exercise",
     "exercises_for",
     "expect_array",
+    "expect_float32",
     "expect_close",
     "expect_replicated",
+    "expect_layout",
+    "result_layout",
+    "spec_text",
     "collectives",
     "collective_axes",
     "expect_collective",
@@ -128,7 +141,9 @@ __all__ = [
     "fail",
     "show_values",
     "show_number",
-    "known_mistake",
+    "which_mistake",
+    "mistake_sentence",
+    "fail_values",
     "f32",
     "first_line",
     "same_values",

@@ -2,15 +2,15 @@
 
 An exercise module binds itself explicitly, at its top:
 
-    exercise = exercises_for(__name__)     # this module's Exercise maker
-    progress = progress_of(__name__)       # q.progress()
-    TEXT = Messages({...})                 # its sentences, in the kernel's language
+    exercise = exercises_for(__package__, text)   # this package's Exercise maker, bound to its text.py
 
-and makes each exercise with `exercise("scaled_sum", _check_scaled_sum, hints=[...], observe=...)`.
+and makes each exercise with `exercise("scaled_sum", _check_scaled_sum, observe=...)`: its words are data in the
+package's `text.py` (`TEXT`, the sentences; `HINTS[name]`, its hints; `MISTAKE_HINTS[name]`, the hint of each
+known mistake), which imports without JAX, so the class report and the catalog tool read them by importing it.
 
 Known mistakes: an exercise whose check diagnoses a wrong answer's values by the results of the usual
-mistakes names them, each with the hint that addresses it: `mistakes={"weighted_from_one": 3, ...}` (keys
-of its module's `TEXT`, the very sentence the check adds). Its module (a notebook's package, whose
+mistakes names them, each with the hint that addresses it: `MISTAKE_HINTS[name] = {"weighted_from_one": 3, ...}`
+(keys of its package's `TEXT`, the very sentence the check adds). Its module (a notebook's package, whose
 `__init__` re-exports it) then has `known_mistakes(exercise, case, inputs)`: those mistakes' results on
 one graded case's inputs, as `(values, key, fields)`. The check and the grader's judge both call it (the
 judge on its hidden inputs, `autograder/judge/mistakes.py`), so the class's misconception map says what the
@@ -90,8 +90,8 @@ class Exercise:
     def _attr(self) -> str:
         """The name this exercise has in its module (`q.<attr>` in the notebook)."""
         module = sys.modules.get(self.module)
-        for attr, value in vars(module).items() if module else ():
-            if value is self:
+        for attr in dir(module) if module else ():  # a package's face shows its exercises lazily (`lazy_face`)
+            if getattr(module, attr, None) is self:
                 return attr
         return self.name
 
@@ -184,7 +184,19 @@ class Exercise:
         return f"<Exercise {self.name}: .check(...), .hint()>"
 
 
-def exercises_for(module: str) -> Callable[..., Exercise]:
-    """The `Exercise` maker of one exercise module, bound to it: `exercise = exercises_for(__name__)`, then
-    `scaled_sum = exercise("scaled_sum", _check_scaled_sum, hints=[...], observe=...)`."""
-    return functools.partial(Exercise, module=module)
+def exercises_for(module: str, text=None) -> Callable[..., Exercise]:
+    """The `Exercise` maker of one notebook's package, bound to it and to its words: `exercise =
+    exercises_for(__package__, text)` (`text`, the package's `text.py`), then `scaled_sum = exercise("scaled_sum",
+    _check_scaled_sum, observe=...)` takes its hints from `text.HINTS["scaled_sum"]` and its known mistakes' hints
+    from `text.MISTAKE_HINTS` (none when absent). A second test cell of one exercise whose hints differ names its
+    own entry: `exercise("scaled_sum", _check_psum, text="scaled_sum_uses_psum")`. Without `text` (tests), the
+    maker takes `hints=` and `mistakes=` as given."""
+    if text is None:
+        return functools.partial(Exercise, module=module)
+
+    def exercise(name: str, check: Callable, observe: Callable | None = None, **given) -> Exercise:
+        key = given.pop("text", name)
+        hints, mistakes = text.HINTS[key], text.MISTAKE_HINTS.get(key, {})
+        return Exercise(name, check, hints, observe, module=module, mistakes=mistakes, **given)
+
+    return exercise

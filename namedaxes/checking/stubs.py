@@ -9,7 +9,7 @@ name a cell's own code cannot find (`q`, `jnp`, `devices`: the most common state
 restart or cells run out of order) says which cell to run first (`run_order_message`).
 
 The handler is there from the kernel's start, before any cell ran: the course's kernel loads the
-IPython extension `namedaxes.kernel_start`, which registers `show_error` and imports this module
+IPython extension `namedaxes.kernel_start`, which registers `handle_cell_error` and imports this module
 only when an error comes; importing `namedaxes.checking` then keeps that registration.
 """
 
@@ -24,7 +24,7 @@ from .registry import NOT_ATTEMPTED, LastCheck, exercises, record
 from .rendering import render_failure
 from .text import TEXT
 
-__all__ = ["undefined_answer", "run_order_message", "install_stub_handler", "show_error"]
+__all__ = ["undefined_answer", "run_order_message", "install_stub_handler", "handle_cell_error"]
 
 
 def undefined_answer(value: BaseException) -> str | None:
@@ -76,7 +76,7 @@ def _stub_message(value: BaseException) -> str | None:
     return TEXT["cell_not_written_yet"] if where == "<module>" else TEXT["uses_unwritten"].format(name=where)
 
 
-def show_error(shell, etype, value, tb, tb_offset=None):
+def handle_cell_error(shell, etype, value, tb, tb_offset=None):
     """IPython custom exception handler for HANDLED (see the module docstring)."""
     message = _stub_message(value) or undefined_answer(value) or run_order_message(value) or _busy(value)
     if message is None:
@@ -91,5 +91,5 @@ def install_stub_handler() -> None:
         return  # not a notebook, or ours already (from namedaxes.kernel_start)
     if getattr(shell, "custom_exceptions", None):
         return  # someone else's handler: leave it alone
-    shell.set_custom_exc(HANDLED, show_error)
+    shell.set_custom_exc(HANDLED, handle_cell_error)
     setattr(shell, MARK, True)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 import numpy as np
 
-from .failures import fail_paragraph
+from .failures import fail, fail_paragraph
 from .text import TEXT
 
 __all__ = [
@@ -15,11 +16,21 @@ __all__ = [
     "f32",
     "first_line",
     "same_values",
-    "known_mistake",
+    "which_mistake",
+    "mistake_sentence",
+    "fail_values",
     "expect_array",
+    "expect_float32",
     "expect_close",
     "expect_replicated",
+    "result_layout",
+    "spec_text",
+    "expect_layout",
+    "SAID_IN_NOTEBOOK_WORDS",
 ]
+
+# The sentences these helpers say in a notebook's own words: each helper, the keys of the `text` it is handed.
+SAID_IN_NOTEBOOK_WORDS = {"expect_float32": ("result_type",), "expect_layout": ("layout", "layout_replicated")}
 
 
 def show_values(
@@ -76,7 +87,7 @@ def _same_results(a: Any, b: Any, tol: float) -> bool:
     return a.shape == b.shape and bool(np.allclose(a, b, rtol=tol, atol=tol, equal_nan=True))
 
 
-def known_mistake(got: Any, mistakes, tol: float = 1e-5) -> tuple[str, dict] | None:
+def which_mistake(got: Any, mistakes, tol: float = 1e-5) -> tuple[str, dict] | None:
     """`(key, fields)` of the first known mistake `(values, key, fields)` whose values `got` has (within `tol`,
     as floats, NaN where NaN is); None when it has none's, or the first it has is another answer's (key None:
     values that are no known mistake, listed so that the grader does not name a mistake they coincide with). A
@@ -96,6 +107,33 @@ def known_mistake(got: Any, mistakes, tol: float = 1e-5) -> tuple[str, dict] | N
     return None
 
 
+def mistake_sentence(say: Callable[..., str], got: Any, mistakes, tol: float = 1e-5, otherwise: str = "") -> str:
+    """The check's sentence for the known mistake whose values `got` has (`which_mistake`), through its notebook's
+    `say` (`TEXT.say`: the key of the mistake, its fields); `otherwise` (a sentence already said) when none."""
+    found = which_mistake(got, mistakes, tol)
+    return otherwise if found is None else say(found[0], **found[1])
+
+
+def fail_values(
+    say: Callable[..., str],
+    key: str,
+    want: Any,
+    got: Any,
+    /,
+    *,
+    dtype: Any = None,
+    threshold: int = 16,
+    separator: str = ", ",
+    one_line: bool = False,
+    **fields,
+) -> NoReturn:
+    """Fail with the check's sentence `key` for wrong values (through its notebook's `say`), the values expected
+    and seen shown as every check shows values (`show_values` with `dtype`, `threshold`, `separator`,
+    `one_line`), with its other `fields` (`name`, `where`, `hint`, ...)."""
+    shown = {"dtype": dtype, "threshold": threshold, "separator": separator, "one_line": one_line}
+    fail(say(key, want=show_values(want, **shown), got=show_values(got, **shown), **fields))
+
+
 def expect_array(name: str, value: Any, *, shape: tuple | None = None, dtype: Any = None) -> None:
     """`value` is a `jax.Array` (type), with `shape` and `dtype` if given."""
     import jax
@@ -108,6 +146,44 @@ def expect_array(name: str, value: Any, *, shape: tuple | None = None, dtype: An
         fail_paragraph(TEXT["wrong_shape"].format(name=name, want=tuple(shape), got=tuple(value.shape)))
     if dtype is not None and np.dtype(value.dtype) != np.dtype(dtype):
         fail_paragraph(TEXT["wrong_dtype"].format(name=name, want=np.dtype(dtype).name, got=np.dtype(value.dtype).name))
+
+
+def expect_float32(name: str, out: Any, text, **fields) -> None:
+    """`out` is a float32 `jax.Array`: anything else than an array is said in its notebook's words
+    (`text.say("result_type", name=..., type=..., **fields)`, `fields` being where it ran), a wrong dtype as
+    `expect_array` says it."""
+    import jax
+    import jax.numpy as jnp
+
+    if not isinstance(out, jax.Array):
+        fail(text.say("result_type", name=name, type=type(out).__name__, **fields))
+    expect_array(name, out, dtype=jnp.float32)
+
+
+def result_layout(out: Any) -> tuple:
+    """How a result is laid out: its PartitionSpec as a tuple, one entry per dimension (padded with Nones, so that
+    P(a) == P(a, None)), an entry of several mesh axes as a tuple."""
+    entries = list(out.sharding.spec) if hasattr(out.sharding, "spec") else []
+    entries = [tuple(e) if isinstance(e, list) else e for e in entries]
+    return tuple(entries + [None] * (out.ndim - len(entries)))
+
+
+def spec_text(entries: tuple, replicated: str) -> str:
+    """A layout (`result_layout`) as the notebook writes it, `P('data', None)`; `replicated` (its words) when
+    no dimension is split."""
+    if all(e is None for e in entries):
+        return replicated
+    return "P(" + ", ".join("None" if e is None else repr(e) for e in entries) + ")"
+
+
+def expect_layout(name: str, out: Any, want: tuple, text, **fields) -> None:
+    """`out` is laid out as `want` (PartitionSpec entries; trailing Nones may be left out), else the notebook's
+    sentence `text.say("layout", name=..., got=..., want=..., **fields)`, layouts in its words
+    (`text["layout_replicated"]`)."""
+    got, want = result_layout(out), tuple(want) + (None,) * (out.ndim - len(want))
+    if got != want:
+        replicated = text["layout_replicated"]
+        fail(text.say("layout", name=name, got=spec_text(got, replicated), want=spec_text(want, replicated), **fields))
 
 
 def expect_close(

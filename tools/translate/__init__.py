@@ -21,8 +21,9 @@ Catalogs (`locale/zh/`), one per notebook plus one for the helper package:
   of `print(...)` calls, of `assert` messages and of the collections a loop prints its labels from,
   as `courseinfo.labels` defines them (f-strings as written, their `{fields}` included: fields are
   code and stay exactly). Code itself is never translated.
-- `namedaxes.po`: every module-level `TEXT = {...}` table of `namedaxes/` and `autograder/`, every
-  `hints=[...]` of an `exercise(...)`, every `gettext("...")`/`_("...")` call there, and the literal
+- `namedaxes.po`: every module-level `TEXT = {...}` table of `namedaxes/` and `autograder/`, the words of
+  every notebook's exercise package (its `text.py`: `TEXT` and `HINTS`, imported, never parsed), every
+  `gettext("...")`/`_("...")` call there, and the literal
   `title=`, `note=`, `*_label=`, `ylabel=` arguments of `plot_*` calls in the solution notebooks (the
   figures translate them when drawn). No msgctxt: the runtime (`namedaxes.i18n.gettext`) looks up by
   the English text; the location key is the `#:` reference (`namedaxes/checking/text.py#TEXT.passed`).

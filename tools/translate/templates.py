@@ -3,7 +3,9 @@
 - A notebook's (`notebook_template`): the units of `solutions/NN_topic.ipynb`, msgctxt the cell id (markdown),
   `<cell id>#comment`, `#docstring` or `#output` (code), and nbgrader's `# YOUR CODE HERE` stub.
 - The helper package's (`package_template`): every module-level `TEXT = {...}` table of `namedaxes/` and
-  `autograder/`, every `hints=[...]` of an `exercise(...)`, every `gettext("...")`/`_("...")` call there, the
+  `autograder/`, every `gettext("...")`/`_("...")` call there, the words of every notebook's exercise package
+  (its `text.py`'s `TEXT` and `HINTS`, imported without JAX through `namedaxes.exercises.text_of`, never
+  parsed: the exercises' sources are read by no one but Python), the
   defaults of the `plot_*` functions' figure labels, and the literal figure labels (`courseinfo.labels`'s
   `PLOT_KEYWORDS`) of `plot_*` calls in the solution notebooks. No msgctxt: the runtime looks up by the English
   text; the location key is the `#:` reference (`namedaxes/checking/text.py#TEXT.passed`), so moving a text
@@ -39,6 +41,7 @@ PLOT_KEYWORDS = code_labels.PLOT_KEYWORDS  # the figure labels of plot_* calls (
 # the release's answer cells by the generator (`render_stub`).
 STUB_COMMENT = "YOUR CODE HERE"
 STUB_CONTEXT = "code-stub#comment"
+EXERCISES = "namedaxes/exercises"  # the notebooks' exercise packages: their words are read from text.py, imported
 
 
 def render_stub(source: str, translate: Callable[[str], str]) -> str:
@@ -143,13 +146,6 @@ def _package_messages(path: Path) -> Iterator[tuple[str, tuple[str, int | None],
         if func in ("_", "gettext") and node.args and _strings(node.args[0]):
             where = functions.get(id(node), "module")
             yield _strings(node.args[0]), (f"{rel}#{where}", None), f"shown by {where}() in {rel}"
-        if func in ("Exercise", "exercise"):  # exercise = exercises_for(__name__) in an exercise module
-            name = _strings(node.args[0]) if node.args else None
-            for kw in node.keywords:
-                if kw.arg == "hints" and isinstance(kw.value, (ast.List, ast.Tuple)):
-                    for n, elt in enumerate(kw.value.elts, 1):
-                        if _strings(elt):
-                            yield _strings(elt), (f"{rel}#hints.{name}", n), f"hint {n} of exercise {name}"
 
 
 def _notebook_plot_labels(nb_id: str) -> Iterator[tuple[str, tuple[str, int | None], str]]:
@@ -176,11 +172,32 @@ def _notebook_plot_labels(nb_id: str) -> Iterator[tuple[str, tuple[str, int | No
                             )
 
 
+def _exercise_messages(package: str) -> Iterator[tuple[str, tuple[str, int | None], str]]:
+    """(English, location key, comment) of the words of one notebook's exercise package: its `text.py`, imported."""
+    from namedaxes.exercises import text_of
+
+    text, rel = text_of(package), f"{EXERCISES}/{package}/text.py"
+    for key, english in text.TEXT.items():
+        yield english, (f"{rel}#TEXT.{key}", None), f"TEXT['{key}'] of {rel}: a str.format template"
+    for name, hints in text.HINTS.items():
+        for n, hint in enumerate(hints, 1):
+            yield hint, (f"{rel}#hints.{name}", n), f"hint {n} of exercise {name}"
+
+
+def _module_messages(path: Path) -> Iterator[tuple[str, tuple[str, int | None], str]]:
+    """A module's messages: an exercise package's from its text.py (imported), any other module's from its source."""
+    rel = path.relative_to(catalogs.ROOT).as_posix()
+    if not rel.startswith(f"{EXERCISES}/"):
+        return _package_messages(path)
+    parts = rel.split("/")
+    return _exercise_messages(parts[2]) if len(parts) == 4 and parts[3] == "text.py" else iter(())
+
+
 def package_template() -> Catalog:
     cat = catalogs.new_catalog(None, DOMAIN)
     files = [p for pkg in catalogs.PACKAGES for p in sorted((catalogs.ROOT / pkg).rglob("*.py"))]
     for path in files:
-        for msgid, where, comment in _package_messages(path):
+        for msgid, where, comment in _module_messages(path):
             add_entry(cat, msgid, where, comment)
     for nb_id in notebook_ids(catalogs.SOLUTIONS):
         for msgid, where, comment in _notebook_plot_labels(nb_id):

@@ -7,7 +7,7 @@ axis `DEVICES`. The checks run it under `jax.pmap(fn, axis_name=DEVICES)`
 type -> shape/dtype -> value -> structure.
 
 Every student-facing sentence of the checks is a template in `TEXT`; the hints are
-the full strings of each `Exercise(..., hints=[...])`. A check and its hidden
+in `HINTS`, both in `text.py`. A check and its hidden
 observation accept the same answers: `center` takes any collective over DEVICES
 (`pmean`, `psum`, `all_gather`) in both, since its hidden cell is a values cell.
 
@@ -18,13 +18,9 @@ subtracts a mean per position instead, and is told so.
 
 from __future__ import annotations
 
-from namedaxes.checking import progress_of
+from namedaxes.exercises import lazy_face
 
-from .centering import center
-from .last_device import MACHINE_COUNT, last_device_value
-from .mistakes import known_mistakes
 from .text import TEXT
-from .weighted import rank_weighted_sum
 
 __all__ = [
     "rank_weighted_sum",
@@ -35,4 +31,13 @@ __all__ = [
     "progress",
     "known_mistakes",
 ]
-progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
+# The checks load when first asked for (`q.<exercise>`, `q.progress()`), or at once where JAX is imported.
+lazy_face(
+    __name__,
+    {
+        ".centering": ("center",),
+        ".last_device": ("MACHINE_COUNT", "last_device_value"),
+        ".mistakes": ("known_mistakes",),
+        ".weighted": ("rank_weighted_sum",),
+    },
+)

@@ -10,10 +10,11 @@ from namedaxes import DEVICES
 from namedaxes.checking import examined, exercises_for, expect_communication, explained, same_values
 from namedaxes.grading import programs, rng
 
+from . import text
 from .running import diagnosis, expect_per_device, program_cases, run_answer, wrong_values
 from .text import TEXT
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 # ---------------------------------------------------------------- 3. center
@@ -71,19 +72,4 @@ def _observe_center(fn) -> dict:
     return programs(program_cases(fn, sizes, (), draw={"kind": "normal", "mean": 1.0, "scale": 2.0}))
 
 
-center = exercise(
-    "center",
-    _check_center,
-    hints=[
-        "The mean asked for is one number for all the values of all devices. Which part of it can one "
-        "device compute alone, and what does it then need from the others?",
-        "`jnp.mean(x)` averages this device's own values. Every device holds as many values as the "
-        "others, so the mean of everything is the mean of those per-device means across the axis: "
-        'the collective of `batch_mean` in section "The same function under vmap".',
-        "Average first on the device (`jnp.mean` with no axis), then across DEVICES with `lax.pmean`, and "
-        "subtract that from `x`. Don't divide a `psum` by 8: the check also maps over 4 devices and over 5 "
-        "vmapped entries; `vmap(axis_name=DEVICES)` binds the same name as `pmap`.",
-    ],
-    observe=_observe_center,
-    mistakes={"center_first_axis": 3, "center_local": 2, "center_per_position": 3, "center_total": 3},
-)
+center = exercise("center", _check_center, observe=_observe_center)

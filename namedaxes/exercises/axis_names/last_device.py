@@ -12,10 +12,11 @@ from namedaxes import DEVICES
 from namedaxes.checking import exercises_for, same_values
 from namedaxes.grading import programs, rng
 
+from . import text
 from .running import expect_per_device, program_cases, run_answer, wrong_values
 from .text import TEXT
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 2. last_device_value
 MACHINE_COUNT = re.compile(  # the machine's device count: jax.device_count(), len(jax.devices()) and local_*
@@ -76,24 +77,4 @@ def _observe_last_device_value(fn) -> dict:
     )
 
 
-last_device_value = exercise(
-    "last_device_value",
-    _check_last_device_value,
-    hints=[
-        "Each device can tell whether it is the last one along DEVICES: it knows its own position and the "
-        'size of the axis (sections "Which device am I?" and "How many devices?").',
-        "`lax.psum` hands every device the total. If every device except the last one puts in zeros, "
-        "what is the total?",
-        "`jnp.where(is_last, x, 0.0)` keeps `x` on the last device and zeros elsewhere; sum that over "
-        "DEVICES. The last position is `lax.psum(1, DEVICES) - 1`, never a fixed 7.",
-    ],
-    observe=_observe_last_device_value,
-    mistakes={
-        "last_own": 2,
-        "last_total": 2,
-        "last_first": 3,
-        "last_nobody": 3,
-        "last_other_device": 3,
-        "last_not_shared": 2,
-    },
-)
+last_device_value = exercise("last_device_value", _check_last_device_value, observe=_observe_last_device_value)

@@ -1,4 +1,4 @@
-"""Every student-facing sentence of notebook 01's checks (the exercises' hints are in each `exercise(...)`)."""
+"""The words of notebook 01's checks as data: sentences (TEXT), hints (HINTS), known mistakes' hints (MISTAKE_HINTS)."""
 
 from __future__ import annotations
 
@@ -86,3 +86,48 @@ TEXT = {
     "center_structure": "Average across devices with a collective over DEVICES, such as `lax.pmean`.",
 }
 TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
+
+HINTS = {
+    "center": [
+        "The mean asked for is one number for all the values of all devices. Which part of it can one "
+        "device compute alone, and what does it then need from the others?",
+        "`jnp.mean(x)` averages this device's own values. Every device holds as many values as the "
+        "others, so the mean of everything is the mean of those per-device means across the axis: "
+        'the collective of `batch_mean` in section "The same function under vmap".',
+        "Average first on the device (`jnp.mean` with no axis), then across DEVICES with `lax.pmean`, and "
+        "subtract that from `x`. Don't divide a `psum` by 8: the check also maps over 4 devices and over 5 "
+        "vmapped entries; `vmap(axis_name=DEVICES)` binds the same name as `pmap`.",
+    ],
+    "last_device_value": [
+        "Each device can tell whether it is the last one along DEVICES: it knows its own position and the "
+        'size of the axis (sections "Which device am I?" and "How many devices?").',
+        "`lax.psum` hands every device the total. If every device except the last one puts in zeros, "
+        "what is the total?",
+        "`jnp.where(is_last, x, 0.0)` keeps `x` on the last device and zeros elsewhere; sum that over "
+        "DEVICES. The last position is `lax.psum(1, DEVICES) - 1`, never a fixed 7.",
+    ],
+    "rank_weighted_sum": [
+        "Split the job: which part can each device do on its own, and which part needs the other devices?",
+        'Device i\'s term, i * x, is local work: it knows its own position (section "Which device am I?") and '
+        "its own `x`. Adding the terms of all devices is what the collective of the first section does.",
+        "`lax.axis_index(DEVICES) * x` is this device's term; `lax.psum` of it over DEVICES gives every device "
+        "the whole sum. No cast is needed: an int32 position times a float32 `x` is float32.",
+    ],
+}
+MISTAKE_HINTS = {
+    "center": {"center_first_axis": 3, "center_local": 2, "center_per_position": 3, "center_total": 3},
+    "last_device_value": {
+        "last_own": 2,
+        "last_total": 2,
+        "last_first": 3,
+        "last_nobody": 3,
+        "last_other_device": 3,
+        "last_not_shared": 2,
+    },
+    "rank_weighted_sum": {
+        "weighted_own_term": 2,
+        "weighted_no_weights": 2,
+        "weighted_from_one": 3,
+        "weighted_ranks_summed": 3,
+    },
+}

@@ -9,10 +9,11 @@ from namedaxes import DEVICES
 from namedaxes.checking import exercises_for, same_values
 from namedaxes.grading import programs, rng
 
+from . import text
 from .running import diagnosis, expect_per_device, program_cases, run_answer, wrong_values
 from .text import TEXT
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 # ---------------------------------------------------------------- 1. rank_weighted_sum
@@ -50,16 +51,4 @@ def _observe_rank_weighted_sum(fn) -> dict:
     )
 
 
-rank_weighted_sum = exercise(
-    "rank_weighted_sum",
-    _check_rank_weighted_sum,
-    hints=[
-        "Split the job: which part can each device do on its own, and which part needs the other devices?",
-        'Device i\'s term, i * x, is local work: it knows its own position (section "Which device am I?") and '
-        "its own `x`. Adding the terms of all devices is what the collective of the first section does.",
-        "`lax.axis_index(DEVICES) * x` is this device's term; `lax.psum` of it over DEVICES gives every device "
-        "the whole sum. No cast is needed: an int32 position times a float32 `x` is float32.",
-    ],
-    observe=_observe_rank_weighted_sum,
-    mistakes={"weighted_own_term": 2, "weighted_no_weights": 2, "weighted_from_one": 3, "weighted_ranks_summed": 3},
-)
+rank_weighted_sum = exercise("rank_weighted_sum", _check_rank_weighted_sum, observe=_observe_rank_weighted_sum)

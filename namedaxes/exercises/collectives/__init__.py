@@ -32,13 +32,8 @@ translate, no strings inside the logic); the shared core words the rest.
 
 from __future__ import annotations
 
-from namedaxes.checking import progress_of
+from namedaxes.exercises import lazy_face
 
-from .fsdp import LEARNING_RATE, fsdp_step, loss_fn, sgd_step
-from .median import median_centered
-from .mistakes import known_mistakes
-from .ring import ring_all_reduce
-from .scatter import COLUMNS, ROWS, sum_scatter_columns
 from .text import TEXT
 
 __all__ = [
@@ -55,4 +50,14 @@ __all__ = [
     "progress",
     "known_mistakes",
 ]
-progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
+# The checks load when first asked for (`q.<exercise>`, `q.progress()`), or at once where JAX is imported.
+lazy_face(
+    __name__,
+    {
+        ".fsdp": ("LEARNING_RATE", "fsdp_step", "loss_fn", "sgd_step"),
+        ".median": ("median_centered",),
+        ".mistakes": ("known_mistakes",),
+        ".ring": ("ring_all_reduce",),
+        ".scatter": ("COLUMNS", "ROWS", "sum_scatter_columns"),
+    },
+)

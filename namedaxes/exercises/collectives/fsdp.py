@@ -9,35 +9,34 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
-from namedaxes import DATA_PARALLEL
+from namedaxes import DATA_PARALLEL, meshes
 from namedaxes.checking import (
     exercises_for,
+    expect_float32,
     expect_work_within,
     f32,
     fail,
+    fail_values,
     first_line,
-    known_mistake,
+    mistake_sentence,
     same_values,
-    show_values,
 )
 from namedaxes.judging import exported_work
-from namedaxes.meshes import abstract_on as _on
-from namedaxes.meshes import line_mesh
-from namedaxes.meshes import placed as _placed
+from namedaxes.meshes import abstract_on, line_mesh
 
+from . import text
 from .running import (
     COMMON_RULES,
     examined_here,
-    expect_float32,
     expect_uses,
     explained_here,
     judged,
     observe_programs,
     run_answer,
 )
-from .text import say
+from .text import TEXT, say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 LEARNING_RATE = 0.1
 
@@ -80,7 +79,7 @@ def _fsdp_visible(k: int, n: int):
 
 
 def _fsdp_placed(mesh, w, batch):
-    return _placed(w, mesh, P(DATA_PARALLEL)), _placed(batch, mesh, P(DATA_PARALLEL))
+    return meshes.placed(w, mesh, P(DATA_PARALLEL)), meshes.placed(batch, mesh, P(DATA_PARALLEL))
 
 
 def _fsdp_rules():
@@ -121,8 +120,7 @@ def fsdp_mistakes(w, batch, k: int) -> list[tuple]:
 
 
 def _fsdp_diagnosis(got, w, k: int, batch) -> str:
-    found = known_mistake(got, fsdp_mistakes(w, batch, k), 1e-4)
-    return say("fsdp_generic") if found is None else say(found[0], **found[1])
+    return mistake_sentence(say, got, fsdp_mistakes(w, batch, k), 1e-4, otherwise=say("fsdp_generic"))
 
 
 def _check_fsdp_step(fn: Callable) -> None:
@@ -132,7 +130,7 @@ def _check_fsdp_step(fn: Callable) -> None:
         w, batch = _fsdp_visible(k, n)
         where = say("where_mesh", k=k, what=say("what_fsdp", features=FEATURES, n=n))
         out = run_answer(name, fn, mesh, *_fsdp_placed(mesh, w, batch), rules=_FSDP_RULES)
-        expect_float32(name, out, where)
+        expect_float32(name, out, TEXT, where=where)
         if tuple(out.shape) != (FEATURES,):
             hint = say("fsdp_whole_w") if tuple(out.shape) == (k * FEATURES,) else ""
             fail(say("shape", name=name, want=(FEATURES,), got=tuple(out.shape), where=where, hint=hint))
@@ -140,16 +138,7 @@ def _check_fsdp_step(fn: Callable) -> None:
         ref = _sgd_step_np(w, batch)
         if not same_values(got, ref, 1e-4):
             hint = _fsdp_diagnosis(got, w, k, batch)
-            fail(
-                say(
-                    "fsdp_update",
-                    name=name,
-                    got=show_values(got, dtype=float),
-                    want=show_values(ref, dtype=float),
-                    where=where,
-                    hint=hint,
-                )
-            )
+            fail_values(say, "fsdp_update", ref, got, dtype=float, name=name, where=where, hint=hint)
     k, n = _FSDP_CASES[-1]  # the grader's reading, on the smallest mesh
     mesh = line_mesh(k, DATA_PARALLEL)
     split = ((DATA_PARALLEL,),)
@@ -185,24 +174,12 @@ def _observe_fsdp_step(fn: Callable) -> dict:
     cases = {}
     for k, n in _FSDP_CASES:
         mesh = line_mesh(k, DATA_PARALLEL)
-        batch = {"x": _on(mesh, (n, FEATURES), P(DATA_PARALLEL)), "y": _on(mesh, (n,), P(DATA_PARALLEL))}
-        cases[f"k{k}_n{n}"] = (mesh, [_on(mesh, (FEATURES,), P(DATA_PARALLEL)), batch])
+        batch = {
+            "x": abstract_on(mesh, (n, FEATURES), P(DATA_PARALLEL)),
+            "y": abstract_on(mesh, (n,), P(DATA_PARALLEL)),
+        }
+        cases[f"k{k}_n{n}"] = (mesh, [abstract_on(mesh, (FEATURES,), P(DATA_PARALLEL)), batch])
     return observe_programs(fn, cases, structure="k8_n16", only=True, work={"flops": _FSDP_FLOPS_FACTOR})
 
 
-fsdp_step = exercise(
-    "fsdp_step",
-    _check_fsdp_step,
-    hints=[
-        "Three collectives' worth of thinking, two collectives in the code: what must a device have "
-        "before it can evaluate `loss_fn` on its examples, and which part of the gradient does it need "
-        "afterwards to update its own shard?",
-        "Inside `jax.shard_map(..., in_specs=(P(DATA_PARALLEL), P(DATA_PARALLEL)))`: gather the shards "
-        "into the full w (tiled), take `jax.grad(loss_fn)` on the local examples, reduce-scatter that "
-        "gradient (tiled) so each device keeps its shard's part, and update the shard.",
-        "psum_scatter adds the devices' gradients; one SGD step on the whole batch uses their mean. "
-        "The new shard is still different on every device: `out_specs=P(DATA_PARALLEL)`.",
-    ],
-    observe=_observe_fsdp_step,
-    mistakes={"fsdp_k_times": 3, "fsdp_k_small": 3, "fsdp_unchanged": 2, "fsdp_sign": 2, "fsdp_local": 1},
-)
+fsdp_step = exercise("fsdp_step", _check_fsdp_step, observe=_observe_fsdp_step)

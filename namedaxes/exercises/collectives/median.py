@@ -10,34 +10,26 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from namedaxes import DEVICES
+from namedaxes import DEVICES, meshes
 from namedaxes.checking import (
     exercises_for,
+    expect_float32,
     expect_output_layouts,
     expect_work_within,
     f32,
     fail,
-    known_mistake,
+    fail_values,
     same_values,
-    show_values,
+    which_mistake,
 )
 from namedaxes.judging import exported_work
-from namedaxes.meshes import abstract_on as _on
-from namedaxes.meshes import line_mesh
-from namedaxes.meshes import placed as _placed
+from namedaxes.meshes import abstract_on, line_mesh
 
-from .running import (
-    examined_here,
-    expect_float32,
-    expect_uses,
-    explained_here,
-    judged,
-    observe_programs,
-    run_answer,
-)
-from .text import say
+from . import text
+from .running import examined_here, expect_uses, explained_here, judged, observe_programs, run_answer
+from .text import TEXT, say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 1. median_centered
 # How the work is split (the grader's `Case(work=...)` on its work case, the visible check alike): each device
@@ -185,8 +177,8 @@ def _median_mean_or_medians(name: str, fn: Callable) -> str:
     k = _telling_case()[0]
     x_np = next(x for kk, x in _MEDIAN_CASES if kk == k)
     mesh = line_mesh(k)
-    got = np.asarray(run_answer(name, fn, mesh, _placed(x_np, mesh, P(DEVICES))), np.float64)
-    key, fields = known_mistake(got, median_mistakes(x_np, k), 1e-4) or ("median_mean", {})
+    got = np.asarray(run_answer(name, fn, mesh, meshes.placed(x_np, mesh, P(DEVICES))), np.float64)
+    key, fields = which_mistake(got, median_mistakes(x_np, k), 1e-4) or ("median_mean", {})
     return say(key, **fields) if key == "median_mean_of_medians" else say("median_mean")
 
 
@@ -194,10 +186,10 @@ def _check_median_centered(fn: Callable) -> None:
     name = "median_centered"
     for k, x_np in _MEDIAN_CASES:
         mesh = line_mesh(k)
-        x = _placed(x_np, mesh, P(DEVICES))
+        x = meshes.placed(x_np, mesh, P(DEVICES))
         where = _median_where(k, x_np)
         out = run_answer(name, fn, mesh, x)
-        expect_float32(name, out, where)
+        expect_float32(name, out, TEXT, where=where)
         values = np.asarray(x_np, np.float64)
         want = values - np.median(values, axis=0)
         n, m = values.shape
@@ -206,35 +198,28 @@ def _check_median_centered(fn: Callable) -> None:
             fail(say("shape", name=name, want=(n, m), got=tuple(out.shape), where=where, hint=hint))
         got = np.asarray(out, np.float64)
         if not same_values(got, want, 1e-4):
-            found = known_mistake(got, median_mistakes(values, k), 1e-4)
+            found = which_mistake(got, median_mistakes(values, k), 1e-4)
             if found is not None and found[0] == "median_mean" and n // k <= 2:
                 hint = _median_mean_or_medians(name, fn)
             elif found is not None:
                 hint = say(found[0], **found[1])
             else:
-                doubled = np.asarray(run_answer(name, fn, mesh, _placed(x_np * 2.0, mesh, P(DEVICES))), np.float64)
+                doubled = np.asarray(
+                    run_answer(name, fn, mesh, meshes.placed(x_np * 2.0, mesh, P(DEVICES))), np.float64
+                )
                 # "by hand" only when the result does not follow x at all (x doubled: the answer doubles)
                 fixed = same_values(doubled, got, 1e-4) and not same_values(got, np.zeros_like(got), 1e-6)
                 hint = say("median_generic") if fixed else say("median_other")
-            fail(
-                say(
-                    "values",
-                    name=name,
-                    where=where,
-                    want=show_values(want, dtype=float),
-                    got=show_values(got, dtype=float),
-                    hint=hint,
-                )
-            )
+            fail_values(say, "values", want, got, dtype=float, name=name, where=where, hint=hint)
     k, x_np = _MEDIAN_CASES[-1]  # the grader's reading, on the smallest mesh (the cheapest compiles)
     mesh = line_mesh(k)
-    facts = examined_here(name, fn, mesh, _placed(x_np, mesh, P(DEVICES)), ins=(((DEVICES,),),), axis=DEVICES)
+    facts = examined_here(name, fn, mesh, meshes.placed(x_np, mesh, P(DEVICES)), ins=(((DEVICES,),),), axis=DEVICES)
     expect_uses(name, facts, "all_gather", DEVICES, why=say("median_why"))
     judged(
         name,
         fn,
         mesh,
-        _placed(x_np, mesh, P(DEVICES)),
+        meshes.placed(x_np, mesh, P(DEVICES)),
         ins=(((DEVICES,),),),
         axis=DEVICES,
         why=say("median_why"),
@@ -265,33 +250,12 @@ def _observe_median_centered(fn: Callable) -> dict:
     cases = {}
     for k, x in _MEDIAN_CASES:
         mesh = line_mesh(k)
-        cases[f"k{k}_{x.shape[0]}x{x.shape[1]}"] = (mesh, [_on(mesh, x.shape, P(DEVICES))])
+        cases[f"k{k}_{x.shape[0]}x{x.shape[1]}"] = (mesh, [abstract_on(mesh, x.shape, P(DEVICES))])
     k, (rows, cols) = _MEDIAN_WORK_K, _MEDIAN_WORK_SHAPE
     mesh = line_mesh(k)
     work = {"arithmetic_flops": _MEDIAN_ARITHMETIC_FACTOR}
-    cases[f"k{k}_{rows}x{cols}"] = (mesh, [_on(mesh, (rows, cols), P(DEVICES))], work)
+    cases[f"k{k}_{rows}x{cols}"] = (mesh, [abstract_on(mesh, (rows, cols), P(DEVICES))], work)
     return observe_programs(fn, cases, structure="k8_16x2")
 
 
-median_centered = exercise(
-    "median_centered",
-    _check_median_centered,
-    hints=[
-        "A median cannot be assembled from per-device partial results the way a sum can. Which values "
-        "does the median of one column depend on, and where do they live when the rows are split?",
-        "Give every device every row (section 2's collective, tiled, so that the blocks stack back into "
-        "the matrix), then take one median per column and subtract it from the device's own rows: "
-        "which `axis` of `jnp.median` is 'per column'?",
-        "`block - jnp.median(lax.all_gather(block, DEVICES, tiled=True), axis=0)` inside "
-        "`jax.shard_map(..., in_specs=P(DEVICES), out_specs=P(DEVICES))`: the result differs from device "
-        "to device, and all_gather's output is typed varying anyway.",
-    ],
-    observe=_observe_median_centered,
-    mistakes={
-        "median_local": 1,
-        "median_all_values": 2,
-        "median_mean": 2,
-        "median_mean_of_medians": 1,
-        "median_sign": 3,
-    },
-)
+median_centered = exercise("median_centered", _check_median_centered, observe=_observe_median_centered)

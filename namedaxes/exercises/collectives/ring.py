@@ -7,24 +7,22 @@ from collections.abc import Callable
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
-from namedaxes import DEVICES
+from namedaxes import DEVICES, meshes
 from namedaxes.checking import (
     exercises_for,
+    expect_float32,
     expect_ppermute_in_mesh_order,
     fail,
-    known_mistake,
     same_values,
     show_values,
+    which_mistake,
 )
-from namedaxes.meshes import abstract_on as _on
-from namedaxes.meshes import line_mesh
-from namedaxes.meshes import placed as _placed
-from namedaxes.meshes import program as _program
+from namedaxes.meshes import abstract_on, line_mesh
 
+from . import text
 from .running import (
     COMMON_RULES,
     examined_here,
-    expect_float32,
     expect_uses,
     explained_here,
     judged,
@@ -33,9 +31,9 @@ from .running import (
     run_answer,
     seen_words,
 )
-from .text import say
+from .text import TEXT, say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 3. ring_all_reduce
 _RING_CASES = ((8, 8), (4, 8), (2, 6))  # (devices, block length); block lengths divisible by k
@@ -57,7 +55,7 @@ def _ring_counts(fn: Callable, k: int, n: int) -> np.ndarray | None:
     """
     mesh = line_mesh(k)
     x = np.repeat(10.0 ** np.arange(k), n).astype(np.float32)
-    got = np.asarray(run_answer("ring_all_reduce", fn, mesh, _placed(x, mesh, P(DEVICES))), np.float64)
+    got = np.asarray(run_answer("ring_all_reduce", fn, mesh, meshes.placed(x, mesh, P(DEVICES))), np.float64)
     if got.shape != (k * n,):
         return None
     per_device = got.reshape(k, n)[:, 0]
@@ -128,7 +126,7 @@ def _ring_failure(fn: Callable, k: int, where: str, want, got, x) -> str:
         return say("values", name="ring_all_reduce", where=where, want=want_, got=got_, hint=hint)
 
     want_np, got_np = np.asarray(want, np.float64), np.asarray(got, np.float64)
-    found = known_mistake(got_np, ring_mistakes(x, k), 1e-4)
+    found = which_mistake(got_np, ring_mistakes(x, k), 1e-4)
     if found is not None and found[0] == "ring_divided":
         return values(say(found[0], **found[1]))
     if np.all(np.abs(want_np) > 1e-6):
@@ -164,14 +162,14 @@ def _check_ring_all_reduce(fn: Callable) -> None:
     k, n = _RING_CASES[0]
     with explained_here(name, line_mesh(k), rules):  # read from the traced program: one verdict on every JAX line
         expect_ppermute_in_mesh_order(
-            name, _program(fn, line_mesh(k)), _placed(_ring_input(k, n), line_mesh(k), P(DEVICES))
+            name, meshes.program(fn, line_mesh(k)), meshes.placed(_ring_input(k, n), line_mesh(k), P(DEVICES))
         )
     for k, n in _RING_CASES:
         mesh = line_mesh(k)
         x_np = _ring_input(k, n)
         where = say("where_mesh", k=k, what=say("what_ring", n=n, x=show_values(x_np, dtype=float)))
-        out = run_answer(name, fn, mesh, _placed(x_np, mesh, P(DEVICES)), rules=rules)
-        expect_float32(name, out, where)
+        out = run_answer(name, fn, mesh, meshes.placed(x_np, mesh, P(DEVICES)), rules=rules)
+        expect_float32(name, out, TEXT, where=where)
         want = _psum_reference(x_np, k)
         if tuple(out.shape) != want.shape:
             hint = say("ring_one_copy") if tuple(out.shape) == (n,) else ""
@@ -181,7 +179,7 @@ def _check_ring_all_reduce(fn: Callable) -> None:
             fail(_ring_failure(fn, k, where, want, got, x_np))
     k, n = _RING_CASES[-1]
     mesh = line_mesh(k)
-    x = _placed(_ring_input(k, n), mesh, P(DEVICES))
+    x = meshes.placed(_ring_input(k, n), mesh, P(DEVICES))
     facts = examined_here(name, fn, mesh, x, ins=(((DEVICES,),),), axis=DEVICES, rules=rules)
     # what the compiled program performs (the grader's surplus test: present is enough to count against)
     forbidden = [d for d in facts.present if d.endswith(f" over '{DEVICES}'") and not d.startswith("ppermute ")]
@@ -195,7 +193,7 @@ def _check_ring_all_reduce(fn: Callable) -> None:
         name,
         fn,
         mesh,
-        _placed(_ring_input(k, n), mesh, P(DEVICES)),
+        meshes.placed(_ring_input(k, n), mesh, P(DEVICES)),
         ins=(((DEVICES,),),),
         axis=DEVICES,
         why=say("ring_why"),
@@ -210,22 +208,8 @@ def _observe_ring_all_reduce(fn: Callable) -> dict:
     cases = {}
     for k, n in _RING_CASES:
         mesh = line_mesh(k)
-        cases[f"k{k}_n{n}"] = (mesh, [_on(mesh, (k * n,), P(DEVICES))])
+        cases[f"k{k}_n{n}"] = (mesh, [abstract_on(mesh, (k * n,), P(DEVICES))])
     return observe_programs(fn, cases, structure="k8_n8", only=True)
 
 
-ring_all_reduce = exercise(
-    "ring_all_reduce",
-    _check_ring_all_reduce,
-    hints=[
-        "One `ppermute` moves every device's block one place round the ring. How many such moves "
-        "until every device has seen every other device's block once?",
-        "Keep two values per device: the running total, and the block that is travelling. Each step, "
-        "pass the travelling block on to the next device and add what arrives to the total. The "
-        "number of steps comes from the `mesh` argument (`mesh.shape[DEVICES]`), so a Python loop works.",
-        "Every device ends with the same values, but ppermute's output is typed varying: keep one "
-        "block per device with `out_specs=P(DEVICES)`, as `psum_in_one` is mapped in the exercise text.",
-    ],
-    observe=_observe_ring_all_reduce,
-    mistakes={"ring_divided": 2, "ring_missing": 1, "ring_own_twice": 1, "ring_uniform": 2},
-)
+ring_all_reduce = exercise("ring_all_reduce", _check_ring_all_reduce, observe=_observe_ring_all_reduce)

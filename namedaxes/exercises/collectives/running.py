@@ -7,13 +7,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-import jax
-import jax.numpy as jnp
-
+from namedaxes import meshes
 from namedaxes.checking import TEXT as checking_text
 from namedaxes.checking import (
     examined,
-    expect_array,
     explained,
     fail,
     first_line,
@@ -22,8 +19,7 @@ from namedaxes.checking import (
 )
 from namedaxes.checking.regions import expect_own_shard, judge_regions
 from namedaxes.grading import Case, programs
-from namedaxes.meshes import program as _program
-from namedaxes.meshes import with_mesh as _bound
+from namedaxes.meshes import with_mesh
 
 from .text import say
 
@@ -100,7 +96,7 @@ def explained_here(name: str, mesh=None, rules=COMMON_RULES):
 
 def run_answer(name: str, fn: Callable, mesh, *args, rules=COMMON_RULES):
     with explained_here(name, mesh, rules):
-        return _program(fn, mesh)(*args)
+        return meshes.program(fn, mesh)(*args)
 
 
 def examined_here(name: str, fn: Callable, mesh, *args, ins: tuple, axis: str, rules=COMMON_RULES):
@@ -158,12 +154,6 @@ def seen_words(descriptions) -> str:
     return say("seen_join").join(sorted(descriptions)) or say("no_collective_at_all")
 
 
-def expect_float32(name: str, out, where: str) -> None:
-    if not isinstance(out, jax.Array):
-        fail(say("result_type", name=name, type=type(out).__name__, where=where))
-    expect_array(name, out, dtype=jnp.float32)
-
-
 # ---------------------------------------------------------------- graded observations
 def observe_programs(
     fn: Callable, cases: dict, *, structure: str, only: bool = False, out_layout: bool = True, work=None
@@ -179,9 +169,11 @@ def observe_programs(
     how each value case's work is split against the reference's.
     """
     graded = {  # a case (mesh, inputs, work) judges its own work
-        name: Case(_bound(fn, case[0]), *case[1], out_layout=out_layout, work=case[2] if len(case) > 2 else work)
+        name: Case(with_mesh(fn, case[0]), *case[1], out_layout=out_layout, work=case[2] if len(case) > 2 else work)
         for name, case in cases.items()
     }
     mesh, inputs = cases[structure]
-    graded["collectives"] = Case(_bound(fn, mesh), *inputs, values=False, only_collectives=only, out_layout=out_layout)
+    graded["collectives"] = Case(
+        with_mesh(fn, mesh), *inputs, values=False, only_collectives=only, out_layout=out_layout
+    )
     return programs(graded)

@@ -10,23 +10,22 @@ import jax
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
-from namedaxes import DEVICES
+from namedaxes import DEVICES, meshes
 from namedaxes.checking import (
     exercises_for,
+    expect_float32,
     expect_work_within,
     fail,
-    known_mistake,
+    fail_values,
+    mistake_sentence,
     same_values,
-    show_values,
 )
 from namedaxes.judging import exported_work
-from namedaxes.meshes import abstract_on as _on
-from namedaxes.meshes import line_mesh
-from namedaxes.meshes import placed as _placed
+from namedaxes.meshes import abstract_on, line_mesh
 
+from . import text
 from .running import (
     examined_here,
-    expect_float32,
     expect_uses,
     explained_here,
     judged,
@@ -37,9 +36,9 @@ from .running import (
     rule_varying,
     run_answer,
 )
-from .text import say
+from .text import TEXT, say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 2. sum_scatter_columns
 ROWS, COLUMNS = 3, 8  # each device's block of x is ROWS x COLUMNS
@@ -103,8 +102,7 @@ def scatter_mistakes(blocks: np.ndarray) -> list[tuple]:
 
 def _scatter_hint(got: np.ndarray, blocks: np.ndarray) -> str:
     """What wrong unit columns are (`scatter_mistakes`), else how to compare them."""
-    found = known_mistake(got, scatter_mistakes(blocks), 1e-4)
-    return say("scatter_generic") if found is None else say(found[0], **found[1])
+    return mistake_sentence(say, got, scatter_mistakes(blocks), 1e-4, otherwise=say("scatter_generic"))
 
 
 def _check_sum_scatter_columns(fn: Callable) -> None:
@@ -112,10 +110,10 @@ def _check_sum_scatter_columns(fn: Callable) -> None:
     for k in _SCATTER_MESHES:
         mesh = line_mesh(k)
         x_np = _scatter_case(k)
-        x = _placed(x_np, mesh, P(DEVICES))
+        x = meshes.placed(x_np, mesh, P(DEVICES))
         where = say("where_mesh", k=k, what=say("what_blocks", shape=x_np.shape, rows=ROWS, cols=COLUMNS))
         out = run_answer(name, fn, mesh, x, rules=_SCATTER_RULES)
-        expect_float32(name, out, where)
+        expect_float32(name, out, TEXT, where=where)
         blocks = np.asarray(x_np, np.float64).reshape(k, ROWS, COLUMNS)
         want = _unit_columns(blocks.sum(axis=0))
         got_shape = tuple(out.shape)
@@ -130,18 +128,9 @@ def _check_sum_scatter_columns(fn: Callable) -> None:
         got = np.asarray(out, np.float64)
         if not same_values(got, want, 1e-4):
             hint = _scatter_hint(got, blocks)
-            fail(
-                say(
-                    "values",
-                    name=name,
-                    where=where,
-                    want=show_values(want, dtype=float),
-                    got=show_values(got, dtype=float),
-                    hint=hint,
-                )
-            )
+            fail_values(say, "values", want, got, dtype=float, name=name, where=where, hint=hint)
     mesh = line_mesh(_SCATTER_MESHES[-1])  # the grader's reading, on the smallest mesh
-    x = _placed(_scatter_case(_SCATTER_MESHES[-1]), mesh, P(DEVICES))
+    x = meshes.placed(_scatter_case(_SCATTER_MESHES[-1]), mesh, P(DEVICES))
     facts = examined_here(name, fn, mesh, x, ins=(((DEVICES,),),), axis=DEVICES, rules=_SCATTER_RULES)
     expect_uses(name, facts, "psum_scatter", DEVICES, why=say("scatter_why"))
     judged(
@@ -163,7 +152,7 @@ def _expect_scatter_work(name: str, fn: Callable, k: int) -> None:
     """No device holds every column sum: the largest array one device materializes (read from the compiled
     per-device program the grader compiles) is at most `_SCATTER_LARGEST_FACTOR` times the reference's."""
     mesh = line_mesh(k)
-    x = _placed(_scatter_case(k), mesh, P(DEVICES))
+    x = meshes.placed(_scatter_case(k), mesh, P(DEVICES))
     with explained_here(name, mesh, _SCATTER_RULES):
         work = exported_work(jax.export.export(jax.jit(lambda a: fn(a, mesh)))(x))
     want = _SCATTER_REFERENCE_LARGEST
@@ -175,25 +164,9 @@ def _observe_sum_scatter_columns(fn: Callable) -> dict:
     cases = {}
     for k in _SCATTER_MESHES:
         mesh = line_mesh(k)
-        cases[f"k{k}"] = (mesh, [_on(mesh, (k * ROWS, COLUMNS), P(DEVICES))])
+        cases[f"k{k}"] = (mesh, [abstract_on(mesh, (k * ROWS, COLUMNS), P(DEVICES))])
     work = {"largest_bytes": _SCATTER_LARGEST_FACTOR}
     return observe_programs(fn, cases, structure="k8", only=True, work=work)
 
 
-sum_scatter_columns = exercise(
-    "sum_scatter_columns",
-    _check_sum_scatter_columns,
-    hints=[
-        "Section 3 scattered dimension 0 of a vector. Here the rows cannot be cut into one chunk per "
-        "device (3 rows, up to 8 devices), but the 8 columns can: which argument of `psum_scatter` "
-        "picks the dimension?",
-        "With `tiled=True` and the column dimension scattered, each device keeps a block of shape "
-        "(3, 8 / k): the sum over devices of its columns only. Those columns are whole (all 3 rows), so "
-        "each one's length needs nothing from another device.",
-        "Divide the scattered block by `jnp.sqrt(jnp.sum(block ** 2, axis=0))`. `out_specs` names, for each "
-        "dimension of the result, the mesh axis that splits it: dimension 0 is whole and dimension 1 is "
-        "split over DEVICES.",
-    ],
-    observe=_observe_sum_scatter_columns,
-    mistakes={"scatter_not_normalized": 3, "scatter_normalized_first": 2, "scatter_row_lengths": 3, "scatter_block": 2},
-)
+sum_scatter_columns = exercise("sum_scatter_columns", _check_sum_scatter_columns, observe=_observe_sum_scatter_columns)

@@ -1,4 +1,4 @@
-"""Every student-facing sentence of notebook 07's checks (the exercises' hints are in each `exercise(...)`)."""
+"""The words of notebook 07's checks as data: sentences (TEXT), hints (HINTS), known mistakes' hints (MISTAKE_HINTS)."""
 
 from __future__ import annotations
 
@@ -255,3 +255,63 @@ TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
 
 say = TEXT.say  # a template of this module's TEXT, in the kernel's language, filled in
+
+HINTS = {
+    "fsdp_step": [
+        "Three collectives' worth of thinking, two collectives in the code: what must a device have "
+        "before it can evaluate `loss_fn` on its examples, and which part of the gradient does it need "
+        "afterwards to update its own shard?",
+        "Inside `jax.shard_map(..., in_specs=(P(DATA_PARALLEL), P(DATA_PARALLEL)))`: gather the shards "
+        "into the full w (tiled), take `jax.grad(loss_fn)` on the local examples, reduce-scatter that "
+        "gradient (tiled) so each device keeps its shard's part, and update the shard.",
+        "psum_scatter adds the devices' gradients; one SGD step on the whole batch uses their mean. "
+        "The new shard is still different on every device: `out_specs=P(DATA_PARALLEL)`.",
+    ],
+    "median_centered": [
+        "A median cannot be assembled from per-device partial results the way a sum can. Which values "
+        "does the median of one column depend on, and where do they live when the rows are split?",
+        "Give every device every row (section 2's collective, tiled, so that the blocks stack back into "
+        "the matrix), then take one median per column and subtract it from the device's own rows: "
+        "which `axis` of `jnp.median` is 'per column'?",
+        "`block - jnp.median(lax.all_gather(block, DEVICES, tiled=True), axis=0)` inside "
+        "`jax.shard_map(..., in_specs=P(DEVICES), out_specs=P(DEVICES))`: the result differs from device "
+        "to device, and all_gather's output is typed varying anyway.",
+    ],
+    "ring_all_reduce": [
+        "One `ppermute` moves every device's block one place round the ring. How many such moves "
+        "until every device has seen every other device's block once?",
+        "Keep two values per device: the running total, and the block that is travelling. Each step, "
+        "pass the travelling block on to the next device and add what arrives to the total. The "
+        "number of steps comes from the `mesh` argument (`mesh.shape[DEVICES]`), so a Python loop works.",
+        "Every device ends with the same values, but ppermute's output is typed varying: keep one "
+        "block per device with `out_specs=P(DEVICES)`, as `psum_in_one` is mapped in the exercise text.",
+    ],
+    "sum_scatter_columns": [
+        "Section 3 scattered dimension 0 of a vector. Here the rows cannot be cut into one chunk per "
+        "device (3 rows, up to 8 devices), but the 8 columns can: which argument of `psum_scatter` "
+        "picks the dimension?",
+        "With `tiled=True` and the column dimension scattered, each device keeps a block of shape "
+        "(3, 8 / k): the sum over devices of its columns only. Those columns are whole (all 3 rows), so "
+        "each one's length needs nothing from another device.",
+        "Divide the scattered block by `jnp.sqrt(jnp.sum(block ** 2, axis=0))`. `out_specs` names, for each "
+        "dimension of the result, the mesh axis that splits it: dimension 0 is whole and dimension 1 is "
+        "split over DEVICES.",
+    ],
+}
+MISTAKE_HINTS = {
+    "fsdp_step": {"fsdp_k_times": 3, "fsdp_k_small": 3, "fsdp_unchanged": 2, "fsdp_sign": 2, "fsdp_local": 1},
+    "median_centered": {
+        "median_local": 1,
+        "median_all_values": 2,
+        "median_mean": 2,
+        "median_mean_of_medians": 1,
+        "median_sign": 3,
+    },
+    "ring_all_reduce": {"ring_divided": 2, "ring_missing": 1, "ring_own_twice": 1, "ring_uniform": 2},
+    "sum_scatter_columns": {
+        "scatter_not_normalized": 3,
+        "scatter_normalized_first": 2,
+        "scatter_row_lengths": 3,
+        "scatter_block": 2,
+    },
+}

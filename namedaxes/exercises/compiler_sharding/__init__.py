@@ -50,13 +50,8 @@ yet" and errors in the student's own code.
 
 from __future__ import annotations
 
-from namedaxes.checking import progress_of
+from namedaxes.exercises import lazy_face
 
-from .collective_matmul import collective_matmul_rows
-from .correlation import feature_correlation
-from .mistakes import known_mistakes
-from .mlp import one_all_reduce_mlp
-from .running import HLO_COLLECTIVES, auto_line_mesh, count_collectives, explicit_grid_mesh, explicit_line_mesh
 from .text import TEXT
 
 __all__ = [
@@ -72,4 +67,20 @@ __all__ = [
     "progress",
     "known_mistakes",
 ]
-progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
+# The checks load when first asked for (`q.<exercise>`, `q.progress()`), or at once where JAX is imported.
+lazy_face(
+    __name__,
+    {
+        ".collective_matmul": ("collective_matmul_rows",),
+        ".correlation": ("feature_correlation",),
+        ".mistakes": ("known_mistakes",),
+        ".mlp": ("one_all_reduce_mlp",),
+        ".running": (
+            "HLO_COLLECTIVES",
+            "auto_line_mesh",
+            "count_collectives",
+            "explicit_grid_mesh",
+            "explicit_line_mesh",
+        ),
+    },
+)

@@ -9,28 +9,34 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from namedaxes import MODEL_PARALLEL
-from namedaxes.checking import exercises_for, explained, f32, fail, known_mistake, same_values, show_values
+from namedaxes import MODEL_PARALLEL, meshes
+from namedaxes.checking import (
+    exercises_for,
+    expect_float32,
+    expect_layout,
+    explained,
+    f32,
+    fail,
+    fail_values,
+    same_values,
+    which_mistake,
+)
 from namedaxes.checking.sources import carried
 from namedaxes.grading import Case, programs
 from namedaxes.judging import Work, exported_work, work_excess
-from namedaxes.meshes import abstract_on as _on
-from namedaxes.meshes import describe as _mesh_name
-from namedaxes.meshes import program as _program
-from namedaxes.meshes import with_mesh as _bound
+from namedaxes.meshes import abstract_on, describe, with_mesh
 
+from . import text
 from .running import (
-    expect_float32,
-    expect_layout,
     explicit_line_mesh,
     rules,
     run_answer,
     seen_jaxpr,
     written_collectives,
 )
-from .text import say
+from .text import TEXT, say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 3. collective_matmul_rows
 # (devices, rows of x per device, features, columns of w per device)
@@ -99,36 +105,27 @@ def _check_collective_matmul_rows(fn: Callable) -> None:
         x = jax.device_put(x_np, NamedSharding(mesh, P(MODEL_PARALLEL, None)))
         w = jax.device_put(w_np, NamedSharding(mesh, P(None, MODEL_PARALLEL)))
         where = say(
-            "where_mesh", mesh=_mesh_name(mesh), what=say("what_shapes", shapes=f"x {x_np.shape}, w {w_np.shape}")
+            "where_mesh", mesh=describe(mesh), what=say("what_shapes", shapes=f"x {x_np.shape}, w {w_np.shape}")
         )
         out = run_answer(name, fn, mesh, x, w)
-        expect_float32(name, out, where)
+        expect_float32(name, out, TEXT, where=where)
         n, f = k * r, k * c
         if tuple(out.shape) != (n, f):
             hint = say("cm_one_block") if tuple(out.shape) in ((r, f), (r, k * f)) else ""
             fail(say("shape", name=name, want=(n, f), got=tuple(out.shape), where=where, hint=hint))
-        expect_layout(name, out, (None, MODEL_PARALLEL), where, say("cm_layout_hint"))
+        expect_layout(name, out, (None, MODEL_PARALLEL), TEXT, where=where, hint=say("cm_layout_hint"))
         want = np.asarray(x_np, np.float64) @ np.asarray(w_np, np.float64)
         got = np.asarray(out, np.float64)
         if not same_values(got, want, 1e-4):
             if _same_blocks_elsewhere(got, want, k, r, c):
                 hint = say("cm_rows_elsewhere")
-            elif (found := known_mistake(got, cm_mistakes(x_np, w_np, k), 1e-4)) is not None:
+            elif (found := which_mistake(got, cm_mistakes(x_np, w_np, k), 1e-4)) is not None:
                 hint = say(found[0], **found[1])
             elif _missing_blocks(got, want, k, r, c):
                 hint = say("cm_missing_blocks", missing=_missing_blocks(got, want, k, r, c), k=k)
             else:
                 hint = say("cm_generic")
-            fail(
-                say(
-                    "values",
-                    name=name,
-                    where=where,
-                    want=show_values(want, dtype=float, threshold=12),
-                    got=show_values(got, dtype=float, threshold=12),
-                    hint=hint,
-                )
-            )
+            fail_values(say, "values", want, got, dtype=float, threshold=12, name=name, where=where, hint=hint)
     k, r, d, c = _CM_SHAPES[0]
     mesh = explicit_line_mesh(k)
     x_np, w_np = _cm_inputs(k, r, d, c)
@@ -142,20 +139,22 @@ def _check_collective_matmul_rows(fn: Callable) -> None:
         fail(say("cm_no_ppermute", name=name, seen=seen_jaxpr(found), axis=MODEL_PARALLEL))
     # the schedule: partial matmuls interleaved with the sends, read from the program the grader compiles
     with explained(name, rules=rules(name)):
-        work = exported_work(jax.export.export(_program(fn, mesh))(x, w))
+        work = exported_work(jax.export.export(meshes.program(fn, mesh))(x, w))
     ring = f"ppermute over '{MODEL_PARALLEL}'"
     inserted = sorted(d for d, _ in work.moved if d != ring)
     if inserted:
-        fail(say("cm_compiled_collectives", name=name, mesh=_mesh_name(mesh), seen=", ".join(inserted)))
+        fail(say("cm_compiled_collectives", name=name, mesh=describe(mesh), seen=", ".join(inserted)))
     heavier = work_excess(work, Work(_CM_REFERENCE_FLOPS, 0, 0), {"flops": _CM_FLOPS_FACTOR})
     if heavier:
         fields = {"got": f"{work.flops:g}", "ratio": f"{heavier[1]:.1f}", "factor": f"{_CM_FLOPS_FACTOR:g}"}
-        fail(say("cm_whole_product", name=name, mesh=_mesh_name(mesh), want=f"{_CM_REFERENCE_FLOPS:g}", **fields))
+        fail(say("cm_whole_product", name=name, mesh=describe(mesh), want=f"{_CM_REFERENCE_FLOPS:g}", **fields))
     if work_excess(work, Work(0.0, 0, 0, overlap=_CM_REFERENCE_OVERLAP), {"overlap": _CM_OVERLAP_FACTOR}):
         # what the ring carries (arguments x, w: 0, 1): x's blocks sent first, or w's
-        key = "cm_w_travels" if any(1 in c for c in carried(_program(fn, mesh), x, w, primitive="ppermute")) else ""
+        key = (
+            "cm_w_travels" if any(1 in c for c in carried(meshes.program(fn, mesh), x, w, primitive="ppermute")) else ""
+        )
         got, want = work.overlap, _CM_REFERENCE_OVERLAP
-        fail(say(key or "cm_not_interleaved", name=name, mesh=_mesh_name(mesh), got=got, want=want))
+        fail(say(key or "cm_not_interleaved", name=name, mesh=describe(mesh), got=got, want=want))
 
 
 def _observe_collective_matmul_rows(fn: Callable) -> dict:
@@ -165,9 +164,9 @@ def _observe_collective_matmul_rows(fn: Callable) -> dict:
     for k, r, d, c in _CM_SHAPES:
         mesh = explicit_line_mesh(k)
         cases[f"k{k}"] = Case(
-            _bound(fn, mesh),
-            _on(mesh, (k * r, d), P(MODEL_PARALLEL, None)),
-            _on(mesh, (d, k * c), P(None, MODEL_PARALLEL)),
+            with_mesh(fn, mesh),
+            abstract_on(mesh, (k * r, d), P(MODEL_PARALLEL, None)),
+            abstract_on(mesh, (d, k * c), P(None, MODEL_PARALLEL)),
             rtol=1e-4,
             atol=1e-4,
             work={"flops": _CM_FLOPS_FACTOR, "overlap": _CM_OVERLAP_FACTOR},
@@ -175,9 +174,9 @@ def _observe_collective_matmul_rows(fn: Callable) -> dict:
     k, r, d, c = _CM_SHAPES[0]
     mesh = explicit_line_mesh(k)
     cases["collectives"] = Case(
-        _bound(fn, mesh),
-        _on(mesh, (k * r, d), P(MODEL_PARALLEL, None)),
-        _on(mesh, (d, k * c), P(None, MODEL_PARALLEL)),
+        with_mesh(fn, mesh),
+        abstract_on(mesh, (k * r, d), P(MODEL_PARALLEL, None)),
+        abstract_on(mesh, (d, k * c), P(None, MODEL_PARALLEL)),
         values=False,
         only_collectives=True,
     )
@@ -187,17 +186,5 @@ def _observe_collective_matmul_rows(fn: Callable) -> dict:
 collective_matmul_rows = exercise(
     "collective_matmul_rows",
     _check_collective_matmul_rows,
-    hints=[
-        "Device i holds rows block i of x and column block i of w. Which blocks of the result can it "
-        "compute with the x block it holds now, and which x block will it hold after one step of the ring?",
-        "In step s (s = 0 .. k - 1) device i holds the x block of device j = (i - s) mod k, and "
-        "`x_block @ w_block` is rows block j of its columns of the result. Start from zeros of shape "
-        "(k * rows, columns) and place each product with `lax.dynamic_update_slice_in_dim(out, part, j * "
-        "rows, axis=0)`.",
-        "Pass the x block on with `lax.ppermute(x_block, MODEL_PARALLEL, perm=[(i, (i + 1) % k) ...])` "
-        "after each product except the last (k - 1 sends). The result's columns stay split: "
-        "`out_specs=P(None, MODEL_PARALLEL)`.",
-    ],
     observe=_observe_collective_matmul_rows,
-    mistakes={"cm_added": 2},
 )

@@ -13,23 +13,25 @@ from jax.sharding import PartitionSpec as P
 from namedaxes import DATA_PARALLEL, MODEL_PARALLEL
 from namedaxes.checking import (
     exercises_for,
+    expect_float32,
+    expect_layout,
     expect_work_within,
     explained,
     f32,
     fail,
-    known_mistake,
+    fail_values,
     same_values,
-    show_values,
+    which_mistake,
 )
 from namedaxes.grading import Case, programs
 from namedaxes.judging import exported_work
-from namedaxes.meshes import abstract_on as _on
-from namedaxes.meshes import describe as _mesh_name
+from namedaxes.meshes import abstract_on, describe
 
-from .running import expect_float32, expect_layout, explicit_grid_mesh, rules, run_answer
-from .text import say
+from . import text
+from .running import explicit_grid_mesh, rules, run_answer
+from .text import TEXT, say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 2. feature_correlation
 # (mesh shape, n examples, d features): n divides by the first mesh axis, d by the second.
@@ -69,33 +71,24 @@ def _check_feature_correlation(fn: Callable) -> None:
         mesh = explicit_grid_mesh(shape)
         host = _corr_input(shape, n, d)
         x = jax.device_put(host, NamedSharding(mesh, P(DATA_PARALLEL, MODEL_PARALLEL)))
-        where = say("where_mesh", mesh=_mesh_name(mesh), what=say("what_shapes", shapes=f"x {host.shape}"))
+        where = say("where_mesh", mesh=describe(mesh), what=say("what_shapes", shapes=f"x {host.shape}"))
         out = run_answer(name, fn, mesh, x)
-        expect_float32(name, out, where)
+        expect_float32(name, out, TEXT, where=where)
         if tuple(out.shape) != (d, d):
             fail(say("shape", name=name, want=(d, d), got=tuple(out.shape), where=where, hint=""))
-        expect_layout(name, out, _CORR_LAYOUT, where, say("corr_layout_hint"))
+        expect_layout(name, out, _CORR_LAYOUT, TEXT, where=where, hint=say("corr_layout_hint"))
         x64 = np.asarray(host, np.float64)
         want = np.corrcoef(x64, rowvar=False)
         got = np.asarray(out, np.float64)
         if not same_values(got, want, 1e-4):
-            found = known_mistake(got, corr_mistakes(x64), 1e-4)
+            found = which_mistake(got, corr_mistakes(x64), 1e-4)
             if found is not None:
                 hint = say(found[0], **found[1])
             elif got[0, 0] != 0 and same_values(got, want * got[0, 0], 1e-4):
                 hint = say("corr_scaled", ratio=f"{got[0, 0]:.4g}")
             else:
                 hint = say("corr_generic")
-            fail(
-                say(
-                    "values",
-                    name=name,
-                    where=where,
-                    want=show_values(want, dtype=float, threshold=12),
-                    got=show_values(got, dtype=float, threshold=12),
-                    hint=hint,
-                )
-            )
+            fail_values(say, "values", want, got, dtype=float, threshold=12, name=name, where=where, hint=hint)
     for shape, n, d in _CORR_SHAPES:  # how the work is split, once the values are right on every mesh
         _expect_corr_work(name, fn, shape, n, d)
 
@@ -110,7 +103,7 @@ def _expect_corr_work(name: str, fn: Callable, shape, n: int, d: int) -> None:
         work = exported_work(jax.export.export(jax.jit(_with_layout(fn, mesh, _CORR_LAYOUT)))(x))
     want = _CORR_REFERENCE_LARGEST[tuple(shape)]
     expect_work_within(
-        work, "largest_bytes", want, _CORR_LARGEST_FACTOR, say, "corr_gathers", name=name, mesh=_mesh_name(mesh)
+        work, "largest_bytes", want, _CORR_LARGEST_FACTOR, say, "corr_gathers", name=name, mesh=describe(mesh)
     )
 
 
@@ -134,7 +127,7 @@ def _observe_feature_correlation(fn: Callable) -> dict:
         mesh = explicit_grid_mesh(shape)
         cases[f"mesh{shape[0]}x{shape[1]}"] = Case(
             _with_layout(fn, mesh, _CORR_LAYOUT),
-            _on(mesh, (n, d), P(DATA_PARALLEL, MODEL_PARALLEL)),
+            abstract_on(mesh, (n, d), P(DATA_PARALLEL, MODEL_PARALLEL)),
             rtol=1e-4,
             atol=1e-4,
             work={"largest_bytes": _CORR_LARGEST_FACTOR},
@@ -142,20 +135,4 @@ def _observe_feature_correlation(fn: Callable) -> dict:
     return programs(cases)
 
 
-feature_correlation = exercise(
-    "feature_correlation",
-    _check_feature_correlation,
-    hints=[
-        "Run `jax.jit(feature_correlation_one_device)(x_grid)` and read the first error: which operation "
-        "does explicit mode refuse, and which of section 3's two fixes answers that kind of refusal?",
-        "The product `centred.T @ centred` sums over the examples, which both operands split over "
-        "DATA_PARALLEL: write it with `jnp.matmul` and an `out_sharding=` that names the layout the "
-        "exercise asks for, on the `mesh` argument. `jnp.diagonal` of a split matrix is refused too, but "
-        "the variances need no matrix: each is the mean of a centred column squared.",
-        "`jnp.outer(std, std)` would split both of its dimensions over MODEL_PARALLEL. Divide twice "
-        "instead: by `std[:, None]` (rows, split like the result's) and by a copy of `std` resharded to "
-        "`P()` (whole on every device), indexed `[None, :]`.",
-    ],
-    observe=_observe_feature_correlation,
-    mistakes={"corr_covariance": 2, "corr_not_centred": 2},
-)
+feature_correlation = exercise("feature_correlation", _check_feature_correlation, observe=_observe_feature_correlation)

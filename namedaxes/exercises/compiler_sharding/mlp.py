@@ -10,27 +10,34 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import MODEL_PARALLEL
-from namedaxes.checking import exercises_for, expect_work_within, f32, fail, known_mistake, same_values, show_values
+from namedaxes.checking import (
+    exercises_for,
+    expect_float32,
+    expect_layout,
+    expect_work_within,
+    f32,
+    fail,
+    fail_values,
+    mistake_sentence,
+    same_values,
+)
 from namedaxes.grading import Case, programs
 from namedaxes.judging import work_of
-from namedaxes.meshes import abstract_on as _on
-from namedaxes.meshes import describe as _mesh_name
-from namedaxes.meshes import with_mesh as _bound
+from namedaxes.meshes import abstract_on, describe, with_mesh
 
+from . import text
 from .running import (
     auto_line_mesh,
     compiled_answer,
     count_collectives,
-    expect_float32,
-    expect_layout,
     run_answer,
     seen_hlo,
     seen_jaxpr,
     written_collectives,
 )
-from .text import say
+from .text import TEXT, say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 1. one_all_reduce_mlp
 # (devices, n examples, features in, hidden features, features out); hidden divides by the devices.
@@ -79,30 +86,20 @@ def _check_one_all_reduce_mlp(fn: Callable) -> None:
         args = [jax.device_put(a, NamedSharding(mesh, P())) for a in host]
         where = say(
             "where_mesh",
-            mesh=_mesh_name(mesh),
+            mesh=describe(mesh),
             what=say("what_shapes", shapes=", ".join(f"{v} {a.shape}" for v, a in zip(("x", "w1", "w2"), host))),
         )
         out = run_answer(name, fn, mesh, *args)
-        expect_float32(name, out, where)
+        expect_float32(name, out, TEXT, where=where)
         if tuple(out.shape) != (n, f):
             fail(say("shape", name=name, want=(n, f), got=tuple(out.shape), where=where, hint=""))
         if not out.sharding.is_fully_replicated:
-            expect_layout(name, out, (), where, say("mlp_not_replicated"))
+            expect_layout(name, out, (), TEXT, where=where, hint=say("mlp_not_replicated"))
         want = _mlp_np(*host)
         got = np.asarray(out, np.float64)
         if not same_values(got, want, 1e-4):
-            key, fields = known_mistake(got, mlp_mistakes(*host), 1e-4) or ("mlp_generic", {})
-            hint = say(key, **fields)
-            fail(
-                say(
-                    "values",
-                    name=name,
-                    where=where,
-                    want=show_values(want, dtype=float, threshold=12),
-                    got=show_values(got, dtype=float, threshold=12),
-                    hint=hint,
-                )
-            )
+            hint = mistake_sentence(say, got, mlp_mistakes(*host), 1e-4, otherwise=say("mlp_generic"))
+            fail_values(say, "values", want, got, dtype=float, threshold=12, name=name, where=where, hint=hint)
         written = written_collectives(name, fn, mesh, *args)
         if written:
             fail(say("mlp_wrote_collectives", name=name, seen=seen_jaxpr(written)))
@@ -125,7 +122,7 @@ def _check_one_all_reduce_mlp(fn: Callable) -> None:
             say,
             "mlp_whole_hidden",
             name=name,
-            mesh=_mesh_name(mesh),
+            mesh=describe(mesh),
             k=k,
         )
 
@@ -139,10 +136,10 @@ def _observe_one_all_reduce_mlp(fn: Callable) -> dict:
     for k, n, d, h, f in _MLP_SHAPES:
         mesh = auto_line_mesh(k)
         cases[f"k{k}"] = Case(
-            _bound(fn, mesh),
-            _on(mesh, (n, d), P()),
-            _on(mesh, (d, h), P()),
-            _on(mesh, (h, f), P()),
+            with_mesh(fn, mesh),
+            abstract_on(mesh, (n, d), P()),
+            abstract_on(mesh, (d, h), P()),
+            abstract_on(mesh, (h, f), P()),
             rtol=1e-4,
             atol=1e-4,
             work={"flops": _MLP_FLOPS_FACTOR},
@@ -150,30 +147,14 @@ def _observe_one_all_reduce_mlp(fn: Callable) -> dict:
     k, n, d, h, f = _MLP_SHAPES[0]
     mesh = auto_line_mesh(k)
     cases["structure"] = Case(
-        _bound(fn, mesh),
-        _on(mesh, (n, d), P()),
-        _on(mesh, (d, h), P()),
-        _on(mesh, (h, f), P()),
+        with_mesh(fn, mesh),
+        abstract_on(mesh, (n, d), P()),
+        abstract_on(mesh, (d, h), P()),
+        abstract_on(mesh, (h, f), P()),
         values=False,
         only_collectives=True,
     )
     return programs(cases)
 
 
-one_all_reduce_mlp = exercise(
-    "one_all_reduce_mlp",
-    _check_one_all_reduce_mlp,
-    hints=[
-        "Section 2 showed which layouts of `x @ w` need no communication and which need an all-reduce. "
-        "If the first matmul is to need none, which dimension of `relu(x @ w1)` can be split? And what "
-        "does that make the second matmul need?",
-        "Split the hidden activation along its features: `jax.lax.with_sharding_constraint(h, "
-        "NamedSharding(mesh, P(None, MODEL_PARALLEL)))`. Each device then needs only its columns of `w1` "
-        "and its rows of `w2`, and the second product is a sum of partial products: one all-reduce.",
-        "Ask for the replicated result at the end (`with_sharding_constraint(y, NamedSharding(mesh, P()))`) "
-        "and print `count_collectives(jax.jit(...).lower(x, w1, w2).compile().as_text())` to see what "
-        "the compiler chose. Splitting h by rows instead makes it gather.",
-    ],
-    observe=_observe_one_all_reduce_mlp,
-    mistakes={"mlp_relu_order": 1, "mlp_no_relu": 1, "mlp_relu_twice": 1},
-)
+one_all_reduce_mlp = exercise("one_all_reduce_mlp", _check_one_all_reduce_mlp, observe=_observe_one_all_reduce_mlp)

@@ -6,14 +6,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-import jax
-import jax.numpy as jnp
 from jax.sharding import AxisType
 
-from namedaxes import DATA_PARALLEL, MODEL_PARALLEL
-from namedaxes.checking import collectives, expect_array, explained, fail, first_line
+from namedaxes import DATA_PARALLEL, MODEL_PARALLEL, meshes
+from namedaxes.checking import collectives, explained, first_line
 from namedaxes.meshes import grid_mesh, line_mesh
-from namedaxes.meshes import program as _program
 
 from .text import say
 
@@ -102,12 +99,12 @@ def rules(name: str):
 
 def run_answer(name: str, fn: Callable, mesh, *args):
     with explained(name, rules=rules(name)):
-        return _program(fn, mesh)(*args)
+        return meshes.program(fn, mesh)(*args)
 
 
 def compiled_answer(name: str, fn: Callable, mesh, *args):
     with explained(name, rules=rules(name)):
-        return _program(fn, mesh).lower(*args).compile()
+        return meshes.program(fn, mesh).lower(*args).compile()
 
 
 def written_collectives(name: str, fn: Callable, mesh, *args) -> set:
@@ -115,29 +112,3 @@ def written_collectives(name: str, fn: Callable, mesh, *args) -> set:
     with explained(name, rules=rules(name)):
         found = collectives(lambda *a: fn(*a, mesh), *args)
     return {(p, axes) for p, axes in found if p not in _NOT_COMMUNICATION}
-
-
-def expect_float32(name: str, out, where: str) -> None:
-    if not isinstance(out, jax.Array):
-        fail(say("result_type", name=name, type=type(out).__name__, where=where))
-    expect_array(name, out, dtype=jnp.float32)
-
-
-def _layout(out) -> tuple:
-    """The result's PartitionSpec as a tuple with trailing Nones dropped: P(a, None) == P(a)."""
-    entries = list(out.sharding.spec) if hasattr(out.sharding, "spec") else []
-    entries += [None] * (out.ndim - len(entries))
-    return tuple(entries)
-
-
-def _spec_text(entries: tuple) -> str:
-    if all(e is None for e in entries):
-        return say("layout_replicated")
-    return "P(" + ", ".join("None" if e is None else repr(e) for e in entries) + ")"
-
-
-def expect_layout(name: str, out, want: tuple, where: str, hint: str) -> None:
-    got = _layout(out)
-    want = tuple(want) + (None,) * (out.ndim - len(want))
-    if got != want:
-        fail(say("layout", name=name, where=where, got=_spec_text(got), want=_spec_text(want), hint=hint))

@@ -1,4 +1,4 @@
-"""Every student-facing sentence of notebook 08's checks (the exercises' hints are in each `exercise(...)`)."""
+"""The words of notebook 08's checks as data: sentences (TEXT), hints (HINTS), known mistakes' hints (MISTAKE_HINTS)."""
 
 from __future__ import annotations
 
@@ -199,3 +199,44 @@ TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
 
 say = TEXT.say  # a template of this module's TEXT, in the kernel's language, filled in
+
+HINTS = {
+    "collective_matmul_rows": [
+        "Device i holds rows block i of x and column block i of w. Which blocks of the result can it "
+        "compute with the x block it holds now, and which x block will it hold after one step of the ring?",
+        "In step s (s = 0 .. k - 1) device i holds the x block of device j = (i - s) mod k, and "
+        "`x_block @ w_block` is rows block j of its columns of the result. Start from zeros of shape "
+        "(k * rows, columns) and place each product with `lax.dynamic_update_slice_in_dim(out, part, j * "
+        "rows, axis=0)`.",
+        "Pass the x block on with `lax.ppermute(x_block, MODEL_PARALLEL, perm=[(i, (i + 1) % k) ...])` "
+        "after each product except the last (k - 1 sends). The result's columns stay split: "
+        "`out_specs=P(None, MODEL_PARALLEL)`.",
+    ],
+    "feature_correlation": [
+        "Run `jax.jit(feature_correlation_one_device)(x_grid)` and read the first error: which operation "
+        "does explicit mode refuse, and which of section 3's two fixes answers that kind of refusal?",
+        "The product `centred.T @ centred` sums over the examples, which both operands split over "
+        "DATA_PARALLEL: write it with `jnp.matmul` and an `out_sharding=` that names the layout the "
+        "exercise asks for, on the `mesh` argument. `jnp.diagonal` of a split matrix is refused too, but "
+        "the variances need no matrix: each is the mean of a centred column squared.",
+        "`jnp.outer(std, std)` would split both of its dimensions over MODEL_PARALLEL. Divide twice "
+        "instead: by `std[:, None]` (rows, split like the result's) and by a copy of `std` resharded to "
+        "`P()` (whole on every device), indexed `[None, :]`.",
+    ],
+    "one_all_reduce_mlp": [
+        "Section 2 showed which layouts of `x @ w` need no communication and which need an all-reduce. "
+        "If the first matmul is to need none, which dimension of `relu(x @ w1)` can be split? And what "
+        "does that make the second matmul need?",
+        "Split the hidden activation along its features: `jax.lax.with_sharding_constraint(h, "
+        "NamedSharding(mesh, P(None, MODEL_PARALLEL)))`. Each device then needs only its columns of `w1` "
+        "and its rows of `w2`, and the second product is a sum of partial products: one all-reduce.",
+        "Ask for the replicated result at the end (`with_sharding_constraint(y, NamedSharding(mesh, P()))`) "
+        "and print `count_collectives(jax.jit(...).lower(x, w1, w2).compile().as_text())` to see what "
+        "the compiler chose. Splitting h by rows instead makes it gather.",
+    ],
+}
+MISTAKE_HINTS = {
+    "collective_matmul_rows": {"cm_added": 2},
+    "feature_correlation": {"corr_covariance": 2, "corr_not_centred": 2},
+    "one_all_reduce_mlp": {"mlp_relu_order": 1, "mlp_no_relu": 1, "mlp_relu_twice": 1},
+}

@@ -49,14 +49,9 @@ unbound axis names and errors in the student's own code.
 
 from __future__ import annotations
 
-from namedaxes.checking import progress_of
+from namedaxes.exercises import lazy_face
 
-from .losses import compute_gradients, loss_fn
-from .mistakes import known_mistakes
-from .running import BATCH_NAMES, GRADE_IDS, LEARNING_RATE, PARAM_NAMES
 from .text import TEXT
-from .train_loop import train
-from .update import parallel_update_step
 
 __all__ = [
     "loss_fn",
@@ -71,4 +66,14 @@ __all__ = [
     "progress",
     "known_mistakes",
 ]
-progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
+# The checks load when first asked for (`q.<exercise>`, `q.progress()`), or at once where JAX is imported.
+lazy_face(
+    __name__,
+    {
+        ".losses": ("compute_gradients", "loss_fn"),
+        ".mistakes": ("known_mistakes",),
+        ".running": ("BATCH_NAMES", "GRADE_IDS", "LEARNING_RATE", "PARAM_NAMES"),
+        ".train_loop": ("train",),
+        ".update": ("parallel_update_step",),
+    },
+)

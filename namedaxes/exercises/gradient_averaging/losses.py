@@ -7,8 +7,9 @@ from collections.abc import Callable
 import jax
 import numpy as np
 
-from namedaxes.checking import exercises_for, fail, known_mistake, same_values
+from namedaxes.checking import exercises_for, fail, mistake_sentence, same_values
 
+from . import text
 from .running import (
     PARAM_NAMES,
     as_batch,
@@ -22,7 +23,7 @@ from .running import (
 )
 from .text import pair, say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 # ---------------------------------------------------------------- exercise 1: loss_fn
@@ -52,8 +53,7 @@ def loss_mistakes(params, batch) -> list[tuple]:
 
 
 def _diagnose_loss(params, batch, got: float) -> str:
-    found = known_mistake(got, loss_mistakes(params, batch), 1e-4)
-    return say("loss_other") if found is None else say(found[0], **found[1])
+    return mistake_sentence(say, got, loss_mistakes(params, batch), 1e-4, otherwise=say("loss_other"))
 
 
 def _check_loss_fn(fn: Callable) -> None:
@@ -79,20 +79,7 @@ def _check_loss_fn(fn: Callable) -> None:
             )
 
 
-loss_fn = exercise(
-    "loss_fn",
-    _check_loss_fn,
-    hints=[
-        "The loss is one number per batch: how far the line's predictions are from `y`, each miss "
-        "squared, averaged over the examples. Which `jnp` function averages over the examples?",
-        "Predict with `params['w'] * local_batch['x'] + params['b']`, subtract `local_batch['y']`, square "
-        "element by element, then average with `jnp.mean`: the result has shape `()`.",
-        "Use `jnp`, not `np`: `jax.grad` must differentiate `loss_fn` in the next exercise. At the starting "
-        "`params`, `loss_fn(params, batch)` is 1.25.",
-    ],
-    observe=local_programs,
-    mistakes={"loss_sum": 2, "loss_abs": 2, "loss_mean_error": 2, "loss_root": 2, "loss_half": 2},
-)
+loss_fn = exercise("loss_fn", _check_loss_fn, observe=local_programs)
 
 
 # ---------------------------------------------------------------- exercise 2: compute_gradients
@@ -113,17 +100,4 @@ def _check_compute_gradients(fn: Callable) -> None:
             fail(say("grads_value", params=p, shape=np.shape(b["x"]), want=pair(want), got=pair(got)))
 
 
-compute_gradients = exercise(
-    "compute_gradients",
-    _check_compute_gradients,
-    hints=[
-        "The cell above differentiates `scaled_area` with respect to its second argument. Which function "
-        "do you differentiate here, and which of its arguments holds the parameters?",
-        "`params` is `loss_fn`'s first argument: what does `argnums` default to? Differentiating with "
-        "respect to `local_batch` would give a dict with the batch's keys 'x' and 'y'. Call the new "
-        "function with both arguments.",
-        "Don't derive the gradient by hand. At the starting `params` on the full `batch` you should get "
-        "about -2.0 for 'w' and -1.0 for 'b'.",
-    ],
-    observe=local_programs,
-)
+compute_gradients = exercise("compute_gradients", _check_compute_gradients, observe=local_programs)

@@ -1,4 +1,4 @@
-"""Every student-facing sentence of notebook 04's checks (the exercises' hints are in each `exercise(...)`)."""
+"""The words of notebook 04's checks as data: sentences (TEXT), hints (HINTS), known mistakes' hints (MISTAKE_HINTS)."""
 
 from __future__ import annotations
 
@@ -170,3 +170,56 @@ say = TEXT.say  # a template of this module's TEXT, in the kernel's language, fi
 
 def pair(values: dict) -> str:
     return say("pair_value", w=f"{values['w']:.6g}", b=f"{values['b']:.6g}")
+
+
+HINTS = {
+    "loss_fn": [
+        "The loss is one number per batch: how far the line's predictions are from `y`, each miss "
+        "squared, averaged over the examples. Which `jnp` function averages over the examples?",
+        "Predict with `params['w'] * local_batch['x'] + params['b']`, subtract `local_batch['y']`, square "
+        "element by element, then average with `jnp.mean`: the result has shape `()`.",
+        "Use `jnp`, not `np`: `jax.grad` must differentiate `loss_fn` in the next exercise. At the starting "
+        "`params`, `loss_fn(params, batch)` is 1.25.",
+    ],
+    "compute_gradients": [
+        "The cell above differentiates `scaled_area` with respect to its second argument. Which function "
+        "do you differentiate here, and which of its arguments holds the parameters?",
+        "`params` is `loss_fn`'s first argument: what does `argnums` default to? Differentiating with "
+        "respect to `local_batch` would give a dict with the batch's keys 'x' and 'y'. Call the new "
+        "function with both arguments.",
+        "Don't derive the gradient by hand. At the starting `params` on the full `batch` you should get "
+        "about -2.0 for 'w' and -1.0 for 'b'.",
+    ],
+    "train": [
+        "What does one call of `p_update_step` hand back, and whose loss is that: the parameters it "
+        "was given, or the ones it returns? Then: which call could tell you the loss of `final_params`?",
+        "Carry the parameters from step to step and record each step's loss: a Python loop that "
+        "`jnp.stack`s the recorded losses works (a `pmap` step does not stall, see the note above), and "
+        "so does `lax.scan` with the parameters as its carry. The last entry needs one more full-batch "
+        "loss, at the final parameters.",
+        "`p_update_step(final_params, sharded_batch)` returns the loss of `final_params` as its second "
+        "item (drop its new parameters); `jnp.append(losses, last_loss)` gives shape `(steps + 1,)`.",
+    ],
+    "parallel_update_step": [
+        "Each device knows only its own shard. Which two numbers does it compute there, and what must "
+        "happen to each of them before every device can use it as the whole batch's?",
+        "Both are per-device results on a shard of the same size as every other: which collective of "
+        "notebook 02 turns such results into the whole batch's, the same on every device? One call "
+        "takes a dict, or a tuple of a number and a dict, at once.",
+        "For the step, `jax.tree.map` with a two-argument function walks `params` and the averaged "
+        "gradients together, leaf by leaf (Pitfall 2): `p - model.LEARNING_RATE * g` for each. Return "
+        "`(new_params, averaged_loss)`.",
+    ],
+}
+MISTAKE_HINTS = {
+    "loss_fn": {"loss_sum": 2, "loss_abs": 2, "loss_mean_error": 2, "loss_root": 2, "loss_half": 2},
+    "train": {"train_steps_off": 2},
+    "parallel_update_step": {
+        "step_averaged_grads": 3,
+        "step_unchanged": 3,
+        "step_up": 3,
+        "step_summed": 2,
+        "step_loss_after": 1,
+        "step_loss_summed": 2,
+    },
+}

@@ -14,12 +14,13 @@ from namedaxes.checking import (
     expect_communication,
     expect_regions,
     fail,
-    known_mistake,
+    mistake_sentence,
     same_values,
     show_values,
 )
 from namedaxes.grading import Case, programs
 
+from . import text
 from .running import (
     PARAM_NAMES,
     abstract_case,
@@ -33,7 +34,7 @@ from .running import (
 )
 from .text import pair, say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # (devices, examples per device, steps) of the hidden train observations
 _OBSERVED_TRAIN = ((2, 4, 6), (4, 3, 9), (8, 2, 5))
@@ -82,8 +83,7 @@ def _check_train(fn: Callable) -> None:
     ref_params, ref_losses = ref_train(p, b, steps)
     got = {n: float(new[n]) for n in PARAM_NAMES}
     if not all(same_values(got[n], ref_params[n], dtype=float) for n in PARAM_NAMES):
-        found = known_mistake(got, train_mistakes(p, b, steps))
-        more = say("train_apply_step") if found is None else say(found[0], **found[1])
+        more = mistake_sentence(say, got, train_mistakes(p, b, steps), otherwise=say("train_apply_step"))
         fail(say("train_params", call=call, want=pair(ref_params), got=pair(got), more=more))
     got_losses = np.asarray(losses, float)
     if not same_values(got_losses, ref_losses, dtype=float):
@@ -148,20 +148,4 @@ def _observe_train(fn: Callable) -> dict:
     )
 
 
-train = exercise(
-    "train",
-    _check_train,
-    hints=[
-        "What does one call of `p_update_step` hand back, and whose loss is that: the parameters it "
-        "was given, or the ones it returns? Then: which call could tell you the loss of `final_params`?",
-        "Carry the parameters from step to step and record each step's loss: a Python loop that "
-        "`jnp.stack`s the recorded losses works (a `pmap` step does not stall, see the note above), and "
-        "so does `lax.scan` with the parameters as its carry. The last entry needs one more full-batch "
-        "loss, at the final parameters.",
-        "`p_update_step(final_params, sharded_batch)` returns the loss of `final_params` as its second "
-        "item (drop its new parameters); `jnp.append(losses, last_loss)` gives shape `(steps + 1,)`.",
-    ],
-    observe=_observe_train,
-    judge=_judge_train,
-    mistakes={"train_steps_off": 2},
-)
+train = exercise("train", _check_train, observe=_observe_train, judge=_judge_train)

@@ -14,13 +14,15 @@ from namedaxes.checking import (
     expect_communication,
     expect_work_within,
     fail,
-    known_mistake,
+    mistake_sentence,
     same_values,
     show_values,
+    which_mistake,
 )
 from namedaxes.grading import pmapped
 from namedaxes.judging import exported_work
 
+from . import text
 from .running import (
     LEARNING_RATE,
     PARAM_NAMES,
@@ -41,7 +43,7 @@ from .running import (
 )
 from .text import pair, say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 # ---------------------------------------------------------------- exercise 3: parallel_update_step
@@ -85,7 +87,7 @@ def step_loss_mistakes(p, b) -> list[tuple]:
 
 def _diagnose_step(p, b, got) -> str:
     """A hint for replicated, well-shaped, but wrong new `params`."""
-    found = known_mistake(got, step_mistakes(p, b), 1e-4)
+    found = which_mistake(got, step_mistakes(p, b), 1e-4)
     if found is not None:
         return say(found[0], **found[1])
     k = np.shape(b["x"])[0]
@@ -100,8 +102,7 @@ def _diagnose_step(p, b, got) -> str:
 
 
 def _diagnose_loss_of_step(p, b, got: float) -> str:
-    found = known_mistake(got, step_loss_mistakes(p, b), 1e-4)
-    return say("step_loss_other") if found is None else say(found[0], **found[1])
+    return mistake_sentence(say, got, step_loss_mistakes(p, b), 1e-4, otherwise=say("step_loss_other"))
 
 
 def _check_parallel_update_step(fn: Callable) -> None:
@@ -200,26 +201,4 @@ def _expect_step_work(fn: Callable) -> None:
     )
 
 
-parallel_update_step = exercise(
-    "parallel_update_step",
-    _check_parallel_update_step,
-    hints=[
-        "Each device knows only its own shard. Which two numbers does it compute there, and what must "
-        "happen to each of them before every device can use it as the whole batch's?",
-        "Both are per-device results on a shard of the same size as every other: which collective of "
-        "notebook 02 turns such results into the whole batch's, the same on every device? One call "
-        "takes a dict, or a tuple of a number and a dict, at once.",
-        "For the step, `jax.tree.map` with a two-argument function walks `params` and the averaged "
-        "gradients together, leaf by leaf (Pitfall 2): `p - model.LEARNING_RATE * g` for each. Return "
-        "`(new_params, averaged_loss)`.",
-    ],
-    observe=step_programs,
-    mistakes={
-        "step_averaged_grads": 3,
-        "step_unchanged": 3,
-        "step_up": 3,
-        "step_summed": 2,
-        "step_loss_after": 1,
-        "step_loss_summed": 2,
-    },
-)
+parallel_update_step = exercise("parallel_update_step", _check_parallel_update_step, observe=step_programs)

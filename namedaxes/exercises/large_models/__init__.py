@@ -42,13 +42,8 @@ a full string in its `exercise(...)`.
 
 from __future__ import annotations
 
-from namedaxes.checking import progress_of
+from namedaxes.exercises import lazy_face
 
-from .experts import moe_layer
-from .gpipe import pipeline_loss
-from .mistakes import known_mistakes
-from .ring_attention import causal_ring_attention
-from .running import CAPACITY, MICROBATCHES, expert_mesh, sequence_mesh, stage_mesh
 from .text import TEXT
 
 __all__ = [
@@ -64,4 +59,14 @@ __all__ = [
     "progress",
     "known_mistakes",
 ]
-progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
+# The checks load when first asked for (`q.<exercise>`, `q.progress()`), or at once where JAX is imported.
+lazy_face(
+    __name__,
+    {
+        ".experts": ("moe_layer",),
+        ".gpipe": ("pipeline_loss",),
+        ".mistakes": ("known_mistakes",),
+        ".ring_attention": ("causal_ring_attention",),
+        ".running": ("CAPACITY", "MICROBATCHES", "expert_mesh", "sequence_mesh", "stage_mesh"),
+    },
+)

@@ -10,30 +10,27 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import EXPERTS
-from namedaxes.checking import exercises_for, f32, fail, same_values
+from namedaxes.checking import exercises_for, expect_float32, expect_layout, f32, fail, same_values
 from namedaxes.grading import Case, programs
 from namedaxes.jax_line import NEWEST, OLDEST, measured_on_this_line
 from namedaxes.judging import Work
-from namedaxes.meshes import abstract_on as _on
-from namedaxes.meshes import describe as _mesh_name
-from namedaxes.meshes import with_mesh as _bound
+from namedaxes.meshes import abstract_on, describe, with_mesh
 
+from . import text
 from .gpipe import global_count
 from .running import (
     CAPACITY,
     Ran,
     diagnosed,
     expect_collectives,
-    expect_float32,
-    expect_layout,
     expect_work,
     expert_mesh,
     fail_rows,
     run_answer,
 )
-from .text import say
+from .text import TEXT, say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 2. moe_layer
 # (experts = devices, tokens per device, features)
@@ -91,12 +88,12 @@ def _moe_case(fn: Callable, k: int, t: int, d: int) -> tuple:
     name, mesh = "moe_layer", expert_mesh(k)
     x, router, w = _moe_inputs(k, t, d)
     args = _moe_placed(mesh, x, router, w)
-    where = say("where_mesh", mesh=_mesh_name(mesh), shapes=f"x {x.shape}, router {router.shape}, w {w.shape}")
-    out, ran = run_answer(name, _bound(fn, mesh), *args, mesh=mesh)
-    expect_float32(name, out, where)
+    where = say("where_mesh", mesh=describe(mesh), shapes=f"x {x.shape}, router {router.shape}, w {w.shape}")
+    out, ran = run_answer(name, with_mesh(fn, mesh), *args, mesh=mesh)
+    expect_float32(name, out, TEXT, where=where)
     if tuple(out.shape) != x.shape:
         fail(say("shape", name=name, want=x.shape, got=tuple(out.shape), where=where))
-    expect_layout(name, out, (EXPERTS,), where)
+    expect_layout(name, out, (EXPERTS,), TEXT, where=where)
     return np.asarray(out, np.float64), _moe_np(x, router, w, k), (x, router, w), ran, where
 
 
@@ -158,7 +155,11 @@ def _moe_placed(mesh, x, router, w):
 
 
 def _moe_abstract(mesh, k, t, d):
-    return _on(mesh, (k * t, d), P(EXPERTS)), _on(mesh, (d, k), P()), _on(mesh, (k, d, d), P(EXPERTS))
+    return (
+        abstract_on(mesh, (k * t, d), P(EXPERTS)),
+        abstract_on(mesh, (d, k), P()),
+        abstract_on(mesh, (k, d, d), P(EXPERTS)),
+    )
 
 
 def _observe_moe_layer(fn: Callable) -> dict:
@@ -167,25 +168,11 @@ def _observe_moe_layer(fn: Callable) -> dict:
     cases = {}
     for k, t, d in _MOE_SHAPES:
         mesh = expert_mesh(k)
-        cases[f"k{k}"] = Case(_bound(fn, mesh), *_moe_abstract(mesh, k, t, d), rtol=1e-4, atol=1e-4, work=_MOE_WORK)
+        cases[f"k{k}"] = Case(with_mesh(fn, mesh), *_moe_abstract(mesh, k, t, d), rtol=1e-4, atol=1e-4, work=_MOE_WORK)
     k, t, d = _MOE_SHAPES[0]
     mesh = expert_mesh(k)
-    cases["structure"] = Case(_bound(fn, mesh), *_moe_abstract(mesh, k, t, d), values=False, only_collectives=True)
+    cases["structure"] = Case(with_mesh(fn, mesh), *_moe_abstract(mesh, k, t, d), values=False, only_collectives=True)
     return programs(cases)
 
 
-moe_layer = exercise(
-    "moe_layer",
-    _check_moe_layer,
-    hints=[
-        "Section 2's `dispatch_to_experts` brought each expert its tokens. What does the expert send back, "
-        "to whom, and which collective undoes an `all_to_all`?",
-        "Inside `jax.shard_map` (in_specs `P(EXPERTS)`, `P()`, `P(EXPERTS)`): route with `route(x, router, k, "
-        "CAPACITY)`, send `einsum('tec,td->ecd', dispatch, x)` with `lax.all_to_all(..., EXPERTS, 0, 0, "
-        "tiled=True)` and apply `relu(received @ w[0])`.",
-        "Send the expert's outputs back with the same `all_to_all`, then `einsum('tec,ecd->td', dispatch, "
-        "back) * gate[:, None]`: a dropped token's row of `dispatch` is all zeros, so its output is 0.",
-    ],
-    observe=_observe_moe_layer,
-    mistakes={"moe_no_capacity": 2, "moe_no_gate": 3, "moe_global_capacity": 2},
-)
+moe_layer = exercise("moe_layer", _check_moe_layer, observe=_observe_moe_layer)

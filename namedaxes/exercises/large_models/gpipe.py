@@ -12,29 +12,36 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import STAGES
-from namedaxes.checking import exercises_for, explained, f32, fail, same_values, show_values
+from namedaxes.checking import (
+    exercises_for,
+    expect_float32,
+    expect_layout,
+    explained,
+    f32,
+    fail,
+    fail_values,
+    same_values,
+    show_values,
+)
 from namedaxes.checking.compiled import compiled_once
 from namedaxes.grading import Case, programs
 from namedaxes.judging import COMPILER_OPTIONS, Work
-from namedaxes.meshes import abstract_on as _on
-from namedaxes.meshes import describe as _mesh_name
-from namedaxes.meshes import with_mesh as _bound
+from namedaxes.meshes import abstract_on, describe, with_mesh
 
+from . import text
 from .running import (
     MICROBATCHES,
     Ran,
     answer_rules,
     diagnosed,
     expect_collectives,
-    expect_float32,
-    expect_layout,
     expect_work,
     run_answer,
     stage_mesh,
 )
-from .text import say
+from .text import TEXT, say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 1. pipeline_loss
 # (stages, batch, features): the batch divides by MICROBATCHES.
@@ -126,15 +133,13 @@ def _pipe_case(fn: Callable, k: int, n: int, d: int) -> tuple:
     name, mesh = "pipeline_loss", stage_mesh(k)
     params, x, y = _pipe_inputs(k, n, d)
     args = _pipe_placed(mesh, params, x, y)
-    where = say(
-        "where_mesh", mesh=_mesh_name(mesh), shapes=f"w {params['w'].shape}, b {params['b'].shape}, x {x.shape}"
-    )
-    program = _bound(fn, mesh)
+    where = say("where_mesh", mesh=describe(mesh), shapes=f"w {params['w'].shape}, b {params['b'].shape}, x {x.shape}")
+    program = with_mesh(fn, mesh)
     out, ran = run_answer(name, program, *args, mesh=mesh)
-    expect_float32(name, out, where)
+    expect_float32(name, out, TEXT, where=where)
     if tuple(out.shape) != ():
         fail(say("shape", name=name, want=(), got=tuple(out.shape), where=where))
-    expect_layout(name, out, (), where)
+    expect_layout(name, out, (), TEXT, where=where)
     want = ((_pipe_outputs(params, x) - y) ** 2).mean()
     return out, want, (params, x, y), args, program, ran, where
 
@@ -152,16 +157,7 @@ def _check_pipeline_loss(fn: Callable) -> None:
         if not same_values(np.asarray(out, np.float64), want, 1e-4):
             hint = diagnosed(np.asarray(out, np.float64), pipe_wrongs(*host))
             hint = hint or global_count(name, k, "STAGES", lambda c: _pipe_right_on(fn, c)) or say("pipe_generic")
-            fail(
-                say(
-                    "values",
-                    name=name,
-                    where=where,
-                    want=show_values(want, dtype=float, threshold=12),
-                    got=show_values(out, dtype=float, threshold=12),
-                    hint=hint,
-                )
-            )
+            fail_values(say, "values", want, out, dtype=float, threshold=12, name=name, where=where, hint=hint)
         if k == _PIPE_SHAPES[0][0]:  # the gradient on 8 devices, as the grader reads it
             _expect_pipeline_gradient(name, program, args, run.mesh, host, where)
         ran.append(run)
@@ -232,9 +228,9 @@ def _derivative(program: Callable) -> Callable:
 
 def _pipe_abstract(mesh, k, n, d):
     return (
-        {"w": _on(mesh, (k, d, d), P(STAGES)), "b": _on(mesh, (k, d), P(STAGES))},
-        _on(mesh, (n, d), P()),
-        _on(mesh, (n, d), P()),
+        {"w": abstract_on(mesh, (k, d, d), P(STAGES)), "b": abstract_on(mesh, (k, d), P(STAGES))},
+        abstract_on(mesh, (n, d), P()),
+        abstract_on(mesh, (n, d), P()),
     )
 
 
@@ -245,28 +241,15 @@ def _observe_pipeline_loss(fn: Callable) -> dict:
     cases = {}
     for k, n, d in _PIPE_SHAPES:
         mesh = stage_mesh(k)
-        cases[f"k{k}"] = Case(_bound(fn, mesh), *_pipe_abstract(mesh, k, n, d), rtol=1e-4, atol=1e-4, work=_PIPE_WORK)
+        cases[f"k{k}"] = Case(
+            with_mesh(fn, mesh), *_pipe_abstract(mesh, k, n, d), rtol=1e-4, atol=1e-4, work=_PIPE_WORK
+        )
     k, n, d = _PIPE_SHAPES[0]
     mesh = stage_mesh(k)
     params, x, y = _pipe_abstract(mesh, k, n, d)
-    cases["derivative"] = Case(_derivative(_bound(fn, mesh)), params, x, y, params, rtol=1e-4, atol=1e-4)
-    cases["structure"] = Case(_bound(fn, mesh), *_pipe_abstract(mesh, k, n, d), values=False, only_collectives=True)
+    cases["derivative"] = Case(_derivative(with_mesh(fn, mesh)), params, x, y, params, rtol=1e-4, atol=1e-4)
+    cases["structure"] = Case(with_mesh(fn, mesh), *_pipe_abstract(mesh, k, n, d), values=False, only_collectives=True)
     return programs(cases)
 
 
-pipeline_loss = exercise(
-    "pipeline_loss",
-    _check_pipeline_loss,
-    hints=[
-        "Start from section 1's `gpipe_forward`: what changes when a stage adds its bias, when the schedule "
-        "starts from the whole batch `x`, and when the answer is a loss rather than the last stage's outputs?",
-        "Inside `jax.shard_map` (in_specs `P(STAGES)` for both parameters, `P()` for x and y) split x and y "
-        "into MICROBATCHES with `reshape`. In step t (t = 0 .. m + k - 2) stage 0 takes microbatch t, "
-        "every stage applies `tanh(state @ w + b)`, and the last stage holds microbatch t - (k - 1).",
-        "Add up only the last stage's squared errors (`jnp.where` on `lax.axis_index(STAGES)`); one collective "
-        "over STAGES then makes the loss the same on every device, as `out_specs=P()` asks, and dividing by "
-        "`y.size` makes it a mean. `jax.grad` needs nothing more.",
-    ],
-    observe=_observe_pipeline_loss,
-    mistakes={"pipe_short": 2, "pipe_targets": 2, "pipe_sum": 3},
-)
+pipeline_loss = exercise("pipeline_loss", _check_pipeline_loss, observe=_observe_pipeline_loss)

@@ -10,29 +10,26 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import SEQUENCE
-from namedaxes.checking import exercises_for, f32, fail, same_values
+from namedaxes.checking import exercises_for, expect_float32, expect_layout, f32, fail, same_values
 from namedaxes.grading import Case, programs
 from namedaxes.jax_line import NEWEST, OLDEST, measured_on_this_line
 from namedaxes.judging import Work
-from namedaxes.meshes import abstract_on as _on
-from namedaxes.meshes import describe as _mesh_name
-from namedaxes.meshes import with_mesh as _bound
+from namedaxes.meshes import abstract_on, describe, with_mesh
 
+from . import text
 from .gpipe import global_count
 from .running import (
     Ran,
     diagnosed,
     expect_collectives,
-    expect_float32,
-    expect_layout,
     expect_work,
     fail_rows,
     run_answer,
     sequence_mesh,
 )
-from .text import say
+from .text import TEXT, say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 3. causal_ring_attention
 # (devices, positions per block, features)
@@ -110,12 +107,12 @@ def _ring_case(fn: Callable, k: int, b: int, h: int) -> tuple:
     name, mesh = "causal_ring_attention", sequence_mesh(k)
     q, kk, v = _ring_inputs(k, b, h)
     args = [jax.device_put(a, NamedSharding(mesh, P(SEQUENCE))) for a in (q, kk, v)]
-    where = say("where_mesh", mesh=_mesh_name(mesh), shapes=f"q, k, v {q.shape}")
-    out, ran = run_answer(name, _bound(fn, mesh), *args, mesh=mesh)
-    expect_float32(name, out, where)
+    where = say("where_mesh", mesh=describe(mesh), shapes=f"q, k, v {q.shape}")
+    out, ran = run_answer(name, with_mesh(fn, mesh), *args, mesh=mesh)
+    expect_float32(name, out, TEXT, where=where)
     if tuple(out.shape) != q.shape:
         fail(say("shape", name=name, want=q.shape, got=tuple(out.shape), where=where))
-    expect_layout(name, out, (SEQUENCE,), where)
+    expect_layout(name, out, (SEQUENCE,), TEXT, where=where)
     pos = np.arange(q.shape[0])
     return np.asarray(out, np.float64), _attention_np(q, kk, v, pos[None, :] <= pos[:, None]), (q, kk, v), ran, where
 
@@ -182,35 +179,17 @@ def _observe_causal_ring_attention(fn: Callable) -> dict:
     cases = {}
     for k, b, h in _RING_SHAPES:
         mesh = sequence_mesh(k)
-        blocks = [_on(mesh, (k * b, h), P(SEQUENCE)) for _ in range(3)]
-        cases[f"k{k}"] = Case(_bound(fn, mesh), *blocks, rtol=1e-4, atol=1e-4, work=_RING_WORK)
+        blocks = [abstract_on(mesh, (k * b, h), P(SEQUENCE)) for _ in range(3)]
+        cases[f"k{k}"] = Case(with_mesh(fn, mesh), *blocks, rtol=1e-4, atol=1e-4, work=_RING_WORK)
     k, b, h = _RING_SHAPES[0]
     mesh = sequence_mesh(k)
-    blocks = [_on(mesh, (k * b, h), P(SEQUENCE)) for _ in range(3)]
-    cases["structure"] = Case(_bound(fn, mesh), *blocks, values=False, only_collectives=True)
+    blocks = [abstract_on(mesh, (k * b, h), P(SEQUENCE)) for _ in range(3)]
+    cases["structure"] = Case(with_mesh(fn, mesh), *blocks, values=False, only_collectives=True)
     return programs(cases)
 
 
 causal_ring_attention = exercise(
     "causal_ring_attention",
     _check_causal_ring_attention,
-    hints=[
-        "Section 3 showed the ring without a mask, and the causal mask on one device. At ring step s, which "
-        "device's key block does device i hold, and at which global positions do its keys sit?",
-        "With the ring i -> i + 1, in step s device i holds block j = (i - s) mod k. Its queries sit at "
-        "i * block + arange(block), the keys at j * block + arange(block); mask scores where key > query "
-        "with -inf before the online-softmax update.",
-        "Step 0 is the device's own block, whose diagonal is never masked, so the running maximum is finite "
-        "from then on: later blocks that are all masked add exp(-inf) = 0. Divide by the running sum once, "
-        "after the k steps.",
-    ],
     observe=_observe_causal_ring_attention,
-    mistakes={
-        "ring_no_mask": 2,
-        "ring_direction": 2,
-        "ring_local_mask": 2,
-        "ring_per_block": 3,
-        "ring_short": 3,
-        "ring_strict_mask": 2,
-    },
 )

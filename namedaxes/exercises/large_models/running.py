@@ -8,17 +8,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax.sharding import AxisType
 
 from namedaxes import EXPERTS, SEQUENCE, STAGES
-from namedaxes.checking import expect_array, explained, fail, first_line, same_values, show_values
+from namedaxes.checking import explained, fail, fail_values, first_line, same_values
 from namedaxes.checking.compiled import compiled_once
 from namedaxes.checking.sources import carried
 from namedaxes.judging import COMPILER_OPTIONS, Work, collective_sends, work_excess, work_of
-from namedaxes.meshes import describe as _mesh_name
-from namedaxes.meshes import line_mesh
+from namedaxes.meshes import describe, line_mesh
 
 from .text import say
 
@@ -132,7 +130,7 @@ def expect_work(name: str, ran: list, reference: dict, limits: dict, why: Callab
                 say(
                     key,
                     name=name,
-                    mesh=_mesh_name(run.mesh),
+                    mesh=describe(run.mesh),
                     got=f"{got:g}",
                     want=f"{want:g}",
                     ratio=f"{excess[1]:.1f}",
@@ -142,30 +140,6 @@ def expect_work(name: str, ran: list, reference: dict, limits: dict, why: Callab
             )
 
 
-def expect_float32(name: str, out, where: str) -> None:
-    if not isinstance(out, jax.Array):
-        fail(say("result_type", name=name, type=type(out).__name__, where=where))
-    expect_array(name, out, dtype=jnp.float32)
-
-
-def _layout(out) -> tuple:
-    """The result's PartitionSpec as a tuple padded with Nones: P(a) == P(a, None)."""
-    entries = list(out.sharding.spec) if hasattr(out.sharding, "spec") else []
-    return tuple(entries + [None] * (out.ndim - len(entries)))
-
-
-def _spec_text(entries: tuple) -> str:
-    if all(e is None for e in entries):
-        return say("layout_replicated")
-    return "P(" + ", ".join("None" if e is None else repr(e) for e in entries) + ")"
-
-
-def expect_layout(name: str, out, want: tuple, where: str) -> None:
-    got, want = _layout(out), tuple(want) + (None,) * (out.ndim - len(want))
-    if got != want:
-        fail(say("layout", name=name, where=where, got=_spec_text(got), want=_spec_text(want)))
-
-
 def expect_collectives(name: str, ran: Ran, rules: dict) -> None:
     """The compiled program's collectives: none that `rules["refused"]` names (gathers), one `rules["need"]`,
     nothing outside `rules["allowed"]`."""
@@ -173,9 +147,9 @@ def expect_collectives(name: str, ran: Ran, rules: dict) -> None:
     listed = say("seen_join").join(seen) or say("seen_nothing")
     refused = [d for d in seen if d.startswith(rules["refused"])]
     if refused:
-        fail(say(rules["refused_key"], name=name, mesh=_mesh_name(mesh), seen=say("seen_join").join(refused)))
+        fail(say(rules["refused_key"], name=name, mesh=describe(mesh), seen=say("seen_join").join(refused)))
     if rules["need"] not in seen:
-        fail(say("no_collective", name=name, mesh=_mesh_name(mesh), want=rules["need"], seen=listed, why=rules["why"]))
+        fail(say("no_collective", name=name, mesh=describe(mesh), want=rules["need"], seen=listed, why=rules["why"]))
     others = [d for d in seen if d not in rules["allowed"]]
     if others:
         allowed = say("seen_join").join(rules["allowed"])
@@ -183,7 +157,7 @@ def expect_collectives(name: str, ran: Ran, rules: dict) -> None:
             say(
                 "other_collectives",
                 name=name,
-                mesh=_mesh_name(mesh),
+                mesh=describe(mesh),
                 seen=say("seen_join").join(others),
                 allowed=allowed,
             )
@@ -194,16 +168,8 @@ def fail_rows(name: str, where: str, want, got, hint: str) -> None:
     """A wrong matrix, shown by its first row that differs (a corner of a long array may all be right)."""
     bad = ~np.all(np.isclose(got, want, rtol=1e-4, atol=1e-4), axis=1)
     row = int(np.argmax(bad))
-    fail(
-        say(
-            "values_row",
-            name=name,
-            where=where,
-            row=row,
-            want=show_values(want[row], dtype=float, threshold=12),
-            got=show_values(got[row], dtype=float, threshold=12),
-            hint=hint,
-        )
+    fail_values(
+        say, "values_row", want[row], got[row], dtype=float, threshold=12, name=name, where=where, row=row, hint=hint
     )
 
 

@@ -1,4 +1,4 @@
-"""Every student-facing sentence of notebook 09's checks (the exercises' hints are in each `exercise(...)`)."""
+"""The words of notebook 09's checks as data: sentences (TEXT), hints (HINTS), known mistakes' hints (MISTAKE_HINTS)."""
 
 from __future__ import annotations
 
@@ -213,3 +213,47 @@ TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
 
 say = TEXT.say  # a template of this module's TEXT, in the kernel's language, filled in
+
+HINTS = {
+    "moe_layer": [
+        "Section 2's `dispatch_to_experts` brought each expert its tokens. What does the expert send back, "
+        "to whom, and which collective undoes an `all_to_all`?",
+        "Inside `jax.shard_map` (in_specs `P(EXPERTS)`, `P()`, `P(EXPERTS)`): route with `route(x, router, k, "
+        "CAPACITY)`, send `einsum('tec,td->ecd', dispatch, x)` with `lax.all_to_all(..., EXPERTS, 0, 0, "
+        "tiled=True)` and apply `relu(received @ w[0])`.",
+        "Send the expert's outputs back with the same `all_to_all`, then `einsum('tec,ecd->td', dispatch, "
+        "back) * gate[:, None]`: a dropped token's row of `dispatch` is all zeros, so its output is 0.",
+    ],
+    "pipeline_loss": [
+        "Start from section 1's `gpipe_forward`: what changes when a stage adds its bias, when the schedule "
+        "starts from the whole batch `x`, and when the answer is a loss rather than the last stage's outputs?",
+        "Inside `jax.shard_map` (in_specs `P(STAGES)` for both parameters, `P()` for x and y) split x and y "
+        "into MICROBATCHES with `reshape`. In step t (t = 0 .. m + k - 2) stage 0 takes microbatch t, "
+        "every stage applies `tanh(state @ w + b)`, and the last stage holds microbatch t - (k - 1).",
+        "Add up only the last stage's squared errors (`jnp.where` on `lax.axis_index(STAGES)`); one collective "
+        "over STAGES then makes the loss the same on every device, as `out_specs=P()` asks, and dividing by "
+        "`y.size` makes it a mean. `jax.grad` needs nothing more.",
+    ],
+    "causal_ring_attention": [
+        "Section 3 showed the ring without a mask, and the causal mask on one device. At ring step s, which "
+        "device's key block does device i hold, and at which global positions do its keys sit?",
+        "With the ring i -> i + 1, in step s device i holds block j = (i - s) mod k. Its queries sit at "
+        "i * block + arange(block), the keys at j * block + arange(block); mask scores where key > query "
+        "with -inf before the online-softmax update.",
+        "Step 0 is the device's own block, whose diagonal is never masked, so the running maximum is finite "
+        "from then on: later blocks that are all masked add exp(-inf) = 0. Divide by the running sum once, "
+        "after the k steps.",
+    ],
+}
+MISTAKE_HINTS = {
+    "moe_layer": {"moe_no_capacity": 2, "moe_no_gate": 3, "moe_global_capacity": 2},
+    "pipeline_loss": {"pipe_short": 2, "pipe_targets": 2, "pipe_sum": 3},
+    "causal_ring_attention": {
+        "ring_no_mask": 2,
+        "ring_direction": 2,
+        "ring_local_mask": 2,
+        "ring_per_block": 3,
+        "ring_short": 3,
+        "ring_strict_mask": 2,
+    },
+}

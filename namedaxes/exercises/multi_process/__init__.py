@@ -43,14 +43,8 @@ the logic only fills in the templates.
 
 from __future__ import annotations
 
-from namedaxes.checking import progress_of
-from namedaxes.meshes import line_mesh
+from namedaxes.exercises import lazy_face
 
-from .metrics import global_metrics
-from .mistakes import known_mistakes
-from .rows import local_rows
-from .running import GRADE_IDS, LEARNING_RATE, LOCAL_DEVICES, NUM_PROCESSES, read_back, to_global
-from .step import masked_step
 from .text import TEXT
 
 __all__ = [
@@ -68,4 +62,15 @@ __all__ = [
     "progress",
     "known_mistakes",
 ]
-progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
+# The checks load when first asked for (`q.<exercise>`, `q.progress()`), or at once where JAX is imported.
+lazy_face(
+    __name__,
+    {
+        "namedaxes.meshes": ("line_mesh",),
+        ".metrics": ("global_metrics",),
+        ".mistakes": ("known_mistakes",),
+        ".rows": ("local_rows",),
+        ".running": ("GRADE_IDS", "LEARNING_RATE", "LOCAL_DEVICES", "NUM_PROCESSES", "read_back", "to_global"),
+        ".step": ("masked_step",),
+    },
+)

@@ -15,14 +15,15 @@ from namedaxes.checking import (
     exercises_for,
     expect_work_within,
     fail,
-    known_mistake,
+    fail_values,
     same_values,
-    show_values,
+    which_mistake,
 )
 from namedaxes.grading import Case, programs, spec
 from namedaxes.judging import exported_work
 from namedaxes.meshes import line_mesh
 
+from . import text
 from .running import (
     METRIC_KEYS,
     N_GLOBAL,
@@ -37,7 +38,7 @@ from .running import (
 )
 from .text import TEXT
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 # ---------------------------------------------------------------- exercise 2: global_metrics
@@ -97,7 +98,7 @@ def metric_mistakes(errors: np.ndarray, k: int, p: int) -> dict[str, list[tuple]
 
 
 def _metric_hint(key: str, got, errors: np.ndarray, k: int, p: int) -> str:
-    found = known_mistake(got, metric_mistakes(errors, k, p)[key])
+    found = which_mistake(got, metric_mistakes(errors, k, p)[key])
     if found is not None:
         return TEXT[found[0]].format(**found[1])
     return TEXT["per_process_generic" if key == "per_process" else "metric_generic"]
@@ -120,15 +121,16 @@ def _expect_metrics(name: str, got, errors: np.ndarray, k: int, p: int, where: s
             )
     for key in METRIC_KEYS:
         if not same_values(got[key], want[key], 1e-4, dtype=float):
-            fail(
-                TEXT["metric_values"].format(
-                    where=where,
-                    name=name,
-                    key=key,
-                    got=show_values(got[key], dtype=float),
-                    want=show_values(want[key], dtype=float),
-                    hint=_metric_hint(key, got[key], errors, k, p),
-                )
+            fail_values(
+                TEXT.say,
+                "metric_values",
+                want[key],
+                got[key],
+                dtype=float,
+                where=where,
+                name=name,
+                key=key,
+                hint=_metric_hint(key, got[key], errors, k, p),
             )
 
 
@@ -209,30 +211,4 @@ def _observe_global_metrics(fn: Callable) -> dict:
     return programs(cases)
 
 
-global_metrics = exercise(
-    "global_metrics",
-    _check_global_metrics,
-    hints=[
-        "Inside `jax.shard_map(..., mesh=mesh, in_specs=P(DEVICES), out_specs=P())` each device sees only "
-        "its own block of rows, and the result must be the same on every device. Which numbers can a "
-        "device compute alone, and which need every device?",
-        "A device's block gives its own sum and its own number of entries; `lax.psum` over DEVICES adds "
-        "them up over every device of every process, so `total / count` is the mean and no count is "
-        "written by hand. For `per_process`: the device at mesh position `d` belongs to process "
-        "`d // jax.local_device_count()`.",
-        "Put a device's sum at its process's entry of a vector of `jax.process_count()` zeros (e.g. "
-        "`jax.nn.one_hot(process, jax.process_count()) * block_sum`), then `lax.psum` those vectors.",
-    ],
-    observe=_observe_global_metrics,
-    mistakes={
-        "per_process_means": 3,
-        "per_process_total": 3,
-        "metric_fixed_count": 2,
-        "metric_local_count": 2,
-        "metric_mean_of_sums": 2,
-        "metric_mean_for_total": 2,
-        "metric_pmean_total": 2,
-        "metric_rows_count": 2,
-        "metric_one_device": 1,
-    },
-)
+global_metrics = exercise("global_metrics", _check_global_metrics, observe=_observe_global_metrics)

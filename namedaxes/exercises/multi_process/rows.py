@@ -17,6 +17,7 @@ from namedaxes.checking import (
 )
 from namedaxes.grading import Case, programs, spec
 
+from . import text
 from .running import (
     LOCAL_DEVICES,
     N_GLOBAL,
@@ -30,7 +31,7 @@ from .running import (
 )
 from .text import TEXT
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 # ---------------------------------------------------------------- exercise 1: local_rows
@@ -197,17 +198,4 @@ def _observe_local_rows(fn: Callable) -> dict:
     return programs(cases)
 
 
-local_rows = exercise(
-    "local_rows",
-    _check_local_rows,
-    hints=[
-        "Every process runs the same code, so the share must come from what each process can ask: "
-        "`jax.process_index()` and `jax.process_count()`, and the batch's own number of rows.",
-        "With `B` rows and `p` processes, every share has `B // p` rows, and process `i`'s share starts "
-        "at row `i * (B // p)`. `jax.tree.map` slices every array of a dict the same way, and also "
-        "accepts a plain array.",
-        "In this kernel `jax.process_index()` is 0 and `jax.process_count()` is 1, so `local_rows(x)` "
-        "returns all of `x`: try it before running the test cell.",
-    ],
-    observe=_observe_local_rows,
-)
+local_rows = exercise("local_rows", _check_local_rows, observe=_observe_local_rows)

@@ -21,8 +21,7 @@ from namedaxes.checking import (
     unbound_axis_name,
 )
 from namedaxes.checking.regions import judge_regions
-from namedaxes.meshes import axis_list as _mesh_axes
-from namedaxes.meshes import line_mesh
+from namedaxes.meshes import axis_list, line_mesh
 
 from .text import TEXT
 
@@ -79,7 +78,7 @@ class AsProcess:
 
 def _rules(name: str, mesh=None):
     """This notebook's own translations; `checking.translate` does the rest (not written yet, ...)."""
-    axes = _mesh_axes(mesh) if mesh is not None else f"'{DEVICES}'"
+    axes = axis_list(mesh) if mesh is not None else f"'{DEVICES}'"
 
     def rule(err: BaseException) -> str | None:
         if isinstance(err, multiprocess.ShipError):

@@ -15,7 +15,7 @@ from namedaxes.checking import (
     exercises_for,
     expect_work_within,
     fail,
-    known_mistake,
+    mistake_sentence,
     same_values,
     show_values,
 )
@@ -23,6 +23,7 @@ from namedaxes.grading import Case, programs, spec
 from namedaxes.judging import exported_work
 from namedaxes.meshes import line_mesh
 
+from . import text
 from .running import (
     LEARNING_RATE,
     N_GLOBAL,
@@ -38,7 +39,7 @@ from .running import (
 )
 from .text import TEXT
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 # ---------------------------------------------------------------- exercise 3: masked_step
@@ -132,8 +133,13 @@ def _expect_step(name: str, got, params, batch, k: int, p: int, where: str) -> N
     want = _np_step(params, np.asarray(batch["x"], float)[mask], np.asarray(batch["y"], float)[mask])
     if all(same_values(got[key], want[key], 1e-4, dtype=float) for key in PARAM_NAMES):
         return
-    found = known_mistake({key: got[key] for key in PARAM_NAMES}, step_mistakes(params, batch, k, p), 1e-4)
-    hint = TEXT["step_generic"] if found is None else TEXT[found[0]].format(**found[1])
+    hint = mistake_sentence(
+        TEXT.say,
+        {key: got[key] for key in PARAM_NAMES},
+        step_mistakes(params, batch, k, p),
+        1e-4,
+        otherwise=TEXT["step_generic"],
+    )
     key = next(key for key in PARAM_NAMES if not same_values(got[key], want[key], 1e-4, dtype=float))
     fail(
         TEXT["step_values"].format(
@@ -240,30 +246,4 @@ def _observe_masked_step(fn: Callable) -> dict:
     return programs(cases)
 
 
-masked_step = exercise(
-    "masked_step",
-    _check_masked_step,
-    hints=[
-        "The mean squared error over the real rows is (sum of the real rows' squared errors) / (number of "
-        "real rows), both over the whole global batch. Which of the two can one device compute alone?",
-        "Per device: the gradient of its own *sum* of masked squared errors, taken on its own copy of the "
-        "parameters (`lax.pcast(..., to='varying')`, as in notebook 05), and its number of real rows. Add "
-        "both up over DATA_PARALLEL with `lax.psum`, then divide.",
-        "A `lax.pmean` of each device's own mean is not the same: the devices hold different numbers of "
-        "real rows. `jnp.where(mask, err ** 2, 0.0)` zeroes the padding rows' errors; the update is the "
-        "SGD step of notebook 04, inside `jax.shard_map` with `in_specs=(P(), P(DATA_PARALLEL))` and "
-        "`out_specs=P()`.",
-    ],
-    observe=_observe_masked_step,
-    mistakes={
-        "step_no_mask": 1,
-        "step_mean_of_means": 3,
-        "step_fixed_count": 2,
-        "step_local_count": 2,
-        "step_all_rows": 1,
-        "step_summed": 2,
-        "step_k_times": 2,
-        "step_unchanged": 3,
-        "step_sign": 3,
-    },
-)
+masked_step = exercise("masked_step", _check_masked_step, observe=_observe_masked_step)

@@ -1,4 +1,4 @@
-"""Every student-facing sentence of multi_process's checks (the exercises' hints are in each `exercise(...)`)."""
+"""The words of notebook 06's checks as data: sentences (TEXT), hints (HINTS), known mistakes' hints (MISTAKE_HINTS)."""
 
 from __future__ import annotations
 
@@ -191,3 +191,61 @@ TEXT = {
     "case_step": "{rows} rows, {real} real: {counts} real rows per device",
 }
 TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
+
+HINTS = {
+    "global_metrics": [
+        "Inside `jax.shard_map(..., mesh=mesh, in_specs=P(DEVICES), out_specs=P())` each device sees only "
+        "its own block of rows, and the result must be the same on every device. Which numbers can a "
+        "device compute alone, and which need every device?",
+        "A device's block gives its own sum and its own number of entries; `lax.psum` over DEVICES adds "
+        "them up over every device of every process, so `total / count` is the mean and no count is "
+        "written by hand. For `per_process`: the device at mesh position `d` belongs to process "
+        "`d // jax.local_device_count()`.",
+        "Put a device's sum at its process's entry of a vector of `jax.process_count()` zeros (e.g. "
+        "`jax.nn.one_hot(process, jax.process_count()) * block_sum`), then `lax.psum` those vectors.",
+    ],
+    "local_rows": [
+        "Every process runs the same code, so the share must come from what each process can ask: "
+        "`jax.process_index()` and `jax.process_count()`, and the batch's own number of rows.",
+        "With `B` rows and `p` processes, every share has `B // p` rows, and process `i`'s share starts "
+        "at row `i * (B // p)`. `jax.tree.map` slices every array of a dict the same way, and also "
+        "accepts a plain array.",
+        "In this kernel `jax.process_index()` is 0 and `jax.process_count()` is 1, so `local_rows(x)` "
+        "returns all of `x`: try it before running the test cell.",
+    ],
+    "masked_step": [
+        "The mean squared error over the real rows is (sum of the real rows' squared errors) / (number of "
+        "real rows), both over the whole global batch. Which of the two can one device compute alone?",
+        "Per device: the gradient of its own *sum* of masked squared errors, taken on its own copy of the "
+        "parameters (`lax.pcast(..., to='varying')`, as in notebook 05), and its number of real rows. Add "
+        "both up over DATA_PARALLEL with `lax.psum`, then divide.",
+        "A `lax.pmean` of each device's own mean is not the same: the devices hold different numbers of "
+        "real rows. `jnp.where(mask, err ** 2, 0.0)` zeroes the padding rows' errors; the update is the "
+        "SGD step of notebook 04, inside `jax.shard_map` with `in_specs=(P(), P(DATA_PARALLEL))` and "
+        "`out_specs=P()`.",
+    ],
+}
+MISTAKE_HINTS = {
+    "global_metrics": {
+        "per_process_means": 3,
+        "per_process_total": 3,
+        "metric_fixed_count": 2,
+        "metric_local_count": 2,
+        "metric_mean_of_sums": 2,
+        "metric_mean_for_total": 2,
+        "metric_pmean_total": 2,
+        "metric_rows_count": 2,
+        "metric_one_device": 1,
+    },
+    "masked_step": {
+        "step_no_mask": 1,
+        "step_mean_of_means": 3,
+        "step_fixed_count": 2,
+        "step_local_count": 2,
+        "step_all_rows": 1,
+        "step_summed": 2,
+        "step_k_times": 2,
+        "step_unchanged": 3,
+        "step_sign": 3,
+    },
+}

@@ -46,16 +46,9 @@ no logic; the shared core (`namedaxes.checking`) words the rest.
 
 from __future__ import annotations
 
-from namedaxes.checking import progress_of
-from namedaxes.model import LEARNING_RATE
+from namedaxes.exercises import lazy_face
 
-from .mistakes import known_mistakes
-from .normalize import row_normalize
-from .numbers import device_numbers
-from .running import grid_map, grid_mesh
-from .sums import grid_sums
 from .text import TEXT
-from .tp_dp import EXAMPLES, FEATURES, tp_dp_step, tp_dp_step_np
 
 __all__ = [
     "grid_sums",
@@ -72,4 +65,16 @@ __all__ = [
     "progress",
     "known_mistakes",
 ]
-progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
+# The checks load when first asked for (`q.<exercise>`, `q.progress()`), or at once where JAX is imported.
+lazy_face(
+    __name__,
+    {
+        "namedaxes.model": ("LEARNING_RATE",),
+        ".mistakes": ("known_mistakes",),
+        ".normalize": ("row_normalize",),
+        ".numbers": ("device_numbers",),
+        ".running": ("grid_map", "grid_mesh"),
+        ".sums": ("grid_sums",),
+        ".tp_dp": ("EXAMPLES", "FEATURES", "tp_dp_step", "tp_dp_step_np"),
+    },
+)

@@ -15,12 +15,13 @@ from namedaxes.checking import (
     expect_regions,
     expect_work_within,
     fail,
-    known_mistake,
     same_values,
+    which_mistake,
 )
 from namedaxes.grading import Case, programs, rng, spec
 from namedaxes.judging import exported_work
 
+from . import text
 from .running import (
     UNIFORM,
     explained_run,
@@ -33,7 +34,7 @@ from .running import (
 )
 from .text import say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # How the work is split (the grader's `Case(work=...)` on its work case, the visible check alike): the largest array
 # one device materializes, read from the compiled per-device program, at most `_RN_LARGEST_FACTOR` times the
@@ -101,7 +102,7 @@ def _check_row_normalize(fn) -> None:
         want = xs / xs.sum(axis=1, keepdims=True)
         if same_values(out, want):
             continue
-        key, fields = known_mistake(out, row_normalize_mistakes(xs, grid, k)) or ("", {})
+        key, fields = which_mistake(out, row_normalize_mistakes(xs, grid, k)) or ("", {})
         diagnosis = say(key, **fields) if key else ""
         values_failure(label, out, want, where, say("row_normalize_expected", diagnosis=diagnosis).strip())
     # the grader's steps, on these inputs: communication read from the compiled program (present, then
@@ -160,27 +161,4 @@ def _observe_row_normalize(fn) -> dict:
     return programs(cases)
 
 
-row_normalize = exercise(
-    "row_normalize",
-    _check_row_normalize,
-    hints=[
-        "Inside `jax.shard_map(..., in_specs=P(DATA_SHARDS, MODEL_REPLICAS))` each device sees a block of "
-        "one row: its own columns of that row. The row's sum is spread over the row's devices.",
-        "Each device can add up its own part of the row (keep the dimensions, so it divides the block "
-        "cleanly). Which devices hold the other parts of the same row, and along which axis do they differ?",
-        "Those partial sums must be added, not averaged. Write a per-block function (partial sum, "
-        "collective, divide), wrap it with `jax.shard_map` over the `mesh` argument with the same spec for "
-        'input and output, and call the result on `x`: section "Form (b)" shows the pattern.',
-    ],
-    observe=_observe_row_normalize,
-    mistakes={
-        "rn_elementwise_column": 2,
-        "rn_local_block": 2,
-        "rn_elementwise_row": 2,
-        "rn_whole_array": 2,
-        "rn_partials_wrong_axis": 2,
-        "rn_partials_mean": 3,
-        "rn_partials_mean_wrong_axis": 3,
-        "rn_partials_mean_both": 3,
-    },
-)
+row_normalize = exercise("row_normalize", _check_row_normalize, observe=_observe_row_normalize)

@@ -9,15 +9,16 @@ from namedaxes import DATA_SHARDS, GRID_SHAPE, MODEL_REPLICAS
 from namedaxes.checking import (
     exercises_for,
     fail,
-    known_mistake,
+    mistake_sentence,
     same_values,
 )
 from namedaxes.grading import rng
 
+from . import text
 from .running import describe, expect_grid_array, grid_map, grid_words, observe_on_grids, run_answer, values_failure
 from .text import say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 # ---------------------------------------------------------------- 2. device_numbers
@@ -65,8 +66,7 @@ def _check_device_numbers(fn) -> None:
             expect_grid_array(label, got, grid, (), jnp.int32)
             if same_values(got, want):
                 continue
-            key, fields = known_mistake(got, mistakes) or ("numbers_generic", {})
-            diagnosis = say(key, **fields)
+            diagnosis = mistake_sentence(say, got, mistakes, otherwise=say("numbers_generic"))
             values_failure(label, got, want, where, say("numbers_part", k=k, what=say(what), diagnosis=diagnosis))
 
 
@@ -76,26 +76,4 @@ def _observe_device_numbers(fn) -> dict:
     )
 
 
-device_numbers = exercise(
-    "device_numbers",
-    _check_device_numbers,
-    hints=[
-        "A device's number in an order is how many devices come before it. In the row-major order, which "
-        "devices come before this one: how many whole rows, and how many devices of its own row?",
-        "`lax.axis_index` and `lax.axis_size` give this device's position along one axis and that axis's "
-        "length; the checks use grids of other shapes, so no length may be written as a number.",
-        "Like the collectives, `lax.axis_index` also accepts a tuple of axis names: it then numbers the "
-        "devices of all those axes together, and the order of the names in the tuple decides which axis "
-        "counts slowest. Try both orders on the grid and compare with `device_ids`.",
-    ],
-    observe=_observe_device_numbers,
-    mistakes={
-        "numbers_swapped_row": 3,
-        "numbers_swapped_column": 3,
-        "numbers_hard_coded": 2,
-        "numbers_wrong_length_row": 1,
-        "numbers_wrong_length_column": 1,
-        "numbers_one_axis": 1,
-        "numbers_one_based": 1,
-    },
-)
+device_numbers = exercise("device_numbers", _check_device_numbers, observe=_observe_device_numbers)

@@ -15,8 +15,8 @@ from namedaxes.checking import TEXT as checking_text  # the list separator of th
 from namedaxes.checking import (
     explained,
     fail,
+    fail_values,
     first_line,
-    show_values,
 )
 from namedaxes.grading import Case, programs, spec
 
@@ -115,16 +115,7 @@ def expect_grid_array(label: str, value, grid: tuple, per_device: tuple, dtype) 
 
 
 def values_failure(label: str, got, want, where: str, hint: str) -> None:
-    fail(
-        say(
-            "values",
-            label=label,
-            where=where,
-            want=show_values(want, one_line=True),
-            got=show_values(got, one_line=True),
-            hint=hint,
-        )
-    )
+    fail_values(say, "values", want, got, one_line=True, label=label, where=where, hint=hint)
 
 
 def uniform(r, shape) -> jax.Array:
@@ -147,12 +138,6 @@ def explained_run(name: str, where: str, fix: str, mesh_shape=None):
 def seen_descriptions(descs) -> str:
     """Collectives as the compiled program names them ("psum over 'model_replicas'"), or none at all."""
     return checking_text["list_sep"].join(descs) or say("no_collective_at_all")
-
-
-def _seen(found) -> str:
-    return checking_text["list_sep"].join(
-        say("collective_over", primitive=p, axes=axes) for p, axes in sorted(found)
-    ) or say("no_collective_at_all")
 
 
 def on_devices(fn, grid):

@@ -11,11 +11,12 @@ from namedaxes.checking import (
     exercises_for,
     expect_communication,
     fail,
-    known_mistake,
     same_values,
+    which_mistake,
 )
 from namedaxes.grading import rng
 
+from . import text
 from .running import (
     UNIFORM,
     describe,
@@ -30,7 +31,7 @@ from .running import (
 )
 from .text import say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 1. grid_sums
 # Part k of the answer: (what it is, which devices it combines, the array axes it reduces).
@@ -124,7 +125,7 @@ def _check_grid_sums(fn) -> None:
             want = _grid_part(x, axes)
             if same_values(got, want):
                 continue
-            neither = known_mistake(got, neither_mistakes(x)) if axes is None else None
+            neither = which_mistake(got, neither_mistakes(x)) if axes is None else None
             if neither is not None:
                 values_failure(label, got, want, where, say(neither[0], **neither[1]))
             seen = next(
@@ -171,20 +172,4 @@ def _observe_grid_sums(fn) -> dict:
     )
 
 
-grid_sums = exercise(
-    "grid_sums",
-    _check_grid_sums,
-    hints=[
-        "For each part, first find the group of devices on the grid: which devices hold the same data shard "
-        "as this one, which hold the same model shard? Then ask along which axis the devices of that group "
-        "differ.",
-        "A collective over one axis combines the devices that differ only along that axis. The devices of a "
-        "row share their data shard and differ along MODEL_REPLICAS; the devices of a column share their "
-        "model shard and differ along DATA_SHARDS.",
-        "No collective combines exactly the devices of the third part. Start from the sum over the whole grid "
-        '(one collective with both names as a tuple, the way section "Form (a)" takes the maximum of the '
-        "whole grid) and take away this device's row and its column: which value did you take away twice?",
-    ],
-    observe=_observe_grid_sums,
-    mistakes={"grid_sums_neither_all": 3, "grid_sums_neither_twice": 3},
-)
+grid_sums = exercise("grid_sums", _check_grid_sums, observe=_observe_grid_sums)

@@ -1,4 +1,4 @@
-"""Every student-facing sentence of nested_axes's checks (the exercises' hints are in each `exercise(...)`)."""
+"""The words of notebook 03's checks as data: sentences (TEXT), hints (HINTS), known mistakes' hints (MISTAKE_HINTS)."""
 
 from __future__ import annotations
 
@@ -162,7 +162,6 @@ TEXT = {
         "MODEL_REPLICAS."
     ),
     "no_collective_at_all": "no collective at all",
-    "collective_over": "{primitive} over {axes}",
     # 4. tp_dp_step
     "tp_shape_hint": (
         "Return only the new w, one entry per feature: its shards stay split over MODEL_REPLICAS "
@@ -257,3 +256,79 @@ TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
 
 say = TEXT.say  # a template of this module's TEXT, in the kernel's language, filled in
+
+HINTS = {
+    "row_normalize": [
+        "Inside `jax.shard_map(..., in_specs=P(DATA_SHARDS, MODEL_REPLICAS))` each device sees a block of "
+        "one row: its own columns of that row. The row's sum is spread over the row's devices.",
+        "Each device can add up its own part of the row (keep the dimensions, so it divides the block "
+        "cleanly). Which devices hold the other parts of the same row, and along which axis do they differ?",
+        "Those partial sums must be added, not averaged. Write a per-block function (partial sum, "
+        "collective, divide), wrap it with `jax.shard_map` over the `mesh` argument with the same spec for "
+        'input and output, and call the result on `x`: section "Form (b)" shows the pattern.',
+    ],
+    "device_numbers": [
+        "A device's number in an order is how many devices come before it. In the row-major order, which "
+        "devices come before this one: how many whole rows, and how many devices of its own row?",
+        "`lax.axis_index` and `lax.axis_size` give this device's position along one axis and that axis's "
+        "length; the checks use grids of other shapes, so no length may be written as a number.",
+        "Like the collectives, `lax.axis_index` also accepts a tuple of axis names: it then numbers the "
+        "devices of all those axes together, and the order of the names in the tuple decides which axis "
+        "counts slowest. Try both orders on the grid and compare with `device_ids`.",
+    ],
+    "grid_sums": [
+        "For each part, first find the group of devices on the grid: which devices hold the same data shard "
+        "as this one, which hold the same model shard? Then ask along which axis the devices of that group "
+        "differ.",
+        "A collective over one axis combines the devices that differ only along that axis. The devices of a "
+        "row share their data shard and differ along MODEL_REPLICAS; the devices of a column share their "
+        "model shard and differ along DATA_SHARDS.",
+        "No collective combines exactly the devices of the third part. Start from the sum over the whole grid "
+        '(one collective with both names as a tuple, the way section "Form (a)" takes the maximum of the '
+        "whole grid) and take away this device's row and its column: which value did you take away twice?",
+    ],
+    "tp_dp_step": [
+        "Draw the blocks first: which part of w, which examples and which features of x does device "
+        "(i, j) hold? Then ask what it is missing to predict its examples, and what it is missing to "
+        "update its part of w.",
+        "A device's product of its x block with its part of w is only a partial prediction: the devices of "
+        "its row hold the other features, and their partial products add up to the prediction. The "
+        "gradient formula then needs only the device's own blocks, but it covers only its data shard.",
+        "The copies of a model shard (the devices of a column) must take the same step: combine their "
+        "gradients over the axis along which they differ, as an average, then subtract LEARNING_RATE "
+        "times it from the shard. The new w stays split like the old one.",
+    ],
+}
+MISTAKE_HINTS = {
+    "row_normalize": {
+        "rn_elementwise_column": 2,
+        "rn_local_block": 2,
+        "rn_elementwise_row": 2,
+        "rn_whole_array": 2,
+        "rn_partials_wrong_axis": 2,
+        "rn_partials_mean": 3,
+        "rn_partials_mean_wrong_axis": 3,
+        "rn_partials_mean_both": 3,
+    },
+    "device_numbers": {
+        "numbers_swapped_row": 3,
+        "numbers_swapped_column": 3,
+        "numbers_hard_coded": 2,
+        "numbers_wrong_length_row": 1,
+        "numbers_wrong_length_column": 1,
+        "numbers_one_axis": 1,
+        "numbers_one_based": 1,
+    },
+    "grid_sums": {"grid_sums_neither_all": 3, "grid_sums_neither_twice": 3},
+    "tp_dp_step": {
+        "tp_unchanged": 3,
+        "tp_sign": 3,
+        "tp_data_sum": 3,
+        "tp_model_sum": 2,
+        "tp_data_small": 3,
+        "tp_predictions_averaged": 2,
+        "tp_partial_products": 2,
+        "tp_mixed_shards": 3,
+        "tp_local_examples": 3,
+    },
+}

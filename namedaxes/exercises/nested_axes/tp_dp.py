@@ -15,18 +15,19 @@ from namedaxes.checking import (
     expect_regions,
     expect_work_within,
     fail,
-    known_mistake,
+    fail_values,
+    mistake_sentence,
     same_values,
-    show_values,
 )
 from namedaxes.grading import Case, programs, spec
 from namedaxes.judging import exported_work
 from namedaxes.model import LEARNING_RATE
 
+from . import text
 from .running import EXAMPLES, FEATURES, explained_run, grid_mesh, grid_words, run_answer, seen_descriptions
 from .text import say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # tp_dp_step's work case: a wide w and few examples, so that all of w is the largest array a device could hold
 # (a device of the 2 x 4 grid holds 1/4 of w, 64 entries, and a 2 x 64 block of x). The grader
@@ -105,8 +106,7 @@ def tp_mistakes(w, batch, grid) -> list[tuple]:
 def _tp_diagnosis(got, w, batch, grid, passed_on) -> str:
     if passed_on is not None:
         return say("tp_right_on", good=grid_words(passed_on))
-    found = known_mistake(got, tp_mistakes(w, batch, grid), 1e-4)
-    return say("tp_generic") if found is None else say(found[0], **found[1])
+    return mistake_sentence(say, got, tp_mistakes(w, batch, grid), 1e-4, otherwise=say("tp_generic"))
 
 
 def _check_tp_dp_step(fn) -> None:
@@ -142,15 +142,15 @@ def _check_tp_dp_step(fn) -> None:
         got = np.asarray(out, np.float64)
         want = tp_dp_step_np(w, batch)
         if not same_values(got, want, 1e-5):
-            fail(
-                say(
-                    "tp_update",
-                    name=name,
-                    got=show_values(got, one_line=True),
-                    want=show_values(want, one_line=True),
-                    where=where,
-                    hint=_tp_diagnosis(got, w, batch, grid, passed_on),
-                )
+            fail_values(
+                say,
+                "tp_update",
+                want,
+                got,
+                one_line=True,
+                name=name,
+                where=where,
+                hint=_tp_diagnosis(got, w, batch, grid, passed_on),
             )
         passed_on = passed_on or grid
         if facts is None:  # the grader's steps, on the first mesh's inputs (see row_normalize)
@@ -230,30 +230,4 @@ def _observe_tp_dp_step(fn) -> dict:
     return programs(cases)
 
 
-tp_dp_step = exercise(
-    "tp_dp_step",
-    _check_tp_dp_step,
-    hints=[
-        "Draw the blocks first: which part of w, which examples and which features of x does device "
-        "(i, j) hold? Then ask what it is missing to predict its examples, and what it is missing to "
-        "update its part of w.",
-        "A device's product of its x block with its part of w is only a partial prediction: the devices of "
-        "its row hold the other features, and their partial products add up to the prediction. The "
-        "gradient formula then needs only the device's own blocks, but it covers only its data shard.",
-        "The copies of a model shard (the devices of a column) must take the same step: combine their "
-        "gradients over the axis along which they differ, as an average, then subtract LEARNING_RATE "
-        "times it from the shard. The new w stays split like the old one.",
-    ],
-    observe=_observe_tp_dp_step,
-    mistakes={
-        "tp_unchanged": 3,
-        "tp_sign": 3,
-        "tp_data_sum": 3,
-        "tp_model_sum": 2,
-        "tp_data_small": 3,
-        "tp_predictions_averaged": 2,
-        "tp_partial_products": 2,
-        "tp_mixed_shards": 3,
-        "tp_local_examples": 3,
-    },
-)
+tp_dp_step = exercise("tp_dp_step", _check_tp_dp_step, observe=_observe_tp_dp_step)

@@ -20,19 +20,14 @@ Each visible check and its hidden observation accept the same answers:
   value would be one edit away, and is wrong on negative entries.
 
 Every student-facing sentence of the checks is a template in `TEXT`; the hints are
-the full strings of each `Exercise(..., hints=[...])`.
+in `HINTS`, both in `text.py`.
 """
 
 from __future__ import annotations
 
-from namedaxes.checking import progress_of
+from namedaxes.exercises import lazy_face
 
-from .max_share import global_max_share
-from .mean import NAN, scaled_mean
-from .mistakes import known_mistakes
-from .running import AXIS_ENV, DEVICE_COUNTS
 from .text import TEXT
-from .totals import scaled_sum, scaled_sum_uses_psum
 
 __all__ = [
     "scaled_sum",
@@ -46,4 +41,14 @@ __all__ = [
     "progress",
     "known_mistakes",
 ]
-progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
+# The checks load when first asked for (`q.<exercise>`, `q.progress()`), or at once where JAX is imported.
+lazy_face(
+    __name__,
+    {
+        ".max_share": ("global_max_share",),
+        ".mean": ("NAN", "scaled_mean"),
+        ".mistakes": ("known_mistakes",),
+        ".running": ("AXIS_ENV", "DEVICE_COUNTS"),
+        ".totals": ("scaled_sum", "scaled_sum_uses_psum"),
+    },
+)

@@ -8,12 +8,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from namedaxes.checking import exercises_for, expect_close, known_mistake, same_values, show_values
+from namedaxes.checking import exercises_for, expect_close, same_values, show_values, which_mistake
 
+from . import text
 from .running import AXIS_ENV, expect_per_device, observe_outputs, run_answer
 from .text import TEXT
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 # ---------------------------------------------------------------- exercise 3: global_max_share
@@ -61,7 +62,7 @@ def _check_global_max_share(fn: Callable) -> None:
         k = x.shape[0]
         if same_values(got, np.ones_like(want), dtype=float):
             hint = TEXT["share_max_of_shares" if _returns_collective(fn, x[0], "pmax") else "share_ones"]
-        elif (found := known_mistake(got, share_mistakes(xs))) is not None:
+        elif (found := which_mistake(got, share_mistakes(xs))) is not None:
             hint = TEXT[found[0]].format(**found[1])
         elif got.ndim and np.allclose(got, got[:1]) and not np.allclose(want, want[:1]):
             hint = TEXT["share_replicated"]
@@ -81,17 +82,4 @@ def _observe_global_max_share(fn: Callable) -> dict:
     return observe_outputs(fn, "global_max_share_value", float16=False)  # signed inputs, as the check
 
 
-global_max_share = exercise(
-    "global_max_share",
-    _check_global_max_share,
-    hints=[
-        "Each device keeps its own `x`. What does it need to learn from the others, and how do you "
-        "compare the sizes of two numbers when one of them may be negative?",
-        "A size regardless of sign is local work on each device, done before any collective. Which "
-        "collective of section 5 then gives every device the largest one (entry by entry for vectors)?",
-        "Divide this device's own, signed `x` by `lax.pmax(jnp.abs(x), axis_name=DEVICES)`, and stop "
-        "there: reducing the quotient again would give every device the same number.",
-    ],
-    observe=_observe_global_max_share,
-    mistakes={"share_is_max": 3, "share_signed_max": 1, "share_lost_sign": 3, "share_global_max": 2},
-)
+global_max_share = exercise("global_max_share", _check_global_max_share, observe=_observe_global_max_share)

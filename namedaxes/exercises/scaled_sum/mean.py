@@ -14,16 +14,17 @@ from namedaxes.checking import (
     expect_close,
     expect_replicated,
     fail,
-    known_mistake,
+    mistake_sentence,
     same_values,
     show_values,
 )
 from namedaxes.grading import Case, pmapped, programs, spec
 
+from . import text
 from .running import DEVICE_COUNTS, run_answer
 from .text import TEXT
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- exercise 2: scaled_mean
 NAN = float("nan")
@@ -79,8 +80,7 @@ def padded_slots(x, n) -> np.ndarray:
 
 def _diagnose_mean(xs, got) -> str:
     """A hint for a replicated, well-shaped, but wrong `scaled_mean` result (`xs`: float64, NaN padded)."""
-    found = known_mistake(np.asarray(got, np.float64), mean_mistakes(xs))
-    return TEXT["by_hand"] if found is None else TEXT[found[0]].format(**found[1])
+    return mistake_sentence(TEXT.say, np.asarray(got, np.float64), mean_mistakes(xs), otherwise=TEXT["by_hand"])
 
 
 def _check_scaled_mean(fn: Callable) -> None:
@@ -156,18 +156,4 @@ def _observe_scaled_mean(fn: Callable) -> dict:
     return programs(cases)
 
 
-scaled_mean = exercise(
-    "scaled_mean",
-    _check_scaled_mean,
-    hints=[
-        "Try it by hand with two devices: one holds 1 value, the other 3. Is the mean of all 4 values the mean "
-        "of the two devices' means?",
-        "A mean is a sum divided by a count. Each device knows its own sum (`jnp.nansum`) and its own count "
-        "(`jnp.sum(~jnp.isnan(x))`); a collective gives every device the sums and counts of all devices "
-        "(section 2).",
-        "Divide the psum of the sums by the psum of the counts, and do not forget the factor 2.0. The result "
-        "is one number, the same on every device; cast the count to `x.dtype` to keep float16.",
-    ],
-    observe=_observe_scaled_mean,
-    mistakes={"mean_nan": 2, "mean_is_total": 3, "mean_of_means": 1, "mean_counts_missing": 2, "mean_unscaled": 3},
-)
+scaled_mean = exercise("scaled_mean", _check_scaled_mean, observe=_observe_scaled_mean)

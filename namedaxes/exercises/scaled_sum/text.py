@@ -1,4 +1,4 @@
-"""Every student-facing sentence of notebook 02's checks (the exercises' hints are in each `exercise(...)`)."""
+"""The words of notebook 02's checks as data: sentences (TEXT), hints (HINTS), known mistakes' hints (MISTAKE_HINTS)."""
 
 from __future__ import annotations
 
@@ -103,3 +103,49 @@ TEXT = {
     ),
 }
 TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
+
+HINTS = {
+    "global_max_share": [
+        "Each device keeps its own `x`. What does it need to learn from the others, and how do you "
+        "compare the sizes of two numbers when one of them may be negative?",
+        "A size regardless of sign is local work on each device, done before any collective. Which "
+        "collective of section 5 then gives every device the largest one (entry by entry for vectors)?",
+        "Divide this device's own, signed `x` by `lax.pmax(jnp.abs(x), axis_name=DEVICES)`, and stop "
+        "there: reducing the quotient again would give every device the same number.",
+    ],
+    "scaled_mean": [
+        "Try it by hand with two devices: one holds 1 value, the other 3. Is the mean of all 4 values the mean "
+        "of the two devices' means?",
+        "A mean is a sum divided by a count. Each device knows its own sum (`jnp.nansum`) and its own count "
+        "(`jnp.sum(~jnp.isnan(x))`); a collective gives every device the sums and counts of all devices "
+        "(section 2).",
+        "Divide the psum of the sums by the psum of the counts, and do not forget the factor 2.0. The result "
+        "is one number, the same on every device; cast the count to `x.dtype` to keep float16.",
+    ],
+    "scaled_sum": [
+        "Inside the function `x` is one device's value. First scale it by 2.0: that part is local work.",
+        "Then add the scaled values of all devices together with a collective over the axis "
+        "that `pmap` named DEVICES: section 2 does it in `device_total`.",
+        "`jnp.sum` only adds up this device's own entries. The total over devices comes from `lax.psum`, "
+        "and it is already the same on every device: return it as it is.",
+    ],
+    "scaled_sum_uses_psum": [
+        "The total must come from `lax.psum` over DEVICES: `jnp.sum` only sees one device's value.",
+        "This check reads your compiled function: it needs a `psum` over DEVICES whose result reaches what you "
+        "return. A psum over another name, one whose result is thrown away, or a total computed without a "
+        "collective, fails it.",
+        "It also runs your function over 8 and over 2 devices: a total grows with the number of devices, a mean "
+        "(`lax.pmean`, a psum divided by the device count) does not.",
+    ],
+}
+MISTAKE_HINTS = {
+    "global_max_share": {"share_is_max": 3, "share_signed_max": 1, "share_lost_sign": 3, "share_global_max": 2},
+    "scaled_mean": {
+        "mean_nan": 2,
+        "mean_is_total": 3,
+        "mean_of_means": 1,
+        "mean_counts_missing": 2,
+        "mean_unscaled": 3,
+    },
+    "scaled_sum": {"sum_plain": 1, "sum_is_mean": 3, "sum_is_max": 3},
+}

@@ -16,16 +16,17 @@ from namedaxes.checking import (
     expect_communication,
     expect_replicated,
     fail,
-    known_mistake,
     same_values,
     show_values,
+    which_mistake,
 )
 from namedaxes.grading import Case, pmapped, programs, spec
 
+from . import text
 from .running import expect_per_device, explained_here, observe_outputs, run_answer, visible_inputs
 from .text import TEXT
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 # ---------------------------------------------------------------- exercise 1: scaled_sum
@@ -45,7 +46,7 @@ def sum_mistakes(x) -> list[tuple]:
 
 def _diagnose_sum(fn: Callable, x, got, want) -> str:
     """A hint for a replicated, well-shaped, but wrong `scaled_sum` result (true for what `fn` did)."""
-    found = known_mistake(np.asarray(got, float), sum_mistakes(x))
+    found = which_mistake(np.asarray(got, float), sum_mistakes(x))
     if found is not None:
         return TEXT[found[0]].format(**found[1])
     x_in = x
@@ -143,29 +144,10 @@ def _observe_scaled_sum_uses_psum(fn: Callable) -> dict:
     return programs(cases)
 
 
-scaled_sum = exercise(
-    "scaled_sum",
-    _check_scaled_sum,
-    hints=[
-        "Inside the function `x` is one device's value. First scale it by 2.0: that part is local work.",
-        "Then add the scaled values of all devices together with a collective over the axis "
-        "that `pmap` named DEVICES: section 2 does it in `device_total`.",
-        "`jnp.sum` only adds up this device's own entries. The total over devices comes from `lax.psum`, "
-        "and it is already the same on every device: return it as it is.",
-    ],
-    observe=_observe_scaled_sum,
-    mistakes={"sum_plain": 1, "sum_is_mean": 3, "sum_is_max": 3},
-)
+scaled_sum = exercise("scaled_sum", _check_scaled_sum, observe=_observe_scaled_sum)
 scaled_sum_uses_psum = exercise(
     "scaled_sum",
     _check_scaled_sum_uses_psum,
-    hints=[
-        "The total must come from `lax.psum` over DEVICES: `jnp.sum` only sees one device's value.",
-        "This check reads your compiled function: it needs a `psum` over DEVICES whose result reaches what you "
-        "return. A psum over another name, one whose result is thrown away, or a total computed without a "
-        "collective, fails it.",
-        "It also runs your function over 8 and over 2 devices: a total grows with the number of devices, a mean "
-        "(`lax.pmean`, a psum divided by the device count) does not.",
-    ],
+    text="scaled_sum_uses_psum",
     observe=_observe_scaled_sum_uses_psum,
 )

@@ -50,16 +50,9 @@ unbound axis names and errors in the student's own code.
 
 from __future__ import annotations
 
-from namedaxes.checking import progress_of
-from namedaxes.meshes import grid_mesh, line_mesh
+from namedaxes.exercises import lazy_face
 
-from .migration import weighted_total_shard_map
-from .mistakes import known_mistakes
-from .replicas import replica_totals
-from .running import LEARNING_RATE, loss_fn, sgd_step, weighted_total
-from .scaled import sharded_scaled_sum
 from .text import TEXT
-from .training import dp_train_step, jit_train_step
 
 __all__ = [
     "sharded_scaled_sum",
@@ -77,4 +70,16 @@ __all__ = [
     "progress",
     "known_mistakes",
 ]
-progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
+# The checks load when first asked for (`q.<exercise>`, `q.progress()`), or at once where JAX is imported.
+lazy_face(
+    __name__,
+    {
+        "namedaxes.meshes": ("grid_mesh", "line_mesh"),
+        ".migration": ("weighted_total_shard_map",),
+        ".mistakes": ("known_mistakes",),
+        ".replicas": ("replica_totals",),
+        ".running": ("LEARNING_RATE", "loss_fn", "sgd_step", "weighted_total"),
+        ".scaled": ("sharded_scaled_sum",),
+        ".training": ("dp_train_step", "jit_train_step"),
+    },
+)

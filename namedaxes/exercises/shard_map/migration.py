@@ -15,21 +15,21 @@ from namedaxes.checking import (
     expect_work_within,
     f32,
     fail,
-    known_mistake,
+    fail_values,
+    mistake_sentence,
     regions,
     same_values,
-    show_values,
 )
 from namedaxes.checking.regions import judge_regions
 from namedaxes.grading import Case, programs, spec
 from namedaxes.judging import exported_work
-from namedaxes.meshes import line_mesh
-from namedaxes.meshes import with_mesh as _bound
+from namedaxes.meshes import line_mesh, with_mesh
 
+from . import text
 from .running import call_answer, explained_here, weighted_total_pmap
 from .text import say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 5. weighted_total_shard_map
 # Visible inputs (w of shape (d,), x of shape (d, k): pmap maps over axis 1); the hidden
@@ -68,8 +68,7 @@ def migration_mistakes(w, x, k: int) -> list[tuple]:
 
 def _migration_value_hint(got, w, x, k: int) -> str:
     """What a wrong total is: the mean over devices, or device 0's term only."""
-    found = known_mistake(got, migration_mistakes(w, x, k), 1e-4)
-    return "" if found is None else say(found[0], **found[1])
+    return mistake_sentence(say, got, migration_mistakes(w, x, k), 1e-4)
 
 
 def _check_weighted_total_shard_map(fn: Callable) -> None:
@@ -94,16 +93,7 @@ def _check_weighted_total_shard_map(fn: Callable) -> None:
                 fail(say("migration_shape", name=label, want=want.shape, where=where, got=tuple(got.shape), hint=hint))
             if not same_values(got, want, 1e-4, dtype=float):
                 hint = _migration_value_hint(got, w, x, k) if i == 0 else ""
-                fail(
-                    say(
-                        "migration_wrong",
-                        name=label,
-                        where=where,
-                        want=show_values(want, separator=" "),
-                        got=show_values(got, separator=" "),
-                        hint=hint,
-                    )
-                )
+                fail_values(say, "migration_wrong", want, got, separator=" ", name=label, where=where, hint=hint)
     k, w, x = _WEIGHTED_CASES[-1]  # the smallest mesh: the same verdict, the cheapest compiles
     mesh = line_mesh(k)
     judge_regions(
@@ -128,7 +118,7 @@ def _expect_weighted_work(name: str, fn: Callable, k: int, w_shape, x_shape) -> 
     mesh = line_mesh(k)
     args = (spec(w_shape, jnp.float32), spec(x_shape, jnp.float32))
     with explained_here(name, mesh):
-        work = exported_work(jax.export.export(jax.jit(_bound(fn, mesh)))(*args))
+        work = exported_work(jax.export.export(jax.jit(with_mesh(fn, mesh)))(*args))
     want = _WEIGHTED_REFERENCE_LARGEST[k]
     expect_work_within(work, "largest_bytes", want, _WEIGHTED_LARGEST_FACTOR, say, "migration_whole", name=name, k=k)
 
@@ -139,7 +129,7 @@ def _observe_weighted_total_shard_map(fn: Callable) -> dict:
     return programs(
         {
             f"out_k{k}_d{w.shape[0]}": Case(
-                _bound(fn, line_mesh(k)),
+                with_mesh(fn, line_mesh(k)),
                 spec(w.shape, jnp.float32),
                 spec(x.shape, jnp.float32),
                 work={"largest_bytes": _WEIGHTED_LARGEST_FACTOR},
@@ -152,17 +142,5 @@ def _observe_weighted_total_shard_map(fn: Callable) -> dict:
 weighted_total_shard_map = exercise(
     "weighted_total_shard_map",
     _check_weighted_total_shard_map,
-    hints=[
-        "This pmap splits x along axis 1, not axis 0, so the table's first rows do not apply word for "
-        "word. A PartitionSpec lists, dimension by dimension, the mesh axis that splits it: which spec "
-        "says 'dimension 0 whole, dimension 1 split over DEVICES'?",
-        "With `in_specs=(P(), P(None, DEVICES))` each device's block of x has shape (d, 1), where pmap "
-        "handed `weighted_total` a column of shape (d,): pass `x_block[:, 0]` on.",
-        "`out_axes=(None, 1)` translates to `out_specs=(P(), P(None, DEVICES))`: the total once, and the "
-        "columns side by side along dimension 1, each device handing back its column as shape (d, 1) "
-        "(`col[:, None]`). On an Explicit mesh, place x with `NamedSharding(mesh, P(None, DEVICES))` first "
-        "(w can stay as it is), and use the `mesh` argument.",
-    ],
     observe=_observe_weighted_total_shard_map,
-    mistakes={"migration_mean": 2, "migration_first": 2},
 )

@@ -10,7 +10,7 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from namedaxes import DATA_SHARDS, MODEL_REPLICAS
+from namedaxes import DATA_SHARDS, MODEL_REPLICAS, meshes
 from namedaxes.checking import TEXT as checking_text  # the list separator of the language
 from namedaxes.checking import (
     exercises_for,
@@ -18,22 +18,21 @@ from namedaxes.checking import (
     expect_work_within,
     f32,
     fail,
-    known_mistake,
+    fail_values,
+    mistake_sentence,
     regions,
     same_values,
-    show_values,
 )
 from namedaxes.checking.regions import judge_regions
 from namedaxes.grading import Case, programs, spec
 from namedaxes.judging import exported_work
-from namedaxes.meshes import grid_mesh
-from namedaxes.meshes import placed as _placed
-from namedaxes.meshes import with_mesh as _bound
+from namedaxes.meshes import grid_mesh, with_mesh
 
+from . import text
 from .running import call_answer, explained_here
 from .text import say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 # ---------------------------------------------------------------- 2. replica_totals
@@ -88,15 +87,14 @@ def replica_mistakes(x, mesh_shape: tuple) -> list[tuple]:
 
 def _replica_hint(got: np.ndarray, x_np: np.ndarray, mesh_shape: tuple) -> str:
     """What wrong row totals are: those of each device's own block, or the totals over the whole mesh."""
-    found = known_mistake(got, replica_mistakes(x_np, mesh_shape), 1e-4)
-    return say("replica_row_partners") if found is None else say(found[0], **found[1])
+    return mistake_sentence(say, got, replica_mistakes(x_np, mesh_shape), 1e-4, otherwise=say("replica_row_partners"))
 
 
 def _check_replica_totals(fn: Callable) -> None:
     name = "replica_totals"
     for shape, x_np in _REPLICA_CASES:
         mesh = grid_mesh(shape)
-        x = _placed(f32(x_np), mesh, P(DATA_SHARDS, MODEL_REPLICAS))
+        x = meshes.placed(f32(x_np), mesh, P(DATA_SHARDS, MODEL_REPLICAS))
         n_data, n_rep = shape
         where = say("replica_where", rows=n_data, cols=n_rep, shape=x_np.shape)
         with explained_here(name, mesh):
@@ -109,19 +107,12 @@ def _check_replica_totals(fn: Callable) -> None:
             fail(say("replica_shape", name=name, want=want.shape, where=where, got=got_shape, hint=hint))
         got = np.asarray(out, np.float64)
         if not same_values(got, want, 1e-4, dtype=float):
-            fail(
-                say(
-                    "values",
-                    name=name,
-                    where=where,
-                    want=show_values(want, separator=" "),
-                    got=show_values(got, separator=" "),
-                    hint=_replica_hint(got, x_np, shape),
-                )
+            fail_values(
+                say, "values", want, got, separator=" ", name=name, where=where, hint=_replica_hint(got, x_np, shape)
             )
     shape, x_np = _REPLICA_CASES[-1]  # the smallest mesh: the same verdict, the cheapest compiles
     mesh = grid_mesh(shape)
-    x = _placed(f32(x_np), mesh, P(DATA_SHARDS, MODEL_REPLICAS))
+    x = meshes.placed(f32(x_np), mesh, P(DATA_SHARDS, MODEL_REPLICAS))
     got = judge_regions(
         name,
         fn,
@@ -146,7 +137,7 @@ def _expect_replica_work(name: str, fn: Callable) -> None:
     mesh = grid_mesh(shape)
     placed = spec(x_np.shape, jnp.float32, sharding=NamedSharding(mesh, P(DATA_SHARDS, MODEL_REPLICAS)))
     with explained_here(name, mesh):
-        work = exported_work(jax.export.export(jax.jit(_bound(fn, mesh)))(placed))
+        work = exported_work(jax.export.export(jax.jit(with_mesh(fn, mesh)))(placed))
     expect_work_within(
         work,
         "flops",
@@ -170,24 +161,9 @@ def _observe_replica_totals(fn: Callable) -> dict:
         mesh = grid_mesh(shape)
         placed = spec(x_np.shape, jnp.float32, sharding=NamedSharding(mesh, P(DATA_SHARDS, MODEL_REPLICAS)))
         cases[f"out_{shape[0]}x{shape[1]}_{x_np.shape[0]}x{x_np.shape[1]}"] = Case(
-            _bound(fn, mesh), placed, only_axes=True, work={"flops": _REPLICA_FLOPS_FACTOR}
+            with_mesh(fn, mesh), placed, only_axes=True, work={"flops": _REPLICA_FLOPS_FACTOR}
         )
     return programs(cases)
 
 
-replica_totals = exercise(
-    "replica_totals",
-    _check_replica_totals,
-    hints=[
-        "x arrives already placed with P(DATA_SHARDS, MODEL_REPLICAS): inside "
-        "`jax.shard_map(..., in_specs=P(DATA_SHARDS, MODEL_REPLICAS))` each device sees one block.",
-        "A row's total needs two sums: over the columns a device holds (local work, no communication), "
-        "then over the devices of its mesh row, which hold the row's other columns (a `psum` over "
-        "MODEL_REPLICAS).",
-        "`lax.psum(jnp.sum(block, axis=1), MODEL_REPLICAS)`: one number per row the device holds. The result "
-        "has one dimension and still differs between data shards, but no longer between replicas: "
-        "`out_specs=P(DATA_SHARDS)`. `x` is already placed, so no `device_put`.",
-    ],
-    observe=_observe_replica_totals,
-    mistakes={"replica_pmean": 3, "replica_own_block": 2, "replica_over_both": 3},
-)
+replica_totals = exercise("replica_totals", _check_replica_totals, observe=_observe_replica_totals)

@@ -15,20 +15,20 @@ from namedaxes.checking import (
     expect_work_within,
     f32,
     fail,
-    known_mistake,
+    fail_values,
     same_values,
-    show_values,
+    which_mistake,
 )
 from namedaxes.checking.regions import judge_regions
 from namedaxes.grading import Case, programs, spec
 from namedaxes.judging import exported_work
-from namedaxes.meshes import line_mesh
-from namedaxes.meshes import with_mesh as _bound
+from namedaxes.meshes import line_mesh, with_mesh
 
+from . import text
 from .running import call_answer, explained_here
 from .text import say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 1. sharded_scaled_sum
 # Visible inputs (rows split over DEVICES: blocks of 2, 2 and 3 rows on 8, 4 and 2 devices; the
@@ -89,7 +89,7 @@ def _check_sharded_scaled_sum(fn: Callable) -> None:
             fail(say("scaled_shape", name=name, want=(m,), m=m, got=got_shape, where=where, hint=hint))
         got = np.asarray(out, np.float64)
         if not same_values(got, want, 1e-4, dtype=float):
-            found = known_mistake(got, scaled_mistakes(x, k), 1e-4)
+            found = which_mistake(got, scaled_mistakes(x, k), 1e-4)
             if found is not None:
                 hint = say(found[0], **found[1])
             else:
@@ -97,16 +97,7 @@ def _check_sharded_scaled_sum(fn: Callable) -> None:
                     moved = np.asarray(call_answer(fn, f32(np.asarray(x) + 1.0), mesh), np.float64)
                 # "by hand" only when the result does not follow x at all
                 hint = say("scaled_by_hand") if same_values(moved, got, 1e-4, dtype=float) else say("scaled_other")
-            fail(
-                say(
-                    "scaled_wrong",
-                    name=name,
-                    got=show_values(got, separator=" "),
-                    where=where,
-                    want=show_values(want, separator=" "),
-                    hint=hint,
-                )
-            )
+            fail_values(say, "scaled_wrong", want, got, separator=" ", name=name, where=where, hint=hint)
     k, x = _SCALED_SUM_CASES[-1]  # the smallest mesh: the same verdict, the cheapest compiles
     mesh = line_mesh(k)
     judge_regions(
@@ -129,7 +120,7 @@ def _expect_scaled_work(name: str, fn: Callable, k: int, shape) -> None:
     `_SCALED_FLOPS_FACTOR` times the reference's."""
     mesh = line_mesh(k)
     with explained_here(name, mesh):
-        work = exported_work(jax.export.export(jax.jit(_bound(fn, mesh)))(spec(shape, jnp.float32)))
+        work = exported_work(jax.export.export(jax.jit(with_mesh(fn, mesh)))(spec(shape, jnp.float32)))
     want = _SCALED_REFERENCE_FLOPS[k]
     expect_work_within(work, "flops", want, _SCALED_FLOPS_FACTOR, say, "scaled_whole", name=name, k=k)
 
@@ -140,28 +131,11 @@ def _observe_sharded_scaled_sum(fn: Callable) -> dict:
     return programs(
         {
             f"out_k{k}_{x.shape[0]}x{x.shape[1]}": Case(
-                _bound(fn, line_mesh(k)), spec(x.shape, jnp.float32), work={"flops": _SCALED_FLOPS_FACTOR}
+                with_mesh(fn, line_mesh(k)), spec(x.shape, jnp.float32), work={"flops": _SCALED_FLOPS_FACTOR}
             )
             for k, x in _SCALED_SUM_CASES
         }
     )
 
 
-sharded_scaled_sum = exercise(
-    "sharded_scaled_sum",
-    _check_sharded_scaled_sum,
-    hints=[
-        "Before any code: when the rows of x are split over DEVICES, what does one device's block look "
-        "like, which part of the column totals can that device compute alone, and what does it need "
-        "from the others?",
-        "A device holds some rows of every column, so it can add up its own rows column by column; "
-        "adding those partial totals of all devices is section 2's collective. The result is the same "
-        "on every device, whatever its shape: which `out_specs` promises that?",
-        "Per block: `2.0 * jnp.sum(block, axis=0)`, then `lax.psum` over DEVICES, with "
-        "`in_specs=P(DEVICES)` and `out_specs=P()`. When the rows do not divide by the devices, first add "
-        "zero rows: `jnp.pad(x, ((0, -x.shape[0] % k), (0, 0)))`. Build the `NamedSharding` for "
-        "`jax.device_put` on the `mesh` argument, not on the notebook's `mesh` (Pitfall 1).",
-    ],
-    observe=_observe_sharded_scaled_sum,
-    mistakes={"scaled_plain_sum": 3, "scaled_rows_dropped": 3, "scaled_first_share": 2, "scaled_mean": 2},
-)
+sharded_scaled_sum = exercise("sharded_scaled_sum", _check_sharded_scaled_sum, observe=_observe_sharded_scaled_sum)

@@ -1,4 +1,4 @@
-"""Every student-facing sentence of shard_map's checks (the exercises' hints are in each `exercise(...)`)."""
+"""The words of notebook 05's checks as data: sentences (TEXT), hints (HINTS), known mistakes' hints (MISTAKE_HINTS)."""
 
 from __future__ import annotations
 
@@ -311,3 +311,88 @@ TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
 
 say = TEXT.say  # a template of this module's TEXT, in the kernel's language, filled in
+
+HINTS = {
+    "weighted_total_shard_map": [
+        "This pmap splits x along axis 1, not axis 0, so the table's first rows do not apply word for "
+        "word. A PartitionSpec lists, dimension by dimension, the mesh axis that splits it: which spec "
+        "says 'dimension 0 whole, dimension 1 split over DEVICES'?",
+        "With `in_specs=(P(), P(None, DEVICES))` each device's block of x has shape (d, 1), where pmap "
+        "handed `weighted_total` a column of shape (d,): pass `x_block[:, 0]` on.",
+        "`out_axes=(None, 1)` translates to `out_specs=(P(), P(None, DEVICES))`: the total once, and the "
+        "columns side by side along dimension 1, each device handing back its column as shape (d, 1) "
+        "(`col[:, None]`). On an Explicit mesh, place x with `NamedSharding(mesh, P(None, DEVICES))` first "
+        "(w can stay as it is), and use the `mesh` argument.",
+    ],
+    "replica_totals": [
+        "x arrives already placed with P(DATA_SHARDS, MODEL_REPLICAS): inside "
+        "`jax.shard_map(..., in_specs=P(DATA_SHARDS, MODEL_REPLICAS))` each device sees one block.",
+        "A row's total needs two sums: over the columns a device holds (local work, no communication), "
+        "then over the devices of its mesh row, which hold the row's other columns (a `psum` over "
+        "MODEL_REPLICAS).",
+        "`lax.psum(jnp.sum(block, axis=1), MODEL_REPLICAS)`: one number per row the device holds. The result "
+        "has one dimension and still differs between data shards, but no longer between replicas: "
+        "`out_specs=P(DATA_SHARDS)`. `x` is already placed, so no `device_put`.",
+    ],
+    "sharded_scaled_sum": [
+        "Before any code: when the rows of x are split over DEVICES, what does one device's block look "
+        "like, which part of the column totals can that device compute alone, and what does it need "
+        "from the others?",
+        "A device holds some rows of every column, so it can add up its own rows column by column; "
+        "adding those partial totals of all devices is section 2's collective. The result is the same "
+        "on every device, whatever its shape: which `out_specs` promises that?",
+        "Per block: `2.0 * jnp.sum(block, axis=0)`, then `lax.psum` over DEVICES, with "
+        "`in_specs=P(DEVICES)` and `out_specs=P()`. When the rows do not divide by the devices, first add "
+        "zero rows: `jnp.pad(x, ((0, -x.shape[0] % k), (0, 0)))`. Build the `NamedSharding` for "
+        "`jax.device_put` on the `mesh` argument, not on the notebook's `mesh` (Pitfall 1).",
+    ],
+    "dp_train_step": [
+        "Write the weighted loss of the whole batch as a fraction, sum(weight * error²) / sum(weight). "
+        "Which parts of that fraction can one device compute from its own examples alone, and how do "
+        "the devices then combine those parts?",
+        "Inside `jax.shard_map(..., in_specs=(P(), P(DATA_PARALLEL)), out_specs=P())`, each device adds "
+        "up `weight * error ** 2` over its examples, and its weights; a `lax.psum` over DATA_PARALLEL of "
+        "each gives the whole batch's numerator and denominator. `jax.grad` of their ratio is the "
+        "full-batch gradient on every device (that loss is the same everywhere, so Pitfall 4's factor "
+        "does not appear).",
+        "A `lax.pmean` of the devices' own weighted means would count a device with 1 real example as "
+        "much as one with 8. Place `params` with `P()` and the whole `batch` dict with "
+        "`P(DATA_PARALLEL)` first, and update with `sgd_update`.",
+    ],
+    "jit_train_step": [
+        "In section 5, what made `jax.jit(sgd_step)` communicate although `sgd_step` names no axis? "
+        "If that is the arrays rather than the code, what does your weighted step's code still have "
+        "to say, and what does the data have to carry?",
+        "Exercise 3's loss without the per-device view: the same fraction, with both sums taken over "
+        "the whole batch as one array, needs no collective at all. Differentiate it and update as "
+        "`sgd_step` does, and compile that with `jax.jit`.",
+        "Place the inputs as section 4 places `params_r` and `batch_s`, but with a `NamedSharding` on the "
+        "`mesh` argument. Write no collective: the compiler sees sums over a split dimension and inserts "
+        "the all-reduce itself (section 5).",
+    ],
+}
+MISTAKE_HINTS = {
+    "weighted_total_shard_map": {"migration_mean": 2, "migration_first": 2},
+    "replica_totals": {"replica_pmean": 3, "replica_own_block": 2, "replica_over_both": 3},
+    "sharded_scaled_sum": {"scaled_plain_sum": 3, "scaled_rows_dropped": 3, "scaled_first_share": 2, "scaled_mean": 2},
+    "dp_train_step": {
+        "step_unweighted": 1,
+        "step_devices_equal": 3,
+        "step_k_times": 2,
+        "step_k_small": 2,
+        "step_divided_by_examples": 1,
+        "step_unchanged": 3,
+        "step_100x": 3,
+        "step_ascent": 3,
+    },
+    "jit_train_step": {  # hint 2: the weighted loss of the whole batch, and the step
+        "step_unweighted": 2,
+        "step_devices_equal": 2,
+        "step_k_times": 2,
+        "step_k_small": 2,
+        "step_divided_by_examples": 2,
+        "step_unchanged": 2,
+        "step_100x": 2,
+        "step_ascent": 2,
+    },
+}

@@ -21,7 +21,7 @@ from namedaxes.checking import (
     expect_work_within,
     f32,
     fail,
-    known_mistake,
+    mistake_sentence,
     same_values,
     show_number,
     show_values,
@@ -29,13 +29,13 @@ from namedaxes.checking import (
 from namedaxes.checking.sources import made_whole
 from namedaxes.grading import Case, programs, spec
 from namedaxes.judging import exported_work
-from namedaxes.meshes import line_mesh
-from namedaxes.meshes import with_mesh as _bound
+from namedaxes.meshes import line_mesh, with_mesh
 
+from . import text
 from .running import COMPILED_REDUCTIONS, LEARNING_RATE, call_answer, explained_here
 from .text import say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 # ---------------------------------------------------------------- 3./4. the weighted training steps
@@ -121,8 +121,7 @@ def step_mistakes(params: dict, batch, k: int) -> list[tuple]:
 
 
 def _diagnose_step(params: dict, batch, k: int, got: dict) -> str:
-    found = known_mistake(got, step_mistakes(params, batch, k), 1e-4)
-    return say("step_other") if found is None else say(found[0], **found[1])
+    return mistake_sentence(say, got, step_mistakes(params, batch, k), 1e-4, otherwise=say("step_other"))
 
 
 def _check_weighted_step(name: str, fn: Callable, k: int, params, batch, *, shard_map_allowed: bool) -> None:
@@ -190,7 +189,7 @@ def _expect_dp_work(name: str, fn: Callable) -> None:
     k, n = _OBSERVED_TRAINING[0]
     mesh = line_mesh(k, DATA_PARALLEL)
     with explained_here(name, mesh):
-        work = exported_work(jax.export.export(jax.jit(_bound(fn, mesh)))(*_training_args(n)))
+        work = exported_work(jax.export.export(jax.jit(with_mesh(fn, mesh)))(*_training_args(n)))
     expect_work_within(work, "flops", _DP_REFERENCE_FLOPS, _DP_FLOPS_FACTOR, say, "dp_whole_batch", name=name, k=k)
 
 
@@ -212,13 +211,15 @@ def _observe_training(fn: Callable, *, structure: bool) -> dict:
     more case grades only the communication: the reference's collectives and no other."""
     work = {"flops": _DP_FLOPS_FACTOR} if structure else None  # dp_train_step: each device's share judged
     cases = {
-        f"k{k}_n{n}": Case(_bound(fn, line_mesh(k, DATA_PARALLEL)), *_training_args(n), draw=_TRAINING_DRAW, work=work)
+        f"k{k}_n{n}": Case(
+            with_mesh(fn, line_mesh(k, DATA_PARALLEL)), *_training_args(n), draw=_TRAINING_DRAW, work=work
+        )
         for k, n in _OBSERVED_TRAINING
     }
     if structure:
         k, n = _OBSERVED_TRAINING[0]
         cases["structure"] = Case(
-            _bound(fn, line_mesh(k, DATA_PARALLEL)),
+            with_mesh(fn, line_mesh(k, DATA_PARALLEL)),
             *_training_args(n),
             draw=_TRAINING_DRAW,
             values=False,
@@ -231,34 +232,7 @@ def _observe_dp_train_step(fn: Callable) -> dict:
     return _observe_training(fn, structure=True)
 
 
-dp_train_step = exercise(
-    "dp_train_step",
-    _check_dp_train_step,
-    hints=[
-        "Write the weighted loss of the whole batch as a fraction, sum(weight * error²) / sum(weight). "
-        "Which parts of that fraction can one device compute from its own examples alone, and how do "
-        "the devices then combine those parts?",
-        "Inside `jax.shard_map(..., in_specs=(P(), P(DATA_PARALLEL)), out_specs=P())`, each device adds "
-        "up `weight * error ** 2` over its examples, and its weights; a `lax.psum` over DATA_PARALLEL of "
-        "each gives the whole batch's numerator and denominator. `jax.grad` of their ratio is the "
-        "full-batch gradient on every device (that loss is the same everywhere, so Pitfall 4's factor "
-        "does not appear).",
-        "A `lax.pmean` of the devices' own weighted means would count a device with 1 real example as "
-        "much as one with 8. Place `params` with `P()` and the whole `batch` dict with "
-        "`P(DATA_PARALLEL)` first, and update with `sgd_update`.",
-    ],
-    observe=_observe_dp_train_step,
-    mistakes={
-        "step_unweighted": 1,
-        "step_devices_equal": 3,
-        "step_k_times": 2,
-        "step_k_small": 2,
-        "step_divided_by_examples": 1,
-        "step_unchanged": 3,
-        "step_100x": 3,
-        "step_ascent": 3,
-    },
-)
+dp_train_step = exercise("dp_train_step", _check_dp_train_step, observe=_observe_dp_train_step)
 
 
 def _check_jit_train_step(fn: Callable) -> None:
@@ -286,29 +260,4 @@ def _observe_jit_train_step(fn: Callable) -> dict:
     return _observe_training(fn, structure=False)
 
 
-jit_train_step = exercise(
-    "jit_train_step",
-    _check_jit_train_step,
-    hints=[
-        "In section 5, what made `jax.jit(sgd_step)` communicate although `sgd_step` names no axis? "
-        "If that is the arrays rather than the code, what does your weighted step's code still have "
-        "to say, and what does the data have to carry?",
-        "Exercise 3's loss without the per-device view: the same fraction, with both sums taken over "
-        "the whole batch as one array, needs no collective at all. Differentiate it and update as "
-        "`sgd_step` does, and compile that with `jax.jit`.",
-        "Place the inputs as section 4 places `params_r` and `batch_s`, but with a `NamedSharding` on the "
-        "`mesh` argument. Write no collective: the compiler sees sums over a split dimension and inserts "
-        "the all-reduce itself (section 5).",
-    ],
-    observe=_observe_jit_train_step,
-    mistakes={  # hint 2: the weighted loss of the whole batch, and the step
-        "step_unweighted": 2,
-        "step_devices_equal": 2,
-        "step_k_times": 2,
-        "step_k_small": 2,
-        "step_divided_by_examples": 2,
-        "step_unchanged": 2,
-        "step_100x": 2,
-        "step_ascent": 2,
-    },
-)
+jit_train_step = exercise("jit_train_step", _check_jit_train_step, observe=_observe_jit_train_step)

@@ -26,14 +26,9 @@ the kernel on the grader's own inputs.
 
 from __future__ import annotations
 
-from namedaxes.checking import progress_of
+from namedaxes.exercises import lazy_face
 
-from .accumulation import accumulate_grads
-from .mistakes import known_mistakes, program_mistakes
-from .mixed import CHECK_CONFIG, dot_dtypes, mixed_train_step
-from .running import SPEC_KEYS, STAGES
 from .text import TEXT
-from .zero_state import zero_specs
 
 __all__ = [
     "mixed_train_step",
@@ -48,4 +43,14 @@ __all__ = [
     "program_mistakes",
     "known_mistakes",
 ]
-progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
+# The checks load when first asked for (`q.<exercise>`, `q.progress()`), or at once where JAX is imported.
+lazy_face(
+    __name__,
+    {
+        ".accumulation": ("accumulate_grads",),
+        ".mistakes": ("known_mistakes", "program_mistakes"),
+        ".mixed": ("CHECK_CONFIG", "dot_dtypes", "mixed_train_step"),
+        ".running": ("SPEC_KEYS", "STAGES"),
+        ".zero_state": ("zero_specs",),
+    },
+)

@@ -11,16 +11,17 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import zero as zr
-from namedaxes.checking import exercises_for, expect_work_within, explained, fail, known_mistake, show_values
+from namedaxes.checking import exercises_for, expect_work_within, explained, fail, fail_values, mistake_sentence
 from namedaxes.checking.compiled import compiled_once
 from namedaxes.checking.traced import shard_map_axes
 from namedaxes.grading import Case, programs
 from namedaxes.judging import COMPILER_OPTIONS, exported_reductions, exported_work
-from namedaxes.meshes import abstract_on as _on
+from namedaxes.meshes import abstract_on
 
+from . import text
 from .text import say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 3. accumulate_grads
 _ACC_SIZES = (32, 64, 16)  # d, hidden, microbatch size (split over 8 devices)
@@ -97,18 +98,19 @@ def _check_accumulate_grads(fn: Callable) -> None:
             got, w = np.asarray(out[key], np.float64), np.asarray(want[key], np.float64)
             if got.shape != w.shape or not np.allclose(got, w, rtol=1e-4, atol=1e-6):
                 mine = {f"['{k}']": np.asarray(v, np.float64) for k, v in out.items()}
-                found = known_mistake(mine, accumulate_mistakes(args[0]["w1"], args[0]["w2"], *args[1:]), 1e-4)
-                hint = say(found[0], **found[1]) if found is not None else say("acc_generic")
-                fail(
-                    say(
-                        "acc_values",
-                        name=name,
-                        m=m,
-                        key=key,
-                        want=show_values(w.ravel(), dtype=float, threshold=8),
-                        got=show_values(got.ravel(), dtype=float, threshold=8),
-                        hint=hint,
-                    )
+                found = accumulate_mistakes(args[0]["w1"], args[0]["w2"], *args[1:])
+                hint = mistake_sentence(say, mine, found, 1e-4, otherwise=say("acc_generic"))
+                fail_values(
+                    say,
+                    "acc_values",
+                    w.ravel(),
+                    got.ravel(),
+                    dtype=float,
+                    threshold=8,
+                    name=name,
+                    m=m,
+                    key=key,
+                    hint=hint,
                 )
             spec = tuple(getattr(out[key].sharding, "spec", ()))
             if any(e is not None for e in spec):
@@ -139,8 +141,8 @@ def _expect_one_reduction(name: str, fn: Callable, args: tuple, m: int, grad: in
 
 def _acc_work_args(mesh) -> tuple:
     d, hidden, batch = _ACC_WORK_SIZES
-    params = {"w1": _on(mesh, (d, hidden), P()), "w2": _on(mesh, (hidden, d), P())}
-    return params, *(_on(mesh, (_ACC_WORK_M, batch, d), P(None, zr.ZERO)) for _ in range(2))
+    params = {"w1": abstract_on(mesh, (d, hidden), P()), "w2": abstract_on(mesh, (hidden, d), P())}
+    return params, *(abstract_on(mesh, (_ACC_WORK_M, batch, d), P(None, zr.ZERO)) for _ in range(2))
 
 
 def _expect_accumulated(name: str, fn: Callable) -> None:
@@ -160,8 +162,8 @@ def _expect_accumulated(name: str, fn: Callable) -> None:
 def _acc_case(fn, m: int, **kwargs) -> Case:
     mesh = zr.zero_mesh()
     d, hidden, batch = _ACC_SIZES
-    params = {"w1": _on(mesh, (d, hidden), P()), "w2": _on(mesh, (hidden, d), P())}
-    xs, ys = (_on(mesh, (m, batch, d), P(None, zr.ZERO)) for _ in range(2))
+    params = {"w1": abstract_on(mesh, (d, hidden), P()), "w2": abstract_on(mesh, (hidden, d), P())}
+    xs, ys = (abstract_on(mesh, (m, batch, d), P(None, zr.ZERO)) for _ in range(2))
     return Case(fn, params, xs, ys, rtol=1e-4, atol=1e-6, context=functools.partial(jax.set_mesh, mesh), **kwargs)
 
 
@@ -184,18 +186,4 @@ def _observe_accumulate_grads(fn: Callable) -> dict:
     return programs(cases)
 
 
-accumulate_grads = exercise(
-    "accumulate_grads",
-    _check_accumulate_grads,
-    hints=[
-        "`zr.accumulate_naive` reduces each microbatch's gradient as soon as it is made: m reductions. Where "
-        "does JAX put that reduction, and how do you tell it to wait?",
-        "The gradient of a replicated parameter is reduced because the parameter is replicated. Mark the "
-        "parameters `reduced` over ZERO (`jax.reshard(w, P(reduced={ZERO}))`): their gradients come back "
-        "`unreduced`, one partial sum per device, with no communication.",
-        "Add the m unreduced gradients (the first one starts the sum), then `jax.reshard(total, P())`: one "
-        "all-reduce. Divide by m.",
-    ],
-    observe=_observe_accumulate_grads,
-    mistakes={"acc_sum_hint": 3},
-)
+accumulate_grads = exercise("accumulate_grads", _check_accumulate_grads, observe=_observe_accumulate_grads)

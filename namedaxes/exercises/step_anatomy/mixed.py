@@ -19,11 +19,12 @@ from namedaxes.checking import exercises_for, explained, fail
 from namedaxes.checking.compiled import compiled_once
 from namedaxes.grading import Case, programs
 from namedaxes.judging import COMPILER_OPTIONS
-from namedaxes.meshes import abstract_on as _on
+from namedaxes.meshes import abstract_on
 
+from . import text
 from .text import say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 1. mixed_train_step
 CHECK_CONFIG = tm.Config(vocab=32, d_model=16, heads=2, layers=1, seq=8)  # small: a fast compile
@@ -149,8 +150,8 @@ def _check_mixed_train_step(fn: Callable) -> None:
 def _mixed_case(fn, config, layout, batch, **kwargs) -> Case:
     mesh = tm.layout_mesh(*layout)
     shapes = tm.shapes(config)
-    params = {k: _on(mesh, shapes[k], tm.RULES[k]) for k in shapes}
-    window = _on(mesh, (batch, config.seq + 1), P(tm.BATCH), jnp.int32)
+    params = {k: abstract_on(mesh, shapes[k], tm.RULES[k]) for k in shapes}
+    window = abstract_on(mesh, (batch, config.seq + 1), P(tm.BATCH), jnp.int32)
 
     def step(params, window):  # Adam's state made inside: its moments start at zero, as in training
         new_params, state, loss = fn(params, tm.OPTIMIZER.init(params), window)
@@ -180,17 +181,4 @@ def _observe_mixed_train_step(fn: Callable) -> dict:
     )
 
 
-mixed_train_step = exercise(
-    "mixed_train_step",
-    _check_mixed_train_step,
-    hints=[
-        "Which arrays must stay float32 (the ones the step returns), and which can be bfloat16 (the ones the "
-        "forward and backward passes multiply)?",
-        "Inside the loss, cast a bf16 copy of every parameter (`jax.tree.map` with `.astype`), run `tm.forward` on "
-        "the copy, and cast the logits to float32 before `tm.cross_entropy`.",
-        "Differentiate that loss with respect to the float32 `params` (`jax.value_and_grad`): the cast's gradient "
-        "is float32. The rest is `tm.train_step`'s: Adam's update of the float32 parameters and state.",
-    ],
-    observe=_observe_mixed_train_step,
-    mistakes={"mixed_fp32_dots": 2, "mixed_other_dtype": 2},
-)
+mixed_train_step = exercise("mixed_train_step", _check_mixed_train_step, observe=_observe_mixed_train_step)

@@ -1,4 +1,4 @@
-"""Every student-facing sentence of notebook 11's checks (the exercises' hints are in each `exercise(...)`)."""
+"""The words of notebook 11's checks as data: sentences (TEXT), hints (HINTS), known mistakes' hints (MISTAKE_HINTS)."""
 
 from __future__ import annotations
 
@@ -112,3 +112,35 @@ TEXT = {
 }
 TEXT = Messages(TEXT)
 say = TEXT.say
+
+HINTS = {
+    "accumulate_grads": [
+        "`zr.accumulate_naive` reduces each microbatch's gradient as soon as it is made: m reductions. Where "
+        "does JAX put that reduction, and how do you tell it to wait?",
+        "The gradient of a replicated parameter is reduced because the parameter is replicated. Mark the "
+        "parameters `reduced` over ZERO (`jax.reshard(w, P(reduced={ZERO}))`): their gradients come back "
+        "`unreduced`, one partial sum per device, with no communication.",
+        "Add the m unreduced gradients (the first one starts the sum), then `jax.reshard(total, P())`: one "
+        "all-reduce. Divide by m.",
+    ],
+    "mixed_train_step": [
+        "Which arrays must stay float32 (the ones the step returns), and which can be bfloat16 (the ones the "
+        "forward and backward passes multiply)?",
+        "Inside the loss, cast a bf16 copy of every parameter (`jax.tree.map` with `.astype`), run `tm.forward` on "
+        "the copy, and cast the logits to float32 before `tm.cross_entropy`.",
+        "Differentiate that loss with respect to the float32 `params` (`jax.value_and_grad`): the cast's gradient "
+        "is float32. The rest is `tm.train_step`'s: Adam's update of the float32 parameters and state.",
+    ],
+    "zero_specs": [
+        "Start from plain data parallelism, `zr.STAGE_SPECS_DP`: everything whole. Each stage splits one more "
+        "of the three.",
+        "In which order? The optimizer state is the largest (two moments per parameter), then the gradients, "
+        "then the parameters, which the forward pass needs whole.",
+        "From some stage s on, a key is split, before it whole: `P(ZERO) if stage >= s else P()`. Hint 2's order "
+        "gives each key its s; the optimizer state's is 1.",
+    ],
+}
+MISTAKE_HINTS = {
+    "mixed_train_step": {"mixed_fp32_dots": 2, "mixed_other_dtype": 2},
+    "accumulate_grads": {"acc_sum_hint": 3},
+}

@@ -14,12 +14,13 @@ from namedaxes.checking import exercises_for, explained, fail
 from namedaxes.checking.compiled import compiled_once
 from namedaxes.grading import Case, programs
 from namedaxes.judging import COMPILER_OPTIONS, work_of
-from namedaxes.meshes import abstract_on as _on
+from namedaxes.meshes import abstract_on
 
+from . import text
 from .running import SPEC_KEYS, STAGES
 from .text import say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 2. zero_specs
 _SPLIT = {  # which arrays each stage splits (the stored bytes the check compares)
@@ -101,9 +102,9 @@ def _zero_case(fn, stage: int, d: int, hidden: int, batch: int) -> Case:
     mesh = zr.zero_mesh()
     specs = fn(stage)
     shapes = {"w1": (d, hidden), "w2": (hidden, d)}
-    params = {k: _on(mesh, s, specs["params"]) for k, s in shapes.items()}
-    moments = {k: _on(mesh, s, specs["opt_state"]) for k, s in shapes.items()}
-    x, y = (_on(mesh, (batch, d), P(zr.ZERO)) for _ in range(2))
+    params = {k: abstract_on(mesh, s, specs["params"]) for k, s in shapes.items()}
+    moments = {k: abstract_on(mesh, s, specs["opt_state"]) for k, s in shapes.items()}
+    x, y = (abstract_on(mesh, (batch, d), P(zr.ZERO)) for _ in range(2))
     step = zr.zero_step(specs, mesh)
 
     def exported(params, mu, nu, x, y):  # Adam's state as plain dicts: an exported tree names no Optax type
@@ -134,16 +135,4 @@ def _observe_zero_specs(fn: Callable) -> dict:
     return programs({f"stage{stage}": _zero_case(fn, stage, 48, 96, 32) for stage in STAGES})
 
 
-zero_specs = exercise(
-    "zero_specs",
-    _check_zero_specs,
-    hints=[
-        "Start from plain data parallelism, `zr.STAGE_SPECS_DP`: everything whole. Each stage splits one more "
-        "of the three.",
-        "In which order? The optimizer state is the largest (two moments per parameter), then the gradients, "
-        "then the parameters, which the forward pass needs whole.",
-        "From some stage s on, a key is split, before it whole: `P(ZERO) if stage >= s else P()`. Hint 2's order "
-        "gives each key its s; the optimizer state's is 1.",
-    ],
-    observe=_observe_zero_specs,
-)
+zero_specs = exercise("zero_specs", _check_zero_specs, observe=_observe_zero_specs)

@@ -40,15 +40,9 @@ a full string in its `exercise(...)`.
 
 from __future__ import annotations
 
-from namedaxes.checking import progress_of
+from namedaxes.exercises import lazy_face
 
-from .cases import COST_KEYS, LAYOUTS, expected_figures
-from .choice import choose_layout
-from .costs import step_costs
-from .hidden import HIDDEN_COST_CASES, HIDDEN_LAYOUT_CASES, draw_hidden_cases, mistakes_on, observation_on
-from .swiglu import swiglu_block
 from .text import TEXT
-from .timing import step_time
 
 __all__ = [
     "swiglu_block",
@@ -66,4 +60,15 @@ __all__ = [
     "mistakes_on",
     "progress",
 ]
-progress = progress_of(__name__)  # q.progress(): which exercises of the notebook pass
+# The checks load when first asked for (`q.<exercise>`, `q.progress()`), or at once where JAX is imported.
+lazy_face(
+    __name__,
+    {
+        ".cases": ("COST_KEYS", "LAYOUTS", "expected_figures"),
+        ".choice": ("choose_layout",),
+        ".costs": ("step_costs",),
+        ".hidden": ("HIDDEN_COST_CASES", "HIDDEN_LAYOUT_CASES", "draw_hidden_cases", "mistakes_on", "observation_on"),
+        ".swiglu": ("swiglu_block",),
+        ".timing": ("step_time",),
+    },
+)

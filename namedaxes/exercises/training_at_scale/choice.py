@@ -11,10 +11,11 @@ from namedaxes.checking import exercises_for, explained, fail
 from namedaxes.grading import FORMULA_KEY
 from namedaxes.transformer import Config
 
+from . import text
 from .cases import LAYOUT_CASES, formula, hidden_cases_of, layout_case, layout_key, usable, visible_figures
 from .text import say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 def _as_layout(got) -> tuple | None:
@@ -75,16 +76,4 @@ def _observe_choose_layout(fn: Callable) -> dict:
     return {**layout_observation(fn, cases), FORMULA_KEY: formula("choose_layout", ("step_costs", "choose_layout"))}
 
 
-choose_layout = exercise(
-    "choose_layout",
-    _check_choose_layout,
-    hints=[
-        "Sections 3 and 4 compared the layouts' communication and memory. What must a layout satisfy "
-        "before its communication matters, and what do you compare among those that do?",
-        "Loop over `LAYOUTS` (every (data, fsdp, tensor) of 8 devices). Skip those the model cannot use (heads, "
-        "batch, d_model and vocabulary must divide) and those whose state_bytes exceed the budget.",
-        "Among the rest, keep the layout whose gather, gradient and tensor bytes add up to the least; "
-        "your `step_costs` gives them.",
-    ],
-    observe=_observe_choose_layout,
-)
+choose_layout = exercise("choose_layout", _check_choose_layout, observe=_observe_choose_layout)

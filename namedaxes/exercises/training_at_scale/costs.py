@@ -11,10 +11,11 @@ from namedaxes.checking import exercises_for, explained, fail
 from namedaxes.grading import FORMULA_KEY
 from namedaxes.transformer import Config
 
+from . import text
 from .cases import COST_CASES, COST_KEYS, cost_case, formula, hidden_cases_of, visible_figures
 from .text import say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 def _case_text(config: Config, layout: tuple, batch: int) -> str:
@@ -87,26 +88,4 @@ def _observe_step_costs(fn: Callable) -> dict:
     return {**cost_observation(fn, cases), FORMULA_KEY: formula("step_costs", ("step_costs",))}
 
 
-step_costs = exercise(
-    "step_costs",
-    _check_step_costs,
-    hints=[
-        "Section 3 read five figures from the compiled step. For each, which arrays does it count, and by which "
-        "axes of the layout is each of them divided on one device?",
-        "An array's bytes on one device: 4 × its size / the sizes of the axes named in its rule (`RULES`). "
-        "The state is the parameters and Adam's two moments. An FSDP gather brings a device its MODEL_PARALLEL "
-        "part of each weight split over FSDP, whole; the gradient all-reduce moves that part of every parameter.",
-        "Over MODEL_PARALLEL each layer all-reduces 4 activations of (batch / (data · fsdp), seq, d_model): two "
-        "forward (attention's out, the MLP's down), two backward (their inputs' gradients). FLOPs: 3 × (2 × "
-        "tokens × the matmul weights one device uses + attention's 4 × layers × tokens × seq × d_model / tensor). "
-        "An axis of size 1 moves nothing.",
-    ],
-    observe=_observe_step_costs,
-    mistakes={
-        "costs_no_adam": 2,
-        "costs_whole": 2,
-        "costs_whole_flops": 3,
-        "costs_tensor_ignored": 2,
-        "costs_global_batch": 3,
-    },
-)
+step_costs = exercise("step_costs", _check_step_costs, observe=_observe_step_costs)

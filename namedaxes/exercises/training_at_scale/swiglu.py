@@ -7,24 +7,32 @@ import re
 from collections.abc import Callable
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import FSDP, MODEL_PARALLEL
-from namedaxes.checking import exercises_for, expect_array, explained, f32, fail, same_values, show_values
+from namedaxes.checking import (
+    exercises_for,
+    expect_float32,
+    explained,
+    f32,
+    fail,
+    fail_values,
+    result_layout,
+    same_values,
+    spec_text,
+)
 from namedaxes.grading import Case, programs
 from namedaxes.judging import work_of, written_text
-from namedaxes.meshes import abstract_on as _on
-from namedaxes.meshes import describe as _mesh_name
-from namedaxes.meshes import with_mesh as _bound
+from namedaxes.meshes import abstract_on, describe, with_mesh
 from namedaxes.transformer import BATCH, layout_mesh
 
+from . import text
 from .running import rules
-from .text import say
+from .text import TEXT, say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 1. swiglu_block
 # each case: the layout (data, fsdp, tensor) and the sizes (batch, seq, d_model, hidden)
@@ -84,22 +92,8 @@ def _moved(compiled, mesh) -> list[str]:
     return sorted(d for d, _ in work.moved)
 
 
-def _layout(out) -> tuple:
-    entries = list(out.sharding.spec) if hasattr(out.sharding, "spec") else []
-    entries = [tuple(e) if isinstance(e, list) else e for e in entries]
-    return tuple(entries + [None] * (out.ndim - len(entries)))
-
-
-def _spec_text(entries: tuple) -> str:
-    if all(e is None for e in entries):
-        return say("layout_replicated")
-    return "P(" + ", ".join("None" if e is None else repr(e) for e in entries) + ")"
-
-
 def _expect_swiglu_result(name, out, mesh, x, weights, where) -> None:
-    if not isinstance(out, jax.Array):
-        fail(say("result_type", name=name, type=type(out).__name__, where=where))
-    expect_array(name, out, dtype=jnp.float32)
+    expect_float32(name, out, TEXT, where=where)
     if tuple(out.shape) != x.shape:
         fail(say("shape", name=name, want=x.shape, got=tuple(out.shape), where=where))
     want = _swiglu_np(x, *weights)
@@ -112,29 +106,24 @@ def _expect_swiglu_result(name, out, mesh, x, weights, where) -> None:
             (_swiglu_np(x, *weights, "partial", tensor), "swiglu_partial"),
         ]
         hint = next((say(k) for v, k in wrongs if same_values(got, v, 1e-4)), say("swiglu_generic"))
-        fail(
-            say(
-                "values",
-                name=name,
-                where=where,
-                want=show_values(want.ravel(), dtype=float, threshold=12),
-                got=show_values(got.ravel(), dtype=float, threshold=12),
-                hint=hint,
-            )
+        fail_values(
+            say, "values", want.ravel(), got.ravel(), dtype=float, threshold=12, name=name, where=where, hint=hint
         )
     present = [a for a in BATCH if mesh.shape[a] > 1]
     want_layout = ((present[0] if len(present) == 1 else tuple(present)) if present else None, None, None)
     got_layout = tuple(
         None if e is None else (e if isinstance(e, str) else tuple(a for a in e if mesh.shape[a] > 1) or None)
-        for e in _layout(out)
+        for e in result_layout(out)
     )
     got_layout = tuple(e[0] if isinstance(e, tuple) and len(e) == 1 else e for e in got_layout)
     if got_layout != want_layout:
-        fail(say("layout", name=name, where=where, got=_spec_text(_layout(out)), want=_spec_text(want_layout)))
+        replicated = say("layout_replicated")
+        got, want = spec_text(result_layout(out), replicated), spec_text(want_layout, replicated)
+        fail(say("layout", name=name, where=where, got=got, want=want))
 
 
 def _expect_swiglu_collectives(name, compiled, mesh) -> None:
-    seen, mesh_name = _moved(compiled, mesh), _mesh_name(mesh)
+    seen, mesh_name = _moved(compiled, mesh), describe(mesh)
     listed = say("seen_join").join(seen) or say("seen_nothing")
     gathered = [d for d in seen if d.startswith("all_gather") and MODEL_PARALLEL in d]
     if gathered:
@@ -162,8 +151,8 @@ def _check_swiglu_block(fn: Callable) -> None:
     for layout, sizes in _SWIGLU_CASES:
         mesh = layout_mesh(*layout)
         x, *weights = _swiglu_inputs(sizes)
-        where = say("where_mesh", mesh=_mesh_name(mesh), shapes=f"x {x.shape}, gate {weights[0].shape}")
-        out, compiled, manual = _run(name, _bound(fn, mesh), mesh, *_swiglu_placed(mesh, x, *weights))
+        where = say("where_mesh", mesh=describe(mesh), shapes=f"x {x.shape}, gate {weights[0].shape}")
+        out, compiled, manual = _run(name, with_mesh(fn, mesh), mesh, *_swiglu_placed(mesh, x, *weights))
         _expect_swiglu_result(name, out, mesh, x, weights, where)
         if manual:
             fail(say("swiglu_shard_map", name=name, axes=", ".join(repr(a) for a in manual)))
@@ -175,10 +164,10 @@ def _check_swiglu_block(fn: Callable) -> None:
 def _swiglu_abstract(mesh, sizes):
     b, t, d, f = sizes
     return (
-        _on(mesh, (b, t, d), P(BATCH)),
-        _on(mesh, (d, f), _WEIGHT_SPECS["gate"]),
-        _on(mesh, (d, f), _WEIGHT_SPECS["up"]),
-        _on(mesh, (f, d), _WEIGHT_SPECS["down"]),
+        abstract_on(mesh, (b, t, d), P(BATCH)),
+        abstract_on(mesh, (d, f), _WEIGHT_SPECS["gate"]),
+        abstract_on(mesh, (d, f), _WEIGHT_SPECS["up"]),
+        abstract_on(mesh, (f, d), _WEIGHT_SPECS["down"]),
     )
 
 
@@ -191,11 +180,11 @@ def _observe_swiglu_block(fn: Callable) -> dict:
         mesh = layout_mesh(*layout)
         key = "x".join(map(str, layout))
         context = functools.partial(jax.set_mesh, mesh)  # a PartitionSpec in the answer names this mesh's axes
-        cases[key] = Case(_bound(fn, mesh), *_swiglu_abstract(mesh, sizes), rtol=1e-4, atol=1e-4, context=context)
+        cases[key] = Case(with_mesh(fn, mesh), *_swiglu_abstract(mesh, sizes), rtol=1e-4, atol=1e-4, context=context)
     layout, sizes = _SWIGLU_CASES[0]
     mesh = layout_mesh(*layout)
     cases["structure"] = Case(
-        _bound(fn, mesh),
+        with_mesh(fn, mesh),
         *_swiglu_abstract(mesh, sizes),
         context=functools.partial(jax.set_mesh, mesh),
         values=False,
@@ -205,19 +194,4 @@ def _observe_swiglu_block(fn: Callable) -> dict:
     return programs(cases)
 
 
-swiglu_block = exercise(
-    "swiglu_block",
-    _check_swiglu_block,
-    hints=[
-        "Section 2's MLP had `up` and `down`; a SwiGLU block has one more matrix before `down`. Which "
-        "dimension of `gate` may stay split over MODEL_PARALLEL so that `silu(x @ gate) * (x @ up)` needs "
-        "no communication?",
-        "Gather only the FSDP shards: `jax.reshard` each weight to a spec that names MODEL_PARALLEL where it "
-        "was stored and no FSDP (columns for `gate` and `up`, rows for `down`). Then `x @ gate` and `x @ up` "
-        "are split by columns, as section 2's `GATHERED` rules split `up`.",
-        "The `down` matmul sums over the split columns, and on Explicit axes JAX asks you to name its result's "
-        "layout (`out_sharding=` of `jnp.einsum` or `jnp.matmul`): the layout the exercise wants makes the "
-        "compiler add the partial sums with one psum over MODEL_PARALLEL.",
-    ],
-    observe=_observe_swiglu_block,
-)
+swiglu_block = exercise("swiglu_block", _check_swiglu_block, observe=_observe_swiglu_block)

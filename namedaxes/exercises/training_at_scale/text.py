@@ -1,4 +1,4 @@
-"""Every student-facing sentence of notebook 10's checks (the exercises' hints are in each `exercise(...)`)."""
+"""The words of notebook 10's checks as data: sentences (TEXT), hints (HINTS), known mistakes' hints (MISTAKE_HINTS)."""
 
 from __future__ import annotations
 
@@ -209,3 +209,68 @@ TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
 
 say = TEXT.say  # a template of this module's TEXT, in the kernel's language, filled in
+
+HINTS = {
+    "choose_layout": [
+        "Sections 3 and 4 compared the layouts' communication and memory. What must a layout satisfy "
+        "before its communication matters, and what do you compare among those that do?",
+        "Loop over `LAYOUTS` (every (data, fsdp, tensor) of 8 devices). Skip those the model cannot use (heads, "
+        "batch, d_model and vocabulary must divide) and those whose state_bytes exceed the budget.",
+        "Among the rest, keep the layout whose gather, gradient and tensor bytes add up to the least; "
+        "your `step_costs` gives them.",
+    ],
+    "step_costs": [
+        "Section 3 read five figures from the compiled step. For each, which arrays does it count, and by which "
+        "axes of the layout is each of them divided on one device?",
+        "An array's bytes on one device: 4 × its size / the sizes of the axes named in its rule (`RULES`). "
+        "The state is the parameters and Adam's two moments. An FSDP gather brings a device its MODEL_PARALLEL "
+        "part of each weight split over FSDP, whole; the gradient all-reduce moves that part of every parameter.",
+        "Over MODEL_PARALLEL each layer all-reduces 4 activations of (batch / (data · fsdp), seq, d_model): two "
+        "forward (attention's out, the MLP's down), two backward (their inputs' gradients). FLOPs: 3 × (2 × "
+        "tokens × the matmul weights one device uses + attention's 4 × layers × tokens × seq × d_model / tensor). "
+        "An axis of size 1 moves nothing.",
+    ],
+    "swiglu_block": [
+        "Section 2's MLP had `up` and `down`; a SwiGLU block has one more matrix before `down`. Which "
+        "dimension of `gate` may stay split over MODEL_PARALLEL so that `silu(x @ gate) * (x @ up)` needs "
+        "no communication?",
+        "Gather only the FSDP shards: `jax.reshard` each weight to a spec that names MODEL_PARALLEL where it "
+        "was stored and no FSDP (columns for `gate` and `up`, rows for `down`). Then `x @ gate` and `x @ up` "
+        "are split by columns, as section 2's `GATHERED` rules split `up`.",
+        "The `down` matmul sums over the split columns, and on Explicit axes JAX asks you to name its result's "
+        "layout (`out_sharding=` of `jnp.einsum` or `jnp.matmul`): the layout the exercise wants makes the "
+        "compiler add the partial sums with one psum over MODEL_PARALLEL.",
+    ],
+    "step_time": [
+        "Section 4 gave a step's time in four terms. Which figure of your `step_costs` (or of `tm.hbm_bytes`) "
+        "does each term divide, and by which roof of `chip`? Then how do the four terms make the total?",
+        "dispatch: seconds_per_call + seconds_per_array × (3 · len(tm.shapes(config)) + 2). compute: flops / "
+        "flops_per_s. memory: `tm.hbm_bytes(config, batch, state_bytes // 12, layout)` / hbm_bytes_per_s. "
+        "communication: (fsdp − 1) + 2 (data · fsdp − 1) + 2 (tensor − 1) hops × hop_seconds, plus the bytes "
+        "sent in one direction, (fsdp − 1)/fsdp of the gathers + 2 (n − 1)/n of the gradients (n = data · fsdp) "
+        "+ 2 (tensor − 1)/tensor of the activations, over link_bytes_per_s (twice that with wraparound).",
+        'total = max(dispatch, compute + memory + communication). bound: "dispatch" where it is longer than '
+        'compute + memory + communication; else whichever of "compute", "memory" and "communication" is longest.',
+    ],
+}
+MISTAKE_HINTS = {
+    "step_costs": {
+        "costs_no_adam": 2,
+        "costs_whole": 2,
+        "costs_whole_flops": 3,
+        "costs_tensor_ignored": 2,
+        "costs_global_batch": 3,
+    },
+    "step_time": {
+        "time_dispatch_arrays": 2,
+        "time_compute_batch": 2,
+        "time_memory_batch": 2,
+        "time_memory_params": 2,
+        "time_no_ring": 2,
+        "time_no_latency": 2,
+        "time_wraparound": 2,
+        "time_total_added": 3,
+        "time_total_no_communication": 3,
+        "time_total_not_summed": 3,
+    },
+}

@@ -48,10 +48,11 @@ from namedaxes.checking import exercises_for, explained, fail
 from namedaxes.grading import FORMULA_KEY, hidden_cases
 from namedaxes.transformer import Config
 
+from . import text
 from .cases import LAYOUTS, config_fields, cost_case, usable
 from .text import say
 
-exercise = exercises_for(__package__)  # this notebook's exercises: exercise(name, check, hints=..., observe=...)
+exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 TIME_KEYS = ("dispatch", "compute", "memory", "communication", "total")  # seconds
@@ -251,34 +252,7 @@ def _observe_step_time(fn: Callable) -> dict:
     return {**_time_observation(fn, cases), FORMULA_KEY: formula}
 
 
-step_time = exercise(
-    "step_time",
-    _check_step_time,
-    hints=[
-        "Section 4 gave a step's time in four terms. Which figure of your `step_costs` (or of `tm.hbm_bytes`) "
-        "does each term divide, and by which roof of `chip`? Then how do the four terms make the total?",
-        "dispatch: seconds_per_call + seconds_per_array × (3 · len(tm.shapes(config)) + 2). compute: flops / "
-        "flops_per_s. memory: `tm.hbm_bytes(config, batch, state_bytes // 12, layout)` / hbm_bytes_per_s. "
-        "communication: (fsdp − 1) + 2 (data · fsdp − 1) + 2 (tensor − 1) hops × hop_seconds, plus the bytes "
-        "sent in one direction, (fsdp − 1)/fsdp of the gathers + 2 (n − 1)/n of the gradients (n = data · fsdp) "
-        "+ 2 (tensor − 1)/tensor of the activations, over link_bytes_per_s (twice that with wraparound).",
-        'total = max(dispatch, compute + memory + communication). bound: "dispatch" where it is longer than '
-        'compute + memory + communication; else whichever of "compute", "memory" and "communication" is longest.',
-    ],
-    observe=_observe_step_time,
-    mistakes={
-        "time_dispatch_arrays": 2,
-        "time_compute_batch": 2,
-        "time_memory_batch": 2,
-        "time_memory_params": 2,
-        "time_no_ring": 2,
-        "time_no_latency": 2,
-        "time_wraparound": 2,
-        "time_total_added": 3,
-        "time_total_no_communication": 3,
-        "time_total_not_summed": 3,
-    },
-)
+step_time = exercise("step_time", _check_step_time, observe=_observe_step_time)
 
 
 # ---------------------------------------------------------------- the hidden cases, drawn by the grader

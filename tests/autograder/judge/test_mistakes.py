@@ -80,6 +80,8 @@ def fake_step(monkeypatch):
     import sys
     import types
 
+    import namedaxes.exercises as exercises
+
     module = types.ModuleType(STEP[0])
 
     def known_mistakes(exercise, case, inputs):
@@ -96,6 +98,8 @@ def fake_step(monkeypatch):
 
     module.known_mistakes = known_mistakes
     monkeypatch.setitem(sys.modules, STEP[0], module)
+    # a notebook package of the course, as the exercises' door lists them (`namedaxes.exercises.exercise_module`)
+    monkeypatch.setattr(exercises, "PACKAGES", (*exercises.PACKAGES, "fake_step"))
 
 
 def test_a_mistake_of_several_outputs_names_each_output_it_covers(fake_step):

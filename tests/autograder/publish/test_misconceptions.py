@@ -126,15 +126,20 @@ def test_the_map_ranks_the_three_misconceptions_to_revisit(page):
 
 
 def test_each_group_links_the_hint_that_addresses_it(course_page):
-    """pmean where psum belongs: the hint that speaks of `lax.pmean` (3 of scaled_sum's); no collective at all:
-    the first, most general hint; the hints listed under the exercise's table, in both languages."""
+    """A cell's groups link the hints of the exercise its test cell checks (`q.scaled_sum.check`: scaled_sum's
+    own hints, `HINTS["scaled_sum"]`, not those of its second cell `q.scaled_sum_uses_psum`): pmean where psum
+    belongs, and no collective at all, both the hint that speaks of `lax.psum` (3 of scaled_sum's); the hints
+    listed under the exercise's table, in both languages."""
+    from namedaxes.exercises import scaled_sum
+
     first = course_page.index("<h3>")
     top = course_page[:first]
-    assert top.count('href="#hint-02_scaled_sum-scaled_sum_total-3"') == 1  # the pmean group (5 students)
-    assert top.count('href="#hint-02_scaled_sum-scaled_sum_total-1"') == 1  # no collective (2 students)
-    assert top.index("hint-02_scaled_sum-scaled_sum_total-3") < top.index("hint-02_scaled_sum-scaled_sum_total-1")
-    hints = course_page[course_page.index('id="hint-02_scaled_sum-scaled_sum_total-1"') :]
-    assert "<code>lax.psum</code>" in hints.split("</li>")[0] and 'lang="zh-CN"' in hints.split("</li>")[0]
+    assert top.count('href="#hint-02_scaled_sum-scaled_sum_total-3"') == 2  # pmean (5 students), none (2)
+    assert 'href="#hint-02_scaled_sum-scaled_sum_total-1"' not in top
+    hints = course_page[course_page.index('id="hint-02_scaled_sum-scaled_sum_total-1"') :].split("</li>")
+    assert "<code>lax.psum</code>" not in hints[0] and "<code>lax.psum</code>" in hints[2]
+    assert 'lang="zh-CN"' in hints[0] and "one device" in hints[0]
+    assert scaled_sum.scaled_sum._hints[0].startswith("Inside the function `x` is one device")
     assert 'id="hint-02_scaled_sum-scaled_sum_total-3"' in course_page
     assert 'id="hint-02_scaled_sum-global_max_share_value-1"' in course_page  # work: too many FLOPs
 

@@ -81,24 +81,29 @@ def _makers(notebook) -> list:
     return [m for m in subs if "exercise" in vars(m)]
 
 
+def _shown(module) -> list:
+    """What a module's face shows (a notebook's package shows its check modules' names lazily: `lazy_face`)."""
+    return [getattr(module, name) for name in dir(module)]
+
+
 def test_every_exercise_module_binds_itself_explicitly():
     """Each notebook's exercises name the notebook (a module, or a package whose modules each make their
-    exercises with `exercises_for(__package__)`), and its TEXT is a Messages table. A module that made an exercise of
-    another notebook module would have to show it on that module's face (`q.`), so its progress list and
-    hints name it."""
+    exercises with `exercises_for(__package__, text)`, bound to its text.py), and its TEXT is a Messages table.
+    A module that made an exercise of another notebook module would have to show it on that module's face
+    (`q.`), so its progress list and hints name it."""
     for info in pkgutil.iter_modules(namedaxes.exercises.__path__):
         mod = importlib.import_module(f"namedaxes.exercises.{info.name}")
-        exercises = [v for v in vars(mod).values() if isinstance(v, Exercise)]
+        exercises = [v for v in _shown(mod) if isinstance(v, Exercise)]
         if not exercises:
             continue
         (notebook,) = {ex.module for ex in exercises}
         if notebook != mod.__name__:
-            face = vars(importlib.import_module(notebook)).values()
+            face = _shown(importlib.import_module(notebook))
             assert all(any(v is ex for v in face) for ex in exercises), f"{notebook} does not show {mod.__name__}'s"
         assert isinstance(mod.TEXT, namedaxes.i18n.Messages), f"{mod.__name__}.TEXT is not a Messages table"
         makers = _makers(mod)
         assert makers, mod.__name__
-        assert all(m.exercise.keywords == {"module": notebook} for m in makers), mod.__name__
+        assert all(m.text is importlib.import_module(f"{notebook}.text") for m in makers), mod.__name__
 
 
 def test_a_stub_answer_is_not_attempted_and_progress_says_not_started(module, capsys):
@@ -213,7 +218,7 @@ def _exercises_with_mistakes() -> list:
     found = []
     for info in pkgutil.walk_packages(namedaxes.exercises.__path__, "namedaxes.exercises."):
         module = importlib.import_module(info.name)
-        found += [v for v in vars(module).values() if isinstance(v, Exercise) and v.mistakes and v.module == info.name]
+        found += [v for v in _shown(module) if isinstance(v, Exercise) and v.mistakes and v.module == info.name]
     named = {"axis_names", "scaled_sum", "nested_axes", "gradient_averaging", "shard_map", "multi_process"}
     named |= {"collectives", "compiler_sharding", "large_models", "training_at_scale", "step_anatomy"}
     assert {e.module for e in found} == {f"namedaxes.exercises.{m}" for m in named}

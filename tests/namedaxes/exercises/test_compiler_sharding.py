@@ -29,7 +29,7 @@ from judge_helpers import (
 )
 from spoken import failure_in, says
 
-from namedaxes import DATA_PARALLEL, MODEL_PARALLEL
+from namedaxes import DATA_PARALLEL, MODEL_PARALLEL, meshes
 from namedaxes.exercises import compiler_sharding as q
 
 M = MODEL_PARALLEL
@@ -753,9 +753,9 @@ def test_collective_matmul_rows_schedule_is_judged_against_the_references():
         (ref_collective_matmul_rows, q.collective_matmul._CM_REFERENCE_OVERLAP),
         (_ring(_sends_first), 0),
     ):
-        exp = jax.export.export(q.running._program(answer, mesh))(x, w)
+        exp = jax.export.export(meshes.program(answer, mesh))(x, w)
         assert judging.exported_work(exp).overlap == overlap
-    assert judging.exported_work(jax.export.export(q.running._program(_ring(_fori_left), mesh))(x, w)).overlap > 7
+    assert judging.exported_work(jax.export.export(meshes.program(_ring(_fori_left), mesh))(x, w)).overlap > 7
     reference = observe(q.collective_matmul_rows, ref_collective_matmul_rows)
     reason = _why_not(observe(q.collective_matmul_rows, _ring(_sends_first)), reference)
     assert "k8: schedule: the compiled program runs 0 of its matmuls before its last ppermute, the reference 7" in (
@@ -772,7 +772,7 @@ def test_collective_matmul_rows_share_is_judged_against_the_references():
     mesh = q.explicit_line_mesh(k)
     x = jax.ShapeDtypeStruct((k * r, d), jnp.float32, sharding=NamedSharding(mesh, P(M, None)))
     w = jax.ShapeDtypeStruct((d, k * c), jnp.float32, sharding=NamedSharding(mesh, P(None, M)))
-    exp = jax.export.export(q.running._program(ref_collective_matmul_rows, mesh))(x, w)
+    exp = jax.export.export(meshes.program(ref_collective_matmul_rows, mesh))(x, w)
     assert judging.exported_work(exp).flops == q.collective_matmul._CM_REFERENCE_FLOPS
     reference = observe(q.collective_matmul_rows, ref_collective_matmul_rows)
     reason = _why_not(observe(q.collective_matmul_rows, _ring(_cm_nested)), reference)
