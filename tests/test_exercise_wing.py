@@ -35,6 +35,7 @@ IMPORT_MODULE_AT = {
     "namedaxes/multiprocess/shipping.py": "a function shipped to the workers by its module's name",
     "autograder/run/zygote_main.py": "the kernel's warm modules, imported before it forks",
     "autograder/sandbox/launch.py": "the same warm modules, in the code a booting kernel runs",
+    "autograder/faces.py": "the grader's stage faces (`FACE`), each name loaded from its module when first asked for",
 }
 
 
