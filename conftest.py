@@ -92,7 +92,6 @@ NEWEST = (
     "tests/namedaxes/exercises/test_step_anatomy.py",
     "tests/namedaxes/test_judging.py",  # the judge's compile options and shortcuts, on each JAX line
     "tests/namedaxes/judging/test_measured_trips.py",  # a loop counted by running its MLIR-rewritten variant
-    "tests/namedaxes/judging/test_lowered.py",  # the regions JAX lowers reduced arithmetic through are not the author's
     "tests/namedaxes/checking/test_traced.py",  # the jaxpr's readings (a ppermute's axis order) on each line
     "tests/namedaxes/test_jax_line.py",  # the set-up's refusal of an old JAX and its pinned flags, on each line
     "tests/namedaxes/exercises/test_divergent_answers.py",  # answers whose fate a JAX line decides: one verdict

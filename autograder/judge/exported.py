@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from namedaxes.judging import jax_private, mesh_of, module_text, regions, signature_mesh, stated_layouts, written_text
+from namedaxes.judging import jax_private, mesh_of, module_text, regions, signature_mesh, stated_layouts
 
 from ..reasons import Phrase
 from ..reasons import phrase as say
@@ -122,10 +122,9 @@ def custom_calls(exp) -> set[str]:
 
 
 def manual_axes(exp) -> list[str]:
-    """Axes some `shard_map`/`pmap` region of the module is written per device over (sorted); not the regions
-    JAX's lowering makes itself for reduced/unreduced arithmetic (`namedaxes.judging.lowered`, issue 59)."""
+    """Axes some `shard_map`/`pmap` region of the module is written per device over (sorted)."""
     found = set()
-    for body in re.findall(r"manual_axes\s*=\s*\{([^}]*)\}", written_text(module_text(exp))):
+    for body in re.findall(r"manual_axes\s*=\s*\{([^}]*)\}", module_text(exp)):
         found.update(re.findall(r'"([^"]+)"', body))
     return sorted(found)
 

@@ -29,7 +29,6 @@ A package along its steps, each module importing only those above it:
     loop_counters.py a variant whose loops count their own runs, per device (`counted`)
     measured_trips.py  those counts matched with the judged program's loops
     matters.py       the regions proven to matter, and whether two runs' outputs differ (`changed`)
-    lowered.py       the per-device regions the author wrote, not those JAX makes for reduced arithmetic
     layouts.py       where values live: layouts, per-device regions, and how two programs' regions differ
     compiled_run.py  the judge's one compile: an exported program's mesh (`mesh_of`), compiled as the grader
                      compiles it (`compile_exported`) and run (`run_exported`, the grader's scorer)
@@ -68,7 +67,6 @@ from .layouts import (
     sdy_layouts,
     split_axes,
 )
-from .lowered import written_text
 from .matters import ATOL, RTOL, RegionFacts, changed, proven_regions, region_facts
 from .module_texts import TEXT_MEMO_CHARS, module_text
 from .runs import Sends, collective_sends
@@ -77,7 +75,6 @@ from .variants import perturbed
 from .work import WORK_FACTS, Work, largest_array, moved_of, work_excess, work_of
 
 __all__ = [
-    "written_text",
     "hlo_collectives",
     "group_axes",
     "describe_collective",

@@ -14,8 +14,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .lowered import written_text
-
 __all__ = [
     "norm_layout",
     "sdy_layouts",
@@ -51,10 +49,9 @@ def sdy_layouts(text: str) -> tuple:
 
 def regions(text: str) -> tuple:
     """(manual axes, input layouts, output layouts) of every per-device region (`shard_map`, `pmap`) of an
-    exported module's text, in the order they appear: where each device gets only its shard of a value. The
-    regions JAX's lowering makes itself for reduced/unreduced arithmetic are not the program's (`lowered`)."""
+    exported module's text, in the order they appear: where each device gets only its shard of a value."""
     found = []
-    for ins, outs, axes in _REGION_RE.findall(written_text(text)):
+    for ins, outs, axes in _REGION_RE.findall(text):
         found.append((tuple(sorted(re.findall(r'"([^"]+)"', axes))), sdy_layouts(ins), sdy_layouts(outs)))
     return tuple(found)
 

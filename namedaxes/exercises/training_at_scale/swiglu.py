@@ -24,7 +24,7 @@ from namedaxes.checking import (
     spec_text,
 )
 from namedaxes.grading import Case, programs
-from namedaxes.judging import work_of, written_text
+from namedaxes.judging import work_of
 from namedaxes.meshes import abstract_on, describe, with_mesh
 from namedaxes.transformer import BATCH, layout_mesh
 
@@ -81,8 +81,7 @@ def _run(name: str, program: Callable, mesh, *args):
     with explained(name, rules=rules(name)), jax.set_mesh(mesh):
         lowered = jax.jit(program).lower(*args)
         compiled = lowered.compile()
-        text = written_text(lowered.as_text())  # not the regions JAX makes for reduced arithmetic (issue 59)
-        manual = sorted({a for body in _MANUAL.findall(text) for a in re.findall(r'"([^"]+)"', body)})
+        manual = sorted({a for body in _MANUAL.findall(lowered.as_text()) for a in re.findall(r'"([^"]+)"', body)})
         return compiled(*args), compiled, manual
 
 
