@@ -14,6 +14,8 @@ import hmac
 
 import numpy as np
 
+from namedaxes.judging import draw_input
+
 from .compiling import Compiled
 
 __all__ = ["perturb_factor", "hidden_rng", "draw_inputs", "hidden_outputs"]
@@ -30,26 +32,10 @@ def hidden_rng(secret: bytes, grade_id: str, case: str) -> np.random.Generator:
     return np.random.default_rng(int.from_bytes(digest[:16], "little"))
 
 
-def _draw(aval, draw: dict, r: np.random.Generator) -> np.ndarray:
-    shape, dtype = tuple(aval.shape), np.dtype(aval.dtype)
-    kind = draw.get("kind", "normal")
-    if dtype == np.bool_:
-        return r.integers(0, 2, size=shape).astype(bool)
-    if dtype.kind in "iu" or kind == "integers":
-        return r.integers(int(draw.get("low", 0)), int(draw.get("high", 10)), size=shape).astype(dtype)
-    if kind == "uniform":
-        values = r.uniform(float(draw.get("low", 0.0)), float(draw.get("high", 1.0)), size=shape)
-    elif kind == "quarters":
-        values = r.integers(int(draw.get("low", -12)), int(draw.get("high", 13)), size=shape) / 4
-    else:
-        values = r.normal(float(draw.get("mean", 0.0)), float(draw.get("scale", 1.0)), size=shape)
-    return np.asarray(values).astype(dtype)
-
-
 def draw_inputs(exp, draw: dict, r: np.random.Generator) -> list[np.ndarray]:
     """The program's inputs (its arguments' leaves, in order) drawn from `r` as `draw` says: what
     `hidden_outputs` feeds it, drawn from a generator seeded the same way."""
-    return [_draw(a, draw, r) for a in exp.in_avals]
+    return [draw_input(a, draw, r) for a in exp.in_avals]
 
 
 def hidden_outputs(prog: Compiled, exp, draw: dict, r: np.random.Generator) -> dict[str, np.ndarray]:

@@ -54,7 +54,7 @@ from .compiled_run import (
     text_mesh,
     with_reductions,
 )
-from .counted_run import exported_work
+from .counted_run import draw_input, exported_work
 from .examined import Examined, communication_that_matters, examine
 from .hlo import describe_collective, group_axes, hlo_collectives
 from .layouts import (
@@ -111,6 +111,7 @@ __all__ = [
     "work_of",
     "WORK_FACTS",
     "work_excess",
+    "draw_input",
     "exported_work",
     "with_reductions",
     "UNREADABLE_REDUCTIONS",

@@ -20,7 +20,7 @@ from .loop_counters import counted
 from .measured_trips import measured_trips
 from .work import Work, recounted, work_of
 
-__all__ = ["counted_work", "exported_work", "drawn_inputs"]
+__all__ = ["counted_work", "exported_work", "draw_input", "drawn_inputs"]
 
 
 def counted_work(work: Work, text: str, n_devices: int, exp, run: Callable) -> Work:
@@ -41,20 +41,31 @@ def counted_work(work: Work, text: str, n_devices: int, exp, run: Callable) -> W
     return recounted(work, text, n_devices, measured_trips(text, variant_text, counts))
 
 
+def draw_input(aval, draw: dict, r: np.random.Generator) -> np.ndarray:
+    """One input of shape and dtype `aval` drawn from `r` as `draw` says (an exercise's distribution: `kind`
+    normal, the default, with `mean` and `scale`; uniform or integers from `low` to `high`; quarters), booleans
+    and integers as themselves: how the grader draws its hidden inputs (`autograder.judge.hidden_inputs`, from a
+    secret seed) and the visible checks theirs (`drawn_inputs`, from a public one)."""
+    shape, dtype = tuple(aval.shape), np.dtype(aval.dtype)
+    kind = draw.get("kind", "normal")
+    if dtype == np.bool_:
+        return r.integers(0, 2, size=shape).astype(bool)
+    if dtype.kind in "iu" or kind == "integers":
+        return r.integers(int(draw.get("low", 0)), int(draw.get("high", 10)), size=shape).astype(dtype)
+    if kind == "uniform":
+        values = r.uniform(float(draw.get("low", 0.0)), float(draw.get("high", 1.0)), size=shape)
+    elif kind == "quarters":
+        values = r.integers(int(draw.get("low", -12)), int(draw.get("high", 13)), size=shape) / 4
+    else:
+        values = r.normal(float(draw.get("mean", 0.0)), float(draw.get("scale", 1.0)), size=shape)
+    return np.asarray(values).astype(dtype)
+
+
 def drawn_inputs(exp, seed: int = 0) -> list[np.ndarray]:
-    """Inputs for `exp` drawn as the grader draws them unless an exercise says otherwise (standard normal floats,
-    integers from 0 to 9, booleans), from a public seed: what the visible checks run a loop on to count it."""
+    """Inputs for `exp` drawn as the grader draws them unless an exercise says otherwise (`draw_input` with its
+    defaults), from a public seed: what the visible checks run a loop on to count it."""
     rng = np.random.default_rng(seed)
-    out = []
-    for aval in exp.in_avals:
-        shape, dtype = tuple(aval.shape), np.dtype(aval.dtype)
-        if dtype == np.bool_:
-            out.append(rng.integers(0, 2, size=shape).astype(bool))
-        elif dtype.kind in "iu":
-            out.append(rng.integers(0, 10, size=shape).astype(dtype))
-        else:
-            out.append(np.asarray(rng.normal(size=shape)).astype(dtype))
-    return out
+    return [draw_input(aval, {}, rng) for aval in exp.in_avals]
 
 
 def exported_work(exp) -> Work:

@@ -8,7 +8,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from autograder.judge.hidden_inputs import _draw, hidden_rng, perturb_factor
+from autograder.judge.hidden_inputs import hidden_rng, perturb_factor
+from namedaxes.judging import draw_input
 
 
 def _aval(shape, dtype):
@@ -43,6 +44,6 @@ def test_the_perturbation_scale_is_secret_and_in_range():
     ],
 )
 def test_each_input_has_the_programs_shape_and_dtype_and_the_references_distribution(draw, dtype, check):
-    v = _draw(_aval((40, 25), dtype), draw, hidden_rng(b"secret", "g", "c"))
+    v = draw_input(_aval((40, 25), dtype), draw, hidden_rng(b"secret", "g", "c"))
     assert v.shape == (40, 25) and v.dtype == np.dtype(dtype)
     assert check(v)
