@@ -33,9 +33,6 @@ MAX_FUNCTION_LINES = 80
 MAX_PREFERRED_FILE_LINES = 500
 # Files over `MAX_PREFERRED_FILE_LINES`, at most as long as listed (cut them along their sections when they grow).
 LONG_FILES = {
-    "autograder/judge/programs.py": 569,  # the judge of exported programs: its class is the next to split
-    "tools/judged_table.py": 650,  # the judged table of every notebook's exercises (docs, the class report)
-    "namedaxes/plots.py": 631,  # the course's figures, one function each
 }
 MAX_CLASS_LINES = 250
 # Classes over `MAX_CLASS_LINES`, at most as long as listed.
@@ -43,7 +40,6 @@ LONG_CLASSES = {
     "autograder.run.kernel.Kernel": 308,  # one sandboxed kernel: start, execute, interrupt, restart
     "autograder.run.executor._NotebookRun": 277,  # one notebook run cell by cell
     "autograder.sandbox.launch.Sandbox": 264,  # what one kernel may see and do
-    "autograder.judge.programs.Judge": 254,  # the judge of exported programs
     "namedaxes.multiprocess.cluster.Cluster": 356,  # the multi-process launcher's cluster
 }
 # Import circles closed only by an import inside a function, and why that import is lazy.
@@ -293,7 +289,7 @@ def test_the_rules_see_real_edges():
     assert ("autograder.records", False) in _edges("autograder.runner")  # `from .records import ...`
     assert ("tools.translate.catalogs", False) in _edges("tools.translate.templates")  # `from . import catalogs`
     assert frozenset({"namedaxes.kernel_start", "namedaxes.checking.stubs"}) in _circles(lazy=True)
-    assert ("autograder.judge.programs", True) in _edges("tools.judged_table")  # through the judge's FACE
+    assert ("autograder.judge.programs", True) in _edges("tools.judged_table.cells")  # through the judge's FACE
     assert len(MODULES) > 150 and all(isinstance(t, ast.Module) for t in TREES.values())
 
 

@@ -19,7 +19,7 @@ is hostile data. Here it is only ever *data*. The judge's steps, one module each
   that open). A layout difference is reported as such, before values;
 - it is compiled for the grader's devices and its communication is read from the *optimized* HLO
   (`autograder.judge.compiling`); a collective earns a point only if what it sends reaches the results
-  (`namedaxes.judging.perturbed`: its operands made again from shifted inputs inside the program, the
+  (`autograder.judge.liveness`, `namedaxes.judging.perturbed`: its operands made again from shifted inputs inside the program, the
   variant run on the same hidden inputs, the outputs must change), so a discarded, zero-multiplied or
   cancelled collective, and one that sends zeros or a constant, earns nothing;
 - outputs and communication are compared with the reference program's on the
@@ -31,6 +31,10 @@ is hostile data. Here it is only ever *data*. The judge's steps, one module each
   exercise module the reference names), so the class's map groups different mistakes apart; a case whose
   program shows a known mistake in its own text (float32 matmuls where bf16 is asked) is said by it once;
 - a cell some of whose cases could not be read says first what the others' communication lacks.
+
+What the judge holds of a cell while it judges it (the reference's cases, one case as it runs, a student's
+program that ran) is `autograder.judge.judged_cases`; what the cases found, and the cell's verdict from it,
+`autograder.judge.tally`.
 
 Nothing computed on hidden inputs is ever echoed: a program that fails while it runs on them is
 reported by its error's type alone (`program_failed_hidden`).
@@ -46,18 +50,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from namedaxes.judging import changed, module_text, perturbed, proven_regions, region_facts, region_takes
+from namedaxes.judging import module_text
 
 from ..limits import MAX_CASES, MAX_ERROR_CHARS
-from ..reasons import Kind, Phrase, Verdict, Words
+from ..reasons import Phrase, Verdict
 from ..reasons import phrase as say
-from .compare import compare, load_observations
-from .compiling import Compiled, compiled_for
+from .compare import load_observations
+from .compiling import compiled_for
 from .differences import (
     cut,
     describe_layout,
@@ -78,159 +82,14 @@ from .exported import (
     is_program_observation,
     read_program,
 )
-from .hidden_inputs import draw_inputs, hidden_outputs, hidden_rng, perturb_factor
+from .hidden_inputs import draw_inputs
+from .judged_cases import CellReference, JudgedCase, ReferenceCase, StudentRun
+from .liveness import count_communication, dead_region
 from .loop_runs import judged_pair
-from .mistakes import diagnose, diagnose_program, mistake_source, named
+from .mistakes import diagnose, diagnose_program, mistake_source
+from .tally import Tally
 
 __all__ = ["Judge", "Required", "describe_layout"]
-
-
-# ---------------------------------------------------------------- the records
-@dataclass(frozen=True)
-class _RefCase:
-    """One case of a reference: its program, compiled, and the mesh it runs on (names, sizes)."""
-
-    program: Program
-    compiled: Compiled
-    names: tuple
-    shape: tuple
-
-
-@dataclass
-class _Reference:
-    meta: dict
-    programs: dict[str, _RefCase] = field(default_factory=dict)  # case -> its reference program
-    outputs: dict = field(default_factory=dict)  # (grade id, case) -> outputs on the hidden inputs
-
-
-@dataclass(frozen=True)
-class _Case:
-    """One case of one test cell, as the judge runs it: the exercise's entry, the reference's program."""
-
-    grade_id: str
-    name: str
-    entry: dict
-    ref: _RefCase
-    secret: bytes
-
-    @property
-    def values(self) -> bool:
-        return self.entry.get("values", True)
-
-    def seed(self) -> np.random.Generator:
-        """The hidden inputs' generator (the same for every program of this case, and for its variants)."""
-        return hidden_rng(self.secret, self.grade_id, str(self.entry["draw"].get("share", self.name)))
-
-    def outputs(self, program: Program, compiled: Compiled) -> dict:
-        return hidden_outputs(compiled, program.exp, self.entry["draw"], self.seed())
-
-    def changed(self, base: dict, moved: dict) -> bool:
-        return changed(base, moved, self.entry.get("rtol"), self.entry.get("atol"))
-
-    def compile_variant(self, exp) -> tuple[Program, Compiled]:
-        variant = Program.of(exp)
-        feed = self.ref.compiled.entry_in
-        return variant, compiled_for(variant, self.ref.names, self.ref.shape, feed=feed, kind="variant")
-
-
-@dataclass(frozen=True)
-class _Student:
-    """A student's program of one case that passed the reading, layout and running steps."""
-
-    program: Program
-    compiled: Compiled
-    out: dict  # its outputs on the hidden inputs ({} where the case judges no values)
-
-
-@dataclass
-class _Tally:
-    """What the cases of one test cell found, for the verdict."""
-
-    cases: dict
-    exact: bool  # structure cells: the reference's collectives themselves
-    ref_comm: set[str]
-    ref_axes: set[str]
-    diffs: list[Phrase] = field(default_factory=list)
-    unreadable: bool = False  # a case recorded no readable program: its communication is unknown
-    want: dict[str, Any] = field(default_factory=dict)
-    got: dict[str, Any] = field(default_factory=dict)
-    tolerances: dict = field(default_factory=dict)
-    got_comm: set[str] = field(default_factory=set)
-    got_axes: set[str] = field(default_factory=set)
-    verified: set[str] = field(default_factory=set)  # collectives shown to reach the results (`_matters`)
-    mistakes: dict[str, tuple[Phrase, ...]] = field(default_factory=dict)  # "<case><path>" -> mistakes its values are
-    shown: dict[str, Phrase] = field(default_factory=dict)  # case -> the known mistake its program's text shows
-    read_comm: set[str] = field(default_factory=set)  # the reference's collectives of the cases read and counted
-    read_axes: set[str] = field(default_factory=set)  # and their axes
-
-    @classmethod
-    def of(cls, ref: _Reference) -> _Tally:
-        cases = ref.meta["cases"]
-        exact = any(
-            entry.get("structure") == "collectives" or not entry.get("values", True) for entry in cases.values()
-        )
-        comm, axes = set(), set()
-        for case in cases:
-            comm.update(ref.programs[case].compiled.communication)
-            axes.update(ref.programs[case].compiled.axes)
-        return cls(cases, exact, comm, axes)
-
-    @property
-    def only_axes(self) -> bool:
-        """Communication over an axis the reference does not use loses the cell."""
-        return any(entry.get("only_axes") for entry in self.cases.values())
-
-    @property
-    def only_collectives(self) -> bool:
-        """A collective the reference does not perform loses the cell."""
-        return any(entry.get("only_collectives") for entry in self.cases.values())
-
-    def lost(self, finding: Phrase, unreadable: bool = False) -> None:
-        """A case that earns nothing: what was found (and whether its communication is unknown now)."""
-        self.diffs.append(finding)
-        self.unreadable = self.unreadable or unreadable
-
-    def values(self, case: str, entry: dict, ref_out: dict, out: dict) -> None:
-        for path, value in ref_out.items():
-            key = f"{case}{path}"
-            self.want[key] = value
-            self.tolerances[key] = (entry.get("rtol"), entry.get("atol"))
-            if path in out:
-                self.got[key] = out[path]
-
-    def verdict(self) -> Verdict:
-        compared = compare(self.want, self.got, tolerances=self.tolerances).differences
-        differ = {str(d.get("key")) for d in compared if d.kind is Kind.VALUES_DIFFER}
-        mistakes = named({key: found for key, found in self.mistakes.items() if key in differ})
-        found = [mistakes.get(str(d.get("key")), d) if d.kind is Kind.VALUES_DIFFER else d for d in compared]
-        shown = {c: p for c, p in self.shown.items() if any(_of_case(k, c) for k in differ)}
-        if shown:  # a case whose program shows a known mistake: that finding for all its wrong values, said once
-            found = [*shown.values(), *(d for d in found if not any(_of_case(str(d.get("key")), c) for c in shown))]
-        diffs = self.diffs + _merged(found)
-        if not self.unreadable:
-            diffs += self.communication(self.ref_comm, self.ref_axes)
-        elif self.read_comm:  # some cases' communication is unknown: what the others lack is said first
-            diffs = self.communication(self.read_comm, self.read_axes)[:1] + diffs
-        return Verdict(not diffs, tuple(diffs))
-
-    def communication(self, ref_comm: set[str], ref_axes: set[str]) -> list[Phrase]:
-        """Structure cells need the reference's collectives themselves (a psum, not an all_gather);
-        value cells only need real communication over the reference's axes (any equivalent collective)."""
-        diffs = []
-        if self.exact:
-            missing = sorted(ref_comm - self.got_comm)
-        else:
-            missing = [say("comm_over", axis=a) for a in sorted(ref_axes - self.got_axes)]
-        if missing:
-            seen = ", ".join(sorted(self.got_comm)) if self.got_comm else say("no_comm")
-            diffs.append(say("comm_missing", missing=Words(tuple(missing), ", "), seen=seen))
-        extra = sorted(self.got_axes - ref_axes)
-        if extra and self.only_axes:
-            diffs.append(say("comm_extra_axes", axes=", ".join(repr(a) for a in extra)))
-        surplus = sorted(self.got_comm - ref_comm)
-        if surplus and self.only_collectives:
-            diffs.append(say("comm_surplus", ops=", ".join(surplus)))
-        return diffs
 
 
 @dataclass(frozen=True)
@@ -250,7 +109,6 @@ class Required:
     only_collectives: bool
 
 
-# ---------------------------------------------------------------- the judge
 class Judge:
     """Compares a student's recorded programs with the reference's; caches reference work."""
 
@@ -258,20 +116,20 @@ class Judge:
         if not secret:
             raise ValueError("the scorer needs a non-empty secret")
         self.secret = secret
-        self._refs: dict[str, _Reference] = {}
+        self._refs: dict[str, CellReference] = {}
 
-    def _reference(self, obs: dict, key: str) -> _Reference:
+    def _reference(self, obs: dict, key: str) -> CellReference:
         if key not in self._refs:
             if not is_program_observation(obs):
                 raise ValueError("the reference observation has no exported programs")
-            ref = _Reference(obs[PROGRAMS_KEY])
+            ref = CellReference(obs[PROGRAMS_KEY])
             for case in ref.meta["cases"]:
                 blob = obs.get(PROGRAM_PREFIX + case)
                 if blob is None or not np.asarray(blob).size:
                     raise ValueError(f"the reference program of case {case!r} is missing or empty")
                 program = read_program(np.asarray(blob, np.uint8).tobytes())
                 names, shape = program.run_mesh[:2]
-                ref.programs[case] = _RefCase(
+                ref.programs[case] = ReferenceCase(
                     program, compiled_for(program, names, shape, kind="reference"), names, shape
                 )
             self._refs[key] = ref
@@ -322,16 +180,18 @@ class Judge:
             rc = ref.programs[case]
             axes.update(rc.compiled.axes)
             comm.update(rc.compiled.communication)
-            for path, value in _Case(grade_id, case, entry, rc, self.secret).outputs(rc.program, rc.compiled).items():
+            for path, value in (
+                JudgedCase(grade_id, case, entry, rc, self.secret).outputs(rc.program, rc.compiled).items()
+            ):
                 out[f"{case}{path}"] = value
         out["axes"], out["communication"] = sorted(axes), sorted(comm)
         return out
 
     def required(self, reference: dict) -> Required:
         """What the judge requires of a test cell whose (trusted) reference observation is `reference`: the
-        table of what each exercise judges (`tools/judged_table.py`) reads it."""
+        table of what each exercise judges (`tools/judged_table/`) reads it."""
         ref = self._reference(reference, _reference_key(reference))
-        tally = _Tally.of(ref)
+        tally = Tally.of(ref)
         return Required(
             dict(ref.meta["cases"]),
             dict(ref.programs),
@@ -344,18 +204,18 @@ class Judge:
 
     def judge_observations(self, grade_id: str, reference: dict, observed: dict, key: str | None = None) -> Verdict:
         """`judge` on loaded observations (dicts as `compare.load_observations` returns them): each case's
-        program read, run and compared (`_judge_case`), then the cell's communication (`_Tally.verdict`)."""
+        program read, run and compared (`_judge_case`), then the cell's communication (`Tally.verdict`)."""
         ref = self._reference(reference, key if key is not None else _reference_key(reference))
         student_cases = [k[len(PROGRAM_PREFIX) :] for k in observed if k.startswith(PROGRAM_PREFIX)]
         if len(student_cases) > MAX_CASES:
             return Verdict(False, (say("too_many_programs", n=len(student_cases)),))
-        tally = _Tally.of(ref)
+        tally = Tally.of(ref)
         for name, entry in ref.meta["cases"].items():
-            case = _Case(grade_id, name, entry, ref.programs[name], self.secret)
+            case = JudgedCase(grade_id, name, entry, ref.programs[name], self.secret)
             self._judge_case(case, ref, observed.get(PROGRAM_PREFIX + name), tally)
         return tally.verdict()
 
-    def _judge_case(self, case: _Case, ref: _Reference, blob, tally: _Tally) -> None:
+    def _judge_case(self, case: JudgedCase, ref: CellReference, blob, tally: Tally) -> None:
         """One case: the reference's outputs on the hidden inputs (once per grade id), the student's program
         read and run, its communication counted, its per-device regions shown live, its values kept."""
         seed_key = (case.grade_id, case.name)
@@ -365,11 +225,11 @@ class Judge:
         if student is None:
             return
         identical = student.program.fingerprint == case.ref.program.fingerprint  # the reference's own: trusted
-        shown = self._communication(case, student, identical, tally)
+        shown = count_communication(self.secret, case, student, identical, tally)
         tally.read_comm.update(case.ref.compiled.communication)
         tally.read_axes.update(case.ref.compiled.axes)
         if case.ref.compiled.regions and not identical:
-            dead = self._dead_region(case, student, shown)
+            dead = dead_region(self.secret, case, student, shown)
             if dead is not None:
                 axes = ", ".join(repr(a) for a in dead)
                 tally.lost(say("layout_region_dead", case=case.name, axes=axes), unreadable=True)
@@ -378,7 +238,7 @@ class Judge:
             tally.values(case.name, case.entry, ref.outputs.get(seed_key, {}), student.out)
             self._known_mistake(case, ref, student, tally)
 
-    def _run(self, case: _Case, blob, tally: _Tally) -> _Student | None:
+    def _run(self, case: JudgedCase, blob, tally: Tally) -> StudentRun | None:
         """The student's program of the case read, checked, compiled with the reference's input layouts and
         run on the hidden inputs; None (with what was found in `tally`) when it earns nothing."""
         if not isinstance(blob, np.ndarray) or blob.dtype != np.uint8 or blob.ndim != 1 or not blob.size:
@@ -412,10 +272,10 @@ class Judge:
             said = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
             tally.lost(say("program_failed", case=case.name, error=cut(said, MAX_ERROR_CHARS)))
             return None
-        return _Student(program, compiled, out)
+        return StudentRun(program, compiled, out)
 
     @staticmethod
-    def _known_mistake(case: _Case, ref: _Reference, student: _Student, tally: _Tally) -> None:
+    def _known_mistake(case: JudgedCase, ref: CellReference, student: StudentRun, tally: Tally) -> None:
         """Which known mistake of the exercise the case's wrong values are (`mistakes.diagnose`: the reference
         names the exercise module that lists them), kept to name them in the verdict."""
         source = mistake_source(ref.meta)
@@ -435,105 +295,6 @@ class Judge:
         if shown is not None:
             tally.shown[case.name] = shown
 
-    def _communication(self, case: _Case, student: _Student, identical: bool, tally: _Tally) -> set[str]:
-        """Count the student's collectives of the case: one the reference has (or, for value cells, over one of
-        its axes) counts only when what it sends reaches the results (`_matters`); a surplus collective
-        counts against, present is enough. The collectives shown to reach the results."""
-        shown: set[str] = set()
-        for desc, axis in student.compiled.comm_axes:
-            earns = desc in tally.ref_comm or (not tally.exact and axis in tally.ref_axes)
-            if not earns or identical or desc in tally.verified:
-                tally.got_comm.add(desc)
-                tally.got_axes.add(axis)
-                continue
-            try:
-                matters = self._matters(case, student, desc)
-            except Exception:  # noqa: BLE001 - a variant that fails to build or run: not shown to matter
-                matters = False
-            if matters:
-                tally.verified.add(desc)
-                shown.add(desc)
-                tally.got_comm.add(desc)
-                tally.got_axes.add(axis)
-        return shown
-
-    def _matters(self, case: _Case, student: _Student, desc: str) -> bool:
-        """Do the student's results on the hidden inputs change when its collectives described `desc` are sent
-        other data (`perturbed`: their operands made from shifted inputs)?"""
-        program = student.program
-        factor = perturb_factor(self.secret, case.grade_id, case.name)
-        variant = perturbed(program.exp, desc, tuple(case.ref.names), tuple(case.ref.shape), factor, text=program.text)
-        if variant is None:
-            return True  # the optimizer made it (e.g. from a global-view program's resharding): keep it
-        if variant is program.exp:
-            return False  # its collectives of this kind send no data made from an input (a psum of zeros)
-        base = student.out or case.outputs(program, student.compiled)
-        return case.changed(base, case.outputs(*case.compile_variant(variant)))
-
-    def _dead_region(self, case: _Case, student: _Student, shown: set[str]) -> tuple | None:
-        """The manual axes of a reference region whose only counterparts in the student's program (regions that
-        take each input split as the reference's does, which the layout step found) do not reach the results
-        on the hidden inputs: a region multiplied by zero or otherwise discarded, with the results computed
-        elsewhere. None when every reference region has a live counterpart. A counterpart is live when a
-        collective of this case shown to reach the results (`shown`) sits in it alone, or the program returns
-        its results (`region_facts`), else when changing its results (`perturbed(..., region=i)`) changes
-        the outputs."""
-        program, names, shape = student.program, tuple(case.ref.names), tuple(case.ref.shape)
-        proven = proven_regions(region_facts(program.exp, names, shape, text=program.text), shown)
-        factor = perturb_factor(self.secret, case.grade_id, "region\0" + case.name)
-
-        def reaches(i: int) -> bool:
-            try:
-                variant = perturbed(program.exp, None, names, shape, factor, text=program.text, region=i)
-                if variant is None:
-                    return True  # nothing of it could be changed (no float or integer results): keep it
-                base = student.out or case.outputs(program, student.compiled)
-                moved = case.outputs(*case.compile_variant(variant))
-            except Exception:  # noqa: BLE001 - a variant that fails to build or run: not shown to matter
-                return False
-            return case.changed(base, moved)
-
-        # One live region may stand for several of the reference's (a step run in a loop): a counterpart
-        # already shown live is taken first, so five steps of one shape cost one variant, not five.
-        used: set[int] = set()  # counterparts shown live
-        for axes, ins, *_ in case.ref.compiled.regions:
-            mine = [i for i, r in enumerate(student.compiled.regions) if region_takes((r,), axes, ins)]
-            hit = next((i for i in mine if i in used or i in proven), None)
-            if hit is None:
-                hit = next((i for i in mine if reaches(i)), None)
-            if hit is None:
-                return axes
-            used.add(hit)
-        return None
-
-
-def _of_case(key: str, case: str) -> bool:
-    """Is `key` (`<case><path>`) one of `case`'s outputs?"""
-    return key.startswith(case) and not key[len(case) : len(case) + 1].isalnum()
-
-
-def _merged(diffs: list[Phrase]) -> list[Phrase]:
-    """The same known mistake seen on several cases said once, its cases listed ("pmap_2, pmap_8: ...")."""
-    out: list[Phrase] = []
-    for d in diffs:
-        same = next(
-            (
-                i
-                for i, o in enumerate(out)
-                if d.kind is o.kind is Kind.KNOWN_MISTAKE
-                and [f for f in o.fields if f[0] != "key"] == [f for f in d.fields if f[0] != "key"]
-            ),
-            None,
-        )
-        if same is None:
-            out.append(d)
-            continue
-        keys = f"{out[same].get('key')}, {d.get('key')}"
-        out[same] = replace(
-            out[same], fields=tuple(("key", keys) if n == "key" else (n, v) for n, v in out[same].fields)
-        )
-    return out
-
 
 def _reference_key(reference: dict) -> str:
     """The cache key of a loaded reference observation (its programs' metadata and bytes)."""
@@ -544,7 +305,7 @@ def _reference_key(reference: dict) -> str:
     return h.hexdigest()
 
 
-def _admission(case: _Case, program: Program) -> Phrase | None:
+def _admission(case: JudgedCase, program: Program) -> Phrase | None:
     """Why the grader will not run the program (effects, host calls: `Rejected`), or what its signature or mesh
     has that the reference's has not; None: it may run."""
     if program.effects:

@@ -257,7 +257,7 @@ def test_a_chinese_figure_renders_without_missing_glyphs(lang):
             title="lax.all_gather, ring on 4 devices (a block of 8 bytes each)",
             note="x2 = device 2's block",
         )
-        png = plots._figure_png(fig)
+        png = plots.figure_png(fig)
     texts = [t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text"))]
     assert any("设备" in t for t in texts), texts  # the labels really are Chinese
     assert png.startswith(b"\x89PNG")
@@ -272,7 +272,7 @@ def test_a_chinese_figure_logs_no_font_warning(lang, caplog):
         pytest.skip("no CJK font installed (make system-deps installs fonts-wqy-microhei)")
     lang("zh")
     with caplog.at_level("INFO", logger="matplotlib.font_manager"):
-        plots._figure_png(plots.plot_collective_groups((2, 4), ("data_shards", "model_replicas")))
+        plots.figure_png(plots.plot_collective_groups((2, 4), ("data_shards", "model_replicas")))
     assert not [r.getMessage() for r in caplog.records if r.levelno >= 30], caplog.text
     lang("en")
     fig = plots.plot_collective_groups((2, 4), ("data_shards", "model_replicas"))

@@ -1,4 +1,4 @@
-"""tools/judged_table.py: the table of what the judge checks for each test cell, and the statement check.
+"""tools/judged_table/: the table of what the judge checks for each test cell, and the statement check.
 
 Unit tests: the formatting, on a test cell's metadata written by hand in the format `namedaxes.grading.programs`
 records (its cases' entries), the reference's facts given (test_judged_table_observed.py reads a real notebook's)."""

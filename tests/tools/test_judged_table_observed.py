@@ -1,4 +1,4 @@
-"""tools/judged_table.py on one notebook's real observations: 01's hidden test cells, run in this process on its
+"""tools/judged_table/ on one notebook's real observations: 01's hidden test cells, run in this process on its
 solution's answers, record what its reference run records; the table reads from them what the judge requires
 (`Judge.required`: each reference program compiled as the judge compiles it), and 01's statements name all of it.
 It compiles 14 programs (about 2 s), so it is not a unit test (conftest.py's `KINDS`)."""

@@ -12,7 +12,7 @@ import pytest
 from jax import lax
 from judge_helpers import judge_observations, said
 
-from autograder.judge import compare, differences, exported, programs
+from autograder.judge import compare, differences, exported, judged_cases
 from autograder.publish.words import say
 from namedaxes import DEVICES
 from namedaxes.exercises import scaled_sum as q
@@ -47,7 +47,7 @@ def test_a_student_pytree_key_is_not_echoed_whole(reference):
 
 
 def test_runtime_error_text_never_reaches_the_reason(reference, monkeypatch):
-    real = programs.hidden_outputs
+    real = judged_cases.hidden_outputs
     theirs = {
         exported.fingerprint(exported.load_program(np.asarray(v, np.uint8).tobytes()))
         for k, v in reference.items()
@@ -60,7 +60,7 @@ def test_runtime_error_text_never_reaches_the_reason(reference, monkeypatch):
         return real(prog, exp, draw, r)
 
     monkeypatch.setattr(judge_helpers, "_judges", {})
-    monkeypatch.setattr(programs, "hidden_outputs", student_fails)
+    monkeypatch.setattr(judged_cases, "hidden_outputs", student_fails)
     verdict = judge_observations({**reference}, q.scaled_sum.observe(lambda x: lax.psum(x * 3.0, DEVICES)))
     reason = verdict.reason(limit=100)
     assert not verdict.passed and "failed while it ran on the hidden inputs (FloatingPointError" in reason
