@@ -19,9 +19,9 @@ is hostile data. Here it is only ever *data*. The judge's steps, one module each
   that open). A layout difference is reported as such, before values;
 - it is compiled for the grader's devices and its communication is read from the *optimized* HLO
   (`autograder.judge.compiling`); a collective earns a point only if what it sends reaches the results
-  (`autograder.judge.liveness`, `namedaxes.judging.perturbed`: its operands made again from shifted inputs inside the program, the
-  variant run on the same hidden inputs, the outputs must change), so a discarded, zero-multiplied or
-  cancelled collective, and one that sends zeros or a constant, earns nothing;
+  (`autograder.judge.liveness`, `namedaxes.judging.perturbed`: its operands made again from shifted inputs
+  inside the program, the variant run on the same hidden inputs, the outputs must change), so a discarded,
+  zero-multiplied or cancelled collective, and one that sends zeros or a constant, earns nothing;
 - outputs and communication are compared with the reference program's on the
   same inputs (`autograder.judge.compare` rules: allclose values, every collective
   of the reference present); each difference is said as a phrase (`autograder.judge.differences`,
