@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from autograder.limits import MAX_MISTAKE_OUTPUTS, MAX_MISTAKE_RESULTS
 from courseinfo.course import SOLUTIONS
 from namedaxes.grading import FORMULA_KEY, PROGRAMS_KEY
 
@@ -160,8 +161,6 @@ def _output_shapes(exp) -> dict:
 def _nameable(values, shapes: dict) -> bool:
     """Can the judge name a mistake whose results are `values` on a case with these outputs (`mistakes._matches`:
     one array for a case with one output, or {path: array} for some of its outputs, shaped as they are)?"""
-    from autograder.limits import MAX_MISTAKE_OUTPUTS
-
     if not isinstance(values, Mapping):
         return len(shapes) == 1 and next(iter(shapes.values())) == np.shape(values)
     return 0 < len(values) <= MAX_MISTAKE_OUTPUTS and all(shapes.get(p) == np.shape(v) for p, v in values.items())
@@ -172,7 +171,6 @@ def _mistake_keys(observation: dict, required, grade_id: str, secret: bytes) -> 
     case's hidden inputs with results shaped like that case's outputs, as `autograder.judge.mistakes.diagnose`
     asks it (a key None, another answer's values, is never named)."""
     from autograder.judge import draw_inputs, hidden_rng, mistake_source
-    from autograder.limits import MAX_MISTAKE_OUTPUTS, MAX_MISTAKE_RESULTS
     from namedaxes.exercises import exercise_module
 
     source = mistake_source(observation.get(PROGRAMS_KEY))

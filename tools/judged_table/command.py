@@ -34,7 +34,7 @@ def _notebooks(wanted: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.judged_table", description=__doc__.split("\n\n")[0])
     parser.add_argument("--notebooks", nargs="*", default=[], help="notebook ids or their numbers (default: all)")
     parser.add_argument(
         "--observations", type=Path, help="read the observations: DIR/<notebook>/ (--save) or the grader's cache DIR"
