@@ -1,8 +1,14 @@
 """The order a free worker takes pending tasks in (autograder.run.order, Pool's `rank`): references
-first, then the longest expected notebooks, so a batch ends on short ones. No worker is started:
-the pool's choice (`Pool._next`) is asked directly."""
+first, then an assignment the worker has graded (its scorer has compiled that assignment's reference
+programs), then one no other worker has, then the longest expected notebooks, so a batch ends on short
+ones. Mostly no worker is started: the pool's choice (`Pool._next`) is asked directly; the last test runs
+a pool of stand-in workers."""
 
 from __future__ import annotations
+
+import os
+import signal
+import time
 
 import autograder_specs as specs
 import pytest
@@ -10,7 +16,8 @@ import pytest
 from autograder.course.notebooks import SourceNotebook
 from autograder.records import Task
 from autograder.run.order import LongestFirst, code_size
-from autograder.run.pool import Pool
+from autograder.run.pipe import TaskDone
+from autograder.run.pool import Pool, _Slot
 
 SHORT, LONG = "01_axis_names", "03_nested_axes"  # 03 has about twice the code of 01, and takes about twice as long
 
@@ -85,3 +92,72 @@ def test_a_dropped_task_leaves_the_queue(sources):
     pool.submit(Task(0, "grade", LONG, "s0"))
     pool.submit(Task(1, "grade", SHORT, "s1"))
     assert _drain(pool) == [("grade", SHORT, 1)] and not pool.pending
+
+
+def _slot(pool: Pool, wid: int, graded: set[str]) -> _Slot:
+    """A worker of `pool` (no process) that has graded `graded`."""
+    slot = _Slot(wid, proc=None, conn=None, graded=set(graded))
+    pool.slots[wid] = slot
+    return slot
+
+
+def _grading(pool: Pool, aids: list[str]) -> None:
+    for seq, aid in enumerate(aids):
+        pool.submit(Task(seq, "grade", aid, f"s{seq}"))
+
+
+def test_a_worker_stays_with_the_assignment_it_has_graded_though_another_is_longer(sources):
+    pool = _pool(LongestFirst(sources))
+    short, _ = _slot(pool, 0, {SHORT}), _slot(pool, 1, {LONG})
+    _grading(pool, [LONG, SHORT])
+    assert pool._next(short).assignment == SHORT  # its scorer has 01's reference programs compiled
+    assert pool._next(pool.slots[1]).assignment == LONG
+
+
+def test_a_worker_takes_an_assignment_no_other_worker_has_before_another_workers(sources):
+    """The other worker has 03 and will grade the rest of it: this one starts on 01, paying one compile."""
+    pool = _pool(LongestFirst(sources))
+    fresh, _ = _slot(pool, 0, set()), _slot(pool, 1, {LONG})
+    _grading(pool, [LONG, LONG, SHORT])
+    assert pool._next(fresh).assignment == SHORT
+    assert pool._next(None).assignment == LONG  # a worker not started yet: nothing of its own, 01 is taken
+
+
+def test_a_worker_whose_assignments_are_done_takes_another_workers_rather_than_idle(sources):
+    pool = _pool(LongestFirst(sources))
+    done_with_short, _ = _slot(pool, 0, {SHORT}), _slot(pool, 1, {LONG})
+    _grading(pool, [LONG])
+    assert pool._next(done_with_short).assignment == LONG
+
+
+def test_references_and_retried_tasks_still_go_before_a_workers_own_assignment(sources):
+    pool = _pool(LongestFirst(sources))
+    worker = _slot(pool, 0, {SHORT})
+    pool.submit(Task(0, "grade", SHORT, "s0"))
+    pool.submit(Task(1, "reference", LONG))
+    pool.submit(Task(2, "grade", LONG, "s2"), front=True)  # its worker was lost
+    assert [pool._next(worker).seq for _ in range(3)] == [2, 1, 0]
+
+
+def worker_answering_its_pid(wid, conn):
+    """A stand-in worker: each task takes 0.3 s and is answered with the pid that ran it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.setpgid(0, 0)
+    while (task := conn.recv()) is not None:
+        time.sleep(0.3)
+        conn.send(TaskDone(task.seq, {"worker": os.getpid()}))
+
+
+def test_two_workers_grade_two_assignments_one_each_so_each_compiles_one(sources):
+    """Through the pool's own loop: the first worker takes 03 (the longest), the second 01 (03 is the first
+    one's), and each keeps to its own: no assignment is graded by both workers (before, both took 03 first,
+    and both compiled both assignments' reference programs)."""
+    order = LongestFirst(sources)
+    pool = Pool(2, worker_answering_its_pid, (), budget=lambda t: 10.0, rank=order.rank)
+    _grading(pool, [SHORT, SHORT, SHORT, LONG, LONG, LONG])
+    ran: dict[str, set[int]] = {SHORT: set(), LONG: set()}
+    try:
+        pool.run(lambda task, res: ran[task.assignment].add(res["worker"]), lambda task, why: None)
+    finally:
+        pool.close()
+    assert len(ran[SHORT]) == 1 and len(ran[LONG]) == 1 and ran[SHORT] != ran[LONG]
