@@ -25,9 +25,10 @@ on all pipes and all process sentinels at once (`connection.wait`), so:
   its kernels and exits), then SIGKILL after `STOP_GRACE` s, and every kernel
   any worker reported is killed by process group: nothing outlives the batch.
 
-Which pending task goes next is `rank`'s choice (order.py: references, then the assignments the free worker
-has graded, then the longest expected notebooks, so the batch ends on short ones); `admit` may still hold a
-task back. The pool tells `rank` which assignments each worker has graded (`_Slot.graded`).
+Which pending task goes next is `rank`'s choice (order.py: references, then the longest expected
+notebooks, so the batch ends on short ones, those whose programs another worker has compiled counted at
+half); `admit` may still hold a task back. The pool tells `rank` which assignments each worker has graded
+(`_Slot.graded`).
 
 No queue shared between processes: a worker that dies cannot take a lock or a
 half-written message down with it (the old `mp.Queue` reader could die holding
