@@ -103,8 +103,13 @@ def _children_cpu() -> float:
 
 
 # CPU seconds of each timed run, by label (printed beside the wall times): every process it waited for,
-# plus for this grader its student kernels' own (timings.json's kernel_cpu; reference kernels not counted)
+# plus for this grader what its workers measure of the processes they never wait for (timings.json): the
+# student kernels' (kernel_cpu, from their cgroups) and the scorers' (scorer_cpu). Not counted: the reference
+# runs' kernels (about 20 s of CPU for notebooks 01-04 with a cold cache) and the workers' zygotes, so the
+# share of the cores it shows is a floor, lowest with a cold cache (on a busy 2-core machine, a whole-tree
+# sample of /proc found every slot running something 96-98 % of the time, cold or warm).
 CPU: dict[str, float] = {}
+MEASURED_IN_WORKERS = ("kernel_cpu", "scorer_cpu")
 
 
 def _bin(name: str) -> str:
@@ -143,9 +148,11 @@ def run_ours(
     proc = subprocess.run(cmd, cwd=repo_root(), capture_output=True, text=True)
     wall = time.monotonic() - t0
     CPU[out.name] = _children_cpu() - c0
-    if proc.returncode == 0:  # + the kernels' own CPU (a sandboxed kernel is not reaped by its worker)
+    if proc.returncode == 0:  # + the kernels' and scorers' own CPU (neither is reaped by its worker)
         CPU[out.name] += sum(
-            (t.get("stages") or {}).get("kernel_cpu", 0.0) for t in json.loads((out / "timings.json").read_text())
+            (t.get("stages") or {}).get(k, 0.0)
+            for t in json.loads((out / "timings.json").read_text())
+            for k in MEASURED_IN_WORKERS
         )
     if proc.returncode != 0:
         raise SystemExit(f"autograder failed ({proc.returncode}):\n{proc.stderr[-3000:]}")

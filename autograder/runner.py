@@ -11,7 +11,7 @@ One package per stage (each imports only the ones before it, tests/autograder/te
 - intake/: who submitted which notebook (placement.py);
 - sandbox/: what student kernels see and their limits (build.py for this run, launch.py per kernel);
 - run/: reference runs and grading on N worker processes (batch.py, pool.py, worker.py; the longest expected
-  notebooks first, order.py), one notebook cell by
+  notebooks first, no assignment compiled by two workers without need, order.py), one notebook cell by
   cell in a kernel (executor.py, kernel.py), the reference cache (references.py);
 - judge/: observations -> verdicts -> points (score.py, compare.py, programs.py with exported.py,
   compiling.py and hidden_inputs.py, scorer_process.py);

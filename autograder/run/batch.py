@@ -5,7 +5,8 @@ references must run (not cached), which notebooks to grade, each task's time bud
 finished or lost task gives (a row, published references, an internal error).
 
 Which pending task goes next is `rank`'s choice (order.py: references, then the longest expected
-notebooks, so the batch ends on short ones); `admit` may still hold a task back.
+notebooks, so the batch ends on short ones, those whose programs another worker has compiled counted at
+half); `admit` may still hold a task back.
 
 Time budgets: each notebook gets `notebook_budget` seconds (the
 worker stops running further cells when it is spent: status `timeout`), each

@@ -26,7 +26,9 @@ on all pipes and all process sentinels at once (`connection.wait`), so:
   any worker reported is killed by process group: nothing outlives the batch.
 
 Which pending task goes next is `rank`'s choice (order.py: references, then the longest expected
-notebooks, so the batch ends on short ones); `admit` may still hold a task back.
+notebooks, so the batch ends on short ones, those whose programs another worker has compiled counted at
+half); `admit` may still hold a task back. The pool tells `rank` which assignments each worker has graded
+(`_Slot.graded`).
 
 No queue shared between processes: a worker that dies cannot take a lock or a
 half-written message down with it (the old `mp.Queue` reader could die holding
@@ -79,6 +81,7 @@ class _Slot:
     task: Task | None = None
     deadline: float = 0.0
     kernels: set[int] = field(default_factory=set)
+    graded: set[str] = field(default_factory=set)  # assignments it was sent grading tasks of (its scorer has them)
 
 
 class Pool:
@@ -98,13 +101,15 @@ class Pool:
         margin: float = HANG_MARGIN,
         ctx=None,
         admit: Callable[[Task], str] = lambda task: "send",
-        rank: Callable[[Task], object] = lambda task: 0,
+        rank: Callable[[Task, frozenset, frozenset], object] = lambda task, here, elsewhere: 0,
     ):
         self.ctx = ctx or mp.get_context("fork")
         self.jobs = max(1, jobs)
         self.target, self.args, self.budget, self.margin = target, args, budget, margin
         self.admit = admit  # right before a task goes to a worker: "send", "defer" or "drop"
-        self.rank = rank  # which pending task goes first: the lowest rank (order.py); ties keep their turn
+        # which pending task goes first: the lowest `rank(task, here, elsewhere)` (order.py), `here` the assignments
+        # the worker that takes it has graded, `elsewhere` those the other workers have; ties keep their turn
+        self.rank = rank
         self.retried: set[int] = set()  # seqs put back in front (a lost worker's task): they go before any rank
         self.later: Callable[[], int] = lambda: 0  # tasks not submitted yet that will come (run_all's waiting)
         self.slots: dict[int, _Slot] = {}
@@ -144,10 +149,12 @@ class Pool:
             self.retried.add(task.seq)
         (self.pending.appendleft if front else self.pending.append)(task)
 
-    def _next(self) -> Task | None:
-        """The pending task that goes first by rank (retried ones before all) and that `admit` lets go
-        now; deferred ones stay pending, in their place."""
-        for task in sorted(self.pending, key=lambda t: (t.seq not in self.retried, self.rank(t))):
+    def _next(self, slot: _Slot | None = None) -> Task | None:
+        """The pending task that goes first by rank for `slot` (None: a worker not started yet; retried tasks
+        before all) and that `admit` lets go now; deferred ones stay pending, in their place."""
+        here = frozenset(slot.graded) if slot is not None else frozenset()
+        elsewhere = frozenset().union(*(s.graded for s in self.slots.values() if s is not slot))
+        for task in sorted(self.pending, key=lambda t: (t.seq not in self.retried, self.rank(t, here, elsewhere))):
             verdict = self.admit(task)
             if verdict == "defer":
                 continue
@@ -167,10 +174,12 @@ class Pool:
         while True:
             idle = [s for s in self.slots.values() if s.task is None]
             while self.pending and (idle or len(self.slots) < self.jobs):
-                task = self._next()
+                task = self._next(idle[-1] if idle else None)
                 if task is None:
                     break
                 slot = idle.pop() if idle else self._spawn()
+                if task.kind == "grade":
+                    slot.graded.add(task.assignment)
                 task.prestart = len(self.pending) + self.later() >= len(self.slots)  # no kernel booted for no task
                 try:
                     slot.conn.send(task)
