@@ -44,7 +44,7 @@ its own rules: inputs, expected values and the diagnoses of its typical mistakes
       exercise = exercises_for(__package__, text)   # its Exercise maker: exercise("name", check, observe=...)
 
   its words (`TEXT`, `HINTS`, `MISTAKE_HINTS`) being data in its package's `text.py`, and `q.progress()` the
-  package face's (`namedaxes.exercises.lazy_face`).
+  package face's (`namedaxes.exercises.notebook_face`).
 
 - `registry`: the registry of exercises and their `LastCheck` (passed, failed, not
   attempted); `progress_list`: `progress(module)` (exposed as `q.progress()` in each
