@@ -33,7 +33,7 @@ its own rules: inputs, expected values and the diagnoses of its typical mistakes
   mistake they are (`which_mistake`, `mistake_sentence`) and the failure that shows them (`fail_values`).
 - `traced`: communication read from the jaxpr (`collectives`, `expect_collective`).
 - `compiled`: communication, layouts and one device's work read from the compiled program, as the
-  grader judges them (`examined`, `expect_communication`, `expect_regions`, `expect_work_within`, ...).
+  grader judges them (`examined`, `expect_communication`, `expect_regions`, `answer_work`, `expect_work_within`, ...).
 - `regions`: the grader's region and communication steps for answers that are per-device
   functions, shared by notebooks 05, 06 and 07 (`expect_own_shard`, `judge_regions`).
 - `proving`: pitfall cells (`show_error`) and checks proven both ways (`assert_check_*`).
@@ -67,8 +67,10 @@ module state lives in mutated containers, which the grader's guard restores betw
 from __future__ import annotations
 
 from .compiled import (
+    answer_work,
     describe_layout,
     examined,
+    expect_case_work,
     expect_communication,
     expect_output_layouts,
     expect_reaching_collective,
@@ -134,6 +136,8 @@ __all__ = [
     "expect_regions",
     "expect_output_layouts",
     "describe_layout",
+    "answer_work",
+    "expect_case_work",
     "expect_work_within",
     "show_error",
     "assert_check_fails",

@@ -8,10 +8,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from namedaxes import DEVICES
-from namedaxes.checking import CheckFailed, expect_array, explained, same_values, show_values
+from namedaxes.checking import CheckFailed, exercises_for, expect_array, explained, same_values, show_values
 from namedaxes.grading import Case, pmapped, spec
 
+from . import text
 from .text import TEXT
+
+exercise = exercises_for(__package__, text)  # the notebook's Exercise maker: exercise(name, check, observe=...)
 
 
 # ---------------------------------------------------------------- shared helpers

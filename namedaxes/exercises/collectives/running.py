@@ -11,6 +11,7 @@ from namedaxes import meshes
 from namedaxes.checking import TEXT as checking_text
 from namedaxes.checking import (
     examined,
+    exercises_for,
     explained,
     fail,
     first_line,
@@ -21,7 +22,10 @@ from namedaxes.checking.regions import expect_own_shard, judge_regions
 from namedaxes.grading import Case, programs
 from namedaxes.meshes import with_mesh
 
+from . import text
 from .text import say
+
+exercise = exercises_for(__package__, text)  # the notebook's Exercise maker: exercise(name, check, observe=...)
 
 # ---------------------------------------------------------------- running answers
 
@@ -131,7 +135,6 @@ def judged(
         mesh,
         *args,
         region=((axis,), ins),
-        what=regions.TEXT["values_word"],
         axis=axis,
         why=why,
         context=explained_here(name, mesh, rules),

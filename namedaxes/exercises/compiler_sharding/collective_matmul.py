@@ -11,7 +11,6 @@ from jax.sharding import PartitionSpec as P
 
 from namedaxes import MODEL_PARALLEL, meshes
 from namedaxes.checking import (
-    exercises_for,
     expect_float32,
     expect_layout,
     explained,
@@ -26,8 +25,8 @@ from namedaxes.grading import Case, programs
 from namedaxes.judging import Work, exported_work, work_excess
 from namedaxes.meshes import abstract_on, describe, with_mesh
 
-from . import text
 from .running import (
+    exercise,
     explicit_line_mesh,
     rules,
     run_answer,
@@ -35,8 +34,6 @@ from .running import (
     written_collectives,
 )
 from .text import TEXT, say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 3. collective_matmul_rows
 # (devices, rows of x per device, features, columns of w per device)

@@ -12,7 +12,7 @@ from jax.sharding import PartitionSpec as P
 
 from namedaxes import DATA_PARALLEL, MODEL_PARALLEL
 from namedaxes.checking import (
-    exercises_for,
+    answer_work,
     expect_float32,
     expect_layout,
     expect_work_within,
@@ -24,14 +24,10 @@ from namedaxes.checking import (
     which_mistake,
 )
 from namedaxes.grading import Case, programs
-from namedaxes.judging import exported_work
 from namedaxes.meshes import abstract_on, describe
 
-from . import text
-from .running import explicit_grid_mesh, rules, run_answer
+from .running import exercise, explicit_grid_mesh, rules, run_answer
 from .text import TEXT, say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 2. feature_correlation
 # (mesh shape, n examples, d features): n divides by the first mesh axis, d by the second.
@@ -100,7 +96,7 @@ def _expect_corr_work(name: str, fn: Callable, shape, n: int, d: int) -> None:
     mesh = explicit_grid_mesh(shape)
     x = jax.ShapeDtypeStruct((n, d), jnp.float32, sharding=NamedSharding(mesh, P(DATA_PARALLEL, MODEL_PARALLEL)))
     with explained(name, rules=rules(name)):
-        work = exported_work(jax.export.export(jax.jit(_with_layout(fn, mesh, _CORR_LAYOUT)))(x))
+        work = answer_work(_with_layout(fn, mesh, _CORR_LAYOUT), x)
     want = _CORR_REFERENCE_LARGEST[tuple(shape)]
     expect_work_within(
         work, "largest_bytes", want, _CORR_LARGEST_FACTOR, say, "corr_gathers", name=name, mesh=describe(mesh)

@@ -9,10 +9,13 @@ from collections.abc import Callable
 from jax.sharding import AxisType
 
 from namedaxes import DATA_PARALLEL, MODEL_PARALLEL, meshes
-from namedaxes.checking import collectives, explained, first_line
+from namedaxes.checking import collectives, exercises_for, explained, first_line
 from namedaxes.meshes import grid_mesh, line_mesh
 
+from . import text
 from .text import say
+
+exercise = exercises_for(__package__, text)  # the notebook's Exercise maker: exercise(name, check, observe=...)
 
 # The collectives of an optimized HLO text, by their HLO names (async forms end in "-start").
 HLO_COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "collective-permute", "all-to-all")

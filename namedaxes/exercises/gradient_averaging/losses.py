@@ -7,13 +7,13 @@ from collections.abc import Callable
 import jax
 import numpy as np
 
-from namedaxes.checking import exercises_for, fail, mistake_sentence, same_values
+from namedaxes.checking import fail, mistake_sentence, same_values
 
-from . import text
 from .running import (
     PARAM_NAMES,
     as_batch,
     as_params,
+    exercise,
     expect_param_dict,
     expect_scalar,
     explained_here,
@@ -22,8 +22,6 @@ from .running import (
     ref_loss,
 )
 from .text import pair, say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 # ---------------------------------------------------------------- exercise 1: loss_fn

@@ -10,10 +10,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from namedaxes import DATA_PARALLEL, model
-from namedaxes.checking import explained, fail, unbound_axis_name
+from namedaxes.checking import exercises_for, explained, fail, unbound_axis_name
 from namedaxes.grading import Case, pmapped, programs, spec
 
+from . import text
 from .text import say
+
+exercise = exercises_for(__package__, text)  # the notebook's Exercise maker: exercise(name, check, observe=...)
 
 LEARNING_RATE = model.LEARNING_RATE  # the course's reference model: namedaxes.model
 PARAM_NAMES = model.PARAM_NAMES

@@ -10,7 +10,6 @@ import numpy as np
 from namedaxes import DATA_PARALLEL
 from namedaxes.checking import (
     examined,
-    exercises_for,
     expect_communication,
     expect_regions,
     fail,
@@ -20,12 +19,12 @@ from namedaxes.checking import (
 )
 from namedaxes.grading import Case, programs
 
-from . import text
 from .running import (
     PARAM_NAMES,
     abstract_case,
     as_batch,
     as_params,
+    exercise,
     expect_param_dict,
     expect_scalar,
     explained_here,
@@ -33,8 +32,6 @@ from .running import (
     type_name,
 )
 from .text import pair, say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # (devices, examples per device, steps) of the hidden train observations
 _OBSERVED_TRAIN = ((2, 4, 6), (4, 3, 9), (8, 2, 5))

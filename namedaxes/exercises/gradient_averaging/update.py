@@ -9,8 +9,8 @@ import numpy as np
 
 from namedaxes import DATA_PARALLEL
 from namedaxes.checking import (
+    answer_work,
     examined,
-    exercises_for,
     expect_communication,
     expect_work_within,
     fail,
@@ -20,9 +20,7 @@ from namedaxes.checking import (
     which_mistake,
 )
 from namedaxes.grading import pmapped
-from namedaxes.judging import exported_work
 
-from . import text
 from .running import (
     LEARNING_RATE,
     PARAM_NAMES,
@@ -31,6 +29,7 @@ from .running import (
     abstract_case,
     as_batch,
     as_params,
+    exercise,
     expect_param_dict,
     expect_scalar,
     explained_here,
@@ -42,8 +41,6 @@ from .running import (
     whole_batch,
 )
 from .text import pair, say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 # ---------------------------------------------------------------- exercise 3: parallel_update_step
@@ -187,7 +184,7 @@ def _expect_step_work(fn: Callable) -> None:
     name, k = "parallel_update_step", 8
     with explained_here(name):
         program = pmapped(fn, k, DATA_PARALLEL, in_axes=(None, 0))
-        work = exported_work(jax.export.export(jax.jit(program))(*abstract_case(k, 2)))
+        work = answer_work(program, *abstract_case(k, 2))
     expect_work_within(
         work,
         "flops",

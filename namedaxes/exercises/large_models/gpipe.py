@@ -13,7 +13,6 @@ from jax.sharding import PartitionSpec as P
 
 from namedaxes import STAGES
 from namedaxes.checking import (
-    exercises_for,
     expect_float32,
     expect_layout,
     explained,
@@ -28,20 +27,18 @@ from namedaxes.grading import Case, programs
 from namedaxes.judging import COMPILER_OPTIONS, Work
 from namedaxes.meshes import abstract_on, describe, with_mesh
 
-from . import text
 from .running import (
     MICROBATCHES,
     Ran,
     answer_rules,
     diagnosed,
+    exercise,
     expect_collectives,
     expect_work,
     run_answer,
     stage_mesh,
 )
 from .text import TEXT, say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 1. pipeline_loss
 # (stages, batch, features): the batch divides by MICROBATCHES.

@@ -12,13 +12,16 @@ import numpy as np
 from jax.sharding import AxisType
 
 from namedaxes import EXPERTS, SEQUENCE, STAGES
-from namedaxes.checking import explained, fail, fail_values, first_line, same_values
+from namedaxes.checking import exercises_for, explained, fail, fail_values, first_line, same_values
 from namedaxes.checking.compiled import compiled_once
 from namedaxes.checking.sources import carried
 from namedaxes.judging import COMPILER_OPTIONS, Work, collective_sends, work_excess, work_of
 from namedaxes.meshes import describe, line_mesh
 
+from . import text
 from .text import say
+
+exercise = exercises_for(__package__, text)  # the notebook's Exercise maker: exercise(name, check, observe=...)
 
 MICROBATCHES = 4  # exercise 1: the batch is split into this many microbatches
 CAPACITY = 2  # exercise 2: how many tokens of one device each expert takes, at most

@@ -10,10 +10,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from namedaxes import DEVICES
-from namedaxes.checking import explained, fail
+from namedaxes.checking import exercises_for, explained, fail
 from namedaxes.grading import Case, pmapped, programs, spec
 
+from . import text
 from .text import TEXT
+
+exercise = exercises_for(__package__, text)  # the notebook's Exercise maker: exercise(name, check, observe=...)
 
 AXIS_ENV = [(DEVICES, 8)]
 DEVICE_COUNTS = (2, 4, 8)

@@ -4,32 +4,26 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from namedaxes import DEVICES
 from namedaxes.checking import (
-    exercises_for,
+    answer_work,
     expect_array,
     expect_work_within,
     f32,
     fail,
     fail_values,
     mistake_sentence,
-    regions,
     same_values,
 )
 from namedaxes.checking.regions import judge_regions
 from namedaxes.grading import Case, programs, spec
-from namedaxes.judging import exported_work
 from namedaxes.meshes import line_mesh, with_mesh
 
-from . import text
-from .running import call_answer, explained_here, weighted_total_pmap
+from .running import call_answer, exercise, explained_here, weighted_total_pmap
 from .text import say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 5. weighted_total_shard_map
 # Visible inputs (w of shape (d,), x of shape (d, k): pmap maps over axis 1); the hidden
@@ -103,7 +97,6 @@ def _check_weighted_total_shard_map(fn: Callable) -> None:
         w,
         x,
         region=((DEVICES,), ((), ((), (DEVICES,)))),
-        what=regions.TEXT["values_word"],
         axis=DEVICES,
         why=say("migration_why"),
         context=explained_here(name, mesh),
@@ -118,7 +111,7 @@ def _expect_weighted_work(name: str, fn: Callable, k: int, w_shape, x_shape) -> 
     mesh = line_mesh(k)
     args = (spec(w_shape, jnp.float32), spec(x_shape, jnp.float32))
     with explained_here(name, mesh):
-        work = exported_work(jax.export.export(jax.jit(with_mesh(fn, mesh)))(*args))
+        work = answer_work(with_mesh(fn, mesh), *args)
     want = _WEIGHTED_REFERENCE_LARGEST[k]
     expect_work_within(work, "largest_bytes", want, _WEIGHTED_LARGEST_FACTOR, say, "migration_whole", name=name, k=k)
 

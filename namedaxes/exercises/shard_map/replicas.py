@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import NamedSharding
@@ -13,26 +12,21 @@ from jax.sharding import PartitionSpec as P
 from namedaxes import DATA_SHARDS, MODEL_REPLICAS, meshes
 from namedaxes.checking import TEXT as checking_text  # the list separator of the language
 from namedaxes.checking import (
-    exercises_for,
+    answer_work,
     expect_array,
     expect_work_within,
     f32,
     fail,
     fail_values,
     mistake_sentence,
-    regions,
     same_values,
 )
 from namedaxes.checking.regions import judge_regions
 from namedaxes.grading import Case, programs, spec
-from namedaxes.judging import exported_work
 from namedaxes.meshes import grid_mesh, with_mesh
 
-from . import text
-from .running import call_answer, explained_here
+from .running import call_answer, exercise, explained_here
 from .text import say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 # ---------------------------------------------------------------- 2. replica_totals
@@ -119,7 +113,6 @@ def _check_replica_totals(fn: Callable) -> None:
         mesh,
         x,
         region=(tuple(sorted((DATA_SHARDS, MODEL_REPLICAS))), (((DATA_SHARDS,), (MODEL_REPLICAS,)),)),
-        what=regions.TEXT["values_word"],
         axis=MODEL_REPLICAS,
         why=say("replica_why"),
         context=explained_here(name, mesh),
@@ -137,7 +130,7 @@ def _expect_replica_work(name: str, fn: Callable) -> None:
     mesh = grid_mesh(shape)
     placed = spec(x_np.shape, jnp.float32, sharding=NamedSharding(mesh, P(DATA_SHARDS, MODEL_REPLICAS)))
     with explained_here(name, mesh):
-        work = exported_work(jax.export.export(jax.jit(with_mesh(fn, mesh)))(placed))
+        work = answer_work(with_mesh(fn, mesh), placed)
     expect_work_within(
         work,
         "flops",

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from namedaxes import DEVICES
 from namedaxes.checking import (
-    exercises_for,
+    answer_work,
     expect_array,
     expect_work_within,
     f32,
@@ -21,14 +20,10 @@ from namedaxes.checking import (
 )
 from namedaxes.checking.regions import judge_regions
 from namedaxes.grading import Case, programs, spec
-from namedaxes.judging import exported_work
 from namedaxes.meshes import line_mesh, with_mesh
 
-from . import text
-from .running import call_answer, explained_here
+from .running import call_answer, exercise, explained_here
 from .text import say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 1. sharded_scaled_sum
 # Visible inputs (rows split over DEVICES: blocks of 2, 2 and 3 rows on 8, 4 and 2 devices; the
@@ -120,7 +115,7 @@ def _expect_scaled_work(name: str, fn: Callable, k: int, shape) -> None:
     `_SCALED_FLOPS_FACTOR` times the reference's."""
     mesh = line_mesh(k)
     with explained_here(name, mesh):
-        work = exported_work(jax.export.export(jax.jit(with_mesh(fn, mesh)))(spec(shape, jnp.float32)))
+        work = answer_work(with_mesh(fn, mesh), spec(shape, jnp.float32))
     want = _SCALED_REFERENCE_FLOPS[k]
     expect_work_within(work, "flops", want, _SCALED_FLOPS_FACTOR, say, "scaled_whole", name=name, k=k)
 
