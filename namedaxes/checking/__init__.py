@@ -28,9 +28,10 @@ its own rules: inputs, expected values and the diagnoses of its typical mistakes
   turned into NumPy, and any other error raised in the student's own code (quoted with
   its cell line). Exercise modules add only rules of their own.
 - `values`: type, shape, dtype, layout and value checks (`expect_array`, `expect_float32`, `expect_layout`,
-  `expect_close`, ...), what every notebook's messages show of a value (`show_values`, `show_number`,
-  `first_line`, `spec_text`; `f32` for its inputs), and the exercises' idiom for wrong values: the known
-  mistake they are (`which_mistake`, `mistake_sentence`) and the failure that shows them (`fail_values`).
+  `expect_result` for a result laid out over a mesh, `expect_close`, ...), what every notebook's messages show
+  of a value (`show_values`, `show_number`, `first_line`, `spec_text`; `f32` for its inputs), and the
+  exercises' idiom for wrong values: the known mistake they are (`which_mistake`, `mistake_sentence`) and the
+  failure that shows them (`fail_values`).
 - `traced`: communication read from the jaxpr (`collectives`, `expect_collective`).
 - `compiled`: communication, layouts and one device's work read from the compiled program, as the
   grader judges them (`examined`, `expect_communication`, `expect_regions`, `answer_work`, `expect_work_within`, ...).
@@ -99,6 +100,7 @@ from .values import (
     expect_float32,
     expect_layout,
     expect_replicated,
+    expect_result,
     f32,
     fail_values,
     first_line,
@@ -121,6 +123,7 @@ __all__ = [
     "expect_close",
     "expect_replicated",
     "expect_layout",
+    "expect_result",
     "result_layout",
     "spec_text",
     "collectives",

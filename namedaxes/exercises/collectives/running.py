@@ -129,17 +129,8 @@ def judged(
     """The grader's judging steps on visible inputs (`checking.regions.judge_regions`): a per-device region over `axis`
     that takes each input split as `ins` says (the reference's `in_specs`), a collective over `axis` that
     reaches the result, and each collective of `needs` ("psum_scatter over 'devices'") reaching it."""
-    got = judge_regions(
-        name,
-        fn,
-        mesh,
-        *args,
-        region=((axis,), ins),
-        axis=axis,
-        why=why,
-        context=explained_here(name, mesh, rules),
-        facts=facts,
-    )
+    context = explained_here(name, mesh, rules)
+    got = judge_regions(name, fn, mesh, *args, ins=ins, axis=axis, why=why, context=context, facts=facts)
     for collective in needs:
         if collective not in got.matters:
             fail(checking_text["collective_unused"].format(name=name, collective=collective, hint=why))

@@ -13,12 +13,10 @@ from jax.sharding import PartitionSpec as P
 from namedaxes import DATA_PARALLEL, MODEL_PARALLEL
 from namedaxes.checking import (
     answer_work,
-    expect_float32,
-    expect_layout,
+    expect_result,
     expect_work_within,
     explained,
     f32,
-    fail,
     fail_values,
     same_values,
     which_mistake,
@@ -69,10 +67,7 @@ def _check_feature_correlation(fn: Callable) -> None:
         x = jax.device_put(host, NamedSharding(mesh, P(DATA_PARALLEL, MODEL_PARALLEL)))
         where = say("where_mesh", mesh=describe(mesh), what=say("what_shapes", shapes=f"x {host.shape}"))
         out = run_answer(name, fn, mesh, x)
-        expect_float32(name, out, TEXT, where=where)
-        if tuple(out.shape) != (d, d):
-            fail(say("shape", name=name, want=(d, d), got=tuple(out.shape), where=where, hint=""))
-        expect_layout(name, out, _CORR_LAYOUT, TEXT, where=where, hint=say("corr_layout_hint"))
+        expect_result(name, out, (d, d), _CORR_LAYOUT, TEXT, layout_hint=say("corr_layout_hint"), where=where)
         x64 = np.asarray(host, np.float64)
         want = np.corrcoef(x64, rowvar=False)
         got = np.asarray(out, np.float64)

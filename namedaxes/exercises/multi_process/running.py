@@ -176,16 +176,7 @@ def judged(name: str, fn: Callable, mesh, placed: list, processes: int, axis: st
         fail(TEXT["no_shard_map"].format(name=name))
     if not any(d.endswith(f" over '{axis}'") for d in facts.present):
         fail(TEXT["no_collective"].format(name=name, axis=axis, why=why))
-    judge_regions(
-        name,
-        fn,
-        mesh,
-        *placed,
-        region=((axis,), ins),
-        axis=axis,
-        why=why,
-        facts=facts,
-    )
+    judge_regions(name, fn, mesh, *placed, ins=ins, axis=axis, why=why, facts=facts)
 
 
 def kind_of(value) -> str:
