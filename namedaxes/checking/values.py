@@ -30,11 +30,13 @@ __all__ = [
     "SAID_IN_NOTEBOOK_WORDS",
 ]
 
-# The sentences these helpers say in a notebook's own words: each helper, the keys of the `text` it is handed.
+# The sentences these helpers say in a notebook's own words: each helper, the keys of the `text` it is handed
+# (`layout_error`: the kinds it returns, each the key of the sentence its notebook says for it).
 SAID_IN_NOTEBOOK_WORDS = {
     "expect_float32": ("result_type",),
     "expect_layout": ("layout", "layout_replicated"),
     "expect_result": ("result_type", "shape", "layout", "layout_replicated"),
+    "layout_error": ("in_specs", "varying_output", "ring_size"),
 }
 
 

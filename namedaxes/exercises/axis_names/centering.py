@@ -10,7 +10,7 @@ from namedaxes import DEVICES
 from namedaxes.checking import examined, expect_communication, explained, same_values
 from namedaxes.grading import programs, rng
 
-from .running import diagnosis, exercise, expect_per_device, program_cases, run_answer, wrong_values
+from .running import diagnosis, exercise, program_cases, run_answer, wrong_values
 from .text import TEXT
 
 
@@ -51,7 +51,6 @@ def _check_center(fn) -> None:
     for how, x in cases:
         k = x.shape[0]
         out = run_answer(name, fn, x, how)
-        expect_per_device(name, out, k, x.shape[1:], jnp.float32, how)
         want = x - x.mean()
         if same_values(out, want):
             continue

@@ -12,7 +12,7 @@ from namedaxes import DEVICES
 from namedaxes.checking import same_values
 from namedaxes.grading import programs, rng
 
-from .running import exercise, expect_per_device, program_cases, run_answer, wrong_values
+from .running import exercise, program_cases, run_answer, wrong_values
 from .text import TEXT
 
 # ---------------------------------------------------------------- 2. last_device_value
@@ -56,7 +56,6 @@ def _check_last_device_value(fn) -> None:
     for how, k in (("pmap", 8), ("pmap", 3), ("vmap", 5)):
         x = jnp.asarray(r.normal(size=(k, 5)), jnp.float32)
         out = run_answer(name, fn, x, how)
-        expect_per_device(name, out, k, (5,), jnp.float32, how)
         xs, got = np.asarray(x), np.asarray(out)
         want = np.broadcast_to(xs[-1], xs.shape)
         if same_values(got, want):
