@@ -27,8 +27,7 @@ from .running import (
     STEP_FLOPS_FACTOR,
     STEP_REFERENCE_FLOPS,
     abstract_case,
-    as_batch,
-    as_params,
+    as_arrays,
     exercise,
     expect_param_dict,
     expect_scalar,
@@ -105,7 +104,7 @@ def _diagnose_loss_of_step(p, b, got: float) -> str:
 def _check_parallel_update_step(fn: Callable) -> None:
     name = "parallel_update_step"
     for p, b in _visible_step_cases():
-        params, sharded = as_params(p["w"], p["b"]), as_batch(b["x"], b["y"])
+        params, sharded = as_arrays(p, b)
         k, per = np.shape(b["x"])[:2]
         where = say("step_where", name=name, k=k, per=per)
         out = _run_step(fn, params, sharded)

@@ -13,7 +13,6 @@ from namedaxes.checking import (
     examined,
     expect_close,
     expect_communication,
-    expect_replicated,
     fail,
     same_values,
     show_values,
@@ -21,7 +20,15 @@ from namedaxes.checking import (
 )
 from namedaxes.grading import Case, pmapped, programs, spec
 
-from .running import exercise, expect_per_device, explained_here, observe_outputs, run_answer, visible_inputs
+from .running import (
+    exercise,
+    expect_per_device,
+    expect_same_on_every_device,
+    explained_here,
+    observe_outputs,
+    run_answer,
+    visible_inputs,
+)
 from .text import TEXT
 
 
@@ -65,16 +72,7 @@ def _check_scaled_sum(fn: Callable) -> None:
         expect_per_device("scaled_sum", out, x)
         want = np.asarray(x, np.float64).sum(axis=0) * 2.0
         k = x.shape[0]
-        expect_replicated(
-            "scaled_sum",
-            out,
-            axis_name=DEVICES,
-            hint=TEXT["sum_expected"].format(
-                k=k,
-                x=show_values(x, separator=" ", scalar_as_number=True),
-                want=show_values(want, separator=" ", scalar_as_number=True),
-            ),
-        )
+        expect_same_on_every_device("scaled_sum", out, x, want, "sum_expected")
         expect_close(
             "scaled_sum",
             out,
