@@ -215,7 +215,7 @@ class Messages(dict):
 
     `table[key]` is `gettext(english)` in the current language; iterating, `.items()` and
     `.values()` give the English (what tests and the catalog tool read). Wrap a table once, where it is
-    written (every exercise package's `text.py`: `TEXT = {...}` then `TEXT = Messages(TEXT)`).
+    written (every exercise package's `text.py`: `TEXT = {...}`, made one by `namedaxes.exercises.notebook_words`).
     """
 
     def __getitem__(self, key):

@@ -9,7 +9,7 @@ it; the exercises are reached by name through one door.
   tables belongs to an exercise.
 - The class report and the catalog tool read the words by importing them: neither reads a file of the exercises.
 - `importlib.import_module` appears only where listed: the exercises' door (`exercise_module`, `text_of`, the
-  lazy faces) and the two places that import modules named at run time for reasons of their own.
+  lazy faces: namedaxes/faces.py) and the places that import modules named at run time for reasons of their own.
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ WING = ROOT / "namedaxes" / "exercises"
 PRODUCT = ("courseinfo", "namedaxes", "autograder", "tools", "website", "hub")
 # Where a module is imported by a name known only at run time, and why.
 IMPORT_MODULE_AT = {
-    "namedaxes/exercises/__init__.py": "the exercises' door: text_of, exercise_module, the lazy package faces",
+    "namedaxes/exercises/__init__.py": "the exercises' door: text_of, exercise_module",
     "namedaxes/multiprocess/shipping.py": "a function shipped to the workers by its module's name",
     "autograder/run/zygote_main.py": "the kernel's warm modules, imported before it forks",
     "autograder/sandbox/launch.py": "the same warm modules, in the code a booting kernel runs",
-    "autograder/faces.py": "the grader's stage faces (`FACE`), each name loaded from its module when first asked for",
+    "namedaxes/faces.py": "the lazy package faces (the grader's stages', the notebooks'), each name from its module",
 }
 
 

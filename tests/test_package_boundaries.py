@@ -241,8 +241,9 @@ def test_no_notebooks_package_imports_another_notebooks():
 
 
 def test_every_notebooks_checks_are_a_package_with_its_face():
-    """One shape: each notebook's checks a package, its `__init__` the `q.` face (an `__all__` of names it
-    holds), its sentences in `text.py`, what its exercises share in `running.py`."""
+    """One shape: each notebook's checks a package, its `__init__` the `q.` face (`notebook_face(__name__, {module:
+    names})`: a literal table of what it shows), its sentences in `text.py`, what its exercises share in
+    `running.py`."""
     folder = ROOT / "namedaxes" / "exercises"
     loose = sorted(p.name for p in folder.glob("*.py") if p.name != "__init__.py")
     assert not loose, f"a notebook's checks are a package, not one file: {loose}"
@@ -250,12 +251,15 @@ def test_every_notebooks_checks_are_a_package_with_its_face():
     assert len(packages) >= 10
     for package in packages:
         face = ast.parse((package / "__init__.py").read_text(encoding="utf-8"))
-        names = [
-            n
+        tables = [
+            n.value.args[1]
             for n in face.body
-            if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in n.targets)
+            if isinstance(n, ast.Expr)
+            and isinstance(n.value, ast.Call)
+            and getattr(n.value.func, "id", "") == "notebook_face"
+            and len(n.value.args) == 2
         ]
-        assert names, f"{package.name}/__init__.py has no __all__"
+        assert len(tables) == 1 and ast.literal_eval(tables[0]), f"{package.name}/__init__.py: no notebook_face table"
         assert (package / "text.py").is_file(), f"{package.name}/ has no text.py"
         assert (package / "running.py").is_file(), f"{package.name}/ has no running.py (what its exercises share)"
 

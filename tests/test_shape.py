@@ -15,7 +15,7 @@ tools, website, hub):
   `SHARED_FUNCTIONS` (a list that only shrinks);
 - the judge's plumbing has one home, namedaxes/judging/: no module of the grader compiles a program, makes a
   mesh or writes the tolerance itself (`compile_exported`, `mesh_of`, `RTOL`/`ATOL`);
-- tools/ reach the grader only through its faces: a stage package's `FACE` (autograder/faces.py) and the
+- tools/ reach the grader only through its faces: a stage package's `FACE` (namedaxes/faces.py) and the
   records every stage shares (`GRADER_SHARED`); a face's names are the names its modules define.
 """
 
@@ -133,10 +133,12 @@ def _relative(module: str) -> str:
 
 
 def _face(package: str) -> dict[str, str]:
-    """The `FACE` table of a package's __init__.py (name -> its module in the package), {} if it has none."""
+    """The names of the `FACE` table of a package's __init__.py, each -> the module that defines it (the table
+    maps a module, `.compare` in the package or a full name, to the names the face shows from it), {} if none."""
     for node in TREES[package].body if package in TREES else ():
         if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["FACE"]:
-            return ast.literal_eval(node.value)
+            table = ast.literal_eval(node.value)
+            return {n: package + m if m.startswith(".") else m for m, names in table.items() for n in names}
     return {}
 
 
@@ -196,12 +198,7 @@ def _edges(module: str) -> frozenset[tuple[str, bool]]:
                 base = ".".join(parts + ([node.module] if node.module else []))
             face = _face(base)  # a name of a stage's face is an edge to the module that defines it
             targets = [
-                f"{base}.{a.name}"
-                if f"{base}.{a.name}" in MODULES
-                else f"{base}.{face[a.name]}"
-                if a.name in face
-                else base
-                for a in node.names
+                f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else face.get(a.name, base) for a in node.names
             ]
         found |= {(t, id(node) not in top) for t in targets if t in MODULES and t != module}
     return frozenset(found)
@@ -329,7 +326,7 @@ def test_each_face_names_what_its_modules_define():
         face = _face(package)
         faces += bool(face)
         for name, module in face.items():
-            where = f"{package}.{module}"
+            where = module
             defined = {
                 getattr(node, "name", None) or getattr(node.targets[0], "id", None)
                 for node in TREES.get(where, ast.Module(body=[])).body

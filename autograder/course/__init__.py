@@ -1,14 +1,12 @@
 """The course: which assignments there are (source notebooks and their editions), read and rebuilt trusted.
 
-Its face for the grader's clients (tools/): `FACE`, loaded lazily (autograder/faces.py).
+Its face for the grader's clients (tools/): `FACE`, loaded lazily (namedaxes/faces.py).
 """
 
-from ..faces import face
+from namedaxes.faces import lazy_face
 
 FACE = {
-    "repo_root": "discovery",
-    "edition_problem": "discovery",
-    "SourceNotebook": "notebooks",
+    ".discovery": ("repo_root", "edition_problem"),
+    ".notebooks": ("SourceNotebook",),
 }
-__all__ = sorted(FACE)
-__getattr__ = face(__name__, FACE)
+lazy_face(__name__, FACE)

@@ -1,16 +1,12 @@
 """Intake: which hand-ins there are and who handed them in (the exchange's inbound/, submission folders, zips).
 
-Its face for the grader's clients (tools/): `FACE`, loaded lazily (autograder/faces.py).
+Its face for the grader's clients (tools/): `FACE`, loaded lazily (namedaxes/faces.py).
 """
 
-from ..faces import face
+from namedaxes.faces import lazy_face
 
 FACE = {
-    "Limits": "inbound",
-    "stage": "inbound",
-    "printable": "inbound",
-    "Intake": "placement",
-    "Placed": "placement",
+    ".inbound": ("Limits", "stage", "printable"),
+    ".placement": ("Intake", "Placed"),
 }
-__all__ = sorted(FACE)
-__getattr__ = face(__name__, FACE)
+lazy_face(__name__, FACE)

@@ -1,23 +1,17 @@
 """Judging: observations -> verdicts -> points, outside any kernel (writes no files).
 
-Its face for the grader's clients (tools/): `FACE`, loaded lazily (autograder/faces.py).
+Its face for the grader's clients (tools/): `FACE`, loaded lazily (namedaxes/faces.py).
 """
 
-from ..faces import face
+from namedaxes.faces import lazy_face
 
 FACE = {
-    "load_observations": "compare",
-    "compiled_for": "compiling",
-    "judged_work": "compiling",
-    "read_program": "exported",
-    "is_program_observation": "exported",
-    "solution_answers": "formulas",
-    "formula_run": "formulas",
-    "is_formula_observation": "formulas",
-    "draw_inputs": "hidden_inputs",
-    "hidden_rng": "hidden_inputs",
-    "mistake_source": "mistakes",
-    "Judge": "programs",
+    ".compare": ("load_observations",),
+    ".compiling": ("compiled_for", "judged_work"),
+    ".exported": ("read_program", "is_program_observation"),
+    ".formulas": ("solution_answers", "formula_run", "is_formula_observation"),
+    ".hidden_inputs": ("draw_inputs", "hidden_rng"),
+    ".mistakes": ("mistake_source",),
+    ".programs": ("Judge",),
 }
-__all__ = sorted(FACE)
-__getattr__ = face(__name__, FACE)
+lazy_face(__name__, FACE)

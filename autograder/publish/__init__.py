@@ -1,15 +1,13 @@
 """Publishing: every file the grader writes (grades, results, feedback pages, class report, gradebook).
 
-Its face for the grader's clients (tools/): `FACE`, loaded lazily (autograder/faces.py).
+Its face for the grader's clients (tools/): `FACE`, loaded lazily (namedaxes/faces.py).
 """
 
-from ..faces import face
+from namedaxes.faces import lazy_face
 
 FACE = {
-    "public": "outputs",
-    "write_outputs": "outputs",
-    "write_report": "report",
-    "write_similarity": "similarity",
+    ".outputs": ("public", "write_outputs"),
+    ".report": ("write_report",),
+    ".similarity": ("write_similarity",),
 }
-__all__ = sorted(FACE)
-__getattr__ = face(__name__, FACE)
+lazy_face(__name__, FACE)

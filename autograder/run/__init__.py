@@ -1,14 +1,11 @@
 """Running notebooks: the worker pool, the workers, one kernel cell by cell, and the reference runs' cache.
 
-Its face for the grader's clients (tools/): `FACE`, loaded lazily (autograder/faces.py).
+Its face for the grader's clients (tools/): `FACE`, loaded lazily (namedaxes/faces.py).
 """
 
-from ..faces import face
+from namedaxes.faces import lazy_face
 
 FACE = {
-    "References": "references",
-    "load_references": "references",
-    "reference_key": "references",
+    ".references": ("References", "load_references", "reference_key"),
 }
-__all__ = sorted(FACE)
-__getattr__ = face(__name__, FACE)
+lazy_face(__name__, FACE)

@@ -1,12 +1,11 @@
 """The sandbox: what a student kernel may see and do (view, uid, cgroups, seccomp, working copies, XLA cache).
 
-Its face for the grader's clients (tools/): `FACE`, loaded lazily (autograder/faces.py).
+Its face for the grader's clients (tools/): `FACE`, loaded lazily (namedaxes/faces.py).
 """
 
-from ..faces import face
+from namedaxes.faces import lazy_face
 
 FACE = {
-    "grading_xla_flags": "build",
+    ".build": ("grading_xla_flags",),
 }
-__all__ = sorted(FACE)
-__getattr__ = face(__name__, FACE)
+lazy_face(__name__, FACE)

@@ -28,12 +28,13 @@ its own rules: inputs, expected values and the diagnoses of its typical mistakes
   turned into NumPy, and any other error raised in the student's own code (quoted with
   its cell line). Exercise modules add only rules of their own.
 - `values`: type, shape, dtype, layout and value checks (`expect_array`, `expect_float32`, `expect_layout`,
-  `expect_close`, ...), what every notebook's messages show of a value (`show_values`, `show_number`,
-  `first_line`, `spec_text`; `f32` for its inputs), and the exercises' idiom for wrong values: the known
-  mistake they are (`which_mistake`, `mistake_sentence`) and the failure that shows them (`fail_values`).
+  `expect_result` for a result laid out over a mesh, `expect_close`, ...), what every notebook's messages show
+  of a value (`show_values`, `show_number`, `first_line`, `spec_text`; `f32` for its inputs), and the
+  exercises' idiom for wrong values: the known mistake they are (`which_mistake`, `mistake_sentence`) and the
+  failure that shows them (`fail_values`).
 - `traced`: communication read from the jaxpr (`collectives`, `expect_collective`).
 - `compiled`: communication, layouts and one device's work read from the compiled program, as the
-  grader judges them (`examined`, `expect_communication`, `expect_regions`, `expect_work_within`, ...).
+  grader judges them (`examined`, `expect_communication`, `expect_regions`, `answer_work`, `expect_work_within`, ...).
 - `regions`: the grader's region and communication steps for answers that are per-device
   functions, shared by notebooks 05, 06 and 07 (`expect_own_shard`, `judge_regions`).
 - `proving`: pitfall cells (`show_error`) and checks proven both ways (`assert_check_*`).
@@ -44,7 +45,7 @@ its own rules: inputs, expected values and the diagnoses of its typical mistakes
       exercise = exercises_for(__package__, text)   # its Exercise maker: exercise("name", check, observe=...)
 
   its words (`TEXT`, `HINTS`, `MISTAKE_HINTS`) being data in its package's `text.py`, and `q.progress()` the
-  package face's (`namedaxes.exercises.lazy_face`).
+  package face's (`namedaxes.exercises.notebook_face`).
 
 - `registry`: the registry of exercises and their `LastCheck` (passed, failed, not
   attempted); `progress_list`: `progress(module)` (exposed as `q.progress()` in each
@@ -67,8 +68,10 @@ module state lives in mutated containers, which the grader's guard restores betw
 from __future__ import annotations
 
 from .compiled import (
+    answer_work,
     describe_layout,
     examined,
+    expect_case_work,
     expect_communication,
     expect_output_layouts,
     expect_reaching_collective,
@@ -77,7 +80,7 @@ from .compiled import (
     reaching_communication,
 )
 from .exercise import Exercise, exercises_for
-from .explaining import explained, not_started, not_written_yet, translate, unbound_axis_name
+from .explaining import explained, layout_error, not_started, not_written_yet, translate, unbound_axis_name
 from .failures import CheckFailed, NotAttempted, fail
 from .progress_list import progress, progress_of, progress_rows
 from .proving import assert_check_fails, assert_check_passes, show_error
@@ -97,6 +100,7 @@ from .values import (
     expect_float32,
     expect_layout,
     expect_replicated,
+    expect_result,
     f32,
     fail_values,
     first_line,
@@ -119,6 +123,7 @@ __all__ = [
     "expect_close",
     "expect_replicated",
     "expect_layout",
+    "expect_result",
     "result_layout",
     "spec_text",
     "collectives",
@@ -134,6 +139,8 @@ __all__ = [
     "expect_regions",
     "expect_output_layouts",
     "describe_layout",
+    "answer_work",
+    "expect_case_work",
     "expect_work_within",
     "show_error",
     "assert_check_fails",
@@ -151,6 +158,7 @@ __all__ = [
     "not_written_yet",
     "not_started",
     "unbound_axis_name",
+    "layout_error",
     "explained",
     "translate",
     "progress",

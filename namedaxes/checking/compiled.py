@@ -8,6 +8,7 @@ judging steps as visible checks, worded for the student.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections import OrderedDict
 from collections.abc import Callable
@@ -19,6 +20,8 @@ from .failures import fail, fail_paragraph
 from .text import TEXT
 
 __all__ = [
+    "answer_work",
+    "expect_case_work",
     "expect_work_within",
     "reaching_communication",
     "expect_reaching_collective",
@@ -188,6 +191,27 @@ def compiled_once(lowered, options: dict | None = None):
         while len(_COMPILED) > COMPILED_MEMO:
             _COMPILED.popitem(last=False)
     return compiled
+
+
+def answer_work(fn: Callable, *args):
+    """One device's work (`namedaxes.judging.Work`) in the program of `jax.jit(fn)` on `args` (abstract or
+    placed inputs), exported and compiled as the grader compiles it (`namedaxes.judging.exported_work`): what
+    `expect_work_within` judges."""
+    import jax
+
+    from ..judging import exported_work
+
+    return exported_work(jax.export.export(jax.jit(fn))(*args))
+
+
+def expect_case_work(case, fact: str, want: float, say: Callable[..., str], key: str, context=None, **fields) -> None:
+    """The visible side of a graded case's work rule (`namedaxes.grading.Case(work={fact: factor})`): one device's
+    `fact` of the case's program (`answer_work`, exported in `context`, the notebook's translation of JAX's
+    errors, and in the case's own context) at most the case's factor times the reference's `want`
+    (`expect_work_within`, which words the failure `say(key, **fields)`): one factor for the check and the grader."""
+    with context or contextlib.nullcontext(), (case.context or contextlib.nullcontext)():
+        work = answer_work(case.fn, *case.args)
+    expect_work_within(work, fact, want, case.work[fact], say, key, **fields)
 
 
 def expect_work_within(

@@ -90,7 +90,7 @@ class Exercise:
     def _attr(self) -> str:
         """The name this exercise has in its module (`q.<attr>` in the notebook)."""
         module = sys.modules.get(self.module)
-        for attr in dir(module) if module else ():  # a package's face shows its exercises lazily (`lazy_face`)
+        for attr in dir(module) if module else ():  # a package's face shows its exercises lazily (`notebook_face`)
             if getattr(module, attr, None) is self:
                 return attr
         return self.name

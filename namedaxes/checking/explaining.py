@@ -17,7 +17,15 @@ from collections.abc import Callable, Iterable
 from .failures import CheckFailed, NotAttempted
 from .text import TEXT
 
-__all__ = ["not_written_yet", "not_started", "unbound_axis_name", "unreduced_operation", "translate", "explained"]
+__all__ = [
+    "not_written_yet",
+    "not_started",
+    "unbound_axis_name",
+    "layout_error",
+    "unreduced_operation",
+    "translate",
+    "explained",
+]
 
 
 def not_started(err: BaseException) -> bool:
@@ -51,6 +59,25 @@ def unbound_axis_name(err: BaseException) -> str | None:
     if not isinstance(err, NameError) or "unbound axis name" not in text:
         return None
     return text.split("unbound axis name:")[-1].split(".")[0].strip()
+
+
+# JAX's errors of a sharded program that several notebooks explain in their own words, each recognised here once
+# (a JAX release that rewords one is fixed in one place): the kind, the key of the notebook's sentence for it.
+_LAYOUT_ERRORS = (
+    ("in_specs", lambda text: "does not match the specs of the input" in text),
+    ("varying_output", lambda text: "out_specs" in text and ("replicat" in text or "varying" in text)),
+    ("ring_size", lambda text: "ppermute" in text and ("unique" in text or "range" in text)),
+)
+
+
+def layout_error(err: BaseException) -> str | None:
+    """Which of JAX's usual errors of a sharded program `err` is: "in_specs" (an input not laid out as the
+    `in_specs` say), "varying_output" (an `out_specs` that says replicated of a per-device value), "ring_size" (a
+    `ppermute` whose permutation is not one of the axis's devices); None for any other error."""
+    if not isinstance(err, ValueError):
+        return None
+    text = str(err)
+    return next((kind for kind, says in _LAYOUT_ERRORS if says(text)), None)
 
 
 def unreduced_operation(err: BaseException) -> str | None:

@@ -2,7 +2,7 @@
 per-device functions (05 shard_map, 06 multi_process, 07 collectives).
 
     expect_own_shard(name, facts, region, what)   # a live per-device region taking each input split as stated
-    judge_regions(name, fn, mesh, *args, region=..., what=..., axis=..., why=..., context=...)
+    judge_regions(name, fn, mesh, *args, ins=..., axis=..., why=..., context=..., what=..., over=...)
 
 Both read what `compiled.examined` found in the exported and compiled program, the way the grader's judge
 (`autograder.judge.programs`) reads it: a `jax.shard_map` over `region[0]` that takes each input split over at
@@ -94,18 +94,23 @@ def judge_regions(
     fn: Callable,
     mesh,
     *args,
-    region: tuple,
-    what: str,
+    ins: tuple,
     axis: str,
     why: str,
     context=None,
     facts=None,
+    what: str | None = None,
+    over: tuple | None = None,
 ):
     """The grader's judging steps on the visible inputs: `fn(*args, mesh)` exported and compiled (in
-    `context`, the notebook's translation of JAX's errors); a per-device region over `region[0]` must take
-    each input split over at least the mesh axes of `region[1]`, and some collective over `axis` must reach
-    the result. Returns what was read (`Examined`). `facts`: what `examined` already read of this very
-    program (then nothing is compiled again, and `context` is not needed)."""
+    `context`, the notebook's translation of JAX's errors); a per-device region over the mesh axes `over` (the
+    collective's `axis` alone, unless said) must take each input split over at least the mesh axes of `ins` (the
+    reference's `in_specs`), and some collective over `axis` must reach the result. Returns what was read
+    (`Examined`). `facts`: what `examined` already read of this very program (then nothing is compiled again,
+    and `context` is not needed). `what`: what the region computes ("values", in the kernel's language, unless
+    said)."""
+    what = TEXT["values_word"] if what is None else what
+    region = (tuple(over) if over is not None else (axis,), ins)
     got = facts
     if got is None:
         with context:

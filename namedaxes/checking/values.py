@@ -26,11 +26,18 @@ __all__ = [
     "result_layout",
     "spec_text",
     "expect_layout",
+    "expect_result",
     "SAID_IN_NOTEBOOK_WORDS",
 ]
 
-# The sentences these helpers say in a notebook's own words: each helper, the keys of the `text` it is handed.
-SAID_IN_NOTEBOOK_WORDS = {"expect_float32": ("result_type",), "expect_layout": ("layout", "layout_replicated")}
+# The sentences these helpers say in a notebook's own words: each helper, the keys of the `text` it is handed
+# (`layout_error`: the kinds it returns, each the key of the sentence its notebook says for it).
+SAID_IN_NOTEBOOK_WORDS = {
+    "expect_float32": ("result_type",),
+    "expect_layout": ("layout", "layout_replicated"),
+    "expect_result": ("result_type", "shape", "layout", "layout_replicated"),
+    "layout_error": ("in_specs", "varying_output", "ring_size"),
+}
 
 
 def show_values(
@@ -184,6 +191,28 @@ def expect_layout(name: str, out: Any, want: tuple, text, **fields) -> None:
     if got != want:
         replicated = text["layout_replicated"]
         fail(text.say("layout", name=name, got=spec_text(got, replicated), want=spec_text(want, replicated), **fields))
+
+
+def expect_result(
+    name: str,
+    out: Any,
+    shape: tuple,
+    layout: tuple,
+    text,
+    *,
+    shape_hints: dict | None = None,
+    layout_hint: str = "",
+    **fields,
+) -> None:
+    """A result laid out over a mesh, in the checks' order and in its notebook's words: a float32 `jax.Array`
+    (`expect_float32`), of `shape` (`text.say("shape", name=..., want=..., got=..., hint=...)`, the hint the one
+    `shape_hints` gives a known wrong shape), laid out as `layout` (`expect_layout`, with `layout_hint`); `fields`
+    say where it ran."""
+    expect_float32(name, out, text, **fields)
+    got = tuple(out.shape)
+    if got != tuple(shape):
+        fail(text.say("shape", name=name, want=tuple(shape), got=got, hint=(shape_hints or {}).get(got, ""), **fields))
+    expect_layout(name, out, layout, text, hint=layout_hint, **fields)
 
 
 def expect_close(

@@ -2,14 +2,14 @@
 one module per exercise), and the one door through which the grader and the tools reach them by name.
 
 A notebook's package face (`from namedaxes.exercises import axis_names as q`) imports its `text.py` at once and
-its check modules when first asked for one of their names (`lazy_face`): the words of every notebook (`TEXT`,
+its check modules when first asked for one of their names (`notebook_face`): the words of every notebook (`TEXT`,
 `HINTS`, `MISTAKE_HINTS`) import without JAX, so the class report, the catalog tool and the site read them by
 importing `text.py`, never by parsing the sources.
 
     text_of(package)        -> a notebook's text.py (None: no such notebook package)
     exercise_module(name)   -> `namedaxes.exercises.<package>[.<module>]`, a name read from the grader's data
 
-This module imports nothing but the standard library.
+This module imports nothing but the standard library, the lazy face (`namedaxes.faces`) and `Messages`.
 """
 
 from __future__ import annotations
@@ -17,9 +17,13 @@ from __future__ import annotations
 import importlib
 import re
 import sys
+from collections.abc import Callable
 from types import ModuleType
 
-__all__ = ["PACKAGES", "text_of", "exercise_module", "lazy_face"]
+from namedaxes.faces import lazy_face
+from namedaxes.i18n import Messages
+
+__all__ = ["PACKAGES", "text_of", "exercise_module", "notebook_words", "notebook_face"]
 
 # The notebooks' packages, in course order.
 PACKAGES = (
@@ -58,36 +62,42 @@ def exercise_module(name: str) -> ModuleType:
     return importlib.import_module(name)
 
 
-def lazy_face(package: str, sources: dict[str, tuple[str, ...]]) -> None:
-    """Make the module `package` (a notebook package's face, calling this at its end) show the names of its check
-    modules: `sources` maps each module (relative, `.weighted`, or absolute) to the names the face shows from
-    it, in the order the notebook's exercises register. The face imports without JAX: the first name asked for
-    loads them all, in that order (`progress` is `q.progress()`). Where JAX is imported already (a kernel, the
-    grader's zygote, which imports the faces to warm the kernels it forks) they load at once, as any import."""
-    where = {name: module for module, names in sources.items() for name in names}
+def notebook_words(
+    text: dict[str, str], hints: dict[str, list[str]], mistake_hints: dict[str, dict[str, int]]
+) -> tuple[Messages, Callable[..., str]]:
+    """A notebook's words, from the three tables of its `text.py` (which ends `TEXT, say = notebook_words(TEXT,
+    HINTS, MISTAKE_HINTS)`): its sentences as a `Messages` table (each lookup in the kernel's language) and `say`
+    (a template of it filled in). ValueError where a known mistake of `mistake_hints` names no sentence of `text`
+    or no hint of its exercise."""
+    for name, mistakes in mistake_hints.items():
+        for key, number in mistakes.items():
+            if key not in text or not 1 <= number <= len(hints.get(name, ())):
+                raise ValueError(f"MISTAKE_HINTS[{name!r}][{key!r}] = {number}: no such sentence or hint")
+    words = Messages(text)
+    return words, words.say
 
-    def load(module: str) -> ModuleType:
-        return importlib.import_module(module if not module.startswith(".") else package + module)
 
-    def load_all() -> None:
-        for module in sources:
-            load(module)
+def notebook_face(package: str, table: dict[str, tuple[str, ...]]) -> None:
+    """Make the module `package` (a notebook package's face, calling this at its end) show its words (`TEXT`, its
+    `text.py` imported at once), `q.progress()`, and the names of its check modules: `table` maps each module
+    (relative, `.weighted`, or absolute) to the names the face shows from it, in the order the notebook's
+    exercises register. The face imports without JAX: the first name asked for loads them all, in that order
+    (`namedaxes.faces.lazy_face`). Where JAX is imported already (a kernel, the grader's zygote, which imports the
+    faces to warm the kernels it forks) they load at once, as any import."""
+    face = sys.modules[package]
+    face.TEXT = text_of(package.rsplit(".", 1)[-1]).TEXT
+    load_all = lazy_face(package, table, in_order=True)
+    shown = face.__getattr__
 
     def __getattr__(attr: str):
-        if attr == "progress":
-            load_all()
-            from namedaxes.checking import progress_of
-
-            return progress_of(package)
-        if attr not in where:
-            raise AttributeError(f"module {package!r} has no attribute {attr!r}")
+        if attr != "progress":
+            return shown(attr)
         load_all()
-        return getattr(load(where[attr]), attr)
+        from namedaxes.checking import progress_of
 
-    def __dir__() -> list[str]:
-        return sorted({*vars(face), *where, "progress"})
+        return progress_of(package)
 
-    face = sys.modules[package]
-    face.__getattr__, face.__dir__ = __getattr__, __dir__
+    face.__getattr__ = __getattr__
+    face.__all__ += ["TEXT", "progress"]
     if "jax" in sys.modules:
         load_all()

@@ -24,7 +24,7 @@ A package along its steps, each module importing only those above it:
     work.py          the work of one device: FLOPs, memory, largest array, bytes moved, the schedule
     jax_private.py   the adapter: every reach into JAX's private modules and attributes
     stablehlo.py     reading an exported module parsed into MLIR: collectives, per-device regions
-    typed.py         the reductions an exported module's types make, the same on every backend
+    typed.py         the reductions an exported module's types make, the same on every backend (`with_reductions`)
     variants.py      a variant whose collectives of one kind send other data (`perturbed`)
     loop_counters.py a variant whose loops count their own runs, per device (`counted`)
     measured_trips.py  those counts matched with the judged program's loops
@@ -44,7 +44,6 @@ from __future__ import annotations
 from .compiled_run import (
     COMPILER_OPTIONS,
     FALLBACK_AXIS,
-    UNREADABLE_REDUCTIONS,
     compile_exported,
     device_mesh,
     mesh_of,
@@ -52,7 +51,6 @@ from .compiled_run import (
     spec_layout,
     stated_layouts,
     text_mesh,
-    with_reductions,
 )
 from .counted_run import draw_input, exported_work
 from .examined import Examined, communication_that_matters, examine
@@ -70,7 +68,7 @@ from .layouts import (
 from .matters import ATOL, RTOL, RegionFacts, changed, proven_regions, region_facts
 from .module_texts import TEXT_MEMO_CHARS, module_text
 from .runs import Sends, collective_sends
-from .typed import Reductions, exported_reductions
+from .typed import UNREADABLE_REDUCTIONS, Reductions, exported_reductions, with_reductions
 from .variants import perturbed
 from .work import WORK_FACTS, Work, largest_array, moved_of, work_excess, work_of
 

@@ -7,7 +7,6 @@ the reference's layouts, the device count, the cache) both compile here.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from typing import Any
 
@@ -16,8 +15,6 @@ import numpy as np
 from . import jax_private
 from .layouts import norm_layout
 from .module_texts import module_text
-from .typed import exported_reductions
-from .work import Work
 
 __all__ = [
     "COMPILER_OPTIONS",
@@ -29,8 +26,6 @@ __all__ = [
     "spec_layout",
     "stated_layouts",
     "compile_exported",
-    "with_reductions",
-    "UNREADABLE_REDUCTIONS",
     "run_exported",
 ]
 
@@ -125,21 +120,6 @@ def compile_exported(exp, feed: tuple | None = None, mesh=None, options: dict | 
 
     compiled = jax.jit(flat_call).lower(*args).compile(dict(COMPILER_OPTIONS if options is None else options))
     return compiled, shardings, mesh
-
-
-# `Work.reduced_bytes` of a module the reader cannot walk (too many operations): more than any case allows
-UNREADABLE_REDUCTIONS = 1 << 40
-
-
-def with_reductions(work: Work, exp, names: tuple, sizes: tuple) -> Work:
-    """`work` with the reductions the exported program's types make (`Work.reduced_bytes`, read from its module,
-    not from the compile: the same on every backend); `UNREADABLE_REDUCTIONS` where the module cannot be read.
-    Where a case judges them only: walking a training step's module costs about 0.15 s."""
-    try:
-        found = exported_reductions(exp, names, sizes).nbytes
-    except Exception:  # noqa: BLE001 - a hostile module: judged as reducing more than any case allows
-        found = UNREADABLE_REDUCTIONS
-    return dataclasses.replace(work, reduced_bytes=found)
 
 
 def run_exported(exp, values: list, mesh=None) -> tuple[dict, Any]:

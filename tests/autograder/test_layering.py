@@ -3,7 +3,7 @@
 Static and cheap (the source's `ast`, no import of JAX): every `import` of an `autograder` module,
 at the top of a module or inside a function, is an edge. The packages and what each may import:
 
-    records, reasons, limits, messages, faces  (shared, top of autograder/)  nothing of the grader
+    records, reasons, limits, messages  (shared, top of autograder/)         nothing of the grader
     course/    the assignments: source notebooks, editions            shared
     intake/    which hand-ins there are, and whose                    shared
     sandbox/   what a student kernel may see and do                   shared, course
@@ -32,7 +32,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PKG = ROOT / "autograder"
-SHARED = {"records", "reasons", "limits", "messages", "faces"}
+SHARED = {"records", "reasons", "limits", "messages"}
 PIPELINE = {"runner", "__main__", "bench"}
 ALLOWED = {
     "shared": set(),

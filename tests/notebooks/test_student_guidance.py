@@ -35,7 +35,7 @@ def _module(nb):
 
 
 def _exercises(module):
-    """The exercises a notebook's face shows (its check modules load when first asked for: `lazy_face`)."""
+    """The exercises a notebook's face shows (its check modules load when first asked for: `notebook_face`)."""
     return {name: obj for name in dir(module) if isinstance(obj := getattr(module, name), Exercise)}
 
 

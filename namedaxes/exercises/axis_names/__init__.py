@@ -18,21 +18,9 @@ subtracts a mean per position instead, and is told so.
 
 from __future__ import annotations
 
-from namedaxes.exercises import lazy_face
+from namedaxes.exercises import notebook_face
 
-from .text import TEXT
-
-__all__ = [
-    "rank_weighted_sum",
-    "last_device_value",
-    "center",
-    "TEXT",
-    "MACHINE_COUNT",
-    "progress",
-    "known_mistakes",
-]
-# The checks load when first asked for (`q.<exercise>`, `q.progress()`), or at once where JAX is imported.
-lazy_face(
+notebook_face(
     __name__,
     {
         ".centering": ("center",),

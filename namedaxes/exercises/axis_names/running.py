@@ -8,10 +8,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from namedaxes import DEVICES
-from namedaxes.checking import CheckFailed, expect_array, explained, same_values, show_values
+from namedaxes.checking import CheckFailed, exercises_for, expect_array, explained, same_values, show_values
 from namedaxes.grading import Case, pmapped, spec
 
+from . import text
 from .text import TEXT
+
+exercise = exercises_for(__package__, text)  # the notebook's Exercise maker: exercise(name, check, observe=...)
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -29,9 +32,12 @@ def where_run(how: str, k: int) -> str:
 
 
 def run_answer(name: str, fn, x, how: str = "pmap"):
-    """`fn` mapped over the leading axis of `x`; crashes become readable messages (`checking.explained`)."""
+    """`fn` mapped over the leading axis of `x`, its crashes readable messages (`checking.explained`), and its
+    result checked: a float32 array, each device's (or example's) shaped like its `x` (`expect_per_device`)."""
     with explained(name, run=TEXT["run"].format(name=name, where=where_run(how, x.shape[0])), binds=(DEVICES,)):
-        return _mapped(fn, how)(x)
+        out = _mapped(fn, how)(x)
+    expect_per_device(name, out, x.shape[0], x.shape[1:], jnp.float32, how)
+    return out
 
 
 def expect_per_device(name: str, out, k: int, shape: tuple, dtype, how: str = "pmap") -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from namedaxes.i18n import Messages
+from namedaxes.exercises import notebook_words
 
 # Every sentence these checks can show, in one place (translate here; the logic below only fills them in).
 TEXT = {
@@ -85,7 +85,6 @@ TEXT = {
     "center_other": "Subtract, from x, one number: the mean of all elements of x on all devices along '{axis}'.",
     "center_structure": "Average across devices with a collective over DEVICES, such as `lax.pmean`.",
 }
-TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
 HINTS = {
     "center": [
@@ -131,3 +130,4 @@ MISTAKE_HINTS = {
         "weighted_ranks_summed": 3,
     },
 }
+TEXT, say = notebook_words(TEXT, HINTS, MISTAKE_HINTS)  # checked; each lookup in the kernel's language

@@ -25,33 +25,14 @@ optimized HLO. One extra case per cell, `collectives` (`values=False`), makes it
 require the reference's collectives by kind and axis, so the collective an
 exercise is about cannot be swapped for another that computes the same values.
 
-Student-facing strings: every message of this module's checks is in the `TEXT`
-table below, and each exercise's hints are in its `Exercise(...)` (two places to
-translate, no strings inside the logic); the shared core words the rest.
+Its words (every message, hint and known mistake's hint) are data in its `text.py`.
 """
 
 from __future__ import annotations
 
-from namedaxes.exercises import lazy_face
+from namedaxes.exercises import notebook_face
 
-from .text import TEXT
-
-__all__ = [
-    "median_centered",
-    "sum_scatter_columns",
-    "ring_all_reduce",
-    "fsdp_step",
-    "loss_fn",
-    "sgd_step",
-    "LEARNING_RATE",
-    "ROWS",
-    "COLUMNS",
-    "TEXT",
-    "progress",
-    "known_mistakes",
-]
-# The checks load when first asked for (`q.<exercise>`, `q.progress()`), or at once where JAX is imported.
-lazy_face(
+notebook_face(
     __name__,
     {
         ".fsdp": ("LEARNING_RATE", "fsdp_step", "loss_fn", "sgd_step"),

@@ -11,7 +11,7 @@ from jax.sharding import PartitionSpec as P
 
 from namedaxes import DATA_PARALLEL, meshes
 from namedaxes.checking import (
-    exercises_for,
+    answer_work,
     expect_float32,
     expect_work_within,
     f32,
@@ -21,13 +21,12 @@ from namedaxes.checking import (
     mistake_sentence,
     same_values,
 )
-from namedaxes.judging import exported_work
 from namedaxes.meshes import abstract_on, line_mesh
 
-from . import text
 from .running import (
     COMMON_RULES,
     examined_here,
+    exercise,
     expect_uses,
     explained_here,
     judged,
@@ -35,8 +34,6 @@ from .running import (
     run_answer,
 )
 from .text import TEXT, say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 LEARNING_RATE = 0.1
 
@@ -162,7 +159,7 @@ def _check_fsdp_step(fn: Callable) -> None:
     mesh = line_mesh(k, DATA_PARALLEL)
     placed = _fsdp_placed(mesh, *_fsdp_visible(k, n))
     with explained_here(name, mesh, _FSDP_RULES):
-        work = exported_work(jax.export.export(jax.jit(lambda *a: fn(*a, mesh)))(*placed))
+        work = answer_work(lambda *a: fn(*a, mesh), *placed)
     expect_work_within(
         work, "flops", _FSDP_REFERENCE_FLOPS, _FSDP_FLOPS_FACTOR, say, "fsdp_whole_batch", name=name, k=k
     )

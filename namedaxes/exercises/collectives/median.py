@@ -12,7 +12,7 @@ from jax.sharding import PartitionSpec as P
 
 from namedaxes import DEVICES, meshes
 from namedaxes.checking import (
-    exercises_for,
+    answer_work,
     expect_float32,
     expect_output_layouts,
     expect_work_within,
@@ -22,14 +22,10 @@ from namedaxes.checking import (
     same_values,
     which_mistake,
 )
-from namedaxes.judging import exported_work
 from namedaxes.meshes import abstract_on, line_mesh
 
-from . import text
-from .running import examined_here, expect_uses, explained_here, judged, observe_programs, run_answer
+from .running import examined_here, exercise, expect_uses, explained_here, judged, observe_programs, run_answer
 from .text import TEXT, say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 1. median_centered
 # How the work is split (the grader's `Case(work=...)` on its work case, the visible check alike): each device
@@ -238,7 +234,7 @@ def _expect_median_work(name: str, fn: Callable) -> None:
     mesh = line_mesh(k)
     x = jax.ShapeDtypeStruct(shape, jnp.float32, sharding=NamedSharding(mesh, P(DEVICES)))
     with explained_here(name, mesh):
-        work = exported_work(jax.export.export(jax.jit(lambda a: fn(a, mesh)))(x))
+        work = answer_work(lambda a: fn(a, mesh), x)
     want, factor = _MEDIAN_REFERENCE_ARITHMETIC, _MEDIAN_ARITHMETIC_FACTOR
     expect_work_within(work, "arithmetic_flops", want, factor, say, "median_all_rows", name=name, k=k, shape=shape)
 

@@ -9,7 +9,6 @@ from jax.sharding import PartitionSpec as P
 
 from namedaxes import DEVICES, meshes
 from namedaxes.checking import (
-    exercises_for,
     expect_float32,
     expect_ppermute_in_mesh_order,
     fail,
@@ -19,10 +18,10 @@ from namedaxes.checking import (
 )
 from namedaxes.meshes import abstract_on, line_mesh
 
-from . import text
 from .running import (
     COMMON_RULES,
     examined_here,
+    exercise,
     expect_uses,
     explained_here,
     judged,
@@ -32,8 +31,6 @@ from .running import (
     seen_words,
 )
 from .text import TEXT, say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 3. ring_all_reduce
 _RING_CASES = ((8, 8), (4, 8), (2, 6))  # (devices, block length); block lengths divisible by k

@@ -11,6 +11,7 @@ from namedaxes import meshes
 from namedaxes.checking import TEXT as checking_text
 from namedaxes.checking import (
     examined,
+    exercises_for,
     explained,
     fail,
     first_line,
@@ -21,7 +22,10 @@ from namedaxes.checking.regions import expect_own_shard, judge_regions
 from namedaxes.grading import Case, programs
 from namedaxes.meshes import with_mesh
 
+from . import text
 from .text import say
+
+exercise = exercises_for(__package__, text)  # the notebook's Exercise maker: exercise(name, check, observe=...)
 
 # ---------------------------------------------------------------- running answers
 
@@ -125,18 +129,8 @@ def judged(
     """The grader's judging steps on visible inputs (`checking.regions.judge_regions`): a per-device region over `axis`
     that takes each input split as `ins` says (the reference's `in_specs`), a collective over `axis` that
     reaches the result, and each collective of `needs` ("psum_scatter over 'devices'") reaching it."""
-    got = judge_regions(
-        name,
-        fn,
-        mesh,
-        *args,
-        region=((axis,), ins),
-        what=regions.TEXT["values_word"],
-        axis=axis,
-        why=why,
-        context=explained_here(name, mesh, rules),
-        facts=facts,
-    )
+    context = explained_here(name, mesh, rules)
+    got = judge_regions(name, fn, mesh, *args, ins=ins, axis=axis, why=why, context=context, facts=facts)
     for collective in needs:
         if collective not in got.matters:
             fail(checking_text["collective_unused"].format(name=name, collective=collective, hint=why))

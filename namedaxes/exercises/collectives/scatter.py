@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import jax
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import DEVICES, meshes
 from namedaxes.checking import (
-    exercises_for,
+    answer_work,
     expect_float32,
     expect_work_within,
     fail,
@@ -20,12 +19,11 @@ from namedaxes.checking import (
     mistake_sentence,
     same_values,
 )
-from namedaxes.judging import exported_work
 from namedaxes.meshes import abstract_on, line_mesh
 
-from . import text
 from .running import (
     examined_here,
+    exercise,
     expect_uses,
     explained_here,
     judged,
@@ -37,8 +35,6 @@ from .running import (
     run_answer,
 )
 from .text import TEXT, say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 2. sum_scatter_columns
 ROWS, COLUMNS = 3, 8  # each device's block of x is ROWS x COLUMNS
@@ -154,7 +150,7 @@ def _expect_scatter_work(name: str, fn: Callable, k: int) -> None:
     mesh = line_mesh(k)
     x = meshes.placed(_scatter_case(k), mesh, P(DEVICES))
     with explained_here(name, mesh, _SCATTER_RULES):
-        work = exported_work(jax.export.export(jax.jit(lambda a: fn(a, mesh)))(x))
+        work = answer_work(lambda a: fn(a, mesh), x)
     want = _SCATTER_REFERENCE_LARGEST
     expect_work_within(work, "largest_bytes", want, _SCATTER_LARGEST_FACTOR, say, "scatter_whole", name=name, k=k)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from namedaxes.i18n import Messages
+from namedaxes.exercises import notebook_words
 
 # ---------------------------------------------------------------- every student-facing string
 TEXT = {
@@ -251,10 +251,6 @@ TEXT = {
         "only its own shard's gradient, and a psum would send every device all of them."
     ),
 }
-TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
-
-
-say = TEXT.say  # a template of this module's TEXT, in the kernel's language, filled in
 
 HINTS = {
     "fsdp_step": [
@@ -315,3 +311,4 @@ MISTAKE_HINTS = {
         "scatter_block": 2,
     },
 }
+TEXT, say = notebook_words(TEXT, HINTS, MISTAKE_HINTS)  # checked; each lookup in the kernel's language

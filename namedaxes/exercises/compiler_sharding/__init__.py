@@ -42,33 +42,14 @@ asked layout: on an Explicit mesh JAX refuses to trace it when the result is lai
 out otherwise, so a wrong layout records no program. Exercise 3 adds a structure
 case (`only_collectives`): `ppermute` over MODEL_PARALLEL and nothing else.
 
-Student-facing strings: every message is a template in `TEXT` (whole sentences,
-named fields), every hint a full string in its `Exercise(...)`; the logic only
-picks and fills them. The shared core (`namedaxes.checking`) words "not written
-yet" and errors in the student's own code.
+Its words (every message, hint and known mistake's hint) are data in its `text.py`.
 """
 
 from __future__ import annotations
 
-from namedaxes.exercises import lazy_face
+from namedaxes.exercises import notebook_face
 
-from .text import TEXT
-
-__all__ = [
-    "one_all_reduce_mlp",
-    "feature_correlation",
-    "collective_matmul_rows",
-    "auto_line_mesh",
-    "explicit_line_mesh",
-    "explicit_grid_mesh",
-    "count_collectives",
-    "HLO_COLLECTIVES",
-    "TEXT",
-    "progress",
-    "known_mistakes",
-]
-# The checks load when first asked for (`q.<exercise>`, `q.progress()`), or at once where JAX is imported.
-lazy_face(
+notebook_face(
     __name__,
     {
         ".collective_matmul": ("collective_matmul_rows",),

@@ -12,26 +12,20 @@ from jax.sharding import PartitionSpec as P
 
 from namedaxes import DATA_PARALLEL, MODEL_PARALLEL
 from namedaxes.checking import (
-    exercises_for,
-    expect_float32,
-    expect_layout,
+    answer_work,
+    expect_result,
     expect_work_within,
     explained,
     f32,
-    fail,
     fail_values,
     same_values,
     which_mistake,
 )
 from namedaxes.grading import Case, programs
-from namedaxes.judging import exported_work
 from namedaxes.meshes import abstract_on, describe
 
-from . import text
-from .running import explicit_grid_mesh, rules, run_answer
+from .running import exercise, explicit_grid_mesh, rules, run_answer
 from .text import TEXT, say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 2. feature_correlation
 # (mesh shape, n examples, d features): n divides by the first mesh axis, d by the second.
@@ -73,10 +67,7 @@ def _check_feature_correlation(fn: Callable) -> None:
         x = jax.device_put(host, NamedSharding(mesh, P(DATA_PARALLEL, MODEL_PARALLEL)))
         where = say("where_mesh", mesh=describe(mesh), what=say("what_shapes", shapes=f"x {host.shape}"))
         out = run_answer(name, fn, mesh, x)
-        expect_float32(name, out, TEXT, where=where)
-        if tuple(out.shape) != (d, d):
-            fail(say("shape", name=name, want=(d, d), got=tuple(out.shape), where=where, hint=""))
-        expect_layout(name, out, _CORR_LAYOUT, TEXT, where=where, hint=say("corr_layout_hint"))
+        expect_result(name, out, (d, d), _CORR_LAYOUT, TEXT, layout_hint=say("corr_layout_hint"), where=where)
         x64 = np.asarray(host, np.float64)
         want = np.corrcoef(x64, rowvar=False)
         got = np.asarray(out, np.float64)
@@ -100,7 +91,7 @@ def _expect_corr_work(name: str, fn: Callable, shape, n: int, d: int) -> None:
     mesh = explicit_grid_mesh(shape)
     x = jax.ShapeDtypeStruct((n, d), jnp.float32, sharding=NamedSharding(mesh, P(DATA_PARALLEL, MODEL_PARALLEL)))
     with explained(name, rules=rules(name)):
-        work = exported_work(jax.export.export(jax.jit(_with_layout(fn, mesh, _CORR_LAYOUT)))(x))
+        work = answer_work(_with_layout(fn, mesh, _CORR_LAYOUT), x)
     want = _CORR_REFERENCE_LARGEST[tuple(shape)]
     expect_work_within(
         work, "largest_bytes", want, _CORR_LARGEST_FACTOR, say, "corr_gathers", name=name, mesh=describe(mesh)

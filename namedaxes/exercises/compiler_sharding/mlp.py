@@ -11,7 +11,6 @@ from jax.sharding import PartitionSpec as P
 
 from namedaxes import MODEL_PARALLEL
 from namedaxes.checking import (
-    exercises_for,
     expect_float32,
     expect_layout,
     expect_work_within,
@@ -25,19 +24,17 @@ from namedaxes.grading import Case, programs
 from namedaxes.judging import work_of
 from namedaxes.meshes import abstract_on, describe, with_mesh
 
-from . import text
 from .running import (
     auto_line_mesh,
     compiled_answer,
     count_collectives,
+    exercise,
     run_answer,
     seen_hlo,
     seen_jaxpr,
     written_collectives,
 )
 from .text import TEXT, say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 1. one_all_reduce_mlp
 # (devices, n examples, features in, hidden features, features out); hidden divides by the devices.

@@ -9,10 +9,13 @@ from collections.abc import Callable
 from jax.sharding import AxisType
 
 from namedaxes import DATA_PARALLEL, MODEL_PARALLEL, meshes
-from namedaxes.checking import collectives, explained, first_line
+from namedaxes.checking import collectives, exercises_for, explained, first_line, layout_error, unbound_axis_name
 from namedaxes.meshes import grid_mesh, line_mesh
 
+from . import text
 from .text import say
+
+exercise = exercises_for(__package__, text)  # the notebook's Exercise maker: exercise(name, check, observe=...)
 
 # The collectives of an optimized HLO text, by their HLO names (async forms end in "-start").
 HLO_COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "collective-permute", "all-to-all")
@@ -77,22 +80,16 @@ def rules(name: str):
             return say("spec_without_mesh", name=name, first=first)
         if isinstance(err, ValueError) and "incompatible devices for jitted computation" in text:
             return say("mesh_elsewhere", name=name, first=first)
-        if isinstance(err, ValueError) and "ppermute" in text and ("unique" in text or "range" in text):
-            return say("ring_size", name=name, first=first)
         if isinstance(err, ValueError) and "reshard" in text and "type Auto" in text:
             return say("reshard_auto", name=name, first=first)
         if "set_mesh" in text and "outside of `jax.jit`" in text:
             return say("set_mesh_in_jit", name=name, first=first)
         if isinstance(err, ValueError) and "does not match the sharding on the respective arg" in text:
             return say("jit_sharding_mismatch", name=name, first=first)
-        if isinstance(err, ValueError) and "does not match the specs of the input" in text:
-            return say("in_specs", name=name, first=first)
-        if isinstance(err, ValueError) and "out_specs" in text and ("replicat" in text or "varying" in text):
-            return say("varying_output", name=name, first=first)
-        if isinstance(err, NameError) and "unbound axis name" in text:
-            axis = re.search(r"unbound axis name: ([\w.]+)", text)
-            return say("unbound", name=name, axis=axis.group(1) if axis else "?", first=first)
-        return None
+        if kind := layout_error(err):
+            return say(kind, name=name, first=first)
+        axis = unbound_axis_name(err)
+        return None if axis is None else say("unbound", name=name, axis=axis, first=first)
 
     return (rule,)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from namedaxes.i18n import Messages
+from namedaxes.exercises import notebook_words
 
 # ---------------------------------------------------------------- every student-facing string
 TEXT = {
@@ -195,10 +195,6 @@ TEXT = {
         "multiplies the x blocks that reach it by its own w block, k partial matmuls in all."
     ),
 }
-TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
-
-
-say = TEXT.say  # a template of this module's TEXT, in the kernel's language, filled in
 
 HINTS = {
     "collective_matmul_rows": [
@@ -240,3 +236,4 @@ MISTAKE_HINTS = {
     "feature_correlation": {"corr_covariance": 2, "corr_not_centred": 2},
     "one_all_reduce_mlp": {"mlp_relu_order": 1, "mlp_no_relu": 1, "mlp_relu_twice": 1},
 }
+TEXT, say = notebook_words(TEXT, HINTS, MISTAKE_HINTS)  # checked; each lookup in the kernel's language

@@ -40,34 +40,14 @@ Visible checks use small readable inputs. Grading contract:
 devices and several per-device batch sizes; the clean grader draws the inputs and
 compares outputs and communication with the reference program's.
 
-Student-facing strings: every message of this module's checks is a template in
-the `TEXT` table below (named `{fields}`, whole sentences), and each exercise's
-hints are full strings in its `Exercise(...)`; the logic only picks and fills
-templates. The shared core (`namedaxes.checking`) words "not written yet",
-unbound axis names and errors in the student's own code.
+Its words (every message, hint and known mistake's hint) are data in its `text.py`.
 """
 
 from __future__ import annotations
 
-from namedaxes.exercises import lazy_face
+from namedaxes.exercises import notebook_face
 
-from .text import TEXT
-
-__all__ = [
-    "loss_fn",
-    "compute_gradients",
-    "parallel_update_step",
-    "train",
-    "LEARNING_RATE",
-    "GRADE_IDS",
-    "TEXT",
-    "PARAM_NAMES",
-    "BATCH_NAMES",
-    "progress",
-    "known_mistakes",
-]
-# The checks load when first asked for (`q.<exercise>`, `q.progress()`), or at once where JAX is imported.
-lazy_face(
+notebook_face(
     __name__,
     {
         ".losses": ("compute_gradients", "loss_fn"),

@@ -7,13 +7,12 @@ from collections.abc import Callable
 import jax
 import numpy as np
 
-from namedaxes.checking import exercises_for, fail, mistake_sentence, same_values
+from namedaxes.checking import fail, mistake_sentence, same_values
 
-from . import text
 from .running import (
     PARAM_NAMES,
-    as_batch,
-    as_params,
+    as_arrays,
+    exercise,
     expect_param_dict,
     expect_scalar,
     explained_here,
@@ -22,8 +21,6 @@ from .running import (
     ref_loss,
 )
 from .text import pair, say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 # ---------------------------------------------------------------- exercise 1: loss_fn
@@ -59,7 +56,7 @@ def _diagnose_loss(params, batch, got: float) -> str:
 def _check_loss_fn(fn: Callable) -> None:
     name = "loss_fn"
     for p, b in _visible_loss_cases():
-        params, batch = as_params(p["w"], p["b"]), as_batch(b["x"], b["y"])
+        params, batch = as_arrays(p, b)
         with explained_here(name, local=True):
             out = fn(params, batch)
         where = say("loss_where", params=p, shape=np.shape(b["x"]))
@@ -87,7 +84,7 @@ def _check_compute_gradients(fn: Callable) -> None:
     name = "compute_gradients"
     compiled = jax.jit(fn)  # one compilation per shape instead of op-by-op dispatch: same results, faster
     for p, b in _visible_loss_cases():
-        params, batch = as_params(p["w"], p["b"]), as_batch(b["x"], b["y"])
+        params, batch = as_arrays(p, b)
         with explained_here(name, local=True):
             out = compiled(params, batch)
         hint = ""

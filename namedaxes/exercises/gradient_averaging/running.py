@@ -10,10 +10,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from namedaxes import DATA_PARALLEL, model
-from namedaxes.checking import explained, fail, unbound_axis_name
+from namedaxes.checking import exercises_for, explained, fail, unbound_axis_name
 from namedaxes.grading import Case, pmapped, programs, spec
 
+from . import text
 from .text import say
+
+exercise = exercises_for(__package__, text)  # the notebook's Exercise maker: exercise(name, check, observe=...)
 
 LEARNING_RATE = model.LEARNING_RATE  # the course's reference model: namedaxes.model
 PARAM_NAMES = model.PARAM_NAMES
@@ -54,12 +57,13 @@ def explained_here(name: str, *, local: bool = False):
     return explained(name, run=say("run_as", name=name), binds=(DATA_PARALLEL,), rules=(local_collective,))
 
 
-def as_batch(x, y) -> dict:
-    return {"x": jnp.asarray(x, jnp.float32), "y": jnp.asarray(y, jnp.float32)}
-
-
-def as_params(w, b) -> dict:
-    return {"w": jnp.asarray(w, jnp.float32), "b": jnp.asarray(b, jnp.float32)}
+def as_arrays(params: dict, batch: dict) -> tuple[dict, dict]:
+    """A visible case's parameters (`w`, `b`) and batch (`x`, `y`), host numbers, as the float32 arrays an
+    answer takes."""
+    return (
+        {n: jnp.asarray(params[n], jnp.float32) for n in PARAM_NAMES},
+        {n: jnp.asarray(batch[n], jnp.float32) for n in BATCH_NAMES},
+    )
 
 
 # ---------------------------------------------------------------- the reference maths (float64, namedaxes.model)

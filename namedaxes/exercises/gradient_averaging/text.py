@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from namedaxes.i18n import Messages
+from namedaxes.exercises import notebook_words
 
 # ---------------------------------------------------------------- every student-facing string
 TEXT = {
@@ -162,10 +162,6 @@ TEXT = {
         "them, so `losses[0]` is the loss of the starting parameters."
     ),
 }
-TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
-
-
-say = TEXT.say  # a template of this module's TEXT, in the kernel's language, filled in
 
 
 def pair(values: dict) -> str:
@@ -223,3 +219,4 @@ MISTAKE_HINTS = {
         "step_loss_summed": 2,
     },
 }
+TEXT, say = notebook_words(TEXT, HINTS, MISTAKE_HINTS)  # checked; each lookup in the kernel's language

@@ -10,7 +10,6 @@ import numpy as np
 from namedaxes import DATA_PARALLEL
 from namedaxes.checking import (
     examined,
-    exercises_for,
     expect_communication,
     expect_regions,
     fail,
@@ -20,12 +19,11 @@ from namedaxes.checking import (
 )
 from namedaxes.grading import Case, programs
 
-from . import text
 from .running import (
     PARAM_NAMES,
     abstract_case,
-    as_batch,
-    as_params,
+    as_arrays,
+    exercise,
     expect_param_dict,
     expect_scalar,
     explained_here,
@@ -33,8 +31,6 @@ from .running import (
     type_name,
 )
 from .text import pair, say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # (devices, examples per device, steps) of the hidden train observations
 _OBSERVED_TRAIN = ((2, 4, 6), (4, 3, 9), (8, 2, 5))
@@ -58,7 +54,7 @@ def train_mistakes(p, b, steps: int) -> list[tuple]:
 def _check_train(fn: Callable) -> None:
     name = "train"
     p, b, steps = _visible_train_case()
-    params, sharded = as_params(p["w"], p["b"]), as_batch(b["x"], b["y"])
+    params, sharded = as_arrays(p, b)
     k = np.shape(b["x"])[0]
     with explained_here(name):
         result = fn(params, sharded, steps)
@@ -122,7 +118,7 @@ def _judge_train(fn: Callable) -> None:
     and what is communicated do not depend on how many steps are taken (the values of all five were
     checked already), and a two-step program compiles in half the time, for each variant the judge builds."""
     p, b, _ = _visible_train_case()
-    params, sharded = as_params(p["w"], p["b"]), as_batch(b["x"], b["y"])
+    params, sharded = as_arrays(p, b)
     facts = examined(lambda p_, b_: fn(p_, b_, _JUDGED_TRAIN_STEPS), params, sharded, rtol=1e-4, atol=1e-4)
     split = ((DATA_PARALLEL,),)
     expect_regions("train", facts, (((DATA_PARALLEL,), ((), (), split, split)),), hint=say("train_parallel"))

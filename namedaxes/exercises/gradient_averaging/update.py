@@ -9,8 +9,8 @@ import numpy as np
 
 from namedaxes import DATA_PARALLEL
 from namedaxes.checking import (
+    answer_work,
     examined,
-    exercises_for,
     expect_communication,
     expect_work_within,
     fail,
@@ -20,17 +20,15 @@ from namedaxes.checking import (
     which_mistake,
 )
 from namedaxes.grading import pmapped
-from namedaxes.judging import exported_work
 
-from . import text
 from .running import (
     LEARNING_RATE,
     PARAM_NAMES,
     STEP_FLOPS_FACTOR,
     STEP_REFERENCE_FLOPS,
     abstract_case,
-    as_batch,
-    as_params,
+    as_arrays,
+    exercise,
     expect_param_dict,
     expect_scalar,
     explained_here,
@@ -42,8 +40,6 @@ from .running import (
     whole_batch,
 )
 from .text import pair, say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 # ---------------------------------------------------------------- exercise 3: parallel_update_step
@@ -108,7 +104,7 @@ def _diagnose_loss_of_step(p, b, got: float) -> str:
 def _check_parallel_update_step(fn: Callable) -> None:
     name = "parallel_update_step"
     for p, b in _visible_step_cases():
-        params, sharded = as_params(p["w"], p["b"]), as_batch(b["x"], b["y"])
+        params, sharded = as_arrays(p, b)
         k, per = np.shape(b["x"])[:2]
         where = say("step_where", name=name, k=k, per=per)
         out = _run_step(fn, params, sharded)
@@ -187,7 +183,7 @@ def _expect_step_work(fn: Callable) -> None:
     name, k = "parallel_update_step", 8
     with explained_here(name):
         program = pmapped(fn, k, DATA_PARALLEL, in_axes=(None, 0))
-        work = exported_work(jax.export.export(jax.jit(program))(*abstract_case(k, 2)))
+        work = answer_work(program, *abstract_case(k, 2))
     expect_work_within(
         work,
         "flops",

@@ -36,31 +36,14 @@ exercise 1 adds its derivative along a drawn direction on 8 devices (`jax.jvp`),
 structure case (`only_collectives`): the reference's collectives over the exercise's axis and nothing
 else.
 
-Student-facing strings: every message is a template in `TEXT` (whole sentences, named fields), every hint
-a full string in its `exercise(...)`.
+Its words (every message, hint and known mistake's hint) are data in its `text.py`.
 """
 
 from __future__ import annotations
 
-from namedaxes.exercises import lazy_face
+from namedaxes.exercises import notebook_face
 
-from .text import TEXT
-
-__all__ = [
-    "pipeline_loss",
-    "moe_layer",
-    "causal_ring_attention",
-    "MICROBATCHES",
-    "CAPACITY",
-    "stage_mesh",
-    "expert_mesh",
-    "sequence_mesh",
-    "TEXT",
-    "progress",
-    "known_mistakes",
-]
-# The checks load when first asked for (`q.<exercise>`, `q.progress()`), or at once where JAX is imported.
-lazy_face(
+notebook_face(
     __name__,
     {
         ".experts": ("moe_layer",),

@@ -10,18 +10,18 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import EXPERTS
-from namedaxes.checking import exercises_for, expect_float32, expect_layout, f32, fail, same_values
+from namedaxes.checking import expect_result, f32, same_values
 from namedaxes.grading import Case, programs
 from namedaxes.jax_line import NEWEST, OLDEST, measured_on_this_line
 from namedaxes.judging import Work
 from namedaxes.meshes import abstract_on, describe, with_mesh
 
-from . import text
 from .gpipe import global_count
 from .running import (
     CAPACITY,
     Ran,
     diagnosed,
+    exercise,
     expect_collectives,
     expect_work,
     expert_mesh,
@@ -29,8 +29,6 @@ from .running import (
     run_answer,
 )
 from .text import TEXT, say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 2. moe_layer
 # (experts = devices, tokens per device, features)
@@ -90,10 +88,7 @@ def _moe_case(fn: Callable, k: int, t: int, d: int) -> tuple:
     args = _moe_placed(mesh, x, router, w)
     where = say("where_mesh", mesh=describe(mesh), shapes=f"x {x.shape}, router {router.shape}, w {w.shape}")
     out, ran = run_answer(name, with_mesh(fn, mesh), *args, mesh=mesh)
-    expect_float32(name, out, TEXT, where=where)
-    if tuple(out.shape) != x.shape:
-        fail(say("shape", name=name, want=x.shape, got=tuple(out.shape), where=where))
-    expect_layout(name, out, (EXPERTS,), TEXT, where=where)
+    expect_result(name, out, x.shape, (EXPERTS,), TEXT, where=where)
     return np.asarray(out, np.float64), _moe_np(x, router, w, k), (x, router, w), ran, where
 
 

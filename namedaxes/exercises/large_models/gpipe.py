@@ -13,9 +13,7 @@ from jax.sharding import PartitionSpec as P
 
 from namedaxes import STAGES
 from namedaxes.checking import (
-    exercises_for,
-    expect_float32,
-    expect_layout,
+    expect_result,
     explained,
     f32,
     fail,
@@ -28,20 +26,18 @@ from namedaxes.grading import Case, programs
 from namedaxes.judging import COMPILER_OPTIONS, Work
 from namedaxes.meshes import abstract_on, describe, with_mesh
 
-from . import text
 from .running import (
     MICROBATCHES,
     Ran,
     answer_rules,
     diagnosed,
+    exercise,
     expect_collectives,
     expect_work,
     run_answer,
     stage_mesh,
 )
 from .text import TEXT, say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 1. pipeline_loss
 # (stages, batch, features): the batch divides by MICROBATCHES.
@@ -136,10 +132,7 @@ def _pipe_case(fn: Callable, k: int, n: int, d: int) -> tuple:
     where = say("where_mesh", mesh=describe(mesh), shapes=f"w {params['w'].shape}, b {params['b'].shape}, x {x.shape}")
     program = with_mesh(fn, mesh)
     out, ran = run_answer(name, program, *args, mesh=mesh)
-    expect_float32(name, out, TEXT, where=where)
-    if tuple(out.shape) != ():
-        fail(say("shape", name=name, want=(), got=tuple(out.shape), where=where))
-    expect_layout(name, out, (), TEXT, where=where)
+    expect_result(name, out, (), (), TEXT, where=where)
     want = ((_pipe_outputs(params, x) - y) ** 2).mean()
     return out, want, (params, x, y), args, program, ran, where
 

@@ -10,17 +10,17 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import SEQUENCE
-from namedaxes.checking import exercises_for, expect_float32, expect_layout, f32, fail, same_values
+from namedaxes.checking import expect_result, f32, same_values
 from namedaxes.grading import Case, programs
 from namedaxes.jax_line import NEWEST, OLDEST, measured_on_this_line
 from namedaxes.judging import Work
 from namedaxes.meshes import abstract_on, describe, with_mesh
 
-from . import text
 from .gpipe import global_count
 from .running import (
     Ran,
     diagnosed,
+    exercise,
     expect_collectives,
     expect_work,
     fail_rows,
@@ -28,8 +28,6 @@ from .running import (
     sequence_mesh,
 )
 from .text import TEXT, say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 3. causal_ring_attention
 # (devices, positions per block, features)
@@ -109,10 +107,7 @@ def _ring_case(fn: Callable, k: int, b: int, h: int) -> tuple:
     args = [jax.device_put(a, NamedSharding(mesh, P(SEQUENCE))) for a in (q, kk, v)]
     where = say("where_mesh", mesh=describe(mesh), shapes=f"q, k, v {q.shape}")
     out, ran = run_answer(name, with_mesh(fn, mesh), *args, mesh=mesh)
-    expect_float32(name, out, TEXT, where=where)
-    if tuple(out.shape) != q.shape:
-        fail(say("shape", name=name, want=q.shape, got=tuple(out.shape), where=where))
-    expect_layout(name, out, (SEQUENCE,), TEXT, where=where)
+    expect_result(name, out, q.shape, (SEQUENCE,), TEXT, where=where)
     pos = np.arange(q.shape[0])
     return np.asarray(out, np.float64), _attention_np(q, kk, v, pos[None, :] <= pos[:, None]), (q, kk, v), ran, where
 

@@ -3,7 +3,6 @@ compiled program must show."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -12,13 +11,25 @@ import numpy as np
 from jax.sharding import AxisType
 
 from namedaxes import EXPERTS, SEQUENCE, STAGES
-from namedaxes.checking import explained, fail, fail_values, first_line, same_values
+from namedaxes.checking import (
+    exercises_for,
+    explained,
+    fail,
+    fail_values,
+    first_line,
+    layout_error,
+    same_values,
+    unbound_axis_name,
+)
 from namedaxes.checking.compiled import compiled_once
 from namedaxes.checking.sources import carried
 from namedaxes.judging import COMPILER_OPTIONS, Work, collective_sends, work_excess, work_of
 from namedaxes.meshes import describe, line_mesh
 
+from . import text
 from .text import say
+
+exercise = exercises_for(__package__, text)  # the notebook's Exercise maker: exercise(name, check, observe=...)
 
 MICROBATCHES = 4  # exercise 1: the batch is split into this many microbatches
 CAPACITY = 2  # exercise 2: how many tokens of one device each expert takes, at most
@@ -57,18 +68,12 @@ def answer_rules(name: str):
         text, first = str(err), first_line(err)
         if isinstance(err, ValueError) and any(s in text for s in _OTHER_MESH):
             return say("mesh_global", name=name, first=first, mesh_global=_MESH_GLOBALS.get(name, "mesh_8"))
-        if isinstance(err, ValueError) and "does not match the specs of the input" in text:
-            return say("in_specs", name=name, first=first)
-        if isinstance(err, ValueError) and "out_specs" in text and ("replicat" in text or "varying" in text):
-            return say("varying_output", name=name, first=first)
-        if isinstance(err, ValueError) and "ppermute" in text and ("unique" in text or "range" in text):
-            return say("ring_size", name=name, first=first)
+        if kind := layout_error(err):
+            return say(kind, name=name, first=first)
         if isinstance(err, TypeError) and "carry" in text and "to='varying'" in text:
             return say("carry_varying", name=name, first=first)
-        if isinstance(err, NameError) and "unbound axis name" in text:
-            axis = re.search(r"unbound axis name: ([\w.]+)", text)
-            return say("unbound", name=name, axis=axis.group(1) if axis else "?", first=first)
-        return None
+        axis = unbound_axis_name(err)
+        return None if axis is None else say("unbound", name=name, axis=axis, first=first)
 
     return (rule,)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from namedaxes.i18n import Messages
+from namedaxes.exercises import notebook_words
 
 # ---------------------------------------------------------------- every student-facing string
 TEXT = {
@@ -209,10 +209,6 @@ TEXT = {
     ),
     "ring_generic": "Compare with causal attention on one device: softmax(q k^T / sqrt(h), masked to keys <= query) v.",
 }
-TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
-
-
-say = TEXT.say  # a template of this module's TEXT, in the kernel's language, filled in
 
 HINTS = {
     "moe_layer": [
@@ -257,3 +253,4 @@ MISTAKE_HINTS = {
         "ring_strict_mask": 2,
     },
 }
+TEXT, say = notebook_words(TEXT, HINTS, MISTAKE_HINTS)  # checked; each lookup in the kernel's language

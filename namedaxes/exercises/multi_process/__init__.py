@@ -36,34 +36,14 @@ inputs, compares outputs with the reference's, and reads communication from
 the compiled program. The exported program is the one every process of such a
 cluster compiles (SPMD: the same program, the processes only feed it).
 
-Student-facing strings: every message of this module's checks is in the `TEXT`
-table below, and each exercise's hints are full strings in its `Exercise(...)`;
-the logic only fills in the templates.
+Its words (every message, hint and known mistake's hint) are data in its `text.py`.
 """
 
 from __future__ import annotations
 
-from namedaxes.exercises import lazy_face
+from namedaxes.exercises import notebook_face
 
-from .text import TEXT
-
-__all__ = [
-    "local_rows",
-    "global_metrics",
-    "masked_step",
-    "GRADE_IDS",
-    "LEARNING_RATE",
-    "NUM_PROCESSES",
-    "LOCAL_DEVICES",
-    "TEXT",
-    "line_mesh",
-    "to_global",
-    "read_back",
-    "progress",
-    "known_mistakes",
-]
-# The checks load when first asked for (`q.<exercise>`, `q.progress()`), or at once where JAX is imported.
-lazy_face(
+notebook_face(
     __name__,
     {
         "namedaxes.meshes": ("line_mesh",),

@@ -12,24 +12,22 @@ from jax.sharding import PartitionSpec as P
 
 from namedaxes import DEVICES
 from namedaxes.checking import (
-    exercises_for,
-    expect_work_within,
+    expect_case_work,
     fail,
     fail_values,
     same_values,
     which_mistake,
 )
 from namedaxes.grading import Case, programs, spec
-from namedaxes.judging import exported_work
 from namedaxes.meshes import line_mesh
 
-from . import text
 from .running import (
     METRIC_KEYS,
     N_GLOBAL,
     NUM_PROCESSES,
     as_process,
     cluster,
+    exercise,
     explained_here,
     global_job,
     judged,
@@ -37,8 +35,6 @@ from .running import (
     kind_of,
 )
 from .text import TEXT
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 # ---------------------------------------------------------------- exercise 2: global_metrics
@@ -186,17 +182,9 @@ def _expect_metrics_work(name: str, fn: Callable) -> None:
     at most `_METRICS_FLOPS_FACTOR` times the reference's."""
     processes, local, per, cols = _METRICS_GRADED[-1]
     case = _metrics_case(fn, processes, local, per, cols)
-    with explained_here(name, line_mesh(processes * local, DEVICES)), case.context():
-        work = exported_work(jax.export.export(jax.jit(case.fn))(*case.args))
-    expect_work_within(
-        work,
-        "flops",
-        _METRICS_REFERENCE_FLOPS,
-        _METRICS_FLOPS_FACTOR,
-        TEXT.say,
-        "metrics_whole",
-        name=name,
-        k=processes * local,
+    context = explained_here(name, line_mesh(processes * local, DEVICES))
+    expect_case_work(
+        case, "flops", _METRICS_REFERENCE_FLOPS, TEXT.say, "metrics_whole", context, name=name, k=processes * local
     )
 
 

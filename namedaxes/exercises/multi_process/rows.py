@@ -10,14 +10,12 @@ import numpy as np
 
 from namedaxes.checking import (
     CheckFailed,
-    exercises_for,
     fail,
     same_values,
     show_values,
 )
 from namedaxes.grading import Case, programs, spec
 
-from . import text
 from .running import (
     LOCAL_DEVICES,
     N_GLOBAL,
@@ -25,13 +23,12 @@ from .running import (
     AsProcess,
     as_process,
     cluster,
+    exercise,
     explained_here,
     kind_of,
     share,
 )
 from .text import TEXT
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 # ---------------------------------------------------------------- exercise 1: local_rows

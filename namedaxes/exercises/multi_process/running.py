@@ -14,16 +14,19 @@ from jax.sharding import PartitionSpec as P
 from namedaxes import DEVICES, model, multiprocess
 from namedaxes.checking import (
     examined,
+    exercises_for,
     explained,
     fail,
     not_written_yet,
-    regions,
     unbound_axis_name,
 )
 from namedaxes.checking.regions import judge_regions
 from namedaxes.meshes import axis_list, line_mesh
 
+from . import text
 from .text import TEXT
+
+exercise = exercises_for(__package__, text)  # the notebook's Exercise maker: exercise(name, check, observe=...)
 
 NUM_PROCESSES = 2
 LOCAL_DEVICES = 4
@@ -173,17 +176,7 @@ def judged(name: str, fn: Callable, mesh, placed: list, processes: int, axis: st
         fail(TEXT["no_shard_map"].format(name=name))
     if not any(d.endswith(f" over '{axis}'") for d in facts.present):
         fail(TEXT["no_collective"].format(name=name, axis=axis, why=why))
-    judge_regions(
-        name,
-        fn,
-        mesh,
-        *placed,
-        region=((axis,), ins),
-        what=regions.TEXT["values_word"],
-        axis=axis,
-        why=why,
-        facts=facts,
-    )
+    judge_regions(name, fn, mesh, *placed, ins=ins, axis=axis, why=why, facts=facts)
 
 
 def kind_of(value) -> str:

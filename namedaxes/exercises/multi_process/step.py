@@ -12,18 +12,15 @@ from jax.sharding import PartitionSpec as P
 
 from namedaxes import DATA_PARALLEL, model
 from namedaxes.checking import (
-    exercises_for,
-    expect_work_within,
+    expect_case_work,
     fail,
     mistake_sentence,
     same_values,
     show_values,
 )
 from namedaxes.grading import Case, programs, spec
-from namedaxes.judging import exported_work
 from namedaxes.meshes import line_mesh
 
-from . import text
 from .running import (
     LEARNING_RATE,
     N_GLOBAL,
@@ -31,6 +28,7 @@ from .running import (
     PARAM_NAMES,
     as_process,
     cluster,
+    exercise,
     explained_here,
     global_job,
     judged,
@@ -38,8 +36,6 @@ from .running import (
     kind_of,
 )
 from .text import TEXT
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 # ---------------------------------------------------------------- exercise 3: masked_step
@@ -221,17 +217,9 @@ def _expect_step_work(name: str, fn: Callable) -> None:
     at most `_STEP_FLOPS_FACTOR` times the reference's."""
     processes, local, per = _STEP_CASES[1]
     case = _step_case(fn, processes, local, per)
-    with explained_here(name, line_mesh(processes * local, DATA_PARALLEL)), case.context():
-        work = exported_work(jax.export.export(jax.jit(case.fn))(*case.args))
-    expect_work_within(
-        work,
-        "flops",
-        _STEP_REFERENCE_FLOPS,
-        _STEP_FLOPS_FACTOR,
-        TEXT.say,
-        "step_whole_batch",
-        name=name,
-        k=processes * local,
+    context = explained_here(name, line_mesh(processes * local, DATA_PARALLEL))
+    expect_case_work(
+        case, "flops", _STEP_REFERENCE_FLOPS, TEXT.say, "step_whole_batch", context, name=name, k=processes * local
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from namedaxes.i18n import Messages
+from namedaxes.exercises import notebook_words
 
 # ---------------------------------------------------------------- every student-facing string
 TEXT = {
@@ -190,7 +190,6 @@ TEXT = {
     "case_metrics": "errors of shape {shape}",
     "case_step": "{rows} rows, {real} real: {counts} real rows per device",
 }
-TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
 HINTS = {
     "global_metrics": [
@@ -249,3 +248,4 @@ MISTAKE_HINTS = {
         "step_sign": 3,
     },
 }
+TEXT, say = notebook_words(TEXT, HINTS, MISTAKE_HINTS)  # checked; each lookup in the kernel's language

@@ -38,35 +38,14 @@ inputs split at least as the exercise's specs split them (`region_difference`), 
 result left where the exercise's lives (`placed_layout`). So an answer that hands every
 device all of w, or whole rows, or adds a collective multiplied by zero, fails both.
 
-Student-facing strings: every message of this module's checks is a template
-in the `TEXT` table below; each exercise's hints are full sentences in its
-`Exercise(...)` call. The logic only fills in fields, so a translation touches
-no logic; the shared core (`namedaxes.checking`) words the rest.
+Its words (every message, hint and known mistake's hint) are data in its `text.py`.
 """
 
 from __future__ import annotations
 
-from namedaxes.exercises import lazy_face
+from namedaxes.exercises import notebook_face
 
-from .text import TEXT
-
-__all__ = [
-    "grid_sums",
-    "device_numbers",
-    "row_normalize",
-    "tp_dp_step",
-    "grid_map",
-    "grid_mesh",
-    "tp_dp_step_np",
-    "LEARNING_RATE",
-    "FEATURES",
-    "EXAMPLES",
-    "TEXT",
-    "progress",
-    "known_mistakes",
-]
-# The checks load when first asked for (`q.<exercise>`, `q.progress()`), or at once where JAX is imported.
-lazy_face(
+notebook_face(
     __name__,
     {
         "namedaxes.model": ("LEARNING_RATE",),

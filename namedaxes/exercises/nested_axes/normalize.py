@@ -8,8 +8,8 @@ import numpy as np
 
 from namedaxes import DATA_SHARDS, GRID_AXES, GRID_SHAPE, MODEL_REPLICAS
 from namedaxes.checking import (
+    answer_work,
     examined,
-    exercises_for,
     expect_communication,
     expect_output_layouts,
     expect_regions,
@@ -19,11 +19,10 @@ from namedaxes.checking import (
     which_mistake,
 )
 from namedaxes.grading import Case, programs, rng, spec
-from namedaxes.judging import exported_work
 
-from . import text
 from .running import (
     UNIFORM,
+    exercise,
     explained_run,
     grid_mesh,
     grid_words,
@@ -33,8 +32,6 @@ from .running import (
     values_failure,
 )
 from .text import say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # How the work is split (the grader's `Case(work=...)` on its work case, the visible check alike): the largest array
 # one device materializes, read from the compiled per-device program, at most `_RN_LARGEST_FACTOR` times the
@@ -127,7 +124,7 @@ def _expect_row_normalize_work(name: str, fn) -> None:
     x = spec((grid[0], grid[1] * k), jnp.float32)
     where = say("on_mesh", grid=grid_words(grid), shape=tuple(x.shape))
     with explained_run(name, where, "fix_row_normalize"):
-        work = exported_work(jax.export.export(jax.jit(lambda a: fn(a, mesh)))(x))
+        work = answer_work(lambda a: fn(a, mesh), x)
     expect_work_within(
         work,
         "largest_bytes",

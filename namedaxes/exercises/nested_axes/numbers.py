@@ -7,18 +7,23 @@ import numpy as np
 
 from namedaxes import DATA_SHARDS, GRID_SHAPE, MODEL_REPLICAS
 from namedaxes.checking import (
-    exercises_for,
     fail,
     mistake_sentence,
     same_values,
 )
 from namedaxes.grading import rng
 
-from . import text
-from .running import describe, expect_grid_array, grid_map, grid_words, observe_on_grids, run_answer, values_failure
+from .running import (
+    describe,
+    exercise,
+    expect_grid_array,
+    grid_map,
+    grid_words,
+    observe_on_grids,
+    run_answer,
+    values_failure,
+)
 from .text import say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 # ---------------------------------------------------------------- 2. device_numbers

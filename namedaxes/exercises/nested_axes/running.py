@@ -13,6 +13,7 @@ from jax.sharding import PartitionSpec as P
 from namedaxes import DATA_SHARDS, GRID_AXES, GRID_SHAPE, MODEL_REPLICAS, meshes
 from namedaxes.checking import TEXT as checking_text  # the list separator of the language
 from namedaxes.checking import (
+    exercises_for,
     explained,
     fail,
     fail_values,
@@ -20,7 +21,10 @@ from namedaxes.checking import (
 )
 from namedaxes.grading import Case, programs, spec
 
+from . import text
 from .text import say
+
+exercise = exercises_for(__package__, text)  # the notebook's Exercise maker: exercise(name, check, observe=...)
 
 # ---------------------------------------------------------------- shared helpers
 FEATURES, EXAMPLES = 8, 16  # tp_dp_step: w has FEATURES entries, a batch EXAMPLES examples

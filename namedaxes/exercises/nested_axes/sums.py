@@ -8,7 +8,6 @@ import numpy as np
 from namedaxes import DATA_SHARDS, GRID_AXES, GRID_SHAPE, MODEL_REPLICAS
 from namedaxes.checking import (
     examined,
-    exercises_for,
     expect_communication,
     fail,
     same_values,
@@ -16,10 +15,10 @@ from namedaxes.checking import (
 )
 from namedaxes.grading import rng
 
-from . import text
 from .running import (
     UNIFORM,
     describe,
+    exercise,
     expect_grid_array,
     grid_map,
     grid_words,
@@ -30,8 +29,6 @@ from .running import (
     values_failure,
 )
 from .text import say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 1. grid_sums
 # Part k of the answer: (what it is, which devices it combines, the array axes it reduces).

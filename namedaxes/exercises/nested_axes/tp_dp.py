@@ -9,7 +9,6 @@ import numpy as np
 from namedaxes import DATA_SHARDS, GRID_AXES, MODEL_REPLICAS
 from namedaxes.checking import (
     examined,
-    exercises_for,
     expect_communication,
     expect_output_layouts,
     expect_regions,
@@ -23,11 +22,8 @@ from namedaxes.grading import Case, programs, spec
 from namedaxes.judging import exported_work
 from namedaxes.model import LEARNING_RATE
 
-from . import text
-from .running import EXAMPLES, FEATURES, explained_run, grid_mesh, grid_words, run_answer, seen_descriptions
+from .running import EXAMPLES, FEATURES, exercise, explained_run, grid_mesh, grid_words, run_answer, seen_descriptions
 from .text import say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # tp_dp_step's work case: a wide w and few examples, so that all of w is the largest array a device could hold
 # (a device of the 2 x 4 grid holds 1/4 of w, 64 entries, and a 2 x 64 block of x). The grader

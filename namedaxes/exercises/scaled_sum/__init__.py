@@ -25,24 +25,9 @@ in `HINTS`, both in `text.py`.
 
 from __future__ import annotations
 
-from namedaxes.exercises import lazy_face
+from namedaxes.exercises import notebook_face
 
-from .text import TEXT
-
-__all__ = [
-    "scaled_sum",
-    "scaled_sum_uses_psum",
-    "scaled_mean",
-    "global_max_share",
-    "AXIS_ENV",
-    "DEVICE_COUNTS",
-    "TEXT",
-    "NAN",
-    "progress",
-    "known_mistakes",
-]
-# The checks load when first asked for (`q.<exercise>`, `q.progress()`), or at once where JAX is imported.
-lazy_face(
+notebook_face(
     __name__,
     {
         ".max_share": ("global_max_share",),

@@ -8,13 +8,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from namedaxes.checking import exercises_for, expect_close, same_values, show_values, which_mistake
+from namedaxes.checking import expect_close, same_values, show_values, which_mistake
 
-from . import text
-from .running import AXIS_ENV, expect_per_device, observe_outputs, run_answer
+from .running import AXIS_ENV, exercise, expect_per_device, observe_outputs, run_answer
 from .text import TEXT
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 # ---------------------------------------------------------------- exercise 3: global_max_share

@@ -10,9 +10,7 @@ import numpy as np
 
 from namedaxes import DEVICES
 from namedaxes.checking import (
-    exercises_for,
     expect_close,
-    expect_replicated,
     fail,
     mistake_sentence,
     same_values,
@@ -20,11 +18,8 @@ from namedaxes.checking import (
 )
 from namedaxes.grading import Case, pmapped, programs, spec
 
-from . import text
-from .running import DEVICE_COUNTS, run_answer
+from .running import DEVICE_COUNTS, exercise, expect_same_on_every_device, run_answer
 from .text import TEXT
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- exercise 2: scaled_mean
 NAN = float("nan")
@@ -91,17 +86,7 @@ def _check_scaled_mean(fn: Callable) -> None:
         xs = np.asarray(x, np.float64)
         k, n = x.shape[0], int((~np.isnan(xs)).sum())
         want = 2.0 * np.nansum(xs) / n
-        expect_replicated(
-            name,
-            out,
-            axis_name=DEVICES,
-            hint=TEXT["mean_expected"].format(
-                k=k,
-                x=show_values(x, separator=" ", scalar_as_number=True),
-                want=show_values(want, separator=" ", scalar_as_number=True),
-                n=n,
-            ),
-        )
+        expect_same_on_every_device(name, out, x, want, "mean_expected", n=n)
         got = float(np.asarray(out, float)[0])
         tol = 1e-3 if x.dtype == np.float16 else 1e-5
         if not same_values(got, want, tol, dtype=float):

@@ -10,10 +10,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from namedaxes import DEVICES
-from namedaxes.checking import explained, fail
+from namedaxes.checking import exercises_for, expect_replicated, explained, fail, show_values
 from namedaxes.grading import Case, pmapped, programs, spec
 
+from . import text
 from .text import TEXT
+
+exercise = exercises_for(__package__, text)  # the notebook's Exercise maker: exercise(name, check, observe=...)
 
 AXIS_ENV = [(DEVICES, 8)]
 DEVICE_COUNTS = (2, 4, 8)
@@ -28,6 +31,14 @@ def run_answer(name: str, fn: Callable, x) -> jax.Array:
     """`jax.pmap(fn, axis_name=DEVICES)(x)`, failures explained."""
     with explained_here(name):
         return jax.pmap(fn, axis_name=DEVICES)(x)
+
+
+def expect_same_on_every_device(name: str, out, x, want, key: str, **fields) -> None:
+    """`out` the same on every device (`checking.expect_replicated`), else the hint `key` of this notebook's TEXT,
+    which shows the devices' inputs `x` and the one result `want` expected of all of them (with `fields`)."""
+    shown = {"separator": " ", "scalar_as_number": True}
+    hint = TEXT[key].format(k=x.shape[0], x=show_values(x, **shown), want=show_values(want, **shown), **fields)
+    expect_replicated(name, out, axis_name=DEVICES, hint=hint)
 
 
 def expect_per_device(name: str, out, x) -> None:

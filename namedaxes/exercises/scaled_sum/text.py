@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from namedaxes.i18n import Messages
+from namedaxes.exercises import notebook_words
 
 # Every sentence these checks can show, in one place (translate here; the logic below only fills them in).
 TEXT = {
@@ -102,7 +102,6 @@ TEXT = {
         "the local `x` by the collective maximum, and do not reduce the quotient."
     ),
 }
-TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
 
 HINTS = {
     "global_max_share": [
@@ -149,3 +148,4 @@ MISTAKE_HINTS = {
     },
     "scaled_sum": {"sum_plain": 1, "sum_is_mean": 3, "sum_is_max": 3},
 }
+TEXT, say = notebook_words(TEXT, HINTS, MISTAKE_HINTS)  # checked; each lookup in the kernel's language

@@ -11,10 +11,8 @@ import numpy as np
 from namedaxes import DEVICES
 from namedaxes.checking import (
     examined,
-    exercises_for,
     expect_close,
     expect_communication,
-    expect_replicated,
     fail,
     same_values,
     show_values,
@@ -22,11 +20,16 @@ from namedaxes.checking import (
 )
 from namedaxes.grading import Case, pmapped, programs, spec
 
-from . import text
-from .running import expect_per_device, explained_here, observe_outputs, run_answer, visible_inputs
+from .running import (
+    exercise,
+    expect_per_device,
+    expect_same_on_every_device,
+    explained_here,
+    observe_outputs,
+    run_answer,
+    visible_inputs,
+)
 from .text import TEXT
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 # ---------------------------------------------------------------- exercise 1: scaled_sum
@@ -69,16 +72,7 @@ def _check_scaled_sum(fn: Callable) -> None:
         expect_per_device("scaled_sum", out, x)
         want = np.asarray(x, np.float64).sum(axis=0) * 2.0
         k = x.shape[0]
-        expect_replicated(
-            "scaled_sum",
-            out,
-            axis_name=DEVICES,
-            hint=TEXT["sum_expected"].format(
-                k=k,
-                x=show_values(x, separator=" ", scalar_as_number=True),
-                want=show_values(want, separator=" ", scalar_as_number=True),
-            ),
-        )
+        expect_same_on_every_device("scaled_sum", out, x, want, "sum_expected")
         expect_close(
             "scaled_sum",
             out,

@@ -41,37 +41,14 @@ and reads the communication from the optimized HLO. `dp_train_step` adds a
 structure case (`values=False, only_collectives=True`): the reference's psum
 (all-reduce) over DATA_PARALLEL and no other collective.
 
-Student-facing strings: every message of this module's checks is a template in
-the `TEXT` table below (named `{fields}`, whole sentences), and each exercise's
-hints are full strings in its `Exercise(...)`; the logic only picks and fills
-templates. The shared core (`namedaxes.checking`) words "not written yet",
-unbound axis names and errors in the student's own code.
+Its words (every message, hint and known mistake's hint) are data in its `text.py`.
 """
 
 from __future__ import annotations
 
-from namedaxes.exercises import lazy_face
+from namedaxes.exercises import notebook_face
 
-from .text import TEXT
-
-__all__ = [
-    "sharded_scaled_sum",
-    "replica_totals",
-    "dp_train_step",
-    "jit_train_step",
-    "weighted_total_shard_map",
-    "line_mesh",
-    "grid_mesh",
-    "loss_fn",
-    "sgd_step",
-    "weighted_total",
-    "LEARNING_RATE",
-    "TEXT",
-    "progress",
-    "known_mistakes",
-]
-# The checks load when first asked for (`q.<exercise>`, `q.progress()`), or at once where JAX is imported.
-lazy_face(
+notebook_face(
     __name__,
     {
         "namedaxes.meshes": ("grid_mesh", "line_mesh"),

@@ -4,32 +4,25 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from namedaxes import DEVICES
 from namedaxes.checking import (
-    exercises_for,
     expect_array,
-    expect_work_within,
+    expect_case_work,
     f32,
     fail,
     fail_values,
     mistake_sentence,
-    regions,
     same_values,
 )
 from namedaxes.checking.regions import judge_regions
 from namedaxes.grading import Case, programs, spec
-from namedaxes.judging import exported_work
 from namedaxes.meshes import line_mesh, with_mesh
 
-from . import text
-from .running import call_answer, explained_here, weighted_total_pmap
+from .running import call_answer, exercise, explained_here, weighted_total_pmap
 from .text import say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 5. weighted_total_shard_map
 # Visible inputs (w of shape (d,), x of shape (d, k): pmap maps over axis 1); the hidden
@@ -102,41 +95,30 @@ def _check_weighted_total_shard_map(fn: Callable) -> None:
         mesh,
         w,
         x,
-        region=((DEVICES,), ((), ((), (DEVICES,)))),
-        what=regions.TEXT["values_word"],
+        ins=((), ((), (DEVICES,))),
         axis=DEVICES,
         why=say("migration_why"),
         context=explained_here(name, mesh),
     )
-    for k, w, x in _WEIGHTED_CASES:  # how the work is split, once the values and the psum are right
-        _expect_weighted_work(name, fn, k, w.shape, x.shape)
+    for k, w, x in _WEIGHTED_CASES:  # how the work is split (the graded case's rule), once values and psum are right
+        want, context = _WEIGHTED_REFERENCE_LARGEST[k], explained_here(name, line_mesh(k))
+        expect_case_work(
+            _weighted_case(fn, k, w, x), "largest_bytes", want, say, "migration_whole", context, name=name, k=k
+        )
 
 
-def _expect_weighted_work(name: str, fn: Callable, k: int, w_shape, x_shape) -> None:
-    """Each device holds its own column: the largest array one device materializes (the program the grader
-    compiles) at most `_WEIGHTED_LARGEST_FACTOR` times the reference's."""
-    mesh = line_mesh(k)
-    args = (spec(w_shape, jnp.float32), spec(x_shape, jnp.float32))
-    with explained_here(name, mesh):
-        work = exported_work(jax.export.export(jax.jit(with_mesh(fn, mesh)))(*args))
-    want = _WEIGHTED_REFERENCE_LARGEST[k]
-    expect_work_within(work, "largest_bytes", want, _WEIGHTED_LARGEST_FACTOR, say, "migration_whole", name=name, k=k)
+def _weighted_case(fn: Callable, k: int, w, x) -> Case:
+    """The graded program of `fn(w, x, mesh)` on `k` devices: each device holds its own column, the largest array
+    one device materializes at most `_WEIGHTED_LARGEST_FACTOR` times the reference's (the visible check judges
+    this very case)."""
+    args = (spec(w.shape, jnp.float32), spec(x.shape, jnp.float32))
+    return Case(with_mesh(fn, line_mesh(k)), *args, work={"largest_bytes": _WEIGHTED_LARGEST_FACTOR})
 
 
 def _observe_weighted_total_shard_map(fn: Callable) -> dict:
     """Exported programs of `fn(w, x, mesh)` on 8, 4 and 2 devices (the grader draws w and x and judges the
     largest array one device materializes against the reference's, `_WEIGHTED_LARGEST_FACTOR`)."""
-    return programs(
-        {
-            f"out_k{k}_d{w.shape[0]}": Case(
-                with_mesh(fn, line_mesh(k)),
-                spec(w.shape, jnp.float32),
-                spec(x.shape, jnp.float32),
-                work={"largest_bytes": _WEIGHTED_LARGEST_FACTOR},
-            )
-            for k, w, x in _WEIGHTED_CASES
-        }
-    )
+    return programs({f"out_k{k}_d{w.shape[0]}": _weighted_case(fn, k, w, x) for k, w, x in _WEIGHTED_CASES})
 
 
 weighted_total_shard_map = exercise(

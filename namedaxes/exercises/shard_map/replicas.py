@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import NamedSharding
@@ -13,26 +12,20 @@ from jax.sharding import PartitionSpec as P
 from namedaxes import DATA_SHARDS, MODEL_REPLICAS, meshes
 from namedaxes.checking import TEXT as checking_text  # the list separator of the language
 from namedaxes.checking import (
-    exercises_for,
     expect_array,
-    expect_work_within,
+    expect_case_work,
     f32,
     fail,
     fail_values,
     mistake_sentence,
-    regions,
     same_values,
 )
 from namedaxes.checking.regions import judge_regions
 from namedaxes.grading import Case, programs, spec
-from namedaxes.judging import exported_work
 from namedaxes.meshes import grid_mesh, with_mesh
 
-from . import text
-from .running import call_answer, explained_here
+from .running import call_answer, exercise, explained_here
 from .text import say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 # ---------------------------------------------------------------- 2. replica_totals
@@ -118,8 +111,8 @@ def _check_replica_totals(fn: Callable) -> None:
         fn,
         mesh,
         x,
-        region=(tuple(sorted((DATA_SHARDS, MODEL_REPLICAS))), (((DATA_SHARDS,), (MODEL_REPLICAS,)),)),
-        what=regions.TEXT["values_word"],
+        ins=(((DATA_SHARDS,), (MODEL_REPLICAS,)),),
+        over=tuple(sorted((DATA_SHARDS, MODEL_REPLICAS))),
         axis=MODEL_REPLICAS,
         why=say("replica_why"),
         context=explained_here(name, mesh),
@@ -131,23 +124,19 @@ def _check_replica_totals(fn: Callable) -> None:
 
 
 def _expect_replica_work(name: str, fn: Callable) -> None:
-    """Each device adds up its own block's rows: one device's FLOPs (the grader's program on the 2 x 4 mesh)
-    at most `_REPLICA_FLOPS_FACTOR` times the reference's."""
+    """Each device adds up its own block's rows: the graded case on the 2 x 4 mesh, judged by its own rule."""
     shape, x_np = _REPLICA_CASES[0]
+    context, where = explained_here(name, grid_mesh(shape)), f"{shape[0]} x {shape[1]}"
+    case = _replica_case(fn, shape, x_np)
+    expect_case_work(case, "flops", _REPLICA_REFERENCE_FLOPS, say, "replica_whole_row", context, name=name, mesh=where)
+
+
+def _replica_case(fn: Callable, shape: tuple, x_np) -> Case:
+    """The graded program of `fn(x, mesh)` on the `shape` mesh, x placed P(DATA_SHARDS, MODEL_REPLICAS): nothing
+    over DATA_SHARDS (`only_axes`), one device's FLOPs at most `_REPLICA_FLOPS_FACTOR` times the reference's."""
     mesh = grid_mesh(shape)
     placed = spec(x_np.shape, jnp.float32, sharding=NamedSharding(mesh, P(DATA_SHARDS, MODEL_REPLICAS)))
-    with explained_here(name, mesh):
-        work = exported_work(jax.export.export(jax.jit(with_mesh(fn, mesh)))(placed))
-    expect_work_within(
-        work,
-        "flops",
-        _REPLICA_REFERENCE_FLOPS,
-        _REPLICA_FLOPS_FACTOR,
-        say,
-        "replica_whole_row",
-        name=name,
-        mesh=f"{shape[0]} x {shape[1]}",
-    )
+    return Case(with_mesh(fn, mesh), placed, only_axes=True, work={"flops": _REPLICA_FLOPS_FACTOR})
 
 
 def _observe_replica_totals(fn: Callable) -> dict:
@@ -156,14 +145,9 @@ def _observe_replica_totals(fn: Callable) -> dict:
     The grader requires the reference's communication (a psum over MODEL_REPLICAS) and nothing over
     DATA_SHARDS (`only_axes`): the rows stay on their data shard; one device's FLOPs are judged against the
     reference's (`_REPLICA_FLOPS_FACTOR`)."""
-    cases = {}
-    for shape, x_np in _REPLICA_CASES:
-        mesh = grid_mesh(shape)
-        placed = spec(x_np.shape, jnp.float32, sharding=NamedSharding(mesh, P(DATA_SHARDS, MODEL_REPLICAS)))
-        cases[f"out_{shape[0]}x{shape[1]}_{x_np.shape[0]}x{x_np.shape[1]}"] = Case(
-            with_mesh(fn, mesh), placed, only_axes=True, work={"flops": _REPLICA_FLOPS_FACTOR}
-        )
-    return programs(cases)
+    return programs(
+        {f"out_{s[0]}x{s[1]}_{x.shape[0]}x{x.shape[1]}": _replica_case(fn, s, x) for s, x in _REPLICA_CASES}
+    )
 
 
 replica_totals = exercise("replica_totals", _check_replica_totals, observe=_observe_replica_totals)

@@ -11,11 +11,15 @@ import jax
 
 from namedaxes import DEVICES, model
 from namedaxes.checking import (
+    exercises_for,
     explained,
     unbound_axis_name,
 )
 
+from . import text
 from .text import say
+
+exercise = exercises_for(__package__, text)  # the notebook's Exercise maker: exercise(name, check, observe=...)
 
 LEARNING_RATE = model.LEARNING_RATE  # the course's reference model: namedaxes.model
 # Primitives that name an axis without moving data between devices.

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from namedaxes import DEVICES
 from namedaxes.checking import (
-    exercises_for,
     expect_array,
-    expect_work_within,
+    expect_case_work,
     f32,
     fail,
     fail_values,
@@ -21,14 +19,10 @@ from namedaxes.checking import (
 )
 from namedaxes.checking.regions import judge_regions
 from namedaxes.grading import Case, programs, spec
-from namedaxes.judging import exported_work
 from namedaxes.meshes import line_mesh, with_mesh
 
-from . import text
-from .running import call_answer, explained_here
+from .running import call_answer, exercise, explained_here
 from .text import say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 1. sharded_scaled_sum
 # Visible inputs (rows split over DEVICES: blocks of 2, 2 and 3 rows on 8, 4 and 2 devices; the
@@ -105,37 +99,29 @@ def _check_sharded_scaled_sum(fn: Callable) -> None:
         fn,
         mesh,
         x,
-        region=((DEVICES,), (((DEVICES,),),)),
+        ins=(((DEVICES,),),),
         what=say("total"),
         axis=DEVICES,
         why=say("scaled_why"),
         context=explained_here(name, mesh),
     )
-    for k, x in _SCALED_SUM_CASES:  # how the work is split, once the values and the psum are right
-        _expect_scaled_work(name, fn, k, x.shape)
+    for k, x in _SCALED_SUM_CASES:  # how the work is split (the graded case's rule), once the values and psum are right
+        context = explained_here(name, line_mesh(k))
+        expect_case_work(
+            _scaled_case(fn, k, x), "flops", _SCALED_REFERENCE_FLOPS[k], say, "scaled_whole", context, name=name, k=k
+        )
 
 
-def _expect_scaled_work(name: str, fn: Callable, k: int, shape) -> None:
-    """Each device adds up its own rows: one device's FLOPs (the program the grader compiles) at most
-    `_SCALED_FLOPS_FACTOR` times the reference's."""
-    mesh = line_mesh(k)
-    with explained_here(name, mesh):
-        work = exported_work(jax.export.export(jax.jit(with_mesh(fn, mesh)))(spec(shape, jnp.float32)))
-    want = _SCALED_REFERENCE_FLOPS[k]
-    expect_work_within(work, "flops", want, _SCALED_FLOPS_FACTOR, say, "scaled_whole", name=name, k=k)
+def _scaled_case(fn: Callable, k: int, x) -> Case:
+    """The graded program of `fn(x, mesh)` on `k` devices: each device adds up its own rows, one device's FLOPs
+    at most `_SCALED_FLOPS_FACTOR` times the reference's (the visible check judges this very case)."""
+    return Case(with_mesh(fn, line_mesh(k)), spec(x.shape, jnp.float32), work={"flops": _SCALED_FLOPS_FACTOR})
 
 
 def _observe_sharded_scaled_sum(fn: Callable) -> dict:
     """Exported programs of `fn(x, mesh)` on 8, 4 and 2 devices (the grader draws x and judges one device's
     FLOPs against the reference's, `_SCALED_FLOPS_FACTOR`)."""
-    return programs(
-        {
-            f"out_k{k}_{x.shape[0]}x{x.shape[1]}": Case(
-                with_mesh(fn, line_mesh(k)), spec(x.shape, jnp.float32), work={"flops": _SCALED_FLOPS_FACTOR}
-            )
-            for k, x in _SCALED_SUM_CASES
-        }
-    )
+    return programs({f"out_k{k}_{x.shape[0]}x{x.shape[1]}": _scaled_case(fn, k, x) for k, x in _SCALED_SUM_CASES})
 
 
 sharded_scaled_sum = exercise("sharded_scaled_sum", _check_sharded_scaled_sum, observe=_observe_sharded_scaled_sum)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from namedaxes.i18n import Messages
+from namedaxes.exercises import notebook_words
 
 # ---------------------------------------------------------------- every student-facing string
 TEXT = {
@@ -307,10 +307,6 @@ TEXT = {
     "migration_first": "That is only device 0's term: the psum over DEVICES is missing.",
     "migration_why": "Keep `weighted_total` (with its `lax.psum`) as the per-device function of `jax.shard_map`.",
 }
-TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
-
-
-say = TEXT.say  # a template of this module's TEXT, in the kernel's language, filled in
 
 HINTS = {
     "weighted_total_shard_map": [
@@ -396,3 +392,4 @@ MISTAKE_HINTS = {
         "step_ascent": 2,
     },
 }
+TEXT, say = notebook_words(TEXT, HINTS, MISTAKE_HINTS)  # checked; each lookup in the kernel's language

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from namedaxes import DATA_PARALLEL, model
 from namedaxes.checking import TEXT as checking_text  # the list separator of the language
 from namedaxes.checking import (
+    answer_work,
     examined,
-    exercises_for,
     expect_array,
     expect_communication,
     expect_regions,
@@ -28,14 +27,10 @@ from namedaxes.checking import (
 )
 from namedaxes.checking.sources import made_whole
 from namedaxes.grading import Case, programs, spec
-from namedaxes.judging import exported_work
 from namedaxes.meshes import line_mesh, with_mesh
 
-from . import text
-from .running import COMPILED_REDUCTIONS, LEARNING_RATE, call_answer, explained_here
+from .running import COMPILED_REDUCTIONS, LEARNING_RATE, call_answer, exercise, explained_here
 from .text import say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 # ---------------------------------------------------------------- 3./4. the weighted training steps
@@ -189,7 +184,7 @@ def _expect_dp_work(name: str, fn: Callable) -> None:
     k, n = _OBSERVED_TRAINING[0]
     mesh = line_mesh(k, DATA_PARALLEL)
     with explained_here(name, mesh):
-        work = exported_work(jax.export.export(jax.jit(with_mesh(fn, mesh)))(*_training_args(n)))
+        work = answer_work(with_mesh(fn, mesh), *_training_args(n))
     expect_work_within(work, "flops", _DP_REFERENCE_FLOPS, _DP_FLOPS_FACTOR, say, "dp_whole_batch", name=name, k=k)
 
 

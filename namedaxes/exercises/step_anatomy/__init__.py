@@ -26,25 +26,9 @@ the kernel on the grader's own inputs.
 
 from __future__ import annotations
 
-from namedaxes.exercises import lazy_face
+from namedaxes.exercises import notebook_face
 
-from .text import TEXT
-
-__all__ = [
-    "mixed_train_step",
-    "zero_specs",
-    "accumulate_grads",
-    "STAGES",
-    "SPEC_KEYS",
-    "TEXT",
-    "CHECK_CONFIG",
-    "dot_dtypes",
-    "progress",
-    "program_mistakes",
-    "known_mistakes",
-]
-# The checks load when first asked for (`q.<exercise>`, `q.progress()`), or at once where JAX is imported.
-lazy_face(
+notebook_face(
     __name__,
     {
         ".accumulation": ("accumulate_grads",),

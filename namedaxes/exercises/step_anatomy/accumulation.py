@@ -11,17 +11,15 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import zero as zr
-from namedaxes.checking import exercises_for, expect_work_within, explained, fail, fail_values, mistake_sentence
+from namedaxes.checking import answer_work, expect_work_within, explained, fail, fail_values, mistake_sentence
 from namedaxes.checking.compiled import compiled_once
 from namedaxes.checking.traced import shard_map_axes
 from namedaxes.grading import Case, programs
-from namedaxes.judging import COMPILER_OPTIONS, exported_reductions, exported_work
+from namedaxes.judging import COMPILER_OPTIONS, exported_reductions
 from namedaxes.meshes import abstract_on
 
-from . import text
+from .running import exercise
 from .text import say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 3. accumulate_grads
 _ACC_SIZES = (32, 64, 16)  # d, hidden, microbatch size (split over 8 devices)
@@ -151,7 +149,7 @@ def _expect_accumulated(name: str, fn: Callable) -> None:
     microbatch's activations."""
     mesh = zr.zero_mesh()
     with explained(name), jax.set_mesh(mesh):
-        work = exported_work(jax.export.export(jax.jit(fn))(*_acc_work_args(mesh)))
+        work = answer_work(fn, *_acc_work_args(mesh))
     d, hidden, batch = _ACC_WORK_SIZES
     fields = {"name": name, "m": _ACC_WORK_M, "d": d, "hidden": hidden, "batch": batch}
     expect_work_within(

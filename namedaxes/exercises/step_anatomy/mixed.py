@@ -15,16 +15,14 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import transformer as tm
-from namedaxes.checking import exercises_for, explained, fail
+from namedaxes.checking import explained, fail
 from namedaxes.checking.compiled import compiled_once
 from namedaxes.grading import Case, programs
 from namedaxes.judging import COMPILER_OPTIONS
 from namedaxes.meshes import abstract_on
 
-from . import text
+from .running import exercise
 from .text import say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 1. mixed_train_step
 CHECK_CONFIG = tm.Config(vocab=32, d_model=16, heads=2, layers=1, seq=8)  # small: a fast compile

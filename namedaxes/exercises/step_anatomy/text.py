@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from namedaxes.i18n import Messages
+from namedaxes.exercises import notebook_words
 
 TEXT = {
     "result_tuple": "`{name}` should return {want}; it returned {got}.",
@@ -110,8 +110,6 @@ TEXT = {
         "is reduced, and no value of it is typed unreduced and then resharded whole."
     ),
 }
-TEXT = Messages(TEXT)
-say = TEXT.say
 
 HINTS = {
     "accumulate_grads": [
@@ -144,3 +142,4 @@ MISTAKE_HINTS = {
     "mixed_train_step": {"mixed_fp32_dots": 2, "mixed_other_dtype": 2},
     "accumulate_grads": {"acc_sum_hint": 3},
 }
+TEXT, say = notebook_words(TEXT, HINTS, MISTAKE_HINTS)  # checked; each lookup in the kernel's language

@@ -10,17 +10,14 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import zero as zr
-from namedaxes.checking import exercises_for, explained, fail
+from namedaxes.checking import explained, fail
 from namedaxes.checking.compiled import compiled_once
 from namedaxes.grading import Case, programs
 from namedaxes.judging import COMPILER_OPTIONS, work_of
 from namedaxes.meshes import abstract_on
 
-from . import text
-from .running import SPEC_KEYS, STAGES
+from .running import SPEC_KEYS, STAGES, exercise
 from .text import say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 2. zero_specs
 _SPLIT = {  # which arrays each stage splits (the stored bytes the check compares)

@@ -34,34 +34,14 @@ and computes the solution's observation on them (`observation_on`), and the usua
 figures, filled once and circulated, holds no figure of a fresh run's cases; a kernel that swaps the cases
 scores 0, because the grader judges on the cases it drew. Outside the grader the visible cases stand in.
 
-Student-facing strings: every message is a template in `TEXT` (whole sentences, named fields), every hint
-a full string in its `exercise(...)`.
+Its words (every message, hint and known mistake's hint) are data in its `text.py`.
 """
 
 from __future__ import annotations
 
-from namedaxes.exercises import lazy_face
+from namedaxes.exercises import notebook_face
 
-from .text import TEXT
-
-__all__ = [
-    "swiglu_block",
-    "step_costs",
-    "choose_layout",
-    "step_time",
-    "expected_figures",
-    "COST_KEYS",
-    "LAYOUTS",
-    "TEXT",
-    "HIDDEN_COST_CASES",
-    "HIDDEN_LAYOUT_CASES",
-    "draw_hidden_cases",
-    "observation_on",
-    "mistakes_on",
-    "progress",
-]
-# The checks load when first asked for (`q.<exercise>`, `q.progress()`), or at once where JAX is imported.
-lazy_face(
+notebook_face(
     __name__,
     {
         ".cases": ("COST_KEYS", "LAYOUTS", "expected_figures"),

@@ -7,15 +7,13 @@ from collections.abc import Callable
 
 import numpy as np
 
-from namedaxes.checking import exercises_for, explained, fail
+from namedaxes.checking import explained, fail
 from namedaxes.grading import FORMULA_KEY
 from namedaxes.transformer import Config
 
-from . import text
 from .cases import LAYOUT_CASES, formula, hidden_cases_of, layout_case, layout_key, usable, visible_figures
+from .running import exercise
 from .text import say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 def _as_layout(got) -> tuple | None:

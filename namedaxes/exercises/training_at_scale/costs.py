@@ -7,15 +7,13 @@ from collections.abc import Callable
 
 import numpy as np
 
-from namedaxes.checking import exercises_for, explained, fail
+from namedaxes.checking import explained, fail
 from namedaxes.grading import FORMULA_KEY
 from namedaxes.transformer import Config
 
-from . import text
 from .cases import COST_CASES, COST_KEYS, cost_case, formula, hidden_cases_of, visible_figures
+from .running import exercise
 from .text import say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 
 def _case_text(config: Config, layout: tuple, batch: int) -> str:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from namedaxes.checking import first_line
+from namedaxes.checking import exercises_for, first_line
 
+from . import text
 from .text import say
+
+exercise = exercises_for(__package__, text)  # the notebook's Exercise maker: exercise(name, check, observe=...)
 
 
 def rules(name: str):

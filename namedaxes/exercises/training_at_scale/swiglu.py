@@ -13,7 +13,6 @@ from jax.sharding import PartitionSpec as P
 
 from namedaxes import FSDP, MODEL_PARALLEL
 from namedaxes.checking import (
-    exercises_for,
     expect_float32,
     explained,
     f32,
@@ -28,11 +27,8 @@ from namedaxes.judging import work_of
 from namedaxes.meshes import abstract_on, describe, with_mesh
 from namedaxes.transformer import BATCH, layout_mesh
 
-from . import text
-from .running import rules
+from .running import exercise, rules
 from .text import TEXT, say
-
-exercise = exercises_for(__package__, text)  # exercise(name, check, observe=...): its words in text.py
 
 # ---------------------------------------------------------------- 1. swiglu_block
 # each case: the layout (data, fsdp, tensor) and the sizes (batch, seq, d_model, hidden)

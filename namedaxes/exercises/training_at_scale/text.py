@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from namedaxes.i18n import Messages
+from namedaxes.exercises import notebook_words
 
 # ---------------------------------------------------------------- every student-facing string
 TEXT = {
@@ -205,10 +205,6 @@ TEXT = {
         "dispatch where it is longer than the device's time, else the largest of the device's three terms."
     ),
 }
-TEXT = Messages(TEXT)  # the table above, each lookup in the kernel's language
-
-
-say = TEXT.say  # a template of this module's TEXT, in the kernel's language, filled in
 
 HINTS = {
     "choose_layout": [
@@ -274,3 +270,4 @@ MISTAKE_HINTS = {
         "time_total_not_summed": 3,
     },
 }
+TEXT, say = notebook_words(TEXT, HINTS, MISTAKE_HINTS)  # checked; each lookup in the kernel's language

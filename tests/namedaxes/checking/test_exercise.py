@@ -88,7 +88,8 @@ def _shown(module) -> list:
 
 def test_every_exercise_module_binds_itself_explicitly():
     """Each notebook's exercises name the notebook (a module, or a package whose modules each make their
-    exercises with `exercises_for(__package__, text)`, bound to its text.py), and its TEXT is a Messages table.
+    exercises with its one maker, `running.exercise = exercises_for(__package__, text)`, bound to its text.py),
+    and its TEXT is a Messages table.
     A module that made an exercise of another notebook module would have to show it on that module's face
     (`q.`), so its progress list and hints name it."""
     for info in pkgutil.iter_modules(namedaxes.exercises.__path__):
@@ -103,7 +104,9 @@ def test_every_exercise_module_binds_itself_explicitly():
         assert isinstance(mod.TEXT, namedaxes.i18n.Messages), f"{mod.__name__}.TEXT is not a Messages table"
         makers = _makers(mod)
         assert makers, mod.__name__
-        assert all(m.text is importlib.import_module(f"{notebook}.text") for m in makers), mod.__name__
+        running = importlib.import_module(f"{notebook}.running")
+        assert running.text is importlib.import_module(f"{notebook}.text"), mod.__name__
+        assert all(m.exercise is running.exercise for m in makers), mod.__name__
 
 
 def test_a_stub_answer_is_not_attempted_and_progress_says_not_started(module, capsys):

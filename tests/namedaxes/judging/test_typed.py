@@ -82,11 +82,11 @@ def test_a_contraction_over_a_split_dimension_is_a_reduction_unless_typed_unredu
 
 
 def test_a_module_it_cannot_read_reduces_more_than_any_case_allows(mesh, monkeypatch):
-    from namedaxes.judging import compiled_run
+    from namedaxes.judging import typed
 
     def unreadable(*_):
         raise ValueError("module too large to read its reductions")
 
-    monkeypatch.setattr(compiled_run, "exported_reductions", unreadable)
+    monkeypatch.setattr(typed, "exported_reductions", unreadable)
     work = with_reductions(Work(0.0, 0, 0), _exported(mesh, lambda b: b), ("d",), (8,))
     assert work == dataclasses.replace(Work(0.0, 0, 0), reduced_bytes=UNREADABLE_REDUCTIONS)
