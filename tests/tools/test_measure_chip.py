@@ -167,7 +167,8 @@ def test_the_profile_shows_where_the_missed_steps_spent_their_time():
     record = tm.recorded("profile-tpu-v5-lite")
     _provenance_is_the_chip(record)
     rows = record["rows"]
-    by_index = ("label_gather_us", "embedding_scatter_us", "embedding_gather_us")
+    by_index = tuple(measure_chip.BY_INDEX)  # what `measure_chip --profile` records
+    assert set(rows) == {f"{name}-b{batch}" for name, _, batches in measure_chip.PROFILED for batch in batches}
     for row in rows.values():
         assert 0.9 * row["device_us"] < row["operations_us"] <= 1.01 * row["device_us"]  # the ops fill the module
         assert 15 < sum(row[key] for key in by_index) * 1e3 / row["tokens"] < 22  # ns a token
