@@ -20,8 +20,12 @@ Three records, each one JSON file with a `provenance` block (chip, JAX version, 
 - with `--passes`, `passes-<chip>.json`: each row of `steps-table-<chip>.json` and `steps-heldout-<chip>.json`
   compiled again, its operations read by `namedaxes.traffic.passes` ([FLOPs, FLOPs as the matrix unit runs them,
   tiled bytes in HBM, tiled bytes on chip] each): the terms of notebook 10's time model.
+- with `--profile`, `profile-<chip>.json`: `PROFILED`'s steps under `jax.profiler`, each operation's time on the
+  device read from the trace (`jax.profiler.ProfileData`): the device's time per step, and the gathers and scatters
+  by token index (the loss's label gather, the embedding's gather and its gradient's scatter-add), which notebook
+  10's time model prices per token.
 
-The records of 2026-12-06 for `--onchip`, `--passes` and the held-out rows (`HELD_OUT`, timed by
+The records of 2026-12-06 for `--onchip`, `--passes`, `--profile` and the held-out rows (`HELD_OUT`, timed by
 `tools.measure_step.measure_step`) were made by the same calls run inline on the chip, before these options existed.
 
 Run it where only one program holds the chip.
@@ -70,6 +74,19 @@ HELD_OUT = [  # sizes and batches the table does not have, to check notebook 10'
     ("d32s32", tm.Config(), (128, 2048)),
 ]
 ONCHIP_MIB = (0.004, 1, 4, 16, 64)
+PROFILED = [  # the three steps the time model missed before it priced indexing, and three it did not
+    ("d32", tm.Config(), (512, 16)),
+    ("d32s32", tm.Config(), (2048,)),  # the held-out name of the same model
+    ("d32s128", tm.Config(d_model=32, heads=2, layers=2, seq=128), (256,)),
+    ("d64s128", tm.Config(d_model=64, heads=2, layers=3, seq=128), (256,)),
+    ("d256", tm.Config(d_model=256, heads=4, layers=4, seq=128), (32,)),
+]
+# the operations that gather and scatter by token index, as XLA for TPU names them in the step's entry computation
+BY_INDEX = {
+    "label_gather_us": "gather_fusion.1",
+    "embedding_scatter_us": "scatter_custom_fusion",
+    "embedding_gather_us": "gather_fusion",
+}
 
 
 def _median_us(fn, repeats: int) -> float:
@@ -174,6 +191,44 @@ def passes_of(sizes: list) -> dict:
     return found
 
 
+def _profiled_ops(compiled, args, steps: int, trace_dir: str) -> tuple[list[float], dict]:
+    """`steps` steps of `compiled` back to back under `jax.profiler.trace`: each step's time on the device (its
+    module's span) and each operation's median time (µs), read from the trace's TPU plane."""
+    params, state, window = args
+    with jax.profiler.trace(trace_dir):
+        for _ in range(steps):
+            params, state, loss = compiled(params, state, window)
+        jax.block_until_ready(loss)
+    trace = jax.profiler.ProfileData.from_file(str(next(Path(trace_dir).rglob("*.xplane.pb"))))
+    lines = {ln.name: ln for plane in trace.planes if "TPU:0" in plane.name for ln in plane.lines}
+    ops: dict[str, list[float]] = {}
+    for event in lines["XLA Ops"].events:  # an event's name is its HLO line: "%name = type op(...)"
+        ops.setdefault(event.name.split(" = ")[0].lstrip("%"), []).append(event.duration_ns / 1e3)
+    return [e.duration_ns / 1e3 for e in lines["XLA Modules"].events], {k: statistics.median(v) for k, v in ops.items()}
+
+
+def profile_rows(trace_root: str, steps: int = 5) -> dict:
+    """`PROFILED`'s steps on this chip: the device's time per step, its operations' and those by index."""
+    rows = {}
+    for name, config, batches in PROFILED:
+        for batch in batches:
+            compiled, args, _ = compiled_step(config, batch, (1, 1, 1))
+            jax.block_until_ready(compiled(*args))
+            modules, ops = _profiled_ops(compiled, args, steps, f"{trace_root}/{name}-{batch}")
+            longest = sorted(ops.items(), key=lambda item: -item[1])[:8]
+            rows[f"{name}-b{batch}"] = {
+                "batch": batch,
+                "seq": config.seq,
+                "tokens": batch * config.seq,
+                "device_us": round(statistics.median(modules), 1),
+                "operations": len(ops),
+                "operations_us": round(sum(ops.values()), 1),
+                **{key: round(ops.get(op, 0.0), 2) for key, op in BY_INDEX.items()},
+                "longest": [[op, round(us, 2)] for op, us in longest],
+            }
+    return rows
+
+
 def _write(path: Path, record: dict, compact: bool = False) -> None:
     text = json.dumps(record, separators=(",", ":")) if compact else json.dumps(record, indent=1)
     path.write_text(text + "\n", encoding="utf-8")
@@ -189,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--onchip", action="store_true", help="also the on-chip memory's pass rate")
     parser.add_argument("--heldout", action="store_true", help="also the step at HELD_OUT's sizes")
     parser.add_argument("--passes", action="store_true", help="also every table row's compiled operations")
+    parser.add_argument("--profile", type=str, metavar="TRACE_DIR", help="also PROFILED's steps, traced in TRACE_DIR")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     prov = provenance(argv) | {"command": "python -m tools.measure_chip " + " ".join(argv)}
@@ -209,6 +265,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.passes:
         programs = passes_of(TABLE + HELD_OUT)
         _write(args.out / f"passes-{chip}.json", {"provenance": prov, "programs": programs}, compact=True)
+    if args.profile:
+        _write(args.out / f"profile-{chip}.json", {"provenance": prov, "rows": profile_rows(args.profile)})
     return 0
 
 

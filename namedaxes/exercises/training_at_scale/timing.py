@@ -20,6 +20,15 @@ the next step while the device runs this one. The bound is "dispatch" where disp
 device's sum, else the largest of compute, memory and communication. The answer builds on the student's own
 `step_costs` (exercise 2).
 
+This formula is the first-order form of the notebook's per-operation model (`namedaxes.traffic`, read from each
+step's program as the chip compiled it): the same dispatch and the same way of putting the terms together, but
+the FLOPs as counted (no 128 x 128 padding of the matrix unit) and the bytes untiled, all through HBM (no
+on-chip memory), without the gathers and scatters by token index, from the model's sizes alone. The notebook
+prints both against the 30 steps measured on the v5e chip: the formula is within 1.5x on 18 of them (wide
+models, steps bound by dispatch) and up to 9.7x short on narrow models at large batches. A formula a student
+writes from a `Config` cannot read tiles or the compiler's placement of arrays on chip; teaching them is the
+notebook's part, not the graded answer's.
+
 A formula exercise, judged like `step_costs` (the threat model is `training_at_scale`'s docstring): this
 module holds no formula of the answer. The visible check compares with `time_answers.json`, the visible
 cases' figures and the usual mistakes' values computed by the solution notebook's answers
