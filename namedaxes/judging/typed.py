@@ -28,7 +28,7 @@ import numpy as np
 
 from . import jax_private
 from .hlo import group_axes
-from .loop_counters import TAG
+from .loop_counters import CONDITION_PREFIX, RECOUNT, TAG
 from .module_texts import module_text
 from .runs import UNKNOWN_TRIPS
 from .stablehlo import STABLEHLO_COLLECTIVES, stablehlo_collective
@@ -92,6 +92,7 @@ class _Reader:
         ir = jax_private.ir()
         self.ir, self.names, self.sizes = ir, names, sizes
         self.trips = _trusted(module, trips or {})
+        self.variant = trips is not None  # a counted variant's module: the rewrite's own calls are known
         self.funcs = {}
         for op in module.body.operations:
             if op.operation.name == "func.func":
@@ -139,7 +140,10 @@ class _Reader:
             self.types[op.results[0]] = (dims, unreduced)
             return
         if name == "func.call":
-            callee = self.funcs.get(self.ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+            symbol = self.ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+            callee = self.funcs.get(symbol)
+            if self.variant and RECOUNT in op.attributes and symbol.startswith(CONDITION_PREFIX):
+                callee = None  # a call the counted variant adds only to count a condition's loops: not the program's
             args = [self.type_of(v) for v in op.operands]
             out = self.func(callee, args, runs, in_loop, depth + 1) if callee is not None else []
             for i, result in enumerate(op.results):

@@ -6,6 +6,7 @@ branch), the figure `Work.reduced_bytes` the grader judges."""
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import jax
 import jax.numpy as jnp
@@ -124,3 +125,20 @@ def test_a_module_it_cannot_read_reduces_more_than_any_case_allows(mesh, monkeyp
     monkeypatch.setattr(compiled_run, "exported_reductions", unreadable)
     work = with_reductions(Work(0.0, 0, 0), _exported(mesh, lambda b: b), ("d",), (8,))
     assert work == dataclasses.replace(Work(0.0, 0, 0), reduced_bytes=UNREADABLE_REDUCTIONS)
+
+
+@jax.jit
+def _reduced(v):
+    return lax.psum(v, "d")
+
+
+def test_a_call_dressed_as_the_rewrites_own_is_read_in_the_program(mesh):
+    """Attack: a module whose own call looks like one the counted variant adds only to count a condition's loops
+    (`loop_counters.RECOUNT`, a `CONDITION_PREFIX` function) hides nothing: only a variant's module is read so,
+    and `counted` makes none of a module that already has such a function."""
+    text = module_text(_exported(mesh, lambda b: _reduced(b)))
+    assert "call @_reduced(" in text
+    forged = text.replace("@_reduced", "@namedaxes_condition_0")
+    forged = re.sub(r"(call @namedaxes_condition_0\([^)]*\))", r"\1 {namedaxes_recount}", forged)
+    assert "{namedaxes_recount}" in forged
+    assert typed_reductions(forged, ("d",), (8,)).nbytes == typed_reductions(text, ("d",), (8,)).nbytes == _ROW
