@@ -136,7 +136,7 @@ def _expect_one_reduction(name: str, fn: Callable, args: tuple, m: int, grad: in
     if found.nbytes == 0:
         fail(say("acc_no_reduction", name=name, m=m))
     if found.nbytes > _ACC_REDUCED_FACTOR * grad:  # the grader's `Case(work={"reduced_bytes": ...})`
-        key = "acc_in_loop" if found.in_loop else "acc_count"
+        key = ("acc_in_loop_run" if found.measured else "acc_in_loop") if found.in_loop else "acc_count"
         count = round(found.nbytes / grad, 1)
         count = int(count) if count == int(count) else count  # "4 gradients' worth", not 4.0
         fail(say(key, name=name, m=m, count=count, moved=found.nbytes, grad=grad))

@@ -445,8 +445,9 @@ ACC_WRONG = {
     # running the loop on the check's inputs; before: "1024.2 gradients' worth" for m = 1 (UNKNOWN_TRIPS runs)
     "a reduction per microbatch, in a lax.while_loop to a traced bound": (
         _acc_reduce_in_while,
-        r"(?s)right mean gradient, but its program reduces inside a loop's body.*: once per microbatch, 4 "
-        r"gradients' worth for m = 4",
+        r"(?s)right mean gradient, but its program reduces inside a loop's body: once per microbatch, 4 "
+        r"gradients' worth for m = 4, read from the types of its values, the loop counted by running it on this "
+        r"check's inputs",
     ),
     "the sum for the mean": (_acc_sum, r"(?s)wrong values for m = 4.*That is the sum over the microbatches"),
     "the result left split": (_acc_split, r"(?s)returns `w1` laid out as P\('fsdp_axis', None\) for m = 1"),
@@ -650,6 +651,13 @@ def test_a_data_decided_loop_is_judged_on_the_reductions_it_runs(answer, read, r
     assert not said.passed and refused in reason and "by running the program on the hidden inputs" in reason
     assert "32,7" not in reason and "bytes (" not in reason, reason  # the hidden inputs' figures unsaid
     assert "m2：通信：它的类型在网格上归约的字节超过参考答案的 1.5×" in words.say(said.verdict, "zh", shown=8)
+
+
+def test_a_loop_counted_by_running_it_is_said_in_both_languages():
+    """The visible check says how it counted the loop (issue 56: "say which in the finding")."""
+    for lang in ("en", "zh"):
+        said = failure_in(lang, q.accumulate_grads.check, _acc_reduce_in_while)
+        assert says(said, q.TEXT, "acc_in_loop_run", lang), said
 
 
 def test_a_loop_that_cannot_be_run_to_count_it_is_refused_and_said(monkeypatch):
