@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
-from jax.sharding import NamedSharding
+from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes.judging import compiled_run, module_text
@@ -255,7 +255,7 @@ def test_a_loop_in_a_loops_condition_counts_every_test():
 
 def _nested_regions():
     """A shard_map over 'y' inside one over 'x' (mesh 2 x 4), its loop running 3 + the device's 'y' index times."""
-    mesh = jax.make_mesh((2, 4), ("x", "y"))
+    mesh = jax.make_mesh((2, 4), ("x", "y"), axis_types=(AxisType.Auto, AxisType.Auto))
 
     def inner(v):
         m = jnp.int32(v[0, 1]) + lax.axis_index("y")
