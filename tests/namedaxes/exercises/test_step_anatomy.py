@@ -487,6 +487,11 @@ def test_accumulate_grads_rejects(answer, match):
 # judge refuses it for that before it counts bytes (issue 59: one verdict, but not yet the message that helps; a
 # rule that told JAX's regions from the author's by their shape alone also read a student's purely local pmap as
 # global view, on every line, and was withdrawn).
+def jax_line_key() -> str:
+    """ "0.10" or "0.12": the JAX line these tests run on."""
+    return ".".join(jax.__version__.split(".")[:2])
+
+
 SCAN_GRADED = {
     "0.10": "m2: communication: its types reduce 2× the reference's bytes over the mesh (32,768 against 16,384 bytes",
     "0.12": "m2: the program is written per device over no axis (a global-view program), expected 'fsdp_axis'",
@@ -614,19 +619,38 @@ NAIVE_GRADED = {  # SCAN_GRADED says why 0.12 refuses the global-view answer fir
 }
 
 
-# A loop whose trip count only its data decide, holding reductions (issue 56): (answer, the bytes its types reduce
-# for m = 4 as read before, as counted by running it, the grader's verdict on m2 with its words). Before, such a loop
-# counted `UNKNOWN_TRIPS` (1,024) times: 4,096 bytes for the honest loop's losses, 1,024 gradients for the attack.
+# A loop whose trip count only its data decide, holding reductions (issue 56), by JAX line: (answer, the bytes its
+# types reduce for m = 4 as read before and as counted by running it (each with the loops that hold a reduction:
+# uncounted, measured), what the grader says of m2, None: it passes). Before, such a loop counted `UNKNOWN_TRIPS`
+# (1,024) times. On jax 0.10.2 a `while_loop`'s body keeps the loss's unused scalar, reduced (4 bytes a microbatch);
+# jax 0.12.1 drops it, and its grader refuses a global-view answer before it counts bytes (`SCAN_GRADED`).
 _GRAD = 4 * (32 * 64 + 64 * 32)  # one gradient of the check's MLP: 16,384 bytes
+_RAN_REDUCED = "m2: communication: its types reduce more than 1.5× the reference's bytes over the mesh"
 ACC_DATA_LOOPS = {
-    "honest: unreduced gradients in a lax.while_loop": (_acc_while, _GRAD + 1024 * 4, _GRAD + 3 * 4, None),
-    "attack: a reduction per microbatch in a lax.while_loop": (
-        _acc_reduce_in_while,
-        1024 * (_GRAD + 4),
-        4 * (_GRAD + 4),
-        "m2: communication: its types reduce more than 1.5× the reference's bytes over the mesh",
-    ),
-}
+    "0.10": {
+        "honest: unreduced gradients in a lax.while_loop": (
+            _acc_while,
+            (_GRAD + 1024 * 4, 1, 0),
+            (_GRAD + 3 * 4, 0, 1),
+            None,
+        ),
+        "attack: a reduction per microbatch in a lax.while_loop": (
+            _acc_reduce_in_while,
+            (1024 * (_GRAD + 4), 1, 0),
+            (4 * (_GRAD + 4), 0, 1),
+            _RAN_REDUCED,
+        ),
+    },
+    "0.12": {
+        "honest: unreduced gradients in a lax.while_loop": (_acc_while, (_GRAD, 0, 0), (_GRAD, 0, 0), None),
+        "attack: a reduction per microbatch in a lax.while_loop": (
+            _acc_reduce_in_while,
+            (1024 * _GRAD, 1, 0),
+            (4 * _GRAD, 0, 1),
+            SCAN_GRADED["0.12"],
+        ),
+    },
+}[jax_line_key()]
 
 
 @pytest.mark.parametrize(("answer", "read", "ran", "refused"), ACC_DATA_LOOPS.values(), ids=ACC_DATA_LOOPS)
@@ -641,16 +665,20 @@ def test_a_data_decided_loop_is_judged_on_the_reductions_it_runs(answer, read, r
         exp = jax.export.export(jax.jit(answer))(*args)
         before = exported_reductions(exp, (ZERO,), (8,))
         after = reductions_on(exp, jax.tree_util.tree_leaves(args))
-    assert (before.nbytes, before.uncounted, before.measured) == (read, 1, 0)
-    assert (after.nbytes, after.uncounted, after.measured) == (ran, 0, 1)
+    assert ((before.nbytes, before.uncounted, before.measured), (after.nbytes, after.uncounted, after.measured)) == (
+        read,
+        ran,
+    )
     said = judge_observations(observe(q.accumulate_grads, ref_accumulate_grads), observe(q.accumulate_grads, answer))
     if refused is None:
         assert said.passed, said.reason()
         return
     reason = said.reason(limit=8)
-    assert not said.passed and refused in reason and "by running the program on the hidden inputs" in reason
-    assert "32,7" not in reason and "bytes (" not in reason, reason  # the hidden inputs' figures unsaid
-    assert "m2：通信：它的类型在网格上归约的字节超过参考答案的 1.5×" in words.say(said.verdict, "zh", shown=8)
+    assert not said.passed and refused in reason, reason
+    if refused == _RAN_REDUCED:
+        assert "by running the program on the hidden inputs" in reason, reason
+        assert "32,7" not in reason and "bytes (" not in reason, reason  # the hidden inputs' figures unsaid
+        assert "m2：通信：它的类型在网格上归约的字节超过参考答案的 1.5×" in words.say(said.verdict, "zh", shown=8)
 
 
 def test_a_loop_counted_by_running_it_is_said_in_both_languages():
@@ -674,12 +702,15 @@ def test_a_loop_that_cannot_be_run_to_count_it_is_refused_and_said(monkeypatch):
         assert says(said, q.TEXT, "acc_loop_unknown", lang), said
     reference = observe(q.accumulate_grads, ref_accumulate_grads)
     said = judge_observations(reference, observe(q.accumulate_grads, _acc_reduce_in_while), grade_id="no_variant")
+    honest = judge_observations(reference, observe(q.accumulate_grads, _acc_while), grade_id="no_variant")
     reason = said.reason(limit=8)
+    if jax_line_key() == "0.12":  # its grader refuses a global-view answer first; the honest loop reduces nothing
+        assert not said.passed and SCAN_GRADED["0.12"] in reason and honest.passed, reason
+        return
     assert not said.passed and "m2: communication: 1 of its loops reduce over the mesh" in reason, reason
     assert "running the program to count them failed" in reason and "1024" not in reason, reason
     assert "m2：通信：它有 1 个循环在网格上归约" in words.say(said.verdict, "zh", shown=8)
-    honest = judge_observations(reference, observe(q.accumulate_grads, _acc_while), grade_id="no_variant")
-    assert honest.passed is False  # its loop reduces the loss's scalar: unknown too, and said so
+    assert honest.passed is False  # on 0.10.2 its loop reduces the loss's scalar: unknown too, and said so
     assert "1 of its loops reduce over the mesh" in honest.reason(limit=8)
 
 
