@@ -123,28 +123,22 @@ _WORK_KINDS = {
 _RUN_KINDS = {"flops": "work_flops_run", "sent_bytes": "work_sent_run", "reduced_bytes": "work_reduced_run"}
 
 
-def _ran(fact: str, work) -> bool:
-    """Were the loops behind `fact` of `work` counted by running the program on the hidden inputs?"""
-    return bool(work.reductions_measured if fact == "reduced_bytes" else work.measured)
-
-
 def work_difference(case: str, got: Compiled, want: Compiled, limits: dict) -> list[Phrase]:
     """Does one device of `got` compute or hold more than the case's factor times the reference's
     (`namedaxes.judging.work_excess`: FLOPs, peak memory, largest array of the optimized per-device program)?
     What it exceeds, and where that is what its loops did, how they were counted (`work_loops`): a loop that
     only a limit of its own stops counts that limit, one whose runs only its data decide as often as it ran on the
     hidden inputs (`work_loops_run`: then the figures are the hidden inputs' and are not said, only the limit
-    passed; the visible check shows them on its own inputs), else `UNKNOWN_TRIPS`. Reductions in a loop that could
+    passed; the visible check shows them on its own inputs), else `UNKNOWN_TRIPS`; reductions in a loop that could
     be neither read nor run to count them are unknown: said so (`work_reduced_unknown`), no figure."""
-    if not limits or got.work is None or want.work is None:
-        return []
-    excess = work_excess(got.work, want.work, limits)
+    excess = None if not limits or got.work is None or want.work is None else work_excess(got.work, want.work, limits)
     if excess is None:
         return []
     fact, ratio, factor = excess
     if fact == "reduced_bytes" and got.work.reductions_uncounted:
         return [say("work_reduced_unknown", case=case, factor=factor, loops=got.work.reductions_uncounted)]
-    if fact in _RUN_KINDS and (_ran(fact, got.work) or _ran(fact, want.work)):  # figures of the hidden inputs: unsaid
+    ran = (lambda w: w.reductions_measured) if fact == "reduced_bytes" else (lambda w: w.measured)
+    if fact in _RUN_KINDS and (ran(got.work) or ran(want.work)):  # figures of the hidden inputs: unsaid
         return [say(_RUN_KINDS[fact], case=case, factor=factor), say("work_loops_run", case=case)]
     found = [
         say(
