@@ -191,13 +191,23 @@ def _while(op, state: _Threads) -> list:
     return [(2 * k, results[0]), (2 * k + 1, entered)] + [(s, r) for (s, _), r in zip(inner, results[1:])] + last
 
 
-def _holds_loop(block, depth: int = 0) -> bool:
-    """Does `block` hold a loop or a call (which may hold one), in any region inside it?"""
+def _holds_loop(block, functions: dict, depth: int = 0, seen: set | None = None) -> bool:
+    """Does `block` hold a loop, in any region inside it or any function it calls (each function looked into once:
+    a module is hostile data)?"""
+    seen = set() if seen is None else seen
     for op in block.operations:
         op = getattr(op, "operation", op)
-        if op.name in ("stablehlo.while", "func.call", "call"):
+        if op.name == "stablehlo.while":
             return True
-        if depth < 32 and any(_holds_loop(b, depth + 1) for region in op.regions for b in region.blocks):
+        if depth >= 32:
+            continue
+        inside = [b for region in op.regions for b in region.blocks]
+        if op.name in ("func.call", "call") and "callee" in op.attributes:
+            name = str(op.attributes["callee"]).lstrip("@")
+            callee = None if name in seen else functions.get(name)
+            seen.add(name)
+            inside += list(callee.regions[0].blocks) if callee is not None and callee.regions else []
+        if any(_holds_loop(b, functions, depth + 1, seen) for b in inside):
             return True
     return False
 
@@ -244,7 +254,7 @@ def _condition_function(op, state: _Threads) -> tuple:
     function's last arguments: (the function, those values), (None, []) where the condition holds no loop."""
     ir = jax_private.ir()
     cond = op.regions[0].blocks[0]
-    if state.module is None or not _holds_loop(cond):
+    if state.module is None or not _holds_loop(cond, state.functions):
         return None, []
     captured = _captured(cond)
     n = len(cond.arguments)
