@@ -176,6 +176,12 @@ TEXT: dict[str, str] = {
     "work_sent_run": "{case}: communication: one device receives more than {factor}× the reference's bytes through "
     "its collectives in one call (each collective counted as often as it runs, read from the compiled per-device "
     "program), which this exercise does not allow",
+    "work_reduced_run": "{case}: communication: its types reduce more than {factor}× the reference's bytes over the "
+    "mesh (each reduction counted as often as it runs, read from the exported program's types), which this exercise "
+    "does not allow",
+    "work_reduced_unknown": "{case}: communication: {loops} of its loops reduce over the mesh, and only its data "
+    "decide how often they run; running the program to count them failed, so the judge cannot establish that its "
+    "reductions stay within {factor}× the reference's, which this exercise requires",
     "work_overlap": "{case}: schedule: the compiled program runs {got} of its matmuls before its last ppermute, "
     "the reference {want} (read from the optimized program's order): the blocks travel first and the products "
     "come after, where the exercise interleaves them",

@@ -76,6 +76,8 @@ class Kind(StrEnum):
     WORK_LOOPS_RUN = "work_loops_run"
     WORK_FLOPS_RUN = "work_flops_run"
     WORK_SENT_RUN = "work_sent_run"
+    WORK_REDUCED_RUN = "work_reduced_run"
+    WORK_REDUCED_UNKNOWN = "work_reduced_unknown"
     LAYOUT_INPUT = "layout_input"
     LAYOUT_REGION_INPUT = "layout_region_input"
     LAYOUT_REGIONS = "layout_regions"
@@ -232,6 +234,8 @@ _PROPERTY = {
     Kind.WORK_LOOPS_RUN: Property.WORK,
     Kind.WORK_FLOPS_RUN: Property.WORK,
     Kind.WORK_SENT_RUN: Property.WORK,
+    Kind.WORK_REDUCED_RUN: Property.WORK,
+    Kind.WORK_REDUCED_UNKNOWN: Property.WORK,
     Kind.SCORER_TIMEOUT: Property.GRADER,
     Kind.SCORER_DIED: Property.GRADER,
     Kind.SCORER_FAILED: Property.GRADER,

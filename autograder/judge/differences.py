@@ -120,7 +120,7 @@ _WORK_KINDS = {
     "reduced_bytes": "work_reduced",
 }
 # The same facts where a loop was counted by running it on the hidden inputs: its figures are theirs, so unsaid.
-_RUN_KINDS = {"flops": "work_flops_run", "sent_bytes": "work_sent_run"}
+_RUN_KINDS = {"flops": "work_flops_run", "sent_bytes": "work_sent_run", "reduced_bytes": "work_reduced_run"}
 
 
 def work_difference(case: str, got: Compiled, want: Compiled, limits: dict) -> list[Phrase]:
@@ -129,14 +129,16 @@ def work_difference(case: str, got: Compiled, want: Compiled, limits: dict) -> l
     What it exceeds, and where that is what its loops did, how they were counted (`work_loops`): a loop that
     only a limit of its own stops counts that limit, one whose runs only its data decide as often as it ran on the
     hidden inputs (`work_loops_run`: then the figures are the hidden inputs' and are not said, only the limit
-    passed; the visible check shows them on its own inputs), else `UNKNOWN_TRIPS`."""
-    if not limits or got.work is None or want.work is None:
-        return []
-    excess = work_excess(got.work, want.work, limits)
+    passed; the visible check shows them on its own inputs), else `UNKNOWN_TRIPS`; reductions in a loop that could
+    be neither read nor run to count them are unknown: said so (`work_reduced_unknown`), no figure."""
+    excess = None if not limits or got.work is None or want.work is None else work_excess(got.work, want.work, limits)
     if excess is None:
         return []
     fact, ratio, factor = excess
-    if fact in _RUN_KINDS and (got.work.measured or want.work.measured):  # figures of the hidden inputs: unsaid
+    if fact == "reduced_bytes" and got.work.reductions_uncounted:
+        return [say("work_reduced_unknown", case=case, factor=factor, loops=got.work.reductions_uncounted)]
+    ran = (lambda w: w.reductions_measured) if fact == "reduced_bytes" else (lambda w: w.measured)
+    if fact in _RUN_KINDS and (ran(got.work) or ran(want.work)):  # figures of the hidden inputs: unsaid
         return [say(_RUN_KINDS[fact], case=case, factor=factor), say("work_loops_run", case=case)]
     found = [
         say(

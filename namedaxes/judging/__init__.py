@@ -52,7 +52,7 @@ from .compiled_run import (
     stated_layouts,
     text_mesh,
 )
-from .counted_run import draw_input, exported_work
+from .counted_run import counted_reductions, draw_input, exported_work, reductions_on
 from .examined import Examined, communication_that_matters, examine
 from .hlo import describe_collective, group_axes, hlo_collectives
 from .layouts import (
@@ -111,6 +111,8 @@ __all__ = [
     "work_excess",
     "draw_input",
     "exported_work",
+    "counted_reductions",
+    "reductions_on",
     "with_reductions",
     "UNREADABLE_REDUCTIONS",
     "Reductions",

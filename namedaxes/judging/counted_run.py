@@ -7,6 +7,12 @@ entered, per device) is compiled and run as the program is, and each loop the pr
 as often as it ran on the busiest device (`measured_trips`, `work.recounted`). Where that cannot be done (no loop
 the rewrite reaches, a variant that fails to compile or run), the work stays as read: `UNKNOWN_TRIPS` runs for
 each such loop, said by `Work.uncounted`.
+
+The reductions a program's types make (`typed.typed_reductions`, `Work.reduced_bytes`) are counted the same way
+(`counted_reductions`): a loop holding a reduction whose trip count only its data decide is counted as often as the
+same counted variant's loop of its tag ran. Where that cannot be done, the loop stays uncounted
+(`Reductions.uncounted`) and the judge refuses the figure as unknown rather than taking `UNKNOWN_TRIPS` for a fact
+(`work.work_excess`).
 """
 
 from __future__ import annotations
@@ -15,12 +21,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .compiled_run import compile_exported, run_exported
+from .compiled_run import compile_exported, device_mesh, run_exported
 from .loop_counters import counted
-from .measured_trips import measured_trips
+from .measured_trips import measured_trips, tag_trips
+from .module_texts import module_text
+from .typed import Reductions, exported_reductions, typed_reductions
 from .work import Work, recounted, work_of
 
-__all__ = ["counted_work", "exported_work", "draw_input", "drawn_inputs"]
+__all__ = ["counted_work", "counted_reductions", "reductions_on", "exported_work", "draw_input", "drawn_inputs"]
 
 
 def counted_work(work: Work, text: str, n_devices: int, exp, run: Callable) -> Work:
@@ -39,6 +47,37 @@ def counted_work(work: Work, text: str, n_devices: int, exp, run: Callable) -> W
     except Exception:  # noqa: BLE001 - a variant that fails: its loops stay counted UNKNOWN_TRIPS times, said
         return work
     return recounted(work, text, n_devices, measured_trips(text, variant_text, counts))
+
+
+def counted_reductions(exp, names: tuple, sizes: tuple, run: Callable) -> Reductions:
+    """The reductions `exp`'s types make over the mesh's axes (`names`, `sizes`), a loop holding one whose trip count
+    only its data decide counted as often as it ran: `run(variant)` compiles and runs an exported program as the
+    program was, on the same inputs, and returns (its outputs by pytree path, anything). As read (its loops
+    `uncounted`) where there is no such loop or the variant cannot be made or run."""
+    read = exported_reductions(exp, names, sizes)
+    if not read.uncounted:
+        return read
+    try:
+        found = counted(exp)
+        if found is None:
+            return read
+        out, _ = run(found.exp)
+        counts = [out[f"[{i}]"] for i in range(found.first, found.first + 2 * found.loops)]
+    except Exception:  # noqa: BLE001 - a variant that fails: its loops stay uncounted, and the judge says so
+        return read
+    return typed_reductions(module_text(found.exp), names, sizes, tag_trips(counts))
+
+
+def reductions_on(exp, values: list) -> Reductions:
+    """The visible checks' `counted_reductions`: the reductions `exp`'s types make over the axes of the mesh it runs
+    on (`device_mesh`), its loops that hold one and whose count only their data decide run on `values` (the check's
+    own inputs, its leaves in order: the figures the check shows are its own)."""
+    mesh = device_mesh(exp)
+
+    def run(variant) -> tuple[dict, None]:
+        return run_exported(variant, values, mesh)[0], None
+
+    return counted_reductions(exp, tuple(mesh.axis_names), tuple(mesh.devices.shape), run)
 
 
 def draw_input(aval, draw: dict, r: np.random.Generator) -> np.ndarray:

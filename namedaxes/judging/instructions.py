@@ -32,12 +32,18 @@ _ARITHMETIC = frozenset(
 _FLOAT_RESULT_RE = re.compile(r"^\(?(bf16|f16|f32|f64|f8\w*)\[")
 
 
-def arithmetic_flops(ins: Instruction) -> float:
-    """The FLOPs of `ins` if it is elementwise arithmetic on floating-point numbers (`_ARITHMETIC`, a float
-    result): one per element of its result; else 0."""
-    if ins.op not in _ARITHMETIC or not _FLOAT_RESULT_RE.match(ins.type):
+def arithmetic_flops(ins: Instruction, types: dict) -> float:
+    """The FLOPs of `ins` if it is arithmetic on floating-point numbers (a float result): elementwise
+    (`_ARITHMETIC`) one per element of its result, a matmul or a convolution two per multiply-add, as
+    `own_flops` counts them (a centring written as a product, `[x, 1] @ [[I], [-m]]`, is arithmetic too);
+    else 0. `types`: the result types of its computation's instructions, by name."""
+    if not _FLOAT_RESULT_RE.match(ins.type):
         return 0.0
-    return float(elements(ins.type))
+    if ins.op in ("dot", "scaled-dot"):
+        return _dot(ins, types)
+    if ins.op == "convolution":
+        return _convolution(ins, types)
+    return float(elements(ins.type)) if ins.op in _ARITHMETIC else 0.0
 
 
 _CALLS_RE = re.compile(

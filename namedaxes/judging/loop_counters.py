@@ -7,14 +7,18 @@ ran and how often the loop was entered, each of them `int32` and added up over e
 and per-device regions around it and of every call of the function it sits in (a function's results
 carry its loops' counters out), and the module returns them as extra outputs. A loop inside a per-device region
 (`sdy.manual_computation`: `shard_map`, `pmap`) counts on each device: its counters leave the region as one
-element per device. Each counted loop is tagged (`TAG`, a frontend attribute that XLA keeps on the compiled
+element per device. A loop in a loop's condition counts every test: the condition becomes a function of its own
+(`CONDITION_PREFIX`), called again where the body starts and once after the loop (`RECOUNT` calls, which the
+reader of the variant's types skips, `typed.py`), since a condition can hand out nothing but its test.
+Each counted loop is tagged (`TAG`, a frontend attribute that XLA keeps on the compiled
 `while`), so the compiled variant says which of its loops each pair of outputs counts (`runs.measured_trips`
 matches them with the judged program's loops).
 
-Nothing else of the program changes but this: a counted loop stops after `MAX_TRIPS` runs of its body per entry,
+The program's values do not change, but for this: a counted loop stops after `MAX_TRIPS` runs of its body per entry,
 so the judge's run ends even where the program's would not (its count then reads at most what it runs, and far
-more than any exercise's reference). A loop the rewrite cannot reach (inside a region other than a loop, a branch
-or a per-device region; a per-device region inside another) keeps no counters and stays unmeasured. A module is
+more than any exercise's reference). Per-device regions nest: an inner region's counters leave the outer one as
+their elements on each of its devices. A loop the rewrite cannot reach (inside a region other than a loop, a
+branch or a per-device region) keeps no counters and stays unmeasured. A module is
 hostile data: the walk is bounded (`_MAX_LOOPS`).
 """
 
@@ -26,11 +30,13 @@ from dataclasses import dataclass
 from . import jax_private
 from .module_texts import module_text
 
-__all__ = ["TAG", "MAX_TRIPS", "Counted", "counted"]
+__all__ = ["TAG", "MAX_TRIPS", "CONDITION_PREFIX", "RECOUNT", "Counted", "counted"]
 
 TAG = "namedaxes_loop"  # the frontend attribute naming a counted loop in the compiled variant
 MAX_TRIPS = 1 << 20  # a counted loop stops after this many runs of its body per entry (the judge's time bounded)
 _MAX_LOOPS = 256  # loops counted in one program at most (the rest stay unmeasured)
+CONDITION_PREFIX = "namedaxes_condition_"  # a loop's condition that holds a loop, made a function of its own
+RECOUNT = "namedaxes_recount"  # a call of such a function the rewrite adds only to count its loops
 
 
 @dataclass(frozen=True)
@@ -48,8 +54,9 @@ class _Threads:
     """The rewrite's state: the next loop's number, the module's meshes (name -> axis sizes), its functions (name
     -> operation) and the counters each function counted hands out ((slot, type), in order)."""
 
-    def __init__(self, meshes: dict, functions: dict):
+    def __init__(self, meshes: dict, functions: dict, module=None):
         self.loops, self.meshes, self.functions, self.counted = 0, meshes, functions, {}
+        self.module = module
 
     def scalar(self):
         ir = jax_private.ir()
@@ -154,7 +161,12 @@ def _call(op, state: _Threads) -> list:
 def _while(op, state: _Threads) -> list:
     ir, hlo = jax_private.ir(), jax_private.hlo()
     op = getattr(op, "operation", op)
+    tested, captured = _condition_function(op, state)
     cond, body = op.regions[0].blocks[0], op.regions[1].blocks[0]
+    if tested is not None:  # the condition's loops: counted where the body starts, and once more after the loop
+        _thread(cond, state)  # its own call retyped; what it counts there is counted again by the two below
+        with ir.InsertionPoint.at_block_begin(body), op.location:
+            _recount(tested, list(body.arguments) + captured)
     inner = _thread(body, state)
     k, state.loops = state.loops, state.loops + 1
     scalar = state.scalar()
@@ -174,8 +186,113 @@ def _while(op, state: _Threads) -> list:
     new = _rebuilt(op, list(op.operands) + zeros, [r.type for r in op.results] + types, tag)
     with ir.InsertionPoint.after(new), new.location:
         entered = _filled(scalar, 1)
+        last = _call(_recount(tested, list(new.results)[:n] + captured), state) if tested is not None else []
     results = list(new.results)[n:]
-    return [(2 * k, results[0]), (2 * k + 1, entered)] + [(s, r) for (s, _), r in zip(inner, results[1:])]
+    return [(2 * k, results[0]), (2 * k + 1, entered)] + [(s, r) for (s, _), r in zip(inner, results[1:])] + last
+
+
+def _holds_loop(block, functions: dict, depth: int = 0, seen: set | None = None) -> bool:
+    """Does `block` hold a loop, in any region inside it or any function it calls (each function looked into once:
+    a module is hostile data)?"""
+    seen = set() if seen is None else seen
+    for op in block.operations:
+        op = getattr(op, "operation", op)
+        if op.name == "stablehlo.while":
+            return True
+        if depth >= 32:
+            continue
+        inside = [b for region in op.regions for b in region.blocks]
+        if op.name in ("func.call", "call") and "callee" in op.attributes:
+            name = str(op.attributes["callee"]).lstrip("@")
+            callee = None if name in seen else functions.get(name)
+            seen.add(name)
+            inside += list(callee.regions[0].blocks) if callee is not None and callee.regions else []
+        if any(_holds_loop(b, functions, depth + 1, seen) for b in inside):
+            return True
+    return False
+
+
+def _captured(block) -> list:
+    """The values the operations of `block` (in any region inside it) use but that are made outside it, in order."""
+    made, used, stack = set(), [], [block]
+    while stack:
+        b = stack.pop()
+        made.update(b.arguments)
+        for o in b.operations:
+            o = getattr(o, "operation", o)
+            made.update(o.results)
+            used += list(o.operands)
+            stack += [inner for region in o.regions for inner in region.blocks]
+    out: list = []
+    for v in used:
+        if v not in made and v not in out:
+            out.append(v)
+    return out
+
+
+def _as_arguments(block, values: list) -> None:
+    """Every use of `values` inside `block` (any depth) replaced by a new argument of `block`, in order."""
+    loc = jax_private.ir().Location.unknown()
+    args = {v: block.add_argument(v.type, loc) for v in values}
+    stack = [block]
+    while stack:
+        b = stack.pop()
+        for o in b.operations:
+            o = getattr(o, "operation", o)
+            for i, v in enumerate(list(o.operands)):
+                if v in args:
+                    o.operands[i] = args[v]
+            stack += [inner for region in o.regions for inner in region.blocks]
+
+
+def _condition_function(op, state: _Threads) -> tuple:
+    """A `while` whose condition holds a loop: the condition's block moved into a function of its own
+    (`CONDITION_PREFIX`), which the condition now calls; that function, None where the condition holds none. A
+    condition returns only its test, so its loops' counters cannot leave it: the function is called again (a
+    `RECOUNT` call, `_recount`) where the body starts, on the values the test saw, and once after the loop, so that
+    its loops count each of the trips + 1 tests. The values the condition uses from outside it become the
+    function's last arguments: (the function, those values), (None, []) where the condition holds no loop."""
+    ir = jax_private.ir()
+    cond = op.regions[0].blocks[0]
+    if state.module is None or not _holds_loop(cond, state.functions):
+        return None, []
+    captured = _captured(cond)
+    n = len(cond.arguments)
+    _as_arguments(cond, captured)
+    types, end = [a.type for a in cond.arguments], getattr(_terminator(cond), "operation", _terminator(cond))
+    results = [v.type for v in end.operands]
+    name = f"{CONDITION_PREFIX}{len(state.functions)}"
+    attrs = {
+        "sym_name": ir.StringAttr.get(name),
+        "function_type": ir.TypeAttr.get(ir.FunctionType.get(types, results)),
+        "sym_visibility": ir.StringAttr.get("private"),
+    }
+    with ir.InsertionPoint(state.module.body), op.location:
+        func = ir.Operation.create("func.func", attributes=attrs, regions=1)
+    cond.append_to(func.regions[0])
+    with ir.InsertionPoint(end), op.location:
+        ir.Operation.create("func.return", operands=list(end.operands))
+    end.erase()
+    fresh = op.regions[0].blocks.append(*types[:n], arg_locs=[op.location] * n)
+    with ir.InsertionPoint(fresh), op.location:
+        operands = list(fresh.arguments) + captured
+        call = ir.Operation.create("func.call", results=results, operands=operands, attributes=_callee(name))
+        ir.Operation.create("stablehlo.return", operands=list(call.results))
+    state.functions[name] = func
+    return func, captured
+
+
+def _callee(name: str, recount: bool = False) -> dict:
+    ir = jax_private.ir()
+    return {"callee": ir.FlatSymbolRefAttr.get(name), **({RECOUNT: ir.UnitAttr.get()} if recount else {})}
+
+
+def _recount(func, operands: list):
+    """A call of a condition's function (`_condition_function`) that only counts its loops (`RECOUNT`)."""
+    ir = jax_private.ir()
+    name = _symbol(func)
+    results = list(ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value).results)[:1]
+    return ir.Operation.create("func.call", results=results, operands=operands, attributes=_callee(name, True))
 
 
 def _capped(cond, runs, location) -> None:
@@ -213,7 +330,8 @@ def _branches(op, state: _Threads) -> list:
 
 
 def _region(op, state: _Threads) -> list:
-    """A per-device region hands its loops' counters out as one element per device of its manual axes."""
+    """A per-device region hands its loops' counters out as one element per device of its manual axes (a counter
+    that is already one element per device of a region nested in it, n of them, as n elements per device)."""
     ir, hlo = jax_private.ir(), jax_private.hlo()
     op = getattr(op, "operation", op)
     attrs = {name: str(op.attributes[name]) for name in op.attributes}
@@ -223,24 +341,30 @@ def _region(op, state: _Threads) -> list:
     if not mesh or not axes or any(a not in sizes for a in axes):
         return []
     body = op.regions[0].blocks[0]
-    inner = [(s, v) for s, v in _thread(body, state) if ir.RankedTensorType(v.type).rank == 0]
+    inner = _thread(body, state)
     if not inner:
         return []
-    one = ir.RankedTensorType.get([1], ir.IntegerType.get_signless(32))
+    i32 = ir.IntegerType.get_signless(32)
+    local = [_elements(v) for _, v in inner]  # each counter flat: its elements on one device of this region
     with ir.InsertionPoint(_terminator(body)), op.location:
-        _extend_terminator(body, [hlo.reshape(one, v) for _, v in inner])
+        _extend_terminator(body, [hlo.reshape(ir.RankedTensorType.get([k], i32), v) for k, (_, v) in zip(local, inner)])
     count = 1
     for a in axes:
         count *= sizes[a]
-    every = ir.RankedTensorType.get([count], ir.IntegerType.get_signless(32))
     spread = "<@{}, [{{{}}}]>".format(mesh.group(1), ", ".join(f'"{a}"' for a in axes))
     old = attrs["out_shardings"]
     joined = old[: old.rindex("]")] + (", " if "<@" in old else "") + ", ".join([spread] * len(inner)) + "]>"
     n = len(op.results)
-    new = _rebuilt(
-        op, list(op.operands), [r.type for r in op.results] + [every] * len(inner), {"out_shardings": _attr(joined)}
-    )
+    every = [ir.RankedTensorType.get([count * k], i32) for k in local]
+    new = _rebuilt(op, list(op.operands), [r.type for r in op.results] + every, {"out_shardings": _attr(joined)})
     return [(s, r) for (s, _), r in zip(inner, list(new.results)[n:])]
+
+
+def _elements(value) -> int:
+    count = 1
+    for d in jax_private.ir().RankedTensorType(value.type).shape:
+        count *= d
+    return count
 
 
 def _attr(text: str):
@@ -267,7 +391,9 @@ def counted(exp) -> Counted | None:
         main = functions.get("main")
         if main is None:
             return None
-        state = _Threads(_meshes(text), functions)
+        if any(name.startswith(CONDITION_PREFIX) for name in functions):
+            return None  # a module's own function of the rewrite's name: its calls could pass for the rewrite's
+        state = _Threads(_meshes(text), functions, module)
         state.counted["main"] = []  # main is never called
         slots = _thread(main.regions[0].blocks[0], state)
         if not state.loops:

@@ -22,7 +22,7 @@ import numpy as np
 from .instructions import parse_module
 from .loop_counters import TAG
 
-__all__ = ["loop_origins", "measured_trips"]
+__all__ = ["loop_origins", "measured_trips", "tag_trips"]
 
 _OP_NAME = re.compile(r'\bop_name="([^"]*)"')
 _FRAME = re.compile(r"\bstack_frame_id=(\d+)")
@@ -84,6 +84,14 @@ def _per_entry(body: np.ndarray, entered: np.ndarray) -> float:
     if body.shape != entered.shape or not body.size:
         return -1.0
     return float(np.max(np.where(entered > 0, body / np.maximum(entered, 1), 0.0)))
+
+
+def tag_trips(counts: list) -> dict[int, float]:
+    """Loop k of a counted variant (its tag) -> its trips per entry on the busiest device, from the variant's extra
+    outputs `counts` (for loop k, its body's runs at 2 k and its entries at 2 k + 1); a loop whose counts do not
+    read (shapes apart) is left out."""
+    found = {k: _per_entry(counts[2 * k], counts[2 * k + 1]) for k in range(len(counts) // 2)}
+    return {k: t for k, t in found.items() if t >= 0}
 
 
 def measured_trips(text: str, counted_text: str, counts: list) -> dict[tuple[str, str], float]:

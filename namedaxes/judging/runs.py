@@ -60,7 +60,7 @@ class Totals:
     uncounted: int = 0
     bounded: int = 0  # loops counted by their own limit, which their data may cut short
     measured: tuple = ()  # each loop counted by running it on the hidden inputs: its trips per entry
-    arithmetic: float = 0.0  # the FLOPs of elementwise arithmetic on floats alone (`Work.arithmetic_flops`)
+    arithmetic: float = 0.0  # the FLOPs of arithmetic on floats alone, matmuls too (`Work.arithmetic_flops`)
 
 
 UNKNOWN_TRIPS = 1 << 10  # how often `Work` counts a loop's body whose trip count only its data decide
@@ -179,7 +179,7 @@ def program_totals(
                 ins, types, lambda c: total(c, xla, depth + 1).get("flops", 0.0)
             )
             # a reducer's or a sort's comparator is not reached here: its FLOPs are its caller's own
-            out["arithmetic"] = out.get("arithmetic", 0.0) + arithmetic_flops(ins)
+            out["arithmetic"] = out.get("arithmetic", 0.0) + arithmetic_flops(ins, types)
             sent, kinds = sends.get((comp, ins.name), (0, ()))
             out["bytes"] = out.get("bytes", 0.0) + sent
             for kind in kinds:

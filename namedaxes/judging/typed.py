@@ -11,9 +11,12 @@ exported module is the same whatever compiles it: `typed_reductions` is the visi
 grader's (`Work.reduced_bytes`).
 
 Each reduction counts the bytes of its result as often as it runs: a `while` body as often as its counter lets it
-run (a counter from a constant, compared less-than with a constant), an unknown loop `UNKNOWN_TRIPS` times; a
+run (a counter from a constant, compared less-than with a constant); a loop whose trip count only its data decide
+as often as it ran where it was run to count it (`trips`: the module read is then the counted variant's,
+`loop_counters.counted`, whose loops carry their tags; `counted_run.counted_reductions`), else `UNKNOWN_TRIPS`
+times and said (`Reductions.uncounted`: only loops that hold a reduction, whose count changes the figure); a
 conditional's costliest branch; a called function as often as its call runs. The module is hostile data: every
-walk is bounded.
+walk is bounded, and a tag that two loops carry (one forged on a loop the rewrite did not reach) counts neither.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import numpy as np
 
 from . import jax_private
 from .hlo import group_axes
+from .loop_counters import CONDITION_PREFIX, RECOUNT, TAG
 from .module_texts import module_text
 from .runs import UNKNOWN_TRIPS
 from .stablehlo import STABLEHLO_COLLECTIVES, stablehlo_collective
@@ -42,12 +46,14 @@ _REDUCING = ("stablehlo.all_reduce", "stablehlo.reduce_scatter")
 @dataclass(frozen=True)
 class Reductions:
     """The reductions a program's types make over its mesh's axes: `nbytes`, the bytes of their results, each
-    counted as often as it runs; `in_loop`, whether one runs in a loop's body; `uncounted`, loops whose trip
-    count the module does not fix (each counted `UNKNOWN_TRIPS` times)."""
+    counted as often as it runs; `in_loop`, whether one runs in a loop's body; `uncounted`, loops holding a
+    reduction whose trip count the module does not fix and that were not run to count them (each counted
+    `UNKNOWN_TRIPS` times: not a fact about the program); `measured`, such loops counted as often as they ran."""
 
     nbytes: int = 0
     in_loop: bool = False
     uncounted: int = 0
+    measured: int = 0
 
 
 def _axes_in(braces: str) -> frozenset:
@@ -84,31 +90,33 @@ def _nbytes(value) -> int:
 class _Reader:
     """One walk of a module: each value's (split dims, partial axes), the reductions found."""
 
-    def __init__(self, module, names: tuple, sizes: tuple):
+    def __init__(self, module, names: tuple, sizes: tuple, trips: dict | None = None):
         ir = jax_private.ir()
         self.ir, self.names, self.sizes = ir, names, sizes
+        self.trips = _trusted(module, trips or {})
+        self.variant = trips is not None  # a counted variant's module: the rewrite's own calls are known
         self.funcs = {}
         for op in module.body.operations:
             if op.operation.name == "func.func":
                 self.funcs[ir.StringAttr(op.operation.attributes["sym_name"]).value] = op.operation
         self.types: dict = {}  # value -> (split dims, partial axes)
-        self.nbytes, self.in_loop, self.uncounted, self.ops = 0, False, 0, 0
+        self.nbytes, self.in_loop, self.uncounted, self.measured, self.ops = 0.0, False, 0, 0, 0
 
     def type_of(self, value):
         return self.types.get(value, ((), frozenset()))
 
-    def reduce(self, value, runs: int, in_loop: bool) -> None:
+    def reduce(self, value, runs: float, in_loop: bool) -> None:
         self.nbytes += runs * _nbytes(value)
         self.in_loop = self.in_loop or in_loop
 
-    def func(self, func, args: list, runs: int, in_loop: bool, depth: int) -> list:
+    def func(self, func, args: list, runs: float, in_loop: bool, depth: int) -> list:
         """Walk `func` with its arguments typed `args`; the types of what it returns."""
         blocks = list(func.regions[0].blocks) if func.regions else []
         if not blocks or depth > _MAX_DEPTH:
             return []
         return self.block(blocks[0], args, runs, in_loop, depth)
 
-    def block(self, block, args: list, runs: int, in_loop: bool, depth: int) -> list:
+    def block(self, block, args: list, runs: float, in_loop: bool, depth: int) -> list:
         for arg, typed in zip(block.arguments, args):
             self.types[arg] = typed
         returned: list = []
@@ -123,7 +131,7 @@ class _Reader:
             self.operation(op, runs, in_loop, depth)
         return returned
 
-    def operation(self, op, runs: int, in_loop: bool, depth: int) -> None:
+    def operation(self, op, runs: float, in_loop: bool, depth: int) -> None:
         name = op.name
         partial = frozenset().union(*(self.type_of(v)[1] for v in op.operands)) if op.operands else frozenset()
         if name in _CONSTRAINTS and op.operands:
@@ -134,7 +142,10 @@ class _Reader:
             self.types[op.results[0]] = (dims, unreduced)
             return
         if name == "func.call":
-            callee = self.funcs.get(self.ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+            symbol = self.ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+            callee = self.funcs.get(symbol)
+            if self.variant and RECOUNT in op.attributes and symbol.startswith(CONDITION_PREFIX):
+                callee = None  # a call the counted variant adds only to count a condition's loops: not the program's
             args = [self.type_of(v) for v in op.operands]
             out = self.func(callee, args, runs, in_loop, depth + 1) if callee is not None else []
             for i, result in enumerate(op.results):
@@ -166,19 +177,24 @@ class _Reader:
         for result in op.results:
             self.types[result] = ((), partial)
 
-    def loop(self, op, runs: int, in_loop: bool, depth: int) -> None:
-        trips = _trips(op)
-        if trips < 0:
-            self.uncounted += 1
-            trips = UNKNOWN_TRIPS
+    def loop(self, op, runs: float, in_loop: bool, depth: int) -> None:
+        trips = float(_trips(op))
+        measured = trips < 0 and _tag(op) in self.trips
+        if measured:
+            trips = self.trips[_tag(op)]
         args = [self.type_of(v) for v in op.operands]
         cond, body = op.regions[0].blocks[0], op.regions[1].blocks[0]
+        before = self.nbytes
+        if trips < 0:  # the runs of each reduction inside, per trip: unknown, counted UNKNOWN_TRIPS times below
+            trips = float(UNKNOWN_TRIPS)
         self.block(cond, args, runs * (trips + 1), True, depth + 1)
         out = self.block(body, args, runs * trips, True, depth + 1)
+        if self.nbytes > before and float(_trips(op)) < 0:  # a reduction inside: its count changes the figure
+            self.measured, self.uncounted = self.measured + measured, self.uncounted + (not measured)
         for i, result in enumerate(op.results):
             self.types[result] = out[i] if i < len(out) else ((), frozenset())
 
-    def branches(self, op, runs: int, in_loop: bool, depth: int) -> None:
+    def branches(self, op, runs: float, in_loop: bool, depth: int) -> None:
         before, best, out = (self.nbytes, self.in_loop), None, []
         for region in op.regions:
             self.nbytes, self.in_loop = before
@@ -188,6 +204,29 @@ class _Reader:
         self.nbytes, self.in_loop = best if best is not None else before
         for i, result in enumerate(op.results):
             self.types[result] = out[i] if i < len(out) else ((), frozenset())
+
+
+def _tag(op) -> int | None:
+    """The counted variant's number of a loop (`loop_counters.TAG`), None where it has none."""
+    key = "mhlo.frontend_attributes"
+    attrs = op.attributes[key] if key in op.attributes else None  # noqa: SIM401 - MLIR attributes have no .get
+    found = re.search(TAG + r'\s*=\s*"(\d+)"', str(attrs)) if attrs is not None else None
+    return int(found.group(1)) if found else None
+
+
+def _trusted(module, trips: dict) -> dict:
+    """`trips` of the tags exactly one `while` of the module carries (a tag on two is forged on one of them)."""
+    if not trips:
+        return {}
+    seen: dict = {}
+    stack, visited = [module.operation], 0
+    while stack and visited < _MAX_OPS:
+        op = stack.pop()
+        visited += 1
+        if op.name == "stablehlo.while":
+            seen[_tag(op)] = seen.get(_tag(op), 0) + 1
+        stack += [o.operation for region in op.regions for block in region.blocks for o in block.operations]
+    return {k: float(t) for k, t in trips.items() if seen.get(k) == 1}
 
 
 def _through_constraints(value, ir):
@@ -256,12 +295,14 @@ def _step(body, index: int, ir) -> int | None:
     return _constant(a, ir) if b == arg else None
 
 
-def typed_reductions(text: str, names: tuple, sizes: tuple) -> Reductions:
-    """The reductions over the mesh's axes (`names`, `sizes`) that an exported module's types make."""
+def typed_reductions(text: str, names: tuple, sizes: tuple, trips: dict | None = None) -> Reductions:
+    """The reductions over the mesh's axes (`names`, `sizes`) that an exported module's types make; `trips`: the
+    trips per entry of the counted variant's loops by tag, measured (`measured_trips.tag_trips`), where `text` is
+    that variant's module."""
     ir = jax_private.ir()
     with jax_private.ir_context(), ir.Location.unknown():
         module = ir.Module.parse(text)
-        reader = _Reader(module, names, sizes)
+        reader = _Reader(module, names, sizes, trips)
         main = reader.funcs.get("main")
         if main is None:
             return Reductions()
@@ -271,12 +312,14 @@ def typed_reductions(text: str, names: tuple, sizes: tuple) -> Reductions:
             found = _sharding(str(attrs[i])) if attrs is not None and i < len(attrs) else None
             args.append(found if found is not None else ((), frozenset()))
         reader.func(main, args, 1, False, 0)
-        return Reductions(reader.nbytes, reader.in_loop, reader.uncounted)
+        nbytes = int(round(reader.nbytes))
+        return Reductions(nbytes, reader.in_loop, reader.uncounted, reader.measured)
 
 
-def exported_reductions(exp, names: tuple, sizes: tuple) -> Reductions:
-    """`typed_reductions` of an exported program's module."""
-    return typed_reductions(module_text(exp), names, sizes)
+def exported_reductions(exp, names: tuple, sizes: tuple, trips: dict | None = None) -> Reductions:
+    """`typed_reductions` of an exported program's module (`trips`: of its loops by tag, where it is a counted
+    variant)."""
+    return typed_reductions(module_text(exp), names, sizes, trips)
 
 
 # `Work.reduced_bytes` of a module the reader cannot walk (too many operations): more than any case allows

@@ -45,14 +45,17 @@ class Work:
     otherwise look k times cheaper than the same schedule unrolled. `uncounted`: the loops whose trip count
     only the program's data decide and that were not run to count them (each counted `runs.UNKNOWN_TRIPS` times);
     `measured`: those counted by running the program on the hidden inputs (`measured_trips`). `arithmetic_flops`:
-    the FLOPs of the elementwise arithmetic on floating-point numbers alone (`instructions.arithmetic_flops`: add,
-    subtract, multiply, ..., one per element of each result, fusions' insides included; comparisons, selections,
-    a sort's comparator and a reducer not), for a statement whose share is an elementwise step beside a costlier
-    one every device does whole (each device centres its own rows; every device sorts every row to find the
-    medians).
+    the FLOPs of the arithmetic on floating-point numbers alone (`instructions.arithmetic_flops`: add, subtract,
+    multiply, ..., one per element of each result, a matmul or convolution two per multiply-add, fusions' insides
+    included; comparisons, selections, a sort's comparator and a reducer not), for a statement whose share is an
+    arithmetic step beside a costlier one every device does whole (each device centres its own rows, however it
+    writes the centring; every device sorts every row to find the medians).
     `reduced_bytes`: the bytes the exported program's types reduce over the mesh's axes, each reduction as often
     as it runs (`typed.typed_reductions`): the same wherever the program is compiled, where `sent_bytes` is what
-    one backend's compiler kept (XLA on a TPU merges a loop's m all-reduces into one)."""
+    one backend's compiler kept (XLA on a TPU merges a loop's m all-reduces into one); `reductions_measured`: the
+    loops holding a reduction whose count only their data decide, counted by running the program
+    (`counted_run.counted_reductions`); `reductions_uncounted`: such loops that could not be run to count them:
+    their figure is unknown, and a case that judges it refuses it (`work_excess`)."""
 
     flops: float
     peak_bytes: int
@@ -63,8 +66,10 @@ class Work:
     uncounted: int = 0  # loops whose trip count only the program's data decide, not measured
     bounded: int = 0  # loops counted as often as a limit of their own lets them run (their data may stop them sooner)
     measured: tuple = ()  # loops counted by running them on the hidden inputs: each one's trips per entry
-    arithmetic_flops: float = 0.0  # the FLOPs of elementwise arithmetic on floats alone, each as often as it runs
+    arithmetic_flops: float = 0.0  # the FLOPs of arithmetic on floats alone (matmuls too), each as often as it runs
     reduced_bytes: int = 0  # the bytes the program's types reduce, as often as they run (`typed.typed_reductions`)
+    reductions_measured: int = 0  # loops holding a reduction, counted by running the program on the hidden inputs
+    reductions_uncounted: int = 0  # loops holding a reduction that could be neither read nor run to count them
 
 
 def largest_array(text: str) -> int:
@@ -184,12 +189,16 @@ def moved_of(text: str, names: tuple, sizes: tuple, n_devices: int) -> tuple:
 def work_excess(got: Work, want: Work, limits: dict) -> tuple[str, float, float] | None:
     """The first fact of `limits` (fact -> factor, facts of `WORK_FACTS`) in which `got` exceeds `factor`
     times the reference's `want` (for `overlap`, the schedule: falls short of 1 / `factor` of the reference's):
-    (fact, got / want, factor); None when every one is within its factor."""
+    (fact, got / want, factor); None when every one is within its factor. Reductions of a loop that could be
+    neither read nor run to count them (`Work.reductions_uncounted`) are unknown: never within a factor (ratio
+    infinite), where `UNKNOWN_TRIPS` runs would be a guess."""
     for fact in WORK_FACTS:
         factor = limits.get(fact)
         if factor is None:
             continue
         mine, theirs = float(getattr(got, fact)), float(getattr(want, fact))
+        if fact == "reduced_bytes" and got.reductions_uncounted:
+            return fact, float("inf"), float(factor)
         if fact == "overlap":  # the schedule: at least 1/factor of the reference's matmuls before its last send
             if mine * float(factor) < theirs:
                 return fact, (mine / theirs if theirs > 0 else 1.0), float(factor)

@@ -32,9 +32,10 @@ from .text import TEXT, say
 # centres its own rows. Every device sorts every row to find the medians (the statement's way), and that costs
 # far more than the centring, so the FLOPs of the whole program cannot tell one device's share of the centring
 # from all of it; its arithmetic on numbers can (`Work.arithmetic_flops`: additions, subtractions,
-# multiplications, ..., not a sort's comparisons). On the work case (8 devices, 32 rows of 4 each) the reference
-# subtracts the medians from its own 32 x 4 block and takes the 4 medians' midpoints (2 FLOPs each): 136 FLOPs
-# (a test keeps it true); centring all 256 rows and keeping its own, 1,032.
+# multiplications, ..., a matmul's multiply-adds, not a sort's comparisons). On the work case (8 devices, 32 rows
+# of 4 each) the reference subtracts the medians from its own 32 x 4 block and takes the 4 medians' midpoints (2
+# FLOPs each): 136 FLOPs (a test keeps it true); centring all 256 rows and keeping its own, 1,032; centring them
+# as one matmul `[x, 1] @ [[I], [-medians]]`, 10,252.
 _MEDIAN_WORK_K, _MEDIAN_WORK_SHAPE = 8, (256, 4)
 _MEDIAN_ARITHMETIC_FACTOR = 2.0
 _MEDIAN_REFERENCE_ARITHMETIC = (_MEDIAN_WORK_SHAPE[0] // _MEDIAN_WORK_K + 2) * _MEDIAN_WORK_SHAPE[1]

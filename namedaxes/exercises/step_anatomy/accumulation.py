@@ -15,7 +15,7 @@ from namedaxes.checking import answer_work, expect_work_within, explained, fail,
 from namedaxes.checking.compiled import compiled_once
 from namedaxes.checking.traced import shard_map_axes
 from namedaxes.grading import Case, programs
-from namedaxes.judging import COMPILER_OPTIONS, exported_reductions
+from namedaxes.judging import COMPILER_OPTIONS, reductions_on
 from namedaxes.meshes import abstract_on
 
 from .running import exercise
@@ -123,15 +123,18 @@ def _check_accumulate_grads(fn: Callable) -> None:
 
 def _expect_one_reduction(name: str, fn: Callable, args: tuple, m: int, grad: int) -> None:
     """One gradient's worth reduced over ZERO, counted from the exported program's types (the grader's
-    `Work.reduced_bytes`: the same on every backend), each reduction as often as it runs; none inside a loop."""
+    `Work.reduced_bytes`: the same on every backend), each reduction as often as it runs (a loop whose trip count only
+    its data decide as often as it runs on the check's inputs, `judging.reductions_on`); none inside a loop."""
     mesh = zr.zero_mesh()
     with explained(name), jax.set_mesh(mesh):
         exp = jax.export.export(jax.jit(fn))(*args)
-    found = exported_reductions(exp, tuple(mesh.axis_names), tuple(mesh.axis_sizes))
+        found = reductions_on(exp, jax.tree_util.tree_leaves(args))
+    if found.uncounted:  # the grader's `work_reduced_unknown`: a figure it cannot establish is refused
+        fail(say("acc_loop_unknown", name=name, m=m))
     if found.nbytes == 0:
         fail(say("acc_no_reduction", name=name, m=m))
     if found.nbytes > _ACC_REDUCED_FACTOR * grad:  # the grader's `Case(work={"reduced_bytes": ...})`
-        key = "acc_in_loop" if found.in_loop else "acc_count"
+        key = ("acc_in_loop_run" if found.measured else "acc_in_loop") if found.in_loop else "acc_count"
         count = round(found.nbytes / grad, 1)
         count = int(count) if count == int(count) else count  # "4 gradients' worth", not 4.0
         fail(say(key, name=name, m=m, count=count, moved=found.nbytes, grad=grad))

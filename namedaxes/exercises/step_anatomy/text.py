@@ -105,6 +105,17 @@ TEXT = {
         "This exercise is the Explicit-axes half: mark the parameters `P(reduced={{ZERO}})` with `jax.reshard` and "
         "reduce the sum with `jax.reshard(total, P())`; the compiler writes the all-reduce."
     ),
+    "acc_in_loop_run": (
+        "`{name}` returns the right mean gradient, but its program reduces inside a loop's body: once per "
+        "microbatch, {count} gradients' worth for m = {m}, read from the types of its values, the loop counted by "
+        "running it on this check's inputs (only its data decide how often it runs). Accumulate the unreduced "
+        "gradients in the loop and reduce once after it."
+    ),
+    "acc_loop_unknown": (
+        "`{name}` returns the right mean gradient, but for m = {m} its program reduces over ZERO inside a loop "
+        "whose runs only its data decide, and running it to count them failed, so how much it reduces is unknown. "
+        "Accumulate the unreduced gradients in the loop and reduce once after it."
+    ),
     "acc_no_reduction": (
         "`{name}` returns the right values, but its program reduces nothing over ZERO for m = {m}: no gradient "
         "is reduced, and no value of it is typed unreduced and then resharded whole."

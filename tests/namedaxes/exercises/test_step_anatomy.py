@@ -32,6 +32,7 @@ from judge_helpers import (
 )
 from spoken import failure_in, says
 
+from autograder.publish import words
 from namedaxes import transformer as tm
 from namedaxes import zero as zr
 from namedaxes.exercises import step_anatomy as q
@@ -334,7 +335,41 @@ def _acc_scan(params, xs, ys):
     return jax.tree.map(lambda g: jax.reshard(g, P()) / xs.shape[0], total)
 
 
-ACC_EQUIVALENT = {"lax.scan of unreduced gradients": _acc_scan}
+def _traced_count(params, xs):
+    """m, from a traced value (m plus 1 where a parameter is NaN, never on these inputs): a `lax.while_loop` bound
+    no compiler can read, so only running the program counts its loop (issue 56)."""
+    return xs.shape[0] + jnp.int32(jnp.isnan(params["w1"][0, 0]))
+
+
+def _acc_while(params, xs, ys):
+    """The unreduced gradients added in a `lax.while_loop` whose bound is a traced value, reduced after it: one
+    gradient reduced, and the loss's scalar (4 bytes) of each of the m - 1 microbatches the loop runs."""
+    used = jax.tree.map(lambda a: jax.reshard(a, P(reduced={ZERO})), params)
+    n = _traced_count(params, xs)
+
+    def body(c):
+        return c[0] + 1, jax.tree.map(jnp.add, c[1], jax.grad(zr.mlp_loss)(used, xs[c[0]], ys[c[0]]))
+
+    _, total = lax.while_loop(lambda c: c[0] < n, body, (1, jax.grad(zr.mlp_loss)(used, xs[0], ys[0])))
+    return jax.tree.map(lambda g: jax.reshard(g, P()) / xs.shape[0], total)
+
+
+def _acc_reduce_in_while(params, xs, ys):
+    """Attack (issue 56): a reduction per microbatch hidden in a `lax.while_loop` whose bound is a traced value:
+    read as `UNKNOWN_TRIPS` (1,024) runs, it was refused with a figure that was not the program's."""
+    n = _traced_count(params, xs)
+
+    def body(c):
+        return c[0] + 1, jax.tree.map(jnp.add, c[1], jax.grad(zr.mlp_loss)(params, xs[c[0]], ys[c[0]]))
+
+    _, total = lax.while_loop(lambda c: c[0] < n, body, (0, jax.tree.map(jnp.zeros_like, params)))
+    return jax.tree.map(lambda g: g / xs.shape[0], total)
+
+
+ACC_EQUIVALENT = {
+    "lax.scan of unreduced gradients": _acc_scan,
+    "lax.while_loop to a traced bound, unreduced gradients": _acc_while,
+}
 
 
 def _acc_sum(params, xs, ys):
@@ -406,6 +441,14 @@ ACC_WRONG = {
         _acc_reduce_in_scan,
         r"(?s)right mean gradient, but its program reduces inside a loop's body.*4 gradients' worth",
     ),
+    # issue 56: its true count, 4 gradients' worth for m = 4 (and 4 bytes of the loss per microbatch), counted by
+    # running the loop on the check's inputs; before: "1024.2 gradients' worth" for m = 1 (UNKNOWN_TRIPS runs)
+    "a reduction per microbatch, in a lax.while_loop to a traced bound": (
+        _acc_reduce_in_while,
+        r"(?s)right mean gradient, but its program reduces inside a loop's body: once per microbatch, 4 "
+        r"gradients' worth for m = 4, read from the types of its values, the loop counted by running it on this "
+        r"check's inputs",
+    ),
     "the sum for the mean": (_acc_sum, r"(?s)wrong values for m = 4.*That is the sum over the microbatches"),
     "the result left split": (_acc_split, r"(?s)returns `w1` laid out as P\('fsdp_axis', None\) for m = 1"),
     "written per device with shard_map": (
@@ -444,6 +487,11 @@ def test_accumulate_grads_rejects(answer, match):
 # judge refuses it for that before it counts bytes (issue 59: one verdict, but not yet the message that helps; a
 # rule that told JAX's regions from the author's by their shape alone also read a student's purely local pmap as
 # global view, on every line, and was withdrawn).
+def jax_line_key() -> str:
+    """ "0.10" or "0.12": the JAX line these tests run on."""
+    return ".".join(jax.__version__.split(".")[:2])
+
+
 SCAN_GRADED = {
     "0.10": "m2: communication: its types reduce 2× the reference's bytes over the mesh (32,768 against 16,384 bytes",
     "0.12": "m2: the program is written per device over no axis (a global-view program), expected 'fsdp_axis'",
@@ -569,6 +617,101 @@ NAIVE_GRADED = {  # SCAN_GRADED says why 0.12 refuses the global-view answer fir
     "0.10": "m2: communication: its types reduce 2× the reference's bytes over the mesh (32,768 against 16,384 bytes",
     "0.12": "m2: the program is written per device over no axis (a global-view program), expected 'fsdp_axis'",
 }
+
+
+# A loop whose trip count only its data decide, holding reductions (issue 56), by JAX line: (answer, the bytes its
+# types reduce for m = 4 as read before and as counted by running it (each with the loops that hold a reduction:
+# uncounted, measured), what the grader says of m2, None: it passes). Before, such a loop counted `UNKNOWN_TRIPS`
+# (1,024) times. On jax 0.10.2 a `while_loop`'s body keeps the loss's unused scalar, reduced (4 bytes a microbatch);
+# jax 0.12.1 drops it, and its grader refuses a global-view answer before it counts bytes (`SCAN_GRADED`).
+_GRAD = 4 * (32 * 64 + 64 * 32)  # one gradient of the check's MLP: 16,384 bytes
+_RAN_REDUCED = "m2: communication: its types reduce more than 1.5× the reference's bytes over the mesh"
+ACC_DATA_LOOPS = {
+    "0.10": {
+        "honest: unreduced gradients in a lax.while_loop": (
+            _acc_while,
+            (_GRAD + 1024 * 4, 1, 0),
+            (_GRAD + 3 * 4, 0, 1),
+            None,
+        ),
+        "attack: a reduction per microbatch in a lax.while_loop": (
+            _acc_reduce_in_while,
+            (1024 * (_GRAD + 4), 1, 0),
+            (4 * (_GRAD + 4), 0, 1),
+            _RAN_REDUCED,
+        ),
+    },
+    "0.12": {
+        "honest: unreduced gradients in a lax.while_loop": (_acc_while, (_GRAD, 0, 0), (_GRAD, 0, 0), None),
+        "attack: a reduction per microbatch in a lax.while_loop": (
+            _acc_reduce_in_while,
+            (1024 * _GRAD, 1, 0),
+            (4 * _GRAD, 0, 1),
+            SCAN_GRADED["0.12"],
+        ),
+    },
+}[jax_line_key()]
+
+
+@pytest.mark.parametrize(("answer", "read", "ran", "refused"), ACC_DATA_LOOPS.values(), ids=ACC_DATA_LOOPS)
+def test_a_data_decided_loop_is_judged_on_the_reductions_it_runs(answer, read, ran, refused):
+    """The figure is the loop's real count on the check's inputs (visible check) and on the hidden inputs (the
+    grader, whose figures are then not said), never `UNKNOWN_TRIPS` taken as a fact."""
+    from namedaxes.judging import exported_reductions, reductions_on
+
+    mesh = zr.zero_mesh()
+    args, _ = q.accumulation._acc_expected(4)
+    with jax.set_mesh(mesh):
+        exp = jax.export.export(jax.jit(answer))(*args)
+        before = exported_reductions(exp, (ZERO,), (8,))
+        after = reductions_on(exp, jax.tree_util.tree_leaves(args))
+    assert ((before.nbytes, before.uncounted, before.measured), (after.nbytes, after.uncounted, after.measured)) == (
+        read,
+        ran,
+    )
+    said = judge_observations(observe(q.accumulate_grads, ref_accumulate_grads), observe(q.accumulate_grads, answer))
+    if refused is None:
+        assert said.passed, said.reason()
+        return
+    reason = said.reason(limit=8)
+    assert not said.passed and refused in reason, reason
+    if refused == _RAN_REDUCED:
+        assert "by running the program on the hidden inputs" in reason, reason
+        assert "32,7" not in reason and "bytes (" not in reason, reason  # the hidden inputs' figures unsaid
+        assert "m2：通信：它的类型在网格上归约的字节超过参考答案的 1.5×" in words.say(said.verdict, "zh", shown=8)
+
+
+def test_a_loop_counted_by_running_it_is_said_in_both_languages():
+    """The visible check says how it counted the loop (issue 56: "say which in the finding")."""
+    for lang in ("en", "zh"):
+        said = failure_in(lang, q.accumulate_grads.check, _acc_reduce_in_while)
+        assert says(said, q.TEXT, "acc_in_loop_run", lang), said
+
+
+def test_a_loop_that_cannot_be_run_to_count_it_is_refused_and_said(monkeypatch):
+    """Where the counted variant cannot be made (here: forced to fail), a loop that holds reductions has no
+    figure: both judges refuse it and say why, with no count (`UNKNOWN_TRIPS` is not a fact about the program)."""
+    from namedaxes.judging import counted_run
+
+    def fails(exp):
+        raise RuntimeError("no variant")
+
+    monkeypatch.setattr(counted_run, "counted", fails)
+    for lang in ("en", "zh"):
+        said = failure_in(lang, q.accumulate_grads.check, _acc_reduce_in_while)
+        assert says(said, q.TEXT, "acc_loop_unknown", lang), said
+    reference = observe(q.accumulate_grads, ref_accumulate_grads)
+    said = judge_observations(reference, observe(q.accumulate_grads, _acc_reduce_in_while), grade_id="no_variant")
+    honest = judge_observations(reference, observe(q.accumulate_grads, _acc_while), grade_id="no_variant")
+    reason = said.reason(limit=8)
+    if jax_line_key() == "0.12":  # its grader refuses a global-view answer first; the honest loop reduces nothing
+        assert not said.passed and SCAN_GRADED["0.12"] in reason and honest.passed, reason
+        return
+    assert not said.passed and "m2: communication: 1 of its loops reduce over the mesh" in reason, reason
+    assert "running the program to count them failed" in reason and "1024" not in reason, reason
+    assert "m2：通信：它有 1 个循环在网格上归约" in words.say(said.verdict, "zh", shown=8)
+    assert honest.passed is False  # on 0.10.2 its loop reduces the loss's scalar: unknown too, and said so
+    assert "1 of its loops reduce over the mesh" in honest.reason(limit=8)
 
 
 # ---------------------------------------------------------------- the module's contract

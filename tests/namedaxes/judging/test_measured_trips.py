@@ -1,6 +1,7 @@
 """Loops whose trip count only their data decide, counted by running them on the inputs (issue 56:
 `loop_counters.counted`, `measured_trips`, `work.recounted`): the three forms the issue lists counted exactly,
-per device, nested loops multiplied, and a loop the program fixes keeping its static count."""
+per device, nested loops multiplied (one in another's condition too, and one in a per-device region nested in
+another), and a loop the program fixes keeping its static count."""
 
 from __future__ import annotations
 
@@ -9,13 +10,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
-from jax.sharding import NamedSharding
+from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from namedaxes.judging import compiled_run
+from namedaxes.judging import compiled_run, module_text
 from namedaxes.judging.counted_run import counted_work
 from namedaxes.judging.loop_counters import MAX_TRIPS, counted
-from namedaxes.judging.measured_trips import measured_trips
+from namedaxes.judging.measured_trips import measured_trips, tag_trips
+from namedaxes.judging.typed import typed_reductions
 from namedaxes.judging.work import recounted, work_of
 
 
@@ -68,11 +70,15 @@ def _one_function_called_twice(x):
 _INPUTS = np.tile(np.float32([40000.0, 3.0, 4.0, 1.0]), (8, 1))
 
 
-def _judged(body):
-    """(the program's work as read, as counted by running its counted variant on `_INPUTS`, its trips)."""
+def _exported(body):
     mesh = jax.make_mesh((8,), ("d",))
     spec = jax.ShapeDtypeStruct((8, 4), jnp.float32, sharding=NamedSharding(mesh, P("d")))
-    exp = jax.export.export(jax.jit(jax.shard_map(body, mesh=mesh, in_specs=P("d"), out_specs=P("d"))))(spec)
+    return jax.export.export(jax.jit(jax.shard_map(body, mesh=mesh, in_specs=P("d"), out_specs=P("d"))))(spec)
+
+
+def _judged(body):
+    """(the program's work as read, as counted by running its counted variant on `_INPUTS`, its trips)."""
+    exp = _exported(body)
     compiled, _, mesh = compiled_run.compile_exported(exp)
     names, sizes = tuple(mesh.axis_names), tuple(mesh.devices.shape)
     found = counted(exp)
@@ -216,3 +222,62 @@ def test_a_loop_that_never_stops_is_counted_at_the_judges_own_limit():
 
     _, work, _ = _judged(forever)
     assert work.measured == (MAX_TRIPS,)
+
+
+def _loop_in_condition(x):
+    """The outer loop's test runs a loop of its own: i + n trips (n = 3, a value of the data), a psum of 4 bytes in
+    each, and goes on while those are under 6: the outer loop runs 3 times, its test 4 (3 + 4 + 5 + 6 = 18 runs
+    of the inner loop's body, 4.5 per entry)."""
+    n = jnp.int32(x[0, 1])
+
+    def test(c):
+        step = lambda d: (d[0] + 1, d[1] + lax.psum(c[1][0] + d[1], "d"))  # noqa: E731
+        k, total = lax.while_loop(lambda d: d[0] < c[0] + n, step, (0, 0.0))
+        return (k < 6) & (total > -1e30)
+
+    return lax.while_loop(test, lambda c: (c[0] + 1, c[1] * 1.5), (0, x[0]))[1][None]
+
+
+def test_a_loop_in_a_loops_condition_counts_every_test():
+    """Before: the rewrite never entered a condition, so the inner loop stayed `UNKNOWN_TRIPS` (1,024 runs per
+    entry, 4,096 in all). Now the condition is a function of its own, called again where the body starts and once
+    after the loop: 18 runs of the inner body, 72 bytes sent, the same 72 bytes reduced by the types."""
+    read, work, trips = _judged(_loop_in_condition)
+    assert (read.uncounted, work.uncounted, sorted(work.measured)) == (2, 0, [3.0, 4.5])
+    assert work.sent_bytes == 18 * 4
+    exp = _exported(_loop_in_condition)
+    found = counted(exp)
+    out, _ = compiled_run.run_exported(found.exp, [_INPUTS], compiled_run.device_mesh(exp))
+    counts = [out[f"[{i}]"] for i in range(found.first, found.first + 2 * found.loops)]
+    reductions = typed_reductions(module_text(found.exp), ("d",), (8,), tag_trips(counts))
+    assert (reductions.nbytes, reductions.uncounted, reductions.measured) == (18 * 4, 0, 2)
+
+
+def _nested_regions():
+    """A shard_map over 'y' inside one over 'x' (mesh 2 x 4), its loop running 3 + the device's 'y' index times."""
+    mesh = jax.make_mesh((2, 4), ("x", "y"), axis_types=(AxisType.Auto, AxisType.Auto))
+
+    def inner(v):
+        m = jnp.int32(v[0, 1]) + lax.axis_index("y")
+        return lax.while_loop(lambda c: c[0] < m, lambda c: (c[0] + 1, c[1] * 1.5), (0, v))[1]
+
+    def outer(b):
+        return jax.shard_map(inner, in_specs=P(None, "y"), out_specs=P(None, "y"), axis_names={"y"})(b)
+
+    program = jax.shard_map(outer, mesh=mesh, in_specs=P("x"), out_specs=P("x"), axis_names={"x"})
+    spec = jax.ShapeDtypeStruct((8, 8), jnp.float32, sharding=NamedSharding(mesh, P("x")))
+    return jax.export.export(jax.jit(program))(spec)
+
+
+def test_a_loop_in_a_per_device_region_nested_in_another_is_counted_per_device():
+    """Before: the outer region let only scalars out, so no loop of the program was measured. Now the inner
+    region's one count per 'y' device leaves the outer one as its elements on each 'x' device: 3, 4, 5, 6 runs."""
+    exp = _nested_regions()
+    found = counted(exp)
+    assert found is not None and found.loops == 1
+    compiled, _, mesh = compiled_run.compile_exported(exp)
+    out, variant = compiled_run.run_exported(found.exp, [np.full((8, 8), 3.0, np.float32)], mesh)
+    runs, entered = out[f"[{found.first}]"], out[f"[{found.first + 1}]"]
+    assert sorted(runs.tolist()) == [3, 3, 4, 4, 5, 5, 6, 6] and entered.tolist() == [1] * 8
+    trips = measured_trips(compiled.as_text(), variant.as_text(), [runs, entered])
+    assert list(trips.values()) == [6.0]
