@@ -38,14 +38,10 @@ def counted_work(work: Work, text: str, n_devices: int, exp, run: Callable) -> W
     loop or the variant cannot be made or run."""
     if not work.uncounted:
         return work
-    try:
-        found = counted(exp)
-        if found is None:
-            return work
-        out, variant_text = run(found.exp)
-        counts = [out[f"[{i}]"] for i in range(found.first, found.first + 2 * found.loops)]
-    except Exception:  # noqa: BLE001 - a variant that fails: its loops stay counted UNKNOWN_TRIPS times, said
+    ran = _variant_run(exp, run)
+    if ran is None:  # its loops stay counted UNKNOWN_TRIPS times, said by `Work.uncounted`
         return work
+    _, counts, variant_text = ran
     return recounted(work, text, n_devices, measured_trips(text, variant_text, counts))
 
 
@@ -57,15 +53,24 @@ def counted_reductions(exp, names: tuple, sizes: tuple, run: Callable) -> Reduct
     read = exported_reductions(exp, names, sizes)
     if not read.uncounted:
         return read
+    ran = _variant_run(exp, run)
+    if ran is None:  # its loops stay uncounted, and the judge says so
+        return read
+    variant, counts, _ = ran
+    return typed_reductions(module_text(variant), names, sizes, tag_trips(counts))
+
+
+def _variant_run(exp, run: Callable) -> tuple | None:
+    """(the counted variant of `exp`, each loop's body runs and entries as its outputs hold them, what `run`
+    returned beside its outputs), or None where the rewrite reaches no loop or the variant cannot be made or run."""
     try:
         found = counted(exp)
         if found is None:
-            return read
-        out, _ = run(found.exp)
-        counts = [out[f"[{i}]"] for i in range(found.first, found.first + 2 * found.loops)]
-    except Exception:  # noqa: BLE001 - a variant that fails: its loops stay uncounted, and the judge says so
-        return read
-    return typed_reductions(module_text(found.exp), names, sizes, tag_trips(counts))
+            return None
+        out, beside = run(found.exp)
+        return found.exp, [out[f"[{i}]"] for i in range(found.first, found.first + 2 * found.loops)], beside
+    except Exception:  # noqa: BLE001 - a hostile or unusual module: the caller keeps what it read
+        return None
 
 
 def reductions_on(exp, values: list) -> Reductions:
