@@ -324,8 +324,10 @@ def test_chinese_search_finds_chinese_terms_on_the_pages_that_use_them(built_sit
     page = browser.new_page()
     _open(page, site_url + f"zh/search.html?q={urllib.parse.quote(term)}")
     page.wait_for_selector("#search-results ul.search li", timeout=15000)
+    # the search has finished listing its pages once Sphinx writes its summary ("Search finished, found N
+    # pages"; `_finishSearch`, after the last item): "#search-progress" says "Preparing search..." from the start
     page.wait_for_function(
-        "() => !document.querySelector('#search-progress') || document.querySelector('#search-progress').textContent",
+        "() => (document.querySelector('#search-results p.search-summary') || {}).textContent",
         timeout=15000,
     )
     found = {
