@@ -38,7 +38,7 @@ def counted_work(work: Work, text: str, n_devices: int, exp, run: Callable) -> W
     loop or the variant cannot be made or run."""
     if not work.uncounted:
         return work
-    ran = _variant_run(exp, run)
+    ran = _ran_variant(exp, run)
     if ran is None:  # its loops stay counted UNKNOWN_TRIPS times, said by `Work.uncounted`
         return work
     _, counts, variant_text = ran
@@ -53,14 +53,14 @@ def counted_reductions(exp, names: tuple, sizes: tuple, run: Callable) -> Reduct
     read = exported_reductions(exp, names, sizes)
     if not read.uncounted:
         return read
-    ran = _variant_run(exp, run)
+    ran = _ran_variant(exp, run)
     if ran is None:  # its loops stay uncounted, and the judge says so
         return read
     variant, counts, _ = ran
     return typed_reductions(module_text(variant), names, sizes, tag_trips(counts))
 
 
-def _variant_run(exp, run: Callable) -> tuple | None:
+def _ran_variant(exp, run: Callable) -> tuple | None:
     """(the counted variant of `exp`, each loop's body runs and entries as its outputs hold them, what `run`
     returned beside its outputs), or None where the rewrite reaches no loop or the variant cannot be made or run."""
     try:

@@ -178,18 +178,16 @@ class _Reader:
             self.types[result] = ((), partial)
 
     def loop(self, op, runs: float, in_loop: bool, depth: int) -> None:
-        trips = float(_trips(op))
-        measured = trips < 0 and _tag(op) in self.trips
-        if measured:
-            trips = self.trips[_tag(op)]
+        fixed, tag = float(_trips(op)), _tag(op)  # fixed < 0: only the loop's data decide its trips
+        measured = fixed < 0 and tag in self.trips
+        # else unknown: each reduction inside counted UNKNOWN_TRIPS times per run, and said below
+        trips = self.trips[tag] if measured else fixed if fixed >= 0 else float(UNKNOWN_TRIPS)
         args = [self.type_of(v) for v in op.operands]
         cond, body = op.regions[0].blocks[0], op.regions[1].blocks[0]
         before = self.nbytes
-        if trips < 0:  # the runs of each reduction inside, per trip: unknown, counted UNKNOWN_TRIPS times below
-            trips = float(UNKNOWN_TRIPS)
         self.block(cond, args, runs * (trips + 1), True, depth + 1)
         out = self.block(body, args, runs * trips, True, depth + 1)
-        if self.nbytes > before and float(_trips(op)) < 0:  # a reduction inside: its count changes the figure
+        if self.nbytes > before and fixed < 0:  # a reduction inside: its count changes the figure
             self.measured, self.uncounted = self.measured + measured, self.uncounted + (not measured)
         for i, result in enumerate(op.results):
             self.types[result] = out[i] if i < len(out) else ((), frozenset())
