@@ -235,7 +235,7 @@ def _processes_of(uids: set[int]) -> list[int]:
     return pids
 
 
-def remove(dep: Deployment) -> list[str]:
+def remove_accounts(dep: Deployment) -> list[str]:
     """Remove exactly the accounts accounts.json lists (and the group when this deployment made it)."""
     if os.geteuid() != 0:
         raise AccountError("removing the course's Unix accounts needs root (userdel): run as root")
@@ -282,7 +282,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     dep = Deployment.from_env()
     try:
-        lines = sync(dep, args.roster) if args.cmd == "sync" else remove(dep)
+        lines = sync(dep, args.roster) if args.cmd == "sync" else remove_accounts(dep)
     except AccountError as err:
         print(f"hub accounts: {err}", file=sys.stderr)
         return 1

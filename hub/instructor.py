@@ -3,7 +3,7 @@
     python -m hub.instructor [--edition zh] release|collect|return-feedback [ARGS...]   as the course's grader
     python -m hub.instructor [--edition zh] grade|export [ARGS...]                      as root, then own
 
-Design: `command` is the one spelling of "the hand-in tool as the course's grader": tools/handin.py run
+Design: `handin_command` is the one spelling of "the hand-in tool as the course's grader": tools/handin.py run
 by the course's grader account (runuser) with the deployment's venv, the hub's course folder and exchange,
 and a minimal environment. hub/server.py (the roster at `make hub`), the Makefile (through `main`) and the
 hub's tests run it from here. Grading writes into the course as root (the sandbox needs it), so `grade`
@@ -27,7 +27,7 @@ from tools import handin
 RUNUSER = shutil.which("runuser") or "/usr/sbin/runuser"
 
 
-def command(dep: Deployment, course: str, *args: str) -> tuple[list[str], dict[str, str]]:
+def handin_command(dep: Deployment, course: str, *args: str) -> tuple[list[str], dict[str, str]]:
     """argv and environment of `python -m tools.handin --course <course> --exchange <exchange> ARGS...` as
     that course's grader (runuser, the deployment's venv, a minimal environment); run it with cwd=ROOT."""
     grader = dep.graders[course]
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         status = handin.main(["--course", str(dep.course_dir(course)), args.command, *rest])
         print("\n".join(layout.own(dep)))
         return status
-    argv, env = command(dep, course, args.command, *rest)
+    argv, env = handin_command(dep, course, args.command, *rest)
     os.chdir(ROOT)
     return subprocess.run(argv, env=env, stdin=subprocess.DEVNULL).returncode
 

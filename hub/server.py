@@ -40,7 +40,7 @@ from pathlib import Path
 from hub import accounts as hub_accounts
 from hub import layout
 from hub.deployment import ROOT, Deployment
-from hub.instructor import command as handin_command
+from hub.instructor import handin_command
 from tools import nbgrader_zh
 
 START_TARGET = 60  # s: the login page, once installed, on 2 cores (measured, not enforced)
@@ -58,7 +58,7 @@ class HubError(Exception):
     pass
 
 
-def say(msg: str) -> None:
+def _announce(msg: str) -> None:
     print(f"hub: {msg}", flush=True)
 
 
@@ -90,7 +90,7 @@ def install_proxy(dep: Deployment) -> None:
     os.chmod(dep.proxy, 0o755)
     for name in ("package.json", "package-lock.json"):
         shutil.copyfile(PROXY_SOURCE / name, dep.proxy / name)
-    say(
+    _announce(
         f"installing JupyterHub's proxy, configurable-http-proxy (official, npm registry; pinned by "
         f"hub/proxy/package-lock.json) into {dep.proxy} with npm ci ..."
     )
@@ -104,11 +104,11 @@ def install_proxy(dep: Deployment) -> None:
     if proc.returncode or not binary.exists():
         raise HubError(f"npm ci of configurable-http-proxy failed ({proc.returncode}):\n{proc.stderr.strip()[-2000:]}")
     version = subprocess.run([str(binary), "--version"], capture_output=True, text=True).stdout.strip()
-    say(f"configurable-http-proxy {version} installed in {time.monotonic() - t0:.0f} s")
+    _announce(f"configurable-http-proxy {version} installed in {time.monotonic() - t0:.0f} s")
 
 
 def run_handin(dep: Deployment, course: str, *args: str) -> subprocess.CompletedProcess:
-    """tools/handin.py ARGS as that course's grader (hub/instructor.py `command`), its output captured."""
+    """tools/handin.py ARGS as that course's grader (hub/instructor.py `handin_command`), its output captured."""
     argv, env = handin_command(dep, course, *args)
     return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env)
 
@@ -158,22 +158,22 @@ def start(dep: Deployment, roster: Path | None, timeout: float = START_TIMEOUT) 
     if bad:
         raise HubError("\n".join(bad))
     if _running_pid(dep):
-        say("a hub of this deployment is running: restarting it")
+        _announce("a hub of this deployment is running: restarting it")
         stop(dep)
     install_proxy(dep)
     layout.make_roots(dep)  # before the accounts: their homes go in it
     for line in hub_accounts.sync(dep, roster):
-        say(line)
+        _announce(line)
     for line in layout.apply(dep):
-        say(line)
+        _announce(line)
     try:
         nbgrader_zh.build(dep.nbgrader_zh, nbgrader_zh.installed(dep.venv))
     except nbgrader_zh.TranslationError as err:  # the Chinese servers then show nbgrader's English strings
         shutil.rmtree(dep.nbgrader_zh, ignore_errors=True)
-        say(f"WARNING: nbgrader's Chinese lab extension: {err}")
+        _announce(f"WARNING: nbgrader's Chinese lab extension: {err}")
     if roster is not None:
         _import_roster(dep, roster)
-        say(f"roster {roster} imported into the gradebooks of {', '.join(dep.graders)}")
+        _announce(f"roster {roster} imported into the gradebooks of {', '.join(dep.graders)}")
     t0 = time.monotonic()
     log = dep.log_file.open("ab")
     proc = subprocess.Popen(
@@ -195,16 +195,16 @@ def start(dep: Deployment, roster: Path | None, timeout: float = START_TIMEOUT) 
     else:
         raise HubError(f"the hub's login page did not answer within {timeout:.0f} s; its log ends:\n{_tail(dep)}")
     took = time.monotonic() - t0
-    say(
+    _announce(
         f"JupyterHub is up in {took:.1f} s: {dep.url}/hub/login"
         + (f" (more than {START_TARGET} s: is the machine busy?)" if took > START_TARGET else "")
     )
-    say(
+    _announce(
         f"  instructor (admin): {dep.instructor}; formgrader: "
         + ", ".join(f"{dep.url}/services/{c}/formgrader" for c in dep.graders)
     )
-    say(f"  passwords of every login: {dep.passwords_file} (root only); students: {len(dep.accounts().students)}")
-    say(f"  log: {dep.log_file}; stop: make hub-stop; remove accounts and state: make hub-clean")
+    _announce(f"  passwords of every login: {dep.passwords_file} (root only); students: {len(dep.accounts().students)}")
+    _announce(f"  log: {dep.log_file}; stop: make hub-stop; remove accounts and state: make hub-clean")
 
 
 def _tail(dep: Deployment, n: int = 4000) -> str:
@@ -267,7 +267,7 @@ def clean(dep: Deployment) -> list[str]:
     if dep.hub_dir.exists() and not (dep.state.is_dir() or dep.hub_dir.is_symlink()):
         raise HubError(f"{dep.hub_dir} has no state/ folder: not a hub deployment, left alone")
     lines = stop(dep)
-    lines += hub_accounts.remove(dep)
+    lines += hub_accounts.remove_accounts(dep)
     lines += layout.restore_checkout(dep)
     if dep.hub_dir.is_symlink():
         dep.hub_dir.unlink()
@@ -293,7 +293,7 @@ def main(argv=None) -> int:
             start(dep, args.roster.absolute() if args.roster else None, args.timeout)
         else:
             for line in (stop if args.cmd == "stop" else clean)(dep):
-                say(line)
+                _announce(line)
     except (HubError, hub_accounts.AccountError, layout.LayoutError) as err:
         print(f"hub: {err}", file=sys.stderr)
         return 1

@@ -74,7 +74,6 @@ FUNCTION_ROLES = {
 # (this list only shrinks; the exercise wing's are issue 60's other half).
 SHARED_FUNCTIONS = frozenset(
     {
-        "command",
         "compare",
         "describe",
         "describe_layout",
@@ -93,14 +92,12 @@ SHARED_FUNCTIONS = frozenset(
         "provenance",
         "record",
         "reference_facts",
-        "remove",
         "report",
         "resolve",
         "rules",
         "run",
         "run_all",
         "run_nbgrader",
-        "say",
         "serve",
         "sgd_step",
         "solution_answers",

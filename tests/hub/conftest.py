@@ -109,8 +109,8 @@ def as_user(
 
 
 def handin(dep: Deployment, course: str, *args: str) -> str:
-    """tools.handin as the course's grader (hub/instructor.py `command`: what `make ... HUB=1` runs)."""
-    argv, env = hub_handin.command(dep, course, *args)
+    """tools.handin as the course's grader (hub/instructor.py `handin_command`: what `make ... HUB=1` runs)."""
+    argv, env = hub_handin.handin_command(dep, course, *args)
     proc = subprocess.run(
         argv, env=env, cwd=ROOT, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120
     )
