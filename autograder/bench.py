@@ -116,7 +116,7 @@ def _bin(name: str) -> str:
     return str(Path(sys.executable).with_name(name))
 
 
-def run_nbgrader(course: Path, assignments: list[str]) -> float:
+def _time_nbgrader(course: Path, assignments: list[str]) -> float:
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     for aid in assignments:
         subprocess.run(
@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"where a worker's time went ({label}):\n" + stage_table(res["timings"]), flush=True)
 
         if not args.skip_nbgrader:
-            nbg_wall = run_nbgrader(course, assignments)
+            nbg_wall = _time_nbgrader(course, assignments)
             print(
                 f"nbgrader autograde (sequential):                {nbg_wall:7.1f} s  "
                 f"{nbg_wall / n:6.2f} s per submission  (CPU {CPU['nbgrader']:.1f} s)",

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.judge import solution_answers as answers_of
+from autograder.judge import solution_answers
 from courseinfo.course import SOLUTIONS
 from namedaxes.exercises import exercise_module
 
@@ -50,14 +50,14 @@ TABLES = (
 )
 
 
-def solution_answers(notebook: str, names: tuple[str, ...]) -> dict:
+def read_solution_answers(notebook: str, names: tuple[str, ...]) -> dict:
     """The solution notebook's functions `names`, defined by its `imports` cell and their answer cells (run
     as the grader runs them to compute the reference's figures on a run's hidden cases)."""
-    return answers_of(nbformat.read(SOLUTIONS / f"{notebook}.ipynb", as_version=4), names)
+    return solution_answers(nbformat.read(SOLUTIONS / f"{notebook}.ipynb", as_version=4), names)
 
 
 def render(table: Table) -> str:
-    answers = solution_answers(table.notebook, table.answers)
+    answers = read_solution_answers(table.notebook, table.answers)
     figures = exercise_module(table.module).expected_figures(*(answers[n] for n in table.answers))
     return json.dumps(figures, indent=1, sort_keys=True) + "\n"
 

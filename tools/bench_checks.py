@@ -119,7 +119,7 @@ def pytest_collection_finish(session) -> None:
 
 
 # ---------------------------------------------------------------- the benchmark
-def run(paths: list[str], extra: str | None, out: Path) -> int:
+def _run_pytest(paths: list[str], extra: str | None, out: Path) -> int:
     select = f"({SELECT})" + (f" and ({extra})" if extra else "")
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tools.bench_checks", "-k", select]
     env = dict(os.environ, **{OUT_ENV: str(out)})
@@ -139,7 +139,7 @@ def _row(label: str, rows: list[dict]) -> str:
     )
 
 
-def report(rows: list[dict], target: float, load: tuple, wall_total: float, cpu_total: float) -> None:
+def _print_report(rows: list[dict], target: float, load: tuple, wall_total: float, cpu_total: float) -> None:
     first, rest = rows[:1], rows[1:]
     header = (
         f"{'check (module.attr)':44s} {'n':>4s}  {'wall s: median max':>13s}  {'cpu s: median max':>13s}"
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         out.touch()
         before = _load()
         t0, usage0 = time.perf_counter(), os.times()
-        run(paths, args.extra, out)
+        _run_pytest(paths, args.extra, out)
         usage1 = os.times()
         wall = time.perf_counter() - t0
         cpu = (usage1.children_user - usage0.children_user) + (usage1.children_system - usage0.children_system)
@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     if not rows:
         print("no checks ran")
         return 1
-    report(rows, args.target, (before, _load()), wall, cpu)
+    _print_report(rows, args.target, (before, _load()), wall, cpu)
     return 0
 
 

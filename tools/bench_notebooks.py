@@ -32,7 +32,7 @@ BUDGET_S = 15.0
 BUDGETS_S = {"10_training_at_scale": 30.0, "11_step_anatomy": 30.0}  # 11 (issue 50): 30 s as well
 
 
-def run_all(nb, cwd: Path, allow_errors: bool = False) -> float:
+def _seconds_to_run(nb, cwd: Path, allow_errors: bool = False) -> float:
     start = time.perf_counter()
     NotebookClient(
         nb,
@@ -49,7 +49,7 @@ def cold_and_warm() -> None:
     """Run-All of every solved notebook with a student's cache: first empty, then as the first run left it."""
     sources = sorted((ROOT / "solutions").glob("*.ipynb"))
     with compile_cache.shared("student-cache-"):  # fresh and empty, as a student's first run finds theirs
-        times = {run: [run_all(nbformat.read(s, 4), s.parent) for s in sources] for run in ("cold", "warm")}
+        times = {run: [_seconds_to_run(nbformat.read(s, 4), s.parent) for s in sources] for run in ("cold", "warm")}
     print(f"{'notebook':28} {'cold':>8} {'warm':>8}   (a student's own compilation cache)")
     for i, source in enumerate(sources):
         print(f"{source.stem:28} {times['cold'][i]:7.1f}s {times['warm'][i]:7.1f}s")
@@ -64,15 +64,17 @@ def main() -> int:
     parser.add_argument("--skip-cache", action="store_true", help="no cold and warm runs with a student's cache")
     args = parser.parse_args()
 
-    floor = run_all(new_notebook(cells=[new_code_cell("import jax\njax.devices()")]), ROOT)
+    floor = _seconds_to_run(new_notebook(cells=[new_code_cell("import jax\njax.devices()")]), ROOT)
     print(f"floor (fresh kernel + import jax): {floor:5.1f} s")
     print(f"{'notebook':28} {'solved':>8} {'student':>8}   (budget {BUDGET_S:.0f} s solved, unless named in BUDGETS_S)")
     over = []
     for source in sorted((ROOT / "solutions").glob("*.ipynb")):
-        solved = statistics.median(run_all(nbformat.read(source, 4), source.parent) for _ in range(args.repeat))
+        solved = statistics.median(_seconds_to_run(nbformat.read(source, 4), source.parent) for _ in range(args.repeat))
         release = ROOT / "notebooks" / source.name
         student = (
-            run_all(nbformat.read(release, 4), release.parent, allow_errors=True) if release.exists() else float("nan")
+            _seconds_to_run(nbformat.read(release, 4), release.parent, allow_errors=True)
+            if release.exists()
+            else float("nan")
         )
         flag = "  OVER BUDGET" if solved > BUDGETS_S.get(source.stem, BUDGET_S) else ""
         over += [source.stem] if flag else []

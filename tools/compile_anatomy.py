@@ -115,7 +115,7 @@ def memory_facts(compiled) -> dict:
     return facts
 
 
-def programs(devices: list) -> dict:
+def _recorded_programs(devices: list) -> dict:
     """Every program recorded: name -> (compiled, mesh)."""
     out = {}
     for m in (4, 8):
@@ -148,7 +148,7 @@ def record_anatomy(out: Path = RECORDED, argv: list[str] | None = None) -> dict:
     }
     hlo_dir = out / f"hlo-{label}"
     hlo_dir.mkdir(parents=True, exist_ok=True)
-    for program, (compiled, mesh) in programs(devices).items():
+    for program, (compiled, mesh) in _recorded_programs(devices).items():
         shape = dict(zip(mesh.axis_names, (int(n) for n in mesh.devices.shape)))
         text = compiled.as_text()
         facts = {"mesh": shape} | read_facts(text, shape) | compiler_facts(compiled) | memory_facts(compiled)

@@ -129,7 +129,7 @@ def compile_step(mesh: Mesh, rules: dict, step, batch_spec) -> object:
         return jax.jit(step).lower(params, state, window).compile()
 
 
-def programs(devices: list) -> dict:
+def _recorded_programs(devices: list) -> dict:
     """Every program recorded: name -> (compiled, mesh)."""
     from namedaxes import pipeline as pp
     from namedaxes import transformer as tm
@@ -401,7 +401,7 @@ def record_steps(name: str | None, out: Path, argv: list[str]) -> None:
     }
     hlo_dir = out / f"hlo-{label}"
     hlo_dir.mkdir(parents=True, exist_ok=True)
-    for program, (compiled, mesh) in programs(devices).items():
+    for program, (compiled, mesh) in _recorded_programs(devices).items():
         shape = dict(zip(mesh.axis_names, (int(n) for n in mesh.devices.shape)))
         text = compiled.as_text()
         record["programs"][program] = {"mesh": shape} | read_facts(text, shape) | compiler_facts(compiled)

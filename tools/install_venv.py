@@ -48,9 +48,11 @@ def supported() -> list[str]:
     return [f"3.{p.stem[3:]}" for p in found]
 
 
-def key(lock: Path) -> str:
+def stamp_text(lock: Path, *also: Path) -> str:
+    """What a venv's stamp file says it was installed from: this Python's version, the lock's name and one
+    digest of the lock and `also` (a venv whose stamp differs is installed again)."""
     digest = hashlib.sha256()
-    for path in (lock, ROOT / "pyproject.toml"):
+    for path in (lock, *also):
         digest.update(path.read_bytes())
     return f"python {sys.version.split()[0]}\n{lock.name} {digest.hexdigest()}\n"
 
@@ -220,7 +222,7 @@ def main(argv: list[str]) -> int:
         )
         return 1
     stamp = venv / STAMP
-    want = key(lock)
+    want = stamp_text(lock, ROOT / "pyproject.toml")
     if stamp.exists() and stamp.read_text() == want and venv_version(venv) == py:
         return 0
     found = venv_version(venv)

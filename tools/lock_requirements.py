@@ -58,7 +58,7 @@ def find_python(py: str) -> str:
     return out.stdout.strip()
 
 
-def resolve(python: str, direct: Path = DIRECT) -> dict[str, str]:
+def resolved_pins(python: str, direct: Path = DIRECT) -> dict[str, str]:
     """name -> version of everything `python`'s pip would install for `direct` (requirements.txt)."""
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> None:
     for py in args.python or SUPPORTED:
         python = find_python(py)
         print(f"lock: resolving requirements.txt with {python} ...", flush=True)
-        pins = resolve(python)
+        pins = resolved_pins(python)
         print(f"lock: wrote {write_lock(py, pins).relative_to(ROOT)} ({len(pins)} packages)")
     colab = LOCKS / "colab.txt"
     colab.write_text(COLAB_HEADER.format(py=COLAB_PYTHON) + "\n".join(runtime_pins(COLAB_PYTHON)) + "\n")

@@ -74,7 +74,7 @@ def _pattern(msgid: str) -> re.Pattern:
     return re.compile(r"""(?P<l>["'`>]|\\n)(?P<a> *)""" + re.escape(msgid) + r"""(?P<b> *)(?P<r>["'`<]|\\n|\$\{)""")
 
 
-def translate(source: str, table: dict[str, str]) -> tuple[str, dict[str, int]]:
+def translated_source(source: str, table: dict[str, str]) -> tuple[str, dict[str, int]]:
     """`source` with every whole-string occurrence of each msgid replaced; how many of each were replaced."""
     counts = {}
     for msgid in sorted(table, key=len, reverse=True):
@@ -108,7 +108,7 @@ def translated_files(source: Path, table: dict[str, str]) -> tuple[dict[str, str
         if js.name.startswith("remoteEntry."):
             continue
         text = js.read_text(encoding="utf-8")
-        new, counts = translate(text, table)
+        new, counts = translated_source(text, table)
         for k, n in counts.items():
             totals[k] += n
         if new != text:

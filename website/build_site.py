@@ -89,7 +89,7 @@ def build(sphinx_python: str, jobs: int | None = None) -> int:
         landing_pages.write(edition)
         expected |= {settings.SOURCES / edition / "index.md", settings.SOURCES / edition / "syllabus.md"}
     for ex in executions:
-        page = compose_pages.write_page(ex.edition, ex.notebook_id, ex.executed)
+        page = compose_pages.write_notebook_page(ex.edition, ex.notebook_id, ex.executed)
         expected.add(page.path)
         pages.append(page)
     pruned = _prune_sources(expected)

@@ -237,7 +237,8 @@ def write_if_changed(path: Path, content: str) -> bool:
     return True
 
 
-def write_page(edition: str, notebook_id: str, executed: Path) -> Page:
+def write_notebook_page(edition: str, notebook_id: str, executed: Path) -> Page:
+    """One notebook's page of the site in `edition`, composed from its executed copy and written (if changed)."""
     page, kinds, figures = compose(edition, notebook_id, executed)
     path = settings.SOURCES / edition / "notebooks" / f"{notebook_id}.ipynb"
     write_if_changed(path, nbformat.writes(page) + "\n")

@@ -14,7 +14,6 @@ once, so a cached `make site` starts in well under a second.
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import subprocess
 import sys
@@ -29,10 +28,6 @@ LOCK = HERE / "requirements.txt"
 STAMP = ".installed"
 
 
-def key() -> str:
-    return f"python {sys.version.split()[0]}\n{LOCK.name} {hashlib.sha256(LOCK.read_bytes()).hexdigest()}\n"
-
-
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
@@ -40,7 +35,7 @@ def main(argv: list[str]) -> int:
     venv = Path(argv[0])
     stamp = venv / STAMP
     py = install_venv.version()
-    if stamp.exists() and stamp.read_text() == key() and install_venv.venv_version(venv) == py:
+    if stamp.exists() and stamp.read_text() == install_venv.stamp_text(LOCK) and install_venv.venv_version(venv) == py:
         return 0
     found = install_venv.venv_version(venv)
     if found not in (None, py):
@@ -56,7 +51,7 @@ def main(argv: list[str]) -> int:
     if not (venv / "bin" / "python").exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     fetched = install_venv.pip(venv, "install", "-r", str(LOCK), locked=install_venv.pinned_names(LOCK))
-    stamp.write_text(key())
+    stamp.write_text(install_venv.stamp_text(LOCK))
     print(f"Installed into {venv}/ in {time.monotonic() - started:.0f} s ({fetched} packages fetched now).", flush=True)
     return 0
 

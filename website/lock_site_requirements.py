@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tools.lock_requirements import resolve  # run as a module from the checkout's root
+from tools.lock_requirements import resolved_pins  # run as a module from the checkout's root
 
 HERE = Path(__file__).resolve().parent
 
@@ -26,7 +26,7 @@ HEADER = (
 
 
 def main() -> int:
-    pins = resolve(sys.executable, DIRECT)
+    pins = resolved_pins(sys.executable, DIRECT)
     LOCK.write_text(HEADER + "".join(f"{name}=={pins[name]}\n" for name in sorted(pins, key=str.lower)))
     print(f"{LOCK.relative_to(HERE.parent)}: {len(pins)} packages")
     return 0

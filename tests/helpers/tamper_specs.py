@@ -766,9 +766,9 @@ def circulated_answers() -> dict[str, str]:
     grader's cases of a run are in no table."""
     from namedaxes.exercises import training_at_scale as q
     from namedaxes.exercises.training_at_scale import timing as training_time
-    from tools.answer_tables import solution_answers
+    from tools.answer_tables import read_solution_answers
 
-    right = solution_answers(A10, ("step_costs", "choose_layout", "step_time"))
+    right = read_solution_answers(A10, ("step_costs", "choose_layout", "step_time"))
     costs = {repr(c): right["step_costs"](*c) for c in [*q.cases.COST_CASES, *old_hidden_cost_cases()]}
     chosen = {repr(c): tuple(right["choose_layout"](*c)) for c in [*q.cases.LAYOUT_CASES, *old_hidden_layouts()]}
     times = {repr((*c[:3], sorted(c[3].items()))): right["step_time"](*c) for c in training_time._TIME_CASES}

@@ -33,7 +33,7 @@ def test_a_stale_table_is_refused_and_rewritten(tmp_path, monkeypatch, capsys):
 
 def test_the_tables_come_from_the_solution_notebooks_answers():
     costs, times = answer_tables.TABLES
-    answers = answer_tables.solution_answers(costs.notebook, (*costs.answers, *times.answers))
+    answers = answer_tables.read_solution_answers(costs.notebook, (*costs.answers, *times.answers))
     figures = json.loads(costs.path.read_text(encoding="utf-8"))
     config, layout, batch = importlib.import_module(costs.module).COST_CASES[0]
     assert figures["step_costs"][0]["want"] == answers["step_costs"](config, layout, batch)

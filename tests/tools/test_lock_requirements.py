@@ -173,7 +173,7 @@ def _fake_venv(tmp_path: Path, stamp: str | None) -> Path:
 
 def test_a_stamped_venv_starts_without_pip(monkeypatch, tmp_path, capsys):
     lock = install_venv.lock_for(install_venv.version())
-    venv = _fake_venv(tmp_path, install_venv.key(lock))
+    venv = _fake_venv(tmp_path, install_venv.stamp_text(lock, install_venv.ROOT / "pyproject.toml"))
     monkeypatch.setattr(install_venv, "pip", lambda *a, **k: pytest.fail("pip ran for an up-to-date venv"))
     assert install_venv.main([str(venv)]) == 0
     assert capsys.readouterr().out == "", "a later run prints nothing"
@@ -195,7 +195,9 @@ def test_a_changed_lock_reinstalls_and_says_what_and_how_long(monkeypatch, tmp_p
     ]
     assert f"Python {install_venv.version()}" in out and lock.name in out and "jax==" in out
     assert re.search(r"Installed into .* in \d+ s .*: 7 of the \d+ locked packages fetched now", out)
-    assert (venv / install_venv.STAMP).read_text() == install_venv.key(lock)
+    assert (venv / install_venv.STAMP).read_text() == install_venv.stamp_text(
+        lock, install_venv.ROOT / "pyproject.toml"
+    )
 
 
 def test_a_lock_that_misses_a_dependency_is_refused_by_pip_check(monkeypatch, tmp_path, capsys):

@@ -26,7 +26,7 @@ def test_only_whole_strings_are_replaced():
         't.innerText="Fetch",u.innerText="Fetch Feedback",x.fetchFetch="Fetchy",'
         "b=`Cannot validate: ${e}`,v=\" (view feedback)\",h='<div> Fetch </div>\\n        Fetch\\n'"
     )
-    out, counts = z.translate(js, table)
+    out, counts = z.translated_source(js, table)
     assert out == (
         't.innerText="获取",u.innerText="获取反馈",x.fetchFetch="Fetchy",'
         "b=`无法验证： ${e}`,v=\" （查看反馈）\",h='<div> 获取 </div>\\n        获取\\n'"

@@ -51,8 +51,8 @@ from .cells import (
     case_judged,
     formula_cell,
     judged_cells,
+    judged_facts,
     program_cell,
-    reference_facts,
 )
 from .command import main
 from .observed import read_observations, run_observations
@@ -78,7 +78,7 @@ __all__ = [
     "ANYWHERE",
     "run_observations",
     "read_observations",
-    "reference_facts",
+    "judged_facts",
     "case_judged",
     "program_cell",
     "formula_cell",

@@ -21,7 +21,7 @@ __all__ = [
     "RefFacts",
     "CaseJudged",
     "CellJudged",
-    "reference_facts",
+    "judged_facts",
     "case_judged",
     "program_cell",
     "formula_cell",
@@ -37,7 +37,7 @@ _MISTAKE_KEY = re.compile(r"[a-z_][a-z0-9_]{0,63}")  # a key the judge names (`a
 
 @dataclass(frozen=True)
 class RefFacts:
-    """What the reference's program of one case is, compiled as the judge compiles it (`reference_facts`)."""
+    """What the reference's program of one case is, compiled as the judge compiles it (`judged_facts`)."""
 
     mesh: str  # "8", "2×4": the mesh it runs on
     on_mesh: bool = False  # its inputs carry a mesh's shardings: the answer itself decides where results live
@@ -93,7 +93,7 @@ def _spec(layout) -> str:
     return "P(" + ", ".join(repr(d) for d in dims) + ")"
 
 
-def reference_facts(ref_case) -> RefFacts:
+def judged_facts(ref_case) -> RefFacts:
     """The facts of one case's reference program (`Required.programs`: its program, compiled as the judge compiles
     it, and its mesh)."""
     from autograder.judge import judged_work
@@ -231,7 +231,7 @@ def judged_cells(notebook: str, observations: dict, secret: bytes = TABLE_SECRET
         gid, obs = test.grade_id, observations[test.grade_id]
         if is_program_observation(obs):
             req = judge.required(obs)
-            facts = {name: reference_facts(ref_case) for name, ref_case in req.programs.items()}
+            facts = {name: judged_facts(ref_case) for name, ref_case in req.programs.items()}
             cells.append(program_cell(notebook, test, req, facts, _mistake_keys(obs, req, gid, secret)))
         elif is_formula_observation(obs):
             if formulas is None:

@@ -33,7 +33,7 @@ __all__ = [
     "new_catalog",
     "add_entry",
     "po_bytes",
-    "load",
+    "load_catalog",
     "mo_bytes",
     "translations",
 ]
@@ -96,7 +96,7 @@ def po_bytes(cat: Catalog) -> bytes:
     return buf.getvalue()
 
 
-def load(lang: str, name: str) -> Catalog | None:
+def load_catalog(lang: str, name: str) -> Catalog | None:
     path = po_path(lang, name)
     if not path.exists():
         return None
@@ -121,7 +121,7 @@ def _previous_from_comments(msg) -> None:
 
 
 def mo_bytes(lang: str) -> bytes:
-    cat = load(lang, DOMAIN) or new_catalog(lang, DOMAIN)
+    cat = load_catalog(lang, DOMAIN) or new_catalog(lang, DOMAIN)
     buf = io.BytesIO()
     write_mo(buf, cat, use_fuzzy=False)
     return buf.getvalue()
@@ -129,7 +129,7 @@ def mo_bytes(lang: str) -> bytes:
 
 def translations(lang: str, name: str) -> dict[tuple[str | None, str], str]:
     """(msgctxt, English) -> translation, for entries that are translated and not fuzzy."""
-    cat = load(lang, name)
+    cat = load_catalog(lang, name)
     out = {}
     for msg in cat or ():
         if msg.id and msg.string and not msg.fuzzy:

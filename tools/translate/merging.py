@@ -28,7 +28,7 @@ __all__ = ["merged", "update", "compile_catalogs"]
 def merged(lang: str, name: str) -> Catalog:
     """The catalog as `update` would write it: the English template merged into the existing translations."""
     tmpl = template(name)
-    cat = catalogs.load(lang, name) or catalogs.new_catalog(lang, name)
+    cat = catalogs.load_catalog(lang, name) or catalogs.new_catalog(lang, name)
     # Babel's merge keeps an entry that is still fuzzy but forgets its previous msgid: put it back.
     previous = {(m.context, m.id): m.previous_id for m in cat if m.id and m.fuzzy and m.previous_id}
     cat.update(tmpl, update_header_comment=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from courseinfo.course import EDITIONS
 
 from . import catalogs
-from .catalogs import DOMAIN, catalog_names, load, mo_bytes, mo_path, po_path
+from .catalogs import DOMAIN, catalog_names, load_catalog, mo_bytes, mo_path, po_path
 from .label_units import SUBSCRIPT, code_words, label_problems
 from .merging import merged
 from .rules import consistency_problems, glossary, glossary_problems, punctuation_problems
@@ -63,7 +63,7 @@ class Report:
 def report(lang: str, name: str) -> Report:
     path = po_path(lang, name)
     rep = Report(name, str(path.relative_to(catalogs.ROOT)))
-    cat = load(lang, name)
+    cat = load_catalog(lang, name)
     rep.stale = cat is None or path.read_bytes() != catalogs.po_bytes(merged(lang, name))
     if name == DOMAIN:
         rep.mo_stale = not mo_path(lang).exists() or mo_path(lang).read_bytes() != mo_bytes(lang)
@@ -98,7 +98,7 @@ def renderings(lang: str, names: Iterable[str]) -> dict[str, dict[str, list[str]
     found: dict[str, dict[str, list[str]]] = {}
     for name in names:
         rel = po_path(lang, name).relative_to(catalogs.LOCALE / lang).as_posix()
-        for msg in load(lang, name) or ():
+        for msg in load_catalog(lang, name) or ():
             if msg.id and msg.string and not msg.fuzzy:
                 where = f"{rel} ({msg.context})" if msg.context else rel
                 found.setdefault(msg.id, {}).setdefault(msg.string, []).append(where)

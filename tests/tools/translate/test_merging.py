@@ -27,13 +27,13 @@ def course(tmp_path, monkeypatch):
 
 
 def _entries(name="01_demo"):
-    return {m.id: m for m in translate.load("zh", name) if m.id}
+    return {m.id: m for m in translate.load_catalog("zh", name) if m.id}
 
 
 def test_update_marks_changed_english_fuzzy_and_drops_removed(course):
     course("The device holds a block.", "Every device gets the total.", "Gone soon.")
     translate.update(["01_demo"])
-    cat = translate.load("zh", "01_demo")
+    cat = translate.load_catalog("zh", "01_demo")
     for msg in cat:
         if msg.id:
             msg.string = {
@@ -51,7 +51,7 @@ def test_update_marks_changed_english_fuzzy_and_drops_removed(course):
     assert not entries["The device holds a block."].fuzzy
     changed = entries["Every device gets the whole total."]
     assert changed.fuzzy and changed.previous_id == ["Every device gets the total."] and changed.string
-    assert translate.load("zh", "01_demo").get(changed.id, "intro").previous_id == changed.previous_id
+    assert translate.load_catalog("zh", "01_demo").get(changed.id, "intro").previous_id == changed.previous_id
     assert '#| msgid "Every device gets the total."' in translate.po_path("zh", "01_demo").read_text()
     assert "#~" not in translate.po_path("zh", "01_demo").read_text()
     problems = translate.report("zh", "01_demo").problems()

@@ -473,9 +473,9 @@ def test_the_prelude_hands_the_kernel_the_drawn_cases_and_no_figure(kernel_env):
 def test_the_solution_notebook_answers_as_the_reference_here():
     """The grader's reference is the solution notebook's own answer cell; the matrices use `ref_step_time`:
     they agree on a run's cases."""
-    from tools.answer_tables import solution_answers
+    from tools.answer_tables import read_solution_answers
 
-    solution = solution_answers("10_training_at_scale", ("step_costs", "step_time"))["step_time"]
+    solution = read_solution_answers("10_training_at_scale", ("step_costs", "step_time"))["step_time"]
     for case in _drawn(SECRETS[4]) + t._TIME_CASES:
         assert solution(*case) == ref_step_time(*case)
 
