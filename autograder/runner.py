@@ -1,9 +1,9 @@
 """Grade a class: find the work, run it in the pool, write every output.
 
 `grade(opts)` is the whole pipeline, read top to bottom as its steps: `resolve` (the command line's
-options into one frozen `Batch` of paths and settings), `find` (the assignments), `place` (whose
-hand-ins there are), `isolate` (the sandbox), `run` (references and grading on the pool), `complete` (the
-rows that need no kernel), `publish` (every file) and `report` (what went wrong, the exit status), the
+options into one frozen `Batch` of paths and settings), `find` (the assignments), `place_handins`
+(whose hand-ins there are), `isolate` (the sandbox), `run` (references and grading on the pool), `complete` (the
+rows that need no kernel), `publish` (every file) and `exit_status` (what went wrong, the exit status), the
 last two taking the batch graded, whole (`records.Graded`).
 One package per stage (each imports only the ones before it, tests/autograder/test_layering.py):
 
@@ -61,7 +61,7 @@ def grade(opts: Options) -> int:
     _environment()
     batch = resolve(opts)
     sources, policy = find(batch)
-    intake = place(batch, sources, policy)
+    intake = place_handins(batch, sources, policy)
     sources = handed_in_sources(batch, sources, intake)
     try:
         with _workspace(batch) as batch:
@@ -76,7 +76,7 @@ def grade(opts: Options) -> int:
             results.rows += complete(sources, intake, results)
             graded = Graded(batch, sources, intake, policy, sandbox, results, started)
             publish(graded)
-            return report(graded)
+            return exit_status(graded)
     finally:
         intake.close()
 
@@ -132,7 +132,7 @@ def find(batch: Batch) -> tuple[dict, LatePolicy | None]:
     return sources, load_policy(batch.course, {*sources, *course_assignments(batch.course)})
 
 
-def place(batch: Batch, sources: dict, policy: LatePolicy | None) -> Intake:
+def place_handins(batch: Batch, sources: dict, policy: LatePolicy | None) -> Intake:
     """Who handed in which notebook (and how late, in course mode)."""
     notebooks = {s.file_name: aid for aid, s in sources.items()}
     students = batch.opts.students or None
@@ -221,7 +221,7 @@ def complete(sources: dict, intake: Intake, results: BatchResults) -> list[Row]:
     return rows + not_submitted_rows(sources, intake)
 
 
-def report(graded: Graded) -> int:
+def exit_status(graded: Graded) -> int:
     """What went wrong, on stderr; the exit status (3: a reference solution, 4: an internal error, 0)."""
     print_problems(graded)
     if graded.results.ref_problems:

@@ -129,7 +129,7 @@ def id_key(sid: str) -> str:
     return unicodedata.normalize("NFC", unicodedata.normalize("NFC", sid).casefold()).strip()
 
 
-def printable(name: str) -> str:
+def _shown_name(name: str) -> str:
     """A name as it may be printed or shown (control and format characters escaped)."""
     if all(unicodedata.category(c) not in ("Cc", "Cf", "Cs", "Co", "Zl", "Zp") for c in name):
         return name
@@ -254,7 +254,7 @@ class _Placer:
                 self.unplaced(student, origin, "symbolic link: submit the notebook file itself")
             elif stat.S_ISDIR(st.st_mode):
                 if _is_cache(entry):
-                    self.intake.caches.append(f"{label}/{printable(entry.name)}")
+                    self.intake.caches.append(f"{label}/{_shown_name(entry.name)}")
                 elif depth == 0 and entry.name in self.assignments:
                     self._walk(student, entry, origin, depth + 1, hint=entry.name)
                 elif depth == 0 and _visible_count(entry) == 0:
@@ -348,7 +348,7 @@ def place_course(course: Path, notebooks: dict[str, str], students: list[str] | 
         if _is_clutter(entry.name):
             intake.clutter += 1
             continue
-        origin = f"submitted/{printable(entry.name)}"
+        origin = f"submitted/{_shown_name(entry.name)}"
         if entry.is_dir() and not entry.is_symlink():
             entries.append((entry, origin, "folder"))
         elif not students:
@@ -426,10 +426,10 @@ def place_submissions(root: Path, notebooks: dict[str, str], students: list[str]
                 problem = id_problem(sid)
                 if problem:
                     intake.unplaced.append(
-                        Unplaced("", printable(label), f"not a usable student id: {problem}; not graded")
+                        Unplaced("", _shown_name(label), f"not a usable student id: {problem}; not graded")
                     )
                 elif not students or sid in students:
-                    _Placer(notebooks, intake, printable(label)).student_folder(sid, extracted, printable(label))
+                    _Placer(notebooks, intake, _shown_name(label)).student_folder(sid, extracted, _shown_name(label))
                 return intake
             root = extracted
         elif not root.is_dir():
@@ -440,11 +440,11 @@ def place_submissions(root: Path, notebooks: dict[str, str], students: list[str]
             raise
         intake.unplaced.append(Unplaced("", label, f"cannot unpack the zip ({err})"))
         return intake
-    label = printable(label)
+    label = _shown_name(label)
     placer = _Placer(notebooks, intake, label)
     entries = []
     for entry in _visible(root):
-        origin = f"{label}/{printable(entry.name)}"
+        origin = f"{label}/{_shown_name(entry.name)}"
         if _is_clutter(entry.name):
             intake.clutter += 1
             continue

@@ -26,7 +26,7 @@ __all__ = [
     "name",
     "names",
     "mesh_names",
-    "describe_layout",
+    "layout_phrase",
     "input_names",
     "layout_difference",
     "work_difference",
@@ -83,7 +83,7 @@ def echo(items, n: int = MAX_ECHO_CHARS, sep: str = ", ") -> Words:
     return Words((shown, *more))
 
 
-def describe_layout(layout: Layout | None) -> Phrase:
+def layout_phrase(layout: Layout | None) -> Phrase:
     """A layout as a phrase, for feedback ("split along dimension 0 over 'devices'", "replicated")."""
     if layout is None:
         return say("layout_unstated")
@@ -174,8 +174,8 @@ def layout_difference(case: str, ref_exp, want: Compiled, got: Compiled, out_lay
                 "layout_input",
                 case=case,
                 input=names[i] if i < len(names) else i + 1,
-                got=describe_layout(g),
-                want=describe_layout(w),
+                got=layout_phrase(g),
+                want=layout_phrase(w),
             )
     found = region_difference(want.regions, got.regions)  # namedaxes.judging: the visible checks' step too
     if found is not None and found.kind == "input":
@@ -184,20 +184,20 @@ def layout_difference(case: str, ref_exp, want: Compiled, got: Compiled, out_lay
             case=case,
             n=found.n,
             axes=", ".join(repr(a) for a in found.axes),
-            got=describe_layout(found.got),
-            want=describe_layout(found.want),
+            got=layout_phrase(found.got),
+            want=layout_phrase(found.want),
         )
     if found is not None:
 
         def words(regions) -> Words | Phrase:
-            each = tuple(Words(tuple(describe_layout(one) for one in i), ", ") for _, i, _ in regions)
+            each = tuple(Words(tuple(layout_phrase(one) for one in i), ", ") for _, i, _ in regions)
             return Words(each, "; ") if each else say("layout_no_region")
 
         return say("layout_regions", case=case, got=words(got.regions), want=words(want.regions))
     if out_layout:
         for i, (w, g) in enumerate(zip(want.out_layouts, got.out_layouts)):
             if w != g:
-                return say("layout_output", case=case, n=i + 1, got=describe_layout(g), want=describe_layout(w))
+                return say("layout_output", case=case, n=i + 1, got=layout_phrase(g), want=layout_phrase(w))
     return None
 
 

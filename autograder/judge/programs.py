@@ -64,9 +64,9 @@ from .compare import load_observations
 from .compiling import compiled_for
 from .differences import (
     cut,
-    describe_layout,
     echo,
     layout_difference,
+    layout_phrase,
     mesh_names,
     names,
     signature_difference,
@@ -89,7 +89,7 @@ from .loop_runs import judged_pair
 from .mistakes import diagnose, diagnose_program, mistake_source
 from .tally import Tally
 
-__all__ = ["Judge", "Required", "describe_layout"]
+__all__ = ["Judge", "Required", "layout_phrase"]
 
 
 @dataclass(frozen=True)

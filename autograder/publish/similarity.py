@@ -71,7 +71,7 @@ __all__ = [
     "canonical_tokens",
     "kgrams",
     "common_kgrams",
-    "compare",
+    "compare_answers",
     "common_ways",
     "Comparison",
     "compare_class",
@@ -188,7 +188,9 @@ def common_ways(prints: dict[str, set[int]]) -> tuple[tuple[str, ...], ...]:
     return tuple(sorted(tuple(sorted(g)) for g in alike.values() if len(g) >= COMMON_WAY))
 
 
-def compare(answers: dict[str, str], ignored: set[int], known: set[str], keep: set[str] = frozenset()) -> Comparison:
+def compare_answers(
+    answers: dict[str, str], ignored: set[int], known: set[str], keep: set[str] = frozenset()
+) -> Comparison:
     """The answers' listed pairs, how many were too short to pair, and the class's common ways. `ignored`: the
     k-grams of what everyone may write (`common_kgrams`); `keep`: the names the stub defines. A common way's
     k-grams are not evidence either: only what is rarer than the class's common ways is called similar."""
@@ -234,7 +236,7 @@ def compare_class(source: SourceNotebook, by_gid: dict[str, dict[str, str]]) -> 
     results, shown = [], {}
     for gid, answers in by_gid.items():
         stub = source.stubs.get(gid, "")
-        pairs, short, ways = compare(answers, course | common_kgrams([stub], known), known, _module_names(stub))
+        pairs, short, ways = compare_answers(answers, course | common_kgrams([stub], known), known, _module_names(stub))
         kept = tuple(pairs[:SIMILARITY_PAIRS_KEPT])
         counts = (len(answers), short, len(pairs))
         results.append(ExerciseSimilarity(source.assignment, gid, *counts, kept, _groups(pairs), ways))

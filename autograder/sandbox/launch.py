@@ -229,7 +229,7 @@ class Sandbox:
         try:
             work = tmp / "w"
             work.mkdir()
-            workcopy.prepare(work, None, *self.owner_ids())
+            workcopy.make_workcopy(work, None, *self.owner_ids())
             code = "import os; open('ok', 'w').write(str(os.getuid()))"
             launch = self.wrap(work, [self.python, "-c", code])
             try:
@@ -286,7 +286,7 @@ class Sandbox:
             and not os.path.exists(os.path.join(self.work_base, RUN_MARKER))
         ):
             raise OSError(f"the grading run that owned {self.work_base} is over (its folder was removed)")
-        workcopy.prepare(workdir, quota, *self.owner_ids())
+        workcopy.make_workcopy(workdir, quota, *self.owner_ids())
         workcopy.make_dirs(workdir, WORK_SUBDIRS, self.owner)
 
     def hand_over(self, path: Path) -> None:

@@ -22,7 +22,14 @@ import os
 
 from .syscalls import AF_VSOCK, ALLOWED, ALLOWED_ON, CLONE_NAMESPACES, NO_EFFECT, PERSONALITIES, UNSUPPORTED
 
-__all__ = ["compile_filter", "kernel_filter", "userns_filter", "libseccomp_version", "resolve", "FilterUnavailable"]
+__all__ = [
+    "compile_filter",
+    "kernel_filter",
+    "userns_filter",
+    "libseccomp_version",
+    "syscall_number",
+    "FilterUnavailable",
+]
 
 # libseccomp's ABI (seccomp.h): actions, attributes, comparison operators, struct scmp_arg_cmp.
 _ACT_ALLOW = 0x7FFF0000
@@ -87,14 +94,14 @@ def libseccomp_version() -> str:
     return f"{v.major}.{v.minor}.{v.micro}"
 
 
-def resolve(name: str) -> int | None:
+def syscall_number(name: str) -> int | None:
     """The native syscall number of `name`, or None where this architecture has no such call."""
     nr = _lib().seccomp_syscall_resolve_name(name.encode())
     return nr if nr >= 0 else None
 
 
 def _rule(lib, ctx, action: int, name: str, *cmps: tuple[int, int, int, int]) -> None:
-    nr = resolve(name)
+    nr = syscall_number(name)
     if nr is None:
         return
     arr = (_ArgCmp * max(1, len(cmps)))(*(_ArgCmp(*c) for c in cmps))

@@ -50,7 +50,7 @@ __all__ = [
     "Quota",
     "remove_with_scratch",
     "probe_quota",
-    "prepare",
+    "make_workcopy",
     "make_dirs",
     "hand_over",
     "full",
@@ -95,7 +95,7 @@ def probe_quota(base: Path, uid: int, gid: int) -> str:
     return ""
 
 
-def prepare(path: Path, quota: Quota | None, uid: int, gid: int) -> None:
+def make_workcopy(path: Path, quota: Quota | None, uid: int, gid: int) -> None:
     """Make `path` a working copy owned by uid:gid (mode 0700); with `quota`, its own tmpfs.
 
     Idempotent: a path that already is a quota mount (a replay kernel in the same

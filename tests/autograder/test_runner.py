@@ -2,7 +2,7 @@
 docs' deadlines.toml, which names other assignments too (their due dates are ignored for the run, a name no
 assignment has is still an error); a folder of submissions holding one notebook, graded without `missing`
 rows for the rest; and a regrade of some students keeping the whole folder's assignments. Nothing runs a
-kernel: these are the batch's first steps (runner.find, runner.place, runner.handed_in_sources)."""
+kernel: these are the batch's first steps (runner.find, runner.place_handins, runner.handed_in_sources)."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def test_a_folder_holding_one_notebook_grades_it_without_missing_rows_for_the_re
     (folder / "bob" / f"{A10}-Copy1.ipynb").write_text("{}")  # meant for 10: its row says why not graded
     batch = runner.resolve(Options(course=_course(tmp_path, docs_deadlines()), submissions=folder))
     sources, policy = runner.find(batch)
-    intake = runner.place(batch, sources, policy)
+    intake = runner.place_handins(batch, sources, policy)
     try:
         graded = runner.handed_in_sources(batch, sources, intake)
         assert list(graded) == [A10]
@@ -84,7 +84,7 @@ def test_regrading_some_students_keeps_the_assignments_the_whole_folder_has(tmp_
     some = runner.resolve(Options(course=course, submissions=folder, students=["ann"]))
     sources, policy = runner.find(whole)
     for batch in (whole, some):
-        intake = runner.place(batch, sources, policy)
+        intake = runner.place_handins(batch, sources, policy)
         try:
             assert sorted(runner.handed_in_sources(batch, sources, intake)) == [A02, A10]
         finally:

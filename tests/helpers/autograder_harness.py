@@ -111,7 +111,7 @@ def refused_syscalls() -> dict[str, int]:
         "mount",
         "setns",
     )
-    return {n: nr for n in names if (nr := seccomp.resolve(n)) is not None}
+    return {n: nr for n in names if (nr := seccomp.syscall_number(n)) is not None}
 
 
 def build_and_grade(root: Path) -> dict:

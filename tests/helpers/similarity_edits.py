@@ -241,10 +241,10 @@ def context(assignment: str, grade_id: str) -> tuple[set[int], set[str], set[str
 
 def listed(klass: SimilarityClass, code: str, copied: str) -> bool:
     """Whether the report lists the pair (the answer, its edited copy) in the answer's class."""
-    from autograder.publish.similarity import compare
+    from autograder.publish.similarity import compare_answers
 
     ignored, known, keep = context(klass.assignment, klass.grade_id)
-    return bool(compare({"a": code, "b": copied}, ignored, known, keep)[0])
+    return bool(compare_answers({"a": code, "b": copied}, ignored, known, keep)[0])
 
 
 @cache

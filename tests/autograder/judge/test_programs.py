@@ -15,7 +15,7 @@ from jax import lax
 from jax.sharding import PartitionSpec as P
 from judge_helpers import judge_observations
 
-from autograder.judge.programs import describe_layout
+from autograder.judge.programs import layout_phrase
 from autograder.publish.words import say
 from namedaxes import DATA_PARALLEL, DATA_SHARDS, DEVICES, MODEL_REPLICAS, grading
 from namedaxes.exercises import collectives as q07
@@ -53,9 +53,9 @@ def _forged(observation: dict, cases) -> dict:
 
 
 def test_layouts_in_words():
-    assert say(describe_layout(()), "en") == WHOLE
-    assert say(describe_layout(((DEVICES,),)), "en") == SPLIT_0
-    assert say(describe_layout(((), (M, D))), "en") == "split along dimension 1 over 'model_replicas' x 'data_shards'"
+    assert say(layout_phrase(()), "en") == WHOLE
+    assert say(layout_phrase(((DEVICES,),)), "en") == SPLIT_0
+    assert say(layout_phrase(((), (M, D))), "en") == "split along dimension 1 over 'model_replicas' x 'data_shards'"
 
 
 def test_a_forged_recording_over_replicated_inputs_scores_zero():

@@ -96,5 +96,5 @@ def test_a_name_the_program_chose_is_shown_only_as_one_token_of_program_text():
     assert listed.startswith("'batch', a name of 43 characters") and "and 4 more" in listed and "cheated" not in listed
     mesh = say(differences.mesh_names((("devices", SENTENCE), ("Explicit", "Auto"))), "en")
     assert mesh == "'devices': Explicit, a name of 45 characters: Auto"
-    layout = say(differences.describe_layout((("devices",), (SENTENCE,))), "en")
+    layout = say(differences.layout_phrase((("devices",), (SENTENCE,))), "en")
     assert "along dimension 0 over 'devices'" in layout and "cheated" not in layout and "<b>" not in layout

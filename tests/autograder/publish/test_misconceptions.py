@@ -251,13 +251,13 @@ def test_a_reduction_per_microbatch_is_one_group_whichever_cost_shows_on_the_lat
 def test_a_layouts_input_number_and_dimension_are_shown_with_its_axis():
     """`zero_specs` keeping the optimizer state whole: the map says which input and which dimension (the
     program's structure, no hidden number), and the axis; another dimension is another group."""
-    from autograder.judge.differences import describe_layout
+    from autograder.judge.differences import layout_phrase
 
     def whole(dim: int):
         name = Words((phrase(Kind.LAYOUT_INPUT_NAME, n=2), "['w1']"))
-        split = describe_layout(((), ("fsdp_axis",)) if dim else (("fsdp_axis",),))
+        split = layout_phrase(((), ("fsdp_axis",)) if dim else (("fsdp_axis",),))
         return Verdict(
-            False, (phrase(Kind.LAYOUT_INPUT, case="stage1", input=name, got=describe_layout(((),)), want=split),)
+            False, (phrase(Kind.LAYOUT_INPUT, case="stage1", input=name, got=layout_phrase(((),)), want=split),)
         )
 
     found = finding(whole(0))

@@ -33,7 +33,7 @@ from autograder.publish.similarity import (
     SHOWN_AT,
     canonical_tokens,
     common_kgrams,
-    compare,
+    compare_answers,
     compare_class,
     kgrams,
     vocabulary,
@@ -232,14 +232,14 @@ def test_a_pair_is_scored_by_the_shorter_answers_share_so_padding_cannot_dilute_
     known = _known()
     extra = "    check = [p_update_step(params, sharded_batch)[0] for _ in range(steps)]\n"
     grown = LOOP.replace("    return", extra * 6 + "    return")
-    [p], short, _ = compare({"ann": LOOP, "big": grown}, set(), known, {"train"})
+    [p], short, _ = compare_answers({"ann": LOOP, "big": grown}, set(), known, {"train"})
     assert short == 0 and p.score == p.a_share > SHOWN_AT > p.b_share  # all of ann's but its last lines' runs
     copied = LOOP.replace("    return", "    print(len(history))\n    return")  # padding: gone
-    [p] = compare({"ann": LOOP, "ben": copied}, set(), known, {"train"}).pairs
+    [p] = compare_answers({"ann": LOOP, "ben": copied}, set(), known, {"train"}).pairs
     assert p.a_share == p.b_share == p.score == 1.0
     tail = "    return params, jnp.stack(history)\n"  # ann's last lines and little else: too little evidence
     assert (
-        compare(
+        compare_answers(
             {"ann": LOOP, "cy": SCAN.replace("    return params, jnp.concatenate([losses, final[None]])\n", tail)},
             set(),
             known,
@@ -278,10 +278,10 @@ def test_what_everyone_writes_comes_from_the_course_and_the_classs_common_ways()
     assert kgrams(canonical_tokens(REFERENCE, known, {"train"})) <= common
     assert COMMON_WAY == 4
     ring = {f"s{i}": LOOP for i in range(3)} | {f"h{i}": SCAN for i in range(2)}
-    pairs, short, ways = compare(ring, common, known, {"train"})
+    pairs, short, ways = compare_answers(ring, common, known, {"train"})
     assert len(pairs) == 3 + 1 and short == 0 and ways == ()
     usual = {f"s{i}": LOOP for i in range(6)} | {f"h{i}": SCAN for i in range(4)} | {"ben": COPY, "dee": INDEXED}
-    pairs, short, ways = compare(usual, common, known, {"train"})
+    pairs, short, ways = compare_answers(usual, common, known, {"train"})
     # ben's renamed copy of the loop is the loop: a copy of a common way cannot be told from it
     assert pairs == [] and short == 0
     assert ways == (("ben", "s0", "s1", "s2", "s3", "s4", "s5"), ("h0", "h1", "h2", "h3"))
@@ -332,7 +332,7 @@ def test_a_copy_hidden_in_live_code_the_old_normaliser_dropped_is_listed(constru
     of ten without gus's ring), at 100 %; no honest classmate is pulled in."""
     klass = {s: code for s, code in EVASIONS.answers.items() if s not in ("hal", "ivy")} | {"zed": HIDDEN[construct]}
     ignored, known, keep = context(EVASIONS.assignment, EVASIONS.grade_id)
-    pairs = compare(klass, ignored, known, keep).pairs
+    pairs = compare_answers(klass, ignored, known, keep).pairs
     assert [(p.a, p.b, p.score) for p in pairs if "zed" in (p.a, p.b)] == [("gus", "zed", 1.0)], pairs
 
 

@@ -126,7 +126,7 @@ print(json.dumps(out))
 def _numbers(names) -> dict[str, int]:
     from autograder.sandbox import seccomp
 
-    return {n: nr for n in names if (nr := seccomp.resolve(n)) is not None}
+    return {n: nr for n in names if (nr := seccomp.syscall_number(n)) is not None}
 
 
 def _probe_code() -> str:
