@@ -83,14 +83,12 @@ SHARED_FUNCTIONS = frozenset(
         "kind_of",
         "loss_fn",
         "provenance",
-        "record",
         "rules",
         "serve",
         "sgd_step",
         "stage_mesh",
         "text",
         "train_step",
-        "translate",
     }
 )
 # The grader's stage packages, each with its face (`FACE` in its __init__.py), and the modules every stage and

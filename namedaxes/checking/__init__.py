@@ -80,7 +80,7 @@ from .compiled import (
     reaching_communication,
 )
 from .exercise import Exercise, exercises_for
-from .explaining import explained, layout_error, not_started, not_written_yet, translate, unbound_axis_name
+from .explaining import explain_error, explained, layout_error, not_started, not_written_yet, unbound_axis_name
 from .failures import CheckFailed, NotAttempted, fail
 from .progress_list import progress, progress_of, progress_rows
 from .proving import assert_check_fails, assert_check_passes, show_error
@@ -160,7 +160,7 @@ __all__ = [
     "unbound_axis_name",
     "layout_error",
     "explained",
-    "translate",
+    "explain_error",
     "progress",
     "progress_of",
     "progress_rows",

@@ -28,9 +28,9 @@ from collections.abc import Callable, Iterable
 from ..grading import MISTAKES_KEY, PROGRAMS_KEY, judged_outside
 from ..i18n import gettext
 from .course_devices import expect_course_devices
-from .explaining import explained, translate
+from .explaining import explain_error, explained
 from .failures import CheckFailed, NotAttempted
-from .registry import FAILED, JUDGED, NOT_ATTEMPTED, PASSED, LastCheck, record, register
+from .registry import FAILED, JUDGED, NOT_ATTEMPTED, PASSED, LastCheck, record_check, register
 from .rendering import GREEN, color
 from .text import TEXT
 
@@ -106,15 +106,15 @@ class Exercise:
                 self._check_here(answer)
         except CheckFailed as err:
             kind = NotAttempted if isinstance(err, NotAttempted) else CheckFailed
-            record(self, LastCheck(NOT_ATTEMPTED if kind is NotAttempted else FAILED, str(err), answer))
+            record_check(self, LastCheck(NOT_ATTEMPTED if kind is NotAttempted else FAILED, str(err), answer))
             # A fresh exception without the checker's internal frames; IPython shows only its message.
             failure = kind(str(err))
             failure.hint_line = TEXT["hint_line"].format(attr=self._attr()) if self._hints else ""
             raise failure from None
         except BaseException as err:
-            record(self, LastCheck(FAILED, f"{type(err).__name__}: {err}", answer))
+            record_check(self, LastCheck(FAILED, f"{type(err).__name__}: {err}", answer))
             raise
-        record(self, LastCheck(JUDGED if judged else PASSED, "", answer))
+        record_check(self, LastCheck(JUDGED if judged else PASSED, "", answer))
         _say(
             TEXT["judged_outside"].format(name=self.name)
             if judged
@@ -157,7 +157,7 @@ class Exercise:
         except CheckFailed:
             raise
         except Exception as err:  # noqa: BLE001 - translated for the student
-            why = translate(err, self.name) or TEXT["raised"].format(
+            why = explain_error(err, self.name) or TEXT["raised"].format(
                 name=self.name, error=f"`{type(err).__name__}: {(str(err).strip().splitlines() or [''])[0][:300]}`"
             )
             raise CheckFailed(TEXT["not_recordable"].format(name=self.name, why=why)) from None

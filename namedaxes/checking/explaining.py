@@ -23,7 +23,7 @@ __all__ = [
     "unbound_axis_name",
     "layout_error",
     "unreduced_operation",
-    "translate",
+    "explain_error",
     "explained",
 ]
 
@@ -154,7 +154,7 @@ def _refused_by_this_line(err: BaseException, name: str) -> str | None:
     return None
 
 
-def translate(
+def explain_error(
     err: BaseException,
     name: str,
     *,
@@ -220,7 +220,7 @@ def explained(
     fix: str | None = None,
     rules: Iterable[Callable[[BaseException], str | None]] = (),
 ):
-    """Run an answer; the usual crashes become `CheckFailed` with the message of `translate` (`NotAttempted`
+    """Run an answer; the usual crashes become `CheckFailed` with the message of `explain_error` (`NotAttempted`
     when the answer is not started: `not_started`).
 
     with explained("scaled_sum", run="`jax.pmap(scaled_sum, axis_name=DEVICES)`", binds=(DEVICES,)):
@@ -231,7 +231,7 @@ def explained(
     except CheckFailed:
         raise
     except Exception as err:  # translated or re-raised unchanged
-        message = translate(err, name, run=run, binds=binds, fix=fix, rules=rules)
+        message = explain_error(err, name, run=run, binds=binds, fix=fix, rules=rules)
         if message is None:
             raise
         raise (NotAttempted if not_started(err) else CheckFailed)(message) from err

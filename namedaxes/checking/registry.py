@@ -17,7 +17,7 @@ __all__ = [
     "JUDGED",
     "Registered",
     "register",
-    "record",
+    "record_check",
     "exercises",
     "last",
 ]
@@ -54,7 +54,7 @@ def register(exercise: Registered) -> None:
     _REGISTRY.setdefault(exercise.module, {})[exercise.key] = exercise
 
 
-def record(exercise: Registered, check: LastCheck) -> None:
+def record_check(exercise: Registered, check: LastCheck) -> None:
     """What the last check of `exercise` said."""
     _RESULTS[exercise.key] = check
 

@@ -20,7 +20,7 @@ import re
 from ..kernel_start import HANDLED, MARK, cell_seconds
 from .explaining import user_frames
 from .notebook import ipython
-from .registry import NOT_ATTEMPTED, LastCheck, exercises, record
+from .registry import NOT_ATTEMPTED, LastCheck, exercises, record_check
 from .rendering import render_failure
 from .text import TEXT
 
@@ -36,7 +36,7 @@ def undefined_answer(value: BaseException) -> str | None:
         return None
     message = TEXT["not_defined_yet"].format(name=name)
     for ex in found:
-        record(ex, LastCheck(NOT_ATTEMPTED, message))
+        record_check(ex, LastCheck(NOT_ATTEMPTED, message))
     return message
 
 

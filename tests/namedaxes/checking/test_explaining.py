@@ -15,9 +15,9 @@ from jax import lax
 from namedaxes import DATA_SHARDS, DEVICES, MODEL_REPLICAS
 from namedaxes.checking import (
     CheckFailed,
+    explain_error,
     explained,
     not_written_yet,
-    translate,
     unbound_axis_name,
 )
 
@@ -76,14 +76,14 @@ def test_an_error_outside_the_students_code_is_not_disguised():
 def test_unbound_axis_name_message_says_what_binds_and_which_constant_to_write():
     with pytest.raises(NameError) as raised:
         jax.pmap(lambda x: lax.psum(x, "device"), axis_name=DEVICES)(jnp.arange(2.0))
-    msg = translate(raised.value, "total", run="`jax.pmap(total, axis_name=DEVICES)`", binds=(DEVICES,))
+    msg = explain_error(raised.value, "total", run="`jax.pmap(total, axis_name=DEVICES)`", binds=(DEVICES,))
     assert msg.startswith("`total` failed with JAX's error \"NameError: Found an unbound axis name: device.")
     assert "`total` calls a collective over 'device', and no enclosing pmap/vmap/shard_map binds that name" in msg
     assert msg.endswith(
         "`jax.pmap(total, axis_name=DEVICES)` binds only 'devices'. Write the axis name as the "
         "constant `DEVICES`: `axis_name=DEVICES`."
     )
-    grid = translate(raised.value, "grid", binds=(DATA_SHARDS, MODEL_REPLICAS))
+    grid = explain_error(raised.value, "grid", binds=(DATA_SHARDS, MODEL_REPLICAS))
     assert grid.endswith(
         "The check binds only 'data_shards' and 'model_replicas'. Use the constants "
         "`DATA_SHARDS` ('data_shards') and `MODEL_REPLICAS` ('model_replicas') for the names."
@@ -110,7 +110,7 @@ def test_an_operation_on_an_unreduced_array_names_the_exercise_and_the_reduction
     err = NotImplementedError(
         "unreduced rule for div is not implemented. Please file an issue at https://github.com/jax-ml/jax/issues"
     )
-    said = translate(err, "accumulate_grads")
+    said = explain_error(err, "accumulate_grads")
     assert said.startswith('`accumulate_grads` failed with JAX\'s error "unreduced rule for div is not implemented"')
     assert "`div` was applied to an `unreduced` array" in said and "jax.reshard(total, P())" in said
     assert "Please file" not in said
@@ -118,7 +118,7 @@ def test_an_operation_on_an_unreduced_array_names_the_exercise_and_the_reduction
         "Denominator should be reduced along the same axes numerator is unreduced on. Got "
         "x=ShapedArray(float32[32,64]{U:fsdp_axis}), y=ShapedArray(float32[])"
     )  # the newest JAX line's words for the same division
-    said = translate(newest, "accumulate_grads")
+    said = explain_error(newest, "accumulate_grads")
     assert said.startswith("`accumulate_grads` failed with JAX's error \"Denominator should be reduced along the same")
     assert "`div` was applied to an `unreduced` array" in said and "ShapedArray" not in said
-    assert translate(NotImplementedError("something else"), "f") is None  # a library's own, outside the cell
+    assert explain_error(NotImplementedError("something else"), "f") is None  # a library's own, outside the cell
