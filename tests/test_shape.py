@@ -69,7 +69,13 @@ FUNCTION_ROLES = {
     "step_mistakes": "the known mistakes of a notebook's training step (each notebook's)",
     "build": "a build step's entry (the benchmark's course, the notebooks, the catalogs, the site)",
     "render": "a page or table's text from its records (report, labels, tables)",
+    "text": "TEXT[key] in a language, its placeholders filled (the grader's messages, the site's words)",
+    "provenance": "where a tool's measured record was made: the machine, the versions, the date, the command",
+    "serve": "a child process's main loop: read each request, answer it (the launcher's worker, the judge's scorer)",
     "place": "a model module's parameters (and optimizer state) stored on a mesh as its rules say",
+    "loss_fn": "a model's loss: parameters and a batch to one number (transformer, pipeline, notebook 07's FSDP)",
+    "train_step": "a model module's one training step: (params, state, window) to (params, state, loss)",
+    "sgd_step": "one plain SGD step on one device: what answers are compared with (namedaxes.model, 07's FSDP)",
 }
 # Public top-level functions that still share a name across modules, with different meanings: rename them
 # (this list only shrinks; the exercise wing's are issue 60's other half).
@@ -81,14 +87,8 @@ SHARED_FUNCTIONS = frozenset(
         "grid_mesh",
         "judged",
         "kind_of",
-        "loss_fn",
-        "provenance",
         "rules",
-        "serve",
-        "sgd_step",
         "stage_mesh",
-        "text",
-        "train_step",
     }
 )
 # The grader's stage packages, each with its face (`FACE` in its __init__.py), and the modules every stage and
