@@ -69,6 +69,7 @@ FUNCTION_ROLES = {
     "step_mistakes": "the known mistakes of a notebook's training step (each notebook's)",
     "build": "a build step's entry (the benchmark's course, the notebooks, the catalogs, the site)",
     "render": "a page or table's text from its records (report, labels, tables)",
+    "expected_figures": "an answer table's figures from reference answers passed in (tools/answer_tables.py)",
 }
 # Public top-level functions that still share a name across modules, with different meanings: rename them
 # (this list only shrinks; the exercise wing's are issue 60's other half).
@@ -78,8 +79,6 @@ SHARED_FUNCTIONS = frozenset(
         "compare",
         "describe",
         "describe_layout",
-        "expect_per_device",
-        "expected_figures",
         "grid_mesh",
         "judged",
         "key",
