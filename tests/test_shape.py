@@ -76,14 +76,13 @@ FUNCTION_ROLES = {
     "loss_fn": "a model's loss: parameters and a batch to one number (transformer, pipeline, notebook 07's FSDP)",
     "train_step": "a model module's one training step: (params, state, window) to (params, state, loss)",
     "sgd_step": "one plain SGD step on one device: what answers are compared with (namedaxes.model, 07's FSDP)",
+    "expected_figures": "an answer table's figures from reference answers passed in (tools/answer_tables.py)",
 }
 # Public top-level functions that still share a name across modules, with different meanings: rename them
 # (this list only shrinks; the exercise wing's are issue 60's other half).
 SHARED_FUNCTIONS = frozenset(
     {
         "describe",
-        "expect_per_device",
-        "expected_figures",
         "grid_mesh",
         "judged",
         "kind_of",

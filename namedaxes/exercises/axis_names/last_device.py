@@ -12,7 +12,7 @@ from namedaxes import DEVICES
 from namedaxes.checking import same_values
 from namedaxes.grading import programs, rng
 
-from .running import exercise, program_cases, run_answer, wrong_values
+from .running import exercise, expect_mapped_values, program_cases
 from .text import TEXT
 
 # ---------------------------------------------------------------- 2. last_device_value
@@ -50,21 +50,28 @@ def last_mistakes(xs: np.ndarray) -> list[tuple]:
     ]
 
 
+def _last_row(x) -> np.ndarray:
+    """The last device's `x`, on every device."""
+    xs = np.asarray(x)
+    return np.broadcast_to(xs[-1], xs.shape)
+
+
 def _check_last_device_value(fn) -> None:
-    name = "last_device_value"
     r = rng("last_device_value_check")
-    for how, k in (("pmap", 8), ("pmap", 3), ("vmap", 5)):
-        x = jnp.asarray(r.normal(size=(k, 5)), jnp.float32)
-        out = run_answer(name, fn, x, how)
-        xs, got = np.asarray(x), np.asarray(out)
-        want = np.broadcast_to(xs[-1], xs.shape)
-        if same_values(got, want):
-            continue
+    cases = [
+        (how, jnp.asarray(r.normal(size=(k, 5)), jnp.float32)) for how, k in (("pmap", 8), ("pmap", 3), ("vmap", 5))
+    ]
+
+    def diagnose(x, out, how: str) -> str:
+        del how  # the same mistakes under pmap and vmap
+        xs, got, k = np.asarray(x), np.asarray(out), x.shape[0]
         found = next((m for m in last_mistakes(xs) if same_values(got, m[0])), None)
         said = TEXT[found[1]].format(**found[2]) if found else TEXT["last_other"].format(last=k - 1)
         if found and found[1] in ("last_nobody", "last_other_device") and k != 8:
             said += _not_the_axis_size(fn, k)
-        wrong_values(name, out, want, how, said)
+        return said
+
+    expect_mapped_values("last_device_value", fn, cases, _last_row, diagnose)
 
 
 def _observe_last_device_value(fn) -> dict:

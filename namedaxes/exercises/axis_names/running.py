@@ -3,6 +3,8 @@ per device, and the cases the grader draws."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -33,14 +35,14 @@ def where_run(how: str, k: int) -> str:
 
 def run_answer(name: str, fn, x, how: str = "pmap"):
     """`fn` mapped over the leading axis of `x`, its crashes readable messages (`checking.explained`), and its
-    result checked: a float32 array, each device's (or example's) shaped like its `x` (`expect_per_device`)."""
+    result checked: a float32 array, each device's (or example's) shaped like its `x` (`_expect_each_result`)."""
     with explained(name, run=TEXT["run"].format(name=name, where=where_run(how, x.shape[0])), binds=(DEVICES,)):
         out = _mapped(fn, how)(x)
-    expect_per_device(name, out, x.shape[0], x.shape[1:], jnp.float32, how)
+    _expect_each_result(name, out, x.shape[0], x.shape[1:], jnp.float32, how)
     return out
 
 
-def expect_per_device(name: str, out, k: int, shape: tuple, dtype, how: str = "pmap") -> None:
+def _expect_each_result(name: str, out, k: int, shape: tuple, dtype, how: str = "pmap") -> None:
     """Type, then the shape and dtype each device (or example) returns."""
     expect_array(f"{name}(x)", out)
     per = TEXT["device"] if how == "pmap" else TEXT["example"]
@@ -71,6 +73,18 @@ def wrong_values(name: str, out, want, how: str, diagnosis: str) -> None:
             got=show_values(out[i]),
         )
     )
+
+
+def expect_mapped_values(
+    name: str, fn, cases: Iterable[tuple], expected: Callable, diagnose: Callable[..., str]
+) -> None:
+    """Each case `(how, x)` run (`run_answer`) and its values compared with `expected(x)`: the first case that
+    differs fails (`wrong_values`) with `diagnose(x, out, how)`, the known mistake its values are."""
+    for how, x in cases:
+        out = run_answer(name, fn, x, how)
+        want = expected(x)
+        if not same_values(out, want):
+            wrong_values(name, out, want, how, diagnose(x, out, how))
 
 
 def program_cases(fn, how_sizes, per_shape, draw=None) -> dict:

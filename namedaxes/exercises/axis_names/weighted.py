@@ -6,10 +6,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from namedaxes import DEVICES
-from namedaxes.checking import same_values
 from namedaxes.grading import programs, rng
 
-from .running import diagnosis, exercise, program_cases, run_answer, wrong_values
+from .running import diagnosis, exercise, expect_mapped_values, program_cases
 from .text import TEXT
 
 
@@ -27,18 +26,25 @@ def weighted_mistakes(xs: np.ndarray) -> list[tuple]:
     ]
 
 
+def _weighted_total(x) -> np.ndarray:
+    """The sum of every device's `x` times its position, on every device."""
+    xs = np.asarray(x, np.float64)
+    ranks = np.arange(xs.shape[0])[:, None]
+    return np.broadcast_to((ranks * xs).sum(axis=0), xs.shape)
+
+
+def _weighted_diagnosis(x, out, how: str) -> str:
+    del how  # the same mistakes under pmap and vmap
+    got, xs = np.asarray(out, np.float64), np.asarray(x, np.float64)
+    return diagnosis(got, weighted_mistakes(xs), TEXT["weighted_other"])
+
+
 def _check_rank_weighted_sum(fn) -> None:
-    name = "rank_weighted_sum"
     r = rng("rank_weighted_sum_check")
-    for how, k in (("pmap", 8), ("pmap", 4), ("vmap", 5)):
-        x = jnp.asarray(r.normal(size=(k, 2)), jnp.float32)
-        out = run_answer(name, fn, x, how)
-        xs, got = np.asarray(x, np.float64), np.asarray(out, np.float64)
-        ranks = np.arange(k)[:, None]
-        want = np.broadcast_to((ranks * xs).sum(axis=0), xs.shape)
-        if same_values(got, want):
-            continue
-        wrong_values(name, out, want, how, diagnosis(got, weighted_mistakes(xs), TEXT["weighted_other"]))
+    cases = [
+        (how, jnp.asarray(r.normal(size=(k, 2)), jnp.float32)) for how, k in (("pmap", 8), ("pmap", 4), ("vmap", 5))
+    ]
+    expect_mapped_values("rank_weighted_sum", fn, cases, _weighted_total, _weighted_diagnosis)
 
 
 def _observe_rank_weighted_sum(fn) -> dict:

@@ -8,9 +8,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from namedaxes.checking import expect_close, same_values, show_values, which_mistake
+from namedaxes.checking import same_values, which_mistake
 
-from .running import AXIS_ENV, exercise, expect_per_device, observe_outputs, run_answer
+from .running import AXIS_ENV, exercise, expect_values_near, observe_outputs, visible_results
 from .text import TEXT
 
 
@@ -49,14 +49,11 @@ def share_mistakes(x) -> list[tuple]:
 
 def _check_global_max_share(fn: Callable) -> None:
     name = "global_max_share"
-    for x in _visible_signed_inputs():
-        out = run_answer(name, fn, x)
-        expect_per_device(name, out, x)
+    for x, out in visible_results(name, fn, _visible_signed_inputs()):
         xs = np.asarray(x, np.float64)
         sizes = np.abs(xs)
         want = xs / sizes.max(axis=0)
         got = np.asarray(out, np.float64)
-        k = x.shape[0]
         if same_values(got, np.ones_like(want), dtype=float):
             hint = TEXT["share_max_of_shares" if _returns_collective(fn, x[0], "pmax") else "share_ones"]
         elif (found := which_mistake(got, share_mistakes(xs))) is not None:
@@ -65,14 +62,7 @@ def _check_global_max_share(fn: Callable) -> None:
             hint = TEXT["share_replicated"]
         else:
             hint = ""
-        expect_close(
-            name,
-            out,
-            want,
-            rtol=1e-4,
-            atol=1e-5,
-            hint=TEXT["where"].format(k=k, x=show_values(x, separator=" ", scalar_as_number=True)) + hint,
-        )
+        expect_values_near(name, out, want, x, rtol=1e-4, atol=1e-5, hint=hint)
 
 
 def _observe_global_max_share(fn: Callable) -> dict:

@@ -9,16 +9,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from namedaxes import DEVICES
-from namedaxes.checking import (
-    expect_close,
-    fail,
-    mistake_sentence,
-    same_values,
-    show_values,
-)
+from namedaxes.checking import fail, mistake_sentence, same_values
 from namedaxes.grading import Case, pmapped, programs, spec
 
-from .running import DEVICE_COUNTS, exercise, expect_same_on_every_device, run_answer
+from .running import DEVICE_COUNTS, exercise, expect_same_on_every_device, expect_values_near, visible_results
 from .text import TEXT
 
 # ---------------------------------------------------------------- exercise 2: scaled_mean
@@ -80,25 +74,16 @@ def _diagnose_mean(xs, got) -> str:
 
 def _check_scaled_mean(fn: Callable) -> None:
     name = "scaled_mean"
-    for x in _visible_padded_inputs():
-        out = run_answer(name, fn, x)
-        _expect_one_number_per_device(name, out, x)
+    for x, out in visible_results(name, fn, _visible_padded_inputs(), _expect_one_number_per_device):
         xs = np.asarray(x, np.float64)
-        k, n = x.shape[0], int((~np.isnan(xs)).sum())
+        n = int((~np.isnan(xs)).sum())
         want = 2.0 * np.nansum(xs) / n
         expect_same_on_every_device(name, out, x, want, "mean_expected", n=n)
         got = float(np.asarray(out, float)[0])
         tol = 1e-3 if x.dtype == np.float16 else 1e-5
         if not same_values(got, want, tol, dtype=float):
-            expect_close(
-                name,
-                out,
-                np.full(out.shape, want),
-                rtol=tol,
-                atol=tol,
-                hint=TEXT["where"].format(k=k, x=show_values(x, separator=" ", scalar_as_number=True))
-                + _diagnose_mean(xs, out),
-            )
+            hint = _diagnose_mean(xs, out)
+            expect_values_near(name, out, np.full(out.shape, want), x, rtol=tol, atol=tol, hint=hint)
 
 
 def _padded(fn: Callable, m: int) -> Callable:

@@ -3,14 +3,14 @@ result per device, and the programs the grader judges."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from namedaxes import DEVICES
-from namedaxes.checking import exercises_for, expect_replicated, explained, fail, show_values
+from namedaxes.checking import exercises_for, expect_close, expect_replicated, explained, fail, show_values
 from namedaxes.grading import Case, pmapped, programs, spec
 
 from . import text
@@ -33,12 +33,32 @@ def run_answer(name: str, fn: Callable, x) -> jax.Array:
         return jax.pmap(fn, axis_name=DEVICES)(x)
 
 
+def inline_values(value) -> str:
+    """Values as this notebook's messages show them: on one line, a scalar as a plain number."""
+    return show_values(value, separator=" ", scalar_as_number=True)
+
+
 def expect_same_on_every_device(name: str, out, x, want, key: str, **fields) -> None:
     """`out` the same on every device (`checking.expect_replicated`), else the hint `key` of this notebook's TEXT,
     which shows the devices' inputs `x` and the one result `want` expected of all of them (with `fields`)."""
-    shown = {"separator": " ", "scalar_as_number": True}
-    hint = TEXT[key].format(k=x.shape[0], x=show_values(x, **shown), want=show_values(want, **shown), **fields)
+    hint = TEXT[key].format(k=x.shape[0], x=inline_values(x), want=inline_values(want), **fields)
     expect_replicated(name, out, axis_name=DEVICES, hint=hint)
+
+
+def expect_values_near(name: str, out, want, x, *, rtol: float, atol: float, hint: str) -> None:
+    """`out` within `rtol` and `atol` of `want` (`checking.expect_close`), else expected vs seen, then the devices'
+    inputs `x` and `hint` (the known mistake the values are, or advice)."""
+    where = TEXT["where"].format(k=x.shape[0], x=inline_values(x))
+    expect_close(name, out, want, rtol=rtol, atol=atol, hint=where + hint)
+
+
+def visible_results(name: str, fn: Callable, inputs: Iterable, expect_shape: Callable | None = None) -> Iterator:
+    """Each visible input `x` with the answer's result on it, `(x, out)`: run (`run_answer`) and checked for type,
+    shape and dtype (`expect_shape(name, out, x)`, by default `expect_per_device`) before its values are."""
+    for x in inputs:
+        out = run_answer(name, fn, x)
+        (expect_shape or expect_per_device)(name, out, x)
+        yield x, out
 
 
 def expect_per_device(name: str, out, x) -> None:

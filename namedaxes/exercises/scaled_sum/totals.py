@@ -9,25 +9,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from namedaxes import DEVICES
-from namedaxes.checking import (
-    examined,
-    expect_close,
-    expect_communication,
-    fail,
-    same_values,
-    show_values,
-    which_mistake,
-)
+from namedaxes.checking import examined, expect_communication, fail, same_values, which_mistake
 from namedaxes.grading import Case, pmapped, programs, spec
 
 from .running import (
     exercise,
-    expect_per_device,
     expect_same_on_every_device,
+    expect_values_near,
     explained_here,
+    inline_values,
     observe_outputs,
     run_answer,
     visible_inputs,
+    visible_results,
 )
 from .text import TEXT
 
@@ -67,21 +61,11 @@ def _diagnose_sum(fn: Callable, x, got, want) -> str:
 
 
 def _check_scaled_sum(fn: Callable) -> None:
-    for x in visible_inputs():
-        out = run_answer("scaled_sum", fn, x)
-        expect_per_device("scaled_sum", out, x)
+    for x, out in visible_results("scaled_sum", fn, visible_inputs()):
         want = np.asarray(x, np.float64).sum(axis=0) * 2.0
-        k = x.shape[0]
         expect_same_on_every_device("scaled_sum", out, x, want, "sum_expected")
-        expect_close(
-            "scaled_sum",
-            out,
-            np.broadcast_to(want, out.shape),
-            rtol=1e-3,
-            atol=1e-3,
-            hint=TEXT["where"].format(k=k, x=show_values(x, separator=" ", scalar_as_number=True))
-            + _diagnose_sum(fn, x, out, want),
-        )
+        hint = _diagnose_sum(fn, x, out, want)
+        expect_values_near("scaled_sum", out, np.broadcast_to(want, out.shape), x, rtol=1e-3, atol=1e-3, hint=hint)
 
 
 def _growth(fn: Callable) -> Callable:
@@ -113,12 +97,7 @@ def _check_scaled_sum_uses_psum(fn: Callable) -> None:
         expect_communication("scaled_sum", facts, DEVICES, "psum", hint=TEXT["use_psum"])
         return
     key = "psum_is_mean" if same_values(big, small, dtype=float) else "psum_not_total"
-    fail(
-        TEXT[key].format(
-            big=show_values(big, separator=" ", scalar_as_number=True),
-            small=show_values(small, separator=" ", scalar_as_number=True),
-        )
-    )
+    fail(TEXT[key].format(big=inline_values(big), small=inline_values(small)))
 
 
 def _observe_scaled_sum(fn: Callable) -> dict:

@@ -21,7 +21,7 @@ from namedaxes.grading import Case, programs
 from namedaxes.judging import COMPILER_OPTIONS
 from namedaxes.meshes import abstract_on
 
-from .running import exercise
+from .running import adam_step_case, exercise
 from .text import say
 
 # ---------------------------------------------------------------- 1. mixed_train_step
@@ -152,18 +152,10 @@ def _mixed_case(fn, config, layout, batch, **kwargs) -> Case:
     window = abstract_on(mesh, (batch, config.seq + 1), P(tm.BATCH), jnp.int32)
 
     def step(params, window):  # Adam's state made inside: its moments start at zero, as in training
-        new_params, state, loss = fn(params, tm.OPTIMIZER.init(params), window)
-        return new_params, state[0].mu, state[0].nu, loss  # plain dicts: an exported tree names no Optax type
+        return fn(params, tm.OPTIMIZER.init(params), window)
 
-    return Case(
-        step,
-        params,
-        window,
-        draw={"kind": "normal", "scale": 0.5, "high": 27},
-        rtol=1e-3,
-        atol=1e-5,
-        context=functools.partial(jax.set_mesh, mesh),
-        **kwargs,
+    return adam_step_case(
+        mesh, step, params, window, draw={"kind": "normal", "scale": 0.5, "high": 27}, rtol=1e-3, atol=1e-5, **kwargs
     )
 
 

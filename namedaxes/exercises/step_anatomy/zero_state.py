@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 
 import jax
@@ -16,7 +15,7 @@ from namedaxes.grading import Case, programs
 from namedaxes.judging import COMPILER_OPTIONS, work_of
 from namedaxes.meshes import abstract_on
 
-from .running import SPEC_KEYS, STAGES, exercise
+from .running import SPEC_KEYS, STAGES, adam_step_case, exercise
 from .text import say
 
 # ---------------------------------------------------------------- 2. zero_specs
@@ -104,13 +103,12 @@ def _zero_case(fn, stage: int, d: int, hidden: int, batch: int) -> Case:
     x, y = (abstract_on(mesh, (batch, d), P(zr.ZERO)) for _ in range(2))
     step = zr.zero_step(specs, mesh)
 
-    def exported(params, mu, nu, x, y):  # Adam's state as plain dicts: an exported tree names no Optax type
+    def exported(params, mu, nu, x, y):  # Adam's state from its moments, given as plain dicts
         state = zr.OPTIMIZER.init(params)
-        state = (state[0]._replace(mu=mu, nu=nu), *state[1:])
-        params, state, loss = step(params, state, x, y)
-        return params, state[0].mu, state[0].nu, loss
+        return step(params, (state[0]._replace(mu=mu, nu=nu), *state[1:]), x, y)
 
-    return Case(
+    return adam_step_case(
+        mesh,
         exported,
         params,
         moments,
@@ -121,7 +119,6 @@ def _zero_case(fn, stage: int, d: int, hidden: int, batch: int) -> Case:
         rtol=1e-4,
         atol=1e-5,
         only_collectives=True,
-        context=functools.partial(jax.set_mesh, mesh),
         work={"peak_bytes": PEAK_FACTOR},
     )
 

@@ -109,6 +109,14 @@ LAYOUT_CASES = [  # (config, batch, budget): the visible check's (some have ties
 ]
 
 
+def figure_number(value) -> float | None:
+    """An answer's figure as a float, None where it is no number (a bool, a string, a missing key's None)."""
+    try:
+        return float(value) if not isinstance(value, bool) else None
+    except (TypeError, ValueError):
+        return None
+
+
 def formula(exercise: str, answers: tuple) -> dict:
     """What the grader reads from the reference's observation: where the cases and the answers come from."""
     return {"module": __package__, "exercise": exercise, "answers": list(answers)}

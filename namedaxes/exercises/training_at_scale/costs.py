@@ -11,7 +11,7 @@ from namedaxes.checking import explained, fail
 from namedaxes.grading import FORMULA_KEY
 from namedaxes.transformer import Config
 
-from .cases import COST_CASES, COST_KEYS, cost_case, formula, hidden_cases_of, visible_figures
+from .cases import COST_CASES, COST_KEYS, cost_case, figure_number, formula, hidden_cases_of, visible_figures
 from .running import exercise
 from .text import say
 
@@ -20,16 +20,9 @@ def _case_text(config: Config, layout: tuple, batch: int) -> str:
     return say("costs_case", config=repr(config), layout=layout, batch=batch)
 
 
-def _number(value) -> float | None:
-    try:
-        return float(value) if not isinstance(value, bool) else None
-    except (TypeError, ValueError):
-        return None
-
-
 def _numbers(got) -> dict:
     """The answer's five figures as floats (a key missing or not a number: None)."""
-    return {k: _number(got.get(k)) for k in COST_KEYS} if isinstance(got, dict) else dict.fromkeys(COST_KEYS)
+    return {k: figure_number(got.get(k)) for k in COST_KEYS} if isinstance(got, dict) else dict.fromkeys(COST_KEYS)
 
 
 _ZERO = {  # a collective's figure: the message for a 0 where it moves bytes, and the size that makes it move

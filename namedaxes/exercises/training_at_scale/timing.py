@@ -54,10 +54,10 @@ import numpy as np
 
 from namedaxes import transformer as tm
 from namedaxes.checking import explained, fail
-from namedaxes.grading import FORMULA_KEY, hidden_cases
+from namedaxes.grading import FORMULA_KEY
 from namedaxes.transformer import Config
 
-from .cases import LAYOUTS, config_fields, cost_case, usable
+from .cases import LAYOUTS, config_fields, cost_case, figure_number, formula, hidden_cases_of, usable
 from .running import exercise
 from .text import say
 
@@ -177,20 +177,13 @@ def _case_text(config: Config, layout: tuple, batch: int, chip: dict) -> str:
     return say("time_case", config=repr(config), layout=layout, batch=batch, chip=_chip_text(chip))
 
 
-def _number(value) -> float | None:
-    try:
-        return float(value) if not isinstance(value, bool) else None
-    except (TypeError, ValueError):
-        return None
-
-
 def _times(got) -> dict:
     """The answer's five times as floats (a key missing or not a number: None) and its bound (None: not one of
     `BOUNDS`)."""
     if not isinstance(got, dict):
         return dict.fromkeys((*TIME_KEYS, "bound"))
     bound = got.get("bound")
-    times = {k: _number(got.get(k)) for k in TIME_KEYS}
+    times = {k: figure_number(got.get(k)) for k in TIME_KEYS}
     return {**times, "bound": bound if isinstance(bound, str) and bound in BOUNDS else None}
 
 
@@ -253,9 +246,8 @@ def _observe_step_time(fn: Callable) -> dict:
     """The answer's times and bounds on the hidden cases the grader drew for this run (`draw_hidden_cases`),
     compared with the solution's on the same cases, which the grader computes. Outside the grader (no drawn
     cases) the visible cases stand in."""
-    cases = _hidden_cases() or _TIME_CASES
-    formula = {"module": __package__, "exercise": "step_time", "answers": ["step_costs", "step_time"]}
-    return {**_time_observation(fn, cases), FORMULA_KEY: formula}
+    cases = hidden_cases_of("step_time", _time_case) or _TIME_CASES
+    return {**_time_observation(fn, cases), FORMULA_KEY: formula("step_time", ("step_costs", "step_time"))}
 
 
 step_time = exercise("step_time", _check_step_time, observe=_observe_step_time)
@@ -276,16 +268,6 @@ def _time_case(case: dict) -> tuple:
     if not isinstance(chip, dict) or set(chip) != set(CHIP_KEYS) or not isinstance(chip["wraparound"], bool):
         raise ValueError("not a chip")
     return config, layout, batch, {k: (chip[k] if k == "wraparound" else float(chip[k])) for k in CHIP_KEYS}
-
-
-def _hidden_cases() -> list | None:
-    """This run's hidden cases, parsed; None outside the grader (or if they were tampered with: the grader
-    judges on the cases it drew, so other cases score nothing)."""
-    raw = hidden_cases(f"{__package__}:step_time")  # the notebook's package, as the grader keys them
-    try:
-        return [_time_case(case) for case in raw] if raw else None
-    except (KeyError, TypeError, ValueError):
-        return None
 
 
 def _draw_config(r: np.random.Generator) -> Config:

@@ -37,6 +37,7 @@ from namedaxes import FSDP, MODEL_PARALLEL
 from namedaxes import transformer as tm
 from namedaxes.exercises import training_at_scale as q
 from namedaxes.exercises.training_at_scale import timing as t
+from namedaxes.exercises.training_at_scale.cases import hidden_cases_of
 from namedaxes.grading import FORMULA_KEY, HIDDEN_CASES_ENV, OBSERVE_DIR_ENV, record
 from namedaxes.transformer import RULES, Config
 
@@ -467,7 +468,7 @@ def test_the_prelude_hands_the_kernel_the_drawn_cases_and_no_figure(kernel_env):
     assert all(
         set(case) == {"config", "layout", "batch", "chip"} and set(case["chip"]) == set(t.CHIP_KEYS) for case in handed
     )
-    assert t._hidden_cases() == _drawn(SECRETS[3])
+    assert hidden_cases_of("step_time", t._time_case) == _drawn(SECRETS[3])
 
 
 def test_the_solution_notebook_answers_as_the_reference_here():
