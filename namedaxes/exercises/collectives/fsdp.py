@@ -23,16 +23,7 @@ from namedaxes.checking import (
 )
 from namedaxes.meshes import abstract_on, line_mesh
 
-from .running import (
-    COMMON_RULES,
-    examined_here,
-    exercise,
-    expect_uses,
-    explained_here,
-    judged,
-    observe_programs,
-    run_answer,
-)
+from .running import COMMON_RULES, exercise, explained_here, judged, observe_programs, run_answer
 from .text import TEXT, say
 
 LEARNING_RATE = 0.1
@@ -140,21 +131,8 @@ def _check_fsdp_step(fn: Callable) -> None:
     mesh = line_mesh(k, DATA_PARALLEL)
     split = ((DATA_PARALLEL,),)
     placed = _fsdp_placed(mesh, *_fsdp_visible(k, n))
-    facts = examined_here(name, fn, mesh, *placed, ins=(split, split, split), axis=DATA_PARALLEL, rules=_FSDP_RULES)
-    expect_uses(name, facts, "all_gather", DATA_PARALLEL, why=say("fsdp_why_gather"))
-    expect_uses(name, facts, "psum_scatter", DATA_PARALLEL, why=say("fsdp_why_scatter"))
-    judged(
-        name,
-        fn,
-        mesh,
-        *placed,
-        ins=(split, split, split),
-        axis=DATA_PARALLEL,
-        why=say("fsdp_why_scatter"),
-        needs=(f"all_gather over '{DATA_PARALLEL}'", f"psum_scatter over '{DATA_PARALLEL}'"),
-        rules=_FSDP_RULES,
-        facts=facts,
-    )
+    uses = (("all_gather", say("fsdp_why_gather")), ("psum_scatter", say("fsdp_why_scatter")))
+    judged(name, fn, mesh, *placed, ins=(split, split, split), axis=DATA_PARALLEL, uses=uses, rules=_FSDP_RULES)
     k, n = _FSDP_CASES[0]  # how the work is split, on the largest mesh (where a whole batch costs most)
     mesh = line_mesh(k, DATA_PARALLEL)
     placed = _fsdp_placed(mesh, *_fsdp_visible(k, n))

@@ -24,7 +24,7 @@ from namedaxes.checking import (
 )
 from namedaxes.meshes import abstract_on, line_mesh
 
-from .running import examined_here, exercise, expect_uses, explained_here, judged, observe_programs, run_answer
+from .running import exercise, explained_here, judged, observe_programs, run_answer
 from .text import TEXT, say
 
 # ---------------------------------------------------------------- 1. median_centered
@@ -210,19 +210,8 @@ def _check_median_centered(fn: Callable) -> None:
             fail_values(say, "values", want, got, dtype=float, name=name, where=where, hint=hint)
     k, x_np = _MEDIAN_CASES[-1]  # the grader's reading, on the smallest mesh (the cheapest compiles)
     mesh = line_mesh(k)
-    facts = examined_here(name, fn, mesh, meshes.placed(x_np, mesh, P(DEVICES)), ins=(((DEVICES,),),), axis=DEVICES)
-    expect_uses(name, facts, "all_gather", DEVICES, why=say("median_why"))
-    judged(
-        name,
-        fn,
-        mesh,
-        meshes.placed(x_np, mesh, P(DEVICES)),
-        ins=(((DEVICES,),),),
-        axis=DEVICES,
-        why=say("median_why"),
-        needs=(f"all_gather over '{DEVICES}'",),
-        facts=facts,
-    )
+    x = meshes.placed(x_np, mesh, P(DEVICES))
+    facts = judged(name, fn, mesh, x, ins=(((DEVICES,),),), axis=DEVICES, uses=(("all_gather", say("median_why")),))
     # the result split over DEVICES, as the statement asks (the grader's `out_layout`): each device its own rows
     expect_output_layouts(name, facts, (((DEVICES,),),), hint=say("median_layout_hint"))
     _expect_median_work(name, fn)

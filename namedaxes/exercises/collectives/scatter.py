@@ -22,9 +22,7 @@ from namedaxes.checking import (
 from namedaxes.meshes import abstract_on, line_mesh
 
 from .running import (
-    examined_here,
     exercise,
-    expect_uses,
     explained_here,
     judged,
     observe_programs,
@@ -127,20 +125,8 @@ def _check_sum_scatter_columns(fn: Callable) -> None:
             fail_values(say, "values", want, got, dtype=float, name=name, where=where, hint=hint)
     mesh = line_mesh(_SCATTER_MESHES[-1])  # the grader's reading, on the smallest mesh
     x = meshes.placed(_scatter_case(_SCATTER_MESHES[-1]), mesh, P(DEVICES))
-    facts = examined_here(name, fn, mesh, x, ins=(((DEVICES,),),), axis=DEVICES, rules=_SCATTER_RULES)
-    expect_uses(name, facts, "psum_scatter", DEVICES, why=say("scatter_why"))
-    judged(
-        name,
-        fn,
-        mesh,
-        x,
-        ins=(((DEVICES,),),),
-        axis=DEVICES,
-        why=say("scatter_why"),
-        needs=(f"psum_scatter over '{DEVICES}'",),
-        rules=_SCATTER_RULES,
-        facts=facts,
-    )
+    uses = (("psum_scatter", say("scatter_why")),)
+    judged(name, fn, mesh, x, ins=(((DEVICES,),),), axis=DEVICES, uses=uses, rules=_SCATTER_RULES)
     _expect_scatter_work(name, fn, _SCATTER_MESHES[0])
 
 
