@@ -11,7 +11,6 @@ from jax.sharding import PartitionSpec as P
 
 from namedaxes import DATA_PARALLEL, meshes
 from namedaxes.checking import (
-    answer_work,
     expect_float32,
     expect_work_within,
     f32,
@@ -23,7 +22,7 @@ from namedaxes.checking import (
 )
 from namedaxes.meshes import abstract_on, line_mesh
 
-from .running import COMMON_RULES, exercise, explained_here, judged, observe_programs, run_answer
+from .running import COMMON_RULES, exercise, judged, observe_programs, run_answer, work_here
 from .text import TEXT, say
 
 LEARNING_RATE = 0.1
@@ -136,8 +135,7 @@ def _check_fsdp_step(fn: Callable) -> None:
     k, n = _FSDP_CASES[0]  # how the work is split, on the largest mesh (where a whole batch costs most)
     mesh = line_mesh(k, DATA_PARALLEL)
     placed = _fsdp_placed(mesh, *_fsdp_visible(k, n))
-    with explained_here(name, mesh, _FSDP_RULES):
-        work = answer_work(lambda *a: fn(*a, mesh), *placed)
+    work = work_here(name, fn, mesh, *placed, rules=_FSDP_RULES)
     expect_work_within(
         work, "flops", _FSDP_REFERENCE_FLOPS, _FSDP_FLOPS_FACTOR, say, "fsdp_whole_batch", name=name, k=k
     )

@@ -12,7 +12,6 @@ from jax.sharding import PartitionSpec as P
 
 from namedaxes import DEVICES, meshes
 from namedaxes.checking import (
-    answer_work,
     expect_float32,
     expect_output_layouts,
     expect_work_within,
@@ -24,7 +23,7 @@ from namedaxes.checking import (
 )
 from namedaxes.meshes import abstract_on, line_mesh
 
-from .running import exercise, explained_here, judged, observe_programs, run_answer
+from .running import exercise, judged, observe_programs, run_answer, work_here
 from .text import TEXT, say
 
 # ---------------------------------------------------------------- 1. median_centered
@@ -223,8 +222,7 @@ def _expect_median_work(name: str, fn: Callable) -> None:
     k, shape = _MEDIAN_WORK_K, _MEDIAN_WORK_SHAPE
     mesh = line_mesh(k)
     x = jax.ShapeDtypeStruct(shape, jnp.float32, sharding=NamedSharding(mesh, P(DEVICES)))
-    with explained_here(name, mesh):
-        work = answer_work(lambda a: fn(a, mesh), x)
+    work = work_here(name, fn, mesh, x)
     want, factor = _MEDIAN_REFERENCE_ARITHMETIC, _MEDIAN_ARITHMETIC_FACTOR
     expect_work_within(work, "arithmetic_flops", want, factor, say, "median_all_rows", name=name, k=k, shape=shape)
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from namedaxes import meshes
 from namedaxes.checking import TEXT as checking_text
 from namedaxes.checking import (
+    answer_work,
     examined,
     exercises_for,
     explained,
@@ -101,6 +102,13 @@ def explained_here(name: str, mesh=None, rules=COMMON_RULES):
 def run_answer(name: str, fn: Callable, mesh, *args, rules=COMMON_RULES):
     with explained_here(name, mesh, rules):
         return meshes.program(fn, mesh)(*args)
+
+
+def work_here(name: str, fn: Callable, mesh, *args, rules=COMMON_RULES):
+    """What one device of `fn(*args, mesh)` does, read from its compiled per-device program as the grader reads it
+    (`checking.answer_work`); its crashes in this notebook's words."""
+    with explained_here(name, mesh, rules):
+        return answer_work(lambda *a: fn(*a, mesh), *args)
 
 
 def _examined_here(name: str, fn: Callable, mesh, *args, ins: tuple, axis: str, rules=COMMON_RULES):

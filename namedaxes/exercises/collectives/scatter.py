@@ -11,7 +11,6 @@ from jax.sharding import PartitionSpec as P
 
 from namedaxes import DEVICES, meshes
 from namedaxes.checking import (
-    answer_work,
     expect_float32,
     expect_work_within,
     fail,
@@ -23,7 +22,6 @@ from namedaxes.meshes import abstract_on, line_mesh
 
 from .running import (
     exercise,
-    explained_here,
     judged,
     observe_programs,
     rule_divisible,
@@ -31,6 +29,7 @@ from .running import (
     rule_in_specs,
     rule_varying,
     run_answer,
+    work_here,
 )
 from .text import TEXT, say
 
@@ -135,8 +134,7 @@ def _expect_scatter_work(name: str, fn: Callable, k: int) -> None:
     per-device program the grader compiles) is at most `_SCATTER_LARGEST_FACTOR` times the reference's."""
     mesh = line_mesh(k)
     x = meshes.placed(_scatter_case(k), mesh, P(DEVICES))
-    with explained_here(name, mesh, _SCATTER_RULES):
-        work = answer_work(lambda a: fn(a, mesh), x)
+    work = work_here(name, fn, mesh, x, rules=_SCATTER_RULES)
     want = _SCATTER_REFERENCE_LARGEST
     expect_work_within(work, "largest_bytes", want, _SCATTER_LARGEST_FACTOR, say, "scatter_whole", name=name, k=k)
 
