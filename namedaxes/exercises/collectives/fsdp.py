@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
@@ -29,19 +27,10 @@ LEARNING_RATE = 0.1
 
 
 # ---------------------------------------------------------------- 4. fsdp_step
-def loss_fn(w, batch):
-    """Mean squared error of the linear model `x @ w` (notebook 07's FSDP model)."""
-    return jnp.mean((batch["x"] @ w - batch["y"]) ** 2)
-
-
-def sgd_step(w, batch):
-    """One plain SGD step on one device: the reference every FSDP answer must match."""
-    return w - LEARNING_RATE * jax.grad(loss_fn)(w, batch)
-
-
 def _sgd_step_np(w, batch) -> np.ndarray:
-    """`sgd_step` in float64 NumPy (the gradient of the mean squared error in closed form): the
-    checks' reference, with nothing to compile."""
+    """One plain SGD step on one device of the notebook's FSDP model (its `loss_fn`, the mean squared error of
+    `x @ w`, and `sgd_step`), in float64 NumPy (the gradient in closed form): the checks' reference, which every
+    FSDP answer must match, with nothing to compile."""
     x, y, w = (np.asarray(a, np.float64) for a in (batch["x"], batch["y"], w))
     return w - LEARNING_RATE * 2.0 * x.T @ (x @ w - y) / x.shape[0]
 
