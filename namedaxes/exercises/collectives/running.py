@@ -137,9 +137,9 @@ def judged(
     check's order: a live per-device region over `axis` taking each input split as `ins` says (the reference's
     `in_specs`); then `screen(facts)`, an exercise's own test of what the program performs (the ring's forbidden
     collectives), if any; then each collective of `uses`, `(primitive, why)`, performed over `axis`
-    (`_expect_uses`); then each reaching the result (`checking.regions.judge_regions`), where the last one's `why`
-    (the collective whose result the answer returns) is what a program with none reaching it is told. Returns
-    what was read (`Examined`), for the checks that read more of it (the result's layout)."""
+    (`_expect_uses`); then each reaching the result (`checking.regions.judge_regions`): there the last one's `why`
+    (the collective whose result the answer returns) is the hint, whichever does not reach it. Returns what was
+    read (`Examined`), for the checks that read more of it (the result's layout)."""
     facts = _examined_here(name, fn, mesh, *args, ins=ins, axis=axis, rules=rules)
     if screen is not None:
         screen(facts)
