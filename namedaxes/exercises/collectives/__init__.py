@@ -35,7 +35,7 @@ from namedaxes.exercises import notebook_face
 notebook_face(
     __name__,
     {
-        ".fsdp": ("LEARNING_RATE", "fsdp_step", "loss_fn", "sgd_step"),
+        ".fsdp": ("LEARNING_RATE", "fsdp_step"),
         ".median": ("median_centered",),
         ".mistakes": ("known_mistakes",),
         ".ring": ("ring_all_reduce",),

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import DATA_PARALLEL, meshes
 from namedaxes.checking import (
-    answer_work,
     expect_float32,
     expect_work_within,
     f32,
@@ -23,35 +20,17 @@ from namedaxes.checking import (
 )
 from namedaxes.meshes import abstract_on, line_mesh
 
-from .running import (
-    COMMON_RULES,
-    examined_here,
-    exercise,
-    expect_uses,
-    explained_here,
-    judged,
-    observe_programs,
-    run_answer,
-)
+from .running import COMMON_RULES, exercise, judged, observe_programs, run_answer, work_here
 from .text import TEXT, say
 
 LEARNING_RATE = 0.1
 
 
 # ---------------------------------------------------------------- 4. fsdp_step
-def loss_fn(w, batch):
-    """Mean squared error of the linear model `x @ w` (notebook 07's FSDP model)."""
-    return jnp.mean((batch["x"] @ w - batch["y"]) ** 2)
-
-
-def sgd_step(w, batch):
-    """One plain SGD step on one device: the reference every FSDP answer must match."""
-    return w - LEARNING_RATE * jax.grad(loss_fn)(w, batch)
-
-
 def _sgd_step_np(w, batch) -> np.ndarray:
-    """`sgd_step` in float64 NumPy (the gradient of the mean squared error in closed form): the
-    checks' reference, with nothing to compile."""
+    """One plain SGD step on one device of the notebook's FSDP model (its `loss_fn`, the mean squared error of
+    `x @ w`, and `sgd_step`), in float64 NumPy (the gradient in closed form): the checks' reference, which every
+    FSDP answer must match, with nothing to compile."""
     x, y, w = (np.asarray(a, np.float64) for a in (batch["x"], batch["y"], w))
     return w - LEARNING_RATE * 2.0 * x.T @ (x @ w - y) / x.shape[0]
 
@@ -140,26 +119,12 @@ def _check_fsdp_step(fn: Callable) -> None:
     mesh = line_mesh(k, DATA_PARALLEL)
     split = ((DATA_PARALLEL,),)
     placed = _fsdp_placed(mesh, *_fsdp_visible(k, n))
-    facts = examined_here(name, fn, mesh, *placed, ins=(split, split, split), axis=DATA_PARALLEL, rules=_FSDP_RULES)
-    expect_uses(name, facts, "all_gather", DATA_PARALLEL, why=say("fsdp_why_gather"))
-    expect_uses(name, facts, "psum_scatter", DATA_PARALLEL, why=say("fsdp_why_scatter"))
-    judged(
-        name,
-        fn,
-        mesh,
-        *placed,
-        ins=(split, split, split),
-        axis=DATA_PARALLEL,
-        why=say("fsdp_why_scatter"),
-        needs=(f"all_gather over '{DATA_PARALLEL}'", f"psum_scatter over '{DATA_PARALLEL}'"),
-        rules=_FSDP_RULES,
-        facts=facts,
-    )
+    uses = (("all_gather", say("fsdp_why_gather")), ("psum_scatter", say("fsdp_why_scatter")))
+    judged(name, fn, mesh, *placed, ins=(split, split, split), axis=DATA_PARALLEL, uses=uses, rules=_FSDP_RULES)
     k, n = _FSDP_CASES[0]  # how the work is split, on the largest mesh (where a whole batch costs most)
     mesh = line_mesh(k, DATA_PARALLEL)
     placed = _fsdp_placed(mesh, *_fsdp_visible(k, n))
-    with explained_here(name, mesh, _FSDP_RULES):
-        work = answer_work(lambda *a: fn(*a, mesh), *placed)
+    work = work_here(name, fn, mesh, *placed, rules=_FSDP_RULES)
     expect_work_within(
         work, "flops", _FSDP_REFERENCE_FLOPS, _FSDP_FLOPS_FACTOR, say, "fsdp_whole_batch", name=name, k=k
     )

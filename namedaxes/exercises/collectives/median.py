@@ -12,7 +12,6 @@ from jax.sharding import PartitionSpec as P
 
 from namedaxes import DEVICES, meshes
 from namedaxes.checking import (
-    answer_work,
     expect_float32,
     expect_output_layouts,
     expect_work_within,
@@ -24,7 +23,7 @@ from namedaxes.checking import (
 )
 from namedaxes.meshes import abstract_on, line_mesh
 
-from .running import examined_here, exercise, expect_uses, explained_here, judged, observe_programs, run_answer
+from .running import exercise, judged, observe_programs, run_answer, work_here
 from .text import TEXT, say
 
 # ---------------------------------------------------------------- 1. median_centered
@@ -210,19 +209,8 @@ def _check_median_centered(fn: Callable) -> None:
             fail_values(say, "values", want, got, dtype=float, name=name, where=where, hint=hint)
     k, x_np = _MEDIAN_CASES[-1]  # the grader's reading, on the smallest mesh (the cheapest compiles)
     mesh = line_mesh(k)
-    facts = examined_here(name, fn, mesh, meshes.placed(x_np, mesh, P(DEVICES)), ins=(((DEVICES,),),), axis=DEVICES)
-    expect_uses(name, facts, "all_gather", DEVICES, why=say("median_why"))
-    judged(
-        name,
-        fn,
-        mesh,
-        meshes.placed(x_np, mesh, P(DEVICES)),
-        ins=(((DEVICES,),),),
-        axis=DEVICES,
-        why=say("median_why"),
-        needs=(f"all_gather over '{DEVICES}'",),
-        facts=facts,
-    )
+    x = meshes.placed(x_np, mesh, P(DEVICES))
+    facts = judged(name, fn, mesh, x, ins=(((DEVICES,),),), axis=DEVICES, uses=(("all_gather", say("median_why")),))
     # the result split over DEVICES, as the statement asks (the grader's `out_layout`): each device its own rows
     expect_output_layouts(name, facts, (((DEVICES,),),), hint=say("median_layout_hint"))
     _expect_median_work(name, fn)
@@ -234,8 +222,7 @@ def _expect_median_work(name: str, fn: Callable) -> None:
     k, shape = _MEDIAN_WORK_K, _MEDIAN_WORK_SHAPE
     mesh = line_mesh(k)
     x = jax.ShapeDtypeStruct(shape, jnp.float32, sharding=NamedSharding(mesh, P(DEVICES)))
-    with explained_here(name, mesh):
-        work = answer_work(lambda a: fn(a, mesh), x)
+    work = work_here(name, fn, mesh, x)
     want, factor = _MEDIAN_REFERENCE_ARITHMETIC, _MEDIAN_ARITHMETIC_FACTOR
     expect_work_within(work, "arithmetic_flops", want, factor, say, "median_all_rows", name=name, k=k, shape=shape)
 

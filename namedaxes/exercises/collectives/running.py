@@ -10,6 +10,7 @@ from collections.abc import Callable
 from namedaxes import meshes
 from namedaxes.checking import TEXT as checking_text
 from namedaxes.checking import (
+    answer_work,
     examined,
     exercises_for,
     explained,
@@ -103,7 +104,14 @@ def run_answer(name: str, fn: Callable, mesh, *args, rules=COMMON_RULES):
         return meshes.program(fn, mesh)(*args)
 
 
-def examined_here(name: str, fn: Callable, mesh, *args, ins: tuple, axis: str, rules=COMMON_RULES):
+def work_here(name: str, fn: Callable, mesh, *args, rules=COMMON_RULES):
+    """What one device of `fn(*args, mesh)` does, read from its compiled per-device program as the grader reads it
+    (`checking.answer_work`); its crashes in this notebook's words."""
+    with explained_here(name, mesh, rules):
+        return answer_work(lambda *a: fn(*a, mesh), *args)
+
+
+def _examined_here(name: str, fn: Callable, mesh, *args, ins: tuple, axis: str, rules=COMMON_RULES):
     """`fn(*args, mesh)` exported, compiled and examined once, the grader's way (`namedaxes.judging.examine`):
     the collectives of its optimized program (`present`, named as "all_gather over 'devices'"), those that
     reach the results (`matters`) and its live per-device regions; every step of the check reads these.
@@ -121,22 +129,31 @@ def judged(
     *args,
     ins: tuple,
     axis: str,
-    why: str,
-    needs: tuple = (),
+    uses: tuple[tuple[str, str], ...],
     rules=COMMON_RULES,
-    facts=None,
-) -> None:
-    """The grader's judging steps on visible inputs (`checking.regions.judge_regions`): a per-device region over `axis`
-    that takes each input split as `ins` says (the reference's `in_specs`), a collective over `axis` that
-    reaches the result, and each collective of `needs` ("psum_scatter over 'devices'") reaching it."""
-    context = explained_here(name, mesh, rules)
-    got = judge_regions(name, fn, mesh, *args, ins=ins, axis=axis, why=why, context=context, facts=facts)
-    for collective in needs:
+    screen: Callable | None = None,
+):
+    """The grader's judging of `fn(*args, mesh)` on the visible inputs, compiled once (`_examined_here`), in the
+    check's order: a live per-device region over `axis` taking each input split as `ins` says (the reference's
+    `in_specs`); then `screen(facts)`, an exercise's own test of what the program performs (the ring's forbidden
+    collectives), if any; then each collective of `uses`, `(primitive, why)`, performed over `axis`
+    (`_expect_uses`); then each reaching the result (`checking.regions.judge_regions`): there the last one's `why`
+    (the collective whose result the answer returns) is the hint, whichever does not reach it. Returns what was
+    read (`Examined`), for the checks that read more of it (the result's layout)."""
+    facts = _examined_here(name, fn, mesh, *args, ins=ins, axis=axis, rules=rules)
+    if screen is not None:
+        screen(facts)
+    for primitive, why in uses:
+        _expect_uses(name, facts, primitive, axis, why)
+    why = uses[-1][1]
+    got = judge_regions(name, fn, mesh, *args, ins=ins, axis=axis, why=why, facts=facts)
+    for collective in (f"{primitive} over '{axis}'" for primitive, _ in uses):
         if collective not in got.matters:
             fail(checking_text["collective_unused"].format(name=name, collective=collective, hint=why))
+    return facts
 
 
-def expect_uses(name: str, facts, primitive: str, axis: str, why: str) -> None:
+def _expect_uses(name: str, facts, primitive: str, axis: str, why: str) -> None:
     """The compiled program performs `primitive` over `axis` (present; `judged` asks that it matters), else
     the answer is told what it performs instead and why the exercise asks for it (`why`, in words)."""
     if f"{primitive} over '{axis}'" not in facts.present:

@@ -11,7 +11,6 @@ from jax.sharding import PartitionSpec as P
 
 from namedaxes import DEVICES, meshes
 from namedaxes.checking import (
-    answer_work,
     expect_float32,
     expect_work_within,
     fail,
@@ -22,10 +21,7 @@ from namedaxes.checking import (
 from namedaxes.meshes import abstract_on, line_mesh
 
 from .running import (
-    examined_here,
     exercise,
-    expect_uses,
-    explained_here,
     judged,
     observe_programs,
     rule_divisible,
@@ -33,6 +29,7 @@ from .running import (
     rule_in_specs,
     rule_varying,
     run_answer,
+    work_here,
 )
 from .text import TEXT, say
 
@@ -127,20 +124,8 @@ def _check_sum_scatter_columns(fn: Callable) -> None:
             fail_values(say, "values", want, got, dtype=float, name=name, where=where, hint=hint)
     mesh = line_mesh(_SCATTER_MESHES[-1])  # the grader's reading, on the smallest mesh
     x = meshes.placed(_scatter_case(_SCATTER_MESHES[-1]), mesh, P(DEVICES))
-    facts = examined_here(name, fn, mesh, x, ins=(((DEVICES,),),), axis=DEVICES, rules=_SCATTER_RULES)
-    expect_uses(name, facts, "psum_scatter", DEVICES, why=say("scatter_why"))
-    judged(
-        name,
-        fn,
-        mesh,
-        x,
-        ins=(((DEVICES,),),),
-        axis=DEVICES,
-        why=say("scatter_why"),
-        needs=(f"psum_scatter over '{DEVICES}'",),
-        rules=_SCATTER_RULES,
-        facts=facts,
-    )
+    uses = (("psum_scatter", say("scatter_why")),)
+    judged(name, fn, mesh, x, ins=(((DEVICES,),),), axis=DEVICES, uses=uses, rules=_SCATTER_RULES)
     _expect_scatter_work(name, fn, _SCATTER_MESHES[0])
 
 
@@ -149,8 +134,7 @@ def _expect_scatter_work(name: str, fn: Callable, k: int) -> None:
     per-device program the grader compiles) is at most `_SCATTER_LARGEST_FACTOR` times the reference's."""
     mesh = line_mesh(k)
     x = meshes.placed(_scatter_case(k), mesh, P(DEVICES))
-    with explained_here(name, mesh, _SCATTER_RULES):
-        work = answer_work(lambda a: fn(a, mesh), x)
+    work = work_here(name, fn, mesh, x, rules=_SCATTER_RULES)
     want = _SCATTER_REFERENCE_LARGEST
     expect_work_within(work, "largest_bytes", want, _SCATTER_LARGEST_FACTOR, say, "scatter_whole", name=name, k=k)
 

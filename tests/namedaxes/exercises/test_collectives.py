@@ -34,7 +34,7 @@ from spoken import failure_in, says
 from autograder.publish import words
 from namedaxes import DATA_PARALLEL, DEVICES
 from namedaxes.exercises import collectives as q
-from namedaxes.exercises.collectives import LEARNING_RATE, fsdp, loss_fn
+from namedaxes.exercises.collectives import LEARNING_RATE, fsdp
 from namedaxes.exercises.collectives.fsdp import _FSDP_CASES
 from namedaxes.grading import Case, programs, spec
 from namedaxes.meshes import line_mesh
@@ -801,6 +801,16 @@ def test_ring_all_reduce_observations_reject_wrong_answers():
 
 
 # ---------------------------------------------------------------- 4. fsdp_step
+def loss_fn(w, batch):
+    """The notebook's FSDP model (its `loss_fn`): the mean squared error of the linear model `x @ w`."""
+    return jnp.mean((batch["x"] @ w - batch["y"]) ** 2)
+
+
+def sgd_step(w, batch):
+    """The notebook's `sgd_step`: one plain SGD step on one device, what every FSDP answer must match."""
+    return w - LEARNING_RATE * jax.grad(loss_fn)(w, batch)
+
+
 def _fsdp(step, out_specs=P(DATA_PARALLEL)):
     """An answer that shard_maps `step(w_shard, local_batch, k)` FSDP-style."""
 
@@ -900,7 +910,7 @@ def test_fsdp_step_work_is_judged_against_the_references_flops():
 
 def test_fsdp_reference_is_one_sgd_step():
     w, batch = fsdp._fsdp_visible(4, 12)
-    np.testing.assert_allclose(fsdp._sgd_step_np(w, batch), q.sgd_step(w, batch), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(fsdp._sgd_step_np(w, batch), sgd_step(w, batch), rtol=1e-5, atol=1e-6)
 
 
 def _whole_w(ws, lb, k):
