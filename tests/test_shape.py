@@ -73,9 +73,8 @@ FUNCTION_ROLES = {
     "provenance": "where a tool's measured record was made: the machine, the versions, the date, the command",
     "serve": "a child process's main loop: read each request, answer it (the launcher's worker, the judge's scorer)",
     "place": "a model module's parameters (and optimizer state) stored on a mesh as its rules say",
-    "loss_fn": "a model's loss: parameters and a batch to one number (transformer, pipeline, notebook 07's FSDP)",
+    "loss_fn": "a model's loss: parameters and a batch to one number (the transformer, the pipeline)",
     "train_step": "a model module's one training step: (params, state, window) to (params, state, loss)",
-    "sgd_step": "one plain SGD step on one device: what answers are compared with (namedaxes.model, 07's FSDP)",
     "expected_figures": "an answer table's figures from reference answers passed in (tools/answer_tables.py)",
 }
 # Public top-level functions that still share a name across modules, with different meanings: rename them
