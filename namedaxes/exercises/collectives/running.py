@@ -137,17 +137,18 @@ def judged(
     check's order: a live per-device region over `axis` taking each input split as `ins` says (the reference's
     `in_specs`); then `screen(facts)`, an exercise's own test of what the program performs (the ring's forbidden
     collectives), if any; then each collective of `uses`, `(primitive, why)`, performed over `axis`
-    (`_expect_uses`); then each reaching the result (`checking.regions.judge_regions`): there the last one's `why`
-    (the collective whose result the answer returns) is the hint, whichever does not reach it. Returns what was
-    read (`Examined`), for the checks that read more of it (the result's layout)."""
+    (`_expect_uses`); then each reaching the result (`checking.regions.judge_regions`; a region with no collective
+    reaching it is told the last one's `why`, the collective whose result the answer returns), one that does not
+    told its own `why`. Returns what was read (`Examined`), for the checks that read more of it (the result's
+    layout)."""
     facts = _examined_here(name, fn, mesh, *args, ins=ins, axis=axis, rules=rules)
     if screen is not None:
         screen(facts)
     for primitive, why in uses:
         _expect_uses(name, facts, primitive, axis, why)
-    why = uses[-1][1]
-    got = judge_regions(name, fn, mesh, *args, ins=ins, axis=axis, why=why, facts=facts)
-    for collective in (f"{primitive} over '{axis}'" for primitive, _ in uses):
+    got = judge_regions(name, fn, mesh, *args, ins=ins, axis=axis, why=uses[-1][1], facts=facts)
+    for primitive, why in uses:
+        collective = f"{primitive} over '{axis}'"
         if collective not in got.matters:
             fail(checking_text["collective_unused"].format(name=name, collective=collective, hint=why))
     return facts

@@ -842,6 +842,20 @@ def _reference_step(w_shard, local_batch, k):
 
 ref_fsdp_step = _fsdp(_reference_step)
 
+
+def _summed_whole(w_shard, k):
+    """The whole parameters assembled without a gather: each device's shard in its place among zeros, psummed
+    (then typed varying again, as a gather's result is, so that the gradient is each device's own)."""
+    width = w_shard.shape[0]
+    placed = lax.dynamic_update_slice_in_dim(jnp.zeros(k * width), w_shard, lax.axis_index(DATA_PARALLEL) * width, 0)
+    return lax.pcast(lax.psum(placed, DATA_PARALLEL), DATA_PARALLEL, to="varying")
+
+
+def _reference_step_from(w_full, w_shard, local_batch, k):
+    local_grads = jax.grad(loss_fn)(w_full, local_batch)
+    return w_shard - LEARNING_RATE * lax.psum_scatter(local_grads, DATA_PARALLEL, tiled=True) / k
+
+
 FSDP_EQUIVALENT = {
     "grad through all_gather of the pmean loss": _fsdp(
         lambda ws, lb, k: (
@@ -989,6 +1003,11 @@ FSDP_WRONG = {
         _fsdp(lambda ws, lb, k: ws + 0.0 * _reference_step(ws, lb, k)),
         r"(?s)w did not change",
     ),
+    "the parameters summed whole, a gather beside them unused": (  # each collective told its own why
+        _fsdp(lambda ws, lb, k: _reference_step_from(_summed_whole(ws, k), ws, lb, k) + 0.0 * jnp.sum(_gathered(ws))),
+        r"(?s)performs all_gather over 'data_parallel_axis', but nothing it carries between devices reaches.*"
+        r"Gather the parameters before use",
+    ),
     "one jitted step, no shard_map": (
         lambda w, batch, mesh: w - LEARNING_RATE * jax.grad(loss_fn)(w, batch),
         r"(?s)right values, but no `jax\.shard_map` over 'data_parallel_axis' in it gives each device only its "
@@ -1011,6 +1030,10 @@ def test_fsdp_step_observations_reject_wrong_answers():
     assert "global-view program" in _why_not(
         observe(q.fsdp_step, FSDP_WRONG["one jitted step, no shard_map"][0]), reference
     )
+    unused = _why_not(
+        observe(q.fsdp_step, FSDP_WRONG["the parameters summed whole, a gather beside them unused"][0]), reference
+    )
+    assert f"all_gather over '{DATA_PARALLEL}'" in unused and "values differ" not in unused, unused
 
 
 # ---------------------------------------------------------------- the module's contract
