@@ -19,7 +19,7 @@ from namedaxes.checking.regions import judge_regions
 from namedaxes.grading import Case, programs, spec
 from namedaxes.meshes import line_mesh, with_mesh
 
-from .running import call_answer, exercise, expect_result, expect_values, explained_here, weighted_total_pmap
+from .running import call_answer, exercise, expect_result_shape, expect_values, explained_here, weighted_total_pmap
 from .text import say
 
 # ---------------------------------------------------------------- 5. weighted_total_shard_map
@@ -79,7 +79,7 @@ def _check_weighted_total_shard_map(fn: Callable) -> None:
         for i, (got, want) in enumerate(zip(out, weighted_total_pmap()(w, x))):
             label, want = f"{name}(w, x, mesh)[{i}]", np.asarray(want)
             shape_hint = functools.partial(_migration_shape_hint, i, d=want.shape[0], k=k)
-            expect_result(label, got, want.shape, where, "migration_shape", shape_hint)
+            expect_result_shape(label, got, want.shape, where, "migration_shape", shape_hint)
             value_hint = functools.partial(_migration_value_hint, i, got, w, x, k)
             expect_values(label, got, want, where, "migration_wrong", value_hint)
     k, w, x = _WEIGHTED_CASES[-1]  # the smallest mesh: the same verdict, the cheapest compiles

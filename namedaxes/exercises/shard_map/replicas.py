@@ -22,7 +22,7 @@ from namedaxes.checking.regions import judge_regions
 from namedaxes.grading import Case, programs, spec
 from namedaxes.meshes import grid_mesh, with_mesh
 
-from .running import call_answer, exercise, expect_result, expect_values, explained_here
+from .running import call_answer, exercise, expect_result_shape, expect_values, explained_here
 from .text import say
 
 
@@ -92,7 +92,7 @@ def _check_replica_totals(fn: Callable) -> None:
             out = call_answer(fn, x, mesh)
         want = _replica_totals_reference(x_np.astype(np.float64))
         shape_hint = functools.partial(_replica_shape_hint, x_shape=x_np.shape, mesh_shape=shape)
-        expect_result(name, out, want.shape, where, "replica_shape", shape_hint)
+        expect_result_shape(name, out, want.shape, where, "replica_shape", shape_hint)
         got = np.asarray(out, np.float64)
         expect_values(name, got, want, where, "values", functools.partial(_replica_hint, got, x_np, shape))
     shape, x_np = _REPLICA_CASES[-1]  # the smallest mesh: the same verdict, the cheapest compiles

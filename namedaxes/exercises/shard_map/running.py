@@ -114,7 +114,7 @@ def call_answer(fn: Callable, *args):
 
 
 # ---------------------------------------------------------------- an answer's results
-def expect_result(label: str, got, want_shape: tuple, where: str, key: str, hint: Callable[[tuple], str]) -> None:
+def expect_result_shape(label: str, got, want_shape: tuple, where: str, key: str, hint: Callable[[tuple], str]) -> None:
     """A result of an answer is a float32 `jax.Array` (`expect_array`) of `want_shape`: else the sentence `key`
     (fields `name`, `want`, `where`, `got`) with `hint(the shape seen)`."""
     expect_array(label, got, dtype=jnp.float32)
