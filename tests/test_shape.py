@@ -76,11 +76,9 @@ SHARED_FUNCTIONS = frozenset(
     {
         "command",
         "compare",
-        "describe",
         "describe_layout",
         "expect_per_device",
         "expected_figures",
-        "grid_mesh",
         "key",
         "load",
         "loss_fn",
