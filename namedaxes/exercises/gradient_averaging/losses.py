@@ -11,14 +11,13 @@ from namedaxes.checking import fail, mistake_sentence, same_values
 
 from .running import (
     PARAM_NAMES,
-    as_arrays,
     exercise,
     expect_param_dict,
     expect_scalar,
-    explained_here,
     local_programs,
     ref_grads,
     ref_loss,
+    run_answer,
 )
 from .text import pair, say
 
@@ -56,9 +55,7 @@ def _diagnose_loss(params, batch, got: float) -> str:
 def _check_loss_fn(fn: Callable) -> None:
     name = "loss_fn"
     for p, b in _visible_loss_cases():
-        params, batch = as_arrays(p, b)
-        with explained_here(name, local=True):
-            out = fn(params, batch)
+        out = run_answer(name, fn, p, b, local=True)
         where = say("loss_where", params=p, shape=np.shape(b["x"]))
         if isinstance(out, jax.Array) and out.shape != ():
             fail(say("loss_not_scalar", where=where, got=tuple(out.shape)))
@@ -84,9 +81,7 @@ def _check_compute_gradients(fn: Callable) -> None:
     name = "compute_gradients"
     compiled = jax.jit(fn)  # one compilation per shape instead of op-by-op dispatch: same results, faster
     for p, b in _visible_loss_cases():
-        params, batch = as_arrays(p, b)
-        with explained_here(name, local=True):
-            out = compiled(params, batch)
+        out = run_answer(name, compiled, p, b, local=True)
         hint = ""
         if isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], dict):
             hint = say("grads_value_and_grad")

@@ -66,6 +66,13 @@ def as_arrays(params: dict, batch: dict) -> tuple[dict, dict]:
     )
 
 
+def run_answer(name: str, fn: Callable, params: dict, batch: dict, *more, local: bool = False):
+    """`fn(params, batch, *more)` on a visible case (host numbers, given to the answer as float32 arrays:
+    `as_arrays`), run under this notebook's explanations (`explained_here`)."""
+    with explained_here(name, local=local):
+        return fn(*as_arrays(params, batch), *more)
+
+
 # ---------------------------------------------------------------- the reference maths (float64, namedaxes.model)
 ref_loss = model.loss_np
 ref_grads = model.gradients_np

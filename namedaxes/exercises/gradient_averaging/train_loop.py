@@ -26,8 +26,8 @@ from .running import (
     exercise,
     expect_param_dict,
     expect_scalar,
-    explained_here,
     ref_train,
+    run_answer,
     type_name,
 )
 from .text import pair, say
@@ -54,10 +54,8 @@ def train_mistakes(p, b, steps: int) -> list[tuple]:
 def _check_train(fn: Callable) -> None:
     name = "train"
     p, b, steps = _visible_train_case()
-    params, sharded = as_arrays(p, b)
     k = np.shape(b["x"])[0]
-    with explained_here(name):
-        result = fn(params, sharded, steps)
+    result = run_answer(name, fn, p, b, steps)
     call = say("train_call", steps=steps, k=k, start=p)
     if not (isinstance(result, (tuple, list)) and len(result) == 2):
         length = say("train_length", n=len(result)) if isinstance(result, (tuple, list)) else "."

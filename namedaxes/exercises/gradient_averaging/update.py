@@ -35,6 +35,7 @@ from .running import (
     ref_grads,
     ref_loss,
     ref_step,
+    run_answer,
     step_programs,
     type_name,
     whole_batch,
@@ -51,10 +52,10 @@ def _visible_step_cases():
     yield {"w": 0.5, "b": 1.0}, {"x": x2.reshape(2, 5), "y": y2.reshape(2, 5)}
 
 
-def _run_step(fn: Callable, params, sharded):
-    """Every device's copy of both results (default out_axes=0: nothing hidden)."""
-    with explained_here("parallel_update_step"):
-        return jax.pmap(fn, axis_name=DATA_PARALLEL, in_axes=(None, 0))(params, sharded)
+def _every_device(fn: Callable) -> Callable:
+    """`fn` under the check's pmap, built when it runs (inside the explanations): every device's copy of both
+    results (default out_axes=0: nothing hidden)."""
+    return lambda params, sharded: jax.pmap(fn, axis_name=DATA_PARALLEL, in_axes=(None, 0))(params, sharded)
 
 
 def step_mistakes(p, b) -> list[tuple]:
@@ -104,10 +105,9 @@ def _diagnose_loss_of_step(p, b, got: float) -> str:
 def _check_parallel_update_step(fn: Callable) -> None:
     name = "parallel_update_step"
     for p, b in _visible_step_cases():
-        params, sharded = as_arrays(p, b)
         k, per = np.shape(b["x"])[:2]
         where = say("step_where", name=name, k=k, per=per)
-        out = _run_step(fn, params, sharded)
+        out = run_answer(name, _every_device(fn), p, b)
         # type, then pytree structure / shape / dtype: pmap stacks one copy per device
         if not (isinstance(out, (tuple, list)) and len(out) == 2):
             hint = say("step_only_params") if isinstance(out, dict) else ""
@@ -166,13 +166,14 @@ def _check_parallel_update_step(fn: Callable) -> None:
                 )
             )
     # structure: the averaging really is a collective over DATA_PARALLEL, read the grader's way
-    _expect_averages(fn, params, sharded)
+    _expect_averages(fn, p, b)
 
 
-def _expect_averages(fn: Callable, params, sharded) -> None:
-    """The compiled step (under the check's pmap) communicates over DATA_PARALLEL, and that reaches its results."""
+def _expect_averages(fn: Callable, p, b) -> None:
+    """The compiled step (under the check's pmap, on the visible case `p`, `b`) communicates over DATA_PARALLEL,
+    and that reaches its results."""
     with explained_here("parallel_update_step"):
-        facts = examined(jax.pmap(fn, axis_name=DATA_PARALLEL, in_axes=(None, 0)), params, sharded)
+        facts = examined(jax.pmap(fn, axis_name=DATA_PARALLEL, in_axes=(None, 0)), *as_arrays(p, b))
     expect_communication("parallel_update_step", facts, DATA_PARALLEL, hint=say("step_no_average", axis=DATA_PARALLEL))
     _expect_step_work(fn)
 

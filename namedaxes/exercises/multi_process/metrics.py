@@ -26,26 +26,25 @@ from .running import (
     N_GLOBAL,
     NUM_PROCESSES,
     as_process,
-    cluster,
+    check_global,
     exercise,
     explained_here,
-    global_job,
-    judged,
-    kernel_run,
-    kind_of,
+    kind_words,
 )
 from .text import TEXT
 
 
 # ---------------------------------------------------------------- exercise 2: global_metrics
 def _metrics_cases() -> list:
-    """(devices k, processes p, errors) of the visible check: two kernel meshes, then the workers."""
+    """The visible check's cases, (devices k, processes p, args, what) as `check_global` takes them: two kernel
+    meshes, then the workers; errors split over DEVICES."""
     r = np.random.RandomState(6)
-    return [
+    errors = [
         (4, 2, r.normal(size=(8, 3)).astype(np.float32)),
         (8, 4, r.normal(size=(16,)).astype(np.float32)),
         (N_GLOBAL, NUM_PROCESSES, r.normal(size=(N_GLOBAL, 3)).astype(np.float32)),
     ]
+    return [(k, p, [(True, e)], TEXT["case_metrics"].format(shape=e.shape)) for k, p, e in errors]
 
 
 def _metrics_want(errors: np.ndarray, p: int) -> dict:
@@ -102,12 +101,12 @@ def _metric_hint(key: str, got, errors: np.ndarray, k: int, p: int) -> str:
 
 def _expect_metrics(name: str, got, errors: np.ndarray, k: int, p: int, where: str) -> None:
     if not isinstance(got, dict) or set(map(str, got)) != set(METRIC_KEYS):
-        fail(TEXT["not_dict"].format(name=name, keys=list(METRIC_KEYS), kind=kind_of(got), where=where))
+        fail(TEXT["not_dict"].format(name=name, keys=list(METRIC_KEYS), kind=kind_words(got), where=where))
     want = _metrics_want(errors, p)
     for key in METRIC_KEYS:
         value = np.asarray(got[key]) if isinstance(got[key], (np.ndarray, np.generic, jax.Array, float, int)) else None
         if value is None:
-            fail(TEXT["not_dict"].format(name=name, keys=list(METRIC_KEYS), kind=kind_of(got[key]), where=where))
+            fail(TEXT["not_dict"].format(name=name, keys=list(METRIC_KEYS), kind=kind_words(got[key]), where=where))
         if value.shape != np.shape(want[key]):
             hint = TEXT["per_process_shape"].format(p=p) if key == "per_process" else ""
             fail(
@@ -134,19 +133,8 @@ def _check_global_metrics(fn: Callable) -> None:
     name = "global_metrics"
     if not callable(fn):
         fail(TEXT["not_callable"].format(name=name, type=type(fn).__name__))
-    cases = _metrics_cases()
-    for k, p, errors in cases[:-1]:
-        where = TEXT["on_mesh_kernel"].format(k=k, p=p, n=k // p, what=TEXT["case_metrics"].format(shape=errors.shape))
-        with explained_here(name, line_mesh(k, DEVICES)):
-            got, mesh, placed = kernel_run(fn, k, DEVICES, [(True, errors)], p)
-        _expect_metrics(name, got, errors, k, p, where)
-    with explained_here(name, mesh):
-        judged(name, fn, mesh, placed, p, DEVICES, (((DEVICES,),),), TEXT["metric_why"])
-        k, p, errors = cases[-1]
-        per_process = cluster().run(global_job, fn, [(DEVICES, [(True, errors)])])
-    where = TEXT["on_mesh_workers"].format(k=k, p=p, n=k // p, what=TEXT["case_metrics"].format(shape=errors.shape))
-    for (got,) in per_process:
-        _expect_metrics(name, got, errors, k, p, where)
+    *kernel, workers = _metrics_cases()
+    check_global(name, fn, DEVICES, kernel, workers, _expect_metrics, ins=(((DEVICES,),),), why=TEXT["metric_why"])
     _expect_metrics_work(name, fn)
 
 

@@ -25,7 +25,7 @@ from .running import (
     cluster,
     exercise,
     explained_here,
-    kind_of,
+    kind_words,
     share,
 )
 from .text import TEXT
@@ -62,7 +62,7 @@ def _expect_rows(name: str, got, batch, rows: slice, who: str, processes: int, l
     want = TEXT["rows_range"].format(start=rows.start, stop=rows.stop - 1)
     if isinstance(batch, dict):
         if not isinstance(got, dict) or set(got) != set(batch):
-            fail(TEXT["rows_dict_keys"].format(where=who, name=name, kind=kind_of(got)))
+            fail(TEXT["rows_dict_keys"].format(where=who, name=name, kind=kind_words(got)))
         for key in sorted(batch):
             _expect_rows(
                 name, got[key], batch[key], rows, TEXT["rows_key"].format(where=who, key=key), processes, local

@@ -165,7 +165,9 @@ def _examined_as(fn: Callable, mesh, placed: list, processes: int):
         return examined(lambda *a: fn(*a, mesh), *placed)
 
 
-def judged(name: str, fn: Callable, mesh, placed: list, processes: int, axis: str, ins: tuple, why: str) -> None:
+def _judged_as_process(
+    name: str, fn: Callable, mesh, placed: list, processes: int, axis: str, ins: tuple, why: str
+) -> None:
     """The grader's judging steps on the kernel's last case, traced as process 0 of `processes`
     (`_examined_as`, examined once): a `jax.shard_map` at all, a collective over `axis` at all (this notebook's
     own words for those), then (`checking.regions.judge_regions`) a per-device region over `axis` that takes each input
@@ -179,7 +181,8 @@ def judged(name: str, fn: Callable, mesh, placed: list, processes: int, axis: st
     judge_regions(name, fn, mesh, *placed, ins=ins, axis=axis, why=why, facts=facts)
 
 
-def kind_of(value) -> str:
+def kind_words(value) -> str:
+    """What `value` is, in words: a dict and its keys, or its type."""
     if isinstance(value, dict):
         return TEXT["a_dict"].format(keys=sorted(map(str, value)))
     return TEXT["a_type"].format(type=type(value).__name__)
@@ -189,3 +192,29 @@ def as_process(index: int, processes: int, local: int) -> Callable[[], AsProcess
     """A `Case(context=...)`: the answer is traced and exported as process `index` of a cluster of
     `processes` x `local` devices."""
     return lambda: AsProcess(index, processes, local)
+
+
+def check_global(
+    name: str, fn: Callable, axis: str, kernel: list[tuple], workers: tuple, expect: Callable, *, ins: tuple, why: str
+) -> None:
+    """The visible check of an answer that works on global arrays, in its order: each case of `kernel` run in this
+    kernel as process 0 of its cluster (`kernel_run`) and its result checked; the grader's judging on the last of
+    them (`_judged_as_process`: `ins`, the reference's `in_specs`; `why`, why a collective over `axis` is
+    needed); then the `workers` case run by every process of the course's cluster (`global_job`) and each
+    process's result checked.
+
+    A case is (devices k, processes p, args, what): `args` as `kernel_run` and `global_job` take them (each
+    `(split over axis, tree)`), `what` the inputs in words. `expect(name, got, *inputs, k, p, where)` checks one
+    result (`inputs`: the trees of `args`)."""
+    for k, p, args, what in kernel:
+        where = TEXT["on_mesh_kernel"].format(k=k, p=p, n=k // p, what=what)
+        with explained_here(name, line_mesh(k, axis)):
+            got, mesh, placed = kernel_run(fn, k, axis, args, p)
+        expect(name, got, *(tree for _, tree in args), k, p, where)
+    with explained_here(name, mesh):
+        _judged_as_process(name, fn, mesh, placed, p, axis, ins, why)
+        k, p, args, what = workers
+        per_process = cluster().run(global_job, fn, [(axis, args)])
+    where = TEXT["on_mesh_workers"].format(k=k, p=p, n=k // p, what=what)
+    for (got,) in per_process:
+        expect(name, got, *(tree for _, tree in args), k, p, where)

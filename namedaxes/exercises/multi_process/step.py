@@ -27,13 +27,10 @@ from .running import (
     NUM_PROCESSES,
     PARAM_NAMES,
     as_process,
-    cluster,
+    check_global,
     exercise,
     explained_here,
-    global_job,
-    judged,
-    kernel_run,
-    kind_of,
+    kind_words,
 )
 from .text import TEXT
 
@@ -55,12 +52,14 @@ def _step_batch(k: int, per: int, real_per_device: list[int], seed: int) -> dict
 
 
 def _step_cases() -> list:
-    """(devices k, processes p, params, batch): a kernel mesh of 4 devices, then the 2 workers (process 1
-    has fewer real rows: its share is padded)."""
-    return [
+    """The visible check's cases, (devices k, processes p, args, what) as `check_global` takes them: a kernel
+    mesh of 4 devices, then the 2 workers (process 1 has fewer real rows: its share is padded); params
+    replicated, the batch split over DATA_PARALLEL."""
+    cases = [
         (4, 2, _params(1.0, 0.0), _step_batch(4, 3, [3, 1, 2, 3], seed=1)),
         (N_GLOBAL, NUM_PROCESSES, _params(0.5, -0.25), _step_batch(N_GLOBAL, 2, [2, 2, 2, 2, 2, 1, 1, 0], seed=2)),
     ]
+    return [(k, p, [(False, params), (True, batch)], _step_what(batch, k)) for k, p, params, batch in cases]
 
 
 def _np_step(params, x, y, grads_scale=1.0) -> dict:
@@ -119,10 +118,10 @@ def step_mistakes(params, batch, k: int, p: int) -> list[tuple]:
 
 def _expect_step(name: str, got, params, batch, k: int, p: int, where: str) -> None:
     if not isinstance(got, dict) or set(map(str, got)) != set(PARAM_NAMES):
-        fail(TEXT["not_dict"].format(name=name, keys=list(PARAM_NAMES), kind=kind_of(got), where=where))
+        fail(TEXT["not_dict"].format(name=name, keys=list(PARAM_NAMES), kind=kind_words(got), where=where))
     for key in PARAM_NAMES:
         if not isinstance(got[key], (np.ndarray, np.generic, jax.Array, float)):
-            fail(TEXT["not_dict"].format(name=name, keys=list(PARAM_NAMES), kind=kind_of(got[key]), where=where))
+            fail(TEXT["not_dict"].format(name=name, keys=list(PARAM_NAMES), kind=kind_words(got[key]), where=where))
         if np.shape(got[key]) != ():
             fail(TEXT["leaf_shape"].format(name=name, key=key, want=(), where=where, got=np.shape(got[key]), hint=""))
     mask = np.asarray(batch["mask"])
@@ -155,28 +154,10 @@ def _check_masked_step(fn: Callable) -> None:
     name = "masked_step"
     if not callable(fn):
         fail(TEXT["not_callable"].format(name=name, type=type(fn).__name__))
-    (k, p, params, batch), workers = _step_cases()
-    where = TEXT["on_mesh_kernel"].format(k=k, p=p, n=k // p, what=_step_what(batch, k))
-    with explained_here(name, line_mesh(k, DATA_PARALLEL)):
-        got, mesh, placed = kernel_run(fn, k, DATA_PARALLEL, [(False, params), (True, batch)], p)
-    _expect_step(name, got, params, batch, k, p, where)
-    with explained_here(name, mesh):
-        # params replicated (P()), x, y and mask split over DATA_PARALLEL
-        judged(
-            name,
-            fn,
-            mesh,
-            placed,
-            p,
-            DATA_PARALLEL,
-            ((), (), ((DATA_PARALLEL,),), ((DATA_PARALLEL,),), ((DATA_PARALLEL,),)),
-            TEXT["step_why"],
-        )
-        k, p, params, batch = workers
-        per_process = cluster().run(global_job, fn, [(DATA_PARALLEL, [(False, params), (True, batch)])])
-    where = TEXT["on_mesh_workers"].format(k=k, p=p, n=k // p, what=_step_what(batch, k))
-    for (got,) in per_process:
-        _expect_step(name, got, params, batch, k, p, where)
+    kernel, workers = _step_cases()
+    # params replicated (P()), x, y and mask split over DATA_PARALLEL
+    ins = ((), (), ((DATA_PARALLEL,),), ((DATA_PARALLEL,),), ((DATA_PARALLEL,),))
+    check_global(name, fn, DATA_PARALLEL, [kernel], workers, _expect_step, ins=ins, why=TEXT["step_why"])
     _expect_step_work(name, fn)
 
 

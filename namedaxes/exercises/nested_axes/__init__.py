@@ -52,7 +52,7 @@ notebook_face(
         ".mistakes": ("known_mistakes",),
         ".normalize": ("row_normalize",),
         ".numbers": ("device_numbers",),
-        ".running": ("grid_map", "grid_mesh"),
+        ".running": ("auto_grid_mesh", "grid_map"),
         ".sums": ("grid_sums",),
         ".tp_dp": ("EXAMPLES", "FEATURES", "tp_dp_step", "tp_dp_step_np"),
     },

@@ -6,13 +6,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from namedaxes import DATA_SHARDS, GRID_AXES, GRID_SHAPE, MODEL_REPLICAS
+from namedaxes import DATA_SHARDS, GRID_SHAPE, MODEL_REPLICAS
 from namedaxes.checking import (
     answer_work,
     examined,
-    expect_communication,
-    expect_output_layouts,
-    expect_regions,
     expect_work_within,
     fail,
     same_values,
@@ -22,9 +19,11 @@ from namedaxes.grading import Case, programs, rng, spec
 
 from .running import (
     UNIFORM,
+    auto_grid_mesh,
     exercise,
+    expect_global_array,
+    expect_grid_program,
     explained_run,
-    grid_mesh,
     grid_words,
     run_answer,
     seen_descriptions,
@@ -75,26 +74,12 @@ def _check_row_normalize(fn) -> None:
     label = f"{name}(x, mesh)"
     r = rng("row_normalize_check")
     for grid, k in ((GRID_SHAPE, 3), ((2, 2), 1), ((4, 2), 2)):
-        mesh = grid_mesh(grid)
+        mesh = auto_grid_mesh(grid)
         n_rows, n_cols = grid
         x = uniform(r, (n_rows, n_cols * k))
         where = say("on_mesh", grid=grid_words(grid), shape=tuple(x.shape))
         out = run_answer(name, lambda: jax.jit(lambda a: fn(a, mesh))(x), where, fix="fix_row_normalize")  # noqa: B023 - run in this iteration
-        if not isinstance(out, jax.Array):
-            fail(say("not_jax_array", label=label, type=type(out).__name__, value=f"{out!r:.80}"))
-        if tuple(out.shape) != tuple(x.shape):
-            fail(
-                say(
-                    "global_shape",
-                    label=label,
-                    want=tuple(x.shape),
-                    got=tuple(out.shape),
-                    where=where,
-                    hint=say("row_normalize_shape_hint"),
-                )
-            )
-        if np.dtype(out.dtype) != np.float32:
-            fail(say("dtype", label=label, want="float32", got=np.dtype(out.dtype).name))
+        expect_global_array(label, out, x.shape, where, say("row_normalize_shape_hint"))
         xs = np.asarray(x, dtype=np.float64)
         want = xs / xs.sum(axis=1, keepdims=True)
         if same_values(out, want):
@@ -109,10 +94,8 @@ def _check_row_normalize(fn) -> None:
     over_model = [d for d in facts.present if d.endswith(f" over '{MODEL_REPLICAS}'")]
     if not over_model:
         fail(say("rn_no_collective", name=name, seen=seen_descriptions(facts.present), m=MODEL_REPLICAS))
-    expect_communication(name, facts, MODEL_REPLICAS, hint=say("rn_layout_hint"))
     block = ((DATA_SHARDS,), (MODEL_REPLICAS,))
-    expect_regions(name, facts, ((tuple(sorted(GRID_AXES)), (block,)),), hint=say("rn_layout_hint"))
-    expect_output_layouts(name, facts, (block,), hint=say("rn_layout_hint"))
+    expect_grid_program(name, facts, (MODEL_REPLICAS,), (block,), (block,), say("rn_layout_hint"))
     _expect_row_normalize_work(name, fn)
 
 
@@ -120,7 +103,7 @@ def _expect_row_normalize_work(name: str, fn) -> None:
     """No device holds a whole row: the largest array one device of the work case materializes (read from the
     compiled per-device program, as the grader reads it) is at most `_RN_LARGEST_FACTOR` times its own block."""
     grid, k = GRID_SHAPE, _RN_WORK_K
-    mesh = grid_mesh(grid)
+    mesh = auto_grid_mesh(grid)
     x = spec((grid[0], grid[1] * k), jnp.float32)
     where = say("on_mesh", grid=grid_words(grid), shape=tuple(x.shape))
     with explained_run(name, where, "fix_row_normalize"):
@@ -143,12 +126,12 @@ def _observe_row_normalize(fn) -> dict:
     work case on the 2 x 4 grid with long blocks (the largest array one device holds)."""
     cases = {}
     for grid, k in ((GRID_SHAPE, 3), ((4, 2), 2), ((2, 2), 2), ((1, 4), 1)):
-        mesh = grid_mesh(grid)
+        mesh = auto_grid_mesh(grid)
         cases[f"{grid[0]}x{grid[1]}_k{k}"] = Case(
             lambda x, mesh=mesh: fn(x, mesh), spec((grid[0], grid[1] * k), jnp.float32), draw=UNIFORM
         )
     grid, k = GRID_SHAPE, _RN_WORK_K  # the work case: long blocks (see `_RN_LARGEST_FACTOR`)
-    mesh = grid_mesh(grid)
+    mesh = auto_grid_mesh(grid)
     cases[f"{grid[0]}x{grid[1]}_k{k}"] = Case(
         lambda x: fn(x, mesh),
         spec((grid[0], grid[1] * k), jnp.float32),

@@ -7,20 +7,16 @@ import numpy as np
 
 from namedaxes import DATA_SHARDS, GRID_SHAPE, MODEL_REPLICAS
 from namedaxes.checking import (
-    fail,
     mistake_sentence,
     same_values,
 )
 from namedaxes.grading import rng
 
 from .running import (
-    describe,
     exercise,
     expect_grid_array,
-    grid_map,
-    grid_words,
+    grid_parts,
     observe_on_grids,
-    run_answer,
     values_failure,
 )
 from .text import say
@@ -59,10 +55,7 @@ def _check_device_numbers(fn) -> None:
     r = rng("device_numbers_check")
     for grid in (GRID_SHAPE, (4, 2), (2, 2), (1, 4)):
         x = jnp.asarray(r.normal(size=grid), jnp.float32)
-        where = say("on_grid", grid=grid_words(grid))
-        out = run_answer(name, lambda: grid_map(fn)(x), where)  # noqa: B023 - run in this iteration
-        if not isinstance(out, (tuple, list)) or len(out) != 2:
-            fail(say("not_a_tuple", name=name, n=2, what=say("two_scalars"), got=describe(out)))
+        out, where = grid_parts(name, fn, x, 2, say("two_scalars"))
         rows, cols = np.indices(grid)
         n_rows, n_cols = grid
         wanted = (("number_row_major", rows * n_cols + cols), ("number_column_major", cols * n_rows + rows))

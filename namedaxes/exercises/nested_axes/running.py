@@ -14,6 +14,9 @@ from namedaxes import DATA_SHARDS, GRID_AXES, GRID_SHAPE, MODEL_REPLICAS, meshes
 from namedaxes.checking import TEXT as checking_text  # the list separator of the language
 from namedaxes.checking import (
     exercises_for,
+    expect_communication,
+    expect_output_layouts,
+    expect_regions,
     explained,
     fail,
     fail_values,
@@ -35,7 +38,7 @@ def grid_map(fn):
     return jax.pmap(jax.vmap(fn, axis_name=MODEL_REPLICAS), axis_name=DATA_SHARDS)
 
 
-def grid_mesh(shape=GRID_SHAPE):
+def auto_grid_mesh(shape=GRID_SHAPE):
     """A (DATA_SHARDS, MODEL_REPLICAS) mesh of `shape` devices, Auto axis types (plain arrays go in)."""
     return meshes.grid_mesh(shape, GRID_AXES, AxisType.Auto)
 
@@ -91,7 +94,8 @@ def run_answer(name: str, call, where: str, *, fix: str | None = None, mesh_shap
         return call()
 
 
-def describe(out) -> str:
+def _result_kind(out) -> str:
+    """What an answer returned, in words: a tuple (or list) and its length, an array and its shape, or a type."""
     if isinstance(out, (tuple, list)):
         return say("tuple_of", kind=type(out).__name__, n=len(out))
     if isinstance(out, jax.Array):
@@ -118,6 +122,26 @@ def expect_grid_array(label: str, value, grid: tuple, per_device: tuple, dtype) 
         fail(say("dtype", label=label, want=np.dtype(dtype).name, got=np.dtype(value.dtype).name))
 
 
+def grid_parts(name: str, fn, x, parts: int, what: str) -> tuple[tuple, str]:
+    """A per-device answer run on the grid `x` (`grid_map`, by `run_answer`): its results, which must be a tuple
+    (or list) of `parts` (`what`: what they are, in words), and where it ran, in words."""
+    where = say("on_grid", grid=grid_words(x.shape[:2]))
+    out = run_answer(name, lambda: grid_map(fn)(x), where)
+    if not isinstance(out, (tuple, list)) or len(out) != parts:
+        fail(say("not_a_tuple", name=name, n=parts, what=what, got=_result_kind(out)))
+    return out, where
+
+
+def expect_global_array(label: str, out, want_shape: tuple, where: str, hint: str) -> None:
+    """A global answer's result is a float32 `jax.Array` of `want_shape` (`hint` said when its shape is not)."""
+    if not isinstance(out, jax.Array):
+        fail(say("not_jax_array", label=label, type=type(out).__name__, value=f"{out!r:.80}"))
+    if tuple(out.shape) != tuple(want_shape):
+        fail(say("global_shape", label=label, want=tuple(want_shape), got=tuple(out.shape), where=where, hint=hint))
+    if np.dtype(out.dtype) != np.float32:
+        fail(say("dtype", label=label, want="float32", got=np.dtype(out.dtype).name))
+
+
 def values_failure(label: str, got, want, where: str, hint: str) -> None:
     fail_values(say, "values", want, got, one_line=True, label=label, where=where, hint=hint)
 
@@ -139,13 +163,23 @@ def explained_run(name: str, where: str, fix: str, mesh_shape=None):
     )
 
 
+def expect_grid_program(name: str, facts, over: tuple, ins: tuple, outs: tuple, hint: str, primitive=None) -> None:
+    """The grader's steps on an examined program over the grid (`checking.examined`), in its order: a collective
+    (`primitive`, where given) over each axis of `over` that reaches the results, a per-device region over both
+    grid axes that takes its inputs split as `ins` says, the results laid out as `outs` says; `hint` on each."""
+    for axis in over:
+        expect_communication(name, facts, axis, primitive, hint=hint)
+    expect_regions(name, facts, ((tuple(sorted(GRID_AXES)), ins),), hint=hint)
+    expect_output_layouts(name, facts, outs, hint=hint)
+
+
 def seen_descriptions(descs) -> str:
     """Collectives as the compiled program names them ("psum over 'model_replicas'"), or none at all."""
     return checking_text["list_sep"].join(descs) or say("no_collective_at_all")
 
 
 def on_devices(fn, grid):
-    """The per-device `fn` on a real grid of devices: `shard_map` over `grid_mesh(grid)`, one cell per device.
+    """The per-device `fn` on a real grid of devices: `shard_map` over `auto_grid_mesh(grid)`, one cell per device.
 
     What the grader runs (the visible checks use `grid_map`): here both axes are devices, so the
     communication over each of them is visible in the compiled program.
@@ -155,7 +189,9 @@ def on_devices(fn, grid):
     def per_block(block):
         return jax.tree.map(lambda part: jnp.asarray(part)[None, None], fn(block[0, 0]))
 
-    return jax.shard_map(per_block, mesh=grid_mesh(grid), in_specs=block_spec, out_specs=block_spec, check_vma=False)
+    return jax.shard_map(
+        per_block, mesh=auto_grid_mesh(grid), in_specs=block_spec, out_specs=block_spec, check_vma=False
+    )
 
 
 def observe_on_grids(fn, cases, draw) -> dict:

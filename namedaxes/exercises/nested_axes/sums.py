@@ -17,10 +17,9 @@ from namedaxes.grading import rng
 
 from .running import (
     UNIFORM,
-    describe,
     exercise,
     expect_grid_array,
-    grid_map,
+    grid_parts,
     grid_words,
     observe_on_grids,
     on_devices,
@@ -103,18 +102,7 @@ def _check_grid_sums(fn) -> None:
     r = rng("grid_sums_check")
     for grid, per_device in ((GRID_SHAPE, (3,)), ((4, 2), ()), ((2, 2), (2,))):
         x = uniform(r, (*grid, *per_device))
-        where = say("on_grid", grid=grid_words(grid))
-        out = run_answer(name, lambda: grid_map(fn)(x), where)  # noqa: B023 - run in this iteration
-        if not isinstance(out, (tuple, list)) or len(out) != 3:
-            fail(
-                say(
-                    "not_a_tuple",
-                    name=name,
-                    n=3,
-                    what=say("three_arrays", parts=say("parts_list")),
-                    got=describe(out),
-                )
-            )
+        out, where = grid_parts(name, fn, x, 3, say("three_arrays", parts=say("parts_list")))
         options = _grid_reductions(x)
         for k, ((want_key, group, axes), got) in enumerate(zip(_GRID_SUMS_PARTS, out)):
             label = f"{name}(x)[{k}]"

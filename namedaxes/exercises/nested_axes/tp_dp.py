@@ -6,12 +6,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from namedaxes import DATA_SHARDS, GRID_AXES, MODEL_REPLICAS
+from namedaxes import DATA_SHARDS, MODEL_REPLICAS
 from namedaxes.checking import (
     examined,
-    expect_communication,
-    expect_output_layouts,
-    expect_regions,
     expect_work_within,
     fail,
     fail_values,
@@ -22,7 +19,18 @@ from namedaxes.grading import Case, programs, spec
 from namedaxes.judging import exported_work
 from namedaxes.model import LEARNING_RATE
 
-from .running import EXAMPLES, FEATURES, exercise, explained_run, grid_mesh, grid_words, run_answer, seen_descriptions
+from .running import (
+    EXAMPLES,
+    FEATURES,
+    auto_grid_mesh,
+    exercise,
+    expect_global_array,
+    expect_grid_program,
+    explained_run,
+    grid_words,
+    run_answer,
+    seen_descriptions,
+)
 from .text import say
 
 # tp_dp_step's work case: a wide w and few examples, so that all of w is the largest array a device could hold
@@ -110,7 +118,7 @@ def _check_tp_dp_step(fn) -> None:
     label = f"{name}(w, batch, mesh)"
     facts, passed_on = None, None
     for seed, grid in enumerate(_TP_MESHES):
-        mesh = grid_mesh(grid)
+        mesh = auto_grid_mesh(grid)
         w, batch = _tp_inputs(grid, seed)
         where = say("on_mesh_step", grid=grid_words(grid), features=FEATURES, examples=EXAMPLES)
         out = run_answer(
@@ -120,21 +128,7 @@ def _check_tp_dp_step(fn) -> None:
             fix="fix_tp_dp_step",
             mesh_shape=grid,
         )
-        if not isinstance(out, jax.Array):
-            fail(say("not_jax_array", label=label, type=type(out).__name__, value=f"{out!r:.80}"))
-        if tuple(out.shape) != (FEATURES,):
-            fail(
-                say(
-                    "global_shape",
-                    label=label,
-                    want=(FEATURES,),
-                    got=tuple(out.shape),
-                    where=where,
-                    hint=say("tp_shape_hint"),
-                )
-            )
-        if np.dtype(out.dtype) != np.float32:
-            fail(say("dtype", label=label, want="float32", got=np.dtype(out.dtype).name))
+        expect_global_array(label, out, (FEATURES,), where, say("tp_shape_hint"))
         got = np.asarray(out, np.float64)
         want = tp_dp_step_np(w, batch)
         if not same_values(got, want, 1e-5):
@@ -165,11 +159,9 @@ def _check_tp_dp_step(fn) -> None:
     over_data = [d for d in facts.present if d.endswith(f" over '{DATA_SHARDS}'")]
     if f"psum over '{DATA_SHARDS}'" not in over_data:
         fail(say("tp_needs_data", name=name, seen=seen_descriptions(over_data), d=DATA_SHARDS))
-    expect_communication(name, facts, MODEL_REPLICAS, "psum", hint=say("tp_layout_hint"))
-    expect_communication(name, facts, DATA_SHARDS, "psum", hint=say("tp_layout_hint"))
     specs = (((MODEL_REPLICAS,),), ((DATA_SHARDS,), (MODEL_REPLICAS,)), ((DATA_SHARDS,),))
-    expect_regions(name, facts, ((tuple(sorted(GRID_AXES)), specs),), hint=say("tp_layout_hint"))
-    expect_output_layouts(name, facts, (((MODEL_REPLICAS,),),), hint=say("tp_layout_hint"))
+    over, outs = (MODEL_REPLICAS, DATA_SHARDS), (((MODEL_REPLICAS,),),)
+    expect_grid_program(name, facts, over, specs, outs, say("tp_layout_hint"), "psum")
     _expect_tp_work(name, fn)
 
 
@@ -185,7 +177,7 @@ def _expect_tp_work(name: str, fn) -> None:
     """No device holds all of w: the largest array one device of the work case materializes (read from the
     compiled per-device program, as the grader reads it) is at most `_TP_LARGEST_FACTOR` times the
     reference's."""
-    mesh = grid_mesh(_TP_WORK_GRID)
+    mesh = auto_grid_mesh(_TP_WORK_GRID)
     where = say("on_mesh_step", grid=grid_words(_TP_WORK_GRID), features=_TP_WORK_FEATURES, examples=_TP_WORK_EXAMPLES)
     with explained_run(name, where, "fix_tp_dp_step", _TP_WORK_GRID):
         program = jax.jit(lambda w_, x_, y_: fn(w_, {"x": x_, "y": y_}, mesh))
@@ -216,7 +208,7 @@ def _observe_tp_dp_step(fn) -> dict:
     plus the 2 x 4 one again as a structure case: the reference's psums over both axes are required."""
     cases = {}
     for grid in ((2, 4), (4, 2), (2, 2)):
-        mesh = grid_mesh(grid)
+        mesh = auto_grid_mesh(grid)
         program = lambda w, x, y, mesh=mesh: fn(w, {"x": x, "y": y}, mesh)  # noqa: E731
         args = (spec((FEATURES,), jnp.float32), spec((EXAMPLES, FEATURES), jnp.float32), spec((EXAMPLES,), jnp.float32))
         cases[f"{grid[0]}x{grid[1]}"] = Case(program, *args)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import jax.numpy as jnp
@@ -9,19 +10,16 @@ import numpy as np
 
 from namedaxes import DEVICES
 from namedaxes.checking import (
-    expect_array,
     expect_case_work,
     f32,
     fail,
-    fail_values,
     mistake_sentence,
-    same_values,
 )
 from namedaxes.checking.regions import judge_regions
 from namedaxes.grading import Case, programs, spec
 from namedaxes.meshes import line_mesh, with_mesh
 
-from .running import call_answer, exercise, explained_here, weighted_total_pmap
+from .running import call_answer, exercise, expect_result_shape, expect_values, explained_here, weighted_total_pmap
 from .text import say
 
 # ---------------------------------------------------------------- 5. weighted_total_shard_map
@@ -59,9 +57,9 @@ def migration_mistakes(w, x, k: int) -> list[tuple]:
     return [(want.sum(axis=1) / k, "migration_mean", {}), (want[:, 0], "migration_first", {})]
 
 
-def _migration_value_hint(got, w, x, k: int) -> str:
-    """What a wrong total is: the mean over devices, or device 0's term only."""
-    return mistake_sentence(say, got, migration_mistakes(w, x, k), 1e-4)
+def _migration_value_hint(i: int, got, w, x, k: int) -> str:
+    """What a wrong total (`i` 0) is: the mean over devices, or device 0's term only; nothing for the columns."""
+    return mistake_sentence(say, got, migration_mistakes(w, x, k), 1e-4) if i == 0 else ""
 
 
 def _check_weighted_total_shard_map(fn: Callable) -> None:
@@ -80,13 +78,10 @@ def _check_weighted_total_shard_map(fn: Callable) -> None:
             fail(say("migration_pair", name=name, where=where, kind=kind))
         for i, (got, want) in enumerate(zip(out, weighted_total_pmap()(w, x))):
             label, want = f"{name}(w, x, mesh)[{i}]", np.asarray(want)
-            expect_array(label, got, dtype=jnp.float32)
-            if tuple(got.shape) != want.shape:
-                hint = _migration_shape_hint(i, tuple(got.shape), want.shape[0], k)
-                fail(say("migration_shape", name=label, want=want.shape, where=where, got=tuple(got.shape), hint=hint))
-            if not same_values(got, want, 1e-4, dtype=float):
-                hint = _migration_value_hint(got, w, x, k) if i == 0 else ""
-                fail_values(say, "migration_wrong", want, got, separator=" ", name=label, where=where, hint=hint)
+            shape_hint = functools.partial(_migration_shape_hint, i, d=want.shape[0], k=k)
+            expect_result_shape(label, got, want.shape, where, "migration_shape", shape_hint)
+            value_hint = functools.partial(_migration_value_hint, i, got, w, x, k)
+            expect_values(label, got, want, where, "migration_wrong", value_hint)
     k, w, x = _WEIGHTED_CASES[-1]  # the smallest mesh: the same verdict, the cheapest compiles
     mesh = line_mesh(k)
     judge_regions(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import jax.numpy as jnp
@@ -12,19 +13,16 @@ from jax.sharding import PartitionSpec as P
 from namedaxes import DATA_SHARDS, MODEL_REPLICAS, meshes
 from namedaxes.checking import TEXT as checking_text  # the list separator of the language
 from namedaxes.checking import (
-    expect_array,
     expect_case_work,
     f32,
     fail,
-    fail_values,
     mistake_sentence,
-    same_values,
 )
 from namedaxes.checking.regions import judge_regions
 from namedaxes.grading import Case, programs, spec
 from namedaxes.meshes import grid_mesh, with_mesh
 
-from .running import call_answer, exercise, explained_here
+from .running import call_answer, exercise, expect_result_shape, expect_values, explained_here
 from .text import say
 
 
@@ -92,17 +90,11 @@ def _check_replica_totals(fn: Callable) -> None:
         where = say("replica_where", rows=n_data, cols=n_rep, shape=x_np.shape)
         with explained_here(name, mesh):
             out = call_answer(fn, x, mesh)
-        expect_array(name, out, dtype=jnp.float32)
         want = _replica_totals_reference(x_np.astype(np.float64))
-        got_shape = tuple(out.shape)
-        if got_shape != want.shape:
-            hint = _replica_shape_hint(got_shape, x_np.shape, shape)
-            fail(say("replica_shape", name=name, want=want.shape, where=where, got=got_shape, hint=hint))
+        shape_hint = functools.partial(_replica_shape_hint, x_shape=x_np.shape, mesh_shape=shape)
+        expect_result_shape(name, out, want.shape, where, "replica_shape", shape_hint)
         got = np.asarray(out, np.float64)
-        if not same_values(got, want, 1e-4, dtype=float):
-            fail_values(
-                say, "values", want, got, separator=" ", name=name, where=where, hint=_replica_hint(got, x_np, shape)
-            )
+        expect_values(name, got, want, where, "values", functools.partial(_replica_hint, got, x_np, shape))
     shape, x_np = _REPLICA_CASES[-1]  # the smallest mesh: the same verdict, the cheapest compiles
     mesh = grid_mesh(shape)
     x = meshes.placed(f32(x_np), mesh, P(DATA_SHARDS, MODEL_REPLICAS))

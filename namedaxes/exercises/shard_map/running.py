@@ -8,11 +8,16 @@ import functools
 from collections.abc import Callable
 
 import jax
+import jax.numpy as jnp
 
 from namedaxes import DEVICES, model
 from namedaxes.checking import (
     exercises_for,
+    expect_array,
     explained,
+    fail,
+    fail_values,
+    same_values,
     unbound_axis_name,
 )
 
@@ -106,3 +111,20 @@ def _compiled(fn: Callable, n_args: int):
 def call_answer(fn: Callable, *args):
     """Run the answer `fn(*args, mesh)` compiled (the mesh is the last argument)."""
     return _compiled(fn, len(args))(*args)
+
+
+# ---------------------------------------------------------------- an answer's results
+def expect_result_shape(label: str, got, want_shape: tuple, where: str, key: str, hint: Callable[[tuple], str]) -> None:
+    """A result of an answer is a float32 `jax.Array` (`expect_array`) of `want_shape`: else the sentence `key`
+    (fields `name`, `want`, `where`, `got`) with `hint(the shape seen)`."""
+    expect_array(label, got, dtype=jnp.float32)
+    seen = tuple(got.shape)
+    if seen != tuple(want_shape):
+        fail(say(key, name=label, want=want_shape, where=where, got=seen, hint=hint(seen)))
+
+
+def expect_values(label: str, got, want, where: str, key: str, hint: Callable[[], str]) -> None:
+    """`got` has the values of `want` (within 1e-4, as floats): else `fail_values` with the sentence `key`, the
+    values shown as this notebook shows them, and `hint()`, worked out only then."""
+    if not same_values(got, want, 1e-4, dtype=float):
+        fail_values(say, key, want, got, separator=" ", name=label, where=where, hint=hint())

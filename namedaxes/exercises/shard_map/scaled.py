@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import jax.numpy as jnp
@@ -13,7 +14,6 @@ from namedaxes.checking import (
     expect_case_work,
     f32,
     fail,
-    fail_values,
     same_values,
     which_mistake,
 )
@@ -21,7 +21,7 @@ from namedaxes.checking.regions import judge_regions
 from namedaxes.grading import Case, programs, spec
 from namedaxes.meshes import line_mesh, with_mesh
 
-from .running import call_answer, exercise, explained_here
+from .running import call_answer, exercise, expect_values, explained_here
 from .text import say
 
 # ---------------------------------------------------------------- 1. sharded_scaled_sum
@@ -55,6 +55,17 @@ def scaled_mistakes(x, k: int) -> list[tuple]:
     return found + [(2.0 * xs[:block].sum(axis=0), "scaled_first_share", {}), (want / k, "scaled_mean", {})]
 
 
+def _scaled_hint(name: str, fn: Callable, x, mesh, got: np.ndarray) -> str:
+    """What wrong column totals (on the `mesh` of k devices) are: a known mistake's, else numbers written by hand
+    (the answer run again on x + 1 gives the same: it does not follow x at all), else other totals."""
+    found = which_mistake(got, scaled_mistakes(x, mesh.size), 1e-4)
+    if found is not None:
+        return say(found[0], **found[1])
+    with explained_here(name, mesh):
+        moved = np.asarray(call_answer(fn, f32(np.asarray(x) + 1.0), mesh), np.float64)
+    return say("scaled_by_hand") if same_values(moved, got, 1e-4, dtype=float) else say("scaled_other")
+
+
 def _check_sharded_scaled_sum(fn: Callable) -> None:
     name = "sharded_scaled_sum"
     for k, x in _SCALED_SUM_CASES:
@@ -82,16 +93,7 @@ def _check_sharded_scaled_sum(fn: Callable) -> None:
                 hint = say("scaled_shape_per_device", k=k)
             fail(say("scaled_shape", name=name, want=(m,), m=m, got=got_shape, where=where, hint=hint))
         got = np.asarray(out, np.float64)
-        if not same_values(got, want, 1e-4, dtype=float):
-            found = which_mistake(got, scaled_mistakes(x, k), 1e-4)
-            if found is not None:
-                hint = say(found[0], **found[1])
-            else:
-                with explained_here(name, mesh):
-                    moved = np.asarray(call_answer(fn, f32(np.asarray(x) + 1.0), mesh), np.float64)
-                # "by hand" only when the result does not follow x at all
-                hint = say("scaled_by_hand") if same_values(moved, got, 1e-4, dtype=float) else say("scaled_other")
-            fail_values(say, "scaled_wrong", want, got, separator=" ", name=name, where=where, hint=hint)
+        expect_values(name, got, want, where, "scaled_wrong", functools.partial(_scaled_hint, name, fn, x, mesh, got))
     k, x = _SCALED_SUM_CASES[-1]  # the smallest mesh: the same verdict, the cheapest compiles
     mesh = line_mesh(k)
     judge_regions(

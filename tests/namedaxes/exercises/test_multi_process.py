@@ -727,13 +727,12 @@ def test_masked_step_hidden_test_rejects(step_reference, name):
 
 
 def test_masked_step_on_two_processes_equals_numpy_and_one_process():
-    (k, p, params, batch), (k8, p8, params8, batch8) = step._step_cases()
-    (two,), (also_two,) = running.cluster().run(
-        running.global_job, masked_step_ref, [(DATA_PARALLEL, [(False, params8), (True, batch8)])]
-    )
+    _, (_, _, args8, _) = step._step_cases()
+    (_, params8), (_, batch8) = args8
+    (two,), (also_two,) = running.cluster().run(running.global_job, masked_step_ref, [(DATA_PARALLEL, args8)])
     mask = batch8["mask"]
     want = model.sgd_step_np(params8, {"x": batch8["x"][mask], "y": batch8["y"][mask]})
-    one, _, _ = running.kernel_run(masked_step_ref, 8, DATA_PARALLEL, [(False, params8), (True, batch8)], 1)
+    one, _, _ = running.kernel_run(masked_step_ref, 8, DATA_PARALLEL, args8, 1)
     for key in ("w", "b"):
         assert two[key] == also_two[key]
         np.testing.assert_allclose(two[key], want[key], rtol=1e-5)

@@ -41,14 +41,14 @@ def test_grid_map_is_the_pmap_over_vmap_form():
     np.testing.assert_array_equal(out[1], [[0, 1, 2, 3]] * 2)
 
 
-def test_grid_mesh_takes_plain_arrays_and_uses_the_grid_devices():
-    mesh = q.grid_mesh()
+def test_auto_grid_mesh_takes_plain_arrays_and_uses_the_grid_devices():
+    mesh = q.auto_grid_mesh()
     assert mesh.axis_names == GRID_AXES and mesh.devices.shape == GRID_SHAPE
     out = jax.shard_map(lambda b: b + lax.axis_index(M), mesh=mesh, in_specs=SPEC, out_specs=SPEC)(
         jnp.zeros(GRID_SHAPE)
     )
     np.testing.assert_array_equal(out, [[0, 1, 2, 3]] * 2)
-    assert q.grid_mesh((2, 2)).devices.shape == (2, 2)
+    assert q.auto_grid_mesh((2, 2)).devices.shape == (2, 2)
 
 
 # ---------------------------------------------------------------- grid_sums
@@ -468,7 +468,7 @@ def test_row_normalize_work_is_judged_against_its_own_block():
     from namedaxes import judging
     from namedaxes.exercises.nested_axes import normalize
 
-    mesh = q.grid_mesh(GRID_SHAPE)
+    mesh = q.auto_grid_mesh(GRID_SHAPE)
     x = jax.ShapeDtypeStruct((GRID_SHAPE[0], GRID_SHAPE[1] * normalize._RN_WORK_K), jnp.float32)
     work = judging.exported_work(jax.export.export(jax.jit(lambda a: row_normalize_ref(a, mesh)))(x))
     assert work.largest_bytes == normalize._RN_REFERENCE_LARGEST
@@ -696,7 +696,7 @@ def test_tp_dp_step_work_is_judged_against_the_references_largest_array():
     grader refuses a step that gathers all of w for the size of its largest array."""
     from namedaxes import judging
 
-    mesh = q.grid_mesh(tp_module._TP_WORK_GRID)
+    mesh = q.auto_grid_mesh(tp_module._TP_WORK_GRID)
     program = jax.jit(lambda w, x, y: tp_dp_step_ref(w, {"x": x, "y": y}, mesh))
     work = judging.exported_work(jax.export.export(program)(*tp_module._tp_work_args()))
     assert work.largest_bytes == tp_module._TP_REFERENCE_LARGEST
@@ -742,7 +742,7 @@ def test_tp_dp_step_reference_is_the_one_device_step():
     batch = {"x": x, "y": x @ jnp.arange(q.FEATURES, dtype=jnp.float32)}
     for shape in ((2, 4), (4, 2), (2, 2), (1, 8), (8, 1)):
         np.testing.assert_allclose(
-            tp_dp_step_ref(w, batch, q.grid_mesh(shape)), q.tp_dp_step_np(w, batch), rtol=1e-5, atol=1e-6
+            tp_dp_step_ref(w, batch, q.auto_grid_mesh(shape)), q.tp_dp_step_np(w, batch), rtol=1e-5, atol=1e-6
         )
 
 
