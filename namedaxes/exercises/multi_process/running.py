@@ -80,7 +80,7 @@ class AsProcess:
 
 
 def _rules(name: str, mesh=None):
-    """This notebook's own translations; `checking.translate` does the rest (not written yet, ...)."""
+    """This notebook's own translations; `checking.explain_error` does the rest (not written yet, ...)."""
     axes = axis_list(mesh) if mesh is not None else f"'{DEVICES}'"
 
     def rule(err: BaseException) -> str | None:

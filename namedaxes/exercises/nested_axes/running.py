@@ -48,7 +48,7 @@ def grid_words(shape) -> str:
 
 
 def _grid_rules(name: str, where: str, fix: str | None, mesh_shape=None):
-    """This notebook's own translations (nested pmap, shard_map specs); `checking.translate` does the rest."""
+    """This notebook's own translations (nested pmap, shard_map specs); `checking.explain_error` does the rest."""
 
     def rule(err: BaseException) -> str | None:
         text = str(err)

@@ -52,7 +52,7 @@ def weighted_total_pmap():
 
 # ---------------------------------------------------------------- running answers
 def _shard_map_rules(name: str, mesh=None, *, shard_map_allowed: bool = True):
-    """This notebook's own translations (shard_map, meshes, specs); `checking.translate` does the rest."""
+    """This notebook's own translations (shard_map, meshes, specs); `checking.explain_error` does the rest."""
     axes = say("mesh_axes", axes=tuple(mesh.axis_names)) if mesh is not None else ""
 
     def rule(err: BaseException) -> str | None:
