@@ -25,9 +25,9 @@ from namedaxes.judging import Work, exported_work, work_excess
 from namedaxes.meshes import abstract_on, describe, with_mesh
 
 from .running import (
+    error_rules,
     exercise,
     explicit_line_mesh,
-    rules,
     run_answer,
     seen_jaxpr,
     written_collectives,
@@ -134,7 +134,7 @@ def _check_collective_matmul_rows(fn: Callable) -> None:
     if not any(p == "ppermute" and MODEL_PARALLEL in axes for p, axes in found):
         fail(say("cm_no_ppermute", name=name, seen=seen_jaxpr(found), axis=MODEL_PARALLEL))
     # the schedule: partial matmuls interleaved with the sends, read from the program the grader compiles
-    with explained(name, rules=rules(name)):
+    with explained(name, rules=error_rules(name)):
         work = exported_work(jax.export.export(meshes.program(fn, mesh))(x, w))
     ring = f"ppermute over '{MODEL_PARALLEL}'"
     inserted = sorted(d for d, _ in work.moved if d != ring)

@@ -13,31 +13,32 @@ from jax.sharding import PartitionSpec as P
 
 from namedaxes import STAGES
 from namedaxes.checking import (
-    expect_result,
     explained,
     f32,
     fail,
-    fail_values,
     same_values,
     show_values,
 )
 from namedaxes.checking.compiled import compiled_once
-from namedaxes.grading import Case, programs
+from namedaxes.grading import Case
 from namedaxes.judging import COMPILER_OPTIONS, Work
-from namedaxes.meshes import abstract_on, describe, with_mesh
+from namedaxes.meshes import abstract_on
 
 from .running import (
     MICROBATCHES,
+    Answered,
     Ran,
     answer_rules,
+    answered,
     diagnosed,
     exercise,
     expect_collectives,
     expect_work,
-    run_answer,
-    stage_mesh,
+    mesh_programs,
+    stage_line_mesh,
+    values_on_meshes,
 )
-from .text import TEXT, say
+from .text import say
 
 # ---------------------------------------------------------------- 1. pipeline_loss
 # (stages, batch, features): the batch divides by MICROBATCHES.
@@ -106,65 +107,32 @@ _PIPE_REFERENCE = {
 }
 
 
-# The notebook's globals that an answer may read the number of devices from instead of its mesh: (name, value).
-_COUNT_GLOBALS = {"pipeline_loss": ("k", 4), "moe_layer": ("n_experts", 8), "causal_ring_attention": ("n_blocks", 8)}
-
-
-def global_count(name: str, k: int, axis: str, right_there: Callable[[int], bool]) -> str:
-    """The hint for values wrong on `k` devices that are right on as many devices as the notebook's global
-    count (`_COUNT_GLOBALS`); "" otherwise. `right_there(count)` runs the answer on that mesh."""
-    glob, count = _COUNT_GLOBALS[name]
-    if k == count:
-        return ""
-    try:
-        right = right_there(count)
-    except Exception:  # noqa: BLE001 - any failure there: no such hint
-        right = False
-    return say("global_count", right=count, k=k, glob=glob, axis=axis) if right else ""
-
-
-def _pipe_case(fn: Callable, k: int, n: int, d: int) -> tuple:
-    """The answer run on `k` stages: (its loss, the right one, the inputs on the host, what it placed, the
-    bound program, `Ran`, where)."""
-    name, mesh = "pipeline_loss", stage_mesh(k)
-    params, x, y = _pipe_inputs(k, n, d)
-    args = _pipe_placed(mesh, params, x, y)
-    where = say("where_mesh", mesh=describe(mesh), shapes=f"w {params['w'].shape}, b {params['b'].shape}, x {x.shape}")
-    program = with_mesh(fn, mesh)
-    out, ran = run_answer(name, program, *args, mesh=mesh)
-    expect_result(name, out, (), (), TEXT, where=where)
+def _pipe_case(fn: Callable, k: int, n: int, d: int) -> Answered:
+    """The answer run on `k` stages, with the right loss."""
+    mesh = stage_line_mesh(k)
+    params, x, y = host = _pipe_inputs(k, n, d)
     want = ((_pipe_outputs(params, x) - y) ** 2).mean()
-    return out, want, (params, x, y), args, program, ran, where
-
-
-def _pipe_right_on(fn: Callable, count: int) -> bool:
-    out, want, *_ = _pipe_case(fn, *next(s for s in _PIPE_SHAPES if s[0] == count))
-    return same_values(np.asarray(out, np.float64), want, 1e-4)
+    shapes = f"w {params['w'].shape}, b {params['b'].shape}, x {x.shape}"
+    placed = _pipe_placed(mesh, *host)
+    return answered("pipeline_loss", fn, mesh, placed, host=host, want=want, result=((), ()), shapes=shapes)
 
 
 def _check_pipeline_loss(fn: Callable) -> None:
     name = "pipeline_loss"
-    ran = []
-    for k, n, d in _PIPE_SHAPES:
-        out, want, host, args, program, run, where = _pipe_case(fn, k, n, d)
-        if not same_values(np.asarray(out, np.float64), want, 1e-4):
-            hint = diagnosed(np.asarray(out, np.float64), pipe_wrongs(*host))
-            hint = hint or global_count(name, k, "STAGES", lambda c: _pipe_right_on(fn, c)) or say("pipe_generic")
-            fail_values(say, "values", want, out, dtype=float, threshold=12, name=name, where=where, hint=hint)
-        if k == _PIPE_SHAPES[0][0]:  # the gradient on 8 devices, as the grader reads it
-            _expect_pipeline_gradient(name, program, args, run.mesh, host, where)
-        ran.append(run)
+    ran = values_on_meshes(
+        name,
+        _PIPE_SHAPES,
+        lambda *shape: _pipe_case(fn, *shape),
+        lambda answer: diagnosed(answer.values, pipe_wrongs(*answer.host)),
+        "pipe_generic",
+        first=lambda answer: _expect_pipeline_gradient(name, answer),  # the gradient on 8 devices, as graded
+    )
     k, n, d = _PIPE_SHAPES[0]
     # an all-gather whose result holds every stage's `w` (k, d, d) gathers the model; any other, activations
     whole = re.search(rf"f32\[{k},{d},{d}\]\S* all-gather", ran[0].text) is not None
-    rules = {
-        "refused": "all_gather",
-        "refused_key": "pipe_whole_model" if whole else "pipe_gathers_activations",
-        "need": f"ppermute over '{STAGES}'",
-        "why": say("pipe_no_ppermute_why"),
-        "allowed": (f"ppermute over '{STAGES}'", f"psum over '{STAGES}'"),
-    }
-    expect_collectives(name, ran[0], rules)
+    refused_key = "pipe_whole_model" if whole else "pipe_gathers_activations"
+    ppermute = f"ppermute over '{STAGES}'"
+    expect_collectives(name, ran[0], ppermute, refused_key, "pipe_no_ppermute_why", (f"psum over '{STAGES}'",))
     expect_work(name, ran, _PIPE_REFERENCE, _PIPE_WORK, _pipe_why)
 
 
@@ -187,8 +155,9 @@ def _pipe_why(fact: str, run: Ran) -> str:
     return say("pipe_flops")
 
 
-def _expect_pipeline_gradient(name, program, args, mesh, host, where) -> None:
-    params, x, y = host
+def _expect_pipeline_gradient(name: str, answer: Answered) -> None:
+    program, args, mesh, where = answer.ran.program, answer.ran.args, answer.ran.mesh, answer.where
+    params, x, y = answer.host
     with explained(name, rules=answer_rules(name)), jax.set_mesh(mesh):  # a zero gradient is made on the mesh
         grads = compiled_once(jax.jit(jax.grad(program)).lower(*args), COMPILER_OPTIONS)(*args)
     want = jax.grad(_sequential_loss)(params, x, y)
@@ -231,18 +200,11 @@ def _observe_pipeline_loss(fn: Callable) -> dict:
     """Exported programs of `fn(params, x, y, mesh)` (params P(STAGES), x and y replicated) on 8, 4 and 2
     devices, its derivative along a direction the grader draws on 8 (`_derivative`), and a structure case: the
     reference's ppermute and psum over STAGES and nothing else."""
-    cases = {}
-    for k, n, d in _PIPE_SHAPES:
-        mesh = stage_mesh(k)
-        cases[f"k{k}"] = Case(
-            with_mesh(fn, mesh), *_pipe_abstract(mesh, k, n, d), rtol=1e-4, atol=1e-4, work=_PIPE_WORK
-        )
-    k, n, d = _PIPE_SHAPES[0]
-    mesh = stage_mesh(k)
-    params, x, y = _pipe_abstract(mesh, k, n, d)
-    cases["derivative"] = Case(_derivative(with_mesh(fn, mesh)), params, x, y, params, rtol=1e-4, atol=1e-4)
-    cases["structure"] = Case(with_mesh(fn, mesh), *_pipe_abstract(mesh, k, n, d), values=False, only_collectives=True)
-    return programs(cases)
+
+    def derivative(program: Callable, inputs: tuple) -> dict:
+        return {"derivative": Case(_derivative(program), *inputs, inputs[0], rtol=1e-4, atol=1e-4)}
+
+    return mesh_programs(fn, _PIPE_SHAPES, stage_line_mesh, _pipe_abstract, _PIPE_WORK, more=derivative)
 
 
 pipeline_loss = exercise("pipeline_loss", _check_pipeline_loss, observe=_observe_pipeline_loss)

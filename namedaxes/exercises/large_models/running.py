@@ -13,6 +13,7 @@ from jax.sharding import AxisType
 from namedaxes import EXPERTS, SEQUENCE, STAGES
 from namedaxes.checking import (
     exercises_for,
+    expect_result,
     explained,
     fail,
     fail_values,
@@ -23,11 +24,12 @@ from namedaxes.checking import (
 )
 from namedaxes.checking.compiled import compiled_once
 from namedaxes.checking.sources import carried
+from namedaxes.grading import Case, programs
 from namedaxes.judging import COMPILER_OPTIONS, Work, collective_sends, work_excess, work_of
-from namedaxes.meshes import describe, line_mesh
+from namedaxes.meshes import describe, line_mesh, with_mesh
 
 from . import text
-from .text import say
+from .text import TEXT, say
 
 exercise = exercises_for(__package__, text)  # the notebook's Exercise maker: exercise(name, check, observe=...)
 
@@ -36,17 +38,17 @@ CAPACITY = 2  # exercise 2: how many tokens of one device each expert takes, at 
 
 
 # ---------------------------------------------------------------- meshes
-def stage_mesh(k: int):
+def stage_line_mesh(k: int):
     """A 1-D Explicit mesh of the first `k` devices, axis STAGES (one pipeline stage per device)."""
     return line_mesh(k, STAGES, AxisType.Explicit)
 
 
-def expert_mesh(k: int):
+def expert_line_mesh(k: int):
     """A 1-D Explicit mesh of the first `k` devices, axis EXPERTS (one expert per device)."""
     return line_mesh(k, EXPERTS, AxisType.Explicit)
 
 
-def sequence_mesh(k: int):
+def sequence_line_mesh(k: int):
     """A 1-D Explicit mesh of the first `k` devices, axis SEQUENCE (one block of the sequence per device)."""
     return line_mesh(k, SEQUENCE, AxisType.Explicit)
 
@@ -145,26 +147,26 @@ def expect_work(name: str, ran: list, reference: dict, limits: dict, why: Callab
             )
 
 
-def expect_collectives(name: str, ran: Ran, rules: dict) -> None:
-    """The compiled program's collectives: none that `rules["refused"]` names (gathers), one `rules["need"]`,
-    nothing outside `rules["allowed"]`."""
+def expect_collectives(name: str, ran: Ran, need: str, refused_key: str, why_key: str, also_allowed=()) -> None:
+    """The compiled program's collectives: no all_gather (`refused_key` says what it gathers), one `need` (`why_key`
+    says why), nothing but `need` and `also_allowed`."""
     seen, mesh = ran.moved, ran.mesh
     listed = say("seen_join").join(seen) or say("seen_nothing")
-    refused = [d for d in seen if d.startswith(rules["refused"])]
+    refused = [d for d in seen if d.startswith("all_gather")]
     if refused:
-        fail(say(rules["refused_key"], name=name, mesh=describe(mesh), seen=say("seen_join").join(refused)))
-    if rules["need"] not in seen:
-        fail(say("no_collective", name=name, mesh=describe(mesh), want=rules["need"], seen=listed, why=rules["why"]))
-    others = [d for d in seen if d not in rules["allowed"]]
+        fail(say(refused_key, name=name, mesh=describe(mesh), seen=say("seen_join").join(refused)))
+    if need not in seen:
+        fail(say("no_collective", name=name, mesh=describe(mesh), want=need, seen=listed, why=say(why_key)))
+    allowed = (need, *also_allowed)
+    others = [d for d in seen if d not in allowed]
     if others:
-        allowed = say("seen_join").join(rules["allowed"])
         fail(
             say(
                 "other_collectives",
                 name=name,
                 mesh=describe(mesh),
                 seen=say("seen_join").join(others),
-                allowed=allowed,
+                allowed=say("seen_join").join(allowed),
             )
         )
 
@@ -181,3 +183,97 @@ def fail_rows(name: str, where: str, want, got, hint: str) -> None:
 def diagnosed(got, wrongs: list) -> str:
     """The hint of the first known mistake (`(values, key, fields)`) whose values `got` has."""
     return next((say(key, **fields) for values, key, fields in wrongs if same_values(got, values, 1e-4)), "")
+
+
+# ---------------------------------------------------------------- one exercise on its meshes
+# The notebook's globals that an answer may read the number of devices from instead of its mesh: (name, value,
+# the mesh axis's name in the notebook).
+_COUNT_GLOBALS = {
+    "pipeline_loss": ("k", 4, "STAGES"),
+    "moe_layer": ("n_experts", 8, "EXPERTS"),
+    "causal_ring_attention": ("n_blocks", 8, "SEQUENCE"),
+}
+
+
+@dataclass(frozen=True)
+class Answered:
+    """An answer run on one mesh, its result's type, shape and layout checked: the result, the right values,
+    the inputs on the host, the run (`Ran`), and where (the mesh and the shapes, for messages)."""
+
+    out: object
+    want: object
+    host: tuple
+    ran: Ran
+    where: str
+
+    @property
+    def values(self) -> np.ndarray:
+        return np.asarray(self.out, np.float64)
+
+
+def answered(
+    name: str, fn: Callable, mesh, placed: tuple, *, host: tuple, want, result: tuple, shapes: str
+) -> Answered:
+    """`fn(*placed, mesh)` run as the grader compiles it (`run_answer`), its result of `result` (shape, layout)."""
+    where = say("where_mesh", mesh=describe(mesh), shapes=shapes)
+    out, ran = run_answer(name, with_mesh(fn, mesh), *placed, mesh=mesh)
+    expect_result(name, out, *result, TEXT, where=where)
+    return Answered(out, want, host, ran, where)
+
+
+def values_on_meshes(name: str, shapes, case: Callable, known: Callable, generic: str, first=None) -> list[Ran]:
+    """The answer's values on each mesh of `shapes` in turn (`case(*shape)`, an `Answered`); wrong ones fail with
+    the hint of a known mistake (`known(answer)`), else of a device count read from the notebook's global, else
+    the exercise's `generic` one. `first(answer)` checks more on the first mesh. The runs, for the work."""
+    ran = []
+    for shape in shapes:
+        answer = case(*shape)
+        if not same_values(answer.values, answer.want, 1e-4):
+            hint = known(answer) or _global_count(name, shape[0], lambda count: _right_on(case, shapes, count))
+            _fail_answer(name, answer, hint or say(generic))
+        if first is not None and shape == shapes[0]:
+            first(answer)
+        ran.append(answer.ran)
+    return ran
+
+
+def _right_on(case: Callable, shapes, count: int) -> bool:
+    answer = case(*next(s for s in shapes if s[0] == count))
+    return same_values(answer.values, answer.want, 1e-4)
+
+
+def _global_count(name: str, k: int, right_there: Callable[[int], bool]) -> str:
+    """The hint for values wrong on `k` devices that are right on as many devices as the notebook's global
+    count (`_COUNT_GLOBALS`); "" otherwise. `right_there(count)` runs the answer on that mesh."""
+    glob, count, axis = _COUNT_GLOBALS[name]
+    if k == count:
+        return ""
+    try:
+        right = right_there(count)
+    except Exception:  # noqa: BLE001 - any failure there: no such hint
+        right = False
+    return say("global_count", right=count, k=k, glob=glob, axis=axis) if right else ""
+
+
+def _fail_answer(name: str, answer: Answered, hint: str) -> None:
+    """Wrong values: a matrix by its first row that differs, a scalar whole."""
+    if answer.values.ndim == 2:
+        fail_rows(name, answer.where, answer.want, answer.values, hint)
+    fail_values(
+        say, "values", answer.want, answer.out, dtype=float, threshold=12, name=name, where=answer.where, hint=hint
+    )
+
+
+def mesh_programs(fn: Callable, shapes, mesh_for: Callable, abstract: Callable, work: dict, more=None) -> dict:
+    """Exported programs of `fn` on each mesh of `shapes` (`mesh_for(k)`, its inputs `abstract(mesh, *shape)`;
+    values, layouts and each device's `work`), on the first mesh the cases of `more(program, inputs)`, and a
+    structure case there: the reference's collectives and nothing else."""
+    cases = {}
+    for shape in shapes:
+        mesh = mesh_for(shape[0])
+        cases[f"k{shape[0]}"] = Case(with_mesh(fn, mesh), *abstract(mesh, *shape), rtol=1e-4, atol=1e-4, work=work)
+    mesh = mesh_for(shapes[0][0])
+    if more is not None:
+        cases.update(more(with_mesh(fn, mesh), abstract(mesh, *shapes[0])))
+    cases["structure"] = Case(with_mesh(fn, mesh), *abstract(mesh, *shapes[0]), values=False, only_collectives=True)
+    return programs(cases)
