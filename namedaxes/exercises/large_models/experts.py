@@ -11,10 +11,9 @@ from jax.sharding import PartitionSpec as P
 
 from namedaxes import EXPERTS
 from namedaxes.checking import f32
-from namedaxes.jax_line import NEWEST, OLDEST, measured_on_this_line
-from namedaxes.judging import Work
 from namedaxes.meshes import abstract_on
 
+from .reference_work import REFERENCE_WORK
 from .running import (
     CAPACITY,
     Answered,
@@ -61,24 +60,9 @@ def _moe_np(x, router, w, k: int, capacity=CAPACITY, gated: bool = True, per_dev
 # The work judged (the grader's `Case(work=...)` on every mesh and the visible check alike): the largest array
 # one device materializes, at most `_MOE_WORK["largest_bytes"]` times the reference's (every expert's
 # weights brought to every device by an all_to_all, the tokens left where they are: 2x, 2.5x and 2x on 8, 4
-# and 2 experts), and its FLOPs, at most `_MOE_WORK["flops"]` times the reference's. The reference's, per
-# mesh, measured from the solution notebook's program on each JAX line (jax 0.12.1's XLA counts about 1 % fewer
-# FLOPs; a test keeps them true).
+# and 2 experts), and its FLOPs, at most `_MOE_WORK["flops"]` times the reference's. The reference's:
+# `REFERENCE_WORK`.
 _MOE_WORK = {"flops": 2.0, "largest_bytes": 1.5}
-_MOE_REFERENCE = measured_on_this_line(
-    {
-        OLDEST: {
-            8: Work(4582.0, 0, 384, sent_bytes=512),
-            4: Work(2636.0, 0, 192, sent_bytes=320),
-            2: Work(1126.0, 0, 96, sent_bytes=128),
-        },
-        NEWEST: {
-            8: Work(4528.0, 0, 384, sent_bytes=512),
-            4: Work(2606.0, 0, 192, sent_bytes=320),
-            2: Work(1108.0, 0, 96, sent_bytes=128),
-        },
-    }
-)
 
 
 def _moe_case(fn: Callable, k: int, t: int, d: int) -> Answered:
@@ -112,7 +96,7 @@ def _check_moe_layer(fn: Callable) -> None:
     name = "moe_layer"
     ran = values_on_meshes(name, _MOE_SHAPES, lambda *shape: _moe_case(fn, *shape), _moe_known, "moe_generic")
     expect_collectives(name, ran[0], f"all_to_all over '{EXPERTS}'", "moe_gathers", "moe_no_all_to_all_why")
-    expect_work(name, ran, _MOE_REFERENCE, _MOE_WORK, _moe_why)
+    expect_work(name, ran, REFERENCE_WORK[name], _MOE_WORK, _moe_why)
 
 
 def _moe_known(answer: Answered) -> str:

@@ -21,9 +21,10 @@ from namedaxes.checking import (
 )
 from namedaxes.checking.compiled import compiled_once
 from namedaxes.grading import Case
-from namedaxes.judging import COMPILER_OPTIONS, Work
+from namedaxes.judging import COMPILER_OPTIONS
 from namedaxes.meshes import abstract_on
 
+from .reference_work import REFERENCE_WORK
 from .running import (
     MICROBATCHES,
     Answered,
@@ -98,13 +99,8 @@ def _pipe_placed(mesh, params, x, y):
 # microbatch kept in one buffer, as a `lax.fori_loop` schedule keeps them, are 4x; every stage's `w` on every
 # device 24x, 10x and 8x on 8, 4 and 2 stages), and its FLOPs, at most `_PIPE_WORK["flops"]` times the
 # reference's (the whole batch through the stages one after another, no microbatches: 2.7x and 2.0x on 8 and
-# 4 stages). The reference's, per mesh, measured from the solution notebook's program (a test keeps them true).
+# 4 stages). The reference's: `REFERENCE_WORK`.
 _PIPE_WORK = {"flops": 1.5, "largest_bytes": 5.0, "sent_bytes": 1.5}
-_PIPE_REFERENCE = {
-    8: Work(1928.0, 0, 48, sent_bytes=484),
-    4: Work(950.0, 0, 40, sent_bytes=244),
-    2: Work(264.0, 0, 16, sent_bytes=68),
-}
 
 
 def _pipe_case(fn: Callable, k: int, n: int, d: int) -> Answered:
@@ -133,7 +129,7 @@ def _check_pipeline_loss(fn: Callable) -> None:
     refused_key = "pipe_whole_model" if whole else "pipe_gathers_activations"
     ppermute = f"ppermute over '{STAGES}'"
     expect_collectives(name, ran[0], ppermute, refused_key, "pipe_no_ppermute_why", (f"psum over '{STAGES}'",))
-    expect_work(name, ran, _PIPE_REFERENCE, _PIPE_WORK, _pipe_why)
+    expect_work(name, ran, REFERENCE_WORK[name], _PIPE_WORK, _pipe_why)
 
 
 def _pipe_why(fact: str, run: Ran) -> str:

@@ -11,10 +11,9 @@ from jax.sharding import PartitionSpec as P
 
 from namedaxes import SEQUENCE
 from namedaxes.checking import f32, same_values
-from namedaxes.jax_line import NEWEST, OLDEST, measured_on_this_line
-from namedaxes.judging import Work
 from namedaxes.meshes import abstract_on
 
+from .reference_work import REFERENCE_WORK
 from .running import (
     Answered,
     Ran,
@@ -81,23 +80,8 @@ def ring_wrongs(q, k, v, blocks: int) -> list:
 # The work judged (the grader's `Case(work=...)` on every mesh and the visible check alike): the largest array
 # one device materializes, at most `_RING_WORK["largest_bytes"]` times the reference's (a ring that first
 # collects every key and value block, then does one softmax: 8x, 4x and 2x on 8, 4 and 2 devices), and its
-# FLOPs, at most `_RING_WORK["flops"]` times the reference's. The reference's, per mesh, measured from the
-# solution notebook's program on each JAX line (jax 0.12.1's XLA counts a few FLOPs fewer; a test keeps them true).
+# FLOPs, at most `_RING_WORK["flops"]` times the reference's. The reference's: `REFERENCE_WORK`.
 _RING_WORK = {"flops": 2.0, "largest_bytes": 1.5}
-_RING_REFERENCE = measured_on_this_line(
-    {
-        OLDEST: {
-            8: Work(2492.0, 0, 48, sent_bytes=672),
-            4: Work(2495.0, 0, 96, sent_bytes=576),
-            2: Work(1362.0, 0, 100, sent_bytes=160),
-        },
-        NEWEST: {
-            8: Work(2486.0, 0, 48, sent_bytes=672),
-            4: Work(2487.0, 0, 96, sent_bytes=576),
-            2: Work(1352.0, 0, 100, sent_bytes=160),
-        },
-    }
-)
 
 
 def _ring_case(fn: Callable, k: int, b: int, h: int) -> Answered:
@@ -117,7 +101,7 @@ def _check_causal_ring_attention(fn: Callable) -> None:
     name = "causal_ring_attention"
     ran = values_on_meshes(name, _RING_SHAPES, lambda *shape: _ring_case(fn, *shape), _ring_known, "ring_generic")
     expect_collectives(name, ran[0], f"ppermute over '{SEQUENCE}'", "ring_gathers", "ring_no_ppermute_why")
-    expect_work(name, ran, _RING_REFERENCE, _RING_WORK, _ring_why)
+    expect_work(name, ran, REFERENCE_WORK[name], _RING_WORK, _ring_why)
 
 
 def _ring_known(answer: Answered) -> str:

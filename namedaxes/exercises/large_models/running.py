@@ -1,5 +1,6 @@
 """What notebook 09's checks share: its meshes, how an answer runs, and the work, layouts and collectives its
-compiled program must show."""
+compiled program must show; and how one exercise is judged on its meshes (`values_on_meshes` for the check,
+`mesh_programs` for the grader), each exercise giving its inputs, right values and known mistakes."""
 
 from __future__ import annotations
 
