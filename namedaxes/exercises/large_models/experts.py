@@ -13,19 +13,16 @@ from namedaxes import EXPERTS
 from namedaxes.checking import f32
 from namedaxes.meshes import abstract_on
 
-from .reference_work import REFERENCE_WORK
 from .running import (
     CAPACITY,
-    Answered,
+    Collectives,
+    Inputs,
     Ran,
-    answered,
     diagnosed,
     exercise,
-    expect_collectives,
-    expect_work,
     expert_line_mesh,
+    judged_on_meshes,
     mesh_programs,
-    values_on_meshes,
 )
 from .text import say
 
@@ -65,22 +62,12 @@ def _moe_np(x, router, w, k: int, capacity=CAPACITY, gated: bool = True, per_dev
 _MOE_WORK = {"flops": 2.0, "largest_bytes": 1.5}
 
 
-def _moe_case(fn: Callable, k: int, t: int, d: int) -> Answered:
-    """The answer run on `k` experts, with the right values."""
+def _moe_case(k: int, t: int, d: int) -> Inputs:
+    """The inputs on `k` experts, and the right outputs."""
     mesh = expert_line_mesh(k)
     x, router, w = host = _moe_inputs(k, t, d)
     shapes = f"x {x.shape}, router {router.shape}, w {w.shape}"
-    want = _moe_np(x, router, w, k)
-    return answered(
-        "moe_layer",
-        fn,
-        mesh,
-        _moe_placed(mesh, *host),
-        host=host,
-        want=want,
-        result=(x.shape, (EXPERTS,)),
-        shapes=shapes,
-    )
+    return Inputs(mesh, host, _moe_placed(mesh, *host), _moe_np(*host, k), (x.shape, (EXPERTS,)), shapes)
 
 
 def moe_wrongs(x, router, w, k: int) -> list:
@@ -92,15 +79,18 @@ def moe_wrongs(x, router, w, k: int) -> list:
     ]
 
 
+# The collectives: an all_to_all over EXPERTS, no gather of the experts' weights or the tokens.
+_MOE_COLLECTIVES = Collectives(f"all_to_all over '{EXPERTS}'", why="moe_no_all_to_all_why", gathers="moe_gathers")
+
+
 def _check_moe_layer(fn: Callable) -> None:
-    name = "moe_layer"
-    ran = values_on_meshes(name, _MOE_SHAPES, lambda *shape: _moe_case(fn, *shape), _moe_known, "moe_generic")
-    expect_collectives(name, ran[0], f"all_to_all over '{EXPERTS}'", "moe_gathers", "moe_no_all_to_all_why")
-    expect_work(name, ran, REFERENCE_WORK[name], _MOE_WORK, _moe_why)
+    judged_on_meshes(
+        "moe_layer", fn, _MOE_SHAPES, _moe_case, _moe_known, "moe_generic", _MOE_COLLECTIVES, _MOE_WORK, _moe_why
+    )
 
 
-def _moe_known(answer: Answered) -> str:
-    return diagnosed(answer.values, moe_wrongs(*answer.host, answer.ran.k))
+def _moe_known(values, host: tuple, k: int) -> str:
+    return diagnosed(values, moe_wrongs(*host, k))
 
 
 def _moe_why(fact: str, run: Ran) -> str:

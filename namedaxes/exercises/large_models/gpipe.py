@@ -24,20 +24,18 @@ from namedaxes.grading import Case
 from namedaxes.judging import COMPILER_OPTIONS
 from namedaxes.meshes import abstract_on
 
-from .reference_work import REFERENCE_WORK
 from .running import (
     MICROBATCHES,
     Answered,
+    Collectives,
+    Inputs,
     Ran,
     answer_rules,
-    answered,
     diagnosed,
     exercise,
-    expect_collectives,
-    expect_work,
+    judged_on_meshes,
     mesh_programs,
     stage_line_mesh,
-    values_on_meshes,
 )
 from .text import say
 
@@ -103,33 +101,46 @@ def _pipe_placed(mesh, params, x, y):
 _PIPE_WORK = {"flops": 1.5, "largest_bytes": 5.0, "sent_bytes": 1.5}
 
 
-def _pipe_case(fn: Callable, k: int, n: int, d: int) -> Answered:
-    """The answer run on `k` stages, with the right loss."""
+def _pipe_case(k: int, n: int, d: int) -> Inputs:
+    """The inputs on `k` stages, and the right loss."""
     mesh = stage_line_mesh(k)
     params, x, y = host = _pipe_inputs(k, n, d)
     want = ((_pipe_outputs(params, x) - y) ** 2).mean()
     shapes = f"w {params['w'].shape}, b {params['b'].shape}, x {x.shape}"
-    placed = _pipe_placed(mesh, *host)
-    return answered("pipeline_loss", fn, mesh, placed, host=host, want=want, result=((), ()), shapes=shapes)
+    return Inputs(mesh, host, _pipe_placed(mesh, *host), want, ((), ()), shapes)
+
+
+def _pipe_known(values, host: tuple, k: int) -> str:
+    return diagnosed(values, pipe_wrongs(*host))
+
+
+def _pipe_gathers(ran: Ran) -> str:
+    """An all-gather whose result holds every stage's `w` (k, d, d) gathers the model; any other, activations."""
+    k, n, d = _PIPE_SHAPES[0]
+    whole = re.search(rf"f32\[{k},{d},{d}\]\S* all-gather", ran.text) is not None
+    return "pipe_whole_model" if whole else "pipe_gathers_activations"
+
+
+# The collectives: a ppermute over STAGES (and the loss's psum), no gather of the model or the activations.
+_PIPE_COLLECTIVES = Collectives(
+    f"ppermute over '{STAGES}'", why="pipe_no_ppermute_why", gathers=_pipe_gathers, also=(f"psum over '{STAGES}'",)
+)
 
 
 def _check_pipeline_loss(fn: Callable) -> None:
     name = "pipeline_loss"
-    ran = values_on_meshes(
+    judged_on_meshes(
         name,
+        fn,
         _PIPE_SHAPES,
-        lambda *shape: _pipe_case(fn, *shape),
-        lambda answer: diagnosed(answer.values, pipe_wrongs(*answer.host)),
+        _pipe_case,
+        _pipe_known,
         "pipe_generic",
-        first=lambda answer: _expect_pipeline_gradient(name, answer),  # the gradient on 8 devices, as graded
+        _PIPE_COLLECTIVES,
+        _PIPE_WORK,
+        _pipe_why,
+        first=_expect_pipeline_gradient,  # the gradient on the first mesh (8 devices), as the grader reads it
     )
-    k, n, d = _PIPE_SHAPES[0]
-    # an all-gather whose result holds every stage's `w` (k, d, d) gathers the model; any other, activations
-    whole = re.search(rf"f32\[{k},{d},{d}\]\S* all-gather", ran[0].text) is not None
-    refused_key = "pipe_whole_model" if whole else "pipe_gathers_activations"
-    ppermute = f"ppermute over '{STAGES}'"
-    expect_collectives(name, ran[0], ppermute, refused_key, "pipe_no_ppermute_why", (f"psum over '{STAGES}'",))
-    expect_work(name, ran, REFERENCE_WORK[name], _PIPE_WORK, _pipe_why)
 
 
 def _pipe_why(fact: str, run: Ran) -> str:
@@ -153,7 +164,7 @@ def _pipe_why(fact: str, run: Ran) -> str:
 
 def _expect_pipeline_gradient(name: str, answer: Answered) -> None:
     program, args, mesh, where = answer.ran.program, answer.ran.args, answer.ran.mesh, answer.where
-    params, x, y = answer.host
+    params, x, y = answer.inputs.host
     with explained(name, rules=answer_rules(name)), jax.set_mesh(mesh):  # a zero gradient is made on the mesh
         grads = compiled_once(jax.jit(jax.grad(program)).lower(*args), COMPILER_OPTIONS)(*args)
     want = jax.grad(_sequential_loss)(params, x, y)

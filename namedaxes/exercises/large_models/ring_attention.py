@@ -13,19 +13,7 @@ from namedaxes import SEQUENCE
 from namedaxes.checking import f32, same_values
 from namedaxes.meshes import abstract_on
 
-from .reference_work import REFERENCE_WORK
-from .running import (
-    Answered,
-    Ran,
-    answered,
-    diagnosed,
-    exercise,
-    expect_collectives,
-    expect_work,
-    mesh_programs,
-    sequence_line_mesh,
-    values_on_meshes,
-)
+from .running import Collectives, Inputs, Ran, diagnosed, exercise, judged_on_meshes, mesh_programs, sequence_line_mesh
 from .text import say
 
 # ---------------------------------------------------------------- 3. causal_ring_attention
@@ -84,30 +72,29 @@ def ring_wrongs(q, k, v, blocks: int) -> list:
 _RING_WORK = {"flops": 2.0, "largest_bytes": 1.5}
 
 
-def _ring_case(fn: Callable, k: int, b: int, h: int) -> Answered:
-    """The answer run on `k` devices, with the right values."""
+def _ring_case(k: int, b: int, h: int) -> Inputs:
+    """The inputs on `k` devices, and the right outputs (causal attention over the whole sequence)."""
     mesh = sequence_line_mesh(k)
     q, kk, v = host = _ring_inputs(k, b, h)
-    placed = [jax.device_put(a, NamedSharding(mesh, P(SEQUENCE))) for a in host]
+    placed = tuple(jax.device_put(a, NamedSharding(mesh, P(SEQUENCE))) for a in host)
     pos = np.arange(q.shape[0])
     want = _attention_np(q, kk, v, pos[None, :] <= pos[:, None])
-    shapes = f"q, k, v {q.shape}"
-    return answered(
-        "causal_ring_attention", fn, mesh, placed, host=host, want=want, result=(q.shape, (SEQUENCE,)), shapes=shapes
-    )
+    return Inputs(mesh, host, placed, want, (q.shape, (SEQUENCE,)), f"q, k, v {q.shape}")
+
+
+# The collectives: a ppermute over SEQUENCE, no gather of the keys and values.
+_RING_COLLECTIVES = Collectives(f"ppermute over '{SEQUENCE}'", why="ring_no_ppermute_why", gathers="ring_gathers")
 
 
 def _check_causal_ring_attention(fn: Callable) -> None:
     name = "causal_ring_attention"
-    ran = values_on_meshes(name, _RING_SHAPES, lambda *shape: _ring_case(fn, *shape), _ring_known, "ring_generic")
-    expect_collectives(name, ran[0], f"ppermute over '{SEQUENCE}'", "ring_gathers", "ring_no_ppermute_why")
-    expect_work(name, ran, REFERENCE_WORK[name], _RING_WORK, _ring_why)
-
-
-def _ring_known(answer: Answered) -> str:
-    return _ring_nan(answer.values, *answer.host, answer.ran.k) or diagnosed(
-        answer.values, ring_wrongs(*answer.host, answer.ran.k)
+    judged_on_meshes(
+        name, fn, _RING_SHAPES, _ring_case, _ring_known, "ring_generic", _RING_COLLECTIVES, _RING_WORK, _ring_why
     )
+
+
+def _ring_known(values, host: tuple, k: int) -> str:
+    return _ring_nan(values, *host, k) or diagnosed(values, ring_wrongs(*host, k))
 
 
 def _ring_nan(got, q, k, v, blocks: int) -> str:

@@ -1,5 +1,5 @@
 """What notebook 09's checks share: its meshes, how an answer runs, and the work, layouts and collectives its
-compiled program must show; and how one exercise is judged on its meshes (`values_on_meshes` for the check,
+compiled program must show; and how one exercise is judged on its meshes (`judged_on_meshes` for the check,
 `mesh_programs` for the grader), each exercise giving its inputs, right values and known mistakes."""
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from namedaxes.judging import COMPILER_OPTIONS, Work, collective_sends, work_exc
 from namedaxes.meshes import describe, line_mesh, with_mesh
 
 from . import text
+from .reference_work import REFERENCE_WORK
 from .text import TEXT, say
 
 exercise = exercises_for(__package__, text)  # the notebook's Exercise maker: exercise(name, check, observe=...)
@@ -122,7 +123,7 @@ def run_answer(name: str, program: Callable, *args, mesh=None):
 _WORK_KEYS = (("largest_bytes", "work_largest"), ("flops", "work_flops"), ("sent_bytes", "work_sent"))
 
 
-def expect_work(name: str, ran: list, reference: dict, limits: dict, why: Callable) -> None:
+def _expect_work(name: str, ran: list, reference: dict, limits: dict, why: Callable) -> None:
     """Each device's share of the work on every mesh (the grader's `Case(work=...)`): the largest array one
     device materializes and its FLOPs, each at most `limits[fact]` times the reference's (`reference[k]`);
     `why(fact, ran)` says what the excess means."""
@@ -148,7 +149,7 @@ def expect_work(name: str, ran: list, reference: dict, limits: dict, why: Callab
             )
 
 
-def expect_collectives(name: str, ran: Ran, need: str, refused_key: str, why_key: str, also_allowed=()) -> None:
+def _expect_collectives(name: str, ran: Ran, need: str, refused_key: str, why_key: str, also_allowed=()) -> None:
     """The compiled program's collectives: no all_gather (`refused_key` says what it gathers), one `need` (`why_key`
     says why), nothing but `need` and `also_allowed`."""
     seen, mesh = ran.moved, ran.mesh
@@ -172,7 +173,7 @@ def expect_collectives(name: str, ran: Ran, need: str, refused_key: str, why_key
         )
 
 
-def fail_rows(name: str, where: str, want, got, hint: str) -> None:
+def _fail_rows(name: str, where: str, want, got, hint: str) -> None:
     """A wrong matrix, shown by its first row that differs (a corner of a long array may all be right)."""
     bad = ~np.all(np.isclose(got, want, rtol=1e-4, atol=1e-4), axis=1)
     row = int(np.argmax(bad))
@@ -197,13 +198,25 @@ _COUNT_GLOBALS = {
 
 
 @dataclass(frozen=True)
+class Inputs:
+    """An exercise's inputs on one mesh: on the host and placed on the mesh, the right result (its values, shape
+    and layout), and the inputs' shapes, for messages."""
+
+    mesh: object
+    host: tuple
+    args: tuple
+    want: object
+    result: tuple  # (shape, layout)
+    shapes: str
+
+
+@dataclass(frozen=True)
 class Answered:
-    """An answer run on one mesh, its result's type, shape and layout checked: the result, the right values,
-    the inputs on the host, the run (`Ran`), and where (the mesh and the shapes, for messages)."""
+    """An answer run on one mesh, its result's type, shape and layout checked: the result, its inputs
+    (`Inputs`), the run (`Ran`), and where (the mesh and the shapes, for messages)."""
 
     out: object
-    want: object
-    host: tuple
+    inputs: Inputs
     ran: Ran
     where: str
 
@@ -212,35 +225,50 @@ class Answered:
         return np.asarray(self.out, np.float64)
 
 
-def answered(
-    name: str, fn: Callable, mesh, placed: tuple, *, host: tuple, want, result: tuple, shapes: str
-) -> Answered:
-    """`fn(*placed, mesh)` run as the grader compiles it (`run_answer`), its result of `result` (shape, layout)."""
-    where = say("where_mesh", mesh=describe(mesh), shapes=shapes)
-    out, ran = run_answer(name, with_mesh(fn, mesh), *placed, mesh=mesh)
-    expect_result(name, out, *result, TEXT, where=where)
-    return Answered(out, want, host, ran, where)
+@dataclass(frozen=True)
+class Collectives:
+    """The collectives an exercise's compiled program performs on its first mesh: `need` (the key `why` says
+    why it is needed), no all_gather (the key `gathers` says what it gathers, or `gathers(ran)` picks that key),
+    nothing but `need` and `also`."""
+
+    need: str
+    why: str
+    gathers: str | Callable
+    also: tuple = ()
 
 
-def values_on_meshes(name: str, shapes, case: Callable, known: Callable, generic: str, first=None) -> list[Ran]:
-    """The answer's values on each mesh of `shapes` in turn (`case(*shape)`, an `Answered`); wrong ones fail with
-    the hint of a known mistake (`known(answer)`), else of a device count read from the notebook's global, else
-    the exercise's `generic` one. `first(answer)` checks more on the first mesh. The runs, for the work."""
+def judged_on_meshes(name: str, fn: Callable, shapes, case, known, generic, collectives, work, why, first=None) -> None:
+    """An exercise's check, in the checks' order: its values on each mesh of `shapes` in turn (`case(*shape)`, a
+    `Inputs`; wrong ones with the hint of a known mistake, `known(values, host, k)`, else of a device count read
+    from the notebook's global, else the key `generic`), `first(name, answer)` more on the first mesh; then
+    its `Collectives` on the first mesh; then each device's work on every mesh, within `work`'s factors of the
+    reference's (`REFERENCE_WORK`), `why(fact, ran)` saying what the excess means."""
     ran = []
     for shape in shapes:
-        answer = case(*shape)
-        if not same_values(answer.values, answer.want, 1e-4):
-            hint = known(answer) or _global_count(name, shape[0], lambda count: _right_on(case, shapes, count))
+        answer = _answered(name, fn, case(*shape))
+        if not same_values(answer.values, answer.inputs.want, 1e-4):
+            hint = known(answer.values, answer.inputs.host, shape[0])
+            hint = hint or _global_count(name, shape[0], lambda count: _right_on(name, fn, case, shapes, count))
             _fail_answer(name, answer, hint or say(generic))
         if first is not None and shape == shapes[0]:
-            first(answer)
+            first(name, answer)
         ran.append(answer.ran)
-    return ran
+    gathers = collectives.gathers(ran[0]) if callable(collectives.gathers) else collectives.gathers
+    _expect_collectives(name, ran[0], collectives.need, gathers, collectives.why, collectives.also)
+    _expect_work(name, ran, REFERENCE_WORK[name], work, why)
 
 
-def _right_on(case: Callable, shapes, count: int) -> bool:
-    answer = case(*next(s for s in shapes if s[0] == count))
-    return same_values(answer.values, answer.want, 1e-4)
+def _answered(name: str, fn: Callable, inputs: Inputs) -> Answered:
+    """`fn(*args, mesh)` run as the grader compiles it (`run_answer`), its result's type, shape and layout checked."""
+    where = say("where_mesh", mesh=describe(inputs.mesh), shapes=inputs.shapes)
+    out, ran = run_answer(name, with_mesh(fn, inputs.mesh), *inputs.args, mesh=inputs.mesh)
+    expect_result(name, out, *inputs.result, TEXT, where=where)
+    return Answered(out, inputs, ran, where)
+
+
+def _right_on(name: str, fn: Callable, case: Callable, shapes, count: int) -> bool:
+    answer = _answered(name, fn, case(*next(s for s in shapes if s[0] == count)))
+    return same_values(answer.values, answer.inputs.want, 1e-4)
 
 
 def _global_count(name: str, k: int, right_there: Callable[[int], bool]) -> str:
@@ -258,11 +286,10 @@ def _global_count(name: str, k: int, right_there: Callable[[int], bool]) -> str:
 
 def _fail_answer(name: str, answer: Answered, hint: str) -> None:
     """Wrong values: a matrix by its first row that differs, a scalar whole."""
+    want, where = answer.inputs.want, answer.where
     if answer.values.ndim == 2:
-        fail_rows(name, answer.where, answer.want, answer.values, hint)
-    fail_values(
-        say, "values", answer.want, answer.out, dtype=float, threshold=12, name=name, where=answer.where, hint=hint
-    )
+        _fail_rows(name, where, want, answer.values, hint)
+    fail_values(say, "values", want, answer.out, dtype=float, threshold=12, name=name, where=where, hint=hint)
 
 
 def mesh_programs(fn: Callable, shapes, mesh_for: Callable, abstract: Callable, work: dict, more=None) -> dict:
