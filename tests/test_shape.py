@@ -11,8 +11,7 @@ tools, website, hub):
   (tests/autograder/test_layering.py holds the grader to none at all);
 - no two classes of the product share a name, and no two modules do, but the roles in `ROLES`: a name that
   means the same kind of thing in each place it is used (every notebook's package has its `text.py`); the same
-  for public top-level functions, but the roles in `FUNCTION_ROLES` and the names still to rename in
-  `SHARED_FUNCTIONS` (a list that only shrinks);
+  for public top-level functions, but the roles in `FUNCTION_ROLES`;
 - the judge's plumbing has one home, namedaxes/judging/: no module of the grader compiles a program, makes a
   mesh or writes the tolerance itself (`compile_exported`, `mesh_of`, `RTOL`/`ATOL`);
 - tools/ reach the grader only through its faces: a stage package's `FACE` (namedaxes/faces.py) and the
@@ -77,14 +76,6 @@ FUNCTION_ROLES = {
     "train_step": "a model module's one training step: (params, state, window) to (params, state, loss)",
     "expected_figures": "an answer table's figures from reference answers passed in (tools/answer_tables.py)",
 }
-# Public top-level functions that still share a name across modules, with different meanings: rename them
-# (this list only shrinks; the exercise wing's are issue 60's other half).
-SHARED_FUNCTIONS = frozenset(
-    {
-        "rules",
-        "stage_mesh",
-    }
-)
 # The grader's stage packages, each with its face (`FACE` in its __init__.py), and the modules every stage and
 # its clients share (records, reasons, limits; the command line).
 GRADER_STAGES = ("course", "intake", "judge", "run", "publish", "sandbox", "formgrader")
@@ -247,10 +238,10 @@ def test_no_two_public_functions_share_a_name_but_the_roles():
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("_"):
                 where[node.name].append(_relative(module))
     shared = {name for name, places in where.items() if len(places) > 1}
-    new = {name: where[name] for name in shared - set(FUNCTION_ROLES) - SHARED_FUNCTIONS}
+    new = {name: where[name] for name in shared - set(FUNCTION_ROLES)}
     assert not new, f"one name, one meaning: rename one of each, or add the name to FUNCTION_ROLES {new}"
-    gone = sorted((set(FUNCTION_ROLES) | SHARED_FUNCTIONS) - shared)
-    assert not gone, f"FUNCTION_ROLES or SHARED_FUNCTIONS name what no two modules share any more: {gone}"
+    gone = sorted(set(FUNCTION_ROLES) - shared)
+    assert not gone, f"FUNCTION_ROLES names what no two modules share any more: {gone}"
 
 
 def test_the_rules_see_real_edges():

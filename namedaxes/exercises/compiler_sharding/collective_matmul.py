@@ -12,6 +12,7 @@ from jax.sharding import PartitionSpec as P
 from namedaxes import MODEL_PARALLEL, meshes
 from namedaxes.checking import (
     expect_result,
+    expect_work_within,
     explained,
     f32,
     fail,
@@ -25,9 +26,9 @@ from namedaxes.judging import Work, exported_work, work_excess
 from namedaxes.meshes import abstract_on, describe, with_mesh
 
 from .running import (
+    error_rules,
     exercise,
     explicit_line_mesh,
-    rules,
     run_answer,
     seen_jaxpr,
     written_collectives,
@@ -134,16 +135,15 @@ def _check_collective_matmul_rows(fn: Callable) -> None:
     if not any(p == "ppermute" and MODEL_PARALLEL in axes for p, axes in found):
         fail(say("cm_no_ppermute", name=name, seen=seen_jaxpr(found), axis=MODEL_PARALLEL))
     # the schedule: partial matmuls interleaved with the sends, read from the program the grader compiles
-    with explained(name, rules=rules(name)):
+    with explained(name, rules=error_rules(name)):
         work = exported_work(jax.export.export(meshes.program(fn, mesh))(x, w))
     ring = f"ppermute over '{MODEL_PARALLEL}'"
     inserted = sorted(d for d, _ in work.moved if d != ring)
     if inserted:
         fail(say("cm_compiled_collectives", name=name, mesh=describe(mesh), seen=", ".join(inserted)))
-    heavier = work_excess(work, Work(_CM_REFERENCE_FLOPS, 0, 0), {"flops": _CM_FLOPS_FACTOR})
-    if heavier:
-        fields = {"got": f"{work.flops:g}", "ratio": f"{heavier[1]:.1f}", "factor": f"{_CM_FLOPS_FACTOR:g}"}
-        fail(say("cm_whole_product", name=name, mesh=describe(mesh), want=f"{_CM_REFERENCE_FLOPS:g}", **fields))
+    expect_work_within(
+        work, "flops", _CM_REFERENCE_FLOPS, _CM_FLOPS_FACTOR, say, "cm_whole_product", name=name, mesh=describe(mesh)
+    )
     if work_excess(work, Work(0.0, 0, 0, overlap=_CM_REFERENCE_OVERLAP), {"overlap": _CM_OVERLAP_FACTOR}):
         # what the ring carries (arguments x, w: 0, 1): x's blocks sent first, or w's
         key = (

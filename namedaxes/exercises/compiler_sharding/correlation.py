@@ -24,7 +24,7 @@ from namedaxes.checking import (
 from namedaxes.grading import Case, programs
 from namedaxes.meshes import abstract_on, describe
 
-from .running import exercise, explicit_grid_mesh, rules, run_answer
+from .running import error_rules, exercise, explicit_grid_mesh, run_answer
 from .text import TEXT, say
 
 # ---------------------------------------------------------------- 2. feature_correlation
@@ -90,7 +90,7 @@ def _expect_corr_work(name: str, fn: Callable, shape, n: int, d: int) -> None:
     times the reference's."""
     mesh = explicit_grid_mesh(shape)
     x = jax.ShapeDtypeStruct((n, d), jnp.float32, sharding=NamedSharding(mesh, P(DATA_PARALLEL, MODEL_PARALLEL)))
-    with explained(name, rules=rules(name)):
+    with explained(name, rules=error_rules(name)):
         work = answer_work(_with_layout(fn, mesh, _CORR_LAYOUT), x)
     want = _CORR_REFERENCE_LARGEST[tuple(shape)]
     expect_work_within(

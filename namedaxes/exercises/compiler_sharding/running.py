@@ -60,7 +60,9 @@ def seen_jaxpr(found) -> str:
 # ---------------------------------------------------------------- running answers
 
 
-def rules(name: str):
+def error_rules(name: str):
+    """The rules that name the fix for JAX's errors in `name`'s answer (`explained`): sharding types, meshes."""
+
     def rule(err: BaseException) -> str | None:
         text, first = str(err), first_line(err)
         if type(err).__name__ == "ShardingTypeError":  # jax's own class (not exported on these versions)
@@ -95,17 +97,17 @@ def rules(name: str):
 
 
 def run_answer(name: str, fn: Callable, mesh, *args):
-    with explained(name, rules=rules(name)):
+    with explained(name, rules=error_rules(name)):
         return meshes.program(fn, mesh)(*args)
 
 
 def compiled_answer(name: str, fn: Callable, mesh, *args):
-    with explained(name, rules=rules(name)):
+    with explained(name, rules=error_rules(name)):
         return meshes.program(fn, mesh).lower(*args).compile()
 
 
 def written_collectives(name: str, fn: Callable, mesh, *args) -> set:
     """The collectives the answer writes itself (its jaxpr), that move data."""
-    with explained(name, rules=rules(name)):
+    with explained(name, rules=error_rules(name)):
         found = collectives(lambda *a: fn(*a, mesh), *args)
     return {(p, axes) for p, axes in found if p not in _NOT_COMMUNICATION}

@@ -50,6 +50,6 @@ notebook_face(
         ".gpipe": ("pipeline_loss",),
         ".mistakes": ("known_mistakes",),
         ".ring_attention": ("causal_ring_attention",),
-        ".running": ("CAPACITY", "MICROBATCHES", "expert_mesh", "sequence_mesh", "stage_mesh"),
+        ".running": ("CAPACITY", "MICROBATCHES", "expert_line_mesh", "sequence_line_mesh", "stage_line_mesh"),
     },
 )

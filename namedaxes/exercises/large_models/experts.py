@@ -10,25 +10,21 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import EXPERTS
-from namedaxes.checking import expect_result, f32, same_values
-from namedaxes.grading import Case, programs
-from namedaxes.jax_line import NEWEST, OLDEST, measured_on_this_line
-from namedaxes.judging import Work
-from namedaxes.meshes import abstract_on, describe, with_mesh
+from namedaxes.checking import f32
+from namedaxes.meshes import abstract_on
 
-from .gpipe import global_count
 from .running import (
     CAPACITY,
+    Collectives,
+    Inputs,
     Ran,
     diagnosed,
     exercise,
-    expect_collectives,
-    expect_work,
-    expert_mesh,
-    fail_rows,
-    run_answer,
+    expert_line_mesh,
+    judged_on_meshes,
+    mesh_programs,
 )
-from .text import TEXT, say
+from .text import say
 
 # ---------------------------------------------------------------- 2. moe_layer
 # (experts = devices, tokens per device, features)
@@ -61,35 +57,17 @@ def _moe_np(x, router, w, k: int, capacity=CAPACITY, gated: bool = True, per_dev
 # The work judged (the grader's `Case(work=...)` on every mesh and the visible check alike): the largest array
 # one device materializes, at most `_MOE_WORK["largest_bytes"]` times the reference's (every expert's
 # weights brought to every device by an all_to_all, the tokens left where they are: 2x, 2.5x and 2x on 8, 4
-# and 2 experts), and its FLOPs, at most `_MOE_WORK["flops"]` times the reference's. The reference's, per
-# mesh, measured from the solution notebook's program on each JAX line (jax 0.12.1's XLA counts about 1 % fewer
-# FLOPs; a test keeps them true).
+# and 2 experts), and its FLOPs, at most `_MOE_WORK["flops"]` times the reference's. The reference's:
+# `REFERENCE_WORK`.
 _MOE_WORK = {"flops": 2.0, "largest_bytes": 1.5}
-_MOE_REFERENCE = measured_on_this_line(
-    {
-        OLDEST: {
-            8: Work(4582.0, 0, 384, sent_bytes=512),
-            4: Work(2636.0, 0, 192, sent_bytes=320),
-            2: Work(1126.0, 0, 96, sent_bytes=128),
-        },
-        NEWEST: {
-            8: Work(4528.0, 0, 384, sent_bytes=512),
-            4: Work(2606.0, 0, 192, sent_bytes=320),
-            2: Work(1108.0, 0, 96, sent_bytes=128),
-        },
-    }
-)
 
 
-def _moe_case(fn: Callable, k: int, t: int, d: int) -> tuple:
-    """The answer run on `k` experts: (its outputs, the right ones, the inputs on the host, `Ran`, where)."""
-    name, mesh = "moe_layer", expert_mesh(k)
-    x, router, w = _moe_inputs(k, t, d)
-    args = _moe_placed(mesh, x, router, w)
-    where = say("where_mesh", mesh=describe(mesh), shapes=f"x {x.shape}, router {router.shape}, w {w.shape}")
-    out, ran = run_answer(name, with_mesh(fn, mesh), *args, mesh=mesh)
-    expect_result(name, out, x.shape, (EXPERTS,), TEXT, where=where)
-    return np.asarray(out, np.float64), _moe_np(x, router, w, k), (x, router, w), ran, where
+def _moe_case(k: int, t: int, d: int) -> Inputs:
+    """The inputs on `k` experts, and the right outputs."""
+    mesh = expert_line_mesh(k)
+    x, router, w = host = _moe_inputs(k, t, d)
+    shapes = f"x {x.shape}, router {router.shape}, w {w.shape}"
+    return Inputs(mesh, host, _moe_placed(mesh, *host), _moe_np(*host, k), (x.shape, (EXPERTS,)), shapes)
 
 
 def moe_wrongs(x, router, w, k: int) -> list:
@@ -101,31 +79,18 @@ def moe_wrongs(x, router, w, k: int) -> list:
     ]
 
 
+# The collectives: an all_to_all over EXPERTS, no gather of the experts' weights or the tokens.
+_MOE_COLLECTIVES = Collectives(f"all_to_all over '{EXPERTS}'", why="moe_no_all_to_all_why", gathers="moe_gathers")
+
+
 def _check_moe_layer(fn: Callable) -> None:
-    name = "moe_layer"
-    ran = []
-    for k, t, d in _MOE_SHAPES:
-        got, want, (x, router, w), run, where = _moe_case(fn, k, t, d)
-        if not same_values(got, want, 1e-4):
-            hint = diagnosed(got, moe_wrongs(x, router, w, k)) or global_count(
-                name, k, "EXPERTS", lambda c: _moe_right_on(fn, c)
-            )
-            fail_rows(name, where, want, got, hint or say("moe_generic"))
-        ran.append(run)
-    rules = {
-        "refused": "all_gather",
-        "refused_key": "moe_gathers",
-        "need": f"all_to_all over '{EXPERTS}'",
-        "why": say("moe_no_all_to_all_why"),
-        "allowed": (f"all_to_all over '{EXPERTS}'",),
-    }
-    expect_collectives(name, ran[0], rules)
-    expect_work(name, ran, _MOE_REFERENCE, _MOE_WORK, _moe_why)
+    judged_on_meshes(
+        "moe_layer", fn, _MOE_SHAPES, _moe_case, _moe_known, "moe_generic", _MOE_COLLECTIVES, _MOE_WORK, _moe_why
+    )
 
 
-def _moe_right_on(fn: Callable, count: int) -> bool:
-    got, want, *_ = _moe_case(fn, *next(s for s in _MOE_SHAPES if s[0] == count))
-    return same_values(got, want, 1e-4)
+def _moe_known(values, host: tuple, k: int) -> str:
+    return diagnosed(values, moe_wrongs(*host, k))
 
 
 def _moe_why(fact: str, run: Ran) -> str:
@@ -160,14 +125,7 @@ def _moe_abstract(mesh, k, t, d):
 def _observe_moe_layer(fn: Callable) -> dict:
     """Exported programs of `fn(x, router, w, mesh)` (x and w P(EXPERTS), router replicated) on 8, 4 and 2
     devices, and a structure case: the reference's all_to_all over EXPERTS and nothing else."""
-    cases = {}
-    for k, t, d in _MOE_SHAPES:
-        mesh = expert_mesh(k)
-        cases[f"k{k}"] = Case(with_mesh(fn, mesh), *_moe_abstract(mesh, k, t, d), rtol=1e-4, atol=1e-4, work=_MOE_WORK)
-    k, t, d = _MOE_SHAPES[0]
-    mesh = expert_mesh(k)
-    cases["structure"] = Case(with_mesh(fn, mesh), *_moe_abstract(mesh, k, t, d), values=False, only_collectives=True)
-    return programs(cases)
+    return mesh_programs(fn, _MOE_SHAPES, expert_line_mesh, _moe_abstract, _MOE_WORK)
 
 
 moe_layer = exercise("moe_layer", _check_moe_layer, observe=_observe_moe_layer)

@@ -13,31 +13,31 @@ from jax.sharding import PartitionSpec as P
 
 from namedaxes import STAGES
 from namedaxes.checking import (
-    expect_result,
     explained,
     f32,
     fail,
-    fail_values,
     same_values,
     show_values,
 )
 from namedaxes.checking.compiled import compiled_once
-from namedaxes.grading import Case, programs
-from namedaxes.judging import COMPILER_OPTIONS, Work
-from namedaxes.meshes import abstract_on, describe, with_mesh
+from namedaxes.grading import Case
+from namedaxes.judging import COMPILER_OPTIONS
+from namedaxes.meshes import abstract_on
 
 from .running import (
     MICROBATCHES,
+    Answered,
+    Collectives,
+    Inputs,
     Ran,
     answer_rules,
     diagnosed,
     exercise,
-    expect_collectives,
-    expect_work,
-    run_answer,
-    stage_mesh,
+    judged_on_meshes,
+    mesh_programs,
+    stage_line_mesh,
 )
-from .text import TEXT, say
+from .text import say
 
 # ---------------------------------------------------------------- 1. pipeline_loss
 # (stages, batch, features): the batch divides by MICROBATCHES.
@@ -97,75 +97,50 @@ def _pipe_placed(mesh, params, x, y):
 # microbatch kept in one buffer, as a `lax.fori_loop` schedule keeps them, are 4x; every stage's `w` on every
 # device 24x, 10x and 8x on 8, 4 and 2 stages), and its FLOPs, at most `_PIPE_WORK["flops"]` times the
 # reference's (the whole batch through the stages one after another, no microbatches: 2.7x and 2.0x on 8 and
-# 4 stages). The reference's, per mesh, measured from the solution notebook's program (a test keeps them true).
+# 4 stages). The reference's: `REFERENCE_WORK`.
 _PIPE_WORK = {"flops": 1.5, "largest_bytes": 5.0, "sent_bytes": 1.5}
-_PIPE_REFERENCE = {
-    8: Work(1928.0, 0, 48, sent_bytes=484),
-    4: Work(950.0, 0, 40, sent_bytes=244),
-    2: Work(264.0, 0, 16, sent_bytes=68),
-}
 
 
-# The notebook's globals that an answer may read the number of devices from instead of its mesh: (name, value).
-_COUNT_GLOBALS = {"pipeline_loss": ("k", 4), "moe_layer": ("n_experts", 8), "causal_ring_attention": ("n_blocks", 8)}
-
-
-def global_count(name: str, k: int, axis: str, right_there: Callable[[int], bool]) -> str:
-    """The hint for values wrong on `k` devices that are right on as many devices as the notebook's global
-    count (`_COUNT_GLOBALS`); "" otherwise. `right_there(count)` runs the answer on that mesh."""
-    glob, count = _COUNT_GLOBALS[name]
-    if k == count:
-        return ""
-    try:
-        right = right_there(count)
-    except Exception:  # noqa: BLE001 - any failure there: no such hint
-        right = False
-    return say("global_count", right=count, k=k, glob=glob, axis=axis) if right else ""
-
-
-def _pipe_case(fn: Callable, k: int, n: int, d: int) -> tuple:
-    """The answer run on `k` stages: (its loss, the right one, the inputs on the host, what it placed, the
-    bound program, `Ran`, where)."""
-    name, mesh = "pipeline_loss", stage_mesh(k)
-    params, x, y = _pipe_inputs(k, n, d)
-    args = _pipe_placed(mesh, params, x, y)
-    where = say("where_mesh", mesh=describe(mesh), shapes=f"w {params['w'].shape}, b {params['b'].shape}, x {x.shape}")
-    program = with_mesh(fn, mesh)
-    out, ran = run_answer(name, program, *args, mesh=mesh)
-    expect_result(name, out, (), (), TEXT, where=where)
+def _pipe_case(k: int, n: int, d: int) -> Inputs:
+    """The inputs on `k` stages, and the right loss."""
+    mesh = stage_line_mesh(k)
+    params, x, y = host = _pipe_inputs(k, n, d)
     want = ((_pipe_outputs(params, x) - y) ** 2).mean()
-    return out, want, (params, x, y), args, program, ran, where
+    shapes = f"w {params['w'].shape}, b {params['b'].shape}, x {x.shape}"
+    return Inputs(mesh, host, _pipe_placed(mesh, *host), want, ((), ()), shapes)
 
 
-def _pipe_right_on(fn: Callable, count: int) -> bool:
-    out, want, *_ = _pipe_case(fn, *next(s for s in _PIPE_SHAPES if s[0] == count))
-    return same_values(np.asarray(out, np.float64), want, 1e-4)
+def _pipe_known(values, host: tuple, k: int) -> str:
+    return diagnosed(values, pipe_wrongs(*host))
+
+
+def _pipe_gathers(ran: Ran) -> str:
+    """An all-gather whose result holds every stage's `w` (k, d, d) gathers the model; any other, activations."""
+    k, n, d = _PIPE_SHAPES[0]
+    whole = re.search(rf"f32\[{k},{d},{d}\]\S* all-gather", ran.text) is not None
+    return "pipe_whole_model" if whole else "pipe_gathers_activations"
+
+
+# The collectives: a ppermute over STAGES (and the loss's psum), no gather of the model or the activations.
+_PIPE_COLLECTIVES = Collectives(
+    f"ppermute over '{STAGES}'", why="pipe_no_ppermute_why", gathers=_pipe_gathers, also=(f"psum over '{STAGES}'",)
+)
 
 
 def _check_pipeline_loss(fn: Callable) -> None:
     name = "pipeline_loss"
-    ran = []
-    for k, n, d in _PIPE_SHAPES:
-        out, want, host, args, program, run, where = _pipe_case(fn, k, n, d)
-        if not same_values(np.asarray(out, np.float64), want, 1e-4):
-            hint = diagnosed(np.asarray(out, np.float64), pipe_wrongs(*host))
-            hint = hint or global_count(name, k, "STAGES", lambda c: _pipe_right_on(fn, c)) or say("pipe_generic")
-            fail_values(say, "values", want, out, dtype=float, threshold=12, name=name, where=where, hint=hint)
-        if k == _PIPE_SHAPES[0][0]:  # the gradient on 8 devices, as the grader reads it
-            _expect_pipeline_gradient(name, program, args, run.mesh, host, where)
-        ran.append(run)
-    k, n, d = _PIPE_SHAPES[0]
-    # an all-gather whose result holds every stage's `w` (k, d, d) gathers the model; any other, activations
-    whole = re.search(rf"f32\[{k},{d},{d}\]\S* all-gather", ran[0].text) is not None
-    rules = {
-        "refused": "all_gather",
-        "refused_key": "pipe_whole_model" if whole else "pipe_gathers_activations",
-        "need": f"ppermute over '{STAGES}'",
-        "why": say("pipe_no_ppermute_why"),
-        "allowed": (f"ppermute over '{STAGES}'", f"psum over '{STAGES}'"),
-    }
-    expect_collectives(name, ran[0], rules)
-    expect_work(name, ran, _PIPE_REFERENCE, _PIPE_WORK, _pipe_why)
+    judged_on_meshes(
+        name,
+        fn,
+        _PIPE_SHAPES,
+        _pipe_case,
+        _pipe_known,
+        "pipe_generic",
+        _PIPE_COLLECTIVES,
+        _PIPE_WORK,
+        _pipe_why,
+        first=_expect_pipeline_gradient,  # the gradient on the first mesh (8 devices), as the grader reads it
+    )
 
 
 def _pipe_why(fact: str, run: Ran) -> str:
@@ -187,8 +162,9 @@ def _pipe_why(fact: str, run: Ran) -> str:
     return say("pipe_flops")
 
 
-def _expect_pipeline_gradient(name, program, args, mesh, host, where) -> None:
-    params, x, y = host
+def _expect_pipeline_gradient(name: str, answer: Answered) -> None:
+    program, args, mesh, where = answer.ran.program, answer.ran.args, answer.ran.mesh, answer.where
+    params, x, y = answer.inputs.host
     with explained(name, rules=answer_rules(name)), jax.set_mesh(mesh):  # a zero gradient is made on the mesh
         grads = compiled_once(jax.jit(jax.grad(program)).lower(*args), COMPILER_OPTIONS)(*args)
     want = jax.grad(_sequential_loss)(params, x, y)
@@ -231,18 +207,11 @@ def _observe_pipeline_loss(fn: Callable) -> dict:
     """Exported programs of `fn(params, x, y, mesh)` (params P(STAGES), x and y replicated) on 8, 4 and 2
     devices, its derivative along a direction the grader draws on 8 (`_derivative`), and a structure case: the
     reference's ppermute and psum over STAGES and nothing else."""
-    cases = {}
-    for k, n, d in _PIPE_SHAPES:
-        mesh = stage_mesh(k)
-        cases[f"k{k}"] = Case(
-            with_mesh(fn, mesh), *_pipe_abstract(mesh, k, n, d), rtol=1e-4, atol=1e-4, work=_PIPE_WORK
-        )
-    k, n, d = _PIPE_SHAPES[0]
-    mesh = stage_mesh(k)
-    params, x, y = _pipe_abstract(mesh, k, n, d)
-    cases["derivative"] = Case(_derivative(with_mesh(fn, mesh)), params, x, y, params, rtol=1e-4, atol=1e-4)
-    cases["structure"] = Case(with_mesh(fn, mesh), *_pipe_abstract(mesh, k, n, d), values=False, only_collectives=True)
-    return programs(cases)
+
+    def derivative(program: Callable, inputs: tuple) -> dict:
+        return {"derivative": Case(_derivative(program), *inputs, inputs[0], rtol=1e-4, atol=1e-4)}
+
+    return mesh_programs(fn, _PIPE_SHAPES, stage_line_mesh, _pipe_abstract, _PIPE_WORK, more=derivative)
 
 
 pipeline_loss = exercise("pipeline_loss", _check_pipeline_loss, observe=_observe_pipeline_loss)

@@ -10,24 +10,11 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import SEQUENCE
-from namedaxes.checking import expect_result, f32, same_values
-from namedaxes.grading import Case, programs
-from namedaxes.jax_line import NEWEST, OLDEST, measured_on_this_line
-from namedaxes.judging import Work
-from namedaxes.meshes import abstract_on, describe, with_mesh
+from namedaxes.checking import f32, same_values
+from namedaxes.meshes import abstract_on
 
-from .gpipe import global_count
-from .running import (
-    Ran,
-    diagnosed,
-    exercise,
-    expect_collectives,
-    expect_work,
-    fail_rows,
-    run_answer,
-    sequence_mesh,
-)
-from .text import TEXT, say
+from .running import Collectives, Inputs, Ran, diagnosed, exercise, judged_on_meshes, mesh_programs, sequence_line_mesh
+from .text import say
 
 # ---------------------------------------------------------------- 3. causal_ring_attention
 # (devices, positions per block, features)
@@ -81,61 +68,33 @@ def ring_wrongs(q, k, v, blocks: int) -> list:
 # The work judged (the grader's `Case(work=...)` on every mesh and the visible check alike): the largest array
 # one device materializes, at most `_RING_WORK["largest_bytes"]` times the reference's (a ring that first
 # collects every key and value block, then does one softmax: 8x, 4x and 2x on 8, 4 and 2 devices), and its
-# FLOPs, at most `_RING_WORK["flops"]` times the reference's. The reference's, per mesh, measured from the
-# solution notebook's program on each JAX line (jax 0.12.1's XLA counts a few FLOPs fewer; a test keeps them true).
+# FLOPs, at most `_RING_WORK["flops"]` times the reference's. The reference's: `REFERENCE_WORK`.
 _RING_WORK = {"flops": 2.0, "largest_bytes": 1.5}
-_RING_REFERENCE = measured_on_this_line(
-    {
-        OLDEST: {
-            8: Work(2492.0, 0, 48, sent_bytes=672),
-            4: Work(2495.0, 0, 96, sent_bytes=576),
-            2: Work(1362.0, 0, 100, sent_bytes=160),
-        },
-        NEWEST: {
-            8: Work(2486.0, 0, 48, sent_bytes=672),
-            4: Work(2487.0, 0, 96, sent_bytes=576),
-            2: Work(1352.0, 0, 100, sent_bytes=160),
-        },
-    }
-)
 
 
-def _ring_case(fn: Callable, k: int, b: int, h: int) -> tuple:
-    """The answer run on `k` devices: (its outputs, the right ones, the inputs on the host, `Ran`, where)."""
-    name, mesh = "causal_ring_attention", sequence_mesh(k)
-    q, kk, v = _ring_inputs(k, b, h)
-    args = [jax.device_put(a, NamedSharding(mesh, P(SEQUENCE))) for a in (q, kk, v)]
-    where = say("where_mesh", mesh=describe(mesh), shapes=f"q, k, v {q.shape}")
-    out, ran = run_answer(name, with_mesh(fn, mesh), *args, mesh=mesh)
-    expect_result(name, out, q.shape, (SEQUENCE,), TEXT, where=where)
+def _ring_case(k: int, b: int, h: int) -> Inputs:
+    """The inputs on `k` devices, and the right outputs (causal attention over the whole sequence)."""
+    mesh = sequence_line_mesh(k)
+    q, kk, v = host = _ring_inputs(k, b, h)
+    placed = tuple(jax.device_put(a, NamedSharding(mesh, P(SEQUENCE))) for a in host)
     pos = np.arange(q.shape[0])
-    return np.asarray(out, np.float64), _attention_np(q, kk, v, pos[None, :] <= pos[:, None]), (q, kk, v), ran, where
+    want = _attention_np(q, kk, v, pos[None, :] <= pos[:, None])
+    return Inputs(mesh, host, placed, want, (q.shape, (SEQUENCE,)), f"q, k, v {q.shape}")
+
+
+# The collectives: a ppermute over SEQUENCE, no gather of the keys and values.
+_RING_COLLECTIVES = Collectives(f"ppermute over '{SEQUENCE}'", why="ring_no_ppermute_why", gathers="ring_gathers")
 
 
 def _check_causal_ring_attention(fn: Callable) -> None:
     name = "causal_ring_attention"
-    ran = []
-    for k, b, h in _RING_SHAPES:
-        got, want, (q, kk, v), run, where = _ring_case(fn, k, b, h)
-        if not same_values(got, want, 1e-4):
-            hint = _ring_nan(got, q, kk, v, k) or diagnosed(got, ring_wrongs(q, kk, v, k))
-            hint = hint or global_count(name, k, "SEQUENCE", lambda c: _ring_right_on(fn, c))
-            fail_rows(name, where, want, got, hint or say("ring_generic"))
-        ran.append(run)
-    rules = {
-        "refused": "all_gather",
-        "refused_key": "ring_gathers",
-        "need": f"ppermute over '{SEQUENCE}'",
-        "why": say("ring_no_ppermute_why"),
-        "allowed": (f"ppermute over '{SEQUENCE}'",),
-    }
-    expect_collectives(name, ran[0], rules)
-    expect_work(name, ran, _RING_REFERENCE, _RING_WORK, _ring_why)
+    judged_on_meshes(
+        name, fn, _RING_SHAPES, _ring_case, _ring_known, "ring_generic", _RING_COLLECTIVES, _RING_WORK, _ring_why
+    )
 
 
-def _ring_right_on(fn: Callable, count: int) -> bool:
-    got, want, *_ = _ring_case(fn, *next(s for s in _RING_SHAPES if s[0] == count))
-    return same_values(got, want, 1e-4)
+def _ring_known(values, host: tuple, k: int) -> str:
+    return _ring_nan(values, *host, k) or diagnosed(values, ring_wrongs(*host, k))
 
 
 def _ring_nan(got, q, k, v, blocks: int) -> str:
@@ -168,19 +127,14 @@ def _ring_why(fact: str, run: Ran) -> str:
     return say("ring_holds_all", whole=whole)
 
 
+def _ring_abstract(mesh, k, b, h):
+    return tuple(abstract_on(mesh, (k * b, h), P(SEQUENCE)) for _ in range(3))
+
+
 def _observe_causal_ring_attention(fn: Callable) -> dict:
     """Exported programs of `fn(q, k, v, mesh)` (each P(SEQUENCE)) on 8, 4 and 2 devices, and a structure
     case: the reference's ppermute over SEQUENCE and nothing else."""
-    cases = {}
-    for k, b, h in _RING_SHAPES:
-        mesh = sequence_mesh(k)
-        blocks = [abstract_on(mesh, (k * b, h), P(SEQUENCE)) for _ in range(3)]
-        cases[f"k{k}"] = Case(with_mesh(fn, mesh), *blocks, rtol=1e-4, atol=1e-4, work=_RING_WORK)
-    k, b, h = _RING_SHAPES[0]
-    mesh = sequence_mesh(k)
-    blocks = [abstract_on(mesh, (k * b, h), P(SEQUENCE)) for _ in range(3)]
-    cases["structure"] = Case(with_mesh(fn, mesh), *blocks, values=False, only_collectives=True)
-    return programs(cases)
+    return mesh_programs(fn, _RING_SHAPES, sequence_line_mesh, _ring_abstract, _RING_WORK)
 
 
 causal_ring_attention = exercise(

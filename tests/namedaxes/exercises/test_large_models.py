@@ -27,6 +27,7 @@ from spoken import failure_in, says
 
 from namedaxes import EXPERTS, SEQUENCE, STAGES, judging
 from namedaxes.exercises import large_models as q
+from namedaxes.exercises.large_models.reference_work import REFERENCE_WORK
 from namedaxes.meshes import with_mesh
 
 M = q.MICROBATCHES
@@ -414,8 +415,8 @@ def test_pipeline_loss_observations_reject_wrong_answers():
 def test_pipeline_reference_work_is_the_stated_one():
     """The figures the visible check compares with are the reference's, compiled as the grader compiles."""
     placed = lambda mesh, k, n, d: q.gpipe._pipe_placed(mesh, *q.gpipe._pipe_inputs(k, n, d))  # noqa: E731
-    measured = _reference_work(ref_pipeline_loss, q.gpipe._PIPE_SHAPES, placed, q.stage_mesh)
-    assert measured == {k: (w.flops, w.largest_bytes, w.sent_bytes) for k, w in q.gpipe._PIPE_REFERENCE.items()}
+    measured = _reference_work(ref_pipeline_loss, q.gpipe._PIPE_SHAPES, placed, q.stage_line_mesh)
+    assert measured == {k: (w.flops, w.largest_bytes, w.sent_bytes) for k, w in REFERENCE_WORK["pipeline_loss"].items()}
 
 
 def test_pipeline_schedule_is_read_from_the_program():
@@ -424,7 +425,7 @@ def test_pipeline_schedule_is_read_from_the_program():
         (ref_pipeline_loss, M + 8 - 2),
         (PIPE_EQUIVALENT["fori_loop with an output buffer"], M + 8 - 1),
     ):
-        mesh = q.stage_mesh(8)
+        mesh = q.stage_line_mesh(8)
         args = q.gpipe._pipe_placed(mesh, *q.gpipe._pipe_inputs(8, 8, 6))
         text = jax.jit(with_mesh(answer, mesh)).lower(*args).compile().as_text()
         sends = judging.collective_sends(text, (STAGES,), (8,), 8)
@@ -592,8 +593,8 @@ def test_moe_layer_observations_reject_wrong_answers():
 
 def test_moe_reference_work_is_the_stated_one():
     placed = lambda mesh, k, t, d: q.experts._moe_placed(mesh, *q.experts._moe_inputs(k, t, d))  # noqa: E731
-    measured = _reference_work(ref_moe_layer, q.experts._MOE_SHAPES, placed, q.expert_mesh)
-    assert measured == {k: (w.flops, w.largest_bytes, w.sent_bytes) for k, w in q.experts._MOE_REFERENCE.items()}
+    measured = _reference_work(ref_moe_layer, q.experts._MOE_SHAPES, placed, q.expert_line_mesh)
+    assert measured == {k: (w.flops, w.largest_bytes, w.sent_bytes) for k, w in REFERENCE_WORK["moe_layer"].items()}
 
 
 def test_moe_routes_drop_tokens_on_every_mesh():
@@ -859,9 +860,9 @@ def test_ring_reference_work_is_the_stated_one():
     placed = lambda mesh, k, b, h: [  # noqa: E731
         jax.device_put(a, NamedSharding(mesh, P(SEQUENCE))) for a in q.ring_attention._ring_inputs(k, b, h)
     ]
-    measured = _reference_work(ref_causal_ring_attention, q.ring_attention._RING_SHAPES, placed, q.sequence_mesh)
+    measured = _reference_work(ref_causal_ring_attention, q.ring_attention._RING_SHAPES, placed, q.sequence_line_mesh)
     assert measured == {
-        k: (w.flops, w.largest_bytes, w.sent_bytes) for k, w in q.ring_attention._RING_REFERENCE.items()
+        k: (w.flops, w.largest_bytes, w.sent_bytes) for k, w in REFERENCE_WORK["causal_ring_attention"].items()
     }
 
 
