@@ -35,9 +35,6 @@ LONG_FILES: dict[str, int] = {}  # none now
 MAX_CLASS_LINES = 250
 # Classes over `MAX_CLASS_LINES`, at most as long as listed.
 LONG_CLASSES = {
-    "autograder.run.kernel.Kernel": 308,  # one sandboxed kernel: start, execute, interrupt, restart
-    "autograder.run.executor._NotebookRun": 277,  # one notebook run cell by cell
-    "autograder.sandbox.launch.Sandbox": 264,  # what one kernel may see and do
     "namedaxes.multiprocess.cluster.Cluster": 356,  # the multi-process launcher's cluster
 }
 # Import circles closed only by an import inside a function, and why that import is lazy.

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from namedaxes.judging import (
+    Reductions,
     Work,
     compile_exported,
     describe_collective,
@@ -39,6 +40,7 @@ from namedaxes.judging import (
     group_axes,
     hlo_collectives,
     placed_layout,
+    read_reductions,
     with_reductions,
     work_of,
 )
@@ -63,6 +65,9 @@ class Compiled:
     regions: tuple = ()  # `program_regions`: where each per-device region takes its inputs
     out_layouts: tuple = ()  # where each result lives once compiled (`placed_layout`)
     work: Work | None = None  # what one device computes and holds (`namedaxes.judging.work_of`)
+    # the reductions its types make as `judged_work` read them, passed on to `loop_runs.reductions_run` (None: not
+    # read, or, where `work.reduced_bytes` is `UNREADABLE_REDUCTIONS`, its module could not be read)
+    reductions: Reductions | None = None
 
 
 _COMPILED: dict[str, Compiled] = {}
@@ -126,10 +131,12 @@ def _compile_fresh(program: Program, names: tuple[str, ...], sizes: tuple[int, .
 
 def judged_work(compiled: Compiled, program: Program, names: tuple, sizes: tuple, limits: dict) -> Compiled:
     """`compiled` with the reductions its program's types make (`Work.reduced_bytes`: read from the exported
-    module, the same on every backend), where the case's work `limits` judge them; as it is otherwise."""
+    module, the same on every backend, once: the reading kept as `Compiled.reductions`), where the case's work
+    `limits` judge them; as it is otherwise."""
     if "reduced_bytes" not in limits or compiled.work is None:
         return compiled
-    return dataclasses.replace(compiled, work=with_reductions(compiled.work, program.exp, names, sizes))
+    read = read_reductions(program.exp, names, sizes)
+    return dataclasses.replace(compiled, work=with_reductions(compiled.work, read), reductions=read)
 
 
 def _mesh(program: Program):

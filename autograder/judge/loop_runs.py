@@ -10,10 +10,11 @@ inputs, and each loop of the judged program is counted as often as it ran on the
 the rewrite reaches, a variant that fails to compile or run) the work stays as read, `UNKNOWN_TRIPS` runs for each
 such loop, and the finding says so.
 
-The reductions the program's types make (`Work.reduced_bytes`, where a case judges them) are counted the same way
-(`reductions_run`): a loop holding a reduction whose trip count only its data decide is counted as often as it ran
-on the case's hidden inputs (`namedaxes.judging.counted_run.counted_reductions`); one that could not be run to
-count it leaves the figure unknown, and the case refuses it with a finding that says why.
+The reductions the program's types make (`Work.reduced_bytes`, where a case judges them), read once
+(`compiling.judged_work`, `Compiled.reductions`), are counted the same way (`reductions_run`): a loop holding a
+reduction whose trip count only its data decide is counted as often as it ran on the case's hidden inputs
+(`namedaxes.judging.counted_run.counted_reductions`, given that reading); one that could not be run to count it
+leaves the figure unknown, and the case refuses it with a finding that says why.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from dataclasses import replace
 
 from namedaxes.judging import UNREADABLE_REDUCTIONS
 from namedaxes.judging.counted_run import counted_reductions, counted_work
-from namedaxes.judging.module_texts import module_text
 
 from .compiling import Compiled, judged_work
 
@@ -67,14 +67,15 @@ def _variant_run(case) -> Callable:
 
 
 def reductions_run(case, program, compiled: Compiled) -> Compiled:
-    """`compiled` (its reductions read, `compiling.judged_work`) with a loop holding a reduction whose trip count
-    only its data decide counted as often as it ran on the case's hidden inputs (see above); `compiled` itself
-    where the case does not judge reductions or the program has no loop."""
-    limits, work = case.entry.get("work") or {}, compiled.work
-    if work is None or "reduced_bytes" not in limits or "stablehlo.while" not in module_text(program.exp):
+    """`compiled` (its reductions read once, `compiling.judged_work`: `Compiled.reductions`) with a loop holding a
+    reduction whose trip count only its data decide counted as often as it ran on the case's hidden inputs (see
+    above); `compiled` itself where the case does not judge reductions, their module could not be read (its
+    `Work.reduced_bytes` says so) or the reading holds no such loop."""
+    limits, work, read = case.entry.get("work") or {}, compiled.work, compiled.reductions
+    if work is None or "reduced_bytes" not in limits or read is None or not read.uncounted:
         return compiled
     try:
-        found = counted_reductions(program.exp, case.ref.names, case.ref.shape, _variant_run(case))
+        found = counted_reductions(read, program.exp, case.ref.names, case.ref.shape, _variant_run(case))
         facts = {"reductions_measured": found.measured, "reductions_uncounted": found.uncounted}
         work = replace(work, reduced_bytes=found.nbytes, **facts)
     except Exception:  # noqa: BLE001 - a hostile module: judged as reducing more than any case allows

@@ -2,7 +2,7 @@
 
 Threat model: every message comes from the student's kernel, which may send a flood of them, huge ones,
 malformed ones, or `clear_output` tricks. What is kept is capped in characters (`MAX_OUTPUT_CHARS`, and
-a smaller per-notebook cap the executor passes) and in outputs (`MAX_OUTPUTS`); past either cap one
+what is left of the notebook's cap, `NotebookOutputCap`) and in outputs (`MAX_OUTPUTS`); past either cap one
 line says that output was dropped, and nothing more is kept for that cell. A message nbformat cannot
 read is dropped. Consecutive stream outputs of one stream are merged, as Jupyter shows them.
 (The frames themselves are capped before Python reads them: `kernel.py`.)
@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 from nbformat import v4 as nbv4
 
 from ..limits import MAX_OUTPUT_CHARS, MAX_OUTPUTS
+from ..reasons import Phrase, phrase
+from ..records import Status
 
-__all__ = ["CellRun", "CellOutputs", "DROPPED"]
+__all__ = ["CellRun", "CellOutputs", "NotebookOutputCap", "DROPPED"]
 
 DROPPED = "\n[autograder: further output of this cell was dropped]\n"
 
@@ -83,3 +85,32 @@ class CellOutputs:
             self.items[-1]["text"] += out.get("text", "")
         else:
             self.items.append(out)
+
+
+@dataclass
+class NotebookOutputCap:
+    """The cap on the output a notebook keeps over all its cells (`limit` characters): what is left of it for
+    the next cell (`left`, the cell's `max_chars`), and whether the run has said that it was reached (once)."""
+
+    limit: int
+    left: int = field(init=False)
+    reached: bool = False
+
+    def __post_init__(self) -> None:
+        self.left = self.limit
+
+    def charge(self, run: CellRun, label: Phrase) -> tuple[str, Phrase] | None:
+        """Count a cell's kept output against the cap; where some was dropped, the run's event (status, what
+        happened): the notebook's cap (said once), else the cell's own caps. A cell whose message was
+        oversized has its own ending instead (cell_endings.lost_ending)."""
+        notebook_cap = self.left < MAX_OUTPUT_CHARS  # the notebook's cap bound before the cell's
+        self.left = max(0, self.left - run.output_chars)
+        if not run.truncated or run.status == "oversized":
+            return None
+        if notebook_cap or self.left == 0:
+            if self.reached:
+                return None
+            self.reached = True
+            return Status.TOO_MUCH_OUTPUT, phrase("output_notebook_cap", label=label, limit=self.limit)
+        said = phrase("output_cell_cap", label=label, limit=MAX_OUTPUT_CHARS, outputs=MAX_OUTPUTS)
+        return Status.TOO_MUCH_OUTPUT, said

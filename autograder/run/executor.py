@@ -62,19 +62,11 @@ from nbformat import NotebookNode
 
 from courseinfo.nbgrader_metadata import nbgrader_cell
 
-from ..limits import (
-    MAX_MESSAGE_BYTES,
-    MAX_OUTPUT_CHARS,
-    MAX_OUTPUTS,
-    MAX_RESTARTS,
-    NOTEBOOK_OUTPUT_CHARS,
-    SNAPSHOT_TIMEOUT,
-    START_ERROR_CHARS,
-)
+from ..limits import MAX_RESTARTS, NOTEBOOK_OUTPUT_CHARS, SNAPSHOT_TIMEOUT, START_ERROR_CHARS
 from ..reasons import Phrase, phrase
 from ..records import CellEnd, CellOutcome, RunResult, Status
-from .cell_endings import append_error_output, cell_label, death_reason, mark_rest, post_mortem
-from .cell_outputs import CellRun
+from .cell_endings import append_error_output, cell_label, interrupted, lost_ending, mark_rest, post_mortem
+from .cell_outputs import CellRun, NotebookOutputCap
 from .kernel import Kernel, KernelStartError
 from .namespace_guard import GUARD_CODE, split_hidden
 from .observations import ARRAYS_SUFFIX, VALUES_SUFFIX, clear_all_observations, harvest_observations, logged_names
@@ -118,6 +110,33 @@ def guard_index(nb: NotebookNode) -> int:
 
 NOT_STARTED = "NotAttempted"  # the error a visible check raises for an answer that is still its stub
 VISIBLE, HIDDEN, FINDING = "visible", "hidden", "finding"  # the three passes over a notebook's code cells
+
+
+@dataclass(frozen=True)
+class NotebookSteps:
+    """The order of a notebook's run (module docstring): every code cell (a test cell: its visible part), then
+    the test cells' hidden parts, then the same hidden parts again for the judge's findings (`FINDING`: run
+    only for a cell whose visible check failed)."""
+
+    code_cells: list[int]
+    hidden_of: dict[int, str]  # test cell -> its hidden part ('' where it has none)
+    order: list[tuple[int, str]]  # (cell, VISIBLE | HIDDEN | FINDING)
+
+    @classmethod
+    def of(cls, nb: NotebookNode, tests: dict[int, str]) -> NotebookSteps:
+        code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+        hidden_of = {i: split_hidden(nb.cells[i].source)[1] for i in code_cells if i in tests}
+        with_hidden = [i for i in code_cells if hidden_of.get(i)]
+        order = [(i, VISIBLE) for i in code_cells] + [(i, HIDDEN) for i in with_hidden]
+        return cls(code_cells, hidden_of, order + [(i, FINDING) for i in with_hidden])
+
+    def rest(self, p: int) -> list[int]:
+        """The cells of step `p` on, once each (not the FINDING pass: it is no cell's own step)."""
+        return list(dict.fromkeys(j for j, kind in self.order[p:] if kind != FINDING))
+
+    def done_cells(self, p: int) -> list[int]:
+        """The cells whose visible part ran before step `p` (what a new kernel replays)."""
+        return [j for j, kind in self.order[:p] if kind == VISIBLE]
 
 
 def _install_guard(kernel: Kernel, timeout: float) -> None:
@@ -193,18 +212,14 @@ class _NotebookRun:
         self.t0 = time.monotonic()
         self.deadline = self.t0 + limits.budget if limits.budget else float("inf")
         self.result = RunResult()
-        self.code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+        self.steps = NotebookSteps.of(nb, tests)
+        self.hidden_of = self.steps.hidden_of
         self.guard_after = guard_index(nb) if guard else None
         self.fatal: set[int] = set()
         self.kernel: Kernel | None = None
-        self.chars_left = limits.max_output_chars
-        self.capped = False
+        self.output_cap = NotebookOutputCap(limits.max_output_chars)
         budget = limits.budget
         self.what: Phrase | str = limits.budget_label or (phrase("budget_notebook", seconds=budget) if budget else "")
-        self.hidden_of = {i: split_hidden(nb.cells[i].source)[1] for i in self.code_cells if i in tests}
-        with_hidden = [i for i in self.code_cells if self.hidden_of.get(i)]
-        self.steps = [(i, VISIBLE) for i in self.code_cells] + [(i, HIDDEN) for i in with_hidden]
-        self.steps += [(i, FINDING) for i in with_hidden]
         self.before_findings: object = None  # the sandbox's verdict when the FINDING pass began (else unset)
         self.findings_began = False
         self.visible_seconds: dict[int, float] = {}
@@ -212,12 +227,6 @@ class _NotebookRun:
     # ------------------------------------------------------------ helpers
     def left(self) -> float:
         return self.deadline - time.monotonic()
-
-    def rest(self, p: int) -> list[int]:
-        return list(dict.fromkeys(j for j, kind in self.steps[p:] if kind != FINDING))
-
-    def done_cells(self, p: int) -> list[int]:
-        return [j for j, kind in self.steps[:p] if kind == VISIBLE]
 
     def out_of_time(self, rest: list[int]) -> None:
         mark_rest(self.result, rest, phrase("budget_ran_out", what=self.what))
@@ -254,10 +263,10 @@ class _NotebookRun:
         result.stages["start"] = time.monotonic() - self.t0
         if self.kernel is None:
             if self.left() <= 0:  # the budget ran out while the kernel was starting
-                self.out_of_time(self.code_cells)
+                self.out_of_time(self.steps.code_cells)
                 result.start_error = ""
             else:
-                for i in self.code_cells:
+                for i in self.steps.code_cells:
                     result.outcomes[i] = CellOutcome(CellEnd.NOT_RUN)
             result.seconds = time.monotonic() - self.t0
             return result
@@ -265,7 +274,7 @@ class _NotebookRun:
         try:
             if self.guard_after == -1:
                 _install_guard(self.kernel, self.limits.cell_timeout)
-            while pos is not None and pos < len(self.steps):
+            while pos is not None and pos < len(self.steps.order):
                 pos = self.step(pos)
         finally:
             if self.kernel is not None:
@@ -279,7 +288,7 @@ class _NotebookRun:
 
     def step(self, pos: int) -> int | None:
         """Run step `pos` (a cell's visible part, or a test cell's hidden part): the next step, or None."""
-        i, kind = self.steps[pos]
+        i, kind = self.steps.order[pos]
         outcome = self.result.outcomes.get(i)
         if kind == FINDING:
             failed = outcome is not None and outcome.status == CellEnd.ERROR and i not in self.fatal
@@ -288,7 +297,7 @@ class _NotebookRun:
         if hidden_step and (outcome is None or outcome.status != CellEnd.OK):
             return pos + 1  # its visible part failed: its hidden part runs in the FINDING pass
         if self.left() <= 0:
-            self.out_of_time(self.rest(pos))
+            self.out_of_time(self.steps.rest(pos))
             return None
         timeout = self.limits.cell_timeout
         label = cell_label(self.nb, i)
@@ -313,10 +322,9 @@ class _NotebookRun:
                 _install_guard(self.kernel, timeout)
             return pos + 1
         if run.status == "timeout":
-            self.result.outcomes[i] = CellOutcome(
-                CellEnd.TIMEOUT, "TimeoutError", phrase("this_cell_interrupted", how=how), run.seconds
-            )
-            self.result.events.append((Status.TIMEOUT, phrase("cell_interrupted", label=label, how=how)))
+            ending = interrupted(run, label, how)
+            self.result.outcomes[i] = ending.outcome
+            self.result.events.append(ending.event)
             self.fatal.add(i)
             return pos + 1
         self.lost(i, run, label, how)  # hung (killed after a timeout), oversized or died
@@ -351,23 +359,14 @@ class _NotebookRun:
         cell, gid = self.nb.cells[i], self.tests.get(i)
         if gid is not None:
             self.log(gid, "found before the cell ran", clear_all_observations(self.kernel.observe_dir))
-        notebook_cap = self.chars_left < MAX_OUTPUT_CHARS  # the notebook's cap binds before the cell's
         source = split_hidden(cell.source)[0] if self.hidden_of.get(i) else cell.source
         snap = {"snapshot": SNAPSHOT_CODE.format(gid=gid)} if self.hidden_of.get(i) else None
-        run = self.kernel.execute(source, limit, max_chars=self.chars_left, user_expressions=snap)
+        run = self.kernel.execute(source, limit, max_chars=self.output_cap.left, user_expressions=snap)
         cell.outputs = run.outputs
         cell.execution_count = run.execution_count
-        self.chars_left = max(0, self.chars_left - run.output_chars)
-        if run.truncated and run.status != "oversized":
-            if notebook_cap or self.chars_left == 0:
-                if not self.capped:
-                    self.capped = True
-                    limit_chars = self.limits.max_output_chars
-                    said = phrase("output_notebook_cap", label=label, limit=limit_chars)
-                    self.result.events.append((Status.TOO_MUCH_OUTPUT, said))
-            else:
-                said = phrase("output_cell_cap", label=label, limit=MAX_OUTPUT_CHARS, outputs=MAX_OUTPUTS)
-                self.result.events.append((Status.TOO_MUCH_OUTPUT, said))
+        event = self.output_cap.charge(run, label)
+        if event is not None:
+            self.result.events.append(event)
         return run
 
     def harvest(self, i: int, hidden_step: bool, run: CellRun) -> None:
@@ -392,57 +391,36 @@ class _NotebookRun:
         self.log(gid, "beside the cell's own results", beside)
 
     def lost(self, i: int, run: CellRun, label: Phrase, how: Phrase) -> None:
-        """A cell that hung, sent an oversized message or whose kernel died: its outcome and event (a limit the
-        sandbox names, where one was hit), its error output, and the kernel killed."""
-        result, kernel = self.result, self.kernel
-        if run.status == "hung":
-            said = phrase("this_cell_hung", how=how)
-            result.outcomes[i] = CellOutcome(CellEnd.TIMEOUT, "TimeoutError", said, run.seconds)
-            result.events.append((Status.TIMEOUT, phrase("cell_hung", label=label, how=how)))
-        elif run.status == "oversized":
-            mib = MAX_MESSAGE_BYTES // 2**20
-            said = phrase("this_cell_oversized", mib=mib)
-            result.outcomes[i] = CellOutcome(CellEnd.ERROR, "OutputTooLarge", said, run.seconds)
-            result.events.append((Status.TOO_MUCH_OUTPUT, phrase("cell_oversized", label=label, mib=mib)))
-        else:
-            code = kernel.proc.returncode if kernel.proc is not None else None
-            if code is not None and code > 128 and kernel.sandbox.isolate:
-                code = 128 - code  # bwrap reports a child killed by signal N as exit 128+N
-            kernel.kill()
-            hit = post_mortem(kernel)
-            if hit is not None:
-                result.outcomes[i] = CellOutcome(CellEnd.DIED, "LimitReached", hit.reason, run.seconds)
-                result.events.append((hit.status, phrase("limit_restarted", label=label, reason=hit.reason)))
-            else:
-                why = death_reason(code)
-                said = phrase("this_cell_died", why=why)
-                result.outcomes[i] = CellOutcome(CellEnd.DIED, "DeadKernelError", said, run.seconds)
-                result.events.append((Status.KERNEL_DIED, phrase("cell_died", label=label, why=why)))
-        append_error_output(self.nb.cells[i], result.outcomes[i])
+        """A cell that hung, sent an oversized message or whose kernel died: its outcome and event
+        (`cell_endings.lost_ending`), its error output, and the kernel killed."""
+        ending = lost_ending(run, self.kernel, label, how)
+        self.result.outcomes[i] = ending.outcome
+        self.result.events.append(ending.event)
+        append_error_output(self.nb.cells[i], ending.outcome)
         self.fatal.add(i)
-        kernel.kill()
+        self.kernel.kill()
         self.kernel = None
 
     def restart(self, pos: int, label: Phrase) -> bool:
         """A fresh kernel with the earlier cells replayed, to go on after step `pos`; False: the rest is not run."""
         result = self.result
         if result.restarts >= MAX_RESTARTS:
-            mark_rest(result, self.rest(pos + 1), phrase("too_many_restarts"))
+            mark_rest(result, self.steps.rest(pos + 1), phrase("too_many_restarts"))
             return False
         if self.left() <= 0:
-            self.out_of_time(self.rest(pos + 1))
+            self.out_of_time(self.steps.rest(pos + 1))
             return False
         result.restarts += 1
         t_restart = time.monotonic()
         self.kernel = self.start(result.restarts, None)
         if self.kernel is None:
-            mark_rest(result, self.rest(pos + 1), phrase("not_restarted"))
+            mark_rest(result, self.steps.rest(pos + 1), phrase("not_restarted"))
             result.events.append((Status.KERNEL_DIED, phrase("not_restarted_because", error=result.start_error)))
             return False
         replayed = _replay(
             self.kernel,
             self.nb,
-            self.done_cells(pos),
+            self.steps.done_cells(pos),
             self.tests,
             self.fatal,
             self.limits.cell_timeout,
@@ -454,9 +432,9 @@ class _NotebookRun:
             self.kernel.kill()
             self.kernel = None
             if replayed == "budget":
-                self.out_of_time(self.rest(pos + 1))
+                self.out_of_time(self.steps.rest(pos + 1))
                 return False
-            mark_rest(result, self.rest(pos + 1), phrase("replay_failed_rest"))
+            mark_rest(result, self.steps.rest(pos + 1), phrase("replay_failed_rest"))
             result.events.append((Status.KERNEL_DIED, phrase("replay_failed", label=label)))
             return False
         result.stages["restarts"] = result.stages.get("restarts", 0.0) + time.monotonic() - t_restart

@@ -10,9 +10,9 @@ Threat model for the grader's side of the sockets: the kernel may send a flood
 of huge messages to exhaust the grader's memory. Every client socket is made
 with `zmq.MAXMSGSIZE` (`MAX_MESSAGE_BYTES`) and a small receive high-water mark
 (`RCV_HWM` messages), so libzmq refuses an oversized frame before Python ever
-buffers it, and drops the connection that sent it. A socket monitor sees that
-disconnect; the cell then ends with status `oversized` and the kernel is
-replaced (a dropped IOPub connection would not come back). A kernel that dies
+buffers it, and drops the connection that sent it (the sockets: kernel_sockets.py).
+A socket monitor sees that disconnect; the cell then ends with status `oversized`
+and the kernel is replaced (a dropped IOPub connection would not come back). A kernel that dies
 drops its connections too: when its process ends within `DEATH_GRACE` of the
 disconnect, the cell ends with status `died` instead. What is kept of a
 cell's output is capped (`cell_outputs.py`: `MAX_OUTPUT_CHARS`, `MAX_OUTPUTS`), and the executor
@@ -34,20 +34,12 @@ import time
 from pathlib import Path
 from queue import Empty
 
-import zmq
-from jupyter_client.blocking import BlockingKernelClient
 from jupyter_client.connect import write_connection_file
 
-from ..limits import (
-    DEATH_GRACE,
-    INTERRUPT_GRACE,
-    KERNEL_LOG_TAIL_BYTES,
-    MAX_MESSAGE_BYTES,
-    MAX_OUTPUT_CHARS,
-    RCV_HWM,
-)
+from ..limits import DEATH_GRACE, INTERRUPT_GRACE, KERNEL_LOG_TAIL_BYTES, MAX_OUTPUT_CHARS
 from ..sandbox.launch import KERNEL_APP_ARGS, Sandbox
 from .cell_outputs import CellOutputs, CellRun
+from .kernel_sockets import KernelSockets
 
 __all__ = ["Kernel", "KernelStartError", "kill_all"]
 
@@ -64,15 +56,6 @@ def kill_all() -> None:
 on_kernel_start = None  # callable(pid) or None: a kernel process was started
 on_kernel_gone = None  # callable(pid) or None: it was killed and reaped
 _PR_SET_PDEATHSIG = 1
-
-
-def _zmq_context() -> zmq.Context:
-    """A context whose sockets refuse oversized frames and queue few messages."""
-    ctx = zmq.Context()
-    ctx.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
-    ctx.setsockopt(zmq.RCVHWM, RCV_HWM)
-    ctx.setsockopt(zmq.LINGER, 0)
-    return ctx
 
 
 def with_parent_death(preexec):
@@ -153,7 +136,7 @@ class Kernel:
         self.label = label
         self.log_path = Path(log_dir or self.workdir.parent) / f"{self.workdir.name}-{label}.log"
         self.proc: subprocess.Popen | None = None
-        self.client: BlockingKernelClient | None = None
+        self.sockets: KernelSockets | None = None
         self.started_at = 0.0
         self._ready = False
         self.cgroup = None
@@ -187,16 +170,7 @@ class Kernel:
             self.kill()
             raise
         _announce(on_kernel_start, self.proc.pid)
-        self._zmq = _zmq_context()
-        self.client = BlockingKernelClient(context=self._zmq)
-        self.client.load_connection_info(info)
-        self.client.start_channels(hb=False)
-        self._monitors = []
-        for channel in (self.client.iopub_channel, self.client.shell_channel):
-            try:
-                self._monitors.append(channel.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED))
-            except zmq.ZMQError:
-                pass
+        self.sockets = KernelSockets(info)
         return self
 
     def _launch(self, conn: Path) -> subprocess.Popen:
@@ -217,16 +191,6 @@ class Kernel:
             )
         finally:
             launch.close_fds()
-
-    def _dropped(self) -> bool:
-        """True once libzmq dropped a connection to the kernel (an oversized message)."""
-        for mon in getattr(self, "_monitors", []):
-            try:
-                if mon.poll(0):
-                    return True
-            except zmq.ZMQError:
-                return True
-        return False
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -257,41 +221,22 @@ class Kernel:
         """Block until the kernel answers; returns the seconds since start."""
         if self._ready:
             return 0.0
-        assert self.client is not None
+        assert self.sockets is not None
         deadline = time.monotonic() + timeout
-        while True:
-            self.client.kernel_info()
-            try:
-                msg = self.client.shell_channel.get_msg(timeout=0.5)
-            except Empty:
-                msg = None
-            if msg and msg.get("msg_type") == "kernel_info_reply":
-                try:  # IOPub connected too?
-                    self.client.iopub_channel.get_msg(timeout=0.2)
-                except Empty:
-                    pass
-                else:
-                    break
+        while not self.sockets.answered():
             if not self.alive():
                 raise KernelStartError(
                     f"the kernel exited while starting (exit code {self.proc.returncode}): {self.log_tail()}"
                 )
             if time.monotonic() > deadline:
                 raise KernelStartError(f"the kernel did not answer within {timeout:.0f} s: {self.log_tail()}")
-        while True:  # flush start-up chatter
-            try:
-                self.client.iopub_channel.get_msg(timeout=0.05)
-            except Empty:
-                break
+        self.sockets.flush_iopub()  # start-up chatter
         self._ready = True
         return time.monotonic() - self.started_at
 
     def interrupt(self) -> None:
-        if self.client is not None:
-            try:
-                self.client.control_channel.send(self.client.session.msg("interrupt_request", {}))
-            except Exception:  # noqa: BLE001
-                pass
+        if self.sockets is not None:
+            self.sockets.interrupt()
         if not self.sandbox.isolate and self.alive():
             try:
                 os.killpg(self.proc.pid, signal.SIGINT)
@@ -306,24 +251,9 @@ class Kernel:
                 CPU_SECONDS[0] += self.cgroup.cpu_seconds()  # before its processes are gone
             except Exception:  # noqa: BLE001 - timings only
                 pass
-        for mon in getattr(self, "_monitors", []):
-            try:
-                mon.close(linger=0)
-            except Exception:  # noqa: BLE001
-                pass
-        self._monitors = []
-        if self.client is not None:
-            try:
-                self.client.stop_channels()
-            except Exception:  # noqa: BLE001
-                pass
-            self.client = None
-        if getattr(self, "_zmq", None) is not None:
-            try:
-                self._zmq.destroy(linger=0)
-            except Exception:  # noqa: BLE001
-                pass
-            self._zmq = None
+        if self.sockets is not None:
+            self.sockets.close()
+            self.sockets = None
         if self.proc is not None:
             if self.proc.poll() is None:
                 try:
@@ -360,9 +290,10 @@ class Kernel:
         """Run `code`; keep at most `max_chars` characters of its output (and MAX_OUTPUT_CHARS).
         `user_expressions` (trusted) are evaluated by the kernel right after `code`, only if it succeeded;
         their values are not read."""
-        assert self.client is not None
+        assert self.sockets is not None
+        sockets = self.sockets
         t0 = time.monotonic()
-        msg_id = self.client.execute(
+        msg_id = sockets.client.execute(
             code,
             silent=False,
             store_history=store_history,
@@ -385,7 +316,7 @@ class Kernel:
                 self.kill()
                 run.status = "hung"
                 break
-            if self._dropped():  # IOPub is gone: the kernel died, or libzmq refused an oversized message
+            if sockets.dropped():  # IOPub is gone: the kernel died, or libzmq refused an oversized message
                 if self._exits_within(DEATH_GRACE):  # a dying kernel drops its sockets too: that is a death
                     run.status = "died"
                     break
@@ -393,7 +324,7 @@ class Kernel:
                 run.status = "oversized"
                 break
             try:
-                msg = self.client.iopub_channel.get_msg(timeout=min(0.5, deadline - now))
+                msg = sockets.client.iopub_channel.get_msg(timeout=min(0.5, deadline - now))
             except Empty:
                 if not self.alive():
                     run.status = "died"
@@ -420,28 +351,9 @@ class Kernel:
         if run.status in ("ok", "error") and interrupted:
             run.status = "timeout"
         if run.status in ("ok", "error", "timeout"):
-            self._drain_reply(msg_id, run)
+            sockets.drain_reply(msg_id, run, self.alive)
         run.outputs = outputs.items
         run.output_chars = outputs.chars
         run.truncated = outputs.truncated
         run.seconds = time.monotonic() - t0
         return run
-
-    def _drain_reply(self, msg_id: str, run: CellRun) -> None:
-        deadline = time.monotonic() + 2.0
-        while time.monotonic() < deadline:
-            try:
-                msg = self.client.shell_channel.get_msg(timeout=0.5)
-            except Empty:
-                if not self.alive():
-                    return
-                continue
-            except Exception:  # noqa: BLE001
-                return
-            if (msg.get("parent_header") or {}).get("msg_id") == msg_id:
-                content = msg.get("content") or {}
-                if content.get("status") == "error" and run.status == "ok":
-                    run.status = "error"
-                    run.ename = str(content.get("ename", ""))[:200]
-                    run.evalue = str(content.get("evalue", ""))[:4000]
-                return

@@ -10,15 +10,14 @@ to exhaust memory, processes, disk or CPU so that classmates lose points.
 parts, one module each: the view (bubblewrap, an *allow-list*, nothing of the host unless named:
 view.py), the identity (a dedicated uid when the grader is root, else a user namespace:
 identity.py), the system-call filter (seccomp.py), and the limits (rlimits.py, with cgroups.py and
-workcopy.py). `setup()` finds out what works here and `protections()` lists each protection as
-available or missing with the reason, for the grader's summary and report (protections.py).
+workcopy.py). `setup()` finds out what works here (probing.py) and `protections()` lists each
+protection as available or missing with the reason, for the grader's summary and report (protections.py).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -37,8 +36,9 @@ from ..limits import (
     WORKCOPY_FILES,
 )
 from . import mounts, workcopy
-from .cgroups import CgroupSupport, KernelCgroup, LimitHit, detect
+from .cgroups import CgroupSupport, KernelCgroup, LimitHit
 from .identity import DEDICATED_UID, STUDENT
+from .probing import find_out
 from .protections import Protection, in_force
 from .rlimits import before_exec, kernel_rlimits, prlimit_prefix
 from .view import View, bwrap_args, real_path
@@ -160,55 +160,19 @@ class Sandbox:
 
     # ------------------------------------------------------------ set-up for a run
     def setup(self, work_base: Path | str | None = None) -> Sandbox:
-        """Find out which protections work on this machine (probing each once); returns self.
+        """Find out which protections work on this machine (probing each once: probing.py); returns self.
 
         `work_base`: the folder of this run's working copies. It gets a marker file; once the run
         removes the folder, a late worker that recreates it cannot mount a working copy there.
         """
         base = Path(work_base or tempfile.gettempdir())
-        self.why = {}
         if work_base is not None:
             base.mkdir(parents=True, exist_ok=True)
             (base / RUN_MARKER).write_text("")
             self.work_base = str(base)
-        if self.isolate and shutil.which("bwrap") is None:
-            self.isolate = False
-            self.why["allow_list_view"] = (
-                "bubblewrap (bwrap) is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
-            )
-        if self.isolate and self.userns:
-            self.dedicated = False
-            why = ""
-            if os.geteuid() != 0:
-                why = f"the grader is not root (uid {os.geteuid()}), so it cannot switch kernels to another user"
-            elif shutil.which("setpriv") is None:
-                why = "setpriv (util-linux) is not installed"
-            else:
-                self.dedicated = True
-                why = self._probe(base) or ""
-                if why:
-                    self.dedicated = False
-            if why:
-                self.why["dedicated_uid"] = why
-                userns_why = self._probe(base)
-                if userns_why:
-                    self.userns = False
-                    self.why["dedicated_uid"] = f"{why}; a user namespace does not work either ({userns_why})"
-        if self.isolate and not self.userns:
-            why = self._probe(base)
-            if why:
-                self.isolate = False
-                self.why["allow_list_view"] = why
-        elif not self.isolate and "allow_list_view" not in self.why:
-            self.why["allow_list_view"] = "isolation was switched off (--no-isolation)"
-        self.cgroups = detect()
-        for name in ("memory", "pids"):
-            if getattr(self.cgroups, name) is None:
-                self.why[f"{name}_cgroup"] = self.cgroups.why.get(name, "not available")
-        why = workcopy.probe_quota(base, *self.owner_ids())
-        self.quota = not why
-        if why:
-            self.why["disk_quota"] = why
+        found = find_out(self, base)
+        self.isolate, self.userns, self.dedicated = found.isolate, found.userns, found.dedicated
+        self.cgroups, self.quota, self.why = found.cgroups, found.quota, found.why
         return self
 
     def owner_ids(self) -> tuple[int, int]:
@@ -221,40 +185,6 @@ class Sandbox:
     def owner(self) -> tuple[int, int] | None:
         """The kernel's host uid/gid when it differs from the grader's (files are handed over to it)."""
         return (self.uid, self.gid) if self.isolate and self.dedicated else None
-
-    def _probe(self, base: Path) -> str | None:
-        """None if a sandboxed Python starts here with the current settings, else why not."""
-        base.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix="agr-probe-", dir=base))
-        try:
-            work = tmp / "w"
-            work.mkdir()
-            workcopy.make_workcopy(work, None, *self.owner_ids())
-            code = "import os; open('ok', 'w').write(str(os.getuid()))"
-            launch = self.wrap(work, [self.python, "-c", code])
-            try:
-                proc = subprocess.run(
-                    launch.argv,
-                    capture_output=True,
-                    timeout=60,
-                    stdin=subprocess.DEVNULL,
-                    pass_fds=launch.pass_fds,
-                    env=self.env(work, work / "observe"),
-                    preexec_fn=self.preexec(),
-                )
-            except (OSError, subprocess.TimeoutExpired) as err:
-                return f"bwrap failed to run: {err}"
-            finally:
-                launch.close_fds()
-            ok = work / "ok"
-            if proc.returncode != 0 or not ok.exists():
-                msg = proc.stderr.decode(errors="replace").strip().splitlines()
-                return f"bwrap cannot create the sandbox here: {msg[-1] if msg else f'exit code {proc.returncode}'}"
-            if self.dedicated and ok.read_text() != str(self.uid):
-                return f"the kernel ran as uid {ok.read_text()!r}, not {self.uid}"
-            return None
-        finally:
-            workcopy.remove_tree(tmp)
 
     # ------------------------------------------------------------ limits
     def _rlimits(self):

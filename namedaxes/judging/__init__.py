@@ -24,7 +24,7 @@ A package along its steps, each module importing only those above it:
     work.py          the work of one device: FLOPs, memory, largest array, bytes moved, the schedule
     jax_private.py   the adapter: every reach into JAX's private modules and attributes
     stablehlo.py     reading an exported module parsed into MLIR: collectives, per-device regions
-    typed.py         the reductions an exported module's types make, the same on every backend (`with_reductions`)
+    typed.py         the reductions an exported module's types make, the same on every backend (`read_reductions`)
     variants.py      a variant whose collectives of one kind send other data (`perturbed`)
     loop_counters.py a variant whose loops count their own runs, per device (`counted`)
     measured_trips.py  those counts matched with the judged program's loops
@@ -68,7 +68,7 @@ from .layouts import (
 from .matters import ATOL, RTOL, RegionFacts, changed, proven_regions, region_facts
 from .module_texts import TEXT_MEMO_CHARS, module_text
 from .runs import Sends, collective_sends
-from .typed import UNREADABLE_REDUCTIONS, Reductions, exported_reductions, with_reductions
+from .typed import UNREADABLE_REDUCTIONS, Reductions, exported_reductions, read_reductions, with_reductions
 from .variants import perturbed
 from .work import WORK_FACTS, Work, largest_array, moved_of, work_excess, work_of
 
@@ -113,6 +113,7 @@ __all__ = [
     "exported_work",
     "counted_reductions",
     "reductions_on",
+    "read_reductions",
     "with_reductions",
     "UNREADABLE_REDUCTIONS",
     "Reductions",

@@ -8,9 +8,9 @@ as often as it ran on the busiest device (`measured_trips`, `work.recounted`). W
 the rewrite reaches, a variant that fails to compile or run), the work stays as read: `UNKNOWN_TRIPS` runs for
 each such loop, said by `Work.uncounted`.
 
-The reductions a program's types make (`typed.typed_reductions`, `Work.reduced_bytes`) are counted the same way
-(`counted_reductions`): a loop holding a reduction whose trip count only its data decide is counted as often as the
-same counted variant's loop of its tag ran. Where that cannot be done, the loop stays uncounted
+The reductions a program's types make (`typed.typed_reductions`, `Work.reduced_bytes`), once read, are counted the
+same way (`counted_reductions`): a loop holding a reduction whose trip count only its data decide is counted as
+often as the same counted variant's loop of its tag ran. Where that cannot be done, the loop stays uncounted
 (`Reductions.uncounted`) and the judge refuses the figure as unknown rather than taking `UNKNOWN_TRIPS` for a fact
 (`work.work_excess`).
 """
@@ -45,12 +45,12 @@ def counted_work(work: Work, text: str, n_devices: int, exp, run: Callable) -> W
     return recounted(work, text, n_devices, measured_trips(text, variant_text, counts))
 
 
-def counted_reductions(exp, names: tuple, sizes: tuple, run: Callable) -> Reductions:
-    """The reductions `exp`'s types make over the mesh's axes (`names`, `sizes`), a loop holding one whose trip count
-    only its data decide counted as often as it ran: `run(variant)` compiles and runs an exported program as the
-    program was, on the same inputs, and returns (its outputs by pytree path, anything). As read (its loops
-    `uncounted`) where there is no such loop or the variant cannot be made or run."""
-    read = exported_reductions(exp, names, sizes)
+def counted_reductions(read: Reductions, exp, names: tuple, sizes: tuple, run: Callable) -> Reductions:
+    """`read`, the reductions `exp`'s types make over the mesh's axes (`names`, `sizes`) as read from its module
+    (`typed.exported_reductions`; not read again here), with a loop holding one whose trip count only its data
+    decide counted as often as it ran: `run(variant)` compiles and runs an exported program as the program was, on
+    the same inputs, and returns (its outputs by pytree path, anything). `read` itself (its loops `uncounted`) where
+    there is no such loop or the variant cannot be made or run."""
     if not read.uncounted:
         return read
     ran = _ran_variant(exp, run)
@@ -82,7 +82,8 @@ def reductions_on(exp, values: list) -> Reductions:
     def run(variant) -> tuple[dict, None]:
         return run_exported(variant, values, mesh)[0], None
 
-    return counted_reductions(exp, tuple(mesh.axis_names), tuple(mesh.devices.shape), run)
+    names, sizes = tuple(mesh.axis_names), tuple(mesh.devices.shape)
+    return counted_reductions(exported_reductions(exp, names, sizes), exp, names, sizes, run)
 
 
 def draw_input(aval, draw: dict, r: np.random.Generator) -> np.ndarray:

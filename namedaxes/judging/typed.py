@@ -35,7 +35,14 @@ from .runs import UNKNOWN_TRIPS
 from .stablehlo import STABLEHLO_COLLECTIVES, stablehlo_collective
 from .work import Work
 
-__all__ = ["Reductions", "typed_reductions", "exported_reductions", "with_reductions", "UNREADABLE_REDUCTIONS"]
+__all__ = [
+    "Reductions",
+    "typed_reductions",
+    "exported_reductions",
+    "read_reductions",
+    "with_reductions",
+    "UNREADABLE_REDUCTIONS",
+]
 
 _MAX_DEPTH = 32  # calls and regions followed into (a module is hostile data)
 _MAX_OPS = 200_000  # operations visited in all
@@ -324,12 +331,18 @@ def exported_reductions(exp, names: tuple, sizes: tuple, trips: dict | None = No
 UNREADABLE_REDUCTIONS = 1 << 40
 
 
-def with_reductions(work: Work, exp, names: tuple, sizes: tuple) -> Work:
-    """`work` with the reductions the exported program's types make (`Work.reduced_bytes`, read from its module,
-    not from the compile: the same on every backend); `UNREADABLE_REDUCTIONS` where the module cannot be read.
-    Where a case judges them only: walking a training step's module costs about 0.15 s."""
+def read_reductions(exp, names: tuple, sizes: tuple) -> Reductions | None:
+    """The judge's one reading of the reductions an exported program's types make (`exported_reductions`); None
+    where its module cannot be read. Where a case judges them only: walking a training step's module costs about
+    0.15 s, so the reading is passed on (`with_reductions`, then `counted_run.counted_reductions`), not repeated."""
     try:
-        found = exported_reductions(exp, names, sizes).nbytes
+        return exported_reductions(exp, names, sizes)
     except Exception:  # noqa: BLE001 - a hostile module: judged as reducing more than any case allows
-        found = UNREADABLE_REDUCTIONS
-    return dataclasses.replace(work, reduced_bytes=found)
+        return None
+
+
+def with_reductions(work: Work, read: Reductions | None) -> Work:
+    """`work` with the reductions its exported program's types make as `read_reductions` read them
+    (`Work.reduced_bytes`, read from its module, not from the compile: the same on every backend);
+    `UNREADABLE_REDUCTIONS` where the module could not be read (`read` None)."""
+    return dataclasses.replace(work, reduced_bytes=UNREADABLE_REDUCTIONS if read is None else read.nbytes)

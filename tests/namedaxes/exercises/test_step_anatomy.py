@@ -681,6 +681,27 @@ def test_a_data_decided_loop_is_judged_on_the_reductions_it_runs(answer, read, r
         assert "m2：通信：它的类型在网格上归约的字节超过参考答案的 1.5×" in words.say(said.verdict, "zh", shown=8)
 
 
+@pytest.mark.parametrize("answer", [_acc_while, _acc_reduce_in_while], ids=["honest", "attack"])
+def test_the_grader_reads_a_programs_reductions_once(answer, monkeypatch):
+    """The grader reads the reductions a program's types make once (`typed.read_reductions`, kept as
+    `Compiled.reductions`) and counts a data-decided loop that holds one from that reading
+    (`counted_run.counted_reductions`): it read the same module again before running the counted variant.
+    The verdict is the one `test_a_data_decided_loop_is_judged_on_the_reductions_it_runs` asserts."""
+    from namedaxes.judging import typed
+
+    reference, observed = observe(q.accumulate_grads, ref_accumulate_grads), observe(q.accumulate_grads, answer)
+    read, texts = typed.typed_reductions, []
+
+    def reading(text, *args):
+        texts.append(text)
+        return read(text, *args)
+
+    monkeypatch.setattr(typed, "typed_reductions", reading)
+    judge_observations(reference, observed, grade_id="reductions_read_once")
+    assert texts, "the case judges reductions: the modules were read"
+    assert sorted(texts.count(t) for t in set(texts)) == [1] * len(set(texts))
+
+
 def test_a_loop_counted_by_running_it_is_said_in_both_languages():
     """The visible check says how it counted the loop (issue 56: "say which in the finding")."""
     for lang in ("en", "zh"):

@@ -16,7 +16,15 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from namedaxes import judging
-from namedaxes.judging import UNREADABLE_REDUCTIONS, Work, exported_reductions, module_text, runs, with_reductions
+from namedaxes.judging import (
+    UNREADABLE_REDUCTIONS,
+    Work,
+    exported_reductions,
+    module_text,
+    read_reductions,
+    runs,
+    with_reductions,
+)
 from namedaxes.judging.loop_counters import counted
 from namedaxes.judging.typed import typed_reductions
 
@@ -123,7 +131,9 @@ def test_a_module_it_cannot_read_reduces_more_than_any_case_allows(mesh, monkeyp
         raise ValueError("module too large to read its reductions")
 
     monkeypatch.setattr(typed, "exported_reductions", unreadable)
-    work = with_reductions(Work(0.0, 0, 0), _exported(mesh, lambda b: b), ("d",), (8,))
+    read = read_reductions(_exported(mesh, lambda b: b), ("d",), (8,))
+    assert read is None
+    work = with_reductions(Work(0.0, 0, 0), read)
     assert work == dataclasses.replace(Work(0.0, 0, 0), reduced_bytes=UNREADABLE_REDUCTIONS)
 
 
