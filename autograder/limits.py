@@ -91,15 +91,17 @@ MAX_ADDED_CELLS: Annotated[
 NOTEBOOK_OUTPUT_CHARS: Annotated[
     int, Cap("chars", "run/executor.py", "output kept per notebook; the rest is dropped")
 ] = 5_000_000
-# ---- a kernel's messages (run/cell_outputs.py, run/kernel.py)
+# ---- a kernel's messages (run/cell_outputs.py, run/kernel.py, run/kernel_sockets.py)
 MAX_OUTPUT_CHARS: Annotated[int, Cap("chars", "run/cell_outputs.py", "output kept per cell; the rest is dropped")] = (
     1_000_000
 )
 MAX_OUTPUTS: Annotated[int, Cap("outputs", "run/cell_outputs.py", "outputs kept per cell; the rest are dropped")] = 300
 MAX_MESSAGE_BYTES: Annotated[
-    int, Cap("bytes", "run/kernel.py", "one ZeroMQ frame from a kernel; libzmq drops the connection")
+    int, Cap("bytes", "run/kernel_sockets.py", "one ZeroMQ frame from a kernel; libzmq drops the connection")
 ] = 8 * _MiB
-RCV_HWM: Annotated[int, Cap("messages", "run/kernel.py", "messages queued per socket before libzmq stops reading")] = 64
+RCV_HWM: Annotated[
+    int, Cap("messages", "run/kernel_sockets.py", "messages queued per socket before libzmq stops reading")
+] = 64
 INTERRUPT_GRACE: Annotated[float, Cap("s", "run/kernel.py", "after an interrupt, before the kernel is killed")] = 5.0
 DEATH_GRACE: Annotated[
     float, Cap("s", "run/kernel.py", "a dropped socket whose kernel exits this soon was a death")
