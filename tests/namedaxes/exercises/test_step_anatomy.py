@@ -681,8 +681,15 @@ def test_a_data_decided_loop_is_judged_on_the_reductions_it_runs(answer, read, r
         assert "m2：通信：它的类型在网格上归约的字节超过参考答案的 1.5×" in words.say(said.verdict, "zh", shown=8)
 
 
+# Whether the grader reads an answer's reductions at all: on jax 0.12 it refuses the attack as a global-view
+# program before (issue 59's caveat; the verdict `ACC_DATA_LOOPS` asserts), so it reads none of it.
+_READS_REDUCTIONS = {"0.10": {"honest": True, "attack": True}, "0.12": {"honest": True, "attack": False}}[
+    jax_line_key()
+]
+
+
 @pytest.mark.parametrize("answer", [_acc_while, _acc_reduce_in_while], ids=["honest", "attack"])
-def test_the_grader_reads_a_programs_reductions_once(answer, monkeypatch):
+def test_the_grader_reads_a_programs_reductions_once(answer, monkeypatch, request):
     """The grader reads the reductions a program's types make once (`typed.read_reductions`, kept as
     `Compiled.reductions`) and counts a data-decided loop that holds one from that reading
     (`counted_run.counted_reductions`): it read the same module again before running the counted variant.
@@ -698,7 +705,7 @@ def test_the_grader_reads_a_programs_reductions_once(answer, monkeypatch):
 
     monkeypatch.setattr(typed, "typed_reductions", reading)
     judge_observations(reference, observed, grade_id="reductions_read_once")
-    assert texts, "the case judges reductions: the modules were read"
+    assert bool(texts) == _READS_REDUCTIONS[request.node.callspec.id], texts
     assert sorted(texts.count(t) for t in set(texts)) == [1] * len(set(texts))
 
 
