@@ -63,11 +63,18 @@ def run(cmd, *, quiet_s: float, what: str, **kwargs) -> subprocess.CompletedProc
 
 
 def communicate(proc: subprocess.Popen, *, quiet_s: float, what: str):
-    """proc.communicate() with `limit(quiet_s)` as its timeout (the process killed when it runs out)."""
+    """proc.communicate() with `limit(quiet_s)` as its timeout (the process killed when it runs out; its pipes
+    then read for 5 s more at most, since a child of it that outlives it may hold them open)."""
     load, allowed = _load(), limit(quiet_s)
     try:
         return proc.communicate(timeout=allowed)
     except subprocess.TimeoutExpired:
         proc.kill()
-        proc.communicate()
+        try:
+            proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            for pipe in (proc.stdin, proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+            proc.wait()
         pytest.fail(too_busy(what, allowed, quiet_s, load), pytrace=False)
