@@ -120,12 +120,14 @@ def test_a_task_lost_twice_is_a_row_reason_as_data_said_in_the_readers_language(
 
 
 # The pool's process as a terminal starts it: Python raises KeyboardInterrupt on SIGINT only where SIGINT was
-# not ignored when it started, and a disposition of SIG_IGN is inherited through fork and exec; a test run may
-# hand its children SIGINT ignored (a runner's process that ignores it), so the script sets Python's own
-# handler first and says what it inherited (`inherited`, in the failure's message).
+# not ignored when it started, and both SIG_IGN and a blocked SIGINT are inherited through fork and exec; a test
+# run may hand its children SIGINT ignored or blocked (a runner's process that has it so), so the script unblocks
+# it and sets Python's own handler first, and says what it inherited (`inherited`, in the failure's message).
 INTERRUPTED = textwrap.dedent("""
     import json, signal, sys, time
     inherited = str(signal.getsignal(signal.SIGINT))
+    if signal.SIGINT in signal.pthread_sigmask(signal.SIG_UNBLOCK, {{signal.SIGINT}}):
+        inherited += ", blocked"
     signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.path.insert(0, "tests/helpers")  # pytest's `pythonpath`, for the test module's own imports
     from tests.autograder.run.test_pool import fake_worker

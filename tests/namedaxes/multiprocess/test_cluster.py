@@ -114,7 +114,21 @@ def test_a_hanging_job_times_out_and_leaves_no_orphans(tmp_path):
         c.close()
 
 
-def test_an_interrupted_wait_kills_the_workers():
+@pytest.fixture
+def ctrl_c_raises():
+    """This process as a terminal starts Python: SIGINT unblocked and raising KeyboardInterrupt. A test runner's
+    process may have been handed SIGINT ignored or blocked (both are inherited through fork and exec); the test
+    is about the cluster, so it sets that up itself and puts back what it found."""
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+    mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        signal.signal(signal.SIGINT, handler)
+
+
+def test_an_interrupted_wait_kills_the_workers(ctrl_c_raises):
     c = mp.Cluster().start()
     try:
         pids = c.pids
