@@ -58,10 +58,11 @@ def grade_cmd(course: Path, submissions: Path, out: Path, cache: Path, *extra: s
 
 
 def start_grading(cmd: list[str], tmp: Path) -> subprocess.Popen:
-    """`cmd` (a grade_command) started from the repository, its output captured, its working copies in `tmp`."""
+    """`cmd` (a grade_command) started from the repository as from a terminal (Ctrl-C reaches it), its output
+    captured, its working copies in `tmp`."""
     tmp.mkdir(exist_ok=True)
     return subprocess.Popen(
-        cmd,
+        machine.as_from_a_terminal(cmd),
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

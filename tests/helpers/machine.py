@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 
 import pytest
 
 from courseinfo import validate_limit
 
-__all__ = ["busy_factor", "limit", "too_busy", "run", "communicate"]
+__all__ = ["busy_factor", "limit", "too_busy", "run", "communicate", "as_from_a_terminal"]
 
 
 def _cores() -> int:
@@ -78,3 +79,18 @@ def communicate(proc: subprocess.Popen, *, quiet_s: float, what: str):
                     pipe.close()
             proc.wait()
         pytest.fail(too_busy(what, allowed, quiet_s, load), pytrace=False)
+
+
+# Python raises KeyboardInterrupt on SIGINT only where SIGINT was neither ignored nor blocked when it started, and
+# both are inherited through fork and exec: a test run started as a shell's background job (`nohup make test &`
+# from a script) hands every process SIGINT ignored. This prefix starts a command with SIGINT as a terminal
+# leaves it (default, unblocked), for the tests that press Ctrl-C.
+_TERMINAL_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}); os.execvp(sys.argv[1], sys.argv[1:])"
+)
+
+
+def as_from_a_terminal(cmd: list[str]) -> list[str]:
+    """`cmd` started with SIGINT as a terminal leaves it (see `_TERMINAL_SIGINT`), whatever this process has."""
+    return [sys.executable, "-c", _TERMINAL_SIGINT, *cmd]
