@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from fsdp_model import loss_fn
 from jax import lax
 from jax.sharding import PartitionSpec as P
 from judge_helpers import judge_observations
@@ -156,13 +157,8 @@ def _fsdp(step, out_specs=P(DATA_PARALLEL)):
     return answer
 
 
-def _fsdp_loss(w, batch):
-    """Notebook 07's FSDP model (the notebook's `loss_fn`): the mean squared error of the linear model `x @ w`."""
-    return jnp.mean((batch["x"] @ w - batch["y"]) ** 2)
-
-
 def _fsdp_step(w_shard, local_batch, k):
-    local_grads = jax.grad(_fsdp_loss)(lax.all_gather(w_shard, DATA_PARALLEL, tiled=True), local_batch)
+    local_grads = jax.grad(loss_fn)(lax.all_gather(w_shard, DATA_PARALLEL, tiled=True), local_batch)
     return w_shard - q07.LEARNING_RATE * lax.psum_scatter(local_grads, DATA_PARALLEL, tiled=True) / k
 
 

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from exercise_text import NAMED, unused_text
+from fsdp_model import loss_fn, sgd_step
 from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
@@ -801,16 +802,6 @@ def test_ring_all_reduce_observations_reject_wrong_answers():
 
 
 # ---------------------------------------------------------------- 4. fsdp_step
-def loss_fn(w, batch):
-    """The notebook's FSDP model (its `loss_fn`): the mean squared error of the linear model `x @ w`."""
-    return jnp.mean((batch["x"] @ w - batch["y"]) ** 2)
-
-
-def sgd_step(w, batch):
-    """The notebook's `sgd_step`: one plain SGD step on one device, what every FSDP answer must match."""
-    return w - LEARNING_RATE * jax.grad(loss_fn)(w, batch)
-
-
 def _fsdp(step, out_specs=P(DATA_PARALLEL)):
     """An answer that shard_maps `step(w_shard, local_batch, k)` FSDP-style."""
 
